@@ -1,0 +1,81 @@
+/*
+ * cli.h -- shared pieces of the `infera` command: the command table and the
+ * helpers sub-commands use (argument parsing, loading models and tensor
+ * files, printing and comparing values).
+ *
+ * Every command is `int cmd_<verb>(int argc, char **argv)` with argv[0] the
+ * command name; it returns the process exit status.  Errors are printed as
+ * one line on stderr: "infera <command>: <what failed and why>".
+ */
+#ifndef INF_CLI_H
+#define INF_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "infera/session.h"
+
+typedef struct cli_command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+    const char *usage; /* full help text */
+} cli_command;
+
+extern const cli_command cli_commands[];
+extern const int cli_n_commands;
+
+int cmd_run(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_conformance(int argc, char **argv);
+int cmd_help(int argc, char **argv);
+
+/* Prints "infera <cmd>: message" to stderr and returns 1 (or 2 for usage). */
+int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parses a positive int option value; false (with a message) if invalid. */
+bool cli_parse_int(const char *cmd, const char *flag, const char *text, int min, int max, int *out);
+
+/* Returns the value of "--flag VALUE" or "--flag=VALUE" at argv[*i], advancing
+ * *i; NULL if argv[*i] is not that flag. *missing is set when the value is absent. */
+const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, bool *missing);
+
+/* Loads a model reference (a path to an .onnx file for now). */
+inf_status cli_load_model(const char *ref, inf_model **out, inf_error *err);
+
+/* Loads a .npy or .pb value file; kind_hint as for inf_tensor_load_pb. */
+inf_status cli_load_value(const char *path, int kind_hint, inf_tensor **out, inf_error *err);
+
+/* The .pb kind hint for a model input: sequence, optional or tensor. */
+int cli_kind_hint(const inf_value_info *info);
+
+/* Prints a value's leading elements ("[0.1, 0.2, ...]"). */
+void cli_print_values(FILE *f, const inf_tensor *t, int max_values);
+
+/* Compares got with want: same kind, dtype and shape, elements within
+ * |got - want| <= atol + rtol * |want| (NaN equals NaN).  On mismatch writes
+ * the reason into why. */
+bool cli_values_close(const inf_tensor *got, const inf_tensor *want, double rtol, double atol, char *why,
+                      size_t why_size);
+
+/* Input files given as --input NAME=FILE (or FILE alone for a one-input model). */
+typedef struct cli_inputs {
+    int n_specs;
+    const char *names[64];  /* NULL when NAME= was left out; else points into name_buf */
+    const char *paths[64];
+    char name_buf[64][256];
+} cli_inputs;
+
+/* Parses one "--input" value into specs; false (with a message) on error. */
+bool cli_inputs_add(const char *cmd, cli_inputs *specs, const char *value);
+/* Loads the files into values[] indexed by model input (NULL where not
+ * given); returns 0 or an exit status after printing the error. */
+int cli_inputs_load(const char *cmd, const inf_model *model, const cli_inputs *specs, inf_tensor **values);
+
+/* Peak resident set size of this process in MiB (from /proc/self/status). */
+double cli_peak_rss_mb(void);
+double cli_now_seconds(void);
+
+#endif /* INF_CLI_H */

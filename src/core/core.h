@@ -1,0 +1,99 @@
+/*
+ * core.h -- internal services every layer of the engine uses: allocation,
+ * arenas, error reports, the thread pool and logging.
+ *
+ * Internal names are inf__<object>_<verb>; nothing here is exported.
+ * Everything that allocates can fail and says so with INF_ENOMEM: the engine
+ * never aborts on a full heap.
+ */
+#ifndef INF_CORE_H
+#define INF_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "infera/infera.h"
+#include "infera/tensor.h"
+
+/* ---- Allocation (alloc.c) ---- all through the replaceable allocator. */
+void *inf__malloc(size_t size);
+void *inf__calloc(size_t n, size_t size);  /* zeroed; checks n*size overflow */
+void *inf__realloc(void *ptr, size_t size);
+void inf__free(void *ptr);
+char *inf__strdup(const char *s);
+char *inf__strndup(const char *s, size_t n);
+/* 64-byte aligned blocks for tensor data; free with inf__aligned_free. */
+void *inf__aligned_alloc(size_t size);
+void inf__aligned_free(void *ptr);
+
+/* Grows *items (of elem_size bytes each) so that it can hold need elements;
+ * *cap is updated.  Returns INF_OK or INF_ENOMEM (the array is unchanged). */
+inf_status inf__array_reserve(void **items, int *cap, int need, size_t elem_size);
+
+/* ---- Arena (arena.c) ----
+ * Bump allocator for objects that die together (a model's IR, a plan).
+ * Blocks are chained; inf__arena_free releases all of them at once. */
+typedef struct inf__arena_block inf__arena_block;
+typedef struct inf__arena {
+    inf__arena_block *head;
+    size_t block_size;
+    size_t bytes_used;
+} inf__arena;
+
+void inf__arena_init(inf__arena *a, size_t block_size);
+void *inf__arena_alloc(inf__arena *a, size_t size);   /* zeroed, 16-byte aligned */
+char *inf__arena_strdup(inf__arena *a, const char *s);
+char *inf__arena_strndup(inf__arena *a, const char *s, size_t n);
+void inf__arena_deinit(inf__arena *a);
+
+/* ---- Error reports (status.c) ----
+ * Fills err (if not NULL) with status and a formatted message; returns status
+ * so that callers can write `return inf__error(err, INF_EINVAL, "...", ...)`. */
+inf_status inf__error(inf_error *err, inf_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+inf_status inf__verror(inf_error *err, inf_status status, const char *fmt, va_list ap);
+/* Puts "prefix: " in front of the message already in err. */
+void inf__error_prefix(inf_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Conditions that cannot happen but must be survived (SQLite's ALWAYS/NEVER). */
+#define INF_ALWAYS(x) (__builtin_expect(!!(x), 1))
+#define INF_NEVER(x) (__builtin_expect(!!(x), 0))
+
+/* ---- Tensor helpers (tensor.c) ---- */
+/* Sets dtype/shape of an existing descriptor (data untouched). */
+void inf__tensor_set_shape(inf_tensor *t, inf_dtype dtype, int ndim, const int64_t *dims);
+/* Frees what t owns but not the struct; leaves t an empty descriptor. */
+void inf__tensor_deinit(inf_tensor *t);
+/* numel for dims, or -1 on overflow / negative dimension. */
+int64_t inf__shape_numel(int ndim, const int64_t *dims);
+bool inf__shape_equal(int na, const int64_t *a, int nb, const int64_t *b);
+/* "[2,3,4]" into buf. */
+const char *inf__shape_str(int ndim, const int64_t *dims, char *buf, size_t size);
+
+/* ---- Thread pool (threadpool.c) ----
+ * A persistent pool of n-1 workers plus the calling thread.
+ * inf__pool_for runs fn(arg, i, n_tasks) for i in [0, n_tasks) split across
+ * the threads and returns when all are done.  One caller at a time. */
+typedef struct inf__pool inf__pool;
+typedef void (*inf__task_fn)(void *arg, int64_t i, int64_t n);
+
+inf_status inf__pool_new(int n_threads, inf__pool **out);
+void inf__pool_free(inf__pool *pool);
+int inf__pool_size(const inf__pool *pool);
+/* Splits [0, n) into contiguous chunks, one per thread (fewer if n is small),
+ * calling fn(arg, begin, end) for each.  pool may be NULL: runs inline. */
+typedef void (*inf__range_fn)(void *arg, int64_t begin, int64_t end);
+void inf__pool_range(inf__pool *pool, int64_t n, int64_t min_chunk, inf__range_fn fn, void *arg);
+
+/* ---- Logging (log.c) ----
+ * Messages go to a sink the application sets (default: stderr, level WARN). */
+typedef enum inf__log_level { INF_LOG_DEBUG, INF_LOG_INFO, INF_LOG_WARN, INF_LOG_ERROR } inf__log_level;
+void inf__log(inf__log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- Small utilities ---- */
+double inf__now_seconds(void);      /* monotonic clock */
+bool inf__cpu_has_avx2_fma(void);  /* checked once, cached */
+
+#endif /* INF_CORE_H */

@@ -1,0 +1,26 @@
+/*
+ * platform.c -- the little the engine asks of the operating system and CPU:
+ * a monotonic clock and whether AVX2/FMA kernels may run.
+ */
+#include <time.h>
+
+#include "core/core.h"
+
+double inf__now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+bool inf__cpu_has_avx2_fma(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    static int cached = -1; /* process-wide, idempotent */
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    return cached;
+#else
+    return false;
+#endif
+}

@@ -1,0 +1,70 @@
+/*
+ * model.c -- the public accessors of a loaded model (include/infera/model.h).
+ * Loading itself is onnx/decode.c; a model is immutable after load.
+ */
+#include <string.h>
+
+#include "graph/graph.h"
+
+int inf_model_n_inputs(const inf_model *m) { return m->graph->n_inputs; }
+int inf_model_n_outputs(const inf_model *m) { return m->graph->n_outputs; }
+
+const inf_value_info *inf_model_input(const inf_model *m, int i) {
+    return i >= 0 && i < m->graph->n_inputs ? &m->input_infos[i] : NULL;
+}
+
+const inf_value_info *inf_model_output(const inf_model *m, int i) {
+    return i >= 0 && i < m->graph->n_outputs ? &m->output_infos[i] : NULL;
+}
+
+int inf_model_find_input(const inf_model *m, const char *name) {
+    for (int i = 0; i < m->graph->n_inputs; i++)
+        if (!strcmp(m->input_infos[i].name, name)) return i;
+    return -1;
+}
+
+int inf_model_find_output(const inf_model *m, const char *name) {
+    for (int i = 0; i < m->graph->n_outputs; i++)
+        if (!strcmp(m->output_infos[i].name, name)) return i;
+    return -1;
+}
+
+static void add_parameters(const inf__graph *g, int64_t *n, uint64_t *bytes) {
+    for (int i = 0; i < g->n_values; i++) {
+        const inf_tensor *c = g->values[i].constant;
+        if (!c) continue;
+        *n += inf_tensor_numel(c);
+        *bytes += inf_tensor_nbytes(c);
+    }
+}
+
+void inf_model_get_summary(const inf_model *m, inf_model_summary *out) {
+    memset(out, 0, sizeof *out);
+    out->path = m->path;
+    out->graph_name = m->graph->name;
+    out->producer_name = m->producer_name;
+    out->producer_version = m->producer_version;
+    out->doc_string = m->doc_string;
+    out->ir_version = m->ir_version;
+    out->model_version = m->model_version;
+    out->n_opsets = m->n_opsets;
+    out->opsets = m->opsets;
+    out->n_nodes = m->graph->n_nodes;
+    out->file_bytes = m->file_bytes;
+    add_parameters(m->graph, &out->n_parameters, &out->parameter_bytes);
+}
+
+int inf_model_n_op_types(const inf_model *m) { return m->n_op_types; }
+
+void inf_model_op_type(const inf_model *m, int i, const char **domain, const char **op_type, int *count) {
+    *domain = m->op_types[i].domain;
+    *op_type = m->op_types[i].op_type;
+    *count = m->op_types[i].count;
+}
+
+int inf_model_n_metadata(const inf_model *m) { return m->n_metadata; }
+
+void inf_model_metadata(const inf_model *m, int i, const char **key, const char **value) {
+    *key = m->metadata_keys[i];
+    *value = m->metadata_values[i];
+}

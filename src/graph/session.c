@@ -1,0 +1,506 @@
+/*
+ * session.c -- running a graph: the executor, its memory, and the services
+ * kernels call (outputs, aliases, errors, subgraphs).
+ *
+ * DESIGN
+ *   A session holds one frame per graph (the main graph and every subgraph of
+ *   If/Loop/Scan).  A frame has a slot per value.  A run binds the caller's
+ *   inputs and the initializers as borrowed views, then calls each node's
+ *   kernel in topological order.  Kernels create their outputs through
+ *   inf__kernel_output, which takes a buffer from the session's pool.
+ *
+ *   Memory plan: every value knows how many nodes read it.  When the last
+ *   reader has run, the value's buffer goes back to the pool, where the next
+ *   output that fits reuses it (best fit).  Buffers are never returned to the
+ *   heap while the session lives, so from the second run with the same input
+ *   shapes on, a run allocates nothing: the same requests meet the same free
+ *   buffers.  Graph outputs stay in their buffers until the next run.
+ *
+ *   Outputs that only reshape an input (Reshape, Squeeze, Identity) share the
+ *   input's buffer; buffers are reference-counted for that.
+ *
+ * INVARIANTS
+ *   - slot.value is what kernels see: &slot.t, a heap value, an outer-scope
+ *     value, or the caller's tensor; NULL when the value is absent.
+ *   - a pooled buffer is free iff its refs == 0.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "infera/session.h"
+#include "ops/ops.h"
+
+/* ---- buffer pool ---- */
+
+typedef struct inf__buf {
+    void *data;
+    size_t cap;
+    int refs;
+    int64_t n_strings;   /* string elements to free when released */
+    struct inf__buf *next_all;
+} inf__buf;
+
+typedef struct buf_pool {
+    inf__buf *all;
+    inf__buf **free_list; /* unordered array of free buffers */
+    int n_free, cap_free;
+    int n_all;
+} buf_pool;
+
+static inf__buf *pool_take(buf_pool *p, size_t size) {
+    int best = -1;
+    for (int i = 0; i < p->n_free; i++) {
+        size_t cap = p->free_list[i]->cap;
+        if (cap >= size && (best < 0 || cap < p->free_list[best]->cap)) best = i;
+    }
+    if (best >= 0) {
+        inf__buf *b = p->free_list[best];
+        p->free_list[best] = p->free_list[--p->n_free];
+        b->refs = 1;
+        return b;
+    }
+    /* none fits: grow the largest free buffer, or make a new one */
+    inf__buf *b = NULL;
+    for (int i = 0; i < p->n_free; i++)
+        if (!b || p->free_list[i]->cap > b->cap) {
+            b = p->free_list[i];
+            best = i;
+        }
+    size_t cap = size < 64 ? 64 : size;
+    void *data = inf__aligned_alloc(cap);
+    if (!data) return NULL;
+    if (b) {
+        inf__aligned_free(b->data);
+        p->free_list[best] = p->free_list[--p->n_free];
+    } else {
+        b = inf__calloc(1, sizeof *b);
+        if (!b || inf__array_reserve((void **)&p->free_list, &p->cap_free, p->n_all + 1, sizeof(inf__buf *)) != INF_OK) {
+            inf__aligned_free(data);
+            inf__free(b);
+            return NULL;
+        }
+        b->next_all = p->all;
+        p->all = b;
+        p->n_all++;
+    }
+    b->data = data;
+    b->cap = cap;
+    b->refs = 1;
+    return b;
+}
+
+static void pool_release(buf_pool *p, inf__buf *b) {
+    if (--b->refs > 0) return;
+    if (b->n_strings) {
+        char **s = b->data;
+        for (int64_t i = 0; i < b->n_strings; i++) inf__free(s[i]);
+        b->n_strings = 0;
+    }
+    /* the free list can hold every buffer: it was reserved when each was made */
+    p->free_list[p->n_free++] = b;
+}
+
+static void pool_free(buf_pool *p) {
+    for (inf__buf *b = p->all; b;) {
+        inf__buf *next = b->next_all;
+        if (b->n_strings) {
+            char **s = b->data;
+            for (int64_t i = 0; i < b->n_strings; i++) inf__free(s[i]);
+        }
+        inf__aligned_free(b->data);
+        inf__free(b);
+        b = next;
+    }
+    inf__free(p->free_list);
+}
+
+/* ---- frames ---- */
+
+typedef struct slot {
+    inf_tensor t;        /* descriptor for pooled or borrowed tensor data */
+    inf_tensor *value;   /* what kernels read */
+    inf__buf *buf;       /* pooled buffer behind t.data, if any */
+    inf_tensor *heap;    /* heap value owned by the slot, if any */
+    int refs;            /* readers still to run in this run */
+} slot;
+
+typedef struct sub_frame {
+    const inf__graph *g;
+    inf__exec *exec;
+} sub_frame;
+
+struct inf__exec {
+    inf_session *session;
+    const inf__graph *g;
+    inf__exec *parent;
+    slot *slots;           /* n_values + max_outputs (hidden slots for omitted outputs) */
+    int n_slots;
+    int max_io;
+    inf_tensor **in_ptrs;  /* scratch for a node's inputs / outputs */
+    inf_tensor **out_ptrs;
+    inf_tensor **outputs;  /* graph outputs of the last run */
+    int n_subs;
+    sub_frame *subs;
+};
+
+struct inf_session {
+    const inf_model *model;
+    int n_threads;
+    inf__pool *threads;
+    buf_pool pool;
+    inf__exec *main;
+};
+
+static void slot_release(inf_session *s, slot *sl) {
+    if (sl->buf) pool_release(&s->pool, sl->buf);
+    if (sl->heap) inf_tensor_free(sl->heap);
+    sl->buf = NULL;
+    sl->heap = NULL;
+    sl->value = NULL;
+}
+
+static inf_status exec_new(inf_session *s, const inf__graph *g, inf__exec *parent, inf__exec **out, inf_error *err);
+
+static void exec_free(inf__exec *e) {
+    if (!e) return;
+    for (int i = 0; e->slots && i < e->n_slots; i++) slot_release(e->session, &e->slots[i]);
+    for (int i = 0; i < e->n_subs; i++) exec_free(e->subs[i].exec);
+    inf__free(e->subs);
+    inf__free(e->slots);
+    inf__free(e->in_ptrs);
+    inf__free(e->out_ptrs);
+    inf__free(e->outputs);
+    inf__free(e);
+}
+
+static int count_subgraphs(const inf__graph *g) {
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int a = 0; a < g->nodes[i].n_attrs; a++) {
+            const inf__attr *attr = &g->nodes[i].attrs[a];
+            n += attr->type == INF_ATTR_GRAPH ? 1 : attr->type == INF_ATTR_GRAPHS ? attr->n : 0;
+        }
+    return n;
+}
+
+static inf_status exec_add_subframes(inf_session *s, inf__exec *e, inf_error *err) {
+    int n = count_subgraphs(e->g);
+    if (!n) return INF_OK;
+    e->subs = inf__calloc((size_t)n, sizeof *e->subs);
+    if (!e->subs) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
+    for (int i = 0; i < e->g->n_nodes; i++)
+        for (int a = 0; a < e->g->nodes[i].n_attrs; a++) {
+            const inf__attr *attr = &e->g->nodes[i].attrs[a];
+            int k_max = attr->type == INF_ATTR_GRAPH ? 1 : attr->type == INF_ATTR_GRAPHS ? attr->n : 0;
+            for (int k = 0; k < k_max; k++) {
+                const inf__graph *sub = attr->type == INF_ATTR_GRAPH ? attr->g : attr->graphs[k];
+                e->subs[e->n_subs].g = sub;
+                inf_status st = exec_new(s, sub, e, &e->subs[e->n_subs].exec, err);
+                if (st != INF_OK) return st;
+                e->n_subs++;
+            }
+        }
+    return INF_OK;
+}
+
+static inf_status exec_new(inf_session *s, const inf__graph *g, inf__exec *parent, inf__exec **out, inf_error *err) {
+    *out = NULL;
+    inf__exec *e = inf__calloc(1, sizeof *e);
+    if (!e) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
+    e->session = s;
+    e->g = g;
+    e->parent = parent;
+    int max_io = 1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].n_inputs > max_io) max_io = g->nodes[i].n_inputs;
+        if (g->nodes[i].n_outputs > max_io) max_io = g->nodes[i].n_outputs;
+    }
+    e->max_io = max_io;
+    e->n_slots = g->n_values + max_io;
+    e->slots = inf__calloc((size_t)e->n_slots, sizeof(slot));
+    e->in_ptrs = inf__calloc((size_t)max_io, sizeof(inf_tensor *));
+    e->out_ptrs = inf__calloc((size_t)max_io, sizeof(inf_tensor *));
+    e->outputs = inf__calloc((size_t)g->n_outputs + 1, sizeof(inf_tensor *));
+    inf_status st = INF_OK;
+    if (!e->slots || !e->in_ptrs || !e->out_ptrs || !e->outputs)
+        st = inf__error(err, INF_ENOMEM, "out of memory creating a session");
+    if (st == INF_OK) st = exec_add_subframes(s, e, err);
+    if (st != INF_OK) {
+        exec_free(e);
+        return st;
+    }
+    *out = e;
+    return INF_OK;
+}
+
+/* ---- services for kernels ---- */
+
+static slot *output_slot(inf__kernel_ctx *ctx, int i) {
+    inf__exec *e = ctx->exec;
+    int v = ctx->node->outputs[i];
+    return v >= 0 ? &e->slots[v] : &e->slots[e->g->n_values + i];
+}
+
+inf_status inf__kernel_output(inf__kernel_ctx *ctx, int i, inf_dtype dtype, int ndim, const int64_t *dims,
+                              inf_tensor **out) {
+    if (i < 0 || i >= ctx->n_out)
+        return inf__kernel_error(ctx, INF_EINTERNAL, "kernel wrote output %d of %d", i, ctx->n_out);
+    if (ndim < 0 || ndim > INF_MAX_DIMS)
+        return inf__kernel_error(ctx, INF_EUNSUPPORTED, "output %d has rank %d (at most %d supported)", i, ndim, INF_MAX_DIMS);
+    int64_t numel = inf__shape_numel(ndim, dims);
+    size_t esize = inf_dtype_size(dtype);
+    if (numel < 0 || esize == 0 || (uint64_t)numel > (SIZE_MAX / 2) / esize)
+        return inf__kernel_error(ctx, INF_ESHAPE, "output %d: invalid shape or type", i);
+    slot *sl = output_slot(ctx, i);
+    slot_release(ctx->exec->session, sl);
+    size_t nbytes = (size_t)numel * esize;
+    sl->buf = pool_take(&ctx->exec->session->pool, nbytes);
+    if (!sl->buf) return inf__kernel_error(ctx, INF_ENOMEM, "out of memory for output %d (%zu bytes)", i, nbytes);
+    inf_tensor_init_view(&sl->t, dtype, ndim, dims, sl->buf->data);
+    sl->t.capacity = sl->buf->cap;
+    if (dtype == INF_DTYPE_STRING) {
+        memset(sl->buf->data, 0, nbytes);
+        sl->buf->n_strings = numel;
+    }
+    sl->value = &sl->t;
+    ctx->out[i] = sl->value;
+    if (out) *out = sl->value;
+    return INF_OK;
+}
+
+inf_status inf__kernel_output_alias(inf__kernel_ctx *ctx, int i, int input, int ndim, const int64_t *dims,
+                                    inf_tensor **out) {
+    if (input < 0 || input >= ctx->n_in || !ctx->in[input] || ctx->in[input]->kind != INF_KIND_TENSOR)
+        return inf__kernel_error(ctx, INF_EINTERNAL, "alias of a missing input %d", input);
+    const inf_tensor *src = ctx->in[input];
+    if (inf__shape_numel(ndim, dims) != inf_tensor_numel(src))
+        return inf__kernel_error(ctx, INF_ESHAPE, "output %d cannot view input %d: element counts differ", i, input);
+    if (ndim > INF_MAX_DIMS) return inf__kernel_error(ctx, INF_EUNSUPPORTED, "rank %d", ndim);
+    slot *sl = output_slot(ctx, i);
+    slot_release(ctx->exec->session, sl);
+    inf_tensor_init_view(&sl->t, src->dtype, ndim, dims, src->data);
+    /* share the reader's buffer, if the input lives in one */
+    const inf__exec *e = ctx->exec;
+    int v = ctx->node->inputs[input];
+    if (v >= 0 && e->slots[v].buf && e->slots[v].value == src) {
+        sl->buf = e->slots[v].buf;
+        sl->buf->refs++;
+    } else if (v >= 0 && e->slots[v].heap == src) {
+        /* a heap tensor: copy instead of sharing ownership */
+        inf_tensor *copy;
+        if (inf_tensor_clone(src, &copy) != INF_OK) return inf__kernel_error(ctx, INF_ENOMEM, "out of memory");
+        inf__tensor_set_shape(copy, src->dtype, ndim, dims);
+        sl->heap = copy;
+        sl->value = copy;
+        ctx->out[i] = copy;
+        if (out) *out = copy;
+        return INF_OK;
+    }
+    sl->value = &sl->t;
+    ctx->out[i] = sl->value;
+    if (out) *out = sl->value;
+    return INF_OK;
+}
+
+inf_status inf__kernel_output_value(inf__kernel_ctx *ctx, int i, inf_tensor *value) {
+    if (i < 0 || i >= ctx->n_out) {
+        inf_tensor_free(value);
+        return inf__kernel_error(ctx, INF_EINTERNAL, "kernel wrote output %d of %d", i, ctx->n_out);
+    }
+    slot *sl = output_slot(ctx, i);
+    slot_release(ctx->exec->session, sl);
+    sl->heap = value;
+    sl->value = value;
+    ctx->out[i] = value;
+    return INF_OK;
+}
+
+inf_status inf__kernel_error(inf__kernel_ctx *ctx, inf_status status, const char *fmt, ...) {
+    if (!ctx->err) return status;
+    char msg[INF_ERROR_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return inf__error(ctx->err, status, "node '%s' (%s): %s", ctx->node->name, ctx->node->op_type, msg);
+}
+
+/* ---- running a frame ---- */
+
+static void release_all(inf__exec *e) {
+    for (int i = 0; i < e->n_slots; i++) slot_release(e->session, &e->slots[i]);
+}
+
+static inf_status bind_values(inf__exec *e, inf_tensor *const *inputs) {
+    const inf__graph *g = e->g;
+    for (int v = 0; v < g->n_values; v++) {
+        slot *sl = &e->slots[v];
+        const inf__value *val = &g->values[v];
+        sl->refs = val->n_consumers;
+        if (val->role == INF_VALUE_INITIALIZER) sl->value = val->constant;
+        else if (val->role == INF_VALUE_OUTER) sl->value = e->parent->slots[val->outer].value;
+    }
+    for (int i = 0; i < g->n_inputs; i++) e->slots[g->inputs[i]].value = inputs[i];
+    return INF_OK;
+}
+
+static void finish_node(inf__exec *e, const inf__node *node) {
+    for (int k = 0; k < node->n_inputs; k++) {
+        int v = node->inputs[k];
+        if (v >= 0 && --e->slots[v].refs == 0) slot_release(e->session, &e->slots[v]);
+    }
+    for (int k = 0; k < node->n_implicit; k++) {
+        int v = node->implicit[k];
+        if (--e->slots[v].refs == 0) slot_release(e->session, &e->slots[v]);
+    }
+    for (int k = 0; k < node->n_outputs; k++) {
+        int v = node->outputs[k];
+        if (v < 0) slot_release(e->session, &e->slots[e->g->n_values + k]);
+        else if (e->slots[v].refs == 0) slot_release(e->session, &e->slots[v]); /* nobody reads it */
+    }
+}
+
+static inf_status run_node(inf__exec *e, const inf__node *node, inf_error *err) {
+    for (int k = 0; k < node->n_inputs; k++)
+        e->in_ptrs[k] = node->inputs[k] >= 0 ? e->slots[node->inputs[k]].value : NULL;
+    for (int k = 0; k < node->n_outputs; k++) e->out_ptrs[k] = NULL;
+    inf__kernel_ctx ctx = {
+        .node = node,
+        .n_in = node->n_inputs,
+        .in = e->in_ptrs,
+        .n_out = node->n_outputs,
+        .out = e->out_ptrs,
+        .pool = e->session->threads,
+        .exec = e,
+        .err = err,
+    };
+    inf_status st = node->op->impl->run(&ctx);
+    if (st != INF_OK) {
+        if (err && err->status != st) inf__kernel_error(&ctx, st, "%s", inf_strerror(st));
+        return st;
+    }
+    for (int k = 0; k < node->n_outputs; k++)
+        if (node->outputs[k] >= 0 && !e->slots[node->outputs[k]].value)
+            return inf__kernel_error(&ctx, INF_EINTERNAL, "kernel did not produce output %d", k);
+    finish_node(e, node);
+    return INF_OK;
+}
+
+static inf_status exec_run(inf__exec *e, inf_tensor *const *inputs, inf_error *err) {
+    release_all(e);
+    bind_values(e, inputs);
+    inf_status st = INF_OK;
+    for (int n = 0; n < e->g->n_nodes && st == INF_OK; n++) st = run_node(e, &e->g->nodes[n], err);
+    if (st != INF_OK) {
+        release_all(e);
+        return st;
+    }
+    for (int i = 0; i < e->g->n_outputs; i++) e->outputs[i] = e->slots[e->g->outputs[i]].value;
+    return INF_OK;
+}
+
+inf_status inf__kernel_run_subgraph(inf__kernel_ctx *ctx, const inf__graph *g, int n_inputs, inf_tensor *const *inputs,
+                                    inf_tensor *const **outputs) {
+    inf__exec *sub = NULL;
+    for (int i = 0; i < ctx->exec->n_subs; i++)
+        if (ctx->exec->subs[i].g == g) sub = ctx->exec->subs[i].exec;
+    if (!sub) return inf__kernel_error(ctx, INF_EINTERNAL, "unknown subgraph");
+    if (n_inputs != g->n_inputs)
+        return inf__kernel_error(ctx, INF_EMODEL, "subgraph '%s' takes %d inputs, %d given", g->name, g->n_inputs, n_inputs);
+    inf_status st = exec_run(sub, inputs, ctx->err);
+    if (st != INF_OK) {
+        inf__error_prefix(ctx->err, "in subgraph of node '%s'", ctx->node->name);
+        return st;
+    }
+    *outputs = sub->outputs;
+    return INF_OK;
+}
+
+/* ---- public API ---- */
+
+void inf_session_options_init(inf_session_options *opts) {
+    memset(opts, 0, sizeof *opts);
+    opts->n_threads = 1;
+}
+
+inf_status inf_session_new(const inf_model *model, const inf_session_options *opts, inf_session **out, inf_error *err) {
+    *out = NULL;
+    inf_session *s = inf__calloc(1, sizeof *s);
+    if (!s) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
+    s->model = model;
+    s->n_threads = opts && opts->n_threads > 1 ? opts->n_threads : 1;
+    inf_status st = inf__pool_new(s->n_threads, &s->threads);
+    if (st != INF_OK) {
+        inf__error(err, st, "cannot start %d threads", s->n_threads);
+        inf_session_free(s);
+        return st;
+    }
+    if ((st = exec_new(s, model->graph, NULL, &s->main, err)) != INF_OK) {
+        inf_session_free(s);
+        return st;
+    }
+    *out = s;
+    return INF_OK;
+}
+
+void inf_session_free(inf_session *s) {
+    if (!s) return;
+    exec_free(s->main);
+    pool_free(&s->pool);
+    inf__pool_free(s->threads);
+    inf__free(s);
+}
+
+const inf_model *inf_session_model(const inf_session *s) { return s->model; }
+int inf_session_n_threads(const inf_session *s) { return s->n_threads; }
+
+/* Checks a caller's input against the declared type: kind, dtype, rank and
+ * every fixed dimension. */
+static inf_status check_input(const inf_value_info *info, const inf_tensor *t, inf_error *err) {
+    char got[128], want[160];
+    if (!t) {
+        if (info->is_optional) return INF_OK;
+        return inf__error(err, INF_EINVAL, "input '%s' is missing", info->name);
+    }
+    if (info->kind != INF_KIND_TENSOR || t->kind != INF_KIND_TENSOR) {
+        if (t->kind == INF_KIND_NONE && info->is_optional) return INF_OK;
+        if ((int)t->kind != (int)info->kind)
+            return inf__error(err, INF_ETYPE, "input '%s': expected a %s value, got %s", info->name,
+                              info->kind == INF_KIND_SEQUENCE ? "sequence" : info->kind == INF_KIND_MAP ? "map" : "tensor",
+                              inf_tensor_describe(t, got, sizeof got));
+        return INF_OK;
+    }
+    bool ok = info->dtype == INF_DTYPE_UNDEFINED || info->dtype == t->dtype;
+    inf_status st = ok ? INF_OK : INF_ETYPE;
+    if (ok && info->ndim >= 0) {
+        ok = info->ndim == t->ndim;
+        for (int i = 0; ok && i < t->ndim; i++) ok = info->dims[i] < 0 || info->dims[i] == t->dims[i];
+        st = ok ? INF_OK : INF_ESHAPE;
+    }
+    if (ok) return INF_OK;
+    size_t off = (size_t)snprintf(want, sizeof want, "%s", inf_dtype_name(info->dtype));
+    if (info->ndim >= 0) {
+        off += (size_t)snprintf(want + off, sizeof want - off, "[");
+        for (int i = 0; i < info->ndim && off < sizeof want; i++) {
+            if (info->dims[i] >= 0) off += (size_t)snprintf(want + off, sizeof want - off, i ? ",%lld" : "%lld", (long long)info->dims[i]);
+            else off += (size_t)snprintf(want + off, sizeof want - off, i ? ",%s" : "%s", info->dim_names[i] ? info->dim_names[i] : "?");
+        }
+        if (off < sizeof want) snprintf(want + off, sizeof want - off, "]");
+    }
+    return inf__error(err, st, "input '%s': expected %s, got %s", info->name, want, inf_tensor_describe(t, got, sizeof got));
+}
+
+inf_status inf_session_run(inf_session *s, const inf_tensor *const *inputs, inf_tensor *const **outputs, inf_error *err) {
+    const inf_model *m = s->model;
+    for (int i = 0; i < m->graph->n_inputs; i++) {
+        inf_status st = check_input(&m->input_infos[i], inputs ? inputs[i] : NULL, err);
+        if (st != INF_OK) return st;
+    }
+    inf_status st = exec_run(s->main, (inf_tensor *const *)inputs, err);
+    if (st != INF_OK) return st;
+    for (int i = 0; i < m->graph->n_outputs; i++)
+        if (!s->main->outputs[i] && !m->output_infos[i].is_optional)
+            return inf__error(err, INF_EINTERNAL, "output '%s' was not computed", m->output_infos[i].name);
+    *outputs = s->main->outputs;
+    return INF_OK;
+}

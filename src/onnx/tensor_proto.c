@@ -1,0 +1,485 @@
+/*
+ * tensor_proto.c -- ONNX TensorProto <-> inf_tensor, and the .pb tensor files.
+ *
+ * A TensorProto carries its data either in raw_data (little-endian bytes) or
+ * in a typed repeated field chosen by data type (float_data, int32_data for
+ * all types of 32 bits or less, int64_data, double_data, uint64_data,
+ * string_data), or in an external file beside the model.  Sizes are checked
+ * against the shape: a short or long payload is an error, never a read past
+ * the end.  External paths must stay inside the model's folder.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "onnx/onnx.h"
+
+static void *pb_alloc(void *ud, size_t size) {
+    (void)ud;
+    return inf__malloc(size);
+}
+static void pb_free(void *ud, void *p) {
+    (void)ud;
+    inf__free(p);
+}
+ProtobufCAllocator inf__protobuf_allocator = {pb_alloc, pb_free, NULL};
+
+inf_status inf__read_file(const char *path, uint8_t **data, size_t *size, inf_error *err) {
+    *data = NULL;
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return inf__error(err, errno == ENOENT ? INF_ENOENT : INF_EIO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return inf__error(err, INF_EIO, "'%s' is not a regular file", path);
+    }
+    size_t n = (size_t)st.st_size;
+    uint8_t *buf = inf__malloc(n ? n : 1);
+    if (!buf) {
+        fclose(f);
+        return inf__error(err, INF_ENOMEM, "out of memory reading '%s' (%zu bytes)", path, n);
+    }
+    if (n && fread(buf, 1, n, f) != n) {
+        fclose(f);
+        inf__free(buf);
+        return inf__error(err, INF_EIO, "cannot read '%s': %s", path, strerror(errno));
+    }
+    fclose(f);
+    *data = buf;
+    *size = n;
+    return INF_OK;
+}
+
+/* ---- external data ---- */
+
+static inf_status read_external(const Onnx__TensorProto *tp, const char *base_dir, const char *what,
+                                void *dst, size_t nbytes, inf_error *err) {
+    const char *location = NULL;
+    long long offset = 0, length = -1;
+    for (size_t i = 0; i < tp->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *kv = tp->external_data[i];
+        if (!kv->key || !kv->value) continue;
+        if (!strcmp(kv->key, "location")) location = kv->value;
+        else if (!strcmp(kv->key, "offset")) offset = atoll(kv->value);
+        else if (!strcmp(kv->key, "length")) length = atoll(kv->value);
+    }
+    if (!location || !*location)
+        return inf__error(err, INF_EMODEL, "%s: external data without a location", what);
+    if (!base_dir)
+        return inf__error(err, INF_EMODEL, "%s: external data '%s' but the model was not loaded from a file", what, location);
+    if (location[0] == '/' || strstr(location, ".."))
+        return inf__error(err, INF_EMODEL, "%s: external data path '%s' leaves the model's folder", what, location);
+    if (offset < 0 || (length >= 0 && (size_t)length != nbytes))
+        return inf__error(err, INF_EMODEL, "%s: external data length %lld does not match the shape (%zu bytes)", what, length, nbytes);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", base_dir, location);
+    FILE *f = fopen(path, "rb");
+    if (!f) return inf__error(err, INF_EIO, "%s: cannot open external data '%s': %s", what, path, strerror(errno));
+    inf_status st = INF_OK;
+    if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes)
+        st = inf__error(err, INF_EIO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what, path, offset, nbytes);
+    fclose(f);
+    return st;
+}
+
+/* ---- typed fields ---- */
+
+static inf_status typed_count_error(inf_error *err, const char *what, size_t got, int64_t want) {
+    return inf__error(err, INF_EFORMAT, "%s: %zu values stored but the shape holds %lld", what, got, (long long)want);
+}
+
+static inf_status copy_typed(const Onnx__TensorProto *tp, inf_tensor *t, const char *what, inf_error *err) {
+    int64_t n = inf_tensor_numel(t);
+    void *d = t->data;
+    switch (t->dtype) {
+    case INF_DTYPE_F32:
+        if ((int64_t)tp->n_float_data != n) return typed_count_error(err, what, tp->n_float_data, n);
+        memcpy(d, tp->float_data, (size_t)n * 4);
+        return INF_OK;
+    case INF_DTYPE_C64:
+        if ((int64_t)tp->n_float_data != 2 * n) return typed_count_error(err, what, tp->n_float_data, 2 * n);
+        memcpy(d, tp->float_data, (size_t)n * 8);
+        return INF_OK;
+    case INF_DTYPE_F64:
+        if ((int64_t)tp->n_double_data != n) return typed_count_error(err, what, tp->n_double_data, n);
+        memcpy(d, tp->double_data, (size_t)n * 8);
+        return INF_OK;
+    case INF_DTYPE_C128:
+        if ((int64_t)tp->n_double_data != 2 * n) return typed_count_error(err, what, tp->n_double_data, 2 * n);
+        memcpy(d, tp->double_data, (size_t)n * 16);
+        return INF_OK;
+    case INF_DTYPE_I64:
+        if ((int64_t)tp->n_int64_data != n) return typed_count_error(err, what, tp->n_int64_data, n);
+        memcpy(d, tp->int64_data, (size_t)n * 8);
+        return INF_OK;
+    case INF_DTYPE_U32:
+    case INF_DTYPE_U64:
+        if ((int64_t)tp->n_uint64_data != n) return typed_count_error(err, what, tp->n_uint64_data, n);
+        for (int64_t i = 0; i < n; i++) {
+            if (t->dtype == INF_DTYPE_U32) ((uint32_t *)d)[i] = (uint32_t)tp->uint64_data[i];
+            else ((uint64_t *)d)[i] = tp->uint64_data[i];
+        }
+        return INF_OK;
+    case INF_DTYPE_STRING:
+        if ((int64_t)tp->n_string_data != n) return typed_count_error(err, what, tp->n_string_data, n);
+        for (int64_t i = 0; i < n; i++) {
+            const ProtobufCBinaryData *s = &tp->string_data[i];
+            if (inf_tensor_set_string(t, i, (const char *)s->data, s->len) != INF_OK)
+                return inf__error(err, INF_ENOMEM, "%s: out of memory", what);
+        }
+        return INF_OK;
+    default: /* every type of 32 bits or less travels in int32_data */
+        if ((int64_t)tp->n_int32_data != n) return typed_count_error(err, what, tp->n_int32_data, n);
+        for (int64_t i = 0; i < n; i++) {
+            int32_t v = tp->int32_data[i];
+            switch (t->dtype) {
+            case INF_DTYPE_I32: ((int32_t *)d)[i] = v; break;
+            case INF_DTYPE_I16: ((int16_t *)d)[i] = (int16_t)v; break;
+            case INF_DTYPE_U16:
+            case INF_DTYPE_F16:
+            case INF_DTYPE_BF16: ((uint16_t *)d)[i] = (uint16_t)v; break;
+            case INF_DTYPE_I8: ((int8_t *)d)[i] = (int8_t)v; break;
+            case INF_DTYPE_U8: ((uint8_t *)d)[i] = (uint8_t)v; break;
+            case INF_DTYPE_BOOL: ((uint8_t *)d)[i] = v != 0; break;
+            default: return inf__error(err, INF_EFORMAT, "%s: data type %d cannot be stored in int32_data", what, t->dtype);
+            }
+        }
+        return INF_OK;
+    }
+}
+
+inf_status inf__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir,
+                                       const char *what, inf_tensor **out, inf_error *err) {
+    *out = NULL;
+    int dtype = tp->has_data_type ? tp->data_type : 0;
+    if (dtype <= 0 || dtype >= INF_DTYPE_COUNT)
+        return inf__error(err, INF_EFORMAT, "%s: unknown tensor data type %d", what, dtype);
+    if (tp->n_dims > INF_MAX_DIMS)
+        return inf__error(err, INF_EUNSUPPORTED, "%s: rank %zu exceeds the supported %d", what, tp->n_dims, INF_MAX_DIMS);
+    if (tp->segment)
+        return inf__error(err, INF_EUNSUPPORTED, "%s: segmented tensors are not supported", what);
+    int64_t dims[INF_MAX_DIMS];
+    for (size_t i = 0; i < tp->n_dims; i++) {
+        if (tp->dims[i] < 0) return inf__error(err, INF_EFORMAT, "%s: negative dimension %lld", what, (long long)tp->dims[i]);
+        dims[i] = tp->dims[i];
+    }
+    int64_t numel = inf__shape_numel((int)tp->n_dims, dims);
+    if (numel < 0 || (uint64_t)numel > ((uint64_t)1 << 40))
+        return inf__error(err, INF_EFORMAT, "%s: shape is too large", what);
+    inf_tensor *t;
+    inf_status st = inf_tensor_new((inf_dtype)dtype, (int)tp->n_dims, dims, &t);
+    if (st != INF_OK) return inf__error(err, st, "%s: cannot allocate %lld elements", what, (long long)numel);
+    size_t nbytes = inf_tensor_nbytes(t);
+    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        if (t->dtype == INF_DTYPE_STRING) st = inf__error(err, INF_EUNSUPPORTED, "%s: external string data", what);
+        else st = read_external(tp, base_dir, what, t->data, nbytes, err);
+    } else if (tp->has_raw_data && t->dtype != INF_DTYPE_STRING) {
+        if (tp->raw_data.len != nbytes)
+            st = inf__error(err, INF_EFORMAT, "%s: raw_data has %zu bytes, the shape %s needs %zu", what,
+                            tp->raw_data.len, inf_tensor_describe(t, (char[96]){0}, 96), nbytes);
+        else if (nbytes) memcpy(t->data, tp->raw_data.data, nbytes);
+    } else {
+        st = copy_typed(tp, t, what, err);
+    }
+    if (st != INF_OK) {
+        inf_tensor_free(t);
+        return st;
+    }
+    *out = t;
+    return INF_OK;
+}
+
+/* ---- to proto (raw_data for numbers, string_data for strings) ---- */
+
+inf_status inf__onnx_tensor_to_proto(const inf_tensor *t, const char *name, Onnx__TensorProto **out) {
+    *out = NULL;
+    Onnx__TensorProto *tp = inf__calloc(1, sizeof *tp);
+    if (!tp) return INF_ENOMEM;
+    onnx__tensor_proto__init(tp);
+    tp->has_data_type = 1;
+    tp->data_type = t->dtype;
+    tp->n_dims = (size_t)t->ndim;
+    tp->dims = inf__calloc((size_t)t->ndim + 1, sizeof(int64_t));
+    tp->name = name ? inf__strdup(name) : NULL;
+    if (!tp->dims || (name && !tp->name)) goto nomem;
+    for (int i = 0; i < t->ndim; i++) tp->dims[i] = t->dims[i];
+    int64_t n = inf_tensor_numel(t);
+    if (t->dtype == INF_DTYPE_STRING) {
+        tp->string_data = inf__calloc((size_t)n + 1, sizeof *tp->string_data);
+        if (!tp->string_data) goto nomem;
+        tp->n_string_data = (size_t)n;
+        char *const *s = t->data;
+        for (int64_t i = 0; i < n; i++) {
+            const char *e = s[i] ? s[i] : "";
+            tp->string_data[i].len = strlen(e);
+            tp->string_data[i].data = (uint8_t *)inf__strdup(e);
+            if (!tp->string_data[i].data) goto nomem;
+        }
+    } else {
+        size_t nbytes = inf_tensor_nbytes(t);
+        tp->has_raw_data = 1;
+        tp->raw_data.len = nbytes;
+        tp->raw_data.data = inf__malloc(nbytes ? nbytes : 1);
+        if (!tp->raw_data.data) goto nomem;
+        if (nbytes) memcpy(tp->raw_data.data, t->data, nbytes);
+    }
+    *out = tp;
+    return INF_OK;
+nomem:
+    inf__onnx_tensor_proto_free(tp);
+    return INF_ENOMEM;
+}
+
+void inf__onnx_tensor_proto_free(Onnx__TensorProto *tp) {
+    if (!tp) return;
+    for (size_t i = 0; tp->string_data && i < tp->n_string_data; i++) inf__free(tp->string_data[i].data);
+    inf__free(tp->string_data);
+    inf__free(tp->raw_data.data);
+    inf__free(tp->dims);
+    inf__free(tp->name);
+    inf__free(tp);
+}
+
+/* ---- .pb files: TensorProto, SequenceProto, OptionalProto, MapProto ---- */
+
+static inf_status value_from_sequence(const Onnx__SequenceProto *sp, const char *what, inf_tensor **out, inf_error *err);
+static inf_status value_from_map(const Onnx__MapProto *mp, const char *what, inf_tensor **out, inf_error *err);
+
+static inf_status value_from_optional(const Onnx__OptionalProto *op, const char *what, inf_tensor **out, inf_error *err) {
+    if (op->tensor_value) return inf__onnx_tensor_from_proto(op->tensor_value, NULL, what, out, err);
+    if (op->sequence_value) return value_from_sequence(op->sequence_value, what, out, err);
+    if (op->map_value) return value_from_map(op->map_value, what, out, err);
+    if (op->optional_value) return value_from_optional(op->optional_value, what, out, err);
+    if (op->sparse_tensor_value) return inf__error(err, INF_EUNSUPPORTED, "%s: sparse tensors are not supported", what);
+    if (inf_tensor_new_none(out) != INF_OK) return inf__error(err, INF_ENOMEM, "%s: out of memory", what);
+    return INF_OK;
+}
+
+static inf_status value_from_sequence(const Onnx__SequenceProto *sp, const char *what, inf_tensor **out, inf_error *err) {
+    inf_tensor *seq;
+    inf_dtype elem = sp->n_tensor_values ? (inf_dtype)sp->tensor_values[0]->data_type : INF_DTYPE_UNDEFINED;
+    if (inf_tensor_new_sequence(elem, &seq) != INF_OK) return inf__error(err, INF_ENOMEM, "%s: out of memory", what);
+    inf_status st = INF_OK;
+    for (size_t i = 0; i < sp->n_tensor_values && st == INF_OK; i++) {
+        inf_tensor *item;
+        st = inf__onnx_tensor_from_proto(sp->tensor_values[i], NULL, what, &item, err);
+        if (st == INF_OK) st = inf_tensor_sequence_append(seq, item);
+    }
+    for (size_t i = 0; i < sp->n_sequence_values && st == INF_OK; i++) {
+        inf_tensor *item;
+        st = value_from_sequence(sp->sequence_values[i], what, &item, err);
+        if (st == INF_OK) st = inf_tensor_sequence_append(seq, item);
+    }
+    for (size_t i = 0; i < sp->n_map_values && st == INF_OK; i++) {
+        inf_tensor *item;
+        st = value_from_map(sp->map_values[i], what, &item, err);
+        if (st == INF_OK) st = inf_tensor_sequence_append(seq, item);
+    }
+    for (size_t i = 0; i < sp->n_optional_values && st == INF_OK; i++) {
+        inf_tensor *item;
+        st = value_from_optional(sp->optional_values[i], what, &item, err);
+        if (st == INF_OK) st = inf_tensor_sequence_append(seq, item);
+    }
+    if (st == INF_OK && sp->n_sparse_tensor_values)
+        st = inf__error(err, INF_EUNSUPPORTED, "%s: sparse tensors are not supported", what);
+    if (st != INF_OK) {
+        if (err && err->status != st) inf__error(err, st, "%s: %s", what, inf_strerror(st));
+        inf_tensor_free(seq);
+        return st;
+    }
+    *out = seq;
+    return INF_OK;
+}
+
+static inf_status value_from_map(const Onnx__MapProto *mp, const char *what, inf_tensor **out, inf_error *err) {
+    inf_tensor *map, *keys = NULL, *values = NULL;
+    if (inf_tensor_new_sequence(INF_DTYPE_UNDEFINED, &map) != INF_OK) return inf__error(err, INF_ENOMEM, "%s: out of memory", what);
+    map->kind = INF_KIND_MAP;
+    int64_t n = mp->key_type == INF_DTYPE_STRING ? (int64_t)mp->n_string_keys : (int64_t)mp->n_keys;
+    inf_status st = inf_tensor_new(mp->key_type == INF_DTYPE_STRING ? INF_DTYPE_STRING : INF_DTYPE_I64, 1, &n, &keys);
+    for (int64_t i = 0; st == INF_OK && i < n; i++) {
+        if (mp->key_type == INF_DTYPE_STRING) st = inf_tensor_set_string(keys, i, (const char *)mp->string_keys[i].data, mp->string_keys[i].len);
+        else ((int64_t *)keys->data)[i] = mp->keys[i];
+    }
+    if (st == INF_OK && mp->values && mp->values->n_tensor_values == 1)
+        st = inf__onnx_tensor_from_proto(mp->values->tensor_values[0], NULL, what, &values, err);
+    else if (st == INF_OK)
+        st = inf__error(err, INF_EUNSUPPORTED, "%s: map values must be one tensor", what);
+    if (st == INF_OK) {
+        st = inf_tensor_sequence_append(map, keys);
+        keys = NULL;
+        if (st == INF_OK) st = inf_tensor_sequence_append(map, values);
+        values = NULL;
+    }
+    inf_tensor_free(keys);
+    inf_tensor_free(values);
+    if (st != INF_OK) {
+        inf_tensor_free(map);
+        return st == INF_ENOMEM ? inf__error(err, st, "%s: out of memory", what) : st;
+    }
+    map->dtype = map->items[1]->dtype;
+    *out = map;
+    return INF_OK;
+}
+
+inf_status inf_tensor_decode_pb(const void *data, size_t size, inf_tensor **out, inf_error *err) {
+    *out = NULL;
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&inf__protobuf_allocator, size, data);
+    if (!tp) return inf__error(err, INF_EFORMAT, "not a valid TensorProto (%zu bytes)", size);
+    inf_status st = inf__onnx_tensor_from_proto(tp, NULL, "tensor", out, err);
+    onnx__tensor_proto__free_unpacked(tp, &inf__protobuf_allocator);
+    return st;
+}
+
+inf_status inf_tensor_load_pb(const char *path, int kind_hint, inf_tensor **out, inf_error *err) {
+    *out = NULL;
+    uint8_t *data;
+    size_t size;
+    inf_status st = inf__read_file(path, &data, &size, err);
+    if (st != INF_OK) return st;
+    st = INF_EFORMAT;
+    if (kind_hint == INF_KIND_SEQUENCE) {
+        Onnx__SequenceProto *sp = onnx__sequence_proto__unpack(&inf__protobuf_allocator, size, data);
+        if (sp) {
+            st = value_from_sequence(sp, path, out, err);
+            onnx__sequence_proto__free_unpacked(sp, &inf__protobuf_allocator);
+        }
+    } else if (kind_hint == INF_KIND_NONE) {
+        Onnx__OptionalProto *op = onnx__optional_proto__unpack(&inf__protobuf_allocator, size, data);
+        if (op) {
+            st = value_from_optional(op, path, out, err);
+            onnx__optional_proto__free_unpacked(op, &inf__protobuf_allocator);
+        }
+    } else if (kind_hint == INF_KIND_MAP) {
+        Onnx__MapProto *mp = onnx__map_proto__unpack(&inf__protobuf_allocator, size, data);
+        if (mp) {
+            st = value_from_map(mp, path, out, err);
+            onnx__map_proto__free_unpacked(mp, &inf__protobuf_allocator);
+        }
+    } else {
+        Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&inf__protobuf_allocator, size, data);
+        if (tp) {
+            st = inf__onnx_tensor_from_proto(tp, NULL, path, out, err);
+            onnx__tensor_proto__free_unpacked(tp, &inf__protobuf_allocator);
+        }
+    }
+    inf__free(data);
+    if (st == INF_EFORMAT && !*out && (!err || err->status != INF_EFORMAT))
+        inf__error(err, INF_EFORMAT, "'%s' is not a valid ONNX protobuf value file", path);
+    return st;
+}
+
+/* Serialises value into a protobuf message tree; each builder allocates with
+ * inf__malloc and is released by free_value_proto. */
+static void free_sequence_proto(Onnx__SequenceProto *sp);
+
+static void free_optional_proto(Onnx__OptionalProto *op) {
+    if (!op) return;
+    inf__onnx_tensor_proto_free(op->tensor_value);
+    free_sequence_proto(op->sequence_value);
+    inf__free(op);
+}
+
+static void free_sequence_proto(Onnx__SequenceProto *sp) {
+    if (!sp) return;
+    for (size_t i = 0; i < sp->n_tensor_values; i++) inf__onnx_tensor_proto_free(sp->tensor_values[i]);
+    for (size_t i = 0; i < sp->n_sequence_values; i++) free_sequence_proto(sp->sequence_values[i]);
+    for (size_t i = 0; i < sp->n_optional_values; i++) free_optional_proto(sp->optional_values[i]);
+    inf__free(sp->tensor_values);
+    inf__free(sp->sequence_values);
+    inf__free(sp->optional_values);
+    inf__free(sp);
+}
+
+static inf_status sequence_to_proto(const inf_tensor *seq, Onnx__SequenceProto **out) {
+    Onnx__SequenceProto *sp = inf__calloc(1, sizeof *sp);
+    if (!sp) return INF_ENOMEM;
+    onnx__sequence_proto__init(sp);
+    *out = sp;
+    sp->has_elem_type = 1;
+    sp->elem_type = 1;
+    size_t n = (size_t)seq->n_items;
+    if (n && seq->items[0]->kind == INF_KIND_SEQUENCE) {
+        sp->elem_type = 3;
+        sp->sequence_values = inf__calloc(n, sizeof *sp->sequence_values);
+        if (!sp->sequence_values) return INF_ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+            inf_status st = sequence_to_proto(seq->items[i], &sp->sequence_values[i]);
+            sp->n_sequence_values = i + 1;
+            if (st != INF_OK) return st;
+        }
+        return INF_OK;
+    }
+    sp->tensor_values = inf__calloc(n + 1, sizeof *sp->tensor_values);
+    if (!sp->tensor_values) return INF_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if (seq->items[i]->kind != INF_KIND_TENSOR) return INF_EUNSUPPORTED;
+        inf_status st = inf__onnx_tensor_to_proto(seq->items[i], NULL, &sp->tensor_values[i]);
+        if (st != INF_OK) return st;
+        sp->n_tensor_values = i + 1;
+    }
+    return INF_OK;
+}
+
+static inf_status write_packed(const char *path, const ProtobufCMessage *msg, inf_error *err) {
+    size_t size = protobuf_c_message_get_packed_size(msg);
+    uint8_t *buf = inf__malloc(size ? size : 1);
+    if (!buf) return inf__error(err, INF_ENOMEM, "out of memory writing '%s'", path);
+    protobuf_c_message_pack(msg, buf);
+    FILE *f = fopen(path, "wb");
+    inf_status st = INF_OK;
+    if (!f || fwrite(buf, 1, size, f) != size) st = inf__error(err, INF_EIO, "cannot write '%s': %s", path, strerror(errno));
+    if (f && fclose(f) != 0 && st == INF_OK) st = inf__error(err, INF_EIO, "cannot write '%s': %s", path, strerror(errno));
+    inf__free(buf);
+    return st;
+}
+
+inf_status inf_tensor_save_pb(const char *path, const char *name, const inf_tensor *t, int as_optional,
+                              inf_error *err) {
+    inf_status st;
+    if (as_optional) {
+        Onnx__OptionalProto *op = inf__calloc(1, sizeof *op);
+        if (!op) return inf__error(err, INF_ENOMEM, "out of memory writing '%s'", path);
+        onnx__optional_proto__init(op);
+        op->name = (char *)name;
+        op->has_elem_type = 1;
+        if (t->kind == INF_KIND_NONE) {
+            op->elem_type = 0;
+            st = INF_OK;
+        } else if (t->kind == INF_KIND_SEQUENCE) {
+            op->elem_type = 3;
+            st = sequence_to_proto(t, &op->sequence_value);
+        } else {
+            op->elem_type = 1;
+            st = inf__onnx_tensor_to_proto(t, NULL, &op->tensor_value);
+        }
+        if (st == INF_OK) st = write_packed(path, &op->base, err);
+        else inf__error(err, st, "cannot encode optional value for '%s'", path);
+        op->name = NULL;
+        free_optional_proto(op);
+        return st;
+    }
+    if (t->kind == INF_KIND_SEQUENCE) {
+        Onnx__SequenceProto *sp = NULL;
+        st = sequence_to_proto(t, &sp);
+        if (st == INF_OK) {
+            sp->name = (char *)name;
+            st = write_packed(path, &sp->base, err);
+            sp->name = NULL;
+        } else {
+            inf__error(err, st, "cannot encode sequence for '%s'", path);
+        }
+        free_sequence_proto(sp);
+        return st;
+    }
+    if (t->kind != INF_KIND_TENSOR)
+        return inf__error(err, INF_EUNSUPPORTED, "cannot write a %s value to '%s'", t->kind == INF_KIND_MAP ? "map" : "empty", path);
+    Onnx__TensorProto *tp;
+    if ((st = inf__onnx_tensor_to_proto(t, name, &tp)) != INF_OK) return inf__error(err, st, "cannot encode tensor for '%s'", path);
+    st = write_packed(path, &tp->base, err);
+    inf__onnx_tensor_proto_free(tp);
+    return st;
+}

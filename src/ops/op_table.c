@@ -1,0 +1,97 @@
+/*
+ * op_table.c -- the operator table generated from ops.def, its lookup, and
+ * the binding of a loaded graph's nodes to their kernels.
+ *
+ * The table is a sorted constant array: lookup is a bisection on
+ * (domain, op type), done once per node at load time.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+/* Weak, so that the library links while a kernel family is being written;
+ * a unit test (ops_table_complete) fails while any row lacks its kernel. */
+#define OP(domain, name, first, last, impl) extern const inf__op_impl impl __attribute__((weak));
+#include "ops/ops.def"
+#undef OP
+
+const inf__op inf__op_table[] = {
+#define OP(domain, name, first, last, impl) {INF_DOMAIN_##domain, name, first, last, &impl},
+#include "ops/ops.def"
+#undef OP
+};
+
+const int inf__op_count = (int)(sizeof inf__op_table / sizeof inf__op_table[0]);
+
+int inf__domain_from_string(const char *domain) {
+    if (!domain || !*domain || !strcmp(domain, "ai.onnx")) return INF_DOMAIN_ONNX;
+    if (!strcmp(domain, "ai.onnx.ml")) return INF_DOMAIN_ML;
+    if (!strcmp(domain, "ai.onnx.preview.training")) return INF_DOMAIN_TRAINING;
+    return -1;
+}
+
+static int op_cmp(inf__domain domain, const char *name, const inf__op *op) {
+    if (domain != op->domain) return domain < op->domain ? -1 : 1;
+    return strcmp(name, op->name);
+}
+
+const inf__op *inf__op_find(inf__domain domain, const char *name) {
+    int lo = 0, hi = inf__op_count - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        int c = op_cmp(domain, name, &inf__op_table[mid]);
+        if (c == 0) return &inf__op_table[mid];
+        if (c < 0) hi = mid - 1;
+        else lo = mid + 1;
+    }
+    return NULL;
+}
+
+static inf_status bind_node(struct inf_model *model, inf__node *node, inf_error *err) {
+    int domain = inf__domain_from_string(node->domain);
+    const inf__op *op = domain < 0 ? NULL : inf__op_find((inf__domain)domain, node->op_type);
+    if (!op)
+        return inf__node_error(node, err, INF_EUNSUPPORTED,
+                               "unsupported operator %s (domain '%s', opset %d)", node->op_type,
+                               node->domain, node->opset);
+    if (node->opset < op->first_opset || node->opset > op->last_opset)
+        return inf__node_error(node, err, INF_EUNSUPPORTED,
+                               "operator %s (domain '%s') is supported at opsets %d-%d, the model "
+                               "imports opset %d",
+                               node->op_type, node->domain, op->first_opset, op->last_opset,
+                               node->opset);
+    if (!op->impl)
+        return inf__node_error(node, err, INF_EUNSUPPORTED, "operator %s has no kernel in this build", node->op_type);
+    node->op = op;
+    if (op->impl->init) return op->impl->init(node, &model->arena, err);
+    return INF_OK;
+}
+
+inf_status inf__graph_bind_ops(struct inf_model *model, inf__graph *g, inf_error *err) {
+    for (int n = 0; n < g->n_nodes; n++) {
+        inf__node *node = &g->nodes[n];
+        inf_status st = bind_node(model, node, err);
+        if (st != INF_OK) return st;
+        for (int a = 0; a < node->n_attrs; a++) {
+            const inf__attr *attr = &node->attrs[a];
+            if (attr->type == INF_ATTR_GRAPH && attr->g &&
+                (st = inf__graph_bind_ops(model, attr->g, err)) != INF_OK)
+                return st;
+            for (int k = 0; attr->type == INF_ATTR_GRAPHS && k < attr->n; k++)
+                if ((st = inf__graph_bind_ops(model, attr->graphs[k], err)) != INF_OK) return st;
+        }
+    }
+    return INF_OK;
+}
+
+inf_status inf__node_error(const inf__node *node, inf_error *err, inf_status status,
+                           const char *fmt, ...) {
+    if (!err) return status;
+    char msg[INF_ERROR_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return inf__error(err, status, "node '%s' (%s): %s", node->name, node->op_type, msg);
+}

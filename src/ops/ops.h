@@ -1,0 +1,128 @@
+/*
+ * ops.h -- the operator table and the contract every kernel follows.
+ *
+ * DESIGN: src/ops/ops.def is the single list of operators, one line each:
+ *
+ *     OP(DOMAIN, "OpType", first_opset, last_opset, impl)
+ *
+ * It generates the sorted table inf__op_table[] (op_table.c), looked up by
+ * (domain, op type) with a binary search at load time, never a strcmp chain.
+ * `impl` names a `const inf__op_impl` defined in the op's family file
+ * (ops/ref/<family>.c); one impl may serve several ops and opset versions
+ * (node->opset tells the kernel which version's semantics apply).
+ *
+ * A kernel has two entry points:
+ *   init(node, err)  at load time: parse and validate the attributes, store
+ *                    them in node->params (allocate with inf__op_params).
+ *                    May be NULL when the op has no attributes.
+ *   run(ctx)         at run time: read ctx->in[], compute, and create each
+ *                    output with inf__kernel_output (memory comes from the
+ *                    session and is reused across runs, so a warm run
+ *                    allocates nothing).  Data from the model or the caller is
+ *                    never asserted on: bad shapes or values return an error
+ *                    through inf__kernel_error, which names the node.
+ *
+ * Inputs: ctx->in[i] is NULL for an omitted optional input.  Tensors are
+ * dense row-major.  Outputs may alias an input (inf__kernel_output_alias) for
+ * ops that only change the shape (Reshape, Squeeze, Identity...).
+ *
+ * See ops/TEMPLATE.c for a walk-through of adding an op.
+ */
+#ifndef INF_OPS_H
+#define INF_OPS_H
+
+#include "core/core.h"
+#include "graph/graph.h"
+
+typedef struct inf__exec inf__exec; /* the running session frame (graph/session.c) */
+
+typedef struct inf__kernel_ctx {
+    const inf__node *node;
+    int n_in;
+    inf_tensor *const *in;  /* n_in entries; read-only to the kernel */
+    int n_out;
+    inf_tensor **out;       /* set by inf__kernel_output*; NULL until then */
+    inf__pool *pool;        /* the session's threads (size 1 when single-threaded) */
+    inf__exec *exec;
+    inf_error *err;
+} inf__kernel_ctx;
+
+typedef struct inf__op_impl {
+    inf_status (*init)(inf__node *node, inf__arena *arena, inf_error *err);
+    inf_status (*run)(inf__kernel_ctx *ctx);
+} inf__op_impl;
+
+typedef enum inf__domain {
+    INF_DOMAIN_ONNX = 0,      /* "" or "ai.onnx" */
+    INF_DOMAIN_ML = 1,        /* "ai.onnx.ml" */
+    INF_DOMAIN_TRAINING = 2,  /* "ai.onnx.preview.training" */
+    INF_DOMAIN_COUNT
+} inf__domain;
+
+typedef struct inf__op {
+    inf__domain domain;
+    const char *name;
+    int first_opset, last_opset;
+    const inf__op_impl *impl;
+} inf__op;
+
+extern const inf__op inf__op_table[];
+extern const int inf__op_count;
+
+/* Maps a domain string to inf__domain; -1 if unknown. */
+int inf__domain_from_string(const char *domain);
+/* Finds (domain, name); NULL if absent.  Opset range is checked by the caller. */
+const inf__op *inf__op_find(inf__domain domain, const char *name);
+
+/* ---- services for kernels (implemented in graph/session.c) ---- */
+
+/* Creates output i with the given element type and shape, data uninitialised
+ * (zeroed for strings).  *out receives it; it is also ctx->out[i]. */
+inf_status inf__kernel_output(inf__kernel_ctx *ctx, int i, inf_dtype dtype, int ndim,
+                              const int64_t *dims, inf_tensor **out);
+/* Output i shares the data of input `input` with a new shape (same numel). */
+inf_status inf__kernel_output_alias(inf__kernel_ctx *ctx, int i, int input, int ndim,
+                                    const int64_t *dims, inf_tensor **out);
+/* Output i becomes a heap value (sequence, map, none or any tensor) built by
+ * the kernel with inf_tensor_new*; ownership passes to the session, also on
+ * failure. */
+inf_status inf__kernel_output_value(inf__kernel_ctx *ctx, int i, inf_tensor *value);
+/* Formats an error naming the node: "node 'name' (OpType): <message>". */
+inf_status inf__kernel_error(inf__kernel_ctx *ctx, inf_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Same for load-time checks in init. */
+inf_status inf__node_error(const inf__node *node, inf_error *err, inf_status status,
+                           const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Runs subgraph g (an attribute of ctx->node) with the given inputs; outer
+ * scope values come from the running frame.  On success outputs[] point at
+ * values owned by the subgraph frame, valid until its next run. */
+inf_status inf__kernel_run_subgraph(inf__kernel_ctx *ctx, const inf__graph *g, int n_inputs,
+                                    inf_tensor *const *inputs, inf_tensor *const **outputs);
+
+/* Allocates zeroed op parameters in the model arena (for init). */
+#define inf__op_params(arena, type) ((type *)inf__arena_alloc((arena), sizeof(type)))
+
+/* ---- helpers shared by kernels (ops/util.c) ---- */
+
+/* Numpy broadcasting of two shapes into out (rank = max rank); INF_ESHAPE if
+ * incompatible. */
+inf_status inf__broadcast_shape(int na, const int64_t *a, int nb, const int64_t *b, int *nout,
+                                int64_t *out);
+/* Strides (in elements) of `shape` read as broadcast to out_shape (0 on
+ * broadcast dimensions); in_ndim <= out_ndim. */
+void inf__broadcast_strides(int in_ndim, const int64_t *in_dims, int out_ndim,
+                            const int64_t *out_dims, int64_t *strides);
+/* Reads element i of any numeric/bool tensor as double / int64. */
+double inf__tensor_get_f64(const inf_tensor *t, int64_t i);
+int64_t inf__tensor_get_i64(const inf_tensor *t, int64_t i);
+/* Writes element i from double (converted to the tensor's dtype). */
+void inf__tensor_set_f64(inf_tensor *t, int64_t i, double v);
+/* Normalises an axis in [-rank, rank) to [0, rank); INF_EINVAL otherwise. */
+inf_status inf__normalize_axis(inf__kernel_ctx *ctx, int64_t axis, int rank, int *out);
+/* Is dtype one of the float types (f16, bf16, f32, f64)? */
+bool inf__dtype_is_float(inf_dtype t);
+bool inf__dtype_is_int(inf_dtype t);  /* signed or unsigned integer */
+bool inf__dtype_is_signed(inf_dtype t);
+
+#endif /* INF_OPS_H */
