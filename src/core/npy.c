@@ -132,8 +132,8 @@ inf_status inf_tensor_load_npy(const char *path, inf_tensor **out, inf_error *er
         goto done;
     }
     hdr[hlen] = 0;
-    inf_dtype dtype;
-    int ndim;
+    inf_dtype dtype = INF_DTYPE_UNDEFINED;
+    int ndim = 0;
     int64_t dims[INF_MAX_DIMS];
     if ((st = parse_header(path, hdr, &dtype, &ndim, dims, err)) != INF_OK) goto done;
     if ((st = inf_tensor_new(dtype, ndim, dims, &t)) != INF_OK) {

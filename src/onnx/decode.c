@@ -535,9 +535,15 @@ inf_status inf_model_load_buffer(const void *data, size_t size, const char *base
     m->file_bytes = size;
     decoder d = {m, base_dir, m->path, err, NULL};
     inf_status st = INF_OK;
+    inf_alloc_stats before, after;
+    inf_alloc_get_stats(&before);
     Onnx__ModelProto *mp = onnx__model_proto__unpack(&inf__protobuf_allocator, size, data);
     if (!mp) {
-        st = inf__error(err, INF_EFORMAT, "%s: not a valid ONNX model (protobuf decoding failed on %zu bytes)", d.path, size);
+        inf_alloc_get_stats(&after);
+        if (after.n_failed != before.n_failed) /* protobuf-c says NULL for both */
+            st = inf__error(err, INF_ENOMEM, "%s: out of memory decoding the model (%zu bytes)", d.path, size);
+        else
+            st = inf__error(err, INF_EFORMAT, "%s: not a valid ONNX model (protobuf decoding failed on %zu bytes)", d.path, size);
         goto done;
     }
     d.mp = mp;

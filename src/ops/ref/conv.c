@@ -1,0 +1,562 @@
+/*
+ * conv.c -- reference kernels for Conv and ConvTranspose.
+ *
+ * ONNX ops:
+ *   Conv           opsets 1-17: N-D (1-D, 2-D, 3-D and beyond), group,
+ *                  dilations, strides, pads, auto_pad (NOTSET, SAME_UPPER,
+ *                  SAME_LOWER, VALID), kernel_shape (checked against W, else
+ *                  taken from W), optional bias B.
+ *   ConvTranspose  opsets 1-17: the same attributes plus output_padding and
+ *                  output_shape (spatial dims, or the full N,C,... shape).
+ * dtypes: float32 (im2col / col2im around inf__ops_sgemm from ref/gemm.c),
+ *         float64 (the same with plain loops), float16 (computed in float32).
+ * Deviations: the im2col buffer, and the float32 copies of float16 tensors,
+ *         come from inf__malloc inside run (to move to the per-session
+ *         scratch API).  A 1x1, stride-1, unpadded Conv skips im2col.
+ *
+ * Both ops use one index relation between an "image" (X for Conv, Y for
+ * ConvTranspose) and a grid of kernel positions (Y's spatial grid for
+ * Conv, X's for ConvTranspose):
+ *     img[d] = pos[d] * stride[d] - pad_begin[d] + kpos[d] * dilation[d]
+ * Conv:          col[c, k][pos] = img[c][...]  (im2col), Y_g = W_g * col.
+ * ConvTranspose: col = W_g^T * X_g, img[c][...] += col[c, k][pos]  (col2im).
+ * Positions outside the image read zero / are dropped.
+ */
+#include <string.h>
+
+#include "ops/ops.h"
+
+/* float32 GEMM, row-major (ref/gemm.c). */
+void inf__ops_sgemm(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                    float beta, float *c, int64_t ldc);
+
+enum { AUTO_NOTSET, AUTO_SAME_UPPER, AUTO_SAME_LOWER, AUTO_VALID };
+#define MAX_SP (INF_MAX_DIMS - 2)
+
+typedef struct conv_params {
+    int auto_pad;
+    int64_t group;
+    int n_kernel, n_strides, n_dilations, n_pads, n_out_pad, n_out_shape;
+    const int64_t *kernel, *strides, *dilations, *pads, *out_pad, *out_shape;
+} conv_params;
+
+/* ---- attributes ---- */
+
+static inf_status check_ints(const inf__node *node, inf_error *err, const char *name,
+                             const int64_t *v, int n, int64_t min) {
+    for (int i = 0; i < n; i++)
+        if (v[i] < min)
+            return inf__node_error(node, err, INF_EMODEL, "attribute %s[%d] = %lld, must be >= %lld",
+                                   name, i, (long long)v[i], (long long)min);
+    return INF_OK;
+}
+
+static inf_status conv_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    conv_params *p = inf__op_params(arena, conv_params);
+    if (!p) return INF_ENOMEM;
+    const char *ap = inf__attr_string(node, "auto_pad", "NOTSET");
+    if (!strcmp(ap, "NOTSET")) p->auto_pad = AUTO_NOTSET;
+    else if (!strcmp(ap, "SAME_UPPER")) p->auto_pad = AUTO_SAME_UPPER;
+    else if (!strcmp(ap, "SAME_LOWER")) p->auto_pad = AUTO_SAME_LOWER;
+    else if (!strcmp(ap, "VALID")) p->auto_pad = AUTO_VALID;
+    else return inf__node_error(node, err, INF_EMODEL, "unknown auto_pad '%s'", ap);
+    p->group = inf__attr_int(node, "group", 1);
+    if (p->group < 1)
+        return inf__node_error(node, err, INF_EMODEL, "group = %lld, must be >= 1",
+                               (long long)p->group);
+    p->kernel = inf__attr_ints(node, "kernel_shape", &p->n_kernel);
+    p->strides = inf__attr_ints(node, "strides", &p->n_strides);
+    p->dilations = inf__attr_ints(node, "dilations", &p->n_dilations);
+    p->pads = inf__attr_ints(node, "pads", &p->n_pads);
+    p->out_pad = inf__attr_ints(node, "output_padding", &p->n_out_pad);
+    p->out_shape = inf__attr_ints(node, "output_shape", &p->n_out_shape);
+    inf_status st;
+    if ((st = check_ints(node, err, "kernel_shape", p->kernel, p->n_kernel, 1)) != INF_OK ||
+        (st = check_ints(node, err, "strides", p->strides, p->n_strides, 1)) != INF_OK ||
+        (st = check_ints(node, err, "dilations", p->dilations, p->n_dilations, 1)) != INF_OK ||
+        (st = check_ints(node, err, "output_padding", p->out_pad, p->n_out_pad, 0)) != INF_OK)
+        return st;
+    if (p->n_pads % 2)
+        return inf__node_error(node, err, INF_EMODEL, "pads has %d values, expected an even count",
+                               p->n_pads);
+    node->params = p;
+    return INF_OK;
+}
+
+/* ---- geometry ---- */
+
+/* The image <-> kernel-position mapping for one op. */
+typedef struct patch_map {
+    int nd;
+    int64_t img[MAX_SP], pos[MAX_SP], k[MAX_SP], s[MAX_SP], d[MAX_SP], pb[MAX_SP];
+    int64_t img_total, pos_total, k_total;
+} patch_map;
+
+typedef struct conv_geom {
+    int64_t n, c, m, group, cg, mg; /* batch, in/out channels, per-group counts */
+    int64_t pe[MAX_SP];             /* pad at the end */
+    patch_map pm;
+} conv_geom;
+
+/* Checks the spatial attribute lengths against rank nd. */
+static inf_status check_attr_lengths(inf__kernel_ctx *ctx, const conv_params *p, int nd) {
+    const char *bad = NULL;
+    int got = 0, want = nd;
+    if (p->n_kernel && p->n_kernel != nd) bad = "kernel_shape", got = p->n_kernel;
+    else if (p->n_strides && p->n_strides != nd) bad = "strides", got = p->n_strides;
+    else if (p->n_dilations && p->n_dilations != nd) bad = "dilations", got = p->n_dilations;
+    else if (p->n_pads && p->n_pads != 2 * nd) bad = "pads", got = p->n_pads, want = 2 * nd;
+    else if (p->n_out_pad && p->n_out_pad != nd) bad = "output_padding", got = p->n_out_pad;
+    if (bad)
+        return inf__kernel_error(ctx, INF_ESHAPE, "attribute %s has %d values, X has %d spatial dims (expected %d)",
+                                 bad, got, nd, want);
+    return INF_OK;
+}
+
+/* Shared input checks: X is [N, C, spatial...], W has X's rank and,
+ * when given, W's spatial dims equal kernel_shape. */
+static inf_status check_xw(inf__kernel_ctx *ctx, const conv_params *p, const inf_tensor *x,
+                           const inf_tensor *w, const char *wname) {
+    char b1[96], b2[96];
+    inf_dtype dt = x->dtype;
+    if (dt != INF_DTYPE_F32 && dt != INF_DTYPE_F64 && dt != INF_DTYPE_F16)
+        return inf__kernel_error(ctx, INF_ETYPE, "input X: expected float32, float64 or float16, got %s",
+                                 inf_dtype_name(dt));
+    if (w->dtype != dt)
+        return inf__kernel_error(ctx, INF_ETYPE, "input %s: expected X's dtype %s, got %s", wname,
+                                 inf_dtype_name(dt), inf_dtype_name(w->dtype));
+    if (x->ndim < 3)
+        return inf__kernel_error(ctx, INF_ESHAPE, "input X: expected rank >= 3 [N,C,D1,...], got %s",
+                                 inf__shape_str(x->ndim, x->dims, b1, sizeof b1));
+    if (w->ndim != x->ndim)
+        return inf__kernel_error(ctx, INF_ESHAPE, "input %s %s: expected rank %d like X %s", wname,
+                                 inf__shape_str(w->ndim, w->dims, b1, sizeof b1), x->ndim,
+                                 inf__shape_str(x->ndim, x->dims, b2, sizeof b2));
+    int nd = x->ndim - 2;
+    inf_status st = check_attr_lengths(ctx, p, nd);
+    if (st != INF_OK) return st;
+    for (int i = 0; p->n_kernel && i < nd; i++)
+        if (p->kernel[i] != w->dims[2 + i])
+            return inf__kernel_error(ctx, INF_ESHAPE, "kernel_shape[%d] = %lld but input %s is %s", i,
+                                     (long long)p->kernel[i], wname,
+                                     inf__shape_str(w->ndim, w->dims, b1, sizeof b1));
+    for (int i = 0; i < nd; i++)
+        if (w->dims[2 + i] < 1)
+            return inf__kernel_error(ctx, INF_ESHAPE, "input %s: empty kernel %s", wname,
+                                     inf__shape_str(w->ndim, w->dims, b1, sizeof b1));
+    return INF_OK;
+}
+
+static inf_status check_bias(inf__kernel_ctx *ctx, const inf_tensor *b, const inf_tensor *x,
+                             int64_t m) {
+    char buf[96];
+    if (!b) return INF_OK;
+    if (b->dtype != x->dtype)
+        return inf__kernel_error(ctx, INF_ETYPE, "input B: expected X's dtype %s, got %s",
+                                 inf_dtype_name(x->dtype), inf_dtype_name(b->dtype));
+    if (b->ndim != 1 || b->dims[0] != m)
+        return inf__kernel_error(ctx, INF_ESHAPE, "input B: expected shape [%lld], got %s",
+                                 (long long)m, inf__shape_str(b->ndim, b->dims, buf, sizeof buf));
+    return INF_OK;
+}
+
+static void fill_common(const conv_params *p, const inf_tensor *w, int nd, patch_map *pm) {
+    pm->nd = nd;
+    pm->k_total = 1;
+    for (int i = 0; i < nd; i++) {
+        pm->k[i] = w->dims[2 + i];
+        pm->s[i] = p->n_strides ? p->strides[i] : 1;
+        pm->d[i] = p->n_dilations ? p->dilations[i] : 1;
+        pm->k_total *= pm->k[i];
+    }
+}
+
+static inf_status conv_geometry(inf__kernel_ctx *ctx, const conv_params *p, const inf_tensor *x,
+                                const inf_tensor *w, conv_geom *g) {
+    char b1[96], b2[96];
+    inf_status st = check_xw(ctx, p, x, w, "W");
+    if (st != INF_OK) return st;
+    int nd = x->ndim - 2;
+    g->n = x->dims[0], g->c = x->dims[1], g->m = w->dims[0], g->group = p->group;
+    if (g->c != w->dims[1] * g->group || g->m % g->group)
+        return inf__kernel_error(ctx, INF_ESHAPE,
+                                 "X %s has %lld channels, W %s with group %lld needs W[1]*group = %lld "
+                                 "channels and W[0] divisible by group",
+                                 inf__shape_str(x->ndim, x->dims, b1, sizeof b1), (long long)g->c,
+                                 inf__shape_str(w->ndim, w->dims, b2, sizeof b2),
+                                 (long long)g->group, (long long)(w->dims[1] * g->group));
+    g->cg = g->c / g->group, g->mg = g->m / g->group;
+    patch_map *pm = &g->pm;
+    fill_common(p, w, nd, pm);
+    pm->img_total = pm->pos_total = 1;
+    for (int i = 0; i < nd; i++) {
+        int64_t in = x->dims[2 + i], dk = (pm->k[i] - 1) * pm->d[i] + 1, s = pm->s[i], out;
+        int64_t pb = 0, pe = 0;
+        if (p->auto_pad == AUTO_SAME_UPPER || p->auto_pad == AUTO_SAME_LOWER) {
+            out = (in + s - 1) / s;
+            int64_t total = (out - 1) * s + dk - in;
+            if (total < 0) total = 0;
+            pb = p->auto_pad == AUTO_SAME_UPPER ? total / 2 : total - total / 2;
+            pe = total - pb;
+        } else {
+            if (p->auto_pad == AUTO_NOTSET && p->n_pads) pb = p->pads[i], pe = p->pads[nd + i];
+            int64_t span = in + pb + pe - dk;
+            out = span < 0 ? 0 : span / s + 1;
+        }
+        if (out < 1)
+            return inf__kernel_error(ctx, INF_ESHAPE,
+                                     "X %s: spatial dim %d (%lld, padded %lld+%lld) is smaller than "
+                                     "the dilated kernel (%lld)",
+                                     inf__shape_str(x->ndim, x->dims, b1, sizeof b1), i,
+                                     (long long)in, (long long)pb, (long long)pe, (long long)dk);
+        pm->img[i] = in, pm->pos[i] = out, pm->pb[i] = pb, g->pe[i] = pe;
+        pm->img_total *= in, pm->pos_total *= out;
+    }
+    return INF_OK;
+}
+
+static inf_status conv_transpose_geometry(inf__kernel_ctx *ctx, const conv_params *p,
+                                          const inf_tensor *x, const inf_tensor *w, conv_geom *g) {
+    char b1[96], b2[96];
+    inf_status st = check_xw(ctx, p, x, w, "W");
+    if (st != INF_OK) return st;
+    int nd = x->ndim - 2;
+    g->n = x->dims[0], g->c = x->dims[1], g->group = p->group;
+    if (g->c != w->dims[0] || g->c % g->group)
+        return inf__kernel_error(ctx, INF_ESHAPE,
+                                 "X %s has %lld channels, W %s must have as many in W[0], divisible "
+                                 "by group %lld",
+                                 inf__shape_str(x->ndim, x->dims, b1, sizeof b1), (long long)g->c,
+                                 inf__shape_str(w->ndim, w->dims, b2, sizeof b2), (long long)g->group);
+    g->m = w->dims[1] * g->group, g->cg = g->c / g->group, g->mg = w->dims[1];
+    if (p->n_out_shape && p->n_out_shape != nd && p->n_out_shape != nd + 2)
+        return inf__kernel_error(ctx, INF_ESHAPE, "attribute output_shape has %d values, expected %d",
+                                 p->n_out_shape, nd);
+    patch_map *pm = &g->pm;
+    fill_common(p, w, nd, pm);
+    pm->img_total = pm->pos_total = 1;
+    for (int i = 0; i < nd; i++) {
+        int64_t in = x->dims[2 + i], dk = (pm->k[i] - 1) * pm->d[i] + 1, s = pm->s[i];
+        int64_t op = p->n_out_pad ? p->out_pad[i] : 0;
+        int64_t natural = s * (in - 1) + op + dk, out, pb, pe;
+        if (p->n_out_shape || p->auto_pad == AUTO_SAME_UPPER || p->auto_pad == AUTO_SAME_LOWER) {
+            out = p->n_out_shape ? p->out_shape[p->n_out_shape - nd + i] : in * s;
+            int64_t total = natural - out;
+            if (total < 0) total = 0; /* a larger output keeps zeros (bias) at the end */
+            if (p->auto_pad == AUTO_SAME_UPPER) pb = total / 2;
+            else pb = total - total / 2;
+            pe = total - pb;
+        } else {
+            pb = pe = 0;
+            if (p->auto_pad == AUTO_NOTSET && p->n_pads) pb = p->pads[i], pe = p->pads[nd + i];
+            out = natural - pb - pe;
+        }
+        if (out < 1)
+            return inf__kernel_error(ctx, INF_ESHAPE, "output spatial dim %d would be %lld", i,
+                                     (long long)out);
+        pm->img[i] = out, pm->pos[i] = in, pm->pb[i] = pb, g->pe[i] = pe;
+        pm->img_total *= out, pm->pos_total *= in;
+    }
+    return INF_OK;
+}
+
+/* ---- im2col / col2im ----
+ * Row `row` = (channel c, kernel index kidx) of the column matrix covers all
+ * positions.  Walk the positions with an odometer over all but the last
+ * spatial dim; along the last dim the valid positions are one range
+ * [lo, hi), found once per row segment. */
+
+typedef struct row_walk {
+    const patch_map *pm;
+    int64_t kpos[MAX_SP];
+} row_walk;
+
+static void kernel_pos(const patch_map *pm, int64_t kidx, int64_t *kpos) {
+    for (int d = pm->nd - 1; d >= 0; d--) {
+        kpos[d] = kidx % pm->k[d];
+        kidx /= pm->k[d];
+    }
+}
+
+/* Valid range of last-dim positions for offset off0 = kpos*d - pb. */
+static void last_dim_range(const patch_map *pm, int64_t off0, int64_t *lo, int64_t *hi) {
+    int l = pm->nd - 1;
+    int64_t s = pm->s[l], n_img = pm->img[l], n_pos = pm->pos[l];
+    int64_t a = off0 >= 0 ? 0 : (-off0 + s - 1) / s;
+    int64_t b = n_img - off0 <= 0 ? 0 : (n_img - off0 + s - 1) / s;
+    if (b > n_pos) b = n_pos;
+    if (a > b) a = b;
+    *lo = a, *hi = b;
+}
+
+/* For the current odometer state over dims [0, nd-1): image row offset (in
+ * elements of the last dim's rows) or -1 when outside the image. */
+static int64_t outer_offset(const patch_map *pm, const int64_t *kpos, const int64_t *opos) {
+    int64_t off = 0;
+    for (int d = 0; d < pm->nd - 1; d++) {
+        int64_t iy = opos[d] * pm->s[d] - pm->pb[d] + kpos[d] * pm->d[d];
+        if (iy < 0 || iy >= pm->img[d]) return -1;
+        off = off * pm->img[d] + iy;
+    }
+    return off;
+}
+
+static void odometer_next(const patch_map *pm, int64_t *opos) {
+    for (int d = pm->nd - 2; d >= 0; d--) {
+        if (++opos[d] < pm->pos[d]) return;
+        opos[d] = 0;
+    }
+}
+
+#define DEFINE_PATCH_FNS(SUFFIX, T)                                                            \
+    /* col[row][*] from img (one channel) */                                                   \
+    static void im2col_row_##SUFFIX(const patch_map *pm, const T *img, int64_t kidx, T *dst) { \
+        int64_t kpos[MAX_SP], opos[MAX_SP] = {0};                                              \
+        kernel_pos(pm, kidx, kpos);                                                            \
+        int l = pm->nd - 1;                                                                    \
+        int64_t n_last = pm->pos[l], s = pm->s[l], off0 = kpos[l] * pm->d[l] - pm->pb[l], lo, hi; \
+        last_dim_range(pm, off0, &lo, &hi);                                                    \
+        for (int64_t outer = 0; outer < pm->pos_total / n_last; outer++) {                     \
+            int64_t row = outer_offset(pm, kpos, opos);                                        \
+            if (row < 0) {                                                                     \
+                for (int64_t j = 0; j < n_last; j++) dst[j] = 0;                               \
+            } else {                                                                           \
+                const T *src = img + row * pm->img[l];                                         \
+                for (int64_t j = 0; j < lo; j++) dst[j] = 0;                                   \
+                if (s == 1)                                                                    \
+                    for (int64_t j = lo; j < hi; j++) dst[j] = src[off0 + j];                  \
+                else                                                                           \
+                    for (int64_t j = lo; j < hi; j++) dst[j] = src[off0 + j * s];              \
+                for (int64_t j = hi; j < n_last; j++) dst[j] = 0;                              \
+            }                                                                                  \
+            dst += n_last;                                                                     \
+            odometer_next(pm, opos);                                                           \
+        }                                                                                      \
+    }                                                                                          \
+    /* img (one channel) += col[row][*] */                                                     \
+    static void col2im_row_##SUFFIX(const patch_map *pm, const T *src, int64_t kidx, T *img) { \
+        int64_t kpos[MAX_SP], opos[MAX_SP] = {0};                                              \
+        kernel_pos(pm, kidx, kpos);                                                            \
+        int l = pm->nd - 1;                                                                    \
+        int64_t n_last = pm->pos[l], s = pm->s[l], off0 = kpos[l] * pm->d[l] - pm->pb[l], lo, hi; \
+        last_dim_range(pm, off0, &lo, &hi);                                                    \
+        for (int64_t outer = 0; outer < pm->pos_total / n_last; outer++) {                     \
+            int64_t row = outer_offset(pm, kpos, opos);                                        \
+            if (row >= 0) {                                                                    \
+                T *dst = img + row * pm->img[l];                                               \
+                for (int64_t j = lo; j < hi; j++) dst[off0 + j * s] += src[j];                 \
+            }                                                                                  \
+            src += n_last;                                                                     \
+            odometer_next(pm, opos);                                                           \
+        }                                                                                      \
+    }
+DEFINE_PATCH_FNS(f32, float)
+DEFINE_PATCH_FNS(f64, double)
+
+/* Pool tasks: im2col over rows (c, kidx); col2im over channels. */
+typedef struct patch_task {
+    const patch_map *pm;
+    bool f64;
+    const void *src;
+    void *dst;
+} patch_task;
+
+static void im2col_task(void *arg, int64_t begin, int64_t end) {
+    const patch_task *t = arg;
+    const patch_map *pm = t->pm;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t c = r / pm->k_total, kidx = r % pm->k_total;
+        if (t->f64)
+            im2col_row_f64(pm, (const double *)t->src + c * pm->img_total, kidx,
+                           (double *)t->dst + r * pm->pos_total);
+        else
+            im2col_row_f32(pm, (const float *)t->src + c * pm->img_total, kidx,
+                           (float *)t->dst + r * pm->pos_total);
+    }
+}
+
+static void col2im_task(void *arg, int64_t begin, int64_t end) {
+    const patch_task *t = arg;
+    const patch_map *pm = t->pm;
+    for (int64_t c = begin; c < end; c++)
+        for (int64_t kidx = 0; kidx < pm->k_total; kidx++) {
+            int64_t r = c * pm->k_total + kidx;
+            if (t->f64)
+                col2im_row_f64(pm, (const double *)t->src + r * pm->pos_total, kidx,
+                               (double *)t->dst + c * pm->img_total);
+            else
+                col2im_row_f32(pm, (const float *)t->src + r * pm->pos_total, kidx,
+                               (float *)t->dst + c * pm->img_total);
+        }
+}
+
+/* ---- matrix products for both float types ---- */
+
+static void dgemm(bool trans_a, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+                  const double *b, int64_t ldb, double *c) {
+    for (int64_t i = 0; i < m; i++) {
+        double *crow = c + i * n;
+        for (int64_t j = 0; j < n; j++) crow[j] = 0;
+        for (int64_t p = 0; p < k; p++) {
+            double av = trans_a ? a[p * lda + i] : a[i * lda + p];
+            const double *brow = b + p * ldb;
+            for (int64_t j = 0; j < n; j++) crow[j] += av * brow[j];
+        }
+    }
+}
+
+/* c[m, n] = op(a) * b, dense b and c; float32 or float64. */
+static void gemm_any(inf__pool *pool, bool f64, bool trans_a, int64_t m, int64_t n, int64_t k,
+                     const void *a, int64_t lda, const void *b, void *c) {
+    if (f64)
+        dgemm(trans_a, m, n, k, a, lda, b, n, c);
+    else
+        inf__ops_sgemm(pool, trans_a, false, m, n, k, 1.0f, a, lda, b, n, 0.0f, c, n);
+}
+
+/* y[c][*] += bias[c] for channels [0, m) */
+static void add_bias(bool f64, const void *bias, int64_t m, int64_t plane, void *y) {
+    if (!bias) return;
+    for (int64_t c = 0; c < m; c++) {
+        if (f64) {
+            double bv = ((const double *)bias)[c], *row = (double *)y + c * plane;
+            for (int64_t j = 0; j < plane; j++) row[j] += bv;
+        } else {
+            float bv = ((const float *)bias)[c], *row = (float *)y + c * plane;
+            for (int64_t j = 0; j < plane; j++) row[j] += bv;
+        }
+    }
+}
+
+/* ---- float16 staging ---- */
+
+static float *f16_to_f32_copy(const inf_tensor *t) {
+    if (!t) return NULL;
+    int64_t n = inf_tensor_numel(t);
+    float *f = inf__malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!f) return NULL;
+    for (int64_t i = 0; i < n; i++) f[i] = inf_f16_to_f32(((const uint16_t *)t->data)[i]);
+    return f;
+}
+
+typedef inf_status (*conv_core_fn)(inf__pool *pool, const conv_geom *g, bool f64, const void *x,
+                                   const void *w, const void *b, void *y);
+
+/* Runs core on X, W, B as float32 (converting float16) or as float64. */
+static inf_status run_core(inf__kernel_ctx *ctx, conv_core_fn core, const conv_geom *g,
+                           const inf_tensor *x, const inf_tensor *w, const inf_tensor *b,
+                           inf_tensor *y) {
+    if (x->dtype != INF_DTYPE_F16)
+        return core(ctx->pool, g, x->dtype == INF_DTYPE_F64, x->data, w->data, b ? b->data : NULL,
+                    y->data);
+    inf_status st = INF_ENOMEM;
+    float *xf = f16_to_f32_copy(x), *wf = f16_to_f32_copy(w), *bf = f16_to_f32_copy(b);
+    int64_t ny = inf_tensor_numel(y);
+    float *yf = inf__malloc((size_t)(ny > 0 ? ny : 1) * sizeof(float));
+    if (xf && wf && yf && (!b || bf)) {
+        st = core(ctx->pool, g, false, xf, wf, bf, yf);
+        for (int64_t i = 0; st == INF_OK && i < ny; i++)
+            ((uint16_t *)y->data)[i] = inf_f32_to_f16(yf[i]);
+    }
+    inf__free(xf);
+    inf__free(wf);
+    inf__free(bf);
+    inf__free(yf);
+    return st;
+}
+
+/* ---- Conv ---- */
+
+static inf_status conv_core(inf__pool *pool, const conv_geom *g, bool f64, const void *x,
+                            const void *w, const void *b, void *y) {
+    const patch_map *pm = &g->pm;
+    size_t es = f64 ? sizeof(double) : sizeof(float);
+    bool direct = true; /* 1x1, stride 1, no padding: X is already the column matrix */
+    for (int i = 0; i < pm->nd; i++)
+        if (pm->k[i] != 1 || pm->s[i] != 1 || pm->pb[i] != 0 || pm->img[i] != pm->pos[i])
+            direct = false;
+    int64_t rows = g->cg * pm->k_total;
+    void *col = NULL;
+    if (!direct) {
+        col = inf__malloc((size_t)(rows * pm->pos_total) * es);
+        if (!col) return INF_ENOMEM;
+    }
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t gi = 0; gi < g->group; gi++) {
+            const char *xg = (const char *)x + (size_t)((n * g->c + gi * g->cg) * pm->img_total) * es;
+            char *yg = (char *)y + (size_t)((n * g->m + gi * g->mg) * pm->pos_total) * es;
+            const char *wg = (const char *)w + (size_t)(gi * g->mg * rows) * es;
+            const void *colm = xg;
+            if (!direct) {
+                patch_task t = {pm, f64, xg, col};
+                inf__pool_range(pool, rows, 4, im2col_task, &t);
+                colm = col;
+            }
+            gemm_any(pool, f64, false, g->mg, pm->pos_total, rows, wg, rows, colm, yg);
+            add_bias(f64, b ? (const char *)b + (size_t)(gi * g->mg) * es : NULL, g->mg,
+                     pm->pos_total, yg);
+        }
+    inf__free(col);
+    return INF_OK;
+}
+
+static inf_status conv_run(inf__kernel_ctx *ctx) {
+    const conv_params *p = ctx->node->params;
+    const inf_tensor *x = ctx->in[0], *w = ctx->in[1], *b = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    conv_geom g;
+    inf_status st = conv_geometry(ctx, p, x, w, &g);
+    if (st != INF_OK) return st;
+    if ((st = check_bias(ctx, b, x, g.m)) != INF_OK) return st;
+    int64_t dims[INF_MAX_DIMS] = {g.n, g.m};
+    for (int i = 0; i < g.pm.nd; i++) dims[2 + i] = g.pm.pos[i];
+    inf_tensor *y;
+    if ((st = inf__kernel_output(ctx, 0, x->dtype, x->ndim, dims, &y)) != INF_OK) return st;
+    if (inf_tensor_numel(y) == 0) return INF_OK;
+    return run_core(ctx, conv_core, &g, x, w, b, y);
+}
+
+const inf__op_impl op_conv = {conv_init, conv_run};
+
+/* ---- ConvTranspose ---- */
+
+static inf_status conv_transpose_core(inf__pool *pool, const conv_geom *g, bool f64, const void *x,
+                                      const void *w, const void *b, void *y) {
+    const patch_map *pm = &g->pm;
+    size_t es = f64 ? sizeof(double) : sizeof(float);
+    int64_t rows = g->mg * pm->k_total;
+    void *col = inf__malloc((size_t)(rows * pm->pos_total) * es);
+    if (!col) return INF_ENOMEM;
+    memset(y, 0, (size_t)(g->n * g->m * pm->img_total) * es);
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t gi = 0; gi < g->group; gi++) {
+            const char *xg = (const char *)x + (size_t)((n * g->c + gi * g->cg) * pm->pos_total) * es;
+            const char *wg = (const char *)w + (size_t)(gi * g->cg * rows) * es;
+            char *yg = (char *)y + (size_t)((n * g->m + gi * g->mg) * pm->img_total) * es;
+            /* col[mg*K, in_total] = W_g^T [mg*K, cg] * X_g [cg, in_total] */
+            gemm_any(pool, f64, true, rows, pm->pos_total, g->cg, wg, rows, xg, col);
+            patch_task t = {pm, f64, col, yg};
+            inf__pool_range(pool, g->mg, 1, col2im_task, &t);
+            add_bias(f64, b ? (const char *)b + (size_t)(gi * g->mg) * es : NULL, g->mg,
+                     pm->img_total, yg);
+        }
+    inf__free(col);
+    return INF_OK;
+}
+
+static inf_status conv_transpose_run(inf__kernel_ctx *ctx) {
+    const conv_params *p = ctx->node->params;
+    const inf_tensor *x = ctx->in[0], *w = ctx->in[1], *b = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    conv_geom g;
+    inf_status st = conv_transpose_geometry(ctx, p, x, w, &g);
+    if (st != INF_OK) return st;
+    if ((st = check_bias(ctx, b, x, g.m)) != INF_OK) return st;
+    int64_t dims[INF_MAX_DIMS] = {g.n, g.m};
+    for (int i = 0; i < g.pm.nd; i++) dims[2 + i] = g.pm.img[i];
+    inf_tensor *y;
+    if ((st = inf__kernel_output(ctx, 0, x->dtype, x->ndim, dims, &y)) != INF_OK) return st;
+    if (inf_tensor_numel(y) == 0) return INF_OK;
+    return run_core(ctx, conv_transpose_core, &g, x, w, b, y);
+}
+
+const inf__op_impl op_conv_transpose = {conv_init, conv_transpose_run};

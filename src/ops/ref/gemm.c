@@ -1,0 +1,572 @@
+/*
+ * gemm.c -- reference kernels for Gemm and MatMul, and the float32 matrix
+ * multiply (inf__ops_sgemm) that Gemm, MatMul, Conv and ConvTranspose share.
+ *
+ * ONNX ops:
+ *   Gemm    opsets 1-17: Y = alpha * A' * B' + beta * C, A' = transA ? A^T : A,
+ *           B' likewise; C optional (required before opset 11) and
+ *           unidirectionally broadcast to (M, N).  Before opset 7 the
+ *           `broadcast` attribute must be set unless C is exactly (M, N).
+ *   MatMul  opsets 1-17: numpy matmul: 1-D operands are promoted (A to
+ *           [1, K], B to [K, 1]) and the added dimension removed from the
+ *           result; leading (batch) dimensions broadcast.
+ * dtypes: float32 (blocked sgemm, threaded), float64, int32, int64, uint32,
+ *         uint64 (plain loops; integer products wrap modulo 2^width),
+ *         float16 and bfloat16 (converted to float32, computed, rounded back).
+ * Deviations: for integer Gemm, alpha and beta are applied in double when
+ *         they are not 1 and the result is truncated to the integer type.
+ *         float16/bfloat16 use scratch from inf__malloc inside run (to move
+ *         to the per-session scratch API).
+ *
+ * The sgemm: C = alpha * op(A) * op(B) + beta * C, row-major with leading
+ * dimensions.  C is split into MC x NC tiles that are the thread pool's
+ * tasks; each task walks K in KC steps, packs its A block (4-row panels,
+ * alpha folded in) and its B block (8-column panels) on the stack so that
+ * transposed and plain operands take the same path, and runs a 4x8 register
+ * micro-kernel the compiler vectorises.  When M is tiny (a vector times a
+ * matrix) packing would waste 3/4 of the work, so rows are computed directly
+ * and the columns split across the threads.
+ *
+ * Callers: op_gemm, op_matmul (here), op_conv and op_conv_transpose
+ * (ref/conv.c).  Must not be called from inside a pool task (the pool takes
+ * one caller at a time).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+void inf__ops_sgemm(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                    float beta, float *c, int64_t ldc);
+
+/* ======================================================================== */
+/*  sgemm                                                                    */
+/* ======================================================================== */
+
+enum { MR = 4, NR = 8, MC = 32, NC = 64, KC = 128 };
+
+typedef struct sgemm_args {
+    bool trans_a, trans_b;
+    int64_t m, n, k;
+    float alpha, beta;
+    const float *a, *b;
+    int64_t lda, ldb, ldc;
+    float *c;
+    int64_t n_col_tiles;
+} sgemm_args;
+
+/* Packs rows [i0, i0+mc) x cols [p0, p0+kc) of op(A), times alpha, as
+ * MR-row panels laid out [k][MR]; missing rows are zero. */
+static void pack_a(const sgemm_args *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                   float *restrict dst) {
+    for (int64_t ip = 0; ip < mc; ip += MR) {
+        int64_t rows = mc - ip < MR ? mc - ip : MR;
+        for (int64_t p = 0; p < kc; p++) {
+            for (int64_t r = 0; r < MR; r++) {
+                float v = 0.0f;
+                if (r < rows) {
+                    int64_t i = i0 + ip + r, kk = p0 + p;
+                    v = g->trans_a ? g->a[kk * g->lda + i] : g->a[i * g->lda + kk];
+                    v *= g->alpha;
+                }
+                *dst++ = v;
+            }
+        }
+    }
+}
+
+/* Packs rows [p0, p0+kc) x cols [j0, j0+nc) of op(B) as NR-column panels
+ * laid out [k][NR]; missing columns are zero. */
+static void pack_b(const sgemm_args *g, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+                   float *restrict dst) {
+    for (int64_t jp = 0; jp < nc; jp += NR) {
+        int64_t cols = nc - jp < NR ? nc - jp : NR;
+        for (int64_t p = 0; p < kc; p++) {
+            int64_t kk = p0 + p;
+            if (!g->trans_b && cols == NR) {
+                memcpy(dst, g->b + kk * g->ldb + j0 + jp, NR * sizeof(float));
+                dst += NR;
+                continue;
+            }
+            for (int64_t j = 0; j < NR; j++) {
+                float v = 0.0f;
+                if (j < cols) {
+                    int64_t jj = j0 + jp + j;
+                    v = g->trans_b ? g->b[jj * g->ldb + kk] : g->b[kk * g->ldb + jj];
+                }
+                *dst++ = v;
+            }
+        }
+    }
+}
+
+/* acc[MR][NR] = sum over k of a[k][r] * b[k][j].  With GCC/Clang the 4x8
+ * tile is held in eight 4-float vector registers (generic vectors, which the
+ * compiler lowers to SSE, AVX or NEON); otherwise plain loops. */
+#if defined(__GNUC__)
+typedef float v4f __attribute__((vector_size(16)));
+static void micro_kernel(int64_t kc, const float *restrict a, const float *restrict b,
+                         float acc[MR][NR]) {
+    v4f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
+    for (int64_t p = 0; p < kc; p++) {
+        v4f b0, b1;
+        memcpy(&b0, b + p * NR, sizeof b0);
+        memcpy(&b1, b + p * NR + 4, sizeof b1);
+        const float *ap = a + p * MR;
+        v4f a0 = {ap[0], ap[0], ap[0], ap[0]}, a1 = {ap[1], ap[1], ap[1], ap[1]};
+        v4f a2 = {ap[2], ap[2], ap[2], ap[2]}, a3 = {ap[3], ap[3], ap[3], ap[3]};
+        c00 += a0 * b0, c01 += a0 * b1;
+        c10 += a1 * b0, c11 += a1 * b1;
+        c20 += a2 * b0, c21 += a2 * b1;
+        c30 += a3 * b0, c31 += a3 * b1;
+    }
+    memcpy(&acc[0][0], &c00, 16), memcpy(&acc[0][4], &c01, 16);
+    memcpy(&acc[1][0], &c10, 16), memcpy(&acc[1][4], &c11, 16);
+    memcpy(&acc[2][0], &c20, 16), memcpy(&acc[2][4], &c21, 16);
+    memcpy(&acc[3][0], &c30, 16), memcpy(&acc[3][4], &c31, 16);
+}
+#else
+static void micro_kernel(int64_t kc, const float *restrict a, const float *restrict b,
+                         float acc[MR][NR]) {
+    float t[MR][NR] = {{0}};
+    for (int64_t p = 0; p < kc; p++) {
+        const float *ap = a + p * MR, *bp = b + p * NR;
+        for (int r = 0; r < MR; r++)
+            for (int j = 0; j < NR; j++) t[r][j] += ap[r] * bp[j];
+    }
+    memcpy(acc, t, sizeof t);
+}
+#endif
+
+/* C[rows, cols] *= beta (set to 0 when beta is 0, so NaN garbage goes). */
+static void scale_c(const sgemm_args *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    for (int64_t i = i0; i < i1; i++) {
+        float *row = g->c + i * g->ldc;
+        if (g->beta == 0.0f)
+            for (int64_t j = j0; j < j1; j++) row[j] = 0.0f;
+        else if (g->beta != 1.0f)
+            for (int64_t j = j0; j < j1; j++) row[j] *= g->beta;
+    }
+}
+
+/* One MC x NC tile of C per task. */
+static void sgemm_tiles(void *arg, int64_t begin, int64_t end) {
+    const sgemm_args *g = arg;
+    float apack[MC * KC], bpack[KC * NC];
+    for (int64_t t = begin; t < end; t++) {
+        int64_t i0 = (t / g->n_col_tiles) * MC, j0 = (t % g->n_col_tiles) * NC;
+        int64_t mc = g->m - i0 < MC ? g->m - i0 : MC;
+        int64_t nc = g->n - j0 < NC ? g->n - j0 : NC;
+        scale_c(g, i0, i0 + mc, j0, j0 + nc);
+        for (int64_t p0 = 0; p0 < g->k; p0 += KC) {
+            int64_t kc = g->k - p0 < KC ? g->k - p0 : KC;
+            pack_a(g, i0, mc, p0, kc, apack);
+            pack_b(g, p0, kc, j0, nc, bpack);
+            for (int64_t ip = 0; ip < mc; ip += MR) {
+                int64_t rows = mc - ip < MR ? mc - ip : MR;
+                for (int64_t jp = 0; jp < nc; jp += NR) {
+                    int64_t cols = nc - jp < NR ? nc - jp : NR;
+                    float acc[MR][NR];
+                    micro_kernel(kc, apack + ip * kc, bpack + jp * kc, acc);
+                    for (int64_t r = 0; r < rows; r++) {
+                        float *crow = g->c + (i0 + ip + r) * g->ldc + j0 + jp;
+                        for (int64_t j = 0; j < cols; j++) crow[j] += acc[r][j];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Few rows, plain B: C[i, cols] += alpha * sum_k A(i,k) * B(k, cols),
+ * columns split across tasks. */
+static void sgemm_small_m(void *arg, int64_t begin, int64_t end) {
+    const sgemm_args *g = arg;
+    scale_c(g, 0, g->m, begin, end);
+    for (int64_t i = 0; i < g->m; i++) {
+        float *restrict crow = g->c + i * g->ldc;
+        for (int64_t p = 0; p < g->k; p++) {
+            float av = g->alpha * (g->trans_a ? g->a[p * g->lda + i] : g->a[i * g->lda + p]);
+            const float *restrict brow = g->b + p * g->ldb;
+            for (int64_t j = begin; j < end; j++) crow[j] += av * brow[j];
+        }
+    }
+}
+
+/* Same, for transposed B: dot products along contiguous rows of B. */
+static void sgemm_small_m_tb(void *arg, int64_t begin, int64_t end) {
+    const sgemm_args *g = arg;
+    for (int64_t i = 0; i < g->m; i++) {
+        float *crow = g->c + i * g->ldc;
+        for (int64_t j = begin; j < end; j++) {
+            const float *restrict brow = g->b + j * g->ldb;
+            float part[8] = {0};
+            int64_t p = 0;
+            if (!g->trans_a) {
+                const float *restrict arow = g->a + i * g->lda;
+                for (; p + 8 <= g->k; p += 8)
+                    for (int q = 0; q < 8; q++) part[q] += arow[p + q] * brow[p + q];
+            }
+            float s = 0.0f;
+            for (; p < g->k; p++)
+                s += (g->trans_a ? g->a[p * g->lda + i] : g->a[i * g->lda + p]) * brow[p];
+            for (int q = 0; q < 8; q++) s += part[q];
+            float prev = g->beta == 0.0f ? 0.0f : g->beta * crow[j];
+            crow[j] = prev + g->alpha * s;
+        }
+    }
+}
+
+void inf__ops_sgemm(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                    float beta, float *c, int64_t ldc) {
+    if (m <= 0 || n <= 0) return;
+    sgemm_args g = {trans_a, trans_b, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, 0};
+    if (m < MR) {
+        /* about 16k multiply-adds per task is worth a thread hand-off */
+        int64_t min_cols = 16384 / (m * (k > 0 ? k : 1)) + 1;
+        inf__pool_range(pool, n, min_cols, trans_b ? sgemm_small_m_tb : sgemm_small_m, &g);
+        return;
+    }
+    g.n_col_tiles = (n + NC - 1) / NC;
+    int64_t n_tiles = ((m + MC - 1) / MC) * g.n_col_tiles;
+    int64_t min_tiles = (int64_t)MC * NC * (k > 0 ? k : 1) >= 32768 ? 1 : 4;
+    inf__pool_range(pool, n_tiles, min_tiles, sgemm_tiles, &g);
+}
+
+/* ======================================================================== */
+/*  plain loops for the other dtypes                                         */
+/* ======================================================================== */
+
+/* C[m, n] (dense) = A * B with element strides: A(i,p) = a[i*ars + p*acs],
+ * B(p,j) = b[p*brs + j*bcs].  Signed integers use the unsigned variant:
+ * same bits in two's complement, no overflow UB. */
+#define DEFINE_NAIVE_GEMM(NAME, T)                                                              \
+    static void NAME(int64_t m, int64_t n, int64_t k, const T *a, int64_t ars, int64_t acs,     \
+                     const T *b, int64_t brs, int64_t bcs, T *c) {                              \
+        for (int64_t i = 0; i < m; i++) {                                                       \
+            T *crow = c + i * n;                                                                \
+            for (int64_t j = 0; j < n; j++) crow[j] = 0;                                        \
+            for (int64_t p = 0; p < k; p++) {                                                   \
+                T av = a[i * ars + p * acs];                                                    \
+                const T *bp = b + p * brs;                                                      \
+                for (int64_t j = 0; j < n; j++) crow[j] += av * bp[j * bcs];                    \
+            }                                                                                   \
+        }                                                                                       \
+    }
+DEFINE_NAIVE_GEMM(gemm_f64, double)
+DEFINE_NAIVE_GEMM(gemm_u32, uint32_t)
+DEFINE_NAIVE_GEMM(gemm_u64, uint64_t)
+
+static bool is_half(inf_dtype t) { return t == INF_DTYPE_F16 || t == INF_DTYPE_BF16; }
+
+static bool matmul_dtype_ok(inf_dtype t) {
+    switch (t) {
+    case INF_DTYPE_F32: case INF_DTYPE_F64: case INF_DTYPE_F16: case INF_DTYPE_BF16:
+    case INF_DTYPE_I32: case INF_DTYPE_I64: case INF_DTYPE_U32: case INF_DTYPE_U64:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Reads a float16/bfloat16 tensor into a new float32 buffer (NULL: no memory). */
+static float *half_to_f32(const inf_tensor *t) {
+    int64_t n = inf_tensor_numel(t);
+    float *f = inf__malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!f) return NULL;
+    const uint16_t *h = t->data;
+    if (t->dtype == INF_DTYPE_F16)
+        for (int64_t i = 0; i < n; i++) f[i] = inf_f16_to_f32(h[i]);
+    else
+        for (int64_t i = 0; i < n; i++) f[i] = inf_bf16_to_f32(h[i]);
+    return f;
+}
+
+static void f32_to_half(const float *f, inf_tensor *t) {
+    int64_t n = inf_tensor_numel(t);
+    uint16_t *h = t->data;
+    if (t->dtype == INF_DTYPE_F16)
+        for (int64_t i = 0; i < n; i++) h[i] = inf_f32_to_f16(f[i]);
+    else
+        for (int64_t i = 0; i < n; i++) h[i] = inf_f32_to_bf16(f[i]);
+}
+
+/* Generic matrix product for the non-float32 dtypes, dispatching on dtype
+ * (signed ints reuse the unsigned loops). */
+static void gemm_typed(inf_dtype t, int64_t m, int64_t n, int64_t k, const void *a, int64_t ars,
+                       int64_t acs, const void *b, int64_t brs, int64_t bcs, void *c) {
+    switch (t) {
+    case INF_DTYPE_F64: gemm_f64(m, n, k, a, ars, acs, b, brs, bcs, c); break;
+    case INF_DTYPE_I32:
+    case INF_DTYPE_U32: gemm_u32(m, n, k, a, ars, acs, b, brs, bcs, c); break;
+    case INF_DTYPE_I64:
+    case INF_DTYPE_U64: gemm_u64(m, n, k, a, ars, acs, b, brs, bcs, c); break;
+    default: break;
+    }
+}
+
+/* ======================================================================== */
+/*  Gemm                                                                     */
+/* ======================================================================== */
+
+typedef struct gemm_params {
+    float alpha, beta;
+    bool trans_a, trans_b;
+    bool broadcast; /* opset < 7 */
+} gemm_params;
+
+static inf_status gemm_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    gemm_params *p = inf__op_params(arena, gemm_params);
+    if (!p) return INF_ENOMEM;
+    (void)err;
+    p->alpha = inf__attr_float(node, "alpha", 1.0f);
+    p->beta = inf__attr_float(node, "beta", 1.0f);
+    p->trans_a = inf__attr_int(node, "transA", 0) != 0;
+    p->trans_b = inf__attr_int(node, "transB", 0) != 0;
+    p->broadcast = node->opset >= 7 || inf__attr_int(node, "broadcast", 0) != 0;
+    node->params = p;
+    return INF_OK;
+}
+
+/* Checks C against (M, N) and returns its strides along M and N. */
+static inf_status gemm_bias_strides(inf__kernel_ctx *ctx, const gemm_params *p,
+                                    const inf_tensor *c, int64_t m, int64_t n, int64_t *rs,
+                                    int64_t *cs) {
+    char buf[64];
+    int nd = c->ndim;
+    int64_t dm = nd >= 2 ? c->dims[0] : 1, dn = nd >= 1 ? c->dims[nd - 1] : 1;
+    bool ok = nd <= 2 && (dm == m || dm == 1) && (dn == n || dn == 1);
+    if (ok && !p->broadcast) ok = nd == 2 && dm == m && dn == n;
+    if (!ok)
+        return inf__kernel_error(ctx, INF_ESHAPE,
+                                 "input C: shape %s is not %sbroadcastable to [%lld,%lld]",
+                                 inf__shape_str(c->ndim, c->dims, buf, sizeof buf),
+                                 p->broadcast ? "unidirectionally " : "(broadcast=0) ",
+                                 (long long)m, (long long)n);
+    *rs = dm == 1 ? 0 : dn;
+    *cs = dn == 1 ? 0 : 1;
+    return INF_OK;
+}
+
+static inf_status gemm_run(inf__kernel_ctx *ctx) {
+    const gemm_params *p = ctx->node->params;
+    const inf_tensor *a = ctx->in[0], *b = ctx->in[1];
+    const inf_tensor *c = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    inf_dtype dt = a->dtype;
+    if (!matmul_dtype_ok(dt))
+        return inf__kernel_error(ctx, INF_ETYPE, "input A: unsupported dtype %s",
+                                 inf_dtype_name(dt));
+    if (b->dtype != dt || (c && c->dtype != dt))
+        return inf__kernel_error(ctx, INF_ETYPE, "inputs B and C must have A's dtype %s, got %s",
+                                 inf_dtype_name(dt),
+                                 inf_dtype_name(b->dtype != dt ? b->dtype : c->dtype));
+    if (a->ndim != 2 || b->ndim != 2)
+        return inf__kernel_error(ctx, INF_ESHAPE, "inputs A and B must be 2-D, got rank %d and %d",
+                                 a->ndim, b->ndim);
+    int64_t m = p->trans_a ? a->dims[1] : a->dims[0], k = p->trans_a ? a->dims[0] : a->dims[1];
+    int64_t kb = p->trans_b ? b->dims[1] : b->dims[0], n = p->trans_b ? b->dims[0] : b->dims[1];
+    if (k != kb)
+        return inf__kernel_error(ctx, INF_ESHAPE,
+                                 "inner dimensions differ: A' is [%lld,%lld], B' is [%lld,%lld]",
+                                 (long long)m, (long long)k, (long long)kb, (long long)n);
+    int64_t c_rs = 0, c_cs = 0;
+    bool use_c = c && p->beta != 0.0f;
+    if (c) {
+        inf_status st = gemm_bias_strides(ctx, p, c, m, n, &c_rs, &c_cs);
+        if (st != INF_OK) return st;
+    }
+    int64_t dims[2] = {m, n};
+    inf_tensor *y;
+    inf_status st = inf__kernel_output(ctx, 0, dt, 2, dims, &y);
+    if (st != INF_OK) return st;
+    if (m == 0 || n == 0) return INF_OK;
+
+    int64_t lda = a->dims[1], ldb = b->dims[1];
+    if (dt == INF_DTYPE_F32 || is_half(dt)) {
+        const float *af = a->data, *bf = b->data, *cf = use_c ? c->data : NULL;
+        float *yf = y->data, *a_tmp = NULL, *b_tmp = NULL, *c_tmp = NULL, *y_tmp = NULL;
+        if (is_half(dt)) {
+            a_tmp = half_to_f32(a);
+            b_tmp = half_to_f32(b);
+            c_tmp = use_c ? half_to_f32(c) : NULL;
+            y_tmp = inf__malloc((size_t)(m * n) * sizeof(float));
+            if (!a_tmp || !b_tmp || (use_c && !c_tmp) || !y_tmp) {
+                st = INF_ENOMEM;
+                goto half_done;
+            }
+            af = a_tmp, bf = b_tmp, cf = c_tmp, yf = y_tmp;
+        }
+        if (use_c)
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) yf[i * n + j] = p->beta * cf[i * c_rs + j * c_cs];
+        inf__ops_sgemm(ctx->pool, p->trans_a, p->trans_b, m, n, k, p->alpha, af, lda, bf, ldb,
+                       use_c ? 1.0f : 0.0f, yf, n);
+        if (is_half(dt)) f32_to_half(yf, y);
+    half_done:
+        inf__free(a_tmp);
+        inf__free(b_tmp);
+        inf__free(c_tmp);
+        inf__free(y_tmp);
+        return st;
+    }
+
+    /* float64 and integers: Y = A'B', then alpha and beta*C. */
+    int64_t ars = p->trans_a ? 1 : lda, acs = p->trans_a ? lda : 1;
+    int64_t brs = p->trans_b ? 1 : ldb, bcs = p->trans_b ? ldb : 1;
+    gemm_typed(dt, m, n, k, a->data, ars, acs, b->data, brs, bcs, y->data);
+    if (p->alpha == 1.0f && (!use_c || p->beta == 1.0f) && dt != INF_DTYPE_F64) {
+        /* exact integer path */
+        if (use_c) {
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) {
+                    int64_t o = i * n + j, ci = i * c_rs + j * c_cs;
+                    if (inf_dtype_size(dt) == 4)
+                        ((uint32_t *)y->data)[o] += ((const uint32_t *)c->data)[ci];
+                    else
+                        ((uint64_t *)y->data)[o] += ((const uint64_t *)c->data)[ci];
+                }
+        }
+        return INF_OK;
+    }
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            int64_t o = i * n + j;
+            double v = (double)p->alpha * inf__tensor_get_f64(y, o);
+            if (use_c) v += (double)p->beta * inf__tensor_get_f64(c, i * c_rs + j * c_cs);
+            inf__tensor_set_f64(y, o, v);
+        }
+    return INF_OK;
+}
+
+const inf__op_impl op_gemm = {gemm_init, gemm_run};
+
+/* ======================================================================== */
+/*  MatMul                                                                   */
+/* ======================================================================== */
+
+typedef struct mm_plan {
+    int64_t m, n, k;
+    int nb;                           /* batch rank */
+    int64_t bdims[INF_MAX_DIMS];      /* broadcast batch shape */
+    int64_t a_str[INF_MAX_DIMS];      /* matrix-index strides of A per batch dim */
+    int64_t b_str[INF_MAX_DIMS];
+    int64_t n_batch;
+    bool fold;                        /* B shared, A dense: one [batch*M, K] product */
+    int out_ndim;
+    int64_t out_dims[INF_MAX_DIMS];
+} mm_plan;
+
+static inf_status mm_plan_make(inf__kernel_ctx *ctx, const inf_tensor *a, const inf_tensor *b,
+                               mm_plan *pl) {
+    char bufa[96], bufb[96];
+    if (a->ndim < 1 || b->ndim < 1)
+        return inf__kernel_error(ctx, INF_ESHAPE, "inputs A and B must have rank >= 1, got %d and %d",
+                                 a->ndim, b->ndim);
+    /* promote 1-D operands */
+    int64_t am = a->ndim == 1 ? 1 : a->dims[a->ndim - 2], ak = a->dims[a->ndim - 1];
+    int64_t bk = b->ndim == 1 ? b->dims[0] : b->dims[b->ndim - 2];
+    int64_t bn = b->ndim == 1 ? 1 : b->dims[b->ndim - 1];
+    if (ak != bk)
+        return inf__kernel_error(ctx, INF_ESHAPE, "A %s and B %s: inner dimensions %lld and %lld differ",
+                                 inf__shape_str(a->ndim, a->dims, bufa, sizeof bufa),
+                                 inf__shape_str(b->ndim, b->dims, bufb, sizeof bufb),
+                                 (long long)ak, (long long)bk);
+    int anb = a->ndim > 2 ? a->ndim - 2 : 0, bnb = b->ndim > 2 ? b->ndim - 2 : 0;
+    if (inf__broadcast_shape(anb, a->dims, bnb, b->dims, &pl->nb, pl->bdims) != INF_OK)
+        return inf__kernel_error(ctx, INF_ESHAPE, "A %s and B %s: batch dimensions do not broadcast",
+                                 inf__shape_str(a->ndim, a->dims, bufa, sizeof bufa),
+                                 inf__shape_str(b->ndim, b->dims, bufb, sizeof bufb));
+    pl->m = am, pl->n = bn, pl->k = ak;
+    inf__broadcast_strides(anb, a->dims, pl->nb, pl->bdims, pl->a_str);
+    inf__broadcast_strides(bnb, b->dims, pl->nb, pl->bdims, pl->b_str);
+    pl->n_batch = 1;
+    bool b_shared = true, a_dense = anb == pl->nb;
+    for (int i = 0; i < pl->nb; i++) {
+        pl->n_batch *= pl->bdims[i];
+        if (pl->b_str[i] != 0 && pl->bdims[i] != 1) b_shared = false;
+        if (anb == pl->nb && a->dims[i] != pl->bdims[i]) a_dense = false;
+    }
+    pl->fold = pl->nb > 0 && b_shared && a_dense;
+    pl->out_ndim = 0;
+    for (int i = 0; i < pl->nb; i++) pl->out_dims[pl->out_ndim++] = pl->bdims[i];
+    if (a->ndim > 1) pl->out_dims[pl->out_ndim++] = am;
+    if (b->ndim > 1) pl->out_dims[pl->out_ndim++] = bn;
+    if (pl->out_ndim > INF_MAX_DIMS) return inf__kernel_error(ctx, INF_ESHAPE, "result rank too high");
+    return INF_OK;
+}
+
+/* Matrix offsets (in matrices) of A and B for batch index t. */
+static void mm_batch_offsets(const mm_plan *pl, int64_t t, int64_t *ao, int64_t *bo) {
+    int64_t oa = 0, ob = 0;
+    for (int d = pl->nb - 1; d >= 0; d--) {
+        int64_t i = t % pl->bdims[d];
+        t /= pl->bdims[d];
+        oa += i * pl->a_str[d];
+        ob += i * pl->b_str[d];
+    }
+    *ao = oa, *bo = ob;
+}
+
+static void matmul_f32(inf__pool *pool, const mm_plan *pl, const float *a, const float *b, float *y) {
+    int64_t m = pl->m, n = pl->n, k = pl->k;
+    if (pl->fold) {
+        inf__ops_sgemm(pool, false, false, pl->n_batch * m, n, k, 1.0f, a, k, b, n, 0.0f, y, n);
+        return;
+    }
+    for (int64_t t = 0; t < pl->n_batch; t++) {
+        int64_t ao, bo;
+        mm_batch_offsets(pl, t, &ao, &bo);
+        inf__ops_sgemm(pool, false, false, m, n, k, 1.0f, a + ao * m * k, k, b + bo * k * n, n, 0.0f,
+                       y + t * m * n, n);
+    }
+}
+
+static inf_status matmul_run(inf__kernel_ctx *ctx) {
+    const inf_tensor *a = ctx->in[0], *b = ctx->in[1];
+    inf_dtype dt = a->dtype;
+    if (!matmul_dtype_ok(dt))
+        return inf__kernel_error(ctx, INF_ETYPE, "input A: unsupported dtype %s", inf_dtype_name(dt));
+    if (b->dtype != dt)
+        return inf__kernel_error(ctx, INF_ETYPE, "input B: expected A's dtype %s, got %s",
+                                 inf_dtype_name(dt), inf_dtype_name(b->dtype));
+    mm_plan pl;
+    inf_status st = mm_plan_make(ctx, a, b, &pl);
+    if (st != INF_OK) return st;
+    inf_tensor *y;
+    st = inf__kernel_output(ctx, 0, dt, pl.out_ndim, pl.out_dims, &y);
+    if (st != INF_OK) return st;
+    if (inf_tensor_numel(y) == 0) return INF_OK;
+
+    if (dt == INF_DTYPE_F32) {
+        matmul_f32(ctx->pool, &pl, a->data, b->data, y->data);
+        return INF_OK;
+    }
+    if (is_half(dt)) {
+        float *af = half_to_f32(a), *bf = half_to_f32(b);
+        float *yf = inf__malloc((size_t)inf_tensor_numel(y) * sizeof(float));
+        if (af && bf && yf) {
+            matmul_f32(ctx->pool, &pl, af, bf, yf);
+            f32_to_half(yf, y);
+        } else {
+            st = INF_ENOMEM;
+        }
+        inf__free(af);
+        inf__free(bf);
+        inf__free(yf);
+        return st;
+    }
+    size_t es = inf_dtype_size(dt);
+    int64_t m = pl.m, n = pl.n, k = pl.k;
+    for (int64_t t = 0; t < pl.n_batch; t++) {
+        int64_t ao, bo;
+        mm_batch_offsets(&pl, t, &ao, &bo);
+        gemm_typed(dt, m, n, k, (const char *)a->data + (size_t)(ao * m * k) * es, k, 1,
+                   (const char *)b->data + (size_t)(bo * k * n) * es, n, 1,
+                   (char *)y->data + (size_t)(t * m * n) * es);
+    }
+    return INF_OK;
+}
+
+const inf__op_impl op_matmul = {NULL, matmul_run};

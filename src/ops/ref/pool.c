@@ -1,0 +1,336 @@
+/*
+ * pool.c -- reference kernels for the pooling operators.
+ *
+ * ONNX ops:
+ *   MaxPool            opsets 1-17: kernel_shape, strides, pads, auto_pad,
+ *                      dilations (8+ ... accepted always), ceil_mode (10+),
+ *                      storage_order and the optional int64 Indices output (8+).
+ *   AveragePool        opsets 1-17: kernel_shape, strides, pads, auto_pad,
+ *                      count_include_pad (7+), ceil_mode (10+); dilations
+ *                      (an opset 19 attribute) are accepted too.
+ *   GlobalAveragePool, GlobalMaxPool  opsets 1-17.
+ * Any spatial rank >= 1 (1-D, 2-D, 3-D...).
+ * dtypes: float32, float64, float16; MaxPool also int8 and uint8 (12+).
+ *         Non-float32 data is pooled through double.
+ * Deviations: none known.  With ceil_mode, a window that would start in the
+ *         end padding is dropped (the rule of ONNX's reference and PyTorch).
+ *         Indices are flat over N x C x spatial; storage_order 1 numbers the
+ *         spatial positions column-major (batch/channel offset row-major),
+ *         as onnxruntime does.
+ *
+ * Output size per spatial dim, dk = (k - 1) * dilation + 1:
+ *   NOTSET/VALID: floor-or-ceil((in + pb + pe - dk) / s) + 1
+ *   SAME_*:       ceil(in / s), total pad (out-1)*s + dk - in, the odd pad at
+ *                 the end (UPPER) or the beginning (LOWER).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+enum { AUTO_NOTSET, AUTO_SAME_UPPER, AUTO_SAME_LOWER, AUTO_VALID };
+enum { POOL_MAX, POOL_AVG };
+#define MAX_SP (INF_MAX_DIMS - 2)
+
+typedef struct pool_params {
+    int kind;
+    int auto_pad;
+    bool ceil_mode, count_include_pad, col_major;
+    int n_kernel, n_strides, n_dilations, n_pads;
+    const int64_t *kernel, *strides, *dilations, *pads;
+} pool_params;
+
+static inf_status pool_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    pool_params *p = inf__op_params(arena, pool_params);
+    if (!p) return INF_ENOMEM;
+    p->kind = !strcmp(node->op_type, "MaxPool") ? POOL_MAX : POOL_AVG;
+    const char *ap = inf__attr_string(node, "auto_pad", "NOTSET");
+    if (!strcmp(ap, "NOTSET")) p->auto_pad = AUTO_NOTSET;
+    else if (!strcmp(ap, "SAME_UPPER")) p->auto_pad = AUTO_SAME_UPPER;
+    else if (!strcmp(ap, "SAME_LOWER")) p->auto_pad = AUTO_SAME_LOWER;
+    else if (!strcmp(ap, "VALID")) p->auto_pad = AUTO_VALID;
+    else return inf__node_error(node, err, INF_EMODEL, "unknown auto_pad '%s'", ap);
+    p->ceil_mode = inf__attr_int(node, "ceil_mode", 0) != 0;
+    p->count_include_pad = inf__attr_int(node, "count_include_pad", 0) != 0;
+    p->col_major = inf__attr_int(node, "storage_order", 0) != 0;
+    p->kernel = inf__attr_ints(node, "kernel_shape", &p->n_kernel);
+    p->strides = inf__attr_ints(node, "strides", &p->n_strides);
+    p->dilations = inf__attr_ints(node, "dilations", &p->n_dilations);
+    p->pads = inf__attr_ints(node, "pads", &p->n_pads);
+    if (!p->kernel || p->n_kernel < 1 || p->n_kernel > MAX_SP)
+        return inf__node_error(node, err, INF_EMODEL, "attribute kernel_shape is required (1 to %d values)",
+                               MAX_SP);
+    for (int i = 0; i < p->n_kernel; i++)
+        if (p->kernel[i] < 1 || (p->strides && i < p->n_strides && p->strides[i] < 1) ||
+            (p->dilations && i < p->n_dilations && p->dilations[i] < 1))
+            return inf__node_error(node, err, INF_EMODEL,
+                                   "kernel_shape, strides and dilations must be >= 1 (dim %d)", i);
+    if ((p->n_strides && p->n_strides != p->n_kernel) ||
+        (p->n_dilations && p->n_dilations != p->n_kernel) ||
+        (p->n_pads && p->n_pads != 2 * p->n_kernel))
+        return inf__node_error(node, err, INF_EMODEL,
+                               "strides/dilations need %d values and pads %d (kernel_shape has %d)",
+                               p->n_kernel, 2 * p->n_kernel, p->n_kernel);
+    for (int i = 0; i < p->n_pads; i++)
+        if (p->pads[i] < 0)
+            return inf__node_error(node, err, INF_EMODEL, "pads[%d] = %lld is negative", i,
+                                   (long long)p->pads[i]);
+    node->params = p;
+    return INF_OK;
+}
+
+typedef struct pool_geom {
+    int nd;
+    int64_t planes; /* N * C */
+    int64_t in[MAX_SP], out[MAX_SP], k[MAX_SP], s[MAX_SP], d[MAX_SP], pb[MAX_SP], pe[MAX_SP];
+    int64_t in_total, out_total;
+} pool_geom;
+
+static inf_status pool_geometry(inf__kernel_ctx *ctx, const pool_params *p, const inf_tensor *x,
+                                pool_geom *g) {
+    char buf[96];
+    int nd = x->ndim - 2;
+    if (nd != p->n_kernel)
+        return inf__kernel_error(ctx, INF_ESHAPE, "input X %s: expected rank %d (N, C and %d spatial dims of kernel_shape)",
+                                 inf__shape_str(x->ndim, x->dims, buf, sizeof buf), p->n_kernel + 2,
+                                 p->n_kernel);
+    g->nd = nd;
+    g->planes = x->dims[0] * x->dims[1];
+    g->in_total = g->out_total = 1;
+    for (int i = 0; i < nd; i++) {
+        int64_t in = x->dims[2 + i], k = p->kernel[i];
+        int64_t s = p->n_strides ? p->strides[i] : 1, d = p->n_dilations ? p->dilations[i] : 1;
+        int64_t dk = (k - 1) * d + 1, out, pb = 0, pe = 0;
+        if (p->auto_pad == AUTO_SAME_UPPER || p->auto_pad == AUTO_SAME_LOWER) {
+            out = (in + s - 1) / s;
+            int64_t total = (out - 1) * s + dk - in;
+            if (total < 0) total = 0;
+            pb = p->auto_pad == AUTO_SAME_UPPER ? total / 2 : total - total / 2;
+            pe = total - pb;
+        } else {
+            if (p->auto_pad == AUTO_NOTSET && p->n_pads) pb = p->pads[i], pe = p->pads[nd + i];
+            int64_t span = in + pb + pe - dk;
+            if (span < 0) {
+                out = 0;
+            } else if (p->ceil_mode) {
+                out = (span + s - 1) / s + 1;
+                if ((out - 1) * s >= in + pb) out--; /* last window starts in the end padding */
+            } else {
+                out = span / s + 1;
+            }
+        }
+        if (out < 1)
+            return inf__kernel_error(ctx, INF_ESHAPE,
+                                     "input X %s: spatial dim %d is smaller than the dilated kernel (%lld)",
+                                     inf__shape_str(x->ndim, x->dims, buf, sizeof buf), i,
+                                     (long long)dk);
+        g->in[i] = in, g->out[i] = out, g->k[i] = k, g->s[i] = s, g->d[i] = d;
+        g->pb[i] = pb, g->pe[i] = pe;
+        g->in_total *= in, g->out_total *= out;
+    }
+    return INF_OK;
+}
+
+/* The work for one output position: the window's valid kernel indices per
+ * dim are [klo, khi); the average's divisor counts pads when asked. */
+typedef struct window {
+    int64_t klo[MAX_SP], khi[MAX_SP], start[MAX_SP];
+    int64_t count; /* divisor for the average */
+} window;
+
+static void make_window(const pool_geom *g, const pool_params *p, const int64_t *opos, window *w) {
+    int64_t valid = 1, padded = 1;
+    for (int i = 0; i < g->nd; i++) {
+        int64_t start = opos[i] * g->s[i] - g->pb[i], d = g->d[i];
+        int64_t lo = start >= 0 ? 0 : (-start + d - 1) / d;
+        int64_t hi = g->in[i] - start <= 0 ? 0 : (g->in[i] - start + d - 1) / d;
+        if (hi > g->k[i]) hi = g->k[i];
+        if (lo > hi) lo = hi;
+        w->klo[i] = lo, w->khi[i] = hi, w->start[i] = start;
+        valid *= hi - lo;
+        /* count_include_pad: kernel taps inside [-pb, in + pe) */
+        int64_t plo = start >= -g->pb[i] ? 0 : (-g->pb[i] - start + d - 1) / d;
+        int64_t lim = g->in[i] + g->pe[i] - start;
+        int64_t phi = lim <= 0 ? 0 : (lim + d - 1) / d;
+        if (phi > g->k[i]) phi = g->k[i];
+        padded *= phi > plo ? phi - plo : 0;
+    }
+    w->count = p->count_include_pad ? padded : valid;
+}
+
+/* Flat spatial index of input position ipos (row- or column-major). */
+static int64_t spatial_index(const pool_geom *g, const int64_t *ipos, bool col_major) {
+    int64_t idx = 0;
+    if (col_major)
+        for (int i = g->nd - 1; i >= 0; i--) idx = idx * g->in[i] + ipos[i];
+    else
+        for (int i = 0; i < g->nd; i++) idx = idx * g->in[i] + ipos[i];
+    return idx;
+}
+
+typedef struct pool_task {
+    const pool_geom *g;
+    const pool_params *p;
+    const inf_tensor *x;
+    inf_tensor *y, *ind;
+} pool_task;
+
+/* Reduces one window of plane x (float32 or through double). */
+#define DEFINE_WINDOW_FN(SUFFIX, T, LOAD)                                                        \
+    static double window_##SUFFIX(const pool_geom *g, const pool_params *p, const T *x,          \
+                                  const window *w, int64_t *arg) {                               \
+        int64_t kk[MAX_SP], ipos[MAX_SP];                                                         \
+        double best = -INFINITY, sum = 0;                                                         \
+        int64_t best_at = -1;                                                                    \
+        for (int i = 0; i < g->nd; i++) {                                                        \
+            if (w->klo[i] >= w->khi[i]) return p->kind == POOL_MAX ? NAN : 0;                    \
+            kk[i] = w->klo[i];                                                                   \
+        }                                                                                        \
+        for (;;) {                                                                               \
+            int64_t off = 0;                                                                     \
+            for (int i = 0; i < g->nd; i++) {                                                    \
+                ipos[i] = w->start[i] + kk[i] * g->d[i];                                         \
+                off = off * g->in[i] + ipos[i];                                                  \
+            }                                                                                    \
+            double v = LOAD(x, off);                                                             \
+            if (p->kind == POOL_MAX) {                                                           \
+                if (v > best || best_at < 0) best = v, best_at = off;                            \
+                if (arg && best_at == off) *arg = spatial_index(g, ipos, p->col_major);          \
+            } else {                                                                             \
+                sum += v;                                                                        \
+            }                                                                                    \
+            int i = g->nd - 1;                                                                   \
+            while (i >= 0 && ++kk[i] >= w->khi[i]) kk[i] = w->klo[i], i--;                       \
+            if (i < 0) break;                                                                    \
+        }                                                                                        \
+        if (p->kind == POOL_MAX) return best;                                                    \
+        return w->count > 0 ? sum / (double)w->count : 0;                                        \
+    }
+#define LOAD_F32(x, i) ((double)(x)[i])
+DEFINE_WINDOW_FN(f32, float, LOAD_F32)
+
+/* For other dtypes the "plane" is the whole tensor; offsets add the base. */
+typedef struct plane_view {
+    const inf_tensor *t;
+    int64_t base;
+} plane_view;
+#define LOAD_VIEW(x, i) inf__tensor_get_f64((x)->t, (x)->base + (i))
+DEFINE_WINDOW_FN(any, plane_view, LOAD_VIEW)
+
+static void pool_planes(void *arg, int64_t begin, int64_t end) {
+    const pool_task *t = arg;
+    const pool_geom *g = t->g;
+    bool f32 = t->x->dtype == INF_DTYPE_F32;
+    for (int64_t pl = begin; pl < end; pl++) {
+        int64_t opos[MAX_SP] = {0};
+        for (int64_t o = 0; o < g->out_total; o++) {
+            window w;
+            make_window(g, t->p, opos, &w);
+            int64_t argi = 0, *argp = t->ind ? &argi : NULL, yo = pl * g->out_total + o;
+            double v;
+            if (f32) {
+                v = window_f32(g, t->p, (const float *)t->x->data + pl * g->in_total, &w, argp);
+                ((float *)t->y->data)[yo] = (float)v;
+            } else {
+                plane_view pv = {t->x, pl * g->in_total};
+                v = window_any(g, t->p, &pv, &w, argp);
+                inf__tensor_set_f64(t->y, yo, v);
+            }
+            if (t->ind) ((int64_t *)t->ind->data)[yo] = pl * g->in_total + argi;
+            for (int i = g->nd - 1; i >= 0; i--) {
+                if (++opos[i] < g->out[i]) break;
+                opos[i] = 0;
+            }
+        }
+    }
+}
+
+static bool pool_dtype_ok(int kind, inf_dtype t) {
+    if (t == INF_DTYPE_F32 || t == INF_DTYPE_F64 || t == INF_DTYPE_F16) return true;
+    return kind == POOL_MAX && (t == INF_DTYPE_I8 || t == INF_DTYPE_U8);
+}
+
+static inf_status pool_run(inf__kernel_ctx *ctx) {
+    const pool_params *p = ctx->node->params;
+    const inf_tensor *x = ctx->in[0];
+    if (!pool_dtype_ok(p->kind, x->dtype))
+        return inf__kernel_error(ctx, INF_ETYPE, "input X: unsupported dtype %s (float32, float64, float16%s)",
+                                 inf_dtype_name(x->dtype), p->kind == POOL_MAX ? ", int8, uint8" : "");
+    pool_geom g;
+    inf_status st = pool_geometry(ctx, p, x, &g);
+    if (st != INF_OK) return st;
+    int64_t dims[INF_MAX_DIMS] = {x->dims[0], x->dims[1]};
+    for (int i = 0; i < g.nd; i++) dims[2 + i] = g.out[i];
+    inf_tensor *y, *ind = NULL;
+    if ((st = inf__kernel_output(ctx, 0, x->dtype, x->ndim, dims, &y)) != INF_OK) return st;
+    bool want_ind = p->kind == POOL_MAX && ctx->n_out > 1 && ctx->node->n_outputs > 1 &&
+                    ctx->node->outputs[1] >= 0;
+    if (want_ind && (st = inf__kernel_output(ctx, 1, INF_DTYPE_I64, x->ndim, dims, &ind)) != INF_OK)
+        return st;
+    pool_task t = {&g, p, x, y, ind};
+    int64_t work = g.out_total * (int64_t)p->kernel[0] * (g.nd > 1 ? p->kernel[1] : 1);
+    inf__pool_range(ctx->pool, g.planes, work > 4096 ? 1 : 4096 / (work + 1) + 1, pool_planes, &t);
+    return INF_OK;
+}
+
+const inf__op_impl op_pool = {pool_init, pool_run};
+
+/* ---- GlobalAveragePool, GlobalMaxPool ---- */
+
+typedef struct gpool_task {
+    bool max;
+    int64_t plane;
+    const inf_tensor *x;
+    inf_tensor *y;
+} gpool_task;
+
+static void gpool_planes(void *arg, int64_t begin, int64_t end) {
+    const gpool_task *t = arg;
+    for (int64_t pl = begin; pl < end; pl++) {
+        int64_t base = pl * t->plane;
+        double acc = t->max ? -INFINITY : 0.0;
+        if (t->x->dtype == INF_DTYPE_F32) {
+            const float *x = (const float *)t->x->data + base;
+            if (t->max) {
+                float m = -INFINITY;
+                for (int64_t i = 0; i < t->plane; i++) m = x[i] > m || x[i] != x[i] ? x[i] : m;
+                acc = m;
+            } else {
+                for (int64_t i = 0; i < t->plane; i++) acc += x[i];
+            }
+        } else {
+            for (int64_t i = 0; i < t->plane; i++) {
+                double v = inf__tensor_get_f64(t->x, base + i);
+                if (t->max) acc = v > acc || v != v ? v : acc;
+                else acc += v;
+            }
+        }
+        if (!t->max) acc = t->plane > 0 ? acc / (double)t->plane : NAN;
+        inf__tensor_set_f64(t->y, pl, acc);
+    }
+}
+
+static inf_status global_pool_run(inf__kernel_ctx *ctx) {
+    const inf_tensor *x = ctx->in[0];
+    char buf[96];
+    if (!pool_dtype_ok(POOL_AVG, x->dtype))
+        return inf__kernel_error(ctx, INF_ETYPE, "input X: expected float32, float64 or float16, got %s",
+                                 inf_dtype_name(x->dtype));
+    if (x->ndim < 3)
+        return inf__kernel_error(ctx, INF_ESHAPE, "input X: expected rank >= 3 [N,C,D1,...], got %s",
+                                 inf__shape_str(x->ndim, x->dims, buf, sizeof buf));
+    int64_t dims[INF_MAX_DIMS];
+    int64_t plane = 1;
+    for (int i = 0; i < x->ndim; i++) {
+        dims[i] = i < 2 ? x->dims[i] : 1;
+        if (i >= 2) plane *= x->dims[i];
+    }
+    inf_tensor *y;
+    inf_status st = inf__kernel_output(ctx, 0, x->dtype, x->ndim, dims, &y);
+    if (st != INF_OK) return st;
+    gpool_task t = {!strcmp(ctx->node->op_type, "GlobalMaxPool"), plane, x, y};
+    inf__pool_range(ctx->pool, x->dims[0] * x->dims[1], 16384 / (plane + 1) + 1, gpool_planes, &t);
+    return INF_OK;
+}
+
+const inf__op_impl op_global_pool = {NULL, global_pool_run};

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# CLI tests: the `infera` command as users run it.  Bad input of every kind
+# (corrupt or truncated model, unknown op, cycle, short initializer, missing
+# input, wrong dtype, wrong shape, bad .npy header, bad flags) must give a
+# one-line error naming the problem and a non-zero exit -- never a crash.
+set -u
+infera=$1
+models=$(cd "$(dirname "$0")/../models" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; }
+
+# expect_error NAME PATTERN CMD...: exit status 1..125, one stderr line matching PATTERN.
+expect_error() {
+    local name=$1 pattern=$2
+    shift 2
+    "$@" >"$work/out" 2>"$work/err"
+    local rc=$? lines
+    lines=$(wc -l <"$work/err")
+    if [ "$rc" -ge 1 ] && [ "$rc" -le 125 ] && [ "$lines" -eq 1 ] && grep -qE -- "$pattern" "$work/err"; then
+        ok "$name"
+    else
+        bad "$name (exit $rc, $lines stderr lines: $(head -c 300 "$work/err"))"
+    fi
+}
+
+# make_npy FILE DESCR SHAPE NBYTES: a valid .npy header followed by NBYTES zero bytes.
+make_npy() {
+    local header="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
+    local len=$(( ${#header} + 1 ))
+    local pad=$(( (64 - (10 + len) % 64) % 64 ))
+    header="$header$(printf '%*s' "$pad" '')"
+    len=$(( ${#header} + 1 ))
+    { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf '%02x' $((len % 256)))\\x$(printf '%02x' $((len / 256)))";
+      printf '%s\n' "$header"; head -c "$4" /dev/zero; } >"$1"
+}
+
+mlp=$models/mlp.onnx
+head -c 5000 "$mlp" >"$work/truncated.onnx"
+head -c 4096 /dev/urandom >"$work/random.onnx"
+: >"$work/empty.onnx"
+make_npy "$work/f64.npy" '<f8' '(4, 32)' 1024
+make_npy "$work/wrong_shape.npy" '<f4' '(4, 31)' 496
+make_npy "$work/short.npy" '<f4' '(4, 32)' 100
+make_npy "$work/x23.npy" '<f4' '(2, 3)' 24
+printf 'not a numpy file at all' >"$work/garbage.npy"
+
+expect_error "truncated model" "truncated.onnx.*(not a valid ONNX model|protobuf)" "$infera" run "$work/truncated.onnx"
+expect_error "random bytes as model" "random.onnx" "$infera" info "$work/random.onnx"
+expect_error "missing model file" "cannot open.*nope.onnx" "$infera" run "$work/nope.onnx"
+expect_error "empty model file" "empty.onnx" "$infera" run "$work/empty.onnx"
+expect_error "unknown operator" "unsupported operator FrobnicateTensor.*opset 13" "$infera" info "$models/bad_unknown_op.onnx"
+expect_error "cycle" "cycle" "$infera" info "$models/bad_cycle.onnx"
+expect_error "short initializer" "initializer 'w'.*raw_data" "$infera" info "$models/bad_short_initializer.onnx"
+expect_error "missing input" "input 'input' is missing" "$infera" run "$mlp"
+expect_error "unknown input name" "no input 'nosuch'" "$infera" run "$mlp" --input "nosuch=$models/mlp_input.npy"
+expect_error "wrong dtype" "input 'input': expected float32\[batch,32\], got float64\[4,32\]" "$infera" run "$mlp" --input "input=$work/f64.npy"
+expect_error "wrong shape" "expected float32\[batch,32\], got float32\[4,31\]" "$infera" run "$mlp" --input "input=$work/wrong_shape.npy"
+expect_error "npy shorter than its shape" "short.npy.*shorter" "$infera" run "$mlp" --input "input=$work/short.npy"
+expect_error "npy with a bad header" "garbage.npy.*not a .npy file" "$infera" run "$mlp" --input "input=$work/garbage.npy"
+expect_error "shape mismatch inside the graph" "node 'mismatched_gemm' \(Gemm\)" "$infera" run "$models/bad_shape_mismatch.onnx" --input "x=$work/x23.npy"
+expect_error "unknown command" "unknown command 'frobnicate'" "$infera" frobnicate
+expect_error "unknown option" "unknown option '--bogus'" "$infera" run "$mlp" --bogus
+expect_error "bad thread count" "--threads expects a whole number" "$infera" run "$mlp" --threads zero
+expect_error "bad output format" "--output-format must be npy or pb" "$infera" run "$mlp" --output-format csv
+expect_error "bad conformance suite" "--suite must be" "$infera" conformance --suite nosuch
+
+# run prints each output's name, dtype, shape and leading values
+if "$infera" run "$mlp" --input "$models/mlp_input.npy" >"$work/out" 2>&1 &&
+    grep -qE '^logits: float32\[4,2\] \[-?[0-9]' "$work/out" && grep -qE '^probabilities: float32\[4,2\]' "$work/out"; then
+    ok "run prints outputs"
+else
+    bad "run prints outputs: $(cat "$work/out")"
+fi
+# .pb output format writes TensorProto files that read back as the same values
+if "$infera" run "$mlp" --input "$models/mlp_input.pb" --output-dir "$work/pb" --output-format pb &&
+    [ -s "$work/pb/logits.pb" ] && [ -s "$work/pb/probabilities.pb" ] &&
+    "$infera" run "$mlp" --input "$models/mlp_input.pb" --output-dir "$work/npy" &&
+    [ -s "$work/npy/logits.npy" ]; then
+    ok "run writes .pb and .npy outputs"
+else
+    bad "run writes .pb and .npy outputs"
+fi
+# info names inputs, outputs, opsets, ops and parameters
+if "$infera" info "$mlp" >"$work/out" && grep -q 'input .*float32\[batch,32\]' "$work/out" &&
+    grep -q 'ai.onnx=13' "$work/out" && grep -qE 'Gemm +3' "$work/out" && grep -q 'parameters: 6402' "$work/out"; then
+    ok "info"
+else
+    bad "info: $(cat "$work/out")"
+fi
+if "$infera" info "$mlp" --json | grep -q '"parameters":6402'; then ok "info --json"; else bad "info --json"; fi
+# bench --json prints every field of the contract
+if "$infera" bench "$mlp" --iters 20 --warmup 2 --json >"$work/out"; then
+    missing=""
+    for key in model threads batch iters load_ms first_run_ms latency_us mean p50 p90 p99 throughput_rows_per_s peak_rss_mb; do
+        grep -q "\"$key\"" "$work/out" || missing="$missing $key"
+    done
+    if [ -z "$missing" ]; then ok "bench --json fields"; else bad "bench --json lacks:$missing"; fi
+else
+    bad "bench --json failed"
+fi
+if "$infera" bench "$mlp" --iters 5 --threads 2 --input "input=$models/mlp_input.npy" | grep -q 'batch        4'; then
+    ok "bench with an input file"
+else
+    bad "bench with an input file"
+fi
+if "$infera" help run | grep -q -- '--output-dir' && "$infera" run --help | grep -q -- '--output-format'; then
+    ok "help"
+else
+    bad "help"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Model tests: `infera run` on the example models (tests/models) must match
+# ONNX Runtime's and PyTorch's outputs within rtol 1e-4 / atol 1e-5, at 1 and
+# 2 threads, from .npy and from .pb inputs.
+set -u
+infera=$1
+compare=$2
+models=$(cd "$(dirname "$0")/../models" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+check() { # name, command...
+    local name=$1
+    shift
+    if "$@"; then
+        passed=$((passed + 1))
+        echo "ok   $name"
+    else
+        failed=$((failed + 1))
+        echo "FAIL $name"
+    fi
+}
+for model in mlp cnn transformer; do
+    for threads in 1 2; do
+        for fmt in npy pb; do
+            out="$work/$model-$threads-$fmt"
+            if ! "$infera" run "$models/$model.onnx" --input "input=$models/${model}_input.$fmt" \
+                --output-dir "$out" --threads "$threads"; then
+                failed=$((failed + 1))
+                echo "FAIL $model threads=$threads input=.$fmt: infera run failed"
+                continue
+            fi
+            for ref in "$models/${model}"_*.ort.npy; do
+                output=$(basename "$ref" .ort.npy)
+                output=${output#"${model}_"}
+                check "$model/$output threads=$threads input=.$fmt vs onnxruntime" \
+                    "$compare" "$out/$output.npy" "$ref" 1e-4 1e-5
+                check "$model/$output threads=$threads input=.$fmt vs pytorch" \
+                    "$compare" "$out/$output.npy" "$models/${model}_$output.torch.npy" 1e-4 1e-5
+            done
+        done
+    done
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

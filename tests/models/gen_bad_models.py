@@ -1,0 +1,44 @@
+#!/usr/bin/python3
+"""Makes the small malformed models used by tests/integration/test_cli.sh.
+
+Run with Debian's python3-onnx:  /usr/bin/python3 tests/models/gen_bad_models.py
+"""
+import os
+
+import onnx
+from onnx import TensorProto, helper
+
+here = os.path.dirname(os.path.abspath(__file__))
+
+
+def save(model, name):
+    with open(os.path.join(here, name), "wb") as f:
+        f.write(model.SerializeToString())
+
+
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+
+# An operator no runtime knows.
+node = helper.make_node("FrobnicateTensor", ["x"], ["y"], name="frob")
+save(helper.make_model(helper.make_graph([node], "unknown_op", [x], [y]),
+                       opset_imports=[helper.make_opsetid("", 13)]), "bad_unknown_op.onnx")
+
+# Two nodes reading each other's output.
+a = helper.make_node("Relu", ["b"], ["a"], name="first")
+b = helper.make_node("Relu", ["a"], ["b"], name="second")
+save(helper.make_model(helper.make_graph([a, b], "cycle", [x], [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2, 3])]),
+                       opset_imports=[helper.make_opsetid("", 13)]), "bad_cycle.onnx")
+
+# An initializer whose raw data is shorter than its shape.
+w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2, 3], raw_data=b"\x00" * 8)
+add = helper.make_node("Add", ["x", "w"], ["y"], name="add")
+save(helper.make_model(helper.make_graph([add], "short_initializer", [x], [y], [w]),
+                       opset_imports=[helper.make_opsetid("", 13)]), "bad_short_initializer.onnx")
+
+# A Gemm whose weight does not fit its input: fails at run time with the node named.
+w = helper.make_tensor("w", TensorProto.FLOAT, [4, 2], [0.0] * 8)
+gemm = helper.make_node("Gemm", ["x", "w"], ["y"], name="mismatched_gemm")
+save(helper.make_model(helper.make_graph([gemm], "shape_mismatch", [x],
+                                         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w]),
+                       opset_imports=[helper.make_opsetid("", 13)]), "bad_shape_mismatch.onnx")

@@ -1,0 +1,176 @@
+/*
+ * test_core.c -- unit tests of src/core: status codes, allocator and fault
+ * injection, arena, tensors, half-precision conversions, thread pool.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "core/core.h"
+#include "test.h"
+
+TEST(status_messages_and_codes) {
+    ASSERT_STR_EQ(inf_strerror(INF_OK), "success");
+    ASSERT_STR_EQ(inf_strerror(INF_ENOMEM), "out of memory");
+    ASSERT_STR_EQ(inf_status_name(INF_ESHAPE), "INF_ESHAPE");
+    ASSERT_EQ(inf_status_http_code(INF_EINVAL), 400);
+    ASSERT_EQ(inf_status_http_code(INF_EUNSUPPORTED), 501);
+    ASSERT_STR_EQ(inf_strerror((inf_status)-999), "unknown status");
+}
+
+TEST(error_report_formats_and_prefixes) {
+    inf_error err;
+    ASSERT_STATUS(inf__error(&err, INF_ESHAPE, "input '%s' has rank %d", "x", 3), INF_ESHAPE);
+    ASSERT_EQ(err.status, INF_ESHAPE);
+    ASSERT_STR_EQ(err.message, "input 'x' has rank 3");
+    inf__error_prefix(&err, "model.onnx");
+    ASSERT_STR_EQ(err.message, "model.onnx: input 'x' has rank 3");
+    ASSERT_STATUS(inf__error(NULL, INF_EIO, "ignored"), INF_EIO); /* NULL report is allowed */
+}
+
+TEST(allocator_counts_and_injected_failures) {
+    inf_alloc_stats before, after;
+    inf_alloc_get_stats(&before);
+    void *p = inf__malloc(100);
+    ASSERT_TRUE(p != NULL);
+    inf_alloc_get_stats(&after);
+    ASSERT_EQ(after.n_allocs - before.n_allocs, 1);
+    ASSERT_EQ(after.bytes_live - before.bytes_live, 100);
+    inf__free(p);
+    inf_alloc_get_stats(&after);
+    ASSERT_EQ(after.bytes_live, before.bytes_live);
+    inf_alloc_fail_after(2);
+    void *a = inf__malloc(8), *b = inf__malloc(8);
+    inf_alloc_fail_after(0);
+    ASSERT_TRUE(a != NULL);
+    ASSERT_TRUE(b == NULL);
+    inf__free(a);
+    ASSERT_TRUE(inf__calloc(SIZE_MAX / 2, 4) == NULL); /* overflow is refused, not wrapped */
+}
+
+TEST(aligned_allocation_is_64_byte_aligned) {
+    for (size_t n = 1; n < 5000; n += 777) {
+        void *p = inf__aligned_alloc(n);
+        ASSERT_TRUE(p != NULL);
+        ASSERT_EQ((uintptr_t)p % 64, 0);
+        inf__aligned_free(p);
+    }
+}
+
+TEST(arena_allocates_zeroed_aligned_and_large_blocks) {
+    inf__arena a;
+    inf__arena_init(&a, 64);
+    char *small = inf__arena_alloc(&a, 10);
+    char *big = inf__arena_alloc(&a, 100000);
+    ASSERT_TRUE(small && big);
+    ASSERT_EQ((uintptr_t)big % 16, 0);
+    for (int i = 0; i < 100000; i++)
+        if (big[i]) TEST_FAIL_AT("arena memory not zeroed at %d", i);
+    ASSERT_STR_EQ(inf__arena_strdup(&a, "hello"), "hello");
+    ASSERT_STR_EQ(inf__arena_strndup(&a, "hello", 2), "he");
+    inf__arena_deinit(&a);
+}
+
+TEST(tensor_new_numel_and_describe) {
+    int64_t dims[3] = {2, 3, 4};
+    inf_tensor *t;
+    ASSERT_OK(inf_tensor_new(INF_DTYPE_F32, 3, dims, &t));
+    ASSERT_EQ(inf_tensor_numel(t), 24);
+    ASSERT_EQ(inf_tensor_nbytes(t), 96);
+    char buf[64];
+    ASSERT_STR_EQ(inf_tensor_describe(t, buf, sizeof buf), "float32[2,3,4]");
+    inf_tensor_free(t);
+    int64_t bad[1] = {-1};
+    ASSERT_STATUS(inf_tensor_new(INF_DTYPE_F32, 1, bad, &t), INF_EINVAL);
+    ASSERT_STATUS(inf_tensor_new(INF_DTYPE_UNDEFINED, 0, NULL, &t), INF_EINVAL);
+    ASSERT_OK(inf_tensor_new(INF_DTYPE_I64, 0, NULL, &t)); /* scalar */
+    ASSERT_EQ(inf_tensor_numel(t), 1);
+    inf_tensor_free(t);
+}
+
+TEST(tensor_strings_sequences_and_clone) {
+    int64_t n = 2;
+    inf_tensor *s, *copy, *seq;
+    ASSERT_OK(inf_tensor_new(INF_DTYPE_STRING, 1, &n, &s));
+    ASSERT_OK(inf_tensor_set_string(s, 0, "abc", 3));
+    ASSERT_OK(inf_tensor_set_string(s, 1, "de", 2));
+    ASSERT_STATUS(inf_tensor_set_string(s, 2, "x", 1), INF_EINVAL);
+    ASSERT_OK(inf_tensor_clone(s, &copy));
+    ASSERT_STR_EQ(((char **)copy->data)[0], "abc");
+    ASSERT_TRUE(((char **)copy->data)[1] != ((char **)s->data)[1]); /* deep copy */
+    ASSERT_OK(inf_tensor_new_sequence(INF_DTYPE_STRING, &seq));
+    ASSERT_OK(inf_tensor_sequence_append(seq, s));
+    ASSERT_OK(inf_tensor_sequence_append(seq, copy));
+    inf_tensor *seq2;
+    ASSERT_OK(inf_tensor_clone(seq, &seq2));
+    ASSERT_EQ(seq2->kind, INF_KIND_SEQUENCE);
+    ASSERT_EQ(seq2->n_items, 2);
+    ASSERT_STR_EQ(((char **)seq2->items[1]->data)[1], "de");
+    inf_tensor_free(seq);
+    inf_tensor_free(seq2);
+}
+
+TEST(dtype_names_round_trip) {
+    for (int d = 1; d < INF_DTYPE_COUNT; d++)
+        ASSERT_EQ(inf_dtype_from_name(inf_dtype_name((inf_dtype)d)), d);
+    ASSERT_EQ(inf_dtype_from_name("FP32"), INF_DTYPE_F32);
+    ASSERT_EQ(inf_dtype_from_name("BYTES"), INF_DTYPE_STRING);
+    ASSERT_EQ(inf_dtype_from_name("nonsense"), INF_DTYPE_UNDEFINED);
+    ASSERT_EQ(inf_dtype_size(INF_DTYPE_BF16), 2);
+}
+
+TEST(half_precision_conversions) {
+    /* exact values, rounding to nearest even, subnormals, infinities, NaN */
+    ASSERT_EQ(inf_f32_to_f16(1.0f), 0x3c00);
+    ASSERT_EQ(inf_f32_to_f16(-2.0f), 0xc000);
+    ASSERT_EQ(inf_f32_to_f16(65504.0f), 0x7bff);
+    ASSERT_EQ(inf_f32_to_f16(65520.0f), 0x7c00); /* rounds up to infinity */
+    ASSERT_EQ(inf_f32_to_f16(5.960464477539063e-08f), 0x0001);
+    ASSERT_EQ(inf_f32_to_f16(1.0f + 1.0f / 2048), 0x3c00); /* tie -> even */
+    ASSERT_EQ(inf_f32_to_f16(1.0f + 3.0f / 2048), 0x3c02);
+    ASSERT_NEAR(inf_f16_to_f32(0x3555), 0.333251953125, 0);
+    ASSERT_NEAR(inf_f16_to_f32(0x0001), 5.960464477539063e-08, 0);
+    ASSERT_TRUE(isinf(inf_f16_to_f32(0x7c00)));
+    ASSERT_TRUE(isnan(inf_f16_to_f32(0x7e00)));
+    for (uint32_t h = 0; h < 0x7c00; h++) /* every finite half survives a round trip */
+        if (inf_f32_to_f16(inf_f16_to_f32((uint16_t)h)) != h) TEST_FAIL_AT("half 0x%04x does not round-trip", h);
+    ASSERT_EQ(inf_f32_to_bf16(1.0f), 0x3f80);
+    ASSERT_NEAR(inf_bf16_to_f32(0x4049), 3.140625, 0);
+    ASSERT_EQ(inf_f32_to_bf16(1.00390625f), 0x3f80); /* tie -> even */
+    ASSERT_TRUE(isnan(inf_bf16_to_f32(inf_f32_to_bf16(NAN))));
+}
+
+typedef struct pool_check {
+    _Atomic int hits[1000];
+    _Atomic int calls;
+} pool_check;
+
+static void mark_range(void *arg, int64_t begin, int64_t end) {
+    pool_check *c = arg;
+    atomic_fetch_add(&c->calls, 1);
+    for (int64_t i = begin; i < end; i++) atomic_fetch_add(&c->hits[i], 1);
+}
+
+TEST(thread_pool_covers_every_index_once) {
+    for (int threads = 1; threads <= 4; threads++) {
+        inf__pool *pool;
+        ASSERT_OK(inf__pool_new(threads, &pool));
+        ASSERT_EQ(inf__pool_size(pool), threads);
+        for (int round = 0; round < 50; round++) {
+            pool_check *c = calloc(1, sizeof *c);
+            int n = 1 + round * 19 % 1000;
+            inf__pool_range(pool, n, 1, mark_range, c);
+            for (int i = 0; i < n; i++)
+                if (c->hits[i] != 1) TEST_FAIL_AT("threads=%d n=%d: index %d hit %d times", threads, n, i, c->hits[i]);
+            free(c);
+        }
+        inf__pool_free(pool);
+    }
+}
+
+TEST(thread_pool_single_thread_runs_inline) {
+    pool_check *c = calloc(1, sizeof *c);
+    inf__pool_range(NULL, 10, 1, mark_range, c);
+    ASSERT_EQ(c->calls, 1);
+    ASSERT_EQ(c->hits[9], 1);
+    free(c);
+}

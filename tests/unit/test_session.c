@@ -1,0 +1,299 @@
+/*
+ * test_session.c -- loading and running models through the public API:
+ * the op table, model errors (corrupt, unknown op, cycles), input checks,
+ * the example MLP against ONNX Runtime's output, the zero-allocation warm
+ * run, and allocation-failure injection over load, compile and run.
+ */
+#include <stdlib.h>
+
+#include "infera/session.h"
+#include "onnx/onnx.h"
+#include "ops/ops.h"
+#include "test.h"
+
+/* ---- a tiny ModelProto builder (protobuf-c structs, packed to bytes) ---- */
+
+typedef struct mini_model {
+    uint8_t *bytes;
+    size_t size;
+} mini_model;
+
+static Onnx__ValueInfoProto *value_info(const char *name, int elem_type, int ndim, const int64_t *dims) {
+    Onnx__ValueInfoProto *vi = calloc(1, sizeof *vi);
+    onnx__value_info_proto__init(vi);
+    vi->name = (char *)name;
+    Onnx__TypeProto *tp = calloc(1, sizeof *tp);
+    onnx__type_proto__init(tp);
+    Onnx__TypeProto__Tensor *tt = calloc(1, sizeof *tt);
+    onnx__type_proto__tensor__init(tt);
+    tt->has_elem_type = 1;
+    tt->elem_type = elem_type;
+    Onnx__TensorShapeProto *shape = calloc(1, sizeof *shape);
+    onnx__tensor_shape_proto__init(shape);
+    shape->n_dim = (size_t)ndim;
+    shape->dim = calloc((size_t)ndim + 1, sizeof *shape->dim);
+    for (int i = 0; i < ndim; i++) {
+        shape->dim[i] = calloc(1, sizeof **shape->dim);
+        onnx__tensor_shape_proto__dimension__init(shape->dim[i]);
+        shape->dim[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        shape->dim[i]->dim_value = dims[i];
+    }
+    tt->shape = shape;
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    tp->tensor_type = tt;
+    vi->type = tp;
+    return vi;
+}
+
+static void value_info_free(Onnx__ValueInfoProto *vi) {
+    Onnx__TensorShapeProto *shape = vi->type->tensor_type->shape;
+    for (size_t i = 0; i < shape->n_dim; i++) free(shape->dim[i]);
+    free(shape->dim);
+    free(shape);
+    free(vi->type->tensor_type);
+    free(vi->type);
+    free(vi);
+}
+
+/* A graph of one node per (op_type, input, output) triple, chained by name. */
+static mini_model build_model(int n_nodes, const char *const *op_types, const char *const *node_in,
+                              const char *const *node_out, const char *graph_in, const char *graph_out, int opset) {
+    int64_t dims[2] = {2, 3};
+    Onnx__NodeProto **nodes = calloc((size_t)n_nodes, sizeof *nodes);
+    for (int i = 0; i < n_nodes; i++) {
+        nodes[i] = calloc(1, sizeof **nodes);
+        onnx__node_proto__init(nodes[i]);
+        nodes[i]->op_type = (char *)op_types[i];
+        nodes[i]->n_input = 1;
+        nodes[i]->input = (char **)&node_in[i];
+        nodes[i]->n_output = 1;
+        nodes[i]->output = (char **)&node_out[i];
+    }
+    Onnx__ValueInfoProto *in = value_info(graph_in, 1, 2, dims), *out = value_info(graph_out, 1, 2, dims);
+    Onnx__GraphProto graph;
+    onnx__graph_proto__init(&graph);
+    graph.name = "g";
+    graph.n_node = (size_t)n_nodes;
+    graph.node = nodes;
+    graph.n_input = 1;
+    graph.input = &in;
+    graph.n_output = 1;
+    graph.output = &out;
+    Onnx__OperatorSetIdProto os;
+    onnx__operator_set_id_proto__init(&os);
+    os.domain = "";
+    os.has_version = 1;
+    os.version = opset;
+    Onnx__OperatorSetIdProto *osp = &os;
+    Onnx__ModelProto mp;
+    onnx__model_proto__init(&mp);
+    mp.has_ir_version = 1;
+    mp.ir_version = 8;
+    mp.n_opset_import = 1;
+    mp.opset_import = &osp;
+    mp.graph = &graph;
+    mini_model m;
+    m.size = onnx__model_proto__get_packed_size(&mp);
+    m.bytes = malloc(m.size);
+    onnx__model_proto__pack(&mp, m.bytes);
+    for (int i = 0; i < n_nodes; i++) free(nodes[i]);
+    free(nodes);
+    value_info_free(in);
+    value_info_free(out);
+    return m;
+}
+
+static mini_model relu_model(void) {
+    static const char *ops[] = {"Relu"}, *in[] = {"x"}, *out[] = {"y"};
+    return build_model(1, ops, in, out, "x", "y", 13);
+}
+
+/* ---- the op table ---- */
+
+TEST(ops_table_sorted_and_complete) {
+    for (int i = 1; i < inf__op_count; i++) {
+        const inf__op *a = &inf__op_table[i - 1], *b = &inf__op_table[i];
+        if (a->domain > b->domain || (a->domain == b->domain && strcmp(a->name, b->name) >= 0))
+            TEST_FAIL_AT("ops.def is not sorted at %s / %s", a->name, b->name);
+    }
+    for (int i = 0; i < inf__op_count; i++) {
+        if (!inf__op_table[i].impl) TEST_FAIL_AT("operator %s has no kernel", inf__op_table[i].name);
+        if (inf__op_find(inf__op_table[i].domain, inf__op_table[i].name) != &inf__op_table[i])
+            TEST_FAIL_AT("lookup of %s fails", inf__op_table[i].name);
+    }
+    ASSERT_TRUE(inf__op_find(INF_DOMAIN_ONNX, "NoSuchOp") == NULL);
+}
+
+/* ---- model errors ---- */
+
+TEST(model_load_rejects_corrupt_bytes) {
+    inf_model *m = NULL;
+    inf_error err;
+    static const uint8_t junk[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01};
+    ASSERT_STATUS(inf_model_load_buffer(junk, sizeof junk, NULL, NULL, &m, &err), INF_EFORMAT);
+    ASSERT_CONTAINS(err.message, "not a valid ONNX model");
+    ASSERT_TRUE(m == NULL);
+    mini_model mm = relu_model();
+    for (size_t cut = 1; cut < mm.size; cut += 3) { /* every truncation fails cleanly or loads */
+        inf_status st = inf_model_load_buffer(mm.bytes, cut, NULL, NULL, &m, &err);
+        if (st == INF_OK) inf_model_free(m);
+        m = NULL;
+    }
+    free(mm.bytes);
+    ASSERT_STATUS(inf_model_load("/nonexistent/model.onnx", NULL, &m, &err), INF_ENOENT);
+    ASSERT_CONTAINS(err.message, "/nonexistent/model.onnx");
+}
+
+TEST(model_load_names_unknown_op) {
+    static const char *ops[] = {"FrobnicateTensor"}, *in[] = {"x"}, *out[] = {"y"};
+    mini_model mm = build_model(1, ops, in, out, "x", "y", 13);
+    inf_model *m = NULL;
+    inf_error err;
+    ASSERT_STATUS(inf_model_load_buffer(mm.bytes, mm.size, NULL, NULL, &m, &err), INF_EUNSUPPORTED);
+    ASSERT_CONTAINS(err.message, "FrobnicateTensor");
+    ASSERT_CONTAINS(err.message, "opset 13");
+    ASSERT_CONTAINS(err.message, "FrobnicateTensor_0");
+    free(mm.bytes);
+}
+
+TEST(model_load_sorts_nodes_and_rejects_cycles) {
+    /* listed out of order: b = Relu(a) before a = Relu(x) */
+    static const char *ops[] = {"Relu", "Relu"}, *in[] = {"a", "x"}, *out[] = {"y", "a"};
+    mini_model mm = build_model(2, ops, in, out, "x", "y", 13);
+    inf_model *m = NULL;
+    inf_error err;
+    ASSERT_OK(inf_model_load_buffer(mm.bytes, mm.size, NULL, NULL, &m, &err));
+    inf_model_free(m);
+    free(mm.bytes);
+    static const char *cin[] = {"b", "a"}, *cout[] = {"a", "b"};
+    mm = build_model(2, ops, cin, cout, "x", "b", 13);
+    ASSERT_STATUS(inf_model_load_buffer(mm.bytes, mm.size, NULL, NULL, &m, &err), INF_EMODEL);
+    ASSERT_CONTAINS(err.message, "cycle");
+    free(mm.bytes);
+    static const char *uin[] = {"nowhere"}, *uout[] = {"y"};
+    mm = build_model(1, ops, uin, uout, "x", "y", 13);
+    ASSERT_STATUS(inf_model_load_buffer(mm.bytes, mm.size, NULL, NULL, &m, &err), INF_EMODEL);
+    ASSERT_CONTAINS(err.message, "nowhere");
+    free(mm.bytes);
+}
+
+/* ---- running ---- */
+
+TEST(session_checks_inputs) {
+    mini_model mm = relu_model();
+    inf_model *m;
+    inf_session *s;
+    inf_error err;
+    ASSERT_OK(inf_model_load_buffer(mm.bytes, mm.size, NULL, NULL, &m, &err));
+    ASSERT_OK(inf_session_new(m, NULL, &s, &err));
+    float data[6] = {-1, 2, -3, 4, -5, 6};
+    int64_t good[2] = {2, 3}, bad[2] = {3, 2};
+    inf_tensor x;
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 2, good, data);
+    const inf_tensor *in[1] = {&x};
+    inf_tensor *const *out;
+    ASSERT_OK(inf_session_run(s, in, &out, &err));
+    ASSERT_NEAR(((float *)out[0]->data)[0], 0, 0);
+    ASSERT_NEAR(((float *)out[0]->data)[5], 6, 0);
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 2, bad, data);
+    ASSERT_STATUS(inf_session_run(s, in, &out, &err), INF_ESHAPE);
+    ASSERT_CONTAINS(err.message, "input 'x': expected float32[2,3], got float32[3,2]");
+    inf_tensor_init_view(&x, INF_DTYPE_F64, 2, good, data);
+    ASSERT_STATUS(inf_session_run(s, in, &out, &err), INF_ETYPE);
+    const inf_tensor *none[1] = {NULL};
+    ASSERT_STATUS(inf_session_run(s, none, &out, &err), INF_EINVAL);
+    ASSERT_CONTAINS(err.message, "missing");
+    inf_session_free(s);
+    inf_model_free(m);
+    free(mm.bytes);
+}
+
+static inf_status load_example(const char *file, inf_model **m, inf_tensor **input, inf_tensor **ref, inf_error *err) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/models/%s.onnx", INFERA_SOURCE_DIR, file);
+    inf_status st = inf_model_load(path, NULL, m, err);
+    if (st != INF_OK) return st;
+    snprintf(path, sizeof path, "%s/tests/models/%s_input.npy", INFERA_SOURCE_DIR, file);
+    if ((st = inf_tensor_load_npy(path, input, err)) != INF_OK) return st;
+    snprintf(path, sizeof path, "%s/tests/models/%s_logits.ort.npy", INFERA_SOURCE_DIR, file);
+    return inf_tensor_load_npy(path, ref, err);
+}
+
+TEST(example_mlp_matches_onnxruntime) {
+    inf_model *m;
+    inf_tensor *x, *ref;
+    inf_session *s;
+    inf_error err;
+    ASSERT_OK(load_example("mlp", &m, &x, &ref, &err));
+    for (int threads = 1; threads <= 2; threads++) {
+        inf_session_options o;
+        inf_session_options_init(&o);
+        o.n_threads = threads;
+        ASSERT_OK(inf_session_new(m, &o, &s, &err));
+        const inf_tensor *in[1] = {x};
+        inf_tensor *const *out;
+        ASSERT_OK(inf_session_run(s, in, &out, &err));
+        ASSERT_EQ(inf_tensor_numel(out[0]), inf_tensor_numel(ref));
+        for (int64_t i = 0; i < inf_tensor_numel(ref); i++) {
+            double got = ((float *)out[0]->data)[i], want = ((float *)ref->data)[i];
+            ASSERT_NEAR(got, want, 1e-5 + 1e-4 * fabs(want));
+        }
+        inf_session_free(s);
+    }
+    inf_tensor_free(x);
+    inf_tensor_free(ref);
+    inf_model_free(m);
+}
+
+TEST(warm_run_allocates_nothing) {
+    inf_model *m;
+    inf_tensor *x, *ref;
+    inf_session *s;
+    inf_error err;
+    ASSERT_OK(load_example("mlp", &m, &x, &ref, &err));
+    ASSERT_OK(inf_session_new(m, NULL, &s, &err));
+    const inf_tensor *in[1] = {x};
+    inf_tensor *const *out;
+    for (int i = 0; i < 3; i++) ASSERT_OK(inf_session_run(s, in, &out, &err)); /* warm up */
+    inf_alloc_stats before, after;
+    inf_alloc_get_stats(&before);
+    for (int i = 0; i < 200; i++) ASSERT_OK(inf_session_run(s, in, &out, &err));
+    inf_alloc_get_stats(&after);
+    ASSERT_EQ(after.n_allocs - before.n_allocs, 0);
+    ASSERT_EQ(after.n_frees - before.n_frees, 0);
+    inf_session_free(s);
+    inf_tensor_free(x);
+    inf_tensor_free(ref);
+    inf_model_free(m);
+}
+
+/* Fails allocation N for N = 1, 2, ... until the whole path succeeds; every
+ * failure must be reported (never crash, never succeed half-way). */
+TEST(fault_injection_load_compile_run) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/models/mlp.onnx", INFERA_SOURCE_DIR);
+    inf_tensor *x;
+    inf_error err;
+    snprintf(path, sizeof path, "%s/tests/models/mlp_input.npy", INFERA_SOURCE_DIR);
+    ASSERT_OK(inf_tensor_load_npy(path, &x, &err));
+    snprintf(path, sizeof path, "%s/tests/models/mlp.onnx", INFERA_SOURCE_DIR);
+    int failures = 0;
+    for (uint64_t n = 1; n < 100000; n++) {
+        inf_model *m = NULL;
+        inf_session *s = NULL;
+        inf_alloc_fail_after(n);
+        inf_status st = inf_model_load(path, NULL, &m, &err);
+        if (st == INF_OK) st = inf_session_new(m, NULL, &s, &err);
+        const inf_tensor *in[1] = {x};
+        inf_tensor *const *out;
+        if (st == INF_OK) st = inf_session_run(s, in, &out, &err);
+        inf_alloc_fail_after(0);
+        inf_session_free(s);
+        inf_model_free(m);
+        if (st == INF_OK) break;
+        failures++;
+        if (st != INF_ENOMEM) TEST_FAIL_AT("allocation %llu failed but the error was %s: %s", (unsigned long long)n, inf_status_name(st), err.message);
+    }
+    ASSERT_TRUE(failures > 10);
+    inf_tensor_free(x);
+}
