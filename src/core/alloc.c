@@ -103,7 +103,7 @@ void inf__free(void *ptr) {
 char *inf__strndup(const char *s, size_t n) {
     char *d = inf__malloc(n + 1);
     if (!d) return NULL;
-    memcpy(d, s, n);
+    if (n) memcpy(d, s, n);
     d[n] = 0;
     return d;
 }

@@ -94,6 +94,7 @@ static inf_status typed_count_error(inf_error *err, const char *what, size_t got
 static inf_status copy_typed(const Onnx__TensorProto *tp, inf_tensor *t, const char *what, inf_error *err) {
     int64_t n = inf_tensor_numel(t);
     void *d = t->data;
+    if (n == 0) return INF_OK; /* empty typed fields may be NULL */
     switch (t->dtype) {
     case INF_DTYPE_F32:
         if ((int64_t)tp->n_float_data != n) return typed_count_error(err, what, tp->n_float_data, n);

@@ -16,6 +16,9 @@
  * Strings are copied element by element with inf_tensor_set_string.
  *
  * Deviations: an axis listed twice is rejected (the spec says undefined).
+ * With a negative step, a start still negative after adding dim is clamped
+ * to 0 as the spec text and onnxruntime do (numpy, and so ONNX's Python
+ * reference, would clamp it to -1 and return an empty slice).
  */
 #include "ops/ref/data_move.h"
 
