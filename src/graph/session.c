@@ -139,6 +139,8 @@ struct inf__exec {
     inf_tensor **in_ptrs;  /* scratch for a node's inputs / outputs */
     inf_tensor **out_ptrs;
     inf_tensor **outputs;  /* graph outputs of the last run */
+    inf__buf *scratch[INF_KERNEL_MAX_SCRATCH]; /* the running kernel's scratch blocks */
+    int n_scratch;
     int n_subs;
     sub_frame *subs;
 };
@@ -315,6 +317,25 @@ inf_status inf__kernel_output_value(inf__kernel_ctx *ctx, int i, inf_tensor *val
     return INF_OK;
 }
 
+void *inf__kernel_scratch(inf__kernel_ctx *ctx, size_t bytes) {
+    inf__exec *e = ctx->exec;
+    if (e->n_scratch >= INF_KERNEL_MAX_SCRATCH) {
+        inf__kernel_error(ctx, INF_EINTERNAL, "kernel asked for more than %d scratch blocks", INF_KERNEL_MAX_SCRATCH);
+        return NULL;
+    }
+    inf__buf *b = pool_take(&e->session->pool, bytes);
+    if (!b) {
+        inf__kernel_error(ctx, INF_ENOMEM, "out of memory for %zu bytes of scratch", bytes);
+        return NULL;
+    }
+    e->scratch[e->n_scratch++] = b;
+    return b->data;
+}
+
+static void release_scratch(inf__exec *e) {
+    while (e->n_scratch > 0) pool_release(&e->session->pool, e->scratch[--e->n_scratch]);
+}
+
 inf_status inf__kernel_error(inf__kernel_ctx *ctx, inf_status status, const char *fmt, ...) {
     if (!ctx->err) return status;
     char msg[INF_ERROR_MESSAGE_MAX];
@@ -375,6 +396,7 @@ static inf_status run_node(inf__exec *e, const inf__node *node, inf_error *err) 
         .err = err,
     };
     inf_status st = node->op->impl->run(&ctx);
+    release_scratch(e);
     if (st != INF_OK) {
         if (err && err->status != st) inf__kernel_error(&ctx, st, "%s", inf_strerror(st));
         return st;

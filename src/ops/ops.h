@@ -87,6 +87,12 @@ inf_status inf__kernel_output_alias(inf__kernel_ctx *ctx, int i, int input, int 
  * the kernel with inf_tensor_new*; ownership passes to the session, also on
  * failure. */
 inf_status inf__kernel_output_value(inf__kernel_ctx *ctx, int i, inf_tensor *value);
+/* Scratch memory for the duration of the kernel's run (freed when it
+ * returns), 64-byte aligned; from the session's pool, so a warm run still
+ * allocates nothing.  At most INF_KERNEL_MAX_SCRATCH blocks per run.
+ * Returns NULL (after setting the error) when out of memory. */
+#define INF_KERNEL_MAX_SCRATCH 4
+void *inf__kernel_scratch(inf__kernel_ctx *ctx, size_t bytes);
 /* Formats an error naming the node: "node 'name' (OpType): <message>". */
 inf_status inf__kernel_error(inf__kernel_ctx *ctx, inf_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -102,6 +108,14 @@ inf_status inf__kernel_run_subgraph(inf__kernel_ctx *ctx, const inf__graph *g, i
 
 /* Allocates zeroed op parameters in the model arena (for init). */
 #define inf__op_params(arena, type) ((type *)inf__arena_alloc((arena), sizeof(type)))
+
+/* ---- shared compute routines ---- */
+
+/* C[m,n] = alpha * op(A)[m,k] @ op(B)[k,n] + beta * C, row-major float32,
+ * lda/ldb/ldc in elements; rows are split across pool's threads (pool may be
+ * NULL).  Not to be called from inside a pool task (ops/ref/gemm.c). */
+void inf__ops_sgemm(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
 /* ---- helpers shared by kernels (ops/util.c) ---- */
 
