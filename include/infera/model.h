@@ -86,6 +86,12 @@ INF_API int inf_model_n_metadata(const inf_model *model);
 INF_API void inf_model_metadata(const inf_model *model, int i, const char **key,
                                 const char **value);
 
+/* The operators this build implements: n_ops rows of (domain, op type,
+ * first and last supported opset of that domain). */
+INF_API int inf_supported_op_count(void);
+INF_API void inf_supported_op(int i, const char **domain, const char **op_type, int *first_opset,
+                              int *last_opset);
+
 #ifdef __cplusplus
 }
 #endif

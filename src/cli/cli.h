@@ -29,6 +29,7 @@ int cmd_run(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_conformance(int argc, char **argv);
+int cmd_ops(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 
 /* Prints "infera <cmd>: message" to stderr and returns 1 (or 2 for usage). */

@@ -43,6 +43,10 @@ const cli_command cli_commands[] = {
      "is non-zero when a test fails that is not listed in the expected-failures\n"
      "file, or a listed test passes.  The file (default: $INFERA_EXPECTED_FAILURES)\n"
      "has one 'suite/test_name  reason' per line.\n"},
+    {"ops", cmd_ops, "list the operators this build implements",
+     "usage: infera ops [--markdown]\n"
+     "\n"
+     "Lists every operator with its domain and the opset versions supported.\n"},
     {"help", cmd_help, "show help for a command", "usage: infera help [command]\n"},
 };
 const int cli_n_commands = (int)(sizeof cli_commands / sizeof cli_commands[0]);

@@ -95,3 +95,14 @@ inf_status inf__node_error(const inf__node *node, inf_error *err, inf_status sta
     va_end(ap);
     return inf__error(err, status, "node '%s' (%s): %s", node->name, node->op_type, msg);
 }
+
+int inf_supported_op_count(void) { return inf__op_count; }
+
+void inf_supported_op(int i, const char **domain, const char **op_type, int *first_opset, int *last_opset) {
+    static const char *const domains[INF_DOMAIN_COUNT] = {"ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"};
+    const inf__op *op = &inf__op_table[i];
+    *domain = domains[op->domain];
+    *op_type = op->name;
+    *first_opset = op->first_opset;
+    *last_opset = op->last_opset;
+}

@@ -112,5 +112,12 @@ if "$infera" help run | grep -q -- '--output-dir' && "$infera" run --help | grep
 else
     bad "help"
 fi
+# docs/operators.md is generated from the op table and must be current
+doc=$(dirname "$0")/../../docs/operators.md
+if "$infera" ops --markdown | cmp -s - "$doc"; then
+    ok "docs/operators.md matches the op table"
+else
+    bad "docs/operators.md is stale: run scripts/gen-operators-doc.sh"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what Infera needs to build and test on Debian 12, from Debian's
+# packages only.  Safe to run again.  Needs root (or sudo).
+set -euo pipefail
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+packages=(
+  build-essential cmake pkg-config                # compiler, build
+  protobuf-c-compiler libprotobuf-c-dev libonnx-dev # ONNX decoding (onnx.proto from libonnx-dev)
+  libonnx-testdata                                # ONNX backend test suites (conformance)
+  clang libclang-rt-14-dev                        # libFuzzer targets
+  locales                                         # en_US.UTF-8 for StringNormalizer tests
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# The ONNX StringNormalizer tests expect an en_US.UTF-8 locale.
+if ! locale -a 2>/dev/null | grep -qi '^en_US.utf-\?8$'; then
+  $SUDO sed -i 's/^# *en_US.UTF-8 UTF-8/en_US.UTF-8 UTF-8/' /etc/locale.gen
+  $SUDO locale-gen >/dev/null
+fi
