@@ -512,6 +512,34 @@ static inf_status check_input(const inf_value_info *info, const inf_tensor *t, i
     return inf__error(err, st, "input '%s': expected %s, got %s", info->name, want, inf_tensor_describe(t, got, sizeof got));
 }
 
+static bool data_within(const inf_tensor *t, const inf_tensor *owner) {
+    if (!owner || owner->kind != INF_KIND_TENSOR || !owner->data) return false;
+    const char *p = t->data, *base = owner->data;
+    return p >= base && p < base + (inf_tensor_nbytes(owner) ? inf_tensor_nbytes(owner) : 1);
+}
+
+/* An output that is (or views) a caller's input would dangle once the caller
+ * frees that input: give it a buffer of its own. */
+static inf_status detach_outputs_from_inputs(inf__exec *e, const inf_tensor *const *inputs, inf_error *err) {
+    const inf__graph *g = e->g;
+    for (int i = 0; i < g->n_outputs; i++) {
+        slot *sl = &e->slots[g->outputs[i]];
+        inf_tensor *v = sl->value;
+        if (!v || sl->buf || sl->heap) continue;
+        bool borrowed = false;
+        for (int k = 0; k < g->n_inputs && !borrowed; k++)
+            borrowed = inputs[k] && (v == inputs[k] || (v->kind == INF_KIND_TENSOR && data_within(v, inputs[k])));
+        if (!borrowed) continue;
+        inf_tensor *copy;
+        if (inf_tensor_clone(v, &copy) != INF_OK)
+            return inf__error(err, INF_ENOMEM, "out of memory copying output '%s'", g->values[g->outputs[i]].name);
+        sl->heap = copy;
+        sl->value = copy;
+        e->outputs[i] = copy;
+    }
+    return INF_OK;
+}
+
 inf_status inf_session_run(inf_session *s, const inf_tensor *const *inputs, inf_tensor *const **outputs, inf_error *err) {
     const inf_model *m = s->model;
     for (int i = 0; i < m->graph->n_inputs; i++) {
@@ -519,6 +547,7 @@ inf_status inf_session_run(inf_session *s, const inf_tensor *const *inputs, inf_
         if (st != INF_OK) return st;
     }
     inf_status st = exec_run(s->main, (inf_tensor *const *)inputs, err);
+    if (st == INF_OK) st = detach_outputs_from_inputs(s->main, inputs, err);
     if (st != INF_OK) return st;
     for (int i = 0; i < m->graph->n_outputs; i++)
         if (!s->main->outputs[i] && !m->output_infos[i].is_optional)

@@ -297,3 +297,26 @@ TEST(fault_injection_load_compile_run) {
     ASSERT_TRUE(failures > 10);
     inf_tensor_free(x);
 }
+
+TEST(outputs_never_borrow_caller_inputs) {
+    static const char *ops[] = {"Identity"}, *in[] = {"x"}, *out[] = {"y"};
+    mini_model mm = build_model(1, ops, in, out, "x", "y", 13);
+    inf_model *m;
+    inf_session *s;
+    inf_error err;
+    ASSERT_OK(inf_model_load_buffer(mm.bytes, mm.size, NULL, NULL, &m, &err));
+    ASSERT_OK(inf_session_new(m, NULL, &s, &err));
+    float data[6] = {1, 2, 3, 4, 5, 6};
+    int64_t dims[2] = {2, 3};
+    inf_tensor x;
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 2, dims, data);
+    const inf_tensor *inputs[1] = {&x};
+    inf_tensor *const *outs;
+    ASSERT_OK(inf_session_run(s, inputs, &outs, &err));
+    data[0] = 100; /* the caller reuses its buffer */
+    ASSERT_NEAR(((float *)outs[0]->data)[0], 1, 0);
+    ASSERT_TRUE(outs[0] != &x);
+    inf_session_free(s);
+    inf_model_free(m);
+    free(mm.bytes);
+}
