@@ -76,6 +76,7 @@ typedef struct inf__node {
     int n_implicit;
     int *implicit;          /* values of this graph that the node's subgraphs read */
     void *params;           /* the op's parsed attributes (op->init), in the model arena */
+    struct inf__graph *graph; /* the graph the node belongs to */
 } inf__node;
 
 typedef enum inf__value_role {
@@ -139,6 +140,11 @@ const int64_t *inf__attr_ints(const inf__node *node, const char *name, int *n);
 const float *inf__attr_floats(const inf__node *node, const char *name, int *n);
 const inf_tensor *inf__attr_tensor(const inf__node *node, const char *name);
 struct inf__graph *inf__attr_graph(const inf__node *node, const char *name);
+
+/* The constant (initializer) behind input i of node, or NULL when the input
+ * is absent or computed at run time.  Lets init prepare weights once at load
+ * time (packing, transposing, quantizing), kept in node->params. */
+const inf_tensor *inf__node_constant_input(const inf__node *node, int i);
 
 /* ---- graph building and checks (graph/ir.c) ---- */
 /* Sorts nodes topologically, fills producers/consumers, and rejects cycles,

@@ -62,6 +62,12 @@ struct inf__graph *inf__attr_graph(const inf__node *node, const char *name) {
     return a && a->type == INF_ATTR_GRAPH ? a->g : NULL;
 }
 
+const inf_tensor *inf__node_constant_input(const inf__node *node, int i) {
+    if (i < 0 || i >= node->n_inputs || node->inputs[i] < 0 || !node->graph) return NULL;
+    const inf__value *v = &node->graph->values[node->inputs[i]];
+    return v->role == INF_VALUE_INITIALIZER ? v->constant : NULL;
+}
+
 int inf__graph_find_value(const inf__graph *g, const char *name) {
     for (int i = 0; i < g->n_values; i++)
         if (!strcmp(g->values[i].name, name)) return i;

@@ -406,8 +406,10 @@ static inf_status decode_graph_body(decoder *d, const Onnx__GraphProto *gp, grap
     g->n_nodes = (int)gp->n_node;
     g->nodes = inf__arena_alloc(&d->model->arena, (gp->n_node + 1) * sizeof(inf__node));
     if (!g->nodes) return OOM(d);
-    for (size_t i = 0; i < gp->n_node; i++)
+    for (size_t i = 0; i < gp->n_node; i++) {
+        g->nodes[i].graph = g;
         if ((st = decode_node(d, b, gp->node[i], (int)i, &g->nodes[i])) != INF_OK) return st;
+    }
     g->outputs = inf__arena_alloc(&d->model->arena, (gp->n_output + 1) * sizeof(int));
     if (!g->outputs) return OOM(d);
     for (size_t i = 0; i < gp->n_output; i++) {
