@@ -384,8 +384,20 @@ static void free_optional_proto(Onnx__OptionalProto *op) {
     inf__free(op);
 }
 
+/* A MapProto built by map_to_proto (sequences of maps: ZipMap outputs). */
+static void free_map_proto(Onnx__MapProto *mp) {
+    if (!mp) return;
+    for (size_t i = 0; i < mp->n_string_keys; i++) inf__free(mp->string_keys[i].data);
+    inf__free(mp->string_keys);
+    inf__free(mp->keys);
+    free_sequence_proto(mp->values);
+    inf__free(mp);
+}
+
 static void free_sequence_proto(Onnx__SequenceProto *sp) {
     if (!sp) return;
+    for (size_t i = 0; i < sp->n_map_values; i++) free_map_proto(sp->map_values[i]);
+    inf__free(sp->map_values);
     for (size_t i = 0; i < sp->n_tensor_values; i++) inf__onnx_tensor_proto_free(sp->tensor_values[i]);
     for (size_t i = 0; i < sp->n_sequence_values; i++) free_sequence_proto(sp->sequence_values[i]);
     for (size_t i = 0; i < sp->n_optional_values; i++) free_optional_proto(sp->optional_values[i]);
@@ -393,6 +405,45 @@ static void free_sequence_proto(Onnx__SequenceProto *sp) {
     inf__free(sp->sequence_values);
     inf__free(sp->optional_values);
     inf__free(sp);
+}
+
+static inf_status sequence_to_proto(const inf_tensor *seq, Onnx__SequenceProto **out);
+
+/* A map value (items[0] int64 or string keys, items[1] values) as a MapProto
+ * whose values are a SequenceProto holding one tensor, the form the reader
+ * above (value_from_map) accepts. */
+static inf_status map_to_proto(const inf_tensor *map, Onnx__MapProto **out) {
+    Onnx__MapProto *mp = inf__calloc(1, sizeof *mp);
+    if (!mp) return INF_ENOMEM;
+    onnx__map_proto__init(mp);
+    *out = mp;
+    if (map->n_items != 2) return INF_EUNSUPPORTED;
+    const inf_tensor *keys = map->items[0];
+    size_t n = (size_t)inf_tensor_numel(keys);
+    mp->has_key_type = 1;
+    mp->key_type = keys->dtype;
+    if (keys->dtype == INF_DTYPE_STRING) {
+        mp->string_keys = inf__calloc(n + 1, sizeof *mp->string_keys);
+        if (!mp->string_keys) return INF_ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+            const char *k = ((char *const *)keys->data)[i];
+            mp->string_keys[i].data = (uint8_t *)inf__strdup(k ? k : "");
+            if (!mp->string_keys[i].data) return INF_ENOMEM;
+            mp->string_keys[i].len = strlen((const char *)mp->string_keys[i].data);
+            mp->n_string_keys = i + 1;
+        }
+    } else if (keys->dtype == INF_DTYPE_I64) {
+        mp->keys = inf__calloc(n + 1, sizeof *mp->keys);
+        if (!mp->keys) return INF_ENOMEM;
+        if (n) memcpy(mp->keys, keys->data, n * sizeof *mp->keys);
+        mp->n_keys = n;
+    } else {
+        return INF_EUNSUPPORTED;
+    }
+    inf_tensor one = {.dtype = map->items[1]->dtype, .kind = INF_KIND_SEQUENCE, .n_items = 1};
+    inf_tensor *items[1] = {map->items[1]};
+    one.items = items;
+    return sequence_to_proto(&one, &mp->values);
 }
 
 static inf_status sequence_to_proto(const inf_tensor *seq, Onnx__SequenceProto **out) {
@@ -410,6 +461,18 @@ static inf_status sequence_to_proto(const inf_tensor *seq, Onnx__SequenceProto *
         for (size_t i = 0; i < n; i++) {
             inf_status st = sequence_to_proto(seq->items[i], &sp->sequence_values[i]);
             sp->n_sequence_values = i + 1;
+            if (st != INF_OK) return st;
+        }
+        return INF_OK;
+    }
+    if (n && seq->items[0]->kind == INF_KIND_MAP) { /* sequence of maps (ZipMap) */
+        sp->elem_type = 4;
+        sp->map_values = inf__calloc(n, sizeof *sp->map_values);
+        if (!sp->map_values) return INF_ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+            if (seq->items[i]->kind != INF_KIND_MAP) return INF_EUNSUPPORTED;
+            inf_status st = map_to_proto(seq->items[i], &sp->map_values[i]);
+            sp->n_map_values = i + 1;
             if (st != INF_OK) return st;
         }
         return INF_OK;

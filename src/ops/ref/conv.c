@@ -10,9 +10,10 @@
  *                  output_shape (spatial dims, or the full N,C,... shape).
  * dtypes: float32 (im2col / col2im around inf__ops_sgemm from ref/gemm.c),
  *         float64 (the same with plain loops), float16 (computed in float32).
- * Deviations: the im2col buffer, and the float32 copies of float16 tensors,
- *         come from inf__malloc inside run (to move to the per-session
- *         scratch API).  A 1x1, stride-1, unpadded Conv skips im2col.
+ * Deviations: none.  The im2col buffer and the float32 copies of float16
+ *         tensors live in the kernel's scratch memory (inf__kernel_scratch:
+ *         one block for the X, W, B copies, one for Y, one for the columns).
+ *         A 1x1, stride-1, unpadded Conv skips im2col.
  *
  * Both ops use one index relation between an "image" (X for Conv, Y for
  * ConvTranspose) and a grid of kernel positions (Y's spatial grid for
@@ -25,11 +26,6 @@
 #include <string.h>
 
 #include "ops/ops.h"
-
-/* float32 GEMM, row-major (ref/gemm.c). */
-void inf__ops_sgemm(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
-                    float beta, float *c, int64_t ldc);
 
 enum { AUTO_NOTSET, AUTO_SAME_UPPER, AUTO_SAME_LOWER, AUTO_VALID };
 #define MAX_SP (INF_MAX_DIMS - 2)
@@ -431,45 +427,43 @@ static void add_bias(bool f64, const void *bias, int64_t m, int64_t plane, void 
 
 /* ---- float16 staging ---- */
 
-static float *f16_to_f32_copy(const inf_tensor *t) {
-    if (!t) return NULL;
+/* Copies the float16 tensor t (may be NULL) into dst as float32; returns
+ * the position after it. */
+static float *f16_to_f32_copy(const inf_tensor *t, float *dst) {
+    if (!t) return dst;
     int64_t n = inf_tensor_numel(t);
-    float *f = inf__malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    if (!f) return NULL;
-    for (int64_t i = 0; i < n; i++) f[i] = inf_f16_to_f32(((const uint16_t *)t->data)[i]);
-    return f;
+    for (int64_t i = 0; i < n; i++) dst[i] = inf_f16_to_f32(((const uint16_t *)t->data)[i]);
+    return dst + n;
 }
 
-typedef inf_status (*conv_core_fn)(inf__pool *pool, const conv_geom *g, bool f64, const void *x,
-                                   const void *w, const void *b, void *y);
+typedef inf_status (*conv_core_fn)(inf__kernel_ctx *ctx, const conv_geom *g, bool f64,
+                                   const void *x, const void *w, const void *b, void *y);
 
 /* Runs core on X, W, B as float32 (converting float16) or as float64. */
 static inf_status run_core(inf__kernel_ctx *ctx, conv_core_fn core, const conv_geom *g,
                            const inf_tensor *x, const inf_tensor *w, const inf_tensor *b,
                            inf_tensor *y) {
     if (x->dtype != INF_DTYPE_F16)
-        return core(ctx->pool, g, x->dtype == INF_DTYPE_F64, x->data, w->data, b ? b->data : NULL,
+        return core(ctx, g, x->dtype == INF_DTYPE_F64, x->data, w->data, b ? b->data : NULL,
                     y->data);
-    inf_status st = INF_ENOMEM;
-    float *xf = f16_to_f32_copy(x), *wf = f16_to_f32_copy(w), *bf = f16_to_f32_copy(b);
+    int64_t nx = inf_tensor_numel(x), nw = inf_tensor_numel(w), nb = b ? inf_tensor_numel(b) : 0;
     int64_t ny = inf_tensor_numel(y);
-    float *yf = inf__malloc((size_t)(ny > 0 ? ny : 1) * sizeof(float));
-    if (xf && wf && yf && (!b || bf)) {
-        st = core(ctx->pool, g, false, xf, wf, bf, yf);
-        for (int64_t i = 0; st == INF_OK && i < ny; i++)
-            ((uint16_t *)y->data)[i] = inf_f32_to_f16(yf[i]);
-    }
-    inf__free(xf);
-    inf__free(wf);
-    inf__free(bf);
-    inf__free(yf);
+    float *in = inf__kernel_scratch(ctx, (size_t)(nx + nw + nb + 1) * sizeof(float));
+    float *yf = in ? inf__kernel_scratch(ctx, (size_t)(ny > 0 ? ny : 1) * sizeof(float)) : NULL;
+    if (!yf) return INF_ENOMEM;
+    float *xf = in, *wf = f16_to_f32_copy(x, xf), *bf = f16_to_f32_copy(w, wf);
+    f16_to_f32_copy(b, bf);
+    inf_status st = core(ctx, g, false, xf, wf, b ? bf : NULL, yf);
+    for (int64_t i = 0; st == INF_OK && i < ny; i++)
+        ((uint16_t *)y->data)[i] = inf_f32_to_f16(yf[i]);
     return st;
 }
 
 /* ---- Conv ---- */
 
-static inf_status conv_core(inf__pool *pool, const conv_geom *g, bool f64, const void *x,
+static inf_status conv_core(inf__kernel_ctx *ctx, const conv_geom *g, bool f64, const void *x,
                             const void *w, const void *b, void *y) {
+    inf__pool *pool = ctx->pool;
     const patch_map *pm = &g->pm;
     size_t es = f64 ? sizeof(double) : sizeof(float);
     bool direct = true; /* 1x1, stride 1, no padding: X is already the column matrix */
@@ -479,7 +473,7 @@ static inf_status conv_core(inf__pool *pool, const conv_geom *g, bool f64, const
     int64_t rows = g->cg * pm->k_total;
     void *col = NULL;
     if (!direct) {
-        col = inf__malloc((size_t)(rows * pm->pos_total) * es);
+        col = inf__kernel_scratch(ctx, (size_t)(rows * pm->pos_total) * es);
         if (!col) return INF_ENOMEM;
     }
     for (int64_t n = 0; n < g->n; n++)
@@ -497,7 +491,6 @@ static inf_status conv_core(inf__pool *pool, const conv_geom *g, bool f64, const
             add_bias(f64, b ? (const char *)b + (size_t)(gi * g->mg) * es : NULL, g->mg,
                      pm->pos_total, yg);
         }
-    inf__free(col);
     return INF_OK;
 }
 
@@ -520,12 +513,13 @@ const inf__op_impl op_conv = {conv_init, conv_run};
 
 /* ---- ConvTranspose ---- */
 
-static inf_status conv_transpose_core(inf__pool *pool, const conv_geom *g, bool f64, const void *x,
-                                      const void *w, const void *b, void *y) {
+static inf_status conv_transpose_core(inf__kernel_ctx *ctx, const conv_geom *g, bool f64,
+                                      const void *x, const void *w, const void *b, void *y) {
+    inf__pool *pool = ctx->pool;
     const patch_map *pm = &g->pm;
     size_t es = f64 ? sizeof(double) : sizeof(float);
     int64_t rows = g->mg * pm->k_total;
-    void *col = inf__malloc((size_t)(rows * pm->pos_total) * es);
+    void *col = inf__kernel_scratch(ctx, (size_t)(rows * pm->pos_total) * es);
     if (!col) return INF_ENOMEM;
     memset(y, 0, (size_t)(g->n * g->m * pm->img_total) * es);
     for (int64_t n = 0; n < g->n; n++)
@@ -540,7 +534,6 @@ static inf_status conv_transpose_core(inf__pool *pool, const conv_geom *g, bool 
             add_bias(f64, b ? (const char *)b + (size_t)(gi * g->mg) * es : NULL, g->mg,
                      pm->img_total, yg);
         }
-    inf__free(col);
     return INF_OK;
 }
 

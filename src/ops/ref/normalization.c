@@ -148,7 +148,7 @@ static inf_status bn_run(inf__kernel_ctx *ctx) {
                  per_elem, p->epsilon};
     double *stats = NULL;
     if (p->training) {
-        stats = inf__calloc((size_t)(c > 0 ? 2 * c : 1), sizeof(double));
+        stats = inf__kernel_scratch(ctx, (size_t)(c > 0 ? 2 * c : 1) * sizeof(double));
         if (!stats) return INF_ENOMEM;
         int64_t n = x->dims[0], count = n * inner;
         for (int64_t ch = 0; ch < c; ch++) {
@@ -184,7 +184,6 @@ static inf_status bn_run(inf__kernel_ctx *ctx) {
         if (st == INF_OK && wants_output(ctx, 4))
             st = bn_stat_output(ctx, 4, ctx->in[4], 1, NULL, 0, true, p->epsilon);
     }
-    inf__free(stats);
     return st;
 }
 

@@ -1,0 +1,558 @@
+/*
+ * quantize.c -- reference kernels for linear quantization and the integer
+ * matrix products.
+ *
+ * ONNX ops:
+ *   QuantizeLinear         opsets 10-17: y = saturate(round(x / y_scale) + y_zero_point);
+ *                          per tensor (scalar scale) or, from opset 13, per
+ *                          axis (1-D scale along `axis`, default 1).  x float32
+ *                          or int32; y uint8 (default, no zero point) or int8.
+ *   DequantizeLinear       opsets 10-17: y = (x - x_zero_point) * x_scale, float32;
+ *                          per tensor or per axis as above; x uint8, int8 or
+ *                          int32 (zero point 0).
+ *   DynamicQuantizeLinear  opsets 11-17: uint8 quantization of float32 x with
+ *                          scale = (max(0, max x) - min(0, min x)) / 255 and
+ *                          zero point round(-min / scale).
+ *   MatMulInteger          opsets 10-17: int32 Y = (A - a_zero_point) @ (B - b_zero_point),
+ *                          numpy matmul shapes; zero points scalar or per
+ *                          row of A ([M]) / per column of B ([N]).
+ *   QLinearMatMul          opsets 10-17: the same product requantized:
+ *                          y = saturate(round(acc * a_scale * b_scale / y_scale) + y_zero_point);
+ *                          scales and zero points scalar or per row / column.
+ *   ConvInteger            opsets 10-17: int32 convolution of (x - x_zero_point) and
+ *                          (w - w_zero_point), w_zero_point scalar or per
+ *                          output channel; Conv's attributes (auto_pad,
+ *                          dilations, group, kernel_shape, pads, strides).
+ *   QLinearConv            opsets 10-17: the same convolution plus int32 bias B,
+ *                          requantized like QLinearMatMul (w_scale scalar or
+ *                          per output channel).
+ * dtypes: uint8 and int8 for the quantized tensors, any mix of the two.
+ * Rounding is half to even (nearbyint in the default rounding mode) and the
+ * result saturates to the output type's range.  Accumulation is exact
+ * (int64) and wraps to int32 for the int32 outputs.
+ * Deviations: the requantization multiplier and product are computed in
+ *   float32, as onnxruntime does.  DynamicQuantizeLinear computes the
+ *   scale and zero point in double (as the ONNX reference does) before
+ *   rounding the scale to float32.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+/* ---- helpers ---- */
+
+static const inf_tensor *opt_input(const inf__kernel_ctx *ctx, int i) {
+    return i < ctx->n_in ? ctx->in[i] : NULL;
+}
+
+static bool is_q8(inf_dtype t) { return t == INF_DTYPE_U8 || t == INF_DTYPE_I8; }
+
+/* Element i of an int8/uint8/int32 tensor. */
+static inline int32_t q_at(const inf_tensor *t, int64_t i) {
+    switch (t->dtype) {
+    case INF_DTYPE_U8: return ((const uint8_t *)t->data)[i];
+    case INF_DTYPE_I8: return ((const int8_t *)t->data)[i];
+    case INF_DTYPE_I32: return ((const int32_t *)t->data)[i];
+    default: return 0;
+    }
+}
+
+/* Rounds half to even, adds zp and saturates to dtype's range; stores at i. */
+static inline void q_store(inf_tensor *y, int64_t i, float v, int32_t zp) {
+    float r = nearbyintf(v) + (float)zp;
+    float lo = y->dtype == INF_DTYPE_U8 ? 0.0f : -128.0f, hi = y->dtype == INF_DTYPE_U8 ? 255.0f : 127.0f;
+    r = r < lo ? lo : r > hi ? hi : r;
+    if (r != r) r = (float)zp; /* NaN */
+    if (y->dtype == INF_DTYPE_U8) ((uint8_t *)y->data)[i] = (uint8_t)r;
+    else ((int8_t *)y->data)[i] = (int8_t)r;
+}
+
+/* A quantization parameter: scalar, or 1-D of `len` (per axis / row / column). */
+static inf_status check_param(inf__kernel_ctx *ctx, const char *name, const inf_tensor *t,
+                              int64_t len, const char *what) {
+    char buf[96];
+    if (!t) return INF_OK;
+    int64_t n = inf_tensor_numel(t);
+    if (t->ndim == 0 || (t->ndim == 1 && (n == 1 || n == len))) return INF_OK;
+    return inf__kernel_error(ctx, INF_ESHAPE, "input %s: expected a scalar or shape [%lld] (%s), got %s",
+                             name, (long long)len, what, inf__shape_str(t->ndim, t->dims, buf, sizeof buf));
+}
+
+static inf_status check_scale(inf__kernel_ctx *ctx, const char *name, const inf_tensor *t) {
+    if (!t) return inf__kernel_error(ctx, INF_EINVAL, "input %s is required", name);
+    if (t->dtype != INF_DTYPE_F32)
+        return inf__kernel_error(ctx, INF_ETYPE, "input %s: expected float32, got %s", name,
+                                 inf_dtype_name(t->dtype));
+    return INF_OK;
+}
+
+static inf_status check_zero_point(inf__kernel_ctx *ctx, const char *name, const inf_tensor *t,
+                                   inf_dtype want) {
+    if (t && t->dtype != want)
+        return inf__kernel_error(ctx, INF_ETYPE, "input %s: expected %s, got %s", name,
+                                 inf_dtype_name(want), inf_dtype_name(t->dtype));
+    return INF_OK;
+}
+
+/* Index into a scalar-or-vector parameter. */
+static inline int64_t param_index(const inf_tensor *t, int64_t i) {
+    return inf_tensor_numel(t) == 1 ? 0 : i;
+}
+
+static inline float scale_at(const inf_tensor *t, int64_t i) {
+    return ((const float *)t->data)[param_index(t, i)];
+}
+
+static inline int32_t zp_at(const inf_tensor *t, int64_t i) {
+    return t ? q_at(t, param_index(t, i)) : 0;
+}
+
+/* ======================================================================== */
+/*  QuantizeLinear, DequantizeLinear                                         */
+/* ======================================================================== */
+
+typedef struct axis_params {
+    int64_t axis;
+} axis_params;
+
+static inf_status axis_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    (void)err;
+    axis_params *p = inf__op_params(arena, axis_params);
+    if (!p) return INF_ENOMEM;
+    p->axis = inf__attr_int(node, "axis", 1);
+    node->params = p;
+    return INF_OK;
+}
+
+/* For per-axis parameters: the axis length and the stride of one step
+ * along it (inner); per tensor when the scale has one element. */
+static inf_status quant_axis(inf__kernel_ctx *ctx, const inf_tensor *x, const inf_tensor *scale,
+                             const inf_tensor *zp, int64_t *len, int64_t *inner) {
+    const axis_params *p = ctx->node->params;
+    *len = 1, *inner = 1;
+    if (inf_tensor_numel(scale) == 1 && scale->ndim <= 1) {
+        if (zp && inf_tensor_numel(zp) != 1)
+            return inf__kernel_error(ctx, INF_ESHAPE, "zero point has %lld elements, scale has 1",
+                                     (long long)inf_tensor_numel(zp));
+        return INF_OK;
+    }
+    int axis;
+    inf_status st = inf__normalize_axis(ctx, p->axis, x->ndim, &axis);
+    if (st != INF_OK) return st;
+    *len = x->dims[axis];
+    for (int i = axis + 1; i < x->ndim; i++) *inner *= x->dims[i];
+    if ((st = check_param(ctx, "scale", scale, *len, "per-axis")) != INF_OK) return st;
+    if (scale->ndim != 1 || scale->dims[0] != *len)
+        return inf__kernel_error(ctx, INF_ESHAPE, "input scale: expected %lld values along axis %d",
+                                 (long long)*len, axis);
+    if (zp && (zp->ndim != 1 || zp->dims[0] != *len))
+        return inf__kernel_error(ctx, INF_ESHAPE, "zero point: expected %lld values along axis %d",
+                                 (long long)*len, axis);
+    return INF_OK;
+}
+
+static inf_status quantize_run(inf__kernel_ctx *ctx) {
+    const inf_tensor *x = ctx->in[0], *scale = opt_input(ctx, 1), *zp = opt_input(ctx, 2);
+    if (x->dtype != INF_DTYPE_F32 && x->dtype != INF_DTYPE_I32)
+        return inf__kernel_error(ctx, INF_ETYPE, "input x: expected float32 or int32, got %s",
+                                 inf_dtype_name(x->dtype));
+    inf_status st = check_scale(ctx, "y_scale", scale);
+    if (st != INF_OK) return st;
+    if (zp && !is_q8(zp->dtype))
+        return inf__kernel_error(ctx, INF_ETYPE, "input y_zero_point: expected uint8 or int8, got %s",
+                                 inf_dtype_name(zp->dtype));
+    int64_t len, inner;
+    if ((st = quant_axis(ctx, x, scale, zp, &len, &inner)) != INF_OK) return st;
+    inf_tensor *y;
+    st = inf__kernel_output(ctx, 0, zp ? zp->dtype : INF_DTYPE_U8, x->ndim, x->dims, &y);
+    if (st != INF_OK) return st;
+    for (int64_t i = 0, n = inf_tensor_numel(x); i < n; i++) {
+        int64_t k = (i / inner) % len;
+        float v = x->dtype == INF_DTYPE_F32 ? ((const float *)x->data)[i]
+                                            : (float)((const int32_t *)x->data)[i];
+        q_store(y, i, v / scale_at(scale, k), zp_at(zp, k));
+    }
+    return INF_OK;
+}
+
+const inf__op_impl op_quantize_linear = {axis_init, quantize_run};
+
+static inf_status dequantize_run(inf__kernel_ctx *ctx) {
+    const inf_tensor *x = ctx->in[0], *scale = opt_input(ctx, 1), *zp = opt_input(ctx, 2);
+    if (!is_q8(x->dtype) && x->dtype != INF_DTYPE_I32)
+        return inf__kernel_error(ctx, INF_ETYPE, "input x: expected uint8, int8 or int32, got %s",
+                                 inf_dtype_name(x->dtype));
+    inf_status st = check_scale(ctx, "x_scale", scale);
+    if (st == INF_OK) st = check_zero_point(ctx, "x_zero_point", zp, x->dtype);
+    if (st != INF_OK) return st;
+    int64_t len, inner;
+    if ((st = quant_axis(ctx, x, scale, zp, &len, &inner)) != INF_OK) return st;
+    inf_tensor *y;
+    if ((st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, x->ndim, x->dims, &y)) != INF_OK) return st;
+    float *out = y->data;
+    for (int64_t i = 0, n = inf_tensor_numel(x); i < n; i++) {
+        int64_t k = (i / inner) % len;
+        out[i] = (float)((int64_t)q_at(x, i) - zp_at(zp, k)) * scale_at(scale, k);
+    }
+    return INF_OK;
+}
+
+const inf__op_impl op_dequantize_linear = {axis_init, dequantize_run};
+
+static inf_status dynamic_quantize_run(inf__kernel_ctx *ctx) {
+    const inf_tensor *x = ctx->in[0];
+    if (x->dtype != INF_DTYPE_F32)
+        return inf__kernel_error(ctx, INF_ETYPE, "input x: expected float32, got %s",
+                                 inf_dtype_name(x->dtype));
+    inf_tensor *y, *ys, *yzp;
+    inf_status st = inf__kernel_output(ctx, 0, INF_DTYPE_U8, x->ndim, x->dims, &y);
+    if (st == INF_OK) st = inf__kernel_output(ctx, 1, INF_DTYPE_F32, 0, NULL, &ys);
+    if (st == INF_OK) st = inf__kernel_output(ctx, 2, INF_DTYPE_U8, 0, NULL, &yzp);
+    if (st != INF_OK) return st;
+    const float *xs = x->data;
+    int64_t n = inf_tensor_numel(x);
+    double lo = 0, hi = 0; /* the range always includes 0 */
+    for (int64_t i = 0; i < n; i++) {
+        if (xs[i] < lo) lo = xs[i];
+        if (xs[i] > hi) hi = xs[i];
+    }
+    float scale = (float)((hi - lo) / 255.0);
+    double zpd = scale > 0 ? nearbyint(-lo / (double)scale) : 0;
+    uint8_t zp = (uint8_t)(zpd < 0 ? 0 : zpd > 255 ? 255 : zpd);
+    *(float *)ys->data = scale;
+    *(uint8_t *)yzp->data = zp;
+    for (int64_t i = 0; i < n; i++) q_store(y, i, scale > 0 ? xs[i] / scale : 0, zp);
+    return INF_OK;
+}
+
+const inf__op_impl op_dynamic_quantize_linear = {NULL, dynamic_quantize_run};
+
+/* ======================================================================== */
+/*  MatMulInteger, QLinearMatMul                                             */
+/* ======================================================================== */
+
+typedef struct qmm_plan {
+    int64_t m, n, k, n_batch;
+    int nb;
+    int64_t bdims[INF_MAX_DIMS], a_str[INF_MAX_DIMS], b_str[INF_MAX_DIMS];
+    int out_ndim;
+    int64_t out_dims[INF_MAX_DIMS];
+} qmm_plan;
+
+/* numpy matmul shapes: 1-D operands promoted, batch dims broadcast. */
+static inf_status qmm_plan_make(inf__kernel_ctx *ctx, const inf_tensor *a, const inf_tensor *b,
+                                qmm_plan *pl) {
+    char b1[96], b2[96];
+    if (a->ndim < 1 || b->ndim < 1)
+        return inf__kernel_error(ctx, INF_ESHAPE, "inputs A and B must have rank >= 1");
+    int64_t am = a->ndim == 1 ? 1 : a->dims[a->ndim - 2], ak = a->dims[a->ndim - 1];
+    int64_t bk = b->ndim == 1 ? b->dims[0] : b->dims[b->ndim - 2];
+    int64_t bn = b->ndim == 1 ? 1 : b->dims[b->ndim - 1];
+    int anb = a->ndim > 2 ? a->ndim - 2 : 0, bnb = b->ndim > 2 ? b->ndim - 2 : 0;
+    if (ak != bk || inf__broadcast_shape(anb, a->dims, bnb, b->dims, &pl->nb, pl->bdims) != INF_OK)
+        return inf__kernel_error(ctx, INF_ESHAPE, "A %s and B %s do not multiply",
+                                 inf__shape_str(a->ndim, a->dims, b1, sizeof b1),
+                                 inf__shape_str(b->ndim, b->dims, b2, sizeof b2));
+    pl->m = am, pl->n = bn, pl->k = ak;
+    inf__broadcast_strides(anb, a->dims, pl->nb, pl->bdims, pl->a_str);
+    inf__broadcast_strides(bnb, b->dims, pl->nb, pl->bdims, pl->b_str);
+    pl->n_batch = 1;
+    pl->out_ndim = 0;
+    for (int i = 0; i < pl->nb; i++) pl->n_batch *= pl->bdims[i], pl->out_dims[pl->out_ndim++] = pl->bdims[i];
+    if (a->ndim > 1) pl->out_dims[pl->out_ndim++] = am;
+    if (b->ndim > 1) pl->out_dims[pl->out_ndim++] = bn;
+    if (pl->out_ndim > INF_MAX_DIMS) return inf__kernel_error(ctx, INF_ESHAPE, "result rank too high");
+    return INF_OK;
+}
+
+/* Calls emit(i, j, acc, out_index) for every output of the integer product. */
+typedef struct qmm_args {
+    const inf_tensor *a, *b, *azp, *bzp;
+    const inf_tensor *as, *bs, *ys, *yzp; /* QLinearMatMul */
+    inf_tensor *y;
+} qmm_args;
+
+static void qmm_compute(const qmm_plan *pl, const qmm_args *q) {
+    int64_t m = pl->m, n = pl->n, k = pl->k;
+    for (int64_t t = 0; t < pl->n_batch; t++) {
+        int64_t ao = 0, bo = 0, rem = t;
+        for (int d = pl->nb - 1; d >= 0; d--) {
+            int64_t i = rem % pl->bdims[d];
+            rem /= pl->bdims[d];
+            ao += i * pl->a_str[d], bo += i * pl->b_str[d];
+        }
+        ao *= m * k, bo *= k * n;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                int32_t za = zp_at(q->azp, i), zb = zp_at(q->bzp, j);
+                int64_t acc = 0;
+                for (int64_t p = 0; p < k; p++)
+                    acc += (int64_t)(q_at(q->a, ao + i * k + p) - za) * (q_at(q->b, bo + p * n + j) - zb);
+                int64_t o = (t * m + i) * n + j;
+                if (!q->ys) {
+                    ((int32_t *)q->y->data)[o] = (int32_t)(uint32_t)acc;
+                } else {
+                    float mult = scale_at(q->as, i) * scale_at(q->bs, j) / scale_at(q->ys, 0);
+                    q_store(q->y, o, (float)acc * mult, zp_at(q->yzp, 0));
+                }
+            }
+    }
+}
+
+static inf_status check_q8(inf__kernel_ctx *ctx, const char *name, const inf_tensor *t) {
+    if (!t) return inf__kernel_error(ctx, INF_EINVAL, "input %s is required", name);
+    if (!is_q8(t->dtype))
+        return inf__kernel_error(ctx, INF_ETYPE, "input %s: expected uint8 or int8, got %s", name,
+                                 inf_dtype_name(t->dtype));
+    return INF_OK;
+}
+
+static inf_status matmul_integer_run(inf__kernel_ctx *ctx) {
+    qmm_args q = {ctx->in[0], opt_input(ctx, 1), opt_input(ctx, 2), opt_input(ctx, 3),
+                  NULL, NULL, NULL, NULL, NULL};
+    inf_status st = check_q8(ctx, "A", q.a);
+    if (st == INF_OK) st = check_q8(ctx, "B", q.b);
+    if (st == INF_OK) st = check_zero_point(ctx, "a_zero_point", q.azp, q.a->dtype);
+    if (st == INF_OK) st = check_zero_point(ctx, "b_zero_point", q.bzp, q.b->dtype);
+    if (st != INF_OK) return st;
+    qmm_plan pl;
+    if ((st = qmm_plan_make(ctx, q.a, q.b, &pl)) != INF_OK) return st;
+    if ((st = check_param(ctx, "a_zero_point", q.azp, pl.m, "per row of A")) != INF_OK ||
+        (st = check_param(ctx, "b_zero_point", q.bzp, pl.n, "per column of B")) != INF_OK)
+        return st;
+    if ((st = inf__kernel_output(ctx, 0, INF_DTYPE_I32, pl.out_ndim, pl.out_dims, &q.y)) != INF_OK)
+        return st;
+    qmm_compute(&pl, &q);
+    return INF_OK;
+}
+
+const inf__op_impl op_matmul_integer = {NULL, matmul_integer_run};
+
+static inf_status qlinear_matmul_run(inf__kernel_ctx *ctx) {
+    qmm_args q = {ctx->in[0], opt_input(ctx, 3), opt_input(ctx, 2), opt_input(ctx, 5),
+                  opt_input(ctx, 1), opt_input(ctx, 4), opt_input(ctx, 6), opt_input(ctx, 7), NULL};
+    inf_status st = check_q8(ctx, "a", q.a);
+    if (st == INF_OK) st = check_q8(ctx, "b", q.b);
+    if (st == INF_OK) st = check_q8(ctx, "y_zero_point", q.yzp);
+    if (st == INF_OK) st = check_zero_point(ctx, "a_zero_point", q.azp, q.a->dtype);
+    if (st == INF_OK) st = check_zero_point(ctx, "b_zero_point", q.bzp, q.b->dtype);
+    if (st == INF_OK) st = check_scale(ctx, "a_scale", q.as);
+    if (st == INF_OK) st = check_scale(ctx, "b_scale", q.bs);
+    if (st == INF_OK) st = check_scale(ctx, "y_scale", q.ys);
+    if (st != INF_OK) return st;
+    qmm_plan pl;
+    if ((st = qmm_plan_make(ctx, q.a, q.b, &pl)) != INF_OK) return st;
+    if ((st = check_param(ctx, "a_scale", q.as, pl.m, "per row of a")) != INF_OK ||
+        (st = check_param(ctx, "a_zero_point", q.azp, pl.m, "per row of a")) != INF_OK ||
+        (st = check_param(ctx, "b_scale", q.bs, pl.n, "per column of b")) != INF_OK ||
+        (st = check_param(ctx, "b_zero_point", q.bzp, pl.n, "per column of b")) != INF_OK ||
+        (st = check_param(ctx, "y_scale", q.ys, 1, "per tensor")) != INF_OK ||
+        (st = check_param(ctx, "y_zero_point", q.yzp, 1, "per tensor")) != INF_OK)
+        return st;
+    if ((st = inf__kernel_output(ctx, 0, q.yzp->dtype, pl.out_ndim, pl.out_dims, &q.y)) != INF_OK)
+        return st;
+    qmm_compute(&pl, &q);
+    return INF_OK;
+}
+
+const inf__op_impl op_qlinear_matmul = {NULL, qlinear_matmul_run};
+
+/* ======================================================================== */
+/*  ConvInteger, QLinearConv                                                 */
+/* ======================================================================== */
+
+enum { AUTO_NOTSET, AUTO_SAME_UPPER, AUTO_SAME_LOWER, AUTO_VALID };
+#define MAX_SP (INF_MAX_DIMS - 2)
+
+typedef struct qconv_params {
+    int auto_pad;
+    int64_t group;
+    int n_kernel, n_strides, n_dilations, n_pads;
+    const int64_t *kernel, *strides, *dilations, *pads;
+} qconv_params;
+
+static inf_status qconv_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    qconv_params *p = inf__op_params(arena, qconv_params);
+    if (!p) return INF_ENOMEM;
+    const char *ap = inf__attr_string(node, "auto_pad", "NOTSET");
+    if (!strcmp(ap, "NOTSET")) p->auto_pad = AUTO_NOTSET;
+    else if (!strcmp(ap, "SAME_UPPER")) p->auto_pad = AUTO_SAME_UPPER;
+    else if (!strcmp(ap, "SAME_LOWER")) p->auto_pad = AUTO_SAME_LOWER;
+    else if (!strcmp(ap, "VALID")) p->auto_pad = AUTO_VALID;
+    else return inf__node_error(node, err, INF_EMODEL, "unknown auto_pad '%s'", ap);
+    p->group = inf__attr_int(node, "group", 1);
+    p->kernel = inf__attr_ints(node, "kernel_shape", &p->n_kernel);
+    p->strides = inf__attr_ints(node, "strides", &p->n_strides);
+    p->dilations = inf__attr_ints(node, "dilations", &p->n_dilations);
+    p->pads = inf__attr_ints(node, "pads", &p->n_pads);
+    if (p->group < 1)
+        return inf__node_error(node, err, INF_EMODEL, "group = %lld, must be >= 1", (long long)p->group);
+    for (int i = 0; i < p->n_strides; i++)
+        if (p->strides[i] < 1) return inf__node_error(node, err, INF_EMODEL, "strides must be >= 1");
+    for (int i = 0; i < p->n_dilations; i++)
+        if (p->dilations[i] < 1) return inf__node_error(node, err, INF_EMODEL, "dilations must be >= 1");
+    for (int i = 0; i < p->n_pads; i++)
+        if (p->pads[i] < 0) return inf__node_error(node, err, INF_EMODEL, "pads must be >= 0");
+    node->params = p;
+    return INF_OK;
+}
+
+typedef struct qconv_geom {
+    int nd;
+    int64_t n, c, m, cg, mg;
+    int64_t in[MAX_SP], out[MAX_SP], k[MAX_SP], s[MAX_SP], d[MAX_SP], pb[MAX_SP];
+    int64_t in_total, out_total, k_total;
+} qconv_geom;
+
+static inf_status qconv_geometry(inf__kernel_ctx *ctx, const qconv_params *p, const inf_tensor *x,
+                                 const inf_tensor *w, qconv_geom *g) {
+    char b1[96], b2[96];
+    if (x->ndim < 3 || w->ndim != x->ndim)
+        return inf__kernel_error(ctx, INF_ESHAPE, "inputs x %s and w %s: expected the same rank >= 3",
+                                 inf__shape_str(x->ndim, x->dims, b1, sizeof b1),
+                                 inf__shape_str(w->ndim, w->dims, b2, sizeof b2));
+    int nd = g->nd = x->ndim - 2;
+    if ((p->n_kernel && p->n_kernel != nd) || (p->n_strides && p->n_strides != nd) ||
+        (p->n_dilations && p->n_dilations != nd) || (p->n_pads && p->n_pads != 2 * nd))
+        return inf__kernel_error(ctx, INF_ESHAPE, "kernel_shape/strides/dilations/pads do not match %d spatial dims",
+                                 nd);
+    g->n = x->dims[0], g->c = x->dims[1], g->m = w->dims[0];
+    if (g->c != w->dims[1] * p->group || g->m % p->group)
+        return inf__kernel_error(ctx, INF_ESHAPE, "x %s and w %s do not match with group %lld",
+                                 inf__shape_str(x->ndim, x->dims, b1, sizeof b1),
+                                 inf__shape_str(w->ndim, w->dims, b2, sizeof b2), (long long)p->group);
+    g->cg = g->c / p->group, g->mg = g->m / p->group;
+    g->in_total = g->out_total = g->k_total = 1;
+    for (int i = 0; i < nd; i++) {
+        int64_t in = x->dims[2 + i], k = w->dims[2 + i];
+        if (p->n_kernel && p->kernel[i] != k)
+            return inf__kernel_error(ctx, INF_ESHAPE, "kernel_shape[%d] = %lld but w is %s", i,
+                                     (long long)p->kernel[i], inf__shape_str(w->ndim, w->dims, b1, sizeof b1));
+        int64_t s = p->n_strides ? p->strides[i] : 1, d = p->n_dilations ? p->dilations[i] : 1;
+        int64_t dk = (k - 1) * d + 1, pb = 0, pe = 0, out;
+        if (p->auto_pad == AUTO_SAME_UPPER || p->auto_pad == AUTO_SAME_LOWER) {
+            out = (in + s - 1) / s;
+            int64_t total = (out - 1) * s + dk - in;
+            if (total < 0) total = 0;
+            pb = p->auto_pad == AUTO_SAME_UPPER ? total / 2 : total - total / 2;
+        } else {
+            if (p->auto_pad == AUTO_NOTSET && p->n_pads) pb = p->pads[i], pe = p->pads[nd + i];
+            int64_t span = in + pb + pe - dk;
+            out = span < 0 ? 0 : span / s + 1;
+        }
+        if (k < 1 || out < 1)
+            return inf__kernel_error(ctx, INF_ESHAPE, "x %s: spatial dim %d is smaller than the kernel",
+                                     inf__shape_str(x->ndim, x->dims, b1, sizeof b1), i);
+        g->in[i] = in, g->out[i] = out, g->k[i] = k, g->s[i] = s, g->d[i] = d, g->pb[i] = pb;
+        g->in_total *= in, g->out_total *= out, g->k_total *= k;
+    }
+    return INF_OK;
+}
+
+typedef struct qconv_args {
+    const inf_tensor *x, *w, *xzp, *wzp, *bias;
+    const inf_tensor *xs, *ws, *ys, *yzp; /* QLinearConv */
+    inf_tensor *y;
+} qconv_args;
+
+/* The integer sum for output (n, m) at output position opos. */
+static int64_t qconv_point(const qconv_geom *g, const qconv_args *q, int64_t n, int64_t m,
+                           const int64_t *opos) {
+    int64_t grp = m / g->mg, acc = 0;
+    int32_t xz = zp_at(q->xzp, 0), wz = zp_at(q->wzp, m);
+    int64_t kpos[MAX_SP] = {0};
+    for (int64_t kk = 0; kk < g->k_total; kk++) {
+        int64_t off = 0;
+        bool inside = true;
+        for (int i = 0; i < g->nd && inside; i++) {
+            int64_t ip = opos[i] * g->s[i] - g->pb[i] + kpos[i] * g->d[i];
+            inside = ip >= 0 && ip < g->in[i];
+            off = off * g->in[i] + ip;
+        }
+        if (inside)
+            for (int64_t c = 0; c < g->cg; c++) {
+                int64_t xi = (n * g->c + grp * g->cg + c) * g->in_total + off;
+                int64_t wi = (m * g->cg + c) * g->k_total + kk;
+                acc += (int64_t)(q_at(q->x, xi) - xz) * (q_at(q->w, wi) - wz);
+            }
+        for (int i = g->nd - 1; i >= 0 && ++kpos[i] == g->k[i]; i--) kpos[i] = 0;
+    }
+    return acc;
+}
+
+static void qconv_compute(const qconv_geom *g, const qconv_args *q) {
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t m = 0; m < g->m; m++) {
+            int64_t opos[MAX_SP] = {0};
+            float mult = q->ys ? scale_at(q->xs, 0) * scale_at(q->ws, m) / scale_at(q->ys, 0) : 0;
+            int64_t bias = q->bias ? ((const int32_t *)q->bias->data)[m] : 0;
+            for (int64_t o = 0; o < g->out_total; o++) {
+                int64_t acc = qconv_point(g, q, n, m, opos) + bias, at = (n * g->m + m) * g->out_total + o;
+                if (!q->ys) ((int32_t *)q->y->data)[at] = (int32_t)(uint32_t)acc;
+                else q_store(q->y, at, (float)acc * mult, zp_at(q->yzp, 0));
+                for (int i = g->nd - 1; i >= 0 && ++opos[i] == g->out[i]; i--) opos[i] = 0;
+            }
+        }
+}
+
+static inf_status qconv_output(inf__kernel_ctx *ctx, const qconv_geom *g, inf_dtype dt, inf_tensor **y) {
+    int64_t dims[INF_MAX_DIMS] = {g->n, g->m};
+    for (int i = 0; i < g->nd; i++) dims[2 + i] = g->out[i];
+    return inf__kernel_output(ctx, 0, dt, g->nd + 2, dims, y);
+}
+
+static inf_status conv_integer_run(inf__kernel_ctx *ctx) {
+    const qconv_params *p = ctx->node->params;
+    qconv_args q = {ctx->in[0], opt_input(ctx, 1), opt_input(ctx, 2), opt_input(ctx, 3), NULL,
+                    NULL, NULL, NULL, NULL, NULL};
+    inf_status st = check_q8(ctx, "x", q.x);
+    if (st == INF_OK) st = check_q8(ctx, "w", q.w);
+    if (st == INF_OK) st = check_zero_point(ctx, "x_zero_point", q.xzp, q.x->dtype);
+    if (st == INF_OK) st = check_zero_point(ctx, "w_zero_point", q.wzp, q.w->dtype);
+    if (st != INF_OK) return st;
+    qconv_geom g;
+    if ((st = qconv_geometry(ctx, p, q.x, q.w, &g)) != INF_OK) return st;
+    if ((st = check_param(ctx, "x_zero_point", q.xzp, 1, "per tensor")) != INF_OK ||
+        (st = check_param(ctx, "w_zero_point", q.wzp, g.m, "per output channel")) != INF_OK)
+        return st;
+    if ((st = qconv_output(ctx, &g, INF_DTYPE_I32, &q.y)) != INF_OK) return st;
+    qconv_compute(&g, &q);
+    return INF_OK;
+}
+
+const inf__op_impl op_conv_integer = {qconv_init, conv_integer_run};
+
+static inf_status qlinear_conv_run(inf__kernel_ctx *ctx) {
+    char buf[96];
+    const qconv_params *p = ctx->node->params;
+    qconv_args q = {ctx->in[0], opt_input(ctx, 3), opt_input(ctx, 2), opt_input(ctx, 5), opt_input(ctx, 8),
+                    opt_input(ctx, 1), opt_input(ctx, 4), opt_input(ctx, 6), opt_input(ctx, 7), NULL};
+    inf_status st = check_q8(ctx, "x", q.x);
+    if (st == INF_OK) st = check_q8(ctx, "w", q.w);
+    if (st == INF_OK) st = check_q8(ctx, "y_zero_point", q.yzp);
+    if (st == INF_OK) st = check_zero_point(ctx, "x_zero_point", q.xzp, q.x->dtype);
+    if (st == INF_OK) st = check_zero_point(ctx, "w_zero_point", q.wzp, q.w->dtype);
+    if (st == INF_OK) st = check_scale(ctx, "x_scale", q.xs);
+    if (st == INF_OK) st = check_scale(ctx, "w_scale", q.ws);
+    if (st == INF_OK) st = check_scale(ctx, "y_scale", q.ys);
+    if (st != INF_OK) return st;
+    qconv_geom g;
+    if ((st = qconv_geometry(ctx, p, q.x, q.w, &g)) != INF_OK) return st;
+    if ((st = check_param(ctx, "x_scale", q.xs, 1, "per tensor")) != INF_OK ||
+        (st = check_param(ctx, "x_zero_point", q.xzp, 1, "per tensor")) != INF_OK ||
+        (st = check_param(ctx, "w_scale", q.ws, g.m, "per output channel")) != INF_OK ||
+        (st = check_param(ctx, "w_zero_point", q.wzp, g.m, "per output channel")) != INF_OK ||
+        (st = check_param(ctx, "y_scale", q.ys, 1, "per tensor")) != INF_OK ||
+        (st = check_param(ctx, "y_zero_point", q.yzp, 1, "per tensor")) != INF_OK)
+        return st;
+    if (q.bias && (q.bias->dtype != INF_DTYPE_I32 || q.bias->ndim != 1 || q.bias->dims[0] != g.m))
+        return inf__kernel_error(ctx, INF_ESHAPE, "input B: expected int32 [%lld], got %s %s",
+                                 (long long)g.m, inf_dtype_name(q.bias->dtype),
+                                 inf__shape_str(q.bias->ndim, q.bias->dims, buf, sizeof buf));
+    if ((st = qconv_output(ctx, &g, q.yzp->dtype, &q.y)) != INF_OK) return st;
+    qconv_compute(&g, &q);
+    return INF_OK;
+}
+
+const inf__op_impl op_qlinear_conv = {qconv_init, qlinear_conv_run};
