@@ -9,7 +9,8 @@
  *
  * Known failures live in a checked-in file (tests/conformance/
  * expected_failures.txt): a listed test that fails is XFAIL, one that passes
- * is XPASS and fails the run, so the list stays honest.
+ * is XPASS and fails the run, so the list stays honest -- except tests whose
+ * reason starts with "random", whose outputs may match by chance.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -247,7 +248,10 @@ static void run_suite(const char *data_dir, const char *suite, regex_t *filter, 
         const char *reason = expected_reason(expected, suite, name);
         if (ok) {
             t->passed++;
-            if (reason) {
+            if (reason && !strncmp(reason, "random", 6)) {
+                /* a random-output test may match by chance: not a reason to fail */
+                if (!quiet) printf("PASS  %s/%s (random output matched by chance)\n", suite, name);
+            } else if (reason) {
                 t->xpass++;
                 t->unexpected++;
                 printf("XPASS %s/%s: listed as a known failure (%s) but passes; remove it from the list\n", suite, name, reason);

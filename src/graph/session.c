@@ -263,6 +263,7 @@ inf_status inf__kernel_output(inf__kernel_ctx *ctx, int i, inf_dtype dtype, int 
     if (dtype == INF_DTYPE_STRING) {
         memset(sl->buf->data, 0, nbytes);
         sl->buf->n_strings = numel;
+        sl->t.flags = INF_TENSOR_OWNS_DATA; /* inf_tensor_set_string frees what it replaces */
     }
     sl->value = &sl->t;
     ctx->out[i] = sl->value;

@@ -152,6 +152,38 @@ static inf_status copy_typed(const Onnx__TensorProto *tp, inf_tensor *t, const c
     }
 }
 
+/* How many values the payload of tp holds, in the units the shape counts
+ * (elements; complex numbers count two floats each in typed fields). */
+static inf_status check_payload_size(const Onnx__TensorProto *tp, inf_dtype dtype, int64_t numel, const char *what,
+                                     inf_error *err) {
+    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        if ((uint64_t)numel * inf_dtype_size(dtype) > ((uint64_t)1 << 36))
+            return inf__error(err, INF_EFORMAT, "%s: external tensor of %lld elements is too large", what, (long long)numel);
+        return INF_OK; /* read_external checks the file */
+    }
+    if (tp->has_raw_data && dtype != INF_DTYPE_STRING) {
+        if ((uint64_t)tp->raw_data.len != (uint64_t)numel * inf_dtype_size(dtype))
+            return inf__error(err, INF_EFORMAT, "%s: raw_data has %zu bytes, the shape needs %llu", what, tp->raw_data.len,
+                              (unsigned long long)numel * inf_dtype_size(dtype));
+        return INF_OK;
+    }
+    size_t stored;
+    int per = dtype == INF_DTYPE_C64 || dtype == INF_DTYPE_C128 ? 2 : 1;
+    switch (dtype) {
+    case INF_DTYPE_F32:
+    case INF_DTYPE_C64: stored = tp->n_float_data; break;
+    case INF_DTYPE_F64:
+    case INF_DTYPE_C128: stored = tp->n_double_data; break;
+    case INF_DTYPE_I64: stored = tp->n_int64_data; break;
+    case INF_DTYPE_U32:
+    case INF_DTYPE_U64: stored = tp->n_uint64_data; break;
+    case INF_DTYPE_STRING: stored = tp->n_string_data; break;
+    default: stored = tp->n_int32_data; break;
+    }
+    if ((uint64_t)stored != (uint64_t)numel * (uint64_t)per) return typed_count_error(err, what, stored, numel * per);
+    return INF_OK;
+}
+
 inf_status inf__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir,
                                        const char *what, inf_tensor **out, inf_error *err) {
     *out = NULL;
@@ -170,8 +202,10 @@ inf_status inf__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *
     int64_t numel = inf__shape_numel((int)tp->n_dims, dims);
     if (numel < 0 || (uint64_t)numel > ((uint64_t)1 << 40))
         return inf__error(err, INF_EFORMAT, "%s: shape is too large", what);
+    inf_status st = check_payload_size(tp, (inf_dtype)dtype, numel, what, err);
+    if (st != INF_OK) return st; /* before allocating: a header must not make us allocate what the data lacks */
     inf_tensor *t;
-    inf_status st = inf_tensor_new((inf_dtype)dtype, (int)tp->n_dims, dims, &t);
+    st = inf_tensor_new((inf_dtype)dtype, (int)tp->n_dims, dims, &t);
     if (st != INF_OK) return inf__error(err, st, "%s: cannot allocate %lld elements", what, (long long)numel);
     size_t nbytes = inf_tensor_nbytes(t);
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {

@@ -12,12 +12,18 @@
 
 /* Weak, so that the library links while a kernel family is being written;
  * a unit test (ops_table_complete) fails while any row lacks its kernel. */
-#define OP(domain, name, first, last, impl) extern const inf__op_impl impl __attribute__((weak));
+/* A row is OP(domain, name, first, last, impl[, min_in, max_in, min_out,
+ * max_out, required]); rows without the arity columns get -1 (unchecked)
+ * through the padding arguments below. */
+#define OP_EXTERN(domain, name, first, last, impl, ...) extern const inf__op_impl impl __attribute__((weak));
+#define OP(...) OP_EXTERN(__VA_ARGS__, -1, -1, -1, -1, 0)
 #include "ops/ops.def"
 #undef OP
 
+#define OP_ROW(domain, name, first, last, impl, min_in, max_in, min_out, max_out, required, ...) \
+    {INF_DOMAIN_##domain, name, first, last, &impl, min_in, max_in, min_out, max_out, required},
 const inf__op inf__op_table[] = {
-#define OP(domain, name, first, last, impl) {INF_DOMAIN_##domain, name, first, last, &impl},
+#define OP(...) OP_ROW(__VA_ARGS__, -1, -1, -1, -1, 0)
 #include "ops/ops.def"
 #undef OP
 };
@@ -48,6 +54,20 @@ const inf__op *inf__op_find(inf__domain domain, const char *name) {
     return NULL;
 }
 
+static inf_status check_arity(const inf__op *op, const inf__node *node, inf_error *err) {
+    if (op->min_inputs >= 0 && (node->n_inputs < op->min_inputs || (op->max_inputs >= 0 && node->n_inputs > op->max_inputs)))
+        return inf__node_error(node, err, INF_EMODEL, "has %d inputs; %s takes %d to %s", node->n_inputs, op->name,
+                               op->min_inputs, op->max_inputs < 0 ? "any number" : (char[12]){0});
+    if (op->min_outputs >= 0 &&
+        (node->n_outputs < op->min_outputs || (op->max_outputs >= 0 && node->n_outputs > op->max_outputs)))
+        return inf__node_error(node, err, INF_EMODEL, "has %d outputs; %s produces %d to %d", node->n_outputs, op->name,
+                               op->min_outputs, op->max_outputs);
+    for (int i = 0; i < 32 && i < node->n_inputs; i++)
+        if ((op->required_inputs >> i & 1) && node->inputs[i] < 0)
+            return inf__node_error(node, err, INF_EMODEL, "required input %d of %s is empty", i, op->name);
+    return INF_OK;
+}
+
 static inf_status bind_node(struct inf_model *model, inf__node *node, inf_error *err) {
     int domain = inf__domain_from_string(node->domain);
     const inf__op *op = domain < 0 ? NULL : inf__op_find((inf__domain)domain, node->op_type);
@@ -63,6 +83,8 @@ static inf_status bind_node(struct inf_model *model, inf__node *node, inf_error 
                                node->opset);
     if (!op->impl)
         return inf__node_error(node, err, INF_EUNSUPPORTED, "operator %s has no kernel in this build", node->op_type);
+    inf_status st = check_arity(op, node, err);
+    if (st != INF_OK) return st;
     node->op = op;
     if (op->impl->init) return op->impl->init(node, &model->arena, err);
     return INF_OK;

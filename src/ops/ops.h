@@ -3,8 +3,12 @@
  *
  * DESIGN: src/ops/ops.def is the single list of operators, one line each:
  *
- *     OP(DOMAIN, "OpType", first_opset, last_opset, impl)
+ *     OP(DOMAIN, "OpType", first_opset, last_opset, impl, min_in, max_in, min_out, max_out, required)
  *
+ * The arity columns (max -1 = variadic) come from ONNX's schemas
+ * (scripts/gen-op-arity.py), with `required` a bit mask of the inputs that
+ * may not be empty; the loader rejects a node outside them, so a kernel may
+ * rely on its required inputs being present (non-NULL at run time).
  * It generates the sorted table inf__op_table[] (op_table.c), looked up by
  * (domain, op type) with a binary search at load time, never a strcmp chain.
  * `impl` names a `const inf__op_impl` defined in the op's family file
@@ -64,6 +68,9 @@ typedef struct inf__op {
     const char *name;
     int first_opset, last_opset;
     const inf__op_impl *impl;
+    int min_inputs, max_inputs;   /* -1 max: variadic; -1 min: not checked */
+    int min_outputs, max_outputs;
+    uint32_t required_inputs;     /* bit i: input i may not be empty */
 } inf__op;
 
 extern const inf__op inf__op_table[];
@@ -116,6 +123,17 @@ inf_status inf__kernel_run_subgraph(inf__kernel_ctx *ctx, const inf__graph *g, i
  * NULL).  Not to be called from inside a pool task (ops/ref/gemm.c). */
 void inf__ops_sgemm(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* The two implementations behind inf__ops_sgemm, same contract (for the
+ * kernel tests): the portable blocked loops (ops/ref/gemm.c), and the
+ * AVX2/FMA one (ops/x86/gemm_avx2.c; x86-64 only, call only when
+ * inf__cpu_has_avx2_fma()), which returns false without touching C when it
+ * cannot get its workspace from the pool (NULL pool, out of memory). */
+void inf__ops_sgemm_ref(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                        float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                        float *c, int64_t ldc);
+bool inf__ops_sgemm_avx2(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                         float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                         float *c, int64_t ldc);
 
 /* ---- helpers shared by kernels (ops/util.c) ---- */
 

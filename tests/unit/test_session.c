@@ -4,6 +4,7 @@
  * the example MLP against ONNX Runtime's output, the zero-allocation warm
  * run, and allocation-failure injection over load, compile and run.
  */
+#include <dirent.h>
 #include <stdlib.h>
 
 #include "infera/session.h"
@@ -319,4 +320,51 @@ TEST(outputs_never_borrow_caller_inputs) {
     inf_session_free(s);
     inf_model_free(m);
     free(mm.bytes);
+}
+
+/* Inputs the fuzzers once crashed on (tests/fuzz/regressions): each must
+ * load and run, or fail with an error. */
+TEST(fuzz_regressions_fail_cleanly) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/fuzz/regressions", INFERA_SOURCE_DIR);
+    DIR *d = opendir(dir);
+    ASSERT_TRUE(d != NULL);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "rb");
+        if (!f) continue;
+        uint8_t buf[1 << 16];
+        size_t size = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        inf_error err;
+        inf_tensor *t = NULL;
+        if (inf_tensor_decode_pb(buf, size, &t, &err) == INF_OK) inf_tensor_free(t);
+        inf_model *m = NULL;
+        if (inf_model_load_buffer(buf, size, NULL, NULL, &m, &err) == INF_OK) {
+            inf_session *s = NULL;
+            if (inf_session_new(m, NULL, &s, &err) == INF_OK) {
+                int64_t dims[INF_MAX_DIMS];
+                inf_tensor *inputs[8] = {0};
+                int ni = inf_model_n_inputs(m);
+                for (int i = 0; i < ni && i < 8; i++) {
+                    const inf_value_info *info = inf_model_input(m, i);
+                    for (int k = 0; k < info->ndim; k++) dims[k] = info->dims[k] < 0 ? 1 : info->dims[k];
+                    if (info->ndim >= 0 && info->dtype != INF_DTYPE_UNDEFINED)
+                        inf_tensor_new(info->dtype, info->ndim, dims, &inputs[i]);
+                }
+                inf_tensor *const *out;
+                if (ni <= 8) inf_session_run(s, (const inf_tensor *const *)inputs, &out, &err);
+                for (int i = 0; i < 8; i++) inf_tensor_free(inputs[i]);
+                inf_session_free(s);
+            }
+            inf_model_free(m);
+        }
+        n++;
+    }
+    closedir(d);
+    ASSERT_TRUE(n >= 2);
 }

@@ -15,8 +15,9 @@
  * two's-complement arithmetic, wrapped to the element width as numpy does;
  * bool add is "or", bool mul is "and".
  *
- * Scatters write duplicate indices in order, so with reduction "none" the
- * last update wins (the spec leaves that case undefined).
+ * Scatters apply duplicate indices in order, so with reduction "none" the
+ * last update wins (the spec leaves that case undefined).  String outputs
+ * are written once per element (see gs_target).
  *
  * Deviations: none known.
  */
@@ -45,10 +46,11 @@ static inf_status gs_read_index(inf__kernel_ctx *ctx, const inf_tensor *ind, int
                                 int axis, int64_t *out) {
     int64_t v = gs_index(ind, j);
     if (v < -dim || v >= dim)
-        return inf__kernel_error(ctx, INF_ERANGE,
-                                 "input indices: element %lld is %lld, outside [%lld, %lld) for axis "
-                                 "%d of input data",
-                                 (long long)j, (long long)v, (long long)-dim, (long long)dim, axis);
+        return inf__kernel_error(
+            ctx, INF_ERANGE,
+            "input indices: element %lld is %lld, outside [%lld, %lld) for axis "
+            "%d of input data",
+            (long long)j, (long long)v, (long long)-dim, (long long)dim, axis);
     *out = v < 0 ? v + dim : v;
     return INF_OK;
 }
@@ -72,15 +74,20 @@ static void gs_next(int ndim, const int64_t *dims, int64_t *c) {
 
 static inf_status gs_parse_reduction(inf__kernel_ctx *ctx, gs_reduction *out) {
     const char *s = inf__attr_string(ctx->node, "reduction", "none");
-    if (!strcmp(s, "none")) *out = GS_NONE;
-    else if (!strcmp(s, "add")) *out = GS_ADD;
-    else if (!strcmp(s, "mul")) *out = GS_MUL;
-    else if (!strcmp(s, "max")) *out = GS_MAX;
-    else if (!strcmp(s, "min")) *out = GS_MIN;
+    if (!strcmp(s, "none"))
+        *out = GS_NONE;
+    else if (!strcmp(s, "add"))
+        *out = GS_ADD;
+    else if (!strcmp(s, "mul"))
+        *out = GS_MUL;
+    else if (!strcmp(s, "max"))
+        *out = GS_MAX;
+    else if (!strcmp(s, "min"))
+        *out = GS_MIN;
     else
-        return inf__kernel_error(ctx, INF_EINVAL,
-                                 "attribute reduction: expected none, add, mul, max or min, got '%s'",
-                                 s);
+        return inf__kernel_error(
+            ctx, INF_EINVAL, "attribute reduction: expected none, add, mul, max or min, got '%s'",
+            s);
     return INF_OK;
 }
 
@@ -137,8 +144,8 @@ static inf_status gs_apply(inf__kernel_ctx *ctx, inf_tensor *y, int64_t di, cons
     if (y->dtype == INF_DTYPE_BOOL && red == GS_MUL) red = GS_MIN; /* and */
     for (int64_t k = 0; k < n; k++)
         gs_set_i64(y, di + k,
-                   gs_reduce_i64(red, inf__tensor_get_i64(y, di + k), inf__tensor_get_i64(upd, si + k),
-                                 is_unsigned));
+                   gs_reduce_i64(red, inf__tensor_get_i64(y, di + k),
+                                 inf__tensor_get_i64(upd, si + k), is_unsigned));
     return INF_OK;
 }
 
@@ -149,6 +156,48 @@ static inf_status gs_check_reducible(inf__kernel_ctx *ctx, const inf_tensor *x, 
         return INF_OK;
     return inf__kernel_error(ctx, INF_ETYPE, "input data: reduction needs a numeric type, got %s",
                              inf_dtype_name(x->dtype));
+}
+
+/* The output of a scatter.  Numbers: y starts as a copy of data and each
+ * update is applied in place.  Strings: an element must be written once
+ * (inf_tensor_set_string does not free what it replaces in a session
+ * buffer), so the updates only record in src_map the final source of each
+ * element, and gs_target_finish copies every element once. */
+typedef struct gs_target {
+    const inf_tensor *x, *upd;
+    inf_tensor *y;
+    gs_reduction red;
+    int64_t *src_map; /* strings: update index per element, -1 for data */
+} gs_target;
+
+static inf_status gs_target_begin(inf__kernel_ctx *ctx, gs_target *t) {
+    inf_status st = inf__kernel_output(ctx, 0, t->x->dtype, t->x->ndim, t->x->dims, &t->y);
+    if (st != INF_OK) return st;
+    int64_t n = inf_tensor_numel(t->x);
+    t->src_map = NULL;
+    if (t->x->dtype != INF_DTYPE_STRING) return move_copy(ctx, t->y, 0, t->x, 0, n);
+    if (n == 0) return INF_OK;
+    if (!(t->src_map = inf__kernel_scratch(ctx, sizeof(int64_t) * (size_t)n))) return INF_ENOMEM;
+    for (int64_t i = 0; i < n; i++) t->src_map[i] = -1;
+    return INF_OK;
+}
+
+/* y[di .. di+n) receives (or is reduced with) upd[si .. si+n). */
+static inf_status gs_target_update(inf__kernel_ctx *ctx, gs_target *t, int64_t di, int64_t si,
+                                   int64_t n) {
+    if (!t->src_map) return gs_apply(ctx, t->y, di, t->upd, si, n, t->red);
+    for (int64_t k = 0; k < n; k++) t->src_map[di + k] = si + k;
+    return INF_OK;
+}
+
+static inf_status gs_target_finish(inf__kernel_ctx *ctx, gs_target *t) {
+    if (!t->src_map) return INF_OK;
+    inf_status st = INF_OK;
+    for (int64_t i = 0, n = inf_tensor_numel(t->y); i < n && st == INF_OK; i++) {
+        int64_t s = t->src_map[i];
+        st = s < 0 ? move_copy(ctx, t->y, i, t->x, i, 1) : move_copy(ctx, t->y, i, t->upd, s, 1);
+    }
+    return st;
 }
 
 /* ---- GatherElements / ScatterElements ---- */
@@ -223,7 +272,8 @@ static inf_status scatter_elements_run(inf__kernel_ctx *ctx) {
         (st = move_input(ctx, 1, "indices", true, &ind)) != INF_OK ||
         (st = move_input(ctx, 2, "updates", true, &upd)) != INF_OK ||
         (st = gs_check_indices_dtype(ctx, ind)) != INF_OK ||
-        (st = gs_parse_reduction(ctx, &red)) != INF_OK || (st = gs_check_reducible(ctx, x, red)) != INF_OK)
+        (st = gs_parse_reduction(ctx, &red)) != INF_OK ||
+        (st = gs_check_reducible(ctx, x, red)) != INF_OK)
         return st;
     if (x->ndim < 1) return inf__kernel_error(ctx, INF_ESHAPE, "input data must have rank >= 1");
     int axis = 0;
@@ -231,19 +281,17 @@ static inf_status scatter_elements_run(inf__kernel_ctx *ctx) {
                         &axis)) != INF_OK ||
         (st = gs_check_elements_shape(ctx, x, ind, upd, axis)) != INF_OK)
         return st;
-    inf_tensor *y;
-    if ((st = inf__kernel_output(ctx, 0, x->dtype, x->ndim, x->dims, &y)) != INF_OK ||
-        (st = move_copy(ctx, y, 0, x, 0, inf_tensor_numel(x))) != INF_OK)
-        return st;
+    gs_target t = {x, upd, NULL, red, NULL};
+    if ((st = gs_target_begin(ctx, &t)) != INF_OK) return st;
     int64_t xs[INF_MAX_DIMS], c[INF_MAX_DIMS] = {0};
     gs_strides(x, xs);
     for (int64_t j = 0, n = inf_tensor_numel(ind); j < n; j++, gs_next(ind->ndim, ind->dims, c)) {
         int64_t off;
         if ((st = gs_element_offset(ctx, x, xs, ind, j, c, axis, &off)) != INF_OK ||
-            (st = gs_apply(ctx, y, off, upd, j, 1, red)) != INF_OK)
+            (st = gs_target_update(ctx, &t, off, j, 1)) != INF_OK)
             return st;
     }
-    return INF_OK;
+    return gs_target_finish(ctx, &t);
 }
 
 /* ---- GatherND / ScatterND ---- */
@@ -253,10 +301,10 @@ static inf_status scatter_elements_run(inf__kernel_ctx *ctx) {
  * elements. */
 typedef struct gs_nd {
     int b, k;
-    int64_t n_tuples;        /* tuples in indices (all batches) */
-    int64_t per_batch;       /* tuples per batch entry */
-    int64_t batch_size;      /* elements of data per batch entry */
-    int64_t slice;           /* elements per tuple */
+    int64_t n_tuples;   /* tuples in indices (all batches) */
+    int64_t per_batch;  /* tuples per batch entry */
+    int64_t batch_size; /* elements of data per batch entry */
+    int64_t slice;      /* elements per tuple */
     int64_t strides[INF_MAX_DIMS];
 } gs_nd;
 
@@ -273,8 +321,8 @@ static inf_status gs_nd_plan(inf__kernel_ctx *ctx, const inf_tensor *x, const in
     int64_t k = ind->dims[q - 1];
     if (k < 1 || k > r - b)
         return inf__kernel_error(ctx, INF_ESHAPE,
-                                 "input indices: last dimension is %lld, expected 1..%d", (long long)k,
-                                 r - b);
+                                 "input indices: last dimension is %lld, expected 1..%d",
+                                 (long long)k, r - b);
     for (int a = 0; a < b; a++) {
         if (ind->dims[a] != x->dims[a])
             return inf__kernel_error(ctx, INF_ESHAPE,
@@ -352,23 +400,22 @@ static inf_status scatter_nd_run(inf__kernel_ctx *ctx) {
     int want = ind->ndim - 1 + x->ndim - nd.k;
     bool ok = upd->ndim == want && upd->dtype == x->dtype;
     for (int a = 0; ok && a < ind->ndim - 1; a++) ok = upd->dims[a] == ind->dims[a];
-    for (int a = nd.k; ok && a < x->ndim; a++) ok = upd->dims[ind->ndim - 1 + a - nd.k] == x->dims[a];
+    for (int a = nd.k; ok && a < x->ndim; a++)
+        ok = upd->dims[ind->ndim - 1 + a - nd.k] == x->dims[a];
     if (!ok)
         return inf__kernel_error(ctx, INF_ESHAPE,
                                  "input updates must be %s with shape indices.shape[:-1] + "
                                  "data.shape[%d:]",
                                  inf_dtype_name(x->dtype), nd.k);
-    inf_tensor *y;
-    if ((st = inf__kernel_output(ctx, 0, x->dtype, x->ndim, x->dims, &y)) != INF_OK ||
-        (st = move_copy(ctx, y, 0, x, 0, inf_tensor_numel(x))) != INF_OK)
-        return st;
+    gs_target tg = {x, upd, NULL, red, NULL};
+    if ((st = gs_target_begin(ctx, &tg)) != INF_OK) return st;
     for (int64_t t = 0; t < nd.n_tuples; t++) {
         int64_t off;
         if ((st = gs_nd_offset(ctx, x, ind, &nd, t, &off)) != INF_OK ||
-            (st = gs_apply(ctx, y, off, upd, t * nd.slice, nd.slice, red)) != INF_OK)
+            (st = gs_target_update(ctx, &tg, off, t * nd.slice, nd.slice)) != INF_OK)
             return st;
     }
-    return INF_OK;
+    return gs_target_finish(ctx, &tg);
 }
 
 const inf__op_impl op_gather_elements = {NULL, gather_elements_run};

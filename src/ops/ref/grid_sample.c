@@ -36,16 +36,23 @@ static inf_status gsm_init(inf__node *node, inf__arena *arena, inf_error *err) {
     if (!p) return INF_ENOMEM;
     const char *m = inf__attr_string(node, "mode", "bilinear");
     const char *pm = inf__attr_string(node, "padding_mode", "zeros");
-    if (!strcmp(m, "bilinear")) p->mode = GSM_BILINEAR;
-    else if (!strcmp(m, "nearest")) p->mode = GSM_NEAREST;
-    else if (!strcmp(m, "bicubic")) p->mode = GSM_BICUBIC;
-    else return inf__node_error(node, err, INF_EMODEL, "attribute mode: unsupported value '%s'", m);
-    if (!strcmp(pm, "zeros")) p->pad = GSM_ZEROS;
-    else if (!strcmp(pm, "border")) p->pad = GSM_BORDER;
-    else if (!strcmp(pm, "reflection")) p->pad = GSM_REFLECTION;
+    if (!strcmp(m, "bilinear"))
+        p->mode = GSM_BILINEAR;
+    else if (!strcmp(m, "nearest"))
+        p->mode = GSM_NEAREST;
+    else if (!strcmp(m, "bicubic"))
+        p->mode = GSM_BICUBIC;
     else
-        return inf__node_error(node, err, INF_EMODEL, "attribute padding_mode: unsupported value '%s'",
-                               pm);
+        return inf__node_error(node, err, INF_EMODEL, "attribute mode: unsupported value '%s'", m);
+    if (!strcmp(pm, "zeros"))
+        p->pad = GSM_ZEROS;
+    else if (!strcmp(pm, "border"))
+        p->pad = GSM_BORDER;
+    else if (!strcmp(pm, "reflection"))
+        p->pad = GSM_REFLECTION;
+    else
+        return inf__node_error(node, err, INF_EMODEL,
+                               "attribute padding_mode: unsupported value '%s'", pm);
     p->align = inf__attr_int(node, "align_corners", 0) != 0;
     node->params = p;
     return INF_OK;
@@ -82,7 +89,8 @@ static double gsm_unnormalize(const gsm_params *p, double g, int64_t size) {
 
 /* Pixel at the integer-valued coordinates (px, py) of the plane at `base`;
  * 0 outside the image (NaN coordinates included). */
-static double gsm_pixel(const inf_tensor *x, int64_t base, int64_t H, int64_t W, double px, double py) {
+static double gsm_pixel(const inf_tensor *x, int64_t base, int64_t H, int64_t W, double px,
+                        double py) {
     if (!(px >= 0 && py >= 0 && px <= (double)(W - 1) && py <= (double)(H - 1))) return 0;
     return inf__tensor_get_f64(x, base + (int64_t)py * W + (int64_t)px);
 }
@@ -96,8 +104,8 @@ static void gsm_cubic_coeffs(double t, double *c) {
     c[3] = ((A * w - 5 * A) * w + 8 * A) * w - 4 * A;
 }
 
-static double gsm_bicubic(const gsm_params *p, const inf_tensor *x, int64_t base, int64_t H, int64_t W,
-                          double fx, double fy) {
+static double gsm_bicubic(const gsm_params *p, const inf_tensor *x, int64_t base, int64_t H,
+                          int64_t W, double fx, double fy) {
     double x0 = floor(fx), y0 = floor(fy), cx[4], cy[4], sum = 0;
     gsm_cubic_coeffs(fx - x0, cx);
     gsm_cubic_coeffs(fy - y0, cy);
@@ -112,18 +120,18 @@ static double gsm_bicubic(const gsm_params *p, const inf_tensor *x, int64_t base
     return sum;
 }
 
-static double gsm_sample(const gsm_params *p, const inf_tensor *x, int64_t base, int64_t H, int64_t W,
-                         double gx, double gy) {
+static double gsm_sample(const gsm_params *p, const inf_tensor *x, int64_t base, int64_t H,
+                         int64_t W, double gx, double gy) {
     double fx = gsm_unnormalize(p, gx, W), fy = gsm_unnormalize(p, gy, H);
     if (p->mode == GSM_BICUBIC) return gsm_bicubic(p, x, base, H, W, fx, fy);
     fx = gsm_pad_coord(p, fx, W);
     fy = gsm_pad_coord(p, fy, H);
-    if (p->mode == GSM_NEAREST)
-        return gsm_pixel(x, base, H, W, nearbyint(fx), nearbyint(fy));
+    if (p->mode == GSM_NEAREST) return gsm_pixel(x, base, H, W, nearbyint(fx), nearbyint(fy));
     double x0 = floor(fx), y0 = floor(fy), tx = fx - x0, ty = fy - y0;
-    double top = (1 - tx) * gsm_pixel(x, base, H, W, x0, y0) + tx * gsm_pixel(x, base, H, W, x0 + 1, y0);
-    double bottom =
-        (1 - tx) * gsm_pixel(x, base, H, W, x0, y0 + 1) + tx * gsm_pixel(x, base, H, W, x0 + 1, y0 + 1);
+    double top =
+        (1 - tx) * gsm_pixel(x, base, H, W, x0, y0) + tx * gsm_pixel(x, base, H, W, x0 + 1, y0);
+    double bottom = (1 - tx) * gsm_pixel(x, base, H, W, x0, y0 + 1) +
+                    tx * gsm_pixel(x, base, H, W, x0 + 1, y0 + 1);
     return (1 - ty) * top + ty * bottom;
 }
 

@@ -32,7 +32,8 @@ static inf_status unpool_shape(inf__kernel_ctx *ctx, const inf_tensor *x, int64_
         int64_t s = strides ? strides[a] : 1;
         int64_t d = (x->dims[a + 2] - 1) * s + k[a] - (pads ? pads[a] + pads[ns + a] : 0);
         if (s < 1 || d < 0)
-            return inf__kernel_error(ctx, INF_EINVAL, "spatial axis %d: invalid stride or output size", a);
+            return inf__kernel_error(ctx, INF_EINVAL,
+                                     "spatial axis %d: invalid stride or output size", a);
         dims[a + 2] = d;
     }
     return INF_OK;
@@ -46,7 +47,8 @@ static inf_status max_unpool_run(inf__kernel_ctx *ctx) {
         (st = move_input(ctx, 2, "output_shape", false, &os)) != INF_OK)
         return st;
     if (x->ndim < 3 || !(inf__dtype_is_float(x->dtype) || inf__dtype_is_int(x->dtype)))
-        return inf__kernel_error(ctx, INF_ESHAPE, "input X: expected a numeric tensor of rank >= 3");
+        return inf__kernel_error(ctx, INF_ESHAPE,
+                                 "input X: expected a numeric tensor of rank >= 3");
     if (ind->dtype != INF_DTYPE_I64 || ind->ndim != x->ndim ||
         memcmp(ind->dims, x->dims, sizeof(int64_t) * x->ndim))
         return inf__kernel_error(ctx, INF_ESHAPE, "input I: expected int64 with the shape of X");
@@ -56,9 +58,9 @@ static inf_status max_unpool_run(inf__kernel_ctx *ctx) {
         if ((st = move_read_ints(ctx, os, "output_shape", false, INF_MAX_DIMS, dims, &n)) != INF_OK)
             return st;
         if (n != x->ndim || dims[0] != x->dims[0] || dims[1] != x->dims[1])
-            return inf__kernel_error(ctx, INF_ESHAPE,
-                                     "input output_shape: expected %d values starting with N, C of X",
-                                     x->ndim);
+            return inf__kernel_error(
+                ctx, INF_ESHAPE, "input output_shape: expected %d values starting with N, C of X",
+                x->ndim);
         for (int a = 2; a < n; a++)
             if (dims[a] < 0)
                 return inf__kernel_error(ctx, INF_ESHAPE, "input output_shape: negative dimension");
@@ -72,7 +74,8 @@ static inf_status max_unpool_run(inf__kernel_ctx *ctx) {
     const int64_t *iv = ind->data;
     for (int64_t i = 0, n = inf_tensor_numel(x); i < n; i++) {
         if (iv[i] < 0 || iv[i] >= total)
-            return inf__kernel_error(ctx, INF_ERANGE, "input I: element %lld is %lld, outside [0, %lld)",
+            return inf__kernel_error(ctx, INF_ERANGE,
+                                     "input I: element %lld is %lld, outside [0, %lld)",
                                      (long long)i, (long long)iv[i], (long long)total);
         if ((st = move_copy(ctx, y, iv[i], x, i, 1)) != INF_OK) return st;
     }

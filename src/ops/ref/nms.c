@@ -54,13 +54,15 @@ static bool nms_suppresses(const nms_box *a, const nms_box *b, double threshold)
 }
 
 /* Stable merge sort of idx[0..n) by decreasing score. */
-static void nms_sort(const inf_tensor *scores, int64_t base, int64_t *idx, int64_t *tmp, int64_t n) {
+static void nms_sort(const inf_tensor *scores, int64_t base, int64_t *idx, int64_t *tmp,
+                     int64_t n) {
     for (int64_t w = 1; w < n; w *= 2) {
         for (int64_t lo = 0; lo < n; lo += 2 * w) {
             int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
             int64_t a = lo, b = mid, k = lo;
             while (a < mid && b < hi)
-                tmp[k++] = inf__tensor_get_f64(scores, base + idx[b]) > inf__tensor_get_f64(scores, base + idx[a])
+                tmp[k++] = inf__tensor_get_f64(scores, base + idx[b]) >
+                                   inf__tensor_get_f64(scores, base + idx[a])
                                ? idx[b++]
                                : idx[a++];
             while (a < mid) tmp[k++] = idx[a++];
@@ -70,14 +72,15 @@ static void nms_sort(const inf_tensor *scores, int64_t base, int64_t *idx, int64
     }
 }
 
-static inf_status nms_scalar(inf__kernel_ctx *ctx, int i, const char *name, bool want_int, double dflt,
-                             bool *present, double *out) {
+static inf_status nms_scalar(inf__kernel_ctx *ctx, int i, const char *name, bool want_int,
+                             double dflt, bool *present, double *out) {
     const inf_tensor *t;
     inf_status st = move_input(ctx, i, name, false, &t);
     *present = false;
     *out = dflt;
     if (st != INF_OK || !t || inf_tensor_numel(t) == 0) return st;
-    if (inf_tensor_numel(t) != 1 || (want_int ? !inf__dtype_is_int(t->dtype) : !inf__dtype_is_float(t->dtype)))
+    if (inf_tensor_numel(t) != 1 ||
+        (want_int ? !inf__dtype_is_int(t->dtype) : !inf__dtype_is_float(t->dtype)))
         return inf__kernel_error(ctx, INF_ESHAPE, "input %s: expected one %s value", name,
                                  want_int ? "int64" : "float");
     *present = true;
@@ -93,8 +96,9 @@ typedef struct nms_args {
 } nms_args;
 
 /* Selects the boxes of (batch b, class c) into sel (box indices); returns the count. */
-static int64_t nms_select(const nms_args *a, const inf_tensor *boxes, const inf_tensor *scores, int64_t b,
-                          int64_t c, int64_t S, int64_t C, int64_t *order, int64_t *tmp, int64_t *sel) {
+static int64_t nms_select(const nms_args *a, const inf_tensor *boxes, const inf_tensor *scores,
+                          int64_t b, int64_t c, int64_t S, int64_t C, int64_t *order, int64_t *tmp,
+                          int64_t *sel) {
     int64_t base = (b * C + c) * S, n = 0, k = 0;
     for (int64_t i = 0; i < S; i++)
         if (!a->has_score || inf__tensor_get_f64(scores, base + i) > a->score) order[n++] = i;
@@ -119,13 +123,14 @@ static inf_status nms_run(inf__kernel_ctx *ctx) {
     bool present;
     if ((st = move_input(ctx, 0, "boxes", true, &boxes)) != INF_OK ||
         (st = move_input(ctx, 1, "scores", true, &scores)) != INF_OK ||
-        (st = nms_scalar(ctx, 2, "max_output_boxes_per_class", true, 0, &present, &max_out)) != INF_OK ||
+        (st = nms_scalar(ctx, 2, "max_output_boxes_per_class", true, 0, &present, &max_out)) !=
+            INF_OK ||
         (st = nms_scalar(ctx, 3, "iou_threshold", false, 0, &present, &a.iou)) != INF_OK ||
         (st = nms_scalar(ctx, 4, "score_threshold", false, 0, &a.has_score, &a.score)) != INF_OK)
         return st;
-    if (!inf__dtype_is_float(boxes->dtype) || !inf__dtype_is_float(scores->dtype) || boxes->ndim != 3 ||
-        scores->ndim != 3 || boxes->dims[2] != 4 || scores->dims[0] != boxes->dims[0] ||
-        scores->dims[2] != boxes->dims[1])
+    if (!inf__dtype_is_float(boxes->dtype) || !inf__dtype_is_float(scores->dtype) ||
+        boxes->ndim != 3 || scores->ndim != 3 || boxes->dims[2] != 4 ||
+        scores->dims[0] != boxes->dims[0] || scores->dims[2] != boxes->dims[1])
         return inf__kernel_error(ctx, INF_ESHAPE,
                                  "inputs: expected float boxes [B, S, 4] and scores [B, C, S]");
     a.center = inf__attr_int(ctx->node, "center_point_box", 0) != 0;
@@ -134,7 +139,8 @@ static inf_status nms_run(inf__kernel_ctx *ctx) {
 
     int64_t *order = NULL, *all = NULL, n_all = 0;
     size_t cap = (size_t)(B * C * a.max_out);
-    if (S > 0 && !(order = inf__kernel_scratch(ctx, sizeof(int64_t) * 3 * (size_t)S))) return INF_ENOMEM;
+    if (S > 0 && !(order = inf__kernel_scratch(ctx, sizeof(int64_t) * 3 * (size_t)S)))
+        return INF_ENOMEM;
     if (cap > 0 && !(all = inf__kernel_scratch(ctx, sizeof(int64_t) * 3 * cap))) return INF_ENOMEM;
     for (int64_t b = 0; b < B && a.max_out > 0; b++)
         for (int64_t c = 0; c < C; c++) {

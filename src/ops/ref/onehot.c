@@ -13,7 +13,8 @@
  */
 #include "ops/ref/data_move.h"
 
-static inf_status onehot_check_numeric(inf__kernel_ctx *ctx, const inf_tensor *t, const char *name) {
+static inf_status onehot_check_numeric(inf__kernel_ctx *ctx, const inf_tensor *t,
+                                       const char *name) {
     if (t->dtype == INF_DTYPE_BOOL || inf__dtype_is_int(t->dtype) || inf__dtype_is_float(t->dtype))
         return INF_OK;
     return inf__kernel_error(ctx, INF_ETYPE, "input %s: expected a numeric type, got %s", name,
@@ -54,19 +55,17 @@ static inf_status onehot_run(inf__kernel_ctx *ctx) {
     int64_t dims[INF_MAX_DIMS];
     for (int a = 0, k = 0; a < r; a++) dims[a] = a == axis ? depth : ind->dims[k++];
     inf_tensor *y;
-    if ((st = inf__kernel_output(ctx, 0, vals->dtype, r, dims, &y)) != INF_OK ||
-        (st = move_fill(ctx, y, 0, vals, 0, inf_tensor_numel(y))) != INF_OK)
-        return st;
+    if ((st = inf__kernel_output(ctx, 0, vals->dtype, r, dims, &y)) != INF_OK) return st;
+    /* every element written once (strings must not be overwritten) */
     int64_t outer = move_prod(ind->dims, 0, axis), inner = move_prod(ind->dims, axis, ind->ndim);
-    for (int64_t o = 0; o < outer; o++) {
-        for (int64_t i = 0; i < inner; i++) {
-            int64_t v = inf__tensor_get_i64(ind, o * inner + i);
-            if (v < 0) v += depth;
-            if (v < 0 || v >= depth) continue;
-            if ((st = move_copy(ctx, y, (o * depth + v) * inner + i, vals, 1, 1)) != INF_OK)
-                return st;
-        }
-    }
+    int64_t dst = 0;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t d = 0; d < depth; d++)
+            for (int64_t i = 0; i < inner; i++, dst++) {
+                int64_t v = inf__tensor_get_i64(ind, o * inner + i);
+                if (v < 0) v += depth;
+                if ((st = move_copy(ctx, y, dst, vals, v == d, 1)) != INF_OK) return st;
+            }
     return INF_OK;
 }
 

@@ -26,15 +26,18 @@ typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE } pad_mode;
 typedef struct pad_spec {
     pad_mode mode;
     int64_t begin[INF_MAX_DIMS], end[INF_MAX_DIMS];
-    inf_tensor value;       /* one element of the output dtype */
-    uint64_t value_buf[2];  /* storage of `value` when it comes from an attribute */
+    inf_tensor value;      /* one element of the output dtype */
+    uint64_t value_buf[2]; /* storage of `value` when it comes from an attribute */
 } pad_spec;
 
 static inf_status pad_parse_mode(inf__kernel_ctx *ctx, pad_mode *out) {
     const char *m = inf__attr_string(ctx->node, "mode", "constant");
-    if (!strcmp(m, "constant")) *out = PAD_CONSTANT;
-    else if (!strcmp(m, "reflect")) *out = PAD_REFLECT;
-    else if (!strcmp(m, "edge")) *out = PAD_EDGE;
+    if (!strcmp(m, "constant"))
+        *out = PAD_CONSTANT;
+    else if (!strcmp(m, "reflect"))
+        *out = PAD_REFLECT;
+    else if (!strcmp(m, "edge"))
+        *out = PAD_EDGE;
     else
         return inf__kernel_error(ctx, INF_EINVAL,
                                  "attribute mode: expected constant, reflect or edge, got '%s'", m);
@@ -115,7 +118,7 @@ static int64_t pad_source(int64_t o, int64_t n, int64_t before, pad_mode mode) {
 static inf_status pad_row(inf__kernel_ctx *ctx, const pad_spec *p, const inf_tensor *x, int64_t src,
                           inf_tensor *y, int64_t dst, int axis, int64_t width) {
     int64_t n = x->dims[axis], before = p->begin[axis];
-    int64_t lo = before > 0 ? before : 0;                /* first output inside the input */
+    int64_t lo = before > 0 ? before : 0;                 /* first output inside the input */
     int64_t hi = before + n < width ? before + n : width; /* one past the last */
     inf_status st = INF_OK;
     for (int64_t j = 0; j < width && st == INF_OK; j++) {

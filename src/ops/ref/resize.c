@@ -72,7 +72,7 @@ typedef struct rs_params {
     double cubic_a;
     bool exclude_outside;
     double extrapolation;
-    int n_scales;           /* Upsample-7: attribute scales */
+    int n_scales; /* Upsample-7: attribute scales */
     const float *scales;
 } rs_params;
 
@@ -98,9 +98,11 @@ static int rs_lookup(const char *s, const char *const *names, int n) {
 
 static inf_status rs_init(inf__node *node, inf__arena *arena, inf_error *err) {
     static const char *const modes[] = {"nearest", "linear", "cubic"};
-    static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
-                                         "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
-    static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    static const char *const coords[] = {"half_pixel",           "pytorch_half_pixel",
+                                         "align_corners",        "asymmetric",
+                                         "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+    static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                           "ceil"};
     rs_params *p = inf__op_params(arena, rs_params);
     if (!p) return INF_ENOMEM;
     p->is_upsample = !strcmp(node->op_type, "Upsample");
@@ -108,7 +110,8 @@ static inf_status rs_init(inf__node *node, inf__arena *arena, inf_error *err) {
     const char *m = inf__attr_string(node, "mode", "nearest");
     int k = rs_lookup(m, modes, legacy ? 2 : 3);
     if (k < 0 && legacy && !strcmp(m, "bilinear")) k = RS_LINEAR;
-    if (k < 0) return inf__node_error(node, err, INF_EMODEL, "attribute mode: unsupported value '%s'", m);
+    if (k < 0)
+        return inf__node_error(node, err, INF_EMODEL, "attribute mode: unsupported value '%s'", m);
     p->mode = (rs_mode)k;
     if (legacy) {
         p->coord = RS_ASYMMETRIC;
@@ -117,12 +120,13 @@ static inf_status rs_init(inf__node *node, inf__arena *arena, inf_error *err) {
         const char *c = inf__attr_string(node, "coordinate_transformation_mode", "half_pixel");
         const char *nm = inf__attr_string(node, "nearest_mode", "round_prefer_floor");
         if ((k = rs_lookup(c, coords, 6)) < 0)
-            return inf__node_error(node, err, INF_EMODEL,
-                                   "attribute coordinate_transformation_mode: unsupported value '%s'", c);
+            return inf__node_error(
+                node, err, INF_EMODEL,
+                "attribute coordinate_transformation_mode: unsupported value '%s'", c);
         p->coord = (rs_coord)k;
         if ((k = rs_lookup(nm, nearests, 4)) < 0)
-            return inf__node_error(node, err, INF_EMODEL, "attribute nearest_mode: unsupported value '%s'",
-                                   nm);
+            return inf__node_error(node, err, INF_EMODEL,
+                                   "attribute nearest_mode: unsupported value '%s'", nm);
         p->nearest = (rs_nearest)k;
     }
     p->cubic_a = inf__attr_float(node, "cubic_coeff_a", -0.75f);
@@ -130,7 +134,8 @@ static inf_status rs_init(inf__node *node, inf__arena *arena, inf_error *err) {
     p->extrapolation = inf__attr_float(node, "extrapolation_value", 0.0f);
     if (p->is_upsample && node->opset < 9) {
         p->scales = inf__attr_floats(node, "scales", &p->n_scales);
-        if (!p->scales) return inf__node_error(node, err, INF_EMODEL, "attribute scales is required");
+        if (!p->scales)
+            return inf__node_error(node, err, INF_EMODEL, "attribute scales is required");
     }
     node->params = p;
     return INF_OK;
@@ -164,13 +169,16 @@ static inf_status rs_shape(inf__kernel_ctx *ctx, const rs_params *p, const inf_t
             return inf__kernel_error(ctx, INF_EINVAL, "inputs scales and sizes are both given");
         int64_t sizes[INF_MAX_DIMS];
         int n;
-        if ((st = move_read_ints(ctx, sz, "sizes", false, INF_MAX_DIMS, sizes, &n)) != INF_OK) return st;
+        if ((st = move_read_ints(ctx, sz, "sizes", false, INF_MAX_DIMS, sizes, &n)) != INF_OK)
+            return st;
         if (n != r)
-            return inf__kernel_error(ctx, INF_ESHAPE, "input sizes has %d values, expected %d", n, r);
+            return inf__kernel_error(ctx, INF_ESHAPE, "input sizes has %d values, expected %d", n,
+                                     r);
         for (int a = 0; a < r; a++) {
             if (sizes[a] < 0 || (sizes[a] > 0 && x->dims[a] == 0))
-                return inf__kernel_error(ctx, INF_ESHAPE, "input sizes: cannot resize axis %d from %lld to %lld",
-                                         a, (long long)x->dims[a], (long long)sizes[a]);
+                return inf__kernel_error(ctx, INF_ESHAPE,
+                                         "input sizes: cannot resize axis %d from %lld to %lld", a,
+                                         (long long)x->dims[a], (long long)sizes[a]);
             dims[a] = sizes[a];
             scales[a] = x->dims[a] ? (double)sizes[a] / (double)x->dims[a] : 1.0;
         }
@@ -188,7 +196,8 @@ static inf_status rs_shape(inf__kernel_ctx *ctx, const rs_params *p, const inf_t
     }
     for (int a = 0; a < r; a++) {
         if (!(scales[a] > 0) || !isfinite(scales[a]))
-            return inf__kernel_error(ctx, INF_EINVAL, "scales[%d] = %g must be positive", a, scales[a]);
+            return inf__kernel_error(ctx, INF_EINVAL, "scales[%d] = %g must be positive", a,
+                                     scales[a]);
         double d = floor(scales[a] * (double)x->dims[a]);
         if (d > 9.0e15) return inf__kernel_error(ctx, INF_ESHAPE, "scales[%d] is too large", a);
         dims[a] = (int64_t)d;
@@ -242,7 +251,8 @@ static void rs_cubic_coeffs(double r, double A, double *c) {
 
 /* Taps of output index o: input indices idx[] (may lie outside [0, in)) and
  * weights w[]; returns their number. */
-static int rs_raw_taps(const rs_params *p, double x, int64_t in, double scale, int64_t *idx, double *w) {
+static int rs_raw_taps(const rs_params *p, double x, int64_t in, double scale, int64_t *idx,
+                       double *w) {
     if (p->mode == RS_NEAREST) {
         idx[0] = rs_nearest_index(p, x, scale);
         w[0] = 1;
@@ -272,8 +282,8 @@ static int rs_raw_taps(const rs_params *p, double x, int64_t in, double scale, i
     return 4;
 }
 
-static void rs_axis_taps(const rs_params *p, int64_t in, int64_t out, double scale, const double *roi,
-                         int64_t stride, rs_axis *ax) {
+static void rs_axis_taps(const rs_params *p, int64_t in, int64_t out, double scale,
+                         const double *roi, int64_t stride, rs_axis *ax) {
     for (int64_t o = 0; o < out; o++) {
         bool outside;
         double x = rs_source(p, (double)o, in, scale, roi, &outside);
@@ -297,7 +307,7 @@ static void rs_axis_taps(const rs_params *p, int64_t in, int64_t out, double sca
 typedef struct rs_run_state {
     const inf_tensor *x;
     int r;
-    const int64_t *c;       /* output coordinate */
+    const int64_t *c; /* output coordinate */
     const rs_axis *axes;
 } rs_run_state;
 
@@ -345,7 +355,8 @@ static inf_status rs_run(inf__kernel_ctx *ctx) {
     const inf_tensor *x, *roi_t = NULL;
     inf_status st;
     if ((st = move_input(ctx, 0, "X", true, &x)) != INF_OK) return st;
-    if (!(x->dtype == INF_DTYPE_BOOL || inf__dtype_is_int(x->dtype) || inf__dtype_is_float(x->dtype)))
+    if (!(x->dtype == INF_DTYPE_BOOL || inf__dtype_is_int(x->dtype) ||
+          inf__dtype_is_float(x->dtype)))
         return inf__kernel_error(ctx, INF_ETYPE, "input X: expected a numeric type, got %s",
                                  inf_dtype_name(x->dtype));
     int r = x->ndim;

@@ -50,7 +50,8 @@ static inf_status ra_init(inf__node *node, inf__arena *arena, inf_error *err) {
     const char *ct = inf__attr_string(node, "coordinate_transformation_mode",
                                       node->opset >= 16 ? "half_pixel" : "output_half_pixel");
     if (strcmp(mode, "avg") && strcmp(mode, "max"))
-        return inf__node_error(node, err, INF_EMODEL, "attribute mode: expected avg or max, got '%s'", mode);
+        return inf__node_error(node, err, INF_EMODEL,
+                               "attribute mode: expected avg or max, got '%s'", mode);
     if (strcmp(ct, "half_pixel") && strcmp(ct, "output_half_pixel"))
         return inf__node_error(node, err, INF_EMODEL,
                                "attribute coordinate_transformation_mode: expected half_pixel or "
@@ -63,8 +64,9 @@ static inf_status ra_init(inf__node *node, inf__arena *arena, inf_error *err) {
     p->sampling = inf__attr_int(node, "sampling_ratio", 0);
     p->scale = inf__attr_float(node, "spatial_scale", 1.0f);
     if (p->out_h < 1 || p->out_w < 1 || p->sampling < 0)
-        return inf__node_error(node, err, INF_EMODEL,
-                               "attributes output_height/output_width must be >= 1 and sampling_ratio >= 0");
+        return inf__node_error(
+            node, err, INF_EMODEL,
+            "attributes output_height/output_width must be >= 1 and sampling_ratio >= 0");
     node->params = p;
     return INF_OK;
 }
@@ -78,10 +80,14 @@ static void ra_sample(const inf_tensor *x, int64_t base, int64_t H, int64_t W, d
     if (y <= 0) y = 0;
     if (xx <= 0) xx = 0;
     int64_t y0 = (int64_t)y, x0 = (int64_t)xx, y1, x1;
-    if (y0 >= H - 1) y1 = y0 = H - 1, y = (double)y0;
-    else y1 = y0 + 1;
-    if (x0 >= W - 1) x1 = x0 = W - 1, xx = (double)x0;
-    else x1 = x0 + 1;
+    if (y0 >= H - 1)
+        y1 = y0 = H - 1, y = (double)y0;
+    else
+        y1 = y0 + 1;
+    if (x0 >= W - 1)
+        x1 = x0 = W - 1, xx = (double)x0;
+    else
+        x1 = x0 + 1;
     double ly = y - (double)y0, lx = xx - (double)x0, hy = 1 - ly, hx = 1 - lx;
     v[0] = hy * hx * inf__tensor_get_f64(x, base + y0 * W + x0);
     v[1] = hy * lx * inf__tensor_get_f64(x, base + y0 * W + x1);
@@ -121,8 +127,10 @@ static inf_status ra_run(inf__kernel_ctx *ctx) {
         (st = roi_check_x(ctx, x, rois, 4)) != INF_OK)
         return st;
     int64_t R = rois->dims[0], N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
-    if ((bi->dtype != INF_DTYPE_I64 && bi->dtype != INF_DTYPE_I32) || bi->ndim != 1 || bi->dims[0] != R)
-        return inf__kernel_error(ctx, INF_ESHAPE, "input batch_indices: expected int64 [%lld]", (long long)R);
+    if ((bi->dtype != INF_DTYPE_I64 && bi->dtype != INF_DTYPE_I32) || bi->ndim != 1 ||
+        bi->dims[0] != R)
+        return inf__kernel_error(ctx, INF_ESHAPE, "input batch_indices: expected int64 [%lld]",
+                                 (long long)R);
     int64_t dims[4] = {R, C, p->out_h, p->out_w};
     inf_tensor *y;
     if ((st = inf__kernel_output(ctx, 0, x->dtype, 4, dims, &y)) != INF_OK) return st;
@@ -131,7 +139,8 @@ static inf_status ra_run(inf__kernel_ctx *ctx) {
     for (int64_t r = 0; r < R; r++) {
         int64_t n = inf__tensor_get_i64(bi, r);
         if (n < 0 || n >= N)
-            return inf__kernel_error(ctx, INF_ERANGE, "input batch_indices: element %lld is %lld, outside [0, %lld)",
+            return inf__kernel_error(ctx, INF_ERANGE,
+                                     "input batch_indices: element %lld is %lld, outside [0, %lld)",
                                      (long long)r, (long long)n, (long long)N);
         double x0 = inf__tensor_get_f64(rois, r * 4) * p->scale - off;
         double y0 = inf__tensor_get_f64(rois, r * 4 + 1) * p->scale - off;
@@ -145,16 +154,16 @@ static inf_status ra_run(inf__kernel_ctx *ctx) {
         double dgh = p->sampling > 0 ? (double)p->sampling : ceil(bh);
         double dgw = p->sampling > 0 ? (double)p->sampling : ceil(bw);
         if (!(dgh < 65536 && dgw < 65536)) /* also catches NaN */
-            return inf__kernel_error(ctx, INF_ERANGE, "input rois: roi %lld is too large or not finite",
-                                     (long long)r);
+            return inf__kernel_error(
+                ctx, INF_ERANGE, "input rois: roi %lld is too large or not finite", (long long)r);
         int64_t gh = dgh > 0 ? (int64_t)dgh : 0, gw = dgw > 0 ? (int64_t)dgw : 0;
         for (int64_t c = 0; c < C; c++) {
             int64_t base = (n * C + c) * H * W;
             for (int64_t ph = 0; ph < p->out_h; ph++)
                 for (int64_t pw = 0; pw < p->out_w; pw++)
                     inf__tensor_set_f64(y, dst++,
-                                        ra_bin(p, x, base, H, W, y0 + (double)ph * bh, x0 + (double)pw * bw,
-                                               bh, bw, gh, gw));
+                                        ra_bin(p, x, base, H, W, y0 + (double)ph * bh,
+                                               x0 + (double)pw * bw, bh, bw, gh, gw));
         }
     }
     return INF_OK;
@@ -164,8 +173,8 @@ static inf_status ra_run(inf__kernel_ctx *ctx) {
 
 static int64_t mrp_clamp(int64_t v, int64_t hi) { return v < 0 ? 0 : v > hi ? hi : v; }
 
-static double mrp_bin(const inf_tensor *x, int64_t base, int64_t W, int64_t hs, int64_t he, int64_t ws,
-                      int64_t we) {
+static double mrp_bin(const inf_tensor *x, int64_t base, int64_t W, int64_t hs, int64_t he,
+                      int64_t ws, int64_t we) {
     if (he <= hs || we <= ws) return 0;
     double m = -INFINITY;
     for (int64_t h = hs; h < he; h++)
@@ -183,7 +192,8 @@ static inf_status mrp_run(inf__kernel_ctx *ctx) {
     int n_shape;
     const int64_t *shape = inf__attr_ints(ctx->node, "pooled_shape", &n_shape);
     if (!shape || n_shape != 2 || shape[0] < 1 || shape[1] < 1)
-        return inf__kernel_error(ctx, INF_EINVAL, "attribute pooled_shape: expected two positive values");
+        return inf__kernel_error(ctx, INF_EINVAL,
+                                 "attribute pooled_shape: expected two positive values");
     double scale = inf__attr_float(ctx->node, "spatial_scale", 1.0f);
     int64_t R = rois->dims[0], N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
     int64_t PH = shape[0], PW = shape[1], dims[4] = {R, C, PH, PW};
@@ -194,12 +204,13 @@ static inf_status mrp_run(inf__kernel_ctx *ctx) {
         double v[5];
         for (int k = 0; k < 5; k++) v[k] = inf__tensor_get_f64(rois, r * 5 + k);
         if (!(v[0] >= 0 && v[0] < (double)N))
-            return inf__kernel_error(ctx, INF_ERANGE, "input rois: roi %lld names batch %g, outside [0, %lld)",
+            return inf__kernel_error(ctx, INF_ERANGE,
+                                     "input rois: roi %lld names batch %g, outside [0, %lld)",
                                      (long long)r, v[0], (long long)N);
         for (int k = 1; k < 5; k++)
             if (!(fabs(v[k] * scale) < 1e15))
-                return inf__kernel_error(ctx, INF_ERANGE, "input rois: roi %lld has invalid coordinates",
-                                         (long long)r);
+                return inf__kernel_error(
+                    ctx, INF_ERANGE, "input rois: roi %lld has invalid coordinates", (long long)r);
         int64_t n = (int64_t)v[0];
         int64_t ws = (int64_t)round(v[1] * scale), hs = (int64_t)round(v[2] * scale);
         int64_t we = (int64_t)round(v[3] * scale), he = (int64_t)round(v[4] * scale);

@@ -23,8 +23,8 @@ static inf_status sd_check(inf__kernel_ctx *ctx, const inf_tensor **x, int64_t *
     inf_status st = move_input(ctx, 0, "input", true, x);
     if (st != INF_OK) return st;
     if ((*x)->ndim != 4)
-        return inf__kernel_error(ctx, INF_ESHAPE, "input: expected rank 4 [N, C, H, W], got rank %d",
-                                 (*x)->ndim);
+        return inf__kernel_error(ctx, INF_ESHAPE,
+                                 "input: expected rank 4 [N, C, H, W], got rank %d", (*x)->ndim);
     *b = inf__attr_int(ctx->node, "blocksize", 0);
     if (*b < 1)
         return inf__kernel_error(ctx, INF_EINVAL, "attribute blocksize must be >= 1, got %lld",
@@ -95,13 +95,14 @@ static inf_status reverse_sequence_run(inf__kernel_ctx *ctx) {
     if ((st = move_input(ctx, 0, "input", true, &x)) != INF_OK ||
         (st = move_input(ctx, 1, "sequence_lens", true, &lt)) != INF_OK)
         return st;
-    int64_t ta = inf__attr_int(ctx->node, "time_axis", 0), ba = inf__attr_int(ctx->node, "batch_axis", 1);
+    int64_t ta = inf__attr_int(ctx->node, "time_axis", 0),
+            ba = inf__attr_int(ctx->node, "batch_axis", 1);
     if (x->ndim < 2)
         return inf__kernel_error(ctx, INF_ESHAPE, "input: expected rank >= 2, got %d", x->ndim);
     if (!((ta == 0 && ba == 1) || (ta == 1 && ba == 0)))
-        return inf__kernel_error(ctx, INF_EINVAL,
-                                 "attributes time_axis (%lld) and batch_axis (%lld) must be 0 and 1",
-                                 (long long)ta, (long long)ba);
+        return inf__kernel_error(
+            ctx, INF_EINVAL, "attributes time_axis (%lld) and batch_axis (%lld) must be 0 and 1",
+            (long long)ta, (long long)ba);
     if ((lt->dtype != INF_DTYPE_I64 && lt->dtype != INF_DTYPE_I32) || lt->ndim != 1 ||
         lt->dims[0] != x->dims[ba])
         return inf__kernel_error(ctx, INF_ESHAPE,

@@ -18,7 +18,8 @@ static inf_status tile_run(inf__kernel_ctx *ctx) {
         return st;
     int64_t reps[INF_MAX_DIMS];
     int n;
-    if ((st = move_read_ints(ctx, rt, "repeats", true, INF_MAX_DIMS, reps, &n)) != INF_OK) return st;
+    if ((st = move_read_ints(ctx, rt, "repeats", true, INF_MAX_DIMS, reps, &n)) != INF_OK)
+        return st;
     int r = x->ndim;
     if (n != r)
         return inf__kernel_error(ctx, INF_ESHAPE, "input repeats has %d values, expected %d (rank)",
@@ -26,8 +27,8 @@ static inf_status tile_run(inf__kernel_ctx *ctx) {
     int64_t dims[INF_MAX_DIMS];
     for (int a = 0; a < r; a++) {
         if (reps[a] < 0)
-            return inf__kernel_error(ctx, INF_EINVAL, "input repeats: value %d is negative (%lld)", a,
-                                     (long long)reps[a]);
+            return inf__kernel_error(ctx, INF_EINVAL, "input repeats: value %d is negative (%lld)",
+                                     a, (long long)reps[a]);
         dims[a] = x->dims[a] * reps[a];
     }
     inf_tensor *y;

@@ -27,9 +27,9 @@
 
 typedef struct uq_items {
     const inf_tensor *x;
-    int64_t n;          /* items */
-    int64_t dim;        /* axis length (n), or numel without axis */
-    int64_t outer;      /* slices: each item has outer*inner elements */
+    int64_t n;     /* items */
+    int64_t dim;   /* axis length (n), or numel without axis */
+    int64_t outer; /* slices: each item has outer*inner elements */
     int64_t inner;
 } uq_items;
 
@@ -77,7 +77,8 @@ static void uq_sort(const uq_items *it, int64_t *perm, int64_t *tmp) {
         for (int64_t lo = 0; lo < n; lo += 2 * w) {
             int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
             int64_t a = lo, b = mid, k = lo;
-            while (a < mid && b < hi) tmp[k++] = uq_cmp(it, perm[b], perm[a]) < 0 ? perm[b++] : perm[a++];
+            while (a < mid && b < hi)
+                tmp[k++] = uq_cmp(it, perm[b], perm[a]) < 0 ? perm[b++] : perm[a++];
             while (a < mid) tmp[k++] = perm[a++];
             while (b < hi) tmp[k++] = perm[b++];
         }
@@ -104,10 +105,29 @@ static inf_status uq_outputs(inf__kernel_ctx *ctx, const uq_items *it, bool has_
     const int64_t *src[3] = {first, group_of, count};
     int64_t len[3] = {n_groups, it->n, n_groups};
     for (int k = 0; k < 3 && k + 1 < ctx->n_out; k++) {
-        if ((st = inf__kernel_output(ctx, k + 1, INF_DTYPE_I64, 1, &len[k], &t)) != INF_OK) return st;
+        if ((st = inf__kernel_output(ctx, k + 1, INF_DTYPE_I64, 1, &len[k], &t)) != INF_OK)
+            return st;
         if (len[k]) memcpy(t->data, src[k], sizeof(int64_t) * (size_t)len[k]);
     }
     return INF_OK;
+}
+
+/* Renumbers the groups by first occurrence (Unique with sorted=0), updating
+ * group_of, first and count; perm and tmp (n entries) are free scratch. */
+static void uq_renumber(int64_t n, int64_t n_groups, int64_t *group_of, int64_t *first,
+                        int64_t *count, int64_t *perm, int64_t *tmp) {
+    int64_t next = 0;
+    for (int64_t g = 0; g < n_groups; g++) tmp[g] = -1; /* tmp[g]: new number of group g */
+    for (int64_t i = 0; i < n; i++) {
+        int64_t g = group_of[i];
+        if (tmp[g] < 0) {
+            tmp[g] = next;
+            first[next++] = i; /* the old first[] is no longer needed */
+        }
+        group_of[i] = tmp[g];
+    }
+    for (int64_t g = 0; g < n_groups; g++) perm[tmp[g]] = count[g];
+    memcpy(count, perm, sizeof(int64_t) * (size_t)n_groups);
 }
 
 static inf_status unique_run(inf__kernel_ctx *ctx) {
@@ -130,12 +150,14 @@ static inf_status unique_run(inf__kernel_ctx *ctx) {
     }
     /* perm, tmp, group_of, first, count: n entries each */
     int64_t n = it.n, *perm = NULL;
-    if (n > 0 && !(perm = inf__kernel_scratch(ctx, sizeof(int64_t) * 5 * (size_t)n))) return INF_ENOMEM;
+    if (n > 0 && !(perm = inf__kernel_scratch(ctx, sizeof(int64_t) * 5 * (size_t)n)))
+        return INF_ENOMEM;
     int64_t *tmp = perm + n, *group_of = tmp + n, *first = group_of + n, *count = first + n;
     for (int64_t i = 0; i < n; i++) perm[i] = i;
     uq_sort(&it, perm, tmp);
 
-    /* groups in sorted order; tmp[g] = the group's rank among first occurrences */
+    /* groups in sorted order: first member (the first occurrence, as the
+     * sort is stable) and size */
     int64_t n_groups = 0;
     for (int64_t k = 0; k < n; k++) {
         if (k == 0 || uq_cmp(&it, perm[k - 1], perm[k]) != 0) {
@@ -145,21 +167,8 @@ static inf_status unique_run(inf__kernel_ctx *ctx) {
         group_of[perm[k]] = n_groups - 1;
         count[n_groups - 1]++;
     }
-    if (!inf__attr_int(ctx->node, "sorted", 1)) {
-        /* renumber groups by first occurrence (tmp[g] = new number) */
-        int64_t next = 0;
-        for (int64_t g = 0; g < n_groups; g++) tmp[g] = -1;
-        for (int64_t i = 0; i < n; i++) {
-            int64_t g = group_of[i];
-            if (tmp[g] < 0) {
-                tmp[g] = next;
-                first[next++] = i; /* old first[] is no longer needed */
-            }
-            group_of[i] = tmp[g];
-        }
-        for (int64_t g = 0; g < n_groups; g++) perm[tmp[g]] = count[g]; /* perm is free now */
-        memcpy(count, perm, sizeof(int64_t) * (size_t)n_groups);
-    }
+    if (!inf__attr_int(ctx->node, "sorted", 1))
+        uq_renumber(n, n_groups, group_of, first, count, perm, tmp);
     return uq_outputs(ctx, &it, has_axis, axis, n_groups, first, count, group_of);
 }
 
