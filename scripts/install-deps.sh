@@ -7,6 +7,7 @@ SUDO=""
 packages=(
   build-essential cmake pkg-config                # compiler, build
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev # ONNX decoding (onnx.proto from libonnx-dev)
+  libcjson-dev                                    # XGBoost JSON model import (src/import/)
   libonnx-testdata                                # ONNX backend test suites (conformance)
   clang libclang-rt-14-dev                        # libFuzzer targets
   locales                                         # en_US.UTF-8 for StringNormalizer tests

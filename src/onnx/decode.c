@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef INF_WITH_XGBOOST
+#include "import/import.h"
+#endif
 #include "onnx/onnx.h"
 #include "ops/ops.h"
 
@@ -530,6 +533,10 @@ inf_status inf_model_load_buffer(const void *data, size_t size, const char *base
                                  const inf_model_options *opts, inf_model **out, inf_error *err) {
     (void)opts;
     *out = NULL;
+#ifdef INF_WITH_XGBOOST
+    /* Not ONNX: an XGBoost JSON model becomes the same IR (import/xgboost.c). */
+    if (inf__import_is_xgboost_json(data, size)) return inf__import_xgboost_json(data, size, out, err);
+#endif
     inf_model *m = inf__calloc(1, sizeof *m);
     if (!m) return inf__error(err, INF_ENOMEM, "out of memory loading a model");
     inf__arena_init(&m->arena, 1 << 16);

@@ -5,6 +5,7 @@
  * and exits 1.  Used by the model tests.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 
@@ -17,7 +18,10 @@ int main(int argc, char **argv) {
     inf_tensor *got = NULL, *want = NULL;
     inf_error err;
     int rc = 0;
-    if (inf_tensor_load_npy(argv[1], &got, &err) != INF_OK || inf_tensor_load_npy(argv[2], &want, &err) != INF_OK) {
+    /* .npy, or .pb (TensorProto; "*.seq.pb": SequenceProto, e.g. ZipMap's maps) */
+    int hint1 = strstr(argv[1], ".seq.pb") ? INF_KIND_SEQUENCE : INF_KIND_TENSOR;
+    int hint2 = strstr(argv[2], ".seq.pb") ? INF_KIND_SEQUENCE : INF_KIND_TENSOR;
+    if (cli_load_value(argv[1], hint1, &got, &err) != INF_OK || cli_load_value(argv[2], hint2, &want, &err) != INF_OK) {
         fprintf(stderr, "npy_compare: %s\n", err.message);
         rc = 2;
     } else {

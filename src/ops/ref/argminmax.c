@@ -213,8 +213,8 @@ static inf_status topk_run(inf__kernel_ctx *ctx) {
     if (!math_is_numeric(x->dtype))
         return inf__kernel_error(ctx, INF_ETYPE, "input X: expected a numeric type, got %s",
                                  inf_dtype_name(x->dtype));
-    int axis;
-    int64_t k;
+    int axis = 0;
+    int64_t k = 0;
     if ((st = inf__normalize_axis(ctx, p->axis, x->ndim, &axis)) != INF_OK) return st;
     if ((st = topk_get_k(ctx, p, &k)) != INF_OK) return st;
     if (k < 0 || k > x->dims[axis])

@@ -1,0 +1,651 @@
+/*
+ * ml_tree.c -- ai.onnx.ml TreeEnsembleClassifier and TreeEnsembleRegressor,
+ * opsets 1-3 (the opset-3 *_as_tensor attributes included).
+ *
+ * X: float32, float64, int64 or int32, [N, F] (or [F], one row).
+ * Classifier outputs Y (int64 or string labels) [N] and Z float32 [N, C];
+ * regressor output Y float32 [N, n_targets].
+ *
+ * DESIGN.  init validates the attributes and compiles the ensemble into a
+ * flat node array (ml_forest): each tree's reachable nodes are laid out in
+ * depth-first preorder, so a node's true child is the next node and only the
+ * false child's index is stored; a node is 16 bytes {float threshold,
+ * int32 feature, int32 false child, mode, missing-goes-true}.  Leaves keep
+ * their weights as a (first, count) range of one weight array.  Thresholds
+ * also exist in double (thr64) for float64 inputs.  run splits rows into
+ * blocks over the session's threads (inf__pool_range); inside a block the
+ * trees are the outer loop, so a tree's nodes stay in cache across rows.
+ * This reference kernel is also the layout an optimised evaluator compiles
+ * from (a follow-up).
+ *
+ * Validation (init, errors name the attribute): nodes_* and class_* /
+ * target_* lists of equal length, known modes, (tree, node) ids unique,
+ * children that exist in the same tree, no cycles or shared subtrees, weights
+ * only on LEAF nodes, class/target ids in range, base_values of length 0 or
+ * C, feature ids >= 0.  run checks that X has every feature a tree reads.
+ *
+ * Semantics follow ONNX Runtime (de facto reference of ai.onnx.ml):
+ *  - the root of a tree is its first node in attribute order;
+ *  - a NaN feature goes to the true child when the node's
+ *    nodes_missing_value_tracks_true is set, else wherever the comparison
+ *    says (false for every mode but BRANCH_NEQ);
+ *  - scores accumulate in float32 for float32/int inputs, float64 for
+ *    float64 inputs, in tree order; base values are added at the end;
+ *  - the two-class cases (binary_case when every weight is for one class,
+ *    all-positive weights read as probabilities, labels by the sign or 0.5),
+ *    and a single-target regressor applying only PROBIT, as in ORT.
+ * Deviations: ai.onnx.ml opset 5 TreeEnsemble is not implemented;
+ * nodes_hitrates is ignored (it does not change results).
+ */
+#include <stdlib.h>
+#include "ops/ref/ml_common.h"
+
+enum { MODE_LEQ, MODE_LT, MODE_GTE, MODE_GT, MODE_EQ, MODE_NEQ, MODE_LEAF };
+enum { AGG_SUM, AGG_AVERAGE, AGG_MIN, AGG_MAX };
+
+typedef struct ml_tree_node {
+    float threshold;
+    int32_t feature;    /* LEAF: number of weights */
+    int32_t false_next; /* branch: index of the false child (true child is this + 1); LEAF: first weight */
+    uint8_t mode;
+    uint8_t missing_true;
+    uint16_t reserved;
+} ml_tree_node;
+
+typedef struct ml_weight {
+    int32_t target; /* class or target index */
+    double value;
+} ml_weight;
+
+typedef struct ml_forest {
+    int n_trees;
+    int32_t *roots;
+    int n_nodes;
+    ml_tree_node *nodes;
+    double *thr64;         /* per node: threshold in double */
+    ml_weight *weights;
+    int n_targets;         /* classes (classifier) or n_targets (regressor) */
+    int64_t n_features;    /* max feature index read + 1 */
+    double *base;          /* n_base values, 0 or n_targets */
+    int n_base;
+    ml_post post;
+    int aggregate;
+    /* classifier only */
+    bool classifier, binary_case, all_positive;
+    const int64_t *labels_i64;
+    const char *const *labels_str;
+} ml_forest;
+
+/* ---------------------------------------------------------------- compile */
+
+typedef struct tree_attrs { /* the nodes_* and leaf-weight lists of the node */
+    int n_nodes;
+    const int64_t *treeids, *nodeids, *featureids, *truenodeids, *falsenodeids, *missing;
+    const char *const *modes;
+    double *values;
+    int n_weights;
+    const int64_t *w_treeids, *w_nodeids, *w_ids;
+    double *w_values;
+    const char *wp; /* "class" or "target" */
+} tree_attrs;
+
+typedef struct node_key {
+    int64_t tree, node;
+    int32_t index; /* position in the attribute lists */
+} node_key;
+
+static int key_cmp(const void *a, const void *b) {
+    const node_key *x = a, *y = b;
+    if (x->tree != y->tree) return x->tree < y->tree ? -1 : 1;
+    if (x->node != y->node) return x->node < y->node ? -1 : 1;
+    return x->index - y->index;
+}
+
+static int32_t key_find(const node_key *keys, int n, int64_t tree, int64_t node) {
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (keys[mid].tree == tree && keys[mid].node == node) return keys[mid].index;
+        if (keys[mid].tree < tree || (keys[mid].tree == tree && keys[mid].node < node)) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+static int parse_mode(const char *s) {
+    static const char *const names[] = {"BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT",
+                                        "BRANCH_EQ",  "BRANCH_NEQ", "LEAF"};
+    for (int i = 0; i < 7; i++)
+        if (!strcmp(s, names[i])) return i;
+    return -1;
+}
+
+static const int64_t *ints_of(const inf__node *node, const char *name, int *n) {
+    return inf__attr_ints(node, name, n);
+}
+
+/* Reads the node lists; checks that every list has the same length. */
+static inf_status read_node_attrs(const inf__node *node, inf__arena *arena, tree_attrs *a, inf_error *err) {
+    int n[8];
+    inf_status st;
+    a->treeids = ints_of(node, "nodes_treeids", &n[0]);
+    a->nodeids = ints_of(node, "nodes_nodeids", &n[1]);
+    a->featureids = ints_of(node, "nodes_featureids", &n[2]);
+    a->truenodeids = ints_of(node, "nodes_truenodeids", &n[3]);
+    a->falsenodeids = ints_of(node, "nodes_falsenodeids", &n[4]);
+    a->values = ml_attr_doubles(node, arena, "nodes_values", &n[5], &st, err);
+    if (st != INF_OK) return st;
+    const inf__attr *modes = inf__node_attr(node, "nodes_modes");
+    if (!modes || modes->type != INF_ATTR_STRINGS)
+        return inf__node_error(node, err, INF_EMODEL, "attribute nodes_modes is missing");
+    a->modes = modes->strings;
+    n[6] = modes->n;
+    a->missing = ints_of(node, "nodes_missing_value_tracks_true", &n[7]);
+    static const char *const names[] = {"nodes_treeids",     "nodes_nodeids", "nodes_featureids",
+                                        "nodes_truenodeids", "nodes_falsenodeids", "nodes_values",
+                                        "nodes_modes",       "nodes_missing_value_tracks_true"};
+    a->n_nodes = n[0];
+    if (a->n_nodes == 0) return inf__node_error(node, err, INF_EMODEL, "attribute nodes_treeids is missing or empty");
+    for (int i = 1; i < 8; i++) {
+        if (i == 7 && n[7] == 0) continue; /* optional */
+        if (n[i] != a->n_nodes)
+            return inf__node_error(node, err, INF_EMODEL, "attribute %s has %d values, nodes_treeids has %d",
+                                   names[i], n[i], a->n_nodes);
+    }
+    return INF_OK;
+}
+
+static inf_status read_weight_attrs(const inf__node *node, inf__arena *arena, tree_attrs *a, inf_error *err) {
+    char name[4][64];
+    int n[4];
+    inf_status st;
+    snprintf(name[0], 64, "%s_treeids", a->wp);
+    snprintf(name[1], 64, "%s_nodeids", a->wp);
+    snprintf(name[2], 64, "%s_ids", a->wp);
+    snprintf(name[3], 64, "%s_weights", a->wp);
+    a->w_treeids = ints_of(node, name[0], &n[0]);
+    a->w_nodeids = ints_of(node, name[1], &n[1]);
+    a->w_ids = ints_of(node, name[2], &n[2]);
+    a->w_values = ml_attr_doubles(node, arena, name[3], &n[3], &st, err);
+    if (st != INF_OK) return st;
+    a->n_weights = n[0];
+    for (int i = 1; i < 4; i++)
+        if (n[i] != a->n_weights)
+            return inf__node_error(node, err, INF_EMODEL, "attribute %s has %d values, %s has %d", name[i], n[i],
+                                   name[0], a->n_weights);
+    return INF_OK;
+}
+
+/* Lays out the tree rooted at attribute index `root` in preorder at
+ * f->nodes[*next...]; new_index[] maps attribute index -> node index. */
+static inf_status layout_tree(const inf__node *node, const tree_attrs *a, const int32_t *true_idx,
+                              const int32_t *false_idx, int32_t root, int32_t *new_index, int32_t *stack,
+                              ml_forest *f, int32_t *next, inf_error *err) {
+    /* stack holds pairs (attribute index, node index of the parent whose false link it fills, or -1) */
+    int sp = 0;
+    stack[sp++] = root;
+    stack[sp++] = -1;
+    while (sp > 0) {
+        int32_t parent = stack[--sp];
+        int32_t i = stack[--sp];
+        if (new_index[i] >= 0)
+            return inf__node_error(node, err, INF_EMODEL,
+                                   "nodes: tree %lld, node %lld is reached twice (a cycle or a shared subtree)",
+                                   (long long)a->treeids[i], (long long)a->nodeids[i]);
+        int32_t k = (*next)++;
+        new_index[i] = k;
+        if (parent >= 0) f->nodes[parent].false_next = k;
+        ml_tree_node *nd = &f->nodes[k];
+        nd->mode = (uint8_t)parse_mode(a->modes[i]);
+        nd->missing_true = a->missing && a->missing[i] ? 1 : 0;
+        f->thr64[k] = a->values[i];
+        nd->threshold = (float)a->values[i];
+        if (nd->mode == MODE_LEAF) continue;
+        nd->feature = (int32_t)a->featureids[i];
+        if (a->featureids[i] + 1 > f->n_features) f->n_features = a->featureids[i] + 1;
+        /* false child first on the stack so that the true child comes next */
+        stack[sp++] = false_idx[i];
+        stack[sp++] = k;
+        stack[sp++] = true_idx[i];
+        stack[sp++] = -1;
+    }
+    return INF_OK;
+}
+
+/* Resolves children, lays the trees out and attaches the leaf weights. */
+static inf_status compile_forest(const inf__node *node, inf__arena *arena, const tree_attrs *a, ml_forest *f,
+                                 inf_error *err) {
+    int m = a->n_nodes;
+    inf_status st = INF_OK;
+    node_key *keys = inf__malloc((size_t)m * sizeof *keys);
+    int32_t *work = inf__malloc((size_t)m * 4 * sizeof(int32_t) + (size_t)m * 4 * sizeof(int32_t) + 16);
+    int32_t *wcount = NULL;
+    if (!keys || !work) {
+        st = INF_ENOMEM;
+        goto done;
+    }
+    int32_t *true_idx = work, *false_idx = work + m, *new_index = work + 2 * m, *roots = work + 3 * m;
+    int32_t *stack = work + 4 * m; /* 4 entries per node at most */
+    for (int i = 0; i < m; i++) {
+        if (parse_mode(a->modes[i]) < 0) {
+            st = inf__node_error(node, err, INF_EMODEL, "attribute nodes_modes[%d]: unknown mode '%s'", i, a->modes[i]);
+            goto done;
+        }
+        if (parse_mode(a->modes[i]) != MODE_LEAF && (a->featureids[i] < 0 || a->featureids[i] >= INT32_MAX)) {
+            st = inf__node_error(node, err, INF_EMODEL, "attribute nodes_featureids[%d] = %lld is not a valid feature index",
+                                 i, (long long)a->featureids[i]);
+            goto done;
+        }
+        keys[i] = (node_key){a->treeids[i], a->nodeids[i], i};
+        new_index[i] = -1;
+    }
+    qsort(keys, (size_t)m, sizeof *keys, key_cmp);
+    for (int i = 1; i < m; i++)
+        if (keys[i].tree == keys[i - 1].tree && keys[i].node == keys[i - 1].node) {
+            st = inf__node_error(node, err, INF_EMODEL, "attribute nodes_nodeids: tree %lld has node %lld twice",
+                                 (long long)keys[i].tree, (long long)keys[i].node);
+            goto done;
+        }
+    /* roots: the first node of each tree in attribute order */
+    int n_trees = 0;
+    for (int i = 0; i < m; i++)
+        if (i == 0 || keys[i].tree != keys[i - 1].tree) {
+            int32_t first = keys[i].index;
+            for (int j = i + 1; j < m && keys[j].tree == keys[i].tree; j++)
+                if (keys[j].index < first) first = keys[j].index;
+            roots[n_trees++] = first;
+        }
+    for (int i = 1; i < n_trees; i++) /* insertion sort by attribute position */
+        for (int j = i; j > 0 && roots[j] < roots[j - 1]; j--) {
+            int32_t t = roots[j];
+            roots[j] = roots[j - 1];
+            roots[j - 1] = t;
+        }
+    for (int i = 0; i < m; i++) {
+        true_idx[i] = false_idx[i] = -1;
+        if (parse_mode(a->modes[i]) == MODE_LEAF) continue;
+        true_idx[i] = key_find(keys, m, a->treeids[i], a->truenodeids[i]);
+        false_idx[i] = key_find(keys, m, a->treeids[i], a->falsenodeids[i]);
+        if (true_idx[i] < 0 || false_idx[i] < 0) {
+            bool t = true_idx[i] < 0;
+            st = inf__node_error(node, err, INF_EMODEL,
+                                 "attribute %s[%d] = %lld: tree %lld has no such node",
+                                 t ? "nodes_truenodeids" : "nodes_falsenodeids", i,
+                                 (long long)(t ? a->truenodeids[i] : a->falsenodeids[i]), (long long)a->treeids[i]);
+            goto done;
+        }
+    }
+    f->nodes = inf__arena_alloc(arena, (size_t)m * sizeof *f->nodes);
+    f->thr64 = inf__arena_alloc(arena, (size_t)m * sizeof *f->thr64);
+    f->roots = inf__arena_alloc(arena, (size_t)n_trees * sizeof *f->roots);
+    if (!f->nodes || !f->thr64 || !f->roots) {
+        st = INF_ENOMEM;
+        goto done;
+    }
+    int32_t next = 0;
+    for (int t = 0; t < n_trees; t++) {
+        f->roots[t] = next;
+        if ((st = layout_tree(node, a, true_idx, false_idx, roots[t], new_index, stack, f, &next, err)) != INF_OK)
+            goto done;
+    }
+    f->n_trees = n_trees;
+    f->n_nodes = next;
+
+    /* leaf weights, grouped by leaf in attribute order */
+    wcount = inf__calloc((size_t)next + 1, sizeof *wcount);
+    f->weights = inf__arena_alloc(arena, ((size_t)a->n_weights + 1) * sizeof *f->weights);
+    if (!wcount || !f->weights) {
+        st = INF_ENOMEM;
+        goto done;
+    }
+    for (int k = 0; k < a->n_weights; k++) {
+        int32_t i = key_find(keys, m, a->w_treeids[k], a->w_nodeids[k]);
+        if (i < 0) {
+            st = inf__node_error(node, err, INF_EMODEL, "attribute %s_nodeids[%d]: tree %lld has no node %lld", a->wp, k,
+                                 (long long)a->w_treeids[k], (long long)a->w_nodeids[k]);
+            goto done;
+        }
+        if (parse_mode(a->modes[i]) != MODE_LEAF) {
+            st = inf__node_error(node, err, INF_EMODEL, "attribute %s_nodeids[%d]: node %lld of tree %lld is not a LEAF",
+                                 a->wp, k, (long long)a->w_nodeids[k], (long long)a->w_treeids[k]);
+            goto done;
+        }
+        if (a->w_ids[k] < 0 || a->w_ids[k] >= f->n_targets) {
+            st = inf__node_error(node, err, INF_EMODEL, "attribute %s_ids[%d] = %lld is outside [0, %d)", a->wp, k,
+                                 (long long)a->w_ids[k], f->n_targets);
+            goto done;
+        }
+        if (new_index[i] >= 0) wcount[new_index[i]]++;
+    }
+    int32_t start = 0;
+    for (int32_t k = 0; k < next; k++) {
+        ml_tree_node *nd = &f->nodes[k];
+        if (nd->mode != MODE_LEAF) continue;
+        nd->false_next = start;
+        nd->feature = 0;
+        start += wcount[k];
+    }
+    for (int k = 0; k < a->n_weights; k++) {
+        int32_t i = new_index[key_find(keys, m, a->w_treeids[k], a->w_nodeids[k])];
+        if (i < 0) continue; /* a leaf no root reaches */
+        ml_tree_node *nd = &f->nodes[i];
+        f->weights[nd->false_next + nd->feature++] = (ml_weight){(int32_t)a->w_ids[k], a->w_values[k]};
+    }
+done:
+    inf__free(keys);
+    inf__free(work);
+    inf__free(wcount);
+    return st == INF_ENOMEM ? inf__node_error(node, err, st, "out of memory compiling the ensemble") : st;
+}
+
+static inf_status read_base(const inf__node *node, inf__arena *arena, ml_forest *f, inf_error *err) {
+    inf_status st;
+    f->base = ml_attr_doubles(node, arena, "base_values", &f->n_base, &st, err);
+    if (st != INF_OK) return st;
+    /* a binary classifier may give one base value (for class 0's margin, as ORT) */
+    bool one_ok = f->classifier && f->n_targets == 2 && f->n_base == 1;
+    if (f->n_base != 0 && f->n_base != f->n_targets && !one_ok)
+        return inf__node_error(node, err, INF_EMODEL, "attribute base_values has %d values, expected 0 or %d", f->n_base,
+                               f->n_targets);
+    return INF_OK;
+}
+
+static inf_status classifier_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    ml_forest *f = inf__op_params(arena, ml_forest);
+    if (!f) return INF_ENOMEM;
+    f->classifier = true;
+    int n_int = 0;
+    f->labels_i64 = inf__attr_ints(node, "classlabels_int64s", &n_int);
+    const inf__attr *ls = inf__node_attr(node, "classlabels_strings");
+    if (ls && ls->type == INF_ATTR_STRINGS && ls->n > 0) {
+        if (n_int > 0)
+            return inf__node_error(node, err, INF_EMODEL,
+                                   "attributes classlabels_int64s and classlabels_strings are both set");
+        f->labels_str = ls->strings;
+        f->labels_i64 = NULL;
+        f->n_targets = ls->n;
+    } else {
+        f->n_targets = n_int;
+    }
+    if (f->n_targets == 0)
+        return inf__node_error(node, err, INF_EMODEL, "one of classlabels_int64s or classlabels_strings must be set");
+    inf_status st;
+    if ((st = ml_parse_post(node, err, &f->post)) != INF_OK) return st;
+    if ((st = read_base(node, arena, f, err)) != INF_OK) return st;
+    tree_attrs a = {.wp = "class"};
+    if ((st = read_node_attrs(node, arena, &a, err)) != INF_OK) return st;
+    if ((st = read_weight_attrs(node, arena, &a, err)) != INF_OK) return st;
+    if ((st = compile_forest(node, arena, &a, f, err)) != INF_OK) return st;
+    f->all_positive = true;
+    bool one_class = a.n_weights > 0;
+    for (int k = 0; k < a.n_weights; k++) {
+        if (a.w_values[k] < 0) f->all_positive = false;
+        if (a.w_ids[k] != a.w_ids[0]) one_class = false;
+    }
+    f->binary_case = f->n_targets == 2 && one_class;
+    node->params = f;
+    return INF_OK;
+}
+
+static inf_status regressor_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    ml_forest *f = inf__op_params(arena, ml_forest);
+    if (!f) return INF_ENOMEM;
+    int64_t nt = inf__attr_int(node, "n_targets", 1);
+    if (nt < 1 || nt > INT32_MAX)
+        return inf__node_error(node, err, INF_EMODEL, "attribute n_targets = %lld must be >= 1", (long long)nt);
+    f->n_targets = (int)nt;
+    const char *agg = inf__attr_string(node, "aggregate_function", "SUM");
+    static const char *const aggs[] = {"SUM", "AVERAGE", "MIN", "MAX"};
+    f->aggregate = -1;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(agg, aggs[i])) f->aggregate = i;
+    if (f->aggregate < 0)
+        return inf__node_error(node, err, INF_EMODEL,
+                               "attribute aggregate_function: unknown value '%s' (expected SUM, AVERAGE, MIN or MAX)", agg);
+    inf_status st;
+    if ((st = ml_parse_post(node, err, &f->post)) != INF_OK) return st;
+    if ((st = read_base(node, arena, f, err)) != INF_OK) return st;
+    tree_attrs a = {.wp = "target"};
+    if ((st = read_node_attrs(node, arena, &a, err)) != INF_OK) return st;
+    if ((st = read_weight_attrs(node, arena, &a, err)) != INF_OK) return st;
+    if ((st = compile_forest(node, arena, &a, f, err)) != INF_OK) return st;
+    node->params = f;
+    return INF_OK;
+}
+
+/* ---------------------------------------------------------------- evaluate */
+
+static inline bool branch_f32(int mode, float v, float t) {
+    switch (mode) {
+    case MODE_LEQ: return v <= t;
+    case MODE_LT: return v < t;
+    case MODE_GTE: return v >= t;
+    case MODE_GT: return v > t;
+    case MODE_EQ: return v == t;
+    default: return v != t;
+    }
+}
+
+static inline bool branch_f64(int mode, double v, double t) {
+    switch (mode) {
+    case MODE_LEQ: return v <= t;
+    case MODE_LT: return v < t;
+    case MODE_GTE: return v >= t;
+    case MODE_GT: return v > t;
+    case MODE_EQ: return v == t;
+    default: return v != t;
+    }
+}
+
+static inline const ml_tree_node *leaf_f32(const ml_tree_node *nodes, int32_t i, const float *x) {
+    for (;;) {
+        const ml_tree_node *nd = &nodes[i];
+        if (nd->mode == MODE_LEAF) return nd;
+        float v = x[nd->feature];
+        bool go = branch_f32(nd->mode, v, nd->threshold) || (nd->missing_true && isnan(v));
+        i = go ? i + 1 : nd->false_next;
+    }
+}
+
+static inline const ml_tree_node *leaf_f64(const ml_tree_node *nodes, const double *thr, int32_t i,
+                                           const double *x) {
+    for (;;) {
+        const ml_tree_node *nd = &nodes[i];
+        if (nd->mode == MODE_LEAF) return nd;
+        double v = x[nd->feature];
+        bool go = branch_f64(nd->mode, v, thr[i]) || (nd->missing_true && isnan(v));
+        i = go ? i + 1 : nd->false_next;
+    }
+}
+
+typedef struct forest_task {
+    const ml_forest *f;
+    int64_t n_cols;
+    const float *x32;     /* float32 rows, or */
+    const double *x64;    /* float64 rows */
+    bool round32;         /* accumulate in float32 */
+    double *acc;          /* [N, C] scores */
+    uint8_t *has;         /* [N, C] */
+    float *z;             /* [N, C] output scores */
+    int64_t *label;       /* classifier: label value (int labels) or index (string labels) */
+} forest_task;
+
+static inline double round_to(bool f32, double v) { return f32 ? (double)(float)v : v; }
+
+static void add_leaf(const forest_task *t, const ml_tree_node *leaf, double *acc, uint8_t *has) {
+    const ml_weight *w = &t->f->weights[leaf->false_next];
+    for (int32_t k = 0; k < leaf->feature; k++) {
+        int c = w[k].target;
+        double v = round_to(t->round32, w[k].value);
+        switch (t->f->aggregate) {
+        case AGG_MIN: acc[c] = has[c] && acc[c] <= v ? acc[c] : v; break;
+        case AGG_MAX: acc[c] = has[c] && acc[c] >= v ? acc[c] : v; break;
+        default: acc[c] = round_to(t->round32, acc[c] + v); break;
+        }
+        has[c] = 1;
+    }
+}
+
+static void finalize_classifier(const forest_task *t, double *s, uint8_t *h, float *z, int64_t *label) {
+    const ml_forest *f = t->f;
+    int c = f->n_targets;
+    bool r = t->round32;
+    if (c != 2) {
+        for (int k = 0; k < f->n_base; k++) {
+            s[k] = h[k] ? round_to(r, s[k] + round_to(r, f->base[k])) : round_to(r, f->base[k]);
+            h[k] = 1;
+        }
+        int best = -1;
+        for (int k = 0; k < c; k++)
+            if (h[k] && (best < 0 || s[k] > s[best])) best = k;
+        if (best < 0) best = 0;
+        *label = f->labels_i64 ? f->labels_i64[best] : best;
+        ml_post_apply(f->post, s, c);
+        for (int k = 0; k < c; k++) z[k] = (float)s[k];
+        return;
+    }
+    int n = 2, mode = -1;
+    if (f->n_base == 2) {
+        if (h[1]) {
+            s[1] = round_to(r, f->base[1] + s[0]); /* as ORT: base_values[0] unused */
+            s[0] = -s[1];
+            h[1] = 1;
+        } else {
+            s[1] = round_to(r, s[1] + f->base[1]);
+            s[0] = round_to(r, s[0] + f->base[0]);
+        }
+    } else if (f->n_base == 1) {
+        s[0] = round_to(r, s[0] + round_to(r, f->base[0]));
+        if (!h[1]) n = 1;
+    } else {
+        mode = 3;
+        if (!h[1]) n = 1;
+    }
+    double pos = n == 2 && h[1] ? s[1] : h[0] ? s[0] : 0;
+    int which; /* 1 positive, 0 negative */
+    if (f->binary_case) {
+        if (f->all_positive) {
+            which = pos > 0.5;
+            mode = which ? 0 : 1;
+        } else {
+            which = pos > 0;
+            mode = which ? 2 : 3;
+        }
+        *label = f->labels_i64 ? f->labels_i64[which] : which;
+    } else {
+        which = pos > 0;
+        *label = which; /* ORT: positive label 1, negative 0 (an index for string labels) */
+    }
+    if (n == 2) {
+        ml_post_apply(f->post, s, 2);
+        z[0] = (float)s[0];
+        z[1] = (float)s[1];
+    } else {
+        z[0] = z[1] = 0;
+        ml_write_binary(f->post, mode, s[0], z);
+    }
+}
+
+static void finalize_regressor(const forest_task *t, double *s, uint8_t *h, float *z) {
+    const ml_forest *f = t->f;
+    int c = f->n_targets;
+    bool r = t->round32;
+    for (int k = 0; k < c; k++) {
+        double v = h[k] ? s[k] : 0;
+        if (f->aggregate == AGG_AVERAGE) v = round_to(r, v / f->n_trees);
+        if (f->n_base) v = round_to(r, v + round_to(r, f->base[k]));
+        s[k] = v;
+    }
+    if (c == 1) { /* as ORT: a single target only knows PROBIT */
+        z[0] = (float)(f->post == ML_POST_PROBIT ? ml_probit(s[0]) : s[0]);
+        return;
+    }
+    ml_post_apply(f->post, s, c);
+    for (int k = 0; k < c; k++) z[k] = (float)s[k];
+}
+
+enum { ROW_BLOCK = 64 };
+
+static void forest_rows(void *arg, int64_t begin, int64_t end) {
+    const forest_task *t = arg;
+    const ml_forest *f = t->f;
+    int64_t c = f->n_targets;
+    for (int64_t b0 = begin; b0 < end; b0 += ROW_BLOCK) {
+        int64_t b1 = b0 + ROW_BLOCK < end ? b0 + ROW_BLOCK : end;
+        memset(t->acc + b0 * c, 0, (size_t)((b1 - b0) * c) * sizeof(double));
+        memset(t->has + b0 * c, 0, (size_t)((b1 - b0) * c));
+        for (int tr = 0; tr < f->n_trees; tr++) {
+            for (int64_t row = b0; row < b1; row++) {
+                const ml_tree_node *leaf =
+                    t->x32 ? leaf_f32(f->nodes, f->roots[tr], t->x32 + row * t->n_cols)
+                           : leaf_f64(f->nodes, f->thr64, f->roots[tr], t->x64 + row * t->n_cols);
+                add_leaf(t, leaf, t->acc + row * c, t->has + row * c);
+            }
+        }
+        for (int64_t row = b0; row < b1; row++) {
+            if (f->classifier)
+                finalize_classifier(t, t->acc + row * c, t->has + row * c, t->z + row * c, &t->label[row]);
+            else
+                finalize_regressor(t, t->acc + row * c, t->has + row * c, t->z + row * c);
+        }
+    }
+}
+
+static inf_status forest_run(inf__kernel_ctx *ctx) {
+    const ml_forest *f = ctx->node->params;
+    const inf_tensor *x = ctx->in[0];
+    int64_t n = 0, cols = 0;
+    inf_status st = ml_input_matrix(ctx, x, &n, &cols);
+    if (st != INF_OK) return st;
+    if (cols < f->n_features)
+        return inf__kernel_error(ctx, INF_ESHAPE, "input X: the trees read feature %lld, X has %lld features",
+                                 (long long)f->n_features - 1, (long long)cols);
+    int64_t c = f->n_targets;
+    forest_task t = {.f = f, .n_cols = cols, .round32 = x->dtype != INF_DTYPE_F64};
+    /* one scratch block: scores, flags, converted rows, labels */
+    size_t acc_b = (size_t)(n * c) * sizeof(double), has_b = ((size_t)(n * c) + 7) & ~(size_t)7;
+    size_t conv_b = x->dtype == INF_DTYPE_I64 || x->dtype == INF_DTYPE_I32 ? (size_t)(n * cols) * sizeof(double) : 0;
+    size_t lab_b = f->classifier ? (size_t)n * sizeof(int64_t) : 0;
+    uint8_t *scratch = inf__kernel_scratch(ctx, acc_b + has_b + conv_b + lab_b + 64);
+    if (!scratch) return INF_ENOMEM;
+    t.acc = (double *)scratch;
+    t.has = scratch + acc_b;
+    t.label = (int64_t *)(scratch + acc_b + has_b + conv_b);
+    if (x->dtype == INF_DTYPE_F32) {
+        t.x32 = x->data;
+    } else if (x->dtype == INF_DTYPE_F64) {
+        t.x64 = x->data;
+    } else {
+        double *conv = (double *)(scratch + acc_b + has_b);
+        for (int64_t i = 0; i < n * cols; i++) conv[i] = ml_get(x, i);
+        t.x64 = conv;
+    }
+    inf_tensor *y, *z;
+    int64_t zdims[2] = {n, c};
+    if (f->classifier) {
+        int64_t ydims[1] = {n};
+        if ((st = inf__kernel_output(ctx, 0, f->labels_str ? INF_DTYPE_STRING : INF_DTYPE_I64, 1, ydims, &y)) != INF_OK ||
+            (st = inf__kernel_output(ctx, 1, INF_DTYPE_F32, 2, zdims, &z)) != INF_OK)
+            return st;
+    } else {
+        if ((st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, 2, zdims, &z)) != INF_OK) return st;
+        y = NULL;
+    }
+    t.z = z->data;
+    /* thresholds of float64 models are exact only in thr64; float32 X compares in float */
+    inf__pool_range(ctx->pool, n, ROW_BLOCK, forest_rows, &t);
+    if (!f->classifier) return INF_OK;
+    if (!f->labels_str) {
+        memcpy(y->data, t.label, (size_t)n * sizeof(int64_t));
+        return INF_OK;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const char *s = f->labels_str[t.label[i]];
+        if ((st = inf_tensor_set_string(y, i, s, strlen(s))) != INF_OK)
+            return inf__kernel_error(ctx, st, "out of memory writing the labels");
+    }
+    return INF_OK;
+}
+
+const inf__op_impl op_ml_tree_classifier = {classifier_init, forest_run};
+const inf__op_impl op_ml_tree_regressor = {regressor_init, forest_run};
