@@ -7,7 +7,10 @@ SUDO=""
 packages=(
   build-essential cmake pkg-config                # compiler, build
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev # ONNX decoding (onnx.proto from libonnx-dev)
-  libcjson-dev                                    # XGBoost JSON model import (src/import/)
+  libcjson-dev                                    # JSON: XGBoost import, pipeline specs, KServe
+  libsqlite3-dev sqlite3                          # embedded registry, SQLite sources/sinks, SQL functions
+  libpq-dev postgresql                            # PostgreSQL registry, sources/sinks (tests start a cluster)
+  libhiredis-dev redis-server                     # Redis online features and streams (tests start a server)
   libonnx-testdata                                # ONNX backend test suites (conformance)
   clang libclang-rt-14-dev                        # libFuzzer targets
   locales                                         # en_US.UTF-8 for StringNormalizer tests
