@@ -42,5 +42,24 @@ for model in mlp cnn transformer; do
         done
     done
 done
+# initializers stored as external data beside the model (location/offset/length)
+ext=$models/external
+if "$infera" run "$ext/linear.onnx" --input "x=$ext/linear_input.npy" --output-dir "$work/ext"; then
+    check "external data: Gemm weights read from linear.weights" "$compare" "$work/ext/y.npy" "$ext/linear_expected.npy" 1e-5 1e-5
+else
+    failed=$((failed + 1)); echo "FAIL external data model does not run"
+fi
+# a missing external file is an error naming it; a path escaping the folder is refused
+mkdir -p "$work/moved" && cp "$ext/linear.onnx" "$work/moved/"
+if ! "$infera" info "$work/moved/linear.onnx" 2>"$work/err" && grep -q "linear.weights" "$work/err"; then
+    passed=$((passed + 1)); echo "ok   external data: missing file named in the error"
+else
+    failed=$((failed + 1)); echo "FAIL external data: missing file not reported ($(cat "$work/err"))"
+fi
+if ! "$infera" info "$ext/escape.onnx" 2>"$work/err" && grep -q "leaves the model's folder" "$work/err"; then
+    passed=$((passed + 1)); echo "ok   external data: a path leaving the model's folder is refused"
+else
+    failed=$((failed + 1)); echo "FAIL external data: escaping path not refused ($(cat "$work/err"))"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
