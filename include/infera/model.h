@@ -19,7 +19,7 @@ extern "C" {
 typedef struct inf_model inf_model;
 
 typedef struct inf_model_options {
-    int reserved; /* no options yet; pass NULL or a zeroed struct */
+    int no_optimize; /* skip the load-time graph rewrites (constant folding, dead nodes) */
 } inf_model_options;
 
 /* The declared type of a graph input or output. */
@@ -68,7 +68,8 @@ typedef struct inf_model_summary {
     int64_t model_version;
     int n_opsets;
     const inf_opset *opsets;
-    int n_nodes;                  /* in the main graph */
+    int n_nodes;                  /* in the main graph, as written */
+    int n_nodes_optimized;        /* left after load-time optimisation */
     int64_t n_parameters;         /* elements in all initializers */
     uint64_t parameter_bytes;
     uint64_t file_bytes;

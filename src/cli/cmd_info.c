@@ -77,7 +77,7 @@ static void print_json(const inf_model *m, const inf_model_summary *s) {
         printf(i ? "," : "");
         json_value_info(inf_model_output(m, i));
     }
-    printf("],\"nodes\":%d,\"ops\":{", s->n_nodes);
+    printf("],\"nodes\":%d,\"nodes_optimized\":%d,\"ops\":{", s->n_nodes, s->n_nodes_optimized);
     for (int i = 0; i < inf_model_n_op_types(m); i++) {
         const char *domain, *op;
         int count;
@@ -111,7 +111,7 @@ static void print_text(const inf_model *m, const inf_model_summary *s) {
         format_type(inf_model_output(m, i), type, sizeof type);
         printf("  %-24s %s\n", inf_model_output(m, i)->name, type);
     }
-    printf("ops (%d nodes):\n", s->n_nodes);
+    printf("ops (%d nodes, %d after load-time optimisation):\n", s->n_nodes, s->n_nodes_optimized);
     for (int i = 0; i < inf_model_n_op_types(m); i++) {
         const char *domain, *op;
         int count;

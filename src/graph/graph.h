@@ -124,6 +124,7 @@ struct inf_model {
     const char **metadata_keys, **metadata_values;
     uint64_t file_bytes;
     int n_op_types;
+    int n_nodes_written;           /* main-graph nodes before optimisation */
     struct { const char *domain, *op_type; int count; } *op_types;
     inf_value_info *input_infos;   /* per graph->inputs */
     inf_value_info *output_infos;  /* per graph->outputs */
@@ -156,5 +157,20 @@ int inf__graph_find_value(const inf__graph *g, const char *name);
 /* Resolves every node's op and runs its init (attribute checks), recursively
  * through subgraphs (ops/op_table.c uses this; see ops.h). */
 inf_status inf__graph_bind_ops(struct inf_model *model, inf__graph *g, inf_error *err);
+
+/* ---- load-time optimisation (graph/optimize.c) ----
+ * Rewrites the graph in place after its ops are bound: folds nodes whose
+ * inputs are all constants into initializers, then removes nodes whose
+ * outputs nobody reads.  Outputs are unchanged; errors only for lack of
+ * memory (a node that fails to fold is kept, and fails at run time). */
+inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error *err);
+
+/* Runs single nodes outside a session run (graph/session.c), for folding. */
+typedef struct inf__evaluator inf__evaluator;
+inf_status inf__evaluator_new(const struct inf_model *model, const inf__graph *g, inf__evaluator **out, inf_error *err);
+/* outputs[k] receive owned copies (NULL for omitted outputs). */
+inf_status inf__evaluator_run_node(inf__evaluator *ev, const inf__node *node, inf_tensor *const *inputs,
+                                   inf_tensor **outputs, inf_error *err);
+void inf__evaluator_free(inf__evaluator *ev);
 
 #endif /* INF_GRAPH_H */

@@ -49,7 +49,8 @@ void inf_model_get_summary(const inf_model *m, inf_model_summary *out) {
     out->model_version = m->model_version;
     out->n_opsets = m->n_opsets;
     out->opsets = m->opsets;
-    out->n_nodes = m->graph->n_nodes;
+    out->n_nodes = m->n_nodes_written;
+    out->n_nodes_optimized = m->graph->n_nodes;
     out->file_bytes = m->file_bytes;
     add_parameters(m->graph, &out->n_parameters, &out->parameter_bytes);
 }

@@ -556,3 +556,57 @@ inf_status inf_session_run(inf_session *s, const inf_tensor *const *inputs, inf_
     *outputs = s->main->outputs;
     return INF_OK;
 }
+
+/* ---- evaluating single nodes at load time (graph/optimize.c) ---- */
+
+struct inf__evaluator {
+    inf_session session; /* a one-thread session over the graph, never run as a whole */
+};
+
+inf_status inf__evaluator_new(const inf_model *model, const inf__graph *g, inf__evaluator **out, inf_error *err) {
+    *out = NULL;
+    inf__evaluator *ev = inf__calloc(1, sizeof *ev);
+    if (!ev) return inf__error(err, INF_ENOMEM, "out of memory preparing constant folding");
+    ev->session.model = model;
+    ev->session.n_threads = 1;
+    inf_status st = exec_new(&ev->session, g, NULL, &ev->session.main, err);
+    if (st != INF_OK) {
+        inf__evaluator_free(ev);
+        return st;
+    }
+    *out = ev;
+    return INF_OK;
+}
+
+void inf__evaluator_free(inf__evaluator *ev) {
+    if (!ev) return;
+    exec_free(ev->session.main);
+    pool_free(&ev->session.pool);
+    inf__free(ev);
+}
+
+inf_status inf__evaluator_run_node(inf__evaluator *ev, const inf__node *node, inf_tensor *const *inputs,
+                                   inf_tensor **outputs, inf_error *err) {
+    inf__exec *e = ev->session.main;
+    for (int k = 0; k < node->n_outputs; k++) outputs[k] = NULL;
+    for (int k = 0; k < node->n_inputs; k++) e->in_ptrs[k] = inputs[k];
+    for (int k = 0; k < node->n_outputs; k++) e->out_ptrs[k] = NULL;
+    inf__kernel_ctx ctx = {
+        .node = node, .n_in = node->n_inputs, .in = e->in_ptrs, .n_out = node->n_outputs,
+        .out = e->out_ptrs, .pool = NULL, .exec = e, .err = err,
+    };
+    inf_status st = node->op->impl->run(&ctx);
+    release_scratch(e);
+    for (int k = 0; k < node->n_outputs && st == INF_OK; k++) {
+        if (!e->out_ptrs[k]) continue;
+        if (inf_tensor_clone(e->out_ptrs[k], &outputs[k]) != INF_OK)
+            st = inf__error(err, INF_ENOMEM, "out of memory folding node '%s'", node->name);
+    }
+    for (int k = 0; k < node->n_outputs; k++) slot_release(&ev->session, output_slot(&ctx, k));
+    if (st != INF_OK)
+        for (int k = 0; k < node->n_outputs; k++) {
+            inf_tensor_free(outputs[k]);
+            outputs[k] = NULL;
+        }
+    return st;
+}

@@ -501,6 +501,7 @@ static inf_status decode_model_header(decoder *d) {
 static inf_status count_op_types(decoder *d) {
     inf_model *m = d->model;
     const inf__graph *g = m->graph;
+    m->n_nodes_written = g->n_nodes;
     m->op_types = inf__arena_alloc(&m->arena, ((size_t)g->n_nodes + 1) * sizeof *m->op_types);
     if (!m->op_types) return OOM(d);
     for (int i = 0; i < g->n_nodes; i++) {
@@ -562,7 +563,8 @@ inf_status inf_model_load_buffer(const void *data, size_t size, const char *base
         inf__error_prefix(err, "%s", d.path);
         goto done;
     }
-    if ((st = count_op_types(&d)) != INF_OK) goto done;
+    if ((st = count_op_types(&d)) != INF_OK) goto done; /* `info` describes the model as written */
+    if (!(opts && opts->no_optimize) && (st = inf__graph_optimize(m, m->graph, err)) != INF_OK) goto done;
     st = collect_io_infos(&d);
 done:
     if (mp) onnx__model_proto__free_unpacked(mp, &inf__protobuf_allocator);

@@ -368,3 +368,42 @@ TEST(fuzz_regressions_fail_cleanly) {
     closedir(d);
     ASSERT_TRUE(n >= 2);
 }
+
+/* fold.onnx (tests/models/gen_fold_model.py): 11 nodes, of which only the
+ * two reading x survive optimisation; results are equal either way. */
+TEST(constant_folding_keeps_results) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/models/fold.onnx", INFERA_SOURCE_DIR);
+    inf_model *plain, *optimized;
+    inf_error err;
+    inf_model_options no_opt = {.no_optimize = 1};
+    ASSERT_OK(inf_model_load(path, &no_opt, &plain, &err));
+    ASSERT_OK(inf_model_load(path, NULL, &optimized, &err));
+    inf_model_summary a, b;
+    inf_model_get_summary(plain, &a);
+    inf_model_get_summary(optimized, &b);
+    ASSERT_EQ(a.n_nodes_optimized, 11);
+    ASSERT_EQ(b.n_nodes, 11);
+    ASSERT_EQ(b.n_nodes_optimized, 2); /* Mul and Add */
+    float data[6] = {1, 2, 3, 4, 5, 6};
+    int64_t dims[2] = {2, 3};
+    inf_tensor x;
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 2, dims, data);
+    const inf_tensor *in[1] = {&x};
+    inf_session *s1, *s2;
+    inf_tensor *const *o1, *const *o2;
+    ASSERT_OK(inf_session_new(plain, NULL, &s1, &err));
+    ASSERT_OK(inf_session_new(optimized, NULL, &s2, &err));
+    ASSERT_OK(inf_session_run(s1, in, &o1, &err));
+    ASSERT_OK(inf_session_run(s2, in, &o2, &err));
+    /* y = x * relu(-c) + sum(shape(c)) = x * relu(-c) + 5 */
+    static const float want[6] = {5, 2 * 2 + 5, 5, 4 * 4 + 5, 5, 6 * 6 + 5};
+    for (int i = 0; i < 6; i++) {
+        ASSERT_NEAR(((float *)o1[0]->data)[i], want[i], 0);
+        ASSERT_NEAR(((float *)o2[0]->data)[i], want[i], 0);
+    }
+    inf_session_free(s1);
+    inf_session_free(s2);
+    inf_model_free(plain);
+    inf_model_free(optimized);
+}

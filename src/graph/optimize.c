@@ -1,0 +1,137 @@
+/*
+ * optimize.c -- load-time rewrites of the graph IR.
+ *
+ * DESIGN: passes run once per model, after every node is bound to its
+ * kernel, and never change what the graph computes:
+ *   1. constant folding: a deterministic node whose inputs are all constants
+ *      (initializers, or outputs of nodes folded before it) runs once, here,
+ *      through its own kernel (graph/session.c's evaluator), and its outputs
+ *      become initializers.  PyTorch exports are full of these (Constant
+ *      nodes, shape arithmetic on weights).
+ *   2. dead-node elimination: nodes whose outputs nobody reads are dropped.
+ * Then the node list is compacted and producers/consumers recounted.
+ * A node that fails to fold is kept, so its error surfaces at run time with
+ * the usual context.  Subgraphs are optimised first, innermost out.
+ */
+#include <string.h>
+
+#include "graph/graph.h"
+#include "ops/ops.h"
+
+/* Ops whose outputs differ from run to run, or that must not run early. */
+static bool is_nondeterministic(const inf__node *node) {
+    static const char *const names[] = {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike",
+                                        "RandomUniform", "RandomUniformLike"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(node->op_type, names[i])) return true;
+    return node->op->domain == INF_DOMAIN_TRAINING;
+}
+
+static bool has_subgraph(const inf__node *node) {
+    for (int a = 0; a < node->n_attrs; a++)
+        if (node->attrs[a].type == INF_ATTR_GRAPH || node->attrs[a].type == INF_ATTR_GRAPHS) return true;
+    return false;
+}
+
+static bool is_foldable(const inf__graph *g, const inf__node *node) {
+    if (is_nondeterministic(node) || has_subgraph(node) || node->n_implicit) return false;
+    for (int k = 0; k < node->n_inputs; k++) {
+        int v = node->inputs[k];
+        if (v < 0) continue;
+        const inf__value *val = &g->values[v];
+        if (val->role != INF_VALUE_INITIALIZER || !val->constant || val->constant->kind != INF_KIND_TENSOR) return false;
+    }
+    return true;
+}
+
+/* Folded outputs larger than this stay computed at run time: a Tile or
+ * Expand of a small constant should not bloat the model's memory. */
+#define FOLD_MAX_BYTES ((size_t)16 << 20)
+
+static bool outputs_fit(const inf__node *node, inf_tensor *const *outs) {
+    size_t total = 0;
+    for (int k = 0; k < node->n_outputs; k++) {
+        if (!outs[k]) continue;
+        if (outs[k]->kind != INF_KIND_TENSOR) return false;
+        total += inf_tensor_nbytes(outs[k]);
+    }
+    return total <= FOLD_MAX_BYTES;
+}
+
+static inf_status fold_node(inf__evaluator *ev, inf__graph *g, inf__node *node, bool *dead, inf_error *err) {
+    inf_tensor *ins[64], *outs[64];
+    if (node->n_inputs > 64 || node->n_outputs > 64) return INF_OK;
+    for (int k = 0; k < node->n_inputs; k++) ins[k] = node->inputs[k] >= 0 ? g->values[node->inputs[k]].constant : NULL;
+    inf_error ignored;
+    inf_status st = inf__evaluator_run_node(ev, node, ins, outs, &ignored);
+    if (st == INF_ENOMEM) return inf__error(err, st, "out of memory folding node '%s'", node->name);
+    if (st != INF_OK) return INF_OK; /* keep it: it will report at run time */
+    bool fits = outputs_fit(node, outs);
+    for (int k = 0; k < node->n_outputs; k++) {
+        int v = node->outputs[k];
+        if (!fits || v < 0 || !outs[k]) {
+            inf_tensor_free(outs[k]);
+            continue;
+        }
+        g->values[v].role = INF_VALUE_INITIALIZER;
+        g->values[v].constant = outs[k]; /* the model owns it from here */
+        g->values[v].producer = -1;
+    }
+    if (fits) *dead = true;
+    return INF_OK;
+}
+
+static void forget_reads(inf__graph *g, const inf__node *node) {
+    for (int k = 0; k < node->n_inputs; k++)
+        if (node->inputs[k] >= 0) g->values[node->inputs[k]].n_consumers--;
+    for (int k = 0; k < node->n_implicit; k++) g->values[node->implicit[k]].n_consumers--;
+}
+
+static bool is_unused(const inf__graph *g, const inf__node *node) {
+    for (int k = 0; k < node->n_outputs; k++)
+        if (node->outputs[k] >= 0 && g->values[node->outputs[k]].n_consumers > 0) return false;
+    return true;
+}
+
+/* Drops dead nodes, keeping order, and renumbers the producers. */
+static void compact(inf__graph *g, const bool *dead) {
+    int kept = 0;
+    for (int n = 0; n < g->n_nodes; n++) {
+        if (dead[n]) continue;
+        g->nodes[kept] = g->nodes[n];
+        for (int k = 0; k < g->nodes[kept].n_outputs; k++)
+            if (g->nodes[kept].outputs[k] >= 0) g->values[g->nodes[kept].outputs[k]].producer = kept;
+        kept++;
+    }
+    g->n_nodes = kept;
+}
+
+inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error *err) {
+    inf_status st = INF_OK;
+    for (int n = 0; n < g->n_nodes && st == INF_OK; n++)
+        for (int a = 0; a < g->nodes[n].n_attrs && st == INF_OK; a++) {
+            inf__attr *attr = &g->nodes[n].attrs[a];
+            if (attr->type == INF_ATTR_GRAPH) st = inf__graph_optimize(model, attr->g, err);
+            for (int k = 0; attr->type == INF_ATTR_GRAPHS && k < attr->n && st == INF_OK; k++)
+                st = inf__graph_optimize(model, attr->graphs[k], err);
+        }
+    if (st != INF_OK || g->n_nodes == 0) return st;
+    bool *dead = inf__calloc((size_t)g->n_nodes, sizeof(bool));
+    inf__evaluator *ev = NULL;
+    if (!dead) return inf__error(err, INF_ENOMEM, "out of memory optimising the graph");
+    for (int n = 0; n < g->n_nodes && st == INF_OK; n++) {
+        if (!is_foldable(g, &g->nodes[n])) continue;
+        if (!ev && (st = inf__evaluator_new(model, g, &ev, err)) != INF_OK) break;
+        st = fold_node(ev, g, &g->nodes[n], &dead[n], err);
+        if (dead[n]) forget_reads(g, &g->nodes[n]);
+    }
+    for (int n = g->n_nodes - 1; n >= 0 && st == INF_OK; n--) /* reverse order removes whole dead chains */
+        if (!dead[n] && is_unused(g, &g->nodes[n])) {
+            dead[n] = true;
+            forget_reads(g, &g->nodes[n]);
+        }
+    inf__evaluator_free(ev);
+    if (st == INF_OK) compact(g, dead);
+    inf__free(dead);
+    return st;
+}
