@@ -154,6 +154,12 @@ inf_status inf__graph_finalize(inf__graph *g, inf_error *err);
 /* Index of the value called name in g, or -1. */
 int inf__graph_find_value(const inf__graph *g, const char *name);
 
+/* Frees the tensors a graph owns: initializers and attribute tensors, through
+ * subgraphs (the rest lives in the model arena).  Node by node for the
+ * optimizer, which drops nodes. */
+void inf__graph_free_tensors(inf__graph *g);
+void inf__node_free_tensors(inf__node *node);
+
 /* Resolves every node's op and runs its init (attribute checks), recursively
  * through subgraphs (ops/op_table.c uses this; see ops.h). */
 inf_status inf__graph_bind_ops(struct inf_model *model, inf__graph *g, inf_error *err);

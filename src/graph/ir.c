@@ -171,3 +171,26 @@ inf_status inf__graph_finalize(inf__graph *g, inf_error *err) {
     }
     return sort_nodes(g, err);
 }
+
+/* ---- the tensors a graph owns (initializers, attribute tensors) ---- */
+
+void inf__node_free_tensors(inf__node *node) {
+    for (int a = 0; node->attrs && a < node->n_attrs; a++) {
+        inf__attr *attr = &node->attrs[a];
+        if (attr->type == INF_ATTR_TENSOR) inf_tensor_free(attr->t);
+        if (attr->type == INF_ATTR_GRAPH) inf__graph_free_tensors(attr->g);
+        for (int k = 0; k < attr->n; k++) {
+            if (attr->type == INF_ATTR_TENSORS && attr->tensors) inf_tensor_free(attr->tensors[k]);
+            if (attr->type == INF_ATTR_GRAPHS && attr->graphs) inf__graph_free_tensors(attr->graphs[k]);
+        }
+        attr->t = NULL;
+        attr->n = attr->type == INF_ATTR_TENSORS || attr->type == INF_ATTR_GRAPHS ? 0 : attr->n;
+        if (attr->type == INF_ATTR_GRAPH) attr->g = NULL;
+    }
+}
+
+void inf__graph_free_tensors(inf__graph *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n_values; i++) inf_tensor_free(g->values[i].constant);
+    for (int n = 0; g->nodes && n < g->n_nodes; n++) inf__node_free_tensors(&g->nodes[n]);
+}

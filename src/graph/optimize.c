@@ -97,7 +97,10 @@ static bool is_unused(const inf__graph *g, const inf__node *node) {
 static void compact(inf__graph *g, const bool *dead) {
     int kept = 0;
     for (int n = 0; n < g->n_nodes; n++) {
-        if (dead[n]) continue;
+        if (dead[n]) {
+            inf__node_free_tensors(&g->nodes[n]);
+            continue;
+        }
         g->nodes[kept] = g->nodes[n];
         for (int k = 0; k < g->nodes[kept].n_outputs; k++)
             if (g->nodes[kept].outputs[k] >= 0) g->values[g->nodes[kept].outputs[k]].producer = kept;

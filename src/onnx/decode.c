@@ -605,26 +605,9 @@ inf_status inf_model_load(const char *path, const inf_model_options *opts, inf_m
     return INF_OK;
 }
 
-static void free_graph_tensors(inf__graph *g) {
-    if (!g) return;
-    for (int i = 0; i < g->n_values; i++) inf_tensor_free(g->values[i].constant);
-    for (int n = 0; g->nodes && n < g->n_nodes; n++) {
-        inf__node *node = &g->nodes[n];
-        for (int a = 0; node->attrs && a < node->n_attrs; a++) {
-            inf__attr *attr = &node->attrs[a];
-            if (attr->type == INF_ATTR_TENSOR) inf_tensor_free(attr->t);
-            if (attr->type == INF_ATTR_GRAPH) free_graph_tensors(attr->g);
-            for (int k = 0; k < attr->n; k++) {
-                if (attr->type == INF_ATTR_TENSORS && attr->tensors) inf_tensor_free(attr->tensors[k]);
-                if (attr->type == INF_ATTR_GRAPHS && attr->graphs) free_graph_tensors(attr->graphs[k]);
-            }
-        }
-    }
-}
-
 void inf_model_free(inf_model *m) {
     if (!m) return;
-    free_graph_tensors(m->graph); /* initializers and attribute tensors */
+    inf__graph_free_tensors(m->graph); /* initializers and attribute tensors */
     inf__arena_deinit(&m->arena);
     inf__free(m);
 }
