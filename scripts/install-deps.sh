@@ -11,6 +11,7 @@ packages=(
   libsqlite3-dev sqlite3                          # embedded registry, SQLite sources/sinks, SQL functions
   libpq-dev postgresql                            # PostgreSQL registry, sources/sinks (tests start a cluster)
   libhiredis-dev redis-server                     # Redis online features and streams (tests start a server)
+  libmicrohttpd-dev curl                          # `infera serve` (KServe V2 over HTTP); curl for its tests
   libonnx-testdata                                # ONNX backend test suites (conformance)
   clang libclang-rt-14-dev                        # libFuzzer targets
   locales                                         # en_US.UTF-8 for StringNormalizer tests
