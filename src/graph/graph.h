@@ -61,6 +61,21 @@ typedef struct inf__attr {
     inf_value_info *type_protos; /* TYPE_PROTO(S): n entries (1 for TYPE_PROTO) */
 } inf__attr;
 
+/* An element-wise activation applied to a node's output 0 right after its
+ * kernel, in place, while the data is still in cache (fused by optimize.c
+ * from a following Relu/LeakyRelu/Clip node). */
+typedef enum inf__epilogue_kind {
+    INF_EPILOGUE_NONE = 0,
+    INF_EPILOGUE_RELU,
+    INF_EPILOGUE_LEAKY_RELU, /* alpha */
+    INF_EPILOGUE_CLIP,       /* [lo, hi] */
+} inf__epilogue_kind;
+
+typedef struct inf__epilogue {
+    inf__epilogue_kind kind;
+    float alpha, lo, hi;
+} inf__epilogue;
+
 typedef struct inf__node {
     const char *name;       /* node name, or "<op_type>_<index>" if the model had none */
     const char *op_type;
@@ -77,6 +92,7 @@ typedef struct inf__node {
     int *implicit;          /* values of this graph that the node's subgraphs read */
     void *params;           /* the op's parsed attributes (op->init), in the model arena */
     struct inf__graph *graph; /* the graph the node belongs to */
+    inf__epilogue epilogue; /* an activation fused into this node (optimize.c) */
 } inf__node;
 
 typedef enum inf__value_role {

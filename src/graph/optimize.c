@@ -8,11 +8,17 @@
  *      through its own kernel (graph/session.c's evaluator), and its outputs
  *      become initializers.  PyTorch exports are full of these (Constant
  *      nodes, shape arithmetic on weights).
- *   2. dead-node elimination: nodes whose outputs nobody reads are dropped.
+ *   2. activation fusion: a Relu, LeakyRelu or Clip (constant bounds) that is
+ *      the only reader of a Conv/ConvTranspose/Gemm/MatMul/Add/
+ *      BatchNormalization output becomes that node's epilogue, applied in
+ *      place right after its kernel (graph/session.c): one node and one pass
+ *      over memory less, bit-identical results (same comparisons).
+ *   3. dead-node elimination: nodes whose outputs nobody reads are dropped.
  * Then the node list is compacted and producers/consumers recounted.
  * A node that fails to fold is kept, so its error surfaces at run time with
  * the usual context.  Subgraphs are optimised first, innermost out.
  */
+#include <math.h>
 #include <string.h>
 
 #include "graph/graph.h"
@@ -81,6 +87,71 @@ static inf_status fold_node(inf__evaluator *ev, inf__graph *g, inf__node *node, 
     return INF_OK;
 }
 
+/* ---- activation fusion ---- */
+
+static bool op_is(const inf__node *node, const char *const *names, size_t n) {
+    if (node->op->domain != INF_DOMAIN_ONNX) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(node->op_type, names[i])) return true;
+    return false;
+}
+
+/* The scalar float32 constant behind input i, or dflt when absent; false
+ * when the input is computed at run time or not a float32 scalar. */
+static bool constant_bound(const inf__node *node, int i, float dflt, float *out) {
+    if (i >= node->n_inputs || node->inputs[i] < 0) {
+        *out = dflt;
+        return true;
+    }
+    const inf_tensor *c = inf__node_constant_input(node, i);
+    if (!c || c->kind != INF_KIND_TENSOR || c->dtype != INF_DTYPE_F32 || inf_tensor_numel(c) != 1) return false;
+    *out = *(const float *)c->data;
+    return true;
+}
+
+/* The epilogue equivalent to activation node a, if it has one. */
+static bool epilogue_of(const inf__node *a, inf__epilogue *ep) {
+    static const char *const acts[] = {"Relu", "LeakyRelu", "Clip"};
+    if (!op_is(a, acts, 3)) return false;
+    memset(ep, 0, sizeof *ep);
+    if (!strcmp(a->op_type, "Relu")) {
+        ep->kind = INF_EPILOGUE_RELU;
+    } else if (!strcmp(a->op_type, "LeakyRelu")) {
+        ep->kind = INF_EPILOGUE_LEAKY_RELU;
+        ep->alpha = inf__attr_float(a, "alpha", 0.01f);
+    } else if (a->opset < 11) {
+        ep->kind = INF_EPILOGUE_CLIP;
+        ep->lo = inf__attr_float(a, "min", -3.402823466e+38f);
+        ep->hi = inf__attr_float(a, "max", 3.402823466e+38f);
+    } else {
+        ep->kind = INF_EPILOGUE_CLIP;
+        if (!constant_bound(a, 1, -INFINITY, &ep->lo) || !constant_bound(a, 2, INFINITY, &ep->hi)) return false;
+    }
+    return true;
+}
+
+static void fuse_activations(inf__graph *g, bool *dead) {
+    static const char *const producers[] = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "BatchNormalization"};
+    for (int n = 0; n < g->n_nodes; n++) {
+        inf__node *a = &g->nodes[n];
+        inf__epilogue ep;
+        if (dead[n] || a->n_inputs < 1 || a->inputs[0] < 0 || a->n_outputs != 1 || a->outputs[0] < 0) continue;
+        if (!epilogue_of(a, &ep)) continue;
+        int v = a->inputs[0], w = a->outputs[0], p = g->values[v].producer;
+        if (p < 0 || dead[p] || g->values[v].n_consumers != 1) continue;
+        inf__node *prod = &g->nodes[p];
+        if (!op_is(prod, producers, 6) || prod->epilogue.kind != INF_EPILOGUE_NONE || prod->outputs[0] != v) continue;
+        prod->epilogue = ep;
+        prod->outputs[0] = w; /* the producer now writes the activation's output */
+        g->values[w].producer = p;
+        g->values[v].producer = -1;
+        g->values[v].n_consumers = 0;
+        for (int k = 1; k < a->n_inputs; k++) /* Clip's constant bounds lose a reader */
+            if (a->inputs[k] >= 0) g->values[a->inputs[k]].n_consumers--;
+        dead[n] = true;
+    }
+}
+
 static void forget_reads(inf__graph *g, const inf__node *node) {
     for (int k = 0; k < node->n_inputs; k++)
         if (node->inputs[k] >= 0) g->values[node->inputs[k]].n_consumers--;
@@ -128,6 +199,7 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         st = fold_node(ev, g, &g->nodes[n], &dead[n], err);
         if (dead[n]) forget_reads(g, &g->nodes[n]);
     }
+    if (st == INF_OK) fuse_activations(g, dead);
     for (int n = g->n_nodes - 1; n >= 0 && st == INF_OK; n--) /* reverse order removes whole dead chains */
         if (!dead[n] && is_unused(g, &g->nodes[n])) {
             dead[n] = true;

@@ -382,6 +382,53 @@ static void finish_node(inf__exec *e, const inf__node *node) {
     }
 }
 
+/* ---- fused activations (inf__epilogue) ---- */
+
+typedef struct epilogue_task {
+    const inf__epilogue *ep;
+    inf_tensor *t;
+} epilogue_task;
+
+static void epilogue_f32(const inf__epilogue *ep, float *y, int64_t n) {
+    switch (ep->kind) {
+    case INF_EPILOGUE_RELU:
+        for (int64_t i = 0; i < n; i++) y[i] = y[i] > 0 ? y[i] : 0;
+        break;
+    case INF_EPILOGUE_LEAKY_RELU:
+        for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0 ? ep->alpha * y[i] : y[i];
+        break;
+    case INF_EPILOGUE_CLIP:
+        for (int64_t i = 0; i < n; i++) y[i] = y[i] < ep->lo ? ep->lo : y[i] > ep->hi ? ep->hi : y[i];
+        break;
+    default: break;
+    }
+}
+
+static double epilogue_scalar(const inf__epilogue *ep, double x) {
+    switch (ep->kind) {
+    case INF_EPILOGUE_RELU: return x > 0 ? x : 0; /* as the Relu kernel: NaN -> 0 */
+    case INF_EPILOGUE_LEAKY_RELU: return x < 0 ? ep->alpha * x : x;
+    case INF_EPILOGUE_CLIP: return x < ep->lo ? ep->lo : x > ep->hi ? ep->hi : x;
+    default: return x;
+    }
+}
+
+static void epilogue_range(void *arg, int64_t begin, int64_t end) {
+    epilogue_task *t = arg;
+    if (t->t->dtype == INF_DTYPE_F32) {
+        epilogue_f32(t->ep, (float *)t->t->data + begin, end - begin);
+        return;
+    }
+    for (int64_t i = begin; i < end; i++) inf__tensor_set_f64(t->t, i, epilogue_scalar(t->ep, inf__tensor_get_f64(t->t, i)));
+}
+
+static void apply_epilogue(inf__exec *e, const inf__node *node) {
+    inf_tensor *y = e->out_ptrs[0];
+    if (!y || y->kind != INF_KIND_TENSOR || !inf__dtype_is_float(y->dtype)) return;
+    epilogue_task t = {&node->epilogue, y};
+    inf__pool_range(e->session->threads, inf_tensor_numel(y), 16384, epilogue_range, &t);
+}
+
 static inf_status run_node(inf__exec *e, const inf__node *node, inf_error *err) {
     for (int k = 0; k < node->n_inputs; k++)
         e->in_ptrs[k] = node->inputs[k] >= 0 ? e->slots[node->inputs[k]].value : NULL;
@@ -402,6 +449,7 @@ static inf_status run_node(inf__exec *e, const inf__node *node, inf_error *err) 
         if (err && err->status != st) inf__kernel_error(&ctx, st, "%s", inf_strerror(st));
         return st;
     }
+    if (node->epilogue.kind != INF_EPILOGUE_NONE) apply_epilogue(e, node);
     for (int k = 0; k < node->n_outputs; k++)
         if (node->outputs[k] >= 0 && !e->slots[node->outputs[k]].value)
             return inf__kernel_error(&ctx, INF_EINTERNAL, "kernel did not produce output %d", k);
