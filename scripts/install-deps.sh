@@ -9,7 +9,7 @@ packages=(
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev # ONNX decoding (onnx.proto from libonnx-dev)
   libcjson-dev                                    # JSON: XGBoost import, pipeline specs, KServe
   libsqlite3-dev sqlite3                          # embedded registry, SQLite sources/sinks, SQL functions
-  libpq-dev postgresql                            # PostgreSQL registry, sources/sinks (tests start a cluster)
+  libpq-dev postgresql postgresql-server-dev-15   # PostgreSQL registry, sources/sinks, the extension (tests start a cluster)
   libhiredis-dev redis-server                     # Redis online features and streams (tests start a server)
   libmicrohttpd-dev curl                          # `infera serve` (KServe V2 over HTTP); curl for its tests
   libonnx-testdata                                # ONNX backend test suites (conformance)

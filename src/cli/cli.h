@@ -30,7 +30,12 @@ int cmd_info(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_conformance(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_help(int argc, char **argv);
+int cmd_registry(int argc, char **argv);
+int cmd_batch(int argc, char **argv); /* src/batch/cmd_batch.c */
+int cmd_features(int argc, char **argv); /* cmd_features.c */
+int cmd_fit_spec(int argc, char **argv); /* cmd_features.c */
 
 /* Prints "infera <cmd>: message" to stderr and returns 1 (or 2 for usage). */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -43,8 +48,19 @@ bool cli_parse_int(const char *cmd, const char *flag, const char *text, int min,
  * *i; NULL if argv[*i] is not that flag. *missing is set when the value is absent. */
 const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, bool *missing);
 
-/* Loads a model reference (a path to an .onnx file for now). */
+/* Loads a model reference: a path to an .onnx file, or -- when REF is not an
+ * existing file and does not look like a path (no '/', no .onnx suffix) --
+ * NAME, NAME@VERSION or NAME@ALIAS in the registry named by INFERA_HOME /
+ * INFERA_REGISTRY, authenticated with INFERA_TOKEN (needs the predictor role
+ * when auth is on). */
 inf_status cli_load_model(const char *ref, inf_model **out, inf_error *err);
+
+/* Global options, accepted before or after the command: --home DIR,
+ * --registry URL, --token TOKEN.  Removes them from argv (updating *argc) and
+ * exports them as INFERA_HOME, INFERA_REGISTRY, INFERA_TOKEN, the one channel
+ * through which every command and cli_load_model find the registry.  Returns
+ * 0, or 2 after printing a usage error. */
+int cli_take_global_options(int *argc, char **argv);
 
 /* Loads a .npy or .pb value file; kind_hint as for inf_tensor_load_pb. */
 inf_status cli_load_value(const char *path, int kind_hint, inf_tensor **out, inf_error *err);

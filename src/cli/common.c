@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "infera/registry.h"
 
 static int vfail(const char *cmd, int code, const char *fmt, va_list ap) {
     fprintf(stderr, "infera %s: ", cmd);
@@ -61,8 +62,62 @@ const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, bool
     return argv[++*i];
 }
 
+static bool ends_with(const char *s, const char *suffix);
+
+/* A registry reference: not an existing file, and not shaped like a path. */
+static bool is_registry_ref(const char *ref) {
+    FILE *f = fopen(ref, "rb");
+    if (f) {
+        fclose(f);
+        return false;
+    }
+    return !strchr(ref, '/') && !ends_with(ref, ".onnx") && !ends_with(ref, ".json") && *ref;
+}
+
 inf_status cli_load_model(const char *ref, inf_model **out, inf_error *err) {
-    return inf_model_load(ref, NULL, out, err);
+    if (!is_registry_ref(ref)) return inf_model_load(ref, NULL, out, err);
+    inf_registry_options o;
+    inf_registry_options_from_env(&o);
+    inf_registry *r = NULL;
+    inf_error e;
+    inf_status rc = inf_registry_open(&o, &r, &e);
+    if (rc == INF_ENOENT) {
+        if (err) {
+            err->status = INF_ENOENT;
+            snprintf(err->message, sizeof err->message, "cannot open model '%s': no such file, and %s", ref, e.message);
+        }
+        return INF_ENOENT;
+    }
+    if (!rc) rc = inf_registry_load_model(r, ref, NULL, out, NULL, &e);
+    inf_registry_free(r);
+    if (rc && err) {
+        err->status = rc;
+        snprintf(err->message, sizeof err->message, "model '%s': %s", ref, e.message);
+    }
+    return rc;
+}
+
+int cli_take_global_options(int *argc, char **argv) {
+    static const struct {
+        const char *flag, *env;
+    } globals[] = {{"--home", "INFERA_HOME"}, {"--registry", "INFERA_REGISTRY"}, {"--token", "INFERA_TOKEN"}};
+    int out = 0;
+    for (int i = 0; i < *argc; i++) {
+        bool taken = false;
+        for (size_t g = 0; g < sizeof globals / sizeof globals[0] && !taken && i > 0; g++) {
+            bool missing;
+            const char *v = cli_flag_value(*argc, argv, &i, globals[g].flag, &missing);
+            if (missing) return cli_usage("options", "%s needs a value", globals[g].flag);
+            if (!v) continue;
+            if (!*v) return cli_usage("options", "%s needs a non-empty value", globals[g].flag);
+            setenv(globals[g].env, v, 1);
+            taken = true;
+        }
+        if (!taken) argv[out++] = argv[i];
+    }
+    argv[out] = NULL;
+    *argc = out;
+    return 0;
 }
 
 static bool ends_with(const char *s, const char *suffix) {

@@ -47,6 +47,82 @@ const cli_command cli_commands[] = {
      "usage: infera ops [--markdown]\n"
      "\n"
      "Lists every operator with its domain and the opset versions supported.\n"},
+    {"registry", cmd_registry, "model registry: versions, aliases, access control, audit, lineage",
+     "usage: infera registry <sub-command> [options]     (docs/registry.md)\n"
+     "\n"
+     "  register NAME MODEL [--pipeline SPEC] [--meta K=V]... [--metric K=NUMBER]...\n"
+     "           [--description TEXT] [--training-data REF] [--approved-use TEXT]...\n"
+     "                              validate MODEL, derive its signature, store version N+1\n"
+     "  list | show REF | versions NAME | resolve REF     (--json for machines)\n"
+     "  delete NAME@VERSION [--reason TEXT]      soft delete, audited\n"
+     "  alias NAME@VERSION ALIAS [--protect|--unprotect]  |  unalias NAME ALIAS\n"
+     "  grant|revoke PRINCIPAL ROLE [--model NAME]   roles: admin publisher approver predictor viewer\n"
+     "  token create PRINCIPAL [--role ROLE [--model NAME]] | token list [PRINCIPAL] |\n"
+     "  token revoke PRINCIPAL [--id TOKEN_ID]\n"
+     "  auth enable|status\n"
+     "  audit [--model NAME] [--since TIME|AGE] [--limit N] [--json]  |  audit verify\n"
+     "  lineage REF [--json]  |  lineage --table DST\n"
+     "  record-use REF --kind batch|stream|serve [--source S] [--destination D] [--job ID]\n"
+     "  record-prediction REF --rows N [--mode M] [--source S] [--inputs FILE] [--job ID]\n"
+     "\n"
+     "REF is NAME (latest version), NAME@VERSION or NAME@ALIAS.  Global options (any\n"
+     "command, before or after it): --home DIR (INFERA_HOME, default ./infera-data;\n"
+     "SQLite registry DIR/registry.db, artifacts DIR/artifacts or INFERA_ARTIFACTS),\n"
+     "--registry postgresql://... (INFERA_REGISTRY), --token TOKEN (INFERA_TOKEN).\n"
+     "The first 'token create NAME --role admin' turns auth on.\n"},
+    {"batch", cmd_batch, "score a file or table into another (CSV, JSON lines, SQLite, PostgreSQL)",
+     "usage: infera batch --model REF --input SRC --output DST [--id-column COL] [--threads N] [--resume]\n"
+     "                    [--mode append|replace|upsert] [--errors DST] [--max-error-rate R]\n"
+     "                    [--progress bar|json|none] [--job-id ID] [--shard K/N] [--pipeline SPEC]\n"
+     "                    [--chunk-rows N] [--checkpoint-ms N] [--no-score]      (docs/batch.md)\n"
+     "\n"
+     "SRC/DST: csv:PATH, jsonl:PATH (- = stdin/stdout), sqlite:PATH?table=T or\n"
+     "sqlite:PATH?query=SQL (sources), postgresql://...?table=T (or &query=SQL).\n"
+     "Output rows: the id column (row_number without one), the prediction fields,\n"
+     "model_name, model_version, pipeline_hash, scored_at.  Tables are created with\n"
+     "typed columns and keyed by the id column.  Modes: replace (files' default:\n"
+     "start empty), upsert (tables' default: a row per id), append (keep what is there).\n"
+     "Chunks commit in source order and checkpoint into HOME/jobs/<job id>.json;\n"
+     "--resume after a crash finishes the job with no row lost or written twice.\n"
+     "Bad rows go to --errors DST with their reason; --max-error-rate stops a job\n"
+     "whose input is mostly bad.  --shard K/N scores the PostgreSQL rows with\n"
+     "abs(hashtext(id::text)) % N = K.  The summary gives rows read/scored/written/\n"
+     "rejected, wall and CPU time and CPU-seconds per million predictions.\n"},
+    {"features", cmd_features, "compute training features from raw records with a pipeline spec",
+     "usage: infera features --spec SPEC --input SRC --output DST [--as-of COLUMN --history sqlite:PATH?table=T]\n"
+     "                       [--model REF] [--batch-size N]\n"
+     "\n"
+     "Runs the raw records of SRC through the pipeline spec (schema checks, lookups,\n"
+     "transforms) with the same code as serving, and writes the id column, the\n"
+     "passthrough fields and the feature columns to DST (csv:, jsonl:, sqlite:...?table=T,\n"
+     "or npy:PATH for a float32 matrix `infera run` reads).  With --as-of COLUMN the\n"
+     "lookups are point in time: each record sees the store values as of its own\n"
+     "COLUMN timestamp, read from --history (a SQLite table with every version) or\n"
+     "the lookup's own store, as one query per chunk.  Streams; rejected records are\n"
+     "reported on stderr and left out.  --model checks the spec against a model.\n"},
+    {"fit-spec", cmd_fit_spec, "learn a spec's transform parameters from training data",
+     "usage: infera fit-spec --spec TEMPLATE --input SRC --output SPEC [--as-of COLUMN --history URI]\n"
+     "\n"
+     "Learns the parameters of transforms marked \"fit\": true (standardize mean/std,\n"
+     "min_max min/max, impute mean, bucketize edges from quantiles, one_hot/ordinal\n"
+     "categories) from the records of SRC and writes the completed spec.\n"},
+    {"serve", cmd_serve, "serve models over HTTP (KServe V2) with dynamic batching",
+     "usage: infera serve [--host H] [--port P] [--model [NAME=]REF]... [--max-batch N] [--max-queue-delay-us N]\n"
+     "                    [--threads N] [--config FILE] [options]\n"
+     "\n"
+     "Serves models over the KServe V2 / Open Inference Protocol REST API on H:P\n"
+     "(default 127.0.0.1:8000): health, metadata, infer (JSON and binary tensors),\n"
+     "the model repository API, POST /v2/models/NAME/records (raw records through\n"
+     "the pipeline) and Prometheus metrics at /metrics.  REF is an .onnx file or a\n"
+     "registry NAME, NAME@VERSION or NAME@ALIAS; a model is served under NAME, else\n"
+     "its registry name, else its file name without extension.\n"
+     "\n"
+     "Other options (also INFERA_SERVE_<KEY> variables and 'key = value' lines in\n"
+     "--config FILE): --preferred-batch 8,16  --max-queue N  --http-threads N\n"
+     "--max-body-bytes N  --max-connections N  --timeout-s N  --request-timeout-ms N\n"
+     "--drain-timeout-s N  --poll-secs N  --auth-cache-secs N  --auth-metrics\n"
+     "--auth-health  --access-log FILE|-  --home DIR  --registry URL.\n"
+     "See docs/serving.md.\n"},
     {"help", cmd_help, "show help for a command", "usage: infera help [command]\n"},
 };
 const int cli_n_commands = (int)(sizeof cli_commands / sizeof cli_commands[0]);
@@ -71,6 +147,7 @@ int cmd_help(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    if (cli_take_global_options(&argc, argv)) return 2;
     if (argc < 2) {
         print_overview(stderr);
         return 2;

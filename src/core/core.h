@@ -86,6 +86,12 @@ int inf__pool_size(const inf__pool *pool);
  * calling fn(arg, begin, end) for each.  pool may be NULL: runs inline. */
 typedef void (*inf__range_fn)(void *arg, int64_t begin, int64_t end);
 void inf__pool_range(inf__pool *pool, int64_t n, int64_t min_chunk, inf__range_fn fn, void *arg);
+/* A 64-byte aligned buffer of at least `bytes` owned by the pool, for the
+ * caller's current job (the packed operand of a GEMM, shared by all threads).
+ * It grows on demand and is kept until inf__pool_free, so once a session has
+ * seen its largest shapes a run allocates nothing.  The contents do not
+ * survive the next call.  NULL when pool is NULL or memory runs out. */
+void *inf__pool_workspace(inf__pool *pool, size_t bytes);
 
 /* ---- Logging (log.c) ----
  * Messages go to a sink the application sets (default: stderr, level WARN). */

@@ -7,7 +7,10 @@
  * Workers spin briefly on the job generation before sleeping on a condition
  * variable: back-to-back kernels of one inference then start without a
  * futex wake-up, and an idle pool costs no CPU.  One job at a time: the pool
- * belongs to one session, which runs on one thread at a time.
+ * belongs to one session, which runs on one thread at a time.  The pool
+ * also owns a workspace the current caller may use for data its tasks share
+ * (inf__pool_workspace: the packed GEMM operand), grown on demand and freed
+ * with the pool.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -30,6 +33,9 @@ struct inf__pool {
     int64_t n, chunk;
     _Atomic int64_t next;    /* next chunk start */
     _Atomic int n_busy;      /* workers still in the current job */
+    /* the caller's workspace (inf__pool_workspace) */
+    void *ws;
+    size_t ws_size;
 };
 
 static void run_chunks(inf__pool *p) {
@@ -100,7 +106,21 @@ void inf__pool_free(inf__pool *p) {
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
     inf__free(p->threads);
+    inf__aligned_free(p->ws);
     inf__free(p);
+}
+
+void *inf__pool_workspace(inf__pool *p, size_t bytes) {
+    if (!p) return NULL;
+    if (bytes > p->ws_size) {
+        size_t want = bytes + bytes / 4; /* a little headroom for the next, larger shape */
+        void *ws = inf__aligned_alloc(want);
+        if (!ws) return NULL;
+        inf__aligned_free(p->ws);
+        p->ws = ws;
+        p->ws_size = want;
+    }
+    return p->ws;
 }
 
 int inf__pool_size(const inf__pool *p) { return p ? p->n_threads : 1; }

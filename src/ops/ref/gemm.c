@@ -15,8 +15,8 @@
  *         float16 and bfloat16 (converted to float32, computed, rounded back).
  * Deviations: for integer Gemm, alpha and beta are applied in double when
  *         they are not 1 and the result is truncated to the integer type.
- *         float16/bfloat16 use scratch from inf__malloc inside run (to move
- *         to the per-session scratch API).
+ *         float16/bfloat16 are staged through float32 copies in the kernel's
+ *         scratch memory (inf__kernel_scratch).
  *
  * The sgemm: C = alpha * op(A) * op(B) + beta * C, row-major with leading
  * dimensions.  C is split into MC x NC tiles that are the thread pool's
@@ -35,10 +35,6 @@
 #include <string.h>
 
 #include "ops/ops.h"
-
-void inf__ops_sgemm(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
-                    float beta, float *c, int64_t ldc);
 
 /* ======================================================================== */
 /*  sgemm                                                                    */
@@ -218,9 +214,9 @@ static void sgemm_small_m_tb(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-void inf__ops_sgemm(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
-                    float beta, float *c, int64_t ldc) {
+void inf__ops_sgemm_ref(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                        float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                        float beta, float *c, int64_t ldc) {
     if (m <= 0 || n <= 0) return;
     sgemm_args g = {trans_a, trans_b, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, 0};
     if (m < MR) {
@@ -233,6 +229,19 @@ void inf__ops_sgemm(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int6
     int64_t n_tiles = ((m + MC - 1) / MC) * g.n_col_tiles;
     int64_t min_tiles = (int64_t)MC * NC * (k > 0 ? k : 1) >= 32768 ? 1 : 4;
     inf__pool_range(pool, n_tiles, min_tiles, sgemm_tiles, &g);
+}
+
+/* The shared entry: the AVX2/FMA twin (ops/x86/gemm_avx2.c) when the CPU
+ * has it, else (or when it cannot get its workspace) the portable path. */
+void inf__ops_sgemm(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                    float beta, float *c, int64_t ldc) {
+#if defined(__x86_64__)
+    if (inf__cpu_has_avx2_fma() &&
+        inf__ops_sgemm_avx2(pool, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+        return;
+#endif
+    inf__ops_sgemm_ref(pool, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* ======================================================================== */
@@ -271,10 +280,11 @@ static bool matmul_dtype_ok(inf_dtype t) {
     }
 }
 
-/* Reads a float16/bfloat16 tensor into a new float32 buffer (NULL: no memory). */
-static float *half_to_f32(const inf_tensor *t) {
+/* Reads a float16/bfloat16 tensor into a float32 scratch buffer (NULL: no
+ * memory, the error is set). */
+static float *half_to_f32(inf__kernel_ctx *ctx, const inf_tensor *t) {
     int64_t n = inf_tensor_numel(t);
-    float *f = inf__malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    float *f = inf__kernel_scratch(ctx, (size_t)(n > 0 ? n : 1) * sizeof(float));
     if (!f) return NULL;
     const uint16_t *h = t->data;
     if (t->dtype == INF_DTYPE_F16)
@@ -386,16 +396,15 @@ static inf_status gemm_run(inf__kernel_ctx *ctx) {
     int64_t lda = a->dims[1], ldb = b->dims[1];
     if (dt == INF_DTYPE_F32 || is_half(dt)) {
         const float *af = a->data, *bf = b->data, *cf = use_c ? c->data : NULL;
-        float *yf = y->data, *a_tmp = NULL, *b_tmp = NULL, *c_tmp = NULL, *y_tmp = NULL;
+        float *yf = y->data;
         if (is_half(dt)) {
-            a_tmp = half_to_f32(a);
-            b_tmp = half_to_f32(b);
-            c_tmp = use_c ? half_to_f32(c) : NULL;
-            y_tmp = inf__malloc((size_t)(m * n) * sizeof(float));
-            if (!a_tmp || !b_tmp || (use_c && !c_tmp) || !y_tmp) {
-                st = INF_ENOMEM;
-                goto half_done;
-            }
+            float *a_tmp = half_to_f32(ctx, a);
+            float *b_tmp = a_tmp ? half_to_f32(ctx, b) : NULL;
+            float *c_tmp = b_tmp && use_c ? half_to_f32(ctx, c) : NULL;
+            float *y_tmp = b_tmp && (!use_c || c_tmp)
+                               ? inf__kernel_scratch(ctx, (size_t)(m * n) * sizeof(float))
+                               : NULL;
+            if (!y_tmp) return INF_ENOMEM;
             af = a_tmp, bf = b_tmp, cf = c_tmp, yf = y_tmp;
         }
         if (use_c)
@@ -404,12 +413,7 @@ static inf_status gemm_run(inf__kernel_ctx *ctx) {
         inf__ops_sgemm(ctx->pool, p->trans_a, p->trans_b, m, n, k, p->alpha, af, lda, bf, ldb,
                        use_c ? 1.0f : 0.0f, yf, n);
         if (is_half(dt)) f32_to_half(yf, y);
-    half_done:
-        inf__free(a_tmp);
-        inf__free(b_tmp);
-        inf__free(c_tmp);
-        inf__free(y_tmp);
-        return st;
+        return INF_OK;
     }
 
     /* float64 and integers: Y = A'B', then alpha and beta*C. */
@@ -544,18 +548,12 @@ static inf_status matmul_run(inf__kernel_ctx *ctx) {
         return INF_OK;
     }
     if (is_half(dt)) {
-        float *af = half_to_f32(a), *bf = half_to_f32(b);
-        float *yf = inf__malloc((size_t)inf_tensor_numel(y) * sizeof(float));
-        if (af && bf && yf) {
-            matmul_f32(ctx->pool, &pl, af, bf, yf);
-            f32_to_half(yf, y);
-        } else {
-            st = INF_ENOMEM;
-        }
-        inf__free(af);
-        inf__free(bf);
-        inf__free(yf);
-        return st;
+        float *af = half_to_f32(ctx, a), *bf = af ? half_to_f32(ctx, b) : NULL;
+        float *yf = bf ? inf__kernel_scratch(ctx, (size_t)inf_tensor_numel(y) * sizeof(float)) : NULL;
+        if (!yf) return INF_ENOMEM;
+        matmul_f32(ctx->pool, &pl, af, bf, yf);
+        f32_to_half(yf, y);
+        return INF_OK;
     }
     size_t es = inf_dtype_size(dt);
     int64_t m = pl.m, n = pl.n, k = pl.k;

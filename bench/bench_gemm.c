@@ -1,0 +1,138 @@
+/*
+ * bench_gemm.c -- GFLOP/s of the float32 GEMM paths on the shapes the
+ * benchmark models produce: the reference loops (inf__ops_sgemm_ref), the
+ * AVX2/FMA kernel (inf__ops_sgemm_avx2) and, when a libopenblas is
+ * installed (Debian libopenblas0-pthread / -openmp / -serial), OpenBLAS's
+ * cblas_sgemm loaded with dlopen, so nothing links against it.
+ *
+ *   bench_gemm [--threads N] [--openblas PATH]
+ *
+ * Each cell is the best of several timed repetitions after a warm-up.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "ops/ops.h"
+
+typedef struct shape {
+    const char *what;
+    bool ta, tb;
+    int64_t m, n, k;
+} shape;
+
+static const shape SHAPES[] = {
+    {"mlp b1 fc2 (Gemm transB)", false, true, 1, 256, 256},
+    {"mlp b64 fc2 (Gemm transB)", false, true, 64, 256, 256},
+    {"mlp b4096 fc2 (Gemm transB)", false, true, 4096, 256, 256},
+    {"cnn stem conv 3->32 @64x64", false, false, 32, 4096, 27},
+    {"cnn block1 conv 32->32 @32x32", false, false, 32, 1024, 288},
+    {"cnn block2 conv 64->64 @16x16", false, false, 64, 256, 576},
+    {"cnn block3 conv 128->128 @8x8", false, false, 128, 64, 1152},
+    {"bert b1 qkv/o proj", false, false, 128, 256, 256},
+    {"bert b1 ffn1", false, false, 128, 1024, 256},
+    {"bert b1 ffn2", false, false, 128, 256, 1024},
+    {"bert b64 ffn1", false, false, 8192, 1024, 256},
+    {"bert attention q.kT (per head)", false, false, 128, 128, 64},
+    {"bert attention p.v (per head)", false, false, 128, 64, 128},
+};
+
+/* cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) */
+typedef void (*cblas_sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float,
+                               float *, int);
+typedef void (*set_threads_fn)(int);
+
+static double time_best(int reps, void (*fn)(void *), void *arg) {
+    fn(arg);
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = inf__now_seconds();
+        fn(arg);
+        double dt = inf__now_seconds() - t0;
+        if (dt < best) best = dt;
+    }
+    return best;
+}
+
+typedef struct call {
+    const shape *s;
+    inf__pool *pool;
+    const float *a, *b;
+    float *c;
+    int path; /* 0 ref, 1 avx2, 2 openblas */
+    cblas_sgemm_fn blas;
+    int inner; /* calls per timing */
+} call;
+
+static void run_call(void *arg) {
+    call *c = arg;
+    const shape *s = c->s;
+    int64_t lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n;
+    for (int i = 0; i < c->inner; i++) {
+        if (c->path == 0)
+            inf__ops_sgemm_ref(c->pool, s->ta, s->tb, s->m, s->n, s->k, 1.0f, c->a, lda, c->b, ldb, 0.0f, c->c, s->n);
+        else if (c->path == 1)
+            inf__ops_sgemm_avx2(c->pool, s->ta, s->tb, s->m, s->n, s->k, 1.0f, c->a, lda, c->b, ldb, 0.0f, c->c,
+                                s->n);
+        else
+            c->blas(101 /* row major */, s->ta ? 112 : 111, s->tb ? 112 : 111, (int)s->m, (int)s->n, (int)s->k, 1.0f,
+                    c->a, (int)lda, c->b, (int)ldb, 0.0f, c->c, (int)s->n);
+    }
+}
+
+int main(int argc, char **argv) {
+    int threads = 1;
+    const char *blas_path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--openblas") && i + 1 < argc) blas_path = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_gemm [--threads N] [--openblas PATH]\n");
+            return 2;
+        }
+    }
+    if (!inf__cpu_has_avx2_fma()) {
+        fprintf(stderr, "bench_gemm: CPU without AVX2/FMA\n");
+        return 1;
+    }
+    cblas_sgemm_fn blas = NULL;
+    static const char *const candidates[] = {"libopenblas.so.0", "libopenblas.so"};
+    void *lib = NULL;
+    if (blas_path) lib = dlopen(blas_path, RTLD_NOW | RTLD_LOCAL);
+    for (size_t i = 0; !lib && !blas_path && i < sizeof candidates / sizeof *candidates; i++)
+        lib = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
+    if (lib) {
+        blas = (cblas_sgemm_fn)dlsym(lib, "cblas_sgemm");
+        set_threads_fn set = (set_threads_fn)dlsym(lib, "openblas_set_num_threads");
+        if (set) set(threads);
+    }
+    inf__pool *pool = NULL;
+    if (inf__pool_new(threads, &pool) != INF_OK) return 1;
+    printf("threads %d; GFLOP/s (best of runs)\n", threads);
+    printf("%-32s %6s %6s %6s | %8s %8s %8s\n", "shape", "m", "n", "k", "ref", "avx2", blas ? "openblas" : "-");
+    for (size_t si = 0; si < sizeof SHAPES / sizeof *SHAPES; si++) {
+        const shape *s = &SHAPES[si];
+        size_t na = (size_t)(s->m * s->k), nb = (size_t)(s->k * s->n), nc = (size_t)(s->m * s->n);
+        float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b), *c = malloc(nc * sizeof *c);
+        if (!a || !b || !c) return 1;
+        for (size_t i = 0; i < na; i++) a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+        for (size_t i = 0; i < nb; i++) b[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
+        double flop = 2.0 * (double)s->m * (double)s->n * (double)s->k;
+        int inner = flop < 1e7 ? (int)(1e7 / flop) + 1 : 1;
+        double gf[3] = {0, 0, 0};
+        for (int path = 0; path < 3; path++) {
+            if (path == 2 && !blas) continue;
+            call cl = {s, pool, a, b, c, path, blas, inner};
+            double t = time_best(flop * inner > 1e9 ? 3 : 10, run_call, &cl);
+            gf[path] = flop * inner / t * 1e-9;
+        }
+        printf("%-32s %6lld %6lld %6lld | %8.1f %8.1f %8.1f\n", s->what, (long long)s->m, (long long)s->n,
+               (long long)s->k, gf[0], gf[1], gf[2]);
+        free(a), free(b), free(c);
+    }
+    inf__pool_free(pool);
+    if (lib) dlclose(lib);
+    return 0;
+}

@@ -1,0 +1,109 @@
+#!/bin/sh
+# run.sh -- Infera vs ONNX Runtime, side by side on the benchmark models.
+#
+#   bench/run.sh [--infera PATH] [--rounds N] [--models "mlp cnn bert"] [--threads "1 2"]
+#                [--quick] [--out DIR]
+#
+# For every model x threads {1,2} x batch {1, 64, large} it runs
+# `infera bench --json` and bench/ort_bench.js (onnxruntime-node) one after the
+# other, alternating which goes first, for N rounds (default 3).  Raw JSON
+# lines go to DIR/raw.jsonl (default bench/results/<date>), and
+# bench/summarize.py prints the medians and the Infera/ORT ratio table
+# (also written to DIR/table.md).  Missing models are generated with
+# bench/gen_bench_models.py.  --quick: 1 round, fewer iterations.
+# On a shared machine each measurement first waits (up to 20 s) for the
+# CPUs to be idle (BENCH_MAX_BUSY percent, default 10); the busy share seen
+# is kept in raw.jsonl as "busy".
+set -eu
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(dirname "$HERE")
+INFERA=$ROOT/build/infera
+ROUNDS=3
+MODELS="mlp cnn bert"
+THREADS="1 2"
+QUICK=0
+OUT=$HERE/results/$(date +%Y%m%d-%H%M%S)
+while [ $# -gt 0 ]; do
+    case $1 in
+    --infera) INFERA=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --models) MODELS=$2; shift 2 ;;
+    --threads) THREADS=$2; shift 2 ;;
+    --quick) QUICK=1; ROUNDS=1; shift ;;
+    --out) OUT=$2; shift 2 ;;
+    *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+[ -x "$INFERA" ] || { echo "run.sh: no infera binary at $INFERA (build first or pass --infera)" >&2; exit 2; }
+mkdir -p "$OUT"
+RAW=$OUT/raw.jsonl
+: >"$RAW"
+
+for m in $MODELS; do
+    [ -f "$HERE/models/$m.onnx" ] || /usr/bin/python3 "$HERE/gen_bench_models.py" >&2
+done
+
+# large batch and iterations per (model, batch): "batch iters warmup"
+configs() {
+    case $1 in
+    mlp) echo "1 3000 300" "64 1000 100" "4096 60 5" ;;
+    cnn) echo "1 200 20" "64 8 1" "256 3 1" ;;
+    bert) echo "1 40 4" "64 3 1" "128 2 1" ;;
+    esac
+}
+
+{
+    echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, $(uname -r)"
+    echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "infera:  $INFERA ($(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null)$(cd "$ROOT" && git diff --quiet 2>/dev/null || echo '+dirty'))"
+} | tee "$OUT/machine.txt" >&2
+
+# The machine may be shared: before each measurement wait (up to 20 s)
+# until the CPUs are idle; the busy share seen last is recorded as "busy".
+cpu_busy() { # percent of CPU time busy over half a second, from /proc/stat
+    read -r _ u1 n1 s1 i1 w1 q1 r1 t1 _ </proc/stat
+    sleep 0.5
+    read -r _ u2 n2 s2 i2 w2 q2 r2 t2 _ </proc/stat
+    tot=$(( (u2 + n2 + s2 + i2 + w2 + q2 + r2 + t2) - (u1 + n1 + s1 + i1 + w1 + q1 + r1 + t1) ))
+    idle=$(( (i2 + w2) - (i1 + w1) ))
+    [ "$tot" -gt 0 ] && echo $(( 100 * (tot - idle) / tot )) || echo 0
+}
+wait_quiet() {
+    tries=0
+    BUSY=$(cpu_busy)
+    while [ "$BUSY" -gt "${BENCH_MAX_BUSY:-10}" ] && [ "$tries" -lt 40 ]; do
+        tries=$((tries + 1))
+        BUSY=$(cpu_busy)
+    done
+    [ "$BUSY" -gt "${BENCH_MAX_BUSY:-10}" ] && echo "run.sh: machine still ${BUSY}% busy, measuring anyway" >&2
+    return 0
+}
+
+round=1
+while [ "$round" -le "$ROUNDS" ]; do
+    for m in $MODELS; do
+        for t in $THREADS; do
+            configs "$m" | tr ' ' '\n' | paste - - - | while read -r b it wu; do
+                [ "$QUICK" = 1 ] && { it=$(( (it + 4) / 5 )); wu=$(( (wu + 4) / 5 )); }
+                run_infera() {
+                    wait_quiet
+                    "$INFERA" bench "$HERE/models/$m.onnx" --threads "$t" --batch "$b" --iters "$it" \
+                        --warmup "$wu" --json |
+                        sed "s/^{/{\"engine\":\"infera\",\"name\":\"$m\",\"round\":$round,\"busy\":$BUSY,/" >>"$RAW"
+                }
+                run_ort() {
+                    wait_quiet
+                    node "$HERE/ort_bench.js" "$HERE/models/$m.onnx" --threads "$t" --batch "$b" --iters "$it" \
+                        --warmup "$wu" |
+                        sed "s/^{/{\"name\":\"$m\",\"round\":$round,\"busy\":$BUSY,/" >>"$RAW"
+                }
+                echo "round $round: $m threads $t batch $b" >&2
+                if [ $((round % 2)) = 1 ]; then run_infera; run_ort; else run_ort; run_infera; fi
+            done
+        done
+    done
+    round=$((round + 1))
+done
+
+/usr/bin/python3 "$HERE/summarize.py" "$RAW" "$OUT/machine.txt" | tee "$OUT/table.md"

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# bench/serve/run.sh -- `infera serve` next to nginx on this machine, one run,
+# loopback only, bounded durations (about 2 minutes).  Not part of CI.
+#
+#   bench/serve/run.sh [BUILD_DIR] [SECONDS_PER_RUN]
+#
+# Measures (issue #8 targets):
+#   1. single-row requests to the fraud tree model at 64 connections vs nginx
+#      returning a fixed 150-byte JSON body (target >= 60% of nginx);
+#   2. p99 at half of infera's maximum throughput, open loop with Poisson
+#      arrivals (loadgen.c; target <= 2 ms);
+#   3. sequential round trip on one connection, median (target <= 100 us);
+#   4. MLP single-row requests at 256 connections with dynamic batching vs
+#      --max-batch 1 (target >= 1.5x);
+#   5. a short soak (SOAK_SECONDS, default 60) with RSS sampled.
+# Prints a table and writes bench/serve/results-<date>.txt beside RESULTS.md.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BUILD=${1:-$ROOT/build}
+SECS=${2:-10}
+SOAK=${SOAK_SECONDS:-60}
+INFERA=$BUILD/infera
+[ -x "$INFERA" ] || { echo "no $INFERA: build first (cmake --build $BUILD)"; exit 1; }
+command -v wrk >/dev/null || apt-get install -y wrk >/dev/null
+command -v nginx >/dev/null || apt-get install -y nginx-light >/dev/null || apt-get install -y nginx >/dev/null
+
+TMP=$(mktemp -d /tmp/infera-bench-serve-XXXXXX)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    [ -f "$TMP/nginx.pid" ] && kill "$(cat "$TMP/nginx.pid")" 2>/dev/null || true
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+cc -O2 -o "$TMP/loadgen" "$HERE/loadgen.c" -lpthread -lm
+
+# ---- nginx: a fixed 150-byte JSON body --------------------------------------
+printf '%-150s' '{"model_name":"fraud","model_version":"1","outputs":[{"name":"probabilities","datatype":"FP32","shape":[1,2],"data":[0.0084542,0.9915458]}]}' >"$TMP/body.json"
+NGINX_PORT=18490
+cat >"$TMP/nginx.conf" <<EOF
+worker_processes $(nproc);
+pid $TMP/nginx.pid;
+error_log $TMP/nginx-error.log;
+daemon on;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    location / { default_type application/json; alias $TMP/body.json; }
+  }
+}
+EOF
+nginx -c "$TMP/nginx.conf" -p "$TMP"
+
+start_infera() { # start_infera NAME ARGS... ; sets PORT
+    local name=$1
+    shift
+    "$INFERA" serve --port 0 "$@" 2>"$TMP/$name.log" &
+    PIDS+=($!)
+    PORT=
+    for _ in $(seq 100); do
+        PORT=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$TMP/$name.log")
+        [ -n "$PORT" ] && break
+        sleep 0.1
+    done
+    [ -n "$PORT" ] || { cat "$TMP/$name.log"; exit 1; }
+}
+stop_last() { local p=${PIDS[-1]}; kill "$p"; wait "$p" 2>/dev/null || true; unset 'PIDS[-1]'; }
+
+FRAUD_BODY='{"inputs":[{"name":"input","shape":[1,12],"datatype":"FP32","data":[0.5,1.25,3,0.1,2,7,0.3,1,0,12.5,3.3,0.9]}]}'
+printf '%s' "$FRAUD_BODY" >"$TMP/fraud.json"
+cat >"$TMP/post.lua" <<EOF
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = io.open(os.getenv("BODY_FILE"), "rb")
+wrk.body = f:read("*a")
+f:close()
+EOF
+rps() { sed -nE 's/^Requests\/sec: +([0-9.]+).*/\1/p'; }
+pct() { sed -nE "s/^ +$1% +([0-9.]+)(us|ms|s).*/\1 \2/p" | awk '{v=$1; if($2=="ms")v*=1000; if($2=="s")v*=1e6; printf "%.0f", v}'; }
+
+# ---- 1. throughput at 64 connections -----------------------------------------
+NGINX_RPS=$(wrk -t2 -c64 -d"${SECS}s" "http://127.0.0.1:$NGINX_PORT/x" | rps)
+start_infera fraud --model fraud="$ROOT/examples/fraud/fraud_xgb.onnx"
+FRAUD_PORT=$PORT
+curl -sf -X POST "http://127.0.0.1:$PORT/v2/models/fraud/infer" -d "$FRAUD_BODY" >/dev/null
+INF_RPS=$(BODY_FILE=$TMP/fraud.json wrk -t2 -c64 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/fraud/infer" | rps)
+RATIO=$(awk -v a="$INF_RPS" -v b="$NGINX_RPS" 'BEGIN{printf "%.0f", 100*a/b}')
+
+# ---- 2. p99 at half the maximum throughput (open loop, Poisson) ---------------
+HALF=$(awk -v a="$INF_RPS" 'BEGIN{printf "%.0f", a/2}')
+OPEN=$("$TMP/loadgen" "$PORT" /v2/models/fraud/infer "$TMP/fraud.json" "$HALF" "$SECS" 64)
+P99_HALF=$(echo "$OPEN" | sed -nE 's/.*"p99_us":([0-9]+).*/\1/p')
+
+# ---- 3. sequential round trip, one connection ---------------------------------
+SEQ=$(BODY_FILE=$TMP/fraud.json wrk -t1 -c1 -d"${SECS}s" --latency -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/fraud/infer")
+SEQ_P50=$(echo "$SEQ" | pct 50)
+NGINX_SEQ_P50=$(wrk -t1 -c1 -d"${SECS}s" --latency "http://127.0.0.1:$NGINX_PORT/x" | pct 50)
+
+# ---- 5. soak: Poisson load at half rate, RSS sampled --------------------------
+PID=${PIDS[-1]}
+RSS0=$(awk '/VmRSS/{print $2}' "/proc/$PID/status")
+SOAK_OUT=$("$TMP/loadgen" "$PORT" /v2/models/fraud/infer "$TMP/fraud.json" "$HALF" "$SOAK" 32)
+RSS1=$(awk '/VmRSS/{print $2}' "/proc/$PID/status")
+stop_last
+
+# ---- 4. batching: MLP single rows at 256 connections --------------------------
+python3 - "$TMP/mlp.json" <<'EOF' 2>/dev/null || printf '{"inputs":[{"name":"input","shape":[1,32],"datatype":"FP32","data":[%s]}]}' "$(seq -s, 0.01 0.01 0.32)" >"$TMP/mlp.json"
+import sys, math
+d = ",".join("%.4f" % math.sin(i * 0.37) for i in range(32))
+open(sys.argv[1], "w").write('{"inputs":[{"name":"input","shape":[1,32],"datatype":"FP32","data":[%s]}]}' % d)
+EOF
+start_infera mlp1 --model "$ROOT/tests/models/mlp.onnx" --max-batch 1 --max-connections 2000
+NOBATCH_RPS=$(BODY_FILE=$TMP/mlp.json wrk -t2 -c256 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/mlp/infer" | rps)
+stop_last
+start_infera mlp64 --model "$ROOT/tests/models/mlp.onnx" --max-batch 64 --max-connections 2000
+BATCH_RPS=$(BODY_FILE=$TMP/mlp.json wrk -t2 -c256 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/mlp/infer" | rps)
+BATCH_AVG=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk -F' ' '/^nv_inference_count\{/{c=$2} /^nv_inference_exec_count\{/{e=$2} END{if(e>0)printf "%.1f", c/e}')
+stop_last
+SPEEDUP=$(awk -v a="$BATCH_RPS" -v b="$NOBATCH_RPS" 'BEGIN{printf "%.2f", a/b}')
+
+OUT=$HERE/results-$(date +%Y%m%d-%H%M%S).txt
+{
+    echo "infera serve bench, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, ${SECS}s per run, wrk $(wrk -v 2>&1 | head -1 | cut -d' ' -f2)"
+    printf '%-58s %14s %14s %8s\n' "measure" "infera" "reference" "target"
+    printf '%-58s %14s %14s %8s\n' "fraud, 1 row, 64 connections (req/s) vs nginx 150 B" "$INF_RPS" "$NGINX_RPS" ">=60%"
+    printf '%-58s %13s%% %14s %8s\n' "  = share of nginx" "$RATIO" "" ""
+    printf '%-58s %14s %14s %8s\n' "p99 at half max throughput, Poisson open loop (us)" "$P99_HALF" "rate $HALF/s" "<=2000"
+    printf '%-58s %14s %14s %8s\n' "sequential round trip, 1 connection, median (us)" "$SEQ_P50" "nginx $NGINX_SEQ_P50" "<=100"
+    printf '%-58s %14s %14s %8s\n' "MLP 1 row, 256 connections, batching (req/s)" "$BATCH_RPS" "$NOBATCH_RPS" ">=1.5x"
+    printf '%-58s %14s %14s %8s\n' "  = speed-up over --max-batch 1 (avg rows/batch $BATCH_AVG)" "${SPEEDUP}x" "" ""
+    printf '%-58s %14s %14s %8s\n' "soak ${SOAK}s at $HALF/s: RSS before -> after (KiB)" "$RSS0 -> $RSS1" "" "stable"
+    echo "open loop: $OPEN"
+    echo "soak:      $SOAK_OUT"
+} | tee "$OUT"

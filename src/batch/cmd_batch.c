@@ -1,0 +1,426 @@
+/*
+ * cmd_batch.c -- `infera batch`: score a table or file into another
+ * (shared/DESIGN.md §4, docs/batch.md).
+ *
+ *   infera batch --model REF --input SRC --output DST [--id-column COL] [--threads N] [--resume]
+ *                [--mode append|replace|upsert] [--errors DST] [--max-error-rate R]
+ *                [--progress bar|json|none] [--home DIR] [--registry URL] [--job-id ID]
+ *                [--shard K/N] [--pipeline SPEC] [--chunk-rows N] [--checkpoint-ms N] [--no-score]
+ *
+ * This file: options, the job's set-up (model, checkpoint, targets opened in
+ * the right mode for a fresh start or a resume), lineage and the summary.
+ * The work itself is runner.c.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "batch/batch_int.h"
+#include "cli/cli.h"
+
+#define CMD "batch"
+
+typedef struct batch_opts {
+    const char *model, *input, *output, *errors, *id_column, *mode, *progress, *home, *registry, *job_id,
+        *shard, *pipeline;
+    int threads, chunk_rows, checkpoint_ms, resume, no_score;
+    double max_error_rate;
+} batch_opts;
+
+static int parse_args(int argc, char **argv, batch_opts *o) {
+    memset(o, 0, sizeof o[0]);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    o->threads = ncpu > 0 ? (ncpu > 8 ? 8 : (int)ncpu) : 1;
+    o->chunk_rows = 2048;
+    o->checkpoint_ms = 200;
+    o->max_error_rate = -1;
+    struct {
+        const char *flag;
+        const char **dst;
+    } strs[] = {
+        {"--model", &o->model},     {"--input", &o->input},       {"--output", &o->output},
+        {"--errors", &o->errors},   {"--id-column", &o->id_column}, {"--mode", &o->mode},
+        {"--progress", &o->progress}, {"--home", &o->home},       {"--registry", &o->registry},
+        {"--job-id", &o->job_id},   {"--shard", &o->shard},       {"--pipeline", &o->pipeline},
+    };
+    for (int i = 1; i < argc; i++) {
+        bool missing = false;
+        const char *v;
+        int matched = 0;
+        for (size_t k = 0; k < sizeof strs / sizeof strs[0] && !matched; k++) {
+            int j = i;
+            if ((v = cli_flag_value(argc, argv, &j, strs[k].flag, &missing)) || missing) {
+                if (missing) return cli_usage(CMD, "%s needs a value", strs[k].flag);
+                *strs[k].dst = v;
+                i = j;
+                matched = 1;
+            }
+        }
+        if (matched) continue;
+        int j = i;
+        if ((v = cli_flag_value(argc, argv, &j, "--threads", &missing)) || missing) {
+            if (missing || !cli_parse_int(CMD, "--threads", v, 1, 256, &o->threads)) return 2;
+            i = j;
+        } else if ((v = cli_flag_value(argc, argv, &j, "--chunk-rows", &missing)) || missing) {
+            if (missing || !cli_parse_int(CMD, "--chunk-rows", v, 1, 1 << 20, &o->chunk_rows)) return 2;
+            i = j;
+        } else if ((v = cli_flag_value(argc, argv, &j, "--checkpoint-ms", &missing)) || missing) {
+            if (missing) return cli_usage(CMD, "--checkpoint-ms needs a value");
+            if (!strcmp(v, "0")) o->checkpoint_ms = 0;
+            else if (!cli_parse_int(CMD, "--checkpoint-ms", v, 0, 3600000, &o->checkpoint_ms)) return 2;
+            i = j;
+        } else if ((v = cli_flag_value(argc, argv, &j, "--max-error-rate", &missing)) || missing) {
+            char *end;
+            o->max_error_rate = missing ? -1 : strtod(v, &end);
+            if (missing || *end || !(o->max_error_rate >= 0 && o->max_error_rate <= 1))
+                return cli_usage(CMD, "--max-error-rate needs a fraction between 0 and 1 (got '%s')", v ? v : "");
+            i = j;
+        } else if (!strcmp(argv[i], "--resume")) {
+            o->resume = 1;
+        } else if (!strcmp(argv[i], "--no-score")) {
+            o->no_score = 1;
+        } else {
+            return cli_usage(CMD, "unknown option '%s' (see 'infera help batch')", argv[i]);
+        }
+    }
+    if (!o->input || !o->output) return cli_usage(CMD, "--input SRC and --output DST are required");
+    if (!o->model && !o->no_score) return cli_usage(CMD, "--model REF is required");
+    if (o->mode && strcmp(o->mode, "append") && strcmp(o->mode, "replace") && strcmp(o->mode, "upsert"))
+        return cli_usage(CMD, "--mode must be append, replace or upsert (got '%s')", o->mode);
+    if (o->progress && strcmp(o->progress, "bar") && strcmp(o->progress, "json") && strcmp(o->progress, "none"))
+        return cli_usage(CMD, "--progress must be bar, json or none (got '%s')", o->progress);
+    return 0;
+}
+
+static const char *fmt_int(int64_t v, char *buf, size_t size) {
+    char tmp[32];
+    int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
+    size_t o = 0;
+    for (int i = 0; i < n && o + 2 < size; i++) {
+        buf[o++] = tmp[i];
+        int left = n - i - 1;
+        if (left && left % 3 == 0 && tmp[i] != '-') buf[o++] = ',';
+    }
+    buf[o] = 0;
+    return buf;
+}
+
+static int is_table(const inf__target *t) { return t->kind == INF__TARGET_SQLITE || t->kind == INF__TARGET_PG; }
+
+/* Opens a sink for a fresh start or a resume; see docs/batch.md "Modes". */
+static int open_sink(const char *uri, const inf__target *t, const char *mode, int resume, int64_t committed,
+                     const char *key, inf_sink **out, const char *what) {
+    inf_error e;
+    char red[1024];
+    inf_io_redact_uri(uri, red, sizeof red);
+    if (t->kind == INF__TARGET_SQLITE || t->kind == INF__TARGET_PG) {
+        if (!t->table[0] || t->is_query) return cli_usage(CMD, "%s %s: a table sink needs ?table=T", what, red);
+    }
+    if (!strcmp(mode, "upsert") && !is_table(t))
+        return cli_usage(CMD, "%s %s: --mode upsert needs a table (sqlite:...?table=T or postgresql://...?table=T)",
+                         what, red);
+    inf_sink_options so = {0};
+    so.key_column = is_table(t) ? key : NULL;
+    if (resume) {
+        if (t->kind == INF__TARGET_FILE && inf__target_truncate(t, committed, &e)) return cli_fail(CMD, "%s", e.message);
+        so.append = 1;
+    } else if (!strcmp(mode, "replace")) {
+        if (is_table(t) && inf__target_drop(uri, t, &e)) return cli_fail(CMD, "%s", e.message);
+        so.append = 0;
+    } else {
+        so.append = 1;
+    }
+    if (inf_sink_open(uri, &so, out, &e)) return cli_fail(CMD, "%s %s", what, e.message);
+    return 0;
+}
+
+typedef struct summary_ctx {
+    const inf__job *job;
+    const batch_opts *o;
+    const char *in, *out, *errs, *lineage;
+    double wall, cpu, rate;
+    int64_t run_rows;
+    int json, failed;
+} summary_ctx;
+
+static void print_summary(FILE *f, const summary_ctx *s) {
+    const inf__job *j = s->job;
+    double per_m = j->rows_scored > 0 ? j->cpu_seconds / (double)j->rows_scored * 1e6 : 0;
+    if (s->json) {
+        fprintf(f,
+                "{\"event\":\"summary\",\"job_id\":\"%s\",\"state\":\"%s\",\"model_name\":\"%s\",\"model_version\":\"%s\","
+                "\"pipeline_hash\":\"%s\",\"rows_read\":%lld,\"rows_scored\":%lld,\"rows_written\":%lld,"
+                "\"rows_rejected\":%lld,\"wall_s\":%.3f,\"rows_per_s\":%.1f,\"cpu_s\":%.3f,"
+                "\"cpu_s_per_million\":%.3f,\"lineage\":\"%s\"}\n",
+                j->id, j->state, j->model_name, j->model_version, j->pipeline_hash, (long long)j->rows_read,
+                (long long)j->rows_scored, (long long)j->rows_written, (long long)j->rows_rejected, s->wall, s->rate,
+                j->cpu_seconds, per_m, s->lineage);
+        return;
+    }
+    char a[32], b[32], c[32], d[32];
+    fprintf(f, "job       %s %s%s\n", j->id, j->state, s->failed ? " (resume with --resume)" : "");
+    if (j->model_name[0])
+        fprintf(f, "model     %s %s  pipeline %.12s\n", j->model_name, j->model_version, j->pipeline_hash);
+    fprintf(f, "input     %s\noutput    %s\n", s->in, s->out);
+    if (s->errs) fprintf(f, "errors    %s\n", s->errs);
+    fprintf(f, "rows      read %s  scored %s  written %s  rejected %s\n", fmt_int(j->rows_read, a, sizeof a),
+            fmt_int(j->rows_scored, b, sizeof b), fmt_int(j->rows_written, c, sizeof c),
+            fmt_int(j->rows_rejected, d, sizeof d));
+    fprintf(f, "time      wall %.2f s  %s rows/s  cpu %.2f s  %.1f cpu-s per million predictions\n", s->wall,
+            fmt_int((int64_t)s->rate, a, sizeof a), j->cpu_seconds, per_m);
+    fprintf(f, "lineage   %s\n", s->lineage);
+}
+
+int cmd_batch(int argc, char **argv) {
+    batch_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc;
+    const char *home = o.home ? o.home : getenv("INFERA_HOME");
+    if (!home || !*home) home = "./infera-data";
+    inf_error e;
+    inf__model_ref m;
+    memset(&m, 0, sizeof m);
+    inf_source *src = NULL;
+    inf_sink *sink = NULL, *esink = NULL;
+    char in_red[1024], out_red[1024], err_red[1024], src_uri[8192], shard_where[700] = "", lineage[1200] = "none";
+    inf__target tin, tout, terr;
+    inf__job job;
+    memset(&job, 0, sizeof job);
+    rc = 1;
+    double t0 = inf__now(), cpu0 = inf__cpu_seconds();
+
+    /* model and pipeline */
+    if (!o.no_score) {
+        inf__model_ref_options mo = {0};
+        mo.pipeline_path = o.pipeline;
+        mo.id_column = o.id_column;
+        mo.home = o.home;
+        mo.registry_url = o.registry;
+        mo.keep_registry = 1;
+        if (inf__model_ref_open(o.model, &mo, &m, &e)) return cli_fail(CMD, "model %s: %s", o.model, e.message);
+    }
+    const char *id_column = o.id_column;
+    if (!id_column && !o.no_score) id_column = inf_pipeline_id_column(m.pipeline);
+
+    /* the source, with --shard turned into a URI parameter of the PostgreSQL source */
+    inf__target_parse(o.input, &tin);
+    inf__target_parse(o.output, &tout);
+    inf__target_parse(o.errors, &terr);
+    snprintf(src_uri, sizeof src_uri, "%s", o.input);
+    if (o.shard) {
+        int k, n;
+        char extra;
+        if (sscanf(o.shard, "%d/%d%c", &k, &n, &extra) != 2 || n < 1 || k < 0 || k >= n) {
+            rc = cli_usage(CMD, "--shard must be K/N with 0 <= K < N (got '%s')", o.shard);
+            goto done;
+        }
+        if (tin.kind != INF__TARGET_PG) {
+            rc = cli_usage(CMD, "--shard needs a PostgreSQL source (postgresql://...)");
+            goto done;
+        }
+        if (!id_column) {
+            rc = cli_usage(CMD, "--shard splits by the id column: give --id-column COL");
+            goto done;
+        }
+        size_t len = strlen(src_uri);
+        snprintf(src_uri + len, sizeof src_uri - len, "%cshard=%d/%d", strchr(src_uri, '?') ? '&' : '?', k, n);
+        char q[300];
+        size_t qn = 0;
+        for (const char *p = id_column; *p && qn + 3 < sizeof q; p++) {
+            if (*p == '"') q[qn++] = '"';
+            q[qn++] = *p;
+        }
+        q[qn] = 0;
+        snprintf(shard_where, sizeof shard_where, "abs(hashtext(\"%s\"::text)::bigint) %% %d = %d", q, n, k);
+    }
+    inf_io_redact_uri(o.input, in_red, sizeof in_red);
+    inf_io_redact_uri(o.output, out_red, sizeof out_red);
+    if (o.errors) inf_io_redact_uri(o.errors, err_red, sizeof err_red);
+    if (o.errors && !strcmp(o.errors, o.output)) {
+        rc = cli_usage(CMD, "--errors must differ from --output");
+        goto done;
+    }
+
+    /* the job and its checkpoint */
+    {
+        char key[400];
+        snprintf(key, sizeof key, "%s@%s#%s", o.no_score ? "copy" : m.name, o.no_score ? "" : m.version,
+                 o.no_score ? "" : inf_pipeline_hash(m.pipeline));
+        if (o.job_id) snprintf(job.id, sizeof job.id, "%s", o.job_id);
+        else inf__job_make_id(key, in_red, out_red, o.shard, job.id);
+    }
+    if (inf__job_prepare(&job, home, &e)) {
+        rc = cli_fail(CMD, "%s", e.message);
+        goto done;
+    }
+    const char *model_version = o.no_score ? "" : m.version;
+    const char *pipeline_hash = o.no_score ? "" : inf_pipeline_hash(m.pipeline);
+    if (o.resume) {
+        if (inf__job_load(&job, &e)) {
+            rc = cli_fail(CMD, "%s (run without --resume to start the job)", e.message);
+            goto done;
+        }
+        if (strcmp(job.model_version, model_version) || strcmp(job.pipeline_hash, pipeline_hash)) {
+            rc = cli_fail(CMD,
+                          "cannot resume job %s: it was started with model version '%s' (pipeline %.12s), not '%s' "
+                          "(pipeline %.12s)",
+                          job.id, job.model_version, job.pipeline_hash, model_version, pipeline_hash);
+            goto done;
+        }
+        if (!strcmp(job.state, "done")) {
+            fprintf(stderr, "infera batch: job %s is already done (%lld rows written); nothing to resume\n", job.id,
+                    (long long)job.rows_written);
+            rc = 0;
+            goto done;
+        }
+    } else {
+        inf__job fresh;
+        if (!inf__job_load(&job, &e) && !strcmp(job.state, "running"))
+            fprintf(stderr, "infera batch: job %s has an unfinished run; starting over (use --resume to continue it)\n",
+                    job.id);
+        memset(&fresh, 0, sizeof fresh);
+        snprintf(fresh.id, sizeof fresh.id, "%s", job.id);
+        snprintf(fresh.path, sizeof fresh.path, "%s", job.path);
+        job = fresh;
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(job.started_at, sizeof job.started_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    }
+    snprintf(job.state, sizeof job.state, "running");
+    job.message[0] = 0;
+    snprintf(job.model, sizeof job.model, "%s", o.no_score ? "(no-score copy)" : o.model);
+    snprintf(job.model_name, sizeof job.model_name, "%s", o.no_score ? "" : m.name);
+    snprintf(job.model_version, sizeof job.model_version, "%s", model_version);
+    snprintf(job.pipeline_hash, sizeof job.pipeline_hash, "%s", pipeline_hash);
+
+    /* sinks and source */
+    const char *mode = o.mode ? o.mode : (is_table(&tout) ? "upsert" : "replace");
+    const char *key = id_column ? id_column : "row_number";
+    if ((rc = open_sink(o.output, &tout, mode, o.resume, job.output_bytes, key, &sink, "output"))) goto done;
+    if (o.errors && (rc = open_sink(o.errors, &terr, mode, o.resume,
+                                    job.errors_bytes, "source_row", &esink, "errors")))
+        goto done;
+    rc = 1;
+    job.output_bytes = inf__target_file_size(&tout);
+    job.errors_bytes = o.errors ? inf__target_file_size(&terr) : -1;
+    inf_source_options sopts = {0};
+    sopts.max_rows = o.chunk_rows;
+    sopts.id_column = id_column;
+    if (inf_source_open(src_uri, &sopts, &src, &e)) {
+        rc = cli_fail(CMD, "input %s", e.message);
+        goto done;
+    }
+    if (inf__job_save(&job, in_red, out_red, o.errors ? err_red : NULL, &e)) {
+        rc = cli_fail(CMD, "%s", e.message);
+        goto done;
+    }
+
+    /* progress: bar on a terminal, JSON lines otherwise */
+    inf__progress prog;
+    inf__progress_mode pm = isatty(2) ? INF__PROGRESS_BAR : INF__PROGRESS_JSON;
+    if (o.progress) pm = !strcmp(o.progress, "bar") ? INF__PROGRESS_BAR
+                         : !strcmp(o.progress, "json") ? INF__PROGRESS_JSON : INF__PROGRESS_NONE;
+    int64_t total = pm == INF__PROGRESS_NONE ? -1 : inf__target_count(o.input, &tin, shard_where[0] ? shard_where : NULL);
+    inf__progress_init(&prog, pm, total, job.source_done);
+
+    inf__runner_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.model = o.no_score ? NULL : &m;
+    cfg.source = src;
+    cfg.sink = sink;
+    cfg.errors = esink;
+    cfg.out_target = &tout;
+    cfg.err_target = &terr;
+    cfg.input_uri = in_red;
+    cfg.output_uri = out_red;
+    cfg.errors_uri = o.errors ? err_red : NULL;
+    cfg.id_column = id_column;
+    cfg.n_threads = o.threads;
+    cfg.chunk_rows = o.chunk_rows;
+    cfg.max_error_rate = o.max_error_rate;
+    cfg.checkpoint_s = o.checkpoint_ms / 1000.0;
+    cfg.skip = job.source_done;
+    cfg.job = &job;
+    cfg.progress = &prog;
+    int64_t done_before = job.source_done;
+    inf_status st = inf__runner_run(&cfg, &e);
+    inf_error ce;
+    inf_status cst = inf_sink_close(sink, &ce);
+    sink = NULL;
+    if (esink) {
+        inf_error ce2;
+        inf_status cst2 = inf_sink_close(esink, &ce2);
+        esink = NULL;
+        if (!cst && cst2) {
+            cst = cst2;
+            ce = ce2;
+        }
+    }
+    if (!st && cst) {
+        st = cst;
+        e = ce;
+    }
+    inf__progress_update(&prog, job.source_done, job.rows_written, job.rows_rejected, 1);
+    double wall = inf__now() - t0, cpu = inf__cpu_seconds() - cpu0;
+    job.cpu_seconds += cpu;
+    job.wall_seconds += wall;
+    snprintf(job.state, sizeof job.state, "%s", st ? "failed" : "done");
+    if (st) snprintf(job.message, sizeof job.message, "%s", e.message);
+    inf_error se;
+    if (inf__job_save(&job, in_red, out_red, o.errors ? err_red : NULL, &se))
+        fprintf(stderr, "infera batch: %s\n", se.message);
+
+    /* lineage: the registry when the model came from it, else the job log */
+    if (!st) {
+        int recorded = 0;
+        if (m.from_registry && m.registry) {
+            inf_registry_use u = {m.name, m.version_num, "batch", in_red, out_red, job.id};
+            inf_registry_prediction p = {m.name, m.version_num, "batch", in_red, out_red, job.rows_scored, NULL, job.id};
+            inf_error le;
+            if (!inf_registry_record_use(m.registry, &u, &le) && !inf_registry_audit_prediction(m.registry, &p, &le)) {
+                snprintf(lineage, sizeof lineage, "registry %s (use and audit record of %s@%s, job %s)",
+                         inf_registry_location(m.registry), m.name, m.version, job.id);
+                recorded = 1;
+            } else {
+                fprintf(stderr, "infera batch: recording lineage in the registry failed: %s; using the job log\n",
+                        le.message);
+            }
+        }
+        if (!recorded) {
+            inf_error le;
+            if (inf__job_log(&job, home, in_red, out_red, m.registry ? inf_registry_principal(m.registry) : NULL, &le))
+                fprintf(stderr, "infera batch: %s\n", le.message);
+            else snprintf(lineage, sizeof lineage, "job log %s/jobs/jobs.jsonl (job %s)", home, job.id);
+        }
+    }
+
+    summary_ctx sc = {0};
+    sc.job = &job;
+    sc.o = &o;
+    sc.in = in_red;
+    sc.out = out_red;
+    sc.errs = o.errors ? err_red : NULL;
+    sc.lineage = lineage;
+    sc.wall = wall;
+    sc.run_rows = job.source_done - done_before;
+    sc.rate = wall > 0 ? (double)sc.run_rows / wall : 0;
+    sc.json = pm == INF__PROGRESS_JSON;
+    sc.failed = st != INF_OK;
+    int stdout_busy = tout.kind == INF__TARGET_STDIO || (o.errors && terr.kind == INF__TARGET_STDIO);
+    print_summary(stdout_busy || st ? stderr : stdout, &sc);
+    if (st) {
+        rc = cli_fail(CMD, "job %s: %s", job.id, e.message);
+        goto done;
+    }
+    rc = 0;
+done:
+    inf_source_close(src);
+    if (sink) inf_sink_close(sink, &e);
+    if (esink) inf_sink_close(esink, &e);
+    inf__model_ref_close(&m);
+    return rc;
+}

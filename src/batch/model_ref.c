@@ -1,0 +1,121 @@
+/*
+ * model_ref.c -- model reference -> model + pipeline + identity (see
+ * model_ref.h).  Callers: batch runner, SQLite and PostgreSQL extensions.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "batch/model_ref.h"
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+int inf__model_ref_is_path(const char *ref) {
+    struct stat st;
+    if (!ref || !*ref) return 0;
+    if (strchr(ref, '/') || ends_with(ref, ".onnx") || ends_with(ref, ".json")) return 1;
+    return stat(ref, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static inf_status fail(inf_error *err, inf_status st, const char *fmt, const char *a, const char *b) {
+    if (err) {
+        err->status = st;
+        snprintf(err->message, sizeof err->message, fmt, a, b);
+    }
+    return st;
+}
+
+static inf_status file_sha256(const char *path, char out[65], inf_error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return fail(err, INF_ENOENT, "model '%s': cannot open: %s", path, "no such file or unreadable");
+    inf_sha256 c;
+    inf_sha256_init(&c);
+    unsigned char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) inf_sha256_update(&c, buf, n);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) return fail(err, INF_EIO, "model '%s': read error%s", path, "");
+    uint8_t d[32];
+    inf_sha256_final(&c, d);
+    inf_sha256_to_hex(d, out);
+    return INF_OK;
+}
+
+void inf__model_ref_close(inf__model_ref *m) {
+    if (!m) return;
+    inf_pipeline_free(m->pipeline);
+    inf_model_free(m->model);
+    inf_registry_free(m->registry);
+    memset(m, 0, sizeof *m);
+}
+
+static inf_status load_pipeline(inf__model_ref *m, const inf__model_ref_options *o, const char *spec_json,
+                                inf_error *err) {
+    inf_pipeline_options po;
+    inf_pipeline_options_init(&po);
+    po.model_name = m->name;
+    po.model_version = m->version;
+    po.id_column = o->id_column;
+    inf_status st;
+    if (o->pipeline_path)
+        st = inf_pipeline_load(o->pipeline_path, m->model, &po, &m->pipeline, err);
+    else if (spec_json)
+        st = inf_pipeline_load_string(spec_json, strlen(spec_json), m->model, &po, &m->pipeline, err);
+    else
+        st = inf_pipeline_default(m->model, &po, &m->pipeline, err);
+    return st;
+}
+
+inf_status inf__model_ref_open(const char *ref, const inf__model_ref_options *opts, inf__model_ref *m,
+                               inf_error *err) {
+    inf__model_ref_options defaults = {0};
+    const inf__model_ref_options *o = opts ? opts : &defaults;
+    memset(m, 0, sizeof *m);
+    inf_status st;
+    if (!ref || !*ref) return fail(err, INF_EINVAL, "model reference is empty%s%s", "", "");
+    if (inf__model_ref_is_path(ref)) {
+        if ((st = file_sha256(ref, m->sha256, err))) return st;
+        if ((st = inf_model_load(ref, NULL, &m->model, err))) goto fail;
+        const char *base = strrchr(ref, '/');
+        base = base ? base + 1 : ref;
+        snprintf(m->name, sizeof m->name, "%.*s", (int)strcspn(base, "."), base);
+        snprintf(m->version, sizeof m->version, "sha256:%.12s", m->sha256);
+        snprintf(m->source, sizeof m->source, "%s", ref);
+        if ((st = load_pipeline(m, o, NULL, err))) goto fail;
+        return INF_OK;
+    }
+    inf_registry_options ro;
+    inf_registry_options_from_env(&ro);
+    if (o->home) ro.home = o->home;
+    if (o->registry_url) ro.url = o->registry_url;
+    ro.create = 0;
+    if ((st = inf_registry_open(&ro, &m->registry, err))) goto fail;
+    inf_registry_resolved v;
+    memset(&v, 0, sizeof v);
+    if ((st = inf_registry_load_model(m->registry, ref, NULL, &m->model, &v, err))) {
+        inf_registry_resolved_clear(&v);
+        goto fail;
+    }
+    m->from_registry = 1;
+    m->version_num = v.version;
+    snprintf(m->name, sizeof m->name, "%s", v.name);
+    snprintf(m->version, sizeof m->version, "%lld", (long long)v.version);
+    snprintf(m->sha256, sizeof m->sha256, "%s", v.sha256);
+    snprintf(m->source, sizeof m->source, "%s", v.artifact_path);
+    st = load_pipeline(m, o, v.pipeline, err);
+    inf_registry_resolved_clear(&v);
+    if (st) goto fail;
+    if (!o->keep_registry) {
+        inf_registry_free(m->registry);
+        m->registry = NULL;
+    }
+    return INF_OK;
+fail:
+    inf__model_ref_close(m);
+    return st;
+}

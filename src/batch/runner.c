@@ -1,0 +1,589 @@
+/*
+ * runner.c -- the pipelined batch runner: one reader thread, N scoring
+ * workers, one writer thread, connected by bounded queues of chunks.
+ *
+ *   reader  --free chunks-->  fills chunk.in from the source (chunk_rows
+ *           records), numbers it (seq) and queues it for the workers
+ *   worker  own inf_session + inf_pipeline_exec; chunk.in -> chunk.out
+ *           (predictions + lineage columns) and chunk.errs (rejected rows)
+ *   writer  takes chunks strictly in seq order (a slot per chunk), writes
+ *           them to the sinks, commits (every chunk, or at most every
+ *           checkpoint_ms), checkpoints the job file, updates progress,
+ *           returns the chunk to the free list
+ *
+ * The number of chunks is fixed (2 * threads + 2), so memory is bounded and
+ * a slow sink slows the reader down.  One mutex and one condition variable
+ * guard the queues; each chunk is touched by one thread at a time.  A fatal
+ * error (source I/O, model failure, sink failure, error-rate limit) sets
+ * `stop`; every thread then leaves, and nothing after the last commit is
+ * checkpointed, so --resume redoes it.
+ *
+ * Source records are numbered from 1 in source order (`source_row` of error
+ * rows; `row_number` of outputs when there is no id column).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "batch/batch_int.h"
+
+typedef struct chunk {
+    int64_t seq;
+    int64_t first_ordinal; /* 1-based source number of in's row 0 */
+    int64_t n_src;         /* source records consumed: rows + malformed ones */
+    int n_rows;
+    int bad;               /* a malformed source record follows the rows */
+    char bad_msg[INF_ERROR_MESSAGE_MAX];
+    int n_scored, n_rejected, n_null_id;
+    inf_record_batch *in, *pred, *out, *errs;
+} chunk;
+
+typedef struct runner {
+    const inf__runner_config *cfg;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    chunk *chunks;
+    int n_chunks;
+    chunk **free_list;
+    int n_free;
+    chunk **work; /* FIFO ring */
+    int work_head, n_work;
+    chunk **slots; /* done chunks by seq % n_chunks */
+    int reader_done;
+    int64_t n_seq; /* chunks produced (final when reader_done) */
+    int stop;
+    inf_error err;
+    const char **sensitive; /* NULL-terminated skip list for error records */
+} runner;
+
+static int per_record_status(inf_status st) { return st == INF_EFORMAT || st == INF_ETYPE || st == INF_ERANGE; }
+
+static void set_fatal(runner *r, const inf_error *e) {
+    pthread_mutex_lock(&r->mu);
+    if (!r->stop) {
+        r->stop = 1;
+        r->err = *e;
+    }
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void fatal_msg(runner *r, inf_status st, const char *msg) {
+    inf_error e;
+    e.status = st;
+    snprintf(e.message, sizeof e.message, "%s", msg);
+    set_fatal(r, &e);
+}
+
+/* ---- reader --------------------------------------------------------------- */
+
+static chunk *take_free(runner *r) {
+    pthread_mutex_lock(&r->mu);
+    while (!r->stop && r->n_free == 0) pthread_cond_wait(&r->cv, &r->mu);
+    chunk *c = r->stop ? NULL : r->free_list[--r->n_free];
+    pthread_mutex_unlock(&r->mu);
+    return c;
+}
+
+static void give_free(runner *r, chunk *c) {
+    pthread_mutex_lock(&r->mu);
+    r->free_list[r->n_free++] = c;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void queue_work(runner *r, chunk *c) {
+    pthread_mutex_lock(&r->mu);
+    r->work[(r->work_head + r->n_work) % r->n_chunks] = c;
+    r->n_work++;
+    r->n_seq = c->seq + 1;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Copies rows [from, n) of src into dst (cleared), field by field. */
+static inf_status copy_rows(inf_record_batch *dst, const inf_record_batch *src, int from) {
+    inf_record_batch_clear(dst);
+    int nf = inf_record_batch_n_fields(src), map[1024];
+    if (nf > 1024) return INF_EUNSUPPORTED;
+    for (int f = 0; f < nf; f++) {
+        inf_status st = inf_record_batch_add_field(dst, inf_record_batch_field_name(src, f), &map[f]);
+        if (st) return st;
+    }
+    for (int row = from; row < inf_record_batch_n_rows(src); row++) {
+        int k;
+        inf_status st = inf_record_batch_add_row(dst, &k);
+        for (int f = 0; !st && f < nf; f++) st = inf_record_batch_set(dst, k, map[f], inf_record_batch_get(src, row, f));
+        if (st) return st;
+    }
+    return INF_OK;
+}
+
+static void *reader_main(void *arg) {
+    runner *r = arg;
+    const inf__runner_config *cfg = r->cfg;
+    int64_t ordinal = 1, seq = 0, skipped = 0;
+    int eof = 0;
+    inf_error e;
+    /* Resume: skip the records a previous run committed.  The last batch read
+     * may reach past the skip point: its tail becomes the first chunk. */
+    chunk *carry = NULL;
+    if (cfg->skip > 0) {
+        inf_record_batch *tmp = NULL;
+        if (inf_record_batch_new(&tmp)) {
+            fatal_msg(r, INF_ENOMEM, "batch: out of memory");
+            return NULL;
+        }
+        while (skipped < cfg->skip && !eof) {
+            inf_status st = inf_source_next(cfg->source, tmp, &eof, &e);
+            if (st && !per_record_status(st)) {
+                set_fatal(r, &e);
+                break;
+            }
+            int n = inf_record_batch_n_rows(tmp), bad = st != INF_OK;
+            if (skipped + n + bad <= cfg->skip) {
+                skipped += n + bad;
+                continue;
+            }
+            /* overshoot: keep rows from (skip - skipped), and the bad record */
+            int from = (int)(cfg->skip - skipped);
+            carry = take_free(r);
+            if (!carry) break;
+            if (from < n && copy_rows(carry->in, tmp, from)) {
+                fatal_msg(r, INF_ENOMEM, "batch: out of memory");
+                give_free(r, carry);
+                carry = NULL;
+                break;
+            }
+            if (from >= n) inf_record_batch_clear(carry->in);
+            carry->n_rows = from < n ? n - from : 0;
+            carry->bad = bad;
+            if (bad) snprintf(carry->bad_msg, sizeof carry->bad_msg, "%s", e.message);
+            skipped = cfg->skip;
+        }
+        inf_record_batch_free(tmp);
+        if (skipped < cfg->skip && !r->stop && eof) {
+            /* the source has fewer records than the checkpoint says */
+            char msg[INF_ERROR_MESSAGE_MAX];
+            snprintf(msg, sizeof msg,
+                     "batch: cannot resume: the input has %lld records but the checkpoint says %lld were done "
+                     "(was the input changed?)",
+                     (long long)skipped, (long long)cfg->skip);
+            fatal_msg(r, INF_EINVAL, msg);
+        }
+        ordinal = cfg->skip + 1;
+        if (carry) {
+            carry->first_ordinal = ordinal;
+            carry->n_src = carry->n_rows + carry->bad;
+            carry->seq = seq++;
+            ordinal += carry->n_src;
+            queue_work(r, carry);
+        }
+    }
+    while (!eof && !r->stop) {
+        chunk *c = take_free(r);
+        if (!c) break;
+        inf_status st = inf_source_next(cfg->source, c->in, &eof, &e);
+        if (st && !per_record_status(st)) {
+            give_free(r, c);
+            set_fatal(r, &e);
+            break;
+        }
+        c->n_rows = inf_record_batch_n_rows(c->in);
+        c->bad = st != INF_OK;
+        if (c->bad) snprintf(c->bad_msg, sizeof c->bad_msg, "%s", e.message);
+        if (c->n_rows == 0 && !c->bad) {
+            give_free(r, c);
+            continue;
+        }
+        c->first_ordinal = ordinal;
+        c->n_src = c->n_rows + c->bad;
+        ordinal += c->n_src;
+        c->seq = seq++;
+        queue_work(r, c);
+    }
+    pthread_mutex_lock(&r->mu);
+    r->reader_done = 1;
+    r->n_seq = seq;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+/* ---- workers -------------------------------------------------------------- */
+
+static int write_file(const char *bytes, size_t n, void *user) {
+    return fwrite(bytes, 1, n, (FILE *)user) == n ? 0 : -1;
+}
+
+static inf_status add_error_row(runner *r, chunk *c, int64_t ordinal, const inf_value *id, const char *field,
+                                const char *reason, int in_row) {
+    inf_record_batch *b = c->errs;
+    int row, f_src, f_id, f_field, f_reason, f_rec;
+    inf_status st;
+    if ((st = inf_record_batch_add_field(b, "source_row", &f_src)) || (st = inf_record_batch_add_field(b, "id", &f_id)) ||
+        (st = inf_record_batch_add_field(b, "field", &f_field)) ||
+        (st = inf_record_batch_add_field(b, "reason", &f_reason)) ||
+        (st = inf_record_batch_add_field(b, "record", &f_rec)) || (st = inf_record_batch_add_row(b, &row)))
+        return st;
+    if ((st = inf_record_batch_set_int(b, row, f_src, ordinal))) return st;
+    if (id && id->type != INF_FIELD_NULL && (st = inf_record_batch_set(b, row, f_id, id))) return st;
+    if (field && *field && (st = inf_record_batch_set_string(b, row, f_field, field, strlen(field)))) return st;
+    if ((st = inf_record_batch_set_string(b, row, f_reason, reason, strlen(reason)))) return st;
+    if (in_row >= 0) {
+        /* the record as JSON, without fields marked sensitive */
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        if (!m) return INF_ENOMEM;
+        st = inf_record_batch_row_to_json(c->in, in_row, r->sensitive, write_file, m);
+        fclose(m);
+        if (!st && buf) st = inf_record_batch_set_string(b, row, f_rec, buf, len);
+        free(buf);
+        if (st) return st;
+    }
+    return INF_OK;
+}
+
+/* pred (from inf_pipeline_finish) -> out: key column first, then the
+ * prediction fields and lineage (spec_hash renamed pipeline_hash), scored_at. */
+static inf_status build_output(runner *r, chunk *c, inf_pipeline_exec *ex, int64_t scored_at_us) {
+    const inf__runner_config *cfg = r->cfg;
+    inf_record_batch *p = c->pred, *o = c->out;
+    int np = inf_record_batch_n_fields(p), map[1024], f_key, f_ts;
+    if (np > 1023) return INF_EUNSUPPORTED;
+    const char *key = cfg->id_column ? cfg->id_column : "row_number";
+    inf_status st;
+    if ((st = inf_record_batch_add_field(o, key, &f_key))) return st;
+    int key_in_pred = -1, key_in_in = cfg->id_column ? inf_record_batch_find_field(c->in, cfg->id_column) : -1;
+    for (int f = 0; f < np; f++) {
+        const char *name = inf_record_batch_field_name(p, f);
+        if (!strcmp(name, key)) {
+            key_in_pred = f;
+            map[f] = -1;
+            continue;
+        }
+        if (!strcmp(name, "spec_hash")) name = "pipeline_hash";
+        if ((st = inf_record_batch_add_field(o, name, &map[f]))) return st;
+    }
+    if ((st = inf_record_batch_add_field(o, "scored_at", &f_ts))) return st;
+    int n = inf_record_batch_n_rows(p);
+    for (int k = 0; k < n; k++) {
+        int row, in_row = inf_pipeline_accepted_row(ex, k);
+        if (cfg->id_column) {
+            const inf_value *kv = key_in_pred >= 0 ? inf_record_batch_get(p, k, key_in_pred)
+                                                   : inf_record_batch_get(c->in, in_row, key_in_in);
+            if (kv->type == INF_FIELD_NULL) {
+                char why[300];
+                snprintf(why, sizeof why, "the id column '%s' is null or missing", cfg->id_column);
+                if ((st = add_error_row(r, c, c->first_ordinal + in_row, NULL, cfg->id_column, why, in_row))) return st;
+                c->n_null_id++;
+                continue;
+            }
+        }
+        if ((st = inf_record_batch_add_row(o, &row))) return st;
+        if (!cfg->id_column)
+            st = inf_record_batch_set_int(o, row, f_key, c->first_ordinal + in_row);
+        else if (key_in_pred >= 0)
+            st = inf_record_batch_set(o, row, f_key, inf_record_batch_get(p, k, key_in_pred));
+        else if (key_in_in >= 0)
+            st = inf_record_batch_set(o, row, f_key, inf_record_batch_get(c->in, in_row, key_in_in));
+        for (int f = 0; !st && f < np; f++)
+            if (map[f] >= 0) st = inf_record_batch_set(o, row, map[f], inf_record_batch_get(p, k, f));
+        if (!st) st = inf_record_batch_set_timestamp(o, row, f_ts, scored_at_us);
+        if (st) return st;
+    }
+    return INF_OK;
+}
+
+static int64_t now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static inf_status score_chunk(runner *r, chunk *c, inf_session *s, inf_pipeline_exec *ex, inf_error *e) {
+    const inf__runner_config *cfg = r->cfg;
+    inf_record_batch_clear(c->pred);
+    inf_record_batch_clear(c->out);
+    inf_record_batch_clear(c->errs);
+    c->n_scored = c->n_rejected = c->n_null_id = 0;
+    inf_status st = INF_OK;
+    int id_in = cfg->id_column ? inf_record_batch_find_field(c->in, cfg->id_column) : -1;
+    if (c->n_rows > 0 && cfg->id_column && id_in < 0) {
+        e->status = INF_EINVAL;
+        snprintf(e->message, sizeof e->message, "%s has no column '%s' (--id-column)", cfg->input_uri,
+                 cfg->id_column);
+        return INF_EINVAL;
+    }
+    if (c->n_rows > 0 && !cfg->model) {
+        /* --no-score: a plain copy (benchmark baseline of the I/O path) */
+        if ((st = copy_rows(c->out, c->in, 0))) goto oom;
+        c->n_scored = c->n_rows;
+    } else if (c->n_rows > 0) {
+        const inf_tensor *const *x;
+        if ((st = inf_pipeline_prepare(ex, c->in, &x, e))) return st;
+        int n_acc = inf_pipeline_n_accepted(ex);
+        if (n_acc > 0) {
+            inf_tensor *const *y;
+            if ((st = inf_session_run(s, x, &y, e))) return st;
+            if ((st = inf_pipeline_finish(ex, y, c->pred, e))) return st;
+            if ((st = build_output(r, c, ex, now_us()))) goto oom;
+        }
+        c->n_scored = n_acc - c->n_null_id;
+        int n_rej = inf_pipeline_n_rejected(ex);
+        for (int i = 0; i < n_rej; i++) {
+            const char *field = NULL, *msg = NULL;
+            int row = inf_pipeline_rejected(ex, i, &field, &msg);
+            if ((st = add_error_row(r, c, c->first_ordinal + row,
+                                    id_in >= 0 ? inf_record_batch_get(c->in, row, id_in) : NULL, field,
+                                    msg ? msg : "rejected", row)))
+                goto oom;
+        }
+        c->n_rejected = n_rej + c->n_null_id;
+    }
+    if (c->bad && (st = add_error_row(r, c, c->first_ordinal + c->n_rows, NULL, NULL, c->bad_msg, -1))) goto oom;
+    return INF_OK;
+oom:
+    e->status = st;
+    snprintf(e->message, sizeof e->message, "batch: building the output of rows %lld-%lld: %s",
+             (long long)c->first_ordinal, (long long)(c->first_ordinal + c->n_src - 1), inf_strerror(st));
+    return st;
+}
+
+static void *worker_main(void *arg) {
+    runner *r = arg;
+    const inf__runner_config *cfg = r->cfg;
+    inf_session *s = NULL;
+    inf_pipeline_exec *ex = NULL;
+    inf_error e;
+    if (cfg->model) {
+        inf_session_options so;
+        inf_session_options_init(&so);
+        so.n_threads = 1;
+        so.max_batch = cfg->chunk_rows;
+        if (inf_session_new(cfg->model->model, &so, &s, &e) || inf_pipeline_exec_new(cfg->model->pipeline, &ex, &e)) {
+            set_fatal(r, &e);
+            goto done;
+        }
+    }
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        while (!r->stop && r->n_work == 0 && !r->reader_done) pthread_cond_wait(&r->cv, &r->mu);
+        if (r->stop || r->n_work == 0) {
+            pthread_mutex_unlock(&r->mu);
+            break;
+        }
+        chunk *c = r->work[r->work_head];
+        r->work_head = (r->work_head + 1) % r->n_chunks;
+        r->n_work--;
+        pthread_mutex_unlock(&r->mu);
+        if (score_chunk(r, c, s, ex, &e)) {
+            char msg[INF_ERROR_MESSAGE_MAX];
+            snprintf(msg, sizeof msg, "rows %lld-%lld: %s", (long long)c->first_ordinal,
+                     (long long)(c->first_ordinal + c->n_src - 1), e.message);
+            fatal_msg(r, e.status, msg);
+            break;
+        }
+        pthread_mutex_lock(&r->mu);
+        r->slots[c->seq % r->n_chunks] = c;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+    }
+done:
+    inf_pipeline_exec_free(ex);
+    inf_session_free(s);
+    return NULL;
+}
+
+/* ---- writer --------------------------------------------------------------- */
+
+typedef struct pending {
+    int64_t n_src, read, scored, written, rejected;
+} pending;
+
+static inf_status commit_and_checkpoint(runner *r, pending *p, inf_error *e) {
+    const inf__runner_config *cfg = r->cfg;
+    inf__job *job = cfg->job;
+    inf_status st;
+    if ((st = inf_sink_commit(cfg->sink, e))) return st;
+    if (cfg->errors && (st = inf_sink_commit(cfg->errors, e))) return st;
+    job->source_done += p->n_src;
+    job->rows_read += p->read;
+    job->rows_scored += p->scored;
+    job->rows_written += p->written;
+    job->rows_rejected += p->rejected;
+    memset(p, 0, sizeof *p);
+    if (cfg->out_target->kind == INF__TARGET_FILE) job->output_bytes = inf__target_file_size(cfg->out_target);
+    if (cfg->errors && cfg->err_target->kind == INF__TARGET_FILE)
+        job->errors_bytes = inf__target_file_size(cfg->err_target);
+    return inf__job_save(job, cfg->input_uri, cfg->output_uri, cfg->errors_uri, e);
+}
+
+static void *writer_main(void *arg) {
+    runner *r = arg;
+    const inf__runner_config *cfg = r->cfg;
+    inf__job *job = cfg->job;
+    pending p = {0};
+    int64_t next = 0;
+    double last_commit = inf__now();
+    inf_error e;
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        chunk *c = NULL;
+        for (;;) {
+            if (r->stop) break;
+            c = r->slots[next % r->n_chunks];
+            if (c && c->seq == next) break;
+            c = NULL;
+            if (r->reader_done && next >= r->n_seq) break;
+            pthread_cond_wait(&r->cv, &r->mu);
+        }
+        if (c) r->slots[next % r->n_chunks] = NULL;
+        pthread_mutex_unlock(&r->mu);
+        if (!c) break;
+        inf_status st = INF_OK;
+        if (inf_record_batch_n_rows(c->out) > 0) st = inf_sink_write(cfg->sink, c->out, &e);
+        if (!st && cfg->errors && inf_record_batch_n_rows(c->errs) > 0) st = inf_sink_write(cfg->errors, c->errs, &e);
+        if (st) {
+            give_free(r, c);
+            set_fatal(r, &e);
+            break;
+        }
+        if (!cfg->errors && (c->n_rejected || c->bad) && job->rows_rejected + p.rejected == 0 &&
+            inf_record_batch_n_rows(c->errs) > 0) {
+            const inf_value *v = inf_record_batch_get(c->errs, 0, inf_record_batch_find_field(c->errs, "reason"));
+            fprintf(stderr, "infera batch: source row %lld rejected: %s (further rejections are counted; use --errors DST to keep them)\n",
+                    (long long)inf_record_batch_get(c->errs, 0, 0)->u.i, v->type == INF_FIELD_STRING ? v->u.s.ptr : "");
+        }
+        p.n_src += c->n_src;
+        p.read += c->n_rows + c->bad;
+        p.scored += c->n_scored;
+        p.written += inf_record_batch_n_rows(c->out);
+        p.rejected += c->n_rejected + c->bad;
+        next++;
+        give_free(r, c);
+        double now = inf__now();
+        pthread_mutex_lock(&r->mu);
+        int last = r->reader_done && next >= r->n_seq;
+        pthread_mutex_unlock(&r->mu);
+        if (last || now - last_commit >= cfg->checkpoint_s) {
+            if (commit_and_checkpoint(r, &p, &e)) {
+                set_fatal(r, &e);
+                break;
+            }
+            last_commit = now;
+        }
+        if (cfg->progress)
+            inf__progress_update(cfg->progress, job->source_done + p.n_src, job->rows_written + p.written,
+                                 job->rows_rejected + p.rejected, 0);
+        int64_t read = job->rows_read + p.read, rej = job->rows_rejected + p.rejected;
+        if (cfg->max_error_rate >= 0 && read > 0 && (read >= 1000 || last) &&
+            (double)rej / (double)read > cfg->max_error_rate) {
+            if (p.n_src && commit_and_checkpoint(r, &p, &e)) {
+                set_fatal(r, &e);
+                break;
+            }
+            char msg[INF_ERROR_MESSAGE_MAX];
+            snprintf(msg, sizeof msg,
+                     "batch: stopped: %lld of %lld rows rejected (%.1f%%), above --max-error-rate %g; "
+                     "see the error sink for the reasons",
+                     (long long)rej, (long long)read, 100.0 * (double)rej / (double)read, cfg->max_error_rate);
+            fatal_msg(r, INF_ERANGE, msg);
+            break;
+        }
+    }
+    if (p.n_src && !r->stop && commit_and_checkpoint(r, &p, &e)) set_fatal(r, &e);
+    return NULL;
+}
+
+/* ---- run ------------------------------------------------------------------- */
+
+inf_status inf__runner_run(const inf__runner_config *cfg, inf_error *err) {
+    runner r;
+    memset(&r, 0, sizeof r);
+    r.cfg = cfg;
+    int n_threads = cfg->n_threads > 0 ? cfg->n_threads : 1;
+    r.n_chunks = 2 * n_threads + 2;
+    inf_status st = INF_OK;
+    pthread_t reader, writer, *workers = NULL;
+    int n_started = 0, reader_ok = 0, writer_ok = 0;
+    pthread_mutex_init(&r.mu, NULL);
+    pthread_cond_init(&r.cv, NULL);
+    r.chunks = calloc((size_t)r.n_chunks, sizeof *r.chunks);
+    r.free_list = calloc((size_t)r.n_chunks, sizeof *r.free_list);
+    r.work = calloc((size_t)r.n_chunks, sizeof *r.work);
+    r.slots = calloc((size_t)r.n_chunks, sizeof *r.slots);
+    workers = calloc((size_t)n_threads, sizeof *workers);
+    if (!r.chunks || !r.free_list || !r.work || !r.slots || !workers) goto oom;
+    for (int i = 0; i < r.n_chunks; i++) {
+        chunk *c = &r.chunks[i];
+        if (inf_record_batch_new(&c->in) || inf_record_batch_new(&c->pred) || inf_record_batch_new(&c->out) ||
+            inf_record_batch_new(&c->errs))
+            goto oom;
+        r.free_list[r.n_free++] = c;
+    }
+    if (cfg->model) {
+        const inf_pipeline *pl = cfg->model->pipeline;
+        int n_in = inf_pipeline_n_inputs(pl), k = 0;
+        r.sensitive = calloc((size_t)n_in + 1, sizeof *r.sensitive);
+        if (!r.sensitive) goto oom;
+        for (int i = 0; i < n_in; i++)
+            if (inf_pipeline_is_sensitive(pl, inf_pipeline_input_name(pl, i)))
+                r.sensitive[k++] = inf_pipeline_input_name(pl, i);
+    }
+    if (pthread_create(&reader, NULL, reader_main, &r)) goto threads;
+    reader_ok = 1;
+    for (; n_started < n_threads; n_started++)
+        if (pthread_create(&workers[n_started], NULL, worker_main, &r)) goto threads;
+    if (pthread_create(&writer, NULL, writer_main, &r)) goto threads;
+    writer_ok = 1;
+    goto join;
+threads:
+    fatal_msg(&r, INF_ENOMEM, "batch: cannot start threads");
+join:
+    if (writer_ok) pthread_join(writer, NULL);
+    /* the writer is gone: nothing will free chunks any more, so stop the rest */
+    pthread_mutex_lock(&r.mu);
+    if (!r.stop && !(r.reader_done && r.n_work == 0)) {
+        r.stop = 1;
+        if (!r.err.message[0]) {
+            r.err.status = INF_EINTERNAL;
+            snprintf(r.err.message, sizeof r.err.message, "batch: the writer stopped early");
+        }
+    }
+    if (!writer_ok) r.stop = 1;
+    pthread_cond_broadcast(&r.cv);
+    pthread_mutex_unlock(&r.mu);
+    if (reader_ok) pthread_join(reader, NULL);
+    for (int i = 0; i < n_started; i++) pthread_join(workers[i], NULL);
+    if (r.stop) {
+        st = r.err.status ? r.err.status : INF_EINTERNAL;
+        if (err) *err = r.err;
+    }
+    goto cleanup;
+oom:
+    st = INF_ENOMEM;
+    if (err) {
+        err->status = st;
+        snprintf(err->message, sizeof err->message, "batch: out of memory");
+    }
+cleanup:
+    if (r.chunks)
+        for (int i = 0; i < r.n_chunks; i++) {
+            inf_record_batch_free(r.chunks[i].in);
+            inf_record_batch_free(r.chunks[i].pred);
+            inf_record_batch_free(r.chunks[i].out);
+            inf_record_batch_free(r.chunks[i].errs);
+        }
+    free(r.chunks);
+    free(r.free_list);
+    free(r.work);
+    free(r.slots);
+    free(workers);
+    free(r.sensitive);
+    pthread_mutex_destroy(&r.mu);
+    pthread_cond_destroy(&r.cv);
+    return st;
+}

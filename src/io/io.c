@@ -1,0 +1,254 @@
+/*
+ * io.c -- the URI-scheme tables of sources and sinks, and the thin public
+ * wrappers around their vtables (include/infera/io.h).
+ *
+ * A URI is "scheme:rest".  The scheme picks a row of source_types /
+ * sink_types; the row's open() gets the whole URI (for messages, after
+ * redaction) and `rest`.  To add a kind, define its inf_source_type /
+ * inf_sink_type in a new file and add one row below.
+ * Callers: batch and stream runners, `infera features`, fit-spec, tests.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/io_int.h"
+
+static const inf_source_type *const source_types[] = {
+    &inf__io_csv_source,
+    &inf__io_jsonl_source,
+    &inf__io_sqlite_source,
+    &inf__io_postgresql_source,
+};
+
+static const inf_sink_type *const sink_types[] = {
+    &inf__io_csv_sink,
+    &inf__io_jsonl_sink,
+    &inf__io_sqlite_sink,
+    &inf__io_npy_sink,
+    &inf__io_postgresql_sink,
+};
+
+#define N_SOURCE_TYPES ((int)(sizeof source_types / sizeof source_types[0]))
+#define N_SINK_TYPES ((int)(sizeof sink_types / sizeof sink_types[0]))
+
+int inf_io_n_source_types(void) { return N_SOURCE_TYPES; }
+const inf_source_type *inf_io_source_type(int i) { return i >= 0 && i < N_SOURCE_TYPES ? source_types[i] : NULL; }
+int inf_io_n_sink_types(void) { return N_SINK_TYPES; }
+const inf_sink_type *inf_io_sink_type(int i) { return i >= 0 && i < N_SINK_TYPES ? sink_types[i] : NULL; }
+
+struct inf_source {
+    const inf_source_type *type;
+    void *state;
+};
+
+struct inf_sink {
+    const inf_sink_type *type;
+    void *state;
+};
+
+inf_status inf__io_fail(inf_error *err, inf_status status, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->status = status;
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+const char *inf_io_redact_uri(const char *uri, char *buf, size_t size) {
+    if (!size) return buf;
+    snprintf(buf, size, "%s", uri ? uri : "");
+    /* user:password@host -> user:***@host */
+    char *scheme_end = strstr(buf, "://");
+    if (scheme_end) {
+        char *auth = scheme_end + 3;
+        char *at = strchr(auth, '@');
+        char *slash = strchr(auth, '/');
+        if (at && (!slash || at < slash)) {
+            char *colon = memchr(auth, ':', (size_t)(at - auth));
+            if (colon) {
+                char tail[1024];
+                snprintf(tail, sizeof tail, "%s", at);
+                snprintf(colon, size - (size_t)(colon - buf), ":***%s", tail);
+            }
+        }
+    }
+    /* password=... in a query string */
+    for (char *p = buf; (p = strstr(p, "password=")) != NULL;) {
+        p += 9;
+        char *end = p + strcspn(p, "& ");
+        char tail[1024];
+        snprintf(tail, sizeof tail, "%s", end);
+        snprintf(p, size - (size_t)(p - buf), "***%s", tail);
+        p += 3;
+    }
+    return buf;
+}
+
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+const char *inf__io_uri_param(const char *rest, const char *key, char *buf, size_t size) {
+    const char *q = strchr(rest, '?');
+    if (!q) return NULL;
+    size_t klen = strlen(key);
+    for (const char *p = q + 1; *p;) {
+        const char *end = p + strcspn(p, "&");
+        if ((size_t)(end - p) > klen && !strncmp(p, key, klen) && p[klen] == '=') {
+            size_t n = 0;
+            for (const char *s = p + klen + 1; s < end && n + 1 < size; s++) {
+                if (*s == '%' && s + 2 < end + 0 + 1 && hexval(s[1]) >= 0 && hexval(s[2]) >= 0) {
+                    buf[n++] = (char)(hexval(s[1]) * 16 + hexval(s[2]));
+                    s += 2;
+                } else if (*s == '+') {
+                    buf[n++] = ' ';
+                } else {
+                    buf[n++] = *s;
+                }
+            }
+            buf[n] = 0;
+            return buf;
+        }
+        p = *end ? end + 1 : end;
+    }
+    return NULL;
+}
+
+const char *inf__io_uri_path(const char *rest, char *buf, size_t size) {
+    size_t n = strcspn(rest, "?");
+    if (n >= size) n = size - 1;
+    memcpy(buf, rest, n);
+    buf[n] = 0;
+    return buf;
+}
+
+inf_status inf__io_set_text_cell(inf_record_batch *b, int row, int field, const char *s, size_t len) {
+    if (!len) return inf_record_batch_set_null(b, row, field);
+    const char *p = s, *end = s + len;
+    if (*p == '-' || *p == '+') p++;
+    int all_digits = p < end;
+    for (const char *q = p; q < end; q++)
+        if (!isdigit((unsigned char)*q)) {
+            all_digits = 0;
+            break;
+        }
+    if (all_digits && end - p <= 18) {
+        int64_t v = 0;
+        for (const char *q = p; q < end; q++) v = v * 10 + (*q - '0');
+        return inf_record_batch_set_int(b, row, field, *s == '-' ? -v : v);
+    }
+    int c0 = (unsigned char)*p;
+    if (p < end && (isdigit(c0) || c0 == '.') && len < 64) {
+        char buf[64];
+        memcpy(buf, s, len);
+        buf[len] = 0;
+        char *e;
+        double v = strtod(buf, &e);
+        if (e == buf + len) return inf_record_batch_set_float(b, row, field, v);
+    }
+    if (len <= 4 && (!strncmp(s, "nan", len) || !strncmp(s, "NaN", len)) && len == 3)
+        return inf_record_batch_set_float(b, row, field, NAN);
+    if ((len == 3 && !strncmp(s, "inf", 3)) || (len == 4 && !strncmp(s, "+inf", 4)))
+        return inf_record_batch_set_float(b, row, field, INFINITY);
+    if (len == 4 && !strncmp(s, "-inf", 4)) return inf_record_batch_set_float(b, row, field, -INFINITY);
+    if (len == 4 && !strncmp(s, "true", 4)) return inf_record_batch_set_bool(b, row, field, 1);
+    if (len == 5 && !strncmp(s, "false", 5)) return inf_record_batch_set_bool(b, row, field, 0);
+    return inf_record_batch_set_string(b, row, field, s, len);
+}
+
+static int scheme_len(const char *uri) {
+    const char *c = strchr(uri, ':');
+    return c ? (int)(c - uri) : -1;
+}
+
+inf_status inf_source_open(const char *uri, const inf_source_options *opts, inf_source **out, inf_error *err) {
+    *out = NULL;
+    char red[512];
+    int n = uri ? scheme_len(uri) : -1;
+    if (n <= 0)
+        return inf__io_fail(err, INF_EINVAL, "source '%s': expected SCHEME:LOCATION (csv:, jsonl:, sqlite:)",
+                            inf_io_redact_uri(uri ? uri : "", red, sizeof red));
+    inf_source_options defaults = {0};
+    if (!opts) opts = &defaults;
+    for (int i = 0; i < N_SOURCE_TYPES; i++) {
+        const inf_source_type *t = source_types[i];
+        if (strlen(t->scheme) != (size_t)n || strncmp(uri, t->scheme, (size_t)n)) continue;
+        inf_source *src = calloc(1, sizeof *src);
+        if (!src) return inf__io_fail(err, INF_ENOMEM, "source: out of memory");
+        src->type = t;
+        inf_status st = t->open(uri, uri + n + 1, opts, &src->state, err);
+        if (st) {
+            free(src);
+            return st;
+        }
+        *out = src;
+        return INF_OK;
+    }
+    return inf__io_fail(err, INF_EINVAL, "source '%s': unknown scheme '%.*s'", inf_io_redact_uri(uri, red, sizeof red),
+                        n, uri);
+}
+
+inf_status inf_source_next(inf_source *src, inf_record_batch *batch, int *eof, inf_error *err) {
+    inf_record_batch_clear(batch);
+    *eof = 0;
+    return src->type->next(src->state, batch, eof, err);
+}
+
+inf_status inf_source_ack(inf_source *src, inf_error *err) {
+    return src->type->ack ? src->type->ack(src->state, err) : INF_OK;
+}
+
+void inf_source_close(inf_source *src) {
+    if (!src) return;
+    src->type->close(src->state);
+    free(src);
+}
+
+inf_status inf_sink_open(const char *uri, const inf_sink_options *opts, inf_sink **out, inf_error *err) {
+    *out = NULL;
+    char red[512];
+    int n = uri ? scheme_len(uri) : -1;
+    if (n <= 0)
+        return inf__io_fail(err, INF_EINVAL, "sink '%s': expected SCHEME:LOCATION (csv:, jsonl:, sqlite:, npy:)",
+                            inf_io_redact_uri(uri ? uri : "", red, sizeof red));
+    inf_sink_options defaults = {0};
+    if (!opts) opts = &defaults;
+    for (int i = 0; i < N_SINK_TYPES; i++) {
+        const inf_sink_type *t = sink_types[i];
+        if (strlen(t->scheme) != (size_t)n || strncmp(uri, t->scheme, (size_t)n)) continue;
+        inf_sink *sink = calloc(1, sizeof *sink);
+        if (!sink) return inf__io_fail(err, INF_ENOMEM, "sink: out of memory");
+        sink->type = t;
+        inf_status st = t->open(uri, uri + n + 1, opts, &sink->state, err);
+        if (st) {
+            free(sink);
+            return st;
+        }
+        *out = sink;
+        return INF_OK;
+    }
+    return inf__io_fail(err, INF_EINVAL, "sink '%s': unknown scheme '%.*s'", inf_io_redact_uri(uri, red, sizeof red), n,
+                        uri);
+}
+
+inf_status inf_sink_write(inf_sink *sink, const inf_record_batch *batch, inf_error *err) {
+    return sink->type->write(sink->state, batch, err);
+}
+
+inf_status inf_sink_commit(inf_sink *sink, inf_error *err) { return sink->type->commit(sink->state, err); }
+
+inf_status inf_sink_close(inf_sink *sink, inf_error *err) {
+    if (!sink) return INF_OK;
+    inf_status st = sink->type->close(sink->state, err);
+    free(sink);
+    return st;
+}

@@ -1,0 +1,34 @@
+/*
+ * io_int.h -- internal helpers shared by the source/sink kinds of src/io.
+ *
+ * Each kind (csv.c, jsonl.c, sqlite.c, npy.c, and later pg.c, redis.c,
+ * mqtt.c) defines `const inf_source_type inf__io_<kind>_source` and/or
+ * `const inf_sink_type inf__io_<kind>_sink`; io.c lists them in its scheme
+ * tables.  Adding a kind = one file + one row in each table it implements.
+ */
+#ifndef INF_IO_INT_H
+#define INF_IO_INT_H
+
+#include <stdio.h>
+
+#include "infera/io.h"
+#include "io/record_int.h"
+
+extern const inf_source_type inf__io_csv_source, inf__io_jsonl_source, inf__io_sqlite_source;
+extern const inf_sink_type inf__io_csv_sink, inf__io_jsonl_sink, inf__io_sqlite_sink, inf__io_npy_sink;
+extern const inf_source_type inf__io_postgresql_source; /* postgres.c */
+extern const inf_sink_type inf__io_postgresql_sink;
+
+/* Fills err (may be NULL) with status and a formatted message; returns status. */
+inf_status inf__io_fail(inf_error *err, inf_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Finds the query parameter `key` in "PATH?k=v&k2=v2" (URL-decoded into buf);
+ * returns buf, or NULL when absent.  inf__io_uri_path copies PATH. */
+const char *inf__io_uri_param(const char *rest, const char *key, char *buf, size_t size);
+const char *inf__io_uri_path(const char *rest, char *buf, size_t size);
+
+/* Types a text cell as CSV sources do (empty -> null, integer, float, bool, string). */
+inf_status inf__io_set_text_cell(inf_record_batch *b, int row, int field, const char *s, size_t len);
+
+#endif /* INF_IO_INT_H */

@@ -1,0 +1,538 @@
+/*
+ * record.c -- typed values, timestamps and batches of records (include/infera/io.h).
+ *
+ * Design: see record_int.h for the layout.  Every function that can allocate
+ * returns INF_ENOMEM instead of aborting and leaves the batch consistent
+ * (a failed add_row adds nothing; a failed set leaves the old value).
+ * Timestamps: UTC microseconds; civil dates use Howard Hinnant's
+ * days_from_civil, valid for years 0000-9999.
+ * Callers: the sources and sinks of src/io, src/pipeline, the runners.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "io/record_int.h"
+
+/* ---- arena ---------------------------------------------------------------- */
+
+char *inf__rarena_alloc(inf__rarena *a, size_t n) {
+    n = (n + 7) & ~(size_t)7;
+    if (a->head && a->head->size - a->head->used >= n) {
+        char *p = a->head->data + a->head->used;
+        a->head->used += n;
+        return p;
+    }
+    /* take a kept block if big enough, else a new one */
+    inf__arena_block *blk = NULL;
+    if (a->free && a->free->size >= n) {
+        blk = a->free;
+        a->free = blk->next;
+    } else {
+        size_t size = n > 16384 ? n : 16384;
+        blk = malloc(sizeof *blk + size);
+        if (!blk) return NULL;
+        blk->size = size;
+    }
+    blk->used = n;
+    blk->next = a->head;
+    a->head = blk;
+    return blk->data;
+}
+
+void inf__rarena_reset(inf__rarena *a) {
+    while (a->head) {
+        inf__arena_block *b = a->head;
+        a->head = b->next;
+        b->next = a->free;
+        b->used = 0;
+        a->free = b;
+    }
+}
+
+void inf__rarena_deinit(inf__rarena *a) {
+    inf__rarena_reset(a);
+    while (a->free) {
+        inf__arena_block *b = a->free;
+        a->free = b->next;
+        free(b);
+    }
+}
+
+/* ---- values --------------------------------------------------------------- */
+
+static const char *const type_names[] = {"null", "bool", "int", "float", "string", "timestamp"};
+
+const char *inf_field_type_name(inf_field_type type) {
+    return (unsigned)type < 6 ? type_names[type] : "invalid";
+}
+
+int inf_field_type_from_name(const char *name) {
+    static const struct {
+        const char *name;
+        int type;
+    } names[] = {{"null", INF_FIELD_NULL},      {"bool", INF_FIELD_BOOL},           {"boolean", INF_FIELD_BOOL},
+                 {"int", INF_FIELD_INT},        {"integer", INF_FIELD_INT},         {"int64", INF_FIELD_INT},
+                 {"float", INF_FIELD_FLOAT},    {"double", INF_FIELD_FLOAT},        {"number", INF_FIELD_FLOAT},
+                 {"string", INF_FIELD_STRING},  {"str", INF_FIELD_STRING},          {"timestamp", INF_FIELD_TIMESTAMP},
+                 {"datetime", INF_FIELD_TIMESTAMP}};
+    if (!name) return -1;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(name, names[i].name)) return names[i].type;
+    return -1;
+}
+
+/* Parses a whole decimal number (strtod grammar, surrounding blanks allowed). */
+static int parse_double(const char *s, size_t len, double *out) {
+    char buf[64];
+    while (len && isspace((unsigned char)*s)) s++, len--;
+    while (len && isspace((unsigned char)s[len - 1])) len--;
+    if (!len || len >= sizeof buf) return -1;
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    char *end;
+    errno = 0;
+    double v = strtod(buf, &end);
+    if (end != buf + len) return -1;
+    *out = v;
+    return 0;
+}
+
+int inf_value_to_double(const inf_value *v, double *out) {
+    switch (v->type) {
+    case INF_FIELD_BOOL: *out = v->u.b ? 1.0 : 0.0; return 0;
+    case INF_FIELD_INT: *out = (double)v->u.i; return 0;
+    case INF_FIELD_FLOAT: *out = v->u.f; return 0;
+    case INF_FIELD_TIMESTAMP: *out = (double)v->u.ts / 1e6; return 0;
+    case INF_FIELD_STRING: return parse_double(v->u.s.ptr, v->u.s.len, out);
+    default: return -1;
+    }
+}
+
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+    y -= m <= 2;
+    const int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const unsigned yoe = (unsigned)(y - era * 400);
+    const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int *y, unsigned *m, unsigned *d) {
+    z += 719468;
+    const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    const unsigned doe = (unsigned)(z - era * 146097);
+    const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (int)((int64_t)yoe + era * 400 + (*m <= 2));
+}
+
+static int digits(const char *s, size_t len, size_t *pos, int n, int *out) {
+    int v = 0;
+    for (int k = 0; k < n; k++) {
+        if (*pos >= len || !isdigit((unsigned char)s[*pos])) return -1;
+        v = v * 10 + (s[(*pos)++] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+int inf_parse_timestamp(const char *s, size_t len, int64_t *out_us) {
+    while (len && isspace((unsigned char)*s)) s++, len--;
+    while (len && isspace((unsigned char)s[len - 1])) len--;
+    if (!len) return -1;
+    /* plain number: epoch seconds */
+    if (len < 5 || s[4] != '-') {
+        double v;
+        if (parse_double(s, len, &v) || !isfinite(v) || fabs(v) > 9.2e12) return -1;
+        *out_us = (int64_t)llround(v * 1e6);
+        return 0;
+    }
+    size_t p = 0;
+    int y, mo, d, h = 0, mi = 0, sec = 0;
+    if (digits(s, len, &p, 4, &y) || s[p++] != '-' || digits(s, len, &p, 2, &mo) || p >= len || s[p++] != '-' ||
+        digits(s, len, &p, 2, &d))
+        return -1;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31) return -1;
+    int64_t frac_us = 0, offset_s = 0;
+    if (p < len && (s[p] == 'T' || s[p] == 't' || s[p] == ' ')) {
+        p++;
+        if (digits(s, len, &p, 2, &h) || p >= len || s[p++] != ':' || digits(s, len, &p, 2, &mi)) return -1;
+        if (p < len && s[p] == ':') {
+            p++;
+            if (digits(s, len, &p, 2, &sec)) return -1;
+            if (p < len && (s[p] == '.' || s[p] == ',')) {
+                p++;
+                int64_t scale = 100000;
+                size_t start = p;
+                while (p < len && isdigit((unsigned char)s[p])) {
+                    frac_us += (s[p] - '0') * scale;
+                    scale /= 10;
+                    p++;
+                }
+                if (p == start) return -1;
+            }
+        }
+        if (h > 23 || mi > 59 || sec > 60) return -1;
+        if (p < len && (s[p] == 'Z' || s[p] == 'z')) {
+            p++;
+        } else if (p < len && (s[p] == '+' || s[p] == '-')) {
+            int sign = s[p++] == '-' ? -1 : 1, oh, om = 0;
+            if (digits(s, len, &p, 2, &oh)) return -1;
+            if (p < len && s[p] == ':') p++;
+            if (p < len && digits(s, len, &p, 2, &om)) return -1;
+            offset_s = sign * (oh * 3600 + om * 60);
+        }
+    }
+    if (p != len) return -1;
+    int64_t days = days_from_civil(y, (unsigned)mo, (unsigned)d);
+    *out_us = ((days * 86400 + h * 3600 + mi * 60 + sec) - offset_s) * 1000000 + frac_us;
+    return 0;
+}
+
+int inf_value_to_timestamp(const inf_value *v, int64_t *out_us) {
+    switch (v->type) {
+    case INF_FIELD_TIMESTAMP: *out_us = v->u.ts; return 0;
+    case INF_FIELD_INT: *out_us = v->u.i * 1000000; return 0;
+    case INF_FIELD_FLOAT:
+        if (!isfinite(v->u.f)) return -1;
+        *out_us = (int64_t)llround(v->u.f * 1e6);
+        return 0;
+    case INF_FIELD_STRING: return inf_parse_timestamp(v->u.s.ptr, v->u.s.len, out_us);
+    default: return -1;
+    }
+}
+
+const char *inf_format_timestamp(int64_t us, char *buf, size_t size) {
+    int64_t secs = us >= 0 ? us / 1000000 : -((-us + 999999) / 1000000);
+    int64_t frac = us - secs * 1000000;
+    int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
+    int64_t rem = secs - days * 86400;
+    int y;
+    unsigned m, d;
+    civil_from_days(days, &y, &m, &d);
+    if (frac)
+        snprintf(buf, size, "%04d-%02u-%02uT%02d:%02d:%02d.%06dZ", y, m, d, (int)(rem / 3600), (int)(rem / 60 % 60),
+                 (int)(rem % 60), (int)frac);
+    else
+        snprintf(buf, size, "%04d-%02u-%02uT%02d:%02d:%02dZ", y, m, d, (int)(rem / 3600), (int)(rem / 60 % 60),
+                 (int)(rem % 60));
+    return buf;
+}
+
+/* ---- batches -------------------------------------------------------------- */
+
+inf_status inf_record_batch_new(inf_record_batch **out) {
+    *out = calloc(1, sizeof **out);
+    return *out ? INF_OK : INF_ENOMEM;
+}
+
+void inf_record_batch_free(inf_record_batch *b) {
+    if (!b) return;
+    free(b->names);
+    free(b->hash);
+    free(b->vals);
+    inf__rarena_deinit(&b->names_arena);
+    inf__rarena_deinit(&b->strs);
+    free(b);
+}
+
+void inf_record_batch_clear(inf_record_batch *b) {
+    if (b->n_rows) memset(b->vals, 0, (size_t)b->n_rows * b->cap_fields * sizeof *b->vals);
+    b->n_rows = 0;
+    inf__rarena_reset(&b->strs);
+}
+
+void inf_record_batch_reset(inf_record_batch *b) {
+    inf_record_batch_clear(b);
+    b->n_fields = 0;
+    if (b->hash) memset(b->hash, 0, (size_t)b->hash_size * sizeof *b->hash);
+    inf__rarena_reset(&b->names_arena);
+}
+
+int inf_record_batch_n_rows(const inf_record_batch *b) { return b->n_rows; }
+int inf_record_batch_n_fields(const inf_record_batch *b) { return b->n_fields; }
+
+const char *inf_record_batch_field_name(const inf_record_batch *b, int i) {
+    return i >= 0 && i < b->n_fields ? b->names[i] : NULL;
+}
+
+static uint32_t name_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+int inf_record_batch_find_field(const inf_record_batch *b, const char *name) {
+    if (!b->hash_size) return -1;
+    uint32_t mask = (uint32_t)b->hash_size - 1;
+    for (uint32_t h = name_hash(name) & mask;; h = (h + 1) & mask) {
+        int slot = b->hash[h];
+        if (!slot) return -1;
+        if (!strcmp(b->names[slot - 1], name)) return slot - 1;
+    }
+}
+
+static void hash_insert(inf_record_batch *b, int index) {
+    uint32_t mask = (uint32_t)b->hash_size - 1;
+    uint32_t h = name_hash(b->names[index]) & mask;
+    while (b->hash[h]) h = (h + 1) & mask;
+    b->hash[h] = index + 1;
+}
+
+inf_status inf_record_batch_add_field(inf_record_batch *b, const char *name, int *out_index) {
+    int idx = inf_record_batch_find_field(b, name);
+    if (idx >= 0) {
+        if (out_index) *out_index = idx;
+        return INF_OK;
+    }
+    if (b->n_fields == b->cap_fields) {
+        int cap = b->cap_fields ? b->cap_fields * 2 : 16;
+        char **names = realloc(b->names, (size_t)cap * sizeof *names);
+        if (!names) return INF_ENOMEM;
+        b->names = names;
+        if (b->cap_rows) {
+            inf_value *vals = calloc((size_t)b->cap_rows * cap, sizeof *vals);
+            if (!vals) return INF_ENOMEM;
+            for (int r = 0; r < b->n_rows; r++)
+                memcpy(vals + (size_t)r * cap, b->vals + (size_t)r * b->cap_fields, (size_t)b->n_fields * sizeof *vals);
+            free(b->vals);
+            b->vals = vals;
+        }
+        b->cap_fields = cap;
+    }
+    if ((b->n_fields + 1) * 2 > b->hash_size) {
+        int size = b->hash_size ? b->hash_size * 2 : 32;
+        while ((b->n_fields + 1) * 2 > size) size *= 2;
+        int *hash = calloc((size_t)size, sizeof *hash);
+        if (!hash) return INF_ENOMEM;
+        free(b->hash);
+        b->hash = hash;
+        b->hash_size = size;
+        for (int i = 0; i < b->n_fields; i++) hash_insert(b, i);
+    }
+    size_t n = strlen(name);
+    char *copy = inf__rarena_alloc(&b->names_arena, n + 1);
+    if (!copy) return INF_ENOMEM;
+    memcpy(copy, name, n + 1);
+    b->names[b->n_fields] = copy;
+    hash_insert(b, b->n_fields);
+    if (out_index) *out_index = b->n_fields;
+    b->n_fields++;
+    return INF_OK;
+}
+
+inf_status inf_record_batch_add_row(inf_record_batch *b, int *out_row) {
+    if (b->cap_fields == 0) {
+        /* rows before any field: give the stride a capacity */
+        char **names = realloc(b->names, 16 * sizeof *names);
+        if (!names) return INF_ENOMEM;
+        b->names = names;
+        b->cap_fields = 16;
+    }
+    if (b->n_rows == b->cap_rows) {
+        int cap = b->cap_rows ? b->cap_rows * 2 : 64;
+        inf_value *vals = realloc(b->vals, (size_t)cap * b->cap_fields * sizeof *vals);
+        if (!vals) return INF_ENOMEM;
+        memset(vals + (size_t)b->cap_rows * b->cap_fields, 0,
+               (size_t)(cap - b->cap_rows) * b->cap_fields * sizeof *vals);
+        b->vals = vals;
+        b->cap_rows = cap;
+    }
+    if (out_row) *out_row = b->n_rows;
+    b->n_rows++;
+    return INF_OK;
+}
+
+static const inf_value null_value = {INF_FIELD_NULL, {0}};
+
+const inf_value *inf_record_batch_get(const inf_record_batch *b, int row, int field) {
+    if (row < 0 || row >= b->n_rows || field < 0 || field >= b->n_fields) return &null_value;
+    return inf__batch_at(b, row, field);
+}
+
+static inf_value *slot(inf_record_batch *b, int row, int field) {
+    if (row < 0 || row >= b->n_rows || field < 0 || field >= b->n_fields) return NULL;
+    return &b->vals[(size_t)row * b->cap_fields + field];
+}
+
+inf_status inf_record_batch_set(inf_record_batch *b, int row, int field, const inf_value *v) {
+    if (v->type == INF_FIELD_STRING) return inf_record_batch_set_string(b, row, field, v->u.s.ptr, v->u.s.len);
+    inf_value *s = slot(b, row, field);
+    if (!s) return INF_EINVAL;
+    *s = *v;
+    return INF_OK;
+}
+
+#define SETTER(fn, ctype, TYPE, member)                                                                            \
+    inf_status fn(inf_record_batch *b, int row, int field, ctype v) {                                              \
+        inf_value *s = slot(b, row, field);                                                                        \
+        if (!s) return INF_EINVAL;                                                                                 \
+        s->type = TYPE;                                                                                            \
+        s->u.member = v;                                                                                           \
+        return INF_OK;                                                                                             \
+    }
+SETTER(inf_record_batch_set_bool, int, INF_FIELD_BOOL, b)
+SETTER(inf_record_batch_set_int, int64_t, INF_FIELD_INT, i)
+SETTER(inf_record_batch_set_float, double, INF_FIELD_FLOAT, f)
+SETTER(inf_record_batch_set_timestamp, int64_t, INF_FIELD_TIMESTAMP, ts)
+
+inf_status inf_record_batch_set_null(inf_record_batch *b, int row, int field) {
+    inf_value *s = slot(b, row, field);
+    if (!s) return INF_EINVAL;
+    s->type = INF_FIELD_NULL;
+    return INF_OK;
+}
+
+inf_status inf_record_batch_set_string(inf_record_batch *b, int row, int field, const char *str, size_t len) {
+    inf_value *s = slot(b, row, field);
+    if (!s) return INF_EINVAL;
+    if (len > UINT32_MAX - 1) return INF_ERANGE;
+    char *copy = inf__rarena_alloc(&b->strs, len + 1);
+    if (!copy) return INF_ENOMEM;
+    if (len) memcpy(copy, str, len);
+    copy[len] = 0;
+    s->type = INF_FIELD_STRING;
+    s->u.s.ptr = copy;
+    s->u.s.len = (uint32_t)len;
+    return INF_OK;
+}
+
+/* ---- JSON ----------------------------------------------------------------- */
+
+inf_status inf_record_batch_add_json(inf_record_batch *b, const char *json, size_t len, inf_error *err) {
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    if (!root || !cJSON_IsObject(root)) {
+        if (err) {
+            err->status = INF_EFORMAT;
+            if (!root)
+                snprintf(err->message, sizeof err->message, "malformed JSON near byte %ld",
+                         end ? (long)(end - json) : (long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - json : 0));
+            else
+                snprintf(err->message, sizeof err->message, "a record must be a JSON object");
+        }
+        cJSON_Delete(root);
+        return INF_EFORMAT;
+    }
+    int row;
+    inf_status st = inf_record_batch_add_row(b, &row);
+    if (st) goto fail;
+    for (cJSON *it = root->child; it; it = it->next) {
+        int f;
+        if (!it->string) continue;
+        if ((st = inf_record_batch_add_field(b, it->string, &f))) goto fail_row;
+        if (cJSON_IsNull(it)) continue;
+        if (cJSON_IsBool(it)) {
+            inf_record_batch_set_bool(b, row, f, cJSON_IsTrue(it));
+        } else if (cJSON_IsNumber(it)) {
+            /* integral and exactly representable -> int; otherwise float.
+             * cJSON does not keep the literal, so 2.0 reads as int 2 (same
+             * numeric value either way). */
+            double v = it->valuedouble;
+            if (v == floor(v) && fabs(v) < 9007199254740992.0)
+                inf_record_batch_set_int(b, row, f, (int64_t)v);
+            else
+                inf_record_batch_set_float(b, row, f, v);
+        } else if (cJSON_IsString(it)) {
+            if ((st = inf_record_batch_set_string(b, row, f, it->valuestring, strlen(it->valuestring)))) goto fail_row;
+        } else {
+            char *text = cJSON_PrintUnformatted(it);
+            if (!text) {
+                st = INF_ENOMEM;
+                goto fail_row;
+            }
+            st = inf_record_batch_set_string(b, row, f, text, strlen(text));
+            free(text);
+            if (st) goto fail_row;
+        }
+    }
+    cJSON_Delete(root);
+    return INF_OK;
+fail_row:
+    memset(b->vals + (size_t)row * b->cap_fields, 0, (size_t)b->cap_fields * sizeof *b->vals);
+    b->n_rows--;
+fail:
+    cJSON_Delete(root);
+    if (err) {
+        err->status = st;
+        snprintf(err->message, sizeof err->message, "record: %s", inf_strerror(st));
+    }
+    return st;
+}
+
+static int write_json_string(const char *s, size_t len, inf_write_fn write, void *user) {
+    char buf[256];
+    size_t n = 0;
+    buf[n++] = '"';
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (n > sizeof buf - 8) {
+            if (write(buf, n, user)) return -1;
+            n = 0;
+        }
+        if (c == '"' || c == '\\') {
+            buf[n++] = '\\';
+            buf[n++] = (char)c;
+        } else if (c == '\n') {
+            buf[n++] = '\\';
+            buf[n++] = 'n';
+        } else if (c == '\t') {
+            buf[n++] = '\\';
+            buf[n++] = 't';
+        } else if (c == '\r') {
+            buf[n++] = '\\';
+            buf[n++] = 'r';
+        } else if (c < 0x20) {
+            n += (size_t)snprintf(buf + n, 8, "\\u%04x", c);
+        } else {
+            buf[n++] = (char)c;
+        }
+    }
+    buf[n++] = '"';
+    return write(buf, n, user);
+}
+
+inf_status inf_record_batch_row_to_json(const inf_record_batch *b, int row, const char *const *skip,
+                                        inf_write_fn write, void *user) {
+    int first = 1;
+    char num[64];
+    if (write("{", 1, user)) return INF_EIO;
+    for (int f = 0; f < b->n_fields; f++) {
+        int skipped = 0;
+        for (const char *const *s = skip; s && *s; s++)
+            if (!strcmp(*s, b->names[f])) skipped = 1;
+        if (skipped) continue;
+        const inf_value *v = inf_record_batch_get(b, row, f);
+        if (!first && write(",", 1, user)) return INF_EIO;
+        first = 0;
+        if (write_json_string(b->names[f], strlen(b->names[f]), write, user) || write(":", 1, user)) return INF_EIO;
+        int rc = 0;
+        switch (v->type) {
+        case INF_FIELD_BOOL: rc = write(v->u.b ? "true" : "false", v->u.b ? 4 : 5, user); break;
+        case INF_FIELD_INT: rc = write(num, (size_t)snprintf(num, sizeof num, "%lld", (long long)v->u.i), user); break;
+        case INF_FIELD_FLOAT:
+            if (isfinite(v->u.f))
+                rc = write(num, (size_t)snprintf(num, sizeof num, "%.17g", v->u.f), user);
+            else
+                rc = write("null", 4, user);
+            break;
+        case INF_FIELD_STRING: rc = write_json_string(v->u.s.ptr, v->u.s.len, write, user); break;
+        case INF_FIELD_TIMESTAMP:
+            inf_format_timestamp(v->u.ts, num, sizeof num);
+            rc = write_json_string(num, strlen(num), write, user);
+            break;
+        default: rc = write("null", 4, user);
+        }
+        if (rc) return INF_EIO;
+    }
+    return write("}", 1, user) ? INF_EIO : INF_OK;
+}

@@ -1,0 +1,47 @@
+/*
+ * record_int.h -- the layout of inf_record_batch, shared by src/io and
+ * src/pipeline (internal to the runtime layer; runners use include/infera/io.h).
+ *
+ * Row-major values with a stride of cap_fields, so adding a field keeps
+ * existing rows in place until the capacity grows (then rows are re-laid).
+ * Slots past n_fields are kept zeroed (= NULL values), so a new field reads
+ * NULL in every existing row.  Names and strings live in two arenas: `names`
+ * survives inf_record_batch_clear, `strs` does not.  A hash of the names
+ * (open addressing, power-of-two size) makes find_field O(1).
+ */
+#ifndef INF_IO_RECORD_INT_H
+#define INF_IO_RECORD_INT_H
+
+#include "infera/io.h"
+
+typedef struct inf__arena_block {
+    struct inf__arena_block *next;
+    size_t size, used;
+    char data[];
+} inf__arena_block;
+
+typedef struct inf__rarena {
+    inf__arena_block *head; /* current block; older blocks after it */
+    inf__arena_block *free; /* blocks kept after a reset */
+} inf__rarena;
+
+char *inf__rarena_alloc(inf__rarena *a, size_t n);
+void inf__rarena_reset(inf__rarena *a);
+void inf__rarena_deinit(inf__rarena *a);
+
+struct inf_record_batch {
+    int n_rows, cap_rows;
+    int n_fields, cap_fields;
+    char **names;         /* n_fields, in `names_arena` */
+    int *hash;            /* hash_size slots: field index + 1, 0 = empty */
+    int hash_size;
+    inf_value *vals;      /* cap_rows * cap_fields */
+    inf__rarena names_arena;
+    inf__rarena strs;
+};
+
+static inline const inf_value *inf__batch_at(const inf_record_batch *b, int row, int field) {
+    return &b->vals[(size_t)row * (size_t)b->cap_fields + (size_t)field];
+}
+
+#endif /* INF_IO_RECORD_INT_H */

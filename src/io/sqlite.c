@@ -1,0 +1,327 @@
+/*
+ * sqlite.c -- `sqlite:PATH?table=T` and `sqlite:PATH?query=SQL` sources, and
+ * `sqlite:PATH?table=T` sinks.
+ *
+ * Source: one prepared statement stepped a batch at a time (streaming, the
+ * result set is never held).  Column values keep SQLite's storage class:
+ * INTEGER -> int, REAL -> float, TEXT/BLOB -> string, NULL -> null.
+ * Sink: creates the table when missing, with types from the first batch (the
+ * first non-null value of each field: int/bool -> INTEGER, float -> REAL,
+ * string/timestamp -> TEXT; all-null -> no declared type), and
+ * `PRIMARY KEY` on opts->key_column (then rows are upserted: INSERT OR
+ * REPLACE, so a resumed job does not duplicate).  An existing table keeps its
+ * columns; fields it lacks are added with ALTER TABLE ADD COLUMN.  Writes are
+ * grouped in a transaction that commit() ends.  busy_timeout is 5 s.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "io/io_int.h"
+
+static void quote_ident(char *out, size_t size, const char *name) {
+    size_t n = 0;
+    if (size < 3) return;
+    out[n++] = '"';
+    for (; *name && n + 3 < size; name++) {
+        if (*name == '"') out[n++] = '"';
+        out[n++] = *name;
+    }
+    out[n++] = '"';
+    out[n] = 0;
+}
+
+typedef struct sqlite_source {
+    sqlite3 *db;
+    sqlite3_stmt *stmt;
+    int max_rows;
+    long row;
+    int *fields;
+    int n_cols;
+    char path[512];
+} sqlite_source;
+
+static void sqlite_source_close(void *state) {
+    sqlite_source *s = state;
+    if (!s) return;
+    sqlite3_finalize(s->stmt);
+    sqlite3_close(s->db);
+    free(s->fields);
+    free(s);
+}
+
+static inf_status sqlite_source_open(const char *uri, const char *rest, const inf_source_options *opts, void **state,
+                                     inf_error *err) {
+    sqlite_source *s = calloc(1, sizeof *s);
+    char table[256], *sql = NULL, ident[600];
+    size_t qsize = strlen(rest) + 1;
+    char *query = malloc(qsize);
+    if (!s || !query) {
+        free(s);
+        free(query);
+        return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
+    }
+    s->max_rows = opts->max_rows > 0 ? opts->max_rows : 1024;
+    inf__io_uri_path(rest, s->path, sizeof s->path);
+    inf_status st = INF_OK;
+    if (sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        st = inf__io_fail(err, INF_EIO, "sqlite:%s: cannot open: %s", s->path, s->db ? sqlite3_errmsg(s->db) : "no memory");
+        goto fail;
+    }
+    sqlite3_busy_timeout(s->db, 5000);
+    if (inf__io_uri_param(rest, "query", query, qsize)) {
+        sql = query;
+    } else if (inf__io_uri_param(rest, "table", table, sizeof table)) {
+        quote_ident(ident, sizeof ident, table);
+        snprintf(query, qsize, "%s", "");
+        sql = sqlite3_mprintf("SELECT * FROM %s", ident);
+        if (!sql) {
+            st = inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
+            goto fail;
+        }
+    } else {
+        st = inf__io_fail(err, INF_EINVAL, "sqlite:%s: the URI needs ?table=T or ?query=SQL", s->path);
+        goto fail;
+    }
+    int rc = sqlite3_prepare_v2(s->db, sql, -1, &s->stmt, NULL);
+    if (sql != query) sqlite3_free(sql);
+    if (rc != SQLITE_OK) {
+        st = inf__io_fail(err, rc == SQLITE_CANTOPEN || rc == SQLITE_NOTADB ? INF_EIO : INF_EINVAL, "sqlite:%s: %s",
+                          s->path, sqlite3_errmsg(s->db));
+        goto fail;
+    }
+    s->n_cols = sqlite3_column_count(s->stmt);
+    s->fields = calloc((size_t)(s->n_cols ? s->n_cols : 1), sizeof *s->fields);
+    if (!s->fields) {
+        st = inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
+        goto fail;
+    }
+    free(query);
+    *state = s;
+    return INF_OK;
+fail:
+    free(query);
+    sqlite_source_close(s);
+    return st;
+}
+
+static inf_status sqlite_source_next(void *state, inf_record_batch *b, int *eof, inf_error *err) {
+    sqlite_source *s = state;
+    for (int c = 0; c < s->n_cols; c++)
+        if (inf_record_batch_add_field(b, sqlite3_column_name(s->stmt, c), &s->fields[c]))
+            return inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+    while (b->n_rows < s->max_rows) {
+        int rc = sqlite3_step(s->stmt);
+        if (rc == SQLITE_DONE) {
+            *eof = 1;
+            return INF_OK;
+        }
+        if (rc != SQLITE_ROW)
+            return inf__io_fail(err, INF_EIO, "sqlite:%s: row %ld: %s", s->path, s->row + 1, sqlite3_errmsg(s->db));
+        s->row++;
+        int row;
+        if (inf_record_batch_add_row(b, &row)) return inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+        for (int c = 0; c < s->n_cols; c++) {
+            inf_status st = INF_OK;
+            switch (sqlite3_column_type(s->stmt, c)) {
+            case SQLITE_INTEGER: st = inf_record_batch_set_int(b, row, s->fields[c], sqlite3_column_int64(s->stmt, c)); break;
+            case SQLITE_FLOAT: st = inf_record_batch_set_float(b, row, s->fields[c], sqlite3_column_double(s->stmt, c)); break;
+            case SQLITE_TEXT:
+            case SQLITE_BLOB: {
+                const char *t = (const char *)sqlite3_column_text(s->stmt, c);
+                st = inf_record_batch_set_string(b, row, s->fields[c], t ? t : "", (size_t)sqlite3_column_bytes(s->stmt, c));
+                break;
+            }
+            default: break;
+            }
+            if (st) return inf__io_fail(err, st, "sqlite:%s: out of memory", s->path);
+        }
+    }
+    return INF_OK;
+}
+
+const inf_source_type inf__io_sqlite_source = {"sqlite", sqlite_source_open, sqlite_source_next, NULL,
+                                               sqlite_source_close};
+
+/* ---- sink ----------------------------------------------------------------- */
+
+typedef struct sqlite_sink {
+    sqlite3 *db;
+    sqlite3_stmt *insert;
+    int in_txn;
+    int n_cols;
+    char **cols;
+    char table[256];
+    char key[256];
+    char path[512];
+} sqlite_sink;
+
+static inf_status exec_sql(sqlite_sink *s, const char *sql, inf_error *err) {
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        inf_status st = inf__io_fail(err, INF_EIO, "sqlite:%s: table %s: %s", s->path, s->table, msg ? msg : "error");
+        sqlite3_free(msg);
+        return st;
+    }
+    return INF_OK;
+}
+
+static inf_status sqlite_sink_open(const char *uri, const char *rest, const inf_sink_options *opts, void **state,
+                                   inf_error *err) {
+    sqlite_sink *s = calloc(1, sizeof *s);
+    if (!s) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
+    inf__io_uri_path(rest, s->path, sizeof s->path);
+    if (!inf__io_uri_param(rest, "table", s->table, sizeof s->table)) {
+        inf_status st = inf__io_fail(err, INF_EINVAL, "sqlite:%s: a sink needs ?table=T", s->path);
+        free(s);
+        return st;
+    }
+    if (opts->key_column) snprintf(s->key, sizeof s->key, "%s", opts->key_column);
+    if (sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+        inf_status st = inf__io_fail(err, INF_EIO, "sqlite:%s: cannot open: %s", s->path,
+                                     s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        sqlite3_close(s->db);
+        free(s);
+        return st;
+    }
+    sqlite3_busy_timeout(s->db, 5000);
+    *state = s;
+    return INF_OK;
+}
+
+static const char *decl_type(const inf_record_batch *b, int f) {
+    for (int r = 0; r < b->n_rows; r++) {
+        switch (inf__batch_at(b, r, f)->type) {
+        case INF_FIELD_BOOL:
+        case INF_FIELD_INT: return " INTEGER";
+        case INF_FIELD_FLOAT: return " REAL";
+        case INF_FIELD_STRING:
+        case INF_FIELD_TIMESTAMP: return " TEXT";
+        default: break;
+        }
+    }
+    return "";
+}
+
+static int table_has_column(sqlite_sink *s, const char *name) {
+    return sqlite3_table_column_metadata(s->db, NULL, s->table, name, NULL, NULL, NULL, NULL, NULL) == SQLITE_OK;
+}
+
+static inf_status sqlite_sink_setup(sqlite_sink *s, const inf_record_batch *b, inf_error *err) {
+    char ident[600];
+    inf_status st = INF_OK;
+    size_t cap = 256 + (size_t)b->n_fields * 600;
+    char *sql = malloc(cap);
+    s->cols = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->cols);
+    if (!sql || !s->cols) {
+        free(sql);
+        return inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+    }
+    int exists = sqlite3_table_column_metadata(s->db, NULL, s->table, "rowid", NULL, NULL, NULL, NULL, NULL) == SQLITE_OK;
+    size_t n = 0;
+    quote_ident(ident, sizeof ident, s->table);
+    if (!exists) {
+        n += (size_t)snprintf(sql + n, cap - n, "CREATE TABLE IF NOT EXISTS %s (", ident);
+        for (int f = 0; f < b->n_fields; f++) {
+            quote_ident(ident, sizeof ident, b->names[f]);
+            n += (size_t)snprintf(sql + n, cap - n, "%s%s%s%s", f ? ", " : "", ident, decl_type(b, f),
+                                  s->key[0] && !strcmp(s->key, b->names[f]) ? " PRIMARY KEY" : "");
+        }
+        snprintf(sql + n, cap - n, ")");
+        if ((st = exec_sql(s, sql, err))) goto done;
+    } else {
+        for (int f = 0; f < b->n_fields; f++) {
+            if (table_has_column(s, b->names[f])) continue;
+            char tident[600];
+            quote_ident(tident, sizeof tident, s->table);
+            quote_ident(ident, sizeof ident, b->names[f]);
+            snprintf(sql, cap, "ALTER TABLE %s ADD COLUMN %s%s", tident, ident, decl_type(b, f));
+            if ((st = exec_sql(s, sql, err))) goto done;
+        }
+    }
+    quote_ident(ident, sizeof ident, s->table);
+    n = (size_t)snprintf(sql, cap, "INSERT %sINTO %s (", s->key[0] ? "OR REPLACE " : "", ident);
+    for (int f = 0; f < b->n_fields; f++) {
+        quote_ident(ident, sizeof ident, b->names[f]);
+        n += (size_t)snprintf(sql + n, cap - n, "%s%s", f ? ", " : "", ident);
+        if (!(s->cols[f] = strdup(b->names[f]))) {
+            st = inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+            goto done;
+        }
+        s->n_cols = f + 1;
+    }
+    n += (size_t)snprintf(sql + n, cap - n, ") VALUES (");
+    for (int f = 0; f < b->n_fields; f++) n += (size_t)snprintf(sql + n, cap - n, "%s?", f ? ", " : "");
+    snprintf(sql + n, cap - n, ")");
+    if (sqlite3_prepare_v2(s->db, sql, -1, &s->insert, NULL) != SQLITE_OK)
+        st = inf__io_fail(err, INF_EIO, "sqlite:%s: table %s: %s", s->path, s->table, sqlite3_errmsg(s->db));
+done:
+    free(sql);
+    return st;
+}
+
+static inf_status sqlite_sink_write(void *state, const inf_record_batch *b, inf_error *err) {
+    sqlite_sink *s = state;
+    inf_status st;
+    if (!s->insert && (st = sqlite_sink_setup(s, b, err))) return st;
+    if (!s->in_txn) {
+        if ((st = exec_sql(s, "BEGIN", err))) return st;
+        s->in_txn = 1;
+    }
+    int map[1024];
+    if (s->n_cols > 1024) return inf__io_fail(err, INF_EUNSUPPORTED, "sqlite:%s: more than 1024 columns", s->path);
+    for (int c = 0; c < s->n_cols; c++) map[c] = inf_record_batch_find_field(b, s->cols[c]);
+    char ts[64];
+    for (int r = 0; r < b->n_rows; r++) {
+        sqlite3_reset(s->insert);
+        for (int c = 0; c < s->n_cols; c++) {
+            const inf_value *v = map[c] >= 0 ? inf__batch_at(b, r, map[c]) : NULL;
+            int p = c + 1;
+            if (!v) {
+                sqlite3_bind_null(s->insert, p);
+                continue;
+            }
+            switch (v->type) {
+            case INF_FIELD_BOOL: sqlite3_bind_int(s->insert, p, v->u.b); break;
+            case INF_FIELD_INT: sqlite3_bind_int64(s->insert, p, v->u.i); break;
+            case INF_FIELD_FLOAT:
+                if (v->u.f != v->u.f) sqlite3_bind_null(s->insert, p); /* NaN -> NULL */
+                else sqlite3_bind_double(s->insert, p, v->u.f);
+                break;
+            case INF_FIELD_STRING: sqlite3_bind_text(s->insert, p, v->u.s.ptr, (int)v->u.s.len, SQLITE_STATIC); break;
+            case INF_FIELD_TIMESTAMP:
+                inf_format_timestamp(v->u.ts, ts, sizeof ts);
+                sqlite3_bind_text(s->insert, p, ts, -1, SQLITE_TRANSIENT);
+                break;
+            default: sqlite3_bind_null(s->insert, p);
+            }
+        }
+        if (sqlite3_step(s->insert) != SQLITE_DONE)
+            return inf__io_fail(err, INF_EIO, "sqlite:%s: table %s: row %d of the batch: %s", s->path, s->table, r + 1,
+                                sqlite3_errmsg(s->db));
+    }
+    sqlite3_reset(s->insert);
+    return INF_OK;
+}
+
+static inf_status sqlite_sink_commit(void *state, inf_error *err) {
+    sqlite_sink *s = state;
+    if (!s->in_txn) return INF_OK;
+    s->in_txn = 0;
+    return exec_sql(s, "COMMIT", err);
+}
+
+static inf_status sqlite_sink_close(void *state, inf_error *err) {
+    sqlite_sink *s = state;
+    inf_status st = sqlite_sink_commit(s, err);
+    sqlite3_finalize(s->insert);
+    sqlite3_close(s->db);
+    for (int c = 0; c < s->n_cols; c++) free(s->cols[c]);
+    free(s->cols);
+    free(s);
+    return st;
+}
+
+const inf_sink_type inf__io_sqlite_sink = {"sqlite", sqlite_sink_open, sqlite_sink_write, sqlite_sink_commit,
+                                           sqlite_sink_close};

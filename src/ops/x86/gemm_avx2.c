@@ -1,0 +1,467 @@
+/*
+ * gemm_avx2.c -- float32 matrix multiply with AVX2/FMA, the fast twin of
+ * inf__ops_sgemm_ref (ops/ref/gemm.c).
+ *
+ * C[m,n] = alpha * op(A)[m,k] @ op(B)[k,n] + beta * C, row-major, leading
+ * dimensions in elements.  Built with -mavx2 -mfma (CMake: *_avx2.c) and
+ * called only from inf__ops_sgemm when inf__cpu_has_avx2_fma() says so.
+ *
+ * DESIGN (the Goto/BLIS scheme, sized for a Zen 3 / Skylake-class core:
+ * 32 KiB L1d, 512 KiB-1 MiB L2):
+ *   - op(B) is packed once per call into the pool's workspace
+ *     (inf__pool_workspace), in NR = 16-column panels laid out [k][16], all
+ *     threads packing disjoint panels.  Transposed B is transposed here (8x8
+ *     blocks in registers), so the compute loop never sees a transpose.  Columns past n are zero.  When
+ *     k*n is very large B is processed in slabs of columns.
+ *   - Except for plain, narrow B with few rows of A (m <= 144, ldb <= 320:
+ *     conv layers deep in a CNN, attention heads): packing would cost up to
+ *     a third of the product, so the kernel reads B in place (a 16-column
+ *     strip of KC rows stays in L1; rows 4 KiB or more apart would alias in
+ *     L1 and the TLB, hence the stride bound).  Ragged last columns go
+ *     through a zero-padded copy on the stack.
+ *   - The tasks are tiles of C: MC = 72 rows x all the slab's columns, or
+ *     narrower (>= 64) when there are too few row blocks for the threads.
+ *     A task walks k in KC = 256 steps; for each it packs its MC x KC block
+ *     of op(A) (alpha folded in, MR = 6-row panels laid out [k][6], rows past
+ *     m zero) on its own stack (72 KiB, stays in L2), then for each
+ *     16-column B micro-panel (16 KiB, stays in L1) runs the 6x16
+ *     micro-kernel over the A panels: 12 ymm accumulators, 2 B loads and 6
+ *     broadcasts per k step.
+ *   - beta is applied when the first k block is stored (beta = 0 writes
+ *     without reading C, so garbage or NaN in C never leaks in); later k
+ *     blocks accumulate.  Partial edge tiles go through a 6x16 buffer.
+ *   - Few rows (m <= SMALL_M: a vector or a handful of rows times a matrix)
+ *     skip packing, which would cost as much as the product: plain B is
+ *     streamed row by row into up to 8 ymm accumulators, transposed B is
+ *     reduced with dot products, 8 columns at a time; columns are split
+ *     across the threads only from SMALL_TASK multiply-adds a task (a
+ *     hand-off costs more than a 256x256 matrix-vector product).
+ * Measured against OpenBLAS 0.3 (bench/bench_gemm, bench/RESULTS.md): on
+ * par over the benchmark models' shapes, ahead at batch 1 (OpenBLAS has no
+ * fast matrix-vector path in sgemm) and with two threads; so no OpenBLAS.
+ * Packing B per call is the price of having no prepare step: with one,
+ * constant weights (MatMul/Gemm B) would be packed once at load and both the
+ * packing pass and the workspace would go.
+ *
+ * Returns false (nothing written) only when the workspace cannot be had
+ * (NULL pool or out of memory); the caller then runs the reference path.
+ * Not to be called from inside a pool task.
+ */
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+enum {
+    MR = 6,        /* micro-tile rows */
+    NR = 16,       /* micro-tile columns (two ymm) */
+    MC = 72,       /* rows of A packed per task (multiple of MR) */
+    KC = 256,      /* depth of one packed block */
+    NT_MIN = 64,   /* fewest columns of C per task when splitting columns */
+    SMALL_M = 4,   /* up to this many rows: no packing */
+};
+/* Largest packed B slab, in floats (16 MiB); wider B is done in slabs. */
+#define SLAB_FLOATS ((int64_t)1 << 22)
+/* Up to this many rows (and this row stride) plain B is read in place
+ * rather than packed (measured with bench/bench_gemm). */
+#define DIRECT_B_MAX_M 144
+#define DIRECT_B_MAX_LDB 320
+/* Multiply-adds of the few-rows path worth a task of their own. */
+#define SMALL_TASK 65536
+
+typedef struct gemm_job {
+    bool trans_a, trans_b;
+    int64_t m, n, k;
+    float alpha, beta;
+    const float *a, *b;
+    int64_t lda, ldb, ldc;
+    float *c;
+    /* packed slab of op(B): columns [j0, j0 + nc) */
+    float *bp;
+    int64_t j0, nc;
+    int64_t nt;            /* columns of C per task (multiple of NR) */
+    int64_t n_col_tasks;
+} gemm_job;
+
+static inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
+
+/* ---- packing ---- */
+
+/* r[q] = column q of the 8x8 block whose rows were r[0..7]. */
+static inline void transpose_8x8(__m256 r[8]) {
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+    r[0] = _mm256_permute2f128_ps(s0, s4, 0x20), r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+    r[2] = _mm256_permute2f128_ps(s2, s6, 0x20), r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+    r[4] = _mm256_permute2f128_ps(s0, s4, 0x31), r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+    r[6] = _mm256_permute2f128_ps(s2, s6, 0x31), r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+/* Panels [begin, end) of the slab: op(B)[0:k, j0 + 16*panel ...] as [k][16]. */
+static void pack_b_task(void *arg, int64_t begin, int64_t end) {
+    const gemm_job *g = arg;
+    const int64_t k = g->k;
+    for (int64_t pnl = begin; pnl < end; pnl++) {
+        float *dst = g->bp + pnl * k * NR;
+        int64_t j = g->j0 + pnl * NR;
+        int64_t cols = min64(NR, g->n - j);
+        if (!g->trans_b) {
+            const float *src = g->b + j;
+            if (cols == NR) {
+                for (int64_t p = 0; p < k; p++, src += g->ldb, dst += NR) {
+                    _mm256_store_ps(dst, _mm256_loadu_ps(src));
+                    _mm256_store_ps(dst + 8, _mm256_loadu_ps(src + 8));
+                }
+            } else {
+                for (int64_t p = 0; p < k; p++, src += g->ldb, dst += NR) {
+                    int64_t c = 0;
+                    for (; c < cols; c++) dst[c] = src[c];
+                    for (; c < NR; c++) dst[c] = 0.0f;
+                }
+            }
+        } else if (cols == NR) {
+            /* op(B)[p, j + c] = b[(j + c) * ldb + p]: 8x8 blocks of b transposed in registers */
+            int64_t p = 0;
+            for (; p + 8 <= k; p += 8) {
+                for (int h = 0; h < 2; h++) {
+                    const float *src = g->b + (j + 8 * h) * g->ldb + p;
+                    __m256 r[8];
+                    for (int q = 0; q < 8; q++) r[q] = _mm256_loadu_ps(src + q * g->ldb);
+                    transpose_8x8(r);
+                    for (int q = 0; q < 8; q++) _mm256_store_ps(dst + (p + q) * NR + 8 * h, r[q]);
+                }
+            }
+            for (; p < k; p++)
+                for (int64_t c = 0; c < NR; c++) dst[p * NR + c] = g->b[(j + c) * g->ldb + p];
+        } else {
+            /* ragged last panel: read rows of b, write columns of the panel */
+            for (int64_t c = 0; c < NR; c++) {
+                if (c < cols) {
+                    const float *src = g->b + (j + c) * g->ldb;
+                    for (int64_t p = 0; p < k; p++) dst[p * NR + c] = src[p];
+                } else {
+                    for (int64_t p = 0; p < k; p++) dst[p * NR + c] = 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/* op(A)[i0:i0+mc, p0:p0+kc] * alpha as MR-row panels [kc][MR]; rows past mc zero. */
+static void pack_a(const gemm_job *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                   float *restrict dst) {
+    const float alpha = g->alpha;
+    for (int64_t ip = 0; ip < mc; ip += MR) {
+        int64_t rows = min64(MR, mc - ip);
+        if (!g->trans_a) {
+            const float *r[MR];
+            for (int64_t q = 0; q < MR; q++) r[q] = g->a + (i0 + ip + (q < rows ? q : 0)) * g->lda + p0;
+            if (rows == MR) {
+                for (int64_t p = 0; p < kc; p++, dst += MR)
+                    for (int q = 0; q < MR; q++) dst[q] = alpha * r[q][p];
+            } else {
+                for (int64_t p = 0; p < kc; p++, dst += MR)
+                    for (int q = 0; q < MR; q++) dst[q] = q < rows ? alpha * r[q][p] : 0.0f;
+            }
+        } else {
+            const float *src = g->a + p0 * g->lda + i0 + ip;
+            for (int64_t p = 0; p < kc; p++, src += g->lda, dst += MR)
+                for (int q = 0; q < MR; q++) dst[q] = q < rows ? alpha * src[q] : 0.0f;
+        }
+    }
+}
+
+/* ---- the 6x16 micro-kernel ---- */
+
+enum { STORE_BETA0, STORE_ADD, STORE_BETA };
+
+/* C[0:6, 0:16] (ldc) = acc + {0, C, beta*C}, acc = sum_p a[p][0:6] (x) b[p][0:16]. */
+static inline __attribute__((always_inline)) void
+kernel_6x16(int64_t kc, const float *restrict a, const float *restrict b, int64_t ldbk, float *c,
+            int64_t ldc, int mode, float beta) {
+    __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+    __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+    __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+    __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+    __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+    __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (int64_t p = 0; p < kc; p++, a += MR, b += ldbk) {
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), av;
+        av = _mm256_broadcast_ss(a + 0);
+        c00 = _mm256_fmadd_ps(av, b0, c00), c01 = _mm256_fmadd_ps(av, b1, c01);
+        av = _mm256_broadcast_ss(a + 1);
+        c10 = _mm256_fmadd_ps(av, b0, c10), c11 = _mm256_fmadd_ps(av, b1, c11);
+        av = _mm256_broadcast_ss(a + 2);
+        c20 = _mm256_fmadd_ps(av, b0, c20), c21 = _mm256_fmadd_ps(av, b1, c21);
+        av = _mm256_broadcast_ss(a + 3);
+        c30 = _mm256_fmadd_ps(av, b0, c30), c31 = _mm256_fmadd_ps(av, b1, c31);
+        av = _mm256_broadcast_ss(a + 4);
+        c40 = _mm256_fmadd_ps(av, b0, c40), c41 = _mm256_fmadd_ps(av, b1, c41);
+        av = _mm256_broadcast_ss(a + 5);
+        c50 = _mm256_fmadd_ps(av, b0, c50), c51 = _mm256_fmadd_ps(av, b1, c51);
+    }
+    __m256 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    __m256 vb = _mm256_set1_ps(beta);
+    for (int r = 0; r < MR; r++, c += ldc) {
+        for (int h = 0; h < 2; h++) {
+            __m256 v = acc[r][h];
+            if (mode == STORE_ADD)
+                v = _mm256_add_ps(v, _mm256_loadu_ps(c + 8 * h));
+            else if (mode == STORE_BETA)
+                v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(c + 8 * h), v);
+            _mm256_storeu_ps(c + 8 * h, v);
+        }
+    }
+}
+
+/* One micro-tile of C at (i, j), rows x cols valid; B's rows are ldbk
+ * apart (NR when packed; a partial tile always comes from a packed panel). */
+static void micro_tile(int64_t kc, const float *a, const float *b, int64_t ldbk, float *c, int64_t ldc,
+                       int64_t rows, int64_t cols, int mode, float beta) {
+    if (rows == MR && cols == NR) {
+        switch (mode) {
+        case STORE_BETA0: kernel_6x16(kc, a, b, ldbk, c, ldc, STORE_BETA0, beta); break;
+        case STORE_ADD: kernel_6x16(kc, a, b, ldbk, c, ldc, STORE_ADD, beta); break;
+        default: kernel_6x16(kc, a, b, ldbk, c, ldc, STORE_BETA, beta); break;
+        }
+        return;
+    }
+    _Alignas(32) float t[MR * NR];
+    kernel_6x16(kc, a, b, ldbk, t, NR, STORE_BETA0, 0.0f);
+    for (int64_t r = 0; r < rows; r++, c += ldc)
+        for (int64_t j = 0; j < cols; j++) {
+            float v = t[r * NR + j];
+            if (mode == STORE_ADD) v += c[j];
+            else if (mode == STORE_BETA) v += beta * c[j];
+            c[j] = v;
+        }
+}
+
+/* Tasks [begin, end) of the slab: tile t covers rows (t / n_col_tasks) * MC
+ * and columns j0 + (t % n_col_tasks) * NT. */
+static void compute_task(void *arg, int64_t begin, int64_t end) {
+    const gemm_job *g = arg;
+    _Alignas(64) float ap[MC * KC];
+    _Alignas(64) float btail[KC * NR];
+    int first_mode = g->beta == 0.0f ? STORE_BETA0 : g->beta == 1.0f ? STORE_ADD : STORE_BETA;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t i0 = (t / g->n_col_tasks) * MC, jt = (t % g->n_col_tasks) * g->nt;
+        int64_t mc = min64(MC, g->m - i0), nt = min64(g->nt, g->nc - jt);
+        for (int64_t p0 = 0; p0 < g->k; p0 += KC) {
+            int64_t kc = min64(KC, g->k - p0);
+            int mode = p0 == 0 ? first_mode : STORE_ADD;
+            pack_a(g, i0, mc, p0, kc, ap);
+            for (int64_t jr = 0; jr < nt; jr += NR) {
+                int64_t cols = min64(NR, nt - jr), j = g->j0 + jt + jr;
+                const float *bpanel;
+                int64_t ldbk = NR;
+                if (g->bp) {
+                    bpanel = g->bp + ((jt + jr) / NR) * g->k * NR + p0 * NR;
+                } else if (cols == NR) {
+                    bpanel = g->b + p0 * g->ldb + j; /* plain B read in place */
+                    ldbk = g->ldb;
+                } else {
+                    /* the ragged last columns: zero-padded copy */
+                    const float *src = g->b + p0 * g->ldb + j;
+                    for (int64_t p = 0; p < kc; p++, src += g->ldb)
+                        for (int64_t q = 0; q < NR; q++) btail[p * NR + q] = q < cols ? src[q] : 0.0f;
+                    bpanel = btail;
+                }
+                float *cblk = g->c + i0 * g->ldc + j;
+                for (int64_t ir = 0; ir < mc; ir += MR)
+                    micro_tile(kc, ap + ir * kc, bpanel, ldbk, cblk + ir * g->ldc, g->ldc,
+                               min64(MR, mc - ir), cols, mode, g->beta);
+            }
+        }
+    }
+}
+
+/* ---- few rows: no packing ---- */
+
+/* Lanes [0, cols) set, for masked loads and stores of a partial ymm. */
+static inline __m256i tail_mask(int64_t cols) {
+    static const int32_t ramp[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cols), _mm256_loadu_si256((const __m256i *)ramp));
+}
+
+static inline float a_at(const gemm_job *g, int64_t i, int64_t p) {
+    return g->trans_a ? g->a[p * g->lda + i] : g->a[i * g->lda + p];
+}
+
+/* C[i0:i0+R, j:j+8W] for plain B: R rows x W ymm of accumulators, `cols`
+ * valid columns (the last ymm may be partial). */
+static inline __attribute__((always_inline)) void
+small_block(const gemm_job *g, int64_t i0, int R, int64_t j, int W, int64_t cols) {
+    __m256 acc[SMALL_M][8];
+    __m256i mask[8];
+    for (int w = 0; w < W; w++) mask[w] = tail_mask(cols - 8 * w);
+    bool full = cols >= 8 * W;
+    for (int r = 0; r < R; r++)
+        for (int w = 0; w < W; w++) acc[r][w] = _mm256_setzero_ps();
+    const float *brow = g->b + j;
+    for (int64_t p = 0; p < g->k; p++, brow += g->ldb) {
+        __m256 bv[8];
+        for (int w = 0; w < W; w++)
+            bv[w] = full ? _mm256_loadu_ps(brow + 8 * w) : _mm256_maskload_ps(brow + 8 * w, mask[w]);
+        for (int r = 0; r < R; r++) {
+            __m256 av = _mm256_set1_ps(a_at(g, i0 + r, p));
+            for (int w = 0; w < W; w++) acc[r][w] = _mm256_fmadd_ps(av, bv[w], acc[r][w]);
+        }
+    }
+    __m256 va = _mm256_set1_ps(g->alpha), vb = _mm256_set1_ps(g->beta);
+    for (int r = 0; r < R; r++) {
+        float *c = g->c + (i0 + r) * g->ldc + j;
+        for (int w = 0; w < W; w++) {
+            __m256 v = _mm256_mul_ps(va, acc[r][w]);
+            if (full) {
+                if (g->beta != 0.0f) v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(c + 8 * w), v);
+                _mm256_storeu_ps(c + 8 * w, v);
+            } else {
+                if (g->beta != 0.0f) v = _mm256_fmadd_ps(vb, _mm256_maskload_ps(c + 8 * w, mask[w]), v);
+                _mm256_maskstore_ps(c + 8 * w, mask[w], v);
+            }
+        }
+    }
+}
+
+/* Columns [begin*64, end*64) of C for plain B, m <= SMALL_M: one row
+ * block with 8 ymm accumulators (fewer rows, wider columns). */
+static void small_m_task(void *arg, int64_t begin, int64_t end) {
+    const gemm_job *g = arg;
+    int64_t j0 = begin * 64, j_end = min64(end * 64, g->n);
+    switch (g->m) {
+    case 4:
+        for (int64_t j = j0; j < j_end; j += 16) small_block(g, 0, 4, j, 2, min64(16, j_end - j));
+        break;
+    case 3:
+        for (int64_t j = j0; j < j_end; j += 16) small_block(g, 0, 3, j, 2, min64(16, j_end - j));
+        break;
+    case 2:
+        for (int64_t j = j0; j < j_end; j += 32) small_block(g, 0, 2, j, 4, min64(32, j_end - j));
+        break;
+    default:
+        for (int64_t j = j0; j < j_end; j += 64) small_block(g, 0, 1, j, 8, min64(64, j_end - j));
+        break;
+    }
+}
+
+static inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Columns [begin, end) of C for transposed B (rows of b are columns of
+ * op(B)) and contiguous rows of op(A): dot products, 8 columns at a time. */
+static void small_m_tb_task(void *arg, int64_t begin, int64_t end) {
+    const gemm_job *g = arg;
+    const int64_t k = g->k, k8 = k & ~(int64_t)7;
+    const __m256i km = tail_mask(k - k8);
+    for (int64_t i = 0; i < g->m; i++) {
+        const float *arow = g->a + i * g->lda;
+        float *crow = g->c + i * g->ldc;
+        int64_t j = begin;
+        for (; j < end; j += 8) {
+            int ncols = (int)min64(8, end - j);
+            __m256 acc[8];
+            const float *br[8];
+            for (int q = 0; q < 8; q++) {
+                acc[q] = _mm256_setzero_ps();
+                br[q] = g->b + (j + (q < ncols ? q : 0)) * g->ldb;
+            }
+            for (int64_t p = 0; p < k8; p += 8) {
+                __m256 av = _mm256_loadu_ps(arow + p);
+                for (int q = 0; q < 8; q++) acc[q] = _mm256_fmadd_ps(av, _mm256_loadu_ps(br[q] + p), acc[q]);
+            }
+            if (k8 < k) {
+                __m256 av = _mm256_maskload_ps(arow + k8, km);
+                for (int q = 0; q < 8; q++)
+                    acc[q] = _mm256_fmadd_ps(av, _mm256_maskload_ps(br[q] + k8, km), acc[q]);
+            }
+            for (int q = 0; q < ncols; q++) {
+                float v = g->alpha * hsum(acc[q]);
+                crow[j + q] = g->beta == 0.0f ? v : v + g->beta * crow[j + q];
+            }
+        }
+    }
+}
+
+/* ---- entry ---- */
+
+/* Runs compute_task over the slab in g (columns [j0, j0 + nc)).  Whole rows
+ * of the slab per task (A packed once per k block) unless there are too few
+ * row blocks to keep the threads busy; then the columns are split too, at
+ * least NT_MIN wide. */
+static void compute_tasks(inf__pool *pool, gemm_job *g) {
+    int64_t row_blocks = (g->m + MC - 1) / MC, want = 3 * (int64_t)inf__pool_size(pool);
+    int64_t splits = row_blocks >= want ? 1 : (want + row_blocks - 1) / row_blocks;
+    g->nt = ((g->nc + splits - 1) / splits + NR - 1) / NR * NR;
+    if (g->nt < NT_MIN) g->nt = NT_MIN;
+    g->n_col_tasks = (g->nc + g->nt - 1) / g->nt;
+    inf__pool_range(pool, row_blocks * g->n_col_tasks, 1, compute_task, g);
+}
+
+bool inf__ops_sgemm_avx2(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                         float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                         float beta, float *c, int64_t ldc) {
+    if (m <= 0 || n <= 0) return true;
+    gemm_job g = {trans_a, trans_b, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, NULL, 0, 0, 0, 0};
+    if (k <= 0) {
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+        return true;
+    }
+    if (m <= SMALL_M) {
+        if (!trans_b) {
+            /* tasks are 64 columns; a hand-off to another thread pays from
+             * about SMALL_TASK multiply-adds (batch-1 latency) */
+            int64_t min_blocks = SMALL_TASK / (m * k * 64) + 1;
+            inf__pool_range(pool, (n + 63) / 64, min_blocks, small_m_task, &g);
+            return true;
+        }
+        if (!trans_a || (m == 1 && lda == 1)) { /* op(A)'s rows are contiguous */
+            int64_t min_cols = SMALL_TASK / (m * k) + 1;
+            inf__pool_range(pool, n, min_cols, small_m_tb_task, &g);
+            return true;
+        }
+    }
+    if (!trans_b && m <= DIRECT_B_MAX_M && ldb <= DIRECT_B_MAX_LDB) {
+        /* few row blocks: packing B would cost up to a third of the product;
+         * the kernel reads plain, narrow B in place (a 16-column strip, KC
+         * rows, stays in L1 when rows are close; wide rows -- 4 KiB apart
+         * and more -- alias in L1 and the TLB, so those are packed) */
+        g.j0 = 0;
+        g.nc = n;
+        compute_tasks(pool, &g);
+        return true;
+    }
+    int64_t slab = SLAB_FLOATS / k / NR * NR;
+    if (slab < NR) slab = NR;
+    int64_t max_nc = min64(slab, (n + NR - 1) / NR * NR);
+    g.bp = inf__pool_workspace(pool, (size_t)(max_nc * k) * sizeof(float));
+    if (!g.bp) return false;
+    for (int64_t j0 = 0; j0 < n; j0 += slab) {
+        g.j0 = j0;
+        g.nc = min64(slab, n - j0);
+        int64_t n_panels = (g.nc + NR - 1) / NR;
+        inf__pool_range(pool, n_panels, 8192 / k + 1, pack_b_task, &g);
+        compute_tasks(pool, &g);
+    }
+    return true;
+}
+
+#endif /* x86-64 with AVX2 and FMA */

@@ -1,0 +1,942 @@
+/*
+ * registry.c -- the model registry: opening a store, model references,
+ * versions (register, resolve, load, soft delete), aliases and the JSON views
+ * the CLI prints.  Access control lives in auth.c, the audit chain in
+ * audit.c, uses by runners in lineage.c.
+ *
+ * Design.  Every change runs in one write transaction (inf__reg_begin takes
+ * the registry-wide write lock) and appends its audit record inside that
+ * same transaction, so a change and its record commit together or not at
+ * all.  Checks that may deny (auth) run before the transaction: a denial is
+ * audited in a transaction of its own.  Artifacts are written before commit
+ * (atomically: temp file + rename); a failed commit at worst leaves an
+ * unreferenced, content-addressed file behind, never a version without its
+ * artifact.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "registry/registry_int.h"
+
+/* ---------------------------------------------------------------------------
+ * Schema: portable SQL run by both drivers (plus each driver's extra DDL).
+ * ------------------------------------------------------------------------- */
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS reg_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS reg_models(name TEXT PRIMARY KEY, created_at TEXT NOT NULL,"
+    " created_by TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS reg_versions(name TEXT NOT NULL, version BIGINT NOT NULL, sha256 TEXT NOT NULL,"
+    " size BIGINT NOT NULL, source TEXT, signature TEXT NOT NULL, pipeline TEXT, pipeline_sha256 TEXT,"
+    " description TEXT, training_data TEXT, meta TEXT NOT NULL, metrics TEXT NOT NULL,"
+    " approved_uses TEXT NOT NULL, created_at TEXT NOT NULL, created_by TEXT NOT NULL, deleted_at TEXT,"
+    " deleted_by TEXT, delete_reason TEXT, PRIMARY KEY(name, version));"
+    "CREATE TABLE IF NOT EXISTS reg_aliases(name TEXT NOT NULL, alias TEXT NOT NULL, version BIGINT NOT NULL,"
+    " protected INTEGER NOT NULL, updated_at TEXT NOT NULL, updated_by TEXT NOT NULL, PRIMARY KEY(name, alias));"
+    "CREATE TABLE IF NOT EXISTS reg_principals(name TEXT PRIMARY KEY, created_at TEXT NOT NULL,"
+    " created_by TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS reg_grants(principal TEXT NOT NULL, role TEXT NOT NULL, model TEXT NOT NULL,"
+    " granted_at TEXT NOT NULL, granted_by TEXT NOT NULL, PRIMARY KEY(principal, role, model));"
+    "CREATE TABLE IF NOT EXISTS reg_tokens(id TEXT PRIMARY KEY, principal TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,"
+    " created_at TEXT NOT NULL, created_by TEXT NOT NULL, revoked_at TEXT, revoked_by TEXT);"
+    "CREATE TABLE IF NOT EXISTS reg_audit(seq BIGINT PRIMARY KEY, ts TEXT NOT NULL, principal TEXT NOT NULL,"
+    " action TEXT NOT NULL, model TEXT, version BIGINT, outcome TEXT NOT NULL, detail TEXT NOT NULL,"
+    " prev_hash TEXT NOT NULL, hash TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS reg_audit_by_model ON reg_audit(model, seq);"
+    "CREATE TABLE IF NOT EXISTS reg_lineage(id BIGINT PRIMARY KEY, ts TEXT NOT NULL, name TEXT NOT NULL,"
+    " version BIGINT NOT NULL, kind TEXT NOT NULL, source TEXT, destination TEXT, principal TEXT NOT NULL,"
+    " job_id TEXT);"
+    "CREATE INDEX IF NOT EXISTS reg_lineage_by_version ON reg_lineage(name, version);"
+    "INSERT INTO reg_meta(key, value) VALUES ('schema_version', '1') ON CONFLICT DO NOTHING;"
+    "INSERT INTO reg_meta(key, value) VALUES ('auth_enabled', '0') ON CONFLICT DO NOTHING;";
+
+/* ---------------------------------------------------------------------------
+ * Small helpers
+ * ------------------------------------------------------------------------- */
+void inf__reg_now(char out[32]) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    gmtime_r(&tv.tv_sec, &tm);
+    snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+             tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(tv.tv_usec / 1000));
+}
+
+bool inf__reg_valid_name(const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > 128) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-'))) return false;
+    }
+    return true;
+}
+
+static bool all_digits(const char *s) {
+    if (!*s) return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9') return false;
+    return true;
+}
+
+static bool valid_alias(const char *s) { return inf__reg_valid_name(s) && !all_digits(s); }
+
+static void fmt_i64(char out[24], int64_t v) { snprintf(out, 24, "%lld", (long long)v); }
+
+static int64_t parse_i64(const char *s) { return s ? strtoll(s, NULL, 10) : 0; }
+
+static inf_status oom(inf_error *err, const char *what) {
+    return inf__reg_fail(err, INF_ENOMEM, "registry: out of memory %s", what);
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+    return 0;
+}
+
+static inf_status read_file(const char *path, const char *what, unsigned char **data, size_t *size, inf_error *err) {
+    *data = NULL;
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return inf__reg_fail(err, INF_EIO, "cannot open %s %s: %s", what, path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap);
+    if (!buf) {
+        fclose(f);
+        return oom(err, "reading a file");
+    }
+    for (;;) {
+        if (n == cap) {
+            unsigned char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return oom(err, "reading a file");
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return inf__reg_fail(err, INF_EIO, "cannot read %s %s: %s", what, path, strerror(errno));
+    }
+    *data = buf;
+    *size = n;
+    return INF_OK;
+}
+
+/* Writes data to dir/sha256/<hex> unless it is already there; atomic. */
+static inf_status store_artifact(inf_registry *r, const char *hex, const void *data, size_t size, char *path,
+                                 size_t path_size, inf_error *err) {
+    char dir[4096], tmp[4200];
+    snprintf(dir, sizeof dir, "%s/sha256", r->artifacts);
+    snprintf(path, path_size, "%s/%s", dir, hex);
+    struct stat st;
+    if (stat(path, &st) == 0 && (size_t)st.st_size == size) return INF_OK;
+    if (make_dirs(dir)) return inf__reg_fail(err, INF_EIO, "cannot create artifact directory %s: %s", dir, strerror(errno));
+    snprintf(tmp, sizeof tmp, "%s/.tmp-%ld-%s", dir, (long)getpid(), hex);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return inf__reg_fail(err, INF_EIO, "cannot write artifact %s: %s", tmp, strerror(errno));
+    bool ok = fwrite(data, 1, size, f) == size && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path)) {
+        int e = errno;
+        unlink(tmp);
+        return inf__reg_fail(err, INF_EIO, "cannot write artifact %s: %s", path, strerror(e));
+    }
+    return INF_OK;
+}
+
+/* ---------------------------------------------------------------------------
+ * Opening
+ * ------------------------------------------------------------------------- */
+void inf_registry_options_from_env(inf_registry_options *o) {
+    memset(o, 0, sizeof *o);
+    o->home = getenv("INFERA_HOME");
+    o->url = getenv("INFERA_REGISTRY");
+    o->artifacts = getenv("INFERA_ARTIFACTS");
+    o->token = getenv("INFERA_TOKEN");
+    if (o->home && !*o->home) o->home = NULL;
+    if (o->url && !*o->url) o->url = NULL;
+    if (o->artifacts && !*o->artifacts) o->artifacts = NULL;
+    if (o->token && !*o->token) o->token = NULL;
+}
+
+static bool is_pg_url(const char *url) {
+    return !strncmp(url, "postgresql://", 13) || !strncmp(url, "postgres://", 11);
+}
+
+inf_status inf_registry_open(const inf_registry_options *o, inf_registry **out, inf_error *err) {
+    *out = NULL;
+    inf_registry_options defaults = {0};
+    if (!o) o = &defaults;
+    const char *home = o->home ? o->home : "./infera-data";
+    inf_registry *r = calloc(1, sizeof *r);
+    if (!r) return oom(err, "opening the registry");
+    inf_status rc;
+    if (o->url && !is_pg_url(o->url)) {
+        rc = inf__reg_fail(err, INF_EINVAL, "registry URL must start with postgresql:// (got '%.40s...')", o->url);
+        goto fail;
+    }
+    if (o->artifacts)
+        snprintf(r->artifacts, sizeof r->artifacts, "%s", o->artifacts);
+    else
+        snprintf(r->artifacts, sizeof r->artifacts, "%s/artifacts", home);
+    if (o->url) {
+        inf__reg_redact(o->url, r->location, sizeof r->location);
+        rc = inf__store_pg_open(o->url, &r->store, err);
+        if (rc) goto fail;
+    } else {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/registry.db", home);
+        snprintf(r->location, sizeof r->location, "sqlite:%s", path);
+        struct stat st;
+        if (!o->create && stat(path, &st)) {
+            rc = inf__reg_fail(err, INF_ENOENT, "no registry at %s (nothing registered yet; set --home or INFERA_HOME)",
+                               path);
+            goto fail;
+        }
+        if (o->create && make_dirs(home)) {
+            rc = inf__reg_fail(err, INF_EIO, "cannot create registry home %s: %s", home, strerror(errno));
+            goto fail;
+        }
+        rc = inf__store_sqlite_open(path, o->create, &r->store, err);
+        if (rc) goto fail;
+    }
+    inf__rows *rows = NULL;
+    rc = inf__reg_sql(r, r->store->ops->schema_probe, 0, NULL, &rows, err);
+    if (rc) goto fail;
+    bool exists = parse_i64(inf__rows_get(rows, 0, 0)) != 0;
+    inf__rows_free(rows);
+    if (!exists) {
+        if (!o->create) {
+            rc = inf__reg_fail(err, INF_ENOENT, "no registry in %s (nothing registered yet)", r->location);
+            goto fail;
+        }
+        if ((rc = inf__reg_begin(r, err))) goto fail;
+        if ((rc = r->store->ops->script(r->store, schema_sql, err)) ||
+            (rc = r->store->ops->script(r->store, r->store->ops->schema_extra, err)) || (rc = inf__reg_commit(r, err))) {
+            inf__reg_rollback(r);
+            goto fail;
+        }
+    }
+    if ((rc = inf__auth_load(r, o->token, err))) goto fail;
+    *out = r;
+    return INF_OK;
+fail:
+    inf_registry_free(r);
+    return rc;
+}
+
+void inf_registry_free(inf_registry *r) {
+    if (!r) return;
+    if (r->store) r->store->ops->close(r->store);
+    free(r);
+}
+
+void inf_registry_string_free(char *s) { free(s); }
+
+const char *inf_registry_location(const inf_registry *r) { return r->location; }
+const char *inf_registry_principal(const inf_registry *r) { return r->authenticated ? r->principal : NULL; }
+int inf_registry_auth_enabled(const inf_registry *r) { return r->auth_enabled; }
+
+/* ---------------------------------------------------------------------------
+ * References
+ * ------------------------------------------------------------------------- */
+typedef struct parsed_ref {
+    char name[129];
+    int64_t version; /* 0 when not given */
+    char alias[129];
+} parsed_ref;
+
+static inf_status parse_ref(const char *ref, parsed_ref *p, inf_error *err) {
+    memset(p, 0, sizeof *p);
+    const char *at = ref ? strchr(ref, '@') : NULL;
+    size_t n = at ? (size_t)(at - ref) : (ref ? strlen(ref) : 0);
+    if (!ref || n == 0 || n > 128)
+        return inf__reg_fail(err, INF_EINVAL, "invalid model reference '%s': expected NAME, NAME@VERSION or NAME@ALIAS",
+                             ref ? ref : "");
+    memcpy(p->name, ref, n);
+    if (!inf__reg_valid_name(p->name))
+        return inf__reg_fail(err, INF_EINVAL,
+                             "invalid model name '%s': use letters, digits, '.', '_' and '-' (starting with a letter "
+                             "or digit)",
+                             p->name);
+    if (!at) return INF_OK;
+    const char *tail = at + 1;
+    if (all_digits(tail)) {
+        p->version = strtoll(tail, NULL, 10);
+        if (p->version <= 0 || strlen(tail) > 15)
+            return inf__reg_fail(err, INF_EINVAL, "invalid version in '%s': versions start at 1", ref);
+        return INF_OK;
+    }
+    if (!valid_alias(tail))
+        return inf__reg_fail(err, INF_EINVAL, "invalid alias in '%s': expected a version number or an alias name", ref);
+    snprintf(p->alias, sizeof p->alias, "%s", tail);
+    return INF_OK;
+}
+
+/* Finds the version p refers to (live versions only, unless any). */
+static inf_status find_version(inf_registry *r, const parsed_ref *p, int64_t *version, inf_error *err) {
+    inf__rows *rows = NULL;
+    inf_status rc;
+    const char *params[2] = {p->name, NULL};
+    char vbuf[24];
+    rc = inf__reg_sql(r, "SELECT count(*) FROM reg_models WHERE name = ?", 1, params, &rows, err);
+    if (rc) return rc;
+    bool known = parse_i64(inf__rows_get(rows, 0, 0)) > 0;
+    inf__rows_free(rows);
+    if (!known) return inf__reg_fail(err, INF_ENOENT, "unknown model '%s' in the registry at %s", p->name, r->location);
+    if (p->alias[0]) {
+        params[1] = p->alias;
+        if ((rc = inf__reg_sql(r, "SELECT version FROM reg_aliases WHERE name = ? AND alias = ?", 2, params, &rows, err)))
+            return rc;
+        if (rows->n_rows == 0) {
+            inf__rows_free(rows);
+            return inf__reg_fail(err, INF_ENOENT, "model '%s' has no alias '%s'", p->name, p->alias);
+        }
+        *version = parse_i64(inf__rows_get(rows, 0, 0));
+        inf__rows_free(rows);
+    } else if (p->version) {
+        *version = p->version;
+    } else {
+        if ((rc = inf__reg_sql(r, "SELECT max(version) FROM reg_versions WHERE name = ? AND deleted_at IS NULL", 1,
+                               params, &rows, err)))
+            return rc;
+        const char *v = inf__rows_get(rows, 0, 0);
+        *version = parse_i64(v);
+        inf__rows_free(rows);
+        if (!*version) return inf__reg_fail(err, INF_ENOENT, "model '%s' has no live version", p->name);
+        return INF_OK;
+    }
+    fmt_i64(vbuf, *version);
+    params[1] = vbuf;
+    if ((rc = inf__reg_sql(r, "SELECT deleted_at FROM reg_versions WHERE name = ? AND version = ?", 2, params, &rows,
+                           err)))
+        return rc;
+    if (rows->n_rows == 0) rc = inf__reg_fail(err, INF_ENOENT, "model '%s' has no version %s", p->name, vbuf);
+    else if (inf__rows_get(rows, 0, 0))
+        rc = inf__reg_fail(err, INF_ENOENT, "%s@%s was deleted at %s", p->name, vbuf, inf__rows_get(rows, 0, 0));
+    inf__rows_free(rows);
+    return rc;
+}
+
+void inf_registry_resolved_clear(inf_registry_resolved *v) {
+    if (!v) return;
+    free(v->pipeline);
+    v->pipeline = NULL;
+}
+
+static inf_status resolve(inf_registry *r, const char *ref, inf_registry_action action, inf_registry_resolved *out,
+                          inf_error *err) {
+    memset(out, 0, sizeof *out);
+    parsed_ref p;
+    inf_status rc = parse_ref(ref, &p, err);
+    if (rc) return rc;
+    if ((rc = inf__auth_require(r, p.name, action, action == INF_REGISTRY_PREDICT ? "load" : "resolve", 0, err)))
+        return rc;
+    int64_t version;
+    if ((rc = find_version(r, &p, &version, err))) return rc;
+    char vbuf[24];
+    fmt_i64(vbuf, version);
+    const char *params[2] = {p.name, vbuf};
+    inf__rows *rows = NULL;
+    if ((rc = inf__reg_sql(r, "SELECT sha256, pipeline FROM reg_versions WHERE name = ? AND version = ?", 2, params,
+                           &rows, err)))
+        return rc;
+    snprintf(out->name, sizeof out->name, "%s", p.name);
+    snprintf(out->alias, sizeof out->alias, "%s", p.alias);
+    out->version = version;
+    snprintf(out->sha256, sizeof out->sha256, "%s", inf__rows_get(rows, 0, 0) ? inf__rows_get(rows, 0, 0) : "");
+    snprintf(out->artifact_path, sizeof out->artifact_path, "%s/sha256/%s", r->artifacts, out->sha256);
+    const char *pipe = inf__rows_get(rows, 0, 1);
+    if (pipe && !(out->pipeline = inf__reg_strdup(pipe))) rc = oom(err, "resolving a reference");
+    inf__rows_free(rows);
+    return rc;
+}
+
+inf_status inf_registry_resolve(inf_registry *r, const char *ref, inf_registry_resolved *out, inf_error *err) {
+    return resolve(r, ref, INF_REGISTRY_READ, out, err);
+}
+
+inf_status inf_registry_load_model(inf_registry *r, const char *ref, const inf_model_options *opts, inf_model **model,
+                                   inf_registry_resolved *out, inf_error *err) {
+    *model = NULL;
+    inf_registry_resolved local;
+    inf_registry_resolved *v = out ? out : &local;
+    inf_status rc = resolve(r, ref, INF_REGISTRY_PREDICT, v, err);
+    if (rc) goto done;
+    unsigned char *data = NULL;
+    size_t size = 0;
+    if ((rc = read_file(v->artifact_path, "artifact of", &data, &size, err))) {
+        inf__reg_fail(err, rc, "artifact of %s@%lld is missing: %s (artifacts at %s)", v->name, (long long)v->version,
+                      v->artifact_path, r->artifacts);
+        goto done;
+    }
+    char hex[65];
+    inf_sha256_hex(data, size, hex);
+    if (strcmp(hex, v->sha256)) {
+        free(data);
+        rc = inf__reg_fail(err, INF_EFORMAT, "artifact of %s@%lld is corrupt: %s has sha256 %.12s..., expected %.12s...",
+                           v->name, (long long)v->version, v->artifact_path, hex, v->sha256);
+        goto done;
+    }
+    inf_error e;
+    rc = inf_model_load_buffer(data, size, NULL, opts, model, &e);
+    free(data);
+    if (rc) inf__reg_fail(err, rc, "%s@%lld: %s", v->name, (long long)v->version, e.message);
+done:
+    if (rc || !out) inf_registry_resolved_clear(v);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------
+ * Register
+ * ------------------------------------------------------------------------- */
+static inf_status kv_json(const char *what, int n, const inf_registry_kv *kv, bool numbers, char **out,
+                          inf_error *err) {
+    *out = NULL;
+    cJSON *obj = cJSON_CreateObject();
+    if (!obj) return oom(err, "building metadata");
+    for (int i = 0; i < n; i++) {
+        if (!kv[i].key || !*kv[i].key || !kv[i].value) {
+            cJSON_Delete(obj);
+            return inf__reg_fail(err, INF_EINVAL, "%s %d: expected KEY=VALUE", what, i + 1);
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, kv[i].key);
+        cJSON *item;
+        if (numbers) {
+            char *end;
+            errno = 0;
+            double d = strtod(kv[i].value, &end);
+            if (end == kv[i].value || *end || errno) {
+                cJSON_Delete(obj);
+                return inf__reg_fail(err, INF_EINVAL, "%s '%s': '%s' is not a number", what, kv[i].key, kv[i].value);
+            }
+            item = cJSON_CreateNumber(d);
+        } else {
+            item = cJSON_CreateString(kv[i].value);
+        }
+        if (!item || !cJSON_AddItemToObject(obj, kv[i].key, item)) {
+            cJSON_Delete(item);
+            cJSON_Delete(obj);
+            return oom(err, "building metadata");
+        }
+    }
+    *out = cJSON_PrintUnformatted(obj);
+    cJSON_Delete(obj);
+    return *out ? INF_OK : oom(err, "building metadata");
+}
+
+static const char *base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+inf_status inf_registry_register(inf_registry *r, const char *name, const inf_registry_register_info *info,
+                                 int64_t *version, inf_error *err) {
+    if (version) *version = 0;
+    if (!inf__reg_valid_name(name))
+        return inf__reg_fail(err, INF_EINVAL,
+                             "invalid model name '%s': use up to 128 letters, digits, '.', '_' and '-', starting with "
+                             "a letter or digit",
+                             name ? name : "");
+    if (!info || !info->model_path) return inf__reg_fail(err, INF_EINVAL, "register '%s': no model file given", name);
+    inf_status rc = inf__auth_require(r, name, INF_REGISTRY_PUBLISH, "register", 0, err);
+    if (rc) return rc;
+
+    unsigned char *data = NULL, *spec_data = NULL;
+    size_t size = 0, spec_size = 0;
+    inf_model *model = NULL;
+    char *signature = NULL, *pipeline = NULL, *meta = NULL, *metrics = NULL, *uses = NULL;
+    char hex[65], pipe_hex[65] = "", ts[32], vbuf[24], sizebuf[24], artifact[4200];
+    inf_error e;
+
+    if ((rc = read_file(info->model_path, "model", &data, &size, err))) goto done;
+    inf_sha256_hex(data, size, hex);
+    if ((rc = inf_model_load_buffer(data, size, NULL, NULL, &model, &e))) {
+        inf__reg_fail(err, rc, "cannot register '%s': model %s does not load: %s", name, info->model_path, e.message);
+        goto done;
+    }
+    if ((rc = inf__signature_json(model, &signature, err))) goto done;
+    if (info->pipeline_path) {
+        if ((rc = read_file(info->pipeline_path, "pipeline spec", &spec_data, &spec_size, err))) goto done;
+        char *text = realloc(spec_data, spec_size + 1);
+        if (!text) {
+            rc = oom(err, "reading the pipeline spec");
+            goto done;
+        }
+        spec_data = (unsigned char *)text;
+        text[spec_size] = '\0';
+        if (strlen(text) != spec_size) {
+            rc = inf__reg_fail(err, INF_EFORMAT, "pipeline spec %s: contains a NUL byte (not JSON text)",
+                               info->pipeline_path);
+            goto done;
+        }
+        if ((rc = inf__pipeline_check(info->pipeline_path, text, model, &pipeline, pipe_hex, err))) {
+            char msg[INF_ERROR_MESSAGE_MAX];
+            snprintf(msg, sizeof msg, "%s", err ? err->message : "");
+            inf__reg_fail(err, rc, "cannot register '%s': %s", name, msg);
+            goto done;
+        }
+    }
+    if ((rc = kv_json("meta", info->n_meta, info->meta, false, &meta, err))) goto done;
+    if ((rc = kv_json("metric", info->n_metrics, info->metrics, true, &metrics, err))) goto done;
+    {
+        cJSON *arr = cJSON_CreateArray();
+        for (int i = 0; arr && i < info->n_approved_uses; i++) {
+            cJSON *s = cJSON_CreateString(info->approved_uses[i] ? info->approved_uses[i] : "");
+            if (!s || !cJSON_AddItemToArray(arr, s)) {
+                cJSON_Delete(s);
+                cJSON_Delete(arr);
+                arr = NULL;
+            }
+        }
+        uses = arr ? cJSON_PrintUnformatted(arr) : NULL;
+        cJSON_Delete(arr);
+        if (!uses) {
+            rc = oom(err, "building approved uses");
+            goto done;
+        }
+    }
+
+    if ((rc = inf__reg_begin(r, err))) goto done;
+    inf__reg_now(ts);
+    {
+        const char *p1[3] = {name, ts, r->principal};
+        inf__rows *rows = NULL;
+        if ((rc = inf__reg_sql(r, "INSERT INTO reg_models(name, created_at, created_by) VALUES (?, ?, ?) "
+                                  "ON CONFLICT DO NOTHING",
+                               3, p1, NULL, err)) ||
+            (rc = inf__reg_sql(r, "SELECT coalesce(max(version), 0) + 1 FROM reg_versions WHERE name = ?", 1, p1,
+                               &rows, err)))
+            goto rollback;
+        int64_t v = parse_i64(inf__rows_get(rows, 0, 0));
+        inf__rows_free(rows);
+        fmt_i64(vbuf, v);
+        fmt_i64(sizebuf, (int64_t)size);
+        if ((rc = store_artifact(r, hex, data, size, artifact, sizeof artifact, err))) goto rollback;
+        const char *p2[15] = {name,  vbuf,     hex,   sizebuf, base_name(info->model_path), signature,
+                              pipeline, pipe_hex[0] ? pipe_hex : NULL, info->description, info->training_data, meta,
+                              metrics, uses, ts, r->principal};
+        if ((rc = inf__reg_sql(r,
+                               "INSERT INTO reg_versions(name, version, sha256, size, source, signature, pipeline,"
+                               " pipeline_sha256, description, training_data, meta, metrics, approved_uses,"
+                               " created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               15, p2, NULL, err)))
+            goto rollback;
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "sha256", hex);
+        cJSON_AddNumberToObject(d, "size", (double)size);
+        cJSON_AddStringToObject(d, "source", base_name(info->model_path));
+        if (pipe_hex[0]) cJSON_AddStringToObject(d, "pipeline_sha256", pipe_hex);
+        if (info->training_data) cJSON_AddStringToObject(d, "training_data", info->training_data);
+        char *detail = d ? cJSON_PrintUnformatted(d) : NULL;
+        cJSON_Delete(d);
+        if (!detail) {
+            rc = oom(err, "building the audit record");
+            goto rollback;
+        }
+        rc = inf__audit_append(r, "register", name, v, "ok", detail, err);
+        free(detail);
+        if (rc || (rc = inf__reg_commit(r, err))) goto rollback;
+        if (version) *version = v;
+    }
+    goto done;
+rollback:
+    inf__reg_rollback(r);
+done:
+    inf_model_free(model);
+    free(data);
+    free(spec_data);
+    cJSON_free(signature);
+    free(pipeline);
+    cJSON_free(meta);
+    cJSON_free(metrics);
+    cJSON_free(uses);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------
+ * Delete and aliases
+ * ------------------------------------------------------------------------- */
+inf_status inf_registry_delete(inf_registry *r, const char *name, int64_t version, const char *reason,
+                               inf_error *err) {
+    parsed_ref p = {.version = version};
+    if (!inf__reg_valid_name(name) || version <= 0)
+        return inf__reg_fail(err, INF_EINVAL, "delete: expected NAME@VERSION (got '%s@%lld')", name ? name : "",
+                             (long long)version);
+    snprintf(p.name, sizeof p.name, "%s", name);
+    inf_status rc = inf__auth_require(r, name, INF_REGISTRY_PUBLISH, "delete", version, err);
+    if (rc) return rc;
+    if ((rc = inf__reg_begin(r, err))) return rc;
+    int64_t v;
+    inf__rows *rows = NULL;
+    char vbuf[24], ts[32];
+    fmt_i64(vbuf, version);
+    const char *params[5];
+    if ((rc = find_version(r, &p, &v, err))) goto rollback;
+    params[0] = name, params[1] = vbuf;
+    if ((rc = inf__reg_sql(r, "SELECT alias FROM reg_aliases WHERE name = ? AND version = ? ORDER BY alias", 2, params,
+                           &rows, err)))
+        goto rollback;
+    if (rows->n_rows) {
+        rc = inf__reg_fail(err, INF_EBUSY, "cannot delete %s@%s: alias '%s' points at it (move or remove it first)",
+                           name, vbuf, inf__rows_get(rows, 0, 0));
+        inf__rows_free(rows);
+        goto rollback;
+    }
+    inf__rows_free(rows);
+    inf__reg_now(ts);
+    const char *up[5] = {ts, r->principal, reason, name, vbuf};
+    if ((rc = inf__reg_sql(r, "UPDATE reg_versions SET deleted_at = ?, deleted_by = ?, delete_reason = ? "
+                              "WHERE name = ? AND version = ?",
+                           5, up, NULL, err)))
+        goto rollback;
+    cJSON *d = cJSON_CreateObject();
+    if (reason) cJSON_AddStringToObject(d, "reason", reason);
+    char *detail = d ? cJSON_PrintUnformatted(d) : NULL;
+    cJSON_Delete(d);
+    if (!detail) {
+        rc = oom(err, "building the audit record");
+        goto rollback;
+    }
+    rc = inf__audit_append(r, "delete", name, version, "ok", detail, err);
+    free(detail);
+    if (rc || (rc = inf__reg_commit(r, err))) goto rollback;
+    return INF_OK;
+rollback:
+    inf__reg_rollback(r);
+    return rc;
+}
+
+/* The alias row: *exists, its version and protection. */
+static inf_status alias_state(inf_registry *r, const char *name, const char *alias, bool *exists, int64_t *version,
+                              bool *protect, inf_error *err) {
+    const char *params[2] = {name, alias};
+    inf__rows *rows = NULL;
+    inf_status rc = inf__reg_sql(r, "SELECT version, protected FROM reg_aliases WHERE name = ? AND alias = ?", 2,
+                                 params, &rows, err);
+    if (rc) return rc;
+    *exists = rows->n_rows > 0;
+    *version = *exists ? parse_i64(inf__rows_get(rows, 0, 0)) : 0;
+    *protect = *exists && parse_i64(inf__rows_get(rows, 0, 1)) != 0;
+    inf__rows_free(rows);
+    return INF_OK;
+}
+
+static char *alias_detail(const char *alias, bool existed, int64_t from, int64_t to, bool was_protected,
+                          bool now_protected) {
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "alias", alias);
+    if (existed)
+        cJSON_AddNumberToObject(d, "from", (double)from);
+    else
+        cJSON_AddNullToObject(d, "from");
+    if (to)
+        cJSON_AddNumberToObject(d, "to", (double)to);
+    else
+        cJSON_AddNullToObject(d, "to");
+    cJSON_AddBoolToObject(d, "protected_before", was_protected);
+    cJSON_AddBoolToObject(d, "protected", now_protected);
+    char *s = d ? cJSON_PrintUnformatted(d) : NULL;
+    cJSON_Delete(d);
+    return s;
+}
+
+/* Shared by alias_set (version > 0) and alias_remove (version 0). */
+static inf_status alias_change(inf_registry *r, const char *name, int64_t version, const char *alias, int protect,
+                               inf_error *err) {
+    const char *what = version ? "alias" : "unalias";
+    if (!inf__reg_valid_name(name)) return inf__reg_fail(err, INF_EINVAL, "%s: invalid model name '%s'", what, name ? name : "");
+    if (!alias || !valid_alias(alias))
+        return inf__reg_fail(err, INF_EINVAL,
+                             "%s: invalid alias '%s': use letters, digits, '.', '_' and '-', not only digits", what,
+                             alias ? alias : "");
+    for (int attempt = 0; attempt < 3; attempt++) {
+        bool exists, prot;
+        int64_t from;
+        inf_status rc = alias_state(r, name, alias, &exists, &from, &prot, err);
+        if (rc) return rc;
+        bool need_approver = prot || protect == 1;
+        if ((rc = inf__auth_require(r, name, need_approver ? INF_REGISTRY_MOVE_PROTECTED : INF_REGISTRY_MOVE_ALIAS,
+                                    what, version, err)))
+            return rc;
+        if ((rc = inf__reg_begin(r, err))) return rc;
+        bool exists2, prot2;
+        int64_t from2;
+        if ((rc = alias_state(r, name, alias, &exists2, &from2, &prot2, err))) goto rollback;
+        if (prot2 != prot) { /* protection changed between check and lock: check again */
+            inf__reg_rollback(r);
+            continue;
+        }
+        char ts[32], vbuf[24];
+        inf__reg_now(ts);
+        fmt_i64(vbuf, version);
+        bool now_prot = protect == -1 ? prot2 : protect == 1;
+        if (version) {
+            parsed_ref p = {.version = version};
+            int64_t v;
+            snprintf(p.name, sizeof p.name, "%s", name);
+            if ((rc = find_version(r, &p, &v, err))) goto rollback;
+            const char *params[6] = {name, alias, vbuf, now_prot ? "1" : "0", ts, r->principal};
+            if ((rc = inf__reg_sql(r,
+                                   "INSERT INTO reg_aliases(name, alias, version, protected, updated_at, updated_by)"
+                                   " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name, alias) DO UPDATE SET"
+                                   " version = excluded.version, protected = excluded.protected,"
+                                   " updated_at = excluded.updated_at, updated_by = excluded.updated_by",
+                                   6, params, NULL, err)))
+                goto rollback;
+        } else {
+            if (!exists2) {
+                rc = inf__reg_fail(err, INF_ENOENT, "model '%s' has no alias '%s'", name, alias);
+                goto rollback;
+            }
+            const char *params[2] = {name, alias};
+            if ((rc = inf__reg_sql(r, "DELETE FROM reg_aliases WHERE name = ? AND alias = ?", 2, params, NULL, err)))
+                goto rollback;
+            now_prot = false;
+        }
+        char *detail = alias_detail(alias, exists2, from2, version, prot2, now_prot);
+        if (!detail) {
+            rc = oom(err, "building the audit record");
+            goto rollback;
+        }
+        rc = inf__audit_append(r, version ? "alias" : "unalias", name, version ? version : from2, "ok", detail, err);
+        free(detail);
+        if (rc || (rc = inf__reg_commit(r, err))) goto rollback;
+        return INF_OK;
+    rollback:
+        inf__reg_rollback(r);
+        return rc;
+    }
+    return inf__reg_fail(err, INF_EBUSY, "%s %s@%s: the alias kept changing; try again", what, name, alias);
+}
+
+inf_status inf_registry_alias_set(inf_registry *r, const char *name, int64_t version, const char *alias, int protect,
+                                  inf_error *err) {
+    if (version <= 0) return inf__reg_fail(err, INF_EINVAL, "alias: expected NAME@VERSION with a version number");
+    return alias_change(r, name, version, alias, protect, err);
+}
+
+inf_status inf_registry_alias_remove(inf_registry *r, const char *name, const char *alias, inf_error *err) {
+    return alias_change(r, name, 0, alias, -1, err);
+}
+
+/* ---------------------------------------------------------------------------
+ * JSON views
+ * ------------------------------------------------------------------------- */
+static cJSON *parse_or_null(const char *text) {
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    return j ? j : cJSON_CreateNull();
+}
+
+static inf_status finish_json(cJSON *root, char **out, inf_error *err) {
+    *out = root ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    return *out ? INF_OK : oom(err, "building JSON");
+}
+
+inf_status inf_registry_list_json(inf_registry *r, char **out, inf_error *err) {
+    *out = NULL;
+    inf__rows *rows = NULL, *al = NULL;
+    inf_status rc;
+    if (r->auth_enabled && !r->authenticated && (rc = inf__auth_require(r, NULL, INF_REGISTRY_READ, "list", 0, err)))
+        return rc;
+    rc = inf__reg_sql(
+        r,
+        "SELECT m.name, m.created_at, m.created_by,"
+        " (SELECT max(version) FROM reg_versions v WHERE v.name = m.name AND v.deleted_at IS NULL),"
+        " (SELECT count(*) FROM reg_versions v WHERE v.name = m.name AND v.deleted_at IS NULL),"
+        " (SELECT max(created_at) FROM reg_versions v WHERE v.name = m.name)"
+        " FROM reg_models m ORDER BY m.name",
+        0, NULL, &rows, err);
+    if (rc) return rc;
+    if ((rc = inf__reg_sql(r, "SELECT name, alias, version, protected FROM reg_aliases ORDER BY name, alias", 0, NULL,
+                           &al, err))) {
+        inf__rows_free(rows);
+        return rc;
+    }
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; arr && i < rows->n_rows; i++) {
+        const char *name = inf__rows_get(rows, i, 0);
+        inf_error ignore;
+        /* only what the caller may see */
+        if (r->auth_enabled && inf__auth_require(r, name, INF_REGISTRY_READ, NULL, 0, &ignore)) continue;
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, m);
+        cJSON_AddStringToObject(m, "name", name);
+        const char *latest = inf__rows_get(rows, i, 3);
+        if (latest)
+            cJSON_AddNumberToObject(m, "latest_version", (double)parse_i64(latest));
+        else
+            cJSON_AddNullToObject(m, "latest_version");
+        cJSON_AddNumberToObject(m, "live_versions", (double)parse_i64(inf__rows_get(rows, i, 4)));
+        cJSON_AddStringToObject(m, "created_at", inf__rows_get(rows, i, 1));
+        cJSON_AddStringToObject(m, "created_by", inf__rows_get(rows, i, 2));
+        const char *upd = inf__rows_get(rows, i, 5);
+        cJSON_AddStringToObject(m, "updated_at", upd ? upd : inf__rows_get(rows, i, 1));
+        cJSON *aliases = cJSON_AddObjectToObject(m, "aliases");
+        for (int k = 0; k < al->n_rows; k++)
+            if (!strcmp(inf__rows_get(al, k, 0), name))
+                cJSON_AddNumberToObject(aliases, inf__rows_get(al, k, 1), (double)parse_i64(inf__rows_get(al, k, 2)));
+    }
+    inf__rows_free(rows);
+    inf__rows_free(al);
+    return finish_json(arr, out, err);
+}
+
+/* Uses of name@version from the lineage table, as an array. */
+static cJSON *uses_json(inf_registry *r, const char *name, const char *vbuf) {
+    const char *params[2] = {name, vbuf};
+    inf__rows *rows = NULL;
+    cJSON *arr = cJSON_CreateArray();
+    if (inf__reg_sql(r,
+                     "SELECT ts, kind, source, destination, principal, job_id FROM reg_lineage"
+                     " WHERE name = ? AND version = ? ORDER BY id",
+                     2, params, &rows, NULL))
+        return arr;
+    static const char *const keys[6] = {"ts", "kind", "source", "destination", "principal", "job_id"};
+    for (int i = 0; arr && i < rows->n_rows; i++) {
+        cJSON *u = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, u);
+        for (int k = 0; k < 6; k++) {
+            const char *v = inf__rows_get(rows, i, k);
+            if (v)
+                cJSON_AddStringToObject(u, keys[k], v);
+            else
+                cJSON_AddNullToObject(u, keys[k]);
+        }
+    }
+    inf__rows_free(rows);
+    return arr;
+}
+
+static cJSON *version_json(inf_registry *r, const char *name, int64_t version, bool full) {
+    char vbuf[24];
+    fmt_i64(vbuf, version);
+    const char *params[2] = {name, vbuf};
+    inf__rows *rows = NULL, *al = NULL;
+    if (inf__reg_sql(r,
+                     "SELECT sha256, size, source, signature, pipeline, pipeline_sha256, description, training_data,"
+                     " meta, metrics, approved_uses, created_at, created_by, deleted_at, deleted_by, delete_reason"
+                     " FROM reg_versions WHERE name = ? AND version = ?",
+                     2, params, &rows, NULL) ||
+        rows->n_rows == 0) {
+        inf__rows_free(rows);
+        return NULL;
+    }
+    cJSON *v = cJSON_CreateObject();
+    cJSON_AddStringToObject(v, "name", name);
+    cJSON_AddNumberToObject(v, "version", (double)version);
+    cJSON_AddStringToObject(v, "sha256", inf__rows_get(rows, 0, 0));
+    cJSON_AddNumberToObject(v, "size", (double)parse_i64(inf__rows_get(rows, 0, 1)));
+    cJSON_AddStringToObject(v, "created_at", inf__rows_get(rows, 0, 11));
+    cJSON_AddStringToObject(v, "created_by", inf__rows_get(rows, 0, 12));
+    const char *del = inf__rows_get(rows, 0, 13);
+    if (del) {
+        cJSON *d = cJSON_AddObjectToObject(v, "deleted");
+        cJSON_AddStringToObject(d, "at", del);
+        cJSON_AddStringToObject(d, "by", inf__rows_get(rows, 0, 14));
+        if (inf__rows_get(rows, 0, 15)) cJSON_AddStringToObject(d, "reason", inf__rows_get(rows, 0, 15));
+    } else {
+        cJSON_AddNullToObject(v, "deleted");
+    }
+    cJSON *aliases = cJSON_AddArrayToObject(v, "aliases");
+    if (!inf__reg_sql(r, "SELECT alias, protected FROM reg_aliases WHERE name = ? AND version = ? ORDER BY alias", 2,
+                      params, &al, NULL)) {
+        for (int i = 0; i < al->n_rows; i++) {
+            cJSON *a = cJSON_CreateObject();
+            cJSON_AddStringToObject(a, "alias", inf__rows_get(al, i, 0));
+            cJSON_AddBoolToObject(a, "protected", parse_i64(inf__rows_get(al, i, 1)) != 0);
+            cJSON_AddItemToArray(aliases, a);
+        }
+        inf__rows_free(al);
+    }
+    cJSON_AddItemToObject(v, "metrics", parse_or_null(inf__rows_get(rows, 0, 9)));
+    if (full) {
+        const char *s;
+        cJSON_AddStringToObject(v, "source", (s = inf__rows_get(rows, 0, 2)) ? s : "");
+        if ((s = inf__rows_get(rows, 0, 6))) cJSON_AddStringToObject(v, "description", s);
+        else cJSON_AddNullToObject(v, "description");
+        if ((s = inf__rows_get(rows, 0, 7))) cJSON_AddStringToObject(v, "training_data", s);
+        else cJSON_AddNullToObject(v, "training_data");
+        cJSON_AddItemToObject(v, "meta", parse_or_null(inf__rows_get(rows, 0, 8)));
+        cJSON_AddItemToObject(v, "approved_uses", parse_or_null(inf__rows_get(rows, 0, 10)));
+        cJSON_AddItemToObject(v, "signature", parse_or_null(inf__rows_get(rows, 0, 3)));
+        const char *pipe = inf__rows_get(rows, 0, 4);
+        if (pipe) {
+            cJSON *sum = inf__pipeline_summary(pipe);
+            if (sum) cJSON_AddStringToObject(sum, "sha256", inf__rows_get(rows, 0, 5));
+            cJSON_AddItemToObject(v, "pipeline", sum ? sum : cJSON_CreateNull());
+        } else {
+            cJSON_AddNullToObject(v, "pipeline");
+        }
+        cJSON *lin = cJSON_AddObjectToObject(v, "lineage");
+        if ((s = inf__rows_get(rows, 0, 7))) cJSON_AddStringToObject(lin, "training_data", s);
+        else cJSON_AddNullToObject(lin, "training_data");
+        cJSON_AddItemToObject(lin, "used_by", uses_json(r, name, vbuf));
+    }
+    inf__rows_free(rows);
+    return v;
+}
+
+inf_status inf_registry_show_json(inf_registry *r, const char *ref, char **out, inf_error *err) {
+    *out = NULL;
+    inf_registry_resolved v;
+    inf_status rc = inf_registry_resolve(r, ref, &v, err);
+    if (rc) return rc;
+    inf_registry_resolved_clear(&v);
+    cJSON *j = version_json(r, v.name, v.version, true);
+    if (!j) return inf__reg_fail(err, INF_EIO, "show %s: cannot read %s@%lld", ref, v.name, (long long)v.version);
+    if (v.alias[0]) cJSON_AddStringToObject(j, "resolved_from", ref);
+    return finish_json(j, out, err);
+}
+
+inf_status inf_registry_versions_json(inf_registry *r, const char *name, char **out, inf_error *err) {
+    *out = NULL;
+    parsed_ref p;
+    inf_status rc = parse_ref(name, &p, err);
+    if (rc) return rc;
+    if (p.version || p.alias[0]) return inf__reg_fail(err, INF_EINVAL, "versions: expected a model NAME, got '%s'", name);
+    if ((rc = inf__auth_require(r, p.name, INF_REGISTRY_READ, "versions", 0, err))) return rc;
+    inf__rows *rows = NULL;
+    const char *params[1] = {p.name};
+    if ((rc = inf__reg_sql(r, "SELECT count(*) FROM reg_models WHERE name = ?", 1, params, &rows, err))) return rc;
+    bool known = parse_i64(inf__rows_get(rows, 0, 0)) > 0;
+    inf__rows_free(rows);
+    if (!known) return inf__reg_fail(err, INF_ENOENT, "unknown model '%s' in the registry at %s", p.name, r->location);
+    if ((rc = inf__reg_sql(r, "SELECT version FROM reg_versions WHERE name = ? ORDER BY version", 1, params, &rows, err)))
+        return rc;
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; arr && i < rows->n_rows; i++) {
+        cJSON *v = version_json(r, p.name, parse_i64(inf__rows_get(rows, i, 0)), false);
+        if (v) cJSON_AddItemToArray(arr, v);
+    }
+    inf__rows_free(rows);
+    return finish_json(arr, out, err);
+}

@@ -1,0 +1,118 @@
+/*
+ * registry_int.h -- internals of the model registry shared by its files.
+ *
+ *   store.c         result rows, SQL helpers shared by the drivers
+ *   store_sqlite.c  the SQLite driver (HOME/registry.db)
+ *   store_pg.c      the PostgreSQL driver (libpq)
+ *   registry.c      open/close, references, versions, aliases, views
+ *   signature.c     model signature and pipeline-spec checks
+ *   auth.c          principals, tokens, roles, authorisation
+ *   audit.c         the hash-chained audit log
+ *   lineage.c       uses of versions by runners
+ *
+ * The store is a tiny SQL driver behind a vtable: every statement is written
+ * once in portable SQL with '?' placeholders and text parameters, and both
+ * drivers run it (the PostgreSQL one rewrites '?' to $n).  begin_write takes
+ * the registry-wide write lock (SQLite BEGIN IMMEDIATE, PostgreSQL an
+ * advisory transaction lock), so writers -- and with them version numbers
+ * and the audit chain -- are serialised across processes and machines.
+ */
+#ifndef INF_REGISTRY_INT_H
+#define INF_REGISTRY_INT_H
+
+#include <stdbool.h>
+
+#include "infera/registry.h"
+
+/* ---- store driver ---- */
+typedef struct inf__rows {
+    int n_rows, n_cols;
+    char **cells; /* n_rows * n_cols, NULL for SQL NULL */
+} inf__rows;
+
+typedef struct inf__store inf__store;
+typedef struct inf__store_ops {
+    const char *kind;          /* "sqlite" or "postgresql" */
+    const char *schema_extra;  /* driver-specific DDL run after the portable schema */
+    const char *schema_probe;  /* SQL returning one row, first cell non-zero when the schema exists */
+    /* Runs one statement with text parameters; *out (may be NULL) gets the rows. */
+    inf_status (*query)(inf__store *s, const char *sql, int n_params, const char *const *params, inf__rows **out,
+                        inf_error *err);
+    /* Runs a script of statements without parameters. */
+    inf_status (*script)(inf__store *s, const char *sql, inf_error *err);
+    inf_status (*begin_write)(inf__store *s, inf_error *err);
+    inf_status (*commit)(inf__store *s, inf_error *err);
+    void (*rollback)(inf__store *s);
+    void (*close)(inf__store *s);
+} inf__store_ops;
+
+struct inf__store {
+    const inf__store_ops *ops;
+};
+
+inf_status inf__store_sqlite_open(const char *path, int create, inf__store **out, inf_error *err);
+inf_status inf__store_pg_open(const char *url, inf__store **out, inf_error *err);
+
+const char *inf__rows_get(const inf__rows *rows, int row, int col);
+void inf__rows_free(inf__rows *rows);
+
+/* ---- the registry handle ---- */
+struct inf_registry {
+    inf__store *store;
+    char location[1024];  /* redacted */
+    char artifacts[3800];
+    bool auth_enabled;
+    bool authenticated;   /* principal is valid */
+    char principal[160];  /* "" when not authenticated under auth */
+    char token_id[32];
+    char auth_error[300]; /* why authentication failed */
+};
+
+/* Fills err (if any) with status and a formatted message; returns status. */
+inf_status inf__reg_fail(inf_error *err, inf_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Runs one statement; convenience over store->ops->query. */
+inf_status inf__reg_sql(inf_registry *r, const char *sql, int n, const char *const *params, inf__rows **out,
+                        inf_error *err);
+inf_status inf__reg_begin(inf_registry *r, inf_error *err);
+inf_status inf__reg_commit(inf_registry *r, inf_error *err);
+void inf__reg_rollback(inf_registry *r);
+
+/* UTC "YYYY-MM-DDTHH:MM:SS.mmmZ". */
+void inf__reg_now(char out[32]);
+bool inf__reg_valid_name(const char *s);
+/* Copies s into out removing the password of "scheme://user:pass@host" URLs
+ * and "password=..." parameters. */
+void inf__reg_redact(const char *s, char *out, size_t size);
+/* Heap copy (malloc); NULL on out of memory. */
+char *inf__reg_strdup(const char *s);
+
+/* ---- auth.c ---- */
+/* Authenticates token against the store (fills r's principal fields). */
+inf_status inf__auth_load(inf_registry *r, const char *token, inf_error *err);
+/* Checks permission; a denial is audited (action what, model, version). */
+inf_status inf__auth_require(inf_registry *r, const char *model, inf_registry_action action, const char *what,
+                             int64_t version, inf_error *err);
+const char *inf__auth_action_name(inf_registry_action action);
+
+/* ---- audit.c ---- */
+/* Appends a record inside the current write transaction.  detail_json is a
+ * JSON object text (NULL = "{}"); version 0 = none. */
+inf_status inf__audit_append(inf_registry *r, const char *action, const char *model, int64_t version,
+                             const char *outcome, const char *detail_json, inf_error *err);
+/* Appends a "denied" record in its own transaction (best effort). */
+void inf__audit_denied(inf_registry *r, const char *action, const char *model, int64_t version, const char *why);
+
+/* ---- signature.c ---- */
+/* JSON text of the model's signature (inputs, outputs, opsets, sizes). */
+inf_status inf__signature_json(const inf_model *model, char **out, inf_error *err);
+/* Checks spec (JSON text from path) against the model; *canonical receives
+ * the canonical spec text (malloc) and hash its SHA-256 -- the pipeline's
+ * own spec hash, stamped on predictions. */
+inf_status inf__pipeline_check(const char *path, const char *text, const inf_model *model, char **canonical,
+                               char hash[65], inf_error *err);
+/* A short human summary object of a spec (cJSON *), NULL if unparsable. */
+struct cJSON;
+struct cJSON *inf__pipeline_summary(const char *spec_json);
+
+#endif /* INF_REGISTRY_INT_H */

@@ -1,0 +1,243 @@
+/*
+ * http.c -- the transport of `infera serve`: libmicrohttpd (Debian
+ * libmicrohttpd-dev) with a pool of epoll threads, HTTP/1.1 keep-alive and
+ * pipelining (MHD answers a connection's requests in order).
+ *
+ * PER REQUEST.  The first call of the access handler creates an srv_request
+ * (and rejects a Content-Length over the body limit with 413 once the
+ * headers are in); the next calls append upload chunks to the body (a body
+ * growing past the limit is dropped and answered 413); the final call
+ * dispatches the route.  A route that posts a job to a batcher suspends the
+ * connection before the job is queued, and the job's completion resumes it
+ * from the scheduler thread; MHD then calls the handler again and the
+ * response is encoded on the HTTP thread.  The completion callback
+ * (NOTIFY_COMPLETED) releases everything the request holds.
+ *
+ * LIMITS.  Connection limit (MHD_OPTION_CONNECTION_LIMIT), idle/header/body
+ * timeout (MHD_OPTION_CONNECTION_TIMEOUT), body size (413), per-connection
+ * memory for headers (MHD_OPTION_CONNECTION_MEMORY_LIMIT; over it MHD
+ * answers 431/413 itself).
+ *
+ * DRAIN.  On SIGTERM main.c calls quiesce (the listening socket closes; new
+ * connections are refused), responses get "Connection: close", and main.c
+ * waits for in_flight to reach 0 before stopping the daemon.
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "serve/serve.h"
+
+void inf__serve_error(srv_request *rq, int status, const char *fmt, ...) {
+    char msg[INF_ERROR_MESSAGE_MAX + 64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    inf__serve_buf_free(&rq->resp);
+    inf__serve_buf_free(&rq->resp_bin);
+    rq->json_header_len = 0;
+    rq->status = status;
+    inf__serve_buf_puts(&rq->resp, "{\"error\":");
+    inf__serve_buf_json_str(&rq->resp, msg, strlen(msg));
+    inf__serve_buf_puts(&rq->resp, "}");
+    rq->content_type = "application/json";
+}
+
+static enum MHD_Result send_response(srv_request *rq) {
+    srv_server *srv = rq->srv;
+    size_t n = 0;
+    if (rq->json_header_len) {
+        rq->json_header_len = rq->resp.n;
+        inf__serve_buf_put(&rq->resp, rq->resp_bin.p ? rq->resp_bin.p : "", rq->resp_bin.n);
+        inf__serve_buf_free(&rq->resp_bin);
+    }
+    if (rq->resp.oom) inf__serve_error(rq, 503, "out of memory building the response");
+    char *body = inf__serve_buf_take(&rq->resp, &n);
+    struct MHD_Response *resp =
+        body ? MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE)
+             : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            rq->content_type ? rq->content_type : "application/json");
+    if (rq->json_header_len) {
+        char len[32];
+        snprintf(len, sizeof len, "%zu", rq->json_header_len);
+        MHD_add_response_header(resp, "Inference-Header-Content-Length", len);
+    }
+    if (atomic_load(&srv->draining)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (rq->status == 0) rq->status = 200;
+    enum MHD_Result r = MHD_queue_response(rq->conn, (unsigned)rq->status, resp);
+    MHD_destroy_response(resp);
+    int cls = rq->status / 100;
+    if (cls >= 1 && cls <= 5) atomic_fetch_add_explicit(&srv->metrics.http_by_class[cls], 1, memory_order_relaxed);
+    inf__serve_access_log(srv, rq);
+    rq->state = 3;
+    return r;
+}
+
+void inf__serve_http_suspend(srv_request *rq) { MHD_suspend_connection(rq->conn); }
+void inf__serve_http_resume(srv_request *rq) { MHD_resume_connection(rq->conn); }
+
+const char *inf__serve_http_header(srv_request *rq, const char *name) {
+    return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
+}
+
+void inf__serve_http_job_done(srv_job *job, void *user) {
+    srv_request *rq = user;
+    (void)job;
+    MHD_resume_connection(rq->conn);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls) {
+    srv_server *srv = cls;
+    srv_request *rq = *con_cls;
+    if (!rq) {
+        rq = calloc(1, sizeof *rq);
+        if (!rq) return MHD_NO;
+        rq->srv = srv;
+        rq->conn = conn;
+        rq->method = method;
+        rq->url = url;
+        rq->t_start_ns = inf__serve_now_ns();
+        rq->request_no = atomic_fetch_add_explicit(&srv->next_request_id, 1, memory_order_relaxed) + 1;
+        atomic_fetch_add(&srv->in_flight, 1);
+        *con_cls = rq;
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > (unsigned long long)srv->opt.max_body_bytes) rq->body_too_large = 1;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (rq->body_too_large) return MHD_YES;
+        if (rq->body_len + n > (size_t)srv->opt.max_body_bytes) {
+            rq->body_too_large = 1;
+            free(rq->body);
+            rq->body = NULL;
+            rq->body_len = rq->body_cap = 0;
+            return MHD_YES;
+        }
+        if (rq->body_len + n + 1 > rq->body_cap) {
+            size_t cap = rq->body_cap ? rq->body_cap : 4096;
+            while (cap < rq->body_len + n + 1) cap *= 2;
+            /* a body whose Content-Length is known gets its full size at once */
+            char *p = realloc(rq->body, cap);
+            if (!p) {
+                rq->body_too_large = 2; /* out of memory */
+                free(rq->body);
+                rq->body = NULL;
+                rq->body_len = rq->body_cap = 0;
+                return MHD_YES;
+            }
+            rq->body = p;
+            rq->body_cap = cap;
+        }
+        memcpy(rq->body + rq->body_len, upload_data, n);
+        rq->body_len += n;
+        rq->body[rq->body_len] = 0;
+        return MHD_YES;
+    }
+    if (rq->state == 1) { /* resumed: the job finished */
+        inf__serve_route_complete(rq);
+        return send_response(rq);
+    }
+    if (rq->state == 2) /* answered before the job was queued */
+        return send_response(rq);
+    if (rq->state == 3) return MHD_YES;
+    if (rq->body_too_large == 1) {
+        inf__serve_error(rq, 413, "request body larger than the limit of %lld bytes (--max-body-bytes)",
+                         (long long)srv->opt.max_body_bytes);
+        return send_response(rq);
+    }
+    if (rq->body_too_large == 2) {
+        inf__serve_error(rq, 503, "out of memory receiving the request body");
+        return send_response(rq);
+    }
+    if (inf__serve_route_dispatch(rq)) return MHD_YES; /* suspended by the route */
+    return send_response(rq);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    srv_server *srv = cls;
+    srv_request *rq = *con_cls;
+    (void)conn;
+    (void)toe;
+    if (!rq) return;
+    inf__serve_request_release(rq);
+    inf__serve_buf_free(&rq->resp);
+    inf__serve_buf_free(&rq->resp_bin);
+    free(rq->body);
+    free(rq);
+    *con_cls = NULL;
+    atomic_fetch_sub(&srv->in_flight, 1);
+}
+
+inf_status inf__serve_http_start(srv_server *srv, inf_error *err) {
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    struct addrinfo hints = {0}, *ai = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    char port[16];
+    snprintf(port, sizeof port, "%d", srv->opt.port);
+    int gai = getaddrinfo(srv->opt.host, port, &hints, &ai);
+    if (gai || !ai) {
+        if (err) {
+            err->status = INF_EINVAL;
+            snprintf(err->message, sizeof err->message, "cannot resolve --host %s: %s", srv->opt.host,
+                     gai_strerror(gai));
+        }
+        return INF_EINVAL;
+    }
+    memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+    int family = ai->ai_family;
+    freeaddrinfo(ai);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO;
+    if (family == AF_INET6) flags |= MHD_USE_IPv6;
+    int threads = srv->opt.http_threads > 0 ? srv->opt.http_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1) threads = 1;
+    srv->daemon = MHD_start_daemon(
+        flags, (uint16_t)srv->opt.port, NULL, NULL, on_request, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->opt.conn_limit, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)srv->opt.conn_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+        MHD_OPTION_END);
+    if (!srv->daemon) {
+        if (err) {
+            err->status = INF_EIO;
+            snprintf(err->message, sizeof err->message,
+                     "cannot listen on %s:%d (address in use, or not a local address?)", srv->opt.host, srv->opt.port);
+        }
+        return INF_EIO;
+    }
+    if (srv->opt.port == 0) {
+        const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+        if (info) srv->opt.port = info->port;
+    }
+    snprintf(srv->listen_url, sizeof srv->listen_url, "http://%s%s%s:%d", family == AF_INET6 ? "[" : "",
+             srv->opt.host, family == AF_INET6 ? "]" : "", srv->opt.port);
+    return INF_OK;
+}
+
+void inf__serve_http_quiesce(srv_server *srv) {
+    if (!srv->daemon) return;
+    MHD_socket s = MHD_quiesce_daemon(srv->daemon);
+    if (s != MHD_INVALID_SOCKET) close(s);
+}
+
+void inf__serve_http_stop(srv_server *srv) {
+    if (srv->daemon) MHD_stop_daemon(srv->daemon);
+    srv->daemon = NULL;
+}

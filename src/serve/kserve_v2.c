@@ -1,0 +1,1126 @@
+/*
+ * kserve_v2.c -- the KServe V2 / Open Inference Protocol codec: inference
+ * requests in, inference responses out (shared/reference/kserve-v2.md §2.2,
+ * §2.3).
+ *
+ * DECODING.  A small hand-written scanner walks the request object (keys in
+ * any order).  The small structured parts ("parameters" objects) go through
+ * cJSON; tensor "data" arrays, which dominate the cost of a request, are
+ * first located as spans and then parsed straight into the typed buffer of
+ * the tensor once its datatype and shape are known: flat or nested, numbers
+ * through json_num.c, booleans, strings for BYTES.  With the binary tensor
+ * data extension an input declares "binary_data_size" and its bytes follow
+ * the JSON header in declaration order; a suitably aligned blob is used in
+ * place, otherwise copied.
+ *
+ * VALIDATION.  Every input must name a model input (once), carry the model's
+ * datatype and a shape of the model's rank whose fixed dimensions match;
+ * data must hold exactly prod(shape) elements.  Messages name the input,
+ * the field and the expected value, and become the {"error": ...} body.
+ *
+ * ENCODING.  Outputs (all, or the requested ones in request order) are
+ * written as JSON data arrays, or as binary blobs when asked for per output
+ * ("binary_data") or per request ("binary_data_output").
+ */
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve/serve.h"
+
+/* ---- datatypes -------------------------------------------------------------- */
+
+static const struct {
+    const char *kserve;
+    inf_dtype dtype;
+} dtype_table[] = {
+    {"BOOL", INF_DTYPE_BOOL}, {"UINT8", INF_DTYPE_U8},   {"UINT16", INF_DTYPE_U16}, {"UINT32", INF_DTYPE_U32},
+    {"UINT64", INF_DTYPE_U64}, {"INT8", INF_DTYPE_I8},   {"INT16", INF_DTYPE_I16},  {"INT32", INF_DTYPE_I32},
+    {"INT64", INF_DTYPE_I64}, {"FP16", INF_DTYPE_F16},   {"FP32", INF_DTYPE_F32},   {"FP64", INF_DTYPE_F64},
+    {"BYTES", INF_DTYPE_STRING}, {"BF16", INF_DTYPE_BF16},
+};
+#define N_DTYPES ((int)(sizeof dtype_table / sizeof dtype_table[0]))
+
+const char *inf__serve_kserve_dtype(inf_dtype d) {
+    for (int i = 0; i < N_DTYPES; i++)
+        if (dtype_table[i].dtype == d) return dtype_table[i].kserve;
+    return NULL;
+}
+
+inf_dtype inf__serve_dtype_from_kserve(const char *s, size_t n) {
+    for (int i = 0; i < N_DTYPES; i++)
+        if (strlen(dtype_table[i].kserve) == n && !memcmp(dtype_table[i].kserve, s, n)) return dtype_table[i].dtype;
+    return INF_DTYPE_UNDEFINED;
+}
+
+/* ---- scanner ------------------------------------------------------------------ */
+
+typedef struct scan {
+    const char *base, *p, *end;
+    inf_error *err;
+    int failed;
+} scan;
+
+static int fail(scan *sc, inf_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(scan *sc, inf_status st, const char *fmt, ...) {
+    if (sc->failed) return -1;
+    sc->failed = 1;
+    if (sc->err) {
+        va_list ap;
+        va_start(ap, fmt);
+        sc->err->status = st;
+        vsnprintf(sc->err->message, sizeof sc->err->message, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static void ws(scan *sc) {
+    while (sc->p < sc->end && (*sc->p == ' ' || *sc->p == '\n' || *sc->p == '\r' || *sc->p == '\t')) sc->p++;
+}
+
+static int expect(scan *sc, char c, const char *where) {
+    ws(sc);
+    if (sc->p < sc->end && *sc->p == c) {
+        sc->p++;
+        return 0;
+    }
+    if (sc->p >= sc->end)
+        return fail(sc, INF_EFORMAT, "malformed JSON: unexpected end of input in %s (expected '%c')", where, c);
+    return fail(sc, INF_EFORMAT, "malformed JSON at offset %ld in %s: expected '%c', found '%c'",
+                (long)(sc->p - sc->base), where, c, *sc->p);
+}
+
+/* A string token: [s, s+n) raw (escapes not decoded); has_esc when it has '\'. */
+static int str_span(scan *sc, const char **s, size_t *n, int *has_esc, const char *where) {
+    if (expect(sc, '"', where)) return -1;
+    const char *start = sc->p;
+    int esc = 0;
+    while (sc->p < sc->end && *sc->p != '"') {
+        if ((unsigned char)*sc->p < 0x20)
+            return fail(sc, INF_EFORMAT, "malformed JSON at offset %ld in %s: control character in string",
+                        (long)(sc->p - sc->base), where);
+        if (*sc->p == '\\') {
+            esc = 1;
+            sc->p++;
+            if (sc->p >= sc->end) break;
+        }
+        sc->p++;
+    }
+    if (sc->p >= sc->end) return fail(sc, INF_EFORMAT, "malformed JSON: unterminated string in %s", where);
+    *s = start;
+    *n = (size_t)(sc->p - start);
+    if (has_esc) *has_esc = esc;
+    sc->p++;
+    return 0;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Decodes a raw string span (with escapes) into a malloc'd NUL-terminated
+ * string; *out_len gets its length.  NULL on a bad escape (or no memory). */
+static char *unescape(const char *s, size_t n, size_t *out_len) {
+    char *o = malloc(n + 1);
+    if (!o) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '\\') {
+            o[k++] = s[i];
+            continue;
+        }
+        if (++i >= n) goto bad;
+        switch (s[i]) {
+        case '"': o[k++] = '"'; break;
+        case '\\': o[k++] = '\\'; break;
+        case '/': o[k++] = '/'; break;
+        case 'b': o[k++] = '\b'; break;
+        case 'f': o[k++] = '\f'; break;
+        case 'n': o[k++] = '\n'; break;
+        case 'r': o[k++] = '\r'; break;
+        case 't': o[k++] = '\t'; break;
+        case 'u': {
+            unsigned cp = 0;
+            for (int j = 1; j <= 4; j++) {
+                if (i + j >= n) goto bad;
+                int h = hexval(s[i + j]);
+                if (h < 0) goto bad;
+                cp = cp * 16 + (unsigned)h;
+            }
+            i += 4;
+            if (cp >= 0xD800 && cp <= 0xDBFF && i + 6 < n && s[i + 1] == '\\' &&
+                s[i + 2] == 'u') {
+                unsigned lo = 0;
+                int okk = 1;
+                for (int j = 3; j <= 6; j++) {
+                    int h = hexval(s[i + j]);
+                    if (h < 0) okk = 0;
+                    lo = lo * 16 + (unsigned)(h < 0 ? 0 : h);
+                }
+                if (okk && lo >= 0xDC00 && lo <= 0xDFFF) {
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    i += 6;
+                }
+            }
+            if (cp < 0x80) {
+                o[k++] = (char)cp;
+            } else if (cp < 0x800) {
+                o[k++] = (char)(0xC0 | (cp >> 6));
+                o[k++] = (char)(0x80 | (cp & 0x3F));
+            } else if (cp < 0x10000) {
+                o[k++] = (char)(0xE0 | (cp >> 12));
+                o[k++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                o[k++] = (char)(0x80 | (cp & 0x3F));
+            } else {
+                o[k++] = (char)(0xF0 | (cp >> 18));
+                o[k++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+                o[k++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                o[k++] = (char)(0x80 | (cp & 0x3F));
+            }
+            break;
+        }
+        default: goto bad;
+        }
+    }
+    o[k] = 0;
+    *out_len = k;
+    return o;
+bad:
+    free(o);
+    return NULL;
+}
+
+static int skip_value(scan *sc, int depth, const char *where);
+
+static int skip_container(scan *sc, char open, char close, int depth, const char *where) {
+    if (depth > 64) return fail(sc, INF_EFORMAT, "malformed JSON: nesting deeper than 64 in %s", where);
+    sc->p++; /* open */
+    ws(sc);
+    if (sc->p < sc->end && *sc->p == close) {
+        sc->p++;
+        return 0;
+    }
+    for (;;) {
+        if (open == '{') {
+            const char *k;
+            size_t kn;
+            if (str_span(sc, &k, &kn, NULL, where) || expect(sc, ':', where)) return -1;
+        }
+        if (skip_value(sc, depth + 1, where)) return -1;
+        ws(sc);
+        if (sc->p < sc->end && *sc->p == ',') {
+            sc->p++;
+            continue;
+        }
+        return expect(sc, close, where);
+    }
+}
+
+static int skip_value(scan *sc, int depth, const char *where) {
+    ws(sc);
+    if (sc->p >= sc->end) return fail(sc, INF_EFORMAT, "malformed JSON: unexpected end of input in %s", where);
+    char c = *sc->p;
+    if (c == '{') return skip_container(sc, '{', '}', depth, where);
+    if (c == '[') return skip_container(sc, '[', ']', depth, where);
+    if (c == '"') {
+        const char *s;
+        size_t n;
+        return str_span(sc, &s, &n, NULL, where);
+    }
+    static const char *lits[] = {"true", "false", "null"};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(lits[i]);
+        if ((size_t)(sc->end - sc->p) >= n && !memcmp(sc->p, lits[i], n)) {
+            sc->p += n;
+            return 0;
+        }
+    }
+    double d;
+    size_t n = inf__serve_parse_double(sc->p, sc->end, &d);
+    if (!n)
+        return fail(sc, INF_EFORMAT, "malformed JSON at offset %ld in %s: unexpected '%c'", (long)(sc->p - sc->base),
+                    where, c);
+    sc->p += n;
+    return 0;
+}
+
+/* Iterates an object: calls fn(key, keylen) positioned at the value. */
+#define FOR_EACH_KEY(sc, where, KEY, KLEN, BODY)                                                                     \
+    do {                                                                                                             \
+        if (expect(sc, '{', where)) goto out;                                                                         \
+        ws(sc);                                                                                                      \
+        if ((sc)->p < (sc)->end && *(sc)->p == '}') {                                                                \
+            (sc)->p++;                                                                                               \
+            break;                                                                                                   \
+        }                                                                                                            \
+        for (;;) {                                                                                                   \
+            const char *KEY;                                                                                         \
+            size_t KLEN;                                                                                             \
+            if (str_span(sc, &KEY, &KLEN, NULL, where) || expect(sc, ':', where)) goto out;                          \
+            BODY;                                                                                                    \
+            ws(sc);                                                                                                  \
+            if ((sc)->p < (sc)->end && *(sc)->p == ',') {                                                            \
+                (sc)->p++;                                                                                           \
+                continue;                                                                                            \
+            }                                                                                                        \
+            if (expect(sc, '}', where)) goto out;                                                                     \
+            break;                                                                                                   \
+        }                                                                                                            \
+    } while (0)
+
+static int key_is(const char *k, size_t n, const char *lit) { return strlen(lit) == n && !memcmp(k, lit, n); }
+
+/* A string value as an owned C string. */
+static int get_string(scan *sc, char **out, const char *where) {
+    const char *s = NULL;
+    size_t n = 0;
+    int esc = 0;
+    if (str_span(sc, &s, &n, &esc, where)) return -1;
+    size_t len;
+    char *v = esc ? unescape(s, n, &len) : NULL;
+    if (!esc) {
+        v = malloc(n + 1);
+        if (v) memcpy(v, s, n), v[n] = 0;
+    }
+    if (!v) return fail(sc, INF_EFORMAT, "bad string escape in %s", where);
+    free(*out);
+    *out = v;
+    return 0;
+}
+
+/* A "parameters" object through cJSON. */
+static int get_params(scan *sc, cJSON **out, const char *where) {
+    ws(sc);
+    const char *start = sc->p;
+    if (sc->p >= sc->end || *sc->p != '{') return fail(sc, INF_EFORMAT, "%s: 'parameters' must be an object", where);
+    if (skip_value(sc, 0, where)) return -1;
+    cJSON *j = cJSON_ParseWithLength(start, (size_t)(sc->p - start));
+    if (!j) return fail(sc, INF_ENOMEM, "%s: cannot parse parameters", where);
+    cJSON_Delete(*out);
+    *out = j;
+    return 0;
+}
+
+static int param_int(const cJSON *params, const char *key, int64_t *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, key);
+    if (!v) return 0;
+    if (!cJSON_IsNumber(v)) return -1;
+    *out = (int64_t)v->valuedouble;
+    return 1;
+}
+
+static int param_bool(const cJSON *params, const char *key, int *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, key);
+    if (!v) return 0;
+    if (!cJSON_IsBool(v)) return -1;
+    *out = cJSON_IsTrue(v);
+    return 1;
+}
+
+/* ---- tensor data ------------------------------------------------------------- */
+
+static void shape_str(char *buf, size_t size, int ndim, const int64_t *dims) {
+    size_t k = 0;
+    k += (size_t)snprintf(buf + k, size - k, "[");
+    for (int i = 0; i < ndim && k < size; i++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%lld", i ? "," : "", (long long)dims[i]);
+    if (k < size) snprintf(buf + k, size - k, "]");
+}
+
+/* Parses a "data" span into in->data (numel elements of in->dtype). */
+static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_len, int64_t numel) {
+    scan sc = {outer->base, span, span + span_len, outer->err, 0};
+    const char *nm = in->name;
+    size_t esz = inf_dtype_size(in->dtype);
+    if (in->dtype == INF_DTYPE_F16 || in->dtype == INF_DTYPE_BF16)
+        return fail(outer, INF_ETYPE,
+                    "input '%s': %s data cannot be given as JSON; use the binary tensor data extension", nm,
+                    in->dtype == INF_DTYPE_F16 ? "FP16" : "BF16");
+    if (in->dtype == INF_DTYPE_STRING) {
+        in->strings = calloc((size_t)(numel ? numel : 1), sizeof(char *));
+        if (!in->strings) return fail(outer, INF_ENOMEM, "input '%s': out of memory", nm);
+        in->n_strings = numel;
+        in->data = malloc((size_t)(numel ? numel : 1) * sizeof(char *));
+        if (!in->data) return fail(outer, INF_ENOMEM, "input '%s': out of memory", nm);
+    } else {
+        in->data = malloc((size_t)(numel ? numel : 1) * esz);
+        if (!in->data) return fail(outer, INF_ENOMEM, "input '%s': data of %lld elements: out of memory", nm, (long long)numel);
+    }
+    int64_t k = 0;
+    int depth = 0;
+    const char *p = sc.p, *end = sc.end;
+    for (;;) {
+        while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t' || *p == ',')) p++;
+        if (p >= end) break;
+        char c = *p;
+        if (c == '[') {
+            if (++depth > INF_MAX_DIMS + 1)
+                return fail(outer, INF_EFORMAT, "input '%s': data nested deeper than the shape", nm);
+            p++;
+            continue;
+        }
+        if (c == ']') {
+            if (--depth < 0) return fail(outer, INF_EFORMAT, "input '%s': unbalanced ']' in data", nm);
+            p++;
+            continue;
+        }
+        if (k >= numel) {
+            char sh[96];
+            shape_str(sh, sizeof sh, in->ndim, in->dims);
+            /* count the rest for the message */
+            int64_t more = 0;
+            for (const char *q = p; q < end; q++) more += (*q == ',');
+            return fail(outer, INF_ESHAPE, "input '%s': data has %lld elements but shape %s holds %lld", nm,
+                        (long long)(numel + 1 + more), sh, (long long)numel);
+        }
+        size_t n = 0;
+        switch (in->dtype) {
+        case INF_DTYPE_F32:
+        case INF_DTYPE_F64: {
+            double d;
+            n = inf__serve_parse_double(p, end, &d);
+            if (!n) goto bad_elem;
+            if (in->dtype == INF_DTYPE_F32)
+                ((float *)in->data)[k] = (float)d;
+            else
+                ((double *)in->data)[k] = d;
+            break;
+        }
+        case INF_DTYPE_BOOL: {
+            uint8_t b;
+            if (end - p >= 4 && !memcmp(p, "true", 4)) {
+                b = 1, n = 4;
+            } else if (end - p >= 5 && !memcmp(p, "false", 5)) {
+                b = 0, n = 5;
+            } else if ((*p == '0' || *p == '1') && (p + 1 >= end || (unsigned)(p[1] - '0') >= 10)) {
+                b = (uint8_t)(*p - '0'), n = 1;
+            } else {
+                goto bad_elem;
+            }
+            ((uint8_t *)in->data)[k] = b;
+            break;
+        }
+        case INF_DTYPE_STRING: {
+            if (*p != '"') goto bad_elem;
+            sc.p = p;
+            const char *s = NULL;
+            size_t sn = 0;
+            int esc = 0;
+            if (str_span(&sc, &s, &sn, &esc, nm)) {
+                outer->failed = 1;
+                return -1;
+            }
+            size_t len = sn;
+            char *v = esc ? unescape(s, sn, &len) : malloc(sn + 1);
+            if (!v) return fail(outer, INF_EFORMAT, "input '%s': element %lld: bad string", nm, (long long)k);
+            if (!esc) memcpy(v, s, sn), v[sn] = 0;
+            in->strings[k] = v;
+            ((char **)in->data)[k] = v;
+            n = (size_t)(sc.p - p);
+            break;
+        }
+        case INF_DTYPE_U64: {
+            uint64_t u;
+            n = inf__serve_parse_u64(p, end, &u);
+            if (!n) goto bad_elem;
+            ((uint64_t *)in->data)[k] = u;
+            break;
+        }
+        default: { /* signed and small unsigned integers */
+            int64_t v;
+            n = inf__serve_parse_i64(p, end, &v);
+            if (!n) goto bad_elem;
+            static const struct {
+                inf_dtype d;
+                int64_t lo, hi;
+            } ranges[] = {{INF_DTYPE_I8, -128, 127},          {INF_DTYPE_U8, 0, 255},
+                          {INF_DTYPE_I16, -32768, 32767},     {INF_DTYPE_U16, 0, 65535},
+                          {INF_DTYPE_I32, INT32_MIN, INT32_MAX}, {INF_DTYPE_U32, 0, UINT32_MAX},
+                          {INF_DTYPE_I64, INT64_MIN, INT64_MAX}};
+            int found = 0;
+            for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
+                if (ranges[r].d != in->dtype) continue;
+                found = 1;
+                if (v < ranges[r].lo || v > ranges[r].hi)
+                    return fail(outer, INF_ERANGE, "input '%s': element %lld = %lld is out of range for %s", nm,
+                                (long long)k, (long long)v, inf__serve_kserve_dtype(in->dtype));
+            }
+            if (!found) return fail(outer, INF_ETYPE, "input '%s': datatype not supported in JSON", nm);
+            switch (in->dtype) {
+            case INF_DTYPE_I8: ((int8_t *)in->data)[k] = (int8_t)v; break;
+            case INF_DTYPE_U8: ((uint8_t *)in->data)[k] = (uint8_t)v; break;
+            case INF_DTYPE_I16: ((int16_t *)in->data)[k] = (int16_t)v; break;
+            case INF_DTYPE_U16: ((uint16_t *)in->data)[k] = (uint16_t)v; break;
+            case INF_DTYPE_I32: ((int32_t *)in->data)[k] = (int32_t)v; break;
+            case INF_DTYPE_U32: ((uint32_t *)in->data)[k] = (uint32_t)v; break;
+            default: ((int64_t *)in->data)[k] = v; break;
+            }
+        }
+        }
+        p += n;
+        k++;
+        /* the next byte must end the element */
+        if (p < end && !(*p == ',' || *p == ']' || *p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) goto bad_elem_after;
+        continue;
+    bad_elem:;
+        {
+            char tok[24];
+            size_t tn = 0;
+            while (p + tn < end && tn < sizeof tok - 1 && p[tn] != ',' && p[tn] != ']') tn++;
+            memcpy(tok, p, tn);
+            tok[tn] = 0;
+            return fail(outer, INF_ETYPE, "input '%s': element %lld ('%s') is not a valid %s value", nm, (long long)k,
+                        tok, inf__serve_kserve_dtype(in->dtype));
+        }
+    bad_elem_after:
+        return fail(outer, INF_ETYPE, "input '%s': element %lld is not a valid %s value", nm, (long long)(k - 1),
+                    inf__serve_kserve_dtype(in->dtype));
+    }
+    if (depth != 0) return fail(outer, INF_EFORMAT, "input '%s': unbalanced '[' in data", nm);
+    if (k != numel) {
+        char sh[96];
+        shape_str(sh, sizeof sh, in->ndim, in->dims);
+        return fail(outer, INF_ESHAPE, "input '%s': data has %lld elements but shape %s needs %lld", nm, (long long)k,
+                    sh, (long long)numel);
+    }
+    return 0;
+}
+
+/* ---- request ------------------------------------------------------------------ */
+
+void inf__serve_infer_request_clear(srv_infer_request *req) {
+    for (int i = 0; i < req->n_inputs; i++) {
+        srv_input *in = &req->inputs[i];
+        free(in->name);
+        if (in->strings)
+            for (int64_t k = 0; k < in->n_strings; k++) free(in->strings[k]);
+        free(in->strings);
+        if (!in->borrowed_data) free(in->data);
+    }
+    free(req->inputs);
+    for (int i = 0; i < req->n_outputs; i++) free(req->outputs[i].name);
+    free(req->outputs);
+    free(req->id);
+    memset(req, 0, sizeof *req);
+}
+
+typedef struct input_tmp {
+    const char *data_span;
+    size_t data_len;
+    int64_t binary_size; /* -1 = none */
+    int has_shape;
+    char *dtype_name;
+} input_tmp;
+
+static int parse_shape(scan *sc, srv_input *in) {
+    const char *where = in->name ? in->name : "input";
+    if (expect(sc, '[', "shape")) return -1;
+    in->ndim = 0;
+    ws(sc);
+    if (sc->p < sc->end && *sc->p == ']') {
+        sc->p++;
+        return 0;
+    }
+    for (;;) {
+        ws(sc);
+        int64_t v;
+        size_t n = inf__serve_parse_i64(sc->p, sc->end, &v);
+        if (!n || v < 0)
+            return fail(sc, INF_EINVAL, "input '%s': shape must be a list of non-negative integers", where);
+        if (in->ndim >= INF_MAX_DIMS)
+            return fail(sc, INF_ESHAPE, "input '%s': shape has more than %d dimensions", where, INF_MAX_DIMS);
+        in->dims[in->ndim++] = v;
+        sc->p += n;
+        ws(sc);
+        if (sc->p < sc->end && *sc->p == ',') {
+            sc->p++;
+            continue;
+        }
+        return expect(sc, ']', "shape");
+    }
+}
+
+static int parse_input(scan *sc, srv_input *in, input_tmp *tmp) {
+    cJSON *params = NULL;
+    tmp->binary_size = -1;
+    FOR_EACH_KEY(sc, "inputs[]", key, klen, {
+        if (key_is(key, klen, "name")) {
+            if (get_string(sc, &in->name, "input name")) goto out;
+        } else if (key_is(key, klen, "datatype")) {
+            if (get_string(sc, &tmp->dtype_name, "datatype")) goto out;
+        } else if (key_is(key, klen, "shape")) {
+            if (parse_shape(sc, in)) goto out;
+            tmp->has_shape = 1;
+        } else if (key_is(key, klen, "data")) {
+            ws(sc);
+            tmp->data_span = sc->p;
+            if (skip_value(sc, 0, "data")) goto out;
+            tmp->data_len = (size_t)(sc->p - tmp->data_span);
+        } else if (key_is(key, klen, "parameters")) {
+            if (get_params(sc, &params, "input parameters")) goto out;
+        } else {
+            if (skip_value(sc, 0, "input")) goto out;
+        }
+    });
+    if (params) {
+        int64_t bs;
+        int r = param_int(params, "binary_data_size", &bs);
+        if (r < 0 || (r > 0 && bs < 0)) {
+            fail(sc, INF_EINVAL, "input '%s': parameters.binary_data_size must be a non-negative integer",
+                 in->name ? in->name : "?");
+            goto out;
+        }
+        if (r > 0) tmp->binary_size = bs;
+    }
+out:
+    cJSON_Delete(params);
+    return sc->failed ? -1 : 0;
+}
+
+static int parse_output(scan *sc, srv_output_req *o) {
+    cJSON *params = NULL;
+    o->binary = -1;
+    FOR_EACH_KEY(sc, "outputs[]", key, klen, {
+        if (key_is(key, klen, "name")) {
+            if (get_string(sc, &o->name, "output name")) goto out;
+        } else if (key_is(key, klen, "parameters")) {
+            if (get_params(sc, &params, "output parameters")) goto out;
+        } else {
+            if (skip_value(sc, 0, "output")) goto out;
+        }
+    });
+    if (params) {
+        int b;
+        int r = param_bool(params, "binary_data", &b);
+        if (r < 0) {
+            fail(sc, INF_EINVAL, "output '%s': parameters.binary_data must be a boolean", o->name ? o->name : "?");
+            goto out;
+        }
+        if (r > 0) o->binary = b;
+        int64_t k;
+        if (param_int(params, "classification", &k) != 0) {
+            fail(sc, INF_EUNSUPPORTED, "output '%s': the classification extension is not supported",
+                 o->name ? o->name : "?");
+            goto out;
+        }
+    }
+out:
+    cJSON_Delete(params);
+    return sc->failed ? -1 : 0;
+}
+
+static int grow(void **arr, int n, size_t elem) {
+    if (n & (n - 1)) return 0; /* capacity doubles at powers of two */
+    void *p = realloc(*arr, (size_t)(n ? 2 * n : 4) * elem);
+    if (!p) return -1;
+    memset((char *)p + (size_t)n * elem, 0, (size_t)(n ? n : 4) * elem);
+    *arr = p;
+    return 0;
+}
+
+/* Checks a decoded input against the model and binds it. */
+static int check_input(scan *sc, const inf_model *model, srv_input *in, const input_tmp *tmp,
+                       const uint8_t *seen) {
+    const char *nm = in->name;
+    if (!nm) return fail(sc, INF_EINVAL, "an input has no 'name'");
+    int idx = inf_model_find_input(model, nm);
+    if (idx < 0) {
+        char names[256] = "";
+        size_t k = 0;
+        for (int i = 0; i < inf_model_n_inputs(model) && k < sizeof names - 1; i++)
+            k += (size_t)snprintf(names + k, sizeof names - k, "%s'%s'", i ? ", " : "", inf_model_input(model, i)->name);
+        return fail(sc, INF_EINVAL, "unknown input '%s' (the model's inputs: %s)", nm, names);
+    }
+    if (seen[idx]) return fail(sc, INF_EINVAL, "input '%s' is given twice", nm);
+    in->model_index = idx;
+    const inf_value_info *vi = inf_model_input(model, idx);
+    if (!tmp->dtype_name) return fail(sc, INF_EINVAL, "input '%s': missing 'datatype'", nm);
+    in->dtype = inf__serve_dtype_from_kserve(tmp->dtype_name, strlen(tmp->dtype_name));
+    if (in->dtype == INF_DTYPE_UNDEFINED)
+        return fail(sc, INF_ETYPE, "input '%s': unknown datatype '%s'", nm, tmp->dtype_name);
+    if (vi->kind != INF_KIND_TENSOR)
+        return fail(sc, INF_EUNSUPPORTED, "input '%s': the model expects a sequence or map, which KServe cannot express", nm);
+    if (vi->dtype != INF_DTYPE_UNDEFINED && vi->dtype != in->dtype)
+        return fail(sc, INF_ETYPE, "input '%s': datatype %s does not match the model's %s", nm, tmp->dtype_name,
+                    inf__serve_kserve_dtype(vi->dtype) ? inf__serve_kserve_dtype(vi->dtype) : inf_dtype_name(vi->dtype));
+    if (!tmp->has_shape) return fail(sc, INF_EINVAL, "input '%s': missing 'shape'", nm);
+    if (vi->ndim >= 0) {
+        int bad = vi->ndim != in->ndim;
+        int bad_dim = -1;
+        for (int d = 0; !bad && d < in->ndim; d++)
+            if (vi->dims[d] >= 0 && vi->dims[d] != in->dims[d]) bad = 1, bad_dim = d;
+        if (bad) {
+            char got[96], want[96];
+            shape_str(got, sizeof got, in->ndim, in->dims);
+            shape_str(want, sizeof want, vi->ndim, vi->dims);
+            if (bad_dim >= 0)
+                return fail(sc, INF_ESHAPE, "input '%s': shape %s does not match the model's %s (dimension %d)", nm,
+                            got, want, bad_dim);
+            return fail(sc, INF_ESHAPE, "input '%s': shape %s has rank %d but the model's %s has rank %d", nm, got,
+                        in->ndim, want, vi->ndim);
+        }
+    }
+    return 0;
+}
+
+inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t json_len, const inf_model *model,
+                                   srv_infer_request *req, inf_error *err) {
+    memset(req, 0, sizeof *req);
+    scan sc0 = {body, body, body + json_len, err, 0};
+    scan *sc = &sc0;
+    input_tmp *tmps = NULL;
+    cJSON *params = NULL;
+    int have_inputs = 0;
+    int n_model_inputs = inf_model_n_inputs(model);
+    uint8_t seen[256] = {0};
+    if (n_model_inputs > 256) {
+        fail(sc, INF_EUNSUPPORTED, "models with more than 256 inputs are not served");
+        goto done;
+    }
+    ws(sc);
+    if (sc->p >= sc->end || *sc->p != '{') {
+        fail(sc, INF_EFORMAT, json_len ? "malformed JSON: the request must be a JSON object"
+                                       : "empty request body: expected a JSON inference request");
+        goto done;
+    }
+    sc->p++;
+    ws(sc);
+    if (sc->p < sc->end && *sc->p == '}') {
+        sc->p++;
+    } else {
+        for (;;) {
+            const char *key;
+            size_t klen;
+            if (str_span(sc, &key, &klen, NULL, "request") || expect(sc, ':', "request")) goto done;
+            if (key_is(key, klen, "id")) {
+                ws(sc);
+                if (sc->p < sc->end && *sc->p == '"') {
+                    if (get_string(sc, &req->id, "id")) goto done;
+                } else {
+                    fail(sc, INF_EINVAL, "'id' must be a string");
+                    goto done;
+                }
+            } else if (key_is(key, klen, "parameters")) {
+                if (get_params(sc, &params, "request parameters")) goto done;
+            } else if (key_is(key, klen, "inputs")) {
+                have_inputs = 1;
+                if (expect(sc, '[', "inputs")) goto done;
+                ws(sc);
+                if (sc->p < sc->end && *sc->p == ']') {
+                    sc->p++;
+                } else {
+                    for (;;) {
+                        if (grow((void **)&req->inputs, req->n_inputs, sizeof(srv_input)) ||
+                            grow((void **)&tmps, req->n_inputs, sizeof(input_tmp))) {
+                            fail(sc, INF_ENOMEM, "out of memory decoding inputs");
+                            goto done;
+                        }
+                        srv_input *in = &req->inputs[req->n_inputs];
+                        input_tmp *tmp = &tmps[req->n_inputs];
+                        req->n_inputs++;
+                        if (parse_input(sc, in, tmp)) goto done;
+                        ws(sc);
+                        if (sc->p < sc->end && *sc->p == ',') {
+                            sc->p++;
+                            continue;
+                        }
+                        if (expect(sc, ']', "inputs")) goto done;
+                        break;
+                    }
+                }
+            } else if (key_is(key, klen, "outputs")) {
+                if (expect(sc, '[', "outputs")) goto done;
+                ws(sc);
+                if (sc->p < sc->end && *sc->p == ']') {
+                    sc->p++;
+                } else {
+                    for (;;) {
+                        if (grow((void **)&req->outputs, req->n_outputs, sizeof(srv_output_req))) {
+                            fail(sc, INF_ENOMEM, "out of memory decoding outputs");
+                            goto done;
+                        }
+                        srv_output_req *o = &req->outputs[req->n_outputs++];
+                        if (parse_output(sc, o)) goto done;
+                        ws(sc);
+                        if (sc->p < sc->end && *sc->p == ',') {
+                            sc->p++;
+                            continue;
+                        }
+                        if (expect(sc, ']', "outputs")) goto done;
+                        break;
+                    }
+                }
+            } else {
+                if (skip_value(sc, 0, "request")) goto done;
+            }
+            ws(sc);
+            if (sc->p < sc->end && *sc->p == ',') {
+                sc->p++;
+                continue;
+            }
+            if (expect(sc, '}', "request")) goto done;
+            break;
+        }
+    }
+    ws(sc);
+    if (sc->p != sc->end) {
+        fail(sc, INF_EFORMAT, "malformed JSON: unexpected data after the request object at offset %ld%s",
+             (long)(sc->p - sc->base),
+             json_len == body_len ? " (binary tensor data needs the Inference-Header-Content-Length header)" : "");
+        goto done;
+    }
+    if (!have_inputs) {
+        fail(sc, INF_EINVAL, "the request has no 'inputs'");
+        goto done;
+    }
+    if (params) {
+        int b;
+        if (param_bool(params, "binary_data_output", &b) < 0) {
+            fail(sc, INF_EINVAL, "parameters.binary_data_output must be a boolean");
+            goto done;
+        }
+        if (param_bool(params, "binary_data_output", &b) > 0) req->binary_default = b;
+        int64_t t;
+        if (param_int(params, "timeout", &t) > 0 && t > 0) req->timeout_us = t;
+    }
+    /* bind and check inputs, then fill their data */
+    size_t bin_off = json_len;
+    for (int i = 0; i < req->n_inputs; i++) {
+        srv_input *in = &req->inputs[i];
+        input_tmp *tmp = &tmps[i];
+        if (check_input(sc, model, in, tmp, seen)) goto done;
+        seen[in->model_index] = 1;
+        int64_t numel = 1;
+        for (int d = 0; d < in->ndim; d++) {
+            if (in->dims[d] && numel > (INT64_C(1) << 40) / in->dims[d]) {
+                fail(sc, INF_ERANGE, "input '%s': shape is too large", in->name);
+                goto done;
+            }
+            numel *= in->dims[d];
+        }
+        if (tmp->binary_size >= 0) {
+            if (tmp->data_span) {
+                fail(sc, INF_EINVAL, "input '%s': both 'data' and parameters.binary_data_size are given", in->name);
+                goto done;
+            }
+            if (json_len == body_len) {
+                fail(sc, INF_EINVAL,
+                     "input '%s': binary_data_size given but the request has no binary part (missing "
+                     "Inference-Header-Content-Length header?)",
+                     in->name);
+                goto done;
+            }
+            if ((uint64_t)tmp->binary_size > body_len - bin_off) {
+                fail(sc, INF_EFORMAT,
+                     "input '%s': binary data truncated: binary_data_size %lld but only %zu bytes remain in the body",
+                     in->name, (long long)tmp->binary_size, body_len - bin_off);
+                goto done;
+            }
+            const uint8_t *blob = (const uint8_t *)body + bin_off;
+            size_t bs = (size_t)tmp->binary_size;
+            bin_off += bs;
+            if (in->dtype == INF_DTYPE_STRING) {
+                in->strings = calloc((size_t)(numel ? numel : 1), sizeof(char *));
+                in->data = malloc((size_t)(numel ? numel : 1) * sizeof(char *));
+                in->n_strings = numel;
+                if (!in->strings || !in->data) {
+                    fail(sc, INF_ENOMEM, "input '%s': out of memory", in->name);
+                    goto done;
+                }
+                size_t off = 0;
+                for (int64_t k = 0; k < numel; k++) {
+                    if (bs - off < 4) {
+                        fail(sc, INF_EFORMAT, "input '%s': BYTES element %lld: truncated length prefix", in->name,
+                             (long long)k);
+                        goto done;
+                    }
+                    uint32_t len = (uint32_t)blob[off] | (uint32_t)blob[off + 1] << 8 |
+                                   (uint32_t)blob[off + 2] << 16 | (uint32_t)blob[off + 3] << 24;
+                    off += 4;
+                    if (len > bs - off) {
+                        fail(sc, INF_EFORMAT, "input '%s': BYTES element %lld: length %u exceeds the blob", in->name,
+                             (long long)k, len);
+                        goto done;
+                    }
+                    char *v = malloc((size_t)len + 1);
+                    if (!v) {
+                        fail(sc, INF_ENOMEM, "input '%s': out of memory", in->name);
+                        goto done;
+                    }
+                    memcpy(v, blob + off, len);
+                    v[len] = 0;
+                    off += len;
+                    in->strings[k] = v;
+                    ((char **)in->data)[k] = v;
+                }
+                if (off != bs) {
+                    fail(sc, INF_EFORMAT, "input '%s': %zu bytes left over after %lld BYTES elements", in->name,
+                         bs - off, (long long)numel);
+                    goto done;
+                }
+            } else {
+                size_t want = (size_t)numel * inf_dtype_size(in->dtype);
+                if (bs != want) {
+                    char sh[96];
+                    shape_str(sh, sizeof sh, in->ndim, in->dims);
+                    fail(sc, INF_ESHAPE, "input '%s': binary_data_size %zu but %s %s needs %zu bytes", in->name, bs,
+                         tmp->dtype_name, sh, want);
+                    goto done;
+                }
+                size_t align = inf_dtype_size(in->dtype);
+                if (((uintptr_t)blob % (align ? align : 1)) == 0) {
+                    in->data = (void *)blob;
+                    in->borrowed_data = 1;
+                } else {
+                    in->data = malloc(want ? want : 1);
+                    if (!in->data) {
+                        fail(sc, INF_ENOMEM, "input '%s': out of memory", in->name);
+                        goto done;
+                    }
+                    memcpy(in->data, blob, want);
+                }
+            }
+        } else {
+            if (!tmp->data_span) {
+                fail(sc, INF_EINVAL, "input '%s': missing 'data' (or parameters.binary_data_size)", in->name);
+                goto done;
+            }
+            if (parse_data(sc, in, tmp->data_span, tmp->data_len, numel)) goto done;
+        }
+        inf_tensor_init_view(&in->t, in->dtype, in->ndim, in->dims, in->data);
+    }
+    if (bin_off != body_len) {
+        fail(sc, INF_EFORMAT, "binary part has %zu bytes but the inputs declare %zu", body_len - json_len,
+             bin_off - json_len);
+        goto done;
+    }
+    for (int i = 0; i < n_model_inputs; i++) {
+        const inf_value_info *vi = inf_model_input(model, i);
+        if (!seen[i] && !vi->is_optional) {
+            fail(sc, INF_EINVAL, "missing input '%s' (%s)", vi->name,
+                 inf__serve_kserve_dtype(vi->dtype) ? inf__serve_kserve_dtype(vi->dtype) : "?");
+            goto done;
+        }
+    }
+    for (int i = 0; i < req->n_outputs; i++) {
+        srv_output_req *o = &req->outputs[i];
+        if (!o->name) {
+            fail(sc, INF_EINVAL, "outputs[%d] has no 'name'", i);
+            goto done;
+        }
+        o->model_index = inf_model_find_output(model, o->name);
+        if (o->model_index < 0) {
+            fail(sc, INF_EINVAL, "unknown output '%s'", o->name);
+            goto done;
+        }
+    }
+done:
+    cJSON_Delete(params);
+    if (tmps) {
+        for (int i = 0; i < req->n_inputs; i++) free(tmps[i].dtype_name);
+        free(tmps);
+    }
+    if (sc->failed) {
+        inf_status st = err ? err->status : INF_EINVAL;
+        inf__serve_infer_request_clear(req);
+        return st;
+    }
+    return INF_OK;
+}
+
+/* ---- response ----------------------------------------------------------------- */
+
+static void write_data(srv_buf *b, const inf_tensor *t) {
+    int64_t n = inf_tensor_numel(t);
+    inf__serve_buf_reserve(b, (size_t)n * 4 + 2);
+    inf__serve_buf_put(b, "[", 1);
+    for (int64_t i = 0; i < n; i++) {
+        if (i) inf__serve_buf_put(b, ",", 1);
+        const void *d = t->data;
+        switch (t->dtype) {
+        case INF_DTYPE_F32: inf__serve_buf_f32(b, ((const float *)d)[i]); break;
+        case INF_DTYPE_F64: inf__serve_buf_f64(b, ((const double *)d)[i]); break;
+        case INF_DTYPE_F16: inf__serve_buf_f32(b, inf_f16_to_f32(((const uint16_t *)d)[i])); break;
+        case INF_DTYPE_BF16: inf__serve_buf_f32(b, inf_bf16_to_f32(((const uint16_t *)d)[i])); break;
+        case INF_DTYPE_BOOL: inf__serve_buf_puts(b, ((const uint8_t *)d)[i] ? "true" : "false"); break;
+        case INF_DTYPE_I8: inf__serve_buf_i64(b, ((const int8_t *)d)[i]); break;
+        case INF_DTYPE_U8: inf__serve_buf_i64(b, ((const uint8_t *)d)[i]); break;
+        case INF_DTYPE_I16: inf__serve_buf_i64(b, ((const int16_t *)d)[i]); break;
+        case INF_DTYPE_U16: inf__serve_buf_i64(b, ((const uint16_t *)d)[i]); break;
+        case INF_DTYPE_I32: inf__serve_buf_i64(b, ((const int32_t *)d)[i]); break;
+        case INF_DTYPE_U32: inf__serve_buf_i64(b, ((const uint32_t *)d)[i]); break;
+        case INF_DTYPE_I64: inf__serve_buf_i64(b, ((const int64_t *)d)[i]); break;
+        case INF_DTYPE_U64: inf__serve_buf_u64(b, ((const uint64_t *)d)[i]); break;
+        case INF_DTYPE_STRING: {
+            const char *s = ((char *const *)d)[i];
+            if (!s) s = "";
+            inf__serve_buf_json_str(b, s, strlen(s));
+            break;
+        }
+        default: inf__serve_buf_put(b, "null", 4);
+        }
+    }
+    inf__serve_buf_put(b, "]", 1);
+}
+
+static size_t write_binary(srv_buf *bin, const inf_tensor *t) {
+    size_t before = bin->n;
+    if (t->dtype == INF_DTYPE_STRING) {
+        int64_t n = inf_tensor_numel(t);
+        for (int64_t i = 0; i < n; i++) {
+            const char *s = ((char *const *)t->data)[i];
+            if (!s) s = "";
+            uint32_t len = (uint32_t)strlen(s);
+            uint8_t le[4] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16), (uint8_t)(len >> 24)};
+            inf__serve_buf_put(bin, le, 4);
+            inf__serve_buf_put(bin, s, len);
+        }
+    } else {
+        inf__serve_buf_put(bin, t->data, inf_tensor_nbytes(t));
+    }
+    return bin->n - before;
+}
+
+inf_status inf__serve_encode_infer(const srv_infer_request *req, const inf_model *model, const char *model_name,
+                                   const char *model_version, inf_tensor *const *outputs, srv_buf *json, srv_buf *bin,
+                                   inf_error *err) {
+    inf__serve_buf_puts(json, "{\"model_name\":");
+    inf__serve_buf_json_str(json, model_name, strlen(model_name));
+    if (model_version && model_version[0]) {
+        inf__serve_buf_puts(json, ",\"model_version\":");
+        inf__serve_buf_json_str(json, model_version, strlen(model_version));
+    }
+    if (req->id) {
+        inf__serve_buf_puts(json, ",\"id\":");
+        inf__serve_buf_json_str(json, req->id, strlen(req->id));
+    }
+    inf__serve_buf_puts(json, ",\"outputs\":[");
+    int n = req->n_outputs ? req->n_outputs : inf_model_n_outputs(model);
+    for (int i = 0; i < n; i++) {
+        int idx = req->n_outputs ? req->outputs[i].model_index : i;
+        int binary = req->binary_default;
+        if (req->n_outputs && req->outputs[i].binary >= 0) binary = req->outputs[i].binary;
+        const inf_tensor *t = outputs[idx];
+        const char *name = inf_model_output(model, idx)->name;
+        if (!t || t->kind != INF_KIND_TENSOR || !inf__serve_kserve_dtype(t->dtype)) {
+            if (err) {
+                err->status = INF_EUNSUPPORTED;
+                snprintf(err->message, sizeof err->message,
+                         "output '%s' is a %s, which KServe V2 cannot express; request other outputs", name,
+                         !t ? "missing value" : t->kind == INF_KIND_SEQUENCE ? "sequence"
+                                            : t->kind == INF_KIND_MAP    ? "map"
+                                            : t->kind == INF_KIND_NONE   ? "empty optional"
+                                                                         : "tensor of an unsupported type");
+            }
+            return INF_EUNSUPPORTED;
+        }
+        if (i) inf__serve_buf_put(json, ",", 1);
+        inf__serve_buf_puts(json, "{\"name\":");
+        inf__serve_buf_json_str(json, name, strlen(name));
+        inf__serve_buf_puts(json, ",\"datatype\":\"");
+        inf__serve_buf_puts(json, inf__serve_kserve_dtype(t->dtype));
+        inf__serve_buf_puts(json, "\",\"shape\":[");
+        for (int d = 0; d < t->ndim; d++) {
+            if (d) inf__serve_buf_put(json, ",", 1);
+            inf__serve_buf_i64(json, t->dims[d]);
+        }
+        inf__serve_buf_put(json, "]", 1);
+        if (binary) {
+            size_t sz = write_binary(bin, t);
+            inf__serve_buf_puts(json, ",\"parameters\":{\"binary_data_size\":");
+            inf__serve_buf_u64(json, sz);
+            inf__serve_buf_puts(json, "}}");
+        } else {
+            inf__serve_buf_puts(json, ",\"data\":");
+            write_data(json, t);
+            inf__serve_buf_put(json, "}", 1);
+        }
+    }
+    inf__serve_buf_puts(json, "]}");
+    if (json->oom || bin->oom) {
+        if (err) {
+            err->status = INF_ENOMEM;
+            snprintf(err->message, sizeof err->message, "out of memory encoding the response");
+        }
+        return INF_ENOMEM;
+    }
+    return INF_OK;
+}
+
+/* ---- records endpoint body ----------------------------------------------------- */
+
+inf_status inf__serve_decode_records(const char *body, size_t len,
+                                     int (*each)(const char *obj, size_t n, void *user, inf_error *err), void *user,
+                                     inf_error *err) {
+    scan sc0 = {body, body, body + len, err, 0};
+    scan *sc = &sc0;
+    int have = 0;
+    ws(sc);
+    if (sc->p >= sc->end || *sc->p != '{') {
+        fail(sc, INF_EFORMAT, "malformed JSON: expected {\"records\": [{...}, ...]}");
+        return err ? err->status : INF_EFORMAT;
+    }
+    sc->p++;
+    ws(sc);
+    if (sc->p < sc->end && *sc->p == '}') {
+        sc->p++;
+    } else {
+        for (;;) {
+            const char *key;
+            size_t klen;
+            if (str_span(sc, &key, &klen, NULL, "request") || expect(sc, ':', "request")) goto out;
+            if (key_is(key, klen, "records")) {
+                have = 1;
+                if (expect(sc, '[', "records")) goto out;
+                ws(sc);
+                if (sc->p < sc->end && *sc->p == ']') {
+                    sc->p++;
+                } else {
+                    for (int i = 0;; i++) {
+                        ws(sc);
+                        const char *start = sc->p;
+                        if (sc->p >= sc->end) {
+                            fail(sc, INF_EFORMAT, "malformed JSON: unexpected end of input in records[%d]", i);
+                            goto out;
+                        }
+                        if (*sc->p != '{') {
+                            fail(sc, INF_EFORMAT, "records[%d] is not a JSON object", i);
+                            goto out;
+                        }
+                        if (skip_value(sc, 0, "records")) goto out;
+                        if (each(start, (size_t)(sc->p - start), user, err)) {
+                            sc->failed = 1;
+                            goto out;
+                        }
+                        ws(sc);
+                        if (sc->p < sc->end && *sc->p == ',') {
+                            sc->p++;
+                            continue;
+                        }
+                        if (expect(sc, ']', "records")) goto out;
+                        break;
+                    }
+                }
+            } else if (skip_value(sc, 0, "request")) {
+                goto out;
+            }
+            ws(sc);
+            if (sc->p < sc->end && *sc->p == ',') {
+                sc->p++;
+                continue;
+            }
+            if (expect(sc, '}', "request")) goto out;
+            break;
+        }
+    }
+    ws(sc);
+    if (sc->p != sc->end) fail(sc, INF_EFORMAT, "malformed JSON: unexpected data after the request object");
+    else if (!have) fail(sc, INF_EINVAL, "the request has no 'records' array");
+out:
+    return sc->failed ? (err ? err->status : INF_EFORMAT) : INF_OK;
+}

@@ -1,0 +1,752 @@
+/*
+ * models.c -- the models a server serves: slots by name, refcounted
+ * versions, zero-downtime swaps, the repository extension, registry alias
+ * following, authorization and prediction audit.
+ *
+ * SLOTS AND VERSIONS.  A slot is a served name with the reference it loads
+ * from (an .onnx path or a registry NAME[@VERSION|@ALIAS]).  Its current
+ * srv_version owns the model, the batcher (session + scheduler thread), the
+ * pipeline and the metrics entry.  Requests take a reference under the
+ * models lock (a pointer copy and an atomic increment) and keep the version
+ * for their whole life: a swap only moves the slot's pointer, so requests in
+ * flight finish on the version they started with; the last reference frees
+ * the old version (joining its scheduler, whose queue is then empty).
+ *
+ * LOADING.  Loads are serialised by load_lock and happen off to the side:
+ * load the model (cold start, timed), compile and warm a session (timed),
+ * load the pipeline, and only then swap.  A failed load leaves the old
+ * version serving; the slot records the reason (repository index) and the
+ * failure is counted and printed.  File models count versions 1, 2, ...
+ * per (re)load; registry models carry the registry's version number.
+ *
+ * REGISTRY.  When a model comes from the registry (or --home/--registry is
+ * given) the loader keeps one registry handle (the server's own token from
+ * INFERA_TOKEN).  A poller thread re-resolves alias references every
+ * poll_secs and reloads on a move, and writes one "predict" audit record per
+ * version and poll period with the rows served (counts only, never inputs).
+ * Auth: when the registry has auth on, each request's bearer token is
+ * checked for the predictor role on the model through a registry handle
+ * opened with that token; decisions are cached for auth_cache_secs by the
+ * token's SHA-256 (the token itself is never stored or logged).
+ *
+ * The pipeline and registry functions are referenced weakly so the server
+ * builds and serves tensors while those subsystems are absent.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "infera/pipeline.h"
+#include "infera/registry.h"
+#include "serve/serve.h"
+
+#pragma weak inf_pipeline_load_string
+#pragma weak inf_pipeline_default
+#pragma weak inf_pipeline_free
+#pragma weak inf_pipeline_exec_new
+#pragma weak inf_pipeline_exec_free
+#pragma weak inf_pipeline_options_init
+#pragma weak inf_registry_options_from_env
+#pragma weak inf_registry_open
+#pragma weak inf_registry_free
+#pragma weak inf_registry_load_model
+#pragma weak inf_registry_resolve
+#pragma weak inf_registry_resolved_clear
+#pragma weak inf_registry_auth_enabled
+#pragma weak inf_registry_check
+#pragma weak inf_registry_audit_prediction
+#pragma weak inf_registry_record_use
+#pragma weak inf_sha256_hex
+
+#define MAX_SLOTS 64
+#define AUTH_CACHE 128
+
+typedef struct srv_slot {
+    int used;
+    char name[129];
+    char ref[1024];
+    int from_registry;
+    int generation;        /* file models: last version number given */
+    srv_version *current;
+    char state[16];        /* READY, UNAVAILABLE, LOADING */
+    char reason[INF_ERROR_MESSAGE_MAX];
+} srv_slot;
+
+typedef struct auth_entry {
+    char key[65 + 130 + 4]; /* sha256(token) + model + admin flag */
+    inf_status status;
+    char message[200];
+    uint64_t expires_ns;
+} auth_entry;
+
+struct srv_models {
+    srv_server *srv;
+    pthread_mutex_t lock;      /* slots[].current, state, reason */
+    pthread_mutex_t load_lock; /* one load at a time; guards reg */
+    srv_slot slots[MAX_SLOTS];
+    inf_registry *reg;
+    int reg_tried;
+    _Atomic int auth_on;
+    pthread_t poller;
+    int poller_started;
+    int stop;
+    pthread_cond_t stop_cond;
+    pthread_mutex_t auth_lock;
+    auth_entry auth[AUTH_CACHE];
+    int auth_next;
+};
+
+/* ---- versions ------------------------------------------------------------- */
+
+static void version_destroy(srv_version *v) {
+    inf__serve_batcher_free(v->batcher);
+    for (int i = 0; i < v->n_exec_pool; i++)
+        if (inf_pipeline_exec_free) inf_pipeline_exec_free(v->exec_pool[i]);
+    if (v->pipeline && inf_pipeline_free) inf_pipeline_free(v->pipeline);
+    pthread_mutex_destroy(&v->exec_lock);
+    inf_model_free(v->model);
+    free(v);
+}
+
+void inf__serve_version_release(srv_version *v) {
+    if (v && atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) == 1) version_destroy(v);
+}
+
+inf_status inf__serve_version_pipeline(srv_version *v, void **exec, inf_error *err) {
+    *exec = NULL;
+    if (!v->pipeline) {
+        if (err) {
+            err->status = INF_EUNSUPPORTED;
+            snprintf(err->message, sizeof err->message, "model '%s' version %s has no pipeline: %s", v->name,
+                     v->version, v->pipeline_error[0] ? v->pipeline_error : "none loaded");
+        }
+        return INF_EUNSUPPORTED;
+    }
+    pthread_mutex_lock(&v->exec_lock);
+    if (v->n_exec_pool > 0) *exec = v->exec_pool[--v->n_exec_pool];
+    pthread_mutex_unlock(&v->exec_lock);
+    if (*exec) return INF_OK;
+    return inf_pipeline_exec_new(v->pipeline, (inf_pipeline_exec **)exec, err);
+}
+
+void inf__serve_version_pipeline_put(srv_version *v, void *exec) {
+    if (!exec) return;
+    pthread_mutex_lock(&v->exec_lock);
+    if (v->n_exec_pool < (int)(sizeof v->exec_pool / sizeof v->exec_pool[0])) {
+        v->exec_pool[v->n_exec_pool++] = exec;
+        exec = NULL;
+    }
+    pthread_mutex_unlock(&v->exec_lock);
+    if (exec) inf_pipeline_exec_free(exec);
+}
+
+/* ---- registry ------------------------------------------------------------- */
+
+static int have_registry_api(void) { return inf_registry_open && inf_registry_load_model && inf_registry_options_from_env; }
+
+static inf_status open_registry(srv_models *ms, const char *token, inf_registry **out, inf_error *err) {
+    if (!have_registry_api()) {
+        if (err) {
+            err->status = INF_EUNSUPPORTED;
+            snprintf(err->message, sizeof err->message, "this build has no model registry (src/registry)");
+        }
+        return INF_EUNSUPPORTED;
+    }
+    inf_registry_options o;
+    inf_registry_options_from_env(&o);
+    if (ms->srv->opt.home) o.home = ms->srv->opt.home;
+    if (ms->srv->opt.registry) o.url = ms->srv->opt.registry;
+    if (token) o.token = token;
+    o.create = 0;
+    return inf_registry_open(&o, out, err);
+}
+
+/* The loader's handle (load_lock held). */
+static inf_status loader_registry(srv_models *ms, inf_error *err) {
+    if (ms->reg) return INF_OK;
+    inf_status st = open_registry(ms, NULL, &ms->reg, err);
+    if (st == INF_OK && inf_registry_auth_enabled) ms->auth_on = inf_registry_auth_enabled(ms->reg);
+    return st;
+}
+
+static int is_file_ref(const char *ref) {
+    size_t n = strlen(ref);
+    struct stat sb;
+    if (strchr(ref, '/')) return 1;
+    if (n > 5 && !strcasecmp(ref + n - 5, ".onnx")) return 1;
+    return stat(ref, &sb) == 0;
+}
+
+/* ---- loading -------------------------------------------------------------- */
+
+static void set_err(inf_error *err, inf_status st, const char *fmt, const char *a, const char *b) {
+    if (!err) return;
+    err->status = st;
+    snprintf(err->message, sizeof err->message, fmt, a, b);
+}
+
+/* Loads, warms and returns a new version for slot (load_lock held). */
+static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, srv_version **out, inf_error *err) {
+    srv_server *srv = ms->srv;
+    *out = NULL;
+    srv_version *v = calloc(1, sizeof *v);
+    if (!v) {
+        set_err(err, INF_ENOMEM, "model '%s': out of memory%s", slot->name, "");
+        return INF_ENOMEM;
+    }
+    pthread_mutex_init(&v->exec_lock, NULL);
+    atomic_store(&v->refs, 1);
+    v->owner = ms;
+    snprintf(v->name, sizeof v->name, "%s", slot->name);
+    char *spec_json = NULL;
+    char spec_base[1100] = "";
+    inf_status st;
+    inf_error e2 = {0};
+    uint64_t t0 = inf__serve_now_ns();
+    int from_registry = !is_file_ref(ref);
+    if (from_registry) {
+        st = loader_registry(ms, err);
+        if (st != INF_OK) goto fail;
+        inf_registry_resolved res;
+        memset(&res, 0, sizeof res);
+        st = inf_registry_load_model(ms->reg, ref, NULL, &v->model, &res, err);
+        if (st != INF_OK) goto fail;
+        v->registry_version = res.version;
+        snprintf(v->version, sizeof v->version, "%lld", (long long)res.version);
+        if (res.pipeline) spec_json = strdup(res.pipeline);
+        inf_registry_resolved_clear(&res);
+    } else {
+        st = inf_model_load(ref, NULL, &v->model, err);
+        if (st != INF_OK) goto fail;
+        snprintf(v->version, sizeof v->version, "%d", slot->generation + 1);
+        /* a pipeline spec beside the model: <model>.pipeline.json */
+        char spec_path[1100];
+        snprintf(spec_path, sizeof spec_path, "%.*s.pipeline.json",
+                 (int)(strlen(ref) > 5 && !strcasecmp(ref + strlen(ref) - 5, ".onnx") ? strlen(ref) - 5 : strlen(ref)),
+                 ref);
+        FILE *f = fopen(spec_path, "rb");
+        if (f) {
+            srv_buf sb = {0};
+            char chunk[4096];
+            size_t n;
+            while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) inf__serve_buf_put(&sb, chunk, n);
+            fclose(f);
+            spec_json = inf__serve_buf_take(&sb, NULL);
+            snprintf(spec_base, sizeof spec_base, "%s", spec_path);
+            char *slash = strrchr(spec_base, '/');
+            if (slash)
+                *slash = 0;
+            else
+                snprintf(spec_base, sizeof spec_base, ".");
+        }
+    }
+    double load_s = (double)(inf__serve_now_ns() - t0) / 1e9;
+    v->metrics = inf__serve_metrics_get(&srv->metrics, v->name, v->version);
+    srv_batch_options bo = {0};
+    bo.max_batch = srv->opt.max_batch;
+    bo.max_queue_delay_us = srv->opt.max_queue_delay_us;
+    bo.max_queue = srv->opt.max_queue;
+    bo.n_threads = srv->opt.threads;
+    bo.n_preferred = srv->opt.n_preferred;
+    memcpy(bo.preferred, srv->opt.preferred, sizeof bo.preferred);
+    double warm_s = 0;
+    st = inf__serve_batcher_new(v->model, &bo, v->metrics, &v->batcher, &warm_s, err);
+    if (st != INF_OK) goto fail;
+    if (v->metrics) {
+        v->metrics->registry_version = v->registry_version;
+        v->metrics->load_seconds = load_s;
+        v->metrics->warmup_seconds = warm_s;
+    }
+    /* the pipeline for the records endpoint */
+    if (!inf_pipeline_load_string || !inf_pipeline_default || !inf_pipeline_options_init) {
+        snprintf(v->pipeline_error, sizeof v->pipeline_error, "this build has no pipeline executor (src/pipeline)");
+    } else {
+        inf_pipeline_options po;
+        inf_pipeline_options_init(&po);
+        po.model_name = v->name;
+        po.model_version = v->version;
+        if (spec_base[0]) po.base_dir = spec_base;
+        inf_pipeline *p = NULL;
+        inf_status ps = spec_json ? inf_pipeline_load_string(spec_json, strlen(spec_json), v->model, &po, &p, &e2)
+                                  : inf_pipeline_default(v->model, &po, &p, &e2);
+        if (ps == INF_OK) {
+            v->pipeline = p;
+        } else if (spec_json) {
+            /* a broken spec is a broken version: keep the old one */
+            st = ps;
+            if (err) {
+                err->status = ps;
+                snprintf(err->message, sizeof err->message, "model '%s': pipeline spec: %s", v->name, e2.message);
+            }
+            goto fail;
+        } else {
+            snprintf(v->pipeline_error, sizeof v->pipeline_error, "%s", e2.message);
+        }
+    }
+    free(spec_json);
+    fprintf(stderr, "infera serve: loaded model '%s' version %s from %s (load %.1f ms, warm-up %.1f ms)\n", v->name,
+            v->version, ref, load_s * 1e3, warm_s * 1e3);
+    if (!from_registry) slot->generation++;
+    *out = v;
+    return INF_OK;
+fail:
+    free(spec_json);
+    version_destroy(v);
+    return st;
+}
+
+static srv_slot *find_slot(srv_models *ms, const char *name) {
+    for (int i = 0; i < MAX_SLOTS; i++)
+        if (ms->slots[i].used && !strcmp(ms->slots[i].name, name)) return &ms->slots[i];
+    return NULL;
+}
+
+/* Load + swap (load_lock held).  ref NULL = the slot's own reference. */
+static inf_status reload(srv_models *ms, srv_slot *slot, const char *ref, inf_error *err) {
+    const char *use = ref ? ref : slot->ref;
+    pthread_mutex_lock(&ms->lock);
+    int had = slot->current != NULL;
+    if (!had) snprintf(slot->state, sizeof slot->state, "LOADING");
+    pthread_mutex_unlock(&ms->lock);
+    srv_version *v = NULL;
+    inf_error e = {0};
+    inf_status st = load_version(ms, slot, use, &v, &e);
+    pthread_mutex_lock(&ms->lock);
+    srv_version *old = NULL;
+    if (st == INF_OK) {
+        old = slot->current;
+        slot->current = v;
+        if (ref) snprintf(slot->ref, sizeof slot->ref, "%s", ref);
+        slot->from_registry = !is_file_ref(slot->ref);
+        snprintf(slot->state, sizeof slot->state, "READY");
+        slot->reason[0] = 0;
+    } else {
+        snprintf(slot->state, sizeof slot->state, "%s", had ? "READY" : "UNAVAILABLE");
+        snprintf(slot->reason, sizeof slot->reason, "load of %s failed%s: %s", use,
+                 had ? " (the previous version keeps serving)" : "", e.message);
+    }
+    pthread_mutex_unlock(&ms->lock);
+    if (st == INF_OK) {
+        if (v->metrics) atomic_store(&v->metrics->loaded, 1);
+        if (old) {
+            if (old->metrics && old->metrics != v->metrics) atomic_store(&old->metrics->loaded, 0);
+            atomic_fetch_add(&ms->srv->metrics.swaps, 1);
+            fprintf(stderr, "infera serve: model '%s' now serves version %s (was %s)\n", slot->name, v->version,
+                    old->version);
+            inf__serve_version_release(old);
+        }
+    } else {
+        atomic_fetch_add(&ms->srv->metrics.load_failures, 1);
+        fprintf(stderr, "infera serve: %s\n", slot->reason);
+        if (err) {
+            err->status = e.status ? e.status : st;
+            snprintf(err->message, sizeof err->message, "%s", slot->reason);
+        }
+    }
+    return st;
+}
+
+static srv_slot *new_slot(srv_models *ms, const char *name, const char *ref) {
+    for (int i = 0; i < MAX_SLOTS; i++) {
+        srv_slot *s = &ms->slots[i];
+        if (s->used) continue;
+        memset(s, 0, sizeof *s);
+        s->used = 1;
+        snprintf(s->name, sizeof s->name, "%s", name);
+        snprintf(s->ref, sizeof s->ref, "%s", ref);
+        s->from_registry = !is_file_ref(ref);
+        snprintf(s->state, sizeof s->state, "UNAVAILABLE");
+        return s;
+    }
+    return NULL;
+}
+
+static void default_name(const char *ref, char *name, size_t size) {
+    if (!is_file_ref(ref)) {
+        const char *at = strchr(ref, '@');
+        snprintf(name, size, "%.*s", (int)(at ? (size_t)(at - ref) : strlen(ref)), ref);
+        return;
+    }
+    const char *base = strrchr(ref, '/');
+    base = base ? base + 1 : ref;
+    const char *dot = strrchr(base, '.');
+    snprintf(name, size, "%.*s", (int)(dot && dot != base ? (size_t)(dot - base) : strlen(base)), base);
+}
+
+static int valid_name(const char *s) {
+    if (!*s || strlen(s) > 128) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+              *s == '-' || *s == '.'))
+            return 0;
+    return 1;
+}
+
+inf_status inf__serve_models_add(srv_models *ms, const char *spec, inf_error *err) {
+    char name[129];
+    const char *ref = spec;
+    const char *eq = strchr(spec, '=');
+    if (eq && (size_t)(eq - spec) < sizeof name && !memchr(spec, '/', (size_t)(eq - spec))) {
+        snprintf(name, sizeof name, "%.*s", (int)(eq - spec), spec);
+        ref = eq + 1;
+    } else {
+        default_name(spec, name, sizeof name);
+    }
+    if (!valid_name(name)) {
+        set_err(err, INF_EINVAL, "--model %s: invalid model name '%s' (letters, digits, '.', '_', '-')", spec, name);
+        return INF_EINVAL;
+    }
+    pthread_mutex_lock(&ms->load_lock);
+    if (find_slot(ms, name)) {
+        pthread_mutex_unlock(&ms->load_lock);
+        set_err(err, INF_EEXIST, "--model %s: a model named '%s' is already served", spec, name);
+        return INF_EEXIST;
+    }
+    pthread_mutex_lock(&ms->lock);
+    srv_slot *slot = new_slot(ms, name, ref);
+    pthread_mutex_unlock(&ms->lock);
+    inf_status st = INF_ENOMEM;
+    if (slot) {
+        st = reload(ms, slot, NULL, err);
+        if (st != INF_OK) {
+            pthread_mutex_lock(&ms->lock);
+            slot->used = 0;
+            pthread_mutex_unlock(&ms->lock);
+        }
+    } else {
+        set_err(err, INF_ENOMEM, "--model %s: more than 64 models%s", spec, "");
+    }
+    pthread_mutex_unlock(&ms->load_lock);
+    return st;
+}
+
+inf_status inf__serve_models_acquire(srv_models *ms, const char *name, const char *version, srv_version **out,
+                                     inf_error *err) {
+    *out = NULL;
+    pthread_mutex_lock(&ms->lock);
+    srv_slot *slot = find_slot(ms, name);
+    srv_version *v = slot ? slot->current : NULL;
+    if (v && version && version[0] && strcmp(version, v->version)) {
+        if (err) {
+            err->status = INF_ENOENT;
+            snprintf(err->message, sizeof err->message, "model '%s' version '%s' is not loaded (serving version %s)",
+                     name, version, v->version);
+        }
+        pthread_mutex_unlock(&ms->lock);
+        return INF_ENOENT;
+    }
+    if (!v) {
+        if (err) {
+            err->status = INF_ENOENT;
+            if (slot)
+                snprintf(err->message, sizeof err->message, "model '%s' is not loaded%s%s", name,
+                         slot->reason[0] ? ": " : "", slot->reason);
+            else
+                snprintf(err->message, sizeof err->message, "unknown model '%s'", name);
+        }
+        pthread_mutex_unlock(&ms->lock);
+        return INF_ENOENT;
+    }
+    atomic_fetch_add_explicit(&v->refs, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&ms->lock);
+    *out = v;
+    return INF_OK;
+}
+
+inf_status inf__serve_models_load(srv_models *ms, const char *name, const char *ref, inf_error *err) {
+    if (!valid_name(name)) {
+        set_err(err, INF_EINVAL, "invalid model name '%s'%s", name, "");
+        return INF_EINVAL;
+    }
+    pthread_mutex_lock(&ms->load_lock);
+    srv_slot *slot = find_slot(ms, name);
+    int created = 0;
+    if (!slot) {
+        const char *r = ref;
+        if (!r && (ms->reg || ms->srv->opt.home || ms->srv->opt.registry)) r = name; /* NAME in the registry */
+        if (!r) {
+            pthread_mutex_unlock(&ms->load_lock);
+            set_err(err, INF_ENOENT,
+                    "model '%s' is not in the repository; give its file or registry reference as "
+                    "{\"parameters\": {\"ref\": \"...\"}}%s",
+                    name, "");
+            return INF_ENOENT;
+        }
+        pthread_mutex_lock(&ms->lock);
+        slot = new_slot(ms, name, r);
+        pthread_mutex_unlock(&ms->lock);
+        if (!slot) {
+            pthread_mutex_unlock(&ms->load_lock);
+            set_err(err, INF_ENOMEM, "model '%s': more than 64 models%s", name, "");
+            return INF_ENOMEM;
+        }
+        created = 1;
+        ref = NULL;
+    }
+    inf_status st = reload(ms, slot, ref, err);
+    if (st != INF_OK && created) {
+        pthread_mutex_lock(&ms->lock);
+        slot->used = 0;
+        pthread_mutex_unlock(&ms->lock);
+    }
+    pthread_mutex_unlock(&ms->load_lock);
+    return st;
+}
+
+inf_status inf__serve_models_unload(srv_models *ms, const char *name, inf_error *err) {
+    pthread_mutex_lock(&ms->load_lock);
+    pthread_mutex_lock(&ms->lock);
+    srv_slot *slot = find_slot(ms, name);
+    srv_version *old = slot ? slot->current : NULL;
+    if (slot) {
+        slot->current = NULL;
+        snprintf(slot->state, sizeof slot->state, "UNAVAILABLE");
+        snprintf(slot->reason, sizeof slot->reason, "unloaded");
+    }
+    pthread_mutex_unlock(&ms->lock);
+    pthread_mutex_unlock(&ms->load_lock);
+    if (!slot) {
+        set_err(err, INF_ENOENT, "unknown model '%s'%s", name, "");
+        return INF_ENOENT;
+    }
+    if (old) {
+        if (old->metrics) atomic_store(&old->metrics->loaded, 0);
+        fprintf(stderr, "infera serve: unloaded model '%s' version %s\n", name, old->version);
+        inf__serve_version_release(old);
+    }
+    return INF_OK;
+}
+
+void inf__serve_models_index_json(srv_models *ms, int ready_only, srv_buf *out) {
+    inf__serve_buf_put(out, "[", 1);
+    int first = 1;
+    pthread_mutex_lock(&ms->lock);
+    for (int i = 0; i < MAX_SLOTS; i++) {
+        srv_slot *s = &ms->slots[i];
+        if (!s->used || (ready_only && !s->current)) continue;
+        if (!first) inf__serve_buf_put(out, ",", 1);
+        first = 0;
+        inf__serve_buf_puts(out, "{\"name\":");
+        inf__serve_buf_json_str(out, s->name, strlen(s->name));
+        if (s->current) {
+            inf__serve_buf_puts(out, ",\"version\":");
+            inf__serve_buf_json_str(out, s->current->version, strlen(s->current->version));
+        }
+        inf__serve_buf_puts(out, ",\"state\":");
+        inf__serve_buf_json_str(out, s->state, strlen(s->state));
+        inf__serve_buf_puts(out, ",\"reason\":");
+        inf__serve_buf_json_str(out, s->reason, strlen(s->reason));
+        inf__serve_buf_put(out, "}", 1);
+    }
+    pthread_mutex_unlock(&ms->lock);
+    inf__serve_buf_put(out, "]", 1);
+}
+
+int inf__serve_models_n_loaded(srv_models *ms) {
+    int n = 0;
+    pthread_mutex_lock(&ms->lock);
+    for (int i = 0; i < MAX_SLOTS; i++) n += ms->slots[i].used && ms->slots[i].current;
+    pthread_mutex_unlock(&ms->lock);
+    return n;
+}
+
+int inf__serve_models_all_ready(srv_models *ms) {
+    int ok = 1;
+    pthread_mutex_lock(&ms->lock);
+    for (int i = 0; i < MAX_SLOTS; i++)
+        if (ms->slots[i].used && !ms->slots[i].current && strcmp(ms->slots[i].reason, "unloaded")) ok = 0;
+    pthread_mutex_unlock(&ms->lock);
+    return ok;
+}
+
+/* ---- auth ----------------------------------------------------------------- */
+
+int inf__serve_models_auth_enabled(srv_models *ms) { return ms->auth_on; }
+
+inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const char *model, int admin,
+                                       inf_error *err) {
+    if (!ms->auth_on) return INF_OK;
+    if (!bearer || !*bearer) {
+        set_err(err, INF_EAUTH, "authentication required: send 'Authorization: Bearer <token>'%s%s", "", "");
+        return INF_EAUTH;
+    }
+    char key[sizeof ((auth_entry *)0)->key];
+    char hex[65];
+    inf_sha256_hex(bearer, strlen(bearer), hex);
+    snprintf(key, sizeof key, "%s|%s|%d", hex, model ? model : "", admin);
+    uint64_t now = inf__serve_now_ns();
+    pthread_mutex_lock(&ms->auth_lock);
+    for (int i = 0; i < AUTH_CACHE; i++) {
+        auth_entry *a = &ms->auth[i];
+        if (a->expires_ns > now && !strcmp(a->key, key)) {
+            inf_status st = a->status;
+            if (st != INF_OK) set_err(err, st, "%s%s", a->message, "");
+            pthread_mutex_unlock(&ms->auth_lock);
+            return st;
+        }
+    }
+    inf_registry *r = NULL;
+    inf_error e = {0};
+    inf_status st = open_registry(ms, bearer, &r, &e);
+    if (st == INF_OK) {
+        st = inf_registry_check(r, model, admin ? INF_REGISTRY_PUBLISH : INF_REGISTRY_PREDICT, "serve", &e);
+        inf_registry_free(r);
+    } else {
+        st = INF_EIO;
+    }
+    auth_entry *a = &ms->auth[ms->auth_next++ % AUTH_CACHE];
+    snprintf(a->key, sizeof a->key, "%s", key);
+    a->status = st;
+    snprintf(a->message, sizeof a->message, "%s", e.message);
+    /* failures of the store itself are not cached */
+    a->expires_ns = st == INF_EIO ? 0 : now + (uint64_t)(ms->srv->opt.auth_cache_secs > 0 ? ms->srv->opt.auth_cache_secs : 0) * 1000000000ull;
+    pthread_mutex_unlock(&ms->auth_lock);
+    if (st != INF_OK) set_err(err, st, "%s%s", e.message, "");
+    return st;
+}
+
+/* ---- audit and alias polling ---------------------------------------------- */
+
+void inf__serve_models_note_prediction(srv_models *ms, srv_version *v, int64_t rows) {
+    if (v->metrics && v->registry_version) atomic_fetch_add_explicit(&v->metrics->audit_rows, rows, memory_order_relaxed);
+}
+
+/* One "predict" record per (model, version) with the rows served since the
+ * last one; counts live in the metrics entries, which outlive versions, so
+ * requests finishing on a swapped-out version are audited too (load_lock held). */
+static void audit_flush(srv_models *ms) {
+    if (!ms->reg || !inf_registry_audit_prediction) return;
+    srv_metrics *m = &ms->srv->metrics;
+    for (;;) {
+        char name[129];
+        int64_t version = 0, rows = 0;
+        pthread_mutex_lock(&m->lock);
+        for (srv_model_metrics *e = m->head; e; e = e->next) {
+            if (e->registry_version > 0 && atomic_load(&e->audit_rows) > 0) {
+                rows = atomic_exchange(&e->audit_rows, 0);
+                version = e->registry_version;
+                snprintf(name, sizeof name, "%s", e->model);
+                break;
+            }
+        }
+        pthread_mutex_unlock(&m->lock);
+        if (rows <= 0) return;
+        inf_registry_prediction p = {0};
+        p.name = name;
+        p.version = version;
+        p.mode = "serve";
+        p.source = ms->srv->listen_url;
+        p.n_rows = rows;
+        inf_error e = {0};
+        if (inf_registry_audit_prediction(ms->reg, &p, &e) != INF_OK) {
+            fprintf(stderr, "infera serve: audit of %s version %lld failed: %s\n", name, (long long)version, e.message);
+            return;
+        }
+    }
+}
+
+static void poll_aliases(srv_models *ms) {
+    if (!inf_registry_resolve) return;
+    for (int i = 0; i < MAX_SLOTS; i++) {
+        srv_slot *s = &ms->slots[i];
+        char ref[1024];
+        int64_t cur = 0;
+        pthread_mutex_lock(&ms->lock);
+        int take = s->used && s->from_registry && s->current;
+        if (take) {
+            snprintf(ref, sizeof ref, "%s", s->ref);
+            cur = s->current->registry_version;
+        }
+        pthread_mutex_unlock(&ms->lock);
+        if (!take) continue;
+        inf_registry_resolved res;
+        memset(&res, 0, sizeof res);
+        inf_error e = {0};
+        if (inf_registry_resolve(ms->reg, ref, &res, &e) != INF_OK) {
+            fprintf(stderr, "infera serve: cannot resolve %s: %s\n", ref, e.message);
+            continue;
+        }
+        int64_t now_v = res.version;
+        inf_registry_resolved_clear(&res);
+        if (now_v != cur) {
+            fprintf(stderr, "infera serve: %s moved from version %lld to %lld; loading\n", ref, (long long)cur,
+                    (long long)now_v);
+            reload(ms, s, NULL, NULL);
+        }
+    }
+}
+
+static void *poller(void *arg) {
+    srv_models *ms = arg;
+    int secs = ms->srv->opt.poll_secs > 0 ? ms->srv->opt.poll_secs : 5;
+    pthread_mutex_lock(&ms->load_lock);
+    while (!ms->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += secs;
+        pthread_cond_timedwait(&ms->stop_cond, &ms->load_lock, &ts);
+        if (ms->stop) break;
+        if (ms->srv->opt.poll_secs > 0) poll_aliases(ms);
+        if (inf_registry_auth_enabled && inf_sha256_hex) ms->auth_on = inf_registry_auth_enabled(ms->reg);
+        audit_flush(ms);
+    }
+    audit_flush(ms);
+    pthread_mutex_unlock(&ms->load_lock);
+    return NULL;
+}
+
+inf_status inf__serve_models_start_poller(srv_models *ms, inf_error *err) {
+    pthread_mutex_lock(&ms->load_lock);
+    if (!ms->reg && (ms->srv->opt.home || ms->srv->opt.registry) && have_registry_api()) {
+        inf_status st = loader_registry(ms, err);
+        if (st != INF_OK) {
+            pthread_mutex_unlock(&ms->load_lock);
+            return st;
+        }
+    }
+    int need = ms->reg != NULL;
+    pthread_mutex_unlock(&ms->load_lock);
+    if (!need) return INF_OK;
+    if (ms->auth_on && !inf_sha256_hex) ms->auth_on = 0;
+    if (pthread_create(&ms->poller, NULL, poller, ms) == 0) ms->poller_started = 1;
+    return INF_OK;
+}
+
+/* ---- life ----------------------------------------------------------------- */
+
+srv_models *inf__serve_models_new(srv_server *srv) {
+    srv_models *ms = calloc(1, sizeof *ms);
+    if (!ms) return NULL;
+    ms->srv = srv;
+    pthread_mutex_init(&ms->lock, NULL);
+    pthread_mutex_init(&ms->load_lock, NULL);
+    pthread_mutex_init(&ms->auth_lock, NULL);
+    pthread_cond_init(&ms->stop_cond, NULL);
+    return ms;
+}
+
+void inf__serve_models_free(srv_models *ms) {
+    if (!ms) return;
+    if (ms->poller_started) {
+        pthread_mutex_lock(&ms->load_lock);
+        ms->stop = 1;
+        pthread_cond_broadcast(&ms->stop_cond);
+        pthread_mutex_unlock(&ms->load_lock);
+        pthread_join(ms->poller, NULL);
+    }
+    for (int i = 0; i < MAX_SLOTS; i++) {
+        srv_slot *s = &ms->slots[i];
+        if (s->used && s->current) inf__serve_version_release(s->current);
+        s->current = NULL;
+    }
+    if (ms->reg) inf_registry_free(ms->reg);
+    pthread_mutex_destroy(&ms->lock);
+    pthread_mutex_destroy(&ms->load_lock);
+    pthread_mutex_destroy(&ms->auth_lock);
+    pthread_cond_destroy(&ms->stop_cond);
+    memset(ms->auth, 0, sizeof ms->auth);
+    free(ms);
+}

@@ -1,0 +1,606 @@
+/*
+ * routes.c -- every HTTP route of `infera serve` in one table, and the
+ * handlers (shared/DESIGN.md §5, shared/reference/kserve-v2.md §2.1).
+ *
+ * A route is (method, path pattern, handler, access).  Patterns are matched
+ * segment by segment; "{name}" and "{version}" capture one segment each.  A
+ * path that matches with another method answers 405, none 404.  Access:
+ *   OPEN_HEALTH   health, readiness and metadata: open unless --auth-health
+ *   OPEN_METRICS  /metrics: open unless --auth-metrics
+ *   PREDICT       needs the predictor role on {name} (when auth is on)
+ *   ADMIN         repository control: publisher on {name} (index: global)
+ * Handlers return 0 with rq->status/resp filled, or 1 after suspending the
+ * connection for a batcher job (inf__serve_route_complete answers then).
+ */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "infera/io.h"
+#include "infera/pipeline.h"
+#include "serve/serve.h"
+
+#pragma weak inf_record_batch_new
+#pragma weak inf_record_batch_free
+#pragma weak inf_record_batch_add_json
+#pragma weak inf_record_batch_n_rows
+#pragma weak inf_record_batch_row_to_json
+#pragma weak inf_pipeline_prepare
+#pragma weak inf_pipeline_finish
+#pragma weak inf_pipeline_n_accepted
+#pragma weak inf_pipeline_n_rejected
+#pragma weak inf_pipeline_rejected
+#pragma weak inf_pipeline_accepted_row
+#pragma weak inf_pipeline_exec_free
+
+enum { OPEN_HEALTH = 1, OPEN_METRICS = 2, PREDICT = 4, ADMIN = 8 };
+
+typedef int (*route_fn)(srv_request *rq);
+struct srv_route {
+    const char *method;
+    const char *pattern;
+    route_fn fn;
+    int access;
+    const char *what; /* for errors and docs */
+};
+
+static int h_live(srv_request *rq);
+static int h_ready(srv_request *rq);
+static int h_server_meta(srv_request *rq);
+static int h_model_meta(srv_request *rq);
+static int h_model_ready(srv_request *rq);
+static int h_infer(srv_request *rq);
+static int h_records(srv_request *rq);
+static int h_repo_index(srv_request *rq);
+static int h_repo_load(srv_request *rq);
+static int h_repo_unload(srv_request *rq);
+static int h_metrics(srv_request *rq);
+
+static const srv_route routes[] = {
+    {"GET", "/v2/health/live", h_live, OPEN_HEALTH, "server live"},
+    {"GET", "/v2/health/ready", h_ready, OPEN_HEALTH, "server ready"},
+    {"GET", "/v2", h_server_meta, OPEN_HEALTH, "server metadata"},
+    {"GET", "/v2/models/{name}", h_model_meta, OPEN_HEALTH, "model metadata"},
+    {"GET", "/v2/models/{name}/versions/{version}", h_model_meta, OPEN_HEALTH, "model metadata"},
+    {"GET", "/v2/models/{name}/ready", h_model_ready, OPEN_HEALTH, "model ready"},
+    {"GET", "/v2/models/{name}/versions/{version}/ready", h_model_ready, OPEN_HEALTH, "model ready"},
+    {"POST", "/v2/models/{name}/infer", h_infer, PREDICT, "inference"},
+    {"POST", "/v2/models/{name}/versions/{version}/infer", h_infer, PREDICT, "inference"},
+    {"POST", "/v2/models/{name}/records", h_records, PREDICT, "records"},
+    {"POST", "/v2/models/{name}/versions/{version}/records", h_records, PREDICT, "records"},
+    {"POST", "/v2/repository/index", h_repo_index, ADMIN, "repository index"},
+    {"POST", "/v2/repository/models/{name}/load", h_repo_load, ADMIN, "repository load"},
+    {"POST", "/v2/repository/models/{name}/unload", h_repo_unload, ADMIN, "repository unload"},
+    {"GET", "/metrics", h_metrics, OPEN_METRICS, "metrics"},
+};
+#define N_ROUTES ((int)(sizeof routes / sizeof routes[0]))
+
+/* ---- matching ----------------------------------------------------------------- */
+
+/* 1 when path matches pattern; captures into params[0] ({name}), params[1] ({version}). */
+static int match(const char *pattern, const char *path, char params[2][160]) {
+    const char *p = pattern, *s = path;
+    while (*p && *s) {
+        if (*p == '{') {
+            int slot = !strncmp(p, "{version}", 9);
+            const char *close = strchr(p, '}');
+            const char *seg_end = strchr(s, '/');
+            size_t n = seg_end ? (size_t)(seg_end - s) : strlen(s);
+            if (n == 0 || n >= 160) return 0;
+            memcpy(params[slot], s, n);
+            params[slot][n] = 0;
+            p = close + 1;
+            s += n;
+            continue;
+        }
+        if (*p != *s) return 0;
+        p++, s++;
+    }
+    return !*p && !*s;
+}
+
+static int status_of(inf_status st) { return inf_status_http_code(st); }
+
+int inf__serve_route_dispatch(srv_request *rq) {
+    srv_server *srv = rq->srv;
+    int path_matched = 0;
+    char allowed[64] = "";
+    for (int i = 0; i < N_ROUTES; i++) {
+        char params[2][160] = {"", ""};
+        if (!match(routes[i].pattern, rq->url, params)) continue;
+        path_matched = 1;
+        if (strcmp(routes[i].method, rq->method)) {
+            if (!strstr(allowed, routes[i].method))
+                snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s", allowed[0] ? ", " : "",
+                         routes[i].method);
+            continue;
+        }
+        rq->route = &routes[i];
+        memcpy(rq->params, params, sizeof params);
+        int acc = routes[i].access;
+        int need_auth = (acc & (PREDICT | ADMIN)) || ((acc & OPEN_HEALTH) && srv->opt.auth_health) ||
+                        ((acc & OPEN_METRICS) && srv->opt.auth_metrics);
+        if (need_auth && inf__serve_models_auth_enabled(srv->models)) {
+            const char *h = inf__serve_http_header(rq, "Authorization");
+            const char *tok = NULL;
+            if (h && !strncasecmp(h, "Bearer ", 7)) tok = h + 7;
+            inf_error e = {0};
+            const char *model = rq->params[0][0] ? rq->params[0] : NULL;
+            inf_status st = inf__serve_models_authorize(srv->models, tok, model, (acc & ADMIN) != 0, &e);
+            if (st != INF_OK) {
+                snprintf(rq->log_model, sizeof rq->log_model, "%s", model ? model : "");
+                inf__serve_error(rq, st == INF_EAUTH ? 401 : st == INF_EDENIED ? 403 : 503, "%s: %s",
+                                 routes[i].what, e.message);
+                return 0;
+            }
+        }
+        return routes[i].fn(rq);
+    }
+    if (path_matched)
+        inf__serve_error(rq, 405, "method %s not allowed on %s (allowed: %s)", rq->method, rq->url, allowed);
+    else
+        inf__serve_error(rq, 404, "no route for %s %s", rq->method, rq->url);
+    return 0;
+}
+
+/* ---- health and metadata ----------------------------------------------------- */
+
+static void json_body(srv_request *rq, int status, const char *s) {
+    rq->status = status;
+    inf__serve_buf_puts(&rq->resp, s);
+    rq->content_type = "application/json";
+}
+
+static int h_live(srv_request *rq) {
+    json_body(rq, 200, "{\"live\":true}");
+    return 0;
+}
+
+static int h_ready(srv_request *rq) {
+    int ready = !atomic_load(&rq->srv->draining) && inf__serve_models_all_ready(rq->srv->models) &&
+                inf__serve_models_n_loaded(rq->srv->models) > 0;
+    json_body(rq, ready ? 200 : 400, ready ? "{\"ready\":true}" : "{\"ready\":false}");
+    return 0;
+}
+
+static int h_server_meta(srv_request *rq) {
+    json_body(rq, 200, "{\"name\":\"infera\",\"version\":\"");
+    inf__serve_buf_puts(&rq->resp, inf_version());
+    inf__serve_buf_puts(&rq->resp, "\",\"extensions\":[\"binary_tensor_data\",\"model_repository\",\"parameters\","
+                                   "\"metrics\",\"records\"]}");
+    return 0;
+}
+
+static void tensor_meta(srv_buf *b, const inf_value_info *vi) {
+    inf__serve_buf_puts(b, "{\"name\":");
+    inf__serve_buf_json_str(b, vi->name, strlen(vi->name));
+    const char *dt = vi->kind == INF_KIND_TENSOR ? inf__serve_kserve_dtype(vi->dtype) : NULL;
+    inf__serve_buf_puts(b, ",\"datatype\":");
+    if (dt) {
+        inf__serve_buf_json_str(b, dt, strlen(dt));
+    } else {
+        char tmp[64];
+        snprintf(tmp, sizeof tmp, "%s(%s)",
+                 vi->kind == INF_KIND_SEQUENCE ? "SEQUENCE" : vi->kind == INF_KIND_MAP ? "MAP" : "TENSOR",
+                 inf_dtype_name(vi->dtype));
+        inf__serve_buf_json_str(b, tmp, strlen(tmp));
+    }
+    inf__serve_buf_puts(b, ",\"shape\":[");
+    for (int d = 0; d < vi->ndim; d++) {
+        if (d) inf__serve_buf_put(b, ",", 1);
+        inf__serve_buf_i64(b, vi->dims[d] >= 0 ? vi->dims[d] : -1);
+    }
+    inf__serve_buf_puts(b, "]}");
+}
+
+static int acquire(srv_request *rq, srv_version **v) {
+    inf_error e = {0};
+    if (inf__serve_models_acquire(rq->srv->models, rq->params[0], rq->params[1], v, &e) != INF_OK) {
+        inf__serve_error(rq, 404, "%s", e.message);
+        return -1;
+    }
+    snprintf(rq->log_model, sizeof rq->log_model, "%s", (*v)->name);
+    snprintf(rq->log_version, sizeof rq->log_version, "%s", (*v)->version);
+    return 0;
+}
+
+static int h_model_meta(srv_request *rq) {
+    srv_version *v;
+    if (acquire(rq, &v)) return 0;
+    srv_buf *b = &rq->resp;
+    rq->status = 200;
+    inf__serve_buf_puts(b, "{\"name\":");
+    inf__serve_buf_json_str(b, v->name, strlen(v->name));
+    inf__serve_buf_puts(b, ",\"versions\":[");
+    inf__serve_buf_json_str(b, v->version, strlen(v->version));
+    inf__serve_buf_puts(b, "],\"platform\":\"onnx_onnxv1\",\"inputs\":[");
+    for (int i = 0; i < inf_model_n_inputs(v->model); i++) {
+        if (i) inf__serve_buf_put(b, ",", 1);
+        tensor_meta(b, inf_model_input(v->model, i));
+    }
+    inf__serve_buf_puts(b, "],\"outputs\":[");
+    for (int i = 0; i < inf_model_n_outputs(v->model); i++) {
+        if (i) inf__serve_buf_put(b, ",", 1);
+        tensor_meta(b, inf_model_output(v->model, i));
+    }
+    inf__serve_buf_printf(b, "],\"parameters\":{\"max_batch_size\":%d,\"dynamic_batching\":%s,\"records\":%s}}",
+                          rq->srv->opt.max_batch, inf__serve_batcher_batchable(v->batcher) ? "true" : "false",
+                          v->pipeline ? "true" : "false");
+    inf__serve_version_release(v);
+    return 0;
+}
+
+static int h_model_ready(srv_request *rq) {
+    srv_version *v;
+    inf_error e = {0};
+    inf_status st = inf__serve_models_acquire(rq->srv->models, rq->params[0], rq->params[1], &v, &e);
+    rq->status = st == INF_OK ? 200 : 400;
+    inf__serve_buf_puts(&rq->resp, "{\"name\":");
+    inf__serve_buf_json_str(&rq->resp, rq->params[0], strlen(rq->params[0]));
+    inf__serve_buf_puts(&rq->resp, st == INF_OK ? ",\"ready\":true}" : ",\"ready\":false,\"error\":");
+    if (st != INF_OK) {
+        inf__serve_buf_json_str(&rq->resp, e.message, strlen(e.message));
+        inf__serve_buf_puts(&rq->resp, "}");
+    } else {
+        inf__serve_version_release(v);
+    }
+    return 0;
+}
+
+static int h_metrics(srv_request *rq) {
+    rq->status = 200;
+    rq->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    inf__serve_metrics_render(&rq->srv->metrics, &rq->resp, inf__serve_models_n_loaded(rq->srv->models));
+    return 0;
+}
+
+/* ---- inference ------------------------------------------------------------------ */
+
+static void count_failure(srv_request *rq, int reason) {
+    if (rq->version && rq->version->metrics)
+        atomic_fetch_add_explicit(&rq->version->metrics->failure[reason], 1, memory_order_relaxed);
+}
+
+static int reason_of(inf_status st) {
+    switch (st) {
+    case INF_EBUSY: return SRV_FAIL_QUEUE_FULL;
+    case INF_ETIMEDOUT: return SRV_FAIL_TIMEOUT;
+    case INF_EINVAL: case INF_EFORMAT: case INF_ESHAPE: case INF_ETYPE: case INF_ERANGE: return SRV_FAIL_BAD_REQUEST;
+    default: return SRV_FAIL_COMPUTE;
+    }
+}
+
+/* Queues rq->job on the version's batcher, suspending the connection first. */
+static int submit(srv_request *rq, int64_t timeout_us) {
+    srv_server *srv = rq->srv;
+    srv_job *job = &rq->job;
+    job->inputs = rq->job_inputs;
+    job->outputs = rq->job_outputs;
+    job->done = inf__serve_http_job_done;
+    job->done_user = rq;
+    uint64_t now = inf__serve_now_ns();
+    int64_t t_us = timeout_us > 0 ? timeout_us : srv->opt.request_timeout_ms * 1000;
+    job->deadline_ns = t_us > 0 ? now + (uint64_t)t_us * 1000u : 0;
+    if (inf__serve_batcher_try_inline(rq->version->batcher, job)) {
+        inf__serve_route_complete(rq);
+        return 0;
+    }
+    rq->state = 1;
+    inf__serve_http_suspend(rq);
+    inf_status st = inf__serve_batcher_submit(rq->version->batcher, job);
+    if (st != INF_OK) {
+        rq->state = 2;
+        count_failure(rq, SRV_FAIL_QUEUE_FULL);
+        if (st == INF_EBUSY)
+            inf__serve_error(rq, 503, "model '%s' version %s: queue full (%d requests waiting); retry later",
+                             rq->version->name, rq->version->version, srv->opt.max_queue);
+        else
+            inf__serve_error(rq, 503, "model '%s' version %s is being unloaded; retry", rq->version->name,
+                             rq->version->version);
+        inf__serve_http_resume(rq);
+    }
+    return 1;
+}
+
+static int alloc_job_arrays(srv_request *rq) {
+    const inf_model *m = rq->version->model;
+    rq->job_inputs = calloc((size_t)inf_model_n_inputs(m) + 1, sizeof *rq->job_inputs);
+    rq->job_outputs = calloc((size_t)inf_model_n_outputs(m) + 1, sizeof *rq->job_outputs);
+    if (!rq->job_inputs || !rq->job_outputs) {
+        inf__serve_error(rq, 503, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static int h_infer(srv_request *rq) {
+    srv_version *v;
+    if (acquire(rq, &v)) return 0;
+    rq->version = v;
+    size_t json_len = rq->body_len;
+    const char *h = inf__serve_http_header(rq, "Inference-Header-Content-Length");
+    if (h) {
+        char *end;
+        unsigned long long n = strtoull(h, &end, 10);
+        if (!*h || *end || n > rq->body_len) {
+            count_failure(rq, SRV_FAIL_BAD_REQUEST);
+            inf__serve_error(rq, 400,
+                             "Inference-Header-Content-Length '%s' is not a length within the body of %zu bytes", h,
+                             rq->body_len);
+            return 0;
+        }
+        json_len = (size_t)n;
+    }
+    inf_error e = {0};
+    inf_status st = inf__serve_decode_infer(rq->body ? rq->body : "", rq->body_len, json_len, v->model, &rq->infer, &e);
+    if (st != INF_OK) {
+        count_failure(rq, SRV_FAIL_BAD_REQUEST);
+        inf__serve_error(rq, status_of(st), "%s", e.message);
+        return 0;
+    }
+    if (alloc_job_arrays(rq)) return 0;
+    int64_t rows = -1;
+    for (int i = 0; i < rq->infer.n_inputs; i++) {
+        srv_input *in = &rq->infer.inputs[i];
+        rq->job_inputs[in->model_index] = &in->t;
+        int64_t r = in->ndim >= 1 ? in->dims[0] : 1;
+        if (rows < 0) rows = r;
+        if (r != rows && inf__serve_batcher_batchable(v->batcher)) {
+            count_failure(rq, SRV_FAIL_BAD_REQUEST);
+            inf__serve_error(rq, 400, "input '%s': batch size %lld differs from the other inputs' %lld", in->name,
+                             (long long)r, (long long)rows);
+            return 0;
+        }
+    }
+    rq->job.rows = rows < 0 ? 1 : rows;
+    return submit(rq, rq->infer.timeout_us);
+}
+
+static void observe_success(srv_request *rq) {
+    srv_model_metrics *m = rq->version->metrics;
+    if (!m) return;
+    uint64_t us = (inf__serve_now_ns() - rq->t_start_ns) / 1000;
+    atomic_fetch_add_explicit(&m->success, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->request_us, us, memory_order_relaxed);
+    inf__serve_hist_observe(&m->request_hist, (double)us);
+}
+
+static void complete_infer(srv_request *rq) {
+    srv_version *v = rq->version;
+    if (rq->job.err.status != INF_OK) {
+        count_failure(rq, reason_of(rq->job.err.status));
+        inf__serve_error(rq, status_of(rq->job.err.status), "model '%s' version %s: %s", v->name, v->version,
+                         rq->job.err.message);
+        return;
+    }
+    inf_error e = {0};
+    inf__serve_buf_reserve(&rq->resp, 512);
+    inf_status st = inf__serve_encode_infer(&rq->infer, v->model, v->name, v->version, rq->job_outputs, &rq->resp,
+                                            &rq->resp_bin, &e);
+    if (st != INF_OK) {
+        count_failure(rq, SRV_FAIL_OTHER);
+        inf__serve_error(rq, status_of(st), "%s", e.message);
+        return;
+    }
+    rq->status = 200;
+    rq->content_type = "application/json";
+    if (rq->resp_bin.n || rq->infer.binary_default) {
+        rq->json_header_len = rq->resp.n;
+        rq->content_type = "application/octet-stream";
+    } else {
+        for (int i = 0; i < rq->infer.n_outputs; i++)
+            if (rq->infer.outputs[i].binary > 0) {
+                rq->json_header_len = rq->resp.n;
+                rq->content_type = "application/octet-stream";
+            }
+    }
+    observe_success(rq);
+    inf__serve_models_note_prediction(rq->srv->models, v, rq->job.rows);
+}
+
+/* ---- records ------------------------------------------------------------------- */
+
+static int add_record(const char *obj, size_t n, void *user, inf_error *err) {
+    return inf_record_batch_add_json((inf_record_batch *)user, obj, n, err) != INF_OK;
+}
+
+static int write_cb(const char *bytes, size_t n, void *user) {
+    inf__serve_buf_put((srv_buf *)user, bytes, n);
+    return 0;
+}
+
+static void write_rejected(srv_request *rq) {
+    inf_pipeline_exec *ex = rq->records_exec;
+    int n = inf_pipeline_n_rejected(ex);
+    inf__serve_buf_puts(&rq->resp, ",\"rejected\":[");
+    for (int i = 0; i < n; i++) {
+        const char *field = NULL, *msg = NULL;
+        int row = inf_pipeline_rejected(ex, i, &field, &msg);
+        if (i) inf__serve_buf_put(&rq->resp, ",", 1);
+        inf__serve_buf_printf(&rq->resp, "{\"row\":%d,\"field\":", row);
+        inf__serve_buf_json_str(&rq->resp, field ? field : "", field ? strlen(field) : 0);
+        inf__serve_buf_puts(&rq->resp, ",\"error\":");
+        inf__serve_buf_json_str(&rq->resp, msg ? msg : "", msg ? strlen(msg) : 0);
+        inf__serve_buf_put(&rq->resp, "}", 1);
+    }
+    inf__serve_buf_puts(&rq->resp, "]");
+}
+
+static void records_head(srv_request *rq) {
+    srv_version *v = rq->version;
+    rq->status = 200;
+    rq->content_type = "application/json";
+    inf__serve_buf_puts(&rq->resp, "{\"model_name\":");
+    inf__serve_buf_json_str(&rq->resp, v->name, strlen(v->name));
+    inf__serve_buf_puts(&rq->resp, ",\"model_version\":");
+    inf__serve_buf_json_str(&rq->resp, v->version, strlen(v->version));
+}
+
+static int h_records(srv_request *rq) {
+    srv_version *v;
+    if (acquire(rq, &v)) return 0;
+    rq->version = v;
+    if (!inf_record_batch_new || !inf_pipeline_prepare || !inf_record_batch_add_json) {
+        inf__serve_error(rq, 501, "the records endpoint needs the pipeline executor, which this build lacks");
+        return 0;
+    }
+    inf_error e = {0};
+    inf_status st = inf__serve_version_pipeline(v, &rq->records_exec, &e);
+    if (st != INF_OK) {
+        count_failure(rq, SRV_FAIL_OTHER);
+        inf__serve_error(rq, status_of(st), "%s", e.message);
+        return 0;
+    }
+    inf_record_batch *batch = NULL;
+    if (inf_record_batch_new(&batch) != INF_OK) {
+        inf__serve_error(rq, 503, "out of memory");
+        return 0;
+    }
+    rq->records_batch = batch;
+    st = inf__serve_decode_records(rq->body ? rq->body : "", rq->body_len, add_record, batch, &e);
+    if (st != INF_OK) {
+        count_failure(rq, SRV_FAIL_BAD_REQUEST);
+        inf__serve_error(rq, status_of(st), "%s", e.message);
+        return 0;
+    }
+    const inf_tensor *const *x = NULL;
+    st = inf_pipeline_prepare(rq->records_exec, batch, &x, &e);
+    if (st != INF_OK) {
+        count_failure(rq, reason_of(st));
+        inf__serve_error(rq, status_of(st), "model '%s': %s", v->name, e.message);
+        return 0;
+    }
+    int n_acc = inf_pipeline_n_accepted(rq->records_exec);
+    if (n_acc == 0) {
+        records_head(rq);
+        inf__serve_buf_puts(&rq->resp, ",\"predictions\":[]");
+        write_rejected(rq);
+        inf__serve_buf_puts(&rq->resp, "}");
+        return 0;
+    }
+    if (alloc_job_arrays(rq)) return 0;
+    for (int i = 0; i < inf_model_n_inputs(v->model); i++) rq->job_inputs[i] = x[i];
+    rq->job.rows = n_acc;
+    return submit(rq, 0);
+}
+
+static void complete_records(srv_request *rq) {
+    srv_version *v = rq->version;
+    if (rq->job.err.status != INF_OK) {
+        count_failure(rq, reason_of(rq->job.err.status));
+        inf__serve_error(rq, status_of(rq->job.err.status), "model '%s' version %s: %s", v->name, v->version,
+                         rq->job.err.message);
+        return;
+    }
+    inf_record_batch *out = NULL;
+    inf_error e = {0};
+    inf_status st = inf_record_batch_new(&out);
+    if (st == INF_OK) st = inf_pipeline_finish(rq->records_exec, rq->job_outputs, out, &e);
+    if (st != INF_OK) {
+        inf_record_batch_free(out);
+        count_failure(rq, SRV_FAIL_COMPUTE);
+        inf__serve_error(rq, status_of(st), "model '%s': %s", v->name, e.message[0] ? e.message : inf_strerror(st));
+        return;
+    }
+    records_head(rq);
+    inf__serve_buf_puts(&rq->resp, ",\"predictions\":[");
+    int n = inf_record_batch_n_rows(out);
+    for (int r = 0; r < n; r++) {
+        if (r) inf__serve_buf_put(&rq->resp, ",", 1);
+        inf_record_batch_row_to_json(out, r, NULL, write_cb, &rq->resp);
+    }
+    inf__serve_buf_puts(&rq->resp, "]");
+    write_rejected(rq);
+    inf__serve_buf_puts(&rq->resp, "}");
+    inf_record_batch_free(out);
+    observe_success(rq);
+    inf__serve_models_note_prediction(rq->srv->models, v, rq->job.rows);
+}
+
+void inf__serve_route_complete(srv_request *rq) {
+    if (rq->route && rq->route->fn == h_records)
+        complete_records(rq);
+    else
+        complete_infer(rq);
+}
+
+void inf__serve_request_release(srv_request *rq) {
+    if (rq->job_outputs && rq->version) {
+        int n = inf_model_n_outputs(rq->version->model);
+        for (int i = 0; i < n; i++) inf_tensor_free(rq->job_outputs[i]);
+    }
+    free(rq->job_outputs);
+    free(rq->job_inputs);
+    rq->job_outputs = NULL;
+    rq->job_inputs = NULL;
+    inf__serve_infer_request_clear(&rq->infer);
+    if (rq->records_batch) inf_record_batch_free(rq->records_batch);
+    rq->records_batch = NULL;
+    if (rq->records_exec) inf__serve_version_pipeline_put(rq->version, rq->records_exec);
+    rq->records_exec = NULL;
+    if (rq->version) inf__serve_version_release(rq->version);
+    rq->version = NULL;
+}
+
+/* ---- repository ---------------------------------------------------------------- */
+
+static cJSON *body_json(srv_request *rq, int *bad) {
+    *bad = 0;
+    if (!rq->body_len) return NULL;
+    cJSON *j = cJSON_ParseWithLength(rq->body, rq->body_len);
+    if (!j || !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        *bad = 1;
+        inf__serve_error(rq, 400, "malformed JSON request body");
+    }
+    return j;
+}
+
+static int h_repo_index(srv_request *rq) {
+    int bad;
+    cJSON *j = body_json(rq, &bad);
+    if (bad) return 0;
+    int ready = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "ready"));
+    cJSON_Delete(j);
+    rq->status = 200;
+    inf__serve_models_index_json(rq->srv->models, ready, &rq->resp);
+    return 0;
+}
+
+static int h_repo_load(srv_request *rq) {
+    int bad;
+    cJSON *j = body_json(rq, &bad);
+    if (bad) return 0;
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(j, "parameters");
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(params, "ref");
+    if (!ref) ref = cJSON_GetObjectItemCaseSensitive(params, "path");
+    if (ref && !cJSON_IsString(ref)) {
+        cJSON_Delete(j);
+        inf__serve_error(rq, 400, "parameters.ref must be a string (an .onnx path or a registry reference)");
+        return 0;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(params, "config"))
+        fprintf(stderr, "infera serve: load %s: parameters.config is ignored (no Triton model configs)\n",
+                rq->params[0]);
+    inf_error e = {0};
+    snprintf(rq->log_model, sizeof rq->log_model, "%s", rq->params[0]);
+    inf_status st = inf__serve_models_load(rq->srv->models, rq->params[0], ref ? ref->valuestring : NULL, &e);
+    cJSON_Delete(j);
+    if (st != INF_OK) {
+        inf__serve_error(rq, st == INF_ENOENT ? 404 : st == INF_ENOMEM ? 503 : 400, "%s", e.message);
+        return 0;
+    }
+    rq->status = 200;
+    return 0;
+}
+
+static int h_repo_unload(srv_request *rq) {
+    inf_error e = {0};
+    snprintf(rq->log_model, sizeof rq->log_model, "%s", rq->params[0]);
+    if (inf__serve_models_unload(rq->srv->models, rq->params[0], &e) != INF_OK) {
+        inf__serve_error(rq, 404, "%s", e.message);
+        return 0;
+    }
+    rq->status = 200;
+    return 0;
+}

@@ -1,0 +1,378 @@
+/*
+ * serve.h -- internal header of `infera serve` (src/serve/): the objects the
+ * files of the online runner share.  Nothing here is public API.
+ *
+ * FILES (one concept each):
+ *   main.c      options (flags, INFERA_SERVE_* environment, --config file),
+ *               start-up, SIGTERM drain, shutdown
+ *   http.c      transport: libmicrohttpd daemon, per-connection context, body
+ *               accumulation and limits, suspend/resume around the batcher
+ *   routes.c    the route table (one line per route) and the handlers
+ *   kserve_v2.c KServe V2 request decoding / response encoding (JSON + binary)
+ *   json_num.c  fast, exact JSON number parsing for tensor data
+ *   batcher.c   per model version: bounded queue + one scheduler thread
+ *   models.c    served models, refcounted versions, atomic swap, repository,
+ *               registry alias polling, auth and audit
+ *   metrics.c   Prometheus counters, gauges and histograms
+ *   util.c      growable buffers, JSON string escaping, clocks, access log
+ *
+ * THREADS.  libmicrohttpd runs a pool of HTTP threads (one epoll loop each).
+ * They decode and validate requests, then post jobs to the batcher of the
+ * model version they resolved (which they hold a reference on) and suspend
+ * the connection.  Each batcher's one scheduler thread forms batches, runs
+ * the version's session and completes the jobs, which resumes connections.
+ * A loader (repository API and the alias poller) builds and warms new
+ * versions off to the side and swaps a pointer under the models lock.
+ */
+#ifndef INF_SERVE_H
+#define INF_SERVE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "infera/session.h"
+
+/* ---- util.c: buffers, JSON text, clocks ------------------------------------ */
+
+typedef struct srv_buf {
+    char *p;
+    size_t n, cap;
+    int oom; /* an append failed: the content is incomplete */
+} srv_buf;
+
+void inf__serve_buf_free(srv_buf *b);
+int inf__serve_buf_reserve(srv_buf *b, size_t extra);
+void inf__serve_buf_put(srv_buf *b, const void *data, size_t n);
+void inf__serve_buf_puts(srv_buf *b, const char *s);
+void inf__serve_buf_printf(srv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s (n bytes) as a quoted, escaped JSON string. */
+void inf__serve_buf_json_str(srv_buf *b, const char *s, size_t n);
+void inf__serve_buf_i64(srv_buf *b, int64_t v);
+void inf__serve_buf_u64(srv_buf *b, uint64_t v);
+/* float32 / float64 as JSON numbers (non-finite as null). */
+void inf__serve_buf_f32(srv_buf *b, float v);
+void inf__serve_buf_f64(srv_buf *b, double v);
+/* Takes the buffer's memory (NUL-terminated, malloc'd); b is left empty. */
+char *inf__serve_buf_take(srv_buf *b, size_t *len);
+
+uint64_t inf__serve_now_ns(void);
+
+/* ---- json_num.c ------------------------------------------------------------ */
+
+/* Parses one JSON number (RFC 8259 grammar) starting at s, not reading at or
+ * past end.  Returns the number of bytes consumed, 0 if s does not start a
+ * JSON number.  The result equals strtod's (correctly rounded) for every
+ * input: a fast exact path (Clinger) covers up to 19 significant digits and
+ * moderate exponents, the rest falls back to strtod on a bounded copy. */
+size_t inf__serve_parse_double(const char *s, const char *end, double *out);
+/* Parses a JSON integer (no fraction or exponent) that fits int64 / uint64. */
+size_t inf__serve_parse_i64(const char *s, const char *end, int64_t *out);
+size_t inf__serve_parse_u64(const char *s, const char *end, uint64_t *out);
+
+/* ---- kserve_v2.c ----------------------------------------------------------- */
+
+/* KServe datatype <-> engine dtype. */
+const char *inf__serve_kserve_dtype(inf_dtype d); /* NULL when not expressible */
+inf_dtype inf__serve_dtype_from_kserve(const char *s, size_t n);
+
+typedef struct srv_input {
+    char *name;
+    inf_dtype dtype;
+    int ndim;
+    int64_t dims[INF_MAX_DIMS];
+    int model_index;   /* which model input it binds */
+    inf_tensor t;      /* view over data */
+    void *data;        /* owned (malloc) unless borrowed_data */
+    int borrowed_data; /* data points into the request body (binary, aligned) */
+    char **strings;    /* BYTES: owned element copies */
+    int64_t n_strings;
+} srv_input;
+
+typedef struct srv_output_req {
+    char *name;
+    int model_index;
+    int binary;        /* -1 = default */
+} srv_output_req;
+
+typedef struct srv_infer_request {
+    char *id;            /* echoed; NULL when not given */
+    int n_inputs;
+    srv_input *inputs;
+    int n_outputs;       /* 0 = all outputs */
+    srv_output_req *outputs;
+    int binary_default;  /* request parameter binary_data_output */
+    int64_t timeout_us;  /* request parameter "timeout" (0 = server default) */
+} srv_infer_request;
+
+/* Decodes a KServe V2 inference request.  body[0..json_len) is the JSON
+ * header; body[json_len..body_len) holds the binary blobs (json_len ==
+ * body_len when there are none).  Validates names, datatypes and shapes
+ * against model and fills req (release with inf__serve_infer_request_clear).
+ * Errors (INF_EFORMAT / INF_EINVAL / INF_ETYPE / INF_ESHAPE) name the field
+ * and why; err->message is suitable for the {"error": ...} body. */
+inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t json_len, const inf_model *model,
+                                   srv_infer_request *req, inf_error *err);
+void inf__serve_infer_request_clear(srv_infer_request *req);
+
+/* Encodes the response for req from outputs (indexed by model output).
+ * json gets the JSON header; bin (may stay empty) the binary blobs, in the
+ * order they are declared.  INF_ENOMEM, INF_EUNSUPPORTED (an output kind
+ * KServe cannot express). */
+inf_status inf__serve_encode_infer(const srv_infer_request *req, const inf_model *model, const char *model_name,
+                                   const char *model_version, inf_tensor *const *outputs, srv_buf *json, srv_buf *bin,
+                                   inf_error *err);
+
+/* ---- metrics.c ------------------------------------------------------------- */
+
+#define SRV_HIST_MAX_BUCKETS 24
+typedef struct srv_hist {
+    int n_bounds;
+    const double *bounds;
+    _Atomic uint64_t counts[SRV_HIST_MAX_BUCKETS + 1];
+    _Atomic uint64_t sum; /* in the histogram's unit, rounded */
+    _Atomic uint64_t count;
+} srv_hist;
+
+enum {
+    SRV_FAIL_BAD_REQUEST,
+    SRV_FAIL_QUEUE_FULL,
+    SRV_FAIL_TIMEOUT,
+    SRV_FAIL_COMPUTE,
+    SRV_FAIL_AUTH,
+    SRV_FAIL_OTHER,
+    SRV_FAIL_COUNT
+};
+
+/* Per (model, version): created at load, kept for the server's life so
+ * counters survive swaps and unloads. */
+typedef struct srv_model_metrics {
+    char model[129];
+    char version[32];
+    _Atomic uint64_t success, failure[SRV_FAIL_COUNT];
+    _Atomic uint64_t inference_count, exec_count;
+    _Atomic uint64_t request_us, queue_us, compute_us;
+    _Atomic int64_t queue_depth;
+    _Atomic int loaded;
+    double load_seconds, warmup_seconds;
+    int64_t registry_version;       /* > 0: predictions are audited */
+    _Atomic int64_t audit_rows;     /* rows served since the last audit record */
+    srv_hist request_hist, queue_hist, compute_hist, batch_hist;
+    struct srv_model_metrics *next;
+} srv_model_metrics;
+
+typedef struct srv_metrics {
+    pthread_mutex_t lock;
+    srv_model_metrics *head;
+    _Atomic uint64_t http_by_class[6]; /* 1xx..5xx by first digit */
+    _Atomic uint64_t load_failures;
+    _Atomic uint64_t swaps;
+    uint64_t start_ns;
+} srv_metrics;
+
+void inf__serve_metrics_init(srv_metrics *m);
+void inf__serve_metrics_deinit(srv_metrics *m);
+/* The entry of (model, version), created when missing; NULL when out of memory. */
+srv_model_metrics *inf__serve_metrics_get(srv_metrics *m, const char *model, const char *version);
+void inf__serve_hist_observe(srv_hist *h, double v);
+/* Renders the Prometheus text exposition. */
+void inf__serve_metrics_render(srv_metrics *m, srv_buf *out, int n_loaded_models);
+
+/* ---- batcher.c ------------------------------------------------------------- */
+
+typedef struct srv_job srv_job;
+typedef void (*srv_job_done_fn)(srv_job *job, void *user);
+
+struct srv_job {
+    const inf_tensor **inputs;  /* n_model_inputs, borrowed until done */
+    inf_tensor **outputs;       /* n_model_outputs slots, filled with owned tensors */
+    int64_t rows;               /* leading dimension (1 for unbatchable inputs) */
+    uint64_t t_enqueue_ns, t_start_ns, t_end_ns, deadline_ns;
+    int batch_rows;             /* rows of the engine call that served it */
+    inf_error err;              /* status INF_OK or the failure */
+    srv_job_done_fn done;       /* called once, from the scheduler thread */
+    void *done_user;
+    srv_job *next;
+};
+
+typedef struct srv_batcher srv_batcher;
+
+typedef struct srv_batch_options {
+    int max_batch;            /* rows per engine call; 1 = no batching */
+    int64_t max_queue_delay_us;
+    int max_queue;            /* queued jobs before EBUSY */
+    int n_threads;            /* session threads */
+    int n_preferred;
+    int preferred[8];         /* preferred batch sizes (rows) */
+} srv_batch_options;
+
+/* Compiles a session of model (borrowed, must outlive the batcher), warms it
+ * (zero inputs at 1 and max_batch rows) and starts the scheduler thread. */
+inf_status inf__serve_batcher_new(const inf_model *model, const srv_batch_options *opts, srv_model_metrics *metrics,
+                                  srv_batcher **out, double *warmup_seconds, inf_error *err);
+/* Queues job.  INF_EBUSY when the queue is full (job not taken, done not
+ * called), INF_EINVAL when the batcher is stopping. */
+inf_status inf__serve_batcher_submit(srv_batcher *b, srv_job *job);
+/* Runs job at once on the calling thread when nothing is queued or running
+ * (and no queue delay is configured): returns 1 with the job complete (done
+ * is not called), 0 when the job must be submitted instead. */
+int inf__serve_batcher_try_inline(srv_batcher *b, srv_job *job);
+int inf__serve_batcher_depth(srv_batcher *b);
+int inf__serve_batcher_batchable(const srv_batcher *b);
+/* Runs every queued job, stops the scheduler and frees. */
+void inf__serve_batcher_free(srv_batcher *b);
+
+/* ---- models.c -------------------------------------------------------------- */
+
+typedef struct srv_models srv_models;
+typedef struct srv_server srv_server;
+
+typedef struct srv_version {
+    _Atomic int refs;
+    char name[129];
+    char version[32];
+    int64_t registry_version; /* 0 for a file */
+    inf_model *model;
+    srv_batcher *batcher;
+    void *pipeline;           /* inf_pipeline * or NULL (see pipeline_error) */
+    char pipeline_error[300];
+    pthread_mutex_t exec_lock;
+    void *exec_pool[64];      /* idle inf_pipeline_exec * */
+    int n_exec_pool;
+    srv_model_metrics *metrics;
+    srv_models *owner;
+} srv_version;
+
+srv_models *inf__serve_models_new(srv_server *srv);
+void inf__serve_models_free(srv_models *ms);
+/* Adds a model slot from "[NAME=]REF" and loads it; errors name the ref. */
+inf_status inf__serve_models_add(srv_models *ms, const char *spec, inf_error *err);
+/* A reference to the version serving name (version NULL or "" = current). */
+inf_status inf__serve_models_acquire(srv_models *ms, const char *name, const char *version, srv_version **out,
+                                     inf_error *err);
+void inf__serve_version_release(srv_version *v);
+/* Repository API: (re)load name (ref NULL = its configured ref), unload. */
+inf_status inf__serve_models_load(srv_models *ms, const char *name, const char *ref, inf_error *err);
+inf_status inf__serve_models_unload(srv_models *ms, const char *name, inf_error *err);
+void inf__serve_models_index_json(srv_models *ms, int ready_only, srv_buf *out);
+int inf__serve_models_n_loaded(srv_models *ms);
+int inf__serve_models_all_ready(srv_models *ms);
+/* Starts the registry poller / auditor thread when a registry is in use. */
+inf_status inf__serve_models_start_poller(srv_models *ms, inf_error *err);
+/* Auth: INF_OK, INF_EAUTH (no/bad token), INF_EDENIED (no predictor role). */
+inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const char *model, int admin,
+                                       inf_error *err);
+int inf__serve_models_auth_enabled(srv_models *ms);
+/* Pipeline executors for the records endpoint. */
+inf_status inf__serve_version_pipeline(srv_version *v, void **exec, inf_error *err);
+void inf__serve_version_pipeline_put(srv_version *v, void *exec);
+/* Accounts rows predicted for the periodic audit record. */
+void inf__serve_models_note_prediction(srv_models *ms, srv_version *v, int64_t rows);
+
+/* ---- the server ------------------------------------------------------------ */
+
+typedef struct srv_options {
+    const char *host;
+    int port;
+    const char *models[64];
+    int n_models;
+    int max_batch;
+    int64_t max_queue_delay_us;
+    int max_queue;
+    int threads;           /* session threads per model */
+    int http_threads;      /* 0 = number of cores */
+    int64_t max_body_bytes;
+    int conn_limit;
+    int conn_timeout_s;
+    int64_t request_timeout_ms;
+    int drain_timeout_s;
+    int poll_secs;         /* registry alias polling; 0 = off */
+    int auth_cache_secs;
+    int auth_metrics;      /* 1: /metrics needs a token too */
+    int auth_health;       /* 1: health/metadata need a token too */
+    const char *access_log;/* path, "-" = stderr, NULL = off */
+    const char *home;      /* registry */
+    const char *registry;
+    int preferred[8];
+    int n_preferred;
+} srv_options;
+
+struct srv_server {
+    srv_options opt;
+    srv_metrics metrics;
+    srv_models *models;
+    struct MHD_Daemon *daemon;
+    FILE *access_log;
+    pthread_mutex_t log_lock;
+    _Atomic int64_t in_flight;   /* requests accepted and not yet answered */
+    _Atomic uint64_t next_request_id;
+    _Atomic int draining;
+    char listen_url[160];
+};
+
+/* http.c */
+inf_status inf__serve_http_start(srv_server *srv, inf_error *err);
+void inf__serve_http_quiesce(srv_server *srv);
+void inf__serve_http_stop(srv_server *srv);
+
+/* routes.c: the handlers see one of these per request. */
+typedef struct srv_request srv_request;
+typedef struct srv_route srv_route;
+struct srv_request {
+    srv_server *srv;
+    struct MHD_Connection *conn;
+    const srv_route *route;
+    const char *method;
+    const char *url;
+    char params[2][160];          /* {name}, {version} */
+    char *body;
+    size_t body_len, body_cap;
+    int body_too_large;
+    uint64_t t_start_ns;
+    uint64_t request_no;
+    /* response */
+    int status;
+    srv_buf resp;
+    srv_buf resp_bin;
+    size_t json_header_len;       /* > 0: binary response */
+    const char *content_type;
+    /* async state (infer / records) */
+    int state;                    /* 0 new, 1 suspended, 2 completed, 3 responded */
+    srv_version *version;
+    srv_job job;
+    srv_infer_request infer;
+    const inf_tensor **job_inputs;
+    inf_tensor **job_outputs;
+    void *records_exec;           /* inf_pipeline_exec * */
+    void *records_batch;          /* inf_record_batch * */
+    char log_model[129];
+    char log_version[32];
+};
+
+/* Dispatches a complete request: fills status/resp, or starts a job and
+ * returns 1 (the connection must be suspended until job completion). */
+int inf__serve_route_dispatch(srv_request *rq);
+/* Finishes an async request after its job completed. */
+void inf__serve_route_complete(srv_request *rq);
+/* Releases what the request holds (version, job, tensors). */
+void inf__serve_request_release(srv_request *rq);
+/* Sets an {"error": msg} body with status. */
+void inf__serve_error(srv_request *rq, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* http.c: suspend/resume rq's connection; a request header (or NULL). */
+void inf__serve_http_suspend(srv_request *rq);
+void inf__serve_http_resume(srv_request *rq);
+const char *inf__serve_http_header(srv_request *rq, const char *name);
+/* kserve_v2.c: walks {"records": [{...}, ...]} calling each() with every
+ * record object's JSON text; errors name the offset. */
+inf_status inf__serve_decode_records(const char *body, size_t len,
+                                     int (*each)(const char *obj, size_t n, void *user, inf_error *err), void *user,
+                                     inf_error *err);
+/* Called by the batcher when a job of rq completes (scheduler thread). */
+void inf__serve_http_job_done(srv_job *job, void *user);
+
+/* util.c */
+void inf__serve_access_log(srv_server *srv, const srv_request *rq);
+
+#endif /* INF_SERVE_H */

@@ -1,0 +1,227 @@
+/*
+ * scorer.c -- small-batch scoring of JSON records for the SQL extensions
+ * (see scorer.h).  Callers: src/sql/sqlite_ext.c, src/sql/pg/infera_pg.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch/model_ref.h"
+#include "sql/scorer.h"
+
+struct inf__scorer {
+    char *ref;
+    inf__model_ref m;
+    inf_session *session;
+    inf_pipeline_exec *exec;
+    inf_record_batch *in, *out;
+    int *row_of;     /* per record: output row or -1 */
+    char **why;      /* per record: rejection reason (owned) or NULL */
+    int cap;
+    int n_records;
+    const char **skip; /* fields left out of row JSON: passthrough + spec_hash (+ id) */
+    int n_skip, cap_skip;
+    int primary;     /* field index in out, -1 */
+    char id_column[256];
+};
+
+static inf_status fail(inf_error *err, inf_status st, const char *fmt, const char *a) {
+    if (err) {
+        err->status = st;
+        snprintf(err->message, sizeof err->message, fmt, a);
+    }
+    return st;
+}
+
+inf_status inf__scorer_new(const char *ref, const inf__scorer_options *opts, inf__scorer **out, inf_error *err) {
+    *out = NULL;
+    inf__scorer *s = calloc(1, sizeof *s);
+    if (!s || !(s->ref = strdup(ref ? ref : ""))) {
+        free(s);
+        return fail(err, INF_ENOMEM, "infera: out of memory loading %s", ref ? ref : "");
+    }
+    inf__model_ref_options mo = {0};
+    if (opts) {
+        mo.home = opts->home;
+        mo.registry_url = opts->registry_url;
+        mo.id_column = opts->id_column;
+        if (opts->id_column) snprintf(s->id_column, sizeof s->id_column, "%s", opts->id_column);
+    }
+    inf_status st = inf__model_ref_open(ref, &mo, &s->m, err);
+    if (st) goto fail;
+    if (!s->id_column[0] && inf_pipeline_id_column(s->m.pipeline))
+        snprintf(s->id_column, sizeof s->id_column, "%s", inf_pipeline_id_column(s->m.pipeline));
+    inf_session_options so;
+    inf_session_options_init(&so);
+    so.n_threads = 1;
+    if ((st = inf_session_new(s->m.model, &so, &s->session, err))) goto fail;
+    if ((st = inf_pipeline_exec_new(s->m.pipeline, &s->exec, err))) goto fail;
+    if ((st = inf_record_batch_new(&s->in)) || (st = inf_record_batch_new(&s->out))) {
+        fail(err, st, "infera: out of memory loading %s", ref);
+        goto fail;
+    }
+    s->primary = -1;
+    *out = s;
+    return INF_OK;
+fail:
+    inf__scorer_free(s);
+    return st;
+}
+
+void inf__scorer_free(inf__scorer *s) {
+    if (!s) return;
+    inf__scorer_clear(s);
+    inf_pipeline_exec_free(s->exec);
+    inf_session_free(s->session);
+    inf_record_batch_free(s->in);
+    inf_record_batch_free(s->out);
+    inf__model_ref_close(&s->m);
+    free(s->row_of);
+    free(s->why);
+    free(s->skip);
+    free(s->ref);
+    free(s);
+}
+
+const char *inf__scorer_ref(const inf__scorer *s) { return s->ref; }
+const char *inf__scorer_model_name(const inf__scorer *s) { return s->m.name; }
+const char *inf__scorer_model_version(const inf__scorer *s) { return s->m.version; }
+int inf__scorer_is_default(const inf__scorer *s) { return inf_pipeline_is_default(s->m.pipeline); }
+
+void inf__scorer_clear(inf__scorer *s) {
+    for (int i = 0; i < s->n_records; i++) {
+        free(s->why[i]);
+        s->why[i] = NULL;
+    }
+    s->n_records = 0;
+    if (s->in) inf_record_batch_reset(s->in);
+    if (s->out) inf_record_batch_reset(s->out);
+}
+
+inf_status inf__scorer_add_json(inf__scorer *s, const char *json, size_t len, inf_error *err) {
+    if (s->n_records == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 16;
+        int *r = realloc(s->row_of, (size_t)cap * sizeof *r);
+        if (r) s->row_of = r;
+        char **w = r ? realloc(s->why, (size_t)cap * sizeof *w) : NULL;
+        if (!r || !w) return fail(err, INF_ENOMEM, "infera: out of memory%s", "");
+        s->why = w;
+        for (int i = s->cap; i < cap; i++) s->why[i] = NULL;
+        s->cap = cap;
+    }
+    inf_status st = inf_record_batch_add_json(s->in, json, len, err);
+    if (st) return st;
+    s->row_of[s->n_records] = -1;
+    s->why[s->n_records] = NULL;
+    s->n_records++;
+    return INF_OK;
+}
+
+int inf__scorer_n_records(const inf__scorer *s) { return s->n_records; }
+
+static int add_skip(inf__scorer *s, const char *name) {
+    if (s->n_skip + 2 > s->cap_skip) {
+        int cap = s->cap_skip ? s->cap_skip * 2 : 16;
+        const char **p = realloc(s->skip, (size_t)cap * sizeof *p);
+        if (!p) return -1;
+        s->skip = p;
+        s->cap_skip = cap;
+    }
+    s->skip[s->n_skip++] = name;
+    s->skip[s->n_skip] = NULL;
+    return 0;
+}
+
+inf_status inf__scorer_score(inf__scorer *s, inf_error *err) {
+    inf_status st;
+    const inf_tensor *const *x;
+    inf_record_batch_reset(s->out);
+    if (!s->n_records) return INF_OK;
+    if ((st = inf_pipeline_prepare(s->exec, s->in, &x, err))) return st;
+    int n_acc = inf_pipeline_n_accepted(s->exec);
+    if (n_acc > 0) {
+        inf_tensor *const *y;
+        if ((st = inf_session_run(s->session, x, &y, err))) return st;
+        if ((st = inf_pipeline_finish(s->exec, y, s->out, err))) return st;
+    }
+    for (int k = 0; k < n_acc; k++) s->row_of[inf_pipeline_accepted_row(s->exec, k)] = k;
+    for (int i = 0; i < inf_pipeline_n_rejected(s->exec); i++) {
+        const char *field = NULL, *msg = NULL;
+        int row = inf_pipeline_rejected(s->exec, i, &field, &msg);
+        if (row < 0 || row >= s->n_records) continue;
+        char buf[700];
+        snprintf(buf, sizeof buf, "%s%s%s", field && *field ? field : "", field && *field ? ": " : "",
+                 msg ? msg : "rejected");
+        free(s->why[row]);
+        s->why[row] = strdup(buf);
+    }
+    /* which output fields are predictions (see scorer.h) */
+    s->n_skip = 0;
+    s->primary = -1;
+    int nf = inf_record_batch_n_fields(s->out);
+    for (int f = 0; f < nf; f++) {
+        const char *name = inf_record_batch_field_name(s->out, f);
+        int lineage = !strcmp(name, "model_name") || !strcmp(name, "model_version") || !strcmp(name, "spec_hash");
+        int is_id = s->id_column[0] && !strcmp(name, s->id_column);
+        int passthrough = !is_id && !lineage && inf_record_batch_find_field(s->in, name) >= 0;
+        if (is_id || passthrough || !strcmp(name, "spec_hash"))
+            if (add_skip(s, name)) return fail(err, INF_ENOMEM, "infera: out of memory%s", "");
+        if (!is_id && !passthrough && !lineage && s->primary < 0) s->primary = f;
+    }
+    return INF_OK;
+}
+
+int inf__scorer_result(const inf__scorer *s, int i, const char **why) {
+    if (i < 0 || i >= s->n_records) return -1;
+    if (s->row_of[i] < 0 && why) *why = s->why[i] ? s->why[i] : "rejected by the pipeline";
+    return s->row_of[i];
+}
+
+const inf_value *inf__scorer_primary(const inf__scorer *s, int row) {
+    if (s->primary < 0 || row < 0) return NULL;
+    return inf_record_batch_get(s->out, row, s->primary);
+}
+
+const char *inf__scorer_primary_name(const inf__scorer *s) {
+    return s->primary < 0 ? NULL : inf_record_batch_field_name(s->out, s->primary);
+}
+
+typedef struct json_buf {
+    char *p;
+    size_t n, cap;
+} json_buf;
+
+static int buf_write(const char *bytes, size_t n, void *user) {
+    json_buf *b = user;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = (b->cap ? b->cap * 2 : 256) + n;
+        char *p = realloc(b->p, cap);
+        if (!p) return -1;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, bytes, n);
+    b->n += n;
+    return 0;
+}
+
+inf_status inf__scorer_row_json(const inf__scorer *s, int row, int with_id, inf_write_fn write, void *user) {
+    json_buf b = {0};
+    /* skip list without the id when with_id */
+    const char *skip[256];
+    int k = 0;
+    for (int i = 0; i < s->n_skip && k < 255; i++)
+        if (!(with_id && s->id_column[0] && !strcmp(s->skip[i], s->id_column))) skip[k++] = s->skip[i];
+    skip[k] = NULL;
+    inf_status st = inf_record_batch_row_to_json(s->out, row, skip, buf_write, &b);
+    if (!st && b.n >= 2 && b.p[b.n - 1] == '}') {
+        b.n--; /* add the pipeline hash under its lineage name */
+        char tail[128];
+        int n = snprintf(tail, sizeof tail, "%s\"pipeline_hash\":\"%s\"}", b.n > 1 ? "," : "",
+                         inf_pipeline_hash(s->m.pipeline));
+        if (buf_write(tail, (size_t)n, &b)) st = INF_ENOMEM;
+    }
+    if (!st && write(b.p, b.n, user)) st = INF_ENOMEM;
+    free(b.p);
+    return st;
+}

@@ -1,0 +1,204 @@
+/*
+ * sqlite_ext.c -- Infera as a loadable SQLite extension (build/infera_sqlite.so).
+ *
+ *   sqlite> .load ./build/infera_sqlite
+ *   sqlite> SELECT infera_predict('fraud@production', json_object('amount', amount, ...)) FROM t;
+ *
+ * Functions (docs/sql.md):
+ *   infera_predict(model_ref, json_record)       the primary prediction
+ *                                                (INTEGER, REAL or TEXT)
+ *   infera_predict_json(model_ref, json_record)  every prediction field, with
+ *                                                model_name, model_version
+ *                                                and pipeline_hash, as JSON text
+ * model_ref is a path to an .onnx file or NAME / NAME@VERSION / NAME@ALIAS in
+ * the embedded registry ($INFERA_HOME, default ./infera-data; $INFERA_REGISTRY
+ * for a PostgreSQL registry).  Each connection keeps the models it used
+ * (keyed by the reference string, resolved on first use) until it closes.
+ * Every failure -- unknown model, bad JSON, a record the pipeline rejects --
+ * is an SQL error naming the model and why; NULL arguments give NULL.
+ *
+ * Entry points: sqlite3_inferasqlite_init (the name SQLite derives from
+ * "infera_sqlite") and sqlite3_extension_init.
+ */
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT1
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sql/scorer.h"
+
+typedef struct conn_cache {
+    inf__scorer **scorers;
+    int n, cap;
+} conn_cache;
+
+static void cache_free(void *p) {
+    conn_cache *c = p;
+    if (!c) return;
+    for (int i = 0; i < c->n; i++) inf__scorer_free(c->scorers[i]);
+    free(c->scorers);
+    free(c);
+}
+
+static inf__scorer *cache_get(sqlite3_context *ctx, conn_cache *c, const char *ref) {
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(inf__scorer_ref(c->scorers[i]), ref)) return c->scorers[i];
+    if (c->n == c->cap) {
+        int cap = c->cap ? c->cap * 2 : 4;
+        inf__scorer **p = realloc(c->scorers, (size_t)cap * sizeof *p);
+        if (!p) {
+            sqlite3_result_error_nomem(ctx);
+            return NULL;
+        }
+        c->scorers = p;
+        c->cap = cap;
+    }
+    inf__scorer *s = NULL;
+    inf_error err;
+    if (inf__scorer_new(ref, NULL, &s, &err)) {
+        char msg[700];
+        snprintf(msg, sizeof msg, "infera: model '%s': %s", ref, err.message);
+        sqlite3_result_error(ctx, msg, -1);
+        return NULL;
+    }
+    c->scorers[c->n++] = s;
+    return s;
+}
+
+/* Scores argv[1] with the model argv[0]; returns the output row or -1 after
+ * setting an error result. */
+static int score_one(sqlite3_context *ctx, sqlite3_value **argv, inf__scorer **out) {
+    conn_cache *c = sqlite3_user_data(ctx);
+    const char *ref = (const char *)sqlite3_value_text(argv[0]);
+    const char *json = (const char *)sqlite3_value_text(argv[1]);
+    int len = sqlite3_value_bytes(argv[1]);
+    if (!ref || !*ref) {
+        sqlite3_result_error(ctx, "infera: the model reference (argument 1) is empty", -1);
+        return -1;
+    }
+    if (!json) {
+        sqlite3_result_error(ctx, "infera: the record (argument 2) must be a JSON object", -1);
+        return -1;
+    }
+    inf__scorer *s = cache_get(ctx, c, ref);
+    if (!s) return -1;
+    inf_error err;
+    char msg[900];
+    inf__scorer_clear(s);
+    if (inf__scorer_add_json(s, json, (size_t)len, &err)) {
+        snprintf(msg, sizeof msg, "infera: model '%s': the record is not a JSON object: %s", ref, err.message);
+        sqlite3_result_error(ctx, msg, -1);
+        return -1;
+    }
+    if (inf__scorer_score(s, &err)) {
+        snprintf(msg, sizeof msg, "infera: model '%s': %s", ref, err.message);
+        sqlite3_result_error(ctx, msg, -1);
+        return -1;
+    }
+    const char *why = NULL;
+    int row = inf__scorer_result(s, 0, &why);
+    if (row < 0) {
+        snprintf(msg, sizeof msg, "infera: model '%s': record rejected: %s", ref, why ? why : "");
+        sqlite3_result_error(ctx, msg, -1);
+        return -1;
+    }
+    *out = s;
+    return row;
+}
+
+static void fn_predict(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    inf__scorer *s = NULL;
+    int row = score_one(ctx, argv, &s);
+    if (row < 0) return;
+    const inf_value *v = inf__scorer_primary(s, row);
+    char ts[40];
+    switch (v ? v->type : INF_FIELD_NULL) {
+    case INF_FIELD_BOOL: sqlite3_result_int(ctx, v->u.b); break;
+    case INF_FIELD_INT: sqlite3_result_int64(ctx, v->u.i); break;
+    case INF_FIELD_FLOAT:
+        if (v->u.f != v->u.f) sqlite3_result_null(ctx);
+        else sqlite3_result_double(ctx, v->u.f);
+        break;
+    case INF_FIELD_STRING: sqlite3_result_text(ctx, v->u.s.ptr, (int)v->u.s.len, SQLITE_TRANSIENT); break;
+    case INF_FIELD_TIMESTAMP:
+        sqlite3_result_text(ctx, inf_format_timestamp(v->u.ts, ts, sizeof ts), -1, SQLITE_TRANSIENT);
+        break;
+    default: sqlite3_result_null(ctx);
+    }
+}
+
+typedef struct text_buf {
+    char *p;
+    size_t n, cap;
+} text_buf;
+
+static int text_write(const char *bytes, size_t n, void *user) {
+    text_buf *b = user;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = (b->cap ? b->cap * 2 : 256) + n;
+        char *p = realloc(b->p, cap);
+        if (!p) return -1;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, bytes, n);
+    b->n += n;
+    return 0;
+}
+
+static void fn_predict_json(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    inf__scorer *s = NULL;
+    int row = score_one(ctx, argv, &s);
+    if (row < 0) return;
+    text_buf b = {0};
+    if (inf__scorer_row_json(s, row, 0, text_write, &b)) {
+        free(b.p);
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    sqlite3_result_text(ctx, b.p ? b.p : "{}", (int)b.n, SQLITE_TRANSIENT);
+    free(b.p);
+}
+
+#ifdef _WIN32
+__declspec(dllexport)
+#else
+__attribute__((visibility("default")))
+#endif
+int sqlite3_inferasqlite_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
+    SQLITE_EXTENSION_INIT2(pApi);
+    conn_cache *c = calloc(1, sizeof *c);
+    if (!c) {
+        if (pzErrMsg) *pzErrMsg = sqlite3_mprintf("infera: out of memory");
+        return SQLITE_NOMEM;
+    }
+    /* the cache lives as long as the connection: the last function's
+     * destructor frees it (both share one user-data pointer, so only the
+     * second registration carries the destructor) */
+    int rc = sqlite3_create_function_v2(db, "infera_predict", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, c, fn_predict, NULL,
+                                        NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_create_function_v2(db, "infera_predict_json", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, c,
+                                        fn_predict_json, NULL, NULL, cache_free);
+    else
+        cache_free(c);
+    if (rc != SQLITE_OK && pzErrMsg) *pzErrMsg = sqlite3_mprintf("infera: cannot register functions: %s", sqlite3_errmsg(db));
+    return rc;
+}
+
+__attribute__((visibility("default"))) int sqlite3_extension_init(sqlite3 *db, char **pzErrMsg,
+                                                                   const sqlite3_api_routines *pApi) {
+    return sqlite3_inferasqlite_init(db, pzErrMsg, pApi);
+}

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# test_batch.sh -- `infera batch` end to end with the fraud example (label: integration).
+#   usage: test_batch.sh INFERA SOURCE_DIR
+# CSV / JSON lines / SQLite round trips, output types and lineage columns,
+# modes, bad rows of every kind to the error sink, --max-error-rate, registry
+# lineage, progress lines, and crash-resume: kill -9 at several points,
+# --resume, compare with an uninterrupted run (same rows, none twice).
+set -u
+INFERA=$1
+SRC=$2
+EX=$SRC/examples/fraud
+MODEL=$EX/fraud_xgb.onnx
+SPEC=$EX/fraud_spec.json
+T=$(mktemp -d /tmp/infera-batch-test.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+export INFERA_HOME=$T/home
+PASS=0
+FAIL=0
+ok() { echo "PASS $1"; PASS=$((PASS + 1)); }
+bad() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
+check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
+q() { sqlite3 "$@"; }
+# rows without scored_at (the last column), sorted
+strip() { awk -F, 'NR>1 { NF--; print }' OFS=, "$1" | sort; }
+
+B=( "$INFERA" batch --progress none )
+
+# ---- CSV -> CSV ------------------------------------------------------------
+"${B[@]}" --model "$MODEL" --input "csv:$EX/transactions.csv" --output csv:out.csv --id-column transaction_id \
+    --threads 2 >sum.txt 2>err.txt; rc=$?
+check "csv->csv exits 0" '[ $rc -eq 0 ]' "$(cat err.txt)"
+check "csv->csv writes 5000 rows + header" '[ "$(wc -l <out.csv)" -eq 5001 ]'
+check "csv->csv header: id, predictions, lineage" \
+    '[ "$(head -1 out.csv)" = "transaction_id,label,probabilities_0,probabilities_1,model_name,model_version,pipeline_hash,scored_at" ]' \
+    "$(head -1 out.csv)"
+check "csv->csv keeps source order" '[ "$(cut -d, -f1 out.csv | sed -n 2p)" = t050000 ] && [ "$(cut -d, -f1 out.csv | tail -1)" = t054999 ]'
+check "lineage columns: model, version, 64-hex pipeline hash, ISO scored_at" \
+    'awk -F, "NR>1 && !(\$5==\"fraud_xgb\" && \$6 ~ /^sha256:[0-9a-f]+\$/ && length(\$6) == 19 && \$7 ~ /^[0-9a-f]+\$/ && length(\$7) == 64 && \$8 ~ /^20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]T.*Z\$/) {bad=1} END {exit bad}" out.csv'
+check "summary counts" 'grep -q "read 5,000  scored 5,000  written 5,000  rejected 0" sum.txt' "$(cat sum.txt)"
+check "summary has cpu-s per million predictions" 'grep -Eq "cpu [0-9.]+ s  [0-9.]+ cpu-s per million predictions" sum.txt'
+check "lineage in the job log (file model)" 'grep -q "job log" sum.txt && [ -s home/jobs/jobs.jsonl ]'
+# probabilities agree with XGBoost's own (examples/fraud/sample_probabilities.npy; 1e-6: float32 sums)
+check "probabilities_1 = 1 - probabilities_0 (float32)" \
+    'awk -F, "NR>1 { d = \$3 + \$4 - 1; if (d < 0) d = -d; if (d > 1e-6) bad = 1 } END { exit bad }" out.csv'
+
+# ---- JSON lines round trip ---------------------------------------------------
+"${B[@]}" --no-score --input "csv:$EX/transactions.csv" --output jsonl:tx.jsonl >/dev/null 2>&1
+check "no-score copy csv->jsonl" '[ "$(wc -l <tx.jsonl)" -eq 5000 ]'
+"${B[@]}" --model "$MODEL" --input jsonl:tx.jsonl --output jsonl:out.jsonl --id-column transaction_id >/dev/null 2>err.txt; rc=$?
+check "jsonl->jsonl exits 0" '[ $rc -eq 0 ]' "$(cat err.txt)"
+"${B[@]}" --model "$MODEL" --input jsonl:tx.jsonl --output csv:out_j.csv --id-column transaction_id >/dev/null 2>&1
+check "jsonl input scores bit-identically to csv input" 'diff -q <(strip out.csv) <(strip out_j.csv) >/dev/null'
+check "jsonl output has the lineage fields" \
+    'head -1 out.jsonl | grep -q "\"model_name\":\"fraud_xgb\"" && head -1 out.jsonl | grep -Eq "\"pipeline_hash\":\"[0-9a-f]{64}\"" && head -1 out.jsonl | grep -q "\"scored_at\":\"20"'
+"$INFERA" batch --progress none --model "$MODEL" --input jsonl:- --output jsonl:- --id-column transaction_id \
+    <tx.jsonl >stdout.jsonl 2>stderr.txt
+check "jsonl:- stdin -> stdout, summary on stderr" \
+    '[ "$(wc -l <stdout.jsonl)" -eq 5000 ] && grep -q "written 5,000" stderr.txt'
+
+# ---- SQLite -> SQLite -------------------------------------------------------------
+"${B[@]}" --no-score --input "csv:$EX/transactions.csv" --output "sqlite:tx.db?table=tx" --id-column transaction_id >/dev/null 2>&1
+"${B[@]}" --model "$MODEL" --input "sqlite:tx.db?table=tx" --output "sqlite:scores.db?table=scores" \
+    --id-column transaction_id --threads 2 >/dev/null 2>err.txt; rc=$?
+check "sqlite->sqlite exits 0" '[ $rc -eq 0 ]' "$(cat err.txt)"
+check "sqlite output: 5000 rows, distinct ids" '[ "$(q scores.db "SELECT count(*), count(DISTINCT transaction_id) FROM scores")" = "5000|5000" ]'
+check "sqlite output column types" \
+    '[ "$(q scores.db "SELECT group_concat(name || \":\" || type || \":\" || pk, \" \") FROM pragma_table_info(\"scores\")")" = "transaction_id:TEXT:1 label:INTEGER:0 probabilities_0:REAL:0 probabilities_1:REAL:0 model_name:TEXT:0 model_version:TEXT:0 pipeline_hash:TEXT:0 scored_at:TEXT:0" ]' \
+    "$(q scores.db 'SELECT group_concat(name || ":" || type, " ") FROM pragma_table_info("scores")')"
+# exported through the csv sink (%.17g, exact) to compare doubles bit for bit
+export_sqlite() { "${B[@]}" --no-score --input "sqlite:$1?query=SELECT%20*%20FROM%20$2" --output csv:"$3" >/dev/null 2>&1; }
+export_sqlite scores.db scores sq.csv
+check "sqlite values bit-identical to csv" 'diff -q <(strip sq.csv) <(strip out.csv | awk -F, "{print}" | sort) >/dev/null' "$(diff <(strip sq.csv) <(strip out.csv) | head -3)"
+"${B[@]}" --model "$MODEL" --input "sqlite:tx.db?query=SELECT%20*%20FROM%20tx%20WHERE%20amount%20%3E%20100" \
+    --output "sqlite:scores.db?table=big" --id-column transaction_id >/dev/null 2>&1
+check "sqlite ?query= source" '[ "$(q scores.db "SELECT count(*) FROM big")" = "$(q tx.db "SELECT count(*) FROM tx WHERE amount > 100")" ]'
+
+# ---- modes -------------------------------------------------------------------------
+"${B[@]}" --model "$MODEL" --input "sqlite:tx.db?table=tx" --output "sqlite:scores.db?table=scores" --id-column transaction_id >/dev/null 2>&1
+check "upsert (tables' default) re-run: still 5000 rows" '[ "$(q scores.db "SELECT count(*) FROM scores")" = 5000 ]'
+q scores.db "INSERT INTO scores (transaction_id) VALUES ('zzz')"
+"${B[@]}" --mode replace --model "$MODEL" --input "sqlite:tx.db?table=tx" --output "sqlite:scores.db?table=scores" --id-column transaction_id >/dev/null 2>&1
+check "replace drops what was there" '[ "$(q scores.db "SELECT count(*) FROM scores WHERE transaction_id = '"'zzz'"'")" = 0 ] && [ "$(q scores.db "SELECT count(*) FROM scores")" = 5000 ]'
+"${B[@]}" --mode upsert --model "$MODEL" --input "csv:$EX/transactions.csv" --output csv:x.csv >/dev/null 2>err.txt; rc=$?
+check "upsert into a file is a usage error" '[ $rc -eq 2 ] && grep -q "upsert needs a table" err.txt' "$(cat err.txt)"
+"${B[@]}" --model "$MODEL" --input "csv:$EX/transactions.csv" --output csv:rn.csv >/dev/null 2>&1
+check "without an id column: row_number" '[ "$(head -1 rn.csv | cut -d, -f1)" = row_number ] && [ "$(sed -n 3p rn.csv | cut -d, -f1)" = 2 ]'
+"${B[@]}" --model "$MODEL" --input "csv:$EX/transactions.csv" --output csv:x.csv --id-column nope >/dev/null 2>err.txt; rc=$?
+check "unknown id column: one-line error" '[ $rc -ne 0 ] && grep -q "no column .nope." err.txt' "$(cat err.txt)"
+"${B[@]}" --model missing.onnx --input "csv:$EX/transactions.csv" --output csv:x.csv >/dev/null 2>err.txt; rc=$?
+check "missing model: one-line error" '[ $rc -ne 0 ] && [ "$(wc -l <err.txt)" -eq 1 ] && grep -q "missing.onnx" err.txt' "$(cat err.txt)"
+
+# ---- bad rows ------------------------------------------------------------------------
+RAW=$EX/transactions_raw.csv
+head -1 "$RAW" >bad.csv
+sed -n 2,6p "$RAW" >>bad.csv
+cat >>bad.csv <<'EOF'
+tbad_type,card00001,2024-03-11T11:04:52Z,abc,6,7.4658,7.2843,1,0
+tbad_range,card00001,2024-03-11T11:04:52Z,10.5,42,7.4658,7.2843,1,0
+tbad_ts,card00001,not-a-time,10.5,4,7.4658,7.2843,1,0
+tbad_min,card00001,2024-03-11T11:04:52Z,-3,4,7.4658,7.2843,1,0
+tbad_cells,card00001,2024-03-11T11:04:52Z,10.5,4,7.4658,7.2843,1,0,extra
+,card00001,2024-03-11T11:04:52Z,10.5,4,7.4658,7.2843,1,0
+tbad_card,,2024-03-11T11:04:52Z,10.5,4,7.4658,7.2843,1,0
+EOF
+sed -n 7,11p "$RAW" >>bad.csv
+cp "$EX/card_features.db" .
+"${B[@]}" --model "$MODEL" --pipeline "$SPEC" --input csv:bad.csv --output csv:good.csv --errors jsonl:errors.jsonl >sum.txt 2>err.txt; rc=$?
+check "job with bad rows exits 0" '[ $rc -eq 0 ]' "$(cat err.txt)"
+check "bad rows: 10 written, 7 rejected" 'grep -q "read 17  scored 10  written 10  rejected 7" sum.txt' "$(grep rows sum.txt)"
+reason() { grep "\"source_row\":$1," errors.jsonl; }
+check "wrong type -> error sink with reason" 'reason 6 | grep -q "\"field\":\"amount\",\"reason\":\"field .amount. is not a number\""' "$(reason 6)"
+check "schema violation (max) -> reason" 'reason 7 | grep -q "merchant_category.*above its maximum"' "$(reason 7)"
+check "bad timestamp -> reason" 'reason 8 | grep -q "\"field\":\"ts\""' "$(reason 8)"
+check "schema violation (min) -> reason" 'reason 9 | grep -q "amount.*below its minimum"' "$(reason 9)"
+check "malformed record -> reason with file and line" 'reason 10 | grep -q "csv:bad.csv: line 11: more cells"' "$(reason 10)"
+check "missing required id -> reason" 'reason 11 | grep -q "transaction_id.*missing"' "$(reason 11)"
+check "missing required field -> reason" 'reason 12 | grep -q "card_id.*missing"' "$(reason 12)"
+check "sensitive fields never in the error record" '! grep -q "card00001" errors.jsonl'
+"${B[@]}" --model "$MODEL" --pipeline "$SPEC" --input "csv:$RAW" --output csv:all.csv >/dev/null 2>&1
+check "other rows unaffected by the bad ones" \
+    'diff <(strip good.csv) <(strip all.csv | grep -E "^t05000[0-9]," ) >/dev/null' "$(diff <(strip good.csv) <(strip all.csv | grep -E '^t05000[0-9],'))"
+{ head -1 "$RAW"; for i in $(seq 40); do echo "x$i,card1,bad,abc,1,1,1,1,0"; done; sed -n 2,11p "$RAW"; } >mostly_bad.csv
+"${B[@]}" --model "$MODEL" --pipeline "$SPEC" --input csv:mostly_bad.csv --output csv:mb.csv --max-error-rate 0.5 >/dev/null 2>err.txt; rc=$?
+check "--max-error-rate stops a mostly bad job" '[ $rc -ne 0 ] && grep -q "above --max-error-rate 0.5" err.txt' "$(cat err.txt)"
+"${B[@]}" --model "$MODEL" --pipeline "$SPEC" --input csv:mostly_bad.csv --output csv:mb.csv --max-error-rate 0.9 >/dev/null 2>err.txt; rc=$?
+check "--max-error-rate above the rate lets it finish" '[ $rc -eq 0 ]' "$(cat err.txt)"
+
+# ---- progress lines -------------------------------------------------------------------------
+"$INFERA" batch --model "$MODEL" --input "csv:$EX/transactions.csv" --output csv:p.csv --progress json >psum.txt 2>prog.txt
+check "json progress lines with total and eta" 'grep -q "\"event\":\"progress\".*\"total\":5000,\"eta_s\":" prog.txt' "$(head -2 prog.txt)"
+check "json summary line" 'grep -q "\"event\":\"summary\".*\"rows_written\":5000.*\"cpu_s_per_million\"" psum.txt' "$(cat psum.txt)"
+
+# ---- lineage in the registry -------------------------------------------------------------------
+"$INFERA" registry register fraud "$MODEL" >/dev/null 2>&1
+"${B[@]}" --model fraud@1 --input "csv:$EX/transactions.csv" --output "sqlite:reg.db?table=s" --id-column transaction_id >sum.txt 2>err.txt
+check "registry model: lineage recorded in the registry" 'grep -q "lineage   registry" sum.txt' "$(cat sum.txt err.txt)"
+JOB=$(awk '/^job/ {print $2}' sum.txt)
+check "registry lineage lists the job" '"$INFERA" registry lineage fraud 2>&1 | grep -q "job $JOB"'
+check "registry model stamps name and version" '[ "$(q reg.db "SELECT DISTINCT model_name || \"@\" || model_version FROM s")" = "fraud@1" ]'
+
+# ---- crash-resume: kill -9 at several points --------------------------------------------------
+# 100,000 rows (the example 20 times, unique ids); small chunks, a checkpoint per chunk
+awk -F, 'NR==1 { print; next } { lines[NR] = $0 } END { for (k = 0; k < 20; k++) for (i = 2; i <= NR; i++) { l = lines[i]; sub(/^t/, "t" k "_", l); print l } }' \
+    "$EX/transactions.csv" >big.csv
+R=( "$INFERA" batch --progress none --model "$MODEL" --id-column transaction_id --threads 2 --chunk-rows 500 --checkpoint-ms 0 )
+"${R[@]}" --input csv:big.csv --output csv:ref.csv --job-id ref >/dev/null 2>&1
+strip ref.csv >ref.sorted
+check "uninterrupted reference run" '[ "$(wc -l <ref.sorted)" -eq 100000 ]'
+for kind in csv sqlite; do
+    for seed in 1 2 3; do
+        out="$kind:crash_${kind}_$seed.csv"
+        [ $kind = sqlite ] && out="sqlite:crash_$seed.db?table=s"
+        job=crash-$kind-$seed
+        "${R[@]}" --input csv:big.csv --output "$out" --job-id $job >/dev/null 2>&1 &
+        pid=$!
+        delay=$(awk -v s=$seed -v k=${#kind} 'BEGIN { srand(s * 7 + k); printf "%.2f", 0.15 + rand() * 0.9 }')
+        sleep "$delay"
+        kill -9 $pid 2>/dev/null
+        wait $pid 2>/dev/null
+        at=$(grep -o '"source_done":[0-9]*' home/jobs/$job.json | cut -d: -f2)
+        state=$(grep -o '"state":"[a-z]*"' home/jobs/$job.json | cut -d'"' -f4)
+        "${R[@]}" --input csv:big.csv --output "$out" --job-id $job --resume >/dev/null 2>err.txt
+        rc=$?
+        if [ $kind = csv ]; then
+            strip crash_${kind}_$seed.csv >got.sorted
+            dups=$(cut -d, -f1 got.sorted | uniq -d | wc -l)
+        else
+            export_sqlite crash_$seed.db s got.csv
+            strip got.csv >got.sorted
+            dups=$(q crash_$seed.db "SELECT count(*) - count(DISTINCT transaction_id) FROM s")
+        fi
+        want=ref.sorted
+        check "kill -9 after ${delay}s ($kind, seed $seed, killed at row $at, state $state): resume = uninterrupted, no duplicates" \
+            '[ $rc -eq 0 ] && [ "$dups" = 0 ] && diff -q got.sorted $want >/dev/null' \
+            "rc=$rc dups=$dups $(diff got.sorted $want | head -3) $(cat err.txt)"
+    done
+done
+"${R[@]}" --input csv:big.csv --output csv:crash_csv_1.csv --job-id crash-csv-1 --resume >/dev/null 2>err.txt; rc=$?
+check "resuming a finished job does nothing" '[ $rc -eq 0 ] && grep -q "already done" err.txt'
+"${R[@]}" --input csv:big.csv --output csv:none.csv --job-id never --resume >/dev/null 2>err.txt; rc=$?
+check "resume without a checkpoint: one-line error" '[ $rc -ne 0 ] && grep -q "no checkpoint" err.txt' "$(cat err.txt)"
+
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]

@@ -1,0 +1,90 @@
+# services.sh -- real services for integration tests, on loopback only.
+# Source it, then:
+#   start_postgres   -> exports PG_URL (postgresql://postgres@127.0.0.1:PORT/postgres)
+#   stop_postgres
+#   start_redis      -> exports REDIS_URL (redis://127.0.0.1:PORT)
+#   stop_redis
+# Each start_* returns non-zero (with a message on stderr) when the service
+# cannot be started; callers decide whether that fails or skips the test.
+# Servers run from throwaway directories removed by stop_*.  PostgreSQL
+# refuses to run as root, so as root the cluster runs as the `postgres` user.
+
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+
+# A free TCP port on 127.0.0.1.
+# A port nobody answers on (random, probed with bash's /dev/tcp).
+free_port() {
+    local p
+    for _ in $(seq 50); do
+        p=$(( 20000 + RANDOM % 30000 ))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "$p"
+            return 0
+        fi
+    done
+    return 1
+}
+
+_pg_run() {
+    if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+start_postgres() {
+    if [ ! -x "$PG_BIN/initdb" ]; then
+        echo "services.sh: PostgreSQL binaries not found in $PG_BIN" >&2
+        return 1
+    fi
+    PG_DIR=$(mktemp -d /tmp/infera-pg.XXXXXX)
+    chmod 755 "$PG_DIR"
+    [ "$(id -u)" = 0 ] && chown postgres:postgres "$PG_DIR"
+    PG_PORT=$(free_port)
+    if ! _pg_run "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres -A trust --no-sync >"$PG_DIR/initdb.log" 2>&1; then
+        echo "services.sh: initdb failed: $(tail -n 3 "$PG_DIR/initdb.log")" >&2
+        return 1
+    fi
+    if ! _pg_run "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
+        -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_DIR -c fsync=off" start >/dev/null 2>&1; then
+        echo "services.sh: PostgreSQL did not start: $(tail -n 3 "$PG_DIR/server.log" 2>/dev/null)" >&2
+        return 1
+    fi
+    export PG_DIR PG_PORT
+    export PG_URL="postgresql://postgres@127.0.0.1:$PG_PORT/postgres"
+}
+
+stop_postgres() {
+    [ -n "${PG_DIR:-}" ] || return 0
+    _pg_run "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null 2>&1
+    rm -rf "$PG_DIR"
+    unset PG_DIR PG_URL PG_PORT
+}
+
+# A fresh database in the running cluster; prints its URL.
+pg_create_db() {
+    local name=$1
+    psql -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c "CREATE DATABASE \"$name\"" >/dev/null || return 1
+    echo "postgresql://postgres@127.0.0.1:$PG_PORT/$name"
+}
+
+start_redis() {
+    if ! command -v redis-server >/dev/null; then
+        echo "services.sh: redis-server not installed" >&2
+        return 1
+    fi
+    REDIS_DIR=$(mktemp -d /tmp/infera-redis.XXXXXX)
+    REDIS_PORT=$(free_port)
+    redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$REDIS_DIR" --save '' --appendonly no \
+        --daemonize yes --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log" >/dev/null 2>&1 || return 1
+    for _ in $(seq 50); do
+        redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    export REDIS_DIR REDIS_PORT
+    export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+}
+
+stop_redis() {
+    [ -n "${REDIS_DIR:-}" ] || return 0
+    [ -f "$REDIS_DIR/redis.pid" ] && kill "$(cat "$REDIS_DIR/redis.pid")" 2>/dev/null
+    rm -rf "$REDIS_DIR"
+    unset REDIS_DIR REDIS_URL REDIS_PORT
+}

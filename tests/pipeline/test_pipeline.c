@@ -1,0 +1,553 @@
+/*
+ * test_pipeline.c -- the pipeline spec and its executor against independent
+ * expectations:
+ *   - every transform vs tests/pipeline/data/transforms_expected.csv (NumPy,
+ *     gen_expected.py);
+ *   - bad specs fail at load with an error naming the field;
+ *   - schema checks: reject / count policies, per-field counters, sensitive
+ *     values never in messages;
+ *   - SQLite lookups: defaults, missing entities, staleness, one query per
+ *     batch; point-in-time joins with tricky timestamps;
+ *   - Redis lookups when REDIS_URL is set (tests/pipeline/test_redis.sh);
+ *   - the default pipeline and output mapping on the fraud model.
+ * Usage: test_pipeline SOURCE_DIR.  Prints one line per check and
+ * "N passed, M failed".
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+#include <sqlite3.h>
+
+#include "infera/pipeline.h"
+#include "infera/session.h"
+
+static int n_pass, n_fail;
+
+/* Allocation counting: the test links with -Wl,--wrap=malloc,... so the
+ * calls made by the pipeline's own (statically linked) code come here. */
+static long n_allocs;
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t a, size_t b);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n) {
+    n_allocs++;
+    return __real_malloc(n);
+}
+void *__wrap_calloc(size_t a, size_t b) {
+    n_allocs++;
+    return __real_calloc(a, b);
+}
+void *__wrap_realloc(void *p, size_t n) {
+    n_allocs++;
+    return __real_realloc(p, n);
+}
+static const char *src_dir;
+
+static void check(int ok, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s: ", ok ? "PASS" : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    if (ok) n_pass++;
+    else n_fail++;
+}
+
+static char *path_of(const char *rel) {
+    static char buf[8][1024];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", src_dir, rel);
+    return buf[k];
+}
+
+/* reads a whole source into one batch */
+static inf_record_batch *read_all(const char *uri) {
+    inf_source *src;
+    inf_error err;
+    inf_record_batch *b, *all;
+    inf_source_options so = {100000, NULL};
+    if (inf_source_open(uri, &so, &src, &err)) {
+        printf("cannot open %s: %s\n", uri, err.message);
+        return NULL;
+    }
+    inf_record_batch_new(&b);
+    int eof = 0;
+    inf_source_next(src, b, &eof, &err);
+    (void)all;
+    inf_source_close(src);
+    return b;
+}
+
+static int close_enough(double got, double want) {
+    if (isnan(want)) return isnan(got);
+    if (isnan(got)) return 0;
+    return fabs(got - want) <= 1e-12 * (fabs(want) > 1 ? fabs(want) : 1);
+}
+
+/* ---- transforms ---- */
+
+static void test_transforms(void) {
+    inf_pipeline *p = NULL;
+    inf_error err = {0};
+    inf_status st = inf_pipeline_load(path_of("tests/pipeline/data/transforms_spec.json"), NULL, NULL, &p, &err);
+    check(st == INF_OK, "transforms spec loads (%s)", st ? err.message : "ok");
+    if (st) return;
+    char uri[1100];
+    snprintf(uri, sizeof uri, "csv:%s", path_of("tests/pipeline/data/transforms_input.csv"));
+    inf_record_batch *in = read_all(uri);
+    snprintf(uri, sizeof uri, "csv:%s", path_of("tests/pipeline/data/transforms_expected.csv"));
+    inf_record_batch *want = read_all(uri);
+    inf_pipeline_exec *e = NULL;
+    inf_pipeline_exec_new(p, &e, &err);
+    st = inf_pipeline_prepare(e, in, NULL, &err);
+    check(st == INF_OK && inf_pipeline_n_accepted(e) == inf_record_batch_n_rows(in), "prepare accepts all %d records",
+          inf_record_batch_n_rows(in));
+    int nr, nc;
+    const double *f = inf_pipeline_features(e, &nr, &nc);
+    check(nc == inf_record_batch_n_fields(want), "%d feature columns (expected %d)", nc, inf_record_batch_n_fields(want));
+    for (int c = 0; c < nc && c < inf_record_batch_n_fields(want); c++) {
+        const char *name = inf_record_batch_field_name(want, c);
+        int same_name = !strcmp(name, inf_pipeline_feature_column(p, c));
+        int bad = -1;
+        double gv = 0, wv = 0;
+        for (int r = 0; r < nr; r++) {
+            const inf_value *v = inf_record_batch_get(want, r, c);
+            double w = NAN;
+            inf_value_to_double(v, &w);
+            if (!close_enough(f[(size_t)r * nc + c], w)) {
+                bad = r;
+                gv = f[(size_t)r * nc + c];
+                wv = w;
+                break;
+            }
+        }
+        if (bad < 0) check(same_name, "transform column %s matches NumPy on %d records", name, nr);
+        else check(0, "transform column %s row %d: got %.17g want %.17g", name, bad + 1, gv, wv);
+    }
+    check(n_allocs > 100, "allocation counting sees the pipeline's allocations (%ld so far)", n_allocs);
+    long before = n_allocs;
+    for (int i = 0; i < 10; i++) inf_pipeline_prepare(e, in, NULL, &err);
+    check(n_allocs == before, "a warm executor allocates nothing per batch (%ld allocations in 10 prepares)", n_allocs - before);
+    inf_pipeline_exec_free(e);
+    inf_pipeline_free(p);
+    inf_record_batch_free(in);
+    inf_record_batch_free(want);
+}
+
+/* ---- bad specs ---- */
+
+static void expect_bad(const inf_model *model, const char *json, inf_status want_status, const char *want_text,
+                       const char *what) {
+    inf_pipeline *p = NULL;
+    inf_error err = {0};
+    inf_status st = inf_pipeline_load_string(json, strlen(json), model, NULL, &p, &err);
+    int ok = st == want_status && p == NULL && strstr(err.message, want_text) != NULL;
+    check(ok, "bad spec (%s) fails at load: %s", what, st ? err.message : "loaded!");
+    inf_pipeline_free(p);
+}
+
+#define IN12 "\"order\":[\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\"]"
+
+static void test_bad_specs(const inf_model *fraud) {
+    expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"float\"}},\"features\":[{\"name\":\"b\",\"op\":\"sqrt\",\"from\":\"a\"}],"
+                     "\"model_inputs\":{\"x\":{\"order\":[\"b\"]}}}",
+               INF_EFORMAT, "features[0] (b).op: unknown transform 'sqrt'", "unknown transform");
+    expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"float\"}},\"features\":[{\"name\":\"b\",\"op\":\"standardize\",\"from\":\"a\",\"mean\":1}],"
+                     "\"model_inputs\":{\"x\":{\"order\":[\"b\"]}}}",
+               INF_EFORMAT, "features[0] (b): missing parameter 'std'", "missing parameter");
+    expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"float\"}},\"features\":[{\"name\":\"b\",\"op\":\"log1p\",\"from\":\"c\"},"
+                     "{\"name\":\"c\",\"op\":\"log1p\",\"from\":\"a\"}],\"model_inputs\":{\"x\":{\"order\":[\"b\"]}}}",
+               INF_EFORMAT, "features[0] (b).from: feature 'c' is referenced before it is defined", "used before defined");
+    expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"string\"}},\"features\":[{\"name\":\"b\",\"op\":\"log1p\",\"from\":\"a\"}],"
+                     "\"model_inputs\":{\"x\":{\"order\":[\"b\"]}}}",
+               INF_ETYPE, "features[0] (b).from: 'log1p' takes a numeric field, 'a' is a string", "string into log1p");
+    expect_bad(fraud, "{\"inputs\":{\"a\":{\"type\":\"float\"}},\"model_inputs\":{\"input\":{\"dtype\":\"float64\"," IN12 "}}}",
+               INF_ETYPE, "model_inputs.input.dtype: the spec builds float64 but the model input 'input' is float32",
+               "dtype mismatch with the model");
+    expect_bad(fraud, "{\"inputs\":{\"a\":{\"type\":\"float\"}},\"model_inputs\":{\"input\":{\"order\":[\"a\",\"a\"]}}}", INF_ETYPE,
+               "model_inputs.input.order: 2 columns but the model input 'input' expects 12", "width mismatch with the model");
+    expect_bad(fraud, "{\"inputs\":{\"a\":{\"type\":\"float\"}},\"model_inputs\":{\"features\":{" IN12 "}}}", INF_ETYPE,
+               "the model has no input 'features'", "unknown model input");
+    expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"float\"}},\"model_inputs\":{\"x\":{\"order\":[\"a\"]}},\"outputz\":[]}",
+               INF_EFORMAT, "spec: unknown key 'outputz'", "unknown top-level key");
+    expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"decimal\"}},\"model_inputs\":{\"x\":{\"order\":[\"a\"]}}}", INF_EFORMAT,
+               "inputs.a.type: unknown type 'decimal'", "unknown field type");
+    expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"float\"}},\"features\":[{\"name\":\"b\",\"op\":\"bucketize\",\"from\":\"a\",\"edges\":[1,1]}],"
+                     "\"model_inputs\":{\"x\":{\"order\":[\"b\"]}}}",
+               INF_EFORMAT, "edges[1]: edges must be strictly increasing", "unsorted bucket edges");
+    expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"string\"}},\"model_inputs\":{\"x\":{\"order\":[\"a\"]}}}", INF_ETYPE,
+               "model_inputs.x.order[0]: 'a' is a string", "string straight into a tensor");
+    expect_bad(fraud, "{\"inputs\":{\"a\":{\"type\":\"float\"}},\"model_inputs\":{\"input\":{" IN12 "}},"
+                      "\"outputs\":[{\"name\":\"s\",\"from\":\"probabilities\",\"index\":2}]}",
+               INF_EFORMAT, "outputs[0] (s).index: 2 but the output 'probabilities' has 2 columns", "output index out of range");
+    expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"float\"}},\"lookups\":[{\"name\":\"l\",\"store\":\"sqlite:x.db?table=t\",\"key\":\"k\","
+                     "\"features\":{\"f\":\"float\"}}],\"model_inputs\":{\"x\":{\"order\":[\"a\"]}}}",
+               INF_EFORMAT, "lookups[0] (l).key: 'k' is not a declared input field", "lookup key not an input");
+    expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"float\"}", INF_EFORMAT, "malformed JSON", "malformed JSON");
+}
+
+/* ---- schema checks ---- */
+
+static void test_schema(void) {
+    const char *spec =
+        "{\"inputs\":{\"id\":{\"type\":\"string\",\"id\":true},"
+        "\"card\":{\"type\":\"string\",\"required\":true,\"sensitive\":true,\"categories\":[\"c1\",\"c2\"]},"
+        "\"amount\":{\"type\":\"float\",\"required\":true,\"min\":0,\"max\":100},"
+        "\"n\":{\"type\":\"int\",\"default\":7},"
+        "\"flag\":{\"type\":\"bool\",\"on_invalid\":\"count\",\"default\":false}},"
+        "\"model_inputs\":{\"x\":{\"order\":[\"amount\",\"n\",\"flag\"]}}}";
+    inf_pipeline *p = NULL;
+    inf_error err = {0};
+    inf_status st = inf_pipeline_load_string(spec, strlen(spec), NULL, NULL, &p, &err);
+    check(st == INF_OK, "schema spec loads (%s)", st ? err.message : "ok");
+    if (st) return;
+    inf_record_batch *b;
+    inf_record_batch_new(&b);
+    const char *recs[] = {
+        "{\"id\":\"ok\",\"card\":\"c1\",\"amount\":5,\"n\":3,\"flag\":true}",
+        "{\"id\":\"missing\",\"card\":\"c1\",\"n\":3}",
+        "{\"id\":\"type\",\"card\":\"c2\",\"amount\":\"lots\"}",
+        "{\"id\":\"range\",\"card\":\"c2\",\"amount\":101}",
+        "{\"id\":\"cat\",\"card\":\"SECRET-CARD-123\",\"amount\":1}",
+        "{\"id\":\"notint\",\"card\":\"c1\",\"amount\":1,\"n\":2.5}",
+        "{\"id\":\"counted\",\"card\":\"c1\",\"amount\":1,\"flag\":\"maybe\"}",
+    };
+    for (int i = 0; i < 7; i++) inf_record_batch_add_json(b, recs[i], strlen(recs[i]), &err);
+    inf_pipeline_exec *e;
+    inf_pipeline_exec_new(p, &e, &err);
+    inf_pipeline_prepare(e, b, NULL, &err);
+    check(inf_pipeline_n_accepted(e) == 2 && inf_pipeline_accepted_row(e, 0) == 0 && inf_pipeline_accepted_row(e, 1) == 6,
+          "reject policy keeps rows 1 and 7 (accepted %d)", inf_pipeline_n_accepted(e));
+    const char *want[][2] = {{"amount", "field 'amount' is missing (required)"},
+                             {"amount", "field 'amount' is not a number"},
+                             {"amount", "field 'amount' is above its maximum"},
+                             {"card", "field 'card' is not one of the allowed categories"},
+                             {"n", "field 'n' is not an integer"}};
+    int n_rej = inf_pipeline_n_rejected(e);
+    check(n_rej == 5, "5 rejected records (%d)", n_rej);
+    for (int i = 0; i < n_rej && i < 5; i++) {
+        const char *field, *msg;
+        int row = inf_pipeline_rejected(e, i, &field, &msg);
+        check(row == i + 1 && !strcmp(field, want[i][0]) && !strcmp(msg, want[i][1]), "row %d rejected: %s", row + 1, msg);
+        if (strstr(msg, "SECRET")) check(0, "sensitive value leaked into a message");
+    }
+    int nr, nc;
+    const double *f = inf_pipeline_features(e, &nr, &nc);
+    check(nr == 2 && f[0] == 5 && f[1] == 3 && f[2] == 1 && f[3] == 1 && f[4] == 7 && f[5] == 0,
+          "features: values, int default 7, counted invalid bool -> default false");
+    inf_pipeline_field_stats fs;
+    int found = 0;
+    for (int i = 0; i < inf_pipeline_n_field_stats(p); i++) {
+        inf_pipeline_get_field_stats(p, i, &fs);
+        if (!strcmp(fs.field, "amount")) found |= (fs.n_invalid == 3 && fs.n_rejected == 3) ? 1 : 0;
+        if (!strcmp(fs.field, "flag")) found |= (fs.n_invalid == 1 && fs.n_rejected == 0) ? 2 : 0;
+    }
+    inf_pipeline_stats s;
+    inf_pipeline_get_stats(p, &s);
+    check(found == 3 && s.n_records == 7 && s.n_rejected == 5, "monitoring counters: amount 3 invalid/3 rejected, flag 1 counted");
+    check(inf_pipeline_is_sensitive(p, "card") && !inf_pipeline_is_sensitive(p, "amount"), "sensitive flag exposed");
+    check(strlen(inf_pipeline_hash(p)) == 64, "spec hash is 64 hex chars");
+    /* the same spec with other whitespace and key order hashes the same */
+    const char *spec2 =
+        "{ \"model_inputs\":{\"x\":{\"order\":[\"amount\",\"n\",\"flag\"]}}, \"inputs\":{\"id\":{\"id\":true,\"type\":\"string\"},"
+        "\"card\":{\"type\":\"string\",\"required\":true,\"sensitive\":true,\"categories\":[\"c1\",\"c2\"]},"
+        "\"amount\":{\"type\":\"float\",\"required\":true,\"min\":0.0,\"max\":100},"
+        "\"n\":{\"type\":\"int\",\"default\":7},"
+        "\"flag\":{\"type\":\"bool\",\"on_invalid\":\"count\",\"default\":false}} }";
+    inf_pipeline *p2 = NULL;
+    inf_pipeline_load_string(spec2, strlen(spec2), NULL, NULL, &p2, &err);
+    check(p2 && !strcmp(inf_pipeline_hash(p), inf_pipeline_hash(p2)), "canonical hash ignores key order and whitespace");
+    inf_pipeline_free(p2);
+    inf_pipeline_exec_free(e);
+    inf_pipeline_free(p);
+    inf_record_batch_free(b);
+}
+
+/* ---- lookups ---- */
+
+static void exec_sql(sqlite3 *db, const char *sql) {
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) printf("sql error: %s\n", msg);
+    sqlite3_free(msg);
+}
+
+static const double *prepare_json(inf_pipeline_exec *e, inf_record_batch *b, const char *const *recs, int n, int *nr,
+                                  int *nc) {
+    inf_error err = {0};
+    inf_record_batch_clear(b);
+    for (int i = 0; i < n; i++) inf_record_batch_add_json(b, recs[i], strlen(recs[i]), &err);
+    if (inf_pipeline_prepare(e, b, NULL, &err)) {
+        printf("prepare failed: %s\n", err.message);
+        *nr = 0;
+        return NULL;
+    }
+    return inf_pipeline_features(e, nr, nc);
+}
+
+static void test_sqlite_lookup(const char *dir) {
+    char db_path[1024];
+    snprintf(db_path, sizeof db_path, "%s/store.db", dir);
+    sqlite3 *db;
+    sqlite3_open(db_path, &db);
+    exec_sql(db, "CREATE TABLE cards (card_id TEXT, cnt INTEGER, avg REAL, updated_at);"
+                 "INSERT INTO cards VALUES ('c1', 3, 12.5, 1000), ('c2', 5, NULL, '1970-01-01T00:16:40Z'),"
+                 " ('c3', 9, 99, 10), ('c1', 4, 13.5, 1100), ('c4', 1, 1, 2000);"
+                 "CREATE TABLE hist (card_id TEXT, cnt INTEGER, avg REAL, ts, arrived);"
+                 "INSERT INTO hist VALUES ('h', 1, 10, '2024-01-01T00:00:00Z', '2024-01-01T00:00:00Z'),"
+                 " ('h', 2, 20, '2024-01-02T00:00:00Z', '2024-01-02T00:00:00Z'),"
+                 " ('h', 22, 220, '2024-01-02T00:00:00Z', '2024-01-02T00:00:00Z'),"      /* same time: later row wins */
+                 " ('h', 3, 30, '2024-01-03T00:00:00Z', '2024-01-05T00:00:00Z'),"      /* arrives late */
+                 " ('h', 4, 40, 1704499200, 1704499200);");                             /* 2024-01-06, epoch form */
+    sqlite3_close(db);
+    char spec[4096];
+    snprintf(spec, sizeof spec,
+             "{\"inputs\":{\"card\":{\"type\":\"string\"},\"t\":{\"type\":\"timestamp\"}},"
+             "\"lookups\":[{\"name\":\"hist\",\"store\":\"sqlite:%s?table=cards\",\"key\":\"card\",\"key_column\":\"card_id\","
+             "\"features\":{\"cnt\":\"int\",\"avg\":\"float\"},\"as_of\":\"updated_at\",\"max_age_s\":500,"
+             "\"defaults\":{\"cnt\":-1}}],"
+             "\"model_inputs\":{\"x\":{\"order\":[\"cnt\",\"avg\"]}}}",
+             db_path);
+    inf_pipeline *p = NULL;
+    inf_error err = {0};
+    inf_status st = inf_pipeline_load_string(spec, strlen(spec), NULL, NULL, &p, &err);
+    check(st == INF_OK, "lookup spec loads (%s)", st ? err.message : "ok");
+    if (st) return;
+    inf_pipeline_exec *e = NULL;
+    st = inf_pipeline_exec_new(p, &e, &err);
+    check(st == INF_OK, "executor opens the SQLite store (%s)", st ? err.message : "ok");
+    if (st) {
+        inf_pipeline_free(p);
+        return;
+    }
+    inf_pipeline_exec_set_now(e, 1200);
+    inf_record_batch *b;
+    inf_record_batch_new(&b);
+    const char *recs[] = {"{\"card\":\"c1\"}", "{\"card\":\"c2\"}", "{\"card\":\"c3\"}", "{\"card\":\"nobody\"}",
+                          "{\"card\":\"c1\"}", "{}", "{\"card\":\"c4\"}"};
+    int nr, nc;
+    const double *f = prepare_json(e, b, recs, 7, &nr, &nc);
+    inf_pipeline_stats s;
+    inf_pipeline_get_stats(p, &s);
+    check(f && nr == 7, "7 records through the lookup");
+    if (!f || nr != 7) goto done;
+    check(f[0] == 4 && f[1] == 13.5 && f[8] == 4, "latest row per key wins (c1 -> cnt 4, twice in the batch)");
+    check(f[2] == 5 && isnan(f[3]), "ISO as_of read; NULL value -> missing without default (NaN)");
+    check(f[4] == -1 && isnan(f[5]), "stale entity (age 1190 s > 500) -> defaults");
+    check(f[6] == -1 && isnan(f[7]) && f[10] == -1, "missing entity and missing key -> defaults");
+    check(f[12] == 1, "as_of in the future of now counts as fresh");
+    check(s.n_lookups == 1, "one store query for the batch (%llu)", (unsigned long long)s.n_lookups);
+    f = prepare_json(e, b, recs, 3, &nr, &nc);
+    inf_pipeline_get_stats(p, &s);
+    check(s.n_lookups == 2, "one more query for the next batch (%llu)", (unsigned long long)s.n_lookups);
+
+    /* point in time against the history table */
+    char hist[1200];
+    snprintf(hist, sizeof hist, "sqlite:%s?table=hist", db_path);
+    inf_pipeline_exec_free(e);
+    inf_pipeline_free(p);
+    snprintf(spec, sizeof spec,
+             "{\"inputs\":{\"card\":{\"type\":\"string\"},\"t\":{\"type\":\"timestamp\"}},"
+             "\"lookups\":[{\"name\":\"hist\",\"store\":\"sqlite:%s?table=cards\",\"key\":\"card\",\"key_column\":\"card_id\","
+             "\"features\":{\"cnt\":\"int\",\"avg\":\"float\"},\"as_of\":\"ts\",\"available_at\":\"arrived\","
+             "\"max_age_s\":259200,\"defaults\":{\"cnt\":0,\"avg\":-1}}],"
+             "\"model_inputs\":{\"x\":{\"order\":[\"cnt\",\"avg\"]}}}",
+             db_path);
+    p = NULL;
+    e = NULL;
+    st = inf_pipeline_load_string(spec, strlen(spec), NULL, NULL, &p, &err);
+    if (!st) st = inf_pipeline_exec_new(p, &e, &err);
+    if (!st) st = inf_pipeline_exec_set_point_in_time(e, "t", hist, &err);
+    check(st == INF_OK, "point-in-time executor (%s)", st ? err.message : "ok");
+    if (st) goto done;
+    const char *pit[] = {
+        "{\"card\":\"h\",\"t\":\"2023-12-31T23:59:59Z\"}", /* before the first value -> defaults */
+        "{\"card\":\"h\",\"t\":\"2024-01-01T00:00:00Z\"}", /* equal to the first value's time -> it */
+        "{\"card\":\"h\",\"t\":\"2024-01-02T00:00:00Z\"}", /* two rows at that time -> the later one */
+        "{\"card\":\"h\",\"t\":\"2024-01-04T00:00:00Z\"}", /* value of 01-03 arrived 01-05: not yet visible */
+        "{\"card\":\"h\",\"t\":\"2024-01-05T00:00:00Z\"}", /* now it has arrived */
+        "{\"card\":\"h\",\"t\":1704499199}",              /* a second before the epoch-stamped value */
+        "{\"card\":\"h\",\"t\":\"2024-01-06T00:00:00Z\"}", /* equal to it */
+        "{\"card\":\"h\",\"t\":\"2024-01-20T00:00:00Z\"}", /* latest value is 14 days old > max_age -> defaults */
+        "{\"card\":\"zz\",\"t\":\"2024-01-20T00:00:00Z\"}", /* unknown entity */
+    };
+    double want[][2] = {{0, -1}, {1, 10}, {22, 220}, {22, 220}, {3, 30}, {3, 30}, {4, 40}, {0, -1}, {0, -1}};
+    f = prepare_json(e, b, pit, 9, &nr, &nc);
+    check(f && nr == 9, "9 point-in-time records");
+    for (int i = 0; f && i < nr && i < 9; i++)
+        check(f[2 * i] == want[i][0] && f[2 * i + 1] == want[i][1], "point in time %s -> cnt %g avg %g (got %g %g)", pit[i],
+              want[i][0], want[i][1], f[2 * i], f[2 * i + 1]);
+done:
+    inf_pipeline_exec_free(e);
+    inf_pipeline_free(p);
+    inf_record_batch_free(b);
+}
+
+static void test_redis_lookup(const char *url) {
+    /* populate through hiredis */
+    char host[256] = "127.0.0.1";
+    int port = 6379;
+    sscanf(url, "redis://%255[^:]:%d", host, &port);
+    redisContext *c = redisConnect(host, port);
+    if (!c || c->err) {
+        check(0, "connect to Redis at %s", url);
+        return;
+    }
+    freeReplyObject(redisCommand(c, "DEL card:r1 card:r2 card:r3"));
+    freeReplyObject(redisCommand(c, "HSET card:r1 cnt 3 avg 12.5 updated_at 1000"));
+    freeReplyObject(redisCommand(c, "HSET card:r2 cnt 5 updated_at 1970-01-01T00:16:40Z"));
+    freeReplyObject(redisCommand(c, "HSET card:r3 cnt 9 avg 99 updated_at 10"));
+    char spec[2048];
+    snprintf(spec, sizeof spec,
+             "{\"inputs\":{\"card\":{\"type\":\"string\"}},"
+             "\"lookups\":[{\"name\":\"cards\",\"store\":\"%s\",\"prefix\":\"card:\",\"key\":\"card\","
+             "\"features\":{\"cnt\":\"int\",\"avg\":\"float\"},\"as_of\":\"updated_at\",\"max_age_s\":500,"
+             "\"defaults\":{\"cnt\":-1}}],\"model_inputs\":{\"x\":{\"order\":[\"cnt\",\"avg\"]}}}",
+             url);
+    inf_pipeline *p = NULL;
+    inf_pipeline_exec *e = NULL;
+    inf_error err = {0};
+    inf_status st = inf_pipeline_load_string(spec, strlen(spec), NULL, NULL, &p, &err);
+    if (!st) st = inf_pipeline_exec_new(p, &e, &err);
+    check(st == INF_OK, "Redis lookup executor (%s)", st ? err.message : "ok");
+    if (!st) {
+        inf_pipeline_exec_set_now(e, 1200);
+        inf_record_batch *b;
+        inf_record_batch_new(&b);
+        const char *recs[] = {"{\"card\":\"r1\"}", "{\"card\":\"r2\"}", "{\"card\":\"r3\"}", "{\"card\":\"none\"}",
+                              "{\"card\":\"r1\"}"};
+        int nr, nc;
+        redisReply *before = redisCommand(c, "INFO commandstats");
+        const double *f = prepare_json(e, b, recs, 5, &nr, &nc);
+        redisReply *after = redisCommand(c, "INFO commandstats");
+        check(f && nr == 5, "5 records through the Redis lookup");
+        if (f && nr == 5) {
+            check(f[0] == 3 && f[1] == 12.5 && f[8] == 3, "HMGET values (r1 twice in the batch)");
+            check(f[2] == 5 && isnan(f[3]), "missing hash field -> NaN; ISO as_of");
+            check(f[4] == -1 && isnan(f[5]), "stale entity -> defaults");
+            check(f[6] == -1 && isnan(f[7]), "missing entity -> defaults");
+        }
+        long hb = 0, ha = 0;
+        const char *s;
+        if (before && before->str && (s = strstr(before->str, "cmdstat_hmget:calls="))) hb = atol(s + 20);
+        if (after && after->str && (s = strstr(after->str, "cmdstat_hmget:calls="))) ha = atol(s + 20);
+        check(ha - hb == 4, "one pipelined HMGET per unique key (4 for 5 records): %ld", ha - hb);
+        freeReplyObject(before);
+        freeReplyObject(after);
+        inf_pipeline_stats ps;
+        inf_pipeline_get_stats(p, &ps);
+        check(ps.n_lookups == 1, "one round trip for the batch");
+        inf_record_batch_free(b);
+    }
+    inf_pipeline_exec_free(e);
+    inf_pipeline_free(p);
+    redisFree(c);
+}
+
+/* ---- default pipeline and outputs on the fraud model ---- */
+
+static void test_fraud(inf_model *model) {
+    inf_pipeline *p = NULL;
+    inf_error err = {0};
+    inf_pipeline_options o;
+    inf_pipeline_options_init(&o);
+    o.id_column = "transaction_id";
+    o.model_name = "fraud";
+    o.model_version = "3";
+    inf_status st = inf_pipeline_default(model, &o, &p, &err);
+    check(st == INF_OK, "default pipeline for the fraud model (%s)", st ? err.message : "ok");
+    if (st) return;
+    char uri[1100];
+    snprintf(uri, sizeof uri, "csv:%s", path_of("examples/fraud/transactions.csv"));
+    inf_record_batch *in = read_all(uri), *out;
+    inf_record_batch_new(&out);
+    inf_pipeline_exec *e = NULL;
+    inf_session *s = NULL;
+    inf_pipeline_exec_new(p, &e, &err);
+    inf_session_new(model, NULL, &s, &err);
+    const inf_tensor *const *x;
+    inf_tensor *const *y;
+    st = inf_pipeline_prepare(e, in, &x, &err);
+    check(st == INF_OK && x[0]->dims[0] == 5000 && x[0]->dims[1] == 12, "default: 5000 x 12 input");
+    check(inf_pipeline_n_ignored_fields(e) == 1 && !strcmp(inf_pipeline_exec_feature_column(e, 11), "days_since_last_txn"),
+          "default: the 12 numeric fields after the id in source order; is_fraud ignored");
+    if (!st) st = inf_session_run(s, x, &y, &err);
+    if (!st) st = inf_pipeline_finish(e, y, out, &err);
+    check(st == INF_OK, "default: run + finish (%s)", st ? err.message : "ok");
+    const char *names[] = {"transaction_id", "label", "probabilities_0", "probabilities_1", "model_name", "model_version",
+                           "spec_hash"};
+    int ok = inf_record_batch_n_fields(out) == 7;
+    for (int i = 0; ok && i < 7; i++) ok = !strcmp(inf_record_batch_field_name(out, i), names[i]);
+    check(ok, "default outputs: transaction_id, label, probabilities_0, probabilities_1, model_name, model_version, spec_hash");
+    const inf_value *v = inf_record_batch_get(out, 0, 4);
+    check(v->type == INF_FIELD_STRING && !strcmp(v->u.s.ptr, "fraud") &&
+              !strcmp(inf_record_batch_get(out, 0, 5)->u.s.ptr, "3"),
+          "predictions stamped with model name and version");
+    inf_pipeline_exec_free(e);
+    inf_pipeline_free(p);
+
+    /* the fraud spec: outputs mapping */
+    p = NULL;
+    e = NULL;
+    st = inf_pipeline_load(path_of("examples/fraud/fraud_spec.json"), model, NULL, &p, &err);
+    check(st == INF_OK, "fraud_spec.json loads against the model (%s)", st ? err.message : "ok");
+    if (st) goto done;
+    if ((st = inf_pipeline_exec_new(p, &e, &err))) {
+        check(0, "fraud spec executor: %s", err.message);
+        goto done;
+    }
+    snprintf(uri, sizeof uri, "csv:%s", path_of("examples/fraud/transactions_raw.csv"));
+    inf_record_batch_free(in);
+    in = read_all(uri);
+    inf_record_batch_reset(out);
+    st = inf_pipeline_prepare(e, in, &x, &err);
+    if (!st) st = inf_session_run(s, x, &y, &err);
+    if (!st) st = inf_pipeline_finish(e, y, out, &err);
+    check(st == INF_OK && inf_record_batch_n_rows(out) == 5000, "fraud spec: 5000 predictions (%s)", st ? err.message : "ok");
+    int f_score = inf_record_batch_find_field(out, "fraud_score"), f_is = inf_record_batch_find_field(out, "is_fraud"),
+        f_dec = inf_record_batch_find_field(out, "decision"), f_hash = inf_record_batch_find_field(out, "spec_hash");
+    int good = f_score >= 0 && f_is >= 0 && f_dec >= 0 && f_hash >= 0;
+    for (int r = 0; good && r < inf_record_batch_n_rows(out); r++) {
+        double sc = inf_record_batch_get(out, r, f_score)->u.f;
+        const float *prob = (const float *)y[1]->data;
+        good = sc == (double)prob[2 * r + 1] && inf_record_batch_get(out, r, f_is)->u.i == (sc >= 0.5) &&
+               !strcmp(inf_record_batch_get(out, r, f_dec)->u.s.ptr, sc >= 0.8 ? "review" : "approve") &&
+               !strcmp(inf_record_batch_get(out, r, f_hash)->u.s.ptr, inf_pipeline_hash(p));
+    }
+    check(good, "fraud spec outputs: fraud_score = probabilities[:,1], is_fraud and decision thresholds, spec hash");
+    check(inf_record_batch_find_field(out, "card_id") < 0, "the sensitive card_id is not copied to predictions");
+done:
+    inf_pipeline_exec_free(e);
+    inf_pipeline_free(p);
+    inf_session_free(s);
+    inf_record_batch_free(in);
+    inf_record_batch_free(out);
+}
+
+int main(int argc, char **argv) {
+    src_dir = argc > 1 ? argv[1] : ".";
+    char dir[] = "/tmp/infera-pipeline-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    inf_model *fraud = NULL;
+    inf_error err;
+    if (inf_model_load(path_of("examples/fraud/fraud_xgb.onnx"), NULL, &fraud, &err)) printf("cannot load fraud model: %s\n", err.message);
+    test_transforms();
+    test_bad_specs(fraud);
+    test_schema();
+    test_sqlite_lookup(dir);
+    if (getenv("REDIS_URL")) test_redis_lookup(getenv("REDIS_URL"));
+    else printf("SKIP: Redis lookups (REDIS_URL not set; run tests/pipeline/test_redis.sh)\n");
+    if (fraud) test_fraud(fraud);
+    inf_model_free(fraud);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) {}
+    printf("%d passed, %d failed\n", n_pass, n_fail);
+    return n_fail ? 1 : 0;
+}

@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# Registry integration test: the `infera registry` flows as users run them,
+# against one store: sqlite (HOME/registry.db) or postgresql (a throwaway
+# cluster on loopback, started here through tests/integration/services.sh).
+#
+#   test_registry.sh INFERA sqlite|postgresql
+#
+# Covers register/resolve/alias/protect/delete, lineage and prediction
+# records, bad input leaving nothing half-written, concurrent registrations
+# from several processes, access control (bootstrap, wrong/revoked tokens,
+# roles, per-model grants; denials audited) and tamper detection of the
+# audit log (edit and truncation done with sqlite3/psql).
+set -u
+infera=$1
+store=$2
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+models=$root/tests/models
+fraud=$root/examples/fraud
+work=$(mktemp -d)
+passed=0
+failed=0
+cleanup() {
+    if [ "$store" = postgresql ]; then stop_postgres; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+ok() { passed=$((passed + 1)); echo "ok   [$store] $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL [$store] $1"; }
+
+unset INFERA_REGISTRY INFERA_TOKEN INFERA_ARTIFACTS
+export INFERA_HOME=$work/home
+case $store in
+sqlite)
+    sql() { sqlite3 -batch "$INFERA_HOME/registry.db" "$1"; } ;;
+postgresql)
+    . "$root/tests/integration/services.sh"
+    if ! start_postgres; then
+        bad "start PostgreSQL on loopback"
+        echo "$passed passed, $failed failed"
+        exit 1
+    fi
+    export INFERA_REGISTRY=$PG_URL
+    sql() { psql "$PG_URL" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; } ;;
+*)
+    echo "usage: $0 INFERA sqlite|postgresql" >&2
+    exit 2 ;;
+esac
+
+# expect_ok NAME PATTERN CMD...: exit 0 and stdout matching PATTERN (ERE).
+expect_ok() {
+    local name=$1 pattern=$2
+    shift 2
+    if "$@" >"$work/out" 2>"$work/err" && grep -qE -- "$pattern" "$work/out"; then
+        ok "$name"
+    else
+        bad "$name (exit $?, out: $(head -c 300 "$work/out"), err: $(head -c 300 "$work/err"))"
+    fi
+}
+# expect_error NAME PATTERN CMD...: exit 1..125 and one stderr line matching PATTERN.
+expect_error() {
+    local name=$1 pattern=$2
+    shift 2
+    "$@" >"$work/out" 2>"$work/err"
+    local rc=$? lines
+    lines=$(wc -l <"$work/err")
+    if [ "$rc" -ge 1 ] && [ "$rc" -le 125 ] && [ "$lines" -eq 1 ] && grep -qE -- "$pattern" "$work/err"; then
+        ok "$name"
+    else
+        bad "$name (exit $rc, $lines stderr lines: $(head -c 300 "$work/err"))"
+    fi
+}
+# check NAME CONDITION...: the condition (a command) succeeds.
+check() {
+    local name=$1
+    shift
+    if "$@" >/dev/null 2>&1; then ok "$name"; else bad "$name"; fi
+}
+n_versions() { sql "SELECT count(*) FROM reg_versions WHERE name = '$1'"; }
+n_artifacts() { ls "$INFERA_HOME/artifacts/sha256" 2>/dev/null | wc -l; }
+R() { "$infera" registry "$@"; }
+
+mlp=$models/mlp.onnx
+cnn=$models/cnn.onnx
+fraud_onnx=$fraud/fraud_xgb.onnx
+
+# ---------------------------------------------------------------- versions
+expect_error "nothing registered yet" "no registry" R list
+expect_ok "register mlp v1 with metadata" "registered mlp@1" \
+    R register mlp "$mlp" --meta owner=ml-team --meta tag=demo --metric auc=0.91 --metric loss=0.25 \
+    --description "toy MLP" --training-data "csv:train/mlp.csv" --approved-use "demos" --approved-use "tests"
+expect_ok "register mlp v2 (global option before the command)" "registered mlp@2" \
+    "$infera" --home "$INFERA_HOME" registry register mlp "$cnn"
+expect_ok "register fraud with a pipeline spec" "registered fraud@1" \
+    R register fraud "$fraud_onnx" --pipeline "$here/fraud_spec.json" --training-data "csv:examples/fraud/transactions.csv" \
+    --approved-use "fraud screening" --metric auc=0.97 --meta owner=risk
+expect_ok "list shows both models" "^fraud +1 .*" R list
+expect_ok "versions mlp lists 1 and 2" "^2 " R versions mlp
+expect_ok "show: signature with symbolic dims" "input float32\[batch,32\]" R show mlp@1
+expect_ok "show: metrics" "auc=0.91" R show mlp@1
+expect_ok "show: approved uses" "approved uses +demos; tests" R show mlp@1
+expect_ok "show: training data" "training data +csv:train/mlp.csv" R show mlp@1
+expect_ok "show: pipeline summary names sensitive fields" "sensitive: amount" R show fraud
+expect_ok "show: outputs" "probabilities float32\[\?,2\]" R show fraud@1
+expect_ok "show --json is JSON with the signature" '"signature"' R show fraud --json
+expect_ok "resolve NAME = latest" "^mlp@2 " R resolve mlp
+expect_ok "resolve NAME@VERSION" "^mlp@1 " R resolve mlp@1
+h1=$(sha256sum "$mlp" | cut -c1-64)
+check "artifact stored under its SHA-256" test -f "$INFERA_HOME/artifacts/sha256/$h1"
+
+# ---------------------------------------------------------------- aliases
+expect_ok "alias mlp@1 staging" "mlp@staging -> 1" R alias mlp@1 staging
+expect_ok "resolve NAME@ALIAS" "^mlp@1 " R resolve mlp@staging
+"$infera" run "$mlp" --input "$models/mlp_input.npy" --output-dir "$work/by_file" >/dev/null 2>&1
+"$infera" run mlp@staging --input "$models/mlp_input.npy" --output-dir "$work/by_alias" >/dev/null 2>&1
+check "infera run NAME@ALIAS = run of the file" cmp "$work/by_file/probabilities.npy" "$work/by_alias/probabilities.npy"
+expect_ok "infera info accepts NAME@VERSION (global option after)" "input +float32\[batch,32\]" \
+    "$infera" info mlp@1 --home "$INFERA_HOME"
+expect_ok "move staging to v2" "mlp@staging -> 2" R alias mlp@2 staging
+R audit --model mlp --json >"$work/audit.json" 2>&1
+check "the move is audited from 1 to 2" grep -qE '"from":[[:space:]]*1,' "$work/audit.json"
+check "... with the new version" grep -qE '"to":[[:space:]]*2,' "$work/audit.json"
+expect_ok "protect production" "protected" R alias mlp@2 production --protect
+expect_ok "show lists aliases with protection" "production \[protected\]" R show mlp@production
+expect_ok "unalias staging" "removed alias" R unalias mlp staging
+expect_error "unknown alias after unalias" "no alias 'staging'" R resolve mlp@staging
+expect_error "unknown alias in infera run" "mlp@nope.*no alias 'nope'" "$infera" run mlp@nope
+expect_error "unknown model" "unknown model 'nosuch'" R show nosuch
+expect_error "unknown version" "no version 9" R show mlp@9
+expect_error "delete refused while an alias points at it" "alias 'production' points at it" R delete mlp@2
+expect_ok "soft delete mlp@1" "deleted mlp@1" R delete mlp@1 --reason "superseded"
+expect_error "deleted version no longer resolves" "mlp@1 was deleted" R resolve mlp@1
+expect_ok "deleted version still listed" "^1 .*deleted" R versions mlp
+check "deleted row kept in the database" test "$(sql "SELECT count(*) FROM reg_versions WHERE name = 'mlp' AND version = 1 AND deleted_at IS NOT NULL")" = 1
+
+# ---------------------------------------------------------------- lineage and prediction records
+expect_ok "record a batch use" "recorded batch use of fraud@1" \
+    R record-use fraud@1 --kind batch --source "csv:$fraud/transactions.csv" --destination "sqlite:$work/out.db?table=scores" --job job-1
+expect_ok "record a serve use with a credential in the URL" "recorded" \
+    R record-use fraud --kind stream --source "postgresql://scorer:s3cr3tpw@127.0.0.1/db?table=tx" --destination "redis://127.0.0.1:6379/scores"
+expect_ok "lineage: training data -> version" "v1 +trained on csv:examples/fraud/transactions.csv" R lineage fraud
+expect_ok "lineage: version -> batch job" "used by batch csv:.*transactions.csv -> sqlite:.*table=scores" R lineage fraud@1
+expect_ok "lineage --table: which versions wrote into it" "fraud@1 +batch" R lineage --table scores
+expect_ok "lineage --table: unrelated table" "no registered model version wrote" R lineage --table other
+expect_ok "show: used by" "used by +batch" R show fraud
+expect_ok "record a prediction batch" "recorded prediction of 3 rows" \
+    R record-prediction fraud@1 --rows 3 --mode batch --source "csv:$fraud/transactions.csv" --inputs "$fraud/transactions.csv" --job job-1
+R audit --model fraud --json >"$work/audit.json" 2>&1
+digest=$(sha256sum "$fraud/transactions.csv" | cut -c1-64)
+check "prediction record holds the input digest" grep -q "$digest" "$work/audit.json"
+check "prediction record holds the row count" grep -qE '"rows":[[:space:]]*3' "$work/audit.json"
+check "no input values in the audit log" bash -c "! grep -q 't050000' '$work/audit.json'"
+check "no password in audit or lineage" bash -c "! { R() { '$infera' registry \"\$@\"; }; R audit --json; R lineage fraud --json; } 2>&1 | grep -q s3cr3tpw"
+
+# ---------------------------------------------------------------- bad input: clear errors, nothing half-written
+audit_before=$(sql "SELECT count(*) FROM reg_audit")
+arts_before=$(n_artifacts)
+expect_error "model that fails to load" "cannot register 'badm': model .*bad_unknown_op.onnx does not load: .*FrobnicateTensor" \
+    R register badm "$models/bad_unknown_op.onnx"
+head -c 5000 "$mlp" >"$work/truncated.onnx"
+expect_error "truncated model" "cannot register 'mlp': model .*truncated.onnx does not load" R register mlp "$work/truncated.onnx"
+expect_error "spec that does not fit the model" "pipeline spec .*fraud_spec_misfit.json.*(no input 'features'|features)" \
+    R register fraud "$fraud_onnx" --pipeline "$here/fraud_spec_misfit.json"
+expect_error "spec that is not JSON" "pipeline spec .*bad_spec.json" R register fraud "$fraud_onnx" --pipeline "$here/bad_spec.json"
+expect_error "metric that is not a number" "metric 'auc': 'high' is not a number" R register fraud "$fraud_onnx" --metric auc=high
+expect_error "missing model file" "cannot open model .*nope.onnx" R register fraud "$work/nope.onnx"
+expect_error "invalid model name" "invalid model name 'a/b'" R register a/b "$mlp"
+expect_error "alias to a missing version" "no version 7" R alias fraud@7 prod
+expect_error "alias that is all digits" "invalid alias '42'" R alias fraud@1 42
+check "no version written by failed registrations" test "$(n_versions badm)$(n_versions fraud)$(n_versions mlp)" = "012"
+check "no model row for a model that never loaded" test "$(sql "SELECT count(*) FROM reg_models WHERE name = 'badm'")" = 0
+check "no audit record for failed changes" test "$(sql "SELECT count(*) FROM reg_audit")" = "$audit_before"
+check "no artifact written by failed registrations" test "$(n_artifacts)" = "$arts_before"
+expect_ok "audit log verifies" "audit log intact" R audit verify
+
+# ---------------------------------------------------------------- concurrency
+conc() {
+    for i in 1 2 3 4 5; do "$infera" registry register conc "$1" >>"$work/conc.$2" 2>&1 || echo "ERR" >>"$work/conc.$2"; done
+}
+conc "$mlp" a &
+conc "$cnn" b &
+conc "$fraud_onnx" c &
+wait
+check "15 concurrent registrations all succeeded" test "$(cat "$work"/conc.? | grep -c '^registered conc@')" = 15
+check "... with distinct versions 1..15" test "$(cat "$work"/conc.? | sed -n 's/^registered conc@\([0-9]*\).*/\1/p' | sort -n | tr '\n' ' ')" = "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 "
+check "... and 15 rows in the database" test "$(n_versions conc)" = 15
+check "... each version's artifact matches its model" test "$(sql "SELECT count(DISTINCT sha256) FROM reg_versions WHERE name = 'conc'")" = 3
+expect_ok "audit chain intact after concurrent writers" "audit log intact" R audit verify
+
+# ---------------------------------------------------------------- access control
+expect_error "bootstrap: first token must be an admin" "first token .* must belong to a global admin" R token create bob
+expect_ok "auth is off before the first token" "auth disabled" R auth status
+ADMIN=$("$infera" registry token create admin --role admin 2>"$work/err")
+check "bootstrap admin token created" grep -qE '^inf_[0-9a-f]{12}_[0-9a-f]{64}$' <<<"$ADMIN"
+check "token stored only as a hash" test "$(sql "SELECT count(*) FROM reg_tokens WHERE hash = '$(printf %s "$ADMIN" | sha256sum | cut -c1-64)'")" = 1
+check "token secret not in the database" bash -c "! grep -qa '${ADMIN#inf_*_}' '$INFERA_HOME/registry.db' 2>/dev/null && ! (sql 'SELECT * FROM reg_tokens' | grep -q '${ADMIN#inf_*_}')"
+expect_error "no token once auth is on" "authentication required" R list
+expect_error "wrong token" "not authenticated: invalid API token" R list --token "inf_000000000000_$(printf '0%.0s' $(seq 64))"
+export INFERA_TOKEN=$ADMIN
+expect_ok "auth status as admin" "auth enabled; you are admin" R auth status
+PUB=$(R token create pub --role publisher)
+PRED=$(R token create pred --role predictor)
+APPR=$(R token create appr --role approver)
+VIEW=$(R token create view --role viewer --model fraud)
+check "four more tokens" test "$(sql "SELECT count(*) FROM reg_tokens")" = 5
+expect_ok "token list shows ids and roles, never secrets" "pub +publisher" R token list
+check "token list has no secrets" bash -c "! '$infera' registry token list --json | grep -q '${PUB#inf_*_}'"
+unset INFERA_TOKEN
+expect_ok "publisher registers" "registered mlp@3" R register mlp "$mlp" --token "$PUB"
+expect_ok "publisher moves an unprotected alias" "mlp@staging -> 3" R alias mlp@3 staging --token "$PUB"
+expect_error "predictor may not move an alias" "permission denied: 'pred' may not move aliases of model 'mlp': needs role publisher" \
+    R alias mlp@2 staging --token "$PRED"
+expect_error "publisher may not move a protected alias" "permission denied: 'pub' may not move protected aliases of model 'mlp': needs role approver" \
+    R alias mlp@3 production --token "$PUB"
+expect_error "publisher may not remove a protected alias" "needs role approver" R unalias mlp production --token "$PUB"
+expect_error "publisher may not protect" "needs role approver" R alias mlp@3 canary --protect --token "$PUB"
+expect_ok "approver moves the protected alias" "mlp@production -> 3" R alias mlp@3 production --token "$APPR"
+expect_ok "predictor runs NAME@ALIAS" "probabilities" "$infera" run mlp@production --input "$models/mlp_input.npy" --token "$PRED"
+expect_error "viewer of fraud may not load mlp" "permission denied: 'view' may not predict with model 'mlp'" \
+    "$infera" info mlp@production --token "$VIEW"
+expect_ok "viewer reads the model granted to it" "fraud@1" R show fraud --token "$VIEW"
+expect_error "viewer may not read other models" "'view' may not read model 'mlp': needs role viewer \(has: viewer on fraud\)" R show mlp --token "$VIEW"
+expect_ok "list shows only what the viewer may read" "^fraud " R list --token "$VIEW"
+check "... and not mlp" bash -c "! '$infera' registry list --token '$VIEW' | grep -q '^mlp '"
+expect_error "publisher may not grant" "'pub' may not administer the registry" R grant pub admin --token "$PUB"
+expect_error "predictor may not read the audit log" "needs global role approver" R audit --token "$PRED"
+expect_ok "approver reads the audit log" "alias" R audit --token "$APPR"
+expect_ok "per-model grant" "granted publisher to pred on model fraud" R grant pred publisher --model fraud --token "$ADMIN"
+expect_ok "per-model publisher registers that model" "registered fraud@2" R register fraud "$fraud_onnx" --token "$PRED"
+expect_error "... but not another" "'pred' may not publish or delete versions of model 'mlp'" R register mlp "$mlp" --token "$PRED"
+expect_ok "revoke a role" "revoked publisher from pub globally" R revoke pub publisher --token "$ADMIN"
+expect_error "revoked role no longer works" "'pub' may not publish" R register mlp "$mlp" --token "$PUB"
+expect_ok "revoke a token" "revoked 1 token of pred" R token revoke pred --token "$ADMIN"
+expect_error "revoked token" "not authenticated: API token [0-9a-f]{12} of 'pred' was revoked" R show mlp --token "$PRED"
+expect_error "revoked token in infera run" "was revoked" "$infera" run mlp@production --input "$models/mlp_input.npy" --token "$PRED"
+expect_error "the last admin token cannot be revoked" "no global admin with a live token would remain" R token revoke admin --token "$ADMIN"
+R audit --token "$ADMIN" >"$work/audit.txt" 2>&1
+n_denied=$(grep -cE ' denied ' "$work/audit.txt")
+check "denials are audited (>= 14, got $n_denied)" test "$n_denied" -ge 14
+check "predictor's alias move denied and audited" grep -qE ' pred +alias +mlp@2 +denied .*needs role publisher' "$work/audit.txt"
+check "publisher's protected move denied and audited" grep -qE ' pub +alias +mlp@3 +denied .*needs role approver' "$work/audit.txt"
+check "revoked-token attempt audited under its token id" grep -qE ' token:[0-9a-f]{12} +show|resolve' "$work/audit.txt"
+check "wrong-token attempt audited as anonymous" grep -qE ' anonymous +list +- +denied .*invalid API token' "$work/audit.txt"
+check "protected move audited with who, from and to" grep -qE ' appr +alias +mlp@3 +ok +\{"alias":"production","from":2,"to":3' "$work/audit.txt"
+expect_ok "audit --since filters by time" "register" R audit --since 1h --token "$ADMIN"
+expect_ok "audit --since in the future is empty" "^\[\]$" R audit --since 2999-01-01 --json --token "$ADMIN"
+expect_error "bad --since" "audit --since 'yesterday'" R audit --since yesterday --token "$ADMIN"
+expect_ok "audit verify as admin" "audit log intact" R audit verify --token "$ADMIN"
+
+# ---------------------------------------------------------------- tampering
+export INFERA_TOKEN=$ADMIN
+if sql "UPDATE reg_audit SET principal = 'mallory' WHERE seq = 3" >/dev/null 2>&1; then
+    bad "the audit table refuses UPDATE"
+else
+    ok "the audit table refuses UPDATE"
+fi
+if [ "$store" = sqlite ]; then
+    sql "DROP TRIGGER reg_audit_no_update; DROP TRIGGER reg_audit_no_delete;"
+else
+    sql "DROP TRIGGER reg_audit_no_change ON reg_audit"
+fi
+orig=$(sql "SELECT principal FROM reg_audit WHERE seq = 3")
+sql "UPDATE reg_audit SET principal = 'mallory' WHERE seq = 3"
+expect_error "an edited record is detected" "audit log broken at record 3: record 3 was altered" R audit verify
+sql "UPDATE reg_audit SET principal = '$orig' WHERE seq = 3"
+expect_ok "restored record verifies again" "audit log intact" R audit verify
+last=$(sql "SELECT max(seq) FROM reg_audit")
+sql "DELETE FROM reg_audit WHERE seq = $last"
+expect_error "a removed last record is detected" "audit log broken at record $last: the log ends at record $((last - 1))" R audit verify
+sql "DELETE FROM reg_audit WHERE seq = 5"
+expect_error "a removed record is detected (first break reported)" "audit log broken at record 5: record 5 is missing" R audit verify
+
+echo "$passed passed, $failed failed"
+exit $((failed > 0))

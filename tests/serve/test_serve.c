@@ -1,0 +1,744 @@
+/*
+ * test_serve.c -- integration test of `infera serve`: starts the real
+ * binary on loopback (free ports), speaks HTTP to it with a small C client
+ * and checks the KServe V2 protocol, binary tensors, batching, errors,
+ * limits, the repository API, the records endpoint, metrics, the access
+ * log, config sources and the SIGTERM drain.
+ *
+ *   test_serve INFERA_BINARY SOURCE_DIR
+ *
+ * Prints one line per check and closes with "N passed, M failed".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "http_client.h"
+
+static int n_pass, n_fail;
+static const char *infera, *src;
+static char tmpdir[256];
+
+#define CHECK(cond, ...)                                  \
+    do {                                                  \
+        if (cond) {                                       \
+            n_pass++;                                     \
+            printf("PASS ");                              \
+        } else {                                          \
+            n_fail++;                                     \
+            printf("FAIL ");                              \
+        }                                                 \
+        printf(__VA_ARGS__);                              \
+        printf("\n");                                     \
+        fflush(stdout);                                   \
+    } while (0)
+
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    socklen_t l = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &l);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+typedef struct server {
+    pid_t pid;
+    int port;
+    char log[300];
+} server;
+
+/* Starts infera serve with argv (NULL-terminated, after "serve"); waits until live. */
+static int start_server(server *s, int port, const char *const *args, char *const *env) {
+    s->port = port;
+    snprintf(s->log, sizeof s->log, "%s/server-%d.log", tmpdir, port);
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = infera;
+    argv[n++] = "serve";
+    for (int i = 0; args[i]; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    s->pid = fork();
+    if (s->pid == 0) {
+        int fd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 2);
+        dup2(fd, 1);
+        if (env)
+            for (int i = 0; env[i]; i++) putenv(env[i]);
+        execv(infera, (char *const *)argv);
+        _exit(127);
+    }
+    for (int i = 0; i < 200; i++) {
+        http_resp r;
+        if (http_request(port, "GET", "/v2/health/live", "", NULL, 0, &r) == 0 && r.status == 200) {
+            http_resp_free(&r);
+            return 0;
+        }
+        http_resp_free(&r);
+        int st;
+        if (waitpid(s->pid, &st, WNOHANG) == s->pid) return -1;
+        usleep(50000);
+    }
+    return -1;
+}
+
+static int stop_server(server *s) {
+    if (s->pid <= 0) return -1;
+    kill(s->pid, SIGTERM);
+    int st = 0;
+    for (int i = 0; i < 400; i++) {
+        if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+            s->pid = 0;
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        }
+        usleep(25000);
+    }
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, &st, 0);
+    s->pid = 0;
+    return -1;
+}
+
+static http_resp req(int port, const char *method, const char *path, const char *body) {
+    http_resp r;
+    if (http_request(port, method, path, "", body, body ? strlen(body) : 0, &r)) r.status = 0;
+    return r;
+}
+
+static int has(const http_resp *r, const char *needle) { return r->body && strstr(r->body, needle) != NULL; }
+
+/* Floats of the "data" array following "name":"<output>" in a JSON response. */
+static int json_floats(const char *body, const char *output, double *out, int max) {
+    char key[128];
+    snprintf(key, sizeof key, "\"name\":\"%s\"", output);
+    const char *p = body ? strstr(body, key) : NULL;
+    if (!p) return -1;
+    p = strstr(p, "\"data\":[");
+    if (!p) return -1;
+    p += 8;
+    int n = 0;
+    while (*p && *p != ']' && n < max) {
+        char *end;
+        out[n++] = strtod(p, &end);
+        if (end == p) return -1;
+        p = end;
+        while (*p == ',' || *p == ' ') p++;
+    }
+    return n;
+}
+
+/* ---- request bodies ---- */
+
+static const float fraud_row[12] = {0.5f, 1.25f, 3, 0.1f, 2, 7, 0.3f, 1, 0, 12.5f, 3.3f, 0.9f};
+
+static char *mlp_body(int rows, int seed, const char *id) {
+    size_t cap = (size_t)rows * 32 * 16 + 512;
+    char *b = malloc(cap);
+    size_t k = (size_t)snprintf(b, cap, "{%s%s%s\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[%d,32],\"data\":[",
+                                id ? "\"id\":\"" : "", id ? id : "", id ? "\"," : "", rows);
+    for (int i = 0; i < rows * 32; i++)
+        k += (size_t)snprintf(b + k, cap - k, "%s%.4f", i ? "," : "", sin(seed * 7.1 + i * 0.37));
+    snprintf(b + k, cap - k, "]}]}");
+    return b;
+}
+
+/* ---- checks ---- */
+
+static void check_protocol(int port) {
+    http_resp r = req(port, "GET", "/v2/health/live", NULL);
+    CHECK(r.status == 200 && has(&r, "\"live\":true"), "GET /v2/health/live -> 200 {\"live\":true} (got %d)", r.status);
+    http_resp_free(&r);
+    r = req(port, "GET", "/v2/health/ready", NULL);
+    CHECK(r.status == 200 && has(&r, "\"ready\":true"), "GET /v2/health/ready -> 200 (got %d)", r.status);
+    http_resp_free(&r);
+    r = req(port, "GET", "/v2", NULL);
+    CHECK(r.status == 200 && has(&r, "\"name\":\"infera\"") && has(&r, "binary_tensor_data") &&
+              has(&r, "model_repository"),
+          "GET /v2 -> server metadata with extensions");
+    http_resp_free(&r);
+    r = req(port, "GET", "/v2/models/fraud", NULL);
+    CHECK(r.status == 200 && has(&r, "\"name\":\"fraud\"") &&
+              has(&r, "{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[-1,12]}") &&
+              has(&r, "{\"name\":\"label\",\"datatype\":\"INT64\",\"shape\":[-1]}"),
+          "GET /v2/models/fraud -> metadata with inputs/outputs (%s)", r.body ? r.body : "");
+    http_resp_free(&r);
+    r = req(port, "GET", "/v2/models/fraud/versions/1", NULL);
+    CHECK(r.status == 200 && has(&r, "\"versions\":[\"1\"]"), "GET /v2/models/fraud/versions/1 -> 200");
+    http_resp_free(&r);
+    r = req(port, "GET", "/v2/models/mlp/ready", NULL);
+    CHECK(r.status == 200 && has(&r, "\"ready\":true"), "GET /v2/models/mlp/ready -> 200 (mlp named after its file)");
+    http_resp_free(&r);
+    r = req(port, "GET", "/v2/models/mlp/versions/7/ready", NULL);
+    CHECK(r.status == 400 && has(&r, "\"ready\":false"), "model ready for an unloaded version -> 400 ready:false");
+    http_resp_free(&r);
+    r = req(port, "GET", "/v2/models/nope", NULL);
+    CHECK(r.status == 404 && has(&r, "{\"error\":\"unknown model 'nope'\"}"), "unknown model -> 404 {\"error\"} (%s)",
+          r.body ? r.body : "");
+    http_resp_free(&r);
+    r = req(port, "GET", "/v2/models/fraud/infer", NULL);
+    CHECK(r.status == 405 && has(&r, "not allowed"), "GET on the infer route -> 405 (got %d)", r.status);
+    http_resp_free(&r);
+    r = req(port, "GET", "/v3/whatever", NULL);
+    CHECK(r.status == 404 && has(&r, "no route"), "unknown path -> 404");
+    http_resp_free(&r);
+}
+
+static const char *FRAUD_FLAT = "{\"id\":\"req-42\",\"inputs\":[{\"name\":\"input\",\"shape\":[2,12],\"datatype\":\"FP32\","
+                                "\"data\":[0.5,1.25,3,0.1,2,7,0.3,1,0,12.5,3.3,0.9,9,8,7,6,5,4,3,2,1,0,-1,-2]}]}";
+static const char *FRAUD_NESTED = "{\"inputs\":[{\"datatype\":\"FP32\",\"name\":\"input\",\"data\":[[0.5,1.25,3,0.1,2,7,"
+                                  "0.3,1,0,12.5,3.3,0.9],[9,8,7,6,5,4,3,2,1,0,-1,-2]],\"shape\":[2,12]}],\"id\":\"req-42\"}";
+
+static void check_infer(int port) {
+    http_resp a = req(port, "POST", "/v2/models/fraud/infer", FRAUD_FLAT);
+    http_resp b = req(port, "POST", "/v2/models/fraud/infer", FRAUD_NESTED);
+    CHECK(a.status == 200 && has(&a, "\"id\":\"req-42\"") && has(&a, "\"model_name\":\"fraud\"") &&
+              has(&a, "\"model_version\":\"1\""),
+          "infer (flat data) -> 200 with id echo, model name and version (%s)", a.body ? a.body : "");
+    CHECK(b.status == 200 && a.body && b.body && !strcmp(a.body, b.body), "nested data gives the same response as flat");
+    double pa[4], la[2];
+    int np = json_floats(a.body, "probabilities", pa, 4), nl = json_floats(a.body, "label", la, 2);
+    CHECK(np == 4 && nl == 2 && fabs(pa[0] + pa[1] - 1) < 1e-5 && fabs(pa[2] + pa[3] - 1) < 1e-5 &&
+              la[0] == (pa[1] > pa[0]) && la[1] == (pa[3] > pa[2]),
+          "outputs: probabilities [2,2] sum to 1 and label = argmax");
+    /* the same rows one at a time (row results must not depend on the batch) */
+    http_resp one = req(port, "POST", "/v2/models/fraud/infer",
+                        "{\"inputs\":[{\"name\":\"input\",\"shape\":[1,12],\"datatype\":\"FP32\",\"data\":[9,8,7,6,5,4,3,"
+                        "2,1,0,-1,-2]}]}");
+    double p1[2];
+    CHECK(one.status == 200 && json_floats(one.body, "probabilities", p1, 2) == 2 && p1[0] == pa[2] && p1[1] == pa[3],
+          "a row alone gives the same probabilities as inside a 2-row request");
+    http_resp_free(&one);
+
+    /* requested outputs */
+    http_resp c = req(port, "POST", "/v2/models/fraud/infer",
+                      "{\"inputs\":[{\"name\":\"input\",\"shape\":[2,12],\"datatype\":\"FP32\",\"data\":[0.5,1.25,3,0.1,"
+                      "2,7,0.3,1,0,12.5,3.3,0.9,9,8,7,6,5,4,3,2,1,0,-1,-2]}],\"outputs\":[{\"name\":\"probabilities\"}]}");
+    CHECK(c.status == 200 && has(&c, "probabilities") && !has(&c, "\"label\"") && !has(&c, "\"id\""),
+          "requested outputs: only 'probabilities' returned, no id when none given");
+    http_resp_free(&c);
+
+    /* binary tensor data: input and outputs */
+    const char *hdr = "{\"id\":\"bin\",\"inputs\":[{\"name\":\"input\",\"shape\":[2,12],\"datatype\":\"FP32\","
+                      "\"parameters\":{\"binary_data_size\":96}}],\"parameters\":{\"binary_data_output\":true}}";
+    float rows[24];
+    memcpy(rows, fraud_row, sizeof fraud_row);
+    float r2[12] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, -1, -2};
+    memcpy(rows + 12, r2, sizeof r2);
+    size_t hl = strlen(hdr);
+    char body[512];
+    memcpy(body, hdr, hl);
+    memcpy(body + hl, rows, sizeof rows);
+    char extra[128];
+    snprintf(extra, sizeof extra, "Inference-Header-Content-Length: %zu\r\nContent-Type: application/octet-stream\r\n", hl);
+    http_resp d;
+    http_request(port, "POST", "/v2/models/fraud/infer", extra, body, hl + sizeof rows, &d);
+    char ihcl[32] = "";
+    http_header(&d, "Inference-Header-Content-Length", ihcl, sizeof ihcl);
+    size_t jl = (size_t)atol(ihcl);
+    int ok = d.status == 200 && jl > 0 && jl < d.body_len;
+    float probs[4] = {0};
+    int64_t labels[2] = {0};
+    if (ok) {
+        char *json = strndup(d.body, jl);
+        ok = strstr(json, "\"name\":\"label\",\"datatype\":\"INT64\",\"shape\":[2],\"parameters\":{\"binary_data_size\":16}") &&
+             strstr(json, "\"name\":\"probabilities\",\"datatype\":\"FP32\",\"shape\":[2,2],\"parameters\":{\"binary_data_size\":16}") &&
+             d.body_len == jl + 32;
+        free(json);
+        if (ok) {
+            memcpy(labels, d.body + jl, 16);
+            memcpy(probs, d.body + jl + 16, 16);
+        }
+    }
+    CHECK(ok, "binary input + binary_data_output: header length, binary_data_size, blob sizes (status %d)", d.status);
+    CHECK(ok && probs[0] == (float)pa[0] && probs[1] == (float)pa[1] && probs[2] == (float)pa[2] &&
+              probs[3] == (float)pa[3] && labels[0] == (int64_t)la[0] && labels[1] == (int64_t)la[1],
+          "binary and JSON paths give identical results");
+    http_resp_free(&d);
+
+    /* binary input, JSON output for one requested output */
+    const char *hdr2 = "{\"inputs\":[{\"name\":\"input\",\"shape\":[2,12],\"datatype\":\"FP32\",\"parameters\":{"
+                       "\"binary_data_size\":96}}],\"outputs\":[{\"name\":\"probabilities\",\"parameters\":{\"binary_data\":false}}]}";
+    hl = strlen(hdr2);
+    memcpy(body, hdr2, hl);
+    memcpy(body + hl, rows, sizeof rows);
+    snprintf(extra, sizeof extra, "Inference-Header-Content-Length: %zu\r\n", hl);
+    http_request(port, "POST", "/v2/models/fraud/infer", extra, body, hl + sizeof rows, &d);
+    double pj[4];
+    CHECK(d.status == 200 && json_floats(d.body, "probabilities", pj, 4) == 4 && pj[0] == pa[0] && pj[3] == pa[3] &&
+              !strstr(d.headers, "Inference-Header-Content-Length"),
+          "binary input with a JSON output: same values, plain JSON response");
+    http_resp_free(&d);
+
+    /* truncated binary body */
+    snprintf(extra, sizeof extra, "Inference-Header-Content-Length: %zu\r\n", hl);
+    http_request(port, "POST", "/v2/models/fraud/infer", extra, body, hl + 50, &d);
+    CHECK(d.status == 400 && has(&d, "binary data truncated: binary_data_size 96 but only 50 bytes remain"),
+          "truncated binary body -> 400 (%s)", d.body ? d.body : "");
+    http_resp_free(&d);
+    http_request(port, "POST", "/v2/models/fraud/infer", "", body, hl + sizeof rows, &d);
+    CHECK(d.status == 400 && has(&d, "Inference-Header-Content-Length"),
+          "binary data without Inference-Header-Content-Length -> 400 naming the header (%s)", d.body ? d.body : "");
+    http_resp_free(&d);
+    http_resp_free(&a);
+    http_resp_free(&b);
+}
+
+static void check_errors(int port) {
+    struct {
+        const char *body, *want, *what;
+    } cases[] = {
+        {"{\"inputs\":[{\"name\":\"input\",", "malformed JSON", "truncated JSON"},
+        {"not json", "malformed JSON", "not JSON at all"},
+        {"", "empty request body", "empty body"},
+        {"{\"inputs\":[{\"name\":\"input\",\"shape\":[1,11],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6,7,8,9,10,11]}]}",
+         "input 'input': shape [1,11] does not match the model's [-1,12] (dimension 1)", "wrong shape"},
+        {"{\"inputs\":[{\"name\":\"input\",\"shape\":[12],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6,7,8,9,10,11,12]}]}",
+         "has rank 1 but the model's [-1,12] has rank 2", "wrong rank"},
+        {"{\"inputs\":[{\"name\":\"input\",\"shape\":[1,12],\"datatype\":\"INT64\",\"data\":[1,2,3,4,5,6,7,8,9,10,11,12]}]}",
+         "input 'input': datatype INT64 does not match the model's FP32", "wrong datatype"},
+        {"{\"inputs\":[{\"name\":\"input\",\"shape\":[1,12],\"datatype\":\"FP32\",\"data\":[1,2,3]}]}",
+         "input 'input': data has 3 elements but shape [1,12] needs 12", "too few elements"},
+        {"{\"inputs\":[{\"name\":\"input\",\"shape\":[1,12],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6,7,8,9,10,11,12,13]}]}",
+         "input 'input': data has 13 elements but shape [1,12] holds 12", "too many elements"},
+        {"{\"inputs\":[{\"name\":\"input\",\"shape\":[1,12],\"datatype\":\"FP32\",\"data\":[1,2,\"x\",4,5,6,7,8,9,10,11,12]}]}",
+         "input 'input': element 2 ('\\\"x\\\"') is not a valid FP32 value", "string in float data"},
+        {"{\"inputs\":[{\"name\":\"x\",\"shape\":[1,12],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6,7,8,9,10,11,12]}]}",
+         "unknown input 'x' (the model's inputs: 'input')", "unknown input"},
+        {"{\"inputs\":[]}", "missing input 'input' (FP32)", "missing input"},
+        {"{\"inputs\":[{\"name\":\"input\",\"shape\":[1,12],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6,7,8,9,10,11,12]}],"
+         "\"outputs\":[{\"name\":\"nope\"}]}",
+         "unknown output 'nope'", "unknown requested output"},
+        {"{\"inputs\":[{\"name\":\"input\",\"shape\":[1,12],\"datatype\":\"FP99\",\"data\":[]}]}",
+         "unknown datatype 'FP99'", "unknown datatype"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        http_resp r = req(port, "POST", "/v2/models/fraud/infer", cases[i].body);
+        CHECK(r.status == 400 && has(&r, "{\"error\":\"") && has(&r, cases[i].want), "%s -> 400 \"%s\" (got %d %s)",
+              cases[i].what, cases[i].want, r.status, r.body ? r.body : "");
+        http_resp_free(&r);
+    }
+    /* oversized body: the server runs with --max-body-bytes 100000 */
+    size_t big = 200000;
+    char *b = malloc(big);
+    memset(b, ' ', big);
+    b[0] = '{';
+    b[big - 1] = '}';
+    http_resp r;
+    http_request(port, "POST", "/v2/models/fraud/infer", "", b, big, &r);
+    CHECK(r.status == 413 && has(&r, "larger than the limit of 100000 bytes"), "oversized body -> 413 (got %d)",
+          r.status);
+    http_resp_free(&r);
+    free(b);
+    /* the server still answers */
+    r = req(port, "POST", "/v2/models/fraud/infer", FRAUD_FLAT);
+    CHECK(r.status == 200, "server keeps serving after bad requests");
+    http_resp_free(&r);
+}
+
+/* ---- batching ---- */
+
+#define N_CONC 24
+typedef struct conc_arg {
+    int port, idx;
+    char *body;
+    http_resp r;
+} conc_arg;
+
+static void *conc_thread(void *p) {
+    conc_arg *a = p;
+    http_request(a->port, "POST", "/v2/models/mlp/infer", "", a->body, strlen(a->body), &a->r);
+    return NULL;
+}
+
+/* Same text except numbers, which may differ in the last bits (a batched
+ * GEMM sums in another order): |a - b| <= 1e-5 * max(1, |b|). */
+static int same_response(const char *a, const char *b) {
+    while (*a && *b) {
+        if ((*a == '-' || (*a >= '0' && *a <= '9')) && (*b == '-' || (*b >= '0' && *b <= '9')) && a[-1] != '"') {
+            char *ea, *eb;
+            double x = strtod(a, &ea), y = strtod(b, &eb);
+            if (fabs(x - y) > 1e-5 * fmax(1.0, fabs(y))) return 0;
+            a = ea, b = eb;
+            continue;
+        }
+        if (*a != *b) return 0;
+        a++, b++;
+    }
+    return *a == *b;
+}
+
+static double metric(int port, const char *line_prefix) {
+    http_resp r = req(port, "GET", "/metrics", NULL);
+    double v = -1;
+    char key[300];
+    snprintf(key, sizeof key, "\n%s", line_prefix);
+    const char *p = r.body ? strstr(r.body, key) : NULL;
+    if (p) v = atof(p + strlen(key));
+    http_resp_free(&r);
+    return v;
+}
+
+static void check_batching(int port) {
+    /* reference: each request alone, sequentially */
+    conc_arg args[N_CONC];
+    char *alone[N_CONC];
+    for (int i = 0; i < N_CONC; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "r%d", i);
+        args[i].port = port;
+        args[i].idx = i;
+        args[i].body = mlp_body(1 + i % 3, i, id);
+        http_resp r = req(port, "POST", "/v2/models/mlp/infer", args[i].body);
+        alone[i] = r.status == 200 ? strdup(r.body) : strdup("");
+        http_resp_free(&r);
+    }
+    double exec0 = metric(port, "nv_inference_exec_count{model=\"mlp\",version=\"1\"} ");
+    double cnt0 = metric(port, "nv_inference_count{model=\"mlp\",version=\"1\"} ");
+    pthread_t th[N_CONC];
+    for (int i = 0; i < N_CONC; i++) pthread_create(&th[i], NULL, conc_thread, &args[i]);
+    for (int i = 0; i < N_CONC; i++) pthread_join(th[i], NULL);
+    int same = 0, ok = 0, shown = 0;
+    for (int i = 0; i < N_CONC; i++) {
+        ok += args[i].r.status == 200;
+        int eq = args[i].r.body && same_response(args[i].r.body, alone[i]);
+        same += eq;
+        if (!eq && !shown++)
+            printf("     request %d alone:    %.300s\n     request %d together: %.300s\n", i, alone[i], i,
+                   args[i].r.body ? args[i].r.body : "");
+    }
+    CHECK(ok == N_CONC, "%d concurrent MLP requests -> all 200 (%d)", N_CONC, ok);
+    CHECK(same == N_CONC, "each concurrent response equals the same request served alone (id, shapes, values to 1e-5): %d/%d",
+          same, N_CONC);
+    double exec1 = metric(port, "nv_inference_exec_count{model=\"mlp\",version=\"1\"} ");
+    double cnt1 = metric(port, "nv_inference_count{model=\"mlp\",version=\"1\"} ");
+    CHECK(cnt1 - cnt0 == 48 && exec1 - exec0 < N_CONC,
+          "requests were merged: %g rows in %g engine runs for %d requests", cnt1 - cnt0, exec1 - exec0, N_CONC);
+    double le2 = metric(port, "infera_batch_size_bucket{model=\"mlp\",version=\"1\",le=\"2\"} ");
+    double inf = metric(port, "infera_batch_size_bucket{model=\"mlp\",version=\"1\",le=\"+Inf\"} ");
+    CHECK(inf > le2 && le2 >= 0, "batch-size histogram shows batches of more than 2 rows (%g of %g)", inf - le2, inf);
+    for (int i = 0; i < N_CONC; i++) {
+        free(args[i].body);
+        free(alone[i]);
+        http_resp_free(&args[i].r);
+    }
+}
+
+static void check_metrics_and_log(int port, const char *access_log) {
+    http_resp r = req(port, "GET", "/metrics", NULL);
+    CHECK(r.status == 200 && has(&r, "# TYPE infera_request_duration_us histogram") &&
+              has(&r, "infera_queue_duration_us_bucket{model=\"fraud\",version=\"1\",le=\"+Inf\"}") &&
+              has(&r, "infera_compute_duration_us_count{model=\"fraud\"") &&
+              has(&r, "nv_inference_request_success{model=\"fraud\",version=\"1\"}") &&
+              has(&r, "nv_inference_request_failure{model=\"fraud\",version=\"1\",reason=\"bad_request\"}") &&
+              has(&r, "infera_queue_depth{model=\"mlp\"") && has(&r, "infera_model_load_seconds{model=\"mlp\"") &&
+              has(&r, "infera_models_loaded 2") && has(&r, "process_resident_memory_bytes"),
+          "GET /metrics: Triton counters, histograms, gauges, load seconds, memory");
+    http_resp_free(&r);
+    double bad = metric(port, "nv_inference_request_failure{model=\"fraud\",version=\"1\",reason=\"bad_request\"} ");
+    CHECK(bad >= 13, "bad requests counted as failures by reason (%g)", bad);
+    FILE *f = fopen(access_log, "r");
+    char line[2048];
+    int n = 0, good = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        n++;
+        if (strstr(line, "{\"time\":\"") == line && strstr(line, "\"request_id\":") && strstr(line, "\"status\":") &&
+            strstr(line, "\"latency_us\":"))
+            good++;
+    }
+    if (f) fclose(f);
+    int model_line = 0;
+    f = fopen(access_log, "r");
+    while (f && fgets(line, sizeof line, f))
+        if (strstr(line, "\"model\":\"fraud\",\"version\":\"1\",\"id\":\"req-42\"") && strstr(line, "\"status\":200"))
+            model_line = 1;
+    if (f) fclose(f);
+    CHECK(n > 20 && good == n && model_line, "access log: %d JSON lines with request id, model, version, status, latency",
+          n);
+}
+
+static void check_repository(int port) {
+    http_resp r = req(port, "POST", "/v2/repository/index", "{}");
+    CHECK(r.status == 200 && has(&r, "{\"name\":\"mlp\",\"version\":\"1\",\"state\":\"READY\",\"reason\":\"\"}") &&
+              has(&r, "\"name\":\"fraud\""),
+          "repository index lists both models READY (%s)", r.body ? r.body : "");
+    http_resp_free(&r);
+    r = req(port, "POST", "/v2/repository/models/mlp/unload", NULL);
+    CHECK(r.status == 200, "unload mlp -> 200");
+    http_resp_free(&r);
+    char *body = mlp_body(1, 1, NULL);
+    r = req(port, "POST", "/v2/models/mlp/infer", body);
+    CHECK(r.status == 404 && has(&r, "model 'mlp' is not loaded"), "infer on an unloaded model -> 404 (%s)",
+          r.body ? r.body : "");
+    http_resp_free(&r);
+    r = req(port, "POST", "/v2/repository/index", "{\"ready\":true}");
+    CHECK(r.status == 200 && !has(&r, "\"mlp\""), "index with ready:true leaves out the unloaded model");
+    http_resp_free(&r);
+    r = req(port, "GET", "/v2/health/ready", NULL);
+    CHECK(r.status == 200, "server stays ready after an explicit unload");
+    http_resp_free(&r);
+    r = req(port, "POST", "/v2/repository/models/mlp/load", NULL);
+    CHECK(r.status == 200, "load mlp again -> 200");
+    http_resp_free(&r);
+    r = req(port, "POST", "/v2/models/mlp/infer", body);
+    CHECK(r.status == 200 && has(&r, "\"model_version\":\"2\""), "reloaded model serves as version 2");
+    http_resp_free(&r);
+    /* a failed load keeps the old version */
+    char load[1024];
+    snprintf(load, sizeof load, "{\"parameters\":{\"ref\":\"%s/tests/models/bad_unknown_op.onnx\"}}", src);
+    r = req(port, "POST", "/v2/repository/models/mlp/load", load);
+    CHECK(r.status == 400 && has(&r, "previous version keeps serving"), "load of a broken model -> 400 (%s)",
+          r.body ? r.body : "");
+    http_resp_free(&r);
+    r = req(port, "POST", "/v2/models/mlp/infer", body);
+    CHECK(r.status == 200 && has(&r, "\"model_version\":\"2\""), "after the failed load, version 2 still serves");
+    http_resp_free(&r);
+    r = req(port, "POST", "/v2/repository/index", NULL);
+    CHECK(r.status == 200 && has(&r, "bad_unknown_op.onnx failed"), "index reports the failed load's reason");
+    http_resp_free(&r);
+    double fails = metric(port, "infera_model_load_failures_total ");
+    CHECK(fails == 1, "load failure counted in metrics (%g)", fails);
+    /* a file replaced on disk by garbage: reload fails, the old one serves */
+    char path[512], cmd[1200];
+    snprintf(path, sizeof path, "%s/swap.onnx", tmpdir);
+    snprintf(cmd, sizeof cmd, "cp %s/tests/models/mlp.onnx %s", src, path);
+    if (system(cmd)) fprintf(stderr, "cp failed\n");
+    snprintf(load, sizeof load, "{\"parameters\":{\"ref\":\"%s\"}}", path);
+    r = req(port, "POST", "/v2/repository/models/swapme/load", load);
+    CHECK(r.status == 200, "load a new model 'swapme' by file reference -> 200");
+    http_resp_free(&r);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs("this is not an onnx file", f);
+        fclose(f);
+    }
+    r = req(port, "POST", "/v2/repository/models/swapme/load", NULL);
+    CHECK(r.status == 400, "reload after the file was corrupted -> 400 (%s)", r.body ? r.body : "");
+    http_resp_free(&r);
+    r = req(port, "POST", "/v2/models/swapme/infer", body);
+    CHECK(r.status == 200 && has(&r, "\"model_version\":\"1\""), "the corrupted reload left version 1 serving");
+    http_resp_free(&r);
+    r = req(port, "POST", "/v2/repository/models/ghost/load", NULL);
+    CHECK(r.status == 404 && has(&r, "not in the repository"), "load of an unknown name without ref -> 404");
+    http_resp_free(&r);
+    r = req(port, "POST", "/v2/repository/models/ghost/unload", NULL);
+    CHECK(r.status == 404, "unload of an unknown model -> 404");
+    http_resp_free(&r);
+    free(body);
+}
+
+static void check_records(int port) {
+    const char *recs = "{\"records\":[{\"tx\":1,\"a\":0.5,\"b\":1.25,\"c\":3,\"d\":0.1,\"e\":2,\"f\":7,\"g\":0.3,\"h\":1,"
+                       "\"i\":0,\"j\":12.5,\"k\":3.3,\"l\":0.9},{\"tx\":2,\"a\":9,\"b\":8,\"c\":7,\"d\":6,\"e\":5,\"f\":4,"
+                       "\"g\":3,\"h\":2,\"i\":1,\"j\":0,\"k\":-1,\"l\":-2}]}";
+    http_resp r = req(port, "POST", "/v2/models/fraud/records", recs);
+    CHECK(r.status == 200 && has(&r, "\"model_name\":\"fraud\"") && has(&r, "\"predictions\":[{") &&
+              has(&r, "\"probabilities_1\":") && has(&r, "\"label\":"),
+          "records endpoint: raw records -> predictions through the default pipeline (%.200s)", r.body ? r.body : "");
+    http_resp_free(&r);
+    r = req(port, "POST", "/v2/models/fraud/records", "{\"records\":[{\"a\":1},");
+    CHECK(r.status == 400 && has(&r, "malformed JSON"), "records endpoint: malformed JSON -> 400 (%s)",
+          r.body ? r.body : "");
+    http_resp_free(&r);
+    r = req(port, "POST", "/v2/models/fraud/records", "{\"rows\":[]}");
+    CHECK(r.status == 400 && has(&r, "no 'records' array"), "records endpoint: no records array -> 400");
+    http_resp_free(&r);
+}
+
+/* ---- queue limits, config sources, drain ---- */
+
+typedef struct slow_arg {
+    int port;
+    const char *path;
+    const char *body;
+    http_resp r;
+} slow_arg;
+
+static void *slow_thread(void *p) {
+    slow_arg *a = p;
+    http_request(a->port, "POST", a->path, "", a->body, strlen(a->body), &a->r);
+    return NULL;
+}
+
+typedef struct bin_arg {
+    int port;
+    const char *body, *extra;
+    size_t len;
+    http_resp r;
+} bin_arg;
+
+static void *bin_thread(void *p) {
+    bin_arg *a = p;
+    http_request(a->port, "POST", "/v2/models/cnn/infer", a->extra, a->body, a->len, &a->r);
+    return NULL;
+}
+
+static void check_queue_full(void) {
+    int port = free_port();
+    char ports[16], model[600];
+    snprintf(ports, sizeof ports, "%d", port);
+    snprintf(model, sizeof model, "%s/tests/models/cnn.onnx", src);
+    /* a queue delay keeps every job on the scheduler thread (no inline runs
+     * on HTTP threads), so all 16 requests reach the bounded queue */
+    const char *args[] = {"--port", ports, "--model", model, "--max-batch", "1", "--max-queue", "1",
+                          "--max-queue-delay-us", "1", "--http-threads", "4", NULL};
+    server s;
+    if (start_server(&s, port, args, NULL)) {
+        CHECK(0, "server for the queue test started");
+        return;
+    }
+    /* 64 CIFAR-sized images per request as binary tensors: tens of milliseconds
+     * of compute each, so the 16 requests overlap even on a loaded machine */
+    const char *hdr = "{\"inputs\":[{\"name\":\"input\",\"shape\":[64,3,32,32],\"datatype\":\"FP32\","
+                      "\"parameters\":{\"binary_data_size\":786432}}]}";
+    size_t hl = strlen(hdr), len = hl + 786432;
+    char *body = calloc(1, len);
+    memcpy(body, hdr, hl);
+    char extra[96];
+    snprintf(extra, sizeof extra, "Inference-Header-Content-Length: %zu\r\n", hl);
+    enum { N = 16 };
+    bin_arg a[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        a[i].port = port;
+        a[i].body = body;
+        a[i].len = len;
+        a[i].extra = extra;
+        pthread_create(&th[i], NULL, bin_thread, &a[i]);
+    }
+    int ok = 0, busy = 0, other = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        if (a[i].r.status == 200)
+            ok++;
+        else if (a[i].r.status == 503 && a[i].r.body && strstr(a[i].r.body, "queue full"))
+            busy++;
+        else
+            other++;
+        http_resp_free(&a[i].r);
+    }
+    CHECK(busy > 0 && ok > 0 && other == 0, "queue of 1: %d x 200, %d x 503 queue full, %d other", ok, busy, other);
+    double qf = metric(port, "nv_inference_request_failure{model=\"cnn\",version=\"1\",reason=\"queue_full\"} ");
+    CHECK(qf == busy, "queue-full rejections counted (%g)", qf);
+    free(body);
+    CHECK(stop_server(&s) == 0, "server exits 0 on SIGTERM");
+}
+
+static void check_config_and_drain(void) {
+    int port = free_port();
+    char cfg[512], env_port[64], model[600], line[1200];
+    snprintf(cfg, sizeof cfg, "%s/serve.conf", tmpdir);
+    snprintf(model, sizeof model, "%s/tests/models/mlp.onnx", src);
+    FILE *f = fopen(cfg, "w");
+    snprintf(line, sizeof line,
+             "# infera serve config\nport = 1\nmodel = slowmlp=%s\nmax-batch = 16\nmax-queue-delay-us = 700000\n", model);
+    fputs(line, f);
+    fclose(f);
+    snprintf(env_port, sizeof env_port, "INFERA_SERVE_PORT=%d", port);
+    char *env[] = {env_port, NULL};
+    const char *args[] = {"--config", cfg, NULL};
+    server s;
+    if (start_server(&s, port, args, env)) {
+        CHECK(0, "server from --config + INFERA_SERVE_PORT started (log %s)", s.log);
+        return;
+    }
+    CHECK(1, "config file + environment: INFERA_SERVE_PORT overrides the file's port");
+    http_resp r = req(port, "GET", "/v2/models/slowmlp", NULL);
+    CHECK(r.status == 200 && has(&r, "\"max_batch_size\":16"), "config file keys apply (model name, max-batch)");
+    http_resp_free(&r);
+    /* a request held 0.7 s by the queue delay; SIGTERM arrives meanwhile */
+    char *body = mlp_body(1, 5, "drain");
+    slow_arg a = {port, "/v2/models/slowmlp/infer", body, {0}};
+    pthread_t th;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pthread_create(&th, NULL, slow_thread, &a);
+    usleep(200000);
+    kill(s.pid, SIGTERM);
+    usleep(100000);
+    int fd = http_connect(port);
+    CHECK(fd < 0, "after SIGTERM new connections are refused");
+    if (fd >= 0) close(fd);
+    pthread_join(th, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECK(a.r.status == 200 && a.r.body && strstr(a.r.body, "\"id\":\"drain\"") && waited > 0.5,
+          "the request in flight at SIGTERM completes with 200 (after %.2f s)", waited);
+    http_resp_free(&a.r);
+    int st = 0, exited = 0;
+    for (int i = 0; i < 200 && !exited; i++) {
+        if (waitpid(s.pid, &st, WNOHANG) == s.pid) exited = 1;
+        else usleep(25000);
+    }
+    CHECK(exited && WIFEXITED(st) && WEXITSTATUS(st) == 0, "server exits 0 after draining");
+    if (!exited) kill(s.pid, SIGKILL);
+    free(body);
+}
+
+static void check_cli_errors(void) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%s serve --port %d --model %s/tests/models/bad_unknown_op.onnx 2>%s/err.txt", infera,
+             free_port(), src, tmpdir);
+    int rc = system(cmd);
+    snprintf(cmd, sizeof cmd, "%s/err.txt", tmpdir);
+    FILE *f = fopen(cmd, "r");
+    char line[1024] = "";
+    if (f) {
+        if (!fgets(line, sizeof line, f)) line[0] = 0;
+        fclose(f);
+    }
+    CHECK(rc != 0 && strstr(line, "infera serve: ") && strstr(line, "bad_unknown_op.onnx"),
+          "a model that fails to load: non-zero exit with a one-line error (%s)", strtok(line, "\n") ? line : "");
+    snprintf(cmd, sizeof cmd, "%s serve --max-batch zero --model x.onnx 2>/dev/null", infera);
+    rc = system(cmd);
+    CHECK(rc != 0, "a bad flag value is a usage error");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_serve INFERA_BINARY SOURCE_DIR\n");
+        return 2;
+    }
+    infera = argv[1];
+    src = argv[2];
+    signal(SIGPIPE, SIG_IGN);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/infera-serve-test-XXXXXX");
+    if (!mkdtemp(tmpdir)) return 2;
+
+    int port = free_port();
+    char ports[16], mlp[600], fraud[600], alog[400];
+    snprintf(ports, sizeof ports, "%d", port);
+    snprintf(mlp, sizeof mlp, "%s/tests/models/mlp.onnx", src);
+    snprintf(fraud, sizeof fraud, "fraud=%s/examples/fraud/fraud_xgb.onnx", src);
+    snprintf(alog, sizeof alog, "%s/access.log", tmpdir);
+    const char *args[] = {"--port", ports, "--model", mlp, "--model", fraud, "--max-batch", "64",
+                          "--max-queue-delay-us", "30000", "--max-body-bytes", "100000", "--access-log", alog, NULL};
+    server s;
+    if (start_server(&s, port, args, NULL)) {
+        CHECK(0, "server started (log %s)", s.log);
+    } else {
+        check_protocol(port);
+        check_infer(port);
+        check_errors(port);
+        check_batching(port);
+        check_records(port);
+        check_metrics_and_log(port, alog);
+        check_repository(port);
+        CHECK(stop_server(&s) == 0, "main server exits 0 on SIGTERM");
+    }
+    check_queue_full();
+    check_config_and_drain();
+    check_cli_errors();
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (!n_fail && system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
+    printf("%d passed, %d failed\n", n_pass, n_fail);
+    return n_fail ? 1 : 0;
+}

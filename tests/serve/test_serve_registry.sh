@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# test_serve_registry.sh -- `infera serve` with the model registry (real
+# SQLite registry in a temp home, real server on loopback, curl as client):
+# bearer-token auth (401 / 403 / 200, open health and metrics), swap under
+# load while the alias moves three times (zero failed requests, every
+# response names the version that served it), a failed load (corrupted
+# artifact) keeps the old version, and predictions are audited.
+#
+#   test_serve_registry.sh INFERA_BINARY SOURCE_DIR
+# Prints one line per check and closes with "N passed, M failed".
+set -u
+INFERA=$1
+SRC=$2
+PASS=0
+FAIL=0
+check() { # check "description" command...
+    local what=$1
+    shift
+    if "$@"; then
+        PASS=$((PASS + 1))
+        echo "PASS $what"
+    else
+        FAIL=$((FAIL + 1))
+        echo "FAIL $what"
+    fi
+}
+
+TMP=$(mktemp -d /tmp/infera-serve-reg-XXXXXX)
+SERVER_PID=
+LOAD_PIDS=()
+cleanup() {
+    for p in "${LOAD_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+    [ "$FAIL" = 0 ] && rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+export INFERA_HOME=$TMP/home
+unset INFERA_REGISTRY INFERA_TOKEN
+MODEL=$SRC/examples/fraud/fraud_xgb.onnx
+for i in 1 2 3 4; do
+    "$INFERA" registry register fraud "$MODEL" --description "version $i" >/dev/null || { echo "FAIL register"; exit 1; }
+done
+"$INFERA" registry alias fraud@1 production >/dev/null
+ADMIN=$("$INFERA" registry token create alice --role admin | tail -1)
+export INFERA_TOKEN=$ADMIN
+BOB=$("$INFERA" registry token create bob --role predictor --model fraud | tail -1)
+EVE=$("$INFERA" registry token create eve --role viewer | tail -1)
+check "registry: auth on with tokens for admin, predictor and viewer" test -n "$BOB" -a -n "$EVE"
+
+# --port 0: the kernel picks a free port; the server prints it
+"$INFERA" serve --port 0 --model fraud@production --poll-secs 1 --auth-cache-secs 1 \
+    --access-log "$TMP/access.log" 2>"$TMP/server.log" &
+SERVER_PID=$!
+PORT=
+for _ in $(seq 100); do
+    PORT=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$TMP/server.log")
+    [ -n "$PORT" ] && break
+    sleep 0.1
+done
+URL=http://127.0.0.1:$PORT
+for _ in $(seq 100); do curl -sf "$URL/v2/health/live" >/dev/null && break; sleep 0.1; done
+check "server from the registry is live" curl -sf "$URL/v2/health/live" -o /dev/null
+
+BODY='{"inputs":[{"name":"input","shape":[1,12],"datatype":"FP32","data":[0.5,1.25,3,0.1,2,7,0.3,1,0,12.5,3.3,0.9]}]}'
+infer() { # infer TOKEN -> "status body"
+    local auth=()
+    [ -n "$1" ] && auth=(-H "Authorization: Bearer $1")
+    curl -s -o "$TMP/out.json" -w '%{http_code}' "${auth[@]}" -X POST "$URL/v2/models/fraud/infer" -d "$BODY"
+}
+code=$(infer "")
+check "no token -> 401 ($code: $(cat "$TMP/out.json"))" test "$code" = 401
+code=$(infer "inf_bogus_token")
+check "unknown token -> 401 ($code)" test "$code" = 401
+code=$(infer "$EVE")
+check "viewer without predictor -> 403 naming the role ($code: $(cat "$TMP/out.json"))" \
+    bash -c "test $code = 403 && grep -q 'needs role predictor' $TMP/out.json"
+code=$(infer "$BOB")
+check "predictor -> 200 from version 1 ($code: $(cat "$TMP/out.json"))" \
+    bash -c "test $code = 200 && grep -q '\"model_version\":\"1\"' $TMP/out.json"
+check "health stays open without a token" curl -sf "$URL/v2/health/ready" -o /dev/null
+check "metrics stay open without a token" bash -c "curl -sf $URL/metrics | grep -q nv_inference_request_success"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/v2/repository/models/fraud/unload")
+check "repository control needs a token too ($code)" test "$code" = 401
+
+# ---- swap under load: 3 clients loop while the alias moves 1 -> 2 -> 3 -> 1
+load_client() { # writes "status version" per request
+    local out=$1
+    while :; do
+        curl -s -H "Authorization: Bearer $BOB" -X POST "$URL/v2/models/fraud/infer" -d "$BODY" -w ' %{http_code}\n' |
+            sed -E 's/.*"model_version":"([0-9]+)".* ([0-9]+)$/\2 \1/; s/^\{"error".* ([0-9]+)$/\1 error/' >>"$out"
+    done
+}
+for c in 1 2 3; do
+    load_client "$TMP/load$c.txt" &
+    LOAD_PIDS+=($!)
+done
+wait_version() { # wait until responses name version $1
+    for _ in $(seq 60); do
+        infer "$BOB" >/dev/null
+        grep -q "\"model_version\":\"$1\"" "$TMP/out.json" && return 0
+        sleep 0.2
+    done
+    return 1
+}
+sleep 1
+"$INFERA" registry alias fraud@2 production >/dev/null
+check "alias moved to 2: the server follows" wait_version 2
+sleep 1
+"$INFERA" registry alias fraud@3 production >/dev/null
+check "alias moved to 3: the server follows" wait_version 3
+sleep 1
+"$INFERA" registry alias fraud@1 production >/dev/null
+check "alias moved back to 1: the server follows" wait_version 1
+sleep 1
+for p in "${LOAD_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+LOAD_PIDS=()
+cat "$TMP"/load*.txt | grep -E '^[0-9]{3} ' >"$TMP/all.txt"
+total=$(wc -l <"$TMP/all.txt")
+bad=$(grep -vc '^200 [0-9]' "$TMP/all.txt")
+check "swap under load: $total requests, $bad failed or without a version" test "$total" -gt 50 -a "$bad" = 0
+versions=$(cut -d' ' -f2 "$TMP/all.txt" | sort -u | tr '\n' ' ')
+check "responses were served by versions 1, 2 and 3 ($versions)" test "$versions" = "1 2 3 "
+
+# ---- a failed load keeps the old version: corrupt version 4's artifact
+ART=$(find "$INFERA_HOME" -path '*sha256*' -type f | head -1)
+cp "$ART" "$TMP/artifact.bak"
+printf 'corrupted' >"$ART"
+"$INFERA" registry alias fraud@4 production >/dev/null
+sleep 3
+code=$(infer "$BOB")
+check "after a failed load, version 1 still serves ($code: $(head -c 200 "$TMP/out.json"))" \
+    bash -c "test $code = 200 && grep -q '\"model_version\":\"1\"' $TMP/out.json"
+check "the failure is reported (server log)" grep -q "load of fraud@production failed" "$TMP/server.log"
+code=$(curl -s -o "$TMP/index.json" -w '%{http_code}' -H "Authorization: Bearer $ADMIN" -X POST "$URL/v2/repository/index")
+check "repository index names the failed load ($code: $(head -c 300 "$TMP/index.json"))" \
+    bash -c "test $code = 200 && grep -q 'previous version keeps serving' $TMP/index.json"
+cp "$TMP/artifact.bak" "$ART"
+check "metrics count the load failure" bash -c "curl -s $URL/metrics | grep -Eq '^infera_model_load_failures_total [1-9]'"
+check "metrics show load and warm-up seconds per version" \
+    bash -c "curl -s $URL/metrics | grep -q 'infera_model_warmup_seconds{model=\"fraud\",version=\"2\"}'"
+
+# ---- drain and audit
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID"
+rc=$?
+SERVER_PID=
+check "server exits 0 on SIGTERM ($rc)" test "$rc" = 0
+"$INFERA" registry audit --model fraud >"$TMP/audit.txt" 2>&1
+check "predictions audited per version (mode serve, rows, no inputs)" \
+    bash -c "grep -E 'predict +fraud@2 ' $TMP/audit.txt | grep -q '\"mode\":\"serve\"' && grep -E 'predict +fraud@3 ' $TMP/audit.txt | grep -q '\"rows\":'"
+check "denied calls are audited" grep -Eq "eve +serve +fraud +denied" "$TMP/audit.txt"
+check "tokens never reach the access log or the server log" \
+    bash -c "! grep -q -e '$BOB' -e '$ADMIN' -e '$EVE' $TMP/access.log $TMP/server.log"
+check "access log lines name model and version" grep -q '"model":"fraud","version":"2"' "$TMP/access.log"
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]

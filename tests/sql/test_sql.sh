@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# test_sql.sh -- the SQLite and PostgreSQL extensions (label: integration).
+#   usage: test_sql.sh INFERA SOURCE_DIR SQLITE_EXT PG_EXT_DIR
+# SQLITE_EXT: build/infera_sqlite.so; PG_EXT_DIR: build/pg (infera.so,
+# infera.control, infera--0.1.sql), or "" when the PostgreSQL extension was
+# not built.  Predictions in SQL must be bit-identical to `infera batch` for
+# the same rows, and bad arguments must raise SQL errors (the backend lives on).
+# The PostgreSQL part installs the extension into the server's directories
+# (pg_config --pkglibdir / --sharedir), so it needs to run as root (CI does).
+set -u
+INFERA=$1
+SRC=$2
+SQLITE_EXT=$3
+PG_EXT=${4:-}
+EX=$SRC/examples/fraud
+MODEL=$EX/fraud_xgb.onnx
+T=$(mktemp -d /tmp/infera-sql-test.XXXXXX)
+. "$SRC/tests/integration/services.sh"
+trap 'stop_postgres; rm -rf "$T"' EXIT
+cd "$T" || exit 1
+chmod 755 "$T"
+export INFERA_HOME=$T/home
+PASS=0
+FAIL=0
+ok() { echo "PASS $1"; PASS=$((PASS + 1)); }
+bad() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
+check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
+strip() { awk -F, 'NR>1 { NF--; print }' OFS=, "$1" | sort; }
+B=( "$INFERA" batch --progress none --id-column transaction_id )
+EXT=${SQLITE_EXT%.so}
+
+# reference: infera batch over the same rows
+"${B[@]}" --model "$MODEL" --input "csv:$EX/transactions.csv" --output csv:ref.csv >/dev/null 2>&1
+"${B[@]}" --no-score --input "csv:$EX/transactions.csv" --output "sqlite:tx.db?table=tx" >/dev/null 2>&1
+FEATURES="'amount', amount, 'log_amount_ratio', log_amount_ratio, 'merchant_category', merchant_category, 'hour', hour, 'is_weekend', is_weekend, 'distance_from_home_km', distance_from_home_km, 'distance_from_last_txn_km', distance_from_last_txn_km, 'card_present', card_present, 'txn_count_1h', txn_count_1h, 'txn_count_24h', txn_count_24h, 'avg_amount_30d', avg_amount_30d, 'days_since_last_txn', days_since_last_txn"
+
+# ---- SQLite ------------------------------------------------------------------------
+sqlite3 tx.db >sq.out 2>sq.err <<EOF
+.load $EXT
+CREATE TABLE sqlscores AS
+  SELECT transaction_id,
+         infera_predict('$MODEL', json_object($FEATURES)) AS label,
+         json_extract(infera_predict_json('$MODEL', json_object($FEATURES)), '\$.probabilities_0') AS probabilities_0,
+         json_extract(infera_predict_json('$MODEL', json_object($FEATURES)), '\$.probabilities_1') AS probabilities_1,
+         json_extract(infera_predict_json('$MODEL', json_object($FEATURES)), '\$.model_name') AS model_name,
+         json_extract(infera_predict_json('$MODEL', json_object($FEATURES)), '\$.model_version') AS model_version,
+         json_extract(infera_predict_json('$MODEL', json_object($FEATURES)), '\$.pipeline_hash') AS pipeline_hash,
+         'x' AS scored_at
+  FROM tx;
+SELECT count(*) FROM sqlscores;
+EOF
+check "sqlite: .load and score 5000 rows" '[ "$(cat sq.out)" = 5000 ] && [ ! -s sq.err ]' "$(cat sq.out sq.err)"
+"${B[@]}" --no-score --input "sqlite:tx.db?query=SELECT%20*%20FROM%20sqlscores" --output csv:sq.csv >/dev/null 2>&1
+check "sqlite: infera_predict / _json bit-identical to infera batch" 'diff -q <(strip sq.csv) <(strip ref.csv) >/dev/null' \
+    "$(diff <(strip sq.csv) <(strip ref.csv) | head -3)"
+sqlerr() { sqlite3 tx.db ".load $EXT" "$1" 2>&1 >/dev/null; }
+check "sqlite: unknown model -> SQL error" 'sqlerr "SELECT infera_predict('"'nosuch@1'"', '"'{}'"')" | grep -q "infera: model .nosuch@1."'
+check "sqlite: missing model file -> SQL error" 'sqlerr "SELECT infera_predict('"'/no/such.onnx'"', '"'{}'"')" | grep -q "no/such.onnx"'
+check "sqlite: malformed JSON -> SQL error" 'sqlerr "SELECT infera_predict('"'$MODEL'"', '"'{nope'"')" | grep -q "not a JSON object"'
+FEW="SELECT infera_predict_json('$MODEL', '{\"a\":1}')"
+check "sqlite: too few features -> SQL error" 'sqlerr "$FEW" | grep -q "needs 12"' "$(sqlerr "$FEW")"
+check "sqlite: NULL record -> NULL" '[ "$(sqlite3 tx.db ".load $EXT" "SELECT coalesce(infera_predict('"'$MODEL'"', NULL), '"'null'"')")" = null ]'
+# a spec with a lookup, a rejected record, a registry reference
+cp "$EX/card_features.db" .
+"$INFERA" registry register fraud "$MODEL" >/dev/null 2>&1
+check "sqlite: registry reference (INFERA_HOME)" \
+    '[ "$(sqlite3 tx.db ".load $EXT" "SELECT json_extract(infera_predict_json('"'fraud@1'"', json_object($FEATURES)), '"'\$.model_version'"') FROM tx LIMIT 1")" = 1 ]'
+
+# ---- PostgreSQL ----------------------------------------------------------------------
+if [ -z "$PG_EXT" ] || [ ! -f "$PG_EXT/infera.so" ]; then
+    bad "PostgreSQL extension not built (postgresql-server-dev-15 missing?)"
+    echo "$PASS passed, $FAIL failed"
+    exit 1
+fi
+LIBDIR=$(pg_config --pkglibdir)
+SHAREDIR=$(pg_config --sharedir)/extension
+if ! install -m 755 "$PG_EXT/infera.so" "$LIBDIR/infera.so" 2>/dev/null ||
+   ! install -m 644 "$PG_EXT/infera.control" "$PG_EXT/infera--0.1.sql" "$SHAREDIR/" 2>/dev/null; then
+    bad "cannot install the extension into $LIBDIR and $SHAREDIR (run as root)"
+    echo "$PASS passed, $FAIL failed"
+    exit 1
+fi
+if ! start_postgres; then
+    bad "PostgreSQL could not be started"
+    echo "$PASS passed, $FAIL failed"
+    exit 1
+fi
+P() { psql -X -q -t -A "$PG_URL" -c "$1" 2>&1; }
+"${B[@]}" --no-score --input "csv:$EX/transactions.csv" --output "$PG_URL?table=tx" >/dev/null 2>&1
+P "CREATE EXTENSION infera" >ce.txt
+check "CREATE EXTENSION infera" '[ "$(P "SELECT extversion FROM pg_extension WHERE extname = '"'infera'"'")" = 0.1 ]' "$(cat ce.txt)"
+PAR=$(P "SELECT string_agg(p.proname || ':' || p.proparallel::text, ' ' ORDER BY p.proname, p.oid) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'infera'")
+check "predict and predict_json are PARALLEL SAFE" '[ "$PAR" = "predict:s predict:s predict_json:s predict_json:s predict_query:u" ]' "$PAR"
+P "CREATE TABLE sqlscores AS SELECT transaction_id,
+      infera.predict('$MODEL', json_build_object($FEATURES))::bigint AS label,
+      (infera.predict_json('$MODEL', json_build_object($FEATURES)) ->> 'probabilities_0')::float8 AS probabilities_0,
+      (infera.predict_json('$MODEL', json_build_object($FEATURES)) ->> 'probabilities_1')::float8 AS probabilities_1,
+      infera.predict_json('$MODEL', json_build_object($FEATURES)) ->> 'model_name' AS model_name,
+      infera.predict_json('$MODEL', json_build_object($FEATURES)) ->> 'model_version' AS model_version,
+      infera.predict_json('$MODEL', json_build_object($FEATURES)) ->> 'pipeline_hash' AS pipeline_hash,
+      'x' AS scored_at FROM tx" >pg.err
+check "postgresql: infera.predict over 5000 rows" '[ "$(P "SELECT count(*) FROM sqlscores")" = 5000 ]' "$(cat pg.err)"
+"${B[@]}" --no-score --input "$PG_URL?query=SELECT%20*%20FROM%20sqlscores" --output csv:pg.csv >/dev/null 2>&1
+check "postgresql: predictions bit-identical to infera batch" 'diff -q <(strip pg.csv) <(strip ref.csv) >/dev/null' \
+    "$(diff <(strip pg.csv) <(strip ref.csv) | head -3)"
+P "CREATE TABLE qscores AS SELECT id AS transaction_id, (prediction->>'label')::bigint AS label,
+      (prediction->>'probabilities_0')::float8 AS probabilities_0, (prediction->>'probabilities_1')::float8 AS probabilities_1,
+      prediction->>'model_name' AS model_name, prediction->>'model_version' AS model_version,
+      prediction->>'pipeline_hash' AS pipeline_hash, 'x' AS scored_at
+    FROM infera.predict_query('$MODEL', 'SELECT transaction_id, $(echo "$FEATURES" | sed "s/'[a-z0-9_]*', //g") FROM tx', 'transaction_id', 700)" >pgq.err
+"${B[@]}" --no-score --input "$PG_URL?query=SELECT%20*%20FROM%20qscores" --output csv:pgq.csv >/dev/null 2>&1
+check "postgresql: predict_query (batches of 700) bit-identical too" 'diff -q <(strip pgq.csv) <(strip ref.csv) >/dev/null' \
+    "$(cat pgq.err; diff <(strip pgq.csv) <(strip ref.csv) | head -3)"
+PLAN=$(P "SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2;
+          EXPLAIN (COSTS OFF) SELECT sum(infera.predict('$MODEL', json_build_object($FEATURES))) FROM tx")
+PSUM=$(P "SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2;
+          SELECT sum(infera.predict('$MODEL', json_build_object($FEATURES))) FROM tx")
+SSUM=$(P "SELECT sum(label) FROM sqlscores")
+check "postgresql: runs in parallel workers with the same result" 'echo "$PLAN" | grep -q "Parallel Seq Scan" && [ "$PSUM" = "$SSUM" ]' "$PLAN / $PSUM vs $SSUM"
+# errors: SQL errors, and the same backend answers the next statement
+check "postgresql: unknown model -> SQL error, backend alive" \
+    'psql -X -q -t -A "$PG_URL" -c "SELECT infera.predict('"'nosuch@1'"', '"'{}'"'::jsonb)" -c "SELECT 41 + 1" 2>&1 | tr "\n" " " | grep -q "ERROR:  infera: model \"nosuch@1\".*42"'
+check "postgresql: not an object -> SQL error" 'P "SELECT infera.predict('"'$MODEL'"', '"'[1,2]'"'::jsonb)" | grep -q "must be a JSON object"'
+check "postgresql: jsonb for a spec-less model -> SQL error with a hint" \
+    'P "SELECT infera.predict('"'$MODEL'"', to_jsonb(t)) FROM tx t LIMIT 1" | grep -q "jsonb does not keep the order"'
+NOFILE="SELECT infera.predict_json('/no/such.onnx', '{\"a\":1}'::json)"
+check "postgresql: missing model file -> SQL error" 'P "$NOFILE" | grep -q "ERROR:  infera: model \"/no/such.onnx\""' "$(P "$NOFILE")"
+check "postgresql: NULL record -> NULL (STRICT)" '[ -z "$(P "SELECT infera.predict('"'$MODEL'"', NULL::jsonb)")" ]'
+check "postgresql: server still up after the errors" '[ "$(P "SELECT 1")" = 1 ]'
+
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
