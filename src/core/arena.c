@@ -47,7 +47,7 @@ void *inf__arena_alloc(inf__arena *a, size_t size) {
 char *inf__arena_strndup(inf__arena *a, const char *s, size_t n) {
     char *d = inf__arena_alloc(a, n + 1);
     if (!d) return NULL;
-    memcpy(d, s, n);
+    if (n) memcpy(d, s, n); /* s may be NULL when n is 0 */
     d[n] = 0;
     return d;
 }

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "batch/model_ref.h"
 #include "sql/scorer.h"
 
@@ -20,6 +22,8 @@ struct inf__scorer {
     int cap;
     int n_records;
     const char **skip; /* fields left out of row JSON: passthrough + spec_hash (+ id) */
+    cJSON *spec;       /* the canonical spec, parsed (NULL for the default pipeline) */
+    const cJSON *passthrough; /* its "passthrough" array, or NULL */
     int n_skip, cap_skip;
     int primary;     /* field index in out, -1 */
     char id_column[256];
@@ -51,6 +55,17 @@ inf_status inf__scorer_new(const char *ref, const inf__scorer_options *opts, inf
     if (st) goto fail;
     if (!s->id_column[0] && inf_pipeline_id_column(s->m.pipeline))
         snprintf(s->id_column, sizeof s->id_column, "%s", inf_pipeline_id_column(s->m.pipeline));
+    /* The spec's passthrough list says which output fields are copies of input
+     * fields; an output may share its name with an input field (the fraud
+     * spec's is_fraud prediction and the raw records' is_fraud label). */
+    const char *canon = inf_pipeline_is_default(s->m.pipeline) ? NULL : inf_pipeline_canonical(s->m.pipeline);
+    if (canon && *canon == '{') {
+        if (!(s->spec = cJSON_Parse(canon))) {
+            st = fail(err, INF_ENOMEM, "infera: out of memory loading %s", ref);
+            goto fail;
+        }
+        s->passthrough = cJSON_GetObjectItemCaseSensitive(s->spec, "passthrough");
+    }
     inf_session_options so;
     inf_session_options_init(&so);
     so.n_threads = 1;
@@ -79,6 +94,7 @@ void inf__scorer_free(inf__scorer *s) {
     free(s->row_of);
     free(s->why);
     free(s->skip);
+    cJSON_Delete(s->spec);
     free(s->ref);
     free(s);
 }
@@ -118,6 +134,15 @@ inf_status inf__scorer_add_json(inf__scorer *s, const char *json, size_t len, in
 }
 
 int inf__scorer_n_records(const inf__scorer *s) { return s->n_records; }
+
+/* 1 when name is one of the spec's passthrough fields. */
+static int is_passthrough(const inf__scorer *s, const char *name) {
+    const cJSON *it;
+    cJSON_ArrayForEach(it, s->passthrough) {
+        if (cJSON_IsString(it) && !strcmp(it->valuestring, name)) return 1;
+    }
+    return 0;
+}
 
 static int add_skip(inf__scorer *s, const char *name) {
     if (s->n_skip + 2 > s->cap_skip) {
@@ -163,7 +188,7 @@ inf_status inf__scorer_score(inf__scorer *s, inf_error *err) {
         const char *name = inf_record_batch_field_name(s->out, f);
         int lineage = !strcmp(name, "model_name") || !strcmp(name, "model_version") || !strcmp(name, "spec_hash");
         int is_id = s->id_column[0] && !strcmp(name, s->id_column);
-        int passthrough = !is_id && !lineage && inf_record_batch_find_field(s->in, name) >= 0;
+        int passthrough = !is_id && !lineage && is_passthrough(s, name);
         if (is_id || passthrough || !strcmp(name, "spec_hash"))
             if (add_skip(s, name)) return fail(err, INF_ENOMEM, "infera: out of memory%s", "");
         if (!is_id && !passthrough && !lineage && s->primary < 0) s->primary = f;

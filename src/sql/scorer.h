@@ -14,7 +14,8 @@
  *     for each record i: inf__scorer_result(s, i, &msg) -> row or -1 (rejected)
  *
  * PREDICTION FIELDS.  The fields of the prediction record other than the id
- * column, the pipeline's passthrough fields (fields of the input record) and
+ * column, the spec's `passthrough` fields (an output may share its name with a
+ * field of the input record: it is still a prediction) and
  * the lineage stamp (model_name, model_version, spec_hash).  The PRIMARY
  * prediction is the first of them: the spec's first output, or for the
  * default pipeline the model's first output column (e.g. `label`).

@@ -10,9 +10,10 @@
  * 32 KiB L1d, 512 KiB-1 MiB L2):
  *   - op(B) is packed once per call into the pool's workspace
  *     (inf__pool_workspace), in NR = 16-column panels laid out [k][16], all
- *     threads packing disjoint panels.  Transposed B is transposed here (8x8
- *     blocks in registers), so the compute loop never sees a transpose.  Columns past n are zero.  When
- *     k*n is very large B is processed in slabs of columns.
+ *     threads packing disjoint panels.  A transposed B is turned here (8x8
+ *     blocks in registers), so the compute loop never sees a transpose.
+ *     Columns past n are zero.  When k*n is very large B is processed in
+ *     slabs of columns.
  *   - Except for plain, narrow B with few rows of A (m <= 144, ldb <= 320:
  *     conv layers deep in a CNN, attention heads): packing would cost up to
  *     a third of the product, so the kernel reads B in place (a 16-column
