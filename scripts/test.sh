@@ -16,7 +16,7 @@ ctest --test-dir build --output-on-failure -j2 || status=1
 
 echo "== sanitizer build (ASan + UBSan)"
 scripts/build.sh asan
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j2 || status=1
 
 fuzz_seconds=${FUZZ_SECONDS:-60}

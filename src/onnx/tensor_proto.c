@@ -55,8 +55,11 @@ inf_status inf__read_file(const char *path, uint8_t **data, size_t *size, inf_er
 
 /* ---- external data ---- */
 
-static inf_status read_external(const Onnx__TensorProto *tp, const char *base_dir, const char *what,
-                                void *dst, size_t nbytes, inf_error *err) {
+/* Validates an external-data reference before anything is allocated: the
+ * location stays inside the model's folder, the length matches the shape,
+ * and the file holds offset + nbytes bytes.  Fills path and *offset. */
+static inf_status check_external(const Onnx__TensorProto *tp, const char *base_dir, const char *what, size_t nbytes,
+                                 char *path, size_t path_size, long long *offset_out, inf_error *err) {
     const char *location = NULL;
     long long offset = 0, length = -1;
     for (size_t i = 0; i < tp->n_external_data; i++) {
@@ -74,11 +77,24 @@ static inf_status read_external(const Onnx__TensorProto *tp, const char *base_di
         return inf__error(err, INF_EMODEL, "%s: external data path '%s' leaves the model's folder", what, location);
     if (offset < 0 || (length >= 0 && (size_t)length != nbytes))
         return inf__error(err, INF_EMODEL, "%s: external data length %lld does not match the shape (%zu bytes)", what, length, nbytes);
+    snprintf(path, path_size, "%s/%s", base_dir, location);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return inf__error(err, INF_EIO, "%s: cannot open external data '%s': %s", what, path, strerror(errno));
+    if ((unsigned long long)st.st_size < (unsigned long long)offset + nbytes)
+        return inf__error(err, INF_EIO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what, path, offset, nbytes);
+    *offset_out = offset;
+    return INF_OK;
+}
+
+static inf_status read_external(const Onnx__TensorProto *tp, const char *base_dir, const char *what,
+                                void *dst, size_t nbytes, inf_error *err) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", base_dir, location);
+    long long offset;
+    inf_status st = check_external(tp, base_dir, what, nbytes, path, sizeof path, &offset, err);
+    if (st != INF_OK) return st;
     FILE *f = fopen(path, "rb");
     if (!f) return inf__error(err, INF_EIO, "%s: cannot open external data '%s': %s", what, path, strerror(errno));
-    inf_status st = INF_OK;
     if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes)
         st = inf__error(err, INF_EIO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what, path, offset, nbytes);
     fclose(f);
@@ -154,12 +170,13 @@ static inf_status copy_typed(const Onnx__TensorProto *tp, inf_tensor *t, const c
 
 /* How many values the payload of tp holds, in the units the shape counts
  * (elements; complex numbers count two floats each in typed fields). */
-static inf_status check_payload_size(const Onnx__TensorProto *tp, inf_dtype dtype, int64_t numel, const char *what,
-                                     inf_error *err) {
+static inf_status check_payload_size(const Onnx__TensorProto *tp, const char *base_dir, inf_dtype dtype, int64_t numel,
+                                     const char *what, inf_error *err) {
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        if ((uint64_t)numel * inf_dtype_size(dtype) > ((uint64_t)1 << 36))
-            return inf__error(err, INF_EFORMAT, "%s: external tensor of %lld elements is too large", what, (long long)numel);
-        return INF_OK; /* read_external checks the file */
+        if (dtype == INF_DTYPE_STRING) return inf__error(err, INF_EUNSUPPORTED, "%s: external string data", what);
+        char path[4096];
+        long long offset;
+        return check_external(tp, base_dir, what, (size_t)numel * inf_dtype_size(dtype), path, sizeof path, &offset, err);
     }
     if (tp->has_raw_data && dtype != INF_DTYPE_STRING) {
         if ((uint64_t)tp->raw_data.len != (uint64_t)numel * inf_dtype_size(dtype))
@@ -202,7 +219,7 @@ inf_status inf__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *
     int64_t numel = inf__shape_numel((int)tp->n_dims, dims);
     if (numel < 0 || (uint64_t)numel > ((uint64_t)1 << 40))
         return inf__error(err, INF_EFORMAT, "%s: shape is too large", what);
-    inf_status st = check_payload_size(tp, (inf_dtype)dtype, numel, what, err);
+    inf_status st = check_payload_size(tp, base_dir, (inf_dtype)dtype, numel, what, err);
     if (st != INF_OK) return st; /* before allocating: a header must not make us allocate what the data lacks */
     inf_tensor *t;
     st = inf_tensor_new((inf_dtype)dtype, (int)tp->n_dims, dims, &t);
