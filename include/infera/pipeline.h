@@ -45,7 +45,7 @@
  * PREDICTION RECORDS.  inf_pipeline_finish writes, per accepted record: the
  * id column (when the spec or options name one), the spec's `passthrough`
  * fields, the output fields, then `model_name`, `model_version` and
- * `spec_hash` (SHA-256 hex of the canonical spec: keys sorted, no
+ * `pipeline_hash` (SHA-256 hex of the canonical spec: keys sorted, no
  * whitespace; for the default pipeline, of the string "default").
  *
  * DEFAULT PIPELINE (no spec; DESIGN.md §4).  The model must have one 2-D

@@ -247,7 +247,7 @@ static inf_status add_error_row(runner *r, chunk *c, int64_t ordinal, const inf_
 }
 
 /* pred (from inf_pipeline_finish) -> out: key column first, then the
- * prediction fields and lineage (spec_hash renamed pipeline_hash), scored_at. */
+ * prediction fields and lineage (model_name, model_version, pipeline_hash), scored_at. */
 static inf_status build_output(runner *r, chunk *c, inf_pipeline_exec *ex, int64_t scored_at_us) {
     const inf__runner_config *cfg = r->cfg;
     inf_record_batch *p = c->pred, *o = c->out;
@@ -264,7 +264,6 @@ static inf_status build_output(runner *r, chunk *c, inf_pipeline_exec *ex, int64
             map[f] = -1;
             continue;
         }
-        if (!strcmp(name, "spec_hash")) name = "pipeline_hash";
         if ((st = inf_record_batch_add_field(o, name, &map[f]))) return st;
     }
     if ((st = inf_record_batch_add_field(o, "scored_at", &f_ts))) return st;

@@ -873,7 +873,7 @@ inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs,
         if (!st && f_model < 0) {
             if (!(st = inf_record_batch_add_field(out, "model_name", &f_model)) &&
                 !(st = inf_record_batch_add_field(out, "model_version", &f_version)))
-                st = inf_record_batch_add_field(out, "spec_hash", &f_hash);
+                st = inf_record_batch_add_field(out, "pipeline_hash", &f_hash);
         }
         if (!st) st = inf_record_batch_set_string(out, row, f_model, p->model_name, strlen(p->model_name));
         if (!st) st = inf_record_batch_set_string(out, row, f_version, p->model_version, strlen(p->model_version));

@@ -21,7 +21,7 @@ struct inf__scorer {
     char **why;      /* per record: rejection reason (owned) or NULL */
     int cap;
     int n_records;
-    const char **skip; /* fields left out of row JSON: passthrough + spec_hash (+ id) */
+    const char **skip; /* fields left out of row JSON: passthrough + pipeline_hash (+ id) */
     cJSON *spec;       /* the canonical spec, parsed (NULL for the default pipeline) */
     const cJSON *passthrough; /* its "passthrough" array, or NULL */
     int n_skip, cap_skip;
@@ -186,10 +186,10 @@ inf_status inf__scorer_score(inf__scorer *s, inf_error *err) {
     int nf = inf_record_batch_n_fields(s->out);
     for (int f = 0; f < nf; f++) {
         const char *name = inf_record_batch_field_name(s->out, f);
-        int lineage = !strcmp(name, "model_name") || !strcmp(name, "model_version") || !strcmp(name, "spec_hash");
+        int lineage = !strcmp(name, "model_name") || !strcmp(name, "model_version") || !strcmp(name, "pipeline_hash");
         int is_id = s->id_column[0] && !strcmp(name, s->id_column);
         int passthrough = !is_id && !lineage && is_passthrough(s, name);
-        if (is_id || passthrough || !strcmp(name, "spec_hash"))
+        if (is_id || passthrough || !strcmp(name, "pipeline_hash"))
             if (add_skip(s, name)) return fail(err, INF_ENOMEM, "infera: out of memory%s", "");
         if (!is_id && !passthrough && !lineage && s->primary < 0) s->primary = f;
     }

@@ -16,7 +16,7 @@
  * PREDICTION FIELDS.  The fields of the prediction record other than the id
  * column, the spec's `passthrough` fields (an output may share its name with a
  * field of the input record: it is still a prediction) and
- * the lineage stamp (model_name, model_version, spec_hash).  The PRIMARY
+ * the lineage stamp (model_name, model_version, pipeline_hash).  The PRIMARY
  * prediction is the first of them: the spec's first output, or for the
  * default pipeline the model's first output column (e.g. `label`).
  */

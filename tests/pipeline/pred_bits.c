@@ -13,9 +13,8 @@
  * the double they denote (cJSON parses them with strtod, which rounds
  * correctly, so "%.17g" text, a shortest round-trip text and PostgreSQL's
  * numeric text of the same double all give the same bits).  A missing field
- * prints <missing>; FIELD may name alternatives, "a|b": the first present
- * (the records endpoint stamps spec_hash where batch and SQL write
- * pipeline_hash).  A line that is not JSON, a response carrying "error" or
+ * prints <missing>; FIELD may name alternatives, "a|b": the first present.
+ * A line that is not JSON, a response carrying "error" or
  * "rejected" rows, is an error (exit 1, naming the line).
  *
  * usage: pred_bits FIELD... < lines > canonical

@@ -55,7 +55,7 @@ FAIL=0
 ok() { echo "PASS $1"; PASS=$((PASS + 1)); }
 bad() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
 check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
-FIELDS=(transaction_id fraud_score is_fraud decision model_name model_version 'pipeline_hash|spec_hash')
+FIELDS=(transaction_id fraud_score is_fraud decision model_name model_version pipeline_hash)
 canon() { "$BITS" "${FIELDS[@]}" 2>>bits.err | sort; } # JSON lines on stdin -> sorted canonical lines
 # same MODE FILE: FILE has the N predictions of the reference, bit for bit
 same() {

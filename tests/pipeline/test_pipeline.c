@@ -481,10 +481,10 @@ static void test_fraud(inf_model *model) {
     if (!st) st = inf_pipeline_finish(e, y, out, &err);
     check(st == INF_OK, "default: run + finish (%s)", st ? err.message : "ok");
     const char *names[] = {"transaction_id", "label", "probabilities_0", "probabilities_1", "model_name", "model_version",
-                           "spec_hash"};
+                           "pipeline_hash"};
     int ok = inf_record_batch_n_fields(out) == 7;
     for (int i = 0; ok && i < 7; i++) ok = !strcmp(inf_record_batch_field_name(out, i), names[i]);
-    check(ok, "default outputs: transaction_id, label, probabilities_0, probabilities_1, model_name, model_version, spec_hash");
+    check(ok, "default outputs: transaction_id, label, probabilities_0, probabilities_1, model_name, model_version, pipeline_hash");
     const inf_value *v = inf_record_batch_get(out, 0, 4);
     check(v->type == INF_FIELD_STRING && !strcmp(v->u.s.ptr, "fraud") &&
               !strcmp(inf_record_batch_get(out, 0, 5)->u.s.ptr, "3"),
@@ -511,7 +511,7 @@ static void test_fraud(inf_model *model) {
     if (!st) st = inf_pipeline_finish(e, y, out, &err);
     check(st == INF_OK && inf_record_batch_n_rows(out) == 5000, "fraud spec: 5000 predictions (%s)", st ? err.message : "ok");
     int f_score = inf_record_batch_find_field(out, "fraud_score"), f_is = inf_record_batch_find_field(out, "is_fraud"),
-        f_dec = inf_record_batch_find_field(out, "decision"), f_hash = inf_record_batch_find_field(out, "spec_hash");
+        f_dec = inf_record_batch_find_field(out, "decision"), f_hash = inf_record_batch_find_field(out, "pipeline_hash");
     int good = f_score >= 0 && f_is >= 0 && f_dec >= 0 && f_hash >= 0;
     for (int r = 0; good && r < inf_record_batch_n_rows(out); r++) {
         double sc = inf_record_batch_get(out, r, f_score)->u.f;
