@@ -8,12 +8,17 @@
  *      through its own kernel (graph/session.c's evaluator), and its outputs
  *      become initializers.  PyTorch exports are full of these (Constant
  *      nodes, shape arithmetic on weights).
- *   2. activation fusion: a Relu, LeakyRelu or Clip (constant bounds) that is
+ *   2. pattern passes (graph/passes/, one file each, with the exact pattern
+ *      and why it is safe): the decomposed LayerNorm PyTorch exports below
+ *      opset 17 -> LayerNormalization; exact-erf GELU -> the internal fused
+ *      Gelu (ai.infera); Pow(x, 2) -> Mul(x, x).  Each rewrites the chain's
+ *      last node in place and marks the rest dead.
+ *   3. activation fusion: a Relu, LeakyRelu or Clip (constant bounds) that is
  *      the only reader of a Conv/ConvTranspose/Gemm/MatMul/Add/
  *      BatchNormalization output becomes that node's epilogue, applied in
  *      place right after its kernel (graph/session.c): one node and one pass
  *      over memory less, bit-identical results (same comparisons).
- *   3. dead-node elimination: nodes whose outputs nobody reads are dropped.
+ *   4. dead-node elimination: nodes whose outputs nobody reads are dropped.
  * Then the node list is compacted and producers/consumers recounted.
  * A node that fails to fold is kept, so its error surfaces at run time with
  * the usual context.  Subgraphs are optimised first, innermost out.
@@ -22,6 +27,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "graph/passes/passes.h"
 #include "ops/ops.h"
 
 /* Ops whose outputs differ from run to run, or that must not run early. */
@@ -198,6 +204,15 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         if (!ev && (st = inf__evaluator_new(model, g, &ev, err)) != INF_OK) break;
         st = fold_node(ev, g, &g->nodes[n], &dead[n], err);
         if (dead[n]) forget_reads(g, &g->nodes[n]);
+    }
+    if (st == INF_OK) { /* LayerNorm before Pow: its chain holds a Pow(d, 2) */
+        inf__pass_ctx pc = {model, g, dead};
+        int n_ln = 0, n_gelu = 0, n_pow = 0;
+        st = inf__pass_layernorm(&pc, &n_ln, err);
+        if (st == INF_OK) st = inf__pass_gelu(&pc, &n_gelu, err);
+        if (st == INF_OK) st = inf__pass_pow_square(&pc, &n_pow, err);
+        if (n_ln + n_gelu + n_pow)
+            inf__log(INF_LOG_DEBUG, "optimizer: %d LayerNorm, %d Gelu, %d Pow(x,2) rewrites", n_ln, n_gelu, n_pow);
     }
     if (st == INF_OK) fuse_activations(g, dead);
     for (int n = g->n_nodes - 1; n >= 0 && st == INF_OK; n--) /* reverse order removes whole dead chains */

@@ -118,10 +118,16 @@ inf_status inf__node_error(const inf__node *node, inf_error *err, inf_status sta
     return inf__error(err, status, "node '%s' (%s): %s", node->name, node->op_type, msg);
 }
 
-int inf_supported_op_count(void) { return inf__op_count; }
+/* The internal ops (ai.infera) sort last and are not listed: models cannot use them. */
+int inf_supported_op_count(void) {
+    int n = inf__op_count;
+    while (n > 0 && inf__op_table[n - 1].domain == INF_DOMAIN_INFERA) n--;
+    return n;
+}
 
 void inf_supported_op(int i, const char **domain, const char **op_type, int *first_opset, int *last_opset) {
-    static const char *const domains[INF_DOMAIN_COUNT] = {"ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"};
+    static const char *const domains[INF_DOMAIN_COUNT] = {"ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training",
+                                                          "ai.infera"};
     const inf__op *op = &inf__op_table[i];
     *domain = domains[op->domain];
     *op_type = op->name;

@@ -60,6 +60,9 @@ typedef enum inf__domain {
     INF_DOMAIN_ONNX = 0,      /* "" or "ai.onnx" */
     INF_DOMAIN_ML = 1,        /* "ai.onnx.ml" */
     INF_DOMAIN_TRAINING = 2,  /* "ai.onnx.preview.training" */
+    INF_DOMAIN_INFERA = 3,    /* "ai.infera": internal fused ops made by the optimizer's
+                                 pattern passes; no model can name them
+                                 (inf__domain_from_string does not map it) */
     INF_DOMAIN_COUNT
 } inf__domain;
 
@@ -76,7 +79,8 @@ typedef struct inf__op {
 extern const inf__op inf__op_table[];
 extern const int inf__op_count;
 
-/* Maps a domain string to inf__domain; -1 if unknown. */
+/* Maps a domain string to inf__domain; -1 if unknown (and for "ai.infera":
+ * internal ops are bound by the optimizer, never by a model). */
 int inf__domain_from_string(const char *domain);
 /* Finds (domain, name); NULL if absent.  Opset range is checked by the caller. */
 const inf__op *inf__op_find(inf__domain domain, const char *name);
@@ -123,17 +127,58 @@ inf_status inf__kernel_run_subgraph(inf__kernel_ctx *ctx, const inf__graph *g, i
  * NULL).  Not to be called from inside a pool task (ops/ref/gemm.c). */
 void inf__ops_sgemm(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
-/* The two implementations behind inf__ops_sgemm, same contract (for the
+/* Batch invariance (DESIGN.md section 1): each C element depends only on
+ * its row of op(A), its column of op(B), k, alpha, beta and its old value --
+ * never on m, on where the row falls in a tile, on the thread split or on
+ * the code path (pool or not, packed B or not): every path sums k in the
+ * same blocks and the same order (tests/kernels/test_gemm.c, bit for bit).
+ * The two implementations behind inf__ops_sgemm, same contract (for the
  * kernel tests): the portable blocked loops (ops/ref/gemm.c), and the
  * AVX2/FMA one (ops/x86/gemm_avx2.c; x86-64 only, call only when
- * inf__cpu_has_avx2_fma()), which returns false without touching C when it
- * cannot get its workspace from the pool (NULL pool, out of memory). */
+ * inf__cpu_has_avx2_fma()).  The two give different bits (FMA, other
+ * k blocks); a machine uses one.  The AVX2 one always returns true (it
+ * works without its workspace, more slowly); the bool is kept for callers. */
 void inf__ops_sgemm_ref(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                         float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                         float *c, int64_t ldc);
 bool inf__ops_sgemm_avx2(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                          float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                          float *c, int64_t ldc);
+
+/* op(B) packed ahead of time for the AVX2/FMA kernel (ops/x86/gemm_avx2.c):
+ * constant weights are packed once at load (Gemm, MatMul init) into
+ * 16-column panels laid out [k][16], columns past n zero.
+ * inf__ops_sgemm_packed_floats: the floats the packed copy takes.
+ * inf__ops_sgemm_pack_b: packs op(B)[k,n] (b row-major, ldb) into dst,
+ *   which must be 32-byte aligned.
+ * inf__ops_sgemm_packed_avx2: inf__ops_sgemm with B already packed; gives
+ *   the same bits as the unpacked call.
+ * All three x86-64 only, and the last two only when inf__cpu_has_avx2_fma(). */
+int64_t inf__ops_sgemm_packed_floats(int64_t k, int64_t n);
+void inf__ops_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float *b, int64_t ldb, float *dst);
+void inf__ops_sgemm_packed_avx2(inf__pool *pool, bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
+                                const float *a, int64_t lda, const float *bp, float beta, float *c,
+                                int64_t ldc);
+/* For a kernel's init: packs op(B) into the model arena when the CPU has
+ * AVX2/FMA (*out = the panels), else *out = NULL (the caller keeps the
+ * reference path).  INF_ENOMEM when the arena cannot grow.  (ops/ref/gemm.c) */
+inf_status inf__ops_sgemm_prepack(inf__arena *arena, bool trans_b, int64_t k, int64_t n, const float *b,
+                                  int64_t ldb, const float **out);
+
+/* 2-D float32 MaxPool / AveragePool without dilation or indices: the
+ * AVX2 variant (ops/x86/pool_avx2.c; x86-64, only when
+ * inf__cpu_has_avx2_fma(); input rows at most INF_POOL2D_MAX_W wide) and
+ * its reference twin (the generic window loop of ops/ref/pool.c).  x and y
+ * are n_planes planes of ih x iw and oh x ow.  Max is bit-exact between
+ * the two; the average within float rounding (the reference sums in double). */
+#define INF_POOL2D_MAX_W 4096
+typedef struct inf__pool2d {
+    int64_t ih, iw, oh, ow, kh, kw, sh, sw;
+    int64_t pt, pl, pb, pr; /* pads: top, left, bottom, right */
+    bool max, count_include_pad;
+} inf__pool2d;
+void inf__ops_pool2d_f32_avx2(const inf__pool2d *g, const float *x, float *y, int64_t n_planes);
+void inf__ops_pool2d_f32_ref(const inf__pool2d *g, const float *x, float *y, int64_t n_planes);
 
 /* ---- helpers shared by kernels (ops/util.c) ---- */
 

@@ -12,6 +12,13 @@
  * 2e-6 * (|alpha| sum_p |A_ip B_pj| + |beta C_ij|) + 1e-6, from a double
  * product.  Prints one line per failure and "N passed, M failed".
  * Skips (0 passed, 0 failed) on a CPU without AVX2/FMA.
+ *
+ * Batch invariance (DESIGN.md section 1), bit for bit, for both kernels:
+ * the full C computed on 2 threads equals each row computed alone (m = 1)
+ * on 1 thread, a contiguous row range, a scattered subset of rows gathered
+ * into a new A, the product without a pool (no workspace), and -- AVX2 --
+ * the product with B packed ahead of time; transposed and plain A and B,
+ * k over several k blocks, alpha != 1, beta in {0, 1, 0.7}.
  */
 #include <math.h>
 #include <stdio.h>
@@ -101,6 +108,139 @@ done:
     return ok;
 }
 
+/* ---- batch invariance ---- */
+
+typedef void (*sgemm_fn)(inf__pool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                         const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                         int64_t ldc);
+
+static void avx2_fn(inf__pool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    (void)inf__ops_sgemm_avx2(pool, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+/* Rows `rows[0..nr)` of op(A), as a new matrix in the same layout (ta or not). */
+static float *gather_rows(bool ta, const float *a, int64_t lda, int64_t k, const int64_t *rows, int64_t nr,
+                          int64_t *lda_out) {
+    int64_t ld = ta ? nr : k;
+    float *g = malloc((size_t)(nr * k) * sizeof *g);
+    if (!g) return NULL;
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t p = 0; p < k; p++) {
+            float v = ta ? a[p * lda + rows[r]] : a[rows[r] * lda + p];
+            if (ta) g[p * ld + r] = v;
+            else g[r * ld + p] = v;
+        }
+    *lda_out = ld;
+    return g;
+}
+
+/* Compares C rows rows[0..nr) of `full` with rows 0..nr of `part`. */
+static bool same_rows(const float *full, const float *part, const int64_t *rows, int64_t nr, int64_t n,
+                      int64_t ldc, const char *what) {
+    for (int64_t r = 0; r < nr; r++)
+        if (memcmp(full + rows[r] * ldc, part + r * ldc, (size_t)n * sizeof(float))) {
+            for (int64_t j = 0; j < n; j++)
+                if (memcmp(&full[rows[r] * ldc + j], &part[r * ldc + j], sizeof(float))) {
+                    fprintf(stderr, "  %s: row %lld col %lld: %.9g vs %.9g\n", what, (long long)rows[r],
+                            (long long)j, full[rows[r] * ldc + j], part[r * ldc + j]);
+                    break;
+                }
+            return false;
+        }
+    return true;
+}
+
+static bool check_invariance(const char *name, sgemm_fn fn, bool avx2, inf__pool *p1, inf__pool *p2, bool ta,
+                             bool tb, int64_t m, int64_t n, int64_t k, float alpha, float beta) {
+    int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
+    size_t na = (size_t)(m * k), nb = (size_t)(n * k), nc = (size_t)(m * n);
+    float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b), *c0 = malloc(nc * sizeof *c0);
+    float *full = malloc(nc * sizeof *full), *part = malloc(nc * sizeof *part);
+    int64_t *rows = malloc((size_t)m * sizeof *rows);
+    float *bp = NULL, *ag = NULL;
+    bool ok = a && b && c0 && full && part && rows;
+    if (!ok) goto done;
+    for (size_t i = 0; i < na; i++) a[i] = uniform();
+    for (size_t i = 0; i < nb; i++) b[i] = uniform();
+    for (size_t i = 0; i < nc; i++) c0[i] = uniform();
+    memcpy(full, c0, nc * sizeof *c0);
+    fn(p2, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, full, ldc);
+    /* each row alone, one thread */
+    for (int64_t i = 0; i < m && ok; i++) {
+        memcpy(part, c0 + i * ldc, (size_t)n * sizeof *part);
+        fn(p1, ta, tb, 1, n, k, alpha, ta ? a + i : a + i * lda, lda, b, ldb, beta, part, ldc);
+        ok = same_rows(full, part, &i, 1, n, ldc, "row alone");
+    }
+    /* a contiguous range [r0, r0 + nr) */
+    int64_t r0 = m / 3, nr = m - m / 3 - m / 5;
+    for (int64_t r = 0; r < nr; r++) rows[r] = r0 + r;
+    if (ok && nr > 0) {
+        memcpy(part, c0 + r0 * ldc, (size_t)(nr * ldc) * sizeof *part);
+        fn(p1, ta, tb, nr, n, k, alpha, ta ? a + r0 : a + r0 * lda, lda, b, ldb, beta, part, ldc);
+        ok = same_rows(full, part, rows, nr, n, ldc, "row range");
+    }
+    /* a scattered subset (every third row, from the second) */
+    nr = 0;
+    for (int64_t i = 1; i < m; i += 3) rows[nr++] = i;
+    int64_t ldg = 0;
+    if (ok && nr > 0 && (ag = gather_rows(ta, a, lda, k, rows, nr, &ldg))) {
+        for (int64_t r = 0; r < nr; r++) memcpy(part + r * ldc, c0 + rows[r] * ldc, (size_t)n * sizeof *part);
+        fn(p2, ta, tb, nr, n, k, alpha, ag, ldg, b, ldb, beta, part, ldc);
+        ok = same_rows(full, part, rows, nr, n, ldc, "row subset");
+    }
+    for (int64_t i = 0; i < m; i++) rows[i] = i;
+    /* no pool: no workspace */
+    if (ok) {
+        memcpy(part, c0, nc * sizeof *c0);
+        fn(NULL, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, part, ldc);
+        ok = same_rows(full, part, rows, m, n, ldc, "no pool");
+    }
+#if defined(__x86_64__)
+    /* B packed ahead of time, all rows and row 0 alone */
+    if (ok && avx2) {
+        bp = aligned_alloc(32, ((size_t)inf__ops_sgemm_packed_floats(k, n) * sizeof(float) + 31) / 32 * 32);
+        ok = bp != NULL;
+        if (ok) {
+            inf__ops_sgemm_pack_b(tb, k, n, b, ldb, bp);
+            memcpy(part, c0, nc * sizeof *c0);
+            inf__ops_sgemm_packed_avx2(p2, ta, m, n, k, alpha, a, lda, bp, beta, part, ldc);
+            ok = same_rows(full, part, rows, m, n, ldc, "packed B");
+        }
+        for (int64_t i = 0; i < m && ok; i += 5) {
+            memcpy(part, c0 + i * ldc, (size_t)n * sizeof *part);
+            inf__ops_sgemm_packed_avx2(p1, ta, 1, n, k, alpha, ta ? a + i : a + i * lda, lda, bp, beta, part, ldc);
+            ok = same_rows(full, part, &rows[i], 1, n, ldc, "packed B, row alone");
+        }
+    }
+#endif
+done:
+    if (ok) {
+        n_passed++;
+    } else {
+        n_failed++;
+        fprintf(stderr, "FAIL %s batch invariance transA=%d transB=%d m=%lld n=%lld k=%lld alpha=%g beta=%g\n",
+                name, ta, tb, (long long)m, (long long)n, (long long)k, alpha, beta);
+    }
+    free(a), free(b), free(c0), free(full), free(part), free(rows), free(bp), free(ag);
+    return ok;
+}
+
+static void invariance_cases(const char *name, sgemm_fn fn, bool avx2, inf__pool *p1, inf__pool *p2) {
+    static const int64_t M[] = {5, 7, 13, 37, 150};
+    static const int64_t N[] = {1, 17, 64, 100, 300};
+    static const int64_t K[] = {3, 300, 600, 1100};
+    static const float A[] = {0.5f, -2.0f, 1.0f}, B[] = {0.0f, 1.0f, 0.7f};
+    int t = 0, before = n_failed;
+    for (size_t im = 0; im < sizeof M / sizeof *M; im++)
+        for (size_t in = 0; in < sizeof N / sizeof *N; in++, t++)
+            for (int tr = 0; tr < 4; tr++)
+                check_invariance(name, fn, avx2, p1, p2, tr & 1, tr >> 1, M[im], N[in], K[(t + tr) % 4],
+                                 A[(t + tr) % 3], B[(t / 2 + tr) % 3]);
+    printf("sgemm %s batch invariance (rows alone, ranges, subsets, 1 vs 2 threads, no pool%s): %s\n", name,
+           avx2 ? ", packed B" : "", n_failed == before ? "ok" : "FAILED");
+}
+
 static const float ALPHAS[] = {1.0f, 0.5f, -2.0f}, BETAS[] = {0.0f, 1.0f, 0.7f};
 
 static void fixed_cases(inf__pool *pool) {
@@ -133,9 +273,20 @@ static void random_cases(inf__pool *pool, int count) {
 }
 
 int main(void) {
+    {
+        inf__pool *p1 = NULL, *p2 = NULL;
+        if (inf__pool_new(1, &p1) != INF_OK || inf__pool_new(2, &p2) != INF_OK) {
+            fprintf(stderr, "cannot create the pools\n");
+            return 1;
+        }
+        invariance_cases("ref", inf__ops_sgemm_ref, false, p1, p2);
+        if (inf__cpu_has_avx2_fma()) invariance_cases("avx2", avx2_fn, true, p1, p2);
+        inf__pool_free(p1);
+        inf__pool_free(p2);
+    }
     if (!inf__cpu_has_avx2_fma()) {
-        printf("sgemm avx2: CPU without AVX2/FMA, skipped\n0 passed, 0 failed\n");
-        return 0;
+        printf("sgemm avx2: CPU without AVX2/FMA, skipped\n%d passed, %d failed\n", n_passed, n_failed);
+        return n_failed ? 1 : 0;
     }
     for (int threads = 1; threads <= 2; threads++) {
         inf__pool *pool = NULL;
@@ -150,7 +301,7 @@ int main(void) {
                n_failed == before ? "ok" : "FAILED");
         inf__pool_free(pool);
     }
-    /* no pool: small m runs without a workspace; packed shapes are refused, C untouched */
+    /* no pool: no workspace, the kernel copies B blocks on the stack */
     int before = n_failed;
     for (int tr = 0; tr < 4; tr++) {
         check(NULL, tr & 1, tr >> 1, 1, 40, 30, 1.0f, 0.0f);

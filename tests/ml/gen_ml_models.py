@@ -22,7 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
 sys.path.insert(0, HERE)
-from ml_convert import xgb_to_onnx, sk_trees_to_onnx  # noqa: E402
+from ml_convert import xgb_to_onnx, sk_trees_to_onnx, svm_to_onnx  # noqa: E402
 
 MANIFEST = []
 rng = np.random.default_rng(1234)
@@ -261,6 +261,10 @@ def xgb_cases():
         else:
             wants = {"variable": pred.astype(np.float32)[:, None]}
         case(f"xgb_{name}", None, {"input": xm}, wants, tol=1e-6, ext="json")
+        if name == "binary":  # 13 rows: the fast tree path's lone-row tail (trees interleaved) and a short batch
+            bst.save_model(os.path.join(DATA, "xgb_binary_13rows.json"))
+            case("xgb_binary_13rows", None, {"input": xm[:13]}, {k: v[:13] for k, v in wants.items()}, tol=1e-6,
+                 ext="json")
         # the same booster as ONNX-ML
         case(f"xgb_{name}_onnx", xgb_to_onnx(path), {"input": xm}, wants, tol=1e-6)
 
@@ -375,6 +379,63 @@ def preprocess_cases():
     unary("CategoryMapper", np.array([20, 11], np.int64), I64, S, None, np.array(["b", "?"], object), name="catmap_i2s",
           cats_strings=["a", "b"], cats_int64s=[10, 20], default_string="?")
 
+# ------------------------------------------------------------------ SVMs
+def svm_cases():
+    """scikit-learn SVC / SVR / NuSVR / OneClassSVM converted by hand (svm_to_onnx in ml_convert.py)."""
+    from sklearn.datasets import make_classification, make_regression
+    from sklearn.svm import SVC, SVR, NuSVR, OneClassSVM
+    r = np.random.default_rng(77)
+    xc, yc = make_classification(n_samples=300, n_features=6, n_informative=4, n_classes=3, n_clusters_per_class=1,
+                                 random_state=3)
+    xc = xc.astype(np.float32)
+    xt = (xc + r.normal(scale=0.3, size=xc.shape)).astype(np.float32)  # scored rows
+    # multi-class, RBF, Platt probabilities: labels = predict, probabilities = predict_proba
+    m = SVC(kernel="rbf", C=2.0, gamma="scale", probability=True, random_state=0).fit(xc, yc)
+    case("svm_cls3_rbf_proba", svm_to_onnx(m, 6, labels=[10, 20, 30]), {"X": xt},
+         {"label": np.array([10, 20, 30])[m.predict(xt)].astype(np.int64),
+          "probabilities": m.predict_proba(xt).astype(np.float32)}, tol=1e-4)
+    # multi-class, polynomial kernel, no probabilities: Z = one-vs-one decision values
+    m = SVC(kernel="poly", degree=3, coef0=0.5, gamma=0.2, C=1.0, decision_function_shape="ovo").fit(xc, yc)
+    case("svm_cls3_poly", svm_to_onnx(m, 6, labels=[0, 1, 2]), {"X": xt},
+         {"label": m.predict(xt).astype(np.int64), "probabilities": m.decision_function(xt).astype(np.float32)}, tol=1e-4)
+    # binary, linear kernel, string labels: Z = [-s, s] with s libsvm's raw decision value for the pair
+    # (class 0 vs class 1, > 0 votes class 0), which is -decision_function in scikit-learn (as ORT)
+    yb = (yc == 1).astype(int)
+    m = SVC(kernel="linear", C=0.5).fit(xc, yb)
+    d = m.decision_function(xt)
+    case("svm_bin_linear_strings", svm_to_onnx(m, 6, labels=["no", "yes"]), {"X": xt},
+         {"label": np.array(["no", "yes"], object)[m.predict(xt)],
+          "probabilities": np.stack([d, -d], 1).astype(np.float32)}, tol=1e-4)
+    # binary, sigmoid kernel with probabilities (label by votes, as ORT and libsvm)
+    m = SVC(kernel="sigmoid", gamma=0.05, coef0=-0.2, C=1.0, probability=True, random_state=0).fit(xc, yb)
+    case("svm_bin_sigmoid_proba", svm_to_onnx(m, 6, labels=[0, 1]), {"X": xt},
+         {"label": m.predict(xt).astype(np.int64), "probabilities": None}, tol=1e-4)
+    # regressors: SVR (RBF), NuSVR (poly), one-class (RBF, +1/-1), float64 input
+    xr, yr = make_regression(n_samples=250, n_features=5, noise=0.5, random_state=4)
+    yr = yr / np.std(yr)
+    xr = xr.astype(np.float32)
+    m = SVR(kernel="rbf", C=3.0, epsilon=0.05, gamma="scale").fit(xr, yr)
+    case("svm_svr_rbf", svm_to_onnx(m, 5), {"X": xr}, {"Y": m.predict(xr).astype(np.float32)[:, None]}, tol=1e-4)
+    m = NuSVR(kernel="poly", degree=2, gamma=0.1, coef0=1.0, nu=0.4, C=2.0).fit(xr, yr)
+    case("svm_nusvr_poly", svm_to_onnx(m, 5), {"X": xr}, {"Y": m.predict(xr).astype(np.float32)[:, None]}, tol=1e-4)
+    m = OneClassSVM(kernel="rbf", gamma=0.1, nu=0.2).fit(xr)
+    xo = np.concatenate([xr[:100], r.normal(scale=3.0, size=(50, 5))]).astype(np.float32)
+    case("svm_oneclass", svm_to_onnx(m, 5, one_class=True), {"X": xo},
+         {"Y": m.predict(xo).astype(np.float32)[:, None]}, tol=1e-5)
+    case("svm_oneclass_score", svm_to_onnx(m, 5), {"X": xo},
+         {"Y": m.decision_function(xo).astype(np.float32)[:, None]}, tol=1e-4)
+    # liblinear mode (no support vectors): 3 classes, scores X.coef + rho[0], SOFTMAX
+    coef = r.normal(size=(3, 4)).round(3)
+    xl = r.normal(size=(40, 4)).astype(np.float32)
+    node = helper.make_node("SVMClassifier", ["X"], ["label", "probabilities"], domain="ai.onnx.ml",
+                            coefficients=coef.ravel().tolist(), rho=[0.25], classlabels_ints=[5, 6, 7], kernel_params=[0.0, 0.0, 1.0],
+                            post_transform="SOFTMAX")
+    m = ml_model([node], [vi("X", F, [None, 4])], [vi("label", I64, [None]), vi("probabilities", F, [None, 3])], opset_ml=1)
+    s = xl.astype(np.float64) @ coef.T + 0.25
+    e = np.exp(s - s.max(1, keepdims=True))
+    case("svm_linear_mode", m, {"X": xl}, {"label": np.array([5, 6, 7])[s.argmax(1)].astype(np.int64),
+                                           "probabilities": (e / e.sum(1, keepdims=True)).astype(np.float32)})
+
 
 def bad_cases():
     """Malformed ensembles: data/bad_<what>.onnx + .expect (text the load error must contain)."""
@@ -417,6 +478,7 @@ def main():
     linear_cases()
     preprocess_cases()
     bad_cases()
+    svm_cases()
     with open(os.path.join(DATA, "manifest.txt"), "w") as f:
         f.write("\n".join(MANIFEST) + "\n")
     print(f"{len(MANIFEST)} cases in {DATA}")

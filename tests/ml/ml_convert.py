@@ -6,6 +6,10 @@ xgb_to_onnx(json_path): an XGBoost JSON model (binary:logistic, multi:softprob,
     `infera` imports natively (src/import/xgboost.c).
 sk_trees_to_onnx(model_or_trees, n_features, ...): scikit-learn decision trees,
     random forests (AVERAGE) and GradientBoostingClassifier.
+svm_to_onnx(model, n_features, ...): scikit-learn SVC / NuSVC (SVMClassifier),
+    SVR / NuSVR / OneClassSVM (SVMRegressor), from libsvm's raw dual
+    coefficients and intercepts (_dual_coef_, _intercept_: the binary SVC's
+    public ones have their sign flipped).
 """
 import json
 import math
@@ -15,10 +19,10 @@ import onnx
 from onnx import TensorProto, helper
 
 
-def _model(node, n_features, outputs):
+def _model(node, n_features, outputs, ml_opset=3):
     g = helper.make_graph([node], "trees", [helper.make_tensor_value_info(node.input[0], TensorProto.FLOAT, [None, n_features])],
                           outputs)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)],
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", ml_opset)],
                           producer_name="infera-ml-convert")
     m.ir_version = 8
     onnx.checker.check_model(m)
@@ -129,3 +133,32 @@ def sk_trees_to_onnx(model, n_features, n_targets=1, agg="SUM", classifier=False
                             target_nodeids=w["w_n"], target_ids=w["w_i"], target_weights=w["w_w"], n_targets=n_targets,
                             aggregate_function=agg, **acc)
     return _model(node, n_features, [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None, n_targets])])
+
+
+def svm_to_onnx(model, n_features, labels=None, one_class=False, post="NONE"):
+    kernel = model.kernel.upper()
+    params = [float(model._gamma), float(model.coef0), float(model.degree)]
+    sv = model.support_vectors_.astype(np.float64).ravel().tolist()
+    coef = np.asarray(model._dual_coef_, np.float64)
+    rho = np.asarray(model._intercept_, np.float64).ravel().tolist()
+    common = dict(kernel_type=kernel, kernel_params=params, support_vectors=sv, rho=rho, post_transform=post)
+    if labels is not None:
+        attrs = dict(common, coefficients=coef.ravel().tolist(), vectors_per_class=[int(v) for v in model.n_support_])
+        if isinstance(labels[0], str):
+            attrs["classlabels_strings"] = list(labels)
+        else:
+            attrs["classlabels_ints"] = [int(v) for v in labels]
+        if getattr(model, "probability", False):
+            attrs["prob_a"] = np.asarray(model.probA_, np.float64).tolist()
+            attrs["prob_b"] = np.asarray(model.probB_, np.float64).tolist()
+            n_scores = len(labels)
+        else:
+            n_scores = len(labels) * (len(labels) - 1) // 2 if len(labels) > 2 else 2
+        node = helper.make_node("SVMClassifier", ["X"], ["label", "probabilities"], domain="ai.onnx.ml", **attrs)
+        lab_t = TensorProto.STRING if isinstance(labels[0], str) else TensorProto.INT64
+        return _model(node, n_features, [helper.make_tensor_value_info("label", lab_t, [None]),
+                                         helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, [None, n_scores])],
+                      ml_opset=1)
+    node = helper.make_node("SVMRegressor", ["X"], ["Y"], domain="ai.onnx.ml", coefficients=coef.ravel().tolist(),
+                            n_supports=int(coef.shape[1]), one_class=int(one_class), **common)
+    return _model(node, n_features, [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None, 1])], ml_opset=1)

@@ -5,6 +5,7 @@
  * run, and allocation-failure injection over load, compile and run.
  */
 #include <dirent.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "infera/session.h"
@@ -406,4 +407,68 @@ TEST(constant_folding_keeps_results) {
     inf_session_free(s2);
     inf_model_free(plain);
     inf_model_free(optimized);
+}
+
+/* Runs model (no_optimize or not) on x; copies every output into out
+ * (n_out outputs of at most cap floats each). */
+static void run_floats(const char *path, bool optimize, int threads, const inf_tensor *x, float *out, int n_out,
+                       int cap, int *n_nodes) {
+    inf_model *m;
+    inf_error err;
+    inf_model_options opt = {.no_optimize = !optimize};
+    ASSERT_OK(inf_model_load(path, &opt, &m, &err));
+    inf_model_summary sum;
+    inf_model_get_summary(m, &sum);
+    *n_nodes = sum.n_nodes_optimized;
+    inf_session_options so = {.n_threads = threads};
+    inf_session *s;
+    ASSERT_OK(inf_session_new(m, &so, &s, &err));
+    const inf_tensor *in[1] = {x};
+    inf_tensor *const *o;
+    ASSERT_OK(inf_session_run(s, in, &o, &err));
+    ASSERT_EQ(inf_model_n_outputs(m), n_out);
+    for (int k = 0; k < n_out; k++) {
+        int64_t n = inf_tensor_numel(o[k]);
+        ASSERT_TRUE(n <= cap && o[k]->dtype == INF_DTYPE_F32);
+        memcpy(out + (size_t)k * cap, o[k]->data, (size_t)n * sizeof(float));
+    }
+    inf_session_free(s);
+    inf_model_free(m);
+}
+
+/* patterns.onnx (tests/models/gen_pattern_models.py): 3 LayerNorm chains
+ * (one must stay: its variance is a graph output), 4 GELU chains (one
+ * must stay: wrong constant), Pow(x, 2) and Pow(x, 3).  49 nodes become 22;
+ * every output agrees with the unoptimised graph within 1e-5 relative
+ * (|a - b| <= 1e-5 max(|b|, 1): LayerNorm outputs cross zero), on 1 and 2
+ * threads, the fused results identical across thread counts. */
+TEST(pattern_passes_fuse_and_keep_results) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/models/patterns.onnx", INFERA_SOURCE_DIR);
+    enum { N_OUT = 10, CAP = 96 };
+    static float data[96], plain[N_OUT * CAP], fused[N_OUT * CAP], fused2[N_OUT * CAP];
+    uint64_t r = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < 96; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        data[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 8.0 - 4.0);
+    }
+    data[5] = -9.0f, data[6] = 7.5f, data[7] = 0.0f; /* GELU's tails and zero */
+    int64_t dims[3] = {2, 3, 16};
+    inf_tensor x;
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 3, dims, data);
+    int n_plain = 0, n_fused = 0;
+    run_floats(path, false, 1, &x, plain, N_OUT, CAP, &n_plain);
+    run_floats(path, true, 1, &x, fused, N_OUT, CAP, &n_fused);
+    ASSERT_EQ(n_plain, 49);
+    ASSERT_EQ(n_fused, 22);
+    for (int k = 0; k < N_OUT; k++) {
+        int n = k == N_OUT - 1 ? 6 : 96; /* the last output is ln_c's variance [2,3,1] */
+        for (int i = 0; i < n; i++) {
+            float a = fused[k * CAP + i], b = plain[k * CAP + i];
+            float tol = 1e-5f * (fabsf(b) > 1 ? fabsf(b) : 1);
+            if (!(fabsf(a - b) <= tol)) TEST_FAIL_AT("output %d element %d: fused %.9g, plain %.9g", k, i, a, b);
+        }
+    }
+    run_floats(path, true, 2, &x, fused2, N_OUT, CAP, &n_fused);
+    ASSERT_TRUE(memcmp(fused, fused2, sizeof fused) == 0);
 }

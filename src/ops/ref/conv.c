@@ -13,7 +13,9 @@
  * Deviations: none.  The im2col buffer and the float32 copies of float16
  *         tensors live in the kernel's scratch memory (inf__kernel_scratch:
  *         one block for the X, W, B copies, one for Y, one for the columns).
- *         A 1x1, stride-1, unpadded Conv skips im2col.
+ *         A 1x1, stride-1, unpadded Conv skips im2col (X is the column
+ *         matrix: one GEMM per image and group); a 2-D depthwise float32
+ *         Conv (group == C == M) is computed directly (depthwise_planes).
  *
  * Both ops use one index relation between an "image" (X for Conv, Y for
  * ConvTranspose) and a grid of kernel positions (Y's spatial grid for
@@ -461,9 +463,64 @@ static inf_status run_core(inf__kernel_ctx *ctx, conv_core_fn core, const conv_g
 
 /* ---- Conv ---- */
 
+/* ---- depthwise 2-D (group == C, one filter per channel), float32 ----
+ * Direct: each output row accumulates kh x kw shifted input rows times a
+ * weight (the valid column range of each tap found once), so no im2col and
+ * no one-row GEMM per channel.  Taps are summed in (ky, kx) order; the
+ * inner loop over output columns is contiguous for stride 1 and vectorises.
+ * One task per (image, channel) plane: results do not depend on N. */
+
+typedef struct dw_task {
+    const conv_geom *g;
+    const float *x, *w, *b;
+    float *y;
+} dw_task;
+
+static void depthwise_planes(void *arg, int64_t begin, int64_t end) {
+    const dw_task *t = arg;
+    const conv_geom *g = t->g;
+    const patch_map *pm = &g->pm;
+    int64_t ih = pm->img[0], iw = pm->img[1], oh = pm->pos[0], ow = pm->pos[1];
+    int64_t kh = pm->k[0], kw = pm->k[1], sh = pm->s[0], sw = pm->s[1], dh = pm->d[0], dw = pm->d[1];
+    for (int64_t pl = begin; pl < end; pl++) {
+        int64_t c = pl % g->c;
+        const float *x = t->x + pl * ih * iw, *w = t->w + c * kh * kw;
+        float *y = t->y + pl * oh * ow, bias = t->b ? t->b[c] : 0.0f;
+        for (int64_t oy = 0; oy < oh; oy++) {
+            float *restrict yrow = y + oy * ow;
+            for (int64_t ox = 0; ox < ow; ox++) yrow[ox] = 0.0f;
+            for (int64_t ky = 0; ky < kh; ky++) {
+                int64_t iy = oy * sh - pm->pb[0] + ky * dh;
+                if (iy < 0 || iy >= ih) continue;
+                const float *restrict xrow = x + iy * iw;
+                for (int64_t kx = 0; kx < kw; kx++) {
+                    int64_t off = kx * dw - pm->pb[1], lo, hi;
+                    /* ox with 0 <= ox * sw + off < iw */
+                    lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+                    hi = iw - off <= 0 ? 0 : (iw - off + sw - 1) / sw;
+                    if (hi > ow) hi = ow;
+                    float wv = w[ky * kw + kx];
+                    if (sw == 1)
+                        for (int64_t ox = lo; ox < hi; ox++) yrow[ox] += wv * xrow[ox + off];
+                    else
+                        for (int64_t ox = lo; ox < hi; ox++) yrow[ox] += wv * xrow[ox * sw + off];
+                }
+            }
+            if (t->b)
+                for (int64_t ox = 0; ox < ow; ox++) yrow[ox] += bias;
+        }
+    }
+}
+
 static inf_status conv_core(inf__kernel_ctx *ctx, const conv_geom *g, bool f64, const void *x,
                             const void *w, const void *b, void *y) {
     inf__pool *pool = ctx->pool;
+    if (!f64 && g->pm.nd == 2 && g->group == g->c && g->group == g->m) {
+        dw_task t = {g, x, w, b, y};
+        int64_t work = g->pm.pos_total * g->pm.k_total;
+        inf__pool_range(pool, g->n * g->c, work >= 16384 ? 1 : 16384 / (work + 1) + 1, depthwise_planes, &t);
+        return INF_OK;
+    }
     const patch_map *pm = &g->pm;
     size_t es = f64 ? sizeof(double) : sizeof(float);
     bool direct = true; /* 1x1, stride 1, no padding: X is already the column matrix */

@@ -175,41 +175,44 @@ static void sgemm_tiles(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* Few rows, plain B: C[i, cols] += alpha * sum_k A(i,k) * B(k, cols),
- * columns split across tasks. */
+/* Few rows (m < MR): no packing, but every C element summed exactly as
+ * sgemm_tiles sums it -- C scaled by beta, then per KC block of k,
+ * acc = sum over p in order of (A(i,p) * alpha) * B(p,j) from 0, C += acc --
+ * so a row's result does not depend on m, the path or the thread split
+ * (batch invariance, DESIGN.md section 1).  Columns [begin, end). */
 static void sgemm_small_m(void *arg, int64_t begin, int64_t end) {
     const sgemm_args *g = arg;
+    enum { JB = 64 };
     scale_c(g, 0, g->m, begin, end);
     for (int64_t i = 0; i < g->m; i++) {
         float *restrict crow = g->c + i * g->ldc;
-        for (int64_t p = 0; p < g->k; p++) {
-            float av = g->alpha * (g->trans_a ? g->a[p * g->lda + i] : g->a[i * g->lda + p]);
-            const float *restrict brow = g->b + p * g->ldb;
-            for (int64_t j = begin; j < end; j++) crow[j] += av * brow[j];
-        }
-    }
-}
-
-/* Same, for transposed B: dot products along contiguous rows of B. */
-static void sgemm_small_m_tb(void *arg, int64_t begin, int64_t end) {
-    const sgemm_args *g = arg;
-    for (int64_t i = 0; i < g->m; i++) {
-        float *crow = g->c + i * g->ldc;
-        for (int64_t j = begin; j < end; j++) {
-            const float *restrict brow = g->b + j * g->ldb;
-            float part[8] = {0};
-            int64_t p = 0;
-            if (!g->trans_a) {
-                const float *restrict arow = g->a + i * g->lda;
-                for (; p + 8 <= g->k; p += 8)
-                    for (int q = 0; q < 8; q++) part[q] += arow[p + q] * brow[p + q];
+        for (int64_t p0 = 0; p0 < g->k; p0 += KC) {
+            int64_t kc = g->k - p0 < KC ? g->k - p0 : KC;
+            float av[KC];
+            for (int64_t p = 0; p < kc; p++) {
+                int64_t kk = p0 + p;
+                av[p] = g->trans_a ? g->a[kk * g->lda + i] : g->a[i * g->lda + kk];
+                av[p] *= g->alpha;
             }
-            float s = 0.0f;
-            for (; p < g->k; p++)
-                s += (g->trans_a ? g->a[p * g->lda + i] : g->a[i * g->lda + p]) * brow[p];
-            for (int q = 0; q < 8; q++) s += part[q];
-            float prev = g->beta == 0.0f ? 0.0f : g->beta * crow[j];
-            crow[j] = prev + g->alpha * s;
+            if (g->trans_b) {
+                /* dot products along contiguous rows of b, one at a time */
+                for (int64_t j = begin; j < end; j++) {
+                    const float *restrict brow = g->b + j * g->ldb + p0;
+                    float acc = 0.0f;
+                    for (int64_t p = 0; p < kc; p++) acc += av[p] * brow[p];
+                    crow[j] += acc;
+                }
+                continue;
+            }
+            for (int64_t j0 = begin; j0 < end; j0 += JB) {
+                int64_t jn = end - j0 < JB ? end - j0 : JB;
+                float acc[JB] = {0};
+                for (int64_t p = 0; p < kc; p++) {
+                    const float *restrict brow = g->b + (p0 + p) * g->ldb + j0;
+                    for (int64_t j = 0; j < jn; j++) acc[j] += av[p] * brow[j];
+                }
+                for (int64_t j = 0; j < jn; j++) crow[j0 + j] += acc[j];
+            }
         }
     }
 }
@@ -222,7 +225,7 @@ void inf__ops_sgemm_ref(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, 
     if (m < MR) {
         /* about 16k multiply-adds per task is worth a thread hand-off */
         int64_t min_cols = 16384 / (m * (k > 0 ? k : 1)) + 1;
-        inf__pool_range(pool, n, min_cols, trans_b ? sgemm_small_m_tb : sgemm_small_m, &g);
+        inf__pool_range(pool, n, min_cols, sgemm_small_m, &g);
         return;
     }
     g.n_col_tiles = (n + NC - 1) / NC;
@@ -242,6 +245,23 @@ void inf__ops_sgemm(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int6
         return;
 #endif
     inf__ops_sgemm_ref(pool, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+inf_status inf__ops_sgemm_prepack(inf__arena *arena, bool trans_b, int64_t k, int64_t n, const float *b,
+                                  int64_t ldb, const float **out) {
+    *out = NULL;
+#if defined(__x86_64__)
+    if (!inf__cpu_has_avx2_fma() || k <= 0 || n <= 0) return INF_OK;
+    size_t bytes = (size_t)inf__ops_sgemm_packed_floats(k, n) * sizeof(float) + 32;
+    char *raw = inf__arena_alloc(arena, bytes);
+    if (!raw) return INF_ENOMEM;
+    float *dst = (float *)(((uintptr_t)raw + 31) & ~(uintptr_t)31);
+    inf__ops_sgemm_pack_b(trans_b, k, n, b, ldb, dst);
+    *out = dst;
+#else
+    (void)arena, (void)trans_b, (void)k, (void)n, (void)b, (void)ldb;
+#endif
+    return INF_OK;
 }
 
 /* ======================================================================== */
@@ -321,10 +341,45 @@ static void gemm_typed(inf_dtype t, int64_t m, int64_t n, int64_t k, const void 
 /*  Gemm                                                                     */
 /* ======================================================================== */
 
+/* A constant float32 B packed at load for the AVX2 kernel
+ * (inf__ops_sgemm_prepack): used while the run's B is still that constant
+ * (same data; an initializer the caller overrides takes the unpacked path). */
+typedef struct packed_b {
+    const float *panels; /* NULL: none */
+    const void *src;     /* the constant's data */
+    int64_t k, n;
+} packed_b;
+
+static inf_status packed_b_make(inf__node *node, inf__arena *arena, int input, bool trans_b, packed_b *pb) {
+    const inf_tensor *t = inf__node_constant_input(node, input);
+    pb->panels = NULL;
+    if (!t || t->dtype != INF_DTYPE_F32 || t->ndim != 2 || !t->data) return INF_OK;
+    pb->k = trans_b ? t->dims[1] : t->dims[0];
+    pb->n = trans_b ? t->dims[0] : t->dims[1];
+    pb->src = t->data;
+    return inf__ops_sgemm_prepack(arena, trans_b, pb->k, pb->n, t->data, t->dims[1], &pb->panels);
+}
+
+/* C = alpha * op(A) * B + beta * C with B the packed constant, when b is
+ * still it; false (nothing done) otherwise. */
+static bool sgemm_packed(inf__pool *pool, const packed_b *pb, const inf_tensor *b, bool trans_a, int64_t m,
+                         int64_t n, int64_t k, float alpha, const float *a, int64_t lda, float beta, float *c,
+                         int64_t ldc) {
+    if (!pb->panels || b->data != pb->src || b->dtype != INF_DTYPE_F32 || pb->k != k || pb->n != n) return false;
+#if defined(__x86_64__)
+    inf__ops_sgemm_packed_avx2(pool, trans_a, m, n, k, alpha, a, lda, pb->panels, beta, c, ldc);
+    return true;
+#else
+    (void)pool, (void)trans_a, (void)m, (void)alpha, (void)a, (void)lda, (void)beta, (void)c, (void)ldc;
+    return false;
+#endif
+}
+
 typedef struct gemm_params {
     float alpha, beta;
     bool trans_a, trans_b;
     bool broadcast; /* opset < 7 */
+    packed_b bp;
 } gemm_params;
 
 static inf_status gemm_init(inf__node *node, inf__arena *arena, inf_error *err) {
@@ -336,6 +391,8 @@ static inf_status gemm_init(inf__node *node, inf__arena *arena, inf_error *err) 
     p->trans_a = inf__attr_int(node, "transA", 0) != 0;
     p->trans_b = inf__attr_int(node, "transB", 0) != 0;
     p->broadcast = node->opset >= 7 || inf__attr_int(node, "broadcast", 0) != 0;
+    inf_status st = packed_b_make(node, arena, 1, p->trans_b, &p->bp);
+    if (st != INF_OK) return st;
     node->params = p;
     return INF_OK;
 }
@@ -410,8 +467,10 @@ static inf_status gemm_run(inf__kernel_ctx *ctx) {
         if (use_c)
             for (int64_t i = 0; i < m; i++)
                 for (int64_t j = 0; j < n; j++) yf[i * n + j] = p->beta * cf[i * c_rs + j * c_cs];
-        inf__ops_sgemm(ctx->pool, p->trans_a, p->trans_b, m, n, k, p->alpha, af, lda, bf, ldb,
-                       use_c ? 1.0f : 0.0f, yf, n);
+        if (is_half(dt) || !sgemm_packed(ctx->pool, &p->bp, b, p->trans_a, m, n, k, p->alpha, af, lda,
+                                         use_c ? 1.0f : 0.0f, yf, n))
+            inf__ops_sgemm(ctx->pool, p->trans_a, p->trans_b, m, n, k, p->alpha, af, lda, bf, ldb,
+                           use_c ? 1.0f : 0.0f, yf, n);
         if (is_half(dt)) f32_to_half(yf, y);
         return INF_OK;
     }
@@ -544,6 +603,12 @@ static inf_status matmul_run(inf__kernel_ctx *ctx) {
     if (inf_tensor_numel(y) == 0) return INF_OK;
 
     if (dt == INF_DTYPE_F32) {
+        /* a constant 2-D B, packed at load: the batch is one product */
+        const packed_b *pb = ctx->node->params;
+        if (pb && b->ndim == 2 && (pl.nb == 0 || pl.fold) &&
+            sgemm_packed(ctx->pool, pb, b, false, pl.n_batch * pl.m, pl.n, pl.k, 1.0f, a->data, pl.k, 0.0f,
+                         y->data, pl.n))
+            return INF_OK;
         matmul_f32(ctx->pool, &pl, a->data, b->data, y->data);
         return INF_OK;
     }
@@ -567,4 +632,17 @@ static inf_status matmul_run(inf__kernel_ctx *ctx) {
     return INF_OK;
 }
 
-const inf__op_impl op_matmul = {NULL, matmul_run};
+/* params: the packed constant B (packed_b), when there is one. */
+static inf_status matmul_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    (void)err;
+    packed_b pb;
+    inf_status st = packed_b_make(node, arena, 1, false, &pb);
+    if (st != INF_OK || !pb.panels) return st;
+    packed_b *p = inf__op_params(arena, packed_b);
+    if (!p) return INF_ENOMEM;
+    *p = pb;
+    node->params = p;
+    return INF_OK;
+}
+
+const inf__op_impl op_matmul = {matmul_init, matmul_run};

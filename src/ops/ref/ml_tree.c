@@ -15,8 +15,12 @@
  * also exist in double (thr64) for float64 inputs.  run splits rows into
  * blocks over the session's threads (inf__pool_range); inside a block the
  * trees are the outer loop, so a tree's nodes stay in cache across rows.
- * This reference kernel is also the layout an optimised evaluator compiles
- * from (a follow-up).
+ * Forests of depth-limited, single-voting trees with one split mode (LT or
+ * LEQ: XGBoost, LightGBM, scikit-learn) and float32 inputs take the fast
+ * path instead (see "fast layout" below): complete trees of one depth,
+ * branch-free traversal of 8 rows (or, for a lone row, 8 trees) at a time,
+ * NaN routing folded into the comparison.  It gives bit-identical scores,
+ * and a row's score never depends on the batch, block or thread it is in.
  *
  * Validation (init, errors name the attribute): nodes_* and class_* /
  * target_* lists of equal length, known modes, (tree, node) ids unique,
@@ -70,6 +74,7 @@ typedef struct ml_forest {
     int n_base;
     ml_post post;
     int aggregate;
+    struct ml_fast *fast;  /* complete-tree layout for float32 inputs, or NULL */
     /* classifier only */
     bool classifier, binary_case, all_positive;
     const int64_t *labels_i64;
@@ -338,6 +343,137 @@ done:
     return st == INF_ENOMEM ? inf__node_error(node, err, st, "out of memory compiling the ensemble") : st;
 }
 
+/* ---------------------------------------------------------------- fast layout
+ * For float32 inputs, init also compiles a forest whose trees are all
+ * depth-limited and single-voting into complete binary trees of one common
+ * depth D (ml_fast): internal node i has children 2i+1 (true) and 2i+2
+ * (false), so traversal is D branch-free steps
+ *     i = 2i + 1 + go_false(x[feature[i]], threshold[i])
+ * and the leaf is i - (2^D - 1).  A leaf above depth D becomes a padding
+ * node whose two subtrees hold copies of that leaf, so either direction gives
+ * the same value.  NaN routing is folded into the comparison: go_false =
+ * !(x < t) (LT) or !(x <= t) (LEQ) unless x is NaN and the node's
+ * missing-goes-true bit (bit 31 of the feature word) is set.
+ * Conditions (else the reference walk above runs): every branch node uses
+ * the same mode, LT or LEQ; every leaf has exactly one weight, and all the
+ * leaves of a tree vote for the same target (XGBoost, LightGBM, sklearn
+ * binary/regression and one-tree-per-class forms); aggregate SUM; D <= 10 and
+ * the padded size at most 4x the real node count (+ 64 per tree).
+ * Scores: leaves hold their weight rounded to float and each row sums them in
+ * float in tree order -- bit-identical to the reference path (float32 inputs
+ * accumulate in float there too: double rounding of a float sum is exact).
+ * A row's score never depends on its block, thread or batch: rows are scored
+ * independently, always summing tree 0, 1, 2, ... */
+enum { FAST_MAX_DEPTH = 10, FAST_LANES = 8 };
+
+typedef struct ml_fast_node {
+    float threshold;
+    uint32_t feature; /* bit 31: NaN goes to the true child */
+} ml_fast_node;
+
+typedef struct ml_fast {
+    int depth;            /* D */
+    int leq;              /* 1: BRANCH_LEQ, 0: BRANCH_LT */
+    int n_trees;
+    int n_inner, n_leaves; /* per tree: 2^D - 1 and 2^D */
+    ml_fast_node *nodes;  /* [n_trees][n_inner] */
+    float *leaves;        /* [n_trees][n_leaves] */
+    int32_t *target;      /* per tree */
+    uint8_t *has;         /* per target: some tree votes for it */
+} ml_fast;
+
+static void fast_fill(const ml_forest *f, ml_fast *fs, ml_fast_node *nodes, float *leaves, int32_t orig, int32_t pos,
+                      int level) {
+    const ml_tree_node *nd = &f->nodes[orig];
+    if (level == fs->depth) {
+        leaves[pos - fs->n_inner] = (float)f->weights[nd->false_next].value;
+        return;
+    }
+    if (nd->mode == MODE_LEAF) { /* padding: both subtrees are this leaf */
+        nodes[pos] = (ml_fast_node){0.0f, 0x80000000u};
+        fast_fill(f, fs, nodes, leaves, orig, 2 * pos + 1, level + 1);
+        fast_fill(f, fs, nodes, leaves, orig, 2 * pos + 2, level + 1);
+        return;
+    }
+    nodes[pos] = (ml_fast_node){nd->threshold, (uint32_t)nd->feature | (nd->missing_true ? 0x80000000u : 0)};
+    fast_fill(f, fs, nodes, leaves, orig + 1, 2 * pos + 1, level + 1);
+    fast_fill(f, fs, nodes, leaves, nd->false_next, 2 * pos + 2, level + 1);
+}
+
+/* Builds f->fast when the forest qualifies; leaves it NULL otherwise (only
+ * an allocation failure is an error). */
+static inf_status fast_compile(const inf__node *node, inf__arena *arena, ml_forest *f, inf_error *err) {
+    f->fast = NULL;
+    if (f->aggregate != AGG_SUM || f->n_trees == 0 || f->n_features >= 0x7fffffff) return INF_OK;
+    int mode = -1;
+    for (int32_t k = 0; k < f->n_nodes; k++) {
+        const ml_tree_node *nd = &f->nodes[k];
+        if (nd->mode == MODE_LEAF) {
+            if (nd->feature != 1) return INF_OK;
+            continue;
+        }
+        if (nd->mode != MODE_LT && nd->mode != MODE_LEQ) return INF_OK;
+        if (mode >= 0 && nd->mode != mode) return INF_OK;
+        mode = nd->mode;
+    }
+    /* depth and per-tree target: an explicit stack of (node, level) */
+    int32_t *stack = inf__malloc((size_t)(f->n_nodes + 1) * 2 * sizeof(int32_t));
+    int32_t *target = inf__arena_alloc(arena, (size_t)f->n_trees * sizeof(int32_t));
+    uint8_t *has = inf__arena_alloc(arena, (size_t)f->n_targets + 1);
+    if (!stack || !target || !has) {
+        inf__free(stack);
+        return inf__node_error(node, err, INF_ENOMEM, "out of memory compiling the ensemble");
+    }
+    memset(has, 0, (size_t)f->n_targets + 1);
+    int depth = 0;
+    bool ok = true;
+    for (int t = 0; t < f->n_trees && ok; t++) {
+        int sp = 0;
+        target[t] = -1;
+        stack[sp++] = f->roots[t];
+        stack[sp++] = 0;
+        while (sp > 0 && ok) {
+            int level = stack[--sp];
+            int32_t i = stack[--sp];
+            const ml_tree_node *nd = &f->nodes[i];
+            if (level > FAST_MAX_DEPTH) {
+                ok = false;
+            } else if (nd->mode == MODE_LEAF) {
+                int32_t c = f->weights[nd->false_next].target;
+                if (target[t] >= 0 && target[t] != c) ok = false;
+                target[t] = c;
+                if (level > depth) depth = level;
+            } else {
+                stack[sp++] = nd->false_next;
+                stack[sp++] = level + 1;
+                stack[sp++] = i + 1;
+                stack[sp++] = level + 1;
+            }
+        }
+        if (ok) has[target[t]] = 1;
+    }
+    inf__free(stack);
+    if (!ok) return INF_OK;
+    int64_t per_tree = (int64_t)1 << depth;
+    if ((int64_t)f->n_trees * per_tree * 2 > 4 * (int64_t)f->n_nodes + 64 * (int64_t)f->n_trees) return INF_OK;
+    ml_fast *fs = inf__arena_alloc(arena, sizeof *fs);
+    if (!fs) return inf__node_error(node, err, INF_ENOMEM, "out of memory compiling the ensemble");
+    fs->depth = depth;
+    fs->leq = mode == MODE_LEQ;
+    fs->n_trees = f->n_trees;
+    fs->n_inner = (int)per_tree - 1;
+    fs->n_leaves = (int)per_tree;
+    fs->target = target;
+    fs->has = has;
+    fs->nodes = inf__arena_alloc(arena, ((size_t)f->n_trees * (size_t)fs->n_inner + 1) * sizeof *fs->nodes);
+    fs->leaves = inf__arena_alloc(arena, (size_t)f->n_trees * (size_t)fs->n_leaves * sizeof *fs->leaves);
+    if (!fs->nodes || !fs->leaves) return inf__node_error(node, err, INF_ENOMEM, "out of memory compiling the ensemble");
+    for (int t = 0; t < f->n_trees; t++)
+        fast_fill(f, fs, fs->nodes + (size_t)t * fs->n_inner, fs->leaves + (size_t)t * fs->n_leaves, f->roots[t], 0, 0);
+    f->fast = fs;
+    return INF_OK;
+}
+
 static inf_status read_base(const inf__node *node, inf__arena *arena, ml_forest *f, inf_error *err) {
     inf_status st;
     f->base = ml_attr_doubles(node, arena, "base_values", &f->n_base, &st, err);
@@ -376,6 +512,7 @@ static inf_status classifier_init(inf__node *node, inf__arena *arena, inf_error 
     if ((st = read_node_attrs(node, arena, &a, err)) != INF_OK) return st;
     if ((st = read_weight_attrs(node, arena, &a, err)) != INF_OK) return st;
     if ((st = compile_forest(node, arena, &a, f, err)) != INF_OK) return st;
+    if ((st = fast_compile(node, arena, f, err)) != INF_OK) return st;
     f->all_positive = true;
     bool one_class = a.n_weights > 0;
     for (int k = 0; k < a.n_weights; k++) {
@@ -409,6 +546,7 @@ static inf_status regressor_init(inf__node *node, inf__arena *arena, inf_error *
     if ((st = read_node_attrs(node, arena, &a, err)) != INF_OK) return st;
     if ((st = read_weight_attrs(node, arena, &a, err)) != INF_OK) return st;
     if ((st = compile_forest(node, arena, &a, f, err)) != INF_OK) return st;
+    if ((st = fast_compile(node, arena, f, err)) != INF_OK) return st;
     node->params = f;
     return INF_OK;
 }
@@ -564,6 +702,106 @@ static void finalize_regressor(const forest_task *t, double *s, uint8_t *h, floa
     for (int k = 0; k < c; k++) z[k] = (float)s[k];
 }
 
+/* ---- fast path (ml_fast): complete trees, branch-free, lanes interleaved */
+
+static inline uint32_t fast_go_false(float v, ml_fast_node q, int leq) {
+    uint32_t cmp = leq ? !(v <= q.threshold) : !(v < q.threshold);
+    uint32_t nan_true = (q.feature >> 31) & (uint32_t)(v != v);
+    return cmp & (nan_true ^ 1u);
+}
+
+/* FAST_LANES rows (x: row-major, ld floats apart) through every tree. */
+static inline __attribute__((always_inline)) void fast_rows(const ml_fast *fs, const float *x, int64_t ld,
+                                                             float *acc, int c, int leq, const int D) {
+    const int inner = fs->n_inner;
+    for (int t = 0; t < fs->n_trees; t++) {
+        const ml_fast_node *nd = fs->nodes + (size_t)t * inner;
+        const float *lv = fs->leaves + (size_t)t * fs->n_leaves - inner;
+        uint32_t i[FAST_LANES] = {0};
+        for (int d = 0; d < D; d++) {
+#pragma GCC unroll 8
+            for (int k = 0; k < FAST_LANES; k++) {
+                ml_fast_node q = nd[i[k]];
+                float v = x[k * ld + (q.feature & 0x7fffffffu)];
+                i[k] = 2 * i[k] + 1 + fast_go_false(v, q, leq);
+            }
+        }
+        int32_t tg = fs->target[t];
+        for (int k = 0; k < FAST_LANES; k++) acc[k * c + tg] += lv[i[k]];
+    }
+}
+
+/* One row, FAST_LANES trees at a time (the batch-1 path); sums in tree order. */
+static inline void fast_one_row(const ml_fast *fs, const float *x, float *acc, int leq) {
+    const int D = fs->depth, inner = fs->n_inner;
+    int t = 0;
+    for (; t + FAST_LANES <= fs->n_trees; t += FAST_LANES) {
+        const ml_fast_node *nd = fs->nodes + (size_t)t * inner;
+        uint32_t i[FAST_LANES] = {0};
+        for (int d = 0; d < D; d++) {
+#pragma GCC unroll 8
+            for (int k = 0; k < FAST_LANES; k++) {
+                ml_fast_node q = nd[(size_t)k * inner + i[k]];
+                float v = x[q.feature & 0x7fffffffu];
+                i[k] = 2 * i[k] + 1 + fast_go_false(v, q, leq);
+            }
+        }
+        for (int k = 0; k < FAST_LANES; k++)
+            acc[fs->target[t + k]] += fs->leaves[(size_t)(t + k) * fs->n_leaves + i[k] - inner];
+    }
+    for (; t < fs->n_trees; t++) {
+        const ml_fast_node *nd = fs->nodes + (size_t)t * inner;
+        uint32_t i = 0;
+        for (int d = 0; d < D; d++) {
+            ml_fast_node q = nd[i];
+            i = 2 * i + 1 + fast_go_false(x[q.feature & 0x7fffffffu], q, leq);
+        }
+        acc[fs->target[t]] += fs->leaves[(size_t)t * fs->n_leaves + i - inner];
+    }
+}
+
+enum { FAST_MAX_ACC = 4096 }; /* floats of block accumulators on the stack */
+
+/* Scores rows [b0, b1) (at most ROW_BLOCK) into t->acc / t->has. */
+static void fast_block(const forest_task *t, int64_t b0, int64_t b1) {
+    const ml_fast *fs = t->f->fast;
+    int c = t->f->n_targets;
+    float acc[FAST_MAX_ACC];
+    int n = (int)(b1 - b0);
+    memset(acc, 0, (size_t)n * (size_t)c * sizeof(float));
+    const float *x = t->x32 + b0 * t->n_cols;
+    int r = 0;
+    /* the depth and the mode as constants: the level loop unrolls */
+#define FAST_ROWS(leq, D) \
+    for (; r + FAST_LANES <= n; r += FAST_LANES) fast_rows(fs, x + r * t->n_cols, t->n_cols, acc + r * c, c, leq, D)
+#define FAST_DEPTHS(leq)                                                                                    \
+    switch (fs->depth) {                                                                                    \
+    case 1: FAST_ROWS(leq, 1); break;                                                                       \
+    case 2: FAST_ROWS(leq, 2); break;                                                                       \
+    case 3: FAST_ROWS(leq, 3); break;                                                                       \
+    case 4: FAST_ROWS(leq, 4); break;                                                                       \
+    case 5: FAST_ROWS(leq, 5); break;                                                                       \
+    case 6: FAST_ROWS(leq, 6); break;                                                                       \
+    case 7: FAST_ROWS(leq, 7); break;                                                                       \
+    case 8: FAST_ROWS(leq, 8); break;                                                                       \
+    case 9: FAST_ROWS(leq, 9); break;                                                                       \
+    default: FAST_ROWS(leq, fs->depth); break;                                                              \
+    }
+    if (fs->leq) {
+        FAST_DEPTHS(1)
+        for (; r < n; r++) fast_one_row(fs, x + r * t->n_cols, acc + r * c, 1);
+    } else {
+        FAST_DEPTHS(0)
+        for (; r < n; r++) fast_one_row(fs, x + r * t->n_cols, acc + r * c, 0);
+    }
+#undef FAST_DEPTHS
+#undef FAST_ROWS
+    for (int k = 0; k < n * c; k++) {
+        t->acc[b0 * c + k] = acc[k];
+        t->has[b0 * c + k] = fs->has[k % c];
+    }
+}
+
 enum { ROW_BLOCK = 64 };
 
 static void forest_rows(void *arg, int64_t begin, int64_t end) {
@@ -572,6 +810,10 @@ static void forest_rows(void *arg, int64_t begin, int64_t end) {
     int64_t c = f->n_targets;
     for (int64_t b0 = begin; b0 < end; b0 += ROW_BLOCK) {
         int64_t b1 = b0 + ROW_BLOCK < end ? b0 + ROW_BLOCK : end;
+        if (t->x32 && f->fast && c * ROW_BLOCK <= FAST_MAX_ACC) {
+            fast_block(t, b0, b1);
+            goto finalize;
+        }
         memset(t->acc + b0 * c, 0, (size_t)((b1 - b0) * c) * sizeof(double));
         memset(t->has + b0 * c, 0, (size_t)((b1 - b0) * c));
         for (int tr = 0; tr < f->n_trees; tr++) {
@@ -582,6 +824,7 @@ static void forest_rows(void *arg, int64_t begin, int64_t end) {
                 add_leaf(t, leaf, t->acc + row * c, t->has + row * c);
             }
         }
+    finalize:
         for (int64_t row = b0; row < b1; row++) {
             if (f->classifier)
                 finalize_classifier(t, t->acc + row * c, t->has + row * c, t->z + row * c, &t->label[row]);

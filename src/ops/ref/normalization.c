@@ -14,7 +14,9 @@
  *   LayerNormalization  opset 17: axis, epsilon, stash_type (float32 or
  *       float64 statistics), Scale and optional B broadcast to X.shape[axis:],
  *       optional outputs Mean and InvStdDev of shape X.shape[:axis] + [1...].
- * dtypes: X float32 (fast path), float64, float16, bfloat16 (others through
+ * dtypes: X float32 (fast path: ops/vmath.h's vectorised row when Scale and
+ *         B are dense float32; rows split across threads, one row per thread
+ *         in a fixed order), float64, float16, bfloat16 (others through
  *         double); BatchNormalization's parameters may be any float type
  *         (opset 15 T1/T2).  Statistics are accumulated in double.
  * Deviations: the extra outputs of BatchNormalization before opset 14 (mean,
@@ -26,6 +28,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "ops/vmath.h"
 
 static bool is_float(inf_dtype t) {
     return t == INF_DTYPE_F32 || t == INF_DTYPE_F64 || t == INF_DTYPE_F16 || t == INF_DTYPE_BF16;
@@ -271,8 +274,17 @@ static void ln_rows(void *arg, int64_t begin, int64_t end) {
     bool fast = t->x->dtype == INF_DTYPE_F32 && t->scale.t && t->scale.dense &&
                 t->scale.t->dtype == INF_DTYPE_F32 &&
                 (!t->bias.t || (t->bias.dense && t->bias.t->dtype == INF_DTYPE_F32));
+    const inf__vmath *vm = inf__vmath_best();
     for (int64_t r = begin; r < end; r++) {
         int64_t base = r * t->inner;
+        if (fast) {
+            double mean, inv;
+            vm->layernorm_row((const float *)t->x->data + base, (float *)t->y->data + base, t->inner,
+                              t->scale.t->data, t->bias.t ? t->bias.t->data : NULL, t->eps, &mean, &inv);
+            if (t->mean) inf__tensor_set_f64(t->mean, r, mean);
+            if (t->inv) inf__tensor_set_f64(t->inv, r, inv);
+            continue;
+        }
         double s = 0, ss = 0;
         if (t->x->dtype == INF_DTYPE_F32) {
             const float *x = (const float *)t->x->data + base;
@@ -289,20 +301,10 @@ static void ln_rows(void *arg, int64_t begin, int64_t end) {
         }
         double mean = t->inner ? s / (double)t->inner : 0;
         double inv = 1.0 / sqrt((t->inner ? ss / (double)t->inner : 0) + t->eps);
-        if (fast) {
-            const float *x = (const float *)t->x->data + base, *sc = t->scale.t->data;
-            const float *bi = t->bias.t ? t->bias.t->data : NULL;
-            float *y = (float *)t->y->data + base, fm = (float)mean, fi = (float)inv;
-            if (bi)
-                for (int64_t j = 0; j < t->inner; j++) y[j] = (x[j] - fm) * fi * sc[j] + bi[j];
-            else
-                for (int64_t j = 0; j < t->inner; j++) y[j] = (x[j] - fm) * fi * sc[j];
-        } else {
-            for (int64_t j = 0; j < t->inner; j++) {
-                double v = (inf__tensor_get_f64(t->x, base + j) - mean) * inv;
-                v = v * ln_get(&t->scale, j, 1.0) + ln_get(&t->bias, j, 0.0);
-                inf__tensor_set_f64(t->y, base + j, v);
-            }
+        for (int64_t j = 0; j < t->inner; j++) {
+            double v = (inf__tensor_get_f64(t->x, base + j) - mean) * inv;
+            v = v * ln_get(&t->scale, j, 1.0) + ln_get(&t->bias, j, 0.0);
+            inf__tensor_set_f64(t->y, base + j, v);
         }
         if (t->mean) inf__tensor_set_f64(t->mean, r, mean);
         if (t->inv) inf__tensor_set_f64(t->inv, r, inv);
@@ -335,7 +337,7 @@ static inf_status ln_run(inf__kernel_ctx *ctx) {
     if (wants_output(ctx, 2) &&
         (st = inf__kernel_output(ctx, 2, p->stash, x->ndim, sdims, &t.inv)) != INF_OK)
         return st;
-    inf__pool_range(ctx->pool, outer, 16384 / (inner + 1) + 1, ln_rows, &t);
+    inf__pool_range(ctx->pool, outer, 4096 / (inner + 1) + 1, ln_rows, &t);
     return INF_OK;
 }
 

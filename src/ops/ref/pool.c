@@ -12,6 +12,10 @@
  * Any spatial rank >= 1 (1-D, 2-D, 3-D...).
  * dtypes: float32, float64, float16; MaxPool also int8 and uint8 (12+).
  *         Non-float32 data is pooled through double.
+ * MaxPool's maximum does not depend on the order the window is read (the
+ *         AVX2 twin, ops/x86/pool_avx2.c, reads it rows first): a NaN
+ *         anywhere in the window gives NaN (as numpy's max in ONNX's
+ *         reference), and of an equal +0 and -0 the +0 wins.
  * Deviations: none known.  With ceil_mode, a window that would start in the
  *         end padding is dropped (the rule of ONNX's reference and PyTorch).
  *         Indices are flat over N x C x spatial; storage_order 1 numbers the
@@ -182,6 +186,7 @@ typedef struct pool_task {
         int64_t kk[MAX_SP], ipos[MAX_SP];                                                         \
         double best = -INFINITY, sum = 0;                                                         \
         int64_t best_at = -1;                                                                    \
+        bool any_nan = false;                                                                    \
         for (int i = 0; i < g->nd; i++) {                                                        \
             if (w->klo[i] >= w->khi[i]) return p->kind == POOL_MAX ? NAN : 0;                    \
             kk[i] = w->klo[i];                                                                   \
@@ -194,8 +199,13 @@ typedef struct pool_task {
             }                                                                                    \
             double v = LOAD(x, off);                                                             \
             if (p->kind == POOL_MAX) {                                                           \
-                if (v > best || best_at < 0) best = v, best_at = off;                            \
-                if (arg && best_at == off) *arg = spatial_index(g, ipos, p->col_major);          \
+                if (v != v) {                                                                    \
+                    any_nan = true;                                                              \
+                } else if (v > best || best_at < 0 ||                                           \
+                           (v == best && signbit(best) && !signbit(v))) {                        \
+                    best = v, best_at = off;                                                     \
+                    if (arg) *arg = spatial_index(g, ipos, p->col_major);                        \
+                }                                                                                \
             } else {                                                                             \
                 sum += v;                                                                        \
             }                                                                                    \
@@ -203,7 +213,7 @@ typedef struct pool_task {
             while (i >= 0 && ++kk[i] >= w->khi[i]) kk[i] = w->klo[i], i--;                       \
             if (i < 0) break;                                                                    \
         }                                                                                        \
-        if (p->kind == POOL_MAX) return best;                                                    \
+        if (p->kind == POOL_MAX) return any_nan ? NAN : best;                                    \
         return w->count > 0 ? sum / (double)w->count : 0;                                        \
     }
 #define LOAD_F32(x, i) ((double)(x)[i])
@@ -245,6 +255,69 @@ static void pool_planes(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* ---- 2-D float32: the reference twin of ops/x86/pool_avx2.c ---- */
+
+static void pool2d_to_geom(const inf__pool2d *q, pool_geom *g, pool_params *p) {
+    memset(g, 0, sizeof *g);
+    memset(p, 0, sizeof *p);
+    p->kind = q->max ? POOL_MAX : POOL_AVG;
+    p->count_include_pad = q->count_include_pad;
+    g->nd = 2;
+    g->in[0] = q->ih, g->in[1] = q->iw, g->out[0] = q->oh, g->out[1] = q->ow;
+    g->k[0] = q->kh, g->k[1] = q->kw, g->s[0] = q->sh, g->s[1] = q->sw, g->d[0] = g->d[1] = 1;
+    g->pb[0] = q->pt, g->pb[1] = q->pl, g->pe[0] = q->pb, g->pe[1] = q->pr;
+    g->in_total = q->ih * q->iw, g->out_total = q->oh * q->ow;
+}
+
+void inf__ops_pool2d_f32_ref(const inf__pool2d *q, const float *x, float *y, int64_t n_planes) {
+    pool_geom g;
+    pool_params p;
+    pool2d_to_geom(q, &g, &p);
+    for (int64_t pl = 0; pl < n_planes; pl++)
+        for (int64_t oy = 0; oy < q->oh; oy++)
+            for (int64_t ox = 0; ox < q->ow; ox++) {
+                int64_t opos[2] = {oy, ox};
+                window w;
+                make_window(&g, &p, opos, &w);
+                y[pl * g.out_total + oy * q->ow + ox] = (float)window_f32(&g, &p, x + pl * g.in_total, &w, NULL);
+            }
+}
+
+typedef struct pool2d_task {
+    inf__pool2d q;
+    const float *x;
+    float *y;
+} pool2d_task;
+
+static void pool2d_planes(void *arg, int64_t begin, int64_t end) {
+    const pool2d_task *t = arg;
+#if defined(__x86_64__)
+    inf__ops_pool2d_f32_avx2(&t->q, t->x + begin * t->q.ih * t->q.iw, t->y + begin * t->q.oh * t->q.ow,
+                             end - begin);
+#else
+    (void)t, (void)begin, (void)end;
+#endif
+}
+
+/* The AVX2 path when it applies (see ops.h); false otherwise. */
+static bool pool2d_fast(inf__kernel_ctx *ctx, const pool_params *p, const pool_geom *g, const inf_tensor *x,
+                        inf_tensor *y, bool want_ind) {
+#if defined(__x86_64__)
+    if (x->dtype != INF_DTYPE_F32 || g->nd != 2 || want_ind || g->d[0] != 1 || g->d[1] != 1 ||
+        g->in[1] > INF_POOL2D_MAX_W || !inf__cpu_has_avx2_fma())
+        return false;
+    pool2d_task t = {{g->in[0], g->in[1], g->out[0], g->out[1], g->k[0], g->k[1], g->s[0], g->s[1], g->pb[0],
+                      g->pb[1], g->pe[0], g->pe[1], p->kind == POOL_MAX, p->count_include_pad},
+                     x->data, y->data};
+    int64_t work = g->out_total * g->k[0] * g->k[1] / 4 + 1;
+    inf__pool_range(ctx->pool, g->planes, work > 8192 ? 1 : 8192 / work + 1, pool2d_planes, &t);
+    return true;
+#else
+    (void)ctx, (void)p, (void)g, (void)x, (void)y, (void)want_ind;
+    return false;
+#endif
+}
+
 static bool pool_dtype_ok(int kind, inf_dtype t) {
     if (t == INF_DTYPE_F32 || t == INF_DTYPE_F64 || t == INF_DTYPE_F16) return true;
     return kind == POOL_MAX && (t == INF_DTYPE_I8 || t == INF_DTYPE_U8);
@@ -267,6 +340,7 @@ static inf_status pool_run(inf__kernel_ctx *ctx) {
                     ctx->node->outputs[1] >= 0;
     if (want_ind && (st = inf__kernel_output(ctx, 1, INF_DTYPE_I64, x->ndim, dims, &ind)) != INF_OK)
         return st;
+    if (pool2d_fast(ctx, p, &g, x, y, want_ind)) return INF_OK;
     pool_task t = {&g, p, x, y, ind};
     int64_t work = g.out_total * (int64_t)p->kernel[0] * (g.nd > 1 ? p->kernel[1] : 1);
     inf__pool_range(ctx->pool, g.planes, work > 4096 ? 1 : 4096 / (work + 1) + 1, pool_planes, &t);

@@ -8,12 +8,16 @@
  * dtypes: float32 (fast path), float64, float16, bfloat16 (through double).
  * Numerically stable: the maximum of each line is subtracted before exp, and
  * LogSoftmax is x - max - log(sum(exp(x - max))).  Sums accumulate in double.
+ * float32 Softmax over the last (contiguous) axis runs the vectorised row of
+ * ops/vmath.h (AVX2 exp); lines are split across the session's threads, each
+ * line computed whole by one thread in a fixed order (deterministic).
  * Deviations: none known.
  */
 #include <math.h>
 #include <string.h>
 
 #include "ops/ops.h"
+#include "ops/vmath.h"
 
 typedef struct softmax_params {
     int64_t axis;
@@ -38,6 +42,10 @@ typedef struct softmax_task {
 } softmax_task;
 
 static void line_f32(const float *x, float *y, int64_t n, int64_t st, bool log_out) {
+    if (st == 1 && !log_out) {
+        inf__vmath_best()->softmax_row(x, y, n);
+        return;
+    }
     float mx = -INFINITY;
     for (int64_t i = 0; i < n; i++) mx = x[i * st] > mx ? x[i * st] : mx;
     if (mx == -INFINITY) mx = 0; /* all -inf: keep exp finite (gives NaN/−inf as numpy does) */

@@ -13,8 +13,10 @@
  *         (integer types from opset 12).  y = min(max(x, min), max), so
  *         min > max gives max everywhere, and NaN stays NaN.
  *
- * float32 and float64 run as plain loops (float32 with the float libm
- * functions, split across the session's threads when large); float16 and
+ * float32 and float64 run as plain loops, split across the session's threads
+ * when large; float32 Exp, Tanh, Sigmoid and Erf use the vectorised
+ * functions of ops/vmath.h (AVX2 when the CPU has it; error bounds there and
+ * in tests/kernels/test_vmath.c), the rest the float libm functions; float16 and
  * bfloat16 are computed in float32, one element at a time.  Integer inputs
  * go through int64 (Erf through double); Neg and Abs wrap for INT_MIN like
  * C's two's complement.  The legacy attributes of opsets 1-5 (consumed_inputs,
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "ops/vmath.h"
 
 typedef enum unop {
     UN_SQRT, UN_EXP, UN_LOG, UN_TANH, UN_SIGMOID, UN_RECIPROCAL, UN_LEAKY_RELU,
@@ -132,9 +135,10 @@ static void unary_f32(unop op, float alpha, const float *restrict x, float *rest
     case UN_RECIPROCAL: for (i = 0; i < n; i++) y[i] = 1.0f / x[i]; break;
     case UN_SQRT: for (i = 0; i < n; i++) y[i] = sqrtf(x[i]); break;
     case UN_LEAKY_RELU: for (i = 0; i < n; i++) y[i] = x[i] < 0 ? alpha * x[i] : x[i]; break;
-    case UN_EXP: for (i = 0; i < n; i++) y[i] = expf(x[i]); break;
-    case UN_TANH: for (i = 0; i < n; i++) y[i] = tanhf(x[i]); break;
-    case UN_SIGMOID: for (i = 0; i < n; i++) y[i] = sigmoid_f32(x[i]); break;
+    case UN_EXP: inf__vmath_best()->exp(x, y, n); break;
+    case UN_TANH: inf__vmath_best()->tanh(x, y, n); break;
+    case UN_SIGMOID: inf__vmath_best()->sigmoid(x, y, n); break;
+    case UN_ERF: inf__vmath_best()->erf(x, y, n); break;
     default: for (i = 0; i < n; i++) y[i] = unary_f32_scalar(op, alpha, x[i]); break;
     }
 }

@@ -32,25 +32,36 @@
  *     without reading C, so garbage or NaN in C never leaks in); later k
  *     blocks accumulate.  Partial edge tiles go through a 6x16 buffer.
  *   - Few rows (m <= SMALL_M: a vector or a handful of rows times a matrix)
- *     skip packing, which would cost as much as the product: plain B is
- *     streamed row by row into up to 8 ymm accumulators, transposed B is
- *     reduced with dot products, 8 columns at a time; columns are split
+ *     skip packing, which would cost as much as the product: plain (or
+ *     pre-packed) B is streamed row by row into up to 8 ymm accumulators,
+ *     transposed B is turned 8x8 in registers on the way; columns are split
  *     across the threads only from SMALL_TASK multiply-adds a task (a
  *     hand-off costs more than a 256x256 matrix-vector product).
+ *   - Batch invariance (DESIGN.md section 1): every path -- the 6x16
+ *     kernel, its edge tiles, the few-rows paths, with or without the
+ *     workspace, B packed per call or at load -- computes each C element
+ *     the same way: per KC block of k, acc = 0 then
+ *     acc = fma(alpha * a[i][p], b[p][j], acc) for p in order, stored as
+ *     acc (first block, beta 0), acc + C (beta 1, later blocks) or
+ *     fma(beta, C, acc).  No dot products with horizontal sums, no k split
+ *     across threads.  So a row's bits depend only on its own data, never
+ *     on m, the tile it lands in or the thread count.
  * Measured against OpenBLAS 0.3 (bench/bench_gemm, bench/RESULTS.md): on
  * par over the benchmark models' shapes, ahead at batch 1 (OpenBLAS has no
  * fast matrix-vector path in sgemm) and with two threads; so no OpenBLAS.
- * Packing B per call is the price of having no prepare step: with one,
- * constant weights (MatMul/Gemm B) would be packed once at load and both the
- * packing pass and the workspace would go.
+ * Constant weights (Gemm/MatMul B) are packed once at load
+ * (inf__ops_sgemm_pack_b from their init, ops/ref/gemm.c) and run through
+ * inf__ops_sgemm_packed_avx2, which skips the packing pass and the
+ * workspace; other B are packed per call.
  *
- * Returns false (nothing written) only when the workspace cannot be had
- * (NULL pool or out of memory); the caller then runs the reference path.
+ * Without a workspace (NULL pool or out of memory) each task copies its B
+ * blocks on the stack: slower, same bits; so it always returns true.
  * Not to be called from inside a pool task.
  */
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
 
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "ops/ops.h"
@@ -240,13 +251,16 @@ static void micro_tile(int64_t kc, const float *a, const float *b, int64_t ldbk,
         }
         return;
     }
+    /* the same accumulation, then the same store arithmetic as
+     * kernel_6x16's (acc + C, or fma(beta, C, acc): one rounding), so a row
+     * gets identical bits whether its tile is full or not */
     _Alignas(32) float t[MR * NR];
     kernel_6x16(kc, a, b, ldbk, t, NR, STORE_BETA0, 0.0f);
     for (int64_t r = 0; r < rows; r++, c += ldc)
         for (int64_t j = 0; j < cols; j++) {
             float v = t[r * NR + j];
-            if (mode == STORE_ADD) v += c[j];
-            else if (mode == STORE_BETA) v += beta * c[j];
+            if (mode == STORE_ADD) v = v + c[j];
+            else if (mode == STORE_BETA) v = fmaf(beta, c[j], v);
             c[j] = v;
         }
 }
@@ -271,14 +285,22 @@ static void compute_task(void *arg, int64_t begin, int64_t end) {
                 int64_t ldbk = NR;
                 if (g->bp) {
                     bpanel = g->bp + ((jt + jr) / NR) * g->k * NR + p0 * NR;
-                } else if (cols == NR) {
+                } else if (!g->trans_b && cols == NR) {
                     bpanel = g->b + p0 * g->ldb + j; /* plain B read in place */
                     ldbk = g->ldb;
-                } else {
+                } else if (!g->trans_b) {
                     /* the ragged last columns: zero-padded copy */
                     const float *src = g->b + p0 * g->ldb + j;
                     for (int64_t p = 0; p < kc; p++, src += g->ldb)
                         for (int64_t q = 0; q < NR; q++) btail[p * NR + q] = q < cols ? src[q] : 0.0f;
+                    bpanel = btail;
+                } else {
+                    /* transposed B without a workspace (no pool): this
+                     * block's panel, transposed on the stack */
+                    for (int64_t q = 0; q < NR; q++) {
+                        const float *src = g->b + (j + (q < cols ? q : 0)) * g->ldb + p0;
+                        for (int64_t p = 0; p < kc; p++) btail[p * NR + q] = q < cols ? src[p] : 0.0f;
+                    }
                     bpanel = btail;
                 }
                 float *cblk = g->c + i0 * g->ldc + j;
@@ -290,11 +312,19 @@ static void compute_task(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* ---- few rows: no packing ---- */
+/* ---- few rows: no packing ----
+ * Every C element is summed exactly as in the 6x16 kernel: per KC block of
+ * k, acc = 0, then acc = fma(alpha * A[i][p], op(B)[p][j], acc) for p in
+ * order, stored as acc (first block, beta 0), acc + C, or fma(beta, C, acc)
+ * (first block, other beta), later blocks acc + C.  So a row's result does
+ * not depend on m, on the path or on the thread split (batch invariance,
+ * DESIGN.md section 1; tests/kernels/test_gemm.c checks it bit for bit). */
 
 /* Lanes [0, cols) set, for masked loads and stores of a partial ymm. */
 static inline __m256i tail_mask(int64_t cols) {
     static const int32_t ramp[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    if (cols > 8) cols = 8;
+    if (cols < 0) cols = 0;
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cols), _mm256_loadu_si256((const __m256i *)ramp));
 }
 
@@ -302,44 +332,67 @@ static inline float a_at(const gemm_job *g, int64_t i, int64_t p) {
     return g->trans_a ? g->a[p * g->lda + i] : g->a[i * g->lda + p];
 }
 
-/* C[i0:i0+R, j:j+8W] for plain B: R rows x W ymm of accumulators, `cols`
- * valid columns (the last ymm may be partial). */
+static inline int first_store_mode(float beta) {
+    return beta == 0.0f ? STORE_BETA0 : beta == 1.0f ? STORE_ADD : STORE_BETA;
+}
+
+/* Stores acc into C's 8 columns at c (mask: valid lanes; full: all 8). */
+static inline __attribute__((always_inline)) void
+store_acc(float *c, __m256 v, int mode, __m256 vb, bool full, __m256i mask) {
+    if (full) {
+        if (mode == STORE_ADD) v = _mm256_add_ps(v, _mm256_loadu_ps(c));
+        else if (mode == STORE_BETA) v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(c), v);
+        _mm256_storeu_ps(c, v);
+    } else {
+        if (mode == STORE_ADD) v = _mm256_add_ps(v, _mm256_maskload_ps(c, mask));
+        else if (mode == STORE_BETA) v = _mm256_fmadd_ps(vb, _mm256_maskload_ps(c, mask), v);
+        _mm256_maskstore_ps(c, mask, v);
+    }
+}
+
+/* C[i0:i0+R, j:j+8W], `cols` valid columns, from plain B read in place or
+ * from packed panels (g->bp: the whole of op(B), [k][16] panels). */
 static inline __attribute__((always_inline)) void
 small_block(const gemm_job *g, int64_t i0, int R, int64_t j, int W, int64_t cols) {
     __m256 acc[SMALL_M][8];
     __m256i mask[8];
-    for (int w = 0; w < W; w++) mask[w] = tail_mask(cols - 8 * w);
+    const float *bw[8];
+    int64_t bstride;
     bool full = cols >= 8 * W;
-    for (int r = 0; r < R; r++)
-        for (int w = 0; w < W; w++) acc[r][w] = _mm256_setzero_ps();
-    const float *brow = g->b + j;
-    for (int64_t p = 0; p < g->k; p++, brow += g->ldb) {
-        __m256 bv[8];
-        for (int w = 0; w < W; w++)
-            bv[w] = full ? _mm256_loadu_ps(brow + 8 * w) : _mm256_maskload_ps(brow + 8 * w, mask[w]);
-        for (int r = 0; r < R; r++) {
-            __m256 av = _mm256_set1_ps(a_at(g, i0 + r, p));
-            for (int w = 0; w < W; w++) acc[r][w] = _mm256_fmadd_ps(av, bv[w], acc[r][w]);
-        }
+    for (int w = 0; w < W; w++) {
+        mask[w] = tail_mask(cols - 8 * w);
+        int64_t jj = j + (8 * w < cols ? 8 * w : 0);
+        bw[w] = g->bp ? g->bp + (jj / NR) * g->k * NR + jj % NR : g->b + jj;
     }
-    __m256 va = _mm256_set1_ps(g->alpha), vb = _mm256_set1_ps(g->beta);
-    for (int r = 0; r < R; r++) {
-        float *c = g->c + (i0 + r) * g->ldc + j;
-        for (int w = 0; w < W; w++) {
-            __m256 v = _mm256_mul_ps(va, acc[r][w]);
-            if (full) {
-                if (g->beta != 0.0f) v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(c + 8 * w), v);
-                _mm256_storeu_ps(c + 8 * w, v);
-            } else {
-                if (g->beta != 0.0f) v = _mm256_fmadd_ps(vb, _mm256_maskload_ps(c + 8 * w, mask[w]), v);
-                _mm256_maskstore_ps(c + 8 * w, mask[w], v);
+    bstride = g->bp ? NR : g->ldb;
+    bool masked_loads = !g->bp && !full;
+    __m256 vb = _mm256_set1_ps(g->beta);
+    int first_mode = first_store_mode(g->beta);
+    for (int64_t p0 = 0; p0 < g->k; p0 += KC) {
+        int64_t pend = min64(g->k, p0 + KC);
+        for (int r = 0; r < R; r++)
+            for (int w = 0; w < W; w++) acc[r][w] = _mm256_setzero_ps();
+        for (int64_t p = p0; p < pend; p++) {
+            __m256 bv[8];
+            for (int w = 0; w < W; w++)
+                bv[w] = masked_loads ? _mm256_maskload_ps(bw[w] + p * bstride, mask[w])
+                                     : _mm256_loadu_ps(bw[w] + p * bstride);
+            for (int r = 0; r < R; r++) {
+                __m256 av = _mm256_set1_ps(g->alpha * a_at(g, i0 + r, p));
+                for (int w = 0; w < W; w++) acc[r][w] = _mm256_fmadd_ps(av, bv[w], acc[r][w]);
             }
+        }
+        int mode = p0 == 0 ? first_mode : STORE_ADD;
+        for (int r = 0; r < R; r++) {
+            float *c = g->c + (i0 + r) * g->ldc + j;
+            for (int w = 0; w < W; w++)
+                if (8 * w < cols) store_acc(c + 8 * w, acc[r][w], mode, vb, full, mask[w]);
         }
     }
 }
 
-/* Columns [begin*64, end*64) of C for plain B, m <= SMALL_M: one row
- * block with 8 ymm accumulators (fewer rows, wider columns). */
+/* Columns [begin*64, end*64) of C for plain or packed B, m <= SMALL_M: one
+ * row block with 8 ymm accumulators (fewer rows, wider columns). */
 static void small_m_task(void *arg, int64_t begin, int64_t end) {
     const gemm_job *g = arg;
     int64_t j0 = begin * 64, j_end = min64(end * 64, g->n);
@@ -359,44 +412,70 @@ static void small_m_task(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-static inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
+/* C[i0:i0+R, j:j+8G] for transposed B (rows of b are columns of op(B)),
+ * `cols` valid: 8x8 blocks of b transposed in registers, so the sums run
+ * along k one FMA at a time, as in the packed kernel. */
+static inline __attribute__((always_inline)) void
+small_tb_block(const gemm_job *g, int64_t i0, int R, int64_t j, int G, int64_t cols) {
+    __m256 acc[SMALL_M][4];
+    __m256i mask[4];
+    const float *br[4][8];
+    for (int h = 0; h < G; h++) {
+        mask[h] = tail_mask(cols - 8 * h);
+        for (int q = 0; q < 8; q++) {
+            int64_t cq = 8 * h + q < cols ? 8 * h + q : 0;
+            br[h][q] = g->b + (j + cq) * g->ldb;
+        }
+    }
+    bool full = cols >= 8 * G;
+    __m256 vb = _mm256_set1_ps(g->beta);
+    int first_mode = first_store_mode(g->beta);
+    for (int64_t p0 = 0; p0 < g->k; p0 += KC) {
+        int64_t pend = min64(g->k, p0 + KC), p = p0;
+        for (int r = 0; r < R; r++)
+            for (int h = 0; h < G; h++) acc[r][h] = _mm256_setzero_ps();
+        for (; p + 8 <= pend; p += 8) {
+            float av[SMALL_M][8];
+            for (int r = 0; r < R; r++)
+                for (int q = 0; q < 8; q++) av[r][q] = g->alpha * a_at(g, i0 + r, p + q);
+            for (int h = 0; h < G; h++) {
+                __m256 t[8];
+                for (int q = 0; q < 8; q++) t[q] = _mm256_loadu_ps(br[h][q] + p);
+                transpose_8x8(t);
+                for (int q = 0; q < 8; q++)
+                    for (int r = 0; r < R; r++)
+                        acc[r][h] = _mm256_fmadd_ps(_mm256_set1_ps(av[r][q]), t[q], acc[r][h]);
+            }
+        }
+        for (; p < pend; p++) {
+            for (int h = 0; h < G; h++) {
+                const float *const *b8 = br[h];
+                __m256 bv = _mm256_setr_ps(b8[0][p], b8[1][p], b8[2][p], b8[3][p], b8[4][p], b8[5][p],
+                                           b8[6][p], b8[7][p]);
+                for (int r = 0; r < R; r++)
+                    acc[r][h] = _mm256_fmadd_ps(_mm256_set1_ps(g->alpha * a_at(g, i0 + r, p)), bv, acc[r][h]);
+            }
+        }
+        int mode = p0 == 0 ? first_mode : STORE_ADD;
+        for (int r = 0; r < R; r++) {
+            float *c = g->c + (i0 + r) * g->ldc + j;
+            for (int h = 0; h < G; h++)
+                if (8 * h < cols) store_acc(c + 8 * h, acc[r][h], mode, vb, full, mask[h]);
+        }
+    }
 }
 
-/* Columns [begin, end) of C for transposed B (rows of b are columns of
- * op(B)) and contiguous rows of op(A): dot products, 8 columns at a time. */
+/* Columns [begin*32, end*32) of C for transposed B, m <= SMALL_M. */
 static void small_m_tb_task(void *arg, int64_t begin, int64_t end) {
     const gemm_job *g = arg;
-    const int64_t k = g->k, k8 = k & ~(int64_t)7;
-    const __m256i km = tail_mask(k - k8);
-    for (int64_t i = 0; i < g->m; i++) {
-        const float *arow = g->a + i * g->lda;
-        float *crow = g->c + i * g->ldc;
-        int64_t j = begin;
-        for (; j < end; j += 8) {
-            int ncols = (int)min64(8, end - j);
-            __m256 acc[8];
-            const float *br[8];
-            for (int q = 0; q < 8; q++) {
-                acc[q] = _mm256_setzero_ps();
-                br[q] = g->b + (j + (q < ncols ? q : 0)) * g->ldb;
-            }
-            for (int64_t p = 0; p < k8; p += 8) {
-                __m256 av = _mm256_loadu_ps(arow + p);
-                for (int q = 0; q < 8; q++) acc[q] = _mm256_fmadd_ps(av, _mm256_loadu_ps(br[q] + p), acc[q]);
-            }
-            if (k8 < k) {
-                __m256 av = _mm256_maskload_ps(arow + k8, km);
-                for (int q = 0; q < 8; q++)
-                    acc[q] = _mm256_fmadd_ps(av, _mm256_maskload_ps(br[q] + k8, km), acc[q]);
-            }
-            for (int q = 0; q < ncols; q++) {
-                float v = g->alpha * hsum(acc[q]);
-                crow[j + q] = g->beta == 0.0f ? v : v + g->beta * crow[j + q];
-            }
+    int64_t j0 = begin * 32, j_end = min64(end * 32, g->n);
+    for (int64_t j = j0; j < j_end; j += 32) {
+        int64_t cols = min64(32, j_end - j);
+        switch (g->m) {
+        case 4: small_tb_block(g, 0, 2, j, 4, cols), small_tb_block(g, 2, 2, j, 4, cols); break;
+        case 3: small_tb_block(g, 0, 3, j, 4, cols); break;
+        case 2: small_tb_block(g, 0, 2, j, 4, cols); break;
+        default: small_tb_block(g, 0, 1, j, 4, cols); break;
         }
     }
 }
@@ -416,37 +495,45 @@ static void compute_tasks(inf__pool *pool, gemm_job *g) {
     inf__pool_range(pool, row_blocks * g->n_col_tasks, 1, compute_task, g);
 }
 
+/* C = beta * C for k = 0. */
+static void scale_only(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+}
+
+/* m <= SMALL_M: columns split across the threads only from SMALL_TASK
+ * multiply-adds a task (a hand-off costs more than a 256x256
+ * matrix-vector product).  g->bp: op(B) packed whole, or NULL. */
+static void small_m(inf__pool *pool, gemm_job *g) {
+    if (g->bp || !g->trans_b) {
+        int64_t min_blocks = SMALL_TASK / (g->m * g->k * 64) + 1; /* tasks of 64 columns */
+        inf__pool_range(pool, (g->n + 63) / 64, min_blocks, small_m_task, g);
+    } else {
+        int64_t min_blocks = SMALL_TASK / (g->m * g->k * 32) + 1; /* tasks of 32 columns */
+        inf__pool_range(pool, (g->n + 31) / 32, min_blocks, small_m_tb_task, g);
+    }
+}
+
 bool inf__ops_sgemm_avx2(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                          float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                          float beta, float *c, int64_t ldc) {
     if (m <= 0 || n <= 0) return true;
     gemm_job g = {trans_a, trans_b, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, NULL, 0, 0, 0, 0};
     if (k <= 0) {
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+        scale_only(m, n, beta, c, ldc);
         return true;
     }
     if (m <= SMALL_M) {
-        if (!trans_b) {
-            /* tasks are 64 columns; a hand-off to another thread pays from
-             * about SMALL_TASK multiply-adds (batch-1 latency) */
-            int64_t min_blocks = SMALL_TASK / (m * k * 64) + 1;
-            inf__pool_range(pool, (n + 63) / 64, min_blocks, small_m_task, &g);
-            return true;
-        }
-        if (!trans_a || (m == 1 && lda == 1)) { /* op(A)'s rows are contiguous */
-            int64_t min_cols = SMALL_TASK / (m * k) + 1;
-            inf__pool_range(pool, n, min_cols, small_m_tb_task, &g);
-            return true;
-        }
+        small_m(pool, &g);
+        return true;
     }
+    g.j0 = 0;
+    g.nc = n;
     if (!trans_b && m <= DIRECT_B_MAX_M && ldb <= DIRECT_B_MAX_LDB) {
         /* few row blocks: packing B would cost up to a third of the product;
          * the kernel reads plain, narrow B in place (a 16-column strip, KC
          * rows, stays in L1 when rows are close; wide rows -- 4 KiB apart
          * and more -- alias in L1 and the TLB, so those are packed) */
-        g.j0 = 0;
-        g.nc = n;
         compute_tasks(pool, &g);
         return true;
     }
@@ -454,7 +541,12 @@ bool inf__ops_sgemm_avx2(inf__pool *pool, bool trans_a, bool trans_b, int64_t m,
     if (slab < NR) slab = NR;
     int64_t max_nc = min64(slab, (n + NR - 1) / NR * NR);
     g.bp = inf__pool_workspace(pool, (size_t)(max_nc * k) * sizeof(float));
-    if (!g.bp) return false;
+    if (!g.bp) {
+        /* no workspace (no pool, or out of memory): the same kernel, with
+         * each task copying its B blocks on the stack -- slower, same bits */
+        compute_tasks(pool, &g);
+        return true;
+    }
     for (int64_t j0 = 0; j0 < n; j0 += slab) {
         g.j0 = j0;
         g.nc = min64(slab, n - j0);
@@ -463,6 +555,31 @@ bool inf__ops_sgemm_avx2(inf__pool *pool, bool trans_a, bool trans_b, int64_t m,
         compute_tasks(pool, &g);
     }
     return true;
+}
+
+/* ---- op(B) packed ahead of time (constant weights) ---- */
+
+int64_t inf__ops_sgemm_packed_floats(int64_t k, int64_t n) { return (n + NR - 1) / NR * NR * k; }
+
+void inf__ops_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float *b, int64_t ldb, float *dst) {
+    gemm_job g = {false, trans_b, 0, n, k, 1.0f, 0.0f, NULL, b, 0, ldb, 0, NULL, dst, 0, n, 0, 0};
+    pack_b_task(&g, 0, (n + NR - 1) / NR);
+}
+
+void inf__ops_sgemm_packed_avx2(inf__pool *pool, bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
+                                const float *a, int64_t lda, const float *bp, float beta, float *c,
+                                int64_t ldc) {
+    if (m <= 0 || n <= 0) return;
+    gemm_job g = {trans_a, false, m, n, k, alpha, beta, a, NULL, lda, 0, ldc, c, (float *)bp, 0, n, 0, 0};
+    if (k <= 0) {
+        scale_only(m, n, beta, c, ldc);
+        return;
+    }
+    if (m <= SMALL_M) {
+        small_m(pool, &g);
+        return;
+    }
+    compute_tasks(pool, &g);
 }
 
 #endif /* x86-64 with AVX2 and FMA */

@@ -1,0 +1,83 @@
+/*
+ * match.c -- helpers shared by the pattern passes (passes.h): finding a
+ * chain's producers and constants, and rewriting its last node in place.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "graph/passes/passes.h"
+#include "ops/ops.h"
+
+int inf__pass_producer(const inf__pass_ctx *pc, int v, const char *op_type) {
+    if (v < 0) return -1;
+    int p = pc->g->values[v].producer;
+    if (p < 0 || pc->dead[p]) return -1;
+    const inf__node *node = &pc->g->nodes[p];
+    if (!node->op || node->op->domain != INF_DOMAIN_ONNX || strcmp(node->op_type, op_type) != 0) return -1;
+    if (node->epilogue.kind != INF_EPILOGUE_NONE) return -1;
+    return p;
+}
+
+bool inf__pass_uses(const inf__pass_ctx *pc, int v, int n) { return v >= 0 && pc->g->values[v].n_consumers == n; }
+
+const inf_tensor *inf__pass_const_f32(const inf__pass_ctx *pc, int v) {
+    if (v < 0) return NULL;
+    const inf__value *val = &pc->g->values[v];
+    if (val->role != INF_VALUE_INITIALIZER || !val->constant) return NULL;
+    const inf_tensor *t = val->constant;
+    return t->kind == INF_KIND_TENSOR && t->dtype == INF_DTYPE_F32 ? t : NULL;
+}
+
+bool inf__pass_scalar(const inf__pass_ctx *pc, int v, float *out) {
+    const inf_tensor *t = inf__pass_const_f32(pc, v);
+    if (!t || inf_tensor_numel(t) != 1) return false;
+    *out = *(const float *)t->data;
+    return true;
+}
+
+bool inf__pass_scalar_is(const inf__pass_ctx *pc, int v, float want, float tol) {
+    float f;
+    return inf__pass_scalar(pc, v, &f) && fabsf(f - want) <= tol;
+}
+
+static void forget_reads(inf__graph *g, const inf__node *node) {
+    for (int k = 0; k < node->n_inputs; k++)
+        if (node->inputs[k] >= 0) g->values[node->inputs[k]].n_consumers--;
+}
+
+inf_status inf__pass_rewrite(inf__pass_ctx *pc, int target, const char *domain, const char *op_type, int opset,
+                             int n_inputs, const int *inputs, int n_attrs, const inf__attr *attrs,
+                             const int *removed, int n_removed, inf_error *err) {
+    inf__graph *g = pc->g;
+    inf__arena *arena = &pc->model->arena;
+    inf__node *node = &g->nodes[target];
+    int dom = !strcmp(domain, "ai.infera") ? INF_DOMAIN_INFERA : inf__domain_from_string(domain);
+    const inf__op *op = dom < 0 ? NULL : inf__op_find((inf__domain)dom, op_type);
+    if (INF_NEVER(!op || !op->impl)) return inf__error(err, INF_EINTERNAL, "optimizer: no kernel for %s", op_type);
+    int *ins = inf__arena_alloc(arena, (size_t)n_inputs * sizeof *ins);
+    inf__attr *at = n_attrs ? inf__arena_alloc(arena, (size_t)n_attrs * sizeof *at) : NULL;
+    if (!ins || (n_attrs && !at)) return inf__error(err, INF_ENOMEM, "out of memory optimising the graph");
+    for (int i = 0; i < n_removed; i++) {
+        inf__node *r = &g->nodes[removed[i]];
+        forget_reads(g, r);
+        for (int k = 0; k < r->n_outputs; k++)
+            if (r->outputs[k] >= 0) g->values[r->outputs[k]].producer = -1;
+        pc->dead[removed[i]] = true;
+    }
+    forget_reads(g, node);
+    inf__node_free_tensors(node); /* its old attributes' tensors, if any */
+    memcpy(ins, inputs, (size_t)n_inputs * sizeof *ins);
+    for (int k = 0; k < n_inputs; k++)
+        if (ins[k] >= 0) g->values[ins[k]].n_consumers++;
+    if (n_attrs) memcpy(at, attrs, (size_t)n_attrs * sizeof *at);
+    node->inputs = ins;
+    node->n_inputs = n_inputs;
+    node->attrs = at;
+    node->n_attrs = n_attrs;
+    node->op = op;
+    node->op_type = op->name;
+    node->domain = domain;
+    node->opset = opset;
+    node->params = NULL;
+    return op->impl->init ? op->impl->init(node, arena, err) : INF_OK;
+}

@@ -1,0 +1,54 @@
+/*
+ * passes.h -- the optimizer's pattern passes (graph/optimize.c runs them
+ * after constant folding, before activation fusion) and the matching and
+ * rewriting helpers they share (passes/match.c).
+ *
+ * DESIGN: a pass walks the node list, matches a chain backwards from its
+ * last node through value producers (graph.h keeps one producer per value,
+ * no consumer lists), and rewrites that last node in place into the fused
+ * op -- it sits where the chain's result was, so every input is computed
+ * before it and the topological order holds -- while the chain's other
+ * nodes are marked dead (optimize.c compacts them away).  A node joins a
+ * match only if its output has exactly one reader inside the chain (graph
+ * outputs count as readers), so nothing outside the chain sees a removed
+ * value.  Consumer counts are kept exact for dead-node elimination.
+ */
+#ifndef INF_GRAPH_PASSES_H
+#define INF_GRAPH_PASSES_H
+
+#include "graph/graph.h"
+
+typedef struct inf__pass_ctx {
+    struct inf_model *model; /* its arena receives the rewritten nodes' inputs, attributes, params */
+    inf__graph *g;
+    bool *dead;              /* per node; set for the nodes a rewrite removes */
+} inf__pass_ctx;
+
+/* ---- the passes: each returns INF_OK or INF_ENOMEM (a node's init failing
+ * is reported as what it is); *n_rewritten counts the fused chains ---- */
+inf_status inf__pass_layernorm(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  /* passes/layernorm.c */
+inf_status inf__pass_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);       /* passes/gelu.c */
+inf_status inf__pass_pow_square(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/pow_square.c */
+
+/* ---- matching (passes/match.c) ---- */
+/* The live ai.onnx node of type op_type producing value v, or -1. */
+int inf__pass_producer(const inf__pass_ctx *pc, int v, const char *op_type);
+/* Is value v read exactly n times (graph outputs count)? */
+bool inf__pass_uses(const inf__pass_ctx *pc, int v, int n);
+/* The float32 constant tensor of value v, or NULL. */
+const inf_tensor *inf__pass_const_f32(const inf__pass_ctx *pc, int v);
+/* Is value v a one-element float32 constant?  Its value in *out. */
+bool inf__pass_scalar(const inf__pass_ctx *pc, int v, float *out);
+/* Is value v a one-element constant within tol of want? */
+bool inf__pass_scalar_is(const inf__pass_ctx *pc, int v, float want, float tol);
+
+/* ---- rewriting (passes/match.c) ----
+ * Turns node `target` into op (domain ai.onnx or ai.infera by op->domain,
+ * version opset) with the given inputs and attributes (copied into the
+ * model arena), runs the op's init, and marks the nodes in removed[] dead.
+ * Consumer counts and producers are updated. */
+inf_status inf__pass_rewrite(inf__pass_ctx *pc, int target, const char *domain, const char *op_type, int opset,
+                             int n_inputs, const int *inputs, int n_attrs, const inf__attr *attrs,
+                             const int *removed, int n_removed, inf_error *err);
+
+#endif /* INF_GRAPH_PASSES_H */

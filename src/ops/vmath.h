@@ -1,0 +1,53 @@
+/*
+ * vmath.h -- vectorised float32 math for kernels: exp, tanh, erf, sigmoid,
+ * GELU, and the per-row loops of Softmax and LayerNormalization.
+ *
+ * DESIGN: one table of function pointers per implementation, the same
+ * algorithms in both (src/ops/ref/vmath.c describes them and their error
+ * bounds; tests/kernels/test_vmath.c asserts the bounds against double-
+ * precision libm over millions of values, NaN, +-inf and denormals):
+ *   inf__vmath_portable  plain C (ops/ref/vmath.c), any CPU;
+ *   inf__vmath_avx2      AVX2 + FMA, 8 lanes (ops/x86/math_avx2.c), x86-64 only.
+ * inf__vmath_best() picks one once per process (AVX2 when the CPU has it).
+ *
+ * Determinism: every element is computed by the same instruction sequence
+ * wherever it sits in the array (the AVX2 tail goes through the vector code
+ * on a padded copy), and a row function reduces its row in a fixed order.
+ * So results never depend on how a kernel splits work across threads or on
+ * which rows share a batch -- only on the CPU's implementation choice.
+ *
+ * Elementwise functions: y[i] = f(x[i]) for 0 <= i < n; y may equal x.
+ * NaN in gives NaN out.
+ */
+#ifndef INF_OPS_VMATH_H
+#define INF_OPS_VMATH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef void (*inf__vmath_fn)(const float *x, float *y, int64_t n);
+
+typedef struct inf__vmath {
+    const char *name;
+    inf__vmath_fn exp, tanh, erf, sigmoid;
+    inf__vmath_fn gelu; /* 0.5 x (1 + erf(x / sqrt 2)), exact-erf GELU */
+    /* y = softmax(x) over n contiguous floats: exp(x - max) / sum, the sum
+     * accumulated in double.  A row of only -inf gives NaN (as the
+     * reference kernel). */
+    void (*softmax_row)(const float *x, float *y, int64_t n);
+    /* y = (x - mean) * inv * scale + bias (bias may be NULL) over n floats,
+     * mean and variance accumulated in double; inv = 1 / sqrt(var + eps).
+     * *mean and *inv receive the statistics. */
+    void (*layernorm_row)(const float *x, float *y, int64_t n, const float *scale, const float *bias,
+                          double eps, double *mean, double *inv);
+} inf__vmath;
+
+extern const inf__vmath inf__vmath_portable;
+#if defined(__x86_64__)
+extern const inf__vmath inf__vmath_avx2; /* call only when inf__cpu_has_avx2_fma() */
+#endif
+
+/* The best implementation for this CPU (chosen once, cached). */
+const inf__vmath *inf__vmath_best(void);
+
+#endif /* INF_OPS_VMATH_H */

@@ -1,0 +1,153 @@
+/*
+ * pool_avx2.c -- 2-D float32 MaxPool and AveragePool with AVX2, the fast
+ * twin of the reference window loop in ops/ref/pool.c (pool_planes).
+ *
+ * Covers: 2-D, float32, no dilation, no Indices output, input rows up to
+ * INF_POOL2D_MAX_W wide (ops/ref/pool.c checks; everything else stays on
+ * the reference).  Built with -mavx2 -mfma; called only when
+ * inf__cpu_has_avx2_fma().
+ *
+ * DESIGN: separable.  For each output row, the valid input rows of its
+ * window are reduced into one row (tmp, vertical pass: contiguous 8-float
+ * loads), then each output column reduces kw neighbours of tmp (horizontal
+ * pass): 8 outputs per ymm for stride 1 and stride 2 (even lanes picked with
+ * a shuffle), one at a time for other strides and for the windows that
+ * overlap the left or right padding.
+ *
+ * Max is bit-exact with the reference, NaNs and signed zeros included,
+ * because the reference's maximum is order-independent (ref/pool.c): any
+ * NaN gives the canonical NaN, and +0 beats an equal -0 (here: the AND of
+ * two equal values).  An empty window (padding only) gives NaN for max and
+ * 0 for the average, as the reference does.
+ * Average sums in float (rows, then columns) where the reference sums in
+ * double: within a few ulp (tests/kernels/test_pool.c).
+ */
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+
+#include <immintrin.h>
+#include <math.h>
+
+#include "ops/ops.h"
+
+static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Divisor of the average at one dim: valid taps, or taps inside the padded extent. */
+static inline int64_t taps(int64_t start, int64_t k, int64_t in, int64_t pb, int64_t pe, bool include_pad) {
+    if (include_pad) return max64(0, min64(in + pe, start + k) - max64(-pb, start));
+    return max64(0, min64(in, start + k) - max64(0, start));
+}
+
+/* Order-independent maximum (see above); NaNs are tracked apart, in *nan. */
+static inline __m256 vmax(__m256 v, __m256 acc, __m256 *nan) {
+    *nan = _mm256_or_ps(*nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    __m256 m = _mm256_max_ps(v, acc);
+    return _mm256_blendv_ps(m, _mm256_and_ps(v, acc), _mm256_cmp_ps(v, acc, _CMP_EQ_OQ));
+}
+static inline __m256 vmax_done(__m256 acc, __m256 nan) { return _mm256_blendv_ps(acc, _mm256_set1_ps(NAN), nan); }
+
+static inline float smax(float v, float acc, bool *nan) {
+    if (v != v) {
+        *nan = true;
+        return acc;
+    }
+    if (v == acc) return signbit(acc) && !signbit(v) ? v : acc;
+    return v > acc || acc != acc ? v : acc;
+}
+
+/* Even lanes of [lo, hi]: lo[0,2,4,6], hi[0,2,4,6]. */
+static inline __m256 even_lanes(__m256 lo, __m256 hi) {
+    __m256 s = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)); /* lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6 */
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* 8 consecutive tmp values at stride s (1 or 2) from t. */
+static inline __m256 load_strided(const float *t, int64_t s) {
+    if (s == 1) return _mm256_loadu_ps(t);
+    return even_lanes(_mm256_loadu_ps(t), _mm256_loadu_ps(t + 8));
+}
+
+void inf__ops_pool2d_f32_avx2(const inf__pool2d *g, const float *x, float *y, int64_t n_planes) {
+    float tmp[INF_POOL2D_MAX_W + 16];
+    const int64_t ih = g->ih, iw = g->iw, oh = g->oh, ow = g->ow, kh = g->kh, kw = g->kw;
+    const int64_t sh = g->sh, sw = g->sw;
+    /* output columns whose window lies inside [0, iw): [ox_lo, ox_hi) */
+    int64_t ox_lo = (g->pl + sw - 1) / sw, ox_hi = iw - kw + g->pl < 0 ? 0 : (iw - kw + g->pl) / sw + 1;
+    if (ox_hi > ow) ox_hi = ow;
+    if (ox_lo > ox_hi) ox_lo = ox_hi;
+    for (int64_t pl = 0; pl < n_planes; pl++, x += ih * iw, y += oh * ow) {
+        for (int64_t oy = 0; oy < oh; oy++) {
+            float *yrow = y + oy * ow;
+            int64_t y0 = oy * sh - g->pt, ylo = max64(0, y0), yhi = min64(ih, y0 + kh);
+            if (ylo >= yhi) {
+                for (int64_t ox = 0; ox < ow; ox++) yrow[ox] = g->max ? NAN : 0.0f;
+                continue;
+            }
+            /* vertical pass */
+            const float *r0 = x + ylo * iw;
+            int64_t j = 0;
+            for (; j + 8 <= iw; j += 8) {
+                __m256 acc = _mm256_loadu_ps(r0 + j);
+                if (g->max) {
+                    __m256 nan = _mm256_cmp_ps(acc, acc, _CMP_UNORD_Q);
+                    for (int64_t r = ylo + 1; r < yhi; r++) acc = vmax(_mm256_loadu_ps(x + r * iw + j), acc, &nan);
+                    acc = vmax_done(acc, nan);
+                } else {
+                    for (int64_t r = ylo + 1; r < yhi; r++) acc = _mm256_add_ps(acc, _mm256_loadu_ps(x + r * iw + j));
+                }
+                _mm256_storeu_ps(tmp + j, acc);
+            }
+            for (; j < iw; j++) {
+                float acc = r0[j];
+                bool nan = acc != acc;
+                for (int64_t r = ylo + 1; r < yhi; r++) {
+                    float v = x[r * iw + j];
+                    acc = g->max ? smax(v, acc, &nan) : acc + v;
+                }
+                tmp[j] = g->max && nan ? NAN : acc;
+            }
+            for (j = iw; j < iw + 16; j++) tmp[j] = 0.0f; /* read (not used) by the stride-2 loads */
+            float rows_div = (float)taps(y0, kh, ih, g->pt, g->pb, g->count_include_pad);
+            /* horizontal pass */
+            int64_t ox = 0;
+            for (; ox < ow; ox++) {
+                if (ox >= ox_lo && ox < ox_hi && (sw == 1 || sw == 2)) {
+                    /* interior, 8 at a time */
+                    for (; ox + 8 <= ox_hi; ox += 8) {
+                        const float *t = tmp + ox * sw - g->pl;
+                        __m256 acc = load_strided(t, sw);
+                        if (g->max) {
+                            __m256 nan = _mm256_cmp_ps(acc, acc, _CMP_UNORD_Q);
+                            for (int64_t kx = 1; kx < kw; kx++) acc = vmax(load_strided(t + kx, sw), acc, &nan);
+                            acc = vmax_done(acc, nan);
+                        } else {
+                            for (int64_t kx = 1; kx < kw; kx++) acc = _mm256_add_ps(acc, load_strided(t + kx, sw));
+                        }
+                        if (!g->max) {
+                            __m256 div = _mm256_set1_ps(rows_div * (float)kw);
+                            acc = _mm256_div_ps(acc, div);
+                        }
+                        _mm256_storeu_ps(yrow + ox, acc);
+                    }
+                    if (ox >= ow) break;
+                }
+                int64_t x0 = ox * sw - g->pl, xlo = max64(0, x0), xhi = min64(iw, x0 + kw);
+                if (xlo >= xhi) {
+                    yrow[ox] = g->max ? NAN : 0.0f;
+                    continue;
+                }
+                float acc = tmp[xlo];
+                bool nan = acc != acc;
+                for (int64_t c = xlo + 1; c < xhi; c++) acc = g->max ? smax(tmp[c], acc, &nan) : acc + tmp[c];
+                if (g->max && nan) acc = NAN;
+                if (!g->max) {
+                    float div = rows_div * (float)taps(x0, kw, iw, g->pl, g->pr, g->count_include_pad);
+                    acc = div > 0.0f ? acc / div : 0.0f;
+                }
+                yrow[ox] = acc;
+            }
+        }
+    }
+}
+
+#endif /* x86-64 with AVX2 and FMA */

@@ -1,0 +1,108 @@
+/*
+ * test_pool.c -- the AVX2 2-D pooling (ops/x86/pool_avx2.c) against its
+ * reference twin inf__ops_pool2d_f32_ref (the window loop of ops/ref/pool.c).
+ *
+ * Random shapes: planes 1..5 (batch 1 included), input 1..70 x 1..70 (odd
+ * widths, widths around the 8-float vectors), kernel 1..5 per dim, strides
+ * 1..3 (1 and 2 are the vector paths), asymmetric pads below the kernel
+ * size, floor and ceil rounding of the output size, max and average (with
+ * and without count_include_pad).  Inputs hold some NaNs, -0 and +0, and
+ * repeated values.  Max must be bit-identical; the average within
+ * 1e-6 * (sum of |x| / count) + 1e-30 (the reference sums in double).
+ * Prints "N passed, M failed"; skips on a CPU without AVX2/FMA.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "ops/ops.h"
+
+static int n_passed, n_failed;
+static uint64_t rng = 0x853C49E6748FEA9Bull;
+
+static uint64_t next_u64(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static int64_t rand_in(int64_t lo, int64_t hi) { return lo + (int64_t)(next_u64() % (uint64_t)(hi - lo + 1)); }
+static float value(void) {
+    switch (next_u64() % 40) {
+    case 0: return NAN;
+    case 1: return -0.0f;
+    case 2: return 0.0f;
+    case 3: return 1.0f;
+    default: return (float)((double)(next_u64() >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+}
+
+/* Output size of one dim; -1 when the window does not fit. */
+static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, bool ceil_mode) {
+    int64_t span = in + pb + pe - k;
+    if (span < 0) return -1;
+    if (!ceil_mode) return span / s + 1;
+    int64_t out = (span + s - 1) / s + 1;
+    if ((out - 1) * s >= in + pb) out--;
+    return out;
+}
+
+static void check_one(void) {
+    inf__pool2d q;
+    int64_t planes = rand_in(1, 5);
+    q.ih = rand_in(1, 70), q.iw = next_u64() % 3 ? rand_in(1, 40) : rand_in(1, 70);
+    q.kh = rand_in(1, 5), q.kw = rand_in(1, 5);
+    q.sh = rand_in(1, 3), q.sw = next_u64() % 4 ? rand_in(1, 2) : 3;
+    q.pt = rand_in(0, q.kh - 1), q.pb = rand_in(0, q.kh - 1), q.pl = rand_in(0, q.kw - 1), q.pr = rand_in(0, q.kw - 1);
+    bool ceil_mode = next_u64() % 2;
+    q.max = next_u64() % 2;
+    q.count_include_pad = next_u64() % 2;
+    q.oh = out_size(q.ih, q.kh, q.sh, q.pt, q.pb, ceil_mode);
+    q.ow = out_size(q.iw, q.kw, q.sw, q.pl, q.pr, ceil_mode);
+    if (q.oh < 1 || q.ow < 1) return;
+    size_t nx = (size_t)(planes * q.ih * q.iw), ny = (size_t)(planes * q.oh * q.ow);
+    float *x = malloc(nx * sizeof *x), *yr = malloc(ny * sizeof *yr), *ya = malloc(ny * sizeof *ya);
+    if (!x || !yr || !ya) {
+        n_failed++;
+        free(x), free(yr), free(ya);
+        return;
+    }
+    for (size_t i = 0; i < nx; i++) x[i] = q.max ? value() : (float)((double)(next_u64() >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    inf__ops_pool2d_f32_ref(&q, x, yr, planes);
+    inf__ops_pool2d_f32_avx2(&q, x, ya, planes);
+    bool ok = true;
+    for (size_t i = 0; i < ny && ok; i++) {
+        if (q.max) {
+            ok = memcmp(&yr[i], &ya[i], sizeof(float)) == 0;
+        } else {
+            double tol = 1e-6 * (fabs(yr[i]) + 1.0) * (double)(q.kh * q.kw);
+            ok = fabs((double)yr[i] - (double)ya[i]) <= tol;
+        }
+        if (!ok)
+            fprintf(stderr, "  y[%zu]: avx2 %.9g, ref %.9g\n", i, ya[i], yr[i]);
+    }
+    if (ok) {
+        n_passed++;
+    } else {
+        n_failed++;
+        fprintf(stderr,
+                "FAIL %s planes=%lld in=%lldx%lld k=%lldx%lld s=%lldx%lld pads=%lld,%lld,%lld,%lld ceil=%d incl_pad=%d\n",
+                q.max ? "max" : "avg", (long long)planes, (long long)q.ih, (long long)q.iw, (long long)q.kh,
+                (long long)q.kw, (long long)q.sh, (long long)q.sw, (long long)q.pt, (long long)q.pl, (long long)q.pb,
+                (long long)q.pr, ceil_mode, q.count_include_pad);
+    }
+    free(x), free(yr), free(ya);
+}
+
+int main(void) {
+    if (!inf__cpu_has_avx2_fma()) {
+        printf("pool2d avx2: CPU without AVX2/FMA, skipped\n0 passed, 0 failed\n");
+        return 0;
+    }
+    for (int i = 0; i < 3000; i++) check_one();
+    printf("pool2d avx2 vs ref: %s\n", n_failed ? "FAILED" : "ok");
+    printf("%d passed, %d failed\n", n_passed, n_failed);
+    return n_failed ? 1 : 0;
+}
