@@ -339,65 +339,81 @@ static void human_versions(cJSON *arr) {
     }
 }
 
-static int sub_list(int argc, char **argv) {
-    flag_vals fv;
-    args a;
-    int rc = parse(argc, argv, NULL, 0, &fv, &a);
+/* Parses argv (flags as in parse) for a sub-command taking n_pos positional
+ * arguments, the first NAME@VERSION (split into name and *version); usage
+ * otherwise.  Returns 0, or the exit code. */
+static int parse_versioned(int argc, char **argv, const flag_spec *flags, int n_flags, int n_pos, const char *usage,
+                           flag_vals *fv, args *a, char name[129], int64_t *version) {
+    int rc = parse(argc, argv, flags, n_flags, fv, a);
     if (rc) return rc;
-    if (a.n_pos) return cli_usage(CMD, "usage: infera registry list [--json]");
-    inf_registry *r;
-    if ((rc = open_registry(0, &r))) return rc;
-    inf_error err;
-    char *json;
-    if (inf_registry_list_json(r, &json, &err)) return api_fail(r, &err);
-    rc = print_json_or(json, a.json, human_list);
+    if (a->n_pos != n_pos || !split_versioned(a->pos[0], name, version)) return cli_usage(CMD, "%s", usage);
+    return 0;
+}
+
+/* The start of a sub-command with no flags but --json and exactly n_pos
+ * positional arguments: parses argv (usage when the count differs) and opens
+ * the registry for reading.  Returns 0 with *r open, or the exit code. */
+static int begin_simple(int argc, char **argv, int n_pos, const char *usage, args *a, inf_registry **r) {
+    flag_vals fv;
+    int rc = parse(argc, argv, NULL, 0, &fv, a);
+    if (rc) return rc;
+    if (a->n_pos != n_pos) return cli_usage(CMD, "%s", usage);
+    return open_registry(0, r);
+}
+
+/* The tail of every sub-command whose query returns JSON: reports a failed
+ * query (st, err), else prints json (verbatim when raw, else through human),
+ * then frees json and closes r.  Returns the exit code. */
+static int finish_json(inf_registry *r, inf_status st, char *json, const inf_error *err, bool raw,
+                       void (*human)(cJSON *)) {
+    if (st) return api_fail(r, err);
+    int rc = print_json_or(json, raw, human);
     inf_registry_string_free(json);
     inf_registry_free(r);
     return rc;
+}
+
+typedef inf_status (*json_query_fn)(inf_registry *r, const char *arg, char **out, inf_error *err);
+
+/* `infera registry SUB [ARG] [--json]`: no flags but --json, exactly n_pos
+ * positional arguments (else usage), one query given the first of them
+ * (NULL when n_pos is 0). */
+static int run_json_query(int argc, char **argv, int n_pos, const char *usage, json_query_fn query,
+                          void (*human)(cJSON *)) {
+    args a;
+    inf_registry *r;
+    int rc = begin_simple(argc, argv, n_pos, usage, &a, &r);
+    if (rc) return rc;
+    inf_error err;
+    char *json = NULL;
+    inf_status st = query(r, n_pos ? a.pos[0] : NULL, &json, &err);
+    return finish_json(r, st, json, &err, a.json, human);
+}
+
+static inf_status list_json(inf_registry *r, const char *arg, char **out, inf_error *err) {
+    (void)arg;
+    return inf_registry_list_json(r, out, err);
+}
+
+static int sub_list(int argc, char **argv) {
+    return run_json_query(argc, argv, 0, "usage: infera registry list [--json]", list_json, human_list);
 }
 
 static int sub_show(int argc, char **argv) {
-    flag_vals fv;
-    args a;
-    int rc = parse(argc, argv, NULL, 0, &fv, &a);
-    if (rc) return rc;
-    if (a.n_pos != 1) return cli_usage(CMD, "usage: infera registry show NAME[@VERSION|@ALIAS] [--json]");
-    inf_registry *r;
-    if ((rc = open_registry(0, &r))) return rc;
-    inf_error err;
-    char *json;
-    if (inf_registry_show_json(r, a.pos[0], &json, &err)) return api_fail(r, &err);
-    rc = print_json_or(json, a.json, human_show);
-    inf_registry_string_free(json);
-    inf_registry_free(r);
-    return rc;
+    return run_json_query(argc, argv, 1, "usage: infera registry show NAME[@VERSION|@ALIAS] [--json]",
+                          inf_registry_show_json, human_show);
 }
 
 static int sub_versions(int argc, char **argv) {
-    flag_vals fv;
-    args a;
-    int rc = parse(argc, argv, NULL, 0, &fv, &a);
-    if (rc) return rc;
-    if (a.n_pos != 1) return cli_usage(CMD, "usage: infera registry versions NAME [--json]");
-    inf_registry *r;
-    if ((rc = open_registry(0, &r))) return rc;
-    inf_error err;
-    char *json;
-    if (inf_registry_versions_json(r, a.pos[0], &json, &err)) return api_fail(r, &err);
-    rc = print_json_or(json, a.json, human_versions);
-    inf_registry_string_free(json);
-    inf_registry_free(r);
-    return rc;
+    return run_json_query(argc, argv, 1, "usage: infera registry versions NAME [--json]", inf_registry_versions_json,
+                          human_versions);
 }
 
 static int sub_resolve(int argc, char **argv) {
-    flag_vals fv;
     args a;
-    int rc = parse(argc, argv, NULL, 0, &fv, &a);
-    if (rc) return rc;
-    if (a.n_pos != 1) return cli_usage(CMD, "usage: infera registry resolve REF [--json]");
     inf_registry *r;
-    if ((rc = open_registry(0, &r))) return rc;
+    int rc = begin_simple(argc, argv, 1, "usage: infera registry resolve REF [--json]", &a, &r);
+    if (rc) return rc;
     inf_error err;
     inf_registry_resolved v;
     if (inf_registry_resolve(r, a.pos[0], &v, &err)) return api_fail(r, &err);
@@ -415,12 +431,11 @@ static int sub_delete(int argc, char **argv) {
     static const flag_spec flags[] = {{"--reason", false, false}};
     flag_vals fv;
     args a;
-    int rc = parse(argc, argv, flags, 1, &fv, &a);
-    if (rc) return rc;
     char name[129];
-    int64_t version;
-    if (a.n_pos != 1 || !split_versioned(a.pos[0], name, &version))
-        return cli_usage(CMD, "usage: infera registry delete NAME@VERSION [--reason TEXT]");
+    int64_t version = 0;
+    int rc = parse_versioned(argc, argv, flags, 1, 1, "usage: infera registry delete NAME@VERSION [--reason TEXT]", &fv,
+                             &a, name, &version);
+    if (rc) return rc;
     inf_registry *r;
     if ((rc = open_registry(0, &r))) return rc;
     inf_error err;
@@ -437,12 +452,12 @@ static int sub_alias(int argc, char **argv) {
     static const flag_spec flags[] = {{"--protect", false, true}, {"--unprotect", false, true}};
     flag_vals fv;
     args a;
-    int rc = parse(argc, argv, flags, 2, &fv, &a);
-    if (rc) return rc;
     char name[129];
-    int64_t version;
-    if (a.n_pos != 2 || !split_versioned(a.pos[0], name, &version))
-        return cli_usage(CMD, "usage: infera registry alias NAME@VERSION ALIAS [--protect|--unprotect]");
+    int64_t version = 0;
+    int rc = parse_versioned(argc, argv, flags, 2, 2,
+                             "usage: infera registry alias NAME@VERSION ALIAS [--protect|--unprotect]", &fv, &a, name,
+                             &version);
+    if (rc) return rc;
     if (fv.set[0] && fv.set[1]) return cli_usage(CMD, "--protect and --unprotect exclude each other");
     inf_registry *r;
     if ((rc = open_registry(0, &r))) return rc;
@@ -455,13 +470,10 @@ static int sub_alias(int argc, char **argv) {
 }
 
 static int sub_unalias(int argc, char **argv) {
-    flag_vals fv;
     args a;
-    int rc = parse(argc, argv, NULL, 0, &fv, &a);
-    if (rc) return rc;
-    if (a.n_pos != 2) return cli_usage(CMD, "usage: infera registry unalias NAME ALIAS");
     inf_registry *r;
-    if ((rc = open_registry(0, &r))) return rc;
+    int rc = begin_simple(argc, argv, 2, "usage: infera registry unalias NAME ALIAS", &a, &r);
+    if (rc) return rc;
     inf_error err;
     if (inf_registry_alias_remove(r, a.pos[0], a.pos[1], &err)) return api_fail(r, &err);
     printf("removed alias %s@%s\n", a.pos[0], a.pos[1]);
@@ -532,10 +544,9 @@ static int sub_token(int argc, char **argv) {
         memset(token, 0, sizeof token);
     } else if (!strcmp(a.pos[0], "list") && a.n_pos <= 2) {
         if ((rc = open_registry(0, &r))) return rc;
-        char *json;
-        if (inf_registry_tokens_json(r, a.n_pos == 2 ? a.pos[1] : NULL, &json, &err)) return api_fail(r, &err);
-        rc = print_json_or(json, a.json, human_tokens);
-        inf_registry_string_free(json);
+        char *json = NULL;
+        inf_status st = inf_registry_tokens_json(r, a.n_pos == 2 ? a.pos[1] : NULL, &json, &err);
+        return finish_json(r, st, json, &err, a.json, human_tokens);
     } else if (!strcmp(a.pos[0], "revoke") && a.n_pos == 2) {
         if ((rc = open_registry(0, &r))) return rc;
         int n;
@@ -609,12 +620,9 @@ static int sub_audit(int argc, char **argv) {
     inf_registry_audit_filter f = {.model = fv.val[0], .since = fv.val[1]};
     if (fv.val[2] && !cli_parse_int(CMD, "--limit", fv.val[2], 1, 1 << 30, &f.limit)) return 2;
     if ((rc = open_registry(0, &r))) return rc;
-    char *json;
-    if (inf_registry_audit_json(r, &f, &json, &err)) return api_fail(r, &err);
-    rc = print_json_or(json, a.json, human_audit);
-    inf_registry_string_free(json);
-    inf_registry_free(r);
-    return rc;
+    char *json = NULL;
+    inf_status st = inf_registry_audit_json(r, &f, &json, &err);
+    return finish_json(r, st, json, &err, a.json, human_audit);
 }
 
 /* ---------------------------------------------------------------------------
@@ -657,14 +665,10 @@ static int sub_lineage(int argc, char **argv) {
     inf_registry *r;
     if ((rc = open_registry(0, &r))) return rc;
     inf_error err;
-    char *json;
+    char *json = NULL;
     inf_status st = fv.val[0] ? inf_registry_table_lineage_json(r, fv.val[0], &json, &err)
                               : inf_registry_lineage_json(r, a.pos[0], &json, &err);
-    if (st) return api_fail(r, &err);
-    rc = print_json_or(json, a.json, fv.val[0] ? human_table_lineage : human_lineage);
-    inf_registry_string_free(json);
-    inf_registry_free(r);
-    return rc;
+    return finish_json(r, st, json, &err, a.json, fv.val[0] ? human_table_lineage : human_lineage);
 }
 
 static int sub_record_use(int argc, char **argv) {

@@ -101,16 +101,10 @@ static inf_status csv_source_open(const char *uri, const char *rest, const inf_s
     snprintf(s->path, sizeof s->path, "%s", rest);
     s->max_rows = opts->max_rows > 0 ? opts->max_rows : 1024;
     s->line = 1;
-    if (!strcmp(rest, "-")) {
-        s->f = stdin;
-    } else {
-        s->f = fopen(rest, "rb");
-        s->owns = 1;
-        if (!s->f) {
-            inf_status st = errno == ENOENT ? INF_ENOENT : INF_EIO;
-            csv_source_close(s);
-            return inf__io_fail(err, st, "%s: cannot open: %s", uri, strerror(errno));
-        }
+    inf_status st = inf__io_open_input(uri, rest, &s->f, &s->owns, err);
+    if (st) {
+        csv_source_close(s);
+        return st;
     }
     /* header */
     for (;;) {
@@ -218,17 +212,12 @@ static inf_status csv_sink_open(const char *uri, const char *rest, const inf_sin
     csv_sink *s = calloc(1, sizeof *s);
     if (!s) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
     snprintf(s->path, sizeof s->path, "%s", rest);
-    if (!strcmp(rest, "-")) {
-        s->f = stdout;
-    } else {
-        s->f = fopen(rest, opts->append ? "ab" : "wb");
-        s->owns = 1;
-        if (!s->f) {
-            free(s);
-            return inf__io_fail(err, INF_EIO, "%s: cannot create: %s", uri, strerror(errno));
-        }
-        if (opts->append && ftell(s->f) > 0) s->n_cols = -1; /* header exists: take it from the first batch silently */
+    inf_status st = inf__io_open_output(uri, rest, opts->append, &s->f, &s->owns, err);
+    if (st) {
+        free(s);
+        return st;
     }
+    if (s->owns && opts->append && ftell(s->f) > 0) s->n_cols = -1; /* header exists: take it from the first batch silently */
     *state = s;
     return INF_OK;
 }
@@ -279,8 +268,7 @@ static inf_status csv_sink_write(void *state, const inf_record_batch *b, inf_err
 
 static inf_status csv_sink_commit(void *state, inf_error *err) {
     csv_sink *s = state;
-    if (fflush(s->f) || ferror(s->f)) return inf__io_fail(err, INF_EIO, "csv:%s: write failed: %s", s->path, strerror(errno));
-    return INF_OK;
+    return inf__io_flush(s->f, "csv", s->path, err);
 }
 
 static inf_status csv_sink_close(void *state, inf_error *err) {

@@ -9,6 +9,7 @@
  * Callers: batch and stream runners, `infera features`, fit-spec, tests.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -58,6 +59,38 @@ inf_status inf__io_fail(inf_error *err, inf_status status, const char *fmt, ...)
         va_end(ap);
     }
     return status;
+}
+
+inf_status inf__io_open_input(const char *uri, const char *rest, FILE **f, int *owns, inf_error *err) {
+    if (!strcmp(rest, "-")) {
+        *f = stdin;
+        *owns = 0;
+        return INF_OK;
+    }
+    *f = fopen(rest, "rb");
+    *owns = 1;
+    if (!*f) {
+        int e = errno;
+        return inf__io_fail(err, e == ENOENT ? INF_ENOENT : INF_EIO, "%s: cannot open: %s", uri, strerror(e));
+    }
+    return INF_OK;
+}
+
+inf_status inf__io_open_output(const char *uri, const char *rest, int append, FILE **f, int *owns, inf_error *err) {
+    if (!strcmp(rest, "-")) {
+        *f = stdout;
+        *owns = 0;
+        return INF_OK;
+    }
+    *f = fopen(rest, append ? "ab" : "wb");
+    *owns = 1;
+    if (!*f) return inf__io_fail(err, INF_EIO, "%s: cannot create: %s", uri, strerror(errno));
+    return INF_OK;
+}
+
+inf_status inf__io_flush(FILE *f, const char *kind, const char *path, inf_error *err) {
+    if (fflush(f) || ferror(f)) return inf__io_fail(err, INF_EIO, "%s:%s: write failed: %s", kind, path, strerror(errno));
+    return INF_OK;
 }
 
 const char *inf_io_redact_uri(const char *uri, char *buf, size_t size) {

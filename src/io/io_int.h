@@ -31,4 +31,15 @@ const char *inf__io_uri_path(const char *rest, char *buf, size_t size);
 /* Types a text cell as CSV sources do (empty -> null, integer, float, bool, string). */
 inf_status inf__io_set_text_cell(inf_record_batch *b, int row, int field, const char *s, size_t len);
 
+/* File plumbing of the file kinds (csv.c, jsonl.c).  rest is the path, "-"
+ * meaning stdin/stdout (then *owns is 0 and the stream must not be closed).
+ * inf__io_open_input opens for reading: INF_ENOENT or INF_EIO, err
+ * "URI: cannot open: why".  inf__io_open_output opens for writing (appending
+ * when append, else truncating): INF_EIO, err "URI: cannot create: why".
+ * inf__io_flush flushes f and checks its error flag: INF_EIO, err
+ * "KIND:PATH: write failed: why". */
+inf_status inf__io_open_input(const char *uri, const char *rest, FILE **f, int *owns, inf_error *err);
+inf_status inf__io_open_output(const char *uri, const char *rest, int append, FILE **f, int *owns, inf_error *err);
+inf_status inf__io_flush(FILE *f, const char *kind, const char *path, inf_error *err);
+
 #endif /* INF_IO_INT_H */

@@ -40,16 +40,10 @@ static inf_status jsonl_source_open(const char *uri, const char *rest, const inf
     if (!s) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
     snprintf(s->path, sizeof s->path, "%s", rest);
     s->max_rows = opts->max_rows > 0 ? opts->max_rows : 1024;
-    if (!strcmp(rest, "-")) {
-        s->f = stdin;
-    } else {
-        s->f = fopen(rest, "rb");
-        s->owns = 1;
-        if (!s->f) {
-            inf_status st = errno == ENOENT ? INF_ENOENT : INF_EIO;
-            free(s);
-            return inf__io_fail(err, st, "%s: cannot open: %s", uri, strerror(errno));
-        }
+    inf_status st = inf__io_open_input(uri, rest, &s->f, &s->owns, err);
+    if (st) {
+        free(s);
+        return st;
     }
     *state = s;
     return INF_OK;
@@ -105,15 +99,10 @@ static inf_status jsonl_sink_open(const char *uri, const char *rest, const inf_s
     jsonl_sink *s = calloc(1, sizeof *s);
     if (!s) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
     snprintf(s->path, sizeof s->path, "%s", rest);
-    if (!strcmp(rest, "-")) {
-        s->f = stdout;
-    } else {
-        s->f = fopen(rest, opts->append ? "ab" : "wb");
-        s->owns = 1;
-        if (!s->f) {
-            free(s);
-            return inf__io_fail(err, INF_EIO, "%s: cannot create: %s", uri, strerror(errno));
-        }
+    inf_status st = inf__io_open_output(uri, rest, opts->append, &s->f, &s->owns, err);
+    if (st) {
+        free(s);
+        return st;
     }
     *state = s;
     return INF_OK;
@@ -130,8 +119,7 @@ static inf_status jsonl_sink_write(void *state, const inf_record_batch *b, inf_e
 
 static inf_status jsonl_sink_commit(void *state, inf_error *err) {
     jsonl_sink *s = state;
-    if (fflush(s->f) || ferror(s->f)) return inf__io_fail(err, INF_EIO, "jsonl:%s: write failed: %s", s->path, strerror(errno));
-    return INF_OK;
+    return inf__io_flush(s->f, "jsonl", s->path, err);
 }
 
 static inf_status jsonl_sink_close(void *state, inf_error *err) {

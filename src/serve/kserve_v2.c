@@ -80,12 +80,18 @@ static void ws(scan *sc) {
     while (sc->p < sc->end && (*sc->p == ' ' || *sc->p == '\n' || *sc->p == '\r' || *sc->p == '\t')) sc->p++;
 }
 
-static int expect(scan *sc, char c, const char *where) {
+/* Skips whitespace; when the next byte is c, consumes it and returns 1. */
+static int eat(scan *sc, char c) {
     ws(sc);
     if (sc->p < sc->end && *sc->p == c) {
         sc->p++;
-        return 0;
+        return 1;
     }
+    return 0;
+}
+
+static int expect(scan *sc, char c, const char *where) {
+    if (eat(sc, c)) return 0;
     if (sc->p >= sc->end)
         return fail(sc, INF_EFORMAT, "malformed JSON: unexpected end of input in %s (expected '%c')", where, c);
     return fail(sc, INF_EFORMAT, "malformed JSON at offset %ld in %s: expected '%c', found '%c'",
@@ -200,11 +206,7 @@ static int skip_value(scan *sc, int depth, const char *where);
 static int skip_container(scan *sc, char open, char close, int depth, const char *where) {
     if (depth > 64) return fail(sc, INF_EFORMAT, "malformed JSON: nesting deeper than 64 in %s", where);
     sc->p++; /* open */
-    ws(sc);
-    if (sc->p < sc->end && *sc->p == close) {
-        sc->p++;
-        return 0;
-    }
+    if (eat(sc, close)) return 0;
     for (;;) {
         if (open == '{') {
             const char *k;
@@ -212,11 +214,7 @@ static int skip_container(scan *sc, char open, char close, int depth, const char
             if (str_span(sc, &k, &kn, NULL, where) || expect(sc, ':', where)) return -1;
         }
         if (skip_value(sc, depth + 1, where)) return -1;
-        ws(sc);
-        if (sc->p < sc->end && *sc->p == ',') {
-            sc->p++;
-            continue;
-        }
+        if (eat(sc, ',')) continue;
         return expect(sc, close, where);
     }
 }
@@ -521,11 +519,7 @@ static int parse_shape(scan *sc, srv_input *in) {
     const char *where = in->name ? in->name : "input";
     if (expect(sc, '[', "shape")) return -1;
     in->ndim = 0;
-    ws(sc);
-    if (sc->p < sc->end && *sc->p == ']') {
-        sc->p++;
-        return 0;
-    }
+    if (eat(sc, ']')) return 0;
     for (;;) {
         ws(sc);
         int64_t v;
@@ -536,11 +530,7 @@ static int parse_shape(scan *sc, srv_input *in) {
             return fail(sc, INF_ESHAPE, "input '%s': shape has more than %d dimensions", where, INF_MAX_DIMS);
         in->dims[in->ndim++] = v;
         sc->p += n;
-        ws(sc);
-        if (sc->p < sc->end && *sc->p == ',') {
-            sc->p++;
-            continue;
-        }
+        if (eat(sc, ',')) continue;
         return expect(sc, ']', "shape");
     }
 }
@@ -689,10 +679,7 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
         goto done;
     }
     sc->p++;
-    ws(sc);
-    if (sc->p < sc->end && *sc->p == '}') {
-        sc->p++;
-    } else {
+    if (!eat(sc, '}')) {
         for (;;) {
             const char *key;
             size_t klen;
@@ -710,10 +697,7 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
             } else if (key_is(key, klen, "inputs")) {
                 have_inputs = 1;
                 if (expect(sc, '[', "inputs")) goto done;
-                ws(sc);
-                if (sc->p < sc->end && *sc->p == ']') {
-                    sc->p++;
-                } else {
+                if (!eat(sc, ']')) {
                     for (;;) {
                         if (grow((void **)&req->inputs, req->n_inputs, sizeof(srv_input)) ||
                             grow((void **)&tmps, req->n_inputs, sizeof(input_tmp))) {
@@ -724,21 +708,14 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
                         input_tmp *tmp = &tmps[req->n_inputs];
                         req->n_inputs++;
                         if (parse_input(sc, in, tmp)) goto done;
-                        ws(sc);
-                        if (sc->p < sc->end && *sc->p == ',') {
-                            sc->p++;
-                            continue;
-                        }
+                        if (eat(sc, ',')) continue;
                         if (expect(sc, ']', "inputs")) goto done;
                         break;
                     }
                 }
             } else if (key_is(key, klen, "outputs")) {
                 if (expect(sc, '[', "outputs")) goto done;
-                ws(sc);
-                if (sc->p < sc->end && *sc->p == ']') {
-                    sc->p++;
-                } else {
+                if (!eat(sc, ']')) {
                     for (;;) {
                         if (grow((void **)&req->outputs, req->n_outputs, sizeof(srv_output_req))) {
                             fail(sc, INF_ENOMEM, "out of memory decoding outputs");
@@ -746,11 +723,7 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
                         }
                         srv_output_req *o = &req->outputs[req->n_outputs++];
                         if (parse_output(sc, o)) goto done;
-                        ws(sc);
-                        if (sc->p < sc->end && *sc->p == ',') {
-                            sc->p++;
-                            continue;
-                        }
+                        if (eat(sc, ',')) continue;
                         if (expect(sc, ']', "outputs")) goto done;
                         break;
                     }
@@ -758,11 +731,7 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
             } else {
                 if (skip_value(sc, 0, "request")) goto done;
             }
-            ws(sc);
-            if (sc->p < sc->end && *sc->p == ',') {
-                sc->p++;
-                continue;
-            }
+            if (eat(sc, ',')) continue;
             if (expect(sc, '}', "request")) goto done;
             break;
         }
@@ -1066,10 +1035,7 @@ inf_status inf__serve_decode_records(const char *body, size_t len,
         return err ? err->status : INF_EFORMAT;
     }
     sc->p++;
-    ws(sc);
-    if (sc->p < sc->end && *sc->p == '}') {
-        sc->p++;
-    } else {
+    if (!eat(sc, '}')) {
         for (;;) {
             const char *key;
             size_t klen;
@@ -1077,10 +1043,7 @@ inf_status inf__serve_decode_records(const char *body, size_t len,
             if (key_is(key, klen, "records")) {
                 have = 1;
                 if (expect(sc, '[', "records")) goto out;
-                ws(sc);
-                if (sc->p < sc->end && *sc->p == ']') {
-                    sc->p++;
-                } else {
+                if (!eat(sc, ']')) {
                     for (int i = 0;; i++) {
                         ws(sc);
                         const char *start = sc->p;
@@ -1097,11 +1060,7 @@ inf_status inf__serve_decode_records(const char *body, size_t len,
                             sc->failed = 1;
                             goto out;
                         }
-                        ws(sc);
-                        if (sc->p < sc->end && *sc->p == ',') {
-                            sc->p++;
-                            continue;
-                        }
+                        if (eat(sc, ',')) continue;
                         if (expect(sc, ']', "records")) goto out;
                         break;
                     }
@@ -1109,11 +1068,7 @@ inf_status inf__serve_decode_records(const char *body, size_t len,
             } else if (skip_value(sc, 0, "request")) {
                 goto out;
             }
-            ws(sc);
-            if (sc->p < sc->end && *sc->p == ',') {
-                sc->p++;
-                continue;
-            }
+            if (eat(sc, ',')) continue;
             if (expect(sc, '}', "request")) goto out;
             break;
         }

@@ -211,13 +211,8 @@ const char *inf__scorer_primary_name(const inf__scorer *s) {
     return s->primary < 0 ? NULL : inf_record_batch_field_name(s->out, s->primary);
 }
 
-typedef struct json_buf {
-    char *p;
-    size_t n, cap;
-} json_buf;
-
-static int buf_write(const char *bytes, size_t n, void *user) {
-    json_buf *b = user;
+int inf__scorer_buf_write(const char *bytes, size_t n, void *user) {
+    inf__scorer_buf *b = user;
     if (b->n + n + 1 > b->cap) {
         size_t cap = (b->cap ? b->cap * 2 : 256) + n;
         char *p = realloc(b->p, cap);
@@ -231,20 +226,20 @@ static int buf_write(const char *bytes, size_t n, void *user) {
 }
 
 inf_status inf__scorer_row_json(const inf__scorer *s, int row, int with_id, inf_write_fn write, void *user) {
-    json_buf b = {0};
+    inf__scorer_buf b = {0};
     /* skip list without the id when with_id */
     const char *skip[256];
     int k = 0;
     for (int i = 0; i < s->n_skip && k < 255; i++)
         if (!(with_id && s->id_column[0] && !strcmp(s->skip[i], s->id_column))) skip[k++] = s->skip[i];
     skip[k] = NULL;
-    inf_status st = inf_record_batch_row_to_json(s->out, row, skip, buf_write, &b);
+    inf_status st = inf_record_batch_row_to_json(s->out, row, skip, inf__scorer_buf_write, &b);
     if (!st && b.n >= 2 && b.p[b.n - 1] == '}') {
         b.n--; /* add the pipeline hash under its lineage name */
         char tail[128];
         int n = snprintf(tail, sizeof tail, "%s\"pipeline_hash\":\"%s\"}", b.n > 1 ? "," : "",
                          inf_pipeline_hash(s->m.pipeline));
-        if (buf_write(tail, (size_t)n, &b)) st = INF_ENOMEM;
+        if (inf__scorer_buf_write(tail, (size_t)n, &b)) st = INF_ENOMEM;
     }
     if (!st && write(b.p, b.n, user)) st = INF_ENOMEM;
     free(b.p);

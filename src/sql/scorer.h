@@ -61,4 +61,13 @@ const char *inf__scorer_primary_name(const inf__scorer *s);
  * write.  INF_ENOMEM. */
 inf_status inf__scorer_row_json(const inf__scorer *s, int row, int with_id, inf_write_fn write, void *user);
 
+/* A growable byte buffer and an inf_write_fn that appends to it (user is an
+ * inf__scorer_buf *, zero-initialised by the caller, who frees p).  Keeps one
+ * spare byte past n.  Returns -1 when out of memory. */
+typedef struct inf__scorer_buf {
+    char *p;
+    size_t n, cap;
+} inf__scorer_buf;
+int inf__scorer_buf_write(const char *bytes, size_t n, void *user);
+
 #endif /* INF_SQL_SCORER_H */

@@ -134,25 +134,6 @@ static void fn_predict(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     }
 }
 
-typedef struct text_buf {
-    char *p;
-    size_t n, cap;
-} text_buf;
-
-static int text_write(const char *bytes, size_t n, void *user) {
-    text_buf *b = user;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = (b->cap ? b->cap * 2 : 256) + n;
-        char *p = realloc(b->p, cap);
-        if (!p) return -1;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, bytes, n);
-    b->n += n;
-    return 0;
-}
-
 static void fn_predict_json(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL) {
@@ -162,8 +143,8 @@ static void fn_predict_json(sqlite3_context *ctx, int argc, sqlite3_value **argv
     inf__scorer *s = NULL;
     int row = score_one(ctx, argv, &s);
     if (row < 0) return;
-    text_buf b = {0};
-    if (inf__scorer_row_json(s, row, 0, text_write, &b)) {
+    inf__scorer_buf b = {0};
+    if (inf__scorer_row_json(s, row, 0, inf__scorer_buf_write, &b)) {
         free(b.p);
         sqlite3_result_error_nomem(ctx);
         return;
