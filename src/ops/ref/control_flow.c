@@ -270,7 +270,7 @@ static inf_status loop_scan_grow(inf__kernel_ctx *ctx, int j, inf_tensor **acc, 
     dims[0] *= 2;
     if (inf_tensor_new(cur->dtype, cur->ndim, dims, &grown) != INF_OK)
         return inf__kernel_error(ctx, INF_ENOMEM, "out of memory stacking scan output %d", j);
-    inf_status st = value_copy_elems(ctx, grown, 0, cur, 0, rows * (inf_tensor_numel(cur) / cur->dims[0]));
+    inf_status st = move_copy(ctx, grown, 0, cur, 0, rows * (inf_tensor_numel(cur) / cur->dims[0]));
     if (st != INF_OK) {
         inf_tensor_free(grown);
         return st;
@@ -298,7 +298,7 @@ static inf_status loop_append_scan(inf__kernel_ctx *ctx, const loop_params *p, l
                                  inf_dtype_name(cur->dtype), inf__shape_str(cur->ndim - 1, cur->dims + 1, b, sizeof b));
     if (row == cur->dims[0] && (st = loop_scan_grow(ctx, j, &ls->scan[j], row)) != INF_OK) return st;
     int64_t row_numel = inf_tensor_numel(src);
-    return value_copy_elems(ctx, ls->scan[j], row * row_numel, src, 0, row_numel);
+    return move_copy(ctx, ls->scan[j], row * row_numel, src, 0, row_numel);
 }
 
 /* Runs iteration i; *cond receives the body's condition (when cond_used). */
@@ -611,7 +611,7 @@ static inf_status scan_store_output(inf__kernel_ctx *ctx, const scan_params *p, 
     int64_t base = b * ss->len * outer * inner;
     inf_status st = INF_OK;
     for (int64_t i = 0; i < outer && st == INF_OK; i++)
-        st = value_copy_elems(ctx, y, base + (i * ss->len + pos) * inner, src, i * inner, inner);
+        st = move_copy(ctx, y, base + (i * ss->len + pos) * inner, src, i * inner, inner);
     return st;
 }
 

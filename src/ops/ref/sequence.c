@@ -228,7 +228,7 @@ static inf_status split_append_chunk(inf__kernel_ctx *ctx, inf_tensor *seq, cons
     for (int k = 0; k < axis; k++) outer *= x->dims[k];
     for (int k = axis + 1; k < x->ndim; k++) inner *= x->dims[k];
     for (int64_t o = 0; o < outer && st == INF_OK; o++)
-        st = value_copy_elems(ctx, item, o * len * inner, x, (o * x->dims[axis] + start) * inner, len * inner);
+        st = move_copy(ctx, item, o * len * inner, x, (o * x->dims[axis] + start) * inner, len * inner);
     return st;
 }
 
@@ -353,7 +353,7 @@ static inf_status concat_from_sequence_run(inf__kernel_ctx *ctx) {
         for (int i = 0; i < s->n_items && st == INF_OK; i++) {
             const inf_tensor *t = s->items[i];
             int64_t chunk = outer ? inf_tensor_numel(t) / outer : 0;
-            st = value_copy_elems(ctx, y, di, t, o * chunk, chunk);
+            st = move_copy(ctx, y, di, t, o * chunk, chunk);
             di += chunk;
         }
     return st;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "ops/ref/data_move.h" /* move_copy: element copies, strings duplicated */
 
 static inline const char *value_kind_name(const inf_tensor *t) {
     if (!t) return "missing value";
@@ -27,26 +28,6 @@ static inline const char *value_kind_name(const inf_tensor *t) {
     }
 }
 
-/* Copies n elements of src from element si to dst from element di (same
- * dtype); strings are duplicated. */
-static inline inf_status value_copy_elems(inf__kernel_ctx *ctx, inf_tensor *dst, int64_t di,
-                                          const inf_tensor *src, int64_t si, int64_t n) {
-    if (n <= 0) return INF_OK;
-    if (dst->dtype != INF_DTYPE_STRING) {
-        size_t es = inf_dtype_size(dst->dtype);
-        memcpy((char *)dst->data + (size_t)di * es, (const char *)src->data + (size_t)si * es,
-               (size_t)n * es);
-        return INF_OK;
-    }
-    char *const *s = src->data;
-    for (int64_t k = 0; k < n; k++) {
-        const char *e = s[si + k] ? s[si + k] : "";
-        if (inf_tensor_set_string(dst, di + k, e, strlen(e)) != INF_OK)
-            return inf__kernel_error(ctx, INF_ENOMEM, "out of memory copying strings");
-    }
-    return INF_OK;
-}
-
 /* Output i becomes a copy of src: a tensor is copied into a session buffer,
  * any other value is deep-copied into a heap value.  A NULL src (an absent
  * optional) becomes an empty optional. */
@@ -56,7 +37,7 @@ static inline inf_status value_output_copy(inf__kernel_ctx *ctx, int i, const in
         inf_tensor *y;
         st = inf__kernel_output(ctx, i, src->dtype, src->ndim, src->dims, &y);
         if (st != INF_OK) return st;
-        return value_copy_elems(ctx, y, 0, src, 0, inf_tensor_numel(src));
+        return move_copy(ctx, y, 0, src, 0, inf_tensor_numel(src));
     }
     inf_tensor *copy;
     st = src ? inf_tensor_clone(src, &copy) : inf_tensor_new_none(&copy);
