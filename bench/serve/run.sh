@@ -11,8 +11,15 @@
 #      arrivals (loadgen.c; target <= 2 ms);
 #   3. sequential round trip on one connection, median (target <= 100 us);
 #   4. MLP single-row requests at 256 connections with dynamic batching vs
-#      --max-batch 1 (target >= 1.5x);
+#      --max-batch 1 (target >= 1.5x), for the tiny test MLP (32-64-32-8,
+#      ~1 us per row) and the tabular benchmark MLP of bench/models
+#      (64-256-256-128-8, 0.12 M parameters);
 #   5. a short soak (SOAK_SECONDS, default 60) with RSS sampled.
+# Each infera measurement has a reference measured right after it with the
+# same client: nginx (static 150-byte body) and a minimal libmicrohttpd server
+# (bench/serve/minimal/mhd.c, same body, accepts the POST) -- the floor of
+# the HTTP library on this machine.  bench/serve/http_libs.sh compares the
+# candidate libraries themselves.
 # Prints a table and writes bench/serve/results-<date>.txt beside RESULTS.md.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +42,11 @@ cleanup() {
 trap cleanup EXIT
 
 cc -O2 -o "$TMP/loadgen" "$HERE/loadgen.c" -lpthread -lm
+cc -O2 -o "$TMP/mhd" "$HERE/minimal/mhd.c" -lmicrohttpd
+MHD_PORT=18491
+"$TMP/mhd" "$MHD_PORT" "$(nproc)" &
+PIDS+=($!)
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- nginx: a fixed 150-byte JSON body --------------------------------------
 printf '%-150s' '{"model_name":"fraud","model_version":"1","outputs":[{"name":"probabilities","datatype":"FP32","shape":[1,2],"data":[0.0084542,0.9915458]}]}' >"$TMP/body.json"
@@ -47,9 +59,12 @@ daemon on;
 events { worker_connections 4096; }
 http {
   access_log off;
+  keepalive_requests 1000000;
   server {
     listen 127.0.0.1:$NGINX_PORT;
-    location / { default_type application/json; alias $TMP/body.json; }
+    # the body from memory (a file under the 0700 mktemp directory would be
+    # unreadable to nginx's workers and measure a 403 page instead)
+    location / { default_type application/json; return 200 '$(cat "$TMP/body.json")'; }
   }
 }
 EOF
@@ -94,11 +109,18 @@ RATIO=$(awk -v a="$INF_RPS" -v b="$NGINX_RPS" 'BEGIN{printf "%.0f", 100*a/b}')
 HALF=$(awk -v a="$INF_RPS" 'BEGIN{printf "%.0f", a/2}')
 OPEN=$("$TMP/loadgen" "$PORT" /v2/models/fraud/infer "$TMP/fraud.json" "$HALF" "$SECS" 64)
 P99_HALF=$(echo "$OPEN" | sed -nE 's/.*"p99_us":([0-9]+).*/\1/p')
+OPEN_MHD=$("$TMP/loadgen" "$MHD_PORT" /x "$TMP/fraud.json" "$HALF" "$SECS" 64)
+MHD_P99_HALF=$(echo "$OPEN_MHD" | sed -nE 's/.*"p99_us":([0-9]+).*/\1/p')
+OPEN16=$("$TMP/loadgen" "$PORT" /v2/models/fraud/infer "$TMP/fraud.json" "$HALF" "$SECS" 16)
+P99_HALF16=$(echo "$OPEN16" | sed -nE 's/.*"p99_us":([0-9]+).*/\1/p')
+OPEN16_MHD=$("$TMP/loadgen" "$MHD_PORT" /x "$TMP/fraud.json" "$HALF" "$SECS" 16)
+MHD_P99_HALF16=$(echo "$OPEN16_MHD" | sed -nE 's/.*"p99_us":([0-9]+).*/\1/p')
 
 # ---- 3. sequential round trip, one connection ---------------------------------
 SEQ=$(BODY_FILE=$TMP/fraud.json wrk -t1 -c1 -d"${SECS}s" --latency -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/fraud/infer")
 SEQ_P50=$(echo "$SEQ" | pct 50)
 NGINX_SEQ_P50=$(wrk -t1 -c1 -d"${SECS}s" --latency "http://127.0.0.1:$NGINX_PORT/x" | pct 50)
+MHD_SEQ_P50=$(BODY_FILE=$TMP/fraud.json wrk -t1 -c1 -d"${SECS}s" --latency -s "$TMP/post.lua" "http://127.0.0.1:$MHD_PORT/x" | pct 50)
 
 # ---- 5. soak: Poisson load at half rate, RSS sampled --------------------------
 PID=${PIDS[-1]}
@@ -113,26 +135,44 @@ import sys, math
 d = ",".join("%.4f" % math.sin(i * 0.37) for i in range(32))
 open(sys.argv[1], "w").write('{"inputs":[{"name":"input","shape":[1,32],"datatype":"FP32","data":[%s]}]}' % d)
 EOF
-start_infera mlp1 --model "$ROOT/tests/models/mlp.onnx" --max-batch 1 --max-connections 2000
-NOBATCH_RPS=$(BODY_FILE=$TMP/mlp.json wrk -t2 -c256 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/mlp/infer" | rps)
-stop_last
-start_infera mlp64 --model "$ROOT/tests/models/mlp.onnx" --max-batch 64 --max-connections 2000
-BATCH_RPS=$(BODY_FILE=$TMP/mlp.json wrk -t2 -c256 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/mlp/infer" | rps)
-BATCH_AVG=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk -F' ' '/^nv_inference_count\{/{c=$2} /^nv_inference_exec_count\{/{e=$2} END{if(e>0)printf "%.1f", c/e}')
-stop_last
+python3 - "$TMP/mlp64.json" <<'EOF' 2>/dev/null || printf '{"inputs":[{"name":"input","shape":[1,64],"datatype":"FP32","data":[%s]}]}' "$(seq -s, 0.01 0.01 0.64)" >"$TMP/mlp64.json"
+import sys, math
+d = ",".join("%.4f" % math.sin(i * 0.37) for i in range(64))
+open(sys.argv[1], "w").write('{"inputs":[{"name":"input","shape":[1,64],"datatype":"FP32","data":[%s]}]}' % d)
+EOF
+batching() { # batching MODEL_FILE BODY_FILE -> "unbatched batched rows_per_batch"
+    local nb b avg
+    start_infera mlp1 --model "mlp=$1" --max-batch 1 --max-connections 2000
+    nb=$(BODY_FILE=$2 wrk -t2 -c256 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/mlp/infer" | rps)
+    stop_last
+    start_infera mlp64 --model "mlp=$1" --max-batch 64 --max-connections 2000
+    b=$(BODY_FILE=$2 wrk -t2 -c256 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/mlp/infer" | rps)
+    avg=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk -F' ' '/^nv_inference_count\{/{c=$2} /^nv_inference_exec_count\{/{e=$2} END{if(e>0)printf "%.1f", c/e}')
+    stop_last
+    echo "$nb $b $avg"
+}
+read -r NOBATCH_RPS BATCH_RPS BATCH_AVG < <(batching "$ROOT/tests/models/mlp.onnx" "$TMP/mlp.json")
 SPEEDUP=$(awk -v a="$BATCH_RPS" -v b="$NOBATCH_RPS" 'BEGIN{printf "%.2f", a/b}')
+read -r NOBATCH2_RPS BATCH2_RPS BATCH2_AVG < <(batching "$ROOT/bench/models/mlp.onnx" "$TMP/mlp64.json")
+SPEEDUP2=$(awk -v a="$BATCH2_RPS" -v b="$NOBATCH2_RPS" 'BEGIN{printf "%.2f", a/b}')
 
 OUT=$HERE/results-$(date +%Y%m%d-%H%M%S).txt
 {
-    echo "infera serve bench, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, ${SECS}s per run, wrk $(wrk -v 2>&1 | head -1 | cut -d' ' -f2)"
+    echo "infera serve bench, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, ${SECS}s per run, wrk $(wrk -v 2>&1 | head -1 | cut -d' ' -f2), load average before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
     printf '%-58s %14s %14s %8s\n' "measure" "infera" "reference" "target"
     printf '%-58s %14s %14s %8s\n' "fraud, 1 row, 64 connections (req/s) vs nginx 150 B" "$INF_RPS" "$NGINX_RPS" ">=60%"
     printf '%-58s %13s%% %14s %8s\n' "  = share of nginx" "$RATIO" "" ""
-    printf '%-58s %14s %14s %8s\n' "p99 at half max throughput, Poisson open loop (us)" "$P99_HALF" "rate $HALF/s" "<=2000"
+    printf '%-58s %14s %14s %8s\n' "p99 at half max ($HALF/s), Poisson, 64 conns (us)" "$P99_HALF" "mhd $MHD_P99_HALF" "<=2000"
+    printf '%-58s %14s %14s %8s\n' "p99 at half max ($HALF/s), Poisson, 16 conns (us)" "$P99_HALF16" "mhd $MHD_P99_HALF16" "<=2000"
     printf '%-58s %14s %14s %8s\n' "sequential round trip, 1 connection, median (us)" "$SEQ_P50" "nginx $NGINX_SEQ_P50" "<=100"
-    printf '%-58s %14s %14s %8s\n' "MLP 1 row, 256 connections, batching (req/s)" "$BATCH_RPS" "$NOBATCH_RPS" ">=1.5x"
-    printf '%-58s %14s %14s %8s\n' "  = speed-up over --max-batch 1 (avg rows/batch $BATCH_AVG)" "${SPEEDUP}x" "" ""
+    printf '%-58s %14s %14s %8s\n' "  minimal libmicrohttpd server, same POST (us)" "" "mhd $MHD_SEQ_P50" ""
+    printf '%-58s %14s %14s %8s\n' "test MLP 1 row, 256 conns: batched vs --max-batch 1 (req/s)" "$BATCH_RPS" "$NOBATCH_RPS" ">=1.5x"
+    printf '%-58s %14s %14s %8s\n' "  = speed-up (avg rows/batch $BATCH_AVG)" "${SPEEDUP}x" "" ""
+    printf '%-58s %14s %14s %8s\n' "bench MLP 1 row, 256 conns: batched vs --max-batch 1 (req/s)" "$BATCH2_RPS" "$NOBATCH2_RPS" ">=1.5x"
+    printf '%-58s %14s %14s %8s\n' "  = speed-up (avg rows/batch $BATCH2_AVG)" "${SPEEDUP2}x" "" ""
     printf '%-58s %14s %14s %8s\n' "soak ${SOAK}s at $HALF/s: RSS before -> after (KiB)" "$RSS0 -> $RSS1" "" "stable"
     echo "open loop: $OPEN"
+    echo "open loop, minimal mhd: $OPEN_MHD"
+    echo "open loop, 16 conns: $OPEN16 / mhd $OPEN16_MHD"
     echo "soak:      $SOAK_OUT"
 } | tee "$OUT"

@@ -8,15 +8,24 @@
  * lock INF_PG_LOCK_KEY for its duration, which serialises registry writers
  * across every machine sharing the database.  Notices are silenced; error
  * messages never contain the connection password.
+ *
+ * ALIAS CHANGES are announced with NOTIFY on the channel
+ * INF_PG_ALIAS_CHANNEL ("infera_alias"; payload "name@alias"): a statement
+ * that writes reg_aliases is followed, in the same transaction, by
+ * pg_notify, so listeners (`infera serve`, src/serve/notify.c) hear of a move
+ * when it commits and never of one rolled back.  Done here rather than by a
+ * trigger so registries created by older builds notify too.
  */
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "registry/registry_int.h"
 
 #define INF_PG_LOCK_KEY "7301996211"
+#define INF_PG_ALIAS_CHANNEL "infera_alias"
 
 typedef struct pg_store {
     inf__store base;
@@ -54,6 +63,23 @@ static char *rewrite(const char *sql) {
     return out;
 }
 
+/* 1 when sql is an INSERT, UPDATE or DELETE of reg_aliases. */
+static int writes_aliases(const char *sql) {
+    while (*sql == ' ' || *sql == '\n' || *sql == '\t') sql++;
+    return (!strncasecmp(sql, "INSERT", 6) || !strncasecmp(sql, "UPDATE", 6) || !strncasecmp(sql, "DELETE", 6)) &&
+           strstr(sql, "reg_aliases") != NULL;
+}
+
+/* NOTIFY listeners of an alias write (delivered at commit).  params[0] and
+ * [1] of the registry's alias statements are the model name and alias. */
+static void notify_alias(pg_store *s, int n_params, const char *const *params) {
+    char payload[300] = "";
+    if (n_params >= 2 && params[0] && params[1]) snprintf(payload, sizeof payload, "%s@%s", params[0], params[1]);
+    const char *p[2] = {INF_PG_ALIAS_CHANNEL, payload};
+    PGresult *res = PQexecParams(s->conn, "SELECT pg_notify($1, $2)", 2, NULL, p, NULL, NULL, 0);
+    PQclear(res); /* a failed notify only delays listeners until their next poll */
+}
+
 static inf_status pg_query(inf__store *base, const char *sql, int n_params, const char *const *params,
                            inf__rows **out, inf_error *err) {
     pg_store *s = (pg_store *)base;
@@ -67,6 +93,7 @@ static inf_status pg_query(inf__store *base, const char *sql, int n_params, cons
         PQclear(res);
         return rc;
     }
+    if (writes_aliases(sql)) notify_alias(s, n_params, params);
     if (out) {
         inf__rows *rows = calloc(1, sizeof *rows);
         int nr = st == PGRES_TUPLES_OK ? PQntuples(res) : 0, nc = st == PGRES_TUPLES_OK ? PQnfields(res) : 0;

@@ -22,9 +22,19 @@
  * the session idle runs at once on the caller's (HTTP) thread: no thread
  * hand-off, which halves the round trip of a lone request.  Under load the
  * session is busy, jobs queue, and the scheduler batches them as above.
+ * An inline run blocks every other connection of that HTTP thread, so only
+ * jobs expected to be short run inline: the model's mean compute per row so
+ * far times the job's rows must stay within INLINE_MAX_US (long jobs go to
+ * the scheduler thread, where they also batch).  When the main session is
+ * busy, a short job may run inline on one of up to SRV_MAX_SPARE spare
+ * sessions (opts.n_spare, one per extra HTTP thread, compiled on first use)
+ * instead of waiting for the scheduler thread: on a busy server of cheap
+ * models this saves two thread hand-offs (scheduler, then resume) per request
+ * and lets every HTTP thread compute at once.  Queued jobs always go first.
  *
  * INVARIANTS.  The session and staging buffers are used only by whoever
- * set busy (the scheduler, or one inline caller), under the lock.  done()
+ * set busy (the scheduler, or one inline caller), under the lock; spare
+ * session k only by whoever set spare_busy[k].  done()
  * is called exactly once per queued job, from the scheduler thread, after
  * the job's outputs are filled; inline jobs are complete on return.  free() stops
  * accepting, runs what is queued, then joins.
@@ -51,6 +61,8 @@ struct srv_batcher {
     int64_t queued_rows;
     int stopping;
     int busy; /* the session is running (scheduler or an inline caller) */
+    inf_session *spare[SRV_MAX_SPARE]; /* inline-only sessions, made on first use */
+    int spare_busy[SRV_MAX_SPARE];
     /* whoever holds busy */
     void **stage;          /* per input staging buffer */
     size_t *stage_cap;
@@ -119,7 +131,7 @@ static inf_status slice_output(const inf_tensor *out, int64_t r0, int64_t rows, 
     return INF_OK;
 }
 
-static void run_batch(srv_batcher *b, srv_job *first, int n_jobs, int64_t rows) {
+static void run_batch(srv_batcher *b, inf_session *session, srv_job *first, int n_jobs, int64_t rows) {
     uint64_t t0 = inf__serve_now_ns();
     const inf_tensor **in = first->inputs;
     inf_error err = {0};
@@ -164,7 +176,7 @@ static void run_batch(srv_batcher *b, srv_job *first, int n_jobs, int64_t rows) 
         in = b->run_in;
     }
     tc0 = inf__serve_now_ns();
-    st = inf_session_run(b->session, in, &out, &err);
+    st = inf_session_run(session, in, &out, &err);
     tc1 = inf__serve_now_ns();
     if (st == INF_OK && n_jobs > 1) {
         for (int o = 0; o < b->n_outputs; o++) {
@@ -295,7 +307,11 @@ static void *scheduler(void *arg) {
                 inf__serve_hist_observe(&b->metrics->queue_hist, (double)q_us);
             }
             if (j->deadline_ns && now > j->deadline_ns) {
-                fail_job(j, INF_ETIMEDOUT, "request timed out after waiting %s in the queue", "too long");
+                char waited[64];
+                snprintf(waited, sizeof waited, "%llu us (timeout %llu us)",
+                         (unsigned long long)((now - j->t_enqueue_ns) / 1000),
+                         (unsigned long long)j->timeout_us);
+                fail_job(j, INF_ETIMEDOUT, "request timed out after waiting %s in the queue; not run", waited);
                 j->t_start_ns = now;
                 finish(b, j);
                 continue;
@@ -305,7 +321,7 @@ static void *scheduler(void *arg) {
             n_keep++;
             keep_rows += j->rows;
         }
-        if (keep) run_batch(b, keep, n_keep, keep_rows);
+        if (keep) run_batch(b, b->session, keep, n_keep, keep_rows);
         pthread_mutex_lock(&b->lock);
         b->busy = 0;
     }
@@ -313,12 +329,63 @@ static void *scheduler(void *arg) {
     return NULL;
 }
 
+#define INLINE_MAX_US 200.0
+
+/* 1 when job is expected to compute within INLINE_MAX_US (or there is too
+ * little history to tell: the first rows of a model run inline). */
+static int short_enough(const srv_batcher *b, const srv_job *job) {
+    const srv_model_metrics *m = b->metrics;
+    if (!m) return 1;
+    uint64_t rows = atomic_load_explicit(&m->inference_count, memory_order_relaxed);
+    uint64_t us = atomic_load_explicit(&m->compute_hist.sum, memory_order_relaxed);
+    if (rows < 8) return 1;
+    return (double)us / (double)rows * (double)job->rows <= INLINE_MAX_US;
+}
+
+/* Runs job alone on spare session k (taken by the caller). */
+static int run_spare(srv_batcher *b, int k, srv_job *job) {
+    if (!b->spare[k]) { /* first use: compile it here, off the lock */
+        inf_session_options so;
+        inf_session_options_init(&so);
+        so.n_threads = b->opt.n_threads;
+        so.max_batch = b->opt.max_batch;
+        inf_error e = {0};
+        if (inf_session_new(b->model, &so, &b->spare[k], &e) != INF_OK) b->spare[k] = NULL;
+    }
+    if (!b->spare[k]) return 0;
+    job->next = NULL;
+    job->err.status = INF_OK;
+    job->err.message[0] = 0;
+    job->t_enqueue_ns = inf__serve_now_ns();
+    srv_job_done_fn done = job->done;
+    job->done = NULL;
+    if (b->metrics) inf__serve_hist_observe(&b->metrics->queue_hist, 0);
+    run_batch(b, b->spare[k], job, 1, job->rows);
+    job->done = done;
+    return 1;
+}
+
 int inf__serve_batcher_try_inline(srv_batcher *b, srv_job *job) {
-    if (b->opt.max_queue_delay_us > 0) return 0;
+    if (b->opt.max_queue_delay_us > 0 || !short_enough(b, job)) return 0;
     pthread_mutex_lock(&b->lock);
-    if (b->head || b->busy || b->stopping) {
+    if (b->head || b->stopping) {
         pthread_mutex_unlock(&b->lock);
         return 0;
+    }
+    if (b->busy) { /* the main session runs: a spare one, when configured and free */
+        int k = 0;
+        while (k < b->opt.n_spare && k < SRV_MAX_SPARE && b->spare_busy[k]) k++;
+        if (k >= b->opt.n_spare || k >= SRV_MAX_SPARE) {
+            pthread_mutex_unlock(&b->lock);
+            return 0;
+        }
+        b->spare_busy[k] = 1;
+        pthread_mutex_unlock(&b->lock);
+        int ran = run_spare(b, k, job);
+        pthread_mutex_lock(&b->lock);
+        b->spare_busy[k] = 0;
+        pthread_mutex_unlock(&b->lock);
+        return ran;
     }
     b->busy = 1;
     pthread_mutex_unlock(&b->lock);
@@ -329,7 +396,7 @@ int inf__serve_batcher_try_inline(srv_batcher *b, srv_job *job) {
     srv_job_done_fn done = job->done;
     job->done = NULL;
     if (b->metrics) inf__serve_hist_observe(&b->metrics->queue_hist, 0);
-    run_batch(b, job, 1, job->rows);
+    run_batch(b, b->session, job, 1, job->rows);
     job->done = done;
     pthread_mutex_lock(&b->lock);
     b->busy = 0;
@@ -475,6 +542,7 @@ void inf__serve_batcher_free(srv_batcher *b) {
     pthread_mutex_destroy(&b->lock);
     pthread_cond_destroy(&b->cond);
     inf_session_free(b->session);
+    for (int k = 0; k < SRV_MAX_SPARE; k++) inf_session_free(b->spare[k]);
     for (int i = 0; i < b->n_inputs; i++) free(b->stage[i]);
     free(b->stage);
     free(b->stage_cap);

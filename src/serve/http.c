@@ -106,6 +106,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!rq) return MHD_NO;
         rq->srv = srv;
         rq->conn = conn;
+        rq->caller = -1;
         rq->method = method;
         rq->url = url;
         rq->t_start_ns = inf__serve_now_ns();

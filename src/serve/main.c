@@ -50,7 +50,9 @@ static const opt_row opt_table[] = {
     {"request-timeout-ms", T_I64, O(request_timeout_ms), 0, 86400000,
      "per-request queue timeout (default 0 = none; request parameter \"timeout\" in us overrides)"},
     {"drain-timeout-s", T_INT, O(drain_timeout_s), 0, 3600, "SIGTERM: wait this long for requests in flight (30)"},
-    {"poll-secs", T_INT, O(poll_secs), 0, 86400, "re-resolve registry aliases every N seconds (default 5; 0 = off)"},
+    {"poll-secs", T_INT, O(poll_secs), 0, 86400,
+     "re-resolve registry aliases every N seconds (default 5; 0 = off; a PostgreSQL registry also notifies at once)"},
+    {"all-aliases", T_BOOL, O(all_aliases), 0, 1, "serve every NAME@ALIAS of the registry under that name"},
     {"auth-cache-secs", T_INT, O(auth_cache_secs), 0, 86400, "cache token decisions this long (default 10)"},
     {"auth-metrics", T_BOOL, O(auth_metrics), 0, 1, "require a token for /metrics"},
     {"auth-health", T_BOOL, O(auth_health), 0, 1, "require a token for health and metadata"},
@@ -262,7 +264,7 @@ int cmd_serve(int argc, char **argv) {
         }
         if (set_option(o, r, v, a, r->type == T_MODEL && !flag_models++)) goto out;
     }
-    if (o->n_models == 0 && !o->home && !o->registry) {
+    if (o->n_models == 0 && !o->home && !o->registry && !o->all_aliases) {
         rc = cli_usage("serve", "no model to serve: give --model [NAME=]REF (or load models later with --home and the "
                                 "repository API)");
         goto out;
@@ -296,6 +298,10 @@ int cmd_serve(int argc, char **argv) {
             rc = cli_fail("serve", "%s", err.message);
             goto out_models;
         }
+    }
+    if (o->all_aliases && inf__serve_models_add_all_aliases(srv->models, &err) != INF_OK) {
+        rc = cli_fail("serve", "%s", err.message);
+        goto out_models;
     }
     if (inf__serve_http_start(srv, &err) != INF_OK) {
         rc = cli_fail("serve", "%s", err.message);

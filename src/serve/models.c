@@ -22,8 +22,12 @@
  * REGISTRY.  When a model comes from the registry (or --home/--registry is
  * given) the loader keeps one registry handle (the server's own token from
  * INFERA_TOKEN).  A poller thread re-resolves alias references every
- * poll_secs and reloads on a move, and writes one "predict" audit record per
- * version and poll period with the rows served (counts only, never inputs).
+ * poll_secs (or at once when a PostgreSQL registry NOTIFYs an alias write,
+ * notify.c) and reloads on a move; with --all-aliases it also serves every
+ * NAME@ALIAS of the registry under that name, adding new aliases and
+ * dropping removed ones.  It writes one "predict" audit record per (version,
+ * calling principal) and poll period with the rows served (counts only,
+ * never inputs), through a registry handle acting as that caller.
  * Auth: when the registry has auth on, each request's bearer token is
  * checked for the predictor role on the model through a registry handle
  * opened with that token; decisions are cached for auth_cache_secs by the
@@ -32,6 +36,7 @@
  * The pipeline and registry functions are referenced weakly so the server
  * builds and serves tensors while those subsystems are absent.
  */
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -60,15 +65,21 @@
 #pragma weak inf_registry_audit_prediction
 #pragma weak inf_registry_record_use
 #pragma weak inf_sha256_hex
+#pragma weak inf_registry_principal
+#pragma weak inf_registry_list_json
+#pragma weak inf_registry_string_free
 
 #define MAX_SLOTS 64
 #define AUTH_CACHE 128
+#define MAX_CALLERS 64
+#define MAX_AUDIT_ROWS 1024
 
 typedef struct srv_slot {
     int used;
     char name[129];
     char ref[1024];
     int from_registry;
+    int auto_alias;        /* added by --all-aliases: dropped when the alias goes */
     int generation;        /* file models: last version number given */
     srv_version *current;
     char state[16];        /* READY, UNAVAILABLE, LOADING */
@@ -80,7 +91,23 @@ typedef struct auth_entry {
     inf_status status;
     char message[200];
     uint64_t expires_ns;
+    int caller;             /* index in callers[] of the granted principal, -1 unknown */
 } auth_entry;
+
+/* A principal that called a model.  Its token stays in memory (never on
+ * disk or in a log) so the audit record of its predictions is written by a
+ * registry handle acting as that principal. */
+typedef struct caller {
+    char principal[129];
+    char *token;
+} caller;
+
+/* Rows served to one caller by one (model, version) since the last flush. */
+typedef struct audit_rows {
+    srv_model_metrics *m;
+    int caller;
+    int64_t rows;
+} audit_rows;
 
 struct srv_models {
     srv_server *srv;
@@ -92,11 +119,17 @@ struct srv_models {
     _Atomic int auth_on;
     pthread_t poller;
     int poller_started;
+    srv_listener *listener;    /* PostgreSQL registry: LISTEN for alias moves */
     int stop;
     pthread_cond_t stop_cond;
     pthread_mutex_t auth_lock;
     auth_entry auth[AUTH_CACHE];
     int auth_next;
+    pthread_mutex_t audit_lock; /* callers, audit */
+    caller callers[MAX_CALLERS];
+    int n_callers;
+    audit_rows audit[MAX_AUDIT_ROWS];
+    int n_audit;
 };
 
 /* ---- versions ------------------------------------------------------------- */
@@ -215,6 +248,7 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
         st = inf_registry_load_model(ms->reg, ref, NULL, &v->model, &res, err);
         if (st != INF_OK) goto fail;
         v->registry_version = res.version;
+        snprintf(v->registry_name, sizeof v->registry_name, "%s", res.name);
         snprintf(v->version, sizeof v->version, "%lld", (long long)res.version);
         if (res.pipeline) spec_json = strdup(res.pipeline);
         inf_registry_resolved_clear(&res);
@@ -251,12 +285,16 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
     bo.max_queue = srv->opt.max_queue;
     bo.n_threads = srv->opt.threads;
     bo.n_preferred = srv->opt.n_preferred;
+    /* one spare session per HTTP thread beyond the first: every HTTP thread can run a short job inline */
+    int http = srv->opt.http_threads > 0 ? srv->opt.http_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    bo.n_spare = http > 1 ? (http - 1 < SRV_MAX_SPARE ? http - 1 : SRV_MAX_SPARE) : 0;
     memcpy(bo.preferred, srv->opt.preferred, sizeof bo.preferred);
     double warm_s = 0;
     st = inf__serve_batcher_new(v->model, &bo, v->metrics, &v->batcher, &warm_s, err);
     if (st != INF_OK) goto fail;
     if (v->metrics) {
         v->metrics->registry_version = v->registry_version;
+        snprintf(v->metrics->registry_name, sizeof v->metrics->registry_name, "%s", v->registry_name);
         v->metrics->load_seconds = load_s;
         v->metrics->warmup_seconds = warm_s;
     }
@@ -562,12 +600,128 @@ int inf__serve_models_all_ready(srv_models *ms) {
     return ok;
 }
 
+/* The registry model a served name predicts with (grants are per registry
+ * model): the name part of its registry reference, else the name itself. */
+void inf__serve_models_registry_name(srv_models *ms, const char *served, char *out, size_t size) {
+    const char *at0 = strchr(served, '@'); /* NAME@ALIAS (--all-aliases), served or not */
+    snprintf(out, size, "%.*s", (int)(at0 ? (size_t)(at0 - served) : strlen(served)), served);
+    pthread_mutex_lock(&ms->lock);
+    srv_slot *slot = find_slot(ms, served);
+    if (slot && slot->from_registry) {
+        const char *at = strchr(slot->ref, '@');
+        snprintf(out, size, "%.*s", (int)(at ? (size_t)(at - slot->ref) : strlen(slot->ref)), slot->ref);
+    }
+    pthread_mutex_unlock(&ms->lock);
+}
+
+/* --all-aliases: one slot "NAME@ALIAS" per alias the server's principal can
+ * see; new aliases are loaded, removed ones unloaded (load_lock held).  A
+ * failed load of one alias is reported and retried at the next sync. */
+static inf_status sync_aliases(srv_models *ms, int at_start, inf_error *err) {
+    if (!inf_registry_list_json) return INF_OK;
+    inf_status st = loader_registry(ms, err);
+    if (st != INF_OK) return st;
+    char *json = NULL;
+    inf_error e = {0};
+    if ((st = inf_registry_list_json(ms->reg, &json, &e)) != INF_OK) {
+        set_err(err, st, "--all-aliases: cannot list the registry: %s%s", e.message, "");
+        return st;
+    }
+    cJSON *root = cJSON_Parse(json);
+    inf_registry_string_free(json);
+    if (!cJSON_IsArray(root)) {
+        cJSON_Delete(root);
+        set_err(err, INF_EFORMAT, "--all-aliases: the registry listing is not a JSON array%s%s", "", "");
+        return INF_EFORMAT;
+    }
+    char seen[MAX_SLOTS][260];
+    int n_seen = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, root) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(m, "name");
+        const cJSON *aliases = cJSON_GetObjectItemCaseSensitive(m, "aliases");
+        const cJSON *a;
+        if (!cJSON_IsString(name)) continue;
+        cJSON_ArrayForEach(a, aliases) {
+            char ref[260];
+            snprintf(ref, sizeof ref, "%s@%s", name->valuestring, a->string);
+            if (n_seen < MAX_SLOTS) snprintf(seen[n_seen++], sizeof seen[0], "%s", ref);
+            if (find_slot(ms, ref)) continue;
+            pthread_mutex_lock(&ms->lock);
+            srv_slot *slot = new_slot(ms, ref, ref);
+            if (slot) slot->auto_alias = 1;
+            pthread_mutex_unlock(&ms->lock);
+            if (!slot) {
+                fprintf(stderr, "infera serve: --all-aliases: more than %d models; %s not served\n", MAX_SLOTS, ref);
+                continue;
+            }
+            inf_error le = {0};
+            if (reload(ms, slot, NULL, &le) != INF_OK) {
+                pthread_mutex_lock(&ms->lock);
+                slot->used = 0;
+                pthread_mutex_unlock(&ms->lock);
+            }
+        }
+    }
+    cJSON_Delete(root);
+    /* aliases that are gone */
+    for (int i = 0; i < MAX_SLOTS && !at_start; i++) {
+        srv_slot *s = &ms->slots[i];
+        if (!s->used || !s->auto_alias) continue;
+        int keep = 0;
+        for (int k = 0; k < n_seen && !keep; k++) keep = !strcmp(seen[k], s->name);
+        if (keep) continue;
+        pthread_mutex_lock(&ms->lock);
+        srv_version *old = s->current;
+        s->current = NULL;
+        s->used = 0;
+        pthread_mutex_unlock(&ms->lock);
+        fprintf(stderr, "infera serve: alias %s was removed from the registry; no longer served\n", s->name);
+        if (old) {
+            if (old->metrics) atomic_store(&old->metrics->loaded, 0);
+            inf__serve_version_release(old);
+        }
+    }
+    return INF_OK;
+}
+
+inf_status inf__serve_models_add_all_aliases(srv_models *ms, inf_error *err) {
+    pthread_mutex_lock(&ms->load_lock);
+    inf_status st = sync_aliases(ms, 1, err);
+    pthread_mutex_unlock(&ms->load_lock);
+    return st;
+}
+
 /* ---- auth ----------------------------------------------------------------- */
 
 int inf__serve_models_auth_enabled(srv_models *ms) { return ms->auth_on; }
 
-inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const char *model, int admin,
+/* The index of principal in callers[] (added with a copy of its token when
+ * new), -1 when the table is full or out of memory (audit_lock held). */
+static int caller_index(srv_models *ms, const char *principal, const char *token) {
+    for (int i = 0; i < ms->n_callers; i++)
+        if (!strcmp(ms->callers[i].principal, principal)) {
+            if (strcmp(ms->callers[i].token, token)) { /* a newer token of the same principal */
+                char *t = strdup(token);
+                if (t) {
+                    explicit_bzero(ms->callers[i].token, strlen(ms->callers[i].token));
+                    free(ms->callers[i].token);
+                    ms->callers[i].token = t;
+                }
+            }
+            return i;
+        }
+    if (ms->n_callers >= MAX_CALLERS) return -1;
+    caller *c = &ms->callers[ms->n_callers];
+    c->token = strdup(token);
+    if (!c->token) return -1;
+    snprintf(c->principal, sizeof c->principal, "%s", principal);
+    return ms->n_callers++;
+}
+
+inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const char *model, int admin, int *who,
                                        inf_error *err) {
+    if (who) *who = -1;
     if (!ms->auth_on) return INF_OK;
     if (!bearer || !*bearer) {
         set_err(err, INF_EAUTH, "authentication required: send 'Authorization: Bearer <token>'%s%s", "", "");
@@ -584,21 +738,31 @@ inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const
         if (a->expires_ns > now && !strcmp(a->key, key)) {
             inf_status st = a->status;
             if (st != INF_OK) set_err(err, st, "%s%s", a->message, "");
+            if (who) *who = a->caller;
             pthread_mutex_unlock(&ms->auth_lock);
             return st;
         }
     }
     inf_registry *r = NULL;
     inf_error e = {0};
+    int idx = -1;
     inf_status st = open_registry(ms, bearer, &r, &e);
     if (st == INF_OK) {
         st = inf_registry_check(r, model, admin ? INF_REGISTRY_PUBLISH : INF_REGISTRY_PREDICT, "serve", &e);
+        const char *principal = inf_registry_principal ? inf_registry_principal(r) : NULL;
+        if (st == INF_OK && principal) {
+            pthread_mutex_lock(&ms->audit_lock);
+            idx = caller_index(ms, principal, bearer);
+            pthread_mutex_unlock(&ms->audit_lock);
+        }
         inf_registry_free(r);
     } else {
         st = INF_EIO;
     }
+    if (who) *who = idx;
     auth_entry *a = &ms->auth[ms->auth_next++ % AUTH_CACHE];
     snprintf(a->key, sizeof a->key, "%s", key);
+    a->caller = idx;
     a->status = st;
     snprintf(a->message, sizeof a->message, "%s", e.message);
     /* failures of the store itself are not cached */
@@ -610,15 +774,32 @@ inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const
 
 /* ---- audit and alias polling ---------------------------------------------- */
 
-void inf__serve_models_note_prediction(srv_models *ms, srv_version *v, int64_t rows) {
-    if (v->metrics && v->registry_version) atomic_fetch_add_explicit(&v->metrics->audit_rows, rows, memory_order_relaxed);
+void inf__serve_models_note_prediction(srv_models *ms, srv_version *v, int who, int64_t rows) {
+    if (!v->metrics || !v->registry_version) return;
+    if (who >= 0) {
+        pthread_mutex_lock(&ms->audit_lock);
+        int i = 0;
+        while (i < ms->n_audit && (ms->audit[i].m != v->metrics || ms->audit[i].caller != who)) i++;
+        if (i == ms->n_audit && ms->n_audit < MAX_AUDIT_ROWS)
+            ms->audit[ms->n_audit++] = (audit_rows){v->metrics, who, 0};
+        if (i < ms->n_audit) {
+            ms->audit[i].rows += rows;
+            pthread_mutex_unlock(&ms->audit_lock);
+            return;
+        }
+        pthread_mutex_unlock(&ms->audit_lock); /* table full: counted as the server's own below */
+    }
+    atomic_fetch_add_explicit(&v->metrics->audit_rows, rows, memory_order_relaxed);
 }
+
+static void audit_flush_callers(srv_models *ms);
 
 /* One "predict" record per (model, version) with the rows served since the
  * last one; counts live in the metrics entries, which outlive versions, so
  * requests finishing on a swapped-out version are audited too (load_lock held). */
 static void audit_flush(srv_models *ms) {
     if (!ms->reg || !inf_registry_audit_prediction) return;
+    audit_flush_callers(ms);
     srv_metrics *m = &ms->srv->metrics;
     for (;;) {
         char name[129];
@@ -628,7 +809,7 @@ static void audit_flush(srv_models *ms) {
             if (e->registry_version > 0 && atomic_load(&e->audit_rows) > 0) {
                 rows = atomic_exchange(&e->audit_rows, 0);
                 version = e->registry_version;
-                snprintf(name, sizeof name, "%s", e->model);
+                snprintf(name, sizeof name, "%s", e->registry_name);
                 break;
             }
         }
@@ -644,6 +825,56 @@ static void audit_flush(srv_models *ms) {
         if (inf_registry_audit_prediction(ms->reg, &p, &e) != INF_OK) {
             fprintf(stderr, "infera serve: audit of %s version %lld failed: %s\n", name, (long long)version, e.message);
             return;
+        }
+    }
+}
+
+/* One "predict" record per (model, version, calling principal), written by a
+ * registry handle acting as that principal, so the audit log says who asked
+ * for the predictions.  When that fails (token revoked since), the rows are
+ * recorded by the server's own handle with the caller named in "job". */
+static void audit_flush_callers(srv_models *ms) {
+    for (;;) {
+        char name[129], principal[129];
+        char *token = NULL;
+        int64_t version = 0, rows = 0;
+        pthread_mutex_lock(&ms->audit_lock);
+        for (int i = 0; i < ms->n_audit; i++) {
+            audit_rows *a = &ms->audit[i];
+            if (a->rows <= 0) continue;
+            rows = a->rows;
+            a->rows = 0;
+            version = a->m->registry_version;
+            snprintf(name, sizeof name, "%s", a->m->registry_name);
+            snprintf(principal, sizeof principal, "%s", ms->callers[a->caller].principal);
+            token = strdup(ms->callers[a->caller].token);
+            break;
+        }
+        pthread_mutex_unlock(&ms->audit_lock);
+        if (rows <= 0) return;
+        inf_registry_prediction p = {0};
+        p.name = name;
+        p.version = version;
+        p.mode = "serve";
+        p.source = ms->srv->listen_url;
+        p.n_rows = rows;
+        inf_error e = {0};
+        inf_registry *r = NULL;
+        inf_status st = token ? open_registry(ms, token, &r, &e) : INF_ENOMEM;
+        if (st == INF_OK) st = inf_registry_audit_prediction(r, &p, &e);
+        if (r) inf_registry_free(r);
+        if (token) {
+            explicit_bzero(token, strlen(token));
+            free(token);
+        }
+        if (st != INF_OK) {
+            char job[160];
+            snprintf(job, sizeof job, "caller:%s", principal);
+            p.job_id = job;
+            inf_error e2 = {0};
+            if (inf_registry_audit_prediction(ms->reg, &p, &e2) != INF_OK)
+                fprintf(stderr, "infera serve: audit of %s version %lld for %s failed: %s\n", name, (long long)version,
+                        principal, e2.message);
         }
     }
 }
@@ -679,17 +910,28 @@ static void poll_aliases(srv_models *ms) {
     }
 }
 
+/* Every poll period (or at once when the PostgreSQL registry announces an
+ * alias move): follow alias moves, pick up new/removed aliases
+ * (--all-aliases), refresh the auth switch, write the audit records. */
 static void *poller(void *arg) {
     srv_models *ms = arg;
     int secs = ms->srv->opt.poll_secs > 0 ? ms->srv->opt.poll_secs : 5;
     pthread_mutex_lock(&ms->load_lock);
     while (!ms->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += secs;
-        pthread_cond_timedwait(&ms->stop_cond, &ms->load_lock, &ts);
+        int moved = 0;
+        if (ms->listener) {
+            pthread_mutex_unlock(&ms->load_lock);
+            moved = inf__serve_listen_wait(ms->listener, secs * 1000) > 0;
+            pthread_mutex_lock(&ms->load_lock);
+        } else {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += secs;
+            pthread_cond_timedwait(&ms->stop_cond, &ms->load_lock, &ts);
+        }
         if (ms->stop) break;
-        if (ms->srv->opt.poll_secs > 0) poll_aliases(ms);
+        if (ms->srv->opt.all_aliases && (ms->srv->opt.poll_secs > 0 || moved)) sync_aliases(ms, 0, NULL);
+        if (ms->srv->opt.poll_secs > 0 || moved) poll_aliases(ms);
         if (inf_registry_auth_enabled && inf_sha256_hex) ms->auth_on = inf_registry_auth_enabled(ms->reg);
         audit_flush(ms);
     }
@@ -710,6 +952,9 @@ inf_status inf__serve_models_start_poller(srv_models *ms, inf_error *err) {
     int need = ms->reg != NULL;
     pthread_mutex_unlock(&ms->load_lock);
     if (!need) return INF_OK;
+    const char *url = ms->srv->opt.registry ? ms->srv->opt.registry : getenv("INFERA_REGISTRY");
+    inf_status lst = inf__serve_listen_open(url, &ms->listener, err);
+    if (lst != INF_OK) return lst;
     if (ms->auth_on && !inf_sha256_hex) ms->auth_on = 0;
     if (pthread_create(&ms->poller, NULL, poller, ms) == 0) ms->poller_started = 1;
     return INF_OK;
@@ -724,6 +969,7 @@ srv_models *inf__serve_models_new(srv_server *srv) {
     pthread_mutex_init(&ms->lock, NULL);
     pthread_mutex_init(&ms->load_lock, NULL);
     pthread_mutex_init(&ms->auth_lock, NULL);
+    pthread_mutex_init(&ms->audit_lock, NULL);
     pthread_cond_init(&ms->stop_cond, NULL);
     return ms;
 }
@@ -734,9 +980,11 @@ void inf__serve_models_free(srv_models *ms) {
         pthread_mutex_lock(&ms->load_lock);
         ms->stop = 1;
         pthread_cond_broadcast(&ms->stop_cond);
+        inf__serve_listen_wake(ms->listener);
         pthread_mutex_unlock(&ms->load_lock);
         pthread_join(ms->poller, NULL);
     }
+    inf__serve_listen_close(ms->listener);
     for (int i = 0; i < MAX_SLOTS; i++) {
         srv_slot *s = &ms->slots[i];
         if (s->used && s->current) inf__serve_version_release(s->current);
@@ -746,7 +994,12 @@ void inf__serve_models_free(srv_models *ms) {
     pthread_mutex_destroy(&ms->lock);
     pthread_mutex_destroy(&ms->load_lock);
     pthread_mutex_destroy(&ms->auth_lock);
+    pthread_mutex_destroy(&ms->audit_lock);
     pthread_cond_destroy(&ms->stop_cond);
+    for (int i = 0; i < ms->n_callers; i++) {
+        explicit_bzero(ms->callers[i].token, strlen(ms->callers[i].token));
+        free(ms->callers[i].token);
+    }
     memset(ms->auth, 0, sizeof ms->auth);
     free(ms);
 }

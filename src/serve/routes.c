@@ -125,8 +125,13 @@ int inf__serve_route_dispatch(srv_request *rq) {
             const char *tok = NULL;
             if (h && !strncasecmp(h, "Bearer ", 7)) tok = h + 7;
             inf_error e = {0};
-            const char *model = rq->params[0][0] ? rq->params[0] : NULL;
-            inf_status st = inf__serve_models_authorize(srv->models, tok, model, (acc & ADMIN) != 0, &e);
+            char reg_name[160];
+            const char *model = NULL;
+            if (rq->params[0][0]) {
+                inf__serve_models_registry_name(srv->models, rq->params[0], reg_name, sizeof reg_name);
+                model = reg_name;
+            }
+            inf_status st = inf__serve_models_authorize(srv->models, tok, model, (acc & ADMIN) != 0, &rq->caller, &e);
             if (st != INF_OK) {
                 snprintf(rq->log_model, sizeof rq->log_model, "%s", model ? model : "");
                 inf__serve_error(rq, st == INF_EAUTH ? 401 : st == INF_EDENIED ? 403 : 503, "%s: %s",
@@ -281,6 +286,7 @@ static int submit(srv_request *rq, int64_t timeout_us) {
     uint64_t now = inf__serve_now_ns();
     int64_t t_us = timeout_us > 0 ? timeout_us : srv->opt.request_timeout_ms * 1000;
     job->deadline_ns = t_us > 0 ? now + (uint64_t)t_us * 1000u : 0;
+    job->timeout_us = t_us;
     if (inf__serve_batcher_try_inline(rq->version->batcher, job)) {
         inf__serve_route_complete(rq);
         return 0;
@@ -365,8 +371,32 @@ static void observe_success(srv_request *rq) {
     inf__serve_hist_observe(&m->request_hist, (double)us);
 }
 
+/* A job that finished after its deadline (it waited in the queue behind
+ * other batches, or its own compute ran long) is answered 504 and its
+ * result dropped: the client has been told its budget, and a late answer
+ * could be mistaken for a timely one. */
+static int past_deadline(srv_request *rq) {
+    srv_job *j = &rq->job;
+    if (j->err.status != INF_OK || !j->deadline_ns) return 0;
+    uint64_t now = inf__serve_now_ns();
+    if (now <= j->deadline_ns) return 0;
+    j->err.status = INF_ETIMEDOUT;
+    uint64_t q = j->t_start_ns > j->t_enqueue_ns ? j->t_start_ns - j->t_enqueue_ns : 0;
+    uint64_t c = j->t_end_ns > j->t_start_ns ? j->t_end_ns - j->t_start_ns : 0;
+    snprintf(j->err.message, sizeof j->err.message,
+             "request timed out: %llu us in the queue and %llu us computing exceed its timeout of %llu us; "
+             "result dropped",
+             (unsigned long long)(q / 1000), (unsigned long long)(c / 1000), (unsigned long long)j->timeout_us);
+    for (int o = 0; rq->job_outputs && o < inf_model_n_outputs(rq->version->model); o++) {
+        inf_tensor_free(rq->job_outputs[o]);
+        rq->job_outputs[o] = NULL;
+    }
+    return 1;
+}
+
 static void complete_infer(srv_request *rq) {
     srv_version *v = rq->version;
+    past_deadline(rq);
     if (rq->job.err.status != INF_OK) {
         count_failure(rq, reason_of(rq->job.err.status));
         inf__serve_error(rq, status_of(rq->job.err.status), "model '%s' version %s: %s", v->name, v->version,
@@ -395,7 +425,7 @@ static void complete_infer(srv_request *rq) {
             }
     }
     observe_success(rq);
-    inf__serve_models_note_prediction(rq->srv->models, v, rq->job.rows);
+    inf__serve_models_note_prediction(rq->srv->models, v, rq->caller, rq->job.rows);
 }
 
 /* ---- records ------------------------------------------------------------------- */
@@ -486,6 +516,7 @@ static int h_records(srv_request *rq) {
 
 static void complete_records(srv_request *rq) {
     srv_version *v = rq->version;
+    past_deadline(rq);
     if (rq->job.err.status != INF_OK) {
         count_failure(rq, reason_of(rq->job.err.status));
         inf__serve_error(rq, status_of(rq->job.err.status), "model '%s' version %s: %s", v->name, v->version,
@@ -514,7 +545,7 @@ static void complete_records(srv_request *rq) {
     inf__serve_buf_puts(&rq->resp, "}");
     inf_record_batch_free(out);
     observe_success(rq);
-    inf__serve_models_note_prediction(rq->srv->models, v, rq->job.rows);
+    inf__serve_models_note_prediction(rq->srv->models, v, rq->caller, rq->job.rows);
 }
 
 void inf__serve_route_complete(srv_request *rq) {

@@ -12,14 +12,16 @@
  *   json_num.c  fast, exact JSON number parsing for tensor data
  *   batcher.c   per model version: bounded queue + one scheduler thread
  *   models.c    served models, refcounted versions, atomic swap, repository,
- *               registry alias polling, auth and audit
+ *               registry alias polling (--all-aliases), auth and per-caller audit
+ *   notify.c    LISTEN for alias moves of a PostgreSQL registry
  *   metrics.c   Prometheus counters, gauges and histograms
  *   util.c      growable buffers, JSON string escaping, clocks, access log
  *
  * THREADS.  libmicrohttpd runs a pool of HTTP threads (one epoll loop each).
  * They decode and validate requests, then post jobs to the batcher of the
  * model version they resolved (which they hold a reference on) and suspend
- * the connection.  Each batcher's one scheduler thread forms batches, runs
+ * the connection -- unless the job is short and a session is idle, in which
+ * case it runs inline on the HTTP thread (batcher.c, INLINE RUNS).  Each batcher's one scheduler thread forms batches, runs
  * the version's session and completes the jobs, which resumes connections.
  * A loader (repository API and the alias poller) builds and warms new
  * versions off to the side and swaps a pointer under the models lock.
@@ -158,6 +160,7 @@ typedef struct srv_model_metrics {
     _Atomic int loaded;
     double load_seconds, warmup_seconds;
     int64_t registry_version;       /* > 0: predictions are audited */
+    char registry_name[129];        /* the registry model (audit), when registry_version > 0 */
     _Atomic int64_t audit_rows;     /* rows served since the last audit record */
     srv_hist request_hist, queue_hist, compute_hist, batch_hist;
     struct srv_model_metrics *next;
@@ -190,6 +193,7 @@ struct srv_job {
     inf_tensor **outputs;       /* n_model_outputs slots, filled with owned tensors */
     int64_t rows;               /* leading dimension (1 for unbatchable inputs) */
     uint64_t t_enqueue_ns, t_start_ns, t_end_ns, deadline_ns;
+    int64_t timeout_us;         /* the budget deadline_ns was set from (for messages) */
     int batch_rows;             /* rows of the engine call that served it */
     inf_error err;              /* status INF_OK or the failure */
     srv_job_done_fn done;       /* called once, from the scheduler thread */
@@ -206,7 +210,9 @@ typedef struct srv_batch_options {
     int n_threads;            /* session threads */
     int n_preferred;
     int preferred[8];         /* preferred batch sizes (rows) */
+    int n_spare;              /* spare sessions for inline runs (<= SRV_MAX_SPARE) */
 } srv_batch_options;
+#define SRV_MAX_SPARE 7
 
 /* Compiles a session of model (borrowed, must outlive the batcher), warms it
  * (zero inputs at 1 and max_batch rows) and starts the scheduler thread. */
@@ -234,6 +240,7 @@ typedef struct srv_version {
     char name[129];
     char version[32];
     int64_t registry_version; /* 0 for a file */
+    char registry_name[129];  /* the registry model's name ("" for a file) */
     inf_model *model;
     srv_batcher *batcher;
     void *pipeline;           /* inf_pipeline * or NULL (see pipeline_error) */
@@ -259,17 +266,39 @@ inf_status inf__serve_models_unload(srv_models *ms, const char *name, inf_error 
 void inf__serve_models_index_json(srv_models *ms, int ready_only, srv_buf *out);
 int inf__serve_models_n_loaded(srv_models *ms);
 int inf__serve_models_all_ready(srv_models *ms);
+/* --all-aliases: serves every NAME@ALIAS of the registry under that name
+ * (the poller then adds new aliases and drops removed ones). */
+inf_status inf__serve_models_add_all_aliases(srv_models *ms, inf_error *err);
+/* The registry model name behind a served name (for grants). */
+void inf__serve_models_registry_name(srv_models *ms, const char *served, char *out, size_t size);
 /* Starts the registry poller / auditor thread when a registry is in use. */
 inf_status inf__serve_models_start_poller(srv_models *ms, inf_error *err);
-/* Auth: INF_OK, INF_EAUTH (no/bad token), INF_EDENIED (no predictor role). */
-inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const char *model, int admin,
+/* Auth: INF_OK, INF_EAUTH (no/bad token), INF_EDENIED (no predictor role).
+ * *who receives the caller's index for the audit (-1: the server itself,
+ * when auth is off). */
+inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const char *model, int admin, int *who,
                                        inf_error *err);
 int inf__serve_models_auth_enabled(srv_models *ms);
 /* Pipeline executors for the records endpoint. */
 inf_status inf__serve_version_pipeline(srv_version *v, void **exec, inf_error *err);
 void inf__serve_version_pipeline_put(srv_version *v, void *exec);
-/* Accounts rows predicted for the periodic audit record. */
-void inf__serve_models_note_prediction(srv_models *ms, srv_version *v, int64_t rows);
+/* Accounts rows predicted for who (an authorize index, -1 = the server's
+ * own principal) for the periodic audit records: one per (model, version,
+ * caller) and period. */
+void inf__serve_models_note_prediction(srv_models *ms, srv_version *v, int who, int64_t rows);
+
+/* ---- notify.c -------------------------------------------------------------- */
+
+typedef struct srv_listener srv_listener;
+/* A LISTEN connection to the PostgreSQL registry at url; *out stays NULL
+ * (INF_OK) when url is not PostgreSQL.  A failed connection is reported and
+ * retried on each wait. */
+inf_status inf__serve_listen_open(const char *url, srv_listener **out, inf_error *err);
+/* Waits up to timeout_ms: 1 when an alias changed, 0 on timeout or wake,
+ * -1 when the connection was lost. */
+int inf__serve_listen_wait(srv_listener *l, int timeout_ms);
+void inf__serve_listen_wake(srv_listener *l);
+void inf__serve_listen_close(srv_listener *l);
 
 /* ---- the server ------------------------------------------------------------ */
 
@@ -289,6 +318,7 @@ typedef struct srv_options {
     int64_t request_timeout_ms;
     int drain_timeout_s;
     int poll_secs;         /* registry alias polling; 0 = off */
+    int all_aliases;       /* serve every NAME@ALIAS of the registry */
     int auth_cache_secs;
     int auth_metrics;      /* 1: /metrics needs a token too */
     int auth_health;       /* 1: health/metadata need a token too */
@@ -332,6 +362,7 @@ struct srv_request {
     int body_too_large;
     uint64_t t_start_ns;
     uint64_t request_no;
+    int caller;                   /* authorize's index of the caller (-1 = none) */
     /* response */
     int status;
     srv_buf resp;

@@ -6,6 +6,7 @@
  * log, config sources and the SIGTERM drain.
  *
  *   test_serve INFERA_BINARY SOURCE_DIR
+ *   test_serve INFERA_BINARY SOURCE_DIR soak SECONDS   (steady load, RSS stable)
  *
  * Prints one line per check and closes with "N passed, M failed".
  */
@@ -631,6 +632,177 @@ static void check_queue_full(void) {
     CHECK(stop_server(&s) == 0, "server exits 0 on SIGTERM");
 }
 
+/* Per-request timeouts (in the queue and during compute) and the
+ * connection limit, on a server of their own. */
+static void check_limits(void) {
+    int port = free_port();
+    char ports[16], model[600];
+    snprintf(ports, sizeof ports, "%d", port);
+    snprintf(model, sizeof model, "%s/tests/models/mlp.onnx", src);
+    const char *args[] = {"--port", ports, "--model", model, "--max-connections", "3", "--http-threads", "1", NULL};
+    server s;
+    if (start_server(&s, port, args, NULL)) {
+        CHECK(0, "server for the limits test started (log %s)", s.log);
+        return;
+    }
+    /* a budget of 1 us: the batcher is idle, so the job runs at once on the
+     * HTTP thread and finishes past its deadline: 504, result dropped */
+    char *b = mlp_body(1, 3, "late");
+    char *p = strstr(b, "\"inputs\"");
+    char *tb = malloc(strlen(b) + 64);
+    snprintf(tb, strlen(b) + 64, "{\"parameters\":{\"timeout\":1},%s", p);
+    http_resp r = req(port, "POST", "/v2/models/mlp/infer", tb);
+    CHECK(r.status == 504 && has(&r, "timed out") && !has(&r, "\"outputs\""),
+          "timeout of 1 us -> 504 without outputs (%d %s)", r.status, r.body ? r.body : "");
+    http_resp_free(&r);
+    r = req(port, "POST", "/v2/models/mlp/infer", b);
+    CHECK(r.status == 200, "the same request without a timeout -> 200");
+    http_resp_free(&r);
+    double to = metric(port, "nv_inference_request_failure{model=\"mlp\",version=\"1\",reason=\"timeout\"} ");
+    CHECK(to == 1, "the timeout is counted as reason timeout (%g)", to);
+    free(tb);
+    free(b);
+    /* connection limit 3: three idle keep-alive connections fill it */
+    int fds[3];
+    for (int i = 0; i < 3; i++) {
+        fds[i] = http_connect(port);
+        http_exchange(fds[i], "GET", "/v2/health/live", "", NULL, 0, -1, 1, &r);
+        http_resp_free(&r);
+    }
+    usleep(100000);
+    int extra = http_connect(port);
+    struct timeval tv = {1, 0}; /* the kernel queues it; the server must not answer it */
+    if (extra >= 0) setsockopt(extra, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int refused = extra < 0 || http_exchange(extra, "GET", "/v2/health/live", "", NULL, 0, -1, 1, &r) != 0 ||
+                  r.status == 0;
+    if (extra >= 0 && !refused) http_resp_free(&r);
+    CHECK(refused, "a 4th connection beyond --max-connections 3 gets no answer (status %d)",
+          refused ? 0 : r.status);
+    if (extra >= 0) close(extra);
+    close(fds[0]);
+    usleep(200000);
+    r = req(port, "GET", "/v2/health/live", NULL);
+    CHECK(r.status == 200, "after one connection closes, a new one is served (%d)", r.status);
+    http_resp_free(&r);
+    close(fds[1]);
+    close(fds[2]);
+    CHECK(stop_server(&s) == 0, "limits server exits 0 on SIGTERM");
+
+    /* a queue delay of 300 ms against a budget of 20 ms: dropped unrun */
+    port = free_port();
+    snprintf(ports, sizeof ports, "%d", port);
+    const char *args2[] = {"--port", ports, "--model", model, "--max-queue-delay-us", "300000", NULL};
+    if (start_server(&s, port, args2, NULL)) {
+        CHECK(0, "server for the queue timeout test started (log %s)", s.log);
+        return;
+    }
+    b = mlp_body(1, 4, NULL);
+    p = strstr(b, "\"inputs\"");
+    tb = malloc(strlen(b) + 64);
+    snprintf(tb, strlen(b) + 64, "{\"parameters\":{\"timeout\":20000},%s", p);
+    r = req(port, "POST", "/v2/models/mlp/infer", tb);
+    CHECK(r.status == 504 && has(&r, "in the queue; not run"), "20 ms budget behind a 300 ms queue delay -> 504 (%d %s)",
+          r.status, r.body ? r.body : "");
+    http_resp_free(&r);
+    free(tb);
+    free(b);
+    CHECK(stop_server(&s) == 0, "queue-timeout server exits 0 on SIGTERM");
+}
+
+/* ---- soak: steady load for a while, memory must not grow ---- */
+
+typedef struct soak_arg {
+    int port;
+    volatile int *stop;
+    long ok, bad;
+} soak_arg;
+
+static void *soak_thread(void *p) {
+    soak_arg *a = p;
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"inputs\":[{\"name\":\"input\",\"shape\":[1,12],\"datatype\":\"FP32\",\"data\":[%g,%g,%g,%g,%g,%g,%g,%g,%g,"
+             "%g,%g,%g]}]}",
+             fraud_row[0], fraud_row[1], fraud_row[2], fraud_row[3], fraud_row[4], fraud_row[5], fraud_row[6],
+             fraud_row[7], fraud_row[8], fraud_row[9], fraud_row[10], fraud_row[11]);
+    int fd = -1;
+    while (!*a->stop) {
+        if (fd < 0) fd = http_connect(a->port);
+        http_resp r;
+        if (fd < 0 || http_exchange(fd, "POST", "/v2/models/fraud/infer", "", body, strlen(body), -1, 1, &r)) {
+            a->bad++;
+            if (fd >= 0) close(fd);
+            fd = -1;
+            continue;
+        }
+        if (r.status == 200)
+            a->ok++;
+        else
+            a->bad++;
+        http_resp_free(&r);
+        usleep(1000); /* a steady load, not a CPU hog */
+    }
+    if (fd >= 0) close(fd);
+    return NULL;
+}
+
+static long rss_kib(pid_t pid) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6)) kb = atol(line + 6);
+    if (f) fclose(f);
+    return kb;
+}
+
+static void check_soak(int seconds) {
+    int port = free_port();
+    char ports[16], fraud[600];
+    snprintf(ports, sizeof ports, "%d", port);
+    snprintf(fraud, sizeof fraud, "fraud=%s/examples/fraud/fraud_xgb.onnx", src);
+    const char *args[] = {"--port", ports, "--model", fraud, NULL};
+    /* sanitizer builds: keep ASan's quarantine small so RSS measures the server */
+    char *env[] = {"ASAN_OPTIONS=quarantine_size_mb=1:detect_leaks=1", NULL};
+    server s;
+    if (start_server(&s, port, args, env)) {
+        CHECK(0, "soak server started (log %s)", s.log);
+        return;
+    }
+    enum { N = 4 };
+    volatile int stop = 0;
+    soak_arg a[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = (soak_arg){port, &stop, 0, 0};
+        pthread_create(&th[i], NULL, soak_thread, &a[i]);
+    }
+    /* the first fifth warms allocator arenas and connections up */
+    long samples[64];
+    int n = 0;
+    for (int t = 0; t < seconds && n < 64; t++) {
+        sleep(1);
+        if (t >= seconds / 5) samples[n++] = rss_kib(s.pid);
+    }
+    stop = 1;
+    long ok = 0, bad = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        ok += a[i].ok, bad += a[i].bad;
+    }
+    long lo = samples[0], hi = samples[0];
+    for (int i = 0; i < n; i++) {
+        if (samples[i] < lo) lo = samples[i];
+        if (samples[i] > hi) hi = samples[i];
+    }
+    CHECK(ok > 1000 && bad == 0, "soak %d s, %d keep-alive clients: %ld requests, %ld failed", seconds, N, ok, bad);
+    CHECK(n > 2 && samples[0] > 0 && samples[n - 1] - samples[0] <= 1024 + samples[0] / 20,
+          "RSS stable after warm-up: %ld KiB -> %ld KiB (min %ld, max %ld; allowed +1 MiB + 5%%)", samples[0],
+          samples[n - 1], lo, hi);
+    CHECK(stop_server(&s) == 0, "soak server exits 0 on SIGTERM");
+}
+
 static void check_config_and_drain(void) {
     int port = free_port();
     char cfg[512], env_port[64], model[600], line[1200];
@@ -711,6 +883,11 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/infera-serve-test-XXXXXX");
     if (!mkdtemp(tmpdir)) return 2;
+    if (argc > 4 && !strcmp(argv[3], "soak")) { /* test_serve INFERA SRC soak SECONDS */
+        check_soak(atoi(argv[4]));
+        printf("%d passed, %d failed\n", n_pass, n_fail);
+        return n_fail ? 1 : 0;
+    }
 
     int port = free_port();
     char ports[16], mlp[600], fraud[600], alog[400];
@@ -734,6 +911,7 @@ int main(int argc, char **argv) {
         CHECK(stop_server(&s) == 0, "main server exits 0 on SIGTERM");
     }
     check_queue_full();
+    check_limits();
     check_config_and_drain();
     check_cli_errors();
     char cmd[400];

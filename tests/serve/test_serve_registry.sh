@@ -4,7 +4,9 @@
 # bearer-token auth (401 / 403 / 200, open health and metrics), swap under
 # load while the alias moves three times (zero failed requests, every
 # response names the version that served it), a failed load (corrupted
-# artifact) keeps the old version, and predictions are audited.
+# artifact) keeps the old version, predictions are audited per calling
+# principal, and --all-aliases serves every NAME@ALIAS (new aliases picked
+# up, removed ones dropped).
 #
 #   test_serve_registry.sh INFERA_BINARY SOURCE_DIR
 # Prints one line per check and closes with "N passed, M failed".
@@ -46,6 +48,7 @@ ADMIN=$("$INFERA" registry token create alice --role admin | tail -1)
 export INFERA_TOKEN=$ADMIN
 BOB=$("$INFERA" registry token create bob --role predictor --model fraud | tail -1)
 EVE=$("$INFERA" registry token create eve --role viewer | tail -1)
+CAROL=$("$INFERA" registry token create carol --role predictor --model fraud | tail -1)
 check "registry: auth on with tokens for admin, predictor and viewer" test -n "$BOB" -a -n "$EVE"
 
 # --port 0: the kernel picks a free port; the server prints it
@@ -140,6 +143,11 @@ check "metrics count the load failure" bash -c "curl -s $URL/metrics | grep -Eq 
 check "metrics show load and warm-up seconds per version" \
     bash -c "curl -s $URL/metrics | grep -q 'infera_model_warmup_seconds{model=\"fraud\",version=\"2\"}'"
 
+# ---- a second caller, audited under its own name
+for _ in 1 2 3; do infer "$CAROL" >/dev/null; done
+code=$(infer "$CAROL")
+check "second predictor (carol) -> 200 ($code)" test "$code" = 200
+
 # ---- drain and audit
 kill -TERM "$SERVER_PID"
 wait "$SERVER_PID"
@@ -150,8 +158,43 @@ check "server exits 0 on SIGTERM ($rc)" test "$rc" = 0
 check "predictions audited per version (mode serve, rows, no inputs)" \
     bash -c "grep -E 'predict +fraud@2 ' $TMP/audit.txt | grep -q '\"mode\":\"serve\"' && grep -E 'predict +fraud@3 ' $TMP/audit.txt | grep -q '\"rows\":'"
 check "denied calls are audited" grep -Eq "eve +serve +fraud +denied" "$TMP/audit.txt"
+check "predictions are audited per calling principal: bob's and carol's records apart" \
+    bash -c "grep -Eq ' bob +predict +fraud@[0-9]+ +ok' $TMP/audit.txt && grep -E ' carol +predict +fraud@1 +ok' $TMP/audit.txt | grep -q '\"rows\":4'"
+check "no predict record is written under the server's own principal (alice) for these calls" \
+    bash -c "! grep -Eq ' alice +predict ' $TMP/audit.txt"
 check "tokens never reach the access log or the server log" \
     bash -c "! grep -q -e '$BOB' -e '$ADMIN' -e '$EVE' $TMP/access.log $TMP/server.log"
 check "access log lines name model and version" grep -q '"model":"fraud","version":"2"' "$TMP/access.log"
+# ---- --all-aliases: every NAME@ALIAS, following new and removed aliases
+"$INFERA" registry alias fraud@2 staging >/dev/null
+"$INFERA" serve --port 0 --all-aliases --poll-secs 1 2>"$TMP/server2.log" &
+SERVER_PID=$!
+PORT=
+for _ in $(seq 100); do
+    PORT=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$TMP/server2.log")
+    [ -n "$PORT" ] && break
+    sleep 0.1
+done
+URL=http://127.0.0.1:$PORT
+alias_version() { # alias_version NAME@ALIAS -> the version that answered, or the HTTP code
+    curl -s -H "Authorization: Bearer $BOB" -X POST "$URL/v2/models/$1/infer" -d "$BODY" -w ' %{http_code}' |
+        sed -E 's/.*"model_version":"([0-9]+)".* 200$/\1/; s/^.* ([0-9]{3})$/\1/'
+}
+check "--all-aliases serves fraud@production (version 4 since the move above)" test "$(alias_version fraud@production)" = 4
+check "--all-aliases serves fraud@staging (version 2)" test "$(alias_version fraud@staging)" = 2
+"$INFERA" registry alias fraud@3 canary >/dev/null
+"$INFERA" registry unalias fraud staging >/dev/null
+wait_alias() { # wait_alias NAME@ALIAS WANT
+    for _ in $(seq 50); do
+        [ "$(alias_version "$1")" = "$2" ] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+check "a new alias is picked up (fraud@canary -> 3)" wait_alias fraud@canary 3
+check "a removed alias is dropped (fraud@staging -> 404)" wait_alias fraud@staging 404
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID"
+SERVER_PID=
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]
