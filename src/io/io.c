@@ -180,14 +180,9 @@ inf_status inf__io_set_text_cell(inf_record_batch *b, int row, int field, const 
         return inf_record_batch_set_int(b, row, field, *s == '-' ? -v : v);
     }
     int c0 = (unsigned char)*p;
-    if (p < end && (isdigit(c0) || c0 == '.') && len < 64) {
-        char buf[64];
-        memcpy(buf, s, len);
-        buf[len] = 0;
-        char *e;
-        double v = strtod(buf, &e);
-        if (e == buf + len) return inf_record_batch_set_float(b, row, field, v);
-    }
+    double v;
+    if (p < end && (isdigit(c0) || c0 == '.') && len < 64 && !inf__parse_double(s, len, &v))
+        return inf_record_batch_set_float(b, row, field, v);
     if (len <= 4 && (!strncmp(s, "nan", len) || !strncmp(s, "NaN", len)) && len == 3)
         return inf_record_batch_set_float(b, row, field, NAN);
     if ((len == 3 && !strncmp(s, "inf", 3)) || (len == 4 && !strncmp(s, "+inf", 4)))

@@ -408,7 +408,233 @@ inf_status inf_record_batch_set_string(inf_record_batch *b, int row, int field, 
 
 /* ---- JSON ----------------------------------------------------------------- */
 
+/* ---- numbers ---------------------------------------------------------------- */
+
+/* Clinger's fast path: a mantissa below 2^53 and a power of ten up to 1e22
+ * are both exact doubles, so one IEEE multiplication or division gives the
+ * correctly rounded result -- the same double strtod returns. */
+int inf__parse_double(const char *s, size_t n, double *out) {
+    static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    const char *p = s, *end = s + n;
+    int neg = 0;
+    if (p < end && (*p == '-' || *p == '+')) neg = *p++ == '-';
+    uint64_t m = 0;
+    int n_sig = 0, n_digits = 0, exp10 = 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++, n_digits++) {
+        if (m || *p != '0') n_sig++;
+        if (n_sig <= 19) m = m * 10 + (uint64_t)(*p - '0');
+        else exp10++;
+    }
+    if (p < end && *p == '.') {
+        for (p++; p < end && *p >= '0' && *p <= '9'; p++, n_digits++) {
+            if (m || *p != '0') n_sig++;
+            if (n_sig <= 19) {
+                m = m * 10 + (uint64_t)(*p - '0');
+                exp10--;
+            }
+        }
+    }
+    if (!n_digits) return -1;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        int eneg = 0, e = 0, ed = 0;
+        if (p < end && (*p == '-' || *p == '+')) eneg = *p++ == '-';
+        for (; p < end && *p >= '0' && *p <= '9'; p++, ed++)
+            if (e < 100000) e = e * 10 + (*p - '0');
+        if (!ed) return -1;
+        exp10 += eneg ? -e : e;
+    }
+    if (p != end) return -1;
+    if (n_sig <= 15 && exp10 >= -22 && exp10 <= 22) {
+        double v = (double)m;
+        v = exp10 < 0 ? v / pow10[-exp10] : v * pow10[exp10];
+        *out = neg ? -v : v;
+        return 0;
+    }
+    char buf[128];
+    if (n >= sizeof buf) return -1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    *out = strtod(buf, NULL);
+    return 0;
+}
+
+/* ---- JSON records: a fast scanner for flat objects, cJSON for the rest ---- */
+
+/* Index of the field whose name is the n bytes at name, or -1.  Tries
+ * `hint` first (records of one shape repeat their key order). */
+static int find_field_n(const inf_record_batch *b, const char *name, size_t n, int hint) {
+    if (hint >= 0 && hint < b->n_fields && !memcmp(b->names[hint], name, n) && !b->names[hint][n]) return hint;
+    if (!b->hash_size) return -1;
+    uint32_t h = 2166136261u; /* name_hash over n bytes */
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)name[i]) * 16777619u;
+    uint32_t mask = (uint32_t)b->hash_size - 1;
+    for (h &= mask;; h = (h + 1) & mask) {
+        int slot = b->hash[h];
+        if (!slot) return -1;
+        if (!memcmp(b->names[slot - 1], name, n) && !b->names[slot - 1][n]) return slot - 1;
+    }
+}
+
+/* A JSON string without escapes or control bytes starting at the '"' at p;
+ * sets [*s, *s + *n) and returns the byte after the closing quote, or NULL
+ * (anything else: the caller falls back to cJSON). */
+static const char *scan_plain_string(const char *p, const char *end, const char **s, size_t *n) {
+    /* bytes that end a plain string: '"', '\\' and control bytes */
+    static const uint8_t stop[256] = {
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+        ['"'] = 1, ['\\'] = 1};
+    const char *q = ++p;
+    while (q + 4 <= end && !(stop[(uint8_t)q[0]] | stop[(uint8_t)q[1]] | stop[(uint8_t)q[2]] | stop[(uint8_t)q[3]]))
+        q += 4;
+    while (q < end && !stop[(uint8_t)*q]) q++;
+    if (q >= end || *q != '"') return NULL;
+    *s = p;
+    *n = (size_t)(q - p);
+    return q + 1;
+}
+
+static const char *skip_ws(const char *p, const char *end) {
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    return p;
+}
+
+/* A strict JSON number at p: returns its end or NULL. */
+static const char *scan_number(const char *p, const char *end) {
+    if (p < end && *p == '-') p++;
+    if (p >= end || *p < '0' || *p > '9') return NULL;
+    if (*p == '0') p++;
+    else while (p < end && *p >= '0' && *p <= '9') p++;
+    if (p < end && *p == '.') {
+        if (++p >= end || *p < '0' || *p > '9') return NULL;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p >= end || *p < '0' || *p > '9') return NULL;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    }
+    return p;
+}
+
+/* Sets a parsed JSON number the way the cJSON path does: integral and
+ * exactly representable -> int, else float. */
+static void set_number(inf_value *out, double v) {
+    if (fabs(v) < 9007199254740992.0 && (double)(int64_t)v == v) { /* integral: v == floor(v) */
+        out->type = INF_FIELD_INT;
+        out->u.i = (int64_t)v;
+    } else {
+        out->type = INF_FIELD_FLOAT;
+        out->u.f = v;
+    }
+}
+
+/* The fast path of inf_record_batch_add_json: a flat object whose keys and
+ * strings have no escapes, whose values are numbers, plain strings, true,
+ * false or null.  Returns 1 when the record was added, 0 when the text needs
+ * the full parser (nothing added), -1 when out of memory (nothing added).
+ * Same values as the cJSON path (numbers through strtod, as cJSON does). */
+static int add_json_flat(inf_record_batch *b, const char *json, size_t len) {
+    const char *p = json, *end = json + len;
+    p = skip_ws(p, end);
+    if (p >= end || *p != '{') return 0;
+    p = skip_ws(p + 1, end);
+    /* validate and locate everything first, so a fallback adds nothing */
+    enum { MAXF = 128 };
+    struct {
+        const char *k, *v;
+        uint32_t kn, vn;
+        char type; /* 'n' number, 's' string, 't', 'f', 'z' null */
+    } it[MAXF];
+    int n = 0;
+    if (p < end && *p == '}') goto scanned;
+    for (;;) {
+        if (n == MAXF || p >= end || *p != '"') return 0;
+        const char *k, *v;
+        size_t kn, vn;
+        if (!(p = scan_plain_string(p, end, &k, &kn)) || kn > 1000) return 0;
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':') return 0;
+        p = skip_ws(p + 1, end);
+        if (p >= end) return 0;
+        char type;
+        if (*p == '"') {
+            if (!(p = scan_plain_string(p, end, &v, &vn))) return 0;
+            type = 's';
+        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            v = p;
+            if (!(p = scan_number(p, end)) || p - v > 60) return 0;
+            vn = (size_t)(p - v);
+            type = 'n';
+        } else if (end - p >= 4 && !memcmp(p, "true", 4)) {
+            v = p, vn = 4, type = 't', p += 4;
+        } else if (end - p >= 5 && !memcmp(p, "false", 5)) {
+            v = p, vn = 5, type = 'f', p += 5;
+        } else if (end - p >= 4 && !memcmp(p, "null", 4)) {
+            v = p, vn = 4, type = 'z', p += 4;
+        } else {
+            return 0; /* nested value, or not JSON */
+        }
+        if (vn > UINT32_MAX) return 0;
+        it[n].k = k, it[n].kn = (uint32_t)kn, it[n].v = v, it[n].vn = (uint32_t)vn, it[n].type = type;
+        n++;
+        p = skip_ws(p, end);
+        if (p < end && *p == ',') {
+            p = skip_ws(p + 1, end);
+            continue;
+        }
+        if (p < end && *p == '}') break;
+        return 0;
+    }
+scanned:;
+    int row;
+    if (inf_record_batch_add_row(b, &row)) return -1;
+    for (int i = 0; i < n; i++) {
+        int f = find_field_n(b, it[i].k, it[i].kn, i);
+        if (f < 0) {
+            char name[1001];
+            memcpy(name, it[i].k, it[i].kn);
+            name[it[i].kn] = '\0';
+            if (inf_record_batch_add_field(b, name, &f)) goto oom;
+        }
+        inf_value *cell = &b->vals[(size_t)row * (size_t)b->cap_fields + (size_t)f]; /* the new row: no old string */
+        switch (it[i].type) {
+        case 'n': {
+            double v = 0;
+            inf__parse_double(it[i].v, it[i].vn, &v); /* a JSON number: always parses */
+            set_number(cell, v);
+            break;
+        }
+        case 's':
+            if (inf_record_batch_set_string(b, row, f, it[i].v, it[i].vn)) goto oom;
+            break;
+        case 't':
+        case 'f':
+            cell->type = INF_FIELD_BOOL;
+            cell->u.b = it[i].type == 't';
+            break;
+        default: break; /* null: as the cJSON path, an earlier duplicate key keeps its value */
+        }
+    }
+    return 1;
+oom:
+    memset(b->vals + (size_t)row * b->cap_fields, 0, (size_t)b->cap_fields * sizeof *b->vals);
+    b->n_rows--;
+    return -1;
+}
+
 inf_status inf_record_batch_add_json(inf_record_batch *b, const char *json, size_t len, inf_error *err) {
+    int fast = add_json_flat(b, json, len);
+    if (fast == 1) return INF_OK;
+    if (fast < 0) {
+        if (err) {
+            err->status = INF_ENOMEM;
+            snprintf(err->message, sizeof err->message, "record: %s", inf_strerror(INF_ENOMEM));
+        }
+        return INF_ENOMEM;
+    }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
     if (!root || !cJSON_IsObject(root)) {

@@ -44,4 +44,11 @@ static inline const inf_value *inf__batch_at(const inf_record_batch *b, int row,
     return &b->vals[(size_t)row * (size_t)b->cap_fields + (size_t)field];
 }
 
+/* Parses the n bytes at s as a decimal number ([+-]digits[.digits][e[+-]digits]
+ * or .digits), the whole text.  Returns 0 and sets *out to exactly what
+ * strtod gives (correctly rounded: values with at most 15 significant digits
+ * and a decimal exponent within +-22 are computed exactly without strtod;
+ * others call it), or -1 when the text is not such a number. */
+int inf__parse_double(const char *s, size_t n, double *out);
+
 #endif /* INF_IO_RECORD_INT_H */

@@ -21,6 +21,8 @@
 #include "io/record_int.h"
 #include "pipeline/pipeline_int.h"
 
+enum { FINISH_CACHE = 16, FINISH_CACHE_COLS = 16 };
+
 typedef struct rejection {
     int row;
     const char *field;
@@ -58,6 +60,10 @@ struct inf_pipeline_exec {
     inf_tensor *tensors;   /* per spec model input */
     const inf_tensor **tensor_ptrs; /* per model input index */
     int n_tensor_ptrs;
+    /* where finish put each output field last time (see cached_field) */
+    int fin_out_field[FINISH_CACHE];
+    int fin_col_field[FINISH_CACHE][FINISH_CACHE_COLS];
+    int fin_lineage_field[3];
     size_t *tensor_caps;
     /* counters for this batch */
     uint64_t *f_invalid, *f_rejected, *f_missing;
@@ -88,6 +94,9 @@ inf_status inf_pipeline_exec_new(const inf_pipeline *p, inf_pipeline_exec **out,
     int nf = p->n_field_stats ? p->n_field_stats : 1;
     int n_model = p->model ? inf_model_n_inputs(p->model) : p->n_model_inputs;
     e->n_tensor_ptrs = n_model;
+    memset(e->fin_out_field, 0xff, sizeof e->fin_out_field); /* -1: not known */
+    memset(e->fin_col_field, 0xff, sizeof e->fin_col_field);
+    memset(e->fin_lineage_field, 0xff, sizeof e->fin_lineage_field);
     e->batch_field = calloc((size_t)(p->n_inputs + 1), sizeof *e->batch_field);
     e->conns = calloc((size_t)(p->n_lookups + 1), sizeof *e->conns);
     e->results = calloc((size_t)(p->n_lookups + 1), sizeof *e->results);
@@ -338,6 +347,25 @@ static inf_status read_input(inf_pipeline_exec *e, const inf_record_batch *b, in
 
 /* ---- lookups ---- */
 
+/* A required lookup found nothing usable for row r (key k, -1 when the key
+ * field is null; stale: found but older than max_age_s).  The key is named
+ * unless its input field is sensitive. */
+static void reject_lookup(inf_pipeline_exec *e, int r, int stat, const plookup *lk, int k, int stale) {
+    const inf_pipeline *p = e->p;
+    const pcol *kc = &p->cols[lk->key_col];
+    const char *field = lk->key_input;
+    if (k < 0) {
+        reject(e, r, stat, field, "lookup %s: key field '%s' is missing", lk->name, field);
+        return;
+    }
+    const char *what = stale ? "is stale (older than max_age_s)" : "not found";
+    if (kc->source == SRC_INPUT && p->inputs[kc->index].sensitive)
+        reject(e, r, stat, field, "lookup %s: key %s (field '%s' is sensitive)", lk->name, what, field);
+    else
+        reject(e, r, stat, field, "lookup %s: key %.*s %s", lk->name, (int)(e->klen[k] > 100 ? 100 : e->klen[k]),
+               e->keys[k], what);
+}
+
 static inf_status run_lookup(inf_pipeline_exec *e, const inf_record_batch *b, int li, int n, inf_error *err) {
     const inf_pipeline *p = e->p;
     const plookup *lk = &p->lookups[li];
@@ -442,7 +470,10 @@ static inf_status run_lookup(inf_pipeline_exec *e, const inf_record_batch *b, in
             double as_of = res->as_of[k];
             if (as_of != as_of || t_ref - as_of > lk->max_age_s) found = 0; /* stale -> missing */
         }
-        if (!found && e->ok[r]) missing++;
+        if (!found && e->ok[r]) {
+            missing++;
+            if (lk->required) reject_lookup(e, r, stat, lk, k, k >= 0 && res->found[k]);
+        }
         for (int j = 0; j < lk->n_features; j++) {
             double v = found ? res->values[(size_t)k * lk->n_features + j] : NAN;
             if (v != v) v = lk->defaults[j];
@@ -502,7 +533,11 @@ static inf_status default_prepare(inf_pipeline_exec *e, const inf_record_batch *
         e->feat = f;
         e->feat_cap = need;
     }
-    for (int c = 0; c < e->n_def; c++) e->def_batch_field[c] = inf_record_batch_find_field(b, e->def_names[c]);
+    for (int c = 0; c < e->n_def; c++) { /* the last batch's index first: batches of one source share a shape */
+        int f = e->def_batch_field[c];
+        if (!(f >= 0 && f < b->n_fields && !strcmp(b->names[f], e->def_names[c])))
+            e->def_batch_field[c] = inf_record_batch_find_field(b, e->def_names[c]);
+    }
     for (int r = 0; r < n; r++) {
         double *row = e->feat + (size_t)r * e->n_def;
         for (int c = 0; c < e->n_def; c++) {
@@ -608,7 +643,11 @@ inf_status inf_pipeline_prepare(inf_pipeline_exec *e, const inf_record_batch *b,
         return INF_OK;
     }
     /* row blocks keep the rows being read in cache while every input is converted */
-    for (int i = 0; i < p->n_inputs; i++) e->batch_field[i] = inf_record_batch_find_field(b, p->inputs[i].name);
+    for (int i = 0; i < p->n_inputs; i++) {
+        int f = e->batch_field[i];
+        if (!(f >= 0 && f < b->n_fields && !strcmp(b->names[f], p->inputs[i].name)))
+            e->batch_field[i] = inf_record_batch_find_field(b, p->inputs[i].name);
+    }
     for (int r0 = 0; r0 < n; r0 += 64) {
         int r1 = r0 + 64 < n ? r0 + 64 : n;
         for (int i = 0; i < p->n_inputs; i++)
@@ -780,6 +819,25 @@ static inf_status set_out(inf_record_batch *out, int row, int f, int kind, doubl
     return inf_record_batch_set_float(out, row, f, num);
 }
 
+/* 1 when field f of out is called name (j < 0) or name_j: the executor
+ * remembers where finish put each output field, and checks it is still
+ * there (out may be another batch, or reset) before reusing it. */
+static int cached_field(const inf_record_batch *out, int f, const char *name, int64_t j) {
+    if (f < 0 || f >= out->n_fields) return 0;
+    const char *have = out->names[f];
+    size_t n = strlen(name);
+    if (memcmp(have, name, n)) return 0;
+    if (j < 0) return have[n] == '\0';
+    if (have[n] != '_') return 0;
+    char digits[24];
+    int nd = 0;
+    do digits[nd++] = (char)('0' + j % 10), j /= 10;
+    while (j);
+    for (int i = 0; i < nd; i++)
+        if (have[n + 1 + i] != digits[nd - 1 - i]) return 0;
+    return have[n + 1 + nd] == '\0';
+}
+
 inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs, inf_record_batch *out, inf_error *err) {
     const inf_pipeline *p = e->p;
     if (!p->model) return fail(err, INF_EINVAL, "pipeline '%s' was loaded without a model; no outputs to map", p->name);
@@ -853,15 +911,27 @@ inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs,
                 if (po->default_cols && C > 1 && t->ndim == 2) {
                     for (int64_t j = 0; j < C && !st; j++) {
                         kind = tensor_value(t, k, j, &num, &str);
-                        snprintf(name, sizeof name, "%s_%lld", po->name, (long long)j);
-                        if (!(st = inf_record_batch_add_field(out, name, &f))) st = set_out(out, row, f, kind, num, str);
+                        int *slot = o < FINISH_CACHE && j < FINISH_CACHE_COLS ? &e->fin_col_field[o][j] : NULL;
+                        if (slot && cached_field(out, *slot, po->name, j)) {
+                            f = *slot;
+                        } else {
+                            snprintf(name, sizeof name, "%s_%lld", po->name, (long long)j);
+                            if ((st = inf_record_batch_add_field(out, name, &f))) break;
+                            if (slot) *slot = f;
+                        }
+                        st = set_out(out, row, f, kind, num, str);
                     }
                     continue;
                 }
                 kind = tensor_value(t, k, po->index, &num, &str);
                 if (kind < 0) return fail(err, INF_ETYPE, "output '%s': unsupported dtype %s", po->name, inf_dtype_name(t->dtype));
             }
-            if ((st = inf_record_batch_add_field(out, po->name, &f))) break;
+            if (o < FINISH_CACHE && cached_field(out, e->fin_out_field[o], po->name, -1)) {
+                f = e->fin_out_field[o];
+            } else {
+                if ((st = inf_record_batch_add_field(out, po->name, &f))) break;
+                if (o < FINISH_CACHE) e->fin_out_field[o] = f;
+            }
             if (po->op == OUT_THRESHOLD) {
                 int above = kind != 2 && num >= po->value;
                 st = po->n_labels ? inf_record_batch_set_string(out, row, f, po->labels[above], strlen(po->labels[above]))
@@ -871,9 +941,15 @@ inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs,
             }
         }
         if (!st && f_model < 0) {
-            if (!(st = inf_record_batch_add_field(out, "model_name", &f_model)) &&
-                !(st = inf_record_batch_add_field(out, "model_version", &f_version)))
-                st = inf_record_batch_add_field(out, "pipeline_hash", &f_hash);
+            int *c = e->fin_lineage_field;
+            if (cached_field(out, c[0], "model_name", -1) && cached_field(out, c[1], "model_version", -1) &&
+                cached_field(out, c[2], "pipeline_hash", -1)) {
+                f_model = c[0], f_version = c[1], f_hash = c[2];
+            } else if (!(st = inf_record_batch_add_field(out, "model_name", &f_model)) &&
+                       !(st = inf_record_batch_add_field(out, "model_version", &f_version)) &&
+                       !(st = inf_record_batch_add_field(out, "pipeline_hash", &f_hash))) {
+                c[0] = f_model, c[1] = f_version, c[2] = f_hash;
+            }
         }
         if (!st) st = inf_record_batch_set_string(out, row, f_model, p->model_name, strlen(p->model_name));
         if (!st) st = inf_record_batch_set_string(out, row, f_version, p->model_version, strlen(p->model_version));

@@ -76,6 +76,7 @@ typedef struct plookup {
     int event_time_col; /* timestamp input used as "now" for max_age, or -1 (wall clock) */
     int first_col;      /* column of features[0] (consecutive) */
     int is_redis;
+    int required;       /* reject records whose key is null, missing or stale */
 } plookup;
 
 struct xf_def;

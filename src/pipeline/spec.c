@@ -434,7 +434,8 @@ static inf_status parse_inputs(inf_pipeline *p, const cJSON *inputs, inf_error *
 
 static inf_status parse_lookups(inf_pipeline *p, const cJSON *lookups, inf_error *err) {
     static const char *const keys[] = {"name", "store", "table", "key", "key_column", "prefix", "features",
-                                       "max_age_s", "as_of", "available_at", "event_time", "defaults", "description", NULL};
+                                       "max_age_s", "as_of", "available_at", "event_time", "defaults", "description",
+                                       "required", NULL};
     if (!cJSON_IsArray(lookups)) return fail(err, INF_EFORMAT, "lookups: must be an array");
     int i = 0;
     for (const cJSON *l = lookups->child; l; l = l->next, i++) {
@@ -537,6 +538,11 @@ static inf_status parse_lookups(inf_pipeline *p, const cJSON *lookups, inf_error
             inf_status st = add_col(p, f->string, COL_NUM, 1, SRC_LOOKUP, p->n_lookups - 1, fpath, err);
             if (st) return st;
         }
+        /* required: a record whose key is null, not in the store or stale is
+         * rejected instead of scored with the defaults (default false) */
+        const cJSON *req = cJSON_GetObjectItemCaseSensitive(l, "required");
+        if (req && !cJSON_IsBool(req)) return fail(err, INF_EFORMAT, "%s.required: must be true or false", path);
+        lk->required = cJSON_IsTrue(req);
         const cJSON *age = cJSON_GetObjectItemCaseSensitive(l, "max_age_s");
         if (age) {
             if (!cJSON_IsNumber(age) || age->valuedouble < 0)

@@ -457,6 +457,57 @@ static const char *base_name(const char *path) {
     return s ? s + 1 : path;
 }
 
+/* Rewrites the relative SQLite lookup stores of a pipeline spec
+ * ("sqlite:card_features.db?table=t") as absolute paths against the spec
+ * file's folder, so a registered spec works from any working directory (a
+ * spec loaded from its file resolves them the same way).  *out is NULL when
+ * nothing needed rewriting, else the new JSON text (cJSON_free). */
+static inf_status resolve_spec_stores(const char *spec_path, const char *text, char **out, inf_error *err) {
+    *out = NULL;
+    cJSON *spec = cJSON_Parse(text);
+    const cJSON *lookups = spec ? cJSON_GetObjectItemCaseSensitive(spec, "lookups") : NULL;
+    char dir[PATH_MAX];
+    int n_changed = 0;
+    inf_status rc = INF_OK;
+    dir[0] = '\0';
+    for (cJSON *l = cJSON_IsArray(lookups) ? lookups->child : NULL; l; l = l->next) {
+        cJSON *store = cJSON_GetObjectItemCaseSensitive(l, "store");
+        const char *s = cJSON_IsString(store) ? store->valuestring : NULL;
+        if (!s || strncmp(s, "sqlite:", 7) || s[7] == '/' || s[7] == '?' || !s[7] || !strncmp(s + 7, ":memory:", 8) ||
+            !strncmp(s + 7, "file:", 5))
+            continue;
+        if (!dir[0]) {
+            if (!realpath(spec_path, dir)) {
+                rc = inf__reg_fail(err, INF_EIO, "pipeline spec %s: cannot resolve its folder: %s", spec_path,
+                                   strerror(errno));
+                goto done;
+            }
+            char *slash = strrchr(dir, '/');
+            if (slash) slash[slash == dir ? 1 : 0] = '\0';
+        }
+        size_t need = strlen(dir) + strlen(s) + 3;
+        char *abs = malloc(need);
+        if (!abs) {
+            rc = oom(err, "resolving the pipeline spec's store paths");
+            goto done;
+        }
+        snprintf(abs, need, "sqlite:%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+                 s + 7 + (strncmp(s + 7, "./", 2) ? 0 : 2));
+        cJSON *repl = cJSON_CreateString(abs);
+        free(abs);
+        if (!repl || !cJSON_ReplaceItemInObjectCaseSensitive(l, "store", repl)) {
+            cJSON_Delete(repl);
+            rc = oom(err, "resolving the pipeline spec's store paths");
+            goto done;
+        }
+        n_changed++;
+    }
+    if (n_changed && !(*out = cJSON_PrintUnformatted(spec))) rc = oom(err, "resolving the pipeline spec's store paths");
+done:
+    cJSON_Delete(spec);
+    return rc;
+}
+
 inf_status inf_registry_register(inf_registry *r, const char *name, const inf_registry_register_info *info,
                                  int64_t *version, inf_error *err) {
     if (version) *version = 0;
@@ -497,7 +548,11 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
                                info->pipeline_path);
             goto done;
         }
-        if ((rc = inf__pipeline_check(info->pipeline_path, text, model, &pipeline, pipe_hex, err))) {
+        char *resolved = NULL;
+        if ((rc = resolve_spec_stores(info->pipeline_path, text, &resolved, err))) goto done;
+        rc = inf__pipeline_check(info->pipeline_path, resolved ? resolved : text, model, &pipeline, pipe_hex, err);
+        cJSON_free(resolved);
+        if (rc) {
             char msg[INF_ERROR_MESSAGE_MAX];
             snprintf(msg, sizeof msg, "%s", err ? err->message : "");
             inf__reg_fail(err, rc, "cannot register '%s': %s", name, msg);

@@ -26,6 +26,7 @@ struct inf__scorer {
     const cJSON *passthrough; /* its "passthrough" array, or NULL */
     int n_skip, cap_skip;
     int primary;     /* field index in out, -1 */
+    int n_classified; /* fields of out classified into skip/primary so far */
     char id_column[256];
 };
 
@@ -104,14 +105,32 @@ const char *inf__scorer_model_name(const inf__scorer *s) { return s->m.name; }
 const char *inf__scorer_model_version(const inf__scorer *s) { return s->m.version; }
 int inf__scorer_is_default(const inf__scorer *s) { return inf_pipeline_is_default(s->m.pipeline); }
 
+/* Records of one query have one shape, so both batches keep their schema
+ * between calls (clear, not reset): a warm scorer re-adds no field names and
+ * classifies the output fields once.  A record without one of the kept
+ * fields reads NULL there, exactly as with a fresh batch (the pipeline maps
+ * fields by name).  Schemas that keep growing (records with ever new keys)
+ * are dropped past MAX_KEPT_FIELDS. */
+#define MAX_KEPT_FIELDS 256
+
 void inf__scorer_clear(inf__scorer *s) {
     for (int i = 0; i < s->n_records; i++) {
         free(s->why[i]);
         s->why[i] = NULL;
     }
     s->n_records = 0;
-    if (s->in) inf_record_batch_reset(s->in);
-    if (s->out) inf_record_batch_reset(s->out);
+    if (s->in) {
+        if (inf_record_batch_n_fields(s->in) > MAX_KEPT_FIELDS) inf_record_batch_reset(s->in);
+        else inf_record_batch_clear(s->in);
+    }
+    if (s->out) {
+        if (inf_record_batch_n_fields(s->out) > MAX_KEPT_FIELDS) {
+            inf_record_batch_reset(s->out);
+            s->n_classified = 0;
+        } else {
+            inf_record_batch_clear(s->out);
+        }
+    }
 }
 
 inf_status inf__scorer_add_json(inf__scorer *s, const char *json, size_t len, inf_error *err) {
@@ -157,10 +176,35 @@ static int add_skip(inf__scorer *s, const char *name) {
     return 0;
 }
 
+/* Which output fields are predictions (see scorer.h): classifies the fields
+ * of out added since the last call. */
+static inf_status classify_fields(inf__scorer *s, inf_error *err) {
+    int nf = inf_record_batch_n_fields(s->out);
+    if (s->n_classified > nf) s->n_classified = 0; /* out was reset */
+    if (s->n_classified == 0) {
+        s->n_skip = 0;
+        s->primary = -1;
+    }
+    for (int f = s->n_classified; f < nf; f++) {
+        const char *name = inf_record_batch_field_name(s->out, f);
+        int lineage = !strcmp(name, "model_name") || !strcmp(name, "model_version") || !strcmp(name, "pipeline_hash");
+        int is_id = s->id_column[0] && !strcmp(name, s->id_column);
+        int passthrough = !is_id && !lineage && is_passthrough(s, name);
+        if (is_id || passthrough || !strcmp(name, "pipeline_hash"))
+            if (add_skip(s, name)) {
+                s->n_classified = 0; /* start over next time */
+                return fail(err, INF_ENOMEM, "infera: out of memory%s", "");
+            }
+        if (!is_id && !passthrough && !lineage && s->primary < 0) s->primary = f;
+    }
+    s->n_classified = nf;
+    return INF_OK;
+}
+
 inf_status inf__scorer_score(inf__scorer *s, inf_error *err) {
     inf_status st;
     const inf_tensor *const *x;
-    inf_record_batch_reset(s->out);
+    inf_record_batch_clear(s->out);
     if (!s->n_records) return INF_OK;
     if ((st = inf_pipeline_prepare(s->exec, s->in, &x, err))) return st;
     int n_acc = inf_pipeline_n_accepted(s->exec);
@@ -180,20 +224,7 @@ inf_status inf__scorer_score(inf__scorer *s, inf_error *err) {
         free(s->why[row]);
         s->why[row] = strdup(buf);
     }
-    /* which output fields are predictions (see scorer.h) */
-    s->n_skip = 0;
-    s->primary = -1;
-    int nf = inf_record_batch_n_fields(s->out);
-    for (int f = 0; f < nf; f++) {
-        const char *name = inf_record_batch_field_name(s->out, f);
-        int lineage = !strcmp(name, "model_name") || !strcmp(name, "model_version") || !strcmp(name, "pipeline_hash");
-        int is_id = s->id_column[0] && !strcmp(name, s->id_column);
-        int passthrough = !is_id && !lineage && is_passthrough(s, name);
-        if (is_id || passthrough || !strcmp(name, "pipeline_hash"))
-            if (add_skip(s, name)) return fail(err, INF_ENOMEM, "infera: out of memory%s", "");
-        if (!is_id && !passthrough && !lineage && s->primary < 0) s->primary = f;
-    }
-    return INF_OK;
+    return classify_fields(s, err);
 }
 
 int inf__scorer_result(const inf__scorer *s, int i, const char **why) {

@@ -81,6 +81,13 @@ check "upsert (tables' default) re-run: still 5000 rows" '[ "$(q scores.db "SELE
 q scores.db "INSERT INTO scores (transaction_id) VALUES ('zzz')"
 "${B[@]}" --mode replace --model "$MODEL" --input "sqlite:tx.db?table=tx" --output "sqlite:scores.db?table=scores" --id-column transaction_id >/dev/null 2>&1
 check "replace drops what was there" '[ "$(q scores.db "SELECT count(*) FROM scores WHERE transaction_id = '"'zzz'"'")" = 0 ] && [ "$(q scores.db "SELECT count(*) FROM scores")" = 5000 ]'
+for i in 1 2; do "${B[@]}" --mode append --model "$MODEL" --input "csv:$EX/transactions.csv" --output csv:app.csv --id-column transaction_id >/dev/null 2>&1; done
+check "append to a file: two runs, one header, 10000 rows" '[ "$(wc -l <app.csv)" = 10001 ] && [ "$(grep -c transaction_id app.csv)" = 1 ]'
+{ head -1 "$EX/transactions.csv"; sed -n 2,101p "$EX/transactions.csv"; } >first.csv
+{ head -1 "$EX/transactions.csv"; sed -n 102,201p "$EX/transactions.csv"; } >second.csv
+"${B[@]}" --mode append --model "$MODEL" --input csv:first.csv --output "sqlite:app.db?table=s" --id-column transaction_id >/dev/null 2>&1
+"${B[@]}" --mode append --model "$MODEL" --input csv:second.csv --output "sqlite:app.db?table=s" --id-column transaction_id >/dev/null 2>&1
+check "append to a table: rows of both runs" '[ "$(q app.db "SELECT count(*), count(DISTINCT transaction_id) FROM s")" = "200|200" ]'
 "${B[@]}" --mode upsert --model "$MODEL" --input "csv:$EX/transactions.csv" --output csv:x.csv >/dev/null 2>err.txt; rc=$?
 check "upsert into a file is a usage error" '[ $rc -eq 2 ] && grep -q "upsert needs a table" err.txt' "$(cat err.txt)"
 "${B[@]}" --model "$MODEL" --input "csv:$EX/transactions.csv" --output csv:rn.csv >/dev/null 2>&1
@@ -120,6 +127,26 @@ check "sensitive fields never in the error record" '! grep -q "card00001" errors
 "${B[@]}" --model "$MODEL" --pipeline "$SPEC" --input "csv:$RAW" --output csv:all.csv >/dev/null 2>&1
 check "other rows unaffected by the bad ones" \
     'diff <(strip good.csv) <(strip all.csv | grep -E "^t05000[0-9]," ) >/dev/null' "$(diff <(strip good.csv) <(strip all.csv | grep -E '^t05000[0-9],'))"
+# a required lookup: an unknown card is rejected (card_id is sensitive: not named)
+mkdir -p specdir
+sed 's#"event_time": "ts",#"event_time": "ts", "required": true,#' "$SPEC" >specdir/req_spec.json
+cp "$EX/card_features.db" specdir/
+{ head -1 "$RAW"; sed -n 2,6p "$RAW"; sed -n 2p "$RAW" | sed 's/^\([^,]*\),[^,]*,/tnocard,card_nobody,/'; } >nocard.csv
+"${B[@]}" --model "$MODEL" --pipeline specdir/req_spec.json --input csv:nocard.csv --output csv:req.csv --errors jsonl:req_err.jsonl >sum.txt 2>err.txt; rc=$?
+check "required lookup: unknown key -> 5 written, 1 rejected" '[ $rc -eq 0 ] && grep -q "read 6  scored 5  written 5  rejected 1" sum.txt' "$(cat sum.txt err.txt)"
+check "required lookup: reason in the error sink, key not named (sensitive)" \
+    'grep -q "\"id\":\"tnocard\".*\"field\":\"card_id\",\"reason\":\"lookup card_history: key not found (field .card_id. is sensitive)\"" req_err.jsonl && ! grep -q card_nobody req_err.jsonl' "$(cat req_err.jsonl)"
+"${B[@]}" --model "$MODEL" --pipeline "$SPEC" --input csv:nocard.csv --output csv:noreq.csv >sum.txt 2>&1
+check "lookup without required: the unknown key is scored with the defaults" 'grep -q "written 6  rejected 0" sum.txt' "$(cat sum.txt)"
+# a registered spec's relative store path is resolved against the spec's folder, not the cwd
+"$INFERA" registry register fraudreq "$MODEL" --pipeline specdir/req_spec.json >reg.txt 2>&1
+mkdir -p elsewhere
+(cd elsewhere && "${B[@]}" --model fraudreq@1 --input "csv:../nocard.csv" --output csv:reg_req.csv --errors jsonl:reg_err.jsonl) >sum.txt 2>err.txt; rc=$?
+check "registered spec: relative lookup store found from another cwd" '[ $rc -eq 0 ] && grep -q "written 5  rejected 1" sum.txt' "$(cat reg.txt sum.txt err.txt)"
+check "registered spec stores the absolute store path" \
+    'q home/registry.db "SELECT pipeline FROM reg_versions WHERE name = '"'fraudreq'"'" | grep -q "\"store\":\"sqlite:$(cd specdir && pwd -P)/card_features.db?table=card_features\""' \
+    "$(q home/registry.db "SELECT pipeline FROM reg_versions WHERE name = 'fraudreq'" | grep -o '"store":"[^"]*"')"
+
 { head -1 "$RAW"; for i in $(seq 40); do echo "x$i,card1,bad,abc,1,1,1,1,0"; done; sed -n 2,11p "$RAW"; } >mostly_bad.csv
 "${B[@]}" --model "$MODEL" --pipeline "$SPEC" --input csv:mostly_bad.csv --output csv:mb.csv --max-error-rate 0.5 >/dev/null 2>err.txt; rc=$?
 check "--max-error-rate stops a mostly bad job" '[ $rc -ne 0 ] && grep -q "above --max-error-rate 0.5" err.txt' "$(cat err.txt)"
@@ -154,6 +181,9 @@ for kind in csv sqlite; do
         job=crash-$kind-$seed
         "${R[@]}" --input csv:big.csv --output "$out" --job-id $job >/dev/null 2>&1 &
         pid=$!
+        # the random point is within the job: wait for its first checkpoint file (a slow, loaded
+        # start must not turn the test into "killed before it began")
+        for _ in $(seq 200); do [ -f home/jobs/$job.json ] && break; sleep 0.1; done
         delay=$(awk -v s=$seed -v k=${#kind} 'BEGIN { srand(s * 7 + k); printf "%.2f", 0.15 + rand() * 0.9 }')
         sleep "$delay"
         kill -9 $pid 2>/dev/null

@@ -74,6 +74,9 @@ R=( "${B[@]}" --model "$MODEL" --input "$PG_URL?table=big" --threads 2 --chunk-r
 for seed in 1 2; do
     "${R[@]}" --output "$PG_URL?table=big_$seed" --job-id crash$seed >/dev/null 2>&1 &
     pid=$!
+    # the random point is within the job: wait for its first checkpoint file (a slow, loaded
+    # start must not turn the test into "killed before it began")
+    for _ in $(seq 200); do [ -f home/jobs/crash$seed.json ] && break; sleep 0.1; done
     sleep "$(awk -v s=$seed 'BEGIN { srand(s * 11); printf "%.2f", 0.3 + rand() * 0.8 }')"
     kill -9 $pid 2>/dev/null
     wait $pid 2>/dev/null

@@ -14,6 +14,7 @@
 
 #include "infera/io.h"
 #include "infera/tensor.h"
+#include "io/record_int.h" /* inf__parse_double */
 
 static int n_pass, n_fail;
 static char dir[] = "/tmp/infera-io-XXXXXX";
@@ -242,8 +243,122 @@ static void test_sqlite(void) {
     inf_record_batch_free(b);
 }
 
+/* inf__parse_double must give strtod's double, bit for bit, on every form
+ * (its exact fast path and its fallback), and refuse what is not a number. */
+static void test_parse_double(void) {
+    srand(12345);
+    int n_bad = 0, n_fast = 0;
+    char first_bad[80] = "";
+    for (int i = 0; i < 300000; i++) {
+        char s[80];
+        int n = 0;
+        if (rand() % 3 == 0) s[n++] = '-';
+        int int_digits = rand() % 18, frac_digits = rand() % 18;
+        if (rand() % 4 == 0) s[n++] = '0';
+        for (int k = 0; k < int_digits; k++) s[n++] = (char)('0' + (k == 0 ? 1 + rand() % 9 : rand() % 10));
+        if (!int_digits && !frac_digits) s[n++] = '7';
+        if (frac_digits) {
+            s[n++] = '.';
+            for (int k = 0; k < frac_digits; k++) s[n++] = (char)('0' + rand() % 10);
+        }
+        if (rand() % 3 == 0) n += snprintf(s + n, sizeof s - (size_t)n, "e%d", rand() % 80 - 40);
+        s[n] = '\0';
+        double got = 0, want = strtod(s, NULL);
+        if (inf__parse_double(s, (size_t)n, &got) || memcmp(&got, &want, sizeof got)) {
+            if (!n_bad++) snprintf(first_bad, sizeof first_bad, "%s", s);
+        }
+        n_fast += int_digits + frac_digits <= 15;
+    }
+    check(n_bad == 0, "inf__parse_double == strtod bit for bit on 300000 decimal strings (%d short ones; first bad: %s)",
+          n_fast, first_bad[0] ? first_bad : "none");
+    const char *good[] = {"0", "-0", "1.", ".5", "+2.5", "1e5", "1E-5", "123456789012345678901234567890", "0.1",
+                          "4.9406564584124654e-324", "1.7976931348623157e308", "1e400", "0.000000000000000000001"};
+    int ok = 1;
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        double got = 0, want = strtod(good[i], NULL);
+        ok &= !inf__parse_double(good[i], strlen(good[i]), &got) && !memcmp(&got, &want, sizeof got);
+    }
+    check(ok, "inf__parse_double: edge forms (1., .5, +2.5, 30 digits, subnormal, max, overflow) as strtod");
+    const char *bad[] = {"", "-", ".", "e5", "1e", "1e+", "1.2.3", "1 ", " 1", "0x10", "nan", "1,5", "--1"};
+    ok = 1;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        double got;
+        ok &= inf__parse_double(bad[i], strlen(bad[i]), &got) == -1;
+    }
+    check(ok, "inf__parse_double refuses non-numbers (empty, sign only, 1e, 1.2.3, spaces, hex, nan)");
+}
+
+/* The flat-object fast path of inf_record_batch_add_json must give exactly
+ * what the cJSON path gives: each record is added as is, and again with a
+ * nested field appended (which sends it down the cJSON path). */
+static void test_json_paths(void) {
+    const char *recs[] = {
+        "{\"a\":1,\"b\":-2.5,\"c\":\"x y\",\"d\":true,\"e\":false,\"f\":null}",
+        " { \"a\" : 1e3 , \"b\":\t0.1,\n\"c\":\"\" } ",
+        "{\"n\":9007199254740993,\"m\":2.0,\"k\":-0,\"big\":1e400,\"tiny\":4.9e-324,\"p\":12345678901234567890}",
+        "{\"dup\":1,\"dup\":2,\"z\":null,\"z\":3,\"y\":4,\"y\":null}",
+        "{\"esc\":\"a\\\"b\\u00e9\\n\",\"u\":\"\xc3\xa9t\xc3\xa9\"}",
+        "{\"\":5,\"amount\":3.0503,\"log\":-0.6724,\"x\":0.0343}",
+        "{}",
+    };
+    int ok = 1;
+    char why[200] = "";
+    for (size_t i = 0; i < sizeof recs / sizeof *recs && ok; i++) {
+        char nested[600];
+        size_t n = strlen(recs[i]);
+        const char *close = strrchr(recs[i], '}');
+        int empty = strchr(recs[i], ':') == NULL;
+        snprintf(nested, sizeof nested, "%.*s%s\"zz_nested\":[1]}", (int)(close - recs[i]), recs[i], empty ? "" : ",");
+        inf_record_batch *a, *b;
+        inf_error err;
+        inf_record_batch_new(&a);
+        inf_record_batch_new(&b);
+        int st = inf_record_batch_add_json(a, recs[i], n, &err) | inf_record_batch_add_json(b, nested, strlen(nested), &err);
+        if (st) {
+            ok = 0;
+            snprintf(why, sizeof why, "record %zu: %s", i, err.message);
+        }
+        for (int f = 0; ok && f < inf_record_batch_n_fields(a); f++) {
+            const char *name = inf_record_batch_field_name(a, f);
+            const inf_value *x = inf_record_batch_get(a, 0, f);
+            const inf_value *y = inf_record_batch_get(b, 0, inf_record_batch_find_field(b, name));
+            int same = x->type == y->type &&
+                       (x->type == INF_FIELD_STRING ? x->u.s.len == y->u.s.len && !memcmp(x->u.s.ptr, y->u.s.ptr, x->u.s.len)
+                        : x->type == INF_FIELD_FLOAT ? !memcmp(&x->u.f, &y->u.f, sizeof x->u.f)
+                        : x->type == INF_FIELD_INT   ? x->u.i == y->u.i
+                        : x->type == INF_FIELD_BOOL  ? x->u.b == y->u.b
+                                                     : 1);
+            if (!same) {
+                ok = 0;
+                snprintf(why, sizeof why, "record %zu field '%s' differs", i, name);
+            }
+        }
+        if (ok && inf_record_batch_n_fields(b) != inf_record_batch_n_fields(a) + 1) {
+            ok = 0;
+            snprintf(why, sizeof why, "record %zu: %d vs %d fields", i, inf_record_batch_n_fields(a),
+                     inf_record_batch_n_fields(b));
+        }
+        inf_record_batch_free(a);
+        inf_record_batch_free(b);
+    }
+    check(ok, "JSON records: the flat fast path and the full parser give the same fields and values%s%s", why[0] ? ": " : "",
+          why);
+    const char *bad[] = {"{\"a\":1,}", "{\"a\" 1}", "{\"a\":01}", "{\"a\":1.}", "[1]", "{\"a\":tru}", "{\"a\":\"x}", ""};
+    ok = 1;
+    inf_record_batch *a;
+    inf_record_batch_new(&a);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        inf_error err;
+        if (inf_record_batch_add_json(a, bad[i], strlen(bad[i]), &err) == INF_OK && i >= 4) ok = 0;
+    }
+    check(ok && inf_record_batch_n_rows(a) <= 4, "JSON records: malformed objects are refused (lenient forms go to cJSON)");
+    inf_record_batch_free(a);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 1;
+    test_parse_double();
+    test_json_paths();
     test_timestamps();
     test_csv();
     test_jsonl();

@@ -190,6 +190,9 @@ static void test_bad_specs(const inf_model *fraud) {
     expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"float\"}},\"lookups\":[{\"name\":\"l\",\"store\":\"sqlite:x.db?table=t\",\"key\":\"k\","
                      "\"features\":{\"f\":\"float\"}}],\"model_inputs\":{\"x\":{\"order\":[\"a\"]}}}",
                INF_EFORMAT, "lookups[0] (l).key: 'k' is not a declared input field", "lookup key not an input");
+    expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"string\"}},\"lookups\":[{\"name\":\"l\",\"store\":\"sqlite:x.db?table=t\",\"key\":\"a\","
+                     "\"features\":{\"f\":\"float\"},\"required\":\"yes\"}],\"model_inputs\":{\"x\":{\"order\":[\"f\"]}}}",
+               INF_EFORMAT, "lookups[0] (l).required: must be true or false", "lookup required not a bool");
     expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"float\"}", INF_EFORMAT, "malformed JSON", "malformed JSON");
 }
 
@@ -346,6 +349,45 @@ static void test_sqlite_lookup(const char *dir) {
     f = prepare_json(e, b, recs, 3, &nr, &nc);
     inf_pipeline_get_stats(p, &s);
     check(s.n_lookups == 2, "one more query for the next batch (%llu)", (unsigned long long)s.n_lookups);
+
+    /* required lookups: a null, unknown or stale key rejects the record
+     * (defaults do not apply); a sensitive key is not named */
+    for (int sensitive = 0; sensitive < 2; sensitive++) {
+        inf_pipeline_exec_free(e);
+        inf_pipeline_free(p);
+        e = NULL;
+        p = NULL;
+        snprintf(spec, sizeof spec,
+                 "{\"inputs\":{\"card\":{\"type\":\"string\"%s},\"t\":{\"type\":\"timestamp\"}},"
+                 "\"lookups\":[{\"name\":\"hist\",\"store\":\"sqlite:%s?table=cards\",\"key\":\"card\",\"key_column\":\"card_id\","
+                 "\"features\":{\"cnt\":\"int\",\"avg\":\"float\"},\"as_of\":\"updated_at\",\"max_age_s\":500,"
+                 "\"defaults\":{\"cnt\":-1},\"required\":true}],"
+                 "\"model_inputs\":{\"x\":{\"order\":[\"cnt\",\"avg\"]}}}",
+                 sensitive ? ",\"sensitive\":true" : "", db_path);
+        st = inf_pipeline_load_string(spec, strlen(spec), NULL, NULL, &p, &err);
+        if (!st) st = inf_pipeline_exec_new(p, &e, &err);
+        check(st == INF_OK, "required lookup spec loads (%s)", st ? err.message : "ok");
+        if (st) goto done;
+        inf_pipeline_exec_set_now(e, 1200);
+        f = prepare_json(e, b, recs, 7, &nr, &nc);
+        check(f && nr == 4 && inf_pipeline_n_rejected(e) == 3, "required: 4 of 7 records accepted (%d), 3 rejected (%d)",
+              nr, inf_pipeline_n_rejected(e));
+        if (!f || nr != 4 || inf_pipeline_n_rejected(e) != 3) goto done;
+        check(f[0] == 4 && f[2] == 5 && f[4] == 4 && f[6] == 1, "required: the found records keep their values");
+        const int want_row[3] = {2, 3, 5};
+        const char *want_msg[2][3] = {
+            {"lookup hist: key c3 is stale (older than max_age_s)", "lookup hist: key nobody not found",
+             "lookup hist: key field 'card' is missing"},
+            {"lookup hist: key is stale (older than max_age_s) (field 'card' is sensitive)",
+             "lookup hist: key not found (field 'card' is sensitive)", "lookup hist: key field 'card' is missing"}};
+        for (int i = 0; i < 3; i++) {
+            const char *field = NULL, *msg = NULL;
+            int row = inf_pipeline_rejected(e, i, &field, &msg);
+            check(row == want_row[i] && field && !strcmp(field, "card") && msg && !strcmp(msg, want_msg[sensitive][i]),
+                  "required%s: row %d rejected with '%s' (got row %d, %s: %s)", sensitive ? " (sensitive key)" : "",
+                  want_row[i], want_msg[sensitive][i], row, field ? field : "-", msg ? msg : "-");
+        }
+    }
 
     /* point in time against the history table */
     char hist[1200];

@@ -66,6 +66,20 @@ cp "$EX/card_features.db" .
 check "sqlite: registry reference (INFERA_HOME)" \
     '[ "$(sqlite3 tx.db ".load $EXT" "SELECT json_extract(infera_predict_json('"'fraud@1'"', json_object($FEATURES)), '"'\$.model_version'"') FROM tx LIMIT 1")" = 1 ]'
 
+# a required lookup that finds nothing: an SQL error with the reason (the key is sensitive: not named)
+mkdir -p specdir
+sed 's#"event_time": "ts",#"event_time": "ts", "required": true,#' "$EX/fraud_spec.json" >specdir/req_spec.json
+cp "$EX/card_features.db" specdir/
+"$INFERA" registry register fraudreq "$MODEL" --pipeline specdir/req_spec.json >/dev/null 2>&1
+REC="json_object('transaction_id', 't1', 'card_id', '%s', 'ts', '2024-03-10T16:09:25Z', 'amount', 3.05, 'merchant_category', 5, 'distance_from_home_km', 12.2, 'distance_from_last_txn_km', 4.4, 'card_present', 1)"
+NOCARD="SELECT infera_predict('fraudreq@1', $(printf "$REC" card_nobody))"
+check "sqlite: required lookup without the key -> SQL error with the reason" \
+    'sqlerr "$NOCARD" | grep -q "record rejected: card_id: lookup card_history: key not found (field .card_id. is sensitive)" && ! sqlerr "$NOCARD" | grep -q card_nobody' \
+    "$(sqlerr "$NOCARD")"
+KNOWN="SELECT typeof(infera_predict('fraudreq@1', $(printf "$REC" card00000)))"
+check "sqlite: required lookup with a known key scores (from another cwd: absolute store path)" \
+    '[ "$(cd / && sqlite3 "$T/tx.db" ".load $EXT" "$KNOWN" 2>&1)" = real ]' "$(cd / && sqlite3 "$T/tx.db" ".load $EXT" "$KNOWN" 2>&1)"
+
 # ---- PostgreSQL ----------------------------------------------------------------------
 if [ -z "$PG_EXT" ] || [ ! -f "$PG_EXT/infera.so" ]; then
     bad "PostgreSQL extension not built (postgresql-server-dev-15 missing?)"
@@ -111,12 +125,21 @@ P "CREATE TABLE qscores AS SELECT id AS transaction_id, (prediction->>'label')::
 "${B[@]}" --no-score --input "$PG_URL?query=SELECT%20*%20FROM%20qscores" --output csv:pgq.csv >/dev/null 2>&1
 check "postgresql: predict_query (batches of 700) bit-identical too" 'diff -q <(strip pgq.csv) <(strip ref.csv) >/dev/null' \
     "$(cat pgq.err; diff <(strip pgq.csv) <(strip ref.csv) | head -3)"
-PLAN=$(P "SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2;
-          EXPLAIN (COSTS OFF) SELECT sum(infera.predict('$MODEL', json_build_object($FEATURES))) FROM tx")
-PSUM=$(P "SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2;
-          SELECT sum(infera.predict('$MODEL', json_build_object($FEATURES))) FROM tx")
-SSUM=$(P "SELECT sum(label) FROM sqlscores")
-check "postgresql: runs in parallel workers with the same result" 'echo "$PLAN" | grep -q "Parallel Seq Scan" && [ "$PSUM" = "$SSUM" ]' "$PLAN / $PSUM vs $SSUM"
+# PARALLEL SAFE in a real parallel query: a forced parallel plan (2 workers launched, the
+# functions evaluated in the workers' scans under the Gather) gives the serial results: the
+# same count and the same order-independent digest of (id, predict, predict_json) per row
+PQ="SELECT count(*), sum(hashtext(transaction_id || ':' || infera.predict('$MODEL', json_build_object($FEATURES))::text
+       || ':' || infera.predict_json('$MODEL', json_build_object($FEATURES))::text)::numeric) FROM tx"
+PARALLEL="SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;
+          SET max_parallel_workers_per_gather = 2; SET force_parallel_mode = on; SET parallel_leader_participation = off;"
+PLAN=$(P "$PARALLEL EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) $PQ")
+PAR=$(P "$PARALLEL $PQ")
+SER=$(P "SET max_parallel_workers_per_gather = 0; $PQ")
+check "postgresql: PARALLEL SAFE functions run in 2 parallel workers" \
+    'echo "$PLAN" | grep -q "Workers Launched: 2" && echo "$PLAN" | grep -A2 "Partial Aggregate" | grep -q "infera.predict("' \
+    "$(echo "$PLAN" | cut -c1-160 | head -12)"
+check "postgresql: parallel results equal the serial ones (5000 rows, same digest)" \
+    '[ "$PAR" = "$SER" ] && [ "${SER%%|*}" = 5000 ]' "$PAR vs $SER"
 # errors: SQL errors, and the same backend answers the next statement
 check "postgresql: unknown model -> SQL error, backend alive" \
     'psql -X -q -t -A "$PG_URL" -c "SELECT infera.predict('"'nosuch@1'"', '"'{}'"'::jsonb)" -c "SELECT 41 + 1" 2>&1 | tr "\n" " " | grep -q "ERROR:  infera: model \"nosuch@1\".*42"'
