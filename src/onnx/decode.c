@@ -3,16 +3,23 @@
  *
  * DESIGN: the protobuf message is unpacked with protobuf-c, converted into
  * the IR in the model's arena, then released: nothing after this file sees
- * protobuf.  Each graph (and each subgraph of If/Loop/Scan) gets a value
- * table built through a name map; a name a node reads before any node writes
+ * protobuf.  The file is mapped, not copied; the message is unpacked with
+ * 64-byte-aligned allocations so each large initializer adopts its raw_data
+ * buffer as its tensor data (inf__onnx_tensor_take_proto): one copy of the
+ * weights in memory, none made twice.  Each graph (and each subgraph of
+ * If/Loop/Scan) gets a value table built through a name map; a name a node reads before any node writes
  * it becomes a placeholder that a later writer fills (ONNX does not require
  * nodes in order), or, in a subgraph, a reference to the enclosing scope.
  * inf__graph_finalize then sorts nodes and rejects what cannot run.
  * Every error names the model file and the node or value concerned.
  */
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifdef INF_WITH_XGBOOST
 #include "import/import.h"
@@ -379,7 +386,7 @@ static inf_status decode_graph_body(decoder *d, const Onnx__GraphProto *gp, grap
     inf_status st;
     int idx;
     for (size_t i = 0; i < gp->n_initializer; i++) {
-        const Onnx__TensorProto *tp = gp->initializer[i];
+        Onnx__TensorProto *tp = gp->initializer[i];
         const char *name = tp->name ? tp->name : "";
         if (map_get(&b->names, name) >= 0)
             return inf__error(d->err, INF_EMODEL, "%s: initializer '%s' is defined twice", d->path, name);
@@ -388,7 +395,7 @@ static inf_status decode_graph_body(decoder *d, const Onnx__GraphProto *gp, grap
         snprintf(what, sizeof what, "%s: initializer '%s'", d->path, name);
         inf__value *v = &b->values[idx];
         v->role = INF_VALUE_INITIALIZER;
-        if ((st = inf__onnx_tensor_from_proto(tp, d->base_dir, what, &v->constant, d->err)) != INF_OK) return st;
+        if ((st = inf__onnx_tensor_take_proto(tp, d->base_dir, what, &v->constant, d->err)) != INF_OK) return st;
     }
     if (gp->n_sparse_initializer)
         return inf__error(d->err, INF_EUNSUPPORTED, "%s: sparse initializers are not supported", d->path);
@@ -547,7 +554,8 @@ inf_status inf_model_load_buffer(const void *data, size_t size, const char *base
     inf_status st = INF_OK;
     inf_alloc_stats before, after;
     inf_alloc_get_stats(&before);
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(&inf__protobuf_allocator, size, data);
+    /* aligned: initializers adopt their raw_data buffers (inf__onnx_tensor_take_proto) */
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(&inf__protobuf_aligned_allocator, size, data);
     if (!mp) {
         inf_alloc_get_stats(&after);
         if (after.n_failed != before.n_failed) /* protobuf-c says NULL for both */
@@ -567,7 +575,7 @@ inf_status inf_model_load_buffer(const void *data, size_t size, const char *base
     if (!(opts && opts->no_optimize) && (st = inf__graph_optimize(m, m->graph, err)) != INF_OK) goto done;
     st = collect_io_infos(&d);
 done:
-    if (mp) onnx__model_proto__free_unpacked(mp, &inf__protobuf_allocator);
+    if (mp) onnx__model_proto__free_unpacked(mp, &inf__protobuf_aligned_allocator);
     if (st != INF_OK) {
         inf_model_free(m);
         return st;
@@ -576,20 +584,41 @@ done:
     return INF_OK;
 }
 
+/* Maps a regular, non-empty file read-only (the page cache, no copy: the
+ * decoder reads it once); NULL when that is not possible (the caller then
+ * reads it into memory). */
+static void *map_file(const char *path, size_t *size) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat st;
+    void *p = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= SIZE_MAX) {
+        p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) p = NULL;
+        else *size = (size_t)st.st_size;
+    }
+    close(fd);
+    return p;
+}
+
 inf_status inf_model_load(const char *path, const inf_model_options *opts, inf_model **out, inf_error *err) {
     *out = NULL;
     uint8_t *data;
-    size_t size;
-    inf_status st = inf__read_file(path, &data, &size, err);
-    if (st != INF_OK) return st;
+    size_t size = 0;
+    inf_status st = INF_OK;
+    uint8_t *mapped = map_file(path, &size);
+    if (mapped) data = mapped;
+    else if ((st = inf__read_file(path, &data, &size, err)) != INF_OK) return st;
     char *dir_copy = inf__strdup(path);
     if (!dir_copy) {
-        inf__free(data);
+        if (mapped) munmap(mapped, size);
+        else inf__free(data);
         return inf__error(err, INF_ENOMEM, "out of memory loading '%s'", path);
     }
     const char *base_dir = dirname(dir_copy);
     st = inf_model_load_buffer(data, size, base_dir, opts, out, err);
-    inf__free(data);
+    if (mapped) munmap(mapped, size);
+    else inf__free(data);
     inf__free(dir_copy);
     if (st != INF_OK) {
         /* the buffer loader names the model "<memory>": name the file instead */

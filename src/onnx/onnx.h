@@ -17,6 +17,11 @@
  * (NULL: external data is refused).  `what` names the tensor in errors. */
 inf_status inf__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir,
                                        const char *what, inf_tensor **out, inf_error *err);
+/* The same, but tp must come from inf__protobuf_aligned_allocator: a large
+ * raw_data buffer (4 KiB and up) becomes the tensor's data without a copy,
+ * and tp loses it (has_raw_data cleared).  Other tensors are copied. */
+inf_status inf__onnx_tensor_take_proto(Onnx__TensorProto *tp, const char *base_dir, const char *what,
+                                       inf_tensor **out, inf_error *err);
 
 /* Converts a tensor to a TensorProto whose buffers are allocated with
  * inf__malloc; free with inf__onnx_tensor_proto_free. */
@@ -28,5 +33,9 @@ inf_status inf__read_file(const char *path, uint8_t **data, size_t *size, inf_er
 
 /* protobuf-c allocator routed through inf__malloc. */
 extern ProtobufCAllocator inf__protobuf_allocator;
+/* The same through inf__aligned_alloc (64-byte aligned, like tensor data):
+ * for messages whose large raw_data buffers inf__onnx_tensor_take_proto
+ * adopts (the model decoder). */
+extern ProtobufCAllocator inf__protobuf_aligned_allocator;
 
 #endif /* INF_ONNX_H */

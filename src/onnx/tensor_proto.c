@@ -26,6 +26,16 @@ static void pb_free(void *ud, void *p) {
 }
 ProtobufCAllocator inf__protobuf_allocator = {pb_alloc, pb_free, NULL};
 
+static void *pb_aligned_alloc(void *ud, size_t size) {
+    (void)ud;
+    return inf__aligned_alloc(size);
+}
+static void pb_aligned_free(void *ud, void *p) {
+    (void)ud;
+    inf__aligned_free(p);
+}
+ProtobufCAllocator inf__protobuf_aligned_allocator = {pb_aligned_alloc, pb_aligned_free, NULL};
+
 inf_status inf__read_file(const char *path, uint8_t **data, size_t *size, inf_error *err) {
     *data = NULL;
     *size = 0;
@@ -201,8 +211,31 @@ static inf_status check_payload_size(const Onnx__TensorProto *tp, const char *ba
     return INF_OK;
 }
 
-inf_status inf__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir,
-                                       const char *what, inf_tensor **out, inf_error *err) {
+/* A tensor adopting tp's raw_data buffer (allocated by
+ * inf__protobuf_aligned_allocator, so 64-byte aligned from
+ * inf__aligned_alloc, as inf_tensor_new's data): no copy, no second
+ * buffer.  tp loses the buffer.  INF_ENOMEM when the struct cannot be made. */
+static inf_status adopt_raw_data(Onnx__TensorProto *tp, inf_dtype dtype, int ndim, const int64_t *dims,
+                                 inf_tensor **out) {
+    inf_tensor *t;
+    inf_status st = inf_tensor_new(dtype, 0, NULL, &t); /* the struct, and one element freed just below */
+    if (st != INF_OK) return st;
+    inf__aligned_free(t->data);
+    inf__tensor_set_shape(t, dtype, ndim, dims);
+    t->data = tp->raw_data.data;
+    t->capacity = tp->raw_data.len;
+    tp->raw_data.data = NULL; /* free_unpacked skips a NULL bytes field */
+    tp->raw_data.len = 0;
+    tp->has_raw_data = 0;
+    *out = t;
+    return INF_OK;
+}
+
+/* Adopting only pays for buffers worth a page or more. */
+#define ADOPT_MIN_BYTES 4096
+
+static inf_status tensor_from_proto(const Onnx__TensorProto *tp, Onnx__TensorProto *take, const char *base_dir,
+                                    const char *what, inf_tensor **out, inf_error *err) {
     *out = NULL;
     int dtype = tp->has_data_type ? tp->data_type : 0;
     if (dtype <= 0 || dtype >= INF_DTYPE_COUNT)
@@ -222,6 +255,13 @@ inf_status inf__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *
     inf_status st = check_payload_size(tp, base_dir, (inf_dtype)dtype, numel, what, err);
     if (st != INF_OK) return st; /* before allocating: a header must not make us allocate what the data lacks */
     inf_tensor *t;
+    bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    if (take && !external && tp->has_raw_data && dtype != INF_DTYPE_STRING && tp->raw_data.len >= ADOPT_MIN_BYTES &&
+        (uint64_t)tp->raw_data.len == (uint64_t)numel * inf_dtype_size((inf_dtype)dtype) &&
+        ((uintptr_t)tp->raw_data.data & 63) == 0) {
+        st = adopt_raw_data(take, (inf_dtype)dtype, (int)tp->n_dims, dims, out);
+        return st == INF_OK ? st : inf__error(err, st, "%s: out of memory", what);
+    }
     st = inf_tensor_new((inf_dtype)dtype, (int)tp->n_dims, dims, &t);
     if (st != INF_OK) return inf__error(err, st, "%s: cannot allocate %lld elements", what, (long long)numel);
     size_t nbytes = inf_tensor_nbytes(t);
@@ -242,6 +282,16 @@ inf_status inf__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *
     }
     *out = t;
     return INF_OK;
+}
+
+inf_status inf__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, const char *what,
+                                       inf_tensor **out, inf_error *err) {
+    return tensor_from_proto(tp, NULL, base_dir, what, out, err);
+}
+
+inf_status inf__onnx_tensor_take_proto(Onnx__TensorProto *tp, const char *base_dir, const char *what,
+                                       inf_tensor **out, inf_error *err) {
+    return tensor_from_proto(tp, tp, base_dir, what, out, err);
 }
 
 /* ---- to proto (raw_data for numbers, string_data for strings) ---- */
