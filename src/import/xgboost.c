@@ -1,6 +1,8 @@
 /*
  * xgboost.c -- native import of XGBoost JSON models (the format of
- * Booster.save_model("model.json"), XGBoost 1.x/2.x, gbtree and dart).
+ * Booster.save_model("model.json"), XGBoost 1.x/2.x, gbtree and dart), and
+ * of UBJSON ones (save_model("model.ubj"), XGBoost >= 1.6: read by ubjson.c
+ * into the same cJSON tree, then the same code).
  *
  * DESIGN: the booster becomes the model an ONNX-ML converter would write:
  * one ai.onnx.ml node (opset 3) reading input "input" float32 [N, F]:
@@ -41,6 +43,8 @@
 
 bool inf__import_is_xgboost_json(const void *data, size_t size) {
     const char *p = data;
+    if (inf__import_is_ubjson_object(data, size)) /* UBJSON: keys are stored bare, after their length */
+        return memmem(p, size < 4096 ? size : 4096, "learner", 7) != NULL;
     size_t i = 0;
     while (i < size && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t')) i++;
     if (i >= size || p[i] != '{') return false;
@@ -131,6 +135,18 @@ static bool array_number(const cJSON *arr, int i, double *out) {
     return number_of(e, out);
 }
 
+/* The n numbers of a JSON array into out (walks the list once: indexing a
+ * cJSON array is linear, so per-node lookups made big trees quadratic);
+ * false if an element is not a number. */
+static bool array_numbers(const cJSON *arr, int n, double *out) {
+    int i = 0;
+    for (const cJSON *e = arr->child; e && i < n; e = e->next, i++) {
+        if (cJSON_IsBool(e)) out[i] = cJSON_IsTrue(e);
+        else if (!number_of(e, &out[i])) return false;
+    }
+    return i == n;
+}
+
 /* Adds tree `t` (a JSON tree object) as tree id t voting for `target`. */
 static inf_status add_tree(const cJSON *tree, int t, int target, double weight, int64_t n_features, forest_lists *l,
                            inf_error *err) {
@@ -147,11 +163,19 @@ static inf_status add_tree(const cJSON *tree, int t, int target, double weight, 
     /* depth-first from the root; pruned nodes are never reached */
     int *stack = inf__malloc((size_t)n * sizeof(int) + sizeof(int));
     char *seen = inf__calloc((size_t)n, 1);
+    double *num = inf__malloc((size_t)n * 6 * sizeof(double));
     inf_status st = INF_OK;
-    if (!stack || !seen) {
+    if (!stack || !seen || !num) {
         st = FAIL(INF_ENOMEM, "out of memory");
         goto done;
     }
+    double *lcs = num, *rcs = num + n, *fis = num + 2 * n, *ths = num + 3 * n, *dls = num + 4 * n, *tys = num + 5 * n;
+    if (!array_numbers(left, n, lcs) || !array_numbers(right, n, rcs) || !array_numbers(ind, n, fis) ||
+        !array_numbers(cond, n, ths) || !array_numbers(dflt, n, dls)) {
+        st = FAIL(INF_EFORMAT, "tree %d: a node value is not a number", t);
+        goto done;
+    }
+    bool typed = cJSON_IsArray(stype) && cJSON_GetArraySize(stype) == n && array_numbers(stype, n, tys);
     int sp = 0;
     stack[sp++] = 0;
     while (sp > 0 && st == INF_OK) {
@@ -161,13 +185,8 @@ static inf_status add_tree(const cJSON *tree, int t, int target, double weight, 
             break;
         }
         seen[i] = 1;
-        double lc, rc, fi, th, dl, ty = 0;
-        if (!array_number(left, i, &lc) || !array_number(right, i, &rc) || !array_number(ind, i, &fi) ||
-            !array_number(cond, i, &th) || !array_number(dflt, i, &dl)) {
-            st = FAIL(INF_EFORMAT, "tree %d, node %d: a value is not a number", t, i);
-            break;
-        }
-        if (cJSON_IsArray(stype) && array_number(stype, i, &ty) && ty != 0) {
+        double lc = lcs[i], rc = rcs[i], fi = fis[i], th = ths[i], dl = dls[i];
+        if (typed && tys[i] != 0) {
             st = FAIL(INF_EUNSUPPORTED, "tree %d uses categorical splits (not supported)", t);
             break;
         }
@@ -202,6 +221,7 @@ static inf_status add_tree(const cJSON *tree, int t, int target, double weight, 
 done:
     inf__free(stack);
     inf__free(seen);
+    inf__free(num);
     return st;
 }
 
@@ -462,8 +482,17 @@ static inf_status read_learner(const cJSON *root, booster_desc *d, forest_lists 
 
 inf_status inf__import_xgboost_json(const void *data, size_t size, inf_model **out, inf_error *err) {
     *out = NULL;
-    cJSON *root = cJSON_ParseWithLength(data, size);
-    if (!root) return FAIL(INF_EFORMAT, "not valid JSON (near byte %ld)", (long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - (const char *)data : 0));
+    cJSON *root;
+    if (inf__import_is_ubjson_object(data, size)) {
+        char why[160] = "";
+        root = inf__ubjson_parse(data, size, why, sizeof why);
+        if (!root) return FAIL(INF_EFORMAT, "not valid UBJSON (%s)", why);
+    } else {
+        root = cJSON_ParseWithLength(data, size);
+        if (!root)
+            return FAIL(INF_EFORMAT, "not valid JSON (near byte %ld)",
+                        (long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - (const char *)data : 0));
+    }
     inf_model *m = inf__calloc(1, sizeof *m);
     forest_lists l;
     memset(&l, 0, sizeof l);

@@ -468,6 +468,146 @@ def bad_cases():
     make("duplicate_node", "twice", mutate=lambda a: a.update(nodes_nodeids=[0, 1, 2, 3, 3]))
 
 
+# ------------------------------------------------------------------ opset-5 TreeEnsemble
+def tree5_eval(x, a):
+    """numpy reference of ai.onnx.ml TreeEnsemble (opset 5), from the operator's spec text."""
+    modes, splits = a["nodes_modes"], a["nodes_splits"]
+    sets, k = {}, 0
+    mem = list(a.get("membership_values", []))
+    for i, m in enumerate(modes):
+        if m == 6:
+            j = k
+            while j < len(mem) and not np.isnan(mem[j]):
+                j += 1
+            sets[i] = mem[k:j]
+            k = j + 1
+    nt, agg, post = a["n_targets"], a["aggregate_function"], a["post_transform"]
+    out = np.zeros((x.shape[0], nt), np.float64)
+    for r in range(x.shape[0]):
+        votes = [[] for _ in range(nt)]
+        for root in a["tree_roots"]:
+            i = root
+            while True:
+                v = x[r, a["nodes_featureids"][i]]
+                t, m = splits[i], modes[i]
+                go = [v <= t, v < t, v >= t, v > t, v == t, v != t, v in sets.get(i, [])][m]
+                if np.isnan(v) and a["nodes_missing_value_tracks_true"][i]:
+                    go = True
+                leaf = a["nodes_trueleafs"][i] if go else a["nodes_falseleafs"][i]
+                i = a["nodes_truenodeids"][i] if go else a["nodes_falsenodeids"][i]
+                if leaf:
+                    votes[a["leaf_targetids"][i]].append(a["leaf_weights"][i])
+                    break
+        for c in range(nt):
+            w = votes[c]
+            if not w:
+                continue
+            average = lambda q: np.sum(q) / len(a["tree_roots"])  # noqa: E731 (over all trees, as ORT)
+            out[r, c] = [average, np.sum, np.min, np.max][agg](w)
+    if post == 2:
+        out = 1 / (1 + np.exp(-out))
+    elif post == 1:
+        e = np.exp(out - out.max(axis=1, keepdims=True))
+        out = e / e.sum(axis=1, keepdims=True)
+    return out
+
+
+def tree5_cases():
+    """TreeEnsemble (ai.onnx.ml opset 5): every mode incl. BRANCH_MEMBER, NaN routing, leaf/node children, the four
+    aggregates, float and double; expected outputs from tree5_eval and ONNX Runtime (ort_run.js skips the
+    2-target SOFTMAX/LOGISTIC cases: ORT 1.30 swaps post_transform 1 and 2 against the spec)."""
+    r5 = np.random.default_rng(55)
+    # tree 0: LEQ(f0) -> [LT(f1) -> leaf0 | MEMBER(f2 in {1,2,5}) -> leaf1 | GTE(f3) -> leaf2 | leaf3]
+    #         | [GT(f0) -> EQ(f3) -> leaf4 | leaf5 ; NEQ(f1) -> leaf6 | leaf7]
+    # tree 1: MEMBER(f2 in {0, 3}) -> leaf8 | LT(f1) -> leaf9 | leaf10 (root listed last)
+    feat = [0, 1, 2, 3, 0, 3, 1, 2, 1]
+    modes = [0, 1, 6, 2, 3, 4, 5, 6, 1]
+    splits = [0.25, 0.0, 0.0, 0.5, 0.75, 2.0, 1.0, 0.0, -0.5]
+    tru = [1, 0, 1, 2, 5, 4, 6, 8, 9]
+    fal = [4, 2, 3, 3, 6, 5, 7, 8, 10]
+    tleaf = [0, 1, 1, 1, 0, 1, 1, 1, 1]
+    fleaf = [0, 0, 0, 1, 0, 1, 1, 0, 1]
+    miss = [1, 0, 1, 0, 0, 1, 0, 0, 1]
+    members = [1.0, 2.0, 5.0, np.nan, 0.0, 3.0]
+    roots = [0, 7]
+    fal[7] = 8  # MEMBER false -> node 8
+    x = r5.normal(size=(400, 4)).astype(np.float32)
+    x[:, 2] = r5.integers(0, 7, size=400)
+    x[::9, 3] = 2.0
+    x[::5, 1] = 1.0
+    x[r5.random(size=x.shape) < 0.12] = np.nan
+    for nt in (1, 2):
+        targets = [int(r5.integers(0, nt)) for _ in range(11)]
+        weights = [float(np.round(r5.normal(), 3)) for _ in range(11)]
+        for agg in range(4):
+            for post in ([0, 2, 1] if agg == 1 else [0]):
+                if post == 1 and nt == 1:
+                    continue
+                for dt, npdt in ((F, np.float32), (D, np.float64)):
+                    if dt == D and (agg, post) != (1, 0):
+                        continue
+                    a = dict(nodes_featureids=feat, nodes_modes=np.array(modes, np.uint8), nodes_splits=np.array(splits, npdt),
+                             nodes_truenodeids=tru, nodes_falsenodeids=fal, nodes_trueleafs=tleaf, nodes_falseleafs=fleaf,
+                             nodes_missing_value_tracks_true=miss, membership_values=np.array(members, npdt),
+                             tree_roots=roots, leaf_targetids=targets, leaf_weights=np.array(weights, npdt), n_targets=nt,
+                             aggregate_function=agg, post_transform=post)
+                    attrs = {k: (numpy_helper.from_array(v) if isinstance(v, np.ndarray) else v) for k, v in a.items()}
+                    node = helper.make_node("TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", **attrs)
+                    m = ml_model([node], [vi("X", dt, [None, 4])], [vi("Y", dt, [None, nt])], opset_ml=5)
+                    xin = x.astype(npdt)
+                    want = tree5_eval(xin.astype(np.float64), {k: (list(v) if isinstance(v, np.ndarray) else v) for k, v in a.items()})
+                    if nt == 1 and post == 2:
+                        want = None  # ORT applies only PROBIT to a single target (as its TreeEnsembleRegressor)
+                    name = f"tree5_t{nt}_agg{agg}_post{post}_{'f64' if dt == D else 'f32'}"
+                    # the checker of Debian's onnx 1.12 does not know TreeEnsemble: save without it
+                    onnx.save(m, os.path.join(DATA, f"{name}.onnx"))
+                    case(name, f"{name}.onnx", {"X": xin}, {"Y": None if want is None else want.astype(npdt)}, tol=1e-5)
+
+    def bad5(name, expect, **change):
+        a = dict(nodes_featureids=[0, 1], nodes_modes=np.array([0, 6], np.uint8), nodes_splits=np.array([0.5, 0], np.float32),
+                 nodes_truenodeids=[1, 0], nodes_falsenodeids=[0, 1], nodes_trueleafs=[0, 1], nodes_falseleafs=[1, 1],
+                 membership_values=np.array([1, 2], np.float32), tree_roots=[0], leaf_targetids=[0, 0],
+                 leaf_weights=np.array([1, 2], np.float32), n_targets=1)
+        a.update(change)
+        attrs = {k: (numpy_helper.from_array(v) if isinstance(v, np.ndarray) else v) for k, v in a.items()}
+        node = helper.make_node("TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", **attrs)
+        m = ml_model([node], [vi("X", F, [None, 2])], [vi("Y", F, [None, 1])], opset_ml=5)
+        onnx.save(m, os.path.join(DATA, f"bad_{name}.onnx"))
+        with open(os.path.join(DATA, f"bad_{name}.expect"), "w") as f:
+            f.write(expect)
+
+    bad5("tree5_cycle", "cycle", nodes_trueleafs=[0, 0])
+    bad5("tree5_leaf_range", "nodes_falsenodeids", nodes_falsenodeids=[0, 7])
+    bad5("tree5_lengths", "nodes_splits", nodes_splits=np.array([0.5], np.float32))
+    bad5("tree5_root", "tree_roots", tree_roots=[0, 5])
+    bad5("tree5_target", "leaf_targetids", leaf_targetids=[0, 3])
+
+
+# ------------------------------------------------------------------ XGBoost UBJSON
+def ubj_cases():
+    """The XGBoost JSON test models re-saved by XGBoost as UBJSON (.ubj, XGBoost >= 1.6): same inputs; the expected
+    outputs are XGBoost's predictions with the booster loaded back from the .ubj file."""
+    import shutil
+    import xgboost as xgb
+    for name in ("xgb_binary", "xgb_multi", "xgb_reg"):
+        bst = xgb.Booster(model_file=os.path.join(DATA, f"{name}.json"))
+        ubj = os.path.join(DATA, f"{name}_ubj.ubj")
+        bst.save_model(ubj)
+        back = xgb.Booster(model_file=ubj)
+        x = np.load(os.path.join(DATA, f"{name}.in.input.npy"))
+        pred = back.inplace_predict(x)
+        outs = ["variable"] if name == "xgb_reg" else ["label", "probabilities"]
+        want = {o: np.load(os.path.join(DATA, f"{name}.want.{o}.npy")) for o in outs}
+        got = pred.reshape(want[outs[-1]].shape[0], -1)
+        if name == "xgb_binary":
+            got = np.stack([1 - got[:, 0], got[:, 0]], axis=1)
+        assert np.abs(got - want[outs[-1]]).max() <= 1e-6, name
+        shutil.copy(os.path.join(DATA, f"{name}.in.input.npy"), os.path.join(DATA, f"{name}_ubj.in.input.npy"))
+        for o in outs:
+            shutil.copy(os.path.join(DATA, f"{name}.want.{o}.npy"), os.path.join(DATA, f"{name}_ubj.want.{o}.npy"))
+        MANIFEST.append(f"{name}_ubj {name}_ubj.ubj input : {' '.join(outs)} : 1e-06")
+
+
 def main():
     os.makedirs(DATA, exist_ok=True)
     for f in os.listdir(DATA):
@@ -479,6 +619,8 @@ def main():
     preprocess_cases()
     bad_cases()
     svm_cases()
+    tree5_cases()
+    ubj_cases()
     with open(os.path.join(DATA, "manifest.txt"), "w") as f:
         f.write("\n".join(MANIFEST) + "\n")
     print(f"{len(MANIFEST)} cases in {DATA}")

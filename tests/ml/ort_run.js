@@ -43,6 +43,9 @@ function writeNpy(file, t) {
     const [head, outs] = line.split(' : ');
     const [name, model, ...inputs] = head.split(' ');
     if (!model.endsWith('.onnx')) continue;
+    // ORT (1.30) reads TreeEnsemble's post_transform 1 as LOGISTIC and 2 as SOFTMAX; the ONNX spec (and
+    // onnx.reference) says 1 SOFTMAX, 2 LOGISTIC.  Those cases are checked against the spec's numbers only.
+    if (/^tree5_t2_.*_post[12]_/.test(name)) { console.log(`skip ${name}: ORT swaps SOFTMAX/LOGISTIC`); continue; }
     const feeds = {};
     let skip = false;
     for (const i of inputs) {
