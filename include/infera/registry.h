@@ -139,6 +139,11 @@ typedef struct inf_registry_resolved {
 } inf_registry_resolved;
 INF_API void inf_registry_resolved_clear(inf_registry_resolved *v);
 
+/* 1 when a model reference (shared/DESIGN.md §4) names a file rather than a
+ * registry entry: it contains '/', ends in .onnx, .json or .ubj (any case),
+ * or names an existing regular file.  Every runner decides with this. */
+INF_API int inf_registry_ref_is_path(const char *ref);
+
 /* Resolves NAME, NAME@VERSION or NAME@ALIAS to a live version (viewer).
  * INF_ENOENT names what is unknown (model, version, alias) or deleted. */
 INF_API inf_status inf_registry_resolve(inf_registry *r, const char *ref, inf_registry_resolved *out, inf_error *err);

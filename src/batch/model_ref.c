@@ -5,21 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "batch/model_ref.h"
-
-static int ends_with(const char *s, const char *suffix) {
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && !strcmp(s + a - b, suffix);
-}
-
-int inf__model_ref_is_path(const char *ref) {
-    struct stat st;
-    if (!ref || !*ref) return 0;
-    if (strchr(ref, '/') || ends_with(ref, ".onnx") || ends_with(ref, ".json")) return 1;
-    return stat(ref, &st) == 0 && S_ISREG(st.st_mode);
-}
 
 static inf_status fail(inf_error *err, inf_status st, const char *fmt, const char *a, const char *b) {
     if (err) {
@@ -78,7 +65,7 @@ inf_status inf__model_ref_open(const char *ref, const inf__model_ref_options *op
     memset(m, 0, sizeof *m);
     inf_status st;
     if (!ref || !*ref) return fail(err, INF_EINVAL, "model reference is empty%s%s", "", "");
-    if (inf__model_ref_is_path(ref)) {
+    if (inf_registry_ref_is_path(ref)) {
         if ((st = file_sha256(ref, m->sha256, err))) return st;
         if ((st = inf_model_load(ref, NULL, &m->model, err))) goto fail;
         const char *base = strrchr(ref, '/');

@@ -7,8 +7,8 @@
  * (src/sql/sqlite_ext.c, src/sql/pg/infera_pg.c), so every runner resolves
  * and maps records the same way (bit-identical predictions).
  *
- * A path is anything that names an existing file, contains '/', or ends in
- * ".onnx"; its pipeline is `pipeline_path` when given, else the default
+ * A path is what inf_registry_ref_is_path says (contains '/', ends in .onnx,
+ * .json or .ubj, or names an existing file); its pipeline is `pipeline_path` when given, else the default
  * pipeline.  A registry reference loads the version's artifact (SHA-256
  * checked by the registry) and the version's pipeline spec when it has one
  * (`pipeline_path` overrides it).  Identity of a path model: name = file stem,
@@ -42,9 +42,6 @@ typedef struct inf__model_ref_options {
     const char *registry_url;  /* postgresql://... registry; NULL = INFERA_REGISTRY or embedded */
     int keep_registry;         /* 1: keep the registry handle open in ref->registry (lineage) */
 } inf__model_ref_options;
-
-/* 1 when ref names a file rather than a registry entry. */
-int inf__model_ref_is_path(const char *ref);
 
 /* Resolves and loads ref.  On failure everything is released and err names
  * the reference and why (INF_ENOENT unknown file/model/version, INF_EFORMAT

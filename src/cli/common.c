@@ -66,12 +66,7 @@ static bool ends_with(const char *s, const char *suffix);
 
 /* A registry reference: not an existing file, and not shaped like a path. */
 static bool is_registry_ref(const char *ref) {
-    FILE *f = fopen(ref, "rb");
-    if (f) {
-        fclose(f);
-        return false;
-    }
-    return !strchr(ref, '/') && !ends_with(ref, ".onnx") && !ends_with(ref, ".json") && *ref;
+    return *ref && !inf_registry_ref_is_path(ref);
 }
 
 inf_status cli_load_model(const char *ref, inf_model **out, inf_error *err) {

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
@@ -377,6 +378,19 @@ static inf_status resolve(inf_registry *r, const char *ref, inf_registry_action 
     if (pipe && !(out->pipeline = inf__reg_strdup(pipe))) rc = oom(err, "resolving a reference");
     inf__rows_free(rows);
     return rc;
+}
+
+int inf_registry_ref_is_path(const char *ref) {
+    static const char *const suffixes[] = {".onnx", ".json", ".ubj"};
+    struct stat st;
+    if (!ref || !*ref) return 0;
+    if (strchr(ref, '/')) return 1;
+    size_t n = strlen(ref);
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        size_t k = strlen(suffixes[i]);
+        if (n > k && !strcasecmp(ref + n - k, suffixes[i])) return 1;
+    }
+    return stat(ref, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 inf_status inf_registry_resolve(inf_registry *r, const char *ref, inf_registry_resolved *out, inf_error *err) {

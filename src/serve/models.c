@@ -40,7 +40,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -205,14 +204,6 @@ static inf_status loader_registry(srv_models *ms, inf_error *err) {
     return st;
 }
 
-static int is_file_ref(const char *ref) {
-    size_t n = strlen(ref);
-    struct stat sb;
-    if (strchr(ref, '/')) return 1;
-    if (n > 5 && !strcasecmp(ref + n - 5, ".onnx")) return 1;
-    return stat(ref, &sb) == 0;
-}
-
 /* ---- loading -------------------------------------------------------------- */
 
 static void set_err(inf_error *err, inf_status st, const char *fmt, const char *a, const char *b) {
@@ -239,7 +230,7 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
     inf_status st;
     inf_error e2 = {0};
     uint64_t t0 = inf__serve_now_ns();
-    int from_registry = !is_file_ref(ref);
+    int from_registry = !inf_registry_ref_is_path(ref);
     if (from_registry) {
         st = loader_registry(ms, err);
         if (st != INF_OK) goto fail;
@@ -358,7 +349,7 @@ static inf_status reload(srv_models *ms, srv_slot *slot, const char *ref, inf_er
         old = slot->current;
         slot->current = v;
         if (ref) snprintf(slot->ref, sizeof slot->ref, "%s", ref);
-        slot->from_registry = !is_file_ref(slot->ref);
+        slot->from_registry = !inf_registry_ref_is_path(slot->ref);
         snprintf(slot->state, sizeof slot->state, "READY");
         slot->reason[0] = 0;
     } else {
@@ -395,7 +386,7 @@ static srv_slot *new_slot(srv_models *ms, const char *name, const char *ref) {
         s->used = 1;
         snprintf(s->name, sizeof s->name, "%s", name);
         snprintf(s->ref, sizeof s->ref, "%s", ref);
-        s->from_registry = !is_file_ref(ref);
+        s->from_registry = !inf_registry_ref_is_path(ref);
         snprintf(s->state, sizeof s->state, "UNAVAILABLE");
         return s;
     }
@@ -403,7 +394,7 @@ static srv_slot *new_slot(srv_models *ms, const char *name, const char *ref) {
 }
 
 static void default_name(const char *ref, char *name, size_t size) {
-    if (!is_file_ref(ref)) {
+    if (!inf_registry_ref_is_path(ref)) {
         const char *at = strchr(ref, '@');
         snprintf(name, size, "%.*s", (int)(at ? (size_t)(at - ref) : strlen(ref)), ref);
         return;
