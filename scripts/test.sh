@@ -24,7 +24,7 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   echo "== fuzzing the decoders for ${fuzz_seconds}s each"
   scripts/build.sh fuzz
   corpus=$(mktemp -d)
-  cp tests/models/*.onnx tests/fuzz/regressions/*.onnx "$corpus"/ 2>/dev/null || true
+  cp tests/models/*.onnx tests/fuzz/regressions/*.onnx tests/fuzz/seeds/xgb_tiny.* "$corpus"/ 2>/dev/null || true
   for t in add conv_with_strides_padding gemm_default_no_bias reshape_negative_dim if loop11 lstm_defaults; do
     [ -f "/usr/share/libonnx-testdata/data/node/test_$t/model.onnx" ] &&
       cp "/usr/share/libonnx-testdata/data/node/test_$t/model.onnx" "$corpus/node_$t.onnx"

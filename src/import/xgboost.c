@@ -147,6 +147,11 @@ static bool array_numbers(const cJSON *arr, int n, double *out) {
     return i == n;
 }
 
+/* A child reference: an integer node index in [0, n) (NaN and huge values fail). */
+static bool child_index_ok(double c, int n) {
+    return c >= 0 && c < (double)n && c == (double)(int)c;
+}
+
 /* Adds tree `t` (a JSON tree object) as tree id t voting for `target`. */
 static inf_status add_tree(const cJSON *tree, int t, int target, double weight, int64_t n_features, forest_lists *l,
                            inf_error *err) {
@@ -191,8 +196,12 @@ static inf_status add_tree(const cJSON *tree, int t, int target, double weight, 
             break;
         }
         bool leaf = lc < 0;
-        if (!leaf && (fi < 0 || fi >= (double)n_features)) {
-            st = FAIL(INF_EMODEL, "tree %d, node %d: feature %g is outside [0, %lld)", t, i, fi, (long long)n_features);
+        if (!leaf && !(fi >= 0 && fi < (double)n_features && fi == (double)(int64_t)fi)) {
+            st = FAIL(INF_EMODEL, "tree %d, node %d: feature %g is not an index in [0, %lld)", t, i, fi, (long long)n_features);
+            break;
+        }
+        if (!leaf && !(child_index_ok(lc, n) && child_index_ok(rc, n))) {
+            st = FAIL(INF_EMODEL, "tree %d, node %d: children %g and %g are not node indices in [0, %d)", t, i, lc, rc, n);
             break;
         }
         bool ok = ivec_push(&l->treeids, t) && ivec_push(&l->nodeids, i) && ivec_push(&l->featureids, leaf ? 0 : (int64_t)fi) &&
