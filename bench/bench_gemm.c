@@ -7,6 +7,10 @@
  *
  *   bench_gemm [--threads N] [--openblas PATH]
  *
+ * Then the benchmark CNN's convolutions at batch 1 through the fused
+ * AVX2 conv kernel (inf__conv2d_f32_avx2, W packed as at load); compare
+ * with the "cnn" GEMM rows above (the im2col + sgemm path without im2col).
+ *
  * Each cell is the best of several timed repetitions after a warm-up.
  */
 #include <dlfcn.h>
@@ -38,6 +42,61 @@ static const shape SHAPES[] = {
     {"bert attention q.kT (per head)", false, false, 128, 128, 64},
     {"bert attention p.v (per head)", false, false, 128, 64, 128},
 };
+
+static double time_best(int reps, void (*fn)(void *), void *arg);
+
+typedef struct conv_shape {
+    const char *what;
+    int64_t c, m, hw, k, s, pad;
+} conv_shape;
+
+static const conv_shape CONVS[] = {
+    {"cnn stem 3x3 3->32 @64x64", 3, 32, 64, 3, 1, 1},
+    {"cnn block1 3x3 32->32 @32x32", 32, 32, 32, 3, 1, 1},
+    {"cnn down 3x3/2 32->64 @32x32", 32, 64, 32, 3, 2, 1},
+    {"cnn block2 3x3 64->64 @16x16", 64, 64, 16, 3, 1, 1},
+    {"cnn skip 1x1/2 32->64 @32x32", 32, 64, 32, 1, 2, 0},
+    {"cnn down 3x3/2 64->128 @16x16", 64, 128, 16, 3, 2, 1},
+    {"cnn block3 3x3 128->128 @8x8", 128, 128, 8, 3, 1, 1},
+};
+
+typedef struct conv_call {
+    const inf__conv2d *g;
+    inf__pool *pool;
+    const float *x, *wp, *b;
+    float *y;
+    int inner;
+} conv_call;
+
+static void run_conv(void *arg) {
+    conv_call *c = arg;
+    for (int i = 0; i < c->inner; i++) inf__conv2d_f32_avx2(c->pool, c->g, c->x, c->wp, c->b, NULL, c->y);
+}
+
+static int bench_convs(inf__pool *pool) {
+    printf("\n%-32s %10s\n", "conv (batch 1, fused kernel)", "GFLOP/s");
+    for (size_t si = 0; si < sizeof CONVS / sizeof *CONVS; si++) {
+        const conv_shape *s = &CONVS[si];
+        int64_t o = (s->hw + 2 * s->pad - s->k) / s->s + 1, kdim = s->c * s->k * s->k;
+        inf__conv2d g = {1, s->c, s->m, 1, s->c, s->m, s->hw, s->hw, o, o, s->k, s->k, s->s, s->s, 1, 1,
+                         s->pad, s->pad, INF_EPILOGUE_RELU, 0, 0};
+        size_t nx = (size_t)(s->c * s->hw * s->hw), nw = (size_t)(s->m * kdim), ny = (size_t)(s->m * o * o);
+        size_t nwp = (size_t)inf__conv2d_packed_w_floats(s->m, 1, kdim);
+        float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *wp = malloc(nwp * sizeof *wp);
+        float *b = malloc((size_t)s->m * sizeof *b), *y = malloc(ny * sizeof *y);
+        if (!x || !w || !wp || !b || !y) return 1;
+        for (size_t i = 0; i < nx; i++) x[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+        for (size_t i = 0; i < nw; i++) w[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
+        for (int64_t i = 0; i < s->m; i++) b[i] = 0.01f * (float)i;
+        inf__conv2d_pack_w(s->m, 1, kdim, w, wp);
+        double flop = 2.0 * (double)ny * (double)kdim;
+        conv_call cl = {&g, pool, x, wp, b, y, flop < 1e7 ? (int)(1e7 / flop) + 1 : 1};
+        double t = time_best(10, run_conv, &cl);
+        printf("%-32s %10.1f\n", s->what, flop * cl.inner / t * 1e-9);
+        free(x), free(w), free(wp), free(b), free(y);
+    }
+    return 0;
+}
 
 /* cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) */
 typedef void (*cblas_sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float,
@@ -132,7 +191,8 @@ int main(int argc, char **argv) {
                (long long)s->k, gf[0], gf[1], gf[2]);
         free(a), free(b), free(c);
     }
+    int rc = bench_convs(pool);
     inf__pool_free(pool);
     if (lib) dlclose(lib);
-    return 0;
+    return rc;
 }

@@ -11,13 +11,18 @@
  *   2. pattern passes (graph/passes/, one file each, with the exact pattern
  *      and why it is safe): the decomposed LayerNorm PyTorch exports below
  *      opset 17 -> LayerNormalization; exact-erf GELU -> the internal fused
- *      Gelu (ai.infera); Pow(x, 2) -> Mul(x, x).  Each rewrites the chain's
+ *      Gelu (ai.infera); Pow(x, 2) -> Mul(x, x); scaled-dot-product
+ *      attention (Transpose/MatMul/Div/Softmax/MatMul/Transpose) -> the
+ *      internal fused Attention (ai.infera); Conv -> Add (a residual) ->
+ *      the internal ConvAdd (ai.infera).  Each rewrites the chain's
  *      last node in place and marks the rest dead.
  *   3. activation fusion: a Relu, LeakyRelu or Clip (constant bounds) that is
  *      the only reader of a Conv/ConvTranspose/Gemm/MatMul/Add/
- *      BatchNormalization output becomes that node's epilogue, applied in
- *      place right after its kernel (graph/session.c): one node and one pass
- *      over memory less, bit-identical results (same comparisons).
+ *      BatchNormalization/ConvAdd output becomes that node's epilogue,
+ *      applied in place right after its kernel (graph/session.c), or by
+ *      the kernel itself in its store (inf__kernel_ctx.epilogue_done): one
+ *      node and one pass over memory less, bit-identical results (same
+ *      comparisons).
  *   4. dead-node elimination: nodes whose outputs nobody reads are dropped.
  * Then the node list is compacted and producers/consumers recounted.
  * A node that fails to fold is kept, so its error surfaces at run time with
@@ -146,7 +151,8 @@ static void fuse_activations(inf__graph *g, bool *dead) {
         int v = a->inputs[0], w = a->outputs[0], p = g->values[v].producer;
         if (p < 0 || dead[p] || g->values[v].n_consumers != 1) continue;
         inf__node *prod = &g->nodes[p];
-        if (!op_is(prod, producers, 6) || prod->epilogue.kind != INF_EPILOGUE_NONE || prod->outputs[0] != v) continue;
+        bool conv_add = prod->op->domain == INF_DOMAIN_INFERA && !strcmp(prod->op_type, "ConvAdd");
+        if (!(op_is(prod, producers, 6) || conv_add) || prod->epilogue.kind != INF_EPILOGUE_NONE || prod->outputs[0] != v) continue;
         prod->epilogue = ep;
         prod->outputs[0] = w; /* the producer now writes the activation's output */
         g->values[w].producer = p;
@@ -207,12 +213,15 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
     }
     if (st == INF_OK) { /* LayerNorm before Pow: its chain holds a Pow(d, 2) */
         inf__pass_ctx pc = {model, g, dead};
-        int n_ln = 0, n_gelu = 0, n_pow = 0;
+        int n_ln = 0, n_gelu = 0, n_pow = 0, n_att = 0, n_ca = 0;
         st = inf__pass_layernorm(&pc, &n_ln, err);
         if (st == INF_OK) st = inf__pass_gelu(&pc, &n_gelu, err);
         if (st == INF_OK) st = inf__pass_pow_square(&pc, &n_pow, err);
-        if (n_ln + n_gelu + n_pow)
-            inf__log(INF_LOG_DEBUG, "optimizer: %d LayerNorm, %d Gelu, %d Pow(x,2) rewrites", n_ln, n_gelu, n_pow);
+        if (st == INF_OK) st = inf__pass_attention(&pc, &n_att, err);
+        if (st == INF_OK) st = inf__pass_conv_add(&pc, &n_ca, err);
+        if (n_ln + n_gelu + n_pow + n_att + n_ca)
+            inf__log(INF_LOG_DEBUG, "optimizer: %d LayerNorm, %d Gelu, %d Pow(x,2), %d Attention, %d ConvAdd rewrites",
+                     n_ln, n_gelu, n_pow, n_att, n_ca);
     }
     if (st == INF_OK) fuse_activations(g, dead);
     for (int n = g->n_nodes - 1; n >= 0 && st == INF_OK; n--) /* reverse order removes whole dead chains */

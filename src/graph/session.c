@@ -449,7 +449,7 @@ static inf_status run_node(inf__exec *e, const inf__node *node, inf_error *err) 
         if (err && err->status != st) inf__kernel_error(&ctx, st, "%s", inf_strerror(st));
         return st;
     }
-    if (node->epilogue.kind != INF_EPILOGUE_NONE) apply_epilogue(e, node);
+    if (node->epilogue.kind != INF_EPILOGUE_NONE && !ctx.epilogue_done) apply_epilogue(e, node);
     for (int k = 0; k < node->n_outputs; k++)
         if (node->outputs[k] >= 0 && !e->slots[node->outputs[k]].value)
             return inf__kernel_error(&ctx, INF_EINTERNAL, "kernel did not produce output %d", k);

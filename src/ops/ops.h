@@ -49,6 +49,9 @@ typedef struct inf__kernel_ctx {
     inf__pool *pool;        /* the session's threads (size 1 when single-threaded) */
     inf__exec *exec;
     inf_error *err;
+    /* set by a kernel that applied node->epilogue itself (e.g. in its GEMM
+     * store), so the session skips its separate pass over the output */
+    bool epilogue_done;
 } inf__kernel_ctx;
 
 typedef struct inf__op_impl {
@@ -164,6 +167,27 @@ void inf__ops_sgemm_packed_avx2(inf__pool *pool, bool trans_a, int64_t m, int64_
  * reference path).  INF_ENOMEM when the arena cannot grow.  (ops/ref/gemm.c) */
 inf_status inf__ops_sgemm_prepack(inf__arena *arena, bool trans_b, int64_t k, int64_t n, const float *b,
                                   int64_t ldb, const float **out);
+
+/* float32 1-D/2-D Conv with AVX2/FMA (ops/x86/conv_avx2.c; x86-64, only
+ * when inf__cpu_has_avx2_fma()): im2col fused into the GEMM's B packing,
+ * W packed as 6-row panels (inf__conv2d_pack_w, at load for a constant W),
+ * bias and act (INF_EPILOGUE_NONE, _RELU or _CLIP with [lo, hi]) applied
+ * in the store.  Same bits as im2col + inf__ops_sgemm_avx2 + a float bias
+ * add (then + res[i] when res is not NULL: a residual of Y's shape, the
+ * fused ConvAdd; then the activation); 1-D is ih = oh = kh = 1.  Image offsets
+ * are 32-bit: the caller keeps ih*iw, and iw + pads + the dilated kernel +
+ * 16*sw, below INF_CONV2D_MAX_SPAN.  x: [n, c, ih, iw], y: [n, m, oh, ow]. */
+#define INF_CONV2D_MAX_SPAN ((int64_t)1 << 28)
+typedef struct inf__conv2d {
+    int64_t n, c, m, group, cg, mg;
+    int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+    int act; /* inf__epilogue_kind: NONE, RELU or CLIP */
+    float lo, hi;
+} inf__conv2d;
+int64_t inf__conv2d_packed_w_floats(int64_t m, int64_t group, int64_t kdim);
+void inf__conv2d_pack_w(int64_t m, int64_t group, int64_t kdim, const float *w, float *dst);
+void inf__conv2d_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
+                          const float *bias, const float *res, float *y);
 
 /* 2-D float32 MaxPool / AveragePool without dilation or indices: the
  * AVX2 variant (ops/x86/pool_avx2.c; x86-64, only when

@@ -472,3 +472,44 @@ TEST(pattern_passes_fuse_and_keep_results) {
     run_floats(path, true, 2, &x, fused2, N_OUT, CAP, &n_fused);
     ASSERT_TRUE(memcmp(fused, fused2, sizeof fused) == 0);
 }
+
+/* conv_add.onnx (tests/models/gen_conv_add_model.py): five Conv -> Add
+ * residuals (same shape with Relu, Add of two Convs, a broadcast [4,1,1]
+ * addend with Clip, the Conv as the Add's second operand with Relu, a
+ * depthwise Conv) become ConvAdd; one whose Conv output is also a graph
+ * output stays.  16 nodes become 8.  The fused results are bit-identical to
+ * the unoptimised graph (each element is the Conv's value plus the addend,
+ * one float add, as before), on 1 and 2 threads, and each image run alone
+ * gives the bits it has inside the batch. */
+TEST(conv_add_pass_fuses_residuals_bit_exactly) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/models/conv_add.onnx", INFERA_SOURCE_DIR);
+    enum { N_OUT = 7, CAP = 336 };
+    static float data[336], plain[N_OUT * CAP], fused[N_OUT * CAP], fused2[N_OUT * CAP], one[N_OUT * CAP];
+    static const int numel[N_OUT] = {336, 144, 336, 336, 336, 336, 336};
+    uint64_t r = 0x2545F4914F6CDD1Dull;
+    for (int i = 0; i < 336; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        data[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 4.0 - 2.0);
+    }
+    int64_t dims[4] = {2, 4, 6, 7};
+    inf_tensor x;
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
+    int n_plain = 0, n_fused = 0;
+    run_floats(path, false, 1, &x, plain, N_OUT, CAP, &n_plain);
+    run_floats(path, true, 1, &x, fused, N_OUT, CAP, &n_fused);
+    ASSERT_EQ(n_plain, 16);
+    ASSERT_EQ(n_fused, 8);
+    for (int k = 0; k < N_OUT; k++)
+        for (int i = 0; i < numel[k]; i++) {
+            float a = fused[k * CAP + i], b = plain[k * CAP + i];
+            if (memcmp(&a, &b, sizeof a)) TEST_FAIL_AT("output %d element %d: fused %.9g, plain %.9g", k, i, a, b);
+        }
+    run_floats(path, true, 2, &x, fused2, N_OUT, CAP, &n_fused);
+    ASSERT_TRUE(memcmp(fused, fused2, sizeof fused) == 0);
+    dims[0] = 1; /* image 0 alone */
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
+    run_floats(path, true, 2, &x, one, N_OUT, CAP, &n_fused);
+    for (int k = 0; k < N_OUT; k++)
+        ASSERT_TRUE(memcmp(one + k * CAP, fused + k * CAP, (size_t)numel[k] / 2 * sizeof(float)) == 0);
+}

@@ -29,6 +29,8 @@ typedef struct inf__pass_ctx {
 inf_status inf__pass_layernorm(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  /* passes/layernorm.c */
 inf_status inf__pass_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);       /* passes/gelu.c */
 inf_status inf__pass_pow_square(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/pow_square.c */
+inf_status inf__pass_attention(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  /* passes/attention.c */
+inf_status inf__pass_conv_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);   /* passes/conv_add.c */
 
 /* ---- matching (passes/match.c) ---- */
 /* The live ai.onnx node of type op_type producing value v, or -1. */

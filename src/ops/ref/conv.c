@@ -16,6 +16,12 @@
  *         A 1x1, stride-1, unpadded Conv skips im2col (X is the column
  *         matrix: one GEMM per image and group); a 2-D depthwise float32
  *         Conv (group == C == M) is computed directly (depthwise_planes).
+ *         On a CPU with AVX2/FMA, other float32 (and float16, computed in
+ *         float32) 1-D/2-D Convs go through inf__conv2d_f32_avx2
+ *         (ops/x86/conv_avx2.c): im2col fused into the GEMM's panel packing,
+ *         a constant W packed once at init (conv_params.wpack; a W given at
+ *         run time is packed into scratch), bias and a fused ReLU/Clip
+ *         epilogue applied in the store -- same bits as the im2col path.
  *
  * Both ops use one index relation between an "image" (X for Conv, Y for
  * ConvTranspose) and a grid of kernel positions (Y's spatial grid for
@@ -37,6 +43,11 @@ typedef struct conv_params {
     int64_t group;
     int n_kernel, n_strides, n_dilations, n_pads, n_out_pad, n_out_shape;
     const int64_t *kernel, *strides, *dilations, *pads, *out_pad, *out_shape;
+    /* Conv's constant float32 W packed at load for the AVX2 kernel
+     * (inf__conv2d_pack_w), used while the run's W is still that constant */
+    const float *wpack;
+    const void *wsrc;
+    int64_t wm, wkdim;
 } conv_params;
 
 /* ---- attributes ---- */
@@ -47,6 +58,29 @@ static inf_status check_ints(const inf__node *node, inf_error *err, const char *
         if (v[i] < min)
             return inf__node_error(node, err, INF_EMODEL, "attribute %s[%d] = %lld, must be >= %lld",
                                    name, i, (long long)v[i], (long long)min);
+    return INF_OK;
+}
+
+/* Conv and ConvAdd only: packs a constant float32 1-D/2-D W for inf__conv2d_f32_avx2
+ * when the CPU has AVX2/FMA (shapes are checked again at run time). */
+static inf_status pack_const_w(const inf__node *node, inf__arena *arena, conv_params *p) {
+#if defined(__x86_64__)
+    bool conv = !strcmp(node->op_type, "Conv") || !strcmp(node->op_type, "ConvAdd");
+    const inf_tensor *w = conv ? inf__node_constant_input(node, 1) : NULL;
+    if (!inf__cpu_has_avx2_fma() || !w || w->dtype != INF_DTYPE_F32 || !w->data || (w->ndim != 3 && w->ndim != 4))
+        return INF_OK;
+    int64_t kdim = 1;
+    for (int i = 1; i < w->ndim; i++) kdim *= w->dims[i];
+    if (w->dims[0] < 1 || kdim < 1 || w->dims[0] % p->group) return INF_OK; /* run reports it */
+    size_t bytes = (size_t)inf__conv2d_packed_w_floats(w->dims[0], p->group, kdim) * sizeof(float) + 32;
+    char *raw = inf__arena_alloc(arena, bytes);
+    if (!raw) return INF_ENOMEM;
+    float *dst = (float *)(((uintptr_t)raw + 31) & ~(uintptr_t)31);
+    inf__conv2d_pack_w(w->dims[0], p->group, kdim, w->data, dst);
+    p->wpack = dst, p->wsrc = w->data, p->wm = w->dims[0], p->wkdim = kdim;
+#else
+    (void)node, (void)arena, (void)p;
+#endif
     return INF_OK;
 }
 
@@ -79,7 +113,7 @@ static inf_status conv_init(inf__node *node, inf__arena *arena, inf_error *err) 
         return inf__node_error(node, err, INF_EMODEL, "pads has %d values, expected an even count",
                                p->n_pads);
     node->params = p;
-    return INF_OK;
+    return pack_const_w(node, arena, p);
 }
 
 /* ---- geometry ---- */
@@ -95,6 +129,10 @@ typedef struct conv_geom {
     int64_t n, c, m, group, cg, mg; /* batch, in/out channels, per-group counts */
     int64_t pe[MAX_SP];             /* pad at the end */
     patch_map pm;
+    /* ConvAdd, float32, residual of Y's shape: the AVX2 kernel adds it in
+     * its store and sets *res_added; otherwise conv_add_run adds it after */
+    const float *res;
+    bool *res_added;
 } conv_geom;
 
 /* Checks the spatial attribute lengths against rank nd. */
@@ -512,10 +550,61 @@ static void depthwise_planes(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+#if defined(__x86_64__)
+/* float32 1-D/2-D through inf__conv2d_f32_avx2 (W packed at load, or here
+ * in scratch); false when the shape is not one it takes. */
+static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, const float *w,
+                      const float *b, float *y, inf_status *st) {
+    const patch_map *pm = &g->pm;
+    const conv_params *p = ctx->node->params;
+    if (!inf__cpu_has_avx2_fma() || pm->nd > 2) return false;
+    int l = pm->nd - 1;
+    int64_t span = pm->img[l] + pm->pb[l] + g->pe[l] + (pm->k[l] - 1) * pm->d[l] + 16 * pm->s[l];
+    if (pm->img_total >= INF_CONV2D_MAX_SPAN || span >= INF_CONV2D_MAX_SPAN) return false; /* 32-bit offsets */
+    inf__conv2d c = {
+        .n = g->n, .c = g->c, .m = g->m, .group = g->group, .cg = g->cg, .mg = g->mg,
+        .ih = l ? pm->img[0] : 1, .iw = pm->img[l], .oh = l ? pm->pos[0] : 1, .ow = pm->pos[l],
+        .kh = l ? pm->k[0] : 1, .kw = pm->k[l], .sh = l ? pm->s[0] : 1, .sw = pm->s[l],
+        .dh = l ? pm->d[0] : 1, .dw = pm->d[l], .pt = l ? pm->pb[0] : 0, .pl = pm->pb[l],
+        .act = INF_EPILOGUE_NONE,
+    };
+    /* a fused ReLU/Clip goes into the store for float32 Y (the session then
+     * skips its pass), unless a ConvAdd residual is still to be added */
+    const inf__epilogue *ep = &ctx->node->epilogue;
+    bool res_pending = ctx->node->n_inputs > 3 && !g->res;
+    if (ctx->in[0]->dtype == INF_DTYPE_F32 && !res_pending &&
+        (ep->kind == INF_EPILOGUE_RELU || ep->kind == INF_EPILOGUE_CLIP)) {
+        c.act = ep->kind, c.lo = ep->lo, c.hi = ep->hi;
+        ctx->epilogue_done = true;
+    }
+    int64_t kdim = g->cg * pm->k_total;
+    const float *wp = p->wpack;
+    if (!wp || p->wsrc != (const void *)w || p->wm != g->m || p->wkdim != kdim) {
+        float *tmp = inf__kernel_scratch(ctx, (size_t)inf__conv2d_packed_w_floats(g->m, g->group, kdim) *
+                                                  sizeof(float));
+        if (!tmp) {
+            *st = INF_ENOMEM;
+            return true;
+        }
+        inf__conv2d_pack_w(g->m, g->group, kdim, w, tmp);
+        wp = tmp;
+    }
+    inf__conv2d_f32_avx2(ctx->pool, &c, x, wp, b, g->res, y);
+    if (g->res) *g->res_added = true;
+    *st = INF_OK;
+    return true;
+}
+#endif
+
 static inf_status conv_core(inf__kernel_ctx *ctx, const conv_geom *g, bool f64, const void *x,
                             const void *w, const void *b, void *y) {
     inf__pool *pool = ctx->pool;
-    if (!f64 && g->pm.nd == 2 && g->group == g->c && g->group == g->m) {
+    bool depthwise = g->pm.nd == 2 && g->group == g->c && g->group == g->m;
+#if defined(__x86_64__)
+    inf_status fst;
+    if (!f64 && !depthwise && conv_avx2(ctx, g, x, w, b, y, &fst)) return fst;
+#endif
+    if (!f64 && depthwise) {
         dw_task t = {g, x, w, b, y};
         int64_t work = g->pm.pos_total * g->pm.k_total;
         inf__pool_range(pool, g->n * g->c, work >= 16384 ? 1 : 16384 / (work + 1) + 1, depthwise_planes, &t);
@@ -554,7 +643,7 @@ static inf_status conv_core(inf__kernel_ctx *ctx, const conv_geom *g, bool f64, 
 static inf_status conv_run(inf__kernel_ctx *ctx) {
     const conv_params *p = ctx->node->params;
     const inf_tensor *x = ctx->in[0], *w = ctx->in[1], *b = ctx->n_in > 2 ? ctx->in[2] : NULL;
-    conv_geom g;
+    conv_geom g = {0};
     inf_status st = conv_geometry(ctx, p, x, w, &g);
     if (st != INF_OK) return st;
     if ((st = check_bias(ctx, b, x, g.m)) != INF_OK) return st;
@@ -567,6 +656,86 @@ static inf_status conv_run(inf__kernel_ctx *ctx) {
 }
 
 const inf__op_impl op_conv = {conv_init, conv_run};
+
+/* ---- ConvAdd (ai.infera): Y = Add(Conv(X, W, B), Z), fused by
+ * graph/passes/conv_add.c ----
+ * Same result as the two nodes: each element is the Conv's value (sum, then
+ * + bias) plus Z's element, one float add, in the AVX2 store when Z has
+ * Y's shape (float32), else after the Conv; a Z that broadcasts goes through
+ * a temporary Conv output and Add's broadcasting.  The node's epilogue (the
+ * Relu after the Add) comes after the residual. */
+
+/* y += z elementwise, same shapes. */
+static void add_same(inf_tensor *y, const inf_tensor *z) {
+    int64_t n = inf_tensor_numel(y);
+    if (y->dtype == INF_DTYPE_F32) {
+        float *yf = y->data;
+        const float *zf = z->data;
+        for (int64_t i = 0; i < n; i++) yf[i] = yf[i] + zf[i];
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) inf__tensor_set_f64(y, i, inf__tensor_get_f64(y, i) + inf__tensor_get_f64(z, i));
+}
+
+/* y = t + z with numpy broadcasting (y has the broadcast shape); a sum of
+ * two floats rounded once from double is the float sum. */
+static void add_broadcast(inf_tensor *y, const inf_tensor *t, const inf_tensor *z) {
+    int nd = y->ndim;
+    int64_t st[INF_MAX_DIMS], sz[INF_MAX_DIMS], idx[INF_MAX_DIMS] = {0}, ot = 0, oz = 0;
+    inf__broadcast_strides(t->ndim, t->dims, nd, y->dims, st);
+    inf__broadcast_strides(z->ndim, z->dims, nd, y->dims, sz);
+    int64_t n = inf_tensor_numel(y);
+    for (int64_t i = 0; i < n; i++) {
+        inf__tensor_set_f64(y, i, inf__tensor_get_f64(t, ot) + inf__tensor_get_f64(z, oz));
+        for (int d = nd - 1; d >= 0; d--) {
+            ot += st[d], oz += sz[d];
+            if (++idx[d] < y->dims[d]) break;
+            ot -= st[d] * y->dims[d], oz -= sz[d] * y->dims[d], idx[d] = 0;
+        }
+    }
+}
+
+static inf_status conv_add_broadcast(inf__kernel_ctx *ctx, conv_geom *g, const inf_tensor *x, const inf_tensor *w,
+                                     const inf_tensor *b, const inf_tensor *z, int ndim, const int64_t *dims) {
+    int nd;
+    int64_t od[INF_MAX_DIMS];
+    if (inf__broadcast_shape(ndim, dims, z->ndim, z->dims, &nd, od) != INF_OK)
+        return inf__kernel_error(ctx, INF_ESHAPE, "residual Add: Conv output and input 3 do not broadcast");
+    inf_tensor *t = NULL, *y;
+    inf_status st = inf_tensor_new(x->dtype, ndim, dims, &t);
+    if (st != INF_OK) return inf__kernel_error(ctx, st, "allocating the Conv output before the residual Add");
+    if (inf_tensor_numel(t) > 0) st = run_core(ctx, conv_core, g, x, w, b, t);
+    if (st == INF_OK) st = inf__kernel_output(ctx, 0, x->dtype, nd, od, &y);
+    if (st == INF_OK) add_broadcast(y, t, z);
+    inf_tensor_free(t);
+    return st;
+}
+
+static inf_status conv_add_run(inf__kernel_ctx *ctx) {
+    const conv_params *p = ctx->node->params;
+    const inf_tensor *x = ctx->in[0], *w = ctx->in[1], *b = ctx->in[2], *z = ctx->in[3];
+    conv_geom g = {0};
+    inf_status st = conv_geometry(ctx, p, x, w, &g);
+    if (st != INF_OK) return st;
+    if ((st = check_bias(ctx, b, x, g.m)) != INF_OK) return st;
+    if (z->kind != INF_KIND_TENSOR || z->dtype != x->dtype)
+        return inf__kernel_error(ctx, INF_ETYPE, "residual Add: input 3 is not a tensor of the Conv's type");
+    int64_t dims[INF_MAX_DIMS] = {g.n, g.m};
+    for (int i = 0; i < g.pm.nd; i++) dims[2 + i] = g.pm.pos[i];
+    bool same = z->ndim == x->ndim;
+    for (int i = 0; same && i < x->ndim; i++) same = z->dims[i] == dims[i];
+    if (!same) return conv_add_broadcast(ctx, &g, x, w, b, z, x->ndim, dims);
+    inf_tensor *y;
+    if ((st = inf__kernel_output(ctx, 0, x->dtype, x->ndim, dims, &y)) != INF_OK) return st;
+    if (inf_tensor_numel(y) == 0) return INF_OK;
+    bool added = false;
+    if (x->dtype == INF_DTYPE_F32) g.res = z->data, g.res_added = &added;
+    st = run_core(ctx, conv_core, &g, x, w, b, y);
+    if (st == INF_OK && !added) add_same(y, z);
+    return st;
+}
+
+const inf__op_impl op_conv_add = {conv_init, conv_add_run};
 
 /* ---- ConvTranspose ---- */
 
@@ -597,7 +766,7 @@ static inf_status conv_transpose_core(inf__kernel_ctx *ctx, const conv_geom *g, 
 static inf_status conv_transpose_run(inf__kernel_ctx *ctx) {
     const conv_params *p = ctx->node->params;
     const inf_tensor *x = ctx->in[0], *w = ctx->in[1], *b = ctx->n_in > 2 ? ctx->in[2] : NULL;
-    conv_geom g;
+    conv_geom g = {0};
     inf_status st = conv_transpose_geometry(ctx, p, x, w, &g);
     if (st != INF_OK) return st;
     if ((st = check_bias(ctx, b, x, g.m)) != INF_OK) return st;

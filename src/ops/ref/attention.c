@@ -1,0 +1,208 @@
+/*
+ * attention.c -- the internal op Attention (domain ai.infera, made by the
+ * optimizer's attention pass, src/graph/passes/attention.c, from the
+ * scaled-dot-product attention PyTorch exports as Reshape/Transpose/MatMul/
+ * Div/Softmax/MatMul/Transpose):
+ *
+ *   Y = Attention(Q, K, V [, mask]; scale)
+ *   rank 4:  Q [B, Sq, H, D], K [B, Sk, H, D], V [B, Sk, H, Dv] -> Y [B, Sq, H, Dv]
+ *   rank 3:  Q [Sq, H, D],    K [Sk, H, D],    V [Sk, H, Dv]    -> Y [Sq, H, Dv]
+ *   for every (b, h):  Y[b, :, h, :] = softmax_rows(scale * Q_bh K_bh^T + M_bh) V_bh
+ *
+ * i.e. the inputs are the projections before the head transposes and the
+ * output is the context before the transpose back: the kernel reads and
+ * writes them in place, with strides, so the four Transposes of the
+ * unfused graph never run.  The optional mask broadcasts (numpy rules,
+ * rank at most Q's) to the scores [B, H, Sq, Sk] ([H, Sq, Sk] at rank 3).
+ * B and H of Q, K and V broadcast from 1 as the unfused MatMuls do.
+ *
+ * dtypes: float32 only (the pass fuses only chains whose scale is a float32
+ * constant, which makes every tensor of the chain float32).
+ *
+ * DESIGN: one pool task per thread; each takes (batch, head) units from an
+ * atomic counter.  A unit copies K_bh transposed into the thread's scratch
+ * ([D, Sk]), then for blocks of query rows computes S = scale Q K^T with
+ * inf__ops_sgemm (no pool: it runs inside the task), adds the mask, runs
+ * the vectorised softmax row (ops/vmath.h) and multiplies S V straight into
+ * Y.  Batch invariance (DESIGN.md section 1): a unit's rows depend only on
+ * its own (b, h) data -- sgemm's row bits never depend on m or the split --
+ * so batch rows give the same bits at any batch size and thread count.
+ * Deviation from the unfused graph: the scale is folded into the product
+ * (alpha) instead of a separate Div, which moves float32 rounding only.
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "ops/ops.h"
+#include "ops/vmath.h"
+
+typedef struct attention_params {
+    float scale;
+} attention_params;
+
+/* Query rows per block: the scores block [rows, Sk] stays at most this many floats. */
+#define SCORE_BLOCK_FLOATS 32768
+
+typedef struct attention_job {
+    const float *q, *k, *v, *mask;
+    float *y;
+    int64_t b, h, sq, sk, d, dv;             /* output batch and heads */
+    int64_t qb, qh, kb, kh, vb, vh;          /* element strides of batch and head (0: broadcast) */
+    int64_t ldq, ldk, ldv, ldy;              /* row strides (H*D, H*Dv of each input) */
+    int64_t mb, mh, mi, mj;                  /* mask strides over [B, H, Sq, Sk] (0: broadcast) */
+    float scale;
+    int64_t rows;                            /* query rows per block */
+    float *scratch;                          /* per thread: kt [D*Sk] then scores [rows*Sk] */
+    int64_t scratch_floats;                  /* per thread, rounded to 16 */
+    atomic_int_fast64_t next_unit, next_slot;
+    const inf__vmath *vm;
+} attention_job;
+
+static void attention_unit(const attention_job *j, int64_t unit, float *kt, float *s) {
+    int64_t b = unit / j->h, h = unit % j->h;
+    const float *q = j->q + b * j->qb + h * j->qh;
+    const float *k = j->k + b * j->kb + h * j->kh;
+    const float *v = j->v + b * j->vb + h * j->vh;
+    float *y = j->y + (b * j->sq * j->h + h) * j->dv;
+    for (int64_t t = 0; t < j->sk; t++) /* K_bh^T: [D, Sk], read in place by sgemm */
+        for (int64_t p = 0; p < j->d; p++) kt[p * j->sk + t] = k[t * j->ldk + p];
+    for (int64_t i0 = 0; i0 < j->sq; i0 += j->rows) {
+        int64_t m = j->sq - i0 < j->rows ? j->sq - i0 : j->rows;
+        inf__ops_sgemm(NULL, false, false, m, j->sk, j->d, j->scale, q + i0 * j->ldq, j->ldq, kt, j->sk, 0.0f, s,
+                       j->sk);
+        for (int64_t i = 0; i < m; i++) {
+            float *row = s + i * j->sk;
+            if (j->mask) {
+                const float *mr = j->mask + b * j->mb + h * j->mh + (i0 + i) * j->mi;
+                for (int64_t t = 0; t < j->sk; t++) row[t] += mr[t * j->mj];
+            }
+            j->vm->softmax_row(row, row, j->sk);
+        }
+        inf__ops_sgemm(NULL, false, false, m, j->dv, j->sk, 1.0f, s, j->sk, v, j->ldv, 0.0f, y + i0 * j->ldy,
+                       j->ldy);
+    }
+}
+
+static void attention_task(void *arg, int64_t begin, int64_t end) {
+    attention_job *j = arg;
+    (void)begin, (void)end;
+    int64_t slot = atomic_fetch_add(&j->next_slot, 1);
+    float *kt = j->scratch + slot * j->scratch_floats, *s = kt + (j->d * j->sk + 15) / 16 * 16;
+    int64_t n_units = j->b * j->h;
+    for (int64_t u; (u = atomic_fetch_add(&j->next_unit, 1)) < n_units;) attention_unit(j, u, kt, s);
+}
+
+/* The size of dimension `axis` of an input of the given rank read as
+ * [B, S, H, D] (rank 3: B = 1). */
+static int64_t dim4(const inf_tensor *t, int axis) {
+    if (t->ndim == 3) return axis == 0 ? 1 : t->dims[axis - 1];
+    return t->dims[axis];
+}
+
+/* Broadcast of one of B or H: a and b are 1 or equal; the result in *out. */
+static bool bcast(int64_t a, int64_t b, int64_t *out) {
+    if (a != b && a != 1 && b != 1) return false;
+    *out = a == 1 ? b : a;
+    return true;
+}
+
+static inf_status shape_error(inf__kernel_ctx *ctx, const char *why) {
+    char a[96], b[96], c[96];
+    return inf__kernel_error(ctx, INF_ESHAPE, "Q %s, K %s, V %s: %s", inf_tensor_describe(ctx->in[0], a, sizeof a),
+                             inf_tensor_describe(ctx->in[1], b, sizeof b), inf_tensor_describe(ctx->in[2], c, sizeof c),
+                             why);
+}
+
+static inf_status check_inputs(inf__kernel_ctx *ctx) {
+    static const char *const names[3] = {"Q", "K", "V"};
+    int rank = ctx->in[0]->ndim;
+    for (int i = 0; i < ctx->n_in; i++) {
+        const inf_tensor *t = ctx->in[i];
+        if (!t) continue;
+        if (t->dtype != INF_DTYPE_F32)
+            return inf__kernel_error(ctx, INF_ETYPE, "input %s: expected float32, got %s", i < 3 ? names[i] : "mask",
+                                     inf_dtype_name(t->dtype));
+        if (i < 3 && (t->ndim != rank || (rank != 3 && rank != 4)))
+            return inf__kernel_error(ctx, INF_ESHAPE, "input %s: expected rank %d (3 or 4, as Q), got %d", names[i],
+                                     rank == 3 || rank == 4 ? rank : 4, t->ndim);
+    }
+    return INF_OK;
+}
+
+/* Mask strides over the scores [B, H, Sq, Sk] (numpy broadcasting, rank <= Q's). */
+static inf_status mask_strides(inf__kernel_ctx *ctx, const inf_tensor *m, const int64_t *sdims, int srank,
+                               attention_job *j) {
+    int64_t st[4] = {0, 0, 0, 0}, stride = 1;
+    if (m->ndim > srank)
+        return inf__kernel_error(ctx, INF_ESHAPE, "mask: rank %d exceeds the scores' rank %d", m->ndim, srank);
+    for (int a = m->ndim - 1; a >= 0; a--) {
+        int sa = srank - m->ndim + a; /* axis of the scores */
+        int64_t want = sdims[4 - srank + sa];
+        if (m->dims[a] != want && m->dims[a] != 1)
+            return inf__kernel_error(ctx, INF_ESHAPE, "mask: dimension %d is %lld, the scores' is %lld", a,
+                                     (long long)m->dims[a], (long long)want);
+        st[4 - srank + sa] = m->dims[a] == 1 ? 0 : stride;
+        stride *= m->dims[a];
+    }
+    j->mb = st[0], j->mh = st[1], j->mi = st[2], j->mj = st[3];
+    return INF_OK;
+}
+
+static inf_status attention_run(inf__kernel_ctx *ctx) {
+    const attention_params *p = ctx->node->params;
+    inf_status st = check_inputs(ctx);
+    if (st != INF_OK) return st;
+    const inf_tensor *q = ctx->in[0], *k = ctx->in[1], *v = ctx->in[2], *mask = ctx->n_in > 3 ? ctx->in[3] : NULL;
+    attention_job j = {0};
+    int64_t bk, hk;
+    if (!bcast(dim4(q, 0), dim4(k, 0), &bk) || !bcast(bk, dim4(v, 0), &j.b) || !bcast(dim4(q, 2), dim4(k, 2), &hk) ||
+        !bcast(hk, dim4(v, 2), &j.h))
+        return shape_error(ctx, "batch/head dimensions do not broadcast");
+    j.sq = dim4(q, 1), j.sk = dim4(k, 1), j.d = dim4(q, 3), j.dv = dim4(v, 3);
+    if (dim4(k, 3) != j.d || dim4(v, 1) != j.sk)
+        return shape_error(ctx, "head sizes or key lengths differ");
+    int64_t sdims[4] = {j.b, j.h, j.sq, j.sk};
+    if (mask && (st = mask_strides(ctx, mask, sdims, q->ndim, &j)) != INF_OK) return st;
+    int64_t ydims[4] = {j.b, j.sq, j.h, j.dv};
+    inf_tensor *y;
+    st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, q->ndim, q->ndim == 4 ? ydims : ydims + 1, &y);
+    if (st != INF_OK || inf_tensor_numel(y) == 0) return st;
+    if (j.sk == 0) { /* no keys: P V sums nothing (the unfused MatMul gives zeros) */
+        memset(y->data, 0, (size_t)inf_tensor_numel(y) * sizeof(float));
+        return INF_OK;
+    }
+    int64_t hq = dim4(q, 2), hv = dim4(v, 2);
+    j.ldq = hq * j.d, j.ldk = dim4(k, 2) * j.d, j.ldv = hv * j.dv, j.ldy = j.h * j.dv;
+    j.qb = dim4(q, 0) == 1 ? 0 : j.sq * j.ldq, j.qh = hq == 1 ? 0 : j.d;
+    j.kb = dim4(k, 0) == 1 ? 0 : j.sk * j.ldk, j.kh = dim4(k, 2) == 1 ? 0 : j.d;
+    j.vb = dim4(v, 0) == 1 ? 0 : j.sk * j.ldv, j.vh = hv == 1 ? 0 : j.dv;
+    j.q = q->data, j.k = k->data, j.v = v->data, j.y = y->data, j.mask = mask ? mask->data : NULL;
+    j.scale = p->scale;
+    j.rows = SCORE_BLOCK_FLOATS / j.sk;
+    if (j.rows < 1) j.rows = 1;
+    if (j.rows > j.sq) j.rows = j.sq;
+    j.vm = inf__vmath_best();
+    int64_t n_units = j.b * j.h;
+    int threads = inf__pool_size(ctx->pool);
+    if (threads > n_units) threads = (int)n_units;
+    j.scratch_floats = (j.d * j.sk + 15) / 16 * 16 + (j.rows * j.sk + 15) / 16 * 16;
+    j.scratch = inf__kernel_scratch(ctx, (size_t)(threads * j.scratch_floats) * sizeof(float));
+    if (!j.scratch) return INF_ENOMEM;
+    atomic_init(&j.next_unit, 0);
+    atomic_init(&j.next_slot, 0);
+    inf__pool_range(threads > 1 ? ctx->pool : NULL, threads, 1, attention_task, &j);
+    return INF_OK;
+}
+
+static inf_status attention_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    attention_params *p = inf__op_params(arena, attention_params);
+    if (!p) return inf__node_error(node, err, INF_ENOMEM, "out of memory");
+    const inf__attr *a = inf__node_attr(node, "scale");
+    if (!a || a->type != INF_ATTR_FLOAT)
+        return inf__node_error(node, err, INF_EINVAL, "attribute scale: expected a float");
+    p->scale = a->f;
+    node->params = p;
+    return INF_OK;
+}
+
+const inf__op_impl op_attention = {attention_init, attention_run};

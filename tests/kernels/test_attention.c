@@ -1,0 +1,366 @@
+/*
+ * test_attention.c -- the fused Attention kernel (ops/ref/attention.c, made
+ * by the optimizer's attention pass, graph/passes/attention.c) against a
+ * plain double-precision attention written here, over random shapes.
+ *
+ * Each case builds, in memory, the ONNX chain PyTorch exports for
+ * scaled-dot-product attention (Transposes of q, k, v; MatMul; Div by a
+ * constant (on the scores at rank 4, on Q at rank 3 as
+ * nn.MultiheadAttention does); optional Add of a mask; Softmax; MatMul;
+ * Transpose back), loads it optimised (must become one Attention node) and
+ * unoptimised, and checks both against the reference within
+ * 1e-5 * max(1, |ref|), the fused run on 2 threads bit-identical to 1.
+ * Shapes: rank 3 and 4, odd sizes, batch and length 1, head sizes up to 70,
+ * masks of several broadcast shapes (-30 for "masked": a fully masked row
+ * then keeps float32 precision), K/V batch 1 broadcast against Q's.
+ * Prints one line per failure and "N passed, M failed".
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "infera/infera.h"
+#include "infera/model.h"
+#include "infera/session.h"
+#include "infera/tensor.h"
+#include "onnx.pb-c.h"
+
+static int n_passed, n_failed;
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+
+static uint64_t next_u64(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return rng;
+}
+static int rand_int(int lo, int hi) { return lo + (int)(next_u64() % (uint64_t)(hi - lo + 1)); }
+static float uniform(float a) { return (float)((double)(next_u64() >> 11) / 9007199254740992.0 * 2.0 - 1.0) * a; }
+
+/* ---- one case: shapes in [B, S, H, D] terms (rank 3: B = 1, dropped) ---- */
+typedef struct att_case {
+    int rank, b, kvb, sq, sk, h, d, dv;
+    int mask_rank;            /* 0: no mask */
+    int64_t mask_dims[4];
+    float scale_div;          /* the Div constant */
+} att_case;
+
+/* ---- building the ONNX model with protobuf-c ---- */
+typedef struct builder {
+    Onnx__NodeProto nodes[10], *node_ptrs[10];
+    Onnx__AttributeProto attrs[10], *attr_ptrs[10];
+    int64_t perms[10][4];
+    char *ins[10][2], *outs[10][1];
+    int n_nodes;
+    Onnx__ValueInfoProto vi[5], *vi_ptrs[5];
+    Onnx__TypeProto tp[5];
+    Onnx__TypeProto__Tensor tt[5];
+    Onnx__TensorShapeProto shp[5];
+    Onnx__TensorShapeProto__Dimension dim[5][4], *dim_ptrs[5][4];
+    int n_vi;
+    Onnx__TensorProto c;
+    Onnx__TensorProto *c_ptr;
+    float c_val;
+} builder;
+
+static void add_node(builder *bd, const char *op, const char *in0, const char *in1, const char *out, const int64_t *perm,
+                     int n_perm, const char *attr_name, int64_t attr_i) {
+    int n = bd->n_nodes++;
+    Onnx__NodeProto *node = &bd->nodes[n];
+    *node = (Onnx__NodeProto)ONNX__NODE_PROTO__INIT;
+    node->op_type = (char *)op;
+    bd->ins[n][0] = (char *)in0, bd->ins[n][1] = (char *)in1;
+    node->input = bd->ins[n];
+    node->n_input = in1 ? 2 : 1;
+    bd->outs[n][0] = (char *)out;
+    node->output = bd->outs[n];
+    node->n_output = 1;
+    if (attr_name) {
+        Onnx__AttributeProto *a = &bd->attrs[n];
+        *a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+        a->name = (char *)attr_name;
+        a->has_type = 1;
+        if (perm) {
+            a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+            memcpy(bd->perms[n], perm, (size_t)n_perm * sizeof *perm);
+            a->ints = bd->perms[n];
+            a->n_ints = (size_t)n_perm;
+        } else {
+            a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+            a->has_i = 1;
+            a->i = attr_i;
+        }
+        bd->attr_ptrs[n] = a;
+        node->attribute = &bd->attr_ptrs[n];
+        node->n_attribute = 1;
+    }
+    bd->node_ptrs[n] = node;
+}
+
+static Onnx__ValueInfoProto *add_value(builder *bd, const char *name, int ndim, const int64_t *dims) {
+    int i = bd->n_vi++;
+    bd->shp[i] = (Onnx__TensorShapeProto)ONNX__TENSOR_SHAPE_PROTO__INIT;
+    for (int d = 0; d < ndim; d++) {
+        bd->dim[i][d] = (Onnx__TensorShapeProto__Dimension)ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+        bd->dim[i][d].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        bd->dim[i][d].dim_value = dims[d];
+        bd->dim_ptrs[i][d] = &bd->dim[i][d];
+    }
+    bd->shp[i].dim = bd->dim_ptrs[i];
+    bd->shp[i].n_dim = (size_t)ndim;
+    bd->tt[i] = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
+    bd->tt[i].has_elem_type = 1;
+    bd->tt[i].elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    bd->tt[i].shape = &bd->shp[i];
+    bd->tp[i] = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
+    bd->tp[i].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    bd->tp[i].tensor_type = &bd->tt[i];
+    bd->vi[i] = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
+    bd->vi[i].name = (char *)name;
+    bd->vi[i].type = &bd->tp[i];
+    bd->vi_ptrs[i] = &bd->vi[i];
+    return &bd->vi[i];
+}
+
+/* The input shapes of a case: q, k, v, mask (in[3] only with a mask), y. */
+static void case_dims(const att_case *c, int64_t dims[5][4]) {
+    int64_t q[4] = {c->b, c->sq, c->h, c->d}, k[4] = {c->kvb, c->sk, c->h, c->d}, v[4] = {c->kvb, c->sk, c->h, c->dv},
+            y[4] = {c->b, c->sq, c->h, c->dv};
+    int off = 4 - c->rank;
+    memcpy(dims[0], q + off, sizeof(int64_t) * (size_t)c->rank);
+    memcpy(dims[1], k + off, sizeof(int64_t) * (size_t)c->rank);
+    memcpy(dims[2], v + off, sizeof(int64_t) * (size_t)c->rank);
+    memcpy(dims[3], c->mask_dims, sizeof c->mask_dims);
+    memcpy(dims[4], y + off, sizeof(int64_t) * (size_t)c->rank);
+}
+
+/* Serialises the case's chain; returns malloc'd bytes in *out. */
+static size_t build_model(const att_case *c, uint8_t **out) {
+    static const int64_t swap4[4] = {0, 2, 1, 3}, kt4[4] = {0, 2, 3, 1}, swap3[3] = {1, 0, 2}, kt3[3] = {1, 2, 0};
+    const int64_t *swap = c->rank == 4 ? swap4 : swap3, *kt = c->rank == 4 ? kt4 : kt3;
+    builder *bd = calloc(1, sizeof *bd);
+    if (!bd) return 0;
+    int64_t dims[5][4];
+    case_dims(c, dims);
+    add_node(bd, "Transpose", "q", NULL, "qt", swap, c->rank, "perm", 0);
+    add_node(bd, "Transpose", "k", NULL, "kt", kt, c->rank, "perm", 0);
+    add_node(bd, "Transpose", "v", NULL, "vt", swap, c->rank, "perm", 0);
+    if (c->rank == 3) { /* nn.MultiheadAttention: Q scaled before the product */
+        add_node(bd, "Div", "qt", "c", "qs", NULL, 0, NULL, 0);
+        add_node(bd, "MatMul", "qs", "kt", "ss", NULL, 0, NULL, 0);
+    } else {
+        add_node(bd, "MatMul", "qt", "kt", "s", NULL, 0, NULL, 0);
+        add_node(bd, "Div", "s", "c", "ss", NULL, 0, NULL, 0);
+    }
+    if (c->mask_rank) add_node(bd, "Add", "ss", "mask", "sm", NULL, 0, NULL, 0);
+    add_node(bd, "Softmax", c->mask_rank ? "sm" : "ss", NULL, "p", NULL, 0, "axis", -1);
+    add_node(bd, "MatMul", "p", "vt", "ctx", NULL, 0, NULL, 0);
+    add_node(bd, "Transpose", "ctx", NULL, "y", swap, c->rank, "perm", 0);
+    add_value(bd, "q", c->rank, dims[0]);
+    add_value(bd, "k", c->rank, dims[1]);
+    add_value(bd, "v", c->rank, dims[2]);
+    if (c->mask_rank) add_value(bd, "mask", c->mask_rank, dims[3]);
+    Onnx__ValueInfoProto *y = add_value(bd, "y", c->rank, dims[4]);
+    bd->c = (Onnx__TensorProto)ONNX__TENSOR_PROTO__INIT;
+    bd->c.name = "c";
+    bd->c.has_data_type = 1;
+    bd->c.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    bd->c_val = c->scale_div;
+    bd->c.float_data = &bd->c_val;
+    bd->c.n_float_data = 1;
+    bd->c_ptr = &bd->c;
+    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+    g.name = "attention";
+    g.node = bd->node_ptrs;
+    g.n_node = (size_t)bd->n_nodes;
+    g.input = bd->vi_ptrs;
+    g.n_input = (size_t)(bd->n_vi - 1);
+    Onnx__ValueInfoProto *outs[1] = {y};
+    g.output = outs;
+    g.n_output = 1;
+    g.initializer = &bd->c_ptr;
+    g.n_initializer = 1;
+    Onnx__OperatorSetIdProto op = ONNX__OPERATOR_SET_ID_PROTO__INIT, *ops[1] = {&op};
+    op.domain = "";
+    op.has_version = 1;
+    op.version = 13;
+    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+    m.has_ir_version = 1;
+    m.ir_version = 7;
+    m.opset_import = ops;
+    m.n_opset_import = 1;
+    m.graph = &g;
+    size_t n = onnx__model_proto__get_packed_size(&m);
+    *out = malloc(n);
+    if (*out) onnx__model_proto__pack(&m, *out);
+    free(bd);
+    return *out ? n : 0;
+}
+
+/* ---- the reference: double precision, numpy broadcasting of B/H and mask ---- */
+static double at4(const float *x, const int64_t *dims, int rank, int64_t b, int64_t s, int64_t h, int64_t d) {
+    int64_t B = rank == 4 ? dims[0] : 1, S = dims[rank - 3], H = dims[rank - 2], D = dims[rank - 1];
+    if (B == 1) b = 0;
+    return x[((b * S + s) * H + h) * D + d];
+}
+
+static double mask_at(const float *m, int rank, const int64_t *md, const int64_t *idx4 /* b, h, i, j */) {
+    int64_t off = 0;
+    for (int a = 0; a < rank; a++) {
+        int64_t i = idx4[4 - rank + a];
+        off = off * md[a] + (md[a] == 1 ? 0 : i);
+    }
+    return m[off];
+}
+
+static void reference(const att_case *c, float *const *in, double *y) {
+    int64_t dims[5][4];
+    case_dims(c, dims);
+    double *s = malloc((size_t)c->sk * sizeof *s);
+    if (!s) abort();
+    for (int64_t b = 0; b < c->b; b++)
+        for (int64_t h = 0; h < c->h; h++)
+            for (int64_t i = 0; i < c->sq; i++) {
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < c->sk; j++) {
+                    double acc = 0;
+                    for (int64_t p = 0; p < c->d; p++)
+                        acc += at4(in[0], dims[0], c->rank, b, i, h, p) * at4(in[1], dims[1], c->rank, b, j, h, p);
+                    s[j] = acc / c->scale_div;
+                    int64_t idx[4] = {b, h, i, j};
+                    if (c->mask_rank) s[j] += mask_at(in[3], c->mask_rank, dims[3], idx);
+                    if (s[j] > mx) mx = s[j];
+                }
+                for (int64_t j = 0; j < c->sk; j++) sum += (s[j] = exp(s[j] - mx));
+                for (int64_t e = 0; e < c->dv; e++) {
+                    double acc = 0;
+                    for (int64_t j = 0; j < c->sk; j++) acc += s[j] / sum * at4(in[2], dims[2], c->rank, b, j, h, e);
+                    y[((b * c->sq + i) * c->h + h) * c->dv + e] = acc;
+                }
+            }
+    free(s);
+}
+
+/* Loads and runs the model; copies the output into out (n floats). */
+static bool run_model(const uint8_t *bytes, size_t size, bool optimize, int threads, const att_case *c,
+                      float *const *in, float *out, int64_t n, int *n_nodes) {
+    inf_model_options mo = {.no_optimize = !optimize};
+    inf_model *m = NULL;
+    inf_session *s = NULL;
+    inf_error err = {0};
+    bool ok = false;
+    int64_t dims[5][4];
+    case_dims(c, dims);
+    inf_tensor t[4];
+    const inf_tensor *inputs[4];
+    for (int i = 0; i < 4; i++) {
+        int nd = i < 3 ? c->rank : c->mask_rank;
+        inf_tensor_init_view(&t[i], INF_DTYPE_F32, nd, dims[i], in[i]);
+        inputs[i] = &t[i];
+    }
+    inf_session_options so = {.n_threads = threads};
+    inf_tensor *const *o;
+    if (inf_model_load_buffer(bytes, size, NULL, &mo, &m, &err) != INF_OK ||
+        inf_session_new(m, &so, &s, &err) != INF_OK || inf_session_run(s, inputs, &o, &err) != INF_OK) {
+        fprintf(stderr, "  load/run failed: %s\n", err.message);
+        goto done;
+    }
+    inf_model_summary sum;
+    inf_model_get_summary(m, &sum);
+    *n_nodes = sum.n_nodes_optimized;
+    if (inf_tensor_numel(o[0]) != n || o[0]->dtype != INF_DTYPE_F32) {
+        fprintf(stderr, "  output has %lld elements, want %lld\n", (long long)inf_tensor_numel(o[0]), (long long)n);
+        goto done;
+    }
+    memcpy(out, o[0]->data, (size_t)n * sizeof(float));
+    ok = true;
+done:
+    inf_session_free(s);
+    inf_model_free(m);
+    return ok;
+}
+
+static void random_case(att_case *c, int trial) {
+    memset(c, 0, sizeof *c);
+    c->rank = trial % 2 ? 3 : 4;
+    c->b = c->rank == 4 ? rand_int(1, 3) : 1;
+    c->kvb = c->b > 1 && trial % 5 == 0 ? 1 : c->b; /* K/V batch broadcast against Q's */
+    c->sq = trial % 7 == 0 ? 1 : rand_int(1, 37);
+    c->sk = trial % 11 == 0 ? 1 : rand_int(1, 41);
+    c->h = rand_int(1, 4);
+    c->d = trial % 3 == 0 ? 64 : rand_int(1, 70);
+    c->dv = rand_int(1, 33);
+    c->scale_div = sqrtf((float)c->d);
+    int64_t full[4] = {c->b, c->h, c->sq, c->sk};
+    switch (trial % 4) {
+    case 0: break; /* no mask */
+    case 1: c->mask_rank = 2, c->mask_dims[0] = c->sq, c->mask_dims[1] = c->sk; break;
+    case 2: c->mask_rank = 1, c->mask_dims[0] = c->sk; break;
+    default: /* the full scores' shape, some dimensions broadcast */
+        c->mask_rank = c->rank;
+        for (int a = 0; a < c->rank; a++) c->mask_dims[a] = next_u64() % 3 == 0 ? 1 : full[4 - c->rank + a];
+        break;
+    }
+}
+
+static int64_t numel(const int64_t *dims, int nd) {
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= dims[i];
+    return n;
+}
+
+static void check_case(int trial) {
+    att_case c;
+    random_case(&c, trial);
+    int64_t dims[5][4];
+    case_dims(&c, dims);
+    float *in[4] = {NULL, NULL, NULL, NULL};
+    for (int i = 0; i < 4; i++) {
+        int64_t n = i < 3 ? numel(dims[i], c.rank) : numel(dims[3], c.mask_rank);
+        in[i] = malloc((size_t)n * sizeof(float));
+        if (!in[i]) abort();
+        for (int64_t e = 0; e < n; e++) in[i][e] = i < 3 ? uniform(2.0f) : (next_u64() % 4 == 0 ? -30.0f : uniform(1.0f));
+    }
+    int64_t ny = numel(dims[4], c.rank);
+    double *ref = malloc((size_t)ny * sizeof *ref);
+    float *fused = malloc((size_t)ny * sizeof *fused), *fused2 = malloc((size_t)ny * sizeof *fused2),
+          *plain = malloc((size_t)ny * sizeof *plain);
+    uint8_t *bytes = NULL;
+    size_t size = build_model(&c, &bytes);
+    if (!ref || !fused || !fused2 || !plain || !size) abort();
+    reference(&c, in, ref);
+    int n_fused = 0, n_plain = 0, n2 = 0;
+    char what[160];
+    snprintf(what, sizeof what, "rank %d b %d (k/v %d) sq %d sk %d h %d d %d dv %d mask rank %d", c.rank, c.b, c.kvb,
+             c.sq, c.sk, c.h, c.d, c.dv, c.mask_rank);
+    bool ok = run_model(bytes, size, true, 1, &c, in, fused, ny, &n_fused) &&
+              run_model(bytes, size, true, 2, &c, in, fused2, ny, &n2) &&
+              run_model(bytes, size, false, 1, &c, in, plain, ny, &n_plain);
+    if (ok && n_fused != 1) {
+        fprintf(stderr, "FAIL %s: %d nodes after optimisation, want 1 (Attention)\n", what, n_fused);
+        ok = false;
+    }
+    for (int64_t e = 0; ok && e < ny; e++) {
+        double tol = 1e-5 * (fabs(ref[e]) > 1 ? fabs(ref[e]) : 1);
+        if (!(fabs(fused[e] - ref[e]) <= tol) || !(fabs(plain[e] - ref[e]) <= tol)) {
+            fprintf(stderr, "FAIL %s: element %lld fused %.9g unfused %.9g reference %.9g\n", what, (long long)e,
+                    fused[e], plain[e], ref[e]);
+            ok = false;
+        }
+    }
+    if (ok && memcmp(fused, fused2, (size_t)ny * sizeof(float)) != 0) {
+        fprintf(stderr, "FAIL %s: 2 threads differ from 1\n", what);
+        ok = false;
+    }
+    if (ok) n_passed++;
+    else n_failed++;
+    for (int i = 0; i < 4; i++) free(in[i]);
+    free(ref), free(fused), free(fused2), free(plain), free(bytes);
+}
+
+int main(void) {
+    for (int trial = 0; trial < 48; trial++) check_case(trial);
+    printf("attention: fused and unfused against a double reference, %d random shapes\n", n_passed + n_failed);
+    printf("%d passed, %d failed\n", n_passed, n_failed);
+    return n_failed ? 1 : 0;
+}

@@ -1,0 +1,78 @@
+/*
+ * test_attention.c -- the optimizer's attention pass (graph/passes/
+ * attention.c) on tests/models/attention.onnx (made by
+ * tests/models/gen_attention_model.py): the BERT export with its shape
+ * subgraphs and a masked, Mul-scaled variant are fused; a Softmax over
+ * another axis, a softmax output that is also a graph output, and a
+ * non-scalar scale are kept.  Fusion must keep every output within float32
+ * rounding of the unoptimised graph, and give the same bits on 1 and 2
+ * threads.  (The kernel itself is checked against a double reference over
+ * random shapes in tests/kernels/test_attention.c.)
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "infera/model.h"
+#include "infera/session.h"
+#include "test.h"
+
+enum { N_OUT = 6, CAP = 2 * 5 * 24 };
+
+/* Runs attention.onnx (optimised or not) on x; outputs into out[k * CAP]. */
+static void run_attention(const char *path, bool optimize, int threads, const inf_tensor *x, float *out,
+                          int *n_nodes) {
+    inf_error err = {0};
+    inf_model_options mo = {.no_optimize = !optimize};
+    inf_model *m;
+    ASSERT_OK(inf_model_load(path, &mo, &m, &err));
+    inf_model_summary sum;
+    inf_model_get_summary(m, &sum);
+    *n_nodes = sum.n_nodes_optimized;
+    inf_session_options so = {.n_threads = threads};
+    inf_session *s;
+    ASSERT_OK(inf_session_new(m, &so, &s, &err));
+    const inf_tensor *in[1] = {x};
+    inf_tensor *const *o;
+    ASSERT_OK(inf_session_run(s, in, &o, &err));
+    ASSERT_EQ(inf_model_n_outputs(m), N_OUT);
+    for (int k = 0; k < N_OUT; k++) {
+        int64_t n = inf_tensor_numel(o[k]);
+        ASSERT_TRUE(n <= CAP && o[k]->dtype == INF_DTYPE_F32);
+        memcpy(out + (size_t)k * CAP, o[k]->data, (size_t)n * sizeof(float));
+    }
+    inf_session_free(s);
+    inf_model_free(m);
+}
+
+/* 154 nodes: 2 fused chains lose 7 and 8 nodes (3 Transposes, 2 MatMuls,
+ * the scale, Softmax; att_b also its mask Add) -> 139. */
+TEST(attention_pass_fuses_bert_export_and_keeps_near_misses) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/models/attention.onnx", INFERA_SOURCE_DIR);
+    static float data[CAP], plain[N_OUT * CAP], fused[N_OUT * CAP], fused2[N_OUT * CAP];
+    uint64_t r = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < CAP; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        data[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 4.0 - 2.0);
+    }
+    int64_t dims[3] = {2, 5, 24};
+    inf_tensor x;
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 3, dims, data);
+    int n_plain = 0, n_fused = 0;
+    run_attention(path, false, 1, &x, plain, &n_plain);
+    run_attention(path, true, 1, &x, fused, &n_fused);
+    ASSERT_EQ(n_plain, 154);
+    ASSERT_EQ(n_fused, 139);
+    for (int k = 0; k < N_OUT; k++) {
+        int n = k == N_OUT - 1 ? 2 * 3 * 5 * 5 : CAP; /* the last output is att_d's softmax [2,3,5,5] */
+        for (int i = 0; i < n; i++) {
+            float a = fused[k * CAP + i], b = plain[k * CAP + i];
+            float tol = 1e-5f * (fabsf(b) > 1 ? fabsf(b) : 1);
+            if (!(fabsf(a - b) <= tol)) TEST_FAIL_AT("output %d element %d: fused %.9g, plain %.9g", k, i, a, b);
+        }
+    }
+    run_attention(path, true, 2, &x, fused2, &n_fused);
+    ASSERT_TRUE(memcmp(fused, fused2, sizeof fused) == 0);
+}
