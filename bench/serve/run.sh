@@ -13,13 +13,20 @@
 #   4. MLP single-row requests at 256 connections with dynamic batching vs
 #      --max-batch 1 (target >= 1.5x), for the tiny test MLP (32-64-32-8,
 #      ~1 us per row) and the tabular benchmark MLP of bench/models
-#      (64-256-256-128-8, 0.12 M parameters);
+#      (64-256-256-128-8, 0.12 M parameters), and a compute-heavy served-size
+#      MLP (512-1024-1024-512-1, 2.1 M parameters, generated here by
+#      gen_wide_mlp.py when python3-torch is present), each with rows per
+#      batch and the share of executions run inline on HTTP threads;
 #   5. a short soak (SOAK_SECONDS, default 60) with RSS sampled.
 # Each infera measurement has a reference measured right after it with the
 # same client: nginx (static 150-byte body) and a minimal libmicrohttpd server
 # (bench/serve/minimal/mhd.c, same body, accepts the POST) -- the floor of
 # the HTTP library on this machine.  bench/serve/http_libs.sh compares the
 # candidate libraries themselves.
+# PINNING: PIN=1 (with taskset and >= 2 CPUs) runs every server (infera,
+# nginx, minimal MHD) on CPU 0 and every client (wrk, loadgen) on CPU 1, so
+# the load generator does not steal the server's core (for the p99 target);
+# the servers then have one core each.  Default PIN=0: no pinning.
 # Prints a table and writes bench/serve/results-<date>.txt beside RESULTS.md.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -31,6 +38,13 @@ INFERA=$BUILD/infera
 [ -x "$INFERA" ] || { echo "no $INFERA: build first (cmake --build $BUILD)"; exit 1; }
 command -v wrk >/dev/null || apt-get install -y wrk >/dev/null
 command -v nginx >/dev/null || apt-get install -y nginx-light >/dev/null || apt-get install -y nginx >/dev/null
+
+SRV_PIN=
+CLI_PIN=
+if [ "${PIN:-0}" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+    SRV_PIN="taskset -c 0"
+    CLI_PIN="taskset -c 1"
+fi
 
 TMP=$(mktemp -d /tmp/infera-bench-serve-XXXXXX)
 PIDS=()
@@ -44,7 +58,7 @@ trap cleanup EXIT
 cc -O2 -o "$TMP/loadgen" "$HERE/loadgen.c" -lpthread -lm
 cc -O2 -o "$TMP/mhd" "$HERE/minimal/mhd.c" -lmicrohttpd
 MHD_PORT=18491
-"$TMP/mhd" "$MHD_PORT" "$(nproc)" &
+$SRV_PIN "$TMP/mhd" "$MHD_PORT" "$(nproc)" &
 PIDS+=($!)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -68,12 +82,12 @@ http {
   }
 }
 EOF
-nginx -c "$TMP/nginx.conf" -p "$TMP"
+$SRV_PIN nginx -c "$TMP/nginx.conf" -p "$TMP"
 
 start_infera() { # start_infera NAME ARGS... ; sets PORT
     local name=$1
     shift
-    "$INFERA" serve --port 0 "$@" 2>"$TMP/$name.log" &
+    $SRV_PIN "$INFERA" serve --port 0 "$@" 2>"$TMP/$name.log" &
     PIDS+=($!)
     PORT=
     for _ in $(seq 100); do
@@ -98,34 +112,34 @@ rps() { sed -nE 's/^Requests\/sec: +([0-9.]+).*/\1/p'; }
 pct() { sed -nE "s/^ +$1% +([0-9.]+)(us|ms|s).*/\1 \2/p" | awk '{v=$1; if($2=="ms")v*=1000; if($2=="s")v*=1e6; printf "%.0f", v}'; }
 
 # ---- 1. throughput at 64 connections -----------------------------------------
-NGINX_RPS=$(wrk -t2 -c64 -d"${SECS}s" "http://127.0.0.1:$NGINX_PORT/x" | rps)
+NGINX_RPS=$($CLI_PIN wrk -t2 -c64 -d"${SECS}s" "http://127.0.0.1:$NGINX_PORT/x" | rps)
 start_infera fraud --model fraud="$ROOT/examples/fraud/fraud_xgb.onnx"
 FRAUD_PORT=$PORT
 curl -sf -X POST "http://127.0.0.1:$PORT/v2/models/fraud/infer" -d "$FRAUD_BODY" >/dev/null
-INF_RPS=$(BODY_FILE=$TMP/fraud.json wrk -t2 -c64 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/fraud/infer" | rps)
+INF_RPS=$(BODY_FILE=$TMP/fraud.json $CLI_PIN wrk -t2 -c64 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/fraud/infer" | rps)
 RATIO=$(awk -v a="$INF_RPS" -v b="$NGINX_RPS" 'BEGIN{printf "%.0f", 100*a/b}')
 
 # ---- 2. p99 at half the maximum throughput (open loop, Poisson) ---------------
 HALF=$(awk -v a="$INF_RPS" 'BEGIN{printf "%.0f", a/2}')
-OPEN=$("$TMP/loadgen" "$PORT" /v2/models/fraud/infer "$TMP/fraud.json" "$HALF" "$SECS" 64)
+OPEN=$($CLI_PIN "$TMP/loadgen" "$PORT" /v2/models/fraud/infer "$TMP/fraud.json" "$HALF" "$SECS" 64)
 P99_HALF=$(echo "$OPEN" | sed -nE 's/.*"p99_us":([0-9]+).*/\1/p')
-OPEN_MHD=$("$TMP/loadgen" "$MHD_PORT" /x "$TMP/fraud.json" "$HALF" "$SECS" 64)
+OPEN_MHD=$($CLI_PIN "$TMP/loadgen" "$MHD_PORT" /x "$TMP/fraud.json" "$HALF" "$SECS" 64)
 MHD_P99_HALF=$(echo "$OPEN_MHD" | sed -nE 's/.*"p99_us":([0-9]+).*/\1/p')
-OPEN16=$("$TMP/loadgen" "$PORT" /v2/models/fraud/infer "$TMP/fraud.json" "$HALF" "$SECS" 16)
+OPEN16=$($CLI_PIN "$TMP/loadgen" "$PORT" /v2/models/fraud/infer "$TMP/fraud.json" "$HALF" "$SECS" 16)
 P99_HALF16=$(echo "$OPEN16" | sed -nE 's/.*"p99_us":([0-9]+).*/\1/p')
-OPEN16_MHD=$("$TMP/loadgen" "$MHD_PORT" /x "$TMP/fraud.json" "$HALF" "$SECS" 16)
+OPEN16_MHD=$($CLI_PIN "$TMP/loadgen" "$MHD_PORT" /x "$TMP/fraud.json" "$HALF" "$SECS" 16)
 MHD_P99_HALF16=$(echo "$OPEN16_MHD" | sed -nE 's/.*"p99_us":([0-9]+).*/\1/p')
 
 # ---- 3. sequential round trip, one connection ---------------------------------
-SEQ=$(BODY_FILE=$TMP/fraud.json wrk -t1 -c1 -d"${SECS}s" --latency -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/fraud/infer")
+SEQ=$(BODY_FILE=$TMP/fraud.json $CLI_PIN wrk -t1 -c1 -d"${SECS}s" --latency -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/fraud/infer")
 SEQ_P50=$(echo "$SEQ" | pct 50)
-NGINX_SEQ_P50=$(wrk -t1 -c1 -d"${SECS}s" --latency "http://127.0.0.1:$NGINX_PORT/x" | pct 50)
-MHD_SEQ_P50=$(BODY_FILE=$TMP/fraud.json wrk -t1 -c1 -d"${SECS}s" --latency -s "$TMP/post.lua" "http://127.0.0.1:$MHD_PORT/x" | pct 50)
+NGINX_SEQ_P50=$($CLI_PIN wrk -t1 -c1 -d"${SECS}s" --latency "http://127.0.0.1:$NGINX_PORT/x" | pct 50)
+MHD_SEQ_P50=$(BODY_FILE=$TMP/fraud.json $CLI_PIN wrk -t1 -c1 -d"${SECS}s" --latency -s "$TMP/post.lua" "http://127.0.0.1:$MHD_PORT/x" | pct 50)
 
 # ---- 5. soak: Poisson load at half rate, RSS sampled --------------------------
 PID=${PIDS[-1]}
 RSS0=$(awk '/VmRSS/{print $2}' "/proc/$PID/status")
-SOAK_OUT=$("$TMP/loadgen" "$PORT" /v2/models/fraud/infer "$TMP/fraud.json" "$HALF" "$SOAK" 32)
+SOAK_OUT=$($CLI_PIN "$TMP/loadgen" "$PORT" /v2/models/fraud/infer "$TMP/fraud.json" "$HALF" "$SOAK" 32)
 RSS1=$(awk '/VmRSS/{print $2}' "/proc/$PID/status")
 stop_last
 
@@ -140,14 +154,17 @@ import sys, math
 d = ",".join("%.4f" % math.sin(i * 0.37) for i in range(64))
 open(sys.argv[1], "w").write('{"inputs":[{"name":"input","shape":[1,64],"datatype":"FP32","data":[%s]}]}' % d)
 EOF
+# rows_per_batch is "ROWS/INLINE%": mean rows per engine execution and the
+# share of executions run inline on an HTTP thread (not batched).
 batching() { # batching MODEL_FILE BODY_FILE -> "unbatched batched rows_per_batch"
     local nb b avg
     start_infera mlp1 --model "mlp=$1" --max-batch 1 --max-connections 2000
-    nb=$(BODY_FILE=$2 wrk -t2 -c256 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/mlp/infer" | rps)
+    nb=$(BODY_FILE=$2 $CLI_PIN wrk -t2 -c256 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/mlp/infer" | rps)
     stop_last
     start_infera mlp64 --model "mlp=$1" --max-batch 64 --max-connections 2000
-    b=$(BODY_FILE=$2 wrk -t2 -c256 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/mlp/infer" | rps)
-    avg=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk -F' ' '/^nv_inference_count\{/{c=$2} /^nv_inference_exec_count\{/{e=$2} END{if(e>0)printf "%.1f", c/e}')
+    b=$(BODY_FILE=$2 $CLI_PIN wrk -t2 -c256 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/mlp/infer" | rps)
+    avg=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk -F' ' '/^nv_inference_count\{/{c=$2} /^nv_inference_exec_count\{/{e=$2}
+        /^infera_inline_exec_count\{/{i=$2} END{if(e>0)printf "%.1f/%.0f%%", c/e, 100*i/e}')
     stop_last
     echo "$nb $b $avg"
 }
@@ -155,10 +172,24 @@ read -r NOBATCH_RPS BATCH_RPS BATCH_AVG < <(batching "$ROOT/tests/models/mlp.onn
 SPEEDUP=$(awk -v a="$BATCH_RPS" -v b="$NOBATCH_RPS" 'BEGIN{printf "%.2f", a/b}')
 read -r NOBATCH2_RPS BATCH2_RPS BATCH2_AVG < <(batching "$ROOT/bench/models/mlp.onnx" "$TMP/mlp64.json")
 SPEEDUP2=$(awk -v a="$BATCH2_RPS" -v b="$NOBATCH2_RPS" 'BEGIN{printf "%.2f", a/b}')
+WIDE=$TMP/wide_mlp.onnx
+python3 - "$TMP/wide.json" <<'EOF'
+import sys, math
+d = ",".join("%.4f" % math.sin(i * 0.37) for i in range(512))
+open(sys.argv[1], "w").write('{"inputs":[{"name":"input","shape":[1,512],"datatype":"FP32","data":[%s]}]}' % d)
+EOF
+PY=/usr/bin/python3 # Debian python3-torch
+[ -x "$PY" ] || PY=python3
+if "$PY" "$HERE/gen_wide_mlp.py" "$WIDE" >/dev/null 2>&1; then
+    read -r NOBATCH3_RPS BATCH3_RPS BATCH3_AVG < <(batching "$WIDE" "$TMP/wide.json")
+    SPEEDUP3=$(awk -v a="$BATCH3_RPS" -v b="$NOBATCH3_RPS" 'BEGIN{printf "%.2f", a/b}')
+else
+    NOBATCH3_RPS=- BATCH3_RPS=- BATCH3_AVG=- SPEEDUP3="(no python3-torch)"
+fi
 
 OUT=$HERE/results-$(date +%Y%m%d-%H%M%S).txt
 {
-    echo "infera serve bench, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, ${SECS}s per run, wrk $(wrk -v 2>&1 | head -1 | cut -d' ' -f2), load average before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "infera serve bench, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, pinning: ${SRV_PIN:-none} servers / ${CLI_PIN:-none} clients, ${SECS}s per run, wrk $($CLI_PIN wrk -v 2>&1 | head -1 | cut -d' ' -f2), load average before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
     printf '%-58s %14s %14s %8s\n' "measure" "infera" "reference" "target"
     printf '%-58s %14s %14s %8s\n' "fraud, 1 row, 64 connections (req/s) vs nginx 150 B" "$INF_RPS" "$NGINX_RPS" ">=60%"
     printf '%-58s %13s%% %14s %8s\n' "  = share of nginx" "$RATIO" "" ""
@@ -170,6 +201,8 @@ OUT=$HERE/results-$(date +%Y%m%d-%H%M%S).txt
     printf '%-58s %14s %14s %8s\n' "  = speed-up (avg rows/batch $BATCH_AVG)" "${SPEEDUP}x" "" ""
     printf '%-58s %14s %14s %8s\n' "bench MLP 1 row, 256 conns: batched vs --max-batch 1 (req/s)" "$BATCH2_RPS" "$NOBATCH2_RPS" ">=1.5x"
     printf '%-58s %14s %14s %8s\n' "  = speed-up (avg rows/batch $BATCH2_AVG)" "${SPEEDUP2}x" "" ""
+    printf '%-58s %14s %14s %8s\n' "wide MLP 1 row, 256 conns: batched vs --max-batch 1 (req/s)" "$BATCH3_RPS" "$NOBATCH3_RPS" ">=1.5x"
+    printf '%-58s %14s %14s %8s\n' "  = speed-up (avg rows/batch $BATCH3_AVG)" "${SPEEDUP3}x" "" ""
     printf '%-58s %14s %14s %8s\n' "soak ${SOAK}s at $HALF/s: RSS before -> after (KiB)" "$RSS0 -> $RSS1" "" "stable"
     echo "open loop: $OPEN"
     echo "open loop, minimal mhd: $OPEN_MHD"

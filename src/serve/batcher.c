@@ -359,7 +359,10 @@ static int run_spare(srv_batcher *b, int k, srv_job *job) {
     job->t_enqueue_ns = inf__serve_now_ns();
     srv_job_done_fn done = job->done;
     job->done = NULL;
-    if (b->metrics) inf__serve_hist_observe(&b->metrics->queue_hist, 0);
+    if (b->metrics) {
+        inf__serve_hist_observe(&b->metrics->queue_hist, 0);
+        atomic_fetch_add_explicit(&b->metrics->inline_exec_count, 1, memory_order_relaxed);
+    }
     run_batch(b, b->spare[k], job, 1, job->rows);
     job->done = done;
     return 1;
@@ -395,7 +398,10 @@ int inf__serve_batcher_try_inline(srv_batcher *b, srv_job *job) {
     job->t_enqueue_ns = inf__serve_now_ns();
     srv_job_done_fn done = job->done;
     job->done = NULL;
-    if (b->metrics) inf__serve_hist_observe(&b->metrics->queue_hist, 0);
+    if (b->metrics) {
+        inf__serve_hist_observe(&b->metrics->queue_hist, 0);
+        atomic_fetch_add_explicit(&b->metrics->inline_exec_count, 1, memory_order_relaxed);
+    }
     run_batch(b, b->session, job, 1, job->rows);
     job->done = done;
     pthread_mutex_lock(&b->lock);

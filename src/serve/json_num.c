@@ -15,8 +15,13 @@
  *
  * The grammar is JSON's: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
  * ("+1", ".5", "1.", "01", "NaN" are not numbers).  Callers: kserve_v2.c.
+ *
+ * The file also formats float32 outputs for JSON responses (see
+ * inf__serve_format_f32 below): exact, and without printf on the common path.
  */
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -193,4 +198,149 @@ size_t inf__serve_parse_u64(const char *s, const char *end, uint64_t *out) {
     }
     *out = v;
     return n;
+}
+
+/* ---- float32 formatting ---------------------------------------------------
+ *
+ * inf__serve_format_f32 writes what the reference rule below writes, byte for
+ * byte, without printf or strtof on the common path:
+ *
+ *   integral and |v| < 1e7  -> the integer;  else the first of %.7g, %.8g,
+ *   %.9g that strtof reads back to v (%.9g always does for a float).
+ *
+ * FAST PATH.  For 1e-14 <= |v| < 1e22 the P-digit decimal D * 10^k nearest
+ * to v is found in double arithmetic: r = |v| * 10^s with 10^s exact
+ * (|s| <= 22), one rounding, so r is within 2^-53 relative of the true
+ * product; when r's fraction is within 1e-6 of one half the nearest integer
+ * is not certain and the slow path decides.  The read-back D * 10^k is one
+ * correctly rounded IEEE operation (D < 2^53, |k| <= 22); its float rounding
+ * equals the exact value's unless it lands exactly on a midpoint between two
+ * floats (no double lies between the exact value and its rounding), and that
+ * case goes to the slow path too.  tests/serve/test_numparse.c compares this
+ * against the printf rule and strtof on millions of random floats. */
+static const uint32_t pow10_u32[10] = {1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u,
+                                       10000000u, 100000000u, 1000000000u};
+
+static size_t format_f32_slow(float v, char *out) {
+    char tmp[32];
+    int n = 0;
+    for (int prec = 7; prec <= 9; prec++) {
+        n = snprintf(tmp, sizeof tmp, "%.*g", prec, (double)v);
+        if (prec == 9 || strtof(tmp, NULL) == v) break;
+    }
+    memcpy(out, tmp, (size_t)n);
+    return (size_t)n;
+}
+
+static double scale10(double a, int s) { return s >= 0 ? a * pow10_exact[s] : a / pow10_exact[-s]; }
+
+/* 1 if the double x lies exactly halfway between two adjacent floats. */
+static int is_float_midpoint(double x) {
+    float f = (float)x;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    uint32_t ub = bits + 1, db = bits - 1;
+    float up, dn;
+    memcpy(&up, &ub, sizeof up);
+    memcpy(&dn, &db, sizeof dn);
+    return x == ((double)f + (double)up) * 0.5 || x == ((double)f + (double)dn) * 0.5;
+}
+
+/* The P-digit decimal nearest to a (> 0): *d in [10^(P-1), 10^P), *x the
+ * decimal exponent of its first digit (%g's X).  0 when not certain. */
+static int nearest_digits(double a, int p, int x_guess, uint32_t *d, int *x) {
+    int e = x_guess;
+    for (int tries = 0; tries < 3; tries++) {
+        int s = p - 1 - e;
+        if (s < -22 || s > 22) return 0;
+        double r = scale10(a, s);
+        double fl = floor(r);
+        double frac = r - fl;
+        if (fabs(frac - 0.5) < 1e-6) return 0;
+        double di = frac > 0.5 ? fl + 1 : fl;
+        if (di >= (double)pow10_u32[p]) {
+            e++;
+        } else if (di < (double)pow10_u32[p - 1]) {
+            e--;
+        } else {
+            *d = (uint32_t)di;
+            *x = e;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* %g layout of digits d (p of them) with exponent x, trailing zeros cut. */
+static size_t layout_g(int neg, uint32_t d, int p, int x, char *out) {
+    char dig[10];
+    int nd = p;
+    while (nd > 1 && d % 10 == 0) d /= 10, nd--;
+    for (int i = nd - 1; i >= 0; i--) dig[i] = (char)('0' + d % 10), d /= 10;
+    size_t k = 0;
+    if (neg) out[k++] = '-';
+    if (x < p && x >= -4) {
+        if (x >= 0) {
+            for (int i = 0; i <= x; i++) out[k++] = i < nd ? dig[i] : '0';
+            if (nd > x + 1) {
+                out[k++] = '.';
+                for (int i = x + 1; i < nd; i++) out[k++] = dig[i];
+            }
+        } else {
+            out[k++] = '0';
+            out[k++] = '.';
+            for (int i = 0; i < -x - 1; i++) out[k++] = '0';
+            for (int i = 0; i < nd; i++) out[k++] = dig[i];
+        }
+    } else {
+        out[k++] = dig[0];
+        if (nd > 1) {
+            out[k++] = '.';
+            for (int i = 1; i < nd; i++) out[k++] = dig[i];
+        }
+        out[k++] = 'e';
+        out[k++] = x < 0 ? '-' : '+';
+        int ax = x < 0 ? -x : x;
+        if (ax >= 100) out[k++] = (char)('0' + ax / 100);
+        out[k++] = (char)('0' + ax / 10 % 10);
+        out[k++] = (char)('0' + ax % 10);
+    }
+    return k;
+}
+
+static size_t format_u32(int neg, uint32_t u, char *out) {
+    char tmp[12];
+    int i = 12;
+    do {
+        tmp[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    size_t k = 0;
+    if (neg) out[k++] = '-';
+    memcpy(out + k, tmp + i, (size_t)(12 - i));
+    return k + (size_t)(12 - i);
+}
+
+size_t inf__serve_format_f32(float v, char out[INF__SERVE_F32_MAX]) {
+    if (fabsf(v) < 1e7f && v == (float)(int32_t)v) {
+        int32_t i = (int32_t)v;
+        return format_u32(i < 0, i < 0 ? (uint32_t)(-(int64_t)i) : (uint32_t)i, out);
+    }
+    double a = fabs((double)v);
+    if (!(a >= 1e-14 && a < 1e22)) return format_f32_slow(v, out);
+    int e2;
+    frexp(a, &e2);
+    int x_guess = (int)floor((double)(e2 - 1) * 0.30102999566398120);
+    for (int p = 7; p <= 9; p++) {
+        uint32_t d;
+        int x;
+        if (!nearest_digits(a, p, x_guess, &d, &x)) return format_f32_slow(v, out);
+        if (p < 9) {
+            double back = scale10((double)d, x - p + 1);
+            if (is_float_midpoint(back)) return format_f32_slow(v, out);
+            if ((float)back != (float)a) continue;
+        }
+        return layout_g(v < 0, d, p, x, out);
+    }
+    return format_f32_slow(v, out); /* not reached */
 }

@@ -110,6 +110,7 @@ static void family(srv_buf *o, srv_metrics *m, const char *name, const char *typ
 static uint64_t g_success(const srv_model_metrics *e) { return LOAD(((srv_model_metrics *)e)->success); }
 static uint64_t g_count(const srv_model_metrics *e) { return LOAD(((srv_model_metrics *)e)->inference_count); }
 static uint64_t g_exec(const srv_model_metrics *e) { return LOAD(((srv_model_metrics *)e)->exec_count); }
+static uint64_t g_inline(const srv_model_metrics *e) { return LOAD(((srv_model_metrics *)e)->inline_exec_count); }
 static uint64_t g_req_us(const srv_model_metrics *e) { return LOAD(((srv_model_metrics *)e)->request_us); }
 static uint64_t g_queue_us(const srv_model_metrics *e) { return LOAD(((srv_model_metrics *)e)->queue_us); }
 static uint64_t g_comp_us(const srv_model_metrics *e) { return LOAD(((srv_model_metrics *)e)->compute_us); }
@@ -170,6 +171,8 @@ void inf__serve_metrics_render(srv_metrics *m, srv_buf *o, int n_loaded_models) 
         }
     family(o, m, "nv_inference_count", "counter", "Inferred items (rows), batched requests counted per row", g_count);
     family(o, m, "nv_inference_exec_count", "counter", "Engine executions (batches)", g_exec);
+    family(o, m, "infera_inline_exec_count", "counter",
+           "Engine executions run on an HTTP thread (a lone short request; not batched)", g_inline);
     family(o, m, "nv_inference_request_duration_us", "counter", "Cumulative request duration (us)", g_req_us);
     family(o, m, "nv_inference_queue_duration_us", "counter", "Cumulative time requests waited in the queue (us)",
            g_queue_us);

@@ -133,7 +133,7 @@ int inf__serve_route_dispatch(srv_request *rq) {
             }
             inf_status st = inf__serve_models_authorize(srv->models, tok, model, (acc & ADMIN) != 0, &rq->caller, &e);
             if (st != INF_OK) {
-                snprintf(rq->log_model, sizeof rq->log_model, "%s", model ? model : "");
+                inf__serve_copy_str(rq->log_model, sizeof rq->log_model, model ? model : "");
                 inf__serve_error(rq, st == INF_EAUTH ? 401 : st == INF_EDENIED ? 403 : 503, "%s: %s",
                                  routes[i].what, e.message);
                 return 0;
@@ -204,8 +204,8 @@ static int acquire(srv_request *rq, srv_version **v) {
         inf__serve_error(rq, 404, "%s", e.message);
         return -1;
     }
-    snprintf(rq->log_model, sizeof rq->log_model, "%s", (*v)->name);
-    snprintf(rq->log_version, sizeof rq->log_version, "%s", (*v)->version);
+    inf__serve_copy_str(rq->log_model, sizeof rq->log_model, (*v)->name);
+    inf__serve_copy_str(rq->log_version, sizeof rq->log_version, (*v)->version);
     return 0;
 }
 
@@ -614,7 +614,7 @@ static int h_repo_load(srv_request *rq) {
         fprintf(stderr, "infera serve: load %s: parameters.config is ignored (no Triton model configs)\n",
                 rq->params[0]);
     inf_error e = {0};
-    snprintf(rq->log_model, sizeof rq->log_model, "%s", rq->params[0]);
+    inf__serve_copy_str(rq->log_model, sizeof rq->log_model, rq->params[0]);
     inf_status st = inf__serve_models_load(rq->srv->models, rq->params[0], ref ? ref->valuestring : NULL, &e);
     cJSON_Delete(j);
     if (st != INF_OK) {
@@ -627,7 +627,7 @@ static int h_repo_load(srv_request *rq) {
 
 static int h_repo_unload(srv_request *rq) {
     inf_error e = {0};
-    snprintf(rq->log_model, sizeof rq->log_model, "%s", rq->params[0]);
+    inf__serve_copy_str(rq->log_model, sizeof rq->log_model, rq->params[0]);
     if (inf__serve_models_unload(rq->srv->models, rq->params[0], &e) != INF_OK) {
         inf__serve_error(rq, 404, "%s", e.message);
         return 0;

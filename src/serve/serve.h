@@ -54,6 +54,8 @@ void inf__serve_buf_printf(srv_buf *b, const char *fmt, ...) __attribute__((form
 void inf__serve_buf_json_str(srv_buf *b, const char *s, size_t n);
 void inf__serve_buf_i64(srv_buf *b, int64_t v);
 void inf__serve_buf_u64(srv_buf *b, uint64_t v);
+/* strlcpy: src (NULL as "") into dst of size bytes, cut and NUL-terminated. */
+void inf__serve_copy_str(char *dst, size_t size, const char *src);
 /* float32 / float64 as JSON numbers (non-finite as null). */
 void inf__serve_buf_f32(srv_buf *b, float v);
 void inf__serve_buf_f64(srv_buf *b, double v);
@@ -73,6 +75,10 @@ size_t inf__serve_parse_double(const char *s, const char *end, double *out);
 /* Parses a JSON integer (no fraction or exponent) that fits int64 / uint64. */
 size_t inf__serve_parse_i64(const char *s, const char *end, int64_t *out);
 size_t inf__serve_parse_u64(const char *s, const char *end, uint64_t *out);
+/* Finite float v as JSON text (integral values as integers, else the first of
+ * %.7g/%.8g/%.9g that reads back exactly); returns the length, no NUL. */
+#define INF__SERVE_F32_MAX 32
+size_t inf__serve_format_f32(float v, char out[INF__SERVE_F32_MAX]);
 
 /* ---- kserve_v2.c ----------------------------------------------------------- */
 
@@ -155,6 +161,7 @@ typedef struct srv_model_metrics {
     char version[32];
     _Atomic uint64_t success, failure[SRV_FAIL_COUNT];
     _Atomic uint64_t inference_count, exec_count;
+    _Atomic uint64_t inline_exec_count; /* executions run on an HTTP thread (batcher.c INLINE RUNS) */
     _Atomic uint64_t request_us, queue_us, compute_us;
     _Atomic int64_t queue_depth;
     _Atomic int loaded;

@@ -110,23 +110,20 @@ void inf__serve_buf_i64(srv_buf *b, int64_t v) {
     }
 }
 
+void inf__serve_copy_str(char *dst, size_t size, const char *src) {
+    if (!size) return;
+    size_t n = src ? strnlen(src, size - 1) : 0;
+    if (n) memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
 void inf__serve_buf_f32(srv_buf *b, float v) {
     if (!isfinite(v)) {
         inf__serve_buf_put(b, "null", 4);
         return;
     }
-    if (v == (float)(int32_t)v && fabsf(v) < 1e7f) { /* integral: exact and short */
-        inf__serve_buf_i64(b, (int32_t)v);
-        return;
-    }
-    /* shortest of %.7g / %.8g / %.9g that reads back to the same float */
-    char tmp[32];
-    int n = 0;
-    for (int prec = 7; prec <= 9; prec++) {
-        n = snprintf(tmp, sizeof tmp, "%.*g", prec, (double)v);
-        if (prec == 9 || strtof(tmp, NULL) == v) break;
-    }
-    inf__serve_buf_put(b, tmp, (size_t)n);
+    char tmp[INF__SERVE_F32_MAX];
+    inf__serve_buf_put(b, tmp, inf__serve_format_f32(v, tmp));
 }
 
 void inf__serve_buf_f64(srv_buf *b, double v) {

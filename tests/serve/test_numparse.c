@@ -3,7 +3,9 @@
  * against strtod: millions of random values in the shapes requests carry
  * (%.9g floats, %.17g doubles, short decimals, integers, exponents, long
  * mantissas, subnormals, huge values), bit-for-bit, plus the JSON grammar
- * (what is and is not a number) and the integer parsers' ranges.
+ * (what is and is not a number) and the integer parsers' ranges; and the
+ * float32 formatter (inf__serve_format_f32) against the printf/strtof rule
+ * it replaces, byte for byte, on millions of random and consecutive floats.
  */
 #include <math.h>
 #include <stdint.h>
@@ -82,6 +84,86 @@ static void make(char *buf, size_t size, int kind) {
     }
 }
 
+/* The formatting rule written with printf/strtof: the oracle for
+ * inf__serve_format_f32 (integral and |v| < 1e7 -> integer, else the first of
+ * %.7g/%.8g/%.9g that strtof reads back). */
+static int format_ref(float v, char *out, size_t size) {
+    if (fabsf(v) < 1e7f && v == (float)(int32_t)v) return snprintf(out, size, "%d", (int)(int32_t)v);
+    int n = 0;
+    for (int prec = 7; prec <= 9; prec++) {
+        n = snprintf(out, size, "%.*g", prec, (double)v);
+        if (prec == 9 || strtof(out, NULL) == v) break;
+    }
+    return n;
+}
+
+/* One float: byte-identical to the oracle and read back bit-exactly by strtof
+ * (and by the server's own parser).  Returns 1 on success. */
+static int check_format_one(float v, char *why, size_t whysize) {
+    char got[INF__SERVE_F32_MAX + 1], want[64];
+    size_t n = inf__serve_format_f32(v, got);
+    got[n] = 0;
+    int wn = format_ref(v, want, sizeof want);
+    float back = strtof(got, NULL);
+    double pd = 0;
+    size_t pn = inf__serve_parse_double(got, got + n, &pd);
+    if ((size_t)wn != n || memcmp(got, want, n) || back != v /* -0 prints as 0, as before */ || pn != n || (float)pd != v) {
+        snprintf(why, whysize, "%.9g: got '%s', printf rule '%s'", (double)v, got, want);
+        return 0;
+    }
+    return 1;
+}
+
+static void test_format_f32(void) {
+    char why[160] = "";
+    long bad = 0, n = 0;
+    /* random bit patterns: every exponent, subnormals included */
+    for (long i = 0; i < 1500000; i++) {
+        uint32_t bits = (uint32_t)next();
+        float v;
+        memcpy(&v, &bits, sizeof v);
+        if (!isfinite(v)) continue;
+        n++;
+        if (!check_format_one(v, why, sizeof why) && bad++ == 0) printf("  first mismatch: %s\n", why);
+    }
+    CHECK(bad == 0, "format_f32: %ld random finite float bit patterns match the printf rule and read back exactly", n);
+    /* the values models emit: probabilities, scores, small regressions */
+    bad = 0;
+    for (long i = 0; i < 1000000; i++) {
+        float v = (float)((double)(next() >> 11) / 9007199254740992.0);
+        if (i % 4 == 1) v = -v * 1000.0f;
+        if (i % 4 == 2) v = v * 1e-6f;
+        if (i % 4 == 3) v = 1.0f - v;
+        if (!check_format_one(v, why, sizeof why) && bad++ == 0) printf("  first mismatch: %s\n", why);
+    }
+    CHECK(bad == 0, "format_f32: 1M probabilities/scores in [0,1], [-1000,0], [0,1e-6] match and read back exactly");
+    /* every float in a few dense ranges, and the edges */
+    bad = 0;
+    n = 0;
+    const float starts[] = {0.1f, 0.5f, 1.0f, 9.99999f, 1e7f, 123456.7f, 1e-5f, 1e-14f, 1e22f, 1e-38f};
+    for (size_t s = 0; s < sizeof starts / sizeof starts[0]; s++) {
+        float v = starts[s];
+        for (int i = 0; i < 40000; i++, n++) {
+            if (!check_format_one(v, why, sizeof why) && bad++ == 0) printf("  first mismatch: %s\n", why);
+            if (!check_format_one(-v, why, sizeof why) && bad++ == 0) printf("  first mismatch: %s\n", why);
+            v = nextafterf(v, INFINITY);
+        }
+    }
+    const float edge[] = {0.0f, -0.0f, 1e-45f, -1e-45f, 1.17549435e-38f, 1.1754942e-38f, 3.40282347e38f,
+                          -3.40282347e38f, 9999999.0f, 10000000.0f, -16777216.0f, 2147483648.0f, 0.3f, 1e-4f,
+                          9.9999997e-5f, 123456792.0f};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++, n++)
+        if (!check_format_one(edge[i], why, sizeof why) && bad++ == 0) printf("  first mismatch: %s\n", why);
+    CHECK(bad == 0, "format_f32: %ld consecutive floats around 0.1, 1, 1e7, 1e-14, 1e22, subnormal edge and specials", n);
+    char out[INF__SERVE_F32_MAX + 1];
+    size_t k = inf__serve_format_f32(0.1f, out);
+    out[k] = 0;
+    CHECK(!strcmp(out, "0.1"), "0.1f formats as 0.1 (%s)", out);
+    k = inf__serve_format_f32(-2.5e-7f, out);
+    out[k] = 0;
+    CHECK(!strcmp(out, "-2.5e-07"), "-2.5e-7f formats as -2.5e-07 (%s)", out);
+}
+
 int main(void) {
     const long N = 3000000;
     long bad = 0, total = 0;
@@ -132,6 +214,7 @@ int main(void) {
           "UINT64_MAX parses");
     CHECK(inf__serve_parse_i64("1.5", "1.5" + 3, &v) == 0, "1.5 is not an integer");
     CHECK(inf__serve_parse_i64("1e3", "1e3" + 3, &v) == 0, "1e3 is not an integer literal");
+    test_format_f32();
     printf("%d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;
 }

@@ -425,6 +425,8 @@ static void check_batching(int port) {
     double le2 = metric(port, "infera_batch_size_bucket{model=\"mlp\",version=\"1\",le=\"2\"} ");
     double inf = metric(port, "infera_batch_size_bucket{model=\"mlp\",version=\"1\",le=\"+Inf\"} ");
     CHECK(inf > le2 && le2 >= 0, "batch-size histogram shows batches of more than 2 rows (%g of %g)", inf - le2, inf);
+    double inl = metric(port, "infera_inline_exec_count{model=\"mlp\",version=\"1\"} ");
+    CHECK(inl == 0, "with a queue delay no execution runs inline on an HTTP thread (infera_inline_exec_count %g)", inl);
     for (int i = 0; i < N_CONC; i++) {
         free(args[i].body);
         free(alone[i]);
@@ -660,6 +662,10 @@ static void check_limits(void) {
     http_resp_free(&r);
     double to = metric(port, "nv_inference_request_failure{model=\"mlp\",version=\"1\",reason=\"timeout\"} ");
     CHECK(to == 1, "the timeout is counted as reason timeout (%g)", to);
+    double inl = metric(port, "infera_inline_exec_count{model=\"mlp\",version=\"1\"} ");
+    double ex = metric(port, "nv_inference_exec_count{model=\"mlp\",version=\"1\"} ");
+    CHECK(inl >= 1 && inl == ex, "on an idle batcher without queue delay the runs are inline (%g of %g executions)",
+          inl, ex);
     free(tb);
     free(b);
     /* connection limit 3: three idle keep-alive connections fill it */
