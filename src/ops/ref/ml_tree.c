@@ -20,8 +20,11 @@
  * LEQ: XGBoost, LightGBM, scikit-learn) and float32 inputs take the fast
  * path instead (see "fast layout" below): complete trees of one depth,
  * branch-free traversal of 8 rows (or, for a lone row, 8 trees) at a time,
- * NaN routing folded into the comparison.  It gives bit-identical scores,
- * and a row's score never depends on the batch, block or thread it is in.
+ * NaN routing folded into the comparison; when the thresholds allow, its
+ * inner nodes shrink to 4 bytes (a feature and a threshold rank, the rows
+ * mapped once to ranks per feature: see "compact nodes").  It gives
+ * bit-identical scores, and a row's score never depends on the batch, block
+ * or thread it is in.
  *
  * Validation (init, errors name the attribute): nodes_* and class_* /
  * target_* lists of equal length, known modes, (tree, node) ids unique,
@@ -391,6 +394,11 @@ typedef struct ml_fast {
     float *leaves;        /* [n_trees][n_leaves] */
     int32_t *target;      /* per tree */
     uint8_t *has;         /* per target: some tree votes for it */
+    /* compact form (see "compact nodes"), or cnodes == NULL */
+    uint32_t *cnodes;     /* [n_trees][n_inner]: feature << 17 | missing-true << 16 | rank bound */
+    int n_feat;           /* features with a rank (f->n_features) */
+    int32_t *coff;        /* [n_feat + 1]: feature j's sorted distinct thresholds are cthr[coff[j] .. coff[j+1]) */
+    float *cthr;
 } ml_fast;
 
 static void fast_fill(const ml_forest *f, ml_fast *fs, ml_fast_node *nodes, float *leaves, int32_t orig, int32_t pos,
@@ -410,6 +418,8 @@ static void fast_fill(const ml_forest *f, ml_fast *fs, ml_fast_node *nodes, floa
     fast_fill(f, fs, nodes, leaves, orig + 1, 2 * pos + 1, level + 1);
     fast_fill(f, fs, nodes, leaves, nd->false_next, 2 * pos + 2, level + 1);
 }
+
+static inf_status compact_compile(inf__arena *arena, const ml_forest *f, ml_fast *fs);
 
 /* Builds f->fast when the forest qualifies; leaves it NULL otherwise (only
  * an allocation failure is an error). */
@@ -481,8 +491,103 @@ static inf_status fast_compile(const inf__node *node, inf__arena *arena, ml_fore
     if (!fs->nodes || !fs->leaves) return inf__node_error(node, err, INF_ENOMEM, "out of memory compiling the ensemble");
     for (int t = 0; t < f->n_trees; t++)
         fast_fill(f, fs, fs->nodes + (size_t)t * fs->n_inner, fs->leaves + (size_t)t * fs->n_leaves, f->roots[t], 0, 0);
+    if (compact_compile(arena, f, fs) != INF_OK)
+        return inf__node_error(node, err, INF_ENOMEM, "out of memory compiling the ensemble");
     f->fast = fs;
     return INF_OK;
+}
+
+/* ---- compact nodes
+ * The fast layout's 8-byte nodes put t1000d6 (1000 trees of depth 6) at
+ * 760 KB, more than this machine's 512 KB L2.  The compact form stores an
+ * inner node in 4 bytes: feature (15 bits), missing-goes-true (1 bit) and a
+ * 16-bit bound k, the position of the node's threshold among its feature's
+ * sorted distinct thresholds T_0 < T_1 < ... < T_{m-1}.  Each row is first
+ * mapped, once per feature, to a rank by binary search:
+ *     LEQ: r = #{j : T_j < x}     (x <= T_k  <=>  r <= k)
+ *     LT:  r = #{j : T_j <= x}    (x <  T_k  <=>  r <= k)
+ * so the node goes false when r > k, exactly as the float comparison.  A
+ * NaN x gets r = 0xffff; a missing-goes-true node stores k + 1 and compares
+ * (r + 1) mod 2^16, which wraps NaN to 0 (goes true) and leaves every other
+ * rank (r <= m <= 65534) in order.  Leaves and the summation order are the
+ * fast layout's, so scores are bit-identical.  Used when every feature has
+ * at most 65534 distinct thresholds, no threshold is NaN and there are at
+ * most COMPACT_MAX_FEAT features (the ranks of a sub-block of rows live on
+ * the stack); otherwise the 8-byte nodes run. */
+enum { COMPACT_MAX_FEAT = 1024, COMPACT_MAX_THR = 65534, COMPACT_RANKS = 8192 };
+
+static int float_cmp(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* Index of v in the sorted list t[0..m) (v is present). */
+static int thr_find(const float *t, int m, float v) {
+    int lo = 0, hi = m - 1;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (t[mid] < v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Adds fs->cnodes when the forest qualifies (only allocation failure is an error). */
+static inf_status compact_compile(inf__arena *arena, const ml_forest *f, ml_fast *fs) {
+    fs->cnodes = NULL;
+    if (f->n_features > COMPACT_MAX_FEAT) return INF_OK;
+    int nf = (int)(f->n_features > 0 ? f->n_features : 1);
+    size_t n = (size_t)fs->n_trees * (size_t)fs->n_inner;
+    if (n == 0) return INF_OK; /* single-leaf trees: nothing to compact */
+    for (size_t i = 0; i < n; i++)
+        if (isnan(fs->nodes[i].threshold)) return INF_OK;
+    int32_t *off = inf__arena_alloc(arena, ((size_t)nf + 1) * sizeof *off);
+    int32_t *fill = inf__calloc((size_t)nf + 1, sizeof *fill);
+    float *thr = inf__malloc((n + 1) * sizeof *thr);
+    if (!off || !fill || !thr) goto nomem;
+    for (size_t i = 0; i < n; i++) fill[(fs->nodes[i].feature & 0x7fffffffu)]++;
+    off[0] = 0;
+    for (int j = 0; j < nf; j++) off[j + 1] = off[j] + fill[j];
+    memset(fill, 0, ((size_t)nf + 1) * sizeof *fill);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t j = fs->nodes[i].feature & 0x7fffffffu;
+        thr[off[j] + fill[j]++] = fs->nodes[i].threshold;
+    }
+    /* sort and deduplicate each feature's list in place, compacting the lists */
+    int32_t out = 0;
+    for (int j = 0; j < nf; j++) {
+        int32_t b = off[j], e = off[j + 1];
+        qsort(thr + b, (size_t)(e - b), sizeof *thr, float_cmp);
+        off[j] = out;
+        for (int32_t i = b; i < e; i++)
+            if (i == b || thr[i] != thr[out - 1]) thr[out++] = thr[i];
+        if (out - off[j] > COMPACT_MAX_THR) {
+            inf__free(fill);
+            inf__free(thr);
+            return INF_OK;
+        }
+    }
+    off[nf] = out;
+    float *cthr = inf__arena_alloc(arena, ((size_t)out + 1) * sizeof *cthr);
+    uint32_t *cn = inf__arena_alloc(arena, (n + 1) * sizeof *cn);
+    if (!cthr || !cn) goto nomem;
+    memcpy(cthr, thr, (size_t)out * sizeof *cthr);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t j = fs->nodes[i].feature & 0x7fffffffu, mt = fs->nodes[i].feature >> 31;
+        uint32_t k = (uint32_t)thr_find(cthr + off[j], off[j + 1] - off[j], fs->nodes[i].threshold);
+        cn[i] = j << 17 | mt << 16 | (k + mt);
+    }
+    inf__free(fill);
+    inf__free(thr);
+    fs->n_feat = nf;
+    fs->coff = off;
+    fs->cthr = cthr;
+    fs->cnodes = cn;
+    return INF_OK;
+nomem:
+    inf__free(fill);
+    inf__free(thr);
+    return INF_ENOMEM;
 }
 
 static inf_status read_base(const inf__node *node, inf__arena *arena, ml_forest *f, inf_error *err) {
@@ -1075,6 +1180,123 @@ static inline void fast_one_row(const ml_fast *fs, const float *x, float *acc, i
     }
 }
 
+/* ---- compact path: the rows' ranks, then the 4-byte nodes (see "compact nodes") */
+
+/* Ranks of `n` rows (x: ld floats apart), interleaved by groups of
+ * FAST_LANES rows: row r's rank of feature j is at
+ * rk[(r / FAST_LANES * n_feat + j) * FAST_LANES + r % FAST_LANES]. */
+static void compact_ranks(const ml_fast *fs, const float *x, int64_t ld, int n, uint16_t *rk) {
+    for (int r = 0; r < n; r++, x += ld)
+        for (int j = 0; j < fs->n_feat; j++) {
+            const float *t = fs->cthr + fs->coff[j];
+            int m = fs->coff[j + 1] - fs->coff[j];
+            float v = x[j];
+            if (v != v) {
+                rk[((size_t)(r / FAST_LANES) * fs->n_feat + j) * FAST_LANES + r % FAST_LANES] = 0xffff;
+                continue;
+            }
+            int lo = 0; /* the first position whose threshold is not below (LEQ) / at or below (LT) v */
+            while (m > 0) {
+                int h = m / 2;
+                bool below = fs->leq ? t[lo + h] < v : t[lo + h] <= v;
+                lo = below ? lo + h + 1 : lo;
+                m = below ? m - h - 1 : h;
+            }
+            rk[((size_t)(r / FAST_LANES) * fs->n_feat + j) * FAST_LANES + r % FAST_LANES] = (uint16_t)lo;
+        }
+}
+
+static inline uint32_t compact_go_false(uint32_t r, uint32_t q) {
+    return ((r + ((q >> 16) & 1u)) & 0xffffu) > (q & 0xffffu);
+}
+
+/* A group of FAST_LANES rows (their interleaved ranks) through trees [t0, t1). */
+static inline __attribute__((always_inline)) void compact_rows(const ml_fast *fs, int t0, int t1, const uint16_t *rk,
+                                                                float *acc, int c, const int D) {
+    const int inner = fs->n_inner;
+    for (int t = t0; t < t1; t++) {
+        const uint32_t *nd = fs->cnodes + (size_t)t * inner;
+        const float *lv = fs->leaves + (size_t)t * fs->n_leaves - inner;
+        uint32_t i[FAST_LANES] = {0};
+        for (int d = 0; d < D; d++) {
+#pragma GCC unroll 8
+            for (int k = 0; k < FAST_LANES; k++) {
+                uint32_t q = nd[i[k]];
+                i[k] = 2 * i[k] + 1 + compact_go_false(rk[(q >> 17) * FAST_LANES + k], q);
+            }
+        }
+        int32_t tg = fs->target[t];
+        for (int k = 0; k < FAST_LANES; k++) acc[k * c + tg] += lv[i[k]];
+    }
+}
+
+/* One row (its ranks FAST_LANES apart), FAST_LANES trees at a time; sums in tree order. */
+static inline void compact_one_row(const ml_fast *fs, const uint16_t *rk, float *acc) {
+    const int D = fs->depth, inner = fs->n_inner;
+    int t = 0;
+    for (; t + FAST_LANES <= fs->n_trees; t += FAST_LANES) {
+        const uint32_t *nd = fs->cnodes + (size_t)t * inner;
+        uint32_t i[FAST_LANES] = {0};
+        for (int d = 0; d < D; d++) {
+#pragma GCC unroll 8
+            for (int k = 0; k < FAST_LANES; k++) {
+                uint32_t q = nd[(size_t)k * inner + i[k]];
+                i[k] = 2 * i[k] + 1 + compact_go_false(rk[(q >> 17) * FAST_LANES], q);
+            }
+        }
+        for (int k = 0; k < FAST_LANES; k++)
+            acc[fs->target[t + k]] += fs->leaves[(size_t)(t + k) * fs->n_leaves + i[k] - inner];
+    }
+    for (; t < fs->n_trees; t++) {
+        const uint32_t *nd = fs->cnodes + (size_t)t * inner;
+        uint32_t i = 0;
+        for (int d = 0; d < D; d++) {
+            uint32_t q = nd[i];
+            i = 2 * i + 1 + compact_go_false(rk[(q >> 17) * FAST_LANES], q);
+        }
+        acc[fs->target[t]] += fs->leaves[(size_t)t * fs->n_leaves + i - inner];
+    }
+}
+
+#define COMPACT_CHUNK_BYTES (16u << 10)
+
+/* n rows (x, acc as in fast_block) through the compact nodes, in sub-blocks
+ * whose ranks fit COMPACT_RANKS. */
+static void compact_block(const forest_task *t, const float *x, int n, float *acc) {
+    const ml_fast *fs = t->f->fast;
+    int c = t->f->n_targets, nf = fs->n_feat;
+    uint16_t rk[COMPACT_RANKS];
+    int sub = COMPACT_RANKS / nf;
+    if (sub > FAST_LANES) sub -= sub % FAST_LANES;
+    int chunk = (int)(COMPACT_CHUNK_BYTES / ((size_t)fs->n_inner * sizeof(uint32_t) + (size_t)fs->n_leaves * sizeof(float)));
+    if (chunk < 1) chunk = 1;
+    for (int s0 = 0; s0 < n; s0 += sub) {
+        int m = n - s0 < sub ? n - s0 : sub, r = 0;
+        compact_ranks(fs, x + s0 * t->n_cols, t->n_cols, m, rk);
+        float *a = acc + (size_t)s0 * c;
+#define COMPACT_ROWS(D)                                                                \
+    for (int t0 = 0, t1; t0 < fs->n_trees; t0 = t1) {                                  \
+        t1 = t0 + chunk < fs->n_trees ? t0 + chunk : fs->n_trees;                      \
+        for (r = 0; r + FAST_LANES <= m; r += FAST_LANES)                              \
+            compact_rows(fs, t0, t1, rk + (size_t)r * nf, a + r * c, c, D);            \
+    }
+        switch (fs->depth) {
+        case 1: COMPACT_ROWS(1); break;
+        case 2: COMPACT_ROWS(2); break;
+        case 3: COMPACT_ROWS(3); break;
+        case 4: COMPACT_ROWS(4); break;
+        case 5: COMPACT_ROWS(5); break;
+        case 6: COMPACT_ROWS(6); break;
+        case 7: COMPACT_ROWS(7); break;
+        case 8: COMPACT_ROWS(8); break;
+        case 9: COMPACT_ROWS(9); break;
+        default: COMPACT_ROWS(fs->depth); break;
+        }
+#undef COMPACT_ROWS
+        for (; r < m; r++) compact_one_row(fs, rk + (size_t)(r / FAST_LANES) * nf * FAST_LANES + r % FAST_LANES, a + r * c);
+    }
+}
+
 enum { FAST_MAX_ACC = 4096, FAST_BLOCK = 256 }; /* floats of block accumulators on the stack; rows per block */
 #define FAST_CHUNK_BYTES (24u << 10)
 
@@ -1087,6 +1309,10 @@ static void fast_block(const forest_task *t, int64_t b0, int64_t b1) {
     memset(acc, 0, (size_t)n * (size_t)c * sizeof(float));
     const float *x = t->x32 + b0 * t->n_cols;
     int r = 0;
+    if (fs->cnodes) {
+        compact_block(t, x, n, acc);
+        goto out;
+    }
     /* trees in chunks of about FAST_CHUNK_BYTES: a chunk stays in L1 while every row of the block runs through it */
     int chunk = (int)(FAST_CHUNK_BYTES / ((size_t)fs->n_inner * sizeof(ml_fast_node) + (size_t)fs->n_leaves * sizeof(float)));
     if (chunk < 1) chunk = 1;
@@ -1119,6 +1345,7 @@ static void fast_block(const forest_task *t, int64_t b0, int64_t b1) {
     }
 #undef FAST_DEPTHS
 #undef FAST_ROWS
+out:
     for (int k = 0; k < n * c; k++) {
         t->acc[b0 * c + k] = acc[k];
         t->has[b0 * c + k] = fs->has[k % c];
