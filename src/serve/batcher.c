@@ -342,6 +342,23 @@ static int short_enough(const srv_batcher *b, const srv_job *job) {
     return (double)us / (double)rows * (double)job->rows <= INLINE_MAX_US;
 }
 
+/* Runs job alone on session s on the calling (HTTP) thread: no queue time;
+ * the caller answers, so the completion callback is not called. */
+static void run_inline(srv_batcher *b, inf_session *s, srv_job *job) {
+    job->next = NULL;
+    job->err.status = INF_OK;
+    job->err.message[0] = 0;
+    job->t_enqueue_ns = inf__serve_now_ns();
+    srv_job_done_fn done = job->done;
+    job->done = NULL;
+    if (b->metrics) {
+        inf__serve_hist_observe(&b->metrics->queue_hist, 0);
+        atomic_fetch_add_explicit(&b->metrics->inline_exec_count, 1, memory_order_relaxed);
+    }
+    run_batch(b, s, job, 1, job->rows);
+    job->done = done;
+}
+
 /* Runs job alone on spare session k (taken by the caller). */
 static int run_spare(srv_batcher *b, int k, srv_job *job) {
     if (!b->spare[k]) { /* first use: compile it here, off the lock */
@@ -353,18 +370,7 @@ static int run_spare(srv_batcher *b, int k, srv_job *job) {
         if (inf_session_new(b->model, &so, &b->spare[k], &e) != INF_OK) b->spare[k] = NULL;
     }
     if (!b->spare[k]) return 0;
-    job->next = NULL;
-    job->err.status = INF_OK;
-    job->err.message[0] = 0;
-    job->t_enqueue_ns = inf__serve_now_ns();
-    srv_job_done_fn done = job->done;
-    job->done = NULL;
-    if (b->metrics) {
-        inf__serve_hist_observe(&b->metrics->queue_hist, 0);
-        atomic_fetch_add_explicit(&b->metrics->inline_exec_count, 1, memory_order_relaxed);
-    }
-    run_batch(b, b->spare[k], job, 1, job->rows);
-    job->done = done;
+    run_inline(b, b->spare[k], job);
     return 1;
 }
 
@@ -392,18 +398,7 @@ int inf__serve_batcher_try_inline(srv_batcher *b, srv_job *job) {
     }
     b->busy = 1;
     pthread_mutex_unlock(&b->lock);
-    job->next = NULL;
-    job->err.status = INF_OK;
-    job->err.message[0] = 0;
-    job->t_enqueue_ns = inf__serve_now_ns();
-    srv_job_done_fn done = job->done;
-    job->done = NULL;
-    if (b->metrics) {
-        inf__serve_hist_observe(&b->metrics->queue_hist, 0);
-        atomic_fetch_add_explicit(&b->metrics->inline_exec_count, 1, memory_order_relaxed);
-    }
-    run_batch(b, b->session, job, 1, job->rows);
-    job->done = done;
+    run_inline(b, b->session, job);
     pthread_mutex_lock(&b->lock);
     b->busy = 0;
     if (b->head) pthread_cond_signal(&b->cond);

@@ -785,6 +785,16 @@ void inf__serve_models_note_prediction(srv_models *ms, srv_version *v, int who, 
 
 static void audit_flush_callers(srv_models *ms);
 
+/* The audit record of rows predicted by this server for name@version. */
+static inf_registry_prediction serve_prediction(const srv_models *ms, const char *name, int64_t version, int64_t rows) {
+    inf_registry_prediction p = {0};
+    p.name = name;
+    p.version = version;
+    p.mode = "serve";
+    p.source = ms->srv->listen_url;
+    p.n_rows = rows;
+    return p;
+}
 /* One "predict" record per (model, version) with the rows served since the
  * last one; counts live in the metrics entries, which outlive versions, so
  * requests finishing on a swapped-out version are audited too (load_lock held). */
@@ -806,12 +816,7 @@ static void audit_flush(srv_models *ms) {
         }
         pthread_mutex_unlock(&m->lock);
         if (rows <= 0) return;
-        inf_registry_prediction p = {0};
-        p.name = name;
-        p.version = version;
-        p.mode = "serve";
-        p.source = ms->srv->listen_url;
-        p.n_rows = rows;
+        inf_registry_prediction p = serve_prediction(ms, name, version, rows);
         inf_error e = {0};
         if (inf_registry_audit_prediction(ms->reg, &p, &e) != INF_OK) {
             fprintf(stderr, "infera serve: audit of %s version %lld failed: %s\n", name, (long long)version, e.message);
@@ -843,12 +848,7 @@ static void audit_flush_callers(srv_models *ms) {
         }
         pthread_mutex_unlock(&ms->audit_lock);
         if (rows <= 0) return;
-        inf_registry_prediction p = {0};
-        p.name = name;
-        p.version = version;
-        p.mode = "serve";
-        p.source = ms->srv->listen_url;
-        p.n_rows = rows;
+        inf_registry_prediction p = serve_prediction(ms, name, version, rows);
         inf_error e = {0};
         inf_registry *r = NULL;
         inf_status st = token ? open_registry(ms, token, &r, &e) : INF_ENOMEM;
