@@ -13,7 +13,7 @@
 # into bench/batch/RESULTS.md) and the load average before and after.
 set -eu
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${1:-$SRC/build}
+BUILD=$(cd "${1:-$SRC/build}" && pwd) # absolute: the script works in a temp folder
 ROWS=${2:-1000000}
 ROUNDS=${3:-3}
 INFERA=$BUILD/infera
