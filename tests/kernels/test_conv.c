@@ -22,16 +22,8 @@
 #include "ops/ops.h"
 
 static int n_passed, n_failed;
-static uint64_t rng = 0xD1B54A32D192ED03ull;
-
-static uint64_t next_u64(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static int64_t rand_in(int64_t lo, int64_t hi) { return lo + (int64_t)(next_u64() % (uint64_t)(hi - lo + 1)); }
-static float uniform(void) { return (float)((double)(next_u64() >> 11) / 9007199254740992.0 * 2.0 - 1.0); }
+#define KERNEL_TEST_SEED 0xD1B54A32D192ED03ull
+#include "test_rng.h"
 
 typedef struct conv_case {
     int64_t n, c, m, group, ih, iw, kh, kw, s[2], d[2], pads[4];

@@ -28,16 +28,8 @@
 #if defined(__x86_64__)
 
 static int n_passed, n_failed;
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-
-static uint64_t next_u64(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static int64_t rand_in(int64_t lo, int64_t hi) { return lo + (int64_t)(next_u64() % (uint64_t)(hi - lo + 1)); }
-static float uniform(void) { return (float)((double)(next_u64() >> 11) / 9007199254740992.0 * 2.0 - 1.0); }
+#define KERNEL_TEST_SEED 0x9E3779B97F4A7C15ull
+#include "test_rng.h"
 
 static float act(const inf__conv2d *g, float v) {
     if (g->act == INF_EPILOGUE_RELU) return v > 0 ? v : 0;

@@ -29,16 +29,8 @@
 #include "ops/ops.h"
 
 static int n_passed, n_failed;
-static uint64_t rng = 0x2545F4914F6CDD1Dull;
-
-static uint64_t next_u64(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static float uniform(void) { return (float)((double)(next_u64() >> 11) / 9007199254740992.0 * 2.0 - 1.0); }
-static int64_t rand_in(int64_t lo, int64_t hi) { return lo + (int64_t)(next_u64() % (uint64_t)(hi - lo + 1)); }
+#define KERNEL_TEST_SEED 0x2545F4914F6CDD1Dull
+#include "test_rng.h"
 
 #define SENTINEL 12345.0f
 

@@ -20,22 +20,16 @@
 #include "ops/ops.h"
 
 static int n_passed, n_failed;
-static uint64_t rng = 0x853C49E6748FEA9Bull;
+#define KERNEL_TEST_SEED 0x853C49E6748FEA9Bull
+#include "test_rng.h"
 
-static uint64_t next_u64(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static int64_t rand_in(int64_t lo, int64_t hi) { return lo + (int64_t)(next_u64() % (uint64_t)(hi - lo + 1)); }
 static float value(void) {
     switch (next_u64() % 40) {
     case 0: return NAN;
     case 1: return -0.0f;
     case 2: return 0.0f;
     case 3: return 1.0f;
-    default: return (float)((double)(next_u64() >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    default: return uniform();
     }
 }
 

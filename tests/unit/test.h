@@ -9,6 +9,7 @@
 #ifndef INF_TEST_H
 #define INF_TEST_H
 
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,6 +66,14 @@ extern int test_failed_flag;
         const char *_h = (haystack), *_n = (needle);                                                  \
         if (!_h || !strstr(_h, _n)) TEST_FAIL_AT("\"%s\" does not contain \"%s\"", _h ? _h : "(null)", _n); \
     } while (0)
+
+/* Runs the model at path (optimised or not) on its one float input x with
+ * `threads` threads; copies each of its n_out float outputs (at most cap
+ * floats each) into out + k * cap and the optimised node count into
+ * *n_nodes.  For the optimizer tests (test_session.c, test_attention.c). */
+struct inf_tensor;
+void test_run_floats(const char *path, bool optimize, int threads, const struct inf_tensor *x, float *out, int n_out,
+                     int cap, int *n_nodes);
 
 /* Where the source tree's test data lives (set by CMake). */
 #ifndef INFERA_SOURCE_DIR

@@ -20,32 +20,6 @@
 
 enum { N_OUT = 6, CAP = 2 * 5 * 24 };
 
-/* Runs attention.onnx (optimised or not) on x; outputs into out[k * CAP]. */
-static void run_attention(const char *path, bool optimize, int threads, const inf_tensor *x, float *out,
-                          int *n_nodes) {
-    inf_error err = {0};
-    inf_model_options mo = {.no_optimize = !optimize};
-    inf_model *m;
-    ASSERT_OK(inf_model_load(path, &mo, &m, &err));
-    inf_model_summary sum;
-    inf_model_get_summary(m, &sum);
-    *n_nodes = sum.n_nodes_optimized;
-    inf_session_options so = {.n_threads = threads};
-    inf_session *s;
-    ASSERT_OK(inf_session_new(m, &so, &s, &err));
-    const inf_tensor *in[1] = {x};
-    inf_tensor *const *o;
-    ASSERT_OK(inf_session_run(s, in, &o, &err));
-    ASSERT_EQ(inf_model_n_outputs(m), N_OUT);
-    for (int k = 0; k < N_OUT; k++) {
-        int64_t n = inf_tensor_numel(o[k]);
-        ASSERT_TRUE(n <= CAP && o[k]->dtype == INF_DTYPE_F32);
-        memcpy(out + (size_t)k * CAP, o[k]->data, (size_t)n * sizeof(float));
-    }
-    inf_session_free(s);
-    inf_model_free(m);
-}
-
 /* 154 nodes: 2 fused chains lose 7 and 8 nodes (3 Transposes, 2 MatMuls,
  * the scale, Softmax; att_b also its mask Add) -> 139. */
 TEST(attention_pass_fuses_bert_export_and_keeps_near_misses) {
@@ -61,8 +35,8 @@ TEST(attention_pass_fuses_bert_export_and_keeps_near_misses) {
     inf_tensor x;
     inf_tensor_init_view(&x, INF_DTYPE_F32, 3, dims, data);
     int n_plain = 0, n_fused = 0;
-    run_attention(path, false, 1, &x, plain, &n_plain);
-    run_attention(path, true, 1, &x, fused, &n_fused);
+    test_run_floats(path, false, 1, &x, plain, N_OUT, CAP, &n_plain);
+    test_run_floats(path, true, 1, &x, fused, N_OUT, CAP, &n_fused);
     ASSERT_EQ(n_plain, 154);
     ASSERT_EQ(n_fused, 139);
     for (int k = 0; k < N_OUT; k++) {
@@ -73,6 +47,6 @@ TEST(attention_pass_fuses_bert_export_and_keeps_near_misses) {
             if (!(fabsf(a - b) <= tol)) TEST_FAIL_AT("output %d element %d: fused %.9g, plain %.9g", k, i, a, b);
         }
     }
-    run_attention(path, true, 2, &x, fused2, &n_fused);
+    test_run_floats(path, true, 2, &x, fused2, N_OUT, CAP, &n_fused);
     ASSERT_TRUE(memcmp(fused, fused2, sizeof fused) == 0);
 }

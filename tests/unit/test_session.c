@@ -409,10 +409,8 @@ TEST(constant_folding_keeps_results) {
     inf_model_free(optimized);
 }
 
-/* Runs model (no_optimize or not) on x; copies every output into out
- * (n_out outputs of at most cap floats each). */
-static void run_floats(const char *path, bool optimize, int threads, const inf_tensor *x, float *out, int n_out,
-                       int cap, int *n_nodes) {
+void test_run_floats(const char *path, bool optimize, int threads, const inf_tensor *x, float *out, int n_out, int cap,
+                     int *n_nodes) {
     inf_model *m;
     inf_error err;
     inf_model_options opt = {.no_optimize = !optimize};
@@ -457,8 +455,8 @@ TEST(pattern_passes_fuse_and_keep_results) {
     inf_tensor x;
     inf_tensor_init_view(&x, INF_DTYPE_F32, 3, dims, data);
     int n_plain = 0, n_fused = 0;
-    run_floats(path, false, 1, &x, plain, N_OUT, CAP, &n_plain);
-    run_floats(path, true, 1, &x, fused, N_OUT, CAP, &n_fused);
+    test_run_floats(path, false, 1, &x, plain, N_OUT, CAP, &n_plain);
+    test_run_floats(path, true, 1, &x, fused, N_OUT, CAP, &n_fused);
     ASSERT_EQ(n_plain, 49);
     ASSERT_EQ(n_fused, 22);
     for (int k = 0; k < N_OUT; k++) {
@@ -469,7 +467,7 @@ TEST(pattern_passes_fuse_and_keep_results) {
             if (!(fabsf(a - b) <= tol)) TEST_FAIL_AT("output %d element %d: fused %.9g, plain %.9g", k, i, a, b);
         }
     }
-    run_floats(path, true, 2, &x, fused2, N_OUT, CAP, &n_fused);
+    test_run_floats(path, true, 2, &x, fused2, N_OUT, CAP, &n_fused);
     ASSERT_TRUE(memcmp(fused, fused2, sizeof fused) == 0);
 }
 
@@ -496,8 +494,8 @@ TEST(conv_add_pass_fuses_residuals_bit_exactly) {
     inf_tensor x;
     inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
     int n_plain = 0, n_fused = 0;
-    run_floats(path, false, 1, &x, plain, N_OUT, CAP, &n_plain);
-    run_floats(path, true, 1, &x, fused, N_OUT, CAP, &n_fused);
+    test_run_floats(path, false, 1, &x, plain, N_OUT, CAP, &n_plain);
+    test_run_floats(path, true, 1, &x, fused, N_OUT, CAP, &n_fused);
     ASSERT_EQ(n_plain, 16);
     ASSERT_EQ(n_fused, 8);
     for (int k = 0; k < N_OUT; k++)
@@ -505,11 +503,11 @@ TEST(conv_add_pass_fuses_residuals_bit_exactly) {
             float a = fused[k * CAP + i], b = plain[k * CAP + i];
             if (memcmp(&a, &b, sizeof a)) TEST_FAIL_AT("output %d element %d: fused %.9g, plain %.9g", k, i, a, b);
         }
-    run_floats(path, true, 2, &x, fused2, N_OUT, CAP, &n_fused);
+    test_run_floats(path, true, 2, &x, fused2, N_OUT, CAP, &n_fused);
     ASSERT_TRUE(memcmp(fused, fused2, sizeof fused) == 0);
     dims[0] = 1; /* image 0 alone */
     inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
-    run_floats(path, true, 2, &x, one, N_OUT, CAP, &n_fused);
+    test_run_floats(path, true, 2, &x, one, N_OUT, CAP, &n_fused);
     for (int k = 0; k < N_OUT; k++)
         ASSERT_TRUE(memcmp(one + k * CAP, fused + k * CAP, (size_t)numel[k] / 2 * sizeof(float)) == 0);
 }
