@@ -44,6 +44,15 @@ INF_API inf_status inf_model_load_buffer(const void *data, size_t size, const ch
                                          inf_error *err);
 INF_API void inf_model_free(inf_model *model);
 
+/* The distinct external-data files (locations relative to the model's folder)
+ * that the serialized model in data refers to, in first-use order; none for
+ * self-contained models and XGBoost models.  Free with
+ * inf_model_external_files_free.  Fails on a model that does not decode or
+ * names a file outside its folder. */
+INF_API inf_status inf_model_external_files(const void *data, size_t size, char ***files, int *n_files,
+                                            inf_error *err);
+INF_API void inf_model_external_files_free(char **files, int n_files);
+
 /* Graph inputs the caller provides (initializers excluded), and outputs. */
 INF_API int inf_model_n_inputs(const inf_model *model);
 INF_API const inf_value_info *inf_model_input(const inf_model *model, int i);

@@ -99,79 +99,6 @@ static inf_status oom(inf_error *err, const char *what) {
     return inf__reg_fail(err, INF_ENOMEM, "registry: out of memory %s", what);
 }
 
-/* mkdir -p */
-static int make_dirs(const char *path) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) && errno != EEXIST) return -1;
-    return 0;
-}
-
-static inf_status read_file(const char *path, const char *what, unsigned char **data, size_t *size, inf_error *err) {
-    *data = NULL;
-    *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return inf__reg_fail(err, INF_EIO, "cannot open %s %s: %s", what, path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return oom(err, "reading a file");
-    }
-    for (;;) {
-        if (n == cap) {
-            unsigned char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return oom(err, "reading a file");
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return inf__reg_fail(err, INF_EIO, "cannot read %s %s: %s", what, path, strerror(errno));
-    }
-    *data = buf;
-    *size = n;
-    return INF_OK;
-}
-
-/* Writes data to dir/sha256/<hex> unless it is already there; atomic. */
-static inf_status store_artifact(inf_registry *r, const char *hex, const void *data, size_t size, char *path,
-                                 size_t path_size, inf_error *err) {
-    char dir[4096], tmp[4200];
-    snprintf(dir, sizeof dir, "%s/sha256", r->artifacts);
-    snprintf(path, path_size, "%s/%s", dir, hex);
-    struct stat st;
-    if (stat(path, &st) == 0 && (size_t)st.st_size == size) return INF_OK;
-    if (make_dirs(dir)) return inf__reg_fail(err, INF_EIO, "cannot create artifact directory %s: %s", dir, strerror(errno));
-    snprintf(tmp, sizeof tmp, "%s/.tmp-%ld-%s", dir, (long)getpid(), hex);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return inf__reg_fail(err, INF_EIO, "cannot write artifact %s: %s", tmp, strerror(errno));
-    bool ok = fwrite(data, 1, size, f) == size && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path)) {
-        int e = errno;
-        unlink(tmp);
-        return inf__reg_fail(err, INF_EIO, "cannot write artifact %s: %s", path, strerror(e));
-    }
-    return INF_OK;
-}
-
 /* ---------------------------------------------------------------------------
  * Opening
  * ------------------------------------------------------------------------- */
@@ -221,7 +148,7 @@ inf_status inf_registry_open(const inf_registry_options *o, inf_registry **out, 
                                path);
             goto fail;
         }
-        if (o->create && make_dirs(home)) {
+        if (o->create && inf__reg_make_dirs(home)) {
             rc = inf__reg_fail(err, INF_EIO, "cannot create registry home %s: %s", home, strerror(errno));
             goto fail;
         }
@@ -373,7 +300,7 @@ static inf_status resolve(inf_registry *r, const char *ref, inf_registry_action 
     snprintf(out->alias, sizeof out->alias, "%s", p.alias);
     out->version = version;
     snprintf(out->sha256, sizeof out->sha256, "%s", inf__rows_get(rows, 0, 0) ? inf__rows_get(rows, 0, 0) : "");
-    snprintf(out->artifact_path, sizeof out->artifact_path, "%s/sha256/%s", r->artifacts, out->sha256);
+    inf__artifact_path(r->artifacts, out->sha256, out->artifact_path, sizeof out->artifact_path);
     const char *pipe = inf__rows_get(rows, 0, 1);
     if (pipe && !(out->pipeline = inf__reg_strdup(pipe))) rc = oom(err, "resolving a reference");
     inf__rows_free(rows);
@@ -404,25 +331,9 @@ inf_status inf_registry_load_model(inf_registry *r, const char *ref, const inf_m
     inf_registry_resolved *v = out ? out : &local;
     inf_status rc = resolve(r, ref, INF_REGISTRY_PREDICT, v, err);
     if (rc) goto done;
-    unsigned char *data = NULL;
-    size_t size = 0;
-    if ((rc = read_file(v->artifact_path, "artifact of", &data, &size, err))) {
-        inf__reg_fail(err, rc, "artifact of %s@%lld is missing: %s (artifacts at %s)", v->name, (long long)v->version,
-                      v->artifact_path, r->artifacts);
-        goto done;
-    }
-    char hex[65];
-    inf_sha256_hex(data, size, hex);
-    if (strcmp(hex, v->sha256)) {
-        free(data);
-        rc = inf__reg_fail(err, INF_EFORMAT, "artifact of %s@%lld is corrupt: %s has sha256 %.12s..., expected %.12s...",
-                           v->name, (long long)v->version, v->artifact_path, hex, v->sha256);
-        goto done;
-    }
-    inf_error e;
-    rc = inf_model_load_buffer(data, size, NULL, opts, model, &e);
-    free(data);
-    if (rc) inf__reg_fail(err, rc, "%s@%lld: %s", v->name, (long long)v->version, e.message);
+    char what[300];
+    snprintf(what, sizeof what, "%s@%lld", v->name, (long long)v->version);
+    rc = inf__artifact_load(v->artifact_path, v->sha256, what, opts, model, err);
 done:
     if (rc || !out) inf_registry_resolved_clear(v);
     return rc;
@@ -534,22 +445,30 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
     inf_status rc = inf__auth_require(r, name, INF_REGISTRY_PUBLISH, "register", 0, err);
     if (rc) return rc;
 
-    unsigned char *data = NULL, *spec_data = NULL;
-    size_t size = 0, spec_size = 0;
+    unsigned char *spec_data = NULL;
+    size_t spec_size = 0;
+    inf__artifact art;
     inf_model *model = NULL;
     char *signature = NULL, *pipeline = NULL, *meta = NULL, *metrics = NULL, *uses = NULL;
-    char hex[65], pipe_hex[65] = "", ts[32], vbuf[24], sizebuf[24], artifact[4200];
+    char pipe_hex[65] = "", ts[32], vbuf[24], sizebuf[24], artifact[4200];
+    const char *hex = art.sha256;
     inf_error e;
 
-    if ((rc = read_file(info->model_path, "model", &data, &size, err))) goto done;
-    inf_sha256_hex(data, size, hex);
-    if ((rc = inf_model_load_buffer(data, size, NULL, NULL, &model, &e))) {
+    if ((rc = inf__artifact_read(info->model_path, &art, err))) {
+        char msg[INF_ERROR_MESSAGE_MAX];
+        snprintf(msg, sizeof msg, "%s", err ? err->message : "");
+        return inf__reg_fail(err, rc, "cannot register '%s': %s", name, msg);
+    }
+    /* with external data, from the file: the loader finds the data beside it */
+    rc = art.n_files ? inf_model_load(info->model_path, NULL, &model, &e)
+                     : inf_model_load_buffer(art.data, art.size, NULL, NULL, &model, &e);
+    if (rc) {
         inf__reg_fail(err, rc, "cannot register '%s': model %s does not load: %s", name, info->model_path, e.message);
         goto done;
     }
     if ((rc = inf__signature_json(model, &signature, err))) goto done;
     if (info->pipeline_path) {
-        if ((rc = read_file(info->pipeline_path, "pipeline spec", &spec_data, &spec_size, err))) goto done;
+        if ((rc = inf__reg_read_file(info->pipeline_path, "pipeline spec", &spec_data, &spec_size, err))) goto done;
         char *text = realloc(spec_data, spec_size + 1);
         if (!text) {
             rc = oom(err, "reading the pipeline spec");
@@ -607,8 +526,8 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
         int64_t v = parse_i64(inf__rows_get(rows, 0, 0));
         inf__rows_free(rows);
         fmt_i64(vbuf, v);
-        fmt_i64(sizebuf, (int64_t)size);
-        if ((rc = store_artifact(r, hex, data, size, artifact, sizeof artifact, err))) goto rollback;
+        fmt_i64(sizebuf, (int64_t)art.total_bytes);
+        if ((rc = inf__artifact_store(r->artifacts, &art, artifact, sizeof artifact, err))) goto rollback;
         const char *p2[15] = {name,  vbuf,     hex,   sizebuf, base_name(info->model_path), signature,
                               pipeline, pipe_hex[0] ? pipe_hex : NULL, info->description, info->training_data, meta,
                               metrics, uses, ts, r->principal};
@@ -620,7 +539,8 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
             goto rollback;
         cJSON *d = cJSON_CreateObject();
         cJSON_AddStringToObject(d, "sha256", hex);
-        cJSON_AddNumberToObject(d, "size", (double)size);
+        cJSON_AddNumberToObject(d, "size", (double)art.total_bytes);
+        if (art.n_files) cJSON_AddNumberToObject(d, "external_files", art.n_files);
         cJSON_AddStringToObject(d, "source", base_name(info->model_path));
         if (pipe_hex[0]) cJSON_AddStringToObject(d, "pipeline_sha256", pipe_hex);
         if (info->training_data) cJSON_AddStringToObject(d, "training_data", info->training_data);
@@ -640,7 +560,7 @@ rollback:
     inf__reg_rollback(r);
 done:
     inf_model_free(model);
-    free(data);
+    inf__artifact_clear(&art);
     free(spec_data);
     cJSON_free(signature);
     free(pipeline);

@@ -5,6 +5,7 @@
  *   store_sqlite.c  the SQLite driver (HOME/registry.db)
  *   store_pg.c      the PostgreSQL driver (libpq)
  *   registry.c      open/close, references, versions, aliases, views
+ *   artifact.c      model files (and their external data) stored by content
  *   signature.c     model signature and pipeline-spec checks
  *   auth.c          principals, tokens, roles, authorisation
  *   audit.c         the hash-chained audit log
@@ -75,6 +76,35 @@ inf_status inf__reg_fail(inf_error *err, inf_status status, const char *fmt, ...
 inf_status inf__reg_sql(inf_registry *r, const char *sql, int n, const char *const *params, inf__rows **out,
                         inf_error *err);
 inf_status inf__reg_begin(inf_registry *r, inf_error *err);
+/* mkdir -p; 0 or -1 with errno. */
+int inf__reg_make_dirs(const char *path);
+/* Reads a whole file (malloc'd); errors say "cannot open <what> <path>: why". */
+inf_status inf__reg_read_file(const char *path, const char *what, unsigned char **data, size_t *size,
+                              inf_error *err);
+
+/* ---- artifacts (artifact.c) ---- */
+/* A model file as the registry stores it: its bytes, the external-data files
+ * it refers to (relative to dir) and its content digest. */
+typedef struct inf__artifact {
+    unsigned char *data;
+    size_t size;
+    char **files;
+    int n_files;
+    char dir[4096];
+    char sha256[65];      /* of the bytes, or of the manifest when n_files > 0 */
+    uint64_t total_bytes; /* model plus external files */
+} inf__artifact;
+/* Reads a model file, lists its external files and digests it all. */
+inf_status inf__artifact_read(const char *model_path, inf__artifact *a, inf_error *err);
+void inf__artifact_clear(inf__artifact *a);
+/* Stores a under artifacts/sha256/ unless it is there; path gets the stored model's path. */
+inf_status inf__artifact_store(const char *artifacts, const inf__artifact *a, char *path, size_t path_size,
+                               inf_error *err);
+/* The stored model's path for a digest: the file, or the folder's model.onnx. */
+void inf__artifact_path(const char *artifacts, const char *hex, char *path, size_t size);
+/* Loads a stored model after checking its digest; `what` ("name@3") names it in errors. */
+inf_status inf__artifact_load(const char *artifact_path, const char *expect_sha256, const char *what,
+                              const inf_model_options *opts, inf_model **model, inf_error *err);
 inf_status inf__reg_commit(inf_registry *r, inf_error *err);
 void inf__reg_rollback(inf_registry *r);
 

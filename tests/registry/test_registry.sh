@@ -108,6 +108,30 @@ expect_ok "resolve NAME@VERSION" "^mlp@1 " R resolve mlp@1
 h1=$(sha256sum "$mlp" | cut -c1-64)
 check "artifact stored under its SHA-256" test -f "$INFERA_HOME/artifacts/sha256/$h1"
 
+# ---------------------------------------------------------------- models with external data
+ext=$models/external
+expect_ok "register a model whose weights are an external file" "registered linear@1" R register linear "$ext/linear.onnx"
+hx=$(R resolve linear --json | sed -n 's/.*"sha256": "\([0-9a-f]*\)".*/\1/p')
+check "stored as a folder: model.onnx and its external file" \
+    cmp "$INFERA_HOME/artifacts/sha256/$hx/linear.weights" "$ext/linear.weights"
+check "... and the manifest digest is not the model file's" test "$hx" != "$(sha256sum "$ext/linear.onnx" | cut -c1-64)"
+"$infera" run "$ext/linear.onnx" --input "x=$ext/linear_input.npy" --output-dir "$work/ext_file" >/dev/null 2>&1
+"$infera" run linear@1 --input "x=$ext/linear_input.npy" --output-dir "$work/ext_reg" >/dev/null 2>&1
+check "infera run of the registered version = run of the file" cmp "$work/ext_file/y.npy" "$work/ext_reg/y.npy"
+mkdir -p "$work/ext2" && cp "$ext/linear.onnx" "$ext/linear.weights" "$work/ext2/"
+printf '\x01' | dd of="$work/ext2/linear.weights" bs=1 seek=200 conv=notrunc 2>/dev/null
+expect_ok "same graph with other weights registers" "registered linear@2" R register linear "$work/ext2/linear.onnx"
+check "... as another artifact" test "$(R resolve linear@2 --json | sed -n 's/.*"sha256": "\([0-9a-f]*\)".*/\1/p')" != "$hx"
+rm "$work/ext2/linear.weights"
+expect_error "a missing external file is named at registration" "linear.weights" R register linear "$work/ext2/linear.onnx"
+expect_error "an external path leaving the folder is refused" "leaves the model's folder" R register linear "$ext/escape.onnx"
+cp "$INFERA_HOME/artifacts/sha256/$hx/linear.weights" "$work/weights.bak"
+chmod u+w "$INFERA_HOME/artifacts/sha256/$hx/linear.weights"
+printf '\x01' | dd of="$INFERA_HOME/artifacts/sha256/$hx/linear.weights" bs=1 seek=100 conv=notrunc 2>/dev/null
+expect_error "altered external data is detected at load" "artifact of linear@1 is corrupt" \
+    "$infera" run linear@1 --input "x=$ext/linear_input.npy"
+cp "$work/weights.bak" "$INFERA_HOME/artifacts/sha256/$hx/linear.weights"
+
 # ---------------------------------------------------------------- aliases
 expect_ok "alias mlp@1 staging" "mlp@staging -> 1" R alias mlp@1 staging
 expect_ok "resolve NAME@ALIAS" "^mlp@1 " R resolve mlp@staging

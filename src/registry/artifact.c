@@ -1,0 +1,278 @@
+/*
+ * artifact.c -- model files as the registry stores them, content-addressed
+ * under ARTIFACTS/sha256/.
+ *
+ * A self-contained model (ONNX or XGBoost) is one file, ARTIFACTS/sha256/<hex>,
+ * where hex is the SHA-256 of its bytes.  A model whose weights live in
+ * external-data files is a folder, ARTIFACTS/sha256/<hex>/, holding the model
+ * as model.onnx and each external file under its location (relative to the
+ * model, as the model names it).  Its hex digests a manifest: the model
+ * file's SHA-256, then each external location and its file's SHA-256, so the
+ * same graph with other weights is another artifact.  Loading re-computes the
+ * digest and refuses an artifact that does not match.  Both forms are written
+ * atomically (a temporary name, then rename).
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "registry/registry_int.h"
+
+#define BUNDLE_MODEL_NAME "model.onnx"
+
+static inf_status oom(inf_error *err) { return inf__reg_fail(err, INF_ENOMEM, "registry: out of memory reading a model"); }
+
+/* mkdir -p */
+int inf__reg_make_dirs(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+    return 0;
+}
+
+inf_status inf__reg_read_file(const char *path, const char *what, unsigned char **data, size_t *size,
+                              inf_error *err) {
+    *data = NULL;
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return inf__reg_fail(err, INF_EIO, "cannot open %s %s: %s", what, path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap);
+    if (!buf) {
+        fclose(f);
+        return oom(err);
+    }
+    for (;;) {
+        if (n == cap) {
+            unsigned char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return oom(err);
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return inf__reg_fail(err, INF_EIO, "cannot read %s %s: %s", what, path, strerror(errno));
+    }
+    *data = buf;
+    *size = n;
+    return INF_OK;
+}
+
+/* SHA-256 of a file, streamed (external data can be gigabytes). */
+static inf_status hash_file(const char *path, char hex[65], uint64_t *bytes, inf_error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return inf__reg_fail(err, INF_EIO, "cannot open external data file %s: %s", path, strerror(errno));
+    inf_sha256 c;
+    inf_sha256_init(&c);
+    unsigned char buf[1 << 16];
+    size_t got;
+    *bytes = 0;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+        inf_sha256_update(&c, buf, got);
+        *bytes += got;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) return inf__reg_fail(err, INF_EIO, "cannot read external data file %s: %s", path, strerror(errno));
+    uint8_t digest[32];
+    inf_sha256_final(&c, digest);
+    inf_sha256_to_hex(digest, hex);
+    return INF_OK;
+}
+
+/* The manifest digest of a model with external files (see the top). */
+static inf_status bundle_digest(inf__artifact *a, inf_error *err) {
+    char model_hex[65], file_hex[65], path[8192];
+    inf_sha256_hex(a->data, a->size, model_hex);
+    inf_sha256 c;
+    inf_sha256_init(&c);
+    static const char tag[] = "infera-artifact-v1\n";
+    inf_sha256_update(&c, tag, sizeof tag - 1);
+    inf_sha256_update(&c, model_hex, 64);
+    a->total_bytes = a->size;
+    for (int i = 0; i < a->n_files; i++) {
+        uint64_t bytes = 0;
+        snprintf(path, sizeof path, "%s/%s", a->dir, a->files[i]);
+        inf_status st = hash_file(path, file_hex, &bytes, err);
+        if (st) return st;
+        inf_sha256_update(&c, "\n", 1);
+        inf_sha256_update(&c, a->files[i], strlen(a->files[i]) + 1); /* with its NUL: names can't run into digests */
+        inf_sha256_update(&c, file_hex, 64);
+        a->total_bytes += bytes;
+    }
+    uint8_t digest[32];
+    inf_sha256_final(&c, digest);
+    inf_sha256_to_hex(digest, a->sha256);
+    return INF_OK;
+}
+
+static void dir_of(const char *path, char *out, size_t size) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(out, size, ".");
+    else if (slash == path) snprintf(out, size, "/");
+    else snprintf(out, size, "%.*s", (int)(slash - path), path);
+}
+
+inf_status inf__artifact_read(const char *model_path, inf__artifact *a, inf_error *err) {
+    memset(a, 0, sizeof *a);
+    inf_status st = inf__reg_read_file(model_path, "model", &a->data, &a->size, err);
+    if (st) return st;
+    dir_of(model_path, a->dir, sizeof a->dir);
+    inf_error e;
+    if ((st = inf_model_external_files(a->data, a->size, &a->files, &a->n_files, &e))) {
+        inf__reg_fail(err, st, "model %s does not load: %s", model_path, e.message);
+        goto fail;
+    }
+    for (int i = 0; i < a->n_files; i++)
+        if (!strcmp(a->files[i], BUNDLE_MODEL_NAME)) {
+            st = inf__reg_fail(err, INF_EUNSUPPORTED, "model %s: an external data file named '%s' is not supported",
+                               model_path, BUNDLE_MODEL_NAME);
+            goto fail;
+        }
+    if (a->n_files == 0) {
+        inf_sha256_hex(a->data, a->size, a->sha256);
+        a->total_bytes = a->size;
+        return INF_OK;
+    }
+    if ((st = bundle_digest(a, err))) goto fail;
+    return INF_OK;
+fail:
+    inf__artifact_clear(a);
+    return st;
+}
+
+void inf__artifact_clear(inf__artifact *a) {
+    free(a->data);
+    inf_model_external_files_free(a->files, a->n_files);
+    memset(a, 0, sizeof *a);
+}
+
+void inf__artifact_path(const char *artifacts, const char *hex, char *path, size_t size) {
+    struct stat st;
+    snprintf(path, size, "%s/sha256/%s", artifacts, hex);
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(path, size, "%s/sha256/%s/%s", artifacts, hex, BUNDLE_MODEL_NAME);
+}
+
+/* Writes size bytes to path and syncs them. */
+static bool write_synced(const char *path, const void *data, size_t size) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return false;
+    bool ok = fwrite(data, 1, size, f) == size && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    return (fclose(f) == 0) && ok;
+}
+
+static inf_status copy_file(const char *from, const char *to, inf_error *err) {
+    FILE *in = fopen(from, "rb");
+    if (!in) return inf__reg_fail(err, INF_EIO, "cannot open external data file %s: %s", from, strerror(errno));
+    FILE *out = fopen(to, "wb");
+    bool ok = out != NULL;
+    unsigned char buf[1 << 16];
+    size_t got;
+    while (ok && (got = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, got, out) == got;
+    ok = ok && !ferror(in) && fflush(out) == 0 && fsync(fileno(out)) == 0;
+    int e = errno;
+    fclose(in);
+    if (out && fclose(out)) ok = false;
+    if (!ok) return inf__reg_fail(err, INF_EIO, "cannot copy external data %s to %s: %s", from, to, strerror(e));
+    return INF_OK;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* Fills the temporary folder tmp with the model and its external files. */
+static inf_status fill_bundle(const inf__artifact *a, const char *tmp, inf_error *err) {
+    char to[8192], from[8192], parent[8192];
+    snprintf(to, sizeof to, "%s/%s", tmp, BUNDLE_MODEL_NAME);
+    if (!write_synced(to, a->data, a->size))
+        return inf__reg_fail(err, INF_EIO, "cannot write artifact %s: %s", to, strerror(errno));
+    for (int i = 0; i < a->n_files; i++) {
+        snprintf(to, sizeof to, "%s/%s", tmp, a->files[i]);
+        snprintf(from, sizeof from, "%s/%s", a->dir, a->files[i]);
+        dir_of(to, parent, sizeof parent);
+        if (inf__reg_make_dirs(parent))
+            return inf__reg_fail(err, INF_EIO, "cannot create artifact directory %s: %s", parent, strerror(errno));
+        inf_status st = copy_file(from, to, err);
+        if (st) return st;
+    }
+    return INF_OK;
+}
+
+inf_status inf__artifact_store(const char *artifacts, const inf__artifact *a, char *path, size_t path_size,
+                               inf_error *err) {
+    char dir[4096], final[4200], tmp[4300];
+    snprintf(dir, sizeof dir, "%s/sha256", artifacts);
+    snprintf(final, sizeof final, "%s/%s", dir, a->sha256);
+    struct stat st;
+    if (stat(final, &st) == 0 && (a->n_files ? S_ISDIR(st.st_mode) : (uint64_t)st.st_size == a->size)) {
+        inf__artifact_path(artifacts, a->sha256, path, path_size);
+        return INF_OK;
+    }
+    if (inf__reg_make_dirs(dir))
+        return inf__reg_fail(err, INF_EIO, "cannot create artifact directory %s: %s", dir, strerror(errno));
+    snprintf(tmp, sizeof tmp, "%s/.tmp-%ld-%s", dir, (long)getpid(), a->sha256);
+    inf_status rc = INF_OK;
+    if (a->n_files == 0) {
+        if (!write_synced(tmp, a->data, a->size))
+            rc = inf__reg_fail(err, INF_EIO, "cannot write artifact %s: %s", tmp, strerror(errno));
+    } else if (mkdir(tmp, 0755)) {
+        rc = inf__reg_fail(err, INF_EIO, "cannot create artifact directory %s: %s", tmp, strerror(errno));
+    } else {
+        rc = fill_bundle(a, tmp, err);
+    }
+    if (!rc && rename(tmp, final)) {
+        /* a concurrent writer may have stored the same content first */
+        if (!(a->n_files && (errno == ENOTEMPTY || errno == EEXIST) && stat(final, &st) == 0 && S_ISDIR(st.st_mode)))
+            rc = inf__reg_fail(err, INF_EIO, "cannot write artifact %s: %s", final, strerror(errno));
+    }
+    if (rc || a->n_files) nftw(tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS); /* no-op after a rename */
+    if (!rc) inf__artifact_path(artifacts, a->sha256, path, path_size);
+    return rc;
+}
+
+inf_status inf__artifact_load(const char *artifact_path, const char *expect_sha256, const char *what,
+                              const inf_model_options *opts, inf_model **model, inf_error *err) {
+    *model = NULL;
+    inf__artifact a;
+    inf_status rc = inf__artifact_read(artifact_path, &a, err);
+    if (rc) {
+        char msg[INF_ERROR_MESSAGE_MAX];
+        snprintf(msg, sizeof msg, "%s", err ? err->message : "");
+        return inf__reg_fail(err, rc, "artifact of %s is missing or unreadable: %s", what, msg);
+    }
+    if (strcmp(a.sha256, expect_sha256)) {
+        rc = inf__reg_fail(err, INF_EFORMAT, "artifact of %s is corrupt: %s has sha256 %.12s..., expected %.12s...",
+                           what, artifact_path, a.sha256, expect_sha256);
+    } else {
+        inf_error e;
+        /* external data is read beside the stored model.onnx */
+        rc = a.n_files ? inf_model_load(artifact_path, opts, model, &e)
+                       : inf_model_load_buffer(a.data, a.size, NULL, opts, model, &e);
+        if (rc) inf__reg_fail(err, rc, "%s: %s", what, e.message);
+    }
+    inf__artifact_clear(&a);
+    return rc;
+}
