@@ -11,6 +11,7 @@ packages=(
   libsqlite3-dev sqlite3                          # embedded registry, SQLite sources/sinks, SQL functions
   libpq-dev postgresql postgresql-server-dev-15   # PostgreSQL registry, sources/sinks, the extension (tests start a cluster)
   libhiredis-dev redis-server                     # Redis online features and streams (tests start a server)
+  libmosquitto-dev mosquitto                      # MQTT sources/sinks of `infera stream` (tests start a broker)
   libmicrohttpd-dev curl                          # `infera serve` (KServe V2 over HTTP); curl for its tests
   libonnx-testdata                                # ONNX backend test suites (conformance)
   clang libclang-rt-14-dev                        # libFuzzer targets

@@ -26,6 +26,10 @@
  *   sqlite:PATH?table=T           a table (a sink creates it when missing,
  *                                 with column types from the first batch)
  *   sqlite:PATH?query=SQL         a query (sources only); SQL is URL-decoded
+ *   redis://H:P/STREAM            sink: XADD to a Redis stream, deduplicated by
+ *                                 the key column (src/io/redis.c)
+ *   mqtt://H:P/TOPIC              sink: QoS 1 publishes, commit() waits for the
+ *                                 broker's PUBACKs (src/io/mqtt.c)
  *
  * Adding a kind (postgresql://, redis://, mqtt://) is one file defining an
  * inf_source_type / inf_sink_type and one row in the scheme table of
@@ -217,6 +221,27 @@ INF_API int inf_io_n_source_types(void);
 INF_API const inf_source_type *inf_io_source_type(int i);
 INF_API int inf_io_n_sink_types(void);
 INF_API const inf_sink_type *inf_io_sink_type(int i);
+
+/* A network URI "scheme://[user[:password]@]host[:port][/path][?query]"
+ * split into its parts, for the redis:// and mqtt:// sources and sinks
+ * (src/io, src/stream).  path is what follows the first '/' up to '?'
+ * (URL-decoded; "" when absent); port is default_port when absent.
+ * INF_EINVAL (err names the URI without credentials) when it does not parse. */
+typedef struct inf_net_uri {
+    char scheme[16];
+    char user[128], password[256];
+    char host[256];
+    int port;
+    char path[512];
+} inf_net_uri;
+INF_API inf_status inf_io_parse_net_uri(const char *uri, int default_port, inf_net_uri *out, inf_error *err);
+/* The query parameter key of uri ("...?k=v&k2=v2"), URL-decoded into buf;
+ * returns buf, or NULL when absent. */
+INF_API const char *inf_io_uri_param(const char *uri, const char *key, char *buf, size_t size);
+/* Sets (row, field) from text typed the way CSV cells are (see TYPES IN TEXT
+ * SOURCES): empty -> null, integer, float, bool, else string.  INF_ENOMEM,
+ * INF_EINVAL for a bad index. */
+INF_API inf_status inf_record_batch_set_text(inf_record_batch *b, int row, int field, const char *s, size_t len);
 
 /* A URI with any password ("user:pass@", "password=...") replaced by "***",
  * for error messages and logs.  Writes into buf; returns buf. */

@@ -34,6 +34,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_registry(int argc, char **argv);
 int cmd_batch(int argc, char **argv); /* src/batch/cmd_batch.c */
+int cmd_stream(int argc, char **argv); /* src/stream/cmd_stream.c */
 int cmd_features(int argc, char **argv); /* cmd_features.c */
 int cmd_fit_spec(int argc, char **argv); /* cmd_features.c */
 

@@ -88,6 +88,25 @@ const cli_command cli_commands[] = {
      "whose input is mostly bad.  --shard K/N scores the PostgreSQL rows with\n"
      "abs(hashtext(id::text)) % N = K.  The summary gives rows read/scored/written/\n"
      "rejected, wall and CPU time and CPU-seconds per million predictions.\n"},
+    {"stream", cmd_stream, "score events from Redis Streams, MQTT or stdin into a stream, table or stdout",
+     "usage: infera stream --model REF --input SRC --output DST [--errors DST] [--id-column COL]\n"
+     "                     [--threads N] [--max-batch N] [--max-delay-ms N] [--max-events N]\n"
+     "                     [--consumer NAME] [--pipeline SPEC] [--progress-ms N] [--no-score]   (docs/stream.md)\n"
+     "\n"
+     "SRC: redis://H:P/STREAM?group=G[&consumer=C][&field=data][&start=0|$][&claim_idle_ms=N]\n"
+     "(a consumer group, created with MKSTREAM; this consumer's pending entries first),\n"
+     "mqtt://H:P/TOPIC[?client_id=ID][&qos=1] (persistent session), jsonl:- or jsonl:PATH.\n"
+     "DST: redis://H:P/STREAM[?dedupe_ttl=S][&maxlen=N], sqlite:PATH?table=T,\n"
+     "postgresql://...?table=T, mqtt://H:P/TOPIC, jsonl:- or jsonl:PATH.\n"
+     "At-least-once: a micro-batch (<= --max-batch events, default 256, waiting at most\n"
+     "--max-delay-ms, default 20, for more after the first) is scored, written and\n"
+     "committed before its events are acknowledged.  Outputs are idempotent: tables\n"
+     "upsert and Redis streams deduplicate by the id column (else the event id), so a\n"
+     "redelivered event leaves one output.  Output: the key, event_id, the prediction\n"
+     "fields, model_name, model_version, pipeline_hash, scored_at.  Malformed or\n"
+     "rejected events go to --errors DST with their reason; the rest go on.\n"
+     "SIGTERM/SIGINT finish the micro-batch in hand, then exit 0; so do the end of a\n"
+     "jsonl input and --max-events N.  Progress and the summary are JSON lines on stderr.\n"},
     {"features", cmd_features, "compute training features from raw records with a pipeline spec",
      "usage: infera features --spec SPEC --input SRC --output DST [--as-of COLUMN --history sqlite:PATH?table=T]\n"
      "                       [--model REF] [--batch-size N]\n"

@@ -30,6 +30,8 @@ static const inf_sink_type *const sink_types[] = {
     &inf__io_sqlite_sink,
     &inf__io_npy_sink,
     &inf__io_postgresql_sink,
+    &inf__io_redis_sink,
+    &inf__io_mqtt_sink,
 };
 
 #define N_SOURCE_TYPES ((int)(sizeof source_types / sizeof source_types[0]))
@@ -191,6 +193,95 @@ inf_status inf__io_set_text_cell(inf_record_batch *b, int row, int field, const 
     if (len == 4 && !strncmp(s, "true", 4)) return inf_record_batch_set_bool(b, row, field, 1);
     if (len == 5 && !strncmp(s, "false", 5)) return inf_record_batch_set_bool(b, row, field, 0);
     return inf_record_batch_set_string(b, row, field, s, len);
+}
+
+inf_status inf_record_batch_set_text(inf_record_batch *b, int row, int field, const char *s, size_t len) {
+    return inf__io_set_text_cell(b, row, field, s, len);
+}
+
+const char *inf_io_uri_param(const char *uri, const char *key, char *buf, size_t size) {
+    return inf__io_uri_param(uri, key, buf, size);
+}
+
+/* Copies the n bytes at s into out (size bytes), URL-decoding; -1 when too long. */
+static int copy_decoded(char *out, size_t size, const char *s, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (k + 1 >= size) return -1;
+        if (s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
+            out[k++] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+            i += 2;
+        } else {
+            out[k++] = s[i];
+        }
+    }
+    out[k] = 0;
+    return 0;
+}
+
+inf_status inf_io_parse_net_uri(const char *uri, int default_port, inf_net_uri *u, inf_error *err) {
+    char red[512];
+    memset(u, 0, sizeof *u);
+    u->port = default_port;
+    const char *sep = uri ? strstr(uri, "://") : NULL;
+    if (!sep || sep == uri || (size_t)(sep - uri) >= sizeof u->scheme) goto bad;
+    memcpy(u->scheme, uri, (size_t)(sep - uri));
+    const char *auth = sep + 3, *end = auth + strcspn(auth, "/?");
+    const char *at = memchr(auth, '@', (size_t)(end - auth));
+    if (at) {
+        const char *colon = memchr(auth, ':', (size_t)(at - auth));
+        const char *uend = colon ? colon : at;
+        if (copy_decoded(u->user, sizeof u->user, auth, (size_t)(uend - auth)) ||
+            (colon && copy_decoded(u->password, sizeof u->password, colon + 1, (size_t)(at - colon - 1))))
+            goto bad;
+        auth = at + 1;
+    }
+    const char *colon = memchr(auth, ':', (size_t)(end - auth));
+    const char *hend = colon ? colon : end;
+    if (hend == auth || (size_t)(hend - auth) >= sizeof u->host) goto bad;
+    memcpy(u->host, auth, (size_t)(hend - auth));
+    if (colon) {
+        char *pe;
+        long port = strtol(colon + 1, &pe, 10);
+        if (pe != end || port < 0 || port > 65535) goto bad;
+        u->port = (int)port;
+    }
+    if (*end == '/' && copy_decoded(u->path, sizeof u->path, end + 1, strcspn(end + 1, "?"))) goto bad;
+    return INF_OK;
+bad:
+    return inf__io_fail(err, INF_EINVAL, "'%s': expected SCHEME://[USER[:PASSWORD]@]HOST[:PORT][/PATH][?PARAMS]",
+                        inf_io_redact_uri(uri ? uri : "", red, sizeof red));
+}
+
+int inf__io_buf_write(const char *bytes, size_t n, void *user) {
+    inf__io_buf *b = user;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) return -1;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, bytes, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return 0;
+}
+
+const char *inf__io_value_text(const inf_value *v, char *buf, size_t size, size_t *len) {
+    switch (v->type) {
+    case INF_FIELD_STRING:
+        *len = v->u.s.len;
+        return v->u.s.ptr;
+    case INF_FIELD_BOOL: snprintf(buf, size, "%s", v->u.b ? "true" : "false"); break;
+    case INF_FIELD_INT: snprintf(buf, size, "%lld", (long long)v->u.i); break;
+    case INF_FIELD_FLOAT: snprintf(buf, size, "%.17g", v->u.f); break;
+    case INF_FIELD_TIMESTAMP: inf_format_timestamp(v->u.ts, buf, size); break;
+    default: buf[0] = 0; break;
+    }
+    *len = strlen(buf);
+    return buf;
 }
 
 static int scheme_len(const char *uri) {

@@ -18,6 +18,8 @@ extern const inf_source_type inf__io_csv_source, inf__io_jsonl_source, inf__io_s
 extern const inf_sink_type inf__io_csv_sink, inf__io_jsonl_sink, inf__io_sqlite_sink, inf__io_npy_sink;
 extern const inf_source_type inf__io_postgresql_source; /* postgres.c */
 extern const inf_sink_type inf__io_postgresql_sink;
+extern const inf_sink_type inf__io_redis_sink; /* redis.c */
+extern const inf_sink_type inf__io_mqtt_sink;  /* mqtt.c (a stub without libmosquitto) */
 
 /* Fills err (may be NULL) with status and a formatted message; returns status. */
 inf_status inf__io_fail(inf_error *err, inf_status status, const char *fmt, ...)
@@ -41,5 +43,18 @@ inf_status inf__io_set_text_cell(inf_record_batch *b, int row, int field, const 
 inf_status inf__io_open_input(const char *uri, const char *rest, FILE **f, int *owns, inf_error *err);
 inf_status inf__io_open_output(const char *uri, const char *rest, int append, FILE **f, int *owns, inf_error *err);
 inf_status inf__io_flush(FILE *f, const char *kind, const char *path, inf_error *err);
+
+/* A growable byte buffer; inf__io_buf_write is an inf_write_fn appending to
+ * it (user = the buffer), -1 when out of memory.  Free p with free(). */
+typedef struct inf__io_buf {
+    char *p;
+    size_t n, cap;
+} inf__io_buf;
+int inf__io_buf_write(const char *bytes, size_t n, void *user);
+
+/* A value as text (strings as is, numbers in decimal with round-trip
+ * precision, bools true/false, timestamps ISO-8601, null ""); returns a
+ * pointer to the text (v's own string or buf) and sets *len. */
+const char *inf__io_value_text(const inf_value *v, char *buf, size_t size, size_t *len);
 
 #endif /* INF_IO_INT_H */

@@ -4,6 +4,8 @@
 #   stop_postgres
 #   start_redis      -> exports REDIS_URL (redis://127.0.0.1:PORT)
 #   stop_redis
+#   start_mosquitto  -> exports MQTT_URL (mqtt://127.0.0.1:PORT)
+#   stop_mosquitto
 # Each start_* returns non-zero (with a message on stderr) when the service
 # cannot be started; callers decide whether that fails or skips the test.
 # Servers run from throwaway directories removed by stop_*.  PostgreSQL
@@ -87,4 +89,45 @@ stop_redis() {
     [ -f "$REDIS_DIR/redis.pid" ] && kill "$(cat "$REDIS_DIR/redis.pid")" 2>/dev/null
     rm -rf "$REDIS_DIR"
     unset REDIS_DIR REDIS_URL REDIS_PORT
+}
+
+# An MQTT broker (Debian mosquitto) on loopback, in memory: sessions of
+# persistent clients (clean_session false) and their queued QoS 1 messages
+# live as long as the broker; no limit on queued messages.
+start_mosquitto() {
+    local bin attempt
+    bin=$(command -v mosquitto || echo /usr/sbin/mosquitto)
+    if [ ! -x "$bin" ]; then
+        echo "services.sh: mosquitto not installed" >&2
+        return 1
+    fi
+    MQTT_DIR=$(mktemp -d /tmp/infera-mqtt.XXXXXX)
+    chmod 777 "$MQTT_DIR" # the broker drops root privileges to user mosquitto
+    for attempt in 1 2 3; do # a fresh port each time: another process may have taken the one probed
+        MQTT_PORT=$(free_port)
+        printf '%s\n' "listener $MQTT_PORT 127.0.0.1" "allow_anonymous true" "persistence false" \
+            "max_queued_messages 0" "log_dest file $MQTT_DIR/mosquitto.log" "pid_file $MQTT_DIR/mosquitto.pid" \
+            >"$MQTT_DIR/mosquitto.conf"
+        "$bin" -c "$MQTT_DIR/mosquitto.conf" -d >/dev/null 2>&1
+        for _ in $(seq 100); do
+            if (exec 3<>"/dev/tcp/127.0.0.1/$MQTT_PORT") 2>/dev/null; then
+                export MQTT_DIR MQTT_PORT
+                export MQTT_URL="mqtt://127.0.0.1:$MQTT_PORT"
+                return 0
+            fi
+            sleep 0.1
+        done
+        [ -f "$MQTT_DIR/mosquitto.pid" ] && kill "$(cat "$MQTT_DIR/mosquitto.pid")" 2>/dev/null
+    done
+    echo "services.sh: mosquitto did not start: $(tail -n 3 "$MQTT_DIR/mosquitto.log" 2>/dev/null)" >&2
+    rm -rf "$MQTT_DIR"
+    unset MQTT_DIR MQTT_PORT
+    return 1
+}
+
+stop_mosquitto() {
+    [ -n "${MQTT_DIR:-}" ] || return 0
+    [ -f "$MQTT_DIR/mosquitto.pid" ] && kill "$(cat "$MQTT_DIR/mosquitto.pid")" 2>/dev/null
+    rm -rf "$MQTT_DIR"
+    unset MQTT_DIR MQTT_URL MQTT_PORT
 }

@@ -1,0 +1,219 @@
+/*
+ * cmd_stream.c -- `infera stream`: score events from a stream into a sink
+ * (shared/DESIGN.md §1, §4, §6; docs/stream.md).
+ *
+ *   infera stream --model REF --input SRC --output DST [--errors DST] [--id-column COL]
+ *                 [--threads N] [--max-batch N] [--max-delay-ms N] [--max-events N]
+ *                 [--consumer NAME] [--pipeline SPEC] [--progress-ms N] [--no-score]
+ *
+ * SRC: redis://H:P/STREAM?group=G[&consumer=C][&claim_idle_ms=N], mqtt://H:P/TOPIC,
+ * jsonl:- or jsonl:PATH.  DST: any io/ sink (redis://H:P/STREAM, mqtt://H:P/TOPIC,
+ * sqlite:PATH?table=T, postgresql://...?table=T, jsonl:-, jsonl:PATH, csv:PATH).
+ *
+ * This file: options, opening the model (batch/model_ref.h: the same
+ * resolution and pipeline as batch and the SQL functions), the source and the
+ * sinks (always appending: a restarted consumer adds to what is there; table
+ * and Redis sinks keyed for idempotence), the registry's use and audit
+ * records, and the summary line.  The loop is runner.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "stream/stream_int.h"
+
+#define CMD "stream"
+
+typedef struct stream_opts {
+    const char *model, *input, *output, *errors, *id_column, *consumer, *pipeline;
+    int threads, max_batch, max_delay_ms, progress_ms, no_score;
+    int64_t max_events;
+} stream_opts;
+
+static int parse_int_flag(int argc, char **argv, int *i, const char *flag, int min, int max, int *out, int *matched) {
+    bool missing = false;
+    int j = *i;
+    const char *v = cli_flag_value(argc, argv, &j, flag, &missing);
+    if (!v && !missing) return 0;
+    *matched = 1;
+    if (missing) return cli_usage(CMD, "%s needs a value", flag);
+    if (!strcmp(v, "0") && min == 0)
+        *out = 0;
+    else if (!cli_parse_int(CMD, flag, v, min > 0 ? min : 1, max, out))
+        return 2;
+    *i = j;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, stream_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->threads = 1;
+    o->max_batch = 256;
+    o->max_delay_ms = 20;
+    o->progress_ms = 10000;
+    struct {
+        const char *flag;
+        const char **dst;
+    } strs[] = {
+        {"--model", &o->model},       {"--input", &o->input},         {"--output", &o->output},
+        {"--errors", &o->errors},     {"--id-column", &o->id_column}, {"--consumer", &o->consumer},
+        {"--pipeline", &o->pipeline},
+    };
+    for (int i = 1; i < argc; i++) {
+        bool missing = false;
+        int matched = 0, rc, max_events = 0;
+        for (size_t k = 0; k < sizeof strs / sizeof strs[0] && !matched; k++) {
+            int j = i;
+            const char *v = cli_flag_value(argc, argv, &j, strs[k].flag, &missing);
+            if (!v && !missing) continue;
+            if (missing) return cli_usage(CMD, "%s needs a value", strs[k].flag);
+            *strs[k].dst = v;
+            i = j;
+            matched = 1;
+        }
+        if (matched) continue;
+        if ((rc = parse_int_flag(argc, argv, &i, "--threads", 1, 256, &o->threads, &matched)) || matched) {
+            if (rc) return rc;
+        } else if ((rc = parse_int_flag(argc, argv, &i, "--max-batch", 1, 1 << 16, &o->max_batch, &matched)) ||
+                   matched) {
+            if (rc) return rc;
+        } else if ((rc = parse_int_flag(argc, argv, &i, "--max-delay-ms", 0, 600000, &o->max_delay_ms, &matched)) ||
+                   matched) {
+            if (rc) return rc;
+        } else if ((rc = parse_int_flag(argc, argv, &i, "--progress-ms", 0, 86400000, &o->progress_ms, &matched)) ||
+                   matched) {
+            if (rc) return rc;
+        } else if ((rc = parse_int_flag(argc, argv, &i, "--max-events", 1, 2000000000, &max_events, &matched)) ||
+                   matched) {
+            if (rc) return rc;
+            o->max_events = max_events;
+        } else if (!strcmp(argv[i], "--no-score")) {
+            o->no_score = 1;
+        } else {
+            return cli_usage(CMD, "unknown option '%s' (see 'infera help stream')", argv[i]);
+        }
+    }
+    if (!o->input || !o->output) return cli_usage(CMD, "--input SRC and --output DST are required");
+    if (!o->model && !o->no_score) return cli_usage(CMD, "--model REF is required");
+    if (o->errors && !strcmp(o->errors, o->output)) return cli_usage(CMD, "--errors must differ from --output");
+    return 0;
+}
+
+/* Tables and Redis streams are keyed (upsert / dedupe); files and MQTT are not. */
+static int keyed(const char *uri) {
+    return !strncmp(uri, "sqlite:", 7) || !strncmp(uri, "postgresql:", 11) || !strncmp(uri, "postgres:", 9) ||
+           !strncmp(uri, "redis:", 6);
+}
+
+static int open_sink(const char *uri, const char *key, inf_sink **out, const char *what) {
+    inf_sink_options so = {0};
+    so.append = 1;
+    so.key_column = keyed(uri) ? key : NULL;
+    inf_error e;
+    if (inf_sink_open(uri, &so, out, &e)) return cli_fail(CMD, "%s %s", what, e.message);
+    return 0;
+}
+
+/* 16 hex chars naming this consumer: model version, input, output. */
+static void stream_id(const inf__model_ref *m, const char *in, const char *out, char id[17]) {
+    char key[3000], hex[65];
+    snprintf(key, sizeof key, "%s@%s\n%s\n%s", m->name, m->version, in, out);
+    inf_sha256_hex(key, strlen(key), hex);
+    snprintf(id, 17, "%.16s", hex);
+}
+
+static void audit(const inf__model_ref *m, const char *in, const char *out, const char *id, int64_t scored, int start) {
+    if (!m->from_registry || !m->registry) return;
+    inf_error e;
+    inf_status st;
+    if (start) {
+        inf_registry_use u = {m->name, m->version_num, "stream", in, out, id};
+        st = inf_registry_record_use(m->registry, &u, &e);
+    } else {
+        inf_registry_prediction p = {m->name, m->version_num, "stream", in, out, scored, NULL, id};
+        st = inf_registry_audit_prediction(m->registry, &p, &e);
+    }
+    if (st)
+        fprintf(stderr, "infera stream: recording %s in the registry failed: %s\n", start ? "the use" : "the audit",
+                e.message);
+}
+
+static void print_summary(const inf__stream_stats *s, const char *state, const char *id, const char *source_line) {
+    fprintf(stderr,
+            "{\"event\":\"summary\",\"stream\":\"%s\",\"state\":\"%s\",\"events\":%lld,\"batches\":%lld,"
+            "\"scored\":%lld,\"written\":%lld,\"rejected\":%lld,\"malformed\":%lld,\"wall_s\":%.3f,\"busy_s\":%.3f,"
+            "\"events_per_s\":%.1f}\n",
+            id, state, (long long)s->events, (long long)s->batches, (long long)s->scored, (long long)s->written,
+            (long long)s->rejected, (long long)s->malformed, s->wall_s, s->busy_s,
+            s->wall_s > 0 ? (double)s->events / s->wall_s : 0.0);
+    if (source_line[0]) fprintf(stderr, "infera stream: %s\n", source_line);
+}
+
+int cmd_stream(int argc, char **argv) {
+    stream_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc;
+    const inf__stream_source_type *type = inf__stream_source_find(o.input);
+    if (!type)
+        return cli_usage(CMD, "--input must be redis://H:P/STREAM?group=G, mqtt://H:P/TOPIC or jsonl:- / jsonl:PATH");
+    inf_error e;
+    inf__model_ref m;
+    memset(&m, 0, sizeof m);
+    if (!o.no_score) {
+        inf__model_ref_options mo = {0};
+        mo.pipeline_path = o.pipeline;
+        mo.id_column = o.id_column;
+        mo.keep_registry = 1;
+        if (inf__model_ref_open(o.model, &mo, &m, &e)) return cli_fail(CMD, "model %s: %s", o.model, e.message);
+    } else {
+        snprintf(m.name, sizeof m.name, "(no-score)");
+    }
+    const char *id_column = o.id_column ? o.id_column : (o.no_score ? NULL : inf_pipeline_id_column(m.pipeline));
+    char in_red[1024], out_red[1024], id[17], source_line[600] = "";
+    inf_io_redact_uri(o.input, in_red, sizeof in_red);
+    inf_io_redact_uri(o.output, out_red, sizeof out_red);
+    stream_id(&m, in_red, out_red, id);
+    inf_sink *sink = NULL, *esink = NULL;
+    void *src = NULL;
+    rc = 1;
+    if ((rc = open_sink(o.output, id_column ? id_column : "event_id", &sink, "output"))) goto done;
+    if (o.errors && (rc = open_sink(o.errors, "event_id", &esink, "errors"))) goto done;
+    rc = 1;
+    inf__stream_source_options so = {o.max_batch, o.max_delay_ms, o.consumer};
+    if (type->open(o.input, &so, &src, &e)) {
+        rc = cli_fail(CMD, "input %s", e.message);
+        goto done;
+    }
+    inf__stream_install_signals();
+    audit(&m, in_red, out_red, id, 0, 1);
+    if (o.no_score)
+        fprintf(stderr, "infera stream: %s -> %s, forwarding (--no-score), stream %s: ready\n", in_red, out_red, id);
+    else
+        fprintf(stderr, "infera stream: %s -> %s, model %s@%s (pipeline %.12s), stream %s: ready\n", in_red, out_red,
+                m.name, m.version, inf_pipeline_hash(m.pipeline), id);
+    inf__stream_config cfg = {
+        o.no_score ? NULL : &m, type,         src, sink, esink, id_column, in_red, o.threads, o.max_batch,
+        o.max_events,           o.progress_ms};
+    inf__stream_stats stats;
+    inf_status st = inf__stream_run(&cfg, &stats, &e);
+    if (type->describe) type->describe(src, source_line, sizeof source_line);
+    inf_error ce;
+    inf_status cst = inf_sink_close(sink, &ce);
+    sink = NULL;
+    if (!st && cst) e = ce, st = cst;
+    if (esink) {
+        cst = inf_sink_close(esink, &ce);
+        esink = NULL;
+        if (!st && cst) e = ce, st = cst;
+    }
+    audit(&m, in_red, out_red, id, stats.scored, 0);
+    print_summary(&stats, st ? "failed" : inf__stream_stopping() ? "stopped" : "done", id, source_line);
+    rc = st ? cli_fail(CMD, "%s", e.message) : 0;
+done:
+    if (src) type->close(src);
+    if (sink) inf_sink_close(sink, &e);
+    if (esink) inf_sink_close(esink, &e);
+    inf__model_ref_close(&m);
+    return rc;
+}

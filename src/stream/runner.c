@@ -1,0 +1,344 @@
+/*
+ * runner.c -- the loop of `infera stream` (stream_int.h, docs/stream.md):
+ *
+ *   next micro-batch (<= --max-batch events, <= --max-delay-ms after the first)
+ *     -> pipeline (schema checks, lookups, transforms: the same inf_pipeline_*
+ *        code as batch and serve, so features are bit-identical)
+ *     -> engine (one inf_session, --threads kernel threads, planned for
+ *        --max-batch rows)
+ *     -> outputs + dead letters -> write, commit the sinks -> ack the source
+ *
+ * One micro-batch is in flight at a time, so "acknowledge only after the
+ * output is durably written" is a plain sequence.  SIGTERM/SIGINT set a flag
+ * the sources poll: the batch in hand is finished, written and acknowledged,
+ * then the run ends (exit 0).  A fatal error (sink or store down, source
+ * connection lost) ends the run before the ack: the events come again.
+ *
+ * Output record: the key (the id column when there is one, else event_id),
+ * event_id, the prediction fields with the lineage stamp (model_name,
+ * model_version, pipeline_hash), scored_at.  Dead letter: event_id, id,
+ * field, reason, record (the event as JSON without sensitive fields, or the
+ * raw payload of a malformed event).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "stream/stream_int.h"
+
+/* ---- process-wide stop flag ------------------------------------------------ */
+
+static volatile sig_atomic_t stream_stop; /* the one process-wide singleton of the stream runner */
+
+static void on_signal(int sig) { stream_stop = sig; }
+
+int inf__stream_stopping(void) { return stream_stop != 0; }
+
+void inf__stream_install_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; /* no SA_RESTART: blocking reads return EINTR */
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+int64_t inf__stream_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+const inf__stream_source_type *inf__stream_source_find(const char *uri) {
+    static const inf__stream_source_type *const types[] = {&inf__stream_redis_source, &inf__stream_mqtt_source,
+                                                           &inf__stream_jsonl_source};
+    size_t n = strcspn(uri, ":");
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strlen(types[i]->scheme) == n && !strncmp(uri, types[i]->scheme, n)) return types[i];
+    return NULL;
+}
+
+/* ---- one micro-batch ----------------------------------------------------------- */
+
+typedef struct work {
+    const inf__stream_config *cfg;
+    inf_session *session;
+    inf_pipeline_exec *exec;
+    inf_record_batch *pred, *out, *errs;
+    const char **sensitive; /* NULL-terminated: fields left out of dead letters */
+    int n_scored, n_rejected;
+} work;
+
+static int write_mem(const char *bytes, size_t n, void *user) {
+    return fwrite(bytes, 1, n, (FILE *)user) == n ? 0 : -1;
+}
+
+static const inf_value *event_id(const inf__stream_events *ev, int row) {
+    return inf_record_batch_get(ev->ids, row, 0);
+}
+
+/* A dead letter for row `row` of ev->records (row < 0: no record). */
+static inf_status add_error(work *w, const inf__stream_events *ev, int row, const inf_value *eid, const char *field,
+                            const char *reason) {
+    inf_record_batch *b = w->errs;
+    int r, f_eid, f_id, f_field, f_reason, f_rec;
+    inf_status st;
+    if ((st = inf_record_batch_add_field(b, "event_id", &f_eid)) || (st = inf_record_batch_add_field(b, "id", &f_id)) ||
+        (st = inf_record_batch_add_field(b, "field", &f_field)) ||
+        (st = inf_record_batch_add_field(b, "reason", &f_reason)) ||
+        (st = inf_record_batch_add_field(b, "record", &f_rec)) || (st = inf_record_batch_add_row(b, &r)))
+        return st;
+    if ((st = inf_record_batch_set(b, r, f_eid, eid))) return st;
+    int idf = w->cfg->id_column && row >= 0 ? inf_record_batch_find_field(ev->records, w->cfg->id_column) : -1;
+    if (idf >= 0 && (st = inf_record_batch_set(b, r, f_id, inf_record_batch_get(ev->records, row, idf)))) return st;
+    if (field && *field && (st = inf_record_batch_set_string(b, r, f_field, field, strlen(field)))) return st;
+    if ((st = inf_record_batch_set_string(b, r, f_reason, reason, strlen(reason)))) return st;
+    if (row < 0) return INF_OK;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) return INF_ENOMEM;
+    st = inf_record_batch_row_to_json(ev->records, row, w->sensitive, write_mem, m);
+    if (fclose(m) && !st) st = INF_ENOMEM;
+    if (!st && buf) st = inf_record_batch_set_string(b, r, f_rec, buf, len);
+    free(buf);
+    return st;
+}
+
+/* Malformed events (ev->bad) -> dead letters. */
+static inf_status add_malformed(work *w, const inf__stream_events *ev) {
+    const inf_record_batch *bad = ev->bad;
+    int n = inf_record_batch_n_rows(bad), f_rec, r0 = inf_record_batch_n_rows(w->errs);
+    inf_status st = INF_OK;
+    for (int i = 0; i < n && !st; i++) {
+        const inf_value *reason = inf_record_batch_get(bad, i, 1);
+        st = add_error(w, ev, -1, inf_record_batch_get(bad, i, 0), NULL,
+                       reason->type == INF_FIELD_STRING ? reason->u.s.ptr : "malformed");
+        if (!st && (st = inf_record_batch_add_field(w->errs, "record", &f_rec)) == INF_OK)
+            st = inf_record_batch_set(w->errs, r0 + i, f_rec, inf_record_batch_get(bad, i, 2));
+    }
+    return st;
+}
+
+/* pred (rows k = accepted records) -> out: key, event_id, predictions, scored_at. */
+static inf_status build_output(work *w, const inf__stream_events *ev) {
+    const char *idc = w->cfg->id_column;
+    const char *key = idc ? idc : "event_id";
+    int np = inf_record_batch_n_fields(w->pred), f_key, f_eid, f_ts, map[1024];
+    if (np > 1024) return INF_EUNSUPPORTED;
+    inf_status st;
+    if ((st = inf_record_batch_add_field(w->out, key, &f_key)) ||
+        (st = inf_record_batch_add_field(w->out, "event_id", &f_eid)))
+        return st;
+    for (int f = 0; f < np; f++) {
+        const char *name = inf_record_batch_field_name(w->pred, f);
+        map[f] = -1;
+        if (strcmp(name, key) && strcmp(name, "event_id") && (st = inf_record_batch_add_field(w->out, name, &map[f])))
+            return st;
+    }
+    if ((st = inf_record_batch_add_field(w->out, "scored_at", &f_ts))) return st;
+    int idf = idc ? inf_record_batch_find_field(ev->records, idc) : -1;
+    int64_t now = wall_us();
+    for (int k = 0; k < inf_record_batch_n_rows(w->pred); k++) {
+        int in_row = inf_pipeline_accepted_row(w->exec, k), r;
+        const inf_value *eid = event_id(ev, in_row);
+        const inf_value *kv = idc ? inf_record_batch_get(ev->records, in_row, idf) : eid;
+        if (kv->type == INF_FIELD_NULL) {
+            char why[300];
+            snprintf(why, sizeof why, "the id column '%s' is null or missing", idc);
+            if ((st = add_error(w, ev, in_row, eid, idc, why))) return st;
+            w->n_rejected++;
+            continue;
+        }
+        if ((st = inf_record_batch_add_row(w->out, &r)) || (st = inf_record_batch_set(w->out, r, f_key, kv)) ||
+            (st = inf_record_batch_set(w->out, r, f_eid, eid)))
+            return st;
+        for (int f = 0; f < np; f++)
+            if (map[f] >= 0 && (st = inf_record_batch_set(w->out, r, map[f], inf_record_batch_get(w->pred, k, f))))
+                return st;
+        if ((st = inf_record_batch_set_timestamp(w->out, r, f_ts, now))) return st;
+        w->n_scored++;
+    }
+    return INF_OK;
+}
+
+/* Copies the records as they are (--no-score), plus event_id when they have
+ * none (the key of keyed sinks without an id column). */
+static inf_status forward(work *w, const inf__stream_events *ev) {
+    const inf_record_batch *in = ev->records;
+    int nf = inf_record_batch_n_fields(in), r, f_eid = -1;
+    inf_status st = INF_OK;
+    for (int f = 0; f < nf && !st; f++) st = inf_record_batch_add_field(w->out, inf_record_batch_field_name(in, f), &r);
+    if (!st && inf_record_batch_find_field(in, "event_id") < 0)
+        st = inf_record_batch_add_field(w->out, "event_id", &f_eid);
+    for (int row = 0; row < inf_record_batch_n_rows(in) && !st; row++) {
+        st = inf_record_batch_add_row(w->out, &r);
+        for (int f = 0; f < nf && !st; f++) st = inf_record_batch_set(w->out, r, f, inf_record_batch_get(in, row, f));
+        if (!st && f_eid >= 0) st = inf_record_batch_set(w->out, r, f_eid, event_id(ev, row));
+        w->n_scored++;
+    }
+    return st;
+}
+
+/* Scores ev into w->out and w->errs.  Fatal errors only (INF_EIO from a
+ * lookup store, an engine failure, INF_ENOMEM); per-event problems are dead letters. */
+static inf_status score(work *w, const inf__stream_events *ev, inf_error *e) {
+    inf_record_batch_reset(w->out);
+    inf_record_batch_clear(w->errs);
+    inf_record_batch_reset(w->pred);
+    w->n_scored = w->n_rejected = 0;
+    inf_status st = INF_OK;
+    if (inf_record_batch_n_rows(ev->records) > 0 && !w->cfg->model) {
+        st = forward(w, ev);
+    } else if (inf_record_batch_n_rows(ev->records) > 0) {
+        const inf_tensor *const *x;
+        inf_tensor *const *y;
+        if ((st = inf_pipeline_prepare(w->exec, ev->records, &x, e))) return st;
+        if (inf_pipeline_n_accepted(w->exec) > 0) {
+            if ((st = inf_session_run(w->session, x, &y, e)) || (st = inf_pipeline_finish(w->exec, y, w->pred, e)))
+                return st;
+            st = build_output(w, ev);
+        }
+        for (int i = 0, n = inf_pipeline_n_rejected(w->exec); i < n && !st; i++) {
+            const char *field = NULL, *msg = NULL;
+            int row = inf_pipeline_rejected(w->exec, i, &field, &msg);
+            st = add_error(w, ev, row, event_id(ev, row), field, msg ? msg : "rejected");
+            w->n_rejected++;
+        }
+    }
+    if (!st) st = add_malformed(w, ev);
+    if (st) {
+        e->status = st;
+        snprintf(e->message, sizeof e->message, "stream: building the outputs of a micro-batch: %s", inf_strerror(st));
+    }
+    return st;
+}
+
+/* ---- the loop ------------------------------------------------------------------- */
+
+static void report_rejections(const inf_record_batch *errs, int64_t *n_reported) {
+    int fr = inf_record_batch_find_field(errs, "reason"), fe = inf_record_batch_find_field(errs, "event_id");
+    for (int i = 0; i < inf_record_batch_n_rows(errs) && *n_reported < 5; i++, (*n_reported)++) {
+        const inf_value *r = inf_record_batch_get(errs, i, fr), *id = inf_record_batch_get(errs, i, fe);
+        fprintf(stderr, "infera stream: event %s rejected: %s%s\n", id->type == INF_FIELD_STRING ? id->u.s.ptr : "?",
+                r->type == INF_FIELD_STRING ? r->u.s.ptr : "",
+                *n_reported == 4 ? " (further rejections are counted; use --errors DST to keep them)" : "");
+    }
+}
+
+/* Writes, commits, acknowledges one scored micro-batch. */
+static inf_status deliver(work *w, void *src, inf__stream_stats *stats, int64_t *n_reported, inf_error *e) {
+    const inf__stream_config *cfg = w->cfg;
+    inf_status st = INF_OK;
+    if (inf_record_batch_n_rows(w->out) > 0 && (st = inf_sink_write(cfg->sink, w->out, e))) return st;
+    if (cfg->errors && inf_record_batch_n_rows(w->errs) > 0 && (st = inf_sink_write(cfg->errors, w->errs, e)))
+        return st;
+    if ((st = inf_sink_commit(cfg->sink, e))) return st;
+    if (cfg->errors && (st = inf_sink_commit(cfg->errors, e))) return st;
+    if (!cfg->errors) report_rejections(w->errs, n_reported);
+    if (cfg->source_type->ack && (st = cfg->source_type->ack(src, e))) return st;
+    stats->written += inf_record_batch_n_rows(w->out);
+    return INF_OK;
+}
+
+static void progress(const inf__stream_config *cfg, const inf__stream_stats *s, double elapsed_s, int64_t since_events,
+                     double since_s) {
+    fprintf(stderr,
+            "{\"event\":\"progress\",\"elapsed_s\":%.1f,\"events\":%lld,\"batches\":%lld,\"scored\":%lld,"
+            "\"written\":%lld,\"rejected\":%lld,\"malformed\":%lld,\"events_per_s\":%.1f}\n",
+            elapsed_s, (long long)s->events, (long long)s->batches, (long long)s->scored, (long long)s->written,
+            (long long)s->rejected, (long long)s->malformed, since_s > 0 ? (double)since_events / since_s : 0.0);
+}
+
+static inf_status work_init(work *w, const inf__stream_config *cfg, inf_error *e) {
+    memset(w, 0, sizeof *w);
+    w->cfg = cfg;
+    if (inf_record_batch_new(&w->pred) || inf_record_batch_new(&w->out) || inf_record_batch_new(&w->errs)) goto oom;
+    if (!cfg->model) return INF_OK;
+    const inf_pipeline *pl = cfg->model->pipeline;
+    int n_in = inf_pipeline_n_inputs(pl), k = 0;
+    w->sensitive = calloc((size_t)n_in + 1, sizeof *w->sensitive);
+    if (!w->sensitive) goto oom;
+    for (int i = 0; i < n_in; i++)
+        if (inf_pipeline_is_sensitive(pl, inf_pipeline_input_name(pl, i)))
+            w->sensitive[k++] = inf_pipeline_input_name(pl, i);
+    inf_session_options so;
+    inf_session_options_init(&so);
+    so.n_threads = cfg->n_threads;
+    so.max_batch = cfg->max_batch;
+    inf_status st;
+    if ((st = inf_session_new(cfg->model->model, &so, &w->session, e)) || (st = inf_pipeline_exec_new(pl, &w->exec, e)))
+        return st;
+    return INF_OK;
+oom:
+    e->status = INF_ENOMEM;
+    snprintf(e->message, sizeof e->message, "stream: out of memory");
+    return INF_ENOMEM;
+}
+
+static void work_deinit(work *w) {
+    inf_pipeline_exec_free(w->exec);
+    inf_session_free(w->session);
+    inf_record_batch_free(w->pred);
+    inf_record_batch_free(w->out);
+    inf_record_batch_free(w->errs);
+    free(w->sensitive);
+}
+
+inf_status inf__stream_run(const inf__stream_config *cfg, inf__stream_stats *stats, inf_error *err) {
+    memset(stats, 0, sizeof *stats);
+    work w;
+    inf__stream_events ev;
+    inf_status st = work_init(&w, cfg, err);
+    if (!st && (st = inf__stream_events_init(&ev))) {
+        err->status = st;
+        snprintf(err->message, sizeof err->message, "stream: out of memory");
+        work_deinit(&w);
+        return st;
+    }
+    if (st) {
+        work_deinit(&w);
+        return st;
+    }
+    int64_t t0 = inf__stream_now_ms(), last = t0, last_events = 0, n_reported = 0;
+    int eof = 0;
+    while (!st && !eof && !inf__stream_stopping()) {
+        int max = cfg->max_batch;
+        if (cfg->max_events > 0 && cfg->max_events - stats->events < max) max = (int)(cfg->max_events - stats->events);
+        if (max <= 0) break;
+        inf__stream_events_clear(&ev);
+        if ((st = cfg->source_type->next(cfg->source, &ev, max, &eof, err))) break;
+        int n = inf__stream_events_count(&ev);
+        if (n > 0) {
+            int64_t b0 = inf__stream_now_ms();
+            if ((st = score(&w, &ev, err)) || (st = deliver(&w, cfg->source, stats, &n_reported, err))) break;
+            stats->events += n;
+            stats->batches++;
+            stats->scored += w.n_scored;
+            stats->rejected += w.n_rejected;
+            stats->malformed += inf_record_batch_n_rows(ev.bad);
+            stats->busy_s += (double)(inf__stream_now_ms() - b0) / 1000.0;
+        }
+        int64_t now = inf__stream_now_ms();
+        if (cfg->progress_ms > 0 && now - last >= cfg->progress_ms) {
+            progress(cfg, stats, (double)(now - t0) / 1000.0, stats->events - last_events,
+                     (double)(now - last) / 1000.0);
+            last = now;
+            last_events = stats->events;
+        }
+    }
+    stats->wall_s = (double)(inf__stream_now_ms() - t0) / 1000.0;
+    inf__stream_events_deinit(&ev);
+    work_deinit(&w);
+    return st;
+}

@@ -1,0 +1,122 @@
+/*
+ * stream_int.h -- the pieces of `infera stream` (shared/DESIGN.md §1, §4, §6;
+ * docs/stream.md).
+ *
+ *   cmd_stream.c     options, opening model/source/sinks, audit, summary
+ *   runner.c         the loop: next micro-batch -> pipeline -> engine ->
+ *                    output + dead letters -> commit sinks -> ack source;
+ *                    SIGTERM/SIGINT drain; progress lines
+ *   events.c         the micro-batch of events a source hands the runner
+ *   source_redis.c   redis://H:P/STREAM?group=G  consumer group (XREADGROUP,
+ *                    own pending entries first, XAUTOCLAIM, XACK)
+ *   source_mqtt.c    mqtt://H:P/TOPIC  QoS 1 subscription (libmosquitto)
+ *   source_jsonl.c   jsonl:-  / jsonl:PATH  one JSON object per line
+ *
+ * AT-LEAST-ONCE.  The runner handles one micro-batch at a time: it writes the
+ * outputs and dead letters of every event of the batch, commits the sinks
+ * (durable), and only then calls the source's ack(), which acknowledges every
+ * event next() returned so far.  A crash before the ack leaves the events
+ * unacknowledged, so they are delivered again; the sinks are idempotent
+ * (tables upsert by key, the Redis sink skips a key it has seen), so a
+ * replay does not duplicate outputs.
+ *
+ * Sinks are the io/ kinds (src/io), shared with `infera batch`; sources are
+ * here because a stream source hands out event ids and acknowledges them.
+ */
+#ifndef INF_STREAM_INT_H
+#define INF_STREAM_INT_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "batch/model_ref.h"
+#include "infera/io.h"
+#include "infera/pipeline.h"
+
+/* ---- a micro-batch of events (events.c) ---- */
+typedef struct inf__stream_events {
+    inf_record_batch *records; /* well-formed events, one row each */
+    inf_record_batch *ids;     /* field 0 "event_id": the id of records' row i */
+    inf_record_batch *bad;     /* malformed events: event_id, reason, payload */
+} inf__stream_events;
+
+inf_status inf__stream_events_init(inf__stream_events *ev);
+void inf__stream_events_deinit(inf__stream_events *ev);
+void inf__stream_events_clear(inf__stream_events *ev);
+/* Events in the batch, good and bad. */
+int inf__stream_events_count(const inf__stream_events *ev);
+/* Adds one event from its JSON payload: a row of records (+ its id), or, when
+ * the payload is not a JSON object, a row of bad with the parser's reason.
+ * Only INF_ENOMEM fails. */
+inf_status inf__stream_events_add_json(inf__stream_events *ev, const char *id, size_t id_len, const char *json,
+                                       size_t len, const char *what);
+/* Adds the id of the row just added to records. */
+inf_status inf__stream_events_add_id(inf__stream_events *ev, const char *id, size_t id_len);
+/* Adds a malformed event: id, reason and (up to 1000 bytes of) its payload. */
+inf_status inf__stream_events_add_bad(inf__stream_events *ev, const char *id, size_t id_len, const char *reason,
+                                      const char *payload, size_t len);
+
+/* ---- sources ---- */
+typedef struct inf__stream_source_options {
+    int max_batch;        /* events per micro-batch */
+    int max_delay_ms;     /* after the first event, wait at most this long for more */
+    const char *consumer; /* consumer name / client id override (may be NULL) */
+} inf__stream_source_options;
+
+/* next() adds at most `max` events to ev (cleared by the caller).  It waits
+ * up to a poll interval (<= 250 ms, less when inf__stream_stopping()) for the
+ * first event, then up to max_delay_ms for more, so an empty batch is a
+ * normal answer.  *eof = 1 when the source can have no more events (end of a
+ * file or of stdin).  Errors are fatal for the run (connection lost, ...).
+ * ack() acknowledges every event next() returned so far. */
+typedef struct inf__stream_source_type {
+    const char *scheme;
+    inf_status (*open)(const char *uri, const inf__stream_source_options *o, void **state, inf_error *err);
+    inf_status (*next)(void *state, inf__stream_events *ev, int max, int *eof, inf_error *err);
+    inf_status (*ack)(void *state, inf_error *err);
+    void (*close)(void *state);
+    /* one line for the summary (counters the source keeps), may be NULL */
+    void (*describe)(void *state, char *buf, size_t size);
+} inf__stream_source_type;
+
+extern const inf__stream_source_type inf__stream_redis_source, inf__stream_mqtt_source, inf__stream_jsonl_source;
+
+/* The source kind of uri (by scheme), or NULL. */
+const inf__stream_source_type *inf__stream_source_find(const char *uri);
+
+/* ---- the runner (runner.c) ---- */
+
+/* Process-wide: set by SIGTERM/SIGINT (and by the runner at --max-events);
+ * sources poll it to return early.  inf__stream_install_signals() installs
+ * the handlers (no SA_RESTART, so blocking reads return EINTR). */
+int inf__stream_stopping(void);
+void inf__stream_install_signals(void);
+
+/* Milliseconds of a monotonic clock. */
+int64_t inf__stream_now_ms(void);
+
+typedef struct inf__stream_stats {
+    int64_t events, batches, scored, written, rejected, malformed;
+    double wall_s, busy_s;
+} inf__stream_stats;
+
+typedef struct inf__stream_config {
+    inf__model_ref *model; /* NULL: --no-score (records are forwarded as they are) */
+    const inf__stream_source_type *source_type;
+    void *source;
+    inf_sink *sink;
+    inf_sink *errors;      /* may be NULL: dead letters are reported and counted */
+    const char *id_column; /* the record's id column, or NULL */
+    const char *input_uri; /* redacted, for messages */
+    int n_threads;
+    int max_batch;
+    int64_t max_events; /* 0 = no limit */
+    int progress_ms;    /* a progress line on stderr this often; 0 = none */
+} inf__stream_config;
+
+/* Runs until eof, --max-events, a signal (drain: the batch in hand is
+ * finished and acknowledged) or a fatal error (err says which; nothing after
+ * the last ack is acknowledged). */
+inf_status inf__stream_run(const inf__stream_config *cfg, inf__stream_stats *stats, inf_error *err);
+
+#endif /* INF_STREAM_INT_H */
