@@ -16,7 +16,14 @@
 #      (64-256-256-128-8, 0.12 M parameters), and a compute-heavy served-size
 #      MLP (512-1024-1024-512-1, 2.1 M parameters, generated here by
 #      gen_wide_mlp.py when python3-torch is present), each with rows per
-#      batch and the share of executions run inline on HTTP threads;
+#      batch, the share of executions run inline on HTTP threads, the
+#      server's CPU time per request (user + system, from /proc) in both
+#      modes, and -- for the bench MLP -- the ceiling batching can reach:
+#      the engine's CPU per row at batch 1 and at --max-batch rows (`infera
+#      bench`) against the server's CPU per request without batching,
+#      ceiling = cpu / (cpu - (row_cost_1 - row_cost_64)) (Amdahl: merging
+#      saves engine time only, never the per-request HTTP/JSON path), and
+#      cpu / (cpu - row_cost_1), the ceiling even if batched compute were free;
 #   5. a short soak (SOAK_SECONDS, default 60) with RSS sampled.
 # Each infera measurement has a reference measured right after it with the
 # same client: nginx (static 150-byte body) and a minimal libmicrohttpd server
@@ -27,6 +34,14 @@
 # nginx, minimal MHD) on CPU 0 and every client (wrk, loadgen) on CPU 1, so
 # the load generator does not steal the server's core (for the p99 target);
 # the servers then have one core each.  Default PIN=0: no pinning.
+# RT=1 (root, with chrt) also runs servers and clients under SCHED_FIFO
+# priority 10, so that on a machine shared with other work (compilers) the
+# latency measured is the server's and the client's, not the time they wait
+# for a CPU behind other processes; every run here is seconds long and the
+# kernel's RT throttling keeps 5 % of each CPU for everything else.  Report
+# which one was used: RT=1 numbers are what a dedicated machine would show.
+# The p99 rows also give the load generator's own lag p99 (how late its loop
+# saw arrivals) and CPU use, so a client-bound measurement shows (loadgen.c).
 # Prints a table and writes bench/serve/results-<date>.txt beside RESULTS.md.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -44,6 +59,10 @@ CLI_PIN=
 if [ "${PIN:-0}" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
     SRV_PIN="taskset -c 0"
     CLI_PIN="taskset -c 1"
+fi
+if [ "${RT:-0}" = 1 ] && command -v chrt >/dev/null && chrt -f 10 true 2>/dev/null; then
+    SRV_PIN="$SRV_PIN chrt -f 10"
+    CLI_PIN="$CLI_PIN chrt -f 10"
 fi
 
 TMP=$(mktemp -d /tmp/infera-bench-serve-XXXXXX)
@@ -122,13 +141,14 @@ RATIO=$(awk -v a="$INF_RPS" -v b="$NGINX_RPS" 'BEGIN{printf "%.0f", 100*a/b}')
 # ---- 2. p99 at half the maximum throughput (open loop, Poisson) ---------------
 HALF=$(awk -v a="$INF_RPS" 'BEGIN{printf "%.0f", a/2}')
 OPEN=$($CLI_PIN "$TMP/loadgen" "$PORT" /v2/models/fraud/infer "$TMP/fraud.json" "$HALF" "$SECS" 64)
-P99_HALF=$(echo "$OPEN" | sed -nE 's/.*"p99_us":([0-9]+).*/\1/p')
+field() { sed -nE "s/.*\"$1\":([0-9]+).*/\1/p"; } # field NAME < loadgen JSON
+P99_HALF=$(echo "$OPEN" | field p99_us)
 OPEN_MHD=$($CLI_PIN "$TMP/loadgen" "$MHD_PORT" /x "$TMP/fraud.json" "$HALF" "$SECS" 64)
-MHD_P99_HALF=$(echo "$OPEN_MHD" | sed -nE 's/.*"p99_us":([0-9]+).*/\1/p')
+MHD_P99_HALF=$(echo "$OPEN_MHD" | field p99_us)
 OPEN16=$($CLI_PIN "$TMP/loadgen" "$PORT" /v2/models/fraud/infer "$TMP/fraud.json" "$HALF" "$SECS" 16)
-P99_HALF16=$(echo "$OPEN16" | sed -nE 's/.*"p99_us":([0-9]+).*/\1/p')
+P99_HALF16=$(echo "$OPEN16" | field p99_us)
 OPEN16_MHD=$($CLI_PIN "$TMP/loadgen" "$MHD_PORT" /x "$TMP/fraud.json" "$HALF" "$SECS" 16)
-MHD_P99_HALF16=$(echo "$OPEN16_MHD" | sed -nE 's/.*"p99_us":([0-9]+).*/\1/p')
+MHD_P99_HALF16=$(echo "$OPEN16_MHD" | field p99_us)
 
 # ---- 3. sequential round trip, one connection ---------------------------------
 SEQ=$(BODY_FILE=$TMP/fraud.json $CLI_PIN wrk -t1 -c1 -d"${SECS}s" --latency -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/fraud/infer")
@@ -156,22 +176,42 @@ open(sys.argv[1], "w").write('{"inputs":[{"name":"input","shape":[1,64],"datatyp
 EOF
 # rows_per_batch is "ROWS/INLINE%": mean rows per engine execution and the
 # share of executions run inline on an HTTP thread (not batched).
-batching() { # batching MODEL_FILE BODY_FILE -> "unbatched batched rows_per_batch"
-    local nb b avg
+srv_cpu_ticks() { awk '{print $14 + $15}' "/proc/${PIDS[-1]}/stat"; } # user + system, clock ticks
+served() { curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^nv_inference_request_success\{/{n += $2} END{print n + 0}'; }
+load_mlp() { # load_mlp BODY_FILE -> "req/s server_cpu_us_per_request"; wrk -c256 on the last server
+    local t0 n0 r t1 n1
+    t0=$(srv_cpu_ticks)
+    n0=$(served)
+    r=$(BODY_FILE=$1 $CLI_PIN wrk -t2 -c256 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/mlp/infer" | rps)
+    t1=$(srv_cpu_ticks)
+    n1=$(served)
+    echo "$r $(awk -v t=$((t1 - t0)) -v n=$((n1 - n0)) -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f", (n > 0 ? t / hz * 1e6 / n : 0)}')"
+}
+batching() { # batching MODEL_FILE BODY_FILE -> "unbatched batched rows_per_batch cpu_unbatched cpu_batched"
+    local nb b avg cnb cb
     start_infera mlp1 --model "mlp=$1" --max-batch 1 --max-connections 2000
-    nb=$(BODY_FILE=$2 $CLI_PIN wrk -t2 -c256 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/mlp/infer" | rps)
+    read -r nb cnb < <(load_mlp "$2")
     stop_last
     start_infera mlp64 --model "mlp=$1" --max-batch 64 --max-connections 2000
-    b=$(BODY_FILE=$2 $CLI_PIN wrk -t2 -c256 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/mlp/infer" | rps)
+    read -r b cb < <(load_mlp "$2")
     avg=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk -F' ' '/^nv_inference_count\{/{c=$2} /^nv_inference_exec_count\{/{e=$2}
         /^infera_inline_exec_count\{/{i=$2} END{if(e>0)printf "%.1f/%.0f%%", c/e, 100*i/e}')
     stop_last
-    echo "$nb $b $avg"
+    echo "$nb $b $avg $cnb $cb"
 }
-read -r NOBATCH_RPS BATCH_RPS BATCH_AVG < <(batching "$ROOT/tests/models/mlp.onnx" "$TMP/mlp.json")
+row_cpu_us() { # row_cpu_us MODEL BATCH -> engine CPU microseconds per row (user + system of `infera bench`)
+    local it=$((20000 / $2))
+    $SRV_PIN /usr/bin/time -f '%U %S' "$INFERA" bench "$1" --threads 1 --batch "$2" --iters "$it" --warmup 20 --json \
+        2>&1 >/dev/null | tail -1 | awk -v r=$((it * $2)) '{printf "%.1f", ($1 + $2) * 1e6 / r}'
+}
+read -r NOBATCH_RPS BATCH_RPS BATCH_AVG NOBATCH_CPU BATCH_CPU < <(batching "$ROOT/tests/models/mlp.onnx" "$TMP/mlp.json")
 SPEEDUP=$(awk -v a="$BATCH_RPS" -v b="$NOBATCH_RPS" 'BEGIN{printf "%.2f", a/b}')
-read -r NOBATCH2_RPS BATCH2_RPS BATCH2_AVG < <(batching "$ROOT/bench/models/mlp.onnx" "$TMP/mlp64.json")
+read -r NOBATCH2_RPS BATCH2_RPS BATCH2_AVG NOBATCH2_CPU BATCH2_CPU < <(batching "$ROOT/bench/models/mlp.onnx" "$TMP/mlp64.json")
 SPEEDUP2=$(awk -v a="$BATCH2_RPS" -v b="$NOBATCH2_RPS" 'BEGIN{printf "%.2f", a/b}')
+ROW1=$(row_cpu_us "$ROOT/bench/models/mlp.onnx" 1)
+ROW64=$(row_cpu_us "$ROOT/bench/models/mlp.onnx" 64)
+ceiling() { awk -v c="$1" -v s="$2" 'BEGIN{if (s < 0) s = 0; printf "%.2f", (c > s ? c / (c - s) : 0)}'; } # ceiling CPU SAVED
+CEIL2="$(ceiling "$NOBATCH2_CPU" "$(awk -v a="$ROW1" -v b="$ROW64" 'BEGIN{print a - b}')")x / $(ceiling "$NOBATCH2_CPU" "$ROW1")x"
 WIDE=$TMP/wide_mlp.onnx
 python3 - "$TMP/wide.json" <<'EOF'
 import sys, math
@@ -181,10 +221,10 @@ EOF
 PY=/usr/bin/python3 # Debian python3-torch
 [ -x "$PY" ] || PY=python3
 if "$PY" "$HERE/gen_wide_mlp.py" "$WIDE" >/dev/null 2>&1; then
-    read -r NOBATCH3_RPS BATCH3_RPS BATCH3_AVG < <(batching "$WIDE" "$TMP/wide.json")
+    read -r NOBATCH3_RPS BATCH3_RPS BATCH3_AVG NOBATCH3_CPU BATCH3_CPU < <(batching "$WIDE" "$TMP/wide.json")
     SPEEDUP3=$(awk -v a="$BATCH3_RPS" -v b="$NOBATCH3_RPS" 'BEGIN{printf "%.2f", a/b}')
 else
-    NOBATCH3_RPS=- BATCH3_RPS=- BATCH3_AVG=- SPEEDUP3="(no python3-torch)"
+    NOBATCH3_RPS=- BATCH3_RPS=- BATCH3_AVG=- NOBATCH3_CPU=- BATCH3_CPU=- SPEEDUP3="(no python3-torch)"
 fi
 
 OUT=$HERE/results-$(date +%Y%m%d-%H%M%S).txt
@@ -195,14 +235,20 @@ OUT=$HERE/results-$(date +%Y%m%d-%H%M%S).txt
     printf '%-58s %13s%% %14s %8s\n' "  = share of nginx" "$RATIO" "" ""
     printf '%-58s %14s %14s %8s\n' "p99 at half max ($HALF/s), Poisson, 64 conns (us)" "$P99_HALF" "mhd $MHD_P99_HALF" "<=2000"
     printf '%-58s %14s %14s %8s\n' "p99 at half max ($HALF/s), Poisson, 16 conns (us)" "$P99_HALF16" "mhd $MHD_P99_HALF16" "<=2000"
+    printf '%-58s %14s %14s %8s\n' "  load generator lag p99 (us) / CPU (% of a core), 64 conns" "$(echo "$OPEN" | field lag_p99_us) / $(echo "$OPEN" | field client_cpu)%" "" ""
     printf '%-58s %14s %14s %8s\n' "sequential round trip, 1 connection, median (us)" "$SEQ_P50" "nginx $NGINX_SEQ_P50" "<=100"
     printf '%-58s %14s %14s %8s\n' "  minimal libmicrohttpd server, same POST (us)" "" "mhd $MHD_SEQ_P50" ""
     printf '%-58s %14s %14s %8s\n' "test MLP 1 row, 256 conns: batched vs --max-batch 1 (req/s)" "$BATCH_RPS" "$NOBATCH_RPS" ">=1.5x"
     printf '%-58s %14s %14s %8s\n' "  = speed-up (avg rows/batch $BATCH_AVG)" "${SPEEDUP}x" "" ""
+    printf '%-58s %14s %14s %8s\n' "  server CPU per request (us), batched vs unbatched" "$BATCH_CPU" "$NOBATCH_CPU" ""
     printf '%-58s %14s %14s %8s\n' "bench MLP 1 row, 256 conns: batched vs --max-batch 1 (req/s)" "$BATCH2_RPS" "$NOBATCH2_RPS" ">=1.5x"
     printf '%-58s %14s %14s %8s\n' "  = speed-up (avg rows/batch $BATCH2_AVG)" "${SPEEDUP2}x" "" ""
+    printf '%-58s %14s %14s %8s\n' "  server CPU per request (us), batched vs unbatched" "$BATCH2_CPU" "$NOBATCH2_CPU" ""
+    printf '%-58s %14s %14s %8s\n' "  engine CPU per row (us), batch 64 vs batch 1" "$ROW64" "$ROW1" ""
+    printf '%-58s %14s %14s %8s\n' "  = ceiling of batching (Amdahl) / if compute were free" "$CEIL2" "" ""
     printf '%-58s %14s %14s %8s\n' "wide MLP 1 row, 256 conns: batched vs --max-batch 1 (req/s)" "$BATCH3_RPS" "$NOBATCH3_RPS" ">=1.5x"
     printf '%-58s %14s %14s %8s\n' "  = speed-up (avg rows/batch $BATCH3_AVG)" "${SPEEDUP3}x" "" ""
+    printf '%-58s %14s %14s %8s\n' "  server CPU per request (us), batched vs unbatched" "$BATCH3_CPU" "$NOBATCH3_CPU" ""
     printf '%-58s %14s %14s %8s\n' "soak ${SOAK}s at $HALF/s: RSS before -> after (KiB)" "$RSS0 -> $RSS1" "" "stable"
     echo "open loop: $OPEN"
     echo "open loop, minimal mhd: $OPEN_MHD"

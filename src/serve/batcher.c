@@ -18,9 +18,10 @@
  * tensors the job owns.  Jobs whose deadline passed while queued are
  * answered INF_ETIMEDOUT without running.
  *
- * INLINE RUNS.  With no queue delay, a job that finds the queue empty and
- * the session idle runs at once on the caller's (HTTP) thread: no thread
- * hand-off, which halves the round trip of a lone request.  Under load the
+ * INLINE RUNS.  With no queue delay (and a model for which batching does
+ * not pay, below), a job that finds the queue empty and the session idle
+ * runs at once on the caller's (HTTP) thread: no thread hand-off, which
+ * halves the round trip of a lone request.  Under load the
  * session is busy, jobs queue, and the scheduler batches them as above.
  * An inline run blocks every other connection of that HTTP thread, so only
  * jobs expected to be short run inline: the model's mean compute per row so
@@ -31,6 +32,20 @@
  * instead of waiting for the scheduler thread: on a busy server of cheap
  * models this saves two thread hand-offs (scheduler, then resume) per request
  * and lets every HTTP thread compute at once.  Queued jobs always go first.
+ *
+ * DOES BATCHING PAY?  Inline runs never merge anything, so they are used
+ * only for models where merging saves little: at start-up the batcher times
+ * the engine at 1 row and at GAIN_ROWS rows (best of a few runs, on zeros)
+ * and sets batch_pays when a row costs more than GAIN_MIN_US less in the
+ * batch -- more than the hand-off a queued request pays (suspend, queue,
+ * resume: ~5-10 us of server CPU measured).  When batching pays, every job
+ * goes through the queue (as with a queue delay): an inline run would keep
+ * its HTTP thread from queueing the requests that arrive meanwhile -- on
+ * one core nothing else runs, and every job would find the session idle.
+ * This is measured once, on the engine's own timings, so the choice does
+ * not flip with the machine's load (the wall-clock mean used by
+ * short_enough does).  Exported as infera_model_row_compute_us and
+ * infera_model_batch_pays.
  *
  * INVARIANTS.  The session and staging buffers are used only by whoever
  * set busy (the scheduler, or one inline caller), under the lock; spare
@@ -61,6 +76,7 @@ struct srv_batcher {
     int64_t queued_rows;
     int stopping;
     int busy; /* the session is running (scheduler or an inline caller) */
+    int batch_pays; /* merging saves more than the hand-off: no inline runs */
     inf_session *spare[SRV_MAX_SPARE]; /* inline-only sessions, made on first use */
     int spare_busy[SRV_MAX_SPARE];
     /* whoever holds busy */
@@ -375,7 +391,7 @@ static int run_spare(srv_batcher *b, int k, srv_job *job) {
 }
 
 int inf__serve_batcher_try_inline(srv_batcher *b, srv_job *job) {
-    if (b->opt.max_queue_delay_us > 0 || !short_enough(b, job)) return 0;
+    if (b->opt.max_queue_delay_us > 0 || b->batch_pays || !short_enough(b, job)) return 0;
     pthread_mutex_lock(&b->lock);
     if (b->head || b->stopping) {
         pthread_mutex_unlock(&b->lock);
@@ -433,8 +449,9 @@ inf_status inf__serve_batcher_submit(srv_batcher *b, srv_job *job) {
     return INF_OK;
 }
 
-/* Zero inputs of the declared shapes with `rows` in symbolic dimensions. */
-static inf_status warm(srv_batcher *b, int64_t rows, inf_error *err) {
+/* Runs the session reps times on zero inputs of the declared shapes with
+ * `rows` in symbolic dimensions; *best_us (may be NULL) gets the fastest. */
+static inf_status warm(srv_batcher *b, int64_t rows, int reps, double *best_us, inf_error *err) {
     inf_tensor *vals[256] = {0};
     const inf_tensor *in[256] = {0};
     inf_status st = INF_OK;
@@ -453,10 +470,42 @@ static inf_status warm(srv_batcher *b, int64_t rows, inf_error *err) {
         in[i] = vals[i];
     }
     inf_tensor *const *out;
-    st = inf_session_run(b->session, in, &out, err);
+    for (int r = 0; r < reps && st == INF_OK; r++) {
+        uint64_t t0 = inf__serve_now_ns();
+        st = inf_session_run(b->session, in, &out, err);
+        double us = (double)(inf__serve_now_ns() - t0) / 1e3;
+        if (best_us && (r == 0 || us < *best_us)) *best_us = us;
+    }
 out:
     for (int i = 0; i < 256; i++) inf_tensor_free(vals[i]);
     return st;
+}
+
+#define GAIN_ROWS 32
+#define GAIN_MIN_US 15.0
+#define GAIN_MAX_ROW_US 1000.0 /* slower rows never run inline: no need to time a batch */
+
+/* Sets batch_pays from the engine's cost per row at 1 and GAIN_ROWS rows
+ * (see DOES BATCHING PAY) and exports both costs.  first_us: the first
+ * (warm-up) run at 1 row.  A model slower than GAIN_MAX_ROW_US a row never
+ * runs inline: batch_pays without timing a batch. */
+static void measure_gain(srv_batcher *b, double first_us) {
+    int64_t n = b->opt.max_batch < GAIN_ROWS ? b->opt.max_batch : GAIN_ROWS;
+    double t1 = 0, tn = 0;
+    inf_error e = {0};
+    if (warm(b, 1, first_us > GAIN_MAX_ROW_US ? 1 : 5, &t1, &e) != INF_OK) return;
+    if (t1 > GAIN_MAX_ROW_US) {
+        b->batch_pays = 1;
+    } else {
+        if (warm(b, n, 3, &tn, &e) != INF_OK) return;
+        b->batch_pays = t1 - tn / (double)n > GAIN_MIN_US;
+        if (b->metrics) {
+            b->metrics->row_us_1 = t1;
+            b->metrics->row_us_batch = tn / (double)n;
+            b->metrics->gain_rows = (int)n;
+        }
+    }
+    if (b->metrics) b->metrics->batch_pays = b->batch_pays;
 }
 
 inf_status inf__serve_batcher_new(const inf_model *model, const srv_batch_options *opts, srv_model_metrics *metrics,
@@ -494,8 +543,10 @@ inf_status inf__serve_batcher_new(const inf_model *model, const srv_batch_option
     /* warm-up: batch 1 and the largest batch, so the first requests find memory planned */
     uint64_t t0 = inf__serve_now_ns();
     inf_error werr = {0};
-    st = warm(b, 1, &werr);
-    if (st == INF_OK && b->batchable) st = warm(b, b->opt.max_batch, &werr);
+    double first_us = 0;
+    st = warm(b, 1, 1, &first_us, &werr);
+    if (st == INF_OK && b->batchable) st = warm(b, b->opt.max_batch, 1, NULL, &werr);
+    if (st == INF_OK && b->batchable) measure_gain(b, first_us);
     if (st != INF_OK && st != INF_EUNSUPPORTED) {
         /* a model that cannot run on zeros still serves; the warm-up is only skipped */
         fprintf(stderr, "infera serve: warm-up skipped: %s\n", werr.message);

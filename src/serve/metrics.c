@@ -120,6 +120,40 @@ static uint64_t g_depth(const srv_model_metrics *e) {
 }
 static uint64_t g_loaded(const srv_model_metrics *e) { return (uint64_t)LOAD(((srv_model_metrics *)e)->loaded); }
 
+static uint64_t g_pays(const srv_model_metrics *e) { return (uint64_t)e->batch_pays; }
+
+/* One gauge family of a double field (at offset) over all entries; extra:
+ * NULL, or a label pair added to each series (e.g. rows="1"). */
+static void gauge_f(srv_buf *o, srv_metrics *m, const char *name, const char *help, size_t offset,
+                    const char *extra) {
+    header(o, name, "gauge", help);
+    for (srv_model_metrics *e = m->head; e; e = e->next) {
+        if (extra && !e->gain_rows) continue; /* row costs: only where measured */
+        inf__serve_buf_printf(o, "%s{", name);
+        labels(o, e);
+        if (extra) inf__serve_buf_printf(o, ",%s", extra);
+        inf__serve_buf_printf(o, "} %.6f\n", *(const double *)((const char *)e + offset));
+    }
+}
+
+/* infera_model_row_compute_us{rows="1"} and {rows="N"}: the start-up timing
+ * that decides whether batching pays (batcher.c). */
+static void row_costs(srv_buf *o, srv_metrics *m) {
+    gauge_f(o, m, "infera_model_row_compute_us",
+            "Engine time per row at 1 row and at a batch, timed at load (decides infera_model_batch_pays)",
+            offsetof(srv_model_metrics, row_us_1), "rows=\"1\"");
+    for (srv_model_metrics *e = m->head; e; e = e->next) {
+        if (!e->gain_rows) continue;
+        inf__serve_buf_puts(o, "infera_model_row_compute_us{");
+        labels(o, e);
+        inf__serve_buf_printf(o, ",rows=\"%d\"} %.6f\n", e->gain_rows, e->row_us_batch);
+    }
+    family(o, m, "infera_model_batch_pays", "gauge",
+           "1 when merging saves more engine time per row than a queued request's hand-off costs: every request "
+           "queues for a batch; 0: short requests run inline on the HTTP thread",
+           g_pays);
+}
+
 static void histogram(srv_buf *o, srv_metrics *m, const char *name, const char *help, size_t offset) {
     header(o, name, "histogram", help);
     for (srv_model_metrics *e = m->head; e; e = e->next) {
@@ -187,18 +221,11 @@ void inf__serve_metrics_render(srv_metrics *m, srv_buf *o, int n_loaded_models) 
     histogram(o, m, "infera_batch_size", "Rows per engine execution", offsetof(srv_model_metrics, batch_hist));
     family(o, m, "infera_queue_depth", "gauge", "Requests waiting in the batcher queue", g_depth);
     family(o, m, "infera_model_loaded", "gauge", "1 while this model version serves", g_loaded);
-    header(o, "infera_model_load_seconds", "gauge", "Time to load (cold start) the model version");
-    for (srv_model_metrics *e = m->head; e; e = e->next) {
-        inf__serve_buf_puts(o, "infera_model_load_seconds{");
-        labels(o, e);
-        inf__serve_buf_printf(o, "} %.6f\n", e->load_seconds);
-    }
-    header(o, "infera_model_warmup_seconds", "gauge", "Time to warm the model version up before it served");
-    for (srv_model_metrics *e = m->head; e; e = e->next) {
-        inf__serve_buf_puts(o, "infera_model_warmup_seconds{");
-        labels(o, e);
-        inf__serve_buf_printf(o, "} %.6f\n", e->warmup_seconds);
-    }
+    gauge_f(o, m, "infera_model_load_seconds", "Time to load (cold start) the model version",
+            offsetof(srv_model_metrics, load_seconds), NULL);
+    gauge_f(o, m, "infera_model_warmup_seconds", "Time to warm the model version up before it served",
+            offsetof(srv_model_metrics, warmup_seconds), NULL);
+    row_costs(o, m);
     pthread_mutex_unlock(&m->lock);
     header(o, "infera_models_loaded", "gauge", "Models currently serving");
     inf__serve_buf_printf(o, "infera_models_loaded %d\n", n_loaded_models);

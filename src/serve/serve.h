@@ -166,6 +166,9 @@ typedef struct srv_model_metrics {
     _Atomic int64_t queue_depth;
     _Atomic int loaded;
     double load_seconds, warmup_seconds;
+    double row_us_1, row_us_batch;  /* engine us per row at 1 and gain_rows rows (batcher.c) */
+    int gain_rows;                  /* 0: not measured (not batchable) */
+    int batch_pays;                 /* 1: every request queues for a batch (no inline runs) */
     int64_t registry_version;       /* > 0: predictions are audited */
     char registry_name[129];        /* the registry model (audit), when registry_version > 0 */
     _Atomic int64_t audit_rows;     /* rows served since the last audit record */
@@ -229,7 +232,8 @@ inf_status inf__serve_batcher_new(const inf_model *model, const srv_batch_option
  * called), INF_EINVAL when the batcher is stopping. */
 inf_status inf__serve_batcher_submit(srv_batcher *b, srv_job *job);
 /* Runs job at once on the calling thread when nothing is queued or running
- * (and no queue delay is configured): returns 1 with the job complete (done
+ * (and no queue delay is configured, and batching does not pay for the
+ * model: batcher.c DOES BATCHING PAY): returns 1 with the job complete (done
  * is not called), 0 when the job must be submitted instead. */
 int inf__serve_batcher_try_inline(srv_batcher *b, srv_job *job);
 int inf__serve_batcher_depth(srv_batcher *b);
