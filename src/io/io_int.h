@@ -21,6 +21,14 @@ extern const inf_sink_type inf__io_postgresql_sink;
 extern const inf_sink_type inf__io_redis_sink; /* redis.c */
 extern const inf_sink_type inf__io_mqtt_sink;  /* mqtt.c (a stub without libmosquitto) */
 
+/* Connects to u's host and port (timeout_s for the connection and for each
+ * reply) and authenticates with u's user and password when it has them
+ * (redis.c; used by the Redis sink, the stream source and online lookups).
+ * Errors start with `who`. */
+struct redisContext;
+inf_status inf__io_redis_connect(const inf_net_uri *u, int timeout_s, const char *who, struct redisContext **out,
+                                 inf_error *err);
+
 /* Fills err (may be NULL) with status and a formatted message; returns status. */
 inf_status inf__io_fail(inf_error *err, inf_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -73,20 +73,31 @@ static inf_status redis_sink_close(void *state, inf_error *err) {
     return INF_OK;
 }
 
-static inf_status connect_redis(redis_sink *s, const inf_net_uri *u, inf_error *err) {
-    struct timeval tv = {10, 0};
-    s->c = redisConnectWithTimeout(u->host, u->port, tv);
-    if (!s->c || s->c->err)
-        return inf__io_fail(err, INF_EIO, "%s: cannot connect: %s", s->red, s->c ? s->c->errstr : "out of memory");
-    redisSetTimeout(s->c, tv);
-    if (!u->password[0]) return INF_OK;
-    redisReply *r = u->user[0] ? redisCommand(s->c, "AUTH %s %s", u->user, u->password)
-                               : redisCommand(s->c, "AUTH %s", u->password);
-    int ok = r && r->type != REDIS_REPLY_ERROR;
-    inf_status st =
-        ok ? INF_OK : inf__io_fail(err, INF_EAUTH, "%s: AUTH failed: %s", s->red, r ? r->str : s->c->errstr);
-    if (r) freeReplyObject(r);
-    return st;
+inf_status inf__io_redis_connect(const inf_net_uri *u, int timeout_s, const char *who, redisContext **out,
+                                 inf_error *err) {
+    struct timeval tv = {timeout_s, 0};
+    redisContext *c = redisConnectWithTimeout(u->host, u->port, tv);
+    *out = NULL;
+    if (!c || c->err) {
+        inf_status st = inf__io_fail(err, INF_EIO, "%s: cannot connect to %s:%d: %s", who, u->host, u->port,
+                                     c ? c->errstr : "out of memory");
+        if (c) redisFree(c);
+        return st;
+    }
+    redisSetTimeout(c, tv);
+    if (u->password[0]) {
+        redisReply *r = u->user[0] ? redisCommand(c, "AUTH %s %s", u->user, u->password)
+                                   : redisCommand(c, "AUTH %s", u->password);
+        if (!r || r->type == REDIS_REPLY_ERROR) {
+            inf_status st = inf__io_fail(err, INF_EAUTH, "%s: AUTH failed: %s", who, r ? r->str : c->errstr);
+            if (r) freeReplyObject(r);
+            redisFree(c);
+            return st;
+        }
+        freeReplyObject(r);
+    }
+    *out = c;
+    return INF_OK;
 }
 
 static inf_status redis_sink_open(const char *uri, const char *rest, const inf_sink_options *opts, void **state,
@@ -113,7 +124,7 @@ static inf_status redis_sink_open(const char *uri, const char *rest, const inf_s
     }
     snprintf(s->ttl, sizeof s->ttl, "%lld", ttl);
     snprintf(s->maxlen, sizeof s->maxlen, "%lld", maxlen);
-    if ((st = connect_redis(s, &u, err))) goto fail;
+    if ((st = inf__io_redis_connect(&u, 10, s->red, &s->c, err))) goto fail;
     *state = s;
     return INF_OK;
 fail:

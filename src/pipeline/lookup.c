@@ -130,37 +130,16 @@ void inf__lookup_close(lookup_conn *c) {
 }
 
 static inf_status open_redis(lookup_conn *c, const char *uri, inf_error *err) {
-    /* redis://[user:password@]host:port[/db] */
-    char host[256] = "127.0.0.1", pass[256] = "";
-    int port = 6379, db = 0;
-    const char *p = uri + 8;
-    const char *at = strchr(p, '@');
-    const char *slash = strchr(p, '/');
-    if (at && (!slash || at < slash)) {
-        const char *colon = memchr(p, ':', (size_t)(at - p));
-        if (colon) snprintf(pass, sizeof pass, "%.*s", (int)(at - colon - 1), colon + 1);
-        p = at + 1;
-    }
-    size_t hl = strcspn(p, ":/?");
-    if (hl) snprintf(host, sizeof host, "%.*s", (int)hl, p);
-    p += hl;
-    if (*p == ':') port = atoi(p + 1), p += 1 + strcspn(p + 1, "/?");
-    if (*p == '/') db = atoi(p + 1);
-    struct timeval tv = {2, 0};
-    c->redis = redisConnectWithTimeout(host, port, tv);
-    if (!c->redis || c->redis->err)
-        return fail(err, INF_EIO, "lookup '%s': cannot connect to %s: %s", c->lk->name, c->where,
-                    c->redis ? c->redis->errstr : "out of memory");
-    redisSetTimeout(c->redis, tv);
-    redisReply *r;
-    if (pass[0]) {
-        r = redisCommand(c->redis, "AUTH %s", pass);
-        int bad = !r || r->type == REDIS_REPLY_ERROR;
-        freeReplyObject(r);
-        if (bad) return fail(err, INF_EAUTH, "lookup '%s': %s: authentication failed", c->lk->name, c->where);
-    }
+    /* redis://[user:password@]host[:port][/db] */
+    inf_net_uri u;
+    char who[600];
+    snprintf(who, sizeof who, "lookup '%s': %s", c->lk->name, c->where);
+    inf_status st = inf_io_parse_net_uri(uri, 6379, &u, err);
+    if (st) return st;
+    if ((st = inf__io_redis_connect(&u, 2, who, &c->redis, err))) return st;
+    int db = atoi(u.path);
     if (db) {
-        r = redisCommand(c->redis, "SELECT %d", db);
+        redisReply *r = redisCommand(c->redis, "SELECT %d", db);
         int bad = !r || r->type == REDIS_REPLY_ERROR;
         freeReplyObject(r);
         if (bad) return fail(err, INF_EIO, "lookup '%s': %s: cannot select db %d", c->lk->name, c->where, db);

@@ -39,6 +39,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "io/io_int.h"
 #include "stream/stream_int.h"
 
 #define POLL_MS 200
@@ -83,20 +84,10 @@ static inf_status reply_error(redis_stream *s, redisReply *r, const char *what, 
 }
 
 static inf_status connect_redis(redis_stream *s, inf_error *err) {
-    const inf_net_uri *u = &s->uri;
-    struct timeval tv = {10, 0};
-    s->c = redisConnectWithTimeout(u->host, u->port, tv);
-    if (!s->c || s->c->err)
-        return fail(err, INF_EIO, "%s: cannot connect: %s", s->red, s->c ? s->c->errstr : "out of memory");
-    struct timeval rtv = {10 + s->max_delay_ms / 1000, 0};
-    redisSetTimeout(s->c, rtv);
+    /* replies may take a blocking read's whole wait */
+    inf_status st = inf__io_redis_connect(&s->uri, 10 + s->max_delay_ms / 1000, s->red, &s->c, err);
+    if (st) return st;
     redisReply *r;
-    if (u->password[0]) {
-        r = u->user[0] ? redisCommand(s->c, "AUTH %s %s", u->user, u->password)
-                       : redisCommand(s->c, "AUTH %s", u->password);
-        if (!r || r->type == REDIS_REPLY_ERROR) return reply_error(s, r, "AUTH", err);
-        freeReplyObject(r);
-    }
     r = redisCommand(s->c, "XGROUP CREATE %s %s %s MKSTREAM", s->stream, s->group, s->start);
     if (!r || (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSYGROUP", 9)))
         return reply_error(s, r, "XGROUP CREATE", err);
