@@ -29,6 +29,17 @@ struct redisContext;
 inf_status inf__io_redis_connect(const inf_net_uri *u, int timeout_s, const char *who, struct redisContext **out,
                                  inf_error *err);
 
+#ifdef INFERA_WITH_MQTT
+/* A libmosquitto client (the library set up once per process) with u's
+ * credentials, connecting to u's host and port (mqtt.c; used by the MQTT
+ * sink and the stream source).  Callbacks are set by the caller afterwards;
+ * they run once its network loop runs.  On failure *out may be non-NULL:
+ * the caller destroys it.  Errors start with `who`. */
+struct mosquitto;
+inf_status inf__io_mqtt_connect(const inf_net_uri *u, const char *client_id, int clean_session, void *obj,
+                                const char *who, struct mosquitto **out, inf_error *err);
+#endif
+
 /* Fills err (may be NULL) with status and a formatted message; returns status. */
 inf_status inf__io_fail(inf_error *err, inf_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -105,17 +105,26 @@ static inf_status mqtt_sink_close(void *state, inf_error *err) {
     return st;
 }
 
-static inf_status start_client(mqtt_sink *s, const inf_net_uri *u, const char *client_id, inf_error *err) {
+inf_status inf__io_mqtt_connect(const inf_net_uri *u, const char *client_id, int clean_session, void *obj,
+                                const char *who, struct mosquitto **out, inf_error *err) {
     pthread_once(&mqtt_once, mqtt_lib_init);
-    s->m = mosquitto_new(client_id, true, s);
-    if (!s->m) return inf__io_fail(err, INF_ENOMEM, "%s: cannot create an MQTT client", s->red);
-    if (u->user[0]) mosquitto_username_pw_set(s->m, u->user, u->password[0] ? u->password : NULL);
+    struct mosquitto *m = mosquitto_new(client_id, clean_session, obj);
+    *out = m;
+    if (!m) return inf__io_fail(err, INF_ENOMEM, "%s: cannot create an MQTT client", who);
+    if (u->user[0]) mosquitto_username_pw_set(m, u->user, u->password[0] ? u->password : NULL);
+    int rc = mosquitto_connect(m, u->host, u->port, 60);
+    if (rc != MOSQ_ERR_SUCCESS)
+        return inf__io_fail(err, INF_EIO, "%s: cannot connect: %s", who,
+                            rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc));
+    return INF_OK;
+}
+
+static inf_status start_client(mqtt_sink *s, const inf_net_uri *u, const char *client_id, inf_error *err) {
+    inf_status st = inf__io_mqtt_connect(u, client_id, 1, s, s->red, &s->m, err);
+    if (st) return st;
     mosquitto_connect_callback_set(s->m, on_connect);
     mosquitto_publish_callback_set(s->m, on_publish);
-    int rc = mosquitto_connect(s->m, u->host, u->port, 60);
-    if (rc != MOSQ_ERR_SUCCESS)
-        return inf__io_fail(err, INF_EIO, "%s: cannot connect: %s", s->red,
-                            rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc));
+    int rc;
     if ((rc = mosquitto_loop_start(s->m)) != MOSQ_ERR_SUCCESS)
         return inf__io_fail(err, INF_EIO, "%s: cannot start the MQTT loop: %s", s->red, mosquitto_strerror(rc));
     s->loop_started = 1;

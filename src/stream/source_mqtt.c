@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/io_int.h"
 #include "stream/stream_int.h"
 
 #ifdef INFERA_WITH_MQTT
@@ -39,9 +40,6 @@
 
 #define POLL_MS 200
 #define RETRY_S 60
-
-static pthread_once_t mqtt_once = PTHREAD_ONCE_INIT; /* process-wide: mosquitto_lib_init */
-static void mqtt_lib_init(void) { mosquitto_lib_init(); }
 
 typedef struct msg {
     struct msg *next;
@@ -149,22 +147,11 @@ static inf_status mqtt_open(const char *uri, const inf__stream_source_options *o
         st = failf(err, INF_EINVAL, s->red, "needs a topic (mqtt://HOST:PORT/TOPIC) and qos 0, 1 or 2", "");
         goto fail;
     }
-    pthread_once(&mqtt_once, mqtt_lib_init);
-    s->m = mosquitto_new(s->client_id, false, s);
-    if (!s->m) {
-        st = failf(err, INF_ENOMEM, s->red, "cannot create an MQTT client", "");
-        goto fail;
-    }
-    if (u.user[0]) mosquitto_username_pw_set(s->m, u.user, u.password[0] ? u.password : NULL);
+    /* a persistent session (clean_session false): the broker keeps QoS 1 messages while we are away */
+    if ((st = inf__io_mqtt_connect(&u, s->client_id, 0, s, s->red, &s->m, err))) goto fail;
     mosquitto_connect_callback_set(s->m, on_connect);
     mosquitto_subscribe_callback_set(s->m, on_subscribe);
     mosquitto_message_callback_set(s->m, on_message);
-    int rc = mosquitto_connect(s->m, u.host, u.port, 60);
-    if (rc != MOSQ_ERR_SUCCESS) {
-        st = failf(err, INF_EIO, s->red,
-                   "cannot connect: ", rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc));
-        goto fail;
-    }
     if ((st = wait_subscribed(s, err))) goto fail;
     *state = s;
     return INF_OK;
