@@ -12,7 +12,8 @@
  * summation order Infera promises -- so outputs must match bit for bit.
  * Cases: compact forests of depth 1..9 (incomplete trees too), one with
  * more than 65534 distinct thresholds on a feature (the 8-byte fallback),
- * batch 1 and batches of odd sizes, 1 and 2 threads.
+ * batch 1 and batches of odd sizes, 1 and 2 threads (1031 rows: blocks
+ * shared out between the threads).
  * Prints one line per case and "N passed, M failed".
  */
 #include <math.h>
@@ -213,10 +214,9 @@ static bool run_check(inf_session *s, const forest *f, const float *x, int r0, i
     return true;
 }
 
-static void check(const char *name, int n_trees, int depth, int n_feat, int n_pool, bool full, bool many) {
-    enum { ROWS = 203 };
+static void check(const char *name, int n_trees, int depth, int n_feat, int n_pool, bool full, bool many, int n_rows) {
     forest f = {0};
-    float *pool = malloc((size_t)n_pool * sizeof(float)), *x = malloc((size_t)ROWS * (size_t)n_feat * sizeof(float));
+    float *pool = malloc((size_t)n_pool * sizeof(float)), *x = malloc((size_t)n_rows * (size_t)n_feat * sizeof(float));
     char *json = NULL;
     size_t len = 0;
     inf_model *model = NULL;
@@ -225,21 +225,23 @@ static void check(const char *name, int n_trees, int depth, int n_feat, int n_po
     for (int i = 0; ok && i < n_pool; i++) pool[i] = (float)((int)(next_u32() % 2001) - 1000) / 97.0f;
     if (ok && n_pool > 1) pool[1] = 0.0f;
     ok = ok && make_forest(&f, n_trees, depth, n_feat, pool, n_pool, full, many);
-    for (int i = 0; ok && i < ROWS * n_feat; i++) x[i] = random_input(pool, n_pool);
+    for (int i = 0; ok && i < n_rows * n_feat; i++) x[i] = random_input(pool, n_pool);
     if (ok && many)
-        for (int i = 0; i < ROWS; i++) x[(size_t)i * n_feat] = (float)(next_u32() % 80000) * 0.5f; /* ties */
+        for (int i = 0; i < n_rows; i++) x[(size_t)i * n_feat] = (float)(next_u32() % 80000) * 0.5f; /* ties */
     ok = ok && (json = to_json(&f, &len)) != NULL;
     if (ok && inf_model_load_buffer(json, len, NULL, NULL, &model, &err) != INF_OK) {
         fprintf(stderr, "  load failed: %s\n", err.message);
         ok = false;
     }
-    for (int threads = 1; threads <= 2 && ok; threads++) {
+    /* 2 threads first: a row they left unscored must not find the 1-thread
+     * session's right answer in reused memory */
+    for (int threads = 2; threads >= 1 && ok; threads--) {
         inf_session_options opts;
         inf_session_options_init(&opts);
         opts.n_threads = threads;
         inf_session *s = NULL;
         ok = inf_session_new(model, &opts, &s, &err) == INF_OK;
-        ok = ok && run_check(s, &f, x, 0, ROWS) && run_check(s, &f, x, 5, 1) && run_check(s, &f, x, 17, 13) &&
+        ok = ok && run_check(s, &f, x, 0, n_rows) && run_check(s, &f, x, 5, 1) && run_check(s, &f, x, 17, 13) &&
              run_check(s, &f, x, 40, 7);
         inf_session_free(s);
     }
@@ -256,12 +258,13 @@ int main(void) {
     for (int d = 1; d <= 9; d++) {
         char name[64];
         snprintf(name, sizeof name, "compact full depth %d", d);
-        check(name, 37, d, 11, 40, true, false);
+        check(name, 37, d, 11, 40, true, false, 203);
         snprintf(name, sizeof name, "compact ragged depth %d", d);
-        check(name, 29, d, 5, 7, false, false);
+        check(name, 29, d, 5, 7, false, false, 203);
     }
-    check("compact 1000 trees", 1000, 6, 32, 300, true, false);
-    check("over 65534 thresholds (8-byte fallback)", 1200, 6, 3, 4, true, true);
+    /* 1031 rows: several blocks of rows, pulled by both threads, and a short last block */
+    check("compact 1000 trees", 1000, 6, 32, 300, true, false, 1031);
+    check("over 65534 thresholds (8-byte fallback)", 1200, 6, 3, 4, true, true, 1031);
     printf("%d passed, %d failed\n", n_passed, n_failed);
     return n_failed ? 1 : 0;
 }

@@ -15,15 +15,17 @@
  * int32 feature, int32 false child, mode, missing-goes-true}.  Leaves keep
  * their weights as a (first, count) range of one weight array.  Thresholds
  * also exist in double (thr64) for float64 inputs.  run splits rows into
- * blocks over the session's threads (inf__pool_range); inside a block the
- * trees are the outer loop, so a tree's nodes stay in cache across rows.
+ * blocks that the session's threads pull from one counter (forest_pull);
+ * inside a block the trees are the outer loop, so a tree's nodes stay in
+ * cache across rows.
  * Forests of depth-limited, single-voting trees with one split mode (LT or
  * LEQ: XGBoost, LightGBM, scikit-learn) and float32 inputs take the fast
  * path instead (see "fast layout" below): complete trees of one depth,
  * branch-free traversal of 8 rows (or, for a lone row, 8 trees) at a time,
  * NaN routing folded into the comparison; when the thresholds allow, its
- * inner nodes shrink to 4 bytes (a feature and a threshold rank, the rows
- * mapped once to ranks per feature: see "compact nodes").  It gives
+ * inner nodes shrink to 4 bytes (a threshold rank and the row's rank slot,
+ * the rows mapped once to ranks per feature by a branch-free search: see
+ * "compact nodes").  It gives
  * bit-identical scores, and a row's score never depends on the batch, block
  * or thread it is in.
  *
@@ -48,7 +50,9 @@
  * Float16 X is not supported by TreeEnsemble (float and double are).
  * nodes_hitrates is ignored (it does not change results).
  */
+#include <stdatomic.h>
 #include <stdlib.h>
+
 #include "ops/ref/ml_tree.h"
 
 enum { MODE_LEQ, MODE_LT, MODE_GTE, MODE_GT, MODE_EQ, MODE_NEQ, MODE_LEAF };
@@ -347,9 +351,10 @@ typedef struct ml_fast {
     ml_fast_node *nodes;  /* [n_trees][n_inner] */
     float *leaves;        /* [n_trees][n_leaves] */
     int32_t *target;      /* per tree */
+    int32_t one_target;   /* the target every tree votes for, or -1 */
     uint8_t *has;         /* per target: some tree votes for it */
     /* compact form (see "compact nodes"), or cnodes == NULL */
-    uint32_t *cnodes;     /* [n_trees][n_inner]: feature << 17 | missing-true << 16 | rank bound */
+    uint32_t *cnodes;     /* [n_trees][n_inner]: rank bound << 16 | byte offset of the rank slot */
     int n_feat;           /* features with a rank (f->n_features) */
     int32_t *coff;        /* [n_feat + 1]: feature j's sorted distinct thresholds are cthr[coff[j] .. coff[j+1]) */
     float *cthr;
@@ -439,6 +444,9 @@ static inf_status fast_compile(const inf__node *node, inf__arena *arena, ml_fore
     fs->n_inner = (int)per_tree - 1;
     fs->n_leaves = (int)per_tree;
     fs->target = target;
+    fs->one_target = target[0];
+    for (int t = 1; t < f->n_trees; t++)
+        if (target[t] != target[0]) fs->one_target = -1;
     fs->has = has;
     fs->nodes = inf__arena_alloc(arena, ((size_t)f->n_trees * (size_t)fs->n_inner + 1) * sizeof *fs->nodes);
     fs->leaves = inf__arena_alloc(arena, (size_t)f->n_trees * (size_t)fs->n_leaves * sizeof *fs->leaves);
@@ -454,21 +462,33 @@ static inf_status fast_compile(const inf__node *node, inf__arena *arena, ml_fore
 /* ---- compact nodes
  * The fast layout's 8-byte nodes put t1000d6 (1000 trees of depth 6) at
  * 760 KB, more than this machine's 512 KB L2.  The compact form stores an
- * inner node in 4 bytes: feature (15 bits), missing-goes-true (1 bit) and a
- * 16-bit bound k, the position of the node's threshold among its feature's
- * sorted distinct thresholds T_0 < T_1 < ... < T_{m-1}.  Each row is first
- * mapped, once per feature, to a rank by binary search:
+ * inner node in 4 bytes: which rank of the row to read (below) and a 16-bit
+ * bound k, the position of the node's threshold among its feature's sorted
+ * distinct thresholds T_0 < T_1 < ... < T_{m-1}.  Each row is first mapped,
+ * once per feature, to a rank by binary search:
  *     LEQ: r = #{j : T_j < x}     (x <= T_k  <=>  r <= k)
  *     LT:  r = #{j : T_j <= x}    (x <  T_k  <=>  r <= k)
- * so the node goes false when r > k, exactly as the float comparison.  A
- * NaN x gets r = 0xffff; a missing-goes-true node stores k + 1 and compares
- * (r + 1) mod 2^16, which wraps NaN to 0 (goes true) and leaves every other
- * rank (r <= m <= 65534) in order.  Leaves and the summation order are the
- * fast layout's, so scores are bit-identical.  Used when every feature has
- * at most 65534 distinct thresholds, no threshold is NaN and there are at
- * most COMPACT_MAX_FEAT features (the ranks of a sub-block of rows live on
- * the stack); otherwise the 8-byte nodes run. */
-enum { COMPACT_MAX_FEAT = 1024, COMPACT_MAX_THR = 65534, COMPACT_RANKS = 8192 };
+ * so the node goes false when r > k, exactly as the float comparison.  The
+ * search is branch-free (a fixed number of halvings per feature, the select
+ * a conditional move): with branches, half its steps mispredicted and it
+ * took 30% of t300d8's time.  Every feature has two rank slots per row,
+ * 2j (a NaN x ranks 0xffff: every node goes false) and 2j + 1 (a NaN x ranks
+ * 0: every node goes true); a node reads the slot of its missing-goes-true
+ * bit, so NaN routing costs nothing at traversal.  A node word is
+ *     k << 16 | byte offset of its slot in a group's ranks
+ * (slot * FAST_LANES * 2 bytes < 2^16), and r > k  <=>  (r << 16) > word:
+ * one load, one shift and one compare per step (with the 17-bit feature
+ * and NaN bit it was 12 instructions a step, now 9).  Leaves and the summation
+ * order are the fast layout's, so scores are bit-identical.  Used when every
+ * feature has at most 65534 distinct thresholds, no threshold is NaN and
+ * there are at most COMPACT_MAX_FEAT features (the ranks of a sub-block of
+ * rows live on the stack); otherwise the 8-byte nodes run. */
+/* COMPACT_RANKS: rank slots on the stack (one group of FAST_LANES rows at
+ * COMPACT_MAX_FEAT features); a sub-block holds about COMPACT_SUB_SLOTS (16 KB
+ * of ranks, which stay in L1 beside a chunk of trees). */
+enum { COMPACT_MAX_FEAT = 1024, COMPACT_MAX_THR = 65534, COMPACT_RANKS = 2 * COMPACT_MAX_FEAT * FAST_LANES,
+       COMPACT_SUB_SLOTS = 8192 };
+_Static_assert(2 * COMPACT_MAX_FEAT * FAST_LANES * 2 <= 65536, "a rank slot's byte offset fits 16 bits");
 
 static int float_cmp(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
@@ -529,7 +549,7 @@ static inf_status compact_compile(inf__arena *arena, const ml_forest *f, ml_fast
     for (size_t i = 0; i < n; i++) {
         uint32_t j = fs->nodes[i].feature & 0x7fffffffu, mt = fs->nodes[i].feature >> 31;
         uint32_t k = (uint32_t)thr_find(cthr + off[j], off[j + 1] - off[j], fs->nodes[i].threshold);
-        cn[i] = j << 17 | mt << 16 | (k + mt);
+        cn[i] = k << 16 | (2 * j + mt) * FAST_LANES * (uint32_t)sizeof(uint16_t);
     }
     inf__free(fill);
     inf__free(thr);
@@ -838,79 +858,157 @@ static inline void fast_one_row(const ml_fast *fs, const float *x, float *acc, i
 
 /* ---- compact path: the rows' ranks, then the 4-byte nodes (see "compact nodes") */
 
-/* Ranks of `n` rows (x: ld floats apart), interleaved by groups of
- * FAST_LANES rows: row r's rank of feature j is at
- * rk[(r / FAST_LANES * n_feat + j) * FAST_LANES + r % FAST_LANES]. */
-static void compact_ranks(const ml_fast *fs, const float *x, int64_t ld, int n, uint16_t *rk) {
-    for (int r = 0; r < n; r++, x += ld)
-        for (int j = 0; j < fs->n_feat; j++) {
-            const float *t = fs->cthr + fs->coff[j];
-            int m = fs->coff[j + 1] - fs->coff[j];
-            float v = x[j];
-            if (v != v) {
-                rk[((size_t)(r / FAST_LANES) * fs->n_feat + j) * FAST_LANES + r % FAST_LANES] = 0xffff;
-                continue;
-            }
-            int lo = 0; /* the first position whose threshold is not below (LEQ) / at or below (LT) v */
-            while (m > 0) {
-                int h = m / 2;
-                bool below = fs->leq ? t[lo + h] < v : t[lo + h] <= v;
-                lo = below ? lo + h + 1 : lo;
-                m = below ? m - h - 1 : h;
-            }
-            rk[((size_t)(r / FAST_LANES) * fs->n_feat + j) * FAST_LANES + r % FAST_LANES] = (uint16_t)lo;
+/* #{T in t[0..m) : T < v[q]} (leq) or #{T : T <= v[q]} (LT) for W values
+ * at once (0 for a NaN v[q]).  Branch-free: the loop count depends on m
+ * only, the halving is a select; the W searches share the loop and overlap
+ * their load-compare-select chains. */
+static inline __attribute__((always_inline)) void rank_of(const float *t, uint32_t m, const float *v, uint32_t *k,
+                                                          const int W, const int leq) {
+    const float *b[4];
+    for (int q = 0; q < W; q++) b[q] = t;
+    if (m == 0) {
+        for (int q = 0; q < W; q++) k[q] = 0;
+        return;
+    }
+    while (m > 1) {
+        uint32_t h = m / 2;
+        for (int q = 0; q < W; q++) b[q] = (leq ? b[q][h] < v[q] : b[q][h] <= v[q]) ? b[q] + h : b[q];
+        m -= h;
+    }
+    for (int q = 0; q < W; q++) k[q] = (uint32_t)(b[q] - t) + (leq ? *b[q] < v[q] : *b[q] <= v[q]);
+}
+
+/* The rank slots of W rows from row r (x: row r's features) into rk. */
+static inline __attribute__((always_inline)) void ranks_rows(const ml_fast *fs, const float *x, int64_t ld, int r,
+                                                             uint16_t *rk, const int W, const int leq) {
+    const size_t group = (size_t)2 * fs->n_feat * FAST_LANES;
+    for (int j = 0; j < fs->n_feat; j++) {
+        float v[4];
+        uint32_t k[4];
+        for (int q = 0; q < W; q++) v[q] = x[q * ld + j];
+        rank_of(fs->cthr + fs->coff[j], (uint32_t)(fs->coff[j + 1] - fs->coff[j]), v, k, W, leq);
+        for (int q = 0; q < W; q++) {
+            uint16_t *o = rk + (size_t)((r + q) / FAST_LANES) * group + (r + q) % FAST_LANES;
+            o[2 * j * FAST_LANES] = (uint16_t)(k[q] | (v[q] != v[q] ? 0xffffu : 0));
+            o[(2 * j + 1) * FAST_LANES] = (uint16_t)k[q];
         }
+    }
 }
 
-static inline uint32_t compact_go_false(uint32_t r, uint32_t q) {
-    return ((r + ((q >> 16) & 1u)) & 0xffffu) > (q & 0xffffu);
+/* Ranks of `n` rows (x: ld floats apart), in groups of FAST_LANES rows:
+ * row r's slots 2j (NaN -> 0xffff) and 2j + 1 (NaN -> 0) of feature j are
+ * at rk[(r / FAST_LANES * 2 * n_feat + 2j (+1)) * FAST_LANES + r % FAST_LANES]. */
+static inline __attribute__((always_inline)) void ranks_of(const ml_fast *fs, const float *x, int64_t ld, int n,
+                                                           uint16_t *rk, const int leq) {
+    int r = 0;
+    for (; r + 4 <= n; r += 4) ranks_rows(fs, x + r * ld, ld, r, rk, 4, leq);
+    for (; r < n; r++) ranks_rows(fs, x + r * ld, ld, r, rk, 1, leq);
 }
 
-/* A group of FAST_LANES rows (their interleaved ranks) through trees [t0, t1). */
+static void compact_ranks(const ml_fast *fs, const float *x, int64_t ld, int n, uint16_t *rk) {
+    if (fs->leq) ranks_of(fs, x, ld, n, rk, 1);
+    else ranks_of(fs, x, ld, n, rk, 0);
+}
+
+/* The node word q's rank slot for lane k (rk: a group's ranks) goes false? */
+static inline uint32_t compact_go_false(const uint16_t *rk, int k, uint32_t q) {
+    uint32_t r = *(const uint16_t *)((const char *)(rk + k) + (q & 0xffffu));
+    return (r << 16) > q;
+}
+
+/* The leaf (index - inner) of FAST_LANES rows (their ranks) in one tree. */
+static inline __attribute__((always_inline)) void compact_walk(const uint32_t *nd, const uint16_t *rk, uint32_t *i,
+                                                                const int D) {
+    for (int k = 0; k < FAST_LANES; k++) i[k] = 0;
+    for (int d = 0; d < D; d++) {
+#pragma GCC unroll 8
+        for (int k = 0; k < FAST_LANES; k++) i[k] = 2 * i[k] + 1 + compact_go_false(rk, k, nd[i[k]]);
+    }
+}
+
+/* A group of FAST_LANES rows (their ranks) through trees [t0, t1).  When
+ * every tree votes for one target the rows' sums stay in registers across
+ * the trees (the same adds in the same order: bit-identical); a
+ * store-to-load chain through acc was a fifth of t300d8's time. */
 static inline __attribute__((always_inline)) void compact_rows(const ml_fast *fs, int t0, int t1, const uint16_t *rk,
                                                                 float *acc, int c, const int D) {
     const int inner = fs->n_inner;
-    for (int t = t0; t < t1; t++) {
-        const uint32_t *nd = fs->cnodes + (size_t)t * inner;
-        const float *lv = fs->leaves + (size_t)t * fs->n_leaves - inner;
-        uint32_t i[FAST_LANES] = {0};
-        for (int d = 0; d < D; d++) {
-#pragma GCC unroll 8
-            for (int k = 0; k < FAST_LANES; k++) {
-                uint32_t q = nd[i[k]];
-                i[k] = 2 * i[k] + 1 + compact_go_false(rk[(q >> 17) * FAST_LANES + k], q);
-            }
+    uint32_t i[FAST_LANES];
+    if (fs->one_target >= 0) {
+        float s[FAST_LANES];
+        acc += fs->one_target;
+        for (int k = 0; k < FAST_LANES; k++) s[k] = acc[k * c];
+        for (int t = t0; t < t1; t++) {
+            compact_walk(fs->cnodes + (size_t)t * inner, rk, i, D);
+            const float *lv = fs->leaves + (size_t)t * fs->n_leaves - inner;
+            for (int k = 0; k < FAST_LANES; k++) s[k] += lv[i[k]];
         }
+        for (int k = 0; k < FAST_LANES; k++) acc[k * c] = s[k];
+        return;
+    }
+    for (int t = t0; t < t1; t++) {
+        compact_walk(fs->cnodes + (size_t)t * inner, rk, i, D);
+        const float *lv = fs->leaves + (size_t)t * fs->n_leaves - inner;
         int32_t tg = fs->target[t];
         for (int k = 0; k < FAST_LANES; k++) acc[k * c + tg] += lv[i[k]];
     }
 }
 
-/* One row (its ranks FAST_LANES apart), FAST_LANES trees at a time; sums in tree order. */
-static inline void compact_one_row(const ml_fast *fs, const uint16_t *rk, float *acc) {
-    const int D = fs->depth, inner = fs->n_inner;
-    int t = 0;
-    for (; t + FAST_LANES <= fs->n_trees; t += FAST_LANES) {
-        const uint32_t *nd = fs->cnodes + (size_t)t * inner;
-        uint32_t i[FAST_LANES] = {0};
-        for (int d = 0; d < D; d++) {
+/* Trees t .. t + FAST_LANES - 1 for one row (lane 0 of its ranks): leaf
+ * indices into i.  With D a constant, tree k's nodes are at a constant
+ * offset k * (2^D - 1) from the first tree's. */
+static inline __attribute__((always_inline)) void compact_walk8(const ml_fast *fs, int t, const uint16_t *rk,
+                                                                 uint32_t *i, const int D) {
+    const int inner = (1 << D) - 1;
+    const uint32_t *nd = fs->cnodes + (size_t)t * inner;
+    for (int k = 0; k < FAST_LANES; k++) i[k] = 0;
+    for (int d = 0; d < D; d++) {
 #pragma GCC unroll 8
-            for (int k = 0; k < FAST_LANES; k++) {
-                uint32_t q = nd[(size_t)k * inner + i[k]];
-                i[k] = 2 * i[k] + 1 + compact_go_false(rk[(q >> 17) * FAST_LANES], q);
-            }
+        for (int k = 0; k < FAST_LANES; k++) i[k] = 2 * i[k] + 1 + compact_go_false(rk, 0, nd[k * inner + i[k]]);
+    }
+}
+
+/* One row (lane 0 of its group's ranks), FAST_LANES trees at a time; sums
+ * in tree order (in a register when every tree votes for one target). */
+static inline __attribute__((always_inline)) void compact_one_row_d(const ml_fast *fs, const uint16_t *rk, float *acc,
+                                                                     const int D) {
+    const int inner = (1 << D) - 1, nl = 1 << D;
+    const float *lv = fs->leaves - inner;
+    uint32_t i[FAST_LANES];
+    int t = 0;
+    if (fs->one_target >= 0) {
+        float s = acc[fs->one_target];
+        for (; t + FAST_LANES <= fs->n_trees; t += FAST_LANES) {
+            compact_walk8(fs, t, rk, i, D);
+            for (int k = 0; k < FAST_LANES; k++) s += lv[(size_t)(t + k) * nl + i[k]];
         }
-        for (int k = 0; k < FAST_LANES; k++)
-            acc[fs->target[t + k]] += fs->leaves[(size_t)(t + k) * fs->n_leaves + i[k] - inner];
+        acc[fs->one_target] = s;
+    } else {
+        for (; t + FAST_LANES <= fs->n_trees; t += FAST_LANES) {
+            compact_walk8(fs, t, rk, i, D);
+            for (int k = 0; k < FAST_LANES; k++) acc[fs->target[t + k]] += lv[(size_t)(t + k) * nl + i[k]];
+        }
     }
     for (; t < fs->n_trees; t++) {
         const uint32_t *nd = fs->cnodes + (size_t)t * inner;
-        uint32_t i = 0;
-        for (int d = 0; d < D; d++) {
-            uint32_t q = nd[i];
-            i = 2 * i + 1 + compact_go_false(rk[(q >> 17) * FAST_LANES], q);
-        }
-        acc[fs->target[t]] += fs->leaves[(size_t)t * fs->n_leaves + i - inner];
+        uint32_t j = 0;
+        for (int d = 0; d < D; d++) j = 2 * j + 1 + compact_go_false(rk, 0, nd[j]);
+        acc[fs->target[t]] += lv[(size_t)t * nl + j];
+    }
+}
+
+static void compact_one_row(const ml_fast *fs, const uint16_t *rk, float *acc) {
+    switch (fs->depth) { /* fast_compile: 1 <= depth <= FAST_MAX_DEPTH when there are inner nodes */
+    case 1: compact_one_row_d(fs, rk, acc, 1); break;
+    case 2: compact_one_row_d(fs, rk, acc, 2); break;
+    case 3: compact_one_row_d(fs, rk, acc, 3); break;
+    case 4: compact_one_row_d(fs, rk, acc, 4); break;
+    case 5: compact_one_row_d(fs, rk, acc, 5); break;
+    case 6: compact_one_row_d(fs, rk, acc, 6); break;
+    case 7: compact_one_row_d(fs, rk, acc, 7); break;
+    case 8: compact_one_row_d(fs, rk, acc, 8); break;
+    case 9: compact_one_row_d(fs, rk, acc, 9); break;
+    default: compact_one_row_d(fs, rk, acc, fs->depth); break;
     }
 }
 
@@ -922,8 +1020,8 @@ static void compact_block(const forest_task *t, const float *x, int n, float *ac
     const ml_fast *fs = t->f->fast;
     int c = t->f->n_targets, nf = fs->n_feat;
     uint16_t rk[COMPACT_RANKS];
-    int sub = COMPACT_RANKS / nf;
-    if (sub > FAST_LANES) sub -= sub % FAST_LANES;
+    int sub = COMPACT_SUB_SLOTS / (2 * nf);
+    sub = sub < FAST_LANES ? FAST_LANES : sub - sub % FAST_LANES; /* whole groups; one fits COMPACT_RANKS */
     int chunk = (int)(COMPACT_CHUNK_BYTES / ((size_t)fs->n_inner * sizeof(uint32_t) + (size_t)fs->n_leaves * sizeof(float)));
     if (chunk < 1) chunk = 1;
     for (int s0 = 0; s0 < n; s0 += sub) {
@@ -934,7 +1032,7 @@ static void compact_block(const forest_task *t, const float *x, int n, float *ac
     for (int t0 = 0, t1; t0 < fs->n_trees; t0 = t1) {                                  \
         t1 = t0 + chunk < fs->n_trees ? t0 + chunk : fs->n_trees;                      \
         for (r = 0; r + FAST_LANES <= m; r += FAST_LANES)                              \
-            compact_rows(fs, t0, t1, rk + (size_t)r * nf, a + r * c, c, D);            \
+            compact_rows(fs, t0, t1, rk + (size_t)r * 2 * nf, a + r * c, c, D);        \
     }
         switch (fs->depth) {
         case 1: COMPACT_ROWS(1); break;
@@ -949,7 +1047,8 @@ static void compact_block(const forest_task *t, const float *x, int n, float *ac
         default: COMPACT_ROWS(fs->depth); break;
         }
 #undef COMPACT_ROWS
-        for (; r < m; r++) compact_one_row(fs, rk + (size_t)(r / FAST_LANES) * nf * FAST_LANES + r % FAST_LANES, a + r * c);
+        for (; r < m; r++)
+            compact_one_row(fs, rk + (size_t)(r / FAST_LANES) * 2 * nf * FAST_LANES + r % FAST_LANES, a + r * c);
     }
 }
 
@@ -1010,12 +1109,21 @@ out:
 
 enum { ROW_BLOCK = 64 };
 
-static void forest_rows(void *arg, int64_t begin, int64_t end) {
-    const forest_task *t = arg;
+/* Whether rows take the fast path, and the rows of one block. */
+static bool forest_fast(const forest_task *t) {
+    return t->x32 && t->f->fast && (int64_t)t->f->n_targets * FAST_LANES <= FAST_MAX_ACC;
+}
+
+static int64_t forest_block(const forest_task *t) {
+    int64_t c = t->f->n_targets;
+    return !forest_fast(t) ? ROW_BLOCK : FAST_MAX_ACC / c < FAST_BLOCK ? FAST_MAX_ACC / c : FAST_BLOCK;
+}
+
+static void forest_rows(const forest_task *t, int64_t begin, int64_t end) {
     const ml_forest *f = t->f;
     int64_t c = f->n_targets;
-    bool fast = t->x32 && f->fast && c * FAST_LANES <= FAST_MAX_ACC;
-    int64_t block = !fast ? ROW_BLOCK : FAST_MAX_ACC / c < FAST_BLOCK ? FAST_MAX_ACC / c : FAST_BLOCK;
+    bool fast = forest_fast(t);
+    int64_t block = forest_block(t);
     for (int64_t b0 = begin, b1; b0 < end; b0 = b1) {
         b1 = b0 + block < end ? b0 + block : end;
         if (fast) {
@@ -1042,6 +1150,31 @@ static void forest_rows(void *arg, int64_t begin, int64_t end) {
                 memcpy(t->z64 + row * c, t->acc + row * c, (size_t)c * sizeof(double));
         }
     }
+}
+
+/* Threads pull blocks of rows from one counter: a thread that falls behind
+ * (the machine's other load, a late wake-up) leaves at most one block
+ * (FAST_BLOCK rows, a few ms) to the end, where inf__pool_range's chunks of
+ * n / (4 * threads) rows could leave an eighth of the work to one thread. */
+typedef struct forest_job {
+    const forest_task *t;
+    int64_t n, block;
+    _Atomic int64_t next;
+} forest_job;
+
+static void forest_pull(void *arg, int64_t begin, int64_t end) {
+    forest_job *j = arg;
+    (void)begin, (void)end;
+    for (int64_t b0; (b0 = atomic_fetch_add(&j->next, j->block)) < j->n;)
+        forest_rows(j->t, b0, b0 + j->block < j->n ? b0 + j->block : j->n);
+}
+
+static void forest_run_rows(inf__pool *pool, const forest_task *t, int64_t n) {
+    forest_job job = {.t = t, .n = n, .block = forest_block(t)};
+    atomic_init(&job.next, 0);
+    int threads = inf__pool_size(pool);
+    if (threads == 1 || n <= job.block) forest_rows(t, 0, n);
+    else inf__pool_range(pool, threads, 1, forest_pull, &job);
 }
 
 inf_status inf__ml_forest_run(inf__kernel_ctx *ctx) {
@@ -1095,7 +1228,7 @@ inf_status inf__ml_forest_run(inf__kernel_ctx *ctx) {
         t.z = (float *)(scratch + acc_b + has_b + conv_b + lab_b);
     }
     /* thresholds of float64 models are exact only in thr64; float32 X compares in float */
-    inf__pool_range(ctx->pool, n, ROW_BLOCK, forest_rows, &t);
+    forest_run_rows(ctx->pool, &t, n);
     if (!f->classifier) return INF_OK;
     if (!f->labels_str) {
         memcpy(y->data, t.label, (size_t)n * sizeof(int64_t));
