@@ -11,6 +11,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "core/core.h"
 
@@ -137,4 +140,13 @@ inf_status inf__array_reserve(void **items, int *cap, int need, size_t elem_size
     *items = n;
     *cap = ncap;
     return INF_OK;
+}
+
+void inf__prefault(void *p, size_t size) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+    uintptr_t page = 4096, lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + size) & ~(page - 1);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+    (void)p, (void)size;
+#endif
 }

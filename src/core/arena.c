@@ -10,6 +10,9 @@
 
 #include "core/core.h"
 
+/* A request this large (a weight packed at load) is faulted in with one call. */
+#define ARENA_PREFAULT_BYTES ((size_t)256 << 10)
+
 struct inf__arena_block {
     inf__arena_block *next;
     size_t size;
@@ -40,6 +43,7 @@ void *inf__arena_alloc(inf__arena *a, size_t size) {
     void *p = b->data + b->used;
     b->used += size;
     a->bytes_used += size;
+    if (size >= ARENA_PREFAULT_BYTES) inf__prefault(p, size); /* just what the memset touches */
     memset(p, 0, size);
     return p;
 }

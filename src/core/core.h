@@ -27,6 +27,11 @@ char *inf__strndup(const char *s, size_t n);
 /* 64-byte aligned blocks for tensor data; free with inf__aligned_free. */
 void *inf__aligned_alloc(size_t size);
 void inf__aligned_free(void *ptr);
+/* Faults in the whole pages of [p, p + size) with one system call (Linux
+ * MADV_POPULATE_WRITE) instead of one page fault per 4 KiB on first write:
+ * for large blocks about to be filled (model weights at load).  A hint;
+ * does nothing where unsupported. */
+void inf__prefault(void *p, size_t size);
 
 /* Grows *items (of elem_size bytes each) so that it can hold need elements;
  * *cap is updated.  Returns INF_OK or INF_ENOMEM (the array is unchanged). */

@@ -14,7 +14,9 @@
  *      Gelu (ai.infera); Pow(x, 2) -> Mul(x, x); scaled-dot-product
  *      attention (Transpose/MatMul/Div/Softmax/MatMul/Transpose) -> the
  *      internal fused Attention (ai.infera); Conv -> Add (a residual) ->
- *      the internal ConvAdd (ai.infera).  Each rewrites the chain's
+ *      the internal ConvAdd (ai.infera); MatMul by constant weights -> its
+ *      bias Add (-> a residual Add) (-> Gelu) -> the internal FusedMatMul
+ *      (ai.infera).  Each rewrites the chain's
  *      last node in place and marks the rest dead.
  *   3. activation fusion: a Relu, LeakyRelu or Clip (constant bounds) that is
  *      the only reader of a Conv/ConvTranspose/Gemm/MatMul/Add/
@@ -213,15 +215,17 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
     }
     if (st == INF_OK) { /* LayerNorm before Pow: its chain holds a Pow(d, 2) */
         inf__pass_ctx pc = {model, g, dead};
-        int n_ln = 0, n_gelu = 0, n_pow = 0, n_att = 0, n_ca = 0;
+        int n_ln = 0, n_gelu = 0, n_pow = 0, n_att = 0, n_ca = 0, n_mm = 0;
         st = inf__pass_layernorm(&pc, &n_ln, err);
         if (st == INF_OK) st = inf__pass_gelu(&pc, &n_gelu, err);
         if (st == INF_OK) st = inf__pass_pow_square(&pc, &n_pow, err);
         if (st == INF_OK) st = inf__pass_attention(&pc, &n_att, err);
         if (st == INF_OK) st = inf__pass_conv_add(&pc, &n_ca, err);
-        if (n_ln + n_gelu + n_pow + n_att + n_ca)
-            inf__log(INF_LOG_DEBUG, "optimizer: %d LayerNorm, %d Gelu, %d Pow(x,2), %d Attention, %d ConvAdd rewrites",
-                     n_ln, n_gelu, n_pow, n_att, n_ca);
+        if (st == INF_OK) st = inf__pass_matmul_add(&pc, &n_mm, err); /* after Gelu: it fuses the Gelu */
+        if (n_ln + n_gelu + n_pow + n_att + n_ca + n_mm)
+            inf__log(INF_LOG_DEBUG,
+                     "optimizer: %d LayerNorm, %d Gelu, %d Pow(x,2), %d Attention, %d ConvAdd, %d FusedMatMul rewrites",
+                     n_ln, n_gelu, n_pow, n_att, n_ca, n_mm);
     }
     if (st == INF_OK) fuse_activations(g, dead);
     for (int n = g->n_nodes - 1; n >= 0 && st == INF_OK; n--) /* reverse order removes whole dead chains */

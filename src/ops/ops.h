@@ -162,6 +162,24 @@ void inf__ops_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float *b, i
 void inf__ops_sgemm_packed_avx2(inf__pool *pool, bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
                                 const float *a, int64_t lda, const float *bp, float beta, float *c,
                                 int64_t ldc);
+/* What a fused MatMul (FusedMatMul, ops/ref/fused_matmul.c) does in the
+ * GEMM's store, after the last k block: C[i][j] = act(C[i][j] + bias[j] +
+ * res[i * ldr + j]) -- two float adds in that order, then act over the row
+ * segment in place -- the arithmetic of separate Add, Add and activation
+ * nodes.  Any member may be NULL.  inf__ops_sgemm_packed_ep_avx2 is
+ * inf__ops_sgemm_packed_avx2 with it. */
+typedef struct inf__gemm_epilogue {
+    const float *bias; /* [n] */
+    const float *res;  /* [m, n], row stride ldr */
+    int64_t ldr;
+    void (*act)(const float *x, float *y, int64_t n);
+} inf__gemm_epilogue;
+void inf__ops_sgemm_packed_ep_avx2(inf__pool *pool, bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
+                                   const float *a, int64_t lda, const float *bp, float beta, float *c, int64_t ldc,
+                                   const inf__gemm_epilogue *ep);
+/* FusedMatMul (made by graph/passes/matmul_add.c from a MatMul node) uses
+ * the MatMul's W packed at its load, rather than packing W a second time. */
+void inf__ops_fused_matmul_take_packing(inf__node *fused, const inf__node *matmul);
 /* For a kernel's init: packs op(B) into the model arena when the CPU has
  * AVX2/FMA (*out = the panels), else *out = NULL (the caller keeps the
  * reference path).  INF_ENOMEM when the arena cannot grow.  (ops/ref/gemm.c) */

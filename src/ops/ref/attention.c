@@ -20,15 +20,18 @@
  * constant, which makes every tensor of the chain float32).
  *
  * DESIGN: one pool task per thread; each takes (batch, head) units from an
- * atomic counter.  A unit copies K_bh transposed into the thread's scratch
- * ([D, Sk]), then for blocks of query rows computes S = scale Q K^T with
+ * atomic counter.  A unit copies K_bh transposed and scaled into the
+ * thread's scratch ([D, Sk]), then for blocks of query rows computes
+ * S = Q (scale K^T) with
  * inf__ops_sgemm (no pool: it runs inside the task), adds the mask, runs
  * the vectorised softmax row (ops/vmath.h) and multiplies S V straight into
  * Y.  Batch invariance (DESIGN.md section 1): a unit's rows depend only on
  * its own (b, h) data -- sgemm's row bits never depend on m or the split --
  * so batch rows give the same bits at any batch size and thread count.
- * Deviation from the unfused graph: the scale is folded into the product
- * (alpha) instead of a separate Div, which moves float32 rounding only.
+ * Deviation from the unfused graph: the scale multiplies K (as it is
+ * copied transposed) instead of the scores in a separate Div, which moves
+ * float32 rounding only (none for a power-of-two scale, 1/sqrt(D) with D
+ * = 64 or 16).
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -64,12 +67,13 @@ static void attention_unit(const attention_job *j, int64_t unit, float *kt, floa
     const float *k = j->k + b * j->kb + h * j->kh;
     const float *v = j->v + b * j->vb + h * j->vh;
     float *y = j->y + (b * j->sq * j->h + h) * j->dv;
-    for (int64_t t = 0; t < j->sk; t++) /* K_bh^T: [D, Sk], read in place by sgemm */
-        for (int64_t p = 0; p < j->d; p++) kt[p * j->sk + t] = k[t * j->ldk + p];
+    /* scale * K_bh^T: [D, Sk], read in place by sgemm; with the scale here,
+     * alpha is 1 and sgemm reads Q in place too (no packing pass) */
+    for (int64_t t = 0; t < j->sk; t++)
+        for (int64_t p = 0; p < j->d; p++) kt[p * j->sk + t] = j->scale * k[t * j->ldk + p];
     for (int64_t i0 = 0; i0 < j->sq; i0 += j->rows) {
         int64_t m = j->sq - i0 < j->rows ? j->sq - i0 : j->rows;
-        inf__ops_sgemm(NULL, false, false, m, j->sk, j->d, j->scale, q + i0 * j->ldq, j->ldq, kt, j->sk, 0.0f, s,
-                       j->sk);
+        inf__ops_sgemm(NULL, false, false, m, j->sk, j->d, 1.0f, q + i0 * j->ldq, j->ldq, kt, j->sk, 0.0f, s, j->sk);
         for (int64_t i = 0; i < m; i++) {
             float *row = s + i * j->sk;
             if (j->mask) {

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "ops/vmath.h"
 
 /* ======================================================================== */
 /*  sgemm                                                                    */
@@ -646,3 +647,163 @@ static inf_status matmul_init(inf__node *node, inf__arena *arena, inf_error *err
 }
 
 const inf__op_impl op_matmul = {matmul_init, matmul_run};
+
+/* ======================================================================== */
+/*  FusedMatMul (ai.infera)                                                  */
+/* ======================================================================== */
+
+/* Y = act(MatMul(A, W) + bias [+ Z]), made by the optimizer's MatMul pass
+ * (graph/passes/matmul_add.c) from MatMul -> Add(bias) [-> Add(Z)]
+ * [-> Gelu]:
+ *   A    float32 [..., K] (rank >= 1; the leading dimensions are rows)
+ *   W    float32 [K, N], a constant (packed at load)
+ *   bias float32 [N], a constant
+ *   Z    optional, any float32 tensor broadcastable with Y; the residual
+ *   attribute activation: "Gelu" (the internal exact-erf Gelu) or absent.
+ * Same bits as the separate nodes: the MatMul's sums, then + bias[j], then
+ * + Z, then the activation (ops/vmath.h's, as the Gelu kernel).  With the
+ * AVX2 kernel and W packed, the adds and the activation run in the GEMM's
+ * store on each tile while it is in cache (inf__gemm_epilogue); otherwise
+ * after the product, in one pass.  A Z of another shape goes through
+ * scratch and numpy broadcasting (the Add's result may then be larger). */
+
+typedef struct fused_mm_params {
+    packed_b bp;
+    inf__vmath_fn act; /* NULL: none */
+} fused_mm_params;
+
+static inf_status fused_mm_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    fused_mm_params *p = inf__op_params(arena, fused_mm_params);
+    if (!p) return inf__node_error(node, err, INF_ENOMEM, "out of memory");
+    const char *act = inf__attr_string(node, "activation", "");
+    if (!strcmp(act, "Gelu")) p->act = inf__vmath_best()->gelu;
+    else if (*act) return inf__node_error(node, err, INF_EINVAL, "attribute activation: unknown '%s'", act);
+    node->params = p; /* W's packing: the MatMul's (inf__ops_fused_matmul_take_packing) */
+    return INF_OK;
+}
+
+void inf__ops_fused_matmul_take_packing(inf__node *fused, const inf__node *matmul) {
+    fused_mm_params *p = fused->params;
+    const packed_b *pb = matmul->params;
+    if (p && pb && pb->panels && !strcmp(fused->op_type, "FusedMatMul") && !strcmp(matmul->op_type, "MatMul"))
+        p->bp = *pb;
+}
+
+/* C[i][j] = act(C[i][j] + bias[j] + res[i][j]) over rows [begin, end): the
+ * epilogue after an unfused product (same arithmetic as the GEMM store's). */
+typedef struct fused_mm_rows {
+    const inf__gemm_epilogue *ep;
+    float *c;
+    int64_t n;
+} fused_mm_rows;
+
+static void fused_mm_epilogue_task(void *arg, int64_t begin, int64_t end) {
+    const fused_mm_rows *t = arg;
+    const inf__gemm_epilogue *ep = t->ep;
+    for (int64_t i = begin; i < end; i++) {
+        float *c = t->c + i * t->n;
+        if (ep->bias)
+            for (int64_t j = 0; j < t->n; j++) c[j] = c[j] + ep->bias[j];
+        if (ep->res)
+            for (int64_t j = 0; j < t->n; j++) c[j] = c[j] + ep->res[i * ep->ldr + j];
+        if (ep->act) ep->act(c, c, t->n);
+    }
+}
+
+/* y[rows, n] = epilogue(a[rows, k] W): in the AVX2 store when W is packed. */
+static void fused_mm_compute(inf__pool *pool, const fused_mm_params *p, const inf_tensor *w, int64_t rows, int64_t n,
+                             int64_t k, const float *a, const inf__gemm_epilogue *ep, float *y) {
+#if defined(__x86_64__)
+    if (p->bp.panels && w->data == p->bp.src && p->bp.k == k && p->bp.n == n) {
+        inf__ops_sgemm_packed_ep_avx2(pool, false, rows, n, k, 1.0f, a, k, p->bp.panels, 0.0f, y, n, ep);
+        return;
+    }
+#endif
+    inf__ops_sgemm(pool, false, false, rows, n, k, 1.0f, a, k, w->data, n, 0.0f, y, n);
+    fused_mm_rows t = {ep, y, n};
+    inf__pool_range(pool, rows, 16384 / (n + 1) + 1, fused_mm_epilogue_task, &t);
+}
+
+/* out = t + z with numpy broadcasting (out has the broadcast shape). */
+static void add_broadcast_f32(inf_tensor *out, const float *t, int t_ndim, const int64_t *t_dims, const inf_tensor *z) {
+    int nd = out->ndim;
+    int64_t st[INF_MAX_DIMS], sz[INF_MAX_DIMS], idx[INF_MAX_DIMS] = {0}, ot = 0, oz = 0;
+    inf__broadcast_strides(t_ndim, t_dims, nd, out->dims, st);
+    inf__broadcast_strides(z->ndim, z->dims, nd, out->dims, sz);
+    const float *zf = z->data;
+    float *of = out->data;
+    for (int64_t i = 0, n = inf_tensor_numel(out); i < n; i++) {
+        of[i] = t[ot] + zf[oz];
+        for (int d = nd - 1; d >= 0; d--) {
+            ot += st[d], oz += sz[d];
+            if (++idx[d] < out->dims[d]) break;
+            ot -= st[d] * out->dims[d], oz -= sz[d] * out->dims[d], idx[d] = 0;
+        }
+    }
+}
+
+/* The residual Z does not have Y's shape: Y' = A W + bias in scratch, then
+ * out = act(Y' + Z) with broadcasting. */
+static inf_status fused_mm_broadcast(inf__kernel_ctx *ctx, const fused_mm_params *p, const inf_tensor *w,
+                                     int64_t rows, int64_t n, int64_t k, int ydim, const int64_t *ydims,
+                                     inf__gemm_epilogue ep) {
+    const inf_tensor *z = ctx->in[3];
+    int nd;
+    int64_t od[INF_MAX_DIMS];
+    char bz[96], by[96];
+    if (inf__broadcast_shape(ydim, ydims, z->ndim, z->dims, &nd, od) != INF_OK)
+        return inf__kernel_error(ctx, INF_ESHAPE, "residual Z %s does not broadcast with the product %s",
+                                 inf__shape_str(z->ndim, z->dims, bz, sizeof bz), inf__shape_str(ydim, ydims, by, sizeof by));
+    float *t = inf__kernel_scratch(ctx, (size_t)(rows * n > 0 ? rows * n : 1) * sizeof(float));
+    if (!t) return INF_ENOMEM;
+    inf_tensor *y;
+    inf_status st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, nd, od, &y);
+    if (st != INF_OK || inf_tensor_numel(y) == 0) return st;
+    inf__vmath_fn act = ep.act;
+    ep.act = NULL;
+    if (rows > 0) fused_mm_compute(ctx->pool, p, w, rows, n, k, ctx->in[0]->data, &ep, t);
+    add_broadcast_f32(y, t, ydim, ydims, z);
+    if (act) act(y->data, y->data, inf_tensor_numel(y));
+    return INF_OK;
+}
+
+static inf_status fused_mm_check(inf__kernel_ctx *ctx, const inf_tensor *a, const inf_tensor *w, const inf_tensor *bias,
+                                 const inf_tensor *z) {
+    char ba[96], bw[96];
+    if (a->dtype != INF_DTYPE_F32 || w->dtype != INF_DTYPE_F32 || bias->dtype != INF_DTYPE_F32 ||
+        (z && (z->kind != INF_KIND_TENSOR || z->dtype != INF_DTYPE_F32)))
+        return inf__kernel_error(ctx, INF_ETYPE, "inputs must be float32 tensors (A is %s)", inf_dtype_name(a->dtype));
+    if (w->ndim != 2 || a->ndim < 1 || a->dims[a->ndim - 1] != w->dims[0])
+        return inf__kernel_error(ctx, INF_ESHAPE, "A %s and W %s: inner dimensions differ",
+                                 inf__shape_str(a->ndim, a->dims, ba, sizeof ba),
+                                 inf__shape_str(w->ndim, w->dims, bw, sizeof bw));
+    if (bias->ndim != 1 || bias->dims[0] != w->dims[1])
+        return inf__kernel_error(ctx, INF_ESHAPE, "bias %s is not [%lld]", inf__shape_str(bias->ndim, bias->dims, ba, sizeof ba),
+                                 (long long)w->dims[1]);
+    return INF_OK;
+}
+
+static inf_status fused_mm_run(inf__kernel_ctx *ctx) {
+    const fused_mm_params *p = ctx->node->params;
+    const inf_tensor *a = ctx->in[0], *w = ctx->in[1], *bias = ctx->in[2], *z = ctx->n_in > 3 ? ctx->in[3] : NULL;
+    inf_status st = fused_mm_check(ctx, a, w, bias, z);
+    if (st != INF_OK) return st;
+    int64_t k = w->dims[0], n = w->dims[1], ydims[INF_MAX_DIMS];
+    int ydim = a->ndim;
+    for (int d = 0; d < ydim - 1; d++) ydims[d] = a->dims[d];
+    ydims[ydim - 1] = n;
+    int64_t rows = 1;
+    for (int d = 0; d < ydim - 1; d++) rows *= a->dims[d];
+    inf__gemm_epilogue ep = {bias->data, NULL, n, p->act};
+    bool same = z && z->ndim == ydim;
+    for (int d = 0; same && d < ydim; d++) same = z->dims[d] == ydims[d];
+    if (z && !same) return fused_mm_broadcast(ctx, p, w, rows, n, k, ydim, ydims, ep);
+    if (z) ep.res = z->data;
+    inf_tensor *y;
+    st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, ydim, ydims, &y);
+    if (st != INF_OK || inf_tensor_numel(y) == 0) return st;
+    fused_mm_compute(ctx->pool, p, w, rows, n, k, a->data, &ep, y->data);
+    return INF_OK;
+}
+
+const inf__op_impl op_fused_matmul = {fused_mm_init, fused_mm_run};

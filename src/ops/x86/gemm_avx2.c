@@ -21,13 +21,25 @@
  *     L1 and the TLB, hence the stride bound).  Ragged last columns go
  *     through a zero-padded copy on the stack.
  *   - The tasks are tiles of C: MC = 72 rows x all the slab's columns, or
- *     narrower (>= 64) when there are too few row blocks for the threads.
+ *     narrower (>= 64) when there are too few row blocks for the threads
+ *     (never on one thread).
  *     A task walks k in KC = 256 steps; for each it packs its MC x KC block
  *     of op(A) (alpha folded in, MR = 6-row panels laid out [k][6], rows past
- *     m zero) on its own stack (72 KiB, stays in L2), then for each
- *     16-column B micro-panel (16 KiB, stays in L1) runs the 6x16
- *     micro-kernel over the A panels: 12 ymm accumulators, 2 B loads and 6
- *     broadcasts per k step.
+ *     m zero; plain rows turned 8x8 in registers) on its own stack (72 KiB,
+ *     stays in L2), then for each 16-column B micro-panel (16 KiB, stays in
+ *     L1) runs the 6x16 micro-kernel over the A panels: 12 ymm accumulators,
+ *     2 B loads and 6 broadcasts per k step.
+ *   - Plain A with alpha = 1 and at most 144 rows (a batch-1 transformer's
+ *     MatMuls, the attention products) is not packed: the kernel
+ *     broadcasts straight from A's rows (alpha * a would
+ *     be a anyway, so the bits are the packed path's), and an edge tile of
+ *     r < 6 rows runs an r-row kernel instead of a zero-padded 6-row one.
+ *     Rows a multiple of 4 KiB apart would all fall in the same L1 sets, so
+ *     those are still packed.
+ *   - A fused epilogue (inf__gemm_epilogue, for FusedMatMul): after a
+ *     tile's last k block, + bias[j], + a residual, then an activation over
+ *     each row segment, while the tile is in L1 -- the float operations of
+ *     the separate Add/Add/Gelu nodes, in their order.
  *   - beta is applied when the first k block is stored (beta = 0 writes
  *     without reading C, so garbage or NaN in C never leaks in); later k
  *     blocks accumulate.  Partial edge tiles go through a 6x16 buffer.
@@ -51,8 +63,8 @@
  * fast matrix-vector path in sgemm) and with two threads; so no OpenBLAS.
  * Constant weights (Gemm/MatMul B) are packed once at load
  * (inf__ops_sgemm_pack_b from their init, ops/ref/gemm.c) and run through
- * inf__ops_sgemm_packed_avx2, which skips the packing pass and the
- * workspace; other B are packed per call.
+ * inf__ops_sgemm_packed_avx2 (or _packed_ep_avx2 with an epilogue), which
+ * skips the packing pass and the workspace; other B are packed per call.
  *
  * Without a workspace (NULL pool or out of memory) each task copies its B
  * blocks on the stack: slower, same bits; so it always returns true.
@@ -80,6 +92,18 @@ enum {
  * rather than packed (measured with bench/bench_gemm). */
 #define DIRECT_B_MAX_M 144
 #define DIRECT_B_MAX_LDB 320
+/* Up to this many rows, plain A with alpha 1 is read in place rather than
+ * packed (measured on the BERT shapes: 5-15% faster at 128 rows; from 256
+ * rows with wide B, packing -- which streams each A block into L2 ahead of
+ * the kernel -- is up to 10% faster). */
+#define DIRECT_A_MAX_M 144
+/* Rows of A this far apart (a multiple of 4 KiB) alias in L1 when read in
+ * place: those are packed. */
+#ifndef A_DIRECT_OK
+#define A_DIRECT_OK(lda) (((lda) * 4) % 4096 != 0)
+#endif
+/* Floats pack_a may write past its panels. */
+#define PACK_A_SLACK 8
 /* Multiply-adds of the few-rows path worth a task of their own. */
 #define SMALL_TASK 65536
 
@@ -95,6 +119,8 @@ typedef struct gemm_job {
     int64_t j0, nc;
     int64_t nt;            /* columns of C per task (multiple of NR) */
     int64_t n_col_tasks;
+    bool a_direct;         /* A read in place by the kernel (alpha 1, not transposed) */
+    const inf__gemm_epilogue *ep; /* applied after the last k block, or NULL */
 } gemm_job;
 
 static inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
@@ -171,7 +197,26 @@ static void pack_b_task(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* op(A)[i0:i0+mc, p0:p0+kc] * alpha as MR-row panels [kc][MR]; rows past mc zero. */
+/* Six rows r[0..5] of plain A, times alpha, as [p][6] for p in steps of 8:
+ * 8x8 blocks (two rows zero) turned in registers, each column stored as 8
+ * floats of which the next store overwrites the last 2 -- so up to 2 floats
+ * past dst + 6 * p are written (the caller's buffer has PACK_A_SLACK).
+ * Returns the p reached (a multiple of 8). */
+static int64_t pack_a_rows8(const float *const *r, int64_t kc, float alpha, float *dst) {
+    __m256 va = _mm256_set1_ps(alpha);
+    int64_t p = 0;
+    for (; p + 8 <= kc; p += 8, dst += 8 * MR) {
+        __m256 t[8];
+        for (int q = 0; q < MR; q++) t[q] = _mm256_mul_ps(va, _mm256_loadu_ps(r[q] + p));
+        t[6] = t[7] = _mm256_setzero_ps();
+        transpose_8x8(t);
+        for (int c = 0; c < 8; c++) _mm256_storeu_ps(dst + c * MR, t[c]);
+    }
+    return p;
+}
+
+/* op(A)[i0:i0+mc, p0:p0+kc] * alpha as MR-row panels [kc][MR]; rows past mc
+ * zero.  dst holds mc * kc + PACK_A_SLACK floats. */
 static void pack_a(const gemm_job *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
                    float *restrict dst) {
     const float alpha = g->alpha;
@@ -181,7 +226,8 @@ static void pack_a(const gemm_job *g, int64_t i0, int64_t mc, int64_t p0, int64_
             const float *r[MR];
             for (int64_t q = 0; q < MR; q++) r[q] = g->a + (i0 + ip + (q < rows ? q : 0)) * g->lda + p0;
             if (rows == MR) {
-                for (int64_t p = 0; p < kc; p++, dst += MR)
+                int64_t p = pack_a_rows8(r, kc, alpha, dst);
+                for (dst += p * MR; p < kc; p++, dst += MR)
                     for (int q = 0; q < MR; q++) dst[q] = alpha * r[q][p];
             } else {
                 for (int64_t p = 0; p < kc; p++, dst += MR)
@@ -193,6 +239,38 @@ static void pack_a(const gemm_job *g, int64_t i0, int64_t mc, int64_t p0, int64_
                 for (int q = 0; q < MR; q++) dst[q] = q < rows ? alpha * src[q] : 0.0f;
         }
     }
+}
+
+/* ---- the fused epilogue (bias, residual, activation) ---- */
+
+/* C[i0:i0+rows, j:j+cols] (at c, row stride ldc) += bias[j], then
+ * += res[i][j]: two float adds in that order, as separate Add nodes do
+ * (a 16-column tile in registers; other widths element by element, which
+ * rounds the same). */
+static void epilogue_adds(const inf__gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0, int64_t rows, int64_t j,
+                          int64_t cols) {
+    const float *bias = ep->bias ? ep->bias + j : NULL;
+    for (int64_t r = 0; r < rows; r++, c += ldc) {
+        const float *res = ep->res ? ep->res + (i0 + r) * ep->ldr + j : NULL;
+        if (cols == NR) {
+            __m256 v0 = _mm256_loadu_ps(c), v1 = _mm256_loadu_ps(c + 8);
+            if (bias) v0 = _mm256_add_ps(v0, _mm256_loadu_ps(bias)), v1 = _mm256_add_ps(v1, _mm256_loadu_ps(bias + 8));
+            if (res) v0 = _mm256_add_ps(v0, _mm256_loadu_ps(res)), v1 = _mm256_add_ps(v1, _mm256_loadu_ps(res + 8));
+            _mm256_storeu_ps(c, v0), _mm256_storeu_ps(c + 8, v1);
+            continue;
+        }
+        for (int64_t q = 0; bias && q < cols; q++) c[q] = c[q] + bias[q];
+        for (int64_t q = 0; res && q < cols; q++) c[q] = c[q] + res[q];
+    }
+}
+
+/* The whole epilogue on C[i0:i0+rows, j:j+cols]: the adds, then the
+ * activation over each row's segment (one call per row: the element-wise
+ * function gives every element the same bits wherever it sits). */
+static void epilogue_rows(const inf__gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0, int64_t rows, int64_t j,
+                          int64_t cols) {
+    if (ep->bias || ep->res) epilogue_adds(ep, c, ldc, i0, rows, j, cols);
+    for (int64_t r = 0; ep->act && r < rows; r++) ep->act(c + r * ldc, c + r * ldc, cols);
 }
 
 /* ---- the 6x16 micro-kernel ---- */
@@ -239,23 +317,53 @@ kernel_6x16(int64_t kc, const float *restrict a, const float *restrict b, int64_
     }
 }
 
-/* One micro-tile of C at (i, j), rows x cols valid; B's rows are ldbk
- * apart (NR when packed; a partial tile always comes from a packed panel). */
-static void micro_tile(int64_t kc, const float *a, const float *b, int64_t ldbk, float *c, int64_t ldc,
-                       int64_t rows, int64_t cols, int mode, float beta) {
-    if (rows == MR && cols == NR) {
-        switch (mode) {
-        case STORE_BETA0: kernel_6x16(kc, a, b, ldbk, c, ldc, STORE_BETA0, beta); break;
-        case STORE_ADD: kernel_6x16(kc, a, b, ldbk, c, ldc, STORE_ADD, beta); break;
-        default: kernel_6x16(kc, a, b, ldbk, c, ldc, STORE_BETA, beta); break;
+/* The same accumulation with R rows of A read in place (alpha = 1, A not
+ * transposed): a[r * lda + p].  Rows past the valid ones are never read, so
+ * an edge tile computes only its own rows.  Stores as kernel_6x16. */
+static inline __attribute__((always_inline)) void
+kernel_direct(const int R, int64_t kc, const float *restrict a, int64_t lda, const float *restrict b, int64_t ldbk,
+              float *c, int64_t ldc, int mode, float beta) {
+    __m256 acc[MR][2];
+    for (int r = 0; r < R; r++) acc[r][0] = _mm256_setzero_ps(), acc[r][1] = _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (int64_t p = 0; p < kc; p++, a++, b += ldbk) {
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            __m256 av = _mm256_broadcast_ss(a + r * lda);
+            acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
         }
-        return;
     }
-    /* the same accumulation, then the same store arithmetic as
-     * kernel_6x16's (acc + C, or fma(beta, C, acc): one rounding), so a row
-     * gets identical bits whether its tile is full or not */
-    _Alignas(32) float t[MR * NR];
-    kernel_6x16(kc, a, b, ldbk, t, NR, STORE_BETA0, 0.0f);
+    __m256 vb = _mm256_set1_ps(beta);
+    for (int r = 0; r < R; r++, c += ldc) {
+        for (int h = 0; h < 2; h++) {
+            __m256 v = acc[r][h];
+            if (mode == STORE_ADD)
+                v = _mm256_add_ps(v, _mm256_loadu_ps(c + 8 * h));
+            else if (mode == STORE_BETA)
+                v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(c + 8 * h), v);
+            _mm256_storeu_ps(c + 8 * h, v);
+        }
+    }
+}
+
+static void kernel_direct_rows(int64_t rows, int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldbk,
+                               float *c, int64_t ldc, int mode, float beta) {
+    switch (rows) {
+    case 6: kernel_direct(6, kc, a, lda, b, ldbk, c, ldc, mode, beta); break;
+    case 5: kernel_direct(5, kc, a, lda, b, ldbk, c, ldc, mode, beta); break;
+    case 4: kernel_direct(4, kc, a, lda, b, ldbk, c, ldc, mode, beta); break;
+    case 3: kernel_direct(3, kc, a, lda, b, ldbk, c, ldc, mode, beta); break;
+    case 2: kernel_direct(2, kc, a, lda, b, ldbk, c, ldc, mode, beta); break;
+    default: kernel_direct(1, kc, a, lda, b, ldbk, c, ldc, mode, beta); break;
+    }
+}
+
+/* Stores the tile t[rows][NR] (first `cols` columns) into C with the same
+ * arithmetic as the kernels' store (acc + C, or fma(beta, C, acc): one
+ * rounding), so a row gets identical bits whether its tile is full or not. */
+static void store_partial(const float *t, float *c, int64_t ldc, int64_t rows, int64_t cols, int mode, float beta) {
     for (int64_t r = 0; r < rows; r++, c += ldc)
         for (int64_t j = 0; j < cols; j++) {
             float v = t[r * NR + j];
@@ -265,11 +373,67 @@ static void micro_tile(int64_t kc, const float *a, const float *b, int64_t ldbk,
         }
 }
 
+/* One micro-tile of C at (i, j), rows x cols valid; B's rows are ldbk
+ * apart (NR when packed; a partial tile always comes from a packed panel).
+ * lda > 0: A read in place (rows lda apart); lda == 0: a is a packed panel. */
+static void micro_tile(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldbk, float *c, int64_t ldc,
+                       int64_t rows, int64_t cols, int mode, float beta) {
+    _Alignas(32) float t[MR * NR];
+    if (lda > 0) {
+        if (cols == NR) {
+            kernel_direct_rows(rows, kc, a, lda, b, ldbk, c, ldc, mode, beta);
+        } else {
+            kernel_direct_rows(rows, kc, a, lda, b, ldbk, t, NR, STORE_BETA0, 0.0f);
+            store_partial(t, c, ldc, rows, cols, mode, beta);
+        }
+        return;
+    }
+    if (rows == MR && cols == NR) {
+        switch (mode) {
+        case STORE_BETA0: kernel_6x16(kc, a, b, ldbk, c, ldc, STORE_BETA0, beta); break;
+        case STORE_ADD: kernel_6x16(kc, a, b, ldbk, c, ldc, STORE_ADD, beta); break;
+        default: kernel_6x16(kc, a, b, ldbk, c, ldc, STORE_BETA, beta); break;
+        }
+        return;
+    }
+    kernel_6x16(kc, a, b, ldbk, t, NR, STORE_BETA0, 0.0f);
+    store_partial(t, c, ldc, rows, cols, mode, beta);
+}
+
+/* The B micro-panel for columns [j, j + cols) of k block p0 (kc rows):
+ * packed, plain B in place, or a zero-padded / transposed copy in btail.
+ * *ldbk receives its row stride. */
+static const float *b_panel(const gemm_job *g, int64_t jt, int64_t jr, int64_t p0, int64_t kc, int64_t cols,
+                            float *btail, int64_t *ldbk) {
+    int64_t j = g->j0 + jt + jr;
+    *ldbk = NR;
+    if (g->bp) return g->bp + ((jt + jr) / NR) * g->k * NR + p0 * NR;
+    if (!g->trans_b && cols == NR) {
+        *ldbk = g->ldb;
+        return g->b + p0 * g->ldb + j; /* plain B read in place */
+    }
+    if (!g->trans_b) {
+        /* the ragged last columns: zero-padded copy */
+        const float *src = g->b + p0 * g->ldb + j;
+        for (int64_t p = 0; p < kc; p++, src += g->ldb)
+            for (int64_t q = 0; q < NR; q++) btail[p * NR + q] = q < cols ? src[q] : 0.0f;
+        return btail;
+    }
+    /* transposed B without a workspace (no pool): this block's panel,
+     * transposed on the stack */
+    for (int64_t q = 0; q < NR; q++) {
+        const float *src = g->b + (j + (q < cols ? q : 0)) * g->ldb + p0;
+        for (int64_t p = 0; p < kc; p++) btail[p * NR + q] = q < cols ? src[p] : 0.0f;
+    }
+    return btail;
+}
+
 /* Tasks [begin, end) of the slab: tile t covers rows (t / n_col_tasks) * MC
- * and columns j0 + (t % n_col_tasks) * NT. */
+ * and columns j0 + (t % n_col_tasks) * NT.  A is packed per k block, or read
+ * in place (g->a_direct). */
 static void compute_task(void *arg, int64_t begin, int64_t end) {
     const gemm_job *g = arg;
-    _Alignas(64) float ap[MC * KC];
+    _Alignas(64) float ap[MC * KC + PACK_A_SLACK];
     _Alignas(64) float btail[KC * NR];
     int first_mode = g->beta == 0.0f ? STORE_BETA0 : g->beta == 1.0f ? STORE_ADD : STORE_BETA;
     for (int64_t t = begin; t < end; t++) {
@@ -278,36 +442,22 @@ static void compute_task(void *arg, int64_t begin, int64_t end) {
         for (int64_t p0 = 0; p0 < g->k; p0 += KC) {
             int64_t kc = min64(KC, g->k - p0);
             int mode = p0 == 0 ? first_mode : STORE_ADD;
-            pack_a(g, i0, mc, p0, kc, ap);
+            bool last = p0 + kc >= g->k;
+            if (!g->a_direct) pack_a(g, i0, mc, p0, kc, ap);
             for (int64_t jr = 0; jr < nt; jr += NR) {
-                int64_t cols = min64(NR, nt - jr), j = g->j0 + jt + jr;
-                const float *bpanel;
-                int64_t ldbk = NR;
-                if (g->bp) {
-                    bpanel = g->bp + ((jt + jr) / NR) * g->k * NR + p0 * NR;
-                } else if (!g->trans_b && cols == NR) {
-                    bpanel = g->b + p0 * g->ldb + j; /* plain B read in place */
-                    ldbk = g->ldb;
-                } else if (!g->trans_b) {
-                    /* the ragged last columns: zero-padded copy */
-                    const float *src = g->b + p0 * g->ldb + j;
-                    for (int64_t p = 0; p < kc; p++, src += g->ldb)
-                        for (int64_t q = 0; q < NR; q++) btail[p * NR + q] = q < cols ? src[q] : 0.0f;
-                    bpanel = btail;
-                } else {
-                    /* transposed B without a workspace (no pool): this
-                     * block's panel, transposed on the stack */
-                    for (int64_t q = 0; q < NR; q++) {
-                        const float *src = g->b + (j + (q < cols ? q : 0)) * g->ldb + p0;
-                        for (int64_t p = 0; p < kc; p++) btail[p * NR + q] = q < cols ? src[p] : 0.0f;
-                    }
-                    bpanel = btail;
-                }
+                int64_t cols = min64(NR, nt - jr), j = g->j0 + jt + jr, ldbk;
+                const float *bpanel = b_panel(g, jt, jr, p0, kc, cols, btail, &ldbk);
                 float *cblk = g->c + i0 * g->ldc + j;
-                for (int64_t ir = 0; ir < mc; ir += MR)
-                    micro_tile(kc, ap + ir * kc, bpanel, ldbk, cblk + ir * g->ldc, g->ldc,
+                for (int64_t ir = 0; ir < mc; ir += MR) {
+                    const float *a = g->a_direct ? g->a + (i0 + ir) * g->lda + p0 : ap + ir * kc;
+                    micro_tile(kc, a, g->a_direct ? g->lda : 0, bpanel, ldbk, cblk + ir * g->ldc, g->ldc,
                                min64(MR, mc - ir), cols, mode, g->beta);
+                }
+                if (last && g->ep && (g->ep->bias || g->ep->res)) epilogue_adds(g->ep, cblk, g->ldc, i0, mc, j, cols);
             }
+            if (last && g->ep && g->ep->act) /* after the adds, on the task's whole rows (one call each) */
+                epilogue_rows(&(inf__gemm_epilogue){NULL, NULL, 0, g->ep->act}, g->c + i0 * g->ldc + g->j0 + jt,
+                              g->ldc, i0, mc, 0, nt);
         }
     }
 }
@@ -487,7 +637,11 @@ static void small_m_tb_task(void *arg, int64_t begin, int64_t end) {
  * row blocks to keep the threads busy; then the columns are split too, at
  * least NT_MIN wide. */
 static void compute_tasks(inf__pool *pool, gemm_job *g) {
-    int64_t row_blocks = (g->m + MC - 1) / MC, want = 3 * (int64_t)inf__pool_size(pool);
+    int threads = inf__pool_size(pool);
+    int64_t row_blocks = (g->m + MC - 1) / MC, want = threads > 1 ? 3 * (int64_t)threads : 1;
+    /* alpha 1, plain A: the kernel broadcasts A from its rows in place (no
+     * packing pass; alpha * a would be a anyway) */
+    g->a_direct = !g->trans_a && g->alpha == 1.0f && g->lda > 0 && g->m <= DIRECT_A_MAX_M && A_DIRECT_OK(g->lda);
     int64_t splits = row_blocks >= want ? 1 : (want + row_blocks - 1) / row_blocks;
     g->nt = ((g->nc + splits - 1) / splits + NR - 1) / NR * NR;
     if (g->nt < NT_MIN) g->nt = NT_MIN;
@@ -518,7 +672,7 @@ bool inf__ops_sgemm_avx2(inf__pool *pool, bool trans_a, bool trans_b, int64_t m,
                          float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                          float beta, float *c, int64_t ldc) {
     if (m <= 0 || n <= 0) return true;
-    gemm_job g = {trans_a, trans_b, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, NULL, 0, 0, 0, 0};
+    gemm_job g = {trans_a, trans_b, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, NULL, 0, 0, 0, 0, false, NULL};
     if (k <= 0) {
         scale_only(m, n, beta, c, ldc);
         return true;
@@ -562,21 +716,27 @@ bool inf__ops_sgemm_avx2(inf__pool *pool, bool trans_a, bool trans_b, int64_t m,
 int64_t inf__ops_sgemm_packed_floats(int64_t k, int64_t n) { return (n + NR - 1) / NR * NR * k; }
 
 void inf__ops_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float *b, int64_t ldb, float *dst) {
-    gemm_job g = {false, trans_b, 0, n, k, 1.0f, 0.0f, NULL, b, 0, ldb, 0, NULL, dst, 0, n, 0, 0};
+    gemm_job g = {false, trans_b, 0, n, k, 1.0f, 0.0f, NULL, b, 0, ldb, 0, NULL, dst, 0, n, 0, 0, false, NULL};
     pack_b_task(&g, 0, (n + NR - 1) / NR);
 }
 
 void inf__ops_sgemm_packed_avx2(inf__pool *pool, bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
                                 const float *a, int64_t lda, const float *bp, float beta, float *c,
                                 int64_t ldc) {
+    inf__ops_sgemm_packed_ep_avx2(pool, trans_a, m, n, k, alpha, a, lda, bp, beta, c, ldc, NULL);
+}
+
+void inf__ops_sgemm_packed_ep_avx2(inf__pool *pool, bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
+                                   const float *a, int64_t lda, const float *bp, float beta, float *c, int64_t ldc,
+                                   const inf__gemm_epilogue *ep) {
     if (m <= 0 || n <= 0) return;
-    gemm_job g = {trans_a, false, m, n, k, alpha, beta, a, NULL, lda, 0, ldc, c, (float *)bp, 0, n, 0, 0};
-    if (k <= 0) {
-        scale_only(m, n, beta, c, ldc);
-        return;
-    }
-    if (m <= SMALL_M) {
-        small_m(pool, &g);
+    gemm_job g = {trans_a, false, m, n, k, alpha, beta, a, NULL, lda, 0, ldc, c, (float *)bp, 0, n, 0, 0, false, ep};
+    if (k <= 0 || m <= SMALL_M) {
+        /* few rows (or none to sum): the product, then the epilogue in a
+         * pass over the rows, still in cache */
+        if (k <= 0) scale_only(m, n, beta, c, ldc);
+        else small_m(pool, &g);
+        if (ep) epilogue_rows(ep, c, ldc, 0, m, 0, n);
         return;
     }
     compute_tasks(pool, &g);

@@ -1,0 +1,160 @@
+/*
+ * test_gemm_epilogue.c -- the AVX2 GEMM's fused epilogue
+ * (inf__ops_sgemm_packed_ep_avx2, ops/x86/gemm_avx2.c: bias, residual and
+ * activation applied in the store, used by FusedMatMul) and its in-place A
+ * path (alpha 1, A not transposed: the kernel broadcasts A from its rows).
+ *
+ * Epilogue: bit for bit against the unfused computation -- the packed
+ * product (inf__ops_sgemm_packed_avx2), then c + bias[j], then + res, then
+ * the activation (ops/vmath.h's GELU) over each row -- for every
+ * combination of bias / residual / GELU, over fixed shapes around the
+ * blocking edges (m = 1..7, 71-73, 150; n around the 16-column panels;
+ * k around the 256-deep blocks) and random ones, A plain and transposed,
+ * alpha 1 and not, padded leading dimensions, on 1 and 2 threads.  C's
+ * padding columns must come back untouched.
+ * In-place A: the product with plain A (read in place) equals, bit for bit,
+ * the product with the same A stored transposed (packed per block), alpha 1.
+ * Prints one line per failure and "N passed, M failed"; skips on a CPU
+ * without AVX2/FMA.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "ops/ops.h"
+#include "ops/vmath.h"
+
+static int n_passed, n_failed;
+#define KERNEL_TEST_SEED 0x9E3779B97F4A7C15ull
+#include "test_rng.h"
+
+#define SENTINEL 12345.0f
+
+typedef struct operands {
+    int64_t m, n, k, lda, ldc, ldr;
+    float *a, *b, *bp, *bias, *res, *c_ep, *c_ref;
+} operands;
+
+static void operands_free(operands *o) {
+    free(o->a), free(o->b), free(o->bp), free(o->bias), free(o->res), free(o->c_ep), free(o->c_ref);
+}
+
+static bool operands_make(operands *o, bool ta, int64_t m, int64_t n, int64_t k) {
+    memset(o, 0, sizeof *o);
+    o->m = m, o->n = n, o->k = k;
+    o->lda = (ta ? m : k) + (next_u64() % 2 ? 3 : 0);
+    o->ldc = n + (next_u64() % 2 ? 2 : 0);
+    o->ldr = n + (next_u64() % 2 ? 5 : 0);
+    size_t na = (size_t)((ta ? k : m) * o->lda + 1), nb = (size_t)(k * n + 1), nc = (size_t)(m * o->ldc);
+    size_t nbp = (size_t)inf__ops_sgemm_packed_floats(k > 0 ? k : 1, n);
+    o->a = malloc(na * sizeof(float)), o->b = malloc(nb * sizeof(float));
+    o->bp = aligned_alloc(64, (nbp * sizeof(float) + 63) / 64 * 64);
+    o->bias = malloc((size_t)n * sizeof(float)), o->res = malloc((size_t)(m * o->ldr) * sizeof(float));
+    o->c_ep = malloc(nc * sizeof(float)), o->c_ref = malloc(nc * sizeof(float));
+    if (!o->a || !o->b || !o->bp || !o->bias || !o->res || !o->c_ep || !o->c_ref) return false;
+    for (size_t i = 0; i < na; i++) o->a[i] = 3.0f * uniform();
+    for (size_t i = 0; i < nb; i++) o->b[i] = uniform();
+    for (int64_t i = 0; i < n; i++) o->bias[i] = uniform();
+    for (int64_t i = 0; i < m * o->ldr; i++) o->res[i] = uniform();
+    for (size_t i = 0; i < nc; i++) o->c_ep[i] = o->c_ref[i] = (int64_t)(i % (size_t)o->ldc) >= n ? SENTINEL : NAN;
+    if (k > 0) inf__ops_sgemm_pack_b(false, k, n, o->b, n, o->bp);
+    return true;
+}
+
+/* The unfused epilogue on c_ref: + bias, + res, then act per row. */
+static void epilogue_ref(const operands *o, const inf__gemm_epilogue *ep) {
+    for (int64_t i = 0; i < o->m; i++) {
+        float *c = o->c_ref + i * o->ldc;
+        for (int64_t j = 0; ep->bias && j < o->n; j++) c[j] = c[j] + ep->bias[j];
+        for (int64_t j = 0; ep->res && j < o->n; j++) c[j] = c[j] + ep->res[i * ep->ldr + j];
+        if (ep->act) ep->act(c, c, o->n);
+    }
+}
+
+static void check_ep(inf__pool *pool, bool ta, int64_t m, int64_t n, int64_t k, float alpha, int variant) {
+    operands o;
+    bool ok = operands_make(&o, ta, m, n, k);
+    if (ok) {
+        inf__gemm_epilogue ep = {variant & 1 ? o.bias : NULL, variant & 2 ? o.res : NULL, o.ldr,
+                                 variant & 4 ? inf__vmath_best()->gelu : NULL};
+        inf__ops_sgemm_packed_ep_avx2(pool, ta, m, n, k, alpha, o.a, o.lda, o.bp, 0.0f, o.c_ep, o.ldc, &ep);
+        inf__ops_sgemm_packed_avx2(pool, ta, m, n, k, alpha, o.a, o.lda, o.bp, 0.0f, o.c_ref, o.ldc);
+        epilogue_ref(&o, &ep);
+        ok = memcmp(o.c_ep, o.c_ref, (size_t)(m * o.ldc) * sizeof(float)) == 0;
+    }
+    if (ok) {
+        n_passed++;
+    } else {
+        n_failed++;
+        fprintf(stderr, "  epilogue %d: ta=%d m=%lld n=%lld k=%lld alpha=%g differs from the unfused result\n", variant,
+                ta, (long long)m, (long long)n, (long long)k, alpha);
+    }
+    operands_free(&o);
+}
+
+/* Plain A (read in place) and the same A transposed (packed) give the same bits. */
+static void check_direct_a(inf__pool *pool, int64_t m, int64_t n, int64_t k) {
+    operands o = {0};
+    float *at = malloc((size_t)(k * m + 1) * sizeof(float));
+    bool ok = at && k > 0 && operands_make(&o, false, m, n, k);
+    if (ok) {
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t p = 0; p < k; p++) at[p * m + i] = o.a[i * o.lda + p];
+        inf__ops_sgemm_packed_avx2(pool, false, m, n, k, 1.0f, o.a, o.lda, o.bp, 0.0f, o.c_ep, o.ldc);
+        inf__ops_sgemm_packed_avx2(pool, true, m, n, k, 1.0f, at, m, o.bp, 0.0f, o.c_ref, o.ldc);
+        ok = memcmp(o.c_ep, o.c_ref, (size_t)(m * o.ldc) * sizeof(float)) == 0;
+    }
+    if (ok) {
+        n_passed++;
+    } else {
+        n_failed++;
+        fprintf(stderr, "  in-place A: m=%lld n=%lld k=%lld differs from packed A\n", (long long)m, (long long)n,
+                (long long)k);
+    }
+    operands_free(&o);
+    free(at);
+}
+
+static void cases(inf__pool *pool) {
+    static const int64_t M[] = {1, 2, 3, 4, 5, 6, 7, 13, 71, 72, 73, 150};
+    static const int64_t N[] = {1, 7, 16, 17, 40, 129};
+    static const int64_t K[] = {1, 9, 256, 257, 600};
+    static const float ALPHAS[] = {1.0f, 0.5f};
+    int t = 0;
+    for (size_t im = 0; im < sizeof M / sizeof *M; im++)
+        for (size_t in = 0; in < sizeof N / sizeof *N; in++, t++) {
+            int64_t k = K[t % (sizeof K / sizeof *K)];
+            for (int variant = 1; variant < 8; variant++)
+                check_ep(pool, variant == 3, M[im], N[in], k, ALPHAS[(t + variant) % 2], variant);
+            check_direct_a(pool, M[im], N[in], k);
+        }
+    check_ep(pool, false, 9, 20, 0, 1.0f, 7); /* k = 0: act(0 + bias + res) */
+    for (int i = 0; i < 60; i++) {
+        int64_t m = rand_in(1, 200), n = rand_in(1, 300), k = rand_in(1, 1100);
+        check_ep(pool, next_u64() % 4 == 0, m, n, k, next_u64() % 2 ? 1.0f : -2.0f, (int)rand_in(1, 7));
+        check_direct_a(pool, m, n, k);
+    }
+}
+
+int main(void) {
+    if (!inf__cpu_has_avx2_fma()) {
+        printf("sgemm epilogue: CPU without AVX2/FMA, skipped\n0 passed, 0 failed\n");
+        return 0;
+    }
+    for (int threads = 1; threads <= 2; threads++) {
+        inf__pool *pool = NULL;
+        if (inf__pool_new(threads, &pool) != INF_OK) {
+            fprintf(stderr, "cannot create a pool of %d threads\n", threads);
+            return 1;
+        }
+        int before = n_failed;
+        cases(pool);
+        printf("sgemm epilogue and in-place A, %d thread%s: %s\n", threads, threads > 1 ? "s" : "",
+               n_failed == before ? "ok" : "FAILED");
+        inf__pool_free(pool);
+    }
+    printf("%d passed, %d failed\n", n_passed, n_failed);
+    return n_failed ? 1 : 0;
+}
