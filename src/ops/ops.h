@@ -206,6 +206,21 @@ int64_t inf__conv2d_packed_w_floats(int64_t m, int64_t group, int64_t kdim);
 void inf__conv2d_pack_w(int64_t m, int64_t group, int64_t kdim, const float *w, float *dst);
 void inf__conv2d_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                           const float *bias, const float *res, float *y);
+/* The direct variant (ops/x86/conv_direct_avx2.c) for groups of many output
+ * channels and a deep K (inf__conv2d_direct_fits(mg, kdim): a property of W
+ * alone): W packed in blocks of 16 channels (inf__conv2d_direct_pack_w, at load for a constant
+ * W), X read in place or, when padding is needed, through `scratch`
+ * (inf__conv2d_direct_scratch_floats(g) floats, 32-byte aligned; may be NULL
+ * when that is 0).  Same bits, arguments and limits as inf__conv2d_f32_avx2. */
+bool inf__conv2d_direct_fits(int64_t mg, int64_t kdim);
+int64_t inf__conv2d_direct_w_floats(int64_t m, int64_t group, int64_t kdim);
+void inf__conv2d_direct_pack_w(int64_t m, int64_t group, int64_t kdim, const float *w, float *dst);
+int64_t inf__conv2d_direct_scratch_floats(const inf__conv2d *g);
+void inf__conv2d_direct_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
+                                 const float *bias, const float *res, float *scratch, float *y);
+/* ConvAdd (made by graph/passes/conv_add.c from a Conv node) uses the Conv's
+ * W packed at its load, rather than packing W a second time (ops/ref/conv.c). */
+void inf__ops_conv_add_take_packing(inf__node *conv_add, const inf__node *conv);
 
 /* 2-D float32 MaxPool / AveragePool without dilation or indices: the
  * AVX2 variant (ops/x86/pool_avx2.c; x86-64, only when

@@ -1,13 +1,18 @@
 /*
- * test_conv.c -- Conv's direct paths (ops/ref/conv.c: depthwise 2-D, 1x1)
- * and the im2col + sgemm path against a plain double-precision convolution
+ * test_conv.c -- Conv's direct paths (ops/ref/conv.c: depthwise 2-D, 1x1;
+ * on AVX2 the panel and the direct 16-channel kernels of ops/x86) and the
+ * im2col + sgemm path against a plain double-precision convolution
  * written here from the ONNX definition, through the public API (a one-node
  * model built with protobuf-c, X, W and B as graph inputs, and again with W
  * as an initializer so the load-time paths run too).
  *
  * Random 2-D shapes: batch 1..3, channels 1..9, depthwise (group = C = M),
  * grouped, 1x1 (stride 1 and 2) and general kernels up to 5x5, strides 1..3,
- * dilations 1..2, asymmetric pads, with and without bias; 1 and 2 threads.
+ * dilations 1..2, asymmetric pads, with and without bias; 1 and 2 threads;
+ * and "wide" ones (16..64 output channels per group, K >= 96: the AVX2
+ * direct kernel, with its zero-padded copy of X and, when W is a graph
+ * input, W packed at run time).  A second run of the batch allocates
+ * nothing (the kernels' scratch comes from the session's pool).
  * Tolerance per element: 1e-5 * sum |w x| + 1e-6.  Also checks that each
  * image alone gives the same bits as inside the batch (batch invariance).
  * Prints "N passed, M failed".
@@ -129,6 +134,19 @@ static int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, 
     return span < 0 ? 0 : span / s + 1;
 }
 
+/* Runs images [n0, n0 + nb) of x through s (W and B as graph inputs unless
+ * W is an initializer); false with err set when the run fails. */
+static bool run_images(inf_session *s, const conv_case *cc, const float *x, const float *w, const float *b, int64_t n0,
+                       int64_t nb, inf_tensor *const **outs, inf_error *err) {
+    int64_t xd[4] = {nb, cc->c, cc->ih, cc->iw}, wd[4] = {cc->m, cc->c / cc->group, cc->kh, cc->kw}, bd[1] = {cc->m};
+    inf_tensor tx, tw, tb;
+    inf_tensor_init_view(&tx, INF_DTYPE_F32, 4, xd, (void *)(x + n0 * cc->c * cc->ih * cc->iw));
+    inf_tensor_init_view(&tw, INF_DTYPE_F32, 4, wd, (void *)w);
+    inf_tensor_init_view(&tb, INF_DTYPE_F32, 1, bd, (void *)b);
+    const inf_tensor *inputs[3] = {&tx, cc->w_const ? &tb : &tw, &tb};
+    return inf_session_run(s, inputs, outs, err) == INF_OK;
+}
+
 static void check_case(const conv_case *cc, int threads) {
     int64_t oh = out_dim(cc->ih, cc->kh, cc->s[0], cc->d[0], cc->pads[0], cc->pads[2]);
     int64_t ow = out_dim(cc->iw, cc->kw, cc->s[1], cc->d[1], cc->pads[1], cc->pads[3]);
@@ -155,14 +173,8 @@ static void check_case(const conv_case *cc, int threads) {
     for (int pass = 0; ok && pass <= cc->n; pass++) {
         /* pass 0: the whole batch; pass i: image i - 1 alone */
         int64_t n0 = pass ? pass - 1 : 0, nb = pass ? 1 : cc->n;
-        int64_t xd[4] = {nb, cc->c, cc->ih, cc->iw}, wd[4] = {cc->m, cg, cc->kh, cc->kw}, bd[1] = {cc->m};
-        inf_tensor tx, tw, tb;
-        inf_tensor_init_view(&tx, INF_DTYPE_F32, 4, xd, x + n0 * cc->c * cc->ih * cc->iw);
-        inf_tensor_init_view(&tw, INF_DTYPE_F32, 4, wd, w);
-        inf_tensor_init_view(&tb, INF_DTYPE_F32, 1, bd, b);
-        const inf_tensor *inputs[3] = {&tx, cc->w_const ? &tb : &tw, &tb};
         inf_tensor *const *outs;
-        if (inf_session_run(s, inputs, &outs, &err) != INF_OK) {
+        if (!run_images(s, cc, x, w, b, n0, nb, &outs, &err)) {
             fprintf(stderr, "  run: %s\n", err.message);
             ok = false;
             break;
@@ -198,6 +210,17 @@ static void check_case(const conv_case *cc, int threads) {
                         }
                     }
     }
+    /* warm: the same batch again allocates nothing */
+    inf_tensor *const *outs;
+    inf_alloc_stats before, after;
+    ok = ok && run_images(s, cc, x, w, b, 0, cc->n, &outs, &err);
+    inf_alloc_get_stats(&before);
+    ok = ok && run_images(s, cc, x, w, b, 0, cc->n, &outs, &err);
+    inf_alloc_get_stats(&after);
+    if (ok && after.n_allocs != before.n_allocs) {
+        fprintf(stderr, "  a warm run made %llu allocations\n", (unsigned long long)(after.n_allocs - before.n_allocs));
+        ok = false;
+    }
     if (ok) {
         n_passed++;
     } else {
@@ -220,11 +243,13 @@ int main(void) {
     for (int i = 0; i < 400; i++) {
         conv_case cc;
         memset(&cc, 0, sizeof cc);
-        int kind = (int)(next_u64() % 4); /* depthwise, 1x1, grouped, general */
-        cc.n = rand_in(1, 3), cc.c = rand_in(1, 9);
+        int kind = (int)(next_u64() % 5); /* depthwise, 1x1, grouped, general, wide */
+        cc.n = rand_in(1, 3), cc.c = kind == 4 ? rand_in(11, 40) : rand_in(1, 9);
         cc.group = kind == 0 ? cc.c : kind == 2 ? (cc.c % 3 == 0 ? 3 : cc.c % 2 == 0 ? 2 : 1) : 1;
-        cc.m = kind == 0 ? cc.c : cc.group * rand_in(1, 4);
+        if (kind == 4) cc.m = 16 * rand_in(1, 3) + (next_u64() % 2 ? 0 : rand_in(1, 15));
+        else cc.m = kind == 0 ? cc.c : cc.group * rand_in(1, 4);
         cc.kh = kind == 1 ? 1 : rand_in(1, 5), cc.kw = kind == 1 ? 1 : rand_in(1, 5);
+        if (kind == 4) cc.kh = rand_in(3, 4), cc.kw = rand_in(3, 4); /* K >= 11 * 9 */
         cc.ih = rand_in(1, 24), cc.iw = rand_in(1, 40);
         for (int d = 0; d < 2; d++) {
             cc.s[d] = kind == 1 ? rand_in(1, 2) : rand_in(1, 3);
@@ -235,7 +260,7 @@ int main(void) {
         cc.w_const = next_u64() % 2;
         check_case(&cc, 1 + (int)(next_u64() % 2));
     }
-    printf("conv (depthwise, 1x1, grouped, general) vs direct double loops: %s\n", n_failed ? "FAILED" : "ok");
+    printf("conv (depthwise, 1x1, grouped, general, wide) vs direct double loops: %s\n", n_failed ? "FAILED" : "ok");
     printf("%d passed, %d failed\n", n_passed, n_failed);
     return n_failed ? 1 : 0;
 }

@@ -1,18 +1,21 @@
 /*
- * test_conv_avx2.c -- the fused AVX2/FMA convolution (ops/x86/conv_avx2.c)
- * against the path it replaces: a plain im2col written here, the AVX2
+ * test_conv_avx2.c -- the fused AVX2/FMA convolutions (the panel kernel of
+ * ops/x86/conv_avx2.c and the direct kernel of ops/x86/conv_direct_avx2.c)
+ * against the path they replace: a plain im2col written here, the AVX2
  * sgemm (inf__ops_sgemm_avx2) per image and group, then + bias in float and
  * the activation -- bit for bit, as conv_avx2.c promises -- and against a
  * double-precision convolution (tolerance 1e-5 * sum |w x| + 1e-6), so a
  * shared mistake in the im2col indexing would still be caught.
  *
  * Random shapes: batch 1..3, groups 1..3, channels per group 1..20, output
- * channels per group 1..40 (around the 6-row panels), input 1..19 x 1..37,
+ * channels per group 1..40 (around the 6-row panels) or 12..80 (around the
+ * direct kernel's 16-channel blocks), input 1..19 x 1..37,
  * kernels 1..5 x 1..7, strides 1..3, dilations 1..2, asymmetric pads, 1-D
  * (ih = kh = 1), K over several 256-deep blocks, with and without bias,
  * no activation / ReLU / Clip, with and without a residual (ConvAdd: the
  * unfused Add after the Conv, before the activation); pools of 1 and 2
- * threads.  Batch invariance:
+ * threads; one larger case whose padded input takes several passes of the
+ * direct kernel.  Batch invariance:
  * each image run alone gives the same bits as inside the batch.
  * Prints one line per failure and "N passed, M failed".  Skips (0 passed,
  * 0 failed) on a CPU without AVX2/FMA.
@@ -91,12 +94,99 @@ static void conv_double(const inf__conv2d *g, const float *x, const float *w, co
         }
 }
 
+/* Runs the panel kernel (direct false) or the direct one on W packed for it. */
+static void run_kernel(inf__pool *pool, bool direct, const inf__conv2d *g, const float *x, const float *wp,
+                       const float *b, const float *res, float *scratch, float *y) {
+    if (direct) inf__conv2d_direct_f32_avx2(pool, g, x, wp, b, res, scratch, y);
+    else inf__conv2d_f32_avx2(pool, g, x, wp, b, res, y);
+}
+
+/* Buffers of one case. */
+typedef struct bufs {
+    float *x, *w, *b, *wp, *wd, *scratch, *col, *y, *yr, *y1, *res;
+    double *yd, *mag;
+} bufs;
+
+/* The kernel's y against the im2col path yr (bits) and the double
+ * convolution; then each image alone against the batch.  Returns failures. */
+static int check_kernel(inf__pool *pool, bool direct, const inf__conv2d *g, const bufs *B, bool bias,
+                        const float *r, int idx) {
+    size_t ny = (size_t)(g->n * g->m * g->oh * g->ow);
+    const float *wp = direct ? B->wd : B->wp, *b = bias ? B->b : NULL;
+    for (size_t i = 0; i < ny; i++) B->y[i] = NAN; /* every element must be written */
+    run_kernel(pool, direct, g, B->x, wp, b, r, B->scratch, B->y);
+    int bad = 0;
+    for (size_t i = 0; i < ny && bad < 3; i++) {
+        bool same = memcmp(&B->y[i], &B->yr[i], sizeof(float)) == 0;
+        bool close = fabs(B->y[i] - B->yd[i]) <= 1e-5 * B->mag[i] + 1e-6;
+        if (!same || !close) {
+            printf("case %d, %s kernel (n%lld c%lld m%lld g%lld %lldx%lld k%lldx%lld s%lld,%lld d%lld,%lld p%lld,%lld "
+                   "act%d res%d): y[%zu] = %.9g, im2col path %.9g, double %.9g\n",
+                   idx, direct ? "direct" : "panel", (long long)g->n, (long long)g->c, (long long)g->m,
+                   (long long)g->group, (long long)g->ih, (long long)g->iw, (long long)g->kh, (long long)g->kw,
+                   (long long)g->sh, (long long)g->sw, (long long)g->dh, (long long)g->dw, (long long)g->pt,
+                   (long long)g->pl, g->act, r != NULL, i, B->y[i], B->yr[i], B->yd[i]);
+            bad++;
+        }
+    }
+    inf__conv2d g1 = *g;
+    g1.n = 1;
+    size_t xi = (size_t)(g->c * g->ih * g->iw), yi = (size_t)(g->m * g->oh * g->ow);
+    for (int64_t n = 0; n < g->n && !bad; n++) {
+        run_kernel(pool, direct, &g1, B->x + n * xi, wp, b, r ? r + n * yi : NULL, B->scratch, B->y1);
+        if (memcmp(B->y1, B->y + n * yi, yi * sizeof(float))) {
+            printf("case %d, %s kernel: image %lld alone differs from the batch\n", idx, direct ? "direct" : "panel",
+                   (long long)n);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+/* Both kernels on g (oh, ow set) with random data. */
+static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool has_res, int idx) {
+    int64_t kdim = g->cg * g->kh * g->kw, np = g->oh * g->ow;
+    size_t nx = (size_t)(g->n * g->c * g->ih * g->iw), nw = (size_t)(g->m * kdim), ny = (size_t)(g->n * g->m * np);
+    int64_t nscr = inf__conv2d_direct_scratch_floats(g);
+    bufs B = {
+        .x = malloc(nx * sizeof(float)), .w = malloc(nw * sizeof(float)), .b = malloc((size_t)g->m * sizeof(float)),
+        .wp = malloc((size_t)inf__conv2d_packed_w_floats(g->m, g->group, kdim) * sizeof(float)),
+        .wd = aligned_alloc(32, (size_t)(inf__conv2d_direct_w_floats(g->m, g->group, kdim) + 8) / 8 * 32),
+        .scratch = aligned_alloc(32, (size_t)(nscr + 8) / 8 * 32),
+        .col = malloc((size_t)(kdim * np) * sizeof(float)), .y = malloc(ny * sizeof(float)),
+        .yr = malloc(ny * sizeof(float)), .y1 = malloc(ny * sizeof(float)), .res = malloc(ny * sizeof(float)),
+        .yd = malloc(ny * sizeof(double)), .mag = malloc(ny * sizeof(double)),
+    };
+    if (!B.x || !B.w || !B.b || !B.wp || !B.wd || !B.scratch || !B.col || !B.y || !B.yr || !B.y1 || !B.res || !B.yd ||
+        !B.mag) {
+        printf("case %d: out of memory\n", idx);
+        n_failed++;
+        goto done;
+    }
+    for (size_t i = 0; i < nx; i++) B.x[i] = uniform();
+    for (size_t i = 0; i < nw; i++) B.w[i] = uniform();
+    for (int64_t i = 0; i < g->m; i++) B.b[i] = uniform();
+    for (size_t i = 0; i < ny; i++) B.res[i] = uniform();
+    const float *r = has_res ? B.res : NULL;
+    inf__conv2d_pack_w(g->m, g->group, kdim, B.w, B.wp);
+    inf__conv2d_direct_pack_w(g->m, g->group, kdim, B.w, B.wd);
+    conv_im2col(pool, g, B.x, B.w, bias ? B.b : NULL, r, B.col, B.yr);
+    conv_double(g, B.x, B.w, bias ? B.b : NULL, r, B.yd, B.mag);
+    int bad = check_kernel(pool, false, g, &B, bias, r, idx);
+    bad += check_kernel(pool, true, g, &B, bias, r, idx);
+    if (bad) n_failed++;
+    else n_passed++;
+done:
+    free(B.x), free(B.w), free(B.b), free(B.wp), free(B.wd), free(B.scratch), free(B.col), free(B.y), free(B.yr);
+    free(B.y1), free(B.res), free(B.yd), free(B.mag);
+}
+
 static void one_case(inf__pool *pool, int idx) {
     inf__conv2d g;
     memset(&g, 0, sizeof g);
-    bool one_d = next_u64() % 5 == 0, deep = next_u64() % 6 == 0;
+    bool one_d = next_u64() % 5 == 0, deep = next_u64() % 6 == 0, wide = next_u64() % 3 == 0;
     g.n = rand_in(1, 3), g.group = rand_in(1, 3), g.cg = deep ? rand_in(30, 70) : rand_in(1, 20);
-    g.mg = rand_in(1, 40), g.c = g.group * g.cg, g.m = g.group * g.mg;
+    g.mg = wide ? rand_in(12, 80) : rand_in(1, 40), g.c = g.group * g.cg, g.m = g.group * g.mg;
     g.kh = one_d ? 1 : rand_in(1, 5), g.kw = rand_in(1, 7);
     g.sh = one_d ? 1 : rand_in(1, 3), g.sw = rand_in(1, 3);
     g.dh = one_d ? 1 : rand_in(1, 2), g.dw = rand_in(1, 2);
@@ -112,56 +202,22 @@ static void one_case(inf__pool *pool, int idx) {
     g.act = (int)(next_u64() % 3) == 0 ? INF_EPILOGUE_NONE : next_u64() % 2 ? INF_EPILOGUE_RELU : INF_EPILOGUE_CLIP;
     g.lo = -0.3f, g.hi = 0.4f;
     bool bias = next_u64() % 3 != 0, has_res = next_u64() % 2 == 0;
-    int64_t kdim = g.cg * g.kh * g.kw, np = g.oh * g.ow;
-    size_t nx = (size_t)(g.n * g.c * g.ih * g.iw), nw = (size_t)(g.m * kdim), ny = (size_t)(g.n * g.m * np);
-    float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *b = malloc((size_t)g.m * sizeof *b);
-    float *wp = malloc((size_t)inf__conv2d_packed_w_floats(g.m, g.group, kdim) * sizeof *wp);
-    float *col = malloc((size_t)(kdim * np) * sizeof *col), *y = malloc(ny * sizeof *y), *yr = malloc(ny * sizeof *yr);
-    float *y1 = malloc(ny * sizeof *y1), *res = malloc(ny * sizeof *res);
-    double *yd = malloc(ny * sizeof *yd), *mag = malloc(ny * sizeof *mag);
-    if (!x || !w || !b || !wp || !col || !y || !yr || !y1 || !res || !yd || !mag) {
-        printf("case %d: out of memory\n", idx);
+    check_shape(pool, &g, bias, has_res, idx);
+}
+
+/* A batch whose padded input is more than one pass of the direct kernel
+ * (about 1 MiB each): 9 images of 256 x 20 x 20, 1x1 with pad 1 (a border of
+ * bias-only outputs), ReLU, residual. */
+static void multi_pass_case(inf__pool *pool) {
+    inf__conv2d g = {.n = 9, .c = 256, .m = 16, .group = 1, .cg = 256, .mg = 16, .ih = 20, .iw = 20, .oh = 22,
+                     .ow = 22, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .pt = 1, .pl = 1,
+                     .act = INF_EPILOGUE_RELU};
+    if (inf__conv2d_direct_scratch_floats(&g) >= g.n * g.c * 22 * 22) {
+        printf("multi-pass case: the padded batch fits one pass; make it larger\n");
         n_failed++;
-        goto done;
+        return;
     }
-    for (size_t i = 0; i < nx; i++) x[i] = uniform();
-    for (size_t i = 0; i < nw; i++) w[i] = uniform();
-    for (int64_t i = 0; i < g.m; i++) b[i] = uniform();
-    for (size_t i = 0; i < ny; i++) res[i] = uniform();
-    const float *r = has_res ? res : NULL;
-    inf__conv2d_pack_w(g.m, g.group, kdim, w, wp);
-    for (size_t i = 0; i < ny; i++) y[i] = NAN; /* every element must be written */
-    inf__conv2d_f32_avx2(pool, &g, x, wp, bias ? b : NULL, r, y);
-    conv_im2col(pool, &g, x, w, bias ? b : NULL, r, col, yr);
-    conv_double(&g, x, w, bias ? b : NULL, r, yd, mag);
-    int bad = 0;
-    for (size_t i = 0; i < ny && bad < 3; i++) {
-        bool same = memcmp(&y[i], &yr[i], sizeof(float)) == 0;
-        bool close = fabs(y[i] - yd[i]) <= 1e-5 * mag[i] + 1e-6;
-        if (!same || !close) {
-            printf("case %d (n%lld c%lld m%lld g%lld %lldx%lld k%lldx%lld s%lld,%lld d%lld,%lld p%lld,%lld act%d res%d): "
-                   "y[%zu] = %.9g, im2col path %.9g, double %.9g\n",
-                   idx, (long long)g.n, (long long)g.c, (long long)g.m, (long long)g.group, (long long)g.ih,
-                   (long long)g.iw, (long long)g.kh, (long long)g.kw, (long long)g.sh, (long long)g.sw,
-                   (long long)g.dh, (long long)g.dw, (long long)g.pt, (long long)g.pl, g.act, has_res, i, y[i], yr[i], yd[i]);
-            bad++;
-        }
-    }
-    /* batch invariance: each image alone */
-    inf__conv2d g1 = g;
-    g1.n = 1;
-    size_t xi = (size_t)(g.c * g.ih * g.iw), yi = (size_t)(g.m * np);
-    for (int64_t n = 0; n < g.n && !bad; n++) {
-        inf__conv2d_f32_avx2(pool, &g1, x + n * xi, wp, bias ? b : NULL, r ? r + n * yi : NULL, y1);
-        if (memcmp(y1, y + n * yi, yi * sizeof(float))) {
-            printf("case %d: image %lld alone differs from the batch\n", idx, (long long)n);
-            bad++;
-        }
-    }
-    if (bad) n_failed++;
-    else n_passed++;
-done:
-    free(x), free(w), free(b), free(wp), free(col), free(y), free(yr), free(y1), free(res), free(yd), free(mag);
+    check_shape(pool, &g, true, true, -1);
 }
 
 int main(void) {
@@ -176,6 +232,7 @@ int main(void) {
             return 1;
         }
         for (int i = 0; i < 150; i++) one_case(pool, i);
+        multi_pass_case(pool);
         inf__pool_free(pool);
     }
     printf("%d passed, %d failed\n", n_passed, n_failed);

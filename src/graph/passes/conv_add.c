@@ -17,7 +17,9 @@
  * separate Add with ONNX broadcasting.  Types are checked at run time (the
  * Add required equal types; ConvAdd reports the same mismatch).  The
  * rewritten node sits where the Add was, after z's producer and the
- * Conv's inputs, so the order stays topological.
+ * Conv's inputs, so the order stays topological.  The ConvAdd keeps the
+ * Conv's packed W (inf__ops_conv_add_take_packing) instead of packing it
+ * again in the model arena.
  */
 #include <string.h>
 
@@ -51,6 +53,7 @@ inf_status inf__pass_conv_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *er
         inf_status st = inf__pass_rewrite(pc, n, "ai.infera", "ConvAdd", 1, 4, ins, conv->n_attrs, conv->attrs, &ci,
                                           1, err);
         if (st != INF_OK) return st;
+        inf__ops_conv_add_take_packing(&pc->g->nodes[n], &pc->g->nodes[ci]); /* W packed once */
         (*n_rewritten)++;
     }
     return INF_OK;

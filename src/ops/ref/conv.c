@@ -22,6 +22,10 @@
  *         a constant W packed once at init (conv_params.wpack; a W given at
  *         run time is packed into scratch), bias and a fused ReLU/Clip
  *         epilogue applied in the store -- same bits as the im2col path.
+ *         Convs with many output channels per group and a deep K
+ *         (inf__conv2d_direct_fits: ResNet's 3x3s) take the direct variant
+ *         instead (ops/x86/conv_direct_avx2.c: W packed in 16-channel
+ *         blocks, X zero-padded into scratch, no im2col) -- same bits too.
  *
  * Both ops use one index relation between an "image" (X for Conv, Y for
  * ConvTranspose) and a grid of kernel positions (Y's spatial grid for
@@ -44,7 +48,8 @@ typedef struct conv_params {
     int n_kernel, n_strides, n_dilations, n_pads, n_out_pad, n_out_shape;
     const int64_t *kernel, *strides, *dilations, *pads, *out_pad, *out_shape;
     /* Conv's constant float32 W packed at load for the AVX2 kernel
-     * (inf__conv2d_pack_w), used while the run's W is still that constant */
+     * (inf__conv2d_pack_w, or inf__conv2d_direct_pack_w when
+     * inf__conv2d_direct_fits), used while the run's W is still that constant */
     const float *wpack;
     const void *wsrc;
     int64_t wm, wkdim;
@@ -61,22 +66,29 @@ static inf_status check_ints(const inf__node *node, inf_error *err, const char *
     return INF_OK;
 }
 
-/* Conv and ConvAdd only: packs a constant float32 1-D/2-D W for inf__conv2d_f32_avx2
- * when the CPU has AVX2/FMA (shapes are checked again at run time). */
+/* Conv only: packs a constant float32 1-D/2-D W for inf__conv2d_f32_avx2
+ * when the CPU has AVX2/FMA (shapes are checked again at run time).  A
+ * ConvAdd takes the packing of the Conv it replaces
+ * (inf__ops_conv_add_take_packing); one given in a model file packs W per
+ * run into scratch. */
 static inf_status pack_const_w(const inf__node *node, inf__arena *arena, conv_params *p) {
 #if defined(__x86_64__)
-    bool conv = !strcmp(node->op_type, "Conv") || !strcmp(node->op_type, "ConvAdd");
+    bool conv = !strcmp(node->op_type, "Conv");
     const inf_tensor *w = conv ? inf__node_constant_input(node, 1) : NULL;
     if (!inf__cpu_has_avx2_fma() || !w || w->dtype != INF_DTYPE_F32 || !w->data || (w->ndim != 3 && w->ndim != 4))
         return INF_OK;
     int64_t kdim = 1;
     for (int i = 1; i < w->ndim; i++) kdim *= w->dims[i];
     if (w->dims[0] < 1 || kdim < 1 || w->dims[0] % p->group) return INF_OK; /* run reports it */
-    size_t bytes = (size_t)inf__conv2d_packed_w_floats(w->dims[0], p->group, kdim) * sizeof(float) + 32;
-    char *raw = inf__arena_alloc(arena, bytes);
+    int64_t m = w->dims[0];
+    bool direct = inf__conv2d_direct_fits(m / p->group, kdim);
+    int64_t floats = direct ? inf__conv2d_direct_w_floats(m, p->group, kdim)
+                            : inf__conv2d_packed_w_floats(m, p->group, kdim);
+    char *raw = inf__arena_alloc(arena, (size_t)floats * sizeof(float) + 32);
     if (!raw) return INF_ENOMEM;
     float *dst = (float *)(((uintptr_t)raw + 31) & ~(uintptr_t)31);
-    inf__conv2d_pack_w(w->dims[0], p->group, kdim, w->data, dst);
+    if (direct) inf__conv2d_direct_pack_w(m, p->group, kdim, w->data, dst);
+    else inf__conv2d_pack_w(m, p->group, kdim, w->data, dst);
     p->wpack = dst, p->wsrc = w->data, p->wm = w->dims[0], p->wkdim = kdim;
 #else
     (void)node, (void)arena, (void)p;
@@ -551,12 +563,40 @@ static void depthwise_planes(void *arg, int64_t begin, int64_t end) {
 }
 
 #if defined(__x86_64__)
-/* float32 1-D/2-D through inf__conv2d_f32_avx2 (W packed at load, or here
- * in scratch); false when the shape is not one it takes. */
+/* Runs c through the direct kernel (inf__conv2d_direct_fits) or the panel
+ * kernel, with W packed at load or, when the run's W is another tensor,
+ * into scratch now; the direct kernel's padded input goes to scratch too. */
+static inf_status conv_avx2_run(inf__kernel_ctx *ctx, const inf__conv2d *c, const float *x, const float *w,
+                                const float *b, const float *res, float *y) {
+    const conv_params *p = ctx->node->params;
+    int64_t kdim = c->cg * c->kh * c->kw;
+    bool direct = inf__conv2d_direct_fits(c->mg, kdim);
+    const float *wp = p->wpack;
+    if (!wp || p->wsrc != (const void *)w || p->wm != c->m || p->wkdim != kdim) {
+        int64_t floats = direct ? inf__conv2d_direct_w_floats(c->m, c->group, kdim)
+                                : inf__conv2d_packed_w_floats(c->m, c->group, kdim);
+        float *tmp = inf__kernel_scratch(ctx, (size_t)floats * sizeof(float));
+        if (!tmp) return INF_ENOMEM;
+        if (direct) inf__conv2d_direct_pack_w(c->m, c->group, kdim, w, tmp);
+        else inf__conv2d_pack_w(c->m, c->group, kdim, w, tmp);
+        wp = tmp;
+    }
+    if (!direct) {
+        inf__conv2d_f32_avx2(ctx->pool, c, x, wp, b, res, y);
+        return INF_OK;
+    }
+    int64_t pad = inf__conv2d_direct_scratch_floats(c);
+    float *scratch = pad > 0 ? inf__kernel_scratch(ctx, (size_t)pad * sizeof(float)) : NULL;
+    if (pad > 0 && !scratch) return INF_ENOMEM;
+    inf__conv2d_direct_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);
+    return INF_OK;
+}
+
+/* float32 1-D/2-D through conv_avx2_run; false when the shape is not one
+ * it takes. */
 static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, const float *w,
                       const float *b, float *y, inf_status *st) {
     const patch_map *pm = &g->pm;
-    const conv_params *p = ctx->node->params;
     if (!inf__cpu_has_avx2_fma() || pm->nd > 2) return false;
     int l = pm->nd - 1;
     int64_t span = pm->img[l] + pm->pb[l] + g->pe[l] + (pm->k[l] - 1) * pm->d[l] + 16 * pm->s[l];
@@ -577,21 +617,8 @@ static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, 
         c.act = ep->kind, c.lo = ep->lo, c.hi = ep->hi;
         ctx->epilogue_done = true;
     }
-    int64_t kdim = g->cg * pm->k_total;
-    const float *wp = p->wpack;
-    if (!wp || p->wsrc != (const void *)w || p->wm != g->m || p->wkdim != kdim) {
-        float *tmp = inf__kernel_scratch(ctx, (size_t)inf__conv2d_packed_w_floats(g->m, g->group, kdim) *
-                                                  sizeof(float));
-        if (!tmp) {
-            *st = INF_ENOMEM;
-            return true;
-        }
-        inf__conv2d_pack_w(g->m, g->group, kdim, w, tmp);
-        wp = tmp;
-    }
-    inf__conv2d_f32_avx2(ctx->pool, &c, x, wp, b, g->res, y);
-    if (g->res) *g->res_added = true;
-    *st = INF_OK;
+    *st = conv_avx2_run(ctx, &c, x, w, b, g->res, y);
+    if (g->res && *st == INF_OK) *g->res_added = true;
     return true;
 }
 #endif
@@ -736,6 +763,15 @@ static inf_status conv_add_run(inf__kernel_ctx *ctx) {
 }
 
 const inf__op_impl op_conv_add = {conv_init, conv_add_run};
+
+void inf__ops_conv_add_take_packing(inf__node *conv_add, const inf__node *conv) {
+    conv_params *p = conv_add->params;
+    const conv_params *c = conv->params;
+    if (p && c && !strcmp(conv_add->op_type, "ConvAdd") && !strcmp(conv->op_type, "Conv") && p->group == c->group) {
+        p->wpack = c->wpack, p->wsrc = c->wsrc;
+        p->wm = c->wm, p->wkdim = c->wkdim;
+    }
+}
 
 /* ---- ConvTranspose ---- */
 
