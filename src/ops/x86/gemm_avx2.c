@@ -277,6 +277,22 @@ static void epilogue_rows(const inf__gemm_epilogue *ep, float *c, int64_t ldc, i
 
 enum { STORE_BETA0, STORE_ADD, STORE_BETA };
 
+/* C[0:R, 0:16] (ldc) = acc + {0, C, beta*C}: the store of the micro-kernels. */
+static inline __attribute__((always_inline)) void store_rows(const int R, __m256 acc[][2], float *c, int64_t ldc,
+                                                             int mode, float beta) {
+    __m256 vb = _mm256_set1_ps(beta);
+    for (int r = 0; r < R; r++, c += ldc) {
+        for (int h = 0; h < 2; h++) {
+            __m256 v = acc[r][h];
+            if (mode == STORE_ADD)
+                v = _mm256_add_ps(v, _mm256_loadu_ps(c + 8 * h));
+            else if (mode == STORE_BETA)
+                v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(c + 8 * h), v);
+            _mm256_storeu_ps(c + 8 * h, v);
+        }
+    }
+}
+
 /* C[0:6, 0:16] (ldc) = acc + {0, C, beta*C}, acc = sum_p a[p][0:6] (x) b[p][0:16]. */
 static inline __attribute__((always_inline)) void
 kernel_6x16(int64_t kc, const float *restrict a, const float *restrict b, int64_t ldbk, float *c,
@@ -304,17 +320,7 @@ kernel_6x16(int64_t kc, const float *restrict a, const float *restrict b, int64_
         c50 = _mm256_fmadd_ps(av, b0, c50), c51 = _mm256_fmadd_ps(av, b1, c51);
     }
     __m256 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-    __m256 vb = _mm256_set1_ps(beta);
-    for (int r = 0; r < MR; r++, c += ldc) {
-        for (int h = 0; h < 2; h++) {
-            __m256 v = acc[r][h];
-            if (mode == STORE_ADD)
-                v = _mm256_add_ps(v, _mm256_loadu_ps(c + 8 * h));
-            else if (mode == STORE_BETA)
-                v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(c + 8 * h), v);
-            _mm256_storeu_ps(c + 8 * h, v);
-        }
-    }
+    store_rows(MR, acc, c, ldc, mode, beta);
 }
 
 /* The same accumulation with R rows of A read in place (alpha = 1, A not
@@ -335,17 +341,7 @@ kernel_direct(const int R, int64_t kc, const float *restrict a, int64_t lda, con
             acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
         }
     }
-    __m256 vb = _mm256_set1_ps(beta);
-    for (int r = 0; r < R; r++, c += ldc) {
-        for (int h = 0; h < 2; h++) {
-            __m256 v = acc[r][h];
-            if (mode == STORE_ADD)
-                v = _mm256_add_ps(v, _mm256_loadu_ps(c + 8 * h));
-            else if (mode == STORE_BETA)
-                v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(c + 8 * h), v);
-            _mm256_storeu_ps(c + 8 * h, v);
-        }
-    }
+    store_rows(R, acc, c, ldc, mode, beta);
 }
 
 static void kernel_direct_rows(int64_t rows, int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldbk,
