@@ -202,6 +202,11 @@ typedef struct inf__conv2d {
     int act; /* inf__epilogue_kind: NONE, RELU or CLIP */
     float lo, hi;
 } inf__conv2d;
+/* W [m, kdim] (m/group rows a group) in blocks of `width` output channels:
+ * per group and block, kdim rows of width floats (missing channels zero).
+ * Shared by the panel kernel (width 6) and the direct one (width 16). */
+int64_t inf__conv2d_blocked_w_floats(int64_t m, int64_t group, int64_t kdim, int64_t width);
+void inf__conv2d_pack_w_blocked(int64_t m, int64_t group, int64_t kdim, int64_t width, const float *w, float *dst);
 int64_t inf__conv2d_packed_w_floats(int64_t m, int64_t group, int64_t kdim);
 void inf__conv2d_pack_w(int64_t m, int64_t group, int64_t kdim, const float *w, float *dst);
 void inf__conv2d_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,

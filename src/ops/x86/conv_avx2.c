@@ -61,20 +61,28 @@ static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* ---- weights ---- */
 
-int64_t inf__conv2d_packed_w_floats(int64_t m, int64_t group, int64_t kdim) {
+int64_t inf__conv2d_blocked_w_floats(int64_t m, int64_t group, int64_t kdim, int64_t width) {
     int64_t mg = m / group;
-    return group * ((mg + MR - 1) / MR) * MR * kdim;
+    return group * ((mg + width - 1) / width) * width * kdim;
+}
+
+void inf__conv2d_pack_w_blocked(int64_t m, int64_t group, int64_t kdim, int64_t width, const float *w, float *dst) {
+    int64_t mg = m / group, nblocks = (mg + width - 1) / width;
+    for (int64_t gi = 0; gi < group; gi++)
+        for (int64_t ib = 0; ib < nblocks; ib++)
+            for (int64_t p = 0; p < kdim; p++, dst += width)
+                for (int64_t q = 0; q < width; q++) {
+                    int64_t row = ib * width + q;
+                    dst[q] = row < mg ? w[(gi * mg + row) * kdim + p] : 0.0f;
+                }
+}
+
+int64_t inf__conv2d_packed_w_floats(int64_t m, int64_t group, int64_t kdim) {
+    return inf__conv2d_blocked_w_floats(m, group, kdim, MR);
 }
 
 void inf__conv2d_pack_w(int64_t m, int64_t group, int64_t kdim, const float *w, float *dst) {
-    int64_t mg = m / group, npan = (mg + MR - 1) / MR;
-    for (int64_t gi = 0; gi < group; gi++)
-        for (int64_t ip = 0; ip < npan; ip++)
-            for (int64_t p = 0; p < kdim; p++, dst += MR)
-                for (int64_t q = 0; q < MR; q++) {
-                    int64_t row = ip * MR + q;
-                    dst[q] = row < mg ? w[(gi * mg + row) * kdim + p] : 0.0f;
-                }
+    inf__conv2d_pack_w_blocked(m, group, kdim, MR, w, dst);
 }
 
 /* ---- im2col into a [kc][16] panel ---- */

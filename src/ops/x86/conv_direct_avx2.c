@@ -60,18 +60,11 @@ bool inf__conv2d_direct_fits(int64_t mg, int64_t kdim) { return (mg % CW == 0 ||
 /* ---- weights ---- */
 
 int64_t inf__conv2d_direct_w_floats(int64_t m, int64_t group, int64_t kdim) {
-    return group * ((m / group + CW - 1) / CW) * CW * kdim;
+    return inf__conv2d_blocked_w_floats(m, group, kdim, CW);
 }
 
 void inf__conv2d_direct_pack_w(int64_t m, int64_t group, int64_t kdim, const float *w, float *dst) {
-    int64_t mg = m / group, ncb = (mg + CW - 1) / CW;
-    for (int64_t gi = 0; gi < group; gi++)
-        for (int64_t cb = 0; cb < ncb; cb++)
-            for (int64_t k = 0; k < kdim; k++, dst += CW)
-                for (int64_t q = 0; q < CW; q++) {
-                    int64_t row = cb * CW + q;
-                    dst[q] = row < mg ? w[(gi * mg + row) * kdim + k] : 0.0f;
-                }
+    inf__conv2d_pack_w_blocked(m, group, kdim, CW, w, dst);
 }
 
 /* ---- the padded input ---- */
