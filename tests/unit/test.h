@@ -10,6 +10,7 @@
 #define INF_TEST_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -74,6 +75,9 @@ extern int test_failed_flag;
 struct inf_tensor;
 void test_run_floats(const char *path, bool optimize, int threads, const struct inf_tensor *x, float *out, int n_out,
                      int cap, int *n_nodes);
+/* Fills x[0..n) with uniform values in [lo, hi) from a xorshift64 sequence
+ * started at seed: the optimizer tests' random inputs. */
+void test_fill_uniform(float *x, int n, uint64_t seed, double lo, double hi);
 
 /* Where the source tree's test data lives (set by CMake). */
 #ifndef INFERA_SOURCE_DIR

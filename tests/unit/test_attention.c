@@ -27,11 +27,7 @@ TEST(attention_pass_fuses_bert_export_and_keeps_near_misses) {
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/models/attention.onnx", INFERA_SOURCE_DIR);
     static float data[CAP], plain[N_OUT * CAP], fused[N_OUT * CAP], fused2[N_OUT * CAP];
-    uint64_t r = 0x9E3779B97F4A7C15ull;
-    for (int i = 0; i < CAP; i++) {
-        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
-        data[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 4.0 - 2.0);
-    }
+    test_fill_uniform(data, CAP, 0x9E3779B97F4A7C15ull, -2.0, 2.0);
     int64_t dims[3] = {2, 5, 24};
     inf_tensor x;
     inf_tensor_init_view(&x, INF_DTYPE_F32, 3, dims, data);

@@ -409,6 +409,14 @@ TEST(constant_folding_keeps_results) {
     inf_model_free(optimized);
 }
 
+void test_fill_uniform(float *x, int n, uint64_t seed, double lo, double hi) {
+    uint64_t r = seed;
+    for (int i = 0; i < n; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        x[i] = (float)((double)(r >> 11) / 9007199254740992.0 * (hi - lo) + lo);
+    }
+}
+
 void test_run_floats(const char *path, bool optimize, int threads, const inf_tensor *x, float *out, int n_out, int cap,
                      int *n_nodes) {
     inf_model *m;
@@ -445,11 +453,7 @@ TEST(pattern_passes_fuse_and_keep_results) {
     snprintf(path, sizeof path, "%s/tests/models/patterns.onnx", INFERA_SOURCE_DIR);
     enum { N_OUT = 10, CAP = 96 };
     static float data[96], plain[N_OUT * CAP], fused[N_OUT * CAP], fused2[N_OUT * CAP];
-    uint64_t r = 0x9E3779B97F4A7C15ull;
-    for (int i = 0; i < 96; i++) {
-        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
-        data[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 8.0 - 4.0);
-    }
+    test_fill_uniform(data, 96, 0x9E3779B97F4A7C15ull, -4.0, 4.0);
     data[5] = -9.0f, data[6] = 7.5f, data[7] = 0.0f; /* GELU's tails and zero */
     int64_t dims[3] = {2, 3, 16};
     inf_tensor x;
@@ -485,11 +489,7 @@ TEST(conv_add_pass_fuses_residuals_bit_exactly) {
     enum { N_OUT = 7, CAP = 336 };
     static float data[336], plain[N_OUT * CAP], fused[N_OUT * CAP], fused2[N_OUT * CAP], one[N_OUT * CAP];
     static const int numel[N_OUT] = {336, 144, 336, 336, 336, 336, 336};
-    uint64_t r = 0x2545F4914F6CDD1Dull;
-    for (int i = 0; i < 336; i++) {
-        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
-        data[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 4.0 - 2.0);
-    }
+    test_fill_uniform(data, 336, 0x2545F4914F6CDD1Dull, -2.0, 2.0);
     int64_t dims[4] = {2, 4, 6, 7};
     inf_tensor x;
     inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
