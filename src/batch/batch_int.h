@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "batch/model_ref.h"
+#include "registry/model_ref.h"
 #include "infera/io.h"
 #include "infera/pipeline.h"
 

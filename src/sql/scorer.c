@@ -8,7 +8,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "batch/model_ref.h"
+#include "registry/model_ref.h"
 #include "sql/scorer.h"
 
 struct inf__scorer {

@@ -10,7 +10,7 @@
  * jsonl:- or jsonl:PATH.  DST: any io/ sink (redis://H:P/STREAM, mqtt://H:P/TOPIC,
  * sqlite:PATH?table=T, postgresql://...?table=T, jsonl:-, jsonl:PATH, csv:PATH).
  *
- * This file: options, opening the model (batch/model_ref.h: the same
+ * This file: options, opening the model (registry/model_ref.h: the same
  * resolution and pipeline as batch and the SQL functions), the source and the
  * sinks (always appending: a restarted consumer adds to what is there; table
  * and Redis sinks keyed for idempotence), the registry's use and audit

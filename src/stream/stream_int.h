@@ -29,7 +29,7 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "batch/model_ref.h"
+#include "registry/model_ref.h"
 #include "infera/io.h"
 #include "infera/pipeline.h"
 

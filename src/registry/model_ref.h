@@ -3,9 +3,10 @@
  * .onnx file, or NAME, NAME@VERSION, NAME@ALIAS in the registry) into a
  * loaded model and its pipeline, with the identity that lineage needs.
  *
- * Used by the batch runner (src/batch/) and by the SQL extensions
- * (src/sql/sqlite_ext.c, src/sql/pg/infera_pg.c), so every runner resolves
- * and maps records the same way (bit-identical predictions).
+ * Shared by the runners: batch (src/batch/), stream (src/stream/) and the SQL
+ * extensions (src/sql/sqlite_ext.c, src/sql/pg/infera_pg.c), so every runner
+ * resolves and maps records the same way (bit-identical predictions).  It
+ * lives with the registry because a reference is resolved through it.
  *
  * A path is what inf_registry_ref_is_path says (contains '/', ends in .onnx,
  * .json or .ubj, or names an existing file); its pipeline is `pipeline_path` when given, else the default
@@ -14,8 +15,8 @@
  * (`pipeline_path` overrides it).  Identity of a path model: name = file stem,
  * version = "sha256:<first 12 hex of the file>".
  */
-#ifndef INF_BATCH_MODEL_REF_H
-#define INF_BATCH_MODEL_REF_H
+#ifndef INF_REGISTRY_MODEL_REF_H
+#define INF_REGISTRY_MODEL_REF_H
 
 #include <stdint.h>
 
@@ -50,4 +51,4 @@ inf_status inf__model_ref_open(const char *ref, const inf__model_ref_options *op
                                inf_error *err);
 void inf__model_ref_close(inf__model_ref *m);
 
-#endif /* INF_BATCH_MODEL_REF_H */
+#endif /* INF_REGISTRY_MODEL_REF_H */

@@ -1,12 +1,13 @@
 /*
  * model_ref.c -- model reference -> model + pipeline + identity (see
- * model_ref.h).  Callers: batch runner, SQLite and PostgreSQL extensions.
+ * model_ref.h).  Callers: the batch and stream runners, the SQLite and
+ * PostgreSQL extensions.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch/model_ref.h"
+#include "registry/model_ref.h"
 
 static inf_status fail(inf_error *err, inf_status st, const char *fmt, const char *a, const char *b) {
     if (err) {
