@@ -64,6 +64,11 @@ struct inf_pipeline_exec {
     int fin_out_field[FINISH_CACHE];
     int fin_col_field[FINISH_CACHE][FINISH_CACHE_COLS];
     int fin_lineage_field[3];
+    /* model outputs as finish maps them: the tensors, or dense views of
+     * sequence-of-map outputs (map_outputs.c) */
+    int n_model_outputs;
+    const inf_tensor **fin_view;
+    inf__map_columns *map_cols;
     size_t *tensor_caps;
     /* counters for this batch */
     uint64_t *f_invalid, *f_rejected, *f_missing;
@@ -94,6 +99,7 @@ inf_status inf_pipeline_exec_new(const inf_pipeline *p, inf_pipeline_exec **out,
     int nf = p->n_field_stats ? p->n_field_stats : 1;
     int n_model = p->model ? inf_model_n_inputs(p->model) : p->n_model_inputs;
     e->n_tensor_ptrs = n_model;
+    e->n_model_outputs = p->model ? inf_model_n_outputs(p->model) : 0;
     memset(e->fin_out_field, 0xff, sizeof e->fin_out_field); /* -1: not known */
     memset(e->fin_col_field, 0xff, sizeof e->fin_col_field);
     memset(e->fin_lineage_field, 0xff, sizeof e->fin_lineage_field);
@@ -106,8 +112,10 @@ inf_status inf_pipeline_exec_new(const inf_pipeline *p, inf_pipeline_exec **out,
     e->f_invalid = calloc((size_t)nf, sizeof *e->f_invalid);
     e->f_rejected = calloc((size_t)nf, sizeof *e->f_rejected);
     e->f_missing = calloc((size_t)nf, sizeof *e->f_missing);
+    e->fin_view = calloc((size_t)(e->n_model_outputs + 1), sizeof *e->fin_view);
+    e->map_cols = calloc((size_t)(e->n_model_outputs + 1), sizeof *e->map_cols);
     if (!e->batch_field || !e->conns || !e->results || !e->tensors || !e->tensor_caps || !e->tensor_ptrs ||
-        !e->f_invalid || !e->f_rejected || !e->f_missing) {
+        !e->f_invalid || !e->f_rejected || !e->f_missing || !e->fin_view || !e->map_cols) {
         inf_pipeline_exec_free(e);
         return fail(err, INF_ENOMEM, "out of memory");
     }
@@ -158,6 +166,10 @@ void inf_pipeline_exec_free(inf_pipeline_exec *e) {
         for (int i = 0; i < e->n_def; i++) free(e->def_names[i]);
     free(e->def_names);
     free(e->def_batch_field);
+    if (e->map_cols)
+        for (int i = 0; i < e->n_model_outputs; i++) inf__map_columns_free(&e->map_cols[i]);
+    free(e->map_cols);
+    free(e->fin_view);
     free(e);
 }
 
@@ -838,17 +850,65 @@ static int cached_field(const inf_record_batch *out, int f, const char *name, in
     return have[n + 1 + nd] == '\0';
 }
 
+/* e->fin_view: each model output a spec output reads, as a tensor; a
+ * sequence of maps (ZipMap) becomes its dense [N, C] view. */
+static inf_status view_outputs(inf_pipeline_exec *e, inf_tensor *const *outputs, inf_error *err) {
+    const inf_pipeline *p = e->p;
+    for (int i = 0; i < e->n_model_outputs; i++) e->fin_view[i] = NULL;
+    for (int o = 0; o < p->n_outputs; o++) {
+        int i = p->outputs[o].from_field >= 0 ? -1 : p->outputs[o].from_output;
+        if (i < 0 || i >= e->n_model_outputs || e->fin_view[i]) continue;
+        e->fin_view[i] = outputs[i];
+        if (!inf__is_map_sequence(outputs[i])) continue;
+        inf_status st = inf__map_columns_fill(&e->map_cols[i], outputs[i], e->n_accepted, p->outputs[o].from, err);
+        if (st) return st;
+        e->fin_view[i] = &e->map_cols[i].dense;
+    }
+    return INF_OK;
+}
+
+/* The keys of model output i when it is a sequence of maps, else NULL. */
+static const inf__map_columns *output_keys(const inf_pipeline_exec *e, int i) {
+    return e->fin_view[i] == &e->map_cols[i].dense ? &e->map_cols[i] : NULL;
+}
+
+/* Column j of an output is called name_j, or name_<key> for a map output
+ * whose keys are not 0, 1, ... */
+static int column_by_index(const inf__map_columns *keys, int64_t j) {
+    return !keys || (!keys->string_keys && keys->int_keys[j] == j);
+}
+
+static void column_name(char *buf, size_t size, const poutput *po, const inf__map_columns *keys, int64_t j) {
+    if (column_by_index(keys, j)) snprintf(buf, size, "%s_%lld", po->name, (long long)j);
+    else snprintf(buf, size, "%s_%s", po->name, keys->key_names[j]);
+}
+
+/* An argmax/top-k class: the spec's label, the map's key, or the index. */
+static inf_status set_class(inf_record_batch *out, int row, int f, const poutput *po, const inf__map_columns *keys,
+                            int64_t best) {
+    if (best < po->n_labels) return inf_record_batch_set_string(out, row, f, po->labels[best], strlen(po->labels[best]));
+    if (keys && keys->string_keys)
+        return inf_record_batch_set_string(out, row, f, keys->key_names[best], strlen(keys->key_names[best]));
+    return inf_record_batch_set_int(out, row, f, keys ? keys->int_keys[best] : best);
+}
+
 inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs, inf_record_batch *out, inf_error *err) {
     const inf_pipeline *p = e->p;
     if (!p->model) return fail(err, INF_EINVAL, "pipeline '%s' was loaded without a model; no outputs to map", p->name);
     int n_out = inf_model_n_outputs(p->model);
+    if (n_out > e->n_model_outputs)
+        return fail(err, INF_EINVAL, "pipeline '%s': the executor was made for %d model outputs, not %d", p->name,
+                    e->n_model_outputs, n_out);
+    inf_status vst = view_outputs(e, outputs, err);
+    if (vst) return vst;
+    const inf_tensor *const *view = e->fin_view;
     /* check shapes once */
     for (int o = 0; o < p->n_outputs; o++) {
         const poutput *po = &p->outputs[o];
         if (po->from_field >= 0) continue;
-        const inf_tensor *t = po->from_output < n_out ? outputs[po->from_output] : NULL;
+        const inf_tensor *t = po->from_output < n_out ? view[po->from_output] : NULL;
         if (!t || t->kind != INF_KIND_TENSOR)
-            return fail(err, INF_ETYPE, "output '%s': the model output '%s' is not a tensor (sequence/map outputs need a spec 'outputs' the pipeline cannot map yet)",
+            return fail(err, INF_ETYPE, "output '%s': the model output '%s' is neither a tensor nor a sequence of maps",
                         po->name, po->from);
         if (t->ndim < 1 || t->ndim > 2 || t->dims[0] != e->n_accepted)
             return fail(err, INF_ESHAPE, "output '%s': the model output '%s' has %d dims / %lld rows, expected [%d] or [%d, C]",
@@ -879,7 +939,8 @@ inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs,
                 if (kind == 2) str = v->u.s.ptr;
                 else inf_value_to_double(v, &num);
             } else {
-                const inf_tensor *t = outputs[po->from_output];
+                const inf_tensor *t = view[po->from_output];
+                const inf__map_columns *keys = output_keys(e, po->from_output);
                 int64_t C = t->ndim == 2 ? t->dims[1] : 1;
                 if (po->op == OUT_ARGMAX || po->op == OUT_TOP_K) {
                     int kk = po->op == OUT_ARGMAX ? 1 : po->k;
@@ -895,12 +956,10 @@ inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs,
                         }
                         if (best < 0) break;
                         taken[best] = 1;
-                        int lab = best < po->n_labels;
                         if (po->op == OUT_ARGMAX) snprintf(name, sizeof name, "%s", po->name);
                         else snprintf(name, sizeof name, "%s_%d", po->name, rank + 1);
                         if ((st = inf_record_batch_add_field(out, name, &f))) break;
-                        st = lab ? inf_record_batch_set_string(out, row, f, po->labels[best], strlen(po->labels[best]))
-                                 : inf_record_batch_set_int(out, row, f, best);
+                        st = set_class(out, row, f, po, keys, best);
                         if (st || po->op == OUT_ARGMAX) break;
                         snprintf(name, sizeof name, "%s_%d_score", po->name, rank + 1);
                         if ((st = inf_record_batch_add_field(out, name, &f))) break;
@@ -911,11 +970,12 @@ inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs,
                 if (po->default_cols && C > 1 && t->ndim == 2) {
                     for (int64_t j = 0; j < C && !st; j++) {
                         kind = tensor_value(t, k, j, &num, &str);
-                        int *slot = o < FINISH_CACHE && j < FINISH_CACHE_COLS ? &e->fin_col_field[o][j] : NULL;
+                        int cache = column_by_index(keys, j) && o < FINISH_CACHE && j < FINISH_CACHE_COLS;
+                        int *slot = cache ? &e->fin_col_field[o][j] : NULL;
                         if (slot && cached_field(out, *slot, po->name, j)) {
                             f = *slot;
                         } else {
-                            snprintf(name, sizeof name, "%s_%lld", po->name, (long long)j);
+                            column_name(name, sizeof name, po, keys, j);
                             if ((st = inf_record_batch_add_field(out, name, &f))) break;
                             if (slot) *slot = f;
                         }

@@ -233,4 +233,27 @@ const char *const *inf__exec_str(const inf_pipeline_exec *e, int col, const uint
 int inf__exec_rows(const inf_pipeline_exec *e);
 int inf__exec_row_ok(const inf_pipeline_exec *e, int row);
 
+/* ---- map_outputs.c ---- */
+/* A model output that is a sequence of maps, one {class -> score} map per
+ * record (what ZipMap makes), seen as a dense [N, C] float32 tensor whose
+ * column j is the map's j-th key.  The buffers grow to the largest batch and
+ * the key names are rebuilt only when the keys change. */
+typedef struct inf__map_columns {
+    float *values;      /* N x C */
+    size_t cap;         /* floats at values */
+    inf_tensor dense;   /* a view over values */
+    int n_keys;
+    int string_keys;    /* keys are strings (else int64) */
+    int64_t *int_keys;  /* the int64 keys */
+    char **key_names;   /* the keys as text: column suffixes and labels */
+} inf__map_columns;
+
+/* 1 when t is a sequence whose items are maps. */
+int inf__is_map_sequence(const inf_tensor *t);
+/* Fills mc->dense from seq (n_rows maps with the same keys in the same order,
+ * numeric values); `what` names the output in errors. */
+inf_status inf__map_columns_fill(inf__map_columns *mc, const inf_tensor *seq, int n_rows, const char *what,
+                                 inf_error *err);
+void inf__map_columns_free(inf__map_columns *mc);
+
 #endif /* INF_PIPELINE_INT_H */

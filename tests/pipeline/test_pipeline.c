@@ -9,7 +9,8 @@
  *   - SQLite lookups: defaults, missing entities, staleness, one query per
  *     batch; point-in-time joins with tricky timestamps;
  *   - Redis lookups when REDIS_URL is set (tests/pipeline/test_redis.sh);
- *   - the default pipeline and output mapping on the fraud model.
+ *   - the default pipeline and output mapping on the fraud model;
+ *   - sequence-of-map (ZipMap) outputs as columns, by default and by a spec.
  * Usage: test_pipeline SOURCE_DIR.  Prints one line per check and
  * "N passed, M failed".
  */
@@ -572,6 +573,129 @@ done:
     inf_record_batch_free(out);
 }
 
+/* ---- sequence-of-map outputs (ZipMap, as skl2onnx classifiers end) ---- */
+
+static const char *const zip_recs[] = {
+    "{\"id\":\"r1\",\"a\":0.25,\"b\":0.5,\"c\":0.125}",
+    "{\"id\":\"r2\",\"a\":3,\"b\":-1,\"c\":2.5}",
+    "{\"id\":\"r3\",\"a\":-4,\"b\":-5,\"c\":-3.75}",
+};
+static const float zip_x[3][3] = {{0.25f, 0.5f, 0.125f}, {3, -1, 2.5f}, {-4, -5, -3.75f}};
+static const int zip_best[3] = {1, 0, 2}, zip_second[3] = {0, 2, 0};
+
+/* Scores the three records through p (a model of tests/pipeline/data); NULL on failure. */
+static inf_record_batch *zip_score(const inf_model *model, const inf_pipeline *p, inf_error *err) {
+    inf_record_batch *in = NULL, *out = NULL;
+    inf_pipeline_exec *e = NULL;
+    inf_session *s = NULL;
+    const inf_tensor *const *x;
+    inf_tensor *const *y;
+    inf_status st = inf_record_batch_new(&in);
+    for (int i = 0; i < 3 && !st; i++) st = inf_record_batch_add_json(in, zip_recs[i], strlen(zip_recs[i]), err);
+    if (!st) st = inf_record_batch_new(&out);
+    if (!st) st = inf_pipeline_exec_new(p, &e, err);
+    if (!st) st = inf_session_new(model, NULL, &s, err);
+    for (int round = 0; round < 2 && !st; round++) { /* twice: the second reuses the executor's key names */
+        inf_record_batch_reset(out);
+        st = inf_pipeline_prepare(e, in, &x, err);
+        if (!st) st = inf_session_run(s, x, &y, err);
+        if (!st) st = inf_pipeline_finish(e, y, out, err);
+    }
+    inf_pipeline_exec_free(e);
+    inf_session_free(s);
+    inf_record_batch_free(in);
+    if (st) {
+        inf_record_batch_free(out);
+        return NULL;
+    }
+    return out;
+}
+
+static double zip_num(const inf_record_batch *out, int row, const char *field) {
+    int f = inf_record_batch_find_field(out, field);
+    double v = NAN;
+    if (f >= 0) inf_value_to_double(inf_record_batch_get(out, row, f), &v);
+    return v;
+}
+
+static const char *zip_str(const inf_record_batch *out, int row, const char *field) {
+    int f = inf_record_batch_find_field(out, field);
+    const inf_value *v = f >= 0 ? inf_record_batch_get(out, row, f) : NULL;
+    return v && v->type == INF_FIELD_STRING ? v->u.s.ptr : "";
+}
+
+/* Default mapping: one column per map key, named output_probability_<key>. */
+static void test_zipmap_default(const inf_model *model, const char *const keys[3], const char *what) {
+    inf_pipeline *p = NULL;
+    inf_error err = {0};
+    inf_pipeline_options o;
+    inf_pipeline_options_init(&o);
+    o.id_column = "id";
+    inf_status st = inf_pipeline_default(model, &o, &p, &err);
+    inf_record_batch *out = st ? NULL : zip_score(model, p, &err);
+    check(out != NULL, "%s: default pipeline scores a ZipMap model (%s)", what, out ? "ok" : err.message);
+    int good = out && inf_record_batch_n_rows(out) == 3;
+    char name[64];
+    for (int r = 0; good && r < 3; r++) {
+        good = zip_num(out, r, "label") == zip_best[r];
+        for (int j = 0; good && j < 3; j++) {
+            snprintf(name, sizeof name, "output_probability_%s", keys[j]);
+            good = zip_num(out, r, name) == (double)zip_x[r][j];
+        }
+    }
+    check(good, "%s: columns output_probability_%s/_%s/_%s hold each row's map values", what, keys[0], keys[1], keys[2]);
+    inf_record_batch_free(out);
+    inf_pipeline_free(p);
+}
+
+/* Spec mapping: argmax and top_k name the map's keys; index picks a column. */
+static void test_zipmap_spec(const inf_model *model, const char *const keys[3], int string_keys, const char *what) {
+    const char *spec = "{\"inputs\":{\"id\":{\"type\":\"string\",\"id\":true},\"a\":{\"type\":\"float\"},"
+                       "\"b\":{\"type\":\"float\"},\"c\":{\"type\":\"float\"}},"
+                       "\"model_inputs\":{\"X\":{\"order\":[\"a\",\"b\",\"c\"]}},"
+                       "\"outputs\":[{\"name\":\"animal\",\"from\":\"output_probability\",\"op\":\"argmax\"},"
+                       "{\"name\":\"p_second\",\"from\":\"output_probability\",\"index\":1},"
+                       "{\"name\":\"top\",\"from\":\"output_probability\",\"op\":\"top_k\",\"k\":2}]}";
+    inf_pipeline *p = NULL;
+    inf_error err = {0};
+    inf_status st = inf_pipeline_load_string(spec, strlen(spec), model, NULL, &p, &err);
+    inf_record_batch *out = st ? NULL : zip_score(model, p, &err);
+    check(out != NULL, "%s: a spec maps a ZipMap output (%s)", what, out ? "ok" : err.message);
+    int good = out && inf_record_batch_n_rows(out) == 3;
+    for (int r = 0; good && r < 3; r++) {
+        const char *best = keys[zip_best[r]], *second = keys[zip_second[r]];
+        if (string_keys)
+            good = !strcmp(zip_str(out, r, "animal"), best) && !strcmp(zip_str(out, r, "top_2"), second);
+        else
+            good = zip_num(out, r, "animal") == atof(best) && zip_num(out, r, "top_2") == atof(second);
+        good = good && zip_num(out, r, "p_second") == (double)zip_x[r][1] &&
+               zip_num(out, r, "top_1_score") == (double)zip_x[r][zip_best[r]];
+    }
+    check(good, "%s: argmax/top_k give the class keys, index 1 the second key's score", what);
+    inf_record_batch_free(out);
+    inf_pipeline_free(p);
+}
+
+static void test_zipmap(void) {
+    static const char *const str_keys[3] = {"cat", "dog", "emu"}, *const int_keys[3] = {"10", "20", "30"};
+    inf_model *m = NULL;
+    inf_error err;
+    if (inf_model_load(path_of("tests/pipeline/data/zipmap_str.onnx"), NULL, &m, &err)) {
+        check(0, "load zipmap_str.onnx: %s", err.message);
+        return;
+    }
+    test_zipmap_default(m, str_keys, "string keys");
+    test_zipmap_spec(m, str_keys, 1, "string keys");
+    inf_model_free(m);
+    if (inf_model_load(path_of("tests/pipeline/data/zipmap_int.onnx"), NULL, &m, &err)) {
+        check(0, "load zipmap_int.onnx: %s", err.message);
+        return;
+    }
+    test_zipmap_default(m, int_keys, "int64 keys");
+    test_zipmap_spec(m, int_keys, 0, "int64 keys");
+    inf_model_free(m);
+}
+
 int main(int argc, char **argv) {
     src_dir = argc > 1 ? argv[1] : ".";
     char dir[] = "/tmp/infera-pipeline-XXXXXX";
@@ -587,6 +711,7 @@ int main(int argc, char **argv) {
     else printf("SKIP: Redis lookups (REDIS_URL not set; run tests/pipeline/test_redis.sh)\n");
     if (fraud) test_fraud(fraud);
     inf_model_free(fraud);
+    test_zipmap();
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) {}
