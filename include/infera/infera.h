@@ -92,6 +92,13 @@ typedef struct inf_error {
     char message[INF_ERROR_MESSAGE_MAX];
 } inf_error;
 
+/* Fills err (when not NULL) with status and a printf-formatted message, and
+ * returns status: `return inf_error_set(err, INF_EIO, "%s: cannot read", path);`.
+ * For code built on the library (runners, extensions) to report errors the
+ * same way the library does. */
+INF_API inf_status inf_error_set(inf_error *err, inf_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* The library's version string, e.g. "0.1.0". */
 INF_API const char *inf_version(void);
 

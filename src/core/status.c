@@ -49,7 +49,7 @@ inf_status inf__verror(inf_error *err, inf_status status, const char *fmt, va_li
     return status;
 }
 
-inf_status inf__error(inf_error *err, inf_status status, const char *fmt, ...) {
+inf_status inf_error_set(inf_error *err, inf_status status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     inf__verror(err, status, fmt, ap);

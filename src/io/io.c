@@ -52,17 +52,6 @@ struct inf_sink {
     void *state;
 };
 
-inf_status inf__io_fail(inf_error *err, inf_status status, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->status = status;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
-
 inf_status inf__io_open_input(const char *uri, const char *rest, FILE **f, int *owns, inf_error *err) {
     if (!strcmp(rest, "-")) {
         *f = stdin;

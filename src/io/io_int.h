@@ -41,8 +41,7 @@ inf_status inf__io_mqtt_connect(const inf_net_uri *u, const char *client_id, int
 #endif
 
 /* Fills err (may be NULL) with status and a formatted message; returns status. */
-inf_status inf__io_fail(inf_error *err, inf_status status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define inf__io_fail(...) inf_error_set(__VA_ARGS__)
 
 /* Finds the query parameter `key` in "PATH?k=v&k2=v2" (URL-decoded into buf);
  * returns buf, or NULL when absent.  inf__io_uri_path copies PATH. */

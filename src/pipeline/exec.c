@@ -79,18 +79,6 @@ struct inf_pipeline_exec {
     const inf_record_batch *last_batch;
 };
 
-static inf_status fail(inf_error *err, inf_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static inf_status fail(inf_error *err, inf_status st, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->status = st;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
 inf_status inf_pipeline_exec_new(const inf_pipeline *p, inf_pipeline_exec **out, inf_error *err) {
     *out = NULL;
     inf_pipeline_exec *e = calloc(1, sizeof *e);

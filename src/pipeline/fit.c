@@ -42,18 +42,6 @@ typedef struct acc {
     int numeric_cats;
 } acc;
 
-static inf_status fail(inf_error *err, inf_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static inf_status fail(inf_error *err, inf_status st, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->status = st;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
 static int add_num(acc *a, double v, int keep) {
     a->n += 1;
     double d = v - a->mean;

@@ -74,18 +74,6 @@ void inf__lookup_result_free(lookup_result *r) {
     memset(r, 0, sizeof *r);
 }
 
-static inf_status fail(inf_error *err, inf_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static inf_status fail(inf_error *err, inf_status st, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->status = st;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
 /* inf_ts(x): epoch seconds of a number or an ISO-8601 / numeric text; NULL otherwise. */
 static void sql_inf_ts(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     switch (sqlite3_value_type(argv[0])) {

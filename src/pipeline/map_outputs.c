@@ -22,18 +22,6 @@
 
 #include "pipeline/pipeline_int.h"
 
-static inf_status fail(inf_error *err, inf_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static inf_status fail(inf_error *err, inf_status st, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->status = st;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
 int inf__is_map_sequence(const inf_tensor *t) {
     if (!t || t->kind != INF_KIND_SEQUENCE) return 0;
     for (int i = 0; i < t->n_items; i++)

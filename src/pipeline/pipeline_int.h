@@ -28,6 +28,10 @@
 #include "infera/pipeline.h"
 #include "infera/session.h"
 
+/* Every pipeline file reports errors with fail(err, status, fmt, ...): the
+ * library's inf_error_set. */
+#define fail(...) inf_error_set(__VA_ARGS__)
+
 enum { COL_NUM = 0, COL_STR = 1, COL_TS = 2 };
 enum { SRC_INPUT = 0, SRC_LOOKUP = 1, SRC_FEATURE = 2 };
 enum { POLICY_REJECT = 0, POLICY_COUNT = 1 };

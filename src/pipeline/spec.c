@@ -175,18 +175,6 @@ char *inf__pipeline_canonical_json(const cJSON *j) {
 
 /* ---- errors ---- */
 
-static inf_status fail(inf_error *err, inf_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static inf_status fail(inf_error *err, inf_status st, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->status = st;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
 /* ---- free ---- */
 
 static void free_strs(char **v, int n) {

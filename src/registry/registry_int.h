@@ -70,8 +70,7 @@ struct inf_registry {
 };
 
 /* Fills err (if any) with status and a formatted message; returns status. */
-inf_status inf__reg_fail(inf_error *err, inf_status status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define inf__reg_fail(...) inf_error_set(__VA_ARGS__)
 /* Runs one statement; convenience over store->ops->query. */
 inf_status inf__reg_sql(inf_registry *r, const char *sql, int n, const char *const *params, inf__rows **out,
                         inf_error *err);

@@ -21,17 +21,6 @@ void inf__rows_free(inf__rows *rows) {
     free(rows);
 }
 
-inf_status inf__reg_fail(inf_error *err, inf_status status, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->status = status;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
-
 inf_status inf__reg_sql(inf_registry *r, const char *sql, int n, const char *const *params, inf__rows **out,
                         inf_error *err) {
     if (out) *out = NULL;
