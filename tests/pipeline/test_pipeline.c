@@ -677,23 +677,22 @@ static void test_zipmap_spec(const inf_model *model, const char *const keys[3], 
 }
 
 static void test_zipmap(void) {
-    static const char *const str_keys[3] = {"cat", "dog", "emu"}, *const int_keys[3] = {"10", "20", "30"};
-    inf_model *m = NULL;
-    inf_error err;
-    if (inf_model_load(path_of("tests/pipeline/data/zipmap_str.onnx"), NULL, &m, &err)) {
-        check(0, "load zipmap_str.onnx: %s", err.message);
-        return;
+    static const struct {
+        const char *file, *what, *keys[3];
+        int string_keys;
+    } cases[] = {{"tests/pipeline/data/zipmap_str.onnx", "string keys", {"cat", "dog", "emu"}, 1},
+                 {"tests/pipeline/data/zipmap_int.onnx", "int64 keys", {"10", "20", "30"}, 0}};
+    for (int i = 0; i < 2; i++) {
+        inf_model *m = NULL;
+        inf_error err;
+        if (inf_model_load(path_of(cases[i].file), NULL, &m, &err)) {
+            check(0, "load %s: %s", cases[i].file, err.message);
+            continue;
+        }
+        test_zipmap_default(m, cases[i].keys, cases[i].what);
+        test_zipmap_spec(m, cases[i].keys, cases[i].string_keys, cases[i].what);
+        inf_model_free(m);
     }
-    test_zipmap_default(m, str_keys, "string keys");
-    test_zipmap_spec(m, str_keys, 1, "string keys");
-    inf_model_free(m);
-    if (inf_model_load(path_of("tests/pipeline/data/zipmap_int.onnx"), NULL, &m, &err)) {
-        check(0, "load zipmap_int.onnx: %s", err.message);
-        return;
-    }
-    test_zipmap_default(m, int_keys, "int64 keys");
-    test_zipmap_spec(m, int_keys, 0, "int64 keys");
-    inf_model_free(m);
 }
 
 int main(int argc, char **argv) {
