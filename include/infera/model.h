@@ -91,6 +91,14 @@ INF_API int inf_model_n_op_types(const inf_model *model);
 INF_API void inf_model_op_type(const inf_model *model, int i, const char **domain,
                                const char **op_type, int *count);
 
+/* Node i (0 <= i < n_nodes_optimized) of the main graph after load-time
+ * optimisation: its op type (fused kernels have their own: FusedMatMul,
+ * Attention, ConvAdd, ...) and the activation fused into its output
+ * ("Relu", "LeakyRelu", "Clip"; NULL when none).  What `infera info` lists
+ * as the optimised ops. */
+INF_API void inf_model_optimized_node(const inf_model *model, int i, const char **op_type,
+                                      const char **activation);
+
 /* metadata_props of the model: key/value pairs. */
 INF_API int inf_model_n_metadata(const inf_model *model);
 INF_API void inf_model_metadata(const inf_model *model, int i, const char **key,

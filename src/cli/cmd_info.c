@@ -54,6 +54,46 @@ static void json_value_info(const inf_value_info *info) {
     printf("]}");
 }
 
+/* The optimised graph's ops, "Op" or "Op+Activation", with their counts in
+ * first-seen order; returns how many distinct ones (at most cap). */
+typedef struct op_count {
+    char name[128];
+    int count;
+} op_count;
+
+static int optimized_ops(const inf_model *m, int n_nodes, op_count *out, int cap) {
+    int n = 0;
+    for (int i = 0; i < n_nodes; i++) {
+        const char *op, *act;
+        char name[128];
+        inf_model_optimized_node(m, i, &op, &act);
+        snprintf(name, sizeof name, "%s%s%s", op ? op : "?", act ? "+" : "", act ? act : "");
+        int k = 0;
+        while (k < n && strcmp(out[k].name, name)) k++;
+        if (k == n) {
+            if (n == cap) continue;
+            snprintf(out[n].name, sizeof out[n].name, "%s", name);
+            out[n++].count = 0;
+        }
+        out[k].count++;
+    }
+    return n;
+}
+
+static void print_optimized_ops(const inf_model *m, const inf_model_summary *s, int json) {
+    op_count ops[256];
+    int n = optimized_ops(m, s->n_nodes_optimized, ops, 256);
+    for (int i = 0; i < n; i++) {
+        if (!json) {
+            printf("  %-24s %d\n", ops[i].name, ops[i].count);
+            continue;
+        }
+        printf(i ? "," : "");
+        json_string(ops[i].name);
+        printf(":%d", ops[i].count);
+    }
+}
+
 static void print_json(const inf_model *m, const inf_model_summary *s) {
     printf("{\"path\":");
     json_string(s->path);
@@ -88,6 +128,8 @@ static void print_json(const inf_model *m, const inf_model_summary *s) {
         json_string(key);
         printf(":%d", count);
     }
+    printf("},\"ops_optimized\":{");
+    print_optimized_ops(m, s, 1);
     printf("},\"parameters\":%lld,\"parameter_bytes\":%llu,\"file_bytes\":%llu}\n", (long long)s->n_parameters,
            (unsigned long long)s->parameter_bytes, (unsigned long long)s->file_bytes);
 }
@@ -118,6 +160,8 @@ static void print_text(const inf_model *m, const inf_model_summary *s) {
         inf_model_op_type(m, i, &domain, &op, &count);
         printf("  %-24s %d\n", op, count);
     }
+    printf("ops after optimisation (fused activations as Op+Activation):\n");
+    print_optimized_ops(m, s, 0);
     printf("parameters: %lld (%.2f MiB)\n", (long long)s->n_parameters, (double)s->parameter_bytes / (1024.0 * 1024.0));
     printf("file size:  %llu bytes\n", (unsigned long long)s->file_bytes);
     for (int i = 0; i < inf_model_n_metadata(m); i++) {
