@@ -7,7 +7,11 @@
  *      (initializers, or outputs of nodes folded before it) runs once, here,
  *      through its own kernel (graph/session.c's evaluator), and its outputs
  *      become initializers.  PyTorch exports are full of these (Constant
- *      nodes, shape arithmetic on weights).
+ *      nodes, shape arithmetic on weights, and Identity nodes where the
+ *      exporter shared equal weights between layers).  A node that reads a
+ *      value folded this way is bound again (its op's init), so what init
+ *      prepares from constant inputs -- packed GEMM/conv weights -- is
+ *      prepared for it too, as if the value had been an initializer.
  *   2. pattern passes (graph/passes/, one file each, with the exact pattern
  *      and why it is safe): the decomposed LayerNorm PyTorch exports below
  *      opset 17 -> LayerNormalization; exact-erf GELU -> the internal fused
@@ -77,7 +81,8 @@ static bool outputs_fit(const inf__node *node, inf_tensor *const *outs) {
     return total <= FOLD_MAX_BYTES;
 }
 
-static inf_status fold_node(inf__evaluator *ev, inf__graph *g, inf__node *node, bool *dead, inf_error *err) {
+static inf_status fold_node(inf__evaluator *ev, inf__graph *g, inf__node *node, bool *dead, bool *folded,
+                            inf_error *err) {
     inf_tensor *ins[64], *outs[64];
     if (node->n_inputs > 64 || node->n_outputs > 64) return INF_OK;
     for (int k = 0; k < node->n_inputs; k++) ins[k] = node->inputs[k] >= 0 ? g->values[node->inputs[k]].constant : NULL;
@@ -95,8 +100,24 @@ static inf_status fold_node(inf__evaluator *ev, inf__graph *g, inf__node *node, 
         g->values[v].role = INF_VALUE_INITIALIZER;
         g->values[v].constant = outs[k]; /* the model owns it from here */
         g->values[v].producer = -1;
+        folded[v] = true;
     }
     if (fits) *dead = true;
+    return INF_OK;
+}
+
+/* Binds again every live node that reads a value folded into a constant
+ * (folded[v]), so its op's init sees the constant. */
+static inf_status rebind_readers(struct inf_model *model, inf__graph *g, const bool *dead, const bool *folded,
+                                 inf_error *err) {
+    for (int n = 0; n < g->n_nodes; n++) {
+        inf__node *node = &g->nodes[n];
+        bool reads = false;
+        for (int k = 0; k < node->n_inputs && !reads; k++) reads = node->inputs[k] >= 0 && folded[node->inputs[k]];
+        if (dead[n] || !reads || !node->op->impl->init) continue;
+        inf_status st = node->op->impl->init(node, &model->arena, err);
+        if (st != INF_OK) return st;
+    }
     return INF_OK;
 }
 
@@ -205,14 +226,21 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         }
     if (st != INF_OK || g->n_nodes == 0) return st;
     bool *dead = inf__calloc((size_t)g->n_nodes, sizeof(bool));
+    bool *folded = inf__calloc((size_t)g->n_values + 1, sizeof(bool));
     inf__evaluator *ev = NULL;
-    if (!dead) return inf__error(err, INF_ENOMEM, "out of memory optimising the graph");
+    if (!dead || !folded) {
+        inf__free(dead);
+        inf__free(folded);
+        return inf__error(err, INF_ENOMEM, "out of memory optimising the graph");
+    }
     for (int n = 0; n < g->n_nodes && st == INF_OK; n++) {
         if (!is_foldable(g, &g->nodes[n])) continue;
         if (!ev && (st = inf__evaluator_new(model, g, &ev, err)) != INF_OK) break;
-        st = fold_node(ev, g, &g->nodes[n], &dead[n], err);
+        st = fold_node(ev, g, &g->nodes[n], &dead[n], folded, err);
         if (dead[n]) forget_reads(g, &g->nodes[n]);
     }
+    if (st == INF_OK) st = rebind_readers(model, g, dead, folded, err);
+    inf__free(folded);
     if (st == INF_OK) { /* LayerNorm before Pow: its chain holds a Pow(d, 2) */
         inf__pass_ctx pc = {model, g, dead};
         int n_ln = 0, n_gelu = 0, n_pow = 0, n_att = 0, n_ca = 0, n_mm = 0;

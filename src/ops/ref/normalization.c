@@ -43,10 +43,61 @@ static bool wants_output(const inf__kernel_ctx *ctx, int i) {
 /*  BatchNormalization                                                       */
 /* ======================================================================== */
 
+typedef struct bn_task {
+    const inf_tensor *x, *scale, *bias, *mean, *var;
+    const double *bmean, *bvar; /* batch statistics (training), else NULL */
+    const float *fa, *fb;       /* float32 X, per channel: y = x * fa[c] + fb[c] */
+    inf_tensor *y;
+    int64_t c, inner;
+    bool per_elem; /* parameters of shape [C, D1, ...] */
+    double eps;
+} bn_task;
+
+/* Channel c's factor and offset, in double: a = scale / sqrt(var + eps),
+ * b = B - mean * a. */
+static void bn_coefficients(const bn_task *t, int64_t c, double *a, double *b) {
+    double mean = t->bmean ? t->bmean[c] : inf__tensor_get_f64(t->mean, c);
+    double var = t->bvar ? t->bvar[c] : inf__tensor_get_f64(t->var, c);
+    *a = inf__tensor_get_f64(t->scale, c) / sqrt(var + t->eps);
+    *b = inf__tensor_get_f64(t->bias, c) - mean * *a;
+}
+
+/* With constant parameters (the usual inference model), the per-channel
+ * coefficients are computed once at load; a run uses them while its
+ * parameter inputs are still those constants (same data). */
 typedef struct bn_params {
     float epsilon, momentum;
     bool training;
+    const float *fa, *fb; /* NULL: computed per run */
+    const void *src[4];   /* scale, B, mean, var data the coefficients came from */
+    int64_t n_channels;
 } bn_params;
+
+static void bn_fill_coefficients(const bn_task *t, int64_t c, float *fa, float *fb) {
+    for (int64_t ch = 0; ch < c; ch++) {
+        double a, b;
+        bn_coefficients(t, ch, &a, &b);
+        fa[ch] = (float)a, fb[ch] = (float)b;
+    }
+}
+
+static inf_status bn_precompute(inf__node *node, inf__arena *arena, bn_params *p) {
+    const inf_tensor *in[4];
+    for (int i = 0; i < 4; i++) {
+        in[i] = inf__node_constant_input(node, i + 1);
+        if (!in[i] || in[i]->kind != INF_KIND_TENSOR || !is_float(in[i]->dtype) || !in[i]->data ||
+            inf_tensor_numel(in[i]) != inf_tensor_numel(in[0]))
+            return INF_OK; /* computed per run */
+        p->src[i] = in[i]->data;
+    }
+    int64_t c = inf_tensor_numel(in[0]);
+    float *ab = inf__arena_alloc(arena, (size_t)(c > 0 ? 2 * c : 1) * sizeof(float));
+    if (!ab) return INF_ENOMEM;
+    bn_task t = {.scale = in[0], .bias = in[1], .mean = in[2], .var = in[3], .eps = p->epsilon};
+    bn_fill_coefficients(&t, c, ab, ab + c);
+    p->fa = ab, p->fb = ab + c, p->n_channels = c;
+    return INF_OK;
+}
 
 static inf_status bn_init(inf__node *node, inf__arena *arena, inf_error *err) {
     bn_params *p = inf__op_params(arena, bn_params);
@@ -56,18 +107,27 @@ static inf_status bn_init(inf__node *node, inf__arena *arena, inf_error *err) {
     p->training = node->opset >= 14 && inf__attr_int(node, "training_mode", 0) != 0;
     if (!(p->epsilon >= 0))
         return inf__node_error(node, err, INF_EMODEL, "epsilon = %g, must be >= 0", p->epsilon);
+    if (!p->training && bn_precompute(node, arena, p) != INF_OK)
+        return inf__node_error(node, err, INF_ENOMEM, "out of memory");
     node->params = p;
     return INF_OK;
 }
 
-typedef struct bn_task {
-    const inf_tensor *x, *scale, *bias, *mean, *var;
-    const double *bmean, *bvar; /* batch statistics (training), else NULL */
-    inf_tensor *y;
-    int64_t c, inner;
-    bool per_elem; /* parameters of shape [C, D1, ...] */
-    double eps;
-} bn_task;
+/* float32 X with per-channel coefficients computed once per run (fa, fb):
+ * the same float arithmetic as bn_planes, without its per-plane sqrt and
+ * parameter reads, which dominate when planes are short ([N, C] input). */
+static void bn_affine_planes(void *arg, int64_t begin, int64_t end) {
+    const bn_task *t = arg;
+    const float *x = t->x->data;
+    float *y = t->y->data;
+    int64_t c = begin % t->c, inner = t->inner;
+    for (int64_t pl = begin; pl < end; pl++) {
+        const float *xp = x + pl * inner;
+        float *yp = y + pl * inner, fa = t->fa[c], fb = t->fb[c];
+        for (int64_t j = 0; j < inner; j++) yp[j] = xp[j] * fa + fb;
+        if (++c == t->c) c = 0;
+    }
+}
 
 static void bn_planes(void *arg, int64_t begin, int64_t end) {
     const bn_task *t = arg;
@@ -84,10 +144,8 @@ static void bn_planes(void *arg, int64_t begin, int64_t end) {
             }
             continue;
         }
-        double mean = t->bmean ? t->bmean[c] : inf__tensor_get_f64(t->mean, c);
-        double var = t->bvar ? t->bvar[c] : inf__tensor_get_f64(t->var, c);
-        double a = inf__tensor_get_f64(t->scale, c) / sqrt(var + t->eps);
-        double b = inf__tensor_get_f64(t->bias, c) - mean * a;
+        double a, b;
+        bn_coefficients(t, c, &a, &b);
         if (t->x->dtype == INF_DTYPE_F32) {
             const float *x = (const float *)t->x->data + base;
             float *y = (float *)t->y->data + base, fa = (float)a, fb = (float)b;
@@ -112,6 +170,14 @@ static inf_status bn_stat_output(inf__kernel_ctx *ctx, int i, const inf_tensor *
         inf__tensor_set_f64(o, c, v);
     }
     return INF_OK;
+}
+
+/* The load-time coefficients apply: the run's parameters are those constants. */
+static bool bn_precomputed_for(const bn_params *p, const inf__kernel_ctx *ctx, int64_t c) {
+    if (!p->fa || p->training || p->n_channels != c) return false;
+    for (int i = 0; i < 4; i++)
+        if (ctx->in[i + 1]->data != p->src[i]) return false;
+    return true;
 }
 
 static inf_status bn_run(inf__kernel_ctx *ctx) {
@@ -147,8 +213,8 @@ static inf_status bn_run(inf__kernel_ctx *ctx) {
     inf_status st = inf__kernel_output(ctx, 0, x->dtype, x->ndim, x->dims, &y);
     if (st != INF_OK) return st;
 
-    bn_task t = {x, ctx->in[1], ctx->in[2], ctx->in[3], ctx->in[4], NULL, NULL, y, c, inner,
-                 per_elem, p->epsilon};
+    bn_task t = {.x = x, .scale = ctx->in[1], .bias = ctx->in[2], .mean = ctx->in[3], .var = ctx->in[4],
+                 .y = y, .c = c, .inner = inner, .per_elem = per_elem, .eps = p->epsilon};
     double *stats = NULL;
     if (p->training) {
         stats = inf__kernel_scratch(ctx, (size_t)(c > 0 ? 2 * c : 1) * sizeof(double));
@@ -168,7 +234,19 @@ static inf_status bn_run(inf__kernel_ctx *ctx) {
         }
         t.bmean = stats, t.bvar = stats + c;
     }
-    inf__pool_range(ctx->pool, x->dims[0] * c, 16384 / (inner + 1) + 1, bn_planes, &t);
+    if (x->dtype == INF_DTYPE_F32 && !per_elem) {
+        if (bn_precomputed_for(p, ctx, c)) {
+            t.fa = p->fa, t.fb = p->fb;
+        } else {
+            float *ab = inf__kernel_scratch(ctx, (size_t)(c > 0 ? 2 * c : 1) * sizeof(float));
+            if (!ab) return INF_ENOMEM;
+            bn_fill_coefficients(&t, c, ab, ab + c);
+            t.fa = ab, t.fb = ab + c;
+        }
+        inf__pool_range(ctx->pool, x->dims[0] * c, 16384 / (inner + 1) + 1, bn_affine_planes, &t);
+    } else {
+        inf__pool_range(ctx->pool, x->dims[0] * c, 16384 / (inner + 1) + 1, bn_planes, &t);
+    }
 
     /* optional outputs */
     if (p->training) {
