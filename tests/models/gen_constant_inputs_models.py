@@ -9,6 +9,8 @@ constant reached through a folded node (an Identity) as well as an initializer.
   bn_inputs.onnx  the same, with scale, B, mean, var as graph inputs (s2, b2, m2, v2, s4, b4, m4, v4)
                   Parameters of channel c (C channels): scale = 0.5 + 0.25 c, B = 0.1 c - 0.3,
                   mean = 0.2 c - 0.4, var = 0.3 + 0.5 c  (the test recomputes them).
+  pad_zero.onnx   x [2,3,4] -> Pad(pads all 0) -> y1 (a graph output), and -> Pad(0) -> Relu -> y2
+                  (a Pad that pads nothing shares its input; PyTorch writes one before AveragePool)
   weights_plain.onnx   x [N,64] -> MatMul(x, W) -> MatMul(., W) -> y        (W [64,64] initializer)
   weights_shared.onnx  x [N,64] -> MatMul(x, W) -> MatMul(., Identity(W)) -> y
                   (PyTorch writes an Identity when layers share equal weights)
@@ -66,6 +68,16 @@ def weights_model(shared):
     save(g, "weights_shared.onnx" if shared else "weights_plain.onnx")
 
 
+def pad_zero_model():
+    pads = numpy_helper.from_array(np.zeros(6, dtype=np.int64), "pads")
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["y1"]), helper.make_node("Pad", ["x", "pads"], ["p"]),
+             helper.make_node("Relu", ["p"], ["y2"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3, 4]) for n in ("y1", "y2")]
+    save(helper.make_graph(nodes, "pad_zero", [x], outs, [pads]), "pad_zero.onnx")
+
+
+pad_zero_model()
 bn_model(False)
 bn_model(True)
 weights_model(False)

@@ -127,3 +127,29 @@ TEST(weights_through_a_folded_identity_are_prepared_at_load) {
     /* an unprepared W costs a packing workspace of at least 64 x 64 floats */
     ASSERT_TRUE(shared_bytes < plain_bytes + 64 * 64 * (int64_t)sizeof(float));
 }
+
+/* A Pad whose pads are all zero shares its input; a graph output still never
+ * borrows the caller's buffer, and a reader sees the input's values. */
+TEST(pad_of_zero_shares_its_input_safely) {
+    char path[1024];
+    model_path(path, sizeof path, "pad_zero.onnx");
+    float x[24];
+    test_fill_uniform(x, 24, 3, -1.0, 1.0);
+    int64_t dims[3] = {2, 3, 4};
+    inf_tensor t;
+    inf_tensor_init_view(&t, INF_DTYPE_F32, 3, dims, x);
+    const inf_tensor *in[1] = {&t};
+    inf_model *m;
+    inf_session *s;
+    inf_tensor *const *out;
+    inf_error err;
+    ASSERT_OK(inf_model_load(path, NULL, &m, &err));
+    ASSERT_OK(inf_session_new(m, NULL, &s, &err));
+    ASSERT_OK(inf_session_run(s, in, &out, &err));
+    const float *y1 = out[0]->data, *y2 = out[1]->data;
+    ASSERT_TRUE(out[0]->ndim == 3 && out[0]->dims[2] == 4 && (const void *)y1 != (const void *)x);
+    ASSERT_TRUE(memcmp(y1, x, sizeof x) == 0);
+    for (int i = 0; i < 24; i++) ASSERT_TRUE(y2[i] == (x[i] > 0 ? x[i] : 0));
+    inf_session_free(s);
+    inf_model_free(m);
+}

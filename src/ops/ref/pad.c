@@ -15,7 +15,8 @@
  *
  * Each output row (the last axis) is built from the source row of its outer
  * coordinates: the part inside the input moves with one copy, the padding
- * element by element.
+ * element by element.  When every pad is zero the output shares the input's
+ * buffer (PyTorch exports AvgPool2d as such a Pad before the pool).
  *
  * Deviations: none known.
  */
@@ -134,6 +135,13 @@ static inf_status pad_row(inf__kernel_ctx *ctx, const pad_spec *p, const inf_ten
     return st;
 }
 
+/* Every pad is zero: the output is the input, shared without a copy. */
+static bool pads_none(const pad_spec *p, int r) {
+    for (int a = 0; a < r; a++)
+        if (p->begin[a] || p->end[a]) return false;
+    return true;
+}
+
 static inf_status pad_run(inf__kernel_ctx *ctx) {
     const inf_tensor *x;
     pad_spec p;
@@ -156,6 +164,8 @@ static inf_status pad_run(inf__kernel_ctx *ctx) {
                                      p.mode == PAD_EDGE ? "edge" : "reflect", a);
     }
     inf_tensor *y;
+    if (pads_none(&p, r)) /* PyTorch's AvgPool2d export: Pad(0, ...) then AveragePool */
+        return inf__kernel_output_alias(ctx, 0, 0, r, x->dims, &y);
     if ((st = inf__kernel_output(ctx, 0, x->dtype, r, dims, &y)) != INF_OK) return st;
     if (r == 0) return move_copy(ctx, y, 0, x, 0, 1);
     int64_t n_rows = move_prod(dims, 0, r - 1), width = dims[r - 1];
