@@ -23,6 +23,9 @@ typedef struct inf_session inf_session;
 typedef struct inf_session_options {
     int n_threads; /* threads the kernels may use, including the caller; 0 or 1 = one */
     int max_batch; /* largest batch expected (a hint for planning); 0 = unknown */
+    int sub_batch; /* large batches of a batch-separable graph run as sub-batches of this many rows,
+                      in parallel over the threads: 0 = automatic (sized to stay in cache),
+                      < 0 = never split (the whole batch at once, kernels threaded) */
 } inf_session_options;
 
 INF_API void inf_session_options_init(inf_session_options *opts);

@@ -19,6 +19,12 @@
  *   Outputs that only reshape an input (Reshape, Squeeze, Identity) share the
  *   input's buffer; buffers are reference-counted for that.
  *
+ *   Sub-batches (subbatch.c): a large batch of a batch-separable graph runs
+ *   on frames of its own (inf__frame: the main graph with its own buffer
+ *   pool and a one-thread kernel pool, so frames run at the same time on
+ *   the session's threads); the session's main frame then holds only the
+ *   full-batch outputs (inf__session_output).
+ *
  * INVARIANTS
  *   - slot.value is what kernels see: &slot.t, a heap value, an outer-scope
  *     value, or the caller's tensor; NULL when the value is absent.
@@ -27,6 +33,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "graph/subbatch.h"
 #include "infera/session.h"
 #include "ops/ops.h"
 
@@ -131,6 +138,8 @@ typedef struct sub_frame {
 
 struct inf__exec {
     inf_session *session;
+    buf_pool *bufs;        /* where its values live: the session's pool, or a sub-batch frame's */
+    inf__pool *threads;    /* what its kernels may use */
     const inf__graph *g;
     inf__exec *parent;
     slot *slots;           /* n_values + max_outputs (hidden slots for omitted outputs) */
@@ -151,21 +160,23 @@ struct inf_session {
     inf__pool *threads;
     buf_pool pool;
     inf__exec *main;
+    inf__subbatch *sb;     /* sub-batch execution (graph/subbatch.c); NULL when off or not separable */
 };
 
-static void slot_release(inf_session *s, slot *sl) {
-    if (sl->buf) pool_release(&s->pool, sl->buf);
+static void slot_release(buf_pool *p, slot *sl) {
+    if (sl->buf) pool_release(p, sl->buf);
     if (sl->heap) inf_tensor_free(sl->heap);
     sl->buf = NULL;
     sl->heap = NULL;
     sl->value = NULL;
 }
 
-static inf_status exec_new(inf_session *s, const inf__graph *g, inf__exec *parent, inf__exec **out, inf_error *err);
+static inf_status exec_new(inf_session *s, buf_pool *bufs, inf__pool *threads, const inf__graph *g, inf__exec *parent,
+                           inf__exec **out, inf_error *err);
 
 static void exec_free(inf__exec *e) {
     if (!e) return;
-    for (int i = 0; e->slots && i < e->n_slots; i++) slot_release(e->session, &e->slots[i]);
+    for (int i = 0; e->slots && i < e->n_slots; i++) slot_release(e->bufs, &e->slots[i]);
     for (int i = 0; i < e->n_subs; i++) exec_free(e->subs[i].exec);
     inf__free(e->subs);
     inf__free(e->slots);
@@ -197,7 +208,7 @@ static inf_status exec_add_subframes(inf_session *s, inf__exec *e, inf_error *er
             for (int k = 0; k < k_max; k++) {
                 const inf__graph *sub = attr->type == INF_ATTR_GRAPH ? attr->g : attr->graphs[k];
                 e->subs[e->n_subs].g = sub;
-                inf_status st = exec_new(s, sub, e, &e->subs[e->n_subs].exec, err);
+                inf_status st = exec_new(s, e->bufs, e->threads, sub, e, &e->subs[e->n_subs].exec, err);
                 if (st != INF_OK) return st;
                 e->n_subs++;
             }
@@ -205,11 +216,14 @@ static inf_status exec_add_subframes(inf_session *s, inf__exec *e, inf_error *er
     return INF_OK;
 }
 
-static inf_status exec_new(inf_session *s, const inf__graph *g, inf__exec *parent, inf__exec **out, inf_error *err) {
+static inf_status exec_new(inf_session *s, buf_pool *bufs, inf__pool *threads, const inf__graph *g, inf__exec *parent,
+                           inf__exec **out, inf_error *err) {
     *out = NULL;
     inf__exec *e = inf__calloc(1, sizeof *e);
     if (!e) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
     e->session = s;
+    e->bufs = bufs;
+    e->threads = threads;
     e->g = g;
     e->parent = parent;
     int max_io = 1;
@@ -254,9 +268,9 @@ inf_status inf__kernel_output(inf__kernel_ctx *ctx, int i, inf_dtype dtype, int 
     if (numel < 0 || esize == 0 || (uint64_t)numel > (SIZE_MAX / 2) / esize)
         return inf__kernel_error(ctx, INF_ESHAPE, "output %d: invalid shape or type", i);
     slot *sl = output_slot(ctx, i);
-    slot_release(ctx->exec->session, sl);
+    slot_release(ctx->exec->bufs, sl);
     size_t nbytes = (size_t)numel * esize;
-    sl->buf = pool_take(&ctx->exec->session->pool, nbytes);
+    sl->buf = pool_take(ctx->exec->bufs, nbytes);
     if (!sl->buf) return inf__kernel_error(ctx, INF_ENOMEM, "out of memory for output %d (%zu bytes)", i, nbytes);
     inf_tensor_init_view(&sl->t, dtype, ndim, dims, sl->buf->data);
     sl->t.capacity = sl->buf->cap;
@@ -280,7 +294,7 @@ inf_status inf__kernel_output_alias(inf__kernel_ctx *ctx, int i, int input, int 
         return inf__kernel_error(ctx, INF_ESHAPE, "output %d cannot view input %d: element counts differ", i, input);
     if (ndim > INF_MAX_DIMS) return inf__kernel_error(ctx, INF_EUNSUPPORTED, "rank %d", ndim);
     slot *sl = output_slot(ctx, i);
-    slot_release(ctx->exec->session, sl);
+    slot_release(ctx->exec->bufs, sl);
     inf_tensor_init_view(&sl->t, src->dtype, ndim, dims, src->data);
     /* share the reader's buffer, if the input lives in one */
     const inf__exec *e = ctx->exec;
@@ -311,7 +325,7 @@ inf_status inf__kernel_output_value(inf__kernel_ctx *ctx, int i, inf_tensor *val
         return inf__kernel_error(ctx, INF_EINTERNAL, "kernel wrote output %d of %d", i, ctx->n_out);
     }
     slot *sl = output_slot(ctx, i);
-    slot_release(ctx->exec->session, sl);
+    slot_release(ctx->exec->bufs, sl);
     sl->heap = value;
     sl->value = value;
     ctx->out[i] = value;
@@ -324,7 +338,7 @@ void *inf__kernel_scratch(inf__kernel_ctx *ctx, size_t bytes) {
         inf__kernel_error(ctx, INF_EINTERNAL, "kernel asked for more than %d scratch blocks", INF_KERNEL_MAX_SCRATCH);
         return NULL;
     }
-    inf__buf *b = pool_take(&e->session->pool, bytes);
+    inf__buf *b = pool_take(e->bufs, bytes);
     if (!b) {
         inf__kernel_error(ctx, INF_ENOMEM, "out of memory for %zu bytes of scratch", bytes);
         return NULL;
@@ -334,7 +348,7 @@ void *inf__kernel_scratch(inf__kernel_ctx *ctx, size_t bytes) {
 }
 
 static void release_scratch(inf__exec *e) {
-    while (e->n_scratch > 0) pool_release(&e->session->pool, e->scratch[--e->n_scratch]);
+    while (e->n_scratch > 0) pool_release(e->bufs, e->scratch[--e->n_scratch]);
 }
 
 inf_status inf__kernel_error(inf__kernel_ctx *ctx, inf_status status, const char *fmt, ...) {
@@ -350,7 +364,7 @@ inf_status inf__kernel_error(inf__kernel_ctx *ctx, inf_status status, const char
 /* ---- running a frame ---- */
 
 static void release_all(inf__exec *e) {
-    for (int i = 0; i < e->n_slots; i++) slot_release(e->session, &e->slots[i]);
+    for (int i = 0; i < e->n_slots; i++) slot_release(e->bufs, &e->slots[i]);
 }
 
 static inf_status bind_values(inf__exec *e, inf_tensor *const *inputs) {
@@ -369,16 +383,16 @@ static inf_status bind_values(inf__exec *e, inf_tensor *const *inputs) {
 static void finish_node(inf__exec *e, const inf__node *node) {
     for (int k = 0; k < node->n_inputs; k++) {
         int v = node->inputs[k];
-        if (v >= 0 && --e->slots[v].refs == 0) slot_release(e->session, &e->slots[v]);
+        if (v >= 0 && --e->slots[v].refs == 0) slot_release(e->bufs, &e->slots[v]);
     }
     for (int k = 0; k < node->n_implicit; k++) {
         int v = node->implicit[k];
-        if (--e->slots[v].refs == 0) slot_release(e->session, &e->slots[v]);
+        if (--e->slots[v].refs == 0) slot_release(e->bufs, &e->slots[v]);
     }
     for (int k = 0; k < node->n_outputs; k++) {
         int v = node->outputs[k];
-        if (v < 0) slot_release(e->session, &e->slots[e->g->n_values + k]);
-        else if (e->slots[v].refs == 0) slot_release(e->session, &e->slots[v]); /* nobody reads it */
+        if (v < 0) slot_release(e->bufs, &e->slots[e->g->n_values + k]);
+        else if (e->slots[v].refs == 0) slot_release(e->bufs, &e->slots[v]); /* nobody reads it */
     }
 }
 
@@ -426,7 +440,7 @@ static void apply_epilogue(inf__exec *e, const inf__node *node) {
     inf_tensor *y = e->out_ptrs[0];
     if (!y || y->kind != INF_KIND_TENSOR || !inf__dtype_is_float(y->dtype)) return;
     epilogue_task t = {&node->epilogue, y};
-    inf__pool_range(e->session->threads, inf_tensor_numel(y), 16384, epilogue_range, &t);
+    inf__pool_range(e->threads, inf_tensor_numel(y), 16384, epilogue_range, &t);
 }
 
 static inf_status run_node(inf__exec *e, const inf__node *node, inf_error *err) {
@@ -439,7 +453,7 @@ static inf_status run_node(inf__exec *e, const inf__node *node, inf_error *err) 
         .in = e->in_ptrs,
         .n_out = node->n_outputs,
         .out = e->out_ptrs,
-        .pool = e->session->threads,
+        .pool = e->threads,
         .exec = e,
         .err = err,
     };
@@ -506,7 +520,8 @@ inf_status inf_session_new(const inf_model *model, const inf_session_options *op
         inf_session_free(s);
         return st;
     }
-    if ((st = exec_new(s, model->graph, NULL, &s->main, err)) != INF_OK) {
+    if ((st = exec_new(s, &s->pool, s->threads, model->graph, NULL, &s->main, err)) != INF_OK ||
+        (st = inf__subbatch_new(s, s->n_threads, opts ? opts->sub_batch : 0, &s->sb, err)) != INF_OK) {
         inf_session_free(s);
         return st;
     }
@@ -516,6 +531,7 @@ inf_status inf_session_new(const inf_model *model, const inf_session_options *op
 
 void inf_session_free(inf_session *s) {
     if (!s) return;
+    inf__subbatch_free(s->sb);
     exec_free(s->main);
     pool_free(&s->pool);
     inf__pool_free(s->threads);
@@ -595,7 +611,14 @@ inf_status inf_session_run(inf_session *s, const inf_tensor *const *inputs, inf_
         inf_status st = check_input(&m->input_infos[i], inputs ? inputs[i] : NULL, err);
         if (st != INF_OK) return st;
     }
-    inf_status st = exec_run(s->main, (inf_tensor *const *)inputs, err);
+    bool split = false;
+    inf_status st = s->sb ? inf__subbatch_run(s->sb, inputs, &split, err) : INF_OK;
+    if (st != INF_OK) return st;
+    if (split) {
+        *outputs = s->main->outputs;
+        return INF_OK;
+    }
+    st = exec_run(s->main, (inf_tensor *const *)inputs, err);
     if (st == INF_OK) st = detach_outputs_from_inputs(s->main, inputs, err);
     if (st != INF_OK) return st;
     for (int i = 0; i < m->graph->n_outputs; i++)
@@ -604,6 +627,74 @@ inf_status inf_session_run(inf_session *s, const inf_tensor *const *inputs, inf_
     *outputs = s->main->outputs;
     return INF_OK;
 }
+
+/* ---- frames for sub-batches (graph/subbatch.h) ---- */
+
+struct inf__frame {
+    buf_pool bufs;
+    inf__pool *threads; /* one thread: the frame's kernels run inline, with their own workspace */
+    inf__exec *exec;
+};
+
+inf_status inf__frame_new(inf_session *s, inf__frame **out, inf_error *err) {
+    *out = NULL;
+    inf__frame *f = inf__calloc(1, sizeof *f);
+    if (!f) return inf__error(err, INF_ENOMEM, "out of memory creating a sub-batch frame");
+    inf_status st = inf__pool_new(1, &f->threads);
+    if (st != INF_OK) st = inf__error(err, st, "out of memory creating a sub-batch frame");
+    else st = exec_new(s, &f->bufs, f->threads, s->model->graph, NULL, &f->exec, err);
+    if (st != INF_OK) {
+        inf__frame_free(f);
+        return st;
+    }
+    *out = f;
+    return INF_OK;
+}
+
+void inf__frame_free(inf__frame *f) {
+    if (!f) return;
+    exec_free(f->exec);
+    pool_free(&f->bufs);
+    inf__pool_free(f->threads);
+    inf__free(f);
+}
+
+inf_status inf__frame_run(inf__frame *f, inf_tensor *const *inputs, inf_tensor *const **outputs, inf_error *err) {
+    inf_status st = exec_run(f->exec, inputs, err);
+    if (st == INF_OK) *outputs = f->exec->outputs;
+    return st;
+}
+
+size_t inf__frame_bytes(const inf__frame *f) {
+    size_t n = 0;
+    for (const inf__buf *b = f->bufs.all; b; b = b->next_all) n += b->cap;
+    return n;
+}
+
+inf_status inf__session_output(inf_session *s, int i, inf_dtype dtype, int ndim, const int64_t *dims, inf_tensor **out,
+                               inf_error *err) {
+    inf__exec *e = s->main;
+    for (int j = 0; j < i; j++)
+        if (e->g->outputs[j] == e->g->outputs[i]) { /* the same value twice */
+            *out = e->outputs[i] = e->outputs[j];
+            return INF_OK;
+        }
+    slot *sl = &e->slots[e->g->outputs[i]];
+    slot_release(e->bufs, sl);
+    size_t nbytes = (size_t)inf__shape_numel(ndim, dims) * inf_dtype_size(dtype);
+    if (!(sl->buf = pool_take(e->bufs, nbytes)))
+        return inf__error(err, INF_ENOMEM, "out of memory for output '%s' (%zu bytes)", e->g->values[e->g->outputs[i]].name,
+                          nbytes);
+    inf_tensor_init_view(&sl->t, dtype, ndim, dims, sl->buf->data);
+    sl->t.capacity = sl->buf->cap;
+    sl->value = &sl->t;
+    *out = e->outputs[i] = sl->value;
+    return INF_OK;
+}
+
+void inf__session_release(inf_session *s) { release_all(s->main); }
+inf__pool *inf__session_threads(inf_session *s) { return s->threads; }
+inf__subbatch *inf__session_subbatch(inf_session *s) { return s->sb; }
 
 /* ---- evaluating single nodes at load time (graph/optimize.c) ---- */
 
@@ -617,7 +708,7 @@ inf_status inf__evaluator_new(const inf_model *model, const inf__graph *g, inf__
     if (!ev) return inf__error(err, INF_ENOMEM, "out of memory preparing constant folding");
     ev->session.model = model;
     ev->session.n_threads = 1;
-    inf_status st = exec_new(&ev->session, g, NULL, &ev->session.main, err);
+    inf_status st = exec_new(&ev->session, &ev->session.pool, NULL, g, NULL, &ev->session.main, err);
     if (st != INF_OK) {
         inf__evaluator_free(ev);
         return st;
@@ -650,7 +741,7 @@ inf_status inf__evaluator_run_node(inf__evaluator *ev, const inf__node *node, in
         if (inf_tensor_clone(e->out_ptrs[k], &outputs[k]) != INF_OK)
             st = inf__error(err, INF_ENOMEM, "out of memory folding node '%s'", node->name);
     }
-    for (int k = 0; k < node->n_outputs; k++) slot_release(&ev->session, output_slot(&ctx, k));
+    for (int k = 0; k < node->n_outputs; k++) slot_release(&ev->session.pool, output_slot(&ctx, k));
     if (st != INF_OK)
         for (int k = 0; k < node->n_outputs; k++) {
             inf_tensor_free(outputs[k]);
