@@ -32,6 +32,10 @@
  * instead of waiting for the scheduler thread: on a busy server of cheap
  * models this saves two thread hand-offs (scheduler, then resume) per request
  * and lets every HTTP thread compute at once.  Queued jobs always go first.
+ * With job->hold the caller keeps the session after the run and encodes its
+ * answer straight from the session's output tensors (no per-request copy of
+ * each output), then gives the session back (inf__serve_batcher_release);
+ * the scheduler waits meanwhile, as for any inline run.
  *
  * DOES BATCHING PAY?  Inline runs never merge anything, so they are used
  * only for models where merging saves little: at start-up the batcher times
@@ -48,7 +52,7 @@
  * infera_model_batch_pays.
  *
  * INVARIANTS.  The session and staging buffers are used only by whoever
- * set busy (the scheduler, or one inline caller), under the lock; spare
+ * set busy (the scheduler, or one inline caller until it releases), under the lock; spare
  * session k only by whoever set spare_busy[k].  done()
  * is called exactly once per queued job, from the scheduler thread, after
  * the job's outputs are filled; inline jobs are complete on return.  free() stops
@@ -109,8 +113,8 @@ static int compatible(const srv_batcher *b, const srv_job *a, const srv_job *c) 
     return 1;
 }
 
-static void finish(srv_batcher *b, srv_job *j) {
-    j->t_end_ns = inf__serve_now_ns();
+static void finish(srv_job *j, uint64_t t_end_ns) {
+    j->t_end_ns = t_end_ns;
     if (j->done) j->done(j, j->done_user);
 }
 
@@ -191,7 +195,7 @@ static void run_batch(srv_batcher *b, inf_session *session, srv_job *first, int 
         }
         in = b->run_in;
     }
-    tc0 = inf__serve_now_ns();
+    if (n_jobs > 1) tc0 = inf__serve_now_ns(); /* (one job: no staging, compute starts at t0) */
     st = inf_session_run(session, in, &out, &err);
     tc1 = inf__serve_now_ns();
     if (st == INF_OK && n_jobs > 1) {
@@ -225,7 +229,11 @@ done:;
             j->err = err;
             if (j->err.status == INF_OK) j->err.status = st;
         } else {
-            for (int o = 0; o < b->n_outputs; o++) {
+            if (n_jobs == 1 && j->hold) { /* inline, session kept for the caller: no copy */
+                for (int o = 0; o < b->n_outputs; o++) j->outputs[o] = out[o];
+                j->outputs_borrowed = 1;
+            }
+            for (int o = 0; !j->outputs_borrowed && o < b->n_outputs; o++) {
                 inf_status s2 = slice_output(out[o], r0, j->rows, n_jobs == 1, &j->outputs[o]);
                 if (s2 != INF_OK) {
                     j->err.status = s2;
@@ -239,7 +247,7 @@ done:;
         if (b->metrics) {
             atomic_fetch_add_explicit(&b->metrics->compute_us, (tc1 - tc0) / 1000, memory_order_relaxed);
         }
-        finish(b, j);
+        finish(j, tc1);
     }
 }
 
@@ -329,7 +337,7 @@ static void *scheduler(void *arg) {
                          (unsigned long long)j->timeout_us);
                 fail_job(j, INF_ETIMEDOUT, "request timed out after waiting %s in the queue; not run", waited);
                 j->t_start_ns = now;
-                finish(b, j);
+                finish(j, now);
                 continue;
             }
             *kt = j;
@@ -345,7 +353,9 @@ static void *scheduler(void *arg) {
     return NULL;
 }
 
+#ifndef INLINE_MAX_US /* (overridable for profiling under valgrind, where every run looks long) */
 #define INLINE_MAX_US 200.0
+#endif
 
 /* 1 when job is expected to compute within INLINE_MAX_US (or there is too
  * little history to tell: the first rows of a model run inline). */
@@ -364,7 +374,6 @@ static void run_inline(srv_batcher *b, inf_session *s, srv_job *job) {
     job->next = NULL;
     job->err.status = INF_OK;
     job->err.message[0] = 0;
-    job->t_enqueue_ns = inf__serve_now_ns();
     srv_job_done_fn done = job->done;
     job->done = NULL;
     if (b->metrics) {
@@ -372,6 +381,7 @@ static void run_inline(srv_batcher *b, inf_session *s, srv_job *job) {
         atomic_fetch_add_explicit(&b->metrics->inline_exec_count, 1, memory_order_relaxed);
     }
     run_batch(b, s, job, 1, job->rows);
+    job->t_enqueue_ns = job->t_start_ns; /* never queued */
     job->done = done;
 }
 
@@ -391,6 +401,8 @@ static int run_spare(srv_batcher *b, int k, srv_job *job) {
 }
 
 int inf__serve_batcher_try_inline(srv_batcher *b, srv_job *job) {
+    job->held = 0;
+    job->outputs_borrowed = 0;
     if (b->opt.max_queue_delay_us > 0 || b->batch_pays || !short_enough(b, job)) return 0;
     pthread_mutex_lock(&b->lock);
     if (b->head || b->stopping) {
@@ -407,19 +419,32 @@ int inf__serve_batcher_try_inline(srv_batcher *b, srv_job *job) {
         b->spare_busy[k] = 1;
         pthread_mutex_unlock(&b->lock);
         int ran = run_spare(b, k, job);
-        pthread_mutex_lock(&b->lock);
-        b->spare_busy[k] = 0;
-        pthread_mutex_unlock(&b->lock);
+        job->held = 2 + k;
+        if (!ran || !job->hold) inf__serve_batcher_release(b, job);
         return ran;
     }
     b->busy = 1;
     pthread_mutex_unlock(&b->lock);
     run_inline(b, b->session, job);
-    pthread_mutex_lock(&b->lock);
-    b->busy = 0;
-    if (b->head) pthread_cond_signal(&b->cond);
-    pthread_mutex_unlock(&b->lock);
+    job->held = 1;
+    if (!job->hold) inf__serve_batcher_release(b, job);
     return 1;
+}
+
+void inf__serve_batcher_release(srv_batcher *b, srv_job *job) {
+    if (!job->held) return;
+    if (job->outputs_borrowed)
+        for (int o = 0; o < b->n_outputs; o++) job->outputs[o] = NULL;
+    job->outputs_borrowed = 0;
+    pthread_mutex_lock(&b->lock);
+    if (job->held == 1) {
+        b->busy = 0;
+        if (b->head) pthread_cond_signal(&b->cond);
+    } else {
+        b->spare_busy[job->held - 2] = 0;
+    }
+    pthread_mutex_unlock(&b->lock);
+    job->held = 0;
 }
 
 inf_status inf__serve_batcher_submit(srv_batcher *b, srv_job *job) {

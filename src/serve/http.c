@@ -13,6 +13,19 @@
  * response is encoded on the HTTP thread.  The completion callback
  * (NOTIFY_COMPLETED) releases everything the request holds.
  *
+ * PER CONNECTION.  Each connection gets an srv_conn when it opens
+ * (MHD_OPTION_NOTIFY_CONNECTION) holding the srv_request its requests use
+ * in turn -- MHD answers a connection's requests one at a time, so one is
+ * enough -- together with its body and response buffers, kept (up to
+ * SRV_KEEP_BYTES each) for the next request: a keep-alive request then
+ * allocates nothing for itself, its body or its response, and the response
+ * is handed to MHD without a copy (MHD_RESPMEM_PERSISTENT: MHD reads it
+ * until the request completes, and the buffer is rewritten only by the
+ * connection's next request).  If the srv_conn could not be allocated, or
+ * is still in use, a request is allocated alone as before (owner NULL).  A
+ * connection closing under a request (after its completion is notified, as
+ * MHD orders it, or -- defensively -- before) frees the srv_conn last.
+ *
  * LIMITS.  Connection limit (MHD_OPTION_CONNECTION_LIMIT), idle/header/body
  * timeout (MHD_OPTION_CONNECTION_TIMEOUT), body size (413), per-connection
  * memory for headers (MHD_OPTION_CONNECTION_MEMORY_LIMIT, SRV_CONN_POOL_BYTES;
@@ -58,6 +71,81 @@ void inf__serve_error(srv_request *rq, int status, const char *fmt, ...) {
  * buffer. */
 #define SRV_CONN_POOL_BYTES (8 * 1024)
 
+/* Body and response buffers larger than this are freed after the request
+ * instead of being kept for the connection's next one. */
+#define SRV_KEEP_BYTES (64 * 1024)
+
+typedef struct srv_conn {
+    srv_request rq; /* the connection's current (or next) request */
+    int in_use;     /* rq belongs to a request not yet completed */
+    int closed;     /* the connection closed while in_use: free on completion */
+} srv_conn;
+
+static void conn_free(srv_conn *c) {
+    inf__serve_buf_free(&c->rq.resp);
+    free(c->rq.body);
+    free(c);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+    (void)cls;
+    (void)conn;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        *socket_context = calloc(1, sizeof(srv_conn)); /* NULL: its requests are allocated alone */
+        return;
+    }
+    srv_conn *c = *socket_context;
+    *socket_context = NULL;
+    if (!c) return;
+    if (c->in_use)
+        c->closed = 1;
+    else
+        conn_free(c);
+}
+
+/* A zeroed request: the connection's own when free (keeping its buffers),
+ * else a new allocation; NULL when out of memory. */
+static srv_request *request_new(struct MHD_Connection *conn) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    srv_conn *c = ci ? ci->socket_context : NULL;
+    if (!c || c->in_use) return calloc(1, sizeof(srv_request));
+    srv_request *rq = &c->rq;
+    srv_buf resp = rq->resp;
+    char *body = rq->body;
+    size_t body_cap = rq->body_cap;
+    memset(rq, 0, sizeof *rq);
+    rq->owner = c;
+    rq->resp.p = resp.p;
+    rq->resp.cap = resp.cap;
+    rq->body = body;
+    rq->body_cap = body_cap;
+    if (body) body[0] = 0;
+    c->in_use = 1;
+    return rq;
+}
+
+/* Ends a request (completion callback): its own memory, or the kept
+ * buffers of its connection's srv_conn. */
+static void request_free(srv_request *rq) {
+    srv_conn *c = rq->owner;
+    inf__serve_buf_free(&rq->resp_bin);
+    if (!c) {
+        inf__serve_buf_free(&rq->resp);
+        free(rq->body);
+        free(rq);
+        return;
+    }
+    if (rq->resp.cap > SRV_KEEP_BYTES) inf__serve_buf_free(&rq->resp);
+    if (rq->body_cap > SRV_KEEP_BYTES) {
+        free(rq->body);
+        rq->body = NULL;
+        rq->body_cap = 0;
+    }
+    c->in_use = 0;
+    if (c->closed) conn_free(c);
+}
+
 static enum MHD_Result send_response(srv_request *rq) {
     srv_server *srv = rq->srv;
     size_t n = 0;
@@ -67,10 +155,16 @@ static enum MHD_Result send_response(srv_request *rq) {
         inf__serve_buf_free(&rq->resp_bin);
     }
     if (rq->resp.oom) inf__serve_error(rq, 503, "out of memory building the response");
-    char *body = inf__serve_buf_take(&rq->resp, &n);
-    struct MHD_Response *resp =
-        body ? MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE)
-             : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *resp;
+    char *body = NULL;
+    if (rq->owner) { /* the connection's buffer, valid until the request completes */
+        n = rq->resp.n;
+        resp = MHD_create_response_from_buffer(n, n ? rq->resp.p : (void *)"", MHD_RESPMEM_PERSISTENT);
+    } else {
+        body = inf__serve_buf_take(&rq->resp, &n);
+        resp = body ? MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE)
+                    : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    }
     if (!resp) {
         free(body);
         return MHD_NO;
@@ -112,7 +206,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     srv_server *srv = cls;
     srv_request *rq = *con_cls;
     if (!rq) {
-        rq = calloc(1, sizeof *rq);
+        rq = request_new(conn);
         if (!rq) return MHD_NO;
         rq->srv = srv;
         rq->conn = conn;
@@ -185,10 +279,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)toe;
     if (!rq) return;
     inf__serve_request_release(rq);
-    inf__serve_buf_free(&rq->resp);
-    inf__serve_buf_free(&rq->resp_bin);
-    free(rq->body);
-    free(rq);
+    request_free(rq);
     *con_cls = NULL;
     atomic_fetch_sub(&srv->in_flight, 1);
 }
@@ -220,6 +311,7 @@ inf_status inf__serve_http_start(srv_server *srv, inf_error *err) {
     if (threads < 1) threads = 1;
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)srv->opt.port, NULL, NULL, on_request, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->opt.conn_limit, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)srv->opt.conn_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SRV_CONN_POOL_BYTES,

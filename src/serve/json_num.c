@@ -87,6 +87,35 @@ static double slow_path(const char *s, size_t n) {
     return v;
 }
 
+static const char *digits(const char *p, const char *end) {
+    while (p < end && (unsigned)(*p - '0') < 10) p++;
+    return p;
+}
+
+size_t inf__serve_number_len(const char *s, const char *end) {
+    const char *p = s;
+    if (p < end && *p == '-') p++;
+    if (p >= end || (unsigned)(*p - '0') >= 10) return 0;
+    if (*p == '0') {
+        p++;
+        if (p < end && (unsigned)(*p - '0') < 10) return 0; /* leading zero */
+    } else {
+        p = digits(p, end);
+    }
+    if (p < end && *p == '.') {
+        p++;
+        if (p >= end || (unsigned)(*p - '0') >= 10) return 0;
+        p = digits(p, end);
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p >= end || (unsigned)(*p - '0') >= 10) return 0;
+        p = digits(p, end);
+    }
+    return (size_t)(p - s);
+}
+
 size_t inf__serve_parse_double(const char *s, const char *end, double *out) {
     const char *p = s;
     int neg = 0;

@@ -230,16 +230,15 @@ static int skip_value(scan *sc, int depth, const char *where) {
         size_t n;
         return str_span(sc, &s, &n, NULL, where);
     }
-    static const char *lits[] = {"true", "false", "null"};
+    static const char *const lits[] = {"true", "false", "null"};
+    static const size_t lit_len[] = {4, 5, 4};
     for (int i = 0; i < 3; i++) {
-        size_t n = strlen(lits[i]);
-        if ((size_t)(sc->end - sc->p) >= n && !memcmp(sc->p, lits[i], n)) {
-            sc->p += n;
+        if (c == lits[i][0] && (size_t)(sc->end - sc->p) >= lit_len[i] && !memcmp(sc->p, lits[i], lit_len[i])) {
+            sc->p += lit_len[i];
             return 0;
         }
     }
-    double d;
-    size_t n = inf__serve_parse_double(sc->p, sc->end, &d);
+    size_t n = inf__serve_number_len(sc->p, sc->end); /* checked, not converted: skipped */
     if (!n)
         return fail(sc, INF_EFORMAT, "malformed JSON at offset %ld in %s: unexpected '%c'", (long)(sc->p - sc->base),
                     where, c);

@@ -106,7 +106,8 @@ int inf__serve_route_dispatch(srv_request *rq) {
     int path_matched = 0;
     char allowed[64] = "";
     for (int i = 0; i < N_ROUTES; i++) {
-        char params[2][160] = {"", ""};
+        char params[2][160];
+        params[0][0] = params[1][0] = 0;
         if (!match(routes[i].pattern, rq->url, params)) continue;
         path_matched = 1;
         if (strcmp(routes[i].method, rq->method)) {
@@ -116,7 +117,8 @@ int inf__serve_route_dispatch(srv_request *rq) {
             continue;
         }
         rq->route = &routes[i];
-        memcpy(rq->params, params, sizeof params);
+        inf__serve_copy_str(rq->params[0], sizeof rq->params[0], params[0]);
+        inf__serve_copy_str(rq->params[1], sizeof rq->params[1], params[1]);
         int acc = routes[i].access;
         int need_auth = (acc & (PREDICT | ADMIN)) || ((acc & OPEN_HEALTH) && srv->opt.auth_health) ||
                         ((acc & OPEN_METRICS) && srv->opt.auth_metrics);
@@ -283,14 +285,16 @@ static int submit(srv_request *rq, int64_t timeout_us) {
     job->outputs = rq->job_outputs;
     job->done = inf__serve_http_job_done;
     job->done_user = rq;
-    uint64_t now = inf__serve_now_ns();
     int64_t t_us = timeout_us > 0 ? timeout_us : srv->opt.request_timeout_ms * 1000;
-    job->deadline_ns = t_us > 0 ? now + (uint64_t)t_us * 1000u : 0;
+    job->deadline_ns = t_us > 0 ? inf__serve_now_ns() + (uint64_t)t_us * 1000u : 0;
     job->timeout_us = t_us;
+    job->hold = 1; /* an inline run answers from the session's outputs, then releases it */
     if (inf__serve_batcher_try_inline(rq->version->batcher, job)) {
         inf__serve_route_complete(rq);
+        inf__serve_batcher_release(rq->version->batcher, job);
         return 0;
     }
+    job->hold = 0;
     rq->state = 1;
     inf__serve_http_suspend(rq);
     inf_status st = inf__serve_batcher_submit(rq->version->batcher, job);
@@ -308,10 +312,15 @@ static int submit(srv_request *rq, int64_t timeout_us) {
     return 1;
 }
 
+/* The job's input / output pointer arrays: the request's own slots when the
+ * model has few enough (the common case, no allocation), else calloc'd. */
 static int alloc_job_arrays(srv_request *rq) {
     const inf_model *m = rq->version->model;
-    rq->job_inputs = calloc((size_t)inf_model_n_inputs(m) + 1, sizeof *rq->job_inputs);
-    rq->job_outputs = calloc((size_t)inf_model_n_outputs(m) + 1, sizeof *rq->job_outputs);
+    size_t n_in = (size_t)inf_model_n_inputs(m) + 1, n_out = (size_t)inf_model_n_outputs(m) + 1;
+    memset(rq->job_in_buf, 0, sizeof rq->job_in_buf);
+    memset(rq->job_out_buf, 0, sizeof rq->job_out_buf);
+    rq->job_inputs = n_in <= SRV_INLINE_IO ? rq->job_in_buf : calloc(n_in, sizeof *rq->job_inputs);
+    rq->job_outputs = n_out <= SRV_INLINE_IO ? rq->job_out_buf : calloc(n_out, sizeof *rq->job_outputs);
     if (!rq->job_inputs || !rq->job_outputs) {
         inf__serve_error(rq, 503, "out of memory");
         return -1;
@@ -388,7 +397,7 @@ static int past_deadline(srv_request *rq) {
              "result dropped",
              (unsigned long long)(q / 1000), (unsigned long long)(c / 1000), (unsigned long long)j->timeout_us);
     for (int o = 0; rq->job_outputs && o < inf_model_n_outputs(rq->version->model); o++) {
-        inf_tensor_free(rq->job_outputs[o]);
+        if (!j->outputs_borrowed) inf_tensor_free(rq->job_outputs[o]);
         rq->job_outputs[o] = NULL;
     }
     return 1;
@@ -560,8 +569,8 @@ void inf__serve_request_release(srv_request *rq) {
         int n = inf_model_n_outputs(rq->version->model);
         for (int i = 0; i < n; i++) inf_tensor_free(rq->job_outputs[i]);
     }
-    free(rq->job_outputs);
-    free(rq->job_inputs);
+    if (rq->job_outputs != rq->job_out_buf) free(rq->job_outputs);
+    if (rq->job_inputs != rq->job_in_buf) free(rq->job_inputs);
     rq->job_outputs = NULL;
     rq->job_inputs = NULL;
     inf__serve_infer_request_clear(&rq->infer);

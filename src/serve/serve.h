@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "infera/session.h"
 
@@ -46,9 +47,17 @@ typedef struct srv_buf {
 } srv_buf;
 
 void inf__serve_buf_free(srv_buf *b);
+/* Room for extra more bytes (and a NUL); -1 (and oom set) when it cannot grow. */
 int inf__serve_buf_reserve(srv_buf *b, size_t extra);
-void inf__serve_buf_put(srv_buf *b, const void *data, size_t n);
-void inf__serve_buf_puts(srv_buf *b, const char *s);
+/* Appends (inline: encoders call these a few dozen times per response). */
+static inline void inf__serve_buf_put(srv_buf *b, const void *data, size_t n) {
+    if (b->n + n + 1 > b->cap && inf__serve_buf_reserve(b, n)) return;
+    if (b->oom) return;
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+static inline void inf__serve_buf_puts(srv_buf *b, const char *s) { inf__serve_buf_put(b, s, strlen(s)); }
 void inf__serve_buf_printf(srv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends s (n bytes) as a quoted, escaped JSON string. */
 void inf__serve_buf_json_str(srv_buf *b, const char *s, size_t n);
@@ -72,6 +81,9 @@ uint64_t inf__serve_now_ns(void);
  * input: a fast exact path (Clinger) covers up to 19 significant digits and
  * moderate exponents, the rest falls back to strtod on a bounded copy. */
 size_t inf__serve_parse_double(const char *s, const char *end, double *out);
+/* The length of the JSON number starting at s (the grammar parse_double
+ * accepts, without converting it), 0 if s does not start one. */
+size_t inf__serve_number_len(const char *s, const char *end);
 /* Parses a JSON integer (no fraction or exponent) that fits int64 / uint64. */
 size_t inf__serve_parse_i64(const char *s, const char *end, int64_t *out);
 size_t inf__serve_parse_u64(const char *s, const char *end, uint64_t *out);
@@ -205,6 +217,9 @@ struct srv_job {
     uint64_t t_enqueue_ns, t_start_ns, t_end_ns, deadline_ns;
     int64_t timeout_us;         /* the budget deadline_ns was set from (for messages) */
     int batch_rows;             /* rows of the engine call that served it */
+    int hold;                   /* set by the caller of try_inline: keep the session for the caller (below) */
+    int held;                   /* set by try_inline: 1 + which session is held (0 = none) */
+    int outputs_borrowed;       /* outputs[] are the held session's own tensors (never freed by the job) */
     inf_error err;              /* status INF_OK or the failure */
     srv_job_done_fn done;       /* called once, from the scheduler thread */
     void *done_user;
@@ -234,8 +249,14 @@ inf_status inf__serve_batcher_submit(srv_batcher *b, srv_job *job);
 /* Runs job at once on the calling thread when nothing is queued or running
  * (and no queue delay is configured, and batching does not pay for the
  * model: batcher.c DOES BATCHING PAY): returns 1 with the job complete (done
- * is not called), 0 when the job must be submitted instead. */
+ * is not called), 0 when the job must be submitted instead.  With job->hold
+ * set, a job that ran keeps its session: its outputs are the session's own
+ * tensors (outputs_borrowed, no copy), valid until the caller -- which must,
+ * soon -- calls inf__serve_batcher_release. */
 int inf__serve_batcher_try_inline(srv_batcher *b, srv_job *job);
+/* Gives back the session a held inline job kept (no-op when none is held);
+ * borrowed outputs[] are set to NULL. */
+void inf__serve_batcher_release(srv_batcher *b, srv_job *job);
 int inf__serve_batcher_depth(srv_batcher *b);
 int inf__serve_batcher_batchable(const srv_batcher *b);
 /* Runs every queued job, stops the scheduler and frees. */
@@ -358,10 +379,14 @@ inf_status inf__serve_http_start(srv_server *srv, inf_error *err);
 void inf__serve_http_quiesce(srv_server *srv);
 void inf__serve_http_stop(srv_server *srv);
 
-/* routes.c: the handlers see one of these per request. */
+/* routes.c: the handlers see one of these per request.  http.c keeps one
+ * per connection and reuses it (and its body and response buffers) for
+ * the connection's next request (owner != NULL); see http.c PER CONNECTION. */
 typedef struct srv_request srv_request;
 typedef struct srv_route srv_route;
+#define SRV_INLINE_IO 8 /* models with fewer inputs / outputs need no job arrays allocated */
 struct srv_request {
+    void *owner;                  /* http.c's per-connection context, NULL when allocated alone */
     srv_server *srv;
     struct MHD_Connection *conn;
     const srv_route *route;
@@ -385,8 +410,10 @@ struct srv_request {
     srv_version *version;
     srv_job job;
     srv_infer_request infer;
-    const inf_tensor **job_inputs;
-    inf_tensor **job_outputs;
+    const inf_tensor **job_inputs;   /* job_in_buf or calloc'd */
+    inf_tensor **job_outputs;        /* job_out_buf or calloc'd */
+    const inf_tensor *job_in_buf[SRV_INLINE_IO];
+    inf_tensor *job_out_buf[SRV_INLINE_IO];
     void *records_exec;           /* inf_pipeline_exec * */
     void *records_batch;          /* inf_record_batch * */
     char log_model[129];

@@ -36,15 +36,6 @@ int inf__serve_buf_reserve(srv_buf *b, size_t extra) {
     return 0;
 }
 
-void inf__serve_buf_put(srv_buf *b, const void *data, size_t n) {
-    if (inf__serve_buf_reserve(b, n)) return;
-    memcpy(b->p + b->n, data, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-void inf__serve_buf_puts(srv_buf *b, const char *s) { inf__serve_buf_put(b, s, strlen(s)); }
-
 void inf__serve_buf_printf(srv_buf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

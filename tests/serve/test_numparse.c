@@ -3,7 +3,8 @@
  * against strtod: millions of random values in the shapes requests carry
  * (%.9g floats, %.17g doubles, short decimals, integers, exponents, long
  * mantissas, subnormals, huge values), bit-for-bit, plus the JSON grammar
- * (what is and is not a number) and the integer parsers' ranges; and the
+ * (what is and is not a number, also for the skipper inf__serve_number_len)
+ * and the integer parsers' ranges; and the
  * float32 formatter (inf__serve_format_f32) against the printf/strtof rule
  * it replaces, byte for byte, on millions of random and consecutive floats.
  */
@@ -166,7 +167,7 @@ static void test_format_f32(void) {
 
 int main(void) {
     const long N = 3000000;
-    long bad = 0, total = 0;
+    long bad = 0, total = 0, bad_len = 0;
     char buf[96], first_bad[96] = "";
     for (long i = 0; i < N; i++) {
         int kind = (int)(i % 6);
@@ -180,11 +181,14 @@ int main(void) {
             if (!bad) snprintf(first_bad, sizeof first_bad, "%s", buf);
             bad++;
         }
+        if (inf__serve_number_len(buf, buf + len) != n) bad_len++; /* the skipper agrees with the parser */
         /* float32 requests: (float) of the double equals (float)strtod */
         if ((float)got != (float)want && !(isnan(got) && isnan(want))) bad++;
     }
     CHECK(bad == 0, "%ld random numbers parse bit-identical to strtod (%ld mismatches%s%s)", total, bad,
           bad ? ", first: " : "", first_bad);
+    CHECK(bad_len == 0, "inf__serve_number_len measures the same length as the parser on all %ld (%ld differ)", total,
+          bad_len);
 
     const char *good[] = {"0", "-0", "1", "-1", "0.5", "1e5", "1E+5", "1e-5", "123.456e-7", "9007199254740993",
                           "1.7976931348623157e308", "4.9e-324", "2.2250738585072011e-308", "1e400", "0.000000000000000000000000000001",
@@ -193,13 +197,15 @@ int main(void) {
         double got = 0, want = strtod(good[i], NULL);
         size_t n = inf__serve_parse_double(good[i], good[i] + strlen(good[i]), &got);
         CHECK(n == strlen(good[i]) && !memcmp(&got, &want, sizeof got), "'%s' parses like strtod (%.17g)", good[i], got);
+        CHECK(inf__serve_number_len(good[i], good[i] + strlen(good[i])) == n, "'%s' is skipped whole", good[i]);
     }
     const char *notnum[] = {"+1", ".5", "1.", "01", "-", "NaN", "Infinity", "e5", "1e", "1e+", "--1", ""};
     for (size_t i = 0; i < sizeof notnum / sizeof notnum[0]; i++) {
         double got = 0;
         size_t n = inf__serve_parse_double(notnum[i], notnum[i] + strlen(notnum[i]), &got);
         /* "1." and "1e" consume "1" at most in a lenient parser; JSON rejects them as a whole */
-        CHECK(n == 0, "'%s' is not a JSON number", notnum[i]);
+        CHECK(n == 0 && inf__serve_number_len(notnum[i], notnum[i] + strlen(notnum[i])) == 0,
+              "'%s' is not a JSON number (parser and skipper)", notnum[i]);
     }
     double d = 0;
     CHECK(inf__serve_parse_double("0x10", "0x10" + 4, &d) == 1, "'0x10': only the '0' is a number (the caller rejects the rest)");
