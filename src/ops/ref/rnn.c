@@ -28,19 +28,25 @@
  *   With sequence_lens, steps at or past a batch entry's length leave Y zero
  *   and Y_h/Y_c hold the state after its last valid step; the reverse
  *   direction starts at step length-1.
- * dtypes: float32, float64, float16 (computed in double).
+ * dtypes: float32 (the fast path below), float64, float16 (the reference,
+ *   computed in double).
  * Deviations: none known.  When the activations list has one direction's
  *   worth of names for a bidirectional layer, both directions use it.
  *
- * Batch entries are independent, so the kernel walks (direction, batch)
- * and runs the whole sequence for each, with W, R, B and P converted to
- * double once in scratch memory.
+ * Two paths.  The reference (rnn_run_ref): batch entries are independent,
+ * so it walks (direction, batch) and runs the whole sequence for each, with
+ * W, R, B and P converted to double once in scratch memory.  The float32
+ * fast path (rnn_fast_run, described at its section): X * W^T for all steps
+ * in one GEMM, then per step a GEMM over the batch rows with R packed at
+ * load, and vectorised gates; tests/kernels/test_rnn.c checks it against
+ * the reference (the same model in float64) over random shapes.
  */
 #include <ctype.h>
 #include <math.h>
 #include <string.h>
 
 #include "ops/ops.h"
+#include "ops/vmath.h"
 
 enum { CELL_RNN, CELL_GRU, CELL_LSTM };
 enum { DIR_FORWARD, DIR_REVERSE, DIR_BIDIRECTIONAL };
@@ -64,6 +70,7 @@ typedef struct rnn_params {
     bool has_clip, linear_before_reset, input_forget, batch_major;
     double clip;
     activation acts[2][MAX_ACTS];
+    struct rnn_packed *packed; /* float32 W / R packed at load (fast path), or NULL */
 } rnn_params;
 
 /* ---- attributes ---- */
@@ -127,6 +134,8 @@ static inf_status parse_activations(inf__node *node, inf_error *err, rnn_params 
     return INF_OK;
 }
 
+static inf_status rnn_pack_weights(inf__node *node, inf__arena *arena, rnn_params *p);
+
 static inf_status rnn_init(inf__node *node, inf__arena *arena, inf_error *err) {
     rnn_params *p = inf__op_params(arena, rnn_params);
     if (!p) return INF_ENOMEM;
@@ -156,6 +165,7 @@ static inf_status rnn_init(inf__node *node, inf__arena *arena, inf_error *err) {
     p->batch_major = layout == 1;
     inf_status st = parse_activations(node, err, p);
     if (st != INF_OK) return st;
+    if ((st = rnn_pack_weights(node, arena, p)) != INF_OK) return st;
     node->params = p;
     return INF_OK;
 }
@@ -442,13 +452,11 @@ static inf_status make_outputs(inf__kernel_ctx *ctx, const rnn_params *p, const 
     return INF_OK;
 }
 
-static inf_status rnn_run(inf__kernel_ctx *ctx) {
-    const rnn_params *p = ctx->node->params;
-    rnn_shape s = {0};
-    inf_status st = rnn_check(ctx, p, &s);
-    if (st != INF_OK) return st;
-    rnn_outputs o;
-    if ((st = make_outputs(ctx, p, &s, &o)) != INF_OK) return st;
+/* The reference: every dtype, in double, one (direction, batch) sequence at
+ * a time.  The float32 fast path (rnn_fast_run) is tested against it. */
+static inf_status rnn_run_ref(inf__kernel_ctx *ctx, const rnn_params *p, const rnn_shape s_in,
+                              const rnn_outputs o) {
+    rnn_shape s = s_in;
 
     /* per direction: W, R, Wb, Rb, P in one block; then the work vectors */
     int64_t per_dir = s.gh * s.input + s.gh * s.hidden + 2 * s.gh + 3 * s.hidden;
@@ -474,6 +482,381 @@ static inf_status rnn_run(inf__kernel_ctx *ctx) {
     for (int d = 0; d < s.dirs; d++)
         for (int64_t bi = 0; bi < s.batch; bi++) run_sequence(ctx, p, &s, d, bi, &dw[d], &wk, &o);
     return INF_OK;
+}
+
+/* ======================================================================== */
+/*  float32 fast path                                                        */
+/* ======================================================================== */
+/*
+ * Same equations, float32 throughout:
+ *   1. G = X * W^T for every time step, batch entry and direction in one
+ *      GEMM (W of all directions is one [dirs*gh, input] matrix; W packed at
+ *      load when constant), plus Wb + Rb (GRU with linear_before_reset: Rbh
+ *      is added to H*Rh^T instead, since rt multiplies it).
+ *   2. Per step and direction, HR = H * R^T over all batch rows (R packed
+ *      at load; batch 1 takes the GEMM's few-rows path, a streamed GEMV);
+ *      GRU without linear_before_reset does z, r first and then
+ *      (r (.) H) * Rh^T.
+ *   3. The gate non-linearities per batch row over whole gate vectors:
+ *      Sigmoid and Tanh through vmath (ops/vmath.h), the rarer activations
+ *      element by element in double; clip clamps first.  Rows are split
+ *      across the pool when the batch is large enough.
+ * Rows past their sequence_lens are computed by the GEMM but not updated.
+ * Rounding differs from the reference (float32 sums, vmath's functions):
+ * tests/kernels/test_rnn.c bounds the difference.
+ */
+
+typedef struct rnn_packed {
+    const float *w;       /* W^T of all directions, [input, dirs*gh] packed; NULL: none */
+    const float *r[2][2]; /* per direction: R^T (GRU without linear_before_reset: the
+                             z,r part, then Rh^T) */
+    const void *w_src, *r_src;
+} rnn_packed;
+
+/* Packs constant float32 W and R for the AVX2 GEMM (nothing when they are
+ * not constants or the CPU lacks AVX2: the run then uses inf__ops_sgemm). */
+static inf_status rnn_pack_weights(inf__node *node, inf__arena *arena, rnn_params *p) {
+    const inf_tensor *w = inf__node_constant_input(node, 1), *r = inf__node_constant_input(node, 2);
+    if (!w || !r || w->dtype != INF_DTYPE_F32 || r->dtype != INF_DTYPE_F32 || w->ndim != 3 || r->ndim != 3 ||
+        !w->data || !r->data || w->dims[0] != p->n_dirs || r->dims[0] != p->n_dirs)
+        return INF_OK;
+    int64_t gh = w->dims[1], input = w->dims[2], hidden = r->dims[2];
+    if (r->dims[1] != gh || gh != p->n_gates * hidden) return INF_OK;
+    rnn_packed *pk = inf__op_params(arena, rnn_packed);
+    if (!pk) return INF_ENOMEM;
+    inf_status st = inf__ops_sgemm_prepack(arena, true, input, p->n_dirs * gh, w->data, input, &pk->w);
+    bool split = p->cell == CELL_GRU && !p->linear_before_reset; /* Rh^T apart: (r (.) H) * Rh^T */
+    int64_t n0 = split ? 2 * hidden : gh;
+    for (int d = 0; st == INF_OK && d < p->n_dirs; d++) {
+        const float *rd = (const float *)r->data + d * gh * hidden;
+        st = inf__ops_sgemm_prepack(arena, true, hidden, n0, rd, hidden, &pk->r[d][0]);
+        if (st == INF_OK && split)
+            st = inf__ops_sgemm_prepack(arena, true, hidden, hidden, rd + n0 * hidden, hidden, &pk->r[d][1]);
+    }
+    if (st != INF_OK) return st;
+    pk->w_src = w->data, pk->r_src = r->data;
+    p->packed = pk;
+    return INF_OK;
+}
+
+/* C[m, n] = A[m, k] * B^T + beta * C with B [n, k] row-major (ldb = k),
+ * packed copy bp when there is one. */
+static void gemm_bt(inf__pool *pool, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *b, const float *bp, float beta, float *c, int64_t ldc) {
+#if defined(__x86_64__)
+    if (bp) {
+        inf__ops_sgemm_packed_avx2(pool, false, m, n, k, 1.0f, a, lda, bp, beta, c, ldc);
+        return;
+    }
+#else
+    (void)bp;
+#endif
+    inf__ops_sgemm(pool, false, true, m, n, k, 1.0f, a, lda, b, k, beta, c, ldc);
+}
+
+/* Buffers of one fast run (scratch). */
+typedef struct fast_run {
+    const rnn_params *p;
+    const rnn_shape *s;
+    const inf__vmath *vm;
+    const float *wt, *rt;     /* W and R data */
+    const float *rp[2][2];    /* packed R pieces or NULL */
+    const float *peep;        /* [dirs, 3H] or NULL */
+    const float *rbh;         /* GRU linear_before_reset: Rbh per direction [dirs, gh] (Rb) */
+    const inf_tensor *sl;
+    float *g;                 /* [rows, dirs*gh] X*W^T + biases */
+    float *hr;                /* [batch, gh] H*R^T */
+    float *act;               /* [batch, gh] gate work */
+    float *h, *c;             /* [dirs, batch, H] states */
+    float *rh;                /* [batch, H] GRU r (.) H */
+    float *y;                 /* Y data or NULL */
+    bool same_len;            /* every batch entry has the same length */
+    bool hr_in_g;             /* this step's H*R^T was added to G in place (not in hr) */
+    int d;                    /* current direction */
+    int64_t step;
+} fast_run;
+
+/* x <- act(clip(x)) over n floats. */
+static void act_vec(const rnn_params *p, const activation *a, const inf__vmath *vm, float *x, int64_t n) {
+    if (p->has_clip) {
+        float lim = (float)p->clip;
+        for (int64_t j = 0; j < n; j++) x[j] = x[j] < -lim ? -lim : x[j] > lim ? lim : x[j];
+    }
+    if (a->kind == ACT_SIGMOID) vm->sigmoid(x, x, n);
+    else if (a->kind == ACT_TANH) vm->tanh(x, x, n);
+    else
+        for (int64_t j = 0; j < n; j++) x[j] = (float)activate(a, x[j]);
+}
+
+static int64_t seq_len(const fast_run *f, int64_t b) {
+    return f->sl ? inf__tensor_get_i64(f->sl, b) : f->s->seq;
+}
+
+/* Row of G (and of X) for time t, batch entry b. */
+static int64_t g_row(const fast_run *f, int64_t t, int64_t b) {
+    return f->p->batch_major ? b * f->s->seq + t : t * f->s->batch + b;
+}
+
+/* The time step batch entry b is at in the current step, or -1 when its
+ * sequence has ended. */
+static int64_t step_time(const fast_run *f, int64_t b) {
+    int64_t len = seq_len(f, b);
+    if (f->step >= len) return -1;
+    return f->p->direction == DIR_REVERSE || f->d == 1 ? len - 1 - f->step : f->step;
+}
+
+static const float *g_at(const fast_run *f, int64_t t, int64_t b) {
+    return f->g + g_row(f, t, b) * f->s->dirs * f->s->gh + f->d * f->s->gh;
+}
+
+static void store_y(const fast_run *f, int64_t t, int64_t b, const float *h) {
+    if (f->y) memcpy(f->y + y_offset(f->p, f->s, t, f->d, b), h, (size_t)f->s->hidden * sizeof(float));
+}
+
+/* ---- per-row cell updates (rows [begin, end) of the current step) ---- */
+
+static void rnn_rows(void *arg, int64_t begin, int64_t end) {
+    const fast_run *f = arg;
+    int64_t H = f->s->hidden;
+    for (int64_t b = begin; b < end; b++) {
+        int64_t t = step_time(f, b);
+        if (t < 0) continue;
+        const float *g = g_at(f, t, b), *hr = f->hr + b * H;
+        float *h = f->h + (f->d * f->s->batch + b) * H;
+        if (f->hr_in_g) memcpy(h, g, (size_t)H * sizeof(float));
+        else
+            for (int64_t j = 0; j < H; j++) h[j] = g[j] + hr[j];
+        act_vec(f->p, &f->p->acts[f->d][0], f->vm, h, H);
+        store_y(f, t, b, h);
+    }
+}
+
+/* LSTM i and f gates with peepholes (pi, pf may be NULL) or input_forget. */
+static void lstm_if_gates(const rnn_params *p, const activation *acts, const inf__vmath *vm, const float *pi,
+                          const float *pf, const float *c, float *ai, float *af, int64_t H) {
+    if (pi)
+        for (int64_t j = 0; j < H; j++) ai[j] += pi[j] * c[j], af[j] += pf[j] * c[j];
+    act_vec(p, &acts[0], vm, ai, H);
+    if (p->input_forget)
+        for (int64_t j = 0; j < H; j++) af[j] = 1.0f - ai[j];
+    else act_vec(p, &acts[0], vm, af, H);
+}
+
+static void lstm_rows(void *arg, int64_t begin, int64_t end) {
+    const fast_run *f = arg;
+    const rnn_params *p = f->p;
+    const activation *acts = p->acts[f->d];
+    int64_t H = f->s->hidden, gh = f->s->gh;
+    const float *pi = f->peep ? f->peep + f->d * 3 * H : NULL, *po = pi ? pi + H : NULL, *pf = pi ? pi + 2 * H : NULL;
+    for (int64_t b = begin; b < end; b++) {
+        int64_t t = step_time(f, b);
+        if (t < 0) continue;
+        const float *g = g_at(f, t, b), *hr = f->hr + b * gh;
+        /* the gates in place in G's row when the product went there */
+        float *a = f->hr_in_g ? (float *)g : f->act + b * gh, *ai = a, *ao = a + H, *af = a + 2 * H, *ac = a + 3 * H;
+        float *h = f->h + (f->d * f->s->batch + b) * H, *c = f->c + (f->d * f->s->batch + b) * H;
+        if (!f->hr_in_g)
+            for (int64_t j = 0; j < gh; j++) a[j] = g[j] + hr[j];
+        /* no peepholes: o does not wait for Ct, so i, o, f in one pass */
+        bool one_pass = !pi && !p->input_forget;
+        if (one_pass) act_vec(p, &acts[0], f->vm, ai, 3 * H);
+        else lstm_if_gates(p, acts, f->vm, pi, pf, c, ai, af, H);
+        act_vec(p, &acts[1], f->vm, ac, H);
+        for (int64_t j = 0; j < H; j++) c[j] = af[j] * c[j] + ai[j] * ac[j];
+        if (po)
+            for (int64_t j = 0; j < H; j++) ao[j] += po[j] * c[j];
+        if (!one_pass) act_vec(p, &acts[0], f->vm, ao, H);
+        memcpy(ac, c, (size_t)H * sizeof(float));
+        act_vec(p, &acts[2], f->vm, ac, H);
+        for (int64_t j = 0; j < H; j++) h[j] = ao[j] * ac[j];
+        store_y(f, t, b, h);
+    }
+}
+
+/* GRU phase 1: z and r into act; without linear_before_reset also
+ * rh = r (.) H. */
+static void gru_zr_rows(void *arg, int64_t begin, int64_t end) {
+    const fast_run *f = arg;
+    int64_t H = f->s->hidden, gh = f->s->gh;
+    for (int64_t b = begin; b < end; b++) {
+        int64_t t = step_time(f, b);
+        if (t < 0) continue;
+        const float *g = g_at(f, t, b), *hr = f->hr + b * gh;
+        float *a = f->act + b * gh, *h = f->h + (f->d * f->s->batch + b) * H;
+        for (int64_t j = 0; j < 2 * H; j++) a[j] = g[j] + hr[j];
+        act_vec(f->p, &f->p->acts[f->d][0], f->vm, a, 2 * H);
+        if (!f->p->linear_before_reset)
+            for (int64_t j = 0; j < H; j++) f->rh[b * H + j] = a[H + j] * h[j];
+    }
+}
+
+/* GRU phase 2: the candidate from hr's h part, then H. */
+static void gru_h_rows(void *arg, int64_t begin, int64_t end) {
+    const fast_run *f = arg;
+    int64_t H = f->s->hidden, gh = f->s->gh;
+    const float *rbh = f->rbh ? f->rbh + f->d * 2 * gh + gh + 2 * H : NULL;
+    for (int64_t b = begin; b < end; b++) {
+        int64_t t = step_time(f, b);
+        if (t < 0) continue;
+        const float *g = g_at(f, t, b) + 2 * H, *hr = f->hr + b * gh + 2 * H;
+        float *a = f->act + b * gh, *z = a, *r = a + H, *hh = a + 2 * H;
+        float *h = f->h + (f->d * f->s->batch + b) * H;
+        if (f->p->linear_before_reset)
+            for (int64_t j = 0; j < H; j++) hh[j] = g[j] + r[j] * (hr[j] + (rbh ? rbh[j] : 0.0f));
+        else
+            for (int64_t j = 0; j < H; j++) hh[j] = g[j] + hr[j];
+        act_vec(f->p, &f->p->acts[f->d][1], f->vm, hh, H);
+        for (int64_t j = 0; j < H; j++) h[j] = (1.0f - z[j]) * hh[j] + z[j] * h[j];
+        store_y(f, t, b, h);
+    }
+}
+
+/* Rows through the pool when a step has enough of them to pay a hand-off. */
+static void for_rows(inf__pool *pool, const fast_run *f, inf__range_fn fn) {
+    int64_t per_row = f->s->gh * 8 + 1, min_rows = 16384 / per_row + 1;
+    if (f->s->batch < 2 * min_rows) fn((void *)f, 0, f->s->batch);
+    else inf__pool_range(pool, f->s->batch, min_rows, fn, (void *)f);
+}
+
+/* One time step of direction f->d for every batch row. */
+static void fast_step(inf__pool *pool, fast_run *f) {
+    const rnn_shape *s = f->s;
+    int64_t H = s->hidden, gh = s->gh;
+    const float *hd = f->h + f->d * s->batch * H, *rd = f->rt + f->d * gh * H;
+    bool lbr = f->p->linear_before_reset;
+    if (f->p->cell != CELL_GRU) {
+        /* all rows at one time step: accumulate straight into G's rows
+         * (G + acc; the same bits as G + hr while H fits one k block) */
+        f->hr_in_g = f->same_len;
+        if (f->hr_in_g) {
+            int64_t ld = (f->p->batch_major ? s->seq : 1) * s->dirs * gh;
+            gemm_bt(pool, s->batch, gh, H, hd, H, rd, f->rp[f->d][0], 1.0f, (float *)g_at(f, step_time(f, 0), 0), ld);
+        } else {
+            gemm_bt(pool, s->batch, gh, H, hd, H, rd, f->rp[f->d][0], 0.0f, f->hr, gh);
+        }
+        for_rows(pool, f, f->p->cell == CELL_LSTM ? lstm_rows : rnn_rows);
+        return;
+    }
+    /* GRU: with linear_before_reset all gates in one product */
+    gemm_bt(pool, s->batch, lbr ? gh : 2 * H, H, hd, H, rd, f->rp[f->d][0], 0.0f, f->hr, gh);
+    for_rows(pool, f, gru_zr_rows);
+    if (!lbr) gemm_bt(pool, s->batch, H, H, f->rh, H, rd + 2 * H * H, f->rp[f->d][1], 0.0f, f->hr + 2 * H, gh);
+    for_rows(pool, f, gru_h_rows);
+}
+
+/* sum[dirs*gh] = Wb + Rb per direction (GRU with linear_before_reset: not
+ * Rbh, which rt multiplies). */
+static void bias_sum(const fast_run *f, const inf_tensor *bias, float *sum) {
+    const rnn_shape *s = f->s;
+    const float *bt = bias->data;
+    bool skip_rbh = f->p->cell == CELL_GRU && f->p->linear_before_reset;
+    for (int d = 0; d < s->dirs; d++)
+        for (int64_t j = 0; j < s->gh; j++) {
+            float rb = skip_rbh && j >= 2 * s->hidden ? 0.0f : bt[d * 2 * s->gh + s->gh + j];
+            sum[d * s->gh + j] = bt[d * 2 * s->gh + j] + rb;
+        }
+}
+
+/* G = X * W^T + the biases, for all steps and directions: the bias added
+ * in the GEMM's store when W is packed, else in a pass over G. */
+static void input_product(inf__pool *pool, const fast_run *f, const float *x, const float *wp,
+                          const inf_tensor *bias) {
+    const rnn_shape *s = f->s;
+    int64_t rows = s->seq * s->batch, n = s->dirs * s->gh;
+    float *sum = f->act; /* [dirs*gh], free until the first step */
+    if (bias) bias_sum(f, bias, sum);
+#if defined(__x86_64__)
+    if (wp) {
+        inf__gemm_epilogue ep = {.bias = bias ? sum : NULL};
+        inf__ops_sgemm_packed_ep_avx2(pool, false, rows, n, s->input, 1.0f, x, s->input, wp, 0.0f, f->g, n, &ep);
+        return;
+    }
+#endif
+    gemm_bt(pool, rows, n, s->input, x, s->input, f->wt, NULL, 0.0f, f->g, n);
+    for (int64_t r = 0; bias && r < rows; r++) {
+        float *row = f->g + r * n;
+        for (int64_t j = 0; j < n; j++) row[j] += sum[j];
+    }
+}
+
+/* Initial states into f->h / f->c ([dirs, batch, H]). */
+static void load_states(const fast_run *f, const inf_tensor *t, float *dst) {
+    const rnn_shape *s = f->s;
+    size_t bytes = (size_t)s->hidden * sizeof(float);
+    for (int d = 0; d < s->dirs; d++)
+        for (int64_t b = 0; b < s->batch; b++) {
+            float *row = dst + (d * s->batch + b) * s->hidden;
+            if (t) memcpy(row, (const float *)t->data + state_offset(f->p, s, d, b), bytes);
+            else memset(row, 0, bytes);
+        }
+}
+
+static void store_states(const fast_run *f, inf_tensor *t, const float *src) {
+    if (!t) return;
+    const rnn_shape *s = f->s;
+    for (int d = 0; d < s->dirs; d++)
+        for (int64_t b = 0; b < s->batch; b++)
+            memcpy((float *)t->data + state_offset(f->p, s, d, b), src + (d * s->batch + b) * s->hidden,
+                   (size_t)s->hidden * sizeof(float));
+}
+
+/* Scratch for a fast run: one block carved into f's buffers. */
+static inf_status fast_buffers(inf__kernel_ctx *ctx, fast_run *f) {
+    const rnn_shape *s = f->s;
+    int64_t rows = s->seq * s->batch, n = s->dirs * s->gh;
+    int64_t act = s->batch * s->gh > n ? s->batch * s->gh : n;
+    int64_t total = rows * n + 2 * s->batch * s->gh + act + 2 * s->dirs * s->batch * s->hidden +
+                    s->batch * s->hidden + 16;
+    float *m = inf__kernel_scratch(ctx, (size_t)total * sizeof(float));
+    if (!m) return INF_ENOMEM;
+    f->g = m, m += rows * n;
+    f->hr = m, m += s->batch * s->gh;
+    f->act = m, m += act;
+    f->h = m, m += s->dirs * s->batch * s->hidden;
+    f->c = m, m += s->dirs * s->batch * s->hidden;
+    f->rh = m;
+    return INF_OK;
+}
+
+static inf_status rnn_fast_run(inf__kernel_ctx *ctx, const rnn_params *p, const rnn_shape *s,
+                               const rnn_outputs *o) {
+    fast_run f = {.p = p, .s = s, .vm = inf__vmath_best(), .sl = opt_input(ctx, 4)};
+    const inf_tensor *w = ctx->in[1], *r = ctx->in[2], *bias = opt_input(ctx, 3);
+    const rnn_packed *pk = p->packed;
+    bool w_packed = pk && pk->w && w->data == pk->w_src, r_packed = pk && r->data == pk->r_src;
+    f.wt = w->data, f.rt = r->data;
+    for (int d = 0; d < s->dirs; d++)
+        for (int i = 0; i < 2; i++) f.rp[d][i] = r_packed ? pk->r[d][i] : NULL;
+    if (p->cell == CELL_LSTM && opt_input(ctx, 7)) f.peep = opt_input(ctx, 7)->data;
+    if (p->cell == CELL_GRU && p->linear_before_reset && bias) f.rbh = bias->data;
+    f.y = o->y ? o->y->data : NULL;
+    inf_status st = fast_buffers(ctx, &f);
+    if (st != INF_OK) return st;
+    input_product(ctx->pool, &f, ctx->in[0]->data, w_packed ? pk->w : NULL, bias);
+    load_states(&f, opt_input(ctx, 5), f.h);
+    load_states(&f, p->cell == CELL_LSTM ? opt_input(ctx, 6) : NULL, f.c);
+    int64_t max_len = 0; /* steps past every sequence's end are skipped */
+    f.same_len = true;
+    for (int64_t b = 0; b < s->batch; b++) {
+        max_len = seq_len(&f, b) > max_len ? seq_len(&f, b) : max_len;
+        f.same_len = f.same_len && seq_len(&f, b) == seq_len(&f, 0);
+    }
+    for (f.d = 0; f.d < s->dirs; f.d++)
+        for (f.step = 0; f.step < max_len; f.step++) fast_step(ctx->pool, &f);
+    store_states(&f, o->y_h, f.h);
+    store_states(&f, o->y_c, f.c);
+    return INF_OK;
+}
+
+static inf_status rnn_run(inf__kernel_ctx *ctx) {
+    const rnn_params *p = ctx->node->params;
+    rnn_shape s = {0};
+    inf_status st = rnn_check(ctx, p, &s);
+    if (st != INF_OK) return st;
+    rnn_outputs o;
+    if ((st = make_outputs(ctx, p, &s, &o)) != INF_OK) return st;
+    if (ctx->in[0]->dtype == INF_DTYPE_F32) return rnn_fast_run(ctx, p, &s, &o);
+    return rnn_run_ref(ctx, p, s, o);
 }
 
 const inf__op_impl op_rnn = {rnn_init, rnn_run};
