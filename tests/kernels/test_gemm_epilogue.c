@@ -8,7 +8,9 @@
  * product (inf__ops_sgemm_packed_avx2), then c + bias[j], then + res, then
  * the activation (ops/vmath.h's GELU) over each row -- for every
  * combination of bias / residual / GELU, over fixed shapes around the
- * blocking edges (m = 1..7, 71-73, 150; n around the 16-column panels;
+ * blocking edges (m = 1..8, 13, 14 and 128 -- ragged ends of 6 + 1 and
+ * 6 + 2 rows, run as 4 + 3 and 4 + 4 in place --, 71-73, 144 and 150:
+ * one row block on one thread up to 144 rows; n around the 16-column panels;
  * k around the 256-deep blocks) and random ones, A plain and transposed,
  * alpha 1 and not, padded leading dimensions, on 1 and 2 threads.  C's
  * padding columns must come back untouched.
@@ -118,7 +120,7 @@ static void check_direct_a(inf__pool *pool, int64_t m, int64_t n, int64_t k) {
 }
 
 static void cases(inf__pool *pool) {
-    static const int64_t M[] = {1, 2, 3, 4, 5, 6, 7, 13, 71, 72, 73, 150};
+    static const int64_t M[] = {1, 2, 3, 4, 5, 6, 7, 8, 13, 14, 71, 72, 73, 128, 144, 150};
     static const int64_t N[] = {1, 7, 16, 17, 40, 129};
     static const int64_t K[] = {1, 9, 256, 257, 600};
     static const float ALPHAS[] = {1.0f, 0.5f};

@@ -33,13 +33,19 @@
  *     MatMuls, the attention products) is not packed: the kernel
  *     broadcasts straight from A's rows (alpha * a would
  *     be a anyway, so the bits are the packed path's), and an edge tile of
- *     r < 6 rows runs an r-row kernel instead of a zero-padded 6-row one.
+ *     r < 6 rows runs an r-row kernel instead of a zero-padded 6-row one;
+ *     a ragged end of 6 + 1 or 6 + 2 rows runs as 4 + 3 or 4 + 4 (a 2-row
+ *     tile has 4 FMA chains, too few to hide the FMA latency).  On one
+ *     thread all its rows are one task, so each B panel is fetched once.
  *     Rows a multiple of 4 KiB apart would all fall in the same L1 sets, so
  *     those are still packed.
+ *   - With B packed, each tile of a panel prefetches a slice of the next
+ *     panel, so the panel is in L1 when its first tile starts.
  *   - A fused epilogue (inf__gemm_epilogue, for FusedMatMul): after a
- *     tile's last k block, + bias[j], + a residual, then an activation over
- *     each row segment, while the tile is in L1 -- the float operations of
- *     the separate Add/Add/Gelu nodes, in their order.
+ *     tile's last k block, + bias[j], + a residual right after the tile's
+ *     store (still in L1), then an activation over each row segment of the
+ *     task -- the float operations of the separate Add/Add/Gelu nodes, in
+ *     their order.
  *   - beta is applied when the first k block is stored (beta = 0 writes
  *     without reading C, so garbage or NaN in C never leaks in); later k
  *     blocks accumulate.  Partial edge tiles go through a 6x16 buffer.
@@ -117,6 +123,7 @@ typedef struct gemm_job {
     /* packed slab of op(B): columns [j0, j0 + nc) */
     float *bp;
     int64_t j0, nc;
+    int64_t mb;            /* rows of C per task (MC, or all m when A is read in place on one thread) */
     int64_t nt;            /* columns of C per task (multiple of NR) */
     int64_t n_col_tasks;
     bool a_direct;         /* A read in place by the kernel (alpha 1, not transposed) */
@@ -277,10 +284,34 @@ static void epilogue_rows(const inf__gemm_epilogue *ep, float *c, int64_t ldc, i
 
 enum { STORE_BETA0, STORE_ADD, STORE_BETA };
 
-/* C[0:R, 0:16] (ldc) = acc + {0, C, beta*C}: the store of the micro-kernels. */
+/* The epilogue's adds for one micro-tile: bias at the tile's first
+ * column, res at its first element (rows ldr apart); either may be NULL.
+ * A NULL tile_adds pointer: none (not the last k block, or no epilogue). */
+typedef struct tile_adds {
+    const float *bias, *res;
+    int64_t ldr;
+} tile_adds;
+
+/* C[0:rows, 0:16] += bias, then += res: one float rounding each, in the
+ * order of the separate Add nodes, right after the tile's store while it
+ * is in L1 (out of line, so the kernels keep their accumulators in
+ * registers). */
+static __attribute__((noinline)) void tile_add(const tile_adds *ta, float *c, int64_t ldc, int rows) {
+    for (int r = 0; r < rows; r++, c += ldc)
+        for (int h = 0; h < 2; h++) {
+            __m256 v = _mm256_loadu_ps(c + 8 * h);
+            if (ta->bias) v = _mm256_add_ps(v, _mm256_loadu_ps(ta->bias + 8 * h));
+            if (ta->res) v = _mm256_add_ps(v, _mm256_loadu_ps(ta->res + r * ta->ldr + 8 * h));
+            _mm256_storeu_ps(c + 8 * h, v);
+        }
+}
+
+/* C[0:R, 0:16] (ldc) = acc + {0, C, beta*C}, then the adds (ta, may be
+ * NULL): the store of the micro-kernels. */
 static inline __attribute__((always_inline)) void store_rows(const int R, __m256 acc[][2], float *c, int64_t ldc,
-                                                             int mode, float beta) {
+                                                             int mode, float beta, const tile_adds *ta) {
     __m256 vb = _mm256_set1_ps(beta);
+    float *c0 = c;
     for (int r = 0; r < R; r++, c += ldc) {
         for (int h = 0; h < 2; h++) {
             __m256 v = acc[r][h];
@@ -291,12 +322,13 @@ static inline __attribute__((always_inline)) void store_rows(const int R, __m256
             _mm256_storeu_ps(c + 8 * h, v);
         }
     }
+    if (ta) tile_add(ta, c0, ldc, R);
 }
 
 /* C[0:6, 0:16] (ldc) = acc + {0, C, beta*C}, acc = sum_p a[p][0:6] (x) b[p][0:16]. */
 static inline __attribute__((always_inline)) void
 kernel_6x16(int64_t kc, const float *restrict a, const float *restrict b, int64_t ldbk, float *c,
-            int64_t ldc, int mode, float beta) {
+            int64_t ldc, int mode, float beta, const tile_adds *ta) {
     __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
     __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
     __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -320,7 +352,7 @@ kernel_6x16(int64_t kc, const float *restrict a, const float *restrict b, int64_
         c50 = _mm256_fmadd_ps(av, b0, c50), c51 = _mm256_fmadd_ps(av, b1, c51);
     }
     __m256 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-    store_rows(MR, acc, c, ldc, mode, beta);
+    store_rows(MR, acc, c, ldc, mode, beta, ta);
 }
 
 /* The same accumulation with R rows of A read in place (alpha = 1, A not
@@ -328,7 +360,7 @@ kernel_6x16(int64_t kc, const float *restrict a, const float *restrict b, int64_
  * an edge tile computes only its own rows.  Stores as kernel_6x16. */
 static inline __attribute__((always_inline)) void
 kernel_direct(const int R, int64_t kc, const float *restrict a, int64_t lda, const float *restrict b, int64_t ldbk,
-              float *c, int64_t ldc, int mode, float beta) {
+              float *c, int64_t ldc, int mode, float beta, const tile_adds *ta) {
     __m256 acc[MR][2];
     for (int r = 0; r < R; r++) acc[r][0] = _mm256_setzero_ps(), acc[r][1] = _mm256_setzero_ps();
 #pragma GCC unroll 4
@@ -341,59 +373,64 @@ kernel_direct(const int R, int64_t kc, const float *restrict a, int64_t lda, con
             acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
         }
     }
-    store_rows(R, acc, c, ldc, mode, beta);
+    store_rows(R, acc, c, ldc, mode, beta, ta);
 }
 
 static void kernel_direct_rows(int64_t rows, int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldbk,
-                               float *c, int64_t ldc, int mode, float beta) {
+                               float *c, int64_t ldc, int mode, float beta, const tile_adds *ta) {
     switch (rows) {
-    case 6: kernel_direct(6, kc, a, lda, b, ldbk, c, ldc, mode, beta); break;
-    case 5: kernel_direct(5, kc, a, lda, b, ldbk, c, ldc, mode, beta); break;
-    case 4: kernel_direct(4, kc, a, lda, b, ldbk, c, ldc, mode, beta); break;
-    case 3: kernel_direct(3, kc, a, lda, b, ldbk, c, ldc, mode, beta); break;
-    case 2: kernel_direct(2, kc, a, lda, b, ldbk, c, ldc, mode, beta); break;
-    default: kernel_direct(1, kc, a, lda, b, ldbk, c, ldc, mode, beta); break;
+    case 6: kernel_direct(6, kc, a, lda, b, ldbk, c, ldc, mode, beta, ta); break;
+    case 5: kernel_direct(5, kc, a, lda, b, ldbk, c, ldc, mode, beta, ta); break;
+    case 4: kernel_direct(4, kc, a, lda, b, ldbk, c, ldc, mode, beta, ta); break;
+    case 3: kernel_direct(3, kc, a, lda, b, ldbk, c, ldc, mode, beta, ta); break;
+    case 2: kernel_direct(2, kc, a, lda, b, ldbk, c, ldc, mode, beta, ta); break;
+    default: kernel_direct(1, kc, a, lda, b, ldbk, c, ldc, mode, beta, ta); break;
     }
 }
 
 /* Stores the tile t[rows][NR] (first `cols` columns) into C with the same
  * arithmetic as the kernels' store (acc + C, or fma(beta, C, acc): one
- * rounding), so a row gets identical bits whether its tile is full or not. */
-static void store_partial(const float *t, float *c, int64_t ldc, int64_t rows, int64_t cols, int mode, float beta) {
+ * rounding; then the adds), so a row gets identical bits whether its tile
+ * is full or not. */
+static void store_partial(const float *t, float *c, int64_t ldc, int64_t rows, int64_t cols, int mode, float beta,
+                          const tile_adds *ta) {
     for (int64_t r = 0; r < rows; r++, c += ldc)
         for (int64_t j = 0; j < cols; j++) {
             float v = t[r * NR + j];
             if (mode == STORE_ADD) v = v + c[j];
             else if (mode == STORE_BETA) v = fmaf(beta, c[j], v);
+            if (ta && ta->bias) v = v + ta->bias[j];
+            if (ta && ta->res) v = v + ta->res[r * ta->ldr + j];
             c[j] = v;
         }
 }
 
 /* One micro-tile of C at (i, j), rows x cols valid; B's rows are ldbk
  * apart (NR when packed; a partial tile always comes from a packed panel).
- * lda > 0: A read in place (rows lda apart); lda == 0: a is a packed panel. */
+ * lda > 0: A read in place (rows lda apart); lda == 0: a is a packed panel.
+ * ta: the epilogue's adds (last k block), or NULL. */
 static void micro_tile(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldbk, float *c, int64_t ldc,
-                       int64_t rows, int64_t cols, int mode, float beta) {
+                       int64_t rows, int64_t cols, int mode, float beta, const tile_adds *ta) {
     _Alignas(32) float t[MR * NR];
     if (lda > 0) {
         if (cols == NR) {
-            kernel_direct_rows(rows, kc, a, lda, b, ldbk, c, ldc, mode, beta);
+            kernel_direct_rows(rows, kc, a, lda, b, ldbk, c, ldc, mode, beta, ta);
         } else {
-            kernel_direct_rows(rows, kc, a, lda, b, ldbk, t, NR, STORE_BETA0, 0.0f);
-            store_partial(t, c, ldc, rows, cols, mode, beta);
+            kernel_direct_rows(rows, kc, a, lda, b, ldbk, t, NR, STORE_BETA0, 0.0f, NULL);
+            store_partial(t, c, ldc, rows, cols, mode, beta, ta);
         }
         return;
     }
     if (rows == MR && cols == NR) {
         switch (mode) {
-        case STORE_BETA0: kernel_6x16(kc, a, b, ldbk, c, ldc, STORE_BETA0, beta); break;
-        case STORE_ADD: kernel_6x16(kc, a, b, ldbk, c, ldc, STORE_ADD, beta); break;
-        default: kernel_6x16(kc, a, b, ldbk, c, ldc, STORE_BETA, beta); break;
+        case STORE_BETA0: kernel_6x16(kc, a, b, ldbk, c, ldc, STORE_BETA0, beta, ta); break;
+        case STORE_ADD: kernel_6x16(kc, a, b, ldbk, c, ldc, STORE_ADD, beta, ta); break;
+        default: kernel_6x16(kc, a, b, ldbk, c, ldc, STORE_BETA, beta, ta); break;
         }
         return;
     }
-    kernel_6x16(kc, a, b, ldbk, t, NR, STORE_BETA0, 0.0f);
-    store_partial(t, c, ldc, rows, cols, mode, beta);
+    kernel_6x16(kc, a, b, ldbk, t, NR, STORE_BETA0, 0.0f, NULL);
+    store_partial(t, c, ldc, rows, cols, mode, beta, ta);
 }
 
 /* The B micro-panel for columns [j, j + cols) of k block p0 (kc rows):
@@ -424,7 +461,44 @@ static const float *b_panel(const gemm_job *g, int64_t jt, int64_t jr, int64_t p
     return btail;
 }
 
-/* Tasks [begin, end) of the slab: tile t covers rows (t / n_col_tasks) * MC
+/* Rows of the micro-tile at row ir of an mc-row block.  With A read in
+ * place the kernel takes any height, so a ragged end of 6 + 1 or 6 + 2
+ * rows runs as 4 + 3 or 4 + 4 (a 1- or 2-row tile keeps too few FMAs in
+ * flight to hide their latency); a row's bits never depend on its tile. */
+static inline int64_t tile_rows(int64_t mc, int64_t ir, bool direct) {
+    int64_t left = mc - ir;
+    if (direct && (left == MR + 1 || left == MR + 2)) return 4;
+    return min64(MR, left);
+}
+
+/* Loads the lines of [p, p + bytes) into the cache ahead of their use. */
+static inline void prefetch_lines(const float *p, int64_t bytes) {
+    for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T0);
+}
+
+/* The micro-tiles of one 16-column panel over rows [i0, i0 + mc) of the
+ * task, k block p0 (kc deep).  next: the next packed panel (prefetched a
+ * slice per tile, so it is in cache when its first tile starts), or NULL. */
+static void panel_tiles(const gemm_job *g, const float *ap, const float *bpanel, int64_t ldbk, const float *next,
+                        int64_t i0, int64_t mc, int64_t j, int64_t cols, int64_t p0, int64_t kc, int mode, bool last) {
+    float *cblk = g->c + i0 * g->ldc + j;
+    const inf__gemm_epilogue *ep = last ? g->ep : NULL;
+    int64_t n_tiles = (mc + MR - 1) / MR, slice = (kc * NR * 4 / n_tiles + 63) / 64 * 64;
+    for (int64_t ir = 0, tile = 0; ir < mc; tile++) {
+        int64_t rows = tile_rows(mc, ir, g->a_direct);
+        const float *a = g->a_direct ? g->a + (i0 + ir) * g->lda + p0 : ap + ir * kc;
+        tile_adds ta = {ep ? ep->bias : NULL, ep && ep->res ? ep->res + (i0 + ir) * ep->ldr + j : NULL,
+                        ep ? ep->ldr : 0};
+        if (ta.bias) ta.bias += j;
+        if (next && tile * slice < kc * NR * 4)
+            prefetch_lines((const float *)((const char *)next + tile * slice), min64(slice, kc * NR * 4 - tile * slice));
+        micro_tile(kc, a, g->a_direct ? g->lda : 0, bpanel, ldbk, cblk + ir * g->ldc, g->ldc, rows, cols, mode,
+                   g->beta, ta.bias || ta.res ? &ta : NULL);
+        ir += rows;
+    }
+}
+
+/* Tasks [begin, end) of the slab: tile t covers rows (t / n_col_tasks) * mb
  * and columns j0 + (t % n_col_tasks) * NT.  A is packed per k block, or read
  * in place (g->a_direct). */
 static void compute_task(void *arg, int64_t begin, int64_t end) {
@@ -433,23 +507,18 @@ static void compute_task(void *arg, int64_t begin, int64_t end) {
     _Alignas(64) float btail[KC * NR];
     int first_mode = g->beta == 0.0f ? STORE_BETA0 : g->beta == 1.0f ? STORE_ADD : STORE_BETA;
     for (int64_t t = begin; t < end; t++) {
-        int64_t i0 = (t / g->n_col_tasks) * MC, jt = (t % g->n_col_tasks) * g->nt;
-        int64_t mc = min64(MC, g->m - i0), nt = min64(g->nt, g->nc - jt);
+        int64_t i0 = (t / g->n_col_tasks) * g->mb, jt = (t % g->n_col_tasks) * g->nt;
+        int64_t mc = min64(g->mb, g->m - i0), nt = min64(g->nt, g->nc - jt);
         for (int64_t p0 = 0; p0 < g->k; p0 += KC) {
             int64_t kc = min64(KC, g->k - p0);
             int mode = p0 == 0 ? first_mode : STORE_ADD;
             bool last = p0 + kc >= g->k;
             if (!g->a_direct) pack_a(g, i0, mc, p0, kc, ap);
             for (int64_t jr = 0; jr < nt; jr += NR) {
-                int64_t cols = min64(NR, nt - jr), j = g->j0 + jt + jr, ldbk;
+                int64_t cols = min64(NR, nt - jr), ldbk;
                 const float *bpanel = b_panel(g, jt, jr, p0, kc, cols, btail, &ldbk);
-                float *cblk = g->c + i0 * g->ldc + j;
-                for (int64_t ir = 0; ir < mc; ir += MR) {
-                    const float *a = g->a_direct ? g->a + (i0 + ir) * g->lda + p0 : ap + ir * kc;
-                    micro_tile(kc, a, g->a_direct ? g->lda : 0, bpanel, ldbk, cblk + ir * g->ldc, g->ldc,
-                               min64(MR, mc - ir), cols, mode, g->beta);
-                }
-                if (last && g->ep && (g->ep->bias || g->ep->res)) epilogue_adds(g->ep, cblk, g->ldc, i0, mc, j, cols);
+                const float *next = g->bp && jr + NR < nt ? bpanel + g->k * NR : NULL;
+                panel_tiles(g, ap, bpanel, ldbk, next, i0, mc, g->j0 + jt + jr, cols, p0, kc, mode, last);
             }
             if (last && g->ep && g->ep->act) /* after the adds, on the task's whole rows (one call each) */
                 epilogue_rows(&(inf__gemm_epilogue){NULL, NULL, 0, g->ep->act}, g->c + i0 * g->ldc + g->j0 + jt,
@@ -634,10 +703,14 @@ static void small_m_tb_task(void *arg, int64_t begin, int64_t end) {
  * least NT_MIN wide. */
 static void compute_tasks(inf__pool *pool, gemm_job *g) {
     int threads = inf__pool_size(pool);
-    int64_t row_blocks = (g->m + MC - 1) / MC, want = threads > 1 ? 3 * (int64_t)threads : 1;
+    int64_t want = threads > 1 ? 3 * (int64_t)threads : 1;
     /* alpha 1, plain A: the kernel broadcasts A from its rows in place (no
      * packing pass; alpha * a would be a anyway) */
     g->a_direct = !g->trans_a && g->alpha == 1.0f && g->lda > 0 && g->m <= DIRECT_A_MAX_M && A_DIRECT_OK(g->lda);
+    /* one thread, A in place: all rows in one block, so each B panel is
+     * fetched once and used by every row */
+    g->mb = g->a_direct && threads <= 1 ? g->m : MC;
+    int64_t row_blocks = (g->m + g->mb - 1) / g->mb;
     int64_t splits = row_blocks >= want ? 1 : (want + row_blocks - 1) / row_blocks;
     g->nt = ((g->nc + splits - 1) / splits + NR - 1) / NR * NR;
     if (g->nt < NT_MIN) g->nt = NT_MIN;
@@ -668,7 +741,7 @@ bool inf__ops_sgemm_avx2(inf__pool *pool, bool trans_a, bool trans_b, int64_t m,
                          float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                          float beta, float *c, int64_t ldc) {
     if (m <= 0 || n <= 0) return true;
-    gemm_job g = {trans_a, trans_b, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, NULL, 0, 0, 0, 0, false, NULL};
+    gemm_job g = {trans_a, trans_b, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, NULL, 0, 0, 0, 0, 0, false, NULL};
     if (k <= 0) {
         scale_only(m, n, beta, c, ldc);
         return true;
@@ -712,7 +785,7 @@ bool inf__ops_sgemm_avx2(inf__pool *pool, bool trans_a, bool trans_b, int64_t m,
 int64_t inf__ops_sgemm_packed_floats(int64_t k, int64_t n) { return (n + NR - 1) / NR * NR * k; }
 
 void inf__ops_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float *b, int64_t ldb, float *dst) {
-    gemm_job g = {false, trans_b, 0, n, k, 1.0f, 0.0f, NULL, b, 0, ldb, 0, NULL, dst, 0, n, 0, 0, false, NULL};
+    gemm_job g = {false, trans_b, 0, n, k, 1.0f, 0.0f, NULL, b, 0, ldb, 0, NULL, dst, 0, n, 0, 0, 0, false, NULL};
     pack_b_task(&g, 0, (n + NR - 1) / NR);
 }
 
@@ -726,7 +799,7 @@ void inf__ops_sgemm_packed_ep_avx2(inf__pool *pool, bool trans_a, int64_t m, int
                                    const float *a, int64_t lda, const float *bp, float beta, float *c, int64_t ldc,
                                    const inf__gemm_epilogue *ep) {
     if (m <= 0 || n <= 0) return;
-    gemm_job g = {trans_a, false, m, n, k, alpha, beta, a, NULL, lda, 0, ldc, c, (float *)bp, 0, n, 0, 0, false, ep};
+    gemm_job g = {trans_a, false, m, n, k, alpha, beta, a, NULL, lda, 0, ldc, c, (float *)bp, 0, n, 0, 0, 0, false, ep};
     if (k <= 0 || m <= SMALL_M) {
         /* few rows (or none to sum): the product, then the epilogue in a
          * pass over the rows, still in cache */
