@@ -31,8 +31,10 @@ static void bn_param_values(int c, float *out) {
     out[3] = 0.3f + 0.5f * (float)c;
 }
 
-/* y2 and y4 of bn_const.onnx (n_in 2) or bn_inputs.onnx (n_in 10). */
-static void run_bn(const char *file, const inf_tensor *const *in, float *y2, float *y4) {
+/* Runs file once on in and copies its n_out outputs (counts[i] floats each)
+ * to dst[i]; no output may sit at not_at (the caller's buffer). */
+static void run_outputs(const char *file, const inf_tensor *const *in, int n_out, float *const *dst,
+                        const int64_t *counts, const void *not_at) {
     char path[1024];
     model_path(path, sizeof path, file);
     inf_model *m;
@@ -42,10 +44,20 @@ static void run_bn(const char *file, const inf_tensor *const *in, float *y2, flo
     ASSERT_OK(inf_model_load(path, NULL, &m, &err));
     ASSERT_OK(inf_session_new(m, NULL, &s, &err));
     ASSERT_OK(inf_session_run(s, in, &out, &err));
-    memcpy(y2, out[0]->data, sizeof(float) * BN2);
-    memcpy(y4, out[1]->data, sizeof(float) * BN4);
+    for (int i = 0; i < n_out; i++) {
+        ASSERT_EQ(inf_tensor_numel(out[i]), counts[i]);
+        ASSERT_TRUE(out[i]->data != not_at);
+        memcpy(dst[i], out[i]->data, sizeof(float) * (size_t)counts[i]);
+    }
     inf_session_free(s);
     inf_model_free(m);
+}
+
+/* y2 and y4 of bn_const.onnx (n_in 2) or bn_inputs.onnx (n_in 10). */
+static void run_bn(const char *file, const inf_tensor *const *in, float *y2, float *y4) {
+    float *dst[2] = {y2, y4};
+    const int64_t counts[2] = {BN2, BN4};
+    run_outputs(file, in, 2, dst, counts, NULL);
 }
 
 /* |y - ((x - mean) / sqrt(var + 1e-3) * scale + B)| within float rounding. */
@@ -131,25 +143,13 @@ TEST(weights_through_a_folded_identity_are_prepared_at_load) {
 /* A Pad whose pads are all zero shares its input; a graph output still never
  * borrows the caller's buffer, and a reader sees the input's values. */
 TEST(pad_of_zero_shares_its_input_safely) {
-    char path[1024];
-    model_path(path, sizeof path, "pad_zero.onnx");
-    float x[24];
+    float x[24], y1[24], y2[24], *dst[2] = {y1, y2};
     test_fill_uniform(x, 24, 3, -1.0, 1.0);
-    int64_t dims[3] = {2, 3, 4};
+    int64_t dims[3] = {2, 3, 4}, counts[2] = {24, 24};
     inf_tensor t;
     inf_tensor_init_view(&t, INF_DTYPE_F32, 3, dims, x);
     const inf_tensor *in[1] = {&t};
-    inf_model *m;
-    inf_session *s;
-    inf_tensor *const *out;
-    inf_error err;
-    ASSERT_OK(inf_model_load(path, NULL, &m, &err));
-    ASSERT_OK(inf_session_new(m, NULL, &s, &err));
-    ASSERT_OK(inf_session_run(s, in, &out, &err));
-    const float *y1 = out[0]->data, *y2 = out[1]->data;
-    ASSERT_TRUE(out[0]->ndim == 3 && out[0]->dims[2] == 4 && (const void *)y1 != (const void *)x);
+    run_outputs("pad_zero.onnx", in, 2, dst, counts, x);
     ASSERT_TRUE(memcmp(y1, x, sizeof x) == 0);
     for (int i = 0; i < 24; i++) ASSERT_TRUE(y2[i] == (x[i] > 0 ? x[i] : 0));
-    inf_session_free(s);
-    inf_model_free(m);
 }
