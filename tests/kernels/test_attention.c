@@ -26,6 +26,7 @@
 #include "infera/session.h"
 #include "infera/tensor.h"
 #include "onnx.pb-c.h"
+#include "onnx_value.h"
 
 static int n_passed, n_failed;
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
@@ -52,11 +53,8 @@ typedef struct builder {
     int64_t perms[10][4];
     char *ins[10][2], *outs[10][1];
     int n_nodes;
-    Onnx__ValueInfoProto vi[5], *vi_ptrs[5];
-    Onnx__TypeProto tp[5];
-    Onnx__TypeProto__Tensor tt[5];
-    Onnx__TensorShapeProto shp[5];
-    Onnx__TensorShapeProto__Dimension dim[5][4], *dim_ptrs[5][4];
+    test_value vals[5];
+    Onnx__ValueInfoProto *vi_ptrs[5];
     int n_vi;
     Onnx__TensorProto c;
     Onnx__TensorProto *c_ptr;
@@ -99,27 +97,8 @@ static void add_node(builder *bd, const char *op, const char *in0, const char *i
 
 static Onnx__ValueInfoProto *add_value(builder *bd, const char *name, int ndim, const int64_t *dims) {
     int i = bd->n_vi++;
-    bd->shp[i] = (Onnx__TensorShapeProto)ONNX__TENSOR_SHAPE_PROTO__INIT;
-    for (int d = 0; d < ndim; d++) {
-        bd->dim[i][d] = (Onnx__TensorShapeProto__Dimension)ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
-        bd->dim[i][d].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-        bd->dim[i][d].dim_value = dims[d];
-        bd->dim_ptrs[i][d] = &bd->dim[i][d];
-    }
-    bd->shp[i].dim = bd->dim_ptrs[i];
-    bd->shp[i].n_dim = (size_t)ndim;
-    bd->tt[i] = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
-    bd->tt[i].has_elem_type = 1;
-    bd->tt[i].elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-    bd->tt[i].shape = &bd->shp[i];
-    bd->tp[i] = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
-    bd->tp[i].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    bd->tp[i].tensor_type = &bd->tt[i];
-    bd->vi[i] = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
-    bd->vi[i].name = (char *)name;
-    bd->vi[i].type = &bd->tp[i];
-    bd->vi_ptrs[i] = &bd->vi[i];
-    return &bd->vi[i];
+    bd->vi_ptrs[i] = test_value_info(&bd->vals[i], name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, ndim, dims);
+    return bd->vi_ptrs[i];
 }
 
 /* The input shapes of a case: q, k, v, mask (in[3] only with a mask), y. */

@@ -28,6 +28,7 @@
 #include "infera/session.h"
 #include "infera/tensor.h"
 #include "onnx.pb-c.h"
+#include "onnx_value.h"
 
 static int n_passed, n_failed;
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -62,11 +63,8 @@ typedef struct builder {
     char *ins[N_SLOTS], *outs[3];
     char *act_names[6];
     float alphas[6], betas[6];
-    Onnx__ValueInfoProto vi[N_SLOTS + 3], *in_ptrs[N_SLOTS], *out_ptrs[3];
-    Onnx__TypeProto tp[N_SLOTS + 3];
-    Onnx__TypeProto__Tensor tt[N_SLOTS + 3];
-    Onnx__TensorShapeProto shp[N_SLOTS + 3];
-    Onnx__TensorShapeProto__Dimension dim[N_SLOTS + 3][4], *dim_ptrs[N_SLOTS + 3][4];
+    test_value vals[N_SLOTS + 3];
+    Onnx__ValueInfoProto *in_ptrs[N_SLOTS], *out_ptrs[3];
     Onnx__TensorProto init[N_SLOTS], *init_ptrs[N_SLOTS];
     int64_t init_dims[N_SLOTS][3];
     int n_vi, n_in, n_init;
@@ -89,27 +87,7 @@ static void attr_int(builder *bd, const char *name, int64_t v) {
 }
 
 static Onnx__ValueInfoProto *add_value(builder *bd, const char *name, int elem, int ndim, const int64_t *dims) {
-    int i = bd->n_vi++;
-    bd->shp[i] = (Onnx__TensorShapeProto)ONNX__TENSOR_SHAPE_PROTO__INIT;
-    for (int d = 0; d < ndim; d++) {
-        bd->dim[i][d] = (Onnx__TensorShapeProto__Dimension)ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
-        bd->dim[i][d].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-        bd->dim[i][d].dim_value = dims[d];
-        bd->dim_ptrs[i][d] = &bd->dim[i][d];
-    }
-    bd->shp[i].dim = bd->dim_ptrs[i];
-    bd->shp[i].n_dim = (size_t)ndim;
-    bd->tt[i] = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
-    bd->tt[i].has_elem_type = 1;
-    bd->tt[i].elem_type = elem;
-    bd->tt[i].shape = &bd->shp[i];
-    bd->tp[i] = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
-    bd->tp[i].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    bd->tp[i].tensor_type = &bd->tt[i];
-    bd->vi[i] = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
-    bd->vi[i].name = (char *)name;
-    bd->vi[i].type = &bd->tp[i];
-    return &bd->vi[i];
+    return test_value_info(&bd->vals[bd->n_vi++], name, elem, ndim, dims);
 }
 
 /* A weight as an initializer, in the model's float type. */
