@@ -223,6 +223,35 @@ void inf__conv2d_direct_pack_w(int64_t m, int64_t group, int64_t kdim, const flo
 int64_t inf__conv2d_direct_scratch_floats(const inf__conv2d *g);
 void inf__conv2d_direct_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                  const float *bias, const float *res, float *scratch, float *y);
+/* The depthwise variant (ops/x86/depthwise_avx2.c) for 2-D group == c == m:
+ * w is the Conv's W as given ([m, 1, kh, kw]), no packing; any stride,
+ * dilation and padding.  Same bits as ops/ref/conv.c's depthwise_planes then
+ * + res and the activation (for finite weights), same limits as above. */
+void inf__conv2d_depthwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
+                                    const float *bias, const float *res, float *y);
+/* The input as the direct and the rows kernels read it
+ * (ops/x86/conv_direct_avx2.c): planes of ph x pw floats, X itself (pad
+ * false) or zero-padded copies made per_pass images at a time into the
+ * caller's scratch (inf__conv2d_direct_scratch_floats(g) floats).
+ * inf__conv2d_input_pass returns images [n0, n0 + imgs) so. */
+typedef struct inf__conv2d_input {
+    int64_t ph, pw, per_pass;
+    bool pad;
+} inf__conv2d_input;
+inf__conv2d_input inf__conv2d_input_geom(const inf__conv2d *g);
+const float *inf__conv2d_input_pass(inf__pool *pool, const inf__conv2d *g, const inf__conv2d_input *xg,
+                                    const float *x, int64_t n0, int64_t imgs, float *scratch);
+/* The rows variant (ops/x86/conv_rows_avx2.c) for stride 1 along the row
+ * and a shallow K (inf__conv2d_rows_fits(mg, kdim, sw): a network's stem):
+ * output positions in the lanes, read straight from the (padded) input
+ * rows; W packed in blocks of 4 channels (inf__conv2d_rows_pack_w), scratch
+ * as the direct variant's.  Same bits, arguments and limits as
+ * inf__conv2d_f32_avx2. */
+bool inf__conv2d_rows_fits(int64_t mg, int64_t kdim, int64_t sw);
+int64_t inf__conv2d_rows_w_floats(int64_t m, int64_t group, int64_t kdim);
+void inf__conv2d_rows_pack_w(int64_t m, int64_t group, int64_t kdim, const float *w, float *dst);
+void inf__conv2d_rows_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
+                               const float *bias, const float *res, float *scratch, float *y);
 /* ConvAdd (made by graph/passes/conv_add.c from a Conv node) uses the Conv's
  * W packed at its load, rather than packing W a second time (ops/ref/conv.c). */
 void inf__ops_conv_add_take_packing(inf__node *conv_add, const inf__node *conv);

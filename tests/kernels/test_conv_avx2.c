@@ -1,6 +1,8 @@
 /*
  * test_conv_avx2.c -- the fused AVX2/FMA convolutions (the panel kernel of
- * ops/x86/conv_avx2.c and the direct kernel of ops/x86/conv_direct_avx2.c)
+ * ops/x86/conv_avx2.c, the direct kernel of ops/x86/conv_direct_avx2.c and
+ * the rows kernel of ops/x86/conv_rows_avx2.c, the last on every case with
+ * stride 1 along the row and K <= 256, 4 channels or more per group)
  * against the path they replace: a plain im2col written here, the AVX2
  * sgemm (inf__ops_sgemm_avx2) per image and group, then + bias in float and
  * the activation -- bit for bit, as conv_avx2.c promises -- and against a
@@ -15,7 +17,8 @@
  * no activation / ReLU / Clip, with and without a residual (ConvAdd: the
  * unfused Add after the Conv, before the activation); pools of 1 and 2
  * threads; one larger case whose padded input takes several passes of the
- * direct kernel.  Batch invariance:
+ * direct kernel; the bench CNN's stem and an odd-sized variant of it.
+ * Batch invariance:
  * each image run alone gives the same bits as inside the batch.
  * Prints one line per failure and "N passed, M failed".  Skips (0 passed,
  * 0 failed) on a CPU without AVX2/FMA.
@@ -30,7 +33,7 @@
 
 #if defined(__x86_64__)
 
-static int n_passed, n_failed;
+static int n_passed, n_failed, n_rows;
 #define KERNEL_TEST_SEED 0x9E3779B97F4A7C15ull
 #include "test_rng.h"
 
@@ -94,27 +97,31 @@ static void conv_double(const inf__conv2d *g, const float *x, const float *w, co
         }
 }
 
-/* Runs the panel kernel (direct false) or the direct one on W packed for it. */
-static void run_kernel(inf__pool *pool, bool direct, const inf__conv2d *g, const float *x, const float *wp,
+enum { PANEL, DIRECT, ROWS };
+static const char *const kernel_names[] = {"panel", "direct", "rows"};
+
+/* Runs the panel, direct or rows kernel on W packed for it. */
+static void run_kernel(inf__pool *pool, int kind, const inf__conv2d *g, const float *x, const float *wp,
                        const float *b, const float *res, float *scratch, float *y) {
-    if (direct) inf__conv2d_direct_f32_avx2(pool, g, x, wp, b, res, scratch, y);
+    if (kind == DIRECT) inf__conv2d_direct_f32_avx2(pool, g, x, wp, b, res, scratch, y);
+    else if (kind == ROWS) inf__conv2d_rows_f32_avx2(pool, g, x, wp, b, res, scratch, y);
     else inf__conv2d_f32_avx2(pool, g, x, wp, b, res, y);
 }
 
 /* Buffers of one case. */
 typedef struct bufs {
-    float *x, *w, *b, *wp, *wd, *scratch, *col, *y, *yr, *y1, *res;
+    float *x, *w, *b, *wp, *wd, *wr, *scratch, *col, *y, *yr, *y1, *res;
     double *yd, *mag;
 } bufs;
 
 /* The kernel's y against the im2col path yr (bits) and the double
  * convolution; then each image alone against the batch.  Returns failures. */
-static int check_kernel(inf__pool *pool, bool direct, const inf__conv2d *g, const bufs *B, bool bias,
+static int check_kernel(inf__pool *pool, int kind, const inf__conv2d *g, const bufs *B, bool bias,
                         const float *r, int idx) {
     size_t ny = (size_t)(g->n * g->m * g->oh * g->ow);
-    const float *wp = direct ? B->wd : B->wp, *b = bias ? B->b : NULL;
+    const float *wp = kind == DIRECT ? B->wd : kind == ROWS ? B->wr : B->wp, *b = bias ? B->b : NULL;
     for (size_t i = 0; i < ny; i++) B->y[i] = NAN; /* every element must be written */
-    run_kernel(pool, direct, g, B->x, wp, b, r, B->scratch, B->y);
+    run_kernel(pool, kind, g, B->x, wp, b, r, B->scratch, B->y);
     int bad = 0;
     for (size_t i = 0; i < ny && bad < 3; i++) {
         bool same = memcmp(&B->y[i], &B->yr[i], sizeof(float)) == 0;
@@ -122,7 +129,7 @@ static int check_kernel(inf__pool *pool, bool direct, const inf__conv2d *g, cons
         if (!same || !close) {
             printf("case %d, %s kernel (n%lld c%lld m%lld g%lld %lldx%lld k%lldx%lld s%lld,%lld d%lld,%lld p%lld,%lld "
                    "act%d res%d): y[%zu] = %.9g, im2col path %.9g, double %.9g\n",
-                   idx, direct ? "direct" : "panel", (long long)g->n, (long long)g->c, (long long)g->m,
+                   idx, kernel_names[kind], (long long)g->n, (long long)g->c, (long long)g->m,
                    (long long)g->group, (long long)g->ih, (long long)g->iw, (long long)g->kh, (long long)g->kw,
                    (long long)g->sh, (long long)g->sw, (long long)g->dh, (long long)g->dw, (long long)g->pt,
                    (long long)g->pl, g->act, r != NULL, i, B->y[i], B->yr[i], B->yd[i]);
@@ -133,9 +140,9 @@ static int check_kernel(inf__pool *pool, bool direct, const inf__conv2d *g, cons
     g1.n = 1;
     size_t xi = (size_t)(g->c * g->ih * g->iw), yi = (size_t)(g->m * g->oh * g->ow);
     for (int64_t n = 0; n < g->n && !bad; n++) {
-        run_kernel(pool, direct, &g1, B->x + n * xi, wp, b, r ? r + n * yi : NULL, B->scratch, B->y1);
+        run_kernel(pool, kind, &g1, B->x + n * xi, wp, b, r ? r + n * yi : NULL, B->scratch, B->y1);
         if (memcmp(B->y1, B->y + n * yi, yi * sizeof(float))) {
-            printf("case %d, %s kernel: image %lld alone differs from the batch\n", idx, direct ? "direct" : "panel",
+            printf("case %d, %s kernel: image %lld alone differs from the batch\n", idx, kernel_names[kind],
                    (long long)n);
             bad++;
         }
@@ -152,12 +159,13 @@ static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool h
         .x = malloc(nx * sizeof(float)), .w = malloc(nw * sizeof(float)), .b = malloc((size_t)g->m * sizeof(float)),
         .wp = malloc((size_t)inf__conv2d_packed_w_floats(g->m, g->group, kdim) * sizeof(float)),
         .wd = aligned_alloc(32, (size_t)(inf__conv2d_direct_w_floats(g->m, g->group, kdim) + 8) / 8 * 32),
+        .wr = malloc((size_t)inf__conv2d_rows_w_floats(g->m, g->group, kdim) * sizeof(float)),
         .scratch = aligned_alloc(32, (size_t)(nscr + 8) / 8 * 32),
         .col = malloc((size_t)(kdim * np) * sizeof(float)), .y = malloc(ny * sizeof(float)),
         .yr = malloc(ny * sizeof(float)), .y1 = malloc(ny * sizeof(float)), .res = malloc(ny * sizeof(float)),
         .yd = malloc(ny * sizeof(double)), .mag = malloc(ny * sizeof(double)),
     };
-    if (!B.x || !B.w || !B.b || !B.wp || !B.wd || !B.scratch || !B.col || !B.y || !B.yr || !B.y1 || !B.res || !B.yd ||
+    if (!B.x || !B.w || !B.b || !B.wp || !B.wd || !B.wr || !B.scratch || !B.col || !B.y || !B.yr || !B.y1 || !B.res || !B.yd ||
         !B.mag) {
         printf("case %d: out of memory\n", idx);
         n_failed++;
@@ -170,14 +178,19 @@ static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool h
     const float *r = has_res ? B.res : NULL;
     inf__conv2d_pack_w(g->m, g->group, kdim, B.w, B.wp);
     inf__conv2d_direct_pack_w(g->m, g->group, kdim, B.w, B.wd);
+    inf__conv2d_rows_pack_w(g->m, g->group, kdim, B.w, B.wr);
     conv_im2col(pool, g, B.x, B.w, bias ? B.b : NULL, r, B.col, B.yr);
     conv_double(g, B.x, B.w, bias ? B.b : NULL, r, B.yd, B.mag);
-    int bad = check_kernel(pool, false, g, &B, bias, r, idx);
-    bad += check_kernel(pool, true, g, &B, bias, r, idx);
+    int bad = check_kernel(pool, PANEL, g, &B, bias, r, idx);
+    bad += check_kernel(pool, DIRECT, g, &B, bias, r, idx);
+    if (g->sw == 1 && kdim <= 256 && g->mg >= 4) { /* the rows kernel's range, inside or not of its fits rule */
+        bad += check_kernel(pool, ROWS, g, &B, bias, r, idx);
+        n_rows++;
+    }
     if (bad) n_failed++;
     else n_passed++;
 done:
-    free(B.x), free(B.w), free(B.b), free(B.wp), free(B.wd), free(B.scratch), free(B.col), free(B.y), free(B.yr);
+    free(B.x), free(B.w), free(B.b), free(B.wp), free(B.wd), free(B.wr), free(B.scratch), free(B.col), free(B.y), free(B.yr);
     free(B.y1), free(B.res), free(B.yd), free(B.mag);
 }
 
@@ -220,6 +233,18 @@ static void multi_pass_case(inf__pool *pool) {
     check_shape(pool, &g, true, true, -1);
 }
 
+/* The bench CNN's stem (the rows kernel's target): 3 -> 32 channels, 3x3,
+ * pad 1, on 64 x 64 (ow 64 = 24 + 24 + 16: full and short tiles), ReLU,
+ * batch 2; and the same on 61 x 13 (masked last vectors), no bias. */
+static void stem_cases(inf__pool *pool) {
+    inf__conv2d g = {.n = 2, .c = 3, .m = 32, .group = 1, .cg = 3, .mg = 32, .ih = 64, .iw = 64, .oh = 64, .ow = 64,
+                     .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .pt = 1, .pl = 1,
+                     .act = INF_EPILOGUE_RELU};
+    check_shape(pool, &g, true, false, -2);
+    g.ih = g.oh = 61, g.iw = g.ow = 13, g.m = g.mg = 30;
+    check_shape(pool, &g, false, true, -3);
+}
+
 int main(void) {
     if (!inf__cpu_has_avx2_fma()) {
         printf("0 passed, 0 failed (no AVX2/FMA)\n");
@@ -233,9 +258,14 @@ int main(void) {
         }
         for (int i = 0; i < 150; i++) one_case(pool, i);
         multi_pass_case(pool);
+        stem_cases(pool);
         inf__pool_free(pool);
     }
-    printf("%d passed, %d failed\n", n_passed, n_failed);
+    printf("%d passed, %d failed (%d with the rows kernel)\n", n_passed, n_failed, n_rows);
+    if (n_rows < 40) {
+        printf("too few cases in the rows kernel's range (%d)\n", n_rows);
+        return 1;
+    }
     return n_failed ? 1 : 0;
 }
 

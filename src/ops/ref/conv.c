@@ -15,7 +15,8 @@
  *         one block for the X, W, B copies, one for Y, one for the columns).
  *         A 1x1, stride-1, unpadded Conv skips im2col (X is the column
  *         matrix: one GEMM per image and group); a 2-D depthwise float32
- *         Conv (group == C == M) is computed directly (depthwise_planes).
+ *         Conv (group == C == M) is computed directly (depthwise_planes;
+ *         with AVX2/FMA, inf__conv2d_depthwise_f32_avx2: same bits).
  *         On a CPU with AVX2/FMA, other float32 (and float16, computed in
  *         float32) 1-D/2-D Convs go through inf__conv2d_f32_avx2
  *         (ops/x86/conv_avx2.c): im2col fused into the GEMM's panel packing,
@@ -25,7 +26,10 @@
  *         Convs with many output channels per group and a deep K
  *         (inf__conv2d_direct_fits: ResNet's 3x3s) take the direct variant
  *         instead (ops/x86/conv_direct_avx2.c: W packed in 16-channel
- *         blocks, X zero-padded into scratch, no im2col) -- same bits too.
+ *         blocks, X zero-padded into scratch, no im2col) -- same bits too;
+ *         stride-1 Convs with a shallow K (inf__conv2d_rows_fits: a stem)
+ *         take the rows variant (ops/x86/conv_rows_avx2.c: positions in the
+ *         lanes read from the padded rows, W in 4-channel blocks) -- same bits.
  *
  * Both ops use one index relation between an "image" (X for Conv, Y for
  * ConvTranspose) and a grid of kernel positions (Y's spatial grid for
@@ -47,12 +51,13 @@ typedef struct conv_params {
     int64_t group;
     int n_kernel, n_strides, n_dilations, n_pads, n_out_pad, n_out_shape;
     const int64_t *kernel, *strides, *dilations, *pads, *out_pad, *out_shape;
-    /* Conv's constant float32 W packed at load for the AVX2 kernel
-     * (inf__conv2d_pack_w, or inf__conv2d_direct_pack_w when
-     * inf__conv2d_direct_fits), used while the run's W is still that constant */
+    /* Conv's constant float32 W packed at load for the AVX2 kernel variant
+     * wvar (avx2_variant: panel, direct or rows), used while the run's W is
+     * still that constant */
     const float *wpack;
     const void *wsrc;
     int64_t wm, wkdim;
+    int wvar;
 } conv_params;
 
 /* ---- attributes ---- */
@@ -65,6 +70,30 @@ static inf_status check_ints(const inf__node *node, inf_error *err, const char *
                                    name, i, (long long)v[i], (long long)min);
     return INF_OK;
 }
+
+#if defined(__x86_64__)
+/* The AVX2 kernel for groups of mg output channels, K = kdim, stride sw
+ * along the row: the direct one (ResNet's 3x3s), the rows one (a stem:
+ * shallow K, stride 1) or the panel one; each packs W its own way. */
+enum { VAR_PANEL, VAR_DIRECT, VAR_ROWS };
+
+static int avx2_variant(int64_t mg, int64_t kdim, int64_t sw) {
+    if (inf__conv2d_direct_fits(mg, kdim)) return VAR_DIRECT;
+    return inf__conv2d_rows_fits(mg, kdim, sw) ? VAR_ROWS : VAR_PANEL;
+}
+
+static int64_t variant_w_floats(int var, int64_t m, int64_t group, int64_t kdim) {
+    if (var == VAR_DIRECT) return inf__conv2d_direct_w_floats(m, group, kdim);
+    if (var == VAR_ROWS) return inf__conv2d_rows_w_floats(m, group, kdim);
+    return inf__conv2d_packed_w_floats(m, group, kdim);
+}
+
+static void variant_pack_w(int var, int64_t m, int64_t group, int64_t kdim, const float *w, float *dst) {
+    if (var == VAR_DIRECT) inf__conv2d_direct_pack_w(m, group, kdim, w, dst);
+    else if (var == VAR_ROWS) inf__conv2d_rows_pack_w(m, group, kdim, w, dst);
+    else inf__conv2d_pack_w(m, group, kdim, w, dst);
+}
+#endif
 
 /* Conv only: packs a constant float32 1-D/2-D W for inf__conv2d_f32_avx2
  * when the CPU has AVX2/FMA (shapes are checked again at run time).  A
@@ -80,16 +109,14 @@ static inf_status pack_const_w(const inf__node *node, inf__arena *arena, conv_pa
     int64_t kdim = 1;
     for (int i = 1; i < w->ndim; i++) kdim *= w->dims[i];
     if (w->dims[0] < 1 || kdim < 1 || w->dims[0] % p->group) return INF_OK; /* run reports it */
-    int64_t m = w->dims[0];
-    bool direct = inf__conv2d_direct_fits(m / p->group, kdim);
-    int64_t floats = direct ? inf__conv2d_direct_w_floats(m, p->group, kdim)
-                            : inf__conv2d_packed_w_floats(m, p->group, kdim);
+    int64_t m = w->dims[0], sw = p->n_strides ? p->strides[p->n_strides - 1] : 1;
+    int var = avx2_variant(m / p->group, kdim, sw);
+    int64_t floats = variant_w_floats(var, m, p->group, kdim);
     char *raw = inf__arena_alloc(arena, (size_t)floats * sizeof(float) + 32);
     if (!raw) return INF_ENOMEM;
     float *dst = (float *)(((uintptr_t)raw + 31) & ~(uintptr_t)31);
-    if (direct) inf__conv2d_direct_pack_w(m, p->group, kdim, w->data, dst);
-    else inf__conv2d_pack_w(m, p->group, kdim, w->data, dst);
-    p->wpack = dst, p->wsrc = w->data, p->wm = w->dims[0], p->wkdim = kdim;
+    variant_pack_w(var, m, p->group, kdim, w->data, dst);
+    p->wpack = dst, p->wsrc = w->data, p->wm = w->dims[0], p->wkdim = kdim, p->wvar = var;
 #else
     (void)node, (void)arena, (void)p;
 #endif
@@ -563,32 +590,30 @@ static void depthwise_planes(void *arg, int64_t begin, int64_t end) {
 }
 
 #if defined(__x86_64__)
-/* Runs c through the direct kernel (inf__conv2d_direct_fits) or the panel
- * kernel, with W packed at load or, when the run's W is another tensor,
- * into scratch now; the direct kernel's padded input goes to scratch too. */
+/* Runs c through its AVX2 kernel variant (avx2_variant), with W packed at
+ * load or, when the run's W is another tensor, into scratch now; the
+ * padded input of the direct and rows kernels goes to scratch too. */
 static inf_status conv_avx2_run(inf__kernel_ctx *ctx, const inf__conv2d *c, const float *x, const float *w,
                                 const float *b, const float *res, float *y) {
     const conv_params *p = ctx->node->params;
     int64_t kdim = c->cg * c->kh * c->kw;
-    bool direct = inf__conv2d_direct_fits(c->mg, kdim);
+    int var = avx2_variant(c->mg, kdim, c->sw);
     const float *wp = p->wpack;
-    if (!wp || p->wsrc != (const void *)w || p->wm != c->m || p->wkdim != kdim) {
-        int64_t floats = direct ? inf__conv2d_direct_w_floats(c->m, c->group, kdim)
-                                : inf__conv2d_packed_w_floats(c->m, c->group, kdim);
-        float *tmp = inf__kernel_scratch(ctx, (size_t)floats * sizeof(float));
+    if (!wp || p->wsrc != (const void *)w || p->wm != c->m || p->wkdim != kdim || p->wvar != var) {
+        float *tmp = inf__kernel_scratch(ctx, (size_t)variant_w_floats(var, c->m, c->group, kdim) * sizeof(float));
         if (!tmp) return INF_ENOMEM;
-        if (direct) inf__conv2d_direct_pack_w(c->m, c->group, kdim, w, tmp);
-        else inf__conv2d_pack_w(c->m, c->group, kdim, w, tmp);
+        variant_pack_w(var, c->m, c->group, kdim, w, tmp);
         wp = tmp;
     }
-    if (!direct) {
+    if (var == VAR_PANEL) {
         inf__conv2d_f32_avx2(ctx->pool, c, x, wp, b, res, y);
         return INF_OK;
     }
     int64_t pad = inf__conv2d_direct_scratch_floats(c);
     float *scratch = pad > 0 ? inf__kernel_scratch(ctx, (size_t)pad * sizeof(float)) : NULL;
     if (pad > 0 && !scratch) return INF_ENOMEM;
-    inf__conv2d_direct_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);
+    if (var == VAR_ROWS) inf__conv2d_rows_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);
+    else inf__conv2d_direct_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);
     return INF_OK;
 }
 
@@ -617,7 +642,9 @@ static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, 
         c.act = ep->kind, c.lo = ep->lo, c.hi = ep->hi;
         ctx->epilogue_done = true;
     }
-    *st = conv_avx2_run(ctx, &c, x, w, b, g->res, y);
+    bool dw = pm->nd == 2 && g->group == g->c && g->group == g->m; /* depthwise: ops/x86/depthwise_avx2.c */
+    if (dw) inf__conv2d_depthwise_f32_avx2(ctx->pool, &c, x, w, b, g->res, y), *st = INF_OK;
+    else *st = conv_avx2_run(ctx, &c, x, w, b, g->res, y);
     if (g->res && *st == INF_OK) *g->res_added = true;
     return true;
 }
@@ -629,7 +656,7 @@ static inf_status conv_core(inf__kernel_ctx *ctx, const conv_geom *g, bool f64, 
     bool depthwise = g->pm.nd == 2 && g->group == g->c && g->group == g->m;
 #if defined(__x86_64__)
     inf_status fst;
-    if (!f64 && !depthwise && conv_avx2(ctx, g, x, w, b, y, &fst)) return fst;
+    if (!f64 && conv_avx2(ctx, g, x, w, b, y, &fst)) return fst;
 #endif
     if (!f64 && depthwise) {
         dw_task t = {g, x, w, b, y};
@@ -769,7 +796,7 @@ void inf__ops_conv_add_take_packing(inf__node *conv_add, const inf__node *conv) 
     const conv_params *c = conv->params;
     if (p && c && !strcmp(conv_add->op_type, "ConvAdd") && !strcmp(conv->op_type, "Conv") && p->group == c->group) {
         p->wpack = c->wpack, p->wsrc = c->wsrc;
-        p->wm = c->wm, p->wkdim = c->wkdim;
+        p->wm = c->wm, p->wkdim = c->wkdim, p->wvar = c->wvar;
     }
 }
 

@@ -69,35 +69,26 @@ void inf__conv2d_direct_pack_w(int64_t m, int64_t group, int64_t kdim, const flo
 
 /* ---- the padded input ---- */
 
-typedef struct xgeom {
-    int64_t ph, pw;   /* rows and columns of a (padded) input plane */
-    bool pad;         /* the input is copied into a padded buffer */
-} xgeom;
-
-static xgeom input_geom(const inf__conv2d *g) {
-    xgeom xg;
+inf__conv2d_input inf__conv2d_input_geom(const inf__conv2d *g) {
+    inf__conv2d_input xg;
     int64_t rows = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
     int64_t cols = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
     xg.pad = g->pt > 0 || g->pl > 0 || rows > g->ih || cols > g->iw;
     xg.ph = xg.pad ? rows : g->ih;
     xg.pw = xg.pad ? cols : g->iw;
+    /* images per hand-off: all of them when the input is used in place */
+    xg.per_pass = xg.pad ? max64(1, min64(g->n, PAD_FLOATS / (g->c * xg.ph * xg.pw))) : g->n;
     return xg;
 }
 
-/* Images per hand-off: all of them when the input is used in place. */
-static int64_t images_per_pass(const inf__conv2d *g, const xgeom *xg) {
-    if (!xg->pad) return g->n;
-    return max64(1, min64(g->n, PAD_FLOATS / (g->c * xg->ph * xg->pw)));
-}
-
 int64_t inf__conv2d_direct_scratch_floats(const inf__conv2d *g) {
-    xgeom xg = input_geom(g);
-    return xg.pad ? images_per_pass(g, &xg) * g->c * xg.ph * xg.pw : 0;
+    inf__conv2d_input xg = inf__conv2d_input_geom(g);
+    return xg.pad ? xg.per_pass * g->c * xg.ph * xg.pw : 0;
 }
 
 typedef struct pad_job {
     const inf__conv2d *g;
-    const xgeom *xg;
+    const inf__conv2d_input *xg;
     const float *x; /* the pass's first image */
     float *dst;
 } pad_job;
@@ -130,6 +121,15 @@ static void pad_planes(void *arg, int64_t begin, int64_t end) {
             copy_span(d + b, NULL, pw - b);
         }
     }
+}
+
+const float *inf__conv2d_input_pass(inf__pool *pool, const inf__conv2d *g, const inf__conv2d_input *xg,
+                                    const float *x, int64_t n0, int64_t imgs, float *scratch) {
+    const float *xn = x + n0 * g->c * g->ih * g->iw;
+    if (!xg->pad) return xn;
+    pad_job P = {g, xg, xn, scratch};
+    inf__pool_range(pool, imgs * g->c, max64(1, 65536 / (xg->ph * xg->pw + 1)), pad_planes, &P); /* small: inline */
+    return scratch;
 }
 
 /* ---- the 6x16 tile ---- */
@@ -240,11 +240,12 @@ static void store8(const store_ctx *S, const float *s, int64_t p, int64_t cnt, i
 
 typedef struct direct_job {
     const inf__conv2d *g;
-    xgeom xg;
+    inf__conv2d_input xg;
     const float *x;        /* the pass's first image: padded buffer or X */
     const float *wp, *bias, *res;
     float *y;              /* the pass's first image */
     int64_t kdim, npos, ncb, chunk, n_chunks;
+    int64_t w_floats;      /* floats of packed W (all groups) */
 } direct_job;
 
 /* off[k] for k in [k0, k0 + kc): the tap's offset in a (padded) image of
@@ -270,11 +271,20 @@ static void direct_chunk(const direct_job *J, int64_t ng, int64_t cb, int64_t p0
     int64_t n = ng / g->group, gi = ng % g->group, plane = J->xg.ph * J->xg.pw;
     const float *xg = J->x + (n * g->c + gi * g->cg) * plane;
     const float *w = J->wp + (gi * J->ncb + cb) * J->kdim * CW;
+    const float *w_end = J->wp + J->w_floats;
     for (int64_t k0 = 0; k0 < J->kdim; k0 += KC) {
-        int64_t kc = min64(KC, J->kdim - k0);
+        int64_t kc = min64(KC, J->kdim - k0), ntiles = (cnt + TW - 1) / TW;
         tap_offsets(J, k0, kc, off);
-        for (int64_t t = 0; t < cnt; t += TW)
+        /* the next KC block of W (one 64-byte line per k; past the last
+         * block, the next channel block's first) is fetched while this one
+         * runs, a share per tile: W comes from L3 in a whole network */
+        const float *next = w + (k0 + KC) * CW;
+        int64_t lines = min64(KC, (w_end - next) / CW), per_tile = (lines + ntiles - 1) / ntiles;
+        for (int64_t t = 0, i = 0; t < cnt; t += TW, i++) {
+            for (int64_t l = i * per_tile; l < min64(lines, (i + 1) * per_tile); l++)
+                _mm_prefetch((const char *)(next + l * CW), _MM_HINT_T0);
             run_tile(g, J->xg.pw, xg, p0 + t, p0 + cnt - 1, off, kc, w + k0 * CW, sums + t * CW, k0 == 0);
+        }
     }
     int64_t row0 = gi * g->mg + cb * CW, ybase = (n * g->m + row0) * J->npos;
     store_ctx S = {g, J->npos, min64(CW, g->mg - cb * CW), J->bias ? J->bias + row0 : NULL,
@@ -305,23 +315,17 @@ static int64_t chunk_positions(const inf__conv2d *g, int64_t images, int64_t ncb
 
 void inf__conv2d_direct_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                  const float *bias, const float *res, float *scratch, float *y) {
-    direct_job J = {.g = g, .xg = input_geom(g), .wp = wp, .bias = bias, .kdim = g->cg * g->kh * g->kw,
-                    .npos = g->oh * g->ow, .ncb = (g->mg + CW - 1) / CW};
+    direct_job J = {.g = g, .xg = inf__conv2d_input_geom(g), .wp = wp, .bias = bias, .kdim = g->cg * g->kh * g->kw,
+                    .npos = g->oh * g->ow, .ncb = (g->mg + CW - 1) / CW,
+                    .w_floats = inf__conv2d_direct_w_floats(g->m, g->group, g->cg * g->kh * g->kw)};
     if (J.kdim <= 0 || J.npos <= 0 || g->mg <= 0) return;
-    int64_t per_pass = images_per_pass(g, &J.xg), plane = J.xg.ph * J.xg.pw;
+    int64_t per_pass = J.xg.per_pass;
     J.chunk = chunk_positions(g, per_pass, J.ncb, J.npos, inf__pool_size(pool));
     J.n_chunks = (J.npos + J.chunk - 1) / J.chunk;
     int64_t work = J.chunk * CW * J.kdim; /* multiply-adds per task */
     for (int64_t n0 = 0; n0 < g->n; n0 += per_pass) {
         int64_t imgs = min64(per_pass, g->n - n0);
-        const float *xn = x + n0 * g->c * g->ih * g->iw;
-        if (J.xg.pad) {
-            pad_job P = {g, &J.xg, xn, scratch};
-            inf__pool_range(pool, imgs * g->c, max64(1, 65536 / (plane + 1)), pad_planes, &P); /* small: inline */
-            J.x = scratch;
-        } else {
-            J.x = xn;
-        }
+        J.x = inf__conv2d_input_pass(pool, g, &J.xg, x, n0, imgs, scratch);
         J.y = y + n0 * g->m * J.npos;
         J.res = res ? res + n0 * g->m * J.npos : NULL;
         inf__pool_range(pool, imgs * g->group * J.ncb * J.n_chunks, work >= 65536 ? 1 : 65536 / (work + 1) + 1,

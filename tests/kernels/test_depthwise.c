@@ -1,0 +1,198 @@
+/*
+ * test_depthwise.c -- the AVX2 depthwise convolution
+ * (inf__conv2d_depthwise_f32_avx2, ops/x86/depthwise_avx2.c) against the
+ * scalar kernel it replaces: the loop of ops/ref/conv.c's depthwise_planes
+ * (written out here, per plane: 0, + w*x over the in-range taps in (ky, kx)
+ * order, + bias) followed by the unfused residual add and the activation --
+ * bit for bit -- and against a double-precision convolution (tolerance
+ * 1e-5 * sum |w x| + 1e-6), so a mistake shared with the transcription
+ * (an index, a skipped tap) would still be caught.
+ *
+ * Random shapes: batch 1..3, channels 1..37 (mostly not multiples of 8),
+ * input 1..23 x 1..70 (rows shorter and longer than the 8-column vectors,
+ * with and without interior blocks), kernels 1..5 x 1..5 with 3x3 and 5x5
+ * drawn often, strides 1..3 (1 and 2 often), dilations 1..2, asymmetric
+ * pads 0..k, with and without bias and residual, no activation / ReLU /
+ * Clip; pools of 1 and 2 threads.  Every output must be written (Y is
+ * filled with NaN first).  Prints one line per failure and
+ * "N passed, M failed"; skips on a CPU without AVX2/FMA.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "ops/ops.h"
+
+#if defined(__x86_64__)
+
+static int n_passed, n_failed;
+#define KERNEL_TEST_SEED 0xD1B54A32D192ED03ull
+#include "test_rng.h"
+
+static float act(const inf__conv2d *g, float v) {
+    if (g->act == INF_EPILOGUE_RELU) return v > 0 ? v : 0;
+    if (g->act == INF_EPILOGUE_CLIP) return v < g->lo ? g->lo : v > g->hi ? g->hi : v;
+    return v;
+}
+
+/* depthwise_planes (ops/ref/conv.c), then + res and the activation. */
+static void dw_reference(const inf__conv2d *g, const float *x, const float *w, const float *b, const float *res,
+                         float *y) {
+    for (int64_t pl = 0; pl < g->n * g->c; pl++) {
+        int64_t c = pl % g->c;
+        const float *xp = x + pl * g->ih * g->iw, *wp = w + c * g->kh * g->kw;
+        float *yp = y + pl * g->oh * g->ow;
+        for (int64_t oy = 0; oy < g->oh; oy++) {
+            float *yrow = yp + oy * g->ow;
+            for (int64_t ox = 0; ox < g->ow; ox++) yrow[ox] = 0.0f;
+            for (int64_t ky = 0; ky < g->kh; ky++) {
+                int64_t iy = oy * g->sh - g->pt + ky * g->dh;
+                if (iy < 0 || iy >= g->ih) continue;
+                for (int64_t kx = 0; kx < g->kw; kx++)
+                    for (int64_t ox = 0; ox < g->ow; ox++) {
+                        int64_t ix = ox * g->sw - g->pl + kx * g->dw;
+                        if (ix >= 0 && ix < g->iw) yrow[ox] += wp[ky * g->kw + kx] * xp[iy * g->iw + ix];
+                    }
+            }
+            if (b)
+                for (int64_t ox = 0; ox < g->ow; ox++) yrow[ox] += b[c];
+        }
+    }
+    size_t ny = (size_t)(g->n * g->c * g->oh * g->ow);
+    for (size_t i = 0; i < ny; i++) y[i] = act(g, res ? y[i] + res[i] : y[i]);
+}
+
+/* Y in double and the bound sum |w x| per element. */
+static void dw_double(const inf__conv2d *g, const float *x, const float *w, const float *b, const float *res,
+                      double *y, double *mag) {
+    for (int64_t pl = 0; pl < g->n * g->c; pl++) {
+        int64_t c = pl % g->c;
+        for (int64_t oy = 0; oy < g->oh; oy++)
+            for (int64_t ox = 0; ox < g->ow; ox++) {
+                int64_t i = (pl * g->oh + oy) * g->ow + ox;
+                double s = b ? b[c] : 0, a = b ? fabs(b[c]) : 0;
+                for (int64_t ky = 0; ky < g->kh; ky++)
+                    for (int64_t kx = 0; kx < g->kw; kx++) {
+                        int64_t iy = oy * g->sh - g->pt + ky * g->dh, ix = ox * g->sw - g->pl + kx * g->dw;
+                        if (iy < 0 || iy >= g->ih || ix < 0 || ix >= g->iw) continue;
+                        double p = (double)w[(c * g->kh + ky) * g->kw + kx] * x[(pl * g->ih + iy) * g->iw + ix];
+                        s += p, a += fabs(p);
+                    }
+                if (res) s += res[i], a += fabs(res[i]);
+                y[i] = act(g, (float)s), mag[i] = a;
+            }
+    }
+}
+
+typedef struct bufs {
+    float *x, *w, *b, *res, *y, *yr;
+    double *yd, *mag;
+} bufs;
+
+static void describe(const inf__conv2d *g, int idx, bool bias, bool res) {
+    printf("case %d (n%lld c%lld %lldx%lld k%lldx%lld s%lld,%lld d%lld,%lld p%lld,%lld -> %lldx%lld act%d bias%d "
+           "res%d)",
+           idx, (long long)g->n, (long long)g->c, (long long)g->ih, (long long)g->iw, (long long)g->kh,
+           (long long)g->kw, (long long)g->sh, (long long)g->sw, (long long)g->dh, (long long)g->dw,
+           (long long)g->pt, (long long)g->pl, (long long)g->oh, (long long)g->ow, g->act, bias, res);
+}
+
+/* The kernel's Y against the reference (bits) and the double convolution. */
+static int compare(const inf__conv2d *g, const bufs *B, bool bias, bool res, int idx) {
+    size_t ny = (size_t)(g->n * g->c * g->oh * g->ow);
+    int bad = 0;
+    for (size_t i = 0; i < ny && bad < 3; i++) {
+        bool same = memcmp(&B->y[i], &B->yr[i], sizeof(float)) == 0;
+        bool close = fabs(B->y[i] - B->yd[i]) <= 1e-5 * B->mag[i] + 1e-6;
+        if (!same || !close) {
+            describe(g, idx, bias, res);
+            printf(": y[%zu] = %.9g, reference %.9g, double %.9g\n", i, B->y[i], B->yr[i], B->yd[i]);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool has_res, int idx) {
+    size_t nx = (size_t)(g->n * g->c * g->ih * g->iw), nw = (size_t)(g->c * g->kh * g->kw);
+    size_t ny = (size_t)(g->n * g->c * g->oh * g->ow);
+    bufs B = {
+        .x = malloc(nx * sizeof(float)), .w = malloc(nw * sizeof(float)), .b = malloc((size_t)g->c * sizeof(float)),
+        .res = malloc(ny * sizeof(float)), .y = malloc(ny * sizeof(float)), .yr = malloc(ny * sizeof(float)),
+        .yd = malloc(ny * sizeof(double)), .mag = malloc(ny * sizeof(double)),
+    };
+    if (!B.x || !B.w || !B.b || !B.res || !B.y || !B.yr || !B.yd || !B.mag) {
+        printf("case %d: out of memory\n", idx);
+        n_failed++;
+        goto done;
+    }
+    for (size_t i = 0; i < nx; i++) B.x[i] = uniform();
+    for (size_t i = 0; i < nw; i++) B.w[i] = uniform();
+    for (int64_t i = 0; i < g->c; i++) B.b[i] = uniform();
+    for (size_t i = 0; i < ny; i++) B.res[i] = uniform(), B.y[i] = NAN;
+    const float *b = bias ? B.b : NULL, *r = has_res ? B.res : NULL;
+    dw_reference(g, B.x, B.w, b, r, B.yr);
+    dw_double(g, B.x, B.w, b, r, B.yd, B.mag);
+    inf__conv2d_depthwise_f32_avx2(pool, g, B.x, B.w, b, r, B.y);
+    if (compare(g, &B, bias, has_res, idx)) n_failed++;
+    else n_passed++;
+done:
+    free(B.x), free(B.w), free(B.b), free(B.res), free(B.y), free(B.yr), free(B.yd), free(B.mag);
+}
+
+/* 3x3 and 5x5 half the time, else 1..5 x 1..5. */
+static int64_t kernel_size(void) {
+    int64_t r = rand_in(0, 3);
+    return r == 0 ? 3 : r == 1 ? 5 : rand_in(1, 5);
+}
+
+static void one_case(inf__pool *pool, int idx) {
+    inf__conv2d g;
+    memset(&g, 0, sizeof g);
+    g.n = rand_in(1, 3), g.c = rand_in(1, 37), g.m = g.group = g.c, g.cg = g.mg = 1;
+    g.kh = kernel_size(), g.kw = next_u64() % 2 ? g.kh : kernel_size();
+    g.sh = rand_in(0, 3) ? rand_in(1, 2) : 3, g.sw = rand_in(0, 3) ? rand_in(1, 2) : 3;
+    g.dh = next_u64() % 4 ? 1 : 2, g.dw = next_u64() % 4 ? 1 : 2;
+    g.ih = rand_in(1, 23), g.iw = rand_in(1, 70);
+    g.pt = rand_in(0, g.kh), g.pl = rand_in(0, g.kw);
+    int64_t pb = rand_in(0, g.kh), pr = rand_in(0, g.kw);
+    int64_t sh = g.ih + g.pt + pb - ((g.kh - 1) * g.dh + 1), sw = g.iw + g.pl + pr - ((g.kw - 1) * g.dw + 1);
+    if (sh < 0 || sw < 0) { /* kernel larger than the padded input */
+        one_case(pool, idx);
+        return;
+    }
+    g.oh = sh / g.sh + 1, g.ow = sw / g.sw + 1;
+    g.act = (int)(next_u64() % 3) == 0 ? INF_EPILOGUE_NONE : next_u64() % 2 ? INF_EPILOGUE_RELU : INF_EPILOGUE_CLIP;
+    g.lo = -0.3f, g.hi = 0.4f;
+    bool bias = next_u64() % 3 != 0, has_res = next_u64() % 3 == 0;
+    check_shape(pool, &g, bias, has_res, idx);
+}
+
+int main(void) {
+    if (!inf__cpu_has_avx2_fma()) {
+        printf("0 passed, 0 failed (no AVX2/FMA)\n");
+        return 0;
+    }
+    for (int threads = 1; threads <= 2; threads++) {
+        inf__pool *pool = NULL;
+        if (inf__pool_new(threads, &pool) != INF_OK) {
+            printf("cannot create a pool of %d threads\n", threads);
+            return 1;
+        }
+        for (int i = 0; i < 300; i++) one_case(pool, i);
+        inf__pool_free(pool);
+    }
+    printf("%d passed, %d failed\n", n_passed, n_failed);
+    return n_failed ? 1 : 0;
+}
+
+#else /* not x86-64: no AVX2 kernels */
+
+int main(void) {
+    printf("0 passed, 0 failed (not x86-64)\n");
+    return 0;
+}
+
+#endif
