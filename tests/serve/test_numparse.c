@@ -165,6 +165,11 @@ static void test_format_f32(void) {
     CHECK(!strcmp(out, "-2.5e-07"), "-2.5e-7f formats as -2.5e-07 (%s)", out);
 }
 
+/* The parsers over the first n characters of s. */
+static size_t parse_double_n(const char *s, size_t n, double *d) { return inf__serve_parse_double(s, s + n, d); }
+static size_t parse_i64_n(const char *s, size_t n, int64_t *v) { return inf__serve_parse_i64(s, s + n, v); }
+static size_t parse_u64_n(const char *s, size_t n, uint64_t *v) { return inf__serve_parse_u64(s, s + n, v); }
+
 int main(void) {
     const long N = 3000000;
     long bad = 0, total = 0, bad_len = 0;
@@ -208,18 +213,18 @@ int main(void) {
               "'%s' is not a JSON number (parser and skipper)", notnum[i]);
     }
     double d = 0;
-    CHECK(inf__serve_parse_double("0x10", "0x10" + 4, &d) == 1, "'0x10': only the '0' is a number (the caller rejects the rest)");
+    CHECK(parse_double_n("0x10", 4, &d) == 1, "'0x10': only the '0' is a number (the caller rejects the rest)");
     /* bounded: never reads past end */
-    CHECK(inf__serve_parse_double("12345", "12345" + 3, &d) == 3 && d == 123.0, "stops at the end pointer");
+    CHECK(parse_double_n("12345", 3, &d) == 3 && d == 123.0, "stops at the end pointer");
     int64_t v = 0;
     uint64_t u = 0;
-    CHECK(inf__serve_parse_i64("-9223372036854775808", "-9223372036854775808" + 20, &v) == 20 && v == INT64_MIN,
+    CHECK(parse_i64_n("-9223372036854775808", 20, &v) == 20 && v == INT64_MIN,
           "INT64_MIN parses");
-    CHECK(inf__serve_parse_i64("9223372036854775808", "9223372036854775808" + 19, &v) == 0, "INT64_MAX+1 is rejected");
-    CHECK(inf__serve_parse_u64("18446744073709551615", "18446744073709551615" + 20, &u) == 20 && u == UINT64_MAX,
+    CHECK(parse_i64_n("9223372036854775808", 19, &v) == 0, "INT64_MAX+1 is rejected");
+    CHECK(parse_u64_n("18446744073709551615", 20, &u) == 20 && u == UINT64_MAX,
           "UINT64_MAX parses");
-    CHECK(inf__serve_parse_i64("1.5", "1.5" + 3, &v) == 0, "1.5 is not an integer");
-    CHECK(inf__serve_parse_i64("1e3", "1e3" + 3, &v) == 0, "1e3 is not an integer literal");
+    CHECK(parse_i64_n("1.5", 3, &v) == 0, "1.5 is not an integer");
+    CHECK(parse_i64_n("1e3", 3, &v) == 0, "1e3 is not an integer literal");
     test_format_f32();
     printf("%d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;

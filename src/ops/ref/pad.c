@@ -122,6 +122,13 @@ static inf_status pad_row(inf__kernel_ctx *ctx, const pad_spec *p, const inf_ten
     int64_t lo = before > 0 ? before : 0;                 /* first output inside the input */
     int64_t hi = before + n < width ? before + n : width; /* one past the last */
     inf_status st = INF_OK;
+    if (p->mode == PAD_CONSTANT) { /* the pads as two fills, the inside as one copy */
+        if (hi <= lo) return move_fill(ctx, y, dst, &p->value, 0, width);
+        if (lo > 0) st = move_fill(ctx, y, dst, &p->value, 0, lo);
+        if (st == INF_OK) st = move_copy(ctx, y, dst + lo, x, src + (lo - before), hi - lo);
+        if (st == INF_OK && hi < width) st = move_fill(ctx, y, dst + hi, &p->value, 0, width - hi);
+        return st;
+    }
     for (int64_t j = 0; j < width && st == INF_OK; j++) {
         if (j == lo && hi > lo) {
             st = move_copy(ctx, y, dst + j, x, src + (j - before), hi - lo);
