@@ -102,6 +102,10 @@ static inf_status pad_from_inputs(inf__kernel_ctx *ctx, const inf_tensor *x, pad
     return INF_OK;
 }
 
+/* The largest axis a Pad may produce: numel and byte counts of any tensor
+ * stay far from int64 overflow. */
+#define INF_PAD_MAX_DIM ((int64_t)1 << 40)
+
 /* Source index along an axis of n elements for output index o, or -1 for
  * the constant value. */
 static int64_t pad_source(int64_t o, int64_t n, int64_t before, pad_mode mode) {
@@ -162,7 +166,10 @@ static inf_status pad_run(inf__kernel_ctx *ctx) {
     int r = x->ndim;
     int64_t dims[INF_MAX_DIMS];
     for (int a = 0; a < r; a++) {
-        dims[a] = x->dims[a] + p.begin[a] + p.end[a];
+        if (__builtin_add_overflow(x->dims[a], p.begin[a], &dims[a]) ||
+            __builtin_add_overflow(dims[a], p.end[a], &dims[a]) || dims[a] > INF_PAD_MAX_DIM)
+            return inf__kernel_error(ctx, INF_ESHAPE, "pads %lld and %lld on axis %d (size %lld) give a size out of range",
+                                     (long long)p.begin[a], (long long)p.end[a], a, (long long)x->dims[a]);
         if (dims[a] < 0)
             return inf__kernel_error(ctx, INF_ESHAPE, "pads crop axis %d (size %lld) below zero", a,
                                      (long long)x->dims[a]);
