@@ -204,6 +204,8 @@ row_cpu_us() { # row_cpu_us MODEL BATCH -> engine CPU microseconds per row (user
     $SRV_PIN /usr/bin/time -f '%U %S' "$INFERA" bench "$1" --threads 1 --batch "$2" --iters "$it" --warmup 20 --json \
         2>&1 >/dev/null | tail -1 | awk -v r=$((it * $2)) '{printf "%.1f", ($1 + $2) * 1e6 / r}'
 }
+# the benchmark MLP is generated (bench/gen_bench_models.py), not committed
+[ -f "$ROOT/bench/models/mlp.onnx" ] || /usr/bin/python3 "$ROOT/bench/gen_bench_models.py" >&2
 read -r NOBATCH_RPS BATCH_RPS BATCH_AVG NOBATCH_CPU BATCH_CPU < <(batching "$ROOT/tests/models/mlp.onnx" "$TMP/mlp.json")
 SPEEDUP=$(awk -v a="$BATCH_RPS" -v b="$NOBATCH_RPS" 'BEGIN{printf "%.2f", a/b}')
 read -r NOBATCH2_RPS BATCH2_RPS BATCH2_AVG NOBATCH2_CPU BATCH2_CPU < <(batching "$ROOT/bench/models/mlp.onnx" "$TMP/mlp64.json")

@@ -17,11 +17,14 @@
  *      opset 17 -> LayerNormalization; exact-erf GELU -> the internal fused
  *      Gelu (ai.infera); Pow(x, 2) -> Mul(x, x); scaled-dot-product
  *      attention (Transpose/MatMul/Div/Softmax/MatMul/Transpose) -> the
- *      internal fused Attention (ai.infera); Conv -> Add (a residual) ->
- *      the internal ConvAdd (ai.infera); MatMul by constant weights -> its
- *      bias Add (-> a residual Add) (-> Gelu) -> the internal FusedMatMul
- *      (ai.infera).  Each rewrites the chain's
- *      last node in place and marks the rest dead.
+ *      internal fused Attention (ai.infera); Conv -> BatchNormalization
+ *      (constant, inference mode) -> one Conv with folded weights; Conv ->
+ *      Add (a residual) -> the internal ConvAdd (ai.infera); MatMul by
+ *      constant weights -> its bias Add (-> a residual Add) (-> Gelu) -> the
+ *      internal FusedMatMul (ai.infera); Transpose -> Transpose and
+ *      Reshape-like -> Reshape chains -> one node (or an Identity, which
+ *      shares its input).  Each rewrites the chain's last node in place and
+ *      marks the rest dead.
  *   3. activation fusion: a Relu, LeakyRelu or Clip (constant bounds) that is
  *      the only reader of a Conv/ConvTranspose/Gemm/MatMul/Add/
  *      BatchNormalization/ConvAdd output becomes that node's epilogue,
@@ -243,17 +246,20 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
     inf__free(folded);
     if (st == INF_OK) { /* LayerNorm before Pow: its chain holds a Pow(d, 2) */
         inf__pass_ctx pc = {model, g, dead};
-        int n_ln = 0, n_gelu = 0, n_pow = 0, n_att = 0, n_ca = 0, n_mm = 0;
+        int n_ln = 0, n_gelu = 0, n_pow = 0, n_att = 0, n_bn = 0, n_ca = 0, n_mm = 0, n_lay = 0;
         st = inf__pass_layernorm(&pc, &n_ln, err);
         if (st == INF_OK) st = inf__pass_gelu(&pc, &n_gelu, err);
         if (st == INF_OK) st = inf__pass_pow_square(&pc, &n_pow, err);
         if (st == INF_OK) st = inf__pass_attention(&pc, &n_att, err);
+        if (st == INF_OK) st = inf__pass_conv_bn(&pc, &n_bn, err); /* before ConvAdd: Conv -> BN -> Add */
         if (st == INF_OK) st = inf__pass_conv_add(&pc, &n_ca, err);
         if (st == INF_OK) st = inf__pass_matmul_add(&pc, &n_mm, err); /* after Gelu: it fuses the Gelu */
-        if (n_ln + n_gelu + n_pow + n_att + n_ca + n_mm)
+        if (st == INF_OK) st = inf__pass_layout(&pc, &n_lay, err); /* last: Attention matches Transposes */
+        if (n_ln + n_gelu + n_pow + n_att + n_bn + n_ca + n_mm + n_lay)
             inf__log(INF_LOG_DEBUG,
-                     "optimizer: %d LayerNorm, %d Gelu, %d Pow(x,2), %d Attention, %d ConvAdd, %d FusedMatMul rewrites",
-                     n_ln, n_gelu, n_pow, n_att, n_ca, n_mm);
+                     "optimizer: %d LayerNorm, %d Gelu, %d Pow(x,2), %d Attention, %d Conv+BatchNorm, %d ConvAdd, "
+                     "%d FusedMatMul, %d Transpose/Reshape rewrites",
+                     n_ln, n_gelu, n_pow, n_att, n_bn, n_ca, n_mm, n_lay);
     }
     if (st == INF_OK) fuse_activations(g, dead);
     for (int n = g->n_nodes - 1; n >= 0 && st == INF_OK; n--) /* reverse order removes whole dead chains */

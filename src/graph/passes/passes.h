@@ -30,8 +30,10 @@ inf_status inf__pass_layernorm(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
 inf_status inf__pass_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);       /* passes/gelu.c */
 inf_status inf__pass_pow_square(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/pow_square.c */
 inf_status inf__pass_attention(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  /* passes/attention.c */
+inf_status inf__pass_conv_bn(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);    /* passes/conv_bn.c */
 inf_status inf__pass_conv_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);   /* passes/conv_add.c */
 inf_status inf__pass_matmul_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/matmul_add.c */
+inf_status inf__pass_layout(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);     /* passes/layout.c */
 
 /* ---- matching (passes/match.c) ---- */
 /* The live ai.onnx node of type op_type producing value v, or -1. */
