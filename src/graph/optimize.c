@@ -12,6 +12,12 @@
  *      value folded this way is bound again (its op's init), so what init
  *      prepares from constant inputs -- packed GEMM/conv weights -- is
  *      prepared for it too, as if the value had been an initializer.
+ *      Shape-subgraph folding (graph/shape_infer.c) goes further: a node
+ *      whose int64 output is the same on every run although its inputs are
+ *      not constants -- the Shape of a tensor with fixed dimensions, a
+ *      Gather of a fixed dimension, arithmetic on those -- becomes that
+ *      constant too, so exporters' shape chains shrink to their truly
+ *      dynamic parts (the batch size).
  *   2. pattern passes (graph/passes/, one file each, with the exact pattern
  *      and why it is safe): the decomposed LayerNorm PyTorch exports below
  *      opset 17 -> LayerNormalization; exact-erf GELU -> the internal fused
@@ -42,6 +48,7 @@
 
 #include "graph/graph.h"
 #include "graph/passes/passes.h"
+#include "graph/shape_infer.h"
 #include "ops/ops.h"
 
 /* Ops whose outputs differ from run to run, or that must not run early. */
@@ -106,6 +113,27 @@ static inf_status fold_node(inf__evaluator *ev, inf__graph *g, inf__node *node, 
         folded[v] = true;
     }
     if (fits) *dead = true;
+    return INF_OK;
+}
+
+/* Shape-subgraph folding: a node that cannot be folded, but whose int64
+ * output static shape inference knows for every run (the Shape of a tensor
+ * whose dimensions are fixed, a Gather of a fixed dimension, arithmetic on
+ * those), becomes that constant. */
+static inf_status fold_known_shape(inf__shape_infer *si, inf__graph *g, inf__node *node, bool *dead, bool *folded,
+                                   inf_error *err) {
+    inf__shape_infer_node(si, node);
+    if (node->n_outputs != 1 || node->outputs[0] < 0 || has_subgraph(node) || is_nondeterministic(node)) return INF_OK;
+    inf_tensor *t;
+    if (inf__shape_infer_constant(si, node->outputs[0], &t) != INF_OK)
+        return inf__error(err, INF_ENOMEM, "out of memory folding node '%s'", node->name);
+    if (!t) return INF_OK;
+    inf__value *val = &g->values[node->outputs[0]];
+    val->role = INF_VALUE_INITIALIZER;
+    val->constant = t; /* the model owns it from here */
+    val->producer = -1;
+    folded[node->outputs[0]] = true;
+    *dead = true;
     return INF_OK;
 }
 
@@ -231,17 +259,22 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
     bool *dead = inf__calloc((size_t)g->n_nodes, sizeof(bool));
     bool *folded = inf__calloc((size_t)g->n_values + 1, sizeof(bool));
     inf__evaluator *ev = NULL;
-    if (!dead || !folded) {
+    inf__shape_infer *si = inf__shape_infer_new(g);
+    if (!dead || !folded || !si) {
         inf__free(dead);
         inf__free(folded);
+        inf__shape_infer_free(si);
         return inf__error(err, INF_ENOMEM, "out of memory optimising the graph");
     }
     for (int n = 0; n < g->n_nodes && st == INF_OK; n++) {
-        if (!is_foldable(g, &g->nodes[n])) continue;
-        if (!ev && (st = inf__evaluator_new(model, g, &ev, err)) != INF_OK) break;
-        st = fold_node(ev, g, &g->nodes[n], &dead[n], folded, err);
+        if (!is_foldable(g, &g->nodes[n])) {
+            st = fold_known_shape(si, g, &g->nodes[n], &dead[n], folded, err);
+        } else if (ev || (st = inf__evaluator_new(model, g, &ev, err)) == INF_OK) {
+            st = fold_node(ev, g, &g->nodes[n], &dead[n], folded, err);
+        }
         if (dead[n]) forget_reads(g, &g->nodes[n]);
     }
+    inf__shape_infer_free(si);
     if (st == INF_OK) st = rebind_readers(model, g, dead, folded, err);
     inf__free(folded);
     if (st == INF_OK) { /* LayerNorm before Pow: its chain holds a Pow(d, 2) */

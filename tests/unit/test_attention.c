@@ -22,7 +22,10 @@ enum { N_OUT = 6, CAP = 2 * 5 * 24 };
 
 /* 154 nodes: 2 fused chains lose 7 and 8 nodes (3 Transposes, 2 MatMuls,
  * the scale, Softmax; att_b also its mask Add) -> 139; the 15 Q/K/V
- * projections (MatMul + bias Add) become FusedMatMul -> 124. */
+ * projections (MatMul + bias Add) become FusedMatMul -> 124; the input's
+ * dimensions are all fixed, so shape-subgraph folding turns the 62 nodes
+ * of the reshapes' Shape -> Gather -> Unsqueeze -> Concat chains into
+ * constants -> 62. */
 TEST(attention_pass_fuses_bert_export_and_keeps_near_misses) {
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/models/attention.onnx", INFERA_SOURCE_DIR);
@@ -35,7 +38,7 @@ TEST(attention_pass_fuses_bert_export_and_keeps_near_misses) {
     test_run_floats(path, false, 1, &x, plain, N_OUT, CAP, &n_plain);
     test_run_floats(path, true, 1, &x, fused, N_OUT, CAP, &n_fused);
     ASSERT_EQ(n_plain, 154);
-    ASSERT_EQ(n_fused, 124);
+    ASSERT_EQ(n_fused, 62);
     for (int k = 0; k < N_OUT; k++) {
         int n = k == N_OUT - 1 ? 2 * 3 * 5 * 5 : CAP; /* the last output is att_d's softmax [2,3,5,5] */
         for (int i = 0; i < n; i++) {
