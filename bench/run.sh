@@ -18,31 +18,11 @@ set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
-INFERA=$ROOT/build/infera
-ROUNDS=3
+. "$HERE/lib.sh"
 MODELS="mlp cnn bert"
-THREADS="1 2"
-QUICK=0
-OUT=$HERE/results/$(date +%Y%m%d-%H%M%S)
-while [ $# -gt 0 ]; do
-    case $1 in
-    --infera) INFERA=$2; shift 2 ;;
-    --rounds) ROUNDS=$2; shift 2 ;;
-    --models) MODELS=$2; shift 2 ;;
-    --threads) THREADS=$2; shift 2 ;;
-    --quick) QUICK=1; ROUNDS=1; shift ;;
-    --out) OUT=$2; shift 2 ;;
-    *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
-    esac
-done
-[ -x "$INFERA" ] || { echo "run.sh: no infera binary at $INFERA (build first or pass --infera)" >&2; exit 2; }
-mkdir -p "$OUT"
-RAW=$OUT/raw.jsonl
-: >"$RAW"
+bench_start "infera rounds models threads quick out" "$@"
 
-for m in $MODELS; do
-    [ -f "$HERE/models/$m.onnx" ] || /usr/bin/python3 "$HERE/gen_bench_models.py" >&2
-done
+bench_gen_models gen_bench_models.py
 
 # large batch and iterations per (model, batch): "batch iters warmup"
 configs() {
@@ -54,9 +34,9 @@ configs() {
 }
 
 {
-    echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, $(uname -r)"
+    echo "machine: $(bench_cpu_name), $(nproc) CPUs, $(uname -r)"
     echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "infera:  $INFERA ($(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null)$(cd "$ROOT" && git diff --quiet 2>/dev/null || echo '+dirty'))"
+    bench_infera_line
 } | tee "$OUT/machine.txt" >&2
 
 # The machine may be shared: before each measurement wait (up to 20 s)
@@ -80,30 +60,26 @@ wait_quiet() {
     return 0
 }
 
-round=1
-while [ "$round" -le "$ROUNDS" ]; do
-    for m in $MODELS; do
-        for t in $THREADS; do
-            configs "$m" | tr ' ' '\n' | paste - - - | while read -r b it wu; do
-                [ "$QUICK" = 1 ] && { it=$(( (it + 4) / 5 )); wu=$(( (wu + 4) / 5 )); }
-                run_infera() {
-                    wait_quiet
-                    "$INFERA" bench "$HERE/models/$m.onnx" --threads "$t" --batch "$b" --iters "$it" \
-                        --warmup "$wu" --json |
-                        sed "s/^{/{\"engine\":\"infera\",\"name\":\"$m\",\"round\":$round,\"busy\":$BUSY,/" >>"$RAW"
-                }
-                run_ort() {
-                    wait_quiet
-                    node "$HERE/ort_bench.js" "$HERE/models/$m.onnx" --threads "$t" --batch "$b" --iters "$it" \
-                        --warmup "$wu" |
-                        sed "s/^{/{\"name\":\"$m\",\"round\":$round,\"busy\":$BUSY,/" >>"$RAW"
-                }
-                echo "round $round: $m threads $t batch $b" >&2
-                if [ $((round % 2)) = 1 ]; then run_infera; run_ort; else run_ort; run_infera; fi
-            done
-        done
-    done
-    round=$((round + 1))
-done
+# one measurement of each engine (bench_loop sets round m t b it wu)
+run_infera() {
+    wait_quiet
+    "$INFERA" bench "$HERE/models/$m.onnx" --threads "$t" --batch "$b" --iters "$it" \
+        --warmup "$wu" --json |
+        sed "s/^{/{\"engine\":\"infera\",\"name\":\"$m\",\"round\":$round,\"busy\":$BUSY,/" >>"$RAW"
+}
+run_ort() {
+    wait_quiet
+    node "$HERE/ort_bench.js" "$HERE/models/$m.onnx" --threads "$t" --batch "$b" --iters "$it" \
+        --warmup "$wu" |
+        sed "s/^{/{\"name\":\"$m\",\"round\":$round,\"busy\":$BUSY,/" >>"$RAW"
+}
+bench_one() {
+    if [ "$QUICK" = 1 ]; then
+        it=$(( (it + 4) / 5 ))
+        wu=$(( (wu + 4) / 5 ))
+    fi
+    bench_alternate run_infera run_ort
+}
+bench_loop
 
 /usr/bin/python3 "$HERE/summarize.py" "$RAW" "$OUT/machine.txt" | tee "$OUT/table.md"

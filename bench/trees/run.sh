@@ -15,28 +15,15 @@
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-INFERA=$ROOT/build/infera
-ROUNDS=3
+. "$ROOT/bench/lib.sh"
 MODELS="t300d8 t1000d6"
-OUT=$HERE/results/$(date +%Y%m%d-%H%M%S)
-while [ $# -gt 0 ]; do
-    case $1 in
-    --infera) INFERA=$2; shift 2 ;;
-    --rounds) ROUNDS=$2; shift 2 ;;
-    --models) MODELS=$2; shift 2 ;;
-    --out) OUT=$2; shift 2 ;;
-    *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
-    esac
-done
+bench_start "infera rounds models out" "$@"
 M=$HERE/models
 [ -f "$M/rows.npy" ] || /usr/bin/python3 "$HERE/gen_tree_models.py" >&2
-mkdir -p "$OUT"
-RAW=$OUT/raw.jsonl
-: >"$RAW"
 {
-    echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "machine: $(bench_cpu_name), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "infera:  $INFERA ($(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null)$(cd "$ROOT" && git diff --quiet 2>/dev/null || echo '+dirty'))"
+    bench_infera_line
 } | tee "$OUT/machine.txt" >&2
 
 tag() { sed "s/^{/{\"engine\":\"$1\",\"model_name\":\"$2\",/"; }

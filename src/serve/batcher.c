@@ -88,9 +88,14 @@ struct srv_batcher {
     size_t *stage_cap;
     inf_tensor *stage_t;   /* per input view */
     const inf_tensor **run_in;
+    srv_map_output *map_out; /* per output; labels NULL unless a sequence of maps (warm-up) */
 };
 
 int inf__serve_batcher_batchable(const srv_batcher *b) { return b->batchable; }
+
+const srv_map_output *inf__serve_batcher_map_output(const srv_batcher *b, int i) {
+    return i >= 0 && i < b->n_outputs && b->map_out[i].labels ? &b->map_out[i] : NULL;
+}
 
 int inf__serve_batcher_depth(srv_batcher *b) {
     pthread_mutex_lock(&b->lock);
@@ -474,9 +479,29 @@ inf_status inf__serve_batcher_submit(srv_batcher *b, srv_job *job) {
     return INF_OK;
 }
 
+/* Notes the outputs of a warm-up run that are sequences of maps (their
+ * labels for the model metadata).  Out of memory only loses the note. */
+static void note_map_outputs(srv_batcher *b, inf_tensor *const *out) {
+    for (int o = 0; o < b->n_outputs; o++) {
+        srv_map_seq ms;
+        if (inf__serve_map_seq(out[o], inf_model_output(b->model, o)->name, &ms, NULL) != 1) continue;
+        srv_buf labels = {0};
+        inf__serve_map_seq_labels(&labels, &ms);
+        if (labels.oom) {
+            inf__serve_buf_free(&labels);
+            continue;
+        }
+        free(b->map_out[o].labels);
+        b->map_out[o].labels = inf__serve_buf_take(&labels, NULL);
+        b->map_out[o].dtype = ms.dtype;
+        b->map_out[o].n_classes = ms.n_classes;
+    }
+}
+
 /* Runs the session reps times on zero inputs of the declared shapes with
- * `rows` in symbolic dimensions; *best_us (may be NULL) gets the fastest. */
-static inf_status warm(srv_batcher *b, int64_t rows, int reps, double *best_us, inf_error *err) {
+ * `rows` in symbolic dimensions; *best_us (may be NULL) gets the fastest.
+ * With note, the last run's sequence-of-map outputs are noted. */
+static inf_status warm(srv_batcher *b, int64_t rows, int reps, double *best_us, int note, inf_error *err) {
     inf_tensor *vals[256] = {0};
     const inf_tensor *in[256] = {0};
     inf_status st = INF_OK;
@@ -494,13 +519,14 @@ static inf_status warm(srv_batcher *b, int64_t rows, int reps, double *best_us, 
             for (int64_t k = 0; k < inf_tensor_numel(vals[i]); k++) inf_tensor_set_string(vals[i], k, "", 0);
         in[i] = vals[i];
     }
-    inf_tensor *const *out;
+    inf_tensor *const *out = NULL;
     for (int r = 0; r < reps && st == INF_OK; r++) {
         uint64_t t0 = inf__serve_now_ns();
         st = inf_session_run(b->session, in, &out, err);
         double us = (double)(inf__serve_now_ns() - t0) / 1e3;
         if (best_us && (r == 0 || us < *best_us)) *best_us = us;
     }
+    if (st == INF_OK && note && out) note_map_outputs(b, out);
 out:
     for (int i = 0; i < 256; i++) inf_tensor_free(vals[i]);
     return st;
@@ -518,11 +544,11 @@ static void measure_gain(srv_batcher *b, double first_us) {
     int64_t n = b->opt.max_batch < GAIN_ROWS ? b->opt.max_batch : GAIN_ROWS;
     double t1 = 0, tn = 0;
     inf_error e = {0};
-    if (warm(b, 1, first_us > GAIN_MAX_ROW_US ? 1 : 5, &t1, &e) != INF_OK) return;
+    if (warm(b, 1, first_us > GAIN_MAX_ROW_US ? 1 : 5, &t1, 0, &e) != INF_OK) return;
     if (t1 > GAIN_MAX_ROW_US) {
         b->batch_pays = 1;
     } else {
-        if (warm(b, n, 3, &tn, &e) != INF_OK) return;
+        if (warm(b, n, 3, &tn, 0, &e) != INF_OK) return;
         b->batch_pays = t1 - tn / (double)n > GAIN_MIN_US;
         if (b->metrics) {
             b->metrics->row_us_1 = t1;
@@ -531,6 +557,11 @@ static void measure_gain(srv_batcher *b, double first_us) {
         }
     }
     if (b->metrics) b->metrics->batch_pays = b->batch_pays;
+}
+
+static void free_map_outputs(srv_batcher *b) {
+    for (int o = 0; b->map_out && o < b->n_outputs; o++) free(b->map_out[o].labels);
+    free(b->map_out);
 }
 
 inf_status inf__serve_batcher_new(const inf_model *model, const srv_batch_options *opts, srv_model_metrics *metrics,
@@ -558,7 +589,8 @@ inf_status inf__serve_batcher_new(const inf_model *model, const srv_batch_option
     b->stage_cap = calloc((size_t)b->n_inputs + 1, sizeof *b->stage_cap);
     b->stage_t = calloc((size_t)b->n_inputs + 1, sizeof *b->stage_t);
     b->run_in = calloc((size_t)b->n_inputs + 1, sizeof *b->run_in);
-    if (!b->stage || !b->stage_cap || !b->stage_t || !b->run_in) goto oom;
+    b->map_out = calloc((size_t)b->n_outputs + 1, sizeof *b->map_out);
+    if (!b->stage || !b->stage_cap || !b->stage_t || !b->run_in || !b->map_out) goto oom;
     inf_session_options so;
     inf_session_options_init(&so);
     so.n_threads = opts->n_threads;
@@ -569,8 +601,8 @@ inf_status inf__serve_batcher_new(const inf_model *model, const srv_batch_option
     uint64_t t0 = inf__serve_now_ns();
     inf_error werr = {0};
     double first_us = 0;
-    st = warm(b, 1, 1, &first_us, &werr);
-    if (st == INF_OK && b->batchable) st = warm(b, b->opt.max_batch, 1, NULL, &werr);
+    st = warm(b, 1, 1, &first_us, 1, &werr);
+    if (st == INF_OK && b->batchable) st = warm(b, b->opt.max_batch, 1, NULL, 0, &werr);
     if (st == INF_OK && b->batchable) measure_gain(b, first_us);
     if (st != INF_OK && st != INF_EUNSUPPORTED) {
         /* a model that cannot run on zeros still serves; the warm-up is only skipped */
@@ -604,6 +636,7 @@ fail:
         free(b->stage_cap);
         free(b->stage_t);
         free(b->run_in);
+        free_map_outputs(b);
         free(b);
     }
     return st;
@@ -625,5 +658,6 @@ void inf__serve_batcher_free(srv_batcher *b) {
     free(b->stage_cap);
     free(b->stage_t);
     free(b->run_in);
+    free_map_outputs(b);
     free(b);
 }

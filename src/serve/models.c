@@ -333,8 +333,11 @@ static srv_slot *find_slot(srv_models *ms, const char *name) {
     return NULL;
 }
 
-/* Load + swap (load_lock held).  ref NULL = the slot's own reference. */
-static inf_status reload(srv_models *ms, srv_slot *slot, const char *ref, inf_error *err) {
+/* Load + swap (load_lock held).  ref NULL = the slot's own reference.  A
+ * failure is written to the server log, and err gets the slot's reason;
+ * with quiet, nothing is logged and err gets the bare cause (the caller
+ * reports it: a --model that fails at start-up is the CLI's one error line). */
+static inf_status reload(srv_models *ms, srv_slot *slot, const char *ref, int quiet, inf_error *err) {
     const char *use = ref ? ref : slot->ref;
     pthread_mutex_lock(&ms->lock);
     int had = slot->current != NULL;
@@ -369,10 +372,10 @@ static inf_status reload(srv_models *ms, srv_slot *slot, const char *ref, inf_er
         }
     } else {
         atomic_fetch_add(&ms->srv->metrics.load_failures, 1);
-        fprintf(stderr, "infera serve: %s\n", slot->reason);
+        if (!quiet) fprintf(stderr, "infera serve: %s\n", slot->reason);
         if (err) {
             err->status = e.status ? e.status : st;
-            snprintf(err->message, sizeof err->message, "%s", slot->reason);
+            snprintf(err->message, sizeof err->message, "%s", quiet ? e.message : slot->reason);
         }
     }
     return st;
@@ -439,8 +442,13 @@ inf_status inf__serve_models_add(srv_models *ms, const char *spec, inf_error *er
     pthread_mutex_unlock(&ms->lock);
     inf_status st = INF_ENOMEM;
     if (slot) {
-        st = reload(ms, slot, NULL, err);
+        st = reload(ms, slot, NULL, 1, err);
         if (st != INF_OK) {
+            if (err) {
+                char why[INF_ERROR_MESSAGE_MAX];
+                inf__serve_copy_str(why, sizeof why, err->message);
+                snprintf(err->message, sizeof err->message, "--model %s: %s", spec, why);
+            }
             pthread_mutex_lock(&ms->lock);
             slot->used = 0;
             pthread_mutex_unlock(&ms->lock);
@@ -515,7 +523,7 @@ inf_status inf__serve_models_load(srv_models *ms, const char *name, const char *
         created = 1;
         ref = NULL;
     }
-    inf_status st = reload(ms, slot, ref, err);
+    inf_status st = reload(ms, slot, ref, 0, err);
     if (st != INF_OK && created) {
         pthread_mutex_lock(&ms->lock);
         slot->used = 0;
@@ -647,7 +655,7 @@ static inf_status sync_aliases(srv_models *ms, int at_start, inf_error *err) {
                 continue;
             }
             inf_error le = {0};
-            if (reload(ms, slot, NULL, &le) != INF_OK) {
+            if (reload(ms, slot, NULL, 0, &le) != INF_OK) {
                 pthread_mutex_lock(&ms->lock);
                 slot->used = 0;
                 pthread_mutex_unlock(&ms->lock);
@@ -896,7 +904,7 @@ static void poll_aliases(srv_models *ms) {
         if (now_v != cur) {
             fprintf(stderr, "infera serve: %s moved from version %lld to %lld; loading\n", ref, (long long)cur,
                     (long long)now_v);
-            reload(ms, s, NULL, NULL);
+            reload(ms, s, NULL, 0, NULL);
         }
     }
 }

@@ -178,6 +178,17 @@ static int h_server_meta(srv_request *rq) {
     return 0;
 }
 
+/* A sequence-of-maps output as /infer sends it: [-1, n_classes] of the
+ * values' type, with the class labels (kserve_v2.c, srv_map_seq). */
+static void map_output_meta(srv_buf *b, const char *name, const srv_map_output *mo) {
+    inf__serve_buf_puts(b, "{\"name\":");
+    inf__serve_buf_json_str(b, name, strlen(name));
+    inf__serve_buf_printf(b, ",\"datatype\":\"%s\",\"shape\":[-1,%lld],\"parameters\":{\"class_labels\":",
+                          inf__serve_kserve_dtype(mo->dtype), (long long)mo->n_classes);
+    inf__serve_buf_json_str(b, mo->labels, strlen(mo->labels));
+    inf__serve_buf_puts(b, "}}");
+}
+
 static void tensor_meta(srv_buf *b, const inf_value_info *vi) {
     inf__serve_buf_puts(b, "{\"name\":");
     inf__serve_buf_json_str(b, vi->name, strlen(vi->name));
@@ -228,7 +239,9 @@ static int h_model_meta(srv_request *rq) {
     inf__serve_buf_puts(b, "],\"outputs\":[");
     for (int i = 0; i < inf_model_n_outputs(v->model); i++) {
         if (i) inf__serve_buf_put(b, ",", 1);
-        tensor_meta(b, inf_model_output(v->model, i));
+        const srv_map_output *mo = inf__serve_batcher_map_output(v->batcher, i);
+        if (mo) map_output_meta(b, inf_model_output(v->model, i)->name, mo);
+        else tensor_meta(b, inf_model_output(v->model, i));
     }
     inf__serve_buf_printf(b, "],\"parameters\":{\"max_batch_size\":%d,\"dynamic_batching\":%s,\"records\":%s}}",
                           rq->srv->opt.max_batch, inf__serve_batcher_batchable(v->batcher) ? "true" : "false",

@@ -145,6 +145,22 @@ inf_status inf__serve_encode_infer(const srv_infer_request *req, const inf_model
                                    const char *model_version, inf_tensor *const *outputs, srv_buf *json, srv_buf *bin,
                                    inf_error *err);
 
+/* A sequence of maps {class label -> score} (ZipMap: what skl2onnx
+ * classifiers return as output_probability), sent as one [rows, n_classes]
+ * tensor of the maps' values with the keys as parameters.class_labels. */
+typedef struct srv_map_seq {
+    int64_t rows, n_classes;
+    const inf_tensor *keys; /* map 0's keys, borrowed from the value (NULL when rows == 0) */
+    inf_dtype dtype;        /* the values' dtype */
+} srv_map_seq;
+/* 1 with *ms filled when t is a sequence of maps that forms one tensor (the
+ * same keys, string or integer, in every map; values of one KServe type);
+ * 0 when t is not a sequence of maps; -1 with err (INF_EUNSUPPORTED: the
+ * output, the map and why) when its maps do not form one tensor. */
+int inf__serve_map_seq(const inf_tensor *t, const char *name, srv_map_seq *ms, inf_error *err);
+/* Appends the keys as the text of a JSON array: ["cat","dog"] or [10,20]. */
+void inf__serve_map_seq_labels(srv_buf *b, const srv_map_seq *ms);
+
 /* ---- metrics.c ------------------------------------------------------------- */
 
 #define SRV_HIST_MAX_BUCKETS 24
@@ -259,6 +275,14 @@ int inf__serve_batcher_try_inline(srv_batcher *b, srv_job *job);
 void inf__serve_batcher_release(srv_batcher *b, srv_job *job);
 int inf__serve_batcher_depth(srv_batcher *b);
 int inf__serve_batcher_batchable(const srv_batcher *b);
+/* What the warm-up run showed of output i when it is a sequence of maps
+ * (srv_map_seq): NULL otherwise, or when the warm-up could not run. */
+typedef struct srv_map_output {
+    inf_dtype dtype;   /* the values' dtype */
+    int64_t n_classes;
+    char *labels;      /* JSON array text of the keys (inf__serve_map_seq_labels) */
+} srv_map_output;
+const srv_map_output *inf__serve_batcher_map_output(const srv_batcher *b, int i);
 /* Runs every queued job, stops the scheduler and frees. */
 void inf__serve_batcher_free(srv_batcher *b);
 

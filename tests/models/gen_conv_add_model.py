@@ -16,25 +16,10 @@ tests/unit/test_session.c (conv_add_pass_*).
 
 Run with Debian's python3-onnx:  /usr/bin/python3 tests/models/gen_conv_add_model.py
 """
-import os
+from model_builder import Graph, float_input
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
-
-here = os.path.dirname(os.path.abspath(__file__))
-rng = np.random.default_rng(11)
-nodes, inits = [], []
-
-
-def const(name, shape):
-    inits.append(numpy_helper.from_array(rng.uniform(-0.5, 0.5, shape).astype(np.float32), name))
-    return name
-
-
-def node(op, ins, out, **attrs):
-    nodes.append(helper.make_node(op, ins, [out], **attrs))
-    return out
+g = Graph(seed=11)
+const, node = g.const, g.node
 
 
 def conv(name, cout, cin, k, bias=True, **attrs):
@@ -47,16 +32,11 @@ def conv(name, cout, cin, k, bias=True, **attrs):
 p1 = dict(pads=[1, 1, 1, 1])
 node("Relu", [node("Add", [conv("ca", 4, 4, 3, **p1), "x"], "sa")], "y_a")
 node("Add", [conv("cb", 6, 4, 3, strides=[2, 2], **p1), conv("sb", 6, 4, 1, bias=False, strides=[2, 2])], "y_b")
-inits.append(numpy_helper.from_array(np.float32(-1), "lo"))
-inits.append(numpy_helper.from_array(np.float32(1), "hi"))
-node("Clip", [node("Add", [conv("cc", 4, 4, 3, bias=False, **p1), const("zc", (4, 1, 1))], "sc"), "lo", "hi"], "y_c")
+lo, hi = g.scalar("lo", -1), g.scalar("hi", 1)
+node("Clip", [node("Add", [conv("cc", 4, 4, 3, bias=False, **p1), const("zc", (4, 1, 1))], "sc"), lo, hi], "y_c")
 node("Add", [conv("d", 4, 4, 3, **p1), "x"], "y_d")
 node("Relu", [node("Add", ["x", conv("ce", 4, 2, 3, group=2, **p1)], "se")], "y_e")
 node("Add", [conv("cf", 4, 1, 3, group=4, **p1), "x"], "y_f")
 
-x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 6, 7])
-outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", None, None, None]) for n in ["y_a", "y_b", "y_c", "d", "y_d", "y_e", "y_f"]]
-graph = helper.make_graph(nodes, "conv_add", [x], outs, inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="gen_conv_add_model.py")
-onnx.checker.check_model(model)
-onnx.save(model, os.path.join(here, "conv_add.onnx"))
+outs = [float_input(n, ["batch", None, None, None]) for n in ["y_a", "y_b", "y_c", "d", "y_d", "y_e", "y_f"]]
+g.save("conv_add", [float_input("x", ["batch", 4, 6, 7])], outs, "gen_conv_add_model.py")

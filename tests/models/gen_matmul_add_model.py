@@ -21,25 +21,12 @@ fuses, and near misses it must keep, for tests/unit/test_matmul_add.c.
 
 Run with Debian's python3-onnx:  /usr/bin/python3 tests/models/gen_matmul_add_model.py
 """
-import os
-
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
 
-here = os.path.dirname(os.path.abspath(__file__))
-rng = np.random.default_rng(23)
-nodes, inits = [], []
+from model_builder import Graph, float_input
 
-
-def const(name, shape):
-    inits.append(numpy_helper.from_array(rng.uniform(-0.5, 0.5, shape).astype(np.float32), name))
-    return name
-
-
-def node(op, ins, out, **attrs):
-    nodes.append(helper.make_node(op, ins, [out], **attrs))
-    return out
+g = Graph(seed=23)
+const, node = g.const, g.node
 
 
 def linear(name, x, k, n, bias_first=False):
@@ -55,8 +42,8 @@ def gelu(x, out):
 
 
 for name, v in [("sqrt2", np.sqrt(2.0)), ("one", 1.0), ("half", 0.5)]:
-    inits.append(numpy_helper.from_array(np.float32(v), name))
-inits.append(numpy_helper.from_array(np.array([-1, 120], dtype=np.int64), "shape_i"))
+    g.scalar(name, v)
+g.scalar("shape_i", [-1, 120], np.int64)
 
 node("Add", ["x", linear("a", "x", 24, 24, bias_first=True)], "y_a")
 gelu(linear("b", "x", 24, 40), "y_b")
@@ -73,10 +60,6 @@ gelu(linear("j", "x", 24, 24), "y_j")
 node("Add", [linear("k", "x", 24, 24), "x"], "y_k")
 
 names = ["y_a", "y_b", "y_c", "m_d", "y_d", "y_e", "y_f", "y_g", "y_h", "y_i", "y1_j", "y_j", "y1_k", "y_k"]
-x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 5, 24])
 rank = {"y_h": 4, "y_i": 2}
-outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [None] * rank.get(n, 3)) for n in names]
-graph = helper.make_graph(nodes, "matmul_add", [x], outs, inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="gen_matmul_add_model.py")
-onnx.checker.check_model(model)
-onnx.save(model, os.path.join(here, "matmul_add.onnx"))
+outs = [float_input(n, [None] * rank.get(n, 3)) for n in names]
+g.save("matmul_add", [float_input("x", ["batch", 5, 24])], outs, "gen_matmul_add_model.py")

@@ -563,6 +563,132 @@ static void check_records(int port) {
     http_resp_free(&r);
 }
 
+/* ---- sequence-of-map outputs (ZipMap, as skl2onnx classifiers end) ----
+ * tests/pipeline/data/zipmap_{str,int}.onnx: label = ArgMax(X), output_probability
+ * = ZipMap(X) with classes "cat","dog","emu" / 10,20,30.  ZipMap copies its input,
+ * so the expected [N,3] probabilities are X itself, in class order. */
+
+static const float zip_x[6] = {0.1f, 0.7f, 0.2f, 0.5f, 0.125f, 0.375f};
+static const char *ZIP_JSON = "{\"inputs\":[{\"name\":\"X\",\"shape\":[2,3],\"datatype\":\"FP32\",\"data\":[0.1,0.7,"
+                              "0.2,0.5,0.125,0.375]}]";
+
+/* POSTs ZIP_JSON (closed with tail) to model; the response. */
+static http_resp zip_infer(int port, const char *model, const char *tail) {
+    char path[128], body[512];
+    snprintf(path, sizeof path, "/v2/models/%s/infer", model);
+    snprintf(body, sizeof body, "%s%s", ZIP_JSON, tail);
+    return req(port, "POST", path, body);
+}
+
+static int floats_equal_x(const double *got, int n) {
+    if (n != 6) return 0;
+    for (int i = 0; i < 6; i++)
+        if ((float)got[i] != zip_x[i]) return 0;
+    return 1;
+}
+
+static void check_zipmap_model(int port, const char *model, const char *labels_json) {
+    char want[200], path[128];
+    snprintf(want, sizeof want, "{\"name\":\"output_probability\",\"datatype\":\"FP32\",\"shape\":[-1,3],"
+             "\"parameters\":{\"class_labels\":%s}}", labels_json);
+    snprintf(path, sizeof path, "/v2/models/%s", model);
+    http_resp m = req(port, "GET", path, NULL);
+    CHECK(m.status == 200 && has(&m, want), "%s: metadata describes the ZipMap output as %s (%s)", model, want,
+          m.body ? m.body : "");
+    http_resp_free(&m);
+
+    snprintf(want, sizeof want, "{\"name\":\"output_probability\",\"datatype\":\"FP32\",\"shape\":[2,3],"
+             "\"parameters\":{\"class_labels\":%s},\"data\":[", labels_json);
+    http_resp a = zip_infer(port, model, "}");
+    double p[8], l[4];
+    CHECK(a.status == 200 && has(&a, want) && floats_equal_x(p, json_floats(a.body, "output_probability", p, 8)) &&
+              json_floats(a.body, "label", l, 4) == 2 && l[0] == 1 && l[1] == 0,
+          "%s: /infer returns the maps as FP32 [2,3] in class order with class_labels, and the label (%s)", model,
+          a.body ? a.body : "");
+    http_resp_free(&a);
+
+    a = zip_infer(port, model, ",\"outputs\":[{\"name\":\"output_probability\"}]}");
+    CHECK(a.status == 200 && has(&a, want) && !has(&a, "\"label\""), "%s: requested outputs: only the ZipMap output",
+          model);
+    http_resp_free(&a);
+
+    /* binary outputs: the values as raw little-endian float32, row by row */
+    a = zip_infer(port, model, ",\"parameters\":{\"binary_data_output\":true}}");
+    char ihcl[32] = "";
+    http_header(&a, "Inference-Header-Content-Length", ihcl, sizeof ihcl);
+    size_t jl = (size_t)atol(ihcl);
+    snprintf(want, sizeof want, "{\"name\":\"output_probability\",\"datatype\":\"FP32\",\"shape\":[2,3],"
+             "\"parameters\":{\"class_labels\":%s,\"binary_data_size\":24}}", labels_json);
+    int ok = a.status == 200 && jl > 0 && a.body_len == jl + 16 + 24;
+    if (ok) {
+        char *json = strndup(a.body, jl);
+        ok = json && strstr(json, want) && strstr(json, "\"name\":\"label\",\"datatype\":\"INT64\",\"shape\":[2],"
+                                                       "\"parameters\":{\"binary_data_size\":16}");
+        free(json);
+    }
+    float probs[6];
+    int64_t labels[2];
+    if (ok) {
+        memcpy(labels, a.body + jl, 16);
+        memcpy(probs, a.body + jl + 16, 24);
+    }
+    CHECK(ok && !memcmp(probs, zip_x, 24) && labels[0] == 1 && labels[1] == 0,
+          "%s: binary_data_output: class_labels and binary_data_size, blob bit-identical to the JSON values", model);
+    http_resp_free(&a);
+
+    /* binary input, one binary output asked per output */
+    const char *hdr = "{\"inputs\":[{\"name\":\"X\",\"shape\":[2,3],\"datatype\":\"FP32\",\"parameters\":{"
+                      "\"binary_data_size\":24}}],\"outputs\":[{\"name\":\"output_probability\",\"parameters\":"
+                      "{\"binary_data\":true}}]}";
+    char body[512], extra[128];
+    size_t hl = strlen(hdr);
+    memcpy(body, hdr, hl);
+    memcpy(body + hl, zip_x, 24);
+    snprintf(extra, sizeof extra, "Inference-Header-Content-Length: %zu\r\n", hl);
+    snprintf(path, sizeof path, "/v2/models/%s/infer", model);
+    http_request(port, "POST", path, extra, body, hl + 24, &a);
+    ihcl[0] = 0;
+    http_header(&a, "Inference-Header-Content-Length", ihcl, sizeof ihcl);
+    jl = (size_t)atol(ihcl);
+    CHECK(a.status == 200 && jl > 0 && a.body_len == jl + 24 && !memcmp(a.body + jl, zip_x, 24) &&
+              !strstr(a.body, "\"label\""),
+          "%s: binary input, per-output binary_data: the probabilities alone, bit-identical", model);
+    http_resp_free(&a);
+}
+
+/* The records endpoint's columns (map_outputs.c) and /infer agree. */
+static void check_zipmap_records(int port) {
+    http_resp r = req(port, "POST", "/v2/models/zs/records", "{\"records\":[{\"a\":0.1,\"b\":0.7,\"c\":0.2}]}");
+    double got[3] = {-1, -1, -1};
+    const char *cols[3] = {"\"output_probability_cat\":", "\"output_probability_dog\":", "\"output_probability_emu\":"};
+    for (int j = 0; j < 3 && r.body; j++) {
+        const char *p = strstr(r.body, cols[j]);
+        if (p) got[j] = strtod(p + strlen(cols[j]), NULL);
+    }
+    CHECK(r.status == 200 && (float)got[0] == zip_x[0] && (float)got[1] == zip_x[1] && (float)got[2] == zip_x[2],
+          "zs: the records endpoint's output_probability_<class> columns hold the same values (%s)",
+          r.body ? r.body : "");
+    http_resp_free(&r);
+}
+
+static void check_zipmap(void) {
+    int port = free_port();
+    char ports[16], zs[600], zi[600];
+    snprintf(ports, sizeof ports, "%d", port);
+    snprintf(zs, sizeof zs, "zs=%s/tests/pipeline/data/zipmap_str.onnx", src);
+    snprintf(zi, sizeof zi, "zi=%s/tests/pipeline/data/zipmap_int.onnx", src);
+    const char *args[] = {"--port", ports, "--model", zs, "--model", zi, NULL};
+    server s;
+    if (start_server(&s, port, args, NULL)) {
+        CHECK(0, "ZipMap server started (log %s)", s.log);
+        return;
+    }
+    check_zipmap_model(port, "zs", "\"[\\\"cat\\\",\\\"dog\\\",\\\"emu\\\"]\"");
+    check_zipmap_model(port, "zi", "\"[10,20,30]\"");
+    check_zipmap_records(port);
+    CHECK(stop_server(&s) == 0, "ZipMap server exits 0 on SIGTERM");
+}
+
 /* ---- queue limits, config sources, drain ---- */
 
 typedef struct slow_arg {
@@ -877,6 +1003,27 @@ static void check_config_and_drain(void) {
     free(body);
 }
 
+/* `infera serve --model spec` must fail with exit status 1 and exactly one
+ * stderr line, which names the --model and contains want. */
+static void load_error_once(const char *spec, const char *want, const char *what) {
+    char cmd[1200], path[300];
+    snprintf(path, sizeof path, "%s/err-once.txt", tmpdir);
+    snprintf(cmd, sizeof cmd, "%s serve --port %d --model '%s' 2>%s", infera, free_port(), spec, path);
+    int rc = system(cmd);
+    FILE *f = fopen(path, "r");
+    char text[4096] = "";
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = 0;
+    if (f) fclose(f);
+    int lines = 0;
+    for (size_t i = 0; i < n; i++) lines += text[i] == '\n';
+    char spec_ctx[400];
+    snprintf(spec_ctx, sizeof spec_ctx, "--model %s: ", spec);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1 && lines == 1 && strstr(text, "infera serve: ") &&
+              strstr(text, spec_ctx) && strstr(text, want),
+          "%s: exit 1 and the load error printed once, naming the --model (%d line(s): %s)", what, lines, text);
+}
+
 static void check_cli_errors(void) {
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "%s serve --port %d --model %s/tests/models/bad_unknown_op.onnx 2>%s/err.txt", infera,
@@ -891,6 +1038,15 @@ static void check_cli_errors(void) {
     }
     CHECK(rc != 0 && strstr(line, "infera serve: ") && strstr(line, "bad_unknown_op.onnx"),
           "a model that fails to load: non-zero exit with a one-line error (%s)", strtok(line, "\n") ? line : "");
+    snprintf(cmd, sizeof cmd, "%s/corrupt.onnx", tmpdir);
+    f = fopen(cmd, "w");
+    if (f) {
+        fputs("\x08\x07\x12\x05not a model", f);
+        fclose(f);
+    }
+    load_error_once("x=/nonexistent/model.onnx", "--model x=/nonexistent/model.onnx: cannot open", "a missing file");
+    snprintf(cmd, sizeof cmd, "%s/corrupt.onnx", tmpdir);
+    load_error_once(cmd, "not a valid ONNX model", "a corrupt file");
     snprintf(cmd, sizeof cmd, "%s serve --max-batch zero --model x.onnx 2>/dev/null", infera);
     rc = system(cmd);
     CHECK(rc != 0, "a bad flag value is a usage error");
@@ -936,6 +1092,7 @@ int main(int argc, char **argv) {
     check_queue_full();
     check_limits();
     check_config_and_drain();
+    check_zipmap();
     check_cli_errors();
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
