@@ -16,25 +16,10 @@ must keep, for tests/unit/test_conv_bn.c.
 
 Run with Debian's python3-onnx:  /usr/bin/python3 tests/models/gen_conv_bn_model.py
 """
-import os
+from model_builder import Graph, float_input
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
-
-here = os.path.dirname(os.path.abspath(__file__))
-rng = np.random.default_rng(23)
-nodes, inits = [], []
-
-
-def const(name, shape, lo=-0.5, hi=0.5):
-    inits.append(numpy_helper.from_array(rng.uniform(lo, hi, shape).astype(np.float32), name))
-    return name
-
-
-def node(op, ins, out, **attrs):
-    nodes.append(helper.make_node(op, ins, [out], **attrs))
-    return out
+g = Graph(seed=23)
+const, node = g.const, g.node
 
 
 def conv(name, cout, cin, k, bias=True, w=None, **attrs):
@@ -61,10 +46,5 @@ w_g = const("w_g", (3, 4, 3, 3))
 bn("y_g", 3, conv("cg", 3, 4, 3, bias=False, w=w_g, **p1))
 bn("y_h", 3, conv("ch", 3, 4, 3, bias=False, w=w_g, **p1))
 
-x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 6, 7])
-names = ["y_a", "y_b", "y_c", "y_d", "c_e", "y_e", "y_f", "y_g", "y_h"]
-outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", None, None, None]) for n in names]
-graph = helper.make_graph(nodes, "conv_bn", [x], outs, inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)], producer_name="gen_conv_bn_model.py")
-onnx.checker.check_model(model)
-onnx.save(model, os.path.join(here, "conv_bn.onnx"))
+outs = [float_input(n, ["batch", None, None, None]) for n in ["y_a", "y_b", "y_c", "y_d", "c_e", "y_e", "y_f", "y_g", "y_h"]]
+g.save("conv_bn", [float_input("x", ["batch", 4, 6, 7])], outs, "gen_conv_bn_model.py", opset=15)

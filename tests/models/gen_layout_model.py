@@ -17,19 +17,12 @@ for tests/unit/test_layout.c.
 
 Run with Debian's python3-onnx:  /usr/bin/python3 tests/models/gen_layout_model.py
 """
-import os
-
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
 
-here = os.path.dirname(os.path.abspath(__file__))
-nodes, inits = [], []
+from model_builder import Graph, float_input
 
-
-def node(op, ins, out, **attrs):
-    nodes.append(helper.make_node(op, ins, [out], **attrs))
-    return out
+g = Graph(seed=0)
+node = g.node
 
 
 def tr(x, perm, out):
@@ -37,8 +30,7 @@ def tr(x, perm, out):
 
 
 def shape(name, dims):
-    inits.append(numpy_helper.from_array(np.array(dims, dtype=np.int64), name))
-    return name
+    return g.scalar(name, dims, np.int64)
 
 
 tr(tr("x", "0231", "a1"), "0312", "y_a")
@@ -52,10 +44,6 @@ tr(tr("x", "0231", "t_g"), "0312", "y_g")
 node("Reshape", [node("Flatten", ["x"], "h1"), shape("s_h", [0, 60])], "y_h")
 tr(node("Relu", [tr("x", "0231", "i1")], "i2"), "0312", "y_i")
 
-x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 4, 5])
 ranks = {"y_a": 4, "y_b": 4, "y_c": 4, "y_d": 4, "y_e": 3, "y_f": 3, "t_g": 4, "y_g": 4, "y_h": 2, "y_i": 4}
-outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [None] * r) for n, r in ranks.items()]
-graph = helper.make_graph(nodes, "layout", [x], outs, inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="gen_layout_model.py")
-onnx.checker.check_model(model)
-onnx.save(model, os.path.join(here, "layout.onnx"))
+outs = [float_input(n, [None] * r) for n, r in ranks.items()]
+g.save("layout", [float_input("x", ["batch", 3, 4, 5])], outs, "gen_layout_model.py")

@@ -16,25 +16,17 @@ on the batch.
 
 Run with Debian's python3-onnx:  /usr/bin/python3 tests/models/gen_shape_fold_model.py
 """
-import os
-
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
-here = os.path.dirname(os.path.abspath(__file__))
-rng = np.random.default_rng(5)
-nodes, inits = [], []
+from model_builder import Graph, float_input
 
-
-def node(op, ins, out, **attrs):
-    nodes.append(helper.make_node(op, ins, [out], **attrs))
-    return out
+g = Graph(seed=5)
+node = g.node
 
 
 def ints(name, vals):
-    inits.append(numpy_helper.from_array(np.array(vals, dtype=np.int64), name))
-    return name
+    return g.scalar(name, vals, np.int64)
 
 
 def dim(x, i, out):
@@ -43,7 +35,7 @@ def dim(x, i, out):
                               ints(out + "_a", [0])], out)
 
 
-inits.append(numpy_helper.from_array(rng.uniform(-1, 1, (8, 4)).astype(np.float32), "w"))
+g.const("w", (8, 4), -1, 1)
 node("MatMul", ["x", "w"], "h")
 half = node("Unsqueeze", [node("Div", [node("Gather", [node("Shape", ["h"], "d_s"), ints("d_i", 2)], "d_g"),
                                        ints("two", 2)], "d_div"), ints("d_a", [0])], "d")
@@ -57,13 +49,6 @@ node("Transpose", ["h"], "t", perm=[0, 2, 1])
 node("Reshape", ["t", node("Concat", [dim("t", 1, "c4"), ints("m1b", [-1])], "s4", axis=0)], "y4")
 node("Shape", ["x"], "shape_out")
 
-x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 6, 8])
-outs = [helper.make_tensor_value_info("y1", TensorProto.FLOAT, ["batch", 6, 2, 2]),
-        helper.make_tensor_value_info("y2", TensorProto.FLOAT, ["batch", 6, 4]),
-        helper.make_tensor_value_info("y3", TensorProto.FLOAT, ["batch", 6]),
-        helper.make_tensor_value_info("y4", TensorProto.FLOAT, [4, None]),
-        helper.make_tensor_value_info("shape_out", TensorProto.INT64, [3])]
-graph = helper.make_graph(nodes, "shape_fold", [x], outs, inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="gen_shape_fold_model.py")
-onnx.checker.check_model(model)
-onnx.save(model, os.path.join(here, "shape_fold.onnx"))
+outs = [float_input("y1", ["batch", 6, 2, 2]), float_input("y2", ["batch", 6, 4]), float_input("y3", ["batch", 6]),
+        float_input("y4", [4, None]), helper.make_tensor_value_info("shape_out", TensorProto.INT64, [3])]
+g.save("shape_fold", [float_input("x", ["batch", 6, 8])], outs, "gen_shape_fold_model.py")

@@ -1,5 +1,6 @@
 """What the small graph generators of tests/models (gen_conv_add_model.py,
-gen_matmul_add_model.py) share: a graph being built -- nodes, float32
+gen_matmul_add_model.py, gen_conv_bn_model.py, gen_layout_model.py,
+gen_shape_fold_model.py) share: a graph being built -- nodes, float32
 constants drawn in call order from one seeded generator, scalars -- and
 saving it as a checked ONNX model.  Needs Debian's python3-onnx and numpy.
 """
