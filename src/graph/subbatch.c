@@ -11,9 +11,13 @@
  *   batched, which constant (and, for broadcasting ops, that the constant
  *   does not vary along axis 0), which attributes keep axis 0 apart (a
  *   Softmax, Concat or Reduce axis other than 0, Reshape keeping dim 0,
- *   Transpose with perm[0] == 0, ...) and the rank of the outputs.  Any
- *   other op, a subgraph, or an output that is not BATCH makes the graph
- *   not separable, and the session runs every batch whole.
+ *   Transpose with perm[0] == 0, ...) and the rank of the outputs.  The
+ *   batch-size chains of dynamic reshapes (Shape -> Gather 0 -> Unsqueeze
+ *   -> Concat with constants -> Reshape) have states of their own
+ *   (VS_BSIZE, VS_BSHAPE): a sub-batch reshapes to its own row count, which
+ *   is what the whole batch does row by row.  Any other op, the batch size
+ *   used as a value, a subgraph, or an output that is not BATCH makes the
+ *   graph not separable, and the session runs every batch whole.
  *
  *   Size.  The first split run at a given input shape runs one row alone on
  *   frame 0 (the probe): it gives the outputs' shapes (so the full-batch
@@ -44,11 +48,17 @@
 
 /* ---- the proof ---- */
 
-enum { VS_UNKNOWN = 0, VS_CONST, VS_BATCH };
+/* VS_BSIZE: an int64 scalar equal to the batch size (Gather(Shape(x), 0));
+ * VS_BSHAPE: a 1-D int64 shape whose element 0 is the batch size and whose
+ * other elements do not depend on it (Shape of a batched value, or
+ * Concat(Unsqueeze(batch size), constants)), `rank` elements long.  A
+ * Reshape to a VS_BSHAPE keeps axis 0 the batch axis.  Exporters write
+ * these chains for every reshape of a dynamic batch (BERT's heads). */
+enum { VS_UNKNOWN = 0, VS_CONST, VS_BATCH, VS_BSIZE, VS_BSHAPE };
 
 typedef struct vstate {
     int8_t kind;
-    int8_t rank; /* VS_BATCH */
+    int8_t rank; /* VS_BATCH: the value's rank; VS_BSHAPE: its length */
 } vstate;
 
 typedef struct proof {
@@ -269,14 +279,74 @@ static int inputs_rank(const proof *p, const inf__node *n, const char *spec) {
         char want = spec[(size_t)i < len ? (size_t)i : len - 1];
         int v = n->inputs[i];
         int kind = v >= 0 ? p->st[v].kind : VS_CONST;
-        if (kind == VS_UNKNOWN || (want == 'B' && kind != VS_BATCH)) return -1;
+        if (kind == VS_UNKNOWN || kind == VS_BSIZE || kind == VS_BSHAPE || (want == 'B' && kind != VS_BATCH))
+            return -1; /* the batch size itself differs between a sub-batch and the whole */
         if ((want == 'C' || want == 'F') && kind != VS_CONST) return -1;
         if ((want == 'F' || want == 'E') && kind == VS_CONST && !const_fits(constant_of(p, v), rank)) return -1;
     }
     return rank;
 }
 
+/* ---- shape chains of the batch size (VS_BSIZE, VS_BSHAPE) ---- */
+
+static int state_of(const proof *p, int v) { return v >= 0 ? p->st[v].kind : VS_UNKNOWN; }
+
+static const inf_tensor *const_ints(const proof *p, int v) {
+    const inf_tensor *t = constant_of(p, v);
+    return t && t->dtype == INF_DTYPE_I64 && t->ndim <= 1 && inf_tensor_numel(t) <= INF_MAX_DIMS ? t : NULL;
+}
+
+static bool is_scalar_int(const proof *p, int v, int64_t want) {
+    const inf_tensor *t = const_ints(p, v);
+    return t && inf_tensor_numel(t) == 1 && ((const int64_t *)t->data)[0] == want;
+}
+
+/* Concat on axis 0 of a VS_BSHAPE (first) and constant int64 vectors:
+ * the result's length, or -1. */
+static int concat_shape_len(const proof *p, const inf__node *n) {
+    if (n->n_inputs < 1 || state_of(p, n->inputs[0]) != VS_BSHAPE || inf__attr_int(n, "axis", 0) != 0) return -1;
+    int len = p->st[n->inputs[0]].rank;
+    for (int i = 1; i < n->n_inputs; i++) {
+        const inf_tensor *t = const_ints(p, n->inputs[i]);
+        if (!t || t->ndim != 1) return -1;
+        len += (int)t->dims[0];
+    }
+    return len <= INF_MAX_DIMS ? len : -1;
+}
+
+/* The state a shape-chain node gives its output, or VS_UNKNOWN (the node is
+ * then proved by the op rules, or not at all). */
+static vstate prove_shape_chain(const proof *p, const inf__node *n) {
+    vstate none = {VS_UNKNOWN, 0};
+    if (n->op->domain != INF_DOMAIN_ONNX || n->n_inputs < 1 || n->n_outputs != 1) return none;
+    int x = n->inputs[0], kind = state_of(p, x);
+    if (!strcmp(n->op_type, "Shape") && kind == VS_BATCH && inf__attr_int(n, "start", 0) == 0 &&
+        inf__attr_int(n, "end", p->st[x].rank) == p->st[x].rank)
+        return (vstate){VS_BSHAPE, p->st[x].rank};
+    if (!strcmp(n->op_type, "Gather") && kind == VS_BSHAPE && n->n_inputs == 2 && inf__attr_int(n, "axis", 0) == 0 &&
+        is_scalar_int(p, n->inputs[1], 0) && const_ints(p, n->inputs[1])->ndim == 0)
+        return (vstate){VS_BSIZE, 0};
+    if (!strcmp(n->op_type, "Unsqueeze") && kind == VS_BSIZE) {
+        int na;
+        const int64_t *axes = axes_of(p, n, 13, &na);
+        return na == 1 && (axes[0] == 0 || axes[0] == -1) ? (vstate){VS_BSHAPE, 1} : none;
+    }
+    if (!strcmp(n->op_type, "Concat")) {
+        int len = concat_shape_len(p, n);
+        return len > 0 ? (vstate){VS_BSHAPE, (int8_t)len} : none;
+    }
+    if (!strcmp(n->op_type, "Reshape") && kind == VS_BATCH && n->n_inputs == 2 &&
+        state_of(p, n->inputs[1]) == VS_BSHAPE && !inf__attr_int(n, "allowzero", 0))
+        return (vstate){VS_BATCH, p->st[n->inputs[1]].rank};
+    return none;
+}
+
 static bool prove_node(proof *p, const inf__node *n) {
+    vstate chain = prove_shape_chain(p, n);
+    if (chain.kind != VS_UNKNOWN) {
+        p->st[n->outputs[0]] = chain;
+        return chain.kind != VS_BATCH || chain.rank >= 1;
+    }
     const op_rule *r = find_rule(n);
     if (!r || n->n_implicit) return false;
     int rank = inputs_rank(p, n, r->inputs);
@@ -401,7 +471,11 @@ inf_status inf__subbatch_new(inf_session *s, int n_threads, int rows, inf__subba
     *out = NULL;
     const inf__graph *g = inf_session_model(s)->graph;
     char why[256];
-    if (rows < 0 || !inf__graph_batch_separable(g, why, sizeof why)) return INF_OK;
+    if (rows < 0) return INF_OK;
+    if (!inf__graph_batch_separable(g, why, sizeof why)) {
+        inf__log(INF_LOG_DEBUG, "sub-batches off: %s", why);
+        return INF_OK;
+    }
     inf__subbatch *sb = inf__calloc(1, sizeof *sb);
     if (!sb) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
     sb->s = s;

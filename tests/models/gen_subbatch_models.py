@@ -82,3 +82,19 @@ save("mix_maxpool_indices", [
     helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2]),
     N("Cast", ["i"], ["yi"], to=TensorProto.FLOAT),
 ], [], ["batch", 2, 8], ["y", "yi"])
+
+# BERT's head split as PyTorch exports it: the batch size read with
+# Shape -> Gather(0) -> Unsqueeze, concatenated with constants, reshaped to.
+BATCH_SIZE = [N("Shape", ["x"], ["s"]), N("Gather", ["s", "zero"], ["b"]), N("Unsqueeze", ["b", "ax0"], ["u"])]
+BATCH_INITS = [i64("zero", 0), i64("ax0", [0])]
+save("sep_reshape_batch_shape", BATCH_SIZE + [
+    N("Concat", ["u", "heads"], ["c1"], axis=0), N("Reshape", ["x", "c1"], ["r"]),
+    N("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3]),
+    N("Concat", ["u", "rest"], ["c2"], axis=0), N("Reshape", ["t", "c2"], ["y"]),
+], BATCH_INITS + [i64("heads", [6, 2, 4]), i64("rest", [-1, 4])], ["batch", 6, 8], ["y"])
+save("mix_batch_size_value", BATCH_SIZE + [
+    N("Cast", ["u"], ["f"], to=TensorProto.FLOAT), N("Add", ["x", "f"], ["y"]),
+], BATCH_INITS, ["batch", 8], ["y"])
+save("mix_reshape_batch_not_first", BATCH_SIZE + [
+    N("Concat", ["first", "u", "last"], ["c"], axis=0), N("Reshape", ["x", "c"], ["y"]),
+], BATCH_INITS + [i64("first", [2]), i64("last", [-1])], ["batch", 4, 8], ["y"])
