@@ -75,6 +75,10 @@ extern int test_failed_flag;
 struct inf_tensor;
 void test_run_floats(const char *path, bool optimize, int threads, const struct inf_tensor *x, float *out, int n_out,
                      int cap, int *n_nodes);
+/* test_run_floats of the unoptimised and the optimised graph (1 thread) into
+ * plain and fused (zeroed first), checking their node counts. */
+void test_run_plain_and_fused(const char *path, const struct inf_tensor *x, float *plain, float *fused, int n_out,
+                              int cap, int want_plain, int want_fused);
 /* Fills x[0..n) with uniform values in [lo, hi) from a xorshift64 sequence
  * started at seed: the optimizer tests' random inputs. */
 void test_fill_uniform(float *x, int n, uint64_t seed, double lo, double hi);

@@ -34,11 +34,8 @@ TEST(attention_pass_fuses_bert_export_and_keeps_near_misses) {
     int64_t dims[3] = {2, 5, 24};
     inf_tensor x;
     inf_tensor_init_view(&x, INF_DTYPE_F32, 3, dims, data);
-    int n_plain = 0, n_fused = 0;
-    test_run_floats(path, false, 1, &x, plain, N_OUT, CAP, &n_plain);
-    test_run_floats(path, true, 1, &x, fused, N_OUT, CAP, &n_fused);
-    ASSERT_EQ(n_plain, 154);
-    ASSERT_EQ(n_fused, 62);
+    test_run_plain_and_fused(path, &x, plain, fused, N_OUT, CAP, 154, 62);
+    int n_fused = 0;
     for (int k = 0; k < N_OUT; k++) {
         int n = k == N_OUT - 1 ? 2 * 3 * 5 * 5 : CAP; /* the last output is att_d's softmax [2,3,5,5] */
         for (int i = 0; i < n; i++) {

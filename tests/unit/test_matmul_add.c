@@ -35,12 +35,8 @@ TEST(matmul_add_pass_fuses_bias_residual_gelu_and_keeps_near_misses) {
     int64_t dims[3] = {2, 5, 24};
     inf_tensor x;
     inf_tensor_init_view(&x, INF_DTYPE_F32, 3, dims, data);
-    int n_plain = 0, n_fused = 0;
-    memset(plain, 0, sizeof plain), memset(fused, 0, sizeof fused), memset(fused2, 0, sizeof fused2);
-    test_run_floats(path, false, 1, &x, plain, N_OUT, CAP, &n_plain);
-    test_run_floats(path, true, 1, &x, fused, N_OUT, CAP, &n_fused);
-    ASSERT_EQ(n_plain, 45);
-    ASSERT_EQ(n_fused, 19);
+    test_run_plain_and_fused(path, &x, plain, fused, N_OUT, CAP, 45, 19);
+    int n_fused = 0;
     for (int k = 0; k < N_OUT; k++)
         for (int i = 0; i < CAP; i++) {
             float a = fused[k * CAP + i], b = plain[k * CAP + i];

@@ -442,6 +442,17 @@ void test_run_floats(const char *path, bool optimize, int threads, const inf_ten
     inf_model_free(m);
 }
 
+void test_run_plain_and_fused(const char *path, const inf_tensor *x, float *plain, float *fused, int n_out, int cap,
+                              int want_plain, int want_fused) {
+    int n_plain = 0, n_fused = 0;
+    memset(plain, 0, (size_t)n_out * (size_t)cap * sizeof(float));
+    memset(fused, 0, (size_t)n_out * (size_t)cap * sizeof(float));
+    test_run_floats(path, false, 1, x, plain, n_out, cap, &n_plain);
+    test_run_floats(path, true, 1, x, fused, n_out, cap, &n_fused);
+    ASSERT_EQ(n_plain, want_plain);
+    ASSERT_EQ(n_fused, want_fused);
+}
+
 /* patterns.onnx (tests/models/gen_pattern_models.py): 3 LayerNorm chains
  * (one must stay: its variance is a graph output), 4 GELU chains (one
  * must stay: wrong constant), Pow(x, 2) and Pow(x, 3).  49 nodes become 22;
@@ -458,11 +469,8 @@ TEST(pattern_passes_fuse_and_keep_results) {
     int64_t dims[3] = {2, 3, 16};
     inf_tensor x;
     inf_tensor_init_view(&x, INF_DTYPE_F32, 3, dims, data);
-    int n_plain = 0, n_fused = 0;
-    test_run_floats(path, false, 1, &x, plain, N_OUT, CAP, &n_plain);
-    test_run_floats(path, true, 1, &x, fused, N_OUT, CAP, &n_fused);
-    ASSERT_EQ(n_plain, 49);
-    ASSERT_EQ(n_fused, 22);
+    test_run_plain_and_fused(path, &x, plain, fused, N_OUT, CAP, 49, 22);
+    int n_fused = 0;
     for (int k = 0; k < N_OUT; k++) {
         int n = k == N_OUT - 1 ? 6 : 96; /* the last output is ln_c's variance [2,3,1] */
         for (int i = 0; i < n; i++) {
@@ -493,11 +501,8 @@ TEST(conv_add_pass_fuses_residuals_bit_exactly) {
     int64_t dims[4] = {2, 4, 6, 7};
     inf_tensor x;
     inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
-    int n_plain = 0, n_fused = 0;
-    test_run_floats(path, false, 1, &x, plain, N_OUT, CAP, &n_plain);
-    test_run_floats(path, true, 1, &x, fused, N_OUT, CAP, &n_fused);
-    ASSERT_EQ(n_plain, 16);
-    ASSERT_EQ(n_fused, 8);
+    test_run_plain_and_fused(path, &x, plain, fused, N_OUT, CAP, 16, 8);
+    int n_fused = 0;
     for (int k = 0; k < N_OUT; k++)
         for (int i = 0; i < numel[k]; i++) {
             float a = fused[k * CAP + i], b = plain[k * CAP + i];
