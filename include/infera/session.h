@@ -26,6 +26,8 @@ typedef struct inf_session_options {
     int sub_batch; /* large batches of a batch-separable graph run as sub-batches of this many rows,
                       in parallel over the threads: 0 = automatic (sized to stay in cache),
                       < 0 = never split (the whole batch at once, kernels threaded) */
+    int mem_plan;  /* 0 = plan intermediates into one arena and run element-wise ops in place
+                      (default); < 0 = the buffer pool only, no in-place execution */
 } inf_session_options;
 
 INF_API void inf_session_options_init(inf_session_options *opts);

@@ -7,119 +7,47 @@
  *   If/Loop/Scan).  A frame has a slot per value.  A run binds the caller's
  *   inputs and the initializers as borrowed views, then calls each node's
  *   kernel in topological order.  Kernels create their outputs through
- *   inf__kernel_output, which takes a buffer from the session's pool.
+ *   inf__kernel_output, which takes a buffer from the frame's memory.
  *
- *   Memory plan: every value knows how many nodes read it.  When the last
- *   reader has run, the value's buffer goes back to the pool, where the next
- *   output that fits reuses it (best fit).  Buffers are never returned to the
- *   heap while the session lives, so from the second run with the same input
- *   shapes on, a run allocates nothing: the same requests meet the same free
- *   buffers.  Graph outputs stay in their buffers until the next run.
+ *   Memory (graph/memplan.c): every value knows how many nodes read it.
+ *   When the last reader has run, the value's buffer is released.  The first
+ *   run at a shape takes buffers from a pool (best fit) and records each
+ *   request with its lifetime; at its end the requests are placed in one
+ *   arena (memory plan), and later runs whose requests fit the plan (a
+ *   smaller batch does) take their buffers at the planned offsets.  A request
+ *   that does not fit goes to the pool and the run replans, so the arena ends
+ *   sized for the largest batch.  Either way, from the second run with the
+ *   same input shapes on, a run allocates nothing.  Graph outputs stay in
+ *   their buffers until the next run.  Only a frame's own graph is planned:
+ *   the subgraphs of If/Loop/Scan, strings and heap values use the pool.
  *
  *   Outputs that only reshape an input (Reshape, Squeeze, Identity) share the
- *   input's buffer; buffers are reference-counted for that.
+ *   input's buffer; buffers are reference-counted for that.  In-place
+ *   execution: output 0 of an element-wise node (memplan.c lists them) takes
+ *   the buffer of an input it is the last to read, when that input is an
+ *   unshared intermediate of the output's type and shape (take_inplace).
+ *   options.mem_plan < 0 turns off both (pool only).
  *
  *   Sub-batches (subbatch.c): a large batch of a batch-separable graph runs
- *   on frames of its own (inf__frame: the main graph with its own buffer
- *   pool and a one-thread kernel pool, so frames run at the same time on
- *   the session's threads); the session's main frame then holds only the
- *   full-batch outputs (inf__session_output).
+ *   on frames of its own (inf__frame: the main graph with its own memory
+ *   (pool and plan) and a one-thread kernel pool, so frames run at the
+ *   same time on the session's threads); the session's main frame then
+ *   holds only the full-batch outputs (inf__session_output).
  *
  * INVARIANTS
  *   - slot.value is what kernels see: &slot.t, a heap value, an outer-scope
  *     value, or the caller's tensor; NULL when the value is absent.
- *   - a pooled buffer is free iff its refs == 0.
+ *   - a pooled or arena buffer is free iff its refs == 0.
+ *   - an output written in place shares its input's buffer (refs 2 until
+ *     the input is released after the node).
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "graph/memplan.h"
 #include "graph/subbatch.h"
 #include "infera/session.h"
 #include "ops/ops.h"
-
-/* ---- buffer pool ---- */
-
-typedef struct inf__buf {
-    void *data;
-    size_t cap;
-    int refs;
-    int64_t n_strings;   /* string elements to free when released */
-    struct inf__buf *next_all;
-} inf__buf;
-
-typedef struct buf_pool {
-    inf__buf *all;
-    inf__buf **free_list; /* unordered array of free buffers */
-    int n_free, cap_free;
-    int n_all;
-} buf_pool;
-
-static inf__buf *pool_take(buf_pool *p, size_t size) {
-    int best = -1;
-    for (int i = 0; i < p->n_free; i++) {
-        size_t cap = p->free_list[i]->cap;
-        if (cap >= size && (best < 0 || cap < p->free_list[best]->cap)) best = i;
-    }
-    if (best >= 0) {
-        inf__buf *b = p->free_list[best];
-        p->free_list[best] = p->free_list[--p->n_free];
-        b->refs = 1;
-        return b;
-    }
-    /* none fits: grow the largest free buffer, or make a new one */
-    inf__buf *b = NULL;
-    for (int i = 0; i < p->n_free; i++)
-        if (!b || p->free_list[i]->cap > b->cap) {
-            b = p->free_list[i];
-            best = i;
-        }
-    size_t cap = size < 64 ? 64 : size;
-    void *data = inf__aligned_alloc(cap);
-    if (!data) return NULL;
-    if (b) {
-        inf__aligned_free(b->data);
-        p->free_list[best] = p->free_list[--p->n_free];
-    } else {
-        b = inf__calloc(1, sizeof *b);
-        if (!b || inf__array_reserve((void **)&p->free_list, &p->cap_free, p->n_all + 1, sizeof(inf__buf *)) != INF_OK) {
-            inf__aligned_free(data);
-            inf__free(b);
-            return NULL;
-        }
-        b->next_all = p->all;
-        p->all = b;
-        p->n_all++;
-    }
-    b->data = data;
-    b->cap = cap;
-    b->refs = 1;
-    return b;
-}
-
-static void pool_release(buf_pool *p, inf__buf *b) {
-    if (--b->refs > 0) return;
-    if (b->n_strings) {
-        char **s = b->data;
-        for (int64_t i = 0; i < b->n_strings; i++) inf__free(s[i]);
-        b->n_strings = 0;
-    }
-    /* the free list can hold every buffer: it was reserved when each was made */
-    p->free_list[p->n_free++] = b;
-}
-
-static void pool_free(buf_pool *p) {
-    for (inf__buf *b = p->all; b;) {
-        inf__buf *next = b->next_all;
-        if (b->n_strings) {
-            char **s = b->data;
-            for (int64_t i = 0; i < b->n_strings; i++) inf__free(s[i]);
-        }
-        inf__aligned_free(b->data);
-        inf__free(b);
-        b = next;
-    }
-    inf__free(p->free_list);
-}
 
 /* ---- frames ---- */
 
@@ -138,7 +66,9 @@ typedef struct sub_frame {
 
 struct inf__exec {
     inf_session *session;
-    buf_pool *bufs;        /* where its values live: the session's pool, or a sub-batch frame's */
+    inf__mem *mem;         /* where its values live: the session's memory, or a sub-batch frame's */
+    bool planned;          /* a frame's top graph: its requests are recorded and planned */
+    uint32_t *inplace;     /* per node: inputs output 0 may overwrite (memplan.c); NULL: never */
     inf__pool *threads;    /* what its kernels may use */
     const inf__graph *g;
     inf__exec *parent;
@@ -158,31 +88,33 @@ struct inf_session {
     const inf_model *model;
     int n_threads;
     inf__pool *threads;
-    buf_pool pool;
+    inf__mem mem;
+    bool mem_plan;         /* options.mem_plan >= 0 */
     inf__exec *main;
     inf__subbatch *sb;     /* sub-batch execution (graph/subbatch.c); NULL when off or not separable */
 };
 
-static void slot_release(buf_pool *p, slot *sl) {
-    if (sl->buf) pool_release(p, sl->buf);
+static void slot_release(inf__mem *p, slot *sl) {
+    if (sl->buf) inf__mem_release(p, sl->buf);
     if (sl->heap) inf_tensor_free(sl->heap);
     sl->buf = NULL;
     sl->heap = NULL;
     sl->value = NULL;
 }
 
-static inf_status exec_new(inf_session *s, buf_pool *bufs, inf__pool *threads, const inf__graph *g, inf__exec *parent,
+static inf_status exec_new(inf_session *s, inf__mem *mem, inf__pool *threads, const inf__graph *g, inf__exec *parent,
                            inf__exec **out, inf_error *err);
 
 static void exec_free(inf__exec *e) {
     if (!e) return;
-    for (int i = 0; e->slots && i < e->n_slots; i++) slot_release(e->bufs, &e->slots[i]);
+    for (int i = 0; e->slots && i < e->n_slots; i++) slot_release(e->mem, &e->slots[i]);
     for (int i = 0; i < e->n_subs; i++) exec_free(e->subs[i].exec);
     inf__free(e->subs);
     inf__free(e->slots);
     inf__free(e->in_ptrs);
     inf__free(e->out_ptrs);
     inf__free(e->outputs);
+    inf__free(e->inplace);
     inf__free(e);
 }
 
@@ -208,7 +140,7 @@ static inf_status exec_add_subframes(inf_session *s, inf__exec *e, inf_error *er
             for (int k = 0; k < k_max; k++) {
                 const inf__graph *sub = attr->type == INF_ATTR_GRAPH ? attr->g : attr->graphs[k];
                 e->subs[e->n_subs].g = sub;
-                inf_status st = exec_new(s, e->bufs, e->threads, sub, e, &e->subs[e->n_subs].exec, err);
+                inf_status st = exec_new(s, e->mem, e->threads, sub, e, &e->subs[e->n_subs].exec, err);
                 if (st != INF_OK) return st;
                 e->n_subs++;
             }
@@ -216,13 +148,23 @@ static inf_status exec_add_subframes(inf_session *s, inf__exec *e, inf_error *er
     return INF_OK;
 }
 
-static inf_status exec_new(inf_session *s, buf_pool *bufs, inf__pool *threads, const inf__graph *g, inf__exec *parent,
+/* With a memory plan: which inputs each node may overwrite with its output. */
+static inf_status exec_plan_inplace(inf__exec *e, inf_error *err) {
+    e->planned = e->mem->planning && !e->parent;
+    if (!e->mem->planning || !e->g->n_nodes) return INF_OK;
+    e->inplace = inf__calloc((size_t)e->g->n_nodes, sizeof *e->inplace);
+    if (!e->inplace) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
+    for (int i = 0; i < e->g->n_nodes; i++) e->inplace[i] = inf__memplan_inplace_inputs(&e->g->nodes[i]);
+    return INF_OK;
+}
+
+static inf_status exec_new(inf_session *s, inf__mem *mem, inf__pool *threads, const inf__graph *g, inf__exec *parent,
                            inf__exec **out, inf_error *err) {
     *out = NULL;
     inf__exec *e = inf__calloc(1, sizeof *e);
     if (!e) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
     e->session = s;
-    e->bufs = bufs;
+    e->mem = mem;
     e->threads = threads;
     e->g = g;
     e->parent = parent;
@@ -240,6 +182,7 @@ static inf_status exec_new(inf_session *s, buf_pool *bufs, inf__pool *threads, c
     inf_status st = INF_OK;
     if (!e->slots || !e->in_ptrs || !e->out_ptrs || !e->outputs)
         st = inf__error(err, INF_ENOMEM, "out of memory creating a session");
+    if (st == INF_OK) st = exec_plan_inplace(e, err);
     if (st == INF_OK) st = exec_add_subframes(s, e, err);
     if (st != INF_OK) {
         exec_free(e);
@@ -257,6 +200,35 @@ static slot *output_slot(inf__kernel_ctx *ctx, int i) {
     return v >= 0 ? &e->slots[v] : &e->slots[e->g->n_values + i];
 }
 
+static bool same_shape(const inf_tensor *t, int ndim, const int64_t *dims) {
+    if (t->ndim != ndim) return false;
+    for (int d = 0; d < ndim; d++)
+        if (t->dims[d] != dims[d]) return false;
+    return true;
+}
+
+/* In-place execution: output 0 of an element-wise node takes the buffer of
+ * an input this node is the last to read (an intermediate in a buffer of
+ * its own, not aliased, not a graph output, read once by this node, of the
+ * output's type and shape).  NULL when no input qualifies. */
+static inf__buf *take_inplace(inf__kernel_ctx *ctx, inf_dtype dtype, int ndim, const int64_t *dims) {
+    inf__exec *e = ctx->exec;
+    const inf__node *node = ctx->node;
+    if (!e->inplace || node < e->g->nodes || node >= e->g->nodes + e->g->n_nodes) return NULL;
+    uint32_t mask = e->inplace[node - e->g->nodes];
+    for (int k = 0; mask && k < node->n_inputs && k < 32; k++) {
+        int v = node->inputs[k];
+        if (!(mask & (1u << k)) || v < 0 || e->g->values[v].role != INF_VALUE_INTERMEDIATE) continue;
+        slot *in = &e->slots[v];
+        if (!in->buf || in->value != &in->t || in->buf->refs != 1 || in->refs != 1 || in->buf->n_strings) continue;
+        if (in->t.kind != INF_KIND_TENSOR || in->t.dtype != dtype || !same_shape(&in->t, ndim, dims)) continue;
+        in->buf->refs++;
+        e->mem->n_inplace++;
+        return in->buf;
+    }
+    return NULL;
+}
+
 inf_status inf__kernel_output(inf__kernel_ctx *ctx, int i, inf_dtype dtype, int ndim, const int64_t *dims,
                               inf_tensor **out) {
     if (i < 0 || i >= ctx->n_out)
@@ -268,9 +240,11 @@ inf_status inf__kernel_output(inf__kernel_ctx *ctx, int i, inf_dtype dtype, int 
     if (numel < 0 || esize == 0 || (uint64_t)numel > (SIZE_MAX / 2) / esize)
         return inf__kernel_error(ctx, INF_ESHAPE, "output %d: invalid shape or type", i);
     slot *sl = output_slot(ctx, i);
-    slot_release(ctx->exec->bufs, sl);
+    slot_release(ctx->exec->mem, sl);
     size_t nbytes = (size_t)numel * esize;
-    sl->buf = pool_take(ctx->exec->bufs, nbytes);
+    sl->buf = i == 0 ? take_inplace(ctx, dtype, ndim, dims) : NULL;
+    if (!sl->buf) /* strings free their elements on release: never planned */
+        sl->buf = inf__mem_take(ctx->exec->mem, nbytes, ctx->exec->planned && dtype != INF_DTYPE_STRING);
     if (!sl->buf) return inf__kernel_error(ctx, INF_ENOMEM, "out of memory for output %d (%zu bytes)", i, nbytes);
     inf_tensor_init_view(&sl->t, dtype, ndim, dims, sl->buf->data);
     sl->t.capacity = sl->buf->cap;
@@ -294,7 +268,7 @@ inf_status inf__kernel_output_alias(inf__kernel_ctx *ctx, int i, int input, int 
         return inf__kernel_error(ctx, INF_ESHAPE, "output %d cannot view input %d: element counts differ", i, input);
     if (ndim > INF_MAX_DIMS) return inf__kernel_error(ctx, INF_EUNSUPPORTED, "rank %d", ndim);
     slot *sl = output_slot(ctx, i);
-    slot_release(ctx->exec->bufs, sl);
+    slot_release(ctx->exec->mem, sl);
     inf_tensor_init_view(&sl->t, src->dtype, ndim, dims, src->data);
     /* share the reader's buffer, if the input lives in one */
     const inf__exec *e = ctx->exec;
@@ -325,7 +299,7 @@ inf_status inf__kernel_output_value(inf__kernel_ctx *ctx, int i, inf_tensor *val
         return inf__kernel_error(ctx, INF_EINTERNAL, "kernel wrote output %d of %d", i, ctx->n_out);
     }
     slot *sl = output_slot(ctx, i);
-    slot_release(ctx->exec->bufs, sl);
+    slot_release(ctx->exec->mem, sl);
     sl->heap = value;
     sl->value = value;
     ctx->out[i] = value;
@@ -338,7 +312,7 @@ void *inf__kernel_scratch(inf__kernel_ctx *ctx, size_t bytes) {
         inf__kernel_error(ctx, INF_EINTERNAL, "kernel asked for more than %d scratch blocks", INF_KERNEL_MAX_SCRATCH);
         return NULL;
     }
-    inf__buf *b = pool_take(e->bufs, bytes);
+    inf__buf *b = inf__mem_take(e->mem, bytes, e->planned);
     if (!b) {
         inf__kernel_error(ctx, INF_ENOMEM, "out of memory for %zu bytes of scratch", bytes);
         return NULL;
@@ -348,7 +322,7 @@ void *inf__kernel_scratch(inf__kernel_ctx *ctx, size_t bytes) {
 }
 
 static void release_scratch(inf__exec *e) {
-    while (e->n_scratch > 0) pool_release(e->bufs, e->scratch[--e->n_scratch]);
+    while (e->n_scratch > 0) inf__mem_release(e->mem, e->scratch[--e->n_scratch]);
 }
 
 inf_status inf__kernel_error(inf__kernel_ctx *ctx, inf_status status, const char *fmt, ...) {
@@ -364,7 +338,7 @@ inf_status inf__kernel_error(inf__kernel_ctx *ctx, inf_status status, const char
 /* ---- running a frame ---- */
 
 static void release_all(inf__exec *e) {
-    for (int i = 0; i < e->n_slots; i++) slot_release(e->bufs, &e->slots[i]);
+    for (int i = 0; i < e->n_slots; i++) slot_release(e->mem, &e->slots[i]);
 }
 
 static inf_status bind_values(inf__exec *e, inf_tensor *const *inputs) {
@@ -383,16 +357,16 @@ static inf_status bind_values(inf__exec *e, inf_tensor *const *inputs) {
 static void finish_node(inf__exec *e, const inf__node *node) {
     for (int k = 0; k < node->n_inputs; k++) {
         int v = node->inputs[k];
-        if (v >= 0 && --e->slots[v].refs == 0) slot_release(e->bufs, &e->slots[v]);
+        if (v >= 0 && --e->slots[v].refs == 0) slot_release(e->mem, &e->slots[v]);
     }
     for (int k = 0; k < node->n_implicit; k++) {
         int v = node->implicit[k];
-        if (--e->slots[v].refs == 0) slot_release(e->bufs, &e->slots[v]);
+        if (--e->slots[v].refs == 0) slot_release(e->mem, &e->slots[v]);
     }
     for (int k = 0; k < node->n_outputs; k++) {
         int v = node->outputs[k];
-        if (v < 0) slot_release(e->bufs, &e->slots[e->g->n_values + k]);
-        else if (e->slots[v].refs == 0) slot_release(e->bufs, &e->slots[v]); /* nobody reads it */
+        if (v < 0) slot_release(e->mem, &e->slots[e->g->n_values + k]);
+        else if (e->slots[v].refs == 0) slot_release(e->mem, &e->slots[v]); /* nobody reads it */
     }
 }
 
@@ -474,12 +448,15 @@ static inf_status run_node(inf__exec *e, const inf__node *node, inf_error *err) 
 static inf_status exec_run(inf__exec *e, inf_tensor *const *inputs, inf_error *err) {
     release_all(e);
     bind_values(e, inputs);
+    if (e->planned) inf__mem_run_begin(e->mem);
     inf_status st = INF_OK;
-    for (int n = 0; n < e->g->n_nodes && st == INF_OK; n++) st = run_node(e, &e->g->nodes[n], err);
-    if (st != INF_OK) {
-        release_all(e);
-        return st;
+    for (int n = 0; n < e->g->n_nodes && st == INF_OK; n++) {
+        if (e->planned) inf__mem_step(e->mem, n);
+        st = run_node(e, &e->g->nodes[n], err);
     }
+    if (st != INF_OK) release_all(e);
+    if (e->planned) inf__mem_run_end(e->mem, e->g->n_nodes, st == INF_OK);
+    if (st != INF_OK) return st;
     for (int i = 0; i < e->g->n_outputs; i++) e->outputs[i] = e->slots[e->g->outputs[i]].value;
     return INF_OK;
 }
@@ -514,13 +491,15 @@ inf_status inf_session_new(const inf_model *model, const inf_session_options *op
     if (!s) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
     s->model = model;
     s->n_threads = opts && opts->n_threads > 1 ? opts->n_threads : 1;
+    s->mem_plan = !opts || opts->mem_plan >= 0;
+    inf__mem_init(&s->mem, s->mem_plan);
     inf_status st = inf__pool_new(s->n_threads, &s->threads);
     if (st != INF_OK) {
         inf__error(err, st, "cannot start %d threads", s->n_threads);
         inf_session_free(s);
         return st;
     }
-    if ((st = exec_new(s, &s->pool, s->threads, model->graph, NULL, &s->main, err)) != INF_OK ||
+    if ((st = exec_new(s, &s->mem, s->threads, model->graph, NULL, &s->main, err)) != INF_OK ||
         (st = inf__subbatch_new(s, s->n_threads, opts ? opts->sub_batch : 0, &s->sb, err)) != INF_OK) {
         inf_session_free(s);
         return st;
@@ -533,7 +512,7 @@ void inf_session_free(inf_session *s) {
     if (!s) return;
     inf__subbatch_free(s->sb);
     exec_free(s->main);
-    pool_free(&s->pool);
+    inf__mem_deinit(&s->mem);
     inf__pool_free(s->threads);
     inf__free(s);
 }
@@ -631,7 +610,7 @@ inf_status inf_session_run(inf_session *s, const inf_tensor *const *inputs, inf_
 /* ---- frames for sub-batches (graph/subbatch.h) ---- */
 
 struct inf__frame {
-    buf_pool bufs;
+    inf__mem mem;
     inf__pool *threads; /* one thread: the frame's kernels run inline, with their own workspace */
     inf__exec *exec;
 };
@@ -640,9 +619,10 @@ inf_status inf__frame_new(inf_session *s, inf__frame **out, inf_error *err) {
     *out = NULL;
     inf__frame *f = inf__calloc(1, sizeof *f);
     if (!f) return inf__error(err, INF_ENOMEM, "out of memory creating a sub-batch frame");
+    inf__mem_init(&f->mem, s->mem_plan);
     inf_status st = inf__pool_new(1, &f->threads);
     if (st != INF_OK) st = inf__error(err, st, "out of memory creating a sub-batch frame");
-    else st = exec_new(s, &f->bufs, f->threads, s->model->graph, NULL, &f->exec, err);
+    else st = exec_new(s, &f->mem, f->threads, s->model->graph, NULL, &f->exec, err);
     if (st != INF_OK) {
         inf__frame_free(f);
         return st;
@@ -654,7 +634,7 @@ inf_status inf__frame_new(inf_session *s, inf__frame **out, inf_error *err) {
 void inf__frame_free(inf__frame *f) {
     if (!f) return;
     exec_free(f->exec);
-    pool_free(&f->bufs);
+    inf__mem_deinit(&f->mem);
     inf__pool_free(f->threads);
     inf__free(f);
 }
@@ -666,9 +646,7 @@ inf_status inf__frame_run(inf__frame *f, inf_tensor *const *inputs, inf_tensor *
 }
 
 size_t inf__frame_bytes(const inf__frame *f) {
-    size_t n = 0;
-    for (const inf__buf *b = f->bufs.all; b; b = b->next_all) n += b->cap;
-    return n;
+    return f->mem.pool_peak; /* the pool's high-water mark: unchanged by a plan that replaced it */
 }
 
 inf_status inf__session_output(inf_session *s, int i, inf_dtype dtype, int ndim, const int64_t *dims, inf_tensor **out,
@@ -680,9 +658,9 @@ inf_status inf__session_output(inf_session *s, int i, inf_dtype dtype, int ndim,
             return INF_OK;
         }
     slot *sl = &e->slots[e->g->outputs[i]];
-    slot_release(e->bufs, sl);
+    slot_release(e->mem, sl);
     size_t nbytes = (size_t)inf__shape_numel(ndim, dims) * inf_dtype_size(dtype);
-    if (!(sl->buf = pool_take(e->bufs, nbytes)))
+    if (!(sl->buf = inf__mem_take(e->mem, nbytes, false)))
         return inf__error(err, INF_ENOMEM, "out of memory for output '%s' (%zu bytes)", e->g->values[e->g->outputs[i]].name,
                           nbytes);
     inf_tensor_init_view(&sl->t, dtype, ndim, dims, sl->buf->data);
@@ -690,6 +668,12 @@ inf_status inf__session_output(inf_session *s, int i, inf_dtype dtype, int ndim,
     sl->value = &sl->t;
     *out = e->outputs[i] = sl->value;
     return INF_OK;
+}
+
+void inf__session_memstats(const inf_session *s, inf__memstats *out) {
+    const inf__mem *m = &s->mem;
+    *out = (inf__memstats){m->arena_bytes, m->pool_bytes, m->pool_peak, m->n_plan,
+                           m->runs_planned, m->n_plans, m->n_inplace};
 }
 
 void inf__session_release(inf_session *s) { release_all(s->main); }
@@ -708,7 +692,7 @@ inf_status inf__evaluator_new(const inf_model *model, const inf__graph *g, inf__
     if (!ev) return inf__error(err, INF_ENOMEM, "out of memory preparing constant folding");
     ev->session.model = model;
     ev->session.n_threads = 1;
-    inf_status st = exec_new(&ev->session, &ev->session.pool, NULL, g, NULL, &ev->session.main, err);
+    inf_status st = exec_new(&ev->session, &ev->session.mem, NULL, g, NULL, &ev->session.main, err);
     if (st != INF_OK) {
         inf__evaluator_free(ev);
         return st;
@@ -720,7 +704,7 @@ inf_status inf__evaluator_new(const inf_model *model, const inf__graph *g, inf__
 void inf__evaluator_free(inf__evaluator *ev) {
     if (!ev) return;
     exec_free(ev->session.main);
-    pool_free(&ev->session.pool);
+    inf__mem_deinit(&ev->session.mem);
     inf__free(ev);
 }
 
@@ -741,7 +725,7 @@ inf_status inf__evaluator_run_node(inf__evaluator *ev, const inf__node *node, in
         if (inf_tensor_clone(e->out_ptrs[k], &outputs[k]) != INF_OK)
             st = inf__error(err, INF_ENOMEM, "out of memory folding node '%s'", node->name);
     }
-    for (int k = 0; k < node->n_outputs; k++) slot_release(&ev->session.pool, output_slot(&ctx, k));
+    for (int k = 0; k < node->n_outputs; k++) slot_release(&ev->session.mem, output_slot(&ctx, k));
     if (st != INF_OK)
         for (int k = 0; k < node->n_outputs; k++) {
             inf_tensor_free(outputs[k]);

@@ -28,7 +28,8 @@ void inf__frame_free(inf__frame *f);
 /* Runs the graph on inputs (borrowed); *outputs are the frame's until its
  * next run. */
 inf_status inf__frame_run(inf__frame *f, inf_tensor *const *inputs, inf_tensor *const **outputs, inf_error *err);
-/* Bytes held by the frame's buffers (its activation footprint). */
+/* The frame's activation footprint: the most bytes its buffer pool held
+ * (the first run at a shape is served by the pool, before any memory plan). */
 size_t inf__frame_bytes(const inf__frame *f);
 /* Gives graph output i of the session a buffer of dtype [dims] from the
  * session's pool (released by the next run); *out is what the run returns. */

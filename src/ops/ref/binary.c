@@ -351,9 +351,12 @@ static bool compute_int(binop op, bool u, const int64_t *a, const int64_t *b, in
     return ok;
 }
 
-/* float32 Add/Sub/Mul/Div over one span: loops the compiler vectorises. */
-static void f32_arith_span(binop op, const float *restrict a, int64_t sa, const float *restrict b,
-                           int64_t sb, float *restrict y, int64_t n) {
+/* float32 Add/Sub/Mul/Div over one span: loops the compiler vectorises.  y
+ * may be a or b itself (in-place execution, graph/memplan.c: only an operand
+ * of the output's full shape), so no restrict; each loop reads index i before
+ * it writes index i. */
+static void f32_arith_span(binop op, const float *a, int64_t sa, const float *b, int64_t sb, float *y,
+                           int64_t n) {
     int64_t i;
     if (sa && sb) {
         switch (op) {

@@ -125,8 +125,10 @@ static double unary_f64_scalar(unop op, double alpha, double x) {
     }
 }
 
-/* The common ops as separate loops so that the simple ones vectorise. */
-static void unary_f32(unop op, float alpha, const float *restrict x, float *restrict y, int64_t n) {
+/* The common ops as separate loops so that the simple ones vectorise.  x
+ * and y may be the same array (in-place execution, graph/memplan.c): every
+ * loop reads x[i] before it writes y[i], so no restrict. */
+static void unary_f32(unop op, float alpha, const float *x, float *y, int64_t n) {
     int64_t i;
     switch (op) {
     case UN_RELU: for (i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0.0f; break;
