@@ -30,18 +30,13 @@
 
 #include "core/core.h"
 #include "ops/ops.h"
+#include "conv_test_main.h"
 
 #if defined(__x86_64__)
 
 static int n_passed, n_failed, n_rows;
 #define KERNEL_TEST_SEED 0x9E3779B97F4A7C15ull
 #include "test_rng.h"
-
-static float act(const inf__conv2d *g, float v) {
-    if (g->act == INF_EPILOGUE_RELU) return v > 0 ? v : 0;
-    if (g->act == INF_EPILOGUE_CLIP) return v < g->lo ? g->lo : v > g->hi ? g->hi : v;
-    return v;
-}
 
 /* The im2col + sgemm + bias path (ops/ref/conv.c before the fused kernel). */
 static void conv_im2col(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w, const float *b,
@@ -67,7 +62,7 @@ static void conv_im2col(inf__pool *pool, const inf__conv2d *g, const float *x, c
                     float v = yg[o * np + j];
                     if (b) v += b[gi * g->mg + o];
                     if (res) v += res[(n * g->m + gi * g->mg + o) * np + j];
-                    yg[o * np + j] = act(g, v);
+                    yg[o * np + j] = conv_test_act(g, v);
                 }
         }
 }
@@ -92,7 +87,7 @@ static void conv_double(const inf__conv2d *g, const float *x, const float *w, co
                             }
                     int64_t i = ((n * g->m + o) * g->oh + oy) * g->ow + ox;
                     if (res) s += res[i], a += fabs(res[i]);
-                    y[i] = act(g, (float)s), mag[i] = a;
+                    y[i] = conv_test_act(g, (float)s), mag[i] = a;
                 }
         }
 }
@@ -245,22 +240,15 @@ static void stem_cases(inf__pool *pool) {
     check_shape(pool, &g, false, true, -3);
 }
 
+static void cases(inf__pool *pool) {
+    for (int i = 0; i < 150; i++) one_case(pool, i);
+    multi_pass_case(pool);
+    stem_cases(pool);
+}
+
 int main(void) {
-    if (!inf__cpu_has_avx2_fma()) {
-        printf("0 passed, 0 failed (no AVX2/FMA)\n");
-        return 0;
-    }
-    for (int threads = 1; threads <= 2; threads++) {
-        inf__pool *pool = NULL;
-        if (inf__pool_new(threads, &pool) != INF_OK) {
-            printf("cannot create a pool of %d threads\n", threads);
-            return 1;
-        }
-        for (int i = 0; i < 150; i++) one_case(pool, i);
-        multi_pass_case(pool);
-        stem_cases(pool);
-        inf__pool_free(pool);
-    }
+    int st = conv_test_on_pools(cases);
+    if (st) return st < 0 ? 0 : st;
     printf("%d passed, %d failed (%d with the rows kernel)\n", n_passed, n_failed, n_rows);
     if (n_rows < 40) {
         printf("too few cases in the rows kernel's range (%d)\n", n_rows);
@@ -271,9 +259,6 @@ int main(void) {
 
 #else /* not x86-64: no AVX2 kernels */
 
-int main(void) {
-    printf("0 passed, 0 failed (not x86-64)\n");
-    return 0;
-}
+CONV_TEST_NOT_X86_MAIN
 
 #endif

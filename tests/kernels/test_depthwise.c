@@ -13,9 +13,10 @@
  * with and without interior blocks), kernels 1..5 x 1..5 with 3x3 and 5x5
  * drawn often, strides 1..3 (1 and 2 often), dilations 1..2, asymmetric
  * pads 0..k, with and without bias and residual, no activation / ReLU /
- * Clip; pools of 1 and 2 threads.  Every output must be written (Y is
- * filled with NaN first).  Prints one line per failure and
- * "N passed, M failed"; skips on a CPU without AVX2/FMA.
+ * Clip; rows of 1500 columns at strides 1 and 2; pools of 1 and 2
+ * threads (conv_test_main.h).  Every output must be written (Y is filled
+ * with NaN first).  Prints one line per failure and "N passed, M failed";
+ * skips on a CPU without AVX2/FMA.
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,18 +25,13 @@
 
 #include "core/core.h"
 #include "ops/ops.h"
+#include "conv_test_main.h"
 
 #if defined(__x86_64__)
 
 static int n_passed, n_failed;
 #define KERNEL_TEST_SEED 0xD1B54A32D192ED03ull
 #include "test_rng.h"
-
-static float act(const inf__conv2d *g, float v) {
-    if (g->act == INF_EPILOGUE_RELU) return v > 0 ? v : 0;
-    if (g->act == INF_EPILOGUE_CLIP) return v < g->lo ? g->lo : v > g->hi ? g->hi : v;
-    return v;
-}
 
 /* depthwise_planes (ops/ref/conv.c), then + res and the activation. */
 static void dw_reference(const inf__conv2d *g, const float *x, const float *w, const float *b, const float *res,
@@ -61,7 +57,7 @@ static void dw_reference(const inf__conv2d *g, const float *x, const float *w, c
         }
     }
     size_t ny = (size_t)(g->n * g->c * g->oh * g->ow);
-    for (size_t i = 0; i < ny; i++) y[i] = act(g, res ? y[i] + res[i] : y[i]);
+    for (size_t i = 0; i < ny; i++) y[i] = conv_test_act(g, res ? y[i] + res[i] : y[i]);
 }
 
 /* Y in double and the bound sum |w x| per element. */
@@ -81,7 +77,7 @@ static void dw_double(const inf__conv2d *g, const float *x, const float *w, cons
                         s += p, a += fabs(p);
                     }
                 if (res) s += res[i], a += fabs(res[i]);
-                y[i] = act(g, (float)s), mag[i] = a;
+                y[i] = conv_test_act(g, (float)s), mag[i] = a;
             }
     }
 }
@@ -170,29 +166,31 @@ static void one_case(inf__pool *pool, int idx) {
     check_shape(pool, &g, bias, has_res, idx);
 }
 
+/* Rows far wider than the random ones (1500 columns), stride 1 and 2. */
+static void wide_rows_case(inf__pool *pool) {
+    for (int64_t s = 1; s <= 2; s++) {
+        inf__conv2d g = {.n = 2, .c = 3, .m = 3, .group = 3, .cg = 1, .mg = 1, .ih = 5, .iw = 1500, .kh = 3, .kw = 3,
+                         .sh = s, .sw = s, .dh = 1, .dw = 1, .pt = 1, .pl = 1, .act = INF_EPILOGUE_CLIP, .lo = -0.3f,
+                         .hi = 0.4f};
+        g.oh = (g.ih + 2 - 3) / s + 1, g.ow = (g.iw + 2 - 3) / s + 1;
+        check_shape(pool, &g, true, s == 2, -(int)s);
+    }
+}
+
+static void cases(inf__pool *pool) {
+    for (int i = 0; i < 300; i++) one_case(pool, i);
+    wide_rows_case(pool);
+}
+
 int main(void) {
-    if (!inf__cpu_has_avx2_fma()) {
-        printf("0 passed, 0 failed (no AVX2/FMA)\n");
-        return 0;
-    }
-    for (int threads = 1; threads <= 2; threads++) {
-        inf__pool *pool = NULL;
-        if (inf__pool_new(threads, &pool) != INF_OK) {
-            printf("cannot create a pool of %d threads\n", threads);
-            return 1;
-        }
-        for (int i = 0; i < 300; i++) one_case(pool, i);
-        inf__pool_free(pool);
-    }
+    int st = conv_test_on_pools(cases);
+    if (st) return st < 0 ? 0 : st;
     printf("%d passed, %d failed\n", n_passed, n_failed);
     return n_failed ? 1 : 0;
 }
 
 #else /* not x86-64: no AVX2 kernels */
 
-int main(void) {
-    printf("0 passed, 0 failed (not x86-64)\n");
-    return 0;
-}
+CONV_TEST_NOT_X86_MAIN
 
 #endif

@@ -6,7 +6,8 @@
  * widths, widths around the 8-float vectors), kernel 1..5 per dim, strides
  * 1..3 (1 and 2 are the vector paths), asymmetric pads below the kernel
  * size, floor and ceil rounding of the output size, max and average (with
- * and without count_include_pad).  Inputs hold some NaNs, -0 and +0, and
+ * and without count_include_pad); one case in four is the 2x2, stride-2,
+ * unpadded window of the dedicated path (pool2x2_planes).  Inputs hold some NaNs, -0 and +0, and
  * repeated values.  Max must be bit-identical; the average within
  * 1e-6 * (sum of |x| / count) + 1e-30 (the reference sums in double).
  * Prints "N passed, M failed"; skips on a CPU without AVX2/FMA.
@@ -51,6 +52,7 @@ static void check_one(void) {
     q.sh = rand_in(1, 3), q.sw = next_u64() % 4 ? rand_in(1, 2) : 3;
     q.pt = rand_in(0, q.kh - 1), q.pb = rand_in(0, q.kh - 1), q.pl = rand_in(0, q.kw - 1), q.pr = rand_in(0, q.kw - 1);
     bool ceil_mode = next_u64() % 2;
+    if (next_u64() % 4 == 0) q.kh = q.kw = q.sh = q.sw = 2, q.pt = q.pl = q.pb = q.pr = 0;
     q.max = next_u64() % 2;
     q.count_include_pad = next_u64() % 2;
     q.oh = out_size(q.ih, q.kh, q.sh, q.pt, q.pb, ceil_mode);

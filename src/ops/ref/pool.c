@@ -13,7 +13,8 @@
  * dtypes: float32, float64, float16; MaxPool also int8 and uint8 (12+).
  *         Non-float32 data is pooled through double.
  * MaxPool's maximum does not depend on the order the window is read (the
- *         AVX2 twin, ops/x86/pool_avx2.c, reads it rows first): a NaN
+ *         AVX2 twin, ops/x86/pool_avx2.c, reads it rows first; it takes
+ *         float32 1-D and 2-D pools, a 1-D one as a single row): a NaN
  *         anywhere in the window gives NaN (as numpy's max in ONNX's
  *         reference), and of an equal +0 and -0 the +0 wins.
  * Deviations: none known.  With ceil_mode, a window that would start in the
@@ -303,13 +304,15 @@ static void pool2d_planes(void *arg, int64_t begin, int64_t end) {
 static bool pool2d_fast(inf__kernel_ctx *ctx, const pool_params *p, const pool_geom *g, const inf_tensor *x,
                         inf_tensor *y, bool want_ind) {
 #if defined(__x86_64__)
-    if (x->dtype != INF_DTYPE_F32 || g->nd != 2 || want_ind || g->d[0] != 1 || g->d[1] != 1 ||
-        g->in[1] > INF_POOL2D_MAX_W || !inf__cpu_has_avx2_fma())
+    int l = g->nd - 1; /* 1-D runs as 2-D with one row */
+    if (x->dtype != INF_DTYPE_F32 || (g->nd != 2 && g->nd != 1) || want_ind || g->d[0] != 1 || g->d[l] != 1 ||
+        g->in[l] > INF_POOL2D_MAX_W || !inf__cpu_has_avx2_fma())
         return false;
-    pool2d_task t = {{g->in[0], g->in[1], g->out[0], g->out[1], g->k[0], g->k[1], g->s[0], g->s[1], g->pb[0],
-                      g->pb[1], g->pe[0], g->pe[1], p->kind == POOL_MAX, p->count_include_pad},
+    pool2d_task t = {{l ? g->in[0] : 1, g->in[l], l ? g->out[0] : 1, g->out[l], l ? g->k[0] : 1, g->k[l],
+                      l ? g->s[0] : 1, g->s[l], l ? g->pb[0] : 0, g->pb[l], l ? g->pe[0] : 0, g->pe[l],
+                      p->kind == POOL_MAX, p->count_include_pad},
                      x->data, y->data};
-    int64_t work = g->out_total * g->k[0] * g->k[1] / 4 + 1;
+    int64_t work = g->out_total * t.q.kh * t.q.kw / 4 + 1;
     inf__pool_range(ctx->pool, g->planes, work > 8192 ? 1 : 8192 / work + 1, pool2d_planes, &t);
     return true;
 #else

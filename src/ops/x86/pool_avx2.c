@@ -14,6 +14,13 @@
  * a shuffle), one at a time for other strides and for the windows that
  * overlap the left or right padding.
  *
+ * The common 2x2, stride-2, unpadded window whose windows all lie inside
+ * the input (pool2x2_planes) skips the tmp row: per 8 outputs, two 16-float
+ * loads from each of the two input rows, a vertical reduction, then the
+ * even and odd lanes reduced -- the same operations in the same order as
+ * the general path, so the same bits; a row's last outputs are its last 8
+ * again (scalar only in rows of fewer than 8).
+ *
  * Max is bit-exact with the reference, NaNs and signed zeros included,
  * because the reference's maximum is order-independent (ref/pool.c): any
  * NaN gives the canonical NaN, and +0 beats an equal -0 (here: the AND of
@@ -67,7 +74,64 @@ static inline __m256 load_strided(const float *t, int64_t s) {
     return even_lanes(_mm256_loadu_ps(t), _mm256_loadu_ps(t + 8));
 }
 
+/* The odd lanes of [lo, hi]: lo[1,3,5,7], hi[1,3,5,7]. */
+static inline __m256 odd_lanes(__m256 lo, __m256 hi) {
+    __m256 s = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* 2x2 windows, stride 2, no padding, 2 * oh <= ih and 2 * ow <= iw. */
+static bool is_2x2(const inf__pool2d *g) {
+    return g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->pt == 0 && g->pl == 0 && 2 * g->oh <= g->ih &&
+           2 * g->ow <= g->iw;
+}
+
+/* Outputs ox .. ox + 7 of the row pair r0, r1 (vertical, then horizontal:
+ * the general path's order). */
+static inline __m256 pool2x2_vec(const float *r0, const float *r1, int64_t ox, bool max) {
+    __m256 a0 = _mm256_loadu_ps(r0 + 2 * ox), a1 = _mm256_loadu_ps(r0 + 2 * ox + 8);
+    __m256 b0 = _mm256_loadu_ps(r1 + 2 * ox), b1 = _mm256_loadu_ps(r1 + 2 * ox + 8);
+    if (!max) {
+        __m256 v0 = _mm256_add_ps(a0, b0), v1 = _mm256_add_ps(a1, b1);
+        return _mm256_div_ps(_mm256_add_ps(even_lanes(v0, v1), odd_lanes(v0, v1)), _mm256_set1_ps(4.0f));
+    }
+    __m256 n0 = _mm256_cmp_ps(a0, a0, _CMP_UNORD_Q), n1 = _mm256_cmp_ps(a1, a1, _CMP_UNORD_Q);
+    __m256 v0 = vmax(b0, a0, &n0), v1 = vmax(b1, a1, &n1);
+    __m256 nan = _mm256_or_ps(even_lanes(n0, n1), odd_lanes(n0, n1));
+    return vmax_done(vmax(odd_lanes(v0, v1), even_lanes(v0, v1), &nan), nan);
+}
+
+/* One output of the row pair (rows of fewer than 8 outputs). */
+static inline float pool2x2_one(const float *r0, const float *r1, int64_t ox, bool max) {
+    int64_t c = 2 * ox;
+    if (!max) return ((r0[c] + r1[c]) + (r0[c + 1] + r1[c + 1])) / 4.0f;
+    bool nan = r0[c] != r0[c];
+    float acc = smax(r1[c], r0[c], &nan), right = r0[c + 1];
+    nan = nan || right != right;
+    right = smax(r1[c + 1], right, &nan);
+    acc = smax(right, acc, &nan);
+    return nan ? NAN : acc;
+}
+
+static void pool2x2_planes(const inf__pool2d *g, const float *x, float *y, int64_t n_planes) {
+    for (int64_t pl = 0; pl < n_planes; pl++, x += g->ih * g->iw)
+        for (int64_t oy = 0; oy < g->oh; oy++, y += g->ow) {
+            const float *r0 = x + 2 * oy * g->iw, *r1 = r0 + g->iw;
+            int64_t ox = 0;
+            for (; ox + 8 <= g->ow; ox += 8) /* reads columns up to 2 * ox + 15 < 2 * ow <= iw */
+                _mm256_storeu_ps(y + ox, pool2x2_vec(r0, r1, ox, g->max));
+            if (ox < g->ow && g->ow >= 8) /* the last 8 again (overlapping: the same values) */
+                _mm256_storeu_ps(y + g->ow - 8, pool2x2_vec(r0, r1, g->ow - 8, g->max));
+            else
+                for (; ox < g->ow; ox++) y[ox] = pool2x2_one(r0, r1, ox, g->max);
+        }
+}
+
 void inf__ops_pool2d_f32_avx2(const inf__pool2d *g, const float *x, float *y, int64_t n_planes) {
+    if (is_2x2(g)) {
+        pool2x2_planes(g, x, y, n_planes);
+        return;
+    }
     float tmp[INF_POOL2D_MAX_W + 16];
     const int64_t ih = g->ih, iw = g->iw, oh = g->oh, ow = g->ow, kh = g->kh, kw = g->kw;
     const int64_t sh = g->sh, sw = g->sw;

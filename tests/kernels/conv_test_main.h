@@ -1,0 +1,56 @@
+/*
+ * conv_test_main.h -- what the convolution kernel tests (test_conv_avx2.c,
+ * test_depthwise.c) share: the fused activation as the session's Relu /
+ * Clip pass applies it, the loop that runs a test's cases on pools of 1 and
+ * 2 threads, the skip on a CPU without AVX2/FMA, and the main of a build for
+ * another architecture.  Each test keeps its own cases, references and
+ * pass / fail counts.
+ */
+#ifndef INF_TESTS_CONV_TEST_MAIN_H
+#define INF_TESTS_CONV_TEST_MAIN_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "core/core.h"
+#include "ops/ops.h"
+
+/* main for a build without the AVX2 kernels: nothing to test. */
+#define CONV_TEST_NOT_X86_MAIN                           \
+    int main(void) {                                     \
+        printf("0 passed, 0 failed (not x86-64)\n");    \
+        return 0;                                        \
+    }
+
+#if defined(__x86_64__)
+
+/* v after g's activation (none, ReLU or Clip to [lo, hi]). */
+static inline float conv_test_act(const inf__conv2d *g, float v) {
+    if (g->act == INF_EPILOGUE_RELU) return v > 0 ? v : 0;
+    if (g->act == INF_EPILOGUE_CLIP) return v < g->lo ? g->lo : v > g->hi ? g->hi : v;
+    return v;
+}
+
+/* Runs cases(pool) on a pool of 1 thread, then of 2.  Returns 0 when all
+ * ran (the test then prints and judges its counts), 1 when a pool could not
+ * be made, and -1 (printing "0 passed, 0 failed") on a CPU without AVX2/FMA:
+ * the test then exits 0. */
+static inline int conv_test_on_pools(void (*cases)(inf__pool *pool)) {
+    if (!inf__cpu_has_avx2_fma()) {
+        printf("0 passed, 0 failed (no AVX2/FMA)\n");
+        return -1;
+    }
+    for (int threads = 1; threads <= 2; threads++) {
+        inf__pool *pool = NULL;
+        if (inf__pool_new(threads, &pool) != INF_OK) {
+            printf("cannot create a pool of %d threads\n", threads);
+            return 1;
+        }
+        cases(pool);
+        inf__pool_free(pool);
+    }
+    return 0;
+}
+
+#endif /* __x86_64__ */
+#endif /* INF_TESTS_CONV_TEST_MAIN_H */
