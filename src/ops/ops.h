@@ -252,6 +252,25 @@ int64_t inf__conv2d_rows_w_floats(int64_t m, int64_t group, int64_t kdim);
 void inf__conv2d_rows_pack_w(int64_t m, int64_t group, int64_t kdim, const float *w, float *dst);
 void inf__conv2d_rows_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                const float *bias, const float *res, float *scratch, float *y);
+/* The Winograd variant (ops/x86/conv_winograd_avx2.c) for 3x3, stride-1,
+ * dilation-1, one-group Convs with enough channels:
+ * inf__conv2d_winograd_tile(g) gives the output tile side (2: F(2x2,3x3),
+ * 4: F(4x4,3x3)) or 0 when the Conv is not one for it (at load only the
+ * kernel fields of g need be set; with oh > 0 the pads are checked too).
+ * W [k, c, 3, 3] is transformed and packed (inf__conv2d_winograd_pack_w,
+ * at load for a constant W) into inf__conv2d_winograd_w_floats floats,
+ * 32-byte aligned; scratch: inf__conv2d_winograd_scratch_floats(tile, g,
+ * threads) floats, 64-byte aligned, threads = inf__pool_size(pool).  Bias,
+ * res and the activation as inf__conv2d_f32_avx2.  Not the same bits as
+ * the other variants (Winograd rounds differently, within a few 1e-6 of
+ * sum |w||x|), but independent of the batch and the thread count. */
+int inf__conv2d_winograd_tile(const inf__conv2d *g);
+int64_t inf__conv2d_winograd_w_floats(int tile, int64_t c, int64_t k);
+void inf__conv2d_winograd_pack_w(int tile, int64_t c, int64_t k, const float *w, float *dst);
+int64_t inf__conv2d_winograd_scratch_floats(int tile, const inf__conv2d *g, int threads);
+void inf__conv2d_winograd_f32_avx2(inf__pool *pool, int tile, const inf__conv2d *g, const float *x,
+                                   const float *up, const float *bias, const float *res, float *scratch,
+                                   float *y);
 /* ConvAdd (made by graph/passes/conv_add.c from a Conv node) uses the Conv's
  * W packed at its load, rather than packing W a second time (ops/ref/conv.c). */
 void inf__ops_conv_add_take_packing(inf__node *conv_add, const inf__node *conv);

@@ -30,6 +30,14 @@
  *         stride-1 Convs with a shallow K (inf__conv2d_rows_fits: a stem)
  *         take the rows variant (ops/x86/conv_rows_avx2.c: positions in the
  *         lanes read from the padded rows, W in 4-channel blocks) -- same bits.
+ *         3x3, stride-1, dilation-1, one-group Convs with >= 16 input and
+ *         output channels (inf__conv2d_winograd_tile: ResNet's stride-1
+ *         3x3s) take the Winograd variant (ops/x86/conv_winograd_avx2.c:
+ *         F(4x4,3x3) up to 64 x 64 channels, F(2x2,3x3) above; W
+ *         transformed to U = G g G^T and packed once at load) -- not the
+ *         same bits (within a few 1e-6 of sum |w||x| for F(2x2), 1e-5 for
+ *         F(4x4)), but still independent of the batch and the threads.
+ *         The selector is avx2_variant; docs/convolutions.md has the table.
  *
  * Both ops use one index relation between an "image" (X for Conv, Y for
  * ConvTranspose) and a grid of kernel positions (Y's spatial grid for
@@ -72,26 +80,56 @@ static inf_status check_ints(const inf__node *node, inf_error *err, const char *
 }
 
 #if defined(__x86_64__)
-/* The AVX2 kernel for groups of mg output channels, K = kdim, stride sw
- * along the row: the direct one (ResNet's 3x3s), the rows one (a stem:
- * shallow K, stride 1) or the panel one; each packs W its own way. */
-enum { VAR_PANEL, VAR_DIRECT, VAR_ROWS };
+/* The AVX2 kernel variant for a Conv described by c (at load only its
+ * channel and kernel fields: a property of W and the attributes):
+ *   WINO2 / WINO4  Winograd F(2x2,3x3) / F(4x4,3x3) for 3x3, stride 1,
+ *                  dilation 1, one group, enough channels
+ *                  (inf__conv2d_winograd_tile: ResNet's stride-1 3x3s;
+ *                  ops/x86/conv_winograd_avx2.c, W transformed at load);
+ *   DIRECT         many output channels per group and a deep K (ResNet's
+ *                  other 3x3s and 1x1s);
+ *   ROWS           a shallow K at stride 1 along the row (a stem);
+ *   PANEL          the rest (im2col fused into the GEMM's packing).
+ * Each packs W its own way; all but Winograd give the im2col path's bits. */
+enum { VAR_PANEL, VAR_DIRECT, VAR_ROWS, VAR_WINO2, VAR_WINO4 };
 
-static int avx2_variant(int64_t mg, int64_t kdim, int64_t sw) {
-    if (inf__conv2d_direct_fits(mg, kdim)) return VAR_DIRECT;
-    return inf__conv2d_rows_fits(mg, kdim, sw) ? VAR_ROWS : VAR_PANEL;
+static int avx2_variant(const inf__conv2d *c) {
+    int64_t kdim = c->cg * c->kh * c->kw;
+    int tile = inf__conv2d_winograd_tile(c);
+    if (tile) return tile == 4 ? VAR_WINO4 : VAR_WINO2;
+    if (inf__conv2d_direct_fits(c->mg, kdim)) return VAR_DIRECT;
+    return inf__conv2d_rows_fits(c->mg, kdim, c->sw) ? VAR_ROWS : VAR_PANEL;
 }
 
-static int64_t variant_w_floats(int var, int64_t m, int64_t group, int64_t kdim) {
-    if (var == VAR_DIRECT) return inf__conv2d_direct_w_floats(m, group, kdim);
-    if (var == VAR_ROWS) return inf__conv2d_rows_w_floats(m, group, kdim);
-    return inf__conv2d_packed_w_floats(m, group, kdim);
+static int wino_tile(int var) { return var == VAR_WINO4 ? 4 : var == VAR_WINO2 ? 2 : 0; }
+
+static int64_t variant_w_floats(int var, const inf__conv2d *c) {
+    int64_t kdim = c->cg * c->kh * c->kw;
+    if (wino_tile(var)) return inf__conv2d_winograd_w_floats(wino_tile(var), c->cg, c->m);
+    if (var == VAR_DIRECT) return inf__conv2d_direct_w_floats(c->m, c->group, kdim);
+    if (var == VAR_ROWS) return inf__conv2d_rows_w_floats(c->m, c->group, kdim);
+    return inf__conv2d_packed_w_floats(c->m, c->group, kdim);
 }
 
-static void variant_pack_w(int var, int64_t m, int64_t group, int64_t kdim, const float *w, float *dst) {
-    if (var == VAR_DIRECT) inf__conv2d_direct_pack_w(m, group, kdim, w, dst);
-    else if (var == VAR_ROWS) inf__conv2d_rows_pack_w(m, group, kdim, w, dst);
-    else inf__conv2d_pack_w(m, group, kdim, w, dst);
+static void variant_pack_w(int var, const inf__conv2d *c, const float *w, float *dst) {
+    int64_t kdim = c->cg * c->kh * c->kw;
+    if (wino_tile(var)) inf__conv2d_winograd_pack_w(wino_tile(var), c->cg, c->m, w, dst);
+    else if (var == VAR_DIRECT) inf__conv2d_direct_pack_w(c->m, c->group, kdim, w, dst);
+    else if (var == VAR_ROWS) inf__conv2d_rows_pack_w(c->m, c->group, kdim, w, dst);
+    else inf__conv2d_pack_w(c->m, c->group, kdim, w, dst);
+}
+
+/* The kernel fields of a Conv's inf__conv2d from its W (rank 3 or 4) and
+ * attributes (missing strides and dilations are 1; wrong lengths are
+ * reported by the run, which picks its variant again). */
+static inf__conv2d conv_shape_of_w(const conv_params *p, const inf_tensor *w) {
+    int nd = w->ndim - 2, l = nd - 1;
+    inf__conv2d c = {.m = w->dims[0], .group = p->group, .cg = w->dims[1], .mg = w->dims[0] / p->group,
+                     .kh = nd == 2 ? w->dims[2] : 1, .kw = w->dims[w->ndim - 1], .sh = 1, .sw = 1, .dh = 1, .dw = 1};
+    if (p->n_strides == nd) c.sh = nd == 2 ? p->strides[0] : 1, c.sw = p->strides[l];
+    if (p->n_dilations == nd) c.dh = nd == 2 ? p->dilations[0] : 1, c.dw = p->dilations[l];
+    c.c = c.cg * c.group;
+    return c;
 }
 #endif
 
@@ -109,13 +147,14 @@ static inf_status pack_const_w(const inf__node *node, inf__arena *arena, conv_pa
     int64_t kdim = 1;
     for (int i = 1; i < w->ndim; i++) kdim *= w->dims[i];
     if (w->dims[0] < 1 || kdim < 1 || w->dims[0] % p->group) return INF_OK; /* run reports it */
-    int64_t m = w->dims[0], sw = p->n_strides ? p->strides[p->n_strides - 1] : 1;
-    int var = avx2_variant(m / p->group, kdim, sw);
-    int64_t floats = variant_w_floats(var, m, p->group, kdim);
+    if (w->ndim == 4 && w->dims[1] == 1 && w->dims[0] == p->group) return INF_OK; /* depthwise: reads W as given */
+    inf__conv2d c = conv_shape_of_w(p, w);
+    int var = avx2_variant(&c);
+    int64_t floats = variant_w_floats(var, &c);
     char *raw = inf__arena_alloc(arena, (size_t)floats * sizeof(float) + 32);
     if (!raw) return INF_ENOMEM;
     float *dst = (float *)(((uintptr_t)raw + 31) & ~(uintptr_t)31);
-    variant_pack_w(var, m, p->group, kdim, w->data, dst);
+    variant_pack_w(var, &c, w->data, dst);
     p->wpack = dst, p->wsrc = w->data, p->wm = w->dims[0], p->wkdim = kdim, p->wvar = var;
 #else
     (void)node, (void)arena, (void)p;
@@ -591,28 +630,32 @@ static void depthwise_planes(void *arg, int64_t begin, int64_t end) {
 
 #if defined(__x86_64__)
 /* Runs c through its AVX2 kernel variant (avx2_variant), with W packed at
- * load or, when the run's W is another tensor, into scratch now; the
- * padded input of the direct and rows kernels goes to scratch too. */
+ * load or, when the run's W is another tensor (or the variant picked now
+ * differs), into scratch now; the padded input of the direct and rows
+ * kernels and the Winograd kernel's tile buffers go to scratch too. */
 static inf_status conv_avx2_run(inf__kernel_ctx *ctx, const inf__conv2d *c, const float *x, const float *w,
                                 const float *b, const float *res, float *y) {
     const conv_params *p = ctx->node->params;
     int64_t kdim = c->cg * c->kh * c->kw;
-    int var = avx2_variant(c->mg, kdim, c->sw);
+    int var = avx2_variant(c);
     const float *wp = p->wpack;
     if (!wp || p->wsrc != (const void *)w || p->wm != c->m || p->wkdim != kdim || p->wvar != var) {
-        float *tmp = inf__kernel_scratch(ctx, (size_t)variant_w_floats(var, c->m, c->group, kdim) * sizeof(float));
+        float *tmp = inf__kernel_scratch(ctx, (size_t)variant_w_floats(var, c) * sizeof(float));
         if (!tmp) return INF_ENOMEM;
-        variant_pack_w(var, c->m, c->group, kdim, w, tmp);
+        variant_pack_w(var, c, w, tmp);
         wp = tmp;
     }
     if (var == VAR_PANEL) {
         inf__conv2d_f32_avx2(ctx->pool, c, x, wp, b, res, y);
         return INF_OK;
     }
-    int64_t pad = inf__conv2d_direct_scratch_floats(c);
-    float *scratch = pad > 0 ? inf__kernel_scratch(ctx, (size_t)pad * sizeof(float)) : NULL;
-    if (pad > 0 && !scratch) return INF_ENOMEM;
-    if (var == VAR_ROWS) inf__conv2d_rows_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);
+    int tile = wino_tile(var);
+    int64_t floats = tile ? inf__conv2d_winograd_scratch_floats(tile, c, inf__pool_size(ctx->pool))
+                          : inf__conv2d_direct_scratch_floats(c);
+    float *scratch = floats > 0 ? inf__kernel_scratch(ctx, (size_t)floats * sizeof(float)) : NULL;
+    if (floats > 0 && !scratch) return INF_ENOMEM;
+    if (tile) inf__conv2d_winograd_f32_avx2(ctx->pool, tile, c, x, wp, b, res, scratch, y);
+    else if (var == VAR_ROWS) inf__conv2d_rows_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);
     else inf__conv2d_direct_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);
     return INF_OK;
 }

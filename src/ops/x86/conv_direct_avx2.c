@@ -41,6 +41,7 @@
 #include <immintrin.h>
 
 #include "ops/ops.h"
+#include "ops/x86/transpose_avx2.h"
 
 enum {
     CW = 16,      /* output channels per block (two ymm) */
@@ -186,24 +187,6 @@ static void run_tile(const inf__conv2d *g, int64_t pw, const float *xg, int64_t 
 
 /* ---- the store: [position][16] sums -> Y rows ---- */
 
-static inline void transpose8(__m256 r[8]) {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 2; i++) {
-        u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-    }
-}
-
 typedef struct store_ctx {
     const inf__conv2d *g;
     int64_t npos, rows;   /* positions per channel in Y; valid channels of the block */
@@ -217,7 +200,7 @@ typedef struct store_ctx {
 static void store8(const store_ctx *S, const float *s, int64_t p, int64_t cnt, int c0) {
     __m256 r[8];
     for (int i = 0; i < 8; i++) r[i] = i < cnt ? _mm256_load_ps(s + i * CW + c0) : _mm256_setzero_ps();
-    transpose8(r);
+    inf__avx2_transpose8(r);
     const inf__conv2d *g = S->g;
     int32_t lanes[8];
     for (int i = 0; i < 8; i++) lanes[i] = i < cnt ? -1 : 0;

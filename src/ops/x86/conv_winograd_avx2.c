@@ -1,0 +1,387 @@
+/*
+ * conv_winograd_avx2.c -- Winograd convolution, F(2x2, 3x3) and F(4x4, 3x3),
+ * for float32 2-D Convs with a 3x3 kernel, stride 1, dilation 1 and one
+ * group, with AVX2/FMA.
+ *
+ * Called from Conv / ConvAdd (ops/ref/conv.c, the variant selector
+ * avx2_variant) when inf__conv2d_winograd_tile(g) names a tile size: the
+ * ResNet-style 3x3 convs with enough channels.  Built with -mavx2 -mfma
+ * (CMake: *_avx2.c).
+ *
+ * DESIGN (Lavin & Gray, "Fast Algorithms for Convolutional Neural
+ * Networks"): Y is cut into m x m output tiles (m = 2 or 4), each read from
+ * an a x a input tile (a = m + 2, overlapping by 2).  Per tile and channel
+ * the input becomes V = B^T d B, per output and input channel the kernel
+ * U = G g G^T, and Y's tile is A^T M A with
+ *     M[e][t][k] = sum_c V[e][t][c] * U[e][c][k]    for each of the a*a points e:
+ * a*a GEMMs of [tiles x C] x [C x K] instead of 9 multiply-adds per output.
+ *   - U is computed (in double, rounded once) and packed at load, as the
+ *     B operand of the AVX2 GEMM (ops/x86/gemm_avx2.c: per point e, C rows
+ *     of 16-column panels, [c][16], channels past K zero), so the hot path
+ *     runs inf__ops_sgemm_packed_avx2 (its 6x16 micro-kernel, V's rows read
+ *     in place) and never touches W.
+ *   - Work goes in blocks of whole tile rows (over the flattened image x
+ *     tile-row index, so a block may span small images), sized so that V and
+ *     M of a block fit in about 256 KiB of L2.  A block: per tile row, its
+ *     a input rows are staged channel-last ([row][x][c], zero-padded, 8x8
+ *     transposes) and every tile transformed with 8 channels per ymm into
+ *     V [e][tile][c]; then the a*a GEMMs into M [e][tile][k]; then per tile
+ *     row the output transform (8 output channels per ymm) into a
+ *     channel-last row buffer, turned back into Y's rows by 8x8 transposes
+ *     that add the bias, the residual (ConvAdd) and apply ReLU/Clip.
+ *   - Threads: the blocks are dealt round-robin to min(threads, blocks)
+ *     slots, each with its own part of the caller's scratch
+ *     (inf__conv2d_winograd_scratch_floats); one thread runs everything
+ *     inline.  The GEMMs run inside the slot with no pool.
+ *   - Bits: a Y element depends only on its own tile's input, U, the bias
+ *     and the residual: the transforms are per tile, and the GEMM sums each
+ *     M element over C in a fixed order whatever its row count or the row's
+ *     place in it (its batch invariance, DESIGN.md section 1).  So results
+ *     do not depend on the batch, the block split or the thread count.  They
+ *     differ from the direct kernel's in the last bits: Winograd's error
+ *     grows with the tile (about 1e-6 relative to sum |w||x| for F(2x2),
+ *     1e-5 for F(4x4); tests/kernels/test_conv_winograd.c bounds it).
+ */
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "ops/ops.h"
+#include "ops/x86/transpose_avx2.h"
+
+enum {
+    MAX_A = 6,                 /* input tile side for F(4x4) */
+    MAX_NE = MAX_A * MAX_A,    /* transform points */
+    BLOCK_BYTES = 256 * 1024,  /* V + M of one block */
+    MAX_TILES = 144,           /* the GEMM reads A (V) in place up to 144 rows */
+    GEMM_NR = 16,              /* the GEMM's packed panel width */
+};
+
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
+
+/* Which tile (2 or 4) a Conv takes, 0 when it is not one for Winograd:
+ * 3x3, stride 1, dilation 1, one group, non-negative pads (checked when the
+ * output size is known) and at least 16 input and output channels (fewer:
+ * the transforms cost more than the multiplies saved; 8 -> 16 channels at
+ * 56x56 ran 12 % slower than the direct kernel).  F(4x4) up to 64 x 64
+ * channels, F(2x2) above: U is (a/3)^2 times W (4x for F(4x4)) and is
+ * streamed from L3 once per block of tiles, whose size the L2 budget
+ * shrinks as the channels grow.  Measured on the bench CNN (1 thread,
+ * whole model, new/base time): every 3x3 at F(2x2) 0.79 (batch 1) and
+ * 0.79 (batch 64); F(4x4) for all three layers (32, 64, 128 channels)
+ * 0.75 / 0.75; F(4x4) up to 64 channels and F(2x2) for 128: 0.69 / 0.69.
+ * Alone, 256 x 256 channels on 7x7 / 14x14 ran F(4x4) at 0.4-0.7x the
+ * direct kernel's speed, F(2x2) at 1.0-1.3x. */
+int inf__conv2d_winograd_tile(const inf__conv2d *g) {
+    if (g->group != 1 || g->kh != 3 || g->kw != 3 || g->sh != 1 || g->sw != 1 || g->dh != 1 || g->dw != 1)
+        return 0;
+    if (g->oh > 0 && (g->pt < 0 || g->pl < 0 || g->oh + 2 < g->ih + g->pt || g->ow + 2 < g->iw + g->pl)) return 0;
+    if (g->cg < 16 || g->mg < 16) return 0;
+    return g->cg * g->mg <= 64 * 64 ? 4 : 2;
+}
+
+/* ---- weights: U = G g G^T, packed as the GEMM's B ---- */
+
+static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+static const double G4[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+
+/* u[i * A + j] = (G g G^T)[i][j] for four 3x3 kernels at once (lane l:
+ * the kernel at g + l * 9, row-major), in double. */
+static inline __attribute__((always_inline)) void transform_kernels4(const int A, const double (*G)[3], const float *g,
+                                                                     __m256d *u) {
+    __m256d x[9], t[MAX_A][3];
+    for (int r = 0; r < 9; r++) x[r] = _mm256_setr_pd(g[r], g[9 + r], g[18 + r], g[27 + r]);
+    for (int i = 0; i < A; i++)
+        for (int j = 0; j < 3; j++)
+            t[i][j] = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(G[i][0]), x[j]),
+                                                  _mm256_mul_pd(_mm256_set1_pd(G[i][1]), x[3 + j])),
+                                    _mm256_mul_pd(_mm256_set1_pd(G[i][2]), x[6 + j]));
+    for (int i = 0; i < A; i++)
+        for (int j = 0; j < A; j++)
+            u[i * A + j] = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(t[i][0], _mm256_set1_pd(G[j][0])),
+                                                       _mm256_mul_pd(t[i][1], _mm256_set1_pd(G[j][1]))),
+                                         _mm256_mul_pd(t[i][2], _mm256_set1_pd(G[j][2])));
+}
+
+int64_t inf__conv2d_winograd_w_floats(int tile, int64_t c, int64_t k) {
+    return (int64_t)(tile + 2) * (tile + 2) * inf__ops_sgemm_packed_floats(c, k);
+}
+
+/* U for output channel ko and input channels [ci, ci + n) (n <= 4) into
+ * the packed panels: dst[e * per + ci * 16] (dst at ko's column). */
+static void pack_kernels(int tile, const float *w, int64_t n, int64_t per, float *dst) {
+    float g[36] = {0};
+    memcpy(g, w, (size_t)(n * 9) * sizeof(float));
+    __m256d u[MAX_NE];
+    if (tile == 2) transform_kernels4(4, G2, g, u);
+    else transform_kernels4(6, G4, g, u);
+    for (int e = 0; e < (tile + 2) * (tile + 2); e++) {
+        float lanes[4];
+        _mm_storeu_ps(lanes, _mm256_cvtpd_ps(u[e]));
+        for (int64_t l = 0; l < n; l++) dst[e * per + l * GEMM_NR] = lanes[l];
+    }
+}
+
+/* dst[e][k / 16][c][k % 16] = U[e] for output channel k < K, zero up to the
+ * panel's end: per point e, the [C x K] B operand of
+ * inf__ops_sgemm_packed_avx2, per floats apart. */
+void inf__conv2d_winograd_pack_w(int tile, int64_t c, int64_t k, const float *w, float *dst) {
+    int ne = (tile + 2) * (tile + 2);
+    int64_t per = inf__ops_sgemm_packed_floats(c, k), kpad = round_up(k, GEMM_NR);
+    for (int64_t ko = 0; ko < kpad; ko++) {
+        float *d = dst + (ko / GEMM_NR) * c * GEMM_NR + ko % GEMM_NR;
+        if (ko >= k) {
+            for (int e = 0; e < ne; e++)
+                for (int64_t ci = 0; ci < c; ci++) d[e * per + ci * GEMM_NR] = 0.0f;
+            continue;
+        }
+        for (int64_t ci = 0; ci < c; ci += 4)
+            pack_kernels(tile, w + (ko * c + ci) * 9, min64(4, c - ci), per, d + ci * GEMM_NR);
+    }
+}
+
+/* ---- geometry ---- */
+
+typedef struct wino_geom {
+    int m, a, ne;                 /* output tile side, input tile side, points */
+    int64_t cp, kp, ldv;          /* C and K rounded up to 8; V's row stride */
+    int64_t tiles_x, tiles_y, rows; /* tiles per row and column; tile rows in all images */
+    int64_t rpb, tmax;            /* tile rows and tiles per block */
+    int64_t n_blocks, n_slots;
+    int64_t pw, wo;               /* staged input width, staged output width */
+    int64_t xs_floats, v_floats, m_floats, o_floats, slot_floats;
+} wino_geom;
+
+static wino_geom wino_geometry(int tile, const inf__conv2d *g, int threads) {
+    wino_geom G;
+    G.m = tile, G.a = tile + 2, G.ne = G.a * G.a;
+    G.cp = round_up(g->c, 8), G.kp = round_up(g->m, 8);
+    G.ldv = G.cp * 4 % 4096 ? G.cp : G.cp + 8; /* rows 4 KiB apart would be packed by the GEMM */
+    G.tiles_x = (g->ow + tile - 1) / tile, G.tiles_y = (g->oh + tile - 1) / tile;
+    G.rows = g->n * G.tiles_y;
+    int64_t budget = min64(MAX_TILES, max64(1, BLOCK_BYTES / (G.ne * (G.cp + g->m) * 4)));
+    G.rpb = max64(1, budget / G.tiles_x);
+    if (threads > 1) G.rpb = min64(G.rpb, (G.rows + threads - 1) / threads);
+    G.rpb = max64(1, min64(G.rpb, G.rows));
+    G.n_blocks = (G.rows + G.rpb - 1) / G.rpb;
+    G.rpb = (G.rows + G.n_blocks - 1) / G.n_blocks; /* blocks of even size: no short last one */
+    G.n_blocks = (G.rows + G.rpb - 1) / G.rpb;
+    G.tmax = G.rpb * G.tiles_x;
+    G.n_slots = max64(1, min64(threads, G.n_blocks));
+    G.wo = G.tiles_x * tile, G.pw = G.wo + 2;
+    G.xs_floats = round_up(G.a * G.pw * G.cp, 16);
+    G.v_floats = round_up(G.ne * G.tmax * G.ldv, 16);
+    G.m_floats = round_up(G.ne * G.tmax * g->m + 8, 16); /* + 8: the last 8-channel group reads past K */
+    G.o_floats = round_up(G.m * G.wo * G.kp, 16);
+    G.slot_floats = G.xs_floats + G.v_floats + G.m_floats + G.o_floats;
+    return G;
+}
+
+int64_t inf__conv2d_winograd_scratch_floats(int tile, const inf__conv2d *g, int threads) {
+    wino_geom G = wino_geometry(tile, g, threads);
+    return G.n_slots * G.slot_floats;
+}
+
+typedef struct wino_job {
+    const inf__conv2d *g;
+    wino_geom G;
+    const float *x, *up, *bias, *res;
+    float *y, *scratch;
+    int64_t u_floats; /* packed U floats per point */
+} wino_job;
+
+/* ---- input: stage a tile row channel-last, transform its tiles ---- */
+
+/* d[x * ldd + q] = src[q * plane + x] for x < cols, q < 8 (channels past
+ * nc zero): 8x8 transposes, a masked tail. */
+static void stage_channels(const float *src, int64_t plane, int64_t nc, int64_t cols, float *d, int64_t ldd) {
+    for (int64_t x = 0; x < cols; x += 8) {
+        int64_t cnt = min64(8, cols - x);
+        __m256i mask = inf__avx2_lanes(cnt);
+        __m256 r[8];
+        for (int q = 0; q < 8; q++)
+            r[q] = q >= nc        ? _mm256_setzero_ps()
+                   : cnt == 8     ? _mm256_loadu_ps(src + q * plane + x)
+                                  : _mm256_maskload_ps(src + q * plane + x, mask);
+        inf__avx2_transpose8(r);
+        for (int q = 0; q < cnt; q++) _mm256_storeu_ps(d + (x + q) * ldd, r[q]);
+    }
+}
+
+static void zero_floats(float *d, int64_t n) {
+    for (int64_t i = 0; i < n; i += 8) _mm256_storeu_ps(d + i, _mm256_setzero_ps()); /* n: a multiple of 8 */
+}
+
+/* xs[i][x][c] = X[n][c][ty*m - pt + i][x - pl], zero outside X. */
+static void stage_row(const wino_job *J, int64_t n, int64_t ty, float *xs) {
+    const inf__conv2d *g = J->g;
+    const wino_geom *G = &J->G;
+    int64_t cp = G->cp, plane = g->ih * g->iw, x0 = g->pl, x1 = g->pl + g->iw;
+    for (int i = 0; i < G->a; i++) {
+        float *d = xs + i * G->pw * cp;
+        int64_t iy = ty * G->m - g->pt + i;
+        if (iy < 0 || iy >= g->ih) {
+            zero_floats(d, G->pw * cp);
+            continue;
+        }
+        zero_floats(d, x0 * cp);
+        zero_floats(d + x1 * cp, (G->pw - x1) * cp);
+        const float *src = J->x + n * g->c * plane + iy * g->iw;
+        for (int64_t c0 = 0; c0 < cp; c0 += 8)
+            stage_channels(src + c0 * plane, plane, g->c - c0, g->iw, d + x0 * cp + c0, cp);
+    }
+}
+
+/* One dimension of B^T d: a values s[0], s[ss], ... into o[0], o[os], ... */
+static inline __attribute__((always_inline)) void in_1d(const int A, const __m256 *s, int ss, __m256 *o, int os) {
+    if (A == 4) {
+        __m256 d0 = s[0], d1 = s[ss], d2 = s[2 * ss], d3 = s[3 * ss];
+        o[0] = _mm256_sub_ps(d0, d2), o[os] = _mm256_add_ps(d1, d2);
+        o[2 * os] = _mm256_sub_ps(d2, d1), o[3 * os] = _mm256_sub_ps(d1, d3);
+        return;
+    }
+    __m256 d0 = s[0], d1 = s[ss], d2 = s[2 * ss], d3 = s[3 * ss], d4 = s[4 * ss], d5 = s[5 * ss];
+    __m256 four = _mm256_set1_ps(4.0f), five = _mm256_set1_ps(5.0f), two = _mm256_set1_ps(2.0f);
+    __m256 d42 = _mm256_sub_ps(d4, d2);
+    o[0] = _mm256_fmadd_ps(four, d0, _mm256_fnmadd_ps(five, d2, d4));
+    o[os] = _mm256_fnmadd_ps(four, _mm256_add_ps(d1, d2), _mm256_add_ps(d3, d4));
+    o[2 * os] = _mm256_fmadd_ps(four, _mm256_sub_ps(d1, d2), _mm256_sub_ps(d4, d3));
+    o[3 * os] = _mm256_fmadd_ps(two, _mm256_sub_ps(d3, d1), d42);
+    o[4 * os] = _mm256_fmadd_ps(two, _mm256_sub_ps(d1, d3), d42);
+    o[5 * os] = _mm256_fmadd_ps(four, d1, _mm256_fnmadd_ps(five, d3, d5));
+}
+
+/* V[e][t][c] for the tile at column tx of the staged row: B^T d B, 8
+ * channels at a time. */
+static inline __attribute__((always_inline)) void input_tile_a(const int A, const wino_geom *G, const float *xs,
+                                                               int64_t tx, float *v, int64_t t) {
+    for (int64_t c0 = 0; c0 < G->cp; c0 += 8) {
+        __m256 d[MAX_NE], u[MAX_NE];
+        const float *p = xs + tx * G->m * G->cp + c0;
+        for (int i = 0; i < A; i++)
+            for (int j = 0; j < A; j++) d[i * A + j] = _mm256_loadu_ps(p + (i * G->pw + j) * G->cp);
+        for (int j = 0; j < A; j++) in_1d(A, d + j, A, u + j, A);
+        for (int i = 0; i < A; i++) in_1d(A, u + i * A, 1, d + i * A, 1);
+        for (int e = 0; e < A * A; e++) _mm256_storeu_ps(v + (e * G->tmax + t) * G->ldv + c0, d[e]);
+    }
+}
+
+static void input_tile(const wino_geom *G, const float *xs, int64_t tx, float *v, int64_t t) {
+    if (G->a == 4) input_tile_a(4, G, xs, tx, v, t);
+    else input_tile_a(6, G, xs, tx, v, t);
+}
+
+/* ---- output: A^T M A per tile, then back to Y's rows ---- */
+
+/* One dimension of A^T m: a values s[0], s[ss], ... into a - 2 values
+ * o[0], o[os], ... */
+static inline __attribute__((always_inline)) void out_1d(const int A, const __m256 *s, int ss, __m256 *o, int os) {
+    if (A == 4) {
+        __m256 m12 = _mm256_sub_ps(s[ss], s[2 * ss]);
+        o[0] = _mm256_add_ps(_mm256_add_ps(s[0], s[ss]), s[2 * ss]);
+        o[os] = _mm256_sub_ps(m12, s[3 * ss]);
+        return;
+    }
+    __m256 p12 = _mm256_add_ps(s[ss], s[2 * ss]), n12 = _mm256_sub_ps(s[ss], s[2 * ss]);
+    __m256 p34 = _mm256_add_ps(s[3 * ss], s[4 * ss]), n34 = _mm256_sub_ps(s[3 * ss], s[4 * ss]);
+    o[0] = _mm256_add_ps(_mm256_add_ps(s[0], p12), p34);
+    o[os] = _mm256_fmadd_ps(_mm256_set1_ps(2.0f), n34, n12);
+    o[2 * os] = _mm256_fmadd_ps(_mm256_set1_ps(4.0f), p34, p12);
+    o[3 * os] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.0f), n34, n12), s[5 * ss]);
+}
+
+/* os[i][tx*m + q][k] = (A^T M A)[i][q] for the tile t, 8 channels at a
+ * time (the last group reads past K into the next row or M's slack). */
+static inline __attribute__((always_inline)) void output_tile_a(const int A, const wino_geom *G, const float *mm,
+                                                                int64_t ldm, int64_t t, float *os, int64_t tx) {
+    const int M = A - 2;
+    for (int64_t k0 = 0; k0 < G->kp; k0 += 8) {
+        __m256 d[MAX_NE], u[MAX_NE];
+        for (int e = 0; e < A * A; e++) d[e] = _mm256_loadu_ps(mm + (e * G->tmax + t) * ldm + k0);
+        for (int j = 0; j < A; j++) out_1d(A, d + j, A, u + j, A);
+        for (int i = 0; i < M; i++) out_1d(A, u + i * A, 1, d + i * A, 1);
+        for (int i = 0; i < M; i++)
+            for (int q = 0; q < M; q++) _mm256_storeu_ps(os + (i * G->wo + tx * M + q) * G->kp + k0, d[i * A + q]);
+    }
+}
+
+static void output_tile(const wino_geom *G, const float *mm, int64_t ldm, int64_t t, float *os, int64_t tx) {
+    if (G->a == 4) output_tile_a(4, G, mm, ldm, t, os, tx);
+    else output_tile_a(6, G, mm, ldm, t, os, tx);
+}
+
+/* Y[off .. off + cnt) = act(v + bias[k] + res[off ...]). */
+static inline void store_out(const wino_job *J, __m256 v, int64_t k, int64_t off, int64_t cnt, __m256i mask) {
+    const inf__conv2d *g = J->g;
+    if (J->bias) v = _mm256_add_ps(v, _mm256_broadcast_ss(J->bias + k));
+    if (J->res) v = _mm256_add_ps(v, cnt == 8 ? _mm256_loadu_ps(J->res + off) : _mm256_maskload_ps(J->res + off, mask));
+    if (g->act == INF_EPILOGUE_RELU) v = _mm256_max_ps(v, _mm256_setzero_ps()); /* NaN -> 0, as Relu */
+    else if (g->act == INF_EPILOGUE_CLIP)
+        v = _mm256_min_ps(_mm256_set1_ps(g->hi), _mm256_max_ps(_mm256_set1_ps(g->lo), v));
+    if (cnt == 8) _mm256_storeu_ps(J->y + off, v);
+    else _mm256_maskstore_ps(J->y + off, mask, v);
+}
+
+/* Output row oy of image n from its staged row orow ([x][kp]). */
+static void store_row(const wino_job *J, const float *orow, int64_t n, int64_t oy) {
+    const inf__conv2d *g = J->g;
+    int64_t kp = J->G.kp;
+    for (int64_t ox = 0; ox < g->ow; ox += 8) {
+        int64_t cnt = min64(8, g->ow - ox);
+        __m256i mask = inf__avx2_lanes(cnt);
+        for (int64_t k0 = 0; k0 < g->m; k0 += 8) {
+            __m256 r[8];
+            for (int q = 0; q < 8; q++) r[q] = q < cnt ? _mm256_loadu_ps(orow + (ox + q) * kp + k0) : _mm256_setzero_ps();
+            inf__avx2_transpose8(r);
+            for (int64_t kk = 0; kk < 8 && k0 + kk < g->m; kk++)
+                store_out(J, r[kk], k0 + kk, ((n * g->m + k0 + kk) * g->oh + oy) * g->ow + ox, cnt, mask);
+        }
+    }
+}
+
+/* ---- blocks ---- */
+
+/* Tile rows [b * rpb, ...) through input transform, GEMMs, output
+ * transform; buf is the slot's scratch. */
+static void run_block(const wino_job *J, int64_t b, float *buf) {
+    const inf__conv2d *g = J->g;
+    const wino_geom *G = &J->G;
+    float *xs = buf, *v = xs + G->xs_floats, *mm = v + G->v_floats, *os = mm + G->m_floats;
+    int64_t r0 = b * G->rpb, nr = min64(G->rpb, G->rows - r0), T = nr * G->tiles_x;
+    for (int64_t r = 0; r < nr; r++) {
+        stage_row(J, (r0 + r) / G->tiles_y, (r0 + r) % G->tiles_y, xs);
+        for (int64_t tx = 0; tx < G->tiles_x; tx++) input_tile(G, xs, tx, v, r * G->tiles_x + tx);
+    }
+    for (int e = 0; e < G->ne; e++)
+        inf__ops_sgemm_packed_avx2(NULL, false, T, g->m, g->c, 1.0f, v + e * G->tmax * G->ldv, G->ldv,
+                                   J->up + e * J->u_floats, 0.0f, mm + e * G->tmax * g->m, g->m);
+    for (int64_t r = 0; r < nr; r++) {
+        int64_t n = (r0 + r) / G->tiles_y, ty = (r0 + r) % G->tiles_y;
+        for (int64_t tx = 0; tx < G->tiles_x; tx++) output_tile(G, mm, g->m, r * G->tiles_x + tx, os, tx);
+        for (int64_t i = 0; i < G->m && ty * G->m + i < g->oh; i++) store_row(J, os + i * G->wo * G->kp, n, ty * G->m + i);
+    }
+}
+
+/* Slots [begin, end): slot s runs blocks s, s + n_slots, ... in its own
+ * part of the scratch. */
+static void slot_tasks(void *arg, int64_t begin, int64_t end) {
+    const wino_job *J = arg;
+    for (int64_t s = begin; s < end; s++)
+        for (int64_t b = s; b < J->G.n_blocks; b += J->G.n_slots) run_block(J, b, J->scratch + s * J->G.slot_floats);
+}
+
+void inf__conv2d_winograd_f32_avx2(inf__pool *pool, int tile, const inf__conv2d *g, const float *x,
+                                   const float *up, const float *bias, const float *res, float *scratch,
+                                   float *y) {
+    if (g->n <= 0 || g->oh <= 0 || g->ow <= 0 || g->m <= 0 || g->c <= 0) return;
+    wino_job J = {.g = g, .G = wino_geometry(tile, g, inf__pool_size(pool)), .x = x, .up = up, .bias = bias,
+                  .res = res, .y = y, .scratch = scratch, .u_floats = inf__ops_sgemm_packed_floats(g->c, g->m)};
+    inf__pool_range(pool, J.G.n_slots, 1, slot_tasks, &J);
+}
+
+#endif /* x86-64 with AVX2 and FMA */

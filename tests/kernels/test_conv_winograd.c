@@ -1,0 +1,223 @@
+/*
+ * test_conv_winograd.c -- the Winograd convolution (ops/x86/conv_winograd_avx2.c,
+ * F(2x2,3x3) and F(4x4,3x3)) against a float64 convolution written here.
+ *
+ * Winograd is not bit-exact with a direct sum: each term passes through
+ * the input transform B^T d B, the product with U = G g G^T (rounded once)
+ * and the output transform A^T M A, every step rounded in float32, and the
+ * transforms' coefficients amplify those roundings.  With the infinity
+ * norms of the 1-D transforms (|B^T| 2, |A^T| 3 for F(2x2); |B^T| 10,
+ * |A^T| 19 for F(4x4)) squared for 2-D, the worst case is about 36 eps
+ * (F(2x2)) and 36000 eps (F(4x4)) times sum |w||x| (+ |bias| + |res|), eps
+ * = 6e-8; random signs cancel most of it.  Observed maxima (printed at the
+ * end): 8.4e-7 and 2.0e-5 of the bound.  Allowed: 4e-6 (67 eps) for F(2x2)
+ * and 1e-4 (1700 eps) for F(4x4), plus 1e-6 absolute.  A wrong transform
+ * coefficient gives errors of the size of the terms themselves (~1e-1 of
+ * the bound), far outside.
+ *
+ * Random shapes: batch 1..3, input channels 1..40 and output channels
+ * 1..40 (mostly not multiples of 8), now and then 60..130 (several GEMM
+ * panels and k blocks of the 6x16 kernel), H and W 1..33 (odd sizes:
+ * partial tiles at the right and bottom), pads 0 / 1 / 2 on each side
+ * (asymmetric too), with and without bias, residual (ConvAdd) and
+ * ReLU / Clip; both tile sizes; pools of 1 and 2 threads.  Every output
+ * must be written (Y starts as NaN); each image run alone must give the
+ * batch's bits; 2 threads must give 1 thread's bits.
+ * Prints one line per failure and "N passed, M failed".  Skips (0 passed,
+ * 0 failed) on a CPU without AVX2/FMA.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "ops/ops.h"
+
+#if defined(__x86_64__)
+
+static int n_passed, n_failed;
+static double worst[5]; /* largest |y - ref| / bound seen, per tile size */
+#define KERNEL_TEST_SEED 0x2545F4914F6CDD1Dull
+#include "test_rng.h"
+
+static double activate(const inf__conv2d *g, double v) {
+    if (g->act == INF_EPILOGUE_RELU) return v > 0 ? v : 0;
+    if (g->act == INF_EPILOGUE_CLIP) return v < g->lo ? g->lo : v > g->hi ? g->hi : v;
+    return v;
+}
+
+/* One output of the 3x3, stride-1 convolution in double; *bound = sum of
+ * the absolute terms. */
+static double ref_at(const inf__conv2d *g, const float *x, const float *w, int64_t n, int64_t k, int64_t oy,
+                     int64_t ox, double *bound) {
+    double s = 0, a = 0;
+    for (int64_t c = 0; c < g->c; c++)
+        for (int64_t ky = 0; ky < 3; ky++) {
+            int64_t iy = oy - g->pt + ky;
+            if (iy < 0 || iy >= g->ih) continue;
+            for (int64_t kx = 0; kx < 3; kx++) {
+                int64_t ix = ox - g->pl + kx;
+                if (ix < 0 || ix >= g->iw) continue;
+                double t = (double)w[(k * g->c + c) * 9 + ky * 3 + kx] * x[((n * g->c + c) * g->ih + iy) * g->iw + ix];
+                s += t, a += fabs(t);
+            }
+        }
+    *bound = a;
+    return s;
+}
+
+typedef struct bufs {
+    float *x, *w, *b, *res, *up, *scratch, *y, *y1;
+} bufs;
+
+static void *alloc64(size_t floats) { return aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64); }
+
+static void free_bufs(bufs *B) {
+    free(B->x), free(B->w), free(B->b), free(B->res), free(B->up), free(B->scratch), free(B->y), free(B->y1);
+}
+
+static void run(inf__pool *pool, int tile, const inf__conv2d *g, const bufs *B, const float *x, const float *b,
+                const float *res, float *y) {
+    inf__conv2d_winograd_f32_avx2(pool, tile, g, x, B->up, b, res, B->scratch, y);
+}
+
+/* y against the double convolution; returns the failures printed. */
+static int check_values(const inf__conv2d *g, int tile, const bufs *B, const float *b, const float *res, int idx) {
+    double tol = tile == 2 ? 4e-6 : 1e-4;
+    int bad = 0;
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t k = 0; k < g->m; k++)
+            for (int64_t oy = 0; oy < g->oh; oy++)
+                for (int64_t ox = 0; ox < g->ow && bad < 3; ox++) {
+                    int64_t i = ((n * g->m + k) * g->oh + oy) * g->ow + ox;
+                    double bound, s = ref_at(g, B->x, B->w, n, k, oy, ox, &bound);
+                    if (b) s += b[k], bound += fabs(b[k]);
+                    if (res) s += res[i], bound += fabs(res[i]);
+                    double want = activate(g, s), err = fabs(B->y[i] - want);
+                    if (bound > 0 && err / bound > worst[tile]) worst[tile] = err / bound;
+                    if (!(err <= tol * bound + 1e-6)) {
+                        printf("case %d F(%dx%d): n%lld c%lld k%lld %lldx%lld pads %lld,%lld act%d bias%d res%d: "
+                               "y[%lld,%lld,%lld,%lld] = %.9g, want %.9g (bound %.3g)\n",
+                               idx, tile, tile, (long long)g->n, (long long)g->c, (long long)g->m, (long long)g->ih,
+                               (long long)g->iw, (long long)g->pt, (long long)g->pl, g->act, b != NULL, res != NULL,
+                               (long long)n, (long long)k, (long long)oy, (long long)ox, B->y[i], want, bound);
+                        bad++;
+                    }
+                }
+    return bad;
+}
+
+/* Each image alone gives the batch's bits; so does the other pool. */
+static int check_bits(inf__pool *pool, inf__pool *other, int tile, const inf__conv2d *g, const bufs *B,
+                      const float *b, const float *res, int idx) {
+    inf__conv2d g1 = *g;
+    g1.n = 1;
+    size_t xi = (size_t)(g->c * g->ih * g->iw), yi = (size_t)(g->m * g->oh * g->ow);
+    for (int64_t n = 0; n < g->n; n++) {
+        run(pool, tile, &g1, B, B->x + n * xi, b, res ? res + n * yi : NULL, B->y1);
+        if (memcmp(B->y1, B->y + n * yi, yi * sizeof(float))) {
+            printf("case %d F(%dx%d): image %lld alone differs from the batch\n", idx, tile, tile, (long long)n);
+            return 1;
+        }
+    }
+    run(other, tile, g, B, B->x, b, res, B->y1);
+    if (memcmp(B->y1, B->y, (size_t)g->n * yi * sizeof(float))) {
+        printf("case %d F(%dx%d): %d threads differ from %d\n", idx, tile, tile, inf__pool_size(other),
+               inf__pool_size(pool));
+        return 1;
+    }
+    return 0;
+}
+
+/* g (oh, ow set) with random data through one tile size. */
+static void check_shape(inf__pool *pool, inf__pool *other, int tile, const inf__conv2d *g, bool bias, bool has_res,
+                        int idx) {
+    size_t nx = (size_t)(g->n * g->c * g->ih * g->iw), nw = (size_t)(g->m * g->c * 9);
+    size_t ny = (size_t)(g->n * g->m * g->oh * g->ow);
+    int64_t ns = inf__conv2d_winograd_scratch_floats(tile, g, inf__pool_size(pool));
+    int64_t ns2 = inf__conv2d_winograd_scratch_floats(tile, g, inf__pool_size(other));
+    bufs B = {alloc64(nx), alloc64(nw), alloc64((size_t)g->m), alloc64(ny),
+              alloc64((size_t)inf__conv2d_winograd_w_floats(tile, g->c, g->m)), alloc64((size_t)(ns > ns2 ? ns : ns2)),
+              alloc64(ny), alloc64(ny)};
+    if (!B.x || !B.w || !B.b || !B.res || !B.up || !B.scratch || !B.y || !B.y1) {
+        printf("case %d: out of memory\n", idx);
+        n_failed++;
+        free_bufs(&B);
+        return;
+    }
+    for (size_t i = 0; i < nx; i++) B.x[i] = uniform();
+    for (size_t i = 0; i < nw; i++) B.w[i] = uniform();
+    for (int64_t i = 0; i < g->m; i++) B.b[i] = uniform();
+    for (size_t i = 0; i < ny; i++) B.res[i] = uniform(), B.y[i] = NAN; /* every element must be written */
+    const float *b = bias ? B.b : NULL, *res = has_res ? B.res : NULL;
+    inf__conv2d_winograd_pack_w(tile, g->c, g->m, B.w, B.up);
+    run(pool, tile, g, &B, B.x, b, res, B.y);
+    int bad = check_values(g, tile, &B, b, res, idx);
+    if (!bad) bad = check_bits(pool, other, tile, g, &B, b, res, idx);
+    if (bad) n_failed++;
+    else n_passed++;
+    free_bufs(&B);
+}
+
+static void one_case(inf__pool *pool, inf__pool *other, int idx) {
+    bool deep = next_u64() % 5 == 0;
+    inf__conv2d g = {.group = 1, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .lo = -0.3f, .hi = 0.4f};
+    g.n = rand_in(1, 3);
+    g.c = g.cg = deep ? rand_in(60, 130) : rand_in(1, 40);
+    g.m = g.mg = deep ? rand_in(60, 130) : rand_in(1, 40);
+    g.ih = rand_in(1, deep ? 12 : 33), g.iw = rand_in(1, deep ? 12 : 33);
+    int64_t pads[3] = {0, 1, 2}, pb, pr;
+    g.pt = pads[next_u64() % 3], g.pl = pads[next_u64() % 3];
+    pb = next_u64() % 4 ? g.pt : pads[next_u64() % 3], pr = next_u64() % 4 ? g.pl : pads[next_u64() % 3];
+    g.oh = g.ih + g.pt + pb - 2, g.ow = g.iw + g.pl + pr - 2;
+    if (g.oh < 1 || g.ow < 1) { /* the kernel does not fit the padded input */
+        one_case(pool, other, idx);
+        return;
+    }
+    g.act = next_u64() % 3 == 0 ? INF_EPILOGUE_NONE : next_u64() % 2 ? INF_EPILOGUE_RELU : INF_EPILOGUE_CLIP;
+    bool bias = next_u64() % 3 != 0, has_res = next_u64() % 2 == 0;
+    check_shape(pool, other, idx % 2 ? 4 : 2, &g, bias, has_res, idx);
+}
+
+/* The bench CNN's stride-1 3x3s: 32 ch at 32x32, 64 at 16x16, 128 at 8x8,
+ * pad 1, batch 2, bias, ReLU; the first with a residual. */
+static void bench_cases(inf__pool *pool, inf__pool *other) {
+    for (int tile = 2; tile <= 4; tile += 2)
+        for (int i = 0; i < 3; i++) {
+            int64_t ch = 32 << i, hw = 32 >> i;
+            inf__conv2d g = {.n = 2, .c = ch, .m = ch, .group = 1, .cg = ch, .mg = ch, .ih = hw, .iw = hw, .oh = hw,
+                             .ow = hw, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .pt = 1, .pl = 1,
+                             .act = INF_EPILOGUE_RELU};
+            check_shape(pool, other, tile, &g, true, i == 0, -1 - i);
+        }
+}
+
+int main(void) {
+    if (!inf__cpu_has_avx2_fma()) {
+        printf("0 passed, 0 failed (no AVX2/FMA)\n");
+        return 0;
+    }
+    inf__pool *pools[2] = {NULL, NULL};
+    for (int t = 0; t < 2; t++)
+        if (inf__pool_new(t + 1, &pools[t]) != INF_OK) {
+            printf("cannot create a pool of %d threads\n", t + 1);
+            return 1;
+        }
+    for (int i = 0; i < 240; i++) one_case(pools[i % 4 < 2], pools[i % 4 >= 2], i);
+    bench_cases(pools[0], pools[1]);
+    bench_cases(pools[1], pools[0]);
+    inf__pool_free(pools[0]), inf__pool_free(pools[1]);
+    printf("largest error / sum|w||x|: F(2x2) %.3g, F(4x4) %.3g\n", worst[2], worst[4]);
+    printf("%d passed, %d failed\n", n_passed, n_failed);
+    return n_failed ? 1 : 0;
+}
+
+#else /* not x86-64: no AVX2 kernels */
+
+int main(void) {
+    printf("0 passed, 0 failed (not x86-64)\n");
+    return 0;
+}
+
+#endif
