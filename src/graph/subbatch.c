@@ -11,11 +11,11 @@
  *   batched, which constant (and, for broadcasting ops, that the constant
  *   does not vary along axis 0), which attributes keep axis 0 apart (a
  *   Softmax, Concat or Reduce axis other than 0, Reshape keeping dim 0,
- *   Transpose with perm[0] == 0, ...) and the rank of the outputs.  The
- *   batch-size chains of dynamic reshapes (Shape -> Gather 0 -> Unsqueeze
- *   -> Concat with constants -> Reshape) have states of their own
- *   (VS_BSIZE, VS_BSHAPE): a sub-batch reshapes to its own row count, which
- *   is what the whole batch does row by row.  Any other op, the batch size
+ *   Transpose with perm[0] == 0, Pad leaving axis 0 alone, ...) and the
+ *   rank of the outputs.  The batch-size chains of dynamic reshapes (Shape
+ *   -> Gather 0 -> Unsqueeze -> Concat with constants -> Reshape) have
+ *   states of their own (VS_BSIZE, VS_BSHAPE): a sub-batch reshapes to its
+ *   own row count, which is what the whole batch does row by row.  Any other op, the batch size
  *   used as a value, a subgraph, or an output that is not BATCH makes the
  *   graph not separable, and the session runs every batch whole.
  *
@@ -223,6 +223,21 @@ static int check_gather(const proof *p, const inf__node *n, int rank) {
     return out <= INF_MAX_DIMS ? out : -1;
 }
 
+/* Pad with constant pads (the attribute before opset 11) that leave axis 0
+ * alone, on every axis (no `axes` input). */
+static int check_pad(const proof *p, const inf__node *n, int rank) {
+    int np = 0;
+    const int64_t *pads = NULL;
+    if (n->opset < 11) {
+        pads = inf__attr_ints(n, "pads", &np);
+    } else {
+        const inf_tensor *t = n->n_inputs > 1 ? constant_of(p, n->inputs[1]) : NULL;
+        if (t && t->dtype == INF_DTYPE_I64 && t->ndim == 1) pads = t->data, np = (int)t->dims[0];
+    }
+    if (!pads || np != 2 * rank || (n->n_inputs > 3 && n->inputs[3] >= 0)) return -1;
+    return pads[0] == 0 && pads[rank] == 0 ? rank : -1;
+}
+
 /* Element-wise with every input batched or broadcast (B-rank rule "E"). */
 #define EW(name) {name, "E", NULL}
 /* One batched input, the rest constant broadcast operands. */
@@ -240,7 +255,7 @@ static const op_rule rules[] = {
     {"InstanceNormalization", "BC", NULL}, {"LRN", "B", NULL}, {"LayerNormalization", "BC", check_axis_m1},
     UN("LeakyRelu"), EW("Less"), EW("LessOrEqual"), UN("Log"), {"LogSoftmax", "B", check_softmax},
     {"MatMul", "BA", check_matmul}, EW("Max"), {"MaxPool", "B", check_no_extra_outputs}, EW("Mean"), EW("Min"),
-    UN("Mish"), EW("Mod"), EW("Mul"), UN("Neg"), UN("Not"), EW("Or"), UN("PRelu"), EW("Pow"), UN("Reciprocal"),
+    UN("Mish"), EW("Mod"), EW("Mul"), UN("Neg"), UN("Not"), EW("Or"), UN("PRelu"), {"Pad", "BC", check_pad}, EW("Pow"), UN("Reciprocal"),
     {"ReduceL1", "BC", check_reduce}, {"ReduceL2", "BC", check_reduce}, {"ReduceLogSumExp", "BC", check_reduce},
     {"ReduceMax", "BC", check_reduce}, {"ReduceMean", "BC", check_reduce}, {"ReduceMin", "BC", check_reduce},
     {"ReduceProd", "BC", check_reduce}, {"ReduceSum", "BC", check_reduce}, {"ReduceSumSquare", "BC", check_reduce},

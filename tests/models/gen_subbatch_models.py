@@ -98,3 +98,10 @@ save("mix_batch_size_value", BATCH_SIZE + [
 save("mix_reshape_batch_not_first", BATCH_SIZE + [
     N("Concat", ["first", "u", "last"], ["c"], axis=0), N("Reshape", ["x", "c"], ["y"]),
 ], BATCH_INITS + [i64("first", [2]), i64("last", [-1])], ["batch", 4, 8], ["y"])
+
+# Pad (reflect on the last axes, constant elsewhere) that leaves axis 0 alone; and one that pads the batch
+save("sep_pad", [
+    N("Pad", ["x", "pads_r"], ["p"], mode="reflect"), N("Pad", ["p", "pads_c", "cval"], ["y"]),
+], [i64("pads_r", [0, 0, 1, 2, 0, 0, 2, 1]), i64("pads_c", [0, 1, 0, 0, 0, 2, 0, 0]),
+    numpy_helper.from_array(np.float32(0.5), "cval")], ["batch", 3, 5, 6], ["y"])
+save("mix_pad_batch", [N("Pad", ["x", "pads"], ["y"])], [i64("pads", [1, 0, 0, 0])], ["batch", 8], ["y"])
