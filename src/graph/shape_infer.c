@@ -93,6 +93,10 @@ static bool is(const inf__node *node, const char *const *names, size_t n) {
     return false;
 }
 
+/* Input k of node: its value index, or -1 when absent (a malformed node may
+ * have fewer inputs than its op reads). */
+static int input(const inf__node *node, int k) { return k < node->n_inputs ? node->inputs[k] : -1; }
+
 static int norm_axis(int64_t a, int rank) { return (int)(a < 0 ? a + rank : a); }
 
 static bool all_known(const int64_t *x, int n) {
@@ -329,7 +333,7 @@ static sym infer_gather(inf__shape_infer *si, const inf__node *node, sym data, s
     for (int i = 0; i < idx.rank; i++) r.d[r.rank++] = idx.d[i];
     for (int i = axis + 1; i < data.rank; i++) r.d[r.rank++] = data.d[i];
     int64_t ix[INF_MAX_DIMS];
-    int n = known_ints(si, node->inputs[1], ix);
+    int n = known_ints(si, input(node, 1), ix);
     if (data.rank == 1 && data.n_el >= 0 && n >= 0 && idx.rank <= 1) {
         for (int i = 0; i < n; i++) {
             int64_t j = ix[i] < 0 ? ix[i] + data.n_el : ix[i];
@@ -400,8 +404,8 @@ static sym infer_output0(inf__shape_infer *si, const inf__node *node) {
     if (is(node, BROADCAST, sizeof BROADCAST / sizeof *BROADCAST)) {
         sym r = broadcast(si, node);
         if (node->n_inputs == 2 && strchr("ASMD", op[0]) && strlen(op) == 3)
-            arith_elements(node, x, get(si, node->inputs[1]), &r);
-        if (!strcmp(op, "Where")) r.dtype = get(si, node->inputs[1]).dtype;
+            arith_elements(node, x, get(si, input(node, 1)), &r);
+        if (!strcmp(op, "Where")) r.dtype = get(si, input(node, 1)).dtype;
         return r;
     }
     if (!strcmp(op, "Cast")) {
@@ -410,13 +414,13 @@ static sym infer_output0(inf__shape_infer *si, const inf__node *node) {
         if (to != INF_DTYPE_I64) x.n_el = -1;
         return x;
     }
-    if (!strcmp(op, "MatMul")) return infer_matmul(si, x, get(si, node->inputs[1]));
+    if (!strcmp(op, "MatMul")) return infer_matmul(si, x, get(si, input(node, 1)));
     if (!strcmp(op, "Transpose")) return infer_transpose(node, x);
-    if (!strcmp(op, "Reshape")) return infer_reshape(si, node, x, get(si, node->inputs[1]));
+    if (!strcmp(op, "Reshape")) return infer_reshape(si, node, x, get(si, input(node, 1)));
     if (!strcmp(op, "Unsqueeze")) return infer_unsqueeze(si, node, x);
     if (!strcmp(op, "Squeeze")) return infer_squeeze(si, node, x);
     if (!strcmp(op, "Concat")) return infer_concat(si, node);
-    if (!strcmp(op, "Gather")) return infer_gather(si, node, x, get(si, node->inputs[1]));
+    if (!strcmp(op, "Gather")) return infer_gather(si, node, x, get(si, input(node, 1)));
     if (!strcmp(op, "Slice")) return infer_slice(si, node, x);
     if (!strcmp(op, "Shape")) return infer_shape_op(node, x);
     if (!strncmp(op, "Reduce", 6)) return infer_reduce(si, node, x);
