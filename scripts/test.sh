@@ -31,12 +31,13 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   done
   # a fuzzed shape may ask for terabytes: malloc's NULL must reach our ENOMEM path, not abort ASan
   export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1
+  # a failing input is kept in build-fuzz/ (the corpus folders are removed below)
   (cd "$corpus" && "$OLDPWD/build-fuzz/fuzz_model_load" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 \
-     -timeout=20 "$corpus" 2>&1 | tail -3) || status=1
+     -timeout=20 -artifact_prefix="$OLDPWD/build-fuzz/model-" "$corpus" 2>&1 | tail -3) || status=1
   pbcorpus=$(mktemp -d)
   cp tests/models/*_input.pb "$pbcorpus"/
   (cd "$pbcorpus" && "$OLDPWD/build-fuzz/fuzz_tensor_pb" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 \
-     "$pbcorpus" 2>&1 | tail -3) || status=1
+     -artifact_prefix="$OLDPWD/build-fuzz/tensor-" "$pbcorpus" 2>&1 | tail -3) || status=1
   rm -rf "$corpus" "$pbcorpus"
 fi
 

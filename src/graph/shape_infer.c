@@ -97,7 +97,11 @@ static bool is(const inf__node *node, const char *const *names, size_t n) {
  * have fewer inputs than its op reads). */
 static int input(const inf__node *node, int k) { return k < node->n_inputs ? node->inputs[k] : -1; }
 
-static int norm_axis(int64_t a, int rank) { return (int)(a < 0 ? a + rank : a); }
+/* Axis a of a rank-`rank` tensor counted from 0, or -1 when out of range. */
+static int norm_axis(int64_t a, int rank) {
+    if (a < 0) a += rank;
+    return a >= 0 && a < rank ? (int)a : -1;
+}
 
 static bool all_known(const int64_t *x, int n) {
     for (int i = 0; i < n; i++)
@@ -145,11 +149,11 @@ static void arith_elements(const inf__node *node, sym a, sym b, sym *r) {
     if ((a.n_el != n && a.n_el != 1) || (b.n_el != n && b.n_el != 1) || !all_known(r->d, r->rank)) return;
     for (int i = 0; i < n; i++) {
         int64_t x = a.el[a.n_el == 1 ? 0 : i], y = b.el[b.n_el == 1 ? 0 : i];
-        if (x < 0 || y < 0) return;
+        if (x < 0 || y < 0 || x > ((int64_t)1 << 40) || y > ((int64_t)1 << 40)) return; /* no overflow below */
         if (!strcmp(node->op_type, "Add")) r->el[i] = x + y;
         else if (!strcmp(node->op_type, "Sub")) r->el[i] = x - y;
-        else if (!strcmp(node->op_type, "Mul")) r->el[i] = x * y;
-        else if (y != 0) r->el[i] = x / y; /* both >= 0: C's truncation is ONNX's floor */
+        else if (!strcmp(node->op_type, "Mul") && (y == 0 || x <= INT64_MAX / y)) r->el[i] = x * y;
+        else if (!strcmp(node->op_type, "Div") && y != 0) r->el[i] = x / y; /* both >= 0: C's truncation is floor */
         else return;
         if (r->el[i] < 0 || r->el[i] > ((int64_t)1 << 40)) return;
     }
@@ -187,16 +191,20 @@ static sym infer_transpose(const inf__node *node, sym x) {
     return r;
 }
 
-static int64_t product(const int64_t *d, int n) {
-    int64_t p = 1;
-    for (int i = 0; i < n; i++) p *= d[i];
-    return p;
+/* The product of d[0..n) in *p; false when it overflows int64 (a fuzzed or
+ * malformed shape: the dimension is then not known). */
+static bool product(const int64_t *d, int n, int64_t *p) {
+    *p = 1;
+    for (int i = 0; i < n; i++)
+        if (__builtin_mul_overflow(*p, d[i], p)) return false;
+    return true;
 }
 
 /* Flatten's factor of d[lo, hi): the product if known, the dimension if
  * it is the only one that is not 1, else a new symbol. */
 static int64_t flat_factor(inf__shape_infer *si, const int64_t *d, int lo, int hi) {
-    if (all_known(d + lo, hi - lo)) return product(d + lo, hi - lo);
+    int64_t p;
+    if (all_known(d + lo, hi - lo) && product(d + lo, hi - lo, &p)) return p;
     int64_t only = -1;
     int n_not_one = 0;
     for (int i = lo; i < hi; i++)
@@ -222,8 +230,10 @@ static sym infer_reshape(inf__shape_infer *si, const inf__node *node, sym x, sym
     }
     if (minus >= 0) {
         r.d[minus] = 1;
-        bool known = x.rank >= 0 && all_known(x.d, x.rank) && all_known(r.d, r.rank) && product(r.d, r.rank) > 0;
-        r.d[minus] = known ? product(x.d, x.rank) / product(r.d, r.rank) : fresh(si);
+        int64_t in = 0, out = 0;
+        bool known = x.rank >= 0 && all_known(x.d, x.rank) && all_known(r.d, r.rank) && product(x.d, x.rank, &in) &&
+                     product(r.d, r.rank, &out) && out > 0;
+        r.d[minus] = known ? in / out : fresh(si);
     }
     if (x.n_el >= 0 && r.rank <= 1) r.n_el = x.n_el, memcpy(r.el, x.el, sizeof r.el);
     return r;
@@ -312,7 +322,7 @@ static sym infer_concat(const inf__shape_infer *si, const inf__node *node) {
     for (int k = 1; k < node->n_inputs; k++) {
         sym s = get(si, node->inputs[k]);
         if (s.rank != r.rank) return UNKNOWN;
-        r.d[axis] = r.d[axis] >= 0 && s.d[axis] >= 0 ? r.d[axis] + s.d[axis] : -1;
+        if (r.d[axis] < 0 || s.d[axis] < 0 || __builtin_add_overflow(r.d[axis], s.d[axis], &r.d[axis])) r.d[axis] = -1;
         if (r.n_el >= 0 && s.n_el >= 0 && r.n_el + s.n_el <= INF_MAX_DIMS) {
             memcpy(r.el + r.n_el, s.el, (size_t)s.n_el * sizeof(int64_t));
             r.n_el += s.n_el;
@@ -425,8 +435,10 @@ static sym infer_output0(inf__shape_infer *si, const inf__node *node) {
     if (!strcmp(op, "Shape")) return infer_shape_op(node, x);
     if (!strncmp(op, "Reduce", 6)) return infer_reduce(si, node, x);
     if (!strcmp(op, "Flatten") && x.rank >= 0) {
-        int axis = norm_axis(inf__attr_int(node, "axis", 1), x.rank);
-        if (axis < 0 || axis > x.rank) return UNKNOWN;
+        int64_t a = inf__attr_int(node, "axis", 1);
+        if (a < 0) a += x.rank;
+        if (a < 0 || a > x.rank) return UNKNOWN; /* Flatten's axis may equal the rank */
+        int axis = (int)a;
         sym r = {.rank = 2, .dtype = x.dtype, .n_el = -1};
         r.d[0] = flat_factor(si, x.d, 0, axis), r.d[1] = flat_factor(si, x.d, axis, x.rank);
         return r;
