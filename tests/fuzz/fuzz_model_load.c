@@ -50,7 +50,7 @@ static void try_run(const inf_model *m) {
         int64_t dims[INF_MAX_DIMS], numel = 1;
         for (int d = 0; d < info->ndim; d++) {
             dims[d] = info->dims[d] < 0 ? 1 : info->dims[d];
-            numel *= dims[d] ? dims[d] : 1;
+            if (dims[d] > 4096 || (numel *= dims[d] ? dims[d] : 1) > 4096) numel = 4097; /* no overflow */
         }
         if (numel > 4096 || inf_tensor_new(INF_DTYPE_F32, info->ndim, dims, &inputs[i]) != INF_OK) ok = 0;
     }
