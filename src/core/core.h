@@ -78,17 +78,16 @@ bool inf__shape_equal(int na, const int64_t *a, int nb, const int64_t *b);
 const char *inf__shape_str(int ndim, const int64_t *dims, char *buf, size_t size);
 
 /* ---- Thread pool (threadpool.c) ----
- * A persistent pool of n-1 workers plus the calling thread.
- * inf__pool_for runs fn(arg, i, n_tasks) for i in [0, n_tasks) split across
- * the threads and returns when all are done.  One caller at a time. */
+ * A persistent pool of n-1 workers plus the calling thread.  One caller at
+ * a time. */
 typedef struct inf__pool inf__pool;
-typedef void (*inf__task_fn)(void *arg, int64_t i, int64_t n);
 
 inf_status inf__pool_new(int n_threads, inf__pool **out);
 void inf__pool_free(inf__pool *pool);
 int inf__pool_size(const inf__pool *pool);
-/* Splits [0, n) into contiguous chunks, one per thread (fewer if n is small),
- * calling fn(arg, begin, end) for each.  pool may be NULL: runs inline. */
+/* Splits [0, n) into contiguous chunks of at least min_chunk (about four per
+ * thread), calling fn(arg, begin, end) for each from whichever thread claims
+ * it, and returns when all are done.  pool may be NULL: runs inline. */
 typedef void (*inf__range_fn)(void *arg, int64_t begin, int64_t end);
 void inf__pool_range(inf__pool *pool, int64_t n, int64_t min_chunk, inf__range_fn fn, void *arg);
 /* A 64-byte aligned buffer of at least `bytes` owned by the pool, for the

@@ -2,15 +2,25 @@
  * threadpool.c -- a persistent pool of worker threads for kernels.
  *
  * DESIGN: n_threads - 1 workers plus the calling thread.  A job is a range
- * [0, n) cut into chunks; every thread (the caller included) takes chunks from
- * an atomic counter until none are left, so uneven chunks balance themselves.
- * Workers spin briefly on the job generation before sleeping on a condition
- * variable: back-to-back kernels of one inference then start without a
- * futex wake-up, and an idle pool costs no CPU.  One job at a time: the pool
- * belongs to one session, which runs on one thread at a time.  The pool
- * also owns a workspace the current caller may use for data its tasks share
- * (inf__pool_workspace: the packed GEMM operand), grown on demand and freed
- * with the pool.
+ * [0, n) cut into chunks; every thread (the caller included) claims chunks
+ * until none are left, so uneven chunks balance themselves.
+ *
+ * The caller never waits for a worker that has not started: a claim is a
+ * compare-and-swap on one word holding (job generation, next chunk), so a
+ * worker that wakes late -- its vCPU was busy with another process -- finds
+ * the job's chunks taken (or a newer generation) and claims nothing.  The
+ * caller waits only for chunks a worker actually claimed, counted in `done`.
+ * On a shared 2-vCPU machine this turns "wait a scheduler time slice for the
+ * descheduled worker" into "the caller does the remaining chunks itself",
+ * which is what kept batch-1 p99 at 2 threads unsteady.
+ *
+ * Workers spin briefly on the generation (pause, then sched_yield) before
+ * sleeping on a condition variable: back-to-back kernels of one inference
+ * start without a futex wake-up, and an idle pool costs no CPU.  One job at a
+ * time: the pool belongs to one session, which runs on one thread at a time.
+ * The pool also owns a workspace the current caller may use for data its
+ * tasks share (inf__pool_workspace: the packed GEMM operand), grown on demand
+ * and freed with the pool.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -18,55 +28,104 @@
 
 #include "core/core.h"
 
-#define SPIN_ITERS 20000
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+#define PAUSE_ITERS 256   /* pause-spins before yielding the CPU */
+#define YIELD_ITERS 20000 /* sched_yield spins before sleeping */
+
+/* The claim word: generation in the high 32 bits, chunks not yet claimed in
+ * the low 32.  Counting down matters: once a job's count reaches 0 no claim
+ * of that generation can succeed, whatever chunk count a late reader saw. */
+#define CLAIM(gen, left) (((uint64_t)(uint32_t)(gen) << 32) | (uint32_t)(left))
+#define CLAIM_GEN(w) ((uint32_t)((w) >> 32))
+#define CLAIM_LEFT(w) ((uint32_t)(w))
 
 struct inf__pool {
     int n_threads;
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t wake;
-    _Atomic uint64_t generation; /* bumped once per job */
+    _Atomic uint32_t generation; /* bumped once per job, published last */
     _Atomic int stop;
-    /* the current job */
-    inf__range_fn fn;
-    void *arg;
-    int64_t n, chunk;
-    _Atomic int64_t next;    /* next chunk start */
-    _Atomic int n_busy;      /* workers still in the current job */
+    _Atomic int n_sleeping; /* workers blocked on `wake` */
+    /* the current job, written before `generation` is bumped; atomics
+     * because a late worker may read them while the next job writes them
+     * (its claim then fails, so what it read is never used) */
+    _Atomic(inf__range_fn) fn;
+    _Atomic(void *) arg;
+    _Atomic int64_t n, chunk;
+    _Atomic uint32_t n_chunks;
+    _Atomic uint64_t claim; /* CLAIM(generation, chunks left) */
+    _Atomic uint32_t done;  /* chunks finished in the current job */
     /* the caller's workspace (inf__pool_workspace) */
     void *ws;
     size_t ws_size;
 };
 
-static void run_chunks(inf__pool *p) {
+/* Claims the next chunk of job `gen` (of n_chunks); false once the job has
+ * no chunk left or a newer job replaced it. */
+static bool claim_chunk(inf__pool *p, uint32_t gen, uint32_t n_chunks, uint32_t *chunk) {
+    uint64_t w = atomic_load(&p->claim);
     for (;;) {
-        int64_t begin = atomic_fetch_add(&p->next, p->chunk);
-        if (begin >= p->n) break;
-        int64_t end = begin + p->chunk < p->n ? begin + p->chunk : p->n;
-        p->fn(p->arg, begin, end);
+        if (CLAIM_GEN(w) != gen || CLAIM_LEFT(w) == 0) return false;
+        if (atomic_compare_exchange_weak(&p->claim, &w, w - 1)) {
+            *chunk = n_chunks - CLAIM_LEFT(w);
+            return true;
+        }
+    }
+}
+
+/* Runs chunks of job `gen` until none is left. */
+static void run_chunks(inf__pool *p, uint32_t gen) {
+    inf__range_fn fn = atomic_load(&p->fn);
+    void *arg = atomic_load(&p->arg);
+    int64_t n = atomic_load(&p->n), size = atomic_load(&p->chunk);
+    uint32_t n_chunks = atomic_load(&p->n_chunks), c;
+    while (claim_chunk(p, gen, n_chunks, &c)) {
+        /* A successful claim proves fn..n_chunks (read before it) were job
+         * gen's: the next job is written only after all of gen's chunks were
+         * claimed and done. */
+        int64_t begin = (int64_t)c * size;
+        int64_t end = begin + size < n ? begin + size : n;
+        fn(arg, begin, end);
+        atomic_fetch_add(&p->done, 1);
+    }
+}
+
+/* Waits until the generation differs from `seen` (or the pool stops):
+ * spins, then yields, then sleeps on the condition variable. */
+static uint32_t wait_for_job(inf__pool *p, uint32_t seen) {
+    for (int spins = 0;; spins++) {
+        uint32_t gen = atomic_load(&p->generation);
+        if (gen != seen || atomic_load(&p->stop)) return gen;
+        if (spins < PAUSE_ITERS) {
+            cpu_relax();
+        } else if (spins < PAUSE_ITERS + YIELD_ITERS) {
+            sched_yield();
+        } else {
+            pthread_mutex_lock(&p->mu);
+            atomic_fetch_add(&p->n_sleeping, 1);
+            while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop))
+                pthread_cond_wait(&p->wake, &p->mu);
+            atomic_fetch_sub(&p->n_sleeping, 1);
+            pthread_mutex_unlock(&p->mu);
+            spins = 0;
+        }
     }
 }
 
 static void *worker_main(void *arg) {
     inf__pool *p = arg;
-    uint64_t seen = 0;
+    uint32_t seen = atomic_load(&p->generation);
     for (;;) {
-        uint64_t gen;
-        int spins = 0;
-        while ((gen = atomic_load(&p->generation)) == seen && !atomic_load(&p->stop)) {
-            if (++spins < SPIN_ITERS) {
-                sched_yield();
-                continue;
-            }
-            pthread_mutex_lock(&p->mu);
-            while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop))
-                pthread_cond_wait(&p->wake, &p->mu);
-            pthread_mutex_unlock(&p->mu);
-        }
+        seen = wait_for_job(p, seen);
         if (atomic_load(&p->stop)) return NULL;
-        seen = gen;
-        run_chunks(p);
-        atomic_fetch_sub(&p->n_busy, 1);
+        run_chunks(p, seen);
     }
 }
 
@@ -125,6 +184,26 @@ void *inf__pool_workspace(inf__pool *p, size_t bytes) {
 
 int inf__pool_size(const inf__pool *p) { return p ? p->n_threads : 1; }
 
+/* Publishes a job of n_chunks chunks and wakes sleeping workers. */
+static uint32_t publish_job(inf__pool *p, int64_t n, int64_t chunk, uint32_t n_chunks,
+                            inf__range_fn fn, void *arg) {
+    uint32_t gen = atomic_load(&p->generation) + 1;
+    atomic_store(&p->fn, fn);
+    atomic_store(&p->arg, arg);
+    atomic_store(&p->n, n);
+    atomic_store(&p->chunk, chunk);
+    atomic_store(&p->n_chunks, n_chunks);
+    atomic_store(&p->done, 0);
+    atomic_store(&p->claim, CLAIM(gen, n_chunks));
+    atomic_store(&p->generation, gen);
+    if (atomic_load(&p->n_sleeping) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
+    return gen;
+}
+
 void inf__pool_range(inf__pool *p, int64_t n, int64_t min_chunk, inf__range_fn fn, void *arg) {
     if (n <= 0) return;
     if (min_chunk < 1) min_chunk = 1;
@@ -136,16 +215,14 @@ void inf__pool_range(inf__pool *p, int64_t n, int64_t min_chunk, inf__range_fn f
     /* Four chunks per thread balance uneven work without much overhead. */
     int64_t chunk = (n + threads * 4 - 1) / (threads * 4);
     if (chunk < min_chunk) chunk = min_chunk;
-    p->fn = fn;
-    p->arg = arg;
-    p->n = n;
-    p->chunk = chunk;
-    atomic_store(&p->next, 0);
-    atomic_store(&p->n_busy, threads - 1);
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add(&p->generation, 1);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
-    run_chunks(p);
-    while (atomic_load(&p->n_busy) > 0) sched_yield();
+    uint32_t n_chunks = (uint32_t)((n + chunk - 1) / chunk);
+    uint32_t gen = publish_job(p, n, chunk, n_chunks, fn, arg);
+    run_chunks(p, gen);
+    /* Only chunks a worker claimed can still be running. */
+    for (int spins = 0; atomic_load(&p->done) < n_chunks; spins++) {
+        if (spins < PAUSE_ITERS)
+            cpu_relax();
+        else
+            sched_yield();
+    }
 }

@@ -167,6 +167,48 @@ TEST(thread_pool_covers_every_index_once) {
     }
 }
 
+/* mark_range with a few microseconds of work per index, longer than the
+ * test's checks, so that a chunk still running when the caller returns
+ * would be seen. */
+static void mark_range_slowly(void *arg, int64_t begin, int64_t end) {
+    for (volatile int64_t spin = 0; spin < 3000 * (end - begin); spin++) {
+    }
+    mark_range(arg, begin, end);
+}
+
+/* The first index of c not hit exactly once below n and never from n on, or -1. */
+static int first_bad_hit(const pool_check *c, int n) {
+    for (int i = 0; i < 1000; i++)
+        if (c->hits[i] != (i < n)) return i;
+    return -1;
+}
+
+/* Many back-to-back jobs on an oversubscribed pool (4 threads on fewer
+ * cores, so workers are descheduled mid-wait and wake late), alternating
+ * between two targets: a worker that ran a chunk with the previous job's
+ * function/argument or range would mark the other target again or miss an
+ * index of this one, and a caller that returned before a claimed chunk
+ * finished would see an index not yet marked. */
+TEST(thread_pool_late_workers_never_run_a_stale_job) {
+    inf__pool *pool;
+    ASSERT_OK(inf__pool_new(4, &pool));
+    pool_check *c[2] = {calloc(1, sizeof(pool_check)), calloc(1, sizeof(pool_check))};
+    ASSERT_TRUE(c[0] && c[1]);
+    int n_of[2] = {0, 0};
+    for (int job = 0; job < 3000; job++) {
+        int t = job & 1, n = 2 + job * 7 % 63;
+        memset(c[t], 0, sizeof *c[t]);
+        n_of[t] = n;
+        inf__pool_range(pool, n, 1, mark_range_slowly, c[t]);
+        int bad = first_bad_hit(c[t], n), bad_prev = first_bad_hit(c[!t], n_of[!t]);
+        if (bad >= 0) TEST_FAIL_AT("job %d (n=%d): index %d hit %d times", job, n, bad, c[t]->hits[bad]);
+        if (bad_prev >= 0) TEST_FAIL_AT("job %d: the previous job's index %d now hit %d times", job, bad_prev, c[!t]->hits[bad_prev]);
+    }
+    inf__pool_free(pool);
+    free(c[0]);
+    free(c[1]);
+}
+
 TEST(thread_pool_single_thread_runs_inline) {
     pool_check *c = calloc(1, sizeof *c);
     inf__pool_range(NULL, 10, 1, mark_range, c);
