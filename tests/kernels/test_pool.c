@@ -4,7 +4,8 @@
  *
  * Random shapes: planes 1..5 (batch 1 included), input 1..70 x 1..70 (odd
  * widths, widths around the 8-float vectors), kernel 1..5 per dim, strides
- * 1..3 (1 and 2 are the vector paths), asymmetric pads below the kernel
+ * 1..3 down and 1..6 across (1, 2 and > 2 are three vector paths: loads,
+ * shuffled loads, gathers), asymmetric pads below the kernel
  * size, floor and ceil rounding of the output size, max and average (with
  * and without count_include_pad); one case in four is the 2x2, stride-2,
  * unpadded window of the dedicated path (pool2x2_planes).  Inputs hold some NaNs, -0 and +0, and
@@ -49,7 +50,7 @@ static void check_one(void) {
     int64_t planes = rand_in(1, 5);
     q.ih = rand_in(1, 70), q.iw = next_u64() % 3 ? rand_in(1, 40) : rand_in(1, 70);
     q.kh = rand_in(1, 5), q.kw = rand_in(1, 5);
-    q.sh = rand_in(1, 3), q.sw = next_u64() % 4 ? rand_in(1, 2) : 3;
+    q.sh = rand_in(1, 3), q.sw = next_u64() % 4 ? rand_in(1, 2) : rand_in(3, 6);
     q.pt = rand_in(0, q.kh - 1), q.pb = rand_in(0, q.kh - 1), q.pl = rand_in(0, q.kw - 1), q.pr = rand_in(0, q.kw - 1);
     bool ceil_mode = next_u64() % 2;
     if (next_u64() % 4 == 0) q.kh = q.kw = q.sh = q.sw = 2, q.pt = q.pl = q.pb = q.pr = 0;

@@ -10,9 +10,10 @@
  * DESIGN: separable.  For each output row, the valid input rows of its
  * window are reduced into one row (tmp, vertical pass: contiguous 8-float
  * loads), then each output column reduces kw neighbours of tmp (horizontal
- * pass): 8 outputs per ymm for stride 1 and stride 2 (even lanes picked with
- * a shuffle), one at a time for other strides and for the windows that
- * overlap the left or right padding.
+ * pass): 8 outputs per ymm -- contiguous loads for stride 1, the even lanes
+ * of two loads for stride 2, a gather for larger strides (MaxPool1d(4) of
+ * audio nets) -- and one at a time for the windows that overlap the left or
+ * right padding.
  *
  * The common 2x2, stride-2, unpadded window whose windows all lie inside
  * the input (pool2x2_planes) skips the tmp row: per 8 outputs, two 16-float
@@ -68,10 +69,12 @@ static inline __m256 even_lanes(__m256 lo, __m256 hi) {
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
-/* 8 consecutive tmp values at stride s (1 or 2) from t. */
-static inline __m256 load_strided(const float *t, int64_t s) {
+/* 8 tmp values at stride s from t; gather_idx holds 0, s, .., 7s (used for
+ * s > 2, which reads exactly those 8 values). */
+static inline __m256 load_strided(const float *t, int64_t s, __m256i gather_idx) {
     if (s == 1) return _mm256_loadu_ps(t);
-    return even_lanes(_mm256_loadu_ps(t), _mm256_loadu_ps(t + 8));
+    if (s == 2) return even_lanes(_mm256_loadu_ps(t), _mm256_loadu_ps(t + 8));
+    return _mm256_i32gather_ps(t, gather_idx, 4);
 }
 
 /* The odd lanes of [lo, hi]: lo[1,3,5,7], hi[1,3,5,7]. */
@@ -135,6 +138,9 @@ void inf__ops_pool2d_f32_avx2(const inf__pool2d *g, const float *x, float *y, in
     float tmp[INF_POOL2D_MAX_W + 16];
     const int64_t ih = g->ih, iw = g->iw, oh = g->oh, ow = g->ow, kh = g->kh, kw = g->kw;
     const int64_t sh = g->sh, sw = g->sw;
+    /* A stride above the row width leaves fewer than 8 interior outputs: the clamp only keeps the int in range. */
+    const __m256i gather_idx =
+        _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)min64(sw, INF_POOL2D_MAX_W)));
     /* output columns whose window lies inside [0, iw): [ox_lo, ox_hi) */
     int64_t ox_lo = (g->pl + sw - 1) / sw, ox_hi = iw - kw + g->pl < 0 ? 0 : (iw - kw + g->pl) / sw + 1;
     if (ox_hi > ow) ox_hi = ow;
@@ -175,17 +181,17 @@ void inf__ops_pool2d_f32_avx2(const inf__pool2d *g, const float *x, float *y, in
             /* horizontal pass */
             int64_t ox = 0;
             for (; ox < ow; ox++) {
-                if (ox >= ox_lo && ox < ox_hi && (sw == 1 || sw == 2)) {
+                if (ox >= ox_lo && ox < ox_hi) {
                     /* interior, 8 at a time */
                     for (; ox + 8 <= ox_hi; ox += 8) {
                         const float *t = tmp + ox * sw - g->pl;
-                        __m256 acc = load_strided(t, sw);
+                        __m256 acc = load_strided(t, sw, gather_idx);
                         if (g->max) {
                             __m256 nan = _mm256_cmp_ps(acc, acc, _CMP_UNORD_Q);
-                            for (int64_t kx = 1; kx < kw; kx++) acc = vmax(load_strided(t + kx, sw), acc, &nan);
+                            for (int64_t kx = 1; kx < kw; kx++) acc = vmax(load_strided(t + kx, sw, gather_idx), acc, &nan);
                             acc = vmax_done(acc, nan);
                         } else {
-                            for (int64_t kx = 1; kx < kw; kx++) acc = _mm256_add_ps(acc, load_strided(t + kx, sw));
+                            for (int64_t kx = 1; kx < kw; kx++) acc = _mm256_add_ps(acc, load_strided(t + kx, sw, gather_idx));
                         }
                         if (!g->max) {
                             __m256 div = _mm256_set1_ps(rows_div * (float)kw);
