@@ -16,7 +16,7 @@
  * PER CONNECTION.  Each connection gets an srv_conn when it opens
  * (MHD_OPTION_NOTIFY_CONNECTION) holding the srv_request its requests use
  * in turn -- MHD answers a connection's requests one at a time, so one is
- * enough -- together with its body and response buffers, kept (up to
+ * enough -- together with its body, response and output-store buffers, kept (up to
  * SRV_KEEP_BYTES each) for the next request: a keep-alive request then
  * allocates nothing for itself, its body or its response, and the response
  * is handed to MHD without a copy (MHD_RESPMEM_PERSISTENT: MHD reads it
@@ -84,6 +84,7 @@ typedef struct srv_conn {
 static void conn_free(srv_conn *c) {
     inf__serve_buf_free(&c->rq.resp);
     free(c->rq.body);
+    free(c->rq.out_store);
     free(c);
 }
 
@@ -114,7 +115,11 @@ static srv_request *request_new(struct MHD_Connection *conn) {
     srv_buf resp = rq->resp;
     char *body = rq->body;
     size_t body_cap = rq->body_cap;
+    void *out_store = rq->out_store;
+    size_t out_store_cap = rq->out_store_cap;
     memset(rq, 0, sizeof *rq);
+    rq->out_store = out_store;
+    rq->out_store_cap = out_store_cap;
     rq->owner = c;
     rq->resp.p = resp.p;
     rq->resp.cap = resp.cap;
@@ -133,8 +138,14 @@ static void request_free(srv_request *rq) {
     if (!c) {
         inf__serve_buf_free(&rq->resp);
         free(rq->body);
+        free(rq->out_store);
         free(rq);
         return;
+    }
+    if (rq->out_store_cap > SRV_KEEP_BYTES) {
+        free(rq->out_store);
+        rq->out_store = NULL;
+        rq->out_store_cap = 0;
     }
     if (rq->resp.cap > SRV_KEEP_BYTES) inf__serve_buf_free(&rq->resp);
     if (rq->body_cap > SRV_KEEP_BYTES) {

@@ -290,6 +290,16 @@ static int reason_of(inf_status st) {
     }
 }
 
+/* Grows rq->out_store to at least need bytes (batcher.c OUTPUT STORE);
+ * 0 when out of memory (the job's outputs are then allocated). */
+static int reserve_store(srv_request *rq, size_t need) {
+    if (need <= rq->out_store_cap) return 1;
+    free(rq->out_store);
+    rq->out_store = malloc(need);
+    rq->out_store_cap = rq->out_store ? need : 0;
+    return rq->out_store != NULL;
+}
+
 /* Queues rq->job on the version's batcher, suspending the connection first. */
 static int submit(srv_request *rq, int64_t timeout_us) {
     srv_server *srv = rq->srv;
@@ -308,6 +318,12 @@ static int submit(srv_request *rq, int64_t timeout_us) {
         return 0;
     }
     job->hold = 0;
+    size_t store = inf__serve_batcher_store_bytes(rq->version->batcher, job->rows);
+    if (store && reserve_store(rq, store)) { /* the outputs come back in the connection's buffer */
+        job->out_store = rq->out_store;
+        job->out_store_cap = rq->out_store_cap;
+        job->out_views = rq->out_views;
+    }
     rq->state = 1;
     inf__serve_http_suspend(rq);
     inf_status st = inf__serve_batcher_submit(rq->version->batcher, job);
@@ -578,7 +594,7 @@ void inf__serve_route_complete(srv_request *rq) {
 }
 
 void inf__serve_request_release(srv_request *rq) {
-    if (rq->job_outputs && rq->version) {
+    if (rq->job_outputs && rq->version && !rq->job.outputs_borrowed) {
         int n = inf_model_n_outputs(rq->version->model);
         for (int i = 0; i < n; i++) inf_tensor_free(rq->job_outputs[i]);
     }

@@ -235,7 +235,11 @@ struct srv_job {
     int batch_rows;             /* rows of the engine call that served it */
     int hold;                   /* set by the caller of try_inline: keep the session for the caller (below) */
     int held;                   /* set by try_inline: 1 + which session is held (0 = none) */
-    int outputs_borrowed;       /* outputs[] are the held session's own tensors (never freed by the job) */
+    int outputs_borrowed;       /* outputs[] are not owned by the job (never freed): 1 = the held session's own
+                                   tensors, 2 = views into out_store */
+    void *out_store;            /* caller's buffer for a queued job's outputs, or NULL (tensors are allocated) */
+    size_t out_store_cap;
+    inf_tensor *out_views;      /* caller's n_model_outputs tensor headers for the views into out_store */
     inf_error err;              /* status INF_OK or the failure */
     srv_job_done_fn done;       /* called once, from the scheduler thread */
     void *done_user;
@@ -275,6 +279,10 @@ int inf__serve_batcher_try_inline(srv_batcher *b, srv_job *job);
 void inf__serve_batcher_release(srv_batcher *b, srv_job *job);
 int inf__serve_batcher_depth(srv_batcher *b);
 int inf__serve_batcher_batchable(const srv_batcher *b);
+/* Bytes a queued job of `rows` rows needs in job->out_store for all its
+ * outputs (batcher.c OUTPUT STORE); 0 when the model's outputs cannot be
+ * stored so (not batchable, strings, or per-row sizes unknown until run). */
+size_t inf__serve_batcher_store_bytes(const srv_batcher *b, int64_t rows);
 /* What the warm-up run showed of output i when it is a sequence of maps
  * (srv_map_seq): NULL otherwise, or when the warm-up could not run. */
 typedef struct srv_map_output {
@@ -438,6 +446,9 @@ struct srv_request {
     inf_tensor **job_outputs;        /* job_out_buf or calloc'd */
     const inf_tensor *job_in_buf[SRV_INLINE_IO];
     inf_tensor *job_out_buf[SRV_INLINE_IO];
+    void *out_store;              /* a queued job's outputs are copied here (kept per connection, like body) */
+    size_t out_store_cap;
+    inf_tensor out_views[SRV_INLINE_IO];
     void *records_exec;           /* inf_pipeline_exec * */
     void *records_batch;          /* inf_record_batch * */
     char log_model[129];

@@ -717,6 +717,106 @@ static void *bin_thread(void *p) {
     return NULL;
 }
 
+/* ---- batching enabled, cheap model: inline runs, per-request order ---- */
+
+#define N_CHEAP_CONN 4
+#define N_CHEAP_REQ 12
+typedef struct cheap_arg {
+    int port, conn;
+    char *bodies[N_CHEAP_REQ];
+    http_resp r[N_CHEAP_REQ];
+} cheap_arg;
+
+/* Sends the connection's requests one after another on one keep-alive socket. */
+static void *cheap_thread(void *p) {
+    cheap_arg *a = p;
+    int fd = http_connect(a->port);
+    for (int k = 0; k < N_CHEAP_REQ; k++) {
+        memset(&a->r[k], 0, sizeof a->r[k]);
+        if (fd >= 0)
+            http_exchange(fd, "POST", "/v2/models/mlp/infer", "", a->bodies[k], strlen(a->bodies[k]), -1, 1, &a->r[k]);
+    }
+    if (fd >= 0) close(fd);
+    return NULL;
+}
+
+/* With --max-batch 64 and no queue delay, a model for which batching does
+ * not pay (the tiny MLP in a release build) runs every request inline, one
+ * engine run per request, also with several connections at once (spare
+ * sessions); each connection's responses come back in its order, each equal
+ * to the same request served alone.  Where batching pays (the sanitizer
+ * builds), every request is queued instead and the same answers hold. */
+static void check_cheap_inline(void) {
+    int port = free_port();
+    char ports[16], model[600];
+    snprintf(ports, sizeof ports, "%d", port);
+    snprintf(model, sizeof model, "%s/tests/models/mlp.onnx", src);
+    const char *args[] = {"--port", ports, "--model", model, "--max-batch", "64", "--http-threads", "2", NULL};
+    server s;
+    if (start_server(&s, port, args, NULL)) {
+        CHECK(0, "server for the inline test started (log %s)", s.log);
+        return;
+    }
+    cheap_arg args_c[N_CHEAP_CONN];
+    char *alone[N_CHEAP_CONN][N_CHEAP_REQ];
+    int n_rows = 0;
+    for (int c = 0; c < N_CHEAP_CONN; c++) {
+        args_c[c].port = port;
+        args_c[c].conn = c;
+        for (int k = 0; k < N_CHEAP_REQ; k++) {
+            char id[32];
+            snprintf(id, sizeof id, "c%d-%d", c, k);
+            args_c[c].bodies[k] = mlp_body(1 + (c + k) % 2, 100 + c * N_CHEAP_REQ + k, id);
+            n_rows += 1 + (c + k) % 2;
+            http_resp r = req(port, "POST", "/v2/models/mlp/infer", args_c[c].bodies[k]);
+            alone[c][k] = strdup(r.status == 200 && r.body ? r.body : "");
+            http_resp_free(&r);
+        }
+    }
+    double exec0 = metric(port, "nv_inference_exec_count{model=\"mlp\",version=\"1\"} ");
+    double inl0 = metric(port, "infera_inline_exec_count{model=\"mlp\",version=\"1\"} ");
+    double cnt0 = metric(port, "nv_inference_count{model=\"mlp\",version=\"1\"} ");
+    pthread_t th[N_CHEAP_CONN];
+    for (int c = 0; c < N_CHEAP_CONN; c++) pthread_create(&th[c], NULL, cheap_thread, &args_c[c]);
+    for (int c = 0; c < N_CHEAP_CONN; c++) pthread_join(th[c], NULL);
+    int ok = 0, in_order = 0, same = 0, shown = 0;
+    for (int c = 0; c < N_CHEAP_CONN; c++)
+        for (int k = 0; k < N_CHEAP_REQ; k++) {
+            http_resp *r = &args_c[c].r[k];
+            char want[48];
+            snprintf(want, sizeof want, "\"id\":\"c%d-%d\"", c, k);
+            ok += r->status == 200;
+            in_order += has(r, want);
+            int eq = r->body && alone[c][k][0] && same_response(r->body, alone[c][k]);
+            same += eq;
+            if (!eq && !shown++)
+                printf("     request c%d-%d alone:    %.300s\n     concurrent: %.300s\n", c, k, alone[c][k],
+                       r->body ? r->body : "");
+        }
+    int n = N_CHEAP_CONN * N_CHEAP_REQ;
+    CHECK(ok == n && in_order == n, "%d requests on %d keep-alive connections at once -> 200, each with its own id in "
+          "its connection's order (%d ok, %d in order)", n, N_CHEAP_CONN, ok, in_order);
+    CHECK(same == n, "each response equals the same request served alone (%d/%d)", same, n);
+    double exec = metric(port, "nv_inference_exec_count{model=\"mlp\",version=\"1\"} ") - exec0;
+    double inl = metric(port, "infera_inline_exec_count{model=\"mlp\",version=\"1\"} ") - inl0;
+    double cnt = metric(port, "nv_inference_count{model=\"mlp\",version=\"1\"} ") - cnt0;
+    double pays = metric(port, "infera_model_batch_pays{model=\"mlp\",version=\"1\"} ");
+    if (pays == 0)
+        CHECK(cnt == n_rows && exec == n && inl == n,
+              "batching does not pay for this model: every request ran inline, alone (%g rows, %g runs, %g inline; "
+              "want %d, %d, %d)", cnt, exec, inl, n_rows, n, n);
+    else
+        CHECK(pays == 1 && cnt == n_rows && inl == 0,
+              "batching pays for this model in this build: every request was queued (%g rows, %g inline)", cnt, inl);
+    for (int c = 0; c < N_CHEAP_CONN; c++)
+        for (int k = 0; k < N_CHEAP_REQ; k++) {
+            free(args_c[c].bodies[k]);
+            free(alone[c][k]);
+            http_resp_free(&args_c[c].r[k]);
+        }
+    CHECK(stop_server(&s) == 0, "inline-test server exits 0 on SIGTERM");
+}
+
 static void check_queue_full(void) {
     int port = free_port();
     char ports[16], model[600];
@@ -1090,6 +1190,7 @@ int main(int argc, char **argv) {
         CHECK(stop_server(&s) == 0, "main server exits 0 on SIGTERM");
     }
     check_queue_full();
+    check_cheap_inline();
     check_limits();
     check_config_and_drain();
     check_zipmap();
