@@ -212,12 +212,13 @@ void inf__conv2d_pack_w(int64_t m, int64_t group, int64_t kdim, const float *w, 
 void inf__conv2d_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                           const float *bias, const float *res, float *y);
 /* The direct variant (ops/x86/conv_direct_avx2.c) for groups of many output
- * channels and a deep K (inf__conv2d_direct_fits(mg, kdim): a property of W
+ * channels and a deep K or a row stride above 2
+ * (inf__conv2d_direct_fits(mg, kdim, sw): a property of W and the strides
  * alone): W packed in blocks of 16 channels (inf__conv2d_direct_pack_w, at load for a constant
  * W), X read in place or, when padding is needed, through `scratch`
  * (inf__conv2d_direct_scratch_floats(g) floats, 32-byte aligned; may be NULL
  * when that is 0).  Same bits, arguments and limits as inf__conv2d_f32_avx2. */
-bool inf__conv2d_direct_fits(int64_t mg, int64_t kdim);
+bool inf__conv2d_direct_fits(int64_t mg, int64_t kdim, int64_t sw);
 int64_t inf__conv2d_direct_w_floats(int64_t m, int64_t group, int64_t kdim);
 void inf__conv2d_direct_pack_w(int64_t m, int64_t group, int64_t kdim, const float *w, float *dst);
 int64_t inf__conv2d_direct_scratch_floats(const inf__conv2d *g);
@@ -226,8 +227,20 @@ void inf__conv2d_direct_f32_avx2(inf__pool *pool, const inf__conv2d *g, const fl
 /* The depthwise variant (ops/x86/depthwise_avx2.c) for 2-D group == c == m:
  * w is the Conv's W as given ([m, 1, kh, kw]), no packing; any stride,
  * dilation and padding.  Same bits as ops/ref/conv.c's depthwise_planes then
- * + res and the activation (for finite weights), same limits as above. */
+ * + res and the activation (for finite weights), same limits as above.
+ * scratch: inf__conv2d_depthwise_scratch_floats(g, threads) floats, threads
+ * = inf__pool_size(pool) (channel-blocked, zero-padded copies of the
+ * input; NULL when that is 0, or to take the slower unbuffered path). */
+int64_t inf__conv2d_depthwise_scratch_floats(const inf__conv2d *g, int threads);
 void inf__conv2d_depthwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
+                                    const float *bias, const float *res, float *scratch, float *y);
+/* The pointwise variant (ops/x86/pointwise_avx2.c) for 1x1, stride-1,
+ * unpadded, one-group Convs (inf__conv2d_pointwise_fits(g)): per image one
+ * inf__ops_sgemm_avx2 on w as given ([m, c]) and X, then bias, res and the
+ * activation in one pass.  Same bits, arguments and limits as
+ * inf__conv2d_f32_avx2.  Not to be called from inside a pool task. */
+bool inf__conv2d_pointwise_fits(const inf__conv2d *g);
+void inf__conv2d_pointwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
                                     const float *bias, const float *res, float *y);
 /* The input as the direct and the rows kernels read it
  * (ops/x86/conv_direct_avx2.c): planes of ph x pw floats, X itself (pad

@@ -17,7 +17,8 @@
  * no activation / ReLU / Clip, with and without a residual (ConvAdd: the
  * unfused Add after the Conv, before the activation); pools of 1 and 2
  * threads; one larger case whose padded input takes several passes of the
- * direct kernel; the bench CNN's stem and an odd-sized variant of it.
+ * direct kernel; the bench CNN's stem and an odd-sized variant of it;
+ * two strided 1-D front ends (kernel 80 stride 16; kernel 9 stride 5).
  * Batch invariance:
  * each image run alone gives the same bits as inside the batch.
  * Prints one line per failure and "N passed, M failed".  Skips (0 passed,
@@ -240,8 +241,27 @@ static void stem_cases(inf__pool *pool) {
     check_shape(pool, &g, false, true, -3);
 }
 
+/* Strided 1-D front ends (the direct kernel's sw > 2 range, where the
+ * panel kernel gathers): an M5-style kernel 80, stride 16, 1 -> 32
+ * channels on 1000 samples, batch 2, ReLU; and kernel 9, stride 5, pad 3,
+ * 3 -> 48 channels on 301, residual, no bias. */
+static void front_end_cases(inf__pool *pool) {
+    inf__conv2d g = {.n = 2, .c = 1, .m = 32, .group = 1, .cg = 1, .mg = 32, .ih = 1, .iw = 1000, .oh = 1,
+                     .ow = (1000 - 80) / 16 + 1, .kh = 1, .kw = 80, .sh = 1, .sw = 16, .dh = 1, .dw = 1,
+                     .act = INF_EPILOGUE_RELU};
+    if (!inf__conv2d_direct_fits(g.mg, g.kw, g.sw)) {
+        printf("front-end case: the direct kernel's rule does not take kernel 80 stride 16\n");
+        n_failed++;
+    }
+    check_shape(pool, &g, true, false, -4);
+    g.c = g.cg = 3, g.m = g.mg = 48, g.iw = 301, g.kw = 9, g.sw = 5, g.pl = 3, g.ow = (301 + 6 - 9) / 5 + 1;
+    g.act = INF_EPILOGUE_NONE;
+    check_shape(pool, &g, false, true, -5);
+}
+
 static void cases(inf__pool *pool) {
     for (int i = 0; i < 150; i++) one_case(pool, i);
+    front_end_cases(pool);
     multi_pass_case(pool);
     stem_cases(pool);
 }

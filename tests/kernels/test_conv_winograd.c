@@ -20,7 +20,9 @@
  * panels and k blocks of the 6x16 kernel), H and W 1..33 (odd sizes:
  * partial tiles at the right and bottom), pads 0 / 1 / 2 on each side
  * (asymmetric too), with and without bias, residual (ConvAdd) and
- * ReLU / Clip; both tile sizes; pools of 1 and 2 threads.  Every output
+ * ReLU / Clip; both tile sizes; pools of 1 and 2 threads; the bench CNN's
+ * layers; 200 x 200 channels (blocks larger than the L2 budget, spanning
+ * images).  Every output
  * must be written (Y starts as NaN); each image run alone must give the
  * batch's bits; 2 threads must give 1 thread's bits.
  * Prints one line per failure and "N passed, M failed".  Skips (0 passed,
@@ -193,6 +195,19 @@ static void bench_cases(inf__pool *pool, inf__pool *other) {
         }
 }
 
+/* Wide layers, where a block holds more tiles than L2 keeps (the U
+ * streaming term of block_tiles: 15 and 9-18 tiles a block where L2 alone
+ * gives 10 and 4): 200 -> 200 channels on 5 x 9, batch 3 (F(4x4)'s blocks
+ * span images); both tile sizes, bias, residual, ReLU. */
+static void wide_cases(inf__pool *pool, inf__pool *other) {
+    for (int tile = 2; tile <= 4; tile += 2) {
+        inf__conv2d g = {.n = 3, .c = 200, .m = 200, .group = 1, .cg = 200, .mg = 200, .ih = 5, .iw = 9, .oh = 5,
+                         .ow = 9, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .pt = 1, .pl = 1,
+                         .act = INF_EPILOGUE_RELU};
+        check_shape(pool, other, tile, &g, true, true, -10 - tile);
+    }
+}
+
 int main(void) {
     if (!inf__cpu_has_avx2_fma()) {
         printf("0 passed, 0 failed (no AVX2/FMA)\n");
@@ -207,6 +222,7 @@ int main(void) {
     for (int i = 0; i < 240; i++) one_case(pools[i % 4 < 2], pools[i % 4 >= 2], i);
     bench_cases(pools[0], pools[1]);
     bench_cases(pools[1], pools[0]);
+    wide_cases(pools[0], pools[1]);
     inf__pool_free(pools[0]), inf__pool_free(pools[1]);
     printf("largest error / sum|w||x|: F(2x2) %.3g, F(4x4) %.3g\n", worst[2], worst[4]);
     printf("%d passed, %d failed\n", n_passed, n_failed);

@@ -16,7 +16,10 @@
  *         A 1x1, stride-1, unpadded Conv skips im2col (X is the column
  *         matrix: one GEMM per image and group); a 2-D depthwise float32
  *         Conv (group == C == M) is computed directly (depthwise_planes;
- *         with AVX2/FMA, inf__conv2d_depthwise_f32_avx2: same bits).
+ *         with AVX2/FMA, inf__conv2d_depthwise_f32_avx2: same bits).  With
+ *         AVX2/FMA a float32 1x1, stride-1, unpadded, one-group Conv is one
+ *         AVX2 GEMM per image on W as given (inf__conv2d_pointwise_f32_avx2,
+ *         ops/x86/pointwise_avx2.c; W is not packed at load): same bits.
  *         On a CPU with AVX2/FMA, other float32 (and float16, computed in
  *         float32) 1-D/2-D Convs go through inf__conv2d_f32_avx2
  *         (ops/x86/conv_avx2.c): im2col fused into the GEMM's panel packing,
@@ -86,8 +89,9 @@ static inf_status check_ints(const inf__node *node, inf_error *err, const char *
  *                  dilation 1, one group, enough channels
  *                  (inf__conv2d_winograd_tile: ResNet's stride-1 3x3s;
  *                  ops/x86/conv_winograd_avx2.c, W transformed at load);
- *   DIRECT         many output channels per group and a deep K (ResNet's
- *                  other 3x3s and 1x1s);
+ *   DIRECT         many output channels per group and a deep K or a row
+ *                  stride above 2 (ResNet's strided 3x3s; strided 1-D
+ *                  front ends);
  *   ROWS           a shallow K at stride 1 along the row (a stem);
  *   PANEL          the rest (im2col fused into the GEMM's packing).
  * Each packs W its own way; all but Winograd give the im2col path's bits. */
@@ -97,7 +101,7 @@ static int avx2_variant(const inf__conv2d *c) {
     int64_t kdim = c->cg * c->kh * c->kw;
     int tile = inf__conv2d_winograd_tile(c);
     if (tile) return tile == 4 ? VAR_WINO4 : VAR_WINO2;
-    if (inf__conv2d_direct_fits(c->mg, kdim)) return VAR_DIRECT;
+    if (inf__conv2d_direct_fits(c->mg, kdim, c->sw)) return VAR_DIRECT;
     return inf__conv2d_rows_fits(c->mg, kdim, c->sw) ? VAR_ROWS : VAR_PANEL;
 }
 
@@ -133,6 +137,16 @@ static inf__conv2d conv_shape_of_w(const conv_params *p, const inf_tensor *w) {
 }
 #endif
 
+#if defined(__x86_64__)
+/* A Conv that will take the pointwise variant (inf__conv2d_pointwise_fits)
+ * whatever its input size: 1x1, stride 1, one group, no padding. */
+static bool pointwise_at_load(const conv_params *p, const inf__conv2d *c) {
+    bool zero_pads = p->auto_pad == AUTO_NOTSET || p->auto_pad == AUTO_VALID;
+    for (int i = 0; i < p->n_pads; i++) zero_pads = zero_pads && p->pads[i] == 0;
+    return c->group == 1 && c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && zero_pads;
+}
+#endif
+
 /* Conv only: packs a constant float32 1-D/2-D W for inf__conv2d_f32_avx2
  * when the CPU has AVX2/FMA (shapes are checked again at run time).  A
  * ConvAdd takes the packing of the Conv it replaces
@@ -149,6 +163,7 @@ static inf_status pack_const_w(const inf__node *node, inf__arena *arena, conv_pa
     if (w->dims[0] < 1 || kdim < 1 || w->dims[0] % p->group) return INF_OK; /* run reports it */
     if (w->ndim == 4 && w->dims[1] == 1 && w->dims[0] == p->group) return INF_OK; /* depthwise: reads W as given */
     inf__conv2d c = conv_shape_of_w(p, w);
+    if (pointwise_at_load(p, &c)) return INF_OK; /* 1x1: reads W as given */
     int var = avx2_variant(&c);
     int64_t floats = variant_w_floats(var, &c);
     char *raw = inf__arena_alloc(arena, (size_t)floats * sizeof(float) + 32);
@@ -660,6 +675,16 @@ static inf_status conv_avx2_run(inf__kernel_ctx *ctx, const inf__conv2d *c, cons
     return INF_OK;
 }
 
+/* A depthwise c through ops/x86/depthwise_avx2.c, its channel-blocked input copies in scratch. */
+static inf_status depthwise_avx2_run(inf__kernel_ctx *ctx, const inf__conv2d *c, const float *x, const float *w,
+                                     const float *b, const float *res, float *y) {
+    int64_t floats = inf__conv2d_depthwise_scratch_floats(c, inf__pool_size(ctx->pool));
+    float *scratch = floats > 0 ? inf__kernel_scratch(ctx, (size_t)floats * sizeof(float)) : NULL;
+    if (floats > 0 && !scratch) return INF_ENOMEM;
+    inf__conv2d_depthwise_f32_avx2(ctx->pool, c, x, w, b, res, scratch, y);
+    return INF_OK;
+}
+
 /* float32 1-D/2-D through conv_avx2_run; false when the shape is not one
  * it takes. */
 static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, const float *w,
@@ -686,7 +711,9 @@ static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, 
         ctx->epilogue_done = true;
     }
     bool dw = pm->nd == 2 && g->group == g->c && g->group == g->m; /* depthwise: ops/x86/depthwise_avx2.c */
-    if (dw) inf__conv2d_depthwise_f32_avx2(ctx->pool, &c, x, w, b, g->res, y), *st = INF_OK;
+    if (dw) *st = depthwise_avx2_run(ctx, &c, x, w, b, g->res, y);
+    else if (inf__conv2d_pointwise_fits(&c)) /* 1x1: ops/x86/pointwise_avx2.c */
+        inf__conv2d_pointwise_f32_avx2(ctx->pool, &c, x, w, b, g->res, y), *st = INF_OK;
     else *st = conv_avx2_run(ctx, &c, x, w, b, g->res, y);
     if (g->res && *st == INF_OK) *g->res_added = true;
     return true;

@@ -5,9 +5,10 @@
  * input.
  *
  * Called from Conv / ConvAdd (ops/ref/conv.c) when inf__cpu_has_avx2_fma()
- * and inf__conv2d_direct_fits(mg) (many output channels per group: the
- * ResNet-style 3x3 and 1x1 convs); other shapes keep the panel kernel of
- * conv_avx2.c.  Built with -mavx2 -mfma (CMake: *_avx2.c).
+ * and inf__conv2d_direct_fits(mg, kdim, sw) (many output channels per
+ * group: the ResNet-style strided 3x3s, and strided 1-D front ends); other
+ * shapes keep the panel kernel of conv_avx2.c.  Built with -mavx2 -mfma
+ * (CMake: *_avx2.c).
  *
  * DESIGN: per image and group, Y_g[mg, P] = W_g[mg, K] * col[K, P] with
  * K = cg*kh*kw in (c, ky, kx) order and P = oh*ow, as the im2col path.
@@ -54,9 +55,14 @@ enum {
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* Many output channels per group (blocks of 16 with little padding) and a
- * deep enough K (below ~100 the panel kernel's direct NCHW store wins). */
-bool inf__conv2d_direct_fits(int64_t mg, int64_t kdim) { return (mg % CW == 0 || mg >= 3 * CW) && kdim >= 96; }
+/* Many output channels per group (blocks of 16 with little padding) and
+ * either a deep enough K (below ~100 the panel kernel's direct NCHW store
+ * wins) or a row stride above 2, where the panel kernel builds its panels
+ * with gathers (an audio net's strided 1-D front end, kernel 80 stride 16:
+ * 0.46x the panel kernel's time, bench/bench_conv.c). */
+bool inf__conv2d_direct_fits(int64_t mg, int64_t kdim, int64_t sw) {
+    return (mg % CW == 0 || mg >= 3 * CW) && (kdim >= 96 || sw > 2);
+}
 
 /* ---- weights ---- */
 

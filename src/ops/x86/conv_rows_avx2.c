@@ -46,7 +46,7 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 /* Stride 1 along the row, K within one block, enough channels for a tile
  * (fewer go to the panel kernel), and below the direct kernel's range. */
 bool inf__conv2d_rows_fits(int64_t mg, int64_t kdim, int64_t sw) {
-    return sw == 1 && kdim <= KMAX && mg >= RB && !inf__conv2d_direct_fits(mg, kdim);
+    return sw == 1 && kdim <= KMAX && mg >= RB && !inf__conv2d_direct_fits(mg, kdim, sw);
 }
 
 int64_t inf__conv2d_rows_w_floats(int64_t m, int64_t group, int64_t kdim) {

@@ -22,10 +22,12 @@
  *     in place) and never touches W.
  *   - Work goes in blocks of whole tile rows (over the flattened image x
  *     tile-row index, so a block may span small images), sized so that V and
- *     M of a block fit in about 256 KiB of L2.  A block: per tile row, its
- *     a input rows are staged channel-last ([row][x][c], zero-padded, 8x8
- *     transposes) and every tile transformed with 8 channels per ymm into
- *     V [e][tile][c]; then the a*a GEMMs into M [e][tile][k]; then per tile
+ *     M of a block fit in about 256 KiB of L2 -- or larger for wide layers,
+ *     where streaming U per block costs more (block_tiles).  A block: per
+ *     tile row, its a input rows are staged channel-last ([row][x][c],
+ *     zero-padded, 8x8 transposes) and every tile transformed with 8
+ *     channels per ymm into V [e][tile][c]; then the a*a GEMMs into M
+ *     [e][tile][k]; then per tile
  *     row the output transform (8 output channels per ymm) into a
  *     channel-last row buffer, turned back into Y's rows by 8x8 transposes
  *     that add the bias, the residual (ConvAdd) and apply ReLU/Clip.
@@ -45,6 +47,7 @@
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
 
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "ops/ops.h"
@@ -157,6 +160,21 @@ typedef struct wino_geom {
     int64_t xs_floats, v_floats, m_floats, o_floats, slot_floats;
 } wino_geom;
 
+/* Tiles per block: as many as keep V and M in L2 (BLOCK_BYTES), but at
+ * least 2 sqrt(U / (V + M per tile)): U is streamed once per block, so with
+ * many channels (512 x 512: U 16 MiB for F(2x2), V + M 64 KiB a tile) a
+ * block of a few tiles moves far more U than the V and M it would spill.
+ * 512 x 512 on 7x7, F(2x2), batch 1: 4 tiles a block ran 2.8-3x the direct
+ * kernel's time, 16 tiles (the whole image) 1.0x; batch 8: 32 tiles 0.7x
+ * (bench/bench_conv.c).  Up to 128 x 128 channels (the bench CNN) the L2
+ * term is the larger one.  The GEMM's sum per element does not depend on
+ * the block, so neither do the results. */
+static int64_t block_tiles(int ne, int64_t c, int64_t k, int64_t cp) {
+    double vm = (double)ne * (double)(cp + k) * 4, u = (double)ne * (double)c * (double)round_up(k, GEMM_NR) * 4;
+    int64_t l2 = (int64_t)(BLOCK_BYTES / vm), stream = (int64_t)(2 * sqrt(u / vm));
+    return max64(1, max64(l2, stream));
+}
+
 static wino_geom wino_geometry(int tile, const inf__conv2d *g, int threads) {
     wino_geom G;
     G.m = tile, G.a = tile + 2, G.ne = G.a * G.a;
@@ -164,7 +182,7 @@ static wino_geom wino_geometry(int tile, const inf__conv2d *g, int threads) {
     G.ldv = G.cp * 4 % 4096 ? G.cp : G.cp + 8; /* rows 4 KiB apart would be packed by the GEMM */
     G.tiles_x = (g->ow + tile - 1) / tile, G.tiles_y = (g->oh + tile - 1) / tile;
     G.rows = g->n * G.tiles_y;
-    int64_t budget = min64(MAX_TILES, max64(1, BLOCK_BYTES / (G.ne * (G.cp + g->m) * 4)));
+    int64_t budget = min64(MAX_TILES, block_tiles(G.ne, g->c, g->m, G.cp));
     G.rpb = max64(1, budget / G.tiles_x);
     if (threads > 1) G.rpb = min64(G.rpb, (G.rows + threads - 1) / threads);
     G.rpb = max64(1, min64(G.rpb, G.rows));

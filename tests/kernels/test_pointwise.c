@@ -1,0 +1,157 @@
+/*
+ * test_pointwise.c -- the AVX2 1x1 convolution (inf__conv2d_pointwise_f32_avx2,
+ * ops/x86/pointwise_avx2.c) against
+ *   - the panel variant it replaces for these shapes (inf__conv2d_f32_avx2,
+ *     ops/x86/conv_avx2.c: im2col fused into its own packing, documented as
+ *     the im2col + GEMM path's bits) -- bit for bit, so the dispatch change
+ *     in ops/ref/conv.c changes no result;
+ *   - a double-precision convolution (tolerance 1e-5 * sum |w x| + 1e-6),
+ *     which a mistake shared by both (an index, a missed bias) would fail.
+ * Random shapes: batch 1..3, input channels 1..300 (past the GEMM's
+ * 256-deep blocks), output channels 1..70 and sometimes up to 300, planes
+ * 1..20 x 1..40 (widths not multiples of 8, planes smaller than a vector),
+ * with and without bias and residual, no activation / ReLU / Clip; pools of
+ * 1 and 2 threads (conv_test_main.h).  Y is filled with NaN first, so every
+ * output must be written.  Also checks inf__conv2d_pointwise_fits rejects
+ * padded, strided, grouped and larger kernels.  Prints one line per failure
+ * and "N passed, M failed"; skips on a CPU without AVX2/FMA.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "ops/ops.h"
+#include "conv_test_main.h"
+
+#if defined(__x86_64__)
+
+static int n_passed, n_failed;
+#define KERNEL_TEST_SEED 0x5EED1234ABCDull
+#include "test_rng.h"
+
+typedef struct bufs {
+    float *x, *w, *wp, *b, *res, *y, *yr;
+    double *yd, *mag;
+} bufs;
+
+/* Y in double and the bound sum |w x| per element. */
+static void pw_double(const inf__conv2d *g, const bufs *B, const float *b, const float *res) {
+    int64_t np = g->oh * g->ow;
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t m = 0; m < g->m; m++)
+            for (int64_t p = 0; p < np; p++) {
+                int64_t i = (n * g->m + m) * np + p;
+                double s = b ? b[m] : 0, a = b ? fabs(b[m]) : 0;
+                for (int64_t c = 0; c < g->c; c++) {
+                    double t = (double)B->w[m * g->c + c] * B->x[(n * g->c + c) * np + p];
+                    s += t, a += fabs(t);
+                }
+                if (res) s += res[i], a += fabs(res[i]);
+                B->yd[i] = conv_test_act(g, (float)s), B->mag[i] = a;
+            }
+}
+
+static int compare(const inf__conv2d *g, const bufs *B, int idx) {
+    size_t ny = (size_t)(g->n * g->m * g->oh * g->ow);
+    int bad = 0;
+    for (size_t i = 0; i < ny && bad < 3; i++) {
+        bool same = memcmp(&B->y[i], &B->yr[i], sizeof(float)) == 0;
+        bool close = fabs(B->y[i] - B->yd[i]) <= 1e-5 * B->mag[i] + 1e-6;
+        if (!same || !close) {
+            printf("case %d (n%lld c%lld m%lld %lldx%lld act%d): y[%zu] = %.9g, panel %.9g, double %.9g\n", idx,
+                   (long long)g->n, (long long)g->c, (long long)g->m, (long long)g->oh, (long long)g->ow, g->act, i,
+                   B->y[i], B->yr[i], B->yd[i]);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool has_res, int idx) {
+    size_t nx = (size_t)(g->n * g->c * g->ih * g->iw), nw = (size_t)(g->m * g->c);
+    size_t ny = (size_t)(g->n * g->m * g->oh * g->ow);
+    size_t npk = (size_t)inf__conv2d_packed_w_floats(g->m, 1, g->c);
+    bufs B = {
+        .x = malloc(nx * sizeof(float)), .w = malloc(nw * sizeof(float)),
+        .wp = aligned_alloc(32, (npk * sizeof(float) + 31) / 32 * 32), .b = malloc((size_t)g->m * sizeof(float)),
+        .res = malloc(ny * sizeof(float)), .y = malloc(ny * sizeof(float)), .yr = malloc(ny * sizeof(float)),
+        .yd = malloc(ny * sizeof(double)), .mag = malloc(ny * sizeof(double)),
+    };
+    if (!B.x || !B.w || !B.wp || !B.b || !B.res || !B.y || !B.yr || !B.yd || !B.mag) {
+        printf("case %d: out of memory\n", idx);
+        n_failed++;
+        goto done;
+    }
+    for (size_t i = 0; i < nx; i++) B.x[i] = uniform();
+    for (size_t i = 0; i < nw; i++) B.w[i] = uniform();
+    for (int64_t i = 0; i < g->m; i++) B.b[i] = uniform();
+    for (size_t i = 0; i < ny; i++) B.res[i] = uniform(), B.y[i] = B.yr[i] = NAN;
+    const float *b = bias ? B.b : NULL, *r = has_res ? B.res : NULL;
+    inf__conv2d_pack_w(g->m, 1, g->c, B.w, B.wp);
+    inf__conv2d_f32_avx2(pool, g, B.x, B.wp, b, r, B.yr);
+    pw_double(g, &B, b, r);
+    inf__conv2d_pointwise_f32_avx2(pool, g, B.x, B.w, b, r, B.y);
+    if (compare(g, &B, idx)) n_failed++;
+    else n_passed++;
+done:
+    free(B.x), free(B.w), free(B.wp), free(B.b), free(B.res), free(B.y), free(B.yr), free(B.yd), free(B.mag);
+}
+
+static void one_case(inf__pool *pool, int idx) {
+    inf__conv2d g;
+    memset(&g, 0, sizeof g);
+    g.n = rand_in(1, 3), g.c = rand_in(0, 3) ? rand_in(1, 80) : rand_in(200, 300);
+    g.m = rand_in(0, 3) ? rand_in(1, 70) : rand_in(100, 300);
+    g.group = 1, g.cg = g.c, g.mg = g.m;
+    g.kh = g.kw = g.sh = g.sw = g.dh = g.dw = 1;
+    g.ih = g.oh = rand_in(1, 20), g.iw = g.ow = rand_in(1, 40);
+    g.act = (int)(next_u64() % 3) == 0 ? INF_EPILOGUE_NONE : next_u64() % 2 ? INF_EPILOGUE_RELU : INF_EPILOGUE_CLIP;
+    g.lo = -0.3f, g.hi = 0.4f;
+    if (!inf__conv2d_pointwise_fits(&g)) {
+        printf("case %d: a 1x1 unpadded stride-1 conv is not taken\n", idx);
+        n_failed++;
+        return;
+    }
+    check_shape(pool, &g, next_u64() % 3 != 0, next_u64() % 3 == 0, idx);
+}
+
+/* Shapes the variant must leave to the others. */
+static void rejects(void) {
+    inf__conv2d base = {.n = 1, .c = 8, .m = 8, .group = 1, .cg = 8, .mg = 8, .ih = 5, .iw = 5, .oh = 5, .ow = 5,
+                        .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1, .dw = 1};
+    inf__conv2d g[5];
+    for (int i = 0; i < 5; i++) g[i] = base;
+    g[0].pt = 1, g[0].oh = 7;                         /* padded */
+    g[1].sw = 2, g[1].ow = 3;                         /* strided */
+    g[2].group = 2, g[2].cg = 4, g[2].mg = 4;         /* grouped */
+    g[3].kh = g[3].kw = 3, g[3].oh = g[3].ow = 3;     /* 3x3 */
+    g[4].oh = 6;                                      /* padded at the end */
+    for (int i = 0; i < 5; i++) {
+        if (inf__conv2d_pointwise_fits(&g[i])) {
+            printf("reject %d: taken by the pointwise variant\n", i);
+            n_failed++;
+        } else {
+            n_passed++;
+        }
+    }
+}
+
+static void cases(inf__pool *pool) {
+    for (int i = 0; i < 150; i++) one_case(pool, i);
+}
+
+int main(void) {
+    rejects();
+    int st = conv_test_on_pools(cases);
+    if (st) return st < 0 ? 0 : st;
+    printf("%d passed, %d failed\n", n_passed, n_failed);
+    return n_failed ? 1 : 0;
+}
+
+#else /* not x86-64: no AVX2 kernels */
+
+CONV_TEST_NOT_X86_MAIN
+
+#endif
