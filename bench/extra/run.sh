@@ -22,6 +22,7 @@ MODELS="mobile cnn_gray enc17 mlp_odd"
 bench_start "infera rounds models threads out" "$@"
 
 bench_gen_models gen_extra_models.py
+bench_gen_models gen_conv1d_models.py  # conv1d_text, conv1d_m5 (not in the default list)
 {
     echo "machine: $(bench_cpu_name), $(nproc) CPUs, $(uname -r)"
     echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -37,6 +38,8 @@ configs() {
     cnn_gray) echo "1 300 30" "64 20 2" ;;
     enc17) echo "1 30 3" ;;
     mlp_odd) echo "1 2000 200" "64 1000 100" ;;
+    conv1d_text) echo "1 300 30" "64 10 1" ;;
+    conv1d_m5) echo "1 1000 100" "64 50 5" ;;
     *) echo "run.sh: no configuration for model $1" >&2; exit 2 ;;
     esac
 }

@@ -1,0 +1,262 @@
+/*
+ * bench_conv.c -- the AVX2 convolution variants side by side, per shape: the
+ * data behind avx2_variant's selection rule (src/ops/ref/conv.c,
+ * docs/convolutions.md).
+ *
+ *   bench_conv [--batch N] [--threads N] [--rounds N] [--shape I] [--variant NAME] [--iters N]
+ *
+ * Shapes: the benchmark CNN's convolutions (bench/models/cnn.onnx), those
+ * of bench/extra's Conv1d networks (gen_conv1d_models.py) and stride-1 3x3s
+ * across the Winograd rule's range (--shape picks one, by its row number
+ * from 0).  Variants: panel
+ * (conv_avx2.c), direct (conv_direct_avx2.c), rows (conv_rows_avx2.c, stride
+ * 1 along the row, K <= 256), wino4 / wino2 (conv_winograd_avx2.c, 3x3
+ * stride 1 only); "*" marks the one avx2_variant picks.  Each round times
+ * every variant of a shape once (the order rotating per round); the table
+ * shows the median microseconds per call and the ratio to the picked one.
+ * With --variant (and --shape) it runs just that, --iters times, for
+ * valgrind --tool=callgrind instruction counts.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/core.h"
+#include "ops/ops.h"
+
+#if defined(__x86_64__)
+
+typedef struct conv_shape {
+    const char *what;
+    int64_t c, m, ih, iw, kh, kw, s, pad, dil;
+} conv_shape;
+
+static const conv_shape SHAPES[] = {
+    {"cnn stem 3x3 3->32 @64x64", 3, 32, 64, 64, 3, 3, 1, 1, 1},
+    {"cnn 3x3 32->32 @32x32", 32, 32, 32, 32, 3, 3, 1, 1, 1},
+    {"cnn 3x3/2 32->64 @32x32", 32, 64, 32, 32, 3, 3, 2, 1, 1},
+    {"cnn 1x1/2 32->64 @32x32", 32, 64, 32, 32, 1, 1, 2, 0, 1},
+    {"cnn 3x3 64->64 @16x16", 64, 64, 16, 16, 3, 3, 1, 1, 1},
+    {"cnn 3x3/2 64->128 @16x16", 64, 128, 16, 16, 3, 3, 2, 1, 1},
+    {"cnn 1x1/2 64->128 @16x16", 64, 128, 16, 16, 1, 1, 2, 0, 1},
+    {"cnn 3x3 128->128 @8x8", 128, 128, 8, 8, 3, 3, 1, 1, 1},
+    {"text k5 40->64 L256", 40, 64, 1, 256, 1, 5, 1, 2, 1},
+    {"text k3 64->64 L256", 64, 64, 1, 256, 1, 3, 1, 1, 1},
+    {"text k3/2 64->128 L256", 64, 128, 1, 256, 1, 3, 2, 1, 1},
+    {"text k3 d2 128->128 L128", 128, 128, 1, 128, 1, 3, 1, 2, 2},
+    {"text k3 128->128 L128", 128, 128, 1, 128, 1, 3, 1, 1, 1},
+    {"m5 k80/16 1->32 L8000", 1, 32, 1, 8000, 1, 80, 16, 0, 1},
+    {"m5 k3 32->32 L124", 32, 32, 1, 124, 1, 3, 1, 0, 1},
+    {"m5 k3 32->64 L30", 32, 64, 1, 30, 1, 3, 1, 0, 1},
+    /* the Winograd rule's range (ResNet-18/34 stages, edges of the rule) */
+    {"3x3 16->16 @32x32", 16, 16, 32, 32, 3, 3, 1, 1, 1},
+    {"3x3 16->64 @32x32", 16, 64, 32, 32, 3, 3, 1, 1, 1},
+    {"3x3 64->64 @56x56", 64, 64, 56, 56, 3, 3, 1, 1, 1},
+    {"3x3 96->96 @16x16", 96, 96, 16, 16, 3, 3, 1, 1, 1},
+    {"3x3 128->128 @28x28", 128, 128, 28, 28, 3, 3, 1, 1, 1},
+    {"3x3 256->256 @14x14", 256, 256, 14, 14, 3, 3, 1, 1, 1},
+    {"3x3 512->512 @7x7", 512, 512, 7, 7, 3, 3, 1, 1, 1},
+    {"3x3 64->64 @4x4", 64, 64, 4, 4, 3, 3, 1, 1, 1},
+    {"3x3 256->256 @2x2", 256, 256, 2, 2, 3, 3, 1, 1, 1},
+};
+enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
+
+enum { V_PANEL, V_DIRECT, V_ROWS, V_WINO4, V_WINO2, N_VARIANTS };
+static const char *const VNAMES[N_VARIANTS] = {"panel", "direct", "rows", "wino4", "wino2"};
+
+typedef struct variant_buf {
+    float *wp, *scratch;
+} variant_buf;
+
+typedef struct conv_case {
+    inf__conv2d g;
+    inf__pool *pool;
+    float *x, *w, *b, *y;
+    variant_buf v[N_VARIANTS];
+    bool ok[N_VARIANTS];
+} conv_case;
+
+static inf__conv2d geometry(const conv_shape *s, int64_t batch) {
+    inf__conv2d g = {.n = batch, .c = s->c, .m = s->m, .group = 1, .cg = s->c, .mg = s->m, .ih = s->ih,
+                     .iw = s->iw, .kh = s->kh, .kw = s->kw, .sh = s->kh > 1 ? s->s : 1, .sw = s->s,
+                     .dh = s->kh > 1 ? s->dil : 1, .dw = s->dil, .pt = s->kh > 1 ? s->pad : 0, .pl = s->pad,
+                     .act = INF_EPILOGUE_RELU};
+    g.oh = (g.ih + 2 * g.pt - (g.kh - 1) * g.dh - 1) / g.sh + 1;
+    g.ow = (g.iw + 2 * g.pl - (g.kw - 1) * g.dw - 1) / g.sw + 1;
+    return g;
+}
+
+static void *alloc32(int64_t floats) { return aligned_alloc(32, (size_t)(floats + 8) / 8 * 32); }
+
+/* Packs W and sizes the scratch of variant v; false when v does not take g. */
+static bool prepare_variant(conv_case *cc, int v, int threads) {
+    const inf__conv2d *g = &cc->g;
+    int64_t kdim = g->cg * g->kh * g->kw, wf, sf;
+    int tile = v == V_WINO4 ? 4 : v == V_WINO2 ? 2 : 0;
+    if (tile && !inf__conv2d_winograd_tile(g)) return false;
+    if (v == V_ROWS && (g->sw != 1 || kdim > 256)) return false;
+    if (tile) wf = inf__conv2d_winograd_w_floats(tile, g->cg, g->m), sf = inf__conv2d_winograd_scratch_floats(tile, g, threads);
+    else if (v == V_DIRECT) wf = inf__conv2d_direct_w_floats(g->m, 1, kdim), sf = inf__conv2d_direct_scratch_floats(g);
+    else if (v == V_ROWS) wf = inf__conv2d_rows_w_floats(g->m, 1, kdim), sf = inf__conv2d_direct_scratch_floats(g);
+    else wf = inf__conv2d_packed_w_floats(g->m, 1, kdim), sf = 0;
+    cc->v[v].wp = alloc32(wf), cc->v[v].scratch = alloc32(sf);
+    if (!cc->v[v].wp || !cc->v[v].scratch) return false;
+    if (tile) inf__conv2d_winograd_pack_w(tile, g->cg, g->m, cc->w, cc->v[v].wp);
+    else if (v == V_DIRECT) inf__conv2d_direct_pack_w(g->m, 1, kdim, cc->w, cc->v[v].wp);
+    else if (v == V_ROWS) inf__conv2d_rows_pack_w(g->m, 1, kdim, cc->w, cc->v[v].wp);
+    else inf__conv2d_pack_w(g->m, 1, kdim, cc->w, cc->v[v].wp);
+    return true;
+}
+
+static void run_variant(const conv_case *cc, int v) {
+    const inf__conv2d *g = &cc->g;
+    const variant_buf *b = &cc->v[v];
+    if (v == V_PANEL) inf__conv2d_f32_avx2(cc->pool, g, cc->x, b->wp, cc->b, NULL, cc->y);
+    else if (v == V_DIRECT) inf__conv2d_direct_f32_avx2(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
+    else if (v == V_ROWS) inf__conv2d_rows_f32_avx2(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
+    else inf__conv2d_winograd_f32_avx2(cc->pool, v == V_WINO4 ? 4 : 2, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
+}
+
+/* The variant avx2_variant (src/ops/ref/conv.c) picks for g (1x1 stride-1
+ * pointwise and depthwise convs are dispatched before it: none here). */
+static int picked(const inf__conv2d *g) {
+    int64_t kdim = g->cg * g->kh * g->kw;
+    int tile = inf__conv2d_winograd_tile(g);
+    if (tile) return tile == 4 ? V_WINO4 : V_WINO2;
+    if (inf__conv2d_direct_fits(g->mg, kdim, g->sw)) return V_DIRECT;
+    return inf__conv2d_rows_fits(g->mg, kdim, g->sw) ? V_ROWS : V_PANEL;
+}
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool case_new(conv_case *cc, const conv_shape *s, int64_t batch, inf__pool *pool, int threads) {
+    memset(cc, 0, sizeof *cc);
+    cc->g = geometry(s, batch), cc->pool = pool;
+    const inf__conv2d *g = &cc->g;
+    int64_t nx = g->n * g->c * g->ih * g->iw, nw = g->m * g->cg * g->kh * g->kw, ny = g->n * g->m * g->oh * g->ow;
+    cc->x = alloc32(nx), cc->w = alloc32(nw), cc->b = alloc32(g->m), cc->y = alloc32(ny);
+    if (!cc->x || !cc->w || !cc->b || !cc->y) return false;
+    uint32_t r = 12345;
+    for (int64_t i = 0; i < nx; i++) cc->x[i] = (float)((r = r * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+    for (int64_t i = 0; i < nw; i++) cc->w[i] = (float)((r = r * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+    for (int64_t i = 0; i < g->m; i++) cc->b[i] = 0.1f;
+    for (int v = 0; v < N_VARIANTS; v++) cc->ok[v] = prepare_variant(cc, v, threads);
+    return true;
+}
+
+static void case_free(conv_case *cc) {
+    free(cc->x), free(cc->w), free(cc->b), free(cc->y);
+    for (int v = 0; v < N_VARIANTS; v++) free(cc->v[v].wp), free(cc->v[v].scratch);
+}
+
+/* One table row: median us per call of each variant over `rounds` rounds. */
+static void bench_shape(const conv_shape *s, int64_t batch, inf__pool *pool, int threads, int rounds) {
+    conv_case cc;
+    if (!case_new(&cc, s, batch, pool, threads)) {
+        printf("%-28s out of memory\n", s->what);
+        case_free(&cc);
+        return;
+    }
+    double flop = 2.0 * cc.g.n * cc.g.m * cc.g.oh * cc.g.ow * cc.g.cg * cc.g.kh * cc.g.kw;
+    int inner = flop < 2e7 ? (int)(2e7 / flop) + 1 : 1;
+    double t[N_VARIANTS][64];
+    if (rounds > 64) rounds = 64;
+    for (int v = 0; v < N_VARIANTS; v++)
+        if (cc.ok[v]) run_variant(&cc, v); /* warm */
+    for (int r = 0; r < rounds; r++)
+        for (int i = 0; i < N_VARIANTS; i++) {
+            int v = (i + r) % N_VARIANTS;
+            if (!cc.ok[v]) continue;
+            double t0 = now_us();
+            for (int k = 0; k < inner; k++) run_variant(&cc, v);
+            t[v][r] = (now_us() - t0) / inner;
+        }
+    int pick = picked(&cc.g);
+    qsort(t[pick], (size_t)rounds, sizeof(double), cmp_double);
+    double base = t[pick][rounds / 2];
+    printf("%-28s", s->what);
+    for (int v = 0; v < N_VARIANTS; v++) {
+        if (!cc.ok[v]) {
+            printf(" %18s ", "-");
+            continue;
+        }
+        if (v != pick) qsort(t[v], (size_t)rounds, sizeof(double), cmp_double);
+        double med = t[v][rounds / 2];
+        printf(" %9.1f (%4.2f)%c", med, med / base, v == pick ? '*' : ' ');
+    }
+    printf("\n");
+    case_free(&cc);
+}
+
+static int find_variant(const char *name) {
+    for (int v = 0; v < N_VARIANTS; v++)
+        if (!strcmp(name, VNAMES[v])) return v;
+    return -1;
+}
+
+int main(int argc, char **argv) {
+    int64_t batch = 1;
+    int threads = 1, rounds = 9, shape = -1, iters = 10;
+    const char *variant = NULL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--batch")) batch = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--shape")) shape = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--variant")) variant = argv[i + 1];
+        else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
+        else {
+            fprintf(stderr, "bench_conv: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!inf__cpu_has_avx2_fma()) {
+        printf("bench_conv: no AVX2/FMA on this CPU\n");
+        return 0;
+    }
+    inf__pool *pool = NULL;
+    if (batch < 1 || threads < 1 || rounds < 1 || shape >= N_SHAPES || inf__pool_new(threads, &pool) != INF_OK) {
+        fprintf(stderr, "bench_conv: bad --batch/--threads/--rounds/--shape or no thread pool\n");
+        return 2;
+    }
+    int rc = 0;
+    if (variant) { /* one variant of one shape, for callgrind */
+        int v = find_variant(variant);
+        conv_case cc;
+        if (v < 0 || shape < 0 || !case_new(&cc, &SHAPES[shape], batch, pool, threads) || !cc.ok[v]) {
+            fprintf(stderr, "bench_conv: --variant %s does not run shape %d\n", variant, shape);
+            rc = 2;
+        } else {
+            for (int i = 0; i < iters; i++) run_variant(&cc, v);
+            case_free(&cc);
+        }
+    } else {
+        printf("batch %lld, %d thread(s), median us per call (ratio to the picked *) over %d rounds\n%-28s",
+               (long long)batch, threads, rounds, "shape");
+        for (int v = 0; v < N_VARIANTS; v++) printf(" %18s ", VNAMES[v]);
+        printf("\n");
+        for (int s = 0; s < N_SHAPES; s++)
+            if (shape < 0 || s == shape) bench_shape(&SHAPES[s], batch, pool, threads, rounds);
+    }
+    inf__pool_free(pool);
+    return rc;
+}
+
+#else
+
+int main(void) {
+    printf("bench_conv: x86-64 only\n");
+    return 0;
+}
+
+#endif
