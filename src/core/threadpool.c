@@ -5,14 +5,16 @@
  * [0, n) cut into chunks; every thread (the caller included) claims chunks
  * until none are left, so uneven chunks balance themselves.
  *
- * The caller never waits for a worker that has not started: a claim is a
- * compare-and-swap on one word holding (job generation, next chunk), so a
- * worker that wakes late -- its vCPU was busy with another process -- finds
- * the job's chunks taken (or a newer generation) and claims nothing.  The
- * caller waits only for chunks a worker actually claimed, counted in `done`.
- * On a shared 2-vCPU machine this turns "wait a scheduler time slice for the
- * descheduled worker" into "the caller does the remaining chunks itself",
- * which is what kept batch-1 p99 at 2 threads unsteady.
+ * The caller never waits long for a worker that has not started: a claim
+ * is a compare-and-swap on one word holding (job generation, chunks left),
+ * so a worker that wakes late -- its vCPU was busy with another process --
+ * finds the job's chunks taken (or a newer generation) and claims nothing.
+ * The caller waits for the chunks a worker claimed (counted in `done`), then
+ * a little longer (ACK_YIELDS) for each worker to have seen the job
+ * (`seen`): on an idle machine that keeps the threads in step (without it,
+ * measured p99 at batch 1 doubled), while on a loaded one a descheduled
+ * worker costs the caller the remaining chunks instead of a scheduler time
+ * slice (cnn b1 at 2 threads beside two CPU hogs: p50 47 ms -> 1.8 ms).
  *
  * Workers spin briefly on the generation (pause, then sched_yield) before
  * sleeping on a condition variable: back-to-back kernels of one inference
@@ -36,6 +38,7 @@
 #endif
 
 #define PAUSE_ITERS 256   /* pause-spins before yielding the CPU */
+#define ACK_YIELDS 64     /* how long the caller waits for a worker to see a job */
 #define YIELD_ITERS 20000 /* sched_yield spins before sleeping */
 
 /* The claim word: generation in the high 32 bits, chunks not yet claimed in
@@ -62,10 +65,19 @@ struct inf__pool {
     _Atomic uint32_t n_chunks;
     _Atomic uint64_t claim; /* CLAIM(generation, chunks left) */
     _Atomic uint32_t done;  /* chunks finished in the current job */
+    _Atomic uint32_t *seen; /* per worker: the last generation it finished looking at */
     /* the caller's workspace (inf__pool_workspace) */
     void *ws;
     size_t ws_size;
 };
+
+/* One step of a busy wait: a pause at first, then giving the CPU away. */
+static inline void spin_step(int spins) {
+    if (spins < PAUSE_ITERS)
+        cpu_relax();
+    else
+        sched_yield();
+}
 
 /* Claims the next chunk of job `gen` (of n_chunks); false once the job has
  * no chunk left or a newer job replaced it. */
@@ -103,10 +115,8 @@ static uint32_t wait_for_job(inf__pool *p, uint32_t seen) {
     for (int spins = 0;; spins++) {
         uint32_t gen = atomic_load(&p->generation);
         if (gen != seen || atomic_load(&p->stop)) return gen;
-        if (spins < PAUSE_ITERS) {
-            cpu_relax();
-        } else if (spins < PAUSE_ITERS + YIELD_ITERS) {
-            sched_yield();
+        if (spins < PAUSE_ITERS + YIELD_ITERS) {
+            spin_step(spins);
         } else {
             pthread_mutex_lock(&p->mu);
             atomic_fetch_add(&p->n_sleeping, 1);
@@ -119,13 +129,21 @@ static uint32_t wait_for_job(inf__pool *p, uint32_t seen) {
     }
 }
 
+typedef struct worker_arg {
+    inf__pool *p;
+    int index;
+} worker_arg;
+
 static void *worker_main(void *arg) {
-    inf__pool *p = arg;
+    inf__pool *p = ((worker_arg *)arg)->p;
+    int index = ((worker_arg *)arg)->index;
+    inf__free(arg);
     uint32_t seen = atomic_load(&p->generation);
     for (;;) {
         seen = wait_for_job(p, seen);
         if (atomic_load(&p->stop)) return NULL;
         run_chunks(p, seen);
+        atomic_store(&p->seen[index], seen);
     }
 }
 
@@ -139,12 +157,16 @@ inf_status inf__pool_new(int n_threads, inf__pool **out) {
     pthread_cond_init(&p->wake, NULL);
     if (n_threads > 1) {
         p->threads = inf__calloc((size_t)n_threads - 1, sizeof *p->threads);
-        if (!p->threads) {
+        p->seen = inf__calloc((size_t)n_threads - 1, sizeof *p->seen);
+        if (!p->threads || !p->seen) {
             inf__pool_free(p);
             return INF_ENOMEM;
         }
         for (int i = 0; i < n_threads - 1; i++) {
-            if (pthread_create(&p->threads[i], NULL, worker_main, p) != 0) {
+            worker_arg *wa = inf__calloc(1, sizeof *wa);
+            if (wa) wa->p = p, wa->index = i;
+            if (!wa || pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
+                inf__free(wa);
                 inf__pool_free(p);
                 return INF_ENOMEM;
             }
@@ -165,6 +187,7 @@ void inf__pool_free(inf__pool *p) {
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
     inf__free(p->threads);
+    inf__free((void *)p->seen);
     inf__aligned_free(p->ws);
     inf__free(p);
 }
@@ -219,10 +242,10 @@ void inf__pool_range(inf__pool *p, int64_t n, int64_t min_chunk, inf__range_fn f
     uint32_t gen = publish_job(p, n, chunk, n_chunks, fn, arg);
     run_chunks(p, gen);
     /* Only chunks a worker claimed can still be running. */
-    for (int spins = 0; atomic_load(&p->done) < n_chunks; spins++) {
-        if (spins < PAUSE_ITERS)
-            cpu_relax();
-        else
-            sched_yield();
-    }
+    for (int spins = 0; atomic_load(&p->done) < n_chunks; spins++) spin_step(spins);
+    /* Keep the workers in step: wait a little for each to have seen this
+     * job (a worker descheduled by another process is not waited for). */
+    for (int w = 0; w < threads - 1; w++)
+        for (int spins = 0; atomic_load(&p->seen[w]) != gen && spins < PAUSE_ITERS + ACK_YIELDS; spins++)
+            spin_step(spins);
 }
