@@ -1,6 +1,6 @@
 /*
  * conv_test_main.h -- what the convolution kernel tests (test_conv_avx2.c,
- * test_depthwise.c) share: the fused activation as the session's Relu /
+ * test_depthwise.c, test_pointwise.c) share: the fused activation as the session's Relu /
  * Clip pass applies it, the loop that runs a test's cases on pools of 1 and
  * 2 threads, the skip on a CPU without AVX2/FMA, and the main of a build for
  * another architecture.  Each test keeps its own cases, references and
@@ -50,6 +50,15 @@ static inline int conv_test_on_pools(void (*cases)(inf__pool *pool)) {
         inf__pool_free(pool);
     }
     return 0;
+}
+
+/* The whole of a test's main after its own checks: cases on both pools,
+ * then "N passed, M failed"; the exit status. */
+static inline int conv_test_main(void (*cases)(inf__pool *pool), const int *n_passed, const int *n_failed) {
+    int st = conv_test_on_pools(cases);
+    if (st) return st < 0 ? 0 : st;
+    printf("%d passed, %d failed\n", *n_passed, *n_failed);
+    return *n_failed ? 1 : 0;
 }
 
 #endif /* __x86_64__ */

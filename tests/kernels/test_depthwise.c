@@ -194,10 +194,7 @@ static void cases(inf__pool *pool) {
 }
 
 int main(void) {
-    int st = conv_test_on_pools(cases);
-    if (st) return st < 0 ? 0 : st;
-    printf("%d passed, %d failed\n", n_passed, n_failed);
-    return n_failed ? 1 : 0;
+    return conv_test_main(cases, &n_passed, &n_failed);
 }
 
 #else /* not x86-64: no AVX2 kernels */
