@@ -118,14 +118,16 @@ static void run_variant(const conv_case *cc, int v) {
     else inf__conv2d_winograd_f32_avx2(cc->pool, v == V_WINO4 ? 4 : 2, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
 }
 
-/* The variant avx2_variant (src/ops/ref/conv.c) picks for g (1x1 stride-1
- * pointwise and depthwise convs are dispatched before it: none here). */
+/* The variant Conv picks for g (inf__conv2d_avx2_variant), as this file
+ * numbers them. */
 static int picked(const inf__conv2d *g) {
-    int64_t kdim = g->cg * g->kh * g->kw;
-    int tile = inf__conv2d_winograd_tile(g);
-    if (tile) return tile == 4 ? V_WINO4 : V_WINO2;
-    if (inf__conv2d_direct_fits(g->mg, kdim, g->sw)) return V_DIRECT;
-    return inf__conv2d_rows_fits(g->mg, kdim, g->sw) ? V_ROWS : V_PANEL;
+    switch (inf__conv2d_avx2_variant(g)) {
+    case INF_CONV2D_WINO4: return V_WINO4;
+    case INF_CONV2D_WINO2: return V_WINO2;
+    case INF_CONV2D_DIRECT: return V_DIRECT;
+    case INF_CONV2D_ROWS: return V_ROWS;
+    default: return V_PANEL;
+    }
 }
 
 static double now_us(void) {

@@ -278,6 +278,18 @@ void inf__conv2d_rows_f32_avx2(inf__pool *pool, const inf__conv2d *g, const floa
  * the other variants (Winograd rounds differently, within a few 1e-6 of
  * sum |w||x|), but independent of the batch and the thread count. */
 int inf__conv2d_winograd_tile(const inf__conv2d *g);
+/* The AVX2 kernel variant a float32 Conv of shape g runs on (1x1 stride-1
+ * pointwise and depthwise convs are dispatched before it), a property of
+ * W and the strides alone: Winograd, else direct, else rows, else panel
+ * (ops/ref/conv.c; docs/convolutions.md has the table). */
+typedef enum inf__conv2d_variant {
+    INF_CONV2D_PANEL,
+    INF_CONV2D_DIRECT,
+    INF_CONV2D_ROWS,
+    INF_CONV2D_WINO2,
+    INF_CONV2D_WINO4,
+} inf__conv2d_variant;
+inf__conv2d_variant inf__conv2d_avx2_variant(const inf__conv2d *g);
 int64_t inf__conv2d_winograd_w_floats(int tile, int64_t c, int64_t k);
 void inf__conv2d_winograd_pack_w(int tile, int64_t c, int64_t k, const float *w, float *dst);
 int64_t inf__conv2d_winograd_scratch_floats(int tile, const inf__conv2d *g, int threads);

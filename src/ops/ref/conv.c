@@ -40,7 +40,7 @@
  *         transformed to U = G g G^T and packed once at load) -- not the
  *         same bits (within a few 1e-6 of sum |w||x| for F(2x2), 1e-5 for
  *         F(4x4)), but still independent of the batch and the threads.
- *         The selector is avx2_variant; docs/convolutions.md has the table.
+ *         The selector is inf__conv2d_avx2_variant; docs/convolutions.md has the table.
  *
  * Both ops use one index relation between an "image" (X for Conv, Y for
  * ConvTranspose) and a grid of kernel positions (Y's spatial grid for
@@ -63,7 +63,7 @@ typedef struct conv_params {
     int n_kernel, n_strides, n_dilations, n_pads, n_out_pad, n_out_shape;
     const int64_t *kernel, *strides, *dilations, *pads, *out_pad, *out_shape;
     /* Conv's constant float32 W packed at load for the AVX2 kernel variant
-     * wvar (avx2_variant: panel, direct or rows), used while the run's W is
+     * wvar (inf__conv2d_avx2_variant: panel, direct or rows), used while the run's W is
      * still that constant */
     const float *wpack;
     const void *wsrc;
@@ -95,31 +95,29 @@ static inf_status check_ints(const inf__node *node, inf_error *err, const char *
  *   ROWS           a shallow K at stride 1 along the row (a stem);
  *   PANEL          the rest (im2col fused into the GEMM's packing).
  * Each packs W its own way; all but Winograd give the im2col path's bits. */
-enum { VAR_PANEL, VAR_DIRECT, VAR_ROWS, VAR_WINO2, VAR_WINO4 };
-
-static int avx2_variant(const inf__conv2d *c) {
+inf__conv2d_variant inf__conv2d_avx2_variant(const inf__conv2d *c) {
     int64_t kdim = c->cg * c->kh * c->kw;
     int tile = inf__conv2d_winograd_tile(c);
-    if (tile) return tile == 4 ? VAR_WINO4 : VAR_WINO2;
-    if (inf__conv2d_direct_fits(c->mg, kdim, c->sw)) return VAR_DIRECT;
-    return inf__conv2d_rows_fits(c->mg, kdim, c->sw) ? VAR_ROWS : VAR_PANEL;
+    if (tile) return tile == 4 ? INF_CONV2D_WINO4 : INF_CONV2D_WINO2;
+    if (inf__conv2d_direct_fits(c->mg, kdim, c->sw)) return INF_CONV2D_DIRECT;
+    return inf__conv2d_rows_fits(c->mg, kdim, c->sw) ? INF_CONV2D_ROWS : INF_CONV2D_PANEL;
 }
 
-static int wino_tile(int var) { return var == VAR_WINO4 ? 4 : var == VAR_WINO2 ? 2 : 0; }
+static int wino_tile(int var) { return var == INF_CONV2D_WINO4 ? 4 : var == INF_CONV2D_WINO2 ? 2 : 0; }
 
 static int64_t variant_w_floats(int var, const inf__conv2d *c) {
     int64_t kdim = c->cg * c->kh * c->kw;
     if (wino_tile(var)) return inf__conv2d_winograd_w_floats(wino_tile(var), c->cg, c->m);
-    if (var == VAR_DIRECT) return inf__conv2d_direct_w_floats(c->m, c->group, kdim);
-    if (var == VAR_ROWS) return inf__conv2d_rows_w_floats(c->m, c->group, kdim);
+    if (var == INF_CONV2D_DIRECT) return inf__conv2d_direct_w_floats(c->m, c->group, kdim);
+    if (var == INF_CONV2D_ROWS) return inf__conv2d_rows_w_floats(c->m, c->group, kdim);
     return inf__conv2d_packed_w_floats(c->m, c->group, kdim);
 }
 
 static void variant_pack_w(int var, const inf__conv2d *c, const float *w, float *dst) {
     int64_t kdim = c->cg * c->kh * c->kw;
     if (wino_tile(var)) inf__conv2d_winograd_pack_w(wino_tile(var), c->cg, c->m, w, dst);
-    else if (var == VAR_DIRECT) inf__conv2d_direct_pack_w(c->m, c->group, kdim, w, dst);
-    else if (var == VAR_ROWS) inf__conv2d_rows_pack_w(c->m, c->group, kdim, w, dst);
+    else if (var == INF_CONV2D_DIRECT) inf__conv2d_direct_pack_w(c->m, c->group, kdim, w, dst);
+    else if (var == INF_CONV2D_ROWS) inf__conv2d_rows_pack_w(c->m, c->group, kdim, w, dst);
     else inf__conv2d_pack_w(c->m, c->group, kdim, w, dst);
 }
 
@@ -164,7 +162,7 @@ static inf_status pack_const_w(const inf__node *node, inf__arena *arena, conv_pa
     if (w->ndim == 4 && w->dims[1] == 1 && w->dims[0] == p->group) return INF_OK; /* depthwise: reads W as given */
     inf__conv2d c = conv_shape_of_w(p, w);
     if (pointwise_at_load(p, &c)) return INF_OK; /* 1x1: reads W as given */
-    int var = avx2_variant(&c);
+    int var = inf__conv2d_avx2_variant(&c);
     int64_t floats = variant_w_floats(var, &c);
     char *raw = inf__arena_alloc(arena, (size_t)floats * sizeof(float) + 32);
     if (!raw) return INF_ENOMEM;
@@ -644,7 +642,7 @@ static void depthwise_planes(void *arg, int64_t begin, int64_t end) {
 }
 
 #if defined(__x86_64__)
-/* Runs c through its AVX2 kernel variant (avx2_variant), with W packed at
+/* Runs c through its AVX2 kernel variant (inf__conv2d_avx2_variant), with W packed at
  * load or, when the run's W is another tensor (or the variant picked now
  * differs), into scratch now; the padded input of the direct and rows
  * kernels and the Winograd kernel's tile buffers go to scratch too. */
@@ -652,7 +650,7 @@ static inf_status conv_avx2_run(inf__kernel_ctx *ctx, const inf__conv2d *c, cons
                                 const float *b, const float *res, float *y) {
     const conv_params *p = ctx->node->params;
     int64_t kdim = c->cg * c->kh * c->kw;
-    int var = avx2_variant(c);
+    int var = inf__conv2d_avx2_variant(c);
     const float *wp = p->wpack;
     if (!wp || p->wsrc != (const void *)w || p->wm != c->m || p->wkdim != kdim || p->wvar != var) {
         float *tmp = inf__kernel_scratch(ctx, (size_t)variant_w_floats(var, c) * sizeof(float));
@@ -660,7 +658,7 @@ static inf_status conv_avx2_run(inf__kernel_ctx *ctx, const inf__conv2d *c, cons
         variant_pack_w(var, c, w, tmp);
         wp = tmp;
     }
-    if (var == VAR_PANEL) {
+    if (var == INF_CONV2D_PANEL) {
         inf__conv2d_f32_avx2(ctx->pool, c, x, wp, b, res, y);
         return INF_OK;
     }
@@ -670,7 +668,7 @@ static inf_status conv_avx2_run(inf__kernel_ctx *ctx, const inf__conv2d *c, cons
     float *scratch = floats > 0 ? inf__kernel_scratch(ctx, (size_t)floats * sizeof(float)) : NULL;
     if (floats > 0 && !scratch) return INF_ENOMEM;
     if (tile) inf__conv2d_winograd_f32_avx2(ctx->pool, tile, c, x, wp, b, res, scratch, y);
-    else if (var == VAR_ROWS) inf__conv2d_rows_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);
+    else if (var == INF_CONV2D_ROWS) inf__conv2d_rows_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);
     else inf__conv2d_direct_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);
     return INF_OK;
 }
