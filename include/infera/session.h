@@ -28,6 +28,7 @@ typedef struct inf_session_options {
                       < 0 = never split (the whole batch at once, kernels threaded) */
     int mem_plan;  /* 0 = plan intermediates into one arena and run element-wise ops in place
                       (default); < 0 = the buffer pool only, no in-place execution */
+    int profile;   /* non-zero: count calls and time per node (inf_session_profile); 0 = off (default) */
 } inf_session_options;
 
 INF_API void inf_session_options_init(inf_session_options *opts);
@@ -44,6 +45,45 @@ INF_API void inf_session_free(inf_session *session);
  * node that failed (INF_ESHAPE, INF_ETYPE, INF_EINVAL, ...). */
 INF_API inf_status inf_session_run(inf_session *session, const inf_tensor *const *inputs,
                                    inf_tensor *const **outputs, inf_error *err);
+
+/* ---- per-node profile (options.profile) ----
+ * With options.profile set, every run times each node it executes (wall
+ * time on the calling thread, from before its kernel to after its fused
+ * activation; threaded kernels included) with CLOCK_MONOTONIC, into
+ * counters allocated with the session: a profiled run allocates nothing
+ * more than a plain one.  Nodes are those of the optimised graph, so op
+ * types are the fused ones (FusedMatMul, ConvAdd, "Conv" + activation
+ * "Clip").  Nodes inside If/Loop/Scan bodies have entries of their own
+ * (parent >= 0); their time is also part of their parent's.  A batch run
+ * as sub-batches (docs/sessions.md) counts one call per sub-batch, and the
+ * sub-batches' times add up across threads. */
+typedef struct inf_node_profile {
+    const char *name;       /* node name (owned by the model) */
+    const char *op_type;    /* op after load-time optimisation */
+    const char *activation; /* activation fused into output 0 ("Relu", "LeakyRelu", "Clip"), or NULL */
+    int parent;             /* entry of the If/Loop/Scan node whose subgraph holds this node; -1: main graph */
+    const char *graph;      /* name of the graph holding the node (a body's own name: "then_body", "body", ...) */
+    int64_t calls;          /* calls since the session was created or its profile reset */
+    uint64_t total_ns, min_ns, max_ns; /* per call: sum, least, most (0 when never called) */
+    int64_t last_run;       /* the run (1, 2, ... since creation or reset) of the last call; -1: never */
+    int ndim;               /* output 0 at the last call: rank, or -1 (absent, not a tensor, never called) */
+    inf_dtype dtype;
+    int64_t dims[INF_MAX_DIMS];
+} inf_node_profile;
+
+typedef struct inf_profile_totals {
+    int64_t runs;           /* inf_session_run calls since creation or reset */
+    uint64_t run_ns;        /* their wall time, input checks and sub-batching included */
+} inf_profile_totals;
+
+/* Fills nodes[0, capacity) with the profile in graph order (each node
+ * followed by the nodes of its subgraphs) and *totals (may be NULL); returns
+ * the number of entries (call with capacity 0 to size the array).  0 when
+ * the session does not profile.  Not while a run is in progress. */
+INF_API int inf_session_profile(const inf_session *session, inf_node_profile *nodes, int capacity,
+                                inf_profile_totals *totals);
+/* Zeroes every counter (a no-op when the session does not profile). */
+INF_API void inf_session_profile_reset(inf_session *session);
 
 INF_API const inf_model *inf_session_model(const inf_session *session);
 INF_API int inf_session_n_threads(const inf_session *session);

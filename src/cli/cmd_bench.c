@@ -1,15 +1,18 @@
 /*
  * cmd_bench.c -- `infera bench REF [--input NAME=FILE]... [--threads N]
- * [--iters N] [--warmup N] [--batch N] [--json]`.
+ * [--iters N] [--warmup N] [--batch N] [--json] [--profile]`.
  *
  * Measures what a user of the model feels: load (decode + session), the
  * first run (cold), then the latency distribution of warm runs.  Inputs not
  * given as files are random, of the declared shape with symbolic dimensions
  * set to --batch (default 1).  Throughput is batch / mean latency.
+ * --profile: the session also times every node (options.profile, counted
+ * over the timed runs only) and bench_profile.c prints where the time went.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/bench_profile.h"
 #include "cli/cli.h"
 
 static const char *CMD = "bench";
@@ -61,7 +64,7 @@ static double percentile(const double *sorted, int n, double p) {
 int cmd_bench(int argc, char **argv) {
     const char *ref = NULL;
     int threads = 1, iters = 100, warmup = 10, batch = 1;
-    bool json = false;
+    bool json = false, profile = false;
     cli_inputs specs = {0};
     for (int i = 1; i < argc; i++) {
         bool missing;
@@ -78,6 +81,8 @@ int cmd_bench(int argc, char **argv) {
             if (!cli_parse_int(CMD, "--batch", v, 1, 1 << 24, &batch)) return 2;
         } else if (!strcmp(argv[i], "--json")) {
             json = true;
+        } else if (!strcmp(argv[i], "--profile")) {
+            profile = true;
         } else if (missing) {
             return cli_usage(CMD, "%s needs a value", argv[i]);
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -101,6 +106,7 @@ int cmd_bench(int argc, char **argv) {
     inf_session_options_init(&opts);
     opts.n_threads = threads;
     opts.max_batch = batch;
+    opts.profile = profile;
     if (inf_session_new(model, &opts, &session, &err) != INF_OK) {
         rc = cli_fail(CMD, "%s", err.message);
         goto done;
@@ -136,6 +142,7 @@ int cmd_bench(int argc, char **argv) {
         goto done;
     }
     double sum = 0;
+    inf_session_profile_reset(session); /* the profile covers the timed runs only */
     for (int i = 0; i < iters; i++) {
         double a = cli_now_seconds();
         if (inf_session_run(session, (const inf_tensor *const *)values, &outputs, &err) != INF_OK) {
@@ -152,14 +159,17 @@ int cmd_bench(int argc, char **argv) {
     if (json) {
         printf("{\"model\":\"%s\",\"threads\":%d,\"batch\":%lld,\"iters\":%d,\"load_ms\":%.3f,\"first_run_ms\":%.3f,"
                "\"latency_us\":{\"mean\":%.2f,\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f},"
-               "\"throughput_rows_per_s\":%.1f,\"peak_rss_mb\":%.1f}\n",
+               "\"throughput_rows_per_s\":%.1f,\"peak_rss_mb\":%.1f",
                ref, threads, (long long)rows, iters, load_ms, first_ms, mean, p50, p90, p99, throughput, cli_peak_rss_mb());
+        if (profile) rc = bench_profile_print(CMD, session, true);
+        printf("}\n");
     } else {
         printf("model        %s\nthreads      %d\nbatch        %lld\niters        %d (warm-up %d)\n", ref, threads,
                (long long)rows, iters, warmup);
         printf("load         %.3f ms\nfirst run    %.3f ms\n", load_ms, first_ms);
         printf("latency      mean %.2f us  p50 %.2f us  p90 %.2f us  p99 %.2f us\n", mean, p50, p90, p99);
         printf("throughput   %.1f rows/s\npeak RSS     %.1f MiB\n", throughput, cli_peak_rss_mb());
+        if (profile) rc = bench_profile_print(CMD, session, false);
     }
 done:
     free(lat);

@@ -34,6 +34,15 @@
  *   same time on the session's threads); the session's main frame then
  *   holds only the full-batch outputs (inf__session_output).
  *
+ *   Profile (options.profile, inf_session_profile): every frame (main graph,
+ *   subgraphs, sub-batch frames) then has a counter per node, allocated
+ *   here at creation, which its run loop fills (calls, wall time of the
+ *   node on the calling thread, output 0's shape).  exec_run chooses the
+ *   timed or the plain loop once per run, so a session without a profile
+ *   pays one branch a run.  Sub-batch frames run on the session's threads
+ *   at once: each writes only its own counters, and inf_session_profile
+ *   adds them up when asked.
+ *
  * INVARIANTS
  *   - slot.value is what kernels see: &slot.t, a heap value, an outer-scope
  *     value, or the caller's tensor; NULL when the value is absent.
@@ -43,6 +52,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "graph/memplan.h"
 #include "graph/subbatch.h"
@@ -64,6 +74,16 @@ typedef struct sub_frame {
     inf__exec *exec;
 } sub_frame;
 
+/* One node's profile counters in one frame (options.profile). */
+typedef struct node_prof {
+    int64_t calls;
+    uint64_t total_ns, min_ns, max_ns;
+    int64_t last_run;      /* the session run of the last call: across frames, the newest shape wins */
+    int ndim;              /* output 0 of the last call; -1: absent or not a tensor */
+    inf_dtype dtype;
+    int64_t dims[INF_MAX_DIMS];
+} node_prof;
+
 struct inf__exec {
     inf_session *session;
     inf__mem *mem;         /* where its values live: the session's memory, or a sub-batch frame's */
@@ -82,6 +102,7 @@ struct inf__exec {
     int n_scratch;
     int n_subs;
     sub_frame *subs;
+    node_prof *prof;       /* per node when the session profiles; NULL: off */
 };
 
 struct inf_session {
@@ -92,6 +113,11 @@ struct inf_session {
     bool mem_plan;         /* options.mem_plan >= 0 */
     inf__exec *main;
     inf__subbatch *sb;     /* sub-batch execution (graph/subbatch.c); NULL when off or not separable */
+    bool profile;          /* options.profile: frames count calls and time per node */
+    int n_profiled;        /* profile entries: main-graph nodes and, recursively, subgraph nodes */
+    int64_t prof_runs;     /* runs since creation or reset (profile only) */
+    uint64_t prof_run_ns;  /* their wall time in inf_session_run */
+    struct inf__frame *frames; /* sub-batch frames, linked for the profile */
 };
 
 static void slot_release(inf__mem *p, slot *sl) {
@@ -104,6 +130,7 @@ static void slot_release(inf__mem *p, slot *sl) {
 
 static inf_status exec_new(inf_session *s, inf__mem *mem, inf__pool *threads, const inf__graph *g, inf__exec *parent,
                            inf__exec **out, inf_error *err);
+static int count_profiled(const inf__exec *e);
 
 static void exec_free(inf__exec *e) {
     if (!e) return;
@@ -115,6 +142,7 @@ static void exec_free(inf__exec *e) {
     inf__free(e->out_ptrs);
     inf__free(e->outputs);
     inf__free(e->inplace);
+    inf__free(e->prof);
     inf__free(e);
 }
 
@@ -180,7 +208,8 @@ static inf_status exec_new(inf_session *s, inf__mem *mem, inf__pool *threads, co
     e->out_ptrs = inf__calloc((size_t)max_io, sizeof(inf_tensor *));
     e->outputs = inf__calloc((size_t)g->n_outputs + 1, sizeof(inf_tensor *));
     inf_status st = INF_OK;
-    if (!e->slots || !e->in_ptrs || !e->out_ptrs || !e->outputs)
+    if (s->profile && g->n_nodes) e->prof = inf__calloc((size_t)g->n_nodes, sizeof *e->prof);
+    if (!e->slots || !e->in_ptrs || !e->out_ptrs || !e->outputs || (s->profile && g->n_nodes && !e->prof))
         st = inf__error(err, INF_ENOMEM, "out of memory creating a session");
     if (st == INF_OK) st = exec_plan_inplace(e, err);
     if (st == INF_OK) st = exec_add_subframes(s, e, err);
@@ -354,7 +383,7 @@ static inf_status bind_values(inf__exec *e, inf_tensor *const *inputs) {
     return INF_OK;
 }
 
-static void finish_node(inf__exec *e, const inf__node *node) {
+static inline __attribute__((always_inline)) void finish_node(inf__exec *e, const inf__node *node) {
     for (int k = 0; k < node->n_inputs; k++) {
         int v = node->inputs[k];
         if (v >= 0 && --e->slots[v].refs == 0) slot_release(e->mem, &e->slots[v]);
@@ -417,7 +446,9 @@ static void apply_epilogue(inf__exec *e, const inf__node *node) {
     inf__pool_range(e->threads, inf_tensor_numel(y), 16384, epilogue_range, &t);
 }
 
-static inf_status run_node(inf__exec *e, const inf__node *node, inf_error *err) {
+/* Runs node's kernel (and fused activation) and checks its outputs; the
+ * caller then releases what it read (finish_node). */
+static inline __attribute__((always_inline)) inf_status run_kernel(inf__exec *e, const inf__node *node, inf_error *err) {
     for (int k = 0; k < node->n_inputs; k++)
         e->in_ptrs[k] = node->inputs[k] >= 0 ? e->slots[node->inputs[k]].value : NULL;
     for (int k = 0; k < node->n_outputs; k++) e->out_ptrs[k] = NULL;
@@ -441,19 +472,50 @@ static inf_status run_node(inf__exec *e, const inf__node *node, inf_error *err) 
     for (int k = 0; k < node->n_outputs; k++)
         if (node->outputs[k] >= 0 && !e->slots[node->outputs[k]].value)
             return inf__kernel_error(&ctx, INF_EINTERNAL, "kernel did not produce output %d", k);
-    finish_node(e, node);
     return INF_OK;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Adds one call of the node to its counters: wall time, and the shape of
+ * output 0 (still bound: the node's readers have not been released). */
+static void prof_record(inf__exec *e, node_prof *p, const inf__node *node, uint64_t ns) {
+    if (!p->calls || ns < p->min_ns) p->min_ns = ns;
+    if (ns > p->max_ns) p->max_ns = ns;
+    p->calls++;
+    p->total_ns += ns;
+    p->last_run = e->session->prof_runs;
+    const inf_tensor *y = e->out_ptrs[0];
+    p->ndim = node->n_outputs > 0 && y && y->kind == INF_KIND_TENSOR ? y->ndim : -1;
+    if (p->ndim < 0) return;
+    p->dtype = y->dtype;
+    memcpy(p->dims, y->dims, (size_t)y->ndim * sizeof *y->dims);
+}
+
+/* The node loop, inlined at both call sites (exec_run) with `profile` a
+ * constant: the plain loop has no timing code at all. */
+static inline __attribute__((always_inline)) inf_status run_nodes(inf__exec *e, bool profile, inf_error *err) {
+    inf_status st = INF_OK;
+    for (int n = 0; n < e->g->n_nodes && st == INF_OK; n++) {
+        const inf__node *node = &e->g->nodes[n];
+        if (e->planned) inf__mem_step(e->mem, n);
+        uint64_t t0 = profile ? now_ns() : 0;
+        st = run_kernel(e, node, err);
+        if (profile && st == INF_OK) prof_record(e, &e->prof[n], node, now_ns() - t0);
+        if (st == INF_OK) finish_node(e, node);
+    }
+    return st;
 }
 
 static inf_status exec_run(inf__exec *e, inf_tensor *const *inputs, inf_error *err) {
     release_all(e);
     bind_values(e, inputs);
     if (e->planned) inf__mem_run_begin(e->mem);
-    inf_status st = INF_OK;
-    for (int n = 0; n < e->g->n_nodes && st == INF_OK; n++) {
-        if (e->planned) inf__mem_step(e->mem, n);
-        st = run_node(e, &e->g->nodes[n], err);
-    }
+    inf_status st = e->prof ? run_nodes(e, true, err) : run_nodes(e, false, err);
     if (st != INF_OK) release_all(e);
     if (e->planned) inf__mem_run_end(e->mem, e->g->n_nodes, st == INF_OK);
     if (st != INF_OK) return st;
@@ -492,6 +554,7 @@ inf_status inf_session_new(const inf_model *model, const inf_session_options *op
     s->model = model;
     s->n_threads = opts && opts->n_threads > 1 ? opts->n_threads : 1;
     s->mem_plan = !opts || opts->mem_plan >= 0;
+    s->profile = opts && opts->profile;
     inf__mem_init(&s->mem, s->mem_plan);
     inf_status st = inf__pool_new(s->n_threads, &s->threads);
     if (st != INF_OK) {
@@ -504,6 +567,7 @@ inf_status inf_session_new(const inf_model *model, const inf_session_options *op
         inf_session_free(s);
         return st;
     }
+    if (s->profile) s->n_profiled = count_profiled(s->main);
     *out = s;
     return INF_OK;
 }
@@ -584,7 +648,8 @@ static inf_status detach_outputs_from_inputs(inf__exec *e, const inf_tensor *con
     return INF_OK;
 }
 
-inf_status inf_session_run(inf_session *s, const inf_tensor *const *inputs, inf_tensor *const **outputs, inf_error *err) {
+static inf_status session_run(inf_session *s, const inf_tensor *const *inputs, inf_tensor *const **outputs,
+                              inf_error *err) {
     const inf_model *m = s->model;
     for (int i = 0; i < m->graph->n_inputs; i++) {
         inf_status st = check_input(&m->input_infos[i], inputs ? inputs[i] : NULL, err);
@@ -607,12 +672,27 @@ inf_status inf_session_run(inf_session *s, const inf_tensor *const *inputs, inf_
     return INF_OK;
 }
 
+static __attribute__((noinline)) inf_status session_run_profiled(inf_session *s, const inf_tensor *const *inputs,
+                                                                  inf_tensor *const **outputs, inf_error *err) {
+    s->prof_runs++;
+    uint64_t t0 = now_ns();
+    inf_status st = session_run(s, inputs, outputs, err);
+    s->prof_run_ns += now_ns() - t0;
+    return st;
+}
+
+inf_status inf_session_run(inf_session *s, const inf_tensor *const *inputs, inf_tensor *const **outputs, inf_error *err) {
+    if (s->profile) return session_run_profiled(s, inputs, outputs, err);
+    return session_run(s, inputs, outputs, err);
+}
+
 /* ---- frames for sub-batches (graph/subbatch.h) ---- */
 
 struct inf__frame {
     inf__mem mem;
     inf__pool *threads; /* one thread: the frame's kernels run inline, with their own workspace */
     inf__exec *exec;
+    inf__frame *next;   /* the session's frames (s->frames), for the profile */
 };
 
 inf_status inf__frame_new(inf_session *s, inf__frame **out, inf_error *err) {
@@ -627,12 +707,17 @@ inf_status inf__frame_new(inf_session *s, inf__frame **out, inf_error *err) {
         inf__frame_free(f);
         return st;
     }
+    f->next = s->frames;
+    s->frames = f;
     *out = f;
     return INF_OK;
 }
 
 void inf__frame_free(inf__frame *f) {
     if (!f) return;
+    inf__frame **link = f->exec ? &f->exec->session->frames : NULL;
+    while (link && *link && *link != f) link = &(*link)->next;
+    if (link && *link) *link = f->next;
     exec_free(f->exec);
     inf__mem_deinit(&f->mem);
     inf__pool_free(f->threads);
@@ -679,6 +764,93 @@ void inf__session_memstats(const inf_session *s, inf__memstats *out) {
 void inf__session_release(inf_session *s) { release_all(s->main); }
 inf__pool *inf__session_threads(inf_session *s) { return s->threads; }
 inf__subbatch *inf__session_subbatch(inf_session *s) { return s->sb; }
+
+/* ---- the profile (options.profile) ---- */
+
+/* Profile entries of e: its nodes and, recursively, its subgraphs' nodes. */
+static int count_profiled(const inf__exec *e) {
+    int n = e->g->n_nodes;
+    for (int i = 0; i < e->n_subs; i++) n += count_profiled(e->subs[i].exec);
+    return n;
+}
+
+static const char *epilogue_name(inf__epilogue_kind kind) {
+    switch (kind) {
+    case INF_EPILOGUE_RELU: return "Relu";
+    case INF_EPILOGUE_LEAKY_RELU: return "LeakyRelu";
+    case INF_EPILOGUE_CLIP: return "Clip";
+    default: return NULL;
+    }
+}
+
+static int node_n_subgraphs(const inf__node *node) {
+    int n = 0;
+    for (int a = 0; a < node->n_attrs; a++)
+        n += node->attrs[a].type == INF_ATTR_GRAPH ? 1 : node->attrs[a].type == INF_ATTR_GRAPHS ? node->attrs[a].n : 0;
+    return n;
+}
+
+/* Adds counters p (one frame's) into entry o; the first frame seen sets it. */
+static void prof_merge(inf_node_profile *o, const node_prof *p) {
+    if (!p->calls) return;
+    if (!o->calls || p->min_ns < o->min_ns) o->min_ns = p->min_ns;
+    if (p->max_ns > o->max_ns) o->max_ns = p->max_ns;
+    o->calls += p->calls;
+    o->total_ns += p->total_ns;
+    if (p->last_run < o->last_run) return;
+    o->last_run = p->last_run;
+    o->ndim = p->ndim;
+    o->dtype = p->ndim >= 0 ? p->dtype : INF_DTYPE_UNDEFINED;
+    memset(o->dims, 0, sizeof o->dims);
+    if (p->ndim > 0) memcpy(o->dims, p->dims, (size_t)p->ndim * sizeof *p->dims);
+}
+
+/* Walks e's nodes in profile order (each node, then its subgraphs' nodes)
+ * from entry *k on, merging e's counters into out[0, cap); names are set on
+ * the first walk (first = the main frame).  parent: the entry of the node
+ * owning e's graph, -1 for the main graph. */
+static void prof_walk(const inf__exec *e, int parent, bool first, inf_node_profile *out, int cap, int *k) {
+    int sub = 0;
+    for (int n = 0; n < e->g->n_nodes; n++) {
+        const inf__node *node = &e->g->nodes[n];
+        int self = (*k)++;
+        if (self < cap) {
+            if (first)
+                out[self] = (inf_node_profile){.name = node->name, .op_type = node->op_type,
+                                               .activation = epilogue_name(node->epilogue.kind), .parent = parent,
+                                               .graph = e->g->name ? e->g->name : "", .ndim = -1, .last_run = -1};
+            prof_merge(&out[self], &e->prof[n]);
+        }
+        for (int j = node_n_subgraphs(node); j > 0 && sub < e->n_subs; j--)
+            prof_walk(e->subs[sub++].exec, self, first, out, cap, k);
+    }
+}
+
+static void prof_clear(inf__exec *e) {
+    memset(e->prof, 0, (size_t)e->g->n_nodes * sizeof *e->prof);
+    for (int i = 0; i < e->n_subs; i++) prof_clear(e->subs[i].exec);
+}
+
+int inf_session_profile(const inf_session *s, inf_node_profile *nodes, int capacity, inf_profile_totals *totals) {
+    if (totals) *totals = (inf_profile_totals){s->prof_runs, s->prof_run_ns};
+    if (!s->profile) return 0;
+    if (!nodes || capacity < 0) capacity = 0;
+    int k = 0;
+    prof_walk(s->main, -1, true, nodes, capacity, &k);
+    for (const inf__frame *f = s->frames; f; f = f->next) {
+        k = 0;
+        prof_walk(f->exec, -1, false, nodes, capacity, &k);
+    }
+    return s->n_profiled;
+}
+
+void inf_session_profile_reset(inf_session *s) {
+    if (!s->profile) return;
+    s->prof_runs = 0;
+    s->prof_run_ns = 0;
+    prof_clear(s->main);
+    for (inf__frame *f = s->frames; f; f = f->next) prof_clear(f->exec);
+}
 
 /* ---- evaluating single nodes at load time (graph/optimize.c) ---- */
 

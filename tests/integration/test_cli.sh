@@ -115,6 +115,24 @@ if "$infera" bench "$mlp" --iters 5 --threads 2 --input "input=$models/mlp_input
 else
     bad "bench with an input file"
 fi
+# bench --profile: per-node table (Loop body nodes as PARENT/BODY/NAME, called 4 times a run), op summary, JSON array
+loop_model="$models/profile_loop.onnx"
+if "$infera" bench "$loop_model" --iters 7 --warmup 1 --profile >"$work/out" &&
+    grep -q '^profile      7 runs' "$work/out" && grep -qE '^  loop/body/body_add +Add +2x3 +28 ' "$work/out" &&
+    grep -qE '^  mul +Mul +2x3 +7 ' "$work/out" && grep -qE '^  Loop +1 +7 ' "$work/out"; then
+    ok "bench --profile table"
+else
+    bad "bench --profile table: $(head -c 1500 "$work/out")"
+fi
+if "$infera" bench "$loop_model" --iters 7 --warmup 1 --json --profile >"$work/out" &&
+    grep -q '"node":"body_add","op":"Add","parent":"loop","graph":"body","shape":\[2,3\],"calls":28,' "$work/out" &&
+    grep -q '"peak_rss_mb":[0-9.]*,"profile":\[' "$work/out" &&
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["profile"]) == 4 and d["latency_us"]["mean"] > 0' "$work/out" &&
+    "$infera" bench "$loop_model" --iters 2 --json | grep -qv '"profile"'; then
+    ok "bench --json --profile"
+else
+    bad "bench --json --profile: $(head -c 1500 "$work/out")"
+fi
 if "$infera" help run | grep -q -- '--output-dir' && "$infera" run --help | grep -q -- '--output-format'; then
     ok "help"
 else
