@@ -229,8 +229,9 @@ void inf__conv2d_direct_f32_avx2(inf__pool *pool, const inf__conv2d *g, const fl
  * dilation and padding.  Same bits as ops/ref/conv.c's depthwise_planes then
  * + res and the activation (for finite weights), same limits as above.
  * scratch: inf__conv2d_depthwise_scratch_floats(g, threads) floats, threads
- * = inf__pool_size(pool) (channel-blocked, zero-padded copies of the
- * input; NULL when that is 0, or to take the slower unbuffered path). */
+ * = inf__pool_size(pool) (zero-padded copies of the input: two padded
+ * planes per thread at row stride 1, channel blocks otherwise; NULL when
+ * that is 0, or to take the slower unbuffered path). */
 int64_t inf__conv2d_depthwise_scratch_floats(const inf__conv2d *g, int threads);
 void inf__conv2d_depthwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
                                     const float *bias, const float *res, float *scratch, float *y);

@@ -18,7 +18,9 @@
  * unfused Add after the Conv, before the activation); pools of 1 and 2
  * threads; one larger case whose padded input takes several passes of the
  * direct kernel; the bench CNN's stem and an odd-sized variant of it;
- * two strided 1-D front ends (kernel 80 stride 16; kernel 9 stride 5).
+ * two strided 1-D front ends (kernel 80 stride 16; kernel 9 stride 5);
+ * two strided stems (3x3/2 3 -> 32, 5x5/2 1 -> 16) and the variant rule's
+ * choice for them.
  * Batch invariance:
  * each image run alone gives the same bits as inside the batch.
  * Prints one line per failure and "N passed, M failed".  Skips (0 passed,
@@ -259,11 +261,34 @@ static void front_end_cases(inf__pool *pool) {
     check_shape(pool, &g, false, true, -5);
 }
 
+/* Strided stems (inf__conv2d_avx2_variant's strided_stem: the direct
+ * kernel): bench/extra mobile's 3x3/2 3 -> 32 on 96 x 96, Clip, batch 2;
+ * a 5x5/2 1 -> 16 on 37 x 29 (odd sizes, short last tiles), residual, no
+ * bias.  The rule must pick the direct kernel for both and keep the panel
+ * kernel at 64 output channels. */
+static void strided_stem_cases(inf__pool *pool) {
+    inf__conv2d g = {.n = 2, .c = 3, .m = 32, .group = 1, .cg = 3, .mg = 32, .ih = 96, .iw = 96, .oh = 48, .ow = 48,
+                     .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 1, .dw = 1, .pt = 1, .pl = 1,
+                     .act = INF_EPILOGUE_CLIP, .lo = 0.0f, .hi = 6.0f};
+    bool rule = inf__conv2d_avx2_variant(&g) == INF_CONV2D_DIRECT;
+    check_shape(pool, &g, true, false, -6);
+    g.c = g.cg = 1, g.m = g.mg = 16, g.ih = 37, g.iw = 29, g.kh = g.kw = 5, g.pt = g.pl = 2;
+    g.oh = (37 + 4 - 5) / 2 + 1, g.ow = (29 + 4 - 5) / 2 + 1, g.act = INF_EPILOGUE_NONE;
+    rule = rule && inf__conv2d_avx2_variant(&g) == INF_CONV2D_DIRECT;
+    check_shape(pool, &g, false, true, -7);
+    g.m = g.mg = 64;
+    if (!rule || inf__conv2d_avx2_variant(&g) != INF_CONV2D_PANEL) {
+        printf("strided stems: the variant rule does not pick direct for 16/32 channels and panel for 64\n");
+        n_failed++;
+    }
+}
+
 static void cases(inf__pool *pool) {
     for (int i = 0; i < 150; i++) one_case(pool, i);
     front_end_cases(pool);
     multi_pass_case(pool);
     stem_cases(pool);
+    strided_stem_cases(pool);
 }
 
 int main(void) {

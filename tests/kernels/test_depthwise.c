@@ -13,7 +13,9 @@
  * with and without interior blocks), kernels 1..5 x 1..5 with 3x3 and 5x5
  * drawn often, strides 1..3 (1 and 2 often), dilations 1..2, asymmetric
  * pads 0..k, with and without bias and residual, no activation / ReLU /
- * Clip; rows of 1500 columns at strides 1 and 2; pools of 1 and 2
+ * Clip; rows of 1500 columns at strides 1 and 2; MobileNet's 3x3s on
+ * planes 5..24 wide and 1..11 high (every leftover row count of the
+ * multi-row kernel); pools of 1 and 2
  * threads (conv_test_main.h).  Every output must be written (Y is filled
  * with NaN first).  Prints one line per failure and "N passed, M failed";
  * skips on a CPU without AVX2/FMA.
@@ -138,7 +140,7 @@ static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool h
         n_failed++;
         goto done;
     }
-    for (int path = 0; path < 2; path++) { /* the padded-row path (when g is one for it), the general one */
+    for (int path = 0; path < 2; path++) { /* the buffered path (padded-plane or channel-blocked), the general one */
         for (size_t i = 0; i < ny; i++) B.y[i] = NAN;
         inf__conv2d_depthwise_f32_avx2(pool, g, B.x, B.w, b, r, path ? NULL : scratch, B.y);
         if (compare(g, &B, bias, has_res, idx)) n_failed++;
@@ -188,9 +190,29 @@ static void wide_rows_case(inf__pool *pool) {
     }
 }
 
+/* MobileNet's 3x3, pad 1 at strides 1 and 2 (the padded-plane path's
+ * multi-row 3x3 kernel at stride 1): plane widths of one block (5, 8) and
+ * more (12, 13, 24), heights 1..11 (every count of leftover rows), 11
+ * channels, batch 2, Clip(0, 6), bias; every other one with a residual. */
+static void mobile_cases(inf__pool *pool) {
+    static const int64_t widths[] = {5, 8, 12, 13, 24};
+    int idx = -10;
+    for (int64_t s = 1; s <= 2; s++)
+        for (int wi = 0; wi < 5; wi++)
+            for (int64_t ih = 1; ih <= 11; ih += 2) {
+                inf__conv2d g = {.n = 2, .c = 11, .m = 11, .group = 11, .cg = 1, .mg = 1, .ih = ih, .iw = widths[wi],
+                                 .kh = 3, .kw = 3, .sh = s, .sw = s, .dh = 1, .dw = 1, .pt = 1, .pl = 1,
+                                 .act = INF_EPILOGUE_CLIP, .lo = 0.0f, .hi = 6.0f};
+                g.oh = (g.ih - 1) / s + 1, g.ow = (g.iw - 1) / s + 1;
+                check_shape(pool, &g, true, idx % 2 == 0, idx);
+                idx--;
+            }
+}
+
 static void cases(inf__pool *pool) {
     for (int i = 0; i < 300; i++) one_case(pool, i);
     wide_rows_case(pool);
+    mobile_cases(pool);
 }
 
 int main(void) {

@@ -27,7 +27,8 @@
  *         run time is packed into scratch), bias and a fused ReLU/Clip
  *         epilogue applied in the store -- same bits as the im2col path.
  *         Convs with many output channels per group and a deep K
- *         (inf__conv2d_direct_fits: ResNet's 3x3s) take the direct variant
+ *         (inf__conv2d_direct_fits: ResNet's 3x3s), and strided stems
+ *         (strided_stem: 3x3/2 3 -> 32), take the direct variant
  *         instead (ops/x86/conv_direct_avx2.c: W packed in 16-channel
  *         blocks, X zero-padded into scratch, no im2col) -- same bits too;
  *         stride-1 Convs with a shallow K (inf__conv2d_rows_fits: a stem)
@@ -91,15 +92,25 @@ static inf_status check_ints(const inf__node *node, inf_error *err, const char *
  *                  ops/x86/conv_winograd_avx2.c, W transformed at load);
  *   DIRECT         many output channels per group and a deep K or a row
  *                  stride above 2 (ResNet's strided 3x3s; strided 1-D
- *                  front ends);
+ *                  front ends), or a strided stem (strided_stem);
  *   ROWS           a shallow K at stride 1 along the row (a stem);
  *   PANEL          the rest (im2col fused into the GEMM's packing).
  * Each packs W its own way; all but Winograd give the im2col path's bits. */
+/* A network's strided stem: a spatial kernel at stride 2 along the row
+ * over a shallow K (3x3/2 3->32: K = 27), 16 or 32 output channels per
+ * group.  The direct kernel ran such shapes in 0.54-0.78x the panel
+ * kernel's time (bench/bench_stem, batch 1 and 16), level at K = 9; with
+ * 64 output channels the panel kernel was faster (direct 1.06-1.22x). */
+static bool strided_stem(const inf__conv2d *c) {
+    int64_t kdim = c->cg * c->kh * c->kw;
+    return c->sw == 2 && c->kh * c->kw > 1 && kdim < 96 && (c->mg == 16 || c->mg == 32);
+}
+
 inf__conv2d_variant inf__conv2d_avx2_variant(const inf__conv2d *c) {
     int64_t kdim = c->cg * c->kh * c->kw;
     int tile = inf__conv2d_winograd_tile(c);
     if (tile) return tile == 4 ? INF_CONV2D_WINO4 : INF_CONV2D_WINO2;
-    if (inf__conv2d_direct_fits(c->mg, kdim, c->sw)) return INF_CONV2D_DIRECT;
+    if (inf__conv2d_direct_fits(c->mg, kdim, c->sw) || strided_stem(c)) return INF_CONV2D_DIRECT;
     return inf__conv2d_rows_fits(c->mg, kdim, c->sw) ? INF_CONV2D_ROWS : INF_CONV2D_PANEL;
 }
 

@@ -6,9 +6,11 @@
  *
  * Called from Conv / ConvAdd (ops/ref/conv.c) when inf__cpu_has_avx2_fma()
  * and inf__conv2d_direct_fits(mg, kdim, sw) (many output channels per
- * group: the ResNet-style strided 3x3s, and strided 1-D front ends); other
- * shapes keep the panel kernel of conv_avx2.c.  Built with -mavx2 -mfma
- * (CMake: *_avx2.c).
+ * group: the ResNet-style strided 3x3s, and strided 1-D front ends), and
+ * for strided stems (3x3/2 3 -> 32 and the like: conv.c's strided_stem,
+ * where this kernel ran 0.54-0.78x the panel kernel's time, bench_stem);
+ * other shapes keep the panel kernel of conv_avx2.c.  Built with -mavx2
+ * -mfma (CMake: *_avx2.c).
  *
  * DESIGN: per image and group, Y_g[mg, P] = W_g[mg, K] * col[K, P] with
  * K = cg*kh*kw in (c, ky, kx) order and P = oh*ow, as the im2col path.

@@ -13,19 +13,27 @@
  * in the padding adds +0 (its product is masked), which leaves any sum
  * unchanged, since a sum that starts at +0 is never -0.
  *
- * Two paths, with the same bits:
- *   - channel-blocked (the usual one; the caller gives scratch of
- *     inf__conv2d_depthwise_scratch_floats): blocks of 8 channels of one
- *     image, the input transposed to [row][column][8 channels] with its
- *     zero padding, 8 output positions x 8 channels summed per step (one
- *     weight vector and 8 aligned loads per tap, no masks, all lanes used
- *     whatever the plane width), then transposed back to NCHW rows.  The
- *     blocks are split into one contiguous range per thread slot.  A tap in
- *     the padding adds w * 0 = +-0, which leaves the sum unchanged for
- *     finite weights.  On bench/extra's mobile (six 3x3 depthwise layers,
- *     48x48 down to 6x6) it runs 0.42x the general path's instructions.
- *   - general (no scratch, more than 64 taps, or a plane too large for the
- *     scratch cap): one pool task per range of (image, channel) planes.
+ * Three paths, with the same bits:
+ *   - padded-plane (stride 1 along the row, given scratch of
+ *     inf__conv2d_depthwise_scratch_floats): one plane at a time in NCHW,
+ *     copied with its zero padding into the slot's scratch, so every tap
+ *     of 8 consecutive outputs is one unmasked unaligned load; a 3x3
+ *     computes PR_ROWS (5) output rows per pass (6 when a row is one
+ *     block), each padded row's 3 taps loaded once for every output row
+ *     it feeds, the 9 weights in registers, no transposes; bias, residual
+ *     and ReLU/Clip in the store, tested once per block of rows.  Details
+ *     and measurements at the path's code below.
+ *   - channel-blocked (row stride 2 or more, given scratch):
+ *     blocks of 8 channels of one image, the input transposed to
+ *     [row][column][8 channels] with its zero padding, 8 output positions
+ *     x 8 channels summed per step (one weight vector and 8 aligned loads
+ *     per tap, no masks, all lanes used whatever the plane width), then
+ *     transposed back to NCHW rows.  The blocks are split into one
+ *     contiguous range per thread slot.  A tap in the padding adds
+ *     w * 0 = +-0, which leaves the sum unchanged for finite weights.
+ *   - general (no scratch, more than 64 taps at a row stride above 1, or a
+ *     plane too large for the scratch cap): one pool task per range of
+ *     (image, channel) planes.
  *     Within a plane, DW_ROWS output rows are computed together, 8 output
  *     columns a vector: interior columns read each tap with one unaligned
  *     load (stride 2: 16 floats, the even ones kept); blocks touching the
@@ -33,6 +41,27 @@
  *     floats (other strides: a masked gather per tap), the product masked
  *     to +0 where the tap is in the padding.  Input rows outside the image
  *     are skipped, as in the reference.
+ * DESIGN / measurements (bench/bench_depthwise, 1 thread, batch 1, this
+ * file against the one before (channel blocks for every stride, masked
+ * stores), alternating, 5 x 7 rounds, medians of the per-round ratios;
+ * shared 2-vCPU host at load 7-8, so +-15 % per cell):
+ *   stride 1 (padded planes): mobile 32 @48x48 0.87, 128 @24x24 0.90,
+ *   256 @12x12 0.75; MobileNet-v1 32 @112 0.82, 512 @14 0.72, 1024 @7 0.87;
+ *   X and Y in L2 0.79-0.83.  Stride 2 (channel blocks, their store's tests
+ *   made once per block, plain stores for short rows): mobile 64 @48x48
+ *   0.96, 128 @24x24 0.76, 256 @12x12 0.71.  Stride 2 copied as even/odd
+ *   column planes (deinterleaved once) and computed like stride 1 ran
+ *   1.05-1.17x the channel-block time, so strided layers keep it.  Whole
+ *   mobile model (callgrind, batch 1): the depthwise layers take 2.10M
+ *   instructions a run against 2.33M.
+ *   What bounds both: each output is a chain of 9 dependent adds (a
+ *   multiply then an add per tap: no FMA, to keep the reference's bits),
+ *   18 FP instructions per 8 outputs whatever the layout; an FMA version
+ *   of the 3x3 kernel ran 0.74-0.94x the time of this one (different bits;
+ *   not used).  ONNX Runtime's six NCHWc depthwise nodes took 293 us a
+ *   run by its profiler (batch 1, 1 thread, loaded host), these six layers
+ *   260-300 us in bench_depthwise before this path: the gap to ORT on this
+ *   model is in the pointwise layers and the stem, not here.
  * Results do not depend on N, the sub-batch split or the thread count (a
  * plane's or a block's sums do not depend on where it runs).
  * Invariants: the caller (conv_avx2) keeps iw and ih*iw below
@@ -90,6 +119,21 @@ static inline __m256 tap_load(const float *row, int64_t ox0, int64_t off, int mo
     return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), row, idx, _mm256_castsi256_ps(valid), 4);
 }
 
+/* The n < 8 first lanes of v to y (plain stores of 4, 2 and 1 floats: a
+ * masked store is slow on AMD). */
+static inline void store_first(float *y, __m256 v, int64_t n) {
+    __m128 h = _mm256_castps256_ps128(v);
+    if (n & 4) {
+        _mm_storeu_ps(y, h);
+        h = _mm256_extractf128_ps(v, 1), y += 4;
+    }
+    if (n & 2) {
+        _mm_storel_pi((__m64 *)(void *)y, h);
+        h = _mm_movehl_ps(h, h), y += 2;
+    }
+    if (n & 1) _mm_store_ss(y, h);
+}
+
 /* v + *res (res: NULL or at the element), then the activation; stored to
  * y's n_act first lanes. */
 static inline void res_act_store(const inf__conv2d *g, __m256 v, const float *res, float *y, int64_t n_act,
@@ -99,7 +143,7 @@ static inline void res_act_store(const inf__conv2d *g, __m256 v, const float *re
     else if (g->act == INF_EPILOGUE_CLIP)
         v = _mm256_min_ps(_mm256_set1_ps(g->hi), _mm256_max_ps(_mm256_set1_ps(g->lo), v)); /* NaN kept */
     if (n_act == 8) _mm256_storeu_ps(y, v);
-    else _mm256_maskstore_ps(y, act, v);
+    else store_first(y, v, n_act);
 }
 
 /* v + bias, + res, then the activation; stored to the n_act first lanes. */
@@ -254,11 +298,6 @@ static bool cb_geometry(const inf__conv2d *g, int threads, cb_geom *G) {
     return true;
 }
 
-int64_t inf__conv2d_depthwise_scratch_floats(const inf__conv2d *g, int threads) {
-    cb_geom G;
-    return cb_geometry(g, threads, &G) ? G.n_slots * G.slot + 8 : 0;
-}
-
 /* One block: nc channels from plane pl0, their operands and buffers. */
 typedef struct cb_block {
     const inf__conv2d *g;
@@ -298,13 +337,24 @@ static void cb_fill(const cb_block *B) {
 }
 
 /* v[q] (channel q of the block, n <= 8 positions from y offset off, bias
- * added) + res, then the activation, stored to the n first lanes. */
-static inline void cb_store(const cb_block *B, const __m256 *v, int64_t off, int64_t n) {
-    __m256i lanes = inf__avx2_lanes(n);
-    for (int q = 0; q < B->nc; q++) {
-        const dw_plane *p = &B->pl[q];
-        res_act_store(B->g, v[q], p->res ? p->res + off : NULL, p->y + off, n, lanes);
-    }
+ * added) + res, then the activation, stored to the n first lanes; each
+ * test made once for the block's channels. */
+static inline void cb_store(const cb_block *B, __m256 *v, int64_t off, int64_t n) {
+    const inf__conv2d *g = B->g;
+    int nc = B->nc;
+    if (B->pl[0].res) /* all the block's planes have one, or none */
+        for (int q = 0; q < nc; q++)
+            v[q] = _mm256_add_ps(v[q], n == 8 ? _mm256_loadu_ps(B->pl[q].res + off)
+                                              : _mm256_maskload_ps(B->pl[q].res + off, inf__avx2_lanes(n)));
+    if (g->act == INF_EPILOGUE_RELU)
+        for (int q = 0; q < nc; q++) v[q] = _mm256_max_ps(v[q], _mm256_setzero_ps()); /* NaN -> 0, as Relu */
+    else if (g->act == INF_EPILOGUE_CLIP)
+        for (int q = 0; q < nc; q++) /* NaN kept */
+            v[q] = _mm256_min_ps(_mm256_set1_ps(g->hi), _mm256_max_ps(_mm256_set1_ps(g->lo), v[q]));
+    if (n == 8)
+        for (int q = 0; q < nc; q++) _mm256_storeu_ps(B->pl[q].y + off, v[q]);
+    else
+        for (int q = 0; q < nc; q++) store_first(B->pl[q].y + off, v[q], n);
 }
 
 /* Output row oy, positions ox..ox+7 (those below ow stored), all of the
@@ -369,10 +419,234 @@ static void cb_slots(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* ---- the padded-plane path (stride 1 along the row) ----
+ * One plane at a time, in NCHW: the plane is copied into the slot's part of
+ * the scratch with its zero padding around it, so tap kx of 8 consecutive
+ * outputs is one unaligned load of 8 consecutive floats, never masked,
+ * whatever the borders.  A 3x3, stride-1 plane computes up to PR_ROWS output
+ * rows together: each padded row's three loads feed every output row it is
+ * a tap row of (4.5 loads per 8 outputs instead of 9 at 4 rows; the 9
+ * weights stay in registers); other kernels take one row at a time.  Sums
+ * are 0 + w*x in (ky, kx) order, then + bias, + res, the activation, stored
+ * straight to Y's rows (the last block of a row with plain 4/2/1-float
+ * stores): no transposes.  A padding tap adds w * 0 = +-0: the general
+ * path's bits.  Each slot has two buffers: plane i + 1 is copied while
+ * plane i is computed from the other, so the copy's stores have reached L1
+ * before they are read (loads that straddle stores still in flight wait
+ * for them: that made small planes 1.5-5x slower).
+ * Stride 2 along the row keeps the channel-blocked path: copying it as two
+ * deinterleaved (even, odd column) planes and computing it so was tried and
+ * ran 1.06-1.37x its time (bench_depthwise, mobile's three strided layers). */
+
+#define PR_ROWS 5   /* output rows a pass when a row is over 8 columns */
+#define PR_NARROW 6 /* output rows a pass when a row is one block */
+#define PR_SUMS 6   /* sums in flight, at most */
+
+typedef struct pr_geom {
+    int64_t ph, pw;  /* padded rows; floats of a padded row, a multiple of 8 */
+    int64_t slot;    /* floats a buffer takes: ph * pw (a slot holds two) */
+    int64_t n_slots; /* slots the planes are split over */
+} pr_geom;
+
+/* The padded-plane geometry of g; false when g is not one for it (a row
+ * stride above 1, or a plane over the scratch cap).  Columns cover the
+ * taps of ow rounded up to 8 and the copy's 8-float stores. */
+static bool pr_geometry(const inf__conv2d *g, int threads, pr_geom *G) {
+    if (g->sw != 1) return false;
+    G->pw = up8(max64(up8(g->ow) + (g->kw - 1) * g->dw, g->pl + up8(g->iw)));
+    G->ph = max64(g->pt + g->ih, (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1);
+    if (G->ph > CB_SLOT_MAX / G->pw) return false;
+    G->slot = G->ph * G->pw;
+    int64_t planes = g->n * g->c, work = planes * g->oh * g->ow * g->kh * g->kw;
+    G->n_slots = min64(min64(threads, planes), work / 16384 + 1);
+    return true;
+}
+
+/* A plane's store, set up once per plane: + bias (+0 without one: a sum
+ * is never -0, so the bits are those of no add), + res, the activation. */
+typedef struct pr_out {
+    __m256 bias, lo, hi;
+    int act;
+    const float *res; /* NULL or the plane's residual */
+    float *y;
+} pr_out;
+
+static pr_out pr_out_of(const dw_plane *p) {
+    return (pr_out){.bias = _mm256_set1_ps(p->has_bias ? p->bias : 0.0f), .lo = _mm256_set1_ps(p->g->lo),
+                    .hi = _mm256_set1_ps(p->g->hi), .act = p->g->act, .res = p->res, .y = p->y};
+}
+
+/* v to the n <= 8 outputs from y offset off, as res_act_store. */
+static inline __attribute__((always_inline)) void pr_store(const pr_out *o, __m256 v, int64_t off, int64_t n) {
+    v = _mm256_add_ps(v, o->bias);
+    if (o->res)
+        v = _mm256_add_ps(v, n == 8 ? _mm256_loadu_ps(o->res + off)
+                                    : _mm256_maskload_ps(o->res + off, inf__avx2_lanes(n)));
+    if (o->act == INF_EPILOGUE_RELU) v = _mm256_max_ps(v, _mm256_setzero_ps()); /* NaN -> 0, as Relu */
+    else if (o->act == INF_EPILOGUE_CLIP) v = _mm256_min_ps(o->hi, _mm256_max_ps(o->lo, v)); /* NaN kept */
+    if (n == 8) _mm256_storeu_ps(o->y + off, v);
+    else store_first(o->y + off, v, n);
+}
+
+/* acc[j] to the n <= 8 outputs from y offset off + j * ow, j < R, as
+ * pr_store, each test made once for the R rows. */
+static inline __attribute__((always_inline)) void pr_store_rows(const pr_out *o, __m256 *acc, int R, int64_t off,
+                                                                int64_t ow, int64_t n) {
+    for (int j = 0; j < R; j++) acc[j] = _mm256_add_ps(acc[j], o->bias);
+    if (o->res)
+        for (int j = 0; j < R; j++)
+            acc[j] = _mm256_add_ps(acc[j], n == 8 ? _mm256_loadu_ps(o->res + off + j * ow)
+                                                  : _mm256_maskload_ps(o->res + off + j * ow, inf__avx2_lanes(n)));
+    if (o->act == INF_EPILOGUE_RELU)
+        for (int j = 0; j < R; j++) acc[j] = _mm256_max_ps(acc[j], _mm256_setzero_ps()); /* NaN -> 0, as Relu */
+    else if (o->act == INF_EPILOGUE_CLIP)
+        for (int j = 0; j < R; j++) acc[j] = _mm256_min_ps(o->hi, _mm256_max_ps(o->lo, acc[j])); /* NaN kept */
+    if (n == 8)
+        for (int j = 0; j < R; j++) _mm256_storeu_ps(o->y + off + j * ow, acc[j]);
+    else
+        for (int j = 0; j < R; j++) store_first(o->y + off + j * ow, acc[j], n);
+}
+
+/* The plane's input rows (x) into buf at their padded places.  Only the
+ * columns from pl up to pl + iw rounded up to 8 are written (zeros past
+ * iw): the padding stays as zeroed. */
+static void pr_fill(const inf__conv2d *g, const pr_geom *G, const float *x, float *buf) {
+    int64_t iw = g->iw;
+    __m256i tail = inf__avx2_lanes(iw % 8);
+    float *dst = buf + g->pt * G->pw + g->pl;
+    for (int64_t iy = 0; iy < g->ih; iy++, dst += G->pw) {
+        const float *xrow = x + iy * iw;
+        int64_t ix = 0;
+        for (; ix + 8 <= iw; ix += 8) _mm256_storeu_ps(dst + ix, _mm256_loadu_ps(xrow + ix));
+        if (ix < iw) _mm256_storeu_ps(dst + ix, _mm256_maskload_ps(xrow + ix, tail));
+    }
+}
+
+/* Output rows oy..oy+R-1, columns ox..ox+7 (the n first stored) of a 3x3,
+ * stride-1, dilation-1 kernel: padded row oy + r is tap row ky = r - j of
+ * the output rows j it reaches, its 3 taps loaded once. */
+static inline __attribute__((always_inline)) void pr_block3(const pr_out *o, int64_t ow, const pr_geom *G,
+                                                            const float *buf, const __m256 *wv, int64_t oy, int R,
+                                                            int64_t ox, int64_t n) {
+    __m256 acc[PR_SUMS];
+    for (int j = 0; j < R; j++) acc[j] = _mm256_setzero_ps();
+    const float *row = buf + oy * G->pw + ox;
+#pragma GCC unroll 8
+    for (int r = 0; r < R + 2; r++, row += G->pw) {
+        __m256 v0 = _mm256_loadu_ps(row), v1 = _mm256_loadu_ps(row + 1), v2 = _mm256_loadu_ps(row + 2);
+#pragma GCC unroll 8
+        for (int j = 0; j < R; j++) {
+            int ky = r - j;
+            if (ky < 0 || ky > 2) continue;
+            acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(wv[3 * ky], v0));
+            acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(wv[3 * ky + 1], v1));
+            acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(wv[3 * ky + 2], v2));
+        }
+    }
+    pr_store_rows(o, acc, R, oy * ow + ox, ow, n);
+}
+
+/* Output rows oy..oy+R-1 of a 3x3 in blocks of 8 columns. */
+static inline __attribute__((always_inline)) void pr_rows3(const pr_out *o, int64_t ow, const pr_geom *G,
+                                                           const float *buf, const __m256 *wv, int64_t oy, int R) {
+    for (int64_t ox = 0; ox < ow; ox += 8) pr_block3(o, ow, G, buf, wv, oy, R, ox, min64(ow - ox, 8));
+}
+
+/* Output rows from oy to oh, R at a time (R a constant where inlined),
+ * the rest (fewer than R) together. */
+static inline __attribute__((always_inline)) void pr_plane3_r(const pr_out *o, int64_t ow, int64_t oh,
+                                                              const pr_geom *G, const float *buf, const __m256 *wv,
+                                                              int R) {
+    int64_t oy = 0;
+    for (; oy + R <= oh; oy += R) pr_rows3(o, ow, G, buf, wv, oy, R);
+    switch (oh - oy) {
+    case 5: pr_rows3(o, ow, G, buf, wv, oy, 5); break;
+    case 4: pr_rows3(o, ow, G, buf, wv, oy, 4); break;
+    case 3: pr_rows3(o, ow, G, buf, wv, oy, 3); break;
+    case 2: pr_rows3(o, ow, G, buf, wv, oy, 2); break;
+    case 1: pr_rows3(o, ow, G, buf, wv, oy, 1); break;
+    default: break;
+    }
+}
+
+/* A 3x3, stride-1 plane: PR_ROWS rows a pass, PR_NARROW when a row is one
+ * block (more sums in flight: each is a chain of 9 dependent adds). */
+static void pr_plane3(const dw_plane *p, const pr_geom *G, const float *buf) {
+    __m256 wv[9];
+    for (int t = 0; t < 9; t++) wv[t] = _mm256_set1_ps(p->w[t]);
+    pr_out o = pr_out_of(p);
+    if (p->g->ow > 8) pr_plane3_r(&o, p->g->ow, p->g->oh, G, buf, wv, PR_ROWS);
+    else pr_plane3_r(&o, p->g->ow, p->g->oh, G, buf, wv, PR_NARROW);
+}
+
+/* Any other kernel: one output row, 8 columns a step, tap (ky, kx) at
+ * padded row oy * sh + ky * dh, column ox + kx * dw. */
+static void pr_plane_any(const dw_plane *p, const pr_geom *G, const float *buf) {
+    const inf__conv2d *g = p->g;
+    pr_out o = pr_out_of(p);
+    for (int64_t oy = 0; oy < g->oh; oy++)
+        for (int64_t ox = 0; ox < g->ow; ox += 8) {
+            __m256 acc = _mm256_setzero_ps();
+            for (int64_t ky = 0; ky < g->kh; ky++) {
+                const float *row = buf + (oy * g->sh + ky * g->dh) * G->pw + ox;
+                for (int64_t kx = 0; kx < g->kw; kx++)
+                    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(p->w[ky * g->kw + kx]),
+                                                           _mm256_loadu_ps(row + kx * g->dw)));
+            }
+            pr_store(&o, acc, oy * g->ow + ox, min64(g->ow - ox, 8));
+        }
+}
+
+static void pr_plane(const dw_plane *p, const pr_geom *G, const float *buf) {
+    const inf__conv2d *g = p->g;
+    if (g->kh == 3 && g->kw == 3 && g->dh == 1 && g->dw == 1 && g->sh == 1) pr_plane3(p, G, buf);
+    else pr_plane_any(p, G, buf);
+}
+
+typedef struct pr_task {
+    const dw_task *t;
+    pr_geom G;
+    float *scratch; /* 32-byte aligned, n_slots * 2 * slot floats */
+} pr_task;
+
+/* Slot s: planes [s * P / n_slots, (s + 1) * P / n_slots) of the n * c,
+ * plane i + 1 copied into one of the slot's two buffers before plane i is
+ * computed from the other. */
+static void pr_slots(void *arg, int64_t begin, int64_t end) {
+    const pr_task *pt = arg;
+    const inf__conv2d *g = pt->t->g;
+    const pr_geom *G = &pt->G;
+    int64_t planes = g->n * g->c, in = g->ih * g->iw;
+    for (int64_t s = begin; s < end; s++) {
+        float *buf[2] = {pt->scratch + s * 2 * G->slot, pt->scratch + (s * 2 + 1) * G->slot};
+        for (int64_t i = 0; i < 2 * G->slot; i += 8) _mm256_store_ps(buf[0] + i, _mm256_setzero_ps());
+        int64_t pl0 = s * planes / G->n_slots, pl1 = (s + 1) * planes / G->n_slots;
+        if (pl0 < pl1) pr_fill(g, G, pt->t->x + pl0 * in, buf[0]);
+        for (int64_t pl = pl0; pl < pl1; pl++) {
+            if (pl + 1 < pl1) pr_fill(g, G, pt->t->x + (pl + 1) * in, buf[(pl - pl0 + 1) % 2]);
+            dw_plane p = plane_of(pt->t, pl);
+            pr_plane(&p, G, buf[(pl - pl0) % 2]);
+        }
+    }
+}
+
+int64_t inf__conv2d_depthwise_scratch_floats(const inf__conv2d *g, int threads) {
+    pr_geom P;
+    cb_geom G;
+    if (pr_geometry(g, threads, &P)) return P.n_slots * 2 * P.slot + 8;
+    return cb_geometry(g, threads, &G) ? G.n_slots * G.slot + 8 : 0;
+}
+
 void inf__conv2d_depthwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
                                     const float *bias, const float *res, float *scratch, float *y) {
     dw_task t = {g, x, w, bias, res, y};
+    pr_task pt = {.t = &t};
     cb_task ct = {.t = &t};
+    if (scratch && pr_geometry(g, inf__pool_size(pool), &pt.G)) {
+        pt.scratch = (float *)(((uintptr_t)scratch + 31) & ~(uintptr_t)31);
+        inf__pool_range(pool, pt.G.n_slots, 1, pr_slots, &pt);
+        return;
+    }
     if (scratch && cb_geometry(g, inf__pool_size(pool), &ct.G)) {
         ct.scratch = (float *)(((uintptr_t)scratch + 31) & ~(uintptr_t)31);
         inf__pool_range(pool, ct.G.n_slots, 1, cb_slots, &ct);
