@@ -16,16 +16,15 @@ eval-mode export (BatchNormalization folded into the Conv weights):
 
 Weights are random (torch.manual_seed(0)); the files are git-ignored.  Run
 them with bench/extra/run.sh --models "conv1d_text conv1d_m5" after adding
-them there, or `infera bench` and bench/ort_bench.js directly.
+them there, or `infera bench` and bench/ort_bench.js directly.  The command
+line and the export loop are export_models.py's.
 """
-import argparse
-import os
 import sys
 
 import torch
 import torch.nn as nn
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+import export_models
 
 
 def cbr(c_in, c_out, k, s=1, p=0, d=1):
@@ -33,15 +32,15 @@ def cbr(c_in, c_out, k, s=1, p=0, d=1):
 
 
 def build():
-    """(name, module, example input) in the order the seed is consumed."""
+    """(name, module, example input, opset) in the order the seed is consumed."""
     text = nn.Sequential(*cbr(40, 64, 5, p=2), *cbr(64, 64, 3, p=1), *cbr(64, 128, 3, s=2, p=1),
                          *cbr(128, 128, 3, p=2, d=2), *cbr(128, 128, 3, p=1), nn.AdaptiveAvgPool1d(1), nn.Flatten(),
                          nn.Linear(128, 10))
-    yield "conv1d_text", text, torch.randn(1, 40, 256)
+    yield "conv1d_text", text, torch.randn(1, 40, 256), 13
     m5 = nn.Sequential(*cbr(1, 32, 80, s=16), nn.MaxPool1d(4), *cbr(32, 32, 3), nn.MaxPool1d(4), *cbr(32, 64, 3),
                        nn.MaxPool1d(4), *cbr(64, 64, 3), nn.MaxPool1d(4), nn.AdaptiveAvgPool1d(1), nn.Flatten(),
                        nn.Linear(64, 35))
-    yield "conv1d_m5", m5, torch.randn(1, 1, 8000)
+    yield "conv1d_m5", m5, torch.randn(1, 1, 8000), 13
 
 
 def randomize_bn(m, gen):
@@ -56,24 +55,9 @@ def randomize_bn(m, gen):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(HERE, "models"))
-    ap.add_argument("--force", action="store_true", help="re-export models that exist")
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1)
-    for name, m, x in build():  # every model is built (same seed use) even when skipped
-        randomize_bn(m, gen)
-        path = os.path.join(a.out, name + ".onnx")
-        if os.path.exists(path) and not a.force:
-            continue
-        m.eval()
-        with torch.no_grad():
-            torch.onnx.export(m, x, path, input_names=["x"], output_names=["y"], opset_version=13,
-                              dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
-        print("gen_conv1d_models: wrote %s" % path, file=sys.stderr)
-    return 0
+    return export_models.main("gen_conv1d_models", __doc__, build, prepare=lambda m: randomize_bn(m, gen),
+                              no_grad=True)
 
 
 if __name__ == "__main__":

@@ -19,16 +19,16 @@ batch axis "N" on input x and output y, default eval-mode export:
 
 Weights are random (torch.manual_seed(0), models made in the order above's
 enc17, mobile, mlp_odd, cnn_gray).  The .onnx files are git-ignored;
-bench/extra/run.sh calls this script when they are missing.
+bench/extra/run.sh calls this script when they are missing.  The command line
+and the export loop are export_models.py's.
 """
-import argparse
-import os
 import sys
 
 import torch
 import torch.nn as nn
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+import export_models
+
 NAMES = ("enc17", "mobile", "mlp_odd", "cnn_gray")
 
 
@@ -54,23 +54,5 @@ def build():
     yield "cnn_gray", cnn, torch.randn(1, 1, 56, 56), 13
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(HERE, "models"))
-    ap.add_argument("--force", action="store_true", help="re-export models that exist")
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    torch.manual_seed(0)
-    for name, m, x, opset in build():  # every model is built (same seed use) even when skipped
-        path = os.path.join(a.out, name + ".onnx")
-        if os.path.exists(path) and not a.force:
-            continue
-        m.eval()
-        torch.onnx.export(m, x, path, input_names=["x"], output_names=["y"], opset_version=opset,
-                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
-        print("gen_extra_models: wrote %s" % path, file=sys.stderr)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(export_models.main("gen_extra_models", __doc__, build))

@@ -64,28 +64,33 @@ typedef struct fvec {
     int n, cap;
 } fvec;
 
+/* The array v (n elements of elem bytes used, *cap allocated) with room
+ * for one more: v itself when it has room, else a copy of twice the
+ * capacity (256 at first; *cap updated, v freed).  NULL when out of memory,
+ * v and *cap then unchanged. */
+static void *room_for_one(void *v, int n, int *cap, size_t elem) {
+    if (n < *cap) return v;
+    int grown = *cap ? *cap * 2 : 256;
+    void *nv = inf__malloc((size_t)grown * elem);
+    if (!nv) return NULL;
+    if (n) memcpy(nv, v, (size_t)n * elem);
+    inf__free(v);
+    *cap = grown;
+    return nv;
+}
+
 static bool ivec_push(ivec *a, int64_t x) {
-    if (a->n == a->cap) {
-        int cap = a->cap ? a->cap * 2 : 256;
-        int64_t *v = inf__malloc((size_t)cap * sizeof *v);
-        if (!v) return false;
-        if (a->n) memcpy(v, a->v, (size_t)a->n * sizeof *v);
-        inf__free(a->v);
-        a->v = v, a->cap = cap;
-    }
+    int64_t *v = room_for_one(a->v, a->n, &a->cap, sizeof *v);
+    if (!v) return false;
+    a->v = v;
     a->v[a->n++] = x;
     return true;
 }
 
 static bool fvec_push(fvec *a, float x) {
-    if (a->n == a->cap) {
-        int cap = a->cap ? a->cap * 2 : 256;
-        float *v = inf__malloc((size_t)cap * sizeof *v);
-        if (!v) return false;
-        if (a->n) memcpy(v, a->v, (size_t)a->n * sizeof *v);
-        inf__free(a->v);
-        a->v = v, a->cap = cap;
-    }
+    float *v = room_for_one(a->v, a->n, &a->cap, sizeof *v);
+    if (!v) return false;
+    a->v = v;
     a->v[a->n++] = x;
     return true;
 }

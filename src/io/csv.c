@@ -186,11 +186,9 @@ const inf_source_type inf__io_csv_source = {"csv", csv_source_open, csv_source_n
 /* ---- sink ----------------------------------------------------------------- */
 
 typedef struct csv_sink {
-    FILE *f;
-    int owns;
+    inf__io_out out; /* first: the state is also an inf__io_out */
     int n_cols;
     char **cols;
-    char path[512];
 } csv_sink;
 
 static void put_cell_string(FILE *f, const char *s, size_t len) {
@@ -209,16 +207,11 @@ static void put_cell_string(FILE *f, const char *s, size_t len) {
 
 static inf_status csv_sink_open(const char *uri, const char *rest, const inf_sink_options *opts, void **state,
                                 inf_error *err) {
-    csv_sink *s = calloc(1, sizeof *s);
-    if (!s) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
-    snprintf(s->path, sizeof s->path, "%s", rest);
-    inf_status st = inf__io_open_output(uri, rest, opts->append, &s->f, &s->owns, err);
-    if (st) {
-        free(s);
-        return st;
-    }
-    if (s->owns && opts->append && ftell(s->f) > 0) s->n_cols = -1; /* header exists: take it from the first batch silently */
-    *state = s;
+    inf_status st = inf__io_out_new(sizeof(csv_sink), "csv", uri, rest, opts->append, state, err);
+    if (st) return st;
+    csv_sink *s = *state;
+    /* appending after a header: take the columns from the first batch silently */
+    if (s->out.owns && opts->append && ftell(s->out.f) > 0) s->n_cols = -1;
     return INF_OK;
 }
 
@@ -227,58 +220,52 @@ static inf_status csv_sink_write(void *state, const inf_record_batch *b, inf_err
     if (s->n_cols <= 0) {
         int write_header = s->n_cols == 0;
         s->cols = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->cols);
-        if (!s->cols) return inf__io_fail(err, INF_ENOMEM, "csv:%s: out of memory", s->path);
+        if (!s->cols) return inf__io_fail(err, INF_ENOMEM, "csv:%s: out of memory", s->out.path);
         for (int i = 0; i < b->n_fields; i++) {
             s->cols[i] = strdup(b->names[i]);
-            if (!s->cols[i]) return inf__io_fail(err, INF_ENOMEM, "csv:%s: out of memory", s->path);
+            if (!s->cols[i]) return inf__io_fail(err, INF_ENOMEM, "csv:%s: out of memory", s->out.path);
             if (write_header) {
-                if (i) fputc(',', s->f);
-                put_cell_string(s->f, b->names[i], strlen(b->names[i]));
+                if (i) fputc(',', s->out.f);
+                put_cell_string(s->out.f, b->names[i], strlen(b->names[i]));
             }
         }
         s->n_cols = b->n_fields;
-        if (write_header) fputc('\n', s->f);
+        if (write_header) fputc('\n', s->out.f);
     }
     int map[1024];
-    if (s->n_cols > 1024) return inf__io_fail(err, INF_EUNSUPPORTED, "csv:%s: more than 1024 columns", s->path);
+    if (s->n_cols > 1024) return inf__io_fail(err, INF_EUNSUPPORTED, "csv:%s: more than 1024 columns", s->out.path);
     for (int i = 0; i < s->n_cols; i++) map[i] = inf_record_batch_find_field(b, s->cols[i]);
     char num[64];
     for (int r = 0; r < b->n_rows; r++) {
         for (int i = 0; i < s->n_cols; i++) {
-            if (i) fputc(',', s->f);
+            if (i) fputc(',', s->out.f);
             if (map[i] < 0) continue;
             const inf_value *v = inf__batch_at(b, r, map[i]);
             switch (v->type) {
-            case INF_FIELD_BOOL: fputs(v->u.b ? "true" : "false", s->f); break;
-            case INF_FIELD_INT: fprintf(s->f, "%lld", (long long)v->u.i); break;
+            case INF_FIELD_BOOL: fputs(v->u.b ? "true" : "false", s->out.f); break;
+            case INF_FIELD_INT: fprintf(s->out.f, "%lld", (long long)v->u.i); break;
             case INF_FIELD_FLOAT:
                 if (isnan(v->u.f)) break; /* missing */
-                fprintf(s->f, "%.17g", v->u.f);
+                fprintf(s->out.f, "%.17g", v->u.f);
                 break;
-            case INF_FIELD_STRING: put_cell_string(s->f, v->u.s.ptr, v->u.s.len); break;
-            case INF_FIELD_TIMESTAMP: fputs(inf_format_timestamp(v->u.ts, num, sizeof num), s->f); break;
+            case INF_FIELD_STRING: put_cell_string(s->out.f, v->u.s.ptr, v->u.s.len); break;
+            case INF_FIELD_TIMESTAMP: fputs(inf_format_timestamp(v->u.ts, num, sizeof num), s->out.f); break;
             default: break;
             }
         }
-        fputc('\n', s->f);
+        fputc('\n', s->out.f);
     }
-    if (ferror(s->f)) return inf__io_fail(err, INF_EIO, "csv:%s: write failed: %s", s->path, strerror(errno));
+    if (ferror(s->out.f)) return inf__io_fail(err, INF_EIO, "csv:%s: write failed: %s", s->out.path, strerror(errno));
     return INF_OK;
-}
-
-static inf_status csv_sink_commit(void *state, inf_error *err) {
-    csv_sink *s = state;
-    return inf__io_flush(s->f, "csv", s->path, err);
 }
 
 static inf_status csv_sink_close(void *state, inf_error *err) {
     csv_sink *s = state;
-    inf_status st = csv_sink_commit(s, err);
-    if (s->owns && fclose(s->f) && !st) st = inf__io_fail(err, INF_EIO, "csv:%s: close failed: %s", s->path, strerror(errno));
+    inf_status st = inf__io_out_close(&s->out, err);
     for (int i = 0; i < s->n_cols; i++) free(s->cols[i]);
     free(s->cols);
     free(s);
     return st;
 }
 
-const inf_sink_type inf__io_csv_sink = {"csv", csv_sink_open, csv_sink_write, csv_sink_commit, csv_sink_close};
+const inf_sink_type inf__io_csv_sink = {"csv", csv_sink_open, csv_sink_write, inf__io_out_commit, csv_sink_close};

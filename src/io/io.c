@@ -84,6 +84,45 @@ inf_status inf__io_flush(FILE *f, const char *kind, const char *path, inf_error 
     return INF_OK;
 }
 
+void inf__io_quote_ident(char *out, size_t size, const char *name) {
+    size_t n = 0;
+    if (size < 3) return;
+    out[n++] = '"';
+    for (; *name && n + 3 < size; name++) {
+        if (*name == '"') out[n++] = '"';
+        out[n++] = *name;
+    }
+    out[n++] = '"';
+    out[n] = 0;
+}
+
+inf_status inf__io_out_new(size_t state_size, const char *kind, const char *uri, const char *rest, int append,
+                           void **state, inf_error *err) {
+    inf__io_out *o = calloc(1, state_size);
+    if (!o) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
+    o->kind = kind;
+    snprintf(o->path, sizeof o->path, "%s", rest);
+    inf_status st = inf__io_open_output(uri, rest, append, &o->f, &o->owns, err);
+    if (st) {
+        free(o);
+        return st;
+    }
+    *state = o;
+    return INF_OK;
+}
+
+inf_status inf__io_out_commit(void *state, inf_error *err) {
+    inf__io_out *o = state;
+    return inf__io_flush(o->f, o->kind, o->path, err);
+}
+
+inf_status inf__io_out_close(inf__io_out *o, inf_error *err) {
+    inf_status st = inf__io_flush(o->f, o->kind, o->path, err);
+    if (o->owns && fclose(o->f) && !st)
+        st = inf__io_fail(err, INF_EIO, "%s:%s: close failed: %s", o->kind, o->path, strerror(errno));
+    return st;
+}
+
 const char *inf_io_redact_uri(const char *uri, char *buf, size_t size) {
     if (!size) return buf;
     snprintf(buf, size, "%s", uri ? uri : "");

@@ -62,6 +62,32 @@ inf_status inf__io_open_input(const char *uri, const char *rest, FILE **f, int *
 inf_status inf__io_open_output(const char *uri, const char *rest, int append, FILE **f, int *owns, inf_error *err);
 inf_status inf__io_flush(FILE *f, const char *kind, const char *path, inf_error *err);
 
+/* The output file of a file sink (csv.c, jsonl.c).  It comes first in the
+ * sink's state, so the state is also an inf__io_out.
+ * inf__io_out_new allocates a zeroed state of state_size bytes (at least an
+ * inf__io_out) and opens rest in it as inf__io_open_output does (kind names
+ * the sink in messages); on failure nothing is left allocated: INF_ENOMEM
+ * ("URI: out of memory") or inf__io_open_output's error.
+ * inf__io_out_commit is the file sinks' commit: inf__io_flush.
+ * inf__io_out_close flushes, then closes f when it was opened here (also
+ * after a failed flush, whose error it returns); a failed close: INF_EIO,
+ * err "KIND:PATH: close failed: why".  It does not free the state. */
+typedef struct inf__io_out {
+    FILE *f;
+    int owns;         /* f opened here (not stdout): inf__io_out_close closes it */
+    const char *kind; /* "csv", "jsonl" */
+    char path[512];
+} inf__io_out;
+inf_status inf__io_out_new(size_t state_size, const char *kind, const char *uri, const char *rest, int append,
+                           void **state, inf_error *err);
+inf_status inf__io_out_commit(void *state, inf_error *err);
+inf_status inf__io_out_close(inf__io_out *o, inf_error *err);
+
+/* name as a double-quoted SQL identifier (embedded quotes doubled) in out,
+ * cut to fit size; nothing written when size < 3.  For the SQLite and
+ * PostgreSQL sources and sinks and the pipeline's online lookups. */
+void inf__io_quote_ident(char *out, size_t size, const char *name);
+
 /* A growable byte buffer; inf__io_buf_write is an inf_write_fn appending to
  * it (user = the buffer), -1 when out of memory.  Free p with free(). */
 typedef struct inf__io_buf {

@@ -86,30 +86,16 @@ static inf_status jsonl_source_next(void *state, inf_record_batch *b, int *eof, 
 const inf_source_type inf__io_jsonl_source = {"jsonl", jsonl_source_open, jsonl_source_next, NULL,
                                               jsonl_source_close};
 
-typedef struct jsonl_sink {
-    FILE *f;
-    int owns;
-    char path[512];
-} jsonl_sink;
-
 static int write_file(const char *bytes, size_t n, void *user) { return fwrite(bytes, 1, n, (FILE *)user) == n ? 0 : -1; }
 
+/* The sink's state is its output file alone (an inf__io_out). */
 static inf_status jsonl_sink_open(const char *uri, const char *rest, const inf_sink_options *opts, void **state,
                                   inf_error *err) {
-    jsonl_sink *s = calloc(1, sizeof *s);
-    if (!s) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
-    snprintf(s->path, sizeof s->path, "%s", rest);
-    inf_status st = inf__io_open_output(uri, rest, opts->append, &s->f, &s->owns, err);
-    if (st) {
-        free(s);
-        return st;
-    }
-    *state = s;
-    return INF_OK;
+    return inf__io_out_new(sizeof(inf__io_out), "jsonl", uri, rest, opts->append, state, err);
 }
 
 static inf_status jsonl_sink_write(void *state, const inf_record_batch *b, inf_error *err) {
-    jsonl_sink *s = state;
+    inf__io_out *s = state;
     for (int r = 0; r < b->n_rows; r++) {
         if (inf_record_batch_row_to_json(b, r, NULL, write_file, s->f) || fputc('\n', s->f) == EOF)
             return inf__io_fail(err, INF_EIO, "jsonl:%s: write failed: %s", s->path, strerror(errno));
@@ -117,18 +103,11 @@ static inf_status jsonl_sink_write(void *state, const inf_record_batch *b, inf_e
     return INF_OK;
 }
 
-static inf_status jsonl_sink_commit(void *state, inf_error *err) {
-    jsonl_sink *s = state;
-    return inf__io_flush(s->f, "jsonl", s->path, err);
-}
-
 static inf_status jsonl_sink_close(void *state, inf_error *err) {
-    jsonl_sink *s = state;
-    inf_status st = jsonl_sink_commit(s, err);
-    if (s->owns && fclose(s->f) && !st) st = inf__io_fail(err, INF_EIO, "jsonl:%s: close failed", s->path);
-    free(s);
+    inf_status st = inf__io_out_close(state, err);
+    free(state);
     return st;
 }
 
-const inf_sink_type inf__io_jsonl_sink = {"jsonl", jsonl_sink_open, jsonl_sink_write, jsonl_sink_commit,
+const inf_sink_type inf__io_jsonl_sink = {"jsonl", jsonl_sink_open, jsonl_sink_write, inf__io_out_commit,
                                           jsonl_sink_close};

@@ -83,18 +83,6 @@ static void quote_table(PGconn *c, const char *table, char *out, size_t size) {
     PQfreemem(b);
 }
 
-static void quote_ident(char *out, size_t size, const char *name) {
-    size_t n = 0;
-    if (size < 3) return;
-    out[n++] = '"';
-    for (; *name && n + 3 < size; name++) {
-        if (*name == '"') out[n++] = '"';
-        out[n++] = *name;
-    }
-    out[n++] = '"';
-    out[n] = 0;
-}
-
 /* The server's message without its trailing newline, in buf (400 bytes). */
 #define pg_msg(c) pg_msg_into((c), (char[400]){0})
 static const char *pg_msg_into(PGconn *c, char *buf) {
@@ -180,7 +168,7 @@ static inf_status pg_source_open(const char *uri, const char *rest, const inf_so
     if ((st = pg_connect(uri, rest, &s->conn, s->red, sizeof s->red, err))) goto fail;
     char table[512], ident[1100], idq[600] = "";
     const char *id = opts->id_column;
-    if (id) quote_ident(idq, sizeof idq, id);
+    if (id) inf__io_quote_ident(idq, sizeof idq, id);
     int k = 0, n = 0;
     int has_shard = inf__io_uri_param(uri, "shard", shard, sizeof shard) != NULL;
     if (has_shard) {
@@ -413,7 +401,7 @@ static inf_status pg_sink_setup(pg_sink *s, const inf_record_batch *b, inf_error
     len = 0;
     if (sb_printf(&sql, &cap, &len, "CREATE TABLE IF NOT EXISTS %s (", s->table_q)) goto oom;
     for (int f = 0; f < b->n_fields; f++) {
-        quote_ident(ident, sizeof ident, b->names[f]);
+        inf__io_quote_ident(ident, sizeof ident, b->names[f]);
         if (sb_printf(&sql, &cap, &len, "%s%s %s%s", f ? ", " : "", ident, pg_decl_type(b, f),
                       s->key[0] && !strcmp(s->key, b->names[f]) ? " PRIMARY KEY" : ""))
             goto oom;
@@ -421,7 +409,7 @@ static inf_status pg_sink_setup(pg_sink *s, const inf_record_batch *b, inf_error
     if (sb_printf(&sql, &cap, &len, ")")) goto oom;
     if ((st = exec_ok(s->conn, sql, s->red, "create table", err))) goto done;
     for (int f = 0; f < b->n_fields; f++) {
-        quote_ident(ident, sizeof ident, b->names[f]);
+        inf__io_quote_ident(ident, sizeof ident, b->names[f]);
         len = 0;
         if (sb_printf(&sql, &cap, &len, "ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", s->table_q, ident,
                       pg_decl_type(b, f)))
@@ -432,7 +420,7 @@ static inf_status pg_sink_setup(pg_sink *s, const inf_record_batch *b, inf_error
     char *cols = NULL;
     size_t ccap = 0, clen = 0;
     for (int f = 0; f < b->n_fields; f++) {
-        quote_ident(ident, sizeof ident, b->names[f]);
+        inf__io_quote_ident(ident, sizeof ident, b->names[f]);
         if (sb_printf(&cols, &ccap, &clen, "%s%s", f ? ", " : "", ident)) {
             free(cols);
             goto oom;
@@ -455,7 +443,7 @@ static inf_status pg_sink_setup(pg_sink *s, const inf_record_batch *b, inf_error
         int bad = sb_printf(&s->copy, &c2, &l2, "COPY infera_staging (%s) FROM STDIN", cols);
         size_t ucap = 0, ulen = 0;
         char keyq[600];
-        quote_ident(keyq, sizeof keyq, s->key);
+        inf__io_quote_ident(keyq, sizeof keyq, s->key);
         bad = bad || sb_printf(&s->upsert, &ucap, &ulen, "INSERT INTO %s (%s) SELECT %s FROM infera_staging ON CONFLICT (%s) ",
                                s->table_q, cols, cols, keyq);
         if (b->n_fields > 1) {
@@ -463,7 +451,7 @@ static inf_status pg_sink_setup(pg_sink *s, const inf_record_batch *b, inf_error
             int first = 1;
             for (int f = 0; f < b->n_fields; f++) {
                 if (!strcmp(b->names[f], s->key)) continue;
-                quote_ident(ident, sizeof ident, b->names[f]);
+                inf__io_quote_ident(ident, sizeof ident, b->names[f]);
                 bad = bad || sb_printf(&s->upsert, &ucap, &ulen, "%s%s = EXCLUDED.%s", first ? "" : ", ", ident, ident);
                 first = 0;
             }

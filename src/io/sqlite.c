@@ -20,18 +20,6 @@
 
 #include "io/io_int.h"
 
-static void quote_ident(char *out, size_t size, const char *name) {
-    size_t n = 0;
-    if (size < 3) return;
-    out[n++] = '"';
-    for (; *name && n + 3 < size; name++) {
-        if (*name == '"') out[n++] = '"';
-        out[n++] = *name;
-    }
-    out[n++] = '"';
-    out[n] = 0;
-}
-
 typedef struct sqlite_source {
     sqlite3 *db;
     sqlite3_stmt *stmt;
@@ -73,7 +61,7 @@ static inf_status sqlite_source_open(const char *uri, const char *rest, const in
     if (inf__io_uri_param(rest, "query", query, qsize)) {
         sql = query;
     } else if (inf__io_uri_param(rest, "table", table, sizeof table)) {
-        quote_ident(ident, sizeof ident, table);
+        inf__io_quote_ident(ident, sizeof ident, table);
         snprintf(query, qsize, "%s", "");
         sql = sqlite3_mprintf("SELECT * FROM %s", ident);
         if (!sql) {
@@ -220,11 +208,11 @@ static inf_status sqlite_sink_setup(sqlite_sink *s, const inf_record_batch *b, i
     }
     int exists = sqlite3_table_column_metadata(s->db, NULL, s->table, "rowid", NULL, NULL, NULL, NULL, NULL) == SQLITE_OK;
     size_t n = 0;
-    quote_ident(ident, sizeof ident, s->table);
+    inf__io_quote_ident(ident, sizeof ident, s->table);
     if (!exists) {
         n += (size_t)snprintf(sql + n, cap - n, "CREATE TABLE IF NOT EXISTS %s (", ident);
         for (int f = 0; f < b->n_fields; f++) {
-            quote_ident(ident, sizeof ident, b->names[f]);
+            inf__io_quote_ident(ident, sizeof ident, b->names[f]);
             n += (size_t)snprintf(sql + n, cap - n, "%s%s%s%s", f ? ", " : "", ident, decl_type(b, f),
                                   s->key[0] && !strcmp(s->key, b->names[f]) ? " PRIMARY KEY" : "");
         }
@@ -234,16 +222,16 @@ static inf_status sqlite_sink_setup(sqlite_sink *s, const inf_record_batch *b, i
         for (int f = 0; f < b->n_fields; f++) {
             if (table_has_column(s, b->names[f])) continue;
             char tident[600];
-            quote_ident(tident, sizeof tident, s->table);
-            quote_ident(ident, sizeof ident, b->names[f]);
+            inf__io_quote_ident(tident, sizeof tident, s->table);
+            inf__io_quote_ident(ident, sizeof ident, b->names[f]);
             snprintf(sql, cap, "ALTER TABLE %s ADD COLUMN %s%s", tident, ident, decl_type(b, f));
             if ((st = exec_sql(s, sql, err))) goto done;
         }
     }
-    quote_ident(ident, sizeof ident, s->table);
+    inf__io_quote_ident(ident, sizeof ident, s->table);
     n = (size_t)snprintf(sql, cap, "INSERT %sINTO %s (", s->key[0] ? "OR REPLACE " : "", ident);
     for (int f = 0; f < b->n_fields; f++) {
-        quote_ident(ident, sizeof ident, b->names[f]);
+        inf__io_quote_ident(ident, sizeof ident, b->names[f]);
         n += (size_t)snprintf(sql + n, cap - n, "%s%s", f ? ", " : "", ident);
         if (!(s->cols[f] = strdup(b->names[f]))) {
             st = inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);

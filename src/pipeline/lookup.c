@@ -93,17 +93,6 @@ static void sql_inf_ts(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     }
 }
 
-static void quote_ident(char *out, size_t size, const char *name) {
-    size_t n = 0;
-    out[n++] = '"';
-    for (; *name && n + 3 < size; name++) {
-        if (*name == '"') out[n++] = '"';
-        out[n++] = *name;
-    }
-    out[n++] = '"';
-    out[n] = 0;
-}
-
 void inf__lookup_close(lookup_conn *c) {
     if (!c) return;
     for (int i = 0; i < N_CACHED; i++) {
@@ -180,17 +169,17 @@ inf_status inf__lookup_open(const inf_pipeline *p, const plookup *lk, const char
     /* check the columns exist now, not at the first batch */
     char sql[4096], id[600];
     size_t n = (size_t)snprintf(sql, sizeof sql, "SELECT ");
-    quote_ident(id, sizeof id, lk->key_column);
+    inf__io_quote_ident(id, sizeof id, lk->key_column);
     n += (size_t)snprintf(sql + n, sizeof sql - n, "%s", id);
     for (int j = 0; j < lk->n_features; j++) {
-        quote_ident(id, sizeof id, lk->features[j]);
+        inf__io_quote_ident(id, sizeof id, lk->features[j]);
         n += (size_t)snprintf(sql + n, sizeof sql - n, ", %s", id);
     }
     if (lk->as_of) {
-        quote_ident(id, sizeof id, lk->as_of);
+        inf__io_quote_ident(id, sizeof id, lk->as_of);
         n += (size_t)snprintf(sql + n, sizeof sql - n, ", %s", id);
     }
-    quote_ident(id, sizeof id, table);
+    inf__io_quote_ident(id, sizeof id, table);
     snprintf(sql + n, sizeof sql - n, " FROM %s LIMIT 0", id);
     sqlite3_stmt *probe = NULL;
     if (sqlite3_prepare_v2(c->db, sql, -1, &probe, NULL) != SQLITE_OK) {
@@ -218,11 +207,11 @@ static char *select_list(const plookup *lk, const char *alias) {
     if (!s) return NULL;
     size_t n = 0;
     for (int j = 0; j < lk->n_features; j++) {
-        quote_ident(id, sizeof id, lk->features[j]);
+        inf__io_quote_ident(id, sizeof id, lk->features[j]);
         n += (size_t)snprintf(s + n, cap - n, ", %s.%s", alias, id);
     }
     if (lk->as_of) {
-        quote_ident(id, sizeof id, lk->as_of);
+        inf__io_quote_ident(id, sizeof id, lk->as_of);
         n += (size_t)snprintf(s + n, cap - n, ", inf_ts(%s.%s)", alias, id);
     } else {
         snprintf(s + n, cap - n, ", NULL");
@@ -243,8 +232,8 @@ static sqlite3_stmt *in_statement(lookup_conn *c, int n, int *size, inf_error *e
         fail(err, INF_ENOMEM, "out of memory");
         return NULL;
     }
-    quote_ident(key, sizeof key, lk->key_column);
-    quote_ident(tab, sizeof tab, c->table);
+    inf__io_quote_ident(key, sizeof key, lk->key_column);
+    inf__io_quote_ident(tab, sizeof tab, c->table);
     size_t m = (size_t)snprintf(sql, cap, "SELECT t.%s%s FROM %s AS t WHERE t.%s IN (", key, cols, tab, key);
     for (int i = 0; i < *size; i++) m += (size_t)snprintf(sql + m, cap - m, i ? ",?" : "?");
     snprintf(sql + m, cap - m, ")");
@@ -416,10 +405,10 @@ static sqlite3_stmt *pit_statement(lookup_conn *c, int n, int *size, inf_error *
         fail(err, INF_ENOMEM, "out of memory");
         return NULL;
     }
-    quote_ident(key, sizeof key, lk->key_column);
-    quote_ident(tab, sizeof tab, c->table);
-    quote_ident(asof, sizeof asof, lk->as_of);
-    if (lk->available_at) quote_ident(avail, sizeof avail, lk->available_at);
+    inf__io_quote_ident(key, sizeof key, lk->key_column);
+    inf__io_quote_ident(tab, sizeof tab, c->table);
+    inf__io_quote_ident(asof, sizeof asof, lk->as_of);
+    if (lk->available_at) inf__io_quote_ident(avail, sizeof avail, lk->available_at);
     size_t m = (size_t)snprintf(sql, cap, "WITH q(i, k, t) AS (VALUES ");
     for (int i = 0; i < *size; i++) m += (size_t)snprintf(sql + m, cap - m, i ? ",(?,?,?)" : "(?,?,?)");
     m += (size_t)snprintf(sql + m, cap - m,

@@ -25,6 +25,7 @@
 #include "infera/session.h"
 #include "onnx/onnx.h"
 #include "ops/ops.h"
+#include "test_allocs.h"
 
 static int n_passed, n_failed;
 #define KERNEL_TEST_SEED 0xD1B54A32D192ED03ull
@@ -154,9 +155,10 @@ static void check_case(const conv_case *cc, int threads) {
     int64_t cg = cc->c / cc->group, mg = cc->m / cc->group;
     size_t nx = (size_t)(cc->n * cc->c * cc->ih * cc->iw), nw = (size_t)(cc->m * cg * cc->kh * cc->kw);
     size_t ny = (size_t)(cc->n * cc->m * oh * ow), plane_y = (size_t)(cc->m * oh * ow);
-    float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *b = malloc((size_t)cc->m * sizeof *b);
-    float *yfull = malloc(ny * sizeof *yfull);
-    bool ok = x && w && b && yfull;
+    test_allocs A = {0};
+    float *x = test_alloc(&A, nx * sizeof *x), *w = test_alloc(&A, nw * sizeof *w);
+    float *b = test_alloc(&A, (size_t)cc->m * sizeof *b), *yfull = test_alloc(&A, ny * sizeof *yfull);
+    bool ok = !A.failed;
     for (size_t i = 0; ok && i < nx; i++) x[i] = uniform();
     for (size_t i = 0; ok && i < nw; i++) w[i] = uniform();
     for (int64_t i = 0; ok && i < cc->m; i++) b[i] = uniform();
@@ -236,7 +238,8 @@ static void check_case(const conv_case *cc, int threads) {
     }
     inf_session_free(s);
     inf_model_free(model);
-    free(bytes), free(x), free(w), free(b), free(yfull);
+    free(bytes);
+    test_allocs_free(&A);
 }
 
 int main(void) {

@@ -35,6 +35,7 @@
 
 #include "core/core.h"
 #include "ops/ops.h"
+#include "test_allocs.h"
 
 #if defined(__x86_64__)
 
@@ -73,10 +74,9 @@ typedef struct bufs {
     float *x, *w, *b, *res, *up, *scratch, *y, *y1;
 } bufs;
 
-static void *alloc64(size_t floats) { return aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64); }
-
-static void free_bufs(bufs *B) {
-    free(B->x), free(B->w), free(B->b), free(B->res), free(B->up), free(B->scratch), free(B->y), free(B->y1);
+/* floats floats, 64-byte aligned (the size rounded up to 64 bytes), owned by a. */
+static void *alloc64(test_allocs *a, size_t floats) {
+    return test_alloc_aligned(a, 64, (floats * sizeof(float) + 63) / 64 * 64);
 }
 
 static void run(inf__pool *pool, int tile, const inf__conv2d *g, const bufs *B, const float *x, const float *b,
@@ -139,13 +139,13 @@ static void check_shape(inf__pool *pool, inf__pool *other, int tile, const inf__
     size_t ny = (size_t)(g->n * g->m * g->oh * g->ow);
     int64_t ns = inf__conv2d_winograd_scratch_floats(tile, g, inf__pool_size(pool));
     int64_t ns2 = inf__conv2d_winograd_scratch_floats(tile, g, inf__pool_size(other));
-    bufs B = {alloc64(nx), alloc64(nw), alloc64((size_t)g->m), alloc64(ny),
-              alloc64((size_t)inf__conv2d_winograd_w_floats(tile, g->c, g->m)), alloc64((size_t)(ns > ns2 ? ns : ns2)),
-              alloc64(ny), alloc64(ny)};
-    if (!B.x || !B.w || !B.b || !B.res || !B.up || !B.scratch || !B.y || !B.y1) {
-        printf("case %d: out of memory\n", idx);
+    test_allocs A = {0};
+    bufs B = {alloc64(&A, nx), alloc64(&A, nw), alloc64(&A, (size_t)g->m), alloc64(&A, ny),
+              alloc64(&A, (size_t)inf__conv2d_winograd_w_floats(tile, g->c, g->m)),
+              alloc64(&A, (size_t)(ns > ns2 ? ns : ns2)), alloc64(&A, ny), alloc64(&A, ny)};
+    if (test_allocs_failed(&A, idx)) {
         n_failed++;
-        free_bufs(&B);
+        test_allocs_free(&A);
         return;
     }
     for (size_t i = 0; i < nx; i++) B.x[i] = uniform();
@@ -159,7 +159,7 @@ static void check_shape(inf__pool *pool, inf__pool *other, int tile, const inf__
     if (!bad) bad = check_bits(pool, other, tile, g, &B, b, res, idx);
     if (bad) n_failed++;
     else n_passed++;
-    free_bufs(&B);
+    test_allocs_free(&A);
 }
 
 static void one_case(inf__pool *pool, inf__pool *other, int idx) {

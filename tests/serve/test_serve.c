@@ -8,6 +8,10 @@
  *   test_serve INFERA_BINARY SOURCE_DIR
  *   test_serve INFERA_BINARY SOURCE_DIR soak SECONDS   (steady load, RSS stable)
  *
+ * A check that needs a server of its own states only what differs in a
+ * serve_opts (models, flags, environment) and runs through with_server,
+ * which starts it on a free port and checks that it exits 0 on SIGTERM.
+ *
  * Prints one line per check and closes with "N passed, M failed".
  */
 #include <errno.h>
@@ -15,6 +19,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -108,6 +113,66 @@ static int stop_server(server *s) {
     return -1;
 }
 
+/* ---- a check's own server: what differs from one check to the next ---- */
+
+#define SERVE_MAX_MODELS 3
+#define SERVE_MAX_FLAGS 15
+#define SERVE_MAX_ENV 2
+
+typedef struct serve_opts {
+    const char *what;                          /* names it in the CHECK lines ("limits server") */
+    const char *models[SERVE_MAX_MODELS];      /* --model specs "[name=]path", path under the source dir */
+    const char *flags[SERVE_MAX_FLAGS + 1];    /* further arguments, up to the first NULL */
+    bool port_in_env;                          /* INFERA_SERVE_PORT=<port> instead of --port <port> */
+    const char *env[SERVE_MAX_ENV];            /* further environment entries ("NAME=value") */
+} serve_opts;
+
+/* "[name=]<source dir>/path" for a serve_opts model spec, in out. */
+static void model_arg(const char *spec, char *out, size_t n) {
+    const char *eq = strchr(spec, '=');
+    int name_len = eq ? (int)(eq - spec + 1) : 0;
+    snprintf(out, n, "%.*s%s/%s", name_len, spec, src, spec + name_len);
+}
+
+/* Starts the server o describes on a free port (s->port) and waits until
+ * it is live.  When it does not come up, a failing check "<what> started"
+ * names its log, and the result is false. */
+static bool serve_up(server *s, const serve_opts *o) {
+    int port = free_port();
+    char port_arg[16], port_env[48], models[SERVE_MAX_MODELS][600];
+    snprintf(port_arg, sizeof port_arg, "%d", port);
+    snprintf(port_env, sizeof port_env, "INFERA_SERVE_PORT=%d", port);
+    const char *args[2 + 2 * SERVE_MAX_MODELS + SERVE_MAX_FLAGS + 1];
+    char *env[1 + SERVE_MAX_ENV + 1];
+    int na = 0, ne = 0;
+    if (o->port_in_env) env[ne++] = port_env;
+    else args[na++] = "--port", args[na++] = port_arg;
+    for (int i = 0; i < SERVE_MAX_MODELS && o->models[i]; i++) {
+        model_arg(o->models[i], models[i], sizeof models[i]);
+        args[na++] = "--model", args[na++] = models[i];
+    }
+    for (int i = 0; i < SERVE_MAX_FLAGS && o->flags[i]; i++) args[na++] = o->flags[i];
+    args[na] = NULL;
+    for (int i = 0; i < SERVE_MAX_ENV && o->env[i]; i++) env[ne++] = (char *)o->env[i];
+    env[ne] = NULL;
+    if (start_server(s, port, args, env) == 0) return true;
+    CHECK(0, "%s started (log %s)", o->what, s->log);
+    return false;
+}
+
+/* SIGTERM to the server o describes; checks that it exits 0. */
+static void serve_down(server *s, const serve_opts *o) {
+    CHECK(stop_server(s) == 0, "%s exits 0 on SIGTERM", o->what);
+}
+
+/* checks(port) on a server of its own, as o describes it. */
+static void with_server(const serve_opts *o, void (*checks)(int port)) {
+    server s;
+    if (!serve_up(&s, o)) return;
+    checks(s.port);
+    serve_down(&s, o);
+}
+
 static http_resp req(int port, const char *method, const char *path, const char *body) {
     http_resp r;
     if (http_request(port, method, path, "", body, body ? strlen(body) : 0, &r)) r.status = 0;
@@ -115,6 +180,16 @@ static http_resp req(int port, const char *method, const char *path, const char 
 }
 
 static int has(const http_resp *r, const char *needle) { return r->body && strstr(r->body, needle) != NULL; }
+
+/* method path (with body) on port: checks that the answer has status want
+ * and, unless needle is NULL, contains needle.  what names the check; the
+ * status and body got follow it on the line. */
+static void expect(int port, const char *method, const char *path, const char *body, int want, const char *needle,
+                   const char *what) {
+    http_resp r = req(port, method, path, body);
+    CHECK(r.status == want && (!needle || has(&r, needle)), "%s (got %d %.300s)", what, r.status, r.body ? r.body : "");
+    http_resp_free(&r);
+}
 
 /* Floats of the "data" array following "name":"<output>" in a JSON response. */
 static int json_floats(const char *body, const char *output, double *out, int max) {
@@ -151,16 +226,39 @@ static char *mlp_body(int rows, int seed, const char *id) {
     return b;
 }
 
+/* body (a JSON request) with "parameters":{"timeout":timeout_us} in front
+ * of its "inputs"; the caller frees it.  NULL when out of memory. */
+static char *with_timeout(const char *body, long timeout_us) {
+    const char *inputs = strstr(body, "\"inputs\"");
+    size_t cap = strlen(body) + 64;
+    char *b = inputs ? malloc(cap) : NULL;
+    if (b) snprintf(b, cap, "{\"parameters\":{\"timeout\":%ld},%s", timeout_us, inputs);
+    return b;
+}
+
 /* ---- checks ---- */
 
+/* GETs answered with a status and a text in the body. */
+static const struct {
+    const char *path;
+    int status;
+    const char *needle, *what;
+} protocol_gets[] = {
+    {"/v2/health/live", 200, "\"live\":true", "GET /v2/health/live -> 200 {\"live\":true}"},
+    {"/v2/health/ready", 200, "\"ready\":true", "GET /v2/health/ready -> 200"},
+    {"/v2/models/fraud/versions/1", 200, "\"versions\":[\"1\"]", "GET /v2/models/fraud/versions/1 -> 200"},
+    {"/v2/models/mlp/ready", 200, "\"ready\":true", "GET /v2/models/mlp/ready -> 200 (mlp named after its file)"},
+    {"/v2/models/mlp/versions/7/ready", 400, "\"ready\":false", "model ready for an unloaded version -> 400 ready:false"},
+    {"/v2/models/nope", 404, "{\"error\":\"unknown model 'nope'\"}", "unknown model -> 404 {\"error\"}"},
+    {"/v2/models/fraud/infer", 405, "not allowed", "GET on the infer route -> 405"},
+    {"/v3/whatever", 404, "no route", "unknown path -> 404"},
+};
+
 static void check_protocol(int port) {
-    http_resp r = req(port, "GET", "/v2/health/live", NULL);
-    CHECK(r.status == 200 && has(&r, "\"live\":true"), "GET /v2/health/live -> 200 {\"live\":true} (got %d)", r.status);
-    http_resp_free(&r);
-    r = req(port, "GET", "/v2/health/ready", NULL);
-    CHECK(r.status == 200 && has(&r, "\"ready\":true"), "GET /v2/health/ready -> 200 (got %d)", r.status);
-    http_resp_free(&r);
-    r = req(port, "GET", "/v2", NULL);
+    for (size_t i = 0; i < sizeof protocol_gets / sizeof protocol_gets[0]; i++)
+        expect(port, "GET", protocol_gets[i].path, NULL, protocol_gets[i].status, protocol_gets[i].needle,
+               protocol_gets[i].what);
+    http_resp r = req(port, "GET", "/v2", NULL);
     CHECK(r.status == 200 && has(&r, "\"name\":\"infera\"") && has(&r, "binary_tensor_data") &&
               has(&r, "model_repository"),
           "GET /v2 -> server metadata with extensions");
@@ -170,25 +268,6 @@ static void check_protocol(int port) {
               has(&r, "{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[-1,12]}") &&
               has(&r, "{\"name\":\"label\",\"datatype\":\"INT64\",\"shape\":[-1]}"),
           "GET /v2/models/fraud -> metadata with inputs/outputs (%s)", r.body ? r.body : "");
-    http_resp_free(&r);
-    r = req(port, "GET", "/v2/models/fraud/versions/1", NULL);
-    CHECK(r.status == 200 && has(&r, "\"versions\":[\"1\"]"), "GET /v2/models/fraud/versions/1 -> 200");
-    http_resp_free(&r);
-    r = req(port, "GET", "/v2/models/mlp/ready", NULL);
-    CHECK(r.status == 200 && has(&r, "\"ready\":true"), "GET /v2/models/mlp/ready -> 200 (mlp named after its file)");
-    http_resp_free(&r);
-    r = req(port, "GET", "/v2/models/mlp/versions/7/ready", NULL);
-    CHECK(r.status == 400 && has(&r, "\"ready\":false"), "model ready for an unloaded version -> 400 ready:false");
-    http_resp_free(&r);
-    r = req(port, "GET", "/v2/models/nope", NULL);
-    CHECK(r.status == 404 && has(&r, "{\"error\":\"unknown model 'nope'\"}"), "unknown model -> 404 {\"error\"} (%s)",
-          r.body ? r.body : "");
-    http_resp_free(&r);
-    r = req(port, "GET", "/v2/models/fraud/infer", NULL);
-    CHECK(r.status == 405 && has(&r, "not allowed"), "GET on the infer route -> 405 (got %d)", r.status);
-    http_resp_free(&r);
-    r = req(port, "GET", "/v3/whatever", NULL);
-    CHECK(r.status == 404 && has(&r, "no route"), "unknown path -> 404");
     http_resp_free(&r);
 }
 
@@ -339,9 +418,7 @@ static void check_errors(int port) {
     http_resp_free(&r);
     free(b);
     /* the server still answers */
-    r = req(port, "POST", "/v2/models/fraud/infer", FRAUD_FLAT);
-    CHECK(r.status == 200, "server keeps serving after bad requests");
-    http_resp_free(&r);
+    expect(port, "POST", "/v2/models/fraud/infer", FRAUD_FLAT, 200, NULL, "server keeps serving after bad requests");
 }
 
 /* ---- batching ---- */
@@ -481,39 +558,26 @@ static void check_repository(int port) {
               has(&r, "\"name\":\"fraud\""),
           "repository index lists both models READY (%s)", r.body ? r.body : "");
     http_resp_free(&r);
-    r = req(port, "POST", "/v2/repository/models/mlp/unload", NULL);
-    CHECK(r.status == 200, "unload mlp -> 200");
-    http_resp_free(&r);
+    expect(port, "POST", "/v2/repository/models/mlp/unload", NULL, 200, NULL, "unload mlp -> 200");
     char *body = mlp_body(1, 1, NULL);
-    r = req(port, "POST", "/v2/models/mlp/infer", body);
-    CHECK(r.status == 404 && has(&r, "model 'mlp' is not loaded"), "infer on an unloaded model -> 404 (%s)",
-          r.body ? r.body : "");
-    http_resp_free(&r);
+    expect(port, "POST", "/v2/models/mlp/infer", body, 404, "model 'mlp' is not loaded",
+           "infer on an unloaded model -> 404");
     r = req(port, "POST", "/v2/repository/index", "{\"ready\":true}");
     CHECK(r.status == 200 && !has(&r, "\"mlp\""), "index with ready:true leaves out the unloaded model");
     http_resp_free(&r);
-    r = req(port, "GET", "/v2/health/ready", NULL);
-    CHECK(r.status == 200, "server stays ready after an explicit unload");
-    http_resp_free(&r);
-    r = req(port, "POST", "/v2/repository/models/mlp/load", NULL);
-    CHECK(r.status == 200, "load mlp again -> 200");
-    http_resp_free(&r);
-    r = req(port, "POST", "/v2/models/mlp/infer", body);
-    CHECK(r.status == 200 && has(&r, "\"model_version\":\"2\""), "reloaded model serves as version 2");
-    http_resp_free(&r);
+    expect(port, "GET", "/v2/health/ready", NULL, 200, NULL, "server stays ready after an explicit unload");
+    expect(port, "POST", "/v2/repository/models/mlp/load", NULL, 200, NULL, "load mlp again -> 200");
+    expect(port, "POST", "/v2/models/mlp/infer", body, 200, "\"model_version\":\"2\"",
+           "reloaded model serves as version 2");
     /* a failed load keeps the old version */
     char load[1024];
     snprintf(load, sizeof load, "{\"parameters\":{\"ref\":\"%s/tests/models/bad_unknown_op.onnx\"}}", src);
-    r = req(port, "POST", "/v2/repository/models/mlp/load", load);
-    CHECK(r.status == 400 && has(&r, "previous version keeps serving"), "load of a broken model -> 400 (%s)",
-          r.body ? r.body : "");
-    http_resp_free(&r);
-    r = req(port, "POST", "/v2/models/mlp/infer", body);
-    CHECK(r.status == 200 && has(&r, "\"model_version\":\"2\""), "after the failed load, version 2 still serves");
-    http_resp_free(&r);
-    r = req(port, "POST", "/v2/repository/index", NULL);
-    CHECK(r.status == 200 && has(&r, "bad_unknown_op.onnx failed"), "index reports the failed load's reason");
-    http_resp_free(&r);
+    expect(port, "POST", "/v2/repository/models/mlp/load", load, 400, "previous version keeps serving",
+           "load of a broken model -> 400");
+    expect(port, "POST", "/v2/models/mlp/infer", body, 200, "\"model_version\":\"2\"",
+           "after the failed load, version 2 still serves");
+    expect(port, "POST", "/v2/repository/index", NULL, 200, "bad_unknown_op.onnx failed",
+           "index reports the failed load's reason");
     double fails = metric(port, "infera_model_load_failures_total ");
     CHECK(fails == 1, "load failure counted in metrics (%g)", fails);
     /* a file replaced on disk by garbage: reload fails, the old one serves */
@@ -522,26 +586,20 @@ static void check_repository(int port) {
     snprintf(cmd, sizeof cmd, "cp %s/tests/models/mlp.onnx %s", src, path);
     if (system(cmd)) fprintf(stderr, "cp failed\n");
     snprintf(load, sizeof load, "{\"parameters\":{\"ref\":\"%s\"}}", path);
-    r = req(port, "POST", "/v2/repository/models/swapme/load", load);
-    CHECK(r.status == 200, "load a new model 'swapme' by file reference -> 200");
-    http_resp_free(&r);
+    expect(port, "POST", "/v2/repository/models/swapme/load", load, 200, NULL,
+           "load a new model 'swapme' by file reference -> 200");
     FILE *f = fopen(path, "w");
     if (f) {
         fputs("this is not an onnx file", f);
         fclose(f);
     }
-    r = req(port, "POST", "/v2/repository/models/swapme/load", NULL);
-    CHECK(r.status == 400, "reload after the file was corrupted -> 400 (%s)", r.body ? r.body : "");
-    http_resp_free(&r);
-    r = req(port, "POST", "/v2/models/swapme/infer", body);
-    CHECK(r.status == 200 && has(&r, "\"model_version\":\"1\""), "the corrupted reload left version 1 serving");
-    http_resp_free(&r);
-    r = req(port, "POST", "/v2/repository/models/ghost/load", NULL);
-    CHECK(r.status == 404 && has(&r, "not in the repository"), "load of an unknown name without ref -> 404");
-    http_resp_free(&r);
-    r = req(port, "POST", "/v2/repository/models/ghost/unload", NULL);
-    CHECK(r.status == 404, "unload of an unknown model -> 404");
-    http_resp_free(&r);
+    expect(port, "POST", "/v2/repository/models/swapme/load", NULL, 400, NULL,
+           "reload after the file was corrupted -> 400");
+    expect(port, "POST", "/v2/models/swapme/infer", body, 200, "\"model_version\":\"1\"",
+           "the corrupted reload left version 1 serving");
+    expect(port, "POST", "/v2/repository/models/ghost/load", NULL, 404, "not in the repository",
+           "load of an unknown name without ref -> 404");
+    expect(port, "POST", "/v2/repository/models/ghost/unload", NULL, 404, NULL, "unload of an unknown model -> 404");
     free(body);
 }
 
@@ -554,13 +612,10 @@ static void check_records(int port) {
               has(&r, "\"probabilities_1\":") && has(&r, "\"label\":"),
           "records endpoint: raw records -> predictions through the default pipeline (%.200s)", r.body ? r.body : "");
     http_resp_free(&r);
-    r = req(port, "POST", "/v2/models/fraud/records", "{\"records\":[{\"a\":1},");
-    CHECK(r.status == 400 && has(&r, "malformed JSON"), "records endpoint: malformed JSON -> 400 (%s)",
-          r.body ? r.body : "");
-    http_resp_free(&r);
-    r = req(port, "POST", "/v2/models/fraud/records", "{\"rows\":[]}");
-    CHECK(r.status == 400 && has(&r, "no 'records' array"), "records endpoint: no records array -> 400");
-    http_resp_free(&r);
+    expect(port, "POST", "/v2/models/fraud/records", "{\"records\":[{\"a\":1},", 400, "malformed JSON",
+           "records endpoint: malformed JSON -> 400");
+    expect(port, "POST", "/v2/models/fraud/records", "{\"rows\":[]}", 400, "no 'records' array",
+           "records endpoint: no records array -> 400");
 }
 
 /* ---- sequence-of-map outputs (ZipMap, as skl2onnx classifiers end) ----
@@ -671,22 +726,14 @@ static void check_zipmap_records(int port) {
     http_resp_free(&r);
 }
 
-static void check_zipmap(void) {
-    int port = free_port();
-    char ports[16], zs[600], zi[600];
-    snprintf(ports, sizeof ports, "%d", port);
-    snprintf(zs, sizeof zs, "zs=%s/tests/pipeline/data/zipmap_str.onnx", src);
-    snprintf(zi, sizeof zi, "zi=%s/tests/pipeline/data/zipmap_int.onnx", src);
-    const char *args[] = {"--port", ports, "--model", zs, "--model", zi, NULL};
-    server s;
-    if (start_server(&s, port, args, NULL)) {
-        CHECK(0, "ZipMap server started (log %s)", s.log);
-        return;
-    }
+static const serve_opts ZIPMAP_SERVER = {
+    .what = "ZipMap server",
+    .models = {"zs=tests/pipeline/data/zipmap_str.onnx", "zi=tests/pipeline/data/zipmap_int.onnx"}};
+
+static void check_zipmap(int port) {
     check_zipmap_model(port, "zs", "\"[\\\"cat\\\",\\\"dog\\\",\\\"emu\\\"]\"");
     check_zipmap_model(port, "zi", "\"[10,20,30]\"");
     check_zipmap_records(port);
-    CHECK(stop_server(&s) == 0, "ZipMap server exits 0 on SIGTERM");
 }
 
 /* ---- queue limits, config sources, drain ---- */
@@ -746,17 +793,10 @@ static void *cheap_thread(void *p) {
  * sessions); each connection's responses come back in its order, each equal
  * to the same request served alone.  Where batching pays (the sanitizer
  * builds), every request is queued instead and the same answers hold. */
-static void check_cheap_inline(void) {
-    int port = free_port();
-    char ports[16], model[600];
-    snprintf(ports, sizeof ports, "%d", port);
-    snprintf(model, sizeof model, "%s/tests/models/mlp.onnx", src);
-    const char *args[] = {"--port", ports, "--model", model, "--max-batch", "64", "--http-threads", "2", NULL};
-    server s;
-    if (start_server(&s, port, args, NULL)) {
-        CHECK(0, "server for the inline test started (log %s)", s.log);
-        return;
-    }
+static const serve_opts INLINE_SERVER = {.what = "inline-test server", .models = {"tests/models/mlp.onnx"},
+                                         .flags = {"--max-batch", "64", "--http-threads", "2"}};
+
+static void check_cheap_inline(int port) {
     cheap_arg args_c[N_CHEAP_CONN];
     char *alone[N_CHEAP_CONN][N_CHEAP_REQ];
     int n_rows = 0;
@@ -814,23 +854,15 @@ static void check_cheap_inline(void) {
             free(alone[c][k]);
             http_resp_free(&args_c[c].r[k]);
         }
-    CHECK(stop_server(&s) == 0, "inline-test server exits 0 on SIGTERM");
 }
 
-static void check_queue_full(void) {
-    int port = free_port();
-    char ports[16], model[600];
-    snprintf(ports, sizeof ports, "%d", port);
-    snprintf(model, sizeof model, "%s/tests/models/cnn.onnx", src);
-    /* a queue delay keeps every job on the scheduler thread (no inline runs
-     * on HTTP threads), so all 16 requests reach the bounded queue */
-    const char *args[] = {"--port", ports, "--model", model, "--max-batch", "1", "--max-queue", "1",
-                          "--max-queue-delay-us", "1", "--http-threads", "4", NULL};
-    server s;
-    if (start_server(&s, port, args, NULL)) {
-        CHECK(0, "server for the queue test started");
-        return;
-    }
+/* a queue delay keeps every job on the scheduler thread (no inline runs
+ * on HTTP threads), so all 16 requests reach the bounded queue */
+static const serve_opts QUEUE_FULL_SERVER = {.what = "queue-test server", .models = {"tests/models/cnn.onnx"},
+                                             .flags = {"--max-batch", "1", "--max-queue", "1", "--max-queue-delay-us",
+                                                       "1", "--http-threads", "4"}};
+
+static void check_queue_full(int port) {
     /* 64 CIFAR-sized images per request as binary tensors: tens of milliseconds
      * of compute each, so the 16 requests overlap even on a loaded machine */
     const char *hdr = "{\"inputs\":[{\"name\":\"input\",\"shape\":[64,3,32,32],\"datatype\":\"FP32\","
@@ -865,35 +897,23 @@ static void check_queue_full(void) {
     double qf = metric(port, "nv_inference_request_failure{model=\"cnn\",version=\"1\",reason=\"queue_full\"} ");
     CHECK(qf == busy, "queue-full rejections counted (%g)", qf);
     free(body);
-    CHECK(stop_server(&s) == 0, "server exits 0 on SIGTERM");
 }
 
-/* Per-request timeouts (in the queue and during compute) and the
- * connection limit, on a server of their own. */
-static void check_limits(void) {
-    int port = free_port();
-    char ports[16], model[600];
-    snprintf(ports, sizeof ports, "%d", port);
-    snprintf(model, sizeof model, "%s/tests/models/mlp.onnx", src);
-    const char *args[] = {"--port", ports, "--model", model, "--max-connections", "3", "--http-threads", "1", NULL};
-    server s;
-    if (start_server(&s, port, args, NULL)) {
-        CHECK(0, "server for the limits test started (log %s)", s.log);
-        return;
-    }
+/* A per-request timeout during compute and the connection limit, on a
+ * server of their own. */
+static const serve_opts LIMITS_SERVER = {.what = "limits server", .models = {"tests/models/mlp.onnx"},
+                                         .flags = {"--max-connections", "3", "--http-threads", "1"}};
+
+static void check_limits(int port) {
     /* a budget of 1 us: the batcher is idle, so the job runs at once on the
      * HTTP thread and finishes past its deadline: 504, result dropped */
     char *b = mlp_body(1, 3, "late");
-    char *p = strstr(b, "\"inputs\"");
-    char *tb = malloc(strlen(b) + 64);
-    snprintf(tb, strlen(b) + 64, "{\"parameters\":{\"timeout\":1},%s", p);
+    char *tb = with_timeout(b, 1);
     http_resp r = req(port, "POST", "/v2/models/mlp/infer", tb);
     CHECK(r.status == 504 && has(&r, "timed out") && !has(&r, "\"outputs\""),
           "timeout of 1 us -> 504 without outputs (%d %s)", r.status, r.body ? r.body : "");
     http_resp_free(&r);
-    r = req(port, "POST", "/v2/models/mlp/infer", b);
-    CHECK(r.status == 200, "the same request without a timeout -> 200");
-    http_resp_free(&r);
+    expect(port, "POST", "/v2/models/mlp/infer", b, 200, NULL, "the same request without a timeout -> 200");
     double to = metric(port, "nv_inference_request_failure{model=\"mlp\",version=\"1\",reason=\"timeout\"} ");
     CHECK(to == 1, "the timeout is counted as reason timeout (%g)", to);
     double inl = metric(port, "infera_inline_exec_count{model=\"mlp\",version=\"1\"} ");
@@ -935,27 +955,22 @@ static void check_limits(void) {
     http_resp_free(&r);
     close(fds[1]);
     close(fds[2]);
-    CHECK(stop_server(&s) == 0, "limits server exits 0 on SIGTERM");
+}
 
-    /* a queue delay of 300 ms against a budget of 20 ms: dropped unrun */
-    port = free_port();
-    snprintf(ports, sizeof ports, "%d", port);
-    const char *args2[] = {"--port", ports, "--model", model, "--max-queue-delay-us", "300000", NULL};
-    if (start_server(&s, port, args2, NULL)) {
-        CHECK(0, "server for the queue timeout test started (log %s)", s.log);
-        return;
-    }
-    b = mlp_body(1, 4, NULL);
-    p = strstr(b, "\"inputs\"");
-    tb = malloc(strlen(b) + 64);
-    snprintf(tb, strlen(b) + 64, "{\"parameters\":{\"timeout\":20000},%s", p);
-    r = req(port, "POST", "/v2/models/mlp/infer", tb);
+/* A per-request timeout in the queue: a queue delay of 300 ms against a
+ * budget of 20 ms, dropped unrun. */
+static const serve_opts QUEUE_TIMEOUT_SERVER = {.what = "queue-timeout server", .models = {"tests/models/mlp.onnx"},
+                                                .flags = {"--max-queue-delay-us", "300000"}};
+
+static void check_queue_timeout(int port) {
+    char *b = mlp_body(1, 4, NULL);
+    char *tb = with_timeout(b, 20000);
+    http_resp r = req(port, "POST", "/v2/models/mlp/infer", tb);
     CHECK(r.status == 504 && has(&r, "in the queue; not run"), "20 ms budget behind a 300 ms queue delay -> 504 (%d %s)",
           r.status, r.body ? r.body : "");
     http_resp_free(&r);
     free(tb);
     free(b);
-    CHECK(stop_server(&s) == 0, "queue-timeout server exits 0 on SIGTERM");
 }
 
 /* ---- soak: steady load for a while, memory must not grow ---- */
@@ -1007,24 +1022,17 @@ static long rss_kib(pid_t pid) {
 }
 
 static void check_soak(int seconds) {
-    int port = free_port();
-    char ports[16], fraud[600];
-    snprintf(ports, sizeof ports, "%d", port);
-    snprintf(fraud, sizeof fraud, "fraud=%s/examples/fraud/fraud_xgb.onnx", src);
-    const char *args[] = {"--port", ports, "--model", fraud, NULL};
     /* sanitizer builds: keep ASan's quarantine small so RSS measures the server */
-    char *env[] = {"ASAN_OPTIONS=quarantine_size_mb=1:detect_leaks=1", NULL};
+    const serve_opts o = {.what = "soak server", .models = {"fraud=examples/fraud/fraud_xgb.onnx"},
+                          .env = {"ASAN_OPTIONS=quarantine_size_mb=1:detect_leaks=1"}};
     server s;
-    if (start_server(&s, port, args, env)) {
-        CHECK(0, "soak server started (log %s)", s.log);
-        return;
-    }
+    if (!serve_up(&s, &o)) return;
     enum { N = 4 };
     volatile int stop = 0;
     soak_arg a[N];
     pthread_t th[N];
     for (int i = 0; i < N; i++) {
-        a[i] = (soak_arg){port, &stop, 0, 0};
+        a[i] = (soak_arg){s.port, &stop, 0, 0};
         pthread_create(&th[i], NULL, soak_thread, &a[i]);
     }
     /* the first fifth warms allocator arenas and connections up */
@@ -1049,31 +1057,26 @@ static void check_soak(int seconds) {
     CHECK(n > 2 && samples[0] > 0 && samples[n - 1] - samples[0] <= 1024 + samples[0] / 20,
           "RSS stable after warm-up: %ld KiB -> %ld KiB (min %ld, max %ld; allowed +1 MiB + 5%%)", samples[0],
           samples[n - 1], lo, hi);
-    CHECK(stop_server(&s) == 0, "soak server exits 0 on SIGTERM");
+    serve_down(&s, &o);
 }
 
 static void check_config_and_drain(void) {
-    int port = free_port();
-    char cfg[512], env_port[64], model[600], line[1200];
+    char cfg[512], model[600], line[1200];
     snprintf(cfg, sizeof cfg, "%s/serve.conf", tmpdir);
-    snprintf(model, sizeof model, "%s/tests/models/mlp.onnx", src);
+    model_arg("tests/models/mlp.onnx", model, sizeof model);
     FILE *f = fopen(cfg, "w");
     snprintf(line, sizeof line,
              "# infera serve config\nport = 1\nmodel = slowmlp=%s\nmax-batch = 16\nmax-queue-delay-us = 700000\n", model);
     fputs(line, f);
     fclose(f);
-    snprintf(env_port, sizeof env_port, "INFERA_SERVE_PORT=%d", port);
-    char *env[] = {env_port, NULL};
-    const char *args[] = {"--config", cfg, NULL};
+    const serve_opts o = {.what = "server from --config + INFERA_SERVE_PORT", .flags = {"--config", cfg},
+                          .port_in_env = true};
     server s;
-    if (start_server(&s, port, args, env)) {
-        CHECK(0, "server from --config + INFERA_SERVE_PORT started (log %s)", s.log);
-        return;
-    }
+    if (!serve_up(&s, &o)) return;
+    int port = s.port;
     CHECK(1, "config file + environment: INFERA_SERVE_PORT overrides the file's port");
-    http_resp r = req(port, "GET", "/v2/models/slowmlp", NULL);
-    CHECK(r.status == 200 && has(&r, "\"max_batch_size\":16"), "config file keys apply (model name, max-batch)");
-    http_resp_free(&r);
+    expect(port, "GET", "/v2/models/slowmlp", NULL, 200, "\"max_batch_size\":16",
+           "config file keys apply (model name, max-batch)");
     /* a request held 0.7 s by the queue delay; SIGTERM arrives meanwhile */
     char *body = mlp_body(1, 5, "drain");
     slow_arg a = {port, "/v2/models/slowmlp/infer", body, {0}};
@@ -1152,6 +1155,25 @@ static void check_cli_errors(void) {
     CHECK(rc != 0, "a bad flag value is a usage error");
 }
 
+/* The server most checks share: both models, batching with a queue delay,
+ * a body limit and an access log (in tmpdir, named by main). */
+static char access_log[400];
+static const serve_opts MAIN_SERVER = {
+    .what = "main server",
+    .models = {"tests/models/mlp.onnx", "fraud=examples/fraud/fraud_xgb.onnx"},
+    .flags = {"--max-batch", "64", "--max-queue-delay-us", "30000", "--max-body-bytes", "100000", "--access-log",
+              access_log}};
+
+static void check_main_server(int port) {
+    check_protocol(port);
+    check_infer(port);
+    check_errors(port);
+    check_batching(port);
+    check_records(port);
+    check_metrics_and_log(port, access_log);
+    check_repository(port);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: test_serve INFERA_BINARY SOURCE_DIR\n");
@@ -1168,32 +1190,14 @@ int main(int argc, char **argv) {
         return n_fail ? 1 : 0;
     }
 
-    int port = free_port();
-    char ports[16], mlp[600], fraud[600], alog[400];
-    snprintf(ports, sizeof ports, "%d", port);
-    snprintf(mlp, sizeof mlp, "%s/tests/models/mlp.onnx", src);
-    snprintf(fraud, sizeof fraud, "fraud=%s/examples/fraud/fraud_xgb.onnx", src);
-    snprintf(alog, sizeof alog, "%s/access.log", tmpdir);
-    const char *args[] = {"--port", ports, "--model", mlp, "--model", fraud, "--max-batch", "64",
-                          "--max-queue-delay-us", "30000", "--max-body-bytes", "100000", "--access-log", alog, NULL};
-    server s;
-    if (start_server(&s, port, args, NULL)) {
-        CHECK(0, "server started (log %s)", s.log);
-    } else {
-        check_protocol(port);
-        check_infer(port);
-        check_errors(port);
-        check_batching(port);
-        check_records(port);
-        check_metrics_and_log(port, alog);
-        check_repository(port);
-        CHECK(stop_server(&s) == 0, "main server exits 0 on SIGTERM");
-    }
-    check_queue_full();
-    check_cheap_inline();
-    check_limits();
+    snprintf(access_log, sizeof access_log, "%s/access.log", tmpdir);
+    with_server(&MAIN_SERVER, check_main_server);
+    with_server(&QUEUE_FULL_SERVER, check_queue_full);
+    with_server(&INLINE_SERVER, check_cheap_inline);
+    with_server(&LIMITS_SERVER, check_limits);
+    with_server(&QUEUE_TIMEOUT_SERVER, check_queue_timeout);
     check_config_and_drain();
-    check_zipmap();
+    with_server(&ZIPMAP_SERVER, check_zipmap);
     check_cli_errors();
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
