@@ -11,7 +11,9 @@
  * from 0).  Variants: panel
  * (conv_avx2.c), direct (conv_direct_avx2.c), rows (conv_rows_avx2.c, stride
  * 1 along the row, K <= 256), wino4 / wino2 (conv_winograd_avx2.c, 3x3
- * stride 1 only); "*" marks the one avx2_variant picks.  Each round times
+ * stride 1 only), pointwise (pointwise_avx2.c, 1x1 stride 1 unpadded
+ * only, W as given); "*" marks the one Conv picks (pointwise when it fits,
+ * else avx2_variant's).  Each round times
  * every variant of a shape once (the order rotating per round); the table
  * shows the median microseconds per call and the ratio to the picked one.
  * With --variant (and --shape) it runs just that, --iters times, for
@@ -58,12 +60,20 @@ static const conv_shape SHAPES[] = {
     {"3x3 256->256 @14x14", 256, 256, 14, 14, 3, 3, 1, 1, 1},
     {"3x3 512->512 @7x7", 512, 512, 7, 7, 3, 3, 1, 1, 1},
     {"3x3 64->64 @4x4", 64, 64, 4, 4, 3, 3, 1, 1, 1},
+    /* bench/extra mobile: its stem and its six pointwise 1x1s */
+    {"mobile stem 3x3/2 3->32 @96x96", 3, 32, 96, 96, 3, 3, 2, 1, 1},
+    {"mobile pw 32->64 @48x48", 32, 64, 48, 48, 1, 1, 1, 0, 1},
+    {"mobile pw 64->128 @24x24", 64, 128, 24, 24, 1, 1, 1, 0, 1},
+    {"mobile pw 128->128 @24x24", 128, 128, 24, 24, 1, 1, 1, 0, 1},
+    {"mobile pw 128->256 @12x12", 128, 256, 12, 12, 1, 1, 1, 0, 1},
+    {"mobile pw 256->256 @12x12", 256, 256, 12, 12, 1, 1, 1, 0, 1},
+    {"mobile pw 256->512 @6x6", 256, 512, 6, 6, 1, 1, 1, 0, 1},
     {"3x3 256->256 @2x2", 256, 256, 2, 2, 3, 3, 1, 1, 1},
 };
 enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
 
-enum { V_PANEL, V_DIRECT, V_ROWS, V_WINO4, V_WINO2, N_VARIANTS };
-static const char *const VNAMES[N_VARIANTS] = {"panel", "direct", "rows", "wino4", "wino2"};
+enum { V_PANEL, V_DIRECT, V_ROWS, V_WINO4, V_WINO2, V_POINTWISE, N_VARIANTS };
+static const char *const VNAMES[N_VARIANTS] = {"panel", "direct", "rows", "wino4", "wino2", "pointwise"};
 
 typedef struct variant_buf {
     float *wp, *scratch;
@@ -95,6 +105,7 @@ static bool prepare_variant(conv_case *cc, int v, int threads) {
     int64_t kdim = g->cg * g->kh * g->kw, wf, sf;
     int tile = v == V_WINO4 ? 4 : v == V_WINO2 ? 2 : 0;
     if (tile && !inf__conv2d_winograd_tile(g)) return false;
+    if (v == V_POINTWISE) return inf__conv2d_pointwise_fits(g); /* W as given */
     if (v == V_ROWS && (g->sw != 1 || kdim > 256)) return false;
     if (tile) wf = inf__conv2d_winograd_w_floats(tile, g->cg, g->m), sf = inf__conv2d_winograd_scratch_floats(tile, g, threads);
     else if (v == V_DIRECT) wf = inf__conv2d_direct_w_floats(g->m, 1, kdim), sf = inf__conv2d_direct_scratch_floats(g);
@@ -115,12 +126,14 @@ static void run_variant(const conv_case *cc, int v) {
     if (v == V_PANEL) inf__conv2d_f32_avx2(cc->pool, g, cc->x, b->wp, cc->b, NULL, cc->y);
     else if (v == V_DIRECT) inf__conv2d_direct_f32_avx2(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
     else if (v == V_ROWS) inf__conv2d_rows_f32_avx2(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
+    else if (v == V_POINTWISE) inf__conv2d_pointwise_f32_avx2(cc->pool, g, cc->x, cc->w, cc->b, NULL, cc->y);
     else inf__conv2d_winograd_f32_avx2(cc->pool, v == V_WINO4 ? 4 : 2, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
 }
 
-/* The variant Conv picks for g (inf__conv2d_avx2_variant), as this file
- * numbers them. */
+/* The variant Conv picks for g (ops/ref/conv.c: pointwise when it fits,
+ * else inf__conv2d_avx2_variant), as this file numbers them. */
 static int picked(const inf__conv2d *g) {
+    if (inf__conv2d_pointwise_fits(g)) return V_POINTWISE;
     switch (inf__conv2d_avx2_variant(g)) {
     case INF_CONV2D_WINO4: return V_WINO4;
     case INF_CONV2D_WINO2: return V_WINO2;

@@ -236,9 +236,10 @@ int64_t inf__conv2d_depthwise_scratch_floats(const inf__conv2d *g, int threads);
 void inf__conv2d_depthwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
                                     const float *bias, const float *res, float *scratch, float *y);
 /* The pointwise variant (ops/x86/pointwise_avx2.c) for 1x1, stride-1,
- * unpadded, one-group Convs (inf__conv2d_pointwise_fits(g)): per image one
- * inf__ops_sgemm_avx2 on w as given ([m, c]) and X, then bias, res and the
- * activation in one pass.  Same bits, arguments and limits as
+ * unpadded, one-group Convs (inf__conv2d_pointwise_fits(g)): its own
+ * 4-channel x 24-position micro-kernel on w as given ([m, c]) and L1 copies
+ * of X's strips, bias, res and the activation applied in the last K block's
+ * store.  Same bits, arguments and limits as
  * inf__conv2d_f32_avx2.  Not to be called from inside a pool task. */
 bool inf__conv2d_pointwise_fits(const inf__conv2d *g);
 void inf__conv2d_pointwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,

@@ -11,7 +11,12 @@
  * 256-deep blocks), output channels 1..70 and sometimes up to 300, planes
  * 1..20 x 1..40 (widths not multiples of 8, planes smaller than a vector),
  * with and without bias and residual, no activation / ReLU / Clip; pools of
- * 1 and 2 threads (conv_test_main.h).  Y is filled with NaN first, so every
+ * 1 and 2 threads (conv_test_main.h).  Then bench/extra mobile's six
+ * pointwise shapes (P = 2304 .. 36: X read in place and through the strip
+ * copy, the one-vector tail tiles, blocks of W) at batch 1 and 2, and a
+ * few shapes on a pool of 3 threads (other unit splits), each against the
+ * panel variant bit for bit.  A batch's images are also run one at a time
+ * and must give the same bits (batch invariance: the unit split differs).  Y is filled with NaN first, so every
  * output must be written.  Also checks inf__conv2d_pointwise_fits rejects
  * padded, strided, grouped and larger kernels.  Prints one line per failure
  * and "N passed, M failed"; skips on a CPU without AVX2/FMA.
@@ -69,6 +74,28 @@ static int compare(const inf__conv2d *g, const bufs *B, int idx) {
     return bad;
 }
 
+/* Batch invariance: each image of the batch run alone (n = 1) gives Y's
+ * rows of that image bit for bit. */
+static int check_images_alone(inf__pool *pool, const inf__conv2d *g, const bufs *B, const float *b, const float *res,
+                              int idx) {
+    int64_t np = g->oh * g->ow, ny1 = g->m * np;
+    inf__conv2d one = *g;
+    one.n = 1;
+    float *y1 = malloc((size_t)ny1 * sizeof(float));
+    if (!y1) return printf("case %d: out of memory\n", idx), 1;
+    int bad = 0;
+    for (int64_t i = 0; i < g->n && !bad; i++) {
+        inf__conv2d_pointwise_f32_avx2(pool, &one, B->x + i * g->c * np, B->w, b, res ? res + i * ny1 : NULL, y1);
+        if (memcmp(y1, B->y + i * ny1, (size_t)ny1 * sizeof(float))) {
+            printf("case %d: image %lld alone differs from its rows in the batch of %lld\n", idx, (long long)i,
+                   (long long)g->n);
+            bad = 1;
+        }
+    }
+    free(y1);
+    return bad;
+}
+
 static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool has_res, int idx) {
     size_t nx = (size_t)(g->n * g->c * g->ih * g->iw), nw = (size_t)(g->m * g->c);
     size_t ny = (size_t)(g->n * g->m * g->oh * g->ow);
@@ -93,7 +120,7 @@ static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool h
     inf__conv2d_f32_avx2(pool, g, B.x, B.wp, b, r, B.yr);
     pw_double(g, &B, b, r);
     inf__conv2d_pointwise_f32_avx2(pool, g, B.x, B.w, b, r, B.y);
-    if (compare(g, &B, idx)) n_failed++;
+    if (compare(g, &B, idx) || (g->n > 1 && check_images_alone(pool, g, &B, b, r, idx))) n_failed++;
     else n_passed++;
 done:
     free(B.x), free(B.w), free(B.wp), free(B.b), free(B.res), free(B.y), free(B.yr), free(B.yd), free(B.mag);
@@ -138,12 +165,47 @@ static void rejects(void) {
     }
 }
 
+/* A fixed shape: c -> m channels on an h x w plane, batch n, Clip(0, 6)
+ * (ReLU6) with a bias; a residual when res. */
+static void fixed_case(inf__pool *pool, int64_t n, int64_t c, int64_t m, int64_t h, int64_t w, bool res, int idx) {
+    inf__conv2d g = {.n = n, .c = c, .m = m, .group = 1, .cg = c, .mg = m, .ih = h, .iw = w, .oh = h, .ow = w,
+                     .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .act = INF_EPILOGUE_CLIP, .lo = 0.0f,
+                     .hi = 6.0f};
+    check_shape(pool, &g, true, res, idx);
+}
+
+/* bench/extra mobile's pointwise convolutions. */
+static const int64_t MOBILE[6][4] = {{32, 64, 48, 48},   {64, 128, 24, 24},  {128, 128, 24, 24},
+                                     {128, 256, 12, 12}, {256, 256, 12, 12}, {256, 512, 6, 6}};
+
 static void cases(inf__pool *pool) {
     for (int i = 0; i < 150; i++) one_case(pool, i);
+    for (int i = 0; i < 6; i++) {
+        const int64_t *s = MOBILE[i];
+        fixed_case(pool, 1, s[0], s[1], s[2], s[3], i == 2, 1000 + i);
+        if (s[2] <= 12) fixed_case(pool, 2, s[0], s[1], s[2], s[3], i == 5, 1100 + i);
+    }
+}
+
+/* Unit splits a pool of 3 threads makes: position groups and narrower
+ * channel blocks on few images, whole images on more. */
+static void three_threads(void) {
+    inf__pool *pool = NULL;
+    if (inf__pool_new(3, &pool) != INF_OK) {
+        printf("cannot create a pool of 3 threads\n");
+        n_failed++;
+        return;
+    }
+    fixed_case(pool, 1, 256, 512, 6, 6, false, 2000);
+    fixed_case(pool, 1, 300, 70, 5, 7, true, 2001);
+    fixed_case(pool, 1, 32, 64, 48, 48, false, 2002);
+    fixed_case(pool, 5, 40, 30, 3, 11, false, 2003);
+    inf__pool_free(pool);
 }
 
 int main(void) {
     rejects();
+    if (inf__cpu_has_avx2_fma()) three_threads();
     return conv_test_main(cases, &n_passed, &n_failed);
 }
 

@@ -17,9 +17,10 @@
  *         matrix: one GEMM per image and group); a 2-D depthwise float32
  *         Conv (group == C == M) is computed directly (depthwise_planes;
  *         with AVX2/FMA, inf__conv2d_depthwise_f32_avx2: same bits).  With
- *         AVX2/FMA a float32 1x1, stride-1, unpadded, one-group Conv is one
- *         AVX2 GEMM per image on W as given (inf__conv2d_pointwise_f32_avx2,
- *         ops/x86/pointwise_avx2.c; W is not packed at load): same bits.
+ *         AVX2/FMA a float32 1x1, stride-1, unpadded, one-group Conv runs
+ *         the pointwise micro-kernel on W as given
+ *         (inf__conv2d_pointwise_f32_avx2, ops/x86/pointwise_avx2.c; W is
+ *         not packed at load): same bits.
  *         On a CPU with AVX2/FMA, other float32 (and float16, computed in
  *         float32) 1-D/2-D Convs go through inf__conv2d_f32_avx2
  *         (ops/x86/conv_avx2.c): im2col fused into the GEMM's panel packing,

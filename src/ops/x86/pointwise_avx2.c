@@ -1,28 +1,72 @@
 /*
  * pointwise_avx2.c -- float32 1x1 convolutions (ONNX Conv with a 1x1
  * kernel, stride 1, no padding, one group: the pointwise half of a
- * depthwise-separable block) as one GEMM per image, with AVX2/FMA.
+ * depthwise-separable block) with AVX2/FMA, by a micro-kernel of their own.
  *
  * Called from ops/ref/conv.c (conv_avx2) when inf__conv2d_pointwise_fits(g)
  * and the CPU has AVX2/FMA, before the panel / direct / rows variants.
  * Built with -mavx2 -mfma (CMake: *_avx2.c).
  *
- * DESIGN: per image, Y[m, P] = W[m, c] * X[c, P] with P = oh * ow: X is
- * already the column matrix, so the product is inf__ops_sgemm_avx2
- * (ops/x86/gemm_avx2.c: B = X packed per call into the pool's workspace,
- * the 6x16 micro-kernel, tiles split across the pool's threads) on W as
- * given, then one pass over the image's Y (still in L2) adds the bias and
- * the residual and applies ReLU / Clip, 8 positions a vector.  On
- * bench/extra's mobile the GEMM runs the six pointwise shapes 1.1-1.4x
- * faster than the conv variants (which read X in place with strided
- * broadcasts, or pack it per channel block).
- * Bits: each Y element is the GEMM's sum (per 256-deep block of c, an FMA
- * chain from zero, blocks added in order), then + bias, + res, then the
- * activation as float operations: exactly the im2col + GEMM path's and the
- * other AVX2 variants', independent of the batch and the thread count
- * (the GEMM's rows do not depend on its tiling).
- * The pool's workspace is kept between runs, so a run at a shape seen
- * before allocates nothing.
+ * DESIGN: per image, Y[m, P] = W[m, c] * X[c, P] with P = oh * ow, and X
+ * already the column matrix -- a GEMM with a long N, so it has a
+ * micro-kernel of its own rather than inf__ops_sgemm_avx2 (which packed all
+ * of X per call into the pool's workspace, and left bias / residual /
+ * activation to a second pass over Y):
+ *   - A tile is 4 output channels x 24 positions (three ymm), 12
+ *     accumulators: per input channel c three loads of the strip's X row
+ *     and 4 broadcasts of W[m, c] read from W's rows as given, 12 FMAs
+ *     (7 loads per 12 FMAs; the GEMM's 6x16 has 8; measured 2-8% faster than
+ *     6 x 16 tiles here).  The ragged last strip of an image (P % 24
+ *     positions) runs 4 x 24 (17..23 positions), 6 x 16 (9..16) or 12 x 8
+ *     (1..8) tiles, always 12 accumulators, its last vector masked in the
+ *     store.  A ragged end of rows between one and two tiles runs
+ *     as two near halves (a 1- or 2-row tile has too few FMA chains).
+ *   - X's strip (kc rows x 24 positions) is copied into a contiguous buffer
+ *     on the task's stack (24 KiB at most, in L1) once per channel block,
+ *     then read by every tile of the block: X read in place has its rows
+ *     P floats apart, and for P = 2304 / 576 all of a strip's rows fall in
+ *     4 / 16 of L1's 64 sets and evict each other (measured: in place was
+ *     0-8% slower on mobile's shapes, never faster).  Zero-padded, so the
+ *     ragged strip's loads are plain.
+ *   - c is walked in KC = 256-deep blocks (the GEMM's); on the last block
+ *     the store adds the bias and the residual and applies ReLU / Clip to
+ *     the accumulators (no second pass over Y).
+ *   - Work is cut into units: (image, channel block of W_BLOCK floats of W
+ *     -- 128 KiB, stays in L2 while the strips go by --, group of
+ *     positions), one inf__pool_range over all the images (the GEMM path
+ *     made two pool calls per image and chunk).  A unit runs strip after
+ *     strip, each through all the tiles of its channel block.  With more
+ *     than one thread and fewer than 8 units a thread (batch 1), the
+ *     positions are cut into groups of whole strips, then the channel
+ *     blocks narrowed (multiples of 12 rows).
+ *   - No packing of W: W's rows are read in place (4 streams a tile, the
+ *     block in L2).  Packing W at load into 4-row panels would make it one
+ *     stream; not done (the kernel is FMA-bound on these shapes).
+ * Measured (bench/bench_conv --shape 25..30, bench/extra mobile's six
+ * shapes, bias + ReLU, 1 thread, batch 1, loaded 2-core host: min / median
+ * of 25 alternating runs, us; GEMM path = this file before):
+ *   M,K,P         GEMM path       this kernel
+ *   64,32,2304    128 / 154       136 / 158
+ *   128,64,576    109 / 135       110 / 116
+ *   128,128,576   215 / 237       210 / 233
+ *   256,128,144   109 / 120       103 / 120
+ *   256,256,144   220 / 260       208 / 253
+ *   512,256,36    158 / 192       116 / 129   (36 = 24 + 12: 90% of lanes, was 75%)
+ * Level on five shapes, 0.70-0.74x on the 6x6 one; at 2 threads the
+ * medians are 0.16-0.76x (one pool call a layer, not two per image and
+ * chunk).  In mobile at 1 thread, batch 1, the pointwise share of a run
+ * went 74.2% -> 73.6% (perf; ~3% faster): the 4 x 24 loop is FMA-bound
+ * like the GEMM's 6 x 16.  More in docs/convolutions.md.
+ * Bits: each Y element is, per 256-deep block of c, an FMA chain from zero
+ * (acc = fma(w[m][c], x[c][p], acc), c in order), the first block stored,
+ * later blocks added to it in order (y = acc + y), then + bias, + res, then
+ * the activation as float operations: exactly inf__ops_sgemm_avx2's sum
+ * followed by the former epilogue pass, which is the im2col + GEMM path's
+ * and the other AVX2 variants' -- and independent of the tile a row lands
+ * in, the unit split, the batch and the thread count
+ * (tests/kernels/test_pointwise.c checks it against the panel variant bit
+ * for bit, and each image of a batch against its run alone).
+ * Allocates nothing: scratch is the strip buffer on each task's stack.
  */
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
 
@@ -31,76 +75,206 @@
 #include "ops/ops.h"
 #include "ops/x86/transpose_avx2.h"
 
+enum {
+    NV_MAX = 3,     /* vectors (of 8 positions) in the widest tile */
+    SW = 8 * NV_MAX, /* positions in a full strip */
+    KC = 256,       /* input channels summed in one FMA chain (the GEMM's block) */
+    W_BLOCK = 32768 /* floats of W in a unit's channel block (128 KiB, stays in L2) */
+};
+/* Most rows of a tile of nv vectors: 12 accumulators (+ nv loads + a
+ * broadcast <= 16 ymm registers) -- 12 FMA chains hide the FMA latency. */
+#define MAX_ROWS(nv) ((nv) == 1 ? 12 : (nv) == 2 ? 6 : 4)
+
 bool inf__conv2d_pointwise_fits(const inf__conv2d *g) {
     return g->group == 1 && g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0 &&
            g->oh == g->ih && g->ow == g->iw;
 }
 
-/* Positions per GEMM call: Y's chunk (m x chunk floats, about 128 KiB)
- * is still in L2 when the epilogue pass reads it. */
-#define CHUNK_FLOATS (32 << 10)
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-typedef struct ep_job {
-    const inf__conv2d *g;
-    const float *bias, *res; /* res: the chunk's first element, or NULL */
-    float *y;                /* the chunk's first element */
-    int64_t npos, cnt;       /* row stride; positions in the chunk */
-} ep_job;
+/* How a tile is stored: into y (rows npos apart), the columns of the last
+ * vector limited by mask when masked; acc + y unless first; on the last
+ * block + bias[row] (bias not NULL), + res (not NULL, same layout as y),
+ * then the activation. */
+typedef struct tile_out {
+    float *y;
+    const float *bias, *res;
+    int64_t ld;
+    bool first, last, masked;
+    __m256i mask;
+    int act;
+    __m256 lo, hi;
+} tile_out;
 
-/* v + bias (has_bias), + *res (res not NULL), then the activation (act). */
-static inline __attribute__((always_inline)) __m256 finish(__m256 v, bool has_bias, __m256 b, const float *res,
-                                                           __m256i lanes, bool full, int act, __m256 lo, __m256 hi) {
-    if (has_bias) v = _mm256_add_ps(v, b);
-    if (res) v = _mm256_add_ps(v, full ? _mm256_loadu_ps(res) : _mm256_maskload_ps(res, lanes));
-    if (act == INF_EPILOGUE_RELU) v = _mm256_max_ps(v, _mm256_setzero_ps()); /* NaN -> 0, as Relu */
-    else if (act == INF_EPILOGUE_CLIP) v = _mm256_min_ps(hi, _mm256_max_ps(lo, v)); /* NaN kept */
-    return v;
-}
-
-/* One channel row of the chunk: full vectors, then a masked tail. */
-static inline __attribute__((always_inline)) void finish_row(float *y, const float *res, int64_t cnt, bool has_bias,
-                                                             __m256 b, int act, __m256 lo, __m256 hi) {
-    __m256i all = _mm256_set1_epi32(-1);
-    int64_t p = 0;
-    for (; p + 8 <= cnt; p += 8)
-        _mm256_storeu_ps(y + p, finish(_mm256_loadu_ps(y + p), has_bias, b, res ? res + p : NULL, all, true, act, lo, hi));
-    if (p == cnt) return;
-    __m256i lanes = inf__avx2_lanes(cnt - p);
-    __m256 v = finish(_mm256_maskload_ps(y + p, lanes), has_bias, b, res ? res + p : NULL, lanes, false, act, lo, hi);
-    _mm256_maskstore_ps(y + p, lanes, v);
-}
-
-/* Channels [begin, end) of the chunk: y = act(y + bias[m] + res), the
- * common Clip / ReLU with a bias and no residual inlined on their own. */
-static void epilogue_rows(void *arg, int64_t begin, int64_t end) {
-    const ep_job *J = arg;
-    const inf__conv2d *g = J->g;
-    __m256 lo = _mm256_set1_ps(g->lo), hi = _mm256_set1_ps(g->hi);
-    for (int64_t m = begin; m < end; m++) {
-        float *y = J->y + m * J->npos;
-        const float *res = J->res ? J->res + m * J->npos : NULL;
-        __m256 b = _mm256_set1_ps(J->bias ? J->bias[m] : 0.0f);
-        if (J->bias && !res && g->act == INF_EPILOGUE_CLIP) finish_row(y, NULL, J->cnt, true, b, INF_EPILOGUE_CLIP, lo, hi);
-        else if (J->bias && !res && g->act == INF_EPILOGUE_RELU)
-            finish_row(y, NULL, J->cnt, true, b, INF_EPILOGUE_RELU, lo, hi);
-        else finish_row(y, res, J->cnt, J->bias != NULL, b, g->act, lo, hi);
+/* One vector of the store: v (+ y) (+ bias + res, act on the last block). */
+static inline __attribute__((always_inline)) void store_vec(const tile_out *o, __m256 v, float *y, __m256 b,
+                                                            const float *res, bool part) {
+    if (!o->first) v = _mm256_add_ps(v, part ? _mm256_maskload_ps(y, o->mask) : _mm256_loadu_ps(y));
+    if (o->last) {
+        if (o->bias) v = _mm256_add_ps(v, b);
+        if (res) v = _mm256_add_ps(v, part ? _mm256_maskload_ps(res, o->mask) : _mm256_loadu_ps(res));
+        if (o->act == INF_EPILOGUE_RELU) v = _mm256_max_ps(v, _mm256_setzero_ps()); /* NaN -> 0, as Relu */
+        else if (o->act == INF_EPILOGUE_CLIP) v = _mm256_min_ps(o->hi, _mm256_max_ps(o->lo, v)); /* NaN kept */
     }
+    if (part) _mm256_maskstore_ps(y, o->mask, v);
+    else _mm256_storeu_ps(y, v);
+}
+
+/* R rows x NV vectors: acc[r][v] = sum_c w[r * ldw + c] * x[c * ldx + 8 v]
+ * over kc input channels, then stored through o. */
+static inline __attribute__((always_inline)) void tile(const int R, const int NV, int64_t kc,
+                                                       const float *restrict w, int64_t ldw,
+                                                       const float *restrict x, int64_t ldx, const tile_out *o) {
+    __m256 acc[12][NV_MAX];
+#pragma GCC unroll 12
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++) acc[r][v] = _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (int64_t c = 0; c < kc; c++, w++, x += ldx) {
+        __m256 xv[NV_MAX];
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++) xv[v] = _mm256_loadu_ps(x + 8 * v);
+#pragma GCC unroll 12
+        for (int r = 0; r < R; r++) {
+            __m256 wv = _mm256_broadcast_ss(w + r * ldw);
+#pragma GCC unroll 3
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm256_fmadd_ps(wv, xv[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 12
+    for (int r = 0; r < R; r++) {
+        float *y = o->y + r * o->ld;
+        const float *res = o->last && o->res ? o->res + r * o->ld : NULL;
+        __m256 b = _mm256_set1_ps(o->last && o->bias ? o->bias[r] : 0.0f);
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++)
+            store_vec(o, acc[r][v], y + 8 * v, b, res ? res + 8 * v : NULL, o->masked && v == NV - 1);
+    }
+}
+
+/* tile() for a run-time row count (up to MAX_ROWS(nv)) and nv (1..3). */
+static void tile_any(int64_t rows, int nv, int64_t kc, const float *w, int64_t ldw, const float *x, int64_t ldx,
+                     const tile_out *o) {
+#define T(R, NV)                                                                                                   \
+    case R: tile(R, NV, kc, w, ldw, x, ldx, o); return
+    if (nv == 3) switch (rows) {
+        T(4, 3); T(3, 3); T(2, 3);
+        default: tile(1, 3, kc, w, ldw, x, ldx, o); return;
+        }
+    if (nv == 2) switch (rows) {
+        T(6, 2); T(5, 2); T(4, 2); T(3, 2); T(2, 2);
+        default: tile(1, 2, kc, w, ldw, x, ldx, o); return;
+        }
+    switch (rows) {
+        T(12, 1); T(11, 1); T(10, 1); T(9, 1); T(8, 1); T(7, 1); T(6, 1); T(5, 1); T(4, 1); T(3, 1); T(2, 1);
+    default: tile(1, 1, kc, w, ldw, x, ldx, o); return;
+    }
+#undef T
+}
+
+/* Rows of the next tile of nv vectors when `left` rows remain: the most,
+ * but a ragged end of between one and two tiles as two near halves (a
+ * tile of one or two rows has too few FMA chains to hide their latency). */
+static inline int64_t tile_rows(int64_t left, int nv) {
+    int64_t most = MAX_ROWS(nv);
+    if (left <= most) return left;
+    return left < 2 * most ? (left + 1) / 2 : most;
+}
+
+typedef struct pw_job {
+    const inf__conv2d *g;
+    const float *x, *w, *bias, *res;
+    float *y;
+    int64_t npos, mb, pg, n_mb, n_pg; /* rows a block, positions a group; blocks, groups an image */
+} pw_job;
+
+/* Copies kc rows (ld apart) of cols <= 8 nv positions into buf[kc][8 nv],
+ * zero-padded: the strip, contiguous and in L1 for all the tiles that read
+ * it (read in place, X's rows can fall in a few L1 sets: 32 rows of
+ * P = 2304 in 4, 128 of P = 576 in 16 -- and evict each other). */
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) /* not a memcpy call a row */
+static void copy_strip(const float *x, int64_t ld, int64_t kc, int64_t cols, int nv, float *buf) {
+    if (cols == 8 * nv) {
+        for (int64_t c = 0; c < kc; c++, x += ld, buf += 8 * nv)
+            for (int v = 0; v < nv; v++) _mm256_storeu_ps(buf + 8 * v, _mm256_loadu_ps(x + 8 * v));
+        return;
+    }
+    __m256i lanes[NV_MAX];
+    for (int v = 0; v < nv; v++) lanes[v] = inf__avx2_lanes(cols - 8 * v);
+    for (int64_t c = 0; c < kc; c++, x += ld, buf += 8 * nv)
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(buf + 8 * v, _mm256_maskload_ps(x + 8 * v, lanes[v]));
+}
+
+/* The tiles of rows [m0, m1) x positions [j, j + cols) of image n, input
+ * channels [k0, k0 + kc). */
+static void strip_tiles(const pw_job *J, int64_t n, int64_t m0, int64_t m1, int64_t j, int64_t cols, int64_t k0,
+                        int64_t kc, float *buf) {
+    const inf__conv2d *g = J->g;
+    int64_t npos = J->npos;
+    int nv = (int)((cols + 7) / 8);
+    copy_strip(J->x + (n * g->c + k0) * npos + j, npos, kc, cols, nv, buf);
+    tile_out o = {.ld = npos, .first = k0 == 0, .last = k0 + kc >= g->c, .masked = cols < 8 * nv,
+                  .mask = inf__avx2_lanes(cols - 8 * (nv - 1)), .act = g->act, .lo = _mm256_set1_ps(g->lo),
+                  .hi = _mm256_set1_ps(g->hi)};
+    for (int64_t m = m0; m < m1;) {
+        int64_t rows = tile_rows(m1 - m, nv), at = (n * g->m + m) * npos + j;
+        o.y = J->y + at;
+        o.bias = J->bias ? J->bias + m : NULL;
+        o.res = J->res ? J->res + at : NULL;
+        tile_any(rows, nv, kc, J->w + m * g->c + k0, g->c, buf, 8 * nv, &o);
+        m += rows;
+    }
+}
+
+/* Units [begin, end): unit u is image u / (n_mb n_pg), channel block
+ * (u / n_pg) % n_mb, position group u % n_pg. */
+static void pw_units(void *arg, int64_t begin, int64_t end) {
+    const pw_job *J = arg;
+    const inf__conv2d *g = J->g;
+    _Alignas(32) float buf[KC * SW];
+    for (int64_t u = begin; u < end; u++) {
+        int64_t n = u / (J->n_mb * J->n_pg), mbk = (u / J->n_pg) % J->n_mb, pgk = u % J->n_pg;
+        int64_t m0 = mbk * J->mb, m1 = min64(g->m, m0 + J->mb);
+        int64_t q0 = pgk * J->pg, q1 = min64(J->npos, q0 + J->pg);
+        for (int64_t j = q0; j < q1; j += SW)
+            for (int64_t k0 = 0; k0 < g->c; k0 += KC)
+                strip_tiles(J, n, m0, m1, j, min64(SW, q1 - j), k0, min64(KC, g->c - k0), buf);
+    }
+}
+
+/* Splits the work into units: channel blocks of W_BLOCK floats of W (at
+ * least 24 rows), then, with more than one thread and fewer than 8 units a
+ * thread, position groups (whole strips), then narrower channel blocks
+ * (multiples of 6 rows, at least 12). */
+static void plan_units(pw_job *J, int64_t threads) {
+    const inf__conv2d *g = J->g;
+    int64_t strips = (J->npos + SW - 1) / SW, want = 8 * threads, have;
+    J->mb = W_BLOCK / g->c / 12 * 12;
+    if (J->mb < 24) J->mb = 24;
+    if (J->mb > g->m) J->mb = g->m;
+    J->n_mb = (g->m + J->mb - 1) / J->mb;
+    J->pg = J->npos, J->n_pg = 1;
+    have = g->n * J->n_mb;
+    if (threads < 2 || have >= want) return;
+    int64_t groups = min64(strips, (want + have - 1) / have);
+    J->pg = (strips + groups - 1) / groups * SW;
+    J->n_pg = (J->npos + J->pg - 1) / J->pg;
+    have *= J->n_pg;
+    if (have >= want) return;
+    int64_t blocks = (want + g->n * J->n_pg - 1) / (g->n * J->n_pg), mb = (g->m + blocks - 1) / blocks;
+    mb = (mb + 11) / 12 * 12;
+    if (mb < 12) mb = 12;
+    if (mb < J->mb) J->mb = mb, J->n_mb = (g->m + mb - 1) / mb;
 }
 
 void inf__conv2d_pointwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
                                     const float *bias, const float *res, float *y) {
-    int64_t npos = g->oh * g->ow, chunk = (CHUNK_FLOATS / g->m + 15) / 16 * 16;
-    bool ep = bias || res || g->act != INF_EPILOGUE_NONE;
-    if (chunk < 64) chunk = 64;
-    for (int64_t n = 0; n < g->n; n++)
-        for (int64_t p0 = 0; p0 < npos; p0 += chunk) {
-            int64_t cnt = npos - p0 < chunk ? npos - p0 : chunk, at = n * g->m * npos + p0;
-            inf__ops_sgemm_avx2(pool, false, false, g->m, cnt, g->c, 1.0f, w, g->c, x + n * g->c * npos + p0, npos,
-                                0.0f, y + at, npos);
-            if (!ep) continue;
-            ep_job J = {g, bias, res ? res + at : NULL, y + at, npos, cnt};
-            inf__pool_range(pool, g->m, 8192 / (cnt + 1) + 1, epilogue_rows, &J);
-        }
+    int64_t npos = g->oh * g->ow;
+    if (npos < 1 || g->m < 1 || g->n < 1 || g->c < 1) return;
+    pw_job J = {.g = g, .x = x, .w = w, .bias = bias, .res = res, .y = y, .npos = npos};
+    plan_units(&J, inf__pool_size(pool));
+    inf__pool_range(pool, g->n * J.n_mb * J.n_pg, 1, pw_units, &J);
 }
 
 #endif /* x86-64 with AVX2 and FMA */
