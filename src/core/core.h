@@ -96,6 +96,15 @@ void inf__pool_range(inf__pool *pool, int64_t n, int64_t min_chunk, inf__range_f
  * seen its largest shapes a run allocates nothing.  The contents do not
  * survive the next call.  NULL when pool is NULL or memory runs out. */
 void *inf__pool_workspace(inf__pool *pool, size_t bytes);
+/* How many times a worker moved itself off the caller's CPU (threadpool.c's
+ * DESIGN note): for tests and diagnostics.  0 for a NULL pool. */
+unsigned inf__pool_moves(const inf__pool *pool);
+/* Moves the calling thread off `cpu` without pinning it (the pool's workers
+ * use it, threadpool.c's DESIGN note): its affinity becomes the allowed CPUs
+ * minus `cpu` (the kernel migrates it before returning), then the allowed
+ * CPUs again.  False (nothing changed) when fewer than n_threads CPUs are
+ * allowed, when `cpu` is the only one, or off Linux. */
+bool inf__thread_move_off_cpu(int cpu, int n_threads);
 
 /* ---- Logging (log.c) ----
  * Messages go to a sink the application sets (default: stderr, level WARN). */

@@ -20,6 +20,20 @@
  * sleeping on a condition variable: back-to-back kernels of one inference
  * start without a futex wake-up, and an idle pool costs no CPU.  One job at a
  * time: the pool belongs to one session, which runs on one thread at a time.
+ *
+ * A worker that finds itself on the caller's CPU moves off it (Linux): it
+ * sets its affinity to the CPUs it may use minus that one, which migrates it
+ * at once, and puts the mask back (a nudge, not a pin).  There it could only
+ * run when the caller yields, and it does not get away by itself: a worker
+ * created while the other CPUs were busy starts there, and the kernel left
+ * the pair together for hundreds of milliseconds (measured: the first 100-200
+ * runs of the bench CNN at batch 1, 2 threads, at 1-thread speed, ~2 ms
+ * instead of ~1; probably because the two hand the CPU to each other by
+ * sched_yield every few microseconds, so both always look cache-hot to the
+ * load balancer).  A sleeping worker needs none of this: its
+ * wake-up is placed on an idle CPU.  Nudges are at least MOVE_INTERVAL apart,
+ * so a scheduler that keeps putting the worker back costs little.
+ *
  * The pool also owns a workspace the current caller may use for data its
  * tasks share (inf__pool_workspace: the packed GEMM operand), grown on demand
  * and freed with the pool.
@@ -27,6 +41,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "core/core.h"
 
@@ -40,6 +55,7 @@
 #define PAUSE_ITERS 256   /* pause-spins before yielding the CPU */
 #define ACK_YIELDS 64     /* how long the caller waits for a worker to see a job */
 #define YIELD_ITERS 20000 /* sched_yield spins before sleeping */
+#define MOVE_INTERVAL 2e-3 /* seconds between two moves of a worker off the caller's CPU */
 
 /* The claim word: generation in the high 32 bits, chunks not yet claimed in
  * the low 32.  Counting down matters: once a job's count reaches 0 no claim
@@ -48,9 +64,19 @@
 #define CLAIM_GEN(w) ((uint32_t)((w) >> 32))
 #define CLAIM_LEFT(w) ((uint32_t)(w))
 
+/* What a worker is started with.  The array lives in the pool, not in
+ * the thread: a worker that frees its own argument when it first runs
+ * would free memory in the middle of a later run when the OS starts it
+ * late (a warm run must not touch the allocator). */
+typedef struct worker_arg {
+    inf__pool *p;
+    int index, n_threads;
+} worker_arg;
+
 struct inf__pool {
     int n_threads;
     pthread_t *threads;
+    worker_arg *args; /* per worker, freed with the pool */
     pthread_mutex_t mu;
     pthread_cond_t wake;
     _Atomic uint32_t generation; /* bumped once per job, published last */
@@ -66,6 +92,8 @@ struct inf__pool {
     _Atomic uint64_t claim; /* CLAIM(generation, chunks left) */
     _Atomic uint32_t done;  /* chunks finished in the current job */
     _Atomic uint32_t *seen; /* per worker: the last generation it finished looking at */
+    _Atomic int caller_cpu; /* the CPU the caller published the current job from (-1: unknown) */
+    _Atomic uint32_t n_moves; /* workers moved off the caller's CPU (inf__pool_moves) */
     /* the caller's workspace (inf__pool_workspace) */
     void *ws;
     size_t ws_size;
@@ -129,21 +157,69 @@ static uint32_t wait_for_job(inf__pool *p, uint32_t seen) {
     }
 }
 
-typedef struct worker_arg {
-    inf__pool *p;
-    int index;
-} worker_arg;
+/* A worker's state for moving off the caller's CPU. */
+typedef struct mover {
+    int n_threads;    /* the pool's threads, caller included */
+    bool can_move;    /* false once a move proved impossible or pointless */
+    double last_move; /* inf__now_seconds() of the last move */
+} mover;
+
+/* The CPU the calling thread runs on, or -1. */
+static int current_cpu(void) {
+#ifdef __linux__
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+
+/* Moves the calling worker off `cpu`: affinity to the allowed CPUs minus
+ * `cpu` (the kernel migrates the thread before returning), then the allowed
+ * CPUs again (the thread stays where it is).  False if it cannot, or if
+ * fewer CPUs than the pool's threads are allowed (then some must share one,
+ * and moving would only shuffle them). */
+bool inf__thread_move_off_cpu(int cpu, int n_threads) {
+#ifdef __linux__
+    cpu_set_t allowed, away;
+    pthread_t self = pthread_self();
+    if (cpu >= CPU_SETSIZE || pthread_getaffinity_np(self, sizeof allowed, &allowed) != 0) return false;
+    if (CPU_COUNT(&allowed) < n_threads) return false;
+    memcpy(&away, &allowed, sizeof away);
+    CPU_CLR(cpu, &away);
+    if (CPU_COUNT(&away) == 0 || pthread_setaffinity_np(self, sizeof away, &away) != 0) return false;
+    pthread_setaffinity_np(self, sizeof allowed, &allowed);
+    return true;
+#else
+    (void)cpu, (void)n_threads;
+    return false;
+#endif
+}
+
+/* After a job: a worker on the CPU its caller publishes from moves off it
+ * (see DESIGN), at most once per MOVE_INTERVAL. */
+static void leave_callers_cpu(inf__pool *p, mover *m) {
+    int caller = atomic_load_explicit(&p->caller_cpu, memory_order_relaxed);
+    if (!m->can_move || caller < 0 || current_cpu() != caller) return;
+    double now = inf__now_seconds();
+    if (now - m->last_move < MOVE_INTERVAL) return;
+    m->last_move = now;
+    if (inf__thread_move_off_cpu(caller, m->n_threads))
+        atomic_fetch_add_explicit(&p->n_moves, 1, memory_order_relaxed);
+    else
+        m->can_move = false;
+}
 
 static void *worker_main(void *arg) {
     inf__pool *p = ((worker_arg *)arg)->p;
     int index = ((worker_arg *)arg)->index;
-    inf__free(arg);
+    mover m = {((worker_arg *)arg)->n_threads, true, -1.0};
     uint32_t seen = atomic_load(&p->generation);
     for (;;) {
         seen = wait_for_job(p, seen);
         if (atomic_load(&p->stop)) return NULL;
         run_chunks(p, seen);
         atomic_store(&p->seen[index], seen);
+        leave_callers_cpu(p, &m); /* after acknowledging: the caller does not wait for it */
     }
 }
 
@@ -153,20 +229,21 @@ inf_status inf__pool_new(int n_threads, inf__pool **out) {
     inf__pool *p = inf__calloc(1, sizeof *p);
     if (!p) return INF_ENOMEM;
     p->n_threads = 1;
+    atomic_store(&p->caller_cpu, -1);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     if (n_threads > 1) {
         p->threads = inf__calloc((size_t)n_threads - 1, sizeof *p->threads);
         p->seen = inf__calloc((size_t)n_threads - 1, sizeof *p->seen);
-        if (!p->threads || !p->seen) {
+        p->args = inf__calloc((size_t)n_threads - 1, sizeof *p->args);
+        if (!p->threads || !p->seen || !p->args) {
             inf__pool_free(p);
             return INF_ENOMEM;
         }
         for (int i = 0; i < n_threads - 1; i++) {
-            worker_arg *wa = inf__calloc(1, sizeof *wa);
-            if (wa) wa->p = p, wa->index = i;
-            if (!wa || pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
-                inf__free(wa);
+            worker_arg *wa = &p->args[i];
+            wa->p = p, wa->index = i, wa->n_threads = n_threads;
+            if (pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
                 inf__pool_free(p);
                 return INF_ENOMEM;
             }
@@ -188,6 +265,7 @@ void inf__pool_free(inf__pool *p) {
     pthread_cond_destroy(&p->wake);
     inf__free(p->threads);
     inf__free((void *)p->seen);
+    inf__free(p->args);
     inf__aligned_free(p->ws);
     inf__free(p);
 }
@@ -207,6 +285,8 @@ void *inf__pool_workspace(inf__pool *p, size_t bytes) {
 
 int inf__pool_size(const inf__pool *p) { return p ? p->n_threads : 1; }
 
+unsigned inf__pool_moves(const inf__pool *p) { return p ? atomic_load(&p->n_moves) : 0; }
+
 /* Publishes a job of n_chunks chunks and wakes sleeping workers. */
 static uint32_t publish_job(inf__pool *p, int64_t n, int64_t chunk, uint32_t n_chunks,
                             inf__range_fn fn, void *arg) {
@@ -218,6 +298,7 @@ static uint32_t publish_job(inf__pool *p, int64_t n, int64_t chunk, uint32_t n_c
     atomic_store(&p->n_chunks, n_chunks);
     atomic_store(&p->done, 0);
     atomic_store(&p->claim, CLAIM(gen, n_chunks));
+    atomic_store_explicit(&p->caller_cpu, current_cpu(), memory_order_relaxed);
     atomic_store(&p->generation, gen);
     if (atomic_load(&p->n_sleeping) > 0) {
         pthread_mutex_lock(&p->mu);

@@ -2,8 +2,12 @@
  * test_core.c -- unit tests of src/core: status codes, allocator and fault
  * injection, arena, tensors, half-precision conversions, thread pool.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 #include "core/core.h"
 #include "test.h"
@@ -208,6 +212,41 @@ TEST(thread_pool_late_workers_never_run_a_stale_job) {
     free(c[0]);
     free(c[1]);
 }
+
+#ifdef __linux__
+static bool same_cpus(const cpu_set_t *a, const cpu_set_t *b) { return CPU_EQUAL(a, b); }
+
+/* The move a pool worker makes when it finds itself on its caller's CPU
+ * (threadpool.c): the thread is put on the first allowed CPU (pinned there,
+ * then unpinned: it keeps running where it is), moved off it, and must then
+ * run on another CPU with its affinity as it was (a nudge, not a pin).
+ * Asking for more CPUs than are allowed must change nothing.  Needs Linux
+ * and 2+ usable CPUs (passes trivially otherwise). */
+TEST(thread_pool_worker_leaves_the_callers_cpu) {
+    cpu_set_t all, one, after;
+    if (pthread_getaffinity_np(pthread_self(), sizeof all, &all) != 0 || CPU_COUNT(&all) < 2) return;
+    int first = 0;
+    while (!CPU_ISSET(first, &all)) first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    /* no early return from here on: the affinity is put back first */
+    bool placed = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0 && sched_getcpu() == first &&
+                  pthread_setaffinity_np(pthread_self(), sizeof all, &all) == 0;
+    bool refused = !inf__thread_move_off_cpu(first, CPU_COUNT(&all) + 1);
+    int before_move = sched_getcpu();
+    bool moved = inf__thread_move_off_cpu(first, 2);
+    int cpu = sched_getcpu();
+    bool kept = pthread_getaffinity_np(pthread_self(), sizeof after, &after) == 0 && same_cpus(&after, &all);
+    pthread_setaffinity_np(pthread_self(), sizeof all, &all);
+    if (!placed) TEST_FAIL_AT("could not put the test thread on CPU %d", first);
+    if (!refused) TEST_FAIL_AT("moved although more CPUs than allowed were asked for");
+    if (!moved) TEST_FAIL_AT("inf__thread_move_off_cpu(%d) failed (thread was on CPU %d)", first, before_move);
+    if (cpu == first) TEST_FAIL_AT("still on CPU %d after moving off it", first);
+    if (!kept) TEST_FAIL_AT("the thread's affinity was not put back after the move");
+}
+#else
+TEST(thread_pool_worker_leaves_the_callers_cpu) {} /* the move is Linux-only */
+#endif
 
 TEST(thread_pool_single_thread_runs_inline) {
     pool_check *c = calloc(1, sizeof *c);
