@@ -1,10 +1,10 @@
 /*
  * conv_test_main.h -- what the convolution kernel tests (test_conv_avx2.c,
- * test_depthwise.c, test_pointwise.c) share: the fused activation as the session's Relu /
- * Clip pass applies it, the loop that runs a test's cases on pools of 1 and
- * 2 threads, the skip on a CPU without AVX2/FMA, and the main of a build for
- * another architecture.  Each test keeps its own cases, references and
- * pass / fail counts.
+ * test_depthwise.c, test_pointwise.c) share: the fused activation as the
+ * session's Relu / Clip pass applies it, the output size of a random shape,
+ * the loop that runs a test's cases on pools of 1 and 2 threads, the skip on
+ * a CPU without AVX2/FMA, and the main of a build for another architecture.
+ * Each test keeps its own cases, references and pass / fail counts.
  */
 #ifndef INF_TESTS_CONV_TEST_MAIN_H
 #define INF_TESTS_CONV_TEST_MAIN_H
@@ -29,6 +29,17 @@ static inline float conv_test_act(const inf__conv2d *g, float v) {
     if (g->act == INF_EPILOGUE_RELU) return v > 0 ? v : 0;
     if (g->act == INF_EPILOGUE_CLIP) return v < g->lo ? g->lo : v > g->hi ? g->hi : v;
     return v;
+}
+
+/* g's output size (oh, ow) from its input, kernel, strides, dilations and
+ * pads: pt and pl as set in g, pb and pr the bottom and right ones.  False,
+ * leaving oh and ow, when the kernel is larger than the padded input (the
+ * random-shape tests then draw again). */
+static inline bool conv_test_out_size(inf__conv2d *g, int64_t pb, int64_t pr) {
+    int64_t sh = g->ih + g->pt + pb - ((g->kh - 1) * g->dh + 1), sw = g->iw + g->pl + pr - ((g->kw - 1) * g->dw + 1);
+    if (sh < 0 || sw < 0) return false;
+    g->oh = sh / g->sh + 1, g->ow = sw / g->sw + 1;
+    return true;
 }
 
 /* Runs cases(pool) on a pool of 1 thread, then of 2.  Returns 0 when all

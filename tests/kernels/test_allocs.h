@@ -13,8 +13,9 @@
  * size the caller gives, which C11 wants a multiple of the alignment), so
  * ASan still sees an overrun of any one of them.  A NULL from the allocator
  * marks the set failed; so does a set fuller than TEST_ALLOCS_MAX (that
- * buffer is freed at once and NULL returned).  Used by test_conv.c and
- * test_conv_winograd.c.
+ * buffer is freed at once and NULL returned).  Used by test_conv.c,
+ * test_conv_winograd.c, test_conv_avx2.c, test_depthwise.c and
+ * test_pointwise.c.
  */
 #ifndef INF_TESTS_TEST_ALLOCS_H
 #define INF_TESTS_TEST_ALLOCS_H

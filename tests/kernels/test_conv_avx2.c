@@ -34,6 +34,7 @@
 #include "core/core.h"
 #include "ops/ops.h"
 #include "conv_test_main.h"
+#include "test_allocs.h"
 
 #if defined(__x86_64__)
 
@@ -153,19 +154,20 @@ static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool h
     int64_t kdim = g->cg * g->kh * g->kw, np = g->oh * g->ow;
     size_t nx = (size_t)(g->n * g->c * g->ih * g->iw), nw = (size_t)(g->m * kdim), ny = (size_t)(g->n * g->m * np);
     int64_t nscr = inf__conv2d_direct_scratch_floats(g);
+    test_allocs A = {0};
     bufs B = {
-        .x = malloc(nx * sizeof(float)), .w = malloc(nw * sizeof(float)), .b = malloc((size_t)g->m * sizeof(float)),
-        .wp = malloc((size_t)inf__conv2d_packed_w_floats(g->m, g->group, kdim) * sizeof(float)),
-        .wd = aligned_alloc(32, (size_t)(inf__conv2d_direct_w_floats(g->m, g->group, kdim) + 8) / 8 * 32),
-        .wr = malloc((size_t)inf__conv2d_rows_w_floats(g->m, g->group, kdim) * sizeof(float)),
-        .scratch = aligned_alloc(32, (size_t)(nscr + 8) / 8 * 32),
-        .col = malloc((size_t)(kdim * np) * sizeof(float)), .y = malloc(ny * sizeof(float)),
-        .yr = malloc(ny * sizeof(float)), .y1 = malloc(ny * sizeof(float)), .res = malloc(ny * sizeof(float)),
-        .yd = malloc(ny * sizeof(double)), .mag = malloc(ny * sizeof(double)),
+        .x = test_alloc(&A, nx * sizeof(float)), .w = test_alloc(&A, nw * sizeof(float)),
+        .b = test_alloc(&A, (size_t)g->m * sizeof(float)),
+        .wp = test_alloc(&A, (size_t)inf__conv2d_packed_w_floats(g->m, g->group, kdim) * sizeof(float)),
+        .wd = test_alloc_aligned(&A, 32, (size_t)(inf__conv2d_direct_w_floats(g->m, g->group, kdim) + 8) / 8 * 32),
+        .wr = test_alloc(&A, (size_t)inf__conv2d_rows_w_floats(g->m, g->group, kdim) * sizeof(float)),
+        .scratch = test_alloc_aligned(&A, 32, (size_t)(nscr + 8) / 8 * 32),
+        .col = test_alloc(&A, (size_t)(kdim * np) * sizeof(float)), .y = test_alloc(&A, ny * sizeof(float)),
+        .yr = test_alloc(&A, ny * sizeof(float)), .y1 = test_alloc(&A, ny * sizeof(float)),
+        .res = test_alloc(&A, ny * sizeof(float)), .yd = test_alloc(&A, ny * sizeof(double)),
+        .mag = test_alloc(&A, ny * sizeof(double)),
     };
-    if (!B.x || !B.w || !B.b || !B.wp || !B.wd || !B.wr || !B.scratch || !B.col || !B.y || !B.yr || !B.y1 || !B.res || !B.yd ||
-        !B.mag) {
-        printf("case %d: out of memory\n", idx);
+    if (test_allocs_failed(&A, idx)) {
         n_failed++;
         goto done;
     }
@@ -188,8 +190,7 @@ static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool h
     if (bad) n_failed++;
     else n_passed++;
 done:
-    free(B.x), free(B.w), free(B.b), free(B.wp), free(B.wd), free(B.wr), free(B.scratch), free(B.col), free(B.y), free(B.yr);
-    free(B.y1), free(B.res), free(B.yd), free(B.mag);
+    test_allocs_free(&A);
 }
 
 static void one_case(inf__pool *pool, int idx) {
@@ -204,12 +205,10 @@ static void one_case(inf__pool *pool, int idx) {
     g.ih = one_d ? 1 : rand_in(1, 19), g.iw = rand_in(1, 37);
     g.pt = one_d ? 0 : rand_in(0, g.kh - 1), g.pl = rand_in(0, g.kw - 1);
     int64_t pb = one_d ? 0 : rand_in(0, g.kh - 1), pr = rand_in(0, g.kw - 1);
-    int64_t sh = g.ih + g.pt + pb - ((g.kh - 1) * g.dh + 1), sw = g.iw + g.pl + pr - ((g.kw - 1) * g.dw + 1);
-    if (sh < 0 || sw < 0) { /* kernel larger than the padded input */
+    if (!conv_test_out_size(&g, pb, pr)) { /* kernel larger than the padded input */
         one_case(pool, idx);
         return;
     }
-    g.oh = sh / g.sh + 1, g.ow = sw / g.sw + 1;
     g.act = (int)(next_u64() % 3) == 0 ? INF_EPILOGUE_NONE : next_u64() % 2 ? INF_EPILOGUE_RELU : INF_EPILOGUE_CLIP;
     g.lo = -0.3f, g.hi = 0.4f;
     bool bias = next_u64() % 3 != 0, has_res = next_u64() % 2 == 0;

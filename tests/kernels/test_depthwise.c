@@ -28,6 +28,7 @@
 #include "core/core.h"
 #include "ops/ops.h"
 #include "conv_test_main.h"
+#include "test_allocs.h"
 
 #if defined(__x86_64__)
 
@@ -116,13 +117,16 @@ static int compare(const inf__conv2d *g, const bufs *B, bool bias, bool res, int
 static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool has_res, int idx) {
     size_t nx = (size_t)(g->n * g->c * g->ih * g->iw), nw = (size_t)(g->c * g->kh * g->kw);
     size_t ny = (size_t)(g->n * g->c * g->oh * g->ow);
+    int64_t floats = inf__conv2d_depthwise_scratch_floats(g, inf__pool_size(pool));
+    test_allocs A = {0};
     bufs B = {
-        .x = malloc(nx * sizeof(float)), .w = malloc(nw * sizeof(float)), .b = malloc((size_t)g->c * sizeof(float)),
-        .res = malloc(ny * sizeof(float)), .y = malloc(ny * sizeof(float)), .yr = malloc(ny * sizeof(float)),
-        .yd = malloc(ny * sizeof(double)), .mag = malloc(ny * sizeof(double)),
+        .x = test_alloc(&A, nx * sizeof(float)), .w = test_alloc(&A, nw * sizeof(float)),
+        .b = test_alloc(&A, (size_t)g->c * sizeof(float)), .res = test_alloc(&A, ny * sizeof(float)),
+        .y = test_alloc(&A, ny * sizeof(float)), .yr = test_alloc(&A, ny * sizeof(float)),
+        .yd = test_alloc(&A, ny * sizeof(double)), .mag = test_alloc(&A, ny * sizeof(double)),
     };
-    if (!B.x || !B.w || !B.b || !B.res || !B.y || !B.yr || !B.yd || !B.mag) {
-        printf("case %d: out of memory\n", idx);
+    float *scratch = floats > 0 ? test_alloc(&A, (size_t)floats * sizeof(float)) : NULL; /* optional */
+    if (test_allocs_failed(&A, idx)) {
         n_failed++;
         goto done;
     }
@@ -133,22 +137,14 @@ static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool h
     const float *b = bias ? B.b : NULL, *r = has_res ? B.res : NULL;
     dw_reference(g, B.x, B.w, b, r, B.yr);
     dw_double(g, B.x, B.w, b, r, B.yd, B.mag);
-    int64_t floats = inf__conv2d_depthwise_scratch_floats(g, inf__pool_size(pool));
-    float *scratch = floats > 0 ? malloc((size_t)floats * sizeof(float)) : NULL;
-    if (floats > 0 && !scratch) {
-        printf("case %d: out of memory\n", idx);
-        n_failed++;
-        goto done;
-    }
     for (int path = 0; path < 2; path++) { /* the buffered path (padded-plane or channel-blocked), the general one */
         for (size_t i = 0; i < ny; i++) B.y[i] = NAN;
         inf__conv2d_depthwise_f32_avx2(pool, g, B.x, B.w, b, r, path ? NULL : scratch, B.y);
         if (compare(g, &B, bias, has_res, idx)) n_failed++;
         else n_passed++;
     }
-    free(scratch);
 done:
-    free(B.x), free(B.w), free(B.b), free(B.res), free(B.y), free(B.yr), free(B.yd), free(B.mag);
+    test_allocs_free(&A);
 }
 
 /* 3x3 and 5x5 half the time, else 1..5 x 1..5. */
@@ -167,12 +163,10 @@ static void one_case(inf__pool *pool, int idx) {
     g.ih = rand_in(1, 23), g.iw = rand_in(1, 70);
     g.pt = rand_in(0, g.kh), g.pl = rand_in(0, g.kw);
     int64_t pb = rand_in(0, g.kh), pr = rand_in(0, g.kw);
-    int64_t sh = g.ih + g.pt + pb - ((g.kh - 1) * g.dh + 1), sw = g.iw + g.pl + pr - ((g.kw - 1) * g.dw + 1);
-    if (sh < 0 || sw < 0) { /* kernel larger than the padded input */
+    if (!conv_test_out_size(&g, pb, pr)) { /* kernel larger than the padded input */
         one_case(pool, idx);
         return;
     }
-    g.oh = sh / g.sh + 1, g.ow = sw / g.sw + 1;
     g.act = (int)(next_u64() % 3) == 0 ? INF_EPILOGUE_NONE : next_u64() % 2 ? INF_EPILOGUE_RELU : INF_EPILOGUE_CLIP;
     g.lo = -0.3f, g.hi = 0.4f;
     bool bias = next_u64() % 3 != 0, has_res = next_u64() % 3 == 0;

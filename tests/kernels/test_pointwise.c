@@ -29,6 +29,7 @@
 #include "core/core.h"
 #include "ops/ops.h"
 #include "conv_test_main.h"
+#include "test_allocs.h"
 
 #if defined(__x86_64__)
 
@@ -100,14 +101,15 @@ static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool h
     size_t nx = (size_t)(g->n * g->c * g->ih * g->iw), nw = (size_t)(g->m * g->c);
     size_t ny = (size_t)(g->n * g->m * g->oh * g->ow);
     size_t npk = (size_t)inf__conv2d_packed_w_floats(g->m, 1, g->c);
+    test_allocs A = {0};
     bufs B = {
-        .x = malloc(nx * sizeof(float)), .w = malloc(nw * sizeof(float)),
-        .wp = aligned_alloc(32, (npk * sizeof(float) + 31) / 32 * 32), .b = malloc((size_t)g->m * sizeof(float)),
-        .res = malloc(ny * sizeof(float)), .y = malloc(ny * sizeof(float)), .yr = malloc(ny * sizeof(float)),
-        .yd = malloc(ny * sizeof(double)), .mag = malloc(ny * sizeof(double)),
+        .x = test_alloc(&A, nx * sizeof(float)), .w = test_alloc(&A, nw * sizeof(float)),
+        .wp = test_alloc_aligned(&A, 32, (npk * sizeof(float) + 31) / 32 * 32),
+        .b = test_alloc(&A, (size_t)g->m * sizeof(float)), .res = test_alloc(&A, ny * sizeof(float)),
+        .y = test_alloc(&A, ny * sizeof(float)), .yr = test_alloc(&A, ny * sizeof(float)),
+        .yd = test_alloc(&A, ny * sizeof(double)), .mag = test_alloc(&A, ny * sizeof(double)),
     };
-    if (!B.x || !B.w || !B.wp || !B.b || !B.res || !B.y || !B.yr || !B.yd || !B.mag) {
-        printf("case %d: out of memory\n", idx);
+    if (test_allocs_failed(&A, idx)) {
         n_failed++;
         goto done;
     }
@@ -123,7 +125,7 @@ static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool h
     if (compare(g, &B, idx) || (g->n > 1 && check_images_alone(pool, g, &B, b, r, idx))) n_failed++;
     else n_passed++;
 done:
-    free(B.x), free(B.w), free(B.wp), free(B.b), free(B.res), free(B.y), free(B.yr), free(B.yd), free(B.mag);
+    test_allocs_free(&A);
 }
 
 static void one_case(inf__pool *pool, int idx) {
