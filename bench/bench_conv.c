@@ -26,6 +26,7 @@
 
 #include "core/core.h"
 #include "ops/ops.h"
+#include "bench_timing.h"
 
 #if defined(__x86_64__)
 
@@ -120,7 +121,8 @@ static bool prepare_variant(conv_case *cc, int v, int threads) {
     return true;
 }
 
-static void run_variant(const conv_case *cc, int v) {
+static void run_variant(const void *ctx, int v) {
+    const conv_case *cc = ctx;
     const inf__conv2d *g = &cc->g;
     const variant_buf *b = &cc->v[v];
     if (v == V_PANEL) inf__conv2d_f32_avx2(cc->pool, g, cc->x, b->wp, cc->b, NULL, cc->y);
@@ -141,17 +143,6 @@ static int picked(const inf__conv2d *g) {
     case INF_CONV2D_ROWS: return V_ROWS;
     default: return V_PANEL;
     }
-}
-
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 static bool case_new(conv_case *cc, const conv_shape *s, int64_t batch, inf__pool *pool, int threads) {
@@ -183,21 +174,9 @@ static void bench_shape(const conv_shape *s, int64_t batch, inf__pool *pool, int
         return;
     }
     double flop = 2.0 * cc.g.n * cc.g.m * cc.g.oh * cc.g.ow * cc.g.cg * cc.g.kh * cc.g.kw;
-    int inner = flop < 2e7 ? (int)(2e7 / flop) + 1 : 1;
-    double t[N_VARIANTS][64];
-    if (rounds > 64) rounds = 64;
-    for (int v = 0; v < N_VARIANTS; v++)
-        if (cc.ok[v]) run_variant(&cc, v); /* warm */
-    for (int r = 0; r < rounds; r++)
-        for (int i = 0; i < N_VARIANTS; i++) {
-            int v = (i + r) % N_VARIANTS;
-            if (!cc.ok[v]) continue;
-            double t0 = now_us();
-            for (int k = 0; k < inner; k++) run_variant(&cc, v);
-            t[v][r] = (now_us() - t0) / inner;
-        }
+    double t[N_VARIANTS][BENCH_MAX_ROUNDS];
+    rounds = bench_rounds(N_VARIANTS, cc.ok, rounds, bench_inner_calls(flop), run_variant, &cc, t);
     int pick = picked(&cc.g);
-    qsort(t[pick], (size_t)rounds, sizeof(double), cmp_double);
     double base = t[pick][rounds / 2];
     printf("%-28s", s->what);
     for (int v = 0; v < N_VARIANTS; v++) {
@@ -205,7 +184,6 @@ static void bench_shape(const conv_shape *s, int64_t batch, inf__pool *pool, int
             printf(" %18s ", "-");
             continue;
         }
-        if (v != pick) qsort(t[v], (size_t)rounds, sizeof(double), cmp_double);
         double med = t[v][rounds / 2];
         printf(" %9.1f (%4.2f)%c", med, med / base, v == pick ? '*' : ' ');
     }

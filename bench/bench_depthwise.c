@@ -21,6 +21,7 @@
 
 #include "core/core.h"
 #include "ops/ops.h"
+#include "bench_timing.h"
 
 #if defined(__x86_64__)
 
@@ -75,17 +76,6 @@ static void run_case(const dw_case *dc, inf__pool *pool) {
     inf__conv2d_depthwise_f32_avx2(pool, &dc->g, dc->x, dc->w, dc->b, NULL, dc->scratch, dc->y);
 }
 
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* One row: median (min, max) us per call over `rounds` rounds. */
 static void bench_shape(const dw_shape *s, int64_t batch, inf__pool *pool, int threads, int rounds, bool general) {
     dw_case dc;
@@ -99,11 +89,11 @@ static void bench_shape(const dw_shape *s, int64_t batch, inf__pool *pool, int t
     if (rounds > 64) rounds = 64;
     run_case(&dc, pool); /* warm */
     for (int r = 0; r < rounds; r++) {
-        double t0 = now_us();
+        double t0 = bench_now_us();
         for (int k = 0; k < inner; k++) run_case(&dc, pool);
-        t[r] = (now_us() - t0) / inner;
+        t[r] = (bench_now_us() - t0) / inner;
     }
-    qsort(t, (size_t)rounds, sizeof(double), cmp_double);
+    qsort(t, (size_t)rounds, sizeof(double), bench_cmp_double);
     double med = t[rounds / 2];
     printf("%-26s %9.1f us  (%.1f-%.1f)  %5.1f GMAC/s\n", s->what, med, t[0], t[rounds - 1], macs / med * 1e-3);
     case_free(&dc);

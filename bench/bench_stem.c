@@ -21,6 +21,7 @@
 
 #include "core/core.h"
 #include "ops/ops.h"
+#include "bench_timing.h"
 
 #if defined(__x86_64__)
 
@@ -102,7 +103,8 @@ static void case_free(stem_case *sc) {
     for (int v = 0; v < N_VARIANTS; v++) free(sc->wp[v]);
 }
 
-static void run_variant(const stem_case *sc, int v) {
+static void run_variant(const void *ctx, int v) {
+    const stem_case *sc = ctx;
     const inf__conv2d *g = &sc->g;
     if (v == V_PANEL) inf__conv2d_f32_avx2(sc->pool, g, sc->x, sc->wp[v], sc->b, NULL, sc->y);
     else if (v == V_DIRECT) inf__conv2d_direct_f32_avx2(sc->pool, g, sc->x, sc->wp[v], sc->b, NULL, sc->scratch, sc->y);
@@ -115,17 +117,6 @@ static int picked(const inf__conv2d *g) {
     return v == INF_CONV2D_DIRECT ? V_DIRECT : v == INF_CONV2D_ROWS ? V_ROWS : V_PANEL;
 }
 
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void bench_shape(const stem_shape *s, int64_t batch, inf__pool *pool, int rounds) {
     stem_case sc;
     if (!case_new(&sc, s, batch, pool)) {
@@ -134,22 +125,9 @@ static void bench_shape(const stem_shape *s, int64_t batch, inf__pool *pool, int
         return;
     }
     double flop = 2.0 * sc.g.n * sc.g.m * sc.g.oh * sc.g.ow * sc.g.cg * sc.g.kh * sc.g.kw;
-    int inner = flop < 2e7 ? (int)(2e7 / flop) + 1 : 1;
-    double t[N_VARIANTS][64];
-    if (rounds > 64) rounds = 64;
-    for (int v = 0; v < N_VARIANTS; v++)
-        if (sc.ok[v]) run_variant(&sc, v); /* warm */
-    for (int r = 0; r < rounds; r++)
-        for (int i = 0; i < N_VARIANTS; i++) {
-            int v = (i + r) % N_VARIANTS;
-            if (!sc.ok[v]) continue;
-            double t0 = now_us();
-            for (int k = 0; k < inner; k++) run_variant(&sc, v);
-            t[v][r] = (now_us() - t0) / inner;
-        }
+    double t[N_VARIANTS][BENCH_MAX_ROUNDS];
+    rounds = bench_rounds(N_VARIANTS, sc.ok, rounds, bench_inner_calls(flop), run_variant, &sc, t);
     int pick = picked(&sc.g);
-    for (int v = 0; v < N_VARIANTS; v++)
-        if (sc.ok[v]) qsort(t[v], (size_t)rounds, sizeof(double), cmp_double);
     double base = t[pick][rounds / 2];
     printf("%-26s", s->what);
     for (int v = 0; v < N_VARIANTS; v++) {
