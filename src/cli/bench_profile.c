@@ -175,29 +175,19 @@ static void print_text(const profile *p) {
     print_op_table(p, p->ops, n_ops, nodes_ns);
 }
 
-static void json_string(const char *s) {
-    putchar('"');
-    for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\') printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
-        else putchar(*s);
-    }
-    putchar('"');
-}
-
 static void print_json_node(const profile *p, int i) {
     const inf_node_profile *n = &p->nodes[i];
     char op[96];
     op_label(n, op, sizeof op);
     printf("{\"node\":");
-    json_string(n->name);
+    cli_json_string(n->name);
     printf(",\"op\":");
-    json_string(op);
+    cli_json_string(op);
     printf(",\"parent\":");
-    if (n->parent >= 0 && n->parent < p->n) json_string(p->nodes[n->parent].name);
+    if (n->parent >= 0 && n->parent < p->n) cli_json_string(p->nodes[n->parent].name);
     else printf("null");
     printf(",\"graph\":");
-    json_string(n->graph);
+    cli_json_string(n->graph);
     printf(",\"shape\":");
     if (n->ndim < 0) printf("null");
     else {

@@ -69,6 +69,9 @@ inf_status cli_load_value(const char *path, int kind_hint, inf_tensor **out, inf
 /* The .pb kind hint for a model input: sequence, optional or tensor. */
 int cli_kind_hint(const inf_value_info *info);
 
+/* Prints s (NULL: empty) to stdout as a JSON string, quotes and escapes included. */
+void cli_json_string(const char *s);
+
 /* Prints a value's leading elements ("[0.1, 0.2, ...]"). */
 void cli_print_values(FILE *f, const inf_tensor *t, int max_values);
 

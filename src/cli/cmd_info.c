@@ -24,19 +24,9 @@ static void format_type(const inf_value_info *info, char *buf, size_t size) {
     if (off < size && info->is_optional) snprintf(buf + off, size - off, ")");
 }
 
-static void json_string(const char *s) {
-    putchar('"');
-    for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\') printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
-        else putchar(*s);
-    }
-    putchar('"');
-}
-
 static void json_value_info(const inf_value_info *info) {
     printf("{\"name\":");
-    json_string(info->name);
+    cli_json_string(info->name);
     printf(",\"kind\":\"%s\",\"optional\":%s,\"dtype\":\"%s\",\"shape\":",
            info->kind == INF_KIND_SEQUENCE ? "sequence" : info->kind == INF_KIND_MAP ? "map" : "tensor",
            info->is_optional ? "true" : "false", inf_dtype_name(info->dtype));
@@ -48,7 +38,7 @@ static void json_value_info(const inf_value_info *info) {
     for (int i = 0; i < info->ndim; i++) {
         if (i) printf(",");
         if (info->dims[i] >= 0) printf("%lld", (long long)info->dims[i]);
-        else if (info->dim_names[i]) json_string(info->dim_names[i]);
+        else if (info->dim_names[i]) cli_json_string(info->dim_names[i]);
         else printf("null");
     }
     printf("]}");
@@ -89,22 +79,22 @@ static void print_optimized_ops(const inf_model *m, const inf_model_summary *s, 
             continue;
         }
         printf(i ? "," : "");
-        json_string(ops[i].name);
+        cli_json_string(ops[i].name);
         printf(":%d", ops[i].count);
     }
 }
 
 static void print_json(const inf_model *m, const inf_model_summary *s) {
     printf("{\"path\":");
-    json_string(s->path);
+    cli_json_string(s->path);
     printf(",\"producer\":");
-    json_string(s->producer_name);
+    cli_json_string(s->producer_name);
     printf(",\"producer_version\":");
-    json_string(s->producer_version);
+    cli_json_string(s->producer_version);
     printf(",\"ir_version\":%lld,\"opsets\":{", (long long)s->ir_version);
     for (int i = 0; i < s->n_opsets; i++) {
         printf(i ? "," : "");
-        json_string(*s->opsets[i].domain ? s->opsets[i].domain : "ai.onnx");
+        cli_json_string(*s->opsets[i].domain ? s->opsets[i].domain : "ai.onnx");
         printf(":%lld", (long long)s->opsets[i].version);
     }
     printf("},\"inputs\":[");
@@ -125,7 +115,7 @@ static void print_json(const inf_model *m, const inf_model_summary *s) {
         char key[256];
         snprintf(key, sizeof key, "%s%s%s", *domain ? domain : "", *domain ? "." : "", op);
         printf(i ? "," : "");
-        json_string(key);
+        cli_json_string(key);
         printf(":%d", count);
     }
     printf("},\"ops_optimized\":{");

@@ -276,3 +276,13 @@ double cli_now_seconds(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+void cli_json_string(const char *s) {
+    putchar('"');
+    for (; s && *s; s++) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
+        else putchar(*s);
+    }
+    putchar('"');
+}
