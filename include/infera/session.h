@@ -29,6 +29,10 @@ typedef struct inf_session_options {
     int mem_plan;  /* 0 = plan intermediates into one arena and run element-wise ops in place
                       (default); < 0 = the buffer pool only, no in-place execution */
     int profile;   /* non-zero: count calls and time per node (inf_session_profile); 0 = off (default) */
+    int64_t max_subgraph_runs; /* the most If/Loop/Scan body runs one inf_session_run may make, nested ones
+                                  included; past it the run fails with INF_ERANGE.  A guard for servers and
+                                  fuzzers against a Loop whose trip count is huge or comes from the data.
+                                  0 = no limit (default) */
 } inf_session_options;
 
 INF_API void inf_session_options_init(inf_session_options *opts);

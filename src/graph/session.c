@@ -50,6 +50,7 @@
  *   - an output written in place shares its input's buffer (refs 2 until
  *     the input is released after the node).
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -118,6 +119,8 @@ struct inf_session {
     int64_t prof_runs;     /* runs since creation or reset (profile only) */
     uint64_t prof_run_ns;  /* their wall time in inf_session_run */
     struct inf__frame *frames; /* sub-batch frames, linked for the profile */
+    int64_t max_subgraph_runs; /* options.max_subgraph_runs; 0 = no limit */
+    _Atomic int64_t subgraph_runs; /* body runs in the current inf_session_run (sub-batch threads add too) */
 };
 
 static void slot_release(inf__mem *p, slot *sl) {
@@ -529,6 +532,11 @@ inf_status inf__kernel_run_subgraph(inf__kernel_ctx *ctx, const inf__graph *g, i
     for (int i = 0; i < ctx->exec->n_subs; i++)
         if (ctx->exec->subs[i].g == g) sub = ctx->exec->subs[i].exec;
     if (!sub) return inf__kernel_error(ctx, INF_EINTERNAL, "unknown subgraph");
+    inf_session *s = ctx->exec->session;
+    if (s->max_subgraph_runs > 0 &&
+        atomic_fetch_add_explicit(&s->subgraph_runs, 1, memory_order_relaxed) >= s->max_subgraph_runs)
+        return inf__kernel_error(ctx, INF_ERANGE, "the run exceeded its limit of %lld subgraph runs "
+                                 "(session option max_subgraph_runs)", (long long)s->max_subgraph_runs);
     if (n_inputs != g->n_inputs)
         return inf__kernel_error(ctx, INF_EMODEL, "subgraph '%s' takes %d inputs, %d given", g->name, g->n_inputs, n_inputs);
     inf_status st = exec_run(sub, inputs, ctx->err);
@@ -555,6 +563,7 @@ inf_status inf_session_new(const inf_model *model, const inf_session_options *op
     s->n_threads = opts && opts->n_threads > 1 ? opts->n_threads : 1;
     s->mem_plan = !opts || opts->mem_plan >= 0;
     s->profile = opts && opts->profile;
+    s->max_subgraph_runs = opts && opts->max_subgraph_runs > 0 ? opts->max_subgraph_runs : 0;
     inf__mem_init(&s->mem, s->mem_plan);
     inf_status st = inf__pool_new(s->n_threads, &s->threads);
     if (st != INF_OK) {
@@ -655,6 +664,7 @@ static inf_status session_run(inf_session *s, const inf_tensor *const *inputs, i
         inf_status st = check_input(&m->input_infos[i], inputs ? inputs[i] : NULL, err);
         if (st != INF_OK) return st;
     }
+    atomic_store_explicit(&s->subgraph_runs, 0, memory_order_relaxed);
     bool split = false;
     inf_status st = s->sb ? inf__subbatch_run(s->sb, inputs, &split, err) : INF_OK;
     if (st != INF_OK) return st;

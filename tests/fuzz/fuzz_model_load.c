@@ -11,6 +11,9 @@
  * milliseconds instead of filling memory for seconds: under ASan a model
  * whose every row writes three 32 MiB tensors took 15-20 s a run (the
  * sub-batch probe runs one row, which fitted the 64 MiB cap of before).
+ * Sessions stop after FUZZ_MAX_SUBGRAPH_RUNS If/Loop/Scan body runs: a
+ * mutated trip count (Loop M = 2^47) is a valid model that would otherwise
+ * run for days (regressions/model-loop-huge-trip-count.onnx).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,7 @@
 #include "infera/session.h"
 
 #define FUZZ_MAX_BLOCK ((size_t)16 << 20)
+#define FUZZ_MAX_SUBGRAPH_RUNS 10000
 
 static void *capped_realloc(void *ud, void *ptr, size_t size) {
     (void)ud;
@@ -37,7 +41,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 static void try_run(const inf_model *m) {
     inf_session *s = NULL;
     inf_error err;
-    if (inf_session_new(m, NULL, &s, &err) != INF_OK) return;
+    inf_session_options opts;
+    inf_session_options_init(&opts);
+    opts.max_subgraph_runs = FUZZ_MAX_SUBGRAPH_RUNS;
+    if (inf_session_new(m, &opts, &s, &err) != INF_OK) return;
     int n = inf_model_n_inputs(m);
     inf_tensor *inputs[8] = {0};
     int ok = n <= 8;

@@ -323,8 +323,10 @@ TEST(outputs_never_borrow_caller_inputs) {
     free(mm.bytes);
 }
 
-/* Inputs the fuzzers once crashed on (tests/fuzz/regressions): each must
- * load and run, or fail with an error. */
+/* Inputs the fuzzers once crashed or hung on (tests/fuzz/regressions): each
+ * must load and run, or fail with an error.  Sessions cap subgraph runs as
+ * the fuzzer does (model-loop-huge-trip-count.onnx asks for 2^47 Loop
+ * iterations). */
 TEST(fuzz_regressions_fail_cleanly) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tests/fuzz/regressions", INFERA_SOURCE_DIR);
@@ -347,7 +349,10 @@ TEST(fuzz_regressions_fail_cleanly) {
         inf_model *m = NULL;
         if (inf_model_load_buffer(buf, size, NULL, NULL, &m, &err) == INF_OK) {
             inf_session *s = NULL;
-            if (inf_session_new(m, NULL, &s, &err) == INF_OK) {
+            inf_session_options opts;
+            inf_session_options_init(&opts);
+            opts.max_subgraph_runs = 10000;
+            if (inf_session_new(m, &opts, &s, &err) == INF_OK) {
                 int64_t dims[INF_MAX_DIMS];
                 inf_tensor *inputs[8] = {0};
                 int ni = inf_model_n_inputs(m);
@@ -368,6 +373,44 @@ TEST(fuzz_regressions_fail_cleanly) {
     }
     closedir(d);
     ASSERT_TRUE(n >= 2);
+}
+
+/* options.max_subgraph_runs: profile_loop.onnx's Loop runs its body 4
+ * times a run, so a limit of 4 passes and 3 fails with INF_ERANGE naming
+ * the option; the count starts again at each run; the fuzzer's Loop of
+ * 2^47 iterations stops at the limit instead of running for days. */
+static inf_status run_loop_model(const char *file, int64_t limit, inf_error *err) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", INFERA_SOURCE_DIR, file);
+    inf_model *m = NULL;
+    inf_status st = inf_model_load(path, NULL, &m, err);
+    if (st != INF_OK) return st;
+    inf_session_options opts;
+    inf_session_options_init(&opts);
+    opts.max_subgraph_runs = limit;
+    inf_session *s = NULL;
+    if ((st = inf_session_new(m, &opts, &s, err)) == INF_OK) {
+        int64_t dims[2] = {2, 3};
+        inf_tensor *x = NULL;
+        if ((st = inf_tensor_new(INF_DTYPE_F32, 2, dims, &x)) == INF_OK) {
+            inf_tensor *const *out;
+            for (int run = 0; run < 3 && st == INF_OK; run++) st = inf_session_run(s, (const inf_tensor *const *)&x, &out, err);
+        }
+        inf_tensor_free(x);
+    }
+    inf_session_free(s);
+    inf_model_free(m);
+    return st;
+}
+
+TEST(subgraph_run_limit_stops_long_loops) {
+    inf_error err;
+    ASSERT_EQ(run_loop_model("tests/models/profile_loop.onnx", 4, &err), INF_OK);
+    ASSERT_EQ(run_loop_model("tests/models/profile_loop.onnx", 0, &err), INF_OK);
+    ASSERT_EQ(run_loop_model("tests/models/profile_loop.onnx", 3, &err), INF_ERANGE);
+    ASSERT_TRUE(strstr(err.message, "max_subgraph_runs") != NULL);
+    ASSERT_EQ(run_loop_model("tests/fuzz/regressions/model-loop-huge-trip-count.onnx", 1000, &err), INF_ERANGE);
+    ASSERT_TRUE(strstr(err.message, "limit of 1000") != NULL);
 }
 
 /* fold.onnx (tests/models/gen_fold_model.py): 11 nodes, of which only the
