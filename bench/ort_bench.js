@@ -12,95 +12,21 @@
 // node itself, ~40 MB; the baseline before loading ORT is reported too).
 // Inputs are random uniform [-1, 1) (integers: [0, 8)) with symbolic
 // dimensions set to the batch -- the same distribution as `infera bench`.
-// onnxruntime-node is looked up in bench/node_modules, then
-// tests/models/ort/node_modules (npm install --ignore-scripts onnxruntime-node@1.30.0).
+// Options, inputs and the onnxruntime-node lookup are bench/ort_common.js's.
 'use strict';
-const path = require('path');
+const { loadOrt, parseArgs, sessionOptions, makeFeeds } = require('./ort_common');
 
 const baseRssMb = process.resourceUsage().maxRSS / 1024;
 
-function loadOrt() {
-  const here = __dirname;
-  const candidates = [path.join(here, 'node_modules', 'onnxruntime-node'),
-                      path.join(here, '..', 'tests', 'models', 'ort', 'node_modules', 'onnxruntime-node')];
-  for (const c of candidates) {
-    try { return require(c); } catch (e) { if (e.code !== 'MODULE_NOT_FOUND') throw e; }
-  }
-  console.error('ort_bench: onnxruntime-node not found; run (cd bench && npm install --ignore-scripts onnxruntime-node@1.30.0)');
-  process.exit(2);
-}
-
-function parseArgs(argv) {
-  const a = { model: null, threads: 1, batch: 1, iters: 100, warmup: 10 };
-  for (let i = 0; i < argv.length; i++) {
-    const k = argv[i];
-    if (['--threads', '--batch', '--iters', '--warmup'].includes(k)) {
-      const v = parseInt(argv[++i], 10);
-      if (!(v >= 0)) { console.error(`ort_bench: ${k} needs a number`); process.exit(2); }
-      a[k.slice(2)] = v;
-    } else if (k.startsWith('-')) {
-      console.error(`ort_bench: unknown option ${k}`); process.exit(2);
-    } else a.model = k;
-  }
-  if (!a.model) { console.error('usage: ort_bench.js MODEL.onnx [--threads N] [--batch B] [--iters N] [--warmup N]'); process.exit(2); }
-  return a;
-}
-
-// xorshift64, same stream shape as infera bench (values differ in detail; the
-// distribution is what matters for dense kernels).
-let rng = 0x9E3779B97F4A7C15n;
-function next01() {
-  const M = (1n << 64n) - 1n;
-  rng ^= (rng << 13n) & M; rng ^= rng >> 7n; rng ^= (rng << 17n) & M;
-  return Number(rng >> 11n) / 9007199254740992.0;
-}
-
-function makeInput(ort, meta, batch) {
-  const dims = meta.shape.map(d => (typeof d === 'number' && d >= 0 ? d : batch));
-  const n = dims.reduce((x, y) => x * y, 1);
-  switch (meta.type) {
-    case 'float32': {
-      const a = new Float32Array(n);
-      for (let i = 0; i < n; i++) a[i] = 2 * next01() - 1;
-      return new ort.Tensor('float32', a, dims);
-    }
-    case 'int64': {
-      const a = new BigInt64Array(n);
-      for (let i = 0; i < n; i++) a[i] = BigInt(Math.floor(next01() * 8));
-      return new ort.Tensor('int64', a, dims);
-    }
-    case 'int32': {
-      const a = new Int32Array(n);
-      for (let i = 0; i < n; i++) a[i] = Math.floor(next01() * 8);
-      return new ort.Tensor('int32', a, dims);
-    }
-    default:
-      console.error(`ort_bench: input '${meta.name}': unsupported type ${meta.type}`);
-      process.exit(2);
-  }
-}
-
 async function main() {
-  const a = parseArgs(process.argv.slice(2));
-  const ort = loadOrt();
-  const opts = {
-    executionProviders: ['cpu'],
-    intraOpNumThreads: a.threads,
-    interOpNumThreads: 1,
-    executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-  };
+  const a = parseArgs('ort_bench', process.argv.slice(2));
+  const ort = loadOrt('ort_bench');
+  const opts = sessionOptions(a.threads);
   const t0 = process.hrtime.bigint();
   const session = await ort.InferenceSession.create(a.model, opts);
   const loadMs = Number(process.hrtime.bigint() - t0) / 1e6;
 
-  const feeds = {};
-  let rows = 1;
-  session.inputMetadata.forEach((meta, i) => {
-    const t = makeInput(ort, meta, a.batch);
-    if (i === 0) rows = t.dims.length ? t.dims[0] : 1;
-    feeds[meta.name] = t;
-  });
+  const { feeds, rows } = makeFeeds('ort_bench', ort, session, a.batch);
 
   const t1 = process.hrtime.bigint();
   await session.run(feeds);

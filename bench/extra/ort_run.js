@@ -5,25 +5,15 @@
 //
 // IN.bin is the float32 input "x" (raw, little-endian) of the given shape;
 // the float32 output "y" is written raw to OUT.bin.  onnxruntime-node is
-// looked up like bench/ort_bench.js does.
+// looked up by bench/ort_common.js.
 'use strict';
 const fs = require('fs');
-const path = require('path');
-
-function loadOrt() {
-  const here = path.join(__dirname, '..');
-  for (const c of [path.join(here, 'node_modules', 'onnxruntime-node'),
-                   path.join(here, '..', 'tests', 'models', 'ort', 'node_modules', 'onnxruntime-node')]) {
-    try { return require(c); } catch (e) { if (e.code !== 'MODULE_NOT_FOUND') throw e; }
-  }
-  console.error('ort_run: onnxruntime-node not found (see bench/ort_bench.js)');
-  process.exit(2);
-}
+const { loadOrt } = require('../ort_common');
 
 (async () => {
   const [model, inp, shape, out] = process.argv.slice(2);
   if (!out) { console.error('usage: ort_run.js MODEL.onnx IN.bin SHAPE_JSON OUT.bin'); process.exit(2); }
-  const ort = loadOrt();
+  const ort = loadOrt('ort_run');
   const s = await ort.InferenceSession.create(model);
   const buf = fs.readFileSync(inp);
   const x = new Float32Array(buf.buffer, buf.byteOffset, buf.length / 4);
