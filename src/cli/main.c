@@ -150,9 +150,9 @@ const cli_command cli_commands[] = {
      "\n"
      "Other options (also INFERA_SERVE_<KEY> variables and 'key = value' lines in\n"
      "--config FILE): --preferred-batch 8,16  --max-queue N  --http-threads N\n"
-     "--max-body-bytes N  --max-connections N  --timeout-s N  --request-timeout-ms N\n"
-     "--drain-timeout-s N  --poll-secs N  --auth-cache-secs N  --auth-metrics\n"
-     "--auth-health  --access-log FILE|-  --home DIR  --registry URL.\n"
+     "--max-body-bytes N  --conn-memory-bytes N  --max-connections N  --timeout-s N\n"
+     "--request-timeout-ms N  --drain-timeout-s N  --poll-secs N  --auth-cache-secs N\n"
+     "--auth-metrics  --auth-health  --access-log FILE|-  --home DIR  --registry URL.\n"
      "See docs/serving.md.\n"},
     {"help", cmd_help, "show help for a command", "usage: infera help [command]\n"},
 };

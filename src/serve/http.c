@@ -28,7 +28,7 @@
  *
  * LIMITS.  Connection limit (MHD_OPTION_CONNECTION_LIMIT), idle/header/body
  * timeout (MHD_OPTION_CONNECTION_TIMEOUT), body size (413), per-connection
- * memory for headers (MHD_OPTION_CONNECTION_MEMORY_LIMIT, SRV_CONN_POOL_BYTES;
+ * memory for headers (MHD_OPTION_CONNECTION_MEMORY_LIMIT, --conn-memory-bytes;
  * over it MHD answers 431/413 itself).
  *
  * DRAIN.  On SIGTERM main.c calls quiesce (the listening socket closes; new
@@ -61,15 +61,19 @@ void inf__serve_error(srv_request *rq, int status, const char *fmt, ...) {
     rq->content_type = "application/json";
 }
 
-/* Per-connection memory pool of libmicrohttpd: request line and headers,
- * the read buffer and the response headers live in it.  MHD zeroes the
- * whole pool after every request on a keep-alive connection, so its size is
- * paid per request: 8 KiB (was 16 KiB) halves that clear and still takes
- * request headers up to about nginx's default header buffer (8 KiB: a Bearer
- * JWT, cookies and tracing headers behind a proxy fit); 4 KiB measured no
- * faster in wall time.  Bodies stream through it in chunks into our own
- * buffer. */
-#define SRV_CONN_POOL_BYTES (8 * 1024)
+/* Per-connection memory pool of libmicrohttpd (--conn-memory-bytes, default
+ * 8 KiB): request line and headers, the read buffer and the response headers
+ * live in it; bodies stream through it in chunks into our own buffer.
+ * libmicrohttpd 0.9.75 zeroes the whole pool after every request on a
+ * keep-alive connection (MHD_pool_reset: memset of pool size minus what it
+ * keeps), so its size is paid per request.  8 KiB takes request headers up
+ * to about nginx's default header buffer (a Bearer JWT, cookies and tracing
+ * headers behind a proxy).  4 KiB cuts the clear from 12.5 k to 4.5 k
+ * instructions (callgrind counts `rep stosb` per byte) of ~109 k per
+ * bench-MLP request, with no wall time measurable here (bench/serve/
+ * RESULTS.md, session 7), and takes headers up to about 3.4 KB: an option
+ * (--conn-memory-bytes), not the default.  Headers over the pool get 431
+ * from libmicrohttpd itself; bodies of any size stream through any pool. */
 
 /* Body and response buffers larger than this are freed after the request
  * instead of being kept for the connection's next one. */
@@ -325,7 +329,7 @@ inf_status inf__serve_http_start(srv_server *srv, inf_error *err) {
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->opt.conn_limit, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)srv->opt.conn_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SRV_CONN_POOL_BYTES,
+        (unsigned)srv->opt.conn_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)srv->opt.conn_memory_bytes,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
         MHD_OPTION_END);
     if (!srv->daemon) {

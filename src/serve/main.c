@@ -45,6 +45,8 @@ static const opt_row opt_table[] = {
     {"threads", T_INT, O(threads), 1, 256, "engine threads per model session (default 1)"},
     {"http-threads", T_INT, O(http_threads), 0, 256, "HTTP event-loop threads (default: one per core)"},
     {"max-body-bytes", T_I64, O(max_body_bytes), 1024, INT64_C(1) << 40, "largest request body (default 64 MiB)"},
+    {"conn-memory-bytes", T_INT, O(conn_memory_bytes), 2048, 1 << 20,
+     "per-connection memory for request headers; larger headers get 431 (default 8192)"},
     {"max-connections", T_INT, O(conn_limit), 1, 1000000, "concurrent connections (default 1000)"},
     {"timeout-s", T_INT, O(conn_timeout_s), 0, 86400, "idle / header / body timeout per connection (default 30)"},
     {"request-timeout-ms", T_I64, O(request_timeout_ms), 0, 86400000,
@@ -206,6 +208,7 @@ static void defaults(srv_options *o) {
     o->max_queue = 1024;
     o->threads = 1;
     o->max_body_bytes = INT64_C(64) << 20;
+    o->conn_memory_bytes = 8 * 1024;
     o->conn_limit = 1000;
     o->conn_timeout_s = 30;
     o->drain_timeout_s = 30;

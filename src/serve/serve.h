@@ -377,6 +377,7 @@ typedef struct srv_options {
     int threads;           /* session threads per model */
     int http_threads;      /* 0 = number of cores */
     int64_t max_body_bytes;
+    int conn_memory_bytes; /* libmicrohttpd per-connection pool (headers); cleared per request */
     int conn_limit;
     int conn_timeout_s;
     int64_t request_timeout_ms;

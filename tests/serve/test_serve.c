@@ -377,6 +377,17 @@ static void check_errors(int port) {
     } cases[] = {
         {"{\"inputs\":[{\"name\":\"input\",", "malformed JSON", "truncated JSON"},
         {"not json", "malformed JSON", "not JSON at all"},
+        /* tensor data arrays are skipped by a fast loop first (kserve_v2.c skip_flat_numbers): its grammar */
+        {"{\"inputs\":[{\"name\":\"input\",\"shape\":[1,12],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6,7,8,9,10,11,12,]}]}",
+         "malformed JSON at offset 95 in data: unexpected ']'", "trailing comma in data"},
+        {"{\"inputs\":[{\"name\":\"input\",\"shape\":[1,12],\"datatype\":\"FP32\",\"data\":[1,2,,3,4,5,6,7,8,9,10,11,12]}]}",
+         "malformed JSON at offset 72 in data: unexpected ','", "empty element in data"},
+        {"{\"inputs\":[{\"name\":\"input\",\"shape\":[1,12],\"datatype\":\"FP32\",\"data\":[1 2,3,4,5,6,7,8,9,10,11,12]}]}",
+         "malformed JSON at offset 70 in data: expected ']', found '2'", "missing comma in data"},
+        {"{\"inputs\":[{\"name\":\"input\",\"shape\":[1,12],\"datatype\":\"FP32\",\"data\":[01,2,3,4,5,6,7,8,9,10,11,12]}]}",
+         "malformed JSON at offset 68 in data: unexpected '0'", "leading zero in data"},
+        {"{\"inputs\":[{\"name\":\"input\",\"shape\":[1,12],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6,7,8,9,10,11,12}]}",
+         "malformed JSON at offset 94 in data: expected ']', found '}'", "unclosed data array"},
         {"", "empty request body", "empty body"},
         {"{\"inputs\":[{\"name\":\"input\",\"shape\":[1,11],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6,7,8,9,10,11]}]}",
          "input 'input': shape [1,11] does not match the model's [-1,12] (dimension 1)", "wrong shape"},
