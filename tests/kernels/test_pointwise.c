@@ -15,7 +15,8 @@
  * pointwise shapes (P = 2304 .. 36: X read in place and through the strip
  * copy, the one-vector tail tiles, blocks of W) at batch 1 and 2, and a
  * few shapes on a pool of 3 threads (other unit splits), each against the
- * panel variant bit for bit.  A batch's images are also run one at a time
+ * panel variant bit for bit; and every combination of bias, residual,
+ * activation and masked last vector on full tiles (store_kinds).  A batch's images are also run one at a time
  * and must give the same bits (batch invariance: the unit split differs).  Y is filled with NaN first, so every
  * output must be written.  Also checks inf__conv2d_pointwise_fits rejects
  * padded, strided, grouped and larger kernels.  Prints one line per failure
@@ -180,7 +181,28 @@ static void fixed_case(inf__pool *pool, int64_t n, int64_t c, int64_t m, int64_t
 static const int64_t MOBILE[6][4] = {{32, 64, 48, 48},   {64, 128, 24, 24},  {128, 128, 24, 24},
                                      {128, 256, 12, 12}, {256, 256, 12, 12}, {256, 512, 6, 6}};
 
+/* Every store of a one-block pass (K <= 256), which has straight-line code
+ * per combination (pointwise_avx2.c store_one_block): bias or not x
+ * residual or not x none / ReLU / Clip(-0.5, 0.5), on 36 = 24 + 12
+ * positions (a full strip, then a masked 2-vector one), 20 (3 vectors,
+ * the last masked), 8 (1 vector) and 5 (1 vector, masked), 24 output channels (full tiles of every
+ * width), batch 1. */
+static void store_kinds(inf__pool *pool) {
+    static const int ACTS[3] = {INF_EPILOGUE_NONE, INF_EPILOGUE_RELU, INF_EPILOGUE_CLIP};
+    static const int64_t PLANES[4][2] = {{6, 6}, {4, 5}, {2, 4}, {1, 5}};
+    int idx = 3000;
+    for (int p = 0; p < 4; p++)
+        for (int a = 0; a < 3; a++)
+            for (int kind = 0; kind < 4; kind++, idx++) {
+                inf__conv2d g = {.n = 1, .c = 37, .m = 24, .group = 1, .cg = 37, .mg = 24, .ih = PLANES[p][0],
+                                 .iw = PLANES[p][1], .oh = PLANES[p][0], .ow = PLANES[p][1], .kh = 1, .kw = 1,
+                                 .sh = 1, .sw = 1, .dh = 1, .dw = 1, .act = ACTS[a], .lo = -0.5f, .hi = 0.5f};
+                check_shape(pool, &g, kind & 1, kind & 2, idx);
+            }
+}
+
 static void cases(inf__pool *pool) {
+    store_kinds(pool);
     for (int i = 0; i < 150; i++) one_case(pool, i);
     for (int i = 0; i < 6; i++) {
         const int64_t *s = MOBILE[i];

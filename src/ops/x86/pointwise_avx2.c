@@ -42,6 +42,28 @@
  *   - No packing of W: W's rows are read in place (4 streams a tile, the
  *     block in L2).  Packing W at load into 4-row panels would make it one
  *     stream; not done (the kernel is FMA-bound on these shapes).
+ *   - The store of a full tile (R = MAX_ROWS) on a one-block pass (K <=
+ *     256: all of mobile's layers) is straight-line code per combination
+ *     of bias / residual / masked last vector / activation
+ *     (store_one_block, 24 kinds picked by one switch a tile); store_vec's
+ *     tests a vector and the accumulator spills they caused were ~15 of
+ *     ~20 instructions a stored vector.  Ragged-row tiles and K > 256 keep
+ *     store_vec.
+ * FMA peak (issue 4): this host does 6.2 G ymm FMAs/s on one core (12
+ * independent chains, best of 5), so a 4.72 M-MAC layer takes >= 95 us.
+ * Before the straight-line store, mobile's six layers (below, medians) ran
+ * at 67 / 82 / 86 / 85 / 88 / 77 % of it: the K = 32 layer worst (a tile
+ * is 32 x 12 FMAs, so its store weighs most), the 6x6 one capped at 90 %
+ * by its lanes.  The store change (bench_conv --shape 25..30, 8 rounds
+ * alternating old/new binaries, loaded host): median time new/old 0.92,
+ * 0.96, 0.96, 0.96, 0.85, 0.90 (per-round ratios' medians 0.89, 0.95,
+ * 0.96, 0.96, 0.89, 0.98; single rounds 0.48-2.0 under load); callgrind,
+ * whole mobile model: 10.46 M -> 9.74 M pointwise instructions a run
+ * (-6.8 %); mobile end to end, 1 thread, batch 1, 12 rotated rounds:
+ * new/old 0.86 (0.68-0.95), new/ORT 0.94 (0.77-1.39), old/ORT 1.06.  Tried and reverted: prefetching the next strip's 96 bytes of
+ * each Y row at a tile's start (t0, 3 touches a row): 1.02-1.15x the time
+ * on all six shapes (two sets of 5 alternating rounds) -- the lines land in
+ * L1 and push the strip buffer out.
  * Measured (bench/bench_conv --shape 25..30, bench/extra mobile's six
  * shapes, bias + ReLU, 1 thread, batch 1, loaded 2-core host: min / median
  * of 25 alternating runs, us; GEMM path = this file before):
@@ -101,6 +123,8 @@ typedef struct tile_out {
     const float *bias, *res;
     int64_t ld;
     bool first, last, masked;
+    int one_block_kind; /* first && last: bias | res << 1 | masked << 2 | act << 3 (act 0 none, 1 ReLU, 2 Clip);
+                           else -1 */
     __m256i mask;
     int act;
     __m256 lo, hi;
@@ -118,6 +142,54 @@ static inline __attribute__((always_inline)) void store_vec(const tile_out *o, _
     }
     if (part) _mm256_maskstore_ps(y, o->mask, v);
     else _mm256_storeu_ps(y, v);
+}
+
+/* The store of a whole tile on a one-block (k0 == 0, last) pass, with
+ * what varies made compile-time constants: BIAS, RES, MASKED (the last
+ * vector's columns limited by o->mask) and ACT (0 none, 1 ReLU, 2 Clip).
+ * The same operations in the same order as store_vec, so the same bits;
+ * store_vec's tests a vector (and the spills they caused) cost ~15 of the
+ * ~20 instructions a vector. */
+static inline __attribute__((always_inline)) void store_one_block(const int R, const int NV,
+                                                                  __m256 acc[][NV_MAX], const tile_out *o,
+                                                                  const bool BIAS, const bool RES,
+                                                                  const bool MASKED, const int ACT) {
+#pragma GCC unroll 12
+    for (int r = 0; r < R; r++) {
+        float *y = o->y + r * o->ld;
+        const float *res = RES ? o->res + r * o->ld : NULL;
+        __m256 b = BIAS ? _mm256_set1_ps(o->bias[r]) : _mm256_setzero_ps();
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++) {
+            bool part = MASKED && v == NV - 1;
+            __m256 a = acc[r][v];
+            if (BIAS) a = _mm256_add_ps(a, b);
+            if (RES) a = _mm256_add_ps(a, part ? _mm256_maskload_ps(res + 8 * v, o->mask)
+                                               : _mm256_loadu_ps(res + 8 * v));
+            if (ACT == 1) a = _mm256_max_ps(a, _mm256_setzero_ps());
+            else if (ACT == 2) a = _mm256_min_ps(o->hi, _mm256_max_ps(o->lo, a));
+            if (part) _mm256_maskstore_ps(y + 8 * v, o->mask, a);
+            else _mm256_storeu_ps(y + 8 * v, a);
+        }
+    }
+}
+
+/* store_one_block for o->one_block_kind (bias | res << 1 | masked << 2 |
+ * act << 3), each combination its own straight-line code. */
+static inline __attribute__((always_inline)) void store_one_block_any(const int R, const int NV,
+                                                                      __m256 acc[][NV_MAX], const tile_out *o) {
+#define K(B, RS, M, A)                                                                                             \
+    case (B) | (RS) << 1 | (M) << 2 | (A) << 3: store_one_block(R, NV, acc, o, B, RS, M, A); return
+    switch (o->one_block_kind) {
+        K(0, 0, 0, 0); K(1, 0, 0, 0); K(0, 1, 0, 0); K(1, 1, 0, 0);
+        K(0, 0, 1, 0); K(1, 0, 1, 0); K(0, 1, 1, 0); K(1, 1, 1, 0);
+        K(0, 0, 0, 1); K(1, 0, 0, 1); K(0, 1, 0, 1); K(1, 1, 0, 1);
+        K(0, 0, 1, 1); K(1, 0, 1, 1); K(0, 1, 1, 1); K(1, 1, 1, 1);
+        K(0, 0, 0, 2); K(1, 0, 0, 2); K(0, 1, 0, 2); K(1, 1, 0, 2);
+        K(0, 0, 1, 2); K(1, 0, 1, 2); K(0, 1, 1, 2); K(1, 1, 1, 2);
+    default: return;
+    }
+#undef K
 }
 
 /* R rows x NV vectors: acc[r][v] = sum_c w[r * ldw + c] * x[c * ldx + 8 v]
@@ -141,6 +213,10 @@ static inline __attribute__((always_inline)) void tile(const int R, const int NV
 #pragma GCC unroll 3
             for (int v = 0; v < NV; v++) acc[r][v] = _mm256_fmadd_ps(wv, xv[v], acc[r][v]);
         }
+    }
+    if (R == MAX_ROWS(NV) && o->one_block_kind >= 0) { /* full tiles of a one-block pass: the bulk */
+        store_one_block_any(R, NV, acc, o);
+        return;
     }
 #pragma GCC unroll 12
     for (int r = 0; r < R; r++) {
@@ -217,11 +293,14 @@ static void strip_tiles(const pw_job *J, int64_t n, int64_t m0, int64_t m1, int6
     tile_out o = {.ld = npos, .first = k0 == 0, .last = k0 + kc >= g->c, .masked = cols < 8 * nv,
                   .mask = inf__avx2_lanes(cols - 8 * (nv - 1)), .act = g->act, .lo = _mm256_set1_ps(g->lo),
                   .hi = _mm256_set1_ps(g->hi)};
+    int act_kind = g->act == INF_EPILOGUE_RELU ? 1 : g->act == INF_EPILOGUE_CLIP ? 2 : 0;
     for (int64_t m = m0; m < m1;) {
         int64_t rows = tile_rows(m1 - m, nv), at = (n * g->m + m) * npos + j;
         o.y = J->y + at;
         o.bias = J->bias ? J->bias + m : NULL;
         o.res = J->res ? J->res + at : NULL;
+        o.one_block_kind = o.first && o.last ? (o.bias != NULL) | (o.res != NULL) << 1 | o.masked << 2 | act_kind << 3
+                                             : -1;
         tile_any(rows, nv, kc, J->w + m * g->c + k0, g->c, buf, 8 * nv, &o);
         m += rows;
     }
