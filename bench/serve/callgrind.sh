@@ -12,6 +12,7 @@
 # --inclusive=yes). The output file stays in $OUT_DIR (default /tmp).
 set -euo pipefail
 INFERA=$1 MODEL=$2 BODY=$3
+. "$(cd "$(dirname "$0")/../.." && pwd)/scripts/serve_port.sh"
 SECS=${4:-6}
 shift $(($# < 4 ? $# : 4))
 OUT_DIR=${OUT_DIR:-/tmp}
@@ -23,12 +24,7 @@ valgrind --tool=callgrind --callgrind-out-file="$CG" --dump-instr=no "$INFERA" s
     --http-threads 1 --max-batch 1 "$@" 2>"$LOG" &
 VPID=$!
 trap 'kill $VPID 2>/dev/null || true' EXIT
-PORT=
-for _ in $(seq 300); do
-    PORT=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$LOG")
-    [ -n "$PORT" ] && break
-    sleep 0.1
-done
+PORT=$(serve_port "$LOG" 300) || true
 [ -n "$PORT" ] || { cat "$LOG"; exit 1; }
 LUA=$OUT_DIR/$TAG.lua
 cat >"$LUA" <<EOF

@@ -50,6 +50,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+. "$ROOT/scripts/serve_port.sh"
 BUILD=${1:-$ROOT/build}
 SECS=${2:-10}
 SOAK=${SOAK_SECONDS:-60}
@@ -112,12 +113,7 @@ start_infera() { # start_infera NAME ARGS... ; sets PORT
     shift
     $SRV_PIN "$INFERA" serve --port 0 "$@" 2>"$TMP/$name.log" &
     PIDS+=($!)
-    PORT=
-    for _ in $(seq 100); do
-        PORT=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$TMP/$name.log")
-        [ -n "$PORT" ] && break
-        sleep 0.1
-    done
+    PORT=$(serve_port "$TMP/$name.log") || true
     [ -n "$PORT" ] || { cat "$TMP/$name.log"; exit 1; }
 }
 stop_last() { local p=${PIDS[-1]}; kill "$p"; wait "$p" 2>/dev/null || true; unset 'PIDS[-1]'; }

@@ -18,18 +18,14 @@ set -u
 INFERA=$1
 LOADGEN=$2
 SRC=$3
+. "$SRC/scripts/serve_port.sh"
 TMP=$(mktemp -d /tmp/infera-loadgen-XXXXXX)
 SERVER_PID=
 trap '[ -n "$SERVER_PID" ] && kill -CONT "$SERVER_PID" 2>/dev/null && kill "$SERVER_PID" 2>/dev/null; rm -rf "$TMP"' EXIT
 
 "$INFERA" serve --port 0 --model fraud="$SRC/examples/fraud/fraud_xgb.onnx" 2>"$TMP/server.log" &
 SERVER_PID=$!
-PORT=
-for _ in $(seq 100); do
-    PORT=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$TMP/server.log")
-    [ -n "$PORT" ] && break
-    sleep 0.1
-done
+PORT=$(serve_port "$TMP/server.log") || true
 [ -n "$PORT" ] || { cat "$TMP/server.log"; echo "FAIL server did not start"; exit 1; }
 printf '%s' '{"inputs":[{"name":"input","shape":[1,12],"datatype":"FP32","data":[0.5,1.25,3,0.1,2,7,0.3,1,0,12.5,3.3,0.9]}]}' \
     >"$TMP/body.json"

@@ -8,6 +8,7 @@
 set -u
 INFERA=$1
 SRC=$2
+. "$SRC/scripts/serve_port.sh"
 MODEL=$SRC/examples/fraud/fraud_xgb.onnx
 T=$(mktemp -d /tmp/infera-serve-pg.XXXXXX)
 . "$SRC/tests/integration/services.sh"
@@ -37,12 +38,7 @@ for i in 1 2 3; do "$INFERA" registry register fraud "$MODEL" >/dev/null || { ec
 
 "$INFERA" serve --port 0 --model fraud@production --all-aliases --poll-secs 0 2>"$T/server.log" &
 SERVER_PID=$!
-PORT=
-for _ in $(seq 100); do
-    PORT=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$T/server.log")
-    [ -n "$PORT" ] && break
-    sleep 0.1
-done
+PORT=$(serve_port "$T/server.log") || true
 URL=http://127.0.0.1:$PORT
 check "server on a PostgreSQL registry is live" curl -sf "$URL/v2/health/ready" -o /dev/null
 BODY='{"inputs":[{"name":"input","shape":[1,12],"datatype":"FP32","data":[0.5,1.25,3,0.1,2,7,0.3,1,0,12.5,3.3,0.9]}]}'

@@ -13,6 +13,7 @@
 set -u
 INFERA=$1
 SRC=$2
+. "$SRC/scripts/serve_port.sh"
 PASS=0
 FAIL=0
 check() { # check "description" command...
@@ -55,12 +56,7 @@ check "registry: auth on with tokens for admin, predictor and viewer" test -n "$
 "$INFERA" serve --port 0 --model fraud@production --poll-secs 1 --auth-cache-secs 1 \
     --access-log "$TMP/access.log" 2>"$TMP/server.log" &
 SERVER_PID=$!
-PORT=
-for _ in $(seq 100); do
-    PORT=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$TMP/server.log")
-    [ -n "$PORT" ] && break
-    sleep 0.1
-done
+PORT=$(serve_port "$TMP/server.log") || true
 URL=http://127.0.0.1:$PORT
 for _ in $(seq 100); do curl -sf "$URL/v2/health/live" >/dev/null && break; sleep 0.1; done
 check "server from the registry is live" curl -sf "$URL/v2/health/live" -o /dev/null
@@ -174,12 +170,7 @@ check "access log lines name model and version" grep -q '"model":"fraud","versio
 "$INFERA" registry alias fraud@2 staging >/dev/null
 "$INFERA" serve --port 0 --all-aliases --poll-secs 1 2>"$TMP/server2.log" &
 SERVER_PID=$!
-PORT=
-for _ in $(seq 100); do
-    PORT=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$TMP/server2.log")
-    [ -n "$PORT" ] && break
-    sleep 0.1
-done
+PORT=$(serve_port "$TMP/server2.log") || true
 URL=http://127.0.0.1:$PORT
 alias_version() { # alias_version NAME@ALIAS -> the version that answered, or the HTTP code
     curl -s -H "Authorization: Bearer $BOB" -X POST "$URL/v2/models/$1/infer" -d "$BODY" -w ' %{http_code}' |
