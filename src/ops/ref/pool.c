@@ -361,6 +361,22 @@ typedef struct gpool_task {
     inf_tensor *y;
 } gpool_task;
 
+/* The sum of n floats in double, over four independent chains (one chain
+ * is bound by the add latency: mobile's final 1024 x 3 x 3 GlobalAveragePool
+ * took 13-19 us against ONNX Runtime's 7-9). */
+static double sum_f32_as_f64(const float *x, int64_t n) {
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        a0 += x[i];
+        a1 += x[i + 1];
+        a2 += x[i + 2];
+        a3 += x[i + 3];
+    }
+    for (; i < n; i++) a0 += x[i];
+    return (a0 + a1) + (a2 + a3);
+}
+
 static void gpool_planes(void *arg, int64_t begin, int64_t end) {
     const gpool_task *t = arg;
     for (int64_t pl = begin; pl < end; pl++) {
@@ -373,7 +389,7 @@ static void gpool_planes(void *arg, int64_t begin, int64_t end) {
                 for (int64_t i = 0; i < t->plane; i++) m = x[i] > m || x[i] != x[i] ? x[i] : m;
                 acc = m;
             } else {
-                for (int64_t i = 0; i < t->plane; i++) acc += x[i];
+                acc = sum_f32_as_f64(x, t->plane);
             }
         } else {
             for (int64_t i = 0; i < t->plane; i++) {
