@@ -10,6 +10,7 @@
  * command -- and cli_load_model -- sees the same registry.
  */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,19 +20,29 @@
 #define CMD "registry"
 #define MAX_REPEAT 64
 
+/* Fails with err's message on one line: a name or path quoted in it may hold
+ * a newline or other control character, shown as '?'. */
+static int fail_one_line(const inf_error *err) {
+    char msg[sizeof err->message];
+    snprintf(msg, sizeof msg, "%s", err->message);
+    for (char *c = msg; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+    return cli_fail(CMD, "%s", msg);
+}
+
 /* Opens the registry from the environment; create for commands that write. */
 static int open_registry(int create, inf_registry **out) {
     inf_registry_options o;
     inf_registry_options_from_env(&o);
     o.create = create;
     inf_error err;
-    if (inf_registry_open(&o, out, &err)) return cli_fail(CMD, "%s", err.message);
+    if (inf_registry_open(&o, out, &err)) return fail_one_line(&err);
     return 0;
 }
 
 static int api_fail(inf_registry *r, const inf_error *err) {
     inf_registry_free(r);
-    return cli_fail(CMD, "%s", err->message);
+    return fail_one_line(err);
 }
 
 /* NAME@VERSION -> name, version; false with a message otherwise. */
@@ -113,6 +124,16 @@ static int print_json_or(const char *json, bool raw, void (*human)(cJSON *)) {
     human(j);
     cJSON_Delete(j);
     return 0;
+}
+
+/* s as a JSON string literal (quoted, escaped), for the one-line objects
+ * printed with --json; "null" when it cannot be built. */
+static void print_json_string(const char *s) {
+    cJSON *j = cJSON_CreateString(s ? s : "");
+    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    fputs(text ? text : "null", stdout);
+    cJSON_free(text);
+    cJSON_Delete(j);
 }
 
 /* A string member, or NULL (opt) / "-" (str) when absent. */
@@ -212,9 +233,11 @@ static int sub_register(int argc, char **argv) {
     snprintf(ref, sizeof ref, "%s@%lld", a.pos[0], (long long)version);
     inf_registry_resolved v;
     if (inf_registry_resolve(r, ref, &v, &err)) return api_fail(r, &err);
-    if (a.json)
-        printf("{\"name\": \"%s\", \"version\": %lld, \"sha256\": \"%s\"}\n", v.name, (long long)v.version, v.sha256);
-    else
+    if (a.json) {
+        printf("{\"name\": ");
+        print_json_string(v.name);
+        printf(", \"version\": %lld, \"sha256\": \"%s\"}\n", (long long)v.version, v.sha256);
+    } else
         printf("registered %s (sha256 %.16s...)\n", ref, v.sha256);
     inf_registry_resolved_clear(&v);
     inf_registry_free(r);
@@ -266,7 +289,11 @@ static void human_show(cJSON *v) {
     }
     printf("\n");
     cJSON *del = cJSON_GetObjectItemCaseSensitive(v, "deleted");
-    if (cJSON_IsObject(del)) printf("  %-15sDELETED at %s by %s\n", "status", str(del, "at"), str(del, "by"));
+    if (cJSON_IsObject(del)) {
+        const char *reason = opt(del, "reason");
+        printf("  %-15sDELETED at %s by %s%s%s%s\n", "status", str(del, "at"), str(del, "by"), reason ? " (" : "",
+               reason ? reason : "", reason ? ")" : "");
+    }
     if (opt(v, "description")) printf("  %-15s%s\n", "description", str(v, "description"));
     printf("  %-15s%s (%lld bytes, from %s)\n", "sha256", str(v, "sha256"), (long long)num(v, "size"), str(v, "source"));
     printf("  %-15s%s by %s\n", "created", str(v, "created_at"), str(v, "created_by"));
@@ -417,10 +444,13 @@ static int sub_resolve(int argc, char **argv) {
     inf_error err;
     inf_registry_resolved v;
     if (inf_registry_resolve(r, a.pos[0], &v, &err)) return api_fail(r, &err);
-    if (a.json)
-        printf("{\"name\": \"%s\", \"version\": %lld, \"sha256\": \"%s\", \"artifact\": \"%s\"}\n", v.name,
-               (long long)v.version, v.sha256, v.artifact_path);
-    else
+    if (a.json) { /* the artifact path comes from --home / INFERA_ARTIFACTS: any characters */
+        printf("{\"name\": ");
+        print_json_string(v.name);
+        printf(", \"version\": %lld, \"sha256\": \"%s\", \"artifact\": ", (long long)v.version, v.sha256);
+        print_json_string(v.artifact_path);
+        printf("}\n");
+    } else
         printf("%s@%lld %s\n", v.name, (long long)v.version, v.artifact_path);
     inf_registry_resolved_clear(&v);
     inf_registry_free(r);
@@ -539,8 +569,13 @@ static int sub_token(int argc, char **argv) {
         char token[INF_REGISTRY_TOKEN_MAX], id[32];
         if (inf_registry_token_create(r, a.pos[1], fv.val[0], fv.val[1], token, id, &err)) return api_fail(r, &err);
         /* the token goes to stdout only, once */
-        if (a.json) printf("{\"principal\": \"%s\", \"id\": \"%s\", \"token\": \"%s\"}\n", a.pos[1], id, token);
-        else printf("%s\n", token);
+        if (a.json) {
+            printf("{\"principal\": ");
+            print_json_string(a.pos[1]);
+            printf(", \"id\": \"%s\", \"token\": \"%s\"}\n", id, token);
+        } else {
+            printf("%s\n", token);
+        }
         memset(token, 0, sizeof token);
     } else if (!strcmp(a.pos[0], "list") && a.n_pos <= 2) {
         if ((rc = open_registry(0, &r))) return rc;
@@ -707,7 +742,7 @@ static int sub_record_prediction(int argc, char **argv) {
     char digest[65] = "";
     if (fv.val[4]) { /* digest of the input file, never its content */
         FILE *f = fopen(fv.val[4], "rb");
-        if (!f) return cli_fail(CMD, "cannot open inputs %s", fv.val[4]);
+        if (!f) return cli_fail(CMD, "cannot open inputs %s: %s", fv.val[4], strerror(errno));
         inf_sha256 c;
         unsigned char buf[65536], d[32];
         size_t n;

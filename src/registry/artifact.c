@@ -221,13 +221,26 @@ static inf_status fill_bundle(const inf__artifact *a, const char *tmp, inf_error
     return INF_OK;
 }
 
+/* 1 when the artifact stored under a's digest still has that digest (a
+ * damaged copy is replaced by the next registration of the same content). */
+static int stored_intact(const char *artifacts, const inf__artifact *a) {
+    char path[4300];
+    inf__artifact stored;
+    inf__artifact_path(artifacts, a->sha256, path, sizeof path);
+    if (inf__artifact_read(path, &stored, NULL)) return 0;
+    int same = !strcmp(stored.sha256, a->sha256);
+    inf__artifact_clear(&stored);
+    return same;
+}
+
 inf_status inf__artifact_store(const char *artifacts, const inf__artifact *a, char *path, size_t path_size,
                                inf_error *err) {
-    char dir[4096], final[4200], tmp[4300];
+    char dir[4096], final[4200], tmp[4300], aside[4400];
     snprintf(dir, sizeof dir, "%s/sha256", artifacts);
     snprintf(final, sizeof final, "%s/%s", dir, a->sha256);
     struct stat st;
-    if (stat(final, &st) == 0 && (a->n_files ? S_ISDIR(st.st_mode) : (uint64_t)st.st_size == a->size)) {
+    bool exists = stat(final, &st) == 0;
+    if (exists && (a->n_files ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)) && stored_intact(artifacts, a)) {
         inf__artifact_path(artifacts, a->sha256, path, path_size);
         return INF_OK;
     }
@@ -243,12 +256,19 @@ inf_status inf__artifact_store(const char *artifacts, const inf__artifact *a, ch
     } else {
         rc = fill_bundle(a, tmp, err);
     }
+    /* a damaged folder is moved aside first: rename() replaces files, not folders */
+    aside[0] = '\0';
+    if (!rc && exists && S_ISDIR(st.st_mode)) {
+        snprintf(aside, sizeof aside, "%s/.damaged-%ld-%s", dir, (long)getpid(), a->sha256);
+        if (rename(final, aside)) aside[0] = '\0';
+    }
     if (!rc && rename(tmp, final)) {
         /* a concurrent writer may have stored the same content first */
         if (!(a->n_files && (errno == ENOTEMPTY || errno == EEXIST) && stat(final, &st) == 0 && S_ISDIR(st.st_mode)))
             rc = inf__reg_fail(err, INF_EIO, "cannot write artifact %s: %s", final, strerror(errno));
     }
     if (rc || a->n_files) nftw(tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS); /* no-op after a rename */
+    if (aside[0]) nftw(aside, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     if (!rc) inf__artifact_path(artifacts, a->sha256, path, path_size);
     return rc;
 }

@@ -191,14 +191,18 @@ static bool since_to_iso(const char *since, char out[32]) {
         strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
         return true;
     }
-    /* YYYY-MM-DD[THH[:MM[:SS]]][Z]: digits and separators in place */
-    static const char shape[] = "dddd-dd-ddTdd:dd:dd";
-    if (n < 10 || n > 24) return false;
-    for (size_t i = 0; i < n && i < sizeof shape - 1; i++) {
+    /* YYYY-MM-DD[THH[:MM[:SS[.mmm]]]][Z] (' ' for 'T' too; a record's own
+     * ts pastes): digits and separators in place, ending after a whole
+     * field.  Records are stamped in UTC ("...:SS.mmmZ"), so a trailing Z is
+     * dropped rather than compared. */
+    static const char shape[] = "dddd-dd-ddTdd:dd:dd.ddd";
+    if (n && (since[n - 1] == 'Z' || since[n - 1] == 'z')) n--;
+    if (n != 10 && n != 13 && n != 16 && n != 19 && n != 23) return false;
+    for (size_t i = 0; i < n; i++) {
         char c = since[i], s = shape[i];
         if (s == 'd' ? !isdigit((unsigned char)c) : (c != s && !(s == 'T' && c == ' '))) return false;
     }
-    snprintf(out, 32, "%s", since);
+    snprintf(out, 32, "%.*s", (int)n, since);
     if (n > 10) out[10] = 'T';
     return true;
 }
@@ -220,7 +224,7 @@ inf_status inf_registry_audit_json(inf_registry *r, const inf_registry_audit_fil
     snprintf(sql, sizeof sql,
              "SELECT seq, ts, principal, action, model, version, outcome, detail, hash FROM reg_audit WHERE 1 = 1");
     if (model) strcat(sql, " AND model = ?"), params[n++] = model;
-    if (since[0]) strcat(sql, " AND ts >= ?"), params[n++] = since;
+    if (since[0]) strcat(sql, " AND ts COLLATE BINARY >= ?"), params[n++] = since;
     if (f && f->limit > 0) { /* the newest N of the filtered records, oldest first */
         char inner[512];
         snprintf(limit, sizeof limit, "%d", f->limit);

@@ -136,8 +136,10 @@ static inf_status caps_of(inf_registry *r, const char *principal, const char *mo
                           size_t desc_size, inf_error *err) {
     const char *params[1] = {principal};
     inf__rows *rows = NULL;
-    inf_status rc = inf__reg_sql(r, "SELECT role, model FROM reg_grants WHERE principal = ? ORDER BY model, role", 1,
-                                 params, &rows, err);
+    inf_status rc = inf__reg_sql(r,
+                                 "SELECT role, model FROM reg_grants WHERE principal = ?"
+                                 " ORDER BY model COLLATE BINARY, role",
+                                 1, params, &rows, err);
     if (rc) return rc;
     *caps = 0;
     size_t o = 0;
@@ -247,8 +249,10 @@ static inf_status check_grant_args(const char *what, const char *principal, cons
     if (role && !find_role(role))
         return inf__reg_fail(err, INF_EINVAL,
                              "%s: unknown role '%s' (roles: admin, publisher, approver, predictor, viewer)", what, role);
-    if (model && *model && !inf__reg_valid_name(model))
-        return inf__reg_fail(err, INF_EINVAL, "%s: invalid model name '%s'", what, model);
+    /* "" is refused, not read as global: an empty --model "$M" must not widen a grant */
+    if (model && !inf__reg_valid_name(model))
+        return inf__reg_fail(err, INF_EINVAL, "%s: invalid model name '%s' (omit --model for a global role)", what,
+                             model);
     return INF_OK;
 }
 
@@ -442,11 +446,12 @@ inf_status inf_registry_tokens_json(inf_registry *r, const char *principal, char
     const char *params[1] = {principal};
     if ((rc = inf__reg_sql(r,
                            principal ? "SELECT name, created_at FROM reg_principals WHERE name = ?"
-                                     : "SELECT name, created_at FROM reg_principals ORDER BY name",
+                                     : "SELECT name, created_at FROM reg_principals ORDER BY name COLLATE BINARY",
                            principal ? 1 : 0, params, &ps, err)) ||
         (rc = inf__reg_sql(r, "SELECT principal, id, created_at, created_by, revoked_at FROM reg_tokens ORDER BY created_at",
                            0, NULL, &ts, err)) ||
-        (rc = inf__reg_sql(r, "SELECT principal, role, model FROM reg_grants ORDER BY model, role", 0, NULL, &gs, err)))
+        (rc = inf__reg_sql(r, "SELECT principal, role, model FROM reg_grants ORDER BY model COLLATE BINARY, role", 0,
+                           NULL, &gs, err)))
         goto done;
     if (principal && ps->n_rows == 0) {
         rc = inf__reg_fail(err, INF_ENOENT, "unknown principal '%s'", principal);

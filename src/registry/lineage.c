@@ -89,7 +89,7 @@ inf_status inf_registry_lineage_json(inf_registry *r, const char *ref, char **ou
     inf_registry_resolved v = {0};
     inf_status rc;
     if (one) {
-        if ((rc = inf_registry_resolve(r, ref, &v, err))) return rc;
+        if ((rc = inf__reg_resolve_any(r, ref, &v, err))) return rc;
         inf_registry_resolved_clear(&v);
     } else {
         if (!inf__reg_valid_name(ref)) return inf__reg_fail(err, INF_EINVAL, "lineage: invalid model name '%s'", ref ? ref : "");

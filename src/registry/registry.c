@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,8 +127,11 @@ inf_status inf_registry_open(const inf_registry_options *o, inf_registry **out, 
     inf_registry *r = calloc(1, sizeof *r);
     if (!r) return oom(err, "opening the registry");
     inf_status rc;
-    if (o->url && !is_pg_url(o->url)) {
-        rc = inf__reg_fail(err, INF_EINVAL, "registry URL must start with postgresql:// (got '%.40s...')", o->url);
+    if (o->url && !is_pg_url(o->url)) { /* named without its password: a URL may carry one */
+        char shown[1024];
+        inf__reg_redact(o->url, shown, sizeof shown);
+        rc = inf__reg_fail(err, INF_EINVAL, "registry URL must start with postgresql:// (got '%.60s%s')", shown,
+                           strlen(shown) > 60 ? "..." : "");
         goto fail;
     }
     if (o->artifacts)
@@ -165,7 +169,7 @@ inf_status inf_registry_open(const inf_registry_options *o, inf_registry **out, 
             rc = inf__reg_fail(err, INF_ENOENT, "no registry in %s (nothing registered yet)", r->location);
             goto fail;
         }
-        if ((rc = inf__reg_begin(r, err))) goto fail;
+        if ((rc = r->store->ops->begin_write(r->store, err))) goto fail; /* no reg_meta to check auth in yet */
         if ((rc = r->store->ops->script(r->store, schema_sql, err)) ||
             (rc = r->store->ops->script(r->store, r->store->ops->schema_extra, err)) || (rc = inf__reg_commit(r, err))) {
             inf__reg_rollback(r);
@@ -205,7 +209,10 @@ static inf_status parse_ref(const char *ref, parsed_ref *p, inf_error *err) {
     memset(p, 0, sizeof *p);
     const char *at = ref ? strchr(ref, '@') : NULL;
     size_t n = at ? (size_t)(at - ref) : (ref ? strlen(ref) : 0);
-    if (!ref || n == 0 || n > 128)
+    if (n > 128)
+        return inf__reg_fail(err, INF_EINVAL, "invalid model reference '%.40s...': the name is longer than 128 bytes",
+                             ref);
+    if (!ref || n == 0)
         return inf__reg_fail(err, INF_EINVAL, "invalid model reference '%s': expected NAME, NAME@VERSION or NAME@ALIAS",
                              ref ? ref : "");
     memcpy(p->name, ref, n);
@@ -228,8 +235,10 @@ static inf_status parse_ref(const char *ref, parsed_ref *p, inf_error *err) {
     return INF_OK;
 }
 
-/* Finds the version p refers to (live versions only, unless any). */
-static inf_status find_version(inf_registry *r, const parsed_ref *p, int64_t *version, inf_error *err) {
+/* Finds the version p refers to: live versions only, unless any_version and
+ * p names the version by number (show and lineage of a deleted version). */
+static inf_status find_version(inf_registry *r, const parsed_ref *p, bool any_version, int64_t *version,
+                               inf_error *err) {
     inf__rows *rows = NULL;
     inf_status rc;
     const char *params[2] = {p->name, NULL};
@@ -267,7 +276,7 @@ static inf_status find_version(inf_registry *r, const parsed_ref *p, int64_t *ve
                            err)))
         return rc;
     if (rows->n_rows == 0) rc = inf__reg_fail(err, INF_ENOENT, "model '%s' has no version %s", p->name, vbuf);
-    else if (inf__rows_get(rows, 0, 0))
+    else if (inf__rows_get(rows, 0, 0) && !(any_version && p->version))
         rc = inf__reg_fail(err, INF_ENOENT, "%s@%s was deleted at %s", p->name, vbuf, inf__rows_get(rows, 0, 0));
     inf__rows_free(rows);
     return rc;
@@ -279,8 +288,8 @@ void inf_registry_resolved_clear(inf_registry_resolved *v) {
     v->pipeline = NULL;
 }
 
-static inf_status resolve(inf_registry *r, const char *ref, inf_registry_action action, inf_registry_resolved *out,
-                          inf_error *err) {
+static inf_status resolve(inf_registry *r, const char *ref, inf_registry_action action, bool any_version,
+                          inf_registry_resolved *out, inf_error *err) {
     memset(out, 0, sizeof *out);
     parsed_ref p;
     inf_status rc = parse_ref(ref, &p, err);
@@ -288,7 +297,7 @@ static inf_status resolve(inf_registry *r, const char *ref, inf_registry_action 
     if ((rc = inf__auth_require(r, p.name, action, action == INF_REGISTRY_PREDICT ? "load" : "resolve", 0, err)))
         return rc;
     int64_t version;
-    if ((rc = find_version(r, &p, &version, err))) return rc;
+    if ((rc = find_version(r, &p, any_version, &version, err))) return rc;
     char vbuf[24];
     fmt_i64(vbuf, version);
     const char *params[2] = {p.name, vbuf};
@@ -321,7 +330,11 @@ int inf_registry_ref_is_path(const char *ref) {
 }
 
 inf_status inf_registry_resolve(inf_registry *r, const char *ref, inf_registry_resolved *out, inf_error *err) {
-    return resolve(r, ref, INF_REGISTRY_READ, out, err);
+    return resolve(r, ref, INF_REGISTRY_READ, false, out, err);
+}
+
+inf_status inf__reg_resolve_any(inf_registry *r, const char *ref, inf_registry_resolved *out, inf_error *err) {
+    return resolve(r, ref, INF_REGISTRY_READ, true, out, err);
 }
 
 inf_status inf_registry_load_model(inf_registry *r, const char *ref, const inf_model_options *opts, inf_model **model,
@@ -329,7 +342,7 @@ inf_status inf_registry_load_model(inf_registry *r, const char *ref, const inf_m
     *model = NULL;
     inf_registry_resolved local;
     inf_registry_resolved *v = out ? out : &local;
-    inf_status rc = resolve(r, ref, INF_REGISTRY_PREDICT, v, err);
+    inf_status rc = resolve(r, ref, INF_REGISTRY_PREDICT, false, v, err);
     if (rc) goto done;
     char what[300];
     snprintf(what, sizeof what, "%s@%lld", v->name, (long long)v->version);
@@ -362,6 +375,11 @@ static inf_status kv_json(const char *what, int n, const inf_registry_kv *kv, bo
                 cJSON_Delete(obj);
                 return inf__reg_fail(err, INF_EINVAL, "%s '%s': '%s' is not a number", what, kv[i].key, kv[i].value);
             }
+            if (!isfinite(d)) { /* JSON has no NaN or infinity: it would be stored as null */
+                cJSON_Delete(obj);
+                return inf__reg_fail(err, INF_EINVAL, "%s '%s': '%s' is not a finite number", what, kv[i].key,
+                                     kv[i].value);
+            }
             item = cJSON_CreateNumber(d);
         } else {
             item = cJSON_CreateString(kv[i].value);
@@ -375,6 +393,15 @@ static inf_status kv_json(const char *what, int n, const inf_registry_kv *kv, bo
     *out = cJSON_PrintUnformatted(obj);
     cJSON_Delete(obj);
     return *out ? INF_OK : oom(err, "building metadata");
+}
+
+/* A heap copy of s with URL passwords removed (inf__reg_redact), for
+ * references the registry stores and audits; NULL on out of memory. */
+static char *redacted_copy(const char *s) {
+    size_t size = 2 * strlen(s) + 16; /* "password=" with nothing after it grows to "password=***" */
+    char *out = malloc(size);
+    if (out) inf__reg_redact(s, out, size);
+    return out;
 }
 
 static const char *base_name(const char *path) {
@@ -449,7 +476,7 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
     size_t spec_size = 0;
     inf__artifact art;
     inf_model *model = NULL;
-    char *signature = NULL, *pipeline = NULL, *meta = NULL, *metrics = NULL, *uses = NULL;
+    char *signature = NULL, *pipeline = NULL, *meta = NULL, *metrics = NULL, *uses = NULL, *training = NULL;
     char pipe_hex[65] = "", ts[32], vbuf[24], sizebuf[24], artifact[4200];
     const char *hex = art.sha256;
     inf_error e;
@@ -463,7 +490,9 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
     rc = art.n_files ? inf_model_load(info->model_path, NULL, &model, &e)
                      : inf_model_load_buffer(art.data, art.size, NULL, NULL, &model, &e);
     if (rc) {
-        inf__reg_fail(err, rc, "cannot register '%s': model %s does not load: %s", name, info->model_path, e.message);
+        /* loaded from the bytes read, the loader names the model "<memory>": the path is named already */
+        const char *why = strncmp(e.message, "<memory>: ", 10) ? e.message : e.message + 10;
+        inf__reg_fail(err, rc, "cannot register '%s': model %s does not load: %s", name, info->model_path, why);
         goto done;
     }
     if ((rc = inf__signature_json(model, &signature, err))) goto done;
@@ -491,6 +520,11 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
             inf__reg_fail(err, rc, "cannot register '%s': %s", name, msg);
             goto done;
         }
+    }
+    /* a training-data URL may carry a password: never stored nor audited (DESIGN §6) */
+    if (info->training_data && !(training = redacted_copy(info->training_data))) {
+        rc = oom(err, "copying the training data reference");
+        goto done;
     }
     if ((rc = kv_json("meta", info->n_meta, info->meta, false, &meta, err))) goto done;
     if ((rc = kv_json("metric", info->n_metrics, info->metrics, true, &metrics, err))) goto done;
@@ -529,7 +563,7 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
         fmt_i64(sizebuf, (int64_t)art.total_bytes);
         if ((rc = inf__artifact_store(r->artifacts, &art, artifact, sizeof artifact, err))) goto rollback;
         const char *p2[15] = {name,  vbuf,     hex,   sizebuf, base_name(info->model_path), signature,
-                              pipeline, pipe_hex[0] ? pipe_hex : NULL, info->description, info->training_data, meta,
+                              pipeline, pipe_hex[0] ? pipe_hex : NULL, info->description, training, meta,
                               metrics, uses, ts, r->principal};
         if ((rc = inf__reg_sql(r,
                                "INSERT INTO reg_versions(name, version, sha256, size, source, signature, pipeline,"
@@ -543,7 +577,7 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
         if (art.n_files) cJSON_AddNumberToObject(d, "external_files", art.n_files);
         cJSON_AddStringToObject(d, "source", base_name(info->model_path));
         if (pipe_hex[0]) cJSON_AddStringToObject(d, "pipeline_sha256", pipe_hex);
-        if (info->training_data) cJSON_AddStringToObject(d, "training_data", info->training_data);
+        if (training) cJSON_AddStringToObject(d, "training_data", training);
         char *detail = d ? cJSON_PrintUnformatted(d) : NULL;
         cJSON_Delete(d);
         if (!detail) {
@@ -567,6 +601,7 @@ done:
     cJSON_free(meta);
     cJSON_free(metrics);
     cJSON_free(uses);
+    free(training);
     return rc;
 }
 
@@ -588,10 +623,12 @@ inf_status inf_registry_delete(inf_registry *r, const char *name, int64_t versio
     char vbuf[24], ts[32];
     fmt_i64(vbuf, version);
     const char *params[5];
-    if ((rc = find_version(r, &p, &v, err))) goto rollback;
+    if ((rc = find_version(r, &p, false, &v, err))) goto rollback;
     params[0] = name, params[1] = vbuf;
-    if ((rc = inf__reg_sql(r, "SELECT alias FROM reg_aliases WHERE name = ? AND version = ? ORDER BY alias", 2, params,
-                           &rows, err)))
+    if ((rc = inf__reg_sql(r,
+                           "SELECT alias FROM reg_aliases WHERE name = ? AND version = ?"
+                           " ORDER BY alias COLLATE BINARY",
+                           2, params, &rows, err)))
         goto rollback;
     if (rows->n_rows) {
         rc = inf__reg_fail(err, INF_EBUSY, "cannot delete %s@%s: alias '%s' points at it (move or remove it first)",
@@ -691,7 +728,7 @@ static inf_status alias_change(inf_registry *r, const char *name, int64_t versio
             parsed_ref p = {.version = version};
             int64_t v;
             snprintf(p.name, sizeof p.name, "%s", name);
-            if ((rc = find_version(r, &p, &v, err))) goto rollback;
+            if ((rc = find_version(r, &p, false, &v, err))) goto rollback;
             const char *params[6] = {name, alias, vbuf, now_prot ? "1" : "0", ts, r->principal};
             if ((rc = inf__reg_sql(r,
                                    "INSERT INTO reg_aliases(name, alias, version, protected, updated_at, updated_by)"
@@ -762,11 +799,13 @@ inf_status inf_registry_list_json(inf_registry *r, char **out, inf_error *err) {
         " (SELECT max(version) FROM reg_versions v WHERE v.name = m.name AND v.deleted_at IS NULL),"
         " (SELECT count(*) FROM reg_versions v WHERE v.name = m.name AND v.deleted_at IS NULL),"
         " (SELECT max(created_at) FROM reg_versions v WHERE v.name = m.name)"
-        " FROM reg_models m ORDER BY m.name",
+        " FROM reg_models m ORDER BY m.name COLLATE BINARY",
         0, NULL, &rows, err);
     if (rc) return rc;
-    if ((rc = inf__reg_sql(r, "SELECT name, alias, version, protected FROM reg_aliases ORDER BY name, alias", 0, NULL,
-                           &al, err))) {
+    if ((rc = inf__reg_sql(r,
+                           "SELECT name, alias, version, protected FROM reg_aliases"
+                           " ORDER BY name COLLATE BINARY, alias COLLATE BINARY",
+                           0, NULL, &al, err))) {
         inf__rows_free(rows);
         return rc;
     }
@@ -856,8 +895,10 @@ static cJSON *version_json(inf_registry *r, const char *name, int64_t version, b
         cJSON_AddNullToObject(v, "deleted");
     }
     cJSON *aliases = cJSON_AddArrayToObject(v, "aliases");
-    if (!inf__reg_sql(r, "SELECT alias, protected FROM reg_aliases WHERE name = ? AND version = ? ORDER BY alias", 2,
-                      params, &al, NULL)) {
+    if (!inf__reg_sql(r,
+                      "SELECT alias, protected FROM reg_aliases WHERE name = ? AND version = ?"
+                      " ORDER BY alias COLLATE BINARY",
+                      2, params, &al, NULL)) {
         for (int i = 0; i < al->n_rows; i++) {
             cJSON *a = cJSON_CreateObject();
             cJSON_AddStringToObject(a, "alias", inf__rows_get(al, i, 0));
@@ -897,7 +938,7 @@ static cJSON *version_json(inf_registry *r, const char *name, int64_t version, b
 inf_status inf_registry_show_json(inf_registry *r, const char *ref, char **out, inf_error *err) {
     *out = NULL;
     inf_registry_resolved v;
-    inf_status rc = inf_registry_resolve(r, ref, &v, err);
+    inf_status rc = inf__reg_resolve_any(r, ref, &v, err);
     if (rc) return rc;
     inf_registry_resolved_clear(&v);
     cJSON *j = version_json(r, v.name, v.version, true);

@@ -107,6 +107,10 @@ inf_status inf__artifact_load(const char *artifact_path, const char *expect_sha2
 inf_status inf__reg_commit(inf_registry *r, inf_error *err);
 void inf__reg_rollback(inf_registry *r);
 
+/* inf_registry_resolve that also finds a deleted version named by number
+ * (NAME@VERSION): show and lineage still describe it. */
+inf_status inf__reg_resolve_any(inf_registry *r, const char *ref, inf_registry_resolved *out, inf_error *err);
+
 /* UTC "YYYY-MM-DDTHH:MM:SS.mmmZ". */
 void inf__reg_now(char out[32]);
 bool inf__reg_valid_name(const char *s);

@@ -27,7 +27,31 @@ inf_status inf__reg_sql(inf_registry *r, const char *sql, int n, const char *con
     return r->store->ops->query(r->store, sql, n, params, out, err);
 }
 
-inf_status inf__reg_begin(inf_registry *r, inf_error *err) { return r->store->ops->begin_write(r->store, err); }
+/* Takes the write lock, then makes sure auth is still off when this handle
+ * believes so: another process may have created the first token since the
+ * handle was opened, and the checks this handle made (all allowed while auth
+ * was off) must not let its write through. */
+inf_status inf__reg_begin(inf_registry *r, inf_error *err) {
+    inf_status rc = r->store->ops->begin_write(r->store, err);
+    if (rc || r->auth_enabled) return rc;
+    inf__rows *rows = NULL;
+    if ((rc = inf__reg_sql(r, "SELECT value FROM reg_meta WHERE key = 'auth_enabled'", 0, NULL, &rows, err))) {
+        r->store->ops->rollback(r->store);
+        return rc;
+    }
+    bool now_on = inf__rows_get(rows, 0, 0) && !strcmp(inf__rows_get(rows, 0, 0), "1");
+    inf__rows_free(rows);
+    if (!now_on) return INF_OK;
+    r->store->ops->rollback(r->store);
+    r->auth_enabled = true;
+    r->authenticated = false;
+    r->principal[0] = '\0';
+    snprintf(r->auth_error, sizeof r->auth_error,
+             "authentication required: auth was turned on in the registry at %s after it was opened; pass --token "
+             "or set INFERA_TOKEN",
+             r->location);
+    return inf__reg_fail(err, INF_EAUTH, "not authenticated: %s", r->auth_error);
+}
 inf_status inf__reg_commit(inf_registry *r, inf_error *err) { return r->store->ops->commit(r->store, err); }
 void inf__reg_rollback(inf_registry *r) { r->store->ops->rollback(r->store); }
 

@@ -4,7 +4,8 @@
  * so the registry can live in a database that holds other things.
  *
  * Statements arrive in portable SQL with '?' placeholders and are rewritten
- * to $1, $2, ... (outside quotes).  A write transaction takes the advisory
+ * to $1, $2, ... (outside quotes); SQLite's COLLATE BINARY becomes COLLATE
+ * "C", so names sort by bytes in both stores whatever the database locale.  A write transaction takes the advisory
  * lock INF_PG_LOCK_KEY for its duration, which serialises registry writers
  * across every machine sharing the database.  Notices are silenced; error
  * messages never contain the connection password.
@@ -43,7 +44,10 @@ static inf_status pg_fail(pg_store *s, inf_error *err, const char *what, const c
     return inf__reg_fail(err, INF_EIO, "registry %s: %s: %s", s->where, what, line);
 }
 
-/* '?' -> $n outside single-quoted literals.  NULL on out of memory. */
+/* '?' -> $n outside single-quoted literals, and SQLite's COLLATE BINARY ->
+ * COLLATE "C": ORDER BY on names says COLLATE BINARY so both stores sort by
+ * bytes, whatever the database's locale (en_US would put "alpha" before
+ * "Beta", SQLite after).  NULL on out of memory. */
 static char *rewrite(const char *sql) {
     size_t n = strlen(sql), q = 0;
     for (size_t i = 0; i < n; i++) q += sql[i] == '?';
@@ -54,9 +58,12 @@ static char *rewrite(const char *sql) {
     bool quoted = false;
     for (size_t i = 0; i < n; i++) {
         if (sql[i] == '\'') quoted = !quoted;
-        if (sql[i] == '?' && !quoted)
+        if (sql[i] == '?' && !quoted) {
             o += (size_t)sprintf(out + o, "$%d", ++k);
-        else
+        } else if (!quoted && !strncmp(sql + i, "COLLATE BINARY", 14)) {
+            o += (size_t)sprintf(out + o, "COLLATE \"C\"");
+            i += 13;
+        } else
             out[o++] = sql[i];
     }
     out[o] = '\0';

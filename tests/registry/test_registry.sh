@@ -9,7 +9,10 @@
 # records, bad input leaving nothing half-written, concurrent registrations
 # from several processes, access control (bootstrap, wrong/revoked tokens,
 # roles, per-model grants; denials audited) and tamper detection of the
-# audit log (edit and truncation done with sqlite3/psql).
+# audit log (edit and truncation done with sqlite3/psql); credentials kept out
+# of stored references, odd names and paths, --since forms, deleted versions,
+# damaged artifacts repaired, racing alias moves, auth turned on under a
+# waiting writer, and byte order of listings in an en_US PostgreSQL database.
 set -u
 infera=$1
 store=$2
@@ -130,6 +133,10 @@ chmod u+w "$INFERA_HOME/artifacts/sha256/$hx/linear.weights"
 printf '\x01' | dd of="$INFERA_HOME/artifacts/sha256/$hx/linear.weights" bs=1 seek=100 conv=notrunc 2>/dev/null
 expect_error "altered external data is detected at load" "artifact of linear@1 is corrupt" \
     "$infera" run linear@1 --input "x=$ext/linear_input.npy"
+expect_ok "registering the same files again repairs the damaged artifact" "registered linear@3" \
+    R register linear "$ext/linear.onnx"
+check "... the stored weights are the model's again" cmp "$INFERA_HOME/artifacts/sha256/$hx/linear.weights" "$ext/linear.weights"
+expect_ok "... and the older version loads again" "^y: float32" "$infera" run linear@1 --input "x=$ext/linear_input.npy"
 cp "$work/weights.bak" "$INFERA_HOME/artifacts/sha256/$hx/linear.weights"
 
 # ---------------------------------------------------------------- aliases
@@ -183,6 +190,10 @@ expect_error "model that fails to load" "cannot register 'badm': model .*bad_unk
     R register badm "$models/bad_unknown_op.onnx"
 head -c 5000 "$mlp" >"$work/truncated.onnx"
 expect_error "truncated model" "cannot register 'mlp': model .*truncated.onnx does not load" R register mlp "$work/truncated.onnx"
+: >"$work/empty.onnx"
+expect_error "empty model file: named once, by its path" "model .*/empty.onnx does not load: the model has no graph" \
+    R register empty "$work/empty.onnx"
+expect_error "a folder given as the model" "cannot read model .*: Is a directory" R register empty "$work"
 expect_error "spec that does not fit the model" "pipeline spec .*fraud_spec_misfit.json.*(no input 'features'|features)" \
     R register fraud "$fraud_onnx" --pipeline "$here/fraud_spec_misfit.json"
 expect_error "spec that is not JSON" "pipeline spec .*bad_spec.json" R register fraud "$fraud_onnx" --pipeline "$here/bad_spec.json"
@@ -196,6 +207,42 @@ check "no model row for a model that never loaded" test "$(sql "SELECT count(*) 
 check "no audit record for failed changes" test "$(sql "SELECT count(*) FROM reg_audit")" = "$audit_before"
 check "no artifact written by failed registrations" test "$(n_artifacts)" = "$arts_before"
 expect_ok "audit log verifies" "audit log intact" R audit verify
+
+# ---------------------------------------------------------------- credentials, odd input, JSON, deleted versions
+expect_ok "training data given as a URL with credentials" "registered cred@1" \
+    R register cred "$mlp" --training-data "postgresql://trainer:t0pS3cret@db.example/dw?table=tx&password=al5oS3cret"
+expect_ok "... is stored without them" "training data +postgresql://trainer@db.example/dw\?table=tx&password=\*\*\*" \
+    R show cred
+check "... in no view and no audit record" bash -c "! { '$infera' registry show cred --json; '$infera' registry lineage cred; \
+    '$infera' registry audit --json; } 2>&1 | grep -qE 't0pS3cret|al5oS3cret'"
+check "... nor in the database" test "$(sql "SELECT count(*) FROM reg_versions WHERE training_data LIKE '%S3cret%'")" = 0
+expect_error "a metric of nan is refused (JSON would store null)" "metric 'auc': 'nan' is not a finite number" \
+    R register cred "$mlp" --metric auc=nan
+expect_error "... and of inf" "metric 'loss': 'inf' is not a finite number" R register cred "$mlp" --metric loss=inf
+check "... nothing written" test "$(n_versions cred)" = 1
+expect_error "a registry URL of another kind is refused" "must start with postgresql://" \
+    env INFERA_REGISTRY="mysql://root:pw9Secret@db.example/reg" "$infera" registry list
+check "... without echoing its password" bash -c "! grep -q pw9Secret '$work/err'"
+long_name=$(printf 'a%.0s' $(seq 129))
+expect_error "a reference whose name is over 128 bytes says so" "name is longer than 128 bytes" R show "$long_name@2"
+expect_error "... and registering it" "invalid model name 'a+': use up to 128" R register "$long_name" "$mlp"
+expect_error "a name with a newline: the error stays on one line" "invalid model name 'bad\?name'" R show $'bad\nname'
+mkdir -p "$work/odd \"dir\\"
+INFERA_ARTIFACTS="$work/odd \"dir\\" R register odd "$mlp" >/dev/null 2>&1
+INFERA_ARTIFACTS="$work/odd \"dir\\" R resolve odd --json >"$work/odd.json" 2>&1
+check "resolve --json escapes an artifact path with quotes and backslashes" \
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['artifact'].startswith(sys.argv[2])" \
+    "$work/odd.json" "$work/odd \"dir\\"
+ts=$(R audit --json | python3 -c "import json,sys; print(json.load(sys.stdin)[-1]['ts'])")
+expect_ok "audit --since takes a record's own timestamp" "\"seq\"" R audit --since "$ts" --json
+expect_ok "audit --since takes a trailing Z" "register" R audit --since "${ts:0:16}Z"
+expect_ok "audit --since with Z covers records within that second" "\"seq\"" R audit --since "${ts:0:19}Z" --json
+expect_error "audit --since refuses a cut-off field" "audit --since '2024-05-01T1'" R audit --since 2024-05-01T1
+expect_error "audit --since refuses trailing text" "audit --since" R audit --since 2024-05-01T12:00:00junk
+expect_ok "show of a deleted version by number" "status +DELETED at .* \(superseded\)" R show mlp@1
+expect_ok "... its signature still shown" "input float32\[batch,32\]" R show mlp@1
+expect_ok "lineage of a deleted version by number" "v1 +trained on csv:train/mlp.csv  \[deleted\]" R lineage mlp@1
+expect_error "... but it does not load" "mlp@1 was deleted" "$infera" run mlp@1 --input "$models/mlp_input.npy"
 
 # ---------------------------------------------------------------- concurrency
 conc() {
@@ -250,6 +297,11 @@ expect_error "publisher may not grant" "'pub' may not administer the registry" R
 expect_error "predictor may not read the audit log" "needs global role approver" R audit --token "$PRED"
 expect_ok "approver reads the audit log" "alias" R audit --token "$APPR"
 expect_ok "per-model grant" "granted publisher to pred on model fraud" R grant pred publisher --model fraud --token "$ADMIN"
+expect_error "an empty --model (unset variable) is refused, not a global grant" "grant: invalid model name ''" \
+    R grant pred admin --model "" --token "$ADMIN"
+expect_error "... also for token create" "token create: invalid model name ''" \
+    R token create pred2 --role admin --model "" --token "$ADMIN"
+check "... no admin grant came of them" test "$(sql "SELECT count(*) FROM reg_grants WHERE role = 'admin'")" = 1
 expect_ok "per-model publisher registers that model" "registered fraud@2" R register fraud "$fraud_onnx" --token "$PRED"
 expect_error "... but not another" "'pred' may not publish or delete versions of model 'mlp'" R register mlp "$mlp" --token "$PRED"
 expect_ok "revoke a role" "revoked publisher from pub globally" R revoke pub publisher --token "$ADMIN"
@@ -293,6 +345,82 @@ sql "DELETE FROM reg_audit WHERE seq = $last"
 expect_error "a removed last record is detected" "audit log broken at record $last: the log ends at record $((last - 1))" R audit verify
 sql "DELETE FROM reg_audit WHERE seq = 5"
 expect_error "a removed record is detected (first break reported)" "audit log broken at record 5: record 5 is missing" R audit verify
+
+# ---------------------------------------------------------------- a fresh registry: writers racing
+unset INFERA_TOKEN
+export INFERA_HOME=$work/home2
+if [ "$store" = postgresql ]; then
+    INFERA_REGISTRY=$(pg_create_db race) || bad "create a second PostgreSQL database"
+    export INFERA_REGISTRY
+    sql() { psql "$INFERA_REGISTRY" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
+else
+    sql() { sqlite3 -batch "$INFERA_HOME/registry.db" "$1"; }
+fi
+R register race "$mlp" >/dev/null 2>&1
+R register race "$cnn" >/dev/null 2>&1
+printf '\x01' | dd of="$INFERA_HOME/artifacts/sha256/$h1" bs=1 seek=300 conv=notrunc 2>/dev/null
+expect_error "a damaged model file is refused at load" "artifact of race@1 is corrupt" "$infera" info race@1
+expect_ok "registering the same file again repairs it" "registered race@3" R register race "$mlp"
+expect_ok "... and the older version loads again" "input +float32\[batch,32\]" "$infera" info race@1
+# Two processes move one alias back and forth: every move is audited with the
+# version it really moved from (the one the previous move set), none is lost.
+moves() { for i in 1 2 3 4 5 6 7 8; do R alias "race@$1" live >/dev/null 2>>"$work/moves.err" || echo x >>"$work/moves.err"; done; }
+: >"$work/moves.err"
+moves 1 &
+moves 2 &
+wait
+check "16 concurrent alias moves all succeeded" test ! -s "$work/moves.err"
+R audit --model race --json >"$work/race.json" 2>&1
+check "... each audited, from = the previous move's to" python3 -c '
+import json, sys
+moves = [e["detail"] for e in json.load(open(sys.argv[1])) if e["action"] == "alias"]
+assert len(moves) == 16, len(moves)
+assert moves[0]["from"] is None
+for a, b in zip(moves, moves[1:]):
+    assert b["from"] == a["to"], (a, b)
+' "$work/race.json"
+expect_ok "... and the chain verifies" "audit log intact" R audit verify
+# Auth turned on by another process (its first token) while this one, opened
+# with auth off, waits for the write lock: the write must be refused, not
+# done as the local user.
+if [ "$store" = postgresql ]; then
+    printf "BEGIN; SELECT pg_advisory_xact_lock(7301996211); UPDATE reg_meta SET value = '1' WHERE key = 'auth_enabled';
+SELECT pg_sleep(2); COMMIT;\n" | psql "$INFERA_REGISTRY" -X -q -o /dev/null &
+else
+    printf "BEGIN IMMEDIATE;\nUPDATE reg_meta SET value = '1' WHERE key = 'auth_enabled';\n.shell sleep 2\nCOMMIT;\n" |
+        sqlite3 -batch "$INFERA_HOME/registry.db" >/dev/null &
+fi
+holder=$!
+sleep 0.7
+expect_error "auth turned on while waiting for the write lock: the write is refused" \
+    "not authenticated: .*auth was turned on in the registry" R token create mallory --role admin
+wait "$holder"
+check "... no token for mallory" test "$(sql "SELECT count(*) FROM reg_tokens")" = 0
+
+# ---------------------------------------------------------------- the same order in both stores
+# Names sort by bytes, as SQLite does, even in a PostgreSQL database whose
+# locale (en_US) would sort "alpha" before "Beta".
+export INFERA_HOME=$work/home3
+db_ok=1
+if [ "$store" = postgresql ]; then
+    if locale -a 2>/dev/null | grep -qiE '^en_US\.utf-?8$'; then
+        psql -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres \
+            -c "CREATE DATABASE en_order TEMPLATE template0 LC_COLLATE 'en_US.utf8' LC_CTYPE 'en_US.utf8'" >/dev/null 2>&1 ||
+            db_ok=0
+        export INFERA_REGISTRY="postgresql://postgres@127.0.0.1:$PG_PORT/en_order"
+    else
+        db_ok=0
+        echo "skip [$store] en_US locale not installed: byte order checked in the test database only"
+    fi
+fi
+if [ "$db_ok" = 1 ]; then
+    for n in beta Alpha alpha Beta; do R register "$n" "$mlp" >/dev/null 2>&1; done
+    R alias alpha@1 prod >/dev/null 2>&1
+    R alias alpha@1 Stage >/dev/null 2>&1
+    check "list sorts names by bytes" test "$(R list | awk 'NR > 1 {printf "%s ", $1}')" = "Alpha Beta alpha beta "
+    expect_ok "... and aliases too" "^alpha +1 .* Stage->1, prod->1$" R list
+    expect_ok "show lists a version's aliases by bytes" "^alpha@1  \(Stage, prod\)$" R show alpha@1
+fi
 
 echo "$passed passed, $failed failed"
 exit $((failed > 0))
