@@ -138,6 +138,15 @@ static void fail_job(srv_job *j, inf_status st, const char *fmt, const char *arg
     snprintf(j->err.message, sizeof j->err.message, fmt, arg);
 }
 
+/* Elements in one row (along the leading dimension) of t: the product of its
+ * trailing dimensions, also when t itself has 0 rows (an empty request may
+ * be merged with others; numel / dims[0] would say 0). */
+static int64_t row_elems(const inf_tensor *t) {
+    int64_t n = 1;
+    for (int d = 1; d < t->ndim; d++) n *= t->dims[d];
+    return n;
+}
+
 /* Copies rows [r0, r0+rows) of out into a new tensor the job owns. */
 static inf_status slice_output(const inf_tensor *out, int64_t r0, int64_t rows, int whole, inf_tensor **dst) {
     if (whole) return inf_tensor_clone(out, dst);
@@ -147,7 +156,7 @@ static inf_status slice_output(const inf_tensor *out, int64_t r0, int64_t rows, 
     inf_tensor *t = NULL;
     inf_status st = inf_tensor_new(out->dtype, out->ndim, dims, &t);
     if (st != INF_OK) return st;
-    int64_t per_row = out->dims[0] ? inf_tensor_numel(out) / out->dims[0] : 0;
+    int64_t per_row = row_elems(out);
     if (out->dtype == INF_DTYPE_STRING) {
         char *const *src = (char *const *)out->data;
         for (int64_t k = 0; k < rows * per_row; k++) {
@@ -160,7 +169,8 @@ static inf_status slice_output(const inf_tensor *out, int64_t r0, int64_t rows, 
         }
     } else {
         size_t esz = inf_dtype_size(out->dtype);
-        memcpy(t->data, (const char *)out->data + (size_t)(r0 * per_row) * esz, (size_t)(rows * per_row) * esz);
+        size_t nb = (size_t)(rows * per_row) * esz;
+        if (nb) memcpy(t->data, (const char *)out->data + (size_t)(r0 * per_row) * esz, nb);
     }
     *dst = t;
     return INF_OK;
@@ -205,7 +215,7 @@ static int fill_store(const srv_batcher *b, srv_job *j, inf_tensor *const *out, 
                 memcpy(dims, t->dims, sizeof dims);
                 dims[0] = j->rows;
                 char *dst = (char *)j->out_store + off;
-                memcpy(dst, (const char *)t->data + (size_t)(r0 * per_row) * esz, nb);
+                if (nb) memcpy(dst, (const char *)t->data + (size_t)(r0 * per_row) * esz, nb);
                 inf_tensor_init_view(&j->out_views[o], t->dtype, t->ndim, dims, dst);
                 j->outputs[o] = &j->out_views[o];
             }
@@ -234,7 +244,7 @@ static void run_batch(srv_batcher *b, inf_session *session, srv_job *first, int 
                 continue;
             }
             size_t esz = inf_dtype_size(x->dtype);
-            int64_t per_row = x->dims[0] ? inf_tensor_numel(x) / x->dims[0] : 0;
+            int64_t per_row = row_elems(x); /* from the trailing dims: the first job may have 0 rows */
             size_t need = (size_t)(rows * per_row) * esz;
             if (need > b->stage_cap[i]) {
                 void *p = realloc(b->stage[i], need);
@@ -250,7 +260,7 @@ static void run_batch(srv_batcher *b, inf_session *session, srv_job *first, int 
             size_t off = 0;
             for (j = first, k = 0; k < n_jobs; j = j->next, k++) {
                 size_t nb = (size_t)(j->inputs[i]->dims[0] * per_row) * esz;
-                memcpy((char *)b->stage[i] + off, j->inputs[i]->data, nb);
+                if (nb) memcpy((char *)b->stage[i] + off, j->inputs[i]->data, nb); /* (0 rows: maybe no buffers) */
                 off += nb;
             }
             int64_t dims[INF_MAX_DIMS];

@@ -4,13 +4,13 @@
  * pipelining (MHD answers a connection's requests in order).
  *
  * PER REQUEST.  The first call of the access handler creates an srv_request
- * (and rejects a Content-Length over the body limit with 413 once the
- * headers are in); the next calls append upload chunks to the body (a body
- * growing past the limit is dropped and answered 413); the final call
- * dispatches the route.  A route that posts a job to a batcher suspends the
- * connection before the job is queued, and the job's completion resumes it
- * from the scheduler thread; MHD then calls the handler again and the
- * response is encoded on the HTTP thread.  The completion callback
+ * (and rejects a Content-Length over the body limit with 413 -- at once, with
+ * no "100 Continue", when the client asked for one); the next calls append
+ * upload chunks to the body (a body growing past the limit is dropped and
+ * answered 413); the final call dispatches the route.  A route that posts a
+ * job to a batcher suspends the connection before the job is queued, and the
+ * job's completion resumes it from the scheduler thread; MHD then calls the
+ * handler again and the response is encoded on the HTTP thread.  The completion callback
  * (NOTIFY_COMPLETED) releases everything the request holds.
  *
  * PER CONNECTION.  Each connection gets an srv_conn when it opens
@@ -41,6 +41,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "serve/serve.h"
@@ -191,6 +192,7 @@ static enum MHD_Result send_response(srv_request *rq) {
         snprintf(len, sizeof len, "%zu", rq->json_header_len);
         MHD_add_response_header(resp, "Inference-Header-Content-Length", len);
     }
+    if (rq->status == 405 && rq->allow[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allow);
     if (atomic_load(&srv->draining)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     if (rq->status == 0) rq->status = 200;
     enum MHD_Result r = MHD_queue_response(rq->conn, (unsigned)rq->status, resp);
@@ -215,6 +217,11 @@ void inf__serve_http_job_done(srv_job *job, void *user) {
     MHD_resume_connection(rq->conn);
 }
 
+static void too_large(srv_request *rq) {
+    inf__serve_error(rq, 413, "request body larger than the limit of %lld bytes (--max-body-bytes)",
+                     (long long)rq->srv->opt.max_body_bytes);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
@@ -233,7 +240,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         atomic_fetch_add(&srv->in_flight, 1);
         *con_cls = rq;
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > (unsigned long long)srv->opt.max_body_bytes) rq->body_too_large = 1;
+        if (cl && strtoull(cl, NULL, 10) > (unsigned long long)srv->opt.max_body_bytes) {
+            rq->body_too_large = 1;
+            /* a client waiting for "100 Continue" is answered now, before it
+             * sends the body (libmicrohttpd then closes the connection); one
+             * already sending gets its 413 once the body is read (and
+             * dropped): closing under an upload would reset the connection
+             * before the client reads the answer */
+            const char *ex = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+            if (ex && !strcasecmp(ex, "100-continue")) {
+                too_large(rq);
+                return send_response(rq);
+            }
+        }
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -275,8 +294,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return send_response(rq);
     if (rq->state == 3) return MHD_YES;
     if (rq->body_too_large == 1) {
-        inf__serve_error(rq, 413, "request body larger than the limit of %lld bytes (--max-body-bytes)",
-                         (long long)srv->opt.max_body_bytes);
+        too_large(rq);
         return send_response(rq);
     }
     if (rq->body_too_large == 2) {

@@ -18,17 +18,23 @@
  *
  * VALIDATION.  Every input must name a model input (once), carry the model's
  * datatype and a shape of the model's rank whose fixed dimensions match;
- * data must hold exactly prod(shape) elements.  Messages name the input,
- * the field and the expected value, and become the {"error": ...} body.
+ * data must hold exactly prod(shape) elements, each within its datatype's
+ * range (NaN, Infinity and -Infinity are float values, as Python's json and
+ * Triton write them; a finite literal that overflows is refused), BYTES
+ * elements without NUL bytes (the engine's strings end at one).  Messages
+ * name the input, the field and the expected value, and become the
+ * {"error": ...} body.
  *
  * ENCODING.  Outputs (all, or the requested ones in request order) are
  * written as JSON data arrays, or as binary blobs when asked for per output
- * ("binary_data") or per request ("binary_data_output").  A sequence of
+ * ("binary_data") or per request ("binary_data_output"); a BYTES output
+ * that is not UTF-8 can only be binary.  A sequence of
  * maps (ZipMap, as skl2onnx classifiers end) is sent as one [N, n_classes]
  * tensor of the maps' values with its keys in parameters.class_labels
  * (section "sequences of maps" below).
  */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +72,7 @@ typedef struct scan {
     const char *base, *p, *end;
     inf_error *err;
     int failed;
+    int nonfinite; /* NaN / Infinity / -Infinity are values (inference requests; not records) */
 } scan;
 
 static int fail(scan *sc, inf_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -104,6 +111,18 @@ static int expect(scan *sc, char c, const char *where) {
                 (long)(sc->p - sc->base), where, c, *sc->p);
 }
 
+static int hexval(char c);
+
+/* 1 when p (just after a backslash) starts a JSON escape: one of "\/bfnrt
+ * or u and four hex digits. */
+static int valid_escape(const char *p, const char *end) {
+    if (*p && strchr("\"\\/bfnrt", *p)) return 1;
+    if (*p != 'u' || end - p < 5) return 0;
+    for (int i = 1; i <= 4; i++)
+        if (hexval(p[i]) < 0) return 0;
+    return 1;
+}
+
 /* A string token: [s, s+n) raw (escapes not decoded); has_esc when it has '\'. */
 static int str_span(scan *sc, const char **s, size_t *n, int *has_esc, const char *where) {
     if (expect(sc, '"', where)) return -1;
@@ -117,6 +136,9 @@ static int str_span(scan *sc, const char **s, size_t *n, int *has_esc, const cha
             esc = 1;
             sc->p++;
             if (sc->p >= sc->end) break;
+            if (!valid_escape(sc->p, sc->end))
+                return fail(sc, INF_EFORMAT, "malformed JSON at offset %ld in %s: invalid escape '\\%c' in string",
+                            (long)(sc->p - sc->base), where, *sc->p);
         }
         sc->p++;
     }
@@ -136,7 +158,8 @@ static int hexval(char c) {
 }
 
 /* Decodes a raw string span (with escapes) into a malloc'd NUL-terminated
- * string; *out_len gets its length.  NULL on a bad escape (or no memory). */
+ * string; *out_len gets its length.  NULL on a bad escape, a lone UTF-16
+ * surrogate (or no memory). */
 static char *unescape(const char *s, size_t n, size_t *out_len) {
     char *o = malloc(n + 1);
     if (!o) return NULL;
@@ -179,6 +202,7 @@ static char *unescape(const char *s, size_t n, size_t *out_len) {
                     i += 6;
                 }
             }
+            if (cp >= 0xD800 && cp <= 0xDFFF) goto bad; /* a lone surrogate is no character (not UTF-8) */
             if (cp < 0x80) {
                 o[k++] = (char)cp;
             } else if (cp < 0x800) {
@@ -208,6 +232,23 @@ bad:
 }
 
 static int skip_value(scan *sc, int depth, const char *where);
+
+/* The non-finite spellings of JSON's common extension (Python's json,
+ * rapidjson's kParseNanAndInfFlag as Triton parses requests): the length of
+ * the one s starts with, its value in *out (may be NULL); 0 if none. */
+static size_t nonfinite_len(const char *s, const char *end, double *out) {
+    static const struct {
+        const char *text;
+        size_t n;
+        int sign; /* 0 = NaN */
+    } lits[] = {{"-Infinity", 9, -1}, {"Infinity", 8, 1}, {"-Inf", 4, -1}, {"Inf", 3, 1}, {"NaN", 3, 0}};
+    for (size_t i = 0; i < sizeof lits / sizeof lits[0]; i++) {
+        if ((size_t)(end - s) < lits[i].n || memcmp(s, lits[i].text, lits[i].n)) continue;
+        if (out) *out = lits[i].sign ? lits[i].sign * (double)INFINITY : (double)NAN;
+        return lits[i].n;
+    }
+    return 0;
+}
 
 static const char *skip_ws(const char *p, const char *end) {
     while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
@@ -274,6 +315,7 @@ static int skip_value(scan *sc, int depth, const char *where) {
         }
     }
     size_t n = inf__serve_number_len(sc->p, sc->end); /* checked, not converted: skipped */
+    if (!n && sc->nonfinite) n = nonfinite_len(sc->p, sc->end, NULL);
     if (!n)
         return fail(sc, INF_EFORMAT, "malformed JSON at offset %ld in %s: unexpected '%c'", (long)(sc->p - sc->base),
                     where, c);
@@ -313,13 +355,17 @@ static int get_string(scan *sc, char **out, const char *where) {
     size_t n = 0;
     int esc = 0;
     if (str_span(sc, &s, &n, &esc, where)) return -1;
-    size_t len;
+    size_t len = 0;
     char *v = esc ? unescape(s, n, &len) : NULL;
     if (!esc) {
         v = malloc(n + 1);
         if (v) memcpy(v, s, n), v[n] = 0;
     }
     if (!v) return fail(sc, INF_EFORMAT, "bad string escape in %s", where);
+    if (esc && memchr(v, 0, len)) {
+        free(v);
+        return fail(sc, INF_EINVAL, "%s contains a NUL character", where);
+    }
     free(*out);
     *out = v;
     return 0;
@@ -332,17 +378,23 @@ static int get_params(scan *sc, cJSON **out, const char *where) {
     if (sc->p >= sc->end || *sc->p != '{') return fail(sc, INF_EFORMAT, "%s: 'parameters' must be an object", where);
     if (skip_value(sc, 0, where)) return -1;
     cJSON *j = cJSON_ParseWithLength(start, (size_t)(sc->p - start));
-    if (!j) return fail(sc, INF_ENOMEM, "%s: cannot parse parameters", where);
+    if (!j) /* the scanner checked the grammar and the escape syntax: left are lone \u surrogates (or memory) */
+        return fail(sc, INF_EFORMAT, "%s: cannot parse 'parameters' (a \\u escape that is no character?)", where);
     cJSON_Delete(*out);
     *out = j;
     return 0;
 }
 
+/* An integer parameter: 1 with *out, 0 when absent, -1 when not an integer
+ * (a string, a fraction, or beyond 2^53 where a JSON number stops being one
+ * exactly). */
 static int param_int(const cJSON *params, const char *key, int64_t *out) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, key);
     if (!v) return 0;
     if (!cJSON_IsNumber(v)) return -1;
-    *out = (int64_t)v->valuedouble;
+    double d = v->valuedouble;
+    if (!(fabs(d) <= 9007199254740992.0) || d != floor(d)) return -1;
+    *out = (int64_t)d;
     return 1;
 }
 
@@ -364,15 +416,25 @@ static void shape_str(char *buf, size_t size, int ndim, const int64_t *dims) {
     if (k < size) snprintf(buf + k, size - k, "]");
 }
 
+/* The engine's strings end at a NUL: an element with one inside is refused,
+ * not silently cut. */
+#define NUL_MSG "input '%s': BYTES element %lld contains a NUL byte, which the engine's strings cannot hold"
+
 /* Parses a "data" span into in->data (numel elements of in->dtype). */
 static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_len, int64_t numel) {
-    scan sc = {outer->base, span, span + span_len, outer->err, 0};
+    scan sc = {outer->base, span, span + span_len, outer->err, 0, outer->nonfinite};
     const char *nm = in->name;
     size_t esz = inf_dtype_size(in->dtype);
     if (in->dtype == INF_DTYPE_F16 || in->dtype == INF_DTYPE_BF16)
         return fail(outer, INF_ETYPE,
                     "input '%s': %s data cannot be given as JSON; use the binary tensor data extension", nm,
                     in->dtype == INF_DTYPE_F16 ? "FP16" : "BF16");
+    if (numel > 4096 && numel > (int64_t)span_len) { /* each element takes a byte: do not allocate for a lie */
+        char sh[96];
+        shape_str(sh, sizeof sh, in->ndim, in->dims);
+        return fail(outer, INF_ESHAPE, "input '%s': data of %zu bytes cannot hold the %lld elements shape %s needs", nm,
+                    span_len, (long long)numel, sh);
+    }
     if (in->dtype == INF_DTYPE_STRING) {
         in->strings = calloc((size_t)(numel ? numel : 1), sizeof(char *));
         if (!in->strings) return fail(outer, INF_ENOMEM, "input '%s': out of memory", nm);
@@ -416,6 +478,12 @@ static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_
         case INF_DTYPE_F64: {
             double d;
             n = inf__serve_parse_double(p, end, &d);
+            if (n && (!isfinite(d) || (in->dtype == INF_DTYPE_F32 && isinf((float)d))))
+                return fail(outer, INF_ERANGE,
+                            "input '%s': element %lld (%.*s) is out of range for %s (an infinity is written "
+                            "Infinity or -Infinity)",
+                            nm, (long long)k, (int)(n < 40 ? n : 40), p, inf__serve_kserve_dtype(in->dtype));
+            if (!n) n = nonfinite_len(p, end, &d);
             if (!n) goto bad_elem;
             if (in->dtype == INF_DTYPE_F32)
                 ((float *)in->data)[k] = (float)d;
@@ -449,8 +517,14 @@ static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_
             }
             size_t len = sn;
             char *v = esc ? unescape(s, sn, &len) : malloc(sn + 1);
-            if (!v) return fail(outer, INF_EFORMAT, "input '%s': element %lld: bad string", nm, (long long)k);
+            if (!v)
+                return fail(outer, INF_EFORMAT, "input '%s': element %lld: a \\u escape that is no character (a lone "
+                            "UTF-16 surrogate)", nm, (long long)k);
             if (!esc) memcpy(v, s, sn), v[sn] = 0;
+            if (memchr(v, 0, len)) {
+                free(v);
+                return fail(outer, INF_EINVAL, NUL_MSG, nm, (long long)k);
+            }
             in->strings[k] = v;
             ((char **)in->data)[k] = v;
             n = (size_t)(sc.p - p);
@@ -695,7 +769,7 @@ static int check_input(scan *sc, const inf_model *model, srv_input *in, const in
 inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t json_len, const inf_model *model,
                                    srv_infer_request *req, inf_error *err) {
     memset(req, 0, sizeof *req);
-    scan sc0 = {body, body, body + json_len, err, 0};
+    scan sc0 = {body, body, body + json_len, err, 0, 1};
     scan *sc = &sc0;
     input_tmp *tmps = NULL;
     cJSON *params = NULL;
@@ -708,8 +782,9 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
     }
     ws(sc);
     if (sc->p >= sc->end || *sc->p != '{') {
-        fail(sc, INF_EFORMAT, json_len ? "malformed JSON: the request must be a JSON object"
-                                       : "empty request body: expected a JSON inference request");
+        fail(sc, INF_EFORMAT, json_len   ? "malformed JSON: the request must be a JSON object"
+                              : body_len ? "Inference-Header-Content-Length is 0: the request has no JSON header"
+                                         : "empty request body: expected a JSON inference request");
         goto done;
     }
     sc->p++;
@@ -788,8 +863,13 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
             goto done;
         }
         if (param_bool(params, "binary_data_output", &b) > 0) req->binary_default = b;
-        int64_t t;
-        if (param_int(params, "timeout", &t) > 0 && t > 0) req->timeout_us = t;
+        int64_t t = 0;
+        if (param_int(params, "timeout", &t) < 0 || t < 0) {
+            fail(sc, INF_EINVAL, "parameters.timeout must be a non-negative integer (microseconds; 0 = the server's "
+                                 "--request-timeout-ms)");
+            goto done;
+        }
+        req->timeout_us = t;
     }
     /* bind and check inputs, then fill their data */
     size_t bin_off = json_len;
@@ -811,7 +891,7 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
                 fail(sc, INF_EINVAL, "input '%s': both 'data' and parameters.binary_data_size are given", in->name);
                 goto done;
             }
-            if (json_len == body_len) {
+            if (json_len == body_len && tmp->binary_size > 0) {
                 fail(sc, INF_EINVAL,
                      "input '%s': binary_data_size given but the request has no binary part (missing "
                      "Inference-Header-Content-Length header?)",
@@ -828,6 +908,12 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
             size_t bs = (size_t)tmp->binary_size;
             bin_off += bs;
             if (in->dtype == INF_DTYPE_STRING) {
+                if ((uint64_t)numel > bs / 4) { /* 4 length bytes per element at least */
+                    fail(sc, INF_EFORMAT,
+                         "input '%s': binary_data_size %zu cannot hold %lld BYTES elements (4-byte length each)",
+                         in->name, bs, (long long)numel);
+                    goto done;
+                }
                 in->strings = calloc((size_t)(numel ? numel : 1), sizeof(char *));
                 in->data = malloc((size_t)(numel ? numel : 1) * sizeof(char *));
                 in->n_strings = numel;
@@ -848,6 +934,10 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
                     if (len > bs - off) {
                         fail(sc, INF_EFORMAT, "input '%s': BYTES element %lld: length %u exceeds the blob", in->name,
                              (long long)k, len);
+                        goto done;
+                    }
+                    if (memchr(blob + off, 0, len)) {
+                        fail(sc, INF_EINVAL, NUL_MSG, in->name, (long long)k);
                         goto done;
                     }
                     char *v = malloc((size_t)len + 1);
@@ -1119,6 +1209,45 @@ static void encode_output(srv_buf *json, srv_buf *bin, const char *name, const i
     inf__serve_buf_put(json, "}", 1);
 }
 
+/* 1 when s[0..n) is well-formed UTF-8 (no overlongs, surrogates or code
+ * points past U+10FFFF): what a JSON text may carry. */
+static int utf8_valid(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        size_t k = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (!k || i + k > n) return 0;
+        unsigned cp = k == 1 ? c : k == 2 ? c & 0x1F : k == 3 ? c & 0x0F : c & 0x07;
+        for (size_t j = 1; j < k; j++) {
+            if ((s[i + j] & 0xC0) != 0x80) return 0;
+            cp = cp << 6 | (s[i + j] & 0x3F);
+        }
+        static const unsigned min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < min_cp[k] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+        i += k;
+    }
+    return 1;
+}
+
+/* A BYTES output sent as JSON must be text: an element that is not UTF-8
+ * would make the response invalid JSON, so it is refused with a pointer to
+ * the binary form, which carries any bytes. */
+static inf_status check_json_strings(const char *name, const inf_tensor *t, inf_error *err) {
+    int64_t n = inf_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        const char *e = ((char *const *)t->data)[i];
+        if (!e || utf8_valid((const unsigned char *)e, strlen(e))) continue;
+        if (err) {
+            err->status = INF_EUNSUPPORTED;
+            snprintf(err->message, sizeof err->message,
+                     "output '%s': BYTES element %lld is not UTF-8 text, which a JSON string cannot carry; ask for "
+                     "the output as binary data (\"parameters\":{\"binary_data\":true})",
+                     name, (long long)i);
+        }
+        return INF_EUNSUPPORTED;
+    }
+    return INF_OK;
+}
+
 static inf_status unsupported_output(const char *name, const inf_tensor *t, inf_error *err) {
     if (err) {
         err->status = INF_EUNSUPPORTED;
@@ -1158,6 +1287,8 @@ inf_status inf__serve_encode_infer(const srv_infer_request *req, const inf_model
         if (is_map < 0) return INF_EUNSUPPORTED;
         if (!is_map && (!t || t->kind != INF_KIND_TENSOR || !inf__serve_kserve_dtype(t->dtype)))
             return unsupported_output(name, t, err);
+        if (!is_map && !binary && t->dtype == INF_DTYPE_STRING && check_json_strings(name, t, err) != INF_OK)
+            return INF_EUNSUPPORTED;
         if (i) inf__serve_buf_put(json, ",", 1);
         encode_output(json, bin, name, t, &ms, is_map, binary);
     }
@@ -1177,7 +1308,7 @@ inf_status inf__serve_encode_infer(const srv_infer_request *req, const inf_model
 inf_status inf__serve_decode_records(const char *body, size_t len,
                                      int (*each)(const char *obj, size_t n, void *user, inf_error *err), void *user,
                                      inf_error *err) {
-    scan sc0 = {body, body, body + len, err, 0};
+    scan sc0 = {body, body, body + len, err, 0, 0};
     scan *sc = &sc0;
     int have = 0;
     ws(sc);

@@ -143,9 +143,10 @@ int inf__serve_route_dispatch(srv_request *rq) {
         }
         return routes[i].fn(rq);
     }
-    if (path_matched)
+    if (path_matched) {
         inf__serve_error(rq, 405, "method %s not allowed on %s (allowed: %s)", rq->method, rq->url, allowed);
-    else
+        inf__serve_copy_str(rq->allow, sizeof rq->allow, allowed); /* RFC 9110 §15.5.6: a 405 names them */
+    } else
         inf__serve_error(rq, 404, "no route for %s %s", rq->method, rq->url);
     return 0;
 }
@@ -529,6 +530,11 @@ static int h_records(srv_request *rq) {
     if (st != INF_OK) {
         count_failure(rq, SRV_FAIL_BAD_REQUEST);
         inf__serve_error(rq, status_of(st), "%s", e.message);
+        return 0;
+    }
+    if (inf_record_batch_n_rows(batch) == 0) { /* {"records": []}: nothing to prepare or run */
+        records_head(rq);
+        inf__serve_buf_puts(&rq->resp, ",\"predictions\":[],\"rejected\":[]}");
         return 0;
     }
     const inf_tensor *const *x = NULL;

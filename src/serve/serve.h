@@ -65,7 +65,7 @@ void inf__serve_buf_i64(srv_buf *b, int64_t v);
 void inf__serve_buf_u64(srv_buf *b, uint64_t v);
 /* strlcpy: src (NULL as "") into dst of size bytes, cut and NUL-terminated. */
 void inf__serve_copy_str(char *dst, size_t size, const char *src);
-/* float32 / float64 as JSON numbers (non-finite as null). */
+/* float32 / float64 as JSON numbers (non-finite as NaN, Infinity, -Infinity). */
 void inf__serve_buf_f32(srv_buf *b, float v);
 void inf__serve_buf_f64(srv_buf *b, double v);
 /* Takes the buffer's memory (NUL-terminated, malloc'd); b is left empty. */
@@ -438,6 +438,7 @@ struct srv_request {
     srv_buf resp_bin;
     size_t json_header_len;       /* > 0: binary response */
     const char *content_type;
+    char allow[64];               /* 405: the path's methods, sent as the Allow header */
     /* async state (infer / records) */
     int state;                    /* 0 new, 1 suspended, 2 completed, 3 responded */
     srv_version *version;

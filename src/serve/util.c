@@ -108,9 +108,18 @@ void inf__serve_copy_str(char *dst, size_t size, const char *src) {
     dst[n] = 0;
 }
 
+/* Non-finite values in the spelling of Python's json and of Triton
+ * (rapidjson's kWriteNanAndInfFlag), which the request parser reads back:
+ * null would lose which one it was (and is not a number). */
+static void buf_nonfinite(srv_buf *b, double v) {
+    if (isnan(v)) inf__serve_buf_put(b, "NaN", 3);
+    else if (v > 0) inf__serve_buf_put(b, "Infinity", 8);
+    else inf__serve_buf_put(b, "-Infinity", 9);
+}
+
 void inf__serve_buf_f32(srv_buf *b, float v) {
     if (!isfinite(v)) {
-        inf__serve_buf_put(b, "null", 4);
+        buf_nonfinite(b, v);
         return;
     }
     char tmp[INF__SERVE_F32_MAX];
@@ -119,7 +128,7 @@ void inf__serve_buf_f32(srv_buf *b, float v) {
 
 void inf__serve_buf_f64(srv_buf *b, double v) {
     if (!isfinite(v)) {
-        inf__serve_buf_put(b, "null", 4);
+        buf_nonfinite(b, v);
         return;
     }
     char tmp[40];

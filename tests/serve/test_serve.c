@@ -258,7 +258,13 @@ static void check_protocol(int port) {
     for (size_t i = 0; i < sizeof protocol_gets / sizeof protocol_gets[0]; i++)
         expect(port, "GET", protocol_gets[i].path, NULL, protocol_gets[i].status, protocol_gets[i].needle,
                protocol_gets[i].what);
-    http_resp r = req(port, "GET", "/v2", NULL);
+    http_resp r = req(port, "GET", "/v2/models/fraud/infer", NULL);
+    char allow[32] = "";
+    http_header(&r, "Allow", allow, sizeof allow);
+    CHECK(r.status == 405 && !strcmp(allow, "POST"), "a 405 names the allowed methods in Allow (got %d, Allow '%s')",
+          r.status, allow);
+    http_resp_free(&r);
+    r = req(port, "GET", "/v2", NULL);
     CHECK(r.status == 200 && has(&r, "\"name\":\"infera\"") && has(&r, "binary_tensor_data") &&
               has(&r, "model_repository"),
           "GET /v2 -> server metadata with extensions");
@@ -622,11 +628,25 @@ static void check_records(int port) {
     CHECK(r.status == 200 && has(&r, "\"model_name\":\"fraud\"") && has(&r, "\"predictions\":[{") &&
               has(&r, "\"probabilities_1\":") && has(&r, "\"label\":"),
           "records endpoint: raw records -> predictions through the default pipeline (%.200s)", r.body ? r.body : "");
+    /* the same values under other field names: the default mapping is each
+     * request's own, not the one of an earlier request (pooled executors
+     * used to keep the first request's field names and score these as missing) */
+    const char *renamed = "{\"records\":[{\"tx\":1,\"m1\":0.5,\"m2\":1.25,\"m3\":3,\"m4\":0.1,\"m5\":2,\"m6\":7,"
+                          "\"m7\":0.3,\"m8\":1,\"m9\":0,\"m10\":12.5,\"m11\":3.3,\"m12\":0.9},{\"tx\":2,\"m1\":9,"
+                          "\"m2\":8,\"m3\":7,\"m4\":6,\"m5\":5,\"m6\":4,\"m7\":3,\"m8\":2,\"m9\":1,\"m10\":0,\"m11\":-1,"
+                          "\"m12\":-2}]}";
+    http_resp r2 = req(port, "POST", "/v2/models/fraud/records", renamed);
+    CHECK(r.status == 200 && r2.status == 200 && r.body && r2.body && !strcmp(r.body, r2.body),
+          "records endpoint: the same values under other field names give the same predictions (%.200s)",
+          r2.body ? r2.body : "");
+    http_resp_free(&r2);
     http_resp_free(&r);
     expect(port, "POST", "/v2/models/fraud/records", "{\"records\":[{\"a\":1},", 400, "malformed JSON",
            "records endpoint: malformed JSON -> 400");
     expect(port, "POST", "/v2/models/fraud/records", "{\"rows\":[]}", 400, "no 'records' array",
            "records endpoint: no records array -> 400");
+    expect(port, "POST", "/v2/models/fraud/records", "{\"records\":[]}", 200, "\"predictions\":[],\"rejected\":[]",
+           "records endpoint: an empty records array -> 200 with no predictions");
 }
 
 /* ---- sequence-of-map outputs (ZipMap, as skl2onnx classifiers end) ----
@@ -745,6 +765,224 @@ static void check_zipmap(int port) {
     check_zipmap_model(port, "zs", "\"[\\\"cat\\\",\\\"dog\\\",\\\"emu\\\"]\"");
     check_zipmap_model(port, "zi", "\"[10,20,30]\"");
     check_zipmap_records(port);
+}
+
+/* ---- datatypes on identity models: non-finite floats, ranges, BYTES ----
+ * tests/serve/models/id_{fp32,bytes}.onnx (gen_serve_models.py): y = x, so
+ * a response carries back exactly what the request sent. */
+
+static const serve_opts TYPES_SERVER = {.what = "datatypes server",
+                                        .models = {"tests/serve/models/id_fp32.onnx",
+                                                   "tests/serve/models/id_bytes.onnx"},
+                                        .flags = {"--max-queue-delay-us", "20000"}};
+
+#define ID_FP32 "/v2/models/id_fp32/infer"
+#define ID_BYTES "/v2/models/id_bytes/infer"
+
+/* POSTs the JSON header hdr followed by n bytes of blob (the binary tensor
+ * extension, Inference-Header-Content-Length = strlen(hdr)) to path. */
+static http_resp bin_post(int port, const char *path, const char *hdr, const void *blob, size_t n) {
+    size_t hl = strlen(hdr);
+    char *body = malloc(hl + n + 1);
+    http_resp r = {0};
+    if (!body) return r;
+    memcpy(body, hdr, hl);
+    if (n) memcpy(body + hl, blob, n);
+    char extra[96];
+    snprintf(extra, sizeof extra, "Inference-Header-Content-Length: %zu\r\n", hl);
+    if (http_request(port, "POST", path, extra, body, hl + n, &r)) r.status = 0;
+    free(body);
+    return r;
+}
+
+/* The binary part of a binary response (after Inference-Header-Content-Length), or NULL. */
+static const char *bin_part(const http_resp *r, size_t *n) {
+    char ihcl[32];
+    if (r->status != 200 || http_header(r, "Inference-Header-Content-Length", ihcl, sizeof ihcl)) return NULL;
+    size_t jl = (size_t)atol(ihcl);
+    if (jl > r->body_len) return NULL;
+    *n = r->body_len - jl;
+    return r->body + jl;
+}
+
+static void check_nonfinite(int port) {
+    expect(port, "POST", ID_FP32,
+           "{\"inputs\":[{\"name\":\"x\",\"shape\":[2,3],\"datatype\":\"FP32\",\"data\":[NaN,Infinity,-Infinity,Inf,-Inf,"
+           "1.5]}]}",
+           200, "\"data\":[NaN,Infinity,-Infinity,Infinity,-Infinity,1.5]",
+           "FP32 data NaN, Infinity, -Infinity (and Inf, -Inf) are read, and written back as NaN, Infinity, -Infinity");
+    http_resp r = req(port, "POST", ID_FP32,
+                      "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3],\"datatype\":\"FP32\",\"data\":[NaN,Infinity,-Infinity]}],"
+                      "\"parameters\":{\"binary_data_output\":true}}");
+    size_t n = 0;
+    const char *blob = bin_part(&r, &n);
+    float v[3] = {0};
+    if (blob && n == sizeof v) memcpy(v, blob, sizeof v);
+    CHECK(blob && n == sizeof v && isnan(v[0]) && isinf(v[1]) && v[1] > 0 && isinf(v[2]) && v[2] < 0,
+          "the same values as binary output: NaN, +inf, -inf (status %d, %zu bytes)", r.status, n);
+    http_resp_free(&r);
+    expect(port, "POST", ID_FP32, "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3],\"datatype\":\"FP32\",\"data\":[1e39,1,2]}]}",
+           400, "element 0 (1e39) is out of range for FP32", "FP32 element beyond FLT_MAX (1e39) -> 400, not inf");
+    expect(port, "POST", ID_FP32, "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3],\"datatype\":\"FP32\",\"data\":[1,-1e400,2]}]}",
+           400, "element 1 (-1e400) is out of range for FP32", "element beyond the double range (-1e400) -> 400");
+    expect(port, "POST", ID_FP32,
+           "{\"inputs\":[{\"name\":\"x\",\"shape\":[99999999999,3],\"datatype\":\"FP32\",\"data\":[1,2,3]}]}", 400,
+           "cannot hold the 299999999997 elements shape [99999999999,3] needs",
+           "a huge shape over 3 data elements -> 400 (no allocation of 1.2 TB, no 503)");
+}
+
+static void check_bytes(int port) {
+    expect(port, "POST", ID_BYTES,
+           "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3],\"datatype\":\"BYTES\",\"data\":[\"a\\u0000b\",\"b\",\"c\"]}]}", 400,
+           "BYTES element 0 contains a NUL byte", "a BYTES element with \\u0000 -> 400 (not cut at the NUL)");
+    const char nul_blob[] = "\3\0\0\0a\0b\1\0\0\0x\1\0\0\0y"; /* "a\0b", "x", "y": 17 bytes */
+    const char *hdr = "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3],\"datatype\":\"BYTES\",\"parameters\":{"
+                      "\"binary_data_size\":17}}]}";
+    http_resp r = bin_post(port, ID_BYTES, hdr, nul_blob, 17);
+    CHECK(r.status == 400 && has(&r, "BYTES element 0 contains a NUL byte"),
+          "a binary BYTES element with a NUL byte -> 400 (got %d %.200s)", r.status, r.body ? r.body : "");
+    http_resp_free(&r);
+    expect(port, "POST", ID_BYTES,
+           "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3],\"datatype\":\"BYTES\",\"data\":[\"\\ud800\",\"b\",\"c\"]}]}", 400,
+           "lone UTF-16 surrogate", "a lone \\ud800 in a BYTES element -> 400");
+    /* bytes that are not UTF-8 travel in binary, and cannot become a JSON string */
+    const char raw[] = "\2\0\0\0\xff\xfe\2\0\0\0ok\0\0\0\0";
+    const char *h_json = "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3],\"datatype\":\"BYTES\",\"parameters\":{"
+                         "\"binary_data_size\":16}}]}";
+    r = bin_post(port, ID_BYTES, h_json, raw, 16);
+    CHECK(r.status == 501 && has(&r, "BYTES element 0 is not UTF-8 text") && has(&r, "binary_data"),
+          "non-UTF-8 BYTES output asked for as JSON -> 501 naming binary data (got %d %.200s)", r.status,
+          r.body ? r.body : "");
+    http_resp_free(&r);
+    const char *h_bin = "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3],\"datatype\":\"BYTES\",\"parameters\":{"
+                        "\"binary_data_size\":16}}],\"parameters\":{\"binary_data_output\":true}}";
+    r = bin_post(port, ID_BYTES, h_bin, raw, 16);
+    size_t n = 0;
+    const char *blob = bin_part(&r, &n);
+    CHECK(blob && n == 16 && !memcmp(blob, raw, 16), "the same as binary output: the 16 bytes back as sent (status %d)",
+          r.status);
+    http_resp_free(&r);
+}
+
+static void check_request_params(int port) {
+    const char *base = "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3],\"datatype\":\"FP32\",\"data\":[1,2,3]}],";
+    struct {
+        const char *tail, *want, *what;
+    } cases[] = {
+        {"\"parameters\":{\"note\":\"\\x\"}}", "invalid escape '\\\\x' in string", "parameters with a bad escape"},
+        {"\"parameters\":{\"note\":\"\\ud800\"}}", "cannot parse 'parameters'", "parameters with a lone surrogate"},
+        {"\"parameters\":{\"timeout\":\"100\"}}", "parameters.timeout must be a non-negative integer",
+         "timeout as a string"},
+        {"\"parameters\":{\"timeout\":2.5}}", "parameters.timeout must be a non-negative integer", "timeout 2.5"},
+        {"\"parameters\":{\"timeout\":1e30}}", "parameters.timeout must be a non-negative integer", "timeout 1e30"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body, "%s%s", base, cases[i].tail);
+        char what[160];
+        snprintf(what, sizeof what, "%s -> 400 (not 503, not ignored)", cases[i].what);
+        expect(port, "POST", ID_FP32, body, 400, cases[i].want, what);
+    }
+    float x[3] = {1, 2, 3};
+    http_resp r = bin_post(port, ID_FP32,
+                           "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,3],\"datatype\":\"FP32\",\"parameters\":{"
+                           "\"binary_data_size\":12.5}}]}",
+                           x, sizeof x);
+    CHECK(r.status == 400 && has(&r, "binary_data_size must be a non-negative integer"),
+          "binary_data_size 12.5 -> 400 (got %d %.200s)", r.status, r.body ? r.body : "");
+    http_resp_free(&r);
+    r = bin_post(port, ID_FP32,
+                 "{\"inputs\":[{\"name\":\"x\",\"shape\":[0,3],\"datatype\":\"FP32\",\"parameters\":{\"binary_data_size\":0}}]}",
+                 NULL, 0);
+    CHECK(r.status == 200 && has(&r, "\"shape\":[0,3],\"data\":[]"),
+          "an empty binary tensor (binary_data_size 0, no bytes after the header) -> 200 (got %d %.200s)", r.status,
+          r.body ? r.body : "");
+    http_resp_free(&r);
+    r = (http_resp){0};
+    if (http_request(port, "POST", ID_FP32, "Inference-Header-Content-Length: 0\r\n", base, strlen(base), &r))
+        r.status = 0;
+    CHECK(r.status == 400 && has(&r, "Inference-Header-Content-Length is 0"),
+          "Inference-Header-Content-Length 0 -> 400 naming the header (got %d %.200s)", r.status, r.body ? r.body : "");
+    http_resp_free(&r);
+}
+
+typedef struct post_arg {
+    int port;
+    const char *path, *body;
+    http_resp r;
+} post_arg;
+
+static void *post_thread(void *p) {
+    post_arg *a = p;
+    a->r = req(a->port, "POST", a->path, a->body);
+    return NULL;
+}
+
+/* The first batch of a fresh model version (the server holds batches 20
+ * ms) is two 0-row requests: nothing to stage, and no copy to or from the
+ * staging buffers, which do not exist yet (the sanitizer build checks). */
+static void check_empty_batch(int port) {
+    const char *body = "{\"inputs\":[{\"name\":\"x\",\"shape\":[0,3],\"datatype\":\"FP32\",\"data\":[]}]}";
+    post_arg a[2] = {{port, ID_FP32, body, {0}}, {port, ID_FP32, body, {0}}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, post_thread, &a[i]);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    CHECK(a[0].r.status == 200 && a[1].r.status == 200 && has(&a[1].r, "\"shape\":[0,3],\"data\":[]"),
+          "two 0-row requests batched together -> 200 each (got %d, %d)", a[0].r.status, a[1].r.status);
+    for (int i = 0; i < 2; i++) http_resp_free(&a[i].r);
+}
+
+static void check_datatypes(int port) {
+    check_empty_batch(port);
+    check_nonfinite(port);
+    check_bytes(port);
+    check_request_params(port);
+    expect(port, "GET", "/v2/health/live", NULL, 200, NULL, "datatypes server still live");
+}
+
+/* A request of 0 rows queued together with a later one (the main server
+ * holds batches 30 ms): each gets its own rows, and the server lives (the
+ * batch used to take its row size from the first request's 0 rows). */
+static void check_empty_in_batch(int port) {
+    conc_arg a[2] = {{.port = port, .body = mlp_body(0, 1, "empty")}, {.port = port, .body = mlp_body(1, 2, "one")}};
+    http_resp alone = req(port, "POST", "/v2/models/mlp/infer", a[1].body);
+    pthread_t th[2];
+    pthread_create(&th[0], NULL, conc_thread, &a[0]);
+    usleep(5000);
+    pthread_create(&th[1], NULL, conc_thread, &a[1]);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    CHECK(a[0].r.status == 200 && has(&a[0].r, "\"shape\":[0,2],\"data\":[]"),
+          "a 0-row request batched with another -> 200 with 0 rows (got %d %.200s)", a[0].r.status,
+          a[0].r.body ? a[0].r.body : "");
+    CHECK(a[1].r.status == 200 && alone.body && same_response(a[1].r.body, alone.body),
+          "the request batched after it gets its own row (got %d %.200s)", a[1].r.status,
+          a[1].r.body ? a[1].r.body : "");
+    expect(port, "GET", "/v2/health/live", NULL, 200, NULL, "the server lives on after the batch with 0 rows");
+    for (int i = 0; i < 2; i++) {
+        http_resp_free(&a[i].r);
+        free(a[i].body);
+    }
+    http_resp_free(&alone);
+}
+
+/* A body over --max-body-bytes announced with "Expect: 100-continue" is
+ * answered 413 before the client sends it: no "100 Continue". */
+static void check_expect_too_large(int port) {
+    int fd = http_connect(port);
+    const char *head = "POST /v2/models/mlp/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\n"
+                       "Content-Length: 200000\r\n\r\n";
+    char got[1024] = "";
+    size_t n = 0;
+    if (fd >= 0 && !write_all(fd, head, strlen(head))) {
+        struct timeval tv = {2, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ssize_t k;
+        while (n < sizeof got - 1 && (k = recv(fd, got + n, sizeof got - 1 - n, 0)) > 0) n += (size_t)k;
+        got[n] = 0;
+    }
+    if (fd >= 0) close(fd);
+    CHECK(!strncmp(got, "HTTP/1.1 413", 12) && strstr(got, "larger than the limit of 100000 bytes"),
+          "Expect: 100-continue with a body over the limit -> 413 at once, no 100 Continue (got %.60s)", got);
 }
 
 /* ---- queue limits, config sources, drain ---- */
@@ -1180,6 +1418,8 @@ static void check_main_server(int port) {
     check_infer(port);
     check_errors(port);
     check_batching(port);
+    check_empty_in_batch(port);
+    check_expect_too_large(port);
     check_records(port);
     check_metrics_and_log(port, access_log);
     check_repository(port);
@@ -1209,6 +1449,7 @@ int main(int argc, char **argv) {
     with_server(&QUEUE_TIMEOUT_SERVER, check_queue_timeout);
     check_config_and_drain();
     with_server(&ZIPMAP_SERVER, check_zipmap);
+    with_server(&TYPES_SERVER, check_datatypes);
     check_cli_errors();
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
