@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Model tests: `infera run` on the example models (tests/models) must match
 # ONNX Runtime's and PyTorch's outputs within rtol 1e-4 / atol 1e-5, at 1 and
-# 2 threads, from .npy and from .pb inputs.
+# 2 threads, from .npy and from .pb inputs; likewise the models of
+# tests/models/unseen (gen_unseen_models.py: RNNs, transposed/grouped convs,
+# pools, norms, attention with masks, resize, quantized ops, fusion edges).
 set -u
 infera=$1
 compare=$2
@@ -39,6 +41,29 @@ for model in mlp cnn transformer; do
                 check "$model/$output threads=$threads input=.$fmt vs pytorch" \
                     "$compare" "$out/$output.npy" "$models/${model}_$output.torch.npy" 1e-4 1e-5
             done
+        done
+    done
+done
+# unseen/NAME.onnx: inputs NAME_x<i>.npy bound to x<i>; every NAME_y<j>.{ort,torch}.npy checked
+for onnx in "$models"/unseen/*.onnx; do
+    name=$(basename "$onnx" .onnx)
+    args=()
+    for x in "$models/unseen/${name}"_x*.npy; do
+        input=$(basename "$x" .npy)
+        args+=(--input "${input#"${name}_"}=$x")
+    done
+    for threads in 1 2; do
+        out="$work/unseen-$name-$threads"
+        if ! "$infera" run "$onnx" "${args[@]}" --output-dir "$out" --threads "$threads"; then
+            failed=$((failed + 1))
+            echo "FAIL unseen/$name threads=$threads: infera run failed"
+            continue
+        fi
+        for ref in "$models/unseen/${name}"_y*.npy; do
+            tag=$(basename "$ref" .npy)       # NAME_yJ.ort or NAME_yJ.torch
+            output=${tag%.*}
+            output=${output#"${name}_"}
+            check "unseen/$name/$output threads=$threads vs ${tag##*.}" "$compare" "$out/$output.npy" "$ref" 1e-4 1e-5
         done
     done
 done

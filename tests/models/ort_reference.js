@@ -4,6 +4,8 @@
 //
 //   (cd tests/models/ort && npm ci --ignore-scripts)     # once; see README.md
 //   node tests/models/ort_reference.js [--check]
+//   node tests/models/ort_reference.js --unseen [--check]   # unseen/ (gen_unseen_models.py):
+//        inputs NAME_x<i>.npy -> NAME_y<j>.ort.npy, compared with NAME_y<j>.torch.npy where present
 //
 // --check: write nothing; exit 1 if ORT disagrees with <model>_<output>.torch.npy beyond
 //          |ort - torch| <= 1e-5 + 1e-4 * |torch| (numpy.allclose rule), or with the
@@ -84,9 +86,53 @@ function compare(a, b) {  // a: got, b: reference (typed arrays of equal length)
 }
 const sameDims = (a, b) => a.length === b.length && a.every((v, i) => v === b[i]);
 
+// ---------------------------------------------------------------- unseen/
+// Every unseen/NAME.onnx with inputs NAME_x0.npy, NAME_x1.npy, ... bound to x0, x1, ...
+async function unseen(check) {
+  const dir = path.join(HERE, 'unseen');
+  let failed = 0;
+  for (const file of fs.readdirSync(dir).filter(f => f.endsWith('.onnx')).sort()) {
+    const name = file.slice(0, -5);
+    const sess = await ort.InferenceSession.create(path.join(dir, file), {
+      executionProviders: ['cpu'], graphOptimizationLevel: 'disabled', intraOpNumThreads: 1, interOpNumThreads: 1,
+    });
+    const feeds = {};
+    for (let i = 0; fs.existsSync(path.join(dir, name + '_x' + i + '.npy')); i++) {
+      const x = readNpy(path.join(dir, name + '_x' + i + '.npy'));
+      feeds['x' + i] = new ort.Tensor(x.type, x.data, x.dims);
+    }
+    const res = await sess.run(feeds);
+    for (const out of sess.outputNames) {
+      const t = res[out], tag = name + '_' + out;
+      const ortFile = path.join(dir, tag + '.ort.npy'), torchFile = path.join(dir, tag + '.torch.npy');
+      let line = tag.padEnd(30) + ' ' + t.type + ' [' + t.dims.join(',') + ']';
+      if (check) {
+        const c = readNpy(ortFile);
+        const cc = compare(t.data, c.data);
+        line += '  vs committed .ort.npy max|d|=' + cc.maxAbs.toExponential(3);
+        if (cc.bad || !sameDims(c.dims, t.dims)) { line += ' FAIL'; failed++; }
+      } else {
+        writeNpy(ortFile, t.data, t.dims, t.type);
+      }
+      if (fs.existsSync(torchFile)) {
+        const r = readNpy(torchFile);
+        const c = sameDims(r.dims, t.dims) ? compare(t.data, r.data) : null;
+        line += c ? '  ort-vs-torch max|d|=' + c.maxAbs.toExponential(3) + (c.bad ? ' (' + c.bad + ' outside)' : '')
+                  : '  SHAPE differs from torch [' + r.dims.join(',') + ']';
+      }
+      console.log(line);
+    }
+  }
+  if (failed) {
+    console.error(failed + ' comparison(s) failed');
+    process.exit(1);
+  }
+}
+
 // ---------------------------------------------------------------- main
 async function main() {
   const check = process.argv.includes('--check');
+  if (process.argv.includes('--unseen')) return unseen(check);
   let failed = 0;
   console.log('onnxruntime-node ' + (ort.env.versions ? ort.env.versions.node : '?') +
               (check ? ' (check mode: nothing written)' : ''));

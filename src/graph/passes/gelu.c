@@ -97,6 +97,19 @@ static int match(const inf__pass_ctx *pc, int yi, int *removed) {
     return -1;
 }
 
+/* Do the constant inputs of the chain's nodes keep x's shape? */
+static bool constants_fit(const inf__pass_ctx *pc, const int *nodes, int n_nodes, int x) {
+    for (int i = 0; i < n_nodes; i++) {
+        const inf__node *node = &pc->g->nodes[nodes[i]];
+        for (int k = 0; k < node->n_inputs; k++) {
+            int v = node->inputs[k];
+            if (v >= 0 && v != x && pc->g->values[v].role == INF_VALUE_INITIALIZER && !inf__pass_const_fits(pc, v, x))
+                return false;
+        }
+    }
+    return true;
+}
+
 inf_status inf__pass_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
     *n_rewritten = 0;
     for (int n = pc->g->n_nodes - 1; n >= 0; n--) {
@@ -104,8 +117,9 @@ inf_status inf__pass_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
         if (pc->dead[n] || !node->op || node->op->domain != INF_DOMAIN_ONNX || strcmp(node->op_type, "Mul") ||
             node->n_inputs != 2 || node->epilogue.kind != INF_EPILOGUE_NONE)
             continue;
-        int removed[4], x = match(pc, n, removed);
-        if (x < 0) continue;
+        int removed[5], x = match(pc, n, removed);
+        removed[4] = n;
+        if (x < 0 || !constants_fit(pc, removed, 5, x)) continue;
         inf_status st = inf__pass_rewrite(pc, n, "ai.infera", "Gelu", 1, 1, &x, 0, NULL, removed, 4, err);
         if (st != INF_OK) return st;
         (*n_rewritten)++;

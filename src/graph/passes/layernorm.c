@@ -9,7 +9,8 @@
  *     d = Sub(x, m)
  *     q = Pow(d, 2.0)            or Mul(d, d)
  *     v = ReduceMean(q, axes = [-k .. -1], keepdims = 1)
- *     e = Add(v, eps)            eps a float32 scalar constant
+ *     e = Add(v, eps)            eps a float32 one-element constant of rank 0
+ *                                or at most x's known rank
  *     s = Sqrt(e)
  *     n = Div(d, s)
  *     g = Mul(n, gamma)          gamma a float32 constant of rank <= k
@@ -106,6 +107,8 @@ static inf_status try_match(inf__pass_ctx *pc, int yi, bool *done, inf_error *er
     if (mi < 0 || !inf__pass_uses(pc, mv, 1) || g->nodes[mi].inputs[0] != x || trailing_axes(&g->nodes[mi]) != k)
         return INF_OK;
     if (!param_fits(pc, gamma, k) || (beta >= 0 && !param_fits(pc, beta, k))) return INF_OK;
+    if (!inf__pass_const_fits(pc, eps_v, x) || (d_reads == 2 && !inf__pass_const_fits(pc, g->nodes[qi].inputs[1], x)))
+        return INF_OK; /* a [1, 1, ...] eps or exponent would raise the chain's rank */
 
     int removed[9] = {mi, di, qi, vi, ei, si, ni}, n_removed = 7;
     if (gi != yi) removed[n_removed++] = gi;

@@ -40,6 +40,17 @@ bool inf__pass_scalar_is(const inf__pass_ctx *pc, int v, float want, float tol) 
     return inf__pass_scalar(pc, v, &f) && fabsf(f - want) <= tol;
 }
 
+bool inf__pass_const_fits(const inf__pass_ctx *pc, int c, int x) {
+    const inf__value *cv = c >= 0 ? &pc->g->values[c] : NULL;
+    if (!cv || cv->role != INF_VALUE_INITIALIZER || !cv->constant || cv->constant->kind != INF_KIND_TENSOR) return false;
+    int rank = cv->constant->ndim;
+    if (rank == 0) return true;
+    if (x < 0) return false;
+    const inf__value *xv = &pc->g->values[x];
+    if (xv->role == INF_VALUE_INITIALIZER && xv->constant) return xv->constant->ndim >= rank;
+    return xv->has_info && xv->info.kind == INF_KIND_TENSOR && xv->info.ndim >= rank;
+}
+
 static void forget_reads(inf__graph *g, const inf__node *node) {
     for (int k = 0; k < node->n_inputs; k++)
         if (node->inputs[k] >= 0) g->values[node->inputs[k]].n_consumers--;

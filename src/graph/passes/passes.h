@@ -46,6 +46,11 @@ const inf_tensor *inf__pass_const_f32(const inf__pass_ctx *pc, int v);
 bool inf__pass_scalar(const inf__pass_ctx *pc, int v, float *out);
 /* Is value v a one-element constant within tol of want? */
 bool inf__pass_scalar_is(const inf__pass_ctx *pc, int v, float want, float tol);
+/* Can constant c broadcast against value x without raising x's rank (c has
+ * rank 0, or x's rank -- declared, or a constant's -- is known and at least
+ * c's)?  A one-element operand of higher rank gives a node's output a larger
+ * rank, which a fused kernel computing "the same shape as x" would lose. */
+bool inf__pass_const_fits(const inf__pass_ctx *pc, int c, int x);
 
 /* ---- rewriting (passes/match.c) ----
  * Turns node `target` into op (domain ai.onnx or ai.infera by op->domain,

@@ -3,7 +3,8 @@
  * libm pow() per element (PyTorch's x.pow(2) and x ** 2).
  *
  * PATTERN: y = Pow(x, c), c a one-element constant equal to 2, opset >= 7
- * (no legacy broadcast attributes)  ->  y = Mul(x, x).
+ * (no legacy broadcast attributes), c of rank 0 or at most x's known rank
+ * (a c of shape [1, 1, 1] would make y rank 3)  ->  y = Mul(x, x).
  *
  * WHY IT IS SAFE: for float types x * x rounded once is pow(x, 2) rounded
  * once (the kernel computes pow in double, where x^2 of a float is exact):
@@ -42,7 +43,7 @@ inf_status inf__pass_pow_square(inf__pass_ctx *pc, int *n_rewritten, inf_error *
         bool float_exp;
         if (pc->dead[n] || !node->op || node->op->domain != INF_DOMAIN_ONNX || strcmp(node->op_type, "Pow") ||
             node->opset < 7 || node->n_inputs != 2 || node->inputs[0] < 0 || node->epilogue.kind != INF_EPILOGUE_NONE ||
-            !exponent_is_two(pc, node->inputs[1], &float_exp))
+            !exponent_is_two(pc, node->inputs[1], &float_exp) || !inf__pass_const_fits(pc, node->inputs[1], node->inputs[0]))
             continue;
         if (float_exp && !known_float(pc, node->inputs[0])) {
             /* the base's type is not declared: it is float when it comes from

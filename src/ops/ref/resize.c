@@ -23,9 +23,17 @@
  * thing recursively): for every output index of an axis we precompute its
  * taps -- input offsets and weights, 1 (nearest), 2 (linear) or 4 (cubic),
  * taps with weight 0 dropped -- following the reference in
- * onnx/backend/test/case/node/resize.py:
- *   - the output length used in the coordinate formulas is scale * input
- *     length (a real number when scales are given);
+ * onnx/backend/test/case/node/resize.py, except for the output length:
+ *   - the output length in the align_corners, pytorch_half_pixel and
+ *     tf_crop_and_resize formulas is the output's (integer) dimension, as
+ *     the operator's text defines length_resized and as onnxruntime and
+ *     PyTorch compute; pytorch_half_pixel maps every index of a length-1
+ *     output to 0 (ditto).  The reference uses scale * input length, a real
+ *     number when scales are given (4 x 0.6 -> 2.4), so with align_corners
+ *     and such a scale its test data (node/test_resize_downsample_scales_
+ *     {linear,cubic}_align_corners) differs from onnxruntime's and ours --
+ *     and from PyTorch's interpolate(scale_factor=2.5, align_corners=True),
+ *     which exports exactly that;
  *   - with sizes, scale = output / input;
  *   - linear/cubic take neighbours floor(x)-1 .. floor(x)+2, with an integer
  *     x treated as floor(x)-1 at ratio 1; neighbours outside the input read
@@ -208,18 +216,18 @@ static inf_status rs_shape(inf__kernel_ctx *ctx, const rs_params *p, const inf_t
 /* ---- taps of one axis ---- */
 
 /* Source coordinate of output index o; sets *outside for tf_crop_and_resize. */
-static double rs_source(const rs_params *p, double o, int64_t in, double scale, const double *roi,
+static double rs_source(const rs_params *p, double o, int64_t in, int64_t out, double scale, const double *roi,
                         bool *outside) {
-    double out_len = scale * (double)in;
+    double out_len = (double)out;
     *outside = false;
     switch (p->coord) {
-    case RS_ALIGN_CORNERS: return out_len == 1 ? 0.0 : o * (double)(in - 1) / (out_len - 1);
+    case RS_ALIGN_CORNERS: return out == 1 ? 0.0 : o * (double)(in - 1) / (out_len - 1);
     case RS_ASYMMETRIC: return o / scale;
-    case RS_PYTORCH_HALF_PIXEL: return out_len == 1 ? -0.5 : (o + 0.5) / scale - 0.5;
+    case RS_PYTORCH_HALF_PIXEL: return out == 1 ? 0.0 : (o + 0.5) / scale - 0.5;
     case RS_TF_HALF_PIXEL_FOR_NN: return (o + 0.5) / scale;
     case RS_TF_CROP_AND_RESIZE: {
-        double x = out_len == 1 ? (roi[1] - roi[0]) * (double)(in - 1) / 2
-                                : o * (roi[1] - roi[0]) * (double)(in - 1) / (out_len - 1);
+        double x = out == 1 ? (roi[1] - roi[0]) * (double)(in - 1) / 2
+                            : o * (roi[1] - roi[0]) * (double)(in - 1) / (out_len - 1);
         x += roi[0] * (double)(in - 1);
         *outside = x < 0 || x > (double)(in - 1);
         return x;
@@ -286,7 +294,7 @@ static void rs_axis_taps(const rs_params *p, int64_t in, int64_t out, double sca
                          const double *roi, int64_t stride, rs_axis *ax) {
     for (int64_t o = 0; o < out; o++) {
         bool outside;
-        double x = rs_source(p, (double)o, in, scale, roi, &outside);
+        double x = rs_source(p, (double)o, in, out, scale, roi, &outside);
         int64_t idx[RS_MAX_TAPS];
         double w[RS_MAX_TAPS];
         int n = rs_raw_taps(p, x, in, scale, idx, w), kept = 0;
