@@ -82,6 +82,13 @@ INF_API const char *inf_strerror(inf_status status);
 INF_API const char *inf_status_name(inf_status status);
 /* The HTTP status code a runner answers with for this status. */
 INF_API int inf_status_http_code(inf_status status);
+/* 1 when the records being scored can cause this failure by their values,
+ * shapes or types (INF_EINVAL, INF_EFORMAT, INF_ESHAPE, INF_ETYPE,
+ * INF_ERANGE: an index out of range, a shape the data decides), 0 for the
+ * infrastructure's (memory, I/O, a store, an internal error).  The batch and
+ * stream runners score a batch that fails with a data error again one
+ * record at a time, and reject only the records that fail alone. */
+INF_API int inf_status_is_data_error(inf_status status);
 
 /* An error report: the status and a one-line message saying what failed
  * (file, model, node, input), and why.  Functions taking an inf_error * fill

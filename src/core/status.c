@@ -29,6 +29,11 @@ const char *inf_status_name(inf_status status) {
     return "INF_UNKNOWN";
 }
 
+int inf_status_is_data_error(inf_status status) {
+    return status == INF_EINVAL || status == INF_EFORMAT || status == INF_ESHAPE || status == INF_ETYPE ||
+           status == INF_ERANGE;
+}
+
 int inf_status_http_code(inf_status status) {
     switch (status) {
 #define INF_STATUS_HTTP(name, value, http, msg) \

@@ -23,10 +23,19 @@
  * reply: when it returns, the server has applied them (as durable as the server's
  * own persistence settings).  commit() has nothing left to do.  Not for
  * Redis Cluster (the seen-key and the stream may live on different slots).
+ *
+ * RECONNECTS.  A connection lost during a write (the server restarted, the
+ * client was killed) is re-established, every 0.5 s for up to 60 s, and the
+ * script call is sent again; with dedupe a call the server had applied before
+ * the connection broke adds nothing the second time.  Still down after 60 s:
+ * write() fails (INF_EIO).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
@@ -52,9 +61,11 @@ static const char DEDUPE_SCRIPT[] =
     "return added\n";
 
 #define ROWS_PER_CALL 500
+#define RECONNECT_S 60 /* a lost connection is re-established for this long */
 
 typedef struct redis_sink {
     redisContext *c;
+    inf_net_uri uri; /* to reconnect */
     char stream[512];
     char seen_prefix[600];
     char key[256];
@@ -124,6 +135,7 @@ static inf_status redis_sink_open(const char *uri, const char *rest, const inf_s
     }
     snprintf(s->ttl, sizeof s->ttl, "%lld", ttl);
     snprintf(s->maxlen, sizeof s->maxlen, "%lld", maxlen);
+    s->uri = u;
     if ((st = inf__io_redis_connect(&u, 10, s->red, &s->c, err))) goto fail;
     *state = s;
     return INF_OK;
@@ -140,27 +152,82 @@ typedef struct eval_args {
     int n;
 } eval_args;
 
-static int arg_add(eval_args *a, const char *p, size_t n) {
+/* Appends one argument: the n1 bytes at p1 followed by the n2 bytes at p2. */
+static int arg_add2(eval_args *a, const char *p1, size_t n1, const char *p2, size_t n2) {
     a->off[a->n] = a->text.n;
-    a->len[a->n++] = n;
-    return inf__io_buf_write(n ? p : "", n, &a->text) || inf__io_buf_write("", 1, &a->text) ? -1 : 0;
+    a->len[a->n++] = n1 + n2;
+    return (n1 && inf__io_buf_write(p1, n1, &a->text)) || (n2 && inf__io_buf_write(p2, n2, &a->text)) ||
+                   inf__io_buf_write("", 1, &a->text)
+               ? -1
+               : 0;
 }
 
-/* Appends row r of b: its seen-key (a KEYS entry, kept in keys) and its three ARGV entries. */
+static int arg_add(eval_args *a, const char *p, size_t n) { return arg_add2(a, p, n, "", 0); }
+
+/* Appends row r of b: its seen-key (a KEYS entry, kept in keys: the prefix
+ * and the whole key, however long) and its three ARGV entries. */
 static int add_row(redis_sink *s, eval_args *keys, eval_args *argv, const inf_record_batch *b, int r, int kf) {
     s->json.n = 0;
     if (inf_record_batch_row_to_json(b, r, NULL, inf__io_buf_write, &s->json) || !s->json.p) return -1;
     const inf_value *kv = kf >= 0 ? inf_record_batch_get(b, r, kf) : NULL;
-    char kbuf[64], seen[1200];
+    char kbuf[64];
     size_t klen = 0;
     const char *ktext = kv && kv->type != INF_FIELD_NULL ? inf__io_value_text(kv, kbuf, sizeof kbuf, &klen) : "";
     int dedupe = kv && kv->type != INF_FIELD_NULL && strcmp(s->ttl, "0");
-    int n = snprintf(seen, sizeof seen, "%s%.*s", s->seen_prefix, (int)klen, ktext);
-    return arg_add(keys, seen, (size_t)n) || arg_add(argv, dedupe ? "1" : "0", 1) || arg_add(argv, ktext, klen) ||
-           arg_add(argv, s->json.p, s->json.n);
+    return arg_add2(keys, s->seen_prefix, strlen(s->seen_prefix), ktext, klen) ||
+           arg_add(argv, dedupe ? "1" : "0", 1) || arg_add(argv, ktext, klen) || arg_add(argv, s->json.p, s->json.n);
 }
 
-/* One EVAL for rows [from, to) of b; *added gets the entries added. */
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sends one command, riding out a lost connection (a server restart, a
+ * CLIENT KILL, a network blip: connects again) and a server still loading its
+ * data set, every 0.5 s for at most RECONNECT_S.  The reply, or NULL with err
+ * set. */
+static redisReply *command(redis_sink *s, int n, const char **v, const size_t *l, inf_error *err) {
+    int64_t until = now_ms() + RECONNECT_S * 1000;
+    char why[INF_ERROR_MESSAGE_MAX] = "";
+    for (;;) {
+        redisReply *rep = s->c ? redisCommandArgv(s->c, n, v, l) : NULL;
+        if (rep && !(rep->type == REDIS_REPLY_ERROR && !strncmp(rep->str, "LOADING", 7))) return rep;
+        if (rep) {
+            snprintf(why, sizeof why, "%s", rep->str);
+            freeReplyObject(rep);
+        } else if (s->c) {
+            snprintf(why, sizeof why, "%s", s->c->errstr);
+            redisFree(s->c);
+            s->c = NULL;
+        }
+        if (now_ms() > until) {
+            inf__io_fail(err, INF_EIO, "%s: XADD: %s (retried for %d s)", s->red, why, RECONNECT_S);
+            return NULL;
+        }
+        inf_error ce;
+        int reconnected = 0;
+        if (!s->c) {
+            if (inf__io_redis_connect(&s->uri, 10, s->red, &s->c, &ce) == INF_OK) {
+                reconnected = 1; /* send again at once */
+            } else if (ce.status == INF_EAUTH) {
+                *err = ce;
+                return NULL;
+            } else {
+                snprintf(why, sizeof why, "%s", ce.message);
+            }
+        }
+        if (!reconnected && usleep(500000) && errno == EINTR) { /* a signal (SIGTERM): stop waiting */
+            inf__io_fail(err, INF_EIO, "%s: XADD: %s (interrupted)", s->red, why);
+            return NULL;
+        }
+    }
+}
+
+/* One EVAL for rows [from, to) of b; *added gets the entries added.  A
+ * connection lost on the way is re-established and the call sent again:
+ * with dedupe, rows the server had already added are not added twice. */
 static inf_status eval_rows(redis_sink *s, eval_args *keys, eval_args *argv, const inf_record_batch *b, int from,
                             int to, int kf, long long *added, inf_error *err) {
     char nkeys[16];
@@ -181,8 +248,8 @@ static inf_status eval_rows(redis_sink *s, eval_args *keys, eval_args *argv, con
     v[n] = nkeys, l[n++] = strlen(nkeys);
     for (int i = 0; i < keys->n; i++) v[n] = keys->text.p + keys->off[i], l[n++] = keys->len[i];
     for (int i = 0; i < argv->n; i++) v[n] = argv->text.p + argv->off[i], l[n++] = argv->len[i];
-    redisReply *rep = redisCommandArgv(s->c, n, v, l);
-    if (!rep) return inf__io_fail(err, INF_EIO, "%s: XADD: %s", s->red, s->c->errstr);
+    redisReply *rep = command(s, n, v, l, err);
+    if (!rep) return err->status;
     inf_status st = INF_OK;
     if (rep->type == REDIS_REPLY_ERROR)
         st = inf__io_fail(err, INF_EIO, "%s: XADD to %s failed: %s", s->red, s->stream, rep->str);

@@ -467,6 +467,7 @@ static inf_status run_lookup(inf_pipeline_exec *e, const inf_record_batch *b, in
             double t_ref = pit ? times[k]
                          : lk->event_time_col >= 0 ? e->num[(size_t)p->cols[lk->event_time_col].slot * e->cap + r]
                                                    : now;
+            if (t_ref != t_ref) t_ref = now; /* the record has no event time: the wall clock, as without event_time */
             double as_of = res->as_of[k];
             if (as_of != as_of || t_ref - as_of > lk->max_age_s) found = 0; /* stale -> missing */
         }
@@ -487,23 +488,46 @@ static inf_status run_lookup(inf_pipeline_exec *e, const inf_record_batch *b, in
 
 /* ---- default pipeline ---- */
 
+/* Forgets the fields a failed default_setup chose (it runs again on the next batch). */
+static void default_forget(inf_pipeline_exec *e) {
+    if (e->def_names)
+        for (int i = 0; i < e->n_def; i++) free(e->def_names[i]);
+    free(e->def_names);
+    free(e->def_batch_field);
+    e->def_names = NULL;
+    e->def_batch_field = NULL;
+    e->n_def = e->n_ignored = 0;
+}
+
+/* Is field f a numeric field of these records?  Yes unless more of its
+ * non-null values are text (or timestamps) than numbers: one corrupt cell in
+ * a numeric column is that row's rejection ("field 'a' is not a number"),
+ * not a column dropped from the model's input for the whole job. */
+static int field_is_numeric(const inf_record_batch *b, int f) {
+    int numbers = 0, others = 0;
+    for (int r = 0; r < b->n_rows; r++) {
+        const inf_value *v = inf__batch_at(b, r, f);
+        double x;
+        if (v->type == INF_FIELD_NULL) continue;
+        if (v->type == INF_FIELD_TIMESTAMP || (v->type == INF_FIELD_STRING && inf_value_to_double(v, &x)))
+            others++;
+        else
+            numbers++;
+    }
+    return others <= numbers;
+}
+
 static inf_status default_setup(inf_pipeline_exec *e, const inf_record_batch *b, inf_error *err) {
     const inf_pipeline *p = e->p;
     int nf = b->n_fields;
+    default_forget(e);
     e->def_names = calloc((size_t)(nf ? nf : 1), sizeof *e->def_names);
     e->def_batch_field = calloc((size_t)(nf ? nf : 1), sizeof *e->def_batch_field);
     if (!e->def_names || !e->def_batch_field) return fail(err, INF_ENOMEM, "out of memory");
     int n_numeric = 0;
     for (int f = 0; f < nf; f++) {
         if (p->id_column && !strcmp(p->id_column, b->names[f])) continue;
-        int numeric = 1;
-        for (int r = 0; r < b->n_rows && numeric; r++) {
-            const inf_value *v = inf__batch_at(b, r, f);
-            double x;
-            if (v->type == INF_FIELD_TIMESTAMP || (v->type == INF_FIELD_STRING && inf_value_to_double(v, &x)))
-                numeric = 0;
-        }
-        if (!numeric) continue;
+        if (!field_is_numeric(b, f)) continue;
         int want = p->model_inputs[0].width;
         if (want >= 0 && n_numeric >= want) {
             e->n_ignored++;
@@ -562,6 +586,23 @@ static inf_status default_prepare(inf_pipeline_exec *e, const inf_record_batch *
 
 /* ---- tensors ---- */
 
+/* A feature as an integer tensor element: truncated toward zero, NaN -> 0,
+ * out of range -> the nearest representable value (a C cast would be
+ * undefined there, and x86 and ARM would give different bits). */
+static int64_t to_i64(double v) {
+    if (v != v) return 0;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+}
+
+static int32_t to_i32(double v) {
+    if (v != v) return 0;
+    if (v >= 2147483647.0) return INT32_MAX;
+    if (v <= -2147483648.0) return INT32_MIN;
+    return (int32_t)v;
+}
+
 static inf_status build_tensors(inf_pipeline_exec *e, int n_feat_cols, inf_error *err) {
     const inf_pipeline *p = e->p;
     int col0 = 0;
@@ -590,10 +631,10 @@ static inf_status build_tensors(inf_pipeline_exec *e, int n_feat_cols, inf_error
                 for (int c = 0; c < width; c++) ((double *)data)[base + c] = src[c];
                 break;
             case INF_DTYPE_I64:
-                for (int c = 0; c < width; c++) ((int64_t *)data)[base + c] = src[c] == src[c] ? (int64_t)src[c] : 0;
+                for (int c = 0; c < width; c++) ((int64_t *)data)[base + c] = to_i64(src[c]);
                 break;
             default:
-                for (int c = 0; c < width; c++) ((int32_t *)data)[base + c] = src[c] == src[c] ? (int32_t)src[c] : 0;
+                for (int c = 0; c < width; c++) ((int32_t *)data)[base + c] = to_i32(src[c]);
                 break;
             }
         }
@@ -634,7 +675,7 @@ inf_status inf_pipeline_prepare(inf_pipeline_exec *e, const inf_record_batch *b,
     inf__rarena_reset(&e->arena);
     if (reserve(e, n)) return fail(err, INF_ENOMEM, "out of memory (batch of %d records)", n);
     e->n_rows = n;
-    memset(e->ok, 1, (size_t)n);
+    if (n) memset(e->ok, 1, (size_t)n); /* e->ok may be NULL for an empty batch */
     if (p->is_default) {
         if ((st = default_prepare(e, b, n, err))) return st;
         if ((st = build_tensors(e, e->n_def, err))) return st;
@@ -749,6 +790,18 @@ int inf__exec_row_ok(const inf_pipeline_exec *e, int row) { return e->ok[row]; }
 
 /* ---- records out ---- */
 
+/* The id as the spec declares it: an id input of type string is its text
+ * even when the source typed it as a number (CSV cells and flat Redis entries
+ * type "12345" as an int), so every mode gives the same id, and a keyed sink
+ * does not make its key column an integer on the first record and then meet
+ * "t777". */
+static inf_status set_id(const inf_pipeline_exec *e, inf_record_batch *out, int row, int of, const inf_value *v) {
+    char buf[64];
+    uint32_t len = 0;
+    const char *text = e->p->id_is_string && v->type != INF_FIELD_STRING ? value_text(v, buf, sizeof buf, &len) : NULL;
+    return text ? inf_record_batch_set_string(out, row, of, text, len) : inf_record_batch_set(out, row, of, v);
+}
+
 static inf_status copy_id_and_passthrough(inf_pipeline_exec *e, inf_record_batch *out, int row, int k) {
     const inf_pipeline *p = e->p;
     const inf_record_batch *b = e->last_batch;
@@ -756,7 +809,7 @@ static inf_status copy_id_and_passthrough(inf_pipeline_exec *e, inf_record_batch
     if (p->id_column) {
         int f = inf_record_batch_find_field(b, p->id_column), of;
         if ((st = inf_record_batch_add_field(out, p->id_column, &of))) return st;
-        if (f >= 0 && (st = inf_record_batch_set(out, row, of, inf__batch_at(b, e->accepted[k], f)))) return st;
+        if (f >= 0 && (st = set_id(e, out, row, of, inf__batch_at(b, e->accepted[k], f)))) return st;
     }
     for (int i = 0; i < p->n_passthrough; i++) {
         if (p->id_column && !strcmp(p->id_column, p->passthrough[i])) continue;
@@ -789,7 +842,8 @@ inf_status inf_pipeline_features_to_records(inf_pipeline_exec *e, inf_record_bat
             for (int w = 0; w < width; w++, c++) {
                 double v = e->feat[(size_t)k * nfc + c];
                 if (dt == INF_DTYPE_F32) v = (double)(float)v;
-                else if (dt == INF_DTYPE_I64 || dt == INF_DTYPE_I32) v = v == v ? (double)(int64_t)v : 0;
+                else if (dt == INF_DTYPE_I64) v = (double)to_i64(v);
+                else if (dt == INF_DTYPE_I32) v = (double)to_i32(v);
                 inf_record_batch_set_float(out, row, fields[c], v);
             }
         }

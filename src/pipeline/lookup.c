@@ -13,7 +13,9 @@
  *   when the lookup names one), ties broken by the latest rowid.  A value
  *   with as_of == t is visible; later ones never are.
  * Redis: one pipelined `HMGET <prefix><key> f1 .. as_of` per unique key,
- *   written in one go and read back (one network round trip per batch).
+ *   written in one go and read back (one network round trip per batch).  A
+ *   broken connection (the server restarted) is opened again once and the
+ *   batch fetched again; still failing, the fetch fails (INF_EIO).
  * Timestamps in stores: epoch seconds (numbers) or ISO-8601 text, read by the
  *   SQL function inf_ts() registered on each connection.
  * A connection belongs to one executor (one thread).
@@ -119,7 +121,11 @@ static inf_status open_redis(lookup_conn *c, const char *uri, inf_error *err) {
         redisReply *r = redisCommand(c->redis, "SELECT %d", db);
         int bad = !r || r->type == REDIS_REPLY_ERROR;
         freeReplyObject(r);
-        if (bad) return fail(err, INF_EIO, "lookup '%s': %s: cannot select db %d", c->lk->name, c->where, db);
+        if (bad) {
+            redisFree(c->redis);
+            c->redis = NULL;
+            return fail(err, INF_EIO, "lookup '%s': %s: cannot select db %d", c->lk->name, c->where, db);
+        }
     }
     return INF_OK;
 }
@@ -364,7 +370,17 @@ inf_status inf__lookup_fetch(lookup_conn *c, const char *const *keys, const uint
     const plookup *lk = c->lk;
     if (inf__lookup_result_reserve(res, n, lk->n_features)) return fail(err, INF_ENOMEM, "out of memory");
     memset(res->found, 0, (size_t)n);
-    if (c->redis) return fetch_redis(c, keys, lens, n, res, err);
+    if (!c->db) { /* Redis */
+        inf_status st = c->redis ? fetch_redis(c, keys, lens, n, res, err) : INF_EIO;
+        if (c->redis && (st != INF_EIO || !c->redis->err)) return st;
+        /* the connection broke (the server restarted, a time-out), or an
+         * earlier attempt to open it again failed: a new connection and one
+         * more try, so a restart costs no batch and no request */
+        if (c->redis) redisFree(c->redis);
+        c->redis = NULL;
+        if ((st = open_redis(c, c->lk->store, err))) return st;
+        return fetch_redis(c, keys, lens, n, res, err);
+    }
     if (ensure_hash(c, n)) return fail(err, INF_ENOMEM, "out of memory");
     for (int k = 0; k < n; k++) hash_find(c, keys, lens, keys[k], lens[k], k);
     for (int start = 0; start < n; start += MAX_IN) {

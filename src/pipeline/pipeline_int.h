@@ -143,6 +143,7 @@ typedef struct poutput {
 
 struct inf_pipeline {
     char *name, *model_name, *model_version, *id_column;
+    int id_is_string;  /* id_column is a declared input of type string */
     char hash[65];
     char *canonical;
     char *base_dir;

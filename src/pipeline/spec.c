@@ -301,6 +301,24 @@ static const char *get_str(const cJSON *obj, const char *key) {
 
 static char *dupz(const char *s) { return s ? strdup(s) : NULL; }
 
+/* A flag of obj (absent = false) that must be true or false when present:
+ * "sensitive": "yes" or "required": 1 must not pass silently as false. */
+static int get_flag(const cJSON *obj, const char *key, const char *path, int *out, inf_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *out = cJSON_IsTrue(v);
+    if (!v || cJSON_IsBool(v)) return 0;
+    fail(err, INF_EFORMAT, "%s.%s: must be true or false", path, key);
+    return -1;
+}
+
+/* A string member of obj that must be a string when present. */
+static int check_str(const cJSON *obj, const char *key, const char *path, inf_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v || cJSON_IsString(v)) return 0;
+    fail(err, INF_EFORMAT, "%s%s%s: must be a string", path, *path ? "." : "", key);
+    return -1;
+}
+
 /* ---- inputs ---- */
 
 static inf_status parse_inputs(inf_pipeline *p, const cJSON *inputs, inf_error *err) {
@@ -320,9 +338,9 @@ static inf_status parse_inputs(inf_pipeline *p, const cJSON *inputs, inf_error *
         if (!type) return fail(err, INF_EFORMAT, "%s.type: missing (float, int, bool, string or timestamp)", path);
         in->type = inf_field_type_from_name(type);
         if (in->type <= 0) return fail(err, INF_EFORMAT, "%s.type: unknown type '%s' (float, int, bool, string, timestamp)", path, type);
-        in->required = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "required"));
-        in->sensitive = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "sensitive"));
-        in->is_id = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "id"));
+        if (get_flag(f, "required", path, &in->required, err) || get_flag(f, "sensitive", path, &in->sensitive, err) ||
+            get_flag(f, "id", path, &in->is_id, err) || check_str(f, "on_invalid", path, err))
+            return err ? err->status : INF_EFORMAT;
         in->policy = p->policy;
         const char *pol = get_str(f, "on_invalid");
         if (pol) {
@@ -373,6 +391,8 @@ static inf_status parse_inputs(inf_pipeline *p, const cJSON *inputs, inf_error *
             in->max = mx->valuedouble;
         }
         (void)v;
+        if (in->has_min && in->has_max && in->min > in->max)
+            return fail(err, INF_EFORMAT, "%s: 'min' (%g) is above 'max' (%g): no value could pass", path, in->min, in->max);
         const cJSON *cats = cJSON_GetObjectItemCaseSensitive(f, "categories");
         if (cats) {
             if (!cJSON_IsArray(cats) || !cJSON_GetArraySize(cats))
@@ -777,8 +797,9 @@ static inf_status parse_outputs(inf_pipeline *p, const cJSON *outs, const inf_mo
         out->index = -1;
         const cJSON *idx = cJSON_GetObjectItemCaseSensitive(o, "index");
         if (idx) {
-            if (!cJSON_IsNumber(idx) || idx->valuedouble < 0)
-                return fail(err, INF_EFORMAT, "%s.index: must be a column index >= 0", path);
+            if (!cJSON_IsNumber(idx) || !(idx->valuedouble >= 0 && idx->valuedouble <= 1e6) ||
+                idx->valuedouble != floor(idx->valuedouble))
+                return fail(err, INF_EFORMAT, "%s.index: must be a column index (an integer >= 0)", path);
             out->index = (int)idx->valuedouble;
             if (model && out->from_output >= 0) {
                 const inf_value_info *info = inf_model_output(model, out->from_output);
@@ -796,14 +817,21 @@ static inf_status parse_outputs(inf_pipeline *p, const cJSON *outs, const inf_mo
         }
         if (out->op == OUT_TOP_K) {
             const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "k");
-            if (!cJSON_IsNumber(k) || k->valuedouble < 1 || k->valuedouble > 1000)
-                return fail(err, INF_EFORMAT, "%s.k: missing (a number >= 1)", path);
+            if (!cJSON_IsNumber(k) || k->valuedouble < 1 || k->valuedouble > 1000 || k->valuedouble != floor(k->valuedouble))
+                return fail(err, INF_EFORMAT, "%s.k: missing (an integer from 1 to 1000)", path);
             out->k = (int)k->valuedouble;
         }
         inf_status st = parse_labels(out, cJSON_GetObjectItemCaseSensitive(o, "labels"), path, err);
         if (st) return st;
         if (out->op == OUT_THRESHOLD && out->n_labels && out->n_labels != 2)
             return fail(err, INF_EFORMAT, "%s.labels: a threshold takes two labels [below, at or above]", path);
+        if ((out->op == OUT_ARGMAX || out->op == OUT_TOP_K) && out->n_labels && model && out->from_output >= 0) {
+            /* one label per class column: fewer would mix labels and indices in one field */
+            const inf_value_info *info = inf_model_output(model, out->from_output);
+            if (info->kind == INF_KIND_TENSOR && info->ndim == 2 && info->dims[1] >= 0 && out->n_labels != info->dims[1])
+                return fail(err, INF_EFORMAT, "%s.labels: %d labels but the output '%s' has %lld classes", path,
+                            out->n_labels, from, (long long)info->dims[1]);
+        }
     }
     return INF_OK;
 }
@@ -859,6 +887,8 @@ static inf_status finish_common(inf_pipeline *p, const inf_pipeline_options *opt
         free(p->id_column);
         if (!(p->id_column = strdup(opts->id_column))) return fail(err, INF_ENOMEM, "out of memory");
     }
+    for (int i = 0; i < p->n_inputs && p->id_column; i++)
+        if (!strcmp(p->inputs[i].name, p->id_column)) p->id_is_string = p->inputs[i].type == INF_FIELD_STRING;
     if (!p->model_version && !(p->model_version = strdup(opts && opts->model_version ? opts->model_version : "")))
         return fail(err, INF_ENOMEM, "out of memory");
     return INF_OK;
@@ -898,6 +928,10 @@ inf_status inf__pipeline_parse(cJSON *root, const inf_model *model, const inf_pi
     p->base_dir = strdup(opts && opts->base_dir ? opts->base_dir : ".");
     if (!p->name || !p->model_name || !p->base_dir) {
         st = fail(err, INF_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if (check_str(root, "on_invalid", "", err) || check_str(root, "name", "", err) || check_str(root, "model", "", err)) {
+        st = err ? err->status : INF_EFORMAT;
         goto fail;
     }
     const char *pol = get_str(root, "on_invalid");

@@ -326,8 +326,8 @@ static int parse_categories(pxf *x, const cJSON *j, int fit_mode, char *msg, siz
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "categories");
     const cJSON *mc = cJSON_GetObjectItemCaseSensitive(j, "max_categories");
     if (mc) {
-        if (!cJSON_IsNumber(mc) || mc->valuedouble < 1) {
-            snprintf(msg, size, "'max_categories' must be a number >= 1");
+        if (!cJSON_IsNumber(mc) || !(mc->valuedouble >= 1 && mc->valuedouble <= 1e7)) {
+            snprintf(msg, size, "'max_categories' must be a number from 1 to 10000000");
             return -1;
         }
         x->max_categories = (int)mc->valuedouble;

@@ -13,6 +13,11 @@
  * the sources poll: the batch in hand is finished, written and acknowledged,
  * then the run ends (exit 0).  A fatal error (sink or store down, source
  * connection lost) ends the run before the ack: the events come again.
+ * An error the events cause (the engine cannot take a value: an index out
+ * of range, a shape the data decides) is not fatal, or a restarted consumer
+ * would meet the same events again, for ever: the micro-batch is scored
+ * again one event at a time, and the events that fail alone become dead
+ * letters with the error while the others are scored.
  *
  * Output record: the key (the id column when there is one, else event_id),
  * event_id, the prediction fields with the lineage stamp (model_name,
@@ -26,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "io/io_int.h"
 #include "stream/stream_int.h"
 
 /* ---- process-wide stop flag ------------------------------------------------ */
@@ -75,6 +81,7 @@ typedef struct work {
     inf_session *session;
     inf_pipeline_exec *exec;
     inf_record_batch *pred, *out, *errs;
+    inf__stream_events one; /* one event of a micro-batch, scored alone after a data error */
     const char **sensitive; /* NULL-terminated: fields left out of dead letters */
     int n_scored, n_rejected;
 } work;
@@ -100,7 +107,13 @@ static inf_status add_error(work *w, const inf__stream_events *ev, int row, cons
         return st;
     if ((st = inf_record_batch_set(b, r, f_eid, eid))) return st;
     int idf = w->cfg->id_column && row >= 0 ? inf_record_batch_find_field(ev->records, w->cfg->id_column) : -1;
-    if (idf >= 0 && (st = inf_record_batch_set(b, r, f_id, inf_record_batch_get(ev->records, row, idf)))) return st;
+    const inf_value *idv = idf >= 0 ? inf_record_batch_get(ev->records, row, idf) : NULL;
+    if (idv && idv->type != INF_FIELD_NULL) { /* as text: a table of dead letters keeps one type for `id` */
+        char buf[64];
+        size_t n;
+        const char *text = inf__io_value_text(idv, buf, sizeof buf, &n);
+        if ((st = inf_record_batch_set_string(b, r, f_id, text, n))) return st;
+    }
     if (field && *field && (st = inf_record_batch_set_string(b, r, f_field, field, strlen(field)))) return st;
     if ((st = inf_record_batch_set_string(b, r, f_reason, reason, strlen(reason)))) return st;
     if (row < 0) return INF_OK;
@@ -147,12 +160,16 @@ static inf_status build_output(work *w, const inf__stream_events *ev) {
             return st;
     }
     if ((st = inf_record_batch_add_field(w->out, "scored_at", &f_ts))) return st;
+    /* the key as the prediction has it (an id the spec declares a string is a string), else as the event has it */
     int idf = idc ? inf_record_batch_find_field(ev->records, idc) : -1;
+    int pkf = idc ? inf_record_batch_find_field(w->pred, idc) : -1;
     int64_t now = wall_us();
     for (int k = 0; k < inf_record_batch_n_rows(w->pred); k++) {
         int in_row = inf_pipeline_accepted_row(w->exec, k), r;
         const inf_value *eid = event_id(ev, in_row);
-        const inf_value *kv = idc ? inf_record_batch_get(ev->records, in_row, idf) : eid;
+        const inf_value *kv = pkf >= 0 ? inf_record_batch_get(w->pred, k, pkf)
+                              : idc   ? inf_record_batch_get(ev->records, in_row, idf)
+                                      : eid;
         if (kv->type == INF_FIELD_NULL) {
             char why[300];
             snprintf(why, sizeof why, "the id column '%s' is null or missing", idc);
@@ -190,38 +207,88 @@ static inf_status forward(work *w, const inf__stream_events *ev) {
     return st;
 }
 
+/* Building outputs or dead letters failed (out of memory): fatal. */
+static inf_status outputs_failed(inf_status st, inf_error *e) {
+    e->status = st;
+    snprintf(e->message, sizeof e->message, "stream: building the outputs of a micro-batch: %s", inf_strerror(st));
+    return st;
+}
+
+/* Scores the records of ev, appending to w->out and w->errs (rejected
+ * records).  A pipeline or engine error is returned as it is (e says it). */
+static inf_status score_records(work *w, const inf__stream_events *ev, inf_error *e) {
+    const inf_tensor *const *x;
+    inf_tensor *const *y;
+    inf_status st;
+    inf_record_batch_reset(w->pred);
+    if ((st = inf_pipeline_prepare(w->exec, ev->records, &x, e))) return st;
+    if (inf_pipeline_n_accepted(w->exec) > 0) {
+        if ((st = inf_session_run(w->session, x, &y, e)) || (st = inf_pipeline_finish(w->exec, y, w->pred, e)))
+            return st;
+        if ((st = build_output(w, ev))) return outputs_failed(st, e);
+    }
+    for (int i = 0, n = inf_pipeline_n_rejected(w->exec); i < n; i++) {
+        const char *field = NULL, *msg = NULL;
+        int row = inf_pipeline_rejected(w->exec, i, &field, &msg);
+        if ((st = add_error(w, ev, row, event_id(ev, row), field, msg ? msg : "rejected")))
+            return outputs_failed(st, e);
+        w->n_rejected++;
+    }
+    return INF_OK;
+}
+
+/* Copies record `row` of ev (and its id) into one, as its only event. */
+static inf_status take_one(const inf__stream_events *ev, int row, inf__stream_events *one) {
+    const inf_record_batch *in = ev->records;
+    const inf_value *id = event_id(ev, row);
+    int r, f;
+    inf_status st;
+    inf__stream_events_clear(one);
+    if ((st = inf_record_batch_add_row(one->records, &r))) return st;
+    for (int k = 0; k < inf_record_batch_n_fields(in); k++)
+        if ((st = inf_record_batch_add_field(one->records, inf_record_batch_field_name(in, k), &f)) ||
+            (st = inf_record_batch_set(one->records, r, f, inf_record_batch_get(in, row, k))))
+            return st;
+    return inf__stream_events_add_id(one, id->u.s.ptr, id->u.s.len);
+}
+
+/* After a data error on a whole micro-batch: each record alone, so the ones
+ * the model takes are scored and the ones it does not become dead letters
+ * with the error.  Outputs and dead letters start again from empty. */
+static inf_status score_one_by_one(work *w, const inf__stream_events *ev, inf_error *e) {
+    inf_record_batch_reset(w->out);
+    inf_record_batch_clear(w->errs);
+    w->n_scored = w->n_rejected = 0;
+    for (int row = 0; row < inf_record_batch_n_rows(ev->records); row++) {
+        inf_status st = take_one(ev, row, &w->one);
+        if (st) return outputs_failed(st, e);
+        int n_out = inf_record_batch_n_rows(w->out), n_err = inf_record_batch_n_rows(w->errs);
+        if ((st = score_records(w, &w->one, e)) == INF_OK) continue;
+        if (!inf_status_is_data_error(st) || inf_record_batch_n_rows(w->out) != n_out ||
+            inf_record_batch_n_rows(w->errs) != n_err)
+            return st;
+        if ((st = add_error(w, &w->one, 0, event_id(&w->one, 0), NULL, e->message))) return outputs_failed(st, e);
+        w->n_rejected++;
+    }
+    return INF_OK;
+}
+
 /* Scores ev into w->out and w->errs.  Fatal errors only (INF_EIO from a
- * lookup store, an engine failure, INF_ENOMEM); per-event problems are dead letters. */
+ * lookup store, INF_ENOMEM, ...); per-event problems are dead letters. */
 static inf_status score(work *w, const inf__stream_events *ev, inf_error *e) {
     inf_record_batch_reset(w->out);
     inf_record_batch_clear(w->errs);
-    inf_record_batch_reset(w->pred);
     w->n_scored = w->n_rejected = 0;
     inf_status st = INF_OK;
     if (inf_record_batch_n_rows(ev->records) > 0 && !w->cfg->model) {
-        st = forward(w, ev);
+        if ((st = forward(w, ev))) return outputs_failed(st, e);
     } else if (inf_record_batch_n_rows(ev->records) > 0) {
-        const inf_tensor *const *x;
-        inf_tensor *const *y;
-        if ((st = inf_pipeline_prepare(w->exec, ev->records, &x, e))) return st;
-        if (inf_pipeline_n_accepted(w->exec) > 0) {
-            if ((st = inf_session_run(w->session, x, &y, e)) || (st = inf_pipeline_finish(w->exec, y, w->pred, e)))
-                return st;
-            st = build_output(w, ev);
-        }
-        for (int i = 0, n = inf_pipeline_n_rejected(w->exec); i < n && !st; i++) {
-            const char *field = NULL, *msg = NULL;
-            int row = inf_pipeline_rejected(w->exec, i, &field, &msg);
-            st = add_error(w, ev, row, event_id(ev, row), field, msg ? msg : "rejected");
-            w->n_rejected++;
-        }
+        st = score_records(w, ev, e);
+        if (st && inf_status_is_data_error(st)) st = score_one_by_one(w, ev, e);
+        if (st) return st;
     }
-    if (!st) st = add_malformed(w, ev);
-    if (st) {
-        e->status = st;
-        snprintf(e->message, sizeof e->message, "stream: building the outputs of a micro-batch: %s", inf_strerror(st));
-    }
-    return st;
+    if ((st = add_malformed(w, ev))) return outputs_failed(st, e);
+    return INF_OK;
 }
 
 /* ---- the loop ------------------------------------------------------------------- */
@@ -263,7 +330,9 @@ static void progress(const inf__stream_config *cfg, const inf__stream_stats *s, 
 static inf_status work_init(work *w, const inf__stream_config *cfg, inf_error *e) {
     memset(w, 0, sizeof *w);
     w->cfg = cfg;
-    if (inf_record_batch_new(&w->pred) || inf_record_batch_new(&w->out) || inf_record_batch_new(&w->errs)) goto oom;
+    if (inf_record_batch_new(&w->pred) || inf_record_batch_new(&w->out) || inf_record_batch_new(&w->errs) ||
+        inf__stream_events_init(&w->one))
+        goto oom;
     if (!cfg->model) return INF_OK;
     const inf_pipeline *pl = cfg->model->pipeline;
     int n_in = inf_pipeline_n_inputs(pl), k = 0;
@@ -292,6 +361,7 @@ static void work_deinit(work *w) {
     inf_record_batch_free(w->pred);
     inf_record_batch_free(w->out);
     inf_record_batch_free(w->errs);
+    inf__stream_events_deinit(&w->one);
     free(w->sensitive);
 }
 

@@ -7,9 +7,10 @@
  * max_delay_ms after its first event, or when the input is idle, so events
  * typed or piped in slowly are scored at once.  The event id is the line
  * number (1-based, blank lines counted), stable when the same input is
- * replayed.  A line that is not a JSON object is a malformed event (its
- * reason names the line), and so is a line longer than 16 MiB (memory stays
- * bounded: its bytes are dropped up to its newline).  End of input = eof.
+ * replayed.  A line that is not a JSON object, or not UTF-8 text, is a
+ * malformed event (its reason names the line), and so is a line longer than
+ * 16 MiB (memory stays bounded: its bytes are dropped up to its newline).
+ * End of input = eof.
  * Nothing to acknowledge.
  */
 #include <errno.h>

@@ -20,7 +20,10 @@
  *
  * Payload: an entry whose field F holds a JSON object is that object; an
  * entry without F is a flat record of its fields, each value typed like a
- * CSV cell (inf_record_batch_set_text).  The event id is the entry id.  An
+ * CSV cell (inf_record_batch_set_text).  Bytes that are not UTF-8 text (in
+ * the JSON, a field name or a value) make the entry malformed: the sinks
+ * (PostgreSQL's text columns) would refuse them on every redelivery.  The
+ * event id is the entry id.  An
  * entry deleted from the stream while pending (nil fields) is acknowledged
  * and counted, not scored.
  *
@@ -159,6 +162,20 @@ static inf_status add_entry(redis_stream *s, inf__stream_events *ev, const redis
         if (!strcmp(kv->element[i]->str, s->field))
             return inf__stream_events_add_json(ev, id->str, id->len, kv->element[i + 1]->str, kv->element[i + 1]->len,
                                                "entry");
+    for (size_t i = 0; i < kv->elements; i++) { /* names and values: UTF-8 text, or the entry is malformed */
+        const redisReply *x = kv->element[i];
+        size_t valid = inf__stream_utf8_valid(x->str, x->len);
+        if (valid < x->len) {
+            char why[700];
+            const redisReply *name = kv->element[i - i % 2];
+            if (i % 2)
+                snprintf(why, sizeof why, "entry %s: the value of field '%.*s' is not UTF-8 text (byte %zu)", id->str,
+                         (int)(name->len < 200 ? name->len : 200), name->str, valid);
+            else
+                snprintf(why, sizeof why, "entry %s: a field name is not UTF-8 text (byte %zu)", id->str, valid);
+            return inf__stream_events_add_bad(ev, id->str, id->len, why, x->str, x->len);
+        }
+    }
     int row, f;
     if ((st = inf_record_batch_add_row(ev->records, &row))) return st;
     for (size_t i = 0; i + 1 < kv->elements; i += 2) {

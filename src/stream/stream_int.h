@@ -46,13 +46,16 @@ void inf__stream_events_clear(inf__stream_events *ev);
 /* Events in the batch, good and bad. */
 int inf__stream_events_count(const inf__stream_events *ev);
 /* Adds one event from its JSON payload: a row of records (+ its id), or, when
- * the payload is not a JSON object, a row of bad with the parser's reason.
- * Only INF_ENOMEM fails. */
+ * the payload is not UTF-8 text holding a JSON object, a row of bad with the
+ * reason.  Only INF_ENOMEM fails. */
 inf_status inf__stream_events_add_json(inf__stream_events *ev, const char *id, size_t id_len, const char *json,
                                        size_t len, const char *what);
+/* The length of the valid UTF-8 at the start of s (len when all of it is). */
+size_t inf__stream_utf8_valid(const char *s, size_t len);
 /* Adds the id of the row just added to records. */
 inf_status inf__stream_events_add_id(inf__stream_events *ev, const char *id, size_t id_len);
-/* Adds a malformed event: id, reason and (up to 1000 bytes of) its payload. */
+/* Adds a malformed event: id, reason and (up to 1000 bytes of) its payload,
+ * as valid UTF-8 (bytes that are not become '?'). */
 inf_status inf__stream_events_add_bad(inf__stream_events *ev, const char *id, size_t id_len, const char *reason,
                                       const char *payload, size_t len);
 

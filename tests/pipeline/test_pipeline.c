@@ -195,6 +195,109 @@ static void test_bad_specs(const inf_model *fraud) {
                      "\"features\":{\"f\":\"float\"},\"required\":\"yes\"}],\"model_inputs\":{\"x\":{\"order\":[\"f\"]}}}",
                INF_EFORMAT, "lookups[0] (l).required: must be true or false", "lookup required not a bool");
     expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"float\"}", INF_EFORMAT, "malformed JSON", "malformed JSON");
+    /* flags of the wrong type never pass silently as false (a field meant sensitive would be logged) */
+    expect_bad(NULL, "{\"inputs\":{\"card\":{\"type\":\"string\",\"sensitive\":\"yes\"},\"a\":{\"type\":\"float\"}},"
+                     "\"model_inputs\":{\"x\":{\"order\":[\"a\"]}}}",
+               INF_EFORMAT, "inputs.card.sensitive: must be true or false", "sensitive given as a string");
+    expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"float\",\"required\":1}},\"model_inputs\":{\"x\":{\"order\":[\"a\"]}}}",
+               INF_EFORMAT, "inputs.a.required: must be true or false", "required given as a number");
+    expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"float\",\"on_invalid\":0}},\"model_inputs\":{\"x\":{\"order\":[\"a\"]}}}",
+               INF_EFORMAT, "inputs.a.on_invalid: must be a string", "on_invalid given as a number");
+    expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"float\",\"min\":10,\"max\":0}},\"model_inputs\":{\"x\":{\"order\":[\"a\"]}}}",
+               INF_EFORMAT, "inputs.a: 'min' (10) is above 'max' (0)", "min above max");
+    expect_bad(fraud, "{\"inputs\":{\"a\":{\"type\":\"float\"}},\"model_inputs\":{\"input\":{" IN12 "}},"
+                      "\"outputs\":[{\"name\":\"s\",\"from\":\"probabilities\",\"index\":0.5}]}",
+               INF_EFORMAT, "outputs[0] (s).index: must be a column index (an integer >= 0)", "fractional output index");
+    expect_bad(fraud, "{\"inputs\":{\"a\":{\"type\":\"float\"}},\"model_inputs\":{\"input\":{" IN12 "}},"
+                      "\"outputs\":[{\"name\":\"s\",\"from\":\"probabilities\",\"index\":1e300}]}",
+               INF_EFORMAT, "outputs[0] (s).index: must be a column index (an integer >= 0)", "huge output index");
+    expect_bad(fraud, "{\"inputs\":{\"a\":{\"type\":\"float\"}},\"model_inputs\":{\"input\":{" IN12 "}},"
+                      "\"outputs\":[{\"name\":\"cls\",\"from\":\"probabilities\",\"op\":\"argmax\",\"labels\":[\"a\",\"b\",\"c\"]}]}",
+               INF_EFORMAT, "outputs[0] (cls).labels: 3 labels but the output 'probabilities' has 2 classes",
+               "argmax labels that do not match the classes");
+    expect_bad(NULL, "{\"inputs\":{\"a\":{\"type\":\"float\"}},\"features\":[{\"name\":\"b\",\"op\":\"one_hot\",\"from\":\"a\","
+                     "\"categories\":[1],\"max_categories\":1e300}],\"model_inputs\":{\"x\":{\"order\":[\"b\"]}}}",
+               INF_EFORMAT, "'max_categories' must be a number from 1 to 10000000", "huge max_categories");
+}
+
+/* An id input declared a string is a string in the output records, even when
+ * the source typed it as a number (CSV cells, flat Redis entries): every mode
+ * gives the same id, and a keyed sink keeps one type for its key column. */
+static void test_id_as_declared(void) {
+    const char *spec = "{\"inputs\":{\"id\":{\"type\":\"string\",\"id\":true},\"a\":{\"type\":\"float\"}},"
+                       "\"model_inputs\":{\"x\":{\"order\":[\"a\"]}}}";
+    inf_pipeline *p = NULL;
+    inf_pipeline_exec *e = NULL;
+    inf_error err = {0};
+    inf_status st = inf_pipeline_load_string(spec, strlen(spec), NULL, NULL, &p, &err);
+    if (!st) st = inf_pipeline_exec_new(p, &e, &err);
+    check(st == INF_OK, "string id spec loads (%s)", st ? err.message : "ok");
+    if (st) return;
+    inf_record_batch *b, *out;
+    inf_record_batch_new(&b);
+    inf_record_batch_new(&out);
+    const char *recs[] = {"{\"id\":12345,\"a\":1}", "{\"id\":\"t7\",\"a\":2}", "{\"id\":1.5,\"a\":3}", "{\"a\":4}"};
+    for (int i = 0; i < 4; i++) inf_record_batch_add_json(b, recs[i], strlen(recs[i]), &err);
+    st = inf_pipeline_prepare(e, b, NULL, &err);
+    if (!st) st = inf_pipeline_features_to_records(e, out, &err);
+    const char *want[] = {"12345", "t7", "1.5"};
+    int ok = st == INF_OK && inf_record_batch_n_rows(out) == 4 && inf_record_batch_find_field(out, "id") == 0;
+    for (int i = 0; ok && i < 3; i++) {
+        const inf_value *v = inf_record_batch_get(out, i, 0);
+        ok = v->type == INF_FIELD_STRING && v->u.s.len == strlen(want[i]) && !memcmp(v->u.s.ptr, want[i], v->u.s.len);
+    }
+    check(ok && inf_record_batch_get(out, 3, 0)->type == INF_FIELD_NULL,
+          "ids 12345, \"t7\", 1.5 come out as the strings \"12345\", \"t7\", \"1.5\"; a missing id stays null");
+    inf_record_batch_free(out);
+    inf_record_batch_free(b);
+    inf_pipeline_exec_free(e);
+    inf_pipeline_free(p);
+}
+
+/* Integer model inputs: truncation toward zero, NaN -> 0, and values beyond
+ * the type's range saturate (a plain C cast is undefined there, and x86 and
+ * ARM would give different bits); `infera features` shows the same values. */
+static void test_integer_inputs(void) {
+    const char *spec = "{\"inputs\":{\"a\":{\"type\":\"float\"}},"
+                       "\"features\":[{\"name\":\"a2\",\"op\":\"identity\",\"from\":\"a\"}],"
+                       "\"model_inputs\":{\"x\":{\"dtype\":\"int64\",\"order\":[\"a\"]},"
+                       "\"y\":{\"dtype\":\"int32\",\"order\":[\"a2\"]}}}";
+    inf_pipeline *p = NULL;
+    inf_pipeline_exec *e = NULL;
+    inf_error err = {0};
+    inf_status st = inf_pipeline_load_string(spec, strlen(spec), NULL, NULL, &p, &err);
+    if (!st) st = inf_pipeline_exec_new(p, &e, &err);
+    check(st == INF_OK, "int64 + int32 spec loads (%s)", st ? err.message : "ok");
+    if (st) return;
+    inf_record_batch *b, *feat;
+    inf_record_batch_new(&b);
+    inf_record_batch_new(&feat);
+    const char *recs[] = {"{\"a\":-2.9}", "{\"a\":\"NaN\"}", "{\"a\":1e300}", "{\"a\":-1e300}", "{\"a\":\"inf\"}",
+                          "{\"a\":3e9}", "{\"a\":-3e9}"};
+    const int64_t want64[] = {-2, 0, INT64_MAX, INT64_MIN, INT64_MAX, 3000000000LL, -3000000000LL};
+    const int32_t want32[] = {-2, 0, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MAX, INT32_MIN};
+    for (int i = 0; i < 7; i++) inf_record_batch_add_json(b, recs[i], strlen(recs[i]), &err);
+    const inf_tensor *const *x = NULL;
+    st = inf_pipeline_prepare(e, b, &x, &err);
+    check(st == INF_OK && x && inf_pipeline_n_accepted(e) == 7, "7 records prepared (%s)", st ? err.message : "ok");
+    if (st == INF_OK && x) {
+        const int64_t *t64 = x[0]->data;
+        const int32_t *t32 = x[1]->data;
+        for (int i = 0; i < 7; i++)
+            check(t64[i] == want64[i] && t32[i] == want32[i], "%s -> int64 %lld, int32 %d (got %lld, %d)", recs[i],
+                  (long long)want64[i], want32[i], (long long)t64[i], t32[i]);
+        st = inf_pipeline_features_to_records(e, feat, &err);
+        int ok = st == INF_OK && inf_record_batch_n_rows(feat) == 7;
+        for (int i = 0; ok && i < 7; i++) {
+            const inf_value *v64 = inf_record_batch_get(feat, i, 0), *v32 = inf_record_batch_get(feat, i, 1);
+            ok = v64->u.f == (double)want64[i] && v32->u.f == (double)want32[i];
+        }
+        check(ok, "infera features shows the values the tensors hold");
+    }
+    inf_record_batch_free(feat);
+    inf_record_batch_free(b);
+    inf_pipeline_exec_free(e);
+    inf_pipeline_free(p);
 }
 
 /* ---- schema checks ---- */
@@ -351,6 +454,31 @@ static void test_sqlite_lookup(const char *dir) {
     inf_pipeline_get_stats(p, &s);
     check(s.n_lookups == 2, "one more query for the next batch (%llu)", (unsigned long long)s.n_lookups);
 
+    /* event_time: staleness measured from the record's own time; a record
+     * without one is measured from the wall clock (here: 1200), not taken as fresh */
+    inf_pipeline_exec_free(e);
+    inf_pipeline_free(p);
+    e = NULL;
+    p = NULL;
+    snprintf(spec, sizeof spec,
+             "{\"inputs\":{\"card\":{\"type\":\"string\"},\"t\":{\"type\":\"timestamp\"}},"
+             "\"lookups\":[{\"name\":\"hist\",\"store\":\"sqlite:%s?table=cards\",\"key\":\"card\",\"key_column\":\"card_id\","
+             "\"features\":{\"cnt\":\"int\",\"avg\":\"float\"},\"as_of\":\"updated_at\",\"max_age_s\":500,"
+             "\"event_time\":\"t\",\"defaults\":{\"cnt\":-1}}],"
+             "\"model_inputs\":{\"x\":{\"order\":[\"cnt\",\"avg\"]}}}",
+             db_path);
+    st = inf_pipeline_load_string(spec, strlen(spec), NULL, NULL, &p, &err);
+    if (!st) st = inf_pipeline_exec_new(p, &e, &err);
+    check(st == INF_OK, "event_time lookup spec loads (%s)", st ? err.message : "ok");
+    if (st) goto done;
+    inf_pipeline_exec_set_now(e, 1200);
+    const char *et[] = {"{\"card\":\"c3\",\"t\":100}", "{\"card\":\"c3\",\"t\":1200}", "{\"card\":\"c3\"}",
+                        "{\"card\":\"c3\",\"t\":null}"};
+    f = prepare_json(e, b, et, 4, &nr, &nc);
+    check(f && nr == 4 && f[0] == 9 && f[2] == -1 && f[4] == -1 && f[6] == -1,
+          "event_time: c3 (as of 10) fresh at t=100, stale at t=1200 and, without t, at the wall clock 1200 "
+          "(cnt %g %g %g %g)", f ? f[0] : 0, f ? f[2] : 0, f ? f[4] : 0, f ? f[6] : 0);
+
     /* required lookups: a null, unknown or stale key rejects the record
      * (defaults do not apply); a sensitive key is not named */
     for (int sensitive = 0; sensitive < 2; sensitive++) {
@@ -486,6 +614,12 @@ static void test_redis_lookup(const char *url) {
         inf_pipeline_stats ps;
         inf_pipeline_get_stats(p, &ps);
         check(ps.n_lookups == 1, "one round trip for the batch");
+        /* the server drops the executor's connection (as a restart does): the
+         * next batch connects again instead of failing, now and for ever */
+        freeReplyObject(redisCommand(c, "CLIENT KILL TYPE normal SKIPME yes"));
+        f = prepare_json(e, b, recs, 5, &nr, &nc);
+        check(f && nr == 5 && f[0] == 3 && f[1] == 12.5, "after the server dropped the lookup connection, the next batch "
+                                                         "reconnects and gets the values");
         inf_record_batch_free(b);
     }
     inf_pipeline_exec_free(e);
@@ -704,6 +838,8 @@ int main(int argc, char **argv) {
     if (inf_model_load(path_of("examples/fraud/fraud_xgb.onnx"), NULL, &fraud, &err)) printf("cannot load fraud model: %s\n", err.message);
     test_transforms();
     test_bad_specs(fraud);
+    test_integer_inputs();
+    test_id_as_declared();
     test_schema();
     test_sqlite_lookup(dir);
     if (getenv("REDIS_URL")) test_redis_lookup(getenv("REDIS_URL"));

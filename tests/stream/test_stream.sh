@@ -242,6 +242,75 @@ check "out-of-range amount: field and reason, the record without its sensitive c
 check "a flat entry missing the required fields is rejected with a reason" 'grep colour errors.jsonl | grep -q "\"reason\":\"[^\"]"' "$(cat errors.jsonl)"
 check "summary counts 40 scored, 2 rejected, 2 malformed" 'grep -q "\"scored\":40,\"written\":40,\"rejected\":2,\"malformed\":2" bad.err' "$(grep summary bad.err)"
 
+# ---- events the engine cannot take ---------------------------------------------------------------------
+# embed.onnx (gen_embed_model.py) looks ids up in a 5-row table: an id out of range fails the engine run of
+# the whole micro-batch.  Only that event may become a dead letter; were the error fatal, the restarted
+# consumer would meet the same events in its pending list again, for ever.
+EMBED=$SRC/tests/stream/data/embed.onnx
+printf '%s\n' '{"inputs": {"id": {"type": "string", "id": true}, "k": {"type": "int", "required": true}},' \
+    ' "model_inputs": {"k": {"dtype": "int64", "order": ["k"]}}}' >embed_spec.json
+printf '%s\n' '{"id":"a","k":1}' '{"id":"b","k":7}' '{"id":"c","k":4}' '{"id":"d","k":-9}' '{"id":"e","k":0}' | xadd_json txe
+"$INFERA" stream --model "$EMBED" --pipeline embed_spec.json --progress-ms 0 --input "$REDIS_URL/txe?group=g" \
+    --output "sqlite:embed.db?table=t" --errors jsonl:embed_err.jsonl --max-events 5 2>embed.err
+rc=$?
+check "engine error on a micro-batch: the other 3 events are scored, exit 0" \
+    '[ $rc = 0 ] && [ "$(sqlite3 embed.db "SELECT group_concat(id) FROM (SELECT id FROM t ORDER BY id)")" = "a,c,e" ]' \
+    "rc $rc; $(tail -n 2 embed.err)"
+check "... k=4 scored as table row 4 (2, 2.25)" '[ "$(sqlite3 embed.db "SELECT score_0, score_1 FROM t WHERE id = '"'c'"'")" = "2.0|2.25" ]'
+check "... the 2 ids out of range are dead letters with the engine's error; nothing pending" \
+    '[ "$(wc -l <embed_err.jsonl)" = 2 ] && grep "\"id\":\"b\"" embed_err.jsonl | grep -q "Gather.*7, outside" &&
+     grep -q "\"id\":\"d\"" embed_err.jsonl && [ "$(pending txe g)" = 0 ] && grep -q "\"scored\":3,\"written\":3,\"rejected\":2" embed.err' \
+    "$(cat embed_err.jsonl; tail -n 2 embed.err)"
+# no spec: the default pipeline finds no numeric field in a micro-batch of one junk event
+printf '%s\n' '{"colour":"blue"}' | "$INFERA" stream --model "$EMBED" --progress-ms 0 --input jsonl:- --output jsonl:junk.jsonl \
+    --errors jsonl:junk_err.jsonl 2>junk.err
+rc=$?
+check "default pipeline, an event without numeric fields: a dead letter, exit 0" \
+    '[ $rc = 0 ] && [ ! -s junk.jsonl ] && grep -q "0 numeric fields" junk_err.jsonl' "rc $rc; $(cat junk_err.jsonl; tail -n 2 junk.err)"
+
+# ---- bytes that are not UTF-8 text ------------------------------------------------------------------------------
+# JSON is UTF-8; a text sink (PostgreSQL) refuses other bytes, and would refuse them again on every redelivery.
+# An entry whose JSON, or a flat entry whose value, is not UTF-8 is a malformed event; its dead letter's payload
+# is cleaned ('?' for the bad bytes), so the dead letter itself can be written anywhere.
+good=$(sed -n 1p raw.json)
+bad_json=$(sed -n 2p raw.json | sed 's/"t050001"/"t050001\xff"/')
+{ printf '*5\r\n$4\r\nXADD\r\n$4\r\ntxu8\r\n$1\r\n*\r\n$4\r\ndata\r\n$%d\r\n%s\r\n' "${#good}" "$good"
+  printf '*5\r\n$4\r\nXADD\r\n$4\r\ntxu8\r\n$1\r\n*\r\n$4\r\ndata\r\n$%d\r\n%s\r\n' "$(printf '%s' "$bad_json" | wc -c)" "$bad_json"
+  printf '*7\r\n$4\r\nXADD\r\n$4\r\ntxu8\r\n$1\r\n*\r\n$14\r\ntransaction_id\r\n$3\r\nu3\xfe\r\n$6\r\namount\r\n$1\r\n1\r\n'
+} | R --pipe >/dev/null
+S --input "$REDIS_URL/txu8?group=g" --output "sqlite:u8.db?table=t" --errors jsonl:u8_err.jsonl --max-events 3 2>u8.err
+rc=$?
+check "entries that are not UTF-8: dead letters ('not UTF-8 text'), the good one scored, exit 0" \
+    '[ $rc = 0 ] && [ "$(sqlite3 u8.db "SELECT group_concat(transaction_id) FROM t")" = t050000 ] &&
+     [ "$(grep -c "not UTF-8 text" u8_err.jsonl)" = 2 ] && grep -q "the value of field .transaction_id." u8_err.jsonl' \
+    "rc $rc; $(cat u8_err.jsonl | head -c 600; tail -n 2 u8.err)"
+check "... the dead letters are valid UTF-8 (bad bytes shown as '?')" \
+    'iconv -f UTF-8 -t UTF-8 u8_err.jsonl >/dev/null && grep -q "t050001?" u8_err.jsonl'
+
+# ---- Redis sink: keys of any length ------------------------------------------------------------------------
+# two ids that share their first 5000 bytes are two keys: both get an entry (the seen-key holds the whole key)
+long=$(head -c 5000 /dev/zero | tr '\0' k)
+printf '{"id":"%sA","k":1}\n{"id":"%sB","k":2}\n{"id":"%sA","k":3}\n' "$long" "$long" "$long" |
+    "$INFERA" stream --model "$EMBED" --pipeline embed_spec.json --progress-ms 0 --input jsonl:- \
+        --output "$REDIS_URL/longkeys" 2>longkeys.err
+rc=$?
+check "redis sink, 5001-byte keys: one entry per key (the repeated key deduplicated)" \
+    '[ $rc = 0 ] && [ "$(R XLEN longkeys)" = 2 ]' "rc $rc, $(R XLEN longkeys) entries; $(tail -n 2 longkeys.err)"
+
+# ---- ids the source types as numbers ------------------------------------------------------------------------
+# flat entries type their cells like CSV: "12345" is an int.  The spec declares transaction_id a string, so the
+# output key is the string "12345": the table's key column is not made an integer by the first micro-batch, to
+# refuse "t777" (and fail the consumer on every restart) afterwards.
+for id in 12345 t777; do
+    R XADD txid '*' transaction_id "$id" card_id card00001 ts 2024-03-10T16:09:25Z amount 3 merchant_category 2 \
+        card_present 1 >/dev/null
+done
+S --input "$REDIS_URL/txid?group=g" --output "sqlite:ids.db?table=t" --max-batch 1 --max-events 2 2>ids.err
+rc=$?
+check "ids 12345 then t777 (flat entries, micro-batches of 1) -> sqlite: both scored, both text keys" \
+    '[ $rc = 0 ] && [ "$(sqlite3 ids.db "SELECT group_concat(typeof(transaction_id) || '"':'"' || transaction_id) FROM (SELECT transaction_id FROM t ORDER BY transaction_id)")" = "text:12345,text:t777" ]' \
+    "rc $rc; $(tail -n 2 ids.err)"
+
 # ---- SIGTERM drain ---------------------------------------------------------------------------------------
 mkfifo in.fifo
 "${SC_CMD[@]}" --input jsonl:in.fifo --output jsonl:drain.jsonl --max-delay-ms 0 2>drain.err &
@@ -322,6 +391,33 @@ if start_postgres; then
 else
     echo "skip PostgreSQL sink: the server could not be started"
 fi
+
+# ---- the Redis server restarts under a Redis -> Redis consumer -----------------------------------------------
+# (last of the Redis parts: the server restarts empty)
+head -1000 raw.json | xadd_json txrs
+"${SC_CMD[@]}" --input "$REDIS_URL/txrs?group=g" --output "$REDIS_URL/restarted" 2>restart.err &
+CPID=$!
+PIDS+=("$CPID")
+for _ in $(seq 1200); do [ "$(R XLEN restarted)" -ge 1000 ] && [ "$(pending txrs g)" = 0 ] && break; sleep 0.05; done
+n_before=$(R XLEN restarted)
+R SHUTDOWN NOSAVE >/dev/null 2>&1
+sleep 1
+redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$REDIS_DIR" --save '' --appendonly no \
+    --daemonize yes --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log" >/dev/null 2>&1
+for _ in $(seq 50); do R ping >/dev/null 2>&1 && break; sleep 0.1; done
+# the server kept nothing (--save ''): the consumer re-creates its group, the sink connects again
+for _ in $(seq 100); do [ "$(R XINFO GROUPS txrs 2>/dev/null | grep -c '^g$')" = 1 ] && break; sleep 0.1; done
+sed -n 1001,1500p raw.json | xadd_json txrs
+for _ in $(seq 1200); do [ "$(R XLEN restarted)" -ge 500 ] && [ "$(pending txrs g)" = 0 ] && break; sleep 0.05; done
+kill -TERM "$CPID"
+wait "$CPID"
+rc=$?
+check "redis restarted under the consumer: source and sink reconnect, the 500 new events are written, exit 0" \
+    '[ "$n_before" = 1000 ] && [ $rc = 0 ] && [ "$(R XLEN restarted)" = 500 ] && [ "$(pending txrs g)" = 0 ]' \
+    "$n_before before; rc $rc, $(R XLEN restarted) after; $(tail -n 3 restart.err)"
+R --raw XRANGE restarted - + | grep '^{' | canon >restarted.txt
+check "... and its 500 predictions are those of infera batch, bit for bit" \
+    '[ "$(wc -l <restarted.txt)" = 500 ] && [ "$(grep -cFxf restarted.txt ref.txt)" = 500 ]'
 
 # ---- errors and lineage --------------------------------------------------------------------------------------
 "$INFERA" stream --model fraud@1 --input "kafka://x/y" --output jsonl:- >e1.out 2>&1
