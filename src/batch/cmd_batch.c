@@ -298,10 +298,13 @@ int cmd_batch(int argc, char **argv) {
     snprintf(job.pipeline_hash, sizeof job.pipeline_hash, "%s", pipeline_hash);
 
     /* sinks and source */
+    /* without --mode each sink gets its kind's default: a table output
+     * (upsert) may have a file error sink (replace) and the other way round */
     const char *mode = o.mode ? o.mode : (is_table(&tout) ? "upsert" : "replace");
+    const char *err_mode = o.mode ? o.mode : (is_table(&terr) ? "upsert" : "replace");
     const char *key = id_column ? id_column : "row_number";
     if ((rc = open_sink(o.output, &tout, mode, o.resume, job.output_bytes, key, &sink, "output"))) goto done;
-    if (o.errors && (rc = open_sink(o.errors, &terr, mode, o.resume,
+    if (o.errors && (rc = open_sink(o.errors, &terr, err_mode, o.resume,
                                     job.errors_bytes, "source_row", &esink, "errors")))
         goto done;
     rc = 1;

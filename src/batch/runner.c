@@ -21,6 +21,7 @@
  * Source records are numbered from 1 in source order (`source_row` of error
  * rows; `row_number` of outputs when there is no id column).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,21 +104,25 @@ static void queue_work(runner *r, chunk *c) {
 }
 
 /* Copies rows [from, n) of src into dst (cleared), field by field. */
+/* Appends src's rows [from, to) to dst, field by field name. */
+static inf_status append_rows(inf_record_batch *dst, const inf_record_batch *src, int from, int to) {
+    int nf = inf_record_batch_n_fields(src);
+    int *map = malloc((size_t)(nf ? nf : 1) * sizeof *map);
+    if (!map) return INF_ENOMEM;
+    inf_status st = INF_OK;
+    for (int f = 0; !st && f < nf; f++) st = inf_record_batch_add_field(dst, inf_record_batch_field_name(src, f), &map[f]);
+    for (int row = from; !st && row < to; row++) {
+        int k;
+        st = inf_record_batch_add_row(dst, &k);
+        for (int f = 0; !st && f < nf; f++) st = inf_record_batch_set(dst, k, map[f], inf_record_batch_get(src, row, f));
+    }
+    free(map);
+    return st;
+}
+
 static inf_status copy_rows(inf_record_batch *dst, const inf_record_batch *src, int from) {
     inf_record_batch_clear(dst);
-    int nf = inf_record_batch_n_fields(src), map[1024];
-    if (nf > 1024) return INF_EUNSUPPORTED;
-    for (int f = 0; f < nf; f++) {
-        inf_status st = inf_record_batch_add_field(dst, inf_record_batch_field_name(src, f), &map[f]);
-        if (st) return st;
-    }
-    for (int row = from; row < inf_record_batch_n_rows(src); row++) {
-        int k;
-        inf_status st = inf_record_batch_add_row(dst, &k);
-        for (int f = 0; !st && f < nf; f++) st = inf_record_batch_set(dst, k, map[f], inf_record_batch_get(src, row, f));
-        if (st) return st;
-    }
-    return INF_OK;
+    return append_rows(dst, src, from, inf_record_batch_n_rows(src));
 }
 
 static void *reader_main(void *arg) {
@@ -247,12 +252,12 @@ static inf_status add_error_row(runner *r, chunk *c, int64_t ordinal, const inf_
 }
 
 /* pred (from inf_pipeline_finish) -> out: key column first, then the
- * prediction fields and lineage (model_name, model_version, pipeline_hash), scored_at. */
-static inf_status build_output(runner *r, chunk *c, inf_pipeline_exec *ex, int64_t scored_at_us) {
+ * prediction fields and lineage (model_name, model_version, pipeline_hash),
+ * scored_at.  map has room for a field index per prediction field. */
+static inf_status fill_output(runner *r, chunk *c, inf_pipeline_exec *ex, int64_t scored_at_us, int *map) {
     const inf__runner_config *cfg = r->cfg;
     inf_record_batch *p = c->pred, *o = c->out;
-    int np = inf_record_batch_n_fields(p), map[1024], f_key, f_ts;
-    if (np > 1023) return INF_EUNSUPPORTED;
+    int np = inf_record_batch_n_fields(p), f_key, f_ts;
     const char *key = cfg->id_column ? cfg->id_column : "row_number";
     inf_status st;
     if ((st = inf_record_batch_add_field(o, key, &f_key))) return st;
@@ -296,21 +301,113 @@ static inf_status build_output(runner *r, chunk *c, inf_pipeline_exec *ex, int64
     return INF_OK;
 }
 
+/* fill_output with a map of the chunk's width (models may have thousands of
+ * output columns). */
+static inf_status build_output(runner *r, chunk *c, inf_pipeline_exec *ex, int64_t scored_at_us) {
+    int np = inf_record_batch_n_fields(c->pred);
+    int *map = malloc((size_t)(np ? np : 1) * sizeof *map);
+    if (!map) return INF_ENOMEM;
+    inf_status st = fill_output(r, c, ex, scored_at_us, map);
+    free(map);
+    return st;
+}
+
 static int64_t now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static inf_status score_chunk(runner *r, chunk *c, inf_session *s, inf_pipeline_exec *ex, inf_error *e) {
-    const inf__runner_config *cfg = r->cfg;
+/* Building a chunk's outputs failed (out of memory): fatal. */
+static inf_status outputs_failed(const chunk *c, inf_status st, inf_error *e) {
+    e->status = st;
+    snprintf(e->message, sizeof e->message, "batch: building the output of rows %lld-%lld: %s",
+             (long long)c->first_ordinal, (long long)(c->first_ordinal + c->n_src - 1), inf_strerror(st));
+    return st;
+}
+
+static void clear_outputs(chunk *c) {
     inf_record_batch_clear(c->pred);
     inf_record_batch_clear(c->out);
     inf_record_batch_clear(c->errs);
     c->n_scored = c->n_rejected = c->n_null_id = 0;
-    inf_status st = INF_OK;
+}
+
+/* Scores the records of c->in into c->out, and the ones the pipeline
+ * rejects into c->errs.  A pipeline or engine error comes back as it is, e
+ * saying it. */
+static inf_status score_records(runner *r, chunk *c, inf_session *s, inf_pipeline_exec *ex, inf_error *e) {
+    const inf__runner_config *cfg = r->cfg;
     int id_in = cfg->id_column ? inf_record_batch_find_field(c->in, cfg->id_column) : -1;
-    if (c->n_rows > 0 && cfg->id_column && id_in < 0) {
+    const inf_tensor *const *x;
+    inf_status st;
+    if ((st = inf_pipeline_prepare(ex, c->in, &x, e))) return st;
+    int n_acc = inf_pipeline_n_accepted(ex);
+    if (n_acc > 0) {
+        inf_tensor *const *y;
+        if ((st = inf_session_run(s, x, &y, e)) || (st = inf_pipeline_finish(ex, y, c->pred, e))) return st;
+        if ((st = build_output(r, c, ex, now_us()))) return outputs_failed(c, st, e);
+    }
+    c->n_scored = n_acc - c->n_null_id;
+    int n_rej = inf_pipeline_n_rejected(ex);
+    for (int i = 0; i < n_rej; i++) {
+        const char *field = NULL, *msg = NULL;
+        int row = inf_pipeline_rejected(ex, i, &field, &msg);
+        if ((st = add_error_row(r, c, c->first_ordinal + row, id_in >= 0 ? inf_record_batch_get(c->in, row, id_in) : NULL,
+                                field, msg ? msg : "rejected", row)))
+            return outputs_failed(c, st, e);
+    }
+    c->n_rejected = n_rej + c->n_null_id;
+    return INF_OK;
+}
+
+/* After a data error on the whole chunk (a value the model cannot take: an
+ * index out of range, a shape the data decides): each record alone, so the
+ * ones the model takes are scored and the ones it cannot take are rejected
+ * with the error -- a bad row loses nothing else, and --resume does not meet
+ * it again as a fatal error (DESIGN.md §6).  When every record fails alone
+ * the error is not the data's but the job's (a model that cannot take these
+ * records at all): chunk_error, the whole chunk's, is returned as fatal. */
+static inf_status score_one_by_one(runner *r, chunk *c, chunk *one, inf_session *s, inf_pipeline_exec *ex,
+                                   const inf_error *chunk_error, inf_error *e) {
+    const inf__runner_config *cfg = r->cfg;
+    int id_in = cfg->id_column ? inf_record_batch_find_field(c->in, cfg->id_column) : -1;
+    int n_failed = 0;
+    inf_status st;
+    clear_outputs(c);
+    for (int row = 0; row < c->n_rows; row++) {
+        clear_outputs(one);
+        inf_record_batch_clear(one->in);
+        if ((st = append_rows(one->in, c->in, row, row + 1))) return outputs_failed(c, st, e);
+        one->first_ordinal = c->first_ordinal + row;
+        one->n_rows = one->n_src = 1;
+        if ((st = score_records(r, one, s, ex, e)) == INF_OK) {
+            if ((st = append_rows(c->out, one->out, 0, inf_record_batch_n_rows(one->out))) ||
+                (st = append_rows(c->errs, one->errs, 0, inf_record_batch_n_rows(one->errs))))
+                return outputs_failed(c, st, e);
+            c->n_scored += one->n_scored;
+            c->n_rejected += one->n_rejected;
+            continue;
+        }
+        if (!inf_status_is_data_error(st)) return st;
+        n_failed++;
+        if ((st = add_error_row(r, c, c->first_ordinal + row, id_in >= 0 ? inf_record_batch_get(c->in, row, id_in) : NULL,
+                                NULL, e->message, row)))
+            return outputs_failed(c, st, e);
+        c->n_rejected++;
+    }
+    if (n_failed == c->n_rows) {
+        *e = *chunk_error;
+        return e->status;
+    }
+    return INF_OK;
+}
+
+static inf_status score_chunk(runner *r, chunk *c, chunk *one, inf_session *s, inf_pipeline_exec *ex, inf_error *e) {
+    const inf__runner_config *cfg = r->cfg;
+    clear_outputs(c);
+    inf_status st = INF_OK;
+    if (c->n_rows > 0 && cfg->id_column && inf_record_batch_find_field(c->in, cfg->id_column) < 0) {
         e->status = INF_EINVAL;
         snprintf(e->message, sizeof e->message, "%s has no column '%s' (--id-column)", cfg->input_uri,
                  cfg->id_column);
@@ -318,37 +415,19 @@ static inf_status score_chunk(runner *r, chunk *c, inf_session *s, inf_pipeline_
     }
     if (c->n_rows > 0 && !cfg->model) {
         /* --no-score: a plain copy (benchmark baseline of the I/O path) */
-        if ((st = copy_rows(c->out, c->in, 0))) goto oom;
+        if ((st = copy_rows(c->out, c->in, 0))) return outputs_failed(c, st, e);
         c->n_scored = c->n_rows;
     } else if (c->n_rows > 0) {
-        const inf_tensor *const *x;
-        if ((st = inf_pipeline_prepare(ex, c->in, &x, e))) return st;
-        int n_acc = inf_pipeline_n_accepted(ex);
-        if (n_acc > 0) {
-            inf_tensor *const *y;
-            if ((st = inf_session_run(s, x, &y, e))) return st;
-            if ((st = inf_pipeline_finish(ex, y, c->pred, e))) return st;
-            if ((st = build_output(r, c, ex, now_us()))) goto oom;
+        st = score_records(r, c, s, ex, e);
+        if (st && inf_status_is_data_error(st)) {
+            inf_error chunk_error = *e;
+            st = score_one_by_one(r, c, one, s, ex, &chunk_error, e);
         }
-        c->n_scored = n_acc - c->n_null_id;
-        int n_rej = inf_pipeline_n_rejected(ex);
-        for (int i = 0; i < n_rej; i++) {
-            const char *field = NULL, *msg = NULL;
-            int row = inf_pipeline_rejected(ex, i, &field, &msg);
-            if ((st = add_error_row(r, c, c->first_ordinal + row,
-                                    id_in >= 0 ? inf_record_batch_get(c->in, row, id_in) : NULL, field,
-                                    msg ? msg : "rejected", row)))
-                goto oom;
-        }
-        c->n_rejected = n_rej + c->n_null_id;
+        if (st) return st;
     }
-    if (c->bad && (st = add_error_row(r, c, c->first_ordinal + c->n_rows, NULL, NULL, c->bad_msg, -1))) goto oom;
+    if (c->bad && (st = add_error_row(r, c, c->first_ordinal + c->n_rows, NULL, NULL, c->bad_msg, -1)))
+        return outputs_failed(c, st, e);
     return INF_OK;
-oom:
-    e->status = st;
-    snprintf(e->message, sizeof e->message, "batch: building the output of rows %lld-%lld: %s",
-             (long long)c->first_ordinal, (long long)(c->first_ordinal + c->n_src - 1), inf_strerror(st));
-    return st;
 }
 
 static void *worker_main(void *arg) {
@@ -356,7 +435,14 @@ static void *worker_main(void *arg) {
     const inf__runner_config *cfg = r->cfg;
     inf_session *s = NULL;
     inf_pipeline_exec *ex = NULL;
+    chunk one; /* one record of a chunk, scored alone after a data error */
+    memset(&one, 0, sizeof one);
     inf_error e;
+    if (inf_record_batch_new(&one.in) || inf_record_batch_new(&one.pred) || inf_record_batch_new(&one.out) ||
+        inf_record_batch_new(&one.errs)) {
+        fatal_msg(r, INF_ENOMEM, "batch: out of memory");
+        goto done;
+    }
     if (cfg->model) {
         inf_session_options so;
         inf_session_options_init(&so);
@@ -378,7 +464,7 @@ static void *worker_main(void *arg) {
         r->work_head = (r->work_head + 1) % r->n_chunks;
         r->n_work--;
         pthread_mutex_unlock(&r->mu);
-        if (score_chunk(r, c, s, ex, &e)) {
+        if (score_chunk(r, c, &one, s, ex, &e)) {
             char msg[INF_ERROR_MESSAGE_MAX];
             snprintf(msg, sizeof msg, "rows %lld-%lld: %s", (long long)c->first_ordinal,
                      (long long)(c->first_ordinal + c->n_src - 1), e.message);
@@ -391,6 +477,10 @@ static void *worker_main(void *arg) {
         pthread_mutex_unlock(&r->mu);
     }
 done:
+    inf_record_batch_free(one.in);
+    inf_record_batch_free(one.pred);
+    inf_record_batch_free(one.out);
+    inf_record_batch_free(one.errs);
     inf_pipeline_exec_free(ex);
     inf_session_free(s);
     return NULL;
@@ -420,6 +510,23 @@ static inf_status commit_and_checkpoint(runner *r, pending *p, inf_error *e) {
     return inf__job_save(job, cfg->input_uri, cfg->output_uri, cfg->errors_uri, e);
 }
 
+/* Waits on r->cv (r->mu held) until woken or until the monotonic time
+ * `deadline` (inf__now()).  Returns 1 when the deadline passed.  The writer
+ * waits so while it has written chunks it has not committed: it then
+ * commits without waiting for the next chunk, which its open transaction
+ * may be holding up (a SQLite sink in the source's database file locks the
+ * source out once the transaction spills to the file). */
+static int wait_until(runner *r, double deadline) {
+    double left = deadline - inf__now();
+    if (left <= 0) return 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long ns = (long long)ts.tv_nsec + (long long)(left * 1e9);
+    ts.tv_sec += (time_t)(ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    return pthread_cond_timedwait(&r->cv, &r->mu, &ts) == ETIMEDOUT;
+}
+
 static void *writer_main(void *arg) {
     runner *r = arg;
     const inf__runner_config *cfg = r->cfg;
@@ -431,16 +538,30 @@ static void *writer_main(void *arg) {
     for (;;) {
         pthread_mutex_lock(&r->mu);
         chunk *c = NULL;
+        int idle_commit = 0;
         for (;;) {
             if (r->stop) break;
             c = r->slots[next % r->n_chunks];
             if (c && c->seq == next) break;
             c = NULL;
             if (r->reader_done && next >= r->n_seq) break;
-            pthread_cond_wait(&r->cv, &r->mu);
+            if (!p.n_src) {
+                pthread_cond_wait(&r->cv, &r->mu);
+            } else if (wait_until(r, last_commit + cfg->checkpoint_s)) {
+                idle_commit = 1; /* chunks written but not committed, and the next one is late */
+                break;
+            }
         }
         if (c) r->slots[next % r->n_chunks] = NULL;
         pthread_mutex_unlock(&r->mu);
+        if (idle_commit) {
+            if (commit_and_checkpoint(r, &p, &e)) {
+                set_fatal(r, &e);
+                break;
+            }
+            last_commit = inf__now();
+            continue;
+        }
         if (!c) break;
         inf_status st = INF_OK;
         if (inf_record_batch_n_rows(c->out) > 0) st = inf_sink_write(cfg->sink, c->out, &e);

@@ -26,6 +26,8 @@ typedef struct csv_source {
     size_t cell_len, cell_cap;
     char **header;      /* header names */
     int n_header;
+    int *fields;        /* n_header: each header column's field index in the batch */
+    int at_start;       /* nothing read yet: a UTF-8 byte order mark may come first */
     char path[512];
 } csv_source;
 
@@ -35,6 +37,7 @@ static void csv_source_close(void *state) {
     if (s->owns && s->f) fclose(s->f);
     for (int i = 0; i < s->n_header; i++) free(s->header[i]);
     free(s->header);
+    free(s->fields);
     free(s->cell);
     free(s);
 }
@@ -59,6 +62,23 @@ static int read_cell(csv_source *s, int *quoted) {
     s->cell_len = 0;
     *quoted = 0;
     int c = getc_unlocked(f);
+    if (s->at_start) {
+        /* a byte order mark (EF BB BF) before the header is not part of it,
+         * also when the first header cell is quoted */
+        s->at_start = 0;
+        if (c == 0xEF) {
+            int c2 = getc_unlocked(f), c3 = c2 == 0xBB ? getc_unlocked(f) : EOF;
+            if (c2 == 0xBB && c3 == 0xBF) {
+                c = getc_unlocked(f);
+            } else {
+                /* not a BOM: the bytes are the start of an unquoted cell */
+                if (cell_push(s, 0xEF)) return -3;
+                if (c2 == 0xBB && cell_push(s, 0xBB)) return -3;
+                c = c2 == 0xBB ? c3 : c2;
+                goto unquoted;
+            }
+        }
+    }
     if (c == EOF) return -1;
     if (c == '"') {
         *quoted = 1;
@@ -77,6 +97,7 @@ static int read_cell(csv_source *s, int *quoted) {
             if (cell_push(s, c)) return -3;
         }
     }
+unquoted:
     for (;; c = getc_unlocked(f)) {
         if (c == ',') return 0;
         if (c == '\n' || c == EOF) {
@@ -101,6 +122,7 @@ static inf_status csv_source_open(const char *uri, const char *rest, const inf_s
     snprintf(s->path, sizeof s->path, "%s", rest);
     s->max_rows = opts->max_rows > 0 ? opts->max_rows : 1024;
     s->line = 1;
+    s->at_start = 1;
     inf_status st = inf__io_open_input(uri, rest, &s->f, &s->owns, err);
     if (st) {
         csv_source_close(s);
@@ -128,18 +150,28 @@ static inf_status csv_source_open(const char *uri, const char *rest, const inf_s
         s->header = h;
         memcpy(name, s->cell, s->cell_len);
         name[s->cell_len] = 0;
-        if (!s->n_header && s->cell_len >= 3 && !memcmp(name, "\xEF\xBB\xBF", 3)) memmove(name, name + 3, s->cell_len - 2);
         s->header[s->n_header++] = name;
         if (rc == 1) break;
+    }
+    if (!(s->fields = calloc((size_t)s->n_header, sizeof *s->fields))) {
+        csv_source_close(s);
+        return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
     }
     *state = s;
     return INF_OK;
 }
 
+/* After a malformed cell: reads up to the end of its record (rc is the last
+ * read_cell result), so the next record starts on a record boundary. */
+static int skip_record(csv_source *s, int rc) {
+    int quoted;
+    while (rc == 0 || rc == -2) rc = read_cell(s, &quoted);
+    return rc;
+}
+
 static inf_status csv_source_next(void *state, inf_record_batch *b, int *eof, inf_error *err) {
     csv_source *s = state;
-    int fields[1024];
-    if (s->n_header > 1024) return inf__io_fail(err, INF_EUNSUPPORTED, "csv:%s: more than 1024 columns", s->path);
+    int *fields = s->fields;
     for (int i = 0; i < s->n_header; i++) {
         inf_status st = inf_record_batch_add_field(b, s->header[i], &fields[i]);
         if (st) return inf__io_fail(err, st, "csv:%s: out of memory", s->path);
@@ -159,12 +191,13 @@ static inf_status csv_source_next(void *state, inf_record_batch *b, int *eof, in
                 b->n_rows--;
                 memset(b->vals + (size_t)row * b->cap_fields, 0, (size_t)b->cap_fields * sizeof *b->vals);
                 if (rc == -3) return inf__io_fail(err, INF_ENOMEM, "csv:%s: out of memory", s->path);
+                if (skip_record(s, rc) == -3) return inf__io_fail(err, INF_ENOMEM, "csv:%s: out of memory", s->path);
                 return inf__io_fail(err, INF_EFORMAT, "csv:%s: line %ld: malformed quoted cell in column %d", s->path,
                                     line, col + 1);
             }
             if (col >= s->n_header) {
                 /* skip the rest of the record, report it */
-                while (rc == 0) rc = read_cell(s, &quoted);
+                rc = skip_record(s, rc);
                 b->n_rows--;
                 memset(b->vals + (size_t)row * b->cap_fields, 0, (size_t)b->cap_fields * sizeof *b->vals);
                 return inf__io_fail(err, INF_EFORMAT, "csv:%s: line %ld: more cells than the %d header columns",
@@ -189,6 +222,7 @@ typedef struct csv_sink {
     inf__io_out out; /* first: the state is also an inf__io_out */
     int n_cols;
     char **cols;
+    int *map;        /* n_cols: each column's field in the batch being written, -1 = absent */
 } csv_sink;
 
 static void put_cell_string(FILE *f, const char *s, size_t len) {
@@ -220,7 +254,8 @@ static inf_status csv_sink_write(void *state, const inf_record_batch *b, inf_err
     if (s->n_cols <= 0) {
         int write_header = s->n_cols == 0;
         s->cols = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->cols);
-        if (!s->cols) return inf__io_fail(err, INF_ENOMEM, "csv:%s: out of memory", s->out.path);
+        s->map = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->map);
+        if (!s->cols || !s->map) return inf__io_fail(err, INF_ENOMEM, "csv:%s: out of memory", s->out.path);
         for (int i = 0; i < b->n_fields; i++) {
             s->cols[i] = strdup(b->names[i]);
             if (!s->cols[i]) return inf__io_fail(err, INF_ENOMEM, "csv:%s: out of memory", s->out.path);
@@ -232,8 +267,7 @@ static inf_status csv_sink_write(void *state, const inf_record_batch *b, inf_err
         s->n_cols = b->n_fields;
         if (write_header) fputc('\n', s->out.f);
     }
-    int map[1024];
-    if (s->n_cols > 1024) return inf__io_fail(err, INF_EUNSUPPORTED, "csv:%s: more than 1024 columns", s->out.path);
+    int *map = s->map;
     for (int i = 0; i < s->n_cols; i++) map[i] = inf_record_batch_find_field(b, s->cols[i]);
     char num[64];
     for (int r = 0; r < b->n_rows; r++) {
@@ -264,6 +298,7 @@ static inf_status csv_sink_close(void *state, inf_error *err) {
     inf_status st = inf__io_out_close(&s->out, err);
     for (int i = 0; i < s->n_cols; i++) free(s->cols[i]);
     free(s->cols);
+    free(s->map);
     free(s);
     return st;
 }

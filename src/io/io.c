@@ -204,6 +204,8 @@ inf_status inf__io_set_text_cell(inf_record_batch *b, int row, int field, const 
             all_digits = 0;
             break;
         }
+    if (all_digits && end - p > 1 && *p == '0') /* "007", "02134": a code, kept as written (JSON keeps it too) */
+        return inf_record_batch_set_string(b, row, field, s, len);
     if (all_digits && end - p <= 18) {
         int64_t v = 0;
         for (const char *q = p; q < end; q++) v = v * 10 + (*q - '0');

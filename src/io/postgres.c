@@ -22,7 +22,8 @@
  * an advisory lock, so concurrent writers -- shards -- do not race), with
  * column types from the first batch (bool -> boolean, int -> bigint, float ->
  * double precision, string -> text, timestamp -> timestamptz, all-null ->
- * text) and PRIMARY KEY (key_column).  Rows go in with COPY: straight into
+ * text) and PRIMARY KEY (key_column); an existing table whose key column is
+ * not unique gets a UNIQUE index on it.  Rows go in with COPY: straight into
  * the table without a key, else into a temporary staging table followed by
  * INSERT ... ON CONFLICT (key) DO UPDATE, so a resumed job overwrites instead
  * of duplicating.  Fields missing from an existing table are added (ALTER
@@ -83,12 +84,15 @@ static void quote_table(PGconn *c, const char *table, char *out, size_t size) {
     PQfreemem(b);
 }
 
-/* The server's message without its trailing newline, in buf (400 bytes). */
+/* The server's message on one line (its DETAIL / HINT lines joined by
+ * blanks, no trailing newline), in buf (400 bytes): errors are one line. */
 #define pg_msg(c) pg_msg_into((c), (char[400]){0})
 static const char *pg_msg_into(PGconn *c, char *buf) {
     snprintf(buf, 400, "%s", PQerrorMessage(c));
     size_t n = strlen(buf);
     while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) buf[--n] = 0;
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] == '\n') buf[i] = ' ';
     return buf;
 }
 
@@ -307,6 +311,7 @@ typedef struct pg_sink {
     int in_txn;
     int n_cols;
     char **cols;
+    int *map;           /* n_cols: each column's field in the batch being written, -1 = absent */
     char table_q[1100]; /* quoted (schema.)table */
     char key[256];
     char *upsert;       /* INSERT ... SELECT FROM staging ON CONFLICT ...; NULL without a key */
@@ -373,12 +378,46 @@ static int sb_printf(char **buf, size_t *cap, size_t *len, const char *fmt, ...)
     }
 }
 
+/* ON CONFLICT (key) needs a unique index on the key alone: an existing table
+ * created without one gets it (refused, with the server's reason, when the
+ * table already holds duplicate ids).  Runs inside setup's transaction. */
+static inf_status ensure_unique_key(pg_sink *s, inf_error *err) {
+    const char *params[2] = {s->table_q, s->key};
+    PGresult *r = PQexecParams(s->conn,
+                               "SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+                               "AND a.attnum = i.indkey[0] WHERE i.indrelid = to_regclass($1) AND i.indisunique "
+                               "AND i.indnkeyatts = 1 AND i.indpred IS NULL AND i.indexprs IS NULL AND a.attname = $2)",
+                               2, NULL, params, NULL, NULL, 0);
+    int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    int unique = ok && PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    if (!ok) return inf__io_fail(err, INF_EIO, "%s: table %s: cannot read its indexes: %s", s->red, s->table, pg_msg(s->conn));
+    if (unique) return INF_OK;
+    char name[600], keyq[600], sql[2400];
+    snprintf(name, sizeof name, "%s_%s_key", strchr(s->table, '.') ? strchr(s->table, '.') + 1 : s->table, s->key);
+    char *nameq = PQescapeIdentifier(s->conn, name, strlen(name));
+    if (!nameq) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+    inf__io_quote_ident(keyq, sizeof keyq, s->key);
+    snprintf(sql, sizeof sql, "CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)", nameq, s->table_q, keyq);
+    PQfreemem(nameq);
+    r = PQexec(s->conn, sql);
+    ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok)
+        return inf__io_fail(err, INF_EIO,
+                            "%s: table %s: rows are keyed by '%s' but it is neither the table's primary key nor unique, "
+                            "and a unique index on it cannot be made: %s",
+                            s->red, s->table, s->key, pg_msg(s->conn));
+    return INF_OK;
+}
+
 static inf_status pg_sink_setup(pg_sink *s, const inf_record_batch *b, inf_error *err) {
     char *sql = NULL, ident[600];
     size_t cap = 0, len = 0;
     inf_status st = INF_OK;
     s->cols = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->cols);
-    if (!s->cols) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+    s->map = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->map);
+    if (!s->cols || !s->map) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
     for (int f = 0; f < b->n_fields; f++) {
         if (!(s->cols[f] = strdup(b->names[f]))) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
         s->n_cols = f + 1;
@@ -416,6 +455,7 @@ static inf_status pg_sink_setup(pg_sink *s, const inf_record_batch *b, inf_error
             goto oom;
         if ((st = exec_ok(s->conn, sql, s->red, "add column", err))) goto done;
     }
+    if (s->key[0] && (st = ensure_unique_key(s, err))) goto done;
     /* the COPY statement, into the table or the staging table */
     char *cols = NULL;
     size_t ccap = 0, clen = 0;
@@ -522,8 +562,7 @@ static inf_status pg_sink_write(void *state, const inf_record_batch *b, inf_erro
         if ((st = exec_ok(s->conn, "BEGIN", s->red, "begin", err))) return st;
         s->in_txn = 1;
     }
-    int map[1024];
-    if (s->n_cols > 1024) return inf__io_fail(err, INF_EUNSUPPORTED, "%s: more than 1024 columns", s->red);
+    int *map = s->map;
     for (int c = 0; c < s->n_cols; c++) map[c] = inf_record_batch_find_field(b, s->cols[c]);
     PGresult *r = PQexec(s->conn, s->copy);
     if (PQresultStatus(r) != PGRES_COPY_IN) {
@@ -579,6 +618,7 @@ static inf_status pg_sink_close(void *state, inf_error *err) {
     PQfinish(s->conn);
     for (int c = 0; c < s->n_cols; c++) free(s->cols[c]);
     free(s->cols);
+    free(s->map);
     free(s->upsert);
     free(s->copy);
     free(s->line);

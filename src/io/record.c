@@ -588,7 +588,8 @@ static int add_json_flat(inf_record_batch *b, const char *json, size_t len) {
         if (p < end && *p == '}') break;
         return 0;
     }
-scanned:;
+scanned:
+    if (skip_ws(p + 1, end) != end) return 0; /* text after the object: the full parser reports it */
     int row;
     if (inf_record_batch_add_row(b, &row)) return -1;
     for (int i = 0; i < n; i++) {
@@ -637,14 +638,19 @@ inf_status inf_record_batch_add_json(inf_record_batch *b, const char *json, size
     }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
-    if (!root || !cJSON_IsObject(root)) {
+    /* one value, then only blanks: `{...} junk` or two objects on one line are malformed */
+    const char *rest = root && end ? skip_ws(end, json + len) : NULL;
+    if (!root || !cJSON_IsObject(root) || rest != json + len) {
         if (err) {
             err->status = INF_EFORMAT;
             if (!root)
                 snprintf(err->message, sizeof err->message, "malformed JSON near byte %ld",
                          end ? (long)(end - json) : (long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - json : 0));
-            else
+            else if (!cJSON_IsObject(root))
                 snprintf(err->message, sizeof err->message, "a record must be a JSON object");
+            else
+                snprintf(err->message, sizeof err->message, "malformed JSON near byte %ld: text after the record",
+                         (long)(rest - json));
         }
         cJSON_Delete(root);
         return INF_EFORMAT;

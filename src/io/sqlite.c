@@ -3,15 +3,19 @@
  * `sqlite:PATH?table=T` sinks.
  *
  * Source: one prepared statement stepped a batch at a time (streaming, the
- * result set is never held).  Column values keep SQLite's storage class:
- * INTEGER -> int, REAL -> float, TEXT/BLOB -> string, NULL -> null.
+ * result set is never held); a rowid table is read in pages of rowids (see
+ * prepare_pages), so no read lock is held between batches.  Column values
+ * keep SQLite's storage class: INTEGER -> int, REAL -> float, TEXT/BLOB ->
+ * string, NULL -> null.
  * Sink: creates the table when missing, with types from the first batch (the
  * first non-null value of each field: int/bool -> INTEGER, float -> REAL,
  * string/timestamp -> TEXT; all-null -> no declared type), and
  * `PRIMARY KEY` on opts->key_column (then rows are upserted: INSERT OR
  * REPLACE, so a resumed job does not duplicate).  An existing table keeps its
- * columns; fields it lacks are added with ALTER TABLE ADD COLUMN.  Writes are
- * grouped in a transaction that commit() ends.  busy_timeout is 5 s.
+ * columns; fields it lacks are added with ALTER TABLE ADD COLUMN, and when
+ * the key column is neither its primary key nor unique it gets a UNIQUE index
+ * (else REPLACE would not replace).  Writes are grouped in a transaction that
+ * commit() ends.  busy_timeout is 5 s.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +31,8 @@ typedef struct sqlite_source {
     long row;
     int *fields;
     int n_cols;
+    int paged;                /* stmt is a rowid page query (column 0 = the rowid) */
+    sqlite3_int64 next_rowid; /* paged: the first rowid of the next page */
     char path[512];
 } sqlite_source;
 
@@ -37,6 +43,42 @@ static void sqlite_source_close(void *state) {
     sqlite3_close(s->db);
     free(s->fields);
     free(s);
+}
+
+/* A table is read a page at a time, in rowid order (the order of `SELECT *`
+ * over a rowid table), each page its own short read: between pages the
+ * source holds no lock, so a sink writing into the same database file can
+ * commit (a statement stepped through the whole table would keep its
+ * writers waiting until they time out, "database is locked").  Sets
+ * s->stmt to the page query, or leaves it NULL for a table without a usable
+ * rowid (WITHOUT ROWID, a view, columns shadowing every rowid alias), which
+ * is then read by one statement. */
+static inf_status prepare_pages(sqlite_source *s, const char *table, const char *ident, inf_error *err) {
+    static const char *const aliases[] = {"_rowid_", "rowid", "oid"};
+    sqlite3_stmt *cols = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2 COLLATE NOCASE", -1,
+                           &cols, NULL) != SQLITE_OK)
+        return INF_OK; /* no table-valued pragmas: one statement */
+    const char *alias = NULL;
+    for (int i = 0; i < 3 && !alias; i++) {
+        sqlite3_reset(cols);
+        sqlite3_bind_text(cols, 1, table, -1, SQLITE_STATIC);
+        sqlite3_bind_text(cols, 2, aliases[i], -1, SQLITE_STATIC);
+        if (sqlite3_step(cols) == SQLITE_ROW && sqlite3_column_int(cols, 0) == 0) alias = aliases[i];
+    }
+    sqlite3_finalize(cols);
+    if (!alias) return INF_OK;
+    char *sql = sqlite3_mprintf("SELECT %s, * FROM %s WHERE %s >= ?1 ORDER BY %s", alias, ident, alias, alias);
+    if (!sql) return inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+    if (sqlite3_prepare_v2(s->db, sql, -1, &s->stmt, NULL) == SQLITE_OK) {
+        s->paged = 1;
+        s->next_rowid = INT64_MIN;
+    } else {
+        sqlite3_finalize(s->stmt);
+        s->stmt = NULL;
+    }
+    sqlite3_free(sql);
+    return INF_OK;
 }
 
 static inf_status sqlite_source_open(const char *uri, const char *rest, const inf_source_options *opts, void **state,
@@ -63,8 +105,8 @@ static inf_status sqlite_source_open(const char *uri, const char *rest, const in
     } else if (inf__io_uri_param(rest, "table", table, sizeof table)) {
         inf__io_quote_ident(ident, sizeof ident, table);
         snprintf(query, qsize, "%s", "");
-        sql = sqlite3_mprintf("SELECT * FROM %s", ident);
-        if (!sql) {
+        if ((st = prepare_pages(s, table, ident, err))) goto fail;
+        if (!s->stmt && !(sql = sqlite3_mprintf("SELECT * FROM %s", ident))) {
             st = inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
             goto fail;
         }
@@ -72,14 +114,14 @@ static inf_status sqlite_source_open(const char *uri, const char *rest, const in
         st = inf__io_fail(err, INF_EINVAL, "sqlite:%s: the URI needs ?table=T or ?query=SQL", s->path);
         goto fail;
     }
-    int rc = sqlite3_prepare_v2(s->db, sql, -1, &s->stmt, NULL);
+    int rc = s->stmt ? SQLITE_OK : sqlite3_prepare_v2(s->db, sql, -1, &s->stmt, NULL);
     if (sql != query) sqlite3_free(sql);
     if (rc != SQLITE_OK) {
         st = inf__io_fail(err, rc == SQLITE_CANTOPEN || rc == SQLITE_NOTADB ? INF_EIO : INF_EINVAL, "sqlite:%s: %s",
                           s->path, sqlite3_errmsg(s->db));
         goto fail;
     }
-    s->n_cols = sqlite3_column_count(s->stmt);
+    s->n_cols = sqlite3_column_count(s->stmt) - s->paged;
     s->fields = calloc((size_t)(s->n_cols ? s->n_cols : 1), sizeof *s->fields);
     if (!s->fields) {
         st = inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
@@ -94,39 +136,60 @@ fail:
     return st;
 }
 
+/* The current row of stmt (from column c0 on) as a new row of b. */
+static inf_status add_row(sqlite_source *s, inf_record_batch *b, int c0, inf_error *err) {
+    int row;
+    if (inf_record_batch_add_row(b, &row)) return inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+    for (int c = 0; c < s->n_cols; c++) {
+        inf_status st = INF_OK;
+        int k = c + c0;
+        switch (sqlite3_column_type(s->stmt, k)) {
+        case SQLITE_INTEGER: st = inf_record_batch_set_int(b, row, s->fields[c], sqlite3_column_int64(s->stmt, k)); break;
+        case SQLITE_FLOAT: st = inf_record_batch_set_float(b, row, s->fields[c], sqlite3_column_double(s->stmt, k)); break;
+        case SQLITE_TEXT:
+        case SQLITE_BLOB: {
+            const char *t = (const char *)sqlite3_column_text(s->stmt, k);
+            st = inf_record_batch_set_string(b, row, s->fields[c], t ? t : "", (size_t)sqlite3_column_bytes(s->stmt, k));
+            break;
+        }
+        default: break;
+        }
+        if (st) return inf__io_fail(err, st, "sqlite:%s: out of memory", s->path);
+    }
+    return INF_OK;
+}
+
 static inf_status sqlite_source_next(void *state, inf_record_batch *b, int *eof, inf_error *err) {
     sqlite_source *s = state;
     for (int c = 0; c < s->n_cols; c++)
-        if (inf_record_batch_add_field(b, sqlite3_column_name(s->stmt, c), &s->fields[c]))
+        if (inf_record_batch_add_field(b, sqlite3_column_name(s->stmt, c + s->paged), &s->fields[c]))
             return inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
-    while (b->n_rows < s->max_rows) {
+    if (s->paged) {
+        sqlite3_reset(s->stmt);
+        sqlite3_bind_int64(s->stmt, 1, s->next_rowid);
+    }
+    inf_status st = INF_OK;
+    while (!st && b->n_rows < s->max_rows) {
         int rc = sqlite3_step(s->stmt);
         if (rc == SQLITE_DONE) {
             *eof = 1;
-            return INF_OK;
+            break;
         }
-        if (rc != SQLITE_ROW)
-            return inf__io_fail(err, INF_EIO, "sqlite:%s: row %ld: %s", s->path, s->row + 1, sqlite3_errmsg(s->db));
+        if (rc != SQLITE_ROW) {
+            st = inf__io_fail(err, INF_EIO, "sqlite:%s: row %ld: %s", s->path, s->row + 1, sqlite3_errmsg(s->db));
+            break;
+        }
         s->row++;
-        int row;
-        if (inf_record_batch_add_row(b, &row)) return inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
-        for (int c = 0; c < s->n_cols; c++) {
-            inf_status st = INF_OK;
-            switch (sqlite3_column_type(s->stmt, c)) {
-            case SQLITE_INTEGER: st = inf_record_batch_set_int(b, row, s->fields[c], sqlite3_column_int64(s->stmt, c)); break;
-            case SQLITE_FLOAT: st = inf_record_batch_set_float(b, row, s->fields[c], sqlite3_column_double(s->stmt, c)); break;
-            case SQLITE_TEXT:
-            case SQLITE_BLOB: {
-                const char *t = (const char *)sqlite3_column_text(s->stmt, c);
-                st = inf_record_batch_set_string(b, row, s->fields[c], t ? t : "", (size_t)sqlite3_column_bytes(s->stmt, c));
-                break;
-            }
-            default: break;
-            }
-            if (st) return inf__io_fail(err, st, "sqlite:%s: out of memory", s->path);
+        if (s->paged) {
+            sqlite3_int64 id = sqlite3_column_int64(s->stmt, 0);
+            if (id == INT64_MAX) *eof = 1; /* the last possible rowid: nothing can follow */
+            s->next_rowid = id + (id < INT64_MAX);
         }
+        st = add_row(s, b, s->paged, err);
+        if (*eof) break;
     }
-    return INF_OK;
+    if (s->paged) sqlite3_reset(s->stmt); /* end the page's read: writers may commit */
+    return st;
 }
 
 const inf_source_type inf__io_sqlite_source = {"sqlite", sqlite_source_open, sqlite_source_next, NULL,
@@ -140,6 +203,7 @@ typedef struct sqlite_sink {
     int in_txn;
     int n_cols;
     char **cols;
+    int *map;           /* n_cols: each column's field in the batch being written, -1 = absent */
     char table[256];
     char key[256];
     char path[512];
@@ -196,17 +260,64 @@ static int table_has_column(sqlite_sink *s, const char *name) {
     return sqlite3_table_column_metadata(s->db, NULL, s->table, name, NULL, NULL, NULL, NULL, NULL) == SQLITE_OK;
 }
 
+/* 1 when the existing table keeps at most one row per key value: the key is
+ * its only PRIMARY KEY column, or a UNIQUE index (constraint) covers the key
+ * alone; 0 when not; -1 when it cannot be told. */
+static int key_is_unique(sqlite_sink *s) {
+    static const char sql[] =
+        "SELECT (SELECT count(*) FROM pragma_table_info(?1) WHERE pk > 0) = 1"
+        "   AND (SELECT pk FROM pragma_table_info(?1) WHERE name = ?2) = 1"
+        " OR EXISTS (SELECT 1 FROM pragma_index_list(?1) AS il WHERE il.\"unique\""
+        "   AND (SELECT count(*) FROM pragma_index_info(il.name)) = 1"
+        "   AND (SELECT name FROM pragma_index_info(il.name)) = ?2 AND NOT il.partial)";
+    sqlite3_stmt *st = NULL;
+    int unique = -1;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_bind_text(st, 1, s->table, -1, SQLITE_STATIC) == SQLITE_OK &&
+        sqlite3_bind_text(st, 2, s->key, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        unique = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return unique;
+}
+
+/* An existing table without a unique key column would get a second row per
+ * id from INSERT OR REPLACE on a re-run or a resume: give it a UNIQUE index
+ * on the key (refused, with the reason, when the table already holds
+ * duplicate ids). */
+static inf_status ensure_unique_key(sqlite_sink *s, inf_error *err) {
+    int unique = key_is_unique(s);
+    if (unique == 1) return INF_OK;
+    if (unique < 0)
+        return inf__io_fail(err, INF_EIO, "sqlite:%s: table %s: cannot read its indexes: %s", s->path, s->table,
+                            sqlite3_errmsg(s->db));
+    char *sql = sqlite3_mprintf("CREATE UNIQUE INDEX IF NOT EXISTS \"%w_%w_key\" ON \"%w\" (\"%w\")", s->table,
+                                s->key, s->table, s->key);
+    if (!sql) return inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+    char *msg = NULL;
+    int rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
+    sqlite3_free(sql);
+    inf_status st = INF_OK;
+    if (rc != SQLITE_OK)
+        st = inf__io_fail(err, INF_EIO,
+                          "sqlite:%s: table %s: rows are keyed by '%s' but it is neither the table's primary key nor "
+                          "unique, and a unique index on it cannot be made: %s",
+                          s->path, s->table, s->key, msg ? msg : "out of memory");
+    sqlite3_free(msg);
+    return st;
+}
+
 static inf_status sqlite_sink_setup(sqlite_sink *s, const inf_record_batch *b, inf_error *err) {
     char ident[600];
     inf_status st = INF_OK;
     size_t cap = 256 + (size_t)b->n_fields * 600;
     char *sql = malloc(cap);
     s->cols = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->cols);
-    if (!sql || !s->cols) {
+    s->map = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->map);
+    if (!sql || !s->cols || !s->map) {
         free(sql);
         return inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
     }
-    int exists = sqlite3_table_column_metadata(s->db, NULL, s->table, "rowid", NULL, NULL, NULL, NULL, NULL) == SQLITE_OK;
+    int exists = sqlite3_table_column_metadata(s->db, NULL, s->table, NULL, NULL, NULL, NULL, NULL, NULL) == SQLITE_OK;
     size_t n = 0;
     inf__io_quote_ident(ident, sizeof ident, s->table);
     if (!exists) {
@@ -227,6 +338,7 @@ static inf_status sqlite_sink_setup(sqlite_sink *s, const inf_record_batch *b, i
             snprintf(sql, cap, "ALTER TABLE %s ADD COLUMN %s%s", tident, ident, decl_type(b, f));
             if ((st = exec_sql(s, sql, err))) goto done;
         }
+        if (s->key[0] && (st = ensure_unique_key(s, err))) goto done;
     }
     inf__io_quote_ident(ident, sizeof ident, s->table);
     n = (size_t)snprintf(sql, cap, "INSERT %sINTO %s (", s->key[0] ? "OR REPLACE " : "", ident);
@@ -257,8 +369,7 @@ static inf_status sqlite_sink_write(void *state, const inf_record_batch *b, inf_
         if ((st = exec_sql(s, "BEGIN", err))) return st;
         s->in_txn = 1;
     }
-    int map[1024];
-    if (s->n_cols > 1024) return inf__io_fail(err, INF_EUNSUPPORTED, "sqlite:%s: more than 1024 columns", s->path);
+    int *map = s->map;
     for (int c = 0; c < s->n_cols; c++) map[c] = inf_record_batch_find_field(b, s->cols[c]);
     char ts[64];
     for (int r = 0; r < b->n_rows; r++) {
@@ -307,6 +418,7 @@ static inf_status sqlite_sink_close(void *state, inf_error *err) {
     sqlite3_close(s->db);
     for (int c = 0; c < s->n_cols; c++) free(s->cols[c]);
     free(s->cols);
+    free(s->map);
     free(s);
     return st;
 }

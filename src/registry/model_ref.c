@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "registry/model_ref.h"
 
@@ -42,6 +43,19 @@ void inf__model_ref_close(inf__model_ref *m) {
     memset(m, 0, sizeof *m);
 }
 
+/* The spec a file model carries beside it, as `infera serve` finds it:
+ * <model without .onnx>.pipeline.json.  Returns 1 and fills out when that
+ * file exists, so every runner maps a file model's records the same way. */
+static int spec_beside(const char *ref, char *out, size_t cap) {
+    size_t n = strlen(ref);
+    if (n > 5 && !strcasecmp(ref + n - 5, ".onnx")) n -= 5;
+    if ((size_t)snprintf(out, cap, "%.*s.pipeline.json", (int)n, ref) >= cap) return 0;
+    FILE *f = fopen(out, "rb");
+    if (!f) return 0;
+    fclose(f);
+    return 1;
+}
+
 static inf_status load_pipeline(inf__model_ref *m, const inf__model_ref_options *o, const char *spec_json,
                                 inf_error *err) {
     inf_pipeline_options po;
@@ -74,7 +88,10 @@ inf_status inf__model_ref_open(const char *ref, const inf__model_ref_options *op
         snprintf(m->name, sizeof m->name, "%.*s", (int)strcspn(base, "."), base);
         snprintf(m->version, sizeof m->version, "sha256:%.12s", m->sha256);
         snprintf(m->source, sizeof m->source, "%s", ref);
-        if ((st = load_pipeline(m, o, NULL, err))) goto fail;
+        char beside[4200];
+        inf__model_ref_options with_spec = *o;
+        if (!o->pipeline_path && spec_beside(ref, beside, sizeof beside)) with_spec.pipeline_path = beside;
+        if ((st = load_pipeline(m, &with_spec, NULL, err))) goto fail;
         return INF_OK;
     }
     inf_registry_options ro;

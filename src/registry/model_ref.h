@@ -9,8 +9,8 @@
  * lives with the registry because a reference is resolved through it.
  *
  * A path is what inf_registry_ref_is_path says (contains '/', ends in .onnx,
- * .json or .ubj, or names an existing file); its pipeline is `pipeline_path` when given, else the default
- * pipeline.  A registry reference loads the version's artifact (SHA-256
+ * .json or .ubj, or names an existing file); its pipeline is `pipeline_path` when given, else the spec beside
+ * it (`<model>.pipeline.json`, as `infera serve` reads it), else the default pipeline.  A registry reference loads the version's artifact (SHA-256
  * checked by the registry) and the version's pipeline spec when it has one
  * (`pipeline_path` overrides it).  Identity of a path model: name = file stem,
  * version = "sha256:<first 12 hex of the file>".

@@ -2,9 +2,11 @@
 # test_batch.sh -- `infera batch` end to end with the fraud example (label: integration).
 #   usage: test_batch.sh INFERA SOURCE_DIR
 # CSV / JSON lines / SQLite round trips, output types and lineage columns,
-# modes, bad rows of every kind to the error sink, --max-error-rate, registry
-# lineage, progress lines, and crash-resume: kill -9 at several points,
-# --resume, compare with an uninterrupted run (same rows, none twice).
+# modes, bad rows of every kind to the error sink, --max-error-rate, inputs
+# from the wild (BOM, CRLF, malformed quotes, 1500 columns, two JSON objects on
+# a line, input and output in one SQLite file, existing keyless tables),
+# registry lineage, progress lines, and crash-resume: kill -9 at several
+# points, --resume, compare with an uninterrupted run (same rows, none twice).
 set -u
 INFERA=$1
 SRC=$2
@@ -127,6 +129,14 @@ check "sensitive fields never in the error record" '! grep -q "card00001" errors
 "${B[@]}" --model "$MODEL" --pipeline "$SPEC" --input "csv:$RAW" --output csv:all.csv >/dev/null 2>&1
 check "other rows unaffected by the bad ones" \
     'diff <(strip good.csv) <(strip all.csv | grep -E "^t05000[0-9]," ) >/dev/null' "$(diff <(strip good.csv) <(strip all.csv | grep -E '^t05000[0-9],'))"
+# a spec beside a file model (<model>.pipeline.json, as infera serve reads it) is the model's pipeline in batch too
+mkdir -p beside
+cp "$MODEL" beside/fraud_xgb.onnx
+cp "$SPEC" beside/fraud_xgb.pipeline.json
+cp "$EX/card_features.db" beside/
+"${B[@]}" --model beside/fraud_xgb.onnx --input "csv:$RAW" --output csv:beside.csv >/dev/null 2>err.txt
+check "a spec beside the model file is used without --pipeline (same rows as with it)" \
+    'diff <(strip beside.csv) <(strip all.csv) >/dev/null' "$(head -c 300 err.txt; diff <(strip beside.csv) <(strip all.csv) | head -3)"
 # a required lookup: an unknown card is rejected (card_id is sensitive: not named)
 mkdir -p specdir
 sed 's#"event_time": "ts",#"event_time": "ts", "required": true,#' "$SPEC" >specdir/req_spec.json
@@ -152,6 +162,82 @@ check "registered spec stores the absolute store path" \
 check "--max-error-rate stops a mostly bad job" '[ $rc -ne 0 ] && grep -q "above --max-error-rate 0.5" err.txt' "$(cat err.txt)"
 "${B[@]}" --model "$MODEL" --pipeline "$SPEC" --input csv:mostly_bad.csv --output csv:mb.csv --max-error-rate 0.9 >/dev/null 2>err.txt; rc=$?
 check "--max-error-rate above the rate lets it finish" '[ $rc -eq 0 ]' "$(cat err.txt)"
+
+# ---- inputs from the wild (tests/batch/gen_models.py: Y = a + 10 b + 100 c) -------------------------
+SUM3=$SRC/tests/batch/data/sum3.onnx
+ycol() { awk -F, 'NR>1 { print $1 ":" $2 }' "$1" | tr '\n' ' '; }
+# a UTF-8 byte order mark before a quoted header (Excel's "CSV UTF-8"), CRLF, no final newline
+printf '\xef\xbb\xbf"id","a","b","c"\r\n1,1,2,3\r\n2,"4",5,6' >bom.csv
+"${B[@]}" --model "$SUM3" --input csv:bom.csv --output csv:bom_out.csv --id-column id >/dev/null 2>err.txt; rc=$?
+check "csv: BOM + quoted header + CRLF + no final newline" '[ $rc -eq 0 ] && [ "$(ycol bom_out.csv)" = "1:321 2:654 " ]' \
+    "rc=$rc $(cat err.txt) $(head -3 bom_out.csv)"
+# a quoted cell with text after its closing quote: that record is rejected, the next one is whole
+printf 'id,a,b,c\n1,1,2,3\n2,"4"x,5,6\n3,7,8,9\n' >badq.csv
+"${B[@]}" --model "$SUM3" --input csv:badq.csv --output csv:badq_out.csv --id-column id --errors jsonl:badq_err.jsonl >sum.txt 2>err.txt; rc=$?
+check "csv: a malformed quoted cell rejects its record only (no phantom record from its tail)" \
+    '[ $rc -eq 0 ] && grep -q "read 3  scored 2  written 2  rejected 1" sum.txt && [ "$(ycol badq_out.csv)" = "1:321 3:987 " ] && grep -q "line 3: malformed quoted cell in column 2" badq_err.jsonl' \
+    "$(cat sum.txt err.txt badq_err.jsonl)"
+# without a spec, one text cell in a numeric column rejects its row; the column stays a feature
+printf 'id,a,b,c\n1,1,2,3\n4,abc,1,1\n3,7,8,9\n' >badcell.csv
+"${B[@]}" --model "$SUM3" --input csv:badcell.csv --output csv:badcell_out.csv --id-column id --errors jsonl:badcell_err.jsonl >sum.txt 2>err.txt; rc=$?
+check "csv: a text cell in a numeric column of the first chunk rejects its row only" \
+    '[ $rc -eq 0 ] && [ "$(ycol badcell_out.csv)" = "1:321 3:987 " ] && grep -q "field .a. is not a number" badcell_err.jsonl' \
+    "rc=$rc $(cat sum.txt err.txt badcell_err.jsonl)"
+# an integer written with leading zeros is a code: kept as written (as JSON keeps "007"), still a number to the model
+printf 'id,a,b,c\n007,1,2,3\n12,04,5,6\n' >zeros.csv
+"${B[@]}" --model "$SUM3" --input csv:zeros.csv --output csv:zeros_out.csv --id-column id >/dev/null 2>err.txt; rc=$?
+check "csv: ids with leading zeros keep them; '04' is still the number 4" '[ $rc -eq 0 ] && [ "$(ycol zeros_out.csv)" = "007:321 12:654 " ]' \
+    "rc=$rc $(cat err.txt zeros_out.csv)"
+# a value the engine cannot take (an id outside the 5-row table of tests/stream/data/embed.onnx) fails the run of
+# its whole chunk: the chunk is scored again record by record and only those records are rejected, with the
+# engine's error; a model that takes none of a chunk's records still fails the job
+EMBED=$SRC/tests/stream/data/embed.onnx
+printf '%s\n' '{"inputs": {"id": {"type": "string", "id": true}, "k": {"type": "int", "required": true}},' \
+    ' "model_inputs": {"k": {"dtype": "int64", "order": ["k"]}}}' >embed_spec.json
+printf '%s\n' '{"id":"a","k":1}' '{"id":"b","k":7}' '{"id":"c","k":4}' '{"id":"d","k":-9}' '{"id":"e","k":0}' >embed.jsonl
+"${B[@]}" --model "$EMBED" --pipeline embed_spec.json --input jsonl:embed.jsonl --output csv:embed_out.csv \
+    --errors jsonl:embed_err.jsonl >sum.txt 2>err.txt; rc=$?
+check "engine error in a chunk: the other records are scored, the two bad ones rejected with the engine's error" \
+    '[ $rc -eq 0 ] && [ "$(ycol embed_out.csv)" = "a:0.5 c:2 e:0 " ] && [ "$(wc -l <embed_err.jsonl)" -eq 2 ] &&
+     grep "\"id\":\"b\"" embed_err.jsonl | grep -q "Gather" && grep -q "\"source_row\":4" embed_err.jsonl' \
+    "rc=$rc $(cat sum.txt err.txt embed_err.jsonl embed_out.csv)"
+printf '%s\n' '{"id":"x","k":9}' '{"id":"y","k":70}' >embed_bad.jsonl
+"${B[@]}" --model "$EMBED" --pipeline embed_spec.json --input jsonl:embed_bad.jsonl --output csv:embed_bad.csv >/dev/null 2>err.txt; rc=$?
+check "... a chunk whose every record fails alone fails the job with the engine's error" \
+    '[ $rc -ne 0 ] && grep -q "Gather" err.txt' "rc=$rc $(cat err.txt)"
+# more than 1024 columns (a copy, and a model with 1500 inputs)
+awk 'BEGIN { h = "id"; r = ""; for (i = 0; i < 1500; i++) { h = h ",f" i; r = r ",1" } print h; for (k = 1; k <= 3; k++) print k r }' >wide.csv
+"${B[@]}" --no-score --input csv:wide.csv --output csv:wide_copy.csv >/dev/null 2>err.txt; rc=$?
+check "csv: 1501 columns copied" '[ $rc -eq 0 ] && cmp -s wide.csv wide_copy.csv' "$(cat err.txt)"
+"${B[@]}" --model "$SRC/tests/batch/data/wide1500.onnx" --input csv:wide.csv --output csv:wide_out.csv --id-column id >/dev/null 2>err.txt; rc=$?
+check "csv: a 1500-feature model scores 1501-column rows" '[ $rc -eq 0 ] && [ "$(ycol wide_out.csv)" = "1:1500 2:1500 3:1500 " ]' "$(cat err.txt)"
+# JSON lines: two objects on one line (a lost newline) is a malformed line, reported with its number
+printf '{"id":1,"a":1,"b":2,"c":3}\n{"id":2,"a":1,"b":2,"c":3}{"id":3,"a":1,"b":2,"c":3}\n{"id":4,"a":4,"b":5,"c":6} x\n{"id":5,"a":4,"b":5,"c":6}\n' >two.jsonl
+"${B[@]}" --model "$SUM3" --input jsonl:two.jsonl --output csv:two_out.csv --id-column id --errors jsonl:two_err.jsonl >sum.txt 2>err.txt; rc=$?
+check "jsonl: text after the object rejects the line, with its number" \
+    '[ $rc -eq 0 ] && [ "$(ycol two_out.csv)" = "1:321 5:654 " ] && grep -q "line 2: malformed JSON near byte 26: text after the record" two_err.jsonl && grep -q "line 3: " two_err.jsonl' \
+    "$(cat sum.txt err.txt two_err.jsonl; cat two_out.csv)"
+# a table output with a file error sink: each takes its own kind's default mode
+"${B[@]}" --model "$SUM3" --input csv:badq.csv --output "sqlite:mix.db?table=s" --id-column id --errors csv:mix_err.csv >/dev/null 2>err.txt; rc=$?
+check "table output + csv error file (no --mode)" '[ $rc -eq 0 ] && [ "$(q mix.db "SELECT count(*) FROM s")" = 2 ] && [ "$(wc -l <mix_err.csv)" -eq 2 ]' \
+    "rc=$rc $(cat err.txt)"
+# input and output tables in one SQLite file, more rows than the chunks in flight
+q same.db "CREATE TABLE tx (id INTEGER PRIMARY KEY, a REAL, b REAL, c REAL);
+           WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < 30000)
+           INSERT INTO tx SELECT i, i % 7, 1, 2 FROM g;"
+"${B[@]}" --model "$SUM3" --input "sqlite:same.db?table=tx" --output "sqlite:same.db?table=scores" --id-column id \
+    --threads 2 --chunk-rows 1000 >/dev/null 2>err.txt; rc=$?
+check "sqlite: input and output in the same database file" \
+    '[ $rc -eq 0 ] && [ "$(q same.db "SELECT count(*), sum(Y = (id % 7) + 210) FROM scores")" = "30000|30000" ]' "rc=$rc $(cat err.txt)"
+# an existing output table made without a key: re-runs replace rows, never add them
+q keyless.db "CREATE TABLE s (id INTEGER, Y REAL, model_name TEXT, model_version TEXT, pipeline_hash TEXT, scored_at TEXT)"
+for i in 1 2; do "${B[@]}" --model "$SUM3" --input csv:bom.csv --output "sqlite:keyless.db?table=s" --id-column id >/dev/null 2>err.txt; done
+check "sqlite: an existing table without a key gets one, a re-run does not duplicate" \
+    '[ "$(q keyless.db "SELECT count(*), count(DISTINCT id) FROM s")" = "2|2" ]' "$(cat err.txt; q keyless.db "SELECT * FROM s")"
+q dups.db "CREATE TABLE s (id INTEGER, Y REAL); INSERT INTO s VALUES (1, 0), (1, 0);"
+"${B[@]}" --model "$SUM3" --input csv:bom.csv --output "sqlite:dups.db?table=s" --id-column id >/dev/null 2>err.txt; rc=$?
+check "sqlite: an existing table holding an id twice: one-line error naming the key" \
+    '[ $rc -ne 0 ] && tail -1 err.txt | grep -q "keyed by .id. but it is neither the table.s primary key nor unique"' "$(cat err.txt)"
 
 # ---- progress lines -------------------------------------------------------------------------
 "$INFERA" batch --model "$MODEL" --input "csv:$EX/transactions.csv" --output csv:p.csv --progress json >psum.txt 2>prog.txt

@@ -3,8 +3,9 @@
 #   usage: test_batch_pg.sh INFERA SOURCE_DIR
 # Starts a throwaway cluster on loopback (tests/integration/services.sh):
 # PostgreSQL -> PostgreSQL round trip with typed output columns, values
-# bit-identical to the CSV path, --shard K/N with two workers running at once
-# into one table (every row scored exactly once), kill -9 + --resume.
+# bit-identical to the CSV path, existing tables without a key, --shard K/N
+# with two workers running at once into one table (every row scored exactly
+# once), kill -9 + --resume.
 set -u
 INFERA=$1
 SRC=$2
@@ -50,6 +51,18 @@ check "values bit-identical to the csv path" 'diff -q <(strip pg.csv) <(strip re
 check "re-run upserts: still 5000 rows" '[ "$(P "SELECT count(*) FROM scores")" = 5000 ]'
 "${B[@]}" --model "$MODEL" --input "postgresql://postgres:secret@127.0.0.1:1/nodb?table=tx" --output csv:x.csv >/dev/null 2>err.txt; rc=$?
 check "unreachable server: one-line error without the password" '[ $rc -ne 0 ] && grep -q "cannot connect" err.txt && ! grep -q secret err.txt' "$(cat err.txt)"
+
+# an existing output table made without a key: it gets a unique index, re-runs replace rows
+P "CREATE TABLE keyless (transaction_id text, label bigint)"
+for i in 1 2; do
+    "${B[@]}" --model "$MODEL" --input "$PG_URL?table=tx" --output "$PG_URL?table=keyless" >/dev/null 2>err.txt; rc=$?
+done
+check "existing table without a key: re-runs upsert (5000 rows, none twice)" \
+    '[ $rc -eq 0 ] && [ "$(P "SELECT count(*), count(DISTINCT transaction_id) FROM keyless")" = "5000|5000" ]' "$(cat err.txt)"
+P "CREATE TABLE dupkeys (transaction_id text, label bigint); INSERT INTO dupkeys VALUES ('x', 1), ('x', 2)"
+"${B[@]}" --model "$MODEL" --input "$PG_URL?table=tx" --output "$PG_URL?table=dupkeys" >/dev/null 2>err.txt; rc=$?
+check "existing table holding an id twice: one-line error naming the key" \
+    '[ $rc -ne 0 ] && tail -1 err.txt | grep -q "keyed by .transaction_id. but it is neither the table.s primary key nor unique"' "$(cat err.txt)"
 
 # ---- two shard workers at once into one table -------------------------------
 for k in 0 1; do

@@ -59,6 +59,19 @@ check "sqlite: missing model file -> SQL error" 'sqlerr "SELECT infera_predict('
 check "sqlite: malformed JSON -> SQL error" 'sqlerr "SELECT infera_predict('"'$MODEL'"', '"'{nope'"')" | grep -q "not a JSON object"'
 FEW="SELECT infera_predict_json('$MODEL', '{\"a\":1}')"
 check "sqlite: too few features -> SQL error" 'sqlerr "$FEW" | grep -q "needs 12"' "$(sqlerr "$FEW")"
+# a spec-less model maps each call's record by its own keys, also after other keys on the connection
+# (tests/batch/gen_models.py: Y = a + 10 b + 100 c)
+SUM3=$SRC/tests/batch/data/sum3.onnx
+cat >shape.sql <<EOF
+.load $EXT
+SELECT infera_predict('$SUM3', json_object('a', 1, 'b', 2, 'c', 3));
+SELECT infera_predict('$SUM3', json_object('x', 4, 'y', 5, 'z', 6));
+SELECT infera_predict('$SUM3', json_object('a', 7, 'b', 8, 'c', 9));
+EOF
+SHAPE=$(sqlite3 :memory: <shape.sql 2>&1 | tr '\n' ' ')
+check "sqlite: records with other keys on one connection are mapped by their own keys" '[ "$SHAPE" = "321.0 654.0 987.0 " ]' "$SHAPE"
+JUNK="SELECT infera_predict('$SUM3', '{\"a\":1,\"b\":2,\"c\":3} junk')"
+check "sqlite: text after the JSON object -> SQL error" 'sqlerr "$JUNK" | grep -q "text after the record"' "$(sqlerr "$JUNK")"
 check "sqlite: NULL record -> NULL" '[ "$(sqlite3 tx.db ".load $EXT" "SELECT coalesce(infera_predict('"'$MODEL'"', NULL), '"'null'"')")" = null ]'
 # a spec with a lookup, a rejected record, a registry reference
 cp "$EX/card_features.db" .
@@ -148,6 +161,14 @@ check "postgresql: jsonb for a spec-less model -> SQL error with a hint" \
     'P "SELECT infera.predict('"'$MODEL'"', to_jsonb(t)) FROM tx t LIMIT 1" | grep -q "jsonb does not keep the order"'
 NOFILE="SELECT infera.predict_json('/no/such.onnx', '{\"a\":1}'::json)"
 check "postgresql: missing model file -> SQL error" 'P "$NOFILE" | grep -q "ERROR:  infera: model \"/no/such.onnx\""' "$(P "$NOFILE")"
+# predict_query's id column is not a feature of a spec-less model (an integer id would be taken for one)
+cp "$SRC/tests/batch/data/sum3.onnx" "$T/sum3.onnx"
+SUM3PG=$T/sum3.onnx
+P "CREATE TABLE ids AS SELECT g AS id, (g % 7)::float8 AS a, 1.0::float8 AS b, 2.0::float8 AS c FROM generate_series(1, 50) g" >/dev/null
+PQID=$(P "SELECT count(*), sum(((prediction->>'Y')::float8 = (id::int % 7) + 210)::int) FROM infera.predict_query('$SUM3PG', 'SELECT id, a, b, c FROM ids', 'id', 16)")
+check "postgresql: predict_query's integer id column is not a feature" '[ "$PQID" = "50|50" ]' "$PQID"
+PSHAPE=$(P "SELECT infera.predict('$SUM3PG', json_build_object('a', 1, 'b', 2, 'c', 3)), infera.predict('$SUM3PG', json_build_object('x', 4, 'y', 5, 'z', 6))")
+check "postgresql: records with other keys in one backend are mapped by their own keys" '[ "$PSHAPE" = "321|654" ]' "$PSHAPE"
 check "postgresql: NULL record -> NULL (STRICT)" '[ -z "$(P "SELECT infera.predict('"'$MODEL'"', NULL::jsonb)")" ]'
 check "postgresql: server still up after the errors" '[ "$(P "SELECT 1")" = 1 ]'
 

@@ -50,8 +50,16 @@ PG_MODULE_MAGIC;
 static char *guc_home = NULL;
 static char *guc_registry = NULL;
 
+/* A scorer per (model reference, id column): predict_query's id column is
+ * not a feature of a spec-less model (DESIGN.md §4), so it is part of how
+ * the model is set up. */
+typedef struct cached_scorer {
+    inf__scorer *s;
+    char *id_column; /* malloc'd, NULL for none */
+} cached_scorer;
+
 typedef struct backend_cache {
-    inf__scorer **s;
+    cached_scorer *s;
     int n, cap;
 } backend_cache;
 static backend_cache cache;
@@ -65,25 +73,36 @@ void _PG_init(void) {
                                &guc_registry, NULL, PGC_SUSET, 0, NULL, NULL, NULL);
 }
 
-static inf__scorer *get_scorer(const char *ref) {
-    for (int i = 0; i < cache.n; i++)
-        if (!strcmp(inf__scorer_ref(cache.s[i]), ref)) return cache.s[i];
+/* The scorer of ref with id_column (may be NULL), loaded on first use. */
+static inf__scorer *get_scorer(const char *ref, const char *id_column) {
+    for (int i = 0; i < cache.n; i++) {
+        const char *id = cache.s[i].id_column;
+        if (!strcmp(inf__scorer_ref(cache.s[i].s), ref) && (id && id_column ? !strcmp(id, id_column) : id == id_column))
+            return cache.s[i].s;
+    }
     if (cache.n == cache.cap) {
         int cap = cache.cap ? cache.cap * 2 : 4;
-        inf__scorer **p = realloc(cache.s, (size_t)cap * sizeof *p);
+        cached_scorer *p = realloc(cache.s, (size_t)cap * sizeof *p);
         if (!p) ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("infera: out of memory")));
         cache.s = p;
         cache.cap = cap;
     }
+    char *id_copy = id_column ? strdup(id_column) : NULL;
+    if (id_column && !id_copy) ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("infera: out of memory")));
     inf__scorer_options o = {0};
     o.home = guc_home && *guc_home ? guc_home : NULL;
     o.registry_url = guc_registry && *guc_registry ? guc_registry : NULL;
+    o.id_column = id_column;
     inf__scorer *s = NULL;
     inf_error err;
-    if (inf__scorer_new(ref, &o, &s, &err))
+    if (inf__scorer_new(ref, &o, &s, &err)) {
+        free(id_copy);
         ereport(ERROR, (errcode(err.status == INF_ENOENT ? ERRCODE_UNDEFINED_OBJECT : ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("infera: model \"%s\": %s", ref, err.message)));
-    cache.s[cache.n++] = s;
+    }
+    cache.s[cache.n].s = s;
+    cache.s[cache.n].id_column = id_copy;
+    cache.n++;
     return s;
 }
 
@@ -109,7 +128,7 @@ static char *record_text(FunctionCallInfo fcinfo, const char *ref, inf__scorer *
 /* Scores one record (argument 1); returns the output row (ereports on any failure). */
 static int score_record(FunctionCallInfo fcinfo, const char *ref, inf__scorer **out) {
     if (!*ref) ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("infera: the model reference is empty")));
-    inf__scorer *s = get_scorer(ref);
+    inf__scorer *s = get_scorer(ref, NULL);
     char *json = record_text(fcinfo, ref, s);
     inf_error err;
     inf__scorer_clear(s);
@@ -230,7 +249,7 @@ Datum infera_pg_predict_query(PG_FUNCTION_ARGS) {
     if (!*ref) ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("infera: the model reference is empty")));
     InitMaterializedSRF(fcinfo, 0);
     ReturnSetInfo *rsinfo = (ReturnSetInfo *)fcinfo->resultinfo;
-    inf__scorer *s = get_scorer(ref);
+    inf__scorer *s = get_scorer(ref, id_col);
     inf__scorer_clear(s);
 
     StringInfoData sql;
