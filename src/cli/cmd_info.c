@@ -176,6 +176,7 @@ int cmd_info(int argc, char **argv) {
     if (cli_load_model(ref, &m, &err) != INF_OK) return cli_fail(CMD, "%s", err.message);
     inf_model_summary s;
     inf_model_get_summary(m, &s);
+    if (!strcmp(s.path, "<memory>")) s.path = ref; /* a registry model is loaded from its artifact's bytes */
     if (json) print_json(m, &s);
     else print_text(m, &s);
     inf_model_free(m);

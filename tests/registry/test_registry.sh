@@ -147,6 +147,8 @@ expect_ok "resolve NAME@ALIAS" "^mlp@1 " R resolve mlp@staging
 check "infera run NAME@ALIAS = run of the file" cmp "$work/by_file/probabilities.npy" "$work/by_alias/probabilities.npy"
 expect_ok "infera info accepts NAME@VERSION (global option after)" "input +float32\[batch,32\]" \
     "$infera" info mlp@1 --home "$INFERA_HOME"
+expect_ok "infera info names the reference it loaded, not <memory>" "^model: +mlp@1$" \
+    "$infera" info mlp@1 --home "$INFERA_HOME"
 expect_ok "move staging to v2" "mlp@staging -> 2" R alias mlp@2 staging
 R audit --model mlp --json >"$work/audit.json" 2>&1
 check "the move is audited from 1 to 2" grep -qE '"from":[[:space:]]*1,' "$work/audit.json"
