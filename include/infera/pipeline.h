@@ -140,6 +140,15 @@ INF_API inf_status inf_pipeline_exec_new(const inf_pipeline *p, inf_pipeline_exe
                                          inf_error *err);
 INF_API void inf_pipeline_exec_free(inf_pipeline_exec *e);
 
+/* Without a spec, the default mapping (DESIGN.md §4) takes its fields from
+ * the first batch the executor prepares and keeps them for the batches after
+ * it: one source, one mapping (batch, stream); a field a later batch lacks
+ * reads as missing.  With `on`, every batch is mapped by its own fields:
+ * for executors that take independent calls (a serve request, a SQL call),
+ * whose records need not have the keys of an earlier caller's.  No effect
+ * with a spec, which maps fields by name. */
+INF_API void inf_pipeline_exec_map_each_batch(inf_pipeline_exec *e, int on);
+
 /* Overrides "now" (epoch seconds) for lookup staleness (max_age); 0 = the
  * wall clock, the default.  For tests and replays. */
 INF_API void inf_pipeline_exec_set_now(inf_pipeline_exec *e, double now_s);

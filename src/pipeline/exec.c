@@ -74,6 +74,7 @@ struct inf_pipeline_exec {
     uint64_t *f_invalid, *f_rejected, *f_missing;
     /* default pipeline */
     int def_ready, n_def, n_ignored;
+    int map_each_batch; /* inf_pipeline_exec_map_each_batch */
     char **def_names;
     int *def_batch_field;
     const inf_record_batch *last_batch;
@@ -162,6 +163,8 @@ void inf_pipeline_exec_free(inf_pipeline_exec *e) {
 }
 
 void inf_pipeline_exec_set_now(inf_pipeline_exec *e, double now_s) { e->now_s = now_s; }
+
+void inf_pipeline_exec_map_each_batch(inf_pipeline_exec *e, int on) { e->map_each_batch = on != 0; }
 
 inf_status inf_pipeline_exec_set_point_in_time(inf_pipeline_exec *e, const char *as_of_field, const char *history_uri,
                                                inf_error *err) {
@@ -549,6 +552,7 @@ static inf_status default_setup(inf_pipeline_exec *e, const inf_record_batch *b,
 
 static inf_status default_prepare(inf_pipeline_exec *e, const inf_record_batch *b, int n, inf_error *err) {
     inf_status st;
+    if (e->map_each_batch) e->def_ready = 0;
     if (!e->def_ready && (st = default_setup(e, b, err))) return st;
     size_t need = (size_t)n * e->n_def;
     if (need > e->feat_cap) {

@@ -51,8 +51,8 @@
 #pragma weak inf_pipeline_default
 #pragma weak inf_pipeline_free
 #pragma weak inf_pipeline_exec_new
+#pragma weak inf_pipeline_exec_map_each_batch
 #pragma weak inf_pipeline_exec_free
-#pragma weak inf_pipeline_is_default
 #pragma weak inf_pipeline_options_init
 #pragma weak inf_registry_options_from_env
 #pragma weak inf_registry_open
@@ -162,20 +162,15 @@ inf_status inf__serve_version_pipeline(srv_version *v, void **exec, inf_error *e
     if (v->n_exec_pool > 0) *exec = v->exec_pool[--v->n_exec_pool];
     pthread_mutex_unlock(&v->exec_lock);
     if (*exec) return INF_OK;
-    return inf_pipeline_exec_new(v->pipeline, (inf_pipeline_exec **)exec, err);
+    inf_status st = inf_pipeline_exec_new(v->pipeline, (inf_pipeline_exec **)exec, err);
+    /* requests are independent: without a spec each maps its own fields */
+    if (st == INF_OK) inf_pipeline_exec_map_each_batch(*exec, 1);
+    return st;
 }
 
-/* Executors are pooled for the next request -- except those of the default
- * mapping (DESIGN.md §4), which takes its fields from the first records an
- * executor sees: reused, it would map a request by the field names of some
- * earlier request (of any client), and score fields it does not know as
- * missing.  Each request of a default pipeline gets a fresh one. */
+/* Executors are pooled for the next request. */
 void inf__serve_version_pipeline_put(srv_version *v, void *exec) {
     if (!exec) return;
-    if (!inf_pipeline_is_default || inf_pipeline_is_default(v->pipeline)) {
-        inf_pipeline_exec_free(exec);
-        return;
-    }
     pthread_mutex_lock(&v->exec_lock);
     if (v->n_exec_pool < (int)(sizeof v->exec_pool / sizeof v->exec_pool[0])) {
         v->exec_pool[v->n_exec_pool++] = exec;

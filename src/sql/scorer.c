@@ -27,9 +27,6 @@ struct inf__scorer {
     int n_skip, cap_skip;
     int primary;     /* field index in out, -1 */
     int n_classified; /* fields of out classified into skip/primary so far */
-    char *shape;     /* default pipeline: the record fields ("a\0b\0") exec was set up for */
-    size_t shape_len;
-    int exec_failed; /* the last prepare failed: a fresh executor next time */
     char id_column[256];
 };
 
@@ -75,6 +72,7 @@ inf_status inf__scorer_new(const char *ref, const inf__scorer_options *opts, inf
     so.n_threads = 1;
     if ((st = inf_session_new(s->m.model, &so, &s->session, err))) goto fail;
     if ((st = inf_pipeline_exec_new(s->m.pipeline, &s->exec, err))) goto fail;
+    inf_pipeline_exec_map_each_batch(s->exec, 1); /* calls are independent: each maps its own keys */
     if ((st = inf_record_batch_new(&s->in)) || (st = inf_record_batch_new(&s->out))) {
         fail(err, st, "infera: out of memory loading %s", ref);
         goto fail;
@@ -98,7 +96,6 @@ void inf__scorer_free(inf__scorer *s) {
     free(s->row_of);
     free(s->why);
     free(s->skip);
-    free(s->shape);
     cJSON_Delete(s->spec);
     free(s->ref);
     free(s);
@@ -116,11 +113,10 @@ int inf__scorer_is_default(const inf__scorer *s) { return inf_pipeline_is_defaul
  * by name).  Schemas that keep growing (records with ever new keys) are
  * dropped past MAX_KEPT_FIELDS.
  * The default pipeline (no spec) takes the numeric fields of the records in
- * their order, fixed by the first records its executor sees: the input batch
- * is reset instead, so it holds exactly the keys of the records of this call,
- * and check_shape sets the executor up again when they are not the keys of
- * the previous call (another query, another json_object(...) on the same
- * connection). */
+ * their order: the input batch is reset instead, so it holds exactly the keys
+ * of the records of this call, and records with other keys (another query,
+ * another json_object(...) on the same connection) are mapped by their own
+ * (inf_pipeline_exec_map_each_batch). */
 #define MAX_KEPT_FIELDS 256
 
 void inf__scorer_clear(inf__scorer *s) {
@@ -213,64 +209,12 @@ static inf_status classify_fields(inf__scorer *s, inf_error *err) {
     return INF_OK;
 }
 
-/* 1 when the fields of s->in are the names in s->shape, in order. */
-static int same_shape(const inf__scorer *s) {
-    if (!s->shape) return 0;
-    int nf = inf_record_batch_n_fields(s->in);
-    size_t k = 0;
-    for (int f = 0; f < nf; f++) {
-        const char *name = inf_record_batch_field_name(s->in, f);
-        size_t len = strlen(name) + 1;
-        if (k + len > s->shape_len || memcmp(s->shape + k, name, len)) return 0;
-        k += len;
-    }
-    return k == s->shape_len;
-}
-
-/* The default pipeline: a new executor when the records' keys (names and
- * order) differ from those the current one was set up with, or when its
- * set-up failed. */
-static inf_status check_shape(inf__scorer *s, inf_error *err) {
-    if (!inf_pipeline_is_default(s->m.pipeline) || (!s->exec_failed && same_shape(s))) return INF_OK;
-    int nf = inf_record_batch_n_fields(s->in);
-    size_t n = 0;
-    for (int f = 0; f < nf; f++) n += strlen(inf_record_batch_field_name(s->in, f)) + 1;
-    char *shape = malloc(n ? n : 1);
-    if (!shape) return fail(err, INF_ENOMEM, "infera: out of memory%s", "");
-    size_t k = 0;
-    for (int f = 0; f < nf; f++) {
-        const char *name = inf_record_batch_field_name(s->in, f);
-        size_t len = strlen(name) + 1;
-        memcpy(shape + k, name, len);
-        k += len;
-    }
-    if (s->shape) { /* the executor has seen other records: a fresh one */
-        inf_pipeline_exec *ex = NULL;
-        inf_status st = inf_pipeline_exec_new(s->m.pipeline, &ex, err);
-        if (st) {
-            free(shape);
-            return st;
-        }
-        inf_pipeline_exec_free(s->exec);
-        s->exec = ex;
-    }
-    free(s->shape);
-    s->shape = shape;
-    s->shape_len = n;
-    s->exec_failed = 0;
-    return INF_OK;
-}
-
 inf_status inf__scorer_score(inf__scorer *s, inf_error *err) {
     inf_status st;
     const inf_tensor *const *x;
     inf_record_batch_clear(s->out);
     if (!s->n_records) return INF_OK;
-    if ((st = check_shape(s, err))) return st;
-    if ((st = inf_pipeline_prepare(s->exec, s->in, &x, err))) {
-        s->exec_failed = 1;
-        return st;
-    }
+    if ((st = inf_pipeline_prepare(s->exec, s->in, &x, err))) return st;
     int n_acc = inf_pipeline_n_accepted(s->exec);
     if (n_acc > 0) {
         inf_tensor *const *y;
