@@ -370,8 +370,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (rq->state == 2) /* answered before the job was queued */
         return send_response(rq);
     if (rq->state == 3) return MHD_YES;
-    srv_conn *owner = rq->owner;
-    if (owner && srv->guard) inf__serve_guard_received(&owner->guard); /* read in full: no read deadline */
+    srv_conn *owner = srv->guard ? conn_of(conn) : NULL; /* (rq->owner is NULL for a request allocated alone) */
+    if (owner) inf__serve_guard_received(&owner->guard); /* read in full: no read deadline */
     if (rq->body_too_large == 1) {
         too_large(rq);
         return send_response(rq);
@@ -388,13 +388,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     srv_server *srv = cls;
     srv_request *rq = *con_cls;
     (void)toe;
-    if (!rq) {
-        srv_conn *c = conn_of(conn);
-        if (c && srv->guard) inf__serve_guard_answered(srv->guard, &c->guard);
+    if (!rq) { /* a request libmicrohttpd answered itself */
+        srv_conn *c = srv->guard ? conn_of(conn) : NULL;
+        if (c) inf__serve_guard_answered(srv->guard, &c->guard);
         return;
     }
-    srv_conn *c = rq->owner;
-    if (c && srv->guard && !c->closed) inf__serve_guard_answered(srv->guard, &c->guard);
+    srv_conn *c = srv->guard ? conn_of(conn) : NULL; /* NULL once the connection closed */
+    if (c) inf__serve_guard_answered(srv->guard, &c->guard);
     inf__serve_request_release(rq);
     request_free(rq);
     *con_cls = NULL;
