@@ -1487,6 +1487,24 @@ static void check_cli_errors(void) {
     snprintf(cmd, sizeof cmd, "%s serve --max-batch zero --model x.onnx 2>/dev/null", infera);
     rc = system(cmd);
     CHECK(rc != 0, "a bad flag value is a usage error");
+    /* --allow-repository-paths needs --model-root, from a flag, the environment or the config file alike */
+    const char *no_root[] = {"%s serve --allow-repository-paths --model x.onnx 2>%s/err.txt",
+                             "INFERA_SERVE_ALLOW_REPOSITORY_PATHS=true %s serve --model x.onnx 2>%s/err.txt",
+                             "INFERA_SERVE_ALLOW_REPOSITORY_PATHS=1 INFERA_SERVE_MODEL_ROOT=/nonexistent-root %s serve "
+                             "--model x.onnx 2>%s/err.txt"};
+    const char *no_root_msg[] = {"needs --model-root", "needs --model-root", "--model-root /nonexistent-root: not a folder"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, no_root[i], infera, tmpdir);
+        rc = system(cmd);
+        char path[400], text[600] = "";
+        snprintf(path, sizeof path, "%s/err.txt", tmpdir);
+        f = fopen(path, "r");
+        size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+        text[n] = 0;
+        if (f) fclose(f);
+        CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && strstr(text, no_root_msg[i]),
+              "--allow-repository-paths without a usable --model-root is a usage error (%d: %.200s)", i, text);
+    }
 }
 
 /* ---- raw HTTP: framing, the limits that held, the read deadline ---- */
@@ -1694,7 +1712,8 @@ static void check_slowloris(int port) {
         out[k > 0 ? k : 0] = 0;
         close(fd);
     }
-    CHECK(!strncmp(out, "HTTP/1.1 200", 12), "a request sent in pieces over 1 s (deadline 2 s) is served (%.40s)", out);
+    CHECK(!strncmp(out, "HTTP/1.1 200", 12), "a request sent in pieces over 1 s (deadline 2 s) is served (%.*s)",
+          (int)strcspn(out, "\r\n"), out);
 
     trickle_arg a = {.port = port};
     pthread_t th;
