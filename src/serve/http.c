@@ -242,9 +242,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
     srv_server *srv = cls;
     srv_conn *c = conn_of(conn);
     if (!c) return NULL;
-    c->raw_nul = 0;
-    for (const char *p = uri; p && *p && *p != '?'; p++)
-        if (p[0] == '%' && p[1] == '0' && p[2] == '0') c->raw_nul = 1;
+    const char *nul = uri ? strstr(uri, "%00") : NULL, *query = nul ? strchr(uri, '?') : NULL;
+    c->raw_nul = nul && (!query || nul < query);
     if (srv->guard) inf__serve_guard_request_line(srv->guard, &c->guard);
     return NULL;
 }
@@ -258,6 +257,8 @@ typedef struct framing {
 static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
     framing *f = cls;
     (void)kind;
+    char k0 = (char)(key[0] | 0x20); /* most headers are neither: skip them on their first letter */
+    if (k0 != 'c' && k0 != 't') return MHD_YES;
     if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
         if (f->n_length++ && strcmp(f->first_length, value ? value : "")) f->lengths_differ = 1;
         if (f->n_length == 1) f->first_length = value ? value : "";

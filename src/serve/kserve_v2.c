@@ -425,7 +425,9 @@ static void shape_str(char *buf, size_t size, int ndim, const int64_t *dims) {
  * at level d holding dims[d-1] items, elements only at the innermost
  * level.  Ragged rows ([[13 values],[11 values]] for [2,12]) are refused
  * rather than re-flowed into other rows.  Counted while parsing: items[d]
- * is the number of items seen in the open array at depth d. */
+ * is the number of items seen in the open array at depth d (elements are
+ * counted once the data has nested: elements before the first inner array
+ * leave that count short, which fails the check, or the element count). */
 typedef struct nesting {
     int max_depth;                     /* deepest '[' seen */
     int64_t items[INF_MAX_DIMS + 2];
@@ -524,7 +526,8 @@ static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_
             p++;
             continue;
         }
-        if (nest_leaf(&nest, depth, in)) return ragged(outer, in, &nest);
+        if (nest.max_depth > 1 && nest_leaf(&nest, depth, in)) /* flat data: the element count decides */
+            return ragged(outer, in, &nest);
         if (k >= numel) {
             char sh[96];
             shape_str(sh, sizeof sh, in->ndim, in->dims);
