@@ -13,6 +13,8 @@
  * connection for a batcher job (inf__serve_route_complete answers then).
  */
 #include <cjson/cJSON.h>
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +37,8 @@
 #pragma weak inf_pipeline_exec_free
 #pragma weak inf_pipeline_n_ignored_fields
 #pragma weak inf_pipeline_exec_n_feature_columns
+#pragma weak inf_pipeline_features
+#pragma weak inf_pipeline_exec_feature_column
 
 enum { OPEN_HEALTH = 1, OPEN_METRICS = 2, PREDICT = 4, ADMIN = 8 };
 
@@ -508,6 +512,30 @@ static void records_head(srv_request *rq) {
     inf__serve_buf_json_str(&rq->resp, v->version, strlen(v->version));
 }
 
+/* /infer refuses a finite FP32 value beyond FLT_MAX (1e39) instead of
+ * sending an infinity; so do records feeding a model of one FP32 input:
+ * 1 (and a 400 naming the record and field) when one does. */
+static int records_out_of_fp32(srv_request *rq, srv_version *v) {
+    const inf_model *m = v->model;
+    if (inf_model_n_inputs(m) != 1 || inf_model_input(m, 0)->dtype != INF_DTYPE_F32 || !inf_pipeline_features ||
+        !inf_pipeline_accepted_row)
+        return 0;
+    int rows = 0, cols = 0;
+    const double *f = inf_pipeline_features(rq->records_exec, &rows, &cols);
+    for (int r = 0; f && r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            double x = f[(size_t)r * (size_t)cols + (size_t)c];
+            if (!isfinite(x) || fabs(x) <= FLT_MAX) continue;
+            const char *col = inf_pipeline_exec_feature_column ? inf_pipeline_exec_feature_column(rq->records_exec, c) : NULL;
+            count_failure(rq, SRV_FAIL_BAD_REQUEST);
+            inf__serve_error(rq, 400, "records[%d]: '%s' = %g is out of range for FP32 (model input '%s')",
+                             inf_pipeline_accepted_row(rq->records_exec, r), col ? col : "?", x,
+                             inf_model_input(m, 0)->name);
+            return 1;
+        }
+    return 0;
+}
+
 static int h_records(srv_request *rq) {
     srv_version *v;
     if (acquire(rq, &v)) return 0;
@@ -560,6 +588,7 @@ static int h_records(srv_request *rq) {
                          v->name, used + ignored, inf_model_input(v->model, 0)->name, used, used);
         return 0;
     }
+    if (records_out_of_fp32(rq, v)) return 0;
     int n_acc = inf_pipeline_n_accepted(rq->records_exec);
     if (n_acc == 0) {
         records_head(rq);

@@ -691,6 +691,10 @@ static void check_records_like_infer(int port) {
                         "\"i\":0,\"j\":12.5,\"k\":3.3,\"l\":0.9}]}";
     expect(port, "POST", "/v2/models/fraud/records", rec12, 400, "records[0]: field 'd': 1e999 is out of range",
            "records: 1e999 -> 400 naming the record and field, as /infer refuses it (not clamped to FLT_MAX)");
+    const char *rec39 = "{\"records\":[{\"a\":0.5,\"b\":1.25,\"c\":3,\"d\":0.1,\"e\":2,\"f\":7,\"g\":0.3,\"h\":1,"
+                        "\"i\":0,\"j\":-1e39,\"k\":3.3,\"l\":0.9}]}";
+    expect(port, "POST", "/v2/models/fraud/records", rec39, 400, "records[0]: 'j' = -1e+39 is out of range for FP32",
+           "records: -1e39 for an FP32 model -> 400, as /infer refuses it (not an infinity)");
     const char *rec13 = "{\"records\":[{\"a\":0.5,\"b\":1.25,\"c\":3,\"d\":0.1,\"e\":2,\"f\":7,\"g\":0.3,\"h\":1,"
                         "\"i\":0,\"j\":12.5,\"k\":3.3,\"l\":0.9,\"m\":4}]}";
     expect(port, "POST", "/v2/models/fraud/records", rec13, 400, "the records have 13 numeric fields but the model input "
