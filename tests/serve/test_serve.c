@@ -3,7 +3,12 @@
  * binary on loopback (free ports), speaks HTTP to it with a small C client
  * and checks the KServe V2 protocol, binary tensors, batching, errors,
  * limits, the repository API, the records endpoint, metrics, the access
- * log, config sources and the SIGTERM drain.
+ * log, config sources and the SIGTERM drain; and the hardening of issue 27:
+ * request framing and what libmicrohttpd refuses (raw bytes), the read
+ * deadline and connection reserve against slow clients, the repository
+ * API's rules (--model-root, symlinks, FIFOs, --max-models), ragged data,
+ * ids and names that are not UTF-8, records numbers read as /infer reads
+ * them.
  *
  *   test_serve INFERA_BINARY SOURCE_DIR
  *   test_serve INFERA_BINARY SOURCE_DIR soak SECONDS   (steady load, RSS stable)
