@@ -540,7 +540,7 @@ inf_status inf__prune(const char *in_path, const char *out_path, const inf__prun
     }
     if (!n_weights) {
         st = inf_error_set(err, INF_EUNSUPPORTED,
-                           "%s has no Gemm, MatMul or Conv node with a constant float weight: nothing to prune", in_path);
+                           "the model has no Gemm, MatMul or Conv node with a constant float weight: nothing to prune");
         goto done;
     }
     if ((rep->params_before = count_parameters(m, err)) < 0) {
