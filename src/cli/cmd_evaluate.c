@@ -6,7 +6,7 @@
  * Quality comes from src/tools (evaluate.c, metrics.c): the model runs over
  * the labelled records through its pipeline, as `infera batch` would.  Cost
  * comes from the bench code (cmd_bench.c): batch-1 latency and batch-64
- * throughput on random inputs of the declared shape, file size, parameter
+ * throughput (64 rows / median latency: robust on a busy machine) on random inputs of the declared shape, file size, parameter
  * count, and the peak RSS of evaluating that model (reset between models
  * through /proc/self/clear_refs).  --max-drop makes it a release gate;
  * --register stores the metrics on the registry version evaluated.
@@ -129,9 +129,9 @@ static inf_status measure_cost(const inf_model *model, int threads, eval_cost *c
         if (bad >= 0)
             st = inf_error_set(err, INF_EUNSUPPORTED, "cannot make a random value for input '%s' to time the model",
                                inf_model_input(model, bad)->name);
-        else st = cli_bench_time(session, values, k ? 5 : 20, k ? 40 : 200, &bs, err);
+        else st = cli_bench_time(session, values, k ? 10 : 20, k ? 100 : 300, &bs, err);
         if (!st && k == 0) c->p50 = bs.p50, c->p99 = bs.p99;
-        if (!st && k == 1) c->throughput = bs.throughput;
+        if (!st && k == 1) c->throughput = bs.p50 > 0 ? (double)bs.rows / (bs.p50 * 1e-6) : 0; /* median: robust */
         for (int i = 0; i < 256; i++) inf_tensor_free(values[i]);
         inf_session_free(session);
         if (st) return st;
@@ -219,7 +219,7 @@ static void print_json(const eval_one *a, const eval_one *b) {
     printf("}}\n");
 }
 
-static void text_row(const char *name, double a, const double *b, const char *fmt) {
+static void text_row(const char *name, double a, const double *b, const char *fmt, int ratio) {
     char x[64], y[64], d[64];
     snprintf(x, sizeof x, fmt, a);
     if (isnan(a)) snprintf(x, sizeof x, "-");
@@ -230,7 +230,7 @@ static void text_row(const char *name, double a, const double *b, const char *fm
         snprintf(d, sizeof d, "%+.6g", a - *b);
         if (isnan(a - *b)) snprintf(d, sizeof d, "-");
         printf(" %16s %14s", y, d);
-        if (*b != 0 && !isnan(a / *b) && strstr(fmt, "f") && fabs(*b) > 0) printf("  (x%.2f)", a / *b);
+        if (ratio && *b != 0 && !isnan(a / *b)) printf("  (x%.2f)", a / *b);
     }
     printf("\n");
 }
@@ -245,18 +245,18 @@ static void print_text(const eval_one *a, const eval_one *b) {
     if (b) printf(" %16s %14s", "baseline", "delta");
     printf("\n");
     for (int k = 0; k < INF__N_METRICS; k++)
-        if (inf__metric_applies(a->q.m.task, k)) text_row(inf__metric_names[k], a->q.m.v[k], b ? &b->q.m.v[k] : NULL, "%.6f");
+        if (inf__metric_applies(a->q.m.task, k)) text_row(inf__metric_names[k], a->q.m.v[k], b ? &b->q.m.v[k] : NULL, "%.6f", 0);
     printf("\n  %-24s\n", "cost");
     const eval_cost *c = &a->cost, *d = b ? &b->cost : NULL;
     double vb[6];
     if (d) vb[0] = (double)d->size_bytes, vb[1] = (double)d->parameters, vb[2] = d->p50, vb[3] = d->p99,
            vb[4] = d->throughput, vb[5] = d->peak_rss_mb;
-    text_row("size (bytes)", (double)c->size_bytes, d ? &vb[0] : NULL, "%.0f");
-    text_row("parameters", (double)c->parameters, d ? &vb[1] : NULL, "%.0f");
-    text_row("latency p50 (us, b=1)", c->p50, d ? &vb[2] : NULL, "%.2f");
-    text_row("latency p99 (us, b=1)", c->p99, d ? &vb[3] : NULL, "%.2f");
-    text_row("throughput (rows/s, b=64)", c->throughput, d ? &vb[4] : NULL, "%.1f");
-    text_row("peak RSS (MiB)", c->peak_rss_mb, d ? &vb[5] : NULL, "%.1f");
+    text_row("size (bytes)", (double)c->size_bytes, d ? &vb[0] : NULL, "%.0f", 1);
+    text_row("parameters", (double)c->parameters, d ? &vb[1] : NULL, "%.0f", 1);
+    text_row("latency p50 (us, b=1)", c->p50, d ? &vb[2] : NULL, "%.2f", 1);
+    text_row("latency p99 (us, b=1)", c->p99, d ? &vb[3] : NULL, "%.2f", 1);
+    text_row("throughput (rows/s, b=64)", c->throughput, d ? &vb[4] : NULL, "%.1f", 1);
+    text_row("peak RSS (MiB)", c->peak_rss_mb, d ? &vb[5] : NULL, "%.1f", 1);
 }
 
 /* 1 when a --max-drop is exceeded (messages on stderr). */

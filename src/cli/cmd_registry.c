@@ -344,6 +344,8 @@ static void human_show(cJSON *v) {
     } else {
         printf("  %-15s%s\n", "pipeline", "none (default mapping)");
     }
+    if (opt(cJSON_GetObjectItemCaseSensitive(v, "lineage"), "derived_from"))
+        printf("  %-15s%s\n", "derived from", str(cJSON_GetObjectItemCaseSensitive(v, "lineage"), "derived_from"));
     cJSON *used = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "lineage"), "used_by");
     i = 0;
     for (cJSON *u = used ? used->child : NULL; u; u = u->next, i++) {

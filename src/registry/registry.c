@@ -868,11 +868,13 @@ inf_status inf_registry_list_json(inf_registry *r, char **out, inf_error *err) {
     return finish_json(arr, out, err);
 }
 
-/* Uses of name@version from the lineage table, as an array. */
-static cJSON *uses_json(inf_registry *r, const char *name, const char *vbuf) {
+/* Uses of name@version from the lineage table, as an array; *derived gets
+ * the version it was registered as derived from (owned; NULL when none). */
+static cJSON *uses_json(inf_registry *r, const char *name, const char *vbuf, char **derived) {
     const char *params[2] = {name, vbuf};
     inf__rows *rows = NULL;
     cJSON *arr = cJSON_CreateArray();
+    *derived = NULL;
     if (inf__reg_sql(r,
                      "SELECT ts, kind, source, destination, principal, job_id FROM reg_lineage"
                      " WHERE name = ? AND version = ? ORDER BY id",
@@ -880,6 +882,11 @@ static cJSON *uses_json(inf_registry *r, const char *name, const char *vbuf) {
         return arr;
     static const char *const keys[6] = {"ts", "kind", "source", "destination", "principal", "job_id"};
     for (int i = 0; arr && i < rows->n_rows; i++) {
+        if (!strcmp(inf__rows_get(rows, i, 1), "derived")) { /* registered with --derived-from */
+            free(*derived);
+            *derived = inf__reg_strdup(inf__rows_get(rows, i, 2));
+            continue;
+        }
         cJSON *u = cJSON_CreateObject();
         cJSON_AddItemToArray(arr, u);
         for (int k = 0; k < 6; k++) {
@@ -959,7 +966,11 @@ static cJSON *version_json(inf_registry *r, const char *name, int64_t version, b
         cJSON *lin = cJSON_AddObjectToObject(v, "lineage");
         if ((s = inf__rows_get(rows, 0, 7))) cJSON_AddStringToObject(lin, "training_data", s);
         else cJSON_AddNullToObject(lin, "training_data");
-        cJSON_AddItemToObject(lin, "used_by", uses_json(r, name, vbuf));
+        char *derived;
+        cJSON_AddItemToObject(lin, "used_by", uses_json(r, name, vbuf, &derived));
+        if (derived) cJSON_AddStringToObject(lin, "derived_from", derived);
+        else cJSON_AddNullToObject(lin, "derived_from");
+        free(derived);
     }
     inf__rows_free(rows);
     return v;
