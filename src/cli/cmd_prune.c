@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "infera/registry.h"
 #include "registry/model_ref.h"
 #include "tools/tools.h"
 
@@ -46,22 +47,40 @@ int cmd_prune(int argc, char **argv) {
     if (o.calibration && !o.structured)
         fprintf(stderr, "infera prune: note: --calibration is used by --structured only (unstructured pruning is by magnitude)\n");
 
+    /* the file to rewrite; with calibration data, also the pipeline that maps the records */
     inf__model_ref m;
     memset(&m, 0, sizeof m);
-    inf__model_ref_options mo = {0};
-    mo.pipeline_path = spec;
+    inf_registry_resolved rv;
+    memset(&rv, 0, sizeof rv);
+    const char *path = in;
     inf_error e;
-    if (inf__model_ref_open(in, &mo, &m, &e)) return cli_fail(CMD, "model %s: %s", in, e.message);
-    o.pipeline = m.pipeline;
+    if (o.calibration) {
+        inf__model_ref_options mo = {0};
+        mo.pipeline_path = spec;
+        if (inf__model_ref_open(in, &mo, &m, &e)) return cli_fail(CMD, "model %s: %s", in, e.message);
+        o.pipeline = m.pipeline;
+        path = m.source;
+    } else if (!inf_registry_ref_is_path(in)) {
+        inf_registry_options ro;
+        inf_registry_options_from_env(&ro);
+        inf_registry *r = NULL;
+        if (inf_registry_open(&ro, &r, &e) || inf_registry_resolve(r, in, &rv, &e)) {
+            inf_registry_free(r);
+            return cli_fail(CMD, "model %s: %s", in, e.message);
+        }
+        inf_registry_free(r);
+        path = rv.artifact_path;
+    }
     inf__prune_report rep;
     int rc = 0;
-    if (inf__prune(m.source, out, &o, &rep, &e)) rc = cli_fail(CMD, "%s: %s", in, e.message);
+    if (inf__prune(path, out, &o, &rep, &e)) rc = cli_fail(CMD, "%s: %s", in, e.message);
     inf__model_ref_close(&m);
+    inf_registry_resolved_clear(&rv);
     if (rc) return rc;
     printf("pruned     %s -> %s (%s, sparsity %.3g)\n", in, out, o.structured ? "structured" : "unstructured", o.sparsity);
     fputs(rep.detail, stdout);
     if (o.structured)
-        printf("neurons    %d -> %d in %d hidden layer(s); %d refitted from %s\n", rep.neurons_before, rep.neurons_after,
+        printf("units      %d -> %d neurons/channels in %d hidden layer(s); %d refitted from %s\n", rep.neurons_before, rep.neurons_after,
                rep.n_layers, rep.compensated, o.calibration ? o.calibration : "(no calibration data)");
     else printf("weights    %d tensors; %lld weights are now zero\n", rep.n_layers, (long long)rep.zeros_after);
     printf("parameters %lld -> %lld (x%.2f)\n", (long long)rep.params_before, (long long)rep.params_after,

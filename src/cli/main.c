@@ -158,7 +158,8 @@ const cli_command cli_commands[] = {
      "Magnitude pruning of Gemm/MatMul/Conv weights.  Without --structured, the fraction S\n"
      "of smallest weights of each layer becomes zero (same file size and speed on dense\n"
      "kernels).  With --structured, the fraction S of the hidden neurons between two\n"
-     "dense layers is removed (the model becomes smaller and faster) and, with\n"
+     "dense layers (and of the channels between two Convs) is removed (the model becomes\n"
+     "smaller and faster) and, with\n"
      "--calibration records (mapped by IN's pipeline or --spec), the next layer is refitted\n"
      "by least squares to recover quality.  OUT keeps IN's input and output names and shapes.\n"},
     {"distill", cmd_distill, "train a small MLP that imitates a model (knowledge distillation)",

@@ -21,7 +21,10 @@
  * A are C's inputs in the original model and A_kept the kept neurons' values
  * in the model pruned so far (run on the same records): the next layer
  * reproduces the original pre-activations as well as a linear map can.
- * Graph inputs, outputs and their shapes are untouched.
+ * Conv layers: the output channels of a Conv (group 1) that feeds another
+ * Conv through activations and pooling only are removed the same way (the
+ * next Conv loses those input channels); they are not refitted.  Graph
+ * inputs, outputs and their shapes are untouched.
  *
  * Everything goes through include/infera/model_write.h (src/onnx sees the
  * protobuf); activations are read by running a copy of the model whose
@@ -431,6 +434,126 @@ done:
     return st;
 }
 
+/* ---- Conv channels ---- */
+
+/* A Conv (group 1) whose output reaches the first input of another Conv (group 1) through
+ * element-wise activations and pooling only, with no other reader: its output channels can go. */
+static int find_conv_pair(const inf_model_edit *m, int p, pair *out) {
+    if (!is_op(m, p, "Conv") || inf_model_edit_node_attr_int(m, p, "group", 1) != 1) return -1;
+    inf_tensor *w;
+    if (!weight_of(m, p, &w)) return -1;
+    int rank = w->ndim;
+    inf_tensor_free(w);
+    if (rank < 3) return -1;
+    const char *v = inf_model_edit_node_output(m, p, 0);
+    int node = -1, slot = 0;
+    for (int steps = 0; steps < 16; steps++) {
+        if (is_graph_output(m, v) || consumers(m, v, &node, &slot) != 1 || slot != 0) return -1;
+        if (is_op(m, node, "Conv")) {
+            if (inf_model_edit_node_attr_int(m, node, "group", 1) != 1 || !weight_of(m, node, &w)) return -1;
+            inf_tensor_free(w);
+            memset(out, 0, sizeof *out);
+            out->p.node = p;
+            out->c.node = node;
+            snprintf(out->act, sizeof out->act, "%s", v);
+            return 0;
+        }
+        int pool = (is_op(m, node, "MaxPool") || is_op(m, node, "AveragePool")) && inf_model_edit_node_n_outputs(m, node) == 1;
+        if (!pool && !is_elementwise(m, node)) return -1;
+        v = inf_model_edit_node_output(m, node, 0);
+    }
+    return -1;
+}
+
+/* Keeps the channels keep[0..K) of axis `axis` (0 or 1) of a float tensor. */
+static inf_status slice_axis(inf_model_edit *m, const char *name, int axis, const int *keep, int K, inf_error *err) {
+    inf_tensor *t = NULL, *u = NULL;
+    inf_status st = inf_model_edit_get_initializer(m, name, &t, err);
+    if (st) return st;
+    int64_t dims[INF_MAX_DIMS];
+    memcpy(dims, t->dims, sizeof dims);
+    int64_t outer = axis == 0 ? 1 : t->dims[0], C = t->dims[axis], inner = inf_tensor_numel(t) / (outer * C);
+    dims[axis] = K;
+    if ((st = inf_tensor_new(INF_DTYPE_F32, t->ndim, dims, &u))) {
+        inf_tensor_free(t);
+        return inf_error_set(err, st, "out of memory");
+    }
+    for (int64_t o = 0; o < outer; o++)
+        for (int k = 0; k < K; k++)
+            memcpy((float *)u->data + (o * K + k) * inner, (const float *)t->data + (o * C + keep[k]) * inner,
+                   (size_t)inner * sizeof(float));
+    st = inf_model_edit_set_initializer(m, name, u, err);
+    inf_tensor_free(t);
+    inf_tensor_free(u);
+    return st;
+}
+
+static inf_status prune_conv_pair(inf_model_edit *m, pair *pr, const inf__prune_options *o, inf__prune_report *rep,
+                                  inf_error *err) {
+    inf_tensor *wp = NULL, *wc = NULL;
+    double *A = NULL;
+    scored *sc = NULL;
+    int *keep = NULL, n = 0, width = 0;
+    char wpn[NAME_MAX_LEN], wcn[NAME_MAX_LEN], bpn[NAME_MAX_LEN] = "";
+    snprintf(wpn, sizeof wpn, "%s", inf_model_edit_node_input(m, pr->p.node, 1));
+    snprintf(wcn, sizeof wcn, "%s", inf_model_edit_node_input(m, pr->c.node, 1));
+    const char *b = inf_model_edit_node_input(m, pr->p.node, 2);
+    if (*b && inf_model_edit_has_initializer(m, b)) snprintf(bpn, sizeof bpn, "%s", b);
+    inf_status st;
+    if ((st = inf_model_edit_get_initializer(m, wpn, &wp, err)) || (st = inf_model_edit_get_initializer(m, wcn, &wc, err)))
+        goto done;
+    int H = (int)wp->dims[0];
+    if (wc->dims[1] != H) { /* something between them changes the channels */
+        st = INF_OK;
+        goto done;
+    }
+    int64_t per_p = inf_tensor_numel(wp) / H, per_c = inf_tensor_numel(wc) / (wc->dims[0] * H);
+    sc = malloc((size_t)H * sizeof *sc);
+    keep = malloc((size_t)H * sizeof *keep);
+    if (!sc || !keep) {
+        st = inf_error_set(err, INF_ENOMEM, "out of memory");
+        goto done;
+    }
+    if (o->calibration && (st = capture(m, pr->act, o, &A, &n, &width, err))) goto done;
+    if (A && width % H) free(A), A = NULL;
+    for (int j = 0; j < H; j++) {
+        double win = 0, wout = 0, act = 0;
+        const float *f = (const float *)wp->data + (size_t)j * per_p;
+        for (int64_t i = 0; i < per_p; i++) win += (double)f[i] * f[i];
+        for (int64_t oc = 0; oc < wc->dims[0]; oc++) {
+            const float *g = (const float *)wc->data + ((size_t)oc * H + j) * per_c;
+            for (int64_t i = 0; i < per_c; i++) wout += (double)g[i] * g[i];
+        }
+        int sp = A ? width / H : 0;
+        for (int r = 0; A && r < n; r++)
+            for (int i = 0; i < sp; i++) {
+                double a = A[(size_t)r * width + (size_t)j * sp + i];
+                act += a * a;
+            }
+        sc[j].s = (A ? sqrt(act / ((double)n * sp)) : sqrt(win)) * sqrt(wout);
+        sc[j].j = j;
+    }
+    qsort(sc, (size_t)H, sizeof *sc, by_score_desc);
+    int K = H - (int)floor(o->sparsity * H + 0.5);
+    if (K < 1) K = 1;
+    for (int k = 0; k < K; k++) keep[k] = sc[k].j;
+    qsort(keep, (size_t)K, sizeof *keep, by_index);
+    if ((st = slice_axis(m, wpn, 0, keep, K, err)) || (bpn[0] && (st = slice_axis(m, bpn, 0, keep, K, err))) ||
+        (st = slice_axis(m, wcn, 1, keep, K, err)))
+        goto done;
+    rep->n_layers++;
+    rep->neurons_before += H;
+    rep->neurons_after += K;
+    size_t len = strlen(rep->detail);
+    snprintf(rep->detail + len, sizeof rep->detail - len, "  %-28s %5d -> %5d channels  (Conv: not refitted)\n",
+             pr->act, H, K);
+done:
+    inf_tensor_free(wp);
+    inf_tensor_free(wc);
+    free(A), free(sc), free(keep);
+    return st;
+}
+
 /* ---- the two modes ---- */
 
 static int cmp_abs(const void *a, const void *b) {
@@ -491,19 +614,26 @@ static int64_t count_parameters(const inf_model_edit *m, inf_error *err) {
 
 static inf_status prune_structured(inf_model_edit *m, const inf__prune_options *o, inf__prune_report *rep,
                                    inf_error *err) {
-    int n_nodes = inf_model_edit_n_nodes(m), n_pairs = 0;
-    pair *pairs = calloc((size_t)n_nodes + 1, sizeof *pairs);
-    if (!pairs) return inf_error_set(err, INF_ENOMEM, "out of memory");
-    for (int i = 0; i < n_nodes; i++)
+    int n_nodes = inf_model_edit_n_nodes(m), n_pairs = 0, n_conv = 0;
+    pair *pairs = calloc((size_t)n_nodes + 1, sizeof *pairs), *convs = calloc((size_t)n_nodes + 1, sizeof *convs);
+    if (!pairs || !convs) {
+        free(pairs), free(convs);
+        return inf_error_set(err, INF_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < n_nodes; i++) {
         if (!find_pair(m, i, &pairs[n_pairs])) n_pairs++;
+        if (!find_conv_pair(m, i, &convs[n_conv])) n_conv++;
+    }
     inf_status st = INF_OK;
-    if (!n_pairs) {
+    if (!n_pairs && !n_conv) {
         st = inf_error_set(err, INF_EUNSUPPORTED,
-                           "no hidden layer to narrow: structured pruning removes the neurons between two Gemm/MatMul "
-                           "layers joined by element-wise activations only (an MLP), and this model has none");
+                           "no hidden layer to narrow: structured pruning removes the neurons (channels) between two "
+                           "Gemm/MatMul (Conv) layers joined by element-wise activations only, and this model has none");
         goto done;
     }
     inf_model_edit_clear_value_info(m); /* hidden widths change */
+    for (int k = 0; k < n_conv && !st; k++) st = prune_conv_pair(m, &convs[k], o, rep, err);
+    if (st) goto done;
     /* original activations of every pair, for the least-squares targets */
     double **A0 = calloc((size_t)n_pairs, sizeof *A0);
     int *n0 = calloc((size_t)n_pairs, sizeof *n0);
@@ -520,7 +650,7 @@ static inf_status prune_structured(inf_model_edit *m, const inf__prune_options *
     for (int k = 0; k < n_pairs; k++) free(A0[k]);
     free(A0), free(n0);
 done:
-    free(pairs);
+    free(pairs), free(convs);
     return st;
 }
 

@@ -106,6 +106,21 @@ EOF
 else
     bad "prune --structured: $(cat "$d/out")"
 fi
+# Conv channels: a residual CNN; the pruned model runs in ONNX Runtime as in Infera
+cnn=$src/tests/models/cnn.onnx
+if "$infera" prune "$cnn" -o "$d/cnn50.onnx" --sparsity 0.5 --structured >"$d/out" 2>&1 && grep -q "channels" "$d/out"; then
+    "$infera" info "$cnn" | sed -n '/^inputs:/,/^ops/{/^ops/!p}' >"$d/io.a"
+    "$infera" info "$d/cnn50.onnx" | sed -n '/^inputs:/,/^ops/{/^ops/!p}' >"$d/io.b"
+    cmp -s "$d/io.a" "$d/io.b" && ok "channel-pruned CNN keeps its inputs/outputs" || bad "CNN io changed"
+    "$infera" run "$d/cnn50.onnx" --input "$src/tests/models/cnn_input.npy" --output-dir "$d/cnn50.out" >/dev/null || bad "run pruned CNN"
+    if [ $have_ort = 1 ]; then
+        node "$src/tests/tools/ort_run.js" "$d/cnn50.onnx" "$src/tests/models/cnn_input.npy" "$d/cnn50.ort" 2>"$d/err" &&
+            $py "$oracle" close "$d/cnn50.out/logits.npy" "$d/cnn50.ort/logits.npy" 1e-4 1e-5 >"$d/cmp" &&
+            ok "ONNX Runtime runs the channel-pruned CNN as Infera" || bad "pruned CNN vs ORT: $(cat "$d/err" "$d/cmp")"
+    fi
+else
+    bad "prune CNN channels: $(cat "$d/out")"
+fi
 "$infera" prune "$mlp" -o "$d/u90.onnx" --sparsity 0.9 >"$d/out" 2>&1 && "$infera" run "$d/u90.onnx" --input "$d/binary.npy" --output-dir "$d/u90.out" >/dev/null &&
     $py -c "
 import numpy as np, sys
