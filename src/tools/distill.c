@@ -266,13 +266,7 @@ inf_status inf__distill(const char *src_uri, const inf_pipeline *p, inf_session 
         goto done;
     }
     /* which teacher output is which */
-    const char *score_name = NULL;
-    for (int k = 0; k < r.n_out && !score_name; k++)
-        if (!strncmp(td.scores_from, r.out[k].name, strlen(r.out[k].name)) &&
-            (td.scores_from[strlen(r.out[k].name)] == 0 || td.scores_from[strlen(r.out[k].name)] == '[' ||
-             td.scores_from[strlen(r.out[k].name)] == ' '))
-            score_name = r.out[k].name;
-    const inf__tool_output *so = score_name ? inf__tool_rows_output(&r, score_name) : NULL;
+    const inf__tool_output *so = inf__tool_rows_output(&r, td.score_output);
     if (!so) {
         st = inf_error_set(err, INF_EINTERNAL, "teacher scores not found");
         goto done;

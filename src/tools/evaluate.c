@@ -12,7 +12,7 @@
  * row), a label is the class whose index the model's own label output pairs
  * with that argmax on this data; else the label must be the class index.
  */
-#include <ctype.h>
+#include <strings.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,18 +20,12 @@
 
 #include "tools/tools.h"
 
-static int has_prob_name(const char *s) {
-    for (; *s; s++)
-        if (tolower((unsigned char)s[0]) == 'p' && !strncasecmp(s, "prob", 4)) return 1;
-    return 0;
-}
-
 static const inf__tool_output *score_output(const inf__tool_rows *r) {
     const inf__tool_output *first = NULL;
     for (int o = 0; o < r->n_out; o++) {
         const inf__tool_output *out = &r->out[o];
         if (!out->width || (out->dtype != INF_DTYPE_F32 && out->dtype != INF_DTYPE_F64)) continue;
-        if (has_prob_name(out->name)) return out;
+        if (strcasestr(out->name, "prob")) return out;
         if (!first) first = out;
     }
     return first;
@@ -154,6 +148,7 @@ inf_status inf__task_data_build(const inf__tool_rows *r, int task_override, int 
         snprintf(t->label_output, sizeof t->label_output, "%s", lab->name);
         t->label_dtype = lab->dtype;
     }
+    snprintf(t->score_output, sizeof t->score_output, "%s", sc->name);
     int n = r->n, C = sc->width;
     if (need_labels && !r->y) return inf_error_set(err, INF_EINVAL, "no label column");
     int task = task_override;
@@ -176,7 +171,10 @@ inf_status inf__task_data_build(const inf__tool_rows *r, int task_override, int 
         snprintf(t->scores_from, sizeof t->scores_from, "%s", sc->name);
         t->pred = malloc((size_t)n * sizeof *t->pred);
         t->y = malloc((size_t)n * sizeof *t->y);
-        if (!t->pred || !t->y) return inf_error_set(err, INF_ENOMEM, "out of memory"), inf__task_data_free(t), INF_ENOMEM;
+        if (!t->pred || !t->y) {
+            inf__task_data_free(t);
+            return inf_error_set(err, INF_ENOMEM, "out of memory");
+        }
         for (int i = 0; i < n; i++) {
             t->pred[i] = sc->v[i];
             if (!r->y) continue;

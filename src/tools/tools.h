@@ -116,6 +116,7 @@ typedef struct inf__task_data {
     int *y_class;    /* classification */
     double *P;       /* [n, C]; binary: C = 2 */
     double *y, *pred;/* regression */
+    char score_output[128]; /* the output scored (probabilities, logits or values) */
     char label_output[128]; /* the model's label output ("" when none) */
     inf_dtype label_dtype;
     int64_t *class_labels;  /* int label output: label value of each class index (C), else NULL */
