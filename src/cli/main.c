@@ -173,7 +173,8 @@ const cli_command cli_commands[] = {
      "a holdout fraction F (default 0.2, patience 8).  Inputs are standardised inside the\n"
      "ONNX graph.  OUT has the teacher's input and outputs (probabilities and label), so it\n"
      "drops in for it.  The same --seed gives the same file, byte for byte.  Prints fidelity\n"
-     "to the teacher and, with --label COL, quality of both on the holdout.\n"},
+     "to the teacher and, with --label COL, quality of both on the holdout.  --threads is for\n"
+     "scoring with the teacher; training runs on one thread (reproducible).\n"},
     {"serve", cmd_serve, "serve models over HTTP (KServe V2) with dynamic batching",
      "usage: infera serve [--host H] [--port P] [--model [NAME=]REF]... [--max-batch N] [--max-queue-delay-us N]\n"
      "                    [--threads N] [--config FILE] [options]\n"

@@ -28,8 +28,8 @@ passed=0
 failed=0
 ok() { passed=$((passed + 1)); echo "ok   $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL $1"; }
-have_ort=1
-node "$src/tests/tools/ort_run.js" 2>/dev/null; [ $? -eq 2 ] && ! node -e "require('$src/tests/models/ort/node_modules/onnxruntime-node')" 2>/dev/null && have_ort=0
+have_ort=0
+node -e "require('$src/tests/models/ort/node_modules/onnxruntime-node')" >/dev/null 2>&1 && have_ort=1
 [ $have_ort = 1 ] || echo "note: onnxruntime-node not installed ((cd tests/models/ort && npm ci --ignore-scripts)): ONNX Runtime checks skipped"
 
 d=$work/d
