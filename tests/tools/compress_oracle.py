@@ -12,6 +12,10 @@
       computes scikit-learn's metrics from the predictions `infera run` wrote
       (OUT_DIR/probabilities.npy, or OUT_DIR/y.npy for regression) and checks
       that `infera evaluate --json` (EVAL.json) has them within 1e-9.
+  compress_oracle.py lstsq ORIG.onnx PRUNED.onnx X.npy
+      for the one-hidden-layer MatMul+Add model of `data` (DIR/mm.onnx): checks that the pruned model's
+      refitted output layer is numpy's least-squares fit of the original pre-activations on the kept
+      hidden units (residuals equal to 1e-6 relative).
   compress_oracle.py close A.npy B.npy RTOL ATOL
       exits 1 unless the arrays have the same shape and are close.
 
@@ -68,6 +72,21 @@ def make_data(d):
     X[:, 0] = np.round(X[:, 0] * 2) / 2
     y = (X[:, 0] + rng.normal(size=300) > 0.3).astype(np.int64)
     write_case(d, "ties", X, y)
+    # one hidden layer as MatMul + Add (a PyTorch-style export), 32 features as the binary case
+    from onnx import TensorProto, helper, numpy_helper
+    W1, b1 = (rng.normal(size=(32, 64)) * 0.3).astype(np.float32), rng.normal(size=64).astype(np.float32)
+    W2, b2 = (rng.normal(size=(64, 2)) * 0.3).astype(np.float32), rng.normal(size=2).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["input", "W1"], ["m1"]), helper.make_node("Add", ["m1", "b1"], ["a1"]),
+             helper.make_node("Relu", ["a1"], ["h1"]), helper.make_node("MatMul", ["h1", "W2"], ["m2"]),
+             helper.make_node("Add", ["b2", "m2"], ["logits"]),
+             helper.make_node("Softmax", ["logits"], ["probabilities"], axis=1)]
+    g = helper.make_graph(nodes, "mm", [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 32])],
+                          [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["N", 2])],
+                          [numpy_helper.from_array(v, n) for v, n in ((W1, "W1"), (b1, "b1"), (W2, "W2"), (b2, "b2"))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    with open(os.path.join(d, "mm.onnx"), "wb") as f:
+        f.write(m.SerializeToString())
     # multiclass: 8 features -> 3 classes
     W = rng.normal(size=(8, 3))
     b = rng.normal(size=3)
@@ -133,6 +152,21 @@ def main():
         return 0
     if sys.argv[1] == "metrics":
         return check_metrics(*sys.argv[2:6])
+    if sys.argv[1] == "lstsq":
+        import onnx
+        from onnx import numpy_helper
+        def weights(path):
+            return {t.name: numpy_helper.to_array(t).astype(np.float64) for t in onnx.load(path).graph.initializer}
+        o, p = weights(sys.argv[2]), weights(sys.argv[3])
+        X = np.load(sys.argv[4]).astype(np.float64)
+        T = np.maximum(X @ o["W1"] + o["b1"], 0) @ o["W2"] + o["b2"]
+        Hk = np.maximum(X @ p["W1"] + p["b1"], 0)
+        A = np.hstack([Hk, np.ones((len(Hk), 1))])
+        best = A @ np.linalg.lstsq(A, T, rcond=None)[0]
+        ours = Hk @ p["W2"] + p["b2"]
+        r_best, r_ours = np.mean((best - T) ** 2), np.mean((ours - T) ** 2)
+        print("  kept %d of %d hidden units; residual: infera %.9g, numpy lstsq %.9g" % (Hk.shape[1], o["W1"].shape[1], r_ours, r_best))
+        return 0 if abs(r_ours - r_best) <= 1e-6 * max(r_best, 1e-12) + 1e-9 else 1
     if sys.argv[1] == "close":
         a, b = np.load(sys.argv[2]), np.load(sys.argv[3])
         rtol, atol = float(sys.argv[4]), float(sys.argv[5])

@@ -106,6 +106,12 @@ EOF
 else
     bad "prune --structured: $(cat "$d/out")"
 fi
+# MatMul + Add layers; the refit is numpy's least-squares solution (calibration = the same records)
+if "$infera" prune "$d/mm.onnx" -o "$d/mm50.onnx" --sparsity 0.5 --structured --calibration "csv:$d/binary.csv" >"$d/out" 2>&1; then
+    $py "$oracle" lstsq "$d/mm.onnx" "$d/mm50.onnx" "$d/binary.npy" && ok "MatMul+Add refit = numpy lstsq" || bad "MatMul+Add refit is not the least-squares fit"
+else
+    bad "prune MatMul+Add: $(cat "$d/out")"
+fi
 # Conv channels: a residual CNN; the pruned model runs in ONNX Runtime as in Infera
 cnn=$src/tests/models/cnn.onnx
 if "$infera" prune "$cnn" -o "$d/cnn50.onnx" --sparsity 0.5 --structured >"$d/out" 2>&1 && grep -q "channels" "$d/out"; then
