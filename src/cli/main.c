@@ -62,6 +62,7 @@ const cli_command cli_commands[] = {
      "\n"
      "  register NAME MODEL [--pipeline SPEC] [--meta K=V]... [--metric K=NUMBER]...\n"
      "           [--description TEXT] [--training-data REF] [--approved-use TEXT]...\n"
+     "           [--derived-from NAME@VERSION]   (a pruned/distilled/quantized model's source)\n"
      "                              validate MODEL, derive its signature, store version N+1\n"
      "  list | show REF | versions NAME | resolve REF     (--json for machines)\n"
      "  delete NAME@VERSION [--reason TEXT]      soft delete, audited\n"
@@ -135,6 +136,45 @@ const cli_command cli_commands[] = {
      "Learns the parameters of transforms marked \"fit\": true (standardize mean/std,\n"
      "min_max min/max, impute mean, bucketize edges from quantiles, one_hot/ordinal\n"
      "categories) from the records of SRC and writes the completed spec.\n"},
+    {"evaluate", cmd_evaluate, "measure a model's quality on labelled data and its cost, against a baseline",
+     "usage: infera evaluate REF --data SRC --label COL [--spec FILE] [--baseline REF] [--json]\n"
+     "                       [--max-drop METRIC=X]... [--register] [--task binary|multiclass|regression]\n"
+     "                       [--id-column COL] [--threads N]                      (docs/compression.md)\n"
+     "\n"
+     "Runs REF over the labelled records of SRC (csv:, jsonl:, sqlite:, postgresql: as `infera batch`)\n"
+     "through its pipeline spec (--spec, the registry's, <model>.pipeline.json, or the default\n"
+     "mapping); the label column and the id column are not model inputs.  Quality:\n"
+     "accuracy, precision, recall, f1, auc, logloss (classification; macro averages for\n"
+     "multi-class; binary tasks score P(class 1)) or rmse, mae, r2 (regression), as\n"
+     "scikit-learn computes them.  Cost: file size, parameters, batch-1 p50/p99 latency,\n"
+     "batch-64 throughput, peak RSS.  --baseline REF evaluates it too (same data, same\n"
+     "--spec) and shows deltas; --max-drop auc=0.005 exits 1 when a metric drops by more.\n"
+     "--json prints {\"model\",\"rows\",\"task\",\"metrics\",\"cost\",\"baseline\",\"delta\"}.\n"
+     "--register stores the metrics on the registry version REF names.\n"},
+    {"prune", cmd_prune, "remove the least important weights or neurons of a model",
+     "usage: infera prune IN -o OUT --sparsity S [--structured] [--calibration SRC [--spec FILE]]\n"
+     "                    [--calibration-rows N] [--threads N]                  (docs/compression.md)\n"
+     "\n"
+     "Magnitude pruning of Gemm/MatMul/Conv weights.  Without --structured, the fraction S\n"
+     "of smallest weights of each layer becomes zero (same file size and speed on dense\n"
+     "kernels).  With --structured, the fraction S of the hidden neurons between two\n"
+     "dense layers (and of the channels between two Convs) is removed (the model becomes\n"
+     "smaller and faster) and, with\n"
+     "--calibration records (mapped by IN's pipeline or --spec), the next layer is refitted\n"
+     "by least squares to recover quality.  OUT keeps IN's input and output names and shapes.\n"},
+    {"distill", cmd_distill, "train a small MLP that imitates a model (knowledge distillation)",
+     "usage: infera distill --teacher REF --data SRC --student mlp:H1,H2,... -o OUT [--spec FILE]\n"
+     "                      [--epochs N] [--temperature T] [--holdout F] [--seed N] [--label COL]\n"
+     "                      [--lr X] [--batch-size N] [--patience N] [--threads N] [--quiet]\n"
+     "\n"
+     "Scores the records of SRC with the teacher (through its pipeline) and trains a\n"
+     "student MLP on its outputs: soft targets at temperature T (default 2), mini-batch\n"
+     "Adam (default 64 rows, lr 1e-3), up to N epochs (default 100) with early stopping on\n"
+     "a holdout fraction F (default 0.2, patience 8).  Inputs are standardised inside the\n"
+     "ONNX graph.  OUT has the teacher's input and outputs (probabilities and label), so it\n"
+     "drops in for it.  The same --seed gives the same file, byte for byte.  Prints fidelity\n"
+     "to the teacher and, with --label COL, quality of both on the holdout.  --threads is for\n"
+     "scoring with the teacher; training runs on one thread (reproducible).\n"},
     {"serve", cmd_serve, "serve models over HTTP (KServe V2) with dynamic batching",
      "usage: infera serve [--host H] [--port P] [--model [NAME=]REF]... [--max-batch N] [--max-queue-delay-us N]\n"
      "                    [--threads N] [--config FILE] [options]\n"
