@@ -554,8 +554,11 @@ inf_status inf_model_load_buffer(const void *data, size_t size, const char *base
     inf_status st = INF_OK;
     inf_alloc_stats before, after;
     inf_alloc_get_stats(&before);
+    Onnx__ModelProto *mp = NULL;
+    /* protobuf-c recurses without a limit: bound the nesting first */
+    if ((st = inf__onnx_wire_check_model(data, size, d.path, err)) != INF_OK) goto done;
     /* aligned: initializers adopt their raw_data buffers (inf__onnx_tensor_take_proto) */
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(&inf__protobuf_aligned_allocator, size, data);
+    mp = onnx__model_proto__unpack(&inf__protobuf_aligned_allocator, size, data);
     if (!mp) {
         inf_alloc_get_stats(&after);
         if (after.n_failed != before.n_failed) /* protobuf-c says NULL for both */

@@ -450,6 +450,10 @@ inf_status inf_tensor_load_pb(const char *path, int kind_hint, inf_tensor **out,
     size_t size;
     inf_status st = inf__read_file(path, &data, &size, err);
     if (st != INF_OK) return st;
+    if ((st = inf__onnx_wire_check_value(data, size, kind_hint, path, err)) != INF_OK) { /* protobuf-c recurses */
+        inf__free(data);
+        return st;
+    }
     st = INF_EFORMAT;
     if (kind_hint == INF_KIND_SEQUENCE) {
         Onnx__SequenceProto *sp = onnx__sequence_proto__unpack(&inf__protobuf_allocator, size, data);
