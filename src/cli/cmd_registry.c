@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "infera/registry.h"
@@ -741,8 +742,15 @@ static int sub_record_prediction(int argc, char **argv) {
     if (!cli_parse_int(CMD, "--rows", fv.val[3], 0, 2147483647, &rows)) return 2;
     char digest[65] = "";
     if (fv.val[4]) { /* digest of the input file, never its content */
-        FILE *f = fopen(fv.val[4], "rb");
-        if (!f) return cli_fail(CMD, "cannot open inputs %s: %s", fv.val[4], strerror(errno));
+        int fd;
+        uint64_t size;
+        inf_error ferr;
+        if (inf_file_open(fv.val[4], "inputs", 0, &fd, &size, &ferr)) return cli_fail(CMD, "%s", ferr.message);
+        FILE *f = fdopen(fd, "rb");
+        if (!f) {
+            close(fd);
+            return cli_fail(CMD, "cannot open inputs %s: %s", fv.val[4], strerror(errno));
+        }
         inf_sha256 c;
         unsigned char buf[65536], d[32];
         size_t n;

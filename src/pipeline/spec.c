@@ -1035,31 +1035,12 @@ inf_status inf_pipeline_load_string(const char *json, size_t len, const inf_mode
 inf_status inf_pipeline_load(const char *path, const inf_model *model, const inf_pipeline_options *opts,
                              inf_pipeline **out, inf_error *err) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, INF_ENOENT, "%s: cannot open the spec", path);
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n + 4096 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *q = realloc(buf, cap);
-            if (!q) {
-                free(buf);
-                fclose(f);
-                return fail(err, INF_ENOMEM, "%s: out of memory", path);
-            }
-            buf = q;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return fail(err, INF_EIO, "%s: read error", path);
-    }
+    /* a regular file of at most 64 MiB (core/file.c: a FIFO or /dev/zero is refused) */
+    void *data;
+    size_t n;
+    inf_status rd = inf_file_read(path, "pipeline spec", INF_FILE_MAX_SPEC_BYTES, &data, &n, err);
+    if (rd) return rd;
+    char *buf = data;
     inf_pipeline_options o;
     if (opts) o = *opts;
     else inf_pipeline_options_init(&o);
@@ -1072,7 +1053,7 @@ inf_status inf_pipeline_load(const char *path, const inf_model *model, const inf
         o.base_dir = dir;
     }
     inf_status st = inf_pipeline_load_string(buf, n, model, &o, out, err);
-    free(buf);
+    inf_file_free(buf);
     if (st && err) {
         char msg[INF_ERROR_MESSAGE_MAX];
         snprintf(msg, sizeof msg, "%s: %s", path, err->message);

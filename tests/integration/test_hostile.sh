@@ -67,5 +67,78 @@ home=$work/home
 expect_error "registry register: 3,000 nested If bodies refused" "$depth_error" \
     "$infera" --home "$home" registry register deep "$work/deep_if.onnx"
 
+# ---- finding 4: external data must stay inside the model's folder, symlinks resolved ----
+ext=$work/ext
+mkdir -p "$ext/model/sub" "$work/outside"
+python3 -c 'import struct,sys; open(sys.argv[1],"wb").write(struct.pack("<4f",1,2,3,4))' "$ext/model/w.bin"
+cp "$ext/model/w.bin" "$work/outside/secret.bin"
+chmod 600 "$work/outside/secret.bin"
+ln -s "$work/outside/secret.bin" "$ext/model/link_out.bin"
+ln -s ../../outside "$ext/model/dir_out"
+ln -s w.bin "$ext/model/sub/link_in.bin"
+ln -s ../w.bin "$ext/model/sub/link_up_in.bin"
+mkfifo "$ext/model/fifo.bin"
+mkdir "$ext/model/adir"
+$gen external w.bin 0 16 "$ext/model/plain.onnx"
+$gen external sub/link_up_in.bin 0 16 "$ext/model/in_link.onnx"
+$gen external link_out.bin 0 16 "$ext/model/out_link.onnx"
+$gen external dir_out/secret.bin 0 16 "$ext/model/out_dir_link.onnx"
+$gen external ../outside/secret.bin 0 16 "$ext/model/dotdot.onnx"
+$gen external "$work/outside/secret.bin" 0 16 "$ext/model/absolute.onnx"
+$gen external w.bin 9223372036854775000 16 "$ext/model/huge_offset.onnx"
+$gen external w.bin 99999999999999999999999 16 "$ext/model/overflow_offset.onnx"
+$gen external w.bin 0x10 16 "$ext/model/hex_offset.onnx"
+$gen external w.bin 0 18446744073709551615 "$ext/model/huge_length.onnx"
+$gen external fifo.bin 0 16 "$ext/model/fifo.onnx"
+$gen external adir 0 16 "$ext/model/dir.onnx"
+expect_output "external data in the folder is read" "\[1, 2, 3, 4\]" "$infera" run "$ext/model/plain.onnx"
+expect_output "a symlink that stays inside the folder is followed" "\[1, 2, 3, 4\]" "$infera" run "$ext/model/in_link.onnx"
+outside="leads outside the model's folder"
+expect_error "run: a symlink to a file outside the folder is refused" "$outside" "$infera" run "$ext/model/out_link.onnx"
+expect_error "run: a symlinked folder outside is refused" "$outside" "$infera" run "$ext/model/out_dir_link.onnx"
+if grep -q "$work/outside" "$work/err"; then bad "the error reveals where the symlink points"; else ok "the error does not reveal the symlink's target"; fi
+expect_error "info: a symlink outside is refused" "$outside" "$infera" info "$ext/model/out_link.onnx"
+expect_error "'..' is refused" "leaves the model's folder" "$infera" run "$ext/model/dotdot.onnx"
+expect_error "an absolute path is refused" "leaves the model's folder" "$infera" run "$ext/model/absolute.onnx"
+expect_error "a huge offset is refused" "shorter than offset" "$infera" run "$ext/model/huge_offset.onnx"
+expect_error "an offset past 2^63 is refused" "offset '99999999999999999999999' is not a decimal integer" \
+    "$infera" run "$ext/model/overflow_offset.onnx"
+expect_error "a hexadecimal offset is refused" "offset '0x10' is not a decimal integer" "$infera" run "$ext/model/hex_offset.onnx"
+expect_error "a length of 2^64-1 is refused" "length '18446744073709551615' is not a decimal integer" \
+    "$infera" run "$ext/model/huge_length.onnx"
+expect_error "a FIFO as external data is refused (no hang)" "not a regular file \(a FIFO\)" \
+    timeout 10 "$infera" run "$ext/model/fifo.onnx"
+expect_error "a directory as external data is refused" "not a regular file \(a directory\)" "$infera" run "$ext/model/dir.onnx"
+expect_error "registry register: a symlink outside is refused" "$outside" \
+    "$infera" --home "$home" registry register leak "$ext/model/out_link.onnx"
+expect_error "registry register: a FIFO as external data is refused" "not a regular file" \
+    timeout 10 "$infera" --home "$home" registry register leak "$ext/model/fifo.onnx"
+if [ -d "$home/artifacts" ] && grep -rlq . "$home/artifacts" 2>/dev/null && \
+   find "$home/artifacts" -type f -exec cmp -s {} "$work/outside/secret.bin" \; -print | grep -q .; then
+    bad "the secret was copied into the artifact store"
+else
+    ok "nothing outside the folder was copied into the artifact store"
+fi
+expect_output "registry register: external data in the folder" "registered" \
+    "$infera" --home "$home" registry register ext "$ext/model/plain.onnx"
+expect_output "registry register: a self-contained model" "registered" \
+    "$infera" --home "$home" registry register nested "$work/if64.onnx"
+modes=$(find "$home/artifacts" -type f ! -name '*.db*' -exec stat -c '%a' {} \; | sort -u | tr '\n' ' ')
+if [ -n "$modes" ] && [ "$modes" = "600 " ]; then ok "artifacts are stored 0600"; else bad "artifact modes: '$modes' (want 600)"; fi
+expect_output "the registered external-data model runs" "\[1, 2, 3, 4\]" "$infera" --home "$home" run ext@1
+
+# ---- finding 7: non-regular files are refused by every reader, never read forever ----
+mkfifo "$work/model.fifo"
+expect_error "registry register /dev/zero is refused" "'/dev/zero' is not a regular file \(a character device\)" \
+    timeout 10 "$infera" --home "$home" registry register z /dev/zero
+expect_error "registry register a FIFO is refused (no hang)" "not a regular file \(a FIFO\)" \
+    timeout 10 "$infera" --home "$home" registry register f "$work/model.fifo"
+expect_error "registry register a FIFO spec is refused" "not a regular file \(a FIFO\)" \
+    timeout 10 "$infera" --home "$home" registry register f "$work/if64.onnx" --pipeline "$work/model.fifo"
+expect_error "info of a FIFO path is refused (no hang)" "not a regular file \(a FIFO\)" timeout 10 "$infera" info "$work/model.fifo"
+expect_error "run: a FIFO input file is refused (no hang)" "not a regular file \(a FIFO\)" \
+    timeout 10 "$infera" run "$work/if64.onnx" --input cond="$work/model.fifo"
+expect_error "a directory as a model is refused" "not a regular file \(a directory\)" "$infera" info "$work/"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
