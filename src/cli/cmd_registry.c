@@ -51,8 +51,11 @@ static bool split_versioned(const char *ref, char name[129], int64_t *version) {
     const char *at = strchr(ref, '@');
     char *end;
     if (!at || at == ref || (size_t)(at - ref) > 128) return false;
+    errno = 0;
     long long v = strtoll(at + 1, &end, 10);
-    if (end == at + 1 || *end || v <= 0) return false;
+    /* digits only, no overflow (strtoll clamps 10^23 to 2^63-1), at most 15 digits as the registry allows */
+    if (at[1] < '0' || at[1] > '9' || end == at + 1 || *end || errno == ERANGE || v <= 0 || strlen(at + 1) > 15)
+        return false;
     memcpy(name, ref, (size_t)(at - ref));
     name[at - ref] = '\0';
     *version = v;
@@ -374,7 +377,13 @@ static int parse_versioned(int argc, char **argv, const flag_spec *flags, int n_
                            flag_vals *fv, args *a, char name[129], int64_t *version) {
     int rc = parse(argc, argv, flags, n_flags, fv, a);
     if (rc) return rc;
-    if (a->n_pos != n_pos || !split_versioned(a->pos[0], name, version)) return cli_usage(CMD, "%s", usage);
+    if (a->n_pos != n_pos) return cli_usage(CMD, "%s", usage);
+    if (!split_versioned(a->pos[0], name, version)) {
+        const char *at = strchr(a->pos[0], '@');
+        if (at && strlen(at + 1) > 15 && strspn(at + 1, "0123456789") == strlen(at + 1))
+            return cli_usage(CMD, "version in '%.200s' is out of range (at most 15 digits)", a->pos[0]);
+        return cli_usage(CMD, "%s", usage);
+    }
     return 0;
 }
 

@@ -97,33 +97,60 @@ def out_f1(name):
     return value_info(name, tensor_type(FLOAT, [1]))
 
 
-def nested_if(depth):
-    # built from the innermost body outwards, iteratively (no recursion)
-    body = graph("leaf%d" % depth, [node("Constant", [], ["y%d" % depth],
-                 [attr_tensor("value", float_tensor("c", [float(depth)]))])], [], [out_f1("y%d" % depth)])
-    for level in range(depth - 1, -1, -1):
+def chain(core, levels):
+    """Nests core inside `levels` wrappers, innermost first, in linear time:
+    each wrapper is a function of the inner length giving (prefix, suffix)."""
+    pres, sufs, n = [], [], len(core)
+    for wrap in levels:
+        pre, suf = wrap(n)
+        pres.append(pre)
+        sufs.append(suf)
+        n += len(pre) + len(suf)
+    return b"".join(reversed(pres)) + core + b"".join(sufs)
+
+
+def sub(field, n):
+    """The header of a length-delimited field holding n bytes."""
+    return key(field, 2) + varint(n)
+
+
+def if_level(level):
+    """Graph `g<level>` holding one If whose then_branch is the inner graph."""
+    def wrap(inner):
+        a_pre, a_suf = ld(1, "then_branch") + sub(6, inner), vint(20, 5)
+        a_len = len(a_pre) + inner + len(a_suf)
         other = graph("else%d" % level, [node("Constant", [], ["e%d" % level],
                       [attr_tensor("value", float_tensor("c", [-1.0]))])], [], [out_f1("e%d" % level)])
-        n = node("If", ["cond"], ["y%d" % level],
-                 [attr_graph("then_branch", body), attr_graph("else_branch", other)], name="if%d" % level)
+        n_pre = ld(1, "cond") + ld(2, "y%d" % level) + ld(3, "if%d" % level) + ld(4, "If") + sub(5, a_len) + a_pre
+        n_suf = a_suf + ld(5, attr_graph("else_branch", other))
+        n_len = len(n_pre) + inner + len(n_suf)
         inputs = [value_info("cond", tensor_type(BOOL, []))] if level == 0 else []
-        body = graph("g%d" % level if level else "main", [n], inputs, [out_f1("y%d" % level)])
-    return model(body)
+        g_pre = sub(1, n_len) + n_pre
+        g_suf = n_suf + ld(2, "g%d" % level if level else "main") + b"".join(ld(11, v) for v in inputs)
+        g_suf += ld(12, out_f1("y%d" % level))
+        if level == 0:  # the model around the main graph
+            g_len = len(g_pre) + inner + len(g_suf)
+            head = vint(1, 8) + ld(2, "gen_hostile") + ld(8, ld(1, "") + vint(2, 13)) + sub(7, g_len)
+            return head + g_pre, g_suf
+        return g_pre, g_suf
+    return wrap
+
+
+def nested_if(depth):
+    leaf = graph("leaf%d" % depth, [node("Constant", [], ["y%d" % depth],
+                 [attr_tensor("value", float_tensor("c", [float(depth)]))])], [], [out_f1("y%d" % depth)])
+    return chain(leaf, [if_level(level) for level in range(depth - 1, -1, -1)])
 
 
 def nested_type(depth):
-    t = tensor_type(FLOAT, [1])
-    for _ in range(depth):
-        t = ld(4, ld(1, t))  # TypeProto.sequence_type.elem_type
+    t = chain(tensor_type(FLOAT, [1]), [lambda n: (sub(4, n + len(sub(1, n))) + sub(1, n), b"")] * depth)
     g = graph("main", [node("Identity", ["x"], ["y"])], [value_info("x", t)], [value_info("y", t)])
     return model(g)
 
 
 def nested_seq(depth):
-    s = vint(2, 1) + ld(3, float_tensor("t", [1.0]))
-    for _ in range(depth):
-        s = vint(2, 3) + ld(5, s)  # SequenceProto.sequence_values
-    return s
+    core = vint(2, 1) + ld(3, float_tensor("t", [1.0]))
+    return chain(core, [lambda n: (vint(2, 3) + sub(5, n), b"")] * depth)
 
 
 def loop(trip):
