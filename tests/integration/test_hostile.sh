@@ -140,5 +140,21 @@ expect_error "run: a FIFO input file is refused (no hang)" "not a regular file \
     timeout 10 "$infera" run "$work/if64.onnx" --input cond="$work/model.fifo"
 expect_error "a directory as a model is refused" "not a regular file \(a directory\)" "$infera" info "$work/"
 
+# ---- finding 8: a Loop of 2^62 iterations stops at the run's time budget ----
+$gen loop 4611686018427387904 "$work/loop_2p62.onnx"
+$gen loop 10 "$work/loop_10.onnx"
+$gen float 5 "$work/five.pb"
+expect_output "a Loop of 10 iterations runs (5 + 10)" "\\[15\\]" "$infera" run "$work/loop_10.onnx" --input x="$work/five.pb"
+start=$(date +%s)
+expect_error "run: a Loop of 2^62 iterations fails at --max-run-ms, naming the node" \
+    "node 'the_loop': the run exceeded its time budget of 300 ms" \
+    timeout 60 "$infera" run "$work/loop_2p62.onnx" --input x="$work/five.pb" --max-run-ms 300
+elapsed=$(( $(date +%s) - start ))
+if [ "$elapsed" -le 20 ]; then ok "... within seconds (${elapsed} s)"; else bad "... took ${elapsed} s"; fi
+expect_error "bench: a Loop of 2^62 iterations fails at --max-run-ms" "the run exceeded its time budget of 300 ms" \
+    timeout 60 "$infera" bench "$work/loop_2p62.onnx" --input x="$work/five.pb" --max-run-ms 300 --iters 1 --warmup 0
+expect_error "--max-run-ms must be a whole number" "--max-run-ms expects a whole number" \
+    "$infera" run "$work/loop_10.onnx" --max-run-ms 1.5
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
