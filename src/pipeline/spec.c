@@ -198,6 +198,7 @@ void inf_pipeline_free(inf_pipeline *p) {
         free(in->def_str);
         free_strs(in->categories, in->n_categories);
         free(in->cat_num);
+        inf__catset_free(&in->cat_set);
     }
     free(p->inputs);
     for (int i = 0; i < p->n_lookups; i++) {
@@ -223,7 +224,7 @@ void inf_pipeline_free(inf_pipeline *p) {
         free_strs(x->categories, x->n_categories);
         free(x->cat_len);
         free(x->cat_num);
-        free(x->cat_hash);
+        inf__catset_free(&x->cat_set);
     }
     free(p->xfs);
     for (int i = 0; i < p->n_cols; i++) {
@@ -418,12 +419,14 @@ static inf_status parse_inputs(inf_pipeline *p, const cJSON *inputs, inf_error *
                 in->n_categories = i + 1;
                 if (!in->categories[i]) return fail(err, INF_ENOMEM, "out of memory");
             }
-            if (in->has_default && in->type == INF_FIELD_STRING) {
-                int found = 0;
-                for (int k = 0; k < in->n_categories; k++)
-                    if (!strcmp(in->categories[k], in->def_str)) found = 1;
-                if (!found) return fail(err, INF_EFORMAT, "%s.default: '%s' is not one of the categories", path, in->def_str);
-            }
+            int duplicate; /* repeated allowed values are harmless here */
+            if (inf__catset_build(&in->cat_set, (const char *const *)in->categories, NULL, in->cat_num, in->n_categories,
+                                  &duplicate))
+                return fail(err, INF_ENOMEM, "out of memory");
+            if (in->has_default && in->type == INF_FIELD_STRING &&
+                inf__catset_find_text(&in->cat_set, (const char *const *)in->categories, NULL, in->def_str,
+                                      (uint32_t)strlen(in->def_str)) < 0)
+                return fail(err, INF_EFORMAT, "%s.default: '%s' is not one of the categories", path, in->def_str);
         }
         int kind = in->type == INF_FIELD_STRING ? COL_STR : in->type == INF_FIELD_TIMESTAMP ? COL_TS : COL_NUM;
         in->col = p->n_cols;
