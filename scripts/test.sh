@@ -45,7 +45,13 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   $gen nested-seq 10 "$pbcorpus/nested_seq10.pb"; $gen nested-seq 70 "$pbcorpus/nested_seq70.pb"
   (cd "$pbcorpus" && "$OLDPWD/build-fuzz/fuzz_tensor_pb" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 \
      -artifact_prefix="$OLDPWD/build-fuzz/tensor-" "$pbcorpus" 2>&1 | tail -3) || status=1
-  rm -rf "$corpus" "$pbcorpus"
+  # the nesting check in front of protobuf-c, seeded with models and nested values at and past the limits
+  wirecorpus=$(mktemp -d)
+  cp "$corpus"/nested_* "$pbcorpus"/nested_* "$wirecorpus"/
+  $gen nested-seq 64 "$wirecorpus/nested_seq64.pb"; $gen nested-type 33 "$wirecorpus/nested_type33.onnx"
+  (cd "$wirecorpus" && "$OLDPWD/build-fuzz/fuzz_wire_scan" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 \
+     -artifact_prefix="$OLDPWD/build-fuzz/wire-" "$wirecorpus" 2>&1 | tail -3) || status=1
+  rm -rf "$corpus" "$pbcorpus" "$wirecorpus"
 fi
 
 if [ "$status" -eq 0 ]; then echo "ALL TESTS PASSED"; else echo "SOME TESTS FAILED"; fi
