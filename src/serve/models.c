@@ -269,12 +269,12 @@ static inf_status confined_path(srv_models *ms, const char *ref, char real[PATH_
 
 /* Reads a pipeline spec beside a model (NULL when there is none); for a
  * confined model the spec must be a regular file under the root too. */
-static char *read_spec(srv_models *ms, const char *spec_path, int confined, int *refused) {
+static char *read_spec(srv_models *ms, const char *spec_path, int confined, int *refused, inf_error *err) {
     *refused = 0;
     char real[PATH_MAX];
+    struct stat st;
+    if (lstat(spec_path, &st)) return NULL; /* none */
     if (confined) {
-        struct stat st;
-        if (lstat(spec_path, &st)) return NULL; /* none */
         if (!realpath(spec_path, real) || !under(ms->srv->model_root_real, real) || stat(real, &st) ||
             !S_ISREG(st.st_mode)) {
             *refused = 1;
@@ -282,14 +282,23 @@ static char *read_spec(srv_models *ms, const char *spec_path, int confined, int 
         }
         spec_path = real;
     }
-    FILE *f = fopen(spec_path, "rb");
-    if (!f) return NULL;
-    srv_buf sb = {0};
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) inf__serve_buf_put(&sb, chunk, n);
-    fclose(f);
-    return inf__serve_buf_take(&sb, NULL);
+    /* the one file check of every reader: a regular file of bounded size (a FIFO or /dev/zero is refused) */
+    void *data = NULL;
+    size_t size = 0;
+    if (inf_file_read(spec_path, "pipeline spec", INF_FILE_MAX_SPEC_BYTES, &data, &size, err) != INF_OK) {
+        *refused = 2;
+        return NULL;
+    }
+    char *json = malloc(size + 1);
+    if (json) {
+        memcpy(json, data, size);
+        json[size] = 0;
+    } else {
+        inf_error_set(err, INF_ENOMEM, "pipeline spec '%s': out of memory", spec_path);
+        *refused = 2;
+    }
+    inf_file_free(data);
+    return json;
 }
 
 /* Loads, warms and returns a new version for slot (load_lock held). */
@@ -338,7 +347,11 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
                  (int)(strlen(ref) > 5 && !strcasecmp(ref + strlen(ref) - 5, ".onnx") ? strlen(ref) - 5 : strlen(ref)),
                  ref);
         int refused = 0;
-        spec_json = read_spec(ms, spec_path, slot->confined, &refused);
+        spec_json = read_spec(ms, spec_path, slot->confined, &refused, err);
+        if (refused == 2) {
+            st = err->status;
+            goto fail;
+        }
         if (refused) {
             st = INF_ENOENT;
             set_err(err, st, "model '%s': its pipeline spec is not a regular file under --model-root%s", v->name, "");
@@ -360,6 +373,7 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
     bo.max_queue_delay_us = srv->opt.max_queue_delay_us;
     bo.max_queue = srv->opt.max_queue;
     bo.n_threads = srv->opt.threads;
+    bo.max_run_ms = srv->opt.max_run_ms;
     bo.n_preferred = srv->opt.n_preferred;
     /* one spare session per HTTP thread beyond the first: every HTTP thread can run a short job inline */
     int http = srv->opt.http_threads > 0 ? srv->opt.http_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
