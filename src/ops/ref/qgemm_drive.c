@@ -1,0 +1,229 @@
+/*
+ * qgemm_drive.c -- feeding the integer GEMM (ops/qgemm.h): rows of 8-bit or
+ * float activations in, int32 / requantized 8-bit / float results out, for
+ * the matrix products and (through im2col) the convolutions.
+ *
+ * DESIGN: work is cut into blocks of ROWS_PER_BLOCK rows (output positions
+ * for a convolution), spread over the pool's threads.  A block is finished
+ * while it is in cache: its A rows are copied (8-bit, shifted to uint8) or
+ * quantized (float32, QuantizeLinear's arithmetic) into the block's own
+ * slice of the scratch, K zero-padded; the GEMM writes the block's int32
+ * sums into the next slice; the store turns them into the output.  A
+ * matrix product runs CHUNK_ROWS rows at a time so the scratch stays small
+ * at any batch; a convolution runs one image (and group) at a time, its
+ * input plane quantized first.  Padding positions of a convolution read
+ * the input zero point, so they contribute (zp - zp) = 0 as in the
+ * reference.
+ * The stores repeat the reference's arithmetic (ops/ref/quantize.c): float
+ * multiplier computed as a_scale * b_scale / y_scale, (float)acc * mult,
+ * round half to even, + zero point, saturate; so QLinear* outputs are
+ * bit-identical to the reference kernels'.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ops/qgemm.h"
+
+enum { ROWS_PER_BLOCK = 24, CHUNK_ROWS = 384 };
+
+static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+/* ---- stores ---- */
+
+static inline float out_mult(const inf__qout *o, int64_t j) { return o->mult[o->mult_per_col ? j : 0]; }
+
+static inline void store_q8(const inf__qout *o, void *y, int64_t at, float v) {
+    float r = nearbyintf(v) + (float)o->y_zp;
+    float lo = o->y_dtype == INF_DTYPE_U8 ? 0.0f : -128.0f, hi = o->y_dtype == INF_DTYPE_U8 ? 255.0f : 127.0f;
+    r = r < lo ? lo : r > hi ? hi : r;
+    if (r != r) r = (float)o->y_zp;
+    if (o->y_dtype == INF_DTYPE_U8) ((uint8_t *)y)[at] = (uint8_t)r;
+    else ((int8_t *)y)[at] = (int8_t)r;
+}
+
+static inline float act(const inf__epilogue *ep, float v) {
+    if (!ep) return v;
+    switch (ep->kind) {
+    case INF_EPILOGUE_RELU: return v > 0 ? v : 0;
+    case INF_EPILOGUE_LEAKY_RELU: return v < 0 ? ep->alpha * v : v;
+    case INF_EPILOGUE_CLIP: return v < ep->lo ? ep->lo : v > ep->hi ? ep->hi : v;
+    default: return v;
+    }
+}
+
+/* Output element `at` from sum c of column (channel) j. */
+static inline void store_one(const inf__qout *o, void *y, int64_t at, int32_t c, int64_t j) {
+    switch (o->kind) {
+    case INF_QOUT_I32: ((int32_t *)y)[at] = c; break;
+    case INF_QOUT_Q8: {
+        int64_t acc = (int64_t)c + (o->bias_i32 ? o->bias_i32[j] : 0);
+        store_q8(o, y, at, (float)acc * out_mult(o, j));
+        break;
+    }
+    default: {
+        float v = (float)c * out_mult(o, j);
+        if (o->bias_f32) v += o->bias_f32[j];
+        ((float *)y)[at] = act(o->act, v);
+        break;
+    }
+    }
+}
+
+/* ---- the A operand ---- */
+
+static int32_t a_zero_point(const inf__qsrc *a) {
+    inf_dtype q = a->dtype == INF_DTYPE_F32 ? a->q_dtype : a->dtype;
+    return a->zp + (q == INF_DTYPE_I8 ? 128 : 0);
+}
+
+/* n values of a row of a as uint8 into dst, then zeros up to padded. */
+static void load_row(const inf__qsrc *a, const void *src, int64_t n, int64_t padded, uint8_t *dst) {
+    if (a->dtype == INF_DTYPE_F32) {
+        inf__quantize_u8(src, n, a->scale, a_zero_point(a), dst);
+    } else if (a->dtype == INF_DTYPE_U8) {
+        memcpy(dst, src, (size_t)n);
+    } else {
+        for (int64_t k = 0; k < n; k++) dst[k] = (uint8_t)(((const int8_t *)src)[k] + 128);
+    }
+    memset(dst + n, 0, (size_t)(padded - n));
+}
+
+/* ---- matrix products ---- */
+
+size_t inf__qmatmul_scratch_bytes(const inf__qgemm_b *b, int64_t m) {
+    int64_t rows = round_up(m < CHUNK_ROWS ? m : CHUNK_ROWS, ROWS_PER_BLOCK);
+    return (size_t)(rows * (b->kp + 4 * b->np) + 128);
+}
+
+typedef struct mm_task {
+    const inf__qgemm_b *b;
+    const inf__qsrc *a;
+    const inf__qout *out;
+    int64_t row0, m;   /* chunk start and total rows */
+    void *y;
+    int64_t ldy;
+    uint8_t *abuf;
+    int32_t *cbuf;
+} mm_task;
+
+static void mm_blocks(void *arg, int64_t begin, int64_t end) {
+    const mm_task *t = arg;
+    const inf__qgemm_b *b = t->b;
+    size_t esize = t->a->dtype == INF_DTYPE_F32 ? 4 : 1;
+    for (int64_t blk = begin; blk < end; blk++) {
+        int64_t r0 = t->row0 + blk * ROWS_PER_BLOCK, r1 = r0 + ROWS_PER_BLOCK;
+        if (r1 > t->m) r1 = t->m;
+        if (r0 >= r1) continue;
+        uint8_t *a = t->abuf + blk * ROWS_PER_BLOCK * b->kp;
+        int32_t *c = t->cbuf + blk * ROWS_PER_BLOCK * b->np;
+        for (int64_t i = r0; i < r1; i++)
+            load_row(t->a, (const char *)t->a->data + (size_t)(i * t->a->ld) * esize, b->k, b->kp, a + (i - r0) * b->kp);
+        inf__qgemm_rows(b, r1 - r0, a, b->kp, a_zero_point(t->a), c, b->np);
+        for (int64_t i = r0; i < r1; i++)
+            for (int64_t j = 0; j < b->n; j++) store_one(t->out, t->y, i * t->ldy + j, c[(i - r0) * b->np + j], j);
+    }
+}
+
+void inf__qmatmul_drive(inf__pool *pool, const inf__qgemm_b *b, int64_t m, const inf__qsrc *a, const inf__qout *out,
+                        void *y, int64_t ldy, void *scratch) {
+    int64_t chunk = round_up(m < CHUNK_ROWS ? m : CHUNK_ROWS, ROWS_PER_BLOCK);
+    uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)scratch, 64);
+    int32_t *cbuf = (int32_t *)round_up((int64_t)(uintptr_t)(abuf + chunk * b->kp), 64);
+    for (int64_t row0 = 0; row0 < m; row0 += chunk) {
+        mm_task t = {b, a, out, row0, m, y, ldy, abuf, cbuf};
+        int64_t rows = m - row0 < chunk ? m - row0 : chunk;
+        inf__pool_range(pool, (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, 1, mm_blocks, &t);
+    }
+}
+
+/* ---- convolutions ---- */
+
+size_t inf__qconv_scratch_bytes(const inf__qconv_geom *g, const inf__qgemm_b *b) {
+    int64_t pos = round_up(g->oh * g->ow, ROWS_PER_BLOCK);
+    return (size_t)(g->c * g->ih * g->iw + pos * (b->kp + 4 * b->np) + 256);
+}
+
+typedef struct conv_task {
+    const inf__qconv_geom *g;
+    const inf__qgemm_b *b;     /* this group's */
+    const inf__qout *out;
+    const uint8_t *x;          /* this image's planes as uint8 */
+    int32_t a_zp;
+    int64_t group;
+    void *y;                   /* this image's output planes */
+    uint8_t *abuf;
+    int32_t *cbuf;
+} conv_task;
+
+static void im2col_row(const conv_task *t, int64_t p, uint8_t *dst) {
+    const inf__qconv_geom *g = t->g;
+    int64_t oy = p / g->ow, ox = p % g->ow, k = 0;
+    const uint8_t *xg = t->x + t->group * g->cg * g->ih * g->iw;
+    for (int64_t c = 0; c < g->cg; c++)
+        for (int64_t ky = 0; ky < g->kh; ky++) {
+            int64_t iy = oy * g->sh - g->pt + ky * g->dh;
+            const uint8_t *row = xg + (c * g->ih + iy) * g->iw;
+            for (int64_t kx = 0; kx < g->kw; kx++, k++) {
+                int64_t ix = ox * g->sw - g->pl + kx * g->dw;
+                dst[k] = iy >= 0 && iy < g->ih && ix >= 0 && ix < g->iw ? row[ix] : (uint8_t)t->a_zp;
+            }
+        }
+    memset(dst + k, 0, (size_t)(t->b->kp - k));
+}
+
+static void conv_blocks(void *arg, int64_t begin, int64_t end) {
+    const conv_task *t = arg;
+    const inf__qgemm_b *b = t->b;
+    int64_t pos = t->g->oh * t->g->ow;
+    for (int64_t blk = begin; blk < end; blk++) {
+        int64_t p0 = blk * ROWS_PER_BLOCK, p1 = p0 + ROWS_PER_BLOCK < pos ? p0 + ROWS_PER_BLOCK : pos;
+        uint8_t *a = t->abuf + p0 * b->kp;
+        int32_t *c = t->cbuf + p0 * b->np;
+        for (int64_t p = p0; p < p1; p++) im2col_row(t, p, a + (p - p0) * b->kp);
+        inf__qgemm_rows(b, p1 - p0, a, b->kp, t->a_zp, c, b->np);
+        for (int64_t j = 0; j < b->n; j++) {
+            int64_t ch = t->group * t->g->mg + j;
+            for (int64_t p = p0; p < p1; p++) store_one(t->out, t->y, ch * pos + p, c[(p - p0) * b->np + j], ch);
+        }
+    }
+}
+
+typedef struct quant_task {
+    const inf__qsrc *x;
+    const void *src;
+    int64_t plane;
+    uint8_t *dst;
+} quant_task;
+
+static void quantize_planes(void *arg, int64_t begin, int64_t end) {
+    const quant_task *t = arg;
+    size_t esize = t->x->dtype == INF_DTYPE_F32 ? 4 : 1;
+    for (int64_t c = begin; c < end; c++)
+        load_row(t->x, (const char *)t->src + (size_t)(c * t->plane) * esize, t->plane, t->plane,
+                 t->dst + c * t->plane);
+}
+
+void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgemm_b *bg, const inf__qsrc *x,
+                      const inf__qout *out, void *y, void *scratch) {
+    int64_t plane = g->ih * g->iw, image = g->c * plane, pos = g->oh * g->ow;
+    int64_t blocks = (pos + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, kp = bg[0].kp;
+    uint8_t *xbuf = (uint8_t *)round_up((int64_t)(uintptr_t)scratch, 64);
+    uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)(xbuf + image), 64);
+    int32_t *cbuf = (int32_t *)round_up((int64_t)(uintptr_t)(abuf + blocks * ROWS_PER_BLOCK * kp), 64);
+    size_t in_esize = x->dtype == INF_DTYPE_F32 ? 4 : 1;
+    size_t out_esize = out->kind == INF_QOUT_Q8 ? 1 : 4;
+    for (int64_t n = 0; n < g->n; n++) {
+        const void *src = (const char *)x->data + (size_t)(n * image) * in_esize;
+        const uint8_t *xu = src;
+        if (x->dtype != INF_DTYPE_U8) {
+            quant_task qt = {x, src, plane, xbuf};
+            inf__pool_range(pool, g->c, 1, quantize_planes, &qt);
+            xu = xbuf;
+        }
+        for (int64_t grp = 0; grp < g->group; grp++) {
+            conv_task t = {g, &bg[grp], out, xu, a_zero_point(x), grp,
+                           (char *)y + (size_t)(n * g->m * pos) * out_esize, abuf, cbuf};
+            inf__pool_range(pool, blocks, 1, conv_blocks, &t);
+        }
+    }
+}

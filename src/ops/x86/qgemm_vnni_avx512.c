@@ -1,0 +1,75 @@
+/*
+ * qgemm_vnni_avx512.c -- the AVX-512 VNNI kernel of the 8-bit integer GEMM
+ * (ops/qgemm.h): the raw u8 x s8 sum with vpdpbusd.
+ *
+ * DESIGN: B is packed (ops/ref/qgemm.c) as panels of 16 columns, K in
+ * quads: 64 bytes hold one quad of every column of the panel.  Four bytes of
+ * an A row (one quad) are broadcast to all sixteen 32-bit lanes, and
+ * vpdpbusd adds the four u8 x s8 products of each lane to its int32 sum
+ * with no intermediate saturation (unlike vpmaddubsw) -- exact, wrapping
+ * like the reference.  The micro-kernel keeps 6 rows x 32 columns of sums
+ * in 12 zmm registers: per quad 2 loads of B, 6 broadcasts, 12 vpdpbusd.
+ * Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni; called only
+ * when inf__cpu_has_avx512_vnni().
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "ops/qgemm.h"
+
+enum { MR = 6, PANEL = 16 };
+
+static inline __attribute__((always_inline)) void tile(const inf__qgemm_b *b, const uint8_t *a, int64_t lda,
+                                                      const int mr, const int two, int64_t p, int32_t *c,
+                                                      int64_t ldc) {
+    const int8_t *b0 = (const int8_t *)b->data + p * b->kp * PANEL, *b1 = b0 + b->kp * PANEL;
+    __m512i acc[MR][2];
+    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+    for (int64_t g = 0; g < b->kp / 4; g++) {
+        __m512i w0 = _mm512_loadu_si512(b0 + g * 4 * PANEL);
+        __m512i w1 = two ? _mm512_loadu_si512(b1 + g * 4 * PANEL) : w0;
+        for (int r = 0; r < mr; r++) {
+            int32_t quad;
+            memcpy(&quad, a + r * lda + 4 * g, 4);
+            __m512i av = _mm512_set1_epi32(quad);
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, w0);
+            if (two) acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, w1);
+        }
+    }
+    for (int r = 0; r < mr; r++) {
+        _mm512_storeu_si512(c + r * ldc + p * PANEL, acc[r][0]);
+        if (two) _mm512_storeu_si512(c + r * ldc + (p + 1) * PANEL, acc[r][1]);
+    }
+}
+
+/* tile() with mr and two as constants, so the accumulators stay in registers. */
+static void tile_mr(const inf__qgemm_b *b, const uint8_t *a, int64_t lda, int mr, int two, int64_t p, int32_t *c,
+                    int64_t ldc) {
+    if (two) switch (mr) {
+        case 6: tile(b, a, lda, 6, 1, p, c, ldc); return;
+        case 5: tile(b, a, lda, 5, 1, p, c, ldc); return;
+        case 4: tile(b, a, lda, 4, 1, p, c, ldc); return;
+        case 3: tile(b, a, lda, 3, 1, p, c, ldc); return;
+        case 2: tile(b, a, lda, 2, 1, p, c, ldc); return;
+        default: tile(b, a, lda, 1, 1, p, c, ldc); return;
+        }
+    switch (mr) {
+    case 6: tile(b, a, lda, 6, 0, p, c, ldc); return;
+    case 5: tile(b, a, lda, 5, 0, p, c, ldc); return;
+    case 4: tile(b, a, lda, 4, 0, p, c, ldc); return;
+    case 3: tile(b, a, lda, 3, 0, p, c, ldc); return;
+    case 2: tile(b, a, lda, 2, 0, p, c, ldc); return;
+    default: tile(b, a, lda, 1, 0, p, c, ldc); return;
+    }
+}
+
+static void rows(const inf__qgemm_b *b, const uint8_t *a, int64_t lda, int mr, int32_t *c, int64_t ldc) {
+    int64_t panels = b->np / PANEL, p = 0;
+    for (; p + 2 <= panels; p += 2) tile_mr(b, a, lda, mr, 1, p, c, ldc);
+    if (p < panels) tile_mr(b, a, lda, mr, 0, p, c, ldc);
+}
+
+void inf__qgemm_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, int32_t *c,
+                            int64_t ldc) {
+    for (int64_t i = 0; i < m; i += MR) rows(b, a + i * lda, lda, (int)(m - i < MR ? m - i : MR), c + i * ldc, ldc);
+}
