@@ -111,6 +111,10 @@ typedef struct inf__qout {
     inf_dtype y_dtype;        /* Q8: uint8 or int8 */
     int32_t y_zp;
     const inf__epilogue *act; /* F32: applied after the bias, or NULL */
+    bool requant;             /* F32: then DequantizeLinear(QuantizeLinear(v, rq_scale, rq_zp)) */
+    float rq_scale;
+    int32_t rq_zp;
+    inf_dtype rq_dtype;       /* uint8 or int8 */
 } inf__qout;
 
 /* The activation operand: 8-bit rows (dtype uint8/int8, row stride ld) or

@@ -11,9 +11,13 @@
  *      the FFN of an encoder, the layers of an MLP and a CNN; the score
  *      MatMuls of attention (activation x activation) stay FP32, as do the
  *      nodes named by --exclude.
- *   2. static mode: the activations to quantize -- each candidate's input
- *      and its output (or the output of the Relu that is its only reader),
- *      unless that is a graph output -- are calibrated (quantize_calib.c).
+ *   2. static mode: the activations to quantize -- each candidate's input,
+ *      and a Conv's output (or the output of the Relu that is its only
+ *      reader) unless that is a graph output -- are calibrated
+ *      (quantize_calib.c).  A MatMul's / Gemm's output is quantized only as
+ *      the input of the next quantized node: ONNX Runtime runs DQ -> MatMul
+ *      without a Q after it as an integer product with a float result, and
+ *      Infera fuses either form (graph/passes/qdq.c).
  *   3. rewrite:
  *      QDQ         x -> QuantizeLinear -> DequantizeLinear -> every reader of x,
  *                  once per activation; weights int8 initializers behind a
@@ -236,8 +240,11 @@ static inf_status collect(qctx *q, inf__quantize_report *r) {
 static inf_status calibrate(qctx *q, inf__quantize_report *r) {
     for (int i = 0; i < q->n_cand; i++) {
         inf_status st = want_act(q, q->cand[i].x);
-        if (st == INF_OK && (q->o->qoperator || !inf__onnx_edit_is_output(q->ed, q->cand[i].y_act)))
-            st = want_act(q, q->cand[i].y_act);
+        /* outputs: QLinear* needs every range; in QDQ a Conv's output is quantized
+         * (ONNX Runtime runs DQ -> Conv -> Q as QLinearConv), a MatMul's / Gemm's only
+         * when it feeds another quantized node (its input, above) */
+        bool out = q->o->qoperator || (q->cand[i].kind == KIND_CONV && !inf__onnx_edit_is_output(q->ed, q->cand[i].y_act));
+        if (st == INF_OK && out) st = want_act(q, q->cand[i].y_act);
         if (st != INF_OK) return st;
     }
     const char **names = malloc((size_t)q->n_act * sizeof *names);
@@ -372,8 +379,23 @@ static inf_status write_bias_i32(qctx *q, const candidate *c, float x_scale, con
 
 /* ---- step 3a: QDQ ---- */
 
-/* Q -> DQ on activation t right after its producer; every other reader of
- * t reads the dequantized copy. */
+/* Is node i a candidate reading t as its activation input? */
+static bool candidate_reads(const qctx *q, const inf__onnx_node_view *v, const char *t) {
+    for (int c = 0; c < q->n_cand; c++)
+        if (!strcmp(q->cand[c].name, v->name)) return v->n_inputs > 0 && !strcmp(v->inputs[0], t);
+    return false;
+}
+
+static bool is_conv_output(const qctx *q, const char *t) {
+    for (int c = 0; c < q->n_cand; c++)
+        if (q->cand[c].kind == KIND_CONV && !strcmp(q->cand[c].y_act, t)) return true;
+    return false;
+}
+
+/* Q -> DQ on activation t right after its producer.  The quantized nodes
+ * reading t read the dequantized copy; other readers (a residual Add, a
+ * LayerNorm) keep the FP32 value, except after a Conv, whose Q -> DQ every
+ * reader takes (so ONNX Runtime sees DQ -> Conv -> Q and runs QLinearConv). */
 static inf_status qdq_activation(qctx *q, act_param *a) {
     char *sn = cat(a->name, "_scale"), *zn = cat(a->name, "_zero_point"), *qn = cat(a->name, "_quantized"),
          *dn = cat(a->name, "_dequantized");
@@ -385,10 +407,12 @@ static inf_status qdq_activation(qctx *q, act_param *a) {
     if (st == INF_OK) st = insert(q, at, "QuantizeLinear", a->name, 3, qin, 1, (const char *const *)&qn, 0, NULL);
     if (st == INF_OK) st = insert(q, at + 1, "DequantizeLinear", a->name, 3, din, 1, (const char *const *)&dn, 0, NULL);
     inf__onnx_node_view v;
+    bool conv_out = is_conv_output(q, a->name);
     for (int i = at + 2, n = inf__onnx_edit_n_nodes(q->ed); st == INF_OK && i < n; i++) {
         inf__onnx_edit_node(q->ed, i, &v);
         for (int k = 0; k < v.n_inputs && st == INF_OK; k++)
-            if (!strcmp(v.inputs[k], a->name)) st = inf__onnx_edit_set_node_input(q->ed, i, k, dn, q->err);
+            if (!strcmp(v.inputs[k], a->name) && (conv_out || (k == 0 && candidate_reads(q, &v, a->name))))
+                st = inf__onnx_edit_set_node_input(q->ed, i, k, dn, q->err);
     }
     a->done = true;
     free(sn), free(zn), free(qn), free(dn);

@@ -64,7 +64,7 @@ async function main() {
   const model = rest.shift();
   const outDir = bench ? null : rest.shift();
   const sess = await ort.InferenceSession.create(model, {
-    executionProviders: ['cpu'], intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all' });
+    executionProviders: ['cpu'], intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: process.env.ORT_OPT || 'all' });
   const feeds = {};
   for (const a of rest) {
     const eq = a.indexOf('=');

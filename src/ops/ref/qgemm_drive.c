@@ -51,6 +51,15 @@ static inline float act(const inf__epilogue *ep, float v) {
     }
 }
 
+/* QuantizeLinear then DequantizeLinear of v, as the two nodes compute them. */
+static inline float fake_quant(const inf__qout *o, float v) {
+    float r = nearbyintf(v / o->rq_scale) + (float)o->rq_zp;
+    float lo = o->rq_dtype == INF_DTYPE_U8 ? 0.0f : -128.0f, hi = o->rq_dtype == INF_DTYPE_U8 ? 255.0f : 127.0f;
+    r = r < lo ? lo : r > hi ? hi : r;
+    if (r != r) r = (float)o->rq_zp;
+    return (float)((int64_t)r - o->rq_zp) * o->rq_scale;
+}
+
 /* Output element `at` from sum c of column (channel) j. */
 static inline void store_one(const inf__qout *o, void *y, int64_t at, int32_t c, int64_t j) {
     switch (o->kind) {
@@ -63,7 +72,9 @@ static inline void store_one(const inf__qout *o, void *y, int64_t at, int32_t c,
     default: {
         float v = (float)c * out_mult(o, j);
         if (o->bias_f32) v += o->bias_f32[j];
-        ((float *)y)[at] = act(o->act, v);
+        v = act(o->act, v);
+        if (o->requant) v = fake_quant(o, v);
+        ((float *)y)[at] = v;
         break;
     }
     }

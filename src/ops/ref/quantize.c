@@ -783,12 +783,32 @@ static inf_status fused_params_check(inf__kernel_ctx *ctx, int64_t n) {
         return inf__kernel_error(ctx, INF_ETYPE, "x_zero_point: expected one uint8 or int8 value");
     if (st == INF_OK && bias && (bias->dtype != INF_DTYPE_F32 || inf_tensor_numel(bias) != n))
         return inf__kernel_error(ctx, INF_ESHAPE, "bias: expected float32 with %lld values", (long long)n);
+    const inf_tensor *ys = opt_input(ctx, 7), *yz = opt_input(ctx, 8);
+    if (st == INF_OK && ys) st = check_scale(ctx, "y_scale", ys);
+    if (st == INF_OK && ys) st = check_param(ctx, "y_scale", ys, 1, "per tensor");
+    if (st == INF_OK && yz && (!is_q8(yz->dtype) || inf_tensor_numel(yz) != 1))
+        return inf__kernel_error(ctx, INF_ETYPE, "y_zero_point: expected one uint8 or int8 value");
     return st;
+}
+
+/* The store of a fused node: scale, bias, its activation, then the output
+ * QuantizeLinear -> DequantizeLinear when it took one (inputs 7, 8). */
+static inf__qout fused_out(inf__kernel_ctx *ctx, const float *mult) {
+    const inf_tensor *bias = opt_input(ctx, 6), *ys = opt_input(ctx, 7), *yz = opt_input(ctx, 8);
+    inf__qout out = {.kind = INF_QOUT_F32, .mult = mult, .mult_per_col = true, .bias_f32 = bias ? bias->data : NULL,
+                     .act = ctx->node->epilogue.kind != INF_EPILOGUE_NONE ? &ctx->node->epilogue : NULL};
+    if (ys) {
+        out.requant = true;
+        out.rq_scale = scale_at(ys, 0);
+        out.rq_zp = zp_at(yz, 0);
+        out.rq_dtype = yz ? yz->dtype : INF_DTYPE_U8;
+    }
+    return out;
 }
 
 static inf_status qgemm_run(inf__kernel_ctx *ctx) {
     const qgemm_params *p = ctx->node->params;
-    const inf_tensor *x = ctx->in[0], *w = ctx->in[3], *bias = opt_input(ctx, 6);
+    const inf_tensor *x = ctx->in[0], *w = ctx->in[3];
     char buf[96];
     if (x->dtype != INF_DTYPE_F32 || x->ndim < 1 || x->dims[x->ndim - 1] != p->b.k)
         return inf__kernel_error(ctx, INF_ESHAPE, "x: expected float32 [..., %lld], got %s %s", (long long)p->b.k,
@@ -808,9 +828,7 @@ static inf_status qgemm_run(inf__kernel_ctx *ctx) {
     const inf_tensor *xz = opt_input(ctx, 2);
     inf__qsrc a = {.data = x->data, .dtype = INF_DTYPE_F32, .ld = p->b.k, .scale = scale_at(ctx->in[1], 0),
                    .zp = zp_at(xz, 0), .q_dtype = xz ? xz->dtype : INF_DTYPE_U8};
-    const inf__epilogue *act = ctx->node->epilogue.kind != INF_EPILOGUE_NONE ? &ctx->node->epilogue : NULL;
-    inf__qout out = {.kind = INF_QOUT_F32, .mult = mult, .mult_per_col = true,
-                     .bias_f32 = bias ? bias->data : NULL, .act = act};
+    inf__qout out = fused_out(ctx, mult);
     inf__qmatmul_drive(ctx->pool, &p->b, rows, &a, &out, y->data, p->b.n, scratch);
     ctx->epilogue_done = true;
     return INF_OK;
@@ -840,10 +858,7 @@ static inf_status qconv_fused_run(inf__kernel_ctx *ctx) {
     if ((st = qconv_output(ctx, &g, INF_DTYPE_F32, &q.y)) != INF_OK) return st;
     float *mult = qconv_mults(ctx, &g, &q);
     if (!mult) return INF_ENOMEM;
-    const inf_tensor *bias = opt_input(ctx, 6);
-    const inf__epilogue *act = ctx->node->epilogue.kind != INF_EPILOGUE_NONE ? &ctx->node->epilogue : NULL;
-    inf__qout out = {.kind = INF_QOUT_F32, .mult = mult, .mult_per_col = true,
-                     .bias_f32 = bias ? bias->data : NULL, .act = act};
+    inf__qout out = fused_out(ctx, mult);
     st = qconv_run_packed(ctx, &g, &q, &out, q.y->data);
     ctx->epilogue_done = st == INF_OK;
     return st;
