@@ -128,6 +128,18 @@ typedef struct inf__qsrc {
     inf_dtype q_dtype;        /* float32 only: the dtype the QuantizeLinear produced */
 } inf__qsrc;
 
+/* The float32 store (INF_QOUT_F32) of C values 8 at a time, the same
+ * operations as the scalar store in ops/ref/qgemm_drive.c (AVX2, x86-64):
+ * a row: n columns from column j0, c contiguous, into y[0..n);
+ * a column: `rows` values at stride ldc from c (the column's first), scaled
+ * and biased as column (channel) j, into y[0..rows). */
+void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y);
+void inf__qstore_f32_col_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j, float *y);
+/* A whole C block of `rows` rows (positions) x n columns (channels j0..)
+ * transposed into channel planes: y[j * ldy + p] (8 x 8 transposes). */
+void inf__qstore_f32_block_t_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,
+                                  int64_t n, float *y, int64_t ldy);
+
 /* Y[i][j] (row stride ldy elements) = out(C[i][j]) for the m rows of a times
  * packed b, rows split over pool's threads.  scratch: inf__qmatmul_scratch_bytes. */
 size_t inf__qmatmul_scratch_bytes(const inf__qgemm_b *b, int64_t m);

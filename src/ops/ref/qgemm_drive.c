@@ -11,7 +11,9 @@
  * sums into the next slice; the store turns them into the output.  A
  * matrix product runs CHUNK_ROWS rows at a time so the scratch stays small
  * at any batch; a convolution runs one image (and group) at a time, its
- * input plane quantized first.  Padding positions of a convolution read
+ * input first quantized (or shifted to uint8) into channels-last order, so
+ * an im2col row is one contiguous copy of a group's channels per kernel tap
+ * (K ordered (ky, kx, channel), W packed to match).  Padding positions of a convolution read
  * the input zero point, so they contribute (zp - zp) = 0 as in the
  * reference.
  * The stores repeat the reference's arithmetic (ops/ref/quantize.c): float
@@ -80,6 +82,12 @@ static inline void store_one(const inf__qout *o, void *y, int64_t at, int32_t c,
     }
 }
 
+/* The AVX2 float store when the GEMM has a fast kernel (the reference ISA
+ * keeps the scalar store: the twin the tests compare against). */
+static bool vector_store(const inf__qgemm_b *b, const inf__qout *out) {
+    return b->isa != INF_QGEMM_REF && out->kind == INF_QOUT_F32;
+}
+
 /* ---- the A operand ---- */
 
 static int32_t a_zero_point(const inf__qsrc *a) {
@@ -115,6 +123,7 @@ typedef struct mm_task {
     int64_t ldy;
     uint8_t *abuf;
     int32_t *cbuf;
+    bool vector_store;
 } mm_task;
 
 static void mm_blocks(void *arg, int64_t begin, int64_t end) {
@@ -130,8 +139,16 @@ static void mm_blocks(void *arg, int64_t begin, int64_t end) {
         for (int64_t i = r0; i < r1; i++)
             load_row(t->a, (const char *)t->a->data + (size_t)(i * t->a->ld) * esize, b->k, b->kp, a + (i - r0) * b->kp);
         inf__qgemm_rows(b, r1 - r0, a, b->kp, a_zero_point(t->a), c, b->np);
-        for (int64_t i = r0; i < r1; i++)
-            for (int64_t j = 0; j < b->n; j++) store_one(t->out, t->y, i * t->ldy + j, c[(i - r0) * b->np + j], j);
+        for (int64_t i = r0; i < r1; i++) {
+            const int32_t *ci = c + (i - r0) * b->np;
+            if (t->vector_store) {
+#if defined(__x86_64__)
+                inf__qstore_f32_row_avx2(t->out, ci, 0, b->n, (float *)t->y + i * t->ldy);
+#endif
+                continue;
+            }
+            for (int64_t j = 0; j < b->n; j++) store_one(t->out, t->y, i * t->ldy + j, ci[j], j);
+        }
     }
 }
 
@@ -141,7 +158,7 @@ void inf__qmatmul_drive(inf__pool *pool, const inf__qgemm_b *b, int64_t m, const
     uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)scratch, 64);
     int32_t *cbuf = (int32_t *)round_up((int64_t)(uintptr_t)(abuf + chunk * b->kp), 64);
     for (int64_t row0 = 0; row0 < m; row0 += chunk) {
-        mm_task t = {b, a, out, row0, m, y, ldy, abuf, cbuf};
+        mm_task t = {b, a, out, row0, m, y, ldy, abuf, cbuf, vector_store(b, out)};
         int64_t rows = m - row0 < chunk ? m - row0 : chunk;
         inf__pool_range(pool, (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, 1, mm_blocks, &t);
     }
@@ -158,7 +175,7 @@ typedef struct conv_task {
     const inf__qconv_geom *g;
     const inf__qgemm_b *b;     /* this group's */
     const inf__qout *out;
-    const uint8_t *x;          /* this image's planes as uint8 */
+    const uint8_t *x;          /* this image as uint8, channels last: [ih][iw][c] */
     int32_t a_zp;
     int64_t group;
     void *y;                   /* this image's output planes */
@@ -166,19 +183,20 @@ typedef struct conv_task {
     int32_t *cbuf;
 } conv_task;
 
+/* Row p of the group's im2col matrix, K in (ky, kx, channel) order -- the
+ * order W is packed in (ops/ref/quantize.c): cg contiguous bytes per tap. */
 static void im2col_row(const conv_task *t, int64_t p, uint8_t *dst) {
     const inf__qconv_geom *g = t->g;
     int64_t oy = p / g->ow, ox = p % g->ow, k = 0;
-    const uint8_t *xg = t->x + t->group * g->cg * g->ih * g->iw;
-    for (int64_t c = 0; c < g->cg; c++)
-        for (int64_t ky = 0; ky < g->kh; ky++) {
-            int64_t iy = oy * g->sh - g->pt + ky * g->dh;
-            const uint8_t *row = xg + (c * g->ih + iy) * g->iw;
-            for (int64_t kx = 0; kx < g->kw; kx++, k++) {
-                int64_t ix = ox * g->sw - g->pl + kx * g->dw;
-                dst[k] = iy >= 0 && iy < g->ih && ix >= 0 && ix < g->iw ? row[ix] : (uint8_t)t->a_zp;
-            }
+    const uint8_t *xg = t->x + t->group * g->cg;
+    for (int64_t ky = 0; ky < g->kh; ky++) {
+        int64_t iy = oy * g->sh - g->pt + ky * g->dh;
+        for (int64_t kx = 0; kx < g->kw; kx++, k += g->cg) {
+            int64_t ix = ox * g->sw - g->pl + kx * g->dw;
+            if (iy >= 0 && iy < g->ih && ix >= 0 && ix < g->iw) memcpy(dst + k, xg + (iy * g->iw + ix) * g->c, (size_t)g->cg);
+            else memset(dst + k, t->a_zp, (size_t)g->cg);
         }
+    }
     memset(dst + k, 0, (size_t)(t->b->kp - k));
 }
 
@@ -192,26 +210,37 @@ static void conv_blocks(void *arg, int64_t begin, int64_t end) {
         int32_t *c = t->cbuf + p0 * b->np;
         for (int64_t p = p0; p < p1; p++) im2col_row(t, p, a + (p - p0) * b->kp);
         inf__qgemm_rows(b, p1 - p0, a, b->kp, t->a_zp, c, b->np);
-        for (int64_t j = 0; j < b->n; j++) {
-            int64_t ch = t->group * t->g->mg + j;
-            for (int64_t p = p0; p < p1; p++) store_one(t->out, t->y, ch * pos + p, c[(p - p0) * b->np + j], ch);
+        int64_t ch0 = t->group * t->g->mg;
+        if (vector_store(b, t->out)) {
+#if defined(__x86_64__)
+            inf__qstore_f32_block_t_avx2(t->out, c, b->np, p1 - p0, ch0, b->n, (float *)t->y + ch0 * pos + p0, pos);
+#endif
+            continue;
         }
+        for (int64_t j = 0; j < b->n; j++)
+            for (int64_t p = p0; p < p1; p++) store_one(t->out, t->y, (ch0 + j) * pos + p, c[(p - p0) * b->np + j], ch0 + j);
     }
 }
 
 typedef struct quant_task {
     const inf__qsrc *x;
     const void *src;
-    int64_t plane;
+    int64_t c, plane;
     uint8_t *dst;
 } quant_task;
 
-static void quantize_planes(void *arg, int64_t begin, int64_t end) {
+/* Rows [begin, end) of the image's planes (h * iw positions each... one
+ * input row of every channel) as uint8, channels last. */
+static void quantize_rows(void *arg, int64_t begin, int64_t end) {
     const quant_task *t = arg;
     size_t esize = t->x->dtype == INF_DTYPE_F32 ? 4 : 1;
-    for (int64_t c = begin; c < end; c++)
-        load_row(t->x, (const char *)t->src + (size_t)(c * t->plane) * esize, t->plane, t->plane,
-                 t->dst + c * t->plane);
+    uint8_t tmp[256];
+    for (int64_t c = 0; c < t->c; c++)
+        for (int64_t p0 = begin; p0 < end; p0 += (int64_t)sizeof tmp) {
+            int64_t n = end - p0 < (int64_t)sizeof tmp ? end - p0 : (int64_t)sizeof tmp;
+            load_row(t->x, (const char *)t->src + (size_t)(c * t->plane + p0) * esize, n, n, tmp);
+            for (int64_t p = 0; p < n; p++) t->dst[(p0 + p) * t->c + c] = tmp[p];
+        }
 }
 
 void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgemm_b *bg, const inf__qsrc *x,
@@ -225,14 +254,10 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
     size_t out_esize = out->kind == INF_QOUT_Q8 ? 1 : 4;
     for (int64_t n = 0; n < g->n; n++) {
         const void *src = (const char *)x->data + (size_t)(n * image) * in_esize;
-        const uint8_t *xu = src;
-        if (x->dtype != INF_DTYPE_U8) {
-            quant_task qt = {x, src, plane, xbuf};
-            inf__pool_range(pool, g->c, 1, quantize_planes, &qt);
-            xu = xbuf;
-        }
+        quant_task qt = {x, src, g->c, plane, xbuf};
+        inf__pool_range(pool, plane, 256, quantize_rows, &qt);
         for (int64_t grp = 0; grp < g->group; grp++) {
-            conv_task t = {g, &bg[grp], out, xu, a_zero_point(x), grp,
+            conv_task t = {g, &bg[grp], out, xbuf, a_zero_point(x), grp,
                            (char *)y + (size_t)(n * g->m * pos) * out_esize, abuf, cbuf};
             inf__pool_range(pool, blocks, 1, conv_blocks, &t);
         }

@@ -479,14 +479,24 @@ static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p
     if (has_wz && (!wz || wz->dtype != w->dtype || !(inf_tensor_numel(wz) == 1 || inf_tensor_numel(wz) == m)))
         return INF_OK;
     p->bg = inf__arena_alloc(arena, (size_t)p->group * sizeof *p->bg);
-    if (!p->bg) return INF_ENOMEM;
-    for (int64_t grp = 0; grp < p->group; grp++) {
+    uint8_t *hwc = inf__malloc((size_t)(m * k)); /* W [m][c][taps] -> [m][taps][c], the driver's K order */
+    if (!p->bg || !hwc) {
+        inf__free(hwc);
+        return INF_ENOMEM;
+    }
+    int64_t cg = w->dims[1], taps = k / (cg ? cg : 1);
+    for (int64_t o = 0; o < m; o++)
+        for (int64_t c = 0; c < cg; c++)
+            for (int64_t t = 0; t < taps; t++) hwc[(o * taps + t) * cg + c] = ((const uint8_t *)w->data)[(o * cg + c) * taps + t];
+    inf_status st = INF_OK;
+    for (int64_t grp = 0; grp < p->group && st == INF_OK; grp++) {
         bool per_ch = wz && inf_tensor_numel(wz) > 1;
         const void *zp = wz ? (const char *)wz->data + (per_ch ? grp * mg : 0) : NULL;
-        inf_status st = inf__qgemm_pack_b(arena, isa, k, mg, (const char *)w->data + grp * mg * k, w->dtype, k, true,
-                                          zp, per_ch ? mg : 1, &p->bg[grp]);
-        if (st != INF_OK) return st;
+        st = inf__qgemm_pack_b(arena, isa, k, mg, hwc + grp * mg * k, w->dtype, k, true, zp, per_ch ? mg : 1,
+                               &p->bg[grp]);
     }
+    inf__free(hwc);
+    if (st != INF_OK) return st;
     p->packed = true;
     p->w_src = w->data;
     p->w_ndim = w->ndim;

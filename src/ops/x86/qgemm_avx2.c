@@ -100,3 +100,119 @@ void inf__minmax_f32_avx2(const float *x, int64_t n, float *lo, float *hi) {
     }
     *lo = tl, *hi = th;
 }
+
+/* ---- the float32 store of the fused QGemm / QConv ---- */
+
+static inline __m256 act8(const inf__epilogue *ep, __m256 v) {
+    if (!ep) return v;
+    const __m256 zero = _mm256_setzero_ps();
+    switch (ep->kind) {
+    case INF_EPILOGUE_RELU: return _mm256_max_ps(v, zero); /* NaN and -0 -> +0, as v > 0 ? v : 0 */
+    case INF_EPILOGUE_LEAKY_RELU:
+        return _mm256_blendv_ps(v, _mm256_mul_ps(_mm256_set1_ps(ep->alpha), v), _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
+    case INF_EPILOGUE_CLIP: {
+        __m256 lo = _mm256_set1_ps(ep->lo), hi = _mm256_set1_ps(ep->hi);
+        v = _mm256_blendv_ps(v, lo, _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
+        return _mm256_blendv_ps(v, hi, _mm256_cmp_ps(v, hi, _CMP_GT_OQ));
+    }
+    default: return v;
+    }
+}
+
+static inline __m256 fake_quant8(const inf__qout *o, __m256 v) {
+    const __m256 s = _mm256_set1_ps(o->rq_scale), z = _mm256_set1_ps((float)o->rq_zp);
+    const __m256 lo = _mm256_set1_ps(o->rq_dtype == INF_DTYPE_U8 ? 0.0f : -128.0f);
+    const __m256 hi = _mm256_set1_ps(o->rq_dtype == INF_DTYPE_U8 ? 255.0f : 127.0f);
+    __m256 r = _mm256_add_ps(_mm256_round_ps(_mm256_div_ps(v, s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
+    __m256 nan = _mm256_cmp_ps(r, r, _CMP_UNORD_Q);
+    r = _mm256_blendv_ps(r, lo, _mm256_cmp_ps(r, lo, _CMP_LT_OQ));
+    r = _mm256_blendv_ps(r, hi, _mm256_cmp_ps(r, hi, _CMP_GT_OQ));
+    r = _mm256_blendv_ps(r, z, nan);
+    return _mm256_mul_ps(_mm256_sub_ps(r, z), s);
+}
+
+static inline __m256 finish8(const inf__qout *o, __m256i acc, __m256 mult, __m256 bias) {
+    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), mult);
+    if (o->bias_f32) v = _mm256_add_ps(v, bias);
+    v = act8(o->act, v);
+    return o->requant ? fake_quant8(o, v) : v;
+}
+
+void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y) {
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 mult = o->mult_per_col ? _mm256_loadu_ps(o->mult + j0 + j) : _mm256_set1_ps(o->mult[0]);
+        __m256 bias = o->bias_f32 ? _mm256_loadu_ps(o->bias_f32 + j0 + j) : _mm256_setzero_ps();
+        _mm256_storeu_ps(y + j, finish8(o, _mm256_loadu_si256((const __m256i *)(c + j)), mult, bias));
+    }
+    for (; j < n; j++) { /* the tail through an 8-lane pass over a padded copy */
+        int32_t ct[8] = {0};
+        float mt[8] = {0}, bt[8] = {0}, yt[8];
+        int64_t t = n - j;
+        for (int64_t k = 0; k < t; k++) {
+            ct[k] = c[j + k];
+            mt[k] = o->mult[o->mult_per_col ? j0 + j + k : 0];
+            if (o->bias_f32) bt[k] = o->bias_f32[j0 + j + k];
+        }
+        _mm256_storeu_ps(yt, finish8(o, _mm256_loadu_si256((const __m256i *)ct), _mm256_loadu_ps(mt), _mm256_loadu_ps(bt)));
+        memcpy(y + j, yt, (size_t)t * sizeof *yt);
+        break;
+    }
+}
+
+void inf__qstore_f32_col_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j, float *y) {
+    __m256 mult = _mm256_set1_ps(o->mult[o->mult_per_col ? j : 0]);
+    __m256 bias = _mm256_set1_ps(o->bias_f32 ? o->bias_f32[j] : 0.0f);
+    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)ldc));
+    int64_t p = 0;
+    for (; p + 8 <= rows; p += 8)
+        _mm256_storeu_ps(y + p, finish8(o, _mm256_i32gather_epi32((const int *)(c + p * ldc), idx, 4), mult, bias));
+    if (p < rows) {
+        int32_t ct[8] = {0};
+        float yt[8];
+        for (int64_t k = 0; k < rows - p; k++) ct[k] = c[(p + k) * ldc];
+        _mm256_storeu_ps(yt, finish8(o, _mm256_loadu_si256((const __m256i *)ct), mult, bias));
+        memcpy(y + p, yt, (size_t)(rows - p) * sizeof *yt);
+    }
+}
+
+/* 8 x 8 int32 transpose of r[0..7] in place. */
+static inline void transpose8(__m256i r[8]) {
+    __m256i t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = _mm256_unpacklo_epi32(r[k], r[k + 1]);
+        t[k + 1] = _mm256_unpackhi_epi32(r[k], r[k + 1]);
+    }
+    for (int k = 0; k < 8; k += 4) {
+        u[k] = _mm256_unpacklo_epi64(t[k], t[k + 2]);
+        u[k + 1] = _mm256_unpackhi_epi64(t[k], t[k + 2]);
+        u[k + 2] = _mm256_unpacklo_epi64(t[k + 1], t[k + 3]);
+        u[k + 3] = _mm256_unpackhi_epi64(t[k + 1], t[k + 3]);
+    }
+    for (int k = 0; k < 4; k++) {
+        r[k] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x20);
+        r[k + 4] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x31);
+    }
+}
+
+void inf__qstore_f32_block_t_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,
+                                  int64_t n, float *y, int64_t ldy) {
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        int64_t p = 0;
+        for (; p + 8 <= rows; p += 8) {
+            __m256i r[8];
+            for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_si256((const __m256i *)(c + (p + k) * ldc + j));
+            transpose8(r); /* r[k]: column j + k, positions p .. p + 7 */
+            for (int k = 0; k < 8; k++) {
+                int64_t ch = j0 + j + k;
+                __m256 mult = _mm256_set1_ps(o->mult[o->mult_per_col ? ch : 0]);
+                __m256 bias = _mm256_set1_ps(o->bias_f32 ? o->bias_f32[ch] : 0.0f);
+                _mm256_storeu_ps(y + (j + k) * ldy + p, finish8(o, r[k], mult, bias));
+            }
+        }
+        for (int k = 0; k < 8 && p < rows; k++)
+            inf__qstore_f32_col_avx2(o, c + p * ldc + j + k, ldc, rows - p, j0 + j + k, y + (j + k) * ldy + p);
+    }
+    for (; j < n; j++) inf__qstore_f32_col_avx2(o, c + j, ldc, rows, j0 + j, y + j * ldy);
+}
