@@ -41,6 +41,7 @@ typedef struct tensor_stats {
 
 typedef struct calib {
     const inf__quantize_options *opts;
+    inf_model *plain;       /* the model as given: its declared inputs, the spec's checks */
     inf_model *model;       /* the model with the calibrated tensors as extra outputs */
     inf_session *session;
     int n;
@@ -136,7 +137,7 @@ static inf_status feed_tensor_file(calib *c, inf_error *err) {
     size_t n = strlen(src);
     inf_status st = !strcmp(src + n - 4, ".npy") ? inf_tensor_load_npy(src, &t, err) : inf_tensor_load_pb(src, 0, &t, err);
     if (st != INF_OK) return st;
-    const inf_value_info *info = inf_model_input(c->model, 0);
+    const inf_value_info *info = inf_model_input(c->plain, 0);
     if (t->kind != INF_KIND_TENSOR || t->ndim < 1 || (info->ndim >= 0 && info->ndim != t->ndim) ||
         (info->dtype != INF_DTYPE_UNDEFINED && info->dtype != t->dtype)) {
         inf_tensor_free(t);
@@ -171,8 +172,8 @@ static inf_status feed_records(calib *c, inf_error *err) {
     inf_pipeline_exec *e = NULL;
     inf_source *s = NULL;
     inf_record_batch *batch = NULL;
-    inf_status st = c->opts->spec ? inf_pipeline_load(c->opts->spec, c->model, &po, &p, err)
-                                  : inf_pipeline_default(c->model, &po, &p, err);
+    inf_status st = c->opts->spec ? inf_pipeline_load(c->opts->spec, c->plain, &po, &p, err)
+                                  : inf_pipeline_default(c->plain, &po, &p, err);
     if (st != INF_OK) goto done;
     if ((st = inf_pipeline_exec_new(p, &e, err)) != INF_OK) goto done;
     inf_source_options so = {.max_rows = FEED_ROWS, .id_column = NULL};
@@ -181,12 +182,11 @@ static inf_status feed_records(calib *c, inf_error *err) {
         inf_error_set(err, st, "calibration: out of memory");
         goto done;
     }
-    long long limit = row_limit(c), seen = 0;
-    for (int eof = 0; !eof && (limit < 0 || seen < limit);) {
+    long long limit = row_limit(c);
+    for (int eof = 0; !eof && (limit < 0 || c->rows < limit);) {
         if ((st = inf_source_next(s, batch, &eof, err)) != INF_OK) goto done;
         int rows = inf_record_batch_n_rows(batch);
         if (rows == 0) continue;
-        seen += rows;
         const inf_tensor *const *x;
         if ((st = inf_pipeline_prepare(e, batch, &x, err)) != INF_OK) goto done;
         if (inf_pipeline_n_rejected(e) > 0 && inf_pipeline_n_accepted(e) == 0) {
@@ -196,8 +196,24 @@ static inf_status feed_records(calib *c, inf_error *err) {
                                                 "(field '%s': %s)", src, field ? field : "", msg ? msg : "");
             goto done;
         }
-        if (inf_pipeline_n_accepted(e) > 0 && (st = run_batch(c, x, inf_pipeline_n_accepted(e), err)) != INF_OK)
-            goto done;
+        int use = inf_pipeline_n_accepted(e);
+        if (limit >= 0 && c->rows + use > limit) use = (int)(limit - c->rows);
+        if (use <= 0) continue;
+        if (use < inf_pipeline_n_accepted(e)) { /* the first `use` rows of each input */
+            int n_in = inf_model_n_inputs(c->plain);
+            inf_tensor views[8];
+            const inf_tensor *vx[8];
+            if (n_in > 8) use = inf_pipeline_n_accepted(e);
+            for (int i = 0; i < n_in && n_in <= 8; i++) {
+                int64_t dims[INF_MAX_DIMS];
+                memcpy(dims, x[i]->dims, sizeof dims);
+                dims[0] = use;
+                inf_tensor_init_view(&views[i], x[i]->dtype, x[i]->ndim, dims, x[i]->data);
+                vx[i] = &views[i];
+            }
+            if (n_in <= 8) x = vx;
+        }
+        if ((st = run_batch(c, x, use, err)) != INF_OK) goto done;
     }
     if (c->rows == 0) st = inf_error_set(err, INF_EINVAL, "calibration source '%s' is empty: no records to calibrate on", src);
 done:
@@ -272,7 +288,9 @@ inf_status inf__tools_calibrate(const inf__quantize_options *opts, const char *c
         return inf_error_set(err, INF_ENOMEM, "calibration: out of memory");
     }
     for (int i = 0; i < n; i++) c.stats[i].min = INFINITY, c.stats[i].max = -INFINITY;
-    if ((st = load_augmented(&c, err)) != INF_OK || (st = feed(&c, err)) != INF_OK) goto done;
+    if ((st = inf_model_load(opts->in_path, NULL, &c.plain, err)) != INF_OK || (st = load_augmented(&c, err)) != INF_OK ||
+        (st = feed(&c, err)) != INF_OK)
+        goto done;
     if (opts->method != INF_QUANT_MINMAX) {
         scratch = malloc(2 * HIST_BINS * sizeof *scratch);
         if (!scratch) {
@@ -305,5 +323,6 @@ done:
     free(scratch);
     inf_session_free(c.session);
     inf_model_free(c.model);
+    inf_model_free(c.plain);
     return st;
 }
