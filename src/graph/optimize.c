@@ -300,6 +300,9 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         if (st == INF_OK) st = inf__pass_conv_bn(&pc, &n_bn, err); /* before ConvAdd: Conv -> BN -> Add */
         if (st == INF_OK) st = inf__pass_conv_add(&pc, &n_ca, err);
         if (st == INF_OK) st = inf__pass_matmul_add(&pc, &n_mm, err); /* after Gelu: it fuses the Gelu */
+        int n_qgelu = 0;
+        if (st == INF_OK) st = inf__pass_qdq_gelu(&pc, &n_qgelu, err); /* after Gelu, likewise */
+        n_mm += n_qgelu;
         if (st == INF_OK) st = inf__pass_layout(&pc, &n_lay, err); /* last: Attention matches Transposes */
         if (n_ln + n_gelu + n_pow + n_att + n_bn + n_ca + n_mm + n_lay)
             inf__log(INF_LOG_DEBUG,

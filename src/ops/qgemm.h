@@ -115,6 +115,7 @@ typedef struct inf__qout {
     float rq_scale;
     int32_t rq_zp;
     inf_dtype rq_dtype;       /* uint8 or int8 */
+    void (*row_act)(const float *x, float *y, int64_t n); /* F32, matrix products: over each finished row (GELU) */
 } inf__qout;
 
 /* The activation operand: 8-bit rows (dtype uint8/int8, row stride ld) or

@@ -226,3 +226,32 @@ inf_status inf__pass_qdq(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
     }
     return INF_OK;
 }
+
+/* QGemm -> Gelu (the internal one, passes/gelu.c, run after this file's
+ * first pass) -> QGemm with activation "Gelu", applied to each output row in
+ * its store while the row is in cache: the FFN of a transformer.  Only for a
+ * QGemm without an epilogue or an output re-quantization (they come before
+ * the GELU in the graph), whose output only the Gelu reads. */
+inf_status inf__pass_qdq_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
+    static const inf__attr gelu_attr = {.name = "activation", .type = INF_ATTR_STRING, .s = "Gelu", .s_len = 4};
+    *n_rewritten = 0;
+    for (int i = 0; i < pc->g->n_nodes; i++) {
+        const inf__node *gl = &pc->g->nodes[i];
+        if (pc->dead[i] || !gl->op || gl->op->domain != INF_DOMAIN_INFERA || strcmp(gl->op_type, "Gelu") ||
+            gl->n_inputs != 1 || gl->epilogue.kind != INF_EPILOGUE_NONE)
+            continue;
+        int v = gl->inputs[0], q = v >= 0 ? pc->g->values[v].producer : -1;
+        if (q < 0 || pc->dead[q] || !inf__pass_uses(pc, v, 1)) continue;
+        const inf__node *qg = &pc->g->nodes[q];
+        if (!qg->op || qg->op->domain != INF_DOMAIN_INFERA || strcmp(qg->op_type, "QGemm") || qg->n_inputs > 7 ||
+            qg->epilogue.kind != INF_EPILOGUE_NONE || qg->n_attrs != 1)
+            continue;
+        inf__attr attrs[2] = {qg->attrs[0], gelu_attr};
+        int removed[1] = {q};
+        inf_status st = inf__pass_rewrite(pc, i, "ai.infera", "QGemm", 1, qg->n_inputs, qg->inputs, 2, attrs, removed, 1,
+                                          err);
+        if (st != INF_OK) return st;
+        (*n_rewritten)++;
+    }
+    return INF_OK;
+}

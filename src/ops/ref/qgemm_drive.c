@@ -141,13 +141,15 @@ static void mm_blocks(void *arg, int64_t begin, int64_t end) {
         inf__qgemm_rows(b, r1 - r0, a, b->kp, a_zero_point(t->a), c, b->np);
         for (int64_t i = r0; i < r1; i++) {
             const int32_t *ci = c + (i - r0) * b->np;
+            float *yi = (float *)t->y + i * t->ldy;
             if (t->vector_store) {
 #if defined(__x86_64__)
-                inf__qstore_f32_row_avx2(t->out, ci, 0, b->n, (float *)t->y + i * t->ldy);
+                inf__qstore_f32_row_avx2(t->out, ci, 0, b->n, yi);
 #endif
-                continue;
+            } else {
+                for (int64_t j = 0; j < b->n; j++) store_one(t->out, t->y, i * t->ldy + j, ci[j], j);
             }
-            for (int64_t j = 0; j < b->n; j++) store_one(t->out, t->y, i * t->ldy + j, ci[j], j);
+            if (t->out->row_act) t->out->row_act(yi, yi, b->n);
         }
     }
 }

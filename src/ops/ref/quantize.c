@@ -47,6 +47,7 @@
 
 #include "ops/ops.h"
 #include "ops/qgemm.h"
+#include "ops/vmath.h"
 
 /* ---- helpers ---- */
 
@@ -757,6 +758,7 @@ const inf__op_impl op_qlinear_conv = {qconv_init, qlinear_conv_run};
 
 typedef struct qgemm_params {
     bool trans_b;
+    inf__vmath_fn gelu; /* activation "Gelu" (passes/qdq.c): over each output row */
     const void *w_src;
     inf__qgemm_b b;
 } qgemm_params;
@@ -765,6 +767,10 @@ static inf_status qgemm_init(inf__node *node, inf__arena *arena, inf_error *err)
     qgemm_params *p = inf__op_params(arena, qgemm_params);
     if (!p) return INF_ENOMEM;
     p->trans_b = inf__attr_int(node, "trans_b", 0) != 0;
+    const char *act = inf__attr_string(node, "activation", "");
+    if (*act && strcmp(act, "Gelu"))
+        return inf__node_error(node, err, INF_EMODEL, "unknown activation '%s'", act);
+    if (*act) p->gelu = inf__vmath_best()->gelu;
     const inf_tensor *w = inf__node_constant_input(node, 3), *wz = inf__node_constant_input(node, 5);
     if (!w || w->kind != INF_KIND_TENSOR || !is_q8(w->dtype) || w->ndim != 2 || !w->data)
         return inf__node_error(node, err, INF_EMODEL, "W (input 3) must be a constant 2-D uint8/int8 tensor");
@@ -839,6 +845,7 @@ static inf_status qgemm_run(inf__kernel_ctx *ctx) {
     inf__qsrc a = {.data = x->data, .dtype = INF_DTYPE_F32, .ld = p->b.k, .scale = scale_at(ctx->in[1], 0),
                    .zp = zp_at(xz, 0), .q_dtype = xz ? xz->dtype : INF_DTYPE_U8};
     inf__qout out = fused_out(ctx, mult);
+    out.row_act = p->gelu;
     inf__qmatmul_drive(ctx->pool, &p->b, rows, &a, &out, y->data, p->b.n, scratch);
     ctx->epilogue_done = true;
     return INF_OK;

@@ -42,11 +42,45 @@ static inline __attribute__((always_inline)) void tile(const inf__qgemm_b *b, co
     }
 }
 
+/* The full 6 x 32 tile with its twelve accumulators named, so the
+ * compiler keeps them in registers without shuffling copies between
+ * iterations (what the generic tile() gets for this case). */
+static void tile_6x32(const inf__qgemm_b *b, const uint8_t *a, int64_t lda, int64_t p, int32_t *c, int64_t ldc) {
+    const int8_t *b0 = (const int8_t *)b->data + p * b->kp * PANEL, *b1 = b0 + b->kp * PANEL;
+    __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m512i c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    const uint8_t *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
+    for (int64_t g = 0, n = b->kp / 4; g < n; g++) {
+        __m512i w0 = _mm512_loadu_si512(b0 + g * 4 * PANEL), w1 = _mm512_loadu_si512(b1 + g * 4 * PANEL);
+        int32_t q;
+        __m512i av;
+        memcpy(&q, a0 + 4 * g, 4), av = _mm512_set1_epi32(q);
+        c00 = _mm512_dpbusd_epi32(c00, av, w0), c01 = _mm512_dpbusd_epi32(c01, av, w1);
+        memcpy(&q, a1 + 4 * g, 4), av = _mm512_set1_epi32(q);
+        c10 = _mm512_dpbusd_epi32(c10, av, w0), c11 = _mm512_dpbusd_epi32(c11, av, w1);
+        memcpy(&q, a2 + 4 * g, 4), av = _mm512_set1_epi32(q);
+        c20 = _mm512_dpbusd_epi32(c20, av, w0), c21 = _mm512_dpbusd_epi32(c21, av, w1);
+        memcpy(&q, a3 + 4 * g, 4), av = _mm512_set1_epi32(q);
+        c30 = _mm512_dpbusd_epi32(c30, av, w0), c31 = _mm512_dpbusd_epi32(c31, av, w1);
+        memcpy(&q, a4 + 4 * g, 4), av = _mm512_set1_epi32(q);
+        c40 = _mm512_dpbusd_epi32(c40, av, w0), c41 = _mm512_dpbusd_epi32(c41, av, w1);
+        memcpy(&q, a5 + 4 * g, 4), av = _mm512_set1_epi32(q);
+        c50 = _mm512_dpbusd_epi32(c50, av, w0), c51 = _mm512_dpbusd_epi32(c51, av, w1);
+    }
+    int32_t *o = c + p * PANEL;
+    _mm512_storeu_si512(o, c00), _mm512_storeu_si512(o + PANEL, c01);
+    _mm512_storeu_si512(o + ldc, c10), _mm512_storeu_si512(o + ldc + PANEL, c11);
+    _mm512_storeu_si512(o + 2 * ldc, c20), _mm512_storeu_si512(o + 2 * ldc + PANEL, c21);
+    _mm512_storeu_si512(o + 3 * ldc, c30), _mm512_storeu_si512(o + 3 * ldc + PANEL, c31);
+    _mm512_storeu_si512(o + 4 * ldc, c40), _mm512_storeu_si512(o + 4 * ldc + PANEL, c41);
+    _mm512_storeu_si512(o + 5 * ldc, c50), _mm512_storeu_si512(o + 5 * ldc + PANEL, c51);
+}
+
 /* tile() with mr and two as constants, so the accumulators stay in registers. */
 static void tile_mr(const inf__qgemm_b *b, const uint8_t *a, int64_t lda, int mr, int two, int64_t p, int32_t *c,
                     int64_t ldc) {
     if (two) switch (mr) {
-        case 6: tile(b, a, lda, 6, 1, p, c, ldc); return;
+        case 6: tile_6x32(b, a, lda, p, c, ldc); return;
         case 5: tile(b, a, lda, 5, 1, p, c, ldc); return;
         case 4: tile(b, a, lda, 4, 1, p, c, ldc); return;
         case 3: tile(b, a, lda, 3, 1, p, c, ldc); return;
