@@ -187,15 +187,28 @@ typedef struct conv_task {
 
 /* Row p of the group's im2col matrix, K in (ky, kx, channel) order -- the
  * order W is packed in (ops/ref/quantize.c): cg contiguous bytes per tap. */
+/* n bytes, 8 at a time (short runs: a call to memcpy would cost more). */
+static inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) memcpy(dst + i, src + i, 8);
+    for (; i < n; i++) dst[i] = src[i];
+}
+
 static void im2col_row(const conv_task *t, int64_t p, uint8_t *dst) {
     const inf__qconv_geom *g = t->g;
     int64_t oy = p / g->ow, ox = p % g->ow, k = 0;
     const uint8_t *xg = t->x + t->group * g->cg;
+    bool runs = g->group == 1 && g->dw == 1; /* a kernel row inside the image is one run of kw * c bytes */
     for (int64_t ky = 0; ky < g->kh; ky++) {
-        int64_t iy = oy * g->sh - g->pt + ky * g->dh;
+        int64_t iy = oy * g->sh - g->pt + ky * g->dh, ix0 = ox * g->sw - g->pl;
+        if (runs && iy >= 0 && iy < g->ih && ix0 >= 0 && ix0 + g->kw <= g->iw) {
+            copy_bytes(dst + k, xg + (iy * g->iw + ix0) * g->c, g->kw * g->cg);
+            k += g->kw * g->cg;
+            continue;
+        }
         for (int64_t kx = 0; kx < g->kw; kx++, k += g->cg) {
             int64_t ix = ox * g->sw - g->pl + kx * g->dw;
-            if (iy >= 0 && iy < g->ih && ix >= 0 && ix < g->iw) memcpy(dst + k, xg + (iy * g->iw + ix) * g->c, (size_t)g->cg);
+            if (iy >= 0 && iy < g->ih && ix >= 0 && ix < g->iw) copy_bytes(dst + k, xg + (iy * g->iw + ix) * g->c, g->cg);
             else memset(dst + k, t->a_zp, (size_t)g->cg);
         }
     }
@@ -231,18 +244,27 @@ typedef struct quant_task {
     uint8_t *dst;
 } quant_task;
 
-/* Rows [begin, end) of the image's planes (h * iw positions each... one
- * input row of every channel) as uint8, channels last. */
+/* Positions [begin, end) of the image as uint8, channels last: per chunk
+ * of TR_POS positions each channel is quantized (a vector pass) into a
+ * [c][TR_POS] tile, which is then written out position by position. */
+enum { TR_POS = 64, TR_MAX_C = 512 };
+
 static void quantize_rows(void *arg, int64_t begin, int64_t end) {
     const quant_task *t = arg;
     size_t esize = t->x->dtype == INF_DTYPE_F32 ? 4 : 1;
-    uint8_t tmp[256];
-    for (int64_t c = 0; c < t->c; c++)
-        for (int64_t p0 = begin; p0 < end; p0 += (int64_t)sizeof tmp) {
-            int64_t n = end - p0 < (int64_t)sizeof tmp ? end - p0 : (int64_t)sizeof tmp;
-            load_row(t->x, (const char *)t->src + (size_t)(c * t->plane + p0) * esize, n, n, tmp);
-            for (int64_t p = 0; p < n; p++) t->dst[(p0 + p) * t->c + c] = tmp[p];
+    uint8_t tile[TR_POS * TR_MAX_C];
+    for (int64_t c0 = 0; c0 < t->c; c0 += TR_MAX_C) {
+        int64_t nc = t->c - c0 < TR_MAX_C ? t->c - c0 : TR_MAX_C;
+        for (int64_t p0 = begin; p0 < end; p0 += TR_POS) {
+            int64_t n = end - p0 < TR_POS ? end - p0 : TR_POS;
+            for (int64_t c = 0; c < nc; c++)
+                load_row(t->x, (const char *)t->src + (size_t)((c0 + c) * t->plane + p0) * esize, n, n, tile + c * TR_POS);
+            for (int64_t p = 0; p < n; p++) {
+                uint8_t *d = t->dst + (p0 + p) * t->c + c0;
+                for (int64_t c = 0; c < nc; c++) d[c] = tile[c * TR_POS + p];
+            }
         }
+    }
 }
 
 void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgemm_b *bg, const inf__qsrc *x,
