@@ -78,13 +78,16 @@ void inf__qgemm_pack_b_into(void *mem, inf__qgemm_isa isa, int64_t k, int64_t n,
 void inf__qgemm_rows(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, int32_t a_zp, int32_t *c,
                      int64_t ldc);
 
-/* The raw sums (no zero points) of each kernel, for the kernel tests and
+/* The raw sums (no zero points) of each kernel, plus init[j] (a per-column
+ * start value, e.g. the folded -a_zp * colsum[j]; NULL = 0), for
  * inf__qgemm_rows.  x86-64 only for the last two, and only on CPUs with
  * the instructions (inf__qgemm_best_isa). */
-void inf__qgemm_raw_ref(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, int32_t *c, int64_t ldc);
-void inf__qgemm_raw_avx2(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, int32_t *c, int64_t ldc);
-void inf__qgemm_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, int32_t *c,
-                            int64_t ldc);
+void inf__qgemm_raw_ref(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
+                        int32_t *c, int64_t ldc);
+void inf__qgemm_raw_avx2(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
+                         int32_t *c, int64_t ldc);
+void inf__qgemm_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
+                            int32_t *c, int64_t ldc);
 
 /* ---- quantizing activations (QuantizeLinear's arithmetic, bit for bit):
  * q = clamp(nearbyintf(x / scale) + zp, 0, 255), NaN -> zp; into uint8. */

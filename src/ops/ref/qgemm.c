@@ -110,17 +110,18 @@ inf_status inf__qgemm_pack_b(inf__arena *arena, inf__qgemm_isa isa, int64_t k, i
 
 /* ---- the raw sum: the reference twin ---- */
 
-void inf__qgemm_raw_ref(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, int32_t *c, int64_t ldc) {
+void inf__qgemm_raw_ref(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
+                        int32_t *c, int64_t ldc) {
     const int8_t *bd = b->data; /* panel 1, kgroup 1: column j is kp contiguous values */
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < b->np; j++) {
-            uint32_t acc = 0;
+            uint32_t acc = init ? (uint32_t)init[j] : 0;
             for (int64_t kk = 0; kk < b->kp; kk++) acc += (uint32_t)((int32_t)a[i * lda + kk] * bd[j * b->kp + kk]);
             c[i * ldc + j] = (int32_t)acc;
         }
 }
 
-typedef void (*raw_fn)(const inf__qgemm_b *, int64_t, const uint8_t *, int64_t, int32_t *, int64_t);
+typedef void (*raw_fn)(const inf__qgemm_b *, int64_t, const uint8_t *, int64_t, const int32_t *, int32_t *, int64_t);
 
 static raw_fn raw_kernel(inf__qgemm_isa isa) {
 #if defined(__x86_64__)
@@ -131,10 +132,18 @@ static raw_fn raw_kernel(inf__qgemm_isa isa) {
     return inf__qgemm_raw_ref;
 }
 
+enum { FOLD_MAX_N = 4096 };
+
 void inf__qgemm_rows(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, int32_t a_zp, int32_t *c,
                      int64_t ldc) {
-    raw_kernel(b->isa)(b, m, a, lda, c, ldc);
     uint32_t za = (uint32_t)a_zp, kk = (uint32_t)b->k;
+    if (!b->any_b_zp && b->np <= FOLD_MAX_N) { /* the a_zp term as the sums' start value: no second pass */
+        int32_t init[FOLD_MAX_N];
+        for (int64_t j = 0; j < b->np; j++) init[j] = (int32_t)(0u - za * (uint32_t)b->colsum[j]);
+        raw_kernel(b->isa)(b, m, a, lda, init, c, ldc);
+        return;
+    }
+    raw_kernel(b->isa)(b, m, a, lda, NULL, c, ldc);
     for (int64_t i = 0; i < m; i++) {
         uint32_t rowsum = 0;
         if (b->any_b_zp)

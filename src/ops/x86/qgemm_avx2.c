@@ -24,11 +24,13 @@
 enum { MR = 4, PANEL = 8 };
 
 static inline __attribute__((always_inline)) void tile(const inf__qgemm_b *b, const uint8_t *a, int64_t lda,
-                                                      const int mr, const int two, int64_t p, int32_t *c,
-                                                      int64_t ldc) {
+                                                      const int32_t *init, const int mr, const int two, int64_t p,
+                                                      int32_t *c, int64_t ldc) {
     const int16_t *b0 = (const int16_t *)b->data + p * b->kp * PANEL, *b1 = b0 + b->kp * PANEL;
     __m256i acc[MR][2];
-    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    __m256i i0 = init ? _mm256_loadu_si256((const __m256i *)(init + p * PANEL)) : _mm256_setzero_si256();
+    __m256i i1 = init && two ? _mm256_loadu_si256((const __m256i *)(init + (p + 1) * PANEL)) : _mm256_setzero_si256();
+    for (int r = 0; r < MR; r++) acc[r][0] = i0, acc[r][1] = i1;
     for (int64_t g = 0; g < b->kp / 2; g++) {
         __m256i w0 = _mm256_loadu_si256((const __m256i *)(b0 + g * 2 * PANEL));
         __m256i w1 = two ? _mm256_loadu_si256((const __m256i *)(b1 + g * 2 * PANEL)) : w0;
@@ -46,24 +48,26 @@ static inline __attribute__((always_inline)) void tile(const inf__qgemm_b *b, co
     }
 }
 
-static void rows(const inf__qgemm_b *b, const uint8_t *a, int64_t lda, int mr, int32_t *c, int64_t ldc) {
+static void rows(const inf__qgemm_b *b, const uint8_t *a, int64_t lda, const int32_t *init, int mr, int32_t *c,
+                 int64_t ldc) {
     int64_t panels = b->np / PANEL, p = 0;
     for (; p + 2 <= panels; p += 2) switch (mr) {
-        case 4: tile(b, a, lda, 4, 1, p, c, ldc); break;
-        case 3: tile(b, a, lda, 3, 1, p, c, ldc); break;
-        case 2: tile(b, a, lda, 2, 1, p, c, ldc); break;
-        default: tile(b, a, lda, 1, 1, p, c, ldc); break;
+        case 4: tile(b, a, lda, init, 4, 1, p, c, ldc); break;
+        case 3: tile(b, a, lda, init, 3, 1, p, c, ldc); break;
+        case 2: tile(b, a, lda, init, 2, 1, p, c, ldc); break;
+        default: tile(b, a, lda, init, 1, 1, p, c, ldc); break;
         }
     if (p < panels) switch (mr) {
-        case 4: tile(b, a, lda, 4, 0, p, c, ldc); break;
-        case 3: tile(b, a, lda, 3, 0, p, c, ldc); break;
-        case 2: tile(b, a, lda, 2, 0, p, c, ldc); break;
-        default: tile(b, a, lda, 1, 0, p, c, ldc); break;
+        case 4: tile(b, a, lda, init, 4, 0, p, c, ldc); break;
+        case 3: tile(b, a, lda, init, 3, 0, p, c, ldc); break;
+        case 2: tile(b, a, lda, init, 2, 0, p, c, ldc); break;
+        default: tile(b, a, lda, init, 1, 0, p, c, ldc); break;
         }
 }
 
-void inf__qgemm_raw_avx2(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, int32_t *c, int64_t ldc) {
-    for (int64_t i = 0; i < m; i += MR) rows(b, a + i * lda, lda, (int)(m - i < MR ? m - i : MR), c + i * ldc, ldc);
+void inf__qgemm_raw_avx2(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
+                         int32_t *c, int64_t ldc) {
+    for (int64_t i = 0; i < m; i += MR) rows(b, a + i * lda, lda, init, (int)(m - i < MR ? m - i : MR), c + i * ldc, ldc);
 }
 
 void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q) {

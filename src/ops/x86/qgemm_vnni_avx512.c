@@ -20,11 +20,13 @@
 enum { MR = 6, PANEL = 16 };
 
 static inline __attribute__((always_inline)) void tile(const inf__qgemm_b *b, const uint8_t *a, int64_t lda,
-                                                      const int mr, const int two, int64_t p, int32_t *c,
-                                                      int64_t ldc) {
+                                                      const int32_t *init, const int mr, const int two, int64_t p,
+                                                      int32_t *c, int64_t ldc) {
     const int8_t *b0 = (const int8_t *)b->data + p * b->kp * PANEL, *b1 = b0 + b->kp * PANEL;
     __m512i acc[MR][2];
-    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+    __m512i i0 = init ? _mm512_loadu_si512(init + p * PANEL) : _mm512_setzero_si512();
+    __m512i i1 = init && two ? _mm512_loadu_si512(init + (p + 1) * PANEL) : _mm512_setzero_si512();
+    for (int r = 0; r < MR; r++) acc[r][0] = i0, acc[r][1] = i1;
     for (int64_t g = 0; g < b->kp / 4; g++) {
         __m512i w0 = _mm512_loadu_si512(b0 + g * 4 * PANEL);
         __m512i w1 = two ? _mm512_loadu_si512(b1 + g * 4 * PANEL) : w0;
@@ -45,10 +47,12 @@ static inline __attribute__((always_inline)) void tile(const inf__qgemm_b *b, co
 /* The full 6 x 32 tile with its twelve accumulators named, so the
  * compiler keeps them in registers without shuffling copies between
  * iterations (what the generic tile() gets for this case). */
-static void tile_6x32(const inf__qgemm_b *b, const uint8_t *a, int64_t lda, int64_t p, int32_t *c, int64_t ldc) {
+static void tile_6x32(const inf__qgemm_b *b, const uint8_t *a, int64_t lda, const int32_t *init, int64_t p, int32_t *c,
+                      int64_t ldc) {
     const int8_t *b0 = (const int8_t *)b->data + p * b->kp * PANEL, *b1 = b0 + b->kp * PANEL;
-    __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-    __m512i c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    __m512i c00 = init ? _mm512_loadu_si512(init + p * PANEL) : _mm512_setzero_si512();
+    __m512i c01 = init ? _mm512_loadu_si512(init + (p + 1) * PANEL) : _mm512_setzero_si512();
+    __m512i c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01, c40 = c00, c41 = c01, c50 = c00, c51 = c01;
     const uint8_t *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
     for (int64_t g = 0, n = b->kp / 4; g < n; g++) {
         __m512i w0 = _mm512_loadu_si512(b0 + g * 4 * PANEL), w1 = _mm512_loadu_si512(b1 + g * 4 * PANEL);
@@ -77,33 +81,35 @@ static void tile_6x32(const inf__qgemm_b *b, const uint8_t *a, int64_t lda, int6
 }
 
 /* tile() with mr and two as constants, so the accumulators stay in registers. */
-static void tile_mr(const inf__qgemm_b *b, const uint8_t *a, int64_t lda, int mr, int two, int64_t p, int32_t *c,
-                    int64_t ldc) {
+static void tile_mr(const inf__qgemm_b *b, const uint8_t *a, int64_t lda, const int32_t *init, int mr, int two,
+                    int64_t p, int32_t *c, int64_t ldc) {
     if (two) switch (mr) {
-        case 6: tile_6x32(b, a, lda, p, c, ldc); return;
-        case 5: tile(b, a, lda, 5, 1, p, c, ldc); return;
-        case 4: tile(b, a, lda, 4, 1, p, c, ldc); return;
-        case 3: tile(b, a, lda, 3, 1, p, c, ldc); return;
-        case 2: tile(b, a, lda, 2, 1, p, c, ldc); return;
-        default: tile(b, a, lda, 1, 1, p, c, ldc); return;
+        case 6: tile_6x32(b, a, lda, init, p, c, ldc); return;
+        case 5: tile(b, a, lda, init, 5, 1, p, c, ldc); return;
+        case 4: tile(b, a, lda, init, 4, 1, p, c, ldc); return;
+        case 3: tile(b, a, lda, init, 3, 1, p, c, ldc); return;
+        case 2: tile(b, a, lda, init, 2, 1, p, c, ldc); return;
+        default: tile(b, a, lda, init, 1, 1, p, c, ldc); return;
         }
     switch (mr) {
-    case 6: tile(b, a, lda, 6, 0, p, c, ldc); return;
-    case 5: tile(b, a, lda, 5, 0, p, c, ldc); return;
-    case 4: tile(b, a, lda, 4, 0, p, c, ldc); return;
-    case 3: tile(b, a, lda, 3, 0, p, c, ldc); return;
-    case 2: tile(b, a, lda, 2, 0, p, c, ldc); return;
-    default: tile(b, a, lda, 1, 0, p, c, ldc); return;
+    case 6: tile(b, a, lda, init, 6, 0, p, c, ldc); return;
+    case 5: tile(b, a, lda, init, 5, 0, p, c, ldc); return;
+    case 4: tile(b, a, lda, init, 4, 0, p, c, ldc); return;
+    case 3: tile(b, a, lda, init, 3, 0, p, c, ldc); return;
+    case 2: tile(b, a, lda, init, 2, 0, p, c, ldc); return;
+    default: tile(b, a, lda, init, 1, 0, p, c, ldc); return;
     }
 }
 
-static void rows(const inf__qgemm_b *b, const uint8_t *a, int64_t lda, int mr, int32_t *c, int64_t ldc) {
+static void rows(const inf__qgemm_b *b, const uint8_t *a, int64_t lda, const int32_t *init, int mr, int32_t *c,
+                 int64_t ldc) {
     int64_t panels = b->np / PANEL, p = 0;
-    for (; p + 2 <= panels; p += 2) tile_mr(b, a, lda, mr, 1, p, c, ldc);
-    if (p < panels) tile_mr(b, a, lda, mr, 0, p, c, ldc);
+    for (; p + 2 <= panels; p += 2) tile_mr(b, a, lda, init, mr, 1, p, c, ldc);
+    if (p < panels) tile_mr(b, a, lda, init, mr, 0, p, c, ldc);
 }
 
-void inf__qgemm_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, int32_t *c,
-                            int64_t ldc) {
-    for (int64_t i = 0; i < m; i += MR) rows(b, a + i * lda, lda, (int)(m - i < MR ? m - i : MR), c + i * ldc, ldc);
+void inf__qgemm_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
+                            int32_t *c, int64_t ldc) {
+    for (int64_t i = 0; i < m; i += MR)
+        rows(b, a + i * lda, lda, init, (int)(m - i < MR ? m - i : MR), c + i * ldc, ldc);
 }
