@@ -212,8 +212,9 @@ static void fuse_activations(inf__graph *g, bool *dead) {
         bool conv_add = prod->op->domain == INF_DOMAIN_INFERA &&
                         (!strcmp(prod->op_type, "ConvAdd") || !strcmp(prod->op_type, "QGemm") ||
                          !strcmp(prod->op_type, "QConv"));
-        bool requantized = conv_add && prod->n_inputs > 7 && prod->inputs[7] >= 0; /* its store ends in Q -> DQ */
-        if (requantized) continue;
+        /* a QGemm/QConv whose store ends in Q -> DQ, or in a GELU, must not take an activation after it */
+        bool requantized = conv_add && prod->n_inputs > 7 && prod->inputs[7] >= 0;
+        if (requantized || (conv_add && *inf__attr_string(prod, "activation", ""))) continue;
         if (!(op_is(prod, producers, 6) || conv_add) || prod->epilogue.kind != INF_EPILOGUE_NONE || prod->outputs[0] != v) continue;
         prod->epilogue = ep;
         prod->outputs[0] = w; /* the producer now writes the activation's output */
