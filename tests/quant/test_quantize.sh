@@ -81,12 +81,15 @@ for m in mlp cnn transformer; do
     check_model $m $steps dynamic --mode dynamic
 done
 # a QDQ graph runs fused in INT8 (no QuantizeLinear/DequantizeLinear left after optimisation)
-if "$INFERA" info "$TMP/mlp.qdq.onnx" | sed -n '/after optimisation/,$p' | grep -q "QGemm" &&
-   ! "$INFERA" info "$TMP/mlp.qdq.onnx" | sed -n '/after optimisation/,/parameters/p' | grep -q "QuantizeLinear"; then
-    pass "mlp qdq: fused into QGemm, no Q/DQ left"
-else
-    fail "mlp qdq: the QDQ pattern was not fused"
-fi
+for mk in "mlp QGemm" "cnn QConv" "transformer QGemm"; do
+    set -- $mk
+    opt=$("$INFERA" info "$TMP/$1.qdq.onnx" | sed -n '/after optimisation/,/parameters/p')
+    if echo "$opt" | grep -q "$2" && ! echo "$opt" | grep -q "QuantizeLinear"; then
+        pass "$1 qdq: fused into $2, no Q/DQ left"
+    else
+        fail "$1 qdq: the QDQ pattern was not fused: $opt"
+    fi
+done
 grep -q "nodes quantized: 3 of 3" "$TMP/mlp.qdq/report.txt" && grep -q "file size: 26420 -> " "$TMP/mlp.qdq/report.txt" &&
     pass "report: nodes and sizes" || fail "report: $(cat "$TMP/mlp.qdq/report.txt")"
 
