@@ -199,10 +199,10 @@ static inf_status feed_records(calib *c, inf_error *err) {
         int use = inf_pipeline_n_accepted(e);
         if (limit >= 0 && c->rows + use > limit) use = (int)(limit - c->rows);
         if (use <= 0) continue;
+        inf_tensor views[8];
+        const inf_tensor *vx[8];
         if (use < inf_pipeline_n_accepted(e)) { /* the first `use` rows of each input */
             int n_in = inf_model_n_inputs(c->plain);
-            inf_tensor views[8];
-            const inf_tensor *vx[8];
             if (n_in > 8) use = inf_pipeline_n_accepted(e);
             for (int i = 0; i < n_in && n_in <= 8; i++) {
                 int64_t dims[INF_MAX_DIMS];
