@@ -42,5 +42,7 @@ print()
 for m in ("mlp", "cnn", "bert"):
     if m in quality:
         q = quality[m]
-        print("- %s: %d held-out rows, top-1 agreement %.4f, max |INT8 - FP32| = %.3f of the FP32 output range "
-              "(mean %.4f)" % (m, q["rows"], q["top1_agreement"], q["max_abs_diff_rel_range"], q["mean_abs_diff_rel_range"]))
+        print("- %s: %d held-out rows (output rows), top-1 agreement %.4f, cosine similarity mean %.5f (min %.5f), "
+              "max |INT8 - FP32| = %.3f of the FP32 output range (mean %.4f)" %
+              (m, q["rows"], q["top1_agreement"], q["cosine_mean"], q["cosine_min"], q["max_abs_diff_rel_range"],
+               q["mean_abs_diff_rel_range"]))
