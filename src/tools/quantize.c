@@ -79,11 +79,12 @@ static char *cat(const char *a, const char *b) {
 
 static inf_status nomem(qctx *q) { return inf_error_set(q->err, INF_ENOMEM, "quantize: out of memory"); }
 
-static int find_node(const qctx *q, const char *name) {
+/* The node of candidate c, found by its output (node names may be empty or repeated). */
+static int find_node(const qctx *q, const candidate *c) {
     inf__onnx_node_view v;
     for (int i = 0, n = inf__onnx_edit_n_nodes(q->ed); i < n; i++) {
         inf__onnx_edit_node(q->ed, i, &v);
-        if (!strcmp(v.name, name)) return i;
+        if (v.n_outputs > 0 && !strcmp(v.outputs[0], c->y)) return i;
     }
     return -1;
 }
@@ -382,7 +383,7 @@ static inf_status write_bias_i32(qctx *q, const candidate *c, float x_scale, con
 /* Is node i a candidate reading t as its activation input? */
 static bool candidate_reads(const qctx *q, const inf__onnx_node_view *v, const char *t) {
     for (int c = 0; c < q->n_cand; c++)
-        if (!strcmp(q->cand[c].name, v->name)) return v->n_inputs > 0 && !strcmp(v->inputs[0], t);
+        if (v->n_outputs > 0 && !strcmp(q->cand[c].y, v->outputs[0])) return v->n_inputs > 0 && !strcmp(v->inputs[0], t);
     return false;
 }
 
@@ -427,7 +428,7 @@ static inf_status qdq_node(qctx *q, const candidate *c) {
         free(wd);
         return st;
     }
-    int at = find_node(q, c->name);
+    int at = find_node(q, c);
     inf__onnx_attr_arg axis = {.name = "axis", .kind = 'i', .i = qw.axis};
     st = write_weight(q, c, &qw, false, true, true, &qn, &sn, &zn);
     const char *din[3] = {qn, sn, zn};
@@ -480,7 +481,7 @@ static inf_status quantize_input(qctx *q, act_param *a, int *at) {
 
 static inf_status qoperator_static_node(qctx *q, const candidate *c) {
     act_param *xa = find_act(q, c->x), *ya = find_act(q, c->y_act);
-    int at = find_node(q, c->name);
+    int at = find_node(q, c);
     inf_status st = quantize_input(q, xa, &at);
     if (st != INF_OK) return st;
     bool conv = c->kind == KIND_CONV;
@@ -532,7 +533,7 @@ static inf_status dynamic_node(qctx *q, const candidate *c) {
     qweight qw;
     inf_status st = quantize_weight(q, c, q->o->per_channel, conv, true, &qw);
     if (st != INF_OK) return st;
-    int at = find_node(q, c->name);
+    int at = find_node(q, c);
     char *wq = NULL, *ws = NULL, *wz = NULL;
     char *xq = cat(c->y, "_x_quantized"), *xs = cat(c->y, "_x_scale"), *xz = cat(c->y, "_x_zero_point");
     char *acc = cat(c->y, "_int32"), *accf = cat(c->y, "_int32_float"), *sc = cat(c->y, "_scale");
