@@ -420,6 +420,19 @@ static inf_status qdq_activation(qctx *q, act_param *a) {
     return st;
 }
 
+/* Is the bias one value per output channel (a Gemm's C may also be [M, N]:
+ * that one stays FP32)? */
+static bool bias_is_per_channel(qctx *q, const candidate *c) {
+    inf_tensor *b = NULL, *w = NULL;
+    inf_error ignored;
+    bool ok = inf__onnx_edit_get_initializer(q->ed, c->b, &b, &ignored) == INF_OK &&
+              inf__onnx_edit_get_initializer(q->ed, c->w, &w, &ignored) == INF_OK && b && w &&
+              inf_tensor_numel(b) == w->dims[c->kind == KIND_CONV || c->trans_b ? 0 : 1];
+    inf_tensor_free(b);
+    inf_tensor_free(w);
+    return ok;
+}
+
 static inf_status qdq_node(qctx *q, const candidate *c) {
     qweight qw;
     char *qn = NULL, *sn = NULL, *zn = NULL, *wd = cat(c->w, "_dequantized"), *bq = NULL, *bs = NULL, *bd = NULL;
@@ -436,7 +449,7 @@ static inf_status qdq_node(qctx *q, const candidate *c) {
         st = insert(q, at++, "DequantizeLinear", c->w, 3, din, 1, (const char *const *)&wd, qw.n_scale > 1, &axis);
     if (st == INF_OK) st = inf__onnx_edit_set_node_input(q->ed, at, 1, wd, q->err);
     act_param *xa = find_act(q, c->x);
-    if (st == INF_OK && c->b && xa) {
+    if (st == INF_OK && c->b && xa && bias_is_per_channel(q, c)) {
         int64_t n;
         bd = cat(c->b, "_dequantized");
         st = bd ? write_bias_i32(q, c, xa->scale, &qw, &bq, &bs, &n) : nomem(q);
