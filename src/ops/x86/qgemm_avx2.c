@@ -149,7 +149,7 @@ void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, 
         __m256 bias = o->bias_f32 ? _mm256_loadu_ps(o->bias_f32 + j0 + j) : _mm256_setzero_ps();
         _mm256_storeu_ps(y + j, finish8(o, _mm256_loadu_si256((const __m256i *)(c + j)), mult, bias));
     }
-    for (; j < n; j++) { /* the tail through an 8-lane pass over a padded copy */
+    if (j < n) { /* the tail through an 8-lane pass over a padded copy */
         int32_t ct[8] = {0};
         float mt[8] = {0}, bt[8] = {0}, yt[8];
         int64_t t = n - j;
@@ -160,7 +160,6 @@ void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, 
         }
         _mm256_storeu_ps(yt, finish8(o, _mm256_loadu_si256((const __m256i *)ct), _mm256_loadu_ps(mt), _mm256_loadu_ps(bt)));
         memcpy(y + j, yt, (size_t)t * sizeof *yt);
-        break;
     }
 }
 
