@@ -6,6 +6,7 @@
 //   node tests/quant/ort_run.js MODEL OUTDIR NAME=FILE.npy...
 //   node tests/quant/ort_run.js --bench MODEL NAME=FILE.npy... [--iters N] [--threads T]
 //        prints {"mean_us": ...} for the model on the given inputs (one warm-up run)
+// ORT_OPT=disabled|basic|extended|all sets the graph optimisation level (default all).
 'use strict';
 const fs = require('fs');
 const path = require('path');
