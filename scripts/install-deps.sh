@@ -16,6 +16,7 @@ packages=(
   libonnx-testdata                                # ONNX backend test suites (conformance)
   clang libclang-rt-14-dev                        # libFuzzer targets
   locales                                         # en_US.UTF-8 for StringNormalizer tests
+  python3-sklearn python3-onnx                    # test oracles of `infera evaluate` / prune (tests/tools)
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -29,4 +30,10 @@ fi
 if ! locale -a 2>/dev/null | grep -qi '^en_US.utf-\?8$'; then
   $SUDO sed -i 's/^# *en_US.UTF-8 UTF-8/en_US.UTF-8 UTF-8/' /etc/locale.gen
   $SUDO locale-gen >/dev/null
+fi
+# ONNX Runtime (onnxruntime-node, pinned in tests/models/ort/package.json): the test oracle that
+# runs pruned and distilled models (tests/tools); skipped by those tests when it cannot be installed.
+if command -v npm >/dev/null && [ ! -d "$(dirname "$0")/../tests/models/ort/node_modules/onnxruntime-node" ]; then
+  (cd "$(dirname "$0")/../tests/models/ort" && npm ci --ignore-scripts --no-audit --no-fund >/dev/null 2>&1) ||
+    echo "install-deps: onnxruntime-node not installed (ONNX Runtime checks will be skipped)" >&2
 fi

@@ -119,6 +119,8 @@ typedef struct inf_registry_register_info {
     const inf_registry_kv *metrics; /* values must be numbers */
     int n_approved_uses;
     const char *const *approved_uses;
+    const char *derived_from;       /* NAME@VERSION (or @ALIAS) this model was made from (pruned,
+                                     * distilled, quantized): recorded in its lineage; NULL = none */
 } inf_registry_register_info;
 
 /* Validates that the model loads, derives its signature, checks the pipeline
@@ -151,6 +153,11 @@ INF_API inf_status inf_registry_resolve(inf_registry *r, const char *ref, inf_re
  * out may be NULL; when given, clear it with inf_registry_resolved_clear. */
 INF_API inf_status inf_registry_load_model(inf_registry *r, const char *ref, const inf_model_options *opts,
                                            inf_model **model, inf_registry_resolved *out, inf_error *err);
+
+/* Merges numeric metrics (evaluation results) into an existing version's
+ * metrics (publisher); a key already there is replaced.  Audited. */
+INF_API inf_status inf_registry_add_metrics(inf_registry *r, const char *name, int64_t version, int n,
+                                            const inf_registry_kv *kv, inf_error *err);
 
 /* Soft delete (publisher): the version stays in the database and the audit
  * log but no longer resolves.  Refused while an alias points at it. */
@@ -244,6 +251,12 @@ typedef struct inf_registry_prediction {
 } inf_registry_prediction;
 /* Appends a "predict" record (predictor on name). */
 INF_API inf_status inf_registry_audit_prediction(inf_registry *r, const inf_registry_prediction *p, inf_error *err);
+/* Appends a record of an action a runner took on served models (e.g. serve's
+ * "serve-load" / "serve-unload") as the handle's principal (publisher on
+ * model, NULL = globally): action of a-z, 0-9 and '-', outcome ("ok",
+ * "failed", "refused"), detail a JSON object text or NULL. */
+INF_API inf_status inf_registry_audit_event(inf_registry *r, const char *action, const char *model, int64_t version,
+                                            const char *outcome, const char *detail_json, inf_error *err);
 
 /* ---- Lineage ---- */
 typedef struct inf_registry_use {

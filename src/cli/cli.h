@@ -38,6 +38,9 @@ int cmd_stream(int argc, char **argv); /* src/stream/cmd_stream.c */
 int cmd_features(int argc, char **argv); /* cmd_features.c */
 int cmd_fit_spec(int argc, char **argv); /* cmd_features.c */
 int cmd_quantize(int argc, char **argv); /* cmd_quantize.c */
+int cmd_evaluate(int argc, char **argv); /* cmd_evaluate.c */
+int cmd_prune(int argc, char **argv);    /* cmd_prune.c */
+int cmd_distill(int argc, char **argv);  /* cmd_distill.c */
 
 /* Prints "infera <cmd>: message" to stderr and returns 1 (or 2 for usage). */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -98,6 +101,19 @@ int cli_inputs_load(const char *cmd, const inf_model *model, const cli_inputs *s
 
 /* Peak resident set size of this process in MiB (from /proc/self/status). */
 double cli_peak_rss_mb(void);
+
+/* Bench helpers (cmd_bench.c), shared with `infera evaluate`: random values
+ * for the inputs of model not already in values[] (symbolic dimensions =
+ * batch); returns -1, or the index of an input it cannot make.  Then the
+ * latency of warm runs of session on values. */
+typedef struct cli_bench_stats {
+    int64_t rows; /* leading dimension of the first input */
+    double mean, p50, p90, p99; /* microseconds */
+    double throughput;          /* rows per second (rows / mean) */
+} cli_bench_stats;
+int cli_bench_random_inputs(const inf_model *model, int batch, inf_tensor **values);
+inf_status cli_bench_time(inf_session *session, inf_tensor *const *values, int warmup, int iters,
+                          cli_bench_stats *out, inf_error *err);
 double cli_now_seconds(void);
 
 #endif /* INF_CLI_H */

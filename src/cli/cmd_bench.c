@@ -61,6 +61,46 @@ static double percentile(const double *sorted, int n, double p) {
     return sorted[idx < n ? idx : n - 1];
 }
 
+int cli_bench_random_inputs(const inf_model *model, int batch, inf_tensor **values) {
+    uint64_t rng = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < inf_model_n_inputs(model); i++) {
+        if (values[i]) continue;
+        if (random_input(inf_model_input(model, i), batch, &rng, &values[i]) != INF_OK) return i;
+    }
+    return -1;
+}
+
+inf_status cli_bench_time(inf_session *session, inf_tensor *const *values, int warmup, int iters,
+                          cli_bench_stats *out, inf_error *err) {
+    inf_tensor *const *outputs;
+    const inf_tensor *const *in = (const inf_tensor *const *)values;
+    /* rows per run: the leading dimension of the first input */
+    out->rows = values[0] && values[0]->kind == INF_KIND_TENSOR && values[0]->ndim > 0 ? values[0]->dims[0] : 1;
+    for (int i = 0; i < warmup; i++) inf_session_run(session, in, &outputs, err);
+    double *lat = malloc((size_t)iters * sizeof *lat);
+    if (!lat) return inf_error_set(err, INF_ENOMEM, "out of memory");
+    double sum = 0;
+    inf_session_profile_reset(session); /* the profile covers the timed runs only */
+    for (int i = 0; i < iters; i++) {
+        double a = cli_now_seconds();
+        inf_status st = inf_session_run(session, in, &outputs, err);
+        if (st != INF_OK) {
+            free(lat);
+            return st;
+        }
+        lat[i] = (cli_now_seconds() - a) * 1e6;
+        sum += lat[i];
+    }
+    qsort(lat, (size_t)iters, sizeof *lat, cmp_double);
+    out->mean = sum / iters;
+    out->p50 = percentile(lat, iters, 50);
+    out->p90 = percentile(lat, iters, 90);
+    out->p99 = percentile(lat, iters, 99);
+    out->throughput = out->mean > 0 ? (double)out->rows / (out->mean * 1e-6) : 0;
+    free(lat);
+    return INF_OK;
+}
+
 int cmd_bench(int argc, char **argv) {
     const char *ref = NULL;
     int threads = 1, iters = 100, warmup = 10, batch = 1;
@@ -98,7 +138,6 @@ int cmd_bench(int argc, char **argv) {
     inf_model *model = NULL;
     inf_session *session = NULL;
     inf_tensor *values[256] = {0};
-    double *lat = NULL;
     int rc = 0;
     double t0 = cli_now_seconds();
     if (cli_load_model(ref, &model, &err) != INF_OK) return cli_fail(CMD, "%s", err.message);
@@ -118,16 +157,11 @@ int cmd_bench(int argc, char **argv) {
         goto done;
     }
     if (specs.n_specs && (rc = cli_inputs_load(CMD, model, &specs, values)) != 0) goto done;
-    uint64_t rng = 0x9E3779B97F4A7C15ull;
-    for (int i = 0; i < n_inputs; i++) {
-        if (values[i]) continue;
-        if (random_input(inf_model_input(model, i), batch, &rng, &values[i]) != INF_OK) {
-            rc = cli_fail(CMD, "cannot make a random value for input '%s'; give it with --input", inf_model_input(model, i)->name);
-            goto done;
-        }
+    int bad = cli_bench_random_inputs(model, batch, values);
+    if (bad >= 0) {
+        rc = cli_fail(CMD, "cannot make a random value for input '%s'; give it with --input", inf_model_input(model, bad)->name);
+        goto done;
     }
-    /* rows per run: the leading dimension of the first input */
-    int64_t rows = values[0] && values[0]->kind == INF_KIND_TENSOR && values[0]->ndim > 0 ? values[0]->dims[0] : 1;
     inf_tensor *const *outputs;
     double t1 = cli_now_seconds();
     if (inf_session_run(session, (const inf_tensor *const *)values, &outputs, &err) != INF_OK) {
@@ -135,27 +169,13 @@ int cmd_bench(int argc, char **argv) {
         goto done;
     }
     double first_ms = (cli_now_seconds() - t1) * 1e3;
-    for (int i = 0; i < warmup; i++) inf_session_run(session, (const inf_tensor *const *)values, &outputs, &err);
-    lat = malloc((size_t)iters * sizeof *lat);
-    if (!lat) {
-        rc = cli_fail(CMD, "out of memory");
+    cli_bench_stats bs;
+    if (cli_bench_time(session, values, warmup, iters, &bs, &err) != INF_OK) {
+        rc = cli_fail(CMD, "%s: %s", ref, err.message);
         goto done;
     }
-    double sum = 0;
-    inf_session_profile_reset(session); /* the profile covers the timed runs only */
-    for (int i = 0; i < iters; i++) {
-        double a = cli_now_seconds();
-        if (inf_session_run(session, (const inf_tensor *const *)values, &outputs, &err) != INF_OK) {
-            rc = cli_fail(CMD, "%s: %s", ref, err.message);
-            goto done;
-        }
-        lat[i] = (cli_now_seconds() - a) * 1e6;
-        sum += lat[i];
-    }
-    qsort(lat, (size_t)iters, sizeof *lat, cmp_double);
-    double mean = sum / iters;
-    double p50 = percentile(lat, iters, 50), p90 = percentile(lat, iters, 90), p99 = percentile(lat, iters, 99);
-    double throughput = mean > 0 ? (double)rows / (mean * 1e-6) : 0;
+    int64_t rows = bs.rows;
+    double mean = bs.mean, p50 = bs.p50, p90 = bs.p90, p99 = bs.p99, throughput = bs.throughput;
     if (json) {
         printf("{\"model\":\"%s\",\"threads\":%d,\"batch\":%lld,\"iters\":%d,\"load_ms\":%.3f,\"first_run_ms\":%.3f,"
                "\"latency_us\":{\"mean\":%.2f,\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f},"
@@ -172,7 +192,6 @@ int cmd_bench(int argc, char **argv) {
         if (profile) rc = bench_profile_print(CMD, session, false);
     }
 done:
-    free(lat);
     for (int i = 0; i < 256; i++) inf_tensor_free(values[i]);
     inf_session_free(session);
     inf_model_free(model);

@@ -198,10 +198,11 @@ static bool split_kv(const char *text, inf_registry_kv *kv, char *buf, size_t si
 
 static int sub_register(int argc, char **argv) {
     static const flag_spec flags[] = {{"--pipeline", false, false},      {"--meta", true, false},        {"--metric", true, false},
-                                      {"--description", false, false},   {"--training-data", false, false},     {"--approved-use", true, false}};
+                                      {"--description", false, false},   {"--training-data", false, false},     {"--approved-use", true, false},
+                                      {"--derived-from", false, false}};
     flag_vals fv;
     args a;
-    int rc = parse(argc, argv, flags, 6, &fv, &a);
+    int rc = parse(argc, argv, flags, 7, &fv, &a);
     if (rc) return rc;
     if (a.n_pos != 2) return cli_usage(CMD, "usage: infera registry register NAME MODEL [--pipeline SPEC] [...]");
     inf_registry_kv meta[MAX_REPEAT], metrics[MAX_REPEAT];
@@ -223,6 +224,7 @@ static int sub_register(int argc, char **argv) {
         .metrics = metrics,
         .n_approved_uses = fv.n_rep[5],
         .approved_uses = fv.rep[5],
+        .derived_from = fv.val[6],
     };
     inf_registry *r;
     if ((rc = open_registry(1, &r))) return rc;
@@ -342,6 +344,8 @@ static void human_show(cJSON *v) {
     } else {
         printf("  %-15s%s\n", "pipeline", "none (default mapping)");
     }
+    if (opt(cJSON_GetObjectItemCaseSensitive(v, "lineage"), "derived_from"))
+        printf("  %-15s%s\n", "derived from", str(cJSON_GetObjectItemCaseSensitive(v, "lineage"), "derived_from"));
     cJSON *used = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "lineage"), "used_by");
     i = 0;
     for (cJSON *u = used ? used->child : NULL; u; u = u->next, i++) {
@@ -669,6 +673,7 @@ static void human_lineage(cJSON *root) {
         printf("  v%-4lld trained on %s%s\n", (long long)num(v, "version"),
                opt(v, "training_data") ? str(v, "training_data") : "(not recorded)",
                cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "deleted")) ? "  [deleted]" : "");
+        if (opt(v, "derived_from")) printf("         derived from %s\n", str(v, "derived_from"));
         for (cJSON *u = cJSON_GetObjectItemCaseSensitive(v, "used_by")->child; u; u = u->next) {
             printf("         used by ");
             print_use(u);

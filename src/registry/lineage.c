@@ -132,8 +132,14 @@ inf_status inf_registry_lineage_json(inf_registry *r, const char *ref, char **ou
         cJSON_AddStringToObject(e, "created_at", inf__rows_get(vs, i, 2));
         cJSON_AddBoolToObject(e, "deleted", inf__rows_get(vs, i, 3) != NULL);
         cJSON *ua = cJSON_AddArrayToObject(e, "used_by");
-        for (int k = 0; k < uses->n_rows; k++)
-            if (!strcmp(inf__rows_get(uses, k, 0), ver)) cJSON_AddItemToArray(ua, use_row(uses, k, 1));
+        const char *derived = NULL; /* registered with --derived-from: the source version */
+        for (int k = 0; k < uses->n_rows; k++) {
+            if (strcmp(inf__rows_get(uses, k, 0), ver)) continue;
+            if (!strcmp(inf__rows_get(uses, k, 2), "derived")) derived = inf__rows_get(uses, k, 3);
+            else cJSON_AddItemToArray(ua, use_row(uses, k, 1));
+        }
+        if (derived) cJSON_AddStringToObject(e, "derived_from", derived);
+        else cJSON_AddNullToObject(e, "derived_from");
     }
     inf__rows_free(vs);
     inf__rows_free(uses);

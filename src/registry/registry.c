@@ -477,7 +477,7 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
     inf__artifact art;
     inf_model *model = NULL;
     char *signature = NULL, *pipeline = NULL, *meta = NULL, *metrics = NULL, *uses = NULL, *training = NULL;
-    char pipe_hex[65] = "", ts[32], vbuf[24], sizebuf[24], artifact[4200];
+    char pipe_hex[65] = "", ts[32], vbuf[24], sizebuf[24], artifact[4200], derived[200] = "";
     const char *hex = art.sha256;
     inf_error e;
 
@@ -525,6 +525,17 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
     if (info->training_data && !(training = redacted_copy(info->training_data))) {
         rc = oom(err, "copying the training data reference");
         goto done;
+    }
+    if (info->derived_from) { /* lineage: the source version must exist; stored as NAME@NUMBER */
+        inf_registry_resolved src = {0};
+        if ((rc = inf_registry_resolve(r, info->derived_from, &src, err))) {
+            char msg[INF_ERROR_MESSAGE_MAX];
+            snprintf(msg, sizeof msg, "%s", err ? err->message : "");
+            inf__reg_fail(err, rc, "cannot register '%s': --derived-from: %s", name, msg);
+            goto done;
+        }
+        snprintf(derived, sizeof derived, "%s@%lld", src.name, (long long)src.version);
+        inf_registry_resolved_clear(&src);
     }
     if ((rc = kv_json("meta", info->n_meta, info->meta, false, &meta, err))) goto done;
     if ((rc = kv_json("metric", info->n_metrics, info->metrics, true, &metrics, err))) goto done;
@@ -578,6 +589,25 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
         cJSON_AddStringToObject(d, "source", base_name(info->model_path));
         if (pipe_hex[0]) cJSON_AddStringToObject(d, "pipeline_sha256", pipe_hex);
         if (training) cJSON_AddStringToObject(d, "training_data", training);
+        if (derived[0]) {
+            cJSON_AddStringToObject(d, "derived_from", derived);
+            inf__rows *ids = NULL;
+            if ((rc = inf__reg_sql(r, "SELECT coalesce(max(id), 0) + 1 FROM reg_lineage", 0, NULL, &ids, err))) {
+                cJSON_Delete(d);
+                goto rollback;
+            }
+            char id[24];
+            snprintf(id, sizeof id, "%s", inf__rows_get(ids, 0, 0));
+            inf__rows_free(ids);
+            const char *lp[6] = {id, ts, name, vbuf, derived, r->principal};
+            if ((rc = inf__reg_sql(r,
+                                   "INSERT INTO reg_lineage(id, ts, name, version, kind, source, principal)"
+                                   " VALUES (?, ?, ?, ?, 'derived', ?, ?)",
+                                   6, lp, NULL, err))) {
+                cJSON_Delete(d);
+                goto rollback;
+            }
+        }
         char *detail = d ? cJSON_PrintUnformatted(d) : NULL;
         cJSON_Delete(d);
         if (!detail) {
@@ -838,11 +868,13 @@ inf_status inf_registry_list_json(inf_registry *r, char **out, inf_error *err) {
     return finish_json(arr, out, err);
 }
 
-/* Uses of name@version from the lineage table, as an array. */
-static cJSON *uses_json(inf_registry *r, const char *name, const char *vbuf) {
+/* Uses of name@version from the lineage table, as an array; *derived gets
+ * the version it was registered as derived from (owned; NULL when none). */
+static cJSON *uses_json(inf_registry *r, const char *name, const char *vbuf, char **derived) {
     const char *params[2] = {name, vbuf};
     inf__rows *rows = NULL;
     cJSON *arr = cJSON_CreateArray();
+    *derived = NULL;
     if (inf__reg_sql(r,
                      "SELECT ts, kind, source, destination, principal, job_id FROM reg_lineage"
                      " WHERE name = ? AND version = ? ORDER BY id",
@@ -850,6 +882,11 @@ static cJSON *uses_json(inf_registry *r, const char *name, const char *vbuf) {
         return arr;
     static const char *const keys[6] = {"ts", "kind", "source", "destination", "principal", "job_id"};
     for (int i = 0; arr && i < rows->n_rows; i++) {
+        if (!strcmp(inf__rows_get(rows, i, 1), "derived")) { /* registered with --derived-from */
+            free(*derived);
+            *derived = inf__reg_strdup(inf__rows_get(rows, i, 2));
+            continue;
+        }
         cJSON *u = cJSON_CreateObject();
         cJSON_AddItemToArray(arr, u);
         for (int k = 0; k < 6; k++) {
@@ -929,7 +966,11 @@ static cJSON *version_json(inf_registry *r, const char *name, int64_t version, b
         cJSON *lin = cJSON_AddObjectToObject(v, "lineage");
         if ((s = inf__rows_get(rows, 0, 7))) cJSON_AddStringToObject(lin, "training_data", s);
         else cJSON_AddNullToObject(lin, "training_data");
-        cJSON_AddItemToObject(lin, "used_by", uses_json(r, name, vbuf));
+        char *derived;
+        cJSON_AddItemToObject(lin, "used_by", uses_json(r, name, vbuf, &derived));
+        if (derived) cJSON_AddStringToObject(lin, "derived_from", derived);
+        else cJSON_AddNullToObject(lin, "derived_from");
+        free(derived);
     }
     inf__rows_free(rows);
     return v;
