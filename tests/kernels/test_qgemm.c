@@ -9,12 +9,13 @@
  *     where vpmaddubsw would saturate);
  *   - activation quantization (AVX2) and min/max against the scalar twins,
  *     with halfway cases, NaN, infinities and huge values;
- *   - the drivers: a matrix product and a convolution (1-D/2-D, groups,
+ *   - the drivers: a matrix product (8-bit rows, or float rows quantized to
+ *     uint8 or int8 on the way in) and a convolution (1-D/2-D, groups,
  *     strides, dilations, pads) with int32, requantized 8-bit and fused
  *     float outputs (bias, ReLU / Clip / LeakyRelu, output Q -> DQ), run on
  *     the fast ISA (vector stores) and on the reference ISA (scalar
- *     stores): same bits; the int32 convolution also against a direct
- *     convolution written here.
+ *     stores): same bits; the int32 results also against QuantizeLinear's
+ *     bytes and a direct product / convolution written here.
  * An ISA the CPU lacks is reported as skipped ("skipped: avx512-vnni").
  * Prints one line per failure and "N passed, M failed".
  */
@@ -152,9 +153,11 @@ static void matmul_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no)
         else ((uint8_t *)a)[i] = (uint8_t)rand_in(0, 255);
     }
     for (int64_t i = 0; i < k * n; i++) w[i] = (int8_t)rand_in(-127, 127);
-    inf__qsrc src = {.data = a, .dtype = adt, .ld = k, .scale = 0.02f, .zp = (int32_t)rand_in(0, 100), .q_dtype = INF_DTYPE_U8};
-    if (adt == INF_DTYPE_I8) src.zp -= 50;
-    inf__qout_kind kind = adt == INF_DTYPE_F32 ? INF_QOUT_F32 : rand_in(0, 1) ? INF_QOUT_I32 : INF_QOUT_Q8;
+    inf__qsrc src = {.data = a, .dtype = adt, .ld = k, .scale = 0.02f, .zp = (int32_t)rand_in(0, 100),
+                     .q_dtype = rand_in(0, 1) ? INF_DTYPE_U8 : INF_DTYPE_I8};
+    if (adt == INF_DTYPE_I8 || (adt == INF_DTYPE_F32 && src.q_dtype == INF_DTYPE_I8)) src.zp -= 50;
+    inf__qout_kind kind = adt == INF_DTYPE_F32 ? (rand_in(0, 2) ? INF_QOUT_F32 : INF_QOUT_I32)
+                                               : rand_in(0, 1) ? INF_QOUT_I32 : INF_QOUT_Q8;
     float *mult = malloc((size_t)n * 4), *bias = malloc((size_t)n * 4);
     int32_t *bias_i32 = malloc((size_t)n * 4);
     inf__qout out = random_out(mult, bias, bias_i32, n, kind);
@@ -174,6 +177,26 @@ static void matmul_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no)
     snprintf(what, sizeof what, "%s matmul driver m=%lld k=%lld n=%lld kind=%d", inf__qgemm_isa_name(isa), (long long)m,
              (long long)k, (long long)n, (int)kind);
     check(!memcmp(y[0], y[1], (size_t)(m * n) * out_size(kind)), what, case_no);
+    if (kind == INF_QOUT_I32) { /* and against QuantizeLinear's bytes summed here (uint8 or int8 activations) */
+        bool ok = true;
+        float lo = src.q_dtype == INF_DTYPE_I8 ? -128.0f : 0.0f, hi = src.q_dtype == INF_DTYPE_I8 ? 127.0f : 255.0f;
+        for (int64_t i = 0; i < m && ok; i++)
+            for (int64_t j = 0; j < n && ok; j++) {
+                int64_t acc = 0;
+                for (int64_t p = 0; p < k; p++) {
+                    int64_t av;
+                    if (adt == INF_DTYPE_F32) {
+                        float r = nearbyintf(((float *)a)[i * k + p] / src.scale) + (float)src.zp;
+                        av = (int64_t)(r < lo ? lo : r > hi ? hi : r);
+                    } else {
+                        av = adt == INF_DTYPE_U8 ? ((uint8_t *)a)[i * k + p] : ((int8_t *)a)[i * k + p];
+                    }
+                    acc += (av - src.zp) * w[p * n + j];
+                }
+                ok = ((int32_t *)y[0])[i * n + j] == (int32_t)acc;
+            }
+        check(ok, "matmul driver int32 vs QuantizeLinear + a direct sum", case_no);
+    }
     free(a), free(w), free(mult), free(bias), free(bias_i32), free(y[0]), free(y[1]);
 }
 
