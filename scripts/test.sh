@@ -29,6 +29,12 @@ if [ "$fuzz_seconds" -gt 0 ]; then
     [ -f "/usr/share/libonnx-testdata/data/node/test_$t/model.onnx" ] &&
       cp "/usr/share/libonnx-testdata/data/node/test_$t/model.onnx" "$corpus/node_$t.onnx"
   done
+  # hostile seeds (issue 27): nesting at and past the limits, external data leaving the folder
+  gen="python3 tests/fuzz/gen_hostile.py"
+  $gen nested-if 64 "$corpus/nested_if64.onnx"; $gen nested-if 70 "$corpus/nested_if70.onnx"
+  $gen nested-type 40 "$corpus/nested_type40.onnx"; $gen loop 4611686018427387904 "$corpus/loop_2p62.onnx"
+  $gen external ../outside.bin 0 16 "$corpus/ext_dotdot.onnx"; $gen external /etc/hostname 0 16 "$corpus/ext_abs.onnx"
+  $gen external w.bin 9223372036854775000 16 "$corpus/ext_huge_offset.onnx"
   # a fuzzed shape may ask for terabytes: malloc's NULL must reach our ENOMEM path, not abort ASan
   export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1
   # a failing input is kept in build-fuzz/ (the corpus folders are removed below)
@@ -36,9 +42,16 @@ if [ "$fuzz_seconds" -gt 0 ]; then
      -timeout=20 -artifact_prefix="$OLDPWD/build-fuzz/model-" "$corpus" 2>&1 | tail -3) || status=1
   pbcorpus=$(mktemp -d)
   cp tests/models/*_input.pb "$pbcorpus"/
+  $gen nested-seq 10 "$pbcorpus/nested_seq10.pb"; $gen nested-seq 70 "$pbcorpus/nested_seq70.pb"
   (cd "$pbcorpus" && "$OLDPWD/build-fuzz/fuzz_tensor_pb" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 \
      -artifact_prefix="$OLDPWD/build-fuzz/tensor-" "$pbcorpus" 2>&1 | tail -3) || status=1
-  rm -rf "$corpus" "$pbcorpus"
+  # the nesting check in front of protobuf-c, seeded with models and nested values at and past the limits
+  wirecorpus=$(mktemp -d)
+  cp "$corpus"/nested_* "$pbcorpus"/nested_* "$wirecorpus"/
+  $gen nested-seq 64 "$wirecorpus/nested_seq64.pb"; $gen nested-type 33 "$wirecorpus/nested_type33.onnx"
+  (cd "$wirecorpus" && "$OLDPWD/build-fuzz/fuzz_wire_scan" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 \
+     -artifact_prefix="$OLDPWD/build-fuzz/wire-" "$wirecorpus" 2>&1 | tail -3) || status=1
+  rm -rf "$corpus" "$pbcorpus" "$wirecorpus"
 fi
 
 if [ "$status" -eq 0 ]; then echo "ALL TESTS PASSED"; else echo "SOME TESTS FAILED"; fi

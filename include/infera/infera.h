@@ -109,6 +109,34 @@ INF_API inf_status inf_error_set(inf_error *err, inf_status status, const char *
 /* The library's version string, e.g. "0.1.0". */
 INF_API const char *inf_version(void);
 
+/* ---- Input files ----
+ * Every reader of a file a user names (model, pipeline spec, tensor file,
+ * external data; the engine, the registry, the runners) opens it here, so
+ * one rule holds everywhere: only a REGULAR file is read (a FIFO, a device
+ * such as /dev/zero, a directory or a socket is refused, and opening never
+ * blocks), and a file larger than max_bytes (0: no limit) is refused with
+ * INF_ERANGE.  `what` names the file's role in errors ("model", "spec").
+ *
+ * inf_file_open: on success *fd is an open, blocking, read-only descriptor
+ * (the caller closes it) and *size the file's size. */
+INF_API inf_status inf_file_open(const char *path, const char *what, uint64_t max_bytes, int *fd, uint64_t *size,
+                                 inf_error *err);
+/* The same for `relative`, a file name inside folder dir (a model's external
+ * data): refuses an absolute name, a ".." component and any name whose real
+ * path (symlinks resolved) is not inside dir's real path (INF_EDENIED; the
+ * message does not reveal where a symlink points). */
+INF_API inf_status inf_file_open_within(const char *dir, const char *relative, const char *what, uint64_t max_bytes,
+                                        int *fd, uint64_t *size, inf_error *err);
+/* Reads a whole file opened as inf_file_open does; *data (NUL-terminated, for
+ * text) is released with inf_file_free. */
+INF_API inf_status inf_file_read(const char *path, const char *what, uint64_t max_bytes, void **data, size_t *size,
+                                 inf_error *err);
+INF_API void inf_file_free(void *data);
+/* Size limits of the readers: a model file (protobuf itself stops at 2 GiB;
+ * larger weights live in external data), a pipeline spec. */
+#define INF_FILE_MAX_MODEL_BYTES ((uint64_t)4 << 30)
+#define INF_FILE_MAX_SPEC_BYTES ((uint64_t)64 << 20)
+
 /* ---- Allocator ----
  * Every allocation libinfera makes goes through one function pair that an
  * embedding application may replace, once, before any other call.

@@ -33,6 +33,11 @@ typedef struct inf_session_options {
                                   included; past it the run fails with INF_ERANGE.  A guard for servers and
                                   fuzzers against a Loop whose trip count is huge or comes from the data.
                                   0 = no limit (default) */
+    int64_t max_run_ms;        /* time budget of one inf_session_run, in milliseconds: checked before each node
+                                  and before each If/Loop/Scan body run (every Loop/Scan iteration); past it the
+                                  run fails with INF_ETIMEDOUT naming the node.  A single kernel is not
+                                  interrupted.  A guard against a Loop of 2^62 iterations in a run or a warm-up.
+                                  0 = no limit (default); `infera run`/`bench` default to 60000 */
 } inf_session_options;
 
 INF_API void inf_session_options_init(inf_session_options *opts);

@@ -48,6 +48,8 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 
 /* Parses a positive int option value; false (with a message) if invalid. */
 bool cli_parse_int(const char *cmd, const char *flag, const char *text, int min, int max, int *out);
+/* Time budget of one model run for run/bench (session option max_run_ms). */
+#define CLI_DEFAULT_MAX_RUN_MS 60000
 
 /* Returns the value of "--flag VALUE" or "--flag=VALUE" at argv[*i], advancing
  * *i; NULL if argv[*i] is not that flag. *missing is set when the value is absent. */

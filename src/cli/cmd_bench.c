@@ -103,7 +103,7 @@ inf_status cli_bench_time(inf_session *session, inf_tensor *const *values, int w
 
 int cmd_bench(int argc, char **argv) {
     const char *ref = NULL;
-    int threads = 1, iters = 100, warmup = 10, batch = 1;
+    int threads = 1, iters = 100, warmup = 10, batch = 1, max_run_ms = CLI_DEFAULT_MAX_RUN_MS;
     bool json = false, profile = false;
     cli_inputs specs = {0};
     for (int i = 1; i < argc; i++) {
@@ -113,6 +113,8 @@ int cmd_bench(int argc, char **argv) {
             if (!cli_inputs_add(CMD, &specs, v)) return 2;
         } else if ((v = cli_flag_value(argc, argv, &i, "--threads", &missing))) {
             if (!cli_parse_int(CMD, "--threads", v, 1, 256, &threads)) return 2;
+        } else if ((v = cli_flag_value(argc, argv, &i, "--max-run-ms", &missing))) {
+            if (!cli_parse_int(CMD, "--max-run-ms", v, 0, 2147483647, &max_run_ms)) return 2;
         } else if ((v = cli_flag_value(argc, argv, &i, "--iters", &missing))) {
             if (!cli_parse_int(CMD, "--iters", v, 1, 100000000, &iters)) return 2;
         } else if ((v = cli_flag_value(argc, argv, &i, "--warmup", &missing))) {
@@ -144,6 +146,7 @@ int cmd_bench(int argc, char **argv) {
     inf_session_options opts;
     inf_session_options_init(&opts);
     opts.n_threads = threads;
+    opts.max_run_ms = max_run_ms;
     opts.max_batch = batch;
     opts.profile = profile;
     if (inf_session_new(model, &opts, &session, &err) != INF_OK) {

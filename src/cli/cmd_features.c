@@ -16,28 +16,13 @@
 #include "cli/cli.h"
 #include "infera/pipeline.h"
 
+/* Reads a spec file through the check every reader shares (a regular file
+ * of at most 64 MiB: a FIFO or /dev/zero is refused); free with inf_file_free. */
 static int read_file(const char *cmd, const char *path, char **out, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return cli_fail(cmd, "%s: cannot open", path);
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (n < cap) break;
-        char *q = realloc(buf, cap * 2);
-        if (!q) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = q;
-        cap *= 2;
-    }
-    fclose(f);
-    if (!buf) return cli_fail(cmd, "%s: out of memory", path);
-    *out = buf;
-    *len = n;
+    void *data;
+    inf_error err;
+    if (inf_file_read(path, "pipeline spec", INF_FILE_MAX_SPEC_BYTES, &data, len, &err)) return cli_fail(cmd, "%s", err.message);
+    *out = data;
     return 0;
 }
 
@@ -183,10 +168,10 @@ int cmd_fit_spec(int argc, char **argv) {
     opts.base_dir = dir;
     inf_error err = {0};
     if (inf_pipeline_fit(text, len, input, as_of, history, &opts, &result, &err)) {
-        free(text);
+        inf_file_free(text);
         return cli_fail(cmd, "%s: %s", spec, err.message);
     }
-    free(text);
+    inf_file_free(text);
     FILE *f = strcmp(output, "-") ? fopen(output, "wb") : stdout;
     if (!f) {
         inf_pipeline_string_free(result);

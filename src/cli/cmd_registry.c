@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "infera/registry.h"
@@ -50,8 +51,11 @@ static bool split_versioned(const char *ref, char name[129], int64_t *version) {
     const char *at = strchr(ref, '@');
     char *end;
     if (!at || at == ref || (size_t)(at - ref) > 128) return false;
+    errno = 0;
     long long v = strtoll(at + 1, &end, 10);
-    if (end == at + 1 || *end || v <= 0) return false;
+    /* digits only, no overflow (strtoll clamps 10^23 to 2^63-1), at most 15 digits as the registry allows */
+    if (at[1] < '0' || at[1] > '9' || end == at + 1 || *end || errno == ERANGE || v <= 0 || strlen(at + 1) > 15)
+        return false;
     memcpy(name, ref, (size_t)(at - ref));
     name[at - ref] = '\0';
     *version = v;
@@ -377,7 +381,13 @@ static int parse_versioned(int argc, char **argv, const flag_spec *flags, int n_
                            flag_vals *fv, args *a, char name[129], int64_t *version) {
     int rc = parse(argc, argv, flags, n_flags, fv, a);
     if (rc) return rc;
-    if (a->n_pos != n_pos || !split_versioned(a->pos[0], name, version)) return cli_usage(CMD, "%s", usage);
+    if (a->n_pos != n_pos) return cli_usage(CMD, "%s", usage);
+    if (!split_versioned(a->pos[0], name, version)) {
+        const char *at = strchr(a->pos[0], '@');
+        if (at && strlen(at + 1) > 15 && strspn(at + 1, "0123456789") == strlen(at + 1))
+            return cli_usage(CMD, "version in '%.200s' is out of range (at most 15 digits)", a->pos[0]);
+        return cli_usage(CMD, "%s", usage);
+    }
     return 0;
 }
 
@@ -746,8 +756,15 @@ static int sub_record_prediction(int argc, char **argv) {
     if (!cli_parse_int(CMD, "--rows", fv.val[3], 0, 2147483647, &rows)) return 2;
     char digest[65] = "";
     if (fv.val[4]) { /* digest of the input file, never its content */
-        FILE *f = fopen(fv.val[4], "rb");
-        if (!f) return cli_fail(CMD, "cannot open inputs %s: %s", fv.val[4], strerror(errno));
+        int fd;
+        uint64_t size;
+        inf_error ferr;
+        if (inf_file_open(fv.val[4], "inputs", 0, &fd, &size, &ferr)) return cli_fail(CMD, "%s", ferr.message);
+        FILE *f = fdopen(fd, "rb");
+        if (!f) {
+            close(fd);
+            return cli_fail(CMD, "cannot open inputs %s: %s", fv.val[4], strerror(errno));
+        }
         inf_sha256 c;
         unsigned char buf[65536], d[32];
         size_t n;

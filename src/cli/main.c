@@ -12,6 +12,7 @@
 const cli_command cli_commands[] = {
     {"run", cmd_run, "run a model on input files",
      "usage: infera run REF [--input NAME=FILE]... [--output-dir DIR] [--output-format npy|pb] [--threads N]\n"
+     "                  [--max-run-ms N]\n"
      "\n"
      "Runs the model REF (an .onnx file) once.  Each --input binds a .npy or ONNX\n"
      "TensorProto .pb file to the graph input NAME (NAME= may be left out when the\n"
@@ -19,7 +20,10 @@ const cli_command cli_commands[] = {
      "SequenceProto / OptionalProto .pb files.  With --output-dir, each output is\n"
      "written to DIR/<output name>.npy (or .pb); values .npy cannot hold (sequences,\n"
      "optionals, bfloat16) are written as .pb.  Without it, each output's name,\n"
-     "dtype, shape and leading values are printed.\n"},
+     "dtype, shape and leading values are printed.\n"
+     "\n"
+     "--max-run-ms N bounds the run's time (default 60000, 0 = no limit): a Loop of\n"
+     "2^62 iterations fails with an error naming the node instead of running on.\n"},
     {"info", cmd_info, "describe a model: inputs, outputs, opsets, ops, parameters",
      "usage: infera info REF [--json]\n"
      "\n"
@@ -27,12 +31,14 @@ const cli_command cli_commands[] = {
      "dimensions by name), opset imports, op counts, parameter count and size.\n"},
     {"bench", cmd_bench, "measure load time, latency and throughput",
      "usage: infera bench REF [--input NAME=FILE]... [--threads N] [--iters N] [--warmup N] [--batch N] [--json]\n"
-     "                    [--profile]\n"
+     "                    [--profile] [--max-run-ms N]\n"
      "\n"
      "Runs the model repeatedly on the given inputs, or on random inputs of the\n"
      "declared shapes (symbolic dimensions = --batch, default 1).  --json prints one\n"
      "object: {\"model\",\"threads\",\"batch\",\"iters\",\"load_ms\",\"first_run_ms\",\n"
      "\"latency_us\":{\"mean\",\"p50\",\"p90\",\"p99\"},\"throughput_rows_per_s\",\"peak_rss_mb\"}.\n"
+     "\n"
+     "--max-run-ms N bounds each run's time (default 60000, 0 = no limit).\n"
      "\n"
      "--profile times every node of the optimised graph over the timed runs and\n"
      "prints them sorted by total time (node, op with its fused activation, output\n"

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/core.h"
 
@@ -95,8 +96,15 @@ static inf_status parse_header(const char *path, const char *hdr, inf_dtype *dty
 
 inf_status inf_tensor_load_npy(const char *path, inf_tensor **out, inf_error *err) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return inf__error(err, errno == ENOENT ? INF_ENOENT : INF_EIO, "cannot open '%s': %s", path, strerror(errno));
+    int fd;
+    uint64_t file_size;
+    inf_status opened = inf_file_open(path, "file", 0, &fd, &file_size, err); /* regular files only (file.c) */
+    if (opened != INF_OK) return opened;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return inf__error(err, INF_ENOMEM, "cannot open '%s': %s", path, strerror(errno));
+    }
     unsigned char pre[12];
     inf_status st = INF_OK;
     char *hdr = NULL;

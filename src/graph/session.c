@@ -121,6 +121,8 @@ struct inf_session {
     struct inf__frame *frames; /* sub-batch frames, linked for the profile */
     int64_t max_subgraph_runs; /* options.max_subgraph_runs; 0 = no limit */
     _Atomic int64_t subgraph_runs; /* body runs in the current inf_session_run (sub-batch threads add too) */
+    int64_t max_run_ms;        /* options.max_run_ms; 0 = no limit */
+    _Atomic uint64_t deadline_ns; /* CLOCK_MONOTONIC_COARSE end of the current run's budget; 0 = none */
 };
 
 static void slot_release(inf__mem *p, slot *sl) {
@@ -449,6 +451,30 @@ static void apply_epilogue(inf__exec *e, const inf__node *node) {
     inf__pool_range(e->threads, inf_tensor_numel(y), 16384, epilogue_range, &t);
 }
 
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The run's time budget (options.max_run_ms), read from the coarse clock
+ * (a few ns, millisecond resolution: enough for a budget in ms). */
+static uint64_t coarse_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline bool over_budget(const inf_session *s) {
+    uint64_t deadline = atomic_load_explicit(&s->deadline_ns, memory_order_relaxed);
+    return deadline && coarse_now_ns() > deadline;
+}
+
+static inf_status budget_error(const inf_session *s, const inf__node *node, inf_error *err) {
+    return inf__error(err, INF_ETIMEDOUT, "node '%s': the run exceeded its time budget of %lld ms "
+                      "(session option max_run_ms; infera run --max-run-ms)", node->name, (long long)s->max_run_ms);
+}
+
 /* Runs node's kernel (and fused activation) and checks its outputs; the
  * caller then releases what it read (finish_node). */
 static inline __attribute__((always_inline)) inf_status run_kernel(inf__exec *e, const inf__node *node, inf_error *err) {
@@ -478,11 +504,6 @@ static inline __attribute__((always_inline)) inf_status run_kernel(inf__exec *e,
     return INF_OK;
 }
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Adds one call of the node to its counters: wall time, and the shape of
  * output 0 (still bound: the node's readers have not been released). */
@@ -505,6 +526,10 @@ static inline __attribute__((always_inline)) inf_status run_nodes(inf__exec *e, 
     inf_status st = INF_OK;
     for (int n = 0; n < e->g->n_nodes && st == INF_OK; n++) {
         const inf__node *node = &e->g->nodes[n];
+        if (e->session->max_run_ms > 0 && over_budget(e->session)) {
+            st = budget_error(e->session, node, err);
+            break;
+        }
         if (e->planned) inf__mem_step(e->mem, n);
         uint64_t t0 = profile ? now_ns() : 0;
         st = run_kernel(e, node, err);
@@ -537,6 +562,8 @@ inf_status inf__kernel_run_subgraph(inf__kernel_ctx *ctx, const inf__graph *g, i
         atomic_fetch_add_explicit(&s->subgraph_runs, 1, memory_order_relaxed) >= s->max_subgraph_runs)
         return inf__kernel_error(ctx, INF_ERANGE, "the run exceeded its limit of %lld subgraph runs "
                                  "(session option max_subgraph_runs)", (long long)s->max_subgraph_runs);
+    if (s->max_run_ms > 0 && over_budget(s)) /* between If bodies and Loop/Scan iterations */
+        return budget_error(s, ctx->node, ctx->err);
     if (n_inputs != g->n_inputs)
         return inf__kernel_error(ctx, INF_EMODEL, "subgraph '%s' takes %d inputs, %d given", g->name, g->n_inputs, n_inputs);
     inf_status st = exec_run(sub, inputs, ctx->err);
@@ -564,6 +591,7 @@ inf_status inf_session_new(const inf_model *model, const inf_session_options *op
     s->mem_plan = !opts || opts->mem_plan >= 0;
     s->profile = opts && opts->profile;
     s->max_subgraph_runs = opts && opts->max_subgraph_runs > 0 ? opts->max_subgraph_runs : 0;
+    s->max_run_ms = opts && opts->max_run_ms > 0 ? opts->max_run_ms : 0;
     inf__mem_init(&s->mem, s->mem_plan);
     inf_status st = inf__pool_new(s->n_threads, &s->threads);
     if (st != INF_OK) {
@@ -665,6 +693,8 @@ static inf_status session_run(inf_session *s, const inf_tensor *const *inputs, i
         if (st != INF_OK) return st;
     }
     atomic_store_explicit(&s->subgraph_runs, 0, memory_order_relaxed);
+    uint64_t budget_ns = (uint64_t)(s->max_run_ms < INT64_MAX / 1000000 ? s->max_run_ms : INT64_MAX / 1000000) * 1000000u;
+    atomic_store_explicit(&s->deadline_ns, s->max_run_ms > 0 ? coarse_now_ns() + budget_ns : 0, memory_order_relaxed);
     bool split = false;
     inf_status st = s->sb ? inf__subbatch_run(s->sb, inputs, &split, err) : INF_OK;
     if (st != INF_OK) return st;

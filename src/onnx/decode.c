@@ -554,8 +554,11 @@ inf_status inf_model_load_buffer(const void *data, size_t size, const char *base
     inf_status st = INF_OK;
     inf_alloc_stats before, after;
     inf_alloc_get_stats(&before);
+    Onnx__ModelProto *mp = NULL;
+    /* protobuf-c recurses without a limit: bound the nesting first */
+    if ((st = inf__onnx_wire_check_model(data, size, d.path, err)) != INF_OK) goto done;
     /* aligned: initializers adopt their raw_data buffers (inf__onnx_tensor_take_proto) */
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(&inf__protobuf_aligned_allocator, size, data);
+    mp = onnx__model_proto__unpack(&inf__protobuf_aligned_allocator, size, data);
     if (!mp) {
         inf_alloc_get_stats(&after);
         if (after.n_failed != before.n_failed) /* protobuf-c says NULL for both */
@@ -584,41 +587,51 @@ done:
     return INF_OK;
 }
 
-/* Maps a regular, non-empty file read-only (the page cache, no copy: the
- * decoder reads it once); NULL when that is not possible (the caller then
- * reads it into memory). */
-static void *map_file(const char *path, size_t *size) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return NULL;
-    struct stat st;
-    void *p = NULL;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= SIZE_MAX) {
-        p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) p = NULL;
-        else *size = (size_t)st.st_size;
-    }
+/* Maps a model file read-only (the page cache, no copy: the decoder reads
+ * it once).  Only a regular file within the size limit is opened, and the
+ * open never blocks (core/file.c: a FIFO or /dev/zero is refused).  *mapped
+ * is 0 when the file had to be read into memory instead (empty, or mmap
+ * failed); release with unmap_model. */
+static inf_status map_model(const char *path, uint8_t **data, size_t *size, int *mapped, inf_error *err) {
+    int fd;
+    uint64_t n;
+    *mapped = 0;
+    inf_status st = inf_file_open(path, "model", INF_FILE_MAX_MODEL_BYTES, &fd, &n, err);
+    if (st != INF_OK) return st;
+    void *p = n > 0 && n <= SIZE_MAX ? mmap(NULL, (size_t)n, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
     close(fd);
-    return p;
+    if (p != MAP_FAILED) {
+        *data = p;
+        *size = (size_t)n;
+        *mapped = 1;
+        return INF_OK;
+    }
+    void *buf;
+    st = inf_file_read(path, "model", INF_FILE_MAX_MODEL_BYTES, &buf, size, err);
+    *data = buf;
+    return st;
+}
+
+static void unmap_model(uint8_t *data, size_t size, int mapped) {
+    if (mapped) munmap(data, size);
+    else inf_file_free(data);
 }
 
 inf_status inf_model_load(const char *path, const inf_model_options *opts, inf_model **out, inf_error *err) {
     *out = NULL;
-    uint8_t *data;
+    uint8_t *data = NULL;
     size_t size = 0;
-    inf_status st = INF_OK;
-    uint8_t *mapped = map_file(path, &size);
-    if (mapped) data = mapped;
-    else if ((st = inf__read_file(path, &data, &size, err)) != INF_OK) return st;
+    int mapped;
+    inf_status st = map_model(path, &data, &size, &mapped, err);
+    if (st != INF_OK) return st;
     char *dir_copy = inf__strdup(path);
     if (!dir_copy) {
-        if (mapped) munmap(mapped, size);
-        else inf__free(data);
+        unmap_model(data, size, mapped);
         return inf__error(err, INF_ENOMEM, "out of memory loading '%s'", path);
     }
     const char *base_dir = dirname(dir_copy);
     st = inf_model_load_buffer(data, size, base_dir, opts, out, err);
-    if (mapped) munmap(mapped, size);
-    else inf__free(data);
+    unmap_model(data, size, mapped);
     inf__free(dir_copy);
     if (st != INF_OK) {
         /* the buffer loader names the model "<memory>": name the file instead */

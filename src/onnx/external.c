@@ -76,7 +76,8 @@ static inf_status visit_nodes(file_list *l, size_t n_node, Onnx__NodeProto *cons
 
 static inf_status visit_graph(file_list *l, const Onnx__GraphProto *g, int depth) {
     if (!g) return INF_OK;
-    if (depth > 64) return inf__error(l->err, INF_EMODEL, "subgraphs nested more than 64 deep");
+    if (depth > INF_ONNX_MAX_SUBGRAPH_DEPTH)
+        return inf__error(l->err, INF_EMODEL, "subgraphs nested more than %d levels deep", INF_ONNX_MAX_SUBGRAPH_DEPTH);
     inf_status st = INF_OK;
     for (size_t i = 0; i < g->n_initializer && !st; i++) st = visit_tensor(l, g->initializer[i]);
     for (size_t i = 0; i < g->n_sparse_initializer && !st; i++) st = visit_sparse(l, g->sparse_initializer[i]);
@@ -94,11 +95,13 @@ inf_status inf_model_external_files(const void *data, size_t size, char ***files
 #ifdef INF_WITH_XGBOOST
     if (inf__import_is_xgboost_json(data, size)) return INF_OK; /* self-contained */
 #endif
+    inf_status st = inf__onnx_wire_check_model(data, size, "model", err); /* protobuf-c recurses */
+    if (st) return st;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(&inf__protobuf_allocator, size, data);
     if (!mp)
         return inf__error(err, INF_EFORMAT, "not a valid ONNX model (protobuf decoding failed on %zu bytes)", size);
     file_list l = {NULL, 0, 0, err};
-    inf_status st = visit_graph(&l, mp->graph, 0);
+    st = visit_graph(&l, mp->graph, 0);
     for (size_t i = 0; i < mp->n_functions && !st; i++)
         st = visit_nodes(&l, mp->functions[i]->n_node, mp->functions[i]->node, 1);
     onnx__model_proto__free_unpacked(mp, &inf__protobuf_allocator);

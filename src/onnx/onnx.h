@@ -31,6 +31,21 @@ void inf__onnx_tensor_proto_free(Onnx__TensorProto *tp);
 /* Reads a whole file into memory (inf__malloc'd); errors name the file. */
 inf_status inf__read_file(const char *path, uint8_t **data, size_t *size, inf_error *err);
 
+/* Nesting limits checked by wire_scan.c BEFORE protobuf-c decodes a message
+ * (protobuf-c recurses without a limit: a deep enough file overflows the
+ * stack).  The main graph is subgraph level 0. */
+#define INF_ONNX_MAX_SUBGRAPH_DEPTH 64 /* If/Loop/Scan bodies inside each other */
+#define INF_ONNX_MAX_TYPE_DEPTH 32     /* TypeProto sequence/map/optional nesting */
+#define INF_ONNX_MAX_VALUE_DEPTH 64    /* SequenceProto/MapProto/OptionalProto nesting */
+
+/* Walks the wire format of a ModelProto iteratively and refuses (INF_EMODEL)
+ * nesting beyond the limits above, or malformed wire data (INF_EFORMAT);
+ * `what` names the file in errors.  Call before onnx__model_proto__unpack. */
+inf_status inf__onnx_wire_check_model(const void *data, size_t size, const char *what, inf_error *err);
+/* The same for a value file: a SequenceProto (kind_hint INF_KIND_SEQUENCE),
+ * MapProto (INF_KIND_MAP), OptionalProto (INF_KIND_NONE) or TensorProto. */
+inf_status inf__onnx_wire_check_value(const void *data, size_t size, int kind_hint, const char *what, inf_error *err);
+
 /* protobuf-c allocator routed through inf__malloc. */
 extern ProtobufCAllocator inf__protobuf_allocator;
 /* The same through inf__aligned_alloc (64-byte aligned, like tensor data):

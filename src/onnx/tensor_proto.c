@@ -9,10 +9,12 @@
  * the end.  External paths must stay inside the model's folder.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "onnx/onnx.h"
 
@@ -45,77 +47,85 @@ static void pb_aligned_free(void *ud, void *p) {
 ProtobufCAllocator inf__protobuf_aligned_allocator = {pb_aligned_alloc, pb_aligned_free, NULL};
 
 inf_status inf__read_file(const char *path, uint8_t **data, size_t *size, inf_error *err) {
-    *data = NULL;
-    *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return inf__error(err, errno == ENOENT ? INF_ENOENT : INF_EIO, "cannot open '%s': %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return inf__error(err, INF_EIO, "'%s' is not a regular file", path);
-    }
-    size_t n = (size_t)st.st_size;
-    uint8_t *buf = inf__malloc(n ? n : 1);
-    if (!buf) {
-        fclose(f);
-        return inf__error(err, INF_ENOMEM, "out of memory reading '%s' (%zu bytes)", path, n);
-    }
-    if (n && fread(buf, 1, n, f) != n) {
-        fclose(f);
-        inf__free(buf);
-        return inf__error(err, INF_EIO, "cannot read '%s': %s", path, strerror(errno));
-    }
-    fclose(f);
-    *data = buf;
-    *size = n;
-    return INF_OK;
+    void *p = NULL;
+    inf_status st = inf_file_read(path, "file", 0, &p, size, err); /* regular files only (core/file.c) */
+    *data = p;
+    return st;
 }
 
 /* ---- external data ---- */
 
-/* Validates an external-data reference before anything is allocated: the
- * location stays inside the model's folder, the length matches the shape,
- * and the file holds offset + nbytes bytes.  Fills path and *offset. */
-static inf_status check_external(const Onnx__TensorProto *tp, const char *base_dir, const char *what, size_t nbytes,
-                                 char *path, size_t path_size, long long *offset_out, inf_error *err) {
+/* A decimal offset or length of external data: digits only, no sign, no
+ * overflow (atoll took "0x10" as 0 and clamped 2^70). */
+static int parse_extent(const char *text, long long *out) {
+    if (!*text) return 0;
+    long long v = 0;
+    for (const char *p = text; *p; p++) {
+        if (*p < '0' || *p > '9' || v > (LLONG_MAX - (*p - '0')) / 10) return 0;
+        v = v * 10 + (*p - '0');
+    }
+    *out = v;
+    return 1;
+}
+
+/* Validates an external-data reference before anything is allocated and
+ * opens its file: the location stays inside the model's folder once
+ * symlinks are resolved and names a regular file (core/file.c), the length
+ * matches the shape, and the file holds offset + nbytes bytes.  On success
+ * *fd is open (the caller closes it) and *offset_out set. */
+static inf_status open_external(const Onnx__TensorProto *tp, const char *base_dir, const char *what, size_t nbytes,
+                                int *fd, long long *offset_out, inf_error *err) {
     const char *location = NULL;
     long long offset = 0, length = -1;
+    *fd = -1;
     for (size_t i = 0; i < tp->n_external_data; i++) {
         const Onnx__StringStringEntryProto *kv = tp->external_data[i];
         if (!kv->key || !kv->value) continue;
         if (!strcmp(kv->key, "location")) location = kv->value;
-        else if (!strcmp(kv->key, "offset")) offset = atoll(kv->value);
-        else if (!strcmp(kv->key, "length")) length = atoll(kv->value);
+        else if ((!strcmp(kv->key, "offset") && !parse_extent(kv->value, &offset)) ||
+                 (!strcmp(kv->key, "length") && !parse_extent(kv->value, &length)))
+            return inf__error(err, INF_EMODEL, "%s: external data %s '%s' is not a decimal integer in [0, 2^63)", what,
+                              kv->key, kv->value);
     }
     if (!location || !*location)
         return inf__error(err, INF_EMODEL, "%s: external data without a location", what);
     if (!base_dir)
         return inf__error(err, INF_EMODEL, "%s: external data '%s' but the model was not loaded from a file", what, location);
-    if (location[0] == '/' || strstr(location, ".."))
-        return inf__error(err, INF_EMODEL, "%s: external data path '%s' leaves the model's folder", what, location);
-    if (offset < 0 || (length >= 0 && (size_t)length != nbytes))
+    if (length >= 0 && (uint64_t)length != (uint64_t)nbytes)
         return inf__error(err, INF_EMODEL, "%s: external data length %lld does not match the shape (%zu bytes)", what, length, nbytes);
-    snprintf(path, path_size, "%s/%s", base_dir, location);
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return inf__error(err, INF_EIO, "%s: cannot open external data '%s': %s", what, path, strerror(errno));
-    if ((unsigned long long)st.st_size < (unsigned long long)offset + nbytes)
-        return inf__error(err, INF_EIO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what, path, offset, nbytes);
+    uint64_t size;
+    inf_status st = inf_file_open_within(base_dir, location, "external data", 0, fd, &size, err);
+    if (st != INF_OK) {
+        inf__error_prefix(err, "%s", what);
+        return st;
+    }
+    if ((uint64_t)offset > size || size - (uint64_t)offset < (uint64_t)nbytes) {
+        close(*fd);
+        *fd = -1;
+        return inf__error(err, INF_EIO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what, location,
+                          offset, nbytes);
+    }
     *offset_out = offset;
     return INF_OK;
 }
 
 static inf_status read_external(const Onnx__TensorProto *tp, const char *base_dir, const char *what,
                                 void *dst, size_t nbytes, inf_error *err) {
-    char path[4096];
+    int fd;
     long long offset;
-    inf_status st = check_external(tp, base_dir, what, nbytes, path, sizeof path, &offset, err);
+    inf_status st = open_external(tp, base_dir, what, nbytes, &fd, &offset, err);
     if (st != INF_OK) return st;
-    FILE *f = fopen(path, "rb");
-    if (!f) return inf__error(err, INF_EIO, "%s: cannot open external data '%s': %s", what, path, strerror(errno));
-    if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes)
-        st = inf__error(err, INF_EIO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what, path, offset, nbytes);
-    fclose(f);
+    size_t got = 0;
+    while (got < nbytes) {
+        ssize_t r = pread(fd, (char *)dst + got, nbytes - got, (off_t)offset + (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            st = inf__error(err, INF_EIO, "%s: external data is shorter than offset %lld + %zu bytes", what, offset, nbytes);
+            break;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
     return st;
 }
 
@@ -192,9 +202,11 @@ static inf_status check_payload_size(const Onnx__TensorProto *tp, const char *ba
                                      const char *what, inf_error *err) {
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
         if (dtype == INF_DTYPE_STRING) return inf__error(err, INF_EUNSUPPORTED, "%s: external string data", what);
-        char path[4096];
+        int fd;
         long long offset;
-        return check_external(tp, base_dir, what, (size_t)numel * inf_dtype_size(dtype), path, sizeof path, &offset, err);
+        inf_status st = open_external(tp, base_dir, what, (size_t)numel * inf_dtype_size(dtype), &fd, &offset, err);
+        if (st == INF_OK) close(fd);
+        return st;
     }
     if (tp->has_raw_data && dtype != INF_DTYPE_STRING) {
         if ((uint64_t)tp->raw_data.len != (uint64_t)numel * inf_dtype_size(dtype))
@@ -450,6 +462,10 @@ inf_status inf_tensor_load_pb(const char *path, int kind_hint, inf_tensor **out,
     size_t size;
     inf_status st = inf__read_file(path, &data, &size, err);
     if (st != INF_OK) return st;
+    if ((st = inf__onnx_wire_check_value(data, size, kind_hint, path, err)) != INF_OK) { /* protobuf-c recurses */
+        inf__free(data);
+        return st;
+    }
     st = INF_EFORMAT;
     if (kind_hint == INF_KIND_SEQUENCE) {
         Onnx__SequenceProto *sp = onnx__sequence_proto__unpack(&inf__protobuf_allocator, size, data);

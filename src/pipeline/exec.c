@@ -253,14 +253,8 @@ static const char *value_text(const inf_value *v, char *buf, size_t size, uint32
 }
 
 static int in_categories(const pinput *in, const char *s, uint32_t len, double num, int numeric) {
-    for (int c = 0; c < in->n_categories; c++) {
-        if (numeric) {
-            if (in->cat_num[c] == num) return 1;
-        } else if (strlen(in->categories[c]) == len && !memcmp(in->categories[c], s, len)) {
-            return 1;
-        }
-    }
-    return 0;
+    if (numeric) return inf__catset_find_number(&in->cat_set, in->cat_num, num) >= 0;
+    return inf__catset_find_text(&in->cat_set, (const char *const *)in->categories, NULL, s, len) >= 0;
 }
 
 static inf_status read_input(inf_pipeline_exec *e, const inf_record_batch *b, int i, int r0, int n) {

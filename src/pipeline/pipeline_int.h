@@ -46,6 +46,24 @@ typedef struct pcol {
     char **sub_names; /* width > 1: "name=cat" per slot */
 } pcol;
 
+/* catset.c: hash of a category list's texts and its numeric values in order
+ * (O(n log n) to build, duplicates found; O(1)/O(log n) lookups).  The
+ * texts and numbers stay owned by the list. */
+typedef struct inf__catset {
+    int *hash;      /* open addressing: category index + 1, 0 = empty */
+    int hash_size;
+    int *by_num;    /* indices of the non-NaN numeric categories, by value then index */
+    int n_num;
+} inf__catset;
+/* lens may be NULL (strlen), nums may be NULL (no numeric index).  Returns -1
+ * when out of memory; *duplicate = index of the first repeated text, or -1. */
+int inf__catset_build(inf__catset *s, const char *const *texts, const uint32_t *lens, const double *nums, int n,
+                      int *duplicate);
+int inf__catset_find_text(const inf__catset *s, const char *const *texts, const uint32_t *lens, const char *text,
+                          uint32_t len);
+int inf__catset_find_number(const inf__catset *s, const double *nums, double v);
+void inf__catset_free(inf__catset *s);
+
 typedef struct pinput {
     char *name;
     int type;           /* inf_field_type */
@@ -59,6 +77,7 @@ typedef struct pinput {
     int n_categories;
     char **categories;  /* allowed values (strings as text; numbers as printed) */
     double *cat_num;    /* numeric categories (NaN for a non-numeric one) */
+    inf__catset cat_set; /* lookups over categories / cat_num (catset.c) */
     int col;            /* its column */
 } pinput;
 
@@ -105,8 +124,7 @@ typedef struct pxf {
     char **categories; /* one_hot / ordinal */
     uint32_t *cat_len;
     double *cat_num;   /* numeric categories (numeric input) */
-    int *cat_hash;     /* open addressing over categories (string input), size cat_hash_size */
-    int cat_hash_size;
+    inf__catset cat_set; /* lookups over categories / cat_num (catset.c) */
     int has_unknown;   /* one_hot: extra column for unknown/missing values */
     double unknown_value; /* ordinal: value for unknown */
     int64_t n_buckets; /* hash_bucket / bucketize fitting */
@@ -205,7 +223,6 @@ const xf_def *inf__xf_find(const char *op);
 int inf__xf_width(const pxf *x);
 /* Index of a category (string) or -1. */
 int inf__xf_category(const pxf *x, const char *s, uint32_t len);
-int inf__xf_build_hash(pxf *x);
 
 /* ---- lookup_*.c ---- */
 typedef struct lookup_result {

@@ -198,6 +198,7 @@ void inf_pipeline_free(inf_pipeline *p) {
         free(in->def_str);
         free_strs(in->categories, in->n_categories);
         free(in->cat_num);
+        inf__catset_free(&in->cat_set);
     }
     free(p->inputs);
     for (int i = 0; i < p->n_lookups; i++) {
@@ -223,7 +224,7 @@ void inf_pipeline_free(inf_pipeline *p) {
         free_strs(x->categories, x->n_categories);
         free(x->cat_len);
         free(x->cat_num);
-        free(x->cat_hash);
+        inf__catset_free(&x->cat_set);
     }
     free(p->xfs);
     for (int i = 0; i < p->n_cols; i++) {
@@ -418,12 +419,14 @@ static inf_status parse_inputs(inf_pipeline *p, const cJSON *inputs, inf_error *
                 in->n_categories = i + 1;
                 if (!in->categories[i]) return fail(err, INF_ENOMEM, "out of memory");
             }
-            if (in->has_default && in->type == INF_FIELD_STRING) {
-                int found = 0;
-                for (int k = 0; k < in->n_categories; k++)
-                    if (!strcmp(in->categories[k], in->def_str)) found = 1;
-                if (!found) return fail(err, INF_EFORMAT, "%s.default: '%s' is not one of the categories", path, in->def_str);
-            }
+            int duplicate; /* repeated allowed values are harmless here */
+            if (inf__catset_build(&in->cat_set, (const char *const *)in->categories, NULL, in->cat_num, in->n_categories,
+                                  &duplicate))
+                return fail(err, INF_ENOMEM, "out of memory");
+            if (in->has_default && in->type == INF_FIELD_STRING &&
+                inf__catset_find_text(&in->cat_set, (const char *const *)in->categories, NULL, in->def_str,
+                                      (uint32_t)strlen(in->def_str)) < 0)
+                return fail(err, INF_EFORMAT, "%s.default: '%s' is not one of the categories", path, in->def_str);
         }
         int kind = in->type == INF_FIELD_STRING ? COL_STR : in->type == INF_FIELD_TIMESTAMP ? COL_TS : COL_NUM;
         in->col = p->n_cols;
@@ -1035,31 +1038,12 @@ inf_status inf_pipeline_load_string(const char *json, size_t len, const inf_mode
 inf_status inf_pipeline_load(const char *path, const inf_model *model, const inf_pipeline_options *opts,
                              inf_pipeline **out, inf_error *err) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, INF_ENOENT, "%s: cannot open the spec", path);
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n + 4096 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *q = realloc(buf, cap);
-            if (!q) {
-                free(buf);
-                fclose(f);
-                return fail(err, INF_ENOMEM, "%s: out of memory", path);
-            }
-            buf = q;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return fail(err, INF_EIO, "%s: read error", path);
-    }
+    /* a regular file of at most 64 MiB (core/file.c: a FIFO or /dev/zero is refused) */
+    void *data;
+    size_t n;
+    inf_status rd = inf_file_read(path, "pipeline spec", INF_FILE_MAX_SPEC_BYTES, &data, &n, err);
+    if (rd) return rd;
+    char *buf = data;
     inf_pipeline_options o;
     if (opts) o = *opts;
     else inf_pipeline_options_init(&o);
@@ -1072,7 +1056,7 @@ inf_status inf_pipeline_load(const char *path, const inf_model *model, const inf
         o.base_dir = dir;
     }
     inf_status st = inf_pipeline_load_string(buf, n, model, &o, out, err);
-    free(buf);
+    inf_file_free(buf);
     if (st && err) {
         char msg[INF_ERROR_MESSAGE_MAX];
         snprintf(msg, sizeof msg, "%s: %s", path, err->message);

@@ -89,12 +89,7 @@ static void run_bucketize(const pxf *x, const double *x0, const double *x1, cons
     }
 }
 
-static int numeric_category(const pxf *x, double v) {
-    if (v != v) return -1;
-    for (int c = 0; c < x->n_categories; c++)
-        if (x->cat_num[c] == v) return c;
-    return -1;
-}
+static int numeric_category(const pxf *x, double v) { return inf__catset_find_number(&x->cat_set, x->cat_num, v); }
 
 static void run_one_hot(const pxf *x, const double *x0, const double *x1, const char *const *s0, const uint32_t *l0,
                         double *out, int n, int cap) {
@@ -375,14 +370,14 @@ static int parse_categories(pxf *x, const cJSON *j, int fit_mode, char *msg, siz
             return -1;
         }
         x->cat_len[i] = (uint32_t)strlen(text);
-        for (int k = 0; k < i; k++)
-            if (!strcmp(x->categories[k], text)) {
-                snprintf(msg, size, "categories[%d]: duplicate category '%s'", i, text);
-                return -1;
-            }
     }
-    if (inf__xf_build_hash(x)) {
+    int duplicate; /* found while hashing: O(n), not a pairwise O(n^2) scan */
+    if (inf__catset_build(&x->cat_set, (const char *const *)x->categories, x->cat_len, x->cat_num, n, &duplicate)) {
         snprintf(msg, size, "out of memory");
+        return -1;
+    }
+    if (duplicate >= 0) {
+        snprintf(msg, size, "categories[%d]: duplicate category '%s'", duplicate, x->categories[duplicate]);
         return -1;
     }
     return 0;
@@ -527,26 +522,6 @@ int inf__xf_width(const pxf *x) {
     return x->n_categories + (x->has_unknown ? 1 : 0);
 }
 
-int inf__xf_build_hash(pxf *x) {
-    int size = 8;
-    while (size < x->n_categories * 2) size *= 2;
-    free(x->cat_hash);
-    x->cat_hash = calloc((size_t)size, sizeof *x->cat_hash);
-    if (!x->cat_hash) return -1;
-    x->cat_hash_size = size;
-    for (int c = 0; c < x->n_categories; c++) {
-        uint32_t h = (uint32_t)inf_pipeline_hash_string(x->categories[c], x->cat_len[c]) & (uint32_t)(size - 1);
-        while (x->cat_hash[h]) h = (h + 1) & (uint32_t)(size - 1);
-        x->cat_hash[h] = c + 1;
-    }
-    return 0;
-}
-
 int inf__xf_category(const pxf *x, const char *s, uint32_t len) {
-    uint32_t mask = (uint32_t)x->cat_hash_size - 1;
-    for (uint32_t h = (uint32_t)inf_pipeline_hash_string(s, len) & mask;; h = (h + 1) & mask) {
-        int c = x->cat_hash[h];
-        if (!c) return -1;
-        if (x->cat_len[c - 1] == len && !memcmp(x->categories[c - 1], s, len)) return c - 1;
-    }
+    return inf__catset_find_text(&x->cat_set, (const char *const *)x->categories, x->cat_len, s, len);
 }

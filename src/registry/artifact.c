@@ -13,6 +13,7 @@
  * atomically (a temporary name, then rename).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,48 +41,62 @@ int inf__reg_make_dirs(const char *path) {
     return 0;
 }
 
+/* Reads a model or spec file: only a regular file within its size limit
+ * (inf_file_open, the check every reader shares: /dev/zero and FIFOs are
+ * refused, not read forever); exactly the size fstat reported is read. */
 inf_status inf__reg_read_file(const char *path, const char *what, unsigned char **data, size_t *size,
                               inf_error *err) {
     *data = NULL;
     *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return inf__reg_fail(err, INF_EIO, "cannot open %s %s: %s", what, path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
+    int fd;
+    uint64_t n;
+    uint64_t limit = strcmp(what, "model") ? INF_FILE_MAX_SPEC_BYTES : INF_FILE_MAX_MODEL_BYTES;
+    inf_status st = inf_file_open(path, what, limit, &fd, &n, err);
+    if (st) return st;
+    unsigned char *buf = malloc((size_t)n + 1);
     if (!buf) {
-        fclose(f);
+        close(fd);
         return oom(err);
     }
-    for (;;) {
-        if (n == cap) {
-            unsigned char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return oom(err);
-            }
-            buf = nb;
-            cap *= 2;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, (size_t)n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            int e = r < 0 ? errno : 0;
+            close(fd);
+            free(buf);
+            return inf__reg_fail(err, INF_EIO, "cannot read %s %s: %s", what, path, e ? strerror(e) : "it shrank while read");
         }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
+        got += (size_t)r;
     }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return inf__reg_fail(err, INF_EIO, "cannot read %s %s: %s", what, path, strerror(errno));
-    }
+    close(fd);
     *data = buf;
-    *size = n;
+    *size = (size_t)n;
     return INF_OK;
 }
 
-/* SHA-256 of a file, streamed (external data can be gigabytes). */
-static inf_status hash_file(const char *path, char hex[65], uint64_t *bytes, inf_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return inf__reg_fail(err, INF_EIO, "cannot open external data file %s: %s", path, strerror(errno));
+/* Opens external data file `name` of the model in dir: inside dir once
+ * symlinks are resolved, a regular file (a symlink to a secret elsewhere is
+ * refused, not copied into the store). */
+static inf_status open_external(const char *dir, const char *name, FILE **out, inf_error *err) {
+    int fd;
+    uint64_t size;
+    *out = NULL;
+    inf_status st = inf_file_open_within(dir, name, "external data file", 0, &fd, &size, err);
+    if (st) return st;
+    if (!(*out = fdopen(fd, "rb"))) {
+        close(fd);
+        return inf__reg_fail(err, INF_EIO, "cannot open external data file %s/%s: %s", dir, name, strerror(errno));
+    }
+    return INF_OK;
+}
+
+/* SHA-256 of an external data file, streamed (it can be gigabytes). */
+static inf_status hash_file(const char *dir, const char *name, char hex[65], uint64_t *bytes, inf_error *err) {
+    FILE *f;
+    inf_status st = open_external(dir, name, &f, err);
+    if (st) return st;
     inf_sha256 c;
     inf_sha256_init(&c);
     unsigned char buf[1 << 16];
@@ -93,7 +108,7 @@ static inf_status hash_file(const char *path, char hex[65], uint64_t *bytes, inf
     }
     bool bad = ferror(f);
     fclose(f);
-    if (bad) return inf__reg_fail(err, INF_EIO, "cannot read external data file %s: %s", path, strerror(errno));
+    if (bad) return inf__reg_fail(err, INF_EIO, "cannot read external data file %s/%s: %s", dir, name, strerror(errno));
     uint8_t digest[32];
     inf_sha256_final(&c, digest);
     inf_sha256_to_hex(digest, hex);
@@ -102,7 +117,7 @@ static inf_status hash_file(const char *path, char hex[65], uint64_t *bytes, inf
 
 /* The manifest digest of a model with external files (see the top). */
 static inf_status bundle_digest(inf__artifact *a, inf_error *err) {
-    char model_hex[65], file_hex[65], path[8192];
+    char model_hex[65], file_hex[65];
     inf_sha256_hex(a->data, a->size, model_hex);
     inf_sha256 c;
     inf_sha256_init(&c);
@@ -112,8 +127,7 @@ static inf_status bundle_digest(inf__artifact *a, inf_error *err) {
     a->total_bytes = a->size;
     for (int i = 0; i < a->n_files; i++) {
         uint64_t bytes = 0;
-        snprintf(path, sizeof path, "%s/%s", a->dir, a->files[i]);
-        inf_status st = hash_file(path, file_hex, &bytes, err);
+        inf_status st = hash_file(a->dir, a->files[i], file_hex, &bytes, err);
         if (st) return st;
         inf_sha256_update(&c, "\n", 1);
         inf_sha256_update(&c, a->files[i], strlen(a->files[i]) + 1); /* with its NUL: names can't run into digests */
@@ -173,18 +187,33 @@ void inf__artifact_path(const char *artifacts, const char *hex, char *path, size
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(path, size, "%s/sha256/%s/%s", artifacts, hex, BUNDLE_MODEL_NAME);
 }
 
-/* Writes size bytes to path and syncs them. */
+/* Artifacts are private to the registry's owner: a model or its weights
+ * may be confidential (a 0600 secret once became 0644 in the store). */
+#define ARTIFACT_FILE_MODE 0600
+#define ARTIFACT_DIR_MODE 0700
+
+static FILE *create_private(const char *path) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, ARTIFACT_FILE_MODE);
+    if (fd < 0) return NULL;
+    fchmod(fd, ARTIFACT_FILE_MODE); /* a file left by a crashed writer keeps its old mode otherwise */
+    FILE *f = fdopen(fd, "wb");
+    if (!f) close(fd);
+    return f;
+}
+
+/* Writes size bytes to path (mode 0600) and syncs them. */
 static bool write_synced(const char *path, const void *data, size_t size) {
-    FILE *f = fopen(path, "wb");
+    FILE *f = create_private(path);
     if (!f) return false;
     bool ok = fwrite(data, 1, size, f) == size && fflush(f) == 0 && fsync(fileno(f)) == 0;
     return (fclose(f) == 0) && ok;
 }
 
-static inf_status copy_file(const char *from, const char *to, inf_error *err) {
-    FILE *in = fopen(from, "rb");
-    if (!in) return inf__reg_fail(err, INF_EIO, "cannot open external data file %s: %s", from, strerror(errno));
-    FILE *out = fopen(to, "wb");
+static inf_status copy_file(const char *dir, const char *name, const char *to, inf_error *err) {
+    FILE *in;
+    inf_status st = open_external(dir, name, &in, err);
+    if (st) return st;
+    FILE *out = create_private(to);
     bool ok = out != NULL;
     unsigned char buf[1 << 16];
     size_t got;
@@ -193,7 +222,7 @@ static inf_status copy_file(const char *from, const char *to, inf_error *err) {
     int e = errno;
     fclose(in);
     if (out && fclose(out)) ok = false;
-    if (!ok) return inf__reg_fail(err, INF_EIO, "cannot copy external data %s to %s: %s", from, to, strerror(e));
+    if (!ok) return inf__reg_fail(err, INF_EIO, "cannot copy external data %s/%s to %s: %s", dir, name, to, strerror(e));
     return INF_OK;
 }
 
@@ -205,17 +234,16 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 
 /* Fills the temporary folder tmp with the model and its external files. */
 static inf_status fill_bundle(const inf__artifact *a, const char *tmp, inf_error *err) {
-    char to[8192], from[8192], parent[8192];
+    char to[8192], parent[8192];
     snprintf(to, sizeof to, "%s/%s", tmp, BUNDLE_MODEL_NAME);
     if (!write_synced(to, a->data, a->size))
         return inf__reg_fail(err, INF_EIO, "cannot write artifact %s: %s", to, strerror(errno));
     for (int i = 0; i < a->n_files; i++) {
         snprintf(to, sizeof to, "%s/%s", tmp, a->files[i]);
-        snprintf(from, sizeof from, "%s/%s", a->dir, a->files[i]);
         dir_of(to, parent, sizeof parent);
         if (inf__reg_make_dirs(parent))
             return inf__reg_fail(err, INF_EIO, "cannot create artifact directory %s: %s", parent, strerror(errno));
-        inf_status st = copy_file(from, to, err);
+        inf_status st = copy_file(a->dir, a->files[i], to, err);
         if (st) return st;
     }
     return INF_OK;
@@ -241,6 +269,7 @@ inf_status inf__artifact_store(const char *artifacts, const inf__artifact *a, ch
     struct stat st;
     bool exists = stat(final, &st) == 0;
     if (exists && (a->n_files ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)) && stored_intact(artifacts, a)) {
+        chmod(final, a->n_files ? ARTIFACT_DIR_MODE : ARTIFACT_FILE_MODE); /* stored 0644 by older versions */
         inf__artifact_path(artifacts, a->sha256, path, path_size);
         return INF_OK;
     }
@@ -251,7 +280,7 @@ inf_status inf__artifact_store(const char *artifacts, const inf__artifact *a, ch
     if (a->n_files == 0) {
         if (!write_synced(tmp, a->data, a->size))
             rc = inf__reg_fail(err, INF_EIO, "cannot write artifact %s: %s", tmp, strerror(errno));
-    } else if (mkdir(tmp, 0755)) {
+    } else if (mkdir(tmp, ARTIFACT_DIR_MODE)) {
         rc = inf__reg_fail(err, INF_EIO, "cannot create artifact directory %s: %s", tmp, strerror(errno));
     } else {
         rc = fill_bundle(a, tmp, err);

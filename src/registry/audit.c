@@ -177,6 +177,27 @@ inf_status inf_registry_audit_verify(inf_registry *r, inf_registry_audit_report 
 /* ---------------------------------------------------------------------------
  * Listing
  * ------------------------------------------------------------------------- */
+static int field(const char *s, size_t at, size_t len) {
+    int v = 0;
+    for (size_t i = at; i < at + len; i++) v = v * 10 + (s[i] - '0');
+    return v;
+}
+
+/* The date and time of an ISO prefix (digits already in place) exist:
+ * month 1-12, a day of that month (leap years), hour < 24, minute and
+ * second < 60.  "2024-13-45" matched the shape and was compared as text. */
+static bool valid_calendar(const char *s, size_t n) {
+    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int year = field(s, 0, 4), month = field(s, 5, 2), day = field(s, 8, 2);
+    if (month < 1 || month > 12 || day < 1) return false;
+    bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if (day > days[month - 1] + (month == 2 && leap)) return false;
+    if (n >= 13 && field(s, 11, 2) > 23) return false;
+    if (n >= 16 && field(s, 14, 2) > 59) return false;
+    if (n >= 19 && field(s, 17, 2) > 59) return false;
+    return true;
+}
+
 /* "7d", "2h", "30m", "90s" -> ISO time that long ago; ISO prefixes pass. */
 static bool since_to_iso(const char *since, char out[32]) {
     size_t n = strlen(since);
@@ -186,6 +207,7 @@ static bool since_to_iso(const char *since, char out[32]) {
         if (end != since + n - 1 || v < 0) return false;
         long long mult = since[n - 1] == 's' ? 1 : since[n - 1] == 'm' ? 60 : since[n - 1] == 'h' ? 3600 : 86400;
         time_t t = time(NULL) - (time_t)(v * mult);
+        if (t < 0) return false; /* before 1970: an age no record can have */
         struct tm tm;
         gmtime_r(&t, &tm);
         strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
@@ -202,6 +224,7 @@ static bool since_to_iso(const char *since, char out[32]) {
         char c = since[i], s = shape[i];
         if (s == 'd' ? !isdigit((unsigned char)c) : (c != s && !(s == 'T' && c == ' '))) return false;
     }
+    if (!valid_calendar(since, n)) return false;
     snprintf(out, 32, "%.*s", (int)n, since);
     if (n > 10) out[10] = 'T';
     return true;
@@ -215,7 +238,7 @@ inf_status inf_registry_audit_json(inf_registry *r, const inf_registry_audit_fil
     char since[32] = "";
     if (f && f->since && !since_to_iso(f->since, since))
         return inf__reg_fail(err, INF_EINVAL,
-                             "audit --since '%s': expected a UTC time (2024-05-01, 2024-05-01T12:00) or an age (90s, "
+                             "audit --since '%s': expected a real UTC date and time (2024-05-01, 2024-05-01T12:00) or an age (90s, "
                              "30m, 2h, 7d)",
                              f->since);
     char sql[512], limit[24];

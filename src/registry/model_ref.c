@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "registry/model_ref.h"
 
@@ -19,8 +20,14 @@ static inf_status fail(inf_error *err, inf_status st, const char *fmt, const cha
 }
 
 static inf_status file_sha256(const char *path, char out[65], inf_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, INF_ENOENT, "model '%s': cannot open: %s", path, "no such file or unreadable");
+    int fd;
+    uint64_t size;
+    if (inf_file_open(path, "model", INF_FILE_MAX_MODEL_BYTES, &fd, &size, err)) return err ? err->status : INF_EIO;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return fail(err, INF_EIO, "model '%s': cannot open: %s", path, "out of memory");
+    }
     inf_sha256 c;
     inf_sha256_init(&c);
     unsigned char buf[65536];
@@ -50,9 +57,10 @@ static int spec_beside(const char *ref, char *out, size_t cap) {
     size_t n = strlen(ref);
     if (n > 5 && !strcasecmp(ref + n - 5, ".onnx")) n -= 5;
     if ((size_t)snprintf(out, cap, "%.*s.pipeline.json", (int)n, ref) >= cap) return 0;
-    FILE *f = fopen(out, "rb");
-    if (!f) return 0;
-    fclose(f);
+    int fd;
+    uint64_t size;
+    if (inf_file_open(out, "pipeline spec", 0, &fd, &size, NULL)) return 0; /* never blocks on a FIFO */
+    close(fd);
     return 1;
 }
 

@@ -83,6 +83,25 @@ bool inf__reg_valid_name(const char *s) {
     return true;
 }
 
+/* A decimal number as JSON writes one, optionally with a leading '+':
+ * [+-]digits[.digits][(e|E)[+-]digits].  strtod alone also takes hex
+ * ("0x10" became 16), "inf", "nan" and leading blanks. */
+static bool is_decimal(const char *s) {
+    if (*s == '-' || *s == '+') s++;
+    int digits = 0;
+    while (*s >= '0' && *s <= '9') s++, digits++;
+    if (*s == '.')
+        for (s++; *s >= '0' && *s <= '9'; s++) digits++;
+    if (!digits) return false;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '-' || *s == '+') s++;
+        if (*s < '0' || *s > '9') return false;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    return *s == '\0';
+}
+
 static bool all_digits(const char *s) {
     if (!*s) return false;
     for (; *s; s++)
@@ -224,8 +243,10 @@ static inf_status parse_ref(const char *ref, parsed_ref *p, inf_error *err) {
     if (!at) return INF_OK;
     const char *tail = at + 1;
     if (all_digits(tail)) {
+        if (strlen(tail) > 15) /* strtoll would clamp 10^23 to 2^63-1 */
+            return inf__reg_fail(err, INF_EINVAL, "invalid version in '%.200s': a version has at most 15 digits", ref);
         p->version = strtoll(tail, NULL, 10);
-        if (p->version <= 0 || strlen(tail) > 15)
+        if (p->version <= 0)
             return inf__reg_fail(err, INF_EINVAL, "invalid version in '%s': versions start at 1", ref);
         return INF_OK;
     }
@@ -371,14 +392,15 @@ static inf_status kv_json(const char *what, int n, const inf_registry_kv *kv, bo
             char *end;
             errno = 0;
             double d = strtod(kv[i].value, &end);
-            if (end == kv[i].value || *end || errno) {
+            const char *why = NULL;
+            if (end == kv[i].value || *end) why = "is not a number";
+            else if (is_decimal(kv[i].value) && errno == ERANGE) why = "is out of range";
+            else if (!isfinite(d)) why = "is not a finite number"; /* JSON has no NaN or infinity: stored as null */
+            else if (!is_decimal(kv[i].value)) why = "is not a decimal number"; /* strtod took 0x10 as 16 */
+            else if (errno) why = "is out of range";
+            if (why) {
                 cJSON_Delete(obj);
-                return inf__reg_fail(err, INF_EINVAL, "%s '%s': '%s' is not a number", what, kv[i].key, kv[i].value);
-            }
-            if (!isfinite(d)) { /* JSON has no NaN or infinity: it would be stored as null */
-                cJSON_Delete(obj);
-                return inf__reg_fail(err, INF_EINVAL, "%s '%s': '%s' is not a finite number", what, kv[i].key,
-                                     kv[i].value);
+                return inf__reg_fail(err, INF_EINVAL, "%s '%s': '%s' %s", what, kv[i].key, kv[i].value, why);
             }
             item = cJSON_CreateNumber(d);
         } else {

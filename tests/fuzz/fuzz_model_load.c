@@ -22,6 +22,7 @@
 
 #define FUZZ_MAX_BLOCK ((size_t)16 << 20)
 #define FUZZ_MAX_SUBGRAPH_RUNS 10000
+#define FUZZ_MAX_RUN_MS 5000 /* any other slow path stops here, well below libFuzzer's -timeout=20 */
 
 static void *capped_realloc(void *ud, void *ptr, size_t size) {
     (void)ud;
@@ -44,6 +45,7 @@ static void try_run(const inf_model *m) {
     inf_session_options opts;
     inf_session_options_init(&opts);
     opts.max_subgraph_runs = FUZZ_MAX_SUBGRAPH_RUNS;
+    opts.max_run_ms = FUZZ_MAX_RUN_MS;
     if (inf_session_new(m, &opts, &s, &err) != INF_OK) return;
     int n = inf_model_n_inputs(m);
     inf_tensor *inputs[8] = {0};

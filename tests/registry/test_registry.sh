@@ -195,7 +195,7 @@ expect_error "truncated model" "cannot register 'mlp': model .*truncated.onnx do
 : >"$work/empty.onnx"
 expect_error "empty model file: named once, by its path" "model .*/empty.onnx does not load: the model has no graph" \
     R register empty "$work/empty.onnx"
-expect_error "a folder given as the model" "cannot read model .*: Is a directory" R register empty "$work"
+expect_error "a folder given as the model" "model '.*' is not a regular file \\(a directory\\)" R register empty "$work"
 expect_error "spec that does not fit the model" "pipeline spec .*fraud_spec_misfit.json.*(no input 'features'|features)" \
     R register fraud "$fraud_onnx" --pipeline "$here/fraud_spec_misfit.json"
 expect_error "spec that is not JSON" "pipeline spec .*bad_spec.json" R register fraud "$fraud_onnx" --pipeline "$here/bad_spec.json"
@@ -241,6 +241,29 @@ expect_ok "audit --since takes a trailing Z" "register" R audit --since "${ts:0:
 expect_ok "audit --since with Z covers records within that second" "\"seq\"" R audit --since "${ts:0:19}Z" --json
 expect_error "audit --since refuses a cut-off field" "audit --since '2024-05-01T1'" R audit --since 2024-05-01T1
 expect_error "audit --since refuses trailing text" "audit --since" R audit --since 2024-05-01T12:00:00junk
+# strict parsing (issue 27, finding 8): a date that does not exist, a hex metric, a version past 2^63
+expect_error "audit --since refuses month 13, day 45" "audit --since '2024-13-45': expected a real UTC date" \
+    R audit --since 2024-13-45
+expect_error "audit --since refuses 29 February of a common year" "audit --since '2023-02-29'" R audit --since 2023-02-29
+expect_error "audit --since refuses hour 24" "audit --since '2024-05-01T24:00'" R audit --since 2024-05-01T24:00
+expect_error "audit --since refuses minute 60" "audit --since '2024-05-01T12:60'" R audit --since 2024-05-01T12:60
+expect_error "audit --since refuses an age before 1970" "audit --since '9999999999d'" R audit --since 9999999999d
+expect_ok "audit --since takes 29 February of a leap year" "register" R audit --since 2024-02-29
+expect_error "a hexadecimal metric is refused" "metric 'auc': '0x10' is not a decimal number" R register cred "$mlp" --metric auc=0x10
+expect_error "a metric with a leading blank is refused" "metric 'auc': ' 5' is not a decimal number" R register cred "$mlp" --metric "auc= 5"
+expect_error "a metric that overflows a double is refused" "metric 'auc': '1e999' is out of range" R register cred "$mlp" --metric auc=1e999
+expect_ok "a decimal metric with an exponent is taken" "registered cred@" R register cred "$mlp" --metric loss=-1.5e-3
+expect_error "a version of 23 digits is refused, not clamped (show)" "a version has at most 15 digits" \
+    R show mlp@99999999999999999999999
+expect_error "a version of 23 digits is refused, not clamped (delete)" "version in 'mlp@99999999999999999999999' is out of range" \
+    R delete mlp@99999999999999999999999
+# non-regular files (issue 27, finding 7): refused at once, not read forever or waited on
+mkfifo "$work/model.fifo"
+expect_error "register /dev/zero is refused" "model '/dev/zero' is not a regular file \(a character device\)" \
+    timeout 10 "$infera" registry register zero /dev/zero
+expect_error "register a FIFO is refused" "is not a regular file \(a FIFO\)" timeout 10 "$infera" registry register fifo "$work/model.fifo"
+expect_error "register a FIFO pipeline spec is refused" "pipeline spec .* is not a regular file \(a FIFO\)" \
+    timeout 10 "$infera" registry register fifo "$mlp" --pipeline "$work/model.fifo"
 expect_ok "show of a deleted version by number" "status +DELETED at .* \(superseded\)" R show mlp@1
 expect_ok "... its signature still shown" "input float32\[batch,32\]" R show mlp@1
 expect_ok "lineage of a deleted version by number" "v1 +trained on csv:train/mlp.csv  \[deleted\]" R lineage mlp@1
