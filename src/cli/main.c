@@ -213,6 +213,24 @@ const cli_command cli_commands[] = {
      "auth on, loads need publisher (a file path: admin); every load and unload is\n"
      "audited in the registry.\n"
      "See docs/serving.md.\n"},
+    {"quantize", cmd_quantize, "write an INT8 (QDQ or QOperator) ONNX model from an FP32 one",
+     "usage: infera quantize IN -o OUT [--mode dynamic|static] [--calibration SRC [--spec FILE]\n"
+     "                       [--calibration-rows N]] [--method minmax|percentile|entropy] [--per-channel]\n"
+     "                       [--format qdq|qoperator] [--exclude NODE]...\n"
+     "\n"
+     "Quantizes the Gemm, MatMul and Conv nodes with constant weights of the ONNX\n"
+     "model IN to 8 bits and writes a standard ONNX INT8 model OUT that ONNX Runtime\n"
+     "runs too: weights int8 (symmetric, per tensor or --per-channel), activations\n"
+     "uint8.  --format qdq (default) puts QuantizeLinear/DequantizeLinear pairs\n"
+     "around the FP32 ops; qoperator writes QLinearMatMul/QLinearConv (static) or\n"
+     "MatMulInteger/ConvInteger after DynamicQuantizeLinear (dynamic).  --mode static\n"
+     "(the default with --calibration) measures activation ranges on SRC: records\n"
+     "of any batch source (csv:, jsonl:, sqlite:, postgresql:...) mapped by --spec or\n"
+     "the default mapping, or a .npy/.pb tensor of input rows; --method picks how a\n"
+     "range is read from them.  --mode dynamic (the default without) quantizes\n"
+     "activations at run time.  --exclude keeps a node (by name) in FP32.  Prints a\n"
+     "report: nodes quantized and excluded, size before and after.  See\n"
+     "docs/compression.md.\n"},
     {"help", cmd_help, "show help for a command", "usage: infera help [command]\n"},
 };
 const int cli_n_commands = (int)(sizeof cli_commands / sizeof cli_commands[0]);

@@ -18,6 +18,10 @@
  *      Gather of a fixed dimension, arithmetic on those -- becomes that
  *      constant too, so exporters' shape chains shrink to their truly
  *      dynamic parts (the batch size).
+ *   0. QDQ fusion (passes/qdq.c), before folding: a QuantizeLinear ->
+ *      DequantizeLinear -> MatMul/Gemm/Conv on DequantizeLinear'd 8-bit
+ *      weights -> the internal QGemm/QConv, an INT8 product on weights
+ *      packed at load.
  *   2. pattern passes (graph/passes/, one file each, with the exact pattern
  *      and why it is safe): the decomposed LayerNorm PyTorch exports below
  *      opset 17 -> LayerNormalization; exact-erf GELU -> the internal fused
@@ -205,7 +209,12 @@ static void fuse_activations(inf__graph *g, bool *dead) {
         int v = a->inputs[0], w = a->outputs[0], p = g->values[v].producer;
         if (p < 0 || dead[p] || g->values[v].n_consumers != 1) continue;
         inf__node *prod = &g->nodes[p];
-        bool conv_add = prod->op->domain == INF_DOMAIN_INFERA && !strcmp(prod->op_type, "ConvAdd");
+        bool conv_add = prod->op->domain == INF_DOMAIN_INFERA &&
+                        (!strcmp(prod->op_type, "ConvAdd") || !strcmp(prod->op_type, "QGemm") ||
+                         !strcmp(prod->op_type, "QConv"));
+        /* a QGemm/QConv whose store ends in Q -> DQ, or in a GELU, must not take an activation after it */
+        bool requantized = conv_add && prod->n_inputs > 7 && prod->inputs[7] >= 0;
+        if (requantized || (conv_add && *inf__attr_string(prod, "activation", ""))) continue;
         if (!(op_is(prod, producers, 6) || conv_add) || prod->epilogue.kind != INF_EPILOGUE_NONE || prod->outputs[0] != v) continue;
         prod->epilogue = ep;
         prod->outputs[0] = w; /* the producer now writes the activation's output */
@@ -266,7 +275,12 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         inf__shape_infer_free(si);
         return inf__error(err, INF_ENOMEM, "out of memory optimising the graph");
     }
+    int n_qdq = 0; /* before folding, which would turn the weights' DequantizeLinear into FP32 */
+    inf__pass_ctx qpc = {model, g, dead};
+    st = inf__pass_qdq(&qpc, &n_qdq, err);
+    if (n_qdq) inf__log(INF_LOG_DEBUG, "optimizer: %d QDQ MatMul/Gemm/Conv -> QGemm/QConv", n_qdq);
     for (int n = 0; n < g->n_nodes && st == INF_OK; n++) {
+        if (dead[n]) continue;
         if (!is_foldable(g, &g->nodes[n])) {
             st = fold_known_shape(si, g, &g->nodes[n], &dead[n], folded, err);
         } else if (ev || (st = inf__evaluator_new(model, g, &ev, err)) == INF_OK) {
@@ -287,6 +301,9 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         if (st == INF_OK) st = inf__pass_conv_bn(&pc, &n_bn, err); /* before ConvAdd: Conv -> BN -> Add */
         if (st == INF_OK) st = inf__pass_conv_add(&pc, &n_ca, err);
         if (st == INF_OK) st = inf__pass_matmul_add(&pc, &n_mm, err); /* after Gelu: it fuses the Gelu */
+        int n_qgelu = 0;
+        if (st == INF_OK) st = inf__pass_qdq_gelu(&pc, &n_qgelu, err); /* after Gelu, likewise */
+        n_mm += n_qgelu;
         if (st == INF_OK) st = inf__pass_layout(&pc, &n_lay, err); /* last: Attention matches Transposes */
         if (n_ln + n_gelu + n_pow + n_att + n_bn + n_ca + n_mm + n_lay)
             inf__log(INF_LOG_DEBUG,

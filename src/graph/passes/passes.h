@@ -34,6 +34,10 @@ inf_status inf__pass_conv_bn(inf__pass_ctx *pc, int *n_rewritten, inf_error *err
 inf_status inf__pass_conv_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);   /* passes/conv_add.c */
 inf_status inf__pass_matmul_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/matmul_add.c */
 inf_status inf__pass_layout(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);     /* passes/layout.c */
+/* QDQ MatMul/Gemm/Conv -> QGemm/QConv; runs before constant folding (optimize.c) */
+inf_status inf__pass_qdq(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);        /* passes/qdq.c */
+/* QGemm -> Gelu -> QGemm with its GELU in the store; after the Gelu pass */
+inf_status inf__pass_qdq_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);   /* passes/qdq.c */
 
 /* ---- matching (passes/match.c) ---- */
 /* The live ai.onnx node of type op_type producing value v, or -1. */
