@@ -82,6 +82,30 @@ typedef struct inf__op {
 extern const inf__op inf__op_table[];
 extern const int inf__op_count;
 
+/* The newest opset per domain that Infera knows: a model importing a newer
+ * one is refused even for operators whose schema has not changed. */
+#define INF_OPSET_MAX_ONNX 26
+#define INF_OPSET_MAX_ML 5
+int inf__domain_max_opset(inf__domain domain);
+
+/* ONNX's schema history of one operator (ops/schema_versions.def,
+ * generated): the opset versions at which its schema changed, ascending,
+ * 0-terminated.  An ops.def row's range [first, last] must start and end on
+ * these boundaries (last + 1 a since-version, or the domain's newest opset):
+ * the unit test ops_schema_ranges checks it. */
+#define INF_SCHEMA_MAX_VERSIONS 16
+typedef struct inf__op_schema {
+    inf__domain domain;
+    const char *name;
+    int since[INF_SCHEMA_MAX_VERSIONS];
+} inf__op_schema;
+extern const inf__op_schema inf__op_schemas[];
+extern const int inf__op_schema_count;
+const inf__op_schema *inf__op_schema_find(inf__domain domain, const char *name);
+/* The schema version a model importing `opset` uses: the largest
+ * since-version <= opset (0 when the operator did not exist yet). */
+int inf__op_schema_effective(const inf__op_schema *schema, int opset);
+
 /* Maps a domain string to inf__domain; -1 if unknown (and for "ai.infera":
  * internal ops are bound by the optimizer, never by a model). */
 int inf__domain_from_string(const char *domain);

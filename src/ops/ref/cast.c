@@ -64,8 +64,9 @@ static inf_status cast_init(inf__node *node, inf__arena *arena, inf_error *err) 
         if (a->type == INF_ATTR_STRING)
             return inf__node_error(node, err, INF_EUNSUPPORTED, "attribute 'to': unsupported type '%s'",
                                    a->s ? a->s : "");
-        return inf__node_error(node, err, INF_EUNSUPPORTED, "attribute 'to': unsupported type %lld",
-                               (long long)a->i);
+        return inf__node_error(node, err, INF_EUNSUPPORTED,
+                               "attribute 'to': element type %s (ONNX type %lld) is not implemented",
+                               inf__onnx_type_name((int)(a->i > 0 && a->i < 1000 ? a->i : -1)), (long long)a->i);
     }
     return INF_OK;
 }

@@ -1,16 +1,17 @@
 /*
- * pad.c -- ONNX Pad, opsets 1-17, every dtype (strings too).
+ * pad.c -- ONNX Pad, opsets 1-26, every dtype (strings too).
  *
  *   opset 1      attributes paddings, mode, value (float);
  *   opsets 2-10  attributes pads, mode, value (float);
  *   opsets 11-17 inputs pads (int64, 2*rank values: all begins, then all
  *                ends) and constant_value (optional scalar of the data
  *                type; absent or empty means 0, or "" for strings).
- *   An opset 18 style `axes` input (4th) is accepted: pads then has
- *   2*len(axes) values for those axes.
+ *   opsets 18-26 add the optional `axes` input (4th; also accepted
+ *   earlier): pads then has 2*len(axes) values for those axes.
  *
  * Modes: constant, reflect (mirror without repeating the edge; pads wider
- * than the axis keep reflecting, as numpy does), edge (repeat the border).
+ * than the axis keep reflecting, as numpy does), edge (repeat the border),
+ * wrap (opset 19+: the axis repeats periodically, numpy's wrap).
  * Negative pads crop.  reflect and edge need a non-empty axis to pad.
  *
  * Each output row (the last axis) is built from the source row of its outer
@@ -22,7 +23,9 @@
  */
 #include "ops/ref/data_move.h"
 
-typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE } pad_mode;
+typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP } pad_mode;
+
+static const char *const k_pad_mode_names[] = {"constant", "reflect", "edge", "wrap"};
 
 typedef struct pad_spec {
     pad_mode mode;
@@ -39,9 +42,11 @@ static inf_status pad_parse_mode(inf__kernel_ctx *ctx, pad_mode *out) {
         *out = PAD_REFLECT;
     else if (!strcmp(m, "edge"))
         *out = PAD_EDGE;
+    else if (!strcmp(m, "wrap") && ctx->node->opset >= 19)
+        *out = PAD_WRAP;
     else
-        return inf__kernel_error(ctx, INF_EINVAL,
-                                 "attribute mode: expected constant, reflect or edge, got '%s'", m);
+        return inf__kernel_error(ctx, INF_EINVAL, "attribute mode: expected constant, reflect, edge%s, got '%s'",
+                                 ctx->node->opset >= 19 ? " or wrap" : " (wrap from opset 19)", m);
     return INF_OK;
 }
 
@@ -113,6 +118,7 @@ static int64_t pad_source(int64_t o, int64_t n, int64_t before, pad_mode mode) {
     if (i >= 0 && i < n) return i;
     if (mode == PAD_CONSTANT) return -1;
     if (mode == PAD_EDGE) return i < 0 ? 0 : n - 1;
+    if (mode == PAD_WRAP) return (i % n + n) % n; /* n > 0: an empty axis is refused before */
     if (n == 1) return 0;
     int64_t period = 2 * (n - 1);
     i %= period;
@@ -175,7 +181,7 @@ static inf_status pad_run(inf__kernel_ctx *ctx) {
                                      (long long)x->dims[a]);
         if (p.mode != PAD_CONSTANT && x->dims[a] == 0 && dims[a] > 0)
             return inf__kernel_error(ctx, INF_ESHAPE, "mode %s cannot pad the empty axis %d",
-                                     p.mode == PAD_EDGE ? "edge" : "reflect", a);
+                                     k_pad_mode_names[p.mode], a);
     }
     inf_tensor *y;
     if (pads_none(&p, r)) /* PyTorch's AvgPool2d export: Pad(0, ...) then AveragePool */

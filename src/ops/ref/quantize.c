@@ -114,13 +114,33 @@ static inline int32_t zp_at(const inf_tensor *t, int64_t i) {
 
 typedef struct axis_params {
     int64_t axis;
+    inf_dtype output_dtype; /* opset 21+ QuantizeLinear: y's type without a zero point; UNDEFINED = uint8 */
 } axis_params;
 
+/* Opsets 19-26 add attributes for types Infera does not implement (float8:
+ * saturate; int4/int16 and blocks: block_size, output_dtype; 23:
+ * precision): the defaults, and the values meaning an implemented type, are
+ * accepted, anything else refused by name. */
 static inf_status axis_init(inf__node *node, inf__arena *arena, inf_error *err) {
-    (void)err;
     axis_params *p = inf__op_params(arena, axis_params);
     if (!p) return INF_ENOMEM;
     p->axis = inf__attr_int(node, "axis", 1);
+    int64_t block = inf__attr_int(node, "block_size", 0);
+    if (block != 0)
+        return inf__node_error(node, err, INF_EUNSUPPORTED,
+                               "attribute block_size = %lld: blocked quantization is not implemented", (long long)block);
+    bool quantize = strcmp(node->op_type, "QuantizeLinear") == 0;
+    int64_t out = inf__attr_int(node, "output_dtype", 0);
+    bool out_ok = out == 0 || (quantize ? out == INF_DTYPE_U8 || out == INF_DTYPE_I8 : out == INF_DTYPE_F32);
+    if (!out_ok)
+        return inf__node_error(node, err, INF_EUNSUPPORTED, "attribute output_dtype: element type %s (ONNX type %lld) "
+                               "is not implemented here (%s)", inf__onnx_type_name((int)(out > 0 && out < 1000 ? out : -1)),
+                               (long long)out, quantize ? "uint8 or int8" : "float32");
+    int64_t precision = inf__attr_int(node, "precision", 0);
+    if (precision != 0 && precision != INF_DTYPE_F32)
+        return inf__node_error(node, err, INF_EUNSUPPORTED, "attribute precision: element type %s is not implemented "
+                               "(float32)", inf__onnx_type_name((int)(precision > 0 && precision < 1000 ? precision : -1)));
+    p->output_dtype = (inf_dtype)out;
     node->params = p;
     return INF_OK;
 }
@@ -165,7 +185,12 @@ static inf_status quantize_run(inf__kernel_ctx *ctx) {
     int64_t len, inner;
     if ((st = quant_axis(ctx, x, scale, zp, &len, &inner)) != INF_OK) return st;
     inf_tensor *y;
-    st = inf__kernel_output(ctx, 0, zp ? zp->dtype : INF_DTYPE_U8, x->ndim, x->dims, &y);
+    const axis_params *p = ctx->node->params;
+    if (zp && p->output_dtype && zp->dtype != p->output_dtype)
+        return inf__kernel_error(ctx, INF_ETYPE, "input y_zero_point is %s, attribute output_dtype says %s",
+                                 inf_dtype_name(zp->dtype), inf_dtype_name(p->output_dtype));
+    inf_dtype out_type = zp ? zp->dtype : p->output_dtype ? p->output_dtype : INF_DTYPE_U8;
+    st = inf__kernel_output(ctx, 0, out_type, x->ndim, x->dims, &y);
     if (st != INF_OK) return st;
     for (int64_t i = 0, n = inf_tensor_numel(x); i < n; i++) {
         int64_t k = (i / inner) % len;
