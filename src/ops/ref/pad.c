@@ -11,7 +11,8 @@
  *
  * Modes: constant, reflect (mirror without repeating the edge; pads wider
  * than the axis keep reflecting, as numpy does), edge (repeat the border),
- * wrap (opset 19+: the axis repeats periodically, numpy's wrap).
+ * wrap (opset 19+: the axis repeats periodically, numpy's wrap; with a
+ * negative pad the period is the part kept).
  * Negative pads crop.  reflect and edge need a non-empty axis to pad.
  *
  * Each output row (the last axis) is built from the source row of its outer
@@ -113,12 +114,16 @@ static inf_status pad_from_inputs(inf__kernel_ctx *ctx, const inf_tensor *x, pad
 
 /* Source index along an axis of n elements for output index o, or -1 for
  * the constant value. */
-static int64_t pad_source(int64_t o, int64_t n, int64_t before, pad_mode mode) {
+static int64_t pad_source(int64_t o, int64_t n, int64_t before, int64_t after, pad_mode mode) {
     int64_t i = o - before;
     if (i >= 0 && i < n) return i;
     if (mode == PAD_CONSTANT) return -1;
     if (mode == PAD_EDGE) return i < 0 ? 0 : n - 1;
-    if (mode == PAD_WRAP) return (i % n + n) % n; /* n > 0: an empty axis is refused before */
+    if (mode == PAD_WRAP) { /* the period is what the negative pads keep (crop first, as onnxruntime) */
+        int64_t lo = before < 0 ? -before : 0, len = n - lo - (after < 0 ? -after : 0);
+        if (len <= 0) return 0; /* nothing kept: the output axis is empty too */
+        return lo + ((i - lo) % len + len) % len;
+    }
     if (n == 1) return 0;
     int64_t period = 2 * (n - 1);
     i %= period;
@@ -145,7 +150,7 @@ static inf_status pad_row(inf__kernel_ctx *ctx, const pad_spec *p, const inf_ten
             j = hi - 1;
             continue;
         }
-        int64_t s = pad_source(j, n, before, p->mode);
+        int64_t s = pad_source(j, n, before, p->end[axis], p->mode);
         st = s < 0 ? move_fill(ctx, y, dst + j, &p->value, 0, 1)
                    : move_copy(ctx, y, dst + j, x, src + s, 1);
     }
@@ -199,7 +204,7 @@ static inf_status pad_run(inf__kernel_ctx *ctx) {
         int64_t src = 0;
         bool constant = false;
         for (int a = 0; a < r - 1; a++) {
-            int64_t i = pad_source(c[a], x->dims[a], p.begin[a], p.mode);
+            int64_t i = pad_source(c[a], x->dims[a], p.begin[a], p.end[a], p.mode);
             if (i < 0) constant = true;
             src += i * xs[a];
         }
