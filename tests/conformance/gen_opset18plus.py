@@ -321,8 +321,40 @@ def fusion_patterns():
     case("fusion_matmul_add_gelu_opset20", mlp, [("x", x)], ["y0"], 20, initializers=[w, bias])
 
 
+def resize_18_19():
+    x = rand(1, 2, 4, 6)
+    e = ("", None)
+    f = lambda *v: np.array(v, np.float32)
+    i = lambda *v: np.array(v, np.int64)
+    single("resize_linear_scales_opset18", "Resize", 18, [("x", x), e, ("s", f(1, 1, 2, 1.5))], mode="linear")
+    single("resize_axes_scales_opset18", "Resize", 18, [("x", x), e, ("s", f(0.5, 2.0))], mode="linear", axes=[3, 2])
+    single("resize_axes_sizes_nearest_opset18", "Resize", 18, [("x", x), e, e, ("z", i(7, 3))], axes=[-2, -1])
+    single("resize_not_larger_opset18", "Resize", 18, [("x", x), e, e, ("z", i(8, 8))], mode="linear", axes=[2, 3],
+           keep_aspect_ratio_policy="not_larger")
+    single("resize_not_smaller_opset18", "Resize", 18, [("x", x), e, e, ("z", i(5, 5))], mode="cubic", axes=[2, 3],
+           keep_aspect_ratio_policy="not_smaller")
+    for mode in ["linear", "cubic", "nearest"]:
+        single("resize_half_pixel_symmetric_%s_opset19" % mode, "Resize", 19, [("x", x), e, ("s", f(1, 1, 1.7, 0.6))],
+               mode=mode, coordinate_transformation_mode="half_pixel_symmetric")
+    single("resize_crop_and_resize_axes_opset19", "Resize", 19, [("x", x), ("roi", f(0.1, 0.2, 0.8, 0.9)), e,
+                                                                   ("z", i(3, 4))], mode="linear", axes=[2, 3],
+           coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-1.0)
+    single("resize_pytorch_half_pixel_opset24", "Resize", 24, [("x", x), e, ("s", f(1, 1, 2, 2))], mode="linear",
+           coordinate_transformation_mode="pytorch_half_pixel")
+
+
+def lppool_18():
+    x = rand(1, 2, 7, 6)
+    single("lppool_dilations_opset18", "LpPool", 18, [("x", x)], kernel_shape=[2, 2], dilations=[2, 2], p=2)
+    single("lppool_ceil_mode_opset18", "LpPool", 18, [("x", x)], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1, p=3)
+    single("lppool_ceil_pads_dilations_opset18", "LpPool", 18, [("x", x)], kernel_shape=[2, 3], strides=[2, 2],
+           dilations=[2, 1], pads=[1, 0, 1, 1], ceil_mode=1)
+    single("lppool_opset22", "LpPool", 22, [("x", x)], kernel_shape=[3, 2], p=1)
+    single("globallppool_opset18", "GlobalLpPool", 18, [("x", x)])
+
+
 GROUPS = [unchanged_operators, reduce_18, split_18, pad_18_19, scatter_18, pools, casts, misc_types, gridsample_20,
-          quantize_21, rnn_22, new_operators, fusion_patterns]
+          quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18]
 
 
 def main():

@@ -1,5 +1,5 @@
 /*
- * resize.c -- ONNX Resize (opsets 10-17) and Upsample (7-10), one N-D
+ * resize.c -- ONNX Resize (opsets 10-26) and Upsample (7-10), one N-D
  * separable interpolation for both.
  *
  *   Upsample 7     attribute scales (floats); 9-10 input scales.
@@ -46,8 +46,19 @@
  * Memory: one scratch block for the taps of every axis (sum of the output
  * lengths times 4 taps).
  *
- * Deviations: the opset 18 additions (antialias, axes, keep_aspect_ratio)
- * are not implemented.
+ * Opsets 18-26 (Resize 18, 19):
+ *   - `axes`: scales, sizes and roi name only those axes (negative counted
+ *     from the end; each once); the others keep their length (scale 1);
+ *   - `keep_aspect_ratio_policy` with sizes: stretch (each axis its own
+ *     scale), not_larger / not_smaller (one scale, the min / max of
+ *     size / length over the named axes; each length becomes
+ *     round(scale * length), half up, as the reference computes);
+ *   - coordinate_transformation_mode half_pixel_symmetric (19):
+ *     x = c (1 - out / (scale in)) + (o + 0.5) / scale - 0.5, c = in / 2.
+ *
+ * Deviations: antialias = 1 (18; a filter stretched by 1/scale when
+ * downsampling with linear or cubic) is not implemented and refused at load
+ * by name; with nearest, where it has no effect, it is accepted.
  */
 #include <math.h>
 
@@ -62,7 +73,10 @@ typedef enum rs_coord {
     RS_ASYMMETRIC,
     RS_TF_HALF_PIXEL_FOR_NN,
     RS_TF_CROP_AND_RESIZE,
+    RS_HALF_PIXEL_SYMMETRIC, /* opset 19 */
 } rs_coord;
+
+typedef enum rs_aspect { RS_STRETCH, RS_NOT_LARGER, RS_NOT_SMALLER } rs_aspect;
 
 typedef enum rs_nearest {
     RS_ROUND_PREFER_FLOOR,
@@ -82,6 +96,9 @@ typedef struct rs_params {
     double extrapolation;
     int n_scales; /* Upsample-7: attribute scales */
     const float *scales;
+    int n_axes;   /* opset 18: the axes scales/sizes/roi name; 0: all */
+    const int64_t *axes;
+    rs_aspect aspect;
 } rs_params;
 
 #define RS_MAX_TAPS 4
@@ -108,7 +125,9 @@ static inf_status rs_init(inf__node *node, inf__arena *arena, inf_error *err) {
     static const char *const modes[] = {"nearest", "linear", "cubic"};
     static const char *const coords[] = {"half_pixel",           "pytorch_half_pixel",
                                          "align_corners",        "asymmetric",
-                                         "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+                                         "tf_half_pixel_for_nn", "tf_crop_and_resize",
+                                         "half_pixel_symmetric"};
+    static const char *const aspects[] = {"stretch", "not_larger", "not_smaller"};
     static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                            "ceil"};
     rs_params *p = inf__op_params(arena, rs_params);
@@ -127,7 +146,7 @@ static inf_status rs_init(inf__node *node, inf__arena *arena, inf_error *err) {
     } else {
         const char *c = inf__attr_string(node, "coordinate_transformation_mode", "half_pixel");
         const char *nm = inf__attr_string(node, "nearest_mode", "round_prefer_floor");
-        if ((k = rs_lookup(c, coords, 6)) < 0)
+        if ((k = rs_lookup(c, coords, node->opset >= 19 ? 7 : 6)) < 0)
             return inf__node_error(
                 node, err, INF_EMODEL,
                 "attribute coordinate_transformation_mode: unsupported value '%s'", c);
@@ -136,6 +155,17 @@ static inf_status rs_init(inf__node *node, inf__arena *arena, inf_error *err) {
             return inf__node_error(node, err, INF_EMODEL,
                                    "attribute nearest_mode: unsupported value '%s'", nm);
         p->nearest = (rs_nearest)k;
+    }
+    if (!legacy && node->opset >= 18) {
+        const char *ka = inf__attr_string(node, "keep_aspect_ratio_policy", "stretch");
+        if ((k = rs_lookup(ka, aspects, 3)) < 0)
+            return inf__node_error(node, err, INF_EMODEL, "attribute keep_aspect_ratio_policy: unsupported value '%s'",
+                                   ka);
+        p->aspect = (rs_aspect)k;
+        p->axes = inf__attr_ints(node, "axes", &p->n_axes);
+        if (inf__attr_int(node, "antialias", 0) != 0 && p->mode != RS_NEAREST)
+            return inf__node_error(node, err, INF_EUNSUPPORTED,
+                                   "attribute antialias = 1 with mode %s is not implemented", m);
     }
     p->cubic_a = inf__attr_float(node, "cubic_coeff_a", -0.75f);
     p->exclude_outside = inf__attr_int(node, "exclude_outside", 0) != 0;
@@ -164,10 +194,50 @@ static inf_status rs_read_floats(inf__kernel_ctx *ctx, const inf_tensor *t, cons
     return INF_OK;
 }
 
+/* The axes that scales, sizes and roi name (opset 18 `axes`, else all):
+ * map[k] = the k-th named axis; *n their number. */
+static inf_status rs_axes(inf__kernel_ctx *ctx, const rs_params *p, int r, int *map, int *n) {
+    if (!p->axes) {
+        for (int a = 0; a < r; a++) map[a] = a;
+        *n = r;
+        return INF_OK;
+    }
+    bool seen[INF_MAX_DIMS] = {false};
+    if (p->n_axes > r) return inf__kernel_error(ctx, INF_ESHAPE, "attribute axes names %d axes, X has %d", p->n_axes, r);
+    for (int k = 0; k < p->n_axes; k++) {
+        int64_t a = p->axes[k] < 0 ? p->axes[k] + r : p->axes[k];
+        if (a < 0 || a >= r || seen[a])
+            return inf__kernel_error(ctx, INF_EINVAL, "attribute axes: %lld is out of range or repeated (rank %d)",
+                                     (long long)p->axes[k], r);
+        seen[a] = true;
+        map[k] = (int)a;
+    }
+    *n = p->n_axes;
+    return INF_OK;
+}
+
+/* keep_aspect_ratio_policy not_larger / not_smaller: one scale for the named axes. */
+static void rs_keep_aspect(const rs_params *p, const inf_tensor *x, const int *map, int n, const int64_t *sizes,
+                           double *scales, int64_t *dims) {
+    double scale = p->aspect == RS_NOT_LARGER ? INFINITY : 0;
+    for (int k = 0; k < n; k++) {
+        double s = x->dims[map[k]] ? (double)sizes[k] / (double)x->dims[map[k]] : 1.0;
+        scale = p->aspect == RS_NOT_LARGER ? fmin(scale, s) : fmax(scale, s);
+    }
+    for (int k = 0; k < n; k++) {
+        scales[map[k]] = scale;
+        dims[map[k]] = (int64_t)floor(scale * (double)x->dims[map[k]] + 0.5);
+    }
+}
+
 /* Fills scales[] and out dims from the scales attribute/input or sizes. */
 static inf_status rs_shape(inf__kernel_ctx *ctx, const rs_params *p, const inf_tensor *x,
                            double *scales, int64_t *dims) {
     int r = x->ndim, si = ctx->node->opset < 11 || p->is_upsample ? 1 : 2;
+    int map[INF_MAX_DIMS], n_named;
+    inf_status st0 = rs_axes(ctx, p, r, map, &n_named);
+    if (st0 != INF_OK) return st0;
+    for (int a = 0; a < r; a++) scales[a] = 1.0, dims[a] = x->dims[a];
     const inf_tensor *st_ = NULL, *sz = NULL;
     inf_status st;
     if (!p->scales && (st = move_input(ctx, si, "scales", false, &st_)) != INF_OK) return st;
@@ -179,17 +249,19 @@ static inf_status rs_shape(inf__kernel_ctx *ctx, const rs_params *p, const inf_t
         int n;
         if ((st = move_read_ints(ctx, sz, "sizes", false, INF_MAX_DIMS, sizes, &n)) != INF_OK)
             return st;
-        if (n != r)
+        if (n != n_named)
             return inf__kernel_error(ctx, INF_ESHAPE, "input sizes has %d values, expected %d", n,
-                                     r);
-        for (int a = 0; a < r; a++) {
-            if (sizes[a] < 0 || (sizes[a] > 0 && x->dims[a] == 0))
+                                     n_named);
+        for (int k = 0; k < n; k++) {
+            int a = map[k];
+            if (sizes[k] < 0 || (sizes[k] > 0 && x->dims[a] == 0))
                 return inf__kernel_error(ctx, INF_ESHAPE,
                                          "input sizes: cannot resize axis %d from %lld to %lld", a,
-                                         (long long)x->dims[a], (long long)sizes[a]);
-            dims[a] = sizes[a];
-            scales[a] = x->dims[a] ? (double)sizes[a] / (double)x->dims[a] : 1.0;
+                                         (long long)x->dims[a], (long long)sizes[k]);
+            dims[a] = sizes[k];
+            scales[a] = x->dims[a] ? (double)sizes[k] / (double)x->dims[a] : 1.0;
         }
+        if (p->aspect != RS_STRETCH) rs_keep_aspect(p, x, map, n, sizes, scales, dims);
         return INF_OK;
     }
     if (p->scales) {
@@ -198,7 +270,9 @@ static inf_status rs_shape(inf__kernel_ctx *ctx, const rs_params *p, const inf_t
                                      p->n_scales, r);
         for (int a = 0; a < r; a++) scales[a] = p->scales[a];
     } else if (rs_present(st_)) {
-        if ((st = rs_read_floats(ctx, st_, "scales", r, scales)) != INF_OK) return st;
+        double named[INF_MAX_DIMS];
+        if ((st = rs_read_floats(ctx, st_, "scales", n_named, named)) != INF_OK) return st;
+        for (int k = 0; k < n_named; k++) scales[map[k]] = named[k];
     } else {
         return inf__kernel_error(ctx, INF_EINVAL, "one of the inputs scales and sizes is required");
     }
@@ -225,6 +299,10 @@ static double rs_source(const rs_params *p, double o, int64_t in, int64_t out, d
     case RS_ASYMMETRIC: return o / scale;
     case RS_PYTORCH_HALF_PIXEL: return out == 1 ? 0.0 : (o + 0.5) / scale - 0.5;
     case RS_TF_HALF_PIXEL_FOR_NN: return (o + 0.5) / scale;
+    case RS_HALF_PIXEL_SYMMETRIC: {
+        double center = (double)in / 2, adjustment = out_len / (scale * (double)in);
+        return center * (1 - adjustment) + (o + 0.5) / scale - 0.5;
+    }
     case RS_TF_CROP_AND_RESIZE: {
         double x = out == 1 ? (roi[1] - roi[0]) * (double)(in - 1) / 2
                             : o * (roi[1] - roi[0]) * (double)(in - 1) / (out_len - 1);
@@ -372,9 +450,14 @@ static inf_status rs_run(inf__kernel_ctx *ctx) {
     int64_t dims[INF_MAX_DIMS];
     if ((st = rs_shape(ctx, p, x, scales, dims)) != INF_OK) return st;
     if (p->coord == RS_TF_CROP_AND_RESIZE) {
-        if ((st = move_input(ctx, 1, "roi", true, &roi_t)) != INF_OK ||
-            (st = rs_read_floats(ctx, roi_t, "roi", 2 * r, roi)) != INF_OK)
+        int map[INF_MAX_DIMS], n_named;
+        double named[2 * INF_MAX_DIMS];
+        if ((st = rs_axes(ctx, p, r, map, &n_named)) != INF_OK ||
+            (st = move_input(ctx, 1, "roi", true, &roi_t)) != INF_OK ||
+            (st = rs_read_floats(ctx, roi_t, "roi", 2 * n_named, named)) != INF_OK)
             return st;
+        for (int a = 0; a < r; a++) roi[a] = 0, roi[r + a] = 1; /* unnamed axes: the whole axis */
+        for (int k = 0; k < n_named; k++) roi[map[k]] = named[k], roi[r + map[k]] = named[n_named + k];
     }
     inf_tensor *y;
     if ((st = inf__kernel_output(ctx, 0, x->dtype, r, dims, &y)) != INF_OK) return st;
