@@ -353,8 +353,20 @@ def lppool_18():
     single("globallppool_opset18", "GlobalLpPool", 18, [("x", x)])
 
 
+def dft_20():
+    # float64: bins that are exactly 0 carry float32 rounding noise (~1e-6) in ORT's float32 DFT
+    x = rand(2, 8, 1, dtype=np.float64)
+    c = rand(2, 5, 2, dtype=np.float64)
+    e = ("", None)
+    single("dft_default_axis_opset20", "DFT", 20, [("x", x)])
+    single("dft_axis_input_opset20", "DFT", 20, [("x", rand(3, 4, 1, dtype=np.float64)), e, ("a", np.array(0, np.int64))])
+    single("dft_length_onesided_opset20", "DFT", 20, [("x", x), ("n", np.array(6, np.int64)), ("a", np.array(-2, np.int64))],
+           onesided=1)
+    single("dft_inverse_complex_opset20", "DFT", 20, [("x", c), ("n", np.array(7, np.int64))], inverse=1)
+
+
 GROUPS = [unchanged_operators, reduce_18, split_18, pad_18_19, scatter_18, pools, casts, misc_types, gridsample_20,
-          quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18]
+          quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18, dft_20]
 
 
 def main():
