@@ -430,7 +430,7 @@ static inf_status decode_graph_body(decoder *d, const Onnx__GraphProto *gp, grap
         } else if (b->values[idx].role != INF_VALUE_INITIALIZER) {
             return inf__error(d->err, INF_EMODEL, "%s: graph input '%s' is declared twice", d->path, name);
         }
-        set_value_info(d, &b->values[idx], gp->input[i]);
+        if ((st = set_value_info(d, &b->values[idx], gp->input[i])) != INF_OK) return st;
     }
     g->n_nodes = (int)gp->n_node;
     g->nodes = inf__arena_alloc(&d->model->arena, (gp->n_node + 1) * sizeof(inf__node));
@@ -444,12 +444,13 @@ static inf_status decode_graph_body(decoder *d, const Onnx__GraphProto *gp, grap
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *name = gp->output[i]->name ? gp->output[i]->name : "";
         if ((st = resolve_input(d, b, name, &idx)) != INF_OK) return st;
-        set_value_info(d, &b->values[idx], gp->output[i]);
+        if ((st = set_value_info(d, &b->values[idx], gp->output[i])) != INF_OK) return st;
         g->outputs[g->n_outputs++] = idx;
     }
     for (size_t i = 0; i < gp->n_value_info; i++) {
         idx = map_get(&b->names, gp->value_info[i]->name ? gp->value_info[i]->name : "");
-        if (idx >= 0 && !b->values[idx].has_info) set_value_info(d, &b->values[idx], gp->value_info[i]);
+        if (idx >= 0 && !b->values[idx].has_info && (st = set_value_info(d, &b->values[idx], gp->value_info[i])) != INF_OK)
+            return st;
     }
     return INF_OK;
 }

@@ -369,7 +369,81 @@ GROUPS = [unchanged_operators, reduce_18, split_18, pad_18_19, scatter_18, pools
           quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18, dft_20]
 
 
+# ---------------------------------------------------------------- error cases
+# (name, model, the text Infera's error must contain).  Every input is a constant, so `infera run` needs none.
+
+def error_cases():
+    errs = []
+
+    def err(name, nodes, inits, outputs, opset, expect, ml_opset=None, inputs=()):
+        model = make_model(nodes, list(inputs), outputs, opset, ml_opset, inits)
+        for o in model.graph.output:
+            o.CopyFrom(helper.make_tensor_value_info(o.name, TensorProto.FLOAT, None))
+        errs.append((name, model, expect))
+
+    c = lambda name, a: numpy_helper.from_array(np.asarray(a), name)
+    x = c("x", rand(2, 6, 3))
+    f8 = helper.make_tensor("f8", TensorProto.FLOAT8E4M3FN, [2], [1.0, 2.0])
+    err("float8_initializer", [helper.make_node("Identity", ["f8"], ["y"])], [f8], ["y"], 19,
+        "element type float8e4m3fn (ONNX type 17) is not implemented")
+    m = make_model([helper.make_node("Identity", ["q"], ["y"])], [], ["y"], 21)
+    m.graph.input.append(helper.make_tensor_value_info("q", TensorProto.INT4, [4]))
+    m.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.INT4, [4]))
+    errs.append(("int4_graph_input", m, "value 'q': element type int4 (ONNX type 22) is not implemented"))
+    err("cast_to_float8", [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E5M2)], [x], ["y"], 19,
+        "attribute 'to': element type float8e5m2 (ONNX type 19) is not implemented")
+    err("opset_27", [helper.make_node("Add", ["x", "x"], ["y"])], [x], ["y"], 27, "Infera knows opsets up to 26")
+    err("tree_ensemble_ml_opset5", [helper.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain="ai.onnx.ml",
+                                                     n_targets=1, nodes_treeids=[0], nodes_nodeids=[0],
+                                                     nodes_featureids=[0], nodes_modes=["LEAF"], nodes_values=[0.0],
+                                                     nodes_truenodeids=[0], nodes_falsenodeids=[0], target_treeids=[0],
+                                                     target_nodeids=[0], target_ids=[0], target_weights=[1.0])],
+        [x], ["y"], 21, "selects version 5 of TreeEnsembleRegressor's schema", ml_opset=5)
+    err("reduce_axes_attribute_opset18", [helper.make_node("ReduceMean", ["x"], ["y"], axes=[1])], [x], ["y"], 18,
+        "axes is an input at opset 18, not an attribute")
+    err("split_no_num_outputs_opset18", [helper.make_node("Split", ["x"], ["y", "z"], axis=1)], [x], ["y", "z"], 18,
+        "opset 18 needs input split or attribute num_outputs")
+    err("split_num_outputs_mismatch_opset18", [helper.make_node("Split", ["x"], ["y", "z"], axis=1, num_outputs=3)],
+        [x], ["y", "z"], 18, "attribute num_outputs is 3, the node has 2 outputs")
+    err("split_both_opset18", [helper.make_node("Split", ["x", "s"], ["y", "z"], axis=1, num_outputs=2)],
+        [x, c("s", np.array([3, 3], np.int64))], ["y", "z"], 18, "input split and attribute num_outputs are both given")
+    err("pad_wrap_opset18", [helper.make_node("Pad", ["x", "p"], ["y"], mode="wrap")],
+        [x, c("p", np.array([0, 1, 0, 0, 1, 0], np.int64))], ["y"], 18, "(wrap from opset 19)")
+    err("resize_antialias_linear_opset18", [helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear", antialias=1)],
+        [x, c("s", np.array([1, 1, 0.5], np.float32))], ["y"], 18, "antialias = 1 with mode linear is not implemented")
+    err("dft_axis_attribute_opset20", [helper.make_node("DFT", ["x"], ["y"], axis=1)], [x], ["y"], 20,
+        "axis is an input from opset 20, not an attribute")
+    err("quantize_blocked_opset21", [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], block_size=2, axis=1)],
+        [x, c("s", rand(2, 3, 3, lo=0.1, hi=1))], ["y"], 21, "block_size = 2: blocked quantization is not implemented")
+    err("groupnorm_groups_opset21", [helper.make_node("GroupNormalization", ["x", "g", "b"], ["y"], num_groups=4)],
+        [x, c("g", rand(6)), c("b", rand(6))], ["y"], 21, "num_groups 4 does not divide the 6 channels")
+    err("groupnorm_scale_shape_opset21", [helper.make_node("GroupNormalization", ["x", "g", "b"], ["y"], num_groups=2)],
+        [x, c("g", rand(2)), c("b", rand(2))], ["y"], 21, "input scale has 2 elements; expected 6")
+    err("gridsample_bilinear_opset20", [helper.make_node("GridSample", ["i", "g"], ["y"], mode="bilinear")],
+        [c("i", rand(1, 1, 3, 3)), c("g", rand(1, 2, 2, 2))], ["y"], 20, "'bilinear' is not a mode of opset 20")
+    err("lppool_dilations_opset17", [helper.make_node("LpPool", ["i"], ["y"], kernel_shape=[2, 2], dilations=[2, 2])],
+        [c("i", rand(1, 1, 5, 5))], ["y"], 17, "dilations and ceil_mode are attributes of opset 18+")
+    err("gelu_approximate_opset20", [helper.make_node("Gelu", ["x"], ["y"], approximate="fast")], [x], ["y"], 20,
+        "attribute approximate: expected none or tanh, got 'fast'")
+    err("bitwise_float_opset18", [helper.make_node("BitwiseAnd", ["x", "x"], ["y"])], [x], ["y"], 18,
+        "BitwiseAnd does not accept float32")
+    return errs
+
+
+def write_errors():
+    shutil.rmtree(ERR, ignore_errors=True)
+    os.makedirs(ERR)
+    errs = error_cases()
+    for name, model, expect in errs:
+        with open(os.path.join(ERR, name + ".onnx"), "wb") as f:
+            f.write(model.SerializeToString())
+        with open(os.path.join(ERR, name + ".expect"), "w") as f:
+            f.write(expect + "\n")
+    print("%d error cases written to %s" % (len(errs), ERR))
+
+
 def main():
+    write_errors()
     for g in GROUPS:
         g()
     shutil.rmtree(OUT, ignore_errors=True)
