@@ -365,8 +365,35 @@ def dft_20():
     single("dft_inverse_complex_opset20", "DFT", 20, [("x", c), ("n", np.array(7, np.int64))], inverse=1)
 
 
+def attention_23():
+    B, Hq, Hkv, S, L, D = 2, 4, 2, 3, 5, 4
+    q4, k4, v4 = rand(B, Hq, S, D), rand(B, Hkv, L, D), rand(B, Hkv, L, 6)
+    e = ("", None)
+    single("attention_4d_gqa_opset23", "Attention", 23, [("q", q4), ("k", k4), ("v", v4)])
+    single("attention_4d_causal_scale_opset23", "Attention", 23, [("q", rand(B, 2, 5, D)), ("k", rand(B, 2, 5, D)),
+                                                                    ("v", rand(B, 2, 5, D))], is_causal=1, scale=0.3)
+    single("attention_4d_bool_mask_opset23", "Attention", 23,
+           [("q", q4), ("k", k4), ("v", v4), ("m", rng.random((S, L)) > 0.3)])
+    single("attention_4d_float_mask_broadcast_opset23", "Attention", 23,
+           [("q", q4), ("k", k4), ("v", v4), ("m", rand(B, 1, S, L))])
+    single("attention_3d_heads_opset23", "Attention", 23, [("q", rand(B, S, Hq * D)), ("k", rand(B, L, Hkv * D)),
+                                                            ("v", rand(B, L, Hkv * 3))], q_num_heads=Hq, kv_num_heads=Hkv)
+    single("attention_past_present_causal_opset23", "Attention", 23,
+           [("q", q4), ("k", rand(B, Hkv, S, D)), ("v", rand(B, Hkv, S, 6)), e, ("pk", rand(B, Hkv, 2, D)),
+            ("pv", rand(B, Hkv, 2, 6))], n_out=3, is_causal=1)
+    single("attention_softcap_qk_softmax_opset23", "Attention", 23, [("q", q4), ("k", k4), ("v", v4)], n_out=4,
+           softcap=2.0, qk_matmul_output_mode=3)
+    single("attention_qk_with_bias_opset23", "Attention", 23, [("q", q4), ("k", k4), ("v", v4), ("m", rand(S, L))],
+           n_out=4, qk_matmul_output_mode=2)
+    single("attention_nonpad_opset24", "Attention", 24, [("q", q4), ("k", k4), ("v", v4), e, e, e,
+                                                          ("n", np.array([5, 3], np.int64))], is_causal=1)
+    single("attention_fully_masked_row_opset23", "Attention", 23,
+           [("q", q4), ("k", k4), ("v", v4), ("m", np.array([[True] * L, [False] * L, [True, False] * 2 + [True]]))])
+    single("attention_opset26", "Attention", 26, [("q", q4), ("k", k4), ("v", v4)], is_causal=1)
+
+
 GROUPS = [unchanged_operators, reduce_18, split_18, pad_18_19, scatter_18, pools, casts, misc_types, gridsample_20,
-          quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18, dft_20]
+          quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18, dft_20, attention_23]
 
 
 # ---------------------------------------------------------------- error cases
