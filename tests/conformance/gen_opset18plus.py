@@ -392,8 +392,21 @@ def attention_23():
     single("attention_opset26", "Attention", 26, [("q", q4), ("k", k4), ("v", v4)], is_causal=1)
 
 
+def rotary_23():
+    B, H, S, D = 2, 3, 4, 8
+    pos_cache = rand(10, D // 2), rand(10, D // 2)
+    pos = ints(B, S, hi=10)
+    single("rotaryembedding_4d_opset23", "RotaryEmbedding", 23,
+           [("x", rand(B, H, S, D)), ("c", rand(B, S, D // 2)), ("s", rand(B, S, D // 2))])
+    single("rotaryembedding_interleaved_positions_opset23", "RotaryEmbedding", 23,
+           [("x", rand(B, H, S, D)), ("c", pos_cache[0]), ("s", pos_cache[1]), ("p", pos)], interleaved=1)
+    single("rotaryembedding_3d_partial_opset23", "RotaryEmbedding", 23,
+           [("x", rand(B, S, H * D)), ("c", rand(10, 2)), ("s", rand(10, 2)), ("p", pos)], num_heads=H,
+           rotary_embedding_dim=4)
+
+
 GROUPS = [unchanged_operators, reduce_18, split_18, pad_18_19, scatter_18, pools, casts, misc_types, gridsample_20,
-          quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18, dft_20, attention_23]
+          quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18, dft_20, attention_23, rotary_23]
 
 
 # ---------------------------------------------------------------- error cases
