@@ -8,6 +8,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "ops/ops.h"
+
+static const char *const k_left_out_domain_ONNX = "ai.onnx", *const k_left_out_domain_ML = "ai.onnx.ml",
+                         *const k_left_out_domain_TRAINING = "ai.onnx.preview.training";
 
 int cmd_ops(int argc, char **argv) {
     bool markdown = false;
@@ -32,6 +36,14 @@ int cmd_ops(int argc, char **argv) {
             len += snprintf(list + len, sizeof list - (size_t)len, "%s%d", k ? ", " : "", versions[k]);
         if (markdown) printf("| %s | %s | %d–%d | %s |\n", domain, op, first, last, list);
         else printf("%-26s %-28s %2d-%-2d  (schema %s)\n", domain, op, first, last, list);
+    }
+    if (markdown) {
+        printf("\n## Not implemented\n\nOperators ONNX defines up to ai.onnx opset %d and ai.onnx.ml opset %d that this "
+               "build refuses, and why.\n\n| domain | operator | reason |\n|---|---|---|\n", INF_OPSET_MAX_ONNX,
+               INF_OPSET_MAX_ML);
+#define LEFT_OUT(domain, name, reason) printf("| %s | %s | %s |\n", k_left_out_domain_##domain, name, reason);
+#include "ops/left_out.def"
+#undef LEFT_OUT
     }
     return 0;
 }

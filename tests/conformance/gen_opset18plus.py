@@ -405,8 +405,42 @@ def rotary_23():
            rotary_embedding_dim=4)
 
 
+def more_new_operators():
+    single("cumprod_opset26", "CumProd", 26, [("x", rand(3, 4, lo=0.5, hi=1.5)), ("a", np.array(1, np.int64))])
+    single("cumprod_exclusive_reverse_opset26", "CumProd", 26, [("x", ints(2, 5, lo=-3, hi=4)), ("a", np.array(-1, np.int64))],
+           exclusive=1, reverse=1)
+    single("bitcast_float_to_int32_opset26", "BitCast", 26, [("x", rand(2, 3))], to=TensorProto.INT32)
+    single("bitcast_uint16_to_float16_opset26", "BitCast", 26, [("x", ints(4, hi=30000, dtype=np.uint16))],
+           to=TensorProto.FLOAT16)
+    single("tensorscatter_linear_opset24", "TensorScatter", 24,
+           [("c", rand(2, 3, 6, 4)), ("u", rand(2, 3, 2, 4)), ("w", np.array([1, 4], np.int64))])
+    single("tensorscatter_circular_opset24", "TensorScatter", 24,
+           [("c", rand(2, 5, 3)), ("u", rand(2, 3, 3)), ("w", np.array([4, 0], np.int64))], axis=1, mode="circular")
+    single("tensorscatter_no_indices_opset24", "TensorScatter", 24, [("c", rand(1, 4, 2)), ("u", rand(1, 2, 2))])
+    strs = np.array([["a b  c", " lead and trail "], ["", "x,,y,z"]], dtype=object)
+    single("stringconcat_broadcast_opset20", "StringConcat", 20, [("a", strs), ("b", np.array(["_s"], dtype=object))])
+    single("stringsplit_whitespace_opset20", "StringSplit", 20, [("x", strs)], n_out=2)
+    single("stringsplit_delimiter_opset20", "StringSplit", 20, [("x", strs)], n_out=2, delimiter=",")
+    single("stringsplit_maxsplit_opset20", "StringSplit", 20, [("x", strs)], n_out=2, maxsplit=1)
+    single("stringsplit_delimiter_maxsplit_opset20", "StringSplit", 20, [("x", strs)], n_out=2, delimiter=",", maxsplit=1)
+    x = rand(3, 5, 4)
+    single("centercroppad_crop_pad_opset18", "CenterCropPad", 18, [("x", x), ("s", np.array([2, 8, 3], np.int64))])
+    single("centercroppad_axes_opset18", "CenterCropPad", 18, [("x", x), ("s", np.array([7, 1], np.int64))], axes=[-1, 0])
+    single("col2im_opset18", "Col2Im", 18, [("x", rand(1, 5 * 4, 12)), ("i", np.array([4, 5], np.int64)),
+                                            ("b", np.array([2, 2], np.int64))])
+    single("col2im_strides_pads_dilations_opset18", "Col2Im", 18,
+           [("x", rand(2, 2 * 4, 6)), ("i", np.array([5, 5], np.int64)), ("b", np.array([2, 2], np.int64))],
+           strides=[2, 2], pads=[1, 0, 0, 1], dilations=[2, 1])
+    single("affinegrid_2d_opset20", "AffineGrid", 20, [("t", rand(2, 2, 3)), ("s", np.array([2, 3, 4, 5], np.int64))])
+    # (not an axis of length 1 with align_corners: ORT 1.30 puts its point at +1, the reference and PyTorch at -1,
+    # which Infera follows)
+    single("affinegrid_2d_align_opset20", "AffineGrid", 20, [("t", rand(1, 2, 3)), ("s", np.array([1, 1, 3, 2], np.int64))],
+           align_corners=1)
+    single("affinegrid_3d_opset20", "AffineGrid", 20, [("t", rand(1, 3, 4)), ("s", np.array([1, 2, 2, 3, 4], np.int64))])
+
+
 GROUPS = [unchanged_operators, reduce_18, split_18, pad_18_19, scatter_18, pools, casts, misc_types, gridsample_20,
-          quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18, dft_20, attention_23, rotary_23]
+          quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18, dft_20, attention_23, rotary_23, more_new_operators]
 
 
 # ---------------------------------------------------------------- error cases
