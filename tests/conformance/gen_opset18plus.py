@@ -233,8 +233,9 @@ def misc_types():
 
 
 def gridsample_20():
-    x = rand(1, 2, 4, 5)
-    g = rand(1, 3, 3, 2, lo=-1.1, hi=1.1)
+    # float64: cubic weights make values near 0 whose float32 rounding in ORT exceeds the relative tolerance
+    x = rand(1, 2, 4, 5, dtype=np.float64)
+    g = rand(1, 3, 3, 2, lo=-1.1, hi=1.1, dtype=np.float64)
     for mode in ["linear", "nearest", "cubic"]:
         for pad in ["zeros", "border", "reflection"]:
             single("gridsample_%s_%s_opset20" % (mode, pad), "GridSample", 20, [("x", x), ("g", g)], mode=mode,
@@ -253,6 +254,18 @@ def quantize_21():
             ("z", np.array([1, 2, 3, 128], np.uint8))], axis=-1)
     single("dequantizelinear_opset23", "DequantizeLinear", 23,
            [("x", ints(2, 3, lo=-128, hi=127, dtype=np.int8)), ("s", np.array(0.5, np.float32))])
+    single("quantizelinear_blocked_opset21", "QuantizeLinear", 21,
+           [("x", rand(2, 5, 3)), ("s", rand(2, 3, 3, lo=0.01, hi=0.1)), ("z", ints(2, 3, 3, lo=-20, hi=20, dtype=np.int8))],
+           axis=1, block_size=2)
+    single("dequantizelinear_blocked_opset21", "DequantizeLinear", 21,
+           [("x", ints(4, 6, hi=255, dtype=np.uint8)), ("s", rand(4, 2, lo=0.01, hi=0.1))], axis=-1, block_size=3)
+    single("quantizelinear_int16_opset21", "QuantizeLinear", 21,
+           [("x", rand(3, 4, lo=-100, hi=100)), ("s", np.array(0.002, np.float32)), ("z", np.array(-7, np.int16))])
+    single("quantizelinear_uint16_output_dtype_opset21", "QuantizeLinear", 21,
+           [("x", rand(3, 4, lo=0, hi=100)), ("s", np.array(0.002, np.float32))], output_dtype=TensorProto.UINT16)
+    single("dequantizelinear_int16_per_axis_opset21", "DequantizeLinear", 21,
+           [("x", ints(3, 4, lo=-30000, hi=30000, dtype=np.int16)), ("s", rand(3, lo=0.001, hi=0.01)),
+            ("z", np.array([0, 5, -5], np.int16))], axis=0)
     single("quantizelinear_opset25", "QuantizeLinear", 25, [("x", x), ("s", np.array(0.05, np.float32)),
                                                              ("z", np.array(128, np.uint8))])
 
@@ -274,7 +287,8 @@ def new_operators():
     single("bitwisenot_int8_opset26", "BitwiseNot", 26, [("a", ints(6, lo=-128, hi=127, dtype=np.int8))])
     x = rand(2, 3, 8, lo=-4, hi=4)
     single("gelu_opset20", "Gelu", 20, [("x", x)])
-    single("gelu_tanh_opset20", "Gelu", 20, [("x", x)], approximate="tanh")
+    # (|x| < 3: beyond, ORT's float32 1 + tanh(...) cancels and is ~0.4% off the exact value, which Infera gives)
+    single("gelu_tanh_opset20", "Gelu", 20, [("x", np.clip(x, -3, 3))], approximate="tanh")
     single("gelu_opset22", "Gelu", 22, [("x", x)])
     single("mish_opset18", "Mish", 18, [("x", x)])
     single("mish_opset22", "Mish", 22, [("x", x)])
@@ -487,8 +501,11 @@ def error_cases():
         [x, c("s", np.array([1, 1, 0.5], np.float32))], ["y"], 18, "antialias = 1 with mode linear is not implemented")
     err("dft_axis_attribute_opset20", [helper.make_node("DFT", ["x"], ["y"], axis=1)], [x], ["y"], 20,
         "axis is an input from opset 20, not an attribute")
-    err("quantize_blocked_opset21", [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], block_size=2, axis=1)],
-        [x, c("s", rand(2, 3, 3, lo=0.1, hi=1))], ["y"], 21, "block_size = 2: blocked quantization is not implemented")
+    err("quantize_blocked_scale_shape_opset21", [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], block_size=2, axis=1)],
+        [x, c("s", rand(2, 2, 3, lo=0.1, hi=1))], ["y"], 21, "block_size 2 on axis 1 needs x's shape with 3 blocks")
+    err("quantize_output_float8_opset21", [helper.make_node("QuantizeLinear", ["x", "s"], ["y"],
+                                                            output_dtype=TensorProto.FLOAT8E4M3FN)],
+        [x, c("s", np.array(0.1, np.float32))], ["y"], 21, "output_dtype: element type float8e4m3fn (ONNX type 17)")
     err("groupnorm_groups_opset21", [helper.make_node("GroupNormalization", ["x", "g", "b"], ["y"], num_groups=4)],
         [x, c("g", rand(6)), c("b", rand(6))], ["y"], 21, "num_groups 4 does not divide the 6 channels")
     err("groupnorm_scale_shape_opset21", [helper.make_node("GroupNormalization", ["x", "g", "b"], ["y"], num_groups=2)],
