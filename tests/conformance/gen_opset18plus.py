@@ -347,6 +347,15 @@ def resize_18_19():
            keep_aspect_ratio_policy="not_larger")
     single("resize_not_smaller_opset18", "Resize", 18, [("x", x), e, e, ("z", i(5, 5))], mode="cubic", axes=[2, 3],
            keep_aspect_ratio_policy="not_smaller")
+    big = rand(1, 2, 9, 12)
+    for mode in ["linear", "cubic"]:
+        single("resize_antialias_%s_opset18" % mode, "Resize", 18, [("x", big), e, ("s", f(1, 1, 0.5, 0.3))], mode=mode,
+               antialias=1)
+        single("resize_antialias_%s_sizes_exclude_opset18" % mode, "Resize", 18, [("x", big), e, e, ("z", i(4, 5))],
+               mode=mode, antialias=1, axes=[2, 3], exclude_outside=1)
+        single("resize_antialias_%s_up_down_opset19" % mode, "Resize", 19, [("x", big), e, ("s", f(1, 1, 1.5, 0.7))],
+               mode=mode, antialias=1, coordinate_transformation_mode="pytorch_half_pixel")
+    single("resize_antialias_nearest_opset18", "Resize", 18, [("x", x), e, ("s", f(1, 1, 0.5, 0.5))], mode="nearest")
     for mode in ["linear", "cubic", "nearest"]:
         single("resize_half_pixel_symmetric_%s_opset19" % mode, "Resize", 19, [("x", x), e, ("s", f(1, 1, 1.7, 0.6))],
                mode=mode, coordinate_transformation_mode="half_pixel_symmetric")
@@ -497,8 +506,10 @@ def error_cases():
         [x, c("s", np.array([3, 3], np.int64))], ["y", "z"], 18, "input split and attribute num_outputs are both given")
     err("pad_wrap_opset18", [helper.make_node("Pad", ["x", "p"], ["y"], mode="wrap")],
         [x, c("p", np.array([0, 1, 0, 0, 1, 0], np.int64))], ["y"], 18, "(wrap from opset 19)")
-    err("resize_antialias_linear_opset18", [helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear", antialias=1)],
-        [x, c("s", np.array([1, 1, 0.5], np.float32))], ["y"], 18, "antialias = 1 with mode linear is not implemented")
+    err("resize_antialias_too_many_taps_opset18",
+        [helper.make_node("Resize", ["w", "", "s"], ["y"], mode="linear", antialias=1)],
+        [c("w", rand(1, 1, 400)), c("s", np.array([1, 1, 0.005], np.float32))], ["y"], 18,
+        "antialias: scale 0.005 on axis 2 needs 402 taps")
     err("dft_axis_attribute_opset20", [helper.make_node("DFT", ["x"], ["y"], axis=1)], [x], ["y"], 20,
         "axis is an input from opset 20, not an attribute")
     err("quantize_blocked_scale_shape_opset21", [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], block_size=2, axis=1)],

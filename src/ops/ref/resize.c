@@ -56,9 +56,12 @@
  *   - coordinate_transformation_mode half_pixel_symmetric (19):
  *     x = c (1 - out / (scale in)) + (o + 0.5) / scale - 0.5, c = in / 2.
  *
- * Deviations: antialias = 1 (18; a filter stretched by 1/scale when
- * downsampling with linear or cubic) is not implemented and refused at load
- * by name; with nearest, where it has no effect, it is accepted.
+ *   - antialias = 1 (18) with linear or cubic: the filter is stretched by
+ *     1 / scale when downsampling (2 - 2 start taps, start = floor(-support
+ *     / scale) + 1, support 1 or 2), weights normalised to sum 1, as the
+ *     ONNX reference computes; with nearest it has no effect.
+ *
+ * Deviations: none known.
  */
 #include <math.h>
 
@@ -99,14 +102,17 @@ typedef struct rs_params {
     int n_axes;   /* opset 18: the axes scales/sizes/roi name; 0: all */
     const int64_t *axes;
     rs_aspect aspect;
+    bool antialias; /* opset 18, linear/cubic */
 } rs_params;
 
 #define RS_MAX_TAPS 4
+#define RS_MAX_ANTIALIAS_TAPS 254 /* ntap is a byte */
 
 /* The taps of one axis: for output index o, ntap[o] taps at
  * off[o*4 + k] (input offset in elements) with weight w[o*4 + k];
  * outside[o] marks a tf_crop_and_resize extrapolation. */
 typedef struct rs_axis {
+    int cap; /* taps per output index: RS_MAX_TAPS, more with antialias */
     int64_t *off;
     double *w;
     uint8_t *ntap;
@@ -163,9 +169,7 @@ static inf_status rs_init(inf__node *node, inf__arena *arena, inf_error *err) {
                                    ka);
         p->aspect = (rs_aspect)k;
         p->axes = inf__attr_ints(node, "axes", &p->n_axes);
-        if (inf__attr_int(node, "antialias", 0) != 0 && p->mode != RS_NEAREST)
-            return inf__node_error(node, err, INF_EUNSUPPORTED,
-                                   "attribute antialias = 1 with mode %s is not implemented", m);
+        p->antialias = inf__attr_int(node, "antialias", 0) != 0 && p->mode != RS_NEAREST;
     }
     p->cubic_a = inf__attr_float(node, "cubic_coeff_a", -0.75f);
     p->exclude_outside = inf__attr_int(node, "exclude_outside", 0) != 0;
@@ -335,10 +339,49 @@ static void rs_cubic_coeffs(double r, double A, double *c) {
     c[3] = ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A;
 }
 
+/* The first tap of the antialias filter relative to floor(x) (linear:
+ * support 1, cubic: 2, stretched by 1 / scale); the filter has 2 - 2 start taps. */
+static int64_t rs_antialias_start(const rs_params *p, double scale) {
+    double support = p->mode == RS_CUBIC ? 2.0 : 1.0;
+    return (int64_t)floor(-support / fmin(scale, 1.0)) + 1;
+}
+
+/* Taps per output index of an axis. */
+static int64_t rs_cap(const rs_params *p, double scale) {
+    return p->antialias ? 2 - 2 * rs_antialias_start(p, scale) : RS_MAX_TAPS;
+}
+
+static double rs_cubic_weight(double x, double A) {
+    x = fabs(x);
+    if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
+    if (x < 2) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+    return 0;
+}
+
+/* Antialias (opset 18, the ONNX reference's filter): taps x0 + k, k from
+ * start, weights filter((k - ratio) * scale) normalised to sum 1. */
+static int rs_antialias_taps(const rs_params *p, double x, int64_t in, double scale, int64_t *idx, double *w) {
+    double f = floor(x), ratio = x - f;
+    int64_t x0 = (int64_t)f;
+    if (ratio == 0) x0 -= 1, ratio = 1;
+    double sc = fmin(scale, 1.0), sum = 0;
+    int64_t start = rs_antialias_start(p, scale), n = 2 - 2 * start;
+    for (int64_t k = 0; k < n; k++) {
+        double t = ((double)(start + k) - ratio) * sc;
+        idx[k] = x0 + start + k;
+        w[k] = p->mode == RS_CUBIC ? rs_cubic_weight(t, p->cubic_a) : fmax(0.0, 1 - fabs(t));
+        if (p->exclude_outside && (idx[k] < 0 || idx[k] >= in)) w[k] = 0;
+        sum += w[k];
+    }
+    for (int64_t k = 0; k < n; k++) w[k] = sum != 0 ? w[k] / sum : 0;
+    return (int)n;
+}
+
 /* Taps of output index o: input indices idx[] (may lie outside [0, in)) and
  * weights w[]; returns their number. */
 static int rs_raw_taps(const rs_params *p, double x, int64_t in, double scale, int64_t *idx,
                        double *w) {
+    if (p->antialias) return rs_antialias_taps(p, x, in, scale, idx, w);
     if (p->mode == RS_NEAREST) {
         idx[0] = rs_nearest_index(p, x, scale);
         w[0] = 1;
@@ -373,14 +416,14 @@ static void rs_axis_taps(const rs_params *p, int64_t in, int64_t out, double sca
     for (int64_t o = 0; o < out; o++) {
         bool outside;
         double x = rs_source(p, (double)o, in, out, scale, roi, &outside);
-        int64_t idx[RS_MAX_TAPS];
-        double w[RS_MAX_TAPS];
+        int64_t idx[RS_MAX_ANTIALIAS_TAPS];
+        double w[RS_MAX_ANTIALIAS_TAPS];
         int n = rs_raw_taps(p, x, in, scale, idx, w), kept = 0;
         for (int k = 0; k < n; k++) {
             if (w[k] == 0 && !(n == 1)) continue;
             int64_t i = idx[k] < 0 ? 0 : idx[k] >= in ? in - 1 : idx[k];
-            ax->off[o * RS_MAX_TAPS + kept] = i * stride;
-            ax->w[o * RS_MAX_TAPS + kept] = w[k];
+            ax->off[o * ax->cap + kept] = i * stride;
+            ax->w[o * ax->cap + kept] = w[k];
             kept++;
         }
         ax->ntap[o] = (uint8_t)kept;
@@ -401,7 +444,7 @@ typedef struct rs_run_state {
 static double rs_accumulate(const rs_run_state *s, int a, int64_t off) {
     if (a == s->r) return inf__tensor_get_f64(s->x, off);
     const rs_axis *ax = &s->axes[a];
-    int64_t o = s->c[a] * RS_MAX_TAPS;
+    int64_t o = s->c[a] * ax->cap;
     double sum = 0;
     for (int k = 0; k < ax->ntap[s->c[a]]; k++)
         sum += ax->w[o + k] * rs_accumulate(s, a + 1, off + ax->off[o + k]);
@@ -422,7 +465,7 @@ static inf_status rs_compute(inf__kernel_ctx *ctx, const rs_params *p, const inf
             inf__tensor_set_f64(y, i, p->extrapolation);
         } else if (p->mode == RS_NEAREST) {
             int64_t off = 0;
-            for (int a = 0; a < r; a++) off += axes[a].off[c[a] * RS_MAX_TAPS];
+            for (int a = 0; a < r; a++) off += axes[a].off[c[a] * axes[a].cap];
             st = move_copy(ctx, y, i, x, off, 1);
         } else {
             double v = rs_accumulate(&s, 0, 0);
@@ -463,23 +506,30 @@ static inf_status rs_run(inf__kernel_ctx *ctx) {
     if ((st = inf__kernel_output(ctx, 0, x->dtype, r, dims, &y)) != INF_OK) return st;
     if (inf_tensor_numel(y) == 0) return INF_OK;
 
-    size_t total = 0;
-    for (int a = 0; a < r; a++) total += (size_t)dims[a];
-    size_t bytes = total * RS_MAX_TAPS * (sizeof(int64_t) + sizeof(double)) + 2 * total;
+    size_t total = 0, total_taps = 0;
+    for (int a = 0; a < r; a++) {
+        int64_t cap = rs_cap(p, scales[a]);
+        if (cap > RS_MAX_ANTIALIAS_TAPS)
+            return inf__kernel_error(ctx, INF_EUNSUPPORTED, "antialias: scale %g on axis %d needs %lld taps, at most %d "
+                                     "are implemented", scales[a], a, (long long)cap, RS_MAX_ANTIALIAS_TAPS);
+        total += (size_t)dims[a], total_taps += (size_t)(dims[a] * cap);
+    }
+    size_t bytes = total_taps * (sizeof(int64_t) + sizeof(double)) + 2 * total;
     char *mem = inf__kernel_scratch(ctx, bytes ? bytes : 1);
     if (!mem) return INF_ENOMEM;
     rs_axis axes[INF_MAX_DIMS];
     int64_t *off = (int64_t *)mem;
-    double *w = (double *)(off + total * RS_MAX_TAPS);
-    uint8_t *bytes_p = (uint8_t *)(w + total * RS_MAX_TAPS);
+    double *w = (double *)(off + total_taps);
+    uint8_t *bytes_p = (uint8_t *)(w + total_taps);
     int64_t stride = inf_tensor_numel(x);
     for (int a = 0; a < r; a++) {
         stride /= x->dims[a];
-        axes[a] = (rs_axis){off, w, bytes_p, bytes_p + dims[a]};
+        int cap = (int)rs_cap(p, scales[a]);
+        axes[a] = (rs_axis){cap, off, w, bytes_p, bytes_p + dims[a]};
         double roi_a[2] = {roi[a], roi[r + a]};
         rs_axis_taps(p, x->dims[a], dims[a], scales[a], roi_a, stride, &axes[a]);
-        off += dims[a] * RS_MAX_TAPS;
-        w += dims[a] * RS_MAX_TAPS;
+        off += dims[a] * cap;
+        w += dims[a] * cap;
         bytes_p += 2 * dims[a];
     }
     return rs_compute(ctx, p, x, y, axes);

@@ -1,1 +1,2 @@
-BxJ0WB»AêòÑAß©BuÅB@ãf@†oB“®¥A.	B£  A>½¨BäïfBû†A
+BxJ0óW¬Ba¿FBÎ€XBL"B
+žÄB€8ï@‘]B¥°B	 BÃÚ¢BÈq‚B ˜–B
