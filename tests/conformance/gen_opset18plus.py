@@ -463,8 +463,32 @@ def more_new_operators():
     single("affinegrid_3d_opset20", "AffineGrid", 20, [("t", rand(1, 3, 4)), ("s", np.array([1, 2, 2, 3, 4], np.int64))])
 
 
+def ml_opset5():
+    """ai.onnx.ml opset 5 (with ai.onnx 21): LabelEncoder's version 4 (tensor keys/values), TreeEnsemble (5), and
+    operators whose schema did not change."""
+    def ml(name, node, inputs, outputs):
+        case(name, [node], inputs, outputs, 21, ml_opset=5)
+    keys = numpy_helper.from_array(np.array([1, 5, 9], np.int64), "k")
+    vals = numpy_helper.from_array(np.array([0.5, -1.5, 2.25], np.float32), "v")
+    dflt = numpy_helper.from_array(np.array([7.0], np.float32), "d")
+    ml("labelencoder_tensor_attrs_ml5", helper.make_node("LabelEncoder", ["x"], ["y0"], domain="ai.onnx.ml", keys_tensor=keys,
+                                                         values_tensor=vals, default_tensor=dflt),
+       [("x", np.array([[1, 2], [9, 5]], np.int64))], ["y0"])
+    ml("labelencoder_strings_ml5", helper.make_node("LabelEncoder", ["x"], ["y0"], domain="ai.onnx.ml",
+                                                    keys_strings=["a", "b"], values_int64s=[3, 4], default_int64=-1),
+       [("x", np.array(["b", "z", "a"], dtype=object))], ["y0"])
+    ml("scaler_ml5", helper.make_node("Scaler", ["x"], ["y0"], domain="ai.onnx.ml", offset=[0.5, -1.0, 2.0],
+                                      scale=[2.0, 0.5, 1.0]), [("x", rand(4, 3))], ["y0"])
+    ml("treeensemble_ml5", helper.make_node(
+        "TreeEnsemble", ["x"], ["y0"], domain="ai.onnx.ml", aggregate_function=1, n_targets=1,
+        tree_roots=[0], nodes_featureids=[0, 1], nodes_modes=numpy_helper.from_array(np.array([0, 0], np.uint8)),
+        nodes_splits=numpy_helper.from_array(np.array([0.0, 0.5], np.float32)), nodes_truenodeids=[1, 2],
+        nodes_trueleafs=[0, 1], nodes_falsenodeids=[0, 1], nodes_falseleafs=[1, 1], leaf_targetids=[0, 0, 0],
+        leaf_weights=numpy_helper.from_array(np.array([1.0, 2.0, 3.0], np.float32))), [("x", rand(5, 2))], ["y0"])
+
+
 GROUPS = [unchanged_operators, reduce_18, split_18, pad_18_19, scatter_18, pools, casts, misc_types, gridsample_20,
-          quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18, dft_20, attention_23, rotary_23, more_new_operators]
+          quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18, dft_20, attention_23, rotary_23, more_new_operators, ml_opset5]
 
 
 # ---------------------------------------------------------------- error cases
