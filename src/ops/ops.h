@@ -112,6 +112,30 @@ int inf__domain_from_string(const char *domain);
 /* Finds (domain, name); NULL if absent.  Opset range is checked by the caller. */
 const inf__op *inf__op_find(inf__domain domain, const char *name);
 
+/* ---- operator facts for the graph layer (ops/op_facts.c) ---- */
+
+typedef enum inf__shape_rule {
+    INF_SHAPE_OTHER = 0,  /* an op-specific rule, or unknown */
+    INF_SHAPE_SAME,       /* output 0: input 0's shape and element type */
+    INF_SHAPE_BROADCAST,  /* output 0: the numpy broadcast of the inputs */
+} inf__shape_rule;
+
+typedef struct inf__op_facts {
+    inf__domain domain;
+    const char *name;
+    uint32_t inplace_inputs;  /* bit i: output 0 may reuse input i's buffer (memplan) */
+    inf__shape_rule shape;    /* shape_infer */
+    bool activation;          /* optimize: folds into the producer's epilogue */
+    bool takes_activation;    /* optimize: can apply a folded activation */
+    bool nondeterministic;    /* optimize: never constant-folded */
+} inf__op_facts;
+
+/* One row per inf__op_table row, same order. */
+extern const inf__op_facts inf__op_facts_table[];
+extern const int inf__op_facts_count;
+/* The facts of a bound operator (all false for NULL). */
+const inf__op_facts *inf__op_facts_of(const inf__op *op);
+
 /* ---- services for kernels (implemented in graph/session.c) ---- */
 
 /* Creates output i with the given element type and shape, data uninitialised

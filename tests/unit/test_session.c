@@ -176,6 +176,25 @@ TEST(ops_schema_ranges) {
     ASSERT_EQ(inf__op_schema_effective(add, 12), 7);
 }
 
+/* Every operator has its row of facts (ops/op_facts.c), in ops.def's order,
+ * so inf__op_facts_of finds it by position; and the facts the graph layer
+ * relies on hold for the operators it names. */
+TEST(ops_facts_complete) {
+    ASSERT_EQ(inf__op_facts_count, inf__op_count);
+    for (int i = 0; i < inf__op_count && i < inf__op_facts_count; i++)
+        if (inf__op_facts_table[i].domain != inf__op_table[i].domain ||
+            strcmp(inf__op_facts_table[i].name, inf__op_table[i].name) != 0)
+            TEST_FAIL_AT("op_facts.c row %d is %s, ops.def row %d is %s", i, inf__op_facts_table[i].name, i,
+                         inf__op_table[i].name);
+    ASSERT_EQ(inf__op_facts_of(inf__op_find(INF_DOMAIN_ONNX, "Add"))->inplace_inputs, 3u);
+    ASSERT_EQ(inf__op_facts_of(inf__op_find(INF_DOMAIN_INFERA, "Gelu"))->inplace_inputs, 1u);
+    ASSERT_EQ(inf__op_facts_of(inf__op_find(INF_DOMAIN_ONNX, "Gelu"))->inplace_inputs, 0u);
+    ASSERT_TRUE(inf__op_facts_of(inf__op_find(INF_DOMAIN_ONNX, "RandomNormal"))->nondeterministic);
+    ASSERT_TRUE(inf__op_facts_of(inf__op_find(INF_DOMAIN_TRAINING, "Adam"))->nondeterministic);
+    ASSERT_TRUE(inf__op_facts_of(inf__op_find(INF_DOMAIN_INFERA, "ConvAdd"))->takes_activation);
+    ASSERT_TRUE(inf__op_facts_of(NULL)->shape == INF_SHAPE_OTHER);
+}
+
 /* ---- model errors ---- */
 
 TEST(model_load_rejects_corrupt_bytes) {
