@@ -49,11 +49,14 @@ const cli_command cli_commands[] = {
      "and \"profile_run_us\" (mean run time while profiling).  Latencies then include\n"
      "the timer reads (about 80 ns a node).\n"},
     {"conformance", cmd_conformance, "run the ONNX backend test suites",
-     "usage: infera conformance [--suite node|pytorch-converted|pytorch-operator|simple|all] [--filter REGEX]\n"
-     "                          [--data-dir DIR] [--expected-failures FILE] [--quiet]\n"
+     "usage: infera conformance [--suite node|pytorch-converted|pytorch-operator|simple|opset18plus|all]\n"
+     "                          [--filter REGEX] [--data-dir DIR] [--opset-dir DIR]\n"
+     "                          [--expected-failures FILE] [--quiet]\n"
      "\n"
      "Runs the ONNX backend test data (Debian package libonnx-testdata, default\n"
-     "DIR /usr/share/libonnx-testdata/data), one process per test.  Prints one line per\n"
+     "DIR /usr/share/libonnx-testdata/data), or with --suite opset18plus Infera's\n"
+     "suite for opsets 18-26 (models and ONNX Runtime's outputs, default DIR\n"
+     "tests/conformance/data of the source tree), one process per test.  Prints one line per\n"
      "test (PASS, FAIL with the reason, XFAIL for a listed known failure, XPASS for a\n"
      "listed test that now passes) and closes with 'N passed, M failed'.  Exit status\n"
      "is non-zero when a test fails that is not listed in the expected-failures\n"

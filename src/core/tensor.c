@@ -34,6 +34,17 @@ const char *inf_dtype_name(inf_dtype dtype) {
     }
 }
 
+/* ONNX element types newer than the ones Infera implements (ONNX 1.23's
+ * TensorProto.DataType numbering, from INF_DTYPE_COUNT on). */
+const char *inf__onnx_type_name(int onnx_type) {
+    static const char *const newer[] = {"float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
+                                        "uint4",        "int4",           "float4e2m1", "float8e8m0",
+                                        "uint2",        "int2"};
+    if (onnx_type >= 0 && onnx_type < INF_DTYPE_COUNT) return inf_dtype_name((inf_dtype)onnx_type);
+    int i = onnx_type - INF_DTYPE_COUNT;
+    return i >= 0 && i < (int)(sizeof newer / sizeof newer[0]) ? newer[i] : "unknown";
+}
+
 inf_dtype inf_dtype_from_name(const char *name) {
     static const struct {
         const char *alias;

@@ -55,14 +55,8 @@
 #include "graph/shape_infer.h"
 #include "ops/ops.h"
 
-/* Ops whose outputs differ from run to run, or that must not run early. */
-static bool is_nondeterministic(const inf__node *node) {
-    static const char *const names[] = {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike",
-                                        "RandomUniform", "RandomUniformLike"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(node->op_type, names[i])) return true;
-    return node->op->domain == INF_DOMAIN_TRAINING;
-}
+/* Ops whose outputs differ from run to run, or that must not run early (ops/op_facts.c). */
+static bool is_nondeterministic(const inf__node *node) { return inf__op_facts_of(node->op)->nondeterministic; }
 
 static bool has_subgraph(const inf__node *node) {
     for (int a = 0; a < node->n_attrs; a++)
@@ -158,13 +152,6 @@ static inf_status rebind_readers(struct inf_model *model, inf__graph *g, const b
 
 /* ---- activation fusion ---- */
 
-static bool op_is(const inf__node *node, const char *const *names, size_t n) {
-    if (node->op->domain != INF_DOMAIN_ONNX) return false;
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(node->op_type, names[i])) return true;
-    return false;
-}
-
 /* The scalar float32 constant behind input i, or dflt when absent; false
  * when the input is computed at run time or not a float32 scalar. */
 static bool constant_bound(const inf__node *node, int i, float dflt, float *out) {
@@ -180,8 +167,7 @@ static bool constant_bound(const inf__node *node, int i, float dflt, float *out)
 
 /* The epilogue equivalent to activation node a, if it has one. */
 static bool epilogue_of(const inf__node *a, inf__epilogue *ep) {
-    static const char *const acts[] = {"Relu", "LeakyRelu", "Clip"};
-    if (!op_is(a, acts, 3)) return false;
+    if (!inf__op_facts_of(a->op)->activation) return false; /* Relu, LeakyRelu, Clip (ops/op_facts.c) */
     memset(ep, 0, sizeof *ep);
     if (!strcmp(a->op_type, "Relu")) {
         ep->kind = INF_EPILOGUE_RELU;
@@ -200,7 +186,6 @@ static bool epilogue_of(const inf__node *a, inf__epilogue *ep) {
 }
 
 static void fuse_activations(inf__graph *g, bool *dead) {
-    static const char *const producers[] = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "BatchNormalization"};
     for (int n = 0; n < g->n_nodes; n++) {
         inf__node *a = &g->nodes[n];
         inf__epilogue ep;
@@ -209,13 +194,14 @@ static void fuse_activations(inf__graph *g, bool *dead) {
         int v = a->inputs[0], w = a->outputs[0], p = g->values[v].producer;
         if (p < 0 || dead[p] || g->values[v].n_consumers != 1) continue;
         inf__node *prod = &g->nodes[p];
-        bool conv_add = prod->op->domain == INF_DOMAIN_INFERA &&
-                        (!strcmp(prod->op_type, "ConvAdd") || !strcmp(prod->op_type, "QGemm") ||
-                         !strcmp(prod->op_type, "QConv"));
         /* a QGemm/QConv whose store ends in Q -> DQ, or in a GELU, must not take an activation after it */
-        bool requantized = conv_add && prod->n_inputs > 7 && prod->inputs[7] >= 0;
-        if (requantized || (conv_add && *inf__attr_string(prod, "activation", ""))) continue;
-        if (!(op_is(prod, producers, 6) || conv_add) || prod->epilogue.kind != INF_EPILOGUE_NONE || prod->outputs[0] != v) continue;
+        bool quantized = prod->op->domain == INF_DOMAIN_INFERA &&
+                         (!strcmp(prod->op_type, "QGemm") || !strcmp(prod->op_type, "QConv"));
+        if (quantized && ((prod->n_inputs > 7 && prod->inputs[7] >= 0) || *inf__attr_string(prod, "activation", "")))
+            continue;
+        if (!inf__op_facts_of(prod->op)->takes_activation || prod->epilogue.kind != INF_EPILOGUE_NONE ||
+            prod->outputs[0] != v)
+            continue;
         prod->epilogue = ep;
         prod->outputs[0] = w; /* the producer now writes the activation's output */
         g->values[w].producer = p;

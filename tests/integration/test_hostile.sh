@@ -184,7 +184,7 @@ if port=$(serve_port "$work/serve.log" 300); then
     fi
     live=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$port/v2/health/live")
     [ "$live" = 200 ] && ok "serve: still live after the bounded run" || bad "serve: not live after the bounded run ($live)"
-    grep -q "warm-up skipped: node 'the_loop'.*time budget" "$work/serve.log" &&
+    grep -q "warm-up skipped: .*'the_loop'.*time budget" "$work/serve.log" &&
         ok "serve: the warm-up is bounded too and says why" || bad "serve: warm-up message missing: $(head -c 300 "$work/serve.log")"
 else
     bad "serve did not start with the Loop model: $(head -c 300 "$work/serve.log")"

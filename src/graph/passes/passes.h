@@ -44,6 +44,8 @@ inf_status inf__pass_qdq_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *er
 int inf__pass_producer(const inf__pass_ctx *pc, int v, const char *op_type);
 /* Is value v read exactly n times (graph outputs count)? */
 bool inf__pass_uses(const inf__pass_ctx *pc, int v, int n);
+/* The int64 constant tensor of value v, or NULL (opset 18+ Reduce* axes). */
+const inf_tensor *inf__pass_const_i64(const inf__pass_ctx *pc, int v);
 /* The float32 constant tensor of value v, or NULL. */
 const inf_tensor *inf__pass_const_f32(const inf__pass_ctx *pc, int v);
 /* Is value v a one-element float32 constant?  Its value in *out. */

@@ -3,13 +3,18 @@
  * matrix products.
  *
  * ONNX ops:
- *   QuantizeLinear         opsets 10-17: y = saturate(round(x / y_scale) + y_zero_point);
+ *   QuantizeLinear         opsets 10-26: y = saturate(round(x / y_scale) + y_zero_point);
  *                          per tensor (scalar scale) or, from opset 13, per
- *                          axis (1-D scale along `axis`, default 1).  x float32
- *                          or int32; y uint8 (default, no zero point) or int8.
- *   DequantizeLinear       opsets 10-17: y = (x - x_zero_point) * x_scale, float32;
- *                          per tensor or per axis as above; x uint8, int8 or
- *                          int32 (zero point 0).
+ *                          axis (1-D scale along `axis`, default 1), or from
+ *                          21 blocked (block_size: scale of x's shape with
+ *                          ceil(dims[axis] / block_size) on the axis).  x float32
+ *                          or int32; y uint8 (default, no zero point), int8,
+ *                          and from 21 uint16/int16 (zero point's type or
+ *                          output_dtype).
+ *   DequantizeLinear       opsets 10-26: y = (x - x_zero_point) * x_scale, float32;
+ *                          per tensor, per axis or blocked as above; x uint8,
+ *                          int8, uint16, int16 or int32 (zero point 0).
+ *                          float8/int4 forms of 19-25 are refused by type.
  *   DynamicQuantizeLinear  opsets 11-17: uint8 quantization of float32 x with
  *                          scale = (max(0, max x) - min(0, min x)) / 255 and
  *                          zero point round(-min / scale).
@@ -56,25 +61,40 @@ static const inf_tensor *opt_input(const inf__kernel_ctx *ctx, int i) {
 }
 
 static bool is_q8(inf_dtype t) { return t == INF_DTYPE_U8 || t == INF_DTYPE_I8; }
+/* QuantizeLinear/DequantizeLinear's quantized types: 8-bit, and 16-bit from opset 21. */
+static bool is_q16(inf_dtype t) { return is_q8(t) || t == INF_DTYPE_U16 || t == INF_DTYPE_I16; }
 
-/* Element i of an int8/uint8/int32 tensor. */
+/* Element i of an int8/uint8/int16/uint16/int32 tensor. */
 static inline int32_t q_at(const inf_tensor *t, int64_t i) {
     switch (t->dtype) {
     case INF_DTYPE_U8: return ((const uint8_t *)t->data)[i];
     case INF_DTYPE_I8: return ((const int8_t *)t->data)[i];
+    case INF_DTYPE_U16: return ((const uint16_t *)t->data)[i];
+    case INF_DTYPE_I16: return ((const int16_t *)t->data)[i];
     case INF_DTYPE_I32: return ((const int32_t *)t->data)[i];
     default: return 0;
     }
 }
 
-/* Rounds half to even, adds zp and saturates to dtype's range; stores at i. */
+/* Rounds half to even, adds zp and saturates to dtype's range (8 or
+ * 16 bits); stores at i. */
 static inline void q_store(inf_tensor *y, int64_t i, float v, int32_t zp) {
     float r = nearbyintf(v) + (float)zp;
-    float lo = y->dtype == INF_DTYPE_U8 ? 0.0f : -128.0f, hi = y->dtype == INF_DTYPE_U8 ? 255.0f : 127.0f;
+    float lo, hi;
+    switch (y->dtype) {
+    case INF_DTYPE_U8: lo = 0.0f, hi = 255.0f; break;
+    case INF_DTYPE_U16: lo = 0.0f, hi = 65535.0f; break;
+    case INF_DTYPE_I16: lo = -32768.0f, hi = 32767.0f; break;
+    default: lo = -128.0f, hi = 127.0f; break;
+    }
     r = r < lo ? lo : r > hi ? hi : r;
     if (r != r) r = (float)zp; /* NaN */
-    if (y->dtype == INF_DTYPE_U8) ((uint8_t *)y->data)[i] = (uint8_t)r;
-    else ((int8_t *)y->data)[i] = (int8_t)r;
+    switch (y->dtype) {
+    case INF_DTYPE_U8: ((uint8_t *)y->data)[i] = (uint8_t)r; break;
+    case INF_DTYPE_U16: ((uint16_t *)y->data)[i] = (uint16_t)r; break;
+    case INF_DTYPE_I16: ((int16_t *)y->data)[i] = (int16_t)r; break;
+    default: ((int8_t *)y->data)[i] = (int8_t)r; break;
+    }
 }
 
 /* A quantization parameter: scalar, or 1-D of `len` (per axis / row / column). */
@@ -123,23 +143,85 @@ static inline int32_t zp_at(const inf_tensor *t, int64_t i) {
 
 typedef struct axis_params {
     int64_t axis;
+    int64_t block;          /* opset 21+ block_size: 0 = per tensor / per axis */
+    inf_dtype output_dtype; /* opset 21+ QuantizeLinear: y's type without a zero point; UNDEFINED = uint8 */
 } axis_params;
 
+/* Opsets 19-26 add attributes: block_size (21, blocked quantization,
+ * implemented), output_dtype (21; uint8, int8, uint16, int16 for
+ * QuantizeLinear, float32 for DequantizeLinear), saturate (19, float8 only)
+ * and precision (23, float32): values naming types Infera does not
+ * implement (float8, int4...) are refused by name. */
 static inf_status axis_init(inf__node *node, inf__arena *arena, inf_error *err) {
-    (void)err;
     axis_params *p = inf__op_params(arena, axis_params);
     if (!p) return INF_ENOMEM;
     p->axis = inf__attr_int(node, "axis", 1);
+    p->block = inf__attr_int(node, "block_size", 0);
+    if (p->block < 0)
+        return inf__node_error(node, err, INF_EMODEL, "attribute block_size must be >= 0, got %lld", (long long)p->block);
+    bool quantize = strcmp(node->op_type, "QuantizeLinear") == 0;
+    int64_t out = inf__attr_int(node, "output_dtype", 0);
+    bool out_ok = out == 0 || (quantize ? out > 0 && out < INF_DTYPE_COUNT && is_q16((inf_dtype)out) : out == INF_DTYPE_F32);
+    if (!out_ok)
+        return inf__node_error(node, err, INF_EUNSUPPORTED, "attribute output_dtype: element type %s (ONNX type %lld) "
+                               "is not implemented here (%s)", inf__onnx_type_name((int)(out > 0 && out < 1000 ? out : -1)),
+                               (long long)out, quantize ? "uint8, int8, uint16 or int16" : "float32");
+    int64_t precision = inf__attr_int(node, "precision", 0);
+    if (precision != 0 && precision != INF_DTYPE_F32)
+        return inf__node_error(node, err, INF_EUNSUPPORTED, "attribute precision: element type %s is not implemented "
+                               "(float32)", inf__onnx_type_name((int)(precision > 0 && precision < 1000 ? precision : -1)));
+    p->output_dtype = (inf_dtype)out;
     node->params = p;
+    return INF_OK;
+}
+
+/* Where element i of x finds its scale and zero point: per tensor, per
+ * axis (k = the index along the axis) or blocked (the parameters have x's
+ * shape with the axis cut into blocks of `block`). */
+typedef struct quant_geom {
+    int64_t len, inner, block, n_blocks; /* block 0: not blocked */
+} quant_geom;
+
+static inline int64_t quant_param(const quant_geom *g, int64_t i) {
+    int64_t a = (i / g->inner) % g->len;
+    if (!g->block) return a;
+    return ((i / (g->inner * g->len)) * g->n_blocks + a / g->block) * g->inner + i % g->inner;
+}
+
+/* Blocked parameters (opset 21): scale (and zp) of x's rank, equal dims but
+ * ceil(dims[axis] / block) on the axis. */
+static inf_status quant_blocks(inf__kernel_ctx *ctx, const inf_tensor *x, const inf_tensor *scale,
+                               const inf_tensor *zp, int axis, quant_geom *g) {
+    g->n_blocks = (x->dims[axis] + g->block - 1) / g->block;
+    for (int k = 0; k < 2; k++) {
+        const inf_tensor *t = k ? zp : scale;
+        if (!t) continue;
+        bool ok = t->ndim == x->ndim;
+        for (int d = 0; ok && d < x->ndim; d++) ok = t->dims[d] == (d == axis ? g->n_blocks : x->dims[d]);
+        if (!ok)
+            return inf__kernel_error(ctx, INF_ESHAPE, "input %s: block_size %lld on axis %d needs x's shape with %lld "
+                                     "blocks on the axis", k ? "zero point" : "scale", (long long)g->block, axis,
+                                     (long long)g->n_blocks);
+    }
     return INF_OK;
 }
 
 /* For per-axis parameters: the axis length and the stride of one step
  * along it (inner); per tensor when the scale has one element. */
 static inf_status quant_axis(inf__kernel_ctx *ctx, const inf_tensor *x, const inf_tensor *scale,
-                             const inf_tensor *zp, int64_t *len, int64_t *inner) {
+                             const inf_tensor *zp, quant_geom *g) {
     const axis_params *p = ctx->node->params;
-    *len = 1, *inner = 1;
+    int64_t *len = &g->len, *inner = &g->inner;
+    *len = 1, *inner = 1, g->block = 0, g->n_blocks = 1;
+    if (p->block) {
+        int axis;
+        inf_status st = inf__normalize_axis(ctx, p->axis, x->ndim, &axis);
+        if (st != INF_OK) return st;
+        *len = x->dims[axis];
+        for (int i = axis + 1; i < x->ndim; i++) *inner *= x->dims[i];
+        g->block = p->block;
+        return quant_blocks(ctx, x, scale, zp, axis, g);
+    }
     if (inf_tensor_numel(scale) == 1 && scale->ndim <= 1) {
         if (zp && inf_tensor_numel(zp) != 1)
             return inf__kernel_error(ctx, INF_ESHAPE, "zero point has %lld elements, scale has 1",
@@ -168,16 +250,21 @@ static inf_status quantize_run(inf__kernel_ctx *ctx) {
                                  inf_dtype_name(x->dtype));
     inf_status st = check_scale(ctx, "y_scale", scale);
     if (st != INF_OK) return st;
-    if (zp && !is_q8(zp->dtype))
-        return inf__kernel_error(ctx, INF_ETYPE, "input y_zero_point: expected uint8 or int8, got %s",
+    if (zp && !is_q16(zp->dtype))
+        return inf__kernel_error(ctx, INF_ETYPE, "input y_zero_point: expected uint8, int8, uint16 or int16, got %s",
                                  inf_dtype_name(zp->dtype));
-    int64_t len, inner;
-    if ((st = quant_axis(ctx, x, scale, zp, &len, &inner)) != INF_OK) return st;
+    quant_geom g;
+    if ((st = quant_axis(ctx, x, scale, zp, &g)) != INF_OK) return st;
     inf_tensor *y;
-    st = inf__kernel_output(ctx, 0, zp ? zp->dtype : INF_DTYPE_U8, x->ndim, x->dims, &y);
+    const axis_params *p = ctx->node->params;
+    if (zp && p->output_dtype && zp->dtype != p->output_dtype)
+        return inf__kernel_error(ctx, INF_ETYPE, "input y_zero_point is %s, attribute output_dtype says %s",
+                                 inf_dtype_name(zp->dtype), inf_dtype_name(p->output_dtype));
+    inf_dtype out_type = zp ? zp->dtype : p->output_dtype ? p->output_dtype : INF_DTYPE_U8;
+    st = inf__kernel_output(ctx, 0, out_type, x->ndim, x->dims, &y);
     if (st != INF_OK) return st;
     for (int64_t i = 0, n = inf_tensor_numel(x); i < n; i++) {
-        int64_t k = (i / inner) % len;
+        int64_t k = quant_param(&g, i);
         float v = x->dtype == INF_DTYPE_F32 ? ((const float *)x->data)[i]
                                             : (float)((const int32_t *)x->data)[i];
         q_store(y, i, v / scale_at(scale, k), zp_at(zp, k));
@@ -189,19 +276,19 @@ const inf__op_impl op_quantize_linear = {axis_init, quantize_run};
 
 static inf_status dequantize_run(inf__kernel_ctx *ctx) {
     const inf_tensor *x = ctx->in[0], *scale = opt_input(ctx, 1), *zp = opt_input(ctx, 2);
-    if (!is_q8(x->dtype) && x->dtype != INF_DTYPE_I32)
-        return inf__kernel_error(ctx, INF_ETYPE, "input x: expected uint8, int8 or int32, got %s",
+    if (!is_q16(x->dtype) && x->dtype != INF_DTYPE_I32)
+        return inf__kernel_error(ctx, INF_ETYPE, "input x: expected uint8, int8, uint16, int16 or int32, got %s",
                                  inf_dtype_name(x->dtype));
     inf_status st = check_scale(ctx, "x_scale", scale);
     if (st == INF_OK) st = check_zero_point(ctx, "x_zero_point", zp, x->dtype);
     if (st != INF_OK) return st;
-    int64_t len, inner;
-    if ((st = quant_axis(ctx, x, scale, zp, &len, &inner)) != INF_OK) return st;
+    quant_geom g;
+    if ((st = quant_axis(ctx, x, scale, zp, &g)) != INF_OK) return st;
     inf_tensor *y;
     if ((st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, x->ndim, x->dims, &y)) != INF_OK) return st;
     float *out = y->data;
     for (int64_t i = 0, n = inf_tensor_numel(x); i < n; i++) {
-        int64_t k = (i / inner) % len;
+        int64_t k = quant_param(&g, i);
         out[i] = (float)((int64_t)q_at(x, i) - zp_at(zp, k)) * scale_at(scale, k);
     }
     return INF_OK;
