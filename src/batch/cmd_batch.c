@@ -110,9 +110,45 @@ static const char *fmt_int(int64_t v, char *buf, size_t size) {
 
 static int is_table(const inf__target *t) { return t->kind == INF__TARGET_SQLITE || t->kind == INF__TARGET_PG; }
 
-/* Opens a sink for a fresh start or a resume; see docs/batch.md "Modes". */
+/* What identifies a job's work, as recorded in its checkpoint and compared
+ * on --resume (docs/batch.md "Crashes"). */
+typedef struct job_identity {
+    const char *what, *recorded, *now;
+} job_identity;
+
+/* Lists in out each item of the checkpoint that differs from this command;
+ * returns how many differ.  A model SHA-256 the checkpoint does not record
+ * (a checkpoint of an older infera) is not compared: the version is. */
+static int resume_differences(const inf__job *job, const inf__job *now, char *out, size_t size) {
+    const job_identity items[] = {
+        {"--input", job->input, now->input},
+        {"--output", job->output, now->output},
+        {"--errors", job->errors, now->errors},
+        {"--shard", job->shard, now->shard},
+        {"model version", job->model_version, now->model_version},
+        {"model sha256", job->model_sha256[0] ? job->model_sha256 : now->model_sha256, now->model_sha256},
+        {"pipeline hash", job->pipeline_hash, now->pipeline_hash},
+    };
+    int n = 0;
+    size_t used = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
+        if (!strcmp(items[i].recorded, items[i].now)) continue;
+        if (used < size)
+            used += (size_t)snprintf(out + used, size - used, "%s%s: the job has '%s', this command '%s'", n ? "; " : "",
+                                     items[i].what, items[i].recorded[0] ? items[i].recorded : "(none)",
+                                     items[i].now[0] ? items[i].now : "(none)");
+        n++;
+    }
+    return n;
+}
+
+/* Opens a sink for a fresh start or a resume; see docs/batch.md "Modes".
+ * On a resume a file is first checked to be the one the job wrote (file_id)
+ * and truncated back to its committed size; keep_shape: an existing table
+ * must have the output's columns (io.h keep_table_shape). */
 static int open_sink(const char *uri, const inf__target *t, const char *mode, int resume, int64_t committed,
-                     const char *key, inf_sink **out, const char *what) {
+                     const char *file_id, int keep_shape, const char *key, inf_sink **out, const char *what) {
     inf_error e;
     char red[1024];
     inf_io_redact_uri(uri, red, sizeof red);
@@ -124,8 +160,10 @@ static int open_sink(const char *uri, const inf__target *t, const char *mode, in
                          what, red);
     inf_sink_options so = {0};
     so.key_column = is_table(t) ? key : NULL;
+    so.keep_table_shape = keep_shape;
     if (resume) {
-        if (t->kind == INF__TARGET_FILE && inf__target_truncate(t, committed, &e)) return cli_fail(CMD, "%s", e.message);
+        if (t->kind == INF__TARGET_FILE && inf__target_truncate(t, committed, file_id, &e))
+            return cli_fail(CMD, "%s", e.message);
         so.append = 1;
     } else if (!strcmp(mode, "replace")) {
         if (is_table(t) && inf__target_drop(uri, t, &e)) return cli_fail(CMD, "%s", e.message);
@@ -258,21 +296,32 @@ int cmd_batch(int argc, char **argv) {
     }
     const char *model_version = o.no_score ? "" : m.version;
     const char *pipeline_hash = o.no_score ? "" : inf_pipeline_hash(m.pipeline);
+    inf__job now;
+    memset(&now, 0, sizeof now);
+    snprintf(now.input, sizeof now.input, "%s", in_red);
+    snprintf(now.output, sizeof now.output, "%s", out_red);
+    snprintf(now.errors, sizeof now.errors, "%s", o.errors ? err_red : "");
+    snprintf(now.shard, sizeof now.shard, "%s", o.shard ? o.shard : "");
+    snprintf(now.model_version, sizeof now.model_version, "%s", model_version);
+    snprintf(now.model_sha256, sizeof now.model_sha256, "%s", o.no_score ? "" : m.sha256);
+    snprintf(now.pipeline_hash, sizeof now.pipeline_hash, "%s", pipeline_hash);
     if (o.resume) {
         if (inf__job_load(&job, &e)) {
             rc = cli_fail(CMD, "%s (run without --resume to start the job)", e.message);
             goto done;
         }
-        if (strcmp(job.model_version, model_version) || strcmp(job.pipeline_hash, pipeline_hash)) {
-            rc = cli_fail(CMD,
-                          "cannot resume job %s: it was started with model version '%s' (pipeline %.12s), not '%s' "
-                          "(pipeline %.12s)",
-                          job.id, job.model_version, job.pipeline_hash, model_version, pipeline_hash);
+        char diff[2048];
+        if (resume_differences(&job, &now, diff, sizeof diff)) {
+            rc = cli_fail(CMD, "cannot resume job %s: this command is not the one that started it (%s); nothing was "
+                               "written (resume with the job's arguments, or start a new job without --resume)",
+                          job.id, diff);
             goto done;
         }
-        if (!strcmp(job.state, "done")) {
-            fprintf(stderr, "infera batch: job %s is already done (%lld rows written); nothing to resume\n", job.id,
-                    (long long)job.rows_written);
+        if (!strcmp(job.state, "done")) { /* finished: say so, touch nothing */
+            printf("job       %s already finished at %s: read %lld, written %lld, rejected %lld into %s\n"
+                   "          nothing to resume, nothing written (run without --resume to score again)\n",
+                   job.id, job.updated_at[0] ? job.updated_at : "an earlier run", (long long)job.rows_read,
+                   (long long)job.rows_written, (long long)job.rows_rejected, job.output);
             rc = 0;
             goto done;
         }
@@ -296,6 +345,11 @@ int cmd_batch(int argc, char **argv) {
     snprintf(job.model_name, sizeof job.model_name, "%s", o.no_score ? "" : m.name);
     snprintf(job.model_version, sizeof job.model_version, "%s", model_version);
     snprintf(job.pipeline_hash, sizeof job.pipeline_hash, "%s", pipeline_hash);
+    snprintf(job.model_sha256, sizeof job.model_sha256, "%s", now.model_sha256);
+    snprintf(job.input, sizeof job.input, "%s", now.input);
+    snprintf(job.output, sizeof job.output, "%s", now.output);
+    snprintf(job.errors, sizeof job.errors, "%s", now.errors);
+    snprintf(job.shard, sizeof job.shard, "%s", now.shard);
 
     /* sinks and source */
     /* without --mode each sink gets its kind's default: a table output
@@ -303,11 +357,21 @@ int cmd_batch(int argc, char **argv) {
     const char *mode = o.mode ? o.mode : (is_table(&tout) ? "upsert" : "replace");
     const char *err_mode = o.mode ? o.mode : (is_table(&terr) ? "upsert" : "replace");
     const char *key = id_column ? id_column : "row_number";
-    if ((rc = open_sink(o.output, &tout, mode, o.resume, job.output_bytes, key, &sink, "output"))) goto done;
-    if (o.errors && (rc = open_sink(o.errors, &terr, err_mode, o.resume,
-                                    job.errors_bytes, "source_row", &esink, "errors")))
+    /* an existing table is adapted (new columns, a unique key) only when --mode append says so */
+    int keep_shape = !(o.mode && !strcmp(o.mode, "append"));
+    if (o.resume && o.errors && inf__target_check_file(&terr, job.errors_bytes, job.errors_file_id, &e)) {
+        rc = cli_fail(CMD, "%s", e.message); /* both files checked before either is cut back */
+        goto done;
+    }
+    if ((rc = open_sink(o.output, &tout, mode, o.resume, job.output_bytes, job.output_file_id, keep_shape, key, &sink,
+                        "output")))
+        goto done;
+    if (o.errors && (rc = open_sink(o.errors, &terr, err_mode, o.resume, job.errors_bytes, job.errors_file_id,
+                                    keep_shape, "source_row", &esink, "errors")))
         goto done;
     rc = 1;
+    inf__target_file_id(&tout, job.output_file_id);
+    inf__target_file_id(&terr, job.errors_file_id);
     job.output_bytes = inf__target_file_size(&tout);
     job.errors_bytes = o.errors ? inf__target_file_size(&terr) : -1;
     inf_source_options sopts = {0};

@@ -7,6 +7,11 @@
  * job id is 16 hex chars of SHA-256("model version key \n input \n output \n
  * shard"), so re-running the same command finds the same job; --job-id
  * overrides it.  URIs in the file are redacted (no passwords).
+ * The checkpoint records what identifies the job's work -- input, output,
+ * errors and shard (redacted URIs), model version and SHA-256, pipeline hash
+ * -- and the device:inode of each file the job writes, so a resume can
+ * refuse a different command and never truncates a file it did not write
+ * (cmd_batch.c checks them; docs/batch.md "Crashes").
  * The job log HOME/jobs/jobs.jsonl gets one line per finished job when the
  * model is a file (a registry model's jobs go to the registry instead).
  */
@@ -107,7 +112,15 @@ inf_status inf__job_load(inf__job *job, inf_error *err) {
     get_str(o, "model_name", job->model_name, sizeof job->model_name);
     get_str(o, "model_version", job->model_version, sizeof job->model_version);
     get_str(o, "pipeline_hash", job->pipeline_hash, sizeof job->pipeline_hash);
+    get_str(o, "model_sha256", job->model_sha256, sizeof job->model_sha256);
+    get_str(o, "input", job->input, sizeof job->input);
+    get_str(o, "output", job->output, sizeof job->output);
+    get_str(o, "errors", job->errors, sizeof job->errors);
+    get_str(o, "shard", job->shard, sizeof job->shard);
+    get_str(o, "output_file_id", job->output_file_id, sizeof job->output_file_id);
+    get_str(o, "errors_file_id", job->errors_file_id, sizeof job->errors_file_id);
     get_str(o, "started_at", job->started_at, sizeof job->started_at);
+    get_str(o, "updated_at", job->updated_at, sizeof job->updated_at);
     get_str(o, "message", job->message, sizeof job->message);
     job->source_done = get_int(o, "source_done", 0);
     job->rows_read = get_int(o, "rows_read", 0);
@@ -132,6 +145,10 @@ static cJSON *job_json(const inf__job *job, const char *input, const char *outpu
              cJSON_AddStringToObject(o, "model_name", job->model_name) &&
              cJSON_AddStringToObject(o, "model_version", job->model_version) &&
              cJSON_AddStringToObject(o, "pipeline_hash", job->pipeline_hash) &&
+             cJSON_AddStringToObject(o, "model_sha256", job->model_sha256) &&
+             cJSON_AddStringToObject(o, "shard", job->shard) &&
+             cJSON_AddStringToObject(o, "output_file_id", job->output_file_id) &&
+             cJSON_AddStringToObject(o, "errors_file_id", job->errors_file_id) &&
              cJSON_AddStringToObject(o, "input", input ? input : "") &&
              cJSON_AddStringToObject(o, "output", output ? output : "") &&
              (errors ? cJSON_AddStringToObject(o, "errors", errors) : cJSON_AddNullToObject(o, "errors")) &&

@@ -78,12 +78,41 @@ int64_t inf__target_file_size(const inf__target *t) {
     return (int64_t)st.st_size;
 }
 
-inf_status inf__target_truncate(const inf__target *t, int64_t size, inf_error *err) {
+void inf__target_file_id(const inf__target *t, char out[64]) {
+    struct stat st;
+    out[0] = 0;
+    if (t->kind == INF__TARGET_FILE && !stat(t->path, &st))
+        snprintf(out, 64, "%llu:%llu", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+}
+
+inf_status inf__target_check_file(const inf__target *t, int64_t size, const char *file_id, inf_error *err) {
     if (t->kind != INF__TARGET_FILE || size < 0) return INF_OK;
     struct stat st;
     if (stat(t->path, &st)) {
         if (errno == ENOENT && size == 0) return INF_OK;
+        if (errno == ENOENT) {
+            if (err) {
+                err->status = INF_EINVAL;
+                snprintf(err->message, sizeof err->message,
+                         "batch: cannot resume: %s, which the job wrote (%lld bytes committed), no longer exists",
+                         t->path, (long long)size);
+            }
+            return INF_EINVAL;
+        }
         goto fail;
+    }
+    char now_id[64];
+    inf__target_file_id(t, now_id);
+    int recorded = file_id && *file_id;
+    if (recorded ? strcmp(file_id, now_id) != 0 : st.st_size > 0) { /* never truncate a file the job did not write */
+        if (err) {
+            err->status = INF_EINVAL;
+            snprintf(err->message, sizeof err->message,
+                     "batch: cannot resume: %s is not the file this job wrote (%s; it was replaced or the "
+                     "checkpoint does not record it); it is left unchanged",
+                     t->path, file_id && *file_id ? "another device:inode" : "no identity recorded");
+        }
+        return INF_EINVAL;
     }
     if ((int64_t)st.st_size < size) {
         if (err) {
@@ -94,8 +123,21 @@ inf_status inf__target_truncate(const inf__target *t, int64_t size, inf_error *e
         }
         return INF_EINVAL;
     }
-    if (truncate(t->path, (off_t)size) == 0) return INF_OK;
+    return INF_OK;
 fail:
+    if (err) {
+        err->status = INF_EIO;
+        snprintf(err->message, sizeof err->message, "batch: cannot read %s: %s", t->path, strerror(errno));
+    }
+    return INF_EIO;
+}
+
+inf_status inf__target_truncate(const inf__target *t, int64_t size, const char *file_id, inf_error *err) {
+    if (t->kind != INF__TARGET_FILE || size < 0) return INF_OK;
+    inf_status st = inf__target_check_file(t, size, file_id, err);
+    if (st) return st;
+    if (size == 0 && access(t->path, F_OK)) return INF_OK; /* nothing committed, nothing there */
+    if (truncate(t->path, (off_t)size) == 0) return INF_OK;
     if (err) {
         err->status = INF_EIO;
         snprintf(err->message, sizeof err->message, "batch: cannot truncate %s to %lld bytes: %s", t->path,

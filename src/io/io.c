@@ -45,6 +45,7 @@ const inf_sink_type *inf_io_sink_type(int i) { return i >= 0 && i < N_SINK_TYPES
 struct inf_source {
     const inf_source_type *type;
     void *state;
+    char *id_column; /* malloc'd copy of opts->id_column, or NULL: set as each batch's id field */
 };
 
 struct inf_sink {
@@ -194,8 +195,24 @@ const char *inf__io_uri_path(const char *rest, char *buf, size_t size) {
     return buf;
 }
 
+inf_status inf__io_table_shape_refused(inf_error *err, const char *who, const char *table, const char *const *missing,
+                                       int n_missing) {
+    char list[600];
+    size_t n = 0;
+    list[0] = 0;
+    for (int i = 0; i < n_missing && n + 8 < sizeof list; i++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s'%s'", i ? ", " : "", missing[i]);
+    if (n >= sizeof list) snprintf(list + sizeof list - 5, 5, "...");
+    return inf__io_fail(err, INF_EINVAL,
+                        "%s: table %s exists but is not the output of an earlier run of this job (it has no column%s "
+                        "%s); it is left unchanged: write into another table, recreate it (--mode replace) or add "
+                        "the columns to it (--mode append)",
+                        who, table, n_missing > 1 ? "s" : "", list);
+}
+
 inf_status inf__io_set_text_cell(inf_record_batch *b, int row, int field, const char *s, size_t len) {
     if (!len) return inf_record_batch_set_null(b, row, field);
+    if (inf__batch_is_id(b, field)) return inf_record_batch_set_string(b, row, field, s, len); /* ids are text */
     const char *p = s, *end = s + len;
     if (*p == '-' || *p == '+') p++;
     int all_digits = p < end;
@@ -334,8 +351,13 @@ inf_status inf_source_open(const char *uri, const inf_source_options *opts, inf_
         inf_source *src = calloc(1, sizeof *src);
         if (!src) return inf__io_fail(err, INF_ENOMEM, "source: out of memory");
         src->type = t;
+        if (opts->id_column && !(src->id_column = strdup(opts->id_column))) {
+            free(src);
+            return inf__io_fail(err, INF_ENOMEM, "source: out of memory");
+        }
         inf_status st = t->open(uri, uri + n + 1, opts, &src->state, err);
         if (st) {
+            free(src->id_column);
             free(src);
             return st;
         }
@@ -349,6 +371,8 @@ inf_status inf_source_open(const char *uri, const inf_source_options *opts, inf_
 inf_status inf_source_next(inf_source *src, inf_record_batch *batch, int *eof, inf_error *err) {
     inf_record_batch_clear(batch);
     *eof = 0;
+    if (src->id_column && inf_record_batch_set_id_field(batch, src->id_column))
+        return inf__io_fail(err, INF_ENOMEM, "source: out of memory");
     return src->type->next(src->state, batch, eof, err);
 }
 
@@ -359,6 +383,7 @@ inf_status inf_source_ack(inf_source *src, inf_error *err) {
 void inf_source_close(inf_source *src) {
     if (!src) return;
     src->type->close(src->state);
+    free(src->id_column);
     free(src);
 }
 

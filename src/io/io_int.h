@@ -48,6 +48,12 @@ inf_status inf__io_mqtt_connect(const inf_net_uri *u, const char *client_id, int
 const char *inf__io_uri_param(const char *rest, const char *key, char *buf, size_t size);
 const char *inf__io_uri_path(const char *rest, char *buf, size_t size);
 
+/* The refusal of a sink with keep_table_shape: an existing table lacks the
+ * n_missing columns listed in missing (fields of the first batch).  who
+ * names the sink ("sqlite:PATH", a redacted PostgreSQL URI).  INF_EINVAL. */
+inf_status inf__io_table_shape_refused(inf_error *err, const char *who, const char *table, const char *const *missing,
+                                       int n_missing);
+
 /* Types a text cell as CSV sources do (empty -> null, integer, float, bool, string). */
 inf_status inf__io_set_text_cell(inf_record_batch *b, int row, int field, const char *s, size_t len);
 

@@ -288,7 +288,10 @@ static inf_status pg_source_next(void *state, inf_record_batch *b, int *eof, inf
         if ((st = inf_record_batch_add_row(b, &row))) break;
         for (int c = 0; c < nc && !st; c++) {
             if (PQgetisnull(r, i, c)) continue;
-            st = set_cell(b, row, s->fields[c], s->types[c], PQgetvalue(r, i, c), PQgetlength(r, i, c));
+            if (inf__batch_is_id(b, s->fields[c])) /* ids are text: the server's exact text of the value */
+                st = inf_record_batch_set_string(b, row, s->fields[c], PQgetvalue(r, i, c), (size_t)PQgetlength(r, i, c));
+            else
+                st = set_cell(b, row, s->fields[c], s->types[c], PQgetvalue(r, i, c), PQgetlength(r, i, c));
         }
         s->row++;
     }
@@ -320,6 +323,7 @@ typedef struct pg_sink {
     size_t line_cap;
     char table[512];
     char red[1024];
+    int keep_table_shape; /* opts->keep_table_shape */
 } pg_sink;
 
 static inf_status pg_sink_open(const char *uri, const char *rest, const inf_sink_options *opts, void **state,
@@ -339,6 +343,7 @@ static inf_status pg_sink_open(const char *uri, const char *rest, const inf_sink
     }
     quote_table(s->conn, s->table, s->table_q, sizeof s->table_q);
     if (opts->key_column) snprintf(s->key, sizeof s->key, "%s", opts->key_column);
+    s->keep_table_shape = opts->keep_table_shape;
     *state = s;
     return INF_OK;
 }
@@ -411,6 +416,36 @@ static inf_status ensure_unique_key(pg_sink *s, inf_error *err) {
     return INF_OK;
 }
 
+/* keep_table_shape: an existing table must have every field of b as a
+ * column (the shape of an earlier run); refused otherwise, left unchanged.
+ * Runs inside setup's transaction, after the table lock. */
+static inf_status check_table_shape(pg_sink *s, const inf_record_batch *b, inf_error *err) {
+    const char *params[1] = {s->table_q};
+    PGresult *r = PQexecParams(s->conn,
+                               "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 "
+                               "AND NOT attisdropped",
+                               1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        PQclear(r);
+        return inf__io_fail(err, INF_EIO, "%s: table %s: cannot read its columns: %s", s->red, s->table, pg_msg(s->conn));
+    }
+    int n = PQntuples(r), n_missing = 0;
+    const char **missing = n ? calloc((size_t)b->n_fields + 1, sizeof *missing) : NULL;
+    if (n && !missing) {
+        PQclear(r);
+        return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+    }
+    for (int f = 0; f < b->n_fields && n; f++) { /* n == 0: no such table, it is created */
+        int found = 0;
+        for (int i = 0; i < n && !found; i++) found = !strcmp(PQgetvalue(r, i, 0), b->names[f]);
+        if (!found) missing[n_missing++] = b->names[f];
+    }
+    inf_status st = n_missing ? inf__io_table_shape_refused(err, s->red, s->table, missing, n_missing) : INF_OK;
+    free(missing);
+    PQclear(r);
+    return st;
+}
+
 static inf_status pg_sink_setup(pg_sink *s, const inf_record_batch *b, inf_error *err) {
     char *sql = NULL, ident[600];
     size_t cap = 0, len = 0;
@@ -437,6 +472,7 @@ static inf_status pg_sink_setup(pg_sink *s, const inf_record_batch *b, inf_error
         if (bad) goto oom;
     }
     if ((st = exec_ok(s->conn, sql, s->red, "lock", err))) goto done;
+    if (s->keep_table_shape && (st = check_table_shape(s, b, err))) goto done;
     len = 0;
     if (sb_printf(&sql, &cap, &len, "CREATE TABLE IF NOT EXISTS %s (", s->table_q)) goto oom;
     for (int f = 0; f < b->n_fields; f++) {

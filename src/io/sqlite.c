@@ -143,7 +143,23 @@ static inf_status add_row(sqlite_source *s, inf_record_batch *b, int c0, inf_err
     for (int c = 0; c < s->n_cols; c++) {
         inf_status st = INF_OK;
         int k = c + c0;
-        switch (sqlite3_column_type(s->stmt, k)) {
+        int type = sqlite3_column_type(s->stmt, k);
+        if (type != SQLITE_NULL && inf__batch_is_id(b, s->fields[c])) {
+            /* ids are text: an integer's exact decimal text, other types as SQLite prints them */
+            char num[32];
+            const char *t = num;
+            size_t len;
+            if (type == SQLITE_INTEGER) {
+                len = (size_t)snprintf(num, sizeof num, "%lld", (long long)sqlite3_column_int64(s->stmt, k));
+            } else {
+                t = (const char *)sqlite3_column_text(s->stmt, k);
+                len = (size_t)sqlite3_column_bytes(s->stmt, k);
+            }
+            st = inf_record_batch_set_string(b, row, s->fields[c], t ? t : "", t ? len : 0);
+            if (st) return inf__io_fail(err, st, "sqlite:%s: out of memory", s->path);
+            continue;
+        }
+        switch (type) {
         case SQLITE_INTEGER: st = inf_record_batch_set_int(b, row, s->fields[c], sqlite3_column_int64(s->stmt, k)); break;
         case SQLITE_FLOAT: st = inf_record_batch_set_float(b, row, s->fields[c], sqlite3_column_double(s->stmt, k)); break;
         case SQLITE_TEXT:
@@ -207,6 +223,7 @@ typedef struct sqlite_sink {
     char table[256];
     char key[256];
     char path[512];
+    int keep_table_shape; /* opts->keep_table_shape */
 } sqlite_sink;
 
 static inf_status exec_sql(sqlite_sink *s, const char *sql, inf_error *err) {
@@ -230,6 +247,7 @@ static inf_status sqlite_sink_open(const char *uri, const char *rest, const inf_
         return st;
     }
     if (opts->key_column) snprintf(s->key, sizeof s->key, "%s", opts->key_column);
+    s->keep_table_shape = opts->keep_table_shape;
     if (sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
         inf_status st = inf__io_fail(err, INF_EIO, "sqlite:%s: cannot open: %s", s->path,
                                      s->db ? sqlite3_errmsg(s->db) : "out of memory");
@@ -330,6 +348,20 @@ static inf_status sqlite_sink_setup(sqlite_sink *s, const inf_record_batch *b, i
         snprintf(sql + n, cap - n, ")");
         if ((st = exec_sql(s, sql, err))) goto done;
     } else {
+        if (s->keep_table_shape) { /* an unrelated table is refused, not altered */
+            const char **missing = (const char **)s->cols; /* free scratch: filled with names below */
+            int n_missing = 0;
+            for (int f = 0; f < b->n_fields; f++)
+                if (!table_has_column(s, b->names[f])) missing[n_missing++] = b->names[f];
+            if (n_missing) {
+                char who[600];
+                snprintf(who, sizeof who, "sqlite:%s", s->path);
+                st = inf__io_table_shape_refused(err, who, s->table, missing, n_missing);
+                memset(s->cols, 0, (size_t)b->n_fields * sizeof *s->cols);
+                goto done;
+            }
+            memset(s->cols, 0, (size_t)b->n_fields * sizeof *s->cols);
+        }
         for (int f = 0; f < b->n_fields; f++) {
             if (table_has_column(s, b->names[f])) continue;
             char tident[600];

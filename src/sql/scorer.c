@@ -77,6 +77,10 @@ inf_status inf__scorer_new(const char *ref, const inf__scorer_options *opts, inf
         fail(err, st, "infera: out of memory loading %s", ref);
         goto fail;
     }
+    if (s->id_column[0] && (st = inf_record_batch_set_id_field(s->in, s->id_column))) { /* ids are text */
+        fail(err, st, "infera: out of memory loading %s", ref);
+        goto fail;
+    }
     s->primary = -1;
     *out = s;
     return INF_OK;

@@ -331,7 +331,7 @@ static inf_status work_init(work *w, const inf__stream_config *cfg, inf_error *e
     memset(w, 0, sizeof *w);
     w->cfg = cfg;
     if (inf_record_batch_new(&w->pred) || inf_record_batch_new(&w->out) || inf_record_batch_new(&w->errs) ||
-        inf__stream_events_init(&w->one))
+        inf__stream_events_init(&w->one) || inf_record_batch_set_id_field(w->one.records, cfg->id_column))
         goto oom;
     if (!cfg->model) return INF_OK;
     const inf_pipeline *pl = cfg->model->pipeline;
@@ -370,7 +370,7 @@ inf_status inf__stream_run(const inf__stream_config *cfg, inf__stream_stats *sta
     work w;
     inf__stream_events ev;
     inf_status st = work_init(&w, cfg, err);
-    if (!st && (st = inf__stream_events_init(&ev))) {
+    if (!st && ((st = inf__stream_events_init(&ev)) || (st = inf_record_batch_set_id_field(ev.records, cfg->id_column)))) {
         err->status = st;
         snprintf(err->message, sizeof err->message, "stream: out of memory");
         work_deinit(&w);
