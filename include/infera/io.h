@@ -264,6 +264,13 @@ INF_API inf_status inf_record_batch_set_text(inf_record_batch *b, int row, int f
  * for error messages and logs.  Writes into buf; returns buf. */
 INF_API const char *inf_io_redact_uri(const char *uri, char *buf, size_t size);
 
+/* The SQL (PostgreSQL) predicate that selects shard k of n (0 <= k < n) by
+ * the id column: `abs(hashtext("ID"::text)::bigint) % n = k`, the column
+ * quoted as an identifier (embedded quotes doubled).  Written into out (size
+ * bytes); 0, or -1 when k/n are out of range or it does not fit.  The one
+ * definition the PostgreSQL source and `infera batch --shard` share. */
+INF_API int inf_io_shard_predicate(const char *id_column, int k, int n, char *out, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "batch/batch_int.h"
 #include "cli/cli.h"
 
@@ -143,6 +145,45 @@ static int resume_differences(const inf__job *job, const inf__job *now, char *ou
     return n;
 }
 
+/* Starts the job: a resume loads the checkpoint and checks it against this
+ * command (now), a fresh start begins an empty job of the same id.  Returns
+ * 0 to go on, else the exit code; *finished: a resumed job that is already
+ * done (reported, exit code 0: nothing is written). */
+static int start_job(inf__job *job, const inf__job *now, int resume, int *finished) {
+    inf_error e;
+    *finished = 0;
+    if (resume) {
+        if (inf__job_load(job, &e)) return cli_fail(CMD, "%s (run without --resume to start the job)", e.message);
+        char diff[2048];
+        if (resume_differences(job, now, diff, sizeof diff))
+            return cli_fail(CMD,
+                            "cannot resume job %s: this command is not the one that started it (%s); nothing was "
+                            "written (resume with the job's arguments, or start a new job without --resume)",
+                            job->id, diff);
+        if (!strcmp(job->state, "done")) { /* finished: say so, touch nothing */
+            printf("job       %s already finished at %s: read %lld, written %lld, rejected %lld into %s\n"
+                   "          nothing to resume, nothing written (run without --resume to score again)\n",
+                   job->id, job->updated_at[0] ? job->updated_at : "an earlier run", (long long)job->rows_read,
+                   (long long)job->rows_written, (long long)job->rows_rejected, job->output);
+            *finished = 1;
+        }
+        return 0;
+    }
+    if (!inf__job_load(job, &e) && !strcmp(job->state, "running"))
+        fprintf(stderr, "infera batch: job %s has an unfinished run; starting over (use --resume to continue it)\n",
+                job->id);
+    inf__job fresh;
+    memset(&fresh, 0, sizeof fresh);
+    snprintf(fresh.id, sizeof fresh.id, "%s", job->id);
+    snprintf(fresh.path, sizeof fresh.path, "%s", job->path);
+    *job = fresh;
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(job->started_at, sizeof job->started_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return 0;
+}
+
 /* Opens a sink for a fresh start or a resume; see docs/batch.md "Modes".
  * On a resume a file is first checked to be the one the job wrote (file_id)
  * and truncated back to its committed size; keep_shape: an existing table
@@ -175,6 +216,27 @@ static int open_sink(const char *uri, const inf__target *t, const char *mode, in
     return 0;
 }
 
+/* Lineage of a finished job: the registry when the model came from it,
+ * else (or when recording there fails) the job log.  out says where. */
+static void record_lineage(const inf__model_ref *m, const inf__job *job, const char *home, const char *in_red,
+                           const char *out_red, char *out, size_t size) {
+    if (m->from_registry && m->registry) {
+        inf_registry_use u = {m->name, m->version_num, "batch", in_red, out_red, job->id};
+        inf_registry_prediction p = {m->name, m->version_num, "batch", in_red, out_red, job->rows_scored, NULL, job->id};
+        inf_error le;
+        if (!inf_registry_record_use(m->registry, &u, &le) && !inf_registry_audit_prediction(m->registry, &p, &le)) {
+            snprintf(out, size, "registry %s (use and audit record of %s@%s, job %s)", inf_registry_location(m->registry),
+                     m->name, m->version, job->id);
+            return;
+        }
+        fprintf(stderr, "infera batch: recording lineage in the registry failed: %s; using the job log\n", le.message);
+    }
+    inf_error le;
+    if (inf__job_log(job, home, in_red, out_red, m->registry ? inf_registry_principal(m->registry) : NULL, &le))
+        fprintf(stderr, "infera batch: %s\n", le.message);
+    else snprintf(out, size, "job log %s/jobs/jobs.jsonl (job %s)", home, job->id);
+}
+
 typedef struct summary_ctx {
     const inf__job *job;
     const batch_opts *o;
@@ -184,18 +246,53 @@ typedef struct summary_ctx {
     int json, failed;
 } summary_ctx;
 
+/* v rounded to `digits` decimals (the summary's precision). */
+static double rounded(double v, int digits) {
+    double scale = digits == 1 ? 10.0 : 1000.0;
+    return round(v * scale) / scale;
+}
+
+/* The summary as one JSON line (cJSON: names, paths and messages escaped). */
+static void print_summary_json(FILE *f, const summary_ctx *s, double per_m) {
+    const inf__job *j = s->job;
+    cJSON *o = cJSON_CreateObject();
+    const struct {
+        const char *key, *value;
+    } strs[] = {{"event", "summary"},
+                {"job_id", j->id},
+                {"state", j->state},
+                {"model_name", j->model_name},
+                {"model_version", j->model_version},
+                {"pipeline_hash", j->pipeline_hash}};
+    const struct {
+        const char *key;
+        double value;
+    } nums[] = {{"rows_read", (double)j->rows_read},
+                {"rows_scored", (double)j->rows_scored},
+                {"rows_written", (double)j->rows_written},
+                {"rows_rejected", (double)j->rows_rejected},
+                {"wall_s", rounded(s->wall, 3)},
+                {"rows_per_s", rounded(s->rate, 1)},
+                {"cpu_s", rounded(j->cpu_seconds, 3)},
+                {"cpu_s_per_million", rounded(per_m, 3)}};
+    int ok = o != NULL;
+    for (size_t i = 0; ok && i < sizeof strs / sizeof strs[0]; i++)
+        ok = cJSON_AddStringToObject(o, strs[i].key, strs[i].value) != NULL;
+    for (size_t i = 0; ok && i < sizeof nums / sizeof nums[0]; i++)
+        ok = cJSON_AddNumberToObject(o, nums[i].key, nums[i].value) != NULL;
+    ok = ok && cJSON_AddStringToObject(o, "lineage", s->lineage) != NULL;
+    char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
+    if (text) fprintf(f, "%s\n", text);
+    else fprintf(stderr, "infera batch: out of memory writing the summary\n");
+    free(text);
+    cJSON_Delete(o);
+}
+
 static void print_summary(FILE *f, const summary_ctx *s) {
     const inf__job *j = s->job;
     double per_m = j->rows_scored > 0 ? j->cpu_seconds / (double)j->rows_scored * 1e6 : 0;
     if (s->json) {
-        fprintf(f,
-                "{\"event\":\"summary\",\"job_id\":\"%s\",\"state\":\"%s\",\"model_name\":\"%s\",\"model_version\":\"%s\","
-                "\"pipeline_hash\":\"%s\",\"rows_read\":%lld,\"rows_scored\":%lld,\"rows_written\":%lld,"
-                "\"rows_rejected\":%lld,\"wall_s\":%.3f,\"rows_per_s\":%.1f,\"cpu_s\":%.3f,"
-                "\"cpu_s_per_million\":%.3f,\"lineage\":\"%s\"}\n",
-                j->id, j->state, j->model_name, j->model_version, j->pipeline_hash, (long long)j->rows_read,
-                (long long)j->rows_scored, (long long)j->rows_written, (long long)j->rows_rejected, s->wall, s->rate,
-                j->cpu_seconds, per_m, s->lineage);
+        print_summary_json(f, s, per_m);
         return;
     }
     char a[32], b[32], c[32], d[32];
@@ -223,7 +320,7 @@ int cmd_batch(int argc, char **argv) {
     memset(&m, 0, sizeof m);
     inf_source *src = NULL;
     inf_sink *sink = NULL, *esink = NULL;
-    char in_red[1024], out_red[1024], err_red[1024], src_uri[8192], shard_where[700] = "", lineage[1200] = "none";
+    char in_red[1024], out_red[1024], err_red[1024], src_uri[8192], shard_where[800] = "", lineage[1200] = "none";
     inf__target tin, tout, terr;
     inf__job job;
     memset(&job, 0, sizeof job);
@@ -265,14 +362,10 @@ int cmd_batch(int argc, char **argv) {
         }
         size_t len = strlen(src_uri);
         snprintf(src_uri + len, sizeof src_uri - len, "%cshard=%d/%d", strchr(src_uri, '?') ? '&' : '?', k, n);
-        char q[300];
-        size_t qn = 0;
-        for (const char *p = id_column; *p && qn + 3 < sizeof q; p++) {
-            if (*p == '"') q[qn++] = '"';
-            q[qn++] = *p;
+        if (inf_io_shard_predicate(id_column, k, n, shard_where, sizeof shard_where)) {
+            rc = cli_usage(CMD, "--shard: the id column name '%.80s...' is too long", id_column);
+            goto done;
         }
-        q[qn] = 0;
-        snprintf(shard_where, sizeof shard_where, "abs(hashtext(\"%s\"::text)::bigint) %% %d = %d", q, n, k);
     }
     inf_io_redact_uri(o.input, in_red, sizeof in_red);
     inf_io_redact_uri(o.output, out_red, sizeof out_red);
@@ -305,40 +398,9 @@ int cmd_batch(int argc, char **argv) {
     snprintf(now.model_version, sizeof now.model_version, "%s", model_version);
     snprintf(now.model_sha256, sizeof now.model_sha256, "%s", o.no_score ? "" : m.sha256);
     snprintf(now.pipeline_hash, sizeof now.pipeline_hash, "%s", pipeline_hash);
-    if (o.resume) {
-        if (inf__job_load(&job, &e)) {
-            rc = cli_fail(CMD, "%s (run without --resume to start the job)", e.message);
-            goto done;
-        }
-        char diff[2048];
-        if (resume_differences(&job, &now, diff, sizeof diff)) {
-            rc = cli_fail(CMD, "cannot resume job %s: this command is not the one that started it (%s); nothing was "
-                               "written (resume with the job's arguments, or start a new job without --resume)",
-                          job.id, diff);
-            goto done;
-        }
-        if (!strcmp(job.state, "done")) { /* finished: say so, touch nothing */
-            printf("job       %s already finished at %s: read %lld, written %lld, rejected %lld into %s\n"
-                   "          nothing to resume, nothing written (run without --resume to score again)\n",
-                   job.id, job.updated_at[0] ? job.updated_at : "an earlier run", (long long)job.rows_read,
-                   (long long)job.rows_written, (long long)job.rows_rejected, job.output);
-            rc = 0;
-            goto done;
-        }
-    } else {
-        inf__job fresh;
-        if (!inf__job_load(&job, &e) && !strcmp(job.state, "running"))
-            fprintf(stderr, "infera batch: job %s has an unfinished run; starting over (use --resume to continue it)\n",
-                    job.id);
-        memset(&fresh, 0, sizeof fresh);
-        snprintf(fresh.id, sizeof fresh.id, "%s", job.id);
-        snprintf(fresh.path, sizeof fresh.path, "%s", job.path);
-        job = fresh;
-        time_t now = time(NULL);
-        struct tm tm;
-        gmtime_r(&now, &tm);
-        strftime(job.started_at, sizeof job.started_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    }
+    int finished = 0;
+    if ((rc = start_job(&job, &now, o.resume, &finished)) || finished) goto done;
+    rc = 1;
     snprintf(job.state, sizeof job.state, "running");
     job.message[0] = 0;
     snprintf(job.model, sizeof job.model, "%s", o.no_score ? "(no-score copy)" : o.model);
@@ -441,29 +503,7 @@ int cmd_batch(int argc, char **argv) {
     if (inf__job_save(&job, in_red, out_red, o.errors ? err_red : NULL, &se))
         fprintf(stderr, "infera batch: %s\n", se.message);
 
-    /* lineage: the registry when the model came from it, else the job log */
-    if (!st) {
-        int recorded = 0;
-        if (m.from_registry && m.registry) {
-            inf_registry_use u = {m.name, m.version_num, "batch", in_red, out_red, job.id};
-            inf_registry_prediction p = {m.name, m.version_num, "batch", in_red, out_red, job.rows_scored, NULL, job.id};
-            inf_error le;
-            if (!inf_registry_record_use(m.registry, &u, &le) && !inf_registry_audit_prediction(m.registry, &p, &le)) {
-                snprintf(lineage, sizeof lineage, "registry %s (use and audit record of %s@%s, job %s)",
-                         inf_registry_location(m.registry), m.name, m.version, job.id);
-                recorded = 1;
-            } else {
-                fprintf(stderr, "infera batch: recording lineage in the registry failed: %s; using the job log\n",
-                        le.message);
-            }
-        }
-        if (!recorded) {
-            inf_error le;
-            if (inf__job_log(&job, home, in_red, out_red, m.registry ? inf_registry_principal(m.registry) : NULL, &le))
-                fprintf(stderr, "infera batch: %s\n", le.message);
-            else snprintf(lineage, sizeof lineage, "job log %s/jobs/jobs.jsonl (job %s)", home, job.id);
-        }
-    }
+    if (!st) record_lineage(&m, &job, home, in_red, out_red, lineage, sizeof lineage);
 
     summary_ctx sc = {0};
     sc.job = &job;

@@ -97,6 +97,14 @@ void inf__io_quote_ident(char *out, size_t size, const char *name) {
     out[n] = 0;
 }
 
+int inf_io_shard_predicate(const char *id_column, int k, int n, char *out, size_t size) {
+    char ident[600];
+    if (!id_column || n < 1 || k < 0 || k >= n || strlen(id_column) * 2 + 3 > sizeof ident) return -1;
+    inf__io_quote_ident(ident, sizeof ident, id_column);
+    int len = snprintf(out, size, "abs(hashtext(%s::text)::bigint) %% %d = %d", ident, n, k);
+    return len > 0 && (size_t)len < size ? 0 : -1;
+}
+
 inf_status inf__io_out_new(size_t state_size, const char *kind, const char *uri, const char *rest, int append,
                            void **state, inf_error *err) {
     inf__io_out *o = calloc(1, state_size);

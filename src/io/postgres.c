@@ -201,8 +201,14 @@ static inf_status pg_source_open(const char *uri, const char *rest, const inf_so
         goto fail;
     }
     size_t used = strlen(sql);
-    if (has_shard)
-        used += (size_t)snprintf(sql + used, cap - used, " WHERE abs(hashtext(%s::text)::bigint) %% %d = %d", idq, n, k);
+    if (has_shard) {
+        char where[800];
+        if (inf_io_shard_predicate(id, k, n, where, sizeof where)) {
+            st = inf__io_fail(err, INF_EINVAL, "%s: the id column name is too long to shard by", s->red);
+            goto fail;
+        }
+        used += (size_t)snprintf(sql + used, cap - used, " WHERE %s", where);
+    }
     if (id && !inf__io_uri_param(uri, "query", query, qsize))
         snprintf(sql + used, cap - used, " ORDER BY %s", idq);
     if ((st = exec_ok(s->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", s->red, "begin", err))) goto fail;
