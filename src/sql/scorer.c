@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "registry/model_ref.h"
+#include "runtime/score.h"
 #include "sql/scorer.h"
 
 struct inf__scorer {
@@ -28,6 +29,7 @@ struct inf__scorer {
     int primary;     /* field index in out, -1 */
     int n_classified; /* fields of out classified into skip/primary so far */
     char id_column[256];
+    inf__rt_scorer core; /* the scoring core (runtime/score.h); a call whose every record fails alone fails */
 };
 
 static inf_status fail(inf_error *err, inf_status st, const char *fmt, const char *a) {
@@ -73,6 +75,10 @@ inf_status inf__scorer_new(const char *ref, const inf__scorer_options *opts, inf
     if ((st = inf_session_new(s->m.model, &so, &s->session, err))) goto fail;
     if ((st = inf_pipeline_exec_new(s->m.pipeline, &s->exec, err))) goto fail;
     inf_pipeline_exec_map_each_batch(s->exec, 1); /* calls are independent: each maps its own keys */
+    if ((st = inf__rt_scorer_init(&s->core, s->session, s->exec, INF__RT_ALL_FAILED_FATAL))) {
+        fail(err, st, "infera: out of memory loading %s", ref);
+        goto fail;
+    }
     if ((st = inf_record_batch_new(&s->in)) || (st = inf_record_batch_new(&s->out))) {
         fail(err, st, "infera: out of memory loading %s", ref);
         goto fail;
@@ -92,6 +98,7 @@ fail:
 void inf__scorer_free(inf__scorer *s) {
     if (!s) return;
     inf__scorer_clear(s);
+    inf__rt_scorer_deinit(&s->core);
     inf_pipeline_exec_free(s->exec);
     inf_session_free(s->session);
     inf_record_batch_free(s->in);
@@ -213,29 +220,43 @@ static inf_status classify_fields(inf__scorer *s, inf_error *err) {
     return INF_OK;
 }
 
+/* The scoring core's results (runtime/score.h): prediction rows are
+ * appended to out (row_of maps each record to its row), rejections keep
+ * their reason in why. */
+static inf_status on_scored(void *user, const inf_record_batch *pred, const int *in_rows, int n) {
+    inf__scorer *s = user;
+    int base = inf_record_batch_n_rows(s->out);
+    inf_status st = inf__rt_append_rows(s->out, pred, 0, n);
+    for (int k = 0; !st && k < n; k++)
+        if (in_rows[k] >= 0 && in_rows[k] < s->n_records) s->row_of[in_rows[k]] = base + k;
+    return st;
+}
+
+static inf_status on_rejected(void *user, int row, const char *field, const char *reason) {
+    inf__scorer *s = user;
+    if (row < 0 || row >= s->n_records) return INF_OK;
+    char buf[700];
+    snprintf(buf, sizeof buf, "%s%s%s", field && *field ? field : "", field && *field ? ": " : "", reason);
+    free(s->why[row]);
+    return (s->why[row] = strdup(buf)) ? INF_OK : INF_ENOMEM;
+}
+
+static void on_restart(void *user) {
+    inf__scorer *s = user;
+    inf_record_batch_clear(s->out);
+    for (int i = 0; i < s->n_records; i++) {
+        s->row_of[i] = -1;
+        free(s->why[i]);
+        s->why[i] = NULL;
+    }
+}
+
 inf_status inf__scorer_score(inf__scorer *s, inf_error *err) {
-    inf_status st;
-    const inf_tensor *const *x;
     inf_record_batch_clear(s->out);
     if (!s->n_records) return INF_OK;
-    if ((st = inf_pipeline_prepare(s->exec, s->in, &x, err))) return st;
-    int n_acc = inf_pipeline_n_accepted(s->exec);
-    if (n_acc > 0) {
-        inf_tensor *const *y;
-        if ((st = inf_session_run(s->session, x, &y, err))) return st;
-        if ((st = inf_pipeline_finish(s->exec, y, s->out, err))) return st;
-    }
-    for (int k = 0; k < n_acc; k++) s->row_of[inf_pipeline_accepted_row(s->exec, k)] = k;
-    for (int i = 0; i < inf_pipeline_n_rejected(s->exec); i++) {
-        const char *field = NULL, *msg = NULL;
-        int row = inf_pipeline_rejected(s->exec, i, &field, &msg);
-        if (row < 0 || row >= s->n_records) continue;
-        char buf[700];
-        snprintf(buf, sizeof buf, "%s%s%s", field && *field ? field : "", field && *field ? ": " : "",
-                 msg ? msg : "rejected");
-        free(s->why[row]);
-        s->why[row] = strdup(buf);
-    }
+    inf__rt_results results = {s, on_scored, on_rejected, on_restart};
+    inf_status st = inf__rt_score_batch(&s->core, s->in, &results, err);
+    if (st) return st;
     return classify_fields(s, err);
 }
 
