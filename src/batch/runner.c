@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "batch/batch_int.h"
+#include "runtime/reject.h"
 #include "runtime/score.h"
 
 typedef struct chunk {
@@ -202,37 +203,12 @@ static void *reader_main(void *arg) {
 
 /* ---- workers -------------------------------------------------------------- */
 
-static int write_file(const char *bytes, size_t n, void *user) {
-    return fwrite(bytes, 1, n, (FILE *)user) == n ? 0 : -1;
-}
-
+/* A rejection row (runtime/reject.h) keyed by the record's source number. */
 static inf_status add_error_row(runner *r, chunk *c, int64_t ordinal, const inf_value *id, const char *field,
                                 const char *reason, int in_row) {
-    inf_record_batch *b = c->errs;
-    int row, f_src, f_id, f_field, f_reason, f_rec;
-    inf_status st;
-    if ((st = inf_record_batch_add_field(b, "source_row", &f_src)) || (st = inf_record_batch_add_field(b, "id", &f_id)) ||
-        (st = inf_record_batch_add_field(b, "field", &f_field)) ||
-        (st = inf_record_batch_add_field(b, "reason", &f_reason)) ||
-        (st = inf_record_batch_add_field(b, "record", &f_rec)) || (st = inf_record_batch_add_row(b, &row)))
-        return st;
-    if ((st = inf_record_batch_set_int(b, row, f_src, ordinal))) return st;
-    if (id && id->type != INF_FIELD_NULL && (st = inf_record_batch_set(b, row, f_id, id))) return st;
-    if (field && *field && (st = inf_record_batch_set_string(b, row, f_field, field, strlen(field)))) return st;
-    if ((st = inf_record_batch_set_string(b, row, f_reason, reason, strlen(reason)))) return st;
-    if (in_row >= 0) {
-        /* the record as JSON, without fields marked sensitive */
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *m = open_memstream(&buf, &len);
-        if (!m) return INF_ENOMEM;
-        st = inf_record_batch_row_to_json(c->in, in_row, r->sensitive, write_file, m);
-        fclose(m);
-        if (!st && buf) st = inf_record_batch_set_string(b, row, f_rec, buf, len);
-        free(buf);
-        if (st) return st;
-    }
-    return INF_OK;
+    inf_value key = {.type = INF_FIELD_INT, .u.i = ordinal};
+    return inf__rt_reject_row(c->errs, "source_row", &key, id, field, reason, in_row >= 0 ? c->in : NULL, in_row,
+                              r->sensitive);
 }
 
 /* The scoring core's results for one chunk (runtime/score.h): prediction

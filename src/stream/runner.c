@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "io/io_int.h"
+#include "runtime/reject.h"
 #include "runtime/score.h"
 #include "stream/stream_int.h"
 
@@ -88,46 +89,16 @@ typedef struct work {
     int n_scored, n_rejected;
 } work;
 
-static int write_mem(const char *bytes, size_t n, void *user) {
-    return fwrite(bytes, 1, n, (FILE *)user) == n ? 0 : -1;
-}
-
 static const inf_value *event_id(const inf__stream_events *ev, int row) {
     return inf_record_batch_get(ev->ids, row, 0);
 }
 
-/* A dead letter for row `row` of ev->records (row < 0: no record). */
+/* A dead letter (runtime/reject.h) for row `row` of ev->records (row < 0: no record). */
 static inf_status add_error(work *w, const inf__stream_events *ev, int row, const inf_value *eid, const char *field,
                             const char *reason) {
-    inf_record_batch *b = w->errs;
-    int r, f_eid, f_id, f_field, f_reason, f_rec;
-    inf_status st;
-    if ((st = inf_record_batch_add_field(b, "event_id", &f_eid)) || (st = inf_record_batch_add_field(b, "id", &f_id)) ||
-        (st = inf_record_batch_add_field(b, "field", &f_field)) ||
-        (st = inf_record_batch_add_field(b, "reason", &f_reason)) ||
-        (st = inf_record_batch_add_field(b, "record", &f_rec)) || (st = inf_record_batch_add_row(b, &r)))
-        return st;
-    if ((st = inf_record_batch_set(b, r, f_eid, eid))) return st;
     int idf = w->cfg->id_column && row >= 0 ? inf_record_batch_find_field(ev->records, w->cfg->id_column) : -1;
-    const inf_value *idv = idf >= 0 ? inf_record_batch_get(ev->records, row, idf) : NULL;
-    if (idv && idv->type != INF_FIELD_NULL) { /* as text: a table of dead letters keeps one type for `id` */
-        char buf[64];
-        size_t n;
-        const char *text = inf__io_value_text(idv, buf, sizeof buf, &n);
-        if ((st = inf_record_batch_set_string(b, r, f_id, text, n))) return st;
-    }
-    if (field && *field && (st = inf_record_batch_set_string(b, r, f_field, field, strlen(field)))) return st;
-    if ((st = inf_record_batch_set_string(b, r, f_reason, reason, strlen(reason)))) return st;
-    if (row < 0) return INF_OK;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    if (!m) return INF_ENOMEM;
-    st = inf_record_batch_row_to_json(ev->records, row, w->sensitive, write_mem, m);
-    if (fclose(m) && !st) st = INF_ENOMEM;
-    if (!st && buf) st = inf_record_batch_set_string(b, r, f_rec, buf, len);
-    free(buf);
-    return st;
+    const inf_value *id = idf >= 0 ? inf_record_batch_get(ev->records, row, idf) : NULL;
+    return inf__rt_reject_row(w->errs, "event_id", eid, id, field, reason, ev->records, row, w->sensitive);
 }
 
 /* Malformed events (ev->bad) -> dead letters. */
