@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "registry/model_ref.h"
+#include "runtime/model.h"
 #include "infera/io.h"
 #include "infera/pipeline.h"
 
@@ -123,7 +123,7 @@ void inf__progress_update(inf__progress *p, int64_t done, int64_t written, int64
 
 /* ---- runner (runner.c) ---- */
 typedef struct inf__runner_config {
-    inf__model_ref *model;      /* NULL: --no-score, records are copied (benchmark baseline) */
+    inf__rt_model *model;      /* NULL: --no-score, records are copied (benchmark baseline) */
     inf_source *source;
     inf_sink *sink;
     inf_sink *errors;           /* may be NULL: bad rows are only counted (and the first reported) */

@@ -218,7 +218,7 @@ static int open_sink(const char *uri, const inf__target *t, const char *mode, in
 
 /* Lineage of a finished job: the registry when the model came from it,
  * else (or when recording there fails) the job log.  out says where. */
-static void record_lineage(const inf__model_ref *m, const inf__job *job, const char *home, const char *in_red,
+static void record_lineage(const inf__rt_model *m, const inf__job *job, const char *home, const char *in_red,
                            const char *out_red, char *out, size_t size) {
     if (m->from_registry && m->registry) {
         inf_registry_use u = {m->name, m->version_num, "batch", in_red, out_red, job->id};
@@ -316,7 +316,7 @@ int cmd_batch(int argc, char **argv) {
     const char *home = o.home ? o.home : getenv("INFERA_HOME");
     if (!home || !*home) home = "./infera-data";
     inf_error e;
-    inf__model_ref m;
+    inf__rt_model m;
     memset(&m, 0, sizeof m);
     inf_source *src = NULL;
     inf_sink *sink = NULL, *esink = NULL;
@@ -329,13 +329,13 @@ int cmd_batch(int argc, char **argv) {
 
     /* model and pipeline */
     if (!o.no_score) {
-        inf__model_ref_options mo = {0};
+        inf__rt_model_options mo = {0};
         mo.pipeline_path = o.pipeline;
         mo.id_column = o.id_column;
         mo.home = o.home;
         mo.registry_url = o.registry;
         mo.keep_registry = 1;
-        if (inf__model_ref_open(o.model, &mo, &m, &e)) return cli_fail(CMD, "model %s: %s", o.model, e.message);
+        if (inf__rt_model_open(o.model, &mo, &m, &e)) return cli_fail(CMD, "model %s: %s", o.model, e.message);
     }
     const char *id_column = o.id_column;
     if (!id_column && !o.no_score) id_column = inf_pipeline_id_column(m.pipeline);
@@ -528,6 +528,6 @@ done:
     inf_source_close(src);
     if (sink) inf_sink_close(sink, &e);
     if (esink) inf_sink_close(esink, &e);
-    inf__model_ref_close(&m);
+    inf__rt_model_close(&m);
     return rc;
 }

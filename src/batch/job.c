@@ -27,14 +27,6 @@
 
 #include "batch/batch_int.h"
 
-static inf_status fail(inf_error *err, inf_status st, const char *fmt, const char *a, const char *b) {
-    if (err) {
-        err->status = st;
-        snprintf(err->message, sizeof err->message, fmt, a, b);
-    }
-    return st;
-}
-
 void inf__job_make_id(const char *model_key, const char *input, const char *output, const char *shard, char out[80]) {
     inf_sha256 c;
     uint8_t d[32];
@@ -65,12 +57,12 @@ static int mkdirs(const char *path) {
 inf_status inf__job_prepare(inf__job *job, const char *home, inf_error *err) {
     char dir[4100];
     snprintf(dir, sizeof dir, "%s/jobs", home);
-    if (mkdirs(dir)) return fail(err, INF_EIO, "batch: cannot create the job directory %s: %s", dir, strerror(errno));
+    if (mkdirs(dir)) return inf_error_set(err, INF_EIO, "batch: cannot create the job directory %s: %s", dir, strerror(errno));
     for (const char *p = job->id; *p; p++)
         if (!(*p == '-' || *p == '_' || *p == '.' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
               (*p >= 'A' && *p <= 'Z')) || !strcmp(job->id, "..") || !strcmp(job->id, "."))
-            return fail(err, INF_EINVAL, "batch: job id '%s' may hold only letters, digits, '-', '_' and '.'%s",
-                        job->id, "");
+            return inf_error_set(err, INF_EINVAL, "batch: job id '%s' may hold only letters, digits, '-', '_' and '.'",
+                                 job->id);
     snprintf(job->path, sizeof job->path, "%s/%s.json", dir, job->id);
     return INF_OK;
 }
@@ -95,8 +87,8 @@ static int64_t get_int(const cJSON *o, const char *k, int64_t dflt) {
 inf_status inf__job_load(inf__job *job, inf_error *err) {
     FILE *f = fopen(job->path, "rb");
     if (!f) {
-        if (errno == ENOENT) return fail(err, INF_ENOENT, "batch: no checkpoint %s to resume from%s", job->path, "");
-        return fail(err, INF_EIO, "batch: cannot read the checkpoint %s: %s", job->path, strerror(errno));
+        if (errno == ENOENT) return inf_error_set(err, INF_ENOENT, "batch: no checkpoint %s to resume from", job->path);
+        return inf_error_set(err, INF_EIO, "batch: cannot read the checkpoint %s: %s", job->path, strerror(errno));
     }
     char buf[65536];
     size_t n = fread(buf, 1, sizeof buf - 1, f);
@@ -105,7 +97,7 @@ inf_status inf__job_load(inf__job *job, inf_error *err) {
     cJSON *o = cJSON_Parse(buf);
     if (!o || !cJSON_IsObject(o)) {
         cJSON_Delete(o);
-        return fail(err, INF_EFORMAT, "batch: the checkpoint %s is not a JSON object%s", job->path, "");
+        return inf_error_set(err, INF_EFORMAT, "batch: the checkpoint %s is not a JSON object", job->path);
     }
     get_str(o, "state", job->state, sizeof job->state);
     get_str(o, "model", job->model, sizeof job->model);
@@ -178,7 +170,7 @@ inf_status inf__job_save(const inf__job *job, const char *input, const char *out
     cJSON *o = job_json(&tmp_job, input, output, errors);
     char *text = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
-    if (!text) return fail(err, INF_ENOMEM, "batch: out of memory writing the checkpoint %s%s", job->path, "");
+    if (!text) return inf_error_set(err, INF_ENOMEM, "batch: out of memory writing the checkpoint %s", job->path);
     char tmp[4300];
     snprintf(tmp, sizeof tmp, "%s.tmp", job->path);
     FILE *f = fopen(tmp, "wb");
@@ -190,7 +182,7 @@ inf_status inf__job_save(const inf__job *job, const char *input, const char *out
     }
     free(text);
     if (bad || rename(tmp, job->path))
-        return fail(err, INF_EIO, "batch: cannot write the checkpoint %s: %s", job->path, strerror(errno));
+        return inf_error_set(err, INF_EIO, "batch: cannot write the checkpoint %s: %s", job->path, strerror(errno));
     return INF_OK;
 }
 
@@ -202,7 +194,7 @@ inf_status inf__job_log(const inf__job *job, const char *home, const char *input
     if (o && principal) cJSON_AddStringToObject(o, "principal", principal);
     char *text = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
-    if (!text) return fail(err, INF_ENOMEM, "batch: out of memory writing the job log %s%s", path, "");
+    if (!text) return inf_error_set(err, INF_ENOMEM, "batch: out of memory writing the job log %s", path);
     FILE *f = fopen(path, "ab");
     int bad = !f;
     if (f) {
@@ -210,6 +202,6 @@ inf_status inf__job_log(const inf__job *job, const char *home, const char *input
         bad |= fclose(f) != 0;
     }
     free(text);
-    if (bad) return fail(err, INF_EIO, "batch: cannot append to the job log %s: %s", path, strerror(errno));
+    if (bad) return inf_error_set(err, INF_EIO, "batch: cannot append to the job log %s: %s", path, strerror(errno));
     return INF_OK;
 }

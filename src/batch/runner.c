@@ -351,11 +351,7 @@ static void *worker_main(void *arg) {
     memset(&scorer, 0, sizeof scorer);
     inf_error e;
     if (cfg->model) {
-        inf_session_options so;
-        inf_session_options_init(&so);
-        so.n_threads = 1;
-        so.max_batch = cfg->chunk_rows;
-        if (inf_session_new(cfg->model->model, &so, &s, &e) || inf_pipeline_exec_new(cfg->model->pipeline, &ex, &e)) {
+        if (inf__rt_model_session(cfg->model, 1, cfg->chunk_rows, &s, &ex, &e)) {
             set_fatal(r, &e);
             goto done;
         }

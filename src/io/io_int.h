@@ -40,8 +40,7 @@ inf_status inf__io_mqtt_connect(const inf_net_uri *u, const char *client_id, int
                                 const char *who, struct mosquitto **out, inf_error *err);
 #endif
 
-/* Fills err (may be NULL) with status and a formatted message; returns status. */
-#define inf__io_fail(...) inf_error_set(__VA_ARGS__)
+/* Errors: inf_error_set (include/infera/infera.h), printf-format checked. */
 
 /* Finds the query parameter `key` in "PATH?k=v&k2=v2" (URL-decoded into buf);
  * returns buf, or NULL when absent.  inf__io_uri_path copies PATH. */

@@ -107,9 +107,9 @@ static inf_status pg_connect(const char *uri, const char *rest, PGconn **out, ch
     char conninfo[4096];
     split_uri(uri, conninfo, sizeof conninfo);
     PGconn *c = PQconnectdb(conninfo);
-    if (!c) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", red);
+    if (!c) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", red);
     if (PQstatus(c) != CONNECTION_OK) {
-        inf_status st = inf__io_fail(err, INF_EIO, "%s: cannot connect: %s", red, pg_msg(c));
+        inf_status st = inf_error_set(err, INF_EIO, "%s: cannot connect: %s", red, pg_msg(c));
         PQfinish(c);
         return st;
     }
@@ -126,7 +126,7 @@ static inf_status exec_ok(PGconn *c, const char *sql, const char *red, const cha
     ExecStatusType s = PQresultStatus(r);
     PQclear(r);
     if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) return INF_OK;
-    return inf__io_fail(err, INF_EIO, "%s: %s: %s", red, what, pg_msg(c));
+    return inf_error_set(err, INF_EIO, "%s: %s: %s", red, what, pg_msg(c));
 }
 
 /* ---- source --------------------------------------------------------------- */
@@ -165,7 +165,7 @@ static inf_status pg_source_open(const char *uri, const char *rest, const inf_so
     if (!s || !query) {
         free(s);
         free(query);
-        return inf__io_fail(err, INF_ENOMEM, "postgresql source: out of memory");
+        return inf_error_set(err, INF_ENOMEM, "postgresql source: out of memory");
     }
     s->max_rows = opts->max_rows > 0 ? opts->max_rows : 1024;
     snprintf(s->fetch, sizeof s->fetch, "FETCH FORWARD %d FROM infera_src", s->max_rows);
@@ -178,17 +178,17 @@ static inf_status pg_source_open(const char *uri, const char *rest, const inf_so
     if (has_shard) {
         char extra;
         if (sscanf(shard, "%d/%d%c", &k, &n, &extra) != 2 || n < 1 || k < 0 || k >= n) {
-            st = inf__io_fail(err, INF_EINVAL, "%s: shard must be K/N with 0 <= K < N", s->red);
+            st = inf_error_set(err, INF_EINVAL, "%s: shard must be K/N with 0 <= K < N", s->red);
             goto fail;
         }
         if (!id) {
-            st = inf__io_fail(err, INF_EINVAL, "%s: sharding needs the id column", s->red);
+            st = inf_error_set(err, INF_EINVAL, "%s: sharding needs the id column", s->red);
             goto fail;
         }
     }
     size_t cap = strlen(uri) + 2048;
     if (!(sql = malloc(cap))) {
-        st = inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+        st = inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
         goto fail;
     }
     if (inf__io_uri_param(uri, "query", query, qsize)) {
@@ -197,14 +197,14 @@ static inf_status pg_source_open(const char *uri, const char *rest, const inf_so
         quote_table(s->conn, table, ident, sizeof ident);
         snprintf(sql, cap, "SELECT * FROM %s", ident);
     } else {
-        st = inf__io_fail(err, INF_EINVAL, "%s: the URI needs ?table=T or &query=SQL", s->red);
+        st = inf_error_set(err, INF_EINVAL, "%s: the URI needs ?table=T or &query=SQL", s->red);
         goto fail;
     }
     size_t used = strlen(sql);
     if (has_shard) {
         char where[800];
         if (inf_io_shard_predicate(id, k, n, where, sizeof where)) {
-            st = inf__io_fail(err, INF_EINVAL, "%s: the id column name is too long to shard by", s->red);
+            st = inf_error_set(err, INF_EINVAL, "%s: the id column name is too long to shard by", s->red);
             goto fail;
         }
         used += (size_t)snprintf(sql + used, cap - used, " WHERE %s", where);
@@ -216,7 +216,7 @@ static inf_status pg_source_open(const char *uri, const char *rest, const inf_so
         size_t dcap = strlen(sql) + 64;
         char *decl = malloc(dcap);
         if (!decl) {
-            st = inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+            st = inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
             goto fail;
         }
         snprintf(decl, dcap, "DECLARE infera_src NO SCROLL CURSOR FOR %s", sql);
@@ -272,7 +272,7 @@ static inf_status pg_source_next(void *state, inf_record_batch *b, int *eof, inf
     }
     PGresult *r = PQexec(s->conn, s->fetch);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        inf_status st = inf__io_fail(err, INF_EIO, "%s: row %ld: %s", s->red, s->row + 1, pg_msg(s->conn));
+        inf_status st = inf_error_set(err, INF_EIO, "%s: row %ld: %s", s->red, s->row + 1, pg_msg(s->conn));
         PQclear(r);
         return st;
     }
@@ -283,7 +283,7 @@ static inf_status pg_source_next(void *state, inf_record_batch *b, int *eof, inf
         s->types = calloc((size_t)(nc ? nc : 1), sizeof *s->types);
         if (!s->fields || !s->types) {
             PQclear(r);
-            return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+            return inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
         }
         for (int c = 0; c < nc; c++) s->types[c] = PQftype(r, c);
     }
@@ -302,7 +302,7 @@ static inf_status pg_source_next(void *state, inf_record_batch *b, int *eof, inf
         s->row++;
     }
     PQclear(r);
-    if (st) return inf__io_fail(err, st, "%s: out of memory", s->red);
+    if (st) return inf_error_set(err, st, "%s: out of memory", s->red);
     if (nr < s->max_rows) {
         s->done = 1;
         *eof = 1;
@@ -335,7 +335,7 @@ typedef struct pg_sink {
 static inf_status pg_sink_open(const char *uri, const char *rest, const inf_sink_options *opts, void **state,
                                inf_error *err) {
     pg_sink *s = calloc(1, sizeof *s);
-    if (!s) return inf__io_fail(err, INF_ENOMEM, "postgresql sink: out of memory");
+    if (!s) return inf_error_set(err, INF_ENOMEM, "postgresql sink: out of memory");
     inf_status st = pg_connect(uri, rest, &s->conn, s->red, sizeof s->red, err);
     if (st) {
         free(s);
@@ -343,7 +343,7 @@ static inf_status pg_sink_open(const char *uri, const char *rest, const inf_sink
     }
     if (!inf__io_uri_param(uri, "table", s->table, sizeof s->table)) {
         PQfinish(s->conn);
-        st = inf__io_fail(err, INF_EINVAL, "%s: a sink needs ?table=T", s->red);
+        st = inf_error_set(err, INF_EINVAL, "%s: a sink needs ?table=T", s->red);
         free(s);
         return st;
     }
@@ -402,12 +402,12 @@ static inf_status ensure_unique_key(pg_sink *s, inf_error *err) {
     int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
     int unique = ok && PQgetvalue(r, 0, 0)[0] == 't';
     PQclear(r);
-    if (!ok) return inf__io_fail(err, INF_EIO, "%s: table %s: cannot read its indexes: %s", s->red, s->table, pg_msg(s->conn));
+    if (!ok) return inf_error_set(err, INF_EIO, "%s: table %s: cannot read its indexes: %s", s->red, s->table, pg_msg(s->conn));
     if (unique) return INF_OK;
     char name[600], keyq[600], sql[2400];
     snprintf(name, sizeof name, "%s_%s_key", strchr(s->table, '.') ? strchr(s->table, '.') + 1 : s->table, s->key);
     char *nameq = PQescapeIdentifier(s->conn, name, strlen(name));
-    if (!nameq) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+    if (!nameq) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
     inf__io_quote_ident(keyq, sizeof keyq, s->key);
     snprintf(sql, sizeof sql, "CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)", nameq, s->table_q, keyq);
     PQfreemem(nameq);
@@ -415,7 +415,7 @@ static inf_status ensure_unique_key(pg_sink *s, inf_error *err) {
     ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
     if (!ok)
-        return inf__io_fail(err, INF_EIO,
+        return inf_error_set(err, INF_EIO,
                             "%s: table %s: rows are keyed by '%s' but it is neither the table's primary key nor unique, "
                             "and a unique index on it cannot be made: %s",
                             s->red, s->table, s->key, pg_msg(s->conn));
@@ -433,13 +433,13 @@ static inf_status check_table_shape(pg_sink *s, const inf_record_batch *b, inf_e
                                1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         PQclear(r);
-        return inf__io_fail(err, INF_EIO, "%s: table %s: cannot read its columns: %s", s->red, s->table, pg_msg(s->conn));
+        return inf_error_set(err, INF_EIO, "%s: table %s: cannot read its columns: %s", s->red, s->table, pg_msg(s->conn));
     }
     int n = PQntuples(r), n_missing = 0;
     const char **missing = n ? calloc((size_t)b->n_fields + 1, sizeof *missing) : NULL;
     if (n && !missing) {
         PQclear(r);
-        return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+        return inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
     }
     for (int f = 0; f < b->n_fields && n; f++) { /* n == 0: no such table, it is created */
         int found = 0;
@@ -458,13 +458,13 @@ static inf_status pg_sink_setup(pg_sink *s, const inf_record_batch *b, inf_error
     inf_status st = INF_OK;
     s->cols = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->cols);
     s->map = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->map);
-    if (!s->cols || !s->map) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+    if (!s->cols || !s->map) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
     for (int f = 0; f < b->n_fields; f++) {
-        if (!(s->cols[f] = strdup(b->names[f]))) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+        if (!(s->cols[f] = strdup(b->names[f]))) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
         s->n_cols = f + 1;
     }
     if (s->key[0] && inf_record_batch_find_field(b, s->key) < 0)
-        return inf__io_fail(err, INF_EINVAL, "%s: table %s: the key column '%s' is not among the fields", s->red,
+        return inf_error_set(err, INF_EINVAL, "%s: table %s: the key column '%s' is not among the fields", s->red,
                             s->table, s->key);
     if ((st = exec_ok(s->conn, "BEGIN", s->red, "begin", err))) return st;
     s->in_txn = 1;
@@ -551,7 +551,7 @@ static inf_status pg_sink_setup(pg_sink *s, const inf_record_batch *b, inf_error
     free(cols);
     goto done;
 oom:
-    st = inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+    st = inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
 done:
     free(sql);
     return st;
@@ -609,7 +609,7 @@ static inf_status pg_sink_write(void *state, const inf_record_batch *b, inf_erro
     PGresult *r = PQexec(s->conn, s->copy);
     if (PQresultStatus(r) != PGRES_COPY_IN) {
         PQclear(r);
-        return inf__io_fail(err, INF_EIO, "%s: table %s: copy: %s", s->red, s->table, pg_msg(s->conn));
+        return inf_error_set(err, INF_EIO, "%s: table %s: copy: %s", s->red, s->table, pg_msg(s->conn));
     }
     PQclear(r);
     /* rows are sent in blocks of about 64 KiB */
@@ -630,13 +630,13 @@ static inf_status pg_sink_write(void *state, const inf_record_batch *b, inf_erro
     if (bad == 1) {
         PQputCopyEnd(s->conn, "out of memory");
         PQclear(PQgetResult(s->conn));
-        return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+        return inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
     }
     PQputCopyEnd(s->conn, bad ? "send failed" : NULL);
     st = INF_OK;
     while ((r = PQgetResult(s->conn)) != NULL) {
         if (PQresultStatus(r) != PGRES_COMMAND_OK && !st)
-            st = inf__io_fail(err, INF_EIO, "%s: table %s: copy: %s", s->red, s->table, pg_msg(s->conn));
+            st = inf_error_set(err, INF_EIO, "%s: table %s: copy: %s", s->red, s->table, pg_msg(s->conn));
         PQclear(r);
     }
     if (st) return st;

@@ -273,13 +273,8 @@ static inf_status work_init(work *w, const inf__stream_config *cfg, inf_error *e
     for (int i = 0; i < n_in; i++)
         if (inf_pipeline_is_sensitive(pl, inf_pipeline_input_name(pl, i)))
             w->sensitive[k++] = inf_pipeline_input_name(pl, i);
-    inf_session_options so;
-    inf_session_options_init(&so);
-    so.n_threads = cfg->n_threads;
-    so.max_batch = cfg->max_batch;
-    inf_status st;
-    if ((st = inf_session_new(cfg->model->model, &so, &w->session, e)) || (st = inf_pipeline_exec_new(pl, &w->exec, e)))
-        return st;
+    inf_status st = inf__rt_model_session(cfg->model, cfg->n_threads, cfg->max_batch, &w->session, &w->exec, e);
+    if (st) return st;
     if (inf__rt_scorer_init(&w->scorer, w->session, w->exec, INF__RT_ALL_FAILED_REJECT)) goto oom;
     return INF_OK;
 oom:
