@@ -309,225 +309,243 @@ static void print_summary(FILE *f, const summary_ctx *s) {
     fprintf(f, "lineage   %s\n", s->lineage);
 }
 
-int cmd_batch(int argc, char **argv) {
+/* Everything one run of `infera batch` holds, set up step by step. */
+typedef struct batch_run {
     batch_opts o;
-    int rc = parse_args(argc, argv, &o);
-    if (rc) return rc;
-    const char *home = o.home ? o.home : getenv("INFERA_HOME");
-    if (!home || !*home) home = "./infera-data";
-    inf_error e;
+    const char *home, *id_column;
     inf__rt_model m;
-    memset(&m, 0, sizeof m);
-    inf_source *src = NULL;
-    inf_sink *sink = NULL, *esink = NULL;
-    char in_red[1024], out_red[1024], err_red[1024], src_uri[8192], shard_where[800] = "", lineage[1200] = "none";
     inf__target tin, tout, terr;
+    char in_red[1024], out_red[1024], err_red[1024], src_uri[8192], shard_where[800], lineage[1200];
     inf__job job;
-    memset(&job, 0, sizeof job);
-    rc = 1;
-    double t0 = inf__now(), cpu0 = inf__cpu_seconds();
+    inf_source *src;
+    inf_sink *sink, *esink;
+    inf__progress_mode progress_mode;
+    double t0, cpu0;
+} batch_run;
 
-    /* model and pipeline */
-    if (!o.no_score) {
-        inf__rt_model_options mo = {0};
-        mo.pipeline_path = o.pipeline;
-        mo.id_column = o.id_column;
-        mo.home = o.home;
-        mo.registry_url = o.registry;
-        mo.keep_registry = 1;
-        if (inf__rt_model_open(o.model, &mo, &m, &e)) return cli_fail(CMD, "model %s: %s", o.model, e.message);
-    }
-    const char *id_column = o.id_column;
-    if (!id_column && !o.no_score) id_column = inf_pipeline_id_column(m.pipeline);
+/* The model and its pipeline (not for --no-score); the id column. */
+static int open_model(batch_run *b) {
+    const batch_opts *o = &b->o;
+    inf_error e;
+    b->id_column = o->id_column;
+    if (o->no_score) return 0;
+    inf__rt_model_options mo = {0};
+    mo.pipeline_path = o->pipeline;
+    mo.id_column = o->id_column;
+    mo.home = o->home;
+    mo.registry_url = o->registry;
+    mo.keep_registry = 1;
+    if (inf__rt_model_open(o->model, &mo, &b->m, &e)) return cli_fail(CMD, "model %s: %s", o->model, e.message);
+    if (!b->id_column) b->id_column = inf_pipeline_id_column(b->m.pipeline);
+    return 0;
+}
 
-    /* the source, with --shard turned into a URI parameter of the PostgreSQL source */
-    inf__target_parse(o.input, &tin);
-    inf__target_parse(o.output, &tout);
-    inf__target_parse(o.errors, &terr);
-    snprintf(src_uri, sizeof src_uri, "%s", o.input);
-    if (o.shard) {
+/* Targets and redacted URIs; --shard becomes a URI parameter of the
+ * PostgreSQL source and the predicate of its row count. */
+static int plan_targets(batch_run *b) {
+    const batch_opts *o = &b->o;
+    inf__target_parse(o->input, &b->tin);
+    inf__target_parse(o->output, &b->tout);
+    inf__target_parse(o->errors, &b->terr);
+    snprintf(b->src_uri, sizeof b->src_uri, "%s", o->input);
+    if (o->shard) {
         int k, n;
         char extra;
-        if (sscanf(o.shard, "%d/%d%c", &k, &n, &extra) != 2 || n < 1 || k < 0 || k >= n) {
-            rc = cli_usage(CMD, "--shard must be K/N with 0 <= K < N (got '%s')", o.shard);
-            goto done;
-        }
-        if (tin.kind != INF__TARGET_PG) {
-            rc = cli_usage(CMD, "--shard needs a PostgreSQL source (postgresql://...)");
-            goto done;
-        }
-        if (!id_column) {
-            rc = cli_usage(CMD, "--shard splits by the id column: give --id-column COL");
-            goto done;
-        }
-        size_t len = strlen(src_uri);
-        snprintf(src_uri + len, sizeof src_uri - len, "%cshard=%d/%d", strchr(src_uri, '?') ? '&' : '?', k, n);
-        if (inf_io_shard_predicate(id_column, k, n, shard_where, sizeof shard_where)) {
-            rc = cli_usage(CMD, "--shard: the id column name '%.80s...' is too long", id_column);
-            goto done;
-        }
+        if (sscanf(o->shard, "%d/%d%c", &k, &n, &extra) != 2 || n < 1 || k < 0 || k >= n)
+            return cli_usage(CMD, "--shard must be K/N with 0 <= K < N (got '%s')", o->shard);
+        if (b->tin.kind != INF__TARGET_PG) return cli_usage(CMD, "--shard needs a PostgreSQL source (postgresql://...)");
+        if (!b->id_column) return cli_usage(CMD, "--shard splits by the id column: give --id-column COL");
+        size_t len = strlen(b->src_uri);
+        snprintf(b->src_uri + len, sizeof b->src_uri - len, "%cshard=%d/%d", strchr(b->src_uri, '?') ? '&' : '?', k, n);
+        if (inf_io_shard_predicate(b->id_column, k, n, b->shard_where, sizeof b->shard_where))
+            return cli_usage(CMD, "--shard: the id column name '%.80s...' is too long", b->id_column);
     }
-    inf_io_redact_uri(o.input, in_red, sizeof in_red);
-    inf_io_redact_uri(o.output, out_red, sizeof out_red);
-    if (o.errors) inf_io_redact_uri(o.errors, err_red, sizeof err_red);
-    if (o.errors && !strcmp(o.errors, o.output)) {
-        rc = cli_usage(CMD, "--errors must differ from --output");
-        goto done;
-    }
+    inf_io_redact_uri(o->input, b->in_red, sizeof b->in_red);
+    inf_io_redact_uri(o->output, b->out_red, sizeof b->out_red);
+    if (o->errors) inf_io_redact_uri(o->errors, b->err_red, sizeof b->err_red);
+    if (o->errors && !strcmp(o->errors, o->output)) return cli_usage(CMD, "--errors must differ from --output");
+    return 0;
+}
 
-    /* the job and its checkpoint */
-    {
-        char key[400];
-        snprintf(key, sizeof key, "%s@%s#%s", o.no_score ? "copy" : m.name, o.no_score ? "" : m.version,
-                 o.no_score ? "" : inf_pipeline_hash(m.pipeline));
-        if (o.job_id) snprintf(job.id, sizeof job.id, "%s", o.job_id);
-        else inf__job_make_id(key, in_red, out_red, o.shard, job.id);
-    }
-    if (inf__job_prepare(&job, home, &e)) {
-        rc = cli_fail(CMD, "%s", e.message);
-        goto done;
-    }
-    const char *model_version = o.no_score ? "" : m.version;
-    const char *pipeline_hash = o.no_score ? "" : inf_pipeline_hash(m.pipeline);
+/* The job: its id, its checkpoint (a resume checks it against this
+ * command), and what this run records in it.  *finished: a resumed job
+ * that is already done (reported; nothing more to do). */
+static int begin_job(batch_run *b, int *finished) {
+    const batch_opts *o = &b->o;
+    inf__job *job = &b->job;
+    inf_error e;
+    const char *name = o->no_score ? "" : b->m.name, *version = o->no_score ? "" : b->m.version;
+    const char *pipeline_hash = o->no_score ? "" : inf_pipeline_hash(b->m.pipeline);
+    char key[400];
+    snprintf(key, sizeof key, "%s@%s#%s", o->no_score ? "copy" : name, version, pipeline_hash);
+    if (o->job_id) snprintf(job->id, sizeof job->id, "%s", o->job_id);
+    else inf__job_make_id(key, b->in_red, b->out_red, o->shard, job->id);
+    if (inf__job_prepare(job, b->home, &e)) return cli_fail(CMD, "%s", e.message);
     inf__job now;
     memset(&now, 0, sizeof now);
-    snprintf(now.input, sizeof now.input, "%s", in_red);
-    snprintf(now.output, sizeof now.output, "%s", out_red);
-    snprintf(now.errors, sizeof now.errors, "%s", o.errors ? err_red : "");
-    snprintf(now.shard, sizeof now.shard, "%s", o.shard ? o.shard : "");
-    snprintf(now.model_version, sizeof now.model_version, "%s", model_version);
-    snprintf(now.model_sha256, sizeof now.model_sha256, "%s", o.no_score ? "" : m.sha256);
+    snprintf(now.input, sizeof now.input, "%s", b->in_red);
+    snprintf(now.output, sizeof now.output, "%s", b->out_red);
+    snprintf(now.errors, sizeof now.errors, "%s", o->errors ? b->err_red : "");
+    snprintf(now.shard, sizeof now.shard, "%s", o->shard ? o->shard : "");
+    snprintf(now.model_version, sizeof now.model_version, "%s", version);
+    snprintf(now.model_sha256, sizeof now.model_sha256, "%s", o->no_score ? "" : b->m.sha256);
     snprintf(now.pipeline_hash, sizeof now.pipeline_hash, "%s", pipeline_hash);
-    int finished = 0;
-    if ((rc = start_job(&job, &now, o.resume, &finished)) || finished) goto done;
-    rc = 1;
-    snprintf(job.state, sizeof job.state, "running");
-    job.message[0] = 0;
-    snprintf(job.model, sizeof job.model, "%s", o.no_score ? "(no-score copy)" : o.model);
-    snprintf(job.model_name, sizeof job.model_name, "%s", o.no_score ? "" : m.name);
-    snprintf(job.model_version, sizeof job.model_version, "%s", model_version);
-    snprintf(job.pipeline_hash, sizeof job.pipeline_hash, "%s", pipeline_hash);
-    snprintf(job.model_sha256, sizeof job.model_sha256, "%s", now.model_sha256);
-    snprintf(job.input, sizeof job.input, "%s", now.input);
-    snprintf(job.output, sizeof job.output, "%s", now.output);
-    snprintf(job.errors, sizeof job.errors, "%s", now.errors);
-    snprintf(job.shard, sizeof job.shard, "%s", now.shard);
+    int rc = start_job(job, &now, o->resume, finished);
+    if (rc || *finished) return rc;
+    snprintf(job->state, sizeof job->state, "running");
+    job->message[0] = 0;
+    snprintf(job->model, sizeof job->model, "%s", o->no_score ? "(no-score copy)" : o->model);
+    snprintf(job->model_name, sizeof job->model_name, "%s", name);
+    snprintf(job->model_version, sizeof job->model_version, "%s", version);
+    snprintf(job->pipeline_hash, sizeof job->pipeline_hash, "%s", pipeline_hash);
+    snprintf(job->model_sha256, sizeof job->model_sha256, "%s", now.model_sha256);
+    snprintf(job->input, sizeof job->input, "%s", now.input);
+    snprintf(job->output, sizeof job->output, "%s", now.output);
+    snprintf(job->errors, sizeof job->errors, "%s", now.errors);
+    snprintf(job->shard, sizeof job->shard, "%s", now.shard);
+    return 0;
+}
 
-    /* sinks and source */
-    /* without --mode each sink gets its kind's default: a table output
-     * (upsert) may have a file error sink (replace) and the other way round */
-    const char *mode = o.mode ? o.mode : (is_table(&tout) ? "upsert" : "replace");
-    const char *err_mode = o.mode ? o.mode : (is_table(&terr) ? "upsert" : "replace");
-    const char *key = id_column ? id_column : "row_number";
+/* Sinks (each in its kind's default mode without --mode: a table output
+ * upserts, a file error sink is replaced, and the other way round), the
+ * source, and the first checkpoint. */
+static int open_io(batch_run *b) {
+    const batch_opts *o = &b->o;
+    inf__job *job = &b->job;
+    inf_error e;
+    const char *mode = o->mode ? o->mode : (is_table(&b->tout) ? "upsert" : "replace");
+    const char *err_mode = o->mode ? o->mode : (is_table(&b->terr) ? "upsert" : "replace");
+    const char *key = b->id_column ? b->id_column : "row_number";
     /* an existing table is adapted (new columns, a unique key) only when --mode append says so */
-    int keep_shape = !(o.mode && !strcmp(o.mode, "append"));
-    if (o.resume && o.errors && inf__target_check_file(&terr, job.errors_bytes, job.errors_file_id, &e)) {
-        rc = cli_fail(CMD, "%s", e.message); /* both files checked before either is cut back */
-        goto done;
-    }
-    if ((rc = open_sink(o.output, &tout, mode, o.resume, job.output_bytes, job.output_file_id, keep_shape, key, &sink,
-                        "output")))
-        goto done;
-    if (o.errors && (rc = open_sink(o.errors, &terr, err_mode, o.resume, job.errors_bytes, job.errors_file_id,
-                                    keep_shape, "source_row", &esink, "errors")))
-        goto done;
-    rc = 1;
-    inf__target_file_id(&tout, job.output_file_id);
-    inf__target_file_id(&terr, job.errors_file_id);
-    job.output_bytes = inf__target_file_size(&tout);
-    job.errors_bytes = o.errors ? inf__target_file_size(&terr) : -1;
+    int keep_shape = !(o->mode && !strcmp(o->mode, "append")), rc;
+    if (o->resume && o->errors && inf__target_check_file(&b->terr, job->errors_bytes, job->errors_file_id, &e))
+        return cli_fail(CMD, "%s", e.message); /* both files checked before either is cut back */
+    if ((rc = open_sink(o->output, &b->tout, mode, o->resume, job->output_bytes, job->output_file_id, keep_shape, key,
+                        &b->sink, "output")))
+        return rc;
+    if (o->errors && (rc = open_sink(o->errors, &b->terr, err_mode, o->resume, job->errors_bytes, job->errors_file_id,
+                                     keep_shape, "source_row", &b->esink, "errors")))
+        return rc;
+    inf__target_file_id(&b->tout, job->output_file_id);
+    inf__target_file_id(&b->terr, job->errors_file_id);
+    job->output_bytes = inf__target_file_size(&b->tout);
+    job->errors_bytes = o->errors ? inf__target_file_size(&b->terr) : -1;
     inf_source_options sopts = {0};
-    sopts.max_rows = o.chunk_rows;
-    sopts.id_column = id_column;
-    if (inf_source_open(src_uri, &sopts, &src, &e)) {
-        rc = cli_fail(CMD, "input %s", e.message);
-        goto done;
-    }
-    if (inf__job_save(&job, in_red, out_red, o.errors ? err_red : NULL, &e)) {
-        rc = cli_fail(CMD, "%s", e.message);
-        goto done;
-    }
+    sopts.max_rows = o->chunk_rows;
+    sopts.id_column = b->id_column;
+    if (inf_source_open(b->src_uri, &sopts, &b->src, &e)) return cli_fail(CMD, "input %s", e.message);
+    if (inf__job_save(job, b->in_red, b->out_red, o->errors ? b->err_red : NULL, &e)) return cli_fail(CMD, "%s", e.message);
+    return 0;
+}
 
-    /* progress: bar on a terminal, JSON lines otherwise */
-    inf__progress prog;
-    inf__progress_mode pm = isatty(2) ? INF__PROGRESS_BAR : INF__PROGRESS_JSON;
-    if (o.progress) pm = !strcmp(o.progress, "bar") ? INF__PROGRESS_BAR
-                         : !strcmp(o.progress, "json") ? INF__PROGRESS_JSON : INF__PROGRESS_NONE;
-    int64_t total = pm == INF__PROGRESS_NONE ? -1 : inf__target_count(o.input, &tin, shard_where[0] ? shard_where : NULL);
-    inf__progress_init(&prog, pm, total, job.source_done);
-
-    inf__runner_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.model = o.no_score ? NULL : &m;
-    cfg.source = src;
-    cfg.sink = sink;
-    cfg.errors = esink;
-    cfg.out_target = &tout;
-    cfg.err_target = &terr;
-    cfg.input_uri = in_red;
-    cfg.output_uri = out_red;
-    cfg.errors_uri = o.errors ? err_red : NULL;
-    cfg.id_column = id_column;
-    cfg.n_threads = o.threads;
-    cfg.chunk_rows = o.chunk_rows;
-    cfg.max_error_rate = o.max_error_rate;
-    cfg.checkpoint_s = o.checkpoint_ms / 1000.0;
-    cfg.skip = job.source_done;
-    cfg.job = &job;
-    cfg.progress = &prog;
-    int64_t done_before = job.source_done;
-    inf_status st = inf__runner_run(&cfg, &e);
-    inf_error ce;
-    inf_status cst = inf_sink_close(sink, &ce);
-    sink = NULL;
-    if (esink) {
-        inf_error ce2;
-        inf_status cst2 = inf_sink_close(esink, &ce2);
-        esink = NULL;
-        if (!cst && cst2) {
-            cst = cst2;
-            ce = ce2;
+/* Closes both sinks (committing them); the first error wins over later ones. */
+static inf_status close_sinks(batch_run *b, inf_status st, inf_error *e) {
+    inf_sink *sinks[2] = {b->sink, b->esink};
+    b->sink = b->esink = NULL;
+    for (int i = 0; i < 2; i++) {
+        inf_error ce;
+        inf_status cst = sinks[i] ? inf_sink_close(sinks[i], &ce) : INF_OK;
+        if (!st && cst) {
+            st = cst;
+            *e = ce;
         }
     }
-    if (!st && cst) {
-        st = cst;
-        e = ce;
-    }
-    inf__progress_update(&prog, job.source_done, job.rows_written, job.rows_rejected, 1);
-    double wall = inf__now() - t0, cpu = inf__cpu_seconds() - cpu0;
-    job.cpu_seconds += cpu;
-    job.wall_seconds += wall;
-    snprintf(job.state, sizeof job.state, "%s", st ? "failed" : "done");
-    if (st) snprintf(job.message, sizeof job.message, "%s", e.message);
+    return st;
+}
+
+/* Runs the pipeline (runner.c) to the end, closes the sinks and saves the
+ * job's final state.  *done_before: source records done before this run. */
+static inf_status run_job(batch_run *b, int64_t *done_before, inf_error *e) {
+    const batch_opts *o = &b->o;
+    inf__job *job = &b->job;
+    inf__progress prog;
+    b->progress_mode = isatty(2) ? INF__PROGRESS_BAR : INF__PROGRESS_JSON;
+    if (o->progress)
+        b->progress_mode = !strcmp(o->progress, "bar")    ? INF__PROGRESS_BAR
+                           : !strcmp(o->progress, "json") ? INF__PROGRESS_JSON
+                                                          : INF__PROGRESS_NONE;
+    int64_t total = b->progress_mode == INF__PROGRESS_NONE
+                        ? -1
+                        : inf__target_count(o->input, &b->tin, b->shard_where[0] ? b->shard_where : NULL);
+    inf__progress_init(&prog, b->progress_mode, total, job->source_done);
+    inf__runner_config cfg = {
+        .model = o->no_score ? NULL : &b->m,
+        .source = b->src,
+        .sink = b->sink,
+        .errors = b->esink,
+        .out_target = &b->tout,
+        .err_target = &b->terr,
+        .input_uri = b->in_red,
+        .output_uri = b->out_red,
+        .errors_uri = o->errors ? b->err_red : NULL,
+        .id_column = b->id_column,
+        .n_threads = o->threads,
+        .chunk_rows = o->chunk_rows,
+        .max_error_rate = o->max_error_rate,
+        .checkpoint_s = o->checkpoint_ms / 1000.0,
+        .skip = job->source_done,
+        .job = job,
+        .progress = &prog,
+    };
+    *done_before = job->source_done;
+    inf_status st = close_sinks(b, inf__runner_run(&cfg, e), e);
+    inf__progress_update(&prog, job->source_done, job->rows_written, job->rows_rejected, 1);
+    job->cpu_seconds += inf__cpu_seconds() - b->cpu0;
+    job->wall_seconds += inf__now() - b->t0;
+    snprintf(job->state, sizeof job->state, "%s", st ? "failed" : "done");
+    if (st) snprintf(job->message, sizeof job->message, "%s", e->message);
     inf_error se;
-    if (inf__job_save(&job, in_red, out_red, o.errors ? err_red : NULL, &se))
+    if (inf__job_save(job, b->in_red, b->out_red, o->errors ? b->err_red : NULL, &se))
         fprintf(stderr, "infera batch: %s\n", se.message);
+    return st;
+}
 
-    if (!st) record_lineage(&m, &job, home, in_red, out_red, lineage, sizeof lineage);
-
+/* Lineage (a finished job) and the summary; the exit code. */
+static int report_job(batch_run *b, inf_status st, int64_t done_before, const inf_error *e) {
+    const batch_opts *o = &b->o;
+    if (!st) record_lineage(&b->m, &b->job, b->home, b->in_red, b->out_red, b->lineage, sizeof b->lineage);
+    double wall = inf__now() - b->t0;
     summary_ctx sc = {0};
-    sc.job = &job;
-    sc.o = &o;
-    sc.in = in_red;
-    sc.out = out_red;
-    sc.errs = o.errors ? err_red : NULL;
-    sc.lineage = lineage;
+    sc.job = &b->job;
+    sc.o = o;
+    sc.in = b->in_red;
+    sc.out = b->out_red;
+    sc.errs = o->errors ? b->err_red : NULL;
+    sc.lineage = b->lineage;
     sc.wall = wall;
-    sc.run_rows = job.source_done - done_before;
+    sc.run_rows = b->job.source_done - done_before;
     sc.rate = wall > 0 ? (double)sc.run_rows / wall : 0;
-    sc.json = pm == INF__PROGRESS_JSON;
+    sc.json = b->progress_mode == INF__PROGRESS_JSON;
     sc.failed = st != INF_OK;
-    int stdout_busy = tout.kind == INF__TARGET_STDIO || (o.errors && terr.kind == INF__TARGET_STDIO);
+    int stdout_busy = b->tout.kind == INF__TARGET_STDIO || (o->errors && b->terr.kind == INF__TARGET_STDIO);
     print_summary(stdout_busy || st ? stderr : stdout, &sc);
-    if (st) {
-        rc = cli_fail(CMD, "job %s: %s", job.id, e.message);
-        goto done;
+    return st ? cli_fail(CMD, "job %s: %s", b->job.id, e->message) : 0;
+}
+
+int cmd_batch(int argc, char **argv) {
+    batch_run *b = calloc(1, sizeof *b);
+    if (!b) return cli_fail(CMD, "out of memory");
+    int rc = parse_args(argc, argv, &b->o), finished = 0;
+    if (rc) {
+        free(b);
+        return rc;
     }
-    rc = 0;
-done:
-    inf_source_close(src);
-    if (sink) inf_sink_close(sink, &e);
-    if (esink) inf_sink_close(esink, &e);
-    inf__rt_model_close(&m);
+    b->home = b->o.home ? b->o.home : getenv("INFERA_HOME");
+    if (!b->home || !*b->home) b->home = "./infera-data";
+    snprintf(b->lineage, sizeof b->lineage, "none");
+    b->t0 = inf__now();
+    b->cpu0 = inf__cpu_seconds();
+    if (!(rc = open_model(b)) && !(rc = plan_targets(b)) && !(rc = begin_job(b, &finished)) && !finished &&
+        !(rc = open_io(b))) {
+        int64_t done_before = 0;
+        inf_error e;
+        inf_status st = run_job(b, &done_before, &e);
+        rc = report_job(b, st, done_before, &e);
+    }
+    inf_error e;
+    inf_source_close(b->src);
+    close_sinks(b, INF_OK, &e);
+    inf__rt_model_close(&b->m);
+    free(b);
     return rc;
 }
