@@ -20,18 +20,6 @@
 #include "infera/pipeline.h"
 #include "serve/serve.h"
 
-#pragma weak inf_record_batch_new
-#pragma weak inf_record_batch_free
-#pragma weak inf_record_batch_add_json
-#pragma weak inf_record_batch_n_rows
-#pragma weak inf_record_batch_row_to_json
-#pragma weak inf_pipeline_prepare
-#pragma weak inf_pipeline_finish
-#pragma weak inf_pipeline_n_accepted
-#pragma weak inf_pipeline_n_rejected
-#pragma weak inf_pipeline_rejected
-#pragma weak inf_pipeline_accepted_row
-#pragma weak inf_pipeline_exec_free
 
 enum { OPEN_HEALTH = 1, OPEN_METRICS = 2, PREDICT = 4, ADMIN = 8 };
 
@@ -509,10 +497,6 @@ static int h_records(srv_request *rq) {
     srv_version *v;
     if (acquire(rq, &v)) return 0;
     rq->version = v;
-    if (!inf_record_batch_new || !inf_pipeline_prepare || !inf_record_batch_add_json) {
-        inf__serve_error(rq, 501, "the records endpoint needs the pipeline executor, which this build lacks");
-        return 0;
-    }
     inf_error e = {0};
     inf_status st = inf__serve_version_pipeline(v, &rq->records_exec, &e);
     if (st != INF_OK) {
