@@ -18,6 +18,7 @@
 #include <sqlite3.h>
 
 #include "batch/batch_int.h"
+#include "io/io_int.h"
 
 static int hexval(int c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -146,47 +147,6 @@ inf_status inf__target_truncate(const inf__target *t, int64_t size, const char *
     return INF_EIO;
 }
 
-/* The libpq connection URI: ours without the parameters infera adds
- * (table, query, shard), which libpq would reject. */
-static void pg_conninfo(const char *uri, char *out, size_t size) {
-    const char *q = strchr(uri, '?');
-    size_t n = q ? (size_t)(q - uri) : strlen(uri);
-    if (n >= size) n = size - 1;
-    memcpy(out, uri, n);
-    out[n] = 0;
-    if (!q) return;
-    int first = 1;
-    for (const char *p = q + 1; *p;) {
-        size_t len = strcspn(p, "&");
-        if (!(len > 6 && !strncmp(p, "table=", 6)) && !(len > 6 && !strncmp(p, "query=", 6)) &&
-            !(len > 6 && !strncmp(p, "shard=", 6)) && len) {
-            size_t used = strlen(out);
-            snprintf(out + used, size - used, "%c%.*s", first ? '?' : '&', (int)len, p);
-            first = 0;
-        }
-        p += len;
-        if (*p) p++;
-    }
-}
-
-/* "schema.table" or "table" quoted as identifiers. */
-static void pg_quote_table(PGconn *c, const char *table, char *out, size_t size) {
-    const char *dot = strchr(table, '.');
-    out[0] = 0;
-    if (dot) {
-        char schema[256];
-        snprintf(schema, sizeof schema, "%.*s", (int)(dot - table), table);
-        char *a = PQescapeIdentifier(c, schema, strlen(schema)), *b = PQescapeIdentifier(c, dot + 1, strlen(dot + 1));
-        if (a && b) snprintf(out, size, "%s.%s", a, b);
-        PQfreemem(a);
-        PQfreemem(b);
-    } else {
-        char *a = PQescapeIdentifier(c, table, strlen(table));
-        if (a) snprintf(out, size, "%s", a);
-        PQfreemem(a);
-    }
-}
-
 inf_status inf__target_drop(const char *uri, const inf__target *t, inf_error *err) {
     char red[1024];
     if (t->kind == INF__TARGET_SQLITE && t->table[0]) {
@@ -216,7 +176,7 @@ inf_status inf__target_drop(const char *uri, const inf__target *t, inf_error *er
     }
     if (t->kind == INF__TARGET_PG && t->table[0]) {
         char conninfo[4096], ident[600], sql[800];
-        pg_conninfo(uri, conninfo, sizeof conninfo);
+        inf__io_pg_conninfo(uri, conninfo, sizeof conninfo);
         PGconn *c = PQconnectdb(conninfo);
         if (PQstatus(c) != CONNECTION_OK) {
             if (err) {
@@ -227,7 +187,7 @@ inf_status inf__target_drop(const char *uri, const inf__target *t, inf_error *er
             PQfinish(c);
             return INF_EIO;
         }
-        pg_quote_table(c, t->table, ident, sizeof ident);
+        inf__io_pg_quote_table(c, t->table, ident, sizeof ident);
         snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", ident);
         PGresult *res = PQexec(c, sql);
         int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
@@ -282,11 +242,11 @@ int64_t inf__target_count(const char *uri, const inf__target *t, const char *sha
     }
     if (t->kind == INF__TARGET_PG && t->table[0] && !t->is_query) {
         char conninfo[4096], ident[600], sql[2000];
-        pg_conninfo(uri, conninfo, sizeof conninfo);
+        inf__io_pg_conninfo(uri, conninfo, sizeof conninfo);
         PGconn *c = PQconnectdb(conninfo);
         int64_t n = -1;
         if (PQstatus(c) == CONNECTION_OK) {
-            pg_quote_table(c, t->table, ident, sizeof ident);
+            inf__io_pg_quote_table(c, t->table, ident, sizeof ident);
             snprintf(sql, sizeof sql, "SELECT count(*) FROM %s%s%s", ident, shard_where ? " WHERE " : "",
                      shard_where ? shard_where : "");
             PGresult *res = PQexec(c, sql);

@@ -29,6 +29,14 @@ struct redisContext;
 inf_status inf__io_redis_connect(const inf_net_uri *u, int timeout_s, const char *who, struct redisContext **out,
                                  inf_error *err);
 
+/* PostgreSQL URIs (postgres.c; also the batch runner's job-level table
+ * operations, src/batch/target.c): the libpq connection URI of uri without
+ * infera's parameters (table, query, shard); "schema.table" or "table"
+ * quoted as identifiers by the server's rules (PQescapeIdentifier). */
+struct pg_conn;
+void inf__io_pg_conninfo(const char *uri, char *conninfo, size_t size);
+void inf__io_pg_quote_table(struct pg_conn *c, const char *table, char *out, size_t size);
+
 #ifdef INFERA_WITH_MQTT
 /* A libmosquitto client (the library set up once per process) with u's
  * credentials, connecting to u's host and port (mqtt.c; used by the MQTT

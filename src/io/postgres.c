@@ -45,9 +45,8 @@ enum {
     OID_FLOAT8 = 701, OID_NUMERIC = 1700, OID_DATE = 1082, OID_TIMESTAMP = 1114, OID_TIMESTAMPTZ = 1184,
 };
 
-/* Splits uri into the libpq connection URI (without table/query/shard) and
- * infera's parameters. */
-static void split_uri(const char *uri, char *conninfo, size_t size) {
+/* See io_int.h. */
+void inf__io_pg_conninfo(const char *uri, char *conninfo, size_t size) {
     const char *q = strchr(uri, '?');
     size_t n = q ? (size_t)(q - uri) : strlen(uri);
     if (n >= size) n = size - 1;
@@ -68,7 +67,7 @@ static void split_uri(const char *uri, char *conninfo, size_t size) {
     }
 }
 
-static void quote_table(PGconn *c, const char *table, char *out, size_t size) {
+void inf__io_pg_quote_table(PGconn *c, const char *table, char *out, size_t size) {
     const char *dot = strchr(table, '.');
     out[0] = 0;
     char *a = NULL, *b = NULL;
@@ -105,7 +104,7 @@ static inf_status pg_connect(const char *uri, const char *rest, PGconn **out, ch
                              inf_error *err) {
     inf_io_redact_uri(uri, red, red_size);
     char conninfo[4096];
-    split_uri(uri, conninfo, sizeof conninfo);
+    inf__io_pg_conninfo(uri, conninfo, sizeof conninfo);
     PGconn *c = PQconnectdb(conninfo);
     if (!c) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", red);
     if (PQstatus(c) != CONNECTION_OK) {
@@ -194,7 +193,7 @@ static inf_status pg_source_open(const char *uri, const char *rest, const inf_so
     if (inf__io_uri_param(uri, "query", query, qsize)) {
         snprintf(sql, cap, "SELECT * FROM (%s) AS infera_q", query);
     } else if (inf__io_uri_param(uri, "table", table, sizeof table)) {
-        quote_table(s->conn, table, ident, sizeof ident);
+        inf__io_pg_quote_table(s->conn, table, ident, sizeof ident);
         snprintf(sql, cap, "SELECT * FROM %s", ident);
     } else {
         st = inf_error_set(err, INF_EINVAL, "%s: the URI needs ?table=T or &query=SQL", s->red);
@@ -347,7 +346,7 @@ static inf_status pg_sink_open(const char *uri, const char *rest, const inf_sink
         free(s);
         return st;
     }
-    quote_table(s->conn, s->table, s->table_q, sizeof s->table_q);
+    inf__io_pg_quote_table(s->conn, s->table, s->table_q, sizeof s->table_q);
     if (opts->key_column) snprintf(s->key, sizeof s->key, "%s", opts->key_column);
     s->keep_table_shape = opts->keep_table_shape;
     *state = s;
