@@ -1,7 +1,7 @@
 /*
- * model_ref.c -- model reference -> model + pipeline + identity (see
- * model_ref.h).  Callers: the batch and stream runners, the SQLite and
- * PostgreSQL extensions.
+ * model.c -- model reference -> model + pipeline + lineage stamp, and the
+ * session + executor pair of a scoring thread (see model.h).  Callers: the
+ * batch and stream runners, the SQLite and PostgreSQL extensions.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,15 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "registry/model_ref.h"
-
-static inf_status fail(inf_error *err, inf_status st, const char *fmt, const char *a, const char *b) {
-    if (err) {
-        err->status = st;
-        snprintf(err->message, sizeof err->message, fmt, a, b);
-    }
-    return st;
-}
+#include "runtime/model.h"
 
 static inf_status file_sha256(const char *path, char out[65], inf_error *err) {
     int fd;
@@ -26,7 +18,7 @@ static inf_status file_sha256(const char *path, char out[65], inf_error *err) {
     FILE *f = fdopen(fd, "rb");
     if (!f) {
         close(fd);
-        return fail(err, INF_EIO, "model '%s': cannot open: %s", path, "out of memory");
+        return inf_error_set(err, INF_ENOMEM, "model '%s': cannot open: out of memory", path);
     }
     inf_sha256 c;
     inf_sha256_init(&c);
@@ -35,14 +27,37 @@ static inf_status file_sha256(const char *path, char out[65], inf_error *err) {
     while ((n = fread(buf, 1, sizeof buf, f)) > 0) inf_sha256_update(&c, buf, n);
     int bad = ferror(f);
     fclose(f);
-    if (bad) return fail(err, INF_EIO, "model '%s': read error%s", path, "");
+    if (bad) return inf_error_set(err, INF_EIO, "model '%s': read error", path);
     uint8_t d[32];
     inf_sha256_final(&c, d);
     inf_sha256_to_hex(d, out);
     return INF_OK;
 }
 
-void inf__model_ref_close(inf__model_ref *m) {
+void inf__rt_model_stamp(const char *path, const char *sha256_hex, char name[160], char version[64]) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(name, 160, "%.*s", (int)strcspn(base, "."), base);
+    snprintf(version, 64, "sha256:%.12s", sha256_hex);
+}
+
+inf_status inf__rt_model_session(const inf__rt_model *m, int n_threads, int max_batch, inf_session **session,
+                                 inf_pipeline_exec **exec, inf_error *err) {
+    inf_session_options so;
+    inf_session_options_init(&so);
+    if (n_threads > 0) so.n_threads = n_threads;
+    if (max_batch > 0) so.max_batch = max_batch;
+    *session = NULL;
+    *exec = NULL;
+    inf_status st = inf_session_new(m->model, &so, session, err);
+    if (!st && (st = inf_pipeline_exec_new(m->pipeline, exec, err))) {
+        inf_session_free(*session);
+        *session = NULL;
+    }
+    return st;
+}
+
+void inf__rt_model_close(inf__rt_model *m) {
     if (!m) return;
     inf_pipeline_free(m->pipeline);
     inf_model_free(m->model);
@@ -64,7 +79,7 @@ static int spec_beside(const char *ref, char *out, size_t cap) {
     return 1;
 }
 
-static inf_status load_pipeline(inf__model_ref *m, const inf__model_ref_options *o, const char *spec_json,
+static inf_status load_pipeline(inf__rt_model *m, const inf__rt_model_options *o, const char *spec_json,
                                 inf_error *err) {
     inf_pipeline_options po;
     inf_pipeline_options_init(&po);
@@ -81,23 +96,20 @@ static inf_status load_pipeline(inf__model_ref *m, const inf__model_ref_options 
     return st;
 }
 
-inf_status inf__model_ref_open(const char *ref, const inf__model_ref_options *opts, inf__model_ref *m,
+inf_status inf__rt_model_open(const char *ref, const inf__rt_model_options *opts, inf__rt_model *m,
                                inf_error *err) {
-    inf__model_ref_options defaults = {0};
-    const inf__model_ref_options *o = opts ? opts : &defaults;
+    inf__rt_model_options defaults = {0};
+    const inf__rt_model_options *o = opts ? opts : &defaults;
     memset(m, 0, sizeof *m);
     inf_status st;
-    if (!ref || !*ref) return fail(err, INF_EINVAL, "model reference is empty%s%s", "", "");
+    if (!ref || !*ref) return inf_error_set(err, INF_EINVAL, "model reference is empty");
     if (inf_registry_ref_is_path(ref)) {
         if ((st = file_sha256(ref, m->sha256, err))) return st;
         if ((st = inf_model_load(ref, NULL, &m->model, err))) goto fail;
-        const char *base = strrchr(ref, '/');
-        base = base ? base + 1 : ref;
-        snprintf(m->name, sizeof m->name, "%.*s", (int)strcspn(base, "."), base);
-        snprintf(m->version, sizeof m->version, "sha256:%.12s", m->sha256);
+        inf__rt_model_stamp(ref, m->sha256, m->name, m->version);
         snprintf(m->source, sizeof m->source, "%s", ref);
         char beside[4200];
-        inf__model_ref_options with_spec = *o;
+        inf__rt_model_options with_spec = *o;
         if (!o->pipeline_path && spec_beside(ref, beside, sizeof beside)) with_spec.pipeline_path = beside;
         if ((st = load_pipeline(m, &with_spec, NULL, err))) goto fail;
         return INF_OK;
@@ -129,6 +141,6 @@ inf_status inf__model_ref_open(const char *ref, const inf__model_ref_options *op
     }
     return INF_OK;
 fail:
-    inf__model_ref_close(m);
+    inf__rt_model_close(m);
     return st;
 }
