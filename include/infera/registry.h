@@ -244,6 +244,12 @@ typedef struct inf_registry_prediction {
 } inf_registry_prediction;
 /* Appends a "predict" record (predictor on name). */
 INF_API inf_status inf_registry_audit_prediction(inf_registry *r, const inf_registry_prediction *p, inf_error *err);
+/* Appends a record of an action a runner took on served models (e.g. serve's
+ * "serve-load" / "serve-unload") as the handle's principal (publisher on
+ * model, NULL = globally): action of a-z, 0-9 and '-', outcome ("ok",
+ * "failed", "refused"), detail a JSON object text or NULL. */
+INF_API inf_status inf_registry_audit_event(inf_registry *r, const char *action, const char *model, int64_t version,
+                                            const char *outcome, const char *detail_json, inf_error *err);
 
 /* ---- Lineage ---- */
 typedef struct inf_registry_use {

@@ -151,8 +151,21 @@ const cli_command cli_commands[] = {
      "Other options (also INFERA_SERVE_<KEY> variables and 'key = value' lines in\n"
      "--config FILE): --preferred-batch 8,16  --max-queue N  --http-threads N\n"
      "--max-body-bytes N  --conn-memory-bytes N  --max-connections N  --timeout-s N\n"
-     "--request-timeout-ms N  --drain-timeout-s N  --poll-secs N  --auth-cache-secs N\n"
-     "--auth-metrics  --auth-health  --access-log FILE|-  --home DIR  --registry URL.\n"
+     "--read-deadline-s N  --request-timeout-ms N  --drain-timeout-s N  --poll-secs N\n"
+     "--auth-cache-secs N  --auth-metrics  --auth-health  --access-log FILE|-  --home DIR\n"
+     "--registry URL  --model-root DIR  --allow-repository-paths  --max-models N.\n"
+     "\n"
+     "--read-deadline-s N (default 30): a request's line, headers and body must arrive\n"
+     "within N s of its first byte (--timeout-s is only an idle timer); near the\n"
+     "connection limit the oldest connections still reading are cut to keep a tenth\n"
+     "free for clients that finish their requests.\n"
+     "Repository API (POST /v2/repository/models/NAME/load|unload): a load takes a\n"
+     "registry reference, or reloads a configured name; a file path only with\n"
+     "--allow-repository-paths, which needs --model-root DIR: the path's real path\n"
+     "(symlinks resolved) must be a regular file under DIR, anything else is one\n"
+     "generic 404.  --max-models N (default 16) caps the names the API adds.  With\n"
+     "auth on, loads need publisher (a file path: admin); every load and unload is\n"
+     "audited in the registry.\n"
      "See docs/serving.md.\n"},
     {"help", cmd_help, "show help for a command", "usage: infera help [command]\n"},
 };

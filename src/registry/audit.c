@@ -298,3 +298,28 @@ inf_status inf_registry_audit_prediction(inf_registry *r, const inf_registry_pre
     free(detail);
     return rc;
 }
+
+/* A runner's action on served models (serve's repository loads and unloads):
+ * publisher on model (NULL: globally), so a record names who may do it. */
+inf_status inf_registry_audit_event(inf_registry *r, const char *action, const char *model, int64_t version,
+                                    const char *outcome, const char *detail_json, inf_error *err) {
+    bool action_ok = action && *action && strlen(action) <= 32;
+    for (const char *p = action; action_ok && *p; p++)
+        action_ok = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-';
+    if (!action_ok || (model && !inf__reg_valid_name(model)) || version < 0 || !outcome)
+        return inf__reg_fail(err, INF_EINVAL, "audit event: needs an action (a-z, 0-9, '-'), a valid model name or "
+                                              "none, a version >= 0 and an outcome");
+    cJSON *d = detail_json ? cJSON_Parse(detail_json) : cJSON_CreateObject();
+    bool object = cJSON_IsObject(d);
+    char *detail = object ? cJSON_PrintUnformatted(d) : NULL;
+    cJSON_Delete(d);
+    if (!object) return inf__reg_fail(err, INF_EINVAL, "audit event %s: the detail must be a JSON object", action);
+    if (!detail) return inf__reg_fail(err, INF_ENOMEM, "registry: out of memory building the audit record");
+    inf_status rc = inf__auth_require(r, model, INF_REGISTRY_PUBLISH, action, version, err);
+    if (rc == INF_OK && (rc = inf__reg_begin(r, err)) == INF_OK) {
+        if ((rc = inf__audit_append(r, action, model, version, outcome, detail, err)) || (rc = inf__reg_commit(r, err)))
+            inf__reg_rollback(r);
+    }
+    free(detail);
+    return rc;
+}

@@ -84,6 +84,8 @@ typedef struct srv_conn {
     srv_request rq; /* the connection's current (or next) request */
     int in_use;     /* rq belongs to a request not yet completed */
     int closed;     /* the connection closed while in_use: free on completion */
+    int raw_nul;    /* the current request's raw path holds %00 (seen by on_uri, before decoding) */
+    srv_guarded guard; /* read deadline (conn_guard.c) */
 } srv_conn;
 
 static void conn_free(srv_conn *c) {
@@ -95,15 +97,18 @@ static void conn_free(srv_conn *c) {
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe) {
-    (void)cls;
-    (void)conn;
+    srv_server *srv = cls;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        *socket_context = calloc(1, sizeof(srv_conn)); /* NULL: its requests are allocated alone */
+        srv_conn *c = calloc(1, sizeof(srv_conn)); /* NULL: its requests are allocated alone, unguarded */
+        *socket_context = c;
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (c && ci && srv->guard) inf__serve_guard_add(srv->guard, &c->guard, ci->connect_fd);
         return;
     }
     srv_conn *c = *socket_context;
     *socket_context = NULL;
     if (!c) return;
+    if (srv->guard) inf__serve_guard_remove(srv->guard, &c->guard); /* before libmicrohttpd closes the socket */
     if (c->in_use)
         c->closed = 1;
     else
@@ -193,7 +198,8 @@ static enum MHD_Result send_response(srv_request *rq) {
         MHD_add_response_header(resp, "Inference-Header-Content-Length", len);
     }
     if (rq->status == 405 && rq->allow[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allow);
-    if (atomic_load(&srv->draining)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (atomic_load(&srv->draining) || rq->close_conn)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     if (rq->status == 0) rq->status = 200;
     enum MHD_Result r = MHD_queue_response(rq->conn, (unsigned)rq->status, resp);
     MHD_destroy_response(resp);
@@ -222,6 +228,77 @@ static void too_large(srv_request *rq) {
                      (long long)rq->srv->opt.max_body_bytes);
 }
 
+static srv_conn *conn_of(struct MHD_Connection *conn) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* The raw request target, before libmicrohttpd decodes it (it decodes %00
+ * to a NUL, which cuts the path the handler sees: "/v2/models/a%00b/ready"
+ * would answer for model "a").  Also the moment the request line arrived,
+ * which tightens the read deadline.  Returns NULL: the request object is
+ * made by on_request. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
+    srv_server *srv = cls;
+    srv_conn *c = conn_of(conn);
+    if (!c) return NULL;
+    const char *nul = uri ? strstr(uri, "%00") : NULL, *query = nul ? strchr(uri, '?') : NULL;
+    c->raw_nul = nul && (!query || nul < query);
+    if (srv->guard) inf__serve_guard_request_line(srv->guard, &c->guard);
+    return NULL;
+}
+
+/* Content-Length given more than once with different values */
+typedef struct framing {
+    int n_length, lengths_differ, n_te;
+    const char *first_length, *te;
+} framing;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    framing *f = cls;
+    (void)kind;
+    char k0 = (char)(key[0] | 0x20); /* most headers are neither: skip them on their first letter */
+    if (k0 != 'c' && k0 != 't') return MHD_YES;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+        if (f->n_length++ && strcmp(f->first_length, value ? value : "")) f->lengths_differ = 1;
+        if (f->n_length == 1) f->first_length = value ? value : "";
+    } else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+        f->n_te++;
+        f->te = value ? value : "";
+    }
+    return MHD_YES;
+}
+
+/* REQUEST FRAMING.  A request whose body length is ambiguous is answered
+ * 400 and its connection closed before its body is read, as RFC 9112 §6.3
+ * asks of a server: two Content-Length headers that differ (libmicrohttpd
+ * takes the first), Content-Length together with Transfer-Encoding
+ * (libmicrohttpd takes chunked) -- what request smuggling through a proxy
+ * that reads the other one is made of; a Transfer-Encoding other than
+ * chunked is answered 501 (libmicrohttpd would wait for the connection to
+ * close to end the body).  A Content-Length that is not a
+ * number is refused by libmicrohttpd itself before any callback runs (see
+ * docs/serving.md).  Also refused: a %00 in the path.  0 when the request
+ * may go on. */
+static int bad_framing(srv_request *rq, srv_conn *c) {
+    framing f = {0};
+    MHD_get_connection_values(rq->conn, MHD_HEADER_KIND, count_framing, &f);
+    if (f.lengths_differ)
+        inf__serve_error(rq, 400, "the request has %d Content-Length headers with different values", f.n_length);
+    else if (f.n_length && f.n_te)
+        inf__serve_error(rq, 400, "the request has both Content-Length and Transfer-Encoding: its length is ambiguous");
+    else if (f.n_te > 1)
+        inf__serve_error(rq, 400, "the request has %d Transfer-Encoding headers", f.n_te);
+    else if (f.n_te && strcasecmp(f.te, "chunked")) /* libmicrohttpd would read such a body until the connection closes */
+        inf__serve_error(rq, 501, "Transfer-Encoding '%.40s' is not supported (only chunked)", f.te);
+    else if (c && c->raw_nul)
+        inf__serve_error(rq, 400, "the URL path contains an encoded NUL (%%00)");
+    else
+        return 0;
+    rq->close_conn = 1;
+    return 1;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
@@ -239,6 +316,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->request_no = atomic_fetch_add_explicit(&srv->next_request_id, 1, memory_order_relaxed) + 1;
         atomic_fetch_add(&srv->in_flight, 1);
         *con_cls = rq;
+        if (bad_framing(rq, rq->owner ? rq->owner : conn_of(conn))) return send_response(rq);
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > (unsigned long long)srv->opt.max_body_bytes) {
             rq->body_too_large = 1;
@@ -293,6 +371,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (rq->state == 2) /* answered before the job was queued */
         return send_response(rq);
     if (rq->state == 3) return MHD_YES;
+    srv_conn *owner = srv->guard ? conn_of(conn) : NULL; /* (rq->owner is NULL for a request allocated alone) */
+    if (owner) inf__serve_guard_received(&owner->guard); /* read in full: no read deadline */
     if (rq->body_too_large == 1) {
         too_large(rq);
         return send_response(rq);
@@ -308,9 +388,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe) {
     srv_server *srv = cls;
     srv_request *rq = *con_cls;
-    (void)conn;
     (void)toe;
-    if (!rq) return;
+    if (!rq) { /* a request libmicrohttpd answered itself */
+        srv_conn *c = srv->guard ? conn_of(conn) : NULL;
+        if (c) inf__serve_guard_answered(srv->guard, &c->guard);
+        return;
+    }
+    srv_conn *c = srv->guard ? conn_of(conn) : NULL; /* NULL once the connection closed */
+    if (c) inf__serve_guard_answered(srv->guard, &c->guard);
     inf__serve_request_release(rq);
     request_free(rq);
     *con_cls = NULL;
@@ -338,13 +423,20 @@ inf_status inf__serve_http_start(srv_server *srv, inf_error *err) {
     memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
     int family = ai->ai_family;
     freeaddrinfo(ai);
+    if (srv->opt.read_deadline_s > 0 && !(srv->guard = inf__serve_guard_new(srv))) {
+        if (err) {
+            err->status = INF_ENOMEM;
+            snprintf(err->message, sizeof err->message, "cannot start the connection guard (out of memory or threads)");
+        }
+        return INF_ENOMEM;
+    }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO;
     if (family == AF_INET6) flags |= MHD_USE_IPv6;
     int threads = srv->opt.http_threads > 0 ? srv->opt.http_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1) threads = 1;
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)srv->opt.port, NULL, NULL, on_request, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->opt.conn_limit, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)srv->opt.conn_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)srv->opt.conn_memory_bytes,
@@ -376,4 +468,6 @@ void inf__serve_http_quiesce(srv_server *srv) {
 void inf__serve_http_stop(srv_server *srv) {
     if (srv->daemon) MHD_stop_daemon(srv->daemon);
     srv->daemon = NULL;
+    inf__serve_guard_free(srv->guard); /* after the daemon: every connection is unlisted */
+    srv->guard = NULL;
 }

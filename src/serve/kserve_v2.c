@@ -420,6 +420,65 @@ static void shape_str(char *buf, size_t size, int ndim, const int64_t *dims) {
  * not silently cut. */
 #define NUL_MSG "input '%s': BYTES element %lld contains a NUL byte, which the engine's strings cannot hold"
 
+/* NESTED DATA.  "data" is flat (one array of prod(shape) elements, row
+ * major) or nested exactly as the shape: ndim levels of arrays, the arrays
+ * at level d holding dims[d-1] items, elements only at the innermost
+ * level.  Ragged rows ([[13 values],[11 values]] for [2,12]) are refused
+ * rather than re-flowed into other rows.  Counted while parsing: items[d]
+ * is the number of items seen in the open array at depth d (elements are
+ * counted once the data has nested: elements before the first inner array
+ * leave that count short, which fails the check, or the element count). */
+typedef struct nesting {
+    int max_depth;                     /* deepest '[' seen */
+    int64_t items[INF_MAX_DIMS + 2];
+    int bad_depth;                     /* where it went wrong (for the message) */
+    int64_t bad_items;                 /* how many items that array had; -1: an element at the wrong level */
+} nesting;
+
+static int nest_open(nesting *n, int depth) {
+    if (depth > 1) n->items[depth - 1]++;
+    n->items[depth] = 0;
+    if (depth > n->max_depth) n->max_depth = depth;
+    return 0;
+}
+
+/* An element at depth: nested data keeps elements at level ndim only. */
+static int nest_leaf(nesting *n, int depth, const srv_input *in) {
+    n->items[depth]++;
+    if (n->max_depth > 1 && depth != in->ndim) {
+        n->bad_depth = depth;
+        n->bad_items = -1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Closing the array at depth: in nested data it holds dims[depth-1] items. */
+static int nest_close(nesting *n, int depth, const srv_input *in) {
+    if (n->max_depth <= 1) return 0; /* flat so far: the element count decides */
+    if (depth > in->ndim || n->items[depth] != in->dims[depth - 1]) {
+        n->bad_depth = depth;
+        n->bad_items = n->items[depth];
+        return 1;
+    }
+    return 0;
+}
+
+static int ragged(scan *outer, const srv_input *in, const nesting *n) {
+    char sh[96];
+    shape_str(sh, sizeof sh, in->ndim, in->dims);
+    if (n->bad_items < 0 || n->bad_depth > in->ndim)
+        return fail(outer, INF_ESHAPE,
+                    "input '%s': nested data does not follow shape %s: it nests %d level%s deep where the shape has %d "
+                    "(give data flat, or nested exactly as the shape)",
+                    in->name, sh, n->max_depth > n->bad_depth ? n->max_depth : n->bad_depth,
+                    (n->max_depth > n->bad_depth ? n->max_depth : n->bad_depth) == 1 ? "" : "s", in->ndim);
+    return fail(outer, INF_ESHAPE,
+                "input '%s': nested data does not follow shape %s: an array at level %d has %lld items where the shape "
+                "has %lld (ragged rows are refused, not re-flowed)",
+                in->name, sh, n->bad_depth, (long long)n->bad_items, (long long)in->dims[n->bad_depth - 1]);
+}
+
 /* Parses a "data" span into in->data (numel elements of in->dtype). */
 static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_len, int64_t numel) {
     scan sc = {outer->base, span, span + span_len, outer->err, 0, outer->nonfinite};
@@ -447,6 +506,7 @@ static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_
     }
     int64_t k = 0;
     int depth = 0;
+    nesting nest = {0};
     const char *p = sc.p, *end = sc.end;
     for (;;) {
         while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t' || *p == ',')) p++;
@@ -455,14 +515,19 @@ static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_
         if (c == '[') {
             if (++depth > INF_MAX_DIMS + 1)
                 return fail(outer, INF_EFORMAT, "input '%s': data nested deeper than the shape", nm);
+            if (nest_open(&nest, depth)) return ragged(outer, in, &nest);
             p++;
             continue;
         }
         if (c == ']') {
-            if (--depth < 0) return fail(outer, INF_EFORMAT, "input '%s': unbalanced ']' in data", nm);
+            if (depth < 1) return fail(outer, INF_EFORMAT, "input '%s': unbalanced ']' in data", nm);
+            if (nest_close(&nest, depth, in)) return ragged(outer, in, &nest);
+            --depth;
             p++;
             continue;
         }
+        if (nest.max_depth > 1 && nest_leaf(&nest, depth, in)) /* flat data: the element count decides */
+            return ragged(outer, in, &nest);
         if (k >= numel) {
             char sh[96];
             shape_str(sh, sizeof sh, in->ndim, in->dims);
@@ -797,6 +862,12 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
                 ws(sc);
                 if (sc->p < sc->end && *sc->p == '"') {
                     if (get_string(sc, &req->id, "id")) goto done;
+                    if (!inf__serve_utf8_valid(req->id, strlen(req->id))) {
+                        /* a JSON text is UTF-8 (RFC 8259 §8.1): echoed, these bytes would make the
+                         * response invalid JSON, and a changed id would not match the caller's */
+                        fail(sc, INF_EFORMAT, "'id' is not valid UTF-8 text");
+                        goto done;
+                    }
                 } else {
                     fail(sc, INF_EINVAL, "'id' must be a string");
                     goto done;
@@ -1209,25 +1280,6 @@ static void encode_output(srv_buf *json, srv_buf *bin, const char *name, const i
     inf__serve_buf_put(json, "}", 1);
 }
 
-/* 1 when s[0..n) is well-formed UTF-8 (no overlongs, surrogates or code
- * points past U+10FFFF): what a JSON text may carry. */
-static int utf8_valid(const unsigned char *s, size_t n) {
-    for (size_t i = 0; i < n;) {
-        unsigned c = s[i];
-        size_t k = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-        if (!k || i + k > n) return 0;
-        unsigned cp = k == 1 ? c : k == 2 ? c & 0x1F : k == 3 ? c & 0x0F : c & 0x07;
-        for (size_t j = 1; j < k; j++) {
-            if ((s[i + j] & 0xC0) != 0x80) return 0;
-            cp = cp << 6 | (s[i + j] & 0x3F);
-        }
-        static const unsigned min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
-        if (cp < min_cp[k] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-        i += k;
-    }
-    return 1;
-}
-
 /* A BYTES output sent as JSON must be text: an element that is not UTF-8
  * would make the response invalid JSON, so it is refused with a pointer to
  * the binary form, which carries any bytes. */
@@ -1235,7 +1287,7 @@ static inf_status check_json_strings(const char *name, const inf_tensor *t, inf_
     int64_t n = inf_tensor_numel(t);
     for (int64_t i = 0; i < n; i++) {
         const char *e = ((char *const *)t->data)[i];
-        if (!e || utf8_valid((const unsigned char *)e, strlen(e))) continue;
+        if (!e || inf__serve_utf8_valid(e, strlen(e))) continue;
         if (err) {
             err->status = INF_EUNSUPPORTED;
             snprintf(err->message, sizeof err->message,
@@ -1305,10 +1357,64 @@ inf_status inf__serve_encode_infer(const srv_infer_request *req, const inf_model
 
 /* ---- records endpoint body ----------------------------------------------------- */
 
+/* RECORD NUMBERS.  A record's numeric field values follow /infer's rules:
+ * a finite literal beyond the double range (1e999) is refused (400, naming
+ * the record and field) instead of becoming an infinity, and NaN, Infinity,
+ * -Infinity (Inf, -Inf) are values.  The record reader (src/io) knows no
+ * bare non-finite words, so a record holding one is handed on with the word
+ * quoted ("Infinity"), which it reads as that number.  Nested values are
+ * left to the record reader. */
+static int record_numbers(scan *outer, const char *obj, size_t n, int index, srv_buf *fixed) {
+    scan sc = {outer->base, obj, obj + n, outer->err, 0, 1};
+    const char *copied = obj; /* obj[..copied) is in fixed already */
+    fixed->n = 0;
+    if (expect(&sc, '{', "record") || eat(&sc, '}')) return sc.failed ? (outer->failed = 1, -1) : 0;
+    for (;;) {
+        const char *key;
+        size_t klen;
+        if (str_span(&sc, &key, &klen, NULL, "record") || expect(&sc, ':', "record")) break;
+        ws(&sc);
+        const char *v = sc.p;
+        double d;
+        size_t nl = inf__serve_number_len(v, sc.end);
+        if (nl) {
+            inf__serve_parse_double(v, sc.end, &d);
+            if (!isfinite(d)) {
+                fail(&sc, INF_ERANGE,
+                     "records[%d]: field '%.*s': %.*s is out of range for a number (an infinity is written Infinity "
+                     "or -Infinity)",
+                     index, (int)(klen < 100 ? klen : 100), key, (int)(nl < 40 ? nl : 40), v);
+                break;
+            }
+            sc.p += nl;
+        } else if ((nl = nonfinite_len(v, sc.end, NULL))) {
+            inf__serve_buf_put(fixed, copied, (size_t)(v - copied));
+            inf__serve_buf_put(fixed, "\"", 1);
+            inf__serve_buf_put(fixed, v, nl);
+            inf__serve_buf_put(fixed, "\"", 1);
+            copied = v + nl;
+            sc.p += nl;
+        } else if (skip_value(&sc, 1, "record")) {
+            break;
+        }
+        if (eat(&sc, ',')) continue;
+        expect(&sc, '}', "record");
+        break;
+    }
+    if (sc.failed) {
+        outer->failed = 1;
+        return -1;
+    }
+    if (fixed->n || copied != obj) inf__serve_buf_put(fixed, copied, (size_t)(obj + n - copied));
+    if (fixed->oom) return fail(outer, INF_ENOMEM, "records[%d]: out of memory", index);
+    return 0;
+}
+
 inf_status inf__serve_decode_records(const char *body, size_t len,
                                      int (*each)(const char *obj, size_t n, void *user, inf_error *err), void *user,
                                      inf_error *err) {
-    scan sc0 = {body, body, body + len, err, 0, 0};
+    scan sc0 = {body, body, body + len, err, 0, 1};
+    srv_buf fixed = {0};
     scan *sc = &sc0;
     int have = 0;
     ws(sc);
@@ -1338,7 +1444,8 @@ inf_status inf__serve_decode_records(const char *body, size_t len,
                             goto out;
                         }
                         if (skip_value(sc, 0, "records")) goto out;
-                        if (each(start, (size_t)(sc->p - start), user, err)) {
+                        if (record_numbers(sc, start, (size_t)(sc->p - start), i, &fixed)) goto out;
+                        if (fixed.n ? each(fixed.p, fixed.n, user, err) : each(start, (size_t)(sc->p - start), user, err)) {
                             sc->failed = 1;
                             goto out;
                         }
@@ -1359,5 +1466,6 @@ inf_status inf__serve_decode_records(const char *body, size_t len,
     if (sc->p != sc->end) fail(sc, INF_EFORMAT, "malformed JSON: unexpected data after the request object");
     else if (!have) fail(sc, INF_EINVAL, "the request has no 'records' array");
 out:
+    inf__serve_buf_free(&fixed);
     return sc->failed ? (err ? err->status : INF_EFORMAT) : INF_OK;
 }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -49,6 +50,8 @@ static const opt_row opt_table[] = {
      "per-connection memory for request headers; larger headers get 431 (default 8192)"},
     {"max-connections", T_INT, O(conn_limit), 1, 1000000, "concurrent connections (default 1000)"},
     {"timeout-s", T_INT, O(conn_timeout_s), 0, 86400, "idle / header / body timeout per connection (default 30)"},
+    {"read-deadline-s", T_INT, O(read_deadline_s), 0, 86400,
+     "a request's line, headers and body must arrive within N s of its first byte (default 30; 0 = off)"},
     {"request-timeout-ms", T_I64, O(request_timeout_ms), 0, 86400000,
      "per-request queue timeout (default 0 = none; request parameter \"timeout\" in us overrides)"},
     {"drain-timeout-s", T_INT, O(drain_timeout_s), 0, 3600, "SIGTERM: wait this long for requests in flight (30)"},
@@ -61,6 +64,10 @@ static const opt_row opt_table[] = {
     {"access-log", T_STR, O(access_log), 0, 0, "JSON-lines access log file ('-' = stderr; default off)"},
     {"home", T_STR, O(home), 0, 0, "registry home (default $INFERA_HOME or ./infera-data)"},
     {"registry", T_STR, O(registry), 0, 0, "registry URL (postgresql://...; default the SQLite one in home)"},
+    {"model-root", T_STR, O(model_root), 0, 0, "repository API: file references must resolve under DIR"},
+    {"allow-repository-paths", T_BOOL, O(allow_repository_paths), 0, 1,
+     "repository API: allow loading by file path (under --model-root)"},
+    {"max-models", T_INT, O(max_models), 1, 64, "repository API: load no new name beyond N served models (16)"},
 };
 #define N_OPTS ((int)(sizeof opt_table / sizeof opt_table[0]))
 
@@ -211,6 +218,8 @@ static void defaults(srv_options *o) {
     o->conn_memory_bytes = 8 * 1024;
     o->conn_limit = 1000;
     o->conn_timeout_s = 30;
+    o->read_deadline_s = 30;
+    o->max_models = 16;
     o->drain_timeout_s = 30;
     o->poll_secs = 5;
     o->auth_cache_secs = 10;
@@ -266,6 +275,23 @@ int cmd_serve(int argc, char **argv) {
             v = argv[++i];
         }
         if (set_option(o, r, v, a, r->type == T_MODEL && !flag_models++)) goto out;
+    }
+    if (o->allow_repository_paths && (!o->model_root || !*o->model_root)) {
+        rc = cli_usage("serve", "--allow-repository-paths needs --model-root DIR: the folder file references must "
+                                "resolve into");
+        goto out;
+    }
+    if (o->model_root && !*o->model_root) {
+        rc = cli_usage("serve", "--model-root needs a folder");
+        goto out;
+    }
+    if (o->model_root) {
+        struct stat st;
+        srv->model_root_real = realpath(o->model_root, NULL);
+        if (!srv->model_root_real || stat(srv->model_root_real, &st) || !S_ISDIR(st.st_mode)) {
+            rc = cli_usage("serve", "--model-root %s: not a folder", o->model_root);
+            goto out;
+        }
     }
     if (o->n_models == 0 && !o->home && !o->registry && !o->all_aliases) {
         rc = cli_usage("serve", "no model to serve: give --model [NAME=]REF (or load models later with --home and the "
@@ -345,6 +371,7 @@ out_metrics:
     pthread_mutex_destroy(&srv->log_lock);
 out:
     for (int i = 0; i < arena.n; i++) free(arena.items[i]);
+    free(srv->model_root_real);
     free(srv);
     return rc;
 }

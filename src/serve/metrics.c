@@ -227,6 +227,13 @@ void inf__serve_metrics_render(srv_metrics *m, srv_buf *o, int n_loaded_models) 
             offsetof(srv_model_metrics, warmup_seconds), NULL);
     row_costs(o, m);
     pthread_mutex_unlock(&m->lock);
+    header(o, "infera_http_connections_cut_total", "counter",
+           "Connections cut while reading a request: past --read-deadline-s, or the oldest reader when the "
+           "connection reserve was needed");
+    inf__serve_buf_printf(o, "infera_http_connections_cut_total{reason=\"deadline\"} %llu\n",
+                          (unsigned long long)LOAD(m->conns_cut_deadline));
+    inf__serve_buf_printf(o, "infera_http_connections_cut_total{reason=\"reserve\"} %llu\n",
+                          (unsigned long long)LOAD(m->conns_cut_reserve));
     header(o, "infera_models_loaded", "gauge", "Models currently serving");
     inf__serve_buf_printf(o, "infera_models_loaded %d\n", n_loaded_models);
     header(o, "infera_model_load_failures_total", "counter", "Model loads that failed (the old version kept serving)");

@@ -33,11 +33,27 @@
  * opened with that token; decisions are cached for auth_cache_secs by the
  * token's SHA-256 (the token itself is never stored or logged).
  *
+ * REPOSITORY API RULES.  A load names a served model and, optionally, a
+ * reference.  Without one it reloads the name's configured reference (or
+ * the registry model of that name).  A registry reference is always
+ * allowed (the registry's grants decide).  A file path is allowed only with
+ * --allow-repository-paths, and only when its real path (symlinks resolved;
+ * a relative path is taken under the root) is a regular file under
+ * --model-root; anything else -- missing, outside, a symlink out, a device
+ * -- gets one generic "not found or not allowed" answer, so the API cannot
+ * probe the file system.  Such a slot stays confined: each reload resolves
+ * its path again, and a pipeline spec beside it must be under the root too.
+ * New names stop at --max-models.  Every load and unload, allowed or not,
+ * is written to the registry's audit log when a registry is in use, as the
+ * calling principal (or the server's own with "caller" in the detail).
+ *
  * The pipeline and registry functions are referenced weakly so the server
  * builds and serves tensors while those subsystems are absent.
  */
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -68,6 +84,7 @@
 #pragma weak inf_registry_principal
 #pragma weak inf_registry_list_json
 #pragma weak inf_registry_string_free
+#pragma weak inf_registry_audit_event
 
 #define MAX_SLOTS 64
 #define AUTH_CACHE 128
@@ -80,6 +97,8 @@ typedef struct srv_slot {
     char ref[1024];
     int from_registry;
     int auto_alias;        /* added by --all-aliases: dropped when the alias goes */
+    int confined;          /* loaded by file path through the repository API: re-checked under --model-root */
+    int from_api;          /* created by the repository API: an unload frees the name (--max-models) */
     int generation;        /* file models: last version number given */
     srv_version *current;
     char state[16];        /* READY, UNAVAILABLE, LOADING */
@@ -217,6 +236,62 @@ static void set_err(inf_error *err, inf_status st, const char *fmt, const char *
     snprintf(err->message, sizeof err->message, fmt, a, b);
 }
 
+/* ---- the model root ---------------------------------------------------------- */
+
+#define NOT_ALLOWED "model reference not found or not allowed: a file reference must name a regular file under " \
+                    "--model-root"
+
+/* 1 when real (a resolved path) is the root or below it. */
+static int under(const char *root, const char *real) {
+    size_t n = strlen(root);
+    if (n == 1 && root[0] == '/') return real[0] == '/';
+    return !strncmp(real, root, n) && (real[n] == '/' || real[n] == 0);
+}
+
+/* The real path of a file reference that may be loaded: a regular file
+ * under the model root (a relative reference is taken under the root).
+ * INF_ENOENT with the one generic message for everything else. */
+static inf_status confined_path(srv_models *ms, const char *ref, char real[PATH_MAX], inf_error *err) {
+    const char *root = ms->srv->model_root_real;
+    char joined[PATH_MAX * 2];
+    struct stat st;
+    if (root && ref[0] != '/') {
+        snprintf(joined, sizeof joined, "%s/%s", root, ref);
+        ref = joined;
+    }
+    if (!root || strlen(ref) >= PATH_MAX || !realpath(ref, real) || !under(root, real) || stat(real, &st) ||
+        !S_ISREG(st.st_mode)) {
+        set_err(err, INF_ENOENT, "%s%s", NOT_ALLOWED, "");
+        return INF_ENOENT;
+    }
+    return INF_OK;
+}
+
+/* Reads a pipeline spec beside a model (NULL when there is none); for a
+ * confined model the spec must be a regular file under the root too. */
+static char *read_spec(srv_models *ms, const char *spec_path, int confined, int *refused) {
+    *refused = 0;
+    char real[PATH_MAX];
+    if (confined) {
+        struct stat st;
+        if (lstat(spec_path, &st)) return NULL; /* none */
+        if (!realpath(spec_path, real) || !under(ms->srv->model_root_real, real) || stat(real, &st) ||
+            !S_ISREG(st.st_mode)) {
+            *refused = 1;
+            return NULL;
+        }
+        spec_path = real;
+    }
+    FILE *f = fopen(spec_path, "rb");
+    if (!f) return NULL;
+    srv_buf sb = {0};
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) inf__serve_buf_put(&sb, chunk, n);
+    fclose(f);
+    return inf__serve_buf_take(&sb, NULL);
+}
+
 /* Loads, warms and returns a new version for slot (load_lock held). */
 static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, srv_version **out, inf_error *err) {
     srv_server *srv = ms->srv;
@@ -232,6 +307,7 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
     snprintf(v->name, sizeof v->name, "%s", slot->name);
     char *spec_json = NULL;
     char spec_base[1100] = "";
+    char real[PATH_MAX]; /* a confined reference's resolved path */
     inf_status st;
     inf_error e2 = {0};
     uint64_t t0 = inf__serve_now_ns();
@@ -249,6 +325,10 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
         if (res.pipeline) spec_json = strdup(res.pipeline);
         inf_registry_resolved_clear(&res);
     } else {
+        if (slot->confined) { /* resolved again at every (re)load: the file may have become a symlink out */
+            if ((st = confined_path(ms, ref, real, err)) != INF_OK) goto fail;
+            ref = real;
+        }
         st = inf_model_load(ref, NULL, &v->model, err);
         if (st != INF_OK) goto fail;
         snprintf(v->version, sizeof v->version, "%d", slot->generation + 1);
@@ -257,14 +337,14 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
         snprintf(spec_path, sizeof spec_path, "%.*s.pipeline.json",
                  (int)(strlen(ref) > 5 && !strcasecmp(ref + strlen(ref) - 5, ".onnx") ? strlen(ref) - 5 : strlen(ref)),
                  ref);
-        FILE *f = fopen(spec_path, "rb");
-        if (f) {
-            srv_buf sb = {0};
-            char chunk[4096];
-            size_t n;
-            while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) inf__serve_buf_put(&sb, chunk, n);
-            fclose(f);
-            spec_json = inf__serve_buf_take(&sb, NULL);
+        int refused = 0;
+        spec_json = read_spec(ms, spec_path, slot->confined, &refused);
+        if (refused) {
+            st = INF_ENOENT;
+            set_err(err, st, "model '%s': its pipeline spec is not a regular file under --model-root%s", v->name, "");
+            goto fail;
+        }
+        if (spec_json) {
             snprintf(spec_base, sizeof spec_base, "%s", spec_path);
             char *slash = strrchr(spec_base, '/');
             if (slash)
@@ -498,7 +578,84 @@ inf_status inf__serve_models_acquire(srv_models *ms, const char *name, const cha
     return INF_OK;
 }
 
-inf_status inf__serve_models_load(srv_models *ms, const char *name, const char *ref, inf_error *err) {
+/* ---- repository API: rules and audit ------------------------------------------ */
+
+static int count_slots(srv_models *ms) {
+    int n = 0;
+    for (int i = 0; i < MAX_SLOTS; i++) n += ms->slots[i].used;
+    return n;
+}
+
+/* One audit record of a repository action (load_lock held): in the
+ * registry's log when a registry is in use -- as the calling principal,
+ * else (auth off, or the caller's handle failed) as the server's own with
+ * the caller named -- and always one server log line. */
+static void audit_repository(srv_models *ms, int who, const char *action, const char *served, const char *ref,
+                             const char *outcome, const char *message) {
+    char principal[129] = "";
+    char *token = NULL;
+    pthread_mutex_lock(&ms->audit_lock);
+    if (who >= 0 && who < ms->n_callers) {
+        snprintf(principal, sizeof principal, "%s", ms->callers[who].principal);
+        token = strdup(ms->callers[who].token);
+    }
+    pthread_mutex_unlock(&ms->audit_lock);
+    fprintf(stderr, "infera serve: %s of '%s'%s%s by %s: %s%s%s\n", action, served, ref ? " from " : "", ref ? ref : "",
+            principal[0] ? principal : "an unauthenticated caller", outcome, message && *message ? ": " : "",
+            message ? message : "");
+    int have_reg = ms->reg || ms->srv->opt.home || ms->srv->opt.registry;
+    if (!inf_registry_audit_event || !have_registry_api() || !have_reg) goto out;
+    char model[129] = "";
+    if (ref && !inf_registry_ref_is_path(ref)) {
+        const char *at = strchr(ref, '@');
+        snprintf(model, sizeof model, "%.*s", (int)(at ? (size_t)(at - ref) : strlen(ref)), ref);
+    }
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "served_as", served);
+    if (ref) cJSON_AddStringToObject(d, "ref", ref);
+    cJSON_AddStringToObject(d, "source", ms->srv->listen_url);
+    if (message && *message) cJSON_AddStringToObject(d, "error", message);
+    char *detail = d ? cJSON_PrintUnformatted(d) : NULL;
+    inf_error e = {0};
+    inf_status st = INF_EAUTH;
+    if (token) { /* as the caller */
+        inf_registry *r = NULL;
+        st = open_registry(ms, token, &r, &e);
+        if (st == INF_OK) st = inf_registry_audit_event(r, action, model[0] ? model : NULL, 0, outcome, detail, &e);
+        if (r) inf_registry_free(r);
+    }
+    if (st != INF_OK && loader_registry(ms, &e) == INF_OK) { /* as the server, naming the caller */
+        if (principal[0]) cJSON_AddStringToObject(d, "caller", principal);
+        free(detail);
+        detail = d ? cJSON_PrintUnformatted(d) : NULL;
+        st = inf_registry_audit_event(ms->reg, action, model[0] ? model : NULL, 0, outcome, detail, &e);
+    }
+    if (st != INF_OK)
+        fprintf(stderr, "infera serve: audit of the %s of '%s' failed: %s\n", action, served, e.message);
+    free(detail);
+    cJSON_Delete(d);
+out:
+    if (token) {
+        explicit_bzero(token, strlen(token));
+        free(token);
+    }
+}
+
+/* May the repository API load ref (a file path or a registry reference)?
+ * (load_lock held) */
+static inf_status check_ref(srv_models *ms, const char *ref, inf_error *err) {
+    if (!inf_registry_ref_is_path(ref)) return INF_OK; /* the registry's grants decide */
+    if (!ms->srv->opt.allow_repository_paths) {
+        set_err(err, INF_EDENIED,
+                "loading by file path is off: give a registry reference, or start the server with "
+                "--allow-repository-paths and --model-root DIR%s%s", "", "");
+        return INF_EDENIED;
+    }
+    char real[PATH_MAX];
+    return confined_path(ms, ref, real, err);
+}
+
+inf_status inf__serve_models_load(srv_models *ms, const char *name, const char *ref, int who, inf_error *err) {
     if (!valid_name(name)) {
         set_err(err, INF_EINVAL, "invalid model name '%s'%s", name, "");
         return INF_EINVAL;
@@ -506,54 +663,81 @@ inf_status inf__serve_models_load(srv_models *ms, const char *name, const char *
     pthread_mutex_lock(&ms->load_lock);
     srv_slot *slot = find_slot(ms, name);
     int created = 0;
+    inf_status st = INF_OK;
+    char configured[1024] = "";
+    if (slot) snprintf(configured, sizeof configured, "%s", slot->ref);
+    const char *audit_ref = ref ? ref : slot ? configured : NULL;
+    if (ref && (st = check_ref(ms, ref, err)) != INF_OK) goto refused;
     if (!slot) {
         const char *r = ref;
         if (!r && (ms->reg || ms->srv->opt.home || ms->srv->opt.registry)) r = name; /* NAME in the registry */
+        audit_ref = r;
         if (!r) {
-            pthread_mutex_unlock(&ms->load_lock);
-            set_err(err, INF_ENOENT,
+            st = INF_ENOENT;
+            set_err(err, st,
                     "model '%s' is not in the repository; give its file or registry reference as "
                     "{\"parameters\": {\"ref\": \"...\"}}%s",
                     name, "");
-            return INF_ENOENT;
+            goto refused;
+        }
+        if (count_slots(ms) >= ms->srv->opt.max_models) {
+            st = INF_EBUSY;
+            char n_served[16];
+            snprintf(n_served, sizeof n_served, "%d", count_slots(ms));
+            set_err(err, st, "model '%s': the server already serves %s models, the most --max-models allows; unload "
+                             "one first", name, n_served);
+            goto refused;
         }
         pthread_mutex_lock(&ms->lock);
         slot = new_slot(ms, name, r);
+        if (slot) slot->confined = inf_registry_ref_is_path(r), slot->from_api = 1;
         pthread_mutex_unlock(&ms->lock);
         if (!slot) {
-            pthread_mutex_unlock(&ms->load_lock);
-            set_err(err, INF_ENOMEM, "model '%s': more than 64 models%s", name, "");
-            return INF_ENOMEM;
+            st = INF_ENOMEM;
+            set_err(err, st, "model '%s': more than 64 models%s", name, "");
+            goto refused;
         }
         created = 1;
         ref = NULL;
     }
-    inf_status st = reload(ms, slot, ref, 0, err);
+    int was_confined = slot->confined;
+    if (ref) slot->confined = inf_registry_ref_is_path(ref);
+    st = reload(ms, slot, ref, 0, err);
+    if (st != INF_OK) slot->confined = was_confined;
     if (st != INF_OK && created) {
         pthread_mutex_lock(&ms->lock);
         slot->used = 0;
         pthread_mutex_unlock(&ms->lock);
     }
+    audit_repository(ms, who, "serve-load", name, audit_ref, st == INF_OK ? "ok" : "failed",
+                     st == INF_OK ? NULL : err ? err->message : NULL);
+    pthread_mutex_unlock(&ms->load_lock);
+    return st;
+refused:
+    audit_repository(ms, who, "serve-load", name, audit_ref, "refused", err ? err->message : NULL);
     pthread_mutex_unlock(&ms->load_lock);
     return st;
 }
 
-inf_status inf__serve_models_unload(srv_models *ms, const char *name, inf_error *err) {
+inf_status inf__serve_models_unload(srv_models *ms, const char *name, int who, inf_error *err) {
     pthread_mutex_lock(&ms->load_lock);
     pthread_mutex_lock(&ms->lock);
     srv_slot *slot = find_slot(ms, name);
     srv_version *old = slot ? slot->current : NULL;
+    char ref[1024] = "";
     if (slot) {
         slot->current = NULL;
         snprintf(slot->state, sizeof slot->state, "UNAVAILABLE");
         snprintf(slot->reason, sizeof slot->reason, "unloaded");
+        snprintf(ref, sizeof ref, "%s", slot->ref);
+        if (slot->from_api) slot->used = 0; /* a name the API added goes with its unload */
     }
     pthread_mutex_unlock(&ms->lock);
+    if (!slot) set_err(err, INF_ENOENT, "unknown model '%s'%s", name, "");
+    audit_repository(ms, who, "serve-unload", name, slot ? ref : NULL, slot ? "ok" : "refused",
+                     slot ? NULL : err ? err->message : NULL);
     pthread_mutex_unlock(&ms->load_lock);
-    if (!slot) {
-        set_err(err, INF_ENOENT, "unknown model '%s'%s", name, "");
-        return INF_ENOENT;
-    }
+    if (!slot) return INF_ENOENT;
     if (old) {
         if (old->metrics) atomic_store(&old->metrics->loaded, 0);
         fprintf(stderr, "infera serve: unloaded model '%s' version %s\n", name, old->version);
@@ -752,7 +936,9 @@ inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const
     int idx = -1;
     inf_status st = open_registry(ms, bearer, &r, &e);
     if (st == INF_OK) {
-        st = inf_registry_check(r, model, admin ? INF_REGISTRY_PUBLISH : INF_REGISTRY_PREDICT, "serve", &e);
+        st = inf_registry_check(r, model,
+                                admin >= 2 ? INF_REGISTRY_ADMIN : admin ? INF_REGISTRY_PUBLISH : INF_REGISTRY_PREDICT,
+                                "serve", &e);
         const char *principal = inf_registry_principal ? inf_registry_principal(r) : NULL;
         if (st == INF_OK && principal) {
             pthread_mutex_lock(&ms->audit_lock);

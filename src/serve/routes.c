@@ -13,11 +13,14 @@
  * connection for a batcher job (inf__serve_route_complete answers then).
  */
 #include <cjson/cJSON.h>
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "infera/io.h"
 #include "infera/pipeline.h"
+#include "infera/registry.h"
 #include "serve/serve.h"
 
 #pragma weak inf_record_batch_new
@@ -32,6 +35,10 @@
 #pragma weak inf_pipeline_rejected
 #pragma weak inf_pipeline_accepted_row
 #pragma weak inf_pipeline_exec_free
+#pragma weak inf_pipeline_n_ignored_fields
+#pragma weak inf_pipeline_exec_n_feature_columns
+#pragma weak inf_pipeline_features
+#pragma weak inf_pipeline_exec_feature_column
 
 enum { OPEN_HEALTH = 1, OPEN_METRICS = 2, PREDICT = 4, ADMIN = 8 };
 
@@ -505,6 +512,30 @@ static void records_head(srv_request *rq) {
     inf__serve_buf_json_str(&rq->resp, v->version, strlen(v->version));
 }
 
+/* /infer refuses a finite FP32 value beyond FLT_MAX (1e39) instead of
+ * sending an infinity; so do records feeding a model of one FP32 input:
+ * 1 (and a 400 naming the record and field) when one does. */
+static int records_out_of_fp32(srv_request *rq, srv_version *v) {
+    const inf_model *m = v->model;
+    if (inf_model_n_inputs(m) != 1 || inf_model_input(m, 0)->dtype != INF_DTYPE_F32 || !inf_pipeline_features ||
+        !inf_pipeline_accepted_row)
+        return 0;
+    int rows = 0, cols = 0;
+    const double *f = inf_pipeline_features(rq->records_exec, &rows, &cols);
+    for (int r = 0; f && r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            double x = f[(size_t)r * (size_t)cols + (size_t)c];
+            if (!isfinite(x) || fabs(x) <= FLT_MAX) continue;
+            const char *col = inf_pipeline_exec_feature_column ? inf_pipeline_exec_feature_column(rq->records_exec, c) : NULL;
+            count_failure(rq, SRV_FAIL_BAD_REQUEST);
+            inf__serve_error(rq, 400, "records[%d]: '%s' = %g is out of range for FP32 (model input '%s')",
+                             inf_pipeline_accepted_row(rq->records_exec, r), col ? col : "?", x,
+                             inf_model_input(m, 0)->name);
+            return 1;
+        }
+    return 0;
+}
+
 static int h_records(srv_request *rq) {
     srv_version *v;
     if (acquire(rq, &v)) return 0;
@@ -544,6 +575,20 @@ static int h_records(srv_request *rq) {
         inf__serve_error(rq, status_of(st), "model '%s': %s", v->name, e.message);
         return 0;
     }
+    /* the default mapping takes the first K numeric fields of a model input
+     * [N, K]: more numeric fields than that are a request error here (the
+     * batch runner reports the count; a request has no one to report to) */
+    int ignored = inf_pipeline_n_ignored_fields ? inf_pipeline_n_ignored_fields(rq->records_exec) : 0;
+    if (ignored > 0) {
+        int used = inf_pipeline_exec_n_feature_columns ? inf_pipeline_exec_n_feature_columns(rq->records_exec) : 0;
+        count_failure(rq, SRV_FAIL_BAD_REQUEST);
+        inf__serve_error(rq, 400,
+                         "model '%s': the records have %d numeric fields but the model input '%s' takes %d (default "
+                         "mapping, no pipeline spec): send exactly %d, or give the model a pipeline spec",
+                         v->name, used + ignored, inf_model_input(v->model, 0)->name, used, used);
+        return 0;
+    }
+    if (records_out_of_fp32(rq, v)) return 0;
     int n_acc = inf_pipeline_n_accepted(rq->records_exec);
     if (n_acc == 0) {
         records_head(rq);
@@ -659,10 +704,29 @@ static int h_repo_load(srv_request *rq) {
                 rq->params[0]);
     inf_error e = {0};
     inf__serve_copy_str(rq->log_model, sizeof rq->log_model, rq->params[0]);
-    inf_status st = inf__serve_models_load(rq->srv->models, rq->params[0], ref ? ref->valuestring : NULL, &e);
+    /* a file path brings a file of the server's onto it: with auth on, only an admin may */
+    if (ref && inf_registry_ref_is_path(ref->valuestring) && inf__serve_models_auth_enabled(rq->srv->models)) {
+        const char *h = inf__serve_http_header(rq, "Authorization");
+        const char *tok = h && !strncasecmp(h, "Bearer ", 7) ? h + 7 : NULL;
+        inf_status ast = inf__serve_models_authorize(rq->srv->models, tok, NULL, 2, &rq->caller, &e);
+        if (ast != INF_OK) {
+            cJSON_Delete(j);
+            inf__serve_error(rq, ast == INF_EAUTH ? 401 : ast == INF_EDENIED ? 403 : 503,
+                             "repository load by file path needs the admin role: %s", e.message);
+            return 0;
+        }
+    }
+    inf_status st = inf__serve_models_load(rq->srv->models, rq->params[0], ref ? ref->valuestring : NULL, rq->caller, &e);
     cJSON_Delete(j);
     if (st != INF_OK) {
-        inf__serve_error(rq, st == INF_ENOENT ? 404 : st == INF_ENOMEM ? 503 : 400, "%s", e.message);
+        static const struct {
+            inf_status st;
+            int http;
+        } codes[] = {{INF_ENOENT, 404}, {INF_ENOMEM, 503}, {INF_EDENIED, 403}, {INF_EBUSY, 409}};
+        int http = 400;
+        for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+            if (codes[i].st == st) http = codes[i].http;
+        inf__serve_error(rq, http, "%s", e.message);
         return 0;
     }
     rq->status = 200;
@@ -672,7 +736,7 @@ static int h_repo_load(srv_request *rq) {
 static int h_repo_unload(srv_request *rq) {
     inf_error e = {0};
     inf__serve_copy_str(rq->log_model, sizeof rq->log_model, rq->params[0]);
-    if (inf__serve_models_unload(rq->srv->models, rq->params[0], &e) != INF_OK) {
+    if (inf__serve_models_unload(rq->srv->models, rq->params[0], rq->caller, &e) != INF_OK) {
         inf__serve_error(rq, 404, "%s", e.message);
         return 0;
     }

@@ -59,8 +59,11 @@ static inline void inf__serve_buf_put(srv_buf *b, const void *data, size_t n) {
 }
 static inline void inf__serve_buf_puts(srv_buf *b, const char *s) { inf__serve_buf_put(b, s, strlen(s)); }
 void inf__serve_buf_printf(srv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends s (n bytes) as a quoted, escaped JSON string. */
+/* Appends s (n bytes) as a quoted, escaped JSON string (bytes that are not
+ * UTF-8 become U+FFFD: the output is always valid JSON). */
 void inf__serve_buf_json_str(srv_buf *b, const char *s, size_t n);
+/* 1 when s[0..n) is well-formed UTF-8. */
+int inf__serve_utf8_valid(const char *s, size_t n);
 void inf__serve_buf_i64(srv_buf *b, int64_t v);
 void inf__serve_buf_u64(srv_buf *b, uint64_t v);
 /* strlcpy: src (NULL as "") into dst of size bytes, cut and NUL-terminated. */
@@ -210,6 +213,8 @@ typedef struct srv_metrics {
     _Atomic uint64_t http_by_class[6]; /* 1xx..5xx by first digit */
     _Atomic uint64_t load_failures;
     _Atomic uint64_t swaps;
+    _Atomic uint64_t conns_cut_deadline; /* conn_guard.c: past the read deadline */
+    _Atomic uint64_t conns_cut_reserve;  /* conn_guard.c: oldest reader cut to keep the reserve free */
     uint64_t start_ns;
 } srv_metrics;
 
@@ -324,9 +329,12 @@ inf_status inf__serve_models_add(srv_models *ms, const char *spec, inf_error *er
 inf_status inf__serve_models_acquire(srv_models *ms, const char *name, const char *version, srv_version **out,
                                      inf_error *err);
 void inf__serve_version_release(srv_version *v);
-/* Repository API: (re)load name (ref NULL = its configured ref), unload. */
-inf_status inf__serve_models_load(srv_models *ms, const char *name, const char *ref, inf_error *err);
-inf_status inf__serve_models_unload(srv_models *ms, const char *name, inf_error *err);
+/* Repository API: (re)load name (ref NULL = its configured ref), unload;
+ * who is the caller's authorize index (-1: none) for the audit record.
+ * Refusals (models.c REPOSITORY API RULES): INF_EDENIED (file paths off),
+ * INF_ENOENT (not found or not allowed), INF_EBUSY (--max-models). */
+inf_status inf__serve_models_load(srv_models *ms, const char *name, const char *ref, int who, inf_error *err);
+inf_status inf__serve_models_unload(srv_models *ms, const char *name, int who, inf_error *err);
 void inf__serve_models_index_json(srv_models *ms, int ready_only, srv_buf *out);
 int inf__serve_models_n_loaded(srv_models *ms);
 int inf__serve_models_all_ready(srv_models *ms);
@@ -337,7 +345,8 @@ inf_status inf__serve_models_add_all_aliases(srv_models *ms, inf_error *err);
 void inf__serve_models_registry_name(srv_models *ms, const char *served, char *out, size_t size);
 /* Starts the registry poller / auditor thread when a registry is in use. */
 inf_status inf__serve_models_start_poller(srv_models *ms, inf_error *err);
-/* Auth: INF_OK, INF_EAUTH (no/bad token), INF_EDENIED (no predictor role).
+/* Auth: INF_OK, INF_EAUTH (no/bad token), INF_EDENIED (no predictor role;
+ * admin 1: no publisher role, admin 2: not an admin).
  * *who receives the caller's index for the audit (-1: the server itself,
  * when auth is off). */
 inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const char *model, int admin, int *who,
@@ -380,6 +389,7 @@ typedef struct srv_options {
     int conn_memory_bytes; /* libmicrohttpd per-connection pool (headers); cleared per request */
     int conn_limit;
     int conn_timeout_s;
+    int read_deadline_s;   /* a request's line, headers and body within this of its first byte (conn_guard.c) */
     int64_t request_timeout_ms;
     int drain_timeout_s;
     int poll_secs;         /* registry alias polling; 0 = off */
@@ -390,12 +400,42 @@ typedef struct srv_options {
     const char *access_log;/* path, "-" = stderr, NULL = off */
     const char *home;      /* registry */
     const char *registry;
+    const char *model_root;     /* repository API: path references must resolve under it */
+    int allow_repository_paths; /* repository API: loads by file path allowed (needs model_root) */
+    int max_models;             /* repository API: no new name beyond this many served models */
     int preferred[8];
     int n_preferred;
 } srv_options;
 
+/* ---- conn_guard.c: read deadline and connection reserve -------------------- */
+
+typedef struct srv_guard srv_guard;
+/* Per open connection (inside http.c's srv_conn). */
+typedef struct srv_guarded {
+    int fd;
+    int cut;                       /* shut down by the sweeper (lock held) */
+    int listed;
+    _Atomic uint64_t deadline_ns;  /* 0: not reading a request (being computed / answered) */
+    _Atomic uint64_t since_ns;     /* when its read phase began (oldest first under pressure) */
+    struct srv_guarded *prev, *next;
+} srv_guarded;
+/* Starts the sweeper thread; NULL when out of memory or threads. */
+srv_guard *inf__serve_guard_new(srv_server *srv);
+void inf__serve_guard_free(srv_guard *g);
+/* A connection opened on fd (reading its first request) / closed. */
+void inf__serve_guard_add(srv_guard *g, srv_guarded *c, int fd);
+void inf__serve_guard_remove(srv_guard *g, srv_guarded *c);
+/* Its request line arrived: the deadline becomes at most now + read deadline. */
+void inf__serve_guard_request_line(srv_guard *g, srv_guarded *c);
+/* Its request was read in full: no deadline until it is answered. */
+void inf__serve_guard_received(srv_guarded *c);
+/* Its response was sent: reading the next request from now. */
+void inf__serve_guard_answered(srv_guard *g, srv_guarded *c);
+
 struct srv_server {
     srv_options opt;
+    srv_guard *guard;
+    char *model_root_real;       /* --model-root, resolved (malloc'd), or NULL */
     srv_metrics metrics;
     srv_models *models;
     struct MHD_Daemon *daemon;
@@ -429,6 +469,8 @@ struct srv_request {
     char *body;
     size_t body_len, body_cap;
     int body_too_large;
+    int headers_checked;          /* http.c: framing headers and the raw path checked */
+    int close_conn;               /* send "Connection: close" (a request whose framing cannot be trusted) */
     uint64_t t_start_ns;
     uint64_t request_no;
     int caller;                   /* authorize's index of the caller (-1 = none) */

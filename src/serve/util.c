@@ -54,6 +54,38 @@ void inf__serve_buf_printf(srv_buf *b, const char *fmt, ...) {
     b->n += (size_t)n;
 }
 
+/* The length of the well-formed UTF-8 sequence at s[0..n) (no overlongs,
+ * surrogates or code points past U+10FFFF), 0 when it is not one. */
+static size_t utf8_seq_len(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t k = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (!k || k > n) return 0;
+    unsigned cp = k == 2 ? c & 0x1F : k == 3 ? c & 0x0F : c & 0x07;
+    for (size_t j = 1; j < k; j++) {
+        if ((s[j] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (s[j] & 0x3F);
+    }
+    static const unsigned min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[k] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return k;
+}
+
+int inf__serve_utf8_valid(const char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        if ((unsigned char)s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = utf8_seq_len((const unsigned char *)s + i, n - i);
+        if (!k) return 0;
+        i += k;
+    }
+    return 1;
+}
+
+/* Control characters are escaped, and a byte that does not start a
+ * well-formed UTF-8 sequence is written as U+FFFD: whatever a request put
+ * in a name, path or message, the JSON text out stays valid UTF-8. */
 void inf__serve_buf_json_str(srv_buf *b, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     if (inf__serve_buf_reserve(b, n + 2)) return;
@@ -61,7 +93,18 @@ void inf__serve_buf_json_str(srv_buf *b, const char *s, size_t n) {
     size_t run = 0; /* bytes copied in one go */
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') continue;
+        if (c >= 0x80) {
+            size_t k = utf8_seq_len((const unsigned char *)s + i, n - i);
+            if (k) {
+                i += k - 1;
+                continue;
+            }
+            inf__serve_buf_put(b, s + run, i - run);
+            inf__serve_buf_put(b, "\\ufffd", 6);
+            run = i + 1;
+            continue;
+        }
         inf__serve_buf_put(b, s + run, i - run);
         char esc[7] = {'\\', 0};
         size_t k = 2;

@@ -6,7 +6,9 @@
 # response names the version that served it), a failed load (corrupted
 # artifact) keeps the old version, predictions are audited per calling
 # principal, and --all-aliases serves every NAME@ALIAS (new aliases picked
-# up, removed ones dropped).
+# up, removed ones dropped); the repository API's rules with auth on (file
+# paths need the admin role, refs outside --model-root are refused alike,
+# loads and unloads audited as the caller) and token edge cases.
 #
 #   test_serve_registry.sh INFERA_BINARY SOURCE_DIR
 # Prints one line per check and closes with "N passed, M failed".
@@ -50,11 +52,14 @@ export INFERA_TOKEN=$ADMIN
 BOB=$("$INFERA" registry token create bob --role predictor --model fraud | tail -1)
 EVE=$("$INFERA" registry token create eve --role viewer | tail -1)
 CAROL=$("$INFERA" registry token create carol --role predictor --model fraud | tail -1)
+PUB=$("$INFERA" registry token create pat --role publisher --model fraud | tail -1)
+mkdir -p "$TMP/root"
+cp "$MODEL" "$TMP/root/fraud2.onnx"
 check "registry: auth on with tokens for admin, predictor and viewer" test -n "$BOB" -a -n "$EVE"
 
 # --port 0: the kernel picks a free port; the server prints it
 "$INFERA" serve --port 0 --model fraud@production --poll-secs 1 --auth-cache-secs 1 \
-    --access-log "$TMP/access.log" 2>"$TMP/server.log" &
+    --access-log "$TMP/access.log" --allow-repository-paths --model-root "$TMP/root" 2>"$TMP/server.log" &
 SERVER_PID=$!
 PORT=$(serve_port "$TMP/server.log") || true
 URL=http://127.0.0.1:$PORT
@@ -144,6 +149,39 @@ for _ in 1 2 3; do infer "$CAROL" >/dev/null; done
 code=$(infer "$CAROL")
 check "second predictor (carol) -> 200 ($code)" test "$code" = 200
 
+# ---- token edge cases (issue 27, what held): 401 / 431
+code=$(curl -s -o "$TMP/out.json" -w '%{http_code}' -H "Authorization: Bearer " -X POST "$URL/v2/models/fraud/infer" -d "$BODY")
+check "an empty bearer token -> 401 ($code)" test "$code" = 401
+code=$(curl -s -o "$TMP/out.json" -w '%{http_code}' -H "Authorization: Basic $BOB" -X POST "$URL/v2/models/fraud/infer" -d "$BODY")
+check "a token under another scheme (Basic) -> 401 ($code)" test "$code" = 401
+code=$(curl -s -o "$TMP/out.json" -w '%{http_code}' -H "Authorization: Bearer ${BOB}x" -X POST "$URL/v2/models/fraud/infer" -d "$BODY")
+check "a token with a byte appended -> 401 ($code)" test "$code" = 401
+BIG=$(head -c 9000 /dev/zero | tr '\0' a)
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $BIG" -X POST "$URL/v2/models/fraud/infer" -d "$BODY")
+check "a 9000-byte token -> 431 ($code)" test "$code" = 431
+
+# ---- repository API with auth (issue 27, finding 5): who may load what, and the audit
+repo() { # repo TOKEN load|unload NAME [REF] -> status (body in $TMP/repo.json)
+    local body='' auth=()
+    [ -n "$1" ] && auth=(-H "Authorization: Bearer $1")
+    [ -n "${4:-}" ] && body="{\"parameters\":{\"ref\":\"$4\"}}"
+    curl -s -o "$TMP/repo.json" -w '%{http_code}' "${auth[@]}" -X POST "$URL/v2/repository/models/$3/$2" -d "$body"
+}
+code=$(repo "$PUB" load fraud "$TMP/root/fraud2.onnx")
+check "a publisher of fraud loading a file path into it -> 403 naming the admin role ($code: $(cat "$TMP/repo.json"))" \
+    bash -c "test $code = 403 && grep -q 'needs the admin role' $TMP/repo.json"
+code=$(repo "$EVE" load fraud)
+check "a viewer reloading a model -> 403 ($code)" test "$code" = 403
+code=$(repo "$PUB" load fraud)
+check "a publisher on fraud reloads it from the registry -> 200 ($code: $(cat "$TMP/repo.json"))" test "$code" = 200
+code=$(repo "$ADMIN" load fraud2 /etc/passwd)
+check "an admin loading a file outside --model-root -> 404, nothing said of it ($code: $(cat "$TMP/repo.json"))" \
+    bash -c "test $code = 404 && grep -q 'not found or not allowed' $TMP/repo.json && ! grep -q protobuf $TMP/repo.json"
+code=$(repo "$ADMIN" load fraud2 fraud2.onnx)
+check "an admin loading a file under --model-root -> 200 ($code: $(cat "$TMP/repo.json"))" test "$code" = 200
+code=$(repo "$ADMIN" unload fraud2)
+check "an admin unloading it -> 200 ($code)" test "$code" = 200
+
 # ---- drain and audit
 kill -TERM "$SERVER_PID"
 wait "$SERVER_PID"
@@ -163,6 +201,12 @@ check "predictions are audited per calling principal: bob's and carol's records 
     bash -c "grep -Eq ' bob +predict +fraud@[0-9]+ +ok' $TMP/audit.txt && test $carol_rows = 4"
 check "no predict record is written under the server's own principal (alice) for these calls" \
     bash -c "! grep -Eq ' alice +predict ' $TMP/audit.txt"
+"$INFERA" registry audit >"$TMP/audit_all.txt" 2>&1
+check "repository loads and unloads are audited with the caller: pat's reload, alice's load, refusal and unload" \
+    bash -c "grep -Eq ' pat +serve-load +fraud .*ok' $TMP/audit_all.txt &&
+             grep -Eq ' alice +serve-load .*refused' $TMP/audit_all.txt &&
+             grep -Eq ' alice +serve-load .*ok.*fraud2' $TMP/audit_all.txt &&
+             grep -Eq ' alice +serve-unload .*ok.*fraud2' $TMP/audit_all.txt"
 check "tokens never reach the access log or the server log" \
     bash -c "! grep -q -e '$BOB' -e '$ADMIN' -e '$EVE' $TMP/access.log $TMP/server.log"
 check "access log lines name model and version" grep -q '"model":"fraud","version":"2"' "$TMP/access.log"
