@@ -250,7 +250,11 @@ bool cli_values_close(const inf_tensor *got, const inf_tensor *want, double rtol
                 }
                 continue;
             }
-            if (isnan(x) && isnan(y)) continue;
+            if (isnan(x) || isnan(y)) {
+                if (isnan(x) && isnan(y)) continue; /* NaN matches only NaN: a NaN against a number is a mismatch */
+                snprintf(why, why_size, "element %lld: got %.9g, expected %.9g", (long long)i, x, y);
+                return false;
+            }
             if (isinf(x) || isinf(y) ? x != y : exact ? x != y : fabs(x - y) > atol + rtol * fabs(y)) {
                 snprintf(why, why_size, "element %lld: got %.9g, expected %.9g", (long long)i, x, y);
                 return false;

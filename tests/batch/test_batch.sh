@@ -42,9 +42,18 @@ check "lineage columns: model, version, 64-hex pipeline hash, ISO scored_at" \
 check "summary counts" 'grep -q "read 5,000  scored 5,000  written 5,000  rejected 0" sum.txt' "$(cat sum.txt)"
 check "summary has cpu-s per million predictions" 'grep -Eq "cpu [0-9.]+ s  [0-9.]+ cpu-s per million predictions" sum.txt'
 check "lineage in the job log (file model)" 'grep -q "job log" sum.txt && [ -s home/jobs/jobs.jsonl ]'
-# probabilities agree with XGBoost's own (examples/fraud/sample_probabilities.npy; 1e-6: float32 sums)
-check "probabilities_1 = 1 - probabilities_0 (float32)" \
-    'awk -F, "NR>1 { d = \$3 + \$4 - 1; if (d < 0) d = -d; if (d > 1e-6) bad = 1 } END { exit bad }" out.csv'
+# probabilities agree with XGBoost's own (examples/fraud/sample_probabilities.npy, made by
+# examples/fraud/gen_fraud.py with xgboost; row i = transactions.csv row i; 1e-6: float32 sums)
+xgb_probs() { # the float32 [N, 2] .npy as "p0 p1" lines (npy v1: 10-byte preamble + header)
+    local hl; hl=$(od -An -j8 -N2 -t u2 "$1" | tr -d ' ')
+    od -An -v -t f4 -w8 -j $((10 + hl)) "$1"
+}
+xgb_probs "$EX/sample_probabilities.npy" >xgb.txt
+check "probabilities = XGBoost's (5000 rows, 1e-6)" \
+    '[ "$(wc -l <xgb.txt)" -eq 5000 ] && awk -F, "NR>1 {print \$3, \$4}" out.csv | paste -d" " - xgb.txt |
+     awk "function abs(x) { return x < 0 ? -x : x }
+          NF != 4 || abs(\$1 - \$3) > 1e-6 || abs(\$2 - \$4) > 1e-6 { bad = 1 } END { exit bad || NR != 5000 }"' \
+    "$(awk -F, 'NR>1 {print $3, $4}' out.csv | paste -d' ' - xgb.txt | awk 'function abs(x) { return x < 0 ? -x : x } abs($1 - $3) > 1e-6 || abs($2 - $4) > 1e-6 { print "row " NR ": infera " $1 " " $2 ", xgboost " $3 " " $4; exit }')"
 
 # ---- JSON lines round trip ---------------------------------------------------
 "${B[@]}" --no-score --input "csv:$EX/transactions.csv" --output jsonl:tx.jsonl >/dev/null 2>&1

@@ -8,6 +8,11 @@
 #   stop_mosquitto
 # Each start_* returns non-zero (with a message on stderr) when the service
 # cannot be started; callers decide whether that fails or skips the test.
+# A caller that skips a part goes through skip_or_fail (below) and ends with
+# `exit_status FAILURES`: under INFERA_REQUIRE_SERVICES=1 (.ci/run sets it:
+# CI installs Redis, PostgreSQL, mosquitto and the en_US locale) the missing
+# piece is a failure; elsewhere the test exits 77, which ctest records as
+# skipped (SKIP_RETURN_CODE), never as passed.
 # Servers run from throwaway directories removed by stop_*.  PostgreSQL
 # refuses to run as root, so as root the cluster runs as the `postgres` user.
 
@@ -130,4 +135,26 @@ stop_mosquitto() {
     [ -f "$MQTT_DIR/mosquitto.pid" ] && kill "$(cat "$MQTT_DIR/mosquitto.pid")" 2>/dev/null
     rm -rf "$MQTT_DIR"
     unset MQTT_DIR MQTT_URL MQTT_PORT
+}
+
+# skip_or_fail WHAT: a part of the test cannot run because WHAT is missing.
+# Prints "SKIP WHAT" and counts it in SKIPPED_PARTS (returns 0), or, under
+# INFERA_REQUIRE_SERVICES=1, prints "FAIL WHAT" and returns 1: the caller
+# counts a failure.
+skip_or_fail() {
+    if [ "${INFERA_REQUIRE_SERVICES:-0}" = 1 ]; then
+        echo "FAIL $1 (INFERA_REQUIRE_SERVICES=1: CI installs it, so it must be there)"
+        return 1
+    fi
+    echo "SKIP $1"
+    SKIPPED_PARTS=$((${SKIPPED_PARTS:-0} + 1))
+    return 0
+}
+
+# exit_status FAILURES: exits 1 when FAILURES > 0, else 77 (ctest's skip code)
+# when a part was skipped, else 0.
+exit_status() {
+    [ "$1" -eq 0 ] || exit 1
+    [ "${SKIPPED_PARTS:-0}" -eq 0 ] || exit 77
+    exit 0
 }

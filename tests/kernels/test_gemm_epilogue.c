@@ -143,7 +143,7 @@ static void cases(inf__pool *pool) {
 int main(void) {
     if (!inf__cpu_has_avx2_fma()) {
         printf("sgemm epilogue: CPU without AVX2/FMA, skipped\n0 passed, 0 failed\n");
-        return 0;
+        return 77 /* ctest SKIP_RETURN_CODE: nothing ran */;
     }
     for (int threads = 1; threads <= 2; threads++) {
         inf__pool *pool = NULL;

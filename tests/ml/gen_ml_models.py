@@ -7,7 +7,10 @@ data/<case>.in.<input>.npy, and data/<case>.want.<output>.npy (or .pb for
 string tensors, .seq.pb for sequences) holding the expected output computed
 here with numpy / scikit-learn / XGBoost.  data/manifest.txt lists
 "case model-file input-names... : output-names... : tolerance".
-ort_run.js then adds data/<case>.ort.<output>.npy from ONNX Runtime.
+ort_run.js then adds data/<case>.ort.<output>.npy from ONNX Runtime, and
+ort_extra.py (PyPI onnxruntime) the ORT outputs node cannot return (string
+tensors, sequences of maps) and tree_reg_average_none.  test_ml.sh fails an
+output that has neither a .want nor an .ort reference.
 
 ONNX-ML graphs are built by hand from the fitted models' internals
 (skl2onnx/onnxmltools are not in Debian).  Deterministic: fixed seeds.

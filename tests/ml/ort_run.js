@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs every ONNX case of tests/ml/data/manifest.txt in ONNX Runtime (onnxruntime-node)
 // and writes data/<case>.ort.<output>.npy for numeric tensor outputs (string, sequence
-// and map outputs are skipped; a model ORT refuses is reported and skipped).
+// and map outputs are skipped -- ort_extra.py writes those; a model ORT refuses is reported and skipped).
 //   (cd tests/models/ort && npm ci --ignore-scripts); node tests/ml/ort_run.js
 'use strict';
 const fs = require('fs');

@@ -3,8 +3,10 @@
 # tests/ml/data/manifest.txt (made by gen_ml_models.py) must match the
 # expected outputs computed with numpy / scikit-learn / XGBoost
 # (<case>.want.*) and ONNX Runtime's (<case>.ort.*, where ORT runs the model),
-# at 1 and 2 threads.  Also: malformed ensembles are rejected at load with an
-# error naming the attribute, and the fraud example model runs.
+# at 1 and 2 threads.  Every output the manifest lists needs at least one
+# reference: an output with none fails (it would otherwise go unchecked).
+# Also: malformed ensembles are rejected at load with an error naming the
+# attribute, and the fraud example model runs.
 #   test_ml.sh INFERA NPY_COMPARE
 set -u
 infera=$1
@@ -37,9 +39,11 @@ while read -r name model rest; do
         fi
         for o in $outputs; do
             got=$(ls "$out/$o".* 2>/dev/null | head -1)
+            refs=0
             for ref in "$data/$name.want.$o".* "$data/$name.ort.$o".*; do
                 [ -e "$ref" ] || continue
                 kind=$(basename "$ref" | cut -d. -f2)
+                refs=$((refs + 1))
                 if [ -z "$got" ]; then
                     bad "$name/$o threads=$threads: no output"
                     continue
@@ -52,6 +56,8 @@ while read -r name model rest; do
                     bad "$name/$o threads=$threads vs $kind"
                 fi
             done
+            # an output listed in the manifest is compared with something, or the case fails
+            [ "$refs" -gt 0 ] || bad "$name/$o threads=$threads: no reference ($name.want.$o.* or $name.ort.$o.*)"
         done
     done
 done <"$data/manifest.txt"

@@ -18,8 +18,16 @@
  * "rejected" rows, is an error (exit 1, naming the line).
  *
  * usage: pred_bits FIELD... < lines > canonical
+ *
+ * pred_bits --infer OUTPUT[:COLUMN]... reads KServe V2 /infer responses
+ * instead ({"outputs":[{"name":..,"shape":[rows,cols],"data":[...]}]}, one
+ * per line) and prints a line per row: the named outputs' values of that row
+ * (all its columns, or only COLUMN), each rounded to float32 (the tensor's
+ * type, which "%.9g" text carries exactly) and printed as the bits of that
+ * float's double -- the same bits as the records modes' exact "%.17g" text.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +78,76 @@ static void print_prediction(const cJSON *p, int n_fields, char **fields) {
     putchar('\n');
 }
 
+/* The output named `name` of an /infer response, its rows and columns. */
+static const cJSON *infer_output(const cJSON *resp, const char *name, int *rows, int *cols) {
+    const cJSON *o;
+    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(resp, "outputs")) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, "name");
+        if (!cJSON_IsString(n) || strcmp(n->valuestring, name)) continue;
+        const cJSON *shape = cJSON_GetObjectItemCaseSensitive(o, "shape");
+        int nd = cJSON_GetArraySize(shape);
+        *rows = nd > 0 ? cJSON_GetArrayItem(shape, 0)->valueint : 1;
+        *cols = nd > 1 ? cJSON_GetArrayItem(shape, 1)->valueint : 1;
+        const cJSON *data = cJSON_GetObjectItemCaseSensitive(o, "data");
+        return cJSON_GetArraySize(data) == *rows * *cols ? data : NULL;
+    }
+    return NULL;
+}
+
+/* --infer: one response per line; returns 0, or 1 after naming a bad line. */
+static int infer_main(int n_specs, char **specs) {
+    size_t cap = 0;
+    char *line = NULL;
+    long lineno = 0, n_rows = 0;
+    int rc = 0;
+    while (getline(&line, &cap, stdin) >= 0) {
+        lineno++;
+        if (line[strspn(line, " \t\r\n")] == 0) continue;
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *data[64];
+        int rows = -1, cols[64], col[64];
+        bool ok = j && n_specs <= 64;
+        for (int i = 0; ok && i < n_specs; i++) {
+            char name[256];
+            const char *colon = strchr(specs[i], ':');
+            snprintf(name, sizeof name, "%.*s", colon ? (int)(colon - specs[i]) : (int)strlen(specs[i]), specs[i]);
+            col[i] = colon ? atoi(colon + 1) : -1;
+            int r = 0;
+            data[i] = infer_output(j, name, &r, &cols[i]);
+            ok = data[i] && (rows < 0 || r == rows) && col[i] < cols[i];
+            rows = r;
+        }
+        if (!ok) {
+            fprintf(stderr, "pred_bits: line %ld is not an /infer response with those outputs: %.300s\n", lineno, line);
+            rc = 1;
+            cJSON_Delete(j);
+            continue;
+        }
+        for (int r = 0; r < rows; r++, n_rows++) {
+            int first = 1;
+            for (int i = 0; i < n_specs; i++)
+                for (int c = col[i] < 0 ? 0 : col[i]; c < (col[i] < 0 ? cols[i] : col[i] + 1); c++) {
+                    double d = (float)cJSON_GetArrayItem(data[i], r * cols[i] + c)->valuedouble;
+                    uint64_t bits;
+                    memcpy(&bits, &d, sizeof bits);
+                    printf("%s0x%016llx", first ? "" : "\t", (unsigned long long)bits);
+                    first = 0;
+                }
+            putchar('\n');
+        }
+        cJSON_Delete(j);
+    }
+    free(line);
+    if (ferror(stdout) || fflush(stdout)) {
+        perror("pred_bits: stdout");
+        return 1;
+    }
+    fprintf(stderr, "pred_bits: %ld rows from %ld /infer responses\n", n_rows, lineno);
+    return rc;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 2 && !strcmp(argv[1], "--infer")) return infer_main(argc - 2, argv + 2);
     if (argc < 2) {
         fprintf(stderr, "usage: pred_bits FIELD... < lines\n");
         return 2;

@@ -60,8 +60,9 @@ judge() {
         check("no errors, every request answered 200 (" okc "/" sent ")", f("errors") == 0 && okc == sent)
         check("sent " sent " within 5 sigma of the Poisson mean " want, sent > want - 5 * sqrt(want) && sent < want + 5 * sqrt(want))
         check("server counted " delta " successes, loadgen " okc, delta == okc)
-        check("percentiles ordered (p50 " f("p50_us") " <= p99 " f("p99_us") " <= max " f("max_us") ")",
-              f("p50_us") <= f("p99_us") && f("p99_us") <= f("max_us"))
+        # f() is -1 for a missing key: each percentile must be there and positive
+        check("percentiles present and ordered (0 < p50 " f("p50_us") " <= p99 " f("p99_us") " <= max " f("max_us") ")",
+              f("p50_us") > 0 && f("p50_us") <= f("p99_us") && f("p99_us") <= f("max_us"))
         if (stall) {
             check("a 400 ms stall shows in full: max " f("max_us") " us >= 350 ms", f("max_us") >= 350000)
             # ~20 % of the requests are scheduled during the stall, late by 0-400 ms: counted from

@@ -1417,7 +1417,20 @@ static void check_config_and_drain(void) {
     server s;
     if (!serve_up(&s, &o)) return;
     int port = s.port;
-    CHECK(1, "config file + environment: INFERA_SERVE_PORT overrides the file's port");
+    /* the file says port 1 (which root could bind): the environment's port
+     * must be the one announced and the only one answering */
+    char log[4096] = "", announced[64];
+    FILE *lf = fopen(s.log, "r");
+    if (lf) {
+        log[fread(log, 1, sizeof log - 1, lf)] = 0;
+        fclose(lf);
+    }
+    snprintf(announced, sizeof announced, ":%d (", port);
+    int fd1 = http_connect(1);
+    if (fd1 >= 0) close(fd1);
+    CHECK(strstr(log, "listening on") && strstr(log, announced) && fd1 < 0,
+          "config file + environment: INFERA_SERVE_PORT overrides the file's port (log announces port %d: %s; "
+          "port 1 %s)", port, strstr(log, announced) ? "yes" : "no", fd1 >= 0 ? "answers" : "closed");
     expect(port, "GET", "/v2/models/slowmlp", NULL, 200, "\"max_batch_size\":16",
            "config file keys apply (model name, max-batch)");
     /* a request held 0.7 s by the queue delay; SIGTERM arrives meanwhile */

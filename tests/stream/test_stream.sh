@@ -389,7 +389,7 @@ if start_postgres; then
     canon <pg.jsonl >pg.txt
     same "redis -> postgresql table" pg.txt
 else
-    echo "skip PostgreSQL sink: the server could not be started"
+    skip_or_fail "PostgreSQL sink: the server could not be started" || FAIL=$((FAIL + 1))
 fi
 
 # ---- the Redis server restarts under a Redis -> Redis consumer -----------------------------------------------
@@ -437,4 +437,4 @@ check "registry audit has the stream's prediction counts" 'grep -q "\"mode\":\"s
 
 [ -s bits.err ] && grep -v '^pred_bits: [0-9]* predictions' bits.err | head -5 | sed 's/^/    /'
 echo "$PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+exit_status "$FAIL"

@@ -9,7 +9,7 @@
  * LOGISTIC 1/(1+e^-x), SOFTMAX, SOFTMAX_ZERO (softmax over the non-zero
  * scores, zeros stay zero), PROBIT sqrt(2)*erfinv(2x-1) with the Winitzki
  * erfinv approximation ORT and onnx.reference use (exact to ~2e-3, so that
- * models give the same numbers as there).
+ * models give the same numbers as there), in float as ORT computes it.
  */
 #ifndef INF_OPS_REF_ML_COMMON_H
 #define INF_OPS_REF_ML_COMMON_H
@@ -46,18 +46,22 @@ static inline double ml_logistic(double x) {
     return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
 }
 
-/* erfinv by Winitzki's approximation (a = 0.147), as ONNX Runtime. */
-static inline double ml_erfinv(double x) {
-    double sgn = x < 0 ? -1.0 : 1.0;
-    double y = (1 - x) * (1 + x); /* < 0 outside [-1, 1]: NaN, as ORT */
-    double lg = log(y);
-    double v = 2 / (3.14159 * 0.147) + 0.5 * lg;
-    double v2 = 1 / 0.147 * lg;
-    double v3 = -v + sqrt(v * v - v2);
-    return sgn * sqrt(v3 - v);
+/* erfinv by Winitzki's approximation (a = 0.147), computed in float as ONNX
+ * Runtime's ErfInv (ml_common.h): with t = 2/(pi a) + ln(1-x^2)/2,
+ * erfinv(x) = sgn(x) sqrt(sqrt(t^2 - ln(1-x^2)/a) - t).  Outside [-1, 1]
+ * the log is NaN and so is the result, as in ORT. */
+static inline float ml_erfinv(float x) {
+    float sgn = x < 0 ? -1.0f : 1.0f;
+    float y = (1 - x) * (1 + x);
+    float lg = logf(y);
+    float t = 2 / (3.14159265f * 0.147f) + 0.5f * lg;
+    float lg_a = 1 / 0.147f * lg;
+    float root = -t + sqrtf(t * t - lg_a);
+    return sgn * sqrtf(root);
 }
 
-static inline double ml_probit(double x) { return 1.41421356 * ml_erfinv(2 * x - 1); }
+/* PROBIT: sqrt(2) erfinv(2x - 1), in float as ORT's ComputeProbit. */
+static inline double ml_probit(double x) { return (double)(1.41421356f * ml_erfinv(2 * (float)x - 1)); }
 
 static inline void ml_softmax(double *v, int n, bool zero_mode) {
     double mx = -INFINITY, sum = 0;
