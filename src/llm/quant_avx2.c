@@ -1,0 +1,232 @@
+/*
+ * quant_avx2.c -- AVX2/FMA/F16C twins of the reference row kernels in
+ * quant.c (built with -mavx2 -mfma -mf16c, called only when the CPU has
+ * them: quant.c's table).
+ *
+ * Integer dot products of 32-element blocks use the usual pair of
+ * instructions: maddubs (u8 x i8 -> i16 pairs) then madd with ones (-> i32);
+ * a signed x signed product first moves x's sign onto y (sign_epi8).  Each
+ * block's integer sum is scaled by d_w * d_x and accumulated with an FMA in
+ * eight float lanes, summed at the end.  The dot4 variants unpack a weight
+ * block once for four activation rows (prompt processing).
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "llm/quant.h"
+
+static inline float hsum_ps(__m256 v) {
+    __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    return _mm_cvtss_f32(r);
+}
+static inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+/* 16 bytes of nibbles -> 32 bytes 0..15: low nibbles first, then high. */
+static inline __m256i unpack_nibbles(const uint8_t *qs) {
+    __m128i t = _mm_loadu_si128((const __m128i *)qs);
+    __m256i b = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);
+    return _mm256_and_si256(b, _mm256_set1_epi8(0xf));
+}
+/* sum of x*y in i32 lanes -> float, x unsigned bytes (<= 127 or small), y signed */
+static inline __m256 dot_u8_i8(__m256i ux, __m256i y) {
+    __m256i p = _mm256_maddubs_epi16(ux, y);
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+}
+static inline __m256 dot_i8_i8(__m256i x, __m256i y) {
+    return dot_u8_i8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+
+/* ---- f32, f16 ---- */
+
+float inf__llm_dot_f32_avx2(int64_t k, const void *w, const void *x) {
+    const float *a = w, *b = x;
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 32 <= k; i += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+    }
+    for (; i + 8 <= k; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    for (; i < k; i++) s += a[i] * b[i];
+    return s;
+}
+
+void inf__llm_dot4_f32_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]) {
+    const float *a = w;
+    const float *b0 = x, *b1 = (const float *)((const char *)x + x_stride), *b2 = (const float *)((const char *)x + 2 * x_stride),
+                *b3 = (const float *)((const char *)x + 3 * x_stride);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 8 <= k; i += 8) {
+        __m256 va = _mm256_loadu_ps(a + i);
+        s0 = _mm256_fmadd_ps(va, _mm256_loadu_ps(b0 + i), s0);
+        s1 = _mm256_fmadd_ps(va, _mm256_loadu_ps(b1 + i), s1);
+        s2 = _mm256_fmadd_ps(va, _mm256_loadu_ps(b2 + i), s2);
+        s3 = _mm256_fmadd_ps(va, _mm256_loadu_ps(b3 + i), s3);
+    }
+    out[0] = hsum_ps(s0), out[1] = hsum_ps(s1), out[2] = hsum_ps(s2), out[3] = hsum_ps(s3);
+    for (; i < k; i++) out[0] += a[i] * b0[i], out[1] += a[i] * b1[i], out[2] += a[i] * b2[i], out[3] += a[i] * b3[i];
+}
+
+float inf__llm_dot_f16_avx2(int64_t k, const void *w, const void *x) {
+    const uint16_t *a = w, *b = x;
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    int64_t i = 0;
+    for (; i + 16 <= k; i += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i))),
+                             _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i))), s0);
+        s1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i + 8))),
+                             _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i + 8))), s1);
+    }
+    float s = hsum_ps(_mm256_add_ps(s0, s1));
+    for (; i < k; i++) s += h2f(a[i]) * h2f(b[i]);
+    return s;
+}
+
+/* ---- q8_0, q4_0, q4_1 ---- */
+
+float inf__llm_dot_q8_0_avx2(int64_t k, const void *w, const void *x) {
+    const inf__blk_q8_0 *a = w, *b = x;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < k / QK; i++) {
+        __m256 d = _mm256_set1_ps(h2f(a[i].d) * h2f(b[i].d));
+        __m256i qa = _mm256_loadu_si256((const __m256i *)a[i].qs), qb = _mm256_loadu_si256((const __m256i *)b[i].qs);
+        acc = _mm256_fmadd_ps(d, dot_i8_i8(qa, qb), acc);
+    }
+    return hsum_ps(acc);
+}
+
+float inf__llm_dot_q4_0_avx2(int64_t k, const void *w, const void *x) {
+    const inf__blk_q4_0 *a = w;
+    const inf__blk_q8_0 *b = x;
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i eight = _mm256_set1_epi8(8);
+    for (int64_t i = 0; i < k / QK; i++) {
+        __m256 d = _mm256_set1_ps(h2f(a[i].d) * h2f(b[i].d));
+        __m256i qa = _mm256_sub_epi8(unpack_nibbles(a[i].qs), eight);
+        acc = _mm256_fmadd_ps(d, dot_i8_i8(qa, _mm256_loadu_si256((const __m256i *)b[i].qs)), acc);
+    }
+    return hsum_ps(acc);
+}
+
+float inf__llm_dot_q4_1_avx2(int64_t k, const void *w, const void *x) {
+    const inf__blk_q4_1 *a = w;
+    const inf__blk_q8_1 *b = x;
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0;
+    for (int64_t i = 0; i < k / QK; i++) {
+        summs += h2f(a[i].m) * h2f(b[i].s);
+        __m256 d = _mm256_set1_ps(h2f(a[i].d) * h2f(b[i].d));
+        acc = _mm256_fmadd_ps(d, dot_u8_i8(unpack_nibbles(a[i].qs), _mm256_loadu_si256((const __m256i *)b[i].qs)), acc);
+    }
+    return hsum_ps(acc) + summs;
+}
+
+#define ROW(x, s, r, T) ((const T *)((const char *)(x) + (size_t)(r) * (s)))
+
+void inf__llm_dot4_q8_0_avx2(int64_t k, const void *w, const void *x, size_t xs, float out[4]) {
+    const inf__blk_q8_0 *a = w;
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t i = 0; i < k / QK; i++) {
+        __m256i qa = _mm256_loadu_si256((const __m256i *)a[i].qs);
+        __m256i ax = _mm256_sign_epi8(qa, qa);
+        float da = h2f(a[i].d);
+        for (int r = 0; r < 4; r++) {
+            const inf__blk_q8_0 *b = ROW(x, xs, r, inf__blk_q8_0) + i;
+            __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)b->qs), qa);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(da * h2f(b->d)), dot_u8_i8(ax, sy), acc[r]);
+        }
+    }
+    for (int r = 0; r < 4; r++) out[r] = hsum_ps(acc[r]);
+}
+
+void inf__llm_dot4_q4_0_avx2(int64_t k, const void *w, const void *x, size_t xs, float out[4]) {
+    const inf__blk_q4_0 *a = w;
+    const __m256i eight = _mm256_set1_epi8(8);
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t i = 0; i < k / QK; i++) {
+        __m256i qa = _mm256_sub_epi8(unpack_nibbles(a[i].qs), eight);
+        __m256i ax = _mm256_sign_epi8(qa, qa);
+        float da = h2f(a[i].d);
+        for (int r = 0; r < 4; r++) {
+            const inf__blk_q8_0 *b = ROW(x, xs, r, inf__blk_q8_0) + i;
+            __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)b->qs), qa);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(da * h2f(b->d)), dot_u8_i8(ax, sy), acc[r]);
+        }
+    }
+    for (int r = 0; r < 4; r++) out[r] = hsum_ps(acc[r]);
+}
+
+void inf__llm_dot4_q4_1_avx2(int64_t k, const void *w, const void *x, size_t xs, float out[4]) {
+    const inf__blk_q4_1 *a = w;
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    float summs[4] = {0, 0, 0, 0};
+    for (int64_t i = 0; i < k / QK; i++) {
+        __m256i qa = unpack_nibbles(a[i].qs);
+        float da = h2f(a[i].d), ma = h2f(a[i].m);
+        for (int r = 0; r < 4; r++) {
+            const inf__blk_q8_1 *b = ROW(x, xs, r, inf__blk_q8_1) + i;
+            summs[r] += ma * h2f(b->s);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(da * h2f(b->d)),
+                                     dot_u8_i8(qa, _mm256_loadu_si256((const __m256i *)b->qs)), acc[r]);
+        }
+    }
+    for (int r = 0; r < 4; r++) out[r] = hsum_ps(acc[r]) + summs[r];
+}
+
+/* ---- activation quantizers ---- */
+
+/* One block of 32 floats -> 32 int8 (round to nearest even) and its scale;
+ * returns the sum of the quantized values. */
+static inline int quantize_block(const float *src, int8_t *qs, float *d_out) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 v0 = _mm256_loadu_ps(src), v1 = _mm256_loadu_ps(src + 8), v2 = _mm256_loadu_ps(src + 16),
+           v3 = _mm256_loadu_ps(src + 24);
+    __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                             _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(m, 1), _mm256_castps256_ps128(m));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    float amax = _mm_cvtss_f32(m4);
+    *d_out = amax / 127.f;
+    __m256 id = _mm256_set1_ps(amax != 0 ? 127.f / amax : 0.f);
+#define mode (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+    __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, id), mode));
+    __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), mode));
+    __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), mode));
+    __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, id), mode));
+    __m256i s = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i *)qs, p);
+#undef mode
+    return _mm_cvtsi128_si32(s4);
+}
+
+void inf__llm_quantize_q8_0_avx2(const float *src, void *dst, int64_t k) {
+    inf__blk_q8_0 *b = dst;
+    for (int64_t i = 0; i < k / QK; i++) {
+        float d;
+        quantize_block(src + i * QK, b[i].qs, &d);
+        b[i].d = _cvtss_sh(d, 0);
+    }
+}
+
+void inf__llm_quantize_q8_1_avx2(const float *src, void *dst, int64_t k) {
+    inf__blk_q8_1 *b = dst;
+    for (int64_t i = 0; i < k / QK; i++) {
+        float d;
+        int sum = quantize_block(src + i * QK, b[i].qs, &d);
+        b[i].d = _cvtss_sh(d, 0);
+        b[i].s = _cvtss_sh(d * sum, 0);
+    }
+}
