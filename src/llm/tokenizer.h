@@ -44,6 +44,7 @@ enum inf__tok_pre {
     INF__PRE_GPT2,           /* gpt-2, mpt, olmo, phi-2, ... */
     INF__PRE_LLAMA3,         /* llama3, llama-bpe, dbrx, smaug, chatglm4 */
     INF__PRE_QWEN2,          /* qwen2, stablelm2, deepseek-r1-qwen */
+    INF__PRE_QWEN35,         /* qwen35: qwen2 with marks (\p{M}) inside letter runs */
     INF__PRE_STARCODER,      /* starcoder, refact, command-r, smollm, codeshell, exaone, minerva */
     INF__PRE_DEEPSEEK_CODER, /* deepseek-coder */
     INF__PRE_FALCON,         /* falcon */

@@ -107,8 +107,11 @@ static bool split_gpt2(const span *s, word_list *out) {
 }
 
 /* (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,G}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|
- * \s+(?!\S)|\s+   with G = 3 (llama3) or 1 (qwen2). */
-static bool split_llama3(const span *s, word_list *out, size_t digit_group) {
+ * \s+(?!\S)|\s+   with G = 3 (llama3) or 1 (qwen2); qwen35 also counts marks (\p{M}) as letters. */
+static bool split_llama3(const span *s, word_list *out, size_t digit_group, bool marks) {
+    const unsigned letter = INF__UCLASS_LETTER | (marks ? INF__UCLASS_MARK : 0u);
+#undef IS_LETTER
+#define IS_LETTER(f) ((f) & letter)
     size_t pos = s->ini, prev = s->ini;
 #define EMIT(end) do { if (!words_push(out, (end) - prev)) return false; prev = (end); pos = (end); } while (0)
     while (pos < s->end) {
@@ -153,6 +156,8 @@ static bool split_llama3(const span *s, word_list *out, size_t digit_group) {
         EMIT(pos + 1);
     }
 #undef EMIT
+#undef IS_LETTER
+#define IS_LETTER(f) ((f) & INF__UCLASS_LETTER)
     return true;
 }
 
@@ -212,7 +217,7 @@ static bool split_runs(const span *s, word_list *out, const run_rule *r) {
 }
 
 /* ---- families ---- */
-enum pass_kind { PASS_GPT2, PASS_LLAMA3, PASS_QWEN2, PASS_RUNS };
+enum pass_kind { PASS_GPT2, PASS_LLAMA3, PASS_QWEN2, PASS_QWEN35, PASS_RUNS };
 typedef struct {
     enum pass_kind kind;
     run_rule rule;
@@ -229,6 +234,7 @@ static const struct family {
     {INF__PRE_GPT2, 1, {{PASS_GPT2, {0}}}},
     {INF__PRE_LLAMA3, 1, {{PASS_LLAMA3, {0}}}},
     {INF__PRE_QWEN2, 1, {{PASS_QWEN2, {0}}}},
+    {INF__PRE_QWEN35, 1, {{PASS_QWEN35, {0}}}},
     {INF__PRE_STARCODER, 2, {RUN(false, cls_number, 1, 1), {PASS_GPT2, {0}}}},
     {INF__PRE_DEEPSEEK_CODER, 5,
      {RUN(false, cls_newline, 1, 1), RUN(true, cls_letter, 1, 0), RUN(true, cls_punct, 1, 0), RUN(false, cls_cjk, 1, 0),
@@ -259,6 +265,7 @@ static const struct {
     {"minerva-7b", INF__PRE_STARCODER, false, false}, {"deepseek-coder", INF__PRE_DEEPSEEK_CODER, false, false},
     {"falcon", INF__PRE_FALCON, false, false},  {"glm4", INF__PRE_LLAMA3, false, false},
     {"exaone4", INF__PRE_GPT2, false, false},   {"megrez", INF__PRE_QWEN2, false, false},
+    {"qwen35", INF__PRE_QWEN35, false, false},
 };
 
 bool inf__tok_pre_from_name(const char *name, size_t len, enum inf__tok_pre *pre, bool *ignore_merges, bool *add_bos) {
@@ -276,8 +283,9 @@ bool inf__tok_pre_from_name(const char *name, size_t len, enum inf__tok_pre *pre
 static bool run_pass(const pass *p, const span *s, word_list *out) {
     switch (p->kind) {
     case PASS_GPT2: return split_gpt2(s, out);
-    case PASS_LLAMA3: return split_llama3(s, out, 3);
-    case PASS_QWEN2: return split_llama3(s, out, 1);
+    case PASS_LLAMA3: return split_llama3(s, out, 3, false);
+    case PASS_QWEN2: return split_llama3(s, out, 1, false);
+    case PASS_QWEN35: return split_llama3(s, out, 1, true);
     case PASS_RUNS: return split_runs(s, out, &p->rule);
     }
     return false;
