@@ -154,6 +154,14 @@ const cli_command cli_commands[] = {
      "--request-timeout-ms N  --drain-timeout-s N  --poll-secs N  --auth-cache-secs N\n"
      "--auth-metrics  --auth-health  --access-log FILE|-  --home DIR  --registry URL.\n"
      "See docs/serving.md.\n"},
+    {"tokenize", cmd_tokenize, "token ids of a text for a GGUF language model",
+     "usage: infera tokenize REF --text TEXT [--json]\n"
+     "\n"
+     "Prints the token ids of TEXT as `infera generate` feeds them to the model REF\n"
+     "(a GGUF file): BOS/EOS as its tokenizer.ggml.add_bos_token / add_eos_token say,\n"
+     "special tokens written in the text (e.g. <|im_start|>) recognised.  With --json,\n"
+     "prints {\"tokens\":[...]}.  Tokenizers: SentencePiece (llama) and byte-level BPE\n"
+     "(gpt2) with the common pre-tokenizers; see docs/llm.md.\n"},
     {"help", cmd_help, "show help for a command", "usage: infera help [command]\n"},
 };
 const int cli_n_commands = (int)(sizeof cli_commands / sizeof cli_commands[0]);
