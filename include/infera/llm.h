@@ -111,6 +111,8 @@ typedef struct inf_llm_generate_options {
     int max_tokens;           /* completion tokens at most; 0 = until end of sequence or context */
     inf_llm_sampling sampling;
     int draft_tokens;         /* speculative: tokens the draft proposes per step (with a draft context) */
+    const int32_t *stop_ids;  /* end-of-generation tokens (borrowed); NULL: the model's EOS and EOT */
+    int n_stop_ids;
 } inf_llm_generate_options;
 INF_API void inf_llm_generate_options_init(inf_llm_generate_options *o); /* 128 tokens, greedy, 4 drafts */
 

@@ -42,13 +42,20 @@ typedef struct gen {
     bool done;
 } gen;
 
-static bool is_eog(const inf_llm_model_info *I, int32_t tok) { return tok == I->eos_id || tok == I->eot_id; }
+static bool is_eog(const gen *g, int32_t tok) {
+    if (g->o->stop_ids) {
+        for (int i = 0; i < g->o->n_stop_ids; i++)
+            if (g->o->stop_ids[i] == tok) return true;
+        return false;
+    }
+    const inf_llm_model_info *I = &g->t->m->info;
+    return tok == I->eos_id || tok == I->eot_id;
+}
 
 /* Hands a completion token to the caller; false when generation ends. */
 static bool emit(gen *g, int32_t tok) {
-    const inf_llm_model_info *I = &g->t->m->info;
     if (g->stats->completion_tokens == 0) g->t_first = inf__now_seconds();
-    if (is_eog(I, tok)) {
+    if (is_eog(g, tok)) {
         g->stats->stopped_by_eos = true;
         g->done = true;
         return false;

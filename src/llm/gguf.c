@@ -421,7 +421,7 @@ static inf_status gguf_new(const char *name, inf__gguf **out, inf_error *err) {
 
 inf_status inf__gguf_open_buffer(const void *data, size_t size, const char *name, inf__gguf **out, inf_error *err) {
     *out = NULL;
-    inf__gguf *g;
+    inf__gguf *g = NULL;
     inf_status st = gguf_new(name, &g, err);
     if (st) return st;
     g->base = data;
@@ -455,7 +455,7 @@ inf_status inf__gguf_open(const char *path, inf__gguf **out, inf_error *err) {
     void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (p == MAP_FAILED) return inf__error(err, INF_EIO, "%s: cannot map: %s", path, strerror(errno));
-    inf__gguf *g;
+    inf__gguf *g = NULL;
     inf_status st = gguf_new(path, &g, err);
     if (st) {
         munmap(p, (size_t)sb.st_size);
@@ -546,7 +546,7 @@ static bool int_value(const gguf_kv *kv, bool *negative, uint64_t *mag) {
 }
 
 inf_status inf__gguf_get_u32(const inf__gguf *g, const char *key, uint32_t *out, inf_error *err) {
-    const gguf_kv *kv;
+    const gguf_kv *kv = NULL;
     bool neg;
     uint64_t m;
     inf_status st = lookup(g, key, &kv, err);
@@ -560,7 +560,7 @@ inf_status inf__gguf_get_u32(const inf__gguf *g, const char *key, uint32_t *out,
 }
 
 inf_status inf__gguf_get_i64(const inf__gguf *g, const char *key, int64_t *out, inf_error *err) {
-    const gguf_kv *kv;
+    const gguf_kv *kv = NULL;
     bool neg;
     uint64_t m;
     inf_status st = lookup(g, key, &kv, err);
@@ -574,7 +574,7 @@ inf_status inf__gguf_get_i64(const inf__gguf *g, const char *key, int64_t *out, 
 }
 
 inf_status inf__gguf_get_f32(const inf__gguf *g, const char *key, float *out, inf_error *err) {
-    const gguf_kv *kv;
+    const gguf_kv *kv = NULL;
     inf_status st = lookup(g, key, &kv, err);
     if (st) return st;
     if (kv->type == INF__GGUF_F32) {
@@ -590,7 +590,7 @@ inf_status inf__gguf_get_f32(const inf__gguf *g, const char *key, float *out, in
 }
 
 inf_status inf__gguf_get_bool(const inf__gguf *g, const char *key, bool *out, inf_error *err) {
-    const gguf_kv *kv;
+    const gguf_kv *kv = NULL;
     inf_status st = lookup(g, key, &kv, err);
     if (st) return st;
     if (kv->type != INF__GGUF_BOOL) return wrong_type(g, key, kv, "bool", err);
@@ -599,7 +599,7 @@ inf_status inf__gguf_get_bool(const inf__gguf *g, const char *key, bool *out, in
 }
 
 inf_status inf__gguf_get_str(const inf__gguf *g, const char *key, const char **s, size_t *len, inf_error *err) {
-    const gguf_kv *kv;
+    const gguf_kv *kv = NULL;
     inf_status st = lookup(g, key, &kv, err);
     if (st) return st;
     if (kv->type != INF__GGUF_STRING) return wrong_type(g, key, kv, "string", err);
@@ -610,7 +610,7 @@ inf_status inf__gguf_get_str(const inf__gguf *g, const char *key, const char **s
 
 inf_status inf__gguf_get_arr(const inf__gguf *g, const char *key, enum inf__gguf_type *elem_type, uint64_t *n,
                              const void **data, inf_error *err) {
-    const gguf_kv *kv;
+    const gguf_kv *kv = NULL;
     inf_status st = lookup(g, key, &kv, err);
     if (st) return st;
     if (kv->type != INF__GGUF_ARRAY) return wrong_type(g, key, kv, "an array", err);
@@ -622,7 +622,7 @@ inf_status inf__gguf_get_arr(const inf__gguf *g, const char *key, enum inf__gguf
 
 inf_status inf__gguf_arr_str(const inf__gguf *g, const char *key, uint64_t i, const char **s, size_t *len,
                              inf_error *err) {
-    const gguf_kv *kv;
+    const gguf_kv *kv = NULL;
     inf_status st = lookup(g, key, &kv, err);
     if (st) return st;
     if (kv->type != INF__GGUF_ARRAY || kv->elem_type != INF__GGUF_STRING)
