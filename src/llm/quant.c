@@ -10,6 +10,7 @@
 #include "llm/quant.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
@@ -204,22 +205,38 @@ static inf__llm_qtype q8_1_act[N_VARIANTS] = {
     [ROW_REF] = {INF__GGML_Q8_1, "q8_1", QK, 36, INF__GGML_Q8_1, NULL, q8_1_from_float, NULL, NULL, NULL},
 };
 
+static const char *kernel_isa = "reference";
+
 static void fill_fast(void) {
     memcpy(qtypes[ROW_FAST], qtypes[ROW_REF], sizeof qtypes[ROW_REF]);
     q8_1_act[ROW_FAST] = q8_1_act[ROW_REF];
 #if defined(__x86_64__)
     if (!inf__cpu_has_avx2_fma()) return;
-    static const struct { inf__llm_dot_fn dot; inf__llm_dot4_fn dot4; } avx2[5] = {
-        {inf__llm_dot_f32_avx2, inf__llm_dot4_f32_avx2}, {inf__llm_dot_f16_avx2, NULL},
-        {inf__llm_dot_q8_0_avx2, inf__llm_dot4_q8_0_avx2}, {inf__llm_dot_q4_0_avx2, inf__llm_dot4_q4_0_avx2},
-        {inf__llm_dot_q4_1_avx2, inf__llm_dot4_q4_1_avx2},
-    };
+    typedef struct isa_kernels {
+        struct { inf__llm_dot_fn dot; inf__llm_dot4_fn dot4; } row[5];
+        inf__llm_from_float_fn q8_0, q8_1;
+    } isa_kernels;
+    static const isa_kernels avx2 = {
+        {{inf__llm_dot_f32_avx2, inf__llm_dot4_f32_avx2}, {inf__llm_dot_f16_avx2, NULL},
+         {inf__llm_dot_q8_0_avx2, inf__llm_dot4_q8_0_avx2}, {inf__llm_dot_q4_0_avx2, inf__llm_dot4_q4_0_avx2},
+         {inf__llm_dot_q4_1_avx2, inf__llm_dot4_q4_1_avx2}},
+        inf__llm_quantize_q8_0_avx2, inf__llm_quantize_q8_1_avx2};
+    static const isa_kernels vnni = {
+        {{inf__llm_dot_f32_vnni, inf__llm_dot4_f32_vnni}, {inf__llm_dot_f16_vnni, NULL},
+         {inf__llm_dot_q8_0_vnni, inf__llm_dot4_q8_0_vnni}, {inf__llm_dot_q4_0_vnni, inf__llm_dot4_q4_0_vnni},
+         {inf__llm_dot_q4_1_vnni, inf__llm_dot4_q4_1_vnni}},
+        inf__llm_quantize_q8_0_vnni, inf__llm_quantize_q8_1_vnni};
+    __builtin_cpu_init();
+    bool has_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
+                    __builtin_cpu_supports("avx512bw") && !getenv("INFERA_LLM_NO_AVX512");
+    const isa_kernels *k = has_vnni ? &vnni : &avx2;
+    kernel_isa = has_vnni ? "vnni" : "avx2";
     for (int i = 0; i < 5; i++) {
-        qtypes[ROW_FAST][i].dot = avx2[i].dot;
-        qtypes[ROW_FAST][i].dot4 = avx2[i].dot4;
+        qtypes[ROW_FAST][i].dot = k->row[i].dot;
+        qtypes[ROW_FAST][i].dot4 = k->row[i].dot4;
     }
-    qtypes[ROW_FAST][2].from_float = inf__llm_quantize_q8_0_avx2;
-    q8_1_act[ROW_FAST].from_float = inf__llm_quantize_q8_1_avx2;
+    qtypes[ROW_FAST][2].from_float = k->q8_0;
+    q8_1_act[ROW_FAST].from_float = k->q8_1;
 #endif
 }
 
@@ -238,3 +255,8 @@ const inf__llm_qtype *inf__llm_qtype_get(uint32_t type, bool force_ref) {
 const char *inf__llm_qtype_list(void) { return "f32, f16, q8_0, q4_0, q4_1"; }
 
 size_t inf__llm_row_bytes(const inf__llm_qtype *q, int64_t k) { return (size_t)(k / q->block) * q->size; }
+
+const char *inf__llm_kernel_isa(void) {
+    pthread_once(&fast_once, fill_fast);
+    return kernel_isa;
+}

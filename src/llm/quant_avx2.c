@@ -16,6 +16,10 @@
 
 #include "llm/quant.h"
 
+#ifndef KN
+#define KN(name) inf__llm_##name##_avx2
+#endif
+
 static inline float hsum_ps(__m256 v) {
     __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     r = _mm_add_ps(r, _mm_movehl_ps(r, r));
@@ -32,8 +36,12 @@ static inline __m256i unpack_nibbles(const uint8_t *qs) {
 }
 /* sum of x*y in i32 lanes -> float, x unsigned bytes (<= 127 or small), y signed */
 static inline __m256 dot_u8_i8(__m256i ux, __m256i y) {
+#ifdef INF_LLM_VNNI
+    return _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ux, y));
+#else
     __m256i p = _mm256_maddubs_epi16(ux, y);
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+#endif
 }
 static inline __m256 dot_i8_i8(__m256i x, __m256i y) {
     return dot_u8_i8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
@@ -41,40 +49,38 @@ static inline __m256 dot_i8_i8(__m256i x, __m256i y) {
 
 /* ---- f32, f16 ---- */
 
-float inf__llm_dot_f32_avx2(int64_t k, const void *w, const void *x) {
+float KN(dot_f32)(int64_t k, const void *w, const void *x) {
     const float *a = w, *b = x;
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     int64_t i = 0;
-    for (; i + 32 <= k; i += 32) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
-    }
-    for (; i + 8 <= k; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    for (; i + 8 <= k; i += 8) acc[(i >> 3) & 1] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc[(i >> 3) & 1]);
+    float s = hsum_ps(_mm256_add_ps(acc[0], acc[1]));
     for (; i < k; i++) s += a[i] * b[i];
     return s;
 }
 
-void inf__llm_dot4_f32_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]) {
-    const float *a = w;
-    const float *b0 = x, *b1 = (const float *)((const char *)x + x_stride), *b2 = (const float *)((const char *)x + 2 * x_stride),
-                *b3 = (const float *)((const char *)x + 3 * x_stride);
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+/* Bit for bit the same sums as KN(dot_f32) for each row: a batch of tokens
+ * gives the logits of the same tokens fed one by one (speculative decoding
+ * relies on it). */
+void KN(dot4_f32)(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]) {
+    const float *a = w, *b[4];
+    for (int r = 0; r < 4; r++) b[r] = (const float *)((const char *)x + (size_t)r * x_stride);
+    __m256 acc[4][2];
+    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 8 <= k; i += 8) {
         __m256 va = _mm256_loadu_ps(a + i);
-        s0 = _mm256_fmadd_ps(va, _mm256_loadu_ps(b0 + i), s0);
-        s1 = _mm256_fmadd_ps(va, _mm256_loadu_ps(b1 + i), s1);
-        s2 = _mm256_fmadd_ps(va, _mm256_loadu_ps(b2 + i), s2);
-        s3 = _mm256_fmadd_ps(va, _mm256_loadu_ps(b3 + i), s3);
+        int p = (i >> 3) & 1;
+        for (int r = 0; r < 4; r++) acc[r][p] = _mm256_fmadd_ps(va, _mm256_loadu_ps(b[r] + i), acc[r][p]);
     }
-    out[0] = hsum_ps(s0), out[1] = hsum_ps(s1), out[2] = hsum_ps(s2), out[3] = hsum_ps(s3);
-    for (; i < k; i++) out[0] += a[i] * b0[i], out[1] += a[i] * b1[i], out[2] += a[i] * b2[i], out[3] += a[i] * b3[i];
+    for (int r = 0; r < 4; r++) {
+        float s = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
+        for (int64_t j = i; j < k; j++) s += a[j] * b[r][j];
+        out[r] = s;
+    }
 }
 
-float inf__llm_dot_f16_avx2(int64_t k, const void *w, const void *x) {
+float KN(dot_f16)(int64_t k, const void *w, const void *x) {
     const uint16_t *a = w, *b = x;
     __m256 s0 = _mm256_setzero_ps(), s1 = s0;
     int64_t i = 0;
@@ -91,93 +97,102 @@ float inf__llm_dot_f16_avx2(int64_t k, const void *w, const void *x) {
 
 /* ---- q8_0, q4_0, q4_1 ---- */
 
-float inf__llm_dot_q8_0_avx2(int64_t k, const void *w, const void *x) {
+float KN(dot_q8_0)(int64_t k, const void *w, const void *x) {
     const inf__blk_q8_0 *a = w, *b = x;
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int64_t i = 0; i < k / QK; i++) {
         __m256 d = _mm256_set1_ps(h2f(a[i].d) * h2f(b[i].d));
         __m256i qa = _mm256_loadu_si256((const __m256i *)a[i].qs), qb = _mm256_loadu_si256((const __m256i *)b[i].qs);
-        acc = _mm256_fmadd_ps(d, dot_i8_i8(qa, qb), acc);
+        acc[i & 1] = _mm256_fmadd_ps(d, dot_i8_i8(qa, qb), acc[i & 1]);
     }
-    return hsum_ps(acc);
+    return hsum_ps(_mm256_add_ps(acc[0], acc[1]));
 }
 
-float inf__llm_dot_q4_0_avx2(int64_t k, const void *w, const void *x) {
+float KN(dot_q4_0)(int64_t k, const void *w, const void *x) {
     const inf__blk_q4_0 *a = w;
     const inf__blk_q8_0 *b = x;
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     const __m256i eight = _mm256_set1_epi8(8);
     for (int64_t i = 0; i < k / QK; i++) {
         __m256 d = _mm256_set1_ps(h2f(a[i].d) * h2f(b[i].d));
         __m256i qa = _mm256_sub_epi8(unpack_nibbles(a[i].qs), eight);
-        acc = _mm256_fmadd_ps(d, dot_i8_i8(qa, _mm256_loadu_si256((const __m256i *)b[i].qs)), acc);
+        acc[i & 1] = _mm256_fmadd_ps(d, dot_i8_i8(qa, _mm256_loadu_si256((const __m256i *)b[i].qs)), acc[i & 1]);
     }
-    return hsum_ps(acc);
+    return hsum_ps(_mm256_add_ps(acc[0], acc[1]));
 }
 
-float inf__llm_dot_q4_1_avx2(int64_t k, const void *w, const void *x) {
+float KN(dot_q4_1)(int64_t k, const void *w, const void *x) {
     const inf__blk_q4_1 *a = w;
     const inf__blk_q8_1 *b = x;
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     float summs = 0;
     for (int64_t i = 0; i < k / QK; i++) {
         summs += h2f(a[i].m) * h2f(b[i].s);
         __m256 d = _mm256_set1_ps(h2f(a[i].d) * h2f(b[i].d));
-        acc = _mm256_fmadd_ps(d, dot_u8_i8(unpack_nibbles(a[i].qs), _mm256_loadu_si256((const __m256i *)b[i].qs)), acc);
+        acc[i & 1] = _mm256_fmadd_ps(d, dot_u8_i8(unpack_nibbles(a[i].qs), _mm256_loadu_si256((const __m256i *)b[i].qs)),
+                                     acc[i & 1]);
     }
-    return hsum_ps(acc) + summs;
+    return hsum_ps(_mm256_add_ps(acc[0], acc[1])) + summs;
 }
 
 #define ROW(x, s, r, T) ((const T *)((const char *)(x) + (size_t)(r) * (s)))
 
-void inf__llm_dot4_q8_0_avx2(int64_t k, const void *w, const void *x, size_t xs, float out[4]) {
+/* The dot4 kernels keep, per row, the two accumulators of the single-row
+ * kernels, alternating by block parity: bit for bit the same sums. */
+void KN(dot4_q8_0)(int64_t k, const void *w, const void *x, size_t xs, float out[4]) {
     const inf__blk_q8_0 *a = w;
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 acc[4][2];
+    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t i = 0; i < k / QK; i++) {
         __m256i qa = _mm256_loadu_si256((const __m256i *)a[i].qs);
         __m256i ax = _mm256_sign_epi8(qa, qa);
         float da = h2f(a[i].d);
+        int p = (int)(i & 1);
         for (int r = 0; r < 4; r++) {
             const inf__blk_q8_0 *b = ROW(x, xs, r, inf__blk_q8_0) + i;
             __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)b->qs), qa);
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(da * h2f(b->d)), dot_u8_i8(ax, sy), acc[r]);
+            acc[r][p] = _mm256_fmadd_ps(_mm256_set1_ps(da * h2f(b->d)), dot_u8_i8(ax, sy), acc[r][p]);
         }
     }
-    for (int r = 0; r < 4; r++) out[r] = hsum_ps(acc[r]);
+    for (int r = 0; r < 4; r++) out[r] = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
 }
 
-void inf__llm_dot4_q4_0_avx2(int64_t k, const void *w, const void *x, size_t xs, float out[4]) {
+void KN(dot4_q4_0)(int64_t k, const void *w, const void *x, size_t xs, float out[4]) {
     const inf__blk_q4_0 *a = w;
     const __m256i eight = _mm256_set1_epi8(8);
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 acc[4][2];
+    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t i = 0; i < k / QK; i++) {
         __m256i qa = _mm256_sub_epi8(unpack_nibbles(a[i].qs), eight);
         __m256i ax = _mm256_sign_epi8(qa, qa);
         float da = h2f(a[i].d);
+        int p = (int)(i & 1);
         for (int r = 0; r < 4; r++) {
             const inf__blk_q8_0 *b = ROW(x, xs, r, inf__blk_q8_0) + i;
             __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)b->qs), qa);
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(da * h2f(b->d)), dot_u8_i8(ax, sy), acc[r]);
+            acc[r][p] = _mm256_fmadd_ps(_mm256_set1_ps(da * h2f(b->d)), dot_u8_i8(ax, sy), acc[r][p]);
         }
     }
-    for (int r = 0; r < 4; r++) out[r] = hsum_ps(acc[r]);
+    for (int r = 0; r < 4; r++) out[r] = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
 }
 
-void inf__llm_dot4_q4_1_avx2(int64_t k, const void *w, const void *x, size_t xs, float out[4]) {
+void KN(dot4_q4_1)(int64_t k, const void *w, const void *x, size_t xs, float out[4]) {
     const inf__blk_q4_1 *a = w;
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 acc[4][2];
     float summs[4] = {0, 0, 0, 0};
+    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t i = 0; i < k / QK; i++) {
         __m256i qa = unpack_nibbles(a[i].qs);
         float da = h2f(a[i].d), ma = h2f(a[i].m);
+        int p = (int)(i & 1);
         for (int r = 0; r < 4; r++) {
             const inf__blk_q8_1 *b = ROW(x, xs, r, inf__blk_q8_1) + i;
             summs[r] += ma * h2f(b->s);
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(da * h2f(b->d)),
-                                     dot_u8_i8(qa, _mm256_loadu_si256((const __m256i *)b->qs)), acc[r]);
+            acc[r][p] = _mm256_fmadd_ps(_mm256_set1_ps(da * h2f(b->d)),
+                                        dot_u8_i8(qa, _mm256_loadu_si256((const __m256i *)b->qs)), acc[r][p]);
         }
     }
-    for (int r = 0; r < 4; r++) out[r] = hsum_ps(acc[r]) + summs[r];
+    for (int r = 0; r < 4; r++) out[r] = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1])) + summs[r];
 }
 
 /* ---- activation quantizers ---- */
@@ -212,7 +227,7 @@ static inline int quantize_block(const float *src, int8_t *qs, float *d_out) {
     return _mm_cvtsi128_si32(s4);
 }
 
-void inf__llm_quantize_q8_0_avx2(const float *src, void *dst, int64_t k) {
+void KN(quantize_q8_0)(const float *src, void *dst, int64_t k) {
     inf__blk_q8_0 *b = dst;
     for (int64_t i = 0; i < k / QK; i++) {
         float d;
@@ -221,7 +236,7 @@ void inf__llm_quantize_q8_0_avx2(const float *src, void *dst, int64_t k) {
     }
 }
 
-void inf__llm_quantize_q8_1_avx2(const float *src, void *dst, int64_t k) {
+void KN(quantize_q8_1)(const float *src, void *dst, int64_t k) {
     inf__blk_q8_1 *b = dst;
     for (int64_t i = 0; i < k / QK; i++) {
         float d;
