@@ -107,29 +107,32 @@ static void f16_from_float(const float *src, void *dst, int64_t k) {
         memcpy(d + 2 * i, &h, 2);
     }
 }
-static void q8_0_from_float(const float *src, void *dst, int64_t k) {
-    inf__blk_q8_0 *b = dst;
+/* The scale as ggml stores it: rounded to fp16 (here kept as its float). */
+static float fp16_rounded(float x) { return H2F(F2H(x)); }
+
+static void act_q8_0_from_float(const float *src, void *dst, int64_t k) {
+    inf__blk_q8_0a *b = dst;
     for (int64_t i = 0; i < k / QK; i++) {
         float amax = 0;
         for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(src[i * QK + j]));
         float d = amax / 127, id = amax != 0 ? 127.f / amax : 0; /* as ggml's AVX2 quantizer */
-        b[i].d = F2H(d);
+        b[i].d = fp16_rounded(d);
         for (int j = 0; j < QK; j++) b[i].qs[j] = (int8_t)nearbyintf(src[i * QK + j] * id);
     }
 }
-static void q8_1_from_float(const float *src, void *dst, int64_t k) {
-    inf__blk_q8_1 *b = dst;
+static void act_q8_1_from_float(const float *src, void *dst, int64_t k) {
+    inf__blk_q8_1a *b = dst;
     for (int64_t i = 0; i < k / QK; i++) {
         float amax = 0;
         for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(src[i * QK + j]));
-        float d = amax / 127, id = amax != 0 ? 127.f / amax : 0; /* as ggml's AVX2 quantizer */
+        float d = amax / 127, id = amax != 0 ? 127.f / amax : 0;
         int sum = 0;
         for (int j = 0; j < QK; j++) {
             b[i].qs[j] = (int8_t)nearbyintf(src[i * QK + j] * id);
             sum += b[i].qs[j];
         }
-        b[i].d = F2H(d);
-        b[i].s = F2H(sum * d);
+        b[i].d = fp16_rounded(d);
+        b[i].s = fp16_rounded(sum * d);
     }
 }
 
@@ -153,36 +156,37 @@ static float dot_f16_ref(int64_t k, const void *w, const void *x) {
     return (float)s;
 }
 static float dot_q8_0_ref(int64_t k, const void *w, const void *x) {
-    const inf__blk_q8_0 *a = w, *b = x;
+    const inf__blk_q8_0 *a = w;
+    const inf__blk_q8_0a *b = x;
     float s = 0;
     for (int64_t i = 0; i < k / QK; i++) {
         int si = 0;
         for (int j = 0; j < QK; j++) si += a[i].qs[j] * b[i].qs[j];
-        s += si * (H2F(a[i].d) * H2F(b[i].d));
+        s += si * (H2F(a[i].d) * b[i].d);
     }
     return s;
 }
 static float dot_q4_0_ref(int64_t k, const void *w, const void *x) {
     const inf__blk_q4_0 *a = w;
-    const inf__blk_q8_0 *b = x;
+    const inf__blk_q8_0a *b = x;
     float s = 0;
     for (int64_t i = 0; i < k / QK; i++) {
         int si = 0;
         for (int j = 0; j < QK / 2; j++)
             si += ((a[i].qs[j] & 0xf) - 8) * b[i].qs[j] + ((a[i].qs[j] >> 4) - 8) * b[i].qs[j + QK / 2];
-        s += si * (H2F(a[i].d) * H2F(b[i].d));
+        s += si * (H2F(a[i].d) * b[i].d);
     }
     return s;
 }
 static float dot_q4_1_ref(int64_t k, const void *w, const void *x) {
     const inf__blk_q4_1 *a = w;
-    const inf__blk_q8_1 *b = x;
+    const inf__blk_q8_1a *b = x;
     float s = 0;
     for (int64_t i = 0; i < k / QK; i++) {
         int si = 0;
         for (int j = 0; j < QK / 2; j++)
             si += (a[i].qs[j] & 0xf) * b[i].qs[j] + (a[i].qs[j] >> 4) * b[i].qs[j + QK / 2];
-        s += si * (H2F(a[i].d) * H2F(b[i].d)) + H2F(a[i].m) * H2F(b[i].s);
+        s += si * (H2F(a[i].d) * b[i].d) + H2F(a[i].m) * b[i].s;
     }
     return s;
 }
@@ -195,21 +199,24 @@ static inf__llm_qtype qtypes[N_VARIANTS][5] = {
     [ROW_REF] = {
         {INF__GGML_F32, "f32", 1, 4, INF__GGML_F32, f32_to_float, NULL, dot_f32_ref, NULL, dot_f32_ref},
         {INF__GGML_F16, "f16", 1, 2, INF__GGML_F16, f16_to_float, f16_from_float, dot_f16_ref, NULL, dot_f16_ref},
-        {INF__GGML_Q8_0, "q8_0", QK, 34, INF__GGML_Q8_0, q8_0_to_float, q8_0_from_float, dot_q8_0_ref, NULL, dot_q8_0_ref},
-        {INF__GGML_Q4_0, "q4_0", QK, 18, INF__GGML_Q8_0, q4_0_to_float, NULL, dot_q4_0_ref, NULL, dot_q4_0_ref},
-        {INF__GGML_Q4_1, "q4_1", QK, 20, INF__GGML_Q8_1, q4_1_to_float, NULL, dot_q4_1_ref, NULL, dot_q4_1_ref},
+        {INF__GGML_Q8_0, "q8_0", QK, 34, INF__LLM_ACT_Q8_0, q8_0_to_float, NULL, dot_q8_0_ref, NULL, dot_q8_0_ref},
+        {INF__GGML_Q4_0, "q4_0", QK, 18, INF__LLM_ACT_Q8_0, q4_0_to_float, NULL, dot_q4_0_ref, NULL, dot_q4_0_ref},
+        {INF__GGML_Q4_1, "q4_1", QK, 20, INF__LLM_ACT_Q8_1, q4_1_to_float, NULL, dot_q4_1_ref, NULL, dot_q4_1_ref},
     },
 };
-/* Activation-only type (q8_1): conversions, no weight kernels. */
-static inf__llm_qtype q8_1_act[N_VARIANTS] = {
-    [ROW_REF] = {INF__GGML_Q8_1, "q8_1", QK, 36, INF__GGML_Q8_1, NULL, q8_1_from_float, NULL, NULL, NULL},
+/* Activation-only formats: conversions from float, no weight kernels. */
+static inf__llm_qtype acts[N_VARIANTS][2] = {
+    [ROW_REF] = {
+        {INF__LLM_ACT_Q8_0, "q8_0 activations", QK, 36, INF__LLM_ACT_Q8_0, NULL, act_q8_0_from_float, NULL, NULL, NULL},
+        {INF__LLM_ACT_Q8_1, "q8_1 activations", QK, 40, INF__LLM_ACT_Q8_1, NULL, act_q8_1_from_float, NULL, NULL, NULL},
+    },
 };
 
 static const char *kernel_isa = "reference";
 
 static void fill_fast(void) {
     memcpy(qtypes[ROW_FAST], qtypes[ROW_REF], sizeof qtypes[ROW_REF]);
-    q8_1_act[ROW_FAST] = q8_1_act[ROW_REF];
+    memcpy(acts[ROW_FAST], acts[ROW_REF], sizeof acts[ROW_REF]);
 #if defined(__x86_64__)
     if (!inf__cpu_has_avx2_fma()) return;
     typedef struct isa_kernels {
@@ -235,8 +242,8 @@ static void fill_fast(void) {
         qtypes[ROW_FAST][i].dot = k->row[i].dot;
         qtypes[ROW_FAST][i].dot4 = k->row[i].dot4;
     }
-    qtypes[ROW_FAST][2].from_float = k->q8_0;
-    q8_1_act[ROW_FAST].from_float = k->q8_1;
+    acts[ROW_FAST][0].from_float = k->q8_0;
+    acts[ROW_FAST][1].from_float = k->q8_1;
 #endif
 }
 
@@ -246,7 +253,7 @@ static pthread_once_t fast_once = PTHREAD_ONCE_INIT; /* the one init-once: fills
 const inf__llm_qtype *inf__llm_qtype_get(uint32_t type, bool force_ref) {
     pthread_once(&fast_once, fill_fast);
     int v = force_ref ? ROW_REF : ROW_FAST;
-    if (type == INF__GGML_Q8_1) return &q8_1_act[v];
+    if (type == INF__LLM_ACT_Q8_0 || type == INF__LLM_ACT_Q8_1) return &acts[v][type - INF__LLM_ACT_Q8_0];
     for (int i = 0; i < 5; i++)
         if (qtypes[v][i].type == type) return &qtypes[v][i];
     return NULL;

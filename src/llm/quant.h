@@ -21,6 +21,13 @@
 
 typedef struct { uint16_t d; int8_t qs[QK]; } inf__blk_q8_0;          /* 34 bytes */
 typedef struct { uint16_t d, s; int8_t qs[QK]; } inf__blk_q8_1;       /* 36 bytes: s = d * sum(qs) */
+/* Activations live only in memory, so their blocks keep the scales as the
+ * floats of the fp16 values ggml stores (same numbers, no conversion in the
+ * inner loops): q8_0 and q8_1 activations. */
+typedef struct { float d; int8_t qs[QK]; } inf__blk_q8_0a;            /* 36 bytes */
+typedef struct { float d, s; int8_t qs[QK]; } inf__blk_q8_1a;         /* 40 bytes */
+#define INF__LLM_ACT_Q8_0 0x100 /* type ids of the activation-only formats */
+#define INF__LLM_ACT_Q8_1 0x101
 typedef struct { uint16_t d; uint8_t qs[QK / 2]; } inf__blk_q4_0;     /* 18 bytes: x = d * (q - 8) */
 typedef struct { uint16_t d, m; uint8_t qs[QK / 2]; } inf__blk_q4_1;  /* 20 bytes: x = d * q + m */
 
@@ -28,6 +35,7 @@ _Static_assert(sizeof(inf__blk_q8_0) == 34, "q8_0 block");
 _Static_assert(sizeof(inf__blk_q8_1) == 36, "q8_1 block");
 _Static_assert(sizeof(inf__blk_q4_0) == 18, "q4_0 block");
 _Static_assert(sizeof(inf__blk_q4_1) == 20, "q4_1 block");
+_Static_assert(sizeof(inf__blk_q8_0a) == 36 && sizeof(inf__blk_q8_1a) == 40, "activation blocks");
 
 /* dot of a weight row (k elements of its type) with an activation row of
  * its activation type. */

@@ -95,104 +95,113 @@ float KN(dot_f16)(int64_t k, const void *w, const void *x) {
     return s;
 }
 
-/* ---- q8_0, q4_0, q4_1 ---- */
+/* ---- q8_0, q4_0, q4_1 ----
+ * Even blocks accumulate into acc0, odd ones into acc1; the single-row and
+ * four-row kernels do the same float operations in the same order per row,
+ * so a batch of tokens gives bit for bit the logits of the same tokens fed
+ * one by one (speculative decoding relies on it). */
 
-float KN(dot_q8_0)(int64_t k, const void *w, const void *x) {
-    const inf__blk_q8_0 *a = w, *b = x;
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t i = 0; i < k / QK; i++) {
-        __m256 d = _mm256_set1_ps(h2f(a[i].d) * h2f(b[i].d));
-        __m256i qa = _mm256_loadu_si256((const __m256i *)a[i].qs), qb = _mm256_loadu_si256((const __m256i *)b[i].qs);
-        acc[i & 1] = _mm256_fmadd_ps(d, dot_i8_i8(qa, qb), acc[i & 1]);
+static inline __m256i load_q8_0(const inf__blk_q8_0 *a) { return _mm256_loadu_si256((const __m256i *)a->qs); }
+static inline __m256i load_q4_0(const inf__blk_q4_0 *a) {
+    return _mm256_sub_epi8(unpack_nibbles(a->qs), _mm256_set1_epi8(8));
+}
+static inline __m256i load_y(const int8_t *qs) { return _mm256_loadu_si256((const __m256i *)qs); }
+
+#define ACT_ROW(x, s, r, T) ((const T *)((const char *)(x) + (size_t)(r) * (s)))
+
+/* signed weights (q8_0, q4_0) against q8_0 activations */
+#define SIGNED_DOT(NAME, WT, LOAD)                                                                     \
+    float KN(NAME)(int64_t k, const void *w, const void *x) {                                          \
+        const WT *a = w;                                                                               \
+        const inf__blk_q8_0a *b = x;                                                                   \
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                                 \
+        int64_t n = k / QK, i = 0;                                                                     \
+        for (; i + 2 <= n; i += 2) {                                                                   \
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(a[i].d) * b[i].d), dot_i8_i8(LOAD(&a[i]), load_y(b[i].qs)), acc0); \
+            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(a[i + 1].d) * b[i + 1].d),                          \
+                                   dot_i8_i8(LOAD(&a[i + 1]), load_y(b[i + 1].qs)), acc1);             \
+        }                                                                                              \
+        if (i < n)                                                                                     \
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(a[i].d) * b[i].d), dot_i8_i8(LOAD(&a[i]), load_y(b[i].qs)), acc0); \
+        return hsum_ps(_mm256_add_ps(acc0, acc1));                                                     \
     }
-    return hsum_ps(_mm256_add_ps(acc[0], acc[1]));
+SIGNED_DOT(dot_q8_0, inf__blk_q8_0, load_q8_0)
+SIGNED_DOT(dot_q4_0, inf__blk_q4_0, load_q4_0)
+
+/* one block of a signed weight row against four activation rows */
+static inline void signed_block4(__m256i qa, float da, const void *x, size_t xs, int64_t i, __m256 acc[4]) {
+    __m256i ax = _mm256_sign_epi8(qa, qa);
+    __m256 vda = _mm256_set1_ps(da);
+    for (int r = 0; r < 4; r++) {
+        const inf__blk_q8_0a *b = ACT_ROW(x, xs, r, inf__blk_q8_0a) + i;
+        __m256i sy = _mm256_sign_epi8(load_y(b->qs), qa);
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(vda, _mm256_broadcast_ss(&b->d)), dot_u8_i8(ax, sy), acc[r]);
+    }
 }
 
-float KN(dot_q4_0)(int64_t k, const void *w, const void *x) {
-    const inf__blk_q4_0 *a = w;
-    const inf__blk_q8_0 *b = x;
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    const __m256i eight = _mm256_set1_epi8(8);
-    for (int64_t i = 0; i < k / QK; i++) {
-        __m256 d = _mm256_set1_ps(h2f(a[i].d) * h2f(b[i].d));
-        __m256i qa = _mm256_sub_epi8(unpack_nibbles(a[i].qs), eight);
-        acc[i & 1] = _mm256_fmadd_ps(d, dot_i8_i8(qa, _mm256_loadu_si256((const __m256i *)b[i].qs)), acc[i & 1]);
+#define SIGNED_DOT4(NAME, WT, LOAD)                                                                    \
+    void KN(NAME)(int64_t k, const void *w, const void *x, size_t xs, float out[4]) {                  \
+        const WT *a = w;                                                                               \
+        __m256 acc0[4], acc1[4];                                                                       \
+        for (int r = 0; r < 4; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();                           \
+        int64_t n = k / QK, i = 0;                                                                     \
+        for (; i + 2 <= n; i += 2) {                                                                   \
+            signed_block4(LOAD(&a[i]), h2f(a[i].d), x, xs, i, acc0);                                   \
+            signed_block4(LOAD(&a[i + 1]), h2f(a[i + 1].d), x, xs, i + 1, acc1);                       \
+        }                                                                                              \
+        if (i < n) signed_block4(LOAD(&a[i]), h2f(a[i].d), x, xs, i, acc0);                            \
+        for (int r = 0; r < 4; r++) out[r] = hsum_ps(_mm256_add_ps(acc0[r], acc1[r]));                 \
     }
-    return hsum_ps(_mm256_add_ps(acc[0], acc[1]));
-}
+SIGNED_DOT4(dot4_q8_0, inf__blk_q8_0, load_q8_0)
+SIGNED_DOT4(dot4_q4_0, inf__blk_q4_0, load_q4_0)
 
+/* q4_1 (unsigned nibbles, a minimum) against q8_1 activations */
 float KN(dot_q4_1)(int64_t k, const void *w, const void *x) {
     const inf__blk_q4_1 *a = w;
-    const inf__blk_q8_1 *b = x;
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    const inf__blk_q8_1a *b = x;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     float summs = 0;
-    for (int64_t i = 0; i < k / QK; i++) {
-        summs += h2f(a[i].m) * h2f(b[i].s);
-        __m256 d = _mm256_set1_ps(h2f(a[i].d) * h2f(b[i].d));
-        acc[i & 1] = _mm256_fmadd_ps(d, dot_u8_i8(unpack_nibbles(a[i].qs), _mm256_loadu_si256((const __m256i *)b[i].qs)),
-                                     acc[i & 1]);
+    int64_t n = k / QK, i = 0;
+    for (; i + 2 <= n; i += 2) {
+        summs += h2f(a[i].m) * b[i].s;
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(a[i].d) * b[i].d), dot_u8_i8(unpack_nibbles(a[i].qs), load_y(b[i].qs)), acc0);
+        summs += h2f(a[i + 1].m) * b[i + 1].s;
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(a[i + 1].d) * b[i + 1].d),
+                               dot_u8_i8(unpack_nibbles(a[i + 1].qs), load_y(b[i + 1].qs)), acc1);
     }
-    return hsum_ps(_mm256_add_ps(acc[0], acc[1])) + summs;
+    if (i < n) {
+        summs += h2f(a[i].m) * b[i].s;
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(a[i].d) * b[i].d), dot_u8_i8(unpack_nibbles(a[i].qs), load_y(b[i].qs)), acc0);
+    }
+    return hsum_ps(_mm256_add_ps(acc0, acc1)) + summs;
 }
 
-#define ROW(x, s, r, T) ((const T *)((const char *)(x) + (size_t)(r) * (s)))
-
-/* The dot4 kernels keep, per row, the two accumulators of the single-row
- * kernels, alternating by block parity: bit for bit the same sums. */
-void KN(dot4_q8_0)(int64_t k, const void *w, const void *x, size_t xs, float out[4]) {
-    const inf__blk_q8_0 *a = w;
-    __m256 acc[4][2];
-    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < k / QK; i++) {
-        __m256i qa = _mm256_loadu_si256((const __m256i *)a[i].qs);
-        __m256i ax = _mm256_sign_epi8(qa, qa);
-        float da = h2f(a[i].d);
-        int p = (int)(i & 1);
-        for (int r = 0; r < 4; r++) {
-            const inf__blk_q8_0 *b = ROW(x, xs, r, inf__blk_q8_0) + i;
-            __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)b->qs), qa);
-            acc[r][p] = _mm256_fmadd_ps(_mm256_set1_ps(da * h2f(b->d)), dot_u8_i8(ax, sy), acc[r][p]);
-        }
-    }
-    for (int r = 0; r < 4; r++) out[r] = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
-}
-
-void KN(dot4_q4_0)(int64_t k, const void *w, const void *x, size_t xs, float out[4]) {
-    const inf__blk_q4_0 *a = w;
-    const __m256i eight = _mm256_set1_epi8(8);
-    __m256 acc[4][2];
-    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < k / QK; i++) {
-        __m256i qa = _mm256_sub_epi8(unpack_nibbles(a[i].qs), eight);
-        __m256i ax = _mm256_sign_epi8(qa, qa);
-        float da = h2f(a[i].d);
-        int p = (int)(i & 1);
-        for (int r = 0; r < 4; r++) {
-            const inf__blk_q8_0 *b = ROW(x, xs, r, inf__blk_q8_0) + i;
-            __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)b->qs), qa);
-            acc[r][p] = _mm256_fmadd_ps(_mm256_set1_ps(da * h2f(b->d)), dot_u8_i8(ax, sy), acc[r][p]);
-        }
-    }
-    for (int r = 0; r < 4; r++) out[r] = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
+static inline void q4_1_block4(const inf__blk_q4_1 *a, const void *x, size_t xs, int64_t i, __m256 acc[4],
+                               __m128 *summs) {
+    __m256i qa = unpack_nibbles(a->qs);
+    __m256 vda = _mm256_set1_ps(h2f(a->d));
+    const inf__blk_q8_1a *b[4];
+    for (int r = 0; r < 4; r++) b[r] = ACT_ROW(x, xs, r, inf__blk_q8_1a) + i;
+    __m128 s = _mm_setr_ps(b[0]->s, b[1]->s, b[2]->s, b[3]->s);
+    *summs = _mm_add_ps(*summs, _mm_mul_ps(_mm_set1_ps(h2f(a->m)), s));
+    for (int r = 0; r < 4; r++)
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(vda, _mm256_broadcast_ss(&b[r]->d)), dot_u8_i8(qa, load_y(b[r]->qs)), acc[r]);
 }
 
 void KN(dot4_q4_1)(int64_t k, const void *w, const void *x, size_t xs, float out[4]) {
     const inf__blk_q4_1 *a = w;
-    __m256 acc[4][2];
-    float summs[4] = {0, 0, 0, 0};
-    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < k / QK; i++) {
-        __m256i qa = unpack_nibbles(a[i].qs);
-        float da = h2f(a[i].d), ma = h2f(a[i].m);
-        int p = (int)(i & 1);
-        for (int r = 0; r < 4; r++) {
-            const inf__blk_q8_1 *b = ROW(x, xs, r, inf__blk_q8_1) + i;
-            summs[r] += ma * h2f(b->s);
-            acc[r][p] = _mm256_fmadd_ps(_mm256_set1_ps(da * h2f(b->d)),
-                                        dot_u8_i8(qa, _mm256_loadu_si256((const __m256i *)b->qs)), acc[r][p]);
-        }
+    __m256 acc0[4], acc1[4];
+    __m128 summs = _mm_setzero_ps();
+    for (int r = 0; r < 4; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();
+    int64_t n = k / QK, i = 0;
+    for (; i + 2 <= n; i += 2) {
+        q4_1_block4(&a[i], x, xs, i, acc0, &summs);
+        q4_1_block4(&a[i + 1], x, xs, i + 1, acc1, &summs);
     }
-    for (int r = 0; r < 4; r++) out[r] = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1])) + summs[r];
+    if (i < n) q4_1_block4(&a[i], x, xs, i, acc0, &summs);
+    float sm[4];
+    _mm_storeu_ps(sm, summs);
+    for (int r = 0; r < 4; r++) out[r] = hsum_ps(_mm256_add_ps(acc0[r], acc1[r])) + sm[r];
 }
 
 /* ---- activation quantizers ---- */
@@ -227,21 +236,24 @@ static inline int quantize_block(const float *src, int8_t *qs, float *d_out) {
     return _mm_cvtsi128_si32(s4);
 }
 
+/* d and s rounded to fp16 as ggml stores them, kept as floats */
+static inline float fp16_rounded(float x) { return _cvtsh_ss(_cvtss_sh(x, 0)); }
+
 void KN(quantize_q8_0)(const float *src, void *dst, int64_t k) {
-    inf__blk_q8_0 *b = dst;
+    inf__blk_q8_0a *b = dst;
     for (int64_t i = 0; i < k / QK; i++) {
         float d;
         quantize_block(src + i * QK, b[i].qs, &d);
-        b[i].d = _cvtss_sh(d, 0);
+        b[i].d = fp16_rounded(d);
     }
 }
 
 void KN(quantize_q8_1)(const float *src, void *dst, int64_t k) {
-    inf__blk_q8_1 *b = dst;
+    inf__blk_q8_1a *b = dst;
     for (int64_t i = 0; i < k / QK; i++) {
         float d;
         int sum = quantize_block(src + i * QK, b[i].qs, &d);
-        b[i].d = _cvtss_sh(d, 0);
-        b[i].s = _cvtss_sh(d * sum, 0);
+        b[i].d = fp16_rounded(d);
+        b[i].s = fp16_rounded(d * sum);
     }
 }

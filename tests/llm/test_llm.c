@@ -110,9 +110,9 @@ static void test_kernels(void) {
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             const inf__llm_qtype *ref = inf__llm_qtype_get(types[ti], true);
             const inf__llm_qtype *aref = inf__llm_qtype_get(ref->act_type, true);
-            inf__llm_from_float_fn conv = ref->act_type == INF__GGML_Q8_0   ? I->q8_0
-                                          : ref->act_type == INF__GGML_Q8_1 ? I->q8_1
-                                                                            : aref->from_float;
+            inf__llm_from_float_fn conv = ref->act_type == INF__LLM_ACT_Q8_0   ? I->q8_0
+                                          : ref->act_type == INF__LLM_ACT_Q8_1 ? I->q8_1
+                                                                               : aref->from_float;
             for (int trial = 0; trial < 20; trial++) {
                 for (int i = 0; i < K; i++) w[i] = tm_rand(&s) * (trial + 1);
                 for (int r = 0; r < 4; r++)
