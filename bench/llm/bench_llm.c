@@ -5,11 +5,16 @@
  *
  * usage: bench_llm MODEL.gguf [--threads N] [--pp N] [--tg N] [--reps N]
  * Prints one JSON line: {"model","threads","pp","tg","pp_tokens_per_s",
- * "tg_tokens_per_s","bytes_per_token"} (best of --reps repetitions: the
- * machine is shared, the best run is the least disturbed one).
+ * "tg_tokens_per_s","bytes_per_token","read_gb_per_s","tg_bound_tokens_per_s"}
+ * (best of --reps repetitions: the machine is shared, the best run is the
+ * least disturbed one).  read_gb_per_s is the memory read bandwidth measured
+ * here (sum over a 512 MiB buffer on the bench's threads' worth of one
+ * thread), and tg_bound = bandwidth / bytes of weights per token: the decode
+ * speed no implementation can pass when the weights come from DRAM.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -19,6 +24,26 @@ static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Read bandwidth of one thread over a buffer much larger than the caches. */
+static double read_bandwidth_gbs(void) {
+    size_t n = (size_t)512 << 20, words = n / sizeof(uint64_t);
+    uint64_t *buf = malloc(n);
+    if (!buf) return 0;
+    for (size_t i = 0; i < words; i++) buf[i] = i;
+    double best = 1e30;
+    volatile uint64_t sink = 0;
+    for (int r = 0; r < 3; r++) {
+        double t0 = now();
+        uint64_t a = 0, b = 0, c = 0, d = 0;
+        for (size_t i = 0; i < words; i += 4) a += buf[i], b ^= buf[i + 1], c += buf[i + 2], d ^= buf[i + 3];
+        sink += a + b + c + d;
+        double t = now() - t0;
+        if (t < best) best = t;
+    }
+    free(buf);
+    return n / best / 1e9;
 }
 
 int main(int argc, char **argv) {
@@ -68,9 +93,11 @@ int main(int argc, char **argv) {
         if (t1 - t0 < best_pp) best_pp = t1 - t0;
         if (t3 - t2 < best_tg) best_tg = t3 - t2;
     }
+    double bw = read_bandwidth_gbs();
     printf("{\"model\":\"%s\",\"threads\":%d,\"pp\":%d,\"tg\":%d,\"pp_tokens_per_s\":%.2f,\"tg_tokens_per_s\":%.2f,"
-           "\"bytes_per_token\":%llu}\n",
-           argv[1], threads, pp, tg, pp > 0 ? pp / best_pp : 0.0, tg / best_tg, (unsigned long long)I->bytes_per_token);
+           "\"bytes_per_token\":%llu,\"read_gb_per_s\":%.2f,\"tg_bound_tokens_per_s\":%.1f}\n",
+           argv[1], threads, pp, tg, pp > 0 ? pp / best_pp : 0.0, tg / best_tg, (unsigned long long)I->bytes_per_token,
+           bw, bw * 1e9 / (double)I->bytes_per_token);
     free(toks);
     inf_llm_context_free(c);
     inf_llm_model_free(m);
