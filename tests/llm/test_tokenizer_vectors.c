@@ -55,6 +55,35 @@ static void print_escaped(const char *s, size_t n) {
     }
 }
 
+static bool valid_utf8(const char *s, size_t n) {
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t k = u[i] < 0x80 ? 1 : (u[i] & 0xE0) == 0xC0 ? 2 : (u[i] & 0xF0) == 0xE0 ? 3 : (u[i] & 0xF8) == 0xF0 ? 4 : 0;
+        if (k == 0 || i + k > n) return false;
+        for (size_t j = 1; j < k; j++)
+            if ((u[i + j] & 0xC0) != 0x80) return false;
+        i += k;
+    }
+    return true;
+}
+
+/* The pieces of the ids spell the text again (SentencePiece: after the prefix space).  Texts with
+ * invalid UTF-8 are exempt (byte-level BPE writes them as U+FFFD, as llama.cpp). */
+static bool round_trips(const inf_tokenizer *t, const int32_t *ids, size_t n, const char *text, size_t len) {
+    size_t cap = 8 * len + 64, at = 0;
+    char *buf = malloc(cap);
+    if (!buf) return false;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        if (inf_tokenizer_piece(t, ids[i], at < cap ? buf + at : NULL, at < cap ? cap - at : 0, &k) != INF_OK) k = 0;
+        at += k;
+    }
+    bool ok = at <= cap && ((at == len && memcmp(buf, text, len) == 0) ||
+                            (at == len + 1 && buf[0] == ' ' && memcmp(buf + 1, text, len) == 0));
+    free(buf);
+    return ok || !valid_utf8(text, len);
+}
+
 static int run_vocab(const char *path, totals *tot) {
     char inp_path[4096], out_path[4096];
     snprintf(inp_path, sizeof inp_path, "%s.inp", path);
@@ -102,6 +131,10 @@ static int run_vocab(const char *path, totals *tot) {
         inf_status st = inf_tokenizer_encode(t, inp + ip, tlen, false, ids, cap, &n, &err);
         bool ok = st == INF_OK && n == (size_t)n_want;
         for (size_t i = 0; ok && i < n; i++) ok = ids[i] == want[i];
+        if (ok && !round_trips(t, ids, n, inp + ip, tlen)) {
+            printf("  %s case %d: the pieces do not give the text back\n", name, cases);
+            ok = false;
+        }
         if (!ok) {
             if (bad == 0) {
                 printf("  %s case %d '", name, cases);
