@@ -16,6 +16,8 @@ packages=(
   libonnx-testdata                                # ONNX backend test suites (conformance)
   clang libclang-rt-14-dev                        # libFuzzer targets
   locales                                         # en_US.UTF-8 for StringNormalizer tests
+  jq npm                                          # LLM tests (tests/llm/*.sh); npm fetches the llama.cpp peer + vectors
+  python3-torch python3-numpy r-cran-janeaustenr  # tests/llm/models/make_models.py (test models + references)
 )
 missing=()
 for p in "${packages[@]}"; do
