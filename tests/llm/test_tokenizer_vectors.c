@@ -131,6 +131,16 @@ static int run_vocab(const char *path, totals *tot) {
         inf_status st = inf_tokenizer_encode(t, inp + ip, tlen, false, ids, cap, &n, &err);
         bool ok = st == INF_OK && n == (size_t)n_want;
         for (size_t i = 0; ok && i < n; i++) ok = ids[i] == want[i];
+        if (ok && n > 1) { /* a short buffer: INF_ERANGE, the full count, the first ids */
+            int32_t one = -1;
+            size_t need = 0;
+            inf_status st1 = inf_tokenizer_encode(t, inp + ip, tlen, false, &one, 1, &need, NULL);
+            if (st1 != INF_ERANGE || need != n || one != ids[0]) {
+                printf("  %s case %d: with room for 1 id: status %d, count %zu (want %d, %zu)\n", name, cases,
+                       (int)st1, need, (int)INF_ERANGE, n);
+                ok = false;
+            }
+        }
         if (ok && !round_trips(t, ids, n, inp + ip, tlen)) {
             printf("  %s case %d: the pieces do not give the text back\n", name, cases);
             ok = false;
