@@ -47,6 +47,7 @@ enum inf__tok_pre {
     INF__PRE_QWEN35,         /* qwen35: qwen2 with marks (\p{M}) inside letter runs */
     INF__PRE_STARCODER,      /* starcoder, refact, command-r, smollm, codeshell, exaone, minerva */
     INF__PRE_DEEPSEEK_CODER, /* deepseek-coder */
+    INF__PRE_DEEPSEEK_LLM,   /* deepseek-llm */
     INF__PRE_FALCON,         /* falcon */
 };
 
@@ -131,6 +132,7 @@ enum inf__uclass {
     INF__UCLASS_SYMBOL = 0x40,
     INF__UCLASS_CONTROL = 0x80,
     INF__UCLASS_WHITESPACE = 0x100, /* a flag on top of the class */
+    INF__UCLASS_CASED = 0x200,      /* Lu, Ll, Lt (with LETTER) */
 };
 /* Class bits of a code point (0 for "no code point": the out-of-range sentinel). */
 unsigned inf__unicode_flags(uint32_t cp);

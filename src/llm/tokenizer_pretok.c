@@ -182,10 +182,20 @@ static bool cls_default_punct(uint32_t cp, unsigned f) { /* [\p{P}\$\+<=>\^~\|] 
     return cp != '`' && cls_falcon_punct(cp, f);
 }
 
+/* deepseek-llm's letter class [A-Za-zµÀ-ÖØ-öø-ƺ...] is the cased letters (L&) */
+static bool cls_cased(uint32_t cp, unsigned f) { (void)cp; return !IS_SPACE(f) && (f & INF__UCLASS_CASED); }
+static bool cls_deepseek_punct(uint32_t cp, unsigned f) { /* [!-/:-~！-／：-～‘-‟　-。] */
+    if (IS_SPACE(f)) return false; /* U+3000 is white space: llama.cpp turns it into \v first */
+    return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x7E) || (cp >= 0xFF01 && cp <= 0xFF0F) ||
+           (cp >= 0xFF1A && cp <= 0xFF5E) || (cp >= 0x2018 && cp <= 0x201F) || (cp >= 0x3000 && cp <= 0x3002);
+}
+static bool cls_space(uint32_t cp, unsigned f) { (void)cp; return IS_SPACE(f); }
+
 typedef struct {
     bool opt_space; /* a leading \s? */
     cp_class cls;
     size_t min, max; /* max 0: unbounded */
+    bool at_end;     /* a trailing $: the run must end the word */
 } run_rule;
 
 /* Length of the run of cls at p (at most max), in the word. */
@@ -206,6 +216,7 @@ static bool split_runs(const span *s, word_list *out, const run_rule *r) {
             else k = 0;
         }
         if (start == pos) k = run_length(s, r, pos);
+        if (r->at_end && start + k != s->end) k = 0;
         if (k < r->min || k == 0) {
             pos++;
             continue;
@@ -223,8 +234,9 @@ typedef struct {
     run_rule rule;
 } pass;
 
-#define RUN(space, cls, min, max) {PASS_RUNS, {space, cls, min, max}}
-#define MAX_PASSES 5
+#define RUN(space, cls, min, max) {PASS_RUNS, {space, cls, min, max, false}}
+#define RUN_AT_END(cls) {PASS_RUNS, {false, cls, 1, 0, true}}
+#define MAX_PASSES 6
 
 static const struct family {
     enum inf__tok_pre pre;
@@ -239,6 +251,9 @@ static const struct family {
     {INF__PRE_DEEPSEEK_CODER, 5,
      {RUN(false, cls_newline, 1, 1), RUN(true, cls_letter, 1, 0), RUN(true, cls_punct, 1, 0), RUN(false, cls_cjk, 1, 0),
       RUN(false, cls_number, 1, 1)}},
+    {INF__PRE_DEEPSEEK_LLM, 6,
+     {RUN(false, cls_newline, 1, 1), RUN(true, cls_cased, 1, 0), RUN(true, cls_deepseek_punct, 1, 0),
+      RUN_AT_END(cls_space), RUN(false, cls_cjk, 1, 0), RUN(false, cls_number, 1, 0)}},
     {INF__PRE_DEFAULT, 4,
      {RUN(false, cls_default_punct, 1, 0), {PASS_GPT2, {0}}, RUN(false, cls_number, 1, 0),
       RUN(false, cls_ascii_digit, 3, 3)}},
@@ -265,7 +280,7 @@ static const struct {
     {"minerva-7b", INF__PRE_STARCODER, false, false}, {"deepseek-coder", INF__PRE_DEEPSEEK_CODER, false, false},
     {"falcon", INF__PRE_FALCON, false, false},  {"glm4", INF__PRE_LLAMA3, false, false},
     {"exaone4", INF__PRE_GPT2, false, false},   {"megrez", INF__PRE_QWEN2, false, false},
-    {"qwen35", INF__PRE_QWEN35, false, false},
+    {"qwen35", INF__PRE_QWEN35, false, false},   {"deepseek-llm", INF__PRE_DEEPSEEK_LLM, false, false},
 };
 
 bool inf__tok_pre_from_name(const char *name, size_t len, enum inf__tok_pre *pre, bool *ignore_merges, bool *add_bos) {

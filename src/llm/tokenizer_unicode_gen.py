@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generates tokenizer_unicode_table.inc: the Unicode general-category classes the BPE pre-tokenizers
-need (\\p{L}, \\p{N}, \\p{P}, \\p{S}, \\p{M}, \\p{Z}, \\p{C}, unassigned) as sorted ranges
+need (\\p{L}, \\p{N}, \\p{P}, \\p{S}, \\p{M}, \\p{Z}, \\p{C}, unassigned; cased letters L& marked too) as sorted ranges
 {first code point, class}, from Python's unicodedata (its Unicode version is written in the file).
 White space is the Unicode White_Space property (a fixed list), added by the C side.
 Run: python3 src/llm/tokenizer_unicode_gen.py > src/llm/tokenizer_unicode_table.inc
@@ -17,6 +17,8 @@ def class_of(cp):
     cat = unicodedata.category(chr(cp))
     if cat == "Cn":
         return "INF__UCLASS_UNDEFINED"
+    if cat in ("Lu", "Ll", "Lt"):  # cased letters (L&): deepseek-llm's letter class
+        return "INF__UCLASS_LETTER | INF__UCLASS_CASED"
     return CLASS_OF_MAJOR[cat[0]]
 
 
