@@ -223,16 +223,22 @@ static inf_status load_special_ids(inf_tokenizer *t, const inf__gguf *g, inf_err
     return st;
 }
 
-/* End-of-generation: EOS, EOT, EOM, and control tokens whose text ends a turn in common templates. */
+/* End-of-generation: EOS, EOT, EOM, and the tokens llama.cpp recognises by their text as ending a turn;
+ * those it also makes control tokens (parsed as specials) whatever the file's token_type says. */
 static void mark_eog(inf_tokenizer *t) {
-    static const char *const turn_enders[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
-                                              "<|endoftext|>", "<|eom_id|>", "<EOT>", "<|end_of_text|>"};
+    static const char *const turn_enders[] = {
+        "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+        "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+        "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+        "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>" /* <｜end▁of▁sentence｜> */, "[e~["};
     int32_t ids[] = {t->eos, t->eot, t->eom};
     for (size_t i = 0; i < 3; i++)
         if (ids[i] >= 0) t->eog[ids[i]] = true;
     for (size_t i = 0; i < sizeof turn_enders / sizeof turn_enders[0]; i++) {
         int32_t id = inf__tok_find(t, turn_enders[i], strlen(turn_enders[i]));
-        if (id >= 0 && t->types[id] == INF__TOK_CONTROL) t->eog[id] = true;
+        if (id < 0) continue;
+        t->eog[id] = true;
+        if (t->types[id] != INF__TOK_CONTROL) t->types[id] = INF__TOK_CONTROL;
     }
 }
 
@@ -337,13 +343,13 @@ inf_status inf__llm_tokenizer_from_gguf(const inf__gguf *g, inf_tokenizer **out,
     if (st == INF_OK) st = load_per_token(t, g, KEY_TYPES, false, path, err);
     if (st == INF_OK && t->model == INF__TOK_MODEL_BPE) st = load_merges(t, g, path, err);
     if (st == INF_OK) st = load_special_ids(t, g, err);
+    if (st == INF_OK) mark_eog(t); /* before build_specials: it may make tokens control tokens */
     if (st == INF_OK) st = build_specials(t, path, err);
     if (st != INF_OK) {
         inf_tokenizer_free(t);
         return st;
     }
     build_byte_tokens(t);
-    mark_eog(t);
     *out = t;
     return INF_OK;
 }
