@@ -57,7 +57,9 @@ BIN="$SRC/build-cpu/bin"
 if [ -x "$BIN/llama-tokenize" ]; then
     texts=("Hello world" " leading space and  two" "<|im_start|>user
 Hi<|im_end|>" "<s>[INST] x [/INST]</s>" "<|begin_of_text|>Hi<|eot_id|>" "naïve café 🦙 3333")
-    for f in "$MODELS/austen-target-q8_0.gguf" "$SRC"/models/ggml-vocab-{llama-spm,llama-bpe,qwen2,phi-3,gpt-2,starcoder}.gguf; do
+    # (the full 13-vocabulary x text matrix was run by hand; CI keeps the checks that differ in kind: SPM, BPE
+    #  with BOS (llama3), BPE with control tokens (qwen2), our own model)
+    for f in "$MODELS/austen-target-q8_0.gguf" "$SRC"/models/ggml-vocab-{llama-spm,llama-bpe,qwen2}.gguf; do
         [ -f "$f" ] || continue
         for t in "${texts[@]}"; do
             want=$("$BIN/llama-tokenize" -m "$f" -p "$t" --ids --log-disable 2>/dev/null | tail -1 | tr -d ' ')
