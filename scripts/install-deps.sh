@@ -17,6 +17,8 @@ packages=(
   clang libclang-rt-14-dev                        # libFuzzer targets
   locales                                         # en_US.UTF-8 for StringNormalizer tests
   python3-sklearn python3-onnx                    # test oracles of `infera evaluate` / prune (tests/tools)
+  jq npm                                          # LLM tests (tests/llm/*.sh); npm fetches the llama.cpp peer + vectors
+  python3-torch python3-numpy r-cran-janeaustenr  # tests/llm/models/make_models.py (test models + references)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -72,7 +72,11 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   $gen nested-seq 64 "$wirecorpus/nested_seq64.pb"; $gen nested-type 33 "$wirecorpus/nested_type33.onnx"
   (cd "$wirecorpus" && "$OLDPWD/build-fuzz/fuzz_wire_scan" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 \
      -artifact_prefix="$OLDPWD/build-fuzz/wire-" "$wirecorpus" 2>&1 | tail -3) || status=1
-  rm -rf "$corpus" "$pbcorpus" "$wirecorpus"
+  ggufcorpus=$(mktemp -d)
+  cp tests/fuzz/seeds/*.gguf tests/fuzz/regressions/*.gguf "$ggufcorpus"/ 2>/dev/null || true
+  (cd "$ggufcorpus" && "$OLDPWD/build-fuzz/fuzz_gguf" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 \
+     -artifact_prefix="$OLDPWD/build-fuzz/gguf-" "$ggufcorpus" 2>&1 | tail -3) || status=1
+  rm -rf "$corpus" "$pbcorpus" "$wirecorpus" "$ggufcorpus"
 fi
 
 if [ "$status" -eq 0 ]; then echo "ALL TESTS PASSED"; else echo "SOME TESTS FAILED"; fi

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The committed Austen test models (tests/llm/models) and `infera tokenize`, against independent oracles:
+#  1. infera tokenize of every reference prompt == the ids make_models.py wrote (its Python SentencePiece);
+#  2. the F32 target regenerated from the Q8_0 file (make_models.py --f32-from-q8, into the cache) loads;
+#  3. when the llama.cpp peer is built (bench/llm/build_llama_cpp.sh): llama-tokenize gives the same ids as
+#     infera tokenize (BOS, special tokens in the text) on our models and llama.cpp's vocab files, and
+#     llama-simple's greedy text equals PyTorch's (ref/reference.json) for the F32 target and draft.
+# usage: test_models.sh INFERA   (exit 77 when nothing can run)
+set -u
+INFERA="$1"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+MODELS="$HERE/models"
+REF="$MODELS/ref/reference.json"
+CACHE="${INFERA_CACHE:-$HOME/.cache/infera}"
+PY=/usr/bin/python3
+pass=0 fail=0 skip=0
+ok() { echo "ok   $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+skp() { echo "skip $*"; skip=$((skip + 1)); }
+command -v jq >/dev/null || { echo "SKIP: jq missing"; exit 77; }
+[ -f "$REF" ] || { echo "SKIP: $REF missing"; exit 77; }
+
+ids_of() { "$INFERA" tokenize "$1" --text "$2" --json | jq -c .tokens; }
+
+# 1. prompts
+for model in target draft; do
+    file="$MODELS/austen-$model-q8_0.gguf"
+    for k in $(jq -r ".$model | keys[]" "$REF"); do
+        prompt=$(jq -r ".$model[\"$k\"].prompt" "$REF")
+        want=$(jq -c ".$model[\"$k\"].prompt_tokens" "$REF")
+        got=$(ids_of "$file" "$prompt")
+        [ "$got" = "$want" ] && ok "tokenize $model prompt $k" || bad "tokenize $model prompt $k: $got != $want"
+    done
+done
+
+# 2. F32 target regenerated from the Q8_0 file
+F32="$CACHE/models/austen-target-f32.gguf"
+if [ ! -f "$F32" ] || [ "$MODELS/austen-target-q8_0.gguf" -nt "$F32" ]; then
+    mkdir -p "$CACHE/models"
+    cp "$MODELS/austen-target-q8_0.gguf" "$CACHE/models/" 2>/dev/null
+    if $PY -c "import numpy" 2>/dev/null; then
+        $PY "$MODELS/make_models.py" --f32-from-q8 --out "$CACHE/models" || bad "make_models.py --f32-from-q8"
+    fi
+fi
+if [ -f "$F32" ]; then
+    got=$(ids_of "$F32" "Mr. Darcy")
+    want=$(ids_of "$MODELS/austen-target-q8_0.gguf" "Mr. Darcy")
+    [ -n "$got" ] && [ "$got" = "$want" ] && ok "F32 target regenerated ($F32)" || bad "F32 target unreadable"
+else
+    skp "F32 target (python3-numpy missing)"
+fi
+
+# 3. llama.cpp
+TOOLS=$("$HERE/../../bench/llm/build_llama_cpp.sh" --src-only 2>/dev/null)
+SRC=$(echo "$TOOLS" | sed -n 's/^LLAMA_CPP_SRC=//p')
+BIN="$SRC/build-cpu/bin"
+if [ -x "$BIN/llama-tokenize" ]; then
+    texts=("Hello world" " leading space and  two" "<|im_start|>user
+Hi<|im_end|>" "<s>[INST] x [/INST]</s>" "<|begin_of_text|>Hi<|eot_id|>" "naïve café 🦙 3333")
+    # (the full 13-vocabulary x text matrix was run by hand; CI keeps the checks that differ in kind: SPM, BPE
+    #  with BOS (llama3), BPE with control tokens (qwen2), our own model)
+    for f in "$MODELS/austen-target-q8_0.gguf" "$SRC"/models/ggml-vocab-{llama-spm,llama-bpe,qwen2}.gguf; do
+        [ -f "$f" ] || continue
+        for t in "${texts[@]}"; do
+            want=$("$BIN/llama-tokenize" -m "$f" -p "$t" --ids --log-disable 2>/dev/null | tail -1 | tr -d ' ')
+            got=$(ids_of "$f" "$t")
+            [ "$got" = "$want" ] && ok "llama-tokenize $(basename "$f") '${t:0:20}'" \
+                || bad "llama-tokenize $(basename "$f") '$t': infera $got, llama.cpp $want"
+        done
+    done
+else
+    skp "llama-tokenize (llama.cpp not built: bench/llm/build_llama_cpp.sh)"
+fi
+if [ -x "$BIN/llama-simple" ]; then
+    for model in target draft; do
+        file="$MODELS/austen-$model-f32.gguf"
+        [ "$model" = target ] && file="$F32"
+        [ -f "$file" ] || { skp "llama-simple $model (no F32 file)"; continue; }
+        for k in $(jq -r ".$model | keys[]" "$REF"); do
+            prompt=$(jq -r ".$model[\"$k\"].prompt" "$REF")
+            # the reference text up to the first end-of-sequence token (llama-simple stops there)
+            want=$(jq -r ".$model[\"$k\"].greedy_text" "$REF")
+            n=$(jq ".$model[\"$k\"].greedy_tokens | length" "$REF")
+            out=$("$BIN/llama-simple" -m "$file" -n "$n" "$prompt" 2>/dev/null)
+            case "$out" in
+                *"$want"*) ok "llama-simple $model prompt $k greedy == PyTorch" ;;
+                *) bad "llama-simple $model prompt $k: '$out' does not contain PyTorch's '$want'" ;;
+            esac
+        done
+    done
+else
+    skp "llama-simple (llama.cpp not built)"
+fi
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -gt 0 ] && exit 1
+[ "$pass" -gt 0 ] || exit 77
+exit 0
