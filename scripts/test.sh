@@ -38,7 +38,11 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   cp tests/models/*_input.pb "$pbcorpus"/
   (cd "$pbcorpus" && "$OLDPWD/build-fuzz/fuzz_tensor_pb" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 \
      -artifact_prefix="$OLDPWD/build-fuzz/tensor-" "$pbcorpus" 2>&1 | tail -3) || status=1
-  rm -rf "$corpus" "$pbcorpus"
+  ggufcorpus=$(mktemp -d)
+  cp tests/fuzz/seeds/*.gguf tests/fuzz/regressions/*.gguf "$ggufcorpus"/ 2>/dev/null || true
+  (cd "$ggufcorpus" && "$OLDPWD/build-fuzz/fuzz_gguf" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 \
+     -artifact_prefix="$OLDPWD/build-fuzz/gguf-" "$ggufcorpus" 2>&1 | tail -3) || status=1
+  rm -rf "$corpus" "$pbcorpus" "$ggufcorpus"
 fi
 
 if [ "$status" -eq 0 ]; then echo "ALL TESTS PASSED"; else echo "SOME TESTS FAILED"; fi

@@ -40,6 +40,8 @@ int cmd_fit_spec(int argc, char **argv); /* cmd_features.c */
 int cmd_evaluate(int argc, char **argv); /* cmd_evaluate.c */
 int cmd_prune(int argc, char **argv);    /* cmd_prune.c */
 int cmd_distill(int argc, char **argv);  /* cmd_distill.c */
+int cmd_tokenize(int argc, char **argv); /* cmd_tokenize.c */
+int cmd_generate(int argc, char **argv); /* cmd_generate.c */
 
 /* Prints "infera <cmd>: message" to stderr and returns 1 (or 2 for usage). */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -207,6 +207,30 @@ const cli_command cli_commands[] = {
      "auth on, loads need publisher (a file path: admin); every load and unload is\n"
      "audited in the registry.\n"
      "See docs/serving.md.\n"},
+    {"tokenize", cmd_tokenize, "token ids of a text for a GGUF language model",
+     "usage: infera tokenize REF --text TEXT [--json]\n"
+     "\n"
+     "Prints the token ids of TEXT as `infera generate` feeds them to the model REF\n"
+     "(a GGUF file): BOS/EOS as its tokenizer.ggml.add_bos_token / add_eos_token say,\n"
+     "special tokens written in the text (e.g. <|im_start|>) recognised.  With --json,\n"
+     "prints {\"tokens\":[...]}.  Tokenizers: SentencePiece (llama) and byte-level BPE\n"
+     "(gpt2) with the common pre-tokenizers; see docs/llm.md.\n"},
+    {"generate", cmd_generate, "generate text with a GGUF language model (llama architecture)",
+     "usage: infera generate REF --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K]\n"
+     "                       [--top-p P] [--seed S] [--draft REF] [--draft-tokens K] [--ctx N]\n"
+     "                       [--threads N] [--json]\n"
+     "\n"
+     "Runs the GGUF model REF on TEXT (tokenized as `infera tokenize` does) and streams the\n"
+     "completion to stdout as it is made.  Stops at an end-of-generation token, after\n"
+     "--max-tokens (default 128), or when the context (--ctx, default the model's, at most\n"
+     "4096) is full.  --temperature 0 (the default) is greedy; otherwise tokens are sampled\n"
+     "after --top-k (default 40; 0 = off) and --top-p (default 0.95) with the generator\n"
+     "seeded by --seed (default 0).  --draft REF: speculative decoding with a smaller model\n"
+     "of the same vocabulary proposing --draft-tokens (default 4) tokens per step; greedy\n"
+     "output is identical to the model's alone.  --json prints one object instead:\n"
+     "{\"text\",\"tokens\",\"prompt_tokens\",\"completion_tokens\",\"ttft_ms\",\"tpot_ms\",\n"
+     "\"tokens_per_s\",\"draft\":{\"proposed\",\"accepted\",\"acceptance_rate\"} or null}.\n"
+     "Weights: f32, f16, q8_0, q4_0, q4_1.  See docs/llm.md.\n"},
     {"help", cmd_help, "show help for a command", "usage: infera help [command]\n"},
 };
 const int cli_n_commands = (int)(sizeof cli_commands / sizeof cli_commands[0]);

@@ -1,0 +1,105 @@
+/*
+ * bench_llm.c -- prompt processing and decode speed of a GGUF model, measured
+ * the way llama-bench does (pp: one pass over N_PROMPT tokens; tg: N_GEN
+ * single-token steps), so bench/llm/run.sh can put the two side by side.
+ *
+ * usage: bench_llm MODEL.gguf [--threads N] [--pp N] [--tg N] [--reps N]
+ * Prints one JSON line: {"model","threads","pp","tg","pp_tokens_per_s",
+ * "tg_tokens_per_s","bytes_per_token","read_gb_per_s","tg_bound_tokens_per_s"}
+ * (best of --reps repetitions: the machine is shared, the best run is the
+ * least disturbed one).  read_gb_per_s is the memory read bandwidth measured
+ * here (sum over a 512 MiB buffer on the bench's threads' worth of one
+ * thread), and tg_bound = bandwidth / bytes of weights per token: the decode
+ * speed no implementation can pass when the weights come from DRAM.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "infera/llm.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Read bandwidth of one thread over a buffer much larger than the caches. */
+static double read_bandwidth_gbs(void) {
+    size_t n = (size_t)512 << 20, words = n / sizeof(uint64_t);
+    uint64_t *buf = malloc(n);
+    if (!buf) return 0;
+    for (size_t i = 0; i < words; i++) buf[i] = i;
+    double best = 1e30;
+    volatile uint64_t sink = 0;
+    for (int r = 0; r < 3; r++) {
+        double t0 = now();
+        uint64_t a = 0, b = 0, c = 0, d = 0;
+        for (size_t i = 0; i < words; i += 4) a += buf[i], b ^= buf[i + 1], c += buf[i + 2], d ^= buf[i + 3];
+        sink += a + b + c + d;
+        double t = now() - t0;
+        if (t < best) best = t;
+    }
+    free(buf);
+    return n / best / 1e9;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_llm MODEL.gguf [--threads N] [--pp N] [--tg N] [--reps N]\n");
+        return 2;
+    }
+    int threads = 1, pp = 128, tg = 32, reps = 3;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--pp")) pp = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--tg")) tg = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+    }
+    inf_error err;
+    inf_llm_model *m;
+    inf_llm_context *c;
+    if (inf_llm_model_load(argv[1], &m, &err)) {
+        fprintf(stderr, "%s\n", err.message);
+        return 1;
+    }
+    const inf_llm_model_info *I = inf_llm_model_get_info(m);
+    inf_llm_context_options o;
+    inf_llm_context_options_init(&o);
+    o.n_threads = threads;
+    o.n_ctx = pp + tg + 8;
+    o.n_batch = pp > 0 ? pp : 1;
+    if (inf_llm_context_new(m, &o, &c, &err)) {
+        fprintf(stderr, "%s\n", err.message);
+        return 1;
+    }
+    int32_t *toks = malloc(sizeof(int32_t) * (size_t)(pp + tg + 1));
+    for (int i = 0; i < pp + tg + 1; i++) toks[i] = (int32_t)((i * 7919u + 13) % (unsigned)I->n_vocab);
+    const float *l;
+    double best_pp = 1e30, best_tg = 1e30;
+    for (int r = 0; r < reps + 1; r++) { /* the first repetition warms the page cache */
+        inf_llm_context_rewind(c, 0, NULL);
+        double t0 = now();
+        if (pp > 0 && inf_llm_context_eval(c, toks, pp, false, &l, &err)) break;
+        double t1 = now();
+        inf_llm_context_rewind(c, 0, NULL);
+        inf_llm_context_eval(c, toks, 1, false, &l, &err);
+        double t2 = now();
+        for (int i = 0; i < tg; i++) inf_llm_context_eval(c, &toks[1 + i], 1, false, &l, &err);
+        double t3 = now();
+        if (r == 0) continue;
+        if (t1 - t0 < best_pp) best_pp = t1 - t0;
+        if (t3 - t2 < best_tg) best_tg = t3 - t2;
+    }
+    double bw = read_bandwidth_gbs();
+    printf("{\"model\":\"%s\",\"threads\":%d,\"pp\":%d,\"tg\":%d,\"pp_tokens_per_s\":%.2f,\"tg_tokens_per_s\":%.2f,"
+           "\"bytes_per_token\":%llu,\"read_gb_per_s\":%.2f,\"tg_bound_tokens_per_s\":%.1f}\n",
+           argv[1], threads, pp, tg, pp > 0 ? pp / best_pp : 0.0, tg / best_tg, (unsigned long long)I->bytes_per_token,
+           bw, bw * 1e9 / (double)I->bytes_per_token);
+    free(toks);
+    inf_llm_context_free(c);
+    inf_llm_model_free(m);
+    return 0;
+}

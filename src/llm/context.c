@@ -1,0 +1,361 @@
+/*
+ * context.c -- one sequence on a model: the KV cache, the scratch buffers,
+ * the thread pool, and the forward pass of the llama decoder.
+ *
+ * DESIGN: everything a forward pass touches is allocated in
+ * inf_llm_context_new, sized for n_batch tokens at a time and n_ctx
+ * positions, so inf_llm_context_eval allocates nothing.  A pass over n
+ * tokens at positions p..p+n-1 (n = 1 is decoding, n > 1 prompt processing
+ * or speculative verification) per layer:
+ *   xb = rmsnorm(x) * attn_norm;  q,k,v = xb W{q,k,v}  (k, v straight into
+ *   the cache);  RoPE on q and k;  causal attention of every (token, head)
+ *   over the cached positions (online softmax in blocks of 64 keys, grouped
+ *   query heads share a kv head);  x += att Wo;  xb = rmsnorm(x) * ffn_norm;
+ *   x += (silu(xb Wgate) * (xb Wup)) Wdown;
+ * then logits = rmsnorm(x) * output_norm Woutput for the rows asked for.
+ * Matrix products convert the activation rows once to the weight's
+ * activation type (quant.h: q8_0 for q4_0/q8_0, as llama.cpp does) and split
+ * the weight rows over the pool's threads; tokens are taken in blocks of 32
+ * so the activations of a block stay in L1 while weight rows stream by.
+ * Attention splits (token, head) pairs over the threads.
+ * KV cache: per layer, [n_ctx][n_head_kv * head_dim] floats for K and for V.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "llm/llm_int.h"
+
+#define TOKEN_BLOCK 32
+#define KEY_BLOCK 64
+#define MAX_HEAD_DIM 256
+
+
+void inf_llm_context_options_init(inf_llm_context_options *o) {
+    memset(o, 0, sizeof *o);
+}
+
+int inf_llm_context_n_ctx(const inf_llm_context *c) { return c->n_ctx; }
+int inf_llm_context_n_past(const inf_llm_context *c) { return c->n_past; }
+const inf_llm_model *inf_llm_context_model(const inf_llm_context *c) { return c->m; }
+
+static void *scratch(size_t n_floats, bool *ok) {
+    void *p = inf__aligned_alloc(n_floats * sizeof(float) + 64);
+    if (!p) *ok = false;
+    return p;
+}
+
+inf_status inf_llm_context_new(const inf_llm_model *m, const inf_llm_context_options *o, inf_llm_context **out,
+                               inf_error *err) {
+    *out = NULL;
+    inf_llm_context_options d;
+    inf_llm_context_options_init(&d);
+    if (!o) o = &d;
+    const inf_llm_model_info *I = &m->info;
+    if (o->n_ctx < 0 || o->n_threads < 0 || o->n_batch < 0 || o->n_logits < 0)
+        return inf__error(err, INF_EINVAL, "%s: negative context option", I->path);
+    if (I->n_head_dim > MAX_HEAD_DIM)
+        return inf__error(err, INF_EUNSUPPORTED, "%s: head size %d (at most %d)", I->path, I->n_head_dim, MAX_HEAD_DIM);
+    inf_llm_context *c = inf__calloc(1, sizeof *c);
+    if (!c) return inf__error(err, INF_ENOMEM, "%s: no memory for a context", I->path);
+    c->m = m;
+    c->n_ctx = o->n_ctx ? o->n_ctx : (I->n_ctx_train < 4096 ? I->n_ctx_train : 4096);
+    c->n_batch = o->n_batch ? o->n_batch : 256;
+    c->n_logits = o->n_logits ? o->n_logits : 16;
+    if (c->n_logits > c->n_batch) c->n_logits = c->n_batch;
+    c->n_threads = o->n_threads ? o->n_threads : 1;
+    size_t B = (size_t)c->n_batch, E = (size_t)I->n_embd, Qd = (size_t)I->n_head * I->n_head_dim,
+           KVd = (size_t)I->n_head_kv * I->n_head_dim, F = (size_t)I->n_ff;
+    size_t widest = E > F ? E : F;
+    if (Qd > widest) widest = Qd;
+    c->qx_cap = widest * sizeof(float);
+    size_t cache = (size_t)I->n_layer * (size_t)c->n_ctx * KVd;
+    if (c->n_ctx > (1 << 24) || cache / (size_t)c->n_ctx / KVd != (size_t)I->n_layer) {
+        inf__free(c);
+        return inf__error(err, INF_ERANGE, "%s: context of %d positions is too large", I->path, o->n_ctx);
+    }
+    bool ok = true;
+    c->k_cache = scratch(cache, &ok);
+    c->v_cache = scratch(cache, &ok);
+    c->x = scratch(B * E, &ok);
+    c->xb = scratch(B * widest, &ok);
+    c->q = scratch(B * Qd, &ok);
+    c->att = scratch(B * Qd, &ok);
+    c->hb = scratch(B * F, &ok);
+    c->hb2 = scratch(B * F, &ok);
+    c->logits = scratch((size_t)c->n_logits * (size_t)I->n_vocab, &ok);
+    c->rope = scratch(B * (size_t)m->rope_dim, &ok);
+    c->qx = scratch(B * widest, &ok);
+    if (!ok || (c->n_threads > 1 && inf__pool_new(c->n_threads, &c->pool) != INF_OK)) {
+        inf_llm_context_free(c);
+        return inf__error(err, INF_ENOMEM, "%s: no memory for a context of %d positions (KV cache %.1f MiB)", I->path,
+                          o->n_ctx ? o->n_ctx : I->n_ctx_train, 2.0 * cache * 4 / 1048576.0);
+    }
+    *out = c;
+    return INF_OK;
+}
+
+void inf_llm_context_free(inf_llm_context *c) {
+    if (!c) return;
+    inf__pool_free(c->pool);
+    float *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->q, c->att, c->hb, c->hb2, c->logits, c->rope};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) inf__aligned_free(bufs[i]);
+    inf__aligned_free(c->qx);
+    inf__free(c);
+}
+
+inf_status inf_llm_context_rewind(inf_llm_context *c, int n_past, inf_error *err) {
+    if (n_past < 0 || n_past > c->n_past)
+        return inf__error(err, INF_ERANGE, "rewind to position %d: the sequence has %d", n_past, c->n_past);
+    c->n_past = n_past;
+    return INF_OK;
+}
+
+/* ---- building blocks ---- */
+
+static void rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += (double)x[i] * x[i];
+    float scale = 1.0f / sqrtf((float)(sum / n) + eps);
+    for (int i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
+}
+
+/* Products that share their activations (q, k, v; gate, up) run as one job
+ * over their concatenated rows: one fork/join of the pool instead of three. */
+typedef struct matmul_part {
+    const inf__llm_weight *w;
+    float *y;
+    size_t ldy;
+    bool add;
+    const float *bias;
+} matmul_part;
+
+#define MAX_PARTS 3
+typedef struct matmul_job {
+    matmul_part part[MAX_PARTS];
+    int n_parts;
+    int64_t first_row[MAX_PARTS + 1];
+    const uint8_t *qx;
+    size_t qx_stride;
+    int n;
+} matmul_job;
+
+static inline void store(const matmul_part *p, int t, int64_t r, float v) {
+    float *dst = p->y + (size_t)t * p->ldy + r;
+    if (p->bias) v += p->bias[r];
+    *dst = p->add ? *dst + v : v;
+}
+
+static void part_rows(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
+    const inf__llm_weight *w = p->w;
+    const inf__llm_qtype *q = w->q;
+    for (int t0 = 0; t0 < j->n; t0 += TOKEN_BLOCK) {
+        int t1 = t0 + TOKEN_BLOCK < j->n ? t0 + TOKEN_BLOCK : j->n;
+        for (int64_t r = begin; r < end; r++) {
+            const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+            int t = t0;
+            if (q->dot4)
+                for (; t + 4 <= t1; t += 4) {
+                    float o[4];
+                    q->dot4(w->cols, wr, j->qx + (size_t)t * j->qx_stride, j->qx_stride, o);
+                    for (int u = 0; u < 4; u++) store(p, t + u, r, o[u]);
+                }
+            for (; t < t1; t++) store(p, t, r, q->dot(w->cols, wr, j->qx + (size_t)t * j->qx_stride));
+        }
+    }
+}
+
+static void matmul_rows(void *arg, int64_t begin, int64_t end) {
+    const matmul_job *j = arg;
+    for (int i = 0; i < j->n_parts; i++) {
+        int64_t b = begin > j->first_row[i] ? begin : j->first_row[i];
+        int64_t e = end < j->first_row[i + 1] ? end : j->first_row[i + 1];
+        if (b < e) part_rows(j, &j->part[i], b - j->first_row[i], e - j->first_row[i]);
+    }
+}
+
+static void matmul_parts(inf_llm_context *c, const matmul_part *parts, int n_parts, const uint8_t *qx, size_t qx_stride,
+                         int n) {
+    matmul_job j = {.n_parts = n_parts, .qx = qx, .qx_stride = qx_stride, .n = n};
+    for (int i = 0; i < n_parts; i++) {
+        j.part[i] = parts[i];
+        j.first_row[i + 1] = j.first_row[i] + parts[i].w->rows;
+    }
+    inf__pool_range(c->pool, j.first_row[n_parts], 16, matmul_rows, &j);
+}
+
+/* The activation rows x[n][w->cols] (stride ldx floats) in w's activation
+ * type: a pointer and the byte stride of its rows. */
+static const uint8_t *convert_activations(inf_llm_context *c, const inf__llm_weight *w, const float *x, size_t ldx, int n,
+                                          size_t *stride) {
+    const inf__llm_qtype *act = inf__llm_qtype_get(w->q->act_type, c->m->force_ref);
+    if (w->q->act_type == INF__GGML_F32) {
+        *stride = ldx * sizeof(float);
+        return (const uint8_t *)x;
+    }
+    *stride = inf__llm_row_bytes(act, w->cols);
+    for (int t = 0; t < n; t++) act->from_float(x + (size_t)t * ldx, (uint8_t *)c->qx + (size_t)t * *stride, w->cols);
+    return c->qx;
+}
+
+/* y_i[t][r] (+)= x[t] . w_i[r] (+ bias_i[r]) for every part i and t < n:
+ * one job when the parts share their activation type, else one per part. */
+static void matmul_group(inf_llm_context *c, const matmul_part *parts, int n_parts, const float *x, size_t ldx, int n) {
+    bool same = true;
+    for (int i = 1; i < n_parts; i++) same = same && parts[i].w->q->act_type == parts[0].w->q->act_type;
+    size_t stride;
+    if (same) {
+        const uint8_t *qx = convert_activations(c, parts[0].w, x, ldx, n, &stride);
+        matmul_parts(c, parts, n_parts, qx, stride, n);
+        return;
+    }
+    for (int i = 0; i < n_parts; i++) {
+        const uint8_t *qx = convert_activations(c, parts[i].w, x, ldx, n, &stride);
+        matmul_parts(c, &parts[i], 1, qx, stride, n);
+    }
+}
+
+static void matmul(inf_llm_context *c, const inf__llm_weight *w, const float *x, size_t ldx, int n, float *y, size_t ldy,
+                   bool add, const float *bias) {
+    matmul_part p = {w, y, ldy, add, bias};
+    matmul_group(c, &p, 1, x, ldx, n);
+}
+
+/* cos/sin of every (token, rotation) pair, as ggml computes theta. */
+static void rope_table(inf_llm_context *c, int n) {
+    const inf_llm_model *m = c->m;
+    int half = m->rope_dim / 2;
+    float theta_scale = powf(m->rope_base, -2.0f / (float)m->rope_dim);
+    for (int t = 0; t < n; t++) {
+        float theta = (float)(c->n_past + t), *cs = c->rope + (size_t)t * m->rope_dim;
+        for (int i = 0; i < half; i++) {
+            float th = theta / (m->rope_freqs ? m->rope_freqs[i] : 1.0f) * m->rope_freq_scale;
+            cs[2 * i] = cosf(th);
+            cs[2 * i + 1] = sinf(th);
+            theta *= theta_scale;
+        }
+    }
+}
+
+static void rope_apply(const inf_llm_model *m, float *v, const float *cs) {
+    int half = m->rope_dim / 2;
+    for (int i = 0; i < half; i++) {
+        int a = m->rope_type == INF__ROPE_NEOX ? i : 2 * i, b = m->rope_type == INF__ROPE_NEOX ? i + half : 2 * i + 1;
+        float x0 = v[a], x1 = v[b], co = cs[2 * i], si = cs[2 * i + 1];
+        v[a] = x0 * co - x1 * si;
+        v[b] = x0 * si + x1 * co;
+    }
+}
+
+typedef struct attn_job {
+    inf_llm_context *c;
+    int layer, n;
+} attn_job;
+
+static void attention(void *arg, int64_t begin, int64_t end) {
+    const attn_job *j = arg;
+    inf_llm_context *c = j->c;
+    const inf_llm_model_info *I = &c->m->info;
+    int hd = I->n_head_dim, group = I->n_head / I->n_head_kv;
+    size_t Qd = (size_t)I->n_head * hd, KVd = (size_t)I->n_head_kv * hd;
+    const float *kc = c->k_cache + (size_t)j->layer * c->n_ctx * KVd, *vc = c->v_cache + (size_t)j->layer * c->n_ctx * KVd;
+    float scale = 1.0f / sqrtf((float)hd);
+    for (int64_t task = begin; task < end; task++) {
+        int t = (int)(task / I->n_head), h = (int)(task % I->n_head), pos = c->n_past + t;
+        const float *q = c->q + (size_t)t * Qd + (size_t)h * hd;
+        size_t koff = (size_t)(h / group) * hd;
+        float acc[MAX_HEAD_DIM] = {0}, s[KEY_BLOCK], mx = -INFINITY, l = 0;
+        for (int j0 = 0; j0 <= pos; j0 += KEY_BLOCK) {
+            int nb = pos + 1 - j0 < KEY_BLOCK ? pos + 1 - j0 : KEY_BLOCK;
+            float bmax = -INFINITY;
+            for (int u = 0; u < nb; u++) {
+                const float *k = kc + (size_t)(j0 + u) * KVd + koff;
+                float d = 0;
+                for (int e = 0; e < hd; e++) d += q[e] * k[e];
+                s[u] = d * scale;
+                if (s[u] > bmax) bmax = s[u];
+            }
+            float mnew = bmax > mx ? bmax : mx, corr = expf(mx - mnew);
+            if (mx != mnew) {
+                for (int e = 0; e < hd; e++) acc[e] *= corr;
+                l *= corr;
+            }
+            mx = mnew;
+            for (int u = 0; u < nb; u++) {
+                float p = expf(s[u] - mx);
+                const float *v = vc + (size_t)(j0 + u) * KVd + koff;
+                l += p;
+                for (int e = 0; e < hd; e++) acc[e] += p * v[e];
+            }
+        }
+        float *o = c->att + (size_t)t * Qd + (size_t)h * hd;
+        for (int e = 0; e < hd; e++) o[e] = acc[e] / l;
+    }
+}
+
+static void swiglu(float *g, const float *u, size_t n) {
+    for (size_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+/* One pass over n <= n_batch tokens at n_past; logits of rows [first, n). */
+static void forward(inf_llm_context *c, const int32_t *tokens, int n, int first) {
+    const inf_llm_model *m = c->m;
+    const inf_llm_model_info *I = &m->info;
+    int E = I->n_embd, hd = I->n_head_dim, F = I->n_ff;
+    size_t Qd = (size_t)I->n_head * hd, KVd = (size_t)I->n_head_kv * hd;
+    for (int t = 0; t < n; t++)
+        m->tok_embd.q->to_float((const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
+                                c->x + (size_t)t * E, E);
+    rope_table(c, n);
+    for (int l = 0; l < I->n_layer; l++) {
+        const inf__llm_layer *y = &m->layers[l];
+        float *kc = c->k_cache + ((size_t)l * c->n_ctx + c->n_past) * KVd;
+        float *vc = c->v_cache + ((size_t)l * c->n_ctx + c->n_past) * KVd;
+        for (int t = 0; t < n; t++) rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)t * E, y->attn_norm, E, m->rms_eps);
+        const matmul_part qkv[3] = {
+            {&y->wq, c->q, Qd, false, y->bq}, {&y->wk, kc, KVd, false, y->bk}, {&y->wv, vc, KVd, false, y->bv}};
+        matmul_group(c, qkv, 3, c->xb, E, n);
+        for (int t = 0; t < n; t++) {
+            const float *cs = c->rope + (size_t)t * m->rope_dim;
+            for (int h = 0; h < I->n_head; h++) rope_apply(m, c->q + t * Qd + (size_t)h * hd, cs);
+            for (int h = 0; h < I->n_head_kv; h++) rope_apply(m, kc + t * KVd + (size_t)h * hd, cs);
+        }
+        attn_job aj = {c, l, n};
+        inf__pool_range(c->pool, (int64_t)n * I->n_head, 1, attention, &aj);
+        matmul(c, &y->wo, c->att, Qd, n, c->x, E, true, y->bo);
+        for (int t = 0; t < n; t++) rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)t * E, y->ffn_norm, E, m->rms_eps);
+        const matmul_part gate_up[2] = {{&y->w_gate, c->hb, F, false, NULL}, {&y->w_up, c->hb2, F, false, NULL}};
+        matmul_group(c, gate_up, 2, c->xb, E, n);
+        swiglu(c->hb, c->hb2, (size_t)n * F);
+        matmul(c, &y->w_down, c->hb, F, n, c->x, E, true, NULL);
+    }
+    int rows = n - first;
+    if (rows <= 0) return;
+    for (int t = 0; t < rows; t++)
+        rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)(first + t) * E, m->output_norm, E, m->rms_eps);
+    matmul(c, &m->output, c->xb, E, rows, c->logits, I->n_vocab, false, NULL);
+}
+
+inf_status inf_llm_context_eval(inf_llm_context *c, const int32_t *tokens, int n, bool all_logits, const float **logits,
+                                inf_error *err) {
+    const inf_llm_model_info *I = &c->m->info;
+    if (n <= 0) return inf__error(err, INF_EINVAL, "%s: no tokens to evaluate", I->path);
+    if (n > c->n_ctx - c->n_past)
+        return inf__error(err, INF_ERANGE, "%s: %d tokens do not fit: %d of the context's %d positions are used", I->path,
+                          n, c->n_past, c->n_ctx);
+    if (all_logits && n > c->n_logits)
+        return inf__error(err, INF_ERANGE, "%s: logits of %d tokens asked for; the context returns at most %d", I->path,
+                          n, c->n_logits);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= I->n_vocab)
+            return inf__error(err, INF_ERANGE, "%s: token id %d outside the vocabulary of %d", I->path, tokens[i],
+                              I->n_vocab);
+    for (int done = 0; done < n;) {
+        int k = n - done < c->n_batch ? n - done : c->n_batch;
+        bool last = done + k == n;
+        forward(c, tokens + done, k, last ? (all_logits ? 0 : k - 1) : k);
+        c->n_past += k;
+        done += k;
+    }
+    if (logits) *logits = c->logits;
+    return INF_OK;
+}

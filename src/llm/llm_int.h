@@ -1,0 +1,59 @@
+/*
+ * llm_int.h -- what the files of src/llm share: the loaded model (model.c)
+ * and the per-sequence context (context.c, decoder.c).
+ */
+#ifndef INF_LLM_INT_H
+#define INF_LLM_INT_H
+
+#include "core/core.h"
+#include "infera/llm.h"
+#include "llm/gguf.h"
+#include "llm/quant.h"
+
+/* A matrix of `rows` rows of `cols` elements (ggml ne[1], ne[0]). */
+typedef struct inf__llm_weight {
+    const void *data;
+    const inf__llm_qtype *q;
+    int64_t rows, cols;
+    size_t row_bytes;
+} inf__llm_weight;
+
+typedef struct inf__llm_layer {
+    const float *attn_norm, *ffn_norm;
+    inf__llm_weight wq, wk, wv, wo, w_gate, w_up, w_down;
+    const float *bq, *bk, *bv, *bo; /* optional biases (NULL) */
+} inf__llm_layer;
+
+enum inf__llm_rope_type { INF__ROPE_NORM = 0, INF__ROPE_NEOX = 2 };
+
+struct inf_llm_model {
+    inf__gguf *g;
+    inf_llm_model_info info;
+    char arch[32], name[128];
+    float rms_eps, rope_base, rope_freq_scale;
+    int rope_dim, rope_type;
+    const float *rope_freqs; /* optional per-dimension divisors (llama 3), rope_dim/2 */
+    inf__llm_weight tok_embd, output;
+    const float *output_norm;
+    inf__llm_layer *layers;
+    bool force_ref; /* reference kernels only (tests) */
+};
+
+/* One sequence (context.c). */
+struct inf_llm_context {
+    const inf_llm_model *m;
+    inf__pool *pool;
+    int n_ctx, n_batch, n_logits, n_past, n_threads;
+    float *k_cache, *v_cache; /* [n_layer][n_ctx][kv_dim] */
+    float *x, *xb, *q, *att, *hb, *hb2, *logits, *rope; /* scratch */
+    void *qx;      /* activations converted for a matrix product */
+    size_t qx_cap; /* bytes per token row of qx */
+};
+
+/* Loads like inf_llm_model_load with the reference kernels (tests). */
+inf_status inf__llm_model_load_ex(const char *path, bool force_ref, inf_llm_model **out, inf_error *err);
+/* The same over a GGUF already opened (taken: closed with the model, also on failure). */
+inf_status inf__llm_model_from_gguf(inf__gguf *g, bool force_ref, inf_llm_model **out, inf_error *err);
+const inf__gguf *inf__llm_model_gguf(const inf_llm_model *m);
+
+#endif

@@ -1,0 +1,269 @@
+/*
+ * quant.c -- reference row kernels of the ggml block formats (quant.h) and
+ * the table that picks, per type, the reference or the AVX2 twin.
+ *
+ * The reference kernels are the plain definitions, written like ggml's
+ * *_ref functions: per block, an integer dot product scaled by the two
+ * block scales, summed in float.  Activations are rounded to nearest, ties
+ * to even (nearbyintf), as ggml's AVX2 quantizers do.
+ */
+#include "llm/quant.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "llm/gguf.h"
+
+/* ---- fp16 ---- */
+
+float inf__llm_fp16_to_fp32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: normalise */
+            int e = -1;
+            do { man <<= 1; e++; } while (!(man & 0x400));
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+        }
+    } else {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t inf__llm_fp32_to_fp16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000, ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0)); /* inf, nan */
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00);                                      /* overflow */
+    if (ax < 0x38800000u) {                                                                       /* subnormal or 0 */
+        if (ax < 0x33000000u) return (uint16_t)sign;
+        uint32_t e = ax >> 23, m = (ax & 0x7fffff) | 0x800000;
+        uint32_t shift = 126 - e; /* 14 + (113 - e) - 1 */
+        uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (r & 1))) r++;
+        return (uint16_t)(sign | r);
+    }
+    uint32_t r = ((ax - 0x38000000u) >> 13), rem = ax & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) r++;
+    return (uint16_t)(sign | r);
+}
+#define H2F inf__llm_fp16_to_fp32
+#define F2H inf__llm_fp32_to_fp16
+
+/* ---- conversions to float ---- */
+
+static void f32_to_float(const void *src, float *dst, int64_t k) { memcpy(dst, src, (size_t)k * 4); }
+static void f16_to_float(const void *src, float *dst, int64_t k) {
+    const uint8_t *s = src;
+    for (int64_t i = 0; i < k; i++) {
+        uint16_t h;
+        memcpy(&h, s + 2 * i, 2);
+        dst[i] = H2F(h);
+    }
+}
+static void q8_0_to_float(const void *src, float *dst, int64_t k) {
+    const inf__blk_q8_0 *b = src;
+    for (int64_t i = 0; i < k / QK; i++) {
+        float d = H2F(b[i].d);
+        for (int j = 0; j < QK; j++) dst[i * QK + j] = d * b[i].qs[j];
+    }
+}
+static void q4_0_to_float(const void *src, float *dst, int64_t k) {
+    const inf__blk_q4_0 *b = src;
+    for (int64_t i = 0; i < k / QK; i++) {
+        float d = H2F(b[i].d);
+        for (int j = 0; j < QK / 2; j++) {
+            dst[i * QK + j] = d * ((b[i].qs[j] & 0xf) - 8);
+            dst[i * QK + j + QK / 2] = d * ((b[i].qs[j] >> 4) - 8);
+        }
+    }
+}
+static void q4_1_to_float(const void *src, float *dst, int64_t k) {
+    const inf__blk_q4_1 *b = src;
+    for (int64_t i = 0; i < k / QK; i++) {
+        float d = H2F(b[i].d), m = H2F(b[i].m);
+        for (int j = 0; j < QK / 2; j++) {
+            dst[i * QK + j] = d * (b[i].qs[j] & 0xf) + m;
+            dst[i * QK + j + QK / 2] = d * (b[i].qs[j] >> 4) + m;
+        }
+    }
+}
+
+/* ---- activation conversions ---- */
+
+static void f16_from_float(const float *src, void *dst, int64_t k) {
+    uint8_t *d = dst;
+    for (int64_t i = 0; i < k; i++) {
+        uint16_t h = F2H(src[i]);
+        memcpy(d + 2 * i, &h, 2);
+    }
+}
+/* The scale as ggml stores it: rounded to fp16 (here kept as its float). */
+static float fp16_rounded(float x) { return H2F(F2H(x)); }
+
+static void act_q8_0_from_float(const float *src, void *dst, int64_t k) {
+    inf__blk_q8_0a *b = dst;
+    for (int64_t i = 0; i < k / QK; i++) {
+        float amax = 0;
+        for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(src[i * QK + j]));
+        float d = amax / 127, id = amax != 0 ? 127.f / amax : 0; /* as ggml's AVX2 quantizer */
+        b[i].d = fp16_rounded(d);
+        for (int j = 0; j < QK; j++) b[i].qs[j] = (int8_t)nearbyintf(src[i * QK + j] * id);
+    }
+}
+static void act_q8_1_from_float(const float *src, void *dst, int64_t k) {
+    inf__blk_q8_1a *b = dst;
+    for (int64_t i = 0; i < k / QK; i++) {
+        float amax = 0;
+        for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(src[i * QK + j]));
+        float d = amax / 127, id = amax != 0 ? 127.f / amax : 0;
+        int sum = 0;
+        for (int j = 0; j < QK; j++) {
+            b[i].qs[j] = (int8_t)nearbyintf(src[i * QK + j] * id);
+            sum += b[i].qs[j];
+        }
+        b[i].d = fp16_rounded(d);
+        b[i].s = fp16_rounded(sum * d);
+    }
+}
+
+/* ---- reference dot products ---- */
+
+static float dot_f32_ref(int64_t k, const void *w, const void *x) {
+    const float *a = w, *b = x;
+    double s = 0;
+    for (int64_t i = 0; i < k; i++) s += (double)a[i] * b[i];
+    return (float)s;
+}
+static float dot_f16_ref(int64_t k, const void *w, const void *x) {
+    const uint8_t *a = w, *b = x;
+    double s = 0;
+    for (int64_t i = 0; i < k; i++) {
+        uint16_t ha, hb;
+        memcpy(&ha, a + 2 * i, 2);
+        memcpy(&hb, b + 2 * i, 2);
+        s += (double)H2F(ha) * H2F(hb);
+    }
+    return (float)s;
+}
+static float dot_q8_0_ref(int64_t k, const void *w, const void *x) {
+    const inf__blk_q8_0 *a = w;
+    const inf__blk_q8_0a *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < k / QK; i++) {
+        int si = 0;
+        for (int j = 0; j < QK; j++) si += a[i].qs[j] * b[i].qs[j];
+        s += si * (H2F(a[i].d) * b[i].d);
+    }
+    return s;
+}
+static float dot_q4_0_ref(int64_t k, const void *w, const void *x) {
+    const inf__blk_q4_0 *a = w;
+    const inf__blk_q8_0a *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < k / QK; i++) {
+        int si = 0;
+        for (int j = 0; j < QK / 2; j++)
+            si += ((a[i].qs[j] & 0xf) - 8) * b[i].qs[j] + ((a[i].qs[j] >> 4) - 8) * b[i].qs[j + QK / 2];
+        s += si * (H2F(a[i].d) * b[i].d);
+    }
+    return s;
+}
+static float dot_q4_1_ref(int64_t k, const void *w, const void *x) {
+    const inf__blk_q4_1 *a = w;
+    const inf__blk_q8_1a *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < k / QK; i++) {
+        int si = 0;
+        for (int j = 0; j < QK / 2; j++)
+            si += (a[i].qs[j] & 0xf) * b[i].qs[j] + (a[i].qs[j] >> 4) * b[i].qs[j + QK / 2];
+        s += si * (H2F(a[i].d) * b[i].d) + H2F(a[i].m) * b[i].s;
+    }
+    return s;
+}
+
+/* ---- the table ---- */
+
+enum { ROW_REF, ROW_FAST, N_VARIANTS };
+
+static inf__llm_qtype qtypes[N_VARIANTS][5] = {
+    [ROW_REF] = {
+        {INF__GGML_F32, "f32", 1, 4, INF__GGML_F32, f32_to_float, NULL, dot_f32_ref, NULL, dot_f32_ref},
+        {INF__GGML_F16, "f16", 1, 2, INF__GGML_F16, f16_to_float, f16_from_float, dot_f16_ref, NULL, dot_f16_ref},
+        {INF__GGML_Q8_0, "q8_0", QK, 34, INF__LLM_ACT_Q8_0, q8_0_to_float, NULL, dot_q8_0_ref, NULL, dot_q8_0_ref},
+        {INF__GGML_Q4_0, "q4_0", QK, 18, INF__LLM_ACT_Q8_0, q4_0_to_float, NULL, dot_q4_0_ref, NULL, dot_q4_0_ref},
+        {INF__GGML_Q4_1, "q4_1", QK, 20, INF__LLM_ACT_Q8_1, q4_1_to_float, NULL, dot_q4_1_ref, NULL, dot_q4_1_ref},
+    },
+};
+/* Activation-only formats: conversions from float, no weight kernels. */
+static inf__llm_qtype acts[N_VARIANTS][2] = {
+    [ROW_REF] = {
+        {INF__LLM_ACT_Q8_0, "q8_0 activations", QK, 36, INF__LLM_ACT_Q8_0, NULL, act_q8_0_from_float, NULL, NULL, NULL},
+        {INF__LLM_ACT_Q8_1, "q8_1 activations", QK, 40, INF__LLM_ACT_Q8_1, NULL, act_q8_1_from_float, NULL, NULL, NULL},
+    },
+};
+
+static const char *kernel_isa = "reference";
+
+static void fill_fast(void) {
+    memcpy(qtypes[ROW_FAST], qtypes[ROW_REF], sizeof qtypes[ROW_REF]);
+    memcpy(acts[ROW_FAST], acts[ROW_REF], sizeof acts[ROW_REF]);
+#if defined(__x86_64__)
+    if (!inf__cpu_has_avx2_fma()) return;
+    typedef struct isa_kernels {
+        struct { inf__llm_dot_fn dot; inf__llm_dot4_fn dot4; } row[5];
+        inf__llm_from_float_fn q8_0, q8_1;
+    } isa_kernels;
+    static const isa_kernels avx2 = {
+        {{inf__llm_dot_f32_avx2, inf__llm_dot4_f32_avx2}, {inf__llm_dot_f16_avx2, NULL},
+         {inf__llm_dot_q8_0_avx2, inf__llm_dot4_q8_0_avx2}, {inf__llm_dot_q4_0_avx2, inf__llm_dot4_q4_0_avx2},
+         {inf__llm_dot_q4_1_avx2, inf__llm_dot4_q4_1_avx2}},
+        inf__llm_quantize_q8_0_avx2, inf__llm_quantize_q8_1_avx2};
+    static const isa_kernels vnni = {
+        {{inf__llm_dot_f32_vnni, inf__llm_dot4_f32_vnni}, {inf__llm_dot_f16_vnni, NULL},
+         {inf__llm_dot_q8_0_vnni, inf__llm_dot4_q8_0_vnni}, {inf__llm_dot_q4_0_vnni, inf__llm_dot4_q4_0_vnni},
+         {inf__llm_dot_q4_1_vnni, inf__llm_dot4_q4_1_vnni}},
+        inf__llm_quantize_q8_0_vnni, inf__llm_quantize_q8_1_vnni};
+    __builtin_cpu_init();
+    bool has_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
+                    __builtin_cpu_supports("avx512bw") && !getenv("INFERA_LLM_NO_AVX512");
+    const isa_kernels *k = has_vnni ? &vnni : &avx2;
+    kernel_isa = has_vnni ? "vnni" : "avx2";
+    for (int i = 0; i < 5; i++) {
+        qtypes[ROW_FAST][i].dot = k->row[i].dot;
+        qtypes[ROW_FAST][i].dot4 = k->row[i].dot4;
+    }
+    acts[ROW_FAST][0].from_float = k->q8_0;
+    acts[ROW_FAST][1].from_float = k->q8_1;
+#endif
+}
+
+#include <pthread.h>
+static pthread_once_t fast_once = PTHREAD_ONCE_INIT; /* the one init-once: fills an immutable table */
+
+const inf__llm_qtype *inf__llm_qtype_get(uint32_t type, bool force_ref) {
+    pthread_once(&fast_once, fill_fast);
+    int v = force_ref ? ROW_REF : ROW_FAST;
+    if (type == INF__LLM_ACT_Q8_0 || type == INF__LLM_ACT_Q8_1) return &acts[v][type - INF__LLM_ACT_Q8_0];
+    for (int i = 0; i < 5; i++)
+        if (qtypes[v][i].type == type) return &qtypes[v][i];
+    return NULL;
+}
+
+const char *inf__llm_qtype_list(void) { return "f32, f16, q8_0, q4_0, q4_1"; }
+
+size_t inf__llm_row_bytes(const inf__llm_qtype *q, int64_t k) { return (size_t)(k / q->block) * q->size; }
+
+const char *inf__llm_kernel_isa(void) {
+    pthread_once(&fast_once, fill_fast);
+    return kernel_isa;
+}

@@ -1,0 +1,99 @@
+/*
+ * quant.h -- ggml block formats and the row kernels of the LLM decoder.
+ *
+ * DESIGN: a weight row of type T is multiplied with an activation row that
+ * was first converted to T's "activation type", as llama.cpp does, so that
+ * results track llama.cpp's: f32 x f32, f16 x f16 (dot in f32), q8_0 x q8_0,
+ * q4_0 x q8_0, q4_1 x q8_1.  One table (inf__llm_qtypes) holds, per type,
+ * the block layout, its activation type, the conversion to and from float
+ * and the plain reference dot product; quant_avx2.c holds the fast twins,
+ * picked at run time by inf__llm_qtype_get (tests/llm/test_llm_kernels.c
+ * checks each one against its reference).
+ */
+#ifndef INF_LLM_QUANT_H
+#define INF_LLM_QUANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define QK 32 /* elements per block of the 32-element formats */
+
+typedef struct { uint16_t d; int8_t qs[QK]; } inf__blk_q8_0;          /* 34 bytes */
+typedef struct { uint16_t d, s; int8_t qs[QK]; } inf__blk_q8_1;       /* 36 bytes: s = d * sum(qs) */
+/* Activations live only in memory, so their blocks keep the scales as the
+ * floats of the fp16 values ggml stores (same numbers, no conversion in the
+ * inner loops): q8_0 and q8_1 activations. */
+typedef struct { float d; int8_t qs[QK]; } inf__blk_q8_0a;            /* 36 bytes */
+typedef struct { float d, s; int8_t qs[QK]; } inf__blk_q8_1a;         /* 40 bytes */
+#define INF__LLM_ACT_Q8_0 0x100 /* type ids of the activation-only formats */
+#define INF__LLM_ACT_Q8_1 0x101
+typedef struct { uint16_t d; uint8_t qs[QK / 2]; } inf__blk_q4_0;     /* 18 bytes: x = d * (q - 8) */
+typedef struct { uint16_t d, m; uint8_t qs[QK / 2]; } inf__blk_q4_1;  /* 20 bytes: x = d * q + m */
+
+_Static_assert(sizeof(inf__blk_q8_0) == 34, "q8_0 block");
+_Static_assert(sizeof(inf__blk_q8_1) == 36, "q8_1 block");
+_Static_assert(sizeof(inf__blk_q4_0) == 18, "q4_0 block");
+_Static_assert(sizeof(inf__blk_q4_1) == 20, "q4_1 block");
+_Static_assert(sizeof(inf__blk_q8_0a) == 36 && sizeof(inf__blk_q8_1a) == 40, "activation blocks");
+
+/* dot of a weight row (k elements of its type) with an activation row of
+ * its activation type. */
+typedef float (*inf__llm_dot_fn)(int64_t k, const void *w, const void *x);
+/* The same against 4 activation rows x, x + x_stride, ...: out[0..3]
+ * (one unpacking of the weight row for 4 tokens: prompt processing). */
+typedef void (*inf__llm_dot4_fn)(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+typedef void (*inf__llm_to_float_fn)(const void *src, float *dst, int64_t k);
+typedef void (*inf__llm_from_float_fn)(const float *src, void *dst, int64_t k);
+
+typedef struct inf__llm_qtype {
+    uint32_t type;       /* ggml type id */
+    const char *name;
+    uint32_t block, size; /* elements and bytes per block */
+    uint32_t act_type;   /* ggml type the activations are converted to */
+    inf__llm_to_float_fn to_float;
+    inf__llm_from_float_fn from_float; /* for activation types */
+    inf__llm_dot_fn dot;  /* fastest available on this CPU */
+    inf__llm_dot4_fn dot4; /* NULL: call dot four times */
+    inf__llm_dot_fn dot_ref;
+} inf__llm_qtype;
+
+/* The row kernels of a ggml type, fast ones chosen for this CPU (or the
+ * reference ones when force_ref); NULL when the decoder cannot multiply it. */
+const inf__llm_qtype *inf__llm_qtype_get(uint32_t type, bool force_ref);
+/* "f32, f16, q8_0, q4_0, q4_1" for messages. */
+const char *inf__llm_qtype_list(void);
+/* Bytes of a row of k elements of type (k a multiple of the block). */
+size_t inf__llm_row_bytes(const inf__llm_qtype *q, int64_t k);
+
+float inf__llm_fp16_to_fp32(uint16_t h);
+uint16_t inf__llm_fp32_to_fp16(float f);
+
+/* AVX2/FMA twins (quant_avx2.c); NULL when not built. */
+float inf__llm_dot_f32_avx2(int64_t k, const void *w, const void *x);
+float inf__llm_dot_f16_avx2(int64_t k, const void *w, const void *x);
+float inf__llm_dot_q8_0_avx2(int64_t k, const void *w, const void *x);
+float inf__llm_dot_q4_0_avx2(int64_t k, const void *w, const void *x);
+float inf__llm_dot_q4_1_avx2(int64_t k, const void *w, const void *x);
+void inf__llm_dot4_q8_0_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_q4_0_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_q4_1_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_f32_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_quantize_q8_0_avx2(const float *src, void *dst, int64_t k);
+void inf__llm_quantize_q8_1_avx2(const float *src, void *dst, int64_t k);
+/* AVX-512 VNNI twins (quant_avx512.c): same signatures, suffix _vnni. */
+float inf__llm_dot_f32_vnni(int64_t k, const void *w, const void *x);
+float inf__llm_dot_f16_vnni(int64_t k, const void *w, const void *x);
+float inf__llm_dot_q8_0_vnni(int64_t k, const void *w, const void *x);
+float inf__llm_dot_q4_0_vnni(int64_t k, const void *w, const void *x);
+float inf__llm_dot_q4_1_vnni(int64_t k, const void *w, const void *x);
+void inf__llm_dot4_q8_0_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_q4_0_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_q4_1_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_f32_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_quantize_q8_0_vnni(const float *src, void *dst, int64_t k);
+void inf__llm_quantize_q8_1_vnni(const float *src, void *dst, int64_t k);
+/* Which kernels inf__llm_qtype_get hands out: "vnni", "avx2" or "reference". */
+const char *inf__llm_kernel_isa(void);
+
+#endif

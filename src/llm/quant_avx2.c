@@ -1,0 +1,259 @@
+/*
+ * quant_avx2.c -- AVX2/FMA/F16C twins of the reference row kernels in
+ * quant.c (built with -mavx2 -mfma -mf16c, called only when the CPU has
+ * them: quant.c's table).
+ *
+ * Integer dot products of 32-element blocks use the usual pair of
+ * instructions: maddubs (u8 x i8 -> i16 pairs) then madd with ones (-> i32);
+ * a signed x signed product first moves x's sign onto y (sign_epi8).  Each
+ * block's integer sum is scaled by d_w * d_x and accumulated with an FMA in
+ * eight float lanes, summed at the end.  The dot4 variants unpack a weight
+ * block once for four activation rows (prompt processing).
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "llm/quant.h"
+
+#ifndef KN
+#define KN(name) inf__llm_##name##_avx2
+#endif
+
+static inline float hsum_ps(__m256 v) {
+    __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    return _mm_cvtss_f32(r);
+}
+static inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+/* 16 bytes of nibbles -> 32 bytes 0..15: low nibbles first, then high. */
+static inline __m256i unpack_nibbles(const uint8_t *qs) {
+    __m128i t = _mm_loadu_si128((const __m128i *)qs);
+    __m256i b = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);
+    return _mm256_and_si256(b, _mm256_set1_epi8(0xf));
+}
+/* sum of x*y in i32 lanes -> float, x unsigned bytes (<= 127 or small), y signed */
+static inline __m256 dot_u8_i8(__m256i ux, __m256i y) {
+#ifdef INF_LLM_VNNI
+    return _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ux, y));
+#else
+    __m256i p = _mm256_maddubs_epi16(ux, y);
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+#endif
+}
+static inline __m256 dot_i8_i8(__m256i x, __m256i y) {
+    return dot_u8_i8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+
+/* ---- f32, f16 ---- */
+
+float KN(dot_f32)(int64_t k, const void *w, const void *x) {
+    const float *a = w, *b = x;
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 8 <= k; i += 8) acc[(i >> 3) & 1] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc[(i >> 3) & 1]);
+    float s = hsum_ps(_mm256_add_ps(acc[0], acc[1]));
+    for (; i < k; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* Bit for bit the same sums as KN(dot_f32) for each row: a batch of tokens
+ * gives the logits of the same tokens fed one by one (speculative decoding
+ * relies on it). */
+void KN(dot4_f32)(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]) {
+    const float *a = w, *b[4];
+    for (int r = 0; r < 4; r++) b[r] = (const float *)((const char *)x + (size_t)r * x_stride);
+    __m256 acc[4][2];
+    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= k; i += 8) {
+        __m256 va = _mm256_loadu_ps(a + i);
+        int p = (i >> 3) & 1;
+        for (int r = 0; r < 4; r++) acc[r][p] = _mm256_fmadd_ps(va, _mm256_loadu_ps(b[r] + i), acc[r][p]);
+    }
+    for (int r = 0; r < 4; r++) {
+        float s = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
+        for (int64_t j = i; j < k; j++) s += a[j] * b[r][j];
+        out[r] = s;
+    }
+}
+
+float KN(dot_f16)(int64_t k, const void *w, const void *x) {
+    const uint16_t *a = w, *b = x;
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    int64_t i = 0;
+    for (; i + 16 <= k; i += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i))),
+                             _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i))), s0);
+        s1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i + 8))),
+                             _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i + 8))), s1);
+    }
+    float s = hsum_ps(_mm256_add_ps(s0, s1));
+    for (; i < k; i++) s += h2f(a[i]) * h2f(b[i]);
+    return s;
+}
+
+/* ---- q8_0, q4_0, q4_1 ----
+ * Even blocks accumulate into acc0, odd ones into acc1; the single-row and
+ * four-row kernels do the same float operations in the same order per row,
+ * so a batch of tokens gives bit for bit the logits of the same tokens fed
+ * one by one (speculative decoding relies on it). */
+
+static inline __m256i load_q8_0(const inf__blk_q8_0 *a) { return _mm256_loadu_si256((const __m256i *)a->qs); }
+static inline __m256i load_q4_0(const inf__blk_q4_0 *a) {
+    return _mm256_sub_epi8(unpack_nibbles(a->qs), _mm256_set1_epi8(8));
+}
+static inline __m256i load_y(const int8_t *qs) { return _mm256_loadu_si256((const __m256i *)qs); }
+
+#define ACT_ROW(x, s, r, T) ((const T *)((const char *)(x) + (size_t)(r) * (s)))
+
+/* signed weights (q8_0, q4_0) against q8_0 activations */
+#define SIGNED_DOT(NAME, WT, LOAD)                                                                     \
+    float KN(NAME)(int64_t k, const void *w, const void *x) {                                          \
+        const WT *a = w;                                                                               \
+        const inf__blk_q8_0a *b = x;                                                                   \
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                                 \
+        int64_t n = k / QK, i = 0;                                                                     \
+        for (; i + 2 <= n; i += 2) {                                                                   \
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(a[i].d) * b[i].d), dot_i8_i8(LOAD(&a[i]), load_y(b[i].qs)), acc0); \
+            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(a[i + 1].d) * b[i + 1].d),                          \
+                                   dot_i8_i8(LOAD(&a[i + 1]), load_y(b[i + 1].qs)), acc1);             \
+        }                                                                                              \
+        if (i < n)                                                                                     \
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(a[i].d) * b[i].d), dot_i8_i8(LOAD(&a[i]), load_y(b[i].qs)), acc0); \
+        return hsum_ps(_mm256_add_ps(acc0, acc1));                                                     \
+    }
+SIGNED_DOT(dot_q8_0, inf__blk_q8_0, load_q8_0)
+SIGNED_DOT(dot_q4_0, inf__blk_q4_0, load_q4_0)
+
+/* one block of a signed weight row against four activation rows */
+static inline void signed_block4(__m256i qa, float da, const void *x, size_t xs, int64_t i, __m256 acc[4]) {
+    __m256i ax = _mm256_sign_epi8(qa, qa);
+    __m256 vda = _mm256_set1_ps(da);
+    for (int r = 0; r < 4; r++) {
+        const inf__blk_q8_0a *b = ACT_ROW(x, xs, r, inf__blk_q8_0a) + i;
+        __m256i sy = _mm256_sign_epi8(load_y(b->qs), qa);
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(vda, _mm256_broadcast_ss(&b->d)), dot_u8_i8(ax, sy), acc[r]);
+    }
+}
+
+#define SIGNED_DOT4(NAME, WT, LOAD)                                                                    \
+    void KN(NAME)(int64_t k, const void *w, const void *x, size_t xs, float out[4]) {                  \
+        const WT *a = w;                                                                               \
+        __m256 acc0[4], acc1[4];                                                                       \
+        for (int r = 0; r < 4; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();                           \
+        int64_t n = k / QK, i = 0;                                                                     \
+        for (; i + 2 <= n; i += 2) {                                                                   \
+            signed_block4(LOAD(&a[i]), h2f(a[i].d), x, xs, i, acc0);                                   \
+            signed_block4(LOAD(&a[i + 1]), h2f(a[i + 1].d), x, xs, i + 1, acc1);                       \
+        }                                                                                              \
+        if (i < n) signed_block4(LOAD(&a[i]), h2f(a[i].d), x, xs, i, acc0);                            \
+        for (int r = 0; r < 4; r++) out[r] = hsum_ps(_mm256_add_ps(acc0[r], acc1[r]));                 \
+    }
+SIGNED_DOT4(dot4_q8_0, inf__blk_q8_0, load_q8_0)
+SIGNED_DOT4(dot4_q4_0, inf__blk_q4_0, load_q4_0)
+
+/* q4_1 (unsigned nibbles, a minimum) against q8_1 activations */
+float KN(dot_q4_1)(int64_t k, const void *w, const void *x) {
+    const inf__blk_q4_1 *a = w;
+    const inf__blk_q8_1a *b = x;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    float summs = 0;
+    int64_t n = k / QK, i = 0;
+    for (; i + 2 <= n; i += 2) {
+        summs += h2f(a[i].m) * b[i].s;
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(a[i].d) * b[i].d), dot_u8_i8(unpack_nibbles(a[i].qs), load_y(b[i].qs)), acc0);
+        summs += h2f(a[i + 1].m) * b[i + 1].s;
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(a[i + 1].d) * b[i + 1].d),
+                               dot_u8_i8(unpack_nibbles(a[i + 1].qs), load_y(b[i + 1].qs)), acc1);
+    }
+    if (i < n) {
+        summs += h2f(a[i].m) * b[i].s;
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(a[i].d) * b[i].d), dot_u8_i8(unpack_nibbles(a[i].qs), load_y(b[i].qs)), acc0);
+    }
+    return hsum_ps(_mm256_add_ps(acc0, acc1)) + summs;
+}
+
+static inline void q4_1_block4(const inf__blk_q4_1 *a, const void *x, size_t xs, int64_t i, __m256 acc[4],
+                               __m128 *summs) {
+    __m256i qa = unpack_nibbles(a->qs);
+    __m256 vda = _mm256_set1_ps(h2f(a->d));
+    const inf__blk_q8_1a *b[4];
+    for (int r = 0; r < 4; r++) b[r] = ACT_ROW(x, xs, r, inf__blk_q8_1a) + i;
+    __m128 s = _mm_setr_ps(b[0]->s, b[1]->s, b[2]->s, b[3]->s);
+    *summs = _mm_add_ps(*summs, _mm_mul_ps(_mm_set1_ps(h2f(a->m)), s));
+    for (int r = 0; r < 4; r++)
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(vda, _mm256_broadcast_ss(&b[r]->d)), dot_u8_i8(qa, load_y(b[r]->qs)), acc[r]);
+}
+
+void KN(dot4_q4_1)(int64_t k, const void *w, const void *x, size_t xs, float out[4]) {
+    const inf__blk_q4_1 *a = w;
+    __m256 acc0[4], acc1[4];
+    __m128 summs = _mm_setzero_ps();
+    for (int r = 0; r < 4; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();
+    int64_t n = k / QK, i = 0;
+    for (; i + 2 <= n; i += 2) {
+        q4_1_block4(&a[i], x, xs, i, acc0, &summs);
+        q4_1_block4(&a[i + 1], x, xs, i + 1, acc1, &summs);
+    }
+    if (i < n) q4_1_block4(&a[i], x, xs, i, acc0, &summs);
+    float sm[4];
+    _mm_storeu_ps(sm, summs);
+    for (int r = 0; r < 4; r++) out[r] = hsum_ps(_mm256_add_ps(acc0[r], acc1[r])) + sm[r];
+}
+
+/* ---- activation quantizers ---- */
+
+/* One block of 32 floats -> 32 int8 (round to nearest even) and its scale;
+ * returns the sum of the quantized values. */
+static inline int quantize_block(const float *src, int8_t *qs, float *d_out) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 v0 = _mm256_loadu_ps(src), v1 = _mm256_loadu_ps(src + 8), v2 = _mm256_loadu_ps(src + 16),
+           v3 = _mm256_loadu_ps(src + 24);
+    __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                             _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(m, 1), _mm256_castps256_ps128(m));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    float amax = _mm_cvtss_f32(m4);
+    *d_out = amax / 127.f;
+    __m256 id = _mm256_set1_ps(amax != 0 ? 127.f / amax : 0.f);
+#define mode (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+    __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, id), mode));
+    __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), mode));
+    __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), mode));
+    __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, id), mode));
+    __m256i s = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i *)qs, p);
+#undef mode
+    return _mm_cvtsi128_si32(s4);
+}
+
+/* d and s rounded to fp16 as ggml stores them, kept as floats */
+static inline float fp16_rounded(float x) { return _cvtsh_ss(_cvtss_sh(x, 0)); }
+
+void KN(quantize_q8_0)(const float *src, void *dst, int64_t k) {
+    inf__blk_q8_0a *b = dst;
+    for (int64_t i = 0; i < k / QK; i++) {
+        float d;
+        quantize_block(src + i * QK, b[i].qs, &d);
+        b[i].d = fp16_rounded(d);
+    }
+}
+
+void KN(quantize_q8_1)(const float *src, void *dst, int64_t k) {
+    inf__blk_q8_1a *b = dst;
+    for (int64_t i = 0; i < k / QK; i++) {
+        float d;
+        int sum = quantize_block(src + i * QK, b[i].qs, &d);
+        b[i].d = fp16_rounded(d);
+        b[i].s = fp16_rounded(d * sum);
+    }
+}

