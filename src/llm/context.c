@@ -359,3 +359,33 @@ inf_status inf_llm_context_eval(inf_llm_context *c, const int32_t *tokens, int n
     if (logits) *logits = c->logits;
     return INF_OK;
 }
+
+/* Added for the server's /v1/embeddings and SQL's infera_embed (h/llm-serve):
+ * the final hidden states (after the output norm) of n tokens, mean-pooled
+ * into out[n_embd]; the tokens stay in the cache like eval's. */
+inf_status inf_llm_context_embed(inf_llm_context *c, const int32_t *tokens, int n, float *out, inf_error *err) {
+    const inf_llm_model *m = c->m;
+    const inf_llm_model_info *I = &m->info;
+    int E = I->n_embd;
+    if (n <= 0) return inf__error(err, INF_EINVAL, "%s: no tokens to embed", I->path);
+    if (n > c->n_ctx - c->n_past)
+        return inf__error(err, INF_ERANGE, "%s: %d tokens do not fit: %d of the context's %d positions are used", I->path,
+                          n, c->n_past, c->n_ctx);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= I->n_vocab)
+            return inf__error(err, INF_ERANGE, "%s: token id %d outside the vocabulary of %d", I->path, tokens[i],
+                              I->n_vocab);
+    for (int e = 0; e < E; e++) out[e] = 0.f;
+    for (int done = 0; done < n;) {
+        int k = n - done < c->n_batch ? n - done : c->n_batch;
+        forward(c, tokens + done, k, k); /* no logits */
+        for (int t = 0; t < k; t++) {
+            rmsnorm(c->xb, c->x + (size_t)t * E, m->output_norm, E, m->rms_eps);
+            for (int e = 0; e < E; e++) out[e] += c->xb[e];
+        }
+        c->n_past += k;
+        done += k;
+    }
+    for (int e = 0; e < E; e++) out[e] /= (float)n;
+    return INF_OK;
+}
