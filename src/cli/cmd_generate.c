@@ -38,6 +38,7 @@ typedef struct out_state {
     int32_t *ids;
     size_t n_ids, cap_ids;
     bool oom;
+    size_t n_printed; /* tokens streamed to stdout */
 } out_state;
 
 static int on_token(void *user, int32_t id) {
@@ -49,6 +50,7 @@ static int on_token(void *user, int32_t id) {
     if (!o->json) {
         fwrite(buf, 1, n, stdout);
         fflush(stdout);
+        o->n_printed++;
         return 0;
     }
     if (o->len + n + 1 > o->cap || o->n_ids + 1 > o->cap_ids) {
@@ -214,7 +216,7 @@ int cmd_generate(int argc, char **argv) {
     out.json = o.json;
     inf_llm_generate_stats st;
     if (inf_llm_generate(t.ctx, d.ctx, prompt, (int)n, &go, on_token, &out, &st, &err) != INF_OK) {
-        if (!o.json) putchar('\n');
+        if (out.n_printed) putchar('\n');
         cli_fail(CMD, "%s", err.message);
         goto done;
     }

@@ -259,6 +259,7 @@ static void attention(void *arg, int64_t begin, int64_t end) {
     size_t Qd = (size_t)I->n_head * hd, KVd = (size_t)I->n_head_kv * hd;
     const float *kc = c->k_cache + (size_t)j->layer * c->n_ctx * KVd, *vc = c->v_cache + (size_t)j->layer * c->n_ctx * KVd;
     float scale = 1.0f / sqrtf((float)hd);
+    const inf__llm_qtype *f32 = inf__llm_qtype_get(INF__GGML_F32, c->m->force_ref); /* q.k with the f32 row kernel */
     for (int64_t task = begin; task < end; task++) {
         int t = (int)(task / I->n_head), h = (int)(task % I->n_head), pos = c->n_past + t;
         const float *q = c->q + (size_t)t * Qd + (size_t)h * hd;
@@ -268,10 +269,7 @@ static void attention(void *arg, int64_t begin, int64_t end) {
             int nb = pos + 1 - j0 < KEY_BLOCK ? pos + 1 - j0 : KEY_BLOCK;
             float bmax = -INFINITY;
             for (int u = 0; u < nb; u++) {
-                const float *k = kc + (size_t)(j0 + u) * KVd + koff;
-                float d = 0;
-                for (int e = 0; e < hd; e++) d += q[e] * k[e];
-                s[u] = d * scale;
+                s[u] = f32->dot(hd, q, kc + (size_t)(j0 + u) * KVd + koff) * scale;
                 if (s[u] > bmax) bmax = s[u];
             }
             float mnew = bmax > mx ? bmax : mx, corr = expf(mx - mnew);

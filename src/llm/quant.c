@@ -224,12 +224,12 @@ static void fill_fast(void) {
         inf__llm_from_float_fn q8_0, q8_1;
     } isa_kernels;
     static const isa_kernels avx2 = {
-        {{inf__llm_dot_f32_avx2, inf__llm_dot4_f32_avx2}, {inf__llm_dot_f16_avx2, NULL},
+        {{inf__llm_dot_f32_avx2, inf__llm_dot4_f32_avx2}, {inf__llm_dot_f16_avx2, inf__llm_dot4_f16_avx2},
          {inf__llm_dot_q8_0_avx2, inf__llm_dot4_q8_0_avx2}, {inf__llm_dot_q4_0_avx2, inf__llm_dot4_q4_0_avx2},
          {inf__llm_dot_q4_1_avx2, inf__llm_dot4_q4_1_avx2}},
         inf__llm_quantize_q8_0_avx2, inf__llm_quantize_q8_1_avx2};
     static const isa_kernels vnni = {
-        {{inf__llm_dot_f32_vnni, inf__llm_dot4_f32_vnni}, {inf__llm_dot_f16_vnni, NULL},
+        {{inf__llm_dot_f32_vnni, inf__llm_dot4_f32_vnni}, {inf__llm_dot_f16_vnni, inf__llm_dot4_f16_vnni},
          {inf__llm_dot_q8_0_vnni, inf__llm_dot4_q8_0_vnni}, {inf__llm_dot_q4_0_vnni, inf__llm_dot4_q4_0_vnni},
          {inf__llm_dot_q4_1_vnni, inf__llm_dot4_q4_1_vnni}},
         inf__llm_quantize_q8_0_vnni, inf__llm_quantize_q8_1_vnni};

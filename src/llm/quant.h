@@ -79,6 +79,7 @@ void inf__llm_dot4_q8_0_avx2(int64_t k, const void *w, const void *x, size_t x_s
 void inf__llm_dot4_q4_0_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_dot4_q4_1_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_dot4_f32_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_f16_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_quantize_q8_0_avx2(const float *src, void *dst, int64_t k);
 void inf__llm_quantize_q8_1_avx2(const float *src, void *dst, int64_t k);
 /* AVX-512 VNNI twins (quant_avx512.c): same signatures, suffix _vnni. */
@@ -91,6 +92,7 @@ void inf__llm_dot4_q8_0_vnni(int64_t k, const void *w, const void *x, size_t x_s
 void inf__llm_dot4_q4_0_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_dot4_q4_1_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_dot4_f32_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_f16_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_quantize_q8_0_vnni(const float *src, void *dst, int64_t k);
 void inf__llm_quantize_q8_1_vnni(const float *src, void *dst, int64_t k);
 /* Which kernels inf__llm_qtype_get hands out: "vnni", "avx2" or "reference". */

@@ -95,6 +95,28 @@ float KN(dot_f16)(int64_t k, const void *w, const void *x) {
     return s;
 }
 
+/* Four rows of activations; per row bit for bit KN(dot_f16)'s sums. */
+void KN(dot4_f16)(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]) {
+    const uint16_t *a = w, *b[4];
+    for (int r = 0; r < 4; r++) b[r] = (const uint16_t *)((const char *)x + (size_t)r * x_stride);
+    __m256 s0[4], s1[4];
+    for (int r = 0; r < 4; r++) s0[r] = s1[r] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= k; i += 16) {
+        __m256 a0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i)));
+        __m256 a1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i + 8)));
+        for (int r = 0; r < 4; r++) {
+            s0[r] = _mm256_fmadd_ps(a0, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b[r] + i))), s0[r]);
+            s1[r] = _mm256_fmadd_ps(a1, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b[r] + i + 8))), s1[r]);
+        }
+    }
+    for (int r = 0; r < 4; r++) {
+        float s = hsum_ps(_mm256_add_ps(s0[r], s1[r]));
+        for (int64_t j = i; j < k; j++) s += h2f(a[j]) * h2f(b[r][j]);
+        out[r] = s;
+    }
+}
+
 /* ---- q8_0, q4_0, q4_1 ----
  * Even blocks accumulate into acc0, odd ones into acc1; the single-row and
  * four-row kernels do the same float operations in the same order per row,

@@ -87,11 +87,11 @@ static bool has_vnni(void) { return has_avx2() && __builtin_cpu_supports("avx512
 static const isa_set isas[] = {
     {"avx2", has_avx2,
      {inf__llm_dot_f32_avx2, inf__llm_dot_f16_avx2, inf__llm_dot_q8_0_avx2, inf__llm_dot_q4_0_avx2, inf__llm_dot_q4_1_avx2},
-     {inf__llm_dot4_f32_avx2, NULL, inf__llm_dot4_q8_0_avx2, inf__llm_dot4_q4_0_avx2, inf__llm_dot4_q4_1_avx2},
+     {inf__llm_dot4_f32_avx2, inf__llm_dot4_f16_avx2, inf__llm_dot4_q8_0_avx2, inf__llm_dot4_q4_0_avx2, inf__llm_dot4_q4_1_avx2},
      inf__llm_quantize_q8_0_avx2, inf__llm_quantize_q8_1_avx2},
     {"vnni", has_vnni,
      {inf__llm_dot_f32_vnni, inf__llm_dot_f16_vnni, inf__llm_dot_q8_0_vnni, inf__llm_dot_q4_0_vnni, inf__llm_dot_q4_1_vnni},
-     {inf__llm_dot4_f32_vnni, NULL, inf__llm_dot4_q8_0_vnni, inf__llm_dot4_q4_0_vnni, inf__llm_dot4_q4_1_vnni},
+     {inf__llm_dot4_f32_vnni, inf__llm_dot4_f16_vnni, inf__llm_dot4_q8_0_vnni, inf__llm_dot4_q4_0_vnni, inf__llm_dot4_q4_1_vnni},
      inf__llm_quantize_q8_0_vnni, inf__llm_quantize_q8_1_vnni},
 };
 
