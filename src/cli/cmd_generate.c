@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "infera/llm.h"
 #include "infera/tokenizer.h"
+#include "registry/model_ref.h"
 
 #define CMD "generate"
 
@@ -168,6 +169,15 @@ int cmd_generate(int argc, char **argv) {
     int32_t *prompt = NULL, *stops = NULL;
     out_state out = {0};
     rc = 1;
+    /* NAME@ALIAS and other registry references name a registered GGUF file */
+    static char ref_path[4200], draft_path[4200];
+    if (inf__llm_ref_resolve(o.ref, ref_path, sizeof ref_path, &err) != INF_OK ||
+        (o.draft_ref && inf__llm_ref_resolve(o.draft_ref, draft_path, sizeof draft_path, &err) != INF_OK)) {
+        cli_fail(CMD, "%s", err.message);
+        goto done;
+    }
+    o.ref = ref_path;
+    if (o.draft_ref) o.draft_ref = draft_path;
     if (inf_tokenizer_load(o.ref, &tok, &err) != INF_OK) {
         cli_fail(CMD, "%s", err.message);
         goto done;

@@ -51,4 +51,8 @@ inf_status inf__model_ref_open(const char *ref, const inf__model_ref_options *op
                                inf_error *err);
 void inf__model_ref_close(inf__model_ref *m);
 
+/* llm_ref.c: a GGUF model reference (a file, or NAME[@VERSION|@ALIAS] in the
+ * registry, artifact SHA-256 checked) -> the path of the file. */
+inf_status inf__llm_ref_resolve(const char *ref, char *path, size_t size, inf_error *err);
+
 #endif /* INF_REGISTRY_MODEL_REF_H */
