@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "infera/registry.h"
 #include "registry/model_ref.h"
@@ -29,12 +30,20 @@ static int file_sha256(const char *path, char hex[65]) {
 }
 
 inf_status inf__llm_ref_resolve(const char *ref, char *path, size_t size, inf_error *err) {
-    if (inf_registry_ref_is_path(ref)) {
+    return inf__llm_ref_resolve_at(ref, NULL, NULL, path, size, err);
+}
+
+inf_status inf__llm_ref_resolve_at(const char *ref, const char *home, const char *registry_url, char *path,
+                                   size_t size, inf_error *err) {
+    size_t n = strlen(ref);
+    if (inf_registry_ref_is_path(ref) || (n > 5 && !strcasecmp(ref + n - 5, ".gguf"))) {
         snprintf(path, size, "%s", ref);
         return INF_OK;
     }
     inf_registry_options o;
     inf_registry_options_from_env(&o);
+    if (home) o.home = home;
+    if (registry_url) o.url = registry_url;
     inf_registry *r = NULL;
     inf_status st = inf_registry_open(&o, &r, err);
     if (st != INF_OK) return st;

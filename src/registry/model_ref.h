@@ -54,5 +54,8 @@ void inf__model_ref_close(inf__model_ref *m);
 /* llm_ref.c: a GGUF model reference (a file, or NAME[@VERSION|@ALIAS] in the
  * registry, artifact SHA-256 checked) -> the path of the file. */
 inf_status inf__llm_ref_resolve(const char *ref, char *path, size_t size, inf_error *err);
+/* The same with a registry home / URL (NULL: the environment's). */
+inf_status inf__llm_ref_resolve_at(const char *ref, const char *home, const char *registry_url, char *path,
+                                   size_t size, inf_error *err);
 
 #endif /* INF_REGISTRY_MODEL_REF_H */
