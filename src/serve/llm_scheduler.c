@@ -92,6 +92,7 @@ struct srv_llm {
     int n_waiting;
     /* embedding jobs are run by the scheduler between rounds */
     struct embed_job *embeds;
+    inf_llm_context *embed_ctx; /* made when an embedding finds every slot busy */
     /* metrics */
     _Atomic uint64_t prompt_tokens, generation_tokens, requests_ok;
     _Atomic int running, waiting;
@@ -257,8 +258,6 @@ static int step(srv_llm *l, llm_slot *s) {
     return 0;
 }
 
-/* Mean of the final hidden states is not in the engine API: embeddings run
- * through the public eval and are refused by the caller when unavailable. */
 static void run_embed(srv_llm *l, embed_job *j);
 
 static void *scheduler(void *arg) {
@@ -325,17 +324,22 @@ static void *scheduler(void *arg) {
 
 /* ---- embeddings ---------------------------------------------------------------- */
 
-/* The embedding context is slot 0's when free... simpler and safe: a context
- * of its own made per job would allocate a KV cache per request; instead the
- * job borrows the first free slot's context for the duration (the scheduler
- * thread runs it, so no slot is mid-step). */
+/* An embedding borrows a free slot's context (the scheduler thread runs it
+ * between rounds, so no slot is mid-step); when every slot is generating it
+ * uses a context of its own, made on first need and kept. */
 static void run_embed(srv_llm *l, embed_job *j) {
     inf_llm_context *c = NULL;
     for (int i = 0; i < l->n_slots && !c; i++)
         if (!l->slots[i].req) c = l->slots[i].ctx;
+    if (!c && !l->embed_ctx) {
+        inf_llm_context_options co;
+        inf_llm_context_options_init(&co);
+        co.n_ctx = l->n_ctx;
+        if (inf_llm_context_new(l->model, &co, &l->embed_ctx, &j->err) != INF_OK) l->embed_ctx = NULL;
+    }
+    if (!c) c = l->embed_ctx;
     if (!c) {
-        j->st = INF_EBUSY;
-        inf_error_set(&j->err, INF_EBUSY, "model '%s': every slot is generating; retry", l->name);
+        j->st = j->err.status ? j->err.status : INF_ENOMEM;
     } else {
         inf_llm_context_rewind(c, 0, &j->err);
         j->st = inf_llm_context_embed(c, j->tokens, j->n, j->out, &j->err);
@@ -444,6 +448,7 @@ inf_status inf__serve_llm_submit(srv_llm *l, const int32_t *prompt, int n_prompt
 static void llm_free(srv_llm *l) {
     if (!l) return;
     for (int i = 0; l->slots && i < l->n_slots; i++) inf_llm_context_free(l->slots[i].ctx);
+    inf_llm_context_free(l->embed_ctx);
     free(l->slots);
     free(l->eog);
     free(l->chat_template);

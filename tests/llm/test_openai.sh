@@ -44,5 +44,28 @@ done
 BASE_URL="$URL" MODEL=smol MAX_TOKENS=$N EXPECT_JSON="$EXPECT" node "$NPM_DIR/openai_client.mjs"
 kill -TERM $PID
 wait $PID
+# a registered GGUF served by alias (--model NAME=NAME@production) answers like the file
+HOME_DIR=$(mktemp -d)
+export INFERA_HOME=$HOME_DIR
+"$INFERA" registry register smol "$MODEL" >/dev/null && "$INFERA" registry alias smol@1 production >/dev/null
+"$INFERA" serve --port 0 --model "chat=smol@production" --llm-slots 1 --llm-ctx 256 2>"$LOG" &
+PID=$!
+trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$LOG" "$HOME_DIR"' EXIT
+URL=""
+for _ in $(seq 1 100); do
+  URL=$(grep -o 'listening on http://[^ ]*' "$LOG" | sed 's/listening on //' || true)
+  [ -n "$URL" ] && break
+  kill -0 $PID 2>/dev/null || { cat "$LOG"; exit 1; }
+  sleep 0.1
+done
+GOT=$(curl -s "$URL/v1/completions" -d "{\"model\":\"chat\",\"prompt\":\"$PROMPT\",\"max_tokens\":$N,\"temperature\":0}")
+python3 -c '
+import json, sys
+got, want = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+ok = got["choices"][0]["text"] == want["text"]
+print(("ok  " if ok else "FAIL") + " serve --model chat=smol@production (registry) answers like the file")
+sys.exit(0 if ok else 1)' "$GOT" "$CLI"
+kill -TERM $PID
+wait $PID
 trap - EXIT
-rm -f "$LOG"
+rm -rf "$LOG" "$HOME_DIR"
