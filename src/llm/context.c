@@ -145,9 +145,38 @@ static inline void store(const matmul_part *p, int t, int64_t r, float v) {
     *dst = p->add ? *dst + v : v;
 }
 
+/* Rows in groups of eight through the eight-row kernel, eight tokens at a time;
+ * the remaining rows through its one-row twin (the same sums). */
+static void part_rows_gemm8(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
+    const inf__llm_weight *w = p->w;
+    const inf__llm_qtype *q = w->q;
+    for (int t0 = 0; t0 < j->n; t0 += TOKEN_BLOCK) {
+        int t1 = t0 + TOKEN_BLOCK < j->n ? t0 + TOKEN_BLOCK : j->n;
+        int64_t r = begin;
+        for (; r + 8 <= end; r += 8) {
+            const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+            for (int t = t0; t < t1; t += INF__LLM_GEMM_TOKENS) {
+                int nt = t1 - t < INF__LLM_GEMM_TOKENS ? t1 - t : INF__LLM_GEMM_TOKENS;
+                float o[8 * INF__LLM_GEMM_TOKENS];
+                q->gemm8(w->cols, wr, w->row_bytes, j->qx + (size_t)t * j->qx_stride, j->qx_stride, nt, o);
+                for (int u = 0; u < nt; u++)
+                    for (int e = 0; e < 8; e++) store(p, t + u, r + e, o[8 * u + e]);
+            }
+        }
+        for (; r < end; r++) {
+            const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+            for (int t = t0; t < t1; t++) store(p, t, r, q->dot(w->cols, wr, j->qx + (size_t)t * j->qx_stride));
+        }
+    }
+}
+
 static void part_rows(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
     const inf__llm_weight *w = p->w;
     const inf__llm_qtype *q = w->q;
+    if (q->gemm8) {
+        part_rows_gemm8(j, p, begin, end);
+        return;
+    }
     for (int t0 = 0; t0 < j->n; t0 += TOKEN_BLOCK) {
         int t1 = t0 + TOKEN_BLOCK < j->n ? t0 + TOKEN_BLOCK : j->n;
         for (int64_t r = begin; r < end; r++) {
