@@ -93,6 +93,7 @@ struct srv_llm {
     /* embedding jobs are run by the scheduler between rounds */
     struct embed_job *embeds;
     inf_llm_context *embed_ctx; /* made when an embedding finds every slot busy */
+    srv_model_metrics *audit; /* from the registry: the entry models.c's auditor writes from */
     /* metrics */
     _Atomic uint64_t prompt_tokens, generation_tokens, requests_ok;
     _Atomic int running, waiting;
@@ -503,6 +504,16 @@ inf_status inf__serve_llm_add(srv_server *srv, const char *name, const char *pat
         return st;
     }
     l->n_ctx = inf_llm_context_n_ctx(l->slots[0].ctx);
+    if (registry_version > 0) { /* generations are audited like predictions (one row each) */
+        char version[32];
+        snprintf(version, sizeof version, "%lld", (long long)registry_version);
+        l->audit = inf__serve_metrics_get(&srv->metrics, name, version);
+        if (l->audit) {
+            l->audit->registry_version = registry_version;
+            inf__serve_copy_str(l->audit->registry_name, sizeof l->audit->registry_name, registry_name);
+            atomic_store(&l->audit->loaded, 1);
+        }
+    }
     if (pthread_create(&l->thread, NULL, scheduler, l)) {
         llm_free(l);
         return inf_error_set(err, INF_ENOMEM, "cannot start the scheduler thread of model '%s'", name);
@@ -525,6 +536,7 @@ srv_llm *inf__serve_llm_find(srv_server *srv, const char *name) {
 }
 
 const char *inf__serve_llm_name(const srv_llm *l) { return l->name; }
+srv_model_metrics *inf__serve_llm_audit_metrics(const srv_llm *l) { return l->audit; }
 const char *inf__serve_llm_chat_template(const srv_llm *l) { return l->chat_template; }
 int inf__serve_llm_n_ctx(const srv_llm *l) { return l->n_ctx; }
 const struct inf_tokenizer *inf__serve_llm_tokenizer(const srv_llm *l) { return l->tok; }

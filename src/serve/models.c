@@ -1012,13 +1012,17 @@ inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const
 /* ---- audit and alias polling ---------------------------------------------- */
 
 void inf__serve_models_note_prediction(srv_models *ms, srv_version *v, int who, int64_t rows) {
-    if (!v->metrics || !v->registry_version) return;
+    inf__serve_models_note_rows(ms, v->metrics, who, rows);
+}
+
+void inf__serve_models_note_rows(srv_models *ms, srv_model_metrics *metrics, int who, int64_t rows) {
+    if (!metrics || !metrics->registry_version) return;
     if (who >= 0) {
         pthread_mutex_lock(&ms->audit_lock);
         int i = 0;
-        while (i < ms->n_audit && (ms->audit[i].m != v->metrics || ms->audit[i].caller != who)) i++;
+        while (i < ms->n_audit && (ms->audit[i].m != metrics || ms->audit[i].caller != who)) i++;
         if (i == ms->n_audit && ms->n_audit < MAX_AUDIT_ROWS)
-            ms->audit[ms->n_audit++] = (audit_rows){v->metrics, who, 0};
+            ms->audit[ms->n_audit++] = (audit_rows){metrics, who, 0};
         if (i < ms->n_audit) {
             ms->audit[i].rows += rows;
             pthread_mutex_unlock(&ms->audit_lock);
@@ -1026,7 +1030,7 @@ void inf__serve_models_note_prediction(srv_models *ms, srv_version *v, int who, 
         }
         pthread_mutex_unlock(&ms->audit_lock); /* table full: counted as the server's own below */
     }
-    atomic_fetch_add_explicit(&v->metrics->audit_rows, rows, memory_order_relaxed);
+    atomic_fetch_add_explicit(&metrics->audit_rows, rows, memory_order_relaxed);
 }
 
 static void audit_flush_callers(srv_models *ms);

@@ -52,6 +52,9 @@ typedef struct oai_state {
     char id[48];
     long long created;
     char model[129];
+    srv_server *srv;
+    srv_llm *llm;
+    int who;                     /* the caller (auth) for the audit */
 } oai_state;
 
 static void state_unref(oai_state *s) {
@@ -221,6 +224,8 @@ static void on_emit(srv_llm_req *r, void *user, const char *text, size_t n, cons
     } else if (!s->stream && finish && s->conn) {
         MHD_resume_connection(s->conn);
     }
+    if (finish && !cancelled && inf__serve_llm_audit_metrics(s->llm))
+        inf__serve_models_note_rows(s->srv->models, inf__serve_llm_audit_metrics(s->llm), s->who, 1);
     /* the scheduler's reference: nothing is emitted after finish (the
      * scheduler still holds r, so the lock held here outlives s) */
     if (finish) state_unref(s);
@@ -422,6 +427,9 @@ static int start(srv_request *rq, parsed *o, int32_t *ids, int n_ids, int chat, 
     s->chat = chat;
     s->include_usage = o->include_usage;
     s->conn = rq->conn;
+    s->srv = rq->srv;
+    s->llm = l;
+    s->who = rq->caller;
     s->created = (long long)time(NULL);
     snprintf(s->id, sizeof s->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)rq->request_no);
     inf__serve_copy_str(s->model, sizeof s->model, inf__serve_llm_name(l));

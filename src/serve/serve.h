@@ -360,6 +360,8 @@ void inf__serve_version_pipeline_put(srv_version *v, void *exec);
  * own principal) for the periodic audit records: one per (model, version,
  * caller) and period. */
 void inf__serve_models_note_prediction(srv_models *ms, srv_version *v, int who, int64_t rows);
+/* The same for a metrics entry (generative models: one row per generation). */
+void inf__serve_models_note_rows(srv_models *ms, srv_model_metrics *metrics, int who, int64_t rows);
 
 /* ---- notify.c -------------------------------------------------------------- */
 
@@ -405,6 +407,8 @@ const char *inf__serve_llm_chat_template(const srv_llm *l); /* tokenizer.chat_te
 int inf__serve_llm_n_ctx(const srv_llm *l);
 struct inf_tokenizer;
 const struct inf_tokenizer *inf__serve_llm_tokenizer(const srv_llm *l);
+/* The audit entry of a model from the registry (NULL for a file). */
+srv_model_metrics *inf__serve_llm_audit_metrics(const srv_llm *l);
 /* Queues a generation of prompt (copied); INF_EBUSY when the queue is full.
  * The returned request holds two references: release yours with
  * inf__serve_llm_req_release (the scheduler drops its own when done). */

@@ -67,5 +67,10 @@ print(("ok  " if ok else "FAIL") + " serve --model chat=smol@production (registr
 sys.exit(0 if ok else 1)' "$GOT" "$CLI"
 kill -TERM $PID
 wait $PID
+if "$INFERA" registry audit | grep -q 'predict .*smol@1 .*"mode":"serve".*"rows":1'; then
+  echo "ok   the generation is audited in the registry (predict smol@1, 1 row)"
+else
+  echo "FAIL no audit record of the generation"; "$INFERA" registry audit; exit 1
+fi
 trap - EXIT
 rm -rf "$LOG" "$HOME_DIR"
