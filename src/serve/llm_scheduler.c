@@ -537,6 +537,7 @@ srv_llm *inf__serve_llm_find(srv_server *srv, const char *name) {
 
 const char *inf__serve_llm_name(const srv_llm *l) { return l->name; }
 srv_model_metrics *inf__serve_llm_audit_metrics(const srv_llm *l) { return l->audit; }
+const char *inf__serve_llm_registry_name(const srv_llm *l) { return l->registry_name; }
 const char *inf__serve_llm_chat_template(const srv_llm *l) { return l->chat_template; }
 int inf__serve_llm_n_ctx(const srv_llm *l) { return l->n_ctx; }
 const struct inf_tokenizer *inf__serve_llm_tokenizer(const srv_llm *l) { return l->tok; }

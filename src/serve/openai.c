@@ -289,6 +289,8 @@ static int body_of(srv_request *rq, cJSON **out) {
     return 0;
 }
 
+/* The predictor role on the registry model behind the served name (or the
+ * served name itself for a file), checked before saying whether it exists. */
 static int authorize(srv_request *rq, const char *model) {
     srv_models *ms = rq->srv->models;
     if (!inf__serve_models_auth_enabled(ms)) return 0;
@@ -296,7 +298,11 @@ static int authorize(srv_request *rq, const char *model) {
     const char *tok = h && !strncasecmp(h, "Bearer ", 7) ? h + 7 : NULL;
     inf_error e = {0};
     char reg_name[160];
-    inf__serve_models_registry_name(ms, model, reg_name, sizeof reg_name);
+    srv_llm *l = inf__serve_llm_find(rq->srv, model);
+    if (l && inf__serve_llm_registry_name(l)[0])
+        inf__serve_copy_str(reg_name, sizeof reg_name, inf__serve_llm_registry_name(l));
+    else
+        inf__serve_models_registry_name(ms, model, reg_name, sizeof reg_name);
     inf_status st = inf__serve_models_authorize(ms, tok, reg_name, 0, &rq->caller, &e);
     if (st == INF_OK) return 0;
     oai_error(rq, st == INF_EAUTH ? 401 : st == INF_EDENIED ? 403 : 503, NULL, NULL, "%s", e.message);

@@ -409,6 +409,7 @@ struct inf_tokenizer;
 const struct inf_tokenizer *inf__serve_llm_tokenizer(const srv_llm *l);
 /* The audit entry of a model from the registry (NULL for a file). */
 srv_model_metrics *inf__serve_llm_audit_metrics(const srv_llm *l);
+const char *inf__serve_llm_registry_name(const srv_llm *l); /* "" for a file */
 /* Queues a generation of prompt (copied); INF_EBUSY when the queue is full.
  * The returned request holds two references: release yours with
  * inf__serve_llm_req_release (the scheduler drops its own when done). */

@@ -72,5 +72,29 @@ if "$INFERA" registry audit | grep -q 'predict .*smol@1 .*"mode":"serve".*"rows"
 else
   echo "FAIL no audit record of the generation"; "$INFERA" registry audit; exit 1
 fi
+# auth as for other models: the predictor role on the registry model behind the served name
+tok() { grep -o 'inf_[A-Za-z0-9_]*' | head -1; }
+ADM=$("$INFERA" registry token create boss --role admin 2>&1 | tok)
+PRED=$(INFERA_TOKEN=$ADM "$INFERA" registry token create app --role predictor --model smol 2>&1 | tok)
+OTHER=$(INFERA_TOKEN=$ADM "$INFERA" registry token create app2 --role predictor --model other 2>&1 | tok)
+: >"$LOG"
+INFERA_TOKEN=$ADM "$INFERA" serve --port 0 --model "chat=smol@production" --llm-slots 1 --llm-ctx 256 2>"$LOG" &
+PID=$!
+URL=""
+for _ in $(seq 1 100); do
+  URL=$(grep -o 'listening on http://[^ ]*' "$LOG" | sed 's/listening on //' || true)
+  [ -n "$URL" ] && break
+  sleep 0.1
+done
+BODY="{\"model\":\"chat\",\"prompt\":\"Hi\",\"max_tokens\":2,\"temperature\":0}"
+code() { curl -s -o /dev/null -w '%{http_code}' "$@" "$URL/v1/completions" -d "$BODY"; }
+CODES="$(code) $(code -H "Authorization: Bearer $OTHER") $(code -H "Authorization: Bearer $PRED")"
+kill -TERM $PID
+wait $PID
+if [ "$CODES" = "401 403 200" ]; then
+  echo "ok   auth: no token 401, another model's predictor 403, smol's predictor 200"
+else
+  echo "FAIL auth: got $CODES, want 401 403 200"; exit 1
+fi
 trap - EXIT
 rm -rf "$LOG" "$HOME_DIR"
