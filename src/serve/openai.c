@@ -29,6 +29,7 @@
  */
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
