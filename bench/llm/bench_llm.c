@@ -93,7 +93,7 @@ int main(int argc, char **argv) {
         if (t1 - t0 < best_pp) best_pp = t1 - t0;
         if (t3 - t2 < best_tg) best_tg = t3 - t2;
     }
-    double bw = read_bandwidth_gbs();
+    double bw = getenv("BENCH_LLM_NO_BW") ? 0 : read_bandwidth_gbs();
     printf("{\"model\":\"%s\",\"threads\":%d,\"pp\":%d,\"tg\":%d,\"pp_tokens_per_s\":%.2f,\"tg_tokens_per_s\":%.2f,"
            "\"bytes_per_token\":%llu,\"read_gb_per_s\":%.2f,\"tg_bound_tokens_per_s\":%.1f}\n",
            argv[1], threads, pp, tg, pp > 0 ? pp / best_pp : 0.0, tg / best_tg, (unsigned long long)I->bytes_per_token,

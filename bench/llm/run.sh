@@ -47,3 +47,26 @@ for m in "${models[@]}"; do
       "$(python3 -c "print($a/$b)")" "$c" "$d" "$(python3 -c "print($c/$d)")" "$bound"
   done
 done
+
+# speculative decoding on the committed trained pair (tests/llm/models), greedy: time per output token of the
+# target alone vs with the draft, same tokens (interleaved rounds, best of each)
+T=tests/llm/models/austen-target-q8_0.gguf
+D=tests/llm/models/austen-draft-q8_0.gguf
+if [ -f "$T" ] && [ -f "$D" ]; then
+  for K in 2 4 6; do
+    python3 - "$BUILD/infera" "$T" "$D" "$K" "$ROUNDS" <<'PY'
+import json, subprocess, sys
+infera, T, D, K, rounds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+prompt = "It is a truth universally acknowledged, that a single man in possession of a good fortune"
+run = lambda *x: json.loads(subprocess.run([infera, "generate", T, "--prompt", prompt, "--max-tokens", "128",
+                                            "--json"] + list(x), check=True, capture_output=True, text=True).stdout)
+alone, spec = [], []
+for _ in range(rounds):
+    a = run(); b = run("--draft", D, "--draft-tokens", K)
+    assert a["tokens"] == b["tokens"], "speculative output differs"
+    alone.append(a["tpot_ms"]); spec.append(b["tpot_ms"])
+print("speculative K=%s: target alone %.2f ms/token, with draft %.2f ms/token: %.2fx (acceptance %.2f, %d tokens)"
+      % (K, min(alone), min(spec), min(alone) / min(spec), b["draft"]["acceptance_rate"], b["completion_tokens"]))
+PY
+  done
+fi

@@ -26,6 +26,7 @@
 #define INFERA_LLM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "infera/infera.h"
@@ -58,6 +59,10 @@ typedef struct inf_llm_model_info {
 INF_API inf_status inf_llm_model_load(const char *path, inf_llm_model **out, inf_error *err);
 INF_API void inf_llm_model_free(inf_llm_model *m);
 INF_API const inf_llm_model_info *inf_llm_model_get_info(const inf_llm_model *m);
+/* A string of the file's metadata (e.g. "tokenizer.chat_template"), borrowed
+ * from the mapping and not NUL-terminated: *len bytes; NULL when absent or
+ * not a string. */
+INF_API const char *inf_llm_model_meta_str(const inf_llm_model *m, const char *key, size_t *len);
 
 typedef struct inf_llm_context_options {
     int n_ctx;      /* positions of the KV cache; 0 = the model's context length, capped at 4096 */
@@ -85,6 +90,12 @@ INF_API inf_status inf_llm_context_eval(inf_llm_context *c, const int32_t *token
 /* Forgets every position from n_past on (speculative roll-back, reuse of a
  * shared prefix).  n_past must not exceed the current one. */
 INF_API inf_status inf_llm_context_rewind(inf_llm_context *c, int n_past, inf_error *err);
+
+/* Feeds n tokens like eval and writes the mean over them of the final hidden
+ * state (after the output norm) into out[n_embd] -- the embedding the
+ * server's /v1/embeddings and SQL's infera_embed L2-normalise. */
+INF_API inf_status inf_llm_context_embed(inf_llm_context *c, const int32_t *tokens, int n, float *out,
+                                         inf_error *err);
 
 /* ---- sampling ---- */
 typedef struct inf_llm_sampling {

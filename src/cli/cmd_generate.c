@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "infera/llm.h"
 #include "infera/tokenizer.h"
+#include "registry/llm_ref.h"
 
 #define CMD "generate"
 
@@ -38,6 +39,7 @@ typedef struct out_state {
     int32_t *ids;
     size_t n_ids, cap_ids;
     bool oom;
+    size_t n_printed; /* tokens streamed to stdout */
 } out_state;
 
 static int on_token(void *user, int32_t id) {
@@ -49,6 +51,7 @@ static int on_token(void *user, int32_t id) {
     if (!o->json) {
         fwrite(buf, 1, n, stdout);
         fflush(stdout);
+        o->n_printed++;
         return 0;
     }
     if (o->len + n + 1 > o->cap || o->n_ids + 1 > o->cap_ids) {
@@ -166,6 +169,15 @@ int cmd_generate(int argc, char **argv) {
     int32_t *prompt = NULL, *stops = NULL;
     out_state out = {0};
     rc = 1;
+    /* NAME@ALIAS and other registry references name a registered GGUF file */
+    static char ref_path[4200], draft_path[4200];
+    if (inf__llm_ref_resolve(o.ref, ref_path, sizeof ref_path, &err) != INF_OK ||
+        (o.draft_ref && inf__llm_ref_resolve(o.draft_ref, draft_path, sizeof draft_path, &err) != INF_OK)) {
+        cli_fail(CMD, "%s", err.message);
+        goto done;
+    }
+    o.ref = ref_path;
+    if (o.draft_ref) o.draft_ref = draft_path;
     if (inf_tokenizer_load(o.ref, &tok, &err) != INF_OK) {
         cli_fail(CMD, "%s", err.message);
         goto done;
@@ -214,7 +226,7 @@ int cmd_generate(int argc, char **argv) {
     out.json = o.json;
     inf_llm_generate_stats st;
     if (inf_llm_generate(t.ctx, d.ctx, prompt, (int)n, &go, on_token, &out, &st, &err) != INF_OK) {
-        if (!o.json) putchar('\n');
+        if (out.n_printed) putchar('\n');
         cli_fail(CMD, "%s", err.message);
         goto done;
     }

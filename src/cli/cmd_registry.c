@@ -313,7 +313,13 @@ static void human_show(cJSON *v) {
     print_kv_object("meta", cJSON_GetObjectItemCaseSensitive(v, "meta"));
     cJSON *sig = cJSON_GetObjectItemCaseSensitive(v, "signature");
     const char *labels[2] = {"inputs", "outputs"};
-    for (int k = 0; k < 2; k++) {
+    if (str(sig, "kind") && !strcmp(str(sig, "kind"), "gguf")) { /* a GGUF language model */
+        printf("  %-15s%s, context %lld, vocabulary %lld, weights %s, %lld parameters\n", "language model",
+               str(sig, "architecture"), (long long)num(sig, "context_length"), (long long)num(sig, "vocab_size"),
+               str(sig, "weight_type"), (long long)num(sig, "n_params"));
+        sig = NULL;
+    }
+    for (int k = 0; k < 2 && sig; k++) {
         int i = 0;
         for (cJSON *x = cJSON_GetObjectItemCaseSensitive(sig, labels[k])->child; x; x = x->next, i++) {
             printf("  %-15s", i ? "" : labels[k]);
@@ -322,11 +328,13 @@ static void human_show(cJSON *v) {
         }
     }
     cJSON *ops = cJSON_GetObjectItemCaseSensitive(sig, "opsets");
-    printf("  %-15s", "opsets");
     int i = 0;
-    for (cJSON *o = ops ? ops->child : NULL; o; o = o->next, i++)
-        printf("%s%s %lld", i ? ", " : "", str(o, "domain"), (long long)num(o, "version"));
-    printf("; %lld nodes, %lld parameters\n", (long long)num(sig, "nodes"), (long long)num(sig, "parameters"));
+    if (sig) {
+        printf("  %-15s", "opsets");
+        for (cJSON *o = ops ? ops->child : NULL; o; o = o->next, i++)
+            printf("%s%s %lld", i ? ", " : "", str(o, "domain"), (long long)num(o, "version"));
+        printf("; %lld nodes, %lld parameters\n", (long long)num(sig, "nodes"), (long long)num(sig, "parameters"));
+    }
     cJSON *p = cJSON_GetObjectItemCaseSensitive(v, "pipeline");
     if (cJSON_IsObject(p)) {
         printf("  %-15s%s (sha256 %.16s...)\n", "pipeline", opt(p, "name") ? str(p, "name") : "(unnamed)",

@@ -219,7 +219,15 @@ const cli_command cli_commands[] = {
      "generic 404.  --max-models N (default 16) caps the names the API adds.  With\n"
      "auth on, loads need publisher (a file path: admin); every load and unload is\n"
      "audited in the registry.\n"
-     "See docs/serving.md.\n"},
+     "\n"
+     "Generative models: a GGUF file (or a registry version whose artifact is one) is\n"
+     "served OpenAI-style: POST /v1/completions, /v1/chat/completions (chat template\n"
+     "recognised from the file: ChatML, llama-3, llama-2; default ChatML),\n"
+     "/v1/embeddings, GET /v1/models; \"stream\": true sends Server-Sent Events.\n"
+     "--llm-slots N (default 4) sequences are decoded together (one KV cache each);\n"
+     "--llm-ctx N (default 2048) positions per sequence; --llm-queue N (default 64)\n"
+     "requests wait for a slot before 429.  Token metrics use vLLM's names (vllm:*).\n"
+     "See docs/serving.md and docs/llm.md.\n"},
     {"quantize", cmd_quantize, "write an INT8 (QDQ or QOperator) ONNX model from an FP32 one",
      "usage: infera quantize IN -o OUT [--mode dynamic|static] [--calibration SRC [--spec FILE]\n"
      "                       [--calibration-rows N]] [--method minmax|percentile|entropy] [--per-channel]\n"

@@ -119,27 +119,64 @@ static void rmsnorm(float *out, const float *x, const float *w, int n, float eps
     for (int i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
 }
 
-typedef struct matmul_job {
+/* Products that share their activations (q, k, v; gate, up) run as one job
+ * over their concatenated rows: one fork/join of the pool instead of three. */
+typedef struct matmul_part {
     const inf__llm_weight *w;
-    const uint8_t *qx;
-    size_t qx_stride;
-    int n;
     float *y;
     size_t ldy;
     bool add;
     const float *bias;
+} matmul_part;
+
+#define MAX_PARTS 3
+typedef struct matmul_job {
+    matmul_part part[MAX_PARTS];
+    int n_parts;
+    int64_t first_row[MAX_PARTS + 1];
+    const uint8_t *qx;
+    size_t qx_stride;
+    int n;
 } matmul_job;
 
-static inline void store(const matmul_job *j, int t, int64_t r, float v) {
-    float *dst = j->y + (size_t)t * j->ldy + r;
-    if (j->bias) v += j->bias[r];
-    *dst = j->add ? *dst + v : v;
+static inline void store(const matmul_part *p, int t, int64_t r, float v) {
+    float *dst = p->y + (size_t)t * p->ldy + r;
+    if (p->bias) v += p->bias[r];
+    *dst = p->add ? *dst + v : v;
 }
 
-static void matmul_rows(void *arg, int64_t begin, int64_t end) {
-    const matmul_job *j = arg;
-    const inf__llm_weight *w = j->w;
+/* Rows in groups of eight through the eight-row kernel, eight tokens at a time;
+ * the remaining rows through its one-row twin (the same sums). */
+static void part_rows_gemm8(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
+    const inf__llm_weight *w = p->w;
     const inf__llm_qtype *q = w->q;
+    for (int t0 = 0; t0 < j->n; t0 += TOKEN_BLOCK) {
+        int t1 = t0 + TOKEN_BLOCK < j->n ? t0 + TOKEN_BLOCK : j->n;
+        int64_t r = begin;
+        for (; r + 8 <= end; r += 8) {
+            const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+            for (int t = t0; t < t1; t += INF__LLM_GEMM_TOKENS) {
+                int nt = t1 - t < INF__LLM_GEMM_TOKENS ? t1 - t : INF__LLM_GEMM_TOKENS;
+                float o[8 * INF__LLM_GEMM_TOKENS];
+                q->gemm8(w->cols, wr, w->row_bytes, j->qx + (size_t)t * j->qx_stride, j->qx_stride, nt, o);
+                for (int u = 0; u < nt; u++)
+                    for (int e = 0; e < 8; e++) store(p, t + u, r + e, o[8 * u + e]);
+            }
+        }
+        for (; r < end; r++) {
+            const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+            for (int t = t0; t < t1; t++) store(p, t, r, q->dot(w->cols, wr, j->qx + (size_t)t * j->qx_stride));
+        }
+    }
+}
+
+static void part_rows(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
+    const inf__llm_weight *w = p->w;
+    const inf__llm_qtype *q = w->q;
+    if (q->gemm8) {
+        part_rows_gemm8(j, p, begin, end);
+        return;
+    }
     for (int t0 = 0; t0 < j->n; t0 += TOKEN_BLOCK) {
         int t1 = t0 + TOKEN_BLOCK < j->n ? t0 + TOKEN_BLOCK : j->n;
         for (int64_t r = begin; r < end; r++) {
@@ -149,11 +186,30 @@ static void matmul_rows(void *arg, int64_t begin, int64_t end) {
                 for (; t + 4 <= t1; t += 4) {
                     float o[4];
                     q->dot4(w->cols, wr, j->qx + (size_t)t * j->qx_stride, j->qx_stride, o);
-                    for (int u = 0; u < 4; u++) store(j, t + u, r, o[u]);
+                    for (int u = 0; u < 4; u++) store(p, t + u, r, o[u]);
                 }
-            for (; t < t1; t++) store(j, t, r, q->dot(w->cols, wr, j->qx + (size_t)t * j->qx_stride));
+            for (; t < t1; t++) store(p, t, r, q->dot(w->cols, wr, j->qx + (size_t)t * j->qx_stride));
         }
     }
+}
+
+static void matmul_rows(void *arg, int64_t begin, int64_t end) {
+    const matmul_job *j = arg;
+    for (int i = 0; i < j->n_parts; i++) {
+        int64_t b = begin > j->first_row[i] ? begin : j->first_row[i];
+        int64_t e = end < j->first_row[i + 1] ? end : j->first_row[i + 1];
+        if (b < e) part_rows(j, &j->part[i], b - j->first_row[i], e - j->first_row[i]);
+    }
+}
+
+static void matmul_parts(inf_llm_context *c, const matmul_part *parts, int n_parts, const uint8_t *qx, size_t qx_stride,
+                         int n) {
+    matmul_job j = {.n_parts = n_parts, .qx = qx, .qx_stride = qx_stride, .n = n};
+    for (int i = 0; i < n_parts; i++) {
+        j.part[i] = parts[i];
+        j.first_row[i + 1] = j.first_row[i] + parts[i].w->rows;
+    }
+    inf__pool_range(c->pool, j.first_row[n_parts], 16, matmul_rows, &j);
 }
 
 /* The activation rows x[n][w->cols] (stride ldx floats) in w's activation
@@ -170,18 +226,27 @@ static const uint8_t *convert_activations(inf_llm_context *c, const inf__llm_wei
     return c->qx;
 }
 
-/* y[t][r] (+)= x[t] . w[r] (+ bias[r]) for t < n, using converted activations. */
-static void matmul_converted(inf_llm_context *c, const inf__llm_weight *w, const uint8_t *qx, size_t qx_stride, int n,
-                             float *y, size_t ldy, bool add, const float *bias) {
-    matmul_job j = {w, qx, qx_stride, n, y, ldy, add, bias};
-    inf__pool_range(c->pool, w->rows, 16, matmul_rows, &j);
+/* y_i[t][r] (+)= x[t] . w_i[r] (+ bias_i[r]) for every part i and t < n:
+ * one job when the parts share their activation type, else one per part. */
+static void matmul_group(inf_llm_context *c, const matmul_part *parts, int n_parts, const float *x, size_t ldx, int n) {
+    bool same = true;
+    for (int i = 1; i < n_parts; i++) same = same && parts[i].w->q->act_type == parts[0].w->q->act_type;
+    size_t stride;
+    if (same) {
+        const uint8_t *qx = convert_activations(c, parts[0].w, x, ldx, n, &stride);
+        matmul_parts(c, parts, n_parts, qx, stride, n);
+        return;
+    }
+    for (int i = 0; i < n_parts; i++) {
+        const uint8_t *qx = convert_activations(c, parts[i].w, x, ldx, n, &stride);
+        matmul_parts(c, &parts[i], 1, qx, stride, n);
+    }
 }
 
 static void matmul(inf_llm_context *c, const inf__llm_weight *w, const float *x, size_t ldx, int n, float *y, size_t ldy,
                    bool add, const float *bias) {
-    size_t stride;
-    const uint8_t *qx = convert_activations(c, w, x, ldx, n, &stride);
-    matmul_converted(c, w, qx, stride, n, y, ldy, add, bias);
+    matmul_part p = {w, y, ldy, add, bias};
+    matmul_group(c, &p, 1, x, ldx, n);
 }
 
 /* cos/sin of every (token, rotation) pair, as ggml computes theta. */
@@ -223,6 +288,7 @@ static void attention(void *arg, int64_t begin, int64_t end) {
     size_t Qd = (size_t)I->n_head * hd, KVd = (size_t)I->n_head_kv * hd;
     const float *kc = c->k_cache + (size_t)j->layer * c->n_ctx * KVd, *vc = c->v_cache + (size_t)j->layer * c->n_ctx * KVd;
     float scale = 1.0f / sqrtf((float)hd);
+    const inf__llm_qtype *f32 = inf__llm_qtype_get(INF__GGML_F32, c->m->force_ref); /* q.k with the f32 row kernel */
     for (int64_t task = begin; task < end; task++) {
         int t = (int)(task / I->n_head), h = (int)(task % I->n_head), pos = c->n_past + t;
         const float *q = c->q + (size_t)t * Qd + (size_t)h * hd;
@@ -232,10 +298,7 @@ static void attention(void *arg, int64_t begin, int64_t end) {
             int nb = pos + 1 - j0 < KEY_BLOCK ? pos + 1 - j0 : KEY_BLOCK;
             float bmax = -INFINITY;
             for (int u = 0; u < nb; u++) {
-                const float *k = kc + (size_t)(j0 + u) * KVd + koff;
-                float d = 0;
-                for (int e = 0; e < hd; e++) d += q[e] * k[e];
-                s[u] = d * scale;
+                s[u] = f32->dot(hd, q, kc + (size_t)(j0 + u) * KVd + koff) * scale;
                 if (s[u] > bmax) bmax = s[u];
             }
             float mnew = bmax > mx ? bmax : mx, corr = expf(mx - mnew);
@@ -275,13 +338,9 @@ static void forward(inf_llm_context *c, const int32_t *tokens, int n, int first)
         float *kc = c->k_cache + ((size_t)l * c->n_ctx + c->n_past) * KVd;
         float *vc = c->v_cache + ((size_t)l * c->n_ctx + c->n_past) * KVd;
         for (int t = 0; t < n; t++) rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)t * E, y->attn_norm, E, m->rms_eps);
-        size_t st;
-        const uint8_t *qx = convert_activations(c, &y->wq, c->xb, E, n, &st);
-        matmul_converted(c, &y->wq, qx, st, n, c->q, Qd, false, y->bq);
-        if (y->wk.q->act_type != y->wq.q->act_type) qx = convert_activations(c, &y->wk, c->xb, E, n, &st);
-        matmul_converted(c, &y->wk, qx, st, n, kc, KVd, false, y->bk);
-        if (y->wv.q->act_type != y->wk.q->act_type) qx = convert_activations(c, &y->wv, c->xb, E, n, &st);
-        matmul_converted(c, &y->wv, qx, st, n, vc, KVd, false, y->bv);
+        const matmul_part qkv[3] = {
+            {&y->wq, c->q, Qd, false, y->bq}, {&y->wk, kc, KVd, false, y->bk}, {&y->wv, vc, KVd, false, y->bv}};
+        matmul_group(c, qkv, 3, c->xb, E, n);
         for (int t = 0; t < n; t++) {
             const float *cs = c->rope + (size_t)t * m->rope_dim;
             for (int h = 0; h < I->n_head; h++) rope_apply(m, c->q + t * Qd + (size_t)h * hd, cs);
@@ -291,10 +350,8 @@ static void forward(inf_llm_context *c, const int32_t *tokens, int n, int first)
         inf__pool_range(c->pool, (int64_t)n * I->n_head, 1, attention, &aj);
         matmul(c, &y->wo, c->att, Qd, n, c->x, E, true, y->bo);
         for (int t = 0; t < n; t++) rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)t * E, y->ffn_norm, E, m->rms_eps);
-        qx = convert_activations(c, &y->w_gate, c->xb, E, n, &st);
-        matmul_converted(c, &y->w_gate, qx, st, n, c->hb, F, false, NULL);
-        if (y->w_up.q->act_type != y->w_gate.q->act_type) qx = convert_activations(c, &y->w_up, c->xb, E, n, &st);
-        matmul_converted(c, &y->w_up, qx, st, n, c->hb2, F, false, NULL);
+        const matmul_part gate_up[2] = {{&y->w_gate, c->hb, F, false, NULL}, {&y->w_up, c->hb2, F, false, NULL}};
+        matmul_group(c, gate_up, 2, c->xb, E, n);
         swiglu(c->hb, c->hb2, (size_t)n * F);
         matmul(c, &y->w_down, c->hb, F, n, c->x, E, true, NULL);
     }
@@ -327,5 +384,35 @@ inf_status inf_llm_context_eval(inf_llm_context *c, const int32_t *tokens, int n
         done += k;
     }
     if (logits) *logits = c->logits;
+    return INF_OK;
+}
+
+/* Added for the server's /v1/embeddings and SQL's infera_embed (h/llm-serve):
+ * the final hidden states (after the output norm) of n tokens, mean-pooled
+ * into out[n_embd]; the tokens stay in the cache like eval's. */
+inf_status inf_llm_context_embed(inf_llm_context *c, const int32_t *tokens, int n, float *out, inf_error *err) {
+    const inf_llm_model *m = c->m;
+    const inf_llm_model_info *I = &m->info;
+    int E = I->n_embd;
+    if (n <= 0) return inf__error(err, INF_EINVAL, "%s: no tokens to embed", I->path);
+    if (n > c->n_ctx - c->n_past)
+        return inf__error(err, INF_ERANGE, "%s: %d tokens do not fit: %d of the context's %d positions are used", I->path,
+                          n, c->n_past, c->n_ctx);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= I->n_vocab)
+            return inf__error(err, INF_ERANGE, "%s: token id %d outside the vocabulary of %d", I->path, tokens[i],
+                              I->n_vocab);
+    for (int e = 0; e < E; e++) out[e] = 0.f;
+    for (int done = 0; done < n;) {
+        int k = n - done < c->n_batch ? n - done : c->n_batch;
+        forward(c, tokens + done, k, k); /* no logits */
+        for (int t = 0; t < k; t++) {
+            rmsnorm(c->xb, c->x + (size_t)t * E, m->output_norm, E, m->rms_eps);
+            for (int e = 0; e < E; e++) out[e] += c->xb[e];
+        }
+        c->n_past += k;
+        done += k;
+    }
+    for (int e = 0; e < E; e++) out[e] /= (float)n;
     return INF_OK;
 }

@@ -152,7 +152,11 @@ static inf_status speculative_loop(gen *g, int32_t cur, const int32_t *prompt, i
                 accepted++;
                 continue;
             }
-            for (int v = 0; v < V; v++) p[v] = p[v] > qi[v] ? p[v] - qi[v] : 0;
+            /* the residual; when rounding leaves nothing of it (p == q), p itself */
+            double mass = 0;
+            for (int v = 0; v < V; v++) mass += p[v] > qi[v] ? p[v] - qi[v] : 0;
+            if (mass > 0)
+                for (int v = 0; v < V; v++) p[v] = p[v] > qi[v] ? p[v] - qi[v] : 0;
             next = sample_probs(g->sampler, p, V);
             break;
         }

@@ -117,7 +117,11 @@ static void act_q8_0_from_float(const float *src, void *dst, int64_t k) {
         for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(src[i * QK + j]));
         float d = amax / 127, id = amax != 0 ? 127.f / amax : 0; /* as ggml's AVX2 quantizer */
         b[i].d = fp16_rounded(d);
-        for (int j = 0; j < QK; j++) b[i].qs[j] = (int8_t)nearbyintf(src[i * QK + j] * id);
+        b[i].sum = 0;
+        for (int j = 0; j < QK; j++) {
+            b[i].qs[j] = (int8_t)nearbyintf(src[i * QK + j] * id);
+            b[i].sum += b[i].qs[j];
+        }
     }
 }
 static void act_q8_1_from_float(const float *src, void *dst, int64_t k) {
@@ -207,7 +211,7 @@ static inf__llm_qtype qtypes[N_VARIANTS][5] = {
 /* Activation-only formats: conversions from float, no weight kernels. */
 static inf__llm_qtype acts[N_VARIANTS][2] = {
     [ROW_REF] = {
-        {INF__LLM_ACT_Q8_0, "q8_0 activations", QK, 36, INF__LLM_ACT_Q8_0, NULL, act_q8_0_from_float, NULL, NULL, NULL},
+        {INF__LLM_ACT_Q8_0, "q8_0 activations", QK, 40, INF__LLM_ACT_Q8_0, NULL, act_q8_0_from_float, NULL, NULL, NULL},
         {INF__LLM_ACT_Q8_1, "q8_1 activations", QK, 40, INF__LLM_ACT_Q8_1, NULL, act_q8_1_from_float, NULL, NULL, NULL},
     },
 };
@@ -222,17 +226,23 @@ static void fill_fast(void) {
     typedef struct isa_kernels {
         struct { inf__llm_dot_fn dot; inf__llm_dot4_fn dot4; } row[5];
         inf__llm_from_float_fn q8_0, q8_1;
+        inf__llm_gemm8_fn gemm8[3]; /* q8_0, q4_0, q4_1 */
+        inf__llm_dot_fn rowx[3];
     } isa_kernels;
     static const isa_kernels avx2 = {
-        {{inf__llm_dot_f32_avx2, inf__llm_dot4_f32_avx2}, {inf__llm_dot_f16_avx2, NULL},
+        {{inf__llm_dot_f32_avx2, inf__llm_dot4_f32_avx2}, {inf__llm_dot_f16_avx2, inf__llm_dot4_f16_avx2},
          {inf__llm_dot_q8_0_avx2, inf__llm_dot4_q8_0_avx2}, {inf__llm_dot_q4_0_avx2, inf__llm_dot4_q4_0_avx2},
          {inf__llm_dot_q4_1_avx2, inf__llm_dot4_q4_1_avx2}},
-        inf__llm_quantize_q8_0_avx2, inf__llm_quantize_q8_1_avx2};
+        inf__llm_quantize_q8_0_avx2, inf__llm_quantize_q8_1_avx2,
+        {inf__llm_gemm8_q8_0_avx2, inf__llm_gemm8_q4_0_avx2, inf__llm_gemm8_q4_1_avx2},
+        {inf__llm_rowx_q8_0_avx2, inf__llm_rowx_q4_0_avx2, inf__llm_rowx_q4_1_avx2}};
     static const isa_kernels vnni = {
-        {{inf__llm_dot_f32_vnni, inf__llm_dot4_f32_vnni}, {inf__llm_dot_f16_vnni, NULL},
+        {{inf__llm_dot_f32_vnni, inf__llm_dot4_f32_vnni}, {inf__llm_dot_f16_vnni, inf__llm_dot4_f16_vnni},
          {inf__llm_dot_q8_0_vnni, inf__llm_dot4_q8_0_vnni}, {inf__llm_dot_q4_0_vnni, inf__llm_dot4_q4_0_vnni},
          {inf__llm_dot_q4_1_vnni, inf__llm_dot4_q4_1_vnni}},
-        inf__llm_quantize_q8_0_vnni, inf__llm_quantize_q8_1_vnni};
+        inf__llm_quantize_q8_0_vnni, inf__llm_quantize_q8_1_vnni,
+        {inf__llm_gemm8_q8_0_vnni, inf__llm_gemm8_q4_0_vnni, inf__llm_gemm8_q4_1_vnni},
+        {inf__llm_rowx_q8_0_vnni, inf__llm_rowx_q4_0_vnni, inf__llm_rowx_q4_1_vnni}};
     __builtin_cpu_init();
     bool has_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
                     __builtin_cpu_supports("avx512bw") && !getenv("INFERA_LLM_NO_AVX512");
@@ -241,6 +251,12 @@ static void fill_fast(void) {
     for (int i = 0; i < 5; i++) {
         qtypes[ROW_FAST][i].dot = k->row[i].dot;
         qtypes[ROW_FAST][i].dot4 = k->row[i].dot4;
+    }
+    /* block formats: eight-row kernels, and their exact one-row twins for the rest */
+    for (int i = 2; i < 5; i++) {
+        qtypes[ROW_FAST][i].gemm8 = k->gemm8[i - 2];
+        qtypes[ROW_FAST][i].dot = k->rowx[i - 2];
+        qtypes[ROW_FAST][i].dot4 = NULL;
     }
     acts[ROW_FAST][0].from_float = k->q8_0;
     acts[ROW_FAST][1].from_float = k->q8_1;

@@ -24,7 +24,7 @@ typedef struct { uint16_t d, s; int8_t qs[QK]; } inf__blk_q8_1;       /* 36 byte
 /* Activations live only in memory, so their blocks keep the scales as the
  * floats of the fp16 values ggml stores (same numbers, no conversion in the
  * inner loops): q8_0 and q8_1 activations. */
-typedef struct { float d; int8_t qs[QK]; } inf__blk_q8_0a;            /* 36 bytes */
+typedef struct { float d; int32_t sum; int8_t qs[QK]; } inf__blk_q8_0a; /* 40 bytes: sum = sum(qs) */
 typedef struct { float d, s; int8_t qs[QK]; } inf__blk_q8_1a;         /* 40 bytes */
 #define INF__LLM_ACT_Q8_0 0x100 /* type ids of the activation-only formats */
 #define INF__LLM_ACT_Q8_1 0x101
@@ -35,7 +35,7 @@ _Static_assert(sizeof(inf__blk_q8_0) == 34, "q8_0 block");
 _Static_assert(sizeof(inf__blk_q8_1) == 36, "q8_1 block");
 _Static_assert(sizeof(inf__blk_q4_0) == 18, "q4_0 block");
 _Static_assert(sizeof(inf__blk_q4_1) == 20, "q4_1 block");
-_Static_assert(sizeof(inf__blk_q8_0a) == 36 && sizeof(inf__blk_q8_1a) == 40, "activation blocks");
+_Static_assert(sizeof(inf__blk_q8_0a) == 40 && sizeof(inf__blk_q8_1a) == 40, "activation blocks");
 
 /* dot of a weight row (k elements of its type) with an activation row of
  * its activation type. */
@@ -43,6 +43,14 @@ typedef float (*inf__llm_dot_fn)(int64_t k, const void *w, const void *x);
 /* The same against 4 activation rows x, x + x_stride, ...: out[0..3]
  * (one unpacking of the weight row for 4 tokens: prompt processing). */
 typedef void (*inf__llm_dot4_fn)(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+/* Eight weight rows (w, w + row_bytes, ...) against n <= INF__LLM_GEMM_TOKENS
+ * activation rows: out[t * 8 + r].  Each (row, token) sum is bit for bit the one `dot` gives
+ * (per block: the exact integer dot product, then one fused multiply-add of
+ * it by d_w * d_x), whatever n and whichever rows are grouped, so a batch
+ * of tokens gets the logits of the same tokens fed one by one. */
+#define INF__LLM_GEMM_TOKENS 8
+typedef void (*inf__llm_gemm8_fn)(int64_t k, const void *w, size_t row_bytes, const void *x, size_t x_stride, int n,
+                                  float out[8 * INF__LLM_GEMM_TOKENS]);
 typedef void (*inf__llm_to_float_fn)(const void *src, float *dst, int64_t k);
 typedef void (*inf__llm_from_float_fn)(const float *src, void *dst, int64_t k);
 
@@ -56,6 +64,7 @@ typedef struct inf__llm_qtype {
     inf__llm_dot_fn dot;  /* fastest available on this CPU */
     inf__llm_dot4_fn dot4; /* NULL: call dot four times */
     inf__llm_dot_fn dot_ref;
+    inf__llm_gemm8_fn gemm8; /* when set, dot is its one-row twin (same sums) */
 } inf__llm_qtype;
 
 /* The row kernels of a ggml type, fast ones chosen for this CPU (or the
@@ -79,6 +88,7 @@ void inf__llm_dot4_q8_0_avx2(int64_t k, const void *w, const void *x, size_t x_s
 void inf__llm_dot4_q4_0_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_dot4_q4_1_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_dot4_f32_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_f16_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_quantize_q8_0_avx2(const float *src, void *dst, int64_t k);
 void inf__llm_quantize_q8_1_avx2(const float *src, void *dst, int64_t k);
 /* AVX-512 VNNI twins (quant_avx512.c): same signatures, suffix _vnni. */
@@ -91,8 +101,22 @@ void inf__llm_dot4_q8_0_vnni(int64_t k, const void *w, const void *x, size_t x_s
 void inf__llm_dot4_q4_0_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_dot4_q4_1_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_dot4_f32_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_f16_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_quantize_q8_0_vnni(const float *src, void *dst, int64_t k);
 void inf__llm_quantize_q8_1_vnni(const float *src, void *dst, int64_t k);
+/* Eight-row kernels and their exact one-row twins (quant_avx2.c / _avx512.c). */
+void inf__llm_gemm8_q8_0_avx2(int64_t k, const void *w, size_t rb, const void *x, size_t xs, int n, float out[8 * INF__LLM_GEMM_TOKENS]);
+void inf__llm_gemm8_q4_0_avx2(int64_t k, const void *w, size_t rb, const void *x, size_t xs, int n, float out[8 * INF__LLM_GEMM_TOKENS]);
+void inf__llm_gemm8_q4_1_avx2(int64_t k, const void *w, size_t rb, const void *x, size_t xs, int n, float out[8 * INF__LLM_GEMM_TOKENS]);
+float inf__llm_rowx_q8_0_avx2(int64_t k, const void *w, const void *x);
+float inf__llm_rowx_q4_0_avx2(int64_t k, const void *w, const void *x);
+float inf__llm_rowx_q4_1_avx2(int64_t k, const void *w, const void *x);
+void inf__llm_gemm8_q8_0_vnni(int64_t k, const void *w, size_t rb, const void *x, size_t xs, int n, float out[8 * INF__LLM_GEMM_TOKENS]);
+void inf__llm_gemm8_q4_0_vnni(int64_t k, const void *w, size_t rb, const void *x, size_t xs, int n, float out[8 * INF__LLM_GEMM_TOKENS]);
+void inf__llm_gemm8_q4_1_vnni(int64_t k, const void *w, size_t rb, const void *x, size_t xs, int n, float out[8 * INF__LLM_GEMM_TOKENS]);
+float inf__llm_rowx_q8_0_vnni(int64_t k, const void *w, const void *x);
+float inf__llm_rowx_q4_0_vnni(int64_t k, const void *w, const void *x);
+float inf__llm_rowx_q4_1_vnni(int64_t k, const void *w, const void *x);
 /* Which kernels inf__llm_qtype_get hands out: "vnni", "avx2" or "reference". */
 const char *inf__llm_kernel_isa(void);
 

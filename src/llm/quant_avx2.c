@@ -95,6 +95,28 @@ float KN(dot_f16)(int64_t k, const void *w, const void *x) {
     return s;
 }
 
+/* Four rows of activations; per row bit for bit KN(dot_f16)'s sums. */
+void KN(dot4_f16)(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]) {
+    const uint16_t *a = w, *b[4];
+    for (int r = 0; r < 4; r++) b[r] = (const uint16_t *)((const char *)x + (size_t)r * x_stride);
+    __m256 s0[4], s1[4];
+    for (int r = 0; r < 4; r++) s0[r] = s1[r] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= k; i += 16) {
+        __m256 a0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i)));
+        __m256 a1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i + 8)));
+        for (int r = 0; r < 4; r++) {
+            s0[r] = _mm256_fmadd_ps(a0, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b[r] + i))), s0[r]);
+            s1[r] = _mm256_fmadd_ps(a1, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b[r] + i + 8))), s1[r]);
+        }
+    }
+    for (int r = 0; r < 4; r++) {
+        float s = hsum_ps(_mm256_add_ps(s0[r], s1[r]));
+        for (int64_t j = i; j < k; j++) s += h2f(a[j]) * h2f(b[r][j]);
+        out[r] = s;
+    }
+}
+
 /* ---- q8_0, q4_0, q4_1 ----
  * Even blocks accumulate into acc0, odd ones into acc1; the single-row and
  * four-row kernels do the same float operations in the same order per row,
@@ -225,13 +247,16 @@ static inline int quantize_block(const float *src, int8_t *qs, float *d_out) {
     __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), mode));
     __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), mode));
     __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, id), mode));
-    __m256i s = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
-    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
     __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
     p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256((__m256i *)qs, p);
+    /* the sum of the stored bytes (not of the int32 values: a NaN or infinite
+     * input converts to INT_MIN, which the packs saturate), so it is always
+     * within +-4096 and exactly what the kernels' offsets need */
+    __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), p), _mm256_set1_epi16(1));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
 #undef mode
     return _mm_cvtsi128_si32(s4);
 }
@@ -243,7 +268,7 @@ void KN(quantize_q8_0)(const float *src, void *dst, int64_t k) {
     inf__blk_q8_0a *b = dst;
     for (int64_t i = 0; i < k / QK; i++) {
         float d;
-        quantize_block(src + i * QK, b[i].qs, &d);
+        b[i].sum = quantize_block(src + i * QK, b[i].qs, &d);
         b[i].d = fp16_rounded(d);
     }
 }
@@ -257,3 +282,127 @@ void KN(quantize_q8_1)(const float *src, void *dst, int64_t k) {
         b[i].s = fp16_rounded(d * sum);
     }
 }
+
+/* ---- eight-row kernels ----
+ * A weight block becomes 32 unsigned bytes u = q + offset (q4_0: nibble, offset
+ * 8; q8_0: q ^ 0x80, offset 128; q4_1: nibble, offset 0 and a minimum), so one
+ * vpdpbusd (or maddubs + madd) per (row, token) gives its 32 products; eight
+ * rows' partial sums are reduced together into one vector (lane = row), the
+ * offset removed with the activation block's integer sum, and that exact
+ * integer sum is scaled into one float accumulator lane per (row, token):
+ *   acc = fma((float)isum, d_w * d_x, acc);   accm = fma(m_w, s_x, accm) (q4_1)
+ * The one-row twins (rowx) do the same operations on scalars.
+ */
+
+enum { FMT_Q8_0, FMT_Q4_0, FMT_Q4_1 };
+
+static inline __m256i dpbusd_i32(__m256i u, __m256i y) {
+#ifdef INF_LLM_VNNI
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, y);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, y), _mm256_set1_epi16(1));
+#endif
+}
+
+/* Without VNNI, maddubs would saturate on 255 x 127 pairs: q8_0 stays signed
+ * there and takes the sign trick instead of the +128 offset. */
+#ifdef INF_LLM_VNNI
+#define Q8_SIGNED 0
+#else
+#define Q8_SIGNED 1
+#endif
+
+static inline __m256i weight_bytes(int fmt, const uint8_t *b) {
+    if (fmt == FMT_Q8_0) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(b + 2));
+        return Q8_SIGNED ? v : _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
+    }
+    return unpack_nibbles(b + (fmt == FMT_Q4_1 ? 4 : 2));
+}
+static inline int fmt_offset(int fmt) { return fmt == FMT_Q8_0 ? (Q8_SIGNED ? 0 : 128) : fmt == FMT_Q4_0 ? 8 : 0; }
+static inline __m256i block_dot(int fmt, __m256i u, __m256i y) {
+    if (fmt == FMT_Q8_0 && Q8_SIGNED)
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(u, u), _mm256_sign_epi8(y, u)), _mm256_set1_epi16(1));
+    return dpbusd_i32(u, y);
+}
+static inline size_t fmt_block(int fmt) { return fmt == FMT_Q8_0 ? 34 : fmt == FMT_Q4_0 ? 18 : 20; }
+static inline size_t fmt_act(int fmt) { return fmt == FMT_Q4_1 ? sizeof(inf__blk_q8_1a) : sizeof(inf__blk_q8_0a); }
+
+/* lane r = sum of the 8 lanes of p[r] */
+static inline __m256i hsum8x8(const __m256i p[8]) {
+    __m256i s01 = _mm256_hadd_epi32(p[0], p[1]), s23 = _mm256_hadd_epi32(p[2], p[3]);
+    __m256i s45 = _mm256_hadd_epi32(p[4], p[5]), s67 = _mm256_hadd_epi32(p[6], p[7]);
+    __m256i s0123 = _mm256_hadd_epi32(s01, s23), s4567 = _mm256_hadd_epi32(s45, s67);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(s0123, s4567, 0x20),
+                            _mm256_permute2x128_si256(s0123, s4567, 0x31));
+}
+
+/* activation block fields: d, the integer sum (q8_0 form) or s (q8_1 form), qs */
+static inline float act_d(const uint8_t *a) { float d; memcpy(&d, a, 4); return d; }
+static inline int32_t act_sum(const uint8_t *a) { int32_t s; memcpy(&s, a + 4, 4); return s; }
+static inline float act_s(const uint8_t *a) { float s; memcpy(&s, a + 4, 4); return s; }
+
+static inline void gemm8(int fmt, int64_t k, const uint8_t *w, size_t rb, const uint8_t *x, size_t xs, int n,
+                         float out[8 * INF__LLM_GEMM_TOKENS]) {
+    const size_t bs = fmt_block(fmt), as = fmt_act(fmt);
+    const int off = fmt_offset(fmt);
+    __m256 acc[INF__LLM_GEMM_TOKENS], accm[INF__LLM_GEMM_TOKENS];
+    for (int t = 0; t < INF__LLM_GEMM_TOKENS; t++) acc[t] = accm[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < k / QK; i++) {
+        __m256i u[8];
+        uint16_t dh[8], mh[8];
+        for (int r = 0; r < 8; r++) {
+            const uint8_t *b = w + (size_t)r * rb + (size_t)i * bs;
+            memcpy(&dh[r], b, 2);
+            if (fmt == FMT_Q4_1) memcpy(&mh[r], b + 2, 2);
+            u[r] = weight_bytes(fmt, b);
+        }
+        __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dh));
+        __m256 mw = fmt == FMT_Q4_1 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)mh)) : _mm256_setzero_ps();
+        for (int t = 0; t < n; t++) {
+            const uint8_t *a = x + (size_t)t * xs + (size_t)i * as;
+            __m256i y = _mm256_loadu_si256((const __m256i *)(a + 8)); /* qs after d and sum/s */
+            __m256i p[8];
+            for (int r = 0; r < 8; r++) p[r] = block_dot(fmt, u[r], y);
+            __m256i isum = hsum8x8(p);
+            if (off) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(off * act_sum(a)));
+            __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(act_d(a)));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, acc[t]);
+            if (fmt == FMT_Q4_1) accm[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(act_s(a)), accm[t]);
+        }
+    }
+    for (int t = 0; t < n; t++) _mm256_storeu_ps(out + 8 * t, _mm256_add_ps(acc[t], accm[t]));
+}
+
+static inline float rowx(int fmt, int64_t k, const uint8_t *w, const uint8_t *x) {
+    const size_t bs = fmt_block(fmt), as = fmt_act(fmt);
+    const int off = fmt_offset(fmt);
+    float acc = 0, accm = 0;
+    for (int64_t i = 0; i < k / QK; i++) {
+        const uint8_t *b = w + (size_t)i * bs, *a = x + (size_t)i * as;
+        uint16_t dh, mh = 0;
+        memcpy(&dh, b, 2);
+        if (fmt == FMT_Q4_1) memcpy(&mh, b + 2, 2);
+        __m256i p = block_dot(fmt, weight_bytes(fmt, b), _mm256_loadu_si256((const __m256i *)(a + 8)));
+        __m128i q = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+        q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
+        q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
+        int32_t isum = _mm_cvtsi128_si32(q) - (off ? off * act_sum(a) : 0);
+        acc = fmaf((float)isum, h2f(dh) * act_d(a), acc);
+        if (fmt == FMT_Q4_1) accm = fmaf(h2f(mh), act_s(a), accm);
+    }
+    return acc + accm;
+}
+
+void KN(gemm8_q8_0)(int64_t k, const void *w, size_t rb, const void *x, size_t xs, int n, float out[8 * INF__LLM_GEMM_TOKENS]) {
+    gemm8(FMT_Q8_0, k, w, rb, x, xs, n, out);
+}
+void KN(gemm8_q4_0)(int64_t k, const void *w, size_t rb, const void *x, size_t xs, int n, float out[8 * INF__LLM_GEMM_TOKENS]) {
+    gemm8(FMT_Q4_0, k, w, rb, x, xs, n, out);
+}
+void KN(gemm8_q4_1)(int64_t k, const void *w, size_t rb, const void *x, size_t xs, int n, float out[8 * INF__LLM_GEMM_TOKENS]) {
+    gemm8(FMT_Q4_1, k, w, rb, x, xs, n, out);
+}
+float KN(rowx_q8_0)(int64_t k, const void *w, const void *x) { return rowx(FMT_Q8_0, k, w, x); }
+float KN(rowx_q4_0)(int64_t k, const void *w, const void *x) { return rowx(FMT_Q4_0, k, w, x); }
+float KN(rowx_q4_1)(int64_t k, const void *w, const void *x) { return rowx(FMT_Q4_1, k, w, x); }

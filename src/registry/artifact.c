@@ -147,12 +147,19 @@ static void dir_of(const char *path, char *out, size_t size) {
     else snprintf(out, size, "%.*s", (int)(slash - path), path);
 }
 
+int inf__artifact_is_gguf(const inf__artifact *a) { return a->size >= 4 && !memcmp(a->data, "GGUF", 4); }
+
 inf_status inf__artifact_read(const char *model_path, inf__artifact *a, inf_error *err) {
     memset(a, 0, sizeof *a);
     inf_status st = inf__reg_read_file(model_path, "model", &a->data, &a->size, err);
     if (st) return st;
     dir_of(model_path, a->dir, sizeof a->dir);
     inf_error e;
+    if (inf__artifact_is_gguf(a)) { /* a GGUF language model is one file */
+        inf_sha256_hex(a->data, a->size, a->sha256);
+        a->total_bytes = a->size;
+        return INF_OK;
+    }
     if ((st = inf_model_external_files(a->data, a->size, &a->files, &a->n_files, &e))) {
         inf__reg_fail(err, st, "model %s does not load: %s", model_path, e.message);
         goto fail;

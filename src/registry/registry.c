@@ -508,16 +508,31 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
         snprintf(msg, sizeof msg, "%s", err ? err->message : "");
         return inf__reg_fail(err, rc, "cannot register '%s': %s", name, msg);
     }
+    /* a GGUF language model: its signature from the llm API (no ONNX load, no pipeline) */
+    if (inf__artifact_is_gguf(&art)) {
+        if (info->pipeline_path) {
+            rc = inf__reg_fail(err, INF_EINVAL, "cannot register '%s': %s is a GGUF language model, which takes no "
+                               "pipeline spec", name, info->model_path);
+            goto done;
+        }
+        if ((rc = inf__signature_gguf_json(info->model_path, &signature, err))) {
+            char msg[INF_ERROR_MESSAGE_MAX];
+            snprintf(msg, sizeof msg, "%s", err ? err->message : "");
+            inf__reg_fail(err, rc, "cannot register '%s': %s", name, msg);
+            goto done;
+        }
+    }
     /* with external data, from the file: the loader finds the data beside it */
-    rc = art.n_files ? inf_model_load(info->model_path, NULL, &model, &e)
-                     : inf_model_load_buffer(art.data, art.size, NULL, NULL, &model, &e);
+    if (signature) rc = INF_OK;
+    else rc = art.n_files ? inf_model_load(info->model_path, NULL, &model, &e)
+                          : inf_model_load_buffer(art.data, art.size, NULL, NULL, &model, &e);
     if (rc) {
         /* loaded from the bytes read, the loader names the model "<memory>": the path is named already */
         const char *why = strncmp(e.message, "<memory>: ", 10) ? e.message : e.message + 10;
         inf__reg_fail(err, rc, "cannot register '%s': model %s does not load: %s", name, info->model_path, why);
         goto done;
     }
-    if ((rc = inf__signature_json(model, &signature, err))) goto done;
+    if (!signature && (rc = inf__signature_json(model, &signature, err))) goto done;
     if (info->pipeline_path) {
         if ((rc = inf__reg_read_file(info->pipeline_path, "pipeline spec", &spec_data, &spec_size, err))) goto done;
         char *text = realloc(spec_data, spec_size + 1);

@@ -95,6 +95,8 @@ typedef struct inf__artifact {
 } inf__artifact;
 /* Reads a model file, lists its external files and digests it all. */
 inf_status inf__artifact_read(const char *model_path, inf__artifact *a, inf_error *err);
+/* 1 when the bytes read are a GGUF file (a language model: one file, no ONNX parse). */
+int inf__artifact_is_gguf(const inf__artifact *a);
 void inf__artifact_clear(inf__artifact *a);
 /* Stores a under artifacts/sha256/ unless it is there; path gets the stored model's path. */
 inf_status inf__artifact_store(const char *artifacts, const inf__artifact *a, char *path, size_t path_size,
@@ -139,6 +141,9 @@ void inf__audit_denied(inf_registry *r, const char *action, const char *model, i
 /* ---- signature.c ---- */
 /* JSON text of the model's signature (inputs, outputs, opsets, sizes). */
 inf_status inf__signature_json(const inf_model *model, char **out, inf_error *err);
+/* A GGUF language model's signature: {"kind":"gguf", architecture, context
+ * length, vocabulary size, weight type, sizes} (through include/infera/llm.h). */
+inf_status inf__signature_gguf_json(const char *path, char **out, inf_error *err);
 /* Checks spec (JSON text from path) against the model; *canonical receives
  * the canonical spec text (malloc) and hash its SHA-256 -- the pipeline's
  * own spec hash, stamped on predictions. */

@@ -1,6 +1,7 @@
 /*
  * signature.c -- what the registry derives from a model and its pipeline
- * spec at registration: the signature (inputs and outputs with kinds,
+ * spec at registration (a GGUF language model: architecture, context length,
+ * vocabulary, weight type through include/infera/llm.h): the signature (inputs and outputs with kinds,
  * dtypes, shapes including symbolic dimensions; opsets; sizes), the check
  * that the spec fits the model, and the human summary of a spec for `show`.
  *
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "infera/llm.h"
 #include "infera/pipeline.h"
 #include "registry/registry_int.h"
 
@@ -128,4 +130,34 @@ cJSON *inf__pipeline_summary(const char *spec_json) {
         cJSON_AddStringToObject(s, "on_invalid", v->valuestring);
     cJSON_Delete(spec);
     return s;
+}
+
+/* ---- GGUF language models ---------------------------------------------------- */
+
+inf_status inf__signature_gguf_json(const char *path, char **out, inf_error *err) {
+    *out = NULL;
+    inf_llm_model *m = NULL;
+    inf_status st = inf_llm_model_load(path, &m, err);
+    if (st != INF_OK) return st;
+    const inf_llm_model_info *I = inf_llm_model_get_info(m);
+    cJSON *root = cJSON_CreateObject();
+    if (root) {
+        cJSON_AddStringToObject(root, "kind", "gguf");
+        cJSON_AddStringToObject(root, "architecture", I->architecture ? I->architecture : "");
+        cJSON_AddStringToObject(root, "name", I->name ? I->name : "");
+        cJSON_AddNumberToObject(root, "context_length", I->n_ctx_train);
+        cJSON_AddNumberToObject(root, "vocab_size", I->n_vocab);
+        cJSON_AddStringToObject(root, "weight_type", I->weight_type ? I->weight_type : "");
+        cJSON_AddNumberToObject(root, "n_embd", I->n_embd);
+        cJSON_AddNumberToObject(root, "n_layer", I->n_layer);
+        cJSON_AddNumberToObject(root, "n_head", I->n_head);
+        cJSON_AddNumberToObject(root, "n_head_kv", I->n_head_kv);
+        cJSON_AddNumberToObject(root, "n_params", (double)I->n_params);
+        cJSON_AddNumberToObject(root, "weight_bytes", (double)I->weight_bytes);
+        *out = cJSON_PrintUnformatted(root);
+        cJSON_Delete(root);
+    }
+    inf_llm_model_free(m);
+    if (!*out) return inf__reg_fail(err, INF_ENOMEM, "out of memory for the signature of %s", path);
+    return INF_OK;
 }

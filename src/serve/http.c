@@ -178,7 +178,14 @@ static enum MHD_Result send_response(srv_request *rq) {
     if (rq->resp.oom) inf__serve_error(rq, 503, "out of memory building the response");
     struct MHD_Response *resp;
     char *body = NULL;
-    if (rq->owner) { /* the connection's buffer, valid until the request completes */
+    if (rq->stream_read && rq->status == 200) { /* Server-Sent Events (openai.c) */
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, rq->stream_read, rq->stream_cls,
+                                                 rq->stream_free);
+        if (!resp) rq->stream_free(rq->stream_cls);
+        rq->stream_read = NULL;
+        if (!resp) return MHD_NO;
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    } else if (rq->owner) { /* the connection's buffer, valid until the request completes */
         n = rq->resp.n;
         resp = MHD_create_response_from_buffer(n, n ? rq->resp.p : (void *)"", MHD_RESPMEM_PERSISTENT);
     } else {

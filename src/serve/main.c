@@ -70,6 +70,12 @@ static const opt_row opt_table[] = {
     {"allow-repository-paths", T_BOOL, O(allow_repository_paths), 0, 1,
      "repository API: allow loading by file path (under --model-root)"},
     {"max-models", T_INT, O(max_models), 1, 64, "repository API: load no new name beyond N served models (16)"},
+    {"llm-slots", T_INT, O(llm_slots), 1, 256,
+     "generative (GGUF) models: sequences decoded together, one KV cache each (default 4)"},
+    {"llm-ctx", T_INT, O(llm_ctx), 0, 1 << 20,
+     "generative models: context positions per sequence (default 2048; 0 = the model's, at most 4096)"},
+    {"llm-queue", T_INT, O(llm_queue), 1, 1000000,
+     "generative models: requests waiting for a slot before 429 (default 64)"},
 };
 #define N_OPTS ((int)(sizeof opt_table / sizeof opt_table[0]))
 
@@ -226,6 +232,9 @@ static void defaults(srv_options *o) {
     o->drain_timeout_s = 30;
     o->poll_secs = 5;
     o->auth_cache_secs = 10;
+    o->llm_slots = 4;
+    o->llm_ctx = 2048;
+    o->llm_queue = 64;
 }
 
 int cmd_serve(int argc, char **argv) {
@@ -312,6 +321,7 @@ int cmd_serve(int argc, char **argv) {
 
     inf__serve_metrics_init(&srv->metrics);
     pthread_mutex_init(&srv->log_lock, NULL);
+    pthread_mutex_init(&srv->llm_lock, NULL);
     if (o->access_log) {
         srv->access_log = !strcmp(o->access_log, "-") ? stderr : fopen(o->access_log, "a");
         if (!srv->access_log) {
@@ -363,8 +373,10 @@ int cmd_serve(int argc, char **argv) {
                 (long long)atomic_load(&srv->in_flight));
     rc = 0;
 out_http:
+    inf__serve_llm_shutdown(srv); /* generations end: suspended streams resume before the daemon stops */
     inf__serve_http_stop(srv);
 out_models:
+    inf__serve_llm_free_all(srv);
     inf__serve_models_free(srv->models);
 out_log:
     if (srv->access_log && srv->access_log != stderr) fclose(srv->access_log);
@@ -372,6 +384,7 @@ out_metrics:
     if (rc == 0) fprintf(stderr, "infera serve: stopped\n");
     inf__serve_metrics_deinit(&srv->metrics);
     pthread_mutex_destroy(&srv->log_lock);
+    pthread_mutex_destroy(&srv->llm_lock);
 out:
     for (int i = 0; i < arena.n; i++) free(arena.items[i]);
     free(srv->model_root_real);

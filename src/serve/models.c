@@ -483,6 +483,39 @@ static int valid_name(const char *s) {
     return 1;
 }
 
+/* 1 when the file at path starts with GGUF's magic. */
+static int is_gguf_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    char magic[4] = {0};
+    int ok = f && fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
+    if (f) fclose(f);
+    return ok;
+}
+
+/* 1 (with the file's path) when ref names a GGUF model: a file, or a
+ * registry reference whose artifact is one. */
+static int gguf_ref(srv_models *ms, const char *ref, char *path, size_t size, char *reg_name, int64_t *reg_version) {
+    if (inf_registry_ref_is_path(ref) || !have_registry_api() || !inf_registry_resolve) {
+        size_t n = strlen(ref);
+        if (!(n > 5 && !strcasecmp(ref + n - 5, ".gguf")) && !is_gguf_file(ref)) return 0;
+        inf__serve_copy_str(path, size, ref);
+        return 1;
+    }
+    inf_error e = {0};
+    if (loader_registry(ms, &e) != INF_OK) return 0;
+    inf_registry_resolved res;
+    memset(&res, 0, sizeof res);
+    if (inf_registry_resolve(ms->reg, ref, &res, &e) != INF_OK) return 0;
+    int yes = is_gguf_file(res.artifact_path);
+    if (yes) {
+        inf__serve_copy_str(path, size, res.artifact_path);
+        inf__serve_copy_str(reg_name, 129, res.name);
+        *reg_version = res.version;
+    }
+    inf_registry_resolved_clear(&res);
+    return yes;
+}
+
 inf_status inf__serve_models_add(srv_models *ms, const char *spec, inf_error *err) {
     char name[129];
     const char *ref = spec;
@@ -502,6 +535,20 @@ inf_status inf__serve_models_add(srv_models *ms, const char *spec, inf_error *er
         pthread_mutex_unlock(&ms->load_lock);
         set_err(err, INF_EEXIST, "--model %s: a model named '%s' is already served", spec, name);
         return INF_EEXIST;
+    }
+    /* MODEL KIND: a GGUF file (or a registry version whose artifact is one)
+     * is a generative model, served by llm_scheduler.c / openai.c */
+    char gguf[4096], reg_name[129] = "";
+    int64_t reg_version = 0;
+    if (gguf_ref(ms, ref, gguf, sizeof gguf, reg_name, &reg_version)) {
+        inf_status st = inf__serve_llm_add(ms->srv, name, gguf, reg_name, reg_version, err);
+        pthread_mutex_unlock(&ms->load_lock);
+        if (st != INF_OK && err) {
+            char why[INF_ERROR_MESSAGE_MAX];
+            inf__serve_copy_str(why, sizeof why, err->message);
+            snprintf(err->message, sizeof err->message, "--model %s: %s", spec, why);
+        }
+        return st;
     }
     pthread_mutex_lock(&ms->lock);
     srv_slot *slot = new_slot(ms, name, ref);
@@ -945,13 +992,17 @@ inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const
 /* ---- audit and alias polling ---------------------------------------------- */
 
 void inf__serve_models_note_prediction(srv_models *ms, srv_version *v, int who, int64_t rows) {
-    if (!v->metrics || !v->registry_version) return;
+    inf__serve_models_note_rows(ms, v->metrics, who, rows);
+}
+
+void inf__serve_models_note_rows(srv_models *ms, srv_model_metrics *metrics, int who, int64_t rows) {
+    if (!metrics || !metrics->registry_version) return;
     if (who >= 0) {
         pthread_mutex_lock(&ms->audit_lock);
         int i = 0;
-        while (i < ms->n_audit && (ms->audit[i].m != v->metrics || ms->audit[i].caller != who)) i++;
+        while (i < ms->n_audit && (ms->audit[i].m != metrics || ms->audit[i].caller != who)) i++;
         if (i == ms->n_audit && ms->n_audit < MAX_AUDIT_ROWS)
-            ms->audit[ms->n_audit++] = (audit_rows){v->metrics, who, 0};
+            ms->audit[ms->n_audit++] = (audit_rows){metrics, who, 0};
         if (i < ms->n_audit) {
             ms->audit[i].rows += rows;
             pthread_mutex_unlock(&ms->audit_lock);
@@ -959,7 +1010,7 @@ void inf__serve_models_note_prediction(srv_models *ms, srv_version *v, int who, 
         }
         pthread_mutex_unlock(&ms->audit_lock); /* table full: counted as the server's own below */
     }
-    atomic_fetch_add_explicit(&v->metrics->audit_rows, rows, memory_order_relaxed);
+    atomic_fetch_add_explicit(&metrics->audit_rows, rows, memory_order_relaxed);
 }
 
 static void audit_flush_callers(srv_models *ms);

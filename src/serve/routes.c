@@ -63,6 +63,12 @@ static const srv_route routes[] = {
     {"POST", "/v2/repository/models/{name}/load", h_repo_load, ADMIN, "repository load"},
     {"POST", "/v2/repository/models/{name}/unload", h_repo_unload, ADMIN, "repository unload"},
     {"GET", "/metrics", h_metrics, OPEN_METRICS, "metrics"},
+    /* OpenAI-compatible generative endpoints (openai.c); access 0: the body
+     * names the model, so openai.c checks the predictor role once parsed */
+    {"POST", "/v1/completions", inf__serve_openai_completions, 0, "completions"},
+    {"POST", "/v1/chat/completions", inf__serve_openai_chat, 0, "chat completions"},
+    {"POST", "/v1/embeddings", inf__serve_openai_embeddings, 0, "embeddings"},
+    {"GET", "/v1/models", inf__serve_openai_models, OPEN_HEALTH, "models"},
 };
 #define N_ROUTES ((int)(sizeof routes / sizeof routes[0]))
 
@@ -263,6 +269,7 @@ static int h_metrics(srv_request *rq) {
     rq->status = 200;
     rq->content_type = "text/plain; version=0.0.4; charset=utf-8";
     inf__serve_metrics_render(&rq->srv->metrics, &rq->resp, inf__serve_models_n_loaded(rq->srv->models));
+    inf__serve_llm_metrics_render(rq->srv, &rq->resp);
     return 0;
 }
 
@@ -617,13 +624,16 @@ static void complete_records(srv_request *rq) {
 }
 
 void inf__serve_route_complete(srv_request *rq) {
-    if (rq->route && rq->route->fn == h_records)
+    if (rq->llm)
+        inf__serve_openai_complete(rq);
+    else if (rq->route && rq->route->fn == h_records)
         complete_records(rq);
     else
         complete_infer(rq);
 }
 
 void inf__serve_request_release(srv_request *rq) {
+    if (rq->llm) inf__serve_openai_release(rq);
     if (rq->job_outputs && rq->version && !rq->job.outputs_borrowed) {
         int n = inf_model_n_outputs(rq->version->model);
         for (int i = 0; i < n; i++) inf_tensor_free(rq->job_outputs[i]);

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <string.h>
 
 #include "infera/session.h"
@@ -360,6 +361,8 @@ void inf__serve_version_pipeline_put(srv_version *v, void *exec);
  * own principal) for the periodic audit records: one per (model, version,
  * caller) and period. */
 void inf__serve_models_note_prediction(srv_models *ms, srv_version *v, int who, int64_t rows);
+/* The same for a metrics entry (generative models: one row per generation). */
+void inf__serve_models_note_rows(srv_models *ms, srv_model_metrics *metrics, int who, int64_t rows);
 
 /* ---- notify.c -------------------------------------------------------------- */
 
@@ -373,6 +376,63 @@ inf_status inf__serve_listen_open(const char *url, srv_listener **out, inf_error
 int inf__serve_listen_wait(srv_listener *l, int timeout_ms);
 void inf__serve_listen_wake(srv_listener *l);
 void inf__serve_listen_close(srv_listener *l);
+
+/* ---- llm_scheduler.c: generative (GGUF) models, continuous batching ------- */
+
+typedef struct srv_llm srv_llm;         /* one served GGUF model: weights, tokenizer, slots, scheduler */
+typedef struct srv_llm_req srv_llm_req; /* one generation (refcounted: HTTP side + scheduler) */
+
+/* What a finished or running generation shows its HTTP side (llm_scheduler.c). */
+typedef struct srv_llm_params {
+    int max_tokens;
+    float temperature, top_p;
+    int top_k;
+    uint64_t seed;
+    const char *stop[4];   /* stop strings (borrowed until submit returns: copied) */
+    int n_stop;
+    int stream;
+} srv_llm_params;
+
+/* Called (scheduler thread, request lock held) with new completion text that
+ * is safe to send (no partial UTF-8, no possible stop-string prefix), and
+ * once more with finish != NULL ("stop" or "length") and the last text. */
+typedef void (*srv_llm_emit_fn)(srv_llm_req *r, void *user, const char *text, size_t n, const char *finish);
+
+/* Adds a generative model served as name from a GGUF file (registry_name and
+ * registry_version for the audit when it came from the registry). */
+inf_status inf__serve_llm_add(srv_server *srv, const char *name, const char *path, const char *registry_name,
+                              int64_t registry_version, inf_error *err);
+srv_llm *inf__serve_llm_find(srv_server *srv, const char *name);
+const char *inf__serve_llm_name(const srv_llm *l);
+const char *inf__serve_llm_chat_template(const srv_llm *l); /* tokenizer.chat_template or "" */
+int inf__serve_llm_n_ctx(const srv_llm *l);
+struct inf_tokenizer;
+const struct inf_tokenizer *inf__serve_llm_tokenizer(const srv_llm *l);
+/* The audit entry of a model from the registry (NULL for a file). */
+srv_model_metrics *inf__serve_llm_audit_metrics(const srv_llm *l);
+const char *inf__serve_llm_registry_name(const srv_llm *l); /* "" for a file */
+/* Queues a generation of prompt (copied); INF_EBUSY when the queue is full.
+ * The returned request holds two references: release yours with
+ * inf__serve_llm_req_release (the scheduler drops its own when done). */
+inf_status inf__serve_llm_submit(srv_llm *l, const int32_t *prompt, int n_prompt, const srv_llm_params *p,
+                                 srv_llm_emit_fn emit, void *user, srv_llm_req **out, inf_error *err);
+/* Final facts of a generation (valid once finished). */
+void inf__serve_llm_req_usage(srv_llm_req *r, int *prompt_tokens, int *completion_tokens);
+/* The client went away: the scheduler frees its slot at the next step. */
+void inf__serve_llm_req_cancel(srv_llm_req *r);
+void inf__serve_llm_req_release(srv_llm_req *r);
+pthread_mutex_t *inf__serve_llm_req_lock(srv_llm_req *r);
+/* Mean-pooled, L2-normalised final hidden state of text's tokens (runs on
+ * the scheduler thread between decode steps). */
+inf_status inf__serve_llm_embed(srv_llm *l, const int32_t *tokens, int n, float **out, int *dim, inf_error *err);
+/* Prometheus text of every generative model (vLLM's names). */
+void inf__serve_llm_metrics_render(srv_server *srv, srv_buf *out);
+/* Ends every generation (streams end, suspended connections resume) and
+ * stops the schedulers; then free. */
+void inf__serve_llm_shutdown(srv_server *srv);
+void inf__serve_llm_free_all(srv_server *srv);
+/* the JSON array of models for GET /v1/models (appends objects, comma-led when first_comma) */
+void inf__serve_llm_list_json(srv_server *srv, srv_buf *out);
 
 /* ---- the server ------------------------------------------------------------ */
 
@@ -407,6 +467,9 @@ typedef struct srv_options {
     int max_models;             /* repository API: no new name beyond this many served models */
     int preferred[8];
     int n_preferred;
+    int llm_slots;              /* generative models: sequences decoded together (continuous batching) */
+    int llm_ctx;                /* generative models: KV-cache positions per sequence (0 = model's, <= 4096) */
+    int llm_queue;              /* generative models: requests waiting for a slot before 429 */
 } srv_options;
 
 /* ---- conn_guard.c: read deadline and connection reserve -------------------- */
@@ -447,6 +510,8 @@ struct srv_server {
     _Atomic uint64_t next_request_id;
     _Atomic int draining;
     char listen_url[160];
+    pthread_mutex_t llm_lock;    /* guards the llms list */
+    srv_llm *llms;               /* generative models (llm_scheduler.c) */
 };
 
 /* http.c */
@@ -499,6 +564,12 @@ struct srv_request {
     void *records_batch;          /* inf_record_batch * */
     char log_model[129];
     char log_version[32];
+    /* generative requests (openai.c) */
+    void *llm;                    /* openai.c's per-request state, or NULL */
+    /* a streamed response (Server-Sent Events): http.c sends it through this reader */
+    ssize_t (*stream_read)(void *cls, uint64_t pos, char *buf, size_t max);
+    void (*stream_free)(void *cls);
+    void *stream_cls;
 };
 
 /* Dispatches a complete request: fills status/resp, or starts a job and
@@ -521,6 +592,15 @@ inf_status inf__serve_decode_records(const char *body, size_t len,
                                      inf_error *err);
 /* Called by the batcher when a job of rq completes (scheduler thread). */
 void inf__serve_http_job_done(srv_job *job, void *user);
+
+/* ---- openai.c: the OpenAI-compatible endpoints ----------------------------- */
+int inf__serve_openai_completions(srv_request *rq);
+int inf__serve_openai_chat(srv_request *rq);
+int inf__serve_openai_models(srv_request *rq);
+int inf__serve_openai_embeddings(srv_request *rq);
+/* a resumed non-streaming generation: writes the response */
+void inf__serve_openai_complete(srv_request *rq);
+void inf__serve_openai_release(srv_request *rq);
 
 /* util.c */
 void inf__serve_access_log(srv_server *srv, const srv_request *rq);

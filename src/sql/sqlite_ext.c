@@ -10,6 +10,11 @@
  *   infera_predict_json(model_ref, json_record)  every prediction field, with
  *                                                model_name, model_version
  *                                                and pipeline_hash, as JSON text
+ *   infera_generate(model_ref, prompt [, max_tokens])  a GGUF language model's
+ *                                                greedy completion (TEXT;
+ *                                                max_tokens default 128)
+ *   infera_embed(model_ref, text)                its mean-pooled, L2-normalised
+ *                                                final hidden state (JSON array)
  * model_ref is a path to an .onnx file or NAME / NAME@VERSION / NAME@ALIAS in
  * the embedded registry ($INFERA_HOME, default ./infera-data; $INFERA_REGISTRY
  * for a PostgreSQL registry).  Each connection keeps the models it used
@@ -27,11 +32,14 @@ SQLITE_EXTENSION_INIT1
 #include <stdlib.h>
 #include <string.h>
 
+#include "sql/generator.h"
 #include "sql/scorer.h"
 
 typedef struct conn_cache {
     inf__scorer **scorers;
     int n, cap;
+    inf__generator **gens; /* language models (infera_generate / infera_embed) */
+    int n_gens, cap_gens;
 } conn_cache;
 
 static void cache_free(void *p) {
@@ -39,6 +47,8 @@ static void cache_free(void *p) {
     if (!c) return;
     for (int i = 0; i < c->n; i++) inf__scorer_free(c->scorers[i]);
     free(c->scorers);
+    for (int i = 0; i < c->n_gens; i++) inf__generator_free(c->gens[i]);
+    free(c->gens);
     free(c);
 }
 
@@ -153,6 +163,95 @@ static void fn_predict_json(sqlite3_context *ctx, int argc, sqlite3_value **argv
     free(b.p);
 }
 
+/* ---- language models ---- */
+
+static inf__generator *gen_get(sqlite3_context *ctx, conn_cache *c, const char *ref) {
+    for (int i = 0; i < c->n_gens; i++)
+        if (!strcmp(inf__generator_ref(c->gens[i]), ref)) return c->gens[i];
+    if (c->n_gens == c->cap_gens) {
+        int cap = c->cap_gens ? c->cap_gens * 2 : 2;
+        inf__generator **p = realloc(c->gens, (size_t)cap * sizeof *p);
+        if (!p) {
+            sqlite3_result_error_nomem(ctx);
+            return NULL;
+        }
+        c->gens = p;
+        c->cap_gens = cap;
+    }
+    inf__generator *g = NULL;
+    inf_error err;
+    if (inf__generator_new(ref, NULL, NULL, &g, &err)) {
+        char msg[700];
+        snprintf(msg, sizeof msg, "infera: language model '%s': %s", ref, err.message);
+        sqlite3_result_error(ctx, msg, -1);
+        return NULL;
+    }
+    c->gens[c->n_gens++] = g;
+    return g;
+}
+
+/* The model and text arguments; NULL (after setting the result) when a NULL gives NULL or on error. */
+static inf__generator *gen_args(sqlite3_context *ctx, sqlite3_value **argv, const char **text, int *len) {
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+        sqlite3_result_null(ctx);
+        return NULL;
+    }
+    const char *ref = (const char *)sqlite3_value_text(argv[0]);
+    if (!ref || !*ref) {
+        sqlite3_result_error(ctx, "infera: the model reference (argument 1) is empty", -1);
+        return NULL;
+    }
+    *text = (const char *)sqlite3_value_text(argv[1]);
+    *len = sqlite3_value_bytes(argv[1]);
+    if (!*text) {
+        sqlite3_result_error_nomem(ctx);
+        return NULL;
+    }
+    return gen_get(ctx, sqlite3_user_data(ctx), ref);
+}
+
+static void fn_generate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    const char *prompt;
+    int len, max_tokens = 128;
+    inf__generator *g = gen_args(ctx, argv, &prompt, &len);
+    if (!g) return;
+    if (argc == 3 && sqlite3_value_type(argv[2]) != SQLITE_NULL) {
+        sqlite3_int64 m = sqlite3_value_int64(argv[2]);
+        if (sqlite3_value_type(argv[2]) != SQLITE_INTEGER || m < 1 || m > 1000000) {
+            sqlite3_result_error(ctx, "infera_generate: max_tokens (argument 3) must be an integer from 1 to 1000000", -1);
+            return;
+        }
+        max_tokens = (int)m;
+    }
+    char *text = NULL;
+    size_t n = 0;
+    inf_error err;
+    if (inf__generator_generate(g, prompt, (size_t)len, max_tokens, &text, &n, &err)) {
+        char msg[900];
+        snprintf(msg, sizeof msg, "infera_generate: model '%s': %s", inf__generator_ref(g), err.message);
+        sqlite3_result_error(ctx, msg, -1);
+        return;
+    }
+    sqlite3_result_text(ctx, text, (int)n, free);
+}
+
+static void fn_embed(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    const char *text;
+    int len;
+    inf__generator *g = gen_args(ctx, argv, &text, &len);
+    if (!g) return;
+    char *json = NULL;
+    inf_error err;
+    if (inf__generator_embed_json(g, text, (size_t)len, &json, &err)) {
+        char msg[900];
+        snprintf(msg, sizeof msg, "infera_embed: model '%s': %s", inf__generator_ref(g), err.message);
+        sqlite3_result_error(ctx, msg, -1);
+        return;
+    }
+    sqlite3_result_text(ctx, json, -1, free);
+}
+
 #ifdef _WIN32
 __declspec(dllexport)
 #else
@@ -170,6 +269,14 @@ int sqlite3_inferasqlite_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_ro
      * second registration carries the destructor) */
     int rc = sqlite3_create_function_v2(db, "infera_predict", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, c, fn_predict, NULL,
                                         NULL, NULL);
+    static const struct {
+        const char *name;
+        int n_args;
+        void (*fn)(sqlite3_context *, int, sqlite3_value **);
+    } llm_fns[] = {{"infera_generate", 2, fn_generate}, {"infera_generate", 3, fn_generate}, {"infera_embed", 2, fn_embed}};
+    for (size_t i = 0; rc == SQLITE_OK && i < sizeof llm_fns / sizeof llm_fns[0]; i++)
+        rc = sqlite3_create_function_v2(db, llm_fns[i].name, llm_fns[i].n_args, SQLITE_UTF8 | SQLITE_DETERMINISTIC, c,
+                                        llm_fns[i].fn, NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_create_function_v2(db, "infera_predict_json", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, c,
                                         fn_predict_json, NULL, NULL, cache_free);

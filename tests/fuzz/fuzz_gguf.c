@@ -7,12 +7,17 @@
  * of a string array too) and the first and last byte of every tensor's data
  * are touched, so an offset the reader let through that points outside the
  * buffer shows up under ASan.  The buffer is copied into an exact-size heap
- * block so ASan sees its end.  Built with -DINFERA_FUZZ=ON and clang.
+ * block so ASan sees its end.  A file that opens is also loaded as a llama
+ * model; when that succeeds and the model is small, two tokens are run
+ * through the decoder (fuzzed weights and shapes reach the kernels).
+ * Built with -DINFERA_FUZZ=ON and clang.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "infera/llm.h"
 #include "llm/gguf.h"
+#include "llm/llm_int.h"
 
 static volatile unsigned sink;
 
@@ -62,6 +67,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (ti->nbytes) sink += ((const uint8_t *)ti->data)[0] + ((const uint8_t *)ti->data)[ti->nbytes - 1];
         }
         inf__gguf_close(g);
+        if (inf__gguf_open_buffer(copy, size, "fuzz.gguf", &g, &err) == INF_OK) {
+            inf_llm_model *m = NULL;
+            if (inf__llm_model_from_gguf(g, false, &m, &err) == INF_OK) { /* takes g */
+                const inf_llm_model_info *I = inf_llm_model_get_info(m);
+                inf_llm_context *c = NULL;
+                inf_llm_context_options o;
+                inf_llm_context_options_init(&o);
+                o.n_ctx = 8;
+                o.n_batch = 4;
+                o.n_logits = 2;
+                if (I->weight_bytes < (1u << 22) && (int64_t)I->n_embd * I->n_ff < (1 << 22) &&
+                    inf_llm_context_new(m, &o, &c, &err) == INF_OK) {
+                    int32_t ids[2] = {0, I->n_vocab - 1};
+                    const float *logits;
+                    inf_llm_context_eval(c, ids, 2, true, &logits, &err);
+                    inf_llm_context_free(c);
+                }
+                inf_llm_model_free(m);
+            }
+        }
     }
     free(copy);
     return 0;

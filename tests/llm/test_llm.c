@@ -43,7 +43,7 @@ static const uint32_t types[] = {0, 1, 8, 2, 3};
 static const char *type_names[] = {"f32", "f16", "q8_0", "q4_0", "q4_1"};
 
 static tm_params params(uint32_t type, uint64_t seed) {
-    tm_params p = {96, 64, 2, 4, 2, 128, 128, type, seed, 0};
+    tm_params p = {93, 64, 2, 4, 2, 128, 128, type, seed, 0}; /* 93: output rows not a multiple of 8 */
     return p;
 }
 
@@ -87,11 +87,11 @@ static bool has_vnni(void) { return has_avx2() && __builtin_cpu_supports("avx512
 static const isa_set isas[] = {
     {"avx2", has_avx2,
      {inf__llm_dot_f32_avx2, inf__llm_dot_f16_avx2, inf__llm_dot_q8_0_avx2, inf__llm_dot_q4_0_avx2, inf__llm_dot_q4_1_avx2},
-     {inf__llm_dot4_f32_avx2, NULL, inf__llm_dot4_q8_0_avx2, inf__llm_dot4_q4_0_avx2, inf__llm_dot4_q4_1_avx2},
+     {inf__llm_dot4_f32_avx2, inf__llm_dot4_f16_avx2, inf__llm_dot4_q8_0_avx2, inf__llm_dot4_q4_0_avx2, inf__llm_dot4_q4_1_avx2},
      inf__llm_quantize_q8_0_avx2, inf__llm_quantize_q8_1_avx2},
     {"vnni", has_vnni,
      {inf__llm_dot_f32_vnni, inf__llm_dot_f16_vnni, inf__llm_dot_q8_0_vnni, inf__llm_dot_q4_0_vnni, inf__llm_dot_q4_1_vnni},
-     {inf__llm_dot4_f32_vnni, NULL, inf__llm_dot4_q8_0_vnni, inf__llm_dot4_q4_0_vnni, inf__llm_dot4_q4_1_vnni},
+     {inf__llm_dot4_f32_vnni, inf__llm_dot4_f16_vnni, inf__llm_dot4_q8_0_vnni, inf__llm_dot4_q4_0_vnni, inf__llm_dot4_q4_1_vnni},
      inf__llm_quantize_q8_0_vnni, inf__llm_quantize_q8_1_vnni},
 };
 
@@ -145,6 +145,41 @@ static void test_kernels(void) {
                               I->name, type_names[ti], r, o[r], wr);
                     }
                 }
+            }
+        }
+        /* eight-row kernels: every (row, token) bit for bit its one-row twin, near the reference */
+        static const uint32_t q_types[3] = {8, 2, 3};
+        inf__llm_gemm8_fn g8[2][3] = {{inf__llm_gemm8_q8_0_avx2, inf__llm_gemm8_q4_0_avx2, inf__llm_gemm8_q4_1_avx2},
+                                      {inf__llm_gemm8_q8_0_vnni, inf__llm_gemm8_q4_0_vnni, inf__llm_gemm8_q4_1_vnni}};
+        inf__llm_dot_fn rx[2][3] = {{inf__llm_rowx_q8_0_avx2, inf__llm_rowx_q4_0_avx2, inf__llm_rowx_q4_1_avx2},
+                                    {inf__llm_rowx_q8_0_vnni, inf__llm_rowx_q4_0_vnni, inf__llm_rowx_q4_1_vnni}};
+        for (int qt = 0; qt < 3; qt++) {
+            const inf__llm_qtype *ref = inf__llm_qtype_get(q_types[qt], true);
+            const inf__llm_qtype *aref = inf__llm_qtype_get(ref->act_type, true);
+            size_t rb = inf__llm_row_bytes(ref, K), xs = inf__llm_row_bytes(aref, K);
+            static uint8_t W[8 * K * 4], X[INF__LLM_GEMM_TOKENS * K * 4];
+            float row[K];
+            for (int r = 0; r < 8; r++) {
+                for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * (r + 1);
+                tm_quantize(q_types[qt], row, K, W + r * rb);
+            }
+            for (int t = 0; t < INF__LLM_GEMM_TOKENS; t++) {
+                for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * 2;
+                (qt == 2 ? I->q8_1 : I->q8_0)(row, X + t * xs, K);
+            }
+            for (int n = 1; n <= INF__LLM_GEMM_TOKENS; n++) {
+                float o[8 * INF__LLM_GEMM_TOKENS];
+                g8[is][qt](K, W, rb, X, xs, n, o);
+                int exact = 1;
+                float worst = 0;
+                for (int t = 0; t < n; t++)
+                    for (int r = 0; r < 8; r++) {
+                        float one = rx[is][qt](K, W + r * rb, X + t * xs), want = ref->dot(K, W + r * rb, X + t * xs);
+                        exact &= memcmp(&one, &o[8 * t + r], 4) == 0;
+                        worst = fmaxf(worst, fabsf(one - want) / (fabsf(want) + 1));
+                    }
+                CHECK(exact, "%s %s gemm8 (n=%d) differs from its one-row twin", I->name, type_names[qt + 2], n);
+                CHECK(worst < 1e-4f, "%s %s one-row twin vs reference: %g", I->name, type_names[qt + 2], worst);
             }
         }
         printf("kernels: %s: %d row products checked against the reference\n", I->name, tested);

@@ -116,7 +116,7 @@ P() { psql -X -q -t -A "$PG_URL" -c "$1" 2>&1; }
 "${B[@]}" --no-score --input "csv:$EX/transactions.csv" --output "$PG_URL?table=tx" >/dev/null 2>&1
 P "CREATE EXTENSION infera" >ce.txt
 check "CREATE EXTENSION infera" '[ "$(P "SELECT extversion FROM pg_extension WHERE extname = '"'infera'"'")" = 0.1 ]' "$(cat ce.txt)"
-PAR=$(P "SELECT string_agg(p.proname || ':' || p.proparallel::text, ' ' ORDER BY p.proname, p.oid) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'infera'")
+PAR=$(P "SELECT string_agg(p.proname || ':' || p.proparallel::text, ' ' ORDER BY p.proname, p.oid) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'infera' AND p.proname LIKE 'predict%'")
 check "predict and predict_json are PARALLEL SAFE" '[ "$PAR" = "predict:s predict:s predict_json:s predict_json:s predict_query:u" ]' "$PAR"
 P "CREATE TABLE sqlscores AS SELECT transaction_id,
       infera.predict('$MODEL', json_build_object($FEATURES))::bigint AS label,

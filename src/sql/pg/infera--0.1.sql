@@ -32,3 +32,13 @@ CREATE FUNCTION predict(model_ref text, record json) RETURNS double precision
 CREATE FUNCTION predict_json(model_ref text, record json) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'infera_pg_predict_json'
     LANGUAGE C STRICT STABLE PARALLEL SAFE COST 1000;
+
+-- A GGUF language model's greedy completion of prompt (deterministic), and
+-- the mean-pooled, L2-normalised final hidden state of a text (docs/llm.md).
+CREATE FUNCTION generate(model_ref text, prompt text, max_tokens integer DEFAULT 128) RETURNS text
+    AS 'MODULE_PATHNAME', 'infera_pg_generate'
+    LANGUAGE C STRICT STABLE PARALLEL SAFE COST 100000;
+
+CREATE FUNCTION embed(model_ref text, input text) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'infera_pg_embed'
+    LANGUAGE C STRICT STABLE PARALLEL SAFE COST 10000;

@@ -10,6 +10,10 @@
  *       -> TABLE(id text, prediction jsonb, error text)
  *       runs query through a cursor and scores its rows batch_size at a time;
  *       a rejected row gives error (and NULL prediction) instead of failing
+ *   infera.generate(model_ref text, prompt text, max_tokens integer DEFAULT 128) -> text
+ *       a GGUF language model's greedy completion (sql/generator.h)
+ *   infera.embed(model_ref text, input text) -> jsonb
+ *       its mean-pooled, L2-normalised final hidden state
  *
  * model_ref: a path to an .onnx file readable by the server, or NAME /
  * NAME@VERSION / NAME@ALIAS in the registry at the GUC infera.home (default:
@@ -41,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sql/generator.h"
 #include "sql/scorer.h"
 
 PG_MODULE_MAGIC;
@@ -293,4 +298,70 @@ Datum infera_pg_predict_query(PG_FUNCTION_ARGS) {
     SPI_cursor_close(portal);
     SPI_finish();
     return (Datum)0;
+}
+
+/* ---- language models (generator.h): one per reference per backend ---- */
+
+typedef struct gen_cache {
+    inf__generator **g;
+    int n, cap;
+} gen_cache;
+static gen_cache gens;
+
+static inf__generator *get_generator(const char *ref) {
+    if (!*ref) ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("infera: the model reference is empty")));
+    for (int i = 0; i < gens.n; i++)
+        if (!strcmp(inf__generator_ref(gens.g[i]), ref)) return gens.g[i];
+    if (gens.n == gens.cap) {
+        int cap = gens.cap ? gens.cap * 2 : 2;
+        inf__generator **p = realloc(gens.g, (size_t)cap * sizeof *p);
+        if (!p) ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("infera: out of memory")));
+        gens.g = p;
+        gens.cap = cap;
+    }
+    inf__generator *g = NULL;
+    inf_error err;
+    if (inf__generator_new(ref, guc_home && *guc_home ? guc_home : NULL, guc_registry && *guc_registry ? guc_registry : NULL,
+                           &g, &err))
+        ereport(ERROR, (errcode(err.status == INF_ENOENT ? ERRCODE_UNDEFINED_OBJECT : ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("infera: language model \"%s\": %s", ref, err.message)));
+    gens.g[gens.n++] = g;
+    return g;
+}
+
+EXPORT Datum infera_pg_generate(PG_FUNCTION_ARGS);
+PG_FUNCTION_INFO_V1(infera_pg_generate);
+Datum infera_pg_generate(PG_FUNCTION_ARGS) {
+    char *ref = text_to_cstring(PG_GETARG_TEXT_PP(0));
+    text *prompt = PG_GETARG_TEXT_PP(1);
+    int32 max_tokens = PG_GETARG_INT32(2);
+    if (max_tokens < 1 || max_tokens > 1000000)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("infera.generate: max_tokens must be from 1 to 1000000, not %d", max_tokens)));
+    inf__generator *g = get_generator(ref);
+    char *out = NULL;
+    size_t n = 0;
+    inf_error err;
+    if (inf__generator_generate(g, VARDATA_ANY(prompt), VARSIZE_ANY_EXHDR(prompt), max_tokens, &out, &n, &err))
+        ereport(ERROR, (errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+                        errmsg("infera.generate: model \"%s\": %s", ref, err.message)));
+    text *t = cstring_to_text_with_len(out, (int)n);
+    free(out);
+    PG_RETURN_TEXT_P(t);
+}
+
+EXPORT Datum infera_pg_embed(PG_FUNCTION_ARGS);
+PG_FUNCTION_INFO_V1(infera_pg_embed);
+Datum infera_pg_embed(PG_FUNCTION_ARGS) {
+    char *ref = text_to_cstring(PG_GETARG_TEXT_PP(0));
+    text *input = PG_GETARG_TEXT_PP(1);
+    inf__generator *g = get_generator(ref);
+    char *json = NULL;
+    inf_error err;
+    if (inf__generator_embed_json(g, VARDATA_ANY(input), VARSIZE_ANY_EXHDR(input), &json, &err))
+        ereport(ERROR, (errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+                        errmsg("infera.embed: model \"%s\": %s", ref, err.message)));
+    Datum d = DirectFunctionCall1(jsonb_in, CStringGetDatum(json));
+    free(json);
+    PG_RETURN_DATUM(d);
 }

@@ -1,0 +1,683 @@
+/*
+ * openai.c -- the OpenAI-compatible endpoints of `infera serve` for
+ * generative (GGUF) models (shared/DESIGN.md §5):
+ *
+ *   POST /v1/completions        prompt -> text
+ *   POST /v1/chat/completions   messages -> a chat template -> text
+ *   POST /v1/embeddings         input -> mean-pooled, L2-normalised final hidden state
+ *   GET  /v1/models             the generative models served
+ *
+ * A request is parsed and checked here (OpenAI's parameters; errors in
+ * OpenAI's shape {"error":{"message","type","param","code"}}), its prompt
+ * tokenized, then queued on the model's scheduler (llm_scheduler.c).
+ *
+ * NON-STREAMED: the connection is suspended; the scheduler's emit callback
+ * collects the text and resumes it when the generation ends; then
+ * inf__serve_openai_complete writes the response.
+ * STREAMED ("stream": true): the response starts at once (200,
+ * text/event-stream) with http.c reading its body through stream_read.  The
+ * emit callback appends `data: {chunk}\n\n` events; the reader sends them and,
+ * when there is nothing to send yet, suspends the connection, which the next
+ * emit resumes (both under the request's lock, so a resume never comes
+ * before its suspend).  A client that goes away makes libmicrohttpd destroy
+ * the response (at the next write): stream_free cancels the generation,
+ * which frees its slot at the scheduler's next step.
+ *
+ * CHAT TEMPLATES are recognised, not interpreted (no Jinja): a template
+ * holding "<|im_start|>" is ChatML, "<|start_header_id|>" llama-3, "[INST]"
+ * llama-2; no template or another one: ChatML (docs/llm.md).
+ */
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "infera/tokenizer.h"
+#include "serve/serve.h"
+
+typedef struct oai_state {
+    _Atomic int refs;
+    srv_llm_req *req;
+    struct MHD_Connection *conn; /* NULL once the response is gone */
+    int stream, chat, include_usage;
+    int suspended;               /* the stream reader suspended the connection */
+    int started;                 /* streamed: the first chunk (with the role) was made */
+    int done;
+    const char *finish;
+    srv_buf text;                /* non-streamed: the completion */
+    srv_buf out;                 /* streamed: events not yet sent */
+    size_t sent;
+    char id[48];
+    long long created;
+    char model[129];
+    srv_server *srv;
+    srv_llm *llm;
+    int who;                     /* the caller (auth) for the audit */
+} oai_state;
+
+static void state_unref(oai_state *s) {
+    if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
+    inf__serve_llm_req_release(s->req);
+    inf__serve_buf_free(&s->text);
+    inf__serve_buf_free(&s->out);
+    free(s);
+}
+
+/* ---- errors -------------------------------------------------------------------- */
+
+static void oai_error(srv_request *rq, int status, const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void oai_error(srv_request *rq, int status, const char *param, const char *code, const char *fmt, ...) {
+    char msg[INF_ERROR_MESSAGE_MAX + 64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    static const struct {
+        int status;
+        const char *type;
+    } types[] = {{400, "invalid_request_error"}, {401, "authentication_error"}, {403, "permission_error"},
+                 {404, "invalid_request_error"}, {429, "rate_limit_error"},    {503, "server_error"}};
+    const char *type = "server_error";
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (types[i].status == status) type = types[i].type;
+    inf__serve_buf_free(&rq->resp);
+    rq->status = status;
+    rq->content_type = "application/json";
+    inf__serve_buf_puts(&rq->resp, "{\"error\":{\"message\":");
+    inf__serve_buf_json_str(&rq->resp, msg, strlen(msg));
+    inf__serve_buf_printf(&rq->resp, ",\"type\":\"%s\",\"param\":", type);
+    if (param) inf__serve_buf_json_str(&rq->resp, param, strlen(param));
+    else inf__serve_buf_puts(&rq->resp, "null");
+    inf__serve_buf_puts(&rq->resp, ",\"code\":");
+    if (code) inf__serve_buf_json_str(&rq->resp, code, strlen(code));
+    else inf__serve_buf_puts(&rq->resp, "null");
+    inf__serve_buf_puts(&rq->resp, "}}");
+}
+
+/* ---- chat templates ------------------------------------------------------------ */
+
+typedef struct chat_format {
+    const char *marker;                     /* recognises the template */
+    const char *name;
+    const char *before_role, *after_role;   /* around the role */
+    const char *after_content;              /* ends a message */
+    const char *generation;                 /* opens the assistant's turn */
+} chat_format;
+
+static const chat_format formats[] = {
+    {"<|im_start|>", "chatml", "<|im_start|>", "\n", "<|im_end|>\n", "<|im_start|>assistant\n"},
+    {"<|start_header_id|>", "llama3", "<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>",
+     "<|start_header_id|>assistant<|end_header_id|>\n\n"},
+};
+
+/* llama-2: [INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST] assistant </s><s>[INST] ... */
+static void render_llama2(const cJSON *msgs, srv_buf *b) {
+    const char *sys = NULL;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs) {
+        const char *role = cJSON_GetObjectItemCaseSensitive(m, "role")->valuestring;
+        const char *content = cJSON_GetObjectItemCaseSensitive(m, "content")->valuestring;
+        if (!strcmp(role, "system")) {
+            sys = content;
+        } else if (!strcmp(role, "user")) {
+            inf__serve_buf_puts(b, "[INST] ");
+            if (sys) inf__serve_buf_printf(b, "<<SYS>>\n%s\n<</SYS>>\n\n", sys);
+            sys = NULL;
+            inf__serve_buf_printf(b, "%s [/INST]", content);
+        } else {
+            inf__serve_buf_printf(b, " %s </s><s>", content);
+        }
+    }
+}
+
+static void render_chat(const char *tpl, const cJSON *msgs, srv_buf *b) {
+    if (tpl && strstr(tpl, "[INST]") && !strstr(tpl, "<|im_start|>")) {
+        render_llama2(msgs, b);
+        return;
+    }
+    const chat_format *f = &formats[0]; /* the default */
+    for (size_t i = 0; tpl && i < sizeof formats / sizeof formats[0]; i++)
+        if (strstr(tpl, formats[i].marker)) f = &formats[i];
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs) {
+        inf__serve_buf_puts(b, f->before_role);
+        inf__serve_buf_puts(b, cJSON_GetObjectItemCaseSensitive(m, "role")->valuestring);
+        inf__serve_buf_puts(b, f->after_role);
+        inf__serve_buf_puts(b, cJSON_GetObjectItemCaseSensitive(m, "content")->valuestring);
+        inf__serve_buf_puts(b, f->after_content);
+    }
+    inf__serve_buf_puts(b, f->generation);
+}
+
+/* ---- response pieces ------------------------------------------------------------ */
+
+static void usage_json(srv_buf *b, srv_llm_req *r) {
+    int p = 0, c = 0;
+    inf__serve_llm_req_usage(r, &p, &c);
+    inf__serve_buf_printf(b, "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}", p, c,
+                          p + c);
+}
+
+static void head_json(srv_buf *b, const oai_state *s, const char *object) {
+    inf__serve_buf_printf(b, "{\"id\":\"%s\",\"object\":\"%s\",\"created\":%lld,\"model\":", s->id, object, s->created);
+    inf__serve_buf_json_str(b, s->model, strlen(s->model));
+}
+
+/* One SSE event with text (and finish when the generation ended). */
+static void sse_chunk(oai_state *s, const char *text, size_t n, const char *finish, int role) {
+    srv_buf *b = &s->out;
+    inf__serve_buf_puts(b, "data: ");
+    head_json(b, s, s->chat ? "chat.completion.chunk" : "text_completion");
+    inf__serve_buf_puts(b, ",\"choices\":[{\"index\":0,");
+    if (s->chat) {
+        inf__serve_buf_puts(b, "\"delta\":{");
+        if (role) inf__serve_buf_puts(b, "\"role\":\"assistant\"");
+        if (n || !finish) {
+            if (role) inf__serve_buf_puts(b, ",");
+            inf__serve_buf_puts(b, "\"content\":");
+            inf__serve_buf_json_str(b, text, n);
+        }
+        inf__serve_buf_puts(b, "}");
+    } else {
+        inf__serve_buf_puts(b, "\"text\":");
+        inf__serve_buf_json_str(b, text, n);
+    }
+    inf__serve_buf_puts(b, ",\"logprobs\":null,\"finish_reason\":");
+    if (finish) inf__serve_buf_printf(b, "\"%s\"", finish);
+    else inf__serve_buf_puts(b, "null");
+    inf__serve_buf_puts(b, "}]}\n\n");
+}
+
+/* The scheduler's emit (request lock held). */
+static void on_emit(srv_llm_req *r, void *user, const char *text, size_t n, const char *finish) {
+    oai_state *s = user;
+    int cancelled = finish && !strcmp(finish, "cancelled");
+    if (cancelled) finish = "length";
+    if (!s->stream) {
+        inf__serve_buf_put(&s->text, text, n);
+    } else {
+        int first = !s->started;
+        if (n || (first && s->chat)) sse_chunk(s, text, n, NULL, s->chat && first);
+        s->started = 1;
+        if (finish) {
+            sse_chunk(s, "", 0, finish, 0);
+            if (s->include_usage) {
+                inf__serve_buf_puts(&s->out, "data: ");
+                head_json(&s->out, s, s->chat ? "chat.completion.chunk" : "text_completion");
+                inf__serve_buf_puts(&s->out, ",\"choices\":[],");
+                usage_json(&s->out, r);
+                inf__serve_buf_puts(&s->out, "}\n\n");
+            }
+            inf__serve_buf_puts(&s->out, "data: [DONE]\n\n");
+        }
+    }
+    if (finish) {
+        s->done = 1;
+        s->finish = finish;
+    }
+    if (s->stream && s->suspended && s->conn) {
+        s->suspended = 0;
+        MHD_resume_connection(s->conn);
+    } else if (!s->stream && finish && s->conn) {
+        MHD_resume_connection(s->conn);
+    }
+    if (finish && !cancelled && inf__serve_llm_audit_metrics(s->llm))
+        inf__serve_models_note_rows(s->srv->models, inf__serve_llm_audit_metrics(s->llm), s->who, 1);
+    /* the scheduler's reference: nothing is emitted after finish (the
+     * scheduler still holds r, so the lock held here outlives s) */
+    if (finish) state_unref(s);
+}
+
+/* ---- the streamed body ----------------------------------------------------------- */
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    oai_state *s = cls;
+    (void)pos;
+    pthread_mutex_t *lk = inf__serve_llm_req_lock(s->req);
+    pthread_mutex_lock(lk);
+    ssize_t n;
+    if (s->out.n > s->sent) {
+        size_t k = s->out.n - s->sent;
+        if (k > max) k = max;
+        memcpy(buf, s->out.p + s->sent, k);
+        s->sent += k;
+        if (s->sent == s->out.n) s->sent = s->out.n = 0; /* the buffer is reused */
+        n = (ssize_t)k;
+    } else if (s->done) {
+        n = MHD_CONTENT_READER_END_OF_STREAM;
+    } else {
+        s->suspended = 1;
+        MHD_suspend_connection(s->conn);
+        n = 0;
+    }
+    pthread_mutex_unlock(lk);
+    return n;
+}
+
+static void stream_free(void *cls) {
+    oai_state *s = cls;
+    pthread_mutex_t *lk = inf__serve_llm_req_lock(s->req);
+    pthread_mutex_lock(lk);
+    s->conn = NULL;
+    s->suspended = 0;
+    int done = s->done;
+    pthread_mutex_unlock(lk);
+    if (!done) inf__serve_llm_req_cancel(s->req);
+    state_unref(s);
+}
+
+/* ---- requests -------------------------------------------------------------------- */
+
+typedef struct parsed {
+    srv_llm *llm;
+    srv_llm_params p;
+    int stream, include_usage;
+    int max_tokens_given;
+} parsed;
+
+static int body_of(srv_request *rq, cJSON **out) {
+    *out = rq->body_len ? cJSON_ParseWithLength(rq->body, rq->body_len) : NULL;
+    if (!*out || !cJSON_IsObject(*out)) {
+        cJSON_Delete(*out);
+        *out = NULL;
+        oai_error(rq, 400, NULL, NULL, "the request body is not a JSON object%s", rq->body_len ? "" : " (it is empty)");
+        return -1;
+    }
+    return 0;
+}
+
+/* The predictor role on the registry model behind the served name (or the
+ * served name itself for a file), checked before saying whether it exists. */
+static int authorize(srv_request *rq, const char *model) {
+    srv_models *ms = rq->srv->models;
+    if (!inf__serve_models_auth_enabled(ms)) return 0;
+    const char *h = inf__serve_http_header(rq, "Authorization");
+    const char *tok = h && !strncasecmp(h, "Bearer ", 7) ? h + 7 : NULL;
+    inf_error e = {0};
+    char reg_name[160];
+    srv_llm *l = inf__serve_llm_find(rq->srv, model);
+    if (l && inf__serve_llm_registry_name(l)[0])
+        inf__serve_copy_str(reg_name, sizeof reg_name, inf__serve_llm_registry_name(l));
+    else
+        inf__serve_models_registry_name(ms, model, reg_name, sizeof reg_name);
+    inf_status st = inf__serve_models_authorize(ms, tok, reg_name, 0, &rq->caller, &e);
+    if (st == INF_OK) return 0;
+    oai_error(rq, st == INF_EAUTH ? 401 : st == INF_EDENIED ? 403 : 503, NULL, NULL, "%s", e.message);
+    return -1;
+}
+
+/* The model, then auth. */
+static int parse_model(srv_request *rq, const cJSON *j, srv_llm **out) {
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
+    if (!cJSON_IsString(m)) {
+        oai_error(rq, 400, "model", NULL, "'model' is required and must be a string");
+        return -1;
+    }
+    inf__serve_copy_str(rq->log_model, sizeof rq->log_model, m->valuestring);
+    if (authorize(rq, m->valuestring)) return -1;
+    *out = inf__serve_llm_find(rq->srv, m->valuestring);
+    if (!*out) {
+        oai_error(rq, 404, "model", "model_not_found", "the model '%s' does not exist (not a generative model served here)",
+                  m->valuestring);
+        return -1;
+    }
+    return 0;
+}
+
+static int number_in(srv_request *rq, const cJSON *j, const char *key, double lo, double hi, double *v) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (!x || cJSON_IsNull(x)) return 0;
+    if (!cJSON_IsNumber(x) || x->valuedouble < lo || x->valuedouble > hi) {
+        oai_error(rq, 400, key, NULL, "'%s' must be a number in [%g, %g]", key, lo, hi);
+        return -1;
+    }
+    *v = x->valuedouble;
+    return 0;
+}
+
+/* Sampling and limits shared by completions and chat. */
+static int parse_params(srv_request *rq, const cJSON *j, parsed *o) {
+    double temperature = 1, top_p = 1, top_k = 0, seed = 0, n = 1, max_tokens = -1;
+    if (number_in(rq, j, "temperature", 0, 2, &temperature) || number_in(rq, j, "top_p", 0, 1, &top_p) ||
+        number_in(rq, j, "top_k", -1, 1 << 30, &top_k) || number_in(rq, j, "seed", -9.2e18, 9.2e18, &seed) ||
+        number_in(rq, j, "n", 1, 1 << 30, &n) || number_in(rq, j, "max_tokens", 1, 1 << 30, &max_tokens))
+        return -1;
+    if (max_tokens < 0 && number_in(rq, j, "max_completion_tokens", 1, 1 << 30, &max_tokens)) return -1;
+    if (n != 1) {
+        oai_error(rq, 400, "n", NULL, "only n = 1 is supported (one choice per request); got %g", n);
+        return -1;
+    }
+    memset(&o->p, 0, sizeof o->p);
+    o->p.temperature = (float)temperature;
+    o->p.top_p = top_p <= 0 ? 1e-6f : (float)top_p;
+    o->p.top_k = top_k < 0 ? 0 : (int)top_k;
+    o->p.seed = (uint64_t)(int64_t)seed;
+    o->max_tokens_given = max_tokens > 0;
+    o->p.max_tokens = max_tokens > 0 ? (int)max_tokens : 0;
+    const cJSON *stop = cJSON_GetObjectItemCaseSensitive(j, "stop");
+    if (cJSON_IsString(stop)) {
+        if (stop->valuestring[0]) o->p.stop[o->p.n_stop++] = stop->valuestring;
+    } else if (cJSON_IsArray(stop)) {
+        const cJSON *s;
+        cJSON_ArrayForEach(s, stop) {
+            if (!cJSON_IsString(s) || o->p.n_stop == 4) {
+                oai_error(rq, 400, "stop", NULL, "'stop' must be a string or an array of at most 4 strings");
+                return -1;
+            }
+            if (s->valuestring[0]) o->p.stop[o->p.n_stop++] = s->valuestring;
+        }
+    } else if (stop && !cJSON_IsNull(stop)) {
+        oai_error(rq, 400, "stop", NULL, "'stop' must be a string or an array of at most 4 strings");
+        return -1;
+    }
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "stream");
+    if (st && !cJSON_IsBool(st) && !cJSON_IsNull(st)) {
+        oai_error(rq, 400, "stream", NULL, "'stream' must be a boolean");
+        return -1;
+    }
+    o->stream = cJSON_IsTrue(st);
+    const cJSON *so = cJSON_GetObjectItemCaseSensitive(j, "stream_options");
+    o->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
+    o->p.stream = o->stream;
+    return 0;
+}
+
+/* Text -> token ids (BOS and special tokens as the file says); NULL and an error answered. */
+static int32_t *tokenize(srv_request *rq, srv_llm *l, const char *text, size_t len, int *n_out) {
+    const inf_tokenizer *t = inf__serve_llm_tokenizer(l);
+    size_t cap = len + 8, n = 0;
+    int32_t *ids = malloc(cap * sizeof *ids);
+    inf_error e = {0};
+    if (!ids) {
+        oai_error(rq, 503, NULL, NULL, "out of memory");
+        return NULL;
+    }
+    if (inf_tokenizer_encode(t, text, len, true, ids, cap, &n, &e) != INF_OK) {
+        free(ids);
+        oai_error(rq, 400, NULL, NULL, "cannot tokenize the prompt: %s", e.message);
+        return NULL;
+    }
+    *n_out = (int)n;
+    return ids;
+}
+
+/* Checks the limits and starts the generation. */
+static int start(srv_request *rq, parsed *o, int32_t *ids, int n_ids, int chat, const char *prompt_param) {
+    srv_llm *l = o->llm;
+    int n_ctx = inf__serve_llm_n_ctx(l);
+    if (n_ids == 0) {
+        free(ids);
+        oai_error(rq, 400, prompt_param, NULL, "the prompt has no tokens");
+        return 0;
+    }
+    if (!o->max_tokens_given) o->p.max_tokens = chat ? n_ctx - n_ids : 16;
+    if (n_ids + o->p.max_tokens > n_ctx) {
+        free(ids);
+        oai_error(rq, 400, o->max_tokens_given ? "max_tokens" : prompt_param, "context_length_exceeded",
+                  "this model's maximum context length is %d tokens; you requested %d tokens (%d in the prompt, %d "
+                  "for the completion): reduce the prompt or max_tokens",
+                  n_ctx, n_ids + o->p.max_tokens, n_ids, o->p.max_tokens);
+        return 0;
+    }
+    oai_state *s = calloc(1, sizeof *s);
+    if (!s) {
+        free(ids);
+        oai_error(rq, 503, NULL, NULL, "out of memory");
+        return 0;
+    }
+    atomic_init(&s->refs, 2); /* the HTTP side, the scheduler */
+    s->stream = o->stream;
+    s->chat = chat;
+    s->include_usage = o->include_usage;
+    s->conn = rq->conn;
+    s->srv = rq->srv;
+    s->llm = l;
+    s->who = rq->caller;
+    s->created = (long long)time(NULL);
+    snprintf(s->id, sizeof s->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)rq->request_no);
+    inf__serve_copy_str(s->model, sizeof s->model, inf__serve_llm_name(l));
+    inf_error e = {0};
+    int stream = s->stream;
+    if (!stream) {
+        rq->llm = s;
+        rq->state = 1;
+        inf__serve_http_suspend(rq);
+    }
+    inf_status st = inf__serve_llm_submit(l, ids, n_ids, &o->p, on_emit, s, &s->req, &e);
+    free(ids);
+    if (st != INF_OK) {
+        rq->llm = NULL;
+        free(s);
+        oai_error(rq, st == INF_EBUSY ? 429 : 503, NULL, st == INF_EBUSY ? "queue_full" : NULL, "%s", e.message);
+        if (!stream) {
+            rq->state = 2;
+            inf__serve_http_resume(rq);
+            return 1;
+        }
+        return 0;
+    }
+    /* the request's second reference (for the scheduler) is dropped by the scheduler itself */
+    if (!stream) return 1;
+    rq->status = 200;
+    rq->content_type = "text/event-stream";
+    rq->stream_read = stream_read;
+    rq->stream_free = stream_free;
+    rq->stream_cls = s;
+    return 0;
+}
+
+int inf__serve_openai_completions(srv_request *rq) {
+    cJSON *j;
+    if (body_of(rq, &j)) return 0;
+    parsed o = {0};
+    int rc = 0;
+    if (parse_model(rq, j, &o.llm) || parse_params(rq, j, &o)) goto done;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "prompt");
+    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(cJSON_GetArrayItem(p, 0)))
+        p = cJSON_GetArrayItem(p, 0);
+    int32_t *ids = NULL;
+    int n = 0;
+    if (cJSON_IsString(p)) {
+        if (!(ids = tokenize(rq, o.llm, p->valuestring, strlen(p->valuestring), &n))) goto done;
+    } else if (cJSON_IsArray(p) && cJSON_GetArraySize(p) > 0 && cJSON_IsNumber(cJSON_GetArrayItem(p, 0))) {
+        int len = cJSON_GetArraySize(p), k = 0;
+        int n_vocab = inf_tokenizer_n_vocab(inf__serve_llm_tokenizer(o.llm));
+        if (!(ids = malloc((size_t)len * sizeof *ids))) {
+            oai_error(rq, 503, NULL, NULL, "out of memory");
+            goto done;
+        }
+        const cJSON *x;
+        cJSON_ArrayForEach(x, p) {
+            if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= n_vocab ||
+                x->valuedouble != (double)(int32_t)x->valuedouble) {
+                free(ids);
+                oai_error(rq, 400, "prompt", NULL, "prompt[%d] is not a token id of the vocabulary (0..%d)", k,
+                          n_vocab - 1);
+                goto done;
+            }
+            ids[k++] = (int32_t)x->valuedouble;
+        }
+        n = k;
+    } else {
+        oai_error(rq, 400, "prompt", NULL,
+                  "'prompt' is required: a string, an array of one string, or an array of token ids (several "
+                  "prompts per request are not supported)");
+        goto done;
+    }
+    rc = start(rq, &o, ids, n, 0, "prompt");
+done:
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* messages: [{role, content}] with string contents (or arrays of text parts, joined). */
+static int check_messages(srv_request *rq, cJSON *msgs) {
+    if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0) {
+        oai_error(rq, 400, "messages", NULL, "'messages' is required: a non-empty array of {role, content}");
+        return -1;
+    }
+    int i = 0;
+    cJSON *m;
+    cJSON_ArrayForEach(m, msgs) {
+        cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        if (cJSON_IsArray(content)) { /* [{"type":"text","text":...}] -> one string */
+            srv_buf b = {0};
+            const cJSON *part;
+            cJSON_ArrayForEach(part, content) {
+                const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
+                if (cJSON_IsString(t)) inf__serve_buf_puts(&b, t->valuestring);
+            }
+            cJSON *s = cJSON_CreateString(b.p ? b.p : "");
+            inf__serve_buf_free(&b);
+            if (!s || !cJSON_ReplaceItemInObjectCaseSensitive(m, "content", s)) {
+                cJSON_Delete(s);
+                oai_error(rq, 503, NULL, NULL, "out of memory");
+                return -1;
+            }
+            content = s;
+        }
+        if (!cJSON_IsString(role) || !cJSON_IsString(content)) {
+            char param[32];
+            snprintf(param, sizeof param, "messages[%d]", i);
+            oai_error(rq, 400, param, NULL, "messages[%d] needs a string 'role' and a string 'content'", i);
+            return -1;
+        }
+        i++;
+    }
+    return 0;
+}
+
+int inf__serve_openai_chat(srv_request *rq) {
+    cJSON *j;
+    if (body_of(rq, &j)) return 0;
+    parsed o = {0};
+    int rc = 0;
+    if (parse_model(rq, j, &o.llm) || parse_params(rq, j, &o)) goto done;
+    cJSON *msgs = cJSON_GetObjectItemCaseSensitive(j, "messages");
+    if (check_messages(rq, msgs)) goto done;
+    srv_buf text = {0};
+    render_chat(inf__serve_llm_chat_template(o.llm), msgs, &text);
+    if (text.oom) {
+        inf__serve_buf_free(&text);
+        oai_error(rq, 503, NULL, NULL, "out of memory");
+        goto done;
+    }
+    int n = 0;
+    int32_t *ids = tokenize(rq, o.llm, text.p ? text.p : "", text.n, &n);
+    inf__serve_buf_free(&text);
+    if (ids) rc = start(rq, &o, ids, n, 1, "messages");
+done:
+    cJSON_Delete(j);
+    return rc;
+}
+
+void inf__serve_openai_complete(srv_request *rq) {
+    oai_state *s = rq->llm;
+    pthread_mutex_t *lk = inf__serve_llm_req_lock(s->req);
+    pthread_mutex_lock(lk);
+    srv_buf *b = &rq->resp;
+    inf__serve_buf_free(b);
+    rq->status = 200;
+    rq->content_type = "application/json";
+    head_json(b, s, s->chat ? "chat.completion" : "text_completion");
+    inf__serve_buf_puts(b, ",\"choices\":[{\"index\":0,");
+    if (s->chat) {
+        inf__serve_buf_puts(b, "\"message\":{\"role\":\"assistant\",\"content\":");
+        inf__serve_buf_json_str(b, s->text.p ? s->text.p : "", s->text.n);
+        inf__serve_buf_puts(b, "}");
+    } else {
+        inf__serve_buf_puts(b, "\"text\":");
+        inf__serve_buf_json_str(b, s->text.p ? s->text.p : "", s->text.n);
+    }
+    inf__serve_buf_printf(b, ",\"logprobs\":null,\"finish_reason\":\"%s\"}],", s->finish ? s->finish : "stop");
+    usage_json(b, s->req);
+    inf__serve_buf_puts(b, "}");
+    pthread_mutex_unlock(lk);
+}
+
+void inf__serve_openai_release(srv_request *rq) {
+    oai_state *s = rq->llm;
+    rq->llm = NULL;
+    if (!s) return;
+    pthread_mutex_t *lk = inf__serve_llm_req_lock(s->req);
+    pthread_mutex_lock(lk);
+    s->conn = NULL;
+    int done = s->done;
+    pthread_mutex_unlock(lk);
+    if (!done) inf__serve_llm_req_cancel(s->req);
+    state_unref(s);
+}
+
+/* ---- models and embeddings ------------------------------------------------------- */
+
+int inf__serve_openai_models(srv_request *rq) {
+    rq->status = 200;
+    rq->content_type = "application/json";
+    inf__serve_buf_puts(&rq->resp, "{\"object\":\"list\",\"data\":[");
+    inf__serve_llm_list_json(rq->srv, &rq->resp);
+    inf__serve_buf_puts(&rq->resp, "]}");
+    return 0;
+}
+
+int inf__serve_openai_embeddings(srv_request *rq) {
+    cJSON *j;
+    if (body_of(rq, &j)) return 0;
+    srv_llm *l = NULL;
+    if (parse_model(rq, j, &l)) goto done;
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(j, "input");
+    const cJSON *one = cJSON_IsString(in) ? in : NULL;
+    int n_inputs = cJSON_IsString(in) ? 1 : cJSON_IsArray(in) ? cJSON_GetArraySize(in) : 0;
+    if (!n_inputs) {
+        oai_error(rq, 400, "input", NULL, "'input' is required: a string or an array of strings");
+        goto done;
+    }
+    srv_buf *b = &rq->resp;
+    int total = 0;
+    inf__serve_buf_puts(b, "{\"object\":\"list\",\"data\":[");
+    for (int i = 0; i < n_inputs; i++) {
+        const cJSON *x = one ? one : cJSON_GetArrayItem(in, i);
+        if (!cJSON_IsString(x)) {
+            oai_error(rq, 400, "input", NULL, "input[%d] must be a string", i);
+            goto done;
+        }
+        int n = 0;
+        int32_t *ids = tokenize(rq, l, x->valuestring, strlen(x->valuestring), &n);
+        if (!ids) goto done;
+        if (n == 0 || n > inf__serve_llm_n_ctx(l)) {
+            free(ids);
+            oai_error(rq, 400, "input", n ? "context_length_exceeded" : NULL,
+                      "input[%d] has %d tokens; the model takes 1 to %d", i, n, inf__serve_llm_n_ctx(l));
+            goto done;
+        }
+        float *v = NULL;
+        int dim = 0;
+        inf_error e = {0};
+        inf_status st = inf__serve_llm_embed(l, ids, n, &v, &dim, &e);
+        free(ids);
+        if (st != INF_OK) {
+            oai_error(rq, st == INF_EBUSY ? 429 : 400, "input", NULL, "%s", e.message);
+            goto done;
+        }
+        total += n;
+        inf__serve_buf_printf(b, "%s{\"object\":\"embedding\",\"index\":%d,\"embedding\":[", i ? "," : "", i);
+        for (int k = 0; k < dim; k++) {
+            if (k) inf__serve_buf_put(b, ",", 1);
+            inf__serve_buf_f32(b, v[k]);
+        }
+        inf__serve_buf_puts(b, "]}");
+        free(v);
+    }
+    inf__serve_buf_puts(b, "],\"model\":");
+    inf__serve_buf_json_str(b, inf__serve_llm_name(l), strlen(inf__serve_llm_name(l)));
+    inf__serve_buf_printf(b, ",\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d}}", total, total);
+    rq->status = 200;
+    rq->content_type = "application/json";
+done:
+    cJSON_Delete(j);
+    return 0;
+}
