@@ -483,19 +483,23 @@ static int valid_name(const char *s) {
     return 1;
 }
 
-/* 1 when the file at path starts with GGUF's magic. */
+/* 1 when the file at path is a regular file starting with GGUF's magic
+ * (opened as every reader opens a user's file: a FIFO never blocks). */
 static int is_gguf_file(const char *path) {
-    FILE *f = fopen(path, "rb");
+    int fd;
+    uint64_t size;
+    inf_error e = {0};
+    if (inf_file_open(path, "model", INF_FILE_MAX_MODEL_BYTES, &fd, &size, &e) != INF_OK) return 0;
     char magic[4] = {0};
-    int ok = f && fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
-    if (f) fclose(f);
+    int ok = size >= 4 && read(fd, magic, 4) == 4 && !memcmp(magic, "GGUF", 4);
+    close(fd);
     return ok;
 }
 
 /* 1 (with the file's path) when ref names a GGUF model: a file, or a
  * registry reference whose artifact is one. */
 static int gguf_ref(srv_models *ms, const char *ref, char *path, size_t size, char *reg_name, int64_t *reg_version) {
-    if (inf_registry_ref_is_path(ref) || !have_registry_api() || !inf_registry_resolve) {
+    if (inf_registry_ref_is_path(ref)) {
         size_t n = strlen(ref);
         if (!(n > 5 && !strcasecmp(ref + n - 5, ".gguf")) && !is_gguf_file(ref)) return 0;
         inf__serve_copy_str(path, size, ref);
