@@ -27,6 +27,7 @@
 
 #include "core/core.h"
 #include "ops/ops.h"
+#include "kernel_paths.h"
 
 static int n_passed, n_failed;
 #define KERNEL_TEST_SEED 0x2545F4914F6CDD1Dull
@@ -264,7 +265,9 @@ static void random_cases(inf__pool *pool, int count) {
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    int skip = kernel_paths_begin(argc, argv, "sgemm");
+    if (skip) return skip;
     {
         inf__pool *p1 = NULL, *p2 = NULL;
         if (inf__pool_new(1, &p1) != INF_OK || inf__pool_new(2, &p2) != INF_OK) {

@@ -26,6 +26,7 @@
 
 #include "core/core.h"
 #include "ops/ops.h"
+#include "kernel_paths.h"
 #include "ops/vmath.h"
 
 static int n_passed, n_failed;
@@ -140,7 +141,9 @@ static void cases(inf__pool *pool) {
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    int skip = kernel_paths_begin(argc, argv, "sgemm epilogue");
+    if (skip) return skip;
     if (!inf__cpu_has_avx2_fma()) {
         printf("sgemm epilogue: CPU without AVX2/FMA, skipped\n0 passed, 0 failed\n");
         return 0;

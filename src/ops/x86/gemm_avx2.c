@@ -82,7 +82,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "ops/ops.h"
+#include "ops/x86/gemm_avx512.h"
 
 enum {
     MR = 6,        /* micro-tile rows */
@@ -128,6 +130,7 @@ typedef struct gemm_job {
     int64_t n_col_tasks;
     bool a_direct;         /* A read in place by the kernel (alpha 1, not transposed) */
     const inf__gemm_epilogue *ep; /* applied after the last k block, or NULL */
+    bool wide;             /* pairs of full panels run the AVX-512 6x32 kernel (gemm_avx512.c) */
 } gemm_job;
 
 static inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
@@ -498,6 +501,28 @@ static void panel_tiles(const gemm_job *g, const float *ap, const float *bpanel,
     }
 }
 
+/* Two adjacent full 16-column panels at once (columns [j, j + 32)) with
+ * the AVX-512 kernel: same tiles, same bits as two panel_tiles calls; the
+ * epilogue's adds follow each tile's store as there. */
+static void panel_pair_tiles(const gemm_job *g, const float *ap, const float *b0, const float *b1, int64_t ldbk,
+                             int64_t i0, int64_t mc, int64_t j, int64_t p0, int64_t kc, int mode, bool last) {
+    float *cblk = g->c + i0 * g->ldc + j;
+    const inf__gemm_epilogue *ep = last ? g->ep : NULL;
+    for (int64_t ir = 0; ir < mc;) {
+        int64_t rows = tile_rows(mc, ir, g->a_direct);
+        const float *a = g->a_direct ? g->a + (i0 + ir) * g->lda + p0 : ap + ir * kc;
+        float *c = cblk + ir * g->ldc;
+        inf__gemm_tile_x32_avx512((int)rows, kc, a, g->a_direct ? g->lda : 0, b0, b1, ldbk, c, g->ldc, mode, g->beta);
+        if (ep && (ep->bias || ep->res))
+            for (int h = 0; h < 2; h++) {
+                tile_adds ta = {ep->bias ? ep->bias + j + NR * h : NULL,
+                                ep->res ? ep->res + (i0 + ir) * ep->ldr + j + NR * h : NULL, ep->ldr};
+                tile_add(&ta, c + NR * h, g->ldc, (int)rows);
+            }
+        ir += rows;
+    }
+}
+
 /* Tasks [begin, end) of the slab: tile t covers rows (t / n_col_tasks) * mb
  * and columns j0 + (t % n_col_tasks) * NT.  A is packed per k block, or read
  * in place (g->a_direct). */
@@ -516,6 +541,13 @@ static void compute_task(void *arg, int64_t begin, int64_t end) {
             if (!g->a_direct) pack_a(g, i0, mc, p0, kc, ap);
             for (int64_t jr = 0; jr < nt; jr += NR) {
                 int64_t cols = min64(NR, nt - jr), ldbk;
+                if (g->wide && nt - jr >= 2 * NR && (g->bp || !g->trans_b)) { /* two full panels, no copies */
+                    const float *b0 = b_panel(g, jt, jr, p0, kc, NR, btail, &ldbk);
+                    const float *b1 = b_panel(g, jt, jr + NR, p0, kc, NR, btail, &ldbk);
+                    panel_pair_tiles(g, ap, b0, b1, ldbk, i0, mc, g->j0 + jt + jr, p0, kc, mode, last);
+                    jr += NR;
+                    continue;
+                }
                 const float *bpanel = b_panel(g, jt, jr, p0, kc, cols, btail, &ldbk);
                 const float *next = g->bp && jr + NR < nt ? bpanel + g->k * NR : NULL;
                 panel_tiles(g, ap, bpanel, ldbk, next, i0, mc, g->j0 + jt + jr, cols, p0, kc, mode, last);
@@ -704,6 +736,7 @@ static void small_m_tb_task(void *arg, int64_t begin, int64_t end) {
 static void compute_tasks(inf__pool *pool, gemm_job *g) {
     int threads = inf__pool_size(pool);
     int64_t want = threads > 1 ? 3 * (int64_t)threads : 1;
+    g->wide = inf__cpu_has_avx512();
     /* alpha 1, plain A: the kernel broadcasts A from its rows in place (no
      * packing pass; alpha * a would be a anyway) */
     g->a_direct = !g->trans_a && g->alpha == 1.0f && g->lda > 0 && g->m <= DIRECT_A_MAX_M && A_DIRECT_OK(g->lda);
@@ -741,7 +774,7 @@ bool inf__ops_sgemm_avx2(inf__pool *pool, bool trans_a, bool trans_b, int64_t m,
                          float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                          float beta, float *c, int64_t ldc) {
     if (m <= 0 || n <= 0) return true;
-    gemm_job g = {trans_a, trans_b, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, NULL, 0, 0, 0, 0, 0, false, NULL};
+    gemm_job g = {trans_a, trans_b, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, NULL, 0, 0, 0, 0, 0, false, NULL, false};
     if (k <= 0) {
         scale_only(m, n, beta, c, ldc);
         return true;
@@ -785,7 +818,7 @@ bool inf__ops_sgemm_avx2(inf__pool *pool, bool trans_a, bool trans_b, int64_t m,
 int64_t inf__ops_sgemm_packed_floats(int64_t k, int64_t n) { return (n + NR - 1) / NR * NR * k; }
 
 void inf__ops_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float *b, int64_t ldb, float *dst) {
-    gemm_job g = {false, trans_b, 0, n, k, 1.0f, 0.0f, NULL, b, 0, ldb, 0, NULL, dst, 0, n, 0, 0, 0, false, NULL};
+    gemm_job g = {false, trans_b, 0, n, k, 1.0f, 0.0f, NULL, b, 0, ldb, 0, NULL, dst, 0, n, 0, 0, 0, false, NULL, false};
     pack_b_task(&g, 0, (n + NR - 1) / NR);
 }
 
@@ -799,7 +832,7 @@ void inf__ops_sgemm_packed_ep_avx2(inf__pool *pool, bool trans_a, int64_t m, int
                                    const float *a, int64_t lda, const float *bp, float beta, float *c, int64_t ldc,
                                    const inf__gemm_epilogue *ep) {
     if (m <= 0 || n <= 0) return;
-    gemm_job g = {trans_a, false, m, n, k, alpha, beta, a, NULL, lda, 0, ldc, c, (float *)bp, 0, n, 0, 0, 0, false, ep};
+    gemm_job g = {trans_a, false, m, n, k, alpha, beta, a, NULL, lda, 0, ldc, c, (float *)bp, 0, n, 0, 0, 0, false, ep, false};
     if (k <= 0 || m <= SMALL_M) {
         /* few rows (or none to sum): the product, then the epilogue in a
          * pass over the rows, still in cache */
