@@ -17,7 +17,8 @@
  * In-place A: the product with plain A (read in place) equals, bit for bit,
  * the product with the same A stored transposed (packed per block), alpha 1.
  * Prints one line per failure and "N passed, M failed"; skips on a CPU
- * without AVX2/FMA.
+ * without AVX2/FMA.  Runs the AVX-512 tile when the path is avx512 and the
+ * AVX2 one under INFERA_CPU=avx2 (kernels_test_gemm_epilogue_avx2path).
  */
 #include <math.h>
 #include <stdio.h>
