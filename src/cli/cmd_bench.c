@@ -185,9 +185,9 @@ int cmd_bench(int argc, char **argv) {
                "\"latency_us\":{\"mean\":%.2f,\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f},"
                "\"throughput_rows_per_s\":%.1f,\"peak_rss_mb\":%.1f",
                ref, threads, (long long)rows, iters, load_ms, first_ms, mean, p50, p90, p99, throughput, cli_peak_rss_mb());
+        if (profile) rc = bench_profile_print(CMD, session, true);
         printf(",\"cpu\":");
         cli_cpu_print_json(); /* the machine the figures were measured on */
-        if (profile) rc = bench_profile_print(CMD, session, true);
         printf("}\n");
     } else {
         printf("model        %s\nthreads      %d\nbatch        %lld\niters        %d (warm-up %d)\n", ref, threads,

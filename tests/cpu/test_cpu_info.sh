@@ -62,5 +62,18 @@ done
 warn=$(INFERA_CPU=sse9 "$INFERA" info --cpu 2>&1 >/dev/null)
 [[ $warn == *INFERA_CPU* ]] || { echo "an unknown INFERA_CPU value was not warned about"; fail=1; }
 "$INFERA" info --cpu somemodel.onnx >/dev/null 2>&1 && { echo "--cpu with a model must be a usage error"; fail=1; }
+# every bench --json result names its machine: the same object under "cpu", after DESIGN's keys (and "profile")
+model=$(cd "$(dirname "$0")/../models" && pwd)/mlp.onnx
+if [[ -f $model ]]; then
+  for extra in "" --profile; do
+    out=$("$INFERA" bench "$model" --iters 3 --warmup 1 --json $extra)
+    python3 - "$out" "$json" <<'PY' || { echo "bench --json $extra: no matching \"cpu\" object: $out" | head -c 600; echo; fail=1; }
+import json, sys
+b, c = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert b["cpu"] == c, (b["cpu"], c)
+assert list(b)[-1] == "cpu" and "peak_rss_mb" in b
+PY
+  done
+fi
 [[ $fail == 0 ]] && echo "cpu info: ok"
 exit $fail
