@@ -281,6 +281,10 @@ inf__cpu_path inf__cpu_path_get(void) {
 
 bool inf__cpu_has_avx512(void) { return inf__cpu_path_get() >= INF__CPU_AVX512; }
 
+bool inf__cpu_path_allows(inf__cpu_path min, uint32_t features) {
+    return inf__cpu_path_get() >= min && (inf_cpu_get_info()->features & features) == features;
+}
+
 int64_t inf__cpu_l1d_bytes(void) {
     int64_t v = inf_cpu_get_info()->l1d_bytes;
     return v > 0 ? v : DEFAULT_L1D;
