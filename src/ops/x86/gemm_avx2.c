@@ -495,8 +495,12 @@ static void panel_tiles(const gemm_job *g, const float *ap, const float *bpanel,
         if (ta.bias) ta.bias += j;
         if (next && tile * slice < kc * NR * 4)
             prefetch_lines((const float *)((const char *)next + tile * slice), min64(slice, kc * NR * 4 - tile * slice));
-        micro_tile(kc, a, g->a_direct ? g->lda : 0, bpanel, ldbk, cblk + ir * g->ldc, g->ldc, rows, cols, mode,
-                   g->beta, ta.bias || ta.res ? &ta : NULL);
+        if (g->wide && (cols < NR || (!g->a_direct && rows < MR))) /* edge tile: masked AVX-512 stores */
+            inf__gemm_tile_x16_masked_avx512((int)rows, (int)cols, kc, a, g->a_direct ? g->lda : 0, bpanel, ldbk,
+                                             cblk + ir * g->ldc, g->ldc, mode, g->beta, ta.bias, ta.res, ta.ldr);
+        else
+            micro_tile(kc, a, g->a_direct ? g->lda : 0, bpanel, ldbk, cblk + ir * g->ldc, g->ldc, rows, cols, mode,
+                       g->beta, ta.bias || ta.res ? &ta : NULL);
         ir += rows;
     }
 }

@@ -12,6 +12,9 @@
  * element is the same chain acc = fma(a, b, acc) from 0 over p in order,
  * stored with the same rounding, so both widths give identical bits and
  * batch invariance (DESIGN.md section 1) holds across them.
+ * Edge tiles (fewer than 16 columns, or a packed A panel with fewer than
+ * 6 rows) run a one-panel tile with masked loads and stores instead of the
+ * AVX2 path's buffer and scalar loops; same element-wise arithmetic.
  * On Zen 4 a zmm FMA is two 256-bit halves (double-pumped), so peak FLOP/s
  * are the AVX2 kernel's; the gain is in issue slots and loads.
  * Built with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma (CMake:
@@ -68,6 +71,54 @@ void inf__gemm_tile_x32_avx512(int rows, int64_t kc, const float *a, int64_t lda
         TILE_CASE(2)
     default:
         tile(1, kc, a, lda > 0 ? 1 : MR, lda > 0 ? lda : 1, b0, b1, ldbk, c, ldc, mode, beta);
+        break;
+    }
+}
+
+/* ---- edge tiles: masked stores ---- */
+
+static inline __attribute__((always_inline)) void
+tile_masked(const int R, __mmask16 k, int64_t kc, const float *restrict a, int64_t a_step, int64_t r_step,
+            const float *restrict b, int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const float *bias,
+            const float *res, int64_t ldr) {
+    __m512 acc[MR];
+    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int64_t p = 0; p < kc; p++, a += a_step, b += ldbk) {
+        __m512 v = _mm512_loadu_ps(b);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * r_step]), v, acc[r]);
+    }
+    __m512 vb = _mm512_set1_ps(beta);
+    __m512 vbias = bias ? _mm512_maskz_loadu_ps(k, bias) : _mm512_setzero_ps();
+    for (int r = 0; r < R; r++, c += ldc) {
+        __m512 v = acc[r];
+        if (mode == INF__GEMM_STORE_ADD) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, c));
+        else if (mode == INF__GEMM_STORE_BETA) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k, c), v);
+        if (bias) v = _mm512_add_ps(v, vbias);
+        if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, res + r * ldr));
+        _mm512_mask_storeu_ps(c, k, v);
+    }
+}
+
+#define MASKED_CASE(R)                                                                                 \
+    case R:                                                                                            \
+        if (lda > 0) tile_masked(R, k, kc, a, 1, lda, b, ldbk, c, ldc, mode, beta, bias, res, ldr);     \
+        else tile_masked(R, k, kc, a, MR, 1, b, ldbk, c, ldc, mode, beta, bias, res, ldr);              \
+        break;
+
+void inf__gemm_tile_x16_masked_avx512(int rows, int cols, int64_t kc, const float *a, int64_t lda, const float *b,
+                                      int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const float *bias,
+                                      const float *res, int64_t ldr) {
+    __mmask16 k = (__mmask16)((1u << cols) - 1u);
+    switch (rows) {
+        MASKED_CASE(6)
+        MASKED_CASE(5)
+        MASKED_CASE(4)
+        MASKED_CASE(3)
+        MASKED_CASE(2)
+    default:
+        tile_masked(1, k, kc, a, lda > 0 ? 1 : MR, lda > 0 ? lda : 1, b, ldbk, c, ldc, mode, beta, bias, res, ldr);
         break;
     }
 }

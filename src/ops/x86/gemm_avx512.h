@@ -21,4 +21,14 @@ enum { INF__GEMM_STORE_BETA0, INF__GEMM_STORE_ADD, INF__GEMM_STORE_BETA };
 void inf__gemm_tile_x32_avx512(int rows, int64_t kc, const float *a, int64_t lda, const float *b0, const float *b1,
                                int64_t ldbk, float *c, int64_t ldc, int mode, float beta);
 
+/* An edge tile of one 16-column panel: rows in 1..6, the first `cols`
+ * (1..16) columns of C stored with masks instead of a buffer and scalar
+ * loops: C = acc {+ C | fma(beta, C, .)}, then + bias[j] and + res[r * ldr + j]
+ * when given (each may be NULL) -- the element-wise arithmetic of the AVX2
+ * path's partial store, so the bits are the same.  b: kc rows of 16 floats
+ * (zero-padded past cols), ldbk apart; A as for the x32 tile. */
+void inf__gemm_tile_x16_masked_avx512(int rows, int cols, int64_t kc, const float *a, int64_t lda, const float *b,
+                                      int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const float *bias,
+                                      const float *res, int64_t ldr);
+
 #endif /* INF_OPS_X86_GEMM_AVX512_H */
