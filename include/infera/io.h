@@ -47,7 +47,8 @@
  * only where a pipeline spec declares the field a timestamp
  * (inf_value_to_timestamp).  JSON numbers without '.', 'e' or 'E' that fit in
  * int64 are int; other numbers float; JSON null -> null; nested arrays and
- * objects are kept as their JSON text (string).
+ * objects are kept as their JSON text (string).  The id field is the
+ * exception everywhere: its exact text (inf_record_batch_set_id_field).
  */
 #ifndef INFERA_IO_H
 #define INFERA_IO_H
@@ -127,6 +128,18 @@ INF_API int inf_record_batch_find_field(const inf_record_batch *b, const char *n
  * missing.  The name is copied.  INF_ENOMEM. */
 INF_API inf_status inf_record_batch_add_field(inf_record_batch *b, const char *name, int *out_index);
 
+/* Names the field that identifies a record (NULL: none); kept across
+ * clear/reset.  IDS ARE TEXT: the text sources (CSV cells, JSON number
+ * literals) and the SQL sources (an integer column as its exact decimal text,
+ * any other type as the database prints it) store that field as a string
+ * with the source's exact characters, so `1000000000000000001` never
+ * becomes the float 1e18 and `1e3` stays distinct from `1000`; an empty CSV
+ * cell and JSON/SQL null stay null.  Sources opened with
+ * inf_source_options.id_column set it on the batches they fill.  INF_ENOMEM. */
+INF_API inf_status inf_record_batch_set_id_field(inf_record_batch *b, const char *name);
+/* The id field's name, or NULL. */
+INF_API const char *inf_record_batch_id_field(const inf_record_batch *b);
+
 /* Appends a row of NULLs; *out_row (may be NULL) gets its index.  INF_ENOMEM. */
 INF_API inf_status inf_record_batch_add_row(inf_record_batch *b, int *out_row);
 /* The value at (row, field); borrowed.  Out-of-range indices give a NULL value. */
@@ -182,6 +195,10 @@ typedef struct inf_source_type {
 typedef struct inf_sink_options {
     int append;             /* 1: append to an existing file/table; 0: replace (files) */
     const char *key_column; /* tables: primary key for idempotent upserts (may be NULL) */
+    int keep_table_shape;   /* tables: 1 = an existing table must already have every field of the first
+                             * batch as a column (the shape of an earlier run of the same job) -- it is
+                             * refused, naming the missing columns, instead of being given new columns
+                             * and a unique index on the key; 0 = adapt it (add both) */
 } inf_sink_options;
 
 /* write() gets a batch whose schema may differ between calls only by adding
@@ -246,6 +263,13 @@ INF_API inf_status inf_record_batch_set_text(inf_record_batch *b, int row, int f
 /* A URI with any password ("user:pass@", "password=...") replaced by "***",
  * for error messages and logs.  Writes into buf; returns buf. */
 INF_API const char *inf_io_redact_uri(const char *uri, char *buf, size_t size);
+
+/* The SQL (PostgreSQL) predicate that selects shard k of n (0 <= k < n) by
+ * the id column: `abs(hashtext("ID"::text)::bigint) % n = k`, the column
+ * quoted as an identifier (embedded quotes doubled).  Written into out (size
+ * bytes); 0, or -1 when k/n are out of range or it does not fit.  The one
+ * definition the PostgreSQL source and `infera batch --shard` share. */
+INF_API int inf_io_shard_predicate(const char *id_column, int k, int n, char *out, size_t size);
 
 #ifdef __cplusplus
 }

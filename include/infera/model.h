@@ -109,6 +109,10 @@ INF_API void inf_model_metadata(const inf_model *model, int i, const char **key,
 INF_API int inf_supported_op_count(void);
 INF_API void inf_supported_op(int i, const char **domain, const char **op_type, int *first_opset,
                               int *last_opset);
+/* The ONNX schema versions (since-versions) that operator i's opset range
+ * covers, ascending, at most max_versions of them written; returns how many
+ * (0 for an operator ONNX does not define). */
+INF_API int inf_supported_op_schema_versions(int i, int *versions, int max_versions);
 
 #ifdef __cplusplus
 }

@@ -58,6 +58,13 @@ INF_API const char *inf_dtype_name(inf_dtype dtype);
 /* Parses a name as printed by inf_dtype_name, also accepting ONNX/KServe
  * spellings ("FP32", "INT64", "BYTES", "float", "double"); UNDEFINED if unknown. */
 INF_API inf_dtype inf_dtype_from_name(const char *name);
+/* The KServe V2 datatype name ("FP32", "INT64", "BYTES", "BOOL", ...), or
+ * NULL for a dtype KServe has no name for.  The one table of these names
+ * (src/core/tensor.c), used by inf_dtype_from_name and by `infera serve`. */
+INF_API const char *inf_dtype_kserve_name(inf_dtype dtype);
+/* The dtype of the KServe V2 datatype name in the n bytes at s (exact,
+ * case-sensitive, as the protocol spells it); UNDEFINED if unknown. */
+INF_API inf_dtype inf_dtype_from_kserve_name(const char *s, size_t n);
 
 typedef enum inf_value_kind {
     INF_KIND_TENSOR = 0,

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "registry/model_ref.h"
+#include "runtime/model.h"
 #include "infera/io.h"
 #include "infera/pipeline.h"
 
@@ -48,8 +48,17 @@ typedef struct inf__target {
 void inf__target_parse(const char *uri, inf__target *t);
 /* Current byte size of a file target, -1 when unknown. */
 int64_t inf__target_file_size(const inf__target *t);
-/* Truncates a file target to size bytes (resume).  INF_EIO. */
-inf_status inf__target_truncate(const inf__target *t, int64_t size, inf_error *err);
+/* The identity of a file target, "DEV:INODE" in out (64 bytes), or "" when
+ * it is not a file or does not exist. */
+void inf__target_file_id(const inf__target *t, char out[64]);
+/* Truncates a file target to size bytes (resume), after checking that it is
+ * still the file the job wrote: its identity equals file_id ("DEV:INODE";
+ * "" = the job recorded none: refused unless the file is empty) and it holds at least
+ * size bytes.  Never truncates another file.  INF_EINVAL (names the file and
+ * what differs), INF_EIO. */
+inf_status inf__target_truncate(const inf__target *t, int64_t size, const char *file_id, inf_error *err);
+/* The checks of inf__target_truncate alone (nothing is changed). */
+inf_status inf__target_check_file(const inf__target *t, int64_t size, const char *file_id, inf_error *err);
 /* Drops the table of a table target (--mode replace on a fresh start). */
 inf_status inf__target_drop(const char *uri, const inf__target *t, inf_error *err);
 /* Number of records of a source, or -1 when it cannot be known cheaply. */
@@ -64,6 +73,10 @@ typedef struct inf__job {
     char model_name[160];
     char model_version[64];
     char pipeline_hash[80];
+    char model_sha256[65];  /* of the model file / artifact ("" for --no-score) */
+    char input[1024], output[1024], errors[1024]; /* redacted URIs as recorded ("" = none) */
+    char shard[64];         /* --shard K/N, or "" */
+    char output_file_id[64], errors_file_id[64]; /* "DEV:INODE" of a file the job wrote, "" = none */
     int64_t source_done;    /* source records fully handled (prefix of the source) */
     int64_t rows_read, rows_scored, rows_written, rows_rejected;
     int64_t output_bytes;   /* committed size of a file output, -1 = not a file */
@@ -110,7 +123,7 @@ void inf__progress_update(inf__progress *p, int64_t done, int64_t written, int64
 
 /* ---- runner (runner.c) ---- */
 typedef struct inf__runner_config {
-    inf__model_ref *model;      /* NULL: --no-score, records are copied (benchmark baseline) */
+    inf__rt_model *model;      /* NULL: --no-score, records are copied (benchmark baseline) */
     inf_source *source;
     inf_sink *sink;
     inf_sink *errors;           /* may be NULL: bad rows are only counted (and the first reported) */

@@ -7,6 +7,11 @@
  * job id is 16 hex chars of SHA-256("model version key \n input \n output \n
  * shard"), so re-running the same command finds the same job; --job-id
  * overrides it.  URIs in the file are redacted (no passwords).
+ * The checkpoint records what identifies the job's work -- input, output,
+ * errors and shard (redacted URIs), model version and SHA-256, pipeline hash
+ * -- and the device:inode of each file the job writes, so a resume can
+ * refuse a different command and never truncates a file it did not write
+ * (cmd_batch.c checks them; docs/batch.md "Crashes").
  * The job log HOME/jobs/jobs.jsonl gets one line per finished job when the
  * model is a file (a registry model's jobs go to the registry instead).
  */
@@ -21,14 +26,6 @@
 #include <cjson/cJSON.h>
 
 #include "batch/batch_int.h"
-
-static inf_status fail(inf_error *err, inf_status st, const char *fmt, const char *a, const char *b) {
-    if (err) {
-        err->status = st;
-        snprintf(err->message, sizeof err->message, fmt, a, b);
-    }
-    return st;
-}
 
 void inf__job_make_id(const char *model_key, const char *input, const char *output, const char *shard, char out[80]) {
     inf_sha256 c;
@@ -60,12 +57,12 @@ static int mkdirs(const char *path) {
 inf_status inf__job_prepare(inf__job *job, const char *home, inf_error *err) {
     char dir[4100];
     snprintf(dir, sizeof dir, "%s/jobs", home);
-    if (mkdirs(dir)) return fail(err, INF_EIO, "batch: cannot create the job directory %s: %s", dir, strerror(errno));
+    if (mkdirs(dir)) return inf_error_set(err, INF_EIO, "batch: cannot create the job directory %s: %s", dir, strerror(errno));
     for (const char *p = job->id; *p; p++)
         if (!(*p == '-' || *p == '_' || *p == '.' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
               (*p >= 'A' && *p <= 'Z')) || !strcmp(job->id, "..") || !strcmp(job->id, "."))
-            return fail(err, INF_EINVAL, "batch: job id '%s' may hold only letters, digits, '-', '_' and '.'%s",
-                        job->id, "");
+            return inf_error_set(err, INF_EINVAL, "batch: job id '%s' may hold only letters, digits, '-', '_' and '.'",
+                                 job->id);
     snprintf(job->path, sizeof job->path, "%s/%s.json", dir, job->id);
     return INF_OK;
 }
@@ -90,8 +87,8 @@ static int64_t get_int(const cJSON *o, const char *k, int64_t dflt) {
 inf_status inf__job_load(inf__job *job, inf_error *err) {
     FILE *f = fopen(job->path, "rb");
     if (!f) {
-        if (errno == ENOENT) return fail(err, INF_ENOENT, "batch: no checkpoint %s to resume from%s", job->path, "");
-        return fail(err, INF_EIO, "batch: cannot read the checkpoint %s: %s", job->path, strerror(errno));
+        if (errno == ENOENT) return inf_error_set(err, INF_ENOENT, "batch: no checkpoint %s to resume from", job->path);
+        return inf_error_set(err, INF_EIO, "batch: cannot read the checkpoint %s: %s", job->path, strerror(errno));
     }
     char buf[65536];
     size_t n = fread(buf, 1, sizeof buf - 1, f);
@@ -100,14 +97,22 @@ inf_status inf__job_load(inf__job *job, inf_error *err) {
     cJSON *o = cJSON_Parse(buf);
     if (!o || !cJSON_IsObject(o)) {
         cJSON_Delete(o);
-        return fail(err, INF_EFORMAT, "batch: the checkpoint %s is not a JSON object%s", job->path, "");
+        return inf_error_set(err, INF_EFORMAT, "batch: the checkpoint %s is not a JSON object", job->path);
     }
     get_str(o, "state", job->state, sizeof job->state);
     get_str(o, "model", job->model, sizeof job->model);
     get_str(o, "model_name", job->model_name, sizeof job->model_name);
     get_str(o, "model_version", job->model_version, sizeof job->model_version);
     get_str(o, "pipeline_hash", job->pipeline_hash, sizeof job->pipeline_hash);
+    get_str(o, "model_sha256", job->model_sha256, sizeof job->model_sha256);
+    get_str(o, "input", job->input, sizeof job->input);
+    get_str(o, "output", job->output, sizeof job->output);
+    get_str(o, "errors", job->errors, sizeof job->errors);
+    get_str(o, "shard", job->shard, sizeof job->shard);
+    get_str(o, "output_file_id", job->output_file_id, sizeof job->output_file_id);
+    get_str(o, "errors_file_id", job->errors_file_id, sizeof job->errors_file_id);
     get_str(o, "started_at", job->started_at, sizeof job->started_at);
+    get_str(o, "updated_at", job->updated_at, sizeof job->updated_at);
     get_str(o, "message", job->message, sizeof job->message);
     job->source_done = get_int(o, "source_done", 0);
     job->rows_read = get_int(o, "rows_read", 0);
@@ -132,6 +137,10 @@ static cJSON *job_json(const inf__job *job, const char *input, const char *outpu
              cJSON_AddStringToObject(o, "model_name", job->model_name) &&
              cJSON_AddStringToObject(o, "model_version", job->model_version) &&
              cJSON_AddStringToObject(o, "pipeline_hash", job->pipeline_hash) &&
+             cJSON_AddStringToObject(o, "model_sha256", job->model_sha256) &&
+             cJSON_AddStringToObject(o, "shard", job->shard) &&
+             cJSON_AddStringToObject(o, "output_file_id", job->output_file_id) &&
+             cJSON_AddStringToObject(o, "errors_file_id", job->errors_file_id) &&
              cJSON_AddStringToObject(o, "input", input ? input : "") &&
              cJSON_AddStringToObject(o, "output", output ? output : "") &&
              (errors ? cJSON_AddStringToObject(o, "errors", errors) : cJSON_AddNullToObject(o, "errors")) &&
@@ -161,7 +170,7 @@ inf_status inf__job_save(const inf__job *job, const char *input, const char *out
     cJSON *o = job_json(&tmp_job, input, output, errors);
     char *text = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
-    if (!text) return fail(err, INF_ENOMEM, "batch: out of memory writing the checkpoint %s%s", job->path, "");
+    if (!text) return inf_error_set(err, INF_ENOMEM, "batch: out of memory writing the checkpoint %s", job->path);
     char tmp[4300];
     snprintf(tmp, sizeof tmp, "%s.tmp", job->path);
     FILE *f = fopen(tmp, "wb");
@@ -173,7 +182,7 @@ inf_status inf__job_save(const inf__job *job, const char *input, const char *out
     }
     free(text);
     if (bad || rename(tmp, job->path))
-        return fail(err, INF_EIO, "batch: cannot write the checkpoint %s: %s", job->path, strerror(errno));
+        return inf_error_set(err, INF_EIO, "batch: cannot write the checkpoint %s: %s", job->path, strerror(errno));
     return INF_OK;
 }
 
@@ -185,7 +194,7 @@ inf_status inf__job_log(const inf__job *job, const char *home, const char *input
     if (o && principal) cJSON_AddStringToObject(o, "principal", principal);
     char *text = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
-    if (!text) return fail(err, INF_ENOMEM, "batch: out of memory writing the job log %s%s", path, "");
+    if (!text) return inf_error_set(err, INF_ENOMEM, "batch: out of memory writing the job log %s", path);
     FILE *f = fopen(path, "ab");
     int bad = !f;
     if (f) {
@@ -193,6 +202,6 @@ inf_status inf__job_log(const inf__job *job, const char *home, const char *input
         bad |= fclose(f) != 0;
     }
     free(text);
-    if (bad) return fail(err, INF_EIO, "batch: cannot append to the job log %s: %s", path, strerror(errno));
+    if (bad) return inf_error_set(err, INF_EIO, "batch: cannot append to the job log %s: %s", path, strerror(errno));
     return INF_OK;
 }

@@ -28,6 +28,8 @@
 #include <time.h>
 
 #include "batch/batch_int.h"
+#include "runtime/reject.h"
+#include "runtime/score.h"
 
 typedef struct chunk {
     int64_t seq;
@@ -36,8 +38,8 @@ typedef struct chunk {
     int n_rows;
     int bad;               /* a malformed source record follows the rows */
     char bad_msg[INF_ERROR_MESSAGE_MAX];
-    int n_scored, n_rejected, n_null_id;
-    inf_record_batch *in, *pred, *out, *errs;
+    int n_scored, n_rejected;
+    inf_record_batch *in, *out, *errs;
 } chunk;
 
 typedef struct runner {
@@ -103,26 +105,9 @@ static void queue_work(runner *r, chunk *c) {
     pthread_mutex_unlock(&r->mu);
 }
 
-/* Copies rows [from, n) of src into dst (cleared), field by field. */
-/* Appends src's rows [from, to) to dst, field by field name. */
-static inf_status append_rows(inf_record_batch *dst, const inf_record_batch *src, int from, int to) {
-    int nf = inf_record_batch_n_fields(src);
-    int *map = malloc((size_t)(nf ? nf : 1) * sizeof *map);
-    if (!map) return INF_ENOMEM;
-    inf_status st = INF_OK;
-    for (int f = 0; !st && f < nf; f++) st = inf_record_batch_add_field(dst, inf_record_batch_field_name(src, f), &map[f]);
-    for (int row = from; !st && row < to; row++) {
-        int k;
-        st = inf_record_batch_add_row(dst, &k);
-        for (int f = 0; !st && f < nf; f++) st = inf_record_batch_set(dst, k, map[f], inf_record_batch_get(src, row, f));
-    }
-    free(map);
-    return st;
-}
-
 static inf_status copy_rows(inf_record_batch *dst, const inf_record_batch *src, int from) {
     inf_record_batch_clear(dst);
-    return append_rows(dst, src, from, inf_record_batch_n_rows(src));
+    return inf__rt_append_rows(dst, src, from, inf_record_batch_n_rows(src));
 }
 
 static void *reader_main(void *arg) {
@@ -218,45 +203,30 @@ static void *reader_main(void *arg) {
 
 /* ---- workers -------------------------------------------------------------- */
 
-static int write_file(const char *bytes, size_t n, void *user) {
-    return fwrite(bytes, 1, n, (FILE *)user) == n ? 0 : -1;
-}
-
+/* A rejection row (runtime/reject.h) keyed by the record's source number. */
 static inf_status add_error_row(runner *r, chunk *c, int64_t ordinal, const inf_value *id, const char *field,
                                 const char *reason, int in_row) {
-    inf_record_batch *b = c->errs;
-    int row, f_src, f_id, f_field, f_reason, f_rec;
-    inf_status st;
-    if ((st = inf_record_batch_add_field(b, "source_row", &f_src)) || (st = inf_record_batch_add_field(b, "id", &f_id)) ||
-        (st = inf_record_batch_add_field(b, "field", &f_field)) ||
-        (st = inf_record_batch_add_field(b, "reason", &f_reason)) ||
-        (st = inf_record_batch_add_field(b, "record", &f_rec)) || (st = inf_record_batch_add_row(b, &row)))
-        return st;
-    if ((st = inf_record_batch_set_int(b, row, f_src, ordinal))) return st;
-    if (id && id->type != INF_FIELD_NULL && (st = inf_record_batch_set(b, row, f_id, id))) return st;
-    if (field && *field && (st = inf_record_batch_set_string(b, row, f_field, field, strlen(field)))) return st;
-    if ((st = inf_record_batch_set_string(b, row, f_reason, reason, strlen(reason)))) return st;
-    if (in_row >= 0) {
-        /* the record as JSON, without fields marked sensitive */
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *m = open_memstream(&buf, &len);
-        if (!m) return INF_ENOMEM;
-        st = inf_record_batch_row_to_json(c->in, in_row, r->sensitive, write_file, m);
-        fclose(m);
-        if (!st && buf) st = inf_record_batch_set_string(b, row, f_rec, buf, len);
-        free(buf);
-        if (st) return st;
-    }
-    return INF_OK;
+    inf_value key = {.type = INF_FIELD_INT, .u.i = ordinal};
+    return inf__rt_reject_row(c->errs, "source_row", &key, id, field, reason, in_row >= 0 ? c->in : NULL, in_row,
+                              r->sensitive);
 }
 
-/* pred (from inf_pipeline_finish) -> out: key column first, then the
- * prediction fields and lineage (model_name, model_version, pipeline_hash),
- * scored_at.  map has room for a field index per prediction field. */
-static inf_status fill_output(runner *r, chunk *c, inf_pipeline_exec *ex, int64_t scored_at_us, int *map) {
+/* The scoring core's results for one chunk (runtime/score.h): prediction
+ * rows become output rows, rejections error rows. */
+typedef struct chunk_results {
+    runner *r;
+    chunk *c;
+    int64_t scored_at_us;
+} chunk_results;
+
+/* pred -> out: key column first, then the prediction fields and lineage
+ * (model_name, model_version, pipeline_hash), scored_at.  map has room for
+ * a field index per prediction field.  A null id is an error row. */
+static inf_status fill_output(chunk_results *cr, const inf_record_batch *p, const int *in_rows, int n, int *map) {
+    runner *r = cr->r;
+    chunk *c = cr->c;
     const inf__runner_config *cfg = r->cfg;
-    inf_record_batch *p = c->pred, *o = c->out;
+    inf_record_batch *o = c->out;
     int np = inf_record_batch_n_fields(p), f_key, f_ts;
     const char *key = cfg->id_column ? cfg->id_column : "row_number";
     inf_status st;
@@ -272,9 +242,8 @@ static inf_status fill_output(runner *r, chunk *c, inf_pipeline_exec *ex, int64_
         if ((st = inf_record_batch_add_field(o, name, &map[f]))) return st;
     }
     if ((st = inf_record_batch_add_field(o, "scored_at", &f_ts))) return st;
-    int n = inf_record_batch_n_rows(p);
     for (int k = 0; k < n; k++) {
-        int row, in_row = inf_pipeline_accepted_row(ex, k);
+        int row, in_row = in_rows[k];
         if (cfg->id_column) {
             const inf_value *kv = key_in_pred >= 0 ? inf_record_batch_get(p, k, key_in_pred)
                                                    : inf_record_batch_get(c->in, in_row, key_in_in);
@@ -282,7 +251,7 @@ static inf_status fill_output(runner *r, chunk *c, inf_pipeline_exec *ex, int64_
                 char why[300];
                 snprintf(why, sizeof why, "the id column '%s' is null or missing", cfg->id_column);
                 if ((st = add_error_row(r, c, c->first_ordinal + in_row, NULL, cfg->id_column, why, in_row))) return st;
-                c->n_null_id++;
+                c->n_rejected++;
                 continue;
             }
         }
@@ -295,22 +264,42 @@ static inf_status fill_output(runner *r, chunk *c, inf_pipeline_exec *ex, int64_
             st = inf_record_batch_set(o, row, f_key, inf_record_batch_get(c->in, in_row, key_in_in));
         for (int f = 0; !st && f < np; f++)
             if (map[f] >= 0) st = inf_record_batch_set(o, row, map[f], inf_record_batch_get(p, k, f));
-        if (!st) st = inf_record_batch_set_timestamp(o, row, f_ts, scored_at_us);
+        if (!st) st = inf_record_batch_set_timestamp(o, row, f_ts, cr->scored_at_us);
         if (st) return st;
+        c->n_scored++;
     }
     return INF_OK;
 }
 
-/* fill_output with a map of the chunk's width (models may have thousands of
- * output columns). */
-static inf_status build_output(runner *r, chunk *c, inf_pipeline_exec *ex, int64_t scored_at_us) {
-    int np = inf_record_batch_n_fields(c->pred);
+/* fill_output with a map of the predictions' width (models may have
+ * thousands of output columns). */
+static inf_status on_scored(void *user, const inf_record_batch *pred, const int *in_rows, int n) {
+    int np = inf_record_batch_n_fields(pred);
     int *map = malloc((size_t)(np ? np : 1) * sizeof *map);
     if (!map) return INF_ENOMEM;
-    inf_status st = fill_output(r, c, ex, scored_at_us, map);
+    inf_status st = fill_output(user, pred, in_rows, n, map);
     free(map);
     return st;
 }
+
+static inf_status on_rejected(void *user, int in_row, const char *field, const char *reason) {
+    chunk_results *cr = user;
+    chunk *c = cr->c;
+    const inf__runner_config *cfg = cr->r->cfg;
+    int id_in = cfg->id_column ? inf_record_batch_find_field(c->in, cfg->id_column) : -1;
+    inf_status st = add_error_row(cr->r, c, c->first_ordinal + in_row,
+                                  id_in >= 0 ? inf_record_batch_get(c->in, in_row, id_in) : NULL, field, reason, in_row);
+    if (!st) c->n_rejected++;
+    return st;
+}
+
+static void clear_outputs(chunk *c) {
+    inf_record_batch_clear(c->out);
+    inf_record_batch_clear(c->errs);
+    c->n_scored = c->n_rejected = 0;
+}
+
+static void on_restart(void *user) { clear_outputs(((chunk_results *)user)->c); }
 
 static int64_t now_us(void) {
     struct timespec ts;
@@ -326,84 +315,10 @@ static inf_status outputs_failed(const chunk *c, inf_status st, inf_error *e) {
     return st;
 }
 
-static void clear_outputs(chunk *c) {
-    inf_record_batch_clear(c->pred);
-    inf_record_batch_clear(c->out);
-    inf_record_batch_clear(c->errs);
-    c->n_scored = c->n_rejected = c->n_null_id = 0;
-}
-
-/* Scores the records of c->in into c->out, and the ones the pipeline
- * rejects into c->errs.  A pipeline or engine error comes back as it is, e
- * saying it. */
-static inf_status score_records(runner *r, chunk *c, inf_session *s, inf_pipeline_exec *ex, inf_error *e) {
-    const inf__runner_config *cfg = r->cfg;
-    int id_in = cfg->id_column ? inf_record_batch_find_field(c->in, cfg->id_column) : -1;
-    const inf_tensor *const *x;
-    inf_status st;
-    if ((st = inf_pipeline_prepare(ex, c->in, &x, e))) return st;
-    int n_acc = inf_pipeline_n_accepted(ex);
-    if (n_acc > 0) {
-        inf_tensor *const *y;
-        if ((st = inf_session_run(s, x, &y, e)) || (st = inf_pipeline_finish(ex, y, c->pred, e))) return st;
-        if ((st = build_output(r, c, ex, now_us()))) return outputs_failed(c, st, e);
-    }
-    c->n_scored = n_acc - c->n_null_id;
-    int n_rej = inf_pipeline_n_rejected(ex);
-    for (int i = 0; i < n_rej; i++) {
-        const char *field = NULL, *msg = NULL;
-        int row = inf_pipeline_rejected(ex, i, &field, &msg);
-        if ((st = add_error_row(r, c, c->first_ordinal + row, id_in >= 0 ? inf_record_batch_get(c->in, row, id_in) : NULL,
-                                field, msg ? msg : "rejected", row)))
-            return outputs_failed(c, st, e);
-    }
-    c->n_rejected = n_rej + c->n_null_id;
-    return INF_OK;
-}
-
-/* After a data error on the whole chunk (a value the model cannot take: an
- * index out of range, a shape the data decides): each record alone, so the
- * ones the model takes are scored and the ones it cannot take are rejected
- * with the error -- a bad row loses nothing else, and --resume does not meet
- * it again as a fatal error (DESIGN.md §6).  When every record fails alone
- * the error is not the data's but the job's (a model that cannot take these
- * records at all): chunk_error, the whole chunk's, is returned as fatal. */
-static inf_status score_one_by_one(runner *r, chunk *c, chunk *one, inf_session *s, inf_pipeline_exec *ex,
-                                   const inf_error *chunk_error, inf_error *e) {
-    const inf__runner_config *cfg = r->cfg;
-    int id_in = cfg->id_column ? inf_record_batch_find_field(c->in, cfg->id_column) : -1;
-    int n_failed = 0;
-    inf_status st;
-    clear_outputs(c);
-    for (int row = 0; row < c->n_rows; row++) {
-        clear_outputs(one);
-        inf_record_batch_clear(one->in);
-        if ((st = append_rows(one->in, c->in, row, row + 1))) return outputs_failed(c, st, e);
-        one->first_ordinal = c->first_ordinal + row;
-        one->n_rows = one->n_src = 1;
-        if ((st = score_records(r, one, s, ex, e)) == INF_OK) {
-            if ((st = append_rows(c->out, one->out, 0, inf_record_batch_n_rows(one->out))) ||
-                (st = append_rows(c->errs, one->errs, 0, inf_record_batch_n_rows(one->errs))))
-                return outputs_failed(c, st, e);
-            c->n_scored += one->n_scored;
-            c->n_rejected += one->n_rejected;
-            continue;
-        }
-        if (!inf_status_is_data_error(st)) return st;
-        n_failed++;
-        if ((st = add_error_row(r, c, c->first_ordinal + row, id_in >= 0 ? inf_record_batch_get(c->in, row, id_in) : NULL,
-                                NULL, e->message, row)))
-            return outputs_failed(c, st, e);
-        c->n_rejected++;
-    }
-    if (n_failed == c->n_rows) {
-        *e = *chunk_error;
-        return e->status;
-    }
-    return INF_OK;
-}
-
-static inf_status score_chunk(runner *r, chunk *c, chunk *one, inf_session *s, inf_pipeline_exec *ex, inf_error *e) {
+/* Scores c->in into c->out and c->errs through the scoring core: a chunk
+ * whose every record fails alone is the job's error (INF__RT_ALL_FAILED_FATAL,
+ * runtime/score.h), returned as fatal. */
+static inf_status score_chunk(runner *r, chunk *c, inf__rt_scorer *scorer, inf_error *e) {
     const inf__runner_config *cfg = r->cfg;
     clear_outputs(c);
     inf_status st = INF_OK;
@@ -418,12 +333,9 @@ static inf_status score_chunk(runner *r, chunk *c, chunk *one, inf_session *s, i
         if ((st = copy_rows(c->out, c->in, 0))) return outputs_failed(c, st, e);
         c->n_scored = c->n_rows;
     } else if (c->n_rows > 0) {
-        st = score_records(r, c, s, ex, e);
-        if (st && inf_status_is_data_error(st)) {
-            inf_error chunk_error = *e;
-            st = score_one_by_one(r, c, one, s, ex, &chunk_error, e);
-        }
-        if (st) return st;
+        chunk_results cr = {r, c, now_us()};
+        inf__rt_results results = {&cr, on_scored, on_rejected, on_restart};
+        if ((st = inf__rt_score_batch(scorer, c->in, &results, e))) return st;
     }
     if (c->bad && (st = add_error_row(r, c, c->first_ordinal + c->n_rows, NULL, NULL, c->bad_msg, -1)))
         return outputs_failed(c, st, e);
@@ -435,21 +347,16 @@ static void *worker_main(void *arg) {
     const inf__runner_config *cfg = r->cfg;
     inf_session *s = NULL;
     inf_pipeline_exec *ex = NULL;
-    chunk one; /* one record of a chunk, scored alone after a data error */
-    memset(&one, 0, sizeof one);
+    inf__rt_scorer scorer;
+    memset(&scorer, 0, sizeof scorer);
     inf_error e;
-    if (inf_record_batch_new(&one.in) || inf_record_batch_new(&one.pred) || inf_record_batch_new(&one.out) ||
-        inf_record_batch_new(&one.errs)) {
-        fatal_msg(r, INF_ENOMEM, "batch: out of memory");
-        goto done;
-    }
     if (cfg->model) {
-        inf_session_options so;
-        inf_session_options_init(&so);
-        so.n_threads = 1;
-        so.max_batch = cfg->chunk_rows;
-        if (inf_session_new(cfg->model->model, &so, &s, &e) || inf_pipeline_exec_new(cfg->model->pipeline, &ex, &e)) {
+        if (inf__rt_model_session(cfg->model, 1, cfg->chunk_rows, &s, &ex, &e)) {
             set_fatal(r, &e);
+            goto done;
+        }
+        if (inf__rt_scorer_init(&scorer, s, ex, INF__RT_ALL_FAILED_FATAL)) {
+            fatal_msg(r, INF_ENOMEM, "batch: out of memory");
             goto done;
         }
     }
@@ -464,7 +371,7 @@ static void *worker_main(void *arg) {
         r->work_head = (r->work_head + 1) % r->n_chunks;
         r->n_work--;
         pthread_mutex_unlock(&r->mu);
-        if (score_chunk(r, c, &one, s, ex, &e)) {
+        if (score_chunk(r, c, &scorer, &e)) {
             char msg[INF_ERROR_MESSAGE_MAX];
             snprintf(msg, sizeof msg, "rows %lld-%lld: %s", (long long)c->first_ordinal,
                      (long long)(c->first_ordinal + c->n_src - 1), e.message);
@@ -477,10 +384,7 @@ static void *worker_main(void *arg) {
         pthread_mutex_unlock(&r->mu);
     }
 done:
-    inf_record_batch_free(one.in);
-    inf_record_batch_free(one.pred);
-    inf_record_batch_free(one.out);
-    inf_record_batch_free(one.errs);
+    inf__rt_scorer_deinit(&scorer);
     inf_pipeline_exec_free(ex);
     inf_session_free(s);
     return NULL;
@@ -639,7 +543,7 @@ inf_status inf__runner_run(const inf__runner_config *cfg, inf_error *err) {
     if (!r.chunks || !r.free_list || !r.work || !r.slots || !workers) goto oom;
     for (int i = 0; i < r.n_chunks; i++) {
         chunk *c = &r.chunks[i];
-        if (inf_record_batch_new(&c->in) || inf_record_batch_new(&c->pred) || inf_record_batch_new(&c->out) ||
+        if (inf_record_batch_new(&c->in) || inf_record_batch_new(&c->out) ||
             inf_record_batch_new(&c->errs))
             goto oom;
         r.free_list[r.n_free++] = c;
@@ -693,7 +597,6 @@ cleanup:
     if (r.chunks)
         for (int i = 0; i < r.n_chunks; i++) {
             inf_record_batch_free(r.chunks[i].in);
-            inf_record_batch_free(r.chunks[i].pred);
             inf_record_batch_free(r.chunks[i].out);
             inf_record_batch_free(r.chunks[i].errs);
         }

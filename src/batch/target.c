@@ -18,6 +18,7 @@
 #include <sqlite3.h>
 
 #include "batch/batch_int.h"
+#include "io/io_int.h"
 
 static int hexval(int c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -78,12 +79,41 @@ int64_t inf__target_file_size(const inf__target *t) {
     return (int64_t)st.st_size;
 }
 
-inf_status inf__target_truncate(const inf__target *t, int64_t size, inf_error *err) {
+void inf__target_file_id(const inf__target *t, char out[64]) {
+    struct stat st;
+    out[0] = 0;
+    if (t->kind == INF__TARGET_FILE && !stat(t->path, &st))
+        snprintf(out, 64, "%llu:%llu", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+}
+
+inf_status inf__target_check_file(const inf__target *t, int64_t size, const char *file_id, inf_error *err) {
     if (t->kind != INF__TARGET_FILE || size < 0) return INF_OK;
     struct stat st;
     if (stat(t->path, &st)) {
         if (errno == ENOENT && size == 0) return INF_OK;
+        if (errno == ENOENT) {
+            if (err) {
+                err->status = INF_EINVAL;
+                snprintf(err->message, sizeof err->message,
+                         "batch: cannot resume: %s, which the job wrote (%lld bytes committed), no longer exists",
+                         t->path, (long long)size);
+            }
+            return INF_EINVAL;
+        }
         goto fail;
+    }
+    char now_id[64];
+    inf__target_file_id(t, now_id);
+    int recorded = file_id && *file_id;
+    if (recorded ? strcmp(file_id, now_id) != 0 : st.st_size > 0) { /* never truncate a file the job did not write */
+        if (err) {
+            err->status = INF_EINVAL;
+            snprintf(err->message, sizeof err->message,
+                     "batch: cannot resume: %s is not the file this job wrote (%s; it was replaced or the "
+                     "checkpoint does not record it); it is left unchanged",
+                     t->path, file_id && *file_id ? "another device:inode" : "no identity recorded");
+        }
+        return INF_EINVAL;
     }
     if ((int64_t)st.st_size < size) {
         if (err) {
@@ -94,55 +124,27 @@ inf_status inf__target_truncate(const inf__target *t, int64_t size, inf_error *e
         }
         return INF_EINVAL;
     }
-    if (truncate(t->path, (off_t)size) == 0) return INF_OK;
+    return INF_OK;
 fail:
+    if (err) {
+        err->status = INF_EIO;
+        snprintf(err->message, sizeof err->message, "batch: cannot read %s: %s", t->path, strerror(errno));
+    }
+    return INF_EIO;
+}
+
+inf_status inf__target_truncate(const inf__target *t, int64_t size, const char *file_id, inf_error *err) {
+    if (t->kind != INF__TARGET_FILE || size < 0) return INF_OK;
+    inf_status st = inf__target_check_file(t, size, file_id, err);
+    if (st) return st;
+    if (size == 0 && access(t->path, F_OK)) return INF_OK; /* nothing committed, nothing there */
+    if (truncate(t->path, (off_t)size) == 0) return INF_OK;
     if (err) {
         err->status = INF_EIO;
         snprintf(err->message, sizeof err->message, "batch: cannot truncate %s to %lld bytes: %s", t->path,
                  (long long)size, strerror(errno));
     }
     return INF_EIO;
-}
-
-/* The libpq connection URI: ours without the parameters infera adds
- * (table, query, shard), which libpq would reject. */
-static void pg_conninfo(const char *uri, char *out, size_t size) {
-    const char *q = strchr(uri, '?');
-    size_t n = q ? (size_t)(q - uri) : strlen(uri);
-    if (n >= size) n = size - 1;
-    memcpy(out, uri, n);
-    out[n] = 0;
-    if (!q) return;
-    int first = 1;
-    for (const char *p = q + 1; *p;) {
-        size_t len = strcspn(p, "&");
-        if (!(len > 6 && !strncmp(p, "table=", 6)) && !(len > 6 && !strncmp(p, "query=", 6)) &&
-            !(len > 6 && !strncmp(p, "shard=", 6)) && len) {
-            size_t used = strlen(out);
-            snprintf(out + used, size - used, "%c%.*s", first ? '?' : '&', (int)len, p);
-            first = 0;
-        }
-        p += len;
-        if (*p) p++;
-    }
-}
-
-/* "schema.table" or "table" quoted as identifiers. */
-static void pg_quote_table(PGconn *c, const char *table, char *out, size_t size) {
-    const char *dot = strchr(table, '.');
-    out[0] = 0;
-    if (dot) {
-        char schema[256];
-        snprintf(schema, sizeof schema, "%.*s", (int)(dot - table), table);
-        char *a = PQescapeIdentifier(c, schema, strlen(schema)), *b = PQescapeIdentifier(c, dot + 1, strlen(dot + 1));
-        if (a && b) snprintf(out, size, "%s.%s", a, b);
-        PQfreemem(a);
-        PQfreemem(b);
-    } else {
-        char *a = PQescapeIdentifier(c, table, strlen(table));
-        if (a) snprintf(out, size, "%s", a);
-        PQfreemem(a);
-    }
 }
 
 inf_status inf__target_drop(const char *uri, const inf__target *t, inf_error *err) {
@@ -174,7 +176,7 @@ inf_status inf__target_drop(const char *uri, const inf__target *t, inf_error *er
     }
     if (t->kind == INF__TARGET_PG && t->table[0]) {
         char conninfo[4096], ident[600], sql[800];
-        pg_conninfo(uri, conninfo, sizeof conninfo);
+        inf__io_pg_conninfo(uri, conninfo, sizeof conninfo);
         PGconn *c = PQconnectdb(conninfo);
         if (PQstatus(c) != CONNECTION_OK) {
             if (err) {
@@ -185,7 +187,7 @@ inf_status inf__target_drop(const char *uri, const inf__target *t, inf_error *er
             PQfinish(c);
             return INF_EIO;
         }
-        pg_quote_table(c, t->table, ident, sizeof ident);
+        inf__io_pg_quote_table(c, t->table, ident, sizeof ident);
         snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", ident);
         PGresult *res = PQexec(c, sql);
         int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
@@ -240,11 +242,11 @@ int64_t inf__target_count(const char *uri, const inf__target *t, const char *sha
     }
     if (t->kind == INF__TARGET_PG && t->table[0] && !t->is_query) {
         char conninfo[4096], ident[600], sql[2000];
-        pg_conninfo(uri, conninfo, sizeof conninfo);
+        inf__io_pg_conninfo(uri, conninfo, sizeof conninfo);
         PGconn *c = PQconnectdb(conninfo);
         int64_t n = -1;
         if (PQstatus(c) == CONNECTION_OK) {
-            pg_quote_table(c, t->table, ident, sizeof ident);
+            inf__io_pg_quote_table(c, t->table, ident, sizeof ident);
             snprintf(sql, sizeof sql, "SELECT count(*) FROM %s%s%s", ident, shard_where ? " WHERE " : "",
                      shard_where ? shard_where : "");
             PGresult *res = PQexec(c, sql);

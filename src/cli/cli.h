@@ -37,6 +37,7 @@ int cmd_batch(int argc, char **argv); /* src/batch/cmd_batch.c */
 int cmd_stream(int argc, char **argv); /* src/stream/cmd_stream.c */
 int cmd_features(int argc, char **argv); /* cmd_features.c */
 int cmd_fit_spec(int argc, char **argv); /* cmd_features.c */
+int cmd_quantize(int argc, char **argv); /* cmd_quantize.c */
 int cmd_evaluate(int argc, char **argv); /* cmd_evaluate.c */
 int cmd_prune(int argc, char **argv);    /* cmd_prune.c */
 int cmd_distill(int argc, char **argv);  /* cmd_distill.c */

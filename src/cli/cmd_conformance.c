@@ -25,8 +25,13 @@
 #include "cli/cli.h"
 
 static const char *CMD = "conformance";
-static const char *k_suites[] = {"node", "pytorch-converted", "pytorch-operator", "simple"};
-#define N_SUITES 4
+/* The ONNX backend suites (Debian's libonnx-testdata, --data-dir), and
+ * Infera's own suite for opsets 18-26 (models written by
+ * tests/conformance/gen_opset18plus.py, expected outputs from ONNX Runtime;
+ * in tests/conformance/data/ of the source tree, or --opset-dir). */
+static const char *k_suites[] = {"node", "pytorch-converted", "pytorch-operator", "simple", "opset18plus"};
+#define N_SUITES 5
+#define OWN_SUITE 4
 #define TEST_TIME_LIMIT_S 120
 
 typedef struct expected_list {
@@ -276,6 +281,7 @@ static void run_suite(const char *data_dir, const char *suite, regex_t *filter, 
 
 int cmd_conformance(int argc, char **argv) {
     const char *suite = "node", *filter_text = NULL, *data_dir = "/usr/share/libonnx-testdata/data";
+    const char *own_dir = "tests/conformance/data";
     const char *expected_path = getenv("INFERA_EXPECTED_FAILURES");
     bool quiet = false;
     for (int i = 1; i < argc; i++) {
@@ -284,6 +290,7 @@ int cmd_conformance(int argc, char **argv) {
         if ((v = cli_flag_value(argc, argv, &i, "--suite", &missing))) suite = v;
         else if ((v = cli_flag_value(argc, argv, &i, "--filter", &missing))) filter_text = v;
         else if ((v = cli_flag_value(argc, argv, &i, "--data-dir", &missing))) data_dir = v;
+        else if ((v = cli_flag_value(argc, argv, &i, "--opset-dir", &missing))) own_dir = v;
         else if ((v = cli_flag_value(argc, argv, &i, "--expected-failures", &missing))) expected_path = v;
         else if (!strcmp(argv[i], "--quiet")) quiet = true;
         else if (missing) return cli_usage(CMD, "%s needs a value", argv[i]);
@@ -292,7 +299,9 @@ int cmd_conformance(int argc, char **argv) {
     bool all = !strcmp(suite, "all");
     bool known = all;
     for (int s = 0; s < N_SUITES; s++) known |= !strcmp(suite, k_suites[s]);
-    if (!known) return cli_usage(CMD, "--suite must be node, pytorch-converted, pytorch-operator, simple or all; got '%s'", suite);
+    if (!known)
+        return cli_usage(CMD, "--suite must be node, pytorch-converted, pytorch-operator, simple, opset18plus or all; got '%s'",
+                         suite);
     regex_t filter;
     if (filter_text) {
         int rc = regcomp(&filter, filter_text, REG_EXTENDED | REG_NOSUB);
@@ -306,7 +315,8 @@ int cmd_conformance(int argc, char **argv) {
     if (expected_path && *expected_path && load_expected(expected_path, &expected) != 0) return 1;
     tally t = {0};
     for (int s = 0; s < N_SUITES; s++)
-        if (all || !strcmp(suite, k_suites[s])) run_suite(data_dir, k_suites[s], filter_text ? &filter : NULL, &expected, quiet, &t);
+        if (all || !strcmp(suite, k_suites[s]))
+            run_suite(s == OWN_SUITE ? own_dir : data_dir, k_suites[s], filter_text ? &filter : NULL, &expected, quiet, &t);
     if (filter_text) regfree(&filter);
     for (int i = 0; i < expected.n; i++) {
         free(expected.names[i]);

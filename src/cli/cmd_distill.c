@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "registry/model_ref.h"
+#include "runtime/model.h"
 #include "tools/tools.h"
 
 static const char *CMD = "distill";
@@ -87,12 +87,12 @@ int cmd_distill(int argc, char **argv) {
         return cli_usage(CMD, "usage: infera distill --teacher REF --data SRC --student mlp:H1,H2 -o OUT");
     if ((rc = parse_student(student, &o))) return rc;
 
-    inf__model_ref m;
+    inf__rt_model m;
     memset(&m, 0, sizeof m);
-    inf__model_ref_options mo = {0};
+    inf__rt_model_options mo = {0};
     mo.pipeline_path = spec;
     inf_error e;
-    if (inf__model_ref_open(teacher, &mo, &m, &e)) return cli_fail(CMD, "teacher %s: %s", teacher, e.message);
+    if (inf__rt_model_open(teacher, &mo, &m, &e)) return cli_fail(CMD, "teacher %s: %s", teacher, e.message);
     inf_session_options so;
     inf_session_options_init(&so);
     so.n_threads = threads;
@@ -103,7 +103,7 @@ int cmd_distill(int argc, char **argv) {
     if (inf_session_new(m.model, &so, &session, &e) || inf__distill(data, m.pipeline, session, m.model, &o, out, &rep, &e))
         rc = cli_fail(CMD, "%s: %s", teacher, e.message);
     inf_session_free(session);
-    inf__model_ref_close(&m);
+    inf__rt_model_close(&m);
     if (rc) return rc;
     printf("student    %s -> %s (%s, %lld parameters)\n", student, out, inf__task_names[rep.task], (long long)rep.parameters);
     printf("training   %d rows, holdout %d rows; %d epochs (best %d), holdout loss %.6f; seed %llu\n", rep.rows_train,

@@ -18,7 +18,7 @@
 
 #include "cli/cli.h"
 #include "infera/registry.h"
-#include "registry/model_ref.h"
+#include "runtime/model.h"
 #include "tools/tools.h"
 
 static const char *CMD = "evaluate";
@@ -143,13 +143,13 @@ static int evaluate_one(const eval_opts *o, const char *ref, eval_one *out) {
     memset(out, 0, sizeof *out);
     out->ref = ref;
     reset_peak_rss();
-    inf__model_ref m;
+    inf__rt_model m;
     memset(&m, 0, sizeof m);
-    inf__model_ref_options mo = {0};
+    inf__rt_model_options mo = {0};
     mo.pipeline_path = o->spec;
     mo.id_column = o->id_column;
     inf_error e;
-    if (inf__model_ref_open(ref, &mo, &m, &e)) return cli_fail(CMD, "model %s: %s", ref, e.message);
+    if (inf__rt_model_open(ref, &mo, &m, &e)) return cli_fail(CMD, "model %s: %s", ref, e.message);
     out->version = m.version_num;
     snprintf(out->name, sizeof out->name, "%s", m.name);
     inf_session_options so;
@@ -164,7 +164,7 @@ static int evaluate_one(const eval_opts *o, const char *ref, eval_one *out) {
         rc = cli_fail(CMD, "%s: %s", ref, e.message);
     out->cost.peak_rss_mb = cli_peak_rss_mb();
     inf_session_free(session);
-    inf__model_ref_close(&m);
+    inf__rt_model_close(&m);
     return rc;
 }
 

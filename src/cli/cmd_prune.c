@@ -11,7 +11,7 @@
 
 #include "cli/cli.h"
 #include "infera/registry.h"
-#include "registry/model_ref.h"
+#include "runtime/model.h"
 #include "tools/tools.h"
 
 static const char *CMD = "prune";
@@ -48,16 +48,16 @@ int cmd_prune(int argc, char **argv) {
         fprintf(stderr, "infera prune: note: --calibration is used by --structured only (unstructured pruning is by magnitude)\n");
 
     /* the file to rewrite; with calibration data, also the pipeline that maps the records */
-    inf__model_ref m;
+    inf__rt_model m;
     memset(&m, 0, sizeof m);
     inf_registry_resolved rv;
     memset(&rv, 0, sizeof rv);
     const char *path = in;
     inf_error e;
     if (o.calibration) {
-        inf__model_ref_options mo = {0};
+        inf__rt_model_options mo = {0};
         mo.pipeline_path = spec;
-        if (inf__model_ref_open(in, &mo, &m, &e)) return cli_fail(CMD, "model %s: %s", in, e.message);
+        if (inf__rt_model_open(in, &mo, &m, &e)) return cli_fail(CMD, "model %s: %s", in, e.message);
         o.pipeline = m.pipeline;
         path = m.source;
     } else if (!inf_registry_ref_is_path(in)) {
@@ -74,7 +74,7 @@ int cmd_prune(int argc, char **argv) {
     inf__prune_report rep;
     int rc = 0;
     if (inf__prune(path, out, &o, &rep, &e)) rc = cli_fail(CMD, "%s: %s", in, e.message);
-    inf__model_ref_close(&m);
+    inf__rt_model_close(&m);
     inf_registry_resolved_clear(&rv);
     if (rc) return rc;
     printf("pruned     %s -> %s (%s, sparsity %.3g)\n", in, out, o.structured ? "structured" : "unstructured", o.sparsity);

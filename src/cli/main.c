@@ -50,11 +50,14 @@ const cli_command cli_commands[] = {
      "and \"profile_run_us\" (mean run time while profiling).  Latencies then include\n"
      "the timer reads (about 80 ns a node).\n"},
     {"conformance", cmd_conformance, "run the ONNX backend test suites",
-     "usage: infera conformance [--suite node|pytorch-converted|pytorch-operator|simple|all] [--filter REGEX]\n"
-     "                          [--data-dir DIR] [--expected-failures FILE] [--quiet]\n"
+     "usage: infera conformance [--suite node|pytorch-converted|pytorch-operator|simple|opset18plus|all]\n"
+     "                          [--filter REGEX] [--data-dir DIR] [--opset-dir DIR]\n"
+     "                          [--expected-failures FILE] [--quiet]\n"
      "\n"
      "Runs the ONNX backend test data (Debian package libonnx-testdata, default\n"
-     "DIR /usr/share/libonnx-testdata/data), one process per test.  Prints one line per\n"
+     "DIR /usr/share/libonnx-testdata/data), or with --suite opset18plus Infera's\n"
+     "suite for opsets 18-26 (models and ONNX Runtime's outputs, default DIR\n"
+     "tests/conformance/data of the source tree), one process per test.  Prints one line per\n"
      "test (PASS, FAIL with the reason, XFAIL for a listed known failure, XPASS for a\n"
      "listed test that now passes) and closes with 'N passed, M failed'.  Exit status\n"
      "is non-zero when a test fails that is not listed in the expected-failures\n"
@@ -99,9 +102,13 @@ const cli_command cli_commands[] = {
      "Output rows: the id column (row_number without one), the prediction fields,\n"
      "model_name, model_version, pipeline_hash, scored_at.  Tables are created with\n"
      "typed columns and keyed by the id column.  Modes: replace (files' default:\n"
-     "start empty), upsert (tables' default: a row per id), append (keep what is there).\n"
+     "start empty), upsert (tables' default: a row per id), append (keep what is there;\n"
+     "an existing table of another shape gets the missing columns -- without append it\n"
+     "is refused and left unchanged).  Ids are text: the source's exact characters.\n"
      "Chunks commit in source order and checkpoint into HOME/jobs/<job id>.json;\n"
-     "--resume after a crash finishes the job with no row lost or written twice.\n"
+     "--resume after a crash finishes the job with no row lost or written twice; it\n"
+     "refuses another input/output/errors/shard/model/pipeline than the job's, never\n"
+     "truncates a file the job did not write, and does nothing for a finished job.\n"
      "Bad rows go to --errors DST with their reason; --max-error-rate stops a job\n"
      "whose input is mostly bad.  --shard K/N scores the PostgreSQL rows with\n"
      "abs(hashtext(id::text)) % N = K.  The summary gives rows read/scored/written/\n"
@@ -214,6 +221,24 @@ const cli_command cli_commands[] = {
      "auth on, loads need publisher (a file path: admin); every load and unload is\n"
      "audited in the registry.\n"
      "See docs/serving.md.\n"},
+    {"quantize", cmd_quantize, "write an INT8 (QDQ or QOperator) ONNX model from an FP32 one",
+     "usage: infera quantize IN -o OUT [--mode dynamic|static] [--calibration SRC [--spec FILE]\n"
+     "                       [--calibration-rows N]] [--method minmax|percentile|entropy] [--per-channel]\n"
+     "                       [--format qdq|qoperator] [--exclude NODE]...\n"
+     "\n"
+     "Quantizes the Gemm, MatMul and Conv nodes with constant weights of the ONNX\n"
+     "model IN to 8 bits and writes a standard ONNX INT8 model OUT that ONNX Runtime\n"
+     "runs too: weights int8 (symmetric, per tensor or --per-channel), activations\n"
+     "uint8.  --format qdq (default) puts QuantizeLinear/DequantizeLinear pairs\n"
+     "around the FP32 ops; qoperator writes QLinearMatMul/QLinearConv (static) or\n"
+     "MatMulInteger/ConvInteger after DynamicQuantizeLinear (dynamic).  --mode static\n"
+     "(the default with --calibration) measures activation ranges on SRC: records\n"
+     "of any batch source (csv:, jsonl:, sqlite:, postgresql:...) mapped by --spec or\n"
+     "the default mapping, or a .npy/.pb tensor of input rows; --method picks how a\n"
+     "range is read from them.  --mode dynamic (the default without) quantizes\n"
+     "activations at run time.  --exclude keeps a node (by name) in FP32.  Prints a\n"
+     "report: nodes quantized and excluded, size before and after.  See\n"
+     "docs/compression.md.\n"},
     {"help", cmd_help, "show help for a command", "usage: infera help [command]\n"},
 };
 const int cli_n_commands = (int)(sizeof cli_commands / sizeof cli_commands[0]);

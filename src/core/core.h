@@ -75,6 +75,9 @@ void inf__tensor_deinit(inf_tensor *t);
 int64_t inf__shape_numel(int ndim, const int64_t *dims);
 bool inf__shape_equal(int na, const int64_t *a, int nb, const int64_t *b);
 /* "[2,3,4]" into buf. */
+/* Name of an ONNX element type id, also the ones Infera does not implement
+ * (17 "float8e4m3fn" ... 26 "int2"); "unknown" past those. */
+const char *inf__onnx_type_name(int onnx_type);
 const char *inf__shape_str(int ndim, const int64_t *dims, char *buf, size_t size);
 
 /* ---- Thread pool (threadpool.c) ----
@@ -114,5 +117,6 @@ void inf__log(inf__log_level level, const char *fmt, ...) __attribute__((format(
 /* ---- Small utilities ---- */
 double inf__now_seconds(void);      /* monotonic clock */
 bool inf__cpu_has_avx2_fma(void);  /* checked once, cached */
+bool inf__cpu_has_avx512_vnni(void); /* AVX-512 F/BW/VL + VNNI; checked once, cached */
 
 #endif /* INF_CORE_H */

@@ -1,6 +1,6 @@
 /*
  * platform.c -- the little the engine asks of the operating system and CPU:
- * a monotonic clock and whether AVX2/FMA kernels may run.
+ * a monotonic clock and whether AVX2/FMA (and AVX-512 VNNI) kernels may run.
  */
 #include <time.h>
 
@@ -18,6 +18,21 @@ bool inf__cpu_has_avx2_fma(void) {
     static int cached = -1; /* process-wide, idempotent */
     if (cached < 0) {
         cached = inf__cpu_path_get() >= INF__CPU_AVX2; /* cpu.c; INFERA_CPU=generic lowers it */
+    }
+    return cached;
+#else
+    return false;
+#endif
+}
+
+/* AVX-512 F/BW/VL with VNNI (vpdpbusd): the INT8 GEMM's widest kernel
+ * (ops/x86/qgemm_vnni_avx512.c). */
+bool inf__cpu_has_avx512_vnni(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    static int cached = -1; /* process-wide, idempotent */
+    if (cached < 0) {
+        /* cpu.c: path avx512 (F/BW/VL/DQ, OS-enabled) plus VNNI; INFERA_CPU=avx2|generic turns it off */
+        cached = inf__cpu_path_allows(INF__CPU_AVX512, INF_CPU_AVX512VNNI);
     }
     return cached;
 #else

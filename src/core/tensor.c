@@ -34,21 +34,51 @@ const char *inf_dtype_name(inf_dtype dtype) {
     }
 }
 
+/* ONNX element types newer than the ones Infera implements (ONNX 1.23's
+ * TensorProto.DataType numbering, from INF_DTYPE_COUNT on). */
+const char *inf__onnx_type_name(int onnx_type) {
+    static const char *const newer[] = {"float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
+                                        "uint4",        "int4",           "float4e2m1", "float8e8m0",
+                                        "uint2",        "int2"};
+    if (onnx_type >= 0 && onnx_type < INF_DTYPE_COUNT) return inf_dtype_name((inf_dtype)onnx_type);
+    int i = onnx_type - INF_DTYPE_COUNT;
+    return i >= 0 && i < (int)(sizeof newer / sizeof newer[0]) ? newer[i] : "unknown";
+}
+
+/* KServe V2 datatype names (the protocol's "Tensor Data Types"). */
+static const struct {
+    const char *name;
+    inf_dtype dtype;
+} kserve_names[] = {
+    {"BOOL", INF_DTYPE_BOOL},   {"UINT8", INF_DTYPE_U8},   {"UINT16", INF_DTYPE_U16}, {"UINT32", INF_DTYPE_U32},
+    {"UINT64", INF_DTYPE_U64},  {"INT8", INF_DTYPE_I8},    {"INT16", INF_DTYPE_I16},  {"INT32", INF_DTYPE_I32},
+    {"INT64", INF_DTYPE_I64},   {"FP16", INF_DTYPE_F16},   {"FP32", INF_DTYPE_F32},   {"FP64", INF_DTYPE_F64},
+    {"BYTES", INF_DTYPE_STRING}, {"BF16", INF_DTYPE_BF16},
+};
+#define N_KSERVE_NAMES (sizeof kserve_names / sizeof kserve_names[0])
+
+const char *inf_dtype_kserve_name(inf_dtype dtype) {
+    for (size_t i = 0; i < N_KSERVE_NAMES; i++)
+        if (kserve_names[i].dtype == dtype) return kserve_names[i].name;
+    return NULL;
+}
+
+inf_dtype inf_dtype_from_kserve_name(const char *s, size_t n) {
+    for (size_t i = 0; s && i < N_KSERVE_NAMES; i++)
+        if (strlen(kserve_names[i].name) == n && !memcmp(kserve_names[i].name, s, n)) return kserve_names[i].dtype;
+    return INF_DTYPE_UNDEFINED;
+}
+
 inf_dtype inf_dtype_from_name(const char *name) {
     static const struct {
         const char *alias;
         inf_dtype dtype;
-    } aliases[] = {
-        {"float", INF_DTYPE_F32},   {"FP32", INF_DTYPE_F32},    {"double", INF_DTYPE_F64},
-        {"FP64", INF_DTYPE_F64},    {"FP16", INF_DTYPE_F16},    {"half", INF_DTYPE_F16},
-        {"BF16", INF_DTYPE_BF16},   {"BYTES", INF_DTYPE_STRING}, {"BOOL", INF_DTYPE_BOOL},
-        {"INT8", INF_DTYPE_I8},     {"INT16", INF_DTYPE_I16},   {"INT32", INF_DTYPE_I32},
-        {"INT64", INF_DTYPE_I64},   {"UINT8", INF_DTYPE_U8},    {"UINT16", INF_DTYPE_U16},
-        {"UINT32", INF_DTYPE_U32},  {"UINT64", INF_DTYPE_U64},
-    };
+    } aliases[] = {{"float", INF_DTYPE_F32}, {"double", INF_DTYPE_F64}, {"half", INF_DTYPE_F16}};
     if (!name) return INF_DTYPE_UNDEFINED;
     for (int d = 1; d < INF_DTYPE_COUNT; d++)
         if (strcasecmp(name, inf_dtype_name((inf_dtype)d)) == 0) return (inf_dtype)d;
+    for (size_t i = 0; i < N_KSERVE_NAMES; i++)
+        if (strcasecmp(name, kserve_names[i].name) == 0) return kserve_names[i].dtype;
     for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
         if (strcasecmp(name, aliases[i].alias) == 0) return aliases[i].dtype;
     return INF_DTYPE_UNDEFINED;

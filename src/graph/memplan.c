@@ -413,26 +413,8 @@ void inf__mem_run_end(inf__mem *m, int n_steps, bool ok) {
 
 /* ---- in-place ops ---- */
 
-/* Ops whose kernels (ops/ref/unary.c, binary.c, gelu.c and the vector
- * functions of ops/vmath.h they call) compute y[i] from x[i] alone, reading
- * each element before writing the same index. */
-static const char *const inplace_unary[] = {
-    "Abs", "Clip", "Erf", "Exp", "LeakyRelu", "Log", "Neg", "Not", "Reciprocal", "Relu", "Sigmoid", "Sqrt", "Tanh",
-};
-static const char *const inplace_binary[] = {"Add", "Div", "Mul", "Sub"};
-
-static bool name_in(const char *name, const char *const *list, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(name, list[i]) == 0) return true;
-    return false;
-}
-
+/* Which inputs output 0 may reuse: the operator's facts (ops/op_facts.c). */
 uint32_t inf__memplan_inplace_inputs(const inf__node *node) {
-    const inf__op *op = node->op;
-    if (!op || node->n_outputs < 1) return 0;
-    if (op->domain == INF_DOMAIN_INFERA) return strcmp(op->name, "Gelu") == 0 ? 1u : 0;
-    if (op->domain != INF_DOMAIN_ONNX) return 0;
-    if (name_in(op->name, inplace_unary, sizeof inplace_unary / sizeof *inplace_unary)) return 1u;
-    if (name_in(op->name, inplace_binary, sizeof inplace_binary / sizeof *inplace_binary)) return 3u;
-    return 0;
+    if (!node->op || node->n_outputs < 1) return 0;
+    return inf__op_facts_of(node->op)->inplace_inputs;
 }

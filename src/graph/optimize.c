@@ -18,6 +18,10 @@
  *      Gather of a fixed dimension, arithmetic on those -- becomes that
  *      constant too, so exporters' shape chains shrink to their truly
  *      dynamic parts (the batch size).
+ *   0. QDQ fusion (passes/qdq.c), before folding: a QuantizeLinear ->
+ *      DequantizeLinear -> MatMul/Gemm/Conv on DequantizeLinear'd 8-bit
+ *      weights -> the internal QGemm/QConv, an INT8 product on weights
+ *      packed at load.
  *   2. pattern passes (graph/passes/, one file each, with the exact pattern
  *      and why it is safe): the decomposed LayerNorm PyTorch exports below
  *      opset 17 -> LayerNormalization; exact-erf GELU -> the internal fused
@@ -51,14 +55,8 @@
 #include "graph/shape_infer.h"
 #include "ops/ops.h"
 
-/* Ops whose outputs differ from run to run, or that must not run early. */
-static bool is_nondeterministic(const inf__node *node) {
-    static const char *const names[] = {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike",
-                                        "RandomUniform", "RandomUniformLike"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(node->op_type, names[i])) return true;
-    return node->op->domain == INF_DOMAIN_TRAINING;
-}
+/* Ops whose outputs differ from run to run, or that must not run early (ops/op_facts.c). */
+static bool is_nondeterministic(const inf__node *node) { return inf__op_facts_of(node->op)->nondeterministic; }
 
 static bool has_subgraph(const inf__node *node) {
     for (int a = 0; a < node->n_attrs; a++)
@@ -154,13 +152,6 @@ static inf_status rebind_readers(struct inf_model *model, inf__graph *g, const b
 
 /* ---- activation fusion ---- */
 
-static bool op_is(const inf__node *node, const char *const *names, size_t n) {
-    if (node->op->domain != INF_DOMAIN_ONNX) return false;
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(node->op_type, names[i])) return true;
-    return false;
-}
-
 /* The scalar float32 constant behind input i, or dflt when absent; false
  * when the input is computed at run time or not a float32 scalar. */
 static bool constant_bound(const inf__node *node, int i, float dflt, float *out) {
@@ -176,8 +167,7 @@ static bool constant_bound(const inf__node *node, int i, float dflt, float *out)
 
 /* The epilogue equivalent to activation node a, if it has one. */
 static bool epilogue_of(const inf__node *a, inf__epilogue *ep) {
-    static const char *const acts[] = {"Relu", "LeakyRelu", "Clip"};
-    if (!op_is(a, acts, 3)) return false;
+    if (!inf__op_facts_of(a->op)->activation) return false; /* Relu, LeakyRelu, Clip (ops/op_facts.c) */
     memset(ep, 0, sizeof *ep);
     if (!strcmp(a->op_type, "Relu")) {
         ep->kind = INF_EPILOGUE_RELU;
@@ -196,7 +186,6 @@ static bool epilogue_of(const inf__node *a, inf__epilogue *ep) {
 }
 
 static void fuse_activations(inf__graph *g, bool *dead) {
-    static const char *const producers[] = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "BatchNormalization"};
     for (int n = 0; n < g->n_nodes; n++) {
         inf__node *a = &g->nodes[n];
         inf__epilogue ep;
@@ -205,8 +194,14 @@ static void fuse_activations(inf__graph *g, bool *dead) {
         int v = a->inputs[0], w = a->outputs[0], p = g->values[v].producer;
         if (p < 0 || dead[p] || g->values[v].n_consumers != 1) continue;
         inf__node *prod = &g->nodes[p];
-        bool conv_add = prod->op->domain == INF_DOMAIN_INFERA && !strcmp(prod->op_type, "ConvAdd");
-        if (!(op_is(prod, producers, 6) || conv_add) || prod->epilogue.kind != INF_EPILOGUE_NONE || prod->outputs[0] != v) continue;
+        /* a QGemm/QConv whose store ends in Q -> DQ, or in a GELU, must not take an activation after it */
+        bool quantized = prod->op->domain == INF_DOMAIN_INFERA &&
+                         (!strcmp(prod->op_type, "QGemm") || !strcmp(prod->op_type, "QConv"));
+        if (quantized && ((prod->n_inputs > 7 && prod->inputs[7] >= 0) || *inf__attr_string(prod, "activation", "")))
+            continue;
+        if (!inf__op_facts_of(prod->op)->takes_activation || prod->epilogue.kind != INF_EPILOGUE_NONE ||
+            prod->outputs[0] != v)
+            continue;
         prod->epilogue = ep;
         prod->outputs[0] = w; /* the producer now writes the activation's output */
         g->values[w].producer = p;
@@ -266,7 +261,12 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         inf__shape_infer_free(si);
         return inf__error(err, INF_ENOMEM, "out of memory optimising the graph");
     }
+    int n_qdq = 0; /* before folding, which would turn the weights' DequantizeLinear into FP32 */
+    inf__pass_ctx qpc = {model, g, dead};
+    st = inf__pass_qdq(&qpc, &n_qdq, err);
+    if (n_qdq) inf__log(INF_LOG_DEBUG, "optimizer: %d QDQ MatMul/Gemm/Conv -> QGemm/QConv", n_qdq);
     for (int n = 0; n < g->n_nodes && st == INF_OK; n++) {
+        if (dead[n]) continue;
         if (!is_foldable(g, &g->nodes[n])) {
             st = fold_known_shape(si, g, &g->nodes[n], &dead[n], folded, err);
         } else if (ev || (st = inf__evaluator_new(model, g, &ev, err)) == INF_OK) {
@@ -287,6 +287,9 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         if (st == INF_OK) st = inf__pass_conv_bn(&pc, &n_bn, err); /* before ConvAdd: Conv -> BN -> Add */
         if (st == INF_OK) st = inf__pass_conv_add(&pc, &n_ca, err);
         if (st == INF_OK) st = inf__pass_matmul_add(&pc, &n_mm, err); /* after Gelu: it fuses the Gelu */
+        int n_qgelu = 0;
+        if (st == INF_OK) st = inf__pass_qdq_gelu(&pc, &n_qgelu, err); /* after Gelu, likewise */
+        n_mm += n_qgelu;
         if (st == INF_OK) st = inf__pass_layout(&pc, &n_lay, err); /* last: Attention matches Transposes */
         if (n_ln + n_gelu + n_pow + n_att + n_bn + n_ca + n_mm + n_lay)
             inf__log(INF_LOG_DEBUG,

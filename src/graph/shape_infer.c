@@ -87,12 +87,6 @@ void inf__shape_infer_free(inf__shape_infer *si) {
 
 /* ---- helpers ---- */
 
-static bool is(const inf__node *node, const char *const *names, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(node->op_type, names[i])) return true;
-    return false;
-}
-
 /* Input k of node: its value index, or -1 when absent (a malformed node may
  * have fewer inputs than its op reads). */
 static int input(const inf__node *node, int k) { return k < node->n_inputs ? node->inputs[k] : -1; }
@@ -399,19 +393,12 @@ static sym infer_shape_op(const inf__node *node, sym x) {
     return r;
 }
 
-static const char *const SAME_SHAPE[] = {
-    "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal", "Floor", "Ceil",
-    "Round", "Sign", "Clip", "Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "Dropout",
-    "Identity", "Gelu", "HardSigmoid", "HardSwish", "Softplus", "Elu", "Selu", "Not", "Sin", "Cos", "Mish"};
-static const char *const BROADCAST[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Greater",
-                                        "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor", "Mod",
-                                        "PRelu", "Where", "Sum", "Mean"};
-
 static sym infer_output0(inf__shape_infer *si, const inf__node *node) {
     sym x = get(si, node->inputs[0]);
     const char *op = node->op_type;
-    if (is(node, SAME_SHAPE, sizeof SAME_SHAPE / sizeof *SAME_SHAPE)) return (x.n_el = -1, x);
-    if (is(node, BROADCAST, sizeof BROADCAST / sizeof *BROADCAST)) {
+    inf__shape_rule rule = inf__op_facts_of(node->op)->shape; /* ops/op_facts.c */
+    if (rule == INF_SHAPE_SAME) return (x.n_el = -1, x);
+    if (rule == INF_SHAPE_BROADCAST) {
         sym r = broadcast(si, node);
         if (node->n_inputs == 2 && strchr("ASMD", op[0]) && strlen(op) == 3)
             arith_elements(node, x, get(si, input(node, 1)), &r);

@@ -118,7 +118,7 @@ unquoted:
 static inf_status csv_source_open(const char *uri, const char *rest, const inf_source_options *opts, void **state,
                                   inf_error *err) {
     csv_source *s = calloc(1, sizeof *s);
-    if (!s) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
+    if (!s) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", uri);
     snprintf(s->path, sizeof s->path, "%s", rest);
     s->max_rows = opts->max_rows > 0 ? opts->max_rows : 1024;
     s->line = 1;
@@ -133,11 +133,11 @@ static inf_status csv_source_open(const char *uri, const char *rest, const inf_s
         int quoted, rc = read_cell(s, &quoted);
         if (rc == -1 && s->n_header == 0) {
             csv_source_close(s);
-            return inf__io_fail(err, INF_EFORMAT, "%s: empty file (no header row)", uri);
+            return inf_error_set(err, INF_EFORMAT, "%s: empty file (no header row)", uri);
         }
         if (rc < -1 || rc == -1) {
             csv_source_close(s);
-            return inf__io_fail(err, rc == -3 ? INF_ENOMEM : INF_EFORMAT, "%s: line 1: malformed header", uri);
+            return inf_error_set(err, rc == -3 ? INF_ENOMEM : INF_EFORMAT, "%s: line 1: malformed header", uri);
         }
         char **h = realloc(s->header, (size_t)(s->n_header + 1) * sizeof *h);
         char *name = malloc(s->cell_len + 1);
@@ -145,7 +145,7 @@ static inf_status csv_source_open(const char *uri, const char *rest, const inf_s
             if (h) s->header = h;
             free(name);
             csv_source_close(s);
-            return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
+            return inf_error_set(err, INF_ENOMEM, "%s: out of memory", uri);
         }
         s->header = h;
         memcpy(name, s->cell, s->cell_len);
@@ -155,7 +155,7 @@ static inf_status csv_source_open(const char *uri, const char *rest, const inf_s
     }
     if (!(s->fields = calloc((size_t)s->n_header, sizeof *s->fields))) {
         csv_source_close(s);
-        return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
+        return inf_error_set(err, INF_ENOMEM, "%s: out of memory", uri);
     }
     *state = s;
     return INF_OK;
@@ -174,7 +174,7 @@ static inf_status csv_source_next(void *state, inf_record_batch *b, int *eof, in
     int *fields = s->fields;
     for (int i = 0; i < s->n_header; i++) {
         inf_status st = inf_record_batch_add_field(b, s->header[i], &fields[i]);
-        if (st) return inf__io_fail(err, st, "csv:%s: out of memory", s->path);
+        if (st) return inf_error_set(err, st, "csv:%s: out of memory", s->path);
     }
     while (b->n_rows < s->max_rows) {
         long line = s->line;
@@ -185,14 +185,14 @@ static inf_status csv_source_next(void *state, inf_record_batch *b, int *eof, in
         }
         if (rc == 1 && s->cell_len == 0 && !quoted && s->n_header > 1) continue; /* blank line */
         int row;
-        if (inf_record_batch_add_row(b, &row)) return inf__io_fail(err, INF_ENOMEM, "csv:%s: out of memory", s->path);
+        if (inf_record_batch_add_row(b, &row)) return inf_error_set(err, INF_ENOMEM, "csv:%s: out of memory", s->path);
         for (int col = 0;; col++) {
             if (rc == -2 || rc == -3 || rc == -1) {
                 b->n_rows--;
                 memset(b->vals + (size_t)row * b->cap_fields, 0, (size_t)b->cap_fields * sizeof *b->vals);
-                if (rc == -3) return inf__io_fail(err, INF_ENOMEM, "csv:%s: out of memory", s->path);
-                if (skip_record(s, rc) == -3) return inf__io_fail(err, INF_ENOMEM, "csv:%s: out of memory", s->path);
-                return inf__io_fail(err, INF_EFORMAT, "csv:%s: line %ld: malformed quoted cell in column %d", s->path,
+                if (rc == -3) return inf_error_set(err, INF_ENOMEM, "csv:%s: out of memory", s->path);
+                if (skip_record(s, rc) == -3) return inf_error_set(err, INF_ENOMEM, "csv:%s: out of memory", s->path);
+                return inf_error_set(err, INF_EFORMAT, "csv:%s: line %ld: malformed quoted cell in column %d", s->path,
                                     line, col + 1);
             }
             if (col >= s->n_header) {
@@ -200,12 +200,12 @@ static inf_status csv_source_next(void *state, inf_record_batch *b, int *eof, in
                 rc = skip_record(s, rc);
                 b->n_rows--;
                 memset(b->vals + (size_t)row * b->cap_fields, 0, (size_t)b->cap_fields * sizeof *b->vals);
-                return inf__io_fail(err, INF_EFORMAT, "csv:%s: line %ld: more cells than the %d header columns",
+                return inf_error_set(err, INF_EFORMAT, "csv:%s: line %ld: more cells than the %d header columns",
                                     s->path, line, s->n_header);
             }
             inf_status st = quoted ? inf_record_batch_set_string(b, row, fields[col], s->cell, s->cell_len)
                                    : inf__io_set_text_cell(b, row, fields[col], s->cell, s->cell_len);
-            if (st) return inf__io_fail(err, st, "csv:%s: out of memory", s->path);
+            if (st) return inf_error_set(err, st, "csv:%s: out of memory", s->path);
             if (rc == 1) break;
             rc = read_cell(s, &quoted);
             if (rc == -1) rc = 1; /* last line without newline: handled by read_cell returning 1 */
@@ -255,10 +255,10 @@ static inf_status csv_sink_write(void *state, const inf_record_batch *b, inf_err
         int write_header = s->n_cols == 0;
         s->cols = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->cols);
         s->map = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->map);
-        if (!s->cols || !s->map) return inf__io_fail(err, INF_ENOMEM, "csv:%s: out of memory", s->out.path);
+        if (!s->cols || !s->map) return inf_error_set(err, INF_ENOMEM, "csv:%s: out of memory", s->out.path);
         for (int i = 0; i < b->n_fields; i++) {
             s->cols[i] = strdup(b->names[i]);
-            if (!s->cols[i]) return inf__io_fail(err, INF_ENOMEM, "csv:%s: out of memory", s->out.path);
+            if (!s->cols[i]) return inf_error_set(err, INF_ENOMEM, "csv:%s: out of memory", s->out.path);
             if (write_header) {
                 if (i) fputc(',', s->out.f);
                 put_cell_string(s->out.f, b->names[i], strlen(b->names[i]));
@@ -289,7 +289,7 @@ static inf_status csv_sink_write(void *state, const inf_record_batch *b, inf_err
         }
         fputc('\n', s->out.f);
     }
-    if (ferror(s->out.f)) return inf__io_fail(err, INF_EIO, "csv:%s: write failed: %s", s->out.path, strerror(errno));
+    if (ferror(s->out.f)) return inf_error_set(err, INF_EIO, "csv:%s: write failed: %s", s->out.path, strerror(errno));
     return INF_OK;
 }
 

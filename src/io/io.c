@@ -45,6 +45,7 @@ const inf_sink_type *inf_io_sink_type(int i) { return i >= 0 && i < N_SINK_TYPES
 struct inf_source {
     const inf_source_type *type;
     void *state;
+    char *id_column; /* malloc'd copy of opts->id_column, or NULL: set as each batch's id field */
 };
 
 struct inf_sink {
@@ -62,7 +63,7 @@ inf_status inf__io_open_input(const char *uri, const char *rest, FILE **f, int *
     *owns = 1;
     if (!*f) {
         int e = errno;
-        return inf__io_fail(err, e == ENOENT ? INF_ENOENT : INF_EIO, "%s: cannot open: %s", uri, strerror(e));
+        return inf_error_set(err, e == ENOENT ? INF_ENOENT : INF_EIO, "%s: cannot open: %s", uri, strerror(e));
     }
     return INF_OK;
 }
@@ -75,12 +76,12 @@ inf_status inf__io_open_output(const char *uri, const char *rest, int append, FI
     }
     *f = fopen(rest, append ? "ab" : "wb");
     *owns = 1;
-    if (!*f) return inf__io_fail(err, INF_EIO, "%s: cannot create: %s", uri, strerror(errno));
+    if (!*f) return inf_error_set(err, INF_EIO, "%s: cannot create: %s", uri, strerror(errno));
     return INF_OK;
 }
 
 inf_status inf__io_flush(FILE *f, const char *kind, const char *path, inf_error *err) {
-    if (fflush(f) || ferror(f)) return inf__io_fail(err, INF_EIO, "%s:%s: write failed: %s", kind, path, strerror(errno));
+    if (fflush(f) || ferror(f)) return inf_error_set(err, INF_EIO, "%s:%s: write failed: %s", kind, path, strerror(errno));
     return INF_OK;
 }
 
@@ -96,10 +97,18 @@ void inf__io_quote_ident(char *out, size_t size, const char *name) {
     out[n] = 0;
 }
 
+int inf_io_shard_predicate(const char *id_column, int k, int n, char *out, size_t size) {
+    char ident[600];
+    if (!id_column || n < 1 || k < 0 || k >= n || strlen(id_column) * 2 + 3 > sizeof ident) return -1;
+    inf__io_quote_ident(ident, sizeof ident, id_column);
+    int len = snprintf(out, size, "abs(hashtext(%s::text)::bigint) %% %d = %d", ident, n, k);
+    return len > 0 && (size_t)len < size ? 0 : -1;
+}
+
 inf_status inf__io_out_new(size_t state_size, const char *kind, const char *uri, const char *rest, int append,
                            void **state, inf_error *err) {
     inf__io_out *o = calloc(1, state_size);
-    if (!o) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
+    if (!o) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", uri);
     o->kind = kind;
     snprintf(o->path, sizeof o->path, "%s", rest);
     inf_status st = inf__io_open_output(uri, rest, append, &o->f, &o->owns, err);
@@ -119,7 +128,7 @@ inf_status inf__io_out_commit(void *state, inf_error *err) {
 inf_status inf__io_out_close(inf__io_out *o, inf_error *err) {
     inf_status st = inf__io_flush(o->f, o->kind, o->path, err);
     if (o->owns && fclose(o->f) && !st)
-        st = inf__io_fail(err, INF_EIO, "%s:%s: close failed: %s", o->kind, o->path, strerror(errno));
+        st = inf_error_set(err, INF_EIO, "%s:%s: close failed: %s", o->kind, o->path, strerror(errno));
     return st;
 }
 
@@ -194,8 +203,24 @@ const char *inf__io_uri_path(const char *rest, char *buf, size_t size) {
     return buf;
 }
 
+inf_status inf__io_table_shape_refused(inf_error *err, const char *who, const char *table, const char *const *missing,
+                                       int n_missing) {
+    char list[600];
+    size_t n = 0;
+    list[0] = 0;
+    for (int i = 0; i < n_missing && n + 8 < sizeof list; i++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s'%s'", i ? ", " : "", missing[i]);
+    if (n >= sizeof list) snprintf(list + sizeof list - 5, 5, "...");
+    return inf_error_set(err, INF_EINVAL,
+                        "%s: table %s exists but is not the output of an earlier run of this job (it has no column%s "
+                        "%s); it is left unchanged: write into another table, recreate it (--mode replace) or add "
+                        "the columns to it (--mode append)",
+                        who, table, n_missing > 1 ? "s" : "", list);
+}
+
 inf_status inf__io_set_text_cell(inf_record_batch *b, int row, int field, const char *s, size_t len) {
     if (!len) return inf_record_batch_set_null(b, row, field);
+    if (inf__batch_is_id(b, field)) return inf_record_batch_set_string(b, row, field, s, len); /* ids are text */
     const char *p = s, *end = s + len;
     if (*p == '-' || *p == '+') p++;
     int all_digits = p < end;
@@ -279,7 +304,7 @@ inf_status inf_io_parse_net_uri(const char *uri, int default_port, inf_net_uri *
     if (*end == '/' && copy_decoded(u->path, sizeof u->path, end + 1, strcspn(end + 1, "?"))) goto bad;
     return INF_OK;
 bad:
-    return inf__io_fail(err, INF_EINVAL, "'%s': expected SCHEME://[USER[:PASSWORD]@]HOST[:PORT][/PATH][?PARAMS]",
+    return inf_error_set(err, INF_EINVAL, "'%s': expected SCHEME://[USER[:PASSWORD]@]HOST[:PORT][/PATH][?PARAMS]",
                         inf_io_redact_uri(uri ? uri : "", red, sizeof red));
 }
 
@@ -324,7 +349,7 @@ inf_status inf_source_open(const char *uri, const inf_source_options *opts, inf_
     char red[512];
     int n = uri ? scheme_len(uri) : -1;
     if (n <= 0)
-        return inf__io_fail(err, INF_EINVAL, "source '%s': expected SCHEME:LOCATION (csv:, jsonl:, sqlite:)",
+        return inf_error_set(err, INF_EINVAL, "source '%s': expected SCHEME:LOCATION (csv:, jsonl:, sqlite:)",
                             inf_io_redact_uri(uri ? uri : "", red, sizeof red));
     inf_source_options defaults = {0};
     if (!opts) opts = &defaults;
@@ -332,23 +357,30 @@ inf_status inf_source_open(const char *uri, const inf_source_options *opts, inf_
         const inf_source_type *t = source_types[i];
         if (strlen(t->scheme) != (size_t)n || strncmp(uri, t->scheme, (size_t)n)) continue;
         inf_source *src = calloc(1, sizeof *src);
-        if (!src) return inf__io_fail(err, INF_ENOMEM, "source: out of memory");
+        if (!src) return inf_error_set(err, INF_ENOMEM, "source: out of memory");
         src->type = t;
+        if (opts->id_column && !(src->id_column = strdup(opts->id_column))) {
+            free(src);
+            return inf_error_set(err, INF_ENOMEM, "source: out of memory");
+        }
         inf_status st = t->open(uri, uri + n + 1, opts, &src->state, err);
         if (st) {
+            free(src->id_column);
             free(src);
             return st;
         }
         *out = src;
         return INF_OK;
     }
-    return inf__io_fail(err, INF_EINVAL, "source '%s': unknown scheme '%.*s'", inf_io_redact_uri(uri, red, sizeof red),
+    return inf_error_set(err, INF_EINVAL, "source '%s': unknown scheme '%.*s'", inf_io_redact_uri(uri, red, sizeof red),
                         n, uri);
 }
 
 inf_status inf_source_next(inf_source *src, inf_record_batch *batch, int *eof, inf_error *err) {
     inf_record_batch_clear(batch);
     *eof = 0;
+    if (src->id_column && inf_record_batch_set_id_field(batch, src->id_column))
+        return inf_error_set(err, INF_ENOMEM, "source: out of memory");
     return src->type->next(src->state, batch, eof, err);
 }
 
@@ -359,6 +391,7 @@ inf_status inf_source_ack(inf_source *src, inf_error *err) {
 void inf_source_close(inf_source *src) {
     if (!src) return;
     src->type->close(src->state);
+    free(src->id_column);
     free(src);
 }
 
@@ -367,7 +400,7 @@ inf_status inf_sink_open(const char *uri, const inf_sink_options *opts, inf_sink
     char red[512];
     int n = uri ? scheme_len(uri) : -1;
     if (n <= 0)
-        return inf__io_fail(err, INF_EINVAL, "sink '%s': expected SCHEME:LOCATION (csv:, jsonl:, sqlite:, npy:)",
+        return inf_error_set(err, INF_EINVAL, "sink '%s': expected SCHEME:LOCATION (csv:, jsonl:, sqlite:, npy:)",
                             inf_io_redact_uri(uri ? uri : "", red, sizeof red));
     inf_sink_options defaults = {0};
     if (!opts) opts = &defaults;
@@ -375,7 +408,7 @@ inf_status inf_sink_open(const char *uri, const inf_sink_options *opts, inf_sink
         const inf_sink_type *t = sink_types[i];
         if (strlen(t->scheme) != (size_t)n || strncmp(uri, t->scheme, (size_t)n)) continue;
         inf_sink *sink = calloc(1, sizeof *sink);
-        if (!sink) return inf__io_fail(err, INF_ENOMEM, "sink: out of memory");
+        if (!sink) return inf_error_set(err, INF_ENOMEM, "sink: out of memory");
         sink->type = t;
         inf_status st = t->open(uri, uri + n + 1, opts, &sink->state, err);
         if (st) {
@@ -385,7 +418,7 @@ inf_status inf_sink_open(const char *uri, const inf_sink_options *opts, inf_sink
         *out = sink;
         return INF_OK;
     }
-    return inf__io_fail(err, INF_EINVAL, "sink '%s': unknown scheme '%.*s'", inf_io_redact_uri(uri, red, sizeof red), n,
+    return inf_error_set(err, INF_EINVAL, "sink '%s': unknown scheme '%.*s'", inf_io_redact_uri(uri, red, sizeof red), n,
                         uri);
 }
 

@@ -29,6 +29,14 @@ struct redisContext;
 inf_status inf__io_redis_connect(const inf_net_uri *u, int timeout_s, const char *who, struct redisContext **out,
                                  inf_error *err);
 
+/* PostgreSQL URIs (postgres.c; also the batch runner's job-level table
+ * operations, src/batch/target.c): the libpq connection URI of uri without
+ * infera's parameters (table, query, shard); "schema.table" or "table"
+ * quoted as identifiers by the server's rules (PQescapeIdentifier). */
+struct pg_conn;
+void inf__io_pg_conninfo(const char *uri, char *conninfo, size_t size);
+void inf__io_pg_quote_table(struct pg_conn *c, const char *table, char *out, size_t size);
+
 #ifdef INFERA_WITH_MQTT
 /* A libmosquitto client (the library set up once per process) with u's
  * credentials, connecting to u's host and port (mqtt.c; used by the MQTT
@@ -40,13 +48,18 @@ inf_status inf__io_mqtt_connect(const inf_net_uri *u, const char *client_id, int
                                 const char *who, struct mosquitto **out, inf_error *err);
 #endif
 
-/* Fills err (may be NULL) with status and a formatted message; returns status. */
-#define inf__io_fail(...) inf_error_set(__VA_ARGS__)
+/* Errors: inf_error_set (include/infera/infera.h), printf-format checked. */
 
 /* Finds the query parameter `key` in "PATH?k=v&k2=v2" (URL-decoded into buf);
  * returns buf, or NULL when absent.  inf__io_uri_path copies PATH. */
 const char *inf__io_uri_param(const char *rest, const char *key, char *buf, size_t size);
 const char *inf__io_uri_path(const char *rest, char *buf, size_t size);
+
+/* The refusal of a sink with keep_table_shape: an existing table lacks the
+ * n_missing columns listed in missing (fields of the first batch).  who
+ * names the sink ("sqlite:PATH", a redacted PostgreSQL URI).  INF_EINVAL. */
+inf_status inf__io_table_shape_refused(inf_error *err, const char *who, const char *table, const char *const *missing,
+                                       int n_missing);
 
 /* Types a text cell as CSV sources do (empty -> null, integer, float, bool, string). */
 inf_status inf__io_set_text_cell(inf_record_batch *b, int row, int field, const char *s, size_t len);

@@ -37,7 +37,7 @@ static void jsonl_source_close(void *state) {
 static inf_status jsonl_source_open(const char *uri, const char *rest, const inf_source_options *opts, void **state,
                                     inf_error *err) {
     jsonl_source *s = calloc(1, sizeof *s);
-    if (!s) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
+    if (!s) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", uri);
     snprintf(s->path, sizeof s->path, "%s", rest);
     s->max_rows = opts->max_rows > 0 ? opts->max_rows : 1024;
     inf_status st = inf__io_open_input(uri, rest, &s->f, &s->owns, err);
@@ -98,7 +98,7 @@ static inf_status jsonl_sink_write(void *state, const inf_record_batch *b, inf_e
     inf__io_out *s = state;
     for (int r = 0; r < b->n_rows; r++) {
         if (inf_record_batch_row_to_json(b, r, NULL, write_file, s->f) || fputc('\n', s->f) == EOF)
-            return inf__io_fail(err, INF_EIO, "jsonl:%s: write failed: %s", s->path, strerror(errno));
+            return inf_error_set(err, INF_EIO, "jsonl:%s: write failed: %s", s->path, strerror(errno));
     }
     return INF_OK;
 }

@@ -81,7 +81,7 @@ static inf_status mqtt_sink_commit(void *state, inf_error *err) {
     int64_t missing = s->n_sent - s->n_acked;
     pthread_mutex_unlock(&s->mu);
     if (ok) return INF_OK;
-    return inf__io_fail(err, INF_EIO, "%s: the broker did not acknowledge %lld message(s) within %d s", s->red,
+    return inf_error_set(err, INF_EIO, "%s: the broker did not acknowledge %lld message(s) within %d s", s->red,
                         (long long)missing, MQTT_WAIT_S);
 }
 
@@ -110,11 +110,11 @@ inf_status inf__io_mqtt_connect(const inf_net_uri *u, const char *client_id, int
     pthread_once(&mqtt_once, mqtt_lib_init);
     struct mosquitto *m = mosquitto_new(client_id, clean_session, obj);
     *out = m;
-    if (!m) return inf__io_fail(err, INF_ENOMEM, "%s: cannot create an MQTT client", who);
+    if (!m) return inf_error_set(err, INF_ENOMEM, "%s: cannot create an MQTT client", who);
     if (u->user[0]) mosquitto_username_pw_set(m, u->user, u->password[0] ? u->password : NULL);
     int rc = mosquitto_connect(m, u->host, u->port, 60);
     if (rc != MOSQ_ERR_SUCCESS)
-        return inf__io_fail(err, INF_EIO, "%s: cannot connect: %s", who,
+        return inf_error_set(err, INF_EIO, "%s: cannot connect: %s", who,
                             rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc));
     return INF_OK;
 }
@@ -126,14 +126,14 @@ static inf_status start_client(mqtt_sink *s, const inf_net_uri *u, const char *c
     mosquitto_publish_callback_set(s->m, on_publish);
     int rc;
     if ((rc = mosquitto_loop_start(s->m)) != MOSQ_ERR_SUCCESS)
-        return inf__io_fail(err, INF_EIO, "%s: cannot start the MQTT loop: %s", s->red, mosquitto_strerror(rc));
+        return inf_error_set(err, INF_EIO, "%s: cannot start the MQTT loop: %s", s->red, mosquitto_strerror(rc));
     s->loop_started = 1;
     pthread_mutex_lock(&s->mu);
     int ok = wait_for(s, connected_or_refused);
     int crc = s->connect_rc;
     pthread_mutex_unlock(&s->mu);
-    if (!ok) return inf__io_fail(err, INF_EIO, "%s: no CONNACK from the broker within %d s", s->red, MQTT_WAIT_S);
-    if (crc) return inf__io_fail(err, INF_EAUTH, "%s: connection refused: %s", s->red, mosquitto_connack_string(crc));
+    if (!ok) return inf_error_set(err, INF_EIO, "%s: no CONNACK from the broker within %d s", s->red, MQTT_WAIT_S);
+    if (crc) return inf_error_set(err, INF_EAUTH, "%s: connection refused: %s", s->red, mosquitto_connack_string(crc));
     return INF_OK;
 }
 
@@ -143,7 +143,7 @@ static inf_status mqtt_sink_open(const char *uri, const char *rest, const inf_si
     inf_status st = inf_io_parse_net_uri(uri, 1883, &u, err);
     if (st) return st;
     mqtt_sink *s = calloc(1, sizeof *s);
-    if (!s) return inf__io_fail(err, INF_ENOMEM, "mqtt sink: out of memory");
+    if (!s) return inf_error_set(err, INF_ENOMEM, "mqtt sink: out of memory");
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->connect_rc = -1;
@@ -153,7 +153,7 @@ static inf_status mqtt_sink_open(const char *uri, const char *rest, const inf_si
     s->retain = inf__io_uri_param(rest, "retain", v, sizeof v) ? atoi(v) != 0 : 0;
     const char *client_id = inf__io_uri_param(rest, "client_id", cid, sizeof cid);
     if (!u.path[0] || strpbrk(u.path, "+#") || s->qos < 0 || s->qos > 2) {
-        st = inf__io_fail(err, INF_EINVAL, "%s: needs a topic without wildcards and qos 0, 1 or 2", s->red);
+        st = inf_error_set(err, INF_EINVAL, "%s: needs a topic without wildcards and qos 0, 1 or 2", s->red);
         goto fail;
     }
     snprintf(s->topic, sizeof s->topic, "%s", u.path);
@@ -171,7 +171,7 @@ static inf_status mqtt_sink_write(void *state, const inf_record_batch *b, inf_er
     for (int r = 0; r < n; r++) {
         s->json.n = 0;
         if (inf_record_batch_row_to_json(b, r, NULL, inf__io_buf_write, &s->json) || !s->json.p)
-            return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+            return inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
         pthread_mutex_lock(&s->mu);
         s->n_sent++;
         pthread_mutex_unlock(&s->mu);
@@ -180,7 +180,7 @@ static inf_status mqtt_sink_write(void *state, const inf_record_batch *b, inf_er
             pthread_mutex_lock(&s->mu);
             s->n_sent--;
             pthread_mutex_unlock(&s->mu);
-            return inf__io_fail(err, INF_EIO, "%s: publish failed: %s", s->red, mosquitto_strerror(rc));
+            return inf_error_set(err, INF_EIO, "%s: publish failed: %s", s->red, mosquitto_strerror(rc));
         }
     }
     return INF_OK;
@@ -191,7 +191,7 @@ static inf_status mqtt_sink_write(void *state, const inf_record_batch *b, inf_er
 static inf_status mqtt_sink_open(const char *uri, const char *rest, const inf_sink_options *opts, void **state,
                                  inf_error *err) {
     char red[512];
-    return inf__io_fail(err, INF_EUNSUPPORTED,
+    return inf_error_set(err, INF_EUNSUPPORTED,
                         "%s: this infera was built without MQTT support (install libmosquitto-dev and re-run cmake)",
                         inf_io_redact_uri(uri, red, sizeof red));
 }

@@ -45,17 +45,17 @@ static int write_header(npy_sink *s) {
 static inf_status npy_sink_open(const char *uri, const char *rest, const inf_sink_options *opts, void **state,
                                 inf_error *err) {
     npy_sink *s = calloc(1, sizeof *s);
-    if (!s) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
+    if (!s) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", uri);
     inf__io_uri_path(rest, s->path, sizeof s->path);
     inf__io_uri_param(rest, "skip", s->skip, sizeof s->skip);
     if (!strcmp(s->path, "-")) {
         free(s);
-        return inf__io_fail(err, INF_EINVAL, "%s: npy output needs a file path", uri);
+        return inf_error_set(err, INF_EINVAL, "%s: npy output needs a file path", uri);
     }
     s->f = fopen(s->path, "w+b");
     if (!s->f) {
         free(s);
-        return inf__io_fail(err, INF_EIO, "%s: cannot create: %s", uri, strerror(errno));
+        return inf_error_set(err, INF_EIO, "%s: cannot create: %s", uri, strerror(errno));
     }
     *state = s;
     return INF_OK;
@@ -77,7 +77,7 @@ static inf_status npy_sink_write(void *state, const inf_record_batch *b, inf_err
     if (!s->set_up) {
         s->set_up = 1;
         s->cols = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->cols);
-        if (!s->cols) return inf__io_fail(err, INF_ENOMEM, "npy:%s: out of memory", s->path);
+        if (!s->cols) return inf_error_set(err, INF_ENOMEM, "npy:%s: out of memory", s->path);
         for (int f = 0; f < b->n_fields; f++) {
             int text = 0;
             for (int r = 0; r < b->n_rows; r++) {
@@ -87,13 +87,13 @@ static inf_status npy_sink_write(void *state, const inf_record_batch *b, inf_err
                 break;
             }
             if (text || skipped(s, b->names[f])) continue;
-            if (!(s->cols[s->n_cols] = strdup(b->names[f]))) return inf__io_fail(err, INF_ENOMEM, "npy: out of memory");
+            if (!(s->cols[s->n_cols] = strdup(b->names[f]))) return inf_error_set(err, INF_ENOMEM, "npy: out of memory");
             s->n_cols++;
         }
-        if (write_header(s)) return inf__io_fail(err, INF_EIO, "npy:%s: write failed: %s", s->path, strerror(errno));
+        if (write_header(s)) return inf_error_set(err, INF_EIO, "npy:%s: write failed: %s", s->path, strerror(errno));
     }
     int map[1024];
-    if (s->n_cols > 1024) return inf__io_fail(err, INF_EUNSUPPORTED, "npy:%s: more than 1024 columns", s->path);
+    if (s->n_cols > 1024) return inf_error_set(err, INF_EUNSUPPORTED, "npy:%s: more than 1024 columns", s->path);
     for (int c = 0; c < s->n_cols; c++) map[c] = inf_record_batch_find_field(b, s->cols[c]);
     for (int r = 0; r < b->n_rows; r++) {
         float row[1024];
@@ -102,7 +102,7 @@ static inf_status npy_sink_write(void *state, const inf_record_batch *b, inf_err
             row[c] = map[c] >= 0 && !inf_value_to_double(inf__batch_at(b, r, map[c]), &v) ? (float)v : NAN;
         }
         if (fwrite(row, sizeof(float), (size_t)s->n_cols, s->f) != (size_t)s->n_cols)
-            return inf__io_fail(err, INF_EIO, "npy:%s: write failed: %s", s->path, strerror(errno));
+            return inf_error_set(err, INF_EIO, "npy:%s: write failed: %s", s->path, strerror(errno));
         s->n_rows++;
     }
     return INF_OK;
@@ -110,15 +110,15 @@ static inf_status npy_sink_write(void *state, const inf_record_batch *b, inf_err
 
 static inf_status npy_sink_commit(void *state, inf_error *err) {
     npy_sink *s = state;
-    if (fflush(s->f)) return inf__io_fail(err, INF_EIO, "npy:%s: write failed: %s", s->path, strerror(errno));
+    if (fflush(s->f)) return inf_error_set(err, INF_EIO, "npy:%s: write failed: %s", s->path, strerror(errno));
     return INF_OK;
 }
 
 static inf_status npy_sink_close(void *state, inf_error *err) {
     npy_sink *s = state;
     inf_status st = INF_OK;
-    if (write_header(s)) st = inf__io_fail(err, INF_EIO, "npy:%s: write failed", s->path);
-    if (fclose(s->f) && !st) st = inf__io_fail(err, INF_EIO, "npy:%s: close failed", s->path);
+    if (write_header(s)) st = inf_error_set(err, INF_EIO, "npy:%s: write failed", s->path);
+    if (fclose(s->f) && !st) st = inf_error_set(err, INF_EIO, "npy:%s: close failed", s->path);
     for (int c = 0; c < s->n_cols; c++) free(s->cols[c]);
     free(s->cols);
     free(s);

@@ -45,9 +45,8 @@ enum {
     OID_FLOAT8 = 701, OID_NUMERIC = 1700, OID_DATE = 1082, OID_TIMESTAMP = 1114, OID_TIMESTAMPTZ = 1184,
 };
 
-/* Splits uri into the libpq connection URI (without table/query/shard) and
- * infera's parameters. */
-static void split_uri(const char *uri, char *conninfo, size_t size) {
+/* See io_int.h. */
+void inf__io_pg_conninfo(const char *uri, char *conninfo, size_t size) {
     const char *q = strchr(uri, '?');
     size_t n = q ? (size_t)(q - uri) : strlen(uri);
     if (n >= size) n = size - 1;
@@ -68,7 +67,7 @@ static void split_uri(const char *uri, char *conninfo, size_t size) {
     }
 }
 
-static void quote_table(PGconn *c, const char *table, char *out, size_t size) {
+void inf__io_pg_quote_table(PGconn *c, const char *table, char *out, size_t size) {
     const char *dot = strchr(table, '.');
     out[0] = 0;
     char *a = NULL, *b = NULL;
@@ -105,11 +104,11 @@ static inf_status pg_connect(const char *uri, const char *rest, PGconn **out, ch
                              inf_error *err) {
     inf_io_redact_uri(uri, red, red_size);
     char conninfo[4096];
-    split_uri(uri, conninfo, sizeof conninfo);
+    inf__io_pg_conninfo(uri, conninfo, sizeof conninfo);
     PGconn *c = PQconnectdb(conninfo);
-    if (!c) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", red);
+    if (!c) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", red);
     if (PQstatus(c) != CONNECTION_OK) {
-        inf_status st = inf__io_fail(err, INF_EIO, "%s: cannot connect: %s", red, pg_msg(c));
+        inf_status st = inf_error_set(err, INF_EIO, "%s: cannot connect: %s", red, pg_msg(c));
         PQfinish(c);
         return st;
     }
@@ -126,7 +125,7 @@ static inf_status exec_ok(PGconn *c, const char *sql, const char *red, const cha
     ExecStatusType s = PQresultStatus(r);
     PQclear(r);
     if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) return INF_OK;
-    return inf__io_fail(err, INF_EIO, "%s: %s: %s", red, what, pg_msg(c));
+    return inf_error_set(err, INF_EIO, "%s: %s: %s", red, what, pg_msg(c));
 }
 
 /* ---- source --------------------------------------------------------------- */
@@ -165,7 +164,7 @@ static inf_status pg_source_open(const char *uri, const char *rest, const inf_so
     if (!s || !query) {
         free(s);
         free(query);
-        return inf__io_fail(err, INF_ENOMEM, "postgresql source: out of memory");
+        return inf_error_set(err, INF_ENOMEM, "postgresql source: out of memory");
     }
     s->max_rows = opts->max_rows > 0 ? opts->max_rows : 1024;
     snprintf(s->fetch, sizeof s->fetch, "FETCH FORWARD %d FROM infera_src", s->max_rows);
@@ -178,31 +177,37 @@ static inf_status pg_source_open(const char *uri, const char *rest, const inf_so
     if (has_shard) {
         char extra;
         if (sscanf(shard, "%d/%d%c", &k, &n, &extra) != 2 || n < 1 || k < 0 || k >= n) {
-            st = inf__io_fail(err, INF_EINVAL, "%s: shard must be K/N with 0 <= K < N", s->red);
+            st = inf_error_set(err, INF_EINVAL, "%s: shard must be K/N with 0 <= K < N", s->red);
             goto fail;
         }
         if (!id) {
-            st = inf__io_fail(err, INF_EINVAL, "%s: sharding needs the id column", s->red);
+            st = inf_error_set(err, INF_EINVAL, "%s: sharding needs the id column", s->red);
             goto fail;
         }
     }
     size_t cap = strlen(uri) + 2048;
     if (!(sql = malloc(cap))) {
-        st = inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+        st = inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
         goto fail;
     }
     if (inf__io_uri_param(uri, "query", query, qsize)) {
         snprintf(sql, cap, "SELECT * FROM (%s) AS infera_q", query);
     } else if (inf__io_uri_param(uri, "table", table, sizeof table)) {
-        quote_table(s->conn, table, ident, sizeof ident);
+        inf__io_pg_quote_table(s->conn, table, ident, sizeof ident);
         snprintf(sql, cap, "SELECT * FROM %s", ident);
     } else {
-        st = inf__io_fail(err, INF_EINVAL, "%s: the URI needs ?table=T or &query=SQL", s->red);
+        st = inf_error_set(err, INF_EINVAL, "%s: the URI needs ?table=T or &query=SQL", s->red);
         goto fail;
     }
     size_t used = strlen(sql);
-    if (has_shard)
-        used += (size_t)snprintf(sql + used, cap - used, " WHERE abs(hashtext(%s::text)::bigint) %% %d = %d", idq, n, k);
+    if (has_shard) {
+        char where[800];
+        if (inf_io_shard_predicate(id, k, n, where, sizeof where)) {
+            st = inf_error_set(err, INF_EINVAL, "%s: the id column name is too long to shard by", s->red);
+            goto fail;
+        }
+        used += (size_t)snprintf(sql + used, cap - used, " WHERE %s", where);
+    }
     if (id && !inf__io_uri_param(uri, "query", query, qsize))
         snprintf(sql + used, cap - used, " ORDER BY %s", idq);
     if ((st = exec_ok(s->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", s->red, "begin", err))) goto fail;
@@ -210,7 +215,7 @@ static inf_status pg_source_open(const char *uri, const char *rest, const inf_so
         size_t dcap = strlen(sql) + 64;
         char *decl = malloc(dcap);
         if (!decl) {
-            st = inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+            st = inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
             goto fail;
         }
         snprintf(decl, dcap, "DECLARE infera_src NO SCROLL CURSOR FOR %s", sql);
@@ -266,7 +271,7 @@ static inf_status pg_source_next(void *state, inf_record_batch *b, int *eof, inf
     }
     PGresult *r = PQexec(s->conn, s->fetch);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        inf_status st = inf__io_fail(err, INF_EIO, "%s: row %ld: %s", s->red, s->row + 1, pg_msg(s->conn));
+        inf_status st = inf_error_set(err, INF_EIO, "%s: row %ld: %s", s->red, s->row + 1, pg_msg(s->conn));
         PQclear(r);
         return st;
     }
@@ -277,7 +282,7 @@ static inf_status pg_source_next(void *state, inf_record_batch *b, int *eof, inf
         s->types = calloc((size_t)(nc ? nc : 1), sizeof *s->types);
         if (!s->fields || !s->types) {
             PQclear(r);
-            return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+            return inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
         }
         for (int c = 0; c < nc; c++) s->types[c] = PQftype(r, c);
     }
@@ -288,12 +293,15 @@ static inf_status pg_source_next(void *state, inf_record_batch *b, int *eof, inf
         if ((st = inf_record_batch_add_row(b, &row))) break;
         for (int c = 0; c < nc && !st; c++) {
             if (PQgetisnull(r, i, c)) continue;
-            st = set_cell(b, row, s->fields[c], s->types[c], PQgetvalue(r, i, c), PQgetlength(r, i, c));
+            if (inf__batch_is_id(b, s->fields[c])) /* ids are text: the server's exact text of the value */
+                st = inf_record_batch_set_string(b, row, s->fields[c], PQgetvalue(r, i, c), (size_t)PQgetlength(r, i, c));
+            else
+                st = set_cell(b, row, s->fields[c], s->types[c], PQgetvalue(r, i, c), PQgetlength(r, i, c));
         }
         s->row++;
     }
     PQclear(r);
-    if (st) return inf__io_fail(err, st, "%s: out of memory", s->red);
+    if (st) return inf_error_set(err, st, "%s: out of memory", s->red);
     if (nr < s->max_rows) {
         s->done = 1;
         *eof = 1;
@@ -320,12 +328,13 @@ typedef struct pg_sink {
     size_t line_cap;
     char table[512];
     char red[1024];
+    int keep_table_shape; /* opts->keep_table_shape */
 } pg_sink;
 
 static inf_status pg_sink_open(const char *uri, const char *rest, const inf_sink_options *opts, void **state,
                                inf_error *err) {
     pg_sink *s = calloc(1, sizeof *s);
-    if (!s) return inf__io_fail(err, INF_ENOMEM, "postgresql sink: out of memory");
+    if (!s) return inf_error_set(err, INF_ENOMEM, "postgresql sink: out of memory");
     inf_status st = pg_connect(uri, rest, &s->conn, s->red, sizeof s->red, err);
     if (st) {
         free(s);
@@ -333,12 +342,13 @@ static inf_status pg_sink_open(const char *uri, const char *rest, const inf_sink
     }
     if (!inf__io_uri_param(uri, "table", s->table, sizeof s->table)) {
         PQfinish(s->conn);
-        st = inf__io_fail(err, INF_EINVAL, "%s: a sink needs ?table=T", s->red);
+        st = inf_error_set(err, INF_EINVAL, "%s: a sink needs ?table=T", s->red);
         free(s);
         return st;
     }
-    quote_table(s->conn, s->table, s->table_q, sizeof s->table_q);
+    inf__io_pg_quote_table(s->conn, s->table, s->table_q, sizeof s->table_q);
     if (opts->key_column) snprintf(s->key, sizeof s->key, "%s", opts->key_column);
+    s->keep_table_shape = opts->keep_table_shape;
     *state = s;
     return INF_OK;
 }
@@ -391,12 +401,12 @@ static inf_status ensure_unique_key(pg_sink *s, inf_error *err) {
     int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
     int unique = ok && PQgetvalue(r, 0, 0)[0] == 't';
     PQclear(r);
-    if (!ok) return inf__io_fail(err, INF_EIO, "%s: table %s: cannot read its indexes: %s", s->red, s->table, pg_msg(s->conn));
+    if (!ok) return inf_error_set(err, INF_EIO, "%s: table %s: cannot read its indexes: %s", s->red, s->table, pg_msg(s->conn));
     if (unique) return INF_OK;
     char name[600], keyq[600], sql[2400];
     snprintf(name, sizeof name, "%s_%s_key", strchr(s->table, '.') ? strchr(s->table, '.') + 1 : s->table, s->key);
     char *nameq = PQescapeIdentifier(s->conn, name, strlen(name));
-    if (!nameq) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+    if (!nameq) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
     inf__io_quote_ident(keyq, sizeof keyq, s->key);
     snprintf(sql, sizeof sql, "CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)", nameq, s->table_q, keyq);
     PQfreemem(nameq);
@@ -404,11 +414,41 @@ static inf_status ensure_unique_key(pg_sink *s, inf_error *err) {
     ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
     if (!ok)
-        return inf__io_fail(err, INF_EIO,
+        return inf_error_set(err, INF_EIO,
                             "%s: table %s: rows are keyed by '%s' but it is neither the table's primary key nor unique, "
                             "and a unique index on it cannot be made: %s",
                             s->red, s->table, s->key, pg_msg(s->conn));
     return INF_OK;
+}
+
+/* keep_table_shape: an existing table must have every field of b as a
+ * column (the shape of an earlier run); refused otherwise, left unchanged.
+ * Runs inside setup's transaction, after the table lock. */
+static inf_status check_table_shape(pg_sink *s, const inf_record_batch *b, inf_error *err) {
+    const char *params[1] = {s->table_q};
+    PGresult *r = PQexecParams(s->conn,
+                               "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 "
+                               "AND NOT attisdropped",
+                               1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        PQclear(r);
+        return inf_error_set(err, INF_EIO, "%s: table %s: cannot read its columns: %s", s->red, s->table, pg_msg(s->conn));
+    }
+    int n = PQntuples(r), n_missing = 0;
+    const char **missing = n ? calloc((size_t)b->n_fields + 1, sizeof *missing) : NULL;
+    if (n && !missing) {
+        PQclear(r);
+        return inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
+    }
+    for (int f = 0; f < b->n_fields && n; f++) { /* n == 0: no such table, it is created */
+        int found = 0;
+        for (int i = 0; i < n && !found; i++) found = !strcmp(PQgetvalue(r, i, 0), b->names[f]);
+        if (!found) missing[n_missing++] = b->names[f];
+    }
+    inf_status st = n_missing ? inf__io_table_shape_refused(err, s->red, s->table, missing, n_missing) : INF_OK;
+    free(missing);
+    PQclear(r);
+    return st;
 }
 
 static inf_status pg_sink_setup(pg_sink *s, const inf_record_batch *b, inf_error *err) {
@@ -417,13 +457,13 @@ static inf_status pg_sink_setup(pg_sink *s, const inf_record_batch *b, inf_error
     inf_status st = INF_OK;
     s->cols = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->cols);
     s->map = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->map);
-    if (!s->cols || !s->map) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+    if (!s->cols || !s->map) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
     for (int f = 0; f < b->n_fields; f++) {
-        if (!(s->cols[f] = strdup(b->names[f]))) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+        if (!(s->cols[f] = strdup(b->names[f]))) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
         s->n_cols = f + 1;
     }
     if (s->key[0] && inf_record_batch_find_field(b, s->key) < 0)
-        return inf__io_fail(err, INF_EINVAL, "%s: table %s: the key column '%s' is not among the fields", s->red,
+        return inf_error_set(err, INF_EINVAL, "%s: table %s: the key column '%s' is not among the fields", s->red,
                             s->table, s->key);
     if ((st = exec_ok(s->conn, "BEGIN", s->red, "begin", err))) return st;
     s->in_txn = 1;
@@ -437,6 +477,7 @@ static inf_status pg_sink_setup(pg_sink *s, const inf_record_batch *b, inf_error
         if (bad) goto oom;
     }
     if ((st = exec_ok(s->conn, sql, s->red, "lock", err))) goto done;
+    if (s->keep_table_shape && (st = check_table_shape(s, b, err))) goto done;
     len = 0;
     if (sb_printf(&sql, &cap, &len, "CREATE TABLE IF NOT EXISTS %s (", s->table_q)) goto oom;
     for (int f = 0; f < b->n_fields; f++) {
@@ -509,7 +550,7 @@ static inf_status pg_sink_setup(pg_sink *s, const inf_record_batch *b, inf_error
     free(cols);
     goto done;
 oom:
-    st = inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+    st = inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
 done:
     free(sql);
     return st;
@@ -567,7 +608,7 @@ static inf_status pg_sink_write(void *state, const inf_record_batch *b, inf_erro
     PGresult *r = PQexec(s->conn, s->copy);
     if (PQresultStatus(r) != PGRES_COPY_IN) {
         PQclear(r);
-        return inf__io_fail(err, INF_EIO, "%s: table %s: copy: %s", s->red, s->table, pg_msg(s->conn));
+        return inf_error_set(err, INF_EIO, "%s: table %s: copy: %s", s->red, s->table, pg_msg(s->conn));
     }
     PQclear(r);
     /* rows are sent in blocks of about 64 KiB */
@@ -588,13 +629,13 @@ static inf_status pg_sink_write(void *state, const inf_record_batch *b, inf_erro
     if (bad == 1) {
         PQputCopyEnd(s->conn, "out of memory");
         PQclear(PQgetResult(s->conn));
-        return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+        return inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
     }
     PQputCopyEnd(s->conn, bad ? "send failed" : NULL);
     st = INF_OK;
     while ((r = PQgetResult(s->conn)) != NULL) {
         if (PQresultStatus(r) != PGRES_COMMAND_OK && !st)
-            st = inf__io_fail(err, INF_EIO, "%s: table %s: copy: %s", s->red, s->table, pg_msg(s->conn));
+            st = inf_error_set(err, INF_EIO, "%s: table %s: copy: %s", s->red, s->table, pg_msg(s->conn));
         PQclear(r);
     }
     if (st) return st;

@@ -240,6 +240,7 @@ void inf_record_batch_free(inf_record_batch *b) {
     free(b->names);
     free(b->hash);
     free(b->vals);
+    free(b->id_field);
     inf__rarena_deinit(&b->names_arena);
     inf__rarena_deinit(&b->strs);
     free(b);
@@ -254,9 +255,23 @@ void inf_record_batch_clear(inf_record_batch *b) {
 void inf_record_batch_reset(inf_record_batch *b) {
     inf_record_batch_clear(b);
     b->n_fields = 0;
+    b->id_slot = 0;
     if (b->hash) memset(b->hash, 0, (size_t)b->hash_size * sizeof *b->hash);
     inf__rarena_reset(&b->names_arena);
 }
+
+inf_status inf_record_batch_set_id_field(inf_record_batch *b, const char *name) {
+    if (b->id_field && name && !strcmp(b->id_field, name)) return INF_OK;
+    char *copy = NULL;
+    if (name && !(copy = strdup(name))) return INF_ENOMEM;
+    free(b->id_field);
+    b->id_field = copy;
+    int f = name ? inf_record_batch_find_field(b, name) : -1;
+    b->id_slot = f + 1;
+    return INF_OK;
+}
+
+const char *inf_record_batch_id_field(const inf_record_batch *b) { return b->id_field; }
 
 int inf_record_batch_n_rows(const inf_record_batch *b) { return b->n_rows; }
 int inf_record_batch_n_fields(const inf_record_batch *b) { return b->n_fields; }
@@ -325,6 +340,7 @@ inf_status inf_record_batch_add_field(inf_record_batch *b, const char *name, int
     memcpy(copy, name, n + 1);
     b->names[b->n_fields] = copy;
     hash_insert(b, b->n_fields);
+    if (b->id_field && !strcmp(b->id_field, copy)) b->id_slot = b->n_fields + 1;
     if (out_index) *out_index = b->n_fields;
     b->n_fields++;
     return INF_OK;
@@ -603,6 +619,10 @@ scanned:
         inf_value *cell = &b->vals[(size_t)row * (size_t)b->cap_fields + (size_t)f]; /* the new row: no old string */
         switch (it[i].type) {
         case 'n': {
+            if (inf__batch_is_id(b, f)) { /* ids are text: the literal as written */
+                if (inf_record_batch_set_string(b, row, f, it[i].v, it[i].vn)) goto oom;
+                break;
+            }
             double v = 0;
             inf__parse_double(it[i].v, it[i].vn, &v); /* a JSON number: always parses */
             set_number(cell, v);
@@ -624,6 +644,56 @@ oom:
     memset(b->vals + (size_t)row * b->cap_fields, 0, (size_t)b->cap_fields * sizeof *b->vals);
     b->n_rows--;
     return -1;
+}
+
+/* The end of the JSON value at p (a string, a number, a literal, or a
+ * nested array/object skipped by bracket depth outside strings), or NULL. */
+static const char *skip_json_value(const char *p, const char *end) {
+    int depth = 0;
+    do {
+        if (p >= end) return NULL;
+        if (*p == '"') {
+            for (p++; p < end && *p != '"'; p++)
+                if (*p == '\\') p++;
+            if (p >= end) return NULL;
+            p++;
+        } else if (*p == '{' || *p == '[') {
+            depth++, p++;
+        } else if (*p == '}' || *p == ']') {
+            depth--, p++;
+        } else if (depth) {
+            p++;
+        } else {
+            while (p < end && !strchr(",}] \t\r\n", *p)) p++;
+        }
+    } while (depth > 0);
+    return p;
+}
+
+/* The literal text of the top-level member `key` of the JSON object at json
+ * (its last occurrence, as cJSON's object lookup of the row keeps the last
+ * value), for a member whose key has no escapes; NULL when not found. */
+static const char *member_literal(const char *json, size_t len, const char *key, size_t *out_n) {
+    const char *p = skip_ws(json, json + len), *end = json + len, *found = NULL;
+    size_t klen = strlen(key);
+    if (p >= end || *p != '{') return NULL;
+    for (p = skip_ws(p + 1, end); p < end && *p == '"';) {
+        const char *k = p + 1, *v;
+        if (!(p = skip_json_value(p, end))) return NULL;
+        int match = (size_t)(p - 1 - k) == klen && !memcmp(k, key, klen);
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':') return NULL;
+        v = p = skip_ws(p + 1, end);
+        if (!(p = skip_json_value(p, end))) return NULL;
+        if (match) {
+            found = v;
+            *out_n = (size_t)(p - v);
+        }
+        p = skip_ws(p, end);
+        if (p < end && *p == ',') p = skip_ws(p + 1, end);
+        else break;
+    }
+    return found;
 }
 
 inf_status inf_record_batch_add_json(inf_record_batch *b, const char *json, size_t len, inf_error *err) {
@@ -665,6 +735,12 @@ inf_status inf_record_batch_add_json(inf_record_batch *b, const char *json, size
         if (cJSON_IsNull(it)) continue;
         if (cJSON_IsBool(it)) {
             inf_record_batch_set_bool(b, row, f, cJSON_IsTrue(it));
+        } else if (cJSON_IsNumber(it) && inf__batch_is_id(b, f)) {
+            /* ids are text: the literal as written (cJSON keeps only the double) */
+            size_t n = 0;
+            const char *lit = member_literal(json, len, it->string, &n);
+            if (lit && (st = inf_record_batch_set_string(b, row, f, lit, n))) goto fail_row;
+            if (!lit) inf_record_batch_set_float(b, row, f, it->valuedouble);
         } else if (cJSON_IsNumber(it)) {
             /* integral and exactly representable -> int; otherwise float.
              * cJSON does not keep the literal, so 2.0 reads as int 2 (same

@@ -38,7 +38,13 @@ struct inf_record_batch {
     inf_value *vals;      /* cap_rows * cap_fields */
     inf__rarena names_arena;
     inf__rarena strs;
+    char *id_field;       /* malloc'd: the field that identifies a record (its text is kept), or NULL */
+    int id_slot;          /* that field's index + 1 in this schema, 0 = not (yet) a field */
 };
+
+/* True when field is the batch's id field (inf_record_batch_set_id_field):
+ * text sources then keep the cell's exact characters as a string. */
+static inline int inf__batch_is_id(const inf_record_batch *b, int field) { return b->id_slot == field + 1; }
 
 static inline const inf_value *inf__batch_at(const inf_record_batch *b, int row, int field) {
     return &b->vals[(size_t)row * (size_t)b->cap_fields + (size_t)field];

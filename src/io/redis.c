@@ -90,7 +90,7 @@ inf_status inf__io_redis_connect(const inf_net_uri *u, int timeout_s, const char
     redisContext *c = redisConnectWithTimeout(u->host, u->port, tv);
     *out = NULL;
     if (!c || c->err) {
-        inf_status st = inf__io_fail(err, INF_EIO, "%s: cannot connect to %s:%d: %s", who, u->host, u->port,
+        inf_status st = inf_error_set(err, INF_EIO, "%s: cannot connect to %s:%d: %s", who, u->host, u->port,
                                      c ? c->errstr : "out of memory");
         if (c) redisFree(c);
         return st;
@@ -100,7 +100,7 @@ inf_status inf__io_redis_connect(const inf_net_uri *u, int timeout_s, const char
         redisReply *r = u->user[0] ? redisCommand(c, "AUTH %s %s", u->user, u->password)
                                    : redisCommand(c, "AUTH %s", u->password);
         if (!r || r->type == REDIS_REPLY_ERROR) {
-            inf_status st = inf__io_fail(err, INF_EAUTH, "%s: AUTH failed: %s", who, r ? r->str : c->errstr);
+            inf_status st = inf_error_set(err, INF_EAUTH, "%s: AUTH failed: %s", who, r ? r->str : c->errstr);
             if (r) freeReplyObject(r);
             redisFree(c);
             return st;
@@ -117,10 +117,10 @@ static inf_status redis_sink_open(const char *uri, const char *rest, const inf_s
     inf_status st = inf_io_parse_net_uri(uri, 6379, &u, err);
     if (st) return st;
     redis_sink *s = calloc(1, sizeof *s);
-    if (!s) return inf__io_fail(err, INF_ENOMEM, "redis sink: out of memory");
+    if (!s) return inf_error_set(err, INF_ENOMEM, "redis sink: out of memory");
     inf_io_redact_uri(uri, s->red, sizeof s->red);
     if (!u.path[0]) {
-        st = inf__io_fail(err, INF_EINVAL, "%s: no stream name (redis://HOST:PORT/STREAM)", s->red);
+        st = inf_error_set(err, INF_EINVAL, "%s: no stream name (redis://HOST:PORT/STREAM)", s->red);
         goto fail;
     }
     snprintf(s->stream, sizeof s->stream, "%s", u.path);
@@ -130,7 +130,7 @@ static inf_status redis_sink_open(const char *uri, const char *rest, const inf_s
     long long ttl = inf__io_uri_param(rest, "dedupe_ttl", v, sizeof v) ? atoll(v) : 7 * 86400LL;
     long long maxlen = inf__io_uri_param(rest, "maxlen", v, sizeof v) ? atoll(v) : 0;
     if (ttl < 0 || maxlen < 0) {
-        st = inf__io_fail(err, INF_EINVAL, "%s: dedupe_ttl and maxlen must be >= 0", s->red);
+        st = inf_error_set(err, INF_EINVAL, "%s: dedupe_ttl and maxlen must be >= 0", s->red);
         goto fail;
     }
     snprintf(s->ttl, sizeof s->ttl, "%lld", ttl);
@@ -203,7 +203,7 @@ static redisReply *command(redis_sink *s, int n, const char **v, const size_t *l
             s->c = NULL;
         }
         if (now_ms() > until) {
-            inf__io_fail(err, INF_EIO, "%s: XADD: %s (retried for %d s)", s->red, why, RECONNECT_S);
+            inf_error_set(err, INF_EIO, "%s: XADD: %s (retried for %d s)", s->red, why, RECONNECT_S);
             return NULL;
         }
         inf_error ce;
@@ -219,7 +219,7 @@ static redisReply *command(redis_sink *s, int n, const char **v, const size_t *l
             }
         }
         if (!reconnected && usleep(500000) && errno == EINTR) { /* a signal (SIGTERM): stop waiting */
-            inf__io_fail(err, INF_EIO, "%s: XADD: %s (interrupted)", s->red, why);
+            inf_error_set(err, INF_EIO, "%s: XADD: %s (interrupted)", s->red, why);
             return NULL;
         }
     }
@@ -237,9 +237,9 @@ static inf_status eval_rows(redis_sink *s, eval_args *keys, eval_args *argv, con
     if (arg_add(keys, s->stream, strlen(s->stream)) || arg_add(argv, s->ttl, strlen(s->ttl)) ||
         arg_add(argv, s->key[0] ? s->key : "key", strlen(s->key[0] ? s->key : "key")) ||
         arg_add(argv, s->maxlen, strlen(s->maxlen)))
-        return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+        return inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
     for (int r = from; r < to; r++)
-        if (add_row(s, keys, argv, b, r, kf)) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+        if (add_row(s, keys, argv, b, r, kf)) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
     const char *v[8 + 4 * ROWS_PER_CALL];
     size_t l[8 + 4 * ROWS_PER_CALL];
     int n = 0;
@@ -252,7 +252,7 @@ static inf_status eval_rows(redis_sink *s, eval_args *keys, eval_args *argv, con
     if (!rep) return err->status;
     inf_status st = INF_OK;
     if (rep->type == REDIS_REPLY_ERROR)
-        st = inf__io_fail(err, INF_EIO, "%s: XADD to %s failed: %s", s->red, s->stream, rep->str);
+        st = inf_error_set(err, INF_EIO, "%s: XADD to %s failed: %s", s->red, s->stream, rep->str);
     else
         *added = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
     freeReplyObject(rep);
@@ -263,7 +263,7 @@ static inf_status redis_sink_write(void *state, const inf_record_batch *b, inf_e
     redis_sink *s = state;
     int n = inf_record_batch_n_rows(b), kf = s->key[0] ? inf_record_batch_find_field(b, s->key) : -1;
     eval_args *keys = calloc(1, sizeof *keys), *argv = calloc(1, sizeof *argv);
-    inf_status st = keys && argv ? INF_OK : inf__io_fail(err, INF_ENOMEM, "%s: out of memory", s->red);
+    inf_status st = keys && argv ? INF_OK : inf_error_set(err, INF_ENOMEM, "%s: out of memory", s->red);
     for (int from = 0; from < n && !st; from += ROWS_PER_CALL) {
         int to = n - from > ROWS_PER_CALL ? from + ROWS_PER_CALL : n;
         long long added = 0;

@@ -69,7 +69,7 @@ static inf_status prepare_pages(sqlite_source *s, const char *table, const char 
     sqlite3_finalize(cols);
     if (!alias) return INF_OK;
     char *sql = sqlite3_mprintf("SELECT %s, * FROM %s WHERE %s >= ?1 ORDER BY %s", alias, ident, alias, alias);
-    if (!sql) return inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+    if (!sql) return inf_error_set(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
     if (sqlite3_prepare_v2(s->db, sql, -1, &s->stmt, NULL) == SQLITE_OK) {
         s->paged = 1;
         s->next_rowid = INT64_MIN;
@@ -90,13 +90,13 @@ static inf_status sqlite_source_open(const char *uri, const char *rest, const in
     if (!s || !query) {
         free(s);
         free(query);
-        return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
+        return inf_error_set(err, INF_ENOMEM, "%s: out of memory", uri);
     }
     s->max_rows = opts->max_rows > 0 ? opts->max_rows : 1024;
     inf__io_uri_path(rest, s->path, sizeof s->path);
     inf_status st = INF_OK;
     if (sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        st = inf__io_fail(err, INF_EIO, "sqlite:%s: cannot open: %s", s->path, s->db ? sqlite3_errmsg(s->db) : "no memory");
+        st = inf_error_set(err, INF_EIO, "sqlite:%s: cannot open: %s", s->path, s->db ? sqlite3_errmsg(s->db) : "no memory");
         goto fail;
     }
     sqlite3_busy_timeout(s->db, 5000);
@@ -107,24 +107,24 @@ static inf_status sqlite_source_open(const char *uri, const char *rest, const in
         snprintf(query, qsize, "%s", "");
         if ((st = prepare_pages(s, table, ident, err))) goto fail;
         if (!s->stmt && !(sql = sqlite3_mprintf("SELECT * FROM %s", ident))) {
-            st = inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
+            st = inf_error_set(err, INF_ENOMEM, "%s: out of memory", uri);
             goto fail;
         }
     } else {
-        st = inf__io_fail(err, INF_EINVAL, "sqlite:%s: the URI needs ?table=T or ?query=SQL", s->path);
+        st = inf_error_set(err, INF_EINVAL, "sqlite:%s: the URI needs ?table=T or ?query=SQL", s->path);
         goto fail;
     }
     int rc = s->stmt ? SQLITE_OK : sqlite3_prepare_v2(s->db, sql, -1, &s->stmt, NULL);
     if (sql != query) sqlite3_free(sql);
     if (rc != SQLITE_OK) {
-        st = inf__io_fail(err, rc == SQLITE_CANTOPEN || rc == SQLITE_NOTADB ? INF_EIO : INF_EINVAL, "sqlite:%s: %s",
+        st = inf_error_set(err, rc == SQLITE_CANTOPEN || rc == SQLITE_NOTADB ? INF_EIO : INF_EINVAL, "sqlite:%s: %s",
                           s->path, sqlite3_errmsg(s->db));
         goto fail;
     }
     s->n_cols = sqlite3_column_count(s->stmt) - s->paged;
     s->fields = calloc((size_t)(s->n_cols ? s->n_cols : 1), sizeof *s->fields);
     if (!s->fields) {
-        st = inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
+        st = inf_error_set(err, INF_ENOMEM, "%s: out of memory", uri);
         goto fail;
     }
     free(query);
@@ -139,11 +139,27 @@ fail:
 /* The current row of stmt (from column c0 on) as a new row of b. */
 static inf_status add_row(sqlite_source *s, inf_record_batch *b, int c0, inf_error *err) {
     int row;
-    if (inf_record_batch_add_row(b, &row)) return inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+    if (inf_record_batch_add_row(b, &row)) return inf_error_set(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
     for (int c = 0; c < s->n_cols; c++) {
         inf_status st = INF_OK;
         int k = c + c0;
-        switch (sqlite3_column_type(s->stmt, k)) {
+        int type = sqlite3_column_type(s->stmt, k);
+        if (type != SQLITE_NULL && inf__batch_is_id(b, s->fields[c])) {
+            /* ids are text: an integer's exact decimal text, other types as SQLite prints them */
+            char num[32];
+            const char *t = num;
+            size_t len;
+            if (type == SQLITE_INTEGER) {
+                len = (size_t)snprintf(num, sizeof num, "%lld", (long long)sqlite3_column_int64(s->stmt, k));
+            } else {
+                t = (const char *)sqlite3_column_text(s->stmt, k);
+                len = (size_t)sqlite3_column_bytes(s->stmt, k);
+            }
+            st = inf_record_batch_set_string(b, row, s->fields[c], t ? t : "", t ? len : 0);
+            if (st) return inf_error_set(err, st, "sqlite:%s: out of memory", s->path);
+            continue;
+        }
+        switch (type) {
         case SQLITE_INTEGER: st = inf_record_batch_set_int(b, row, s->fields[c], sqlite3_column_int64(s->stmt, k)); break;
         case SQLITE_FLOAT: st = inf_record_batch_set_float(b, row, s->fields[c], sqlite3_column_double(s->stmt, k)); break;
         case SQLITE_TEXT:
@@ -154,7 +170,7 @@ static inf_status add_row(sqlite_source *s, inf_record_batch *b, int c0, inf_err
         }
         default: break;
         }
-        if (st) return inf__io_fail(err, st, "sqlite:%s: out of memory", s->path);
+        if (st) return inf_error_set(err, st, "sqlite:%s: out of memory", s->path);
     }
     return INF_OK;
 }
@@ -163,7 +179,7 @@ static inf_status sqlite_source_next(void *state, inf_record_batch *b, int *eof,
     sqlite_source *s = state;
     for (int c = 0; c < s->n_cols; c++)
         if (inf_record_batch_add_field(b, sqlite3_column_name(s->stmt, c + s->paged), &s->fields[c]))
-            return inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+            return inf_error_set(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
     if (s->paged) {
         sqlite3_reset(s->stmt);
         sqlite3_bind_int64(s->stmt, 1, s->next_rowid);
@@ -176,7 +192,7 @@ static inf_status sqlite_source_next(void *state, inf_record_batch *b, int *eof,
             break;
         }
         if (rc != SQLITE_ROW) {
-            st = inf__io_fail(err, INF_EIO, "sqlite:%s: row %ld: %s", s->path, s->row + 1, sqlite3_errmsg(s->db));
+            st = inf_error_set(err, INF_EIO, "sqlite:%s: row %ld: %s", s->path, s->row + 1, sqlite3_errmsg(s->db));
             break;
         }
         s->row++;
@@ -207,12 +223,13 @@ typedef struct sqlite_sink {
     char table[256];
     char key[256];
     char path[512];
+    int keep_table_shape; /* opts->keep_table_shape */
 } sqlite_sink;
 
 static inf_status exec_sql(sqlite_sink *s, const char *sql, inf_error *err) {
     char *msg = NULL;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        inf_status st = inf__io_fail(err, INF_EIO, "sqlite:%s: table %s: %s", s->path, s->table, msg ? msg : "error");
+        inf_status st = inf_error_set(err, INF_EIO, "sqlite:%s: table %s: %s", s->path, s->table, msg ? msg : "error");
         sqlite3_free(msg);
         return st;
     }
@@ -222,16 +239,17 @@ static inf_status exec_sql(sqlite_sink *s, const char *sql, inf_error *err) {
 static inf_status sqlite_sink_open(const char *uri, const char *rest, const inf_sink_options *opts, void **state,
                                    inf_error *err) {
     sqlite_sink *s = calloc(1, sizeof *s);
-    if (!s) return inf__io_fail(err, INF_ENOMEM, "%s: out of memory", uri);
+    if (!s) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", uri);
     inf__io_uri_path(rest, s->path, sizeof s->path);
     if (!inf__io_uri_param(rest, "table", s->table, sizeof s->table)) {
-        inf_status st = inf__io_fail(err, INF_EINVAL, "sqlite:%s: a sink needs ?table=T", s->path);
+        inf_status st = inf_error_set(err, INF_EINVAL, "sqlite:%s: a sink needs ?table=T", s->path);
         free(s);
         return st;
     }
     if (opts->key_column) snprintf(s->key, sizeof s->key, "%s", opts->key_column);
+    s->keep_table_shape = opts->keep_table_shape;
     if (sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
-        inf_status st = inf__io_fail(err, INF_EIO, "sqlite:%s: cannot open: %s", s->path,
+        inf_status st = inf_error_set(err, INF_EIO, "sqlite:%s: cannot open: %s", s->path,
                                      s->db ? sqlite3_errmsg(s->db) : "out of memory");
         sqlite3_close(s->db);
         free(s);
@@ -288,17 +306,17 @@ static inf_status ensure_unique_key(sqlite_sink *s, inf_error *err) {
     int unique = key_is_unique(s);
     if (unique == 1) return INF_OK;
     if (unique < 0)
-        return inf__io_fail(err, INF_EIO, "sqlite:%s: table %s: cannot read its indexes: %s", s->path, s->table,
+        return inf_error_set(err, INF_EIO, "sqlite:%s: table %s: cannot read its indexes: %s", s->path, s->table,
                             sqlite3_errmsg(s->db));
     char *sql = sqlite3_mprintf("CREATE UNIQUE INDEX IF NOT EXISTS \"%w_%w_key\" ON \"%w\" (\"%w\")", s->table,
                                 s->key, s->table, s->key);
-    if (!sql) return inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+    if (!sql) return inf_error_set(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
     char *msg = NULL;
     int rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
     sqlite3_free(sql);
     inf_status st = INF_OK;
     if (rc != SQLITE_OK)
-        st = inf__io_fail(err, INF_EIO,
+        st = inf_error_set(err, INF_EIO,
                           "sqlite:%s: table %s: rows are keyed by '%s' but it is neither the table's primary key nor "
                           "unique, and a unique index on it cannot be made: %s",
                           s->path, s->table, s->key, msg ? msg : "out of memory");
@@ -315,7 +333,7 @@ static inf_status sqlite_sink_setup(sqlite_sink *s, const inf_record_batch *b, i
     s->map = calloc((size_t)(b->n_fields ? b->n_fields : 1), sizeof *s->map);
     if (!sql || !s->cols || !s->map) {
         free(sql);
-        return inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+        return inf_error_set(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
     }
     int exists = sqlite3_table_column_metadata(s->db, NULL, s->table, NULL, NULL, NULL, NULL, NULL, NULL) == SQLITE_OK;
     size_t n = 0;
@@ -330,6 +348,20 @@ static inf_status sqlite_sink_setup(sqlite_sink *s, const inf_record_batch *b, i
         snprintf(sql + n, cap - n, ")");
         if ((st = exec_sql(s, sql, err))) goto done;
     } else {
+        if (s->keep_table_shape) { /* an unrelated table is refused, not altered */
+            const char **missing = (const char **)s->cols; /* free scratch: filled with names below */
+            int n_missing = 0;
+            for (int f = 0; f < b->n_fields; f++)
+                if (!table_has_column(s, b->names[f])) missing[n_missing++] = b->names[f];
+            if (n_missing) {
+                char who[600];
+                snprintf(who, sizeof who, "sqlite:%s", s->path);
+                st = inf__io_table_shape_refused(err, who, s->table, missing, n_missing);
+                memset(s->cols, 0, (size_t)b->n_fields * sizeof *s->cols);
+                goto done;
+            }
+            memset(s->cols, 0, (size_t)b->n_fields * sizeof *s->cols);
+        }
         for (int f = 0; f < b->n_fields; f++) {
             if (table_has_column(s, b->names[f])) continue;
             char tident[600];
@@ -346,7 +378,7 @@ static inf_status sqlite_sink_setup(sqlite_sink *s, const inf_record_batch *b, i
         inf__io_quote_ident(ident, sizeof ident, b->names[f]);
         n += (size_t)snprintf(sql + n, cap - n, "%s%s", f ? ", " : "", ident);
         if (!(s->cols[f] = strdup(b->names[f]))) {
-            st = inf__io_fail(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+            st = inf_error_set(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
             goto done;
         }
         s->n_cols = f + 1;
@@ -355,7 +387,7 @@ static inf_status sqlite_sink_setup(sqlite_sink *s, const inf_record_batch *b, i
     for (int f = 0; f < b->n_fields; f++) n += (size_t)snprintf(sql + n, cap - n, "%s?", f ? ", " : "");
     snprintf(sql + n, cap - n, ")");
     if (sqlite3_prepare_v2(s->db, sql, -1, &s->insert, NULL) != SQLITE_OK)
-        st = inf__io_fail(err, INF_EIO, "sqlite:%s: table %s: %s", s->path, s->table, sqlite3_errmsg(s->db));
+        st = inf_error_set(err, INF_EIO, "sqlite:%s: table %s: %s", s->path, s->table, sqlite3_errmsg(s->db));
 done:
     free(sql);
     return st;
@@ -397,7 +429,7 @@ static inf_status sqlite_sink_write(void *state, const inf_record_batch *b, inf_
             }
         }
         if (sqlite3_step(s->insert) != SQLITE_DONE)
-            return inf__io_fail(err, INF_EIO, "sqlite:%s: table %s: row %d of the batch: %s", s->path, s->table, r + 1,
+            return inf_error_set(err, INF_EIO, "sqlite:%s: table %s: row %d of the batch: %s", s->path, s->table, r + 1,
                                 sqlite3_errmsg(s->db));
     }
     sqlite3_reset(s->insert);

@@ -202,8 +202,27 @@ static void decode_type(decoder *d, const Onnx__TypeProto *tp, inf_value_info *i
     }
 }
 
+/* The element type a declared tensor (also inside an optional or a
+ * sequence) names when Infera does not implement it (float8, int4...); 0 otherwise. */
+static int unimplemented_elem_type(const Onnx__TypeProto *tp) {
+    for (int depth = 0; tp && depth < 8; depth++) {
+        if (tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+            return tp->tensor_type->has_elem_type && tp->tensor_type->elem_type >= INF_DTYPE_COUNT
+                       ? tp->tensor_type->elem_type
+                       : 0;
+        if (tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) tp = tp->sequence_type->elem_type;
+        else if (tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) tp = tp->optional_type->elem_type;
+        else return 0;
+    }
+    return 0;
+}
+
 static inf_status set_value_info(decoder *d, inf__value *v, const Onnx__ValueInfoProto *vi) {
     const char *name = v->name;
+    int newer = unimplemented_elem_type(vi->type);
+    if (newer)
+        return inf__error(d->err, INF_EUNSUPPORTED, "value '%s': element type %s (ONNX type %d) is not implemented",
+                          name, inf__onnx_type_name(newer), newer);
     decode_type(d, vi->type, &v->info);
     v->info.name = name;
     v->has_info = vi->type != NULL;
@@ -411,7 +430,7 @@ static inf_status decode_graph_body(decoder *d, const Onnx__GraphProto *gp, grap
         } else if (b->values[idx].role != INF_VALUE_INITIALIZER) {
             return inf__error(d->err, INF_EMODEL, "%s: graph input '%s' is declared twice", d->path, name);
         }
-        set_value_info(d, &b->values[idx], gp->input[i]);
+        if ((st = set_value_info(d, &b->values[idx], gp->input[i])) != INF_OK) return st;
     }
     g->n_nodes = (int)gp->n_node;
     g->nodes = inf__arena_alloc(&d->model->arena, (gp->n_node + 1) * sizeof(inf__node));
@@ -425,12 +444,13 @@ static inf_status decode_graph_body(decoder *d, const Onnx__GraphProto *gp, grap
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *name = gp->output[i]->name ? gp->output[i]->name : "";
         if ((st = resolve_input(d, b, name, &idx)) != INF_OK) return st;
-        set_value_info(d, &b->values[idx], gp->output[i]);
+        if ((st = set_value_info(d, &b->values[idx], gp->output[i])) != INF_OK) return st;
         g->outputs[g->n_outputs++] = idx;
     }
     for (size_t i = 0; i < gp->n_value_info; i++) {
         idx = map_get(&b->names, gp->value_info[i]->name ? gp->value_info[i]->name : "");
-        if (idx >= 0 && !b->values[idx].has_info) set_value_info(d, &b->values[idx], gp->value_info[i]);
+        if (idx >= 0 && !b->values[idx].has_info && (st = set_value_info(d, &b->values[idx], gp->value_info[i])) != INF_OK)
+            return st;
     }
     return INF_OK;
 }

@@ -258,6 +258,9 @@ static inf_status tensor_from_proto(const Onnx__TensorProto *tp, Onnx__TensorPro
                                     const char *what, inf_tensor **out, inf_error *err) {
     *out = NULL;
     int dtype = tp->has_data_type ? tp->data_type : 0;
+    if (dtype >= INF_DTYPE_COUNT && strcmp(inf__onnx_type_name(dtype), "unknown") != 0)
+        return inf__error(err, INF_EUNSUPPORTED, "%s: element type %s (ONNX type %d) is not implemented", what,
+                          inf__onnx_type_name(dtype), dtype);
     if (dtype <= 0 || dtype >= INF_DTYPE_COUNT)
         return inf__error(err, INF_EFORMAT, "%s: unknown tensor data type %d", what, dtype);
     if (tp->n_dims > INF_MAX_DIMS)

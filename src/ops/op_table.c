@@ -30,6 +30,41 @@ const inf__op inf__op_table[] = {
 
 const int inf__op_count = (int)(sizeof inf__op_table / sizeof inf__op_table[0]);
 
+/* ONNX's schema history (schema_versions.def): the since-versions of every
+ * operator, for the effective version a model's opset selects. */
+#define SCHEMA(domain, name, ...) {INF_DOMAIN_##domain, name, {__VA_ARGS__}},
+const inf__op_schema inf__op_schemas[] = {
+#include "ops/schema_versions.def"
+};
+#undef SCHEMA
+
+const int inf__op_schema_count = (int)(sizeof inf__op_schemas / sizeof inf__op_schemas[0]);
+
+/* The newest opset of each domain Infera knows (what ONNX Runtime 1.30 loads). */
+static const int k_domain_max_opset[INF_DOMAIN_COUNT] = {INF_OPSET_MAX_ONNX, INF_OPSET_MAX_ML, 1, 1};
+
+int inf__domain_max_opset(inf__domain domain) { return k_domain_max_opset[domain]; }
+
+const inf__op_schema *inf__op_schema_find(inf__domain domain, const char *name) {
+    int lo = 0, hi = inf__op_schema_count - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        const inf__op_schema *s = &inf__op_schemas[mid];
+        int c = domain != s->domain ? (domain < s->domain ? -1 : 1) : strcmp(name, s->name);
+        if (c == 0) return s;
+        if (c < 0) hi = mid - 1;
+        else lo = mid + 1;
+    }
+    return NULL;
+}
+
+int inf__op_schema_effective(const inf__op_schema *schema, int opset) {
+    int v = 0;
+    for (int i = 0; i < INF_SCHEMA_MAX_VERSIONS && schema->since[i]; i++)
+        if (schema->since[i] <= opset) v = schema->since[i];
+    return v;
+}
+
 int inf__domain_from_string(const char *domain) {
     if (!domain || !*domain || !strcmp(domain, "ai.onnx")) return INF_DOMAIN_ONNX;
     if (!strcmp(domain, "ai.onnx.ml")) return INF_DOMAIN_ML;
@@ -68,6 +103,27 @@ static inf_status check_arity(const inf__op *op, const inf__node *node, inf_erro
     return INF_OK;
 }
 
+/* Why a node's opset is outside its row: the domain's opset is newer than
+ * any Infera knows, or the schema version that opset selects is not
+ * implemented (naming the version, when ONNX's history knows it). */
+static inf_status opset_error(const inf__op *op, const inf__node *node, inf_error *err) {
+    int max = inf__domain_max_opset(op->domain);
+    if (node->opset > max)
+        return inf__node_error(node, err, INF_EUNSUPPORTED,
+                               "the model imports opset %d of domain '%s'; Infera knows opsets up to %d",
+                               node->opset, node->domain, max);
+    const inf__op_schema *schema = inf__op_schema_find(op->domain, op->name);
+    int version = schema ? inf__op_schema_effective(schema, node->opset) : 0;
+    if (version > 0)
+        return inf__node_error(node, err, INF_EUNSUPPORTED,
+                               "the model imports opset %d, which selects version %d of %s's schema; Infera "
+                               "implements %s at opsets %d-%d only",
+                               node->opset, version, op->name, op->name, op->first_opset, op->last_opset);
+    return inf__node_error(node, err, INF_EUNSUPPORTED,
+                           "operator %s (domain '%s') is supported at opsets %d-%d, the model imports opset %d",
+                           node->op_type, node->domain, op->first_opset, op->last_opset, node->opset);
+}
+
 static inf_status bind_node(struct inf_model *model, inf__node *node, inf_error *err) {
     int domain = inf__domain_from_string(node->domain);
     const inf__op *op = domain < 0 ? NULL : inf__op_find((inf__domain)domain, node->op_type);
@@ -75,12 +131,7 @@ static inf_status bind_node(struct inf_model *model, inf__node *node, inf_error 
         return inf__node_error(node, err, INF_EUNSUPPORTED,
                                "unsupported operator %s (domain '%s', opset %d)", node->op_type,
                                node->domain, node->opset);
-    if (node->opset < op->first_opset || node->opset > op->last_opset)
-        return inf__node_error(node, err, INF_EUNSUPPORTED,
-                               "operator %s (domain '%s') is supported at opsets %d-%d, the model "
-                               "imports opset %d",
-                               node->op_type, node->domain, op->first_opset, op->last_opset,
-                               node->opset);
+    if (node->opset < op->first_opset || node->opset > op->last_opset) return opset_error(op, node, err);
     if (!op->impl)
         return inf__node_error(node, err, INF_EUNSUPPORTED, "operator %s has no kernel in this build", node->op_type);
     inf_status st = check_arity(op, node, err);
@@ -122,6 +173,19 @@ inf_status inf__node_error(const inf__node *node, inf_error *err, inf_status sta
 int inf_supported_op_count(void) {
     int n = inf__op_count;
     while (n > 0 && inf__op_table[n - 1].domain == INF_DOMAIN_INFERA) n--;
+    return n;
+}
+
+int inf_supported_op_schema_versions(int i, int *versions, int max_versions) {
+    const inf__op *op = &inf__op_table[i];
+    const inf__op_schema *schema = inf__op_schema_find(op->domain, op->name);
+    int n = 0;
+    for (int k = 0; schema && k < INF_SCHEMA_MAX_VERSIONS && schema->since[k]; k++) {
+        int v = schema->since[k];
+        bool selected = v <= op->last_opset && (k + 1 == INF_SCHEMA_MAX_VERSIONS || !schema->since[k + 1] ||
+                                                 schema->since[k + 1] > op->first_opset);
+        if (selected && n < max_versions) versions[n++] = v;
+    }
     return n;
 }
 

@@ -82,11 +82,59 @@ typedef struct inf__op {
 extern const inf__op inf__op_table[];
 extern const int inf__op_count;
 
+/* The newest opset per domain that Infera knows: a model importing a newer
+ * one is refused even for operators whose schema has not changed. */
+#define INF_OPSET_MAX_ONNX 26
+#define INF_OPSET_MAX_ML 5
+int inf__domain_max_opset(inf__domain domain);
+
+/* ONNX's schema history of one operator (ops/schema_versions.def,
+ * generated): the opset versions at which its schema changed, ascending,
+ * 0-terminated.  An ops.def row's range [first, last] must start and end on
+ * these boundaries (last + 1 a since-version, or the domain's newest opset):
+ * the unit test ops_schema_ranges checks it. */
+#define INF_SCHEMA_MAX_VERSIONS 16
+typedef struct inf__op_schema {
+    inf__domain domain;
+    const char *name;
+    int since[INF_SCHEMA_MAX_VERSIONS];
+} inf__op_schema;
+extern const inf__op_schema inf__op_schemas[];
+extern const int inf__op_schema_count;
+const inf__op_schema *inf__op_schema_find(inf__domain domain, const char *name);
+/* The schema version a model importing `opset` uses: the largest
+ * since-version <= opset (0 when the operator did not exist yet). */
+int inf__op_schema_effective(const inf__op_schema *schema, int opset);
+
 /* Maps a domain string to inf__domain; -1 if unknown (and for "ai.infera":
  * internal ops are bound by the optimizer, never by a model). */
 int inf__domain_from_string(const char *domain);
 /* Finds (domain, name); NULL if absent.  Opset range is checked by the caller. */
 const inf__op *inf__op_find(inf__domain domain, const char *name);
+
+/* ---- operator facts for the graph layer (ops/op_facts.c) ---- */
+
+typedef enum inf__shape_rule {
+    INF_SHAPE_OTHER = 0,  /* an op-specific rule, or unknown */
+    INF_SHAPE_SAME,       /* output 0: input 0's shape and element type */
+    INF_SHAPE_BROADCAST,  /* output 0: the numpy broadcast of the inputs */
+} inf__shape_rule;
+
+typedef struct inf__op_facts {
+    inf__domain domain;
+    const char *name;
+    uint32_t inplace_inputs;  /* bit i: output 0 may reuse input i's buffer (memplan) */
+    inf__shape_rule shape;    /* shape_infer */
+    bool activation;          /* optimize: folds into the producer's epilogue */
+    bool takes_activation;    /* optimize: can apply a folded activation */
+    bool nondeterministic;    /* optimize: never constant-folded */
+} inf__op_facts;
+
+/* One row per inf__op_table row, same order. */
+extern const inf__op_facts inf__op_facts_table[];
+extern const int inf__op_facts_count;
+/* The facts of a bound operator (all false for NULL). */
+const inf__op_facts *inf__op_facts_of(const inf__op *op);
 
 /* ---- services for kernels (implemented in graph/session.c) ---- */
 

@@ -5,14 +5,12 @@
  * that the spec fits the model, and the human summary of a spec for `show`.
  *
  * Spec checking.  The pipeline library (include/infera/pipeline.h,
- * src/pipeline/) is the authority: when it is linked into the program,
- * inf_pipeline_load_string validates the whole spec against the model and
- * gives the canonical text and hash that predictions are stamped with.  The
- * references to it are weak so the registry also builds and works while the
- * pipeline library is absent; then a structural check runs instead (JSON
- * object; model_inputs name exactly the model's inputs with matching dtypes;
- * every output's "from" is a model output or an earlier output), and the
- * canonical text is the spec with object keys sorted and no whitespace.
+ * src/pipeline/, in the same runtime library as the registry) is the only
+ * authority: inf_pipeline_load_string validates the whole spec against the
+ * model and gives the canonical text and hash that predictions are stamped
+ * with.  (A weakly linked structural fallback used to stand in when the
+ * pipeline was absent; it could never run and would have hashed specs
+ * differently, so it is gone.)
  */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -21,11 +19,6 @@
 
 #include "infera/pipeline.h"
 #include "registry/registry_int.h"
-
-#pragma weak inf_pipeline_load_string
-#pragma weak inf_pipeline_free
-#pragma weak inf_pipeline_canonical
-#pragma weak inf_pipeline_hash
 
 static const char *kind_name(const inf_value_info *vi) {
     static const char *const names[] = {"tensor", "sequence", "map", "none"};
@@ -81,117 +74,21 @@ inf_status inf__signature_json(const inf_model *model, char **out, inf_error *er
 }
 
 /* ---------------------------------------------------------------------------
- * Fallback spec check (pipeline library not linked)
+ * Spec check: the pipeline library (same runtime library) is the authority
  * ------------------------------------------------------------------------- */
-static int cmp_keys(const void *a, const void *b) {
-    return strcmp((*(cJSON *const *)a)->string, (*(cJSON *const *)b)->string);
-}
-
-/* Sorts every object's keys, recursively (canonical form). */
-static bool sort_keys(cJSON *j) {
-    if (!cJSON_IsObject(j) && !cJSON_IsArray(j)) return true;
-    int n = cJSON_GetArraySize(j);
-    for (cJSON *c = j->child; c; c = c->next)
-        if (!sort_keys(c)) return false;
-    if (!cJSON_IsObject(j) || n < 2) return true;
-    cJSON **items = malloc((size_t)n * sizeof *items);
-    if (!items) return false;
-    int k = 0;
-    for (cJSON *c = j->child; c; c = c->next) items[k++] = c;
-    qsort(items, (size_t)n, sizeof *items, cmp_keys);
-    for (int i = 0; i < n; i++) {
-        items[i]->prev = i ? items[i - 1] : items[n - 1]; /* cJSON: child->prev is the last item */
-        items[i]->next = i + 1 < n ? items[i + 1] : NULL;
-    }
-    j->child = items[0];
-    free(items);
-    return true;
-}
-
-static inf_status structural_check(const char *path, cJSON *spec, const inf_model *model, inf_error *err) {
-    cJSON *mi = cJSON_GetObjectItemCaseSensitive(spec, "model_inputs");
-    if (mi && !cJSON_IsObject(mi))
-        return inf__reg_fail(err, INF_EFORMAT, "pipeline spec %s: model_inputs must be an object", path);
-    if (mi) {
-        for (cJSON *c = mi->child; c; c = c->next) {
-            int idx = inf_model_find_input(model, c->string);
-            if (idx < 0)
-                return inf__reg_fail(err, INF_ETYPE, "pipeline spec %s: model_inputs.%s: the model has no input '%s'",
-                                     path, c->string, c->string);
-            const inf_value_info *vi = inf_model_input(model, idx);
-            cJSON *dt = cJSON_GetObjectItemCaseSensitive(c, "dtype");
-            if (cJSON_IsString(dt) && vi->dtype != INF_DTYPE_UNDEFINED &&
-                inf_dtype_from_name(dt->valuestring) != vi->dtype)
-                return inf__reg_fail(err, INF_ETYPE,
-                                     "pipeline spec %s: model_inputs.%s.dtype is %s but the model expects %s", path,
-                                     c->string, dt->valuestring, inf_dtype_name(vi->dtype));
-        }
-        for (int i = 0; i < inf_model_n_inputs(model); i++) {
-            const char *name = inf_model_input(model, i)->name;
-            if (!cJSON_GetObjectItemCaseSensitive(mi, name))
-                return inf__reg_fail(err, INF_ETYPE, "pipeline spec %s: model input '%s' is not built by model_inputs",
-                                     path, name);
-        }
-    }
-    cJSON *outs = cJSON_GetObjectItemCaseSensitive(spec, "outputs");
-    if (outs && !cJSON_IsArray(outs))
-        return inf__reg_fail(err, INF_EFORMAT, "pipeline spec %s: outputs must be an array", path);
-    int i = 0;
-    for (cJSON *o = outs ? outs->child : NULL; o; o = o->next, i++) {
-        cJSON *from = cJSON_GetObjectItemCaseSensitive(o, "from");
-        if (!cJSON_IsString(from)) continue;
-        bool known = inf_model_find_output(model, from->valuestring) >= 0;
-        for (cJSON *p = outs->child; p != o && !known; p = p->next) {
-            cJSON *n = cJSON_GetObjectItemCaseSensitive(p, "name");
-            known = cJSON_IsString(n) && !strcmp(n->valuestring, from->valuestring);
-        }
-        if (!known)
-            return inf__reg_fail(err, INF_ETYPE,
-                                 "pipeline spec %s: outputs[%d].from: '%s' is neither a model output nor an earlier "
-                                 "output",
-                                 path, i, from->valuestring);
-    }
-    return INF_OK;
-}
-
 inf_status inf__pipeline_check(const char *path, const char *text, const inf_model *model, char **canonical,
                                char hash[65], inf_error *err) {
     *canonical = NULL;
     hash[0] = '\0';
-    if (inf_pipeline_load_string && inf_pipeline_free && inf_pipeline_canonical && inf_pipeline_hash) {
-        inf_pipeline *p = NULL;
-        inf_pipeline_options opts = {0};
-        inf_error e;
-        inf_status rc = inf_pipeline_load_string(text, strlen(text), model, &opts, &p, &e);
-        if (rc) return inf__reg_fail(err, rc, "pipeline spec %s: %s", path, e.message);
-        *canonical = inf__reg_strdup(inf_pipeline_canonical(p));
-        snprintf(hash, 65, "%s", inf_pipeline_hash(p));
-        inf_pipeline_free(p);
-        return *canonical ? INF_OK : inf__reg_fail(err, INF_ENOMEM, "registry: out of memory");
-    }
-    const char *bad = NULL;
-    cJSON *spec = cJSON_ParseWithOpts(text, &bad, 1);
-    if (!spec) {
-        int line = 1;
-        for (const char *c = text; bad && c < bad; c++) line += *c == '\n';
-        return inf__reg_fail(err, INF_EFORMAT, "pipeline spec %s is not valid JSON (near line %d)", path, line);
-    }
-    inf_status rc = INF_OK;
-    if (!cJSON_IsObject(spec))
-        rc = inf__reg_fail(err, INF_EFORMAT, "pipeline spec %s: expected a JSON object", path);
-    else
-        rc = structural_check(path, spec, model, err);
-    if (!rc) {
-        char *s = sort_keys(spec) ? cJSON_PrintUnformatted(spec) : NULL;
-        if (s) {
-            *canonical = inf__reg_strdup(s);
-            cJSON_free(s);
-        }
-        if (!*canonical) rc = inf__reg_fail(err, INF_ENOMEM, "registry: out of memory");
-        else inf_sha256_hex(*canonical, strlen(*canonical), hash);
-    }
-    cJSON_Delete(spec);
-    return rc;
+    inf_pipeline *p = NULL;
+    inf_pipeline_options opts = {0};
+    inf_error e;
+    inf_status rc = inf_pipeline_load_string(text, strlen(text), model, &opts, &p, &e);
+    if (rc) return inf__reg_fail(err, rc, "pipeline spec %s: %s", path, e.message);
+    *canonical = inf__reg_strdup(inf_pipeline_canonical(p));
+    snprintf(hash, 65, "%s", inf_pipeline_hash(p));
+    inf_pipeline_free(p);
+    return *canonical ? INF_OK : inf__reg_fail(err, INF_ENOMEM, "registry: out of memory");
 }
 
 /* ---------------------------------------------------------------------------

@@ -469,6 +469,7 @@ static int run_spare(srv_batcher *b, int k, srv_job *job) {
         inf_session_options_init(&so);
         so.n_threads = b->opt.n_threads;
         so.max_batch = b->opt.max_batch;
+        so.max_run_ms = b->opt.max_run_ms;
         inf_error e = {0};
         if (inf_session_new(b->model, &so, &b->spare[k], &e) != INF_OK) b->spare[k] = NULL;
     }
@@ -670,6 +671,7 @@ inf_status inf__serve_batcher_new(const inf_model *model, const srv_batch_option
     inf_session_options_init(&so);
     so.n_threads = opts->n_threads;
     so.max_batch = b->opt.max_batch;
+    so.max_run_ms = b->opt.max_run_ms;
     inf_status st = inf_session_new(model, &so, &b->session, err);
     if (st != INF_OK) goto fail;
     /* warm-up: batch 1 and the largest batch, so the first requests find memory planned */

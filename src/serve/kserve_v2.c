@@ -43,28 +43,10 @@
 
 /* ---- datatypes -------------------------------------------------------------- */
 
-static const struct {
-    const char *kserve;
-    inf_dtype dtype;
-} dtype_table[] = {
-    {"BOOL", INF_DTYPE_BOOL}, {"UINT8", INF_DTYPE_U8},   {"UINT16", INF_DTYPE_U16}, {"UINT32", INF_DTYPE_U32},
-    {"UINT64", INF_DTYPE_U64}, {"INT8", INF_DTYPE_I8},   {"INT16", INF_DTYPE_I16},  {"INT32", INF_DTYPE_I32},
-    {"INT64", INF_DTYPE_I64}, {"FP16", INF_DTYPE_F16},   {"FP32", INF_DTYPE_F32},   {"FP64", INF_DTYPE_F64},
-    {"BYTES", INF_DTYPE_STRING}, {"BF16", INF_DTYPE_BF16},
-};
-#define N_DTYPES ((int)(sizeof dtype_table / sizeof dtype_table[0]))
+/* The names are the engine's one table (inf_dtype_kserve_name, tensor.h). */
+const char *inf__serve_kserve_dtype(inf_dtype d) { return inf_dtype_kserve_name(d); }
 
-const char *inf__serve_kserve_dtype(inf_dtype d) {
-    for (int i = 0; i < N_DTYPES; i++)
-        if (dtype_table[i].dtype == d) return dtype_table[i].kserve;
-    return NULL;
-}
-
-inf_dtype inf__serve_dtype_from_kserve(const char *s, size_t n) {
-    for (int i = 0; i < N_DTYPES; i++)
-        if (strlen(dtype_table[i].kserve) == n && !memcmp(dtype_table[i].kserve, s, n)) return dtype_table[i].dtype;
-    return INF_DTYPE_UNDEFINED;
-}
+inf_dtype inf__serve_dtype_from_kserve(const char *s, size_t n) { return inf_dtype_from_kserve_name(s, n); }
 
 /* ---- scanner ------------------------------------------------------------------ */
 

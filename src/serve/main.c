@@ -54,6 +54,8 @@ static const opt_row opt_table[] = {
      "a request's line, headers and body must arrive within N s of its first byte (default 30; 0 = off)"},
     {"request-timeout-ms", T_I64, O(request_timeout_ms), 0, 86400000,
      "per-request queue timeout (default 0 = none; request parameter \"timeout\" in us overrides)"},
+    {"max-run-ms", T_INT, O(max_run_ms), 0, 2147483647,
+     "engine time budget per run, warm-up included: a Loop that would run for ever fails (default 60000; 0 = none)"},
     {"drain-timeout-s", T_INT, O(drain_timeout_s), 0, 3600, "SIGTERM: wait this long for requests in flight (30)"},
     {"poll-secs", T_INT, O(poll_secs), 0, 86400,
      "re-resolve registry aliases every N seconds (default 5; 0 = off; a PostgreSQL registry also notifies at once)"},
@@ -220,6 +222,7 @@ static void defaults(srv_options *o) {
     o->conn_timeout_s = 30;
     o->read_deadline_s = 30;
     o->max_models = 16;
+    o->max_run_ms = 60000;
     o->drain_timeout_s = 30;
     o->poll_secs = 5;
     o->auth_cache_secs = 10;

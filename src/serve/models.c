@@ -47,8 +47,8 @@
  * is written to the registry's audit log when a registry is in use, as the
  * calling principal (or the server's own with "caller" in the detail).
  *
- * The pipeline and registry functions are referenced weakly so the server
- * builds and serves tensors while those subsystems are absent.
+ * The pipeline and registry come from libinfera_runtime, linked into every
+ * build of the server (no weak references, no run-time checks).
  */
 #include <cjson/cJSON.h>
 #include <limits.h>
@@ -63,28 +63,6 @@
 #include "infera/registry.h"
 #include "serve/serve.h"
 
-#pragma weak inf_pipeline_load_string
-#pragma weak inf_pipeline_default
-#pragma weak inf_pipeline_free
-#pragma weak inf_pipeline_exec_new
-#pragma weak inf_pipeline_exec_map_each_batch
-#pragma weak inf_pipeline_exec_free
-#pragma weak inf_pipeline_options_init
-#pragma weak inf_registry_options_from_env
-#pragma weak inf_registry_open
-#pragma weak inf_registry_free
-#pragma weak inf_registry_load_model
-#pragma weak inf_registry_resolve
-#pragma weak inf_registry_resolved_clear
-#pragma weak inf_registry_auth_enabled
-#pragma weak inf_registry_check
-#pragma weak inf_registry_audit_prediction
-#pragma weak inf_registry_record_use
-#pragma weak inf_sha256_hex
-#pragma weak inf_registry_principal
-#pragma weak inf_registry_list_json
-#pragma weak inf_registry_string_free
-#pragma weak inf_registry_audit_event
 
 #define MAX_SLOTS 64
 #define AUTH_CACHE 128
@@ -156,8 +134,8 @@ struct srv_models {
 static void version_destroy(srv_version *v) {
     inf__serve_batcher_free(v->batcher);
     for (int i = 0; i < v->n_exec_pool; i++)
-        if (inf_pipeline_exec_free) inf_pipeline_exec_free(v->exec_pool[i]);
-    if (v->pipeline && inf_pipeline_free) inf_pipeline_free(v->pipeline);
+        inf_pipeline_exec_free(v->exec_pool[i]);
+    if (v->pipeline) inf_pipeline_free(v->pipeline);
     pthread_mutex_destroy(&v->exec_lock);
     inf_model_free(v->model);
     free(v);
@@ -201,16 +179,7 @@ void inf__serve_version_pipeline_put(srv_version *v, void *exec) {
 
 /* ---- registry ------------------------------------------------------------- */
 
-static int have_registry_api(void) { return inf_registry_open && inf_registry_load_model && inf_registry_options_from_env; }
-
 static inf_status open_registry(srv_models *ms, const char *token, inf_registry **out, inf_error *err) {
-    if (!have_registry_api()) {
-        if (err) {
-            err->status = INF_EUNSUPPORTED;
-            snprintf(err->message, sizeof err->message, "this build has no model registry (src/registry)");
-        }
-        return INF_EUNSUPPORTED;
-    }
     inf_registry_options o;
     inf_registry_options_from_env(&o);
     if (ms->srv->opt.home) o.home = ms->srv->opt.home;
@@ -224,7 +193,7 @@ static inf_status open_registry(srv_models *ms, const char *token, inf_registry 
 static inf_status loader_registry(srv_models *ms, inf_error *err) {
     if (ms->reg) return INF_OK;
     inf_status st = open_registry(ms, NULL, &ms->reg, err);
-    if (st == INF_OK && inf_registry_auth_enabled) ms->auth_on = inf_registry_auth_enabled(ms->reg);
+    if (st == INF_OK) ms->auth_on = inf_registry_auth_enabled(ms->reg);
     return st;
 }
 
@@ -269,12 +238,12 @@ static inf_status confined_path(srv_models *ms, const char *ref, char real[PATH_
 
 /* Reads a pipeline spec beside a model (NULL when there is none); for a
  * confined model the spec must be a regular file under the root too. */
-static char *read_spec(srv_models *ms, const char *spec_path, int confined, int *refused) {
+static char *read_spec(srv_models *ms, const char *spec_path, int confined, int *refused, inf_error *err) {
     *refused = 0;
     char real[PATH_MAX];
+    struct stat st;
+    if (lstat(spec_path, &st)) return NULL; /* none */
     if (confined) {
-        struct stat st;
-        if (lstat(spec_path, &st)) return NULL; /* none */
         if (!realpath(spec_path, real) || !under(ms->srv->model_root_real, real) || stat(real, &st) ||
             !S_ISREG(st.st_mode)) {
             *refused = 1;
@@ -282,14 +251,23 @@ static char *read_spec(srv_models *ms, const char *spec_path, int confined, int 
         }
         spec_path = real;
     }
-    FILE *f = fopen(spec_path, "rb");
-    if (!f) return NULL;
-    srv_buf sb = {0};
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) inf__serve_buf_put(&sb, chunk, n);
-    fclose(f);
-    return inf__serve_buf_take(&sb, NULL);
+    /* the one file check of every reader: a regular file of bounded size (a FIFO or /dev/zero is refused) */
+    void *data = NULL;
+    size_t size = 0;
+    if (inf_file_read(spec_path, "pipeline spec", INF_FILE_MAX_SPEC_BYTES, &data, &size, err) != INF_OK) {
+        *refused = 2;
+        return NULL;
+    }
+    char *json = malloc(size + 1);
+    if (json) {
+        memcpy(json, data, size);
+        json[size] = 0;
+    } else {
+        inf_error_set(err, INF_ENOMEM, "pipeline spec '%s': out of memory", spec_path);
+        *refused = 2;
+    }
+    inf_file_free(data);
+    return json;
 }
 
 /* Loads, warms and returns a new version for slot (load_lock held). */
@@ -338,7 +316,11 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
                  (int)(strlen(ref) > 5 && !strcasecmp(ref + strlen(ref) - 5, ".onnx") ? strlen(ref) - 5 : strlen(ref)),
                  ref);
         int refused = 0;
-        spec_json = read_spec(ms, spec_path, slot->confined, &refused);
+        spec_json = read_spec(ms, spec_path, slot->confined, &refused, err);
+        if (refused == 2) {
+            st = err->status;
+            goto fail;
+        }
         if (refused) {
             st = INF_ENOENT;
             set_err(err, st, "model '%s': its pipeline spec is not a regular file under --model-root%s", v->name, "");
@@ -360,6 +342,7 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
     bo.max_queue_delay_us = srv->opt.max_queue_delay_us;
     bo.max_queue = srv->opt.max_queue;
     bo.n_threads = srv->opt.threads;
+    bo.max_run_ms = srv->opt.max_run_ms;
     bo.n_preferred = srv->opt.n_preferred;
     /* one spare session per HTTP thread beyond the first: every HTTP thread can run a short job inline */
     int http = srv->opt.http_threads > 0 ? srv->opt.http_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -375,9 +358,7 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
         v->metrics->warmup_seconds = warm_s;
     }
     /* the pipeline for the records endpoint */
-    if (!inf_pipeline_load_string || !inf_pipeline_default || !inf_pipeline_options_init) {
-        snprintf(v->pipeline_error, sizeof v->pipeline_error, "this build has no pipeline executor (src/pipeline)");
-    } else {
+    {
         inf_pipeline_options po;
         inf_pipeline_options_init(&po);
         po.model_name = v->name;
@@ -604,7 +585,7 @@ static void audit_repository(srv_models *ms, int who, const char *action, const 
             principal[0] ? principal : "an unauthenticated caller", outcome, message && *message ? ": " : "",
             message ? message : "");
     int have_reg = ms->reg || ms->srv->opt.home || ms->srv->opt.registry;
-    if (!inf_registry_audit_event || !have_registry_api() || !have_reg) goto out;
+    if (!have_reg) goto out;
     char model[129] = "";
     if (ref && !inf_registry_ref_is_path(ref)) {
         const char *at = strchr(ref, '@');
@@ -806,7 +787,6 @@ void inf__serve_models_registry_name(srv_models *ms, const char *served, char *o
  * see; new aliases are loaded, removed ones unloaded (load_lock held).  A
  * failed load of one alias is reported and retried at the next sync. */
 static inf_status sync_aliases(srv_models *ms, int at_start, inf_error *err) {
-    if (!inf_registry_list_json) return INF_OK;
     inf_status st = loader_registry(ms, err);
     if (st != INF_OK) return st;
     char *json = NULL;
@@ -939,7 +919,7 @@ inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const
         st = inf_registry_check(r, model,
                                 admin >= 2 ? INF_REGISTRY_ADMIN : admin ? INF_REGISTRY_PUBLISH : INF_REGISTRY_PREDICT,
                                 "serve", &e);
-        const char *principal = inf_registry_principal ? inf_registry_principal(r) : NULL;
+        const char *principal = inf_registry_principal(r);
         if (st == INF_OK && principal) {
             pthread_mutex_lock(&ms->audit_lock);
             idx = caller_index(ms, principal, bearer);
@@ -998,7 +978,7 @@ static inf_registry_prediction serve_prediction(const srv_models *ms, const char
  * last one; counts live in the metrics entries, which outlive versions, so
  * requests finishing on a swapped-out version are audited too (load_lock held). */
 static void audit_flush(srv_models *ms) {
-    if (!ms->reg || !inf_registry_audit_prediction) return;
+    if (!ms->reg) return;
     audit_flush_callers(ms);
     srv_metrics *m = &ms->srv->metrics;
     for (;;) {
@@ -1070,7 +1050,6 @@ static void audit_flush_callers(srv_models *ms) {
 }
 
 static void poll_aliases(srv_models *ms) {
-    if (!inf_registry_resolve) return;
     for (int i = 0; i < MAX_SLOTS; i++) {
         srv_slot *s = &ms->slots[i];
         char ref[1024];
@@ -1122,7 +1101,7 @@ static void *poller(void *arg) {
         if (ms->stop) break;
         if (ms->srv->opt.all_aliases && (ms->srv->opt.poll_secs > 0 || moved)) sync_aliases(ms, 0, NULL);
         if (ms->srv->opt.poll_secs > 0 || moved) poll_aliases(ms);
-        if (inf_registry_auth_enabled && inf_sha256_hex) ms->auth_on = inf_registry_auth_enabled(ms->reg);
+        ms->auth_on = inf_registry_auth_enabled(ms->reg);
         audit_flush(ms);
     }
     audit_flush(ms);
@@ -1132,7 +1111,7 @@ static void *poller(void *arg) {
 
 inf_status inf__serve_models_start_poller(srv_models *ms, inf_error *err) {
     pthread_mutex_lock(&ms->load_lock);
-    if (!ms->reg && (ms->srv->opt.home || ms->srv->opt.registry) && have_registry_api()) {
+    if (!ms->reg && (ms->srv->opt.home || ms->srv->opt.registry)) {
         inf_status st = loader_registry(ms, err);
         if (st != INF_OK) {
             pthread_mutex_unlock(&ms->load_lock);
@@ -1145,7 +1124,6 @@ inf_status inf__serve_models_start_poller(srv_models *ms, inf_error *err) {
     const char *url = ms->srv->opt.registry ? ms->srv->opt.registry : getenv("INFERA_REGISTRY");
     inf_status lst = inf__serve_listen_open(url, &ms->listener, err);
     if (lst != INF_OK) return lst;
-    if (ms->auth_on && !inf_sha256_hex) ms->auth_on = 0;
     if (pthread_create(&ms->poller, NULL, poller, ms) == 0) ms->poller_started = 1;
     return INF_OK;
 }

@@ -23,22 +23,6 @@
 #include "infera/registry.h"
 #include "serve/serve.h"
 
-#pragma weak inf_record_batch_new
-#pragma weak inf_record_batch_free
-#pragma weak inf_record_batch_add_json
-#pragma weak inf_record_batch_n_rows
-#pragma weak inf_record_batch_row_to_json
-#pragma weak inf_pipeline_prepare
-#pragma weak inf_pipeline_finish
-#pragma weak inf_pipeline_n_accepted
-#pragma weak inf_pipeline_n_rejected
-#pragma weak inf_pipeline_rejected
-#pragma weak inf_pipeline_accepted_row
-#pragma weak inf_pipeline_exec_free
-#pragma weak inf_pipeline_n_ignored_fields
-#pragma weak inf_pipeline_exec_n_feature_columns
-#pragma weak inf_pipeline_features
-#pragma weak inf_pipeline_exec_feature_column
 
 enum { OPEN_HEALTH = 1, OPEN_METRICS = 2, PREDICT = 4, ADMIN = 8 };
 
@@ -517,8 +501,7 @@ static void records_head(srv_request *rq) {
  * 1 (and a 400 naming the record and field) when one does. */
 static int records_out_of_fp32(srv_request *rq, srv_version *v) {
     const inf_model *m = v->model;
-    if (inf_model_n_inputs(m) != 1 || inf_model_input(m, 0)->dtype != INF_DTYPE_F32 || !inf_pipeline_features ||
-        !inf_pipeline_accepted_row)
+    if (inf_model_n_inputs(m) != 1 || inf_model_input(m, 0)->dtype != INF_DTYPE_F32)
         return 0;
     int rows = 0, cols = 0;
     const double *f = inf_pipeline_features(rq->records_exec, &rows, &cols);
@@ -526,7 +509,7 @@ static int records_out_of_fp32(srv_request *rq, srv_version *v) {
         for (int c = 0; c < cols; c++) {
             double x = f[(size_t)r * (size_t)cols + (size_t)c];
             if (!isfinite(x) || fabs(x) <= FLT_MAX) continue;
-            const char *col = inf_pipeline_exec_feature_column ? inf_pipeline_exec_feature_column(rq->records_exec, c) : NULL;
+            const char *col = inf_pipeline_exec_feature_column(rq->records_exec, c);
             count_failure(rq, SRV_FAIL_BAD_REQUEST);
             inf__serve_error(rq, 400, "records[%d]: '%s' = %g is out of range for FP32 (model input '%s')",
                              inf_pipeline_accepted_row(rq->records_exec, r), col ? col : "?", x,
@@ -540,10 +523,6 @@ static int h_records(srv_request *rq) {
     srv_version *v;
     if (acquire(rq, &v)) return 0;
     rq->version = v;
-    if (!inf_record_batch_new || !inf_pipeline_prepare || !inf_record_batch_add_json) {
-        inf__serve_error(rq, 501, "the records endpoint needs the pipeline executor, which this build lacks");
-        return 0;
-    }
     inf_error e = {0};
     inf_status st = inf__serve_version_pipeline(v, &rq->records_exec, &e);
     if (st != INF_OK) {
@@ -578,9 +557,9 @@ static int h_records(srv_request *rq) {
     /* the default mapping takes the first K numeric fields of a model input
      * [N, K]: more numeric fields than that are a request error here (the
      * batch runner reports the count; a request has no one to report to) */
-    int ignored = inf_pipeline_n_ignored_fields ? inf_pipeline_n_ignored_fields(rq->records_exec) : 0;
+    int ignored = inf_pipeline_n_ignored_fields(rq->records_exec);
     if (ignored > 0) {
-        int used = inf_pipeline_exec_n_feature_columns ? inf_pipeline_exec_n_feature_columns(rq->records_exec) : 0;
+        int used = inf_pipeline_exec_n_feature_columns(rq->records_exec);
         count_failure(rq, SRV_FAIL_BAD_REQUEST);
         inf__serve_error(rq, 400,
                          "model '%s': the records have %d numeric fields but the model input '%s' takes %d (default "

@@ -261,6 +261,7 @@ typedef struct srv_batch_options {
     int n_preferred;
     int preferred[8];         /* preferred batch sizes (rows) */
     int n_spare;              /* spare sessions for inline runs (<= SRV_MAX_SPARE) */
+    int max_run_ms;           /* engine time budget per run (0 = none) */
 } srv_batch_options;
 #define SRV_MAX_SPARE 7
 
@@ -391,6 +392,7 @@ typedef struct srv_options {
     int conn_timeout_s;
     int read_deadline_s;   /* a request's line, headers and body within this of its first byte (conn_guard.c) */
     int64_t request_timeout_ms;
+    int max_run_ms;        /* engine time budget per run, warm-up included (0 = none) */
     int drain_timeout_s;
     int poll_secs;         /* registry alias polling; 0 = off */
     int all_aliases;       /* serve every NAME@ALIAS of the registry */

@@ -8,12 +8,13 @@
 
 #include <cjson/cJSON.h>
 
-#include "registry/model_ref.h"
+#include "runtime/model.h"
+#include "runtime/score.h"
 #include "sql/scorer.h"
 
 struct inf__scorer {
     char *ref;
-    inf__model_ref m;
+    inf__rt_model m;
     inf_session *session;
     inf_pipeline_exec *exec;
     inf_record_batch *in, *out;
@@ -28,31 +29,24 @@ struct inf__scorer {
     int primary;     /* field index in out, -1 */
     int n_classified; /* fields of out classified into skip/primary so far */
     char id_column[256];
+    inf__rt_scorer core; /* the scoring core (runtime/score.h); a call whose every record fails alone fails */
 };
-
-static inf_status fail(inf_error *err, inf_status st, const char *fmt, const char *a) {
-    if (err) {
-        err->status = st;
-        snprintf(err->message, sizeof err->message, fmt, a);
-    }
-    return st;
-}
 
 inf_status inf__scorer_new(const char *ref, const inf__scorer_options *opts, inf__scorer **out, inf_error *err) {
     *out = NULL;
     inf__scorer *s = calloc(1, sizeof *s);
     if (!s || !(s->ref = strdup(ref ? ref : ""))) {
         free(s);
-        return fail(err, INF_ENOMEM, "infera: out of memory loading %s", ref ? ref : "");
+        return inf_error_set(err, INF_ENOMEM, "infera: out of memory loading %s", ref ? ref : "");
     }
-    inf__model_ref_options mo = {0};
+    inf__rt_model_options mo = {0};
     if (opts) {
         mo.home = opts->home;
         mo.registry_url = opts->registry_url;
         mo.id_column = opts->id_column;
         if (opts->id_column) snprintf(s->id_column, sizeof s->id_column, "%s", opts->id_column);
     }
-    inf_status st = inf__model_ref_open(ref, &mo, &s->m, err);
+    inf_status st = inf__rt_model_open(ref, &mo, &s->m, err);
     if (st) goto fail;
     if (!s->id_column[0] && inf_pipeline_id_column(s->m.pipeline))
         snprintf(s->id_column, sizeof s->id_column, "%s", inf_pipeline_id_column(s->m.pipeline));
@@ -62,19 +56,23 @@ inf_status inf__scorer_new(const char *ref, const inf__scorer_options *opts, inf
     const char *canon = inf_pipeline_is_default(s->m.pipeline) ? NULL : inf_pipeline_canonical(s->m.pipeline);
     if (canon && *canon == '{') {
         if (!(s->spec = cJSON_Parse(canon))) {
-            st = fail(err, INF_ENOMEM, "infera: out of memory loading %s", ref);
+            st = inf_error_set(err, INF_ENOMEM, "infera: out of memory loading %s", ref);
             goto fail;
         }
         s->passthrough = cJSON_GetObjectItemCaseSensitive(s->spec, "passthrough");
     }
-    inf_session_options so;
-    inf_session_options_init(&so);
-    so.n_threads = 1;
-    if ((st = inf_session_new(s->m.model, &so, &s->session, err))) goto fail;
-    if ((st = inf_pipeline_exec_new(s->m.pipeline, &s->exec, err))) goto fail;
+    if ((st = inf__rt_model_session(&s->m, 1, 0, &s->session, &s->exec, err))) goto fail;
     inf_pipeline_exec_map_each_batch(s->exec, 1); /* calls are independent: each maps its own keys */
+    if ((st = inf__rt_scorer_init(&s->core, s->session, s->exec, INF__RT_ALL_FAILED_FATAL))) {
+        inf_error_set(err, st, "infera: out of memory loading %s", ref);
+        goto fail;
+    }
     if ((st = inf_record_batch_new(&s->in)) || (st = inf_record_batch_new(&s->out))) {
-        fail(err, st, "infera: out of memory loading %s", ref);
+        inf_error_set(err, st, "infera: out of memory loading %s", ref);
+        goto fail;
+    }
+    if (s->id_column[0] && (st = inf_record_batch_set_id_field(s->in, s->id_column))) { /* ids are text */
+        inf_error_set(err, st, "infera: out of memory loading %s", ref);
         goto fail;
     }
     s->primary = -1;
@@ -88,11 +86,12 @@ fail:
 void inf__scorer_free(inf__scorer *s) {
     if (!s) return;
     inf__scorer_clear(s);
+    inf__rt_scorer_deinit(&s->core);
     inf_pipeline_exec_free(s->exec);
     inf_session_free(s->session);
     inf_record_batch_free(s->in);
     inf_record_batch_free(s->out);
-    inf__model_ref_close(&s->m);
+    inf__rt_model_close(&s->m);
     free(s->row_of);
     free(s->why);
     free(s->skip);
@@ -147,7 +146,7 @@ inf_status inf__scorer_add_json(inf__scorer *s, const char *json, size_t len, in
         int *r = realloc(s->row_of, (size_t)cap * sizeof *r);
         if (r) s->row_of = r;
         char **w = r ? realloc(s->why, (size_t)cap * sizeof *w) : NULL;
-        if (!r || !w) return fail(err, INF_ENOMEM, "infera: out of memory%s", "");
+        if (!r || !w) return inf_error_set(err, INF_ENOMEM, "infera: out of memory");
         s->why = w;
         for (int i = s->cap; i < cap; i++) s->why[i] = NULL;
         s->cap = cap;
@@ -201,7 +200,7 @@ static inf_status classify_fields(inf__scorer *s, inf_error *err) {
         if (is_id || passthrough || !strcmp(name, "pipeline_hash"))
             if (add_skip(s, name)) {
                 s->n_classified = 0; /* start over next time */
-                return fail(err, INF_ENOMEM, "infera: out of memory%s", "");
+                return inf_error_set(err, INF_ENOMEM, "infera: out of memory");
             }
         if (!is_id && !passthrough && !lineage && s->primary < 0) s->primary = f;
     }
@@ -209,29 +208,43 @@ static inf_status classify_fields(inf__scorer *s, inf_error *err) {
     return INF_OK;
 }
 
+/* The scoring core's results (runtime/score.h): prediction rows are
+ * appended to out (row_of maps each record to its row), rejections keep
+ * their reason in why. */
+static inf_status on_scored(void *user, const inf_record_batch *pred, const int *in_rows, int n) {
+    inf__scorer *s = user;
+    int base = inf_record_batch_n_rows(s->out);
+    inf_status st = inf__rt_append_rows(s->out, pred, 0, n);
+    for (int k = 0; !st && k < n; k++)
+        if (in_rows[k] >= 0 && in_rows[k] < s->n_records) s->row_of[in_rows[k]] = base + k;
+    return st;
+}
+
+static inf_status on_rejected(void *user, int row, const char *field, const char *reason) {
+    inf__scorer *s = user;
+    if (row < 0 || row >= s->n_records) return INF_OK;
+    char buf[700];
+    snprintf(buf, sizeof buf, "%s%s%s", field && *field ? field : "", field && *field ? ": " : "", reason);
+    free(s->why[row]);
+    return (s->why[row] = strdup(buf)) ? INF_OK : INF_ENOMEM;
+}
+
+static void on_restart(void *user) {
+    inf__scorer *s = user;
+    inf_record_batch_clear(s->out);
+    for (int i = 0; i < s->n_records; i++) {
+        s->row_of[i] = -1;
+        free(s->why[i]);
+        s->why[i] = NULL;
+    }
+}
+
 inf_status inf__scorer_score(inf__scorer *s, inf_error *err) {
-    inf_status st;
-    const inf_tensor *const *x;
     inf_record_batch_clear(s->out);
     if (!s->n_records) return INF_OK;
-    if ((st = inf_pipeline_prepare(s->exec, s->in, &x, err))) return st;
-    int n_acc = inf_pipeline_n_accepted(s->exec);
-    if (n_acc > 0) {
-        inf_tensor *const *y;
-        if ((st = inf_session_run(s->session, x, &y, err))) return st;
-        if ((st = inf_pipeline_finish(s->exec, y, s->out, err))) return st;
-    }
-    for (int k = 0; k < n_acc; k++) s->row_of[inf_pipeline_accepted_row(s->exec, k)] = k;
-    for (int i = 0; i < inf_pipeline_n_rejected(s->exec); i++) {
-        const char *field = NULL, *msg = NULL;
-        int row = inf_pipeline_rejected(s->exec, i, &field, &msg);
-        if (row < 0 || row >= s->n_records) continue;
-        char buf[700];
-        snprintf(buf, sizeof buf, "%s%s%s", field && *field ? field : "", field && *field ? ": " : "",
-                 msg ? msg : "rejected");
-        free(s->why[row]);
-        s->why[row] = strdup(buf);
-    }
+    inf__rt_results results = {s, on_scored, on_rejected, on_restart};
+    inf_status st = inf__rt_score_batch(&s->core, s->in, &results, err);
+    if (st) return st;
     return classify_fields(s, err);
 }
 

@@ -2,7 +2,7 @@
  * scorer.h -- scoring JSON records one small batch at a time, for the SQL
  * extensions (sqlite_ext.c, pg/infera_pg.c).
  *
- * A scorer holds one model reference resolved once (registry/model_ref.h: a
+ * A scorer holds one model reference resolved once (runtime/model.h: a
  * file or the registry), one session (one thread) and one pipeline executor:
  * the same code path as `infera batch`, so a record gives bit-identical
  * predictions in SQL and in batch jobs.  A scorer is used by one thread at a

@@ -10,7 +10,7 @@
  * jsonl:- or jsonl:PATH.  DST: any io/ sink (redis://H:P/STREAM, mqtt://H:P/TOPIC,
  * sqlite:PATH?table=T, postgresql://...?table=T, jsonl:-, jsonl:PATH, csv:PATH).
  *
- * This file: options, opening the model (registry/model_ref.h: the same
+ * This file: options, opening the model (runtime/model.h: the same
  * resolution and pipeline as batch and the SQL functions), the source and the
  * sinks (always appending: a restarted consumer adds to what is there; table
  * and Redis sinks keyed for idempotence), the registry's use and audit
@@ -116,14 +116,14 @@ static int open_sink(const char *uri, const char *key, inf_sink **out, const cha
 }
 
 /* 16 hex chars naming this consumer: model version, input, output. */
-static void stream_id(const inf__model_ref *m, const char *in, const char *out, char id[17]) {
+static void stream_id(const inf__rt_model *m, const char *in, const char *out, char id[17]) {
     char key[3000], hex[65];
     snprintf(key, sizeof key, "%s@%s\n%s\n%s", m->name, m->version, in, out);
     inf_sha256_hex(key, strlen(key), hex);
     snprintf(id, 17, "%.16s", hex);
 }
 
-static void audit(const inf__model_ref *m, const char *in, const char *out, const char *id, int64_t scored, int start) {
+static void audit(const inf__rt_model *m, const char *in, const char *out, const char *id, int64_t scored, int start) {
     if (!m->from_registry || !m->registry) return;
     inf_error e;
     inf_status st;
@@ -158,14 +158,14 @@ int cmd_stream(int argc, char **argv) {
     if (!type)
         return cli_usage(CMD, "--input must be redis://H:P/STREAM?group=G, mqtt://H:P/TOPIC or jsonl:- / jsonl:PATH");
     inf_error e;
-    inf__model_ref m;
+    inf__rt_model m;
     memset(&m, 0, sizeof m);
     if (!o.no_score) {
-        inf__model_ref_options mo = {0};
+        inf__rt_model_options mo = {0};
         mo.pipeline_path = o.pipeline;
         mo.id_column = o.id_column;
         mo.keep_registry = 1;
-        if (inf__model_ref_open(o.model, &mo, &m, &e)) return cli_fail(CMD, "model %s: %s", o.model, e.message);
+        if (inf__rt_model_open(o.model, &mo, &m, &e)) return cli_fail(CMD, "model %s: %s", o.model, e.message);
     } else {
         snprintf(m.name, sizeof m.name, "(no-score)");
     }
@@ -214,6 +214,6 @@ done:
     if (src) type->close(src);
     if (sink) inf_sink_close(sink, &e);
     if (esink) inf_sink_close(esink, &e);
-    inf__model_ref_close(&m);
+    inf__rt_model_close(&m);
     return rc;
 }

@@ -32,6 +32,8 @@
 #include <time.h>
 
 #include "io/io_int.h"
+#include "runtime/reject.h"
+#include "runtime/score.h"
 #include "stream/stream_int.h"
 
 /* ---- process-wide stop flag ------------------------------------------------ */
@@ -80,52 +82,23 @@ typedef struct work {
     const inf__stream_config *cfg;
     inf_session *session;
     inf_pipeline_exec *exec;
-    inf_record_batch *pred, *out, *errs;
-    inf__stream_events one; /* one event of a micro-batch, scored alone after a data error */
+    inf__rt_scorer scorer;  /* the scoring core (runtime/score.h): every event failing alone = dead letters */
+    inf_record_batch *out, *errs;
+    const inf__stream_events *ev; /* the micro-batch being scored */
     const char **sensitive; /* NULL-terminated: fields left out of dead letters */
     int n_scored, n_rejected;
 } work;
-
-static int write_mem(const char *bytes, size_t n, void *user) {
-    return fwrite(bytes, 1, n, (FILE *)user) == n ? 0 : -1;
-}
 
 static const inf_value *event_id(const inf__stream_events *ev, int row) {
     return inf_record_batch_get(ev->ids, row, 0);
 }
 
-/* A dead letter for row `row` of ev->records (row < 0: no record). */
+/* A dead letter (runtime/reject.h) for row `row` of ev->records (row < 0: no record). */
 static inf_status add_error(work *w, const inf__stream_events *ev, int row, const inf_value *eid, const char *field,
                             const char *reason) {
-    inf_record_batch *b = w->errs;
-    int r, f_eid, f_id, f_field, f_reason, f_rec;
-    inf_status st;
-    if ((st = inf_record_batch_add_field(b, "event_id", &f_eid)) || (st = inf_record_batch_add_field(b, "id", &f_id)) ||
-        (st = inf_record_batch_add_field(b, "field", &f_field)) ||
-        (st = inf_record_batch_add_field(b, "reason", &f_reason)) ||
-        (st = inf_record_batch_add_field(b, "record", &f_rec)) || (st = inf_record_batch_add_row(b, &r)))
-        return st;
-    if ((st = inf_record_batch_set(b, r, f_eid, eid))) return st;
     int idf = w->cfg->id_column && row >= 0 ? inf_record_batch_find_field(ev->records, w->cfg->id_column) : -1;
-    const inf_value *idv = idf >= 0 ? inf_record_batch_get(ev->records, row, idf) : NULL;
-    if (idv && idv->type != INF_FIELD_NULL) { /* as text: a table of dead letters keeps one type for `id` */
-        char buf[64];
-        size_t n;
-        const char *text = inf__io_value_text(idv, buf, sizeof buf, &n);
-        if ((st = inf_record_batch_set_string(b, r, f_id, text, n))) return st;
-    }
-    if (field && *field && (st = inf_record_batch_set_string(b, r, f_field, field, strlen(field)))) return st;
-    if ((st = inf_record_batch_set_string(b, r, f_reason, reason, strlen(reason)))) return st;
-    if (row < 0) return INF_OK;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    if (!m) return INF_ENOMEM;
-    st = inf_record_batch_row_to_json(ev->records, row, w->sensitive, write_mem, m);
-    if (fclose(m) && !st) st = INF_ENOMEM;
-    if (!st && buf) st = inf_record_batch_set_string(b, r, f_rec, buf, len);
-    free(buf);
-    return st;
+    const inf_value *id = idf >= 0 ? inf_record_batch_get(ev->records, row, idf) : NULL;
+    return inf__rt_reject_row(w->errs, "event_id", eid, id, field, reason, ev->records, row, w->sensitive);
 }
 
 /* Malformed events (ev->bad) -> dead letters. */
@@ -143,18 +116,19 @@ static inf_status add_malformed(work *w, const inf__stream_events *ev) {
     return st;
 }
 
-/* pred (rows k = accepted records) -> out: key, event_id, predictions, scored_at. */
-static inf_status build_output(work *w, const inf__stream_events *ev) {
+/* pred (row k = the event at in_rows[k]) -> out: key, event_id, predictions, scored_at. */
+static inf_status build_output(work *w, const inf_record_batch *pred, const int *in_rows, int n) {
+    const inf__stream_events *ev = w->ev;
     const char *idc = w->cfg->id_column;
     const char *key = idc ? idc : "event_id";
-    int np = inf_record_batch_n_fields(w->pred), f_key, f_eid, f_ts, map[1024];
+    int np = inf_record_batch_n_fields(pred), f_key, f_eid, f_ts, map[1024];
     if (np > 1024) return INF_EUNSUPPORTED;
     inf_status st;
     if ((st = inf_record_batch_add_field(w->out, key, &f_key)) ||
         (st = inf_record_batch_add_field(w->out, "event_id", &f_eid)))
         return st;
     for (int f = 0; f < np; f++) {
-        const char *name = inf_record_batch_field_name(w->pred, f);
+        const char *name = inf_record_batch_field_name(pred, f);
         map[f] = -1;
         if (strcmp(name, key) && strcmp(name, "event_id") && (st = inf_record_batch_add_field(w->out, name, &map[f])))
             return st;
@@ -162,12 +136,12 @@ static inf_status build_output(work *w, const inf__stream_events *ev) {
     if ((st = inf_record_batch_add_field(w->out, "scored_at", &f_ts))) return st;
     /* the key as the prediction has it (an id the spec declares a string is a string), else as the event has it */
     int idf = idc ? inf_record_batch_find_field(ev->records, idc) : -1;
-    int pkf = idc ? inf_record_batch_find_field(w->pred, idc) : -1;
+    int pkf = idc ? inf_record_batch_find_field(pred, idc) : -1;
     int64_t now = wall_us();
-    for (int k = 0; k < inf_record_batch_n_rows(w->pred); k++) {
-        int in_row = inf_pipeline_accepted_row(w->exec, k), r;
+    for (int k = 0; k < n; k++) {
+        int in_row = in_rows[k], r;
         const inf_value *eid = event_id(ev, in_row);
-        const inf_value *kv = pkf >= 0 ? inf_record_batch_get(w->pred, k, pkf)
+        const inf_value *kv = pkf >= 0 ? inf_record_batch_get(pred, k, pkf)
                               : idc   ? inf_record_batch_get(ev->records, in_row, idf)
                                       : eid;
         if (kv->type == INF_FIELD_NULL) {
@@ -181,7 +155,7 @@ static inf_status build_output(work *w, const inf__stream_events *ev) {
             (st = inf_record_batch_set(w->out, r, f_eid, eid)))
             return st;
         for (int f = 0; f < np; f++)
-            if (map[f] >= 0 && (st = inf_record_batch_set(w->out, r, map[f], inf_record_batch_get(w->pred, k, f))))
+            if (map[f] >= 0 && (st = inf_record_batch_set(w->out, r, map[f], inf_record_batch_get(pred, k, f))))
                 return st;
         if ((st = inf_record_batch_set_timestamp(w->out, r, f_ts, now))) return st;
         w->n_scored++;
@@ -214,63 +188,23 @@ static inf_status outputs_failed(inf_status st, inf_error *e) {
     return st;
 }
 
-/* Scores the records of ev, appending to w->out and w->errs (rejected
- * records).  A pipeline or engine error is returned as it is (e says it). */
-static inf_status score_records(work *w, const inf__stream_events *ev, inf_error *e) {
-    const inf_tensor *const *x;
-    inf_tensor *const *y;
-    inf_status st;
-    inf_record_batch_reset(w->pred);
-    if ((st = inf_pipeline_prepare(w->exec, ev->records, &x, e))) return st;
-    if (inf_pipeline_n_accepted(w->exec) > 0) {
-        if ((st = inf_session_run(w->session, x, &y, e)) || (st = inf_pipeline_finish(w->exec, y, w->pred, e)))
-            return st;
-        if ((st = build_output(w, ev))) return outputs_failed(st, e);
-    }
-    for (int i = 0, n = inf_pipeline_n_rejected(w->exec); i < n; i++) {
-        const char *field = NULL, *msg = NULL;
-        int row = inf_pipeline_rejected(w->exec, i, &field, &msg);
-        if ((st = add_error(w, ev, row, event_id(ev, row), field, msg ? msg : "rejected")))
-            return outputs_failed(st, e);
-        w->n_rejected++;
-    }
-    return INF_OK;
+/* The scoring core's results (runtime/score.h): outputs and dead letters. */
+static inf_status on_scored(void *user, const inf_record_batch *pred, const int *in_rows, int n) {
+    return build_output(user, pred, in_rows, n);
 }
 
-/* Copies record `row` of ev (and its id) into one, as its only event. */
-static inf_status take_one(const inf__stream_events *ev, int row, inf__stream_events *one) {
-    const inf_record_batch *in = ev->records;
-    const inf_value *id = event_id(ev, row);
-    int r, f;
-    inf_status st;
-    inf__stream_events_clear(one);
-    if ((st = inf_record_batch_add_row(one->records, &r))) return st;
-    for (int k = 0; k < inf_record_batch_n_fields(in); k++)
-        if ((st = inf_record_batch_add_field(one->records, inf_record_batch_field_name(in, k), &f)) ||
-            (st = inf_record_batch_set(one->records, r, f, inf_record_batch_get(in, row, k))))
-            return st;
-    return inf__stream_events_add_id(one, id->u.s.ptr, id->u.s.len);
+static inf_status on_rejected(void *user, int in_row, const char *field, const char *reason) {
+    work *w = user;
+    inf_status st = add_error(w, w->ev, in_row, event_id(w->ev, in_row), field, reason);
+    if (!st) w->n_rejected++;
+    return st;
 }
 
-/* After a data error on a whole micro-batch: each record alone, so the ones
- * the model takes are scored and the ones it does not become dead letters
- * with the error.  Outputs and dead letters start again from empty. */
-static inf_status score_one_by_one(work *w, const inf__stream_events *ev, inf_error *e) {
+static void on_restart(void *user) {
+    work *w = user;
     inf_record_batch_reset(w->out);
     inf_record_batch_clear(w->errs);
     w->n_scored = w->n_rejected = 0;
-    for (int row = 0; row < inf_record_batch_n_rows(ev->records); row++) {
-        inf_status st = take_one(ev, row, &w->one);
-        if (st) return outputs_failed(st, e);
-        int n_out = inf_record_batch_n_rows(w->out), n_err = inf_record_batch_n_rows(w->errs);
-        if ((st = score_records(w, &w->one, e)) == INF_OK) continue;
-        if (!inf_status_is_data_error(st) || inf_record_batch_n_rows(w->out) != n_out ||
-            inf_record_batch_n_rows(w->errs) != n_err)
-            return st;
-        if ((st = add_error(w, &w->one, 0, event_id(&w->one, 0), NULL, e->message))) return outputs_failed(st, e);
-        w->n_rejected++;
-    }
-    return INF_OK;
 }
 
 /* Scores ev into w->out and w->errs.  Fatal errors only (INF_EIO from a
@@ -283,9 +217,9 @@ static inf_status score(work *w, const inf__stream_events *ev, inf_error *e) {
     if (inf_record_batch_n_rows(ev->records) > 0 && !w->cfg->model) {
         if ((st = forward(w, ev))) return outputs_failed(st, e);
     } else if (inf_record_batch_n_rows(ev->records) > 0) {
-        st = score_records(w, ev, e);
-        if (st && inf_status_is_data_error(st)) st = score_one_by_one(w, ev, e);
-        if (st) return st;
+        inf__rt_results results = {w, on_scored, on_rejected, on_restart};
+        w->ev = ev;
+        if ((st = inf__rt_score_batch(&w->scorer, ev->records, &results, e))) return st;
     }
     if ((st = add_malformed(w, ev))) return outputs_failed(st, e);
     return INF_OK;
@@ -330,9 +264,7 @@ static void progress(const inf__stream_config *cfg, const inf__stream_stats *s, 
 static inf_status work_init(work *w, const inf__stream_config *cfg, inf_error *e) {
     memset(w, 0, sizeof *w);
     w->cfg = cfg;
-    if (inf_record_batch_new(&w->pred) || inf_record_batch_new(&w->out) || inf_record_batch_new(&w->errs) ||
-        inf__stream_events_init(&w->one))
-        goto oom;
+    if (inf_record_batch_new(&w->out) || inf_record_batch_new(&w->errs)) goto oom;
     if (!cfg->model) return INF_OK;
     const inf_pipeline *pl = cfg->model->pipeline;
     int n_in = inf_pipeline_n_inputs(pl), k = 0;
@@ -341,13 +273,9 @@ static inf_status work_init(work *w, const inf__stream_config *cfg, inf_error *e
     for (int i = 0; i < n_in; i++)
         if (inf_pipeline_is_sensitive(pl, inf_pipeline_input_name(pl, i)))
             w->sensitive[k++] = inf_pipeline_input_name(pl, i);
-    inf_session_options so;
-    inf_session_options_init(&so);
-    so.n_threads = cfg->n_threads;
-    so.max_batch = cfg->max_batch;
-    inf_status st;
-    if ((st = inf_session_new(cfg->model->model, &so, &w->session, e)) || (st = inf_pipeline_exec_new(pl, &w->exec, e)))
-        return st;
+    inf_status st = inf__rt_model_session(cfg->model, cfg->n_threads, cfg->max_batch, &w->session, &w->exec, e);
+    if (st) return st;
+    if (inf__rt_scorer_init(&w->scorer, w->session, w->exec, INF__RT_ALL_FAILED_REJECT)) goto oom;
     return INF_OK;
 oom:
     e->status = INF_ENOMEM;
@@ -356,12 +284,11 @@ oom:
 }
 
 static void work_deinit(work *w) {
+    inf__rt_scorer_deinit(&w->scorer);
     inf_pipeline_exec_free(w->exec);
     inf_session_free(w->session);
-    inf_record_batch_free(w->pred);
     inf_record_batch_free(w->out);
     inf_record_batch_free(w->errs);
-    inf__stream_events_deinit(&w->one);
     free(w->sensitive);
 }
 
@@ -370,7 +297,7 @@ inf_status inf__stream_run(const inf__stream_config *cfg, inf__stream_stats *sta
     work w;
     inf__stream_events ev;
     inf_status st = work_init(&w, cfg, err);
-    if (!st && (st = inf__stream_events_init(&ev))) {
+    if (!st && ((st = inf__stream_events_init(&ev)) || (st = inf_record_batch_set_id_field(ev.records, cfg->id_column)))) {
         err->status = st;
         snprintf(err->message, sizeof err->message, "stream: out of memory");
         work_deinit(&w);

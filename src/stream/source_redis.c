@@ -64,12 +64,6 @@ typedef struct redis_stream {
     int64_t n_new, n_pending, n_claimed, n_deleted, n_acked, n_reconnects;
 } redis_stream;
 
-static inf_status fail(inf_error *err, inf_status st, const char *fmt, const char *a, const char *b) {
-    err->status = st;
-    snprintf(err->message, sizeof err->message, fmt, a, b);
-    return st;
-}
-
 static void redis_close(void *state) {
     redis_stream *s = state;
     if (!s) return;
@@ -83,7 +77,7 @@ static inf_status reply_error(redis_stream *s, redisReply *r, const char *what, 
     snprintf(msg, sizeof msg, "%s: %s", what, r ? (r->str ? r->str : "unexpected reply") : s->c->errstr);
     s->conn_lost = !r;
     if (r) freeReplyObject(r);
-    return fail(err, INF_EIO, "%s: %s", s->red, msg);
+    return inf_error_set(err, INF_EIO, "%s: %s", s->red, msg);
 }
 
 static inf_status connect_redis(redis_stream *s, inf_error *err) {
@@ -105,13 +99,13 @@ static inf_status redis_open(const char *uri, const inf__stream_source_options *
     redis_stream *s = calloc(1, sizeof *s);
     if (!s || inf_record_batch_new(&s->unacked)) {
         redis_close(s);
-        return fail(err, INF_ENOMEM, "%s%s: out of memory", "redis source", "");
+        return inf_error_set(err, INF_ENOMEM, "redis source: out of memory");
     }
     inf_io_redact_uri(uri, s->red, sizeof s->red);
     char v[64], host[200];
     snprintf(s->stream, sizeof s->stream, "%s", u.path);
     if (!inf_io_uri_param(uri, "group", s->group, sizeof s->group) || !s->group[0] || !s->stream[0]) {
-        fail(err, INF_EINVAL, "%s: needs a stream and a group: redis://HOST:PORT/STREAM?group=G%s", s->red, "");
+        inf_error_set(err, INF_EINVAL, "%s: needs a stream and a group: redis://HOST:PORT/STREAM?group=G", s->red);
         redis_close(s);
         return INF_EINVAL;
     }
@@ -189,10 +183,10 @@ static inf_status add_entry(redis_stream *s, inf__stream_events *ev, const redis
 /* Adds the entries of an array of entries; *n_added, *last_id (may be NULL). */
 static inf_status add_entries(redis_stream *s, inf__stream_events *ev, const redisReply *list, int64_t *counter,
                               char *last_id, size_t last_size, inf_error *err) {
-    if (list->type != REDIS_REPLY_ARRAY) return fail(err, INF_EIO, "%s: unexpected reply shape%s", s->red, "");
+    if (list->type != REDIS_REPLY_ARRAY) return inf_error_set(err, INF_EIO, "%s: unexpected reply shape", s->red);
     for (size_t i = 0; i < list->elements; i++) {
         inf_status st = add_entry(s, ev, list->element[i]);
-        if (st) return fail(err, st, "%s: reading an entry: %s", s->red, inf_strerror(st));
+        if (st) return inf_error_set(err, st, "%s: reading an entry: %s", s->red, inf_strerror(st));
         (*counter)++;
         if (last_id && list->element[i]->type == REDIS_REPLY_ARRAY)
             snprintf(last_id, last_size, "%s", list->element[i]->element[0]->str);

@@ -29,7 +29,7 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "registry/model_ref.h"
+#include "runtime/model.h"
 #include "infera/io.h"
 #include "infera/pipeline.h"
 
@@ -104,7 +104,7 @@ typedef struct inf__stream_stats {
 } inf__stream_stats;
 
 typedef struct inf__stream_config {
-    inf__model_ref *model; /* NULL: --no-score (records are forwarded as they are) */
+    inf__rt_model *model; /* NULL: --no-score (records are forwarded as they are) */
     const inf__stream_source_type *source_type;
     void *source;
     inf_sink *sink;

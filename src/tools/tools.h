@@ -4,7 +4,7 @@
  *
  * A runner layer: it reads records through the same sources and pipeline as
  * `infera batch` (include/infera/io.h, pipeline.h; a model reference is
- * opened with registry/model_ref.h like every runner), runs sessions
+ * opened with runtime/model.h like every runner), runs sessions
  * (session.h) and rewrites ONNX files through include/infera/model_write.h.
  * It never calls a kernel: the little linear algebra that training and
  * least-squares compensation need is plain C here (linalg.c).

@@ -235,7 +235,7 @@ for i in 1 2; do "${B[@]}" --model "$SUM3" --input csv:bom.csv --output "sqlite:
 check "sqlite: an existing table without a key gets one, a re-run does not duplicate" \
     '[ "$(q keyless.db "SELECT count(*), count(DISTINCT id) FROM s")" = "2|2" ]' "$(cat err.txt; q keyless.db "SELECT * FROM s")"
 q dups.db "CREATE TABLE s (id INTEGER, Y REAL); INSERT INTO s VALUES (1, 0), (1, 0);"
-"${B[@]}" --model "$SUM3" --input csv:bom.csv --output "sqlite:dups.db?table=s" --id-column id >/dev/null 2>err.txt; rc=$?
+"${B[@]}" --model "$SUM3" --input csv:bom.csv --output "sqlite:dups.db?table=s" --id-column id --mode append >/dev/null 2>err.txt; rc=$?
 check "sqlite: an existing table holding an id twice: one-line error naming the key" \
     '[ $rc -ne 0 ] && tail -1 err.txt | grep -q "keyed by .id. but it is neither the table.s primary key nor unique"' "$(cat err.txt)"
 
@@ -292,8 +292,8 @@ for kind in csv sqlite; do
             "rc=$rc dups=$dups $(diff got.sorted $want | head -3) $(cat err.txt)"
     done
 done
-"${R[@]}" --input csv:big.csv --output csv:crash_csv_1.csv --job-id crash-csv-1 --resume >/dev/null 2>err.txt; rc=$?
-check "resuming a finished job does nothing" '[ $rc -eq 0 ] && grep -q "already done" err.txt'
+"${R[@]}" --input csv:big.csv --output csv:crash_csv_1.csv --job-id crash-csv-1 --resume >out.txt 2>err.txt; rc=$?
+check "resuming a finished job does nothing (and says so)" '[ $rc -eq 0 ] && grep -q "already finished" out.txt'
 "${R[@]}" --input csv:big.csv --output csv:none.csv --job-id never --resume >/dev/null 2>err.txt; rc=$?
 check "resume without a checkpoint: one-line error" '[ $rc -ne 0 ] && grep -q "no checkpoint" err.txt' "$(cat err.txt)"
 

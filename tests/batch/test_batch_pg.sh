@@ -52,15 +52,20 @@ check "re-run upserts: still 5000 rows" '[ "$(P "SELECT count(*) FROM scores")" 
 "${B[@]}" --model "$MODEL" --input "postgresql://postgres:secret@127.0.0.1:1/nodb?table=tx" --output csv:x.csv >/dev/null 2>err.txt; rc=$?
 check "unreachable server: one-line error without the password" '[ $rc -ne 0 ] && grep -q "cannot connect" err.txt && ! grep -q secret err.txt' "$(cat err.txt)"
 
-# an existing output table made without a key: it gets a unique index, re-runs replace rows
+# an existing output table made without a key (and without our columns): refused unless --mode append;
+# with it, the table gets the columns and a unique index, re-runs replace rows
 P "CREATE TABLE keyless (transaction_id text, label bigint)"
+KEYLESS="'keyless'"
+"${B[@]}" --model "$MODEL" --input "$PG_URL?table=tx" --output "$PG_URL?table=keyless" >/dev/null 2>err.txt; rc=$?
+check "existing unrelated table without --mode append: refused, left unchanged" \
+    '[ $rc -ne 0 ] && grep -q "is not the output of an earlier run" err.txt && [ "$(P "SELECT count(*) FROM information_schema.columns WHERE table_name = $KEYLESS")" = 2 ]' "$(cat err.txt)"
 for i in 1 2; do
-    "${B[@]}" --model "$MODEL" --input "$PG_URL?table=tx" --output "$PG_URL?table=keyless" >/dev/null 2>err.txt; rc=$?
+    "${B[@]}" --model "$MODEL" --input "$PG_URL?table=tx" --output "$PG_URL?table=keyless" --mode append >/dev/null 2>err.txt; rc=$?
 done
 check "existing table without a key: re-runs upsert (5000 rows, none twice)" \
     '[ $rc -eq 0 ] && [ "$(P "SELECT count(*), count(DISTINCT transaction_id) FROM keyless")" = "5000|5000" ]' "$(cat err.txt)"
 P "CREATE TABLE dupkeys (transaction_id text, label bigint); INSERT INTO dupkeys VALUES ('x', 1), ('x', 2)"
-"${B[@]}" --model "$MODEL" --input "$PG_URL?table=tx" --output "$PG_URL?table=dupkeys" >/dev/null 2>err.txt; rc=$?
+"${B[@]}" --model "$MODEL" --input "$PG_URL?table=tx" --output "$PG_URL?table=dupkeys" --mode append >/dev/null 2>err.txt; rc=$?
 check "existing table holding an id twice: one-line error naming the key" \
     '[ $rc -ne 0 ] && tail -1 err.txt | grep -q "keyed by .transaction_id. but it is neither the table.s primary key nor unique"' "$(cat err.txt)"
 

@@ -162,5 +162,35 @@ expect_error "bench: a Loop of 2^62 iterations fails at --max-run-ms" "the run e
 expect_error "--max-run-ms must be a whole number" "--max-run-ms expects a whole number" \
     "$infera" run "$work/loop_10.onnx" --max-run-ms 1.5
 
+# serve: a FIFO where the model's pipeline spec would be is refused at load (it hung, reading the FIFO)
+mkdir -p "$work/fifo_spec" && cp "$(dirname "$0")/../models/mlp.onnx" "$work/fifo_spec/mlp.onnx" &&
+    mkfifo "$work/fifo_spec/mlp.pipeline.json"
+expect_error "serve: a FIFO as the pipeline spec beside a model is refused, not read" \
+    "pipeline spec .*mlp.pipeline.json' is not a regular file" \
+    timeout -k 5 30 "$infera" serve --port 0 --model m="$work/fifo_spec/mlp.onnx"
+
+# serve: a model whose Loop would run for ever is bounded by --max-run-ms at warm-up and per request; the
+# request gets an error naming the budget and the server goes on answering
+. "$(cd "$(dirname "$0")/../.." && pwd)/scripts/serve_port.sh"
+"$infera" serve --port 0 --model loop="$work/loop_2p62.onnx" --max-run-ms 300 2>"$work/serve.log" &
+serve_pid=$!
+if port=$(serve_port "$work/serve.log" 300); then
+    body='{"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[5]}]}'
+    code=$(curl -s -o "$work/resp" -w '%{http_code}' --max-time 30 -d "$body" "http://127.0.0.1:$port/v2/models/loop/infer")
+    if [ "${code:0:1}" = 5 ] && grep -q "time budget of 300 ms" "$work/resp"; then
+        ok "serve: a Loop of 2^62 iterations fails its request at --max-run-ms ($code)"
+    else
+        bad "serve: a Loop of 2^62 iterations: HTTP $code $(head -c 300 "$work/resp")"
+    fi
+    live=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$port/v2/health/live")
+    [ "$live" = 200 ] && ok "serve: still live after the bounded run" || bad "serve: not live after the bounded run ($live)"
+    grep -q "warm-up skipped: .*'the_loop'.*time budget" "$work/serve.log" &&
+        ok "serve: the warm-up is bounded too and says why" || bad "serve: warm-up message missing: $(head -c 300 "$work/serve.log")"
+else
+    bad "serve did not start with the Loop model: $(head -c 300 "$work/serve.log")"
+fi
+kill "$serve_pid" 2>/dev/null
+wait "$serve_pid" 2>/dev/null
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -181,7 +181,7 @@ static void test_sqlite(void) {
         inf_record_batch_set_bool(b, r, fb, i & 1);
     }
     inf_sink *sink;
-    inf_sink_options so = {0, "id"};
+    inf_sink_options so = {0, "id", 0};
     inf_status st = inf_sink_open(uri("sqlite", "o.db", "?table=preds"), &so, &sink, &err);
     if (!st) st = inf_sink_write(sink, b, &err);
     if (!st) st = inf_sink_commit(sink, &err);

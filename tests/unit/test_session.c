@@ -126,6 +126,75 @@ TEST(ops_table_sorted_and_complete) {
     ASSERT_TRUE(inf__op_find(INF_DOMAIN_ONNX, "NoSuchOp") == NULL);
 }
 
+/* Every ops.def row of a model domain follows ONNX's schema history: its
+ * range starts at a since-version and ends where the next schema version
+ * starts (or at the domain's newest opset, or at the last version of a
+ * deprecated op), so a range never splits a schema version. */
+TEST(ops_schema_ranges) {
+    for (int i = 1; i < inf__op_schema_count; i++) {
+        const inf__op_schema *a = &inf__op_schemas[i - 1], *b = &inf__op_schemas[i];
+        if (a->domain > b->domain || (a->domain == b->domain && strcmp(a->name, b->name) >= 0))
+            TEST_FAIL_AT("schema_versions.def is not sorted at %s / %s", a->name, b->name);
+    }
+    for (int i = 0; i < inf__op_count; i++) {
+        const inf__op *op = &inf__op_table[i];
+        if (op->domain == INF_DOMAIN_INFERA) continue;
+        const inf__op_schema *s = inf__op_schema_find(op->domain, op->name);
+        if (!s) TEST_FAIL_AT("%s is not in ONNX's schema history", op->name);
+        if (inf__op_schema_effective(s, op->first_opset) != op->first_opset)
+            TEST_FAIL_AT("%s starts at opset %d, not at a schema version", op->name, op->first_opset);
+        int next = 0;
+        for (int k = 0; k < INF_SCHEMA_MAX_VERSIONS && s->since[k] && !next; k++)
+            if (s->since[k] > op->last_opset) next = s->since[k];
+        bool ok = op->last_opset == inf__domain_max_opset(op->domain) || (next && next == op->last_opset + 1) ||
+                  (!next && inf__op_schema_effective(s, op->last_opset) == op->last_opset);
+        if (!ok) TEST_FAIL_AT("%s ends at opset %d, inside schema version %d", op->name, op->last_opset,
+                              inf__op_schema_effective(s, op->last_opset));
+        if (op->last_opset > inf__domain_max_opset(op->domain))
+            TEST_FAIL_AT("%s goes past the domain's newest opset", op->name);
+    }
+    /* every operator ONNX defines up to the newest opsets Infera knows is implemented or listed as left out */
+    static const struct {
+        inf__domain domain;
+        const char *name;
+    } left_out[] = {
+#define LEFT_OUT(domain, name, reason) {INF_DOMAIN_##domain, name},
+#include "ops/left_out.def"
+#undef LEFT_OUT
+    };
+    for (int i = 0; i < inf__op_schema_count; i++) {
+        const inf__op_schema *s = &inf__op_schemas[i];
+        if (s->since[0] > inf__domain_max_opset(s->domain) || inf__op_find(s->domain, s->name)) continue;
+        bool listed = false;
+        for (size_t k = 0; k < sizeof left_out / sizeof left_out[0]; k++)
+            listed |= left_out[k].domain == s->domain && !strcmp(left_out[k].name, s->name);
+        if (!listed) TEST_FAIL_AT("%s (since opset %d) is neither implemented nor in ops/left_out.def", s->name, s->since[0]);
+    }
+    const inf__op_schema *add = inf__op_schema_find(INF_DOMAIN_ONNX, "Add");
+    ASSERT_TRUE(add != NULL);
+    ASSERT_EQ(inf__op_schema_effective(add, 26), 14);
+    ASSERT_EQ(inf__op_schema_effective(add, 12), 7);
+}
+
+/* Every operator has its row of facts (ops/op_facts.c), in ops.def's order,
+ * so inf__op_facts_of finds it by position; and the facts the graph layer
+ * relies on hold for the operators it names. */
+TEST(ops_facts_complete) {
+    ASSERT_EQ(inf__op_facts_count, inf__op_count);
+    for (int i = 0; i < inf__op_count && i < inf__op_facts_count; i++)
+        if (inf__op_facts_table[i].domain != inf__op_table[i].domain ||
+            strcmp(inf__op_facts_table[i].name, inf__op_table[i].name) != 0)
+            TEST_FAIL_AT("op_facts.c row %d is %s, ops.def row %d is %s", i, inf__op_facts_table[i].name, i,
+                         inf__op_table[i].name);
+    ASSERT_EQ(inf__op_facts_of(inf__op_find(INF_DOMAIN_ONNX, "Add"))->inplace_inputs, 3u);
+    ASSERT_EQ(inf__op_facts_of(inf__op_find(INF_DOMAIN_INFERA, "Gelu"))->inplace_inputs, 1u);
+    ASSERT_EQ(inf__op_facts_of(inf__op_find(INF_DOMAIN_ONNX, "Gelu"))->inplace_inputs, 0u);
+    ASSERT_TRUE(inf__op_facts_of(inf__op_find(INF_DOMAIN_ONNX, "RandomNormal"))->nondeterministic);
+    ASSERT_TRUE(inf__op_facts_of(inf__op_find(INF_DOMAIN_TRAINING, "Adam"))->nondeterministic);
+    ASSERT_TRUE(inf__op_facts_of(inf__op_find(INF_DOMAIN_INFERA, "ConvAdd"))->takes_activation);
+    ASSERT_TRUE(inf__op_facts_of(NULL)->shape == INF_SHAPE_OTHER);
+}
+
 /* ---- model errors ---- */
 
 TEST(model_load_rejects_corrupt_bytes) {

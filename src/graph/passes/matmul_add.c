@@ -94,10 +94,13 @@ static bool match_adds(const inf__pass_ctx *pc, int ai, mm_match *mt) {
     return match_bias(pc, ai, mt);
 }
 
+/* The optimizer's Gelu, or ONNX's own (opset 20+) in its exact form (approximate = "none"). */
 static bool is_gelu(const inf__pass_ctx *pc, int i) {
     const inf__node *n = &pc->g->nodes[i];
-    return !pc->dead[i] && n->op && n->op->domain == INF_DOMAIN_INFERA && !strcmp(n->op_type, "Gelu") &&
-           n->n_inputs == 1 && n->epilogue.kind == INF_EPILOGUE_NONE;
+    bool exact = n->op && (n->op->domain == INF_DOMAIN_INFERA ||
+                           (n->op->domain == INF_DOMAIN_ONNX && !strcmp(inf__attr_string(n, "approximate", "none"), "none")));
+    return !pc->dead[i] && exact && !strcmp(n->op_type, "Gelu") && n->n_inputs == 1 &&
+           n->epilogue.kind == INF_EPILOGUE_NONE;
 }
 
 inf_status inf__pass_matmul_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {

@@ -34,12 +34,18 @@ inf_status inf__pass_conv_bn(inf__pass_ctx *pc, int *n_rewritten, inf_error *err
 inf_status inf__pass_conv_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);   /* passes/conv_add.c */
 inf_status inf__pass_matmul_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/matmul_add.c */
 inf_status inf__pass_layout(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);     /* passes/layout.c */
+/* QDQ MatMul/Gemm/Conv -> QGemm/QConv; runs before constant folding (optimize.c) */
+inf_status inf__pass_qdq(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);        /* passes/qdq.c */
+/* QGemm -> Gelu -> QGemm with its GELU in the store; after the Gelu pass */
+inf_status inf__pass_qdq_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);   /* passes/qdq.c */
 
 /* ---- matching (passes/match.c) ---- */
 /* The live ai.onnx node of type op_type producing value v, or -1. */
 int inf__pass_producer(const inf__pass_ctx *pc, int v, const char *op_type);
 /* Is value v read exactly n times (graph outputs count)? */
 bool inf__pass_uses(const inf__pass_ctx *pc, int v, int n);
+/* The int64 constant tensor of value v, or NULL (opset 18+ Reduce* axes). */
+const inf_tensor *inf__pass_const_i64(const inf__pass_ctx *pc, int v);
 /* The float32 constant tensor of value v, or NULL. */
 const inf_tensor *inf__pass_const_f32(const inf__pass_ctx *pc, int v);
 /* Is value v a one-element float32 constant?  Its value in *out. */

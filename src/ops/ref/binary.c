@@ -7,6 +7,8 @@
  *   Less, Greater               opsets 1-17   T: numeric -> bool
  *   LessOrEqual, GreaterOrEqual opsets 12-17  T: numeric -> bool
  *   And, Or, Xor                opsets 1-17   T: bool -> bool
+ *   BitwiseAnd, BitwiseOr,      opsets 18-26  T: int8..int64, uint8..uint64
+ *   BitwiseXor
  *   Where                       opsets 9-17   condition bool, X/Y any type (incl. string)
  *
  * Opsets 1-6 (all of the above but Where): with the attribute
@@ -230,6 +232,7 @@ static void store_i64(inf_tensor *y, int64_t off, int64_t n, const int64_t *src)
 
 typedef enum binop {
     BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_POW,
+    BIN_BIT_AND, BIN_BIT_OR, BIN_BIT_XOR, /* integers only */
     BIN_EQ, BIN_LT, BIN_GT, BIN_LE, BIN_GE, /* from here on the output is bool */
     BIN_AND, BIN_OR, BIN_XOR,
 } binop;
@@ -242,7 +245,10 @@ static const struct {
     {"Pow", BIN_POW},  {"Equal", BIN_EQ}, {"Less", BIN_LT},      {"Greater", BIN_GT},
     {"LessOrEqual", BIN_LE},              {"GreaterOrEqual", BIN_GE},
     {"And", BIN_AND},  {"Or", BIN_OR},    {"Xor", BIN_XOR},
+    {"BitwiseAnd", BIN_BIT_AND},          {"BitwiseOr", BIN_BIT_OR}, {"BitwiseXor", BIN_BIT_XOR},
 };
+
+static bool binop_is_bitwise(binop op) { return op >= BIN_BIT_AND && op <= BIN_BIT_XOR; }
 
 static bool binop_is_compare(binop op) { return op >= BIN_EQ; }
 static bool binop_is_logical(binop op) { return op >= BIN_AND; }
@@ -338,6 +344,9 @@ static bool compute_int(binop op, bool u, const int64_t *a, const int64_t *b, in
             }
             break;
         case BIN_POW: r[i] = ipow(a[i], b[i], u); break;
+        case BIN_BIT_AND: r[i] = a[i] & b[i]; break; /* sign-extended loads: the low bits are the operands' */
+        case BIN_BIT_OR: r[i] = a[i] | b[i]; break;
+        case BIN_BIT_XOR: r[i] = a[i] ^ b[i]; break;
         case BIN_EQ: m[i] = a[i] == b[i]; break;
         case BIN_LT: m[i] = u ? ua < ub : a[i] < b[i]; break;
         case BIN_GT: m[i] = u ? ua > ub : a[i] > b[i]; break;
@@ -455,6 +464,7 @@ static inf_status binary_check_types(inf__kernel_ctx *ctx, binop op, const inf_t
         return INF_OK;
     }
     bool ok = binop_is_logical(op) ? a->dtype == INF_DTYPE_BOOL :
+              binop_is_bitwise(op) ? inf__dtype_is_int(a->dtype) :
               dtype_is_numeric(a->dtype) ||
               (op == BIN_EQ && (a->dtype == INF_DTYPE_BOOL || a->dtype == INF_DTYPE_STRING)) ||
               (binop_is_compare(op) && a->dtype == INF_DTYPE_BOOL);

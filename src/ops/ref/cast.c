@@ -64,8 +64,9 @@ static inf_status cast_init(inf__node *node, inf__arena *arena, inf_error *err) 
         if (a->type == INF_ATTR_STRING)
             return inf__node_error(node, err, INF_EUNSUPPORTED, "attribute 'to': unsupported type '%s'",
                                    a->s ? a->s : "");
-        return inf__node_error(node, err, INF_EUNSUPPORTED, "attribute 'to': unsupported type %lld",
-                               (long long)a->i);
+        return inf__node_error(node, err, INF_EUNSUPPORTED,
+                               "attribute 'to': element type %s (ONNX type %lld) is not implemented",
+                               inf__onnx_type_name((int)(a->i > 0 && a->i < 1000 ? a->i : -1)), (long long)a->i);
     }
     return INF_OK;
 }
@@ -291,3 +292,36 @@ static inf_status cast_run(inf__kernel_ctx *ctx) {
 }
 
 const inf__op_impl op_cast = {cast_init, cast_run};
+
+/* ---- BitCast (opset 26): the same bytes read as another type of the same
+ * width (`to`); every implemented type but string, and not to bool (a byte
+ * other than 0 or 1 is no bool Infera's kernels expect). ---- */
+
+static inf_status bitcast_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    cast_params *p = inf__op_params(arena, cast_params);
+    if (!p) return INF_ENOMEM;
+    const inf__attr *a = inf__node_attr(node, "to");
+    if (!a || a->type != INF_ATTR_INT) return inf__node_error(node, err, INF_EMODEL, "attribute 'to' is missing");
+    if (a->i <= 0 || a->i >= INF_DTYPE_COUNT || a->i == INF_DTYPE_STRING || a->i == INF_DTYPE_BOOL)
+        return inf__node_error(node, err, INF_EUNSUPPORTED, "attribute 'to': element type %s (ONNX type %lld) is not "
+                               "implemented for BitCast", inf__onnx_type_name((int)(a->i > 0 && a->i < 1000 ? a->i : -1)),
+                               (long long)a->i);
+    p->to = (inf_dtype)a->i;
+    node->params = p;
+    return INF_OK;
+}
+
+static inf_status bitcast_run(inf__kernel_ctx *ctx) {
+    const cast_params *p = ctx->node->params;
+    const inf_tensor *x = ctx->in[0];
+    if (x->dtype == INF_DTYPE_STRING || inf_dtype_size(x->dtype) != inf_dtype_size(p->to))
+        return inf__kernel_error(ctx, INF_ETYPE, "input %s and 'to' %s differ in width", inf_dtype_name(x->dtype),
+                                 inf_dtype_name(p->to));
+    inf_tensor *y;
+    inf_status st = inf__kernel_output(ctx, 0, p->to, x->ndim, x->dims, &y);
+    if (st != INF_OK) return st;
+    memcpy(y->data, x->data, inf_tensor_nbytes(x)); /* x86-64 is little endian, as BitCast specifies */
+    return INF_OK;
+}
+
+const inf__op_impl op_bitcast = {bitcast_init, bitcast_run};

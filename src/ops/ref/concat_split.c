@@ -1,14 +1,15 @@
 /*
  * concat_split.c -- ONNX Concat and Split, every dtype.
  *
- *   Concat  opsets 1-17: `axis` (default 1 before opset 4, required after;
+ *   Concat  opsets 1-26: `axis` (default 1 before opset 4, required after;
  *           negative from opset 11).  All inputs have the same dtype and
  *           rank and agree on every dimension but axis.
- *   Split   opsets 1-17: `axis` (default 0); part lengths from the `split`
+ *   Split   opsets 1-26: `axis` (default 0); part lengths from the `split`
  *           attribute (opsets 1-12; opset 1 also takes them as input 2) or
  *           the optional int64 input `split` (13+).  Without lengths the
- *           axis is split into n_outputs equal parts.  `num_outputs`
- *           (opset 18) is not read.
+ *           axis is split into n_outputs equal parts.  From opset 18
+ *           exactly one of input `split` and attribute `num_outputs` (which
+ *           must equal the number of outputs) is given.
  *
  * Data moves as contiguous runs: for each index of the axes before `axis`,
  * one memcpy per input (Concat) or output (Split).  Strings are copied
@@ -134,6 +135,17 @@ static inf_status split_lengths_get(inf__kernel_ctx *ctx, int64_t dim, split_len
             count = inf_tensor_numel(t);
             what = "input split";
         }
+    }
+    if (ctx->node->opset >= 18) { /* exactly one of input split and num_outputs (= the outputs) */
+        const inf__attr *num = inf__node_attr(ctx->node, "num_outputs");
+        if (num && sl->tensor)
+            return inf__kernel_error(ctx, INF_EMODEL, "input split and attribute num_outputs are both given");
+        if (!num && !sl->tensor)
+            return inf__kernel_error(ctx, INF_EMODEL, "opset %d needs input split or attribute num_outputs",
+                                     ctx->node->opset);
+        if (num && num->i != n)
+            return inf__kernel_error(ctx, INF_EMODEL, "attribute num_outputs is %lld, the node has %d outputs",
+                                     (long long)num->i, n);
     }
     if (sl->attr || sl->tensor) {
         if (count != n)

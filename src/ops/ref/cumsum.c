@@ -1,19 +1,23 @@
 /*
- * cumsum.c -- CumSum, opsets 11-17.
+ * cumsum.c -- CumSum (opsets 11-26) and CumProd (26), one scan.
  *
  *   T: float16/32/64, bfloat16, int32, int64, uint32, uint64 (we take every
  *   integer type).  axis: input 1, one int32 or int64 value (0-D or 1-D),
  *   negative counts from the end.  exclusive=1 sums the elements before each
  *   one (the first gets 0); reverse=1 sums from the end of the axis.
  *
+ * CumProd multiplies instead (exclusive: the first gets 1).
+ *
  * Floats accumulate in double and are rounded to the element type at each
  * output; integers accumulate in int64 with wrap-around, stored truncated to
  * the type's width.
  */
+#include <string.h>
+
 #include "ops/ref/math_util.h"
 
 typedef struct cumsum_params {
-    bool exclusive, reverse;
+    bool exclusive, reverse, product;
 } cumsum_params;
 
 static inf_status cumsum_init(inf__node *node, inf__arena *arena, inf_error *err) {
@@ -22,6 +26,7 @@ static inf_status cumsum_init(inf__node *node, inf__arena *arena, inf_error *err
     if (!p) return INF_ENOMEM;
     p->exclusive = inf__attr_int(node, "exclusive", 0) != 0;
     p->reverse = inf__attr_int(node, "reverse", 0) != 0;
+    p->product = strcmp(node->op_type, "CumProd") == 0;
     node->params = p;
     return INF_OK;
 }
@@ -54,21 +59,21 @@ static inf_status cumsum_run(inf__kernel_ctx *ctx) {
     bool is_float = inf__dtype_is_float(x->dtype);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
-            double fsum = 0;
-            uint64_t isum = 0;
+            double fsum = p->product ? 1 : 0;
+            uint64_t isum = p->product ? 1 : 0;
             for (int64_t s = 0; s < n; s++) {
                 int64_t j = p->reverse ? n - 1 - s : s;
                 int64_t at = (o * n + j) * inner + i;
                 if (is_float) {
                     double v = inf__tensor_get_f64(x, at);
-                    if (!p->exclusive) fsum += v;
+                    if (!p->exclusive) fsum = p->product ? fsum * v : fsum + v;
                     inf__tensor_set_f64(y, at, fsum);
-                    if (p->exclusive) fsum += v;
+                    if (p->exclusive) fsum = p->product ? fsum * v : fsum + v;
                 } else {
                     uint64_t v = (uint64_t)inf__tensor_get_i64(x, at);
-                    if (!p->exclusive) isum += v;
+                    if (!p->exclusive) isum = p->product ? isum * v : isum + v;
                     math_set_i64(y, at, (int64_t)isum);
-                    if (p->exclusive) isum += v;
+                    if (p->exclusive) isum = p->product ? isum * v : isum + v;
                 }
             }
         }

@@ -13,11 +13,21 @@
  * and the negative tail keeps its relative precision (the graph's
  * 1 + erf(u) cancels there); differences are within float32 rounding of the
  * graph's own result.
+ *
+ * The same kernel runs ONNX's Gelu (opsets 20-26): approximate "none" is the
+ * function above (so a native Gelu gets the fused kernel's vectorised path),
+ * "tanh" is 0.5 X (1 + tanh(sqrt(2/pi) (X + 0.044715 X^3))), computed in
+ * double for every float type.
  */
 #include <math.h>
+#include <string.h>
 
 #include "ops/ops.h"
 #include "ops/vmath.h"
+
+typedef struct gelu_params {
+    bool tanh_form; /* approximate = "tanh" */
+} gelu_params;
 
 typedef struct gelu_job {
     const inf_tensor *x;
@@ -25,6 +35,26 @@ typedef struct gelu_job {
 } gelu_job;
 
 static double gelu_f64(double x) { return 0.5 * x * erfc(-x * 0.70710678118654752440); }
+
+static double gelu_tanh_f64(double x) {
+    return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+}
+
+static inf_status gelu_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    gelu_params *p = inf__op_params(arena, gelu_params);
+    if (!p) return INF_ENOMEM;
+    const char *a = inf__attr_string(node, "approximate", "none");
+    if (strcmp(a, "none") != 0 && strcmp(a, "tanh") != 0)
+        return inf__node_error(node, err, INF_EMODEL, "attribute approximate: expected none or tanh, got '%s'", a);
+    p->tanh_form = strcmp(a, "tanh") == 0;
+    node->params = p;
+    return INF_OK;
+}
+
+static void gelu_tanh_range(void *arg, int64_t begin, int64_t end) {
+    const gelu_job *job = arg;
+    for (int64_t i = begin; i < end; i++) inf__tensor_set_f64(job->y, i, gelu_tanh_f64(inf__tensor_get_f64(job->x, i)));
+}
 
 static void gelu_range(void *arg, int64_t begin, int64_t end) {
     const gelu_job *job = arg;
@@ -54,8 +84,9 @@ static inf_status gelu_run(inf__kernel_ctx *ctx) {
     inf_status st = inf__kernel_output(ctx, 0, dt, x->ndim, x->dims, &y);
     if (st != INF_OK) return st;
     gelu_job job = {x, y};
-    inf__pool_range(ctx->pool, inf_tensor_numel(x), 16384, gelu_range, &job);
+    const gelu_params *p = ctx->node->params;
+    inf__pool_range(ctx->pool, inf_tensor_numel(x), 16384, p && p->tanh_form ? gelu_tanh_range : gelu_range, &job);
     return INF_OK;
 }
 
-const inf__op_impl op_gelu = {NULL, gelu_run};
+const inf__op_impl op_gelu = {gelu_init, gelu_run};

@@ -1,5 +1,5 @@
 /*
- * grid_sample.c -- ONNX GridSample, opset 16-17 (the 4-D form): X
+ * grid_sample.c -- ONNX GridSample, opsets 16-26 (the 4-D form): X
  * [N, C, H, W] and grid [N, H_out, W_out, 2] of (x, y) in [-1, 1], both
  * float16, float32 or float64; output [N, C, H_out, W_out] of X's type.
  *
@@ -16,7 +16,11 @@
  *     neighbour's integer coordinate.
  * Computed in double.
  *
- * Deviations: none known (the N-D form of opset 20 is not covered).
+ * Opset 20 renamed the modes (linear, cubic; default linear): the names of
+ * the opset in force are accepted.
+ *
+ * Deviations: the N-D form of opset 20 (5-D X, volumetric grids) is refused
+ * with an error naming the rank.
  */
 #include <math.h>
 
@@ -34,16 +38,18 @@ typedef struct gsm_params {
 static inf_status gsm_init(inf__node *node, inf__arena *arena, inf_error *err) {
     gsm_params *p = inf__op_params(arena, gsm_params);
     if (!p) return INF_ENOMEM;
-    const char *m = inf__attr_string(node, "mode", "bilinear");
+    bool v20 = node->opset >= 20;
+    const char *m = inf__attr_string(node, "mode", v20 ? "linear" : "bilinear");
     const char *pm = inf__attr_string(node, "padding_mode", "zeros");
-    if (!strcmp(m, "bilinear"))
+    if (!strcmp(m, v20 ? "linear" : "bilinear"))
         p->mode = GSM_BILINEAR;
     else if (!strcmp(m, "nearest"))
         p->mode = GSM_NEAREST;
-    else if (!strcmp(m, "bicubic"))
+    else if (!strcmp(m, v20 ? "cubic" : "bicubic"))
         p->mode = GSM_BICUBIC;
     else
-        return inf__node_error(node, err, INF_EMODEL, "attribute mode: unsupported value '%s'", m);
+        return inf__node_error(node, err, INF_EMODEL, "attribute mode: '%s' is not a mode of opset %d (%s)", m,
+                               node->opset, v20 ? "linear, nearest, cubic" : "bilinear, nearest, bicubic");
     if (!strcmp(pm, "zeros"))
         p->pad = GSM_ZEROS;
     else if (!strcmp(pm, "border"))

@@ -12,13 +12,15 @@
  *       y = (x - mean) / (sqrt(mean(x^2) - mean^2) + 1e-9).
  *   LpNormalization        opsets 1-17: axis (default -1), p 1 or 2,
  *       y = x / ||x||_p along the axis (0 where the norm is 0).
- *   LpPool                 opsets 1-17: kernel_shape, strides, pads,
+ *   LpPool                 opsets 1-26: kernel_shape, strides, pads,
  *       auto_pad, p (float in opset 1, int later; default 2),
  *       y = (sum over the window of |x|^p)^(1/p); padding adds nothing.
  *   GlobalLpPool           opsets 1-17: the same over all spatial dims.
  * dtypes: float32, float64, float16 (statistics and sums in double).
- * Deviations: none known.  LpPool's output size rounds down (no ceil_mode
- *   or dilations: those are opset 18).
+ *       From opset 18 also dilations and ceil_mode (the output size
+ *       rounds up, but a last window that would start in the end padding
+ *       is dropped, as onnxruntime and PyTorch do).
+ * Deviations: none known.
  */
 #include <math.h>
 #include <string.h>
@@ -301,8 +303,9 @@ typedef struct lppool_params {
     double p;
     bool global;
     int auto_pad;
-    int n_kernel, n_strides, n_pads;
-    const int64_t *kernel, *strides, *pads;
+    bool ceil_mode;
+    int n_kernel, n_strides, n_pads, n_dilations;
+    const int64_t *kernel, *strides, *pads, *dilations;
 } lppool_params;
 
 static inf_status lppool_init(inf__node *node, inf__arena *arena, inf_error *err) {
@@ -323,6 +326,17 @@ static inf_status lppool_init(inf__node *node, inf__arena *arena, inf_error *err
     p->kernel = inf__attr_ints(node, "kernel_shape", &p->n_kernel);
     p->strides = inf__attr_ints(node, "strides", &p->n_strides);
     p->pads = inf__attr_ints(node, "pads", &p->n_pads);
+    p->dilations = inf__attr_ints(node, "dilations", &p->n_dilations);
+    p->ceil_mode = inf__attr_int(node, "ceil_mode", 0) != 0;
+    if ((p->dilations || p->ceil_mode) && node->opset < 18)
+        return inf__node_error(node, err, INF_EMODEL, "dilations and ceil_mode are attributes of opset 18+, the model "
+                               "imports %d", node->opset);
+    if (p->n_dilations && p->n_dilations != p->n_kernel)
+        return inf__node_error(node, err, INF_EMODEL, "dilations need %d values (kernel_shape has %d)", p->n_kernel,
+                               p->n_kernel);
+    for (int i = 0; i < p->n_dilations; i++)
+        if (p->dilations[i] < 1)
+            return inf__node_error(node, err, INF_EMODEL, "dilations must be >= 1 (dim %d)", i);
     if (p->n_kernel < 1 || p->n_kernel > MAX_SP)
         return inf__node_error(node, err, INF_EMODEL, "attribute kernel_shape is required (1 to %d values)",
                                MAX_SP);
@@ -339,7 +353,7 @@ static inf_status lppool_init(inf__node *node, inf__arena *arena, inf_error *err
 
 typedef struct lp_geom {
     int nd;
-    int64_t in[MAX_SP], out[MAX_SP], k[MAX_SP], s[MAX_SP], pb[MAX_SP];
+    int64_t in[MAX_SP], out[MAX_SP], k[MAX_SP], s[MAX_SP], pb[MAX_SP], d[MAX_SP];
     int64_t in_total, out_total;
 } lp_geom;
 
@@ -355,22 +369,24 @@ static inf_status lppool_geometry(inf__kernel_ctx *ctx, const lppool_params *p, 
     for (int i = 0; i < g->nd; i++) {
         int64_t in = x->dims[2 + i];
         int64_t k = p->global ? in : p->kernel[i], s = !p->global && p->n_strides ? p->strides[i] : 1;
+        int64_t d = !p->global && p->n_dilations ? p->dilations[i] : 1, span_k = (k - 1) * d + 1;
         int64_t pb = 0, pe = 0, out;
         if (p->auto_pad == AUTO_SAME_UPPER || p->auto_pad == AUTO_SAME_LOWER) {
             out = (in + s - 1) / s;
-            int64_t total = (out - 1) * s + k - in;
+            int64_t total = (out - 1) * s + span_k - in;
             if (total < 0) total = 0;
             pb = p->auto_pad == AUTO_SAME_UPPER ? total / 2 : total - total / 2;
         } else {
             if (p->auto_pad == AUTO_NOTSET && p->n_pads) pb = p->pads[i], pe = p->pads[g->nd + i];
-            int64_t span = in + pb + pe - k;
-            out = span < 0 ? 0 : span / s + 1;
+            int64_t span = in + pb + pe - span_k;
+            out = span < 0 ? 0 : (p->ceil_mode ? (span + s - 1) / s : span / s) + 1;
+            if (p->ceil_mode && out > 1 && (out - 1) * s >= in + pb) out--; /* window starting in the end pad */
         }
         if (out < 1 && !p->global)
             return inf__kernel_error(ctx, INF_ESHAPE, "input X %s: spatial dim %d is smaller than the kernel (%lld)",
                                      inf__shape_str(x->ndim, x->dims, buf, sizeof buf), i, (long long)k);
         if (p->global) out = 1;
-        g->in[i] = in, g->out[i] = out, g->k[i] = k, g->s[i] = s, g->pb[i] = pb;
+        g->in[i] = in, g->out[i] = out, g->k[i] = k, g->s[i] = s, g->pb[i] = pb, g->d[i] = d;
         g->in_total *= in, g->out_total *= out;
     }
     return INF_OK;
@@ -379,18 +395,21 @@ static inf_status lppool_geometry(inf__kernel_ctx *ctx, const lppool_params *p, 
 /* (sum over the window at output position opos of |x|^p)^(1/p) for one plane */
 static double lp_window(const lp_geom *g, double pw, const inf_tensor *x, int64_t plane_off,
                         const int64_t *opos) {
-    int64_t lo[MAX_SP], hi[MAX_SP], kk[MAX_SP];
+    /* kernel taps j in [lo, hi) whose input index start + j * d is inside */
+    int64_t lo[MAX_SP], hi[MAX_SP], kk[MAX_SP], start[MAX_SP];
     for (int i = 0; i < g->nd; i++) {
-        int64_t start = opos[i] * g->s[i] - g->pb[i];
-        lo[i] = start < 0 ? 0 : start;
-        hi[i] = start + g->k[i] > g->in[i] ? g->in[i] : start + g->k[i];
+        int64_t d = g->d[i];
+        start[i] = opos[i] * g->s[i] - g->pb[i];
+        lo[i] = start[i] < 0 ? (-start[i] + d - 1) / d : 0;
+        hi[i] = start[i] >= g->in[i] ? 0 : (g->in[i] - 1 - start[i]) / d + 1;
+        if (hi[i] > g->k[i]) hi[i] = g->k[i];
         if (lo[i] >= hi[i]) return 0;
         kk[i] = lo[i];
     }
     double sum = 0;
     for (;;) {
         int64_t off = 0;
-        for (int i = 0; i < g->nd; i++) off = off * g->in[i] + kk[i];
+        for (int i = 0; i < g->nd; i++) off = off * g->in[i] + start[i] + kk[i] * g->d[i];
         double v = fabs(load(x, plane_off + off));
         sum += pw == 2 ? v * v : pow(v, pw);
         int d = g->nd - 1;
@@ -406,6 +425,7 @@ static inf_status lppool_run(inf__kernel_ctx *ctx) {
     inf_status st = check_nc(ctx, x, 3);
     if (st != INF_OK) return st;
     lp_geom g = {0};
+    for (int i = 0; i < MAX_SP; i++) g.d[i] = 1;
     if ((st = lppool_geometry(ctx, p, x, &g)) != INF_OK) return st;
     int64_t dims[INF_MAX_DIMS] = {x->dims[0], x->dims[1]};
     for (int i = 0; i < g.nd; i++) dims[2 + i] = g.out[i];

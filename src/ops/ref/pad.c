@@ -1,16 +1,18 @@
 /*
- * pad.c -- ONNX Pad, opsets 1-17, every dtype (strings too).
+ * pad.c -- ONNX Pad, opsets 1-26, every dtype (strings too).
  *
  *   opset 1      attributes paddings, mode, value (float);
  *   opsets 2-10  attributes pads, mode, value (float);
  *   opsets 11-17 inputs pads (int64, 2*rank values: all begins, then all
  *                ends) and constant_value (optional scalar of the data
  *                type; absent or empty means 0, or "" for strings).
- *   An opset 18 style `axes` input (4th) is accepted: pads then has
- *   2*len(axes) values for those axes.
+ *   opsets 18-26 add the optional `axes` input (4th; also accepted
+ *   earlier): pads then has 2*len(axes) values for those axes.
  *
  * Modes: constant, reflect (mirror without repeating the edge; pads wider
- * than the axis keep reflecting, as numpy does), edge (repeat the border).
+ * than the axis keep reflecting, as numpy does), edge (repeat the border),
+ * wrap (opset 19+: the axis repeats periodically, numpy's wrap; with a
+ * negative pad the period is the part kept).
  * Negative pads crop.  reflect and edge need a non-empty axis to pad.
  *
  * Each output row (the last axis) is built from the source row of its outer
@@ -22,7 +24,9 @@
  */
 #include "ops/ref/data_move.h"
 
-typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE } pad_mode;
+typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP } pad_mode;
+
+static const char *const k_pad_mode_names[] = {"constant", "reflect", "edge", "wrap"};
 
 typedef struct pad_spec {
     pad_mode mode;
@@ -39,9 +43,11 @@ static inf_status pad_parse_mode(inf__kernel_ctx *ctx, pad_mode *out) {
         *out = PAD_REFLECT;
     else if (!strcmp(m, "edge"))
         *out = PAD_EDGE;
+    else if (!strcmp(m, "wrap") && ctx->node->opset >= 19)
+        *out = PAD_WRAP;
     else
-        return inf__kernel_error(ctx, INF_EINVAL,
-                                 "attribute mode: expected constant, reflect or edge, got '%s'", m);
+        return inf__kernel_error(ctx, INF_EINVAL, "attribute mode: expected constant, reflect, edge%s, got '%s'",
+                                 ctx->node->opset >= 19 ? " or wrap" : " (wrap from opset 19)", m);
     return INF_OK;
 }
 
@@ -108,11 +114,16 @@ static inf_status pad_from_inputs(inf__kernel_ctx *ctx, const inf_tensor *x, pad
 
 /* Source index along an axis of n elements for output index o, or -1 for
  * the constant value. */
-static int64_t pad_source(int64_t o, int64_t n, int64_t before, pad_mode mode) {
+static int64_t pad_source(int64_t o, int64_t n, int64_t before, int64_t after, pad_mode mode) {
     int64_t i = o - before;
     if (i >= 0 && i < n) return i;
     if (mode == PAD_CONSTANT) return -1;
     if (mode == PAD_EDGE) return i < 0 ? 0 : n - 1;
+    if (mode == PAD_WRAP) { /* the period is what the negative pads keep (crop first, as onnxruntime) */
+        int64_t lo = before < 0 ? -before : 0, len = n - lo - (after < 0 ? -after : 0);
+        if (len <= 0) return 0; /* nothing kept: the output axis is empty too */
+        return lo + ((i - lo) % len + len) % len;
+    }
     if (n == 1) return 0;
     int64_t period = 2 * (n - 1);
     i %= period;
@@ -139,7 +150,7 @@ static inf_status pad_row(inf__kernel_ctx *ctx, const pad_spec *p, const inf_ten
             j = hi - 1;
             continue;
         }
-        int64_t s = pad_source(j, n, before, p->mode);
+        int64_t s = pad_source(j, n, before, p->end[axis], p->mode);
         st = s < 0 ? move_fill(ctx, y, dst + j, &p->value, 0, 1)
                    : move_copy(ctx, y, dst + j, x, src + s, 1);
     }
@@ -175,7 +186,7 @@ static inf_status pad_run(inf__kernel_ctx *ctx) {
                                      (long long)x->dims[a]);
         if (p.mode != PAD_CONSTANT && x->dims[a] == 0 && dims[a] > 0)
             return inf__kernel_error(ctx, INF_ESHAPE, "mode %s cannot pad the empty axis %d",
-                                     p.mode == PAD_EDGE ? "edge" : "reflect", a);
+                                     k_pad_mode_names[p.mode], a);
     }
     inf_tensor *y;
     if (pads_none(&p, r)) /* PyTorch's AvgPool2d export: Pad(0, ...) then AveragePool */
@@ -193,7 +204,7 @@ static inf_status pad_run(inf__kernel_ctx *ctx) {
         int64_t src = 0;
         bool constant = false;
         for (int a = 0; a < r - 1; a++) {
-            int64_t i = pad_source(c[a], x->dims[a], p.begin[a], p.mode);
+            int64_t i = pad_source(c[a], x->dims[a], p.begin[a], p.end[a], p.mode);
             if (i < 0) constant = true;
             src += i * xs[a];
         }

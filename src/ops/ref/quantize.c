@@ -3,13 +3,18 @@
  * matrix products.
  *
  * ONNX ops:
- *   QuantizeLinear         opsets 10-17: y = saturate(round(x / y_scale) + y_zero_point);
+ *   QuantizeLinear         opsets 10-26: y = saturate(round(x / y_scale) + y_zero_point);
  *                          per tensor (scalar scale) or, from opset 13, per
- *                          axis (1-D scale along `axis`, default 1).  x float32
- *                          or int32; y uint8 (default, no zero point) or int8.
- *   DequantizeLinear       opsets 10-17: y = (x - x_zero_point) * x_scale, float32;
- *                          per tensor or per axis as above; x uint8, int8 or
- *                          int32 (zero point 0).
+ *                          axis (1-D scale along `axis`, default 1), or from
+ *                          21 blocked (block_size: scale of x's shape with
+ *                          ceil(dims[axis] / block_size) on the axis).  x float32
+ *                          or int32; y uint8 (default, no zero point), int8,
+ *                          and from 21 uint16/int16 (zero point's type or
+ *                          output_dtype).
+ *   DequantizeLinear       opsets 10-26: y = (x - x_zero_point) * x_scale, float32;
+ *                          per tensor, per axis or blocked as above; x uint8,
+ *                          int8, uint16, int16 or int32 (zero point 0).
+ *                          float8/int4 forms of 19-25 are refused by type.
  *   DynamicQuantizeLinear  opsets 11-17: uint8 quantization of float32 x with
  *                          scale = (max(0, max x) - min(0, min x)) / 255 and
  *                          zero point round(-min / scale).
@@ -30,6 +35,13 @@
  * Rounding is half to even (nearbyint in the default rounding mode) and the
  * result saturates to the output type's range.  Accumulation is exact
  * (int64) and wraps to int32 for the int32 outputs.
+ * Fast paths: with a constant 2-D B (a constant W) the products are packed
+ *   at load for the integer GEMM of ops/qgemm.h (AVX-512 VNNI or AVX2,
+ *   chosen from CPUID) and run through its drivers (ops/ref/qgemm_drive.c)
+ *   when A's zero point (and scale) is per tensor; DynamicQuantizeLinear
+ *   uses the vector min/max and quantization.  Same bits as the loops here
+ *   (the drivers repeat their arithmetic); on a CPU without AVX2, or with
+ *   INFERA_CPU=generic, the loops here run.
  * Deviations: the requantization multiplier and product are computed in
  *   float32, as onnxruntime does.  DynamicQuantizeLinear computes the
  *   scale and zero point in double (as the ONNX reference does) before
@@ -39,6 +51,8 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "ops/qgemm.h"
+#include "ops/vmath.h"
 
 /* ---- helpers ---- */
 
@@ -47,25 +61,40 @@ static const inf_tensor *opt_input(const inf__kernel_ctx *ctx, int i) {
 }
 
 static bool is_q8(inf_dtype t) { return t == INF_DTYPE_U8 || t == INF_DTYPE_I8; }
+/* QuantizeLinear/DequantizeLinear's quantized types: 8-bit, and 16-bit from opset 21. */
+static bool is_q16(inf_dtype t) { return is_q8(t) || t == INF_DTYPE_U16 || t == INF_DTYPE_I16; }
 
-/* Element i of an int8/uint8/int32 tensor. */
+/* Element i of an int8/uint8/int16/uint16/int32 tensor. */
 static inline int32_t q_at(const inf_tensor *t, int64_t i) {
     switch (t->dtype) {
     case INF_DTYPE_U8: return ((const uint8_t *)t->data)[i];
     case INF_DTYPE_I8: return ((const int8_t *)t->data)[i];
+    case INF_DTYPE_U16: return ((const uint16_t *)t->data)[i];
+    case INF_DTYPE_I16: return ((const int16_t *)t->data)[i];
     case INF_DTYPE_I32: return ((const int32_t *)t->data)[i];
     default: return 0;
     }
 }
 
-/* Rounds half to even, adds zp and saturates to dtype's range; stores at i. */
+/* Rounds half to even, adds zp and saturates to dtype's range (8 or
+ * 16 bits); stores at i. */
 static inline void q_store(inf_tensor *y, int64_t i, float v, int32_t zp) {
     float r = nearbyintf(v) + (float)zp;
-    float lo = y->dtype == INF_DTYPE_U8 ? 0.0f : -128.0f, hi = y->dtype == INF_DTYPE_U8 ? 255.0f : 127.0f;
+    float lo, hi;
+    switch (y->dtype) {
+    case INF_DTYPE_U8: lo = 0.0f, hi = 255.0f; break;
+    case INF_DTYPE_U16: lo = 0.0f, hi = 65535.0f; break;
+    case INF_DTYPE_I16: lo = -32768.0f, hi = 32767.0f; break;
+    default: lo = -128.0f, hi = 127.0f; break;
+    }
     r = r < lo ? lo : r > hi ? hi : r;
     if (r != r) r = (float)zp; /* NaN */
-    if (y->dtype == INF_DTYPE_U8) ((uint8_t *)y->data)[i] = (uint8_t)r;
-    else ((int8_t *)y->data)[i] = (int8_t)r;
+    switch (y->dtype) {
+    case INF_DTYPE_U8: ((uint8_t *)y->data)[i] = (uint8_t)r; break;
+    case INF_DTYPE_U16: ((uint16_t *)y->data)[i] = (uint16_t)r; break;
+    case INF_DTYPE_I16: ((int16_t *)y->data)[i] = (int16_t)r; break;
+    default: ((int8_t *)y->data)[i] = (int8_t)r; break;
+    }
 }
 
 /* A quantization parameter: scalar, or 1-D of `len` (per axis / row / column). */
@@ -114,23 +143,85 @@ static inline int32_t zp_at(const inf_tensor *t, int64_t i) {
 
 typedef struct axis_params {
     int64_t axis;
+    int64_t block;          /* opset 21+ block_size: 0 = per tensor / per axis */
+    inf_dtype output_dtype; /* opset 21+ QuantizeLinear: y's type without a zero point; UNDEFINED = uint8 */
 } axis_params;
 
+/* Opsets 19-26 add attributes: block_size (21, blocked quantization,
+ * implemented), output_dtype (21; uint8, int8, uint16, int16 for
+ * QuantizeLinear, float32 for DequantizeLinear), saturate (19, float8 only)
+ * and precision (23, float32): values naming types Infera does not
+ * implement (float8, int4...) are refused by name. */
 static inf_status axis_init(inf__node *node, inf__arena *arena, inf_error *err) {
-    (void)err;
     axis_params *p = inf__op_params(arena, axis_params);
     if (!p) return INF_ENOMEM;
     p->axis = inf__attr_int(node, "axis", 1);
+    p->block = inf__attr_int(node, "block_size", 0);
+    if (p->block < 0)
+        return inf__node_error(node, err, INF_EMODEL, "attribute block_size must be >= 0, got %lld", (long long)p->block);
+    bool quantize = strcmp(node->op_type, "QuantizeLinear") == 0;
+    int64_t out = inf__attr_int(node, "output_dtype", 0);
+    bool out_ok = out == 0 || (quantize ? out > 0 && out < INF_DTYPE_COUNT && is_q16((inf_dtype)out) : out == INF_DTYPE_F32);
+    if (!out_ok)
+        return inf__node_error(node, err, INF_EUNSUPPORTED, "attribute output_dtype: element type %s (ONNX type %lld) "
+                               "is not implemented here (%s)", inf__onnx_type_name((int)(out > 0 && out < 1000 ? out : -1)),
+                               (long long)out, quantize ? "uint8, int8, uint16 or int16" : "float32");
+    int64_t precision = inf__attr_int(node, "precision", 0);
+    if (precision != 0 && precision != INF_DTYPE_F32)
+        return inf__node_error(node, err, INF_EUNSUPPORTED, "attribute precision: element type %s is not implemented "
+                               "(float32)", inf__onnx_type_name((int)(precision > 0 && precision < 1000 ? precision : -1)));
+    p->output_dtype = (inf_dtype)out;
     node->params = p;
+    return INF_OK;
+}
+
+/* Where element i of x finds its scale and zero point: per tensor, per
+ * axis (k = the index along the axis) or blocked (the parameters have x's
+ * shape with the axis cut into blocks of `block`). */
+typedef struct quant_geom {
+    int64_t len, inner, block, n_blocks; /* block 0: not blocked */
+} quant_geom;
+
+static inline int64_t quant_param(const quant_geom *g, int64_t i) {
+    int64_t a = (i / g->inner) % g->len;
+    if (!g->block) return a;
+    return ((i / (g->inner * g->len)) * g->n_blocks + a / g->block) * g->inner + i % g->inner;
+}
+
+/* Blocked parameters (opset 21): scale (and zp) of x's rank, equal dims but
+ * ceil(dims[axis] / block) on the axis. */
+static inf_status quant_blocks(inf__kernel_ctx *ctx, const inf_tensor *x, const inf_tensor *scale,
+                               const inf_tensor *zp, int axis, quant_geom *g) {
+    g->n_blocks = (x->dims[axis] + g->block - 1) / g->block;
+    for (int k = 0; k < 2; k++) {
+        const inf_tensor *t = k ? zp : scale;
+        if (!t) continue;
+        bool ok = t->ndim == x->ndim;
+        for (int d = 0; ok && d < x->ndim; d++) ok = t->dims[d] == (d == axis ? g->n_blocks : x->dims[d]);
+        if (!ok)
+            return inf__kernel_error(ctx, INF_ESHAPE, "input %s: block_size %lld on axis %d needs x's shape with %lld "
+                                     "blocks on the axis", k ? "zero point" : "scale", (long long)g->block, axis,
+                                     (long long)g->n_blocks);
+    }
     return INF_OK;
 }
 
 /* For per-axis parameters: the axis length and the stride of one step
  * along it (inner); per tensor when the scale has one element. */
 static inf_status quant_axis(inf__kernel_ctx *ctx, const inf_tensor *x, const inf_tensor *scale,
-                             const inf_tensor *zp, int64_t *len, int64_t *inner) {
+                             const inf_tensor *zp, quant_geom *g) {
     const axis_params *p = ctx->node->params;
-    *len = 1, *inner = 1;
+    int64_t *len = &g->len, *inner = &g->inner;
+    *len = 1, *inner = 1, g->block = 0, g->n_blocks = 1;
+    if (p->block) {
+        int axis;
+        inf_status st = inf__normalize_axis(ctx, p->axis, x->ndim, &axis);
+        if (st != INF_OK) return st;
+        *len = x->dims[axis];
+        for (int i = axis + 1; i < x->ndim; i++) *inner *= x->dims[i];
+        g->block = p->block;
+        return quant_blocks(ctx, x, scale, zp, axis, g);
+    }
     if (inf_tensor_numel(scale) == 1 && scale->ndim <= 1) {
         if (zp && inf_tensor_numel(zp) != 1)
             return inf__kernel_error(ctx, INF_ESHAPE, "zero point has %lld elements, scale has 1",
@@ -159,16 +250,21 @@ static inf_status quantize_run(inf__kernel_ctx *ctx) {
                                  inf_dtype_name(x->dtype));
     inf_status st = check_scale(ctx, "y_scale", scale);
     if (st != INF_OK) return st;
-    if (zp && !is_q8(zp->dtype))
-        return inf__kernel_error(ctx, INF_ETYPE, "input y_zero_point: expected uint8 or int8, got %s",
+    if (zp && !is_q16(zp->dtype))
+        return inf__kernel_error(ctx, INF_ETYPE, "input y_zero_point: expected uint8, int8, uint16 or int16, got %s",
                                  inf_dtype_name(zp->dtype));
-    int64_t len, inner;
-    if ((st = quant_axis(ctx, x, scale, zp, &len, &inner)) != INF_OK) return st;
+    quant_geom g;
+    if ((st = quant_axis(ctx, x, scale, zp, &g)) != INF_OK) return st;
     inf_tensor *y;
-    st = inf__kernel_output(ctx, 0, zp ? zp->dtype : INF_DTYPE_U8, x->ndim, x->dims, &y);
+    const axis_params *p = ctx->node->params;
+    if (zp && p->output_dtype && zp->dtype != p->output_dtype)
+        return inf__kernel_error(ctx, INF_ETYPE, "input y_zero_point is %s, attribute output_dtype says %s",
+                                 inf_dtype_name(zp->dtype), inf_dtype_name(p->output_dtype));
+    inf_dtype out_type = zp ? zp->dtype : p->output_dtype ? p->output_dtype : INF_DTYPE_U8;
+    st = inf__kernel_output(ctx, 0, out_type, x->ndim, x->dims, &y);
     if (st != INF_OK) return st;
     for (int64_t i = 0, n = inf_tensor_numel(x); i < n; i++) {
-        int64_t k = (i / inner) % len;
+        int64_t k = quant_param(&g, i);
         float v = x->dtype == INF_DTYPE_F32 ? ((const float *)x->data)[i]
                                             : (float)((const int32_t *)x->data)[i];
         q_store(y, i, v / scale_at(scale, k), zp_at(zp, k));
@@ -180,19 +276,19 @@ const inf__op_impl op_quantize_linear = {axis_init, quantize_run};
 
 static inf_status dequantize_run(inf__kernel_ctx *ctx) {
     const inf_tensor *x = ctx->in[0], *scale = opt_input(ctx, 1), *zp = opt_input(ctx, 2);
-    if (!is_q8(x->dtype) && x->dtype != INF_DTYPE_I32)
-        return inf__kernel_error(ctx, INF_ETYPE, "input x: expected uint8, int8 or int32, got %s",
+    if (!is_q16(x->dtype) && x->dtype != INF_DTYPE_I32)
+        return inf__kernel_error(ctx, INF_ETYPE, "input x: expected uint8, int8, uint16, int16 or int32, got %s",
                                  inf_dtype_name(x->dtype));
     inf_status st = check_scale(ctx, "x_scale", scale);
     if (st == INF_OK) st = check_zero_point(ctx, "x_zero_point", zp, x->dtype);
     if (st != INF_OK) return st;
-    int64_t len, inner;
-    if ((st = quant_axis(ctx, x, scale, zp, &len, &inner)) != INF_OK) return st;
+    quant_geom g;
+    if ((st = quant_axis(ctx, x, scale, zp, &g)) != INF_OK) return st;
     inf_tensor *y;
     if ((st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, x->ndim, x->dims, &y)) != INF_OK) return st;
     float *out = y->data;
     for (int64_t i = 0, n = inf_tensor_numel(x); i < n; i++) {
-        int64_t k = (i / inner) % len;
+        int64_t k = quant_param(&g, i);
         out[i] = (float)((int64_t)q_at(x, i) - zp_at(zp, k)) * scale_at(scale, k);
     }
     return INF_OK;
@@ -213,16 +309,27 @@ static inf_status dynamic_quantize_run(inf__kernel_ctx *ctx) {
     const float *xs = x->data;
     int64_t n = inf_tensor_numel(x);
     double lo = 0, hi = 0; /* the range always includes 0 */
-    for (int64_t i = 0; i < n; i++) {
-        if (xs[i] < lo) lo = xs[i];
-        if (xs[i] > hi) hi = xs[i];
+    bool fast = inf__qgemm_best_isa() != INF_QGEMM_REF;
+    if (fast) {
+#if defined(__x86_64__)
+        float flo, fhi;
+        inf__minmax_f32_avx2(xs, n, &flo, &fhi);
+        lo = flo < 0 ? flo : 0, hi = fhi > 0 ? fhi : 0;
+#endif
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            if (xs[i] < lo) lo = xs[i];
+            if (xs[i] > hi) hi = xs[i];
+        }
     }
     float scale = (float)((hi - lo) / 255.0);
     double zpd = scale > 0 ? nearbyint(-lo / (double)scale) : 0;
     uint8_t zp = (uint8_t)(zpd < 0 ? 0 : zpd > 255 ? 255 : zpd);
     *(float *)ys->data = scale;
     *(uint8_t *)yzp->data = zp;
-    for (int64_t i = 0; i < n; i++) q_store(y, i, scale > 0 ? xs[i] / scale : 0, zp);
+    if (fast && scale > 0) inf__quantize_u8(xs, n, scale, zp, y->data);
+    else
+        for (int64_t i = 0; i < n; i++) q_store(y, i, scale > 0 ? xs[i] / scale : 0, zp);
     return INF_OK;
 }
 
@@ -308,6 +415,73 @@ static inf_status check_q8(inf__kernel_ctx *ctx, const char *name, const inf_ten
     return INF_OK;
 }
 
+/* ---- the packed fast path (ops/qgemm.h) ---- */
+
+/* B packed at load: when B (input b_at) is a constant 2-D 8-bit tensor with
+ * a constant per-tensor or per-column zero point (input bzp_at), and the
+ * CPU has a fast integer GEMM. */
+typedef struct qmm_pack {
+    bool packed;
+    const void *b_src; /* the constant packed, to recognise it at run time */
+    inf__qgemm_b b;
+} qmm_pack;
+
+static inf_status qmm_pack_init(inf__node *node, inf__arena *arena, int b_at, int bzp_at) {
+    qmm_pack *p = inf__op_params(arena, qmm_pack);
+    if (!p) return INF_ENOMEM;
+    node->params = p;
+    inf__qgemm_isa isa = inf__qgemm_best_isa();
+    const inf_tensor *b = inf__node_constant_input(node, b_at), *bz = inf__node_constant_input(node, bzp_at);
+    bool has_bz = bzp_at < node->n_inputs && node->inputs[bzp_at] >= 0;
+    if (isa == INF_QGEMM_REF || !b || b->kind != INF_KIND_TENSOR || !is_q8(b->dtype) || b->ndim != 2 || !b->data)
+        return INF_OK;
+    if (has_bz && (!bz || bz->dtype != b->dtype ||
+                   !(inf_tensor_numel(bz) == 1 || (bz->ndim == 1 && bz->dims[0] == b->dims[1]))))
+        return INF_OK;
+    inf_status st = inf__qgemm_pack_b(arena, isa, b->dims[0], b->dims[1], b->data, b->dtype, b->dims[1], false,
+                                      bz ? bz->data : NULL, bz ? inf_tensor_numel(bz) : 1, &p->b);
+    if (st != INF_OK) return st;
+    p->packed = true;
+    p->b_src = b->data;
+    return INF_OK;
+}
+
+static inf_status matmul_integer_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    (void)err;
+    return qmm_pack_init(node, arena, 1, 3);
+}
+
+static inf_status qlinear_matmul_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    (void)err;
+    return qmm_pack_init(node, arena, 3, 5);
+}
+
+/* Runs the product on the packed B when it applies; false to take the loops. */
+static bool qmm_fast(inf__kernel_ctx *ctx, const qmm_plan *pl, const qmm_args *q, inf_status *st) {
+    const qmm_pack *p = ctx->node->params;
+    if (!p || !p->packed || q->b->data != p->b_src || pl->k != p->b.k || pl->n != p->b.n ||
+        (q->azp && inf_tensor_numel(q->azp) != 1) || (q->as && inf_tensor_numel(q->as) != 1))
+        return false;
+    int64_t rows = pl->n_batch * pl->m;
+    float *mult = NULL;
+    void *scratch = inf__kernel_scratch(ctx, inf__qmatmul_scratch_bytes(&p->b, rows));
+    if (q->ys && scratch) mult = inf__kernel_scratch(ctx, (size_t)pl->n * sizeof *mult);
+    if (!scratch || (q->ys && !mult)) {
+        *st = INF_ENOMEM;
+        return true;
+    }
+    inf__qout out = {.kind = INF_QOUT_I32};
+    if (q->ys) {
+        for (int64_t j = 0; j < pl->n; j++) mult[j] = scale_at(q->as, 0) * scale_at(q->bs, j) / scale_at(q->ys, 0);
+        out = (inf__qout){.kind = INF_QOUT_Q8, .mult = mult, .mult_per_col = true, .y_dtype = q->y->dtype,
+                          .y_zp = zp_at(q->yzp, 0)};
+    }
+    inf__qsrc a = {.data = q->a->data, .dtype = q->a->dtype, .ld = pl->k, .zp = zp_at(q->azp, 0)};
+    inf__qmatmul_drive(ctx->pool, &p->b, rows, &a, &out, q->y->data, pl->n, scratch);
+    *st = INF_OK;
+    return true;
+}
+
 static inf_status matmul_integer_run(inf__kernel_ctx *ctx) {
     qmm_args q = {ctx->in[0], opt_input(ctx, 1), opt_input(ctx, 2), opt_input(ctx, 3),
                   NULL, NULL, NULL, NULL, NULL};
@@ -323,11 +497,12 @@ static inf_status matmul_integer_run(inf__kernel_ctx *ctx) {
         return st;
     if ((st = inf__kernel_output(ctx, 0, INF_DTYPE_I32, pl.out_ndim, pl.out_dims, &q.y)) != INF_OK)
         return st;
+    if (qmm_fast(ctx, &pl, &q, &st)) return st;
     qmm_compute(&pl, &q);
     return INF_OK;
 }
 
-const inf__op_impl op_matmul_integer = {NULL, matmul_integer_run};
+const inf__op_impl op_matmul_integer = {matmul_integer_init, matmul_integer_run};
 
 static inf_status qlinear_matmul_run(inf__kernel_ctx *ctx) {
     qmm_args q = {ctx->in[0], opt_input(ctx, 3), opt_input(ctx, 2), opt_input(ctx, 5),
@@ -352,11 +527,12 @@ static inf_status qlinear_matmul_run(inf__kernel_ctx *ctx) {
         return st;
     if ((st = inf__kernel_output(ctx, 0, q.yzp->dtype, pl.out_ndim, pl.out_dims, &q.y)) != INF_OK)
         return st;
+    if (qmm_fast(ctx, &pl, &q, &st)) return st;
     qmm_compute(&pl, &q);
     return INF_OK;
 }
 
-const inf__op_impl op_qlinear_matmul = {NULL, qlinear_matmul_run};
+const inf__op_impl op_qlinear_matmul = {qlinear_matmul_init, qlinear_matmul_run};
 
 /* ======================================================================== */
 /*  ConvInteger, QLinearConv                                                 */
@@ -370,7 +546,51 @@ typedef struct qconv_params {
     int64_t group;
     int n_kernel, n_strides, n_dilations, n_pads;
     const int64_t *kernel, *strides, *dilations, *pads;
+    /* W packed at load per group (ops/qgemm.h), for 1-D/2-D convs */
+    bool packed;
+    const void *w_src;
+    int64_t w_dims[INF_MAX_DIMS];
+    int w_ndim;
+    inf__qgemm_b *bg; /* [group] */
 } qconv_params;
+
+/* Packs a constant W (input w_at; zero point input wzp_at: per tensor or
+ * per output channel) per group as B = W_g^T, when isa allows. */
+static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p, inf__qgemm_isa isa, int w_at,
+                             int wzp_at) {
+    const inf_tensor *w = inf__node_constant_input(node, w_at), *wz = inf__node_constant_input(node, wzp_at);
+    bool has_wz = wzp_at < node->n_inputs && node->inputs[wzp_at] >= 0;
+    if (!w || w->kind != INF_KIND_TENSOR || !is_q8(w->dtype) || w->ndim < 3 || w->ndim > 4 || !w->data ||
+        w->dims[0] % p->group)
+        return INF_OK;
+    int64_t m = w->dims[0], mg = m / p->group, k = inf_tensor_numel(w) / (m ? m : 1);
+    if (has_wz && (!wz || wz->dtype != w->dtype || !(inf_tensor_numel(wz) == 1 || inf_tensor_numel(wz) == m)))
+        return INF_OK;
+    p->bg = inf__arena_alloc(arena, (size_t)p->group * sizeof *p->bg);
+    uint8_t *hwc = inf__malloc((size_t)(m * k)); /* W [m][c][taps] -> [m][taps][c], the driver's K order */
+    if (!p->bg || !hwc) {
+        inf__free(hwc);
+        return INF_ENOMEM;
+    }
+    int64_t cg = w->dims[1], taps = k / (cg ? cg : 1);
+    for (int64_t o = 0; o < m; o++)
+        for (int64_t c = 0; c < cg; c++)
+            for (int64_t t = 0; t < taps; t++) hwc[(o * taps + t) * cg + c] = ((const uint8_t *)w->data)[(o * cg + c) * taps + t];
+    inf_status st = INF_OK;
+    for (int64_t grp = 0; grp < p->group && st == INF_OK; grp++) {
+        bool per_ch = wz && inf_tensor_numel(wz) > 1;
+        const void *zp = wz ? (const char *)wz->data + (per_ch ? grp * mg : 0) : NULL;
+        st = inf__qgemm_pack_b(arena, isa, k, mg, hwc + grp * mg * k, w->dtype, k, true, zp, per_ch ? mg : 1,
+                               &p->bg[grp]);
+    }
+    inf__free(hwc);
+    if (st != INF_OK) return st;
+    p->packed = true;
+    p->w_src = w->data;
+    p->w_ndim = w->ndim;
+    memcpy(p->w_dims, w->dims, sizeof p->w_dims);
+    return INF_OK;
+}
 
 static inf_status qconv_init(inf__node *node, inf__arena *arena, inf_error *err) {
     qconv_params *p = inf__op_params(arena, qconv_params);
@@ -395,7 +615,12 @@ static inf_status qconv_init(inf__node *node, inf__arena *arena, inf_error *err)
     for (int i = 0; i < p->n_pads; i++)
         if (p->pads[i] < 0) return inf__node_error(node, err, INF_EMODEL, "pads must be >= 0");
     node->params = p;
-    return INF_OK;
+    /* W is input 1 of ConvInteger, input 3 of QLinearConv and the fused QConv
+     * (which always packs: it has no loops of its own) */
+    bool fused = node->op->domain == INF_DOMAIN_INFERA, qlinear = fused || !strcmp(node->op_type, "QLinearConv");
+    inf__qgemm_isa isa = inf__qgemm_best_isa();
+    if (isa == INF_QGEMM_REF && !fused) return INF_OK;
+    return qconv_pack(node, arena, p, isa, qlinear ? 3 : 1, qlinear ? 5 : 3);
 }
 
 typedef struct qconv_geom {
@@ -502,6 +727,41 @@ static inf_status qconv_output(inf__kernel_ctx *ctx, const qconv_geom *g, inf_dt
     return inf__kernel_output(ctx, 0, dt, g->nd + 2, dims, y);
 }
 
+/* The packed path for a 1-D/2-D conv whose W is the one packed at load and
+ * whose x zero point is per tensor: false to take the loops. */
+static bool qconv_packed_fits(const inf__kernel_ctx *ctx, const qconv_geom *g, const qconv_args *q) {
+    const qconv_params *p = ctx->node->params;
+    return p->packed && q->w->data == p->w_src && q->w->ndim == p->w_ndim &&
+           !memcmp(q->w->dims, p->w_dims, (size_t)p->w_ndim * sizeof(int64_t)) && g->nd <= 2 &&
+           (!q->xzp || inf_tensor_numel(q->xzp) == 1);
+}
+
+static inf_status qconv_run_packed(inf__kernel_ctx *ctx, const qconv_geom *g, const qconv_args *q,
+                                   const inf__qout *out, void *y) {
+    const qconv_params *p = ctx->node->params;
+    bool one_d = g->nd == 1;
+    inf__qconv_geom qg = {.n = g->n, .c = g->c, .m = g->m, .group = p->group, .cg = g->cg, .mg = g->mg,
+                          .ih = one_d ? 1 : g->in[0], .iw = g->in[g->nd - 1], .oh = one_d ? 1 : g->out[0],
+                          .ow = g->out[g->nd - 1], .kh = one_d ? 1 : g->k[0], .kw = g->k[g->nd - 1],
+                          .sh = one_d ? 1 : g->s[0], .sw = g->s[g->nd - 1], .dh = one_d ? 1 : g->d[0],
+                          .dw = g->d[g->nd - 1], .pt = one_d ? 0 : g->pb[0], .pl = g->pb[g->nd - 1]};
+    void *scratch = inf__kernel_scratch(ctx, inf__qconv_scratch_bytes(&qg, &p->bg[0]));
+    if (!scratch) return INF_ENOMEM;
+    inf__qsrc x = {.data = q->x->data, .dtype = q->x->dtype, .zp = zp_at(q->xzp, 0)};
+    if (q->x->dtype == INF_DTYPE_F32) x.scale = scale_at(q->xs, 0), x.q_dtype = q->xzp ? q->xzp->dtype : INF_DTYPE_U8;
+    inf__qconv_drive(ctx->pool, &qg, p->bg, &x, out, y, scratch);
+    return INF_OK;
+}
+
+/* Per-channel multipliers a_scale * w_scale[m] (/ y_scale), in scratch. */
+static float *qconv_mults(inf__kernel_ctx *ctx, const qconv_geom *g, const qconv_args *q) {
+    float *mult = inf__kernel_scratch(ctx, (size_t)g->m * sizeof *mult);
+    for (int64_t m = 0; mult && m < g->m; m++)
+        mult[m] = q->ys ? scale_at(q->xs, 0) * scale_at(q->ws, m) / scale_at(q->ys, 0)
+                        : scale_at(q->xs, 0) * scale_at(q->ws, m);
+    return mult;
+}
+
 static inf_status conv_integer_run(inf__kernel_ctx *ctx) {
     const qconv_params *p = ctx->node->params;
     qconv_args q = {ctx->in[0], opt_input(ctx, 1), opt_input(ctx, 2), opt_input(ctx, 3), NULL,
@@ -517,6 +777,10 @@ static inf_status conv_integer_run(inf__kernel_ctx *ctx) {
         (st = check_param(ctx, "w_zero_point", q.wzp, g.m, "per output channel")) != INF_OK)
         return st;
     if ((st = qconv_output(ctx, &g, INF_DTYPE_I32, &q.y)) != INF_OK) return st;
+    if (qconv_packed_fits(ctx, &g, &q)) {
+        inf__qout out = {.kind = INF_QOUT_I32};
+        return qconv_run_packed(ctx, &g, &q, &out, q.y->data);
+    }
     qconv_compute(&g, &q);
     return INF_OK;
 }
@@ -551,8 +815,157 @@ static inf_status qlinear_conv_run(inf__kernel_ctx *ctx) {
                                  (long long)g.m, inf_dtype_name(q.bias->dtype),
                                  inf__shape_str(q.bias->ndim, q.bias->dims, buf, sizeof buf));
     if ((st = qconv_output(ctx, &g, q.yzp->dtype, &q.y)) != INF_OK) return st;
+    if (qconv_packed_fits(ctx, &g, &q)) {
+        float *mult = qconv_mults(ctx, &g, &q);
+        if (!mult) return INF_ENOMEM;
+        inf__qout out = {.kind = INF_QOUT_Q8, .mult = mult, .mult_per_col = true,
+                         .bias_i32 = q.bias ? q.bias->data : NULL, .y_dtype = q.y->dtype, .y_zp = zp_at(q.yzp, 0)};
+        return qconv_run_packed(ctx, &g, &q, &out, q.y->data);
+    }
     qconv_compute(&g, &q);
     return INF_OK;
 }
 
 const inf__op_impl op_qlinear_conv = {qconv_init, qlinear_conv_run};
+
+/* ======================================================================== */
+/*  QGemm, QConv (ai.infera): a QDQ-quantized MatMul/Gemm/Conv, fused        */
+/* ======================================================================== */
+/*
+ * Made by graph/passes/qdq.c from
+ *     x -> QuantizeLinear(x_scale, x_zp) -> DequantizeLinear -> MatMul / Gemm / Conv
+ *          with W = DequantizeLinear(W_q constant, w_scale, w_zp) and an optional bias
+ * as  y = QGemm / QConv(x, x_scale, x_zp, W_q, w_scale, w_zp, bias)   (QGemm attr trans_b)
+ * computing y = (float)acc * (x_scale * w_scale[j]) + bias[j], acc the exact
+ * integer sum of (q(x) - x_zp) * (W_q - w_zp), q(x) QuantizeLinear's bytes: the
+ * QDQ graph's value with the products summed in integers instead of float
+ * (they differ only by float rounding).  x float32 [..., K] / [N, C, (H,) W];
+ * W packed at load; then the node's fused activation.  W must be constant.
+ */
+
+typedef struct qgemm_params {
+    bool trans_b;
+    inf__vmath_fn gelu; /* activation "Gelu" (passes/qdq.c): over each output row */
+    const void *w_src;
+    inf__qgemm_b b;
+} qgemm_params;
+
+static inf_status qgemm_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    qgemm_params *p = inf__op_params(arena, qgemm_params);
+    if (!p) return INF_ENOMEM;
+    p->trans_b = inf__attr_int(node, "trans_b", 0) != 0;
+    const char *act = inf__attr_string(node, "activation", "");
+    if (*act && strcmp(act, "Gelu"))
+        return inf__node_error(node, err, INF_EMODEL, "unknown activation '%s'", act);
+    if (*act) p->gelu = inf__vmath_best()->gelu;
+    const inf_tensor *w = inf__node_constant_input(node, 3), *wz = inf__node_constant_input(node, 5);
+    if (!w || w->kind != INF_KIND_TENSOR || !is_q8(w->dtype) || w->ndim != 2 || !w->data)
+        return inf__node_error(node, err, INF_EMODEL, "W (input 3) must be a constant 2-D uint8/int8 tensor");
+    int64_t k = w->dims[p->trans_b ? 1 : 0], n = w->dims[p->trans_b ? 0 : 1];
+    if (wz && (wz->dtype != w->dtype || !(inf_tensor_numel(wz) == 1 || inf_tensor_numel(wz) == n)))
+        return inf__node_error(node, err, INF_EMODEL, "w_zero_point must be a scalar or [%lld] of W's type",
+                               (long long)n);
+    if (node->n_inputs > 5 && node->inputs[5] >= 0 && !wz)
+        return inf__node_error(node, err, INF_EMODEL, "w_zero_point (input 5) must be constant");
+    inf_status st = inf__qgemm_pack_b(arena, inf__qgemm_best_isa(), k, n, w->data, w->dtype, w->dims[1], p->trans_b,
+                                      wz ? wz->data : NULL, wz ? inf_tensor_numel(wz) : 1, &p->b);
+    if (st != INF_OK) return st;
+    p->w_src = w->data;
+    node->params = p;
+    return INF_OK;
+}
+
+/* x_scale, x_zp (per tensor), w_scale (scalar or [n]), bias (float32 [n]) */
+static inf_status fused_params_check(inf__kernel_ctx *ctx, int64_t n) {
+    const inf_tensor *xs = ctx->in[1], *xz = opt_input(ctx, 2), *ws = ctx->in[4], *bias = opt_input(ctx, 6);
+    inf_status st = check_scale(ctx, "x_scale", xs);
+    if (st == INF_OK) st = check_scale(ctx, "w_scale", ws);
+    if (st == INF_OK) st = check_param(ctx, "x_scale", xs, 1, "per tensor");
+    if (st == INF_OK) st = check_param(ctx, "w_scale", ws, n, "per output channel");
+    if (st == INF_OK && xz && (!is_q8(xz->dtype) || inf_tensor_numel(xz) != 1))
+        return inf__kernel_error(ctx, INF_ETYPE, "x_zero_point: expected one uint8 or int8 value");
+    if (st == INF_OK && bias && (bias->dtype != INF_DTYPE_F32 || inf_tensor_numel(bias) != n))
+        return inf__kernel_error(ctx, INF_ESHAPE, "bias: expected float32 with %lld values", (long long)n);
+    const inf_tensor *ys = opt_input(ctx, 7), *yz = opt_input(ctx, 8);
+    if (st == INF_OK && ys) st = check_scale(ctx, "y_scale", ys);
+    if (st == INF_OK && ys) st = check_param(ctx, "y_scale", ys, 1, "per tensor");
+    if (st == INF_OK && yz && (!is_q8(yz->dtype) || inf_tensor_numel(yz) != 1))
+        return inf__kernel_error(ctx, INF_ETYPE, "y_zero_point: expected one uint8 or int8 value");
+    return st;
+}
+
+/* The store of a fused node: scale, bias, its activation, then the output
+ * QuantizeLinear -> DequantizeLinear when it took one (inputs 7, 8). */
+static inf__qout fused_out(inf__kernel_ctx *ctx, const float *mult) {
+    const inf_tensor *bias = opt_input(ctx, 6), *ys = opt_input(ctx, 7), *yz = opt_input(ctx, 8);
+    inf__qout out = {.kind = INF_QOUT_F32, .mult = mult, .mult_per_col = true, .bias_f32 = bias ? bias->data : NULL,
+                     .act = ctx->node->epilogue.kind != INF_EPILOGUE_NONE ? &ctx->node->epilogue : NULL};
+    if (ys) {
+        out.requant = true;
+        out.rq_scale = scale_at(ys, 0);
+        out.rq_zp = zp_at(yz, 0);
+        out.rq_dtype = yz ? yz->dtype : INF_DTYPE_U8;
+    }
+    return out;
+}
+
+static inf_status qgemm_run(inf__kernel_ctx *ctx) {
+    const qgemm_params *p = ctx->node->params;
+    const inf_tensor *x = ctx->in[0], *w = ctx->in[3];
+    char buf[96];
+    if (x->dtype != INF_DTYPE_F32 || x->ndim < 1 || x->dims[x->ndim - 1] != p->b.k)
+        return inf__kernel_error(ctx, INF_ESHAPE, "x: expected float32 [..., %lld], got %s %s", (long long)p->b.k,
+                                 inf_dtype_name(x->dtype), inf__shape_str(x->ndim, x->dims, buf, sizeof buf));
+    if (w->data != p->w_src) return inf__kernel_error(ctx, INF_EINVAL, "W was replaced at run time");
+    inf_status st = fused_params_check(ctx, p->b.n);
+    if (st != INF_OK) return st;
+    int64_t dims[INF_MAX_DIMS], rows = p->b.k ? inf_tensor_numel(x) / p->b.k : 0;
+    memcpy(dims, x->dims, sizeof dims);
+    dims[x->ndim - 1] = p->b.n;
+    inf_tensor *y;
+    if ((st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, x->ndim, dims, &y)) != INF_OK) return st;
+    float *mult = inf__kernel_scratch(ctx, (size_t)p->b.n * sizeof *mult);
+    void *scratch = mult ? inf__kernel_scratch(ctx, inf__qmatmul_scratch_bytes(&p->b, rows)) : NULL;
+    if (!scratch) return INF_ENOMEM;
+    for (int64_t j = 0; j < p->b.n; j++) mult[j] = scale_at(ctx->in[1], 0) * scale_at(ctx->in[4], j);
+    const inf_tensor *xz = opt_input(ctx, 2);
+    inf__qsrc a = {.data = x->data, .dtype = INF_DTYPE_F32, .ld = p->b.k, .scale = scale_at(ctx->in[1], 0),
+                   .zp = zp_at(xz, 0), .q_dtype = xz ? xz->dtype : INF_DTYPE_U8};
+    inf__qout out = fused_out(ctx, mult);
+    out.row_act = p->gelu;
+    inf__qmatmul_drive(ctx->pool, &p->b, rows, &a, &out, y->data, p->b.n, scratch);
+    ctx->epilogue_done = true;
+    return INF_OK;
+}
+
+const inf__op_impl op_qgemm = {qgemm_init, qgemm_run};
+
+static inf_status qconv_fused_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    inf_status st = qconv_init(node, arena, err);
+    if (st == INF_OK && !((qconv_params *)node->params)->packed)
+        return inf__node_error(node, err, INF_EMODEL, "W (input 3) must be a constant 3-D/4-D uint8/int8 tensor");
+    return st;
+}
+
+static inf_status qconv_fused_run(inf__kernel_ctx *ctx) {
+    const qconv_params *p = ctx->node->params;
+    qconv_args q = {ctx->in[0], ctx->in[3], opt_input(ctx, 2), opt_input(ctx, 5), NULL,
+                    ctx->in[1], ctx->in[4], NULL, NULL, NULL};
+    if (q.x->dtype != INF_DTYPE_F32)
+        return inf__kernel_error(ctx, INF_ETYPE, "x: expected float32, got %s", inf_dtype_name(q.x->dtype));
+    qconv_geom g;
+    inf_status st = qconv_geometry(ctx, p, q.x, q.w, &g);
+    if (st == INF_OK) st = fused_params_check(ctx, g.m);
+    if (st != INF_OK) return st;
+    if (!qconv_packed_fits(ctx, &g, &q))
+        return inf__kernel_error(ctx, INF_EUNSUPPORTED, "only 1-D/2-D convolutions with the W given at load");
+    if ((st = qconv_output(ctx, &g, INF_DTYPE_F32, &q.y)) != INF_OK) return st;
+    float *mult = qconv_mults(ctx, &g, &q);
+    if (!mult) return INF_ENOMEM;
+    inf__qout out = fused_out(ctx, mult);
+    st = qconv_run_packed(ctx, &g, &q, &out, q.y->data);
+    ctx->epilogue_done = st == INF_OK;
+    return st;
+}
+
+const inf__op_impl op_qconv = {qconv_fused_init, qconv_fused_run};

@@ -1,13 +1,15 @@
 /*
  * reduce.c -- reference kernel for the Reduce* family.
  *
- * ONNX ops (opsets 1-17): ReduceSum, ReduceMean, ReduceMax, ReduceMin,
+ * ONNX ops (opsets 1-26): ReduceSum, ReduceMean, ReduceMax, ReduceMin,
  *   ReduceProd; the same code also implements ReduceL1, ReduceL2,
  *   ReduceLogSum, ReduceLogSumExp and ReduceSumSquare (dispatch on
  *   node->op_type in init) should ops.def list them.
  *   axes: an attribute, except ReduceSum from opset 13 where it is the
  *   optional second input; no axes means all axes unless
- *   noop_with_empty_axes = 1 (then the output is a copy of the input).
+ *   noop_with_empty_axes = 1 (then nothing is reduced: each element is
+ *   the reduction of itself, |x| for L1, x^2 for SumSquare...).
+ *   From opset 18 every Reduce* takes axes as its optional second input.
  *   keepdims (default 1).
  * dtypes: float32, float64, float16, bfloat16 (accumulated in double);
  *   int32, int64, uint32, uint64 (accumulated in 64-bit integers, wrapping;
@@ -270,18 +272,17 @@ static inf_status reduce_run(inf__kernel_ctx *ctx) {
     inf_status st = reduce_axes(ctx, p, x->ndim, red, &n_axes);
     if (st != INF_OK) return st;
     inf_tensor *y;
-    if (n_axes == 0 && p->noop_empty) {
-        if ((st = inf__kernel_output(ctx, 0, x->dtype, x->ndim, x->dims, &y)) != INF_OK) return st;
-        memcpy(y->data, x->data, inf_tensor_nbytes(x));
-        return INF_OK;
-    }
+    /* noop_with_empty_axes: nothing is reduced, but each element still goes
+     * through the op's own map (L1 |x|, SumSquare x^2, LogSum log x), as
+     * ONNX's reference and onnxruntime compute it */
+    bool noop = n_axes == 0 && p->noop_empty;
     reduce_plan pl = {0};
     pl.count = 1;
     int64_t out_dims[INF_MAX_DIMS], stride = 1, strides[INF_MAX_DIMS];
     int out_nd = 0;
     for (int d = x->ndim - 1; d >= 0; d--) strides[d] = stride, stride *= x->dims[d];
     for (int d = 0; d < x->ndim; d++) {
-        bool r = n_axes == 0 || red[d];
+        bool r = !noop && (n_axes == 0 || red[d]);
         if (r) {
             pl.red_dims[pl.n_red] = x->dims[d], pl.red_strides[pl.n_red++] = strides[d];
             pl.count *= x->dims[d];

@@ -1,5 +1,5 @@
 /*
- * resize.c -- ONNX Resize (opsets 10-17) and Upsample (7-10), one N-D
+ * resize.c -- ONNX Resize (opsets 10-26) and Upsample (7-10), one N-D
  * separable interpolation for both.
  *
  *   Upsample 7     attribute scales (floats); 9-10 input scales.
@@ -46,8 +46,22 @@
  * Memory: one scratch block for the taps of every axis (sum of the output
  * lengths times 4 taps).
  *
- * Deviations: the opset 18 additions (antialias, axes, keep_aspect_ratio)
- * are not implemented.
+ * Opsets 18-26 (Resize 18, 19):
+ *   - `axes`: scales, sizes and roi name only those axes (negative counted
+ *     from the end; each once); the others keep their length (scale 1);
+ *   - `keep_aspect_ratio_policy` with sizes: stretch (each axis its own
+ *     scale), not_larger / not_smaller (one scale, the min / max of
+ *     size / length over the named axes; each length becomes
+ *     round(scale * length), half up, as the reference computes);
+ *   - coordinate_transformation_mode half_pixel_symmetric (19):
+ *     x = c (1 - out / (scale in)) + (o + 0.5) / scale - 0.5, c = in / 2.
+ *
+ *   - antialias = 1 (18) with linear or cubic: the filter is stretched by
+ *     1 / scale when downsampling (2 - 2 start taps, start = floor(-support
+ *     / scale) + 1, support 1 or 2), weights normalised to sum 1, as the
+ *     ONNX reference computes; with nearest it has no effect.
+ *
+ * Deviations: none known.
  */
 #include <math.h>
 
@@ -62,7 +76,10 @@ typedef enum rs_coord {
     RS_ASYMMETRIC,
     RS_TF_HALF_PIXEL_FOR_NN,
     RS_TF_CROP_AND_RESIZE,
+    RS_HALF_PIXEL_SYMMETRIC, /* opset 19 */
 } rs_coord;
+
+typedef enum rs_aspect { RS_STRETCH, RS_NOT_LARGER, RS_NOT_SMALLER } rs_aspect;
 
 typedef enum rs_nearest {
     RS_ROUND_PREFER_FLOOR,
@@ -82,14 +99,20 @@ typedef struct rs_params {
     double extrapolation;
     int n_scales; /* Upsample-7: attribute scales */
     const float *scales;
+    int n_axes;   /* opset 18: the axes scales/sizes/roi name; 0: all */
+    const int64_t *axes;
+    rs_aspect aspect;
+    bool antialias; /* opset 18, linear/cubic */
 } rs_params;
 
 #define RS_MAX_TAPS 4
+#define RS_MAX_ANTIALIAS_TAPS 254 /* ntap is a byte */
 
 /* The taps of one axis: for output index o, ntap[o] taps at
  * off[o*4 + k] (input offset in elements) with weight w[o*4 + k];
  * outside[o] marks a tf_crop_and_resize extrapolation. */
 typedef struct rs_axis {
+    int cap; /* taps per output index: RS_MAX_TAPS, more with antialias */
     int64_t *off;
     double *w;
     uint8_t *ntap;
@@ -108,7 +131,9 @@ static inf_status rs_init(inf__node *node, inf__arena *arena, inf_error *err) {
     static const char *const modes[] = {"nearest", "linear", "cubic"};
     static const char *const coords[] = {"half_pixel",           "pytorch_half_pixel",
                                          "align_corners",        "asymmetric",
-                                         "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+                                         "tf_half_pixel_for_nn", "tf_crop_and_resize",
+                                         "half_pixel_symmetric"};
+    static const char *const aspects[] = {"stretch", "not_larger", "not_smaller"};
     static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                            "ceil"};
     rs_params *p = inf__op_params(arena, rs_params);
@@ -127,7 +152,7 @@ static inf_status rs_init(inf__node *node, inf__arena *arena, inf_error *err) {
     } else {
         const char *c = inf__attr_string(node, "coordinate_transformation_mode", "half_pixel");
         const char *nm = inf__attr_string(node, "nearest_mode", "round_prefer_floor");
-        if ((k = rs_lookup(c, coords, 6)) < 0)
+        if ((k = rs_lookup(c, coords, node->opset >= 19 ? 7 : 6)) < 0)
             return inf__node_error(
                 node, err, INF_EMODEL,
                 "attribute coordinate_transformation_mode: unsupported value '%s'", c);
@@ -136,6 +161,15 @@ static inf_status rs_init(inf__node *node, inf__arena *arena, inf_error *err) {
             return inf__node_error(node, err, INF_EMODEL,
                                    "attribute nearest_mode: unsupported value '%s'", nm);
         p->nearest = (rs_nearest)k;
+    }
+    if (!legacy && node->opset >= 18) {
+        const char *ka = inf__attr_string(node, "keep_aspect_ratio_policy", "stretch");
+        if ((k = rs_lookup(ka, aspects, 3)) < 0)
+            return inf__node_error(node, err, INF_EMODEL, "attribute keep_aspect_ratio_policy: unsupported value '%s'",
+                                   ka);
+        p->aspect = (rs_aspect)k;
+        p->axes = inf__attr_ints(node, "axes", &p->n_axes);
+        p->antialias = inf__attr_int(node, "antialias", 0) != 0 && p->mode != RS_NEAREST;
     }
     p->cubic_a = inf__attr_float(node, "cubic_coeff_a", -0.75f);
     p->exclude_outside = inf__attr_int(node, "exclude_outside", 0) != 0;
@@ -164,10 +198,50 @@ static inf_status rs_read_floats(inf__kernel_ctx *ctx, const inf_tensor *t, cons
     return INF_OK;
 }
 
+/* The axes that scales, sizes and roi name (opset 18 `axes`, else all):
+ * map[k] = the k-th named axis; *n their number. */
+static inf_status rs_axes(inf__kernel_ctx *ctx, const rs_params *p, int r, int *map, int *n) {
+    if (!p->axes) {
+        for (int a = 0; a < r; a++) map[a] = a;
+        *n = r;
+        return INF_OK;
+    }
+    bool seen[INF_MAX_DIMS] = {false};
+    if (p->n_axes > r) return inf__kernel_error(ctx, INF_ESHAPE, "attribute axes names %d axes, X has %d", p->n_axes, r);
+    for (int k = 0; k < p->n_axes; k++) {
+        int64_t a = p->axes[k] < 0 ? p->axes[k] + r : p->axes[k];
+        if (a < 0 || a >= r || seen[a])
+            return inf__kernel_error(ctx, INF_EINVAL, "attribute axes: %lld is out of range or repeated (rank %d)",
+                                     (long long)p->axes[k], r);
+        seen[a] = true;
+        map[k] = (int)a;
+    }
+    *n = p->n_axes;
+    return INF_OK;
+}
+
+/* keep_aspect_ratio_policy not_larger / not_smaller: one scale for the named axes. */
+static void rs_keep_aspect(const rs_params *p, const inf_tensor *x, const int *map, int n, const int64_t *sizes,
+                           double *scales, int64_t *dims) {
+    double scale = p->aspect == RS_NOT_LARGER ? INFINITY : 0;
+    for (int k = 0; k < n; k++) {
+        double s = x->dims[map[k]] ? (double)sizes[k] / (double)x->dims[map[k]] : 1.0;
+        scale = p->aspect == RS_NOT_LARGER ? fmin(scale, s) : fmax(scale, s);
+    }
+    for (int k = 0; k < n; k++) {
+        scales[map[k]] = scale;
+        dims[map[k]] = (int64_t)floor(scale * (double)x->dims[map[k]] + 0.5);
+    }
+}
+
 /* Fills scales[] and out dims from the scales attribute/input or sizes. */
 static inf_status rs_shape(inf__kernel_ctx *ctx, const rs_params *p, const inf_tensor *x,
                            double *scales, int64_t *dims) {
     int r = x->ndim, si = ctx->node->opset < 11 || p->is_upsample ? 1 : 2;
+    int map[INF_MAX_DIMS], n_named;
+    inf_status st0 = rs_axes(ctx, p, r, map, &n_named);
+    if (st0 != INF_OK) return st0;
+    for (int a = 0; a < r; a++) scales[a] = 1.0, dims[a] = x->dims[a];
     const inf_tensor *st_ = NULL, *sz = NULL;
     inf_status st;
     if (!p->scales && (st = move_input(ctx, si, "scales", false, &st_)) != INF_OK) return st;
@@ -179,17 +253,19 @@ static inf_status rs_shape(inf__kernel_ctx *ctx, const rs_params *p, const inf_t
         int n;
         if ((st = move_read_ints(ctx, sz, "sizes", false, INF_MAX_DIMS, sizes, &n)) != INF_OK)
             return st;
-        if (n != r)
+        if (n != n_named)
             return inf__kernel_error(ctx, INF_ESHAPE, "input sizes has %d values, expected %d", n,
-                                     r);
-        for (int a = 0; a < r; a++) {
-            if (sizes[a] < 0 || (sizes[a] > 0 && x->dims[a] == 0))
+                                     n_named);
+        for (int k = 0; k < n; k++) {
+            int a = map[k];
+            if (sizes[k] < 0 || (sizes[k] > 0 && x->dims[a] == 0))
                 return inf__kernel_error(ctx, INF_ESHAPE,
                                          "input sizes: cannot resize axis %d from %lld to %lld", a,
-                                         (long long)x->dims[a], (long long)sizes[a]);
-            dims[a] = sizes[a];
-            scales[a] = x->dims[a] ? (double)sizes[a] / (double)x->dims[a] : 1.0;
+                                         (long long)x->dims[a], (long long)sizes[k]);
+            dims[a] = sizes[k];
+            scales[a] = x->dims[a] ? (double)sizes[k] / (double)x->dims[a] : 1.0;
         }
+        if (p->aspect != RS_STRETCH) rs_keep_aspect(p, x, map, n, sizes, scales, dims);
         return INF_OK;
     }
     if (p->scales) {
@@ -198,7 +274,9 @@ static inf_status rs_shape(inf__kernel_ctx *ctx, const rs_params *p, const inf_t
                                      p->n_scales, r);
         for (int a = 0; a < r; a++) scales[a] = p->scales[a];
     } else if (rs_present(st_)) {
-        if ((st = rs_read_floats(ctx, st_, "scales", r, scales)) != INF_OK) return st;
+        double named[INF_MAX_DIMS];
+        if ((st = rs_read_floats(ctx, st_, "scales", n_named, named)) != INF_OK) return st;
+        for (int k = 0; k < n_named; k++) scales[map[k]] = named[k];
     } else {
         return inf__kernel_error(ctx, INF_EINVAL, "one of the inputs scales and sizes is required");
     }
@@ -225,6 +303,10 @@ static double rs_source(const rs_params *p, double o, int64_t in, int64_t out, d
     case RS_ASYMMETRIC: return o / scale;
     case RS_PYTORCH_HALF_PIXEL: return out == 1 ? 0.0 : (o + 0.5) / scale - 0.5;
     case RS_TF_HALF_PIXEL_FOR_NN: return (o + 0.5) / scale;
+    case RS_HALF_PIXEL_SYMMETRIC: {
+        double center = (double)in / 2, adjustment = out_len / (scale * (double)in);
+        return center * (1 - adjustment) + (o + 0.5) / scale - 0.5;
+    }
     case RS_TF_CROP_AND_RESIZE: {
         double x = out == 1 ? (roi[1] - roi[0]) * (double)(in - 1) / 2
                             : o * (roi[1] - roi[0]) * (double)(in - 1) / (out_len - 1);
@@ -257,10 +339,49 @@ static void rs_cubic_coeffs(double r, double A, double *c) {
     c[3] = ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A;
 }
 
+/* The first tap of the antialias filter relative to floor(x) (linear:
+ * support 1, cubic: 2, stretched by 1 / scale); the filter has 2 - 2 start taps. */
+static int64_t rs_antialias_start(const rs_params *p, double scale) {
+    double support = p->mode == RS_CUBIC ? 2.0 : 1.0;
+    return (int64_t)floor(-support / fmin(scale, 1.0)) + 1;
+}
+
+/* Taps per output index of an axis. */
+static int64_t rs_cap(const rs_params *p, double scale) {
+    return p->antialias ? 2 - 2 * rs_antialias_start(p, scale) : RS_MAX_TAPS;
+}
+
+static double rs_cubic_weight(double x, double A) {
+    x = fabs(x);
+    if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
+    if (x < 2) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+    return 0;
+}
+
+/* Antialias (opset 18, the ONNX reference's filter): taps x0 + k, k from
+ * start, weights filter((k - ratio) * scale) normalised to sum 1. */
+static int rs_antialias_taps(const rs_params *p, double x, int64_t in, double scale, int64_t *idx, double *w) {
+    double f = floor(x), ratio = x - f;
+    int64_t x0 = (int64_t)f;
+    if (ratio == 0) x0 -= 1, ratio = 1;
+    double sc = fmin(scale, 1.0), sum = 0;
+    int64_t start = rs_antialias_start(p, scale), n = 2 - 2 * start;
+    for (int64_t k = 0; k < n; k++) {
+        double t = ((double)(start + k) - ratio) * sc;
+        idx[k] = x0 + start + k;
+        w[k] = p->mode == RS_CUBIC ? rs_cubic_weight(t, p->cubic_a) : fmax(0.0, 1 - fabs(t));
+        if (p->exclude_outside && (idx[k] < 0 || idx[k] >= in)) w[k] = 0;
+        sum += w[k];
+    }
+    for (int64_t k = 0; k < n; k++) w[k] = sum != 0 ? w[k] / sum : 0;
+    return (int)n;
+}
+
 /* Taps of output index o: input indices idx[] (may lie outside [0, in)) and
  * weights w[]; returns their number. */
 static int rs_raw_taps(const rs_params *p, double x, int64_t in, double scale, int64_t *idx,
                        double *w) {
+    if (p->antialias) return rs_antialias_taps(p, x, in, scale, idx, w);
     if (p->mode == RS_NEAREST) {
         idx[0] = rs_nearest_index(p, x, scale);
         w[0] = 1;
@@ -295,14 +416,14 @@ static void rs_axis_taps(const rs_params *p, int64_t in, int64_t out, double sca
     for (int64_t o = 0; o < out; o++) {
         bool outside;
         double x = rs_source(p, (double)o, in, out, scale, roi, &outside);
-        int64_t idx[RS_MAX_TAPS];
-        double w[RS_MAX_TAPS];
+        int64_t idx[RS_MAX_ANTIALIAS_TAPS];
+        double w[RS_MAX_ANTIALIAS_TAPS];
         int n = rs_raw_taps(p, x, in, scale, idx, w), kept = 0;
         for (int k = 0; k < n; k++) {
             if (w[k] == 0 && !(n == 1)) continue;
             int64_t i = idx[k] < 0 ? 0 : idx[k] >= in ? in - 1 : idx[k];
-            ax->off[o * RS_MAX_TAPS + kept] = i * stride;
-            ax->w[o * RS_MAX_TAPS + kept] = w[k];
+            ax->off[o * ax->cap + kept] = i * stride;
+            ax->w[o * ax->cap + kept] = w[k];
             kept++;
         }
         ax->ntap[o] = (uint8_t)kept;
@@ -323,7 +444,7 @@ typedef struct rs_run_state {
 static double rs_accumulate(const rs_run_state *s, int a, int64_t off) {
     if (a == s->r) return inf__tensor_get_f64(s->x, off);
     const rs_axis *ax = &s->axes[a];
-    int64_t o = s->c[a] * RS_MAX_TAPS;
+    int64_t o = s->c[a] * ax->cap;
     double sum = 0;
     for (int k = 0; k < ax->ntap[s->c[a]]; k++)
         sum += ax->w[o + k] * rs_accumulate(s, a + 1, off + ax->off[o + k]);
@@ -344,7 +465,7 @@ static inf_status rs_compute(inf__kernel_ctx *ctx, const rs_params *p, const inf
             inf__tensor_set_f64(y, i, p->extrapolation);
         } else if (p->mode == RS_NEAREST) {
             int64_t off = 0;
-            for (int a = 0; a < r; a++) off += axes[a].off[c[a] * RS_MAX_TAPS];
+            for (int a = 0; a < r; a++) off += axes[a].off[c[a] * axes[a].cap];
             st = move_copy(ctx, y, i, x, off, 1);
         } else {
             double v = rs_accumulate(&s, 0, 0);
@@ -372,31 +493,43 @@ static inf_status rs_run(inf__kernel_ctx *ctx) {
     int64_t dims[INF_MAX_DIMS];
     if ((st = rs_shape(ctx, p, x, scales, dims)) != INF_OK) return st;
     if (p->coord == RS_TF_CROP_AND_RESIZE) {
-        if ((st = move_input(ctx, 1, "roi", true, &roi_t)) != INF_OK ||
-            (st = rs_read_floats(ctx, roi_t, "roi", 2 * r, roi)) != INF_OK)
+        int map[INF_MAX_DIMS], n_named;
+        double named[2 * INF_MAX_DIMS];
+        if ((st = rs_axes(ctx, p, r, map, &n_named)) != INF_OK ||
+            (st = move_input(ctx, 1, "roi", true, &roi_t)) != INF_OK ||
+            (st = rs_read_floats(ctx, roi_t, "roi", 2 * n_named, named)) != INF_OK)
             return st;
+        for (int a = 0; a < r; a++) roi[a] = 0, roi[r + a] = 1; /* unnamed axes: the whole axis */
+        for (int k = 0; k < n_named; k++) roi[map[k]] = named[k], roi[r + map[k]] = named[n_named + k];
     }
     inf_tensor *y;
     if ((st = inf__kernel_output(ctx, 0, x->dtype, r, dims, &y)) != INF_OK) return st;
     if (inf_tensor_numel(y) == 0) return INF_OK;
 
-    size_t total = 0;
-    for (int a = 0; a < r; a++) total += (size_t)dims[a];
-    size_t bytes = total * RS_MAX_TAPS * (sizeof(int64_t) + sizeof(double)) + 2 * total;
+    size_t total = 0, total_taps = 0;
+    for (int a = 0; a < r; a++) {
+        int64_t cap = rs_cap(p, scales[a]);
+        if (cap > RS_MAX_ANTIALIAS_TAPS)
+            return inf__kernel_error(ctx, INF_EUNSUPPORTED, "antialias: scale %g on axis %d needs %lld taps, at most %d "
+                                     "are implemented", scales[a], a, (long long)cap, RS_MAX_ANTIALIAS_TAPS);
+        total += (size_t)dims[a], total_taps += (size_t)(dims[a] * cap);
+    }
+    size_t bytes = total_taps * (sizeof(int64_t) + sizeof(double)) + 2 * total;
     char *mem = inf__kernel_scratch(ctx, bytes ? bytes : 1);
     if (!mem) return INF_ENOMEM;
     rs_axis axes[INF_MAX_DIMS];
     int64_t *off = (int64_t *)mem;
-    double *w = (double *)(off + total * RS_MAX_TAPS);
-    uint8_t *bytes_p = (uint8_t *)(w + total * RS_MAX_TAPS);
+    double *w = (double *)(off + total_taps);
+    uint8_t *bytes_p = (uint8_t *)(w + total_taps);
     int64_t stride = inf_tensor_numel(x);
     for (int a = 0; a < r; a++) {
         stride /= x->dims[a];
-        axes[a] = (rs_axis){off, w, bytes_p, bytes_p + dims[a]};
+        int cap = (int)rs_cap(p, scales[a]);
+        axes[a] = (rs_axis){cap, off, w, bytes_p, bytes_p + dims[a]};
         double roi_a[2] = {roi[a], roi[r + a]};
         rs_axis_taps(p, x->dims[a], dims[a], scales[a], roi_a, stride, &axes[a]);
-        off += dims[a] * RS_MAX_TAPS;
-        w += dims[a] * RS_MAX_TAPS;
+        off += dims[a] * cap;
+        w += dims[a] * cap;
         bytes_p += 2 * dims[a];
     }
     return rs_compute(ctx, p, x, y, axes);

@@ -3,10 +3,11 @@
  * opset 17.
  *
  * ONNX ops:
- *   DFT             opset 17: input [batch, ..., n, 1 (real) or 2 (complex)],
+ *   DFT             opsets 17-26: input [batch, ..., n, 1 (real) or 2 (complex)],
  *                   optional dft_length (scalar int32/int64: the signal is
  *                   zero-padded or truncated to it), attributes axis (default
- *                   1; negative counts from the end of the rank), inverse
+ *                   1; negative counts from the end of the rank; from opset
+ *                   20 the optional third input, default -2), inverse
  *                   (scaled by 1/n), onesided (keep bins 0..n/2).
  *                   Output [..., bins, ..., 2].
  *   STFT            opset 17: signal [batch, length, 1 or 2], frame_step,
@@ -122,10 +123,11 @@ typedef struct dft_params {
 } dft_params;
 
 static inf_status dft_init(inf__node *node, inf__arena *arena, inf_error *err) {
-    (void)err;
     dft_params *p = inf__op_params(arena, dft_params);
     if (!p) return INF_ENOMEM;
-    p->axis = inf__attr_int(node, "axis", 1);
+    if (node->opset >= 20 && inf__node_attr(node, "axis"))
+        return inf__node_error(node, err, INF_EMODEL, "axis is an input from opset 20, not an attribute");
+    p->axis = inf__attr_int(node, "axis", node->opset >= 20 ? -2 : 1);
     p->inverse = inf__attr_int(node, "inverse", 0) != 0;
     p->onesided = inf__attr_int(node, "onesided", 0) != 0;
     node->params = p;
@@ -142,10 +144,13 @@ static inf_status dft_run(inf__kernel_ctx *ctx) {
     if (r < 2 || (x->dims[r - 1] != 1 && x->dims[r - 1] != 2))
         return inf__kernel_error(ctx, INF_ESHAPE, "input: expected [..., n, 1 or 2] (real or complex), got %s",
                                  inf__shape_str(r, x->dims, buf, sizeof buf));
-    int64_t axis = p->axis < 0 ? p->axis + r : p->axis;
+    int64_t given = p->axis;
+    const inf_tensor *axis_t = ctx->node->opset >= 20 ? opt_input(ctx, 2) : NULL;
+    if (axis_t && (st = scalar_int(ctx, "axis", axis_t, INT64_MIN, &given)) != INF_OK) return st;
+    int64_t axis = given < 0 ? given + r : given;
     if (axis < 0 || axis >= r - 1)
         return inf__kernel_error(ctx, INF_EINVAL, "axis = %lld is out of range for input %s (the last "
-                                 "dimension holds real/imaginary parts)", (long long)p->axis,
+                                 "dimension holds real/imaginary parts)", (long long)given,
                                  inf__shape_str(r, x->dims, buf, sizeof buf));
     int64_t n_sig = x->dims[axis], n = n_sig;
     if (len_t && (st = scalar_int(ctx, "dft_length", len_t, 1, &n)) != INF_OK) return st;

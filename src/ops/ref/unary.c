@@ -8,6 +8,7 @@
  *   Neg                                        opsets 1-17  T: float types, int8..int64
  *   Abs                                        opsets 1-17  T: float types, every integer type
  *   Not                                        opsets 1-17  T: bool
+ *   BitwiseNot                                 opsets 18-26 T: int8..int64, uint8..uint64
  *   Clip  opsets 1-10: attributes min/max (float types);
  *         opsets 11-17: optional scalar inputs min/max of the input's type
  *         (integer types from opset 12).  y = min(max(x, min), max), so
@@ -31,7 +32,7 @@
 
 typedef enum unop {
     UN_SQRT, UN_EXP, UN_LOG, UN_TANH, UN_SIGMOID, UN_RECIPROCAL, UN_LEAKY_RELU,
-    UN_ERF, UN_RELU, UN_NEG, UN_ABS, UN_NOT,
+    UN_ERF, UN_RELU, UN_NEG, UN_ABS, UN_NOT, UN_BITWISE_NOT,
 } unop;
 
 /* Which dtypes each op accepts besides the float types. */
@@ -54,6 +55,7 @@ static const struct {
     {"Neg", UN_NEG, ACCEPT_FLOAT | ACCEPT_SIGNED},
     {"Abs", UN_ABS, ACCEPT_FLOAT | ACCEPT_SIGNED | ACCEPT_UNSIGNED},
     {"Not", UN_NOT, ACCEPT_BOOL},
+    {"BitwiseNot", UN_BITWISE_NOT, ACCEPT_SIGNED | ACCEPT_UNSIGNED},
 };
 
 typedef struct unary_params {
@@ -216,6 +218,7 @@ static void unary_int(unop op, const inf_tensor *x, inf_tensor *y, int64_t n) {
         case UN_RELU: v = v > 0 ? v : 0; break;
         case UN_NEG: v = (int64_t)neg; break;
         case UN_ABS: v = is_signed && v < 0 ? (int64_t)neg : v; break;
+        case UN_BITWISE_NOT: v = (int64_t)~(uint64_t)v; break; /* store_int keeps the type's width */
         default: break;
         }
         store_int(y, i, v);
@@ -235,6 +238,7 @@ static const char *unary_accept_str(int accept) {
     case ACCEPT_FLOAT: return "a float type";
     case ACCEPT_FLOAT | ACCEPT_SIGNED: return "a float or signed integer type";
     case ACCEPT_BOOL: return "bool";
+    case ACCEPT_SIGNED | ACCEPT_UNSIGNED: return "an integer type";
     default: return "a numeric type";
     }
 }

@@ -21,8 +21,9 @@
  * session's threads when large.  Sign keeps NaN; Sign on integers is exact.
  * Shrink on integers computes in double and truncates the result to the
  * type (as a cast would).  The legacy attributes of opsets 1-5
- * (consumed_inputs) are ignored.  Mish (opset 18) and BitwiseNot (opset 18)
- * are outside the opsets we implement.
+ * (consumed_inputs) are ignored.
+ *   Mish  x * tanh(softplus(x))               opsets 18-26  T: float types
+ *   Swish x * sigmoid(alpha * x) (alpha 1)    opset 24-26   T: float types
  */
 #include <math.h>
 #include <string.h>
@@ -32,7 +33,7 @@
 typedef enum mop {
     M_ACOS, M_ACOSH, M_ASIN, M_ASINH, M_ATAN, M_ATANH, M_COS, M_COSH, M_SIN, M_SINH, M_TAN,
     M_FLOOR, M_CEIL, M_ROUND, M_ELU, M_SELU, M_CELU, M_HARD_SIGMOID, M_HARD_SWISH, M_SOFTPLUS,
-    M_SOFTSIGN, M_THRESHOLDED_RELU, M_SIGN, M_SHRINK, M_ISNAN, M_ISINF,
+    M_SOFTSIGN, M_THRESHOLDED_RELU, M_SIGN, M_SHRINK, M_ISNAN, M_ISINF, M_MISH, M_SWISH,
 } mop;
 
 enum { TAKES_FLOAT = 1, TAKES_INT = 2 };
@@ -69,6 +70,8 @@ static const struct {
     {"Shrink", M_SHRINK, TAKES_FLOAT | TAKES_INT, 0.5f, 0.0f}, /* lambd, bias */
     {"IsNaN", M_ISNAN, TAKES_FLOAT, 0, 0},
     {"IsInf", M_ISINF, TAKES_FLOAT, 0, 0},
+    {"Mish", M_MISH, TAKES_FLOAT, 0, 0},
+    {"Swish", M_SWISH, TAKES_FLOAT, 1.0f, 0},
 };
 
 typedef struct mop_params {
@@ -136,6 +139,8 @@ static double mop_f64(const mop_params *p, double x) {
     case M_HARD_SWISH: return x * clamp01(x / 6 + 0.5);
     case M_SOFTPLUS: return softplus(x);
     case M_SOFTSIGN: return x / (1 + fabs(x));
+    case M_MISH: return x * tanh(softplus(x));
+    case M_SWISH: return x / (1 + exp(-a * x));
     case M_THRESHOLDED_RELU: return x > a ? x : 0;
     case M_SIGN: return isnan(x) ? x : (x > 0) - (x < 0);
     case M_SHRINK: return x < -a ? x + b : x > a ? x - b : 0;

@@ -1,0 +1,163 @@
+/*
+ * qgemm.h -- the 8-bit integer GEMM behind the INT8 kernels (MatMulInteger,
+ * QLinearMatMul, ConvInteger, QLinearConv and the fused QDQ ops QGemm and
+ * QConv), its packed weights, and the drivers that feed it.
+ *
+ * DESIGN: one product, C[i][j] = sum_k (A[i][k] - a_zp) * (B[k][j] - b_zp[j]),
+ * with A unsigned 8-bit activations (rows, K zero-padded to the packing's
+ * k group) and B signed 8-bit weights packed once at load.  Any operand mix
+ * maps onto it exactly: an int8 A is A + 128 with a_zp + 128, a uint8 B is
+ * B - 128 with b_zp - 128 -- the differences (A - a_zp), (B - b_zp) are the
+ * same integers.  Zero points are applied after the raw sum:
+ *     C = sum A*B - a_zp * colsum(B)[j] - b_zp[j] * rowsum(A)[i] + K * a_zp * b_zp[j]
+ * in int32 (wrapping, as the reference's int64 sum wraps to int32).
+ *
+ * Three kernels of the raw sum, chosen at run time from CPUID
+ * (inf__qgemm_best_isa; INFERA_CPU=avx2|generic forces a lower one):
+ *   INF_QGEMM_VNNI512  AVX-512 VNNI vpdpbusd: u8 x s8 quads summed straight
+ *                      into int32 lanes -- no intermediate saturation at all.
+ *   INF_QGEMM_AVX2     AVX2 vpmaddwd on 16-bit operands (A zero-extended, B
+ *                      packed as int16 pairs): exact for any weights.  The
+ *                      faster vpmaddubsw (u8 x s8 -> saturating int16 pair
+ *                      sums) is not used: 255 * 127 * 2 overflows int16, which
+ *                      ONNX Runtime's MLAS accepts (its quantizer offers
+ *                      reduce_range: 7-bit weights) and oneDNN avoids by
+ *                      scaling weights; we keep exact results instead.
+ *   INF_QGEMM_REF      plain C over the same math: the reference twin.
+ * All three give bit-identical int32 results (tests/kernels/test_qgemm.c).
+ *
+ * Packed B (inf__qgemm_b): panels of `panel` columns (VNNI 16, AVX2 8, ref
+ * 1); in a panel, K in groups of kgroup (4, 2, 1), each group holding every
+ * column's kgroup values (int8 for VNNI and ref, int16 for AVX2).  K and N
+ * are zero-padded to whole groups and panels; colsum and b_zp (per column,
+ * after the u8 shift) come with it.  C buffers have ldc >= np (the padded N).
+ */
+#ifndef INF_OPS_QGEMM_H
+#define INF_OPS_QGEMM_H
+
+#include "ops/ops.h"
+
+typedef enum inf__qgemm_isa {
+    INF_QGEMM_REF = 0,
+    INF_QGEMM_AVX2,
+    INF_QGEMM_VNNI512,
+} inf__qgemm_isa;
+
+/* The fastest kernel this CPU runs (cached; INFERA_CPU lowers it). */
+inf__qgemm_isa inf__qgemm_best_isa(void);
+const char *inf__qgemm_isa_name(inf__qgemm_isa isa);
+
+typedef struct inf__qgemm_b {
+    inf__qgemm_isa isa;
+    int64_t k, n;        /* logical shape of B */
+    int64_t kp, np;      /* padded: kp a multiple of kgroup (and of 4), np of the panel width */
+    int panel, kgroup;
+    void *data;          /* np / panel panels of kp * panel values */
+    int32_t *colsum;     /* [np] sum_k B'[k][j] */
+    int32_t *b_zp;       /* [np] zero point of column j after the u8 shift */
+    bool any_b_zp;       /* some b_zp[j] != 0: the row sums of A are needed */
+} inf__qgemm_b;
+
+/* Packs B [k, n] (row j of column... : element (kk, j) at b[kk * ldb + j], or
+ * at b[j * ldb + kk] when trans) of dtype uint8 or int8 for isa, with zero
+ * points b_zp (NULL: 0; n_bzp 1 = per tensor, n = per column) of the same
+ * dtype, into arena memory.  INF_ENOMEM when the arena cannot grow. */
+inf_status inf__qgemm_pack_b(inf__arena *arena, inf__qgemm_isa isa, int64_t k, int64_t n, const void *b,
+                             inf_dtype dtype, int64_t ldb, bool trans, const void *b_zp, int64_t n_bzp,
+                             inf__qgemm_b *out);
+/* The same into caller memory (for B known only at run time): the bytes
+ * inf__qgemm_pack_b_bytes says, 64-byte aligned. */
+size_t inf__qgemm_pack_b_bytes(inf__qgemm_isa isa, int64_t k, int64_t n);
+void inf__qgemm_pack_b_into(void *mem, inf__qgemm_isa isa, int64_t k, int64_t n, const void *b, inf_dtype dtype,
+                            int64_t ldb, bool trans, const void *b_zp, int64_t n_bzp, inf__qgemm_b *out);
+
+/* C[i][j] for rows [0, m) of A (uint8, row stride lda >= b->kp, columns
+ * k .. kp-1 zero): the exact zero-point-corrected int32 sums, all np
+ * columns (the padded ones hold garbage-free zeros minus corrections).
+ * Single-threaded; callers split rows. */
+void inf__qgemm_rows(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, int32_t a_zp, int32_t *c,
+                     int64_t ldc);
+
+/* The raw sums (no zero points) of each kernel, plus init[j] (a per-column
+ * start value, e.g. the folded -a_zp * colsum[j]; NULL = 0), for
+ * inf__qgemm_rows.  x86-64 only for the last two, and only on CPUs with
+ * the instructions (inf__qgemm_best_isa). */
+void inf__qgemm_raw_ref(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
+                        int32_t *c, int64_t ldc);
+void inf__qgemm_raw_avx2(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
+                         int32_t *c, int64_t ldc);
+void inf__qgemm_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
+                            int32_t *c, int64_t ldc);
+
+/* ---- quantizing activations (QuantizeLinear's arithmetic, bit for bit):
+ * q = clamp(nearbyintf(x / scale) + zp, 0, 255), NaN -> zp; into uint8. */
+void inf__quantize_u8_ref(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q);
+void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q);
+void inf__quantize_u8(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q); /* dispatches */
+/* min and max of x (NaN ignored), for DynamicQuantizeLinear */
+void inf__minmax_f32_ref(const float *x, int64_t n, float *lo, float *hi);
+void inf__minmax_f32_avx2(const float *x, int64_t n, float *lo, float *hi);
+
+/* ---- drivers (ops/ref/qgemm_drive.c) ---- */
+
+/* What becomes of the int32 sums: stored as int32 (ConvInteger,
+ * MatMulInteger), requantized to 8 bits (QLinear*: v = (float)(acc + bias_i32)
+ * * mult[j], rounded half to even, + y_zp, saturated), or scaled to float
+ * (QGemm/QConv: (float)acc * mult[j] + bias_f32[j], then act). */
+typedef enum { INF_QOUT_I32, INF_QOUT_Q8, INF_QOUT_F32 } inf__qout_kind;
+typedef struct inf__qout {
+    inf__qout_kind kind;
+    const float *mult;        /* [n] (or [1] with mult_per_col false) */
+    bool mult_per_col;
+    const int32_t *bias_i32;  /* [n] or NULL (QLinearConv) */
+    const float *bias_f32;    /* [n] or NULL */
+    inf_dtype y_dtype;        /* Q8: uint8 or int8 */
+    int32_t y_zp;
+    const inf__epilogue *act; /* F32: applied after the bias, or NULL */
+    bool requant;             /* F32: then DequantizeLinear(QuantizeLinear(v, rq_scale, rq_zp)) */
+    float rq_scale;
+    int32_t rq_zp;
+    inf_dtype rq_dtype;       /* uint8 or int8 */
+    void (*row_act)(const float *x, float *y, int64_t n); /* F32, matrix products: over each finished row (GELU) */
+} inf__qout;
+
+/* The activation operand: 8-bit rows (dtype uint8/int8, row stride ld) or
+ * float32 rows quantized on the way in with (scale, zp) (zp of dtype q_dtype). */
+typedef struct inf__qsrc {
+    const void *data;
+    inf_dtype dtype;          /* uint8, int8 or float32 */
+    int64_t ld;
+    float scale;              /* float32 only */
+    int32_t zp;               /* the zero point as given (int8 or uint8 range) */
+    inf_dtype q_dtype;        /* float32 only: the dtype the QuantizeLinear produced */
+} inf__qsrc;
+
+/* The float32 store (INF_QOUT_F32) of C values 8 at a time, the same
+ * operations as the scalar store in ops/ref/qgemm_drive.c (AVX2, x86-64):
+ * a row: n columns from column j0, c contiguous, into y[0..n);
+ * a column: `rows` values at stride ldc from c (the column's first), scaled
+ * and biased as column (channel) j, into y[0..rows). */
+void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y);
+void inf__qstore_f32_col_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j, float *y);
+/* A whole C block of `rows` rows (positions) x n columns (channels j0..)
+ * transposed into channel planes: y[j * ldy + p] (8 x 8 transposes). */
+void inf__qstore_f32_block_t_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,
+                                  int64_t n, float *y, int64_t ldy);
+
+/* Y[i][j] (row stride ldy elements) = out(C[i][j]) for the m rows of a times
+ * packed b, rows split over pool's threads.  scratch: inf__qmatmul_scratch_bytes. */
+size_t inf__qmatmul_scratch_bytes(const inf__qgemm_b *b, int64_t m);
+void inf__qmatmul_drive(inf__pool *pool, const inf__qgemm_b *b, int64_t m, const inf__qsrc *a, const inf__qout *out,
+                        void *y, int64_t ldy, void *scratch);
+
+/* 1-D/2-D convolution, NCHW, W packed per group as B = W_g^T ([c/group*kh*kw, m/group]).
+ * x is one image's planes at a time (inf__qsrc with ld unused). */
+typedef struct inf__qconv_geom {
+    int64_t n, c, m, group, cg, mg;
+    int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+} inf__qconv_geom;
+size_t inf__qconv_scratch_bytes(const inf__qconv_geom *g, const inf__qgemm_b *b);
+void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgemm_b *bg, const inf__qsrc *x,
+                      const inf__qout *out, void *y, void *scratch);
+
+#endif /* INF_OPS_QGEMM_H */

@@ -1,0 +1,187 @@
+/*
+ * qgemm.c -- the 8-bit integer GEMM of qgemm.h: choosing the kernel,
+ * packing B for it, the zero-point correction, and the reference twins
+ * (the raw sum, activation quantization, min/max) that the AVX2 and
+ * AVX-512 VNNI kernels (ops/x86/qgemm_*.c) must match bit for bit.
+ *
+ * All integer arithmetic that may wrap is done on uint32_t (wrapping is
+ * what the reference's int64 sum cast to int32 gives, and signed overflow
+ * would be undefined in C).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/qgemm.h"
+
+/* ---- which kernel ---- */
+
+static inf__qgemm_isa detect_isa(void) {
+#if defined(__x86_64__)
+    const char *force = getenv("INFERA_CPU");
+    if (force && !strcmp(force, "generic")) return INF_QGEMM_REF;
+    if (!inf__cpu_has_avx2_fma()) return INF_QGEMM_REF;
+    if (force && !strcmp(force, "avx2")) return INF_QGEMM_AVX2;
+    return inf__cpu_has_avx512_vnni() ? INF_QGEMM_VNNI512 : INF_QGEMM_AVX2;
+#else
+    return INF_QGEMM_REF;
+#endif
+}
+
+inf__qgemm_isa inf__qgemm_best_isa(void) {
+    static int cached = -1; /* process-wide, idempotent (the CPU does not change) */
+    if (cached < 0) cached = (int)detect_isa();
+    return (inf__qgemm_isa)cached;
+}
+
+const char *inf__qgemm_isa_name(inf__qgemm_isa isa) {
+    static const char *const names[] = {"generic", "avx2", "avx512-vnni"};
+    return names[isa];
+}
+
+/* ---- packing ---- */
+
+typedef struct pack_shape {
+    int panel, kgroup, elem; /* columns per panel, k per group, bytes per value */
+} pack_shape;
+
+static pack_shape shape_of(inf__qgemm_isa isa) {
+    static const pack_shape shapes[] = {{1, 1, 1}, {8, 2, 2}, {16, 4, 1}};
+    return shapes[isa];
+}
+
+static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+size_t inf__qgemm_pack_b_bytes(inf__qgemm_isa isa, int64_t k, int64_t n) {
+    pack_shape s = shape_of(isa);
+    int64_t kp = round_up(k > 0 ? k : 1, 4), np = round_up(n > 0 ? n : 1, s.panel);
+    size_t data = (size_t)(kp * np * s.elem);
+    return round_up((int64_t)data, 64) + 2 * round_up(np * 4, 64);
+}
+
+/* B's value (kk, j) as the signed 8-bit operand. */
+static inline int32_t b_value(const void *b, inf_dtype dtype, int64_t ldb, bool trans, int64_t kk, int64_t j) {
+    int64_t at = trans ? j * ldb + kk : kk * ldb + j;
+    return dtype == INF_DTYPE_U8 ? (int32_t)((const uint8_t *)b)[at] - 128 : (int32_t)((const int8_t *)b)[at];
+}
+
+static inline int32_t zp_value(const void *zp, inf_dtype dtype, int64_t n_bzp, int64_t j) {
+    if (!zp) return dtype == INF_DTYPE_U8 ? -128 : 0; /* a uint8 B without zero point: 0 - 128 */
+    int64_t at = n_bzp == 1 ? 0 : j;
+    return dtype == INF_DTYPE_U8 ? (int32_t)((const uint8_t *)zp)[at] - 128 : (int32_t)((const int8_t *)zp)[at];
+}
+
+void inf__qgemm_pack_b_into(void *mem, inf__qgemm_isa isa, int64_t k, int64_t n, const void *b, inf_dtype dtype,
+                            int64_t ldb, bool trans, const void *b_zp, int64_t n_bzp, inf__qgemm_b *out) {
+    pack_shape s = shape_of(isa);
+    int64_t kp = round_up(k > 0 ? k : 1, 4), np = round_up(n > 0 ? n : 1, s.panel);
+    size_t data_bytes = (size_t)round_up(kp * np * s.elem, 64);
+    memset(mem, 0, inf__qgemm_pack_b_bytes(isa, k, n));
+    *out = (inf__qgemm_b){.isa = isa, .k = k, .n = n, .kp = kp, .np = np, .panel = s.panel, .kgroup = s.kgroup,
+                          .data = mem};
+    out->colsum = (int32_t *)((char *)mem + data_bytes);
+    out->b_zp = out->colsum + round_up(np * 4, 64) / 4;
+    for (int64_t j = 0; j < n; j++) {
+        uint32_t sum = 0;
+        int64_t p = j / s.panel, c = j % s.panel;
+        for (int64_t kk = 0; kk < k; kk++) {
+            int32_t v = b_value(b, dtype, ldb, trans, kk, j);
+            int64_t at = p * kp * s.panel + (kk / s.kgroup) * s.panel * s.kgroup + c * s.kgroup + kk % s.kgroup;
+            if (s.elem == 2) ((int16_t *)mem)[at] = (int16_t)v;
+            else ((int8_t *)mem)[at] = (int8_t)v;
+            sum += (uint32_t)v;
+        }
+        out->colsum[j] = (int32_t)sum;
+        out->b_zp[j] = zp_value(b_zp, dtype, n_bzp, j);
+        if (out->b_zp[j]) out->any_b_zp = true;
+    }
+}
+
+inf_status inf__qgemm_pack_b(inf__arena *arena, inf__qgemm_isa isa, int64_t k, int64_t n, const void *b,
+                             inf_dtype dtype, int64_t ldb, bool trans, const void *b_zp, int64_t n_bzp,
+                             inf__qgemm_b *out) {
+    size_t bytes = inf__qgemm_pack_b_bytes(isa, k, n);
+    char *raw = inf__arena_alloc(arena, bytes + 64);
+    if (!raw) return INF_ENOMEM;
+    void *mem = raw + (64 - (uintptr_t)raw % 64) % 64;
+    inf__qgemm_pack_b_into(mem, isa, k, n, b, dtype, ldb, trans, b_zp, n_bzp, out);
+    return INF_OK;
+}
+
+/* ---- the raw sum: the reference twin ---- */
+
+void inf__qgemm_raw_ref(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
+                        int32_t *c, int64_t ldc) {
+    const int8_t *bd = b->data; /* panel 1, kgroup 1: column j is kp contiguous values */
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < b->np; j++) {
+            uint32_t acc = init ? (uint32_t)init[j] : 0;
+            for (int64_t kk = 0; kk < b->kp; kk++) acc += (uint32_t)((int32_t)a[i * lda + kk] * bd[j * b->kp + kk]);
+            c[i * ldc + j] = (int32_t)acc;
+        }
+}
+
+typedef void (*raw_fn)(const inf__qgemm_b *, int64_t, const uint8_t *, int64_t, const int32_t *, int32_t *, int64_t);
+
+static raw_fn raw_kernel(inf__qgemm_isa isa) {
+#if defined(__x86_64__)
+    if (isa == INF_QGEMM_VNNI512) return inf__qgemm_raw_vnni512;
+    if (isa == INF_QGEMM_AVX2) return inf__qgemm_raw_avx2;
+#endif
+    (void)isa;
+    return inf__qgemm_raw_ref;
+}
+
+enum { FOLD_MAX_N = 4096 };
+
+void inf__qgemm_rows(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, int32_t a_zp, int32_t *c,
+                     int64_t ldc) {
+    uint32_t za = (uint32_t)a_zp, kk = (uint32_t)b->k;
+    if (!b->any_b_zp && b->np <= FOLD_MAX_N) { /* the a_zp term as the sums' start value: no second pass */
+        int32_t init[FOLD_MAX_N];
+        for (int64_t j = 0; j < b->np; j++) init[j] = (int32_t)(0u - za * (uint32_t)b->colsum[j]);
+        raw_kernel(b->isa)(b, m, a, lda, init, c, ldc);
+        return;
+    }
+    raw_kernel(b->isa)(b, m, a, lda, NULL, c, ldc);
+    for (int64_t i = 0; i < m; i++) {
+        uint32_t rowsum = 0;
+        if (b->any_b_zp)
+            for (int64_t p = 0; p < b->kp; p++) rowsum += a[i * lda + p];
+        int32_t *ci = c + i * ldc;
+        for (int64_t j = 0; j < b->np; j++) {
+            uint32_t v = (uint32_t)ci[j] - za * (uint32_t)b->colsum[j];
+            if (b->any_b_zp) v = v - (uint32_t)b->b_zp[j] * rowsum + kk * za * (uint32_t)b->b_zp[j];
+            ci[j] = (int32_t)v;
+        }
+    }
+}
+
+/* ---- activations: quantization and range ---- */
+
+void inf__quantize_u8_ref(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q) {
+    for (int64_t i = 0; i < n; i++) {
+        float r = nearbyintf(x[i] / scale) + (float)zp;
+        r = r < 0.0f ? 0.0f : r > 255.0f ? 255.0f : r;
+        q[i] = r != r ? (uint8_t)zp : (uint8_t)r;
+    }
+}
+
+void inf__quantize_u8(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q) {
+#if defined(__x86_64__)
+    if (inf__qgemm_best_isa() != INF_QGEMM_REF) {
+        inf__quantize_u8_avx2(x, n, scale, zp, q);
+        return;
+    }
+#endif
+    inf__quantize_u8_ref(x, n, scale, zp, q);
+}
+
+void inf__minmax_f32_ref(const float *x, int64_t n, float *lo, float *hi) {
+    float a = INFINITY, b = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        if (x[i] < a) a = x[i];
+        if (x[i] > b) b = x[i];
+    }
+    *lo = a, *hi = b;
+}

@@ -1,0 +1,289 @@
+/*
+ * qgemm_drive.c -- feeding the integer GEMM (ops/qgemm.h): rows of 8-bit or
+ * float activations in, int32 / requantized 8-bit / float results out, for
+ * the matrix products and (through im2col) the convolutions.
+ *
+ * DESIGN: work is cut into blocks of ROWS_PER_BLOCK rows (output positions
+ * for a convolution), spread over the pool's threads.  A block is finished
+ * while it is in cache: its A rows are copied (8-bit, shifted to uint8) or
+ * quantized (float32, QuantizeLinear's arithmetic) into the block's own
+ * slice of the scratch, K zero-padded; the GEMM writes the block's int32
+ * sums into the next slice; the store turns them into the output.  A
+ * matrix product runs CHUNK_ROWS rows at a time so the scratch stays small
+ * at any batch; a convolution runs one image (and group) at a time, its
+ * input first quantized (or shifted to uint8) into channels-last order, so
+ * an im2col row is one contiguous copy of a group's channels per kernel tap
+ * (K ordered (ky, kx, channel), W packed to match).  Padding positions of a convolution read
+ * the input zero point, so they contribute (zp - zp) = 0 as in the
+ * reference.
+ * The stores repeat the reference's arithmetic (ops/ref/quantize.c): float
+ * multiplier computed as a_scale * b_scale / y_scale, (float)acc * mult,
+ * round half to even, + zero point, saturate; so QLinear* outputs are
+ * bit-identical to the reference kernels'.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ops/qgemm.h"
+
+enum { ROWS_PER_BLOCK = 24, CHUNK_ROWS = 384 };
+
+static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+/* ---- stores ---- */
+
+static inline float out_mult(const inf__qout *o, int64_t j) { return o->mult[o->mult_per_col ? j : 0]; }
+
+static inline void store_q8(const inf__qout *o, void *y, int64_t at, float v) {
+    float r = nearbyintf(v) + (float)o->y_zp;
+    float lo = o->y_dtype == INF_DTYPE_U8 ? 0.0f : -128.0f, hi = o->y_dtype == INF_DTYPE_U8 ? 255.0f : 127.0f;
+    r = r < lo ? lo : r > hi ? hi : r;
+    if (r != r) r = (float)o->y_zp;
+    if (o->y_dtype == INF_DTYPE_U8) ((uint8_t *)y)[at] = (uint8_t)r;
+    else ((int8_t *)y)[at] = (int8_t)r;
+}
+
+static inline float act(const inf__epilogue *ep, float v) {
+    if (!ep) return v;
+    switch (ep->kind) {
+    case INF_EPILOGUE_RELU: return v > 0 ? v : 0;
+    case INF_EPILOGUE_LEAKY_RELU: return v < 0 ? ep->alpha * v : v;
+    case INF_EPILOGUE_CLIP: return v < ep->lo ? ep->lo : v > ep->hi ? ep->hi : v;
+    default: return v;
+    }
+}
+
+/* QuantizeLinear then DequantizeLinear of v, as the two nodes compute them. */
+static inline float fake_quant(const inf__qout *o, float v) {
+    float r = nearbyintf(v / o->rq_scale) + (float)o->rq_zp;
+    float lo = o->rq_dtype == INF_DTYPE_U8 ? 0.0f : -128.0f, hi = o->rq_dtype == INF_DTYPE_U8 ? 255.0f : 127.0f;
+    r = r < lo ? lo : r > hi ? hi : r;
+    if (r != r) r = (float)o->rq_zp;
+    return (float)((int64_t)r - o->rq_zp) * o->rq_scale;
+}
+
+/* Output element `at` from sum c of column (channel) j. */
+static inline void store_one(const inf__qout *o, void *y, int64_t at, int32_t c, int64_t j) {
+    switch (o->kind) {
+    case INF_QOUT_I32: ((int32_t *)y)[at] = c; break;
+    case INF_QOUT_Q8: {
+        int64_t acc = (int64_t)c + (o->bias_i32 ? o->bias_i32[j] : 0);
+        store_q8(o, y, at, (float)acc * out_mult(o, j));
+        break;
+    }
+    default: {
+        float v = (float)c * out_mult(o, j);
+        if (o->bias_f32) v += o->bias_f32[j];
+        v = act(o->act, v);
+        if (o->requant) v = fake_quant(o, v);
+        ((float *)y)[at] = v;
+        break;
+    }
+    }
+}
+
+/* The AVX2 float store when the GEMM has a fast kernel (the reference ISA
+ * keeps the scalar store: the twin the tests compare against). */
+static bool vector_store(const inf__qgemm_b *b, const inf__qout *out) {
+    return b->isa != INF_QGEMM_REF && out->kind == INF_QOUT_F32;
+}
+
+/* ---- the A operand ---- */
+
+static int32_t a_zero_point(const inf__qsrc *a) {
+    inf_dtype q = a->dtype == INF_DTYPE_F32 ? a->q_dtype : a->dtype;
+    return a->zp + (q == INF_DTYPE_I8 ? 128 : 0);
+}
+
+/* n values of a row of a as uint8 into dst, then zeros up to padded. */
+static void load_row(const inf__qsrc *a, const void *src, int64_t n, int64_t padded, uint8_t *dst) {
+    if (a->dtype == INF_DTYPE_F32) {
+        inf__quantize_u8(src, n, a->scale, a_zero_point(a), dst);
+    } else if (a->dtype == INF_DTYPE_U8) {
+        memcpy(dst, src, (size_t)n);
+    } else {
+        for (int64_t k = 0; k < n; k++) dst[k] = (uint8_t)(((const int8_t *)src)[k] + 128);
+    }
+    memset(dst + n, 0, (size_t)(padded - n));
+}
+
+/* ---- matrix products ---- */
+
+size_t inf__qmatmul_scratch_bytes(const inf__qgemm_b *b, int64_t m) {
+    int64_t rows = round_up(m < CHUNK_ROWS ? m : CHUNK_ROWS, ROWS_PER_BLOCK);
+    return (size_t)(rows * (b->kp + 4 * b->np) + 128);
+}
+
+typedef struct mm_task {
+    const inf__qgemm_b *b;
+    const inf__qsrc *a;
+    const inf__qout *out;
+    int64_t row0, m;   /* chunk start and total rows */
+    void *y;
+    int64_t ldy;
+    uint8_t *abuf;
+    int32_t *cbuf;
+    bool vector_store;
+} mm_task;
+
+static void mm_blocks(void *arg, int64_t begin, int64_t end) {
+    const mm_task *t = arg;
+    const inf__qgemm_b *b = t->b;
+    size_t esize = t->a->dtype == INF_DTYPE_F32 ? 4 : 1;
+    for (int64_t blk = begin; blk < end; blk++) {
+        int64_t r0 = t->row0 + blk * ROWS_PER_BLOCK, r1 = r0 + ROWS_PER_BLOCK;
+        if (r1 > t->m) r1 = t->m;
+        if (r0 >= r1) continue;
+        uint8_t *a = t->abuf + blk * ROWS_PER_BLOCK * b->kp;
+        int32_t *c = t->cbuf + blk * ROWS_PER_BLOCK * b->np;
+        for (int64_t i = r0; i < r1; i++)
+            load_row(t->a, (const char *)t->a->data + (size_t)(i * t->a->ld) * esize, b->k, b->kp, a + (i - r0) * b->kp);
+        inf__qgemm_rows(b, r1 - r0, a, b->kp, a_zero_point(t->a), c, b->np);
+        for (int64_t i = r0; i < r1; i++) {
+            const int32_t *ci = c + (i - r0) * b->np;
+            float *yi = (float *)t->y + i * t->ldy;
+            if (t->vector_store) {
+#if defined(__x86_64__)
+                inf__qstore_f32_row_avx2(t->out, ci, 0, b->n, yi);
+#endif
+            } else {
+                for (int64_t j = 0; j < b->n; j++) store_one(t->out, t->y, i * t->ldy + j, ci[j], j);
+            }
+            if (t->out->row_act) t->out->row_act(yi, yi, b->n);
+        }
+    }
+}
+
+void inf__qmatmul_drive(inf__pool *pool, const inf__qgemm_b *b, int64_t m, const inf__qsrc *a, const inf__qout *out,
+                        void *y, int64_t ldy, void *scratch) {
+    int64_t chunk = round_up(m < CHUNK_ROWS ? m : CHUNK_ROWS, ROWS_PER_BLOCK);
+    uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)scratch, 64);
+    int32_t *cbuf = (int32_t *)round_up((int64_t)(uintptr_t)(abuf + chunk * b->kp), 64);
+    for (int64_t row0 = 0; row0 < m; row0 += chunk) {
+        mm_task t = {b, a, out, row0, m, y, ldy, abuf, cbuf, vector_store(b, out)};
+        int64_t rows = m - row0 < chunk ? m - row0 : chunk;
+        inf__pool_range(pool, (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, 1, mm_blocks, &t);
+    }
+}
+
+/* ---- convolutions ---- */
+
+size_t inf__qconv_scratch_bytes(const inf__qconv_geom *g, const inf__qgemm_b *b) {
+    int64_t pos = round_up(g->oh * g->ow, ROWS_PER_BLOCK);
+    return (size_t)(g->c * g->ih * g->iw + pos * (b->kp + 4 * b->np) + 256);
+}
+
+typedef struct conv_task {
+    const inf__qconv_geom *g;
+    const inf__qgemm_b *b;     /* this group's */
+    const inf__qout *out;
+    const uint8_t *x;          /* this image as uint8, channels last: [ih][iw][c] */
+    int32_t a_zp;
+    int64_t group;
+    void *y;                   /* this image's output planes */
+    uint8_t *abuf;
+    int32_t *cbuf;
+} conv_task;
+
+/* Row p of the group's im2col matrix, K in (ky, kx, channel) order -- the
+ * order W is packed in (ops/ref/quantize.c): cg contiguous bytes per tap. */
+/* n bytes, 8 at a time (short runs: a call to memcpy would cost more). */
+static inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) memcpy(dst + i, src + i, 8);
+    for (; i < n; i++) dst[i] = src[i];
+}
+
+static void im2col_row(const conv_task *t, int64_t p, uint8_t *dst) {
+    const inf__qconv_geom *g = t->g;
+    int64_t oy = p / g->ow, ox = p % g->ow, k = 0;
+    const uint8_t *xg = t->x + t->group * g->cg;
+    bool runs = g->group == 1 && g->dw == 1; /* a kernel row inside the image is one run of kw * c bytes */
+    for (int64_t ky = 0; ky < g->kh; ky++) {
+        int64_t iy = oy * g->sh - g->pt + ky * g->dh, ix0 = ox * g->sw - g->pl;
+        if (runs && iy >= 0 && iy < g->ih && ix0 >= 0 && ix0 + g->kw <= g->iw) {
+            copy_bytes(dst + k, xg + (iy * g->iw + ix0) * g->c, g->kw * g->cg);
+            k += g->kw * g->cg;
+            continue;
+        }
+        for (int64_t kx = 0; kx < g->kw; kx++, k += g->cg) {
+            int64_t ix = ox * g->sw - g->pl + kx * g->dw;
+            if (iy >= 0 && iy < g->ih && ix >= 0 && ix < g->iw) copy_bytes(dst + k, xg + (iy * g->iw + ix) * g->c, g->cg);
+            else memset(dst + k, t->a_zp, (size_t)g->cg);
+        }
+    }
+    memset(dst + k, 0, (size_t)(t->b->kp - k));
+}
+
+static void conv_blocks(void *arg, int64_t begin, int64_t end) {
+    const conv_task *t = arg;
+    const inf__qgemm_b *b = t->b;
+    int64_t pos = t->g->oh * t->g->ow;
+    for (int64_t blk = begin; blk < end; blk++) {
+        int64_t p0 = blk * ROWS_PER_BLOCK, p1 = p0 + ROWS_PER_BLOCK < pos ? p0 + ROWS_PER_BLOCK : pos;
+        uint8_t *a = t->abuf + p0 * b->kp;
+        int32_t *c = t->cbuf + p0 * b->np;
+        for (int64_t p = p0; p < p1; p++) im2col_row(t, p, a + (p - p0) * b->kp);
+        inf__qgemm_rows(b, p1 - p0, a, b->kp, t->a_zp, c, b->np);
+        int64_t ch0 = t->group * t->g->mg;
+        if (vector_store(b, t->out)) {
+#if defined(__x86_64__)
+            inf__qstore_f32_block_t_avx2(t->out, c, b->np, p1 - p0, ch0, b->n, (float *)t->y + ch0 * pos + p0, pos);
+#endif
+            continue;
+        }
+        for (int64_t j = 0; j < b->n; j++)
+            for (int64_t p = p0; p < p1; p++) store_one(t->out, t->y, (ch0 + j) * pos + p, c[(p - p0) * b->np + j], ch0 + j);
+    }
+}
+
+typedef struct quant_task {
+    const inf__qsrc *x;
+    const void *src;
+    int64_t c, plane;
+    uint8_t *dst;
+} quant_task;
+
+/* Positions [begin, end) of the image as uint8, channels last: per chunk
+ * of TR_POS positions each channel is quantized (a vector pass) into a
+ * [c][TR_POS] tile, which is then written out position by position. */
+enum { TR_POS = 64, TR_MAX_C = 512 };
+
+static void quantize_rows(void *arg, int64_t begin, int64_t end) {
+    const quant_task *t = arg;
+    size_t esize = t->x->dtype == INF_DTYPE_F32 ? 4 : 1;
+    uint8_t tile[TR_POS * TR_MAX_C];
+    for (int64_t c0 = 0; c0 < t->c; c0 += TR_MAX_C) {
+        int64_t nc = t->c - c0 < TR_MAX_C ? t->c - c0 : TR_MAX_C;
+        for (int64_t p0 = begin; p0 < end; p0 += TR_POS) {
+            int64_t n = end - p0 < TR_POS ? end - p0 : TR_POS;
+            for (int64_t c = 0; c < nc; c++)
+                load_row(t->x, (const char *)t->src + (size_t)((c0 + c) * t->plane + p0) * esize, n, n, tile + c * TR_POS);
+            for (int64_t p = 0; p < n; p++) {
+                uint8_t *d = t->dst + (p0 + p) * t->c + c0;
+                for (int64_t c = 0; c < nc; c++) d[c] = tile[c * TR_POS + p];
+            }
+        }
+    }
+}
+
+void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgemm_b *bg, const inf__qsrc *x,
+                      const inf__qout *out, void *y, void *scratch) {
+    int64_t plane = g->ih * g->iw, image = g->c * plane, pos = g->oh * g->ow;
+    int64_t blocks = (pos + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, kp = bg[0].kp;
+    uint8_t *xbuf = (uint8_t *)round_up((int64_t)(uintptr_t)scratch, 64);
+    uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)(xbuf + image), 64);
+    int32_t *cbuf = (int32_t *)round_up((int64_t)(uintptr_t)(abuf + blocks * ROWS_PER_BLOCK * kp), 64);
+    size_t in_esize = x->dtype == INF_DTYPE_F32 ? 4 : 1;
+    size_t out_esize = out->kind == INF_QOUT_Q8 ? 1 : 4;
+    for (int64_t n = 0; n < g->n; n++) {
+        const void *src = (const char *)x->data + (size_t)(n * image) * in_esize;
+        quant_task qt = {x, src, g->c, plane, xbuf};
+        inf__pool_range(pool, plane, 256, quantize_rows, &qt);
+        for (int64_t grp = 0; grp < g->group; grp++) {
+            conv_task t = {g, &bg[grp], out, xbuf, a_zero_point(x), grp,
+                           (char *)y + (size_t)(n * g->m * pos) * out_esize, abuf, cbuf};
+            inf__pool_range(pool, blocks, 1, conv_blocks, &t);
+        }
+    }
+}

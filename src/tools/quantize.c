@@ -1,0 +1,664 @@
+/*
+ * quantize.c -- `infera quantize`: rewrites an FP32 ONNX model into a
+ * standard ONNX INT8 model, in QDQ or QOperator form (quantize.h has the
+ * conventions).
+ *
+ * DESIGN: the model is edited in place through onnx/edit.h; node indices
+ * move as nodes are inserted, so every step works on names or walks the
+ * node list from the end.  The steps:
+ *   1. candidates: ai.onnx Gemm (transA 0), MatMul and Conv whose weight
+ *      (input 1) is a float32 initializer -- the attention projections and
+ *      the FFN of an encoder, the layers of an MLP and a CNN; the score
+ *      MatMuls of attention (activation x activation) stay FP32, as do the
+ *      nodes named by --exclude.
+ *   2. static mode: the activations to quantize -- each candidate's input,
+ *      and a Conv's output (or the output of the Relu that is its only
+ *      reader) unless that is a graph output -- are calibrated
+ *      (quantize_calib.c).  A MatMul's / Gemm's output is quantized only as
+ *      the input of the next quantized node: ONNX Runtime runs DQ -> MatMul
+ *      without a Q after it as an integer product with a float result, and
+ *      Infera fuses either form (graph/passes/qdq.c).
+ *   3. rewrite:
+ *      QDQ         x -> QuantizeLinear -> DequantizeLinear -> every reader of x,
+ *                  once per activation; weights int8 initializers behind a
+ *                  DequantizeLinear (per tensor or per output channel);
+ *                  biases int32 (scale x_scale * w_scale) behind one.
+ *      QOperator   static: QuantizeLinear -> QLinearMatMul / QLinearConv ->
+ *                  DequantizeLinear (a Gemm's bias added after, in float);
+ *                  dynamic (either format): DynamicQuantizeLinear ->
+ *                  MatMulInteger / ConvInteger -> Cast -> Mul by
+ *                  x_scale * w_scale (-> Add bias).
+ *   4. FP32 weights no node reads any more are dropped; the file is written.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "onnx/edit.h"
+#include "tools/quantize.h"
+
+enum { KIND_MATMUL, KIND_GEMM, KIND_CONV };
+
+typedef struct candidate {
+    char *name;        /* node name (unique key: indices move) */
+    int kind;
+    bool trans_b;
+    char *x, *w, *b;   /* input names (b NULL when absent) */
+    char *y;           /* output */
+    char *y_act;       /* the tensor whose range is the output's: y, or its Relu's output */
+} candidate;
+
+typedef struct act_param {
+    char *name;
+    float scale;
+    uint8_t zp;
+    bool done;         /* QDQ: its Q/DQ pair is in place */
+} act_param;
+
+typedef struct qctx {
+    const inf__quantize_options *o;
+    inf__onnx_edit *ed;
+    inf_error *err;
+    candidate *cand;
+    int n_cand;
+    act_param *act;
+    int n_act;
+    int uniq;          /* counter for unique new node names */
+} qctx;
+
+/* ---- small helpers ---- */
+
+static char *cat(const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b);
+    char *s = malloc(na + nb + 1);
+    if (s) memcpy(s, a, na), memcpy(s + na, b, nb + 1);
+    return s;
+}
+
+static inf_status nomem(qctx *q) { return inf_error_set(q->err, INF_ENOMEM, "quantize: out of memory"); }
+
+/* The node of candidate c, found by its output (node names may be empty or repeated). */
+static int find_node(const qctx *q, const candidate *c) {
+    inf__onnx_node_view v;
+    for (int i = 0, n = inf__onnx_edit_n_nodes(q->ed); i < n; i++) {
+        inf__onnx_edit_node(q->ed, i, &v);
+        if (v.n_outputs > 0 && !strcmp(v.outputs[0], c->y)) return i;
+    }
+    return -1;
+}
+
+/* The node writing tensor t, or -1 (a graph input or initializer). */
+static int producer_of(const qctx *q, const char *t) {
+    inf__onnx_node_view v;
+    for (int i = 0, n = inf__onnx_edit_n_nodes(q->ed); i < n; i++) {
+        inf__onnx_edit_node(q->ed, i, &v);
+        for (int k = 0; k < v.n_outputs; k++)
+            if (!strcmp(v.outputs[k], t)) return i;
+    }
+    return -1;
+}
+
+/* The only node reading t (-1 when none or several, or t is a graph output). */
+static int sole_reader(const qctx *q, const char *t) {
+    inf__onnx_node_view v;
+    int found = -1;
+    if (inf__onnx_edit_is_output(q->ed, t)) return -1;
+    for (int i = 0, n = inf__onnx_edit_n_nodes(q->ed); i < n; i++) {
+        inf__onnx_edit_node(q->ed, i, &v);
+        for (int k = 0; k < v.n_inputs; k++)
+            if (!strcmp(v.inputs[k], t)) {
+                if (found >= 0 && found != i) return -1;
+                found = i;
+            }
+    }
+    return found;
+}
+
+static inf_status add_tensor(qctx *q, const char *name, inf_dtype dt, int ndim, const int64_t *dims,
+                             const void *data) {
+    inf_tensor *t;
+    if (inf_tensor_new(dt, ndim, dims, &t) != INF_OK) return nomem(q);
+    memcpy(t->data, data, inf_tensor_nbytes(t));
+    inf_status st = inf__onnx_edit_set_initializer(q->ed, name, t, q->err);
+    inf_tensor_free(t);
+    return st;
+}
+
+static inf_status add_scalar_f32(qctx *q, const char *name, float v) {
+    return add_tensor(q, name, INF_DTYPE_F32, 0, NULL, &v);
+}
+
+static inf_status add_scalar_u8(qctx *q, const char *name, uint8_t v) {
+    return add_tensor(q, name, INF_DTYPE_U8, 0, NULL, &v);
+}
+
+/* A new node before index `before`, named "<base>_<op>_<n>". */
+static inf_status insert(qctx *q, int before, const char *op, const char *base, int n_in, const char *const *in,
+                         int n_out, const char *const *out, int n_attrs, const inf__onnx_attr_arg *attrs) {
+    char name[512];
+    snprintf(name, sizeof name, "%s_%s_%d", base, op, q->uniq++);
+    return inf__onnx_edit_insert_node(q->ed, before, op, "", name, n_in, in, n_out, out, n_attrs, attrs, q->err);
+}
+
+/* ---- activation parameters (ONNX Runtime's uint8 asymmetric rule) ---- */
+
+static void act_params_from_range(float lo, float hi, float *scale, uint8_t *zp) {
+    lo = lo < 0 ? lo : 0, hi = hi > 0 ? hi : 0;
+    float s = (hi - lo) / 255.0f;
+    if (!(s > 0) || !isfinite(s)) {
+        *scale = 1.0f, *zp = 0;
+        return;
+    }
+    float z = nearbyintf(-lo / s);
+    *scale = s;
+    *zp = (uint8_t)(z < 0 ? 0 : z > 255 ? 255 : z);
+}
+
+static act_param *find_act(qctx *q, const char *name) {
+    for (int i = 0; i < q->n_act; i++)
+        if (!strcmp(q->act[i].name, name)) return &q->act[i];
+    return NULL;
+}
+
+static inf_status want_act(qctx *q, const char *name) {
+    if (!name || find_act(q, name)) return INF_OK;
+    act_param *a = realloc(q->act, (size_t)(q->n_act + 1) * sizeof *a);
+    if (!a) return nomem(q);
+    q->act = a;
+    memset(&a[q->n_act], 0, sizeof *a);
+    if (!(a[q->n_act].name = strdup(name))) return nomem(q);
+    q->n_act++;
+    return INF_OK;
+}
+
+/* ---- step 1: candidates ---- */
+
+static bool excluded(const qctx *q, const char *name) {
+    for (int i = 0; i < q->o->n_exclude; i++)
+        if (!strcmp(q->o->exclude[i], name)) return true;
+    return false;
+}
+
+/* Is node i (a Gemm, MatMul or Conv) one we quantize?  Sets the kind. */
+static bool quantizable(qctx *q, int i, const inf__onnx_node_view *v, int *kind) {
+    static const char *const types[] = {"MatMul", "Gemm", "Conv"};
+    *kind = -1;
+    if (*v->domain && strcmp(v->domain, "ai.onnx")) return false;
+    for (int k = 0; k < 3; k++)
+        if (!strcmp(v->op_type, types[k])) *kind = k;
+    if (*kind < 0 || v->n_inputs < 2 || v->n_outputs < 1 || !inf__onnx_edit_is_constant(q->ed, v->inputs[1]))
+        return false;
+    if (*kind == KIND_GEMM &&
+        (inf__onnx_edit_attr_int(q->ed, i, "transA", 0) || inf__onnx_edit_attr_float(q->ed, i, "alpha", 1) != 1 ||
+         inf__onnx_edit_attr_float(q->ed, i, "beta", 1) != 1 ||
+         (v->n_inputs > 2 && *v->inputs[2] && !inf__onnx_edit_is_constant(q->ed, v->inputs[2]))))
+        return false;
+    if (*kind == KIND_CONV && v->n_inputs > 2 && *v->inputs[2] && !inf__onnx_edit_is_constant(q->ed, v->inputs[2]))
+        return false;
+    return true;
+}
+
+static inf_status collect(qctx *q, inf__quantize_report *r) {
+    inf__onnx_node_view v;
+    for (int i = 0, n = inf__onnx_edit_n_nodes(q->ed); i < n; i++) {
+        int kind;
+        inf__onnx_edit_node(q->ed, i, &v);
+        if (!quantizable(q, i, &v, &kind)) continue;
+        r->n_candidates++;
+        if (excluded(q, v.name)) {
+            r->n_excluded++;
+            continue;
+        }
+        inf_tensor *w;
+        inf_status st = inf__onnx_edit_get_initializer(q->ed, v.inputs[1], &w, q->err);
+        if (st != INF_OK) return st;
+        bool ok = w->dtype == INF_DTYPE_F32 && (kind == KIND_CONV ? w->ndim >= 3 : w->ndim == 2);
+        inf_tensor_free(w);
+        if (!ok) continue;
+        candidate *c = realloc(q->cand, (size_t)(q->n_cand + 1) * sizeof *c);
+        if (!c) return nomem(q);
+        q->cand = c;
+        c = &c[q->n_cand++];
+        memset(c, 0, sizeof *c);
+        c->kind = kind;
+        c->trans_b = kind == KIND_GEMM && inf__onnx_edit_attr_int(q->ed, i, "transB", 0);
+        c->name = strdup(v.name), c->x = strdup(v.inputs[0]), c->w = strdup(v.inputs[1]), c->y = strdup(v.outputs[0]);
+        c->b = v.n_inputs > 2 && *v.inputs[2] ? strdup(v.inputs[2]) : NULL;
+        int relu = sole_reader(q, c->y);
+        inf__onnx_node_view rv;
+        if (relu >= 0) inf__onnx_edit_node(q->ed, relu, &rv);
+        c->y_act = strdup(relu >= 0 && !strcmp(rv.op_type, "Relu") && !q->o->qoperator ? rv.outputs[0] : c->y);
+        if (!c->name || !c->x || !c->w || !c->y || !c->y_act || (v.n_inputs > 2 && *v.inputs[2] && !c->b))
+            return nomem(q);
+    }
+    return INF_OK;
+}
+
+/* ---- step 2: calibration ---- */
+
+static inf_status calibrate(qctx *q, inf__quantize_report *r) {
+    for (int i = 0; i < q->n_cand; i++) {
+        inf_status st = want_act(q, q->cand[i].x);
+        /* outputs: QLinear* needs every range; in QDQ a Conv's output is quantized
+         * (ONNX Runtime runs DQ -> Conv -> Q as QLinearConv), a MatMul's / Gemm's only
+         * when it feeds another quantized node (its input, above) */
+        bool out = q->o->qoperator || (q->cand[i].kind == KIND_CONV && !inf__onnx_edit_is_output(q->ed, q->cand[i].y_act));
+        if (st == INF_OK && out) st = want_act(q, q->cand[i].y_act);
+        if (st != INF_OK) return st;
+    }
+    const char **names = malloc((size_t)q->n_act * sizeof *names);
+    float *lo = malloc((size_t)q->n_act * sizeof *lo), *hi = malloc((size_t)q->n_act * sizeof *hi);
+    if (!names || !lo || !hi) {
+        free(names), free(lo), free(hi);
+        return nomem(q);
+    }
+    for (int i = 0; i < q->n_act; i++) names[i] = q->act[i].name;
+    inf_status st = inf__tools_calibrate(q->o, names, q->n_act, lo, hi, &r->calibration_rows, q->err);
+    for (int i = 0; st == INF_OK && i < q->n_act; i++) act_params_from_range(lo[i], hi[i], &q->act[i].scale, &q->act[i].zp);
+    r->n_calibrated_tensors = q->n_act;
+    free(names), free(lo), free(hi);
+    return st;
+}
+
+/* ---- weights ---- */
+
+typedef struct qweight {
+    inf_tensor *q;      /* int8 (or uint8 for ConvInteger) values, layout of the FP32 weight, or [K, N] */
+    float *scale;       /* n_scale: 1 (per tensor) or one per output channel */
+    int n_scale;
+    int axis;           /* the output-channel axis of q */
+} qweight;
+
+static void qweight_free(qweight *w) {
+    inf_tensor_free(w->q);
+    free(w->scale);
+}
+
+/* Quantizes W symmetrically: int8 in [-127, 127], or uint8 = int8 + 128
+ * (as_u8, for ConvInteger); per output channel when per_channel.  Gemm's
+ * transB weight is stored transposed to [K, N] when to_kn. */
+static inf_status quantize_weight(qctx *q, const candidate *c, bool per_channel, bool as_u8, bool to_kn,
+                                  qweight *out) {
+    memset(out, 0, sizeof *out);
+    inf_tensor *w;
+    inf_status st = inf__onnx_edit_get_initializer(q->ed, c->w, &w, q->err);
+    if (st != INF_OK) return st;
+    bool transposed = c->trans_b && to_kn;
+    int64_t rows = w->dims[0], cols = inf_tensor_numel(w) / (rows ? rows : 1);
+    /* channel axis in the FP32 layout: Conv / transB Gemm rows (0), MatMul / Gemm columns (1) */
+    int axis = c->kind == KIND_CONV || c->trans_b ? 0 : 1;
+    int64_t n_ch = axis == 0 ? rows : cols;
+    out->n_scale = per_channel ? (int)n_ch : 1;
+    out->axis = transposed ? 1 : axis;
+    out->scale = calloc((size_t)out->n_scale, sizeof(float));
+    int64_t qdims[INF_MAX_DIMS];
+    memcpy(qdims, w->dims, sizeof qdims);
+    if (transposed) qdims[0] = w->dims[1], qdims[1] = w->dims[0];
+    if (!out->scale || inf_tensor_new(as_u8 ? INF_DTYPE_U8 : INF_DTYPE_I8, w->ndim, qdims, &out->q) != INF_OK) {
+        inf_tensor_free(w);
+        qweight_free(out);
+        return nomem(q);
+    }
+    const float *x = w->data;
+    float *amax = calloc((size_t)out->n_scale, sizeof(float));
+    if (!amax) {
+        inf_tensor_free(w);
+        qweight_free(out);
+        return nomem(q);
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t k = 0; k < cols; k++) {
+            int ch = per_channel ? (int)(axis == 0 ? r : k) : 0;
+            float a = fabsf(x[r * cols + k]);
+            if (a > amax[ch]) amax[ch] = a;
+        }
+    for (int ch = 0; ch < out->n_scale; ch++) out->scale[ch] = amax[ch] > 0 ? amax[ch] / 127.0f : 1.0f;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t k = 0; k < cols; k++) {
+            int ch = per_channel ? (int)(axis == 0 ? r : k) : 0;
+            float v = nearbyintf(x[r * cols + k] / out->scale[ch]);
+            int iv = (int)(v < -127 ? -127 : v > 127 ? 127 : v);
+            int64_t at = transposed ? k * rows + r : r * cols + k;
+            if (as_u8) ((uint8_t *)out->q->data)[at] = (uint8_t)(iv + 128);
+            else ((int8_t *)out->q->data)[at] = (int8_t)iv;
+        }
+    free(amax);
+    inf_tensor_free(w);
+    return INF_OK;
+}
+
+/* Writes the weight's initializers <w>_quantized, <w>_scale (unless
+ * !with_scale: the caller writes its own) and <w>_zero_point (unless
+ * !with_zp: MatMulInteger's symmetric int8 weights need none; one value for
+ * a uint8 ConvInteger weight, which ONNX Runtime takes per tensor only). */
+static inf_status write_weight(qctx *q, const candidate *c, const qweight *qw, bool as_u8, bool with_scale,
+                               bool with_zp, char **qn, char **sn, char **zn) {
+    *qn = cat(c->w, "_quantized"), *sn = cat(c->w, "_scale"), *zn = cat(c->w, "_zero_point");
+    if (!*qn || !*sn || !*zn) return nomem(q);
+    inf_status st = inf__onnx_edit_set_initializer(q->ed, *qn, qw->q, q->err);
+    int64_t ns = qw->n_scale, n = as_u8 ? 1 : qw->n_scale;
+    if (st == INF_OK && with_scale) st = add_tensor(q, *sn, INF_DTYPE_F32, ns > 1, &ns, qw->scale);
+    if (st != INF_OK || !with_zp) return st;
+    uint8_t *zeros = calloc((size_t)n, 1);
+    if (!zeros) return nomem(q);
+    if (as_u8) zeros[0] = 128;
+    st = add_tensor(q, *zn, as_u8 ? INF_DTYPE_U8 : INF_DTYPE_I8, n > 1, &n, zeros);
+    free(zeros);
+    return st;
+}
+
+/* The FP32 bias as int32 with scale x_scale * w_scale[j] (QDQ, QLinearConv). */
+static inf_status write_bias_i32(qctx *q, const candidate *c, float x_scale, const qweight *qw, char **bq,
+                                 char **bs, int64_t *n_out) {
+    inf_tensor *b;
+    inf_status st = inf__onnx_edit_get_initializer(q->ed, c->b, &b, q->err);
+    if (st != INF_OK) return st;
+    int64_t n = inf_tensor_numel(b);
+    *n_out = n;
+    int32_t *v = malloc((size_t)n * sizeof *v + 1);
+    float *s = malloc((size_t)n * sizeof *s + 1);
+    *bq = cat(c->b, "_quantized"), *bs = cat(c->b, "_scale");
+    if (!v || !s || !*bq || !*bs || b->dtype != INF_DTYPE_F32 || (qw->n_scale > 1 && qw->n_scale != n)) {
+        st = b->dtype != INF_DTYPE_F32 || (qw->n_scale > 1 && qw->n_scale != n)
+                 ? inf_error_set(q->err, INF_EMODEL, "node '%s': bias '%s' is not float32 [%d]", c->name, c->b, qw->n_scale)
+                 : nomem(q);
+    } else {
+        for (int64_t j = 0; j < n; j++) {
+            s[j] = x_scale * qw->scale[qw->n_scale > 1 ? j : 0];
+            double r = nearbyint((double)((const float *)b->data)[j] / s[j]);
+            v[j] = (int32_t)(r < -2147483647.0 ? -2147483647.0 : r > 2147483647.0 ? 2147483647.0 : r);
+        }
+        st = add_tensor(q, *bq, INF_DTYPE_I32, 1, &n, v);
+        if (st == INF_OK) st = add_tensor(q, *bs, INF_DTYPE_F32, 1, &n, s);
+    }
+    inf_tensor_free(b);
+    free(v), free(s);
+    return st;
+}
+
+/* ---- step 3a: QDQ ---- */
+
+/* Is node i a candidate reading t as its activation input? */
+static bool candidate_reads(const qctx *q, const inf__onnx_node_view *v, const char *t) {
+    for (int c = 0; c < q->n_cand; c++)
+        if (v->n_outputs > 0 && !strcmp(q->cand[c].y, v->outputs[0])) return v->n_inputs > 0 && !strcmp(v->inputs[0], t);
+    return false;
+}
+
+static bool is_conv_output(const qctx *q, const char *t) {
+    for (int c = 0; c < q->n_cand; c++)
+        if (q->cand[c].kind == KIND_CONV && !strcmp(q->cand[c].y_act, t)) return true;
+    return false;
+}
+
+/* Q -> DQ on activation t right after its producer.  The quantized nodes
+ * reading t read the dequantized copy; other readers (a residual Add, a
+ * LayerNorm) keep the FP32 value, except after a Conv, whose Q -> DQ every
+ * reader takes (so ONNX Runtime sees DQ -> Conv -> Q and runs QLinearConv). */
+static inf_status qdq_activation(qctx *q, act_param *a) {
+    char *sn = cat(a->name, "_scale"), *zn = cat(a->name, "_zero_point"), *qn = cat(a->name, "_quantized"),
+         *dn = cat(a->name, "_dequantized");
+    inf_status st = sn && zn && qn && dn ? INF_OK : nomem(q);
+    if (st == INF_OK) st = add_scalar_f32(q, sn, a->scale);
+    if (st == INF_OK) st = add_scalar_u8(q, zn, a->zp);
+    int at = producer_of(q, a->name) + 1;
+    const char *qin[3] = {a->name, sn, zn}, *din[3] = {qn, sn, zn};
+    if (st == INF_OK) st = insert(q, at, "QuantizeLinear", a->name, 3, qin, 1, (const char *const *)&qn, 0, NULL);
+    if (st == INF_OK) st = insert(q, at + 1, "DequantizeLinear", a->name, 3, din, 1, (const char *const *)&dn, 0, NULL);
+    inf__onnx_node_view v;
+    bool conv_out = is_conv_output(q, a->name);
+    for (int i = at + 2, n = inf__onnx_edit_n_nodes(q->ed); st == INF_OK && i < n; i++) {
+        inf__onnx_edit_node(q->ed, i, &v);
+        for (int k = 0; k < v.n_inputs && st == INF_OK; k++)
+            if (!strcmp(v.inputs[k], a->name) && (conv_out || (k == 0 && candidate_reads(q, &v, a->name))))
+                st = inf__onnx_edit_set_node_input(q->ed, i, k, dn, q->err);
+    }
+    a->done = true;
+    free(sn), free(zn), free(qn), free(dn);
+    return st;
+}
+
+/* Is the bias one value per output channel (a Gemm's C may also be [M, N]:
+ * that one stays FP32)? */
+static bool bias_is_per_channel(qctx *q, const candidate *c) {
+    inf_tensor *b = NULL, *w = NULL;
+    inf_error ignored;
+    bool ok = inf__onnx_edit_get_initializer(q->ed, c->b, &b, &ignored) == INF_OK &&
+              inf__onnx_edit_get_initializer(q->ed, c->w, &w, &ignored) == INF_OK && b && w &&
+              inf_tensor_numel(b) == w->dims[c->kind == KIND_CONV || c->trans_b ? 0 : 1];
+    inf_tensor_free(b);
+    inf_tensor_free(w);
+    return ok;
+}
+
+static inf_status qdq_node(qctx *q, const candidate *c) {
+    qweight qw;
+    char *qn = NULL, *sn = NULL, *zn = NULL, *wd = cat(c->w, "_dequantized"), *bq = NULL, *bs = NULL, *bd = NULL;
+    inf_status st = wd ? quantize_weight(q, c, q->o->per_channel, false, false, &qw) : nomem(q);
+    if (st != INF_OK) {
+        free(wd);
+        return st;
+    }
+    int at = find_node(q, c);
+    inf__onnx_attr_arg axis = {.name = "axis", .kind = 'i', .i = qw.axis};
+    st = write_weight(q, c, &qw, false, true, true, &qn, &sn, &zn);
+    const char *din[3] = {qn, sn, zn};
+    if (st == INF_OK)
+        st = insert(q, at++, "DequantizeLinear", c->w, 3, din, 1, (const char *const *)&wd, qw.n_scale > 1, &axis);
+    if (st == INF_OK) st = inf__onnx_edit_set_node_input(q->ed, at, 1, wd, q->err);
+    act_param *xa = find_act(q, c->x);
+    if (st == INF_OK && c->b && xa && bias_is_per_channel(q, c)) {
+        int64_t n;
+        bd = cat(c->b, "_dequantized");
+        st = bd ? write_bias_i32(q, c, xa->scale, &qw, &bq, &bs, &n) : nomem(q);
+        inf__onnx_attr_arg bax = {.name = "axis", .kind = 'i', .i = 0};
+        const char *bin[2] = {bq, bs};
+        if (st == INF_OK) st = insert(q, at++, "DequantizeLinear", c->b, 2, bin, 1, (const char *const *)&bd, 1, &bax);
+        if (st == INF_OK) st = inf__onnx_edit_set_node_input(q->ed, at, 2, bd, q->err);
+        if (st == INF_OK) inf__onnx_edit_drop_unused_initializer(q->ed, c->b);
+    }
+    if (st == INF_OK) inf__onnx_edit_drop_unused_initializer(q->ed, c->w);
+    qweight_free(&qw);
+    free(qn), free(sn), free(zn), free(wd), free(bq), free(bs), free(bd);
+    return st;
+}
+
+static inf_status rewrite_qdq(qctx *q) {
+    inf_status st = INF_OK;
+    for (int i = 0; i < q->n_cand && st == INF_OK; i++) st = qdq_node(q, &q->cand[i]);
+    for (int i = 0; i < q->n_act && st == INF_OK; i++) st = qdq_activation(q, &q->act[i]);
+    return st;
+}
+
+/* ---- step 3b: QOperator (static) ---- */
+
+/* QuantizeLinear of activation a before node index at (once per activation;
+ * the quantized name is <a>_quantized). */
+static inf_status quantize_input(qctx *q, act_param *a, int *at) {
+    char *sn = cat(a->name, "_scale"), *zn = cat(a->name, "_zero_point"), *qn = cat(a->name, "_quantized");
+    inf_status st = sn && zn && qn ? INF_OK : nomem(q);
+    if (st == INF_OK && !a->done) {
+        const char *qin[3] = {a->name, sn, zn};
+        st = add_scalar_f32(q, sn, a->scale);
+        if (st == INF_OK) st = add_scalar_u8(q, zn, a->zp);
+        if (st == INF_OK) st = insert(q, producer_of(q, a->name) + 1, "QuantizeLinear", a->name, 3, qin, 1,
+                                      (const char *const *)&qn, 0, NULL);
+        if (st == INF_OK) (*at)++;
+        a->done = true;
+    }
+    free(sn), free(zn), free(qn);
+    return st;
+}
+
+static inf_status qoperator_static_node(qctx *q, const candidate *c) {
+    act_param *xa = find_act(q, c->x), *ya = find_act(q, c->y_act);
+    int at = find_node(q, c);
+    inf_status st = quantize_input(q, xa, &at);
+    if (st != INF_OK) return st;
+    bool conv = c->kind == KIND_CONV;
+    qweight qw;
+    if ((st = quantize_weight(q, c, q->o->per_channel, false, true, &qw)) != INF_OK) return st;
+    char *wq = NULL, *ws = NULL, *wz = NULL, *bq = NULL, *bs = NULL, *yq = cat(c->y, "_quantized");
+    char *ys = cat(c->y, "_scale"), *yz = cat(c->y, "_zero_point"), *mm = cat(c->y, "_matmul");
+    char *xq = cat(c->x, "_quantized"), *xs = cat(c->x, "_scale"), *xz = cat(c->x, "_zero_point");
+    if (!yq || !ys || !yz || !mm || !xq || !xs || !xz) st = nomem(q);
+    float y_scale = ya->scale;
+    uint8_t y_zp = ya->zp;
+    if (st == INF_OK && c->kind == KIND_GEMM && c->b) { /* the range of the product before the bias */
+        inf_tensor *b;
+        if ((st = inf__onnx_edit_get_initializer(q->ed, c->b, &b, q->err)) == INF_OK) {
+            float bmax = 0, lo = (0 - ya->zp) * ya->scale, hi = (255 - ya->zp) * ya->scale;
+            for (int64_t j = 0; j < inf_tensor_numel(b); j++) bmax = fmaxf(bmax, fabsf(((const float *)b->data)[j]));
+            act_params_from_range(lo - bmax, hi + bmax, &y_scale, &y_zp);
+            inf_tensor_free(b);
+        }
+    }
+    if (st == INF_OK) st = write_weight(q, c, &qw, false, true, true, &wq, &ws, &wz);
+    if (st == INF_OK) st = add_scalar_f32(q, ys, y_scale);
+    if (st == INF_OK) st = add_scalar_u8(q, yz, y_zp);
+    int64_t nb = 0;
+    if (st == INF_OK && conv && c->b) st = write_bias_i32(q, c, xa->scale, &qw, &bq, &bs, &nb);
+    const char *ins[9] = {xq, xs, xz, wq, ws, wz, ys, yz, bq};
+    const char *outs[1] = {yq};
+    if (st == INF_OK)
+        st = inf__onnx_edit_retype_node(q->ed, at, conv ? "QLinearConv" : "QLinearMatMul", conv && c->b ? 9 : 8, ins,
+                                        1, outs, conv, 0, NULL, q->err);
+    const char *din[3] = {yq, ys, yz};
+    const char *dq_out = c->kind == KIND_GEMM && c->b ? mm : c->y;
+    if (st == INF_OK) st = insert(q, at + 1, "DequantizeLinear", c->y, 3, din, 1, &dq_out, 0, NULL);
+    if (st == INF_OK && c->kind == KIND_GEMM && c->b) {
+        const char *ain[2] = {mm, c->b};
+        st = insert(q, at + 2, "Add", c->y, 2, ain, 1, (const char *const *)&c->y, 0, NULL);
+    }
+    if (st == INF_OK) inf__onnx_edit_drop_unused_initializer(q->ed, c->w);
+    if (st == INF_OK && c->b) inf__onnx_edit_drop_unused_initializer(q->ed, c->b);
+    qweight_free(&qw);
+    free(wq), free(ws), free(wz), free(bq), free(bs), free(yq), free(ys), free(yz), free(mm), free(xq), free(xs), free(xz);
+    return st;
+}
+
+/* ---- step 3c: dynamic ---- */
+
+static inf_status dynamic_node(qctx *q, const candidate *c) {
+    bool conv = c->kind == KIND_CONV;
+    qweight qw;
+    inf_status st = quantize_weight(q, c, q->o->per_channel, conv, true, &qw);
+    if (st != INF_OK) return st;
+    int at = find_node(q, c);
+    char *wq = NULL, *ws = NULL, *wz = NULL;
+    char *xq = cat(c->y, "_x_quantized"), *xs = cat(c->y, "_x_scale"), *xz = cat(c->y, "_x_zero_point");
+    char *acc = cat(c->y, "_int32"), *accf = cat(c->y, "_int32_float"), *sc = cat(c->y, "_scale");
+    char *mul = cat(c->y, "_unbiased"), *wsr = NULL, *br = NULL;
+    if (!xq || !xs || !xz || !acc || !accf || !sc || !mul) st = nomem(q);
+    if (st == INF_OK) st = write_weight(q, c, &qw, conv, !(conv && qw.n_scale > 1), conv, &wq, &ws, &wz);
+    int64_t m = qw.n_scale;
+    if (st == INF_OK && conv && m > 1) { /* per-channel scale / bias broadcast over [N, M, spatial] */
+        int64_t dims[4] = {1, m, 1, 1};
+        int nd = (int)qw.q->ndim;
+        wsr = cat(ws, "_per_channel");
+        st = wsr ? add_tensor(q, wsr, INF_DTYPE_F32, nd, dims, qw.scale) : nomem(q);
+    }
+    if (st == INF_OK && conv && c->b) {
+        inf_tensor *b;
+        if ((st = inf__onnx_edit_get_initializer(q->ed, c->b, &b, q->err)) == INF_OK) {
+            int64_t dims[INF_MAX_DIMS] = {1, inf_tensor_numel(b)};
+            for (int d = 2; d < qw.q->ndim; d++) dims[d] = 1;
+            br = cat(c->b, "_per_channel");
+            st = br ? add_tensor(q, br, INF_DTYPE_F32, qw.q->ndim, dims, b->data) : nomem(q);
+            inf_tensor_free(b);
+        }
+    }
+    const char *x = c->x, *dql_out[3] = {xq, xs, xz};
+    const char *wz_in = conv ? wz : "";
+    const char *op_in[4] = {xq, wq, xz, wz_in};
+    const char *cast_in[1] = {acc}, *smul_in[2] = {xs, wsr ? wsr : ws}, *mul_in[2] = {accf, sc};
+    const char *add_in[2] = {mul, br ? br : c->b};
+    inf__onnx_attr_arg to = {.name = "to", .kind = 'i', .i = INF_DTYPE_F32};
+    /* the op keeps the node's name and place; helpers around it */
+    if (st == INF_OK) st = insert(q, at++, "DynamicQuantizeLinear", c->y, 1, &x, 3, dql_out, 0, NULL);
+    if (st == INF_OK)
+        st = inf__onnx_edit_retype_node(q->ed, at, conv ? "ConvInteger" : "MatMulInteger", conv ? 4 : 3, op_in, 1,
+                                        (const char *const *)&acc, conv, 0, NULL, q->err);
+    if (st == INF_OK) st = insert(q, ++at, "Cast", c->y, 1, cast_in, 1, (const char *const *)&accf, 1, &to);
+    if (st == INF_OK) st = insert(q, ++at, "Mul", c->y, 2, smul_in, 1, (const char *const *)&sc, 0, NULL);
+    const char *mul_out = c->b ? mul : c->y;
+    if (st == INF_OK) st = insert(q, ++at, "Mul", c->y, 2, mul_in, 1, &mul_out, 0, NULL);
+    if (st == INF_OK && c->b) st = insert(q, ++at, "Add", c->y, 2, add_in, 1, (const char *const *)&c->y, 0, NULL);
+    if (st == INF_OK) inf__onnx_edit_drop_unused_initializer(q->ed, c->w);
+    if (st == INF_OK && c->b) inf__onnx_edit_drop_unused_initializer(q->ed, c->b);
+    qweight_free(&qw);
+    free(wq), free(ws), free(wz), free(xq), free(xs), free(xz), free(acc), free(accf), free(sc), free(mul), free(wsr),
+        free(br);
+    return st;
+}
+
+/* ---- the driver ---- */
+
+static size_t file_size(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (size_t)sb.st_size : 0;
+}
+
+static inf_status check_opset(qctx *q) {
+    int64_t v = inf__onnx_edit_opset(q->ed, "");
+    int64_t need = q->o->per_channel ? 13 : q->o->static_mode ? 10 : 11;
+    if (v < need)
+        return inf_error_set(q->err, INF_EUNSUPPORTED,
+                             "'%s' imports ai.onnx opset %lld; %s needs opset >= %lld (re-export the model at a newer opset)",
+                             q->o->in_path, (long long)v,
+                             q->o->per_channel ? "per-channel quantization" : q->o->static_mode ? "QuantizeLinear" : "DynamicQuantizeLinear",
+                             (long long)need);
+    return INF_OK;
+}
+
+static void free_ctx(qctx *q) {
+    for (int i = 0; i < q->n_cand; i++) {
+        candidate *c = &q->cand[i];
+        free(c->name), free(c->x), free(c->w), free(c->b), free(c->y), free(c->y_act);
+    }
+    for (int i = 0; i < q->n_act; i++) free(q->act[i].name);
+    free(q->cand), free(q->act);
+    inf__onnx_edit_free(q->ed);
+}
+
+inf_status inf__tools_quantize(const inf__quantize_options *o, inf__quantize_report *r, inf_error *err) {
+    memset(r, 0, sizeof *r);
+    qctx q = {.o = o, .err = err};
+    if (o->static_mode && !o->calibration)
+        return inf_error_set(err, INF_EINVAL, "static quantization needs --calibration SRC (records or a .npy file)");
+    inf_status st = inf__onnx_edit_open(o->in_path, &q.ed, err);
+    if (st != INF_OK) return st;
+    r->bytes_before = file_size(o->in_path);
+    r->weight_bytes_before = inf__onnx_edit_weight_bytes(q.ed);
+    if ((st = check_opset(&q)) != INF_OK || (st = collect(&q, r)) != INF_OK) goto done;
+    if (q.n_cand == 0) {
+        st = r->n_candidates
+                 ? inf_error_set(err, INF_EINVAL, "'%s': every quantizable node (%d) is excluded", o->in_path, r->n_candidates)
+                 : inf_error_set(err, INF_EINVAL,
+                                 "'%s' has no MatMul, Gemm or Conv node with constant float32 weights: nothing to quantize",
+                                 o->in_path);
+        goto done;
+    }
+    if (o->static_mode && (st = calibrate(&q, r)) != INF_OK) goto done;
+    if (!o->static_mode) {
+        for (int i = 0; i < q.n_cand && st == INF_OK; i++) st = dynamic_node(&q, &q.cand[i]);
+    } else if (o->qoperator) {
+        for (int i = 0; i < q.n_cand && st == INF_OK; i++) st = qoperator_static_node(&q, &q.cand[i]);
+    } else {
+        st = rewrite_qdq(&q);
+    }
+    r->n_quantized = q.n_cand;
+    if (st == INF_OK) st = inf__onnx_edit_set_metadata(q.ed, "infera.quantization",
+                                                       o->static_mode ? (o->qoperator ? "static qoperator" : "static qdq")
+                                                                      : "dynamic",
+                                                       err);
+    if (st == INF_OK) {
+        r->weight_bytes_after = inf__onnx_edit_weight_bytes(q.ed);
+        st = inf__onnx_edit_save(q.ed, o->out_path, &r->bytes_after, err);
+    }
+done:
+    free_ctx(&q);
+    return st;
+}

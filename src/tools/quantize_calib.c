@@ -1,0 +1,328 @@
+/*
+ * quantize_calib.c -- activation ranges for static quantization, measured on
+ * real data.
+ *
+ * DESIGN: the tensors to calibrate are made graph outputs of a copy of the
+ * model (onnx/edit.h), which is loaded and run like any model.  Its inputs
+ * come from a "feeder": records of any batch source (csv:, jsonl:, sqlite:,
+ * postgresql:...) mapped by the pipeline spec or the default mapping (the
+ * same code every runner uses, so calibration sees the features production
+ * sees), or the rows of a tensor file (.npy / .pb: images, sequences --
+ * inputs the default mapping cannot express), in batches of FEED_ROWS.
+ *   minmax      one pass: the smallest and largest value seen.
+ *   percentile  a second pass fills a HIST_BINS-bin histogram over the first
+ *               pass's [min, max]; the range drops PERCENTILE_TAIL of the
+ *               mass at each end.
+ *   entropy     a second pass fills a histogram of |x| over [0, max |x|];
+ *               the threshold T minimises KL(P || Q) between the clipped
+ *               distribution and its 128-level quantized copy (TensorRT's
+ *               method); the range is [min, max] clipped to [-T, T].
+ * The second pass re-reads the source from the start.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "infera/io.h"
+#include "infera/model.h"
+#include "infera/pipeline.h"
+#include "infera/session.h"
+#include "onnx/edit.h"
+#include "tools/quantize.h"
+
+enum { FEED_ROWS = 64, HIST_BINS = 2048, KL_LEVELS = 128 };
+#define PERCENTILE_TAIL 0.00001 /* 99.999th percentile at each end, as ONNX Runtime's default */
+
+typedef struct tensor_stats {
+    double min, max;
+    double *hist; /* HIST_BINS */
+} tensor_stats;
+
+typedef struct calib {
+    const inf__quantize_options *opts;
+    inf_model *plain;       /* the model as given: its declared inputs, the spec's checks */
+    inf_model *model;       /* the model with the calibrated tensors as extra outputs */
+    inf_session *session;
+    int n;
+    int *out_index;         /* calibrated tensor i is output out_index[i] */
+    const char *const *names;
+    tensor_stats *stats;
+    int pass;               /* 0: min/max; 1: histograms */
+    long long rows;
+} calib;
+
+/* ---- the model with extra outputs ---- */
+
+static inf_status load_augmented(calib *c, inf_error *err) {
+    inf__onnx_edit *ed;
+    inf_status st = inf__onnx_edit_open(c->opts->in_path, &ed, err);
+    if (st != INF_OK) return st;
+    for (int i = 0; i < c->n && st == INF_OK; i++) st = inf__onnx_edit_add_output(ed, c->names[i], err);
+    void *buf = NULL;
+    size_t size = 0;
+    if (st == INF_OK) st = inf__onnx_edit_to_buffer(ed, &buf, &size, err);
+    inf__onnx_edit_free(ed);
+    if (st != INF_OK) return st;
+    st = inf_model_load_buffer(buf, size, NULL, NULL, &c->model, err);
+    inf__onnx_edit_buffer_free(buf);
+    if (st != INF_OK) return st;
+    for (int i = 0; i < c->n; i++)
+        if ((c->out_index[i] = inf_model_find_output(c->model, c->names[i])) < 0)
+            return inf_error_set(err, INF_EINTERNAL, "calibration: tensor '%s' is not an output", c->names[i]);
+    inf_session_options so;
+    inf_session_options_init(&so);
+    so.n_threads = 2;
+    so.max_batch = FEED_ROWS;
+    return inf_session_new(c->model, &so, &c->session, err);
+}
+
+/* ---- statistics ---- */
+
+static void observe(calib *c, int i, const inf_tensor *t) {
+    tensor_stats *s = &c->stats[i];
+    if (t->dtype != INF_DTYPE_F32) return;
+    const float *x = t->data;
+    int64_t n = inf_tensor_numel(t);
+    if (c->pass == 0) {
+        for (int64_t k = 0; k < n; k++) {
+            double v = x[k];
+            if (v != v) continue;
+            if (v < s->min) s->min = v;
+            if (v > s->max) s->max = v;
+        }
+        return;
+    }
+    bool abs_hist = c->opts->method == INF_QUANT_ENTROPY;
+    double lo = abs_hist ? 0 : s->min, hi = abs_hist ? fmax(fabs(s->min), fabs(s->max)) : s->max;
+    double width = (hi - lo) / HIST_BINS;
+    if (!(width > 0)) return;
+    for (int64_t k = 0; k < n; k++) {
+        double v = abs_hist ? fabs(x[k]) : x[k];
+        if (v != v) continue;
+        long b = (long)((v - lo) / width);
+        b = b < 0 ? 0 : b >= HIST_BINS ? HIST_BINS - 1 : b;
+        s->hist[b] += 1;
+    }
+}
+
+static inf_status run_batch(calib *c, const inf_tensor *const *inputs, int rows, inf_error *err) {
+    inf_tensor *const *outs;
+    inf_status st = inf_session_run(c->session, inputs, &outs, err);
+    if (st != INF_OK) return st;
+    for (int i = 0; i < c->n; i++) observe(c, i, outs[c->out_index[i]]);
+    c->rows += rows;
+    return INF_OK;
+}
+
+/* ---- feeders ---- */
+
+static bool is_tensor_file(const char *src) {
+    size_t n = strlen(src);
+    return (n > 4 && !strcmp(src + n - 4, ".npy")) || (n > 3 && !strcmp(src + n - 3, ".pb"));
+}
+
+static long long row_limit(const calib *c) {
+    return c->opts->calibration_rows > 0 ? c->opts->calibration_rows : -1;
+}
+
+/* The rows of a tensor file, FEED_ROWS at a time, as the model's one input. */
+static inf_status feed_tensor_file(calib *c, inf_error *err) {
+    const char *src = c->opts->calibration;
+    if (inf_model_n_inputs(c->model) != 1)
+        return inf_error_set(err, INF_EINVAL, "calibration '%s': a tensor file feeds a model with one input, "
+                                              "this one has %d (use a record source and a spec)",
+                             src, inf_model_n_inputs(c->model));
+    inf_tensor *t;
+    size_t n = strlen(src);
+    inf_status st = !strcmp(src + n - 4, ".npy") ? inf_tensor_load_npy(src, &t, err) : inf_tensor_load_pb(src, 0, &t, err);
+    if (st != INF_OK) return st;
+    const inf_value_info *info = inf_model_input(c->plain, 0);
+    if (t->kind != INF_KIND_TENSOR || t->ndim < 1 || (info->ndim >= 0 && info->ndim != t->ndim) ||
+        (info->dtype != INF_DTYPE_UNDEFINED && info->dtype != t->dtype)) {
+        inf_tensor_free(t);
+        return inf_error_set(err, INF_ESHAPE, "calibration '%s': expected a %s tensor of rank %d for input '%s'", src,
+                             inf_dtype_name(info->dtype), info->ndim, info->name ? info->name : "");
+    }
+    int64_t total = t->dims[0], row_bytes = total ? (int64_t)inf_tensor_nbytes(t) / total : 0;
+    if (row_limit(c) >= 0 && total > row_limit(c)) total = row_limit(c);
+    if (total == 0) {
+        inf_tensor_free(t);
+        return inf_error_set(err, INF_EINVAL, "calibration '%s' is empty: no rows to calibrate on", src);
+    }
+    for (int64_t r = 0; r < total && st == INF_OK; r += FEED_ROWS) {
+        int64_t dims[INF_MAX_DIMS];
+        memcpy(dims, t->dims, sizeof dims);
+        dims[0] = total - r < FEED_ROWS ? total - r : FEED_ROWS;
+        inf_tensor view;
+        inf_tensor_init_view(&view, t->dtype, t->ndim, dims, (char *)t->data + r * row_bytes);
+        const inf_tensor *in[1] = {&view};
+        st = run_batch(c, in, (int)dims[0], err);
+    }
+    inf_tensor_free(t);
+    return st;
+}
+
+/* Records of a batch source through the pipeline (spec or default mapping). */
+static inf_status feed_records(calib *c, inf_error *err) {
+    const char *src = c->opts->calibration;
+    inf_pipeline_options po;
+    inf_pipeline_options_init(&po);
+    inf_pipeline *p = NULL;
+    inf_pipeline_exec *e = NULL;
+    inf_source *s = NULL;
+    inf_record_batch *batch = NULL;
+    inf_status st = c->opts->spec ? inf_pipeline_load(c->opts->spec, c->plain, &po, &p, err)
+                                  : inf_pipeline_default(c->plain, &po, &p, err);
+    if (st != INF_OK) goto done;
+    if ((st = inf_pipeline_exec_new(p, &e, err)) != INF_OK) goto done;
+    inf_source_options so = {.max_rows = FEED_ROWS, .id_column = NULL};
+    if ((st = inf_source_open(src, &so, &s, err)) != INF_OK) goto done;
+    if ((st = inf_record_batch_new(&batch)) != INF_OK) {
+        inf_error_set(err, st, "calibration: out of memory");
+        goto done;
+    }
+    long long limit = row_limit(c);
+    for (int eof = 0; !eof && (limit < 0 || c->rows < limit);) {
+        if ((st = inf_source_next(s, batch, &eof, err)) != INF_OK) goto done;
+        int rows = inf_record_batch_n_rows(batch);
+        if (rows == 0) continue;
+        const inf_tensor *const *x;
+        if ((st = inf_pipeline_prepare(e, batch, &x, err)) != INF_OK) goto done;
+        if (inf_pipeline_n_rejected(e) > 0 && inf_pipeline_n_accepted(e) == 0) {
+            const char *field, *msg;
+            inf_pipeline_rejected(e, 0, &field, &msg);
+            st = inf_error_set(err, INF_EINVAL, "calibration '%s': every record of a batch was rejected "
+                                                "(field '%s': %s)", src, field ? field : "", msg ? msg : "");
+            goto done;
+        }
+        int use = inf_pipeline_n_accepted(e);
+        if (limit >= 0 && c->rows + use > limit) use = (int)(limit - c->rows);
+        if (use <= 0) continue;
+        inf_tensor views[8];
+        const inf_tensor *vx[8];
+        if (use < inf_pipeline_n_accepted(e)) { /* the first `use` rows of each input */
+            int n_in = inf_model_n_inputs(c->plain);
+            if (n_in > 8) use = inf_pipeline_n_accepted(e);
+            for (int i = 0; i < n_in && n_in <= 8; i++) {
+                int64_t dims[INF_MAX_DIMS];
+                memcpy(dims, x[i]->dims, sizeof dims);
+                dims[0] = use;
+                inf_tensor_init_view(&views[i], x[i]->dtype, x[i]->ndim, dims, x[i]->data);
+                vx[i] = &views[i];
+            }
+            if (n_in <= 8) x = vx;
+        }
+        if ((st = run_batch(c, x, use, err)) != INF_OK) goto done;
+    }
+    if (c->rows == 0) st = inf_error_set(err, INF_EINVAL, "calibration source '%s' is empty: no records to calibrate on", src);
+done:
+    inf_record_batch_free(batch);
+    inf_source_close(s);
+    inf_pipeline_exec_free(e);
+    inf_pipeline_free(p);
+    return st;
+}
+
+static inf_status feed(calib *c, inf_error *err) {
+    c->rows = 0;
+    return is_tensor_file(c->opts->calibration) ? feed_tensor_file(c, err) : feed_records(c, err);
+}
+
+/* ---- ranges from histograms ---- */
+
+static void percentile_range(const tensor_stats *s, float *lo, float *hi) {
+    double total = 0, width = (s->max - s->min) / HIST_BINS;
+    for (int b = 0; b < HIST_BINS; b++) total += s->hist[b];
+    double tail = total * PERCENTILE_TAIL, acc = 0;
+    int blo = 0, bhi = HIST_BINS - 1;
+    for (; blo < HIST_BINS - 1 && acc + s->hist[blo] <= tail; blo++) acc += s->hist[blo];
+    for (acc = 0; bhi > blo && acc + s->hist[bhi] <= tail; bhi--) acc += s->hist[bhi];
+    *lo = (float)(s->min + blo * width);
+    *hi = (float)(s->min + (bhi + 1) * width);
+}
+
+/* KL(P || Q) of the first n bins (outliers folded into the last) against
+ * their KL_LEVELS-level quantization. */
+static double kl_for_threshold(const double *hist, int n, double *p, double *q) {
+    double outliers = 0;
+    for (int b = n; b < HIST_BINS; b++) outliers += hist[b];
+    memcpy(p, hist, (size_t)n * sizeof *p);
+    p[n - 1] += outliers;
+    for (int l = 0; l < KL_LEVELS; l++) {
+        int b0 = (int)((long)l * n / KL_LEVELS), b1 = (int)((long)(l + 1) * n / KL_LEVELS);
+        double sum = 0;
+        int nonzero = 0;
+        for (int b = b0; b < b1; b++) sum += hist[b], nonzero += hist[b] > 0;
+        for (int b = b0; b < b1; b++) q[b] = hist[b] > 0 ? sum / nonzero : 0;
+    }
+    double ps = 0, qs = 0, kl = 0;
+    for (int b = 0; b < n; b++) ps += p[b], qs += q[b];
+    if (ps <= 0 || qs <= 0) return INFINITY;
+    for (int b = 0; b < n; b++)
+        if (p[b] > 0) kl += p[b] / ps * log((p[b] / ps) / (q[b] > 0 ? q[b] / qs : 1e-12));
+    return kl;
+}
+
+static void entropy_range(const tensor_stats *s, double *scratch, float *lo, float *hi) {
+    double amax = fmax(fabs(s->min), fabs(s->max)), width = amax / HIST_BINS, best = INFINITY;
+    int best_n = HIST_BINS;
+    for (int n = KL_LEVELS; n <= HIST_BINS; n += 16) {
+        double kl = kl_for_threshold(s->hist, n, scratch, scratch + HIST_BINS);
+        if (kl < best) best = kl, best_n = n;
+    }
+    double t = best_n * width;
+    *lo = (float)fmax(s->min, -t);
+    *hi = (float)fmin(s->max, t);
+}
+
+inf_status inf__tools_calibrate(const inf__quantize_options *opts, const char *const *names, int n, float *lo,
+                                float *hi, long long *rows, inf_error *err) {
+    calib c = {.opts = opts, .n = n, .names = names};
+    double *scratch = NULL;
+    inf_status st = INF_OK;
+    c.stats = calloc((size_t)n, sizeof *c.stats);
+    c.out_index = calloc((size_t)n, sizeof *c.out_index);
+    if (!c.stats || !c.out_index) {
+        free(c.stats), free(c.out_index);
+        return inf_error_set(err, INF_ENOMEM, "calibration: out of memory");
+    }
+    for (int i = 0; i < n; i++) c.stats[i].min = INFINITY, c.stats[i].max = -INFINITY;
+    if ((st = inf_model_load(opts->in_path, NULL, &c.plain, err)) != INF_OK || (st = load_augmented(&c, err)) != INF_OK ||
+        (st = feed(&c, err)) != INF_OK)
+        goto done;
+    if (opts->method != INF_QUANT_MINMAX) {
+        scratch = malloc(2 * HIST_BINS * sizeof *scratch);
+        if (!scratch) {
+            st = inf_error_set(err, INF_ENOMEM, "calibration: out of memory");
+            goto done;
+        }
+        for (int i = 0; i < n; i++)
+            if (!(c.stats[i].hist = calloc(HIST_BINS, sizeof(double)))) {
+                st = inf_error_set(err, INF_ENOMEM, "calibration: out of memory");
+                goto done;
+            }
+        c.pass = 1;
+        if ((st = feed(&c, err)) != INF_OK) goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        const tensor_stats *s = &c.stats[i];
+        if (!(s->min <= s->max)) { /* never seen as float32 */
+            lo[i] = hi[i] = 0;
+            continue;
+        }
+        if (opts->method == INF_QUANT_PERCENTILE && s->max > s->min) percentile_range(s, &lo[i], &hi[i]);
+        else if (opts->method == INF_QUANT_ENTROPY && s->max > s->min) entropy_range(s, scratch, &lo[i], &hi[i]);
+        else lo[i] = (float)s->min, hi[i] = (float)s->max;
+    }
+    *rows = c.rows;
+done:
+    for (int i = 0; i < n; i++) free(c.stats[i].hist);
+    free(c.stats);
+    free(c.out_index);
+    free(scratch);
+    inf_session_free(c.session);
+    inf_model_free(c.model);
+    inf_model_free(c.plain);
+    return st;
+}

@@ -1,0 +1,1 @@
+2a b  c_s2 lead and trail _s2_s2x,,y,z_sBy0

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The opset 18-26 models Infera must refuse, each with a precise error: for every
+# tests/conformance/data/opset18plus_errors/<name>.onnx (written by gen_opset18plus.py),
+# `infera run` must fail, without crashing, and its message must contain <name>.expect.
+# Also checks that the optimizer's fusions apply to opset 18+ graphs (LayerNorm with
+# Reduce* axes as inputs, MatMul + Add + native Gelu).
+# Usage: test_opset18plus_errors.sh INFERA
+set -u
+INFERA=${1:?usage: $0 INFERA}
+HERE=$(cd "$(dirname "$0")" && pwd)
+DIR=$HERE/data/opset18plus_errors
+SUITE=$HERE/data/opset18plus
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+passed=0 failed=0
+for model in "$DIR"/*.onnx; do
+  name=$(basename "$model" .onnx)
+  want=$(cat "$DIR/$name.expect")
+  msg=$("$INFERA" run "$model" --output-dir "$OUT" 2>&1)
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    echo "FAIL  $name: accepted; expected an error containing: $want"; failed=$((failed + 1))
+  elif [ $rc -gt 128 ]; then
+    echo "FAIL  $name: crashed (exit $rc): $msg"; failed=$((failed + 1))
+  elif [[ "$msg" != *"$want"* ]]; then
+    echo "FAIL  $name: error '$msg' does not contain '$want'"; failed=$((failed + 1))
+  else
+    echo "PASS  $name"; passed=$((passed + 1))
+  fi
+done
+# fusions on opset 18+ graphs: the profile's op types show the fused node, not the pattern
+check_fused() { # test-name fused-op
+  local prof
+  prof=$("$INFERA" bench "$SUITE/test_$1/model.onnx" --iters 2 --warmup 1 --profile 2>&1)
+  if grep -q "^  $2 " <<<"$prof" && ! grep -qE "^  (ReduceMean|Gelu|MatMul) " <<<"$prof"; then
+    echo "PASS  fused $1 -> $2"; passed=$((passed + 1))
+  else
+    echo "FAIL  $1 is not fused into $2:"; echo "$prof" | sed -n '/by op type/,$p'; failed=$((failed + 1))
+  fi
+}
+check_fused fusion_layernorm_reduce_axes_input_opset18 LayerNormalization
+check_fused fusion_layernorm_reduce_axes_input_opset23 LayerNormalization
+check_fused fusion_matmul_add_gelu_opset20 FusedMatMul
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]

@@ -1,0 +1,296 @@
+/*
+ * test_qgemm.c -- the 8-bit integer GEMM (ops/qgemm.h) and its drivers,
+ * every kernel the CPU runs against its reference twin, bit for bit:
+ *   - inf__qgemm_rows for each ISA (reference, AVX2 vpmaddwd, AVX-512 VNNI)
+ *     against a plain int64 sum of (a - a_zp)(b - b_zp) written here and
+ *     wrapped to int32 -- random shapes around the panel widths and k groups,
+ *     uint8 and int8 B, B given transposed or not, zero points none / per
+ *     tensor / per column, extreme values (255 x -128 everywhere: the case
+ *     where vpmaddubsw would saturate);
+ *   - activation quantization (AVX2) and min/max against the scalar twins,
+ *     with halfway cases, NaN, infinities and huge values;
+ *   - the drivers: a matrix product (8-bit rows, or float rows quantized to
+ *     uint8 or int8 on the way in) and a convolution (1-D/2-D, groups,
+ *     strides, dilations, pads) with int32, requantized 8-bit and fused
+ *     float outputs (bias, ReLU / Clip / LeakyRelu, output Q -> DQ), run on
+ *     the fast ISA (vector stores) and on the reference ISA (scalar
+ *     stores): same bits; the int32 results also against QuantizeLinear's
+ *     bytes and a direct product / convolution written here.
+ * An ISA the CPU lacks is reported as skipped ("skipped: avx512-vnni").
+ * Prints one line per failure and "N passed, M failed".
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "ops/qgemm.h"
+
+#define KERNEL_TEST_SEED 0x51A7E5D00DF00Dull
+#include "test_rng.h"
+
+static int n_passed, n_failed;
+
+static void check(bool ok, const char *what, int case_no) {
+    if (ok) n_passed++;
+    else if (n_failed++ < 20) printf("FAIL %s (case %d)\n", what, case_no);
+}
+
+static bool isa_runs(inf__qgemm_isa isa) {
+#if defined(__x86_64__)
+    if (isa == INF_QGEMM_AVX2) return inf__cpu_has_avx2_fma();
+    if (isa == INF_QGEMM_VNNI512) return inf__cpu_has_avx2_fma() && inf__cpu_has_avx512_vnni();
+    return true;
+#else
+    return isa == INF_QGEMM_REF;
+#endif
+}
+
+/* ---- the GEMM ---- */
+
+static void gemm_case(inf__qgemm_isa isa, int case_no) {
+    int64_t m = rand_in(1, 30), k = rand_in(1, 300), n = rand_in(1, 70);
+    bool b_u8 = rand_in(0, 1), trans = rand_in(0, 1), extreme = rand_in(0, 7) == 0;
+    int zp_kind = (int)rand_in(0, 2); /* none, per tensor, per column */
+    int64_t kp = (k + 3) / 4 * 4;
+    uint8_t *a = calloc((size_t)(m * kp), 1), *b = malloc((size_t)(k * n)), *bz = malloc((size_t)n);
+    int32_t a_zp = extreme ? 0 : (int32_t)rand_in(0, 255);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t p = 0; p < k; p++) a[i * kp + p] = extreme ? 255 : (uint8_t)rand_in(0, 255);
+    for (int64_t i = 0; i < k * n; i++) b[i] = extreme ? (b_u8 ? 0 : 0x80) : (uint8_t)rand_in(0, 255);
+    for (int64_t j = 0; j < n; j++) bz[j] = (uint8_t)rand_in(0, 255);
+    if (zp_kind == 1) memset(bz, bz[0], (size_t)n);
+    inf__qgemm_b pb;
+    void *mem = inf__aligned_alloc(inf__qgemm_pack_b_bytes(isa, k, n));
+    int64_t ldb = trans ? k : n;
+    inf__qgemm_pack_b_into(mem, isa, k, n, b, b_u8 ? INF_DTYPE_U8 : INF_DTYPE_I8, ldb, trans,
+                           zp_kind ? bz : NULL, zp_kind == 2 ? n : 1, &pb);
+    int32_t *c = malloc((size_t)(m * pb.np) * sizeof *c);
+    inf__qgemm_rows(&pb, m, a, kp, a_zp, c, pb.np);
+    bool ok = true;
+    for (int64_t i = 0; i < m && ok; i++)
+        for (int64_t j = 0; j < n && ok; j++) {
+            int64_t acc = 0, zb = zp_kind ? (b_u8 ? bz[j] : (int8_t)bz[j]) : 0;
+            for (int64_t p = 0; p < k; p++) {
+                uint8_t raw = trans ? b[j * ldb + p] : b[p * ldb + j];
+                int64_t bv = b_u8 ? raw : (int8_t)raw;
+                acc += ((int64_t)a[i * kp + p] - a_zp) * (bv - zb);
+            }
+            ok = c[i * pb.np + j] == (int32_t)(uint32_t)acc;
+        }
+    char what[96];
+    snprintf(what, sizeof what, "%s gemm m=%lld k=%lld n=%lld", inf__qgemm_isa_name(isa), (long long)m, (long long)k,
+             (long long)n);
+    check(ok, what, case_no);
+    free(a), free(b), free(bz), free(c);
+    inf__aligned_free(mem);
+}
+
+/* ---- quantization and range ---- */
+
+static void quantize_cases(void) {
+#if defined(__x86_64__)
+    if (!inf__cpu_has_avx2_fma()) return;
+    enum { N = 1037 };
+    static float x[N];
+    static uint8_t q1[N], q2[N];
+    for (int round = 0; round < 50; round++) {
+        float scale = (float)rand_in(1, 1000) / 997.0f;
+        int32_t zp = (int32_t)rand_in(0, 255);
+        for (int i = 0; i < N; i++) {
+            int kind = (int)rand_in(0, 9);
+            x[i] = kind == 0 ? ((float)rand_in(-300, 300) + 0.5f) * scale /* halfway */
+                 : kind == 1 ? NAN : kind == 2 ? (rand_in(0, 1) ? INFINITY : -INFINITY)
+                 : kind == 3 ? uniform() * 1e30f : uniform() * 200.0f * scale;
+        }
+        int64_t n = rand_in(1, N);
+        inf__quantize_u8_ref(x, n, scale, zp, q1);
+        inf__quantize_u8_avx2(x, n, scale, zp, q2);
+        check(!memcmp(q1, q2, (size_t)n), "quantize_u8 avx2 vs ref", round);
+        float lo1, hi1, lo2, hi2;
+        inf__minmax_f32_ref(x, n, &lo1, &hi1);
+        inf__minmax_f32_avx2(x, n, &lo2, &hi2);
+        check(lo1 == lo2 && hi1 == hi2, "minmax avx2 vs ref", round);
+    }
+#endif
+}
+
+/* ---- drivers: the fast ISA against the reference ISA ---- */
+
+static const inf__epilogue acts[] = {
+    {INF_EPILOGUE_NONE, 0, 0, 0}, {INF_EPILOGUE_RELU, 0, 0, 0},
+    {INF_EPILOGUE_CLIP, 0, -0.5f, 2.0f}, {INF_EPILOGUE_LEAKY_RELU, 0.1f, 0, 0}};
+
+static inf__qout random_out(float *mult, float *bias, int32_t *bias_i32, int64_t n, inf__qout_kind kind) {
+    for (int64_t j = 0; j < n; j++) {
+        mult[j] = (float)rand_in(1, 1000) * 1e-5f;
+        bias[j] = uniform();
+        bias_i32[j] = (int32_t)rand_in(-5000, 5000);
+    }
+    inf__qout o = {.kind = kind, .mult = mult, .mult_per_col = rand_in(0, 1), .y_dtype = rand_in(0, 1) ? INF_DTYPE_U8 : INF_DTYPE_I8,
+                   .y_zp = (int32_t)rand_in(-20, 20)};
+    if (o.y_dtype == INF_DTYPE_U8) o.y_zp += 100;
+    if (kind == INF_QOUT_Q8 && rand_in(0, 1)) o.bias_i32 = bias_i32;
+    if (kind == INF_QOUT_F32) {
+        o.bias_f32 = rand_in(0, 1) ? bias : NULL;
+        o.act = &acts[rand_in(0, 3)];
+        if (rand_in(0, 1)) o.requant = true, o.rq_scale = 0.01f, o.rq_zp = (int32_t)rand_in(0, 255), o.rq_dtype = INF_DTYPE_U8;
+    }
+    return o;
+}
+
+static size_t out_size(inf__qout_kind kind) { return kind == INF_QOUT_Q8 ? 1 : 4; }
+
+static void matmul_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
+    int64_t m = rand_in(1, 100), k = rand_in(1, 200), n = rand_in(1, 60);
+    inf_dtype adt = (inf_dtype)(rand_in(0, 2) == 0 ? INF_DTYPE_F32 : rand_in(0, 1) ? INF_DTYPE_U8 : INF_DTYPE_I8);
+    size_t asz = adt == INF_DTYPE_F32 ? 4 : 1;
+    void *a = malloc((size_t)(m * k) * asz);
+    int8_t *w = malloc((size_t)(k * n));
+    for (int64_t i = 0; i < m * k; i++) {
+        if (adt == INF_DTYPE_F32) ((float *)a)[i] = uniform() * 3;
+        else ((uint8_t *)a)[i] = (uint8_t)rand_in(0, 255);
+    }
+    for (int64_t i = 0; i < k * n; i++) w[i] = (int8_t)rand_in(-127, 127);
+    inf__qsrc src = {.data = a, .dtype = adt, .ld = k, .scale = 0.02f, .zp = (int32_t)rand_in(0, 100),
+                     .q_dtype = rand_in(0, 1) ? INF_DTYPE_U8 : INF_DTYPE_I8};
+    if (adt == INF_DTYPE_I8 || (adt == INF_DTYPE_F32 && src.q_dtype == INF_DTYPE_I8)) src.zp -= 50;
+    inf__qout_kind kind = adt == INF_DTYPE_F32 ? (rand_in(0, 2) ? INF_QOUT_F32 : INF_QOUT_I32)
+                                               : rand_in(0, 1) ? INF_QOUT_I32 : INF_QOUT_Q8;
+    float *mult = malloc((size_t)n * 4), *bias = malloc((size_t)n * 4);
+    int32_t *bias_i32 = malloc((size_t)n * 4);
+    inf__qout out = random_out(mult, bias, bias_i32, n, kind);
+    void *y[2];
+    for (int v = 0; v < 2; v++) {
+        inf__qgemm_isa which = v ? INF_QGEMM_REF : isa;
+        inf__qgemm_b pb;
+        void *mem = inf__aligned_alloc(inf__qgemm_pack_b_bytes(which, k, n));
+        inf__qgemm_pack_b_into(mem, which, k, n, w, INF_DTYPE_I8, n, false, NULL, 1, &pb);
+        void *scratch = inf__aligned_alloc(inf__qmatmul_scratch_bytes(&pb, m));
+        y[v] = calloc((size_t)(m * n), out_size(kind));
+        inf__qmatmul_drive(pool, &pb, m, &src, &out, y[v], n, scratch);
+        inf__aligned_free(scratch);
+        inf__aligned_free(mem);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%s matmul driver m=%lld k=%lld n=%lld kind=%d", inf__qgemm_isa_name(isa), (long long)m,
+             (long long)k, (long long)n, (int)kind);
+    check(!memcmp(y[0], y[1], (size_t)(m * n) * out_size(kind)), what, case_no);
+    if (kind == INF_QOUT_I32) { /* and against QuantizeLinear's bytes summed here (uint8 or int8 activations) */
+        bool ok = true;
+        float lo = src.q_dtype == INF_DTYPE_I8 ? -128.0f : 0.0f, hi = src.q_dtype == INF_DTYPE_I8 ? 127.0f : 255.0f;
+        for (int64_t i = 0; i < m && ok; i++)
+            for (int64_t j = 0; j < n && ok; j++) {
+                int64_t acc = 0;
+                for (int64_t p = 0; p < k; p++) {
+                    int64_t av;
+                    if (adt == INF_DTYPE_F32) {
+                        float r = nearbyintf(((float *)a)[i * k + p] / src.scale) + (float)src.zp;
+                        av = (int64_t)(r < lo ? lo : r > hi ? hi : r);
+                    } else {
+                        av = adt == INF_DTYPE_U8 ? ((uint8_t *)a)[i * k + p] : ((int8_t *)a)[i * k + p];
+                    }
+                    acc += (av - src.zp) * w[p * n + j];
+                }
+                ok = ((int32_t *)y[0])[i * n + j] == (int32_t)acc;
+            }
+        check(ok, "matmul driver int32 vs QuantizeLinear + a direct sum", case_no);
+    }
+    free(a), free(w), free(mult), free(bias), free(bias_i32), free(y[0]), free(y[1]);
+}
+
+static void conv_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
+    inf__qconv_geom g = {.n = rand_in(1, 2), .group = rand_in(1, 2), .kh = rand_in(1, 3), .kw = rand_in(1, 3),
+                         .sh = rand_in(1, 2), .sw = rand_in(1, 2), .dh = rand_in(1, 2), .dw = rand_in(1, 2)};
+    g.cg = rand_in(1, 9), g.mg = rand_in(1, 20), g.c = g.cg * g.group, g.m = g.mg * g.group;
+    if (rand_in(0, 3) == 0) g.ih = 1, g.kh = 1, g.sh = 1, g.dh = 1; /* 1-D */
+    else g.ih = rand_in(g.kh, 12);
+    g.iw = rand_in(g.kw, 14);
+    g.pt = g.kh > 1 ? rand_in(0, 1) : 0, g.pl = rand_in(0, g.kw - 1);
+    int64_t eh = (g.kh - 1) * g.dh + 1, ew = (g.kw - 1) * g.dw + 1;
+    g.oh = (g.ih + 2 * g.pt - eh) / g.sh + 1, g.ow = (g.iw + 2 * g.pl - ew) / g.sw + 1;
+    if (g.oh < 1 || g.ow < 1) return;
+    int64_t kdim = g.cg * g.kh * g.kw, x_n = g.n * g.c * g.ih * g.iw, y_n = g.n * g.m * g.oh * g.ow;
+    bool f32 = rand_in(0, 1);
+    void *x = malloc((size_t)x_n * 4);
+    int8_t *w = malloc((size_t)(g.m * kdim)), *whwc = malloc((size_t)(g.m * kdim));
+    for (int64_t i = 0; i < x_n; i++) {
+        if (f32) ((float *)x)[i] = uniform() * 2;
+        else ((uint8_t *)x)[i] = (uint8_t)rand_in(0, 255);
+    }
+    for (int64_t i = 0; i < g.m * kdim; i++) w[i] = (int8_t)rand_in(-127, 127);
+    int64_t taps = g.kh * g.kw;
+    for (int64_t o = 0; o < g.m; o++) /* W as the driver packs it: K in (ky, kx, channel) order */
+        for (int64_t c = 0; c < g.cg; c++)
+            for (int64_t t = 0; t < taps; t++) whwc[(o * taps + t) * g.cg + c] = w[(o * g.cg + c) * taps + t];
+    inf__qsrc src = {.data = x, .dtype = f32 ? INF_DTYPE_F32 : INF_DTYPE_U8, .scale = 0.015f, .zp = (int32_t)rand_in(0, 255),
+                     .q_dtype = INF_DTYPE_U8};
+    inf__qout_kind kind = f32 ? INF_QOUT_F32 : rand_in(0, 1) ? INF_QOUT_I32 : INF_QOUT_Q8;
+    float *mult = malloc((size_t)g.m * 4), *bias = malloc((size_t)g.m * 4);
+    int32_t *bias_i32 = malloc((size_t)g.m * 4);
+    inf__qout out = random_out(mult, bias, bias_i32, g.m, kind);
+    out.mult_per_col = true;
+    void *y[2];
+    for (int v = 0; v < 2; v++) {
+        inf__qgemm_isa which = v ? INF_QGEMM_REF : isa;
+        inf__qgemm_b pb[2];
+        void *mem[2] = {NULL, NULL};
+        for (int64_t grp = 0; grp < g.group; grp++) {
+            mem[grp] = inf__aligned_alloc(inf__qgemm_pack_b_bytes(which, kdim, g.mg));
+            inf__qgemm_pack_b_into(mem[grp], which, kdim, g.mg, whwc + grp * g.mg * kdim, INF_DTYPE_I8, kdim, true, NULL, 1,
+                                   &pb[grp]);
+        }
+        void *scratch = inf__aligned_alloc(inf__qconv_scratch_bytes(&g, &pb[0]));
+        y[v] = calloc((size_t)y_n, out_size(kind));
+        inf__qconv_drive(pool, &g, pb, &src, &out, y[v], scratch);
+        inf__aligned_free(scratch);
+        for (int grp = 0; grp < 2; grp++) inf__aligned_free(mem[grp]);
+    }
+    char what[128];
+    snprintf(what, sizeof what, "%s conv driver %lldx%lld k%lldx%lld s%lld,%lld d%lld,%lld g%lld kind=%d",
+             inf__qgemm_isa_name(isa), (long long)g.ih, (long long)g.iw, (long long)g.kh, (long long)g.kw,
+             (long long)g.sh, (long long)g.sw, (long long)g.dh, (long long)g.dw, (long long)g.group, (int)kind);
+    check(!memcmp(y[0], y[1], (size_t)y_n * out_size(kind)), what, case_no);
+    if (kind == INF_QOUT_I32) { /* and the int32 sums against a direct convolution */
+        bool ok = true;
+        for (int64_t n = 0; n < g.n && ok; n++)
+            for (int64_t o = 0; o < g.m && ok; o++)
+                for (int64_t oy = 0; oy < g.oh && ok; oy++)
+                    for (int64_t ox = 0; ox < g.ow && ok; ox++) {
+                        int64_t acc = 0, grp = o / g.mg;
+                        for (int64_t c = 0; c < g.cg; c++)
+                            for (int64_t ky = 0; ky < g.kh; ky++)
+                                for (int64_t kx = 0; kx < g.kw; kx++) {
+                                    int64_t iy = oy * g.sh - g.pt + ky * g.dh, ix = ox * g.sw - g.pl + kx * g.dw;
+                                    int64_t xv = iy >= 0 && iy < g.ih && ix >= 0 && ix < g.iw
+                                                     ? ((uint8_t *)x)[((n * g.c + grp * g.cg + c) * g.ih + iy) * g.iw + ix]
+                                                     : src.zp;
+                                    acc += (xv - src.zp) * w[((o * g.cg + c) * g.kh + ky) * g.kw + kx];
+                                }
+                        ok = ((int32_t *)y[0])[((n * g.m + o) * g.oh + oy) * g.ow + ox] == (int32_t)acc;
+                    }
+        check(ok, "conv driver int32 vs direct convolution", case_no);
+    }
+    free(x), free(w), free(whwc), free(mult), free(bias), free(bias_i32), free(y[0]), free(y[1]);
+}
+
+int main(void) {
+    static const inf__qgemm_isa isas[] = {INF_QGEMM_REF, INF_QGEMM_AVX2, INF_QGEMM_VNNI512};
+    inf__pool *pool = NULL;
+    if (inf__pool_new(2, &pool) != INF_OK) return 1;
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        if (!isa_runs(isas[i])) {
+            printf("skipped: %s (the CPU lacks it)\n", inf__qgemm_isa_name(isas[i]));
+            continue;
+        }
+        for (int c = 0; c < 300; c++) gemm_case(isas[i], c);
+        for (int c = 0; c < 60 && isas[i] != INF_QGEMM_REF; c++) matmul_driver_case(isas[i], c % 2 ? pool : NULL, c);
+        for (int c = 0; c < 60; c++) conv_driver_case(isas[i], c % 2 ? pool : NULL, c);
+        printf("%s: checked\n", inf__qgemm_isa_name(isas[i]));
+    }
+    quantize_cases();
+    inf__pool_free(pool);
+    printf("%d passed, %d failed\n", n_passed, n_failed);
+    return n_failed ? 1 : 0;
+}

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# test_quantize.sh -- `infera quantize` end to end, with ONNX Runtime as the oracle.
+#
+#   tests/quant/test_quantize.sh INFERA NPY_COMPARE
+#
+# For the MLP, CNN and encoder of tests/models: quantizes each (static QDQ
+# minmax; static QDQ per-channel percentile; static QOperator; dynamic),
+# runs the quantized file in Infera and in ONNX Runtime (onnxruntime-node
+# 1.30.0, tests/models/ort/) on the same inputs, and checks Infera's outputs
+# are within one quantization step of ORT's (the step of a uint8
+# quantization of the output's FP32 range; two steps for the encoder, where
+# one activation rounding the other way -- FP32 LayerNorm/softmax round
+# differently in the two runtimes -- moves the logits by up to ~1.5 steps:
+# measured, see docs/compression.md).  The integer kernels are checked bit for
+# bit against the reference loops (INFERA_CPU=generic) on the QOperator and
+# dynamic files.  Then: calibration from csv:, jsonl: and sqlite: records
+# through the default mapping and a spec; --exclude; the report; and the
+# errors (a model without MatMul/Gemm/Conv, an empty calibration source, a
+# spec field the records lack, bad options).
+# Exits 77 (skip) when ONNX Runtime (node) is not installed.
+set -u
+INFERA=$1
+NPYCMP=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+MODELS=$HERE/../models
+if ! command -v node >/dev/null || [ ! -d "$MODELS/ort/node_modules/onnxruntime-node" ]; then
+    echo "SKIP: onnxruntime-node not installed (cd tests/models/ort && npm ci --ignore-scripts)"
+    exit 77
+fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+pass() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+ort_run() { node "$HERE/ort_run.js" "$@" 2>/dev/null; }
+
+# ---- Infera vs ONNX Runtime on the same quantized file ----
+check_model() { # model max_steps args...
+    local m=$1 steps=$2 tag=$3
+    shift 3
+    local q=$TMP/$m.$tag.onnx out=$TMP/$m.$tag
+    mkdir -p "$out/infera" "$out/ort" "$out/generic"
+    if ! "$INFERA" quantize "$MODELS/$m.onnx" -o "$q" "$@" >"$out/report.txt" 2>&1; then
+        fail "$m $tag: quantize failed: $(cat "$out/report.txt")"
+        return
+    fi
+    "$INFERA" run "$q" --input "$MODELS/${m}_input.npy" --output-dir "$out/infera" >/dev/null 2>"$out/err" ||
+        { fail "$m $tag: infera run: $(cat "$out/err")"; return; }
+    ort_run "$q" "$out/ort" "$MODELS/${m}_input.npy" || { fail "$m $tag: ONNX Runtime cannot run the file"; return; }
+    for f in "$out/ort"/*.npy; do
+        local o
+        o=$(basename "$f" .npy)
+        if line=$(node "$HERE/compare.js" "$out/infera/$o.npy" "$f" "$TMP/fp32/$m/$o.npy" "$steps"); then
+            pass "$m $tag $o: $line"
+        else
+            fail "$m $tag $o: $line"
+        fi
+    done
+    if [ "$tag" = qoperator ] || [ "$tag" = dynamic ]; then # integer kernels: bit for bit with the loops
+        INFERA_CPU=generic "$INFERA" run "$q" --input "$MODELS/${m}_input.npy" --output-dir "$out/generic" >/dev/null
+        for f in "$out/generic"/*.npy; do
+            if "$NPYCMP" "$out/infera/$(basename "$f")" "$f" 0 0 >/dev/null 2>&1; then
+                pass "$m $tag $(basename "$f"): fast INT8 kernels == reference loops, bit for bit"
+            else
+                fail "$m $tag $(basename "$f"): fast INT8 kernels differ from the reference loops"
+            fi
+        done
+    fi
+}
+
+for m in mlp cnn transformer; do
+    mkdir -p "$TMP/fp32/$m"
+    ort_run "$MODELS/$m.onnx" "$TMP/fp32/$m" "$MODELS/${m}_input.npy" || { fail "$m: ORT FP32 run"; continue; }
+    steps=1
+    [ $m = transformer ] && steps=2
+    cal=$MODELS/${m}_input.npy
+    check_model $m $steps qdq --calibration "$cal"
+    check_model $m $steps qdq-pc --calibration "$cal" --per-channel --method percentile
+    check_model $m $steps qoperator --calibration "$cal" --format qoperator
+    check_model $m $steps dynamic --mode dynamic
+done
+# a QDQ graph runs fused in INT8 (no QuantizeLinear/DequantizeLinear left after optimisation)
+for mk in "mlp QGemm" "cnn QConv" "transformer QGemm"; do
+    set -- $mk
+    opt=$("$INFERA" info "$TMP/$1.qdq.onnx" | sed -n '/after optimisation/,/parameters/p')
+    if echo "$opt" | grep -q "$2" && ! echo "$opt" | grep -q "QuantizeLinear"; then
+        pass "$1 qdq: fused into $2, no Q/DQ left"
+    else
+        fail "$1 qdq: the QDQ pattern was not fused: $opt"
+    fi
+done
+grep -q "nodes quantized: 3 of 3" "$TMP/mlp.qdq/report.txt" && grep -q "file size: 26420 -> " "$TMP/mlp.qdq/report.txt" &&
+    pass "report: nodes and sizes" || fail "report: $(cat "$TMP/mlp.qdq/report.txt")"
+
+# ---- calibration records from batch sources (default mapping and a spec) ----
+awk 'BEGIN { srand(7); printf "id"; for (j = 0; j < 32; j++) printf ",f%d", j; print "";
+             for (i = 0; i < 50; i++) { printf "r%d", i; for (j = 0; j < 32; j++) printf ",%.5f", rand() * 2 - 1; print "" } }' \
+    >"$TMP/cal.csv"
+awk -F, 'NR == 1 { for (j = 1; j <= NF; j++) h[j] = $j; next }
+         { printf "{"; for (j = 1; j <= NF; j++) printf "%s\"%s\":%s", (j > 1 ? "," : ""), h[j], (j == 1 ? "\"" $j "\"" : $j); print "}" }' \
+    "$TMP/cal.csv" >"$TMP/cal.jsonl"
+cols=$(head -1 "$TMP/cal.csv" | cut -d, -f2- | sed 's/,/ REAL, /g; s/$/ REAL/')
+if command -v sqlite3 >/dev/null; then
+    sqlite3 "$TMP/cal.db" "CREATE TABLE cal (id TEXT, $cols);" ".mode csv" ".import --skip 1 $TMP/cal.csv cal" 2>/dev/null
+fi
+for src in "csv:$TMP/cal.csv" "jsonl:$TMP/cal.jsonl" "sqlite:$TMP/cal.db?table=cal"; do
+    if out=$("$INFERA" quantize "$MODELS/mlp.onnx" -o "$TMP/mlp.src.onnx" --calibration "$src" --calibration-rows 40 2>&1) &&
+       echo "$out" | grep -q "calibration: 40 records"; then
+        pass "calibration from ${src%%:*}: 40 records (default mapping)"
+    else
+        fail "calibration from ${src%%:*}: $out"
+    fi
+done
+{
+    printf '{"spec_version": 1, "name": "mlp", "inputs": {"id": {"type": "string", "id": true}'
+    for j in $(seq 0 31); do printf ', "f%d": {"type": "float", "required": true}' "$j"; done
+    printf '}, "model_inputs": {"input": {"dtype": "float32", "order": ['
+    for j in $(seq 0 31); do printf '%s"f%d"' "$([ "$j" -gt 0 ] && echo ,)" "$j"; done
+    printf ']}}}\n'
+} >"$TMP/spec.json"
+"$INFERA" quantize "$MODELS/mlp.onnx" -o "$TMP/mlp.spec.onnx" --calibration "csv:$TMP/cal.csv" --spec "$TMP/spec.json" \
+    --method entropy >/dev/null 2>"$TMP/err" && pass "calibration through a spec (entropy)" ||
+    fail "calibration through a spec: $(cat "$TMP/err")"
+cut -d, -f1-32 "$TMP/cal.csv" >"$TMP/cal_missing.csv" # no f31
+if "$INFERA" quantize "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --calibration "csv:$TMP/cal_missing.csv" --spec "$TMP/spec.json" \
+    >/dev/null 2>"$TMP/err"; then
+    fail "a spec field the records lack: accepted"
+elif grep -q "f31" "$TMP/err"; then
+    pass "a spec field the records lack: $(cat "$TMP/err")"
+else
+    fail "a spec field the records lack: unclear error: $(cat "$TMP/err")"
+fi
+
+# ---- --exclude ----
+out=$("$INFERA" quantize "$MODELS/mlp.onnx" -o "$TMP/mlp.ex.onnx" --calibration "$MODELS/mlp_input.npy" \
+      --exclude /fc3/Gemm 2>&1)
+if echo "$out" | grep -q "nodes quantized: 2 of 3 .* (1 excluded)" &&
+   "$INFERA" info "$TMP/mlp.ex.onnx" | sed -n '/after optimisation/,/parameters/p' | grep -q "^  Gemm "; then
+    pass "--exclude keeps the node in FP32"
+else
+    fail "--exclude: $out"
+fi
+
+# ---- errors ----
+expect_error() { # what pattern args...
+    local what=$1 pattern=$2
+    shift 2
+    if "$INFERA" quantize "$@" >/dev/null 2>"$TMP/err"; then
+        fail "$what: accepted"
+    elif grep -q -- "$pattern" "$TMP/err"; then
+        pass "$what: $(head -1 "$TMP/err")"
+    else
+        fail "$what: unexpected error: $(cat "$TMP/err")"
+    fi
+}
+head -1 "$TMP/cal.csv" >"$TMP/empty.csv"
+expect_error "no MatMul/Gemm/Conv" "nothing to quantize" "$MODELS/pad_zero.onnx" -o "$TMP/x.onnx" --mode dynamic
+expect_error "empty calibration source" "empty" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --calibration "csv:$TMP/empty.csv"
+expect_error "missing calibration file" "$TMP/none.csv" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --calibration "csv:$TMP/none.csv"
+expect_error "tensor file of the wrong shape" "calibration" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --calibration "$MODELS/cnn_input.npy"
+expect_error "static without calibration" "needs --calibration" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --mode static
+expect_error "bad method" "bad value" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --method magic
+expect_error "everything excluded" "excluded" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --mode dynamic \
+    --exclude /fc1/Gemm --exclude /fc2/Gemm --exclude /fc3/Gemm
+expect_error "not a model" "not an ONNX model" "$TMP/cal.csv" -o "$TMP/x.onnx" --mode dynamic
+expect_error "no output" "-o OUT" "$MODELS/mlp.onnx"
+
+echo "$fails failed"
+[ "$fails" -eq 0 ]
