@@ -130,7 +130,7 @@ typedef struct gemm_job {
     int64_t n_col_tasks;
     bool a_direct;         /* A read in place by the kernel (alpha 1, not transposed) */
     const inf__gemm_epilogue *ep; /* applied after the last k block, or NULL */
-    bool wide;             /* pairs of full panels run the AVX-512 6x32 kernel (gemm_avx512.c) */
+    bool wide;             /* AVX-512 (gemm_avx512.c): 6x32 tiles for pairs of full panels, masked edge tiles */
 } gemm_job;
 
 static inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
@@ -740,10 +740,12 @@ static void small_m_tb_task(void *arg, int64_t begin, int64_t end) {
 static void compute_tasks(inf__pool *pool, gemm_job *g) {
     int threads = inf__pool_size(pool);
     int64_t want = threads > 1 ? 3 * (int64_t)threads : 1;
-    g->wide = inf__cpu_has_avx512();
     /* alpha 1, plain A: the kernel broadcasts A from its rows in place (no
      * packing pass; alpha * a would be a anyway) */
     g->a_direct = !g->trans_a && g->alpha == 1.0f && g->lda > 0 && g->m <= DIRECT_A_MAX_M && A_DIRECT_OK(g->lda);
+    /* the AVX-512 6x32 tiles where they measured faster (bench_gemm on Zen 4: 1.0-1.1x with A read in
+     * place; with A packed -- large m -- a pair's 32 KiB B block fills L1d and they ran 0.7-0.9x) */
+    g->wide = g->a_direct && inf__cpu_has_avx512();
     /* one thread, A in place: all rows in one block, so each B panel is
      * fetched once and used by every row */
     g->mb = g->a_direct && threads <= 1 ? g->m : MC;
