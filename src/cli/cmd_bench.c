@@ -14,6 +14,7 @@
 
 #include "cli/bench_profile.h"
 #include "cli/cli.h"
+#include "cli/cpu_report.h"
 
 static const char *CMD = "bench";
 
@@ -185,6 +186,8 @@ int cmd_bench(int argc, char **argv) {
                "\"throughput_rows_per_s\":%.1f,\"peak_rss_mb\":%.1f",
                ref, threads, (long long)rows, iters, load_ms, first_ms, mean, p50, p90, p99, throughput, cli_peak_rss_mb());
         if (profile) rc = bench_profile_print(CMD, session, true);
+        printf(",\"cpu\":");
+        cli_cpu_print_json(); /* the machine the figures were measured on */
         printf("}\n");
     } else {
         printf("model        %s\nthreads      %d\nbatch        %lld\niters        %d (warm-up %d)\n", ref, threads,

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cpu_report.h"
 
 static const char *CMD = "info";
 
@@ -163,12 +164,19 @@ static void print_text(const inf_model *m, const inf_model_summary *s) {
 
 int cmd_info(int argc, char **argv) {
     const char *ref = NULL;
-    bool json = false;
+    bool json = false, cpu = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--cpu")) cpu = true;
         else if (argv[i][0] == '-' && argv[i][1]) return cli_usage(CMD, "unknown option '%s'", argv[i]);
         else if (!ref) ref = argv[i];
         else return cli_usage(CMD, "unexpected argument '%s'", argv[i]);
+    }
+    if (cpu) { /* the machine, not a model (cpu_report.c) */
+        if (ref) return cli_usage(CMD, "--cpu takes no model (usage: infera info --cpu [--json])");
+        if (json) cli_cpu_print_json(), printf("\n");
+        else cli_cpu_print_text();
+        return 0;
     }
     if (!ref) return cli_usage(CMD, "missing model (usage: infera info REF)");
     inf_error err;

@@ -26,6 +26,7 @@ const cli_command cli_commands[] = {
      "2^62 iterations fails with an error naming the node instead of running on.\n"},
     {"info", cmd_info, "describe a model: inputs, outputs, opsets, ops, parameters",
      "usage: infera info REF [--json]\n"
+     "       infera info --cpu [--json]   (this machine: CPU, features, caches, kernel path)\n"
      "\n"
      "Prints the model's inputs and outputs with dtypes and shapes (symbolic\n"
      "dimensions by name), opset imports, op counts, parameter count and size.\n"},

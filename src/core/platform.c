@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "core/core.h"
+#include "core/cpu.h"
 
 double inf__now_seconds(void) {
     struct timespec ts;
@@ -16,8 +17,7 @@ bool inf__cpu_has_avx2_fma(void) {
 #if defined(__x86_64__) || defined(__i386__)
     static int cached = -1; /* process-wide, idempotent */
     if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        cached = inf__cpu_path_get() >= INF__CPU_AVX2; /* cpu.c; INFERA_CPU=generic lowers it */
     }
     return cached;
 #else
@@ -31,9 +31,8 @@ bool inf__cpu_has_avx512_vnni(void) {
 #if defined(__x86_64__) || defined(__i386__)
     static int cached = -1; /* process-wide, idempotent */
     if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+        /* cpu.c: path avx512 (F/BW/VL/DQ, OS-enabled) plus VNNI; INFERA_CPU=avx2|generic turns it off */
+        cached = inf__cpu_path_allows(INF__CPU_AVX512, INF_CPU_AVX512VNNI);
     }
     return cached;
 #else

@@ -27,6 +27,7 @@
 #include "infera/tensor.h"
 #include "onnx.pb-c.h"
 #include "onnx_value.h"
+#include "kernel_paths.h"
 
 static int n_passed, n_failed;
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
@@ -337,7 +338,9 @@ static void check_case(int trial) {
     free(ref), free(fused), free(fused2), free(plain), free(bytes);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    int skip = kernel_paths_begin(argc, argv, "attention");
+    if (skip) return skip;
     for (int trial = 0; trial < 48; trial++) check_case(trial);
     printf("attention: fused and unfused against a double reference, %d random shapes\n", n_passed + n_failed);
     printf("%d passed, %d failed\n", n_passed, n_failed);

@@ -36,6 +36,7 @@
 #include "core/core.h"
 #include "ops/ops.h"
 #include "test_allocs.h"
+#include "kernel_paths.h"
 
 #if defined(__x86_64__)
 
@@ -208,7 +209,9 @@ static void wide_cases(inf__pool *pool, inf__pool *other) {
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    int skip = kernel_paths_begin(argc, argv, "winograd conv");
+    if (skip) return skip;
     if (!inf__cpu_has_avx2_fma()) {
         printf("0 passed, 0 failed (no AVX2/FMA)\n");
         return 77 /* ctest SKIP_RETURN_CODE: nothing ran */;

@@ -1,6 +1,10 @@
 /*
  * test_gemm.c -- the AVX2/FMA sgemm (ops/x86/gemm_avx2.c) against its
- * reference twin inf__ops_sgemm_ref (ops/ref/gemm.c).
+ * reference twin inf__ops_sgemm_ref (ops/ref/gemm.c).  On a CPU whose path
+ * is avx512 (core/cpu.c) the driver runs the 6x32 AVX-512 tile
+ * (gemm_avx512.c) for pairs of full panels; ctest runs the test again with
+ * INFERA_CPU=avx2 (kernels_test_gemm_avx2path, skipped -- exit 77 -- when
+ * AVX2 already is the widest path), so both widths are checked.
  *
  * Shapes: a fixed list around the blocking edges (m = 1..7 and MR/MC
  * multiples +-1, n around the 16-column panels and the 128-column tasks, k
@@ -27,6 +31,7 @@
 
 #include "core/core.h"
 #include "ops/ops.h"
+#include "kernel_paths.h"
 
 static int n_passed, n_failed;
 #define KERNEL_TEST_SEED 0x2545F4914F6CDD1Dull
@@ -264,7 +269,9 @@ static void random_cases(inf__pool *pool, int count) {
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    int skip = kernel_paths_begin(argc, argv, "sgemm");
+    if (skip) return skip;
     {
         inf__pool *p1 = NULL, *p2 = NULL;
         if (inf__pool_new(1, &p1) != INF_OK || inf__pool_new(2, &p2) != INF_OK) {

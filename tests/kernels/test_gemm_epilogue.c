@@ -17,7 +17,8 @@
  * In-place A: the product with plain A (read in place) equals, bit for bit,
  * the product with the same A stored transposed (packed per block), alpha 1.
  * Prints one line per failure and "N passed, M failed"; skips on a CPU
- * without AVX2/FMA.
+ * without AVX2/FMA.  Runs the AVX-512 tile when the path is avx512 and the
+ * AVX2 one under INFERA_CPU=avx2 (kernels_test_gemm_epilogue_avx2path).
  */
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 
 #include "core/core.h"
 #include "ops/ops.h"
+#include "kernel_paths.h"
 #include "ops/vmath.h"
 
 static int n_passed, n_failed;
@@ -140,7 +142,9 @@ static void cases(inf__pool *pool) {
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    int skip = kernel_paths_begin(argc, argv, "sgemm epilogue");
+    if (skip) return skip;
     if (!inf__cpu_has_avx2_fma()) {
         printf("sgemm epilogue: CPU without AVX2/FMA, skipped\n0 passed, 0 failed\n");
         return 77 /* ctest SKIP_RETURN_CODE: nothing ran */;

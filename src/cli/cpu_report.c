@@ -1,0 +1,52 @@
+/*
+ * cpu_report.c -- prints inf_cpu_get_info() (src/core/cpu.c) for the CLI:
+ * `infera info --cpu [--json]` and the "cpu" key of `infera bench --json`,
+ * so every benchmark figure names the machine it was measured on.
+ */
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "cli/cpu_report.h"
+#include "infera/cpu.h"
+
+void cli_cpu_print_json(void) {
+    const inf_cpu_info *ci = inf_cpu_get_info();
+    printf("{\"vendor\":");
+    cli_json_string(ci->vendor);
+    printf(",\"brand\":");
+    cli_json_string(ci->brand);
+    printf(",\"family\":%d,\"model\":%d,\"stepping\":%d,\"logical_cpus\":%d,\"features\":[", ci->family, ci->model,
+           ci->stepping, ci->n_logical);
+    int n = 0;
+    for (int i = 0; i < INF_CPU_N_FEATURES; i++) {
+        uint32_t bit = inf_cpu_feature_at(i);
+        if (!(ci->features & bit)) continue;
+        printf("%s", n++ ? "," : "");
+        cli_json_string(inf_cpu_feature_name(bit));
+    }
+    printf("],\"cache\":{\"l1d_bytes\":%lld,\"l2_bytes\":%lld,\"l3_bytes\":%lld,\"line_bytes\":%d,\"source\":",
+           (long long)ci->l1d_bytes, (long long)ci->l2_bytes, (long long)ci->l3_bytes, ci->line_bytes);
+    cli_json_string(ci->cache_source);
+    printf("},\"path\":");
+    cli_json_string(ci->path);
+    printf(",\"best_path\":");
+    cli_json_string(ci->best_path);
+    printf(",\"forced\":%s}", ci->forced ? "true" : "false");
+}
+
+void cli_cpu_print_text(void) {
+    const inf_cpu_info *ci = inf_cpu_get_info();
+    printf("cpu          %s\n", *ci->brand ? ci->brand : "(unknown)");
+    printf("vendor       %s, family %d model %d stepping %d, %d logical CPUs\n", *ci->vendor ? ci->vendor : "(unknown)",
+           ci->family, ci->model, ci->stepping, ci->n_logical);
+    printf("features    ");
+    for (int i = 0; i < INF_CPU_N_FEATURES; i++) {
+        uint32_t bit = inf_cpu_feature_at(i);
+        if (ci->features & bit) printf(" %s", inf_cpu_feature_name(bit));
+    }
+    printf("\ncaches       L1d %lld KiB, L2 %lld KiB, L3 %lld KiB, line %d B (from %s)\n",
+           (long long)(ci->l1d_bytes / 1024), (long long)(ci->l2_bytes / 1024), (long long)(ci->l3_bytes / 1024),
+           ci->line_bytes, ci->cache_source);
+    printf("kernel path  %s%s (best this CPU allows: %s)\n", ci->path, ci->forced ? " (lowered by INFERA_CPU)" : "",
+           ci->best_path);
+}

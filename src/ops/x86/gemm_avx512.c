@@ -1,0 +1,128 @@
+/*
+ * gemm_avx512.c -- the AVX-512 micro-kernel of the float32 GEMM: a tile of
+ * up to 6 rows x 32 columns (two adjacent 16-column B panels, one zmm
+ * each), 12 zmm accumulators, 2 B loads and one broadcast per row per k
+ * step -- half the instructions of two AVX2 6x16 tiles.
+ *
+ * DESIGN: the driver (blocking, packing, threads, epilogues) is the one of
+ * gemm_avx2.c, so the packed layouts ([k][16] B panels, [k][6] A panels,
+ * B packed at load) are shared and nothing is packed twice.  The driver
+ * pairs full adjacent panels and calls this kernel when the CPU's path is
+ * avx512 (core/cpu.c; INFERA_CPU=avx2 keeps the AVX2 kernel) and A is read
+ * in place (alpha 1, m <= 144): with A packed (large m) the pairs ran
+ * 0.7-0.9x the AVX2 tile on Zen 4 -- a pair's 32 KiB B block fills L1d.  Each C
+ * element is the same chain acc = fma(a, b, acc) from 0 over p in order,
+ * stored with the same rounding, so both widths give identical bits and
+ * batch invariance (DESIGN.md section 1) holds across them.
+ * Edge tiles (fewer than 16 columns, or a packed A panel with fewer than
+ * 6 rows) run a one-panel tile with masked loads and stores instead of the
+ * AVX2 path's buffer and scalar loops; same element-wise arithmetic.
+ * On Zen 4 a zmm FMA is two 256-bit halves (double-pumped), so peak FLOP/s
+ * are the AVX2 kernel's; the gain is in issue slots and loads.
+ * Built with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma (CMake:
+ * *_avx512.c).
+ */
+#if defined(__x86_64__) && defined(__AVX512F__)
+
+#include <immintrin.h>
+
+#include "ops/x86/gemm_avx512.h"
+
+enum { MR = 6 };
+
+static inline __attribute__((always_inline)) void store_row(__m512 v, float *c, int mode, __m512 vb) {
+    if (mode == INF__GEMM_STORE_ADD) v = _mm512_add_ps(v, _mm512_loadu_ps(c));
+    else if (mode == INF__GEMM_STORE_BETA) v = _mm512_fmadd_ps(vb, _mm512_loadu_ps(c), v);
+    _mm512_storeu_ps(c, v);
+}
+
+/* R rows (compile-time after inlining); a_step: floats between row r's
+ * elements of consecutive p (1 in place, MR packed); r_step: between rows. */
+static inline __attribute__((always_inline)) void
+tile(const int R, int64_t kc, const float *restrict a, int64_t a_step, int64_t r_step, const float *restrict b0,
+     const float *restrict b1, int64_t ldbk, float *c, int64_t ldc, int mode, float beta) {
+    __m512 acc[MR][2];
+    for (int r = 0; r < R; r++) acc[r][0] = _mm512_setzero_ps(), acc[r][1] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int64_t p = 0; p < kc; p++, a += a_step, b0 += ldbk, b1 += ldbk) {
+        __m512 v0 = _mm512_loadu_ps(b0), v1 = _mm512_loadu_ps(b1);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            __m512 av = _mm512_set1_ps(a[r * r_step]);
+            acc[r][0] = _mm512_fmadd_ps(av, v0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(av, v1, acc[r][1]);
+        }
+    }
+    __m512 vb = _mm512_set1_ps(beta);
+    for (int r = 0; r < R; r++, c += ldc) store_row(acc[r][0], c, mode, vb), store_row(acc[r][1], c + 16, mode, vb);
+}
+
+#define TILE_CASE(R)                                                                                   \
+    case R:                                                                                            \
+        if (lda > 0) tile(R, kc, a, 1, lda, b0, b1, ldbk, c, ldc, mode, beta);                         \
+        else tile(R, kc, a, MR, 1, b0, b1, ldbk, c, ldc, mode, beta);                                  \
+        break;
+
+void inf__gemm_tile_x32_avx512(int rows, int64_t kc, const float *a, int64_t lda, const float *b0, const float *b1,
+                               int64_t ldbk, float *c, int64_t ldc, int mode, float beta) {
+    switch (rows) {
+        TILE_CASE(6)
+        TILE_CASE(5)
+        TILE_CASE(4)
+        TILE_CASE(3)
+        TILE_CASE(2)
+    default:
+        tile(1, kc, a, lda > 0 ? 1 : MR, lda > 0 ? lda : 1, b0, b1, ldbk, c, ldc, mode, beta);
+        break;
+    }
+}
+
+/* ---- edge tiles: masked stores ---- */
+
+static inline __attribute__((always_inline)) void
+tile_masked(const int R, __mmask16 k, int64_t kc, const float *restrict a, int64_t a_step, int64_t r_step,
+            const float *restrict b, int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const float *bias,
+            const float *res, int64_t ldr) {
+    __m512 acc[MR];
+    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int64_t p = 0; p < kc; p++, a += a_step, b += ldbk) {
+        __m512 v = _mm512_loadu_ps(b);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * r_step]), v, acc[r]);
+    }
+    __m512 vb = _mm512_set1_ps(beta);
+    __m512 vbias = bias ? _mm512_maskz_loadu_ps(k, bias) : _mm512_setzero_ps();
+    for (int r = 0; r < R; r++, c += ldc) {
+        __m512 v = acc[r];
+        if (mode == INF__GEMM_STORE_ADD) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, c));
+        else if (mode == INF__GEMM_STORE_BETA) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k, c), v);
+        if (bias) v = _mm512_add_ps(v, vbias);
+        if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, res + r * ldr));
+        _mm512_mask_storeu_ps(c, k, v);
+    }
+}
+
+#define MASKED_CASE(R)                                                                                 \
+    case R:                                                                                            \
+        if (lda > 0) tile_masked(R, k, kc, a, 1, lda, b, ldbk, c, ldc, mode, beta, bias, res, ldr);     \
+        else tile_masked(R, k, kc, a, MR, 1, b, ldbk, c, ldc, mode, beta, bias, res, ldr);              \
+        break;
+
+void inf__gemm_tile_x16_masked_avx512(int rows, int cols, int64_t kc, const float *a, int64_t lda, const float *b,
+                                      int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const float *bias,
+                                      const float *res, int64_t ldr) {
+    __mmask16 k = (__mmask16)((1u << cols) - 1u);
+    switch (rows) {
+        MASKED_CASE(6)
+        MASKED_CASE(5)
+        MASKED_CASE(4)
+        MASKED_CASE(3)
+        MASKED_CASE(2)
+    default:
+        tile_masked(1, k, kc, a, lda > 0 ? 1 : MR, lda > 0 ? lda : 1, b, ldbk, c, ldc, mode, beta, bias, res, ldr);
+        break;
+    }
+}
+
+#endif /* x86-64 with AVX-512 */
