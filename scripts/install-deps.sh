@@ -17,6 +17,7 @@ packages=(
   clang libclang-rt-14-dev                        # libFuzzer targets
   locales                                         # en_US.UTF-8 for StringNormalizer tests
   python3-sklearn python3-onnx                    # test oracles of `infera evaluate` / prune (tests/tools)
+  python3-dev python3-setuptools python3-numpy python3-pytest  # the Python package (python/, tests/python)
 )
 missing=()
 for p in "${packages[@]}"; do
