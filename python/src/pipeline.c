@@ -244,21 +244,46 @@ static int prepare_locked(infpy_pipeline *p, PyObject *args, const inf_tensor *c
     return 0;
 }
 
+/* The feature matrix as `infera features` writes it: the records of
+ * inf_pipeline_features_to_records (each value cast through its model
+ * input's dtype, as the model receives it), as float64; null = NaN. */
+static PyObject *features_array(infpy_pipeline *p, PyObject **names, inf_error *err)
+{
+    inf_record_batch_reset(p->out);
+    if (inf_pipeline_features_to_records(p->exec, p->out, err) != INF_OK)
+        return infpy_raise(err);
+    int nf = inf_pipeline_exec_n_feature_columns(p->exec), nr = inf_record_batch_n_rows(p->out);
+    npy_intp dims[2] = {nr, nf};
+    PyObject *arr = PyArray_SimpleNew(2, dims, NPY_FLOAT64);
+    *names = PyList_New(nf);
+    if (arr == NULL || *names == NULL) {
+        Py_XDECREF(arr);
+        Py_CLEAR(*names);
+        return NULL;
+    }
+    double *x = PyArray_DATA((PyArrayObject *)arr);
+    for (int c = 0; c < nf; c++) {
+        const char *name = inf_pipeline_exec_feature_column(p->exec, c);
+        PyList_SET_ITEM(*names, c, PyUnicode_FromString(name));
+        int f = inf_record_batch_find_field(p->out, name);
+        for (int r = 0; r < nr; r++) {
+            double v = NAN;
+            if (f < 0 || inf_value_to_double(inf_record_batch_get(p->out, r, f), &v) != 0)
+                v = NAN;
+            x[(size_t)r * (size_t)nf + (size_t)c] = v;
+        }
+    }
+    return arr;
+}
+
 static PyObject *pipeline_prepare(infpy_pipeline *p, PyObject *args)
 {
     if (prepare_locked(p, args, NULL) < 0)
         return NULL;
-    int n_rows = 0, n_cols = 0;
-    const double *x = inf_pipeline_features(p->exec, &n_rows, &n_cols);
-    npy_intp dims[2] = {n_rows, n_cols};
-    PyObject *arr = PyArray_SimpleNew(2, dims, NPY_FLOAT64);
-    if (arr && x && n_rows > 0 && n_cols > 0)
-        memcpy(PyArray_DATA((PyArrayObject *)arr), x, (size_t)n_rows * (size_t)n_cols * sizeof(double));
-    int nf = inf_pipeline_exec_n_feature_columns(p->exec);
-    PyObject *names = PyList_New(nf);
-    for (int i = 0; names && i < nf; i++)
-        PyList_SET_ITEM(names, i, PyUnicode_FromString(inf_pipeline_exec_feature_column(p->exec, i)));
-    PyObject *result = arr && names ? Py_BuildValue("(OONN)", arr, names, accepted_list(p), rejected_list(p)) : NULL;
+    inf_error err = {0};
+    PyObject *names = NULL;
+    PyObject *arr = features_array(p, &names, &err);
+    PyObject *result = arr ? Py_BuildValue("(OONN)", arr, names, accepted_list(p), rejected_list(p)) : NULL;
     PyThread_release_lock(p->lock);
     Py_XDECREF(arr);
     Py_XDECREF(names);
