@@ -30,6 +30,7 @@ cp infera/*.py "$TMP/lib/infera/" || exit 1
 if ldd "$BUILD/libinfera.so" 2>/dev/null | grep -q libasan; then
     LD_PRELOAD=$(gcc -print-file-name=libasan.so); export LD_PRELOAD
     ASAN_OPTIONS=detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}; export ASAN_OPTIONS
+    INFERA_PY_SANITIZED=1; export INFERA_PY_SANITIZED
 fi
 cd "$SRC" || exit 1
 INFERA_PY_PATH=$TMP/lib INFERA_CLI=$CLI "$PY" -m pytest -q -p no:cacheprovider tests/python

@@ -134,4 +134,5 @@ def test_no_leaks_over_10000_runs(root):
     tracemalloc.stop()
     grown = sum(s.size_diff for s in snap1.compare_to(snap0, "filename") if s.size_diff > 0)
     assert grown < 64 * 1024, grown           # Python objects
-    assert rss1 - rss0 < 1024, (rss0, rss1)   # C memory: under 1 MiB over 10,000 runs
+    if not os.environ.get("INFERA_PY_SANITIZED"):  # ASan's quarantine holds freed memory: RSS grows
+        assert rss1 - rss0 < 1024, (rss0, rss1)   # C memory: under 1 MiB over 10,000 runs
