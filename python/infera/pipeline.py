@@ -7,6 +7,7 @@ Records may be a list of dicts, a dict of columns, or a pandas DataFrame
 JSON records are (None or NaN = missing); with text=True, strings are typed
 as the CLI types CSV cells ("" missing, "12" int, "1.5" float, ...).
 """
+import json
 import os
 
 from . import _infera
@@ -52,8 +53,7 @@ class Pipeline:
 
     def __init__(self, spec_or_ref, model=None, home=None):
         spec = os.fspath(spec_or_ref)
-        is_spec = spec.lower().endswith(".json") and os.path.isfile(spec) and model is not None or (
-            model is None and spec.lower().endswith(".json") and _looks_like_spec(spec))
+        is_spec = _looks_like_spec(spec)
         if isinstance(model, (str, os.PathLike)):
             model = _infera.Model(os.fspath(model), home=home)
         if is_spec:
@@ -88,4 +88,12 @@ class Pipeline:
 
 
 def _looks_like_spec(path):
-    return os.path.isfile(path) and not path.lower().endswith((".onnx", ".ubj"))
+    """A .json file that is not an XGBoost model (those have a "learner")."""
+    if not (path.lower().endswith(".json") and os.path.isfile(path)):
+        return False
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return True  # let the C loader report what is wrong with it
+    return not (isinstance(doc, dict) and "learner" in doc)

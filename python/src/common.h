@@ -36,6 +36,8 @@ typedef struct infpy_model {
     inf_session *session;
     PyThread_type_lock lock;     /* one run at a time on the session */
     char *pipeline_json;         /* registry entry's spec, or NULL */
+    char reg_name[129];          /* registry entry's name and version ("" for a file) */
+    char reg_version[24];
     PyObject *ref;
 } infpy_model;
 /* Runs the model on inputs under the model's lock with the GIL released;

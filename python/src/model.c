@@ -13,6 +13,7 @@
  */
 #include "common.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,10 @@ int infpy_model_open(infpy_model *m, const char *ref, const char *home, int thre
                 m->pipeline_json = strdup(res.pipeline);
                 if (m->pipeline_json == NULL)
                     st = inf_error_set(err, INF_ENOMEM, "%s: out of memory copying the pipeline spec", ref);
+            }
+            if (st == INF_OK) {
+                snprintf(m->reg_name, sizeof m->reg_name, "%s", res.name);
+                snprintf(m->reg_version, sizeof m->reg_version, "%lld", (long long)res.version);
             }
             inf_registry_resolved_clear(&res);
         }

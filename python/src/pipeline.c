@@ -55,6 +55,10 @@ static int pipeline_init(infpy_pipeline *p, PyObject *args, PyObject *kw)
     inf_status st;
     inf_pipeline_options opts;
     inf_pipeline_options_init(&opts);
+    if (m && m->reg_name[0]) { /* stamp predictions with the registry entry, as the runners do */
+        opts.model_name = m->reg_name;
+        opts.model_version = m->reg_version;
+    }
     if (spec_obj == Py_None && m && m->pipeline_json) { /* the registry entry's own spec */
         st = inf_pipeline_load_string(m->pipeline_json, strlen(m->pipeline_json), im, &opts, &p->pipeline, &err);
     } else if (spec_obj == Py_None) {
