@@ -120,3 +120,27 @@ def test_errors(root, tmp_path):
         p.score([{"amount": 1.0}])
     x = p.features([{"amount": "x"}])          # a bad record is rejected, not raised
     assert x.shape[0] == 0 and len(p.rejected) == 1
+
+
+def test_score_equals_infera_batch(cli, root, raw_csv, tmp_path):
+    """score() gives the prediction records `infera batch` writes (same values, same rejected rows)."""
+    fraud = os.path.join(root, "examples/fraud")
+    out = str(tmp_path / "preds.jsonl")
+    subprocess.run([cli, "batch", "--model", os.path.join(fraud, "fraud_xgb.onnx"), "--pipeline",
+                    os.path.join(fraud, "fraud_spec.json"), "--input", "csv:" + raw_csv, "--output", "jsonl:" + out,
+                    "--errors", "jsonl:" + str(tmp_path / "errors.jsonl"), "--progress", "none"],
+                   check=True, capture_output=True)
+    with open(out) as f:
+        want = [json.loads(line) for line in f]
+    p = infera.Pipeline(os.path.join(fraud, "fraud_spec.json"), model=os.path.join(fraud, "fraud_xgb.onnx"))
+    got = p.score(read_rows(raw_csv), text=True)
+    assert len(got) == len(want) and got
+    common = [k for k in want[0] if k in got[0] and k not in ("model_name", "model_version")]
+    assert "transaction_id" in common and len(common) >= 3, (list(want[0]), list(got[0]))
+    for g, w in zip(got, want):
+        for k in common:
+            gv, wv = g[k], w[k]
+            if isinstance(wv, float) or isinstance(gv, float):
+                assert np.float64(gv).tobytes() == np.float64(wv).tobytes(), (k, gv, wv)
+            else:
+                assert gv == wv, (k, gv, wv)
