@@ -17,11 +17,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The stamp the runners put on a file model's predictions: the file name up
+ * to its first '.', and "sha256:" + the first 12 hex digits of its SHA-256
+ * (as src/runtime/model.c does), so score() matches `infera batch`. */
+static int stamp_file_model(infpy_model *m, const char *path, inf_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return inf_error_set(err, INF_EIO, "model '%s': cannot open to hash it", path), -1;
+    inf_sha256 c;
+    inf_sha256_init(&c);
+    unsigned char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        inf_sha256_update(&c, buf, n);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad)
+        return inf_error_set(err, INF_EIO, "model '%s': read error", path), -1;
+    uint8_t d[32];
+    char hex[65];
+    inf_sha256_final(&c, d);
+    inf_sha256_to_hex(d, hex);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(m->reg_name, sizeof m->reg_name, "%.*s", (int)strcspn(base, "."), base);
+    snprintf(m->reg_version, sizeof m->reg_version, "sha256:%.12s", hex);
+    return 0;
+}
+
 int infpy_model_open(infpy_model *m, const char *ref, const char *home, int threads, inf_error *err)
 {
     inf_status st;
     if (inf_registry_ref_is_path(ref)) {
         st = inf_model_load(ref, NULL, &m->model, err);
+        if (st == INF_OK && stamp_file_model(m, ref, err) < 0)
+            return -1;
     } else {
         inf_registry_options ro;
         inf_registry_options_from_env(&ro);

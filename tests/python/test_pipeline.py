@@ -135,7 +135,8 @@ def test_score_equals_infera_batch(cli, root, raw_csv, tmp_path):
     p = infera.Pipeline(os.path.join(fraud, "fraud_spec.json"), model=os.path.join(fraud, "fraud_xgb.onnx"))
     got = p.score(read_rows(raw_csv), text=True)
     assert len(got) == len(want) and got
-    common = [k for k in want[0] if k in got[0] and k not in ("model_name", "model_version")]
+    common = [k for k in want[0] if k in got[0]]
+    assert "model_version" in common and "pipeline_hash" in common
     assert "transaction_id" in common and len(common) >= 3, (list(want[0]), list(got[0]))
     for g, w in zip(got, want):
         for k in common:
