@@ -20,6 +20,7 @@ packages=(
   python3-sklearn python3-onnx                    # test oracles of `infera evaluate` / prune (tests/tools)
   jq npm                                          # LLM tests (tests/llm/*.sh); npm fetches the llama.cpp peer + vectors
   python3-torch python3-numpy r-cran-janeaustenr  # tests/llm/models/make_models.py (test models + references)
+  python3-dev python3-setuptools python3-numpy python3-pytest  # the Python package (python/, tests/python)
 )
 missing=()
 for p in "${packages[@]}"; do
