@@ -164,6 +164,22 @@ const cli_command cli_commands[] = {
      "--spec) and shows deltas; --max-drop auc=0.005 exits 1 when a metric drops by more.\n"
      "--json prints {\"model\",\"rows\",\"task\",\"metrics\",\"cost\",\"baseline\",\"delta\"}.\n"
      "--register stores the metrics on the registry version REF names.\n"},
+    {"monitor", cmd_monitor, "prediction drift against a training baseline, quality from late labels",
+     "usage: infera monitor baseline REF --data SRC [-o FILE]\n"
+     "       infera monitor drift REF --log SRC (--baseline FILE | --data SRC) [--json]\n"
+     "       infera monitor labels REF --log SRC --labels SRC --id-column C --label-column L\n"
+     "                             [--prediction-column P] [--json]\n"
+     "       common: [--pipeline SPEC] [--home DIR] [--registry URL]      (docs/monitoring.md)\n"
+     "\n"
+     "Works on prediction logs (`infera batch ... --log-predictions DST [--log-sample F]`:\n"
+     "record_id, logged_at, model_name, model_version, pipeline_hash, the model-input\n"
+     "features and the outputs; sensitive fields never).  baseline: per-feature and\n"
+     "per-output statistics of SRC scored through REF's spec (quantile bins and counts,\n"
+     "frequencies, missing rates) as JSON.  drift: PSI, Jensen-Shannon distance and KS\n"
+     "(numbers), PSI, JS and chi-square (categories) of the log's rows of REF's version\n"
+     "against the baseline; --json prints {\"model\",\"version\",\"rows\",\"features\",\"outputs\"}.\n"
+     "labels: joins ground truth to logged predictions by id and prints evaluate's metrics\n"
+     "({\"rows_joined\",\"metrics\",...}); late, missing and duplicate labels are counted.\n"},
     {"prune", cmd_prune, "remove the least important weights or neurons of a model",
      "usage: infera prune IN -o OUT --sparsity S [--structured] [--calibration SRC [--spec FILE]]\n"
      "                    [--calibration-rows N] [--threads N]                  (docs/compression.md)\n"
