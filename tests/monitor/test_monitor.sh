@@ -195,4 +195,12 @@ print("sample: %d of 2500 logged at --log-sample 0.2" % len(ids))
 PY
 "$infera" batch --model fraud_xgb.onnx --pipeline fraud_spec.json --input csv:current.csv --output jsonl:o4.jsonl \
     --log-predictions jsonl:x.jsonl --log-sample 1.5 --progress none >/dev/null 2>&1 && { echo "FAIL: --log-sample 1.5 accepted"; exit 1; }
+# A failing log sink never fails scoring: every row is scored and written, the log rows are counted
+# as dropped and the sink's error reported.
+"$infera" batch --model fraud_xgb.onnx --pipeline fraud_spec.json --input csv:current.csv --output jsonl:o5.jsonl \
+    --log-predictions jsonl:/dev/full --progress none >/dev/null 2>full.err || { cat full.err; echo "FAIL: a log error failed the job"; exit 1; }
+[ "$(wc -l < o5.jsonl)" = 2500 ] || { echo "FAIL: rows lost to a log error"; exit 1; }
+grep -q "2500 records, 2500 sampled, 0 logged, 2500 dropped" full.err && grep -q "No space left" full.err ||
+    { cat full.err; echo "FAIL: dropped log rows not counted"; exit 1; }
+echo "log sink error: job done, 2500 rows scored, 2500 log rows counted as dropped"
 echo "PASS"
