@@ -195,6 +195,33 @@ print("sample: %d of 2500 logged at --log-sample 0.2" % len(ids))
 PY
 "$infera" batch --model fraud_xgb.onnx --pipeline fraud_spec.json --input csv:current.csv --output jsonl:o4.jsonl \
     --log-predictions jsonl:x.jsonl --log-sample 1.5 --progress none >/dev/null 2>&1 && { echo "FAIL: --log-sample 1.5 accepted"; exit 1; }
+# infera stream logs through the same core: the same rows, sensitive fields left out.
+$py - <<'PY'
+import csv, json
+with open("events.jsonl", "w") as f:
+    for r in list(csv.DictReader(open("current.csv")))[:300]:
+        r = {k: v for k, v in r.items() if v != ""}
+        for k in ("amount", "distance_from_home_km", "distance_from_last_txn_km"):
+            if k in r: r[k] = float(r[k])
+        r["merchant_category"] = int(r["merchant_category"]); r["card_present"] = r["card_present"] == "1"
+        f.write(json.dumps(r) + "\n")
+PY
+"$infera" stream --model fraud_xgb.onnx --pipeline sensitive_spec.json --input jsonl:events.jsonl --output jsonl:st_out.jsonl \
+    --log-predictions jsonl:st_log.jsonl --progress-ms 0 >/dev/null 2>st.err || { cat st.err; echo "FAIL: stream"; exit 1; }
+grep -q "prediction log: 300 records, 300 sampled, 300 logged, 0 dropped" st.err || { cat st.err; echo "FAIL: stream log counts"; exit 1; }
+if grep -q -e card_id -e 'card0' -e distance_from_home_km st_log.jsonl; then echo "FAIL: a sensitive field is in the stream log"; exit 1; fi
+$py - <<'PY'
+import json
+st = {json.loads(l)["record_id"]: json.loads(l) for l in open("st_log.jsonl")}
+ba = {json.loads(l)["record_id"]: json.loads(l) for l in open("s_log.jsonl")}
+assert len(st) == 300
+for k, r in st.items():
+    b = ba[k]
+    for f in r:
+        if f != "logged_at": assert r[f] == b[f], (k, f, r[f], b[f])
+print("stream: 300 log rows equal batch's, field by field")
+PY
+
 # A failing log sink never fails scoring: every row is scored and written, the log rows are counted
 # as dropped and the sink's error reported.
 "$infera" batch --model fraud_xgb.onnx --pipeline fraud_spec.json --input csv:current.csv --output jsonl:o5.jsonl \
