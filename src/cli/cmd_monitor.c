@@ -4,7 +4,7 @@
  * shared/DESIGN.md §4, issue 23).
  *
  *   infera monitor baseline REF --data SRC [-o FILE]
- *   infera monitor drift REF --log SRC (--baseline FILE | --data SRC) [--json]
+ *   infera monitor drift REF --log SRC (--baseline FILE | --data SRC) [--since T] [--window 1h] [--json]
  *   infera monitor labels REF --log SRC --labels SRC --id-column C --label-column L
  *                         [--prediction-column P] [--json]
  *   common: [--pipeline SPEC] [--home DIR] [--registry URL]
@@ -32,9 +32,24 @@
 
 typedef struct mon_opts {
     const char *ref, *data, *out, *log, *baseline, *labels, *id_column, *label_column, *prediction_column,
-        *window, *pipeline, *home, *registry;
+        *window, *since, *pipeline, *home, *registry;
     int json;
+    int64_t window_us, since_us; /* 0 = one window; INT64_MIN = no --since */
 } mon_opts;
+
+/* "90s", "15m", "1h", "1d" or plain seconds -> microseconds; 0 when bad. */
+static int64_t parse_duration_us(const char *s) {
+    char *end;
+    double v = strtod(s, &end);
+    static const struct {
+        const char *suffix;
+        double seconds;
+    } units[] = {{"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}};
+    for (size_t i = 0; end != s && i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].suffix) && v > 0 && v * units[i].seconds < 1e12)
+            return (int64_t)(v * units[i].seconds * 1e6);
+    return 0;
+}
 
 static int parse_args(int argc, char **argv, mon_opts *o) {
     struct {
@@ -45,7 +60,8 @@ static int parse_args(int argc, char **argv, mon_opts *o) {
         {"--log", &o->log},             {"--baseline", &o->baseline},
         {"--labels", &o->labels},       {"--id-column", &o->id_column},
         {"--label-column", &o->label_column}, {"--prediction-column", &o->prediction_column},
-        {"--window", &o->window},       {"--pipeline", &o->pipeline},
+        {"--window", &o->window},       {"--since", &o->since},
+        {"--pipeline", &o->pipeline},
         {"--home", &o->home},           {"--registry", &o->registry},
     };
     for (int i = 2; i < argc; i++) {
@@ -67,8 +83,11 @@ static int parse_args(int argc, char **argv, mon_opts *o) {
         else return cli_usage(CMD, "unknown option '%s' (see 'infera help monitor')", argv[i]);
     }
     if (!o->ref) return cli_usage(CMD, "%s needs a model reference REF", argv[1]);
-    if (o->window)
-        return cli_usage(CMD, "--window is not implemented yet: without it the whole log is one window (docs/monitoring.md)");
+    if (o->window && !(o->window_us = parse_duration_us(o->window)))
+        return cli_usage(CMD, "--window needs a duration such as 90s, 15m, 1h, 1d (got '%s')", o->window);
+    o->since_us = INT64_MIN;
+    if (o->since && inf_parse_timestamp(o->since, strlen(o->since), &o->since_us))
+        return cli_usage(CMD, "--since needs an ISO-8601 time or epoch seconds (got '%s')", o->since);
     return 0;
 }
 
@@ -224,19 +243,72 @@ static int load_baseline(const char *path, inf__mon_profile **out) {
     return st ? cli_fail(CMD, "baseline %s: %s", path, e.message) : 0;
 }
 
-static int profile_log(const char *uri, const inf__rt_model *m, inf__mon_profile *cur) {
+/* The log's rows of m's version, one profile per window (window_us = 0:
+ * one window, start 0) ordered by start; rows before since_us or without a
+ * time (when windows or --since need one) are left out. */
+typedef struct windows {
+    int64_t *start;
+    inf__mon_profile **prof;
+    int n, cap;
+} windows;
+
+static void windows_free(windows *w) {
+    for (int i = 0; i < w->n; i++) inf__mon_profile_free(w->prof[i]);
+    free(w->start);
+    free(w->prof);
+}
+
+static inf__mon_profile *window_for(windows *w, int64_t start) {
+    int i = 0;
+    while (i < w->n && w->start[i] < start) i++;
+    if (i < w->n && w->start[i] == start) return w->prof[i];
+    if (w->n == w->cap) {
+        int cap = w->cap ? 2 * w->cap : 8;
+        int64_t *s = realloc(w->start, (size_t)cap * sizeof *s);
+        if (!s) return NULL;
+        w->start = s;
+        inf__mon_profile **p = realloc(w->prof, (size_t)cap * sizeof *p);
+        if (!p) return NULL;
+        w->prof = p;
+        w->cap = cap;
+    }
+    inf__mon_profile *p;
+    if (inf__mon_profile_new(&p)) return NULL;
+    memmove(w->start + i + 1, w->start + i, (size_t)(w->n - i) * sizeof *w->start);
+    memmove(w->prof + i + 1, w->prof + i, (size_t)(w->n - i) * sizeof *w->prof);
+    w->start[i] = start;
+    w->prof[i] = p;
+    w->n++;
+    return p;
+}
+
+static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+
+static int profile_log(const mon_opts *o, const inf__rt_model *m, windows *w) {
     inf_source *src;
     inf_record_batch *b;
     inf_error e;
-    if (inf_source_open(uri, NULL, &src, &e)) return cli_fail(CMD, "log %s", e.message);
+    if (inf_source_open(o->log, NULL, &src, &e)) return cli_fail(CMD, "log %s", e.message);
     if (inf_record_batch_new(&b)) {
         inf_source_close(src);
         return cli_fail(CMD, "out of memory");
     }
-    int rc = 0;
+    int rc = o->window_us || window_for(w, 0) ? 0 : cli_fail(CMD, "out of memory");
+    int need_time = o->window_us || o->since_us != INT64_MIN;
     for (int eof = 0; !eof && !rc;) {
-        if (inf_source_next(src, b, &eof, &e)) rc = cli_fail(CMD, "log %s", e.message);
-        else if (inf__mon_profile_add(cur, b, m->name, m->version)) rc = cli_fail(CMD, "out of memory");
+        if (inf_source_next(src, b, &eof, &e)) {
+            rc = cli_fail(CMD, "log %s", e.message);
+            break;
+        }
+        int ft = inf_record_batch_find_field(b, "logged_at");
+        for (int row = 0, nr = inf_record_batch_n_rows(b); !rc && row < nr; row++) {
+            if (!inf__mon_profile_row_matches(b, row, m->name, m->version)) continue;
+            int64_t t = 0;
+            if (need_time && (ft < 0 || inf_value_to_timestamp(inf_record_batch_get(b, row, ft), &t))) continue;
+            if (t < o->since_us) continue;
+            inf__mon_profile *p = window_for(w, o->window_us ? floor_div(t, o->window_us) * o->window_us : 0);
+            if (!p || inf__mon_profile_add_row(p, b, row)) rc = cli_fail(CMD, "out of memory");
+        }
     }
     inf_record_batch_free(b);
     inf_source_close(src);
@@ -244,6 +316,8 @@ static int profile_log(const char *uri, const inf__rt_model *m, inf__mon_profile
 }
 
 static void print_drift_text(const cJSON *j) {
+    const cJSON *start = cJSON_GetObjectItem(j, "start");
+    if (start) printf("window %s .. %s\n", start->valuestring, cJSON_GetObjectItem(j, "end")->valuestring);
     printf("model %s  version %s  rows %.0f\n", cJSON_GetObjectItem(j, "model")->valuestring,
            cJSON_GetObjectItem(j, "version")->valuestring, cJSON_GetObjectItem(j, "rows")->valuedouble);
     static const char *const sections[] = {"features", "outputs"};
@@ -264,20 +338,43 @@ static void print_drift_text(const cJSON *j) {
 static int sub_drift(const mon_opts *o, inf__rt_model *m) {
     if (!o->log) return cli_usage(CMD, "drift needs --log SRC");
     if (!o->baseline == !o->data) return cli_usage(CMD, "drift needs one of --baseline FILE or --data SRC");
-    inf__mon_profile *base = NULL, *cur = NULL;
-    int rc = inf__mon_profile_new(&cur) ? cli_fail(CMD, "out of memory") : 0;
-    if (!rc && o->baseline) rc = load_baseline(o->baseline, &base);
+    inf__mon_profile *base = NULL;
+    windows w = {0};
+    int rc = 0;
+    if (o->baseline) rc = load_baseline(o->baseline, &base);
     if (!rc && o->data) rc = inf__mon_profile_new(&base) ? cli_fail(CMD, "out of memory") : baseline_from_data(m, o->data, base);
-    if (!rc) rc = profile_log(o->log, m, cur);
-    if (!rc) {
-        cJSON *j = inf__mon_drift_json(base, cur, m->name, m->version);
-        if (!j) rc = cli_fail(CMD, "out of memory");
-        else if (o->json) rc = print_json_to(j, NULL);
-        else print_drift_text(j);
-        cJSON_Delete(j);
+    if (!rc) rc = profile_log(o, m, &w);
+    /* without --window: DESIGN.md's one object; with it {"model","version","window_s","windows":[...]} */
+    cJSON *all = o->window_us ? cJSON_CreateObject() : NULL, *arr = NULL;
+    if (all) {
+        cJSON_AddStringToObject(all, "model", m->name);
+        cJSON_AddStringToObject(all, "version", m->version);
+        cJSON_AddNumberToObject(all, "window_s", (double)o->window_us / 1e6);
+        arr = cJSON_AddArrayToObject(all, "windows");
     }
+    for (int i = 0; !rc && i < w.n; i++) {
+        cJSON *j = inf__mon_drift_json(base, w.prof[i], m->name, m->version);
+        if (!j || (o->window_us && !arr)) {
+            cJSON_Delete(j);
+            rc = cli_fail(CMD, "out of memory");
+            break;
+        }
+        if (o->window_us) {
+            char t0[40], t1[40];
+            cJSON_AddStringToObject(j, "start", inf_format_timestamp(w.start[i], t0, sizeof t0));
+            cJSON_AddStringToObject(j, "end", inf_format_timestamp(w.start[i] + o->window_us, t1, sizeof t1));
+        }
+        if (!o->json) print_drift_text(j);
+        if (arr) cJSON_AddItemToArray(arr, j);
+        else {
+            if (o->json) rc = print_json_to(j, NULL);
+            cJSON_Delete(j);
+        }
+    }
+    if (!rc && all && o->json) rc = print_json_to(all, NULL);
+    cJSON_Delete(all);
+    windows_free(&w);
     inf__mon_profile_free(base);
-    inf__mon_profile_free(cur);
     return rc;
 }
 

@@ -168,7 +168,8 @@ const cli_command cli_commands[] = {
      "--register stores the metrics on the registry version REF names.\n"},
     {"monitor", cmd_monitor, "prediction drift against a training baseline, quality from late labels",
      "usage: infera monitor baseline REF --data SRC [-o FILE]\n"
-     "       infera monitor drift REF --log SRC (--baseline FILE | --data SRC) [--json]\n"
+     "       infera monitor drift REF --log SRC (--baseline FILE | --data SRC) [--since T]\n"
+     "                            [--window 1h] [--json]\n"
      "       infera monitor labels REF --log SRC --labels SRC --id-column C --label-column L\n"
      "                             [--prediction-column P] [--json]\n"
      "       common: [--pipeline SPEC] [--home DIR] [--registry URL]      (docs/monitoring.md)\n"
@@ -179,7 +180,8 @@ const cli_command cli_commands[] = {
      "per-output statistics of SRC scored through REF's spec (quantile bins and counts,\n"
      "frequencies, missing rates) as JSON.  drift: PSI, Jensen-Shannon distance and KS\n"
      "(numbers), PSI, JS and chi-square (categories) of the log's rows of REF's version\n"
-     "against the baseline; --json prints {\"model\",\"version\",\"rows\",\"features\",\"outputs\"}.\n"
+     "against the baseline; --json prints {\"model\",\"version\",\"rows\",\"features\",\"outputs\"}; with\n"
+     "--window (90s, 15m, 1h, 1d: by logged_at) {\"model\",\"version\",\"window_s\",\"windows\":[{..., \"start\",\"end\"}]}.\n"
      "labels: joins ground truth to logged predictions by id and prints evaluate's metrics\n"
      "({\"rows_joined\",\"metrics\",...}); late, missing and duplicate labels are counted.\n"},
     {"prune", cmd_prune, "remove the least important weights or neurons of a model",

@@ -167,21 +167,13 @@ static int row_matches(const inf_record_batch *b, int row, int f, const char *wa
     return v->type == INF_FIELD_STRING && !strcmp(v->u.s.ptr, want);
 }
 
-inf_status inf__mon_profile_add(inf__mon_profile *p, const inf_record_batch *b, const char *model,
-                                const char *version) {
-    int nf = inf_record_batch_n_fields(b), nr = inf_record_batch_n_rows(b);
-    int fm = inf_record_batch_find_field(b, "model_name"), fv = inf_record_batch_find_field(b, "model_version");
-    for (int row = 0; row < nr; row++) {
-        if (!row_matches(b, row, fm, model) || !row_matches(b, row, fv, version)) continue;
-        p->n_rows++;
-        for (int f = 0; f < nf; f++) {
-            const char *name = inf_record_batch_field_name(b, f);
-            if (inf__mon_log_is_meta_field(name)) continue;
-            column *c = get_column(p, name);
-            if (!c || add_value(c, inf_record_batch_get(b, row, f))) return INF_ENOMEM;
-        }
-    }
-    /* a column a row lacks is missing there: pad every column to n_rows */
+int inf__mon_profile_row_matches(const inf_record_batch *b, int row, const char *model, const char *version) {
+    return row_matches(b, row, inf_record_batch_find_field(b, "model_name"), model) &&
+           row_matches(b, row, inf_record_batch_find_field(b, "model_version"), version);
+}
+
+/* A column a row lacks is missing there: pad every column to n_rows. */
+static void pad_columns(inf__mon_profile *p) {
     for (int i = 0; i < p->n_cols; i++) {
         column *c = &p->cols[i];
         if (c->n < p->n_rows) {
@@ -189,7 +181,33 @@ inf_status inf__mon_profile_add(inf__mon_profile *p, const inf_record_batch *b, 
             c->n = p->n_rows;
         }
     }
+}
+
+static inf_status add_row(inf__mon_profile *p, const inf_record_batch *b, int row) {
+    p->n_rows++;
+    for (int f = 0, nf = inf_record_batch_n_fields(b); f < nf; f++) {
+        const char *name = inf_record_batch_field_name(b, f);
+        if (inf__mon_log_is_meta_field(name)) continue;
+        column *c = get_column(p, name);
+        if (!c || add_value(c, inf_record_batch_get(b, row, f))) return INF_ENOMEM;
+    }
     return INF_OK;
+}
+
+inf_status inf__mon_profile_add_row(inf__mon_profile *p, const inf_record_batch *b, int row) {
+    inf_status st = add_row(p, b, row);
+    pad_columns(p);
+    return st;
+}
+
+inf_status inf__mon_profile_add(inf__mon_profile *p, const inf_record_batch *b, const char *model,
+                                const char *version) {
+    int fm = inf_record_batch_find_field(b, "model_name"), fv = inf_record_batch_find_field(b, "model_version");
+    inf_status st = INF_OK;
+    for (int row = 0, nr = inf_record_batch_n_rows(b); !st && row < nr; row++)
+        if (row_matches(b, row, fm, model) && row_matches(b, row, fv, version)) st = add_row(p, b, row);
+    pad_columns(p);
+    return st;
 }
 
 /* ---- bins ---------------------------------------------------------------- */

@@ -46,6 +46,10 @@ inf_status inf__mon_profile_mark_feature(inf__mon_profile *p, const char *name);
  * model/version non-NULL only rows stamped with them count.  INF_ENOMEM. */
 inf_status inf__mon_profile_add(inf__mon_profile *p, const inf_record_batch *b, const char *model,
                                 const char *version);
+/* Adds one row (no model/version filter; see row_matches).  INF_ENOMEM. */
+inf_status inf__mon_profile_add_row(inf__mon_profile *p, const inf_record_batch *b, int row);
+/* 1 when row is stamped with model and version (NULL: any). */
+int inf__mon_profile_row_matches(const inf_record_batch *b, int row, const char *model, const char *version);
 uint64_t inf__mon_profile_rows(const inf__mon_profile *p);
 /* The profile as the baseline JSON (bins computed here); NULL on ENOMEM. */
 cJSON *inf__mon_profile_to_json(inf__mon_profile *p, const char *model, const char *version);

@@ -113,6 +113,29 @@ print("drift: %d features and %d outputs equal numpy/scipy; shift flagged on %s 
       % (len(drift["features"]), len(drift["outputs"]), sorted(shifted)))
 PY
 
+# --window / --since: the training log stamped in hour 0, the shifted log in hour 1 (minute and second
+# vary); each window's drift equals the drift of its own rows, --since keeps the second hour only.
+$py - <<'PY'
+import json
+with open("timed_log.jsonl", "w") as f:
+    for hour, path in ((0, "train_log.jsonl"), (1, "cur_log.jsonl")):
+        for i, l in enumerate(open(path)):
+            r = json.loads(l); r["logged_at"] = "2024-03-01T%02d:%02d:%02dZ" % (hour, i % 60, (i * 7) % 60)
+            f.write(json.dumps(r) + "\n")
+PY
+"$infera" monitor drift "${M[@]}" --log jsonl:timed_log.jsonl --baseline base.json --window 1h --json > windows.json
+"$infera" monitor drift "${M[@]}" --log jsonl:timed_log.jsonl --baseline base.json --since 2024-03-01T01:00:00Z --json > since.json
+$py - <<'PY'
+import json
+w = json.load(open("windows.json"))
+assert w["window_s"] == 3600 and len(w["windows"]) == 2, w.keys()
+w0, w1 = w["windows"]
+assert (w0["start"], w0["end"], w1["start"]) == ("2024-03-01T00:00:00Z", "2024-03-01T01:00:00Z", "2024-03-01T01:00:00Z"), (w0["start"], w1["start"])
+for got, want in ((w0, json.load(open("drift_self.json"))), (w1, json.load(open("drift.json"))), (json.load(open("since.json")), json.load(open("drift.json")))):
+    for k in ("rows", "features", "outputs"): assert got[k] == want[k], k
+print("windows: 2 hourly windows, each equal to its rows' drift; --since keeps the second")
+PY
+
 # Late, missing and duplicate labels: every 10th id has none, every 7th comes twice (the second
 # time with the opposite label: the first wins), 20 ids were never logged, order shuffled, days late.
 $py - <<'PY'
