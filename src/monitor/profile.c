@@ -334,6 +334,12 @@ cJSON *inf__mon_profile_to_json(inf__mon_profile *p, const char *model, const ch
     return j;
 }
 
+/* A count read from JSON: a number in [0, 2^53], else 0 (never a float
+ * cast out of range). */
+static uint64_t json_count(const cJSON *x) {
+    return cJSON_IsNumber(x) && x->valuedouble >= 0 && x->valuedouble <= 9007199254740992.0 ? (uint64_t)x->valuedouble : 0;
+}
+
 static double *json_doubles(const cJSON *a, int *n) {
     *n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
     if (*n < 0) return NULL;
@@ -355,8 +361,10 @@ static inf_status column_from_json(inf__mon_profile *p, const cJSON *cj, int is_
     c->typed = 1;
     c->categorical = !strcmp(type->valuestring, "category");
     const cJSON *count = cJSON_GetObjectItemCaseSensitive(cj, "count"), *mr = cJSON_GetObjectItemCaseSensitive(cj, "missing_rate");
-    c->n = cJSON_IsNumber(count) ? (uint64_t)count->valuedouble : 0;
-    c->n_missing = cJSON_IsNumber(mr) ? (uint64_t)llround(mr->valuedouble * (double)c->n) : 0;
+    c->n = json_count(count);
+    c->n_missing = cJSON_IsNumber(mr) && mr->valuedouble >= 0 && mr->valuedouble <= 1
+                       ? (uint64_t)llround(mr->valuedouble * (double)c->n)
+                       : 0;
     if (c->categorical) {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(cj, "frequencies"), *x;
         if (!cJSON_IsObject(f)) return inf_error_set(err, INF_EFORMAT, "baseline: category column '%s' has no \"frequencies\"", name);
@@ -372,6 +380,21 @@ static inf_status column_from_json(inf__mon_profile *p, const cJSON *cj, int is_
         free(sample);
         return inf_error_set(err, INF_EFORMAT, "baseline: number column '%s' needs \"edges\" (B-1), \"counts\" (B) and \"sample\"", name);
     }
+    for (int i = 0; i < nc; i++)
+        if (!(c->bin_counts[i] >= 0 && c->bin_counts[i] < 1e300)) {
+            free(sample);
+            return inf_error_set(err, INF_EFORMAT, "baseline: column '%s': counts[%d] is not a count", name, i);
+        }
+    for (int i = 0; i < ne; i++)
+        if (!isfinite(c->edges[i]) || (i && c->edges[i] <= c->edges[i - 1])) {
+            free(sample);
+            return inf_error_set(err, INF_EFORMAT, "baseline: column '%s': edges must be finite and increasing", name);
+        }
+    for (int i = 0; i < ns; i++)
+        if (!isfinite(sample[i])) {
+            free(sample);
+            return inf_error_set(err, INF_EFORMAT, "baseline: column '%s': sample[%d] is not a number", name, i);
+        }
     c->n_edges = ne;
     c->have_bins = 1;
     qsort(sample, (size_t)ns, sizeof *sample, cmp_double);
@@ -385,7 +408,7 @@ inf_status inf__mon_profile_from_json(const cJSON *j, inf__mon_profile **out, in
     inf__mon_profile *p;
     if (inf__mon_profile_new(&p)) return inf_error_set(err, INF_ENOMEM, "baseline: out of memory");
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(j, "rows");
-    p->n_rows = cJSON_IsNumber(rows) ? (uint64_t)rows->valuedouble : 0;
+    p->n_rows = json_count(rows);
     static const char *const sections[] = {"features", "outputs"};
     for (int s = 0; s < 2; s++) {
         const cJSON *sec = cJSON_GetObjectItemCaseSensitive(j, sections[s]), *c;
