@@ -137,6 +137,7 @@ typedef struct inf__runner_config {
     int64_t skip;               /* source records to skip first (resume) */
     inf__job *job;              /* updated and saved after each commit */
     inf__progress *progress;
+    struct inf__mon_log *log;   /* may be NULL: --log-predictions (monitor/predlog.h) */
 } inf__runner_config;
 
 /* Runs the job to its end or its first fatal error (err says which).  Counts

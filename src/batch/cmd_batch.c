@@ -6,6 +6,7 @@
  *                [--mode append|replace|upsert] [--errors DST] [--max-error-rate R]
  *                [--progress bar|json|none] [--home DIR] [--registry URL] [--job-id ID]
  *                [--shard K/N] [--pipeline SPEC] [--chunk-rows N] [--checkpoint-ms N] [--no-score]
+ *                [--log-predictions DST [--log-sample F]]
  *
  * This file: options, the job's set-up (model, checkpoint, targets opened in
  * the right mode for a fresh start or a resume), lineage and the summary.
@@ -21,15 +22,16 @@
 #include <cjson/cJSON.h>
 
 #include "batch/batch_int.h"
+#include "monitor/predlog.h"
 #include "cli/cli.h"
 
 #define CMD "batch"
 
 typedef struct batch_opts {
     const char *model, *input, *output, *errors, *id_column, *mode, *progress, *home, *registry, *job_id,
-        *shard, *pipeline;
+        *shard, *pipeline, *log_predictions;
     int threads, chunk_rows, checkpoint_ms, resume, no_score;
-    double max_error_rate;
+    double max_error_rate, log_sample;
 } batch_opts;
 
 static int parse_args(int argc, char **argv, batch_opts *o) {
@@ -39,6 +41,7 @@ static int parse_args(int argc, char **argv, batch_opts *o) {
     o->chunk_rows = 2048;
     o->checkpoint_ms = 200;
     o->max_error_rate = -1;
+    o->log_sample = 1.0;
     struct {
         const char *flag;
         const char **dst;
@@ -47,6 +50,7 @@ static int parse_args(int argc, char **argv, batch_opts *o) {
         {"--errors", &o->errors},   {"--id-column", &o->id_column}, {"--mode", &o->mode},
         {"--progress", &o->progress}, {"--home", &o->home},       {"--registry", &o->registry},
         {"--job-id", &o->job_id},   {"--shard", &o->shard},       {"--pipeline", &o->pipeline},
+        {"--log-predictions", &o->log_predictions},
     };
     for (int i = 1; i < argc; i++) {
         bool missing = false;
@@ -80,6 +84,12 @@ static int parse_args(int argc, char **argv, batch_opts *o) {
             if (missing || *end || !(o->max_error_rate >= 0 && o->max_error_rate <= 1))
                 return cli_usage(CMD, "--max-error-rate needs a fraction between 0 and 1 (got '%s')", v ? v : "");
             i = j;
+        } else if ((v = cli_flag_value(argc, argv, &j, "--log-sample", &missing)) || missing) {
+            char *end;
+            o->log_sample = missing ? -1 : strtod(v, &end);
+            if (missing || *end || !(o->log_sample > 0 && o->log_sample <= 1))
+                return cli_usage(CMD, "--log-sample needs a fraction in (0, 1] (got '%s')", v ? v : "");
+            i = j;
         } else if (!strcmp(argv[i], "--resume")) {
             o->resume = 1;
         } else if (!strcmp(argv[i], "--no-score")) {
@@ -90,6 +100,7 @@ static int parse_args(int argc, char **argv, batch_opts *o) {
     }
     if (!o->input || !o->output) return cli_usage(CMD, "--input SRC and --output DST are required");
     if (!o->model && !o->no_score) return cli_usage(CMD, "--model REF is required");
+    if (o->log_predictions && o->no_score) return cli_usage(CMD, "--log-predictions needs a model (not --no-score)");
     if (o->mode && strcmp(o->mode, "append") && strcmp(o->mode, "replace") && strcmp(o->mode, "upsert"))
         return cli_usage(CMD, "--mode must be append, replace or upsert (got '%s')", o->mode);
     if (o->progress && strcmp(o->progress, "bar") && strcmp(o->progress, "json") && strcmp(o->progress, "none"))
@@ -319,6 +330,7 @@ typedef struct batch_run {
     inf__job job;
     inf_source *src;
     inf_sink *sink, *esink;
+    inf__mon_log *log; /* --log-predictions */
     inf__progress_mode progress_mode;
     double t0, cpu0;
 } batch_run;
@@ -337,6 +349,8 @@ static int open_model(batch_run *b) {
     mo.keep_registry = 1;
     if (inf__rt_model_open(o->model, &mo, &b->m, &e)) return cli_fail(CMD, "model %s: %s", o->model, e.message);
     if (!b->id_column) b->id_column = inf_pipeline_id_column(b->m.pipeline);
+    if (o->log_predictions && inf__mon_log_open(o->log_predictions, b->m.pipeline, o->log_sample, 0, &b->log, &e))
+        return cli_fail(CMD, "%s", e.message);
     return 0;
 }
 
@@ -453,6 +467,19 @@ static inf_status close_sinks(batch_run *b, inf_status st, inf_error *e) {
     return st;
 }
 
+/* Closes the prediction log; its counts (and a sink error) on stderr: the
+ * log never fails the job (monitor/predlog.h). */
+static void close_log(batch_run *b) {
+    if (!b->log) return;
+    inf__mon_log_stats ls;
+    inf_error e;
+    if (inf__mon_log_close(b->log, &ls, &e)) fprintf(stderr, "infera batch: prediction log: %s\n", e.message);
+    b->log = NULL;
+    fprintf(stderr, "infera batch: prediction log: %llu records, %llu sampled, %llu logged, %llu dropped\n",
+            (unsigned long long)ls.n_seen, (unsigned long long)ls.n_sampled, (unsigned long long)ls.n_written,
+            (unsigned long long)ls.n_dropped);
+}
+
 /* Runs the pipeline (runner.c) to the end, closes the sinks and saves the
  * job's final state.  *done_before: source records done before this run. */
 static inf_status run_job(batch_run *b, int64_t *done_before, inf_error *e) {
@@ -486,9 +513,11 @@ static inf_status run_job(batch_run *b, int64_t *done_before, inf_error *e) {
         .skip = job->source_done,
         .job = job,
         .progress = &prog,
+        .log = b->log,
     };
     *done_before = job->source_done;
     inf_status st = close_sinks(b, inf__runner_run(&cfg, e), e);
+    close_log(b);
     inf__progress_update(&prog, job->source_done, job->rows_written, job->rows_rejected, 1);
     job->cpu_seconds += inf__cpu_seconds() - b->cpu0;
     job->wall_seconds += inf__now() - b->t0;
@@ -545,6 +574,7 @@ int cmd_batch(int argc, char **argv) {
     inf_error e;
     inf_source_close(b->src);
     close_sinks(b, INF_OK, &e);
+    close_log(b);
     inf__rt_model_close(&b->m);
     free(b);
     return rc;

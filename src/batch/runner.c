@@ -359,6 +359,7 @@ static void *worker_main(void *arg) {
             fatal_msg(r, INF_ENOMEM, "batch: out of memory");
             goto done;
         }
+        scorer.log = cfg->log;
     }
     for (;;) {
         pthread_mutex_lock(&r->mu);

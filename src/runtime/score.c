@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "monitor/predlog.h"
 #include "runtime/score.h"
 
 inf_status inf__rt_append_rows(inf_record_batch *dst, const inf_record_batch *src, int from, int to) {
@@ -77,6 +78,7 @@ static inf_status score_once(inf__rt_scorer *s, const inf_record_batch *in, int 
         }
         for (int k = 0; k < n_acc; k++) s->in_rows[k] = only >= 0 ? only : inf_pipeline_accepted_row(s->exec, k);
         if ((st = r->scored(r->user, s->pred, s->in_rows, n_acc))) return adapter_failed(e, st);
+        if (s->log) inf__mon_log_add(s->log, s->exec, in, s->pred); /* never blocks or fails (predlog.h) */
     }
     for (int i = 0, n = inf_pipeline_n_rejected(s->exec); i < n; i++) {
         const char *field = NULL, *msg = NULL;

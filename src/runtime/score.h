@@ -70,6 +70,8 @@ typedef struct inf__rt_scorer {
     int *in_rows;              /* owned: prediction row -> batch row */
     int cap_rows;
     inf__rt_all_failed policy;
+    struct inf__mon_log *log;  /* borrowed, may be NULL: the prediction log (monitor/predlog.h),
+                                * given every scored batch; set by the adapter after init */
 } inf__rt_scorer;
 
 /* Sets up s over a session and an executor (borrowed: they must outlive s).

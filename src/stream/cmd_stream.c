@@ -5,6 +5,7 @@
  *   infera stream --model REF --input SRC --output DST [--errors DST] [--id-column COL]
  *                 [--threads N] [--max-batch N] [--max-delay-ms N] [--max-events N]
  *                 [--consumer NAME] [--pipeline SPEC] [--progress-ms N] [--no-score]
+ *                 [--log-predictions DST [--log-sample F]]
  *
  * SRC: redis://H:P/STREAM?group=G[&consumer=C][&claim_idle_ms=N], mqtt://H:P/TOPIC,
  * jsonl:- or jsonl:PATH.  DST: any io/ sink (redis://H:P/STREAM, mqtt://H:P/TOPIC,
@@ -21,12 +22,14 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "monitor/predlog.h"
 #include "stream/stream_int.h"
 
 #define CMD "stream"
 
 typedef struct stream_opts {
-    const char *model, *input, *output, *errors, *id_column, *consumer, *pipeline;
+    const char *model, *input, *output, *errors, *id_column, *consumer, *pipeline, *log_predictions;
+    double log_sample;
     int threads, max_batch, max_delay_ms, progress_ms, no_score;
     int64_t max_events;
 } stream_opts;
@@ -52,13 +55,14 @@ static int parse_args(int argc, char **argv, stream_opts *o) {
     o->max_batch = 256;
     o->max_delay_ms = 20;
     o->progress_ms = 10000;
+    o->log_sample = 1.0;
     struct {
         const char *flag;
         const char **dst;
     } strs[] = {
         {"--model", &o->model},       {"--input", &o->input},         {"--output", &o->output},
         {"--errors", &o->errors},     {"--id-column", &o->id_column}, {"--consumer", &o->consumer},
-        {"--pipeline", &o->pipeline},
+        {"--pipeline", &o->pipeline}, {"--log-predictions", &o->log_predictions},
     };
     for (int i = 1; i < argc; i++) {
         bool missing = false;
@@ -73,6 +77,16 @@ static int parse_args(int argc, char **argv, stream_opts *o) {
             matched = 1;
         }
         if (matched) continue;
+        int j = i;
+        const char *v = cli_flag_value(argc, argv, &j, "--log-sample", &missing);
+        if (v || missing) {
+            char *end = NULL;
+            o->log_sample = v ? strtod(v, &end) : -1;
+            if (!v || *end || !(o->log_sample > 0 && o->log_sample <= 1))
+                return cli_usage(CMD, "--log-sample needs a fraction in (0, 1] (got '%s')", v ? v : "");
+            i = j;
+            continue;
+        }
         if ((rc = parse_int_flag(argc, argv, &i, "--threads", 1, 256, &o->threads, &matched)) || matched) {
             if (rc) return rc;
         } else if ((rc = parse_int_flag(argc, argv, &i, "--max-batch", 1, 1 << 16, &o->max_batch, &matched)) ||
@@ -97,7 +111,21 @@ static int parse_args(int argc, char **argv, stream_opts *o) {
     if (!o->input || !o->output) return cli_usage(CMD, "--input SRC and --output DST are required");
     if (!o->model && !o->no_score) return cli_usage(CMD, "--model REF is required");
     if (o->errors && !strcmp(o->errors, o->output)) return cli_usage(CMD, "--errors must differ from --output");
+    if (o->log_predictions && o->no_score) return cli_usage(CMD, "--log-predictions needs a model (not --no-score)");
     return 0;
+}
+
+/* Closes the prediction log; its counts (and a sink error) on stderr: the
+ * log never fails the stream (monitor/predlog.h). */
+static void close_log(inf__mon_log **log) {
+    if (!*log) return;
+    inf__mon_log_stats ls;
+    inf_error e;
+    if (inf__mon_log_close(*log, &ls, &e)) fprintf(stderr, "infera stream: prediction log: %s\n", e.message);
+    *log = NULL;
+    fprintf(stderr, "infera stream: prediction log: %llu records, %llu sampled, %llu logged, %llu dropped\n",
+            (unsigned long long)ls.n_seen, (unsigned long long)ls.n_sampled, (unsigned long long)ls.n_written,
+            (unsigned long long)ls.n_dropped);
 }
 
 /* Tables and Redis streams are keyed (upsert / dedupe); files and MQTT are not. */
@@ -175,8 +203,13 @@ int cmd_stream(int argc, char **argv) {
     inf_io_redact_uri(o.output, out_red, sizeof out_red);
     stream_id(&m, in_red, out_red, id);
     inf_sink *sink = NULL, *esink = NULL;
+    inf__mon_log *log = NULL;
     void *src = NULL;
     rc = 1;
+    if (o.log_predictions && inf__mon_log_open(o.log_predictions, m.pipeline, o.log_sample, 0, &log, &e)) {
+        rc = cli_fail(CMD, "%s", e.message);
+        goto done;
+    }
     if ((rc = open_sink(o.output, id_column ? id_column : "event_id", &sink, "output"))) goto done;
     if (o.errors && (rc = open_sink(o.errors, "event_id", &esink, "errors"))) goto done;
     rc = 1;
@@ -194,10 +227,11 @@ int cmd_stream(int argc, char **argv) {
                 m.name, m.version, inf_pipeline_hash(m.pipeline), id);
     inf__stream_config cfg = {
         o.no_score ? NULL : &m, type,         src, sink, esink, id_column, in_red, o.threads, o.max_batch,
-        o.max_events,           o.progress_ms};
+        o.max_events,           o.progress_ms, log};
     inf__stream_stats stats;
     inf_status st = inf__stream_run(&cfg, &stats, &e);
     if (type->describe) type->describe(src, source_line, sizeof source_line);
+    close_log(&log);
     inf_error ce;
     inf_status cst = inf_sink_close(sink, &ce);
     sink = NULL;
@@ -214,6 +248,7 @@ done:
     if (src) type->close(src);
     if (sink) inf_sink_close(sink, &e);
     if (esink) inf_sink_close(esink, &e);
+    close_log(&log);
     inf__rt_model_close(&m);
     return rc;
 }

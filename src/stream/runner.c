@@ -276,6 +276,7 @@ static inf_status work_init(work *w, const inf__stream_config *cfg, inf_error *e
     inf_status st = inf__rt_model_session(cfg->model, cfg->n_threads, cfg->max_batch, &w->session, &w->exec, e);
     if (st) return st;
     if (inf__rt_scorer_init(&w->scorer, w->session, w->exec, INF__RT_ALL_FAILED_REJECT)) goto oom;
+    w->scorer.log = cfg->log;
     return INF_OK;
 oom:
     e->status = INF_ENOMEM;

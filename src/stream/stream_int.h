@@ -115,6 +115,7 @@ typedef struct inf__stream_config {
     int max_batch;
     int64_t max_events; /* 0 = no limit */
     int progress_ms;    /* a progress line on stderr this often; 0 = none */
+    struct inf__mon_log *log; /* may be NULL: --log-predictions (monitor/predlog.h) */
 } inf__stream_config;
 
 /* Runs until eof, --max-events, a signal (drain: the batch in hand is

@@ -1,0 +1,488 @@
+/*
+ * cmd_monitor.c -- `infera monitor`: drift against a training baseline and
+ * quality from late labels, over prediction logs (docs/monitoring.md,
+ * shared/DESIGN.md §4, issue 23).
+ *
+ *   infera monitor baseline REF --data SRC [-o FILE]
+ *   infera monitor drift REF --log SRC (--baseline FILE | --data SRC) [--since T] [--window 1h] [--json]
+ *   infera monitor labels REF --log SRC --labels SRC --id-column C --label-column L
+ *                         [--prediction-column P] [--json]
+ *   common: [--pipeline SPEC] [--home DIR] [--registry URL]
+ *
+ * Sub-commands are rows of one table.  The statistics are src/monitor/
+ * (profile.c, labels.c); the metrics of `labels` are evaluate's
+ * (src/tools/metrics.c).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli/cli.h"
+#include "monitor/labels.h"
+#include "monitor/predlog.h"
+#include "monitor/profile.h"
+#include "runtime/model.h"
+#include "runtime/score.h"
+#include "tools/tools.h"
+
+#define CMD "monitor"
+
+typedef struct mon_opts {
+    const char *ref, *data, *out, *log, *baseline, *labels, *id_column, *label_column, *prediction_column,
+        *window, *since, *pipeline, *home, *registry;
+    int json;
+    int64_t window_us, since_us; /* 0 = one window; INT64_MIN = no --since */
+} mon_opts;
+
+/* "90s", "15m", "1h", "1d" or plain seconds -> microseconds; 0 when bad. */
+static int64_t parse_duration_us(const char *s) {
+    char *end;
+    double v = strtod(s, &end);
+    static const struct {
+        const char *suffix;
+        double seconds;
+    } units[] = {{"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}};
+    for (size_t i = 0; end != s && i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].suffix) && v > 0 && v * units[i].seconds < 1e12)
+            return (int64_t)(v * units[i].seconds * 1e6);
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, mon_opts *o) {
+    struct {
+        const char *flag;
+        const char **dst;
+    } strs[] = {
+        {"--data", &o->data},           {"-o", &o->out},
+        {"--log", &o->log},             {"--baseline", &o->baseline},
+        {"--labels", &o->labels},       {"--id-column", &o->id_column},
+        {"--label-column", &o->label_column}, {"--prediction-column", &o->prediction_column},
+        {"--window", &o->window},       {"--since", &o->since},
+        {"--pipeline", &o->pipeline},
+        {"--home", &o->home},           {"--registry", &o->registry},
+    };
+    for (int i = 2; i < argc; i++) {
+        bool missing = false;
+        int matched = 0;
+        for (size_t k = 0; k < sizeof strs / sizeof strs[0] && !matched; k++) {
+            int j = i;
+            const char *v = cli_flag_value(argc, argv, &j, strs[k].flag, &missing);
+            if (v || missing) {
+                if (missing) return cli_usage(CMD, "%s needs a value", strs[k].flag);
+                *strs[k].dst = v;
+                i = j;
+                matched = 1;
+            }
+        }
+        if (matched) continue;
+        if (!strcmp(argv[i], "--json")) o->json = 1;
+        else if (argv[i][0] != '-' && !o->ref) o->ref = argv[i];
+        else return cli_usage(CMD, "unknown option '%s' (see 'infera help monitor')", argv[i]);
+    }
+    if (!o->ref) return cli_usage(CMD, "%s needs a model reference REF", argv[1]);
+    if (o->window && !(o->window_us = parse_duration_us(o->window)))
+        return cli_usage(CMD, "--window needs a duration such as 90s, 15m, 1h, 1d (got '%s')", o->window);
+    o->since_us = INT64_MIN;
+    if (o->since && inf_parse_timestamp(o->since, strlen(o->since), &o->since_us))
+        return cli_usage(CMD, "--since needs an ISO-8601 time or epoch seconds (got '%s')", o->since);
+    return 0;
+}
+
+static int open_model(const mon_opts *o, inf__rt_model *m) {
+    inf__rt_model_options mo = {0};
+    mo.pipeline_path = o->pipeline;
+    mo.home = o->home;
+    mo.registry_url = o->registry;
+    inf_error e;
+    if (inf__rt_model_open(o->ref, &mo, m, &e)) return cli_fail(CMD, "model %s: %s", o->ref, e.message);
+    return 0;
+}
+
+/* ---- profiling training data through the model --------------------------- */
+
+typedef struct profiler {
+    const inf__rt_model *m;
+    inf_pipeline_exec *exec;
+    const inf_record_batch *in;
+    char **passthrough;
+    inf_record_batch *rows;
+    int64_t n_rejected;
+} profiler;
+
+static inf_status prof_scored(void *user, const inf_record_batch *pred, const int *in_rows, int n) {
+    (void)in_rows;
+    profiler *p = user;
+    inf_status st = INF_OK;
+    for (int k = 0; !st && k < n; k++)
+        st = inf__mon_log_row(p->m->pipeline, (const char *const *)p->passthrough, p->exec, p->in, pred, k, 0, p->rows);
+    return st;
+}
+
+static inf_status prof_rejected(void *user, int in_row, const char *field, const char *reason) {
+    (void)in_row, (void)field, (void)reason;
+    ((profiler *)user)->n_rejected++;
+    return INF_OK;
+}
+
+static void prof_restart(void *user) { inf_record_batch_reset(((profiler *)user)->rows); }
+
+static inf_status profile_data(const inf__rt_model *m, const char *src_uri, inf__mon_profile *prof, int64_t *n_rejected,
+                               inf_error *e) {
+    inf_session *session = NULL;
+    profiler p = {.m = m};
+    inf__rt_scorer scorer;
+    memset(&scorer, 0, sizeof scorer);
+    inf_source *src = NULL;
+    inf_record_batch *in = NULL;
+    inf_status st;
+    if ((st = inf__rt_model_session(m, 1, 1024, &session, &p.exec, e))) return st;
+    inf_source_options so = {0};
+    so.max_rows = 1024;
+    so.id_column = inf_pipeline_id_column(m->pipeline);
+    if (!(p.passthrough = inf__mon_passthrough_new(m->pipeline)) || inf_record_batch_new(&p.rows) ||
+        inf_record_batch_new(&in) || inf__rt_scorer_init(&scorer, session, p.exec, INF__RT_ALL_FAILED_REJECT)) {
+        st = inf_error_set(e, INF_ENOMEM, "monitor: out of memory");
+        goto done;
+    }
+    if ((st = inf_source_open(src_uri, &so, &src, e))) goto done;
+    inf__rt_results r = {.user = &p, .scored = prof_scored, .rejected = prof_rejected, .restart = prof_restart};
+    for (int eof = 0; !eof;) {
+        if ((st = inf_source_next(src, in, &eof, e))) goto done;
+        p.in = in;
+        inf_record_batch_reset(p.rows);
+        if ((st = inf__rt_score_batch(&scorer, in, &r, e))) goto done;
+        for (int j = 0, n = inf_pipeline_exec_n_feature_columns(p.exec); j < n; j++)
+            if ((st = inf__mon_profile_mark_feature(prof, inf_pipeline_exec_feature_column(p.exec, j)))) goto oom;
+        if ((st = inf__mon_profile_add(prof, p.rows, NULL, NULL))) goto oom;
+    }
+    *n_rejected = p.n_rejected;
+    goto done;
+oom:
+    st = inf_error_set(e, INF_ENOMEM, "monitor: out of memory");
+done:
+    inf_source_close(src);
+    inf_record_batch_free(in);
+    inf_record_batch_free(p.rows);
+    inf__mon_passthrough_free(p.passthrough);
+    inf__rt_scorer_deinit(&scorer);
+    inf_pipeline_exec_free(p.exec);
+    inf_session_free(session);
+    return st;
+}
+
+static int print_json_to(cJSON *j, const char *path) {
+    char *s = j ? cJSON_Print(j) : NULL;
+    if (!s) return cli_fail(CMD, "out of memory");
+    FILE *f = path ? fopen(path, "w") : stdout;
+    if (!f) {
+        free(s);
+        return cli_fail(CMD, "cannot write %s", path);
+    }
+    fprintf(f, "%s\n", s);
+    int bad = path ? fclose(f) != 0 : fflush(f) != 0;
+    free(s);
+    return bad ? cli_fail(CMD, "writing %s failed", path ? path : "stdout") : 0;
+}
+
+/* The baseline of m from --data (prof: an empty profile). */
+static int baseline_from_data(const inf__rt_model *m, const char *data, inf__mon_profile *prof) {
+    inf_error e;
+    int64_t n_rejected = 0;
+    if (profile_data(m, data, prof, &n_rejected, &e)) return cli_fail(CMD, "baseline from %s: %s", data, e.message);
+    if (n_rejected) fprintf(stderr, "infera monitor: %lld records of %s rejected by the spec (not in the baseline)\n",
+                            (long long)n_rejected, data);
+    return 0;
+}
+
+static int sub_baseline(const mon_opts *o, inf__rt_model *m) {
+    if (!o->data) return cli_usage(CMD, "baseline needs --data SRC");
+    inf__mon_profile *prof;
+    if (inf__mon_profile_new(&prof)) return cli_fail(CMD, "out of memory");
+    int rc = baseline_from_data(m, o->data, prof);
+    if (!rc) {
+        cJSON *j = inf__mon_profile_to_json(prof, m->name, m->version);
+        rc = print_json_to(j, o->out);
+        cJSON_Delete(j);
+    }
+    inf__mon_profile_free(prof);
+    return rc;
+}
+
+/* ---- drift ----------------------------------------------------------------- */
+
+static int load_baseline(const char *path, inf__mon_profile **out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return cli_fail(CMD, "baseline %s: cannot open", path);
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    char chunk[65536];
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (len + n + 1 > cap) {
+            cap = (len + n + 1) * 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return cli_fail(CMD, "out of memory");
+            }
+            buf = nb;
+        }
+        memcpy(buf + len, chunk, n);
+        len += n;
+    }
+    fclose(f);
+    cJSON *j = buf ? cJSON_ParseWithLength(buf, len) : NULL;
+    free(buf);
+    if (!j) return cli_fail(CMD, "baseline %s: not JSON", path);
+    inf_error e;
+    inf_status st = inf__mon_profile_from_json(j, out, &e);
+    cJSON_Delete(j);
+    return st ? cli_fail(CMD, "baseline %s: %s", path, e.message) : 0;
+}
+
+/* The log's rows of m's version, one profile per window (window_us = 0:
+ * one window, start 0) ordered by start; rows before since_us or without a
+ * time (when windows or --since need one) are left out. */
+typedef struct windows {
+    int64_t *start;
+    inf__mon_profile **prof;
+    int n, cap;
+} windows;
+
+static void windows_free(windows *w) {
+    for (int i = 0; i < w->n; i++) inf__mon_profile_free(w->prof[i]);
+    free(w->start);
+    free(w->prof);
+}
+
+static inf__mon_profile *window_for(windows *w, int64_t start) {
+    int i = 0;
+    while (i < w->n && w->start[i] < start) i++;
+    if (i < w->n && w->start[i] == start) return w->prof[i];
+    if (w->n == w->cap) {
+        int cap = w->cap ? 2 * w->cap : 8;
+        int64_t *s = realloc(w->start, (size_t)cap * sizeof *s);
+        if (!s) return NULL;
+        w->start = s;
+        inf__mon_profile **p = realloc(w->prof, (size_t)cap * sizeof *p);
+        if (!p) return NULL;
+        w->prof = p;
+        w->cap = cap;
+    }
+    inf__mon_profile *p;
+    if (inf__mon_profile_new(&p)) return NULL;
+    memmove(w->start + i + 1, w->start + i, (size_t)(w->n - i) * sizeof *w->start);
+    memmove(w->prof + i + 1, w->prof + i, (size_t)(w->n - i) * sizeof *w->prof);
+    w->start[i] = start;
+    w->prof[i] = p;
+    w->n++;
+    return p;
+}
+
+static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+
+static int profile_log(const mon_opts *o, const inf__rt_model *m, windows *w) {
+    inf_source *src;
+    inf_record_batch *b;
+    inf_error e;
+    if (inf_source_open(o->log, NULL, &src, &e)) return cli_fail(CMD, "log %s", e.message);
+    if (inf_record_batch_new(&b)) {
+        inf_source_close(src);
+        return cli_fail(CMD, "out of memory");
+    }
+    int rc = o->window_us || window_for(w, 0) ? 0 : cli_fail(CMD, "out of memory");
+    int need_time = o->window_us || o->since_us != INT64_MIN;
+    for (int eof = 0; !eof && !rc;) {
+        if (inf_source_next(src, b, &eof, &e)) {
+            rc = cli_fail(CMD, "log %s", e.message);
+            break;
+        }
+        int ft = inf_record_batch_find_field(b, "logged_at");
+        for (int row = 0, nr = inf_record_batch_n_rows(b); !rc && row < nr; row++) {
+            if (!inf__mon_profile_row_matches(b, row, m->name, m->version)) continue;
+            int64_t t = 0;
+            if (need_time && (ft < 0 || inf_value_to_timestamp(inf_record_batch_get(b, row, ft), &t))) continue;
+            if (t < o->since_us) continue;
+            inf__mon_profile *p = window_for(w, o->window_us ? floor_div(t, o->window_us) * o->window_us : 0);
+            if (!p || inf__mon_profile_add_row(p, b, row)) rc = cli_fail(CMD, "out of memory");
+        }
+    }
+    inf_record_batch_free(b);
+    inf_source_close(src);
+    return rc;
+}
+
+static void print_drift_text(const cJSON *j) {
+    const cJSON *start = cJSON_GetObjectItem(j, "start");
+    if (start) printf("window %s .. %s\n", start->valuestring, cJSON_GetObjectItem(j, "end")->valuestring);
+    printf("model %s  version %s  rows %.0f\n", cJSON_GetObjectItem(j, "model")->valuestring,
+           cJSON_GetObjectItem(j, "version")->valuestring, cJSON_GetObjectItem(j, "rows")->valuedouble);
+    static const char *const sections[] = {"features", "outputs"};
+    for (int s = 0; s < 2; s++) {
+        const cJSON *c, *v;
+        printf("%s:\n", sections[s]);
+        cJSON_ArrayForEach(c, cJSON_GetObjectItem(j, sections[s])) {
+            printf("  %-28s", c->string);
+            cJSON_ArrayForEach(v, c) {
+                if (cJSON_IsNumber(v)) printf("  %s %.4f", v->string, v->valuedouble);
+                else printf("  %s -", v->string);
+            }
+            printf("\n");
+        }
+    }
+}
+
+static int sub_drift(const mon_opts *o, inf__rt_model *m) {
+    if (!o->log) return cli_usage(CMD, "drift needs --log SRC");
+    if (!o->baseline == !o->data) return cli_usage(CMD, "drift needs one of --baseline FILE or --data SRC");
+    inf__mon_profile *base = NULL;
+    windows w = {0};
+    int rc = 0;
+    if (o->baseline) rc = load_baseline(o->baseline, &base);
+    if (!rc && o->data) rc = inf__mon_profile_new(&base) ? cli_fail(CMD, "out of memory") : baseline_from_data(m, o->data, base);
+    if (!rc) rc = profile_log(o, m, &w);
+    /* without --window: DESIGN.md's one object; with it {"model","version","window_s","windows":[...]} */
+    cJSON *all = o->window_us ? cJSON_CreateObject() : NULL, *arr = NULL;
+    if (all) {
+        cJSON_AddStringToObject(all, "model", m->name);
+        cJSON_AddStringToObject(all, "version", m->version);
+        cJSON_AddNumberToObject(all, "window_s", (double)o->window_us / 1e6);
+        arr = cJSON_AddArrayToObject(all, "windows");
+    }
+    for (int i = 0; !rc && i < w.n; i++) {
+        cJSON *j = inf__mon_drift_json(base, w.prof[i], m->name, m->version);
+        if (!j || (o->window_us && !arr)) {
+            cJSON_Delete(j);
+            rc = cli_fail(CMD, "out of memory");
+            break;
+        }
+        if (o->window_us) {
+            char t0[40], t1[40];
+            cJSON_AddStringToObject(j, "start", inf_format_timestamp(w.start[i], t0, sizeof t0));
+            cJSON_AddStringToObject(j, "end", inf_format_timestamp(w.start[i] + o->window_us, t1, sizeof t1));
+        }
+        if (!o->json) print_drift_text(j);
+        if (arr) cJSON_AddItemToArray(arr, j);
+        else {
+            if (o->json) rc = print_json_to(j, NULL);
+            cJSON_Delete(j);
+        }
+    }
+    if (!rc && all && o->json) rc = print_json_to(all, NULL);
+    cJSON_Delete(all);
+    windows_free(&w);
+    inf__mon_profile_free(base);
+    return rc;
+}
+
+/* ---- labels ---------------------------------------------------------------- */
+
+static void add_count(cJSON *j, const char *k, int64_t v) { cJSON_AddNumberToObject(j, k, (double)v); }
+
+/* Binary when every label is 0/1 and every score a probability; else regression. */
+static int join_task(const inf__mon_join *jn) {
+    for (int64_t i = 0; i < jn->rows_joined; i++)
+        if ((jn->y[i] != 0 && jn->y[i] != 1) || !(jn->score[i] >= 0 && jn->score[i] <= 1)) return INF__TASK_REGRESSION;
+    return INF__TASK_BINARY;
+}
+
+static int compute_metrics(const inf__mon_join *jn, inf__metrics *q) {
+    int n = (int)jn->rows_joined, task = join_task(jn);
+    if (task == INF__TASK_REGRESSION) {
+        inf__metrics_regression(jn->y, jn->score, n, q);
+        return 0;
+    }
+    int *y = malloc((size_t)(n ? n : 1) * sizeof *y);
+    if (!y) return -1;
+    for (int i = 0; i < n; i++) y[i] = jn->y[i] != 0;
+    inf__metrics_binary(y, jn->score, n, q);
+    free(y);
+    return 0;
+}
+
+static int sub_labels(const mon_opts *o, inf__rt_model *m) {
+    if (!o->log || !o->labels || !o->id_column || !o->label_column)
+        return cli_usage(CMD, "labels needs --log SRC --labels SRC --id-column C --label-column L");
+    int nf = inf_pipeline_n_feature_columns(m->pipeline);
+    const char **skip = calloc((size_t)nf + 1, sizeof *skip);
+    if (!skip) return cli_fail(CMD, "out of memory");
+    for (int i = 0; i < nf; i++) skip[i] = inf_pipeline_feature_column(m->pipeline, i);
+    inf__mon_join_options jo = {.log_uri = o->log, .labels_uri = o->labels, .id_column = o->id_column,
+                                .label_column = o->label_column, .prediction_column = o->prediction_column,
+                                .skip = skip, .model = m->name, .version = m->version};
+    inf__mon_join jn;
+    inf_error e;
+    inf_status st = inf__mon_join_labels(&jo, &jn, &e);
+    free(skip);
+    if (st) return cli_fail(CMD, "%s", e.message);
+    inf__metrics q;
+    if (jn.rows_joined == 0 || compute_metrics(&jn, &q)) {
+        inf__mon_join_free(&jn);
+        return cli_fail(CMD, "labels: %s", jn.rows_joined ? "out of memory" : "no label joined a logged prediction");
+    }
+    cJSON *j = cJSON_CreateObject(), *mj = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "model", m->name);
+    cJSON_AddStringToObject(j, "version", m->version);
+    add_count(j, "rows_joined", jn.rows_joined);
+    add_count(j, "predictions", jn.predictions);
+    add_count(j, "labels", jn.labels);
+    add_count(j, "unlabelled", jn.unlabelled);
+    add_count(j, "labels_unmatched", jn.labels_unmatched);
+    add_count(j, "duplicate_labels", jn.duplicate_labels);
+    add_count(j, "duplicate_predictions", jn.duplicate_predictions);
+    add_count(j, "missing", jn.missing);
+    cJSON_AddStringToObject(j, "prediction_column", jn.prediction_column);
+    cJSON_AddStringToObject(j, "task", inf__task_names[q.task]);
+    for (int k = 0; k < INF__N_METRICS; k++) {
+        if (!inf__metric_applies(q.task, k)) continue;
+        if (isfinite(q.v[k])) cJSON_AddNumberToObject(mj, inf__metric_names[k], q.v[k]);
+        else cJSON_AddNullToObject(mj, inf__metric_names[k]);
+    }
+    cJSON_AddItemToObject(j, "metrics", mj);
+    int rc = 0;
+    if (o->json) rc = print_json_to(j, NULL);
+    else {
+        printf("model %s  version %s  task %s  prediction %s\n", m->name, m->version, inf__task_names[q.task], jn.prediction_column);
+        printf("rows joined %lld  (predictions %lld, labels %lld, unlabelled %lld, labels unmatched %lld, duplicate labels %lld, duplicate predictions %lld, missing %lld)\n",
+               (long long)jn.rows_joined, (long long)jn.predictions, (long long)jn.labels, (long long)jn.unlabelled,
+               (long long)jn.labels_unmatched, (long long)jn.duplicate_labels, (long long)jn.duplicate_predictions,
+               (long long)jn.missing);
+        for (int k = 0; k < INF__N_METRICS; k++)
+            if (inf__metric_applies(q.task, k)) printf("  %-10s %.6f\n", inf__metric_names[k], q.v[k]);
+    }
+    cJSON_Delete(j);
+    inf__mon_join_free(&jn);
+    return rc;
+}
+
+/* ---- the sub-command table ------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    int (*run)(const mon_opts *o, inf__rt_model *m);
+} SUBS[] = {
+    {"baseline", sub_baseline},
+    {"drift", sub_drift},
+    {"labels", sub_labels},
+};
+
+int cmd_monitor(int argc, char **argv) {
+    if (argc < 2) return cli_usage(CMD, "a sub-command is needed: baseline, drift or labels (see 'infera help monitor')");
+    for (size_t i = 0; i < sizeof SUBS / sizeof SUBS[0]; i++) {
+        if (strcmp(argv[1], SUBS[i].name)) continue;
+        mon_opts o;
+        memset(&o, 0, sizeof o);
+        int rc = parse_args(argc, argv, &o);
+        if (rc) return rc;
+        inf__rt_model m;
+        if ((rc = open_model(&o, &m))) return rc;
+        rc = SUBS[i].run(&o, &m);
+        inf__rt_model_close(&m);
+        return rc;
+    }
+    return cli_usage(CMD, "unknown sub-command '%s' (baseline, drift, labels; 'check' and 'report' are not built yet)",
+                     argv[1]);
+}
