@@ -18,10 +18,13 @@ packages=(
   clang libclang-rt-14-dev                        # libFuzzer targets
   locales                                         # en_US.UTF-8 for StringNormalizer tests
   python3-sklearn python3-onnx                    # test oracles of `infera evaluate` / prune (tests/tools)
-  jq npm                                          # LLM tests (tests/llm/*.sh); npm fetches the llama.cpp peer + vectors
+  jq                                              # LLM tests (tests/llm/*.sh)
   python3-torch python3-numpy r-cran-janeaustenr  # tests/llm/models/make_models.py (test models + references)
   python3-dev python3-setuptools python3-numpy python3-pytest  # the Python package (python/, tests/python)
 )
+# npm fetches the test oracles and peers (onnxruntime-node, the llama.cpp source, the openai client); a machine
+# whose Node.js ships its own npm (NodeSource) must not get Debian's, which conflicts with it
+command -v npm >/dev/null || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
