@@ -119,4 +119,7 @@ double inf__now_seconds(void);      /* monotonic clock */
 bool inf__cpu_has_avx2_fma(void);  /* checked once, cached */
 bool inf__cpu_has_avx512_vnni(void); /* AVX-512 F/BW/VL + VNNI; checked once, cached */
 
+/* Encodes code point cp as UTF-8 into out; returns the byte count (1..4) (utf8.c). */
+int inf__utf8_encode(uint32_t cp, char out[4]);
+
 #endif /* INF_CORE_H */

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "infera/tokenizer.h"
+#include "core/core.h"
 #include "llm/gguf.h"
 
 /* Build a tokenizer from an open GGUF file (metadata only; g may be closed afterwards). */
@@ -139,8 +140,7 @@ unsigned inf__unicode_flags(uint32_t cp);
 /* Decodes one code point at s[*i] (advancing *i); an invalid sequence gives U+FFFD and advances one
  * byte, as llama.cpp does. */
 uint32_t inf__utf8_decode(const char *s, size_t n, size_t *i);
-/* Encodes cp; returns the byte count (1..4). */
-int inf__utf8_encode(uint32_t cp, char out[4]);
+/* inf__utf8_encode: core/core.h */
 /* Length of the UTF-8 sequence a lead byte announces (1 for continuation/invalid bytes). */
 size_t inf__utf8_len(unsigned char lead);
 /* GPT-2 byte-to-unicode map: the code point byte b stands for, and the reverse (-1 if none). */

@@ -57,29 +57,6 @@ static int utf8_decode(const unsigned char *s, uint32_t *cp) {
     return n;
 }
 
-static int utf8_encode(uint32_t cp, char *out) {
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* ======================================================================== */
 /*  Locales: a small process-wide cache, never freed                         */
 /* ======================================================================== */
@@ -197,7 +174,7 @@ static int64_t change_case(const strnorm_params *p, const char *s, char *out) {
         if (n == 0) break;
         wint_t c = p->action == CASE_UPPER ? towupper_l((wint_t)cp, p->loc) : towlower_l((wint_t)cp, p->loc);
         if ((uint32_t)c > 0x10FFFF || ((uint32_t)c >= 0xD800 && (uint32_t)c <= 0xDFFF)) c = (wint_t)cp;
-        len += utf8_encode((uint32_t)c, out + len);
+        len += inf__utf8_encode((uint32_t)c, out + len);
         x += n;
     }
     out[len] = 0;
