@@ -33,7 +33,7 @@ def c_version():
 
 extension = Extension(
     "infera._infera",
-    sources=[os.path.join("src", n) for n in ("module.c", "model.c", "pipeline.c")],
+    sources=[os.path.join("src", n) for n in ("module.c", "model.c", "pipeline.c", "registry.c", "fit.c")],
     include_dirs=[INCLUDE, numpy.get_include()],
     library_dirs=[BUILD],
     runtime_library_dirs=[BUILD],

@@ -21,10 +21,15 @@ packages=(
   jq                                              # LLM tests (tests/llm/*.sh)
   python3-torch python3-numpy r-cran-janeaustenr  # tests/llm/models/make_models.py (test models + references)
   python3-dev python3-setuptools python3-numpy python3-pytest  # the Python package (python/, tests/python)
+  python3-pandas python3-dask python3-distributed  # infera.dask and its tests (LocalCluster)
+  python3-yaml                                    # deploy/ manifests checked (tests/scale)
 )
 # npm fetches the test oracles and peers (onnxruntime-node, the llama.cpp source, the openai client); a machine
 # whose Node.js ships its own npm (NodeSource) must not get Debian's, which conflicts with it
 command -v npm >/dev/null || packages+=(npm)
+# nginx: the balancer of the many-servers recipe (tests/scale) and the HTTP benchmark's reference; any
+# installed flavour (nginx, nginx-core, nginx-light) will do, since they conflict with each other
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || packages+=(nginx-light)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,6 +19,10 @@
 extern PyObject *infpy_Error;     /* infera.Error, a RuntimeError */
 extern PyTypeObject infpy_ModelType;
 extern PyTypeObject infpy_PipelineType;
+extern PyTypeObject infpy_RegistryType;
+
+/* _fit_spec(template, source, as_of=None, history=None) -> fitted spec JSON (fit.c). */
+PyObject *infpy_fit_spec(PyObject *module, PyObject *args, PyObject *kw);
 
 /* Raises infera.Error(message) with .status (symbolic name) and .code; returns NULL. */
 PyObject *infpy_raise(const inf_error *err);
@@ -47,6 +51,7 @@ int infpy_model_run_locked(infpy_model *m, const inf_tensor *const *inputs, inf_
                            inf_error *err);
 void infpy_model_unlock(infpy_model *m);
 /* Loads a model from a path or a registry reference (NAME[@VERSION|@ALIAS], the
- * registry from INFERA_HOME/INFERA_REGISTRY or `home`). */
-int infpy_model_open(infpy_model *m, const char *ref, const char *home, int threads, inf_error *err);
+ * registry from `home`, `url`, or INFERA_HOME/INFERA_REGISTRY). */
+int infpy_model_open(infpy_model *m, const char *ref, const char *home, const char *url, int threads,
+                     inf_error *err);
 #endif

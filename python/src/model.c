@@ -1,9 +1,9 @@
 /*
  * model.c -- infera.Model: a loaded model and one session over it.
  *
- * Model(ref, threads=1, home=None) loads a file path or a registry reference
- * (NAME, NAME@VERSION, NAME@ALIAS; registry from `home` or INFERA_HOME /
- * INFERA_REGISTRY) through the public API and compiles one session.
+ * Model(ref, threads=1, home=None, url=None) loads a file path or a registry
+ * reference (NAME, NAME@VERSION, NAME@ALIAS; registry from `home` (SQLite),
+ * `url` (PostgreSQL) or INFERA_HOME / INFERA_REGISTRY) through the public API and compiles one session.
  * run({"x": ndarray}) binds each input to the array's own memory when it is
  * C-contiguous and of the input's dtype (zero copy), otherwise to a converted
  * copy; the GIL is released during inf_session_run; outputs are copied into
@@ -46,7 +46,8 @@ static int stamp_file_model(infpy_model *m, const char *path, inf_error *err)
     return 0;
 }
 
-int infpy_model_open(infpy_model *m, const char *ref, const char *home, int threads, inf_error *err)
+int infpy_model_open(infpy_model *m, const char *ref, const char *home, const char *url, int threads,
+                     inf_error *err)
 {
     inf_status st;
     if (inf_registry_ref_is_path(ref)) {
@@ -58,6 +59,8 @@ int infpy_model_open(infpy_model *m, const char *ref, const char *home, int thre
         inf_registry_options_from_env(&ro);
         if (home != NULL)
             ro.home = home, ro.url = NULL;
+        if (url != NULL)
+            ro.url = url;
         inf_registry *reg = NULL;
         st = inf_registry_open(&ro, &reg, err);
         if (st == INF_OK) {
@@ -87,11 +90,12 @@ int infpy_model_open(infpy_model *m, const char *ref, const char *home, int thre
 
 static int model_init(infpy_model *m, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"ref", "threads", "home", NULL};
+    static char *kwlist[] = {"ref", "threads", "home", "url", NULL};
     PyObject *ref_obj = NULL;
     int threads = 1;
-    const char *home = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|iz", kwlist, PyUnicode_FSConverter, &ref_obj, &threads, &home))
+    const char *home = NULL, *url = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|izz", kwlist, PyUnicode_FSConverter, &ref_obj, &threads, &home,
+                                     &url))
         return -1;
     if (m->model != NULL) {
         Py_DECREF(ref_obj);
@@ -108,7 +112,7 @@ static int model_init(infpy_model *m, PyObject *args, PyObject *kw)
     inf_error err = {0};
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = infpy_model_open(m, ref, home, threads, &err);
+    rc = infpy_model_open(m, ref, home, url, threads, &err);
     Py_END_ALLOW_THREADS
     m->ref = PyUnicode_DecodeFSDefault(ref);
     Py_DECREF(ref_obj);

@@ -1,7 +1,7 @@
 /*
  * module.c -- the _infera extension module: registers the types (Model,
- * Pipeline), the exception infera.Error and the C library's version, and
- * holds the conversions shared by the types (errors, dtype tables, values
+ * Pipeline, Registry), the _fit_spec function, the exception infera.Error
+ * and the C library's version, and holds the conversions shared by the types (errors, dtype tables, values
  * -> Python objects).
  */
 #define PY_ARRAY_UNIQUE_SYMBOL infera_ARRAY_API
@@ -138,15 +138,23 @@ PyObject *infpy_value_to_python(const inf_tensor *v)
     return tensor_to_array(v);
 }
 
+static PyMethodDef module_functions[] = {
+    {"_fit_spec", (PyCFunction)(void (*)(void))infpy_fit_spec, METH_VARARGS | METH_KEYWORDS,
+     "_fit_spec(template_json, source_uri, as_of=None, history=None) -> fitted spec JSON"},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef infera_module = {
     PyModuleDef_HEAD_INIT, "_infera",
-    "Infera's C library (libinfera, libinfera_runtime) for Python: Model, Pipeline, Error.", -1, NULL,
+    "Infera's C library (libinfera, libinfera_runtime) for Python: Model, Pipeline, Registry, Error.", -1,
+    module_functions,
 };
 
 PyMODINIT_FUNC PyInit__infera(void)
 {
     import_array();
-    if (PyType_Ready(&infpy_ModelType) < 0 || PyType_Ready(&infpy_PipelineType) < 0)
+    if (PyType_Ready(&infpy_ModelType) < 0 || PyType_Ready(&infpy_PipelineType) < 0 ||
+        PyType_Ready(&infpy_RegistryType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&infera_module);
     if (m == NULL)
@@ -158,6 +166,7 @@ PyMODINIT_FUNC PyInit__infera(void)
     if (infpy_Error == NULL || PyModule_AddObjectRef(m, "Error", infpy_Error) < 0 ||
         PyModule_AddObjectRef(m, "Model", (PyObject *)&infpy_ModelType) < 0 ||
         PyModule_AddObjectRef(m, "_Pipeline", (PyObject *)&infpy_PipelineType) < 0 ||
+        PyModule_AddObjectRef(m, "_Registry", (PyObject *)&infpy_RegistryType) < 0 ||
         PyModule_AddStringConstant(m, "version", inf_version()) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -33,4 +33,4 @@ if ldd "$BUILD/libinfera.so" 2>/dev/null | grep -q libasan; then
     INFERA_PY_SANITIZED=1; export INFERA_PY_SANITIZED
 fi
 cd "$SRC" || exit 1
-INFERA_PY_PATH=$TMP/lib INFERA_CLI=$CLI "$PY" -m pytest -q -p no:cacheprovider tests/python
+INFERA_PY_PATH=$TMP/lib INFERA_CLI=$CLI "$PY" -m pytest -q -rs -p no:cacheprovider tests/python
