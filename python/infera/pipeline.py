@@ -18,10 +18,11 @@ from . import _infera
 
 
 def _normalise(records):
-    """-> (columns: list[str], rows: list[tuple])."""
-    if hasattr(records, "columns") and hasattr(records, "itertuples"):  # pandas.DataFrame
+    """-> (columns: list[str], rows: list[tuple]); for a DataFrame, rows are
+    its columns as 1-D numpy arrays instead (see _by_column)."""
+    if _by_column(records):  # pandas.DataFrame: column by column
         columns = [str(c) for c in records.columns]
-        return columns, [tuple(r) for r in records.itertuples(index=False, name=None)]
+        return columns, [records[c].to_numpy() for c in records.columns]
     if isinstance(records, dict):
         columns = [str(c) for c in records]
         cols = [list(v) for v in records.values()]
@@ -102,6 +103,8 @@ class Pipeline:
         if template is None:
             raise _infera.Error("pipeline '%s' comes from a model's default mapping: nothing to fit" % self.name)
         columns, rows = _normalise(records)
+        if _by_column(records):
+            rows = list(zip(*rows))
         with tempfile.TemporaryDirectory(prefix="infera-fit-") as tmp:
             source = _write_source(tmp, columns, rows, text)
             fitted = _infera._fit_spec(template, source, as_of, history)
@@ -122,7 +125,8 @@ class Pipeline:
         """float64 ndarray [accepted records, feature columns] -- what `infera features` writes."""
         p = self._loaded()
         columns, rows = _normalise(records)
-        x, self.feature_columns, self.accepted, self.rejected = p._prepare(columns, rows, bool(text))
+        x, self.feature_columns, self.accepted, self.rejected = p._prepare(columns, rows, bool(text),
+                                                                           _by_column(records))
         return x
 
     def score(self, records, text=False, as_frame=None):
@@ -131,13 +135,18 @@ class Pipeline:
         DataFrame when the records were one (or as_frame=True)."""
         p = self._loaded()
         columns, rows = _normalise(records)
-        (names, preds), self.accepted, self.rejected = p._score(columns, rows, bool(text))
+        (names, preds), self.accepted, self.rejected = p._score(columns, rows, bool(text), _by_column(records))
         if as_frame is None:
             as_frame = hasattr(records, "itertuples")
         if as_frame:
             import pandas  # only when asked for a DataFrame
             return pandas.DataFrame.from_records(preds, columns=names)
         return [dict(zip(names, r)) for r in preds]
+
+
+def _by_column(records):
+    """A pandas DataFrame (duck-typed) is passed column by column."""
+    return hasattr(records, "columns") and hasattr(records, "itertuples")
 
 
 def _looks_like_spec(path):

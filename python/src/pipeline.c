@@ -10,11 +10,13 @@
  * are (the CLI's CSV reader: "" -> null, "12" -> int, "1.5" -> float ...),
  * so that CSV rows read in Python give what `infera features` gives.
  *
- *   _prepare(columns, rows, text) -> (features float64 [accepted, n_cols],
+ *   _prepare(columns, data, text, by_column) -> (features float64 [accepted, n_cols],
  *                                     feature column names, accepted rows, rejected)
- *   _score(columns, rows, text)   -> (prediction column names, prediction rows,
+ *   _score(columns, data, text, by_column)   -> (prediction column names, prediction rows,
  *                                     accepted rows, rejected)
- * where rejected is a list of (row index, field, message).
+ * where rejected is a list of (row index, field, message), and data is a
+ * list of row tuples, or (by_column, a DataFrame's columns) one 1-D numpy
+ * array per column, whose numbers are read without a Python object per cell.
  */
 #include "common.h"
 
@@ -150,37 +152,35 @@ static int set_cell(inf_record_batch *b, int r, int f, PyObject *v, int text)
     return rc;
 }
 
-/* Fills p->in from columns (list of str) and rows (list of sequences). */
-static int fill_batch(infpy_pipeline *p, PyObject *columns, PyObject *rows, int text)
+/* Declares the batch's fields (the id field first when the spec has one);
+ * field[c] receives column c's field index. */
+static int declare_fields(infpy_pipeline *p, PyObject *columns, int *field)
 {
     inf_record_batch_clear(p->in);
-    Py_ssize_t nc = PyList_GET_SIZE(columns), nr = PyList_GET_SIZE(rows);
-    if (nr > INT32_MAX / 2) {
-        PyErr_SetString(PyExc_ValueError, "too many records in one call");
-        return -1;
-    }
     const char *id = inf_pipeline_id_column(p->pipeline);
     if (id && inf_record_batch_set_id_field(p->in, id) != INF_OK)
         return PyErr_NoMemory(), -1;
-    for (Py_ssize_t c = 0; c < nc; c++) {
+    for (Py_ssize_t c = 0; c < PyList_GET_SIZE(columns); c++) {
         const char *name = PyUnicode_AsUTF8(PyList_GET_ITEM(columns, c));
         if (name == NULL)
             return -1;
-        int idx;
-        if (inf_record_batch_add_field(p->in, name, &idx) != INF_OK)
+        if (inf_record_batch_add_field(p->in, name, &field[c]) != INF_OK)
             return PyErr_NoMemory(), -1;
     }
-    for (Py_ssize_t r = 0; r < nr; r++) {
+    return 0;
+}
+
+/* Row-major records: rows is a list of sequences, cell c under columns[c]. */
+static int fill_rows(infpy_pipeline *p, const int *field, Py_ssize_t nc, PyObject *rows, int text)
+{
+    for (Py_ssize_t r = 0; r < PyList_GET_SIZE(rows); r++) {
         PyObject *row = PySequence_Fast(PyList_GET_ITEM(rows, r), "a row must be a sequence");
         if (row == NULL)
             return -1;
         int ri, rc = inf_record_batch_add_row(p->in, &ri) == INF_OK ? 0 : -2;
         Py_ssize_t n = PySequence_Fast_GET_SIZE(row);
-        for (Py_ssize_t c = 0; rc == 0 && c < n && c < nc; c++) {
-            PyObject *v = PySequence_Fast_GET_ITEM(row, c);
-            int f = inf_record_batch_find_field(p->in, PyUnicode_AsUTF8(PyList_GET_ITEM(columns, c)));
-            rc = set_cell(p->in, ri, f, v, text);
-        }
+        for (Py_ssize_t c = 0; rc == 0 && c < n && c < nc; c++)
+            rc = set_cell(p->in, ri, field[c], PySequence_Fast_GET_ITEM(row, c), text);
         Py_DECREF(row);
         if (rc == -2)
             return PyErr_NoMemory(), -1;
@@ -188,6 +188,112 @@ static int fill_batch(infpy_pipeline *p, PyObject *columns, PyObject *rows, int 
             return -1;
     }
     return 0;
+}
+
+/* One column given as a 1-D numpy array (a DataFrame's column): numbers and
+ * booleans are read from the array's memory without a Python object per
+ * cell; object arrays go cell by cell like rows do. */
+static int fill_column(infpy_pipeline *p, int f, PyArrayObject *a, int text)
+{
+    npy_intp n = PyArray_DIM(a, 0);
+    int type = PyArray_TYPE(a), rc = 0;
+    for (npy_intp r = 0; rc == 0 && r < n; r++) {
+        const char *cell = PyArray_GETPTR1(a, r);
+        switch (type) {
+        case NPY_FLOAT64: {
+            double d;
+            memcpy(&d, cell, sizeof d);
+            rc = isnan(d) ? 0 : inf_record_batch_set_float(p->in, (int)r, f, d) == INF_OK ? 0 : -2;
+            break;
+        }
+        case NPY_FLOAT32: {
+            float d;
+            memcpy(&d, cell, sizeof d);
+            rc = isnan(d) ? 0 : inf_record_batch_set_float(p->in, (int)r, f, d) == INF_OK ? 0 : -2;
+            break;
+        }
+        case NPY_INT64: {
+            int64_t i;
+            memcpy(&i, cell, sizeof i);
+            rc = inf_record_batch_set_int(p->in, (int)r, f, i) == INF_OK ? 0 : -2;
+            break;
+        }
+        case NPY_INT32: {
+            int32_t i;
+            memcpy(&i, cell, sizeof i);
+            rc = inf_record_batch_set_int(p->in, (int)r, f, i) == INF_OK ? 0 : -2;
+            break;
+        }
+        case NPY_BOOL:
+            rc = inf_record_batch_set_bool(p->in, (int)r, f, *cell != 0) == INF_OK ? 0 : -2;
+            break;
+        case NPY_OBJECT: {
+            PyObject *v;
+            memcpy(&v, cell, sizeof v);
+            rc = set_cell(p->in, (int)r, f, v, text);
+            break;
+        }
+        default: { /* other dtypes (datetime64, unsigned, ...): through the scalar object */
+            PyObject *v = PyArray_GETITEM(a, cell);
+            rc = v ? set_cell(p->in, (int)r, f, v, text) : -1;
+            Py_XDECREF(v);
+        }
+        }
+    }
+    if (rc == -2)
+        return PyErr_NoMemory(), -1;
+    return rc;
+}
+
+/* Column-major records: data is a list of 1-D arrays of one length. */
+static int fill_columns(infpy_pipeline *p, const int *field, Py_ssize_t nc, PyObject *data, int text)
+{
+    if (PyList_GET_SIZE(data) != nc) {
+        PyErr_SetString(PyExc_ValueError, "one array per column is needed");
+        return -1;
+    }
+    npy_intp nr = 0;
+    for (Py_ssize_t c = 0; c < nc; c++) {
+        PyObject *a = PyList_GET_ITEM(data, c);
+        if (!PyArray_Check(a) || PyArray_NDIM((PyArrayObject *)a) != 1 ||
+            (c > 0 && PyArray_DIM((PyArrayObject *)a, 0) != nr)) {
+            PyErr_SetString(PyExc_ValueError, "columns must be 1-D arrays of one length");
+            return -1;
+        }
+        nr = PyArray_DIM((PyArrayObject *)a, 0);
+    }
+    if (nr > INT32_MAX / 2) {
+        PyErr_SetString(PyExc_ValueError, "too many records in one call");
+        return -1;
+    }
+    for (npy_intp r = 0; r < nr; r++) {
+        int ri;
+        if (inf_record_batch_add_row(p->in, &ri) != INF_OK)
+            return PyErr_NoMemory(), -1;
+    }
+    for (Py_ssize_t c = 0; c < nc; c++)
+        if (fill_column(p, field[c], (PyArrayObject *)PyList_GET_ITEM(data, c), text) < 0)
+            return -1;
+    return 0;
+}
+
+/* Fills p->in from columns (list of str) and data: a list of row sequences,
+ * or (by_column) a list of one 1-D array per column. */
+static int fill_batch(infpy_pipeline *p, PyObject *columns, PyObject *data, int text, int by_column)
+{
+    Py_ssize_t nc = PyList_GET_SIZE(columns);
+    if (!by_column && PyList_GET_SIZE(data) > INT32_MAX / 2) {
+        PyErr_SetString(PyExc_ValueError, "too many records in one call");
+        return -1;
+    }
+    int *field = PyMem_Calloc(nc > 0 ? (size_t)nc : 1, sizeof *field);
+    if (field == NULL)
+        return PyErr_NoMemory(), -1;
+    int rc = declare_fields(p, columns, field);
+    if (rc == 0)
+        rc = by_column ? fill_columns(p, field, nc, data, text) : fill_rows(p, field, nc, data, text);
+    PyMem_Free(field);
+    return rc;
 }
 
 static PyObject *rejected_list(infpy_pipeline *p)
@@ -216,13 +322,13 @@ static PyObject *accepted_list(infpy_pipeline *p)
     return list;
 }
 
-/* Parses (columns, rows, text), fills the batch and prepares it; the
- * pipeline lock is held on success (the caller releases it). */
+/* Parses (columns, data, text, by_column), fills the batch and prepares it;
+ * the pipeline lock is held on success (the caller releases it). */
 static int prepare_locked(infpy_pipeline *p, PyObject *args, const inf_tensor *const **inputs)
 {
     PyObject *columns, *rows;
-    int text = 0;
-    if (!PyArg_ParseTuple(args, "O!O!|p", &PyList_Type, &columns, &PyList_Type, &rows, &text))
+    int text = 0, by_column = 0;
+    if (!PyArg_ParseTuple(args, "O!O!|pp", &PyList_Type, &columns, &PyList_Type, &rows, &text, &by_column))
         return -1;
     if (p->exec == NULL) {
         PyErr_SetString(infpy_Error, "Pipeline is not initialised");
@@ -231,7 +337,7 @@ static int prepare_locked(infpy_pipeline *p, PyObject *args, const inf_tensor *c
     Py_BEGIN_ALLOW_THREADS
     PyThread_acquire_lock(p->lock, WAIT_LOCK);
     Py_END_ALLOW_THREADS
-    if (fill_batch(p, columns, rows, text) < 0) {
+    if (fill_batch(p, columns, rows, text, by_column) < 0) {
         PyThread_release_lock(p->lock);
         return -1;
     }

@@ -145,3 +145,21 @@ def test_score_equals_infera_batch(cli, root, raw_csv, tmp_path):
                 assert np.float64(gv).tobytes() == np.float64(wv).tobytes(), (k, gv, wv)
             else:
                 assert gv == wv, (k, gv, wv)
+
+
+def test_dataframe_columns_equal_records(root, raw_csv):
+    """A DataFrame goes to C column by column (numbers read from the arrays);
+    its features and rejections equal the same rows given as dicts."""
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.read_csv(raw_csv)  # float64 with NaN, int64, object (str) columns
+    frame["card_present"] = frame["card_present"].astype(bool)
+    frame["distance32"] = frame["distance_from_last_txn_km"].astype("float32")
+    records = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+               for r in frame.to_dict("records")]
+    p = infera.Pipeline(os.path.join(root, "examples/fraud/fraud_spec.json"))
+    by_col = p.features(frame)
+    rej_col = p.rejected
+    by_row = p.features(records)
+    assert by_col.shape == by_row.shape and by_col.shape[0] > 0
+    assert np.array_equal(by_col, by_row, equal_nan=True)
+    assert rej_col == p.rejected and len(rej_col) > 0
