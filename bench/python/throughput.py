@@ -25,7 +25,7 @@ def main():
     try:
         import dask.dataframe as dd
         import distributed
-        import infera.dask
+        import infera.dask as infera_dask
     except ImportError:
         print("dask: not installed (python3-dask, python3-distributed)")
         return
@@ -36,9 +36,9 @@ def main():
                                            dashboard_address=None, silence_logs=40)
         with distributed.Client(cluster):
             part = ddf.persist()
-            infera.dask.score(part.partitions[0:workers], model, spec=spec, text=True, record_lineage=False).compute()
+            infera_dask.score(part.partitions[0:workers], model, spec=spec, text=True, record_lineage=False).compute()
             t = time.perf_counter()
-            n = len(infera.dask.score(part, model, spec=spec, text=True, record_lineage=False).compute())
+            n = len(infera_dask.score(part, model, spec=spec, text=True, record_lineage=False).compute())
             res.setdefault(workers, []).append(n / (time.perf_counter() - t))
         cluster.close()
     one, two = max(res[1]), max(res[2])

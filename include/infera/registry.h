@@ -258,6 +258,25 @@ INF_API inf_status inf_registry_audit_prediction(inf_registry *r, const inf_regi
 INF_API inf_status inf_registry_audit_event(inf_registry *r, const char *action, const char *model, int64_t version,
                                             const char *outcome, const char *detail_json, inf_error *err);
 
+/* ---- Per-caller quotas (enforced by `infera serve`) ---- */
+/* principal: a token's principal, "anonymous" (callers without a token while
+ * auth is off) or "*" (every principal without its own quota).  Rates per
+ * second, 0 = no limit on that rate; burst_s: seconds of either rate a
+ * caller may spend at once (0 = 1 s). */
+typedef struct inf_registry_quota {
+    char principal[129];
+    double requests_per_s;
+    double rows_per_s;
+    double burst_s;
+} inf_registry_quota;
+/* Creates or replaces principal's quota (admin; audited as "quota-set"). */
+INF_API inf_status inf_registry_quota_set(inf_registry *r, const inf_registry_quota *q, inf_error *err);
+/* Removes it (admin; audited); INF_ENOENT when there is none. */
+INF_API inf_status inf_registry_quota_remove(inf_registry *r, const char *principal, inf_error *err);
+/* Every quota, by principal (read); *out freed with inf_registry_quotas_free. */
+INF_API inf_status inf_registry_quotas(inf_registry *r, inf_registry_quota **out, int *n, inf_error *err);
+INF_API void inf_registry_quotas_free(inf_registry_quota *q);
+
 /* ---- Lineage ---- */
 typedef struct inf_registry_use {
     const char *name;

@@ -636,6 +636,68 @@ static int sub_auth(int argc, char **argv) {
 }
 
 /* ---------------------------------------------------------------------------
+ * quotas (enforced by `infera serve`)
+ * ------------------------------------------------------------------------- */
+static int parse_rate(const char *flag, const char *v, double *out) {
+    char *end;
+    *out = v ? strtod(v, &end) : 0;
+    if (v && (end == v || *end || !(*out >= 0) || *out > 1e12))
+        return cli_usage(CMD, "quota set: %s must be a number >= 0; got '%s'", flag, v);
+    return 0;
+}
+
+static int sub_quota(int argc, char **argv) {
+    static const flag_spec flags[] = {{"--rps", false, false}, {"--rows-per-s", false, false}, {"--burst-s", false, false}};
+    flag_vals fv;
+    args a;
+    int rc = parse(argc, argv, flags, 3, &fv, &a);
+    if (rc) return rc;
+    const char *usage = "usage: infera registry quota set PRINCIPAL [--rps N] [--rows-per-s N] [--burst-s S] | "
+                        "quota remove PRINCIPAL | quota list [--json]   (PRINCIPAL: a name, 'anonymous' or '*')";
+    inf_registry *r;
+    inf_error err;
+    if (a.n_pos == 2 && !strcmp(a.pos[0], "set")) {
+        inf_registry_quota q = {0};
+        snprintf(q.principal, sizeof q.principal, "%s", a.pos[1]);
+        if ((rc = parse_rate("--rps", fv.val[0], &q.requests_per_s)) ||
+            (rc = parse_rate("--rows-per-s", fv.val[1], &q.rows_per_s)) ||
+            (rc = parse_rate("--burst-s", fv.val[2], &q.burst_s)))
+            return rc;
+        if ((rc = open_registry(1, &r))) return rc;
+        if (inf_registry_quota_set(r, &q, &err)) return api_fail(r, &err);
+        printf("quota of %s: %g requests/s, %g rows/s (0 = no limit), burst %g s\n", q.principal, q.requests_per_s,
+               q.rows_per_s, q.burst_s > 0 ? q.burst_s : 1.0);
+    } else if (a.n_pos == 2 && !strcmp(a.pos[0], "remove")) {
+        if ((rc = open_registry(0, &r))) return rc;
+        if (inf_registry_quota_remove(r, a.pos[1], &err)) return api_fail(r, &err);
+        printf("removed the quota of %s\n", a.pos[1]);
+    } else if (a.n_pos == 1 && !strcmp(a.pos[0], "list")) {
+        if ((rc = open_registry(0, &r))) return rc;
+        inf_registry_quota *q;
+        int n;
+        if (inf_registry_quotas(r, &q, &n, &err)) return api_fail(r, &err);
+        if (a.json) printf("[");
+        else printf("%-24s %14s %14s %8s\n", "PRINCIPAL", "REQUESTS/S", "ROWS/S", "BURST_S");
+        for (int i = 0; i < n; i++) {
+            if (a.json) {
+                printf("%s{\"principal\": ", i ? ", " : "");
+                print_json_string(q[i].principal);
+                printf(", \"requests_per_s\": %.17g, \"rows_per_s\": %.17g, \"burst_s\": %.17g}", q[i].requests_per_s,
+                       q[i].rows_per_s, q[i].burst_s);
+            } else {
+                printf("%-24s %14g %14g %8g\n", q[i].principal, q[i].requests_per_s, q[i].rows_per_s, q[i].burst_s);
+            }
+        }
+        if (a.json) printf("]\n");
+        inf_registry_quotas_free(q);
+    } else {
+        return cli_usage(CMD, "%s", usage);
+    }
+    inf_registry_free(r);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
  * audit
  * ------------------------------------------------------------------------- */
 static void human_audit(cJSON *arr) {
@@ -808,7 +870,7 @@ static const struct sub {
     {"alias", sub_alias},         {"unalias", sub_unalias}, {"grant", sub_grant},
     {"revoke", sub_revoke},       {"token", sub_token},     {"auth", sub_auth},
     {"audit", sub_audit},         {"lineage", sub_lineage}, {"record-use", sub_record_use},
-    {"record-prediction", sub_record_prediction},
+    {"record-prediction", sub_record_prediction}, {"quota", sub_quota},
 };
 
 int cmd_registry(int argc, char **argv) {

@@ -526,3 +526,5 @@ rollback:
     inf__reg_rollback(r);
     return rc;
 }
+
+bool inf__auth_valid_principal(const char *s) { return valid_principal(s); }

@@ -57,6 +57,8 @@ static const char schema_sql[] =
     " version BIGINT NOT NULL, kind TEXT NOT NULL, source TEXT, destination TEXT, principal TEXT NOT NULL,"
     " job_id TEXT);"
     "CREATE INDEX IF NOT EXISTS reg_lineage_by_version ON reg_lineage(name, version);"
+    "CREATE TABLE IF NOT EXISTS reg_quotas(principal TEXT PRIMARY KEY, rps TEXT NOT NULL, rows_per_s TEXT NOT NULL,"
+    " burst_s TEXT NOT NULL, updated_at TEXT NOT NULL, updated_by TEXT NOT NULL);"
     "INSERT INTO reg_meta(key, value) VALUES ('schema_version', '1') ON CONFLICT DO NOTHING;"
     "INSERT INTO reg_meta(key, value) VALUES ('auth_enabled', '0') ON CONFLICT DO NOTHING;";
 

@@ -129,6 +129,8 @@ inf_status inf__auth_load(inf_registry *r, const char *token, inf_error *err);
 inf_status inf__auth_require(inf_registry *r, const char *model, inf_registry_action action, const char *what,
                              int64_t version, inf_error *err);
 const char *inf__auth_action_name(inf_registry_action action);
+/* A principal name: letters and digits, then also . _ - @ : (at most 128). */
+bool inf__auth_valid_principal(const char *s);
 
 /* ---- audit.c ---- */
 /* Appends a record inside the current write transaction.  detail_json is a

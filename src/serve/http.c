@@ -205,6 +205,11 @@ static enum MHD_Result send_response(srv_request *rq) {
         MHD_add_response_header(resp, "Inference-Header-Content-Length", len);
     }
     if (rq->status == 405 && rq->allow[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allow);
+    if (rq->status == 429 && rq->retry_after_s > 0) {
+        char secs[16];
+        snprintf(secs, sizeof secs, "%d", rq->retry_after_s);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, secs);
+    }
     if (atomic_load(&srv->draining) || rq->close_conn)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     if (rq->status == 0) rq->status = 200;
@@ -317,6 +322,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->srv = srv;
         rq->conn = conn;
         rq->caller = -1;
+        rq->retry_after_s = 0;
         rq->method = method;
         rq->url = url;
         rq->t_start_ns = inf__serve_now_ns();

@@ -24,7 +24,7 @@
 #include "cli/cli.h"
 #include "serve/serve.h"
 
-typedef enum { T_STR, T_INT, T_I64, T_BOOL, T_MODEL, T_PREFERRED } opt_type;
+typedef enum { T_STR, T_INT, T_I64, T_BOOL, T_MODEL, T_PREFERRED, T_QUOTA } opt_type;
 
 typedef struct opt_row {
     const char *key;
@@ -70,6 +70,9 @@ static const opt_row opt_table[] = {
     {"allow-repository-paths", T_BOOL, O(allow_repository_paths), 0, 1,
      "repository API: allow loading by file path (under --model-root)"},
     {"max-models", T_INT, O(max_models), 1, 64, "repository API: load no new name beyond N served models (16)"},
+    {"quota", T_QUOTA, 0, 0, 0,
+     "PRINCIPAL=RPS[:ROWS_PER_S[:BURST_S]] per-caller limit, repeatable ('anonymous', '*' = everyone else); "
+     "the registry's quotas win"},
     {"llm-slots", T_INT, O(llm_slots), 1, 256,
      "generative (GGUF) models: sequences decoded together, one KV cache each (default 4)"},
     {"llm-ctx", T_INT, O(llm_ctx), 0, 1 << 20,
@@ -125,6 +128,13 @@ static int set_option(srv_options *o, const opt_row *r, const char *value, const
         if (o->n_models >= 64) return cli_usage("serve", "%s: more than 64 models", where), -1;
         o->models[o->n_models++] = value;
         return 0;
+    case T_QUOTA: {
+        inf_error qe = {0};
+        if (o->n_quotas >= 64) return cli_usage("serve", "%s: more than 64 quotas", where), -1;
+        if (inf__serve_quota_parse(value, &o->quotas[o->n_quotas], &qe)) return cli_usage("serve", "%s: %s", where, qe.message), -1;
+        o->n_quotas++;
+        return 0;
+    }
     case T_PREFERRED: {
         o->n_preferred = 0;
         const char *p = value;
@@ -202,8 +212,8 @@ static int load_env(srv_options *o, strings *arena) {
         name[k] = 0;
         const char *v = getenv(name);
         if (!v) continue;
-        if (opt_table[i].type == T_MODEL) {
-            o->n_models = 0;
+        if (opt_table[i].type == T_MODEL || opt_table[i].type == T_QUOTA) {
+            if (opt_table[i].type == T_MODEL) o->n_models = 0;
             char *copy = (char *)keep(arena, v);
             if (!copy) return -1;
             for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ","))
@@ -330,11 +340,16 @@ int cmd_serve(int argc, char **argv) {
         }
     }
     srv->models = inf__serve_models_new(srv);
-    if (!srv->models) {
+    srv->quotas = inf__serve_quotas_new();
+    if (!srv->models || !srv->quotas) {
         rc = cli_fail("serve", "out of memory");
-        goto out_log;
+        goto out_models;
     }
     inf_error err = {0};
+    if (inf__serve_quotas_configure(srv->quotas, o->quotas, o->n_quotas, &err) != INF_OK) {
+        rc = cli_fail("serve", "%s", err.message);
+        goto out_models;
+    }
     for (int i = 0; i < o->n_models; i++) {
         if (inf__serve_models_add(srv->models, o->models[i], &err) != INF_OK) {
             rc = cli_fail("serve", "%s", err.message);
@@ -378,7 +393,7 @@ out_http:
 out_models:
     inf__serve_llm_free_all(srv);
     inf__serve_models_free(srv->models);
-out_log:
+    inf__serve_quotas_free(srv->quotas);
     if (srv->access_log && srv->access_log != stderr) fclose(srv->access_log);
 out_metrics:
     if (rc == 0) fprintf(stderr, "infera serve: stopped\n");

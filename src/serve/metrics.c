@@ -24,7 +24,8 @@ static const double batch_bounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 102
 #define N_US ((int)(sizeof us_bounds / sizeof us_bounds[0]))
 #define N_BATCH ((int)(sizeof batch_bounds / sizeof batch_bounds[0]))
 
-static const char *fail_reason[SRV_FAIL_COUNT] = {"bad_request", "queue_full", "timeout", "compute", "auth", "other"};
+static const char *fail_reason[SRV_FAIL_COUNT] = {"bad_request", "queue_full", "timeout", "compute", "auth", "other",
+                                                     "quota"};
 
 void inf__serve_metrics_init(srv_metrics *m) {
     memset(m, 0, sizeof *m);

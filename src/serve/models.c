@@ -993,6 +993,12 @@ inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const
     return st;
 }
 
+void inf__serve_models_caller_name(srv_models *ms, int who, char *out, size_t size) {
+    pthread_mutex_lock(&ms->audit_lock);
+    snprintf(out, size, "%s", who >= 0 && who < ms->n_callers ? ms->callers[who].principal : "anonymous");
+    pthread_mutex_unlock(&ms->audit_lock);
+}
+
 /* ---- audit and alias polling ---------------------------------------------- */
 
 void inf__serve_models_note_prediction(srv_models *ms, srv_version *v, int who, int64_t rows) {
@@ -1157,6 +1163,7 @@ static void *poller(void *arg) {
         if (ms->srv->opt.all_aliases && (ms->srv->opt.poll_secs > 0 || moved)) sync_aliases(ms, 0, NULL);
         if (ms->srv->opt.poll_secs > 0 || moved) poll_aliases(ms);
         ms->auth_on = inf_registry_auth_enabled(ms->reg);
+        inf__serve_quotas_sync_registry(ms->srv->quotas, ms->reg);
         audit_flush(ms);
     }
     audit_flush(ms);
@@ -1174,6 +1181,7 @@ inf_status inf__serve_models_start_poller(srv_models *ms, inf_error *err) {
         }
     }
     int need = ms->reg != NULL;
+    if (need) inf__serve_quotas_sync_registry(ms->srv->quotas, ms->reg); /* then every poll period */
     pthread_mutex_unlock(&ms->load_lock);
     if (!need) return INF_OK;
     const char *url = ms->srv->opt.registry ? ms->srv->opt.registry : getenv("INFERA_REGISTRY");

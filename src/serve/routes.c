@@ -270,6 +270,7 @@ static int h_metrics(srv_request *rq) {
     rq->content_type = "text/plain; version=0.0.4; charset=utf-8";
     inf__serve_metrics_render(&rq->srv->metrics, &rq->resp, inf__serve_models_n_loaded(rq->srv->models));
     inf__serve_llm_metrics_render(rq->srv, &rq->resp);
+    inf__serve_quotas_metrics(rq->srv->quotas, &rq->resp);
     return 0;
 }
 
@@ -299,10 +300,30 @@ static int reserve_store(srv_request *rq, size_t need) {
     return rq->out_store != NULL;
 }
 
+/* Charges the request to its caller's quota (quota.c) before it reaches a
+ * batcher; over the limit it is answered 429 with Retry-After and returns 1. */
+static int over_quota(srv_request *rq, int64_t rows) {
+    srv_server *srv = rq->srv;
+    char principal[129];
+    inf__serve_models_caller_name(srv->models, rq->caller, principal, sizeof principal);
+    double wait = inf__serve_quotas_take(srv->quotas, principal, rows);
+    if (wait == 0) return 0;
+    count_failure(rq, SRV_FAIL_QUOTA);
+    if (wait < 0) {
+        inf__serve_error(rq, 429, "caller '%s': %lld rows in one request exceed its quota's row burst; send fewer rows",
+                         principal, (long long)rows);
+        return 1;
+    }
+    rq->retry_after_s = (int)ceil(wait) > 0 ? (int)ceil(wait) : 1;
+    inf__serve_error(rq, 429, "caller '%s' is over its quota; retry after %d s", principal, rq->retry_after_s);
+    return 1;
+}
+
 /* Queues rq->job on the version's batcher, suspending the connection first. */
 static int submit(srv_request *rq, int64_t timeout_us) {
     srv_server *srv = rq->srv;
     srv_job *job = &rq->job;
+    if (over_quota(rq, job->rows)) return 0;
     job->inputs = rq->job_inputs;
     job->outputs = rq->job_outputs;
     job->done = inf__serve_http_job_done;

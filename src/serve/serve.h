@@ -37,6 +37,7 @@
 #include <sys/types.h>
 #include <string.h>
 
+#include "infera/registry.h"
 #include "infera/session.h"
 
 /* ---- util.c: buffers, JSON text, clocks ------------------------------------ */
@@ -183,6 +184,7 @@ enum {
     SRV_FAIL_COMPUTE,
     SRV_FAIL_AUTH,
     SRV_FAIL_OTHER,
+    SRV_FAIL_QUOTA,
     SRV_FAIL_COUNT
 };
 
@@ -354,6 +356,8 @@ inf_status inf__serve_models_start_poller(srv_models *ms, inf_error *err);
 inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const char *model, int admin, int *who,
                                        inf_error *err);
 int inf__serve_models_auth_enabled(srv_models *ms);
+/* The principal behind an authorize index (who >= 0), else "anonymous". */
+void inf__serve_models_caller_name(srv_models *ms, int who, char *out, size_t size);
 /* Pipeline executors for the records endpoint. */
 inf_status inf__serve_version_pipeline(srv_version *v, void **exec, inf_error *err);
 void inf__serve_version_pipeline_put(srv_version *v, void *exec);
@@ -434,6 +438,23 @@ void inf__serve_llm_free_all(srv_server *srv);
 /* the JSON array of models for GET /v1/models (appends objects, comma-led when first_comma) */
 void inf__serve_llm_list_json(srv_server *srv, srv_buf *out);
 
+/* ---- per-caller quotas (quota.c) ---------------------------------------------- */
+typedef struct srv_quotas srv_quotas;
+srv_quotas *inf__serve_quotas_new(void);
+void inf__serve_quotas_free(srv_quotas *q);
+/* "PRINCIPAL=RPS[:ROWS_PER_S[:BURST_S]]" (--quota) -> out; 0, or -1 with err. */
+int inf__serve_quota_parse(const char *spec, inf_registry_quota *out, inf_error *err);
+/* The configured limits (replacing earlier configured ones). */
+inf_status inf__serve_quotas_configure(srv_quotas *q, const inf_registry_quota *list, int n, inf_error *err);
+/* Re-reads the registry's quotas (they win over configured ones for a principal). */
+void inf__serve_quotas_sync_registry(srv_quotas *q, inf_registry *reg);
+/* Charges one request of rows rows to principal (NULL/"" = anonymous): 0 when
+ * allowed, else the seconds until it would be (> 0), or -1 when rows exceed
+ * what the caller's row bucket ever holds. */
+double inf__serve_quotas_take(srv_quotas *q, const char *principal, int64_t rows);
+/* Prometheus counters per principal (nothing when no quota was ever checked). */
+void inf__serve_quotas_metrics(srv_quotas *q, srv_buf *out);
+
 /* ---- the server ------------------------------------------------------------ */
 
 typedef struct srv_options {
@@ -467,6 +488,8 @@ typedef struct srv_options {
     int max_models;             /* repository API: no new name beyond this many served models */
     int preferred[8];
     int n_preferred;
+    inf_registry_quota quotas[64]; /* --quota PRINCIPAL=RPS[:ROWS_PER_S[:BURST_S]] */
+    int n_quotas;
     int llm_slots;              /* generative models: sequences decoded together (continuous batching) */
     int llm_ctx;                /* generative models: KV-cache positions per sequence (0 = model's, <= 4096) */
     int llm_queue;              /* generative models: requests waiting for a slot before 429 */
@@ -512,6 +535,7 @@ struct srv_server {
     char listen_url[160];
     pthread_mutex_t llm_lock;    /* guards the llms list */
     srv_llm *llms;               /* generative models (llm_scheduler.c) */
+    srv_quotas *quotas;          /* per-caller limits (quota.c) */
 };
 
 /* http.c */
@@ -548,6 +572,7 @@ struct srv_request {
     size_t json_header_len;       /* > 0: binary response */
     const char *content_type;
     char allow[64];               /* 405: the path's methods, sent as the Allow header */
+    int retry_after_s;            /* 429 over a quota: sent as the Retry-After header (0 = none) */
     /* async state (infer / records) */
     int state;                    /* 0 new, 1 suspended, 2 completed, 3 responded */
     srv_version *version;
