@@ -24,7 +24,7 @@
 #include "cli/cli.h"
 #include "serve/serve.h"
 
-typedef enum { T_STR, T_INT, T_I64, T_BOOL, T_MODEL, T_PREFERRED, T_QUOTA } opt_type;
+typedef enum { T_STR, T_INT, T_I64, T_BOOL, T_MODEL, T_PREFERRED, T_QUOTA, T_ROUTE, T_SHADOW } opt_type;
 
 typedef struct opt_row {
     const char *key;
@@ -73,6 +73,9 @@ static const opt_row opt_table[] = {
     {"quota", T_QUOTA, 0, 0, 0,
      "PRINCIPAL=RPS[:ROWS_PER_S[:BURST_S]] per-caller limit, repeatable ('anonymous', '*' = everyone else); "
      "the registry's quotas win"},
+    {"route", T_ROUTE, 0, 0, 0, "NAME=REF:WEIGHT[,REF:WEIGHT]... split NAME's traffic by weight; repeatable"},
+    {"shadow", T_SHADOW, 0, 0, 0, "NAME=REF:FRACTION copy that share of NAME's requests to REF after answering"},
+    {"route-sticky", T_STR, O(route_sticky), 0, 0, "none | principal | header:NAME (one caller, one target)"},
     {"llm-slots", T_INT, O(llm_slots), 1, 256,
      "generative (GGUF) models: sequences decoded together, one KV cache each (default 4)"},
     {"llm-ctx", T_INT, O(llm_ctx), 0, 1 << 20,
@@ -133,6 +136,13 @@ static int set_option(srv_options *o, const opt_row *r, const char *value, const
         if (o->n_quotas >= 64) return cli_usage("serve", "%s: more than 64 quotas", where), -1;
         if (inf__serve_quota_parse(value, &o->quotas[o->n_quotas], &qe)) return cli_usage("serve", "%s: %s", where, qe.message), -1;
         o->n_quotas++;
+        return 0;
+    }
+    case T_ROUTE:
+    case T_SHADOW: {
+        int *n = r->type == T_ROUTE ? &o->n_routes : &o->n_shadows;
+        if (*n >= 16) return cli_usage("serve", "%s: more than 16 %ss", where, r->key), -1;
+        (r->type == T_ROUTE ? o->routes : o->shadows)[(*n)++] = value;
         return 0;
     }
     case T_PREFERRED: {
@@ -203,6 +213,34 @@ static int load_config(srv_options *o, const char *path, strings *arena) {
     return 0;
 }
 
+/* --route / --shadow / --route-sticky: each target and shadow reference is
+ * loaded as a slot of its own (served under the reference) unless a slot
+ * already has that name; a route's name must not be a served model's. */
+static inf_status configure_traffic(srv_server *srv, const srv_options *o, inf_error *err) {
+    if (inf__serve_traffic_set_sticky(srv->traffic, o->route_sticky, err)) return INF_EINVAL;
+    for (int i = 0; i < o->n_routes + o->n_shadows; i++) {
+        char name[129], refs[8][129];
+        double w[8];
+        int n = 1;
+        if (i < o->n_routes) {
+            if (inf__serve_traffic_parse_route(o->routes[i], name, refs, w, &n, err)) return INF_EINVAL;
+            if (inf__serve_models_has(srv->models, name))
+                return inf_error_set(err, INF_EINVAL, "--route %s: '%s' is also a served model's name", o->routes[i],
+                                     name);
+        } else if (inf__serve_traffic_parse_shadow(o->shadows[i - o->n_routes], name, refs[0], &w[0], err)) {
+            return INF_EINVAL;
+        }
+        for (int k = 0; k < n; k++) {
+            if (inf__serve_models_has(srv->models, refs[k])) continue;
+            if (inf__serve_models_add_ref(srv->models, refs[k], err) != INF_OK) return err->status;
+        }
+        inf_status st = i < o->n_routes ? inf__serve_traffic_set_route(srv->traffic, name, refs, w, n, err)
+                                        : inf__serve_traffic_add_shadow(srv->traffic, name, refs[0], w[0], err);
+        if (st != INF_OK) return st;
+    }
+    return INF_OK;
+}
+
 static int load_env(srv_options *o, strings *arena) {
     for (int i = 0; i < N_OPTS; i++) {
         char name[80] = "INFERA_SERVE_";
@@ -212,7 +250,8 @@ static int load_env(srv_options *o, strings *arena) {
         name[k] = 0;
         const char *v = getenv(name);
         if (!v) continue;
-        if (opt_table[i].type == T_MODEL || opt_table[i].type == T_QUOTA) {
+        if (opt_table[i].type == T_MODEL || opt_table[i].type == T_QUOTA || opt_table[i].type == T_ROUTE ||
+            opt_table[i].type == T_SHADOW) {
             if (opt_table[i].type == T_MODEL) o->n_models = 0;
             char *copy = (char *)keep(arena, v);
             if (!copy) return -1;
@@ -315,7 +354,7 @@ int cmd_serve(int argc, char **argv) {
             goto out;
         }
     }
-    if (o->n_models == 0 && !o->home && !o->registry && !o->all_aliases) {
+    if (o->n_models == 0 && o->n_routes == 0 && !o->home && !o->registry && !o->all_aliases) {
         rc = cli_usage("serve", "no model to serve: give --model [NAME=]REF (or load models later with --home and the "
                                 "repository API)");
         goto out;
@@ -341,7 +380,8 @@ int cmd_serve(int argc, char **argv) {
     }
     srv->models = inf__serve_models_new(srv);
     srv->quotas = inf__serve_quotas_new();
-    if (!srv->models || !srv->quotas) {
+    srv->traffic = inf__serve_traffic_new();
+    if (!srv->models || !srv->quotas || !srv->traffic) {
         rc = cli_fail("serve", "out of memory");
         goto out_models;
     }
@@ -357,6 +397,10 @@ int cmd_serve(int argc, char **argv) {
         }
     }
     if (o->all_aliases && inf__serve_models_add_all_aliases(srv->models, &err) != INF_OK) {
+        rc = cli_fail("serve", "%s", err.message);
+        goto out_models;
+    }
+    if (configure_traffic(srv, o, &err) != INF_OK) {
         rc = cli_fail("serve", "%s", err.message);
         goto out_models;
     }
@@ -394,6 +438,7 @@ out_models:
     inf__serve_llm_free_all(srv);
     inf__serve_models_free(srv->models);
     inf__serve_quotas_free(srv->quotas);
+    inf__serve_traffic_free(srv->traffic);
     if (srv->access_log && srv->access_log != stderr) fclose(srv->access_log);
 out_metrics:
     if (rc == 0) fprintf(stderr, "infera serve: stopped\n");

@@ -520,6 +520,8 @@ static int gguf_ref(srv_models *ms, const char *ref, char *path, size_t size, ch
     return yes;
 }
 
+static inf_status add_slot(srv_models *ms, const char *spec, const char *name, const char *ref, inf_error *err);
+
 inf_status inf__serve_models_add(srv_models *ms, const char *spec, inf_error *err) {
     char name[129];
     const char *ref = spec;
@@ -534,6 +536,15 @@ inf_status inf__serve_models_add(srv_models *ms, const char *spec, inf_error *er
         set_err(err, INF_EINVAL, "--model %s: invalid model name '%s' (letters, digits, '.', '_', '-')", spec, name);
         return INF_EINVAL;
     }
+    return add_slot(ms, spec, name, ref, err);
+}
+
+inf_status inf__serve_models_add_ref(srv_models *ms, const char *ref, inf_error *err) {
+    return add_slot(ms, ref, ref, ref, err);
+}
+
+/* Adds and loads slot name serving ref (spec names it in errors). */
+static inf_status add_slot(srv_models *ms, const char *spec, const char *name, const char *ref, inf_error *err) {
     pthread_mutex_lock(&ms->load_lock);
     if (find_slot(ms, name)) {
         pthread_mutex_unlock(&ms->load_lock);
@@ -991,6 +1002,20 @@ inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const
     pthread_mutex_unlock(&ms->auth_lock);
     if (st != INF_OK) set_err(err, st, "%s%s", e.message, "");
     return st;
+}
+
+void inf__serve_models_audit(srv_models *ms, int who, const char *action, const char *served, const char *detail,
+                             const char *outcome, const char *message) {
+    pthread_mutex_lock(&ms->load_lock);
+    audit_repository(ms, who, action, served, detail, outcome, message);
+    pthread_mutex_unlock(&ms->load_lock);
+}
+
+int inf__serve_models_has(srv_models *ms, const char *name) {
+    pthread_mutex_lock(&ms->lock);
+    int has = find_slot(ms, name) != NULL;
+    pthread_mutex_unlock(&ms->lock);
+    return has;
 }
 
 void inf__serve_models_caller_name(srv_models *ms, int who, char *out, size_t size) {

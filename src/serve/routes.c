@@ -209,9 +209,25 @@ static void tensor_meta(srv_buf *b, const inf_value_info *vi) {
     inf__serve_buf_puts(b, "]}");
 }
 
+/* The sticky key of a routed request: its caller or a header (traffic.c). */
+static const char *route_key(srv_request *rq, char *buf, size_t size) {
+    srv_traffic *t = rq->srv->traffic;
+    const char *header = inf__serve_traffic_sticky_header(t);
+    if (header) return inf__serve_http_header(rq, header);
+    if (!inf__serve_traffic_sticky_principal(t)) return NULL;
+    inf__serve_models_caller_name(rq->srv->models, rq->caller, buf, size);
+    return buf;
+}
+
+/* The version serving the request's model: a route's target (chosen by
+ * weight, or the target serving the version asked for), else the slot. */
 static int acquire(srv_request *rq, srv_version **v) {
     inf_error e = {0};
-    if (inf__serve_models_acquire(rq->srv->models, rq->params[0], rq->params[1], v, &e) != INF_OK) {
+    char slot[129], key[129];
+    const char *name = rq->params[0];
+    if (inf__serve_traffic_pick(rq->srv->traffic, name, route_key(rq, key, sizeof key), slot, sizeof slot))
+        name = slot;
+    if (inf__serve_models_acquire(rq->srv->models, name, rq->params[1], v, &e) != INF_OK) {
         inf__serve_error(rq, 404, "%s", e.message);
         return -1;
     }
@@ -271,6 +287,7 @@ static int h_metrics(srv_request *rq) {
     inf__serve_metrics_render(&rq->srv->metrics, &rq->resp, inf__serve_models_n_loaded(rq->srv->models));
     inf__serve_llm_metrics_render(rq->srv, &rq->resp);
     inf__serve_quotas_metrics(rq->srv->quotas, &rq->resp);
+    inf__serve_traffic_metrics(rq->srv->traffic, &rq->resp);
     return 0;
 }
 
@@ -470,6 +487,9 @@ static void complete_infer(srv_request *rq) {
         inf__serve_error(rq, status_of(st), "%s", e.message);
         return;
     }
+    /* answered: a shadow copy (if any) runs after, on copies, never on this request's time */
+    inf__serve_traffic_shadow(rq->srv, rq->params[0], v->model, (const inf_tensor *const *)rq->job_inputs,
+                              rq->job_outputs, rq->job.rows);
     rq->status = 200;
     rq->content_type = "application/json";
     if (rq->resp_bin.n || rq->infer.binary_default) {
@@ -697,11 +717,49 @@ static int h_repo_index(srv_request *rq) {
     return 0;
 }
 
+/* parameters.route of a repository load: new weights (and targets) for a
+ * route, e.g. "fraud@production:50,fraud@canary:50"; audited as serve-route. */
+static int load_route(srv_request *rq, const char *spec_tail) {
+    char full[1200], name[129], refs[8][129];
+    double weights[8];
+    int n = 0;
+    inf_error e = {0};
+    snprintf(full, sizeof full, "%s=%s", rq->params[0], spec_tail);
+    if (inf__serve_traffic_parse_route(full, name, refs, weights, &n, &e)) {
+        inf__serve_error(rq, 400, "parameters.route: %s", e.message);
+        return 0;
+    }
+    if (inf__serve_models_has(rq->srv->models, name) && !inf__serve_traffic_is_route(rq->srv->traffic, name)) {
+        inf__serve_error(rq, 409, "parameters.route: '%s' is a served model, not a route", name);
+        return 0;
+    }
+    for (int i = 0; i < n; i++) { /* a new target is loaded first; a failed load leaves the route as it was */
+        if (inf__serve_models_has(rq->srv->models, refs[i])) continue;
+        if (inf__serve_models_add_ref(rq->srv->models, refs[i], &e) != INF_OK) {
+            inf__serve_models_audit(rq->srv->models, rq->caller, "serve-route", name, spec_tail, "failed", e.message);
+            inf__serve_error(rq, 400, "parameters.route: target %s: %s", refs[i], e.message);
+            return 0;
+        }
+    }
+    inf__serve_traffic_set_route(rq->srv->traffic, name, refs, weights, n, &e);
+    inf__serve_models_audit(rq->srv->models, rq->caller, "serve-route", name, spec_tail, "ok", NULL);
+    rq->status = 200;
+    return 0;
+}
+
 static int h_repo_load(srv_request *rq) {
     int bad;
     cJSON *j = body_json(rq, &bad);
     if (bad) return 0;
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(j, "parameters");
+    const cJSON *route = cJSON_GetObjectItemCaseSensitive(params, "route");
+    if (route) {
+        int rc = cJSON_IsString(route) ? load_route(rq, route->valuestring)
+                                       : (inf__serve_error(rq, 400, "parameters.route must be a string like "
+                                                                    "\"NAME@A:95,NAME@B:5\""), 0);
+        cJSON_Delete(j);
+        return rc;
+    }
     const cJSON *ref = cJSON_GetObjectItemCaseSensitive(params, "ref");
     if (!ref) ref = cJSON_GetObjectItemCaseSensitive(params, "path");
     if (ref && !cJSON_IsString(ref)) {

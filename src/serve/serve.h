@@ -356,6 +356,13 @@ inf_status inf__serve_models_start_poller(srv_models *ms, inf_error *err);
 inf_status inf__serve_models_authorize(srv_models *ms, const char *bearer, const char *model, int admin, int *who,
                                        inf_error *err);
 int inf__serve_models_auth_enabled(srv_models *ms);
+/* One audit record of a traffic change (e.g. "serve-route") by who, as for repository loads. */
+void inf__serve_models_audit(srv_models *ms, int who, const char *action, const char *served, const char *detail,
+                             const char *outcome, const char *message);
+/* Adds a slot named by ref itself ("fraud@canary", a path) -- a route target or shadow. */
+inf_status inf__serve_models_add_ref(srv_models *ms, const char *ref, inf_error *err);
+/* 1 when a slot serves name (loaded or not). */
+int inf__serve_models_has(srv_models *ms, const char *name);
 /* The principal behind an authorize index (who >= 0), else "anonymous". */
 void inf__serve_models_caller_name(srv_models *ms, int who, char *out, size_t size);
 /* Pipeline executors for the records endpoint. */
@@ -455,6 +462,36 @@ double inf__serve_quotas_take(srv_quotas *q, const char *principal, int64_t rows
 /* Prometheus counters per principal (nothing when no quota was ever checked). */
 void inf__serve_quotas_metrics(srv_quotas *q, srv_buf *out);
 
+/* ---- traffic splitting: canary routes and shadow copies (traffic.c) ------------ */
+typedef struct srv_traffic srv_traffic;
+srv_traffic *inf__serve_traffic_new(void);
+void inf__serve_traffic_free(srv_traffic *t);
+/* "NAME=REF:W[,REF:W]..." (--route) / "NAME=REF:FRACTION" (--shadow); 0, or -1 with err. */
+int inf__serve_traffic_parse_route(const char *spec, char name[129], char refs[][129], double *weights, int *n,
+                                   inf_error *err);
+int inf__serve_traffic_parse_shadow(const char *spec, char name[129], char ref[129], double *fraction,
+                                    inf_error *err);
+/* "none" | "principal" | "header:NAME" (--route-sticky). */
+int inf__serve_traffic_set_sticky(srv_traffic *t, const char *how, inf_error *err);
+const char *inf__serve_traffic_sticky_header(srv_traffic *t); /* the header, or NULL */
+int inf__serve_traffic_sticky_principal(srv_traffic *t);
+/* Creates or replaces name's targets and weights (runtime changes keep the counts). */
+inf_status inf__serve_traffic_set_route(srv_traffic *t, const char *name, char refs[][129], const double *weights,
+                                        int n, inf_error *err);
+inf_status inf__serve_traffic_add_shadow(srv_traffic *t, const char *name, const char *ref, double fraction,
+                                         inf_error *err);
+int inf__serve_traffic_is_route(srv_traffic *t, const char *name);
+/* 1 and the chosen target's slot name when name is a route (key: the sticky
+ * key, or NULL for a random choice), else 0. */
+int inf__serve_traffic_pick(srv_traffic *t, const char *name, const char *key, char *slot, size_t size);
+/* After a request to name was answered: maybe runs a copy on name's shadow
+ * (never blocks; inputs and primary outputs are copied). */
+void inf__serve_traffic_shadow(srv_server *srv, const char *name, const inf_model *primary_model,
+                               const inf_tensor *const *inputs, inf_tensor *const *primary, int64_t rows);
+void inf__serve_traffic_metrics(srv_traffic *t, srv_buf *out);
+/* The target and shadow slot names (for start-up); returns how many. */
+int inf__serve_traffic_slots(srv_traffic *t, char out[][129], int max);
+
 /* ---- the server ------------------------------------------------------------ */
 
 typedef struct srv_options {
@@ -490,6 +527,11 @@ typedef struct srv_options {
     int n_preferred;
     inf_registry_quota quotas[64]; /* --quota PRINCIPAL=RPS[:ROWS_PER_S[:BURST_S]] */
     int n_quotas;
+    const char *routes[16];        /* --route NAME=REF:W,... */
+    int n_routes;
+    const char *shadows[16];       /* --shadow NAME=REF:FRACTION */
+    int n_shadows;
+    const char *route_sticky;      /* none | principal | header:NAME */
     int llm_slots;              /* generative models: sequences decoded together (continuous batching) */
     int llm_ctx;                /* generative models: KV-cache positions per sequence (0 = model's, <= 4096) */
     int llm_queue;              /* generative models: requests waiting for a slot before 429 */
@@ -536,6 +578,7 @@ struct srv_server {
     pthread_mutex_t llm_lock;    /* guards the llms list */
     srv_llm *llms;               /* generative models (llm_scheduler.c) */
     srv_quotas *quotas;          /* per-caller limits (quota.c) */
+    srv_traffic *traffic;        /* canary routes and shadows (traffic.c) */
 };
 
 /* http.c */
