@@ -47,6 +47,7 @@ setup(
     version=c_version(),
     description="Infera inference engine and pipeline for Python (numpy; pandas optional)",
     packages=["infera"],
+    package_data={"infera": ["py.typed", "*.pyi"]},
     ext_modules=[extension],
     python_requires=">=3.9",
 )

@@ -25,7 +25,7 @@ if ! INFERA_BUILD_DIR=$BUILD INFERA_INCLUDE_DIR=$SRC/include "$PY" setup.py -q b
         --build-lib "$TMP/lib" --build-temp "$TMP/obj" >"$TMP/build.log" 2>&1; then
     cat "$TMP/build.log"; echo "FAIL building the extension"; exit 1
 fi
-cp infera/*.py "$TMP/lib/infera/" || exit 1
+cp infera/*.py infera/*.pyi infera/py.typed "$TMP/lib/infera/" || exit 1
 # An ASan build of the libraries needs the ASan runtime loaded first.
 if ldd "$BUILD/libinfera.so" 2>/dev/null | grep -q libasan; then
     LD_PRELOAD=$(gcc -print-file-name=libasan.so); export LD_PRELOAD

@@ -60,3 +60,22 @@ def test_register_refuses_bad_models(root, tmp_path):
     assert reg.list() in ([], {"models": []}) or not reg.list()
     with pytest.raises(infera.Error):
         infera.Registry(home=str(tmp_path / "missing"), create=False)
+
+
+def test_version_and_stubs_match_the_package():
+    """The package's version is the C library's, and every public name has a type stub."""
+    import ast
+    import pathlib
+    import re
+    pkg = pathlib.Path(infera.__file__).parent
+    header = pathlib.Path(__file__).resolve().parents[2] / "include" / "infera" / "infera.h"
+    assert infera.__version__ == re.search(r'INFERA_VERSION_STRING "([^"]+)"', header.read_text()).group(1)
+    stub = ast.parse((pkg / "__init__.pyi").read_text())
+    stubbed = {n.name for n in stub.body if isinstance(n, ast.ClassDef)}
+    assert {"Error", "Model", "Pipeline", "Registry"} <= stubbed
+    for cls in ("Pipeline", "Registry"):
+        node = next(n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == cls)
+        methods = {f.name for f in node.body if isinstance(f, ast.FunctionDef)}
+        public = {m for m in vars(getattr(infera, cls)) if not m.startswith("_") and callable(getattr(getattr(infera, cls), m))}
+        assert public <= methods, (cls, public - methods)
+    assert (pkg / "py.typed").exists()
