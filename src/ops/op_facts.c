@@ -66,6 +66,7 @@ const inf__op_facts inf__op_facts_table[] = {
     FACTS(ONNX, "CumProd"),
     FACTS(ONNX, "CumSum"),
     FACTS(ONNX, "DFT"),
+    FACTS(ONNX, "DeformConv"),
     FACTS(ONNX, "DepthToSpace"),
     FACTS(ONNX, "DequantizeLinear"),
     FACTS(ONNX, "Det"),

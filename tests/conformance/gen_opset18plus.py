@@ -487,8 +487,32 @@ def ml_opset5():
         leaf_weights=numpy_helper.from_array(np.array([1.0, 2.0, 3.0], np.float32))), [("x", rand(5, 2))], ["y0"])
 
 
+def deform_conv_19_22():
+    """DeformConv: offsets moving points inside, across and beyond the image edge, groups and offset groups,
+    strides/pads/dilations, with and without bias and mask (ORT implements 2-D)."""
+    def offsets(n, groups, k, oh, ow, scale=1.5):
+        return rand(n, groups * 2 * k, oh, ow, lo=-scale, hi=scale)
+    x = rand(1, 2, 5, 5)
+    single("deformconv_basic_opset19", "DeformConv", 19, [("x", x), ("w", rand(3, 2, 3, 3)), ("o", offsets(1, 1, 9, 3, 3))],
+           kernel_shape=[3, 3])
+    single("deformconv_bias_mask_opset19", "DeformConv", 19,
+           [("x", x), ("w", rand(3, 2, 3, 3)), ("o", offsets(1, 1, 9, 3, 3, 3.0)), ("b", rand(3)),
+            ("m", rand(1, 9, 3, 3, lo=0.0, hi=1.0))], kernel_shape=[3, 3])
+    single("deformconv_groups_pads_strides_opset22", "DeformConv", 22,
+           [("x", rand(2, 4, 6, 7)), ("w", rand(6, 2, 2, 3)), ("o", offsets(2, 2, 6, 4, 2)), ("b", rand(6))],
+           kernel_shape=[2, 3], group=2, offset_group=2, pads=[1, 1, 1, 0], strides=[2, 2], dilations=[1, 2])
+    single("deformconv_no_bias_with_mask_opset22", "DeformConv", 22,
+           [("x", rand(1, 3, 4, 4)), ("w", rand(2, 3, 2, 2)), ("o", offsets(1, 1, 4, 3, 3, 4.0)), ("", None),
+            ("m", rand(1, 4, 3, 3, lo=0.0, hi=1.0))], kernel_shape=[2, 2])
+    single("deformconv_zero_offsets_is_conv_opset19", "DeformConv", 19,
+           [("x", x), ("w", rand(2, 2, 3, 3)), ("o", np.zeros((1, 18, 5, 5), np.float32))], kernel_shape=[3, 3],
+           pads=[1, 1, 1, 1])
+
+
+# (new groups go last: each draws from the one seeded generator, so earlier cases keep their data)
 GROUPS = [unchanged_operators, reduce_18, split_18, pad_18_19, scatter_18, pools, casts, misc_types, gridsample_20,
-          quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18, dft_20, attention_23, rotary_23, more_new_operators, ml_opset5]
+          quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18, dft_20, attention_23, rotary_23,
+          more_new_operators, ml_opset5, deform_conv_19_22]
 
 
 # ---------------------------------------------------------------- error cases
