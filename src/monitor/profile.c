@@ -428,6 +428,22 @@ inf_status inf__mon_profile_from_json(const cJSON *j, inf__mon_profile **out, in
     return INF_OK;
 }
 
+inf_status inf__mon_profile_load(const char *path, inf__mon_profile **out, inf_error *err) {
+    *out = NULL;
+    void *data = NULL;
+    size_t size = 0;
+    inf_status st = inf_file_read(path, "baseline", INF_FILE_MAX_SPEC_BYTES, &data, &size, err);
+    if (st) return st;
+    cJSON *j = cJSON_ParseWithLength(data, size);
+    inf_file_free(data);
+    if (!j) return inf_error_set(err, INF_EFORMAT, "baseline %s: not JSON", path);
+    inf_error e;
+    st = inf__mon_profile_from_json(j, out, &e);
+    cJSON_Delete(j);
+    if (st) return inf_error_set(err, st, "baseline %s: %s", path, e.message);
+    return INF_OK;
+}
+
 /* ---- drift ---------------------------------------------------------------- */
 
 static double psi(const double *e, const double *a, int n) {

@@ -55,6 +55,9 @@ uint64_t inf__mon_profile_rows(const inf__mon_profile *p);
 cJSON *inf__mon_profile_to_json(inf__mon_profile *p, const char *model, const char *version);
 /* Reads a baseline written by to_json.  INF_EFORMAT (err names what). */
 inf_status inf__mon_profile_from_json(const cJSON *j, inf__mon_profile **out, inf_error *err);
+/* Reads a baseline file (the JSON of to_json).  INF_EIO, INF_EFORMAT (err
+ * names the file and what is wrong), INF_ENOMEM. */
+inf_status inf__mon_profile_load(const char *path, inf__mon_profile **out, inf_error *err);
 /* The drift JSON of DESIGN.md §4 ({"model","version","rows","features",
  * "outputs"}) of cur against base; columns of base only.  NULL on ENOMEM. */
 cJSON *inf__mon_drift_json(inf__mon_profile *base, inf__mon_profile *cur, const char *model, const char *version);

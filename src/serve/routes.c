@@ -270,6 +270,7 @@ static int h_metrics(srv_request *rq) {
     rq->content_type = "text/plain; version=0.0.4; charset=utf-8";
     inf__serve_metrics_render(&rq->srv->metrics, &rq->resp, inf__serve_models_n_loaded(rq->srv->models));
     inf__serve_llm_metrics_render(rq->srv, &rq->resp);
+    inf__serve_monitor_metrics(rq->srv, &rq->resp);
     return 0;
 }
 
@@ -618,6 +619,7 @@ static void complete_records(srv_request *rq) {
     inf__serve_buf_puts(&rq->resp, "]");
     write_rejected(rq);
     inf__serve_buf_puts(&rq->resp, "}");
+    inf__serve_monitor_records(rq->srv, v, rq->records_exec, rq->records_batch, out);
     inf_record_batch_free(out);
     observe_success(rq);
     inf__serve_models_note_prediction(rq->srv->models, v, rq->caller, rq->job.rows);
