@@ -24,6 +24,8 @@
 #include "monitor/labels.h"
 #include "monitor/predlog.h"
 #include "monitor/profile.h"
+#include "monitor/actions.h"
+#include "monitor/rules.h"
 #include "runtime/model.h"
 #include "runtime/score.h"
 #include "tools/tools.h"
@@ -32,24 +34,10 @@
 
 typedef struct mon_opts {
     const char *ref, *data, *out, *log, *baseline, *labels, *id_column, *label_column, *prediction_column,
-        *window, *since, *pipeline, *home, *registry;
-    int json;
+        *window, *since, *pipeline, *home, *registry, *rules, *html;
+    int json, dry_run;
     int64_t window_us, since_us; /* 0 = one window; INT64_MIN = no --since */
 } mon_opts;
-
-/* "90s", "15m", "1h", "1d" or plain seconds -> microseconds; 0 when bad. */
-static int64_t parse_duration_us(const char *s) {
-    char *end;
-    double v = strtod(s, &end);
-    static const struct {
-        const char *suffix;
-        double seconds;
-    } units[] = {{"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}};
-    for (size_t i = 0; end != s && i < sizeof units / sizeof units[0]; i++)
-        if (!strcmp(end, units[i].suffix) && v > 0 && v * units[i].seconds < 1e12)
-            return (int64_t)(v * units[i].seconds * 1e6);
-    return 0;
-}
 
 static int parse_args(int argc, char **argv, mon_opts *o) {
     struct {
@@ -61,7 +49,8 @@ static int parse_args(int argc, char **argv, mon_opts *o) {
         {"--labels", &o->labels},       {"--id-column", &o->id_column},
         {"--label-column", &o->label_column}, {"--prediction-column", &o->prediction_column},
         {"--window", &o->window},       {"--since", &o->since},
-        {"--pipeline", &o->pipeline},
+        {"--pipeline", &o->pipeline},   {"--rules", &o->rules},
+        {"--html", &o->html},
         {"--home", &o->home},           {"--registry", &o->registry},
     };
     for (int i = 2; i < argc; i++) {
@@ -79,11 +68,12 @@ static int parse_args(int argc, char **argv, mon_opts *o) {
         }
         if (matched) continue;
         if (!strcmp(argv[i], "--json")) o->json = 1;
+        else if (!strcmp(argv[i], "--dry-run")) o->dry_run = 1;
         else if (argv[i][0] != '-' && !o->ref) o->ref = argv[i];
         else return cli_usage(CMD, "unknown option '%s' (see 'infera help monitor')", argv[i]);
     }
     if (!o->ref) return cli_usage(CMD, "%s needs a model reference REF", argv[1]);
-    if (o->window && !(o->window_us = parse_duration_us(o->window)))
+    if (o->window && !(o->window_us = inf__mon_parse_duration_us(o->window)))
         return cli_usage(CMD, "--window needs a duration such as 90s, 15m, 1h, 1d (got '%s')", o->window);
     o->since_us = INT64_MIN;
     if (o->since && inf_parse_timestamp(o->since, strlen(o->since), &o->since_us))
@@ -96,6 +86,7 @@ static int open_model(const mon_opts *o, inf__rt_model *m) {
     mo.pipeline_path = o->pipeline;
     mo.home = o->home;
     mo.registry_url = o->registry;
+    mo.keep_registry = 1; /* check: a rule may roll an alias back */
     inf_error e;
     if (inf__rt_model_open(o->ref, &mo, m, &e)) return cli_fail(CMD, "model %s: %s", o->ref, e.message);
     return 0;
@@ -214,33 +205,8 @@ static int sub_baseline(const mon_opts *o, inf__rt_model *m) {
 /* ---- drift ----------------------------------------------------------------- */
 
 static int load_baseline(const char *path, inf__mon_profile **out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return cli_fail(CMD, "baseline %s: cannot open", path);
-    char *buf = NULL;
-    size_t len = 0, cap = 0, n;
-    char chunk[65536];
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (len + n + 1 > cap) {
-            cap = (len + n + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return cli_fail(CMD, "out of memory");
-            }
-            buf = nb;
-        }
-        memcpy(buf + len, chunk, n);
-        len += n;
-    }
-    fclose(f);
-    cJSON *j = buf ? cJSON_ParseWithLength(buf, len) : NULL;
-    free(buf);
-    if (!j) return cli_fail(CMD, "baseline %s: not JSON", path);
     inf_error e;
-    inf_status st = inf__mon_profile_from_json(j, out, &e);
-    cJSON_Delete(j);
-    return st ? cli_fail(CMD, "baseline %s: %s", path, e.message) : 0;
+    return inf__mon_profile_load(path, out, &e) ? cli_fail(CMD, "%s", e.message) : 0;
 }
 
 /* The log's rows of m's version, one profile per window (window_us = 0:
@@ -378,6 +344,95 @@ static int sub_drift(const mon_opts *o, inf__rt_model *m) {
     return rc;
 }
 
+/* ---- check: alert rules over the log --------------------------------------- */
+
+/* The baseline of --baseline FILE or --data SRC (one of them). */
+static int baseline_of(const mon_opts *o, inf__rt_model *m, inf__mon_profile **base) {
+    *base = NULL;
+    if (!o->baseline == !o->data) return cli_usage(CMD, "%s needs one of --baseline FILE or --data SRC", "this sub-command");
+    if (o->baseline) return load_baseline(o->baseline, base);
+    if (inf__mon_profile_new(base)) return cli_fail(CMD, "out of memory");
+    return baseline_from_data(m, o->data, *base);
+}
+
+/* Evaluates rule r over the log's windows of its length: the alert when
+ * its last max(1, for/window) windows (consecutive, each with min_rows
+ * rows) all breach; *alert stays NULL otherwise. */
+static int check_rule(const mon_opts *o, inf__rt_model *m, inf__mon_profile *base, const inf__mon_rule *r, cJSON **alert) {
+    *alert = NULL;
+    mon_opts wo = *o;
+    wo.window_us = r->window_us;
+    windows w = {0};
+    int rc = profile_log(&wo, m, &w);
+    int64_t k = r->for_us / r->window_us + (r->for_us % r->window_us != 0);
+    if (k < 1) k = 1;
+    int fires = !rc && w.n >= k && w.start[w.n - 1] - w.start[w.n - k] == (k - 1) * r->window_us;
+    for (int i = (int)(w.n - k); fires && i < w.n; i++) {
+        cJSON *d = inf__mon_drift_json(base, w.prof[i], m->name, m->version);
+        if (!d) {
+            rc = cli_fail(CMD, "out of memory");
+            break;
+        }
+        char t0[40], t1[40];
+        cJSON_AddStringToObject(d, "start", inf_format_timestamp(w.start[i], t0, sizeof t0));
+        cJSON_AddStringToObject(d, "end", inf_format_timestamp(w.start[i] + r->window_us, t1, sizeof t1));
+        double value;
+        const char *col;
+        fires = inf__mon_rule_check(r, d, &value, &col) == 1;
+        if (fires && i == w.n - 1) {
+            *alert = inf__mon_alert_json(r, d, value, col);
+            if (*alert) cJSON_AddNumberToObject(*alert, "windows", (double)k);
+        }
+        cJSON_Delete(d);
+    }
+    windows_free(&w);
+    return rc;
+}
+
+static int sub_check(const mon_opts *o, inf__rt_model *m) {
+    if (!o->log || !o->rules) return cli_usage(CMD, "check needs --log SRC and --rules FILE");
+    inf__mon_rules rules;
+    inf_error e;
+    if (inf__mon_rules_load(o->rules, &rules, &e)) return cli_fail(CMD, "%s", e.message);
+    inf__mon_profile *base = NULL;
+    int rc = baseline_of(o, m, &base);
+    cJSON *out = cJSON_CreateObject(), *firing = out ? cJSON_AddArrayToObject(out, "firing") : NULL;
+    if (!rc && !firing) rc = cli_fail(CMD, "out of memory");
+    for (int i = 0; !rc && i < rules.n; i++) {
+        cJSON *alert;
+        if ((rc = check_rule(o, m, base, &rules.rules[i], &alert)) || !alert) continue;
+        if (!o->dry_run) {
+            inf__mon_act_result res;
+            inf__mon_alert_act(&rules.rules[i], alert, m->registry, m->name, m->from_registry ? m->version_num : 0,
+                               "infera monitor", &res);
+        }
+        cJSON_AddItemToArray(firing, alert);
+    }
+    if (!rc) {
+        cJSON_AddStringToObject(out, "model", m->name);
+        cJSON_AddStringToObject(out, "version", m->version);
+        cJSON_AddNumberToObject(out, "rules", rules.n);
+        if (o->json) rc = print_json_to(out, NULL);
+        else {
+            const cJSON *a;
+            printf("model %s  version %s  %d rule%s, %d firing\n", m->name, m->version, rules.n, rules.n == 1 ? "" : "s",
+                   cJSON_GetArraySize(firing));
+            cJSON_ArrayForEach(a, firing)
+                printf("  FIRING %-24s %s %s = %.4f > %g  (window %s, %.0f rows)\n",
+                       cJSON_GetObjectItem(a, "rule")->valuestring, cJSON_GetObjectItem(a, "feature")->valuestring,
+                       cJSON_GetObjectItem(a, "metric")->valuestring, cJSON_GetObjectItem(a, "value")->valuedouble,
+                       cJSON_GetObjectItem(a, "threshold")->valuedouble,
+                       cJSON_IsString(cJSON_GetObjectItem(a, "window_start")) ? cJSON_GetObjectItem(a, "window_start")->valuestring : "-",
+                       cJSON_GetObjectItem(a, "rows")->valuedouble);
+        }
+        if (!rc && cJSON_GetArraySize(firing) > 0) rc = 3; /* 1 is an error, 2 a usage error */
+    }
+    cJSON_Delete(out);
+    inf__mon_profile_free(base);
+    inf__mon_rules_free(&rules);
+    return rc;
+}
+
 /* ---- labels ---------------------------------------------------------------- */
 
 static void add_count(cJSON *j, const char *k, int64_t v) { cJSON_AddNumberToObject(j, k, (double)v); }
@@ -467,10 +522,11 @@ static const struct {
     {"baseline", sub_baseline},
     {"drift", sub_drift},
     {"labels", sub_labels},
+    {"check", sub_check},
 };
 
 int cmd_monitor(int argc, char **argv) {
-    if (argc < 2) return cli_usage(CMD, "a sub-command is needed: baseline, drift or labels (see 'infera help monitor')");
+    if (argc < 2) return cli_usage(CMD, "a sub-command is needed: baseline, drift, labels, check or report (see 'infera help monitor')");
     for (size_t i = 0; i < sizeof SUBS / sizeof SUBS[0]; i++) {
         if (strcmp(argv[1], SUBS[i].name)) continue;
         mon_opts o;
@@ -483,6 +539,6 @@ int cmd_monitor(int argc, char **argv) {
         inf__rt_model_close(&m);
         return rc;
     }
-    return cli_usage(CMD, "unknown sub-command '%s' (baseline, drift, labels; 'check' and 'report' are not built yet)",
+    return cli_usage(CMD, "unknown sub-command '%s' (baseline, drift, labels, check, report)",
                      argv[1]);
 }

@@ -4,6 +4,7 @@
  * rollback through the registry API.
  */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -168,4 +169,56 @@ inf_status inf__mon_rollback(inf_registry *r, const char *model, int64_t from_ve
                 ref, ae.message);
     free(text);
     return INF_OK;
+}
+
+static void act_rollback(const inf__mon_rule *r, cJSON *alert, inf_registry *reg, const char *model, int64_t version,
+                         const char *who, inf__mon_act_result *res) {
+    cJSON *rb = cJSON_CreateObject();
+    inf_error err = {0};
+    int64_t to = 0;
+    char *why = cJSON_PrintUnformatted(alert);
+    inf_status st = !version ? inf_error_set(&err, INF_EINVAL, "model '%s' is not a registry version", model)
+                    : !reg   ? inf_error_set(&err, INF_EINVAL, "no registry")
+                             : inf__mon_rollback(reg, model, version, r->alias, why, &to, &err);
+    free(why);
+    cJSON_AddStringToObject(rb, "alias", r->alias);
+    cJSON_AddNumberToObject(rb, "from", (double)version);
+    if (st) {
+        res->rollback_failed = 1;
+        cJSON_AddStringToObject(rb, "error", err.message);
+        fprintf(stderr, "%s: alert '%s': rollback of %s@%s refused: %s\n", who, r->name, model, r->alias, err.message);
+    } else if (to) {
+        res->rolled_to = to;
+        cJSON_AddNumberToObject(rb, "to", (double)to);
+        fprintf(stderr, "%s: alert '%s': rolled %s@%s back from version %lld to %lld\n", who, r->name, model, r->alias,
+                (long long)version, (long long)to);
+    } else {
+        cJSON_AddStringToObject(rb, "skipped", "the alias no longer points at this version");
+    }
+    cJSON_AddItemToObject(alert, "rollback", rb);
+}
+
+void inf__mon_alert_act(const inf__mon_rule *r, cJSON *alert, inf_registry *reg, const char *model, int64_t version,
+                        const char *who, inf__mon_act_result *res) {
+    memset(res, 0, sizeof *res);
+    const cJSON *feature = cJSON_GetObjectItemCaseSensitive(alert, "feature");
+    const cJSON *value = cJSON_GetObjectItemCaseSensitive(alert, "value");
+    fprintf(stderr, "%s: alert '%s' firing: model '%s' version %lld: %s %s = %.4f > %g\n", who, r->name, model,
+            (long long)version, cJSON_IsString(feature) ? feature->valuestring : "?", r->metric,
+            cJSON_IsNumber(value) ? value->valuedouble : NAN, r->threshold);
+    if (r->actions & INF__MON_ACT_ROLLBACK) act_rollback(r, alert, reg, model, version, who, res);
+    if (!(r->actions & INF__MON_ACT_WEBHOOK)) return;
+    char *body = cJSON_PrintUnformatted(alert);
+    int code = 0;
+    inf_error err = {0};
+    inf_status st = body ? inf__mon_webhook_post(r->webhook, body, 2000, &code, &err)
+                         : inf_error_set(&err, INF_ENOMEM, "out of memory");
+    free(body);
+    if (st || code < 200 || code >= 300) {
+        res->webhook_failed = 1;
+        fprintf(stderr, "%s: alert '%s': webhook %s failed: %s\n", who, r->name, r->webhook,
+                st ? err.message : "the receiver did not answer 2xx");
+    } else {
+        res->webhook_ok = 1;
+    }
 }

@@ -17,7 +17,10 @@
 
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "infera/registry.h"
+#include "monitor/rules.h"
 
 /* POSTs body (JSON) to url (http://host[:port]/path; no TLS) within
  * timeout_ms.  *http_status gets the response's status.  INF_EINVAL (the
@@ -31,5 +34,20 @@ inf_status inf__mon_webhook_post(const char *url, const char *body, int timeout_
  * version, unknown alias), the registry's INF_EDENIED / INF_EAUTH. */
 inf_status inf__mon_rollback(inf_registry *r, const char *model, int64_t from_version, const char *alias,
                              const char *reason_json, int64_t *to_version, inf_error *err);
+
+/* What the actions of one firing did. */
+typedef struct inf__mon_act_result {
+    int64_t rolled_to;  /* the version the alias moved to; 0: no move */
+    int rollback_failed, webhook_ok, webhook_failed;
+} inf__mon_act_result;
+
+/* Runs the actions of rule r firing with alert (rules.h alert JSON; a
+ * "rollback" object {"alias","from","to"|"skipped"|"error"} is added):
+ * the log line on stderr (prefixed by who), the rollback of model@alias
+ * from version (registry reg; refused when the model is not a registry
+ * model: version 0 or reg NULL), then the webhook (whose body is the alert,
+ * so it carries the rollback's outcome). */
+void inf__mon_alert_act(const inf__mon_rule *r, cJSON *alert, inf_registry *reg, const char *model, int64_t version,
+                        const char *who, inf__mon_act_result *res);
 
 #endif /* INF_MONITOR_ACTIONS_H */

@@ -286,47 +286,17 @@ static void fire(srv_monitor *m, mon_entry *e, const inf__mon_rule *r, rule_stat
     atomic_fetch_add(&m->alerts_fired, 1);
     cJSON_AddStringToObject(a, "status", "firing");
     cJSON_AddStringToObject(a, "served_as", e->name);
-    fprintf(stderr, "infera serve: alert '%s' firing: model '%s' version %s: %s %s = %.4f > %g\n", r->name, e->name,
-            e->version, rs->column, r->metric, rs->value, r->threshold);
-    if (r->actions & INF__MON_ACT_ROLLBACK) {
-        cJSON *rb = cJSON_AddObjectToObject(a, "rollback");
-        inf_error err = {0};
-        int64_t to = 0;
-        char *why = cJSON_PrintUnformatted(a);
-        inf_status st = !e->registry_version ? inf_error_set(&err, INF_EINVAL, "model '%s' is not from the registry", e->name)
-                        : !m->registry       ? inf_error_set(&err, INF_EINVAL, "no registry open")
-                        : inf__mon_rollback(m->registry, e->registry_name, e->registry_version, r->alias, why, &to, &err);
-        free(why);
-        cJSON_AddStringToObject(rb, "alias", r->alias);
-        cJSON_AddNumberToObject(rb, "from", (double)e->registry_version);
-        if (st) {
-            cJSON_AddStringToObject(rb, "error", err.message);
-            fprintf(stderr, "infera serve: alert '%s': rollback of %s@%s refused: %s\n", r->name, e->registry_name,
-                    r->alias, err.message);
-        } else if (to) {
-            rs->rolled_to = to;
-            atomic_fetch_add(&m->rollbacks, 1);
-            cJSON_AddNumberToObject(rb, "to", (double)to);
-            fprintf(stderr, "infera serve: alert '%s': rolled %s@%s back from version %lld to %lld\n", r->name,
-                    e->registry_name, r->alias, (long long)e->registry_version, (long long)to);
-        } else {
-            cJSON_AddStringToObject(rb, "skipped", "the alias no longer points at this version");
-        }
+    if (e->registry_name[0]) { /* the alert names the registry model */
+        cJSON_ReplaceItemInObjectCaseSensitive(a, "model", cJSON_CreateString(e->registry_name));
     }
-    if (r->actions & INF__MON_ACT_WEBHOOK) {
-        char *body = cJSON_PrintUnformatted(a);
-        int code = 0;
-        inf_error err = {0};
-        inf_status st = body ? inf__mon_webhook_post(r->webhook, body, 2000, &code, &err)
-                             : inf_error_set(&err, INF_ENOMEM, "out of memory");
-        free(body);
-        if (st || code < 200 || code >= 300) {
-            atomic_fetch_add(&m->webhooks_failed, 1);
-            fprintf(stderr, "infera serve: alert '%s': webhook failed: %s\n", r->name, st ? err.message : "non-2xx answer");
-        } else {
-            atomic_fetch_add(&m->webhooks_ok, 1);
-        }
+    inf__mon_act_result res;
+    inf__mon_alert_act(r, a, m->registry, e->registry_name[0] ? e->registry_name : e->name, e->registry_version,
+                       "infera serve", &res);
+    if (res.rolled_to) {
+        rs->rolled_to = res.rolled_to;
+        atomic_fetch_add(&m->rollbacks, 1);
     }
+    atomic_fetch_add(res.webhook_ok ? &m->webhooks_ok : &m->webhooks_failed, (uint64_t)(res.webhook_ok | res.webhook_failed));
     cJSON_Delete(a);
 }
 

@@ -149,11 +149,46 @@ set +e
 "$infera" monitor check fraud@2 --log jsonl:serve_log.jsonl --baseline base.json --rules rules.json --dry-run --json > check.json
 rc=$?
 set -e
-[ "$rc" = 1 ] || fail "monitor check exit $rc (want 1: firing)"
+[ "$rc" = 3 ] || fail "monitor check exit $rc (want 3: firing)"
 $py -c '
 import json; c = json.load(open("check.json"))
 f = c["firing"]
 assert [a["rule"] for a in f] == ["distance shift"], c
 assert f[0]["feature"] == "distance_from_home_km" and f[0]["rows"] == 300, f
 '
+# a log of training traffic fires nothing (exit 0)
+"$infera" batch --model fraud@2 --input csv:train.csv --output jsonl:train_out.jsonl \
+    --log-predictions jsonl:train_log.jsonl --progress none >/dev/null 2>&1
+"$infera" monitor check fraud@2 --log jsonl:train_log.jsonl --baseline base.json --rules rules.json --dry-run --json > clean.json \
+    || fail "monitor check on training traffic exit $?"
+grep -q '"firing":[[:space:]]*\[\]' clean.json || fail "rules fire on training traffic: $(cat clean.json)"
+
+# rollback by `monitor check` (cron): refused on a protected alias for a publisher, done once by an approver
+"$infera" registry alias fraud@2 production --protect >/dev/null
+admin=$("$infera" registry token create root --role admin | grep -o 'inf_[A-Za-z0-9_]*' | head -1)
+[ -n "$admin" ] || fail "no admin token"
+export INFERA_TOKEN=$admin
+pub=$("$infera" registry token create bot --role publisher --model fraud | grep -o 'inf_[A-Za-z0-9_]*' | head -1)
+appr=$("$infera" registry token create lead --role approver --model fraud | grep -o 'inf_[A-Za-z0-9_]*' | head -1)
+[ -n "$pub" ] && [ -n "$appr" ] || fail "no tokens"
+check() { INFERA_TOKEN=$1 "$infera" monitor check fraud@2 --log jsonl:serve_log.jsonl --baseline base.json --rules rules.json --json; }
+set +e
+check "$pub" > refused.json 2>refused.err; rc1=$?
+check "$appr" > moved.json 2>moved.err; rc2=$?
+check "$appr" > again.json 2>again.err; rc3=$?
+set -e
+[ "$rc1" = 3 ] && [ "$rc2" = 3 ] && [ "$rc3" = 3 ] || fail "check exits $rc1 $rc2 $rc3 (want 3: firing)"
+grep -q 'rollback of fraud@production refused' refused.err || fail "publisher moved a protected alias: $(cat refused.err)"
+grep -q 'rolled fraud@production back from version 2 to 1' moved.err || fail "approver rollback: $(cat moved.err)"
+! grep -q 'rolled' again.err || fail "a second check rolled back again"
+"$infera" registry audit --model fraud --json > audit2.json
+$py - <<'PY'
+import json
+r, m, a = (json.load(open(f))["firing"][0]["rollback"] for f in ("refused.json", "moved.json", "again.json"))
+assert "error" in r and "to" not in r, r
+assert m == {"alias": "production", "from": 2, "to": 1}, m
+assert "skipped" in a, a
+text = json.dumps(json.load(open("audit2.json")))
+assert text.count("monitor-rollback") == 2, text.count("monitor-rollback")   # serve's and the approver's
+PY
 echo "PASS"
