@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -25,6 +26,7 @@
 #include "monitor/predlog.h"
 #include "monitor/profile.h"
 #include "monitor/actions.h"
+#include "monitor/report.h"
 #include "monitor/rules.h"
 #include "runtime/model.h"
 #include "runtime/score.h"
@@ -458,9 +460,43 @@ static int compute_metrics(const inf__mon_join *jn, inf__metrics *q) {
     return 0;
 }
 
+static int labels_join(const mon_opts *o, inf__rt_model *m, inf__mon_join *jn_out, inf__metrics *q_out, cJSON **out);
+
+static void metrics_into(cJSON *mj, const inf__metrics *q) {
+    for (int k = 0; k < INF__N_METRICS; k++) {
+        if (!inf__metric_applies(q->task, k)) continue;
+        if (isfinite(q->v[k])) cJSON_AddNumberToObject(mj, inf__metric_names[k], q->v[k]);
+        else cJSON_AddNullToObject(mj, inf__metric_names[k]);
+    }
+}
+
 static int sub_labels(const mon_opts *o, inf__rt_model *m) {
     if (!o->log || !o->labels || !o->id_column || !o->label_column)
         return cli_usage(CMD, "labels needs --log SRC --labels SRC --id-column C --label-column L");
+    cJSON *j = NULL;
+    inf__mon_join jn;
+    inf__metrics q;
+    memset(&q, 0, sizeof q);
+    int rc = labels_join(o, m, &jn, &q, &j);
+    if (rc) return rc;
+    if (o->json) rc = print_json_to(j, NULL);
+    else {
+        printf("model %s  version %s  task %s  prediction %s\n", m->name, m->version, inf__task_names[q.task], jn.prediction_column);
+        printf("rows joined %lld  (predictions %lld, labels %lld, unlabelled %lld, labels unmatched %lld, duplicate labels %lld, duplicate predictions %lld, missing %lld)\n",
+               (long long)jn.rows_joined, (long long)jn.predictions, (long long)jn.labels, (long long)jn.unlabelled,
+               (long long)jn.labels_unmatched, (long long)jn.duplicate_labels, (long long)jn.duplicate_predictions,
+               (long long)jn.missing);
+        for (int k = 0; k < INF__N_METRICS; k++)
+            if (inf__metric_applies(q.task, k)) printf("  %-10s %.6f\n", inf__metric_names[k], q.v[k]);
+    }
+    cJSON_Delete(j);
+    inf__mon_join_free(&jn);
+    return rc;
+}
+
+/* The label join of o and its JSON (sub_labels' output); jn must be freed
+ * by the caller when 0 is returned. */
+static int labels_join(const mon_opts *o, inf__rt_model *m, inf__mon_join *jn_out, inf__metrics *q_out, cJSON **out) {
     int nf = inf_pipeline_n_feature_columns(m->pipeline);
     const char **skip = calloc((size_t)nf + 1, sizeof *skip);
     if (!skip) return cli_fail(CMD, "out of memory");
@@ -491,25 +527,131 @@ static int sub_labels(const mon_opts *o, inf__rt_model *m) {
     add_count(j, "missing", jn.missing);
     cJSON_AddStringToObject(j, "prediction_column", jn.prediction_column);
     cJSON_AddStringToObject(j, "task", inf__task_names[q.task]);
-    for (int k = 0; k < INF__N_METRICS; k++) {
-        if (!inf__metric_applies(q.task, k)) continue;
-        if (isfinite(q.v[k])) cJSON_AddNumberToObject(mj, inf__metric_names[k], q.v[k]);
-        else cJSON_AddNullToObject(mj, inf__metric_names[k]);
-    }
+    metrics_into(mj, &q);
     cJSON_AddItemToObject(j, "metrics", mj);
-    int rc = 0;
-    if (o->json) rc = print_json_to(j, NULL);
-    else {
-        printf("model %s  version %s  task %s  prediction %s\n", m->name, m->version, inf__task_names[q.task], jn.prediction_column);
-        printf("rows joined %lld  (predictions %lld, labels %lld, unlabelled %lld, labels unmatched %lld, duplicate labels %lld, duplicate predictions %lld, missing %lld)\n",
-               (long long)jn.rows_joined, (long long)jn.predictions, (long long)jn.labels, (long long)jn.unlabelled,
-               (long long)jn.labels_unmatched, (long long)jn.duplicate_labels, (long long)jn.duplicate_predictions,
-               (long long)jn.missing);
-        for (int k = 0; k < INF__N_METRICS; k++)
-            if (inf__metric_applies(q.task, k)) printf("  %-10s %.6f\n", inf__metric_names[k], q.v[k]);
+    *jn_out = jn;
+    *q_out = q;
+    *out = j;
+    return 0;
+}
+
+/* ---- report: one static HTML file ------------------------------------------- */
+
+/* Quality per window of the joined pairs (by when the prediction was logged). */
+static cJSON *quality_windows(const inf__mon_join *jn, int64_t window_us) {
+    cJSON *arr = cJSON_CreateArray();
+    int64_t n = jn->rows_joined;
+    int64_t *starts = malloc((size_t)(n ? n : 1) * sizeof *starts);
+    inf__mon_join sub = *jn;
+    sub.y = malloc((size_t)(n ? n : 1) * sizeof *sub.y);
+    sub.score = malloc((size_t)(n ? n : 1) * sizeof *sub.score);
+    int ok = arr && starts && sub.y && sub.score;
+    int64_t n_st = 0;
+    for (int64_t i = 0; ok && i < n; i++) { /* the distinct window starts, in order */
+        if (jn->at[i] == INT64_MIN) continue;
+        int64_t s0 = floor_div(jn->at[i], window_us) * window_us, k = 0;
+        while (k < n_st && starts[k] < s0) k++;
+        if (k < n_st && starts[k] == s0) continue;
+        memmove(starts + k + 1, starts + k, (size_t)(n_st - k) * sizeof *starts);
+        starts[k] = s0;
+        n_st++;
     }
-    cJSON_Delete(j);
-    inf__mon_join_free(&jn);
+    for (int64_t k = 0; ok && k < n_st; k++) {
+        sub.rows_joined = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (jn->at[i] != INT64_MIN && floor_div(jn->at[i], window_us) * window_us == starts[k]) {
+                sub.y[sub.rows_joined] = jn->y[i];
+                sub.score[sub.rows_joined++] = jn->score[i];
+            }
+        inf__metrics q;
+        memset(&q, 0, sizeof q);
+        cJSON *w = cJSON_CreateObject(), *mj = cJSON_CreateObject();
+        char t0[40];
+        if (!w || !mj || compute_metrics(&sub, &q)) {
+            cJSON_Delete(w);
+            cJSON_Delete(mj);
+            ok = 0;
+            break;
+        }
+        cJSON_AddStringToObject(w, "start", inf_format_timestamp(starts[k], t0, sizeof t0));
+        cJSON_AddNumberToObject(w, "rows", (double)sub.rows_joined);
+        metrics_into(mj, &q);
+        cJSON_AddItemToObject(w, "metrics", mj);
+        cJSON_AddItemToArray(arr, w);
+    }
+    free(starts);
+    free(sub.y);
+    free(sub.score);
+    if (!ok) {
+        cJSON_Delete(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+static int sub_report(const mon_opts *o, inf__rt_model *m) {
+    if (!o->log || !o->html) return cli_usage(CMD, "report needs --log SRC and --html OUT");
+    if (o->labels && (!o->id_column || !o->label_column))
+        return cli_usage(CMD, "report --labels SRC needs --id-column C and --label-column L");
+    inf__mon_profile *base = NULL;
+    int rc = baseline_of(o, m, &base);
+    mon_opts wo = *o;
+    windows whole = {0}, w = {0};
+    cJSON *r = cJSON_CreateObject();
+    if (!rc && !r) rc = cli_fail(CMD, "out of memory");
+    wo.window_us = 0;
+    if (!rc) rc = profile_log(&wo, m, &whole);
+    wo.window_us = o->window_us ? o->window_us : 3600000000LL;
+    if (!rc) rc = profile_log(&wo, m, &w);
+    if (!rc) {
+        char now[40];
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        cJSON_AddStringToObject(r, "model", m->name);
+        cJSON_AddStringToObject(r, "version", m->version);
+        cJSON_AddStringToObject(r, "generated", inf_format_timestamp((int64_t)ts.tv_sec * 1000000, now, sizeof now));
+        cJSON_AddNumberToObject(r, "rows", (double)inf__mon_profile_rows(whole.prof[0]));
+        cJSON_AddItemToObject(r, "overall", inf__mon_drift_json(base, whole.prof[0], m->name, m->version));
+        cJSON_AddItemToObject(r, "histograms", inf__mon_histograms_json(base, whole.prof[0]));
+        cJSON_AddNumberToObject(r, "window_s", (double)wo.window_us / 1e6);
+        cJSON *arr = cJSON_AddArrayToObject(r, "windows");
+        for (int i = 0; arr && i < w.n; i++) {
+            cJSON *d = inf__mon_drift_json(base, w.prof[i], m->name, m->version);
+            char t0[40], t1[40];
+            if (!d) break;
+            cJSON_AddStringToObject(d, "start", inf_format_timestamp(w.start[i], t0, sizeof t0));
+            cJSON_AddStringToObject(d, "end", inf_format_timestamp(w.start[i] + wo.window_us, t1, sizeof t1));
+            cJSON_AddItemToArray(arr, d);
+        }
+        if (!arr || cJSON_GetArraySize(arr) != w.n || !cJSON_GetObjectItem(r, "overall") || !cJSON_GetObjectItem(r, "histograms"))
+            rc = cli_fail(CMD, "out of memory");
+    }
+    if (!rc && o->labels) {
+        inf__mon_join jn;
+        inf__metrics q;
+        cJSON *qj = NULL;
+        if (!(rc = labels_join(o, m, &jn, &q, &qj))) {
+            cJSON_AddItemToObject(r, "quality", qj);
+            cJSON *qw = quality_windows(&jn, wo.window_us);
+            if (!qw) rc = cli_fail(CMD, "out of memory");
+            else cJSON_AddItemToObject(r, "quality_windows", qw);
+            inf__mon_join_free(&jn);
+        }
+    }
+    if (!rc) {
+        FILE *f = fopen(o->html, "w");
+        inf_error e;
+        if (!f) rc = cli_fail(CMD, "cannot write %s", o->html);
+        else if (inf__mon_report_html(f, r, &e) != INF_OK) {
+            fclose(f);
+            rc = cli_fail(CMD, "%s: %s", o->html, e.message);
+        } else if (fclose(f)) rc = cli_fail(CMD, "writing %s failed", o->html);
+    }
+    if (!rc) fprintf(stderr, "infera monitor: report of %s version %s (%d windows) written to %s\n", m->name, m->version, w.n, o->html);
+    cJSON_Delete(r);
+    windows_free(&whole);
+    windows_free(&w);
+    inf__mon_profile_free(base);
     return rc;
 }
 
@@ -523,6 +665,7 @@ static const struct {
     {"drift", sub_drift},
     {"labels", sub_labels},
     {"check", sub_check},
+    {"report", sub_report},
 };
 
 int cmd_monitor(int argc, char **argv) {

@@ -585,3 +585,64 @@ cJSON *inf__mon_drift_json(inf__mon_profile *base, inf__mon_profile *cur, const 
     }
     return j;
 }
+
+/* ---- histograms (report.c) ------------------------------------------------- */
+
+static cJSON *fractions(const double *x, int n) {
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += x[i];
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(sum > 0 ? x[i] / sum : 0));
+    return a;
+}
+
+static cJSON *column_histogram(column *b, column *c) {
+    cJSON *h = cJSON_CreateObject();
+    int n = b->categorical ? b->n_cats + (c ? c->n_cats : 0) : b->n_edges + 1;
+    double *e = calloc((size_t)(n ? n : 1), sizeof *e), *a = calloc((size_t)(n ? n : 1), sizeof *a);
+    if (!h || !e || !a) {
+        free(e);
+        free(a);
+        cJSON_Delete(h);
+        return NULL;
+    }
+    cJSON_AddStringToObject(h, "type", b->categorical ? "category" : "number");
+    if (b->categorical) {
+        cJSON *labels = cJSON_AddArrayToObject(h, "labels");
+        int k = 0;
+        for (int i = 0; i < b->n_cats; i++, k++) {
+            e[k] = b->cat_counts[i];
+            a[k] = category_count(c, b->cats[i]);
+            cJSON_AddItemToArray(labels, cJSON_CreateString(b->cats[i]));
+        }
+        for (int i = 0; c && i < c->n_cats; i++)
+            if (category_count(b, c->cats[i]) == 0) {
+                a[k++] = c->cat_counts[i];
+                cJSON_AddItemToArray(labels, cJSON_CreateString(c->cats[i]));
+            }
+        n = k;
+    } else {
+        memcpy(e, b->bin_counts, (size_t)n * sizeof *e);
+        for (size_t i = 0; c && !c->categorical && i < c->n_vals; i++) a[bin_of(b->edges, b->n_edges, c->vals[i])] += 1;
+        cJSON_AddItemToObject(h, "edges", cJSON_CreateDoubleArray(b->edges, b->n_edges));
+    }
+    cJSON_AddItemToObject(h, "baseline", fractions(e, n));
+    cJSON_AddItemToObject(h, "current", fractions(a, n));
+    free(e);
+    free(a);
+    return h;
+}
+
+cJSON *inf__mon_histograms_json(inf__mon_profile *base, inf__mon_profile *cur) {
+    cJSON *j = cJSON_CreateObject();
+    for (int i = 0; j && i < base->n_cols; i++) {
+        column *b = &base->cols[i];
+        cJSON *h = compute_bins(b) ? NULL : column_histogram(b, find_column(cur, b->name));
+        if (!h) {
+            cJSON_Delete(j);
+            return NULL;
+        }
+        cJSON_AddItemToObject(j, b->name, h);
+    }
+    return j;
+}

@@ -62,4 +62,10 @@ inf_status inf__mon_profile_load(const char *path, inf__mon_profile **out, inf_e
  * "outputs"}) of cur against base; columns of base only.  NULL on ENOMEM. */
 cJSON *inf__mon_drift_json(inf__mon_profile *base, inf__mon_profile *cur, const char *model, const char *version);
 
+/* Per column of base: the two distributions drift compares, as fractions,
+ * for charts: {NAME: {"type":"number","edges":[...],"baseline":[...],
+ * "current":[...]} or {"type":"category","labels":[...],"baseline":[...],
+ * "current":[...]}}.  NULL on ENOMEM. */
+cJSON *inf__mon_histograms_json(inf__mon_profile *base, inf__mon_profile *cur);
+
 #endif /* INF_MONITOR_PROFILE_H */
