@@ -63,6 +63,9 @@ static const srv_route routes[] = {
     {"POST", "/v2/repository/models/{name}/load", h_repo_load, ADMIN, "repository load"},
     {"POST", "/v2/repository/models/{name}/unload", h_repo_unload, ADMIN, "repository unload"},
     {"GET", "/metrics", h_metrics, OPEN_METRICS, "metrics"},
+    /* the read-only console (ui.c, --ui): the page holds no data; its state is guarded like /metrics */
+    {"GET", "/ui", inf__serve_ui_page, 0, "console"},
+    {"GET", "/ui/state", inf__serve_ui_state, OPEN_METRICS, "console state"},
     /* OpenAI-compatible generative endpoints (openai.c); access 0: the body
      * names the model, so openai.c checks the predictor role once parsed */
     {"POST", "/v1/completions", inf__serve_openai_completions, 0, "completions"},

@@ -624,6 +624,10 @@ void inf__serve_monitor_records(srv_server *srv, srv_version *v, void *exec, con
 void inf__serve_monitor_metrics(srv_server *srv, srv_buf *out);
 void inf__serve_monitor_state_json(srv_server *srv, srv_buf *out);
 
+/* ---- ui.c: the read-only console of --ui (GET /ui, GET /ui/state) ---------- */
+int inf__serve_ui_page(srv_request *rq);
+int inf__serve_ui_state(srv_request *rq);
+
 /* util.c */
 void inf__serve_access_log(srv_server *srv, const srv_request *rq);
 
