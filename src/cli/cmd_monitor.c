@@ -26,6 +26,7 @@
 #include "monitor/predlog.h"
 #include "monitor/profile.h"
 #include "monitor/actions.h"
+#include "monitor/baseline_store.h"
 #include "monitor/report.h"
 #include "monitor/rules.h"
 #include "runtime/model.h"
@@ -37,7 +38,7 @@
 typedef struct mon_opts {
     const char *ref, *data, *out, *log, *baseline, *labels, *id_column, *label_column, *prediction_column,
         *window, *since, *pipeline, *home, *registry, *rules, *html;
-    int json, dry_run;
+    int json, dry_run, register_baseline;
     int64_t window_us, since_us; /* 0 = one window; INT64_MIN = no --since */
 } mon_opts;
 
@@ -71,6 +72,7 @@ static int parse_args(int argc, char **argv, mon_opts *o) {
         if (matched) continue;
         if (!strcmp(argv[i], "--json")) o->json = 1;
         else if (!strcmp(argv[i], "--dry-run")) o->dry_run = 1;
+        else if (!strcmp(argv[i], "--register")) o->register_baseline = 1;
         else if (argv[i][0] != '-' && !o->ref) o->ref = argv[i];
         else return cli_usage(CMD, "unknown option '%s' (see 'infera help monitor')", argv[i]);
     }
@@ -194,15 +196,31 @@ static int sub_baseline(const mon_opts *o, inf__rt_model *m) {
     if (!o->data) return cli_usage(CMD, "baseline needs --data SRC");
     inf__mon_profile *prof;
     if (inf__mon_profile_new(&prof)) return cli_fail(CMD, "out of memory");
+    if (o->register_baseline && !m->from_registry)
+        return cli_usage(CMD, "--register stores the baseline with a registry version: REF must be NAME[@VERSION|@ALIAS]");
     int rc = baseline_from_data(m, o->data, prof);
     if (!rc) {
         cJSON *j = inf__mon_profile_to_json(prof, m->name, m->version);
-        rc = print_json_to(j, o->out);
+        if (!o->register_baseline || o->out) rc = print_json_to(j, o->out);
+        char *text = !rc && o->register_baseline && j ? cJSON_Print(j) : NULL;
+        inf_error e;
+        if (!rc && o->register_baseline) {
+            if (!text) rc = cli_fail(CMD, "out of memory");
+            else if (inf__mon_baseline_store(m->registry, o->home, m->name, m->version_num, text,
+                                             (int64_t)inf__mon_profile_rows(prof), &e))
+                rc = cli_fail(CMD, "baseline of %s@%lld: %s", m->name, (long long)m->version_num, e.message);
+            else
+                fprintf(stderr, "infera monitor: baseline of %s@%lld stored (%llu rows)\n", m->name,
+                        (long long)m->version_num, (unsigned long long)inf__mon_profile_rows(prof));
+        }
+        free(text);
         cJSON_Delete(j);
     }
     inf__mon_profile_free(prof);
     return rc;
 }
+
+static int baseline_of(const mon_opts *o, inf__rt_model *m, inf__mon_profile **base);
 
 /* ---- drift ----------------------------------------------------------------- */
 
@@ -305,12 +323,9 @@ static void print_drift_text(const cJSON *j) {
 
 static int sub_drift(const mon_opts *o, inf__rt_model *m) {
     if (!o->log) return cli_usage(CMD, "drift needs --log SRC");
-    if (!o->baseline == !o->data) return cli_usage(CMD, "drift needs one of --baseline FILE or --data SRC");
     inf__mon_profile *base = NULL;
     windows w = {0};
-    int rc = 0;
-    if (o->baseline) rc = load_baseline(o->baseline, &base);
-    if (!rc && o->data) rc = inf__mon_profile_new(&base) ? cli_fail(CMD, "out of memory") : baseline_from_data(m, o->data, base);
+    int rc = baseline_of(o, m, &base);
     if (!rc) rc = profile_log(o, m, &w);
     /* without --window: DESIGN.md's one object; with it {"model","version","window_s","windows":[...]} */
     cJSON *all = o->window_us ? cJSON_CreateObject() : NULL, *arr = NULL;
@@ -351,7 +366,14 @@ static int sub_drift(const mon_opts *o, inf__rt_model *m) {
 /* The baseline of --baseline FILE or --data SRC (one of them). */
 static int baseline_of(const mon_opts *o, inf__rt_model *m, inf__mon_profile **base) {
     *base = NULL;
-    if (!o->baseline == !o->data) return cli_usage(CMD, "%s needs one of --baseline FILE or --data SRC", "this sub-command");
+    if (o->baseline && o->data) return cli_usage(CMD, "give one of --baseline FILE or --data SRC, not both");
+    if (!o->baseline && !o->data) { /* the baseline stored with the registry version */
+        inf_error e;
+        if (!m->from_registry)
+            return cli_usage(CMD, "a file model needs --baseline FILE or --data SRC (registry versions may have one "
+                                  "stored: monitor baseline NAME@VERSION --data SRC --register)");
+        return inf__mon_baseline_find(o->home, m->name, m->version_num, base, &e) ? cli_fail(CMD, "%s", e.message) : 0;
+    }
     if (o->baseline) return load_baseline(o->baseline, base);
     if (inf__mon_profile_new(base)) return cli_fail(CMD, "out of memory");
     return baseline_from_data(m, o->data, *base);

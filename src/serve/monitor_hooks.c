@@ -31,6 +31,7 @@
 #include "infera/pipeline.h"
 #include "infera/registry.h"
 #include "monitor/actions.h"
+#include "monitor/baseline_store.h"
 #include "monitor/online.h"
 #include "monitor/predlog.h"
 #include "monitor/rules.h"
@@ -213,6 +214,11 @@ static mon_entry *entry_new(srv_monitor *m, const srv_version *v) {
     inf_error err;
     if (path && inf__mon_profile_load(path, &base, &err) != INF_OK)
         fprintf(stderr, "infera serve: model '%s': %s (no drift window)\n", v->name, err.message);
+    /* a registry version's stored baseline (monitor baseline ... --register) */
+    if (!path && v->registry_version > 0 &&
+        inf__mon_baseline_find(m->srv->opt.home, v->registry_name, v->registry_version, &base, &err) == INF_OK)
+        fprintf(stderr, "infera serve: model '%s' version %s: drift against the baseline stored with %s@%lld\n", v->name,
+                v->version, v->registry_name, (long long)v->registry_version);
     if (base && inf__mon_online_new(base, (int64_t)m->srv->opt.monitor_window_s * 1000000, 0, &e->online) != INF_OK)
         e->online = NULL;
     if (!e->passthrough || !e->rules) {

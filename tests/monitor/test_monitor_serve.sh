@@ -144,6 +144,15 @@ assert text.count("monitor-rollback") == 1, text[-2000:]
 print("serve monitoring: %d drift gauges equal numpy/scipy; alert, webhook and rollback once" % checked)
 PY
 
+# a baseline stored with the registry version is the default of drift (and equals the file's)
+"$infera" monitor baseline fraud@2 --data csv:train.csv --register 2>register.err || fail "register: $(cat register.err)"
+"$infera" monitor drift fraud@2 --log jsonl:serve_log.jsonl --baseline base.json --json > drift_file.json
+"$infera" monitor drift fraud@2 --log jsonl:serve_log.jsonl --json > drift_stored.json
+cmp -s drift_file.json drift_stored.json || fail "drift against the stored baseline differs from the file's"
+"$infera" monitor drift fraud@1 --log jsonl:serve_log.jsonl --json >/dev/null 2>nobase.err && fail "drift of fraud@1 without a baseline"
+grep -q "no baseline stored with fraud@1" nobase.err || fail "no-baseline message: $(cat nobase.err)"
+"$infera" registry audit --model fraud --json | grep -q monitor-baseline || fail "storing the baseline was not audited"
+
 # offline: monitor check over the server's log fires the same rule; the training log does not
 set +e
 "$infera" monitor check fraud@2 --log jsonl:serve_log.jsonl --baseline base.json --rules rules.json --dry-run --json > check.json

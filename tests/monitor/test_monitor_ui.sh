@@ -41,8 +41,9 @@ for r in cur:
 json.dump({"records": cur}, open("records.json", "w"))
 PY
 "$infera" registry register fraud fraud_xgb.onnx --pipeline fraud_spec.json >/dev/null
-"$infera" monitor baseline fraud --data csv:train.csv -o base.json 2>/dev/null
-"$infera" serve --port 0 --model fraud=fraud --baseline fraud=base.json --ui 2>server.log &
+# the baseline stored with the version: serve finds it without --baseline
+"$infera" monitor baseline fraud --data csv:train.csv --register 2>/dev/null
+"$infera" serve --port 0 --model fraud=fraud --ui 2>server.log &
 SERVER_PID=$!
 PORT=$(serve_port server.log) || { cat server.log; echo "FAIL: server did not start"; exit 1; }
 curl -sf -X POST --data-binary @records.json "http://127.0.0.1:$PORT/v2/models/fraud/records" >/dev/null
