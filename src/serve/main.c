@@ -85,6 +85,8 @@ static const opt_row opt_table[] = {
     {"monitor", T_STR, O(monitor_rules), 0, 0, "alert rule file (docs/monitoring.md): evaluated continuously"},
     {"monitor-interval", T_INT, O(monitor_interval_s), 1, 86400, "seconds between rule evaluations (default 10)"},
     {"ui", T_BOOL, O(ui), 0, 1, "serve the read-only web console at /ui"},
+    {"cpu-price-per-hour", T_STR, O(cpu_price), 0, 0,
+     "price of one CPU-hour: /metrics adds infera_cost_per_million_predictions (default: CPU-seconds only)"},
 };
 #define N_OPTS ((int)(sizeof opt_table / sizeof opt_table[0]))
 

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -82,6 +83,30 @@ static int64_t now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- cost per prediction ------------------------------------------------------ */
+
+static double cpu_seconds(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru)) return 0;
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+static uint64_t predictions(srv_server *srv) {
+    uint64_t n = 0;
+    pthread_mutex_lock(&srv->metrics.lock);
+    for (srv_model_metrics *e = srv->metrics.head; e; e = e->next) n += atomic_load(&e->inference_count);
+    pthread_mutex_unlock(&srv->metrics.lock);
+    return n;
+}
+
+/* The price of a CPU-hour (--cpu-price-per-hour), NAN when not given or not a number. */
+static double cpu_price(const srv_server *srv) {
+    if (!srv->opt.cpu_price) return NAN;
+    char *end;
+    double v = strtod(srv->opt.cpu_price, &end);
+    return *end || !(v >= 0) ? NAN : v;
 }
 
 /* ---- start / stop ---------------------------------------------------------- */
@@ -156,6 +181,14 @@ inf_status inf__serve_monitor_start(srv_server *srv, inf_error *err) {
 
 void inf__serve_monitor_stop(srv_server *srv) {
     srv_monitor *m = srv->monitor;
+    uint64_t n = srv->models ? predictions(srv) : 0;
+    if (n) {
+        double cpu = cpu_seconds(), price = cpu_price(srv);
+        fprintf(stderr, "infera serve: cost: %llu predictions, cpu %.2f s, %.1f cpu-s per million predictions", (unsigned long long)n,
+                cpu, cpu / (double)n * 1e6);
+        if (isfinite(price)) fprintf(stderr, ", %.4g per million at %g per CPU-hour", cpu / 3600.0 * price / (double)n * 1e6, price);
+        fputc('\n', stderr);
+    }
     if (!m) return;
     if (m->thread_started) {
         pthread_mutex_lock(&m->mu);
@@ -390,8 +423,29 @@ static void drift_gauges(srv_buf *o, const mon_entry *e, const cJSON *drift) {
     }
 }
 
+/* The server's CPU time (every thread: HTTP, batchers, monitoring) per
+ * million rows predicted, as `infera batch` reports it in its summary. */
+static void cost_metrics(srv_server *srv, srv_buf *o) {
+    double cpu = cpu_seconds(), price = cpu_price(srv);
+    uint64_t n = predictions(srv);
+    inf__serve_buf_printf(o, "# HELP infera_process_cpu_seconds_total CPU time of the server process (user + system).\n"
+                             "# TYPE infera_process_cpu_seconds_total counter\ninfera_process_cpu_seconds_total %.3f\n"
+                             "# HELP infera_predictions_total Rows predicted, every model.\n"
+                             "# TYPE infera_predictions_total counter\ninfera_predictions_total %llu\n",
+                          cpu, (unsigned long long)n);
+    if (!n) return;
+    inf__serve_buf_printf(o, "# HELP infera_cpu_seconds_per_million_predictions Process CPU time per million rows predicted.\n"
+                             "# TYPE infera_cpu_seconds_per_million_predictions gauge\n"
+                             "infera_cpu_seconds_per_million_predictions %.6g\n", cpu / (double)n * 1e6);
+    if (isfinite(price))
+        inf__serve_buf_printf(o, "# HELP infera_cost_per_million_predictions CPU cost per million rows predicted at --cpu-price-per-hour.\n"
+                                 "# TYPE infera_cost_per_million_predictions gauge\n"
+                                 "infera_cost_per_million_predictions %.6g\n", cpu / 3600.0 * price / (double)n * 1e6);
+}
+
 void inf__serve_monitor_metrics(srv_server *srv, srv_buf *o) {
     srv_monitor *m = srv->monitor;
+    cost_metrics(srv, o);
     if (!m) return;
     pthread_mutex_lock(&m->mu);
     mon_entry *head = m->entries;

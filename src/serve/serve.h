@@ -478,6 +478,7 @@ typedef struct srv_options {
     const char *monitor_rules;    /* --monitor FILE: alert rules */
     int monitor_interval_s;       /* rule evaluation period (default 10) */
     int ui;                       /* --ui: the read-only console at /ui */
+    const char *cpu_price;        /* --cpu-price-per-hour: money per CPU-hour for the cost gauges, or NULL */
 } srv_options;
 
 /* ---- conn_guard.c: read deadline and connection reserve -------------------- */

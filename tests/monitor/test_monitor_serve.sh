@@ -74,7 +74,8 @@ cat > rules.json <<EOF2
 EOF2
 
 "$infera" serve --port 0 --model fraud=fraud@production --poll-secs 1 --log-predictions jsonl:serve_log.jsonl \
-    --baseline fraud=base.json --monitor rules.json --monitor-interval 1 --monitor-window 86400 2>server.log &
+    --baseline fraud=base.json --monitor rules.json --monitor-interval 1 --monitor-window 86400 \
+    --cpu-price-per-hour 0.05 2>server.log &
 SERVER_PID=$!
 PORT=$(serve_port server.log) || fail "server did not start"
 url=http://127.0.0.1:$PORT
@@ -83,6 +84,8 @@ for f in req_0[0-5].json; do   # 300 records: enough for min_rows, before the fi
 done
 sleep 1.2   # the window's drift is refreshed at most once a second
 curl -sf "$url/metrics" > metrics1.txt
+# the cost gauges: CPU time as the kernel counts it (/proc/PID/stat utime + stime, read right after)
+awk '{print ($14 + $15) / '"$(getconf CLK_TCK)"'}' "/proc/$SERVER_PID/stat" > proc_cpu.txt
 grep -q '^infera_monitor_records_total{model="fraud",version="2"} 300$' metrics1.txt || fail "records count: $(grep monitor_records metrics1.txt)"
 
 # wait for the rule thread: alert, webhook, rollback, and the server following the alias
@@ -132,6 +135,18 @@ for sec in ("features", "outputs"):
 assert checked >= 30, checked
 assert gauges[("distance_from_home_km", "psi")] > 1, gauges[("distance_from_home_km", "psi")]
 assert gauges[("amount", "psi")] < 0.1
+# cost per prediction
+def gauge(name):
+    return float(re.search(r"^%s (\S+)$" % name, open("metrics1.txt").read(), re.M).group(1))
+cpu, n = gauge("infera_process_cpu_seconds_total"), gauge("infera_predictions_total")
+proc_cpu = float(open("proc_cpu.txt").read())
+assert n == 300, n
+assert cpu - 0.02 <= proc_cpu <= cpu + 0.5, (cpu, proc_cpu)
+got = gauge("infera_cpu_seconds_per_million_predictions")
+assert abs(got - cpu / n * 1e6) <= (1e-5 * cpu + 0.0006) / n * 1e6, (got, cpu, n)
+# the CPU counter is printed with 3 decimals: the gauges may differ by its rounding
+cost = gauge("infera_cost_per_million_predictions")
+assert abs(cost - cpu / 3600 * 0.05 / n * 1e6) <= (1e-5 * cpu + 0.0006) / 3600 * 0.05 / n * 1e6, (cost, cpu, n)
 hooks = [json.loads(l) for l in open("hook.jsonl")]
 assert len(hooks) == 1, hooks
 h = hooks[0]
