@@ -63,9 +63,6 @@ int inf__mon_log_sample_next(inf__mon_log *l) {
     return 1;
 }
 
-int inf__mon_sample_hit(uint64_t k, double fraction) {
-    return fraction >= 1.0 || (double)(splitmix64(k) >> 11) * 0x1.0p-53 < fraction;
-}
 
 /* A feature column of a sensitive input ("ssn", or one-hot "ssn=..."). */
 static int column_is_sensitive(const inf_pipeline *p, const char *col) {

@@ -70,9 +70,6 @@ int inf__mon_log_is_meta_field(const char *name);
  * rows and queues it, or drops and counts it when the buffer is full. */
 int inf__mon_log_sample_next(inf__mon_log *l);
 void inf__mon_log_queue(inf__mon_log *l, inf_record_batch *rows);
-/* The same hashed-counter sample without a log: 1 when record number k is
- * in a sample of the given fraction. */
-int inf__mon_sample_hit(uint64_t k, double fraction);
 /* The counts so far (the log stays open). */
 void inf__mon_log_stats_get(inf__mon_log *l, inf__mon_log_stats *stats);
 /* Drains the queue, closes the sink, frees l.  stats (may be NULL) gets the

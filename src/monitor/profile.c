@@ -161,6 +161,63 @@ static inf_status add_value(column *c, const inf_value *v) {
     return count_category(c, s, 1);
 }
 
+int inf__mon_profile_find(const inf__mon_profile *p, const char *name) {
+    for (int i = 0; i < p->n_cols; i++)
+        if (!strcmp(p->cols[i].name, name)) return i;
+    return -1;
+}
+
+int inf__mon_profile_n_columns(const inf__mon_profile *p) { return p->n_cols; }
+const char *inf__mon_profile_column_name(const inf__mon_profile *p, int idx) { return p->cols[idx].name; }
+
+inf_status inf__mon_profile_new_like(const inf__mon_profile *like, inf__mon_profile **out) {
+    inf__mon_profile *p;
+    if (inf__mon_profile_new(&p)) return INF_ENOMEM;
+    for (int i = 0; i < like->n_cols; i++) {
+        column *c = get_column(p, like->cols[i].name);
+        if (!c) {
+            inf__mon_profile_free(p);
+            return INF_ENOMEM;
+        }
+        c->is_feature = like->cols[i].is_feature;
+        c->typed = like->cols[i].typed;
+        c->categorical = like->cols[i].categorical;
+    }
+    *out = p;
+    return INF_OK;
+}
+
+inf_status inf__mon_profile_add_number(inf__mon_profile *p, int idx, double v) {
+    column *c = &p->cols[idx];
+    c->n++;
+    if (!c->typed) c->typed = 1; /* numeric */
+    if (c->categorical) {
+        char num[64];
+        if (!isfinite(v)) {
+            c->n_missing++;
+            return INF_OK;
+        }
+        snprintf(num, sizeof num, "%.17g", v);
+        return count_category(c, num, 1);
+    }
+    if (!isfinite(v)) {
+        c->n_missing++;
+        return INF_OK;
+    }
+    return push_value(c, v);
+}
+
+inf_status inf__mon_profile_add_value(inf__mon_profile *p, int idx, const inf_value *v) {
+    return add_value(&p->cols[idx], v);
+}
+
+static void pad_columns(inf__mon_profile *p);
+
+void inf__mon_profile_end_row(inf__mon_profile *p) {
+    p->n_rows++;
+    pad_columns(p);
+}
+
 static int row_matches(const inf_record_batch *b, int row, int f, const char *want) {
     if (!want || f < 0) return 1;
     const inf_value *v = inf_record_batch_get(b, row, f);

@@ -46,6 +46,20 @@ inf_status inf__mon_profile_mark_feature(inf__mon_profile *p, const char *name);
  * model/version non-NULL only rows stamped with them count.  INF_ENOMEM. */
 inf_status inf__mon_profile_add(inf__mon_profile *p, const inf_record_batch *b, const char *model,
                                 const char *version);
+/* Column by column (online.c's fast path, no log row built): the index of
+ * column name in p, or -1 (absent); add a number (NaN = missing) or a
+ * value to column idx; end_row counts the row and pads the columns that got
+ * nothing in it as missing.  INF_ENOMEM. */
+int inf__mon_profile_find(const inf__mon_profile *p, const char *name);
+inf_status inf__mon_profile_add_number(inf__mon_profile *p, int idx, double v);
+inf_status inf__mon_profile_add_value(inf__mon_profile *p, int idx, const inf_value *v);
+void inf__mon_profile_end_row(inf__mon_profile *p);
+/* The names of the columns of p (the baseline's, for a fast-path map). */
+int inf__mon_profile_n_columns(const inf__mon_profile *p);
+const char *inf__mon_profile_column_name(const inf__mon_profile *p, int idx);
+/* An empty profile with the columns of like (same order, same kinds):
+ * find() indexes of like are valid in it.  INF_ENOMEM. */
+inf_status inf__mon_profile_new_like(const inf__mon_profile *like, inf__mon_profile **out);
 /* Adds one row (no model/version filter; see row_matches).  INF_ENOMEM. */
 inf_status inf__mon_profile_add_row(inf__mon_profile *p, const inf_record_batch *b, int row);
 /* 1 when row is stamped with model and version (NULL: any). */

@@ -78,7 +78,7 @@ static const opt_row opt_table[] = {
      "generative models: requests waiting for a slot before 429 (default 64)"},
     {"log-predictions", T_STR, O(log_predictions), 0, 0,
      "prediction log of the records endpoint: a sink URI (jsonl:, csv:, sqlite:, postgresql://; docs/monitoring.md)"},
-    {"log-sample", T_STR, O(log_sample), 0, 0, "fraction of records logged and profiled for drift, in (0, 1] (default 1)"},
+    {"log-sample", T_STR, O(log_sample), 0, 0, "fraction of records logged, in (0, 1] (default 1; drift windows see every record)"},
     {"baseline", T_STR, O(baseline), 0, 0,
      "[NAME=]FILE[,...]: baselines (infera monitor baseline) for the drift windows and infera_feature_drift"},
     {"monitor-window", T_INT, O(monitor_window_s), 1, 86400 * 7, "drift window in seconds (default 60)"},

@@ -8,10 +8,11 @@
  * DESIGN.  One server-wide prediction log (src/monitor/predlog.c: bounded
  * queue, one writer thread; a full queue drops and counts, never waits).
  * The request path (complete_records in routes.c) calls
- * inf__serve_monitor_records once per scored request: the sampled records'
- * log rows are built with the version's pipeline (sensitive fields left out
- * by inf__mon_log_row), added to the version's drift window (a short mutex,
- * src/monitor/online.c) and queued to the log.  Entries (one per served
+ * inf__serve_monitor_records once per scored request: every record goes
+ * into the version's drift window column by column (a short mutex,
+ * src/monitor/online.c), and the sampled records' log rows are built with
+ * the version's pipeline (sensitive fields left out by inf__mon_log_row) and
+ * queued to the log.  Entries (one per served
  * model version seen) live for the server's life, like the metrics entries,
  * in a list that only grows (its lock is held to find or add one).  The rule
  * thread wakes every --monitor-interval seconds, checks every rule against
@@ -62,7 +63,6 @@ typedef struct srv_monitor {
     srv_server *srv;
     inf__mon_log *log;
     double sample;
-    _Atomic uint64_t seen;   /* the sample's counter when there is no log */
     struct {
         char name[129];      /* "" = every model */
         const char *path;
@@ -252,7 +252,8 @@ static mon_entry *entry_new(srv_monitor *m, const srv_version *v) {
         inf__mon_baseline_find(m->srv->opt.home, v->registry_name, v->registry_version, &base, &err) == INF_OK)
         fprintf(stderr, "infera serve: model '%s' version %s: drift against the baseline stored with %s@%lld\n", v->name,
                 v->version, v->registry_name, (long long)v->registry_version);
-    if (base && inf__mon_online_new(base, (int64_t)m->srv->opt.monitor_window_s * 1000000, 0, &e->online) != INF_OK)
+    if (base && inf__mon_online_new(base, (int64_t)m->srv->opt.monitor_window_s * 1000000, 0,
+                                    v->registry_name[0] ? v->registry_name : v->name, v->version, &e->online) != INF_OK)
         e->online = NULL;
     if (!e->passthrough || !e->rules) {
         inf__mon_passthrough_free(e->passthrough);
@@ -296,12 +297,13 @@ void inf__serve_monitor_records(srv_server *srv, srv_version *v, void *exec, con
     const inf_pipeline_exec *ex = exec;
     int n = inf_pipeline_n_accepted(ex);
     atomic_fetch_add(&e->records, (uint64_t)n);
-    if (!e->online && !m->log) return;
     int64_t t = now_us();
+    /* every record into the drift window, column by column (no log row) */
+    if (e->online && inf__mon_online_add_scored(e->online, ex, pred, t) != INF_OK) atomic_fetch_add(&e->build_failures, 1);
+    if (!m->log) return;
     inf_record_batch *rows = NULL;
     for (int k = 0; k < n; k++) {
-        int take = m->log ? inf__mon_log_sample_next(m->log) : inf__mon_sample_hit(atomic_fetch_add(&m->seen, 1), m->sample);
-        if (!take) continue;
+        if (!inf__mon_log_sample_next(m->log)) continue;
         if ((!rows && inf_record_batch_new(&rows)) ||
             inf__mon_log_row(v->pipeline, (const char *const *)e->passthrough, ex, in, pred, k, t, rows) ||
             stamp_row(rows, inf_record_batch_n_rows(rows) - 1, e)) {
@@ -312,9 +314,7 @@ void inf__serve_monitor_records(srv_server *srv, srv_version *v, void *exec, con
     }
     if (!rows) return;
     atomic_fetch_add(&e->sampled, (uint64_t)inf_record_batch_n_rows(rows));
-    if (e->online) inf__mon_online_add(e->online, rows, t);
-    if (m->log) inf__mon_log_queue(m->log, rows);
-    else inf_record_batch_free(rows);
+    inf__mon_log_queue(m->log, rows);
 }
 
 /* ---- rules ------------------------------------------------------------------ */
@@ -341,7 +341,7 @@ static void fire(srv_monitor *m, mon_entry *e, const inf__mon_rule *r, rule_stat
 
 static void evaluate_entry(srv_monitor *m, mon_entry *e, int64_t t) {
     if (!e->online) return;
-    cJSON *drift = inf__mon_online_drift(e->online, t, e->name, e->version, 1);
+    cJSON *drift = inf__mon_online_drift(e->online, t, 1);
     if (!drift) return;
     for (int i = 0; i < m->rules.n; i++) {
         const inf__mon_rule *r = &m->rules.rules[i];
@@ -458,7 +458,7 @@ void inf__serve_monitor_metrics(srv_server *srv, srv_buf *o) {
         entry_labels(o, e);
         inf__serve_buf_printf(o, "} %llu\n", (unsigned long long)atomic_load(&e->records));
     }
-    inf__serve_buf_puts(o, "# HELP infera_monitor_sampled_total Records sampled into the prediction log and the drift window.\n"
+    inf__serve_buf_puts(o, "# HELP infera_monitor_sampled_total Records sampled into the prediction log.\n"
                            "# TYPE infera_monitor_sampled_total counter\n");
     for (mon_entry *e = head; e; e = e->next) {
         inf__serve_buf_puts(o, "infera_monitor_sampled_total{");
@@ -478,7 +478,7 @@ void inf__serve_monitor_metrics(srv_server *srv, srv_buf *o) {
     inf__serve_buf_puts(o, "# HELP infera_feature_drift Drift of a feature or output against the baseline (current window, else the last complete one).\n"
                            "# TYPE infera_feature_drift gauge\n");
     for (mon_entry *e = head; e; e = e->next) {
-        cJSON *d = e->online ? inf__mon_online_drift(e->online, t, e->name, e->version, 1) : NULL;
+        cJSON *d = e->online ? inf__mon_online_drift(e->online, t, 1) : NULL;
         if (d) drift_gauges(o, e, d);
         cJSON_Delete(d);
     }
@@ -536,7 +536,7 @@ void inf__serve_monitor_state_json(srv_server *srv, srv_buf *o) {
         inf__serve_buf_json_str(o, e->version, strlen(e->version));
         inf__serve_buf_printf(o, ",\"records\":%llu,\"sampled\":%llu,\"drift\":", (unsigned long long)atomic_load(&e->records),
                               (unsigned long long)atomic_load(&e->sampled));
-        cJSON *d = e->online ? inf__mon_online_drift(e->online, t, e->name, e->version, 1) : NULL;
+        cJSON *d = e->online ? inf__mon_online_drift(e->online, t, 1) : NULL;
         char *text = d ? cJSON_PrintUnformatted(d) : NULL;
         inf__serve_buf_puts(o, text ? text : "null");
         free(text);
