@@ -7,11 +7,16 @@
  *   infera monitor drift REF --log SRC (--baseline FILE | --data SRC) [--since T] [--window 1h] [--json]
  *   infera monitor labels REF --log SRC --labels SRC --id-column C --label-column L
  *                         [--prediction-column P] [--json]
+ *   infera monitor check REF --log SRC --rules FILE [--baseline FILE | --data SRC] [--dry-run] [--json]
+ *   infera monitor report REF --log SRC --html OUT [--baseline FILE | --data SRC] [--window 1h]
+ *                         [--labels SRC --id-column C --label-column L]
+ *   infera monitor baseline REF --data SRC --register
  *   common: [--pipeline SPEC] [--home DIR] [--registry URL]
  *
  * Sub-commands are rows of one table.  The statistics are src/monitor/
- * (profile.c, labels.c); the metrics of `labels` are evaluate's
- * (src/tools/metrics.c).
+ * (profile.c, labels.c), the rules and their actions rules.c / actions.c,
+ * the HTML report.c, stored baselines baseline_store.c; the metrics of
+ * `labels` are evaluate's (src/tools/metrics.c).
  */
 #include <math.h>
 #include <stdio.h>
