@@ -98,6 +98,7 @@ grep -q 'now serves version 1' server.log || fail "the server did not follow the
 "$infera" registry resolve fraud@production | grep -q '@1\|version 1\|"version": *1' || { "$infera" registry resolve fraud@production; fail "alias not at 1"; }
 # the server's log is flushed at shutdown
 kill "$SERVER_PID"; wait "$SERVER_PID" || true; SERVER_PID=
+! grep -q -E 'Sanitizer|runtime error' server.log || { cat server.log; fail "sanitizer report in the server log"; }
 grep -q "prediction log: 300 records, 300 sampled, 300 logged, 0 dropped" server.log || fail "log counts: $(grep 'prediction log' server.log)"
 "$infera" registry audit --model fraud --json > audit.json
 

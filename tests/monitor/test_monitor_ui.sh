@@ -52,4 +52,6 @@ NODE_PATH="$ui/node_modules" node "$ui/console_test.js" "$chromium" "http://127.
 # without --ui there is no console
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/ui/nope")
 [ "$code" = 404 ] || { echo "FAIL: /ui/nope answered $code"; exit 1; }
+kill "$SERVER_PID"; wait "$SERVER_PID" || true; SERVER_PID=
+if grep -q -E 'Sanitizer|runtime error' server.log; then cat server.log; echo "FAIL: sanitizer report"; exit 1; fi
 echo "PASS"
