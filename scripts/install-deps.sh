@@ -23,6 +23,7 @@ packages=(
   python3-dev python3-setuptools python3-numpy python3-pytest  # the Python package (python/, tests/python)
   python3-pandas python3-dask python3-distributed  # infera.dask and its tests (LocalCluster)
   python3-yaml                                    # deploy/ manifests checked (tests/scale)
+  python3-scipy chromium                          # monitoring tests: drift oracles, the serve --ui console in a browser
 )
 # npm fetches the test oracles and peers (onnxruntime-node, the llama.cpp source, the openai client); a machine
 # whose Node.js ships its own npm (NodeSource) must not get Debian's, which conflicts with it
@@ -48,4 +49,10 @@ fi
 if command -v npm >/dev/null && [ ! -d "$(dirname "$0")/../tests/models/ort/node_modules/onnxruntime-node" ]; then
   (cd "$(dirname "$0")/../tests/models/ort" && npm ci --ignore-scripts --no-audit --no-fund >/dev/null 2>&1) ||
     echo "install-deps: onnxruntime-node not installed (ONNX Runtime checks will be skipped)" >&2
+fi
+# puppeteer-core (pinned in tests/monitor/ui/package.json) drives chromium in the console test
+# (tests/monitor/test_monitor_ui.sh, which also installs it when missing and skips without it).
+if command -v npm >/dev/null && [ ! -d "$(dirname "$0")/../tests/monitor/ui/node_modules/puppeteer-core" ]; then
+  (cd "$(dirname "$0")/../tests/monitor/ui" && npm ci --ignore-scripts --no-audit --no-fund >/dev/null 2>&1) ||
+    echo "install-deps: puppeteer-core not installed (the console test will be skipped)" >&2
 fi

@@ -7,16 +7,22 @@
  *   infera monitor drift REF --log SRC (--baseline FILE | --data SRC) [--since T] [--window 1h] [--json]
  *   infera monitor labels REF --log SRC --labels SRC --id-column C --label-column L
  *                         [--prediction-column P] [--json]
+ *   infera monitor check REF --log SRC --rules FILE [--baseline FILE | --data SRC] [--dry-run] [--json]
+ *   infera monitor report REF --log SRC --html OUT [--baseline FILE | --data SRC] [--window 1h]
+ *                         [--labels SRC --id-column C --label-column L]
+ *   infera monitor baseline REF --data SRC --register
  *   common: [--pipeline SPEC] [--home DIR] [--registry URL]
  *
  * Sub-commands are rows of one table.  The statistics are src/monitor/
- * (profile.c, labels.c); the metrics of `labels` are evaluate's
- * (src/tools/metrics.c).
+ * (profile.c, labels.c), the rules and their actions rules.c / actions.c,
+ * the HTML report.c, stored baselines baseline_store.c; the metrics of
+ * `labels` are evaluate's (src/tools/metrics.c).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -24,6 +30,10 @@
 #include "monitor/labels.h"
 #include "monitor/predlog.h"
 #include "monitor/profile.h"
+#include "monitor/actions.h"
+#include "monitor/baseline_store.h"
+#include "monitor/report.h"
+#include "monitor/rules.h"
 #include "runtime/model.h"
 #include "runtime/score.h"
 #include "tools/tools.h"
@@ -32,24 +42,10 @@
 
 typedef struct mon_opts {
     const char *ref, *data, *out, *log, *baseline, *labels, *id_column, *label_column, *prediction_column,
-        *window, *since, *pipeline, *home, *registry;
-    int json;
+        *window, *since, *pipeline, *home, *registry, *rules, *html;
+    int json, dry_run, register_baseline;
     int64_t window_us, since_us; /* 0 = one window; INT64_MIN = no --since */
 } mon_opts;
-
-/* "90s", "15m", "1h", "1d" or plain seconds -> microseconds; 0 when bad. */
-static int64_t parse_duration_us(const char *s) {
-    char *end;
-    double v = strtod(s, &end);
-    static const struct {
-        const char *suffix;
-        double seconds;
-    } units[] = {{"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}};
-    for (size_t i = 0; end != s && i < sizeof units / sizeof units[0]; i++)
-        if (!strcmp(end, units[i].suffix) && v > 0 && v * units[i].seconds < 1e12)
-            return (int64_t)(v * units[i].seconds * 1e6);
-    return 0;
-}
 
 static int parse_args(int argc, char **argv, mon_opts *o) {
     struct {
@@ -61,7 +57,8 @@ static int parse_args(int argc, char **argv, mon_opts *o) {
         {"--labels", &o->labels},       {"--id-column", &o->id_column},
         {"--label-column", &o->label_column}, {"--prediction-column", &o->prediction_column},
         {"--window", &o->window},       {"--since", &o->since},
-        {"--pipeline", &o->pipeline},
+        {"--pipeline", &o->pipeline},   {"--rules", &o->rules},
+        {"--html", &o->html},
         {"--home", &o->home},           {"--registry", &o->registry},
     };
     for (int i = 2; i < argc; i++) {
@@ -79,11 +76,13 @@ static int parse_args(int argc, char **argv, mon_opts *o) {
         }
         if (matched) continue;
         if (!strcmp(argv[i], "--json")) o->json = 1;
+        else if (!strcmp(argv[i], "--dry-run")) o->dry_run = 1;
+        else if (!strcmp(argv[i], "--register")) o->register_baseline = 1;
         else if (argv[i][0] != '-' && !o->ref) o->ref = argv[i];
         else return cli_usage(CMD, "unknown option '%s' (see 'infera help monitor')", argv[i]);
     }
     if (!o->ref) return cli_usage(CMD, "%s needs a model reference REF", argv[1]);
-    if (o->window && !(o->window_us = parse_duration_us(o->window)))
+    if (o->window && !(o->window_us = inf__mon_parse_duration_us(o->window)))
         return cli_usage(CMD, "--window needs a duration such as 90s, 15m, 1h, 1d (got '%s')", o->window);
     o->since_us = INT64_MIN;
     if (o->since && inf_parse_timestamp(o->since, strlen(o->since), &o->since_us))
@@ -96,6 +95,7 @@ static int open_model(const mon_opts *o, inf__rt_model *m) {
     mo.pipeline_path = o->pipeline;
     mo.home = o->home;
     mo.registry_url = o->registry;
+    mo.keep_registry = 1; /* check: a rule may roll an alias back */
     inf_error e;
     if (inf__rt_model_open(o->ref, &mo, m, &e)) return cli_fail(CMD, "model %s: %s", o->ref, e.message);
     return 0;
@@ -201,46 +201,37 @@ static int sub_baseline(const mon_opts *o, inf__rt_model *m) {
     if (!o->data) return cli_usage(CMD, "baseline needs --data SRC");
     inf__mon_profile *prof;
     if (inf__mon_profile_new(&prof)) return cli_fail(CMD, "out of memory");
+    if (o->register_baseline && !m->from_registry)
+        return cli_usage(CMD, "--register stores the baseline with a registry version: REF must be NAME[@VERSION|@ALIAS]");
     int rc = baseline_from_data(m, o->data, prof);
     if (!rc) {
         cJSON *j = inf__mon_profile_to_json(prof, m->name, m->version);
-        rc = print_json_to(j, o->out);
+        if (!o->register_baseline || o->out) rc = print_json_to(j, o->out);
+        char *text = !rc && o->register_baseline && j ? cJSON_Print(j) : NULL;
+        inf_error e;
+        if (!rc && o->register_baseline) {
+            if (!text) rc = cli_fail(CMD, "out of memory");
+            else if (inf__mon_baseline_store(m->registry, o->home, m->name, m->version_num, text,
+                                             (int64_t)inf__mon_profile_rows(prof), &e))
+                rc = cli_fail(CMD, "baseline of %s@%lld: %s", m->name, (long long)m->version_num, e.message);
+            else
+                fprintf(stderr, "infera monitor: baseline of %s@%lld stored (%llu rows)\n", m->name,
+                        (long long)m->version_num, (unsigned long long)inf__mon_profile_rows(prof));
+        }
+        free(text);
         cJSON_Delete(j);
     }
     inf__mon_profile_free(prof);
     return rc;
 }
 
+static int baseline_of(const mon_opts *o, inf__rt_model *m, inf__mon_profile **base);
+
 /* ---- drift ----------------------------------------------------------------- */
 
 static int load_baseline(const char *path, inf__mon_profile **out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return cli_fail(CMD, "baseline %s: cannot open", path);
-    char *buf = NULL;
-    size_t len = 0, cap = 0, n;
-    char chunk[65536];
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (len + n + 1 > cap) {
-            cap = (len + n + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return cli_fail(CMD, "out of memory");
-            }
-            buf = nb;
-        }
-        memcpy(buf + len, chunk, n);
-        len += n;
-    }
-    fclose(f);
-    cJSON *j = buf ? cJSON_ParseWithLength(buf, len) : NULL;
-    free(buf);
-    if (!j) return cli_fail(CMD, "baseline %s: not JSON", path);
     inf_error e;
-    inf_status st = inf__mon_profile_from_json(j, out, &e);
-    cJSON_Delete(j);
-    return st ? cli_fail(CMD, "baseline %s: %s", path, e.message) : 0;
+    return inf__mon_profile_load(path, out, &e) ? cli_fail(CMD, "%s", e.message) : 0;
 }
 
 /* The log's rows of m's version, one profile per window (window_us = 0:
@@ -337,12 +328,9 @@ static void print_drift_text(const cJSON *j) {
 
 static int sub_drift(const mon_opts *o, inf__rt_model *m) {
     if (!o->log) return cli_usage(CMD, "drift needs --log SRC");
-    if (!o->baseline == !o->data) return cli_usage(CMD, "drift needs one of --baseline FILE or --data SRC");
     inf__mon_profile *base = NULL;
     windows w = {0};
-    int rc = 0;
-    if (o->baseline) rc = load_baseline(o->baseline, &base);
-    if (!rc && o->data) rc = inf__mon_profile_new(&base) ? cli_fail(CMD, "out of memory") : baseline_from_data(m, o->data, base);
+    int rc = baseline_of(o, m, &base);
     if (!rc) rc = profile_log(o, m, &w);
     /* without --window: DESIGN.md's one object; with it {"model","version","window_s","windows":[...]} */
     cJSON *all = o->window_us ? cJSON_CreateObject() : NULL, *arr = NULL;
@@ -378,6 +366,102 @@ static int sub_drift(const mon_opts *o, inf__rt_model *m) {
     return rc;
 }
 
+/* ---- check: alert rules over the log --------------------------------------- */
+
+/* The baseline of --baseline FILE or --data SRC (one of them). */
+static int baseline_of(const mon_opts *o, inf__rt_model *m, inf__mon_profile **base) {
+    *base = NULL;
+    if (o->baseline && o->data) return cli_usage(CMD, "give one of --baseline FILE or --data SRC, not both");
+    if (!o->baseline && !o->data) { /* the baseline stored with the registry version */
+        inf_error e;
+        if (!m->from_registry)
+            return cli_usage(CMD, "a file model needs --baseline FILE or --data SRC (registry versions may have one "
+                                  "stored: monitor baseline NAME@VERSION --data SRC --register)");
+        return inf__mon_baseline_find(o->home, m->name, m->version_num, base, &e) ? cli_fail(CMD, "%s", e.message) : 0;
+    }
+    if (o->baseline) return load_baseline(o->baseline, base);
+    if (inf__mon_profile_new(base)) return cli_fail(CMD, "out of memory");
+    return baseline_from_data(m, o->data, *base);
+}
+
+/* Evaluates rule r over the log's windows of its length: the alert when
+ * its last max(1, for/window) windows (consecutive, each with min_rows
+ * rows) all breach; *alert stays NULL otherwise. */
+static int check_rule(const mon_opts *o, inf__rt_model *m, inf__mon_profile *base, const inf__mon_rule *r, cJSON **alert) {
+    *alert = NULL;
+    mon_opts wo = *o;
+    wo.window_us = r->window_us;
+    windows w = {0};
+    int rc = profile_log(&wo, m, &w);
+    int64_t k = r->for_us / r->window_us + (r->for_us % r->window_us != 0);
+    if (k < 1) k = 1;
+    int fires = !rc && w.n >= k && w.start[w.n - 1] - w.start[w.n - k] == (k - 1) * r->window_us;
+    for (int i = (int)(w.n - k); fires && i < w.n; i++) {
+        cJSON *d = inf__mon_drift_json(base, w.prof[i], m->name, m->version);
+        if (!d) {
+            rc = cli_fail(CMD, "out of memory");
+            break;
+        }
+        char t0[40], t1[40];
+        cJSON_AddStringToObject(d, "start", inf_format_timestamp(w.start[i], t0, sizeof t0));
+        cJSON_AddStringToObject(d, "end", inf_format_timestamp(w.start[i] + r->window_us, t1, sizeof t1));
+        double value;
+        const char *col;
+        fires = inf__mon_rule_check(r, d, &value, &col) == 1;
+        if (fires && i == w.n - 1) {
+            *alert = inf__mon_alert_json(r, d, value, col);
+            if (*alert) cJSON_AddNumberToObject(*alert, "windows", (double)k);
+        }
+        cJSON_Delete(d);
+    }
+    windows_free(&w);
+    return rc;
+}
+
+static int sub_check(const mon_opts *o, inf__rt_model *m) {
+    if (!o->log || !o->rules) return cli_usage(CMD, "check needs --log SRC and --rules FILE");
+    inf__mon_rules rules;
+    inf_error e;
+    if (inf__mon_rules_load(o->rules, &rules, &e)) return cli_fail(CMD, "%s", e.message);
+    inf__mon_profile *base = NULL;
+    int rc = baseline_of(o, m, &base);
+    cJSON *out = cJSON_CreateObject(), *firing = out ? cJSON_AddArrayToObject(out, "firing") : NULL;
+    if (!rc && !firing) rc = cli_fail(CMD, "out of memory");
+    for (int i = 0; !rc && i < rules.n; i++) {
+        cJSON *alert;
+        if ((rc = check_rule(o, m, base, &rules.rules[i], &alert)) || !alert) continue;
+        if (!o->dry_run) {
+            inf__mon_act_result res;
+            inf__mon_alert_act(&rules.rules[i], alert, m->registry, m->name, m->from_registry ? m->version_num : 0,
+                               "infera monitor", &res);
+        }
+        cJSON_AddItemToArray(firing, alert);
+    }
+    if (!rc) {
+        cJSON_AddStringToObject(out, "model", m->name);
+        cJSON_AddStringToObject(out, "version", m->version);
+        cJSON_AddNumberToObject(out, "rules", rules.n);
+        if (o->json) rc = print_json_to(out, NULL);
+        else {
+            const cJSON *a;
+            printf("model %s  version %s  %d rule%s, %d firing\n", m->name, m->version, rules.n, rules.n == 1 ? "" : "s",
+                   cJSON_GetArraySize(firing));
+            cJSON_ArrayForEach(a, firing)
+                printf("  FIRING %-24s %s %s = %.4f > %g  (window %s, %.0f rows)\n",
+                       cJSON_GetObjectItem(a, "rule")->valuestring, cJSON_GetObjectItem(a, "feature")->valuestring,
+                       cJSON_GetObjectItem(a, "metric")->valuestring, cJSON_GetObjectItem(a, "value")->valuedouble,
+                       cJSON_GetObjectItem(a, "threshold")->valuedouble,
+                       cJSON_IsString(cJSON_GetObjectItem(a, "window_start")) ? cJSON_GetObjectItem(a, "window_start")->valuestring : "-",
+                       cJSON_GetObjectItem(a, "rows")->valuedouble);
+        }
+        if (!rc && cJSON_GetArraySize(firing) > 0) rc = 3; /* 1 is an error, 2 a usage error */
+    }
+    cJSON_Delete(out);
+    inf__mon_profile_free(base);
+    inf__mon_rules_free(&rules);
+    return rc;
+}
+
 /* ---- labels ---------------------------------------------------------------- */
 
 static void add_count(cJSON *j, const char *k, int64_t v) { cJSON_AddNumberToObject(j, k, (double)v); }
@@ -403,9 +487,43 @@ static int compute_metrics(const inf__mon_join *jn, inf__metrics *q) {
     return 0;
 }
 
+static int labels_join(const mon_opts *o, inf__rt_model *m, inf__mon_join *jn_out, inf__metrics *q_out, cJSON **out);
+
+static void metrics_into(cJSON *mj, const inf__metrics *q) {
+    for (int k = 0; k < INF__N_METRICS; k++) {
+        if (!inf__metric_applies(q->task, k)) continue;
+        if (isfinite(q->v[k])) cJSON_AddNumberToObject(mj, inf__metric_names[k], q->v[k]);
+        else cJSON_AddNullToObject(mj, inf__metric_names[k]);
+    }
+}
+
 static int sub_labels(const mon_opts *o, inf__rt_model *m) {
     if (!o->log || !o->labels || !o->id_column || !o->label_column)
         return cli_usage(CMD, "labels needs --log SRC --labels SRC --id-column C --label-column L");
+    cJSON *j = NULL;
+    inf__mon_join jn;
+    inf__metrics q;
+    memset(&q, 0, sizeof q);
+    int rc = labels_join(o, m, &jn, &q, &j);
+    if (rc) return rc;
+    if (o->json) rc = print_json_to(j, NULL);
+    else {
+        printf("model %s  version %s  task %s  prediction %s\n", m->name, m->version, inf__task_names[q.task], jn.prediction_column);
+        printf("rows joined %lld  (predictions %lld, labels %lld, unlabelled %lld, labels unmatched %lld, duplicate labels %lld, duplicate predictions %lld, missing %lld)\n",
+               (long long)jn.rows_joined, (long long)jn.predictions, (long long)jn.labels, (long long)jn.unlabelled,
+               (long long)jn.labels_unmatched, (long long)jn.duplicate_labels, (long long)jn.duplicate_predictions,
+               (long long)jn.missing);
+        for (int k = 0; k < INF__N_METRICS; k++)
+            if (inf__metric_applies(q.task, k)) printf("  %-10s %.6f\n", inf__metric_names[k], q.v[k]);
+    }
+    cJSON_Delete(j);
+    inf__mon_join_free(&jn);
+    return rc;
+}
+
+/* The label join of o and its JSON (sub_labels' output); jn must be freed
+ * by the caller when 0 is returned. */
+static int labels_join(const mon_opts *o, inf__rt_model *m, inf__mon_join *jn_out, inf__metrics *q_out, cJSON **out) {
     int nf = inf_pipeline_n_feature_columns(m->pipeline);
     const char **skip = calloc((size_t)nf + 1, sizeof *skip);
     if (!skip) return cli_fail(CMD, "out of memory");
@@ -436,25 +554,131 @@ static int sub_labels(const mon_opts *o, inf__rt_model *m) {
     add_count(j, "missing", jn.missing);
     cJSON_AddStringToObject(j, "prediction_column", jn.prediction_column);
     cJSON_AddStringToObject(j, "task", inf__task_names[q.task]);
-    for (int k = 0; k < INF__N_METRICS; k++) {
-        if (!inf__metric_applies(q.task, k)) continue;
-        if (isfinite(q.v[k])) cJSON_AddNumberToObject(mj, inf__metric_names[k], q.v[k]);
-        else cJSON_AddNullToObject(mj, inf__metric_names[k]);
-    }
+    metrics_into(mj, &q);
     cJSON_AddItemToObject(j, "metrics", mj);
-    int rc = 0;
-    if (o->json) rc = print_json_to(j, NULL);
-    else {
-        printf("model %s  version %s  task %s  prediction %s\n", m->name, m->version, inf__task_names[q.task], jn.prediction_column);
-        printf("rows joined %lld  (predictions %lld, labels %lld, unlabelled %lld, labels unmatched %lld, duplicate labels %lld, duplicate predictions %lld, missing %lld)\n",
-               (long long)jn.rows_joined, (long long)jn.predictions, (long long)jn.labels, (long long)jn.unlabelled,
-               (long long)jn.labels_unmatched, (long long)jn.duplicate_labels, (long long)jn.duplicate_predictions,
-               (long long)jn.missing);
-        for (int k = 0; k < INF__N_METRICS; k++)
-            if (inf__metric_applies(q.task, k)) printf("  %-10s %.6f\n", inf__metric_names[k], q.v[k]);
+    *jn_out = jn;
+    *q_out = q;
+    *out = j;
+    return 0;
+}
+
+/* ---- report: one static HTML file ------------------------------------------- */
+
+/* Quality per window of the joined pairs (by when the prediction was logged). */
+static cJSON *quality_windows(const inf__mon_join *jn, int64_t window_us) {
+    cJSON *arr = cJSON_CreateArray();
+    int64_t n = jn->rows_joined;
+    int64_t *starts = malloc((size_t)(n ? n : 1) * sizeof *starts);
+    inf__mon_join sub = *jn;
+    sub.y = malloc((size_t)(n ? n : 1) * sizeof *sub.y);
+    sub.score = malloc((size_t)(n ? n : 1) * sizeof *sub.score);
+    int ok = arr && starts && sub.y && sub.score;
+    int64_t n_st = 0;
+    for (int64_t i = 0; ok && i < n; i++) { /* the distinct window starts, in order */
+        if (jn->at[i] == INT64_MIN) continue;
+        int64_t s0 = floor_div(jn->at[i], window_us) * window_us, k = 0;
+        while (k < n_st && starts[k] < s0) k++;
+        if (k < n_st && starts[k] == s0) continue;
+        memmove(starts + k + 1, starts + k, (size_t)(n_st - k) * sizeof *starts);
+        starts[k] = s0;
+        n_st++;
     }
-    cJSON_Delete(j);
-    inf__mon_join_free(&jn);
+    for (int64_t k = 0; ok && k < n_st; k++) {
+        sub.rows_joined = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (jn->at[i] != INT64_MIN && floor_div(jn->at[i], window_us) * window_us == starts[k]) {
+                sub.y[sub.rows_joined] = jn->y[i];
+                sub.score[sub.rows_joined++] = jn->score[i];
+            }
+        inf__metrics q;
+        memset(&q, 0, sizeof q);
+        cJSON *w = cJSON_CreateObject(), *mj = cJSON_CreateObject();
+        char t0[40];
+        if (!w || !mj || compute_metrics(&sub, &q)) {
+            cJSON_Delete(w);
+            cJSON_Delete(mj);
+            ok = 0;
+            break;
+        }
+        cJSON_AddStringToObject(w, "start", inf_format_timestamp(starts[k], t0, sizeof t0));
+        cJSON_AddNumberToObject(w, "rows", (double)sub.rows_joined);
+        metrics_into(mj, &q);
+        cJSON_AddItemToObject(w, "metrics", mj);
+        cJSON_AddItemToArray(arr, w);
+    }
+    free(starts);
+    free(sub.y);
+    free(sub.score);
+    if (!ok) {
+        cJSON_Delete(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+static int sub_report(const mon_opts *o, inf__rt_model *m) {
+    if (!o->log || !o->html) return cli_usage(CMD, "report needs --log SRC and --html OUT");
+    if (o->labels && (!o->id_column || !o->label_column))
+        return cli_usage(CMD, "report --labels SRC needs --id-column C and --label-column L");
+    inf__mon_profile *base = NULL;
+    int rc = baseline_of(o, m, &base);
+    mon_opts wo = *o;
+    windows whole = {0}, w = {0};
+    cJSON *r = cJSON_CreateObject();
+    if (!rc && !r) rc = cli_fail(CMD, "out of memory");
+    wo.window_us = 0;
+    if (!rc) rc = profile_log(&wo, m, &whole);
+    wo.window_us = o->window_us ? o->window_us : 3600000000LL;
+    if (!rc) rc = profile_log(&wo, m, &w);
+    if (!rc) {
+        char now[40];
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        cJSON_AddStringToObject(r, "model", m->name);
+        cJSON_AddStringToObject(r, "version", m->version);
+        cJSON_AddStringToObject(r, "generated", inf_format_timestamp((int64_t)ts.tv_sec * 1000000, now, sizeof now));
+        cJSON_AddNumberToObject(r, "rows", (double)inf__mon_profile_rows(whole.prof[0]));
+        cJSON_AddItemToObject(r, "overall", inf__mon_drift_json(base, whole.prof[0], m->name, m->version));
+        cJSON_AddItemToObject(r, "histograms", inf__mon_histograms_json(base, whole.prof[0]));
+        cJSON_AddNumberToObject(r, "window_s", (double)wo.window_us / 1e6);
+        cJSON *arr = cJSON_AddArrayToObject(r, "windows");
+        for (int i = 0; arr && i < w.n; i++) {
+            cJSON *d = inf__mon_drift_json(base, w.prof[i], m->name, m->version);
+            char t0[40], t1[40];
+            if (!d) break;
+            cJSON_AddStringToObject(d, "start", inf_format_timestamp(w.start[i], t0, sizeof t0));
+            cJSON_AddStringToObject(d, "end", inf_format_timestamp(w.start[i] + wo.window_us, t1, sizeof t1));
+            cJSON_AddItemToArray(arr, d);
+        }
+        if (!arr || cJSON_GetArraySize(arr) != w.n || !cJSON_GetObjectItem(r, "overall") || !cJSON_GetObjectItem(r, "histograms"))
+            rc = cli_fail(CMD, "out of memory");
+    }
+    if (!rc && o->labels) {
+        inf__mon_join jn;
+        inf__metrics q;
+        cJSON *qj = NULL;
+        if (!(rc = labels_join(o, m, &jn, &q, &qj))) {
+            cJSON_AddItemToObject(r, "quality", qj);
+            cJSON *qw = quality_windows(&jn, wo.window_us);
+            if (!qw) rc = cli_fail(CMD, "out of memory");
+            else cJSON_AddItemToObject(r, "quality_windows", qw);
+            inf__mon_join_free(&jn);
+        }
+    }
+    if (!rc) {
+        FILE *f = fopen(o->html, "w");
+        inf_error e;
+        if (!f) rc = cli_fail(CMD, "cannot write %s", o->html);
+        else if (inf__mon_report_html(f, r, &e) != INF_OK) {
+            fclose(f);
+            rc = cli_fail(CMD, "%s: %s", o->html, e.message);
+        } else if (fclose(f)) rc = cli_fail(CMD, "writing %s failed", o->html);
+    }
+    if (!rc) fprintf(stderr, "infera monitor: report of %s version %s (%d windows) written to %s\n", m->name, m->version, w.n, o->html);
+    cJSON_Delete(r);
+    windows_free(&whole);
+    windows_free(&w);
+    inf__mon_profile_free(base);
     return rc;
 }
 
@@ -467,10 +691,12 @@ static const struct {
     {"baseline", sub_baseline},
     {"drift", sub_drift},
     {"labels", sub_labels},
+    {"check", sub_check},
+    {"report", sub_report},
 };
 
 int cmd_monitor(int argc, char **argv) {
-    if (argc < 2) return cli_usage(CMD, "a sub-command is needed: baseline, drift or labels (see 'infera help monitor')");
+    if (argc < 2) return cli_usage(CMD, "a sub-command is needed: baseline, drift, labels, check or report (see 'infera help monitor')");
     for (size_t i = 0; i < sizeof SUBS / sizeof SUBS[0]; i++) {
         if (strcmp(argv[1], SUBS[i].name)) continue;
         mon_opts o;
@@ -483,6 +709,6 @@ int cmd_monitor(int argc, char **argv) {
         inf__rt_model_close(&m);
         return rc;
     }
-    return cli_usage(CMD, "unknown sub-command '%s' (baseline, drift, labels; 'check' and 'report' are not built yet)",
+    return cli_usage(CMD, "unknown sub-command '%s' (baseline, drift, labels, check, report)",
                      argv[1]);
 }

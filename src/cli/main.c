@@ -175,6 +175,11 @@ const cli_command cli_commands[] = {
      "                            [--window 1h] [--json]\n"
      "       infera monitor labels REF --log SRC --labels SRC --id-column C --label-column L\n"
      "                             [--prediction-column P] [--json]\n"
+     "       infera monitor check REF --log SRC --rules FILE [--baseline FILE | --data SRC]\n"
+     "                            [--dry-run] [--json]\n"
+     "       infera monitor report REF --log SRC --html OUT [--baseline FILE | --data SRC]\n"
+     "                             [--window 1h] [--labels SRC --id-column C --label-column L]\n"
+     "       infera monitor baseline REF --data SRC --register   (stored with the registry version)\n"
      "       common: [--pipeline SPEC] [--home DIR] [--registry URL]      (docs/monitoring.md)\n"
      "\n"
      "Works on prediction logs (`infera batch ... --log-predictions DST [--log-sample F]`:\n"
@@ -186,7 +191,13 @@ const cli_command cli_commands[] = {
      "against the baseline; --json prints {\"model\",\"version\",\"rows\",\"features\",\"outputs\"}; with\n"
      "--window (90s, 15m, 1h, 1d: by logged_at) {\"model\",\"version\",\"window_s\",\"windows\":[{..., \"start\",\"end\"}]}.\n"
      "labels: joins ground truth to logged predictions by id and prints evaluate's metrics\n"
-     "({\"rows_joined\",\"metrics\",...}); late, missing and duplicate labels are counted.\n"},
+     "({\"rows_joined\",\"metrics\",...}); late, missing and duplicate labels are counted.\n"
+     "check: evaluates alert rules (metric, feature, threshold, window, for, min_rows,\n"
+     "action log|webhook|rollback) over the log once, for cron; runs the actions unless\n"
+     "--dry-run; exit 3 when a rule fires ({\"firing\":[...]}), 0 when none does.\n"
+     "report: one self-contained HTML file (inline SVG): drift per window, distributions\n"
+     "against the baseline, quality per window.  Without --baseline/--data, a registry\n"
+     "version's stored baseline is used.\n"},
     {"prune", cmd_prune, "remove the least important weights or neurons of a model",
      "usage: infera prune IN -o OUT --sparsity S [--structured] [--calibration SRC [--spec FILE]]\n"
      "                    [--calibration-rows N] [--threads N]                  (docs/compression.md)\n"
@@ -263,6 +274,14 @@ const cli_command cli_commands[] = {
      "--llm-slots N (default 4) sequences are decoded together (one KV cache each);\n"
      "--llm-ctx N (default 2048) positions per sequence; --llm-queue N (default 64)\n"
      "requests wait for a slot before 429.  Token metrics use vLLM's names (vllm:*).\n"
+     "\n"
+     "Monitoring (docs/monitoring.md): --log-predictions DST [--log-sample F] logs the\n"
+     "records endpoint's scored records; --baseline [NAME=]FILE[,...] (or a baseline\n"
+     "stored with the registry version) keeps drift windows (--monitor-window S, default\n"
+     "60) exported as infera_feature_drift{model,version,feature,metric}; --monitor RULES\n"
+     "evaluates alert rules every --monitor-interval S (webhook, alias rollback);\n"
+     "--ui serves a read-only console at /ui; --cpu-price-per-hour P adds the cost\n"
+     "per million predictions to /metrics.\n"
      "See docs/serving.md and docs/llm.md.\n"},
     {"quantize", cmd_quantize, "write an INT8 (QDQ or QOperator) ONNX model from an FP32 one",
      "usage: infera quantize IN -o OUT [--mode dynamic|static] [--calibration SRC [--spec FILE]\n"

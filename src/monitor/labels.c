@@ -14,6 +14,7 @@
 typedef struct id_slot {
     const char *id; /* borrowed from the log batch */
     double score;
+    int64_t at; /* logged_at in us, INT64_MIN when the row has none */
     int has_score, labelled;
 } id_slot;
 
@@ -99,6 +100,7 @@ static inf_status index_log(const inf__mon_join_options *o, const inf_record_bat
                             inf__mon_join *out) {
     int nr = inf_record_batch_n_rows(log), fid = inf_record_batch_find_field(log, "record_id");
     int fm = inf_record_batch_find_field(log, "model_name"), fv = inf_record_batch_find_field(log, "model_version");
+    int ft = inf_record_batch_find_field(log, "logged_at");
     t->cap = 16;
     while (t->cap < (size_t)nr * 2 + 16) t->cap *= 2;
     if (!(t->slots = calloc(t->cap, sizeof *t->slots))) return INF_ENOMEM;
@@ -114,11 +116,12 @@ static inf_status index_log(const inf__mon_join_options *o, const inf_record_bat
         out->predictions++;
         s->id = v->u.s.ptr;
         s->has_score = inf_value_to_double(inf_record_batch_get(log, r, fp), &s->score) == 0;
+        if (ft < 0 || inf_value_to_timestamp(inf_record_batch_get(log, r, ft), &s->at)) s->at = INT64_MIN;
     }
     return INF_OK;
 }
 
-static inf_status push_pair(inf__mon_join *out, double y, double score, int64_t *cap) {
+static inf_status push_pair(inf__mon_join *out, double y, double score, int64_t at, int64_t *cap) {
     if (out->rows_joined == *cap) {
         int64_t c = *cap ? 2 * *cap : 1024;
         double *ny = realloc(out->y, (size_t)c * sizeof *ny);
@@ -127,9 +130,13 @@ static inf_status push_pair(inf__mon_join *out, double y, double score, int64_t 
         double *ns = realloc(out->score, (size_t)c * sizeof *ns);
         if (!ns) return INF_ENOMEM;
         out->score = ns;
+        int64_t *na = realloc(out->at, (size_t)c * sizeof *na);
+        if (!na) return INF_ENOMEM;
+        out->at = na;
         *cap = c;
     }
     out->y[out->rows_joined] = y;
+    out->at[out->rows_joined] = at;
     out->score[out->rows_joined++] = score;
     return INF_OK;
 }
@@ -162,7 +169,7 @@ static inf_status join(const inf__mon_join_options *o, const inf_record_batch *l
             out->missing++;
             continue;
         }
-        if (push_pair(out, y, s->score, &cap)) return inf_error_set(err, INF_ENOMEM, "monitor labels: out of memory");
+        if (push_pair(out, y, s->score, s->at, &cap)) return inf_error_set(err, INF_ENOMEM, "monitor labels: out of memory");
     }
     for (size_t i = 0; i < t->cap; i++)
         if (t->slots[i].id && !t->slots[i].labelled) out->unlabelled++;
@@ -202,5 +209,7 @@ done:
 void inf__mon_join_free(inf__mon_join *j) {
     free(j->y);
     free(j->score);
+    free(j->at);
     j->y = j->score = NULL;
+    j->at = NULL;
 }

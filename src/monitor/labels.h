@@ -23,6 +23,7 @@
 
 typedef struct inf__mon_join {
     double *y, *score; /* rows_joined pairs (owned) */
+    int64_t *at;       /* the prediction's logged_at (us; INT64_MIN: none), per pair (owned) */
     int64_t rows_joined;
     int64_t predictions, labels, duplicate_predictions, duplicate_labels, labels_unmatched, unlabelled, missing;
     char prediction_column[256];

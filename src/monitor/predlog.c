@@ -57,6 +57,13 @@ static int sampled(inf__mon_log *l) {
     return (double)(splitmix64(k) >> 11) * 0x1.0p-53 < l->sample;
 }
 
+int inf__mon_log_sample_next(inf__mon_log *l) {
+    if (!sampled(l)) return 0;
+    atomic_fetch_add(&l->n_sampled, 1);
+    return 1;
+}
+
+
 /* A feature column of a sensitive input ("ssn", or one-hot "ssn=..."). */
 static int column_is_sensitive(const inf_pipeline *p, const char *col) {
     if (inf_pipeline_is_sensitive(p, col)) return 1;
@@ -185,6 +192,11 @@ void inf__mon_log_add(inf__mon_log *l, const inf_pipeline_exec *ex, const inf_re
         n_rows++;
     }
     if (!out) return;
+    inf__mon_log_queue(l, out);
+}
+
+void inf__mon_log_queue(inf__mon_log *l, inf_record_batch *out) {
+    int n_rows = inf_record_batch_n_rows(out);
     queued *q = malloc(sizeof *q);
     pthread_mutex_lock(&l->mu);
     int full = !q || l->n_queued_rows + n_rows > l->max_rows;
@@ -241,7 +253,7 @@ inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double
     inf__mon_log *l = calloc(1, sizeof *l);
     if (!l) return inf_error_set(err, INF_ENOMEM, "prediction log: out of memory");
     l->pipeline = p;
-    if (!(l->passthrough = inf__mon_passthrough_new(p))) {
+    if (!(l->passthrough = p ? inf__mon_passthrough_new(p) : calloc(1, sizeof(char *)))) {
         free(l);
         return inf_error_set(err, INF_ENOMEM, "prediction log: out of memory");
     }
@@ -270,6 +282,13 @@ inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double
     }
     *out = l;
     return INF_OK;
+}
+
+void inf__mon_log_stats_get(inf__mon_log *l, inf__mon_log_stats *stats) {
+    stats->n_seen = atomic_load(&l->n_seen);
+    stats->n_sampled = atomic_load(&l->n_sampled);
+    stats->n_written = atomic_load(&l->n_written);
+    stats->n_dropped = atomic_load(&l->n_dropped);
 }
 
 inf_status inf__mon_log_close(inf__mon_log *l, inf__mon_log_stats *stats, inf_error *err) {

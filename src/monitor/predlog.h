@@ -43,7 +43,8 @@ typedef struct inf__mon_log_stats {
 
 /* Opens the sink (appending to an existing file/table) and starts the
  * writer.  sample in (0, 1]; max_rows = rows buffered at most (0 = 65536).
- * p is borrowed (sensitive fields).  INF_EINVAL, INF_EIO (the sink), INF_ENOMEM. */
+ * p is borrowed (sensitive fields); NULL when the rows are built by the
+ * caller (inf__mon_log_queue).  INF_EINVAL, INF_EIO (the sink), INF_ENOMEM. */
 inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double sample, int max_rows,
                              inf__mon_log **out, inf_error *err);
 /* Logs the accepted records of the last prepare of ex (their batch `in`)
@@ -62,6 +63,15 @@ char **inf__mon_passthrough_new(const inf_pipeline *p);
 void inf__mon_passthrough_free(char **list);
 /* The fixed fields of a log row that are neither features nor outputs. */
 int inf__mon_log_is_meta_field(const char *name);
+/* For runners that build the log rows themselves (serve: one log for every
+ * served model, rows built with each version's pipeline; open with p NULL):
+ * sample_next decides whether the next record is logged (and counts it as
+ * seen, and sampled when it is); queue takes ownership of a batch of log
+ * rows and queues it, or drops and counts it when the buffer is full. */
+int inf__mon_log_sample_next(inf__mon_log *l);
+void inf__mon_log_queue(inf__mon_log *l, inf_record_batch *rows);
+/* The counts so far (the log stays open). */
+void inf__mon_log_stats_get(inf__mon_log *l, inf__mon_log_stats *stats);
 /* Drains the queue, closes the sink, frees l.  stats (may be NULL) gets the
  * counts; returns the sink's first error (err says it), else INF_OK. */
 inf_status inf__mon_log_close(inf__mon_log *l, inf__mon_log_stats *stats, inf_error *err);

@@ -161,6 +161,63 @@ static inf_status add_value(column *c, const inf_value *v) {
     return count_category(c, s, 1);
 }
 
+int inf__mon_profile_find(const inf__mon_profile *p, const char *name) {
+    for (int i = 0; i < p->n_cols; i++)
+        if (!strcmp(p->cols[i].name, name)) return i;
+    return -1;
+}
+
+int inf__mon_profile_n_columns(const inf__mon_profile *p) { return p->n_cols; }
+const char *inf__mon_profile_column_name(const inf__mon_profile *p, int idx) { return p->cols[idx].name; }
+
+inf_status inf__mon_profile_new_like(const inf__mon_profile *like, inf__mon_profile **out) {
+    inf__mon_profile *p;
+    if (inf__mon_profile_new(&p)) return INF_ENOMEM;
+    for (int i = 0; i < like->n_cols; i++) {
+        column *c = get_column(p, like->cols[i].name);
+        if (!c) {
+            inf__mon_profile_free(p);
+            return INF_ENOMEM;
+        }
+        c->is_feature = like->cols[i].is_feature;
+        c->typed = like->cols[i].typed;
+        c->categorical = like->cols[i].categorical;
+    }
+    *out = p;
+    return INF_OK;
+}
+
+inf_status inf__mon_profile_add_number(inf__mon_profile *p, int idx, double v) {
+    column *c = &p->cols[idx];
+    c->n++;
+    if (!c->typed) c->typed = 1; /* numeric */
+    if (c->categorical) {
+        char num[64];
+        if (!isfinite(v)) {
+            c->n_missing++;
+            return INF_OK;
+        }
+        snprintf(num, sizeof num, "%.17g", v);
+        return count_category(c, num, 1);
+    }
+    if (!isfinite(v)) {
+        c->n_missing++;
+        return INF_OK;
+    }
+    return push_value(c, v);
+}
+
+inf_status inf__mon_profile_add_value(inf__mon_profile *p, int idx, const inf_value *v) {
+    return add_value(&p->cols[idx], v);
+}
+
+static void pad_columns(inf__mon_profile *p);
+
+void inf__mon_profile_end_row(inf__mon_profile *p) {
+    p->n_rows++;
+    pad_columns(p);
+}
+
 static int row_matches(const inf_record_batch *b, int row, int f, const char *want) {
     if (!want || f < 0) return 1;
     const inf_value *v = inf_record_batch_get(b, row, f);
@@ -428,6 +485,22 @@ inf_status inf__mon_profile_from_json(const cJSON *j, inf__mon_profile **out, in
     return INF_OK;
 }
 
+inf_status inf__mon_profile_load(const char *path, inf__mon_profile **out, inf_error *err) {
+    *out = NULL;
+    void *data = NULL;
+    size_t size = 0;
+    inf_status st = inf_file_read(path, "baseline", INF_FILE_MAX_SPEC_BYTES, &data, &size, err);
+    if (st) return st;
+    cJSON *j = cJSON_ParseWithLength(data, size);
+    inf_file_free(data);
+    if (!j) return inf_error_set(err, INF_EFORMAT, "baseline %s: not JSON", path);
+    inf_error e;
+    st = inf__mon_profile_from_json(j, out, &e);
+    cJSON_Delete(j);
+    if (st) return inf_error_set(err, st, "baseline %s: %s", path, e.message);
+    return INF_OK;
+}
+
 /* ---- drift ---------------------------------------------------------------- */
 
 static double psi(const double *e, const double *a, int n) {
@@ -566,6 +639,67 @@ cJSON *inf__mon_drift_json(inf__mon_profile *base, inf__mon_profile *cur, const 
             return NULL;
         }
         cJSON_AddItemToObject(b->is_feature ? feat : outs, b->name, m);
+    }
+    return j;
+}
+
+/* ---- histograms (report.c) ------------------------------------------------- */
+
+static cJSON *fractions(const double *x, int n) {
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += x[i];
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(sum > 0 ? x[i] / sum : 0));
+    return a;
+}
+
+static cJSON *column_histogram(column *b, column *c) {
+    cJSON *h = cJSON_CreateObject();
+    int n = b->categorical ? b->n_cats + (c ? c->n_cats : 0) : b->n_edges + 1;
+    double *e = calloc((size_t)(n ? n : 1), sizeof *e), *a = calloc((size_t)(n ? n : 1), sizeof *a);
+    if (!h || !e || !a) {
+        free(e);
+        free(a);
+        cJSON_Delete(h);
+        return NULL;
+    }
+    cJSON_AddStringToObject(h, "type", b->categorical ? "category" : "number");
+    if (b->categorical) {
+        cJSON *labels = cJSON_AddArrayToObject(h, "labels");
+        int k = 0;
+        for (int i = 0; i < b->n_cats; i++, k++) {
+            e[k] = b->cat_counts[i];
+            a[k] = category_count(c, b->cats[i]);
+            cJSON_AddItemToArray(labels, cJSON_CreateString(b->cats[i]));
+        }
+        for (int i = 0; c && i < c->n_cats; i++)
+            if (category_count(b, c->cats[i]) == 0) {
+                a[k++] = c->cat_counts[i];
+                cJSON_AddItemToArray(labels, cJSON_CreateString(c->cats[i]));
+            }
+        n = k;
+    } else {
+        memcpy(e, b->bin_counts, (size_t)n * sizeof *e);
+        for (size_t i = 0; c && !c->categorical && i < c->n_vals; i++) a[bin_of(b->edges, b->n_edges, c->vals[i])] += 1;
+        cJSON_AddItemToObject(h, "edges", cJSON_CreateDoubleArray(b->edges, b->n_edges));
+    }
+    cJSON_AddItemToObject(h, "baseline", fractions(e, n));
+    cJSON_AddItemToObject(h, "current", fractions(a, n));
+    free(e);
+    free(a);
+    return h;
+}
+
+cJSON *inf__mon_histograms_json(inf__mon_profile *base, inf__mon_profile *cur) {
+    cJSON *j = cJSON_CreateObject();
+    for (int i = 0; j && i < base->n_cols; i++) {
+        column *b = &base->cols[i];
+        cJSON *h = compute_bins(b) ? NULL : column_histogram(b, find_column(cur, b->name));
+        if (!h) {
+            cJSON_Delete(j);
+            return NULL;
+        }
+        cJSON_AddItemToObject(j, b->name, h);
     }
     return j;
 }

@@ -46,6 +46,20 @@ inf_status inf__mon_profile_mark_feature(inf__mon_profile *p, const char *name);
  * model/version non-NULL only rows stamped with them count.  INF_ENOMEM. */
 inf_status inf__mon_profile_add(inf__mon_profile *p, const inf_record_batch *b, const char *model,
                                 const char *version);
+/* Column by column (online.c's fast path, no log row built): the index of
+ * column name in p, or -1 (absent); add a number (NaN = missing) or a
+ * value to column idx; end_row counts the row and pads the columns that got
+ * nothing in it as missing.  INF_ENOMEM. */
+int inf__mon_profile_find(const inf__mon_profile *p, const char *name);
+inf_status inf__mon_profile_add_number(inf__mon_profile *p, int idx, double v);
+inf_status inf__mon_profile_add_value(inf__mon_profile *p, int idx, const inf_value *v);
+void inf__mon_profile_end_row(inf__mon_profile *p);
+/* The names of the columns of p (the baseline's, for a fast-path map). */
+int inf__mon_profile_n_columns(const inf__mon_profile *p);
+const char *inf__mon_profile_column_name(const inf__mon_profile *p, int idx);
+/* An empty profile with the columns of like (same order, same kinds):
+ * find() indexes of like are valid in it.  INF_ENOMEM. */
+inf_status inf__mon_profile_new_like(const inf__mon_profile *like, inf__mon_profile **out);
 /* Adds one row (no model/version filter; see row_matches).  INF_ENOMEM. */
 inf_status inf__mon_profile_add_row(inf__mon_profile *p, const inf_record_batch *b, int row);
 /* 1 when row is stamped with model and version (NULL: any). */
@@ -55,8 +69,17 @@ uint64_t inf__mon_profile_rows(const inf__mon_profile *p);
 cJSON *inf__mon_profile_to_json(inf__mon_profile *p, const char *model, const char *version);
 /* Reads a baseline written by to_json.  INF_EFORMAT (err names what). */
 inf_status inf__mon_profile_from_json(const cJSON *j, inf__mon_profile **out, inf_error *err);
+/* Reads a baseline file (the JSON of to_json).  INF_EIO, INF_EFORMAT (err
+ * names the file and what is wrong), INF_ENOMEM. */
+inf_status inf__mon_profile_load(const char *path, inf__mon_profile **out, inf_error *err);
 /* The drift JSON of DESIGN.md §4 ({"model","version","rows","features",
  * "outputs"}) of cur against base; columns of base only.  NULL on ENOMEM. */
 cJSON *inf__mon_drift_json(inf__mon_profile *base, inf__mon_profile *cur, const char *model, const char *version);
+
+/* Per column of base: the two distributions drift compares, as fractions,
+ * for charts: {NAME: {"type":"number","edges":[...],"baseline":[...],
+ * "current":[...]} or {"type":"category","labels":[...],"baseline":[...],
+ * "current":[...]}}.  NULL on ENOMEM. */
+cJSON *inf__mon_histograms_json(inf__mon_profile *base, inf__mon_profile *cur);
 
 #endif /* INF_MONITOR_PROFILE_H */

