@@ -243,9 +243,9 @@ static void fill_fast(void) {
         inf__llm_quantize_q8_0_vnni, inf__llm_quantize_q8_1_vnni,
         {inf__llm_gemm8_q8_0_vnni, inf__llm_gemm8_q4_0_vnni, inf__llm_gemm8_q4_1_vnni},
         {inf__llm_rowx_q8_0_vnni, inf__llm_rowx_q4_0_vnni, inf__llm_rowx_q4_1_vnni}};
-    __builtin_cpu_init();
-    bool has_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
-                    __builtin_cpu_supports("avx512bw") && !getenv("INFERA_LLM_NO_AVX512");
+    /* core/cpu.c: AVX-512 F/BW/VL/DQ + VNNI, lowered by INFERA_CPU=avx2|generic;
+     * INFERA_LLM_NO_AVX512=1 lowers the LLM kernels alone */
+    bool has_vnni = inf__cpu_has_avx512_vnni() && !getenv("INFERA_LLM_NO_AVX512");
     const isa_kernels *k = has_vnni ? &vnni : &avx2;
     kernel_isa = has_vnni ? "vnni" : "avx2";
     for (int i = 0; i < 5; i++) {
@@ -257,6 +257,14 @@ static void fill_fast(void) {
         qtypes[ROW_FAST][i].gemm8 = k->gemm8[i - 2];
         qtypes[ROW_FAST][i].dot = k->rowx[i - 2];
         qtypes[ROW_FAST][i].dot4 = NULL;
+    }
+    if (has_vnni) { /* q8_0, q4_0: weights repacked into 16-row tiles */
+        qtypes[ROW_FAST][2].pack = inf__llm_pack_q8_0_vnni;
+        qtypes[ROW_FAST][2].tile = inf__llm_tile_q8_0_vnni;
+        qtypes[ROW_FAST][2].tile_block_bytes = 32 + 16 * 32;
+        qtypes[ROW_FAST][3].pack = inf__llm_pack_q4_0_vnni;
+        qtypes[ROW_FAST][3].tile = inf__llm_tile_q4_0_vnni;
+        qtypes[ROW_FAST][3].tile_block_bytes = 32 + 16 * 16;
     }
     acts[ROW_FAST][0].from_float = k->q8_0;
     acts[ROW_FAST][1].from_float = k->q8_1;
@@ -278,6 +286,10 @@ const inf__llm_qtype *inf__llm_qtype_get(uint32_t type, bool force_ref) {
 const char *inf__llm_qtype_list(void) { return "f32, f16, q8_0, q4_0, q4_1"; }
 
 size_t inf__llm_row_bytes(const inf__llm_qtype *q, int64_t k) { return (size_t)(k / q->block) * q->size; }
+
+size_t inf__llm_tile_bytes(const inf__llm_qtype *q, int64_t k) {
+    return q->tile ? (size_t)(k / q->block) * q->tile_block_bytes : 0;
+}
 
 const char *inf__llm_kernel_isa(void) {
     pthread_once(&fast_once, fill_fast);

@@ -51,6 +51,14 @@ typedef void (*inf__llm_dot4_fn)(int64_t k, const void *w, const void *x, size_t
 #define INF__LLM_GEMM_TOKENS 8
 typedef void (*inf__llm_gemm8_fn)(int64_t k, const void *w, size_t row_bytes, const void *x, size_t x_stride, int n,
                                   float out[8 * INF__LLM_GEMM_TOKENS]);
+/* Weights repacked at load into tiles of INF__LLM_TILE_ROWS rows
+ * (quant_tile_avx512.c): pack writes the tile of rows (row_bytes apart,
+ * k elements); tile multiplies it with n <= INF__LLM_TILE_TOKENS activation
+ * rows: out[t * INF__LLM_TILE_ROWS + r], bit for bit what `dot` gives. */
+#define INF__LLM_TILE_ROWS 16
+#define INF__LLM_TILE_TOKENS 8
+typedef void (*inf__llm_pack_fn)(const void *rows, size_t row_bytes, int64_t k, void *tile);
+typedef void (*inf__llm_tile_fn)(int64_t k, const void *tile, const void *x, size_t x_stride, int n, float *out);
 typedef void (*inf__llm_to_float_fn)(const void *src, float *dst, int64_t k);
 typedef void (*inf__llm_from_float_fn)(const float *src, void *dst, int64_t k);
 
@@ -65,6 +73,9 @@ typedef struct inf__llm_qtype {
     inf__llm_dot4_fn dot4; /* NULL: call dot four times */
     inf__llm_dot_fn dot_ref;
     inf__llm_gemm8_fn gemm8; /* when set, dot is its one-row twin (same sums) */
+    inf__llm_pack_fn pack;   /* when set (with tile): weights are repacked at load */
+    inf__llm_tile_fn tile;
+    uint32_t tile_block_bytes; /* bytes of one block of a packed tile */
 } inf__llm_qtype;
 
 /* The row kernels of a ggml type, fast ones chosen for this CPU (or the
@@ -117,6 +128,13 @@ void inf__llm_gemm8_q4_1_vnni(int64_t k, const void *w, size_t rb, const void *x
 float inf__llm_rowx_q8_0_vnni(int64_t k, const void *w, const void *x);
 float inf__llm_rowx_q4_0_vnni(int64_t k, const void *w, const void *x);
 float inf__llm_rowx_q4_1_vnni(int64_t k, const void *w, const void *x);
+/* Tiles of 16 rows (quant_tile_avx512.c). */
+void inf__llm_pack_q4_0_vnni(const void *rows, size_t row_bytes, int64_t k, void *tile);
+void inf__llm_pack_q8_0_vnni(const void *rows, size_t row_bytes, int64_t k, void *tile);
+void inf__llm_tile_q4_0_vnni(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
+void inf__llm_tile_q8_0_vnni(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
+/* Bytes of a packed tile of k columns (0: the type is not packed). */
+size_t inf__llm_tile_bytes(const inf__llm_qtype *q, int64_t k);
 /* Which kernels inf__llm_qtype_get hands out: "vnni", "avx2" or "reference". */
 const char *inf__llm_kernel_isa(void);
 
