@@ -182,6 +182,37 @@ static void test_kernels(void) {
                 CHECK(worst < 1e-4f, "%s %s one-row twin vs reference: %g", I->name, type_names[qt + 2], worst);
             }
         }
+        /* 16-row tiles (VNNI, q8_0 and q4_0): every (row, token) bit for bit the one-row twin */
+        if (is == 1)
+            for (int qt = 0; qt < 2; qt++) {
+                const inf__llm_qtype *ref = inf__llm_qtype_get(q_types[qt], true);
+                const inf__llm_qtype *aref = inf__llm_qtype_get(ref->act_type, true);
+                size_t rb = inf__llm_row_bytes(ref, K), xs = inf__llm_row_bytes(aref, K);
+                static uint8_t W[16 * K * 4], X[INF__LLM_TILE_TOKENS * K * 4], T[16 * K * 4];
+                float row[K];
+                for (int r = 0; r < 16; r++) {
+                    for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * (r + 1);
+                    if (r == 3) for (int i = 0; i < K; i++) row[i] = 0; /* a zero row */
+                    tm_quantize(q_types[qt], row, K, W + r * rb);
+                }
+                for (int t = 0; t < INF__LLM_TILE_TOKENS; t++) {
+                    for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * 2;
+                    if (t == 2) for (int i = 0; i < K; i++) row[i] = 0; /* a zero activation row */
+                    I->q8_0(row, X + t * xs, K);
+                }
+                (qt ? inf__llm_pack_q4_0_vnni : inf__llm_pack_q8_0_vnni)(W, rb, K, T);
+                for (int n = 1; n <= INF__LLM_TILE_TOKENS; n++) {
+                    float o[16 * INF__LLM_TILE_TOKENS];
+                    (qt ? inf__llm_tile_q4_0_vnni : inf__llm_tile_q8_0_vnni)(K, T, X, xs, n, o);
+                    int exact = 1;
+                    for (int t = 0; t < n; t++)
+                        for (int r = 0; r < 16; r++) {
+                            float one = rx[is][qt](K, W + r * rb, X + t * xs);
+                            exact &= memcmp(&one, &o[16 * t + r], 4) == 0;
+                        }
+                    CHECK(exact, "%s %s tile (n=%d) differs from its one-row twin", I->name, type_names[qt + 2], n);
+                }
+            }
         printf("kernels: %s: %d row products checked against the reference\n", I->name, tested);
     }
     printf("kernels: the engine uses %s\n", inf__llm_kernel_isa());
