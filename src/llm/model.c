@@ -92,9 +92,9 @@ static inf_status mat(loader *L, const char *name, bool required, int64_t cols, 
         return inf__error(L->err, INF_ESHAPE, "%s: tensor '%s' has shape [%lld,%lld,%lld], expected [%lld,%lld]",
                           L->m->info.path, name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                           (long long)cols, (long long)rows);
-    if (q->block > 1 && cols % 32)
-        return inf__error(L->err, INF_ESHAPE, "%s: tensor '%s': %lld columns is not a multiple of 32", L->m->info.path,
-                          name, (long long)cols);
+    if (q->block > 1 && cols % q->block)
+        return inf__error(L->err, INF_ESHAPE, "%s: tensor '%s': %lld columns is not a multiple of %u (%s blocks)",
+                          L->m->info.path, name, (long long)cols, q->block, q->name);
     if ((uintptr_t)t->data % 4)
         return inf__error(L->err, INF_EFORMAT, "%s: tensor '%s' is not 4-byte aligned (general.alignment)",
                           L->m->info.path, name);
