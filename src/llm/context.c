@@ -170,9 +170,27 @@ static void part_rows_gemm8(const matmul_job *j, const matmul_part *p, int64_t b
     }
 }
 
+/* Rows [begin, end) of a packed tile (begin a multiple of the tile's rows):
+ * the tile kernel, INF__LLM_TILE_TOKENS tokens at a time. */
+static void part_rows_tile(const matmul_job *j, const matmul_part *p, int64_t begin) {
+    const inf__llm_weight *w = p->w;
+    const uint8_t *tile = (const uint8_t *)w->packed + (size_t)(begin / INF__LLM_TILE_ROWS) * w->tile_bytes;
+    for (int t = 0; t < j->n; t += INF__LLM_TILE_TOKENS) {
+        int nt = j->n - t < INF__LLM_TILE_TOKENS ? j->n - t : INF__LLM_TILE_TOKENS;
+        float o[INF__LLM_TILE_ROWS * INF__LLM_TILE_TOKENS];
+        w->q->tile(w->cols, tile, j->qx + (size_t)t * j->qx_stride, j->qx_stride, nt, o);
+        for (int u = 0; u < nt; u++)
+            for (int e = 0; e < INF__LLM_TILE_ROWS; e++) store(p, t + u, begin + e, o[INF__LLM_TILE_ROWS * u + e]);
+    }
+}
+
 static void part_rows(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
     const inf__llm_weight *w = p->w;
     const inf__llm_qtype *q = w->q;
+    for (; begin + INF__LLM_TILE_ROWS <= end && begin + INF__LLM_TILE_ROWS <= w->packed_rows && begin % INF__LLM_TILE_ROWS == 0;
+         begin += INF__LLM_TILE_ROWS)
+        part_rows_tile(j, p, begin);
+    if (begin >= end) return;
     if (q->gemm8) {
         part_rows_gemm8(j, p, begin, end);
         return;
@@ -193,12 +211,18 @@ static void part_rows(const matmul_job *j, const matmul_part *p, int64_t begin, 
     }
 }
 
+/* The job's range counts units of ROW_UNIT rows of each part (the last unit
+ * of a part may be shorter), so threads split at tile boundaries. */
+#define ROW_UNIT INF__LLM_TILE_ROWS
+
 static void matmul_rows(void *arg, int64_t begin, int64_t end) {
     const matmul_job *j = arg;
     for (int i = 0; i < j->n_parts; i++) {
         int64_t b = begin > j->first_row[i] ? begin : j->first_row[i];
         int64_t e = end < j->first_row[i + 1] ? end : j->first_row[i + 1];
-        if (b < e) part_rows(j, &j->part[i], b - j->first_row[i], e - j->first_row[i]);
+        if (b >= e) continue;
+        int64_t rows = j->part[i].w->rows, r0 = (b - j->first_row[i]) * ROW_UNIT, r1 = (e - j->first_row[i]) * ROW_UNIT;
+        part_rows(j, &j->part[i], r0, r1 < rows ? r1 : rows);
     }
 }
 
@@ -207,9 +231,9 @@ static void matmul_parts(inf_llm_context *c, const matmul_part *parts, int n_par
     matmul_job j = {.n_parts = n_parts, .qx = qx, .qx_stride = qx_stride, .n = n};
     for (int i = 0; i < n_parts; i++) {
         j.part[i] = parts[i];
-        j.first_row[i + 1] = j.first_row[i] + parts[i].w->rows;
+        j.first_row[i + 1] = j.first_row[i] + (parts[i].w->rows + ROW_UNIT - 1) / ROW_UNIT;
     }
-    inf__pool_range(c->pool, j.first_row[n_parts], 16, matmul_rows, &j);
+    inf__pool_range(c->pool, j.first_row[n_parts], 1, matmul_rows, &j);
 }
 
 /* The activation rows x[n][w->cols] (stride ldx floats) in w's activation

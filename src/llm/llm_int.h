@@ -16,6 +16,11 @@ typedef struct inf__llm_weight {
     const inf__llm_qtype *q;
     int64_t rows, cols;
     size_t row_bytes;
+    /* the first packed_rows rows (a multiple of INF__LLM_TILE_ROWS) repacked
+     * into tiles for q->tile (owned by the model), or NULL */
+    void *packed;
+    int64_t packed_rows;
+    size_t tile_bytes;
 } inf__llm_weight;
 
 typedef struct inf__llm_layer {

@@ -92,9 +92,9 @@ static inf_status mat(loader *L, const char *name, bool required, int64_t cols, 
         return inf__error(L->err, INF_ESHAPE, "%s: tensor '%s' has shape [%lld,%lld,%lld], expected [%lld,%lld]",
                           L->m->info.path, name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                           (long long)cols, (long long)rows);
-    if (q->block > 1 && cols % 32)
-        return inf__error(L->err, INF_ESHAPE, "%s: tensor '%s': %lld columns is not a multiple of 32", L->m->info.path,
-                          name, (long long)cols);
+    if (q->block > 1 && cols % q->block)
+        return inf__error(L->err, INF_ESHAPE, "%s: tensor '%s': %lld columns is not a multiple of %u (%s blocks)",
+                          L->m->info.path, name, (long long)cols, q->block, q->name);
     if ((uintptr_t)t->data % 4)
         return inf__error(L->err, INF_EFORMAT, "%s: tensor '%s' is not 4-byte aligned (general.alignment)",
                           L->m->info.path, name);
@@ -104,6 +104,39 @@ static inf_status mat(loader *L, const char *name, bool required, int64_t cols, 
     w->cols = cols;
     w->row_bytes = inf__llm_row_bytes(q, cols);
     return INF_OK;
+}
+
+/* Repacks a matrix into tiles when its kernels want it (quant_tile_avx512.c);
+ * rows past the last whole tile stay with the row kernels. */
+static inf_status pack_weight(loader *L, inf__llm_weight *w) {
+    const inf__llm_qtype *q = w->q;
+    if (!q || !q->pack || w->rows < INF__LLM_TILE_ROWS) return INF_OK;
+    int64_t tiles = w->rows / INF__LLM_TILE_ROWS;
+    w->tile_bytes = inf__llm_tile_bytes(q, w->cols);
+    w->packed = inf__aligned_alloc((size_t)tiles * w->tile_bytes);
+    if (!w->packed)
+        return inf__error(L->err, INF_ENOMEM, "%s: no memory to repack a %lld x %lld matrix", L->m->info.path,
+                          (long long)w->rows, (long long)w->cols);
+    for (int64_t t = 0; t < tiles; t++)
+        q->pack((const uint8_t *)w->data + (size_t)t * INF__LLM_TILE_ROWS * w->row_bytes, w->row_bytes, w->cols,
+                (uint8_t *)w->packed + (size_t)t * w->tile_bytes);
+    w->packed_rows = tiles * INF__LLM_TILE_ROWS;
+    return INF_OK;
+}
+
+/* The matrices a forward pass multiplies with (the embedding table is only
+ * looked up; a tied output head is its own copy of the weight). */
+#define LAYER_MATS(y) {&(y)->wq, &(y)->wk, &(y)->wv, &(y)->wo, &(y)->w_gate, &(y)->w_up, &(y)->w_down}
+
+static inf_status pack_weights(loader *L) {
+    inf_llm_model *m = L->m;
+    inf_status st;
+    for (int l = 0; l < m->info.n_layer; l++) {
+        inf__llm_weight *ws[] = LAYER_MATS(&m->layers[l]);
+        for (int i = 0; i < 7; i++)
+            if ((st = pack_weight(L, ws[i]))) return st;
+    }
+    return pack_weight(L, &m->output);
 }
 
 static inf_status load_hparams(loader *L) {
@@ -251,7 +284,7 @@ inf_status inf__llm_model_from_gguf(inf__gguf *g, bool force_ref, inf_llm_model 
     if (inf__gguf_find_key(g, "general.name") >= 0 && inf__gguf_get_str(g, "general.name", &s, &n, NULL) == INF_OK)
         snprintf(m->name, sizeof m->name, "%.*s", (int)(n > 127 ? 127 : n), s);
     m->info.name = m->name;
-    if ((st = load_hparams(&L)) || (st = load_tensors(&L))) goto fail;
+    if ((st = load_hparams(&L)) || (st = load_tensors(&L)) || (st = pack_weights(&L))) goto fail;
     *out = m;
     return INF_OK;
 fail:
@@ -273,6 +306,11 @@ inf_status inf_llm_model_load(const char *path, inf_llm_model **out, inf_error *
 
 void inf_llm_model_free(inf_llm_model *m) {
     if (!m) return;
+    for (int l = 0; m->layers && l < m->info.n_layer; l++) {
+        inf__llm_weight *ws[] = LAYER_MATS(&m->layers[l]);
+        for (int i = 0; i < 7; i++) inf__aligned_free(ws[i]->packed);
+    }
+    inf__aligned_free(m->output.packed);
     inf__free(m->layers);
     inf__gguf_close(m->g);
     inf__free(m);

@@ -98,6 +98,28 @@ static void q4_1_to_float(const void *src, float *dst, int64_t k) {
     }
 }
 
+/* q5 element j of a block (qh: 32 fifth bits, qs: nibbles as q4_0): 0..31 */
+static inline int q5_value(const uint8_t *qh4, const uint8_t *qs, int j) {
+    uint32_t qh;
+    memcpy(&qh, qh4, 4);
+    int lo = j < QK / 2 ? qs[j] & 0xf : qs[j - QK / 2] >> 4;
+    return lo | (int)(((qh >> j) & 1) << 4);
+}
+static void q5_0_to_float(const void *src, float *dst, int64_t k) {
+    const inf__blk_q5_0 *b = src;
+    for (int64_t i = 0; i < k / QK; i++) {
+        float d = H2F(b[i].d);
+        for (int j = 0; j < QK; j++) dst[i * QK + j] = d * (q5_value(b[i].qh, b[i].qs, j) - 16);
+    }
+}
+static void q5_1_to_float(const void *src, float *dst, int64_t k) {
+    const inf__blk_q5_1 *b = src;
+    for (int64_t i = 0; i < k / QK; i++) {
+        float d = H2F(b[i].d), m = H2F(b[i].m);
+        for (int j = 0; j < QK; j++) dst[i * QK + j] = d * q5_value(b[i].qh, b[i].qs, j) + m;
+    }
+}
+
 /* ---- activation conversions ---- */
 
 static void f16_from_float(const float *src, void *dst, int64_t k) {
@@ -195,24 +217,56 @@ static float dot_q4_1_ref(int64_t k, const void *w, const void *x) {
     return s;
 }
 
+static float dot_q5_0_ref(int64_t k, const void *w, const void *x) {
+    const inf__blk_q5_0 *a = w;
+    const inf__blk_q8_0a *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < k / QK; i++) {
+        int si = 0;
+        for (int j = 0; j < QK; j++) si += (q5_value(a[i].qh, a[i].qs, j) - 16) * b[i].qs[j];
+        s += si * (H2F(a[i].d) * b[i].d);
+    }
+    return s;
+}
+static float dot_q5_1_ref(int64_t k, const void *w, const void *x) {
+    const inf__blk_q5_1 *a = w;
+    const inf__blk_q8_1a *b = x;
+    float s = 0;
+    for (int64_t i = 0; i < k / QK; i++) {
+        int si = 0;
+        for (int j = 0; j < QK; j++) si += q5_value(a[i].qh, a[i].qs, j) * b[i].qs[j];
+        s += si * (H2F(a[i].d) * b[i].d) + H2F(a[i].m) * b[i].s;
+    }
+    return s;
+}
+
 /* ---- the table ---- */
 
 enum { ROW_REF, ROW_FAST, N_VARIANTS };
+enum { N_TYPES = 9, FIRST_BLOCK32 = 2, N_BLOCK32 = 5, FIRST_K = 7 }; /* rows of the table below */
 
-static inf__llm_qtype qtypes[N_VARIANTS][5] = {
+static inf__llm_qtype qtypes[N_VARIANTS][N_TYPES] = {
     [ROW_REF] = {
         {INF__GGML_F32, "f32", 1, 4, INF__GGML_F32, f32_to_float, NULL, dot_f32_ref, NULL, dot_f32_ref},
         {INF__GGML_F16, "f16", 1, 2, INF__GGML_F16, f16_to_float, f16_from_float, dot_f16_ref, NULL, dot_f16_ref},
         {INF__GGML_Q8_0, "q8_0", QK, 34, INF__LLM_ACT_Q8_0, q8_0_to_float, NULL, dot_q8_0_ref, NULL, dot_q8_0_ref},
         {INF__GGML_Q4_0, "q4_0", QK, 18, INF__LLM_ACT_Q8_0, q4_0_to_float, NULL, dot_q4_0_ref, NULL, dot_q4_0_ref},
         {INF__GGML_Q4_1, "q4_1", QK, 20, INF__LLM_ACT_Q8_1, q4_1_to_float, NULL, dot_q4_1_ref, NULL, dot_q4_1_ref},
+        {INF__GGML_Q5_0, "q5_0", QK, 22, INF__LLM_ACT_Q8_0, q5_0_to_float, NULL, dot_q5_0_ref, NULL, dot_q5_0_ref},
+        {INF__GGML_Q5_1, "q5_1", QK, 24, INF__LLM_ACT_Q8_1, q5_1_to_float, NULL, dot_q5_1_ref, NULL, dot_q5_1_ref},
+        {INF__GGML_Q4_K, "q4_K", QK_K, 144, INF__LLM_ACT_Q8_K, inf__llm_q4_K_to_float, NULL, inf__llm_dot_q4_K_ref, NULL,
+         inf__llm_dot_q4_K_ref},
+        {INF__GGML_Q6_K, "q6_K", QK_K, 210, INF__LLM_ACT_Q8_K, inf__llm_q6_K_to_float, NULL, inf__llm_dot_q6_K_ref, NULL,
+         inf__llm_dot_q6_K_ref},
     },
 };
 /* Activation-only formats: conversions from float, no weight kernels. */
-static inf__llm_qtype acts[N_VARIANTS][2] = {
+static inf__llm_qtype acts[N_VARIANTS][3] = {
     [ROW_REF] = {
         {INF__LLM_ACT_Q8_0, "q8_0 activations", QK, 40, INF__LLM_ACT_Q8_0, NULL, act_q8_0_from_float, NULL, NULL, NULL},
         {INF__LLM_ACT_Q8_1, "q8_1 activations", QK, 40, INF__LLM_ACT_Q8_1, NULL, act_q8_1_from_float, NULL, NULL, NULL},
+        {INF__LLM_ACT_Q8_K, "q8_K activations", QK_K, sizeof(inf__blk_q8_Ka), INF__LLM_ACT_Q8_K, NULL,
+         inf__llm_quantize_q8_K, NULL, NULL, NULL},
     },
 };
 
@@ -226,37 +280,53 @@ static void fill_fast(void) {
     typedef struct isa_kernels {
         struct { inf__llm_dot_fn dot; inf__llm_dot4_fn dot4; } row[5];
         inf__llm_from_float_fn q8_0, q8_1;
-        inf__llm_gemm8_fn gemm8[3]; /* q8_0, q4_0, q4_1 */
-        inf__llm_dot_fn rowx[3];
+        inf__llm_gemm8_fn gemm8[N_BLOCK32]; /* q8_0, q4_0, q4_1, q5_0, q5_1 */
+        inf__llm_dot_fn rowx[N_BLOCK32];
+        inf__llm_dot_fn dot_k[2]; /* q4_K, q6_K */
     } isa_kernels;
     static const isa_kernels avx2 = {
         {{inf__llm_dot_f32_avx2, inf__llm_dot4_f32_avx2}, {inf__llm_dot_f16_avx2, inf__llm_dot4_f16_avx2},
          {inf__llm_dot_q8_0_avx2, inf__llm_dot4_q8_0_avx2}, {inf__llm_dot_q4_0_avx2, inf__llm_dot4_q4_0_avx2},
          {inf__llm_dot_q4_1_avx2, inf__llm_dot4_q4_1_avx2}},
         inf__llm_quantize_q8_0_avx2, inf__llm_quantize_q8_1_avx2,
-        {inf__llm_gemm8_q8_0_avx2, inf__llm_gemm8_q4_0_avx2, inf__llm_gemm8_q4_1_avx2},
-        {inf__llm_rowx_q8_0_avx2, inf__llm_rowx_q4_0_avx2, inf__llm_rowx_q4_1_avx2}};
+        {inf__llm_gemm8_q8_0_avx2, inf__llm_gemm8_q4_0_avx2, inf__llm_gemm8_q4_1_avx2, inf__llm_gemm8_q5_0_avx2,
+         inf__llm_gemm8_q5_1_avx2},
+        {inf__llm_rowx_q8_0_avx2, inf__llm_rowx_q4_0_avx2, inf__llm_rowx_q4_1_avx2, inf__llm_rowx_q5_0_avx2,
+         inf__llm_rowx_q5_1_avx2},
+        {inf__llm_dot_q4_K_avx2, inf__llm_dot_q6_K_avx2}};
     static const isa_kernels vnni = {
         {{inf__llm_dot_f32_vnni, inf__llm_dot4_f32_vnni}, {inf__llm_dot_f16_vnni, inf__llm_dot4_f16_vnni},
          {inf__llm_dot_q8_0_vnni, inf__llm_dot4_q8_0_vnni}, {inf__llm_dot_q4_0_vnni, inf__llm_dot4_q4_0_vnni},
          {inf__llm_dot_q4_1_vnni, inf__llm_dot4_q4_1_vnni}},
         inf__llm_quantize_q8_0_vnni, inf__llm_quantize_q8_1_vnni,
-        {inf__llm_gemm8_q8_0_vnni, inf__llm_gemm8_q4_0_vnni, inf__llm_gemm8_q4_1_vnni},
-        {inf__llm_rowx_q8_0_vnni, inf__llm_rowx_q4_0_vnni, inf__llm_rowx_q4_1_vnni}};
-    __builtin_cpu_init();
-    bool has_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
-                    __builtin_cpu_supports("avx512bw") && !getenv("INFERA_LLM_NO_AVX512");
+        {inf__llm_gemm8_q8_0_vnni, inf__llm_gemm8_q4_0_vnni, inf__llm_gemm8_q4_1_vnni, inf__llm_gemm8_q5_0_vnni,
+         inf__llm_gemm8_q5_1_vnni},
+        {inf__llm_rowx_q8_0_vnni, inf__llm_rowx_q4_0_vnni, inf__llm_rowx_q4_1_vnni, inf__llm_rowx_q5_0_vnni,
+         inf__llm_rowx_q5_1_vnni},
+        {inf__llm_dot_q4_K_vnni, inf__llm_dot_q6_K_vnni}};
+    /* core/cpu.c: AVX-512 F/BW/VL/DQ + VNNI, lowered by INFERA_CPU=avx2|generic;
+     * INFERA_LLM_NO_AVX512=1 lowers the LLM kernels alone */
+    bool has_vnni = inf__cpu_has_avx512_vnni() && !getenv("INFERA_LLM_NO_AVX512");
     const isa_kernels *k = has_vnni ? &vnni : &avx2;
     kernel_isa = has_vnni ? "vnni" : "avx2";
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 5; i++) { /* f32 .. q4_1 */
         qtypes[ROW_FAST][i].dot = k->row[i].dot;
         qtypes[ROW_FAST][i].dot4 = k->row[i].dot4;
     }
     /* block formats: eight-row kernels, and their exact one-row twins for the rest */
-    for (int i = 2; i < 5; i++) {
-        qtypes[ROW_FAST][i].gemm8 = k->gemm8[i - 2];
-        qtypes[ROW_FAST][i].dot = k->rowx[i - 2];
+    for (int i = FIRST_BLOCK32; i < FIRST_BLOCK32 + N_BLOCK32; i++) {
+        qtypes[ROW_FAST][i].gemm8 = k->gemm8[i - FIRST_BLOCK32];
+        qtypes[ROW_FAST][i].dot = k->rowx[i - FIRST_BLOCK32];
         qtypes[ROW_FAST][i].dot4 = NULL;
+    }
+    for (int i = FIRST_K; i < N_TYPES; i++) qtypes[ROW_FAST][i].dot = k->dot_k[i - FIRST_K];
+    if (has_vnni) { /* q8_0, q4_0: weights repacked into 16-row tiles */
+        qtypes[ROW_FAST][2].pack = inf__llm_pack_q8_0_vnni;
+        qtypes[ROW_FAST][2].tile = inf__llm_tile_q8_0_vnni;
+        qtypes[ROW_FAST][2].tile_block_bytes = 32 + 16 * 32;
+        qtypes[ROW_FAST][3].pack = inf__llm_pack_q4_0_vnni;
+        qtypes[ROW_FAST][3].tile = inf__llm_tile_q4_0_vnni;
+        qtypes[ROW_FAST][3].tile_block_bytes = 32 + 16 * 16;
     }
     acts[ROW_FAST][0].from_float = k->q8_0;
     acts[ROW_FAST][1].from_float = k->q8_1;
@@ -269,15 +339,19 @@ static pthread_once_t fast_once = PTHREAD_ONCE_INIT; /* the one init-once: fills
 const inf__llm_qtype *inf__llm_qtype_get(uint32_t type, bool force_ref) {
     pthread_once(&fast_once, fill_fast);
     int v = force_ref ? ROW_REF : ROW_FAST;
-    if (type == INF__LLM_ACT_Q8_0 || type == INF__LLM_ACT_Q8_1) return &acts[v][type - INF__LLM_ACT_Q8_0];
-    for (int i = 0; i < 5; i++)
+    if (type >= INF__LLM_ACT_Q8_0 && type <= INF__LLM_ACT_Q8_K) return &acts[v][type - INF__LLM_ACT_Q8_0];
+    for (int i = 0; i < N_TYPES; i++)
         if (qtypes[v][i].type == type) return &qtypes[v][i];
     return NULL;
 }
 
-const char *inf__llm_qtype_list(void) { return "f32, f16, q8_0, q4_0, q4_1"; }
+const char *inf__llm_qtype_list(void) { return "f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q6_K"; }
 
 size_t inf__llm_row_bytes(const inf__llm_qtype *q, int64_t k) { return (size_t)(k / q->block) * q->size; }
+
+size_t inf__llm_tile_bytes(const inf__llm_qtype *q, int64_t k) {
+    return q->tile ? (size_t)(k / q->block) * q->tile_block_bytes : 0;
+}
 
 const char *inf__llm_kernel_isa(void) {
     pthread_once(&fast_once, fill_fast);

@@ -31,6 +31,26 @@ typedef struct { float d, s; int8_t qs[QK]; } inf__blk_q8_1a;         /* 40 byte
 typedef struct { uint16_t d; uint8_t qs[QK / 2]; } inf__blk_q4_0;     /* 18 bytes: x = d * (q - 8) */
 typedef struct { uint16_t d, m; uint8_t qs[QK / 2]; } inf__blk_q4_1;  /* 20 bytes: x = d * q + m */
 
+typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[QK / 2]; } inf__blk_q5_0;   /* 22 bytes: x = d * (q5 - 16) */
+typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[QK / 2]; } inf__blk_q5_1; /* 24 bytes: x = d * q5 + m */
+/* (q5: the nibble of element e (qs as in q4_0) | bit e of qh << 4) */
+
+/* K-quants: super-blocks of 256 elements (quant_k.c). */
+#define QK_K 256
+/* q4_K: 8 sub-blocks of 32, each with a 6-bit scale and min packed in
+ * scales[12]; x = d * sc_j * q - dmin * m_j; element e's nibble is
+ * qs[32 * (e / 64) + e % 32], low for e % 64 < 32. */
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[QK_K / 2]; } inf__blk_q4_K; /* 144 bytes */
+/* q6_K: 16 sub-blocks of 16 with int8 scales; x = d * sc[e / 16] * (q6 - 32),
+ * q6 = 4 low bits from ql, 2 high bits from qh (ggml's order, quant_k.c). */
+typedef struct { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; uint16_t d; } inf__blk_q6_K; /* 210 */
+/* q8_K activations (as ggml's block_q8_K): d, 256 int8, the sums of each 16 */
+typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } inf__blk_q8_Ka; /* 292 bytes */
+#define INF__LLM_ACT_Q8_K 0x102
+
+_Static_assert(sizeof(inf__blk_q5_0) == 22 && sizeof(inf__blk_q5_1) == 24, "q5 blocks");
+_Static_assert(sizeof(inf__blk_q4_K) == 144 && sizeof(inf__blk_q6_K) == 210, "k blocks");
+_Static_assert(sizeof(inf__blk_q8_Ka) == 292, "q8_K activation block");
 _Static_assert(sizeof(inf__blk_q8_0) == 34, "q8_0 block");
 _Static_assert(sizeof(inf__blk_q8_1) == 36, "q8_1 block");
 _Static_assert(sizeof(inf__blk_q4_0) == 18, "q4_0 block");
@@ -51,6 +71,14 @@ typedef void (*inf__llm_dot4_fn)(int64_t k, const void *w, const void *x, size_t
 #define INF__LLM_GEMM_TOKENS 8
 typedef void (*inf__llm_gemm8_fn)(int64_t k, const void *w, size_t row_bytes, const void *x, size_t x_stride, int n,
                                   float out[8 * INF__LLM_GEMM_TOKENS]);
+/* Weights repacked at load into tiles of INF__LLM_TILE_ROWS rows
+ * (quant_tile_avx512.c): pack writes the tile of rows (row_bytes apart,
+ * k elements); tile multiplies it with n <= INF__LLM_TILE_TOKENS activation
+ * rows: out[t * INF__LLM_TILE_ROWS + r], bit for bit what `dot` gives. */
+#define INF__LLM_TILE_ROWS 16
+#define INF__LLM_TILE_TOKENS 8
+typedef void (*inf__llm_pack_fn)(const void *rows, size_t row_bytes, int64_t k, void *tile);
+typedef void (*inf__llm_tile_fn)(int64_t k, const void *tile, const void *x, size_t x_stride, int n, float *out);
 typedef void (*inf__llm_to_float_fn)(const void *src, float *dst, int64_t k);
 typedef void (*inf__llm_from_float_fn)(const float *src, void *dst, int64_t k);
 
@@ -65,6 +93,9 @@ typedef struct inf__llm_qtype {
     inf__llm_dot4_fn dot4; /* NULL: call dot four times */
     inf__llm_dot_fn dot_ref;
     inf__llm_gemm8_fn gemm8; /* when set, dot is its one-row twin (same sums) */
+    inf__llm_pack_fn pack;   /* when set (with tile): weights are repacked at load */
+    inf__llm_tile_fn tile;
+    uint32_t tile_block_bytes; /* bytes of one block of a packed tile */
 } inf__llm_qtype;
 
 /* The row kernels of a ggml type, fast ones chosen for this CPU (or the
@@ -117,6 +148,35 @@ void inf__llm_gemm8_q4_1_vnni(int64_t k, const void *w, size_t rb, const void *x
 float inf__llm_rowx_q8_0_vnni(int64_t k, const void *w, const void *x);
 float inf__llm_rowx_q4_0_vnni(int64_t k, const void *w, const void *x);
 float inf__llm_rowx_q4_1_vnni(int64_t k, const void *w, const void *x);
+/* q5_0 / q5_1 (quant.c reference; eight-row kernels in quant_avx2.c) */
+void inf__llm_gemm8_q5_0_avx2(int64_t k, const void *w, size_t rb, const void *x, size_t xs, int n, float out[8 * INF__LLM_GEMM_TOKENS]);
+void inf__llm_gemm8_q5_1_avx2(int64_t k, const void *w, size_t rb, const void *x, size_t xs, int n, float out[8 * INF__LLM_GEMM_TOKENS]);
+float inf__llm_rowx_q5_0_avx2(int64_t k, const void *w, const void *x);
+float inf__llm_rowx_q5_1_avx2(int64_t k, const void *w, const void *x);
+void inf__llm_gemm8_q5_0_vnni(int64_t k, const void *w, size_t rb, const void *x, size_t xs, int n, float out[8 * INF__LLM_GEMM_TOKENS]);
+void inf__llm_gemm8_q5_1_vnni(int64_t k, const void *w, size_t rb, const void *x, size_t xs, int n, float out[8 * INF__LLM_GEMM_TOKENS]);
+float inf__llm_rowx_q5_0_vnni(int64_t k, const void *w, const void *x);
+float inf__llm_rowx_q5_1_vnni(int64_t k, const void *w, const void *x);
+/* K-quants: reference (quant_k.c) and fast twins (quant_k_avx2.c, _avx512.c).
+ * Per super-block the exact integer sums, then
+ *   acc = fma(isum, d_w * d_x, acc);  accm = fma(imin, dmin_w * d_x, accm)  (q4_K)
+ * and acc - accm at the end, in every variant: fast == reference bit for bit. */
+void inf__llm_q4_K_to_float(const void *src, float *dst, int64_t k);
+void inf__llm_q6_K_to_float(const void *src, float *dst, int64_t k);
+void inf__llm_quantize_q8_K(const float *src, void *dst, int64_t k);
+float inf__llm_dot_q4_K_ref(int64_t k, const void *w, const void *x);
+float inf__llm_dot_q6_K_ref(int64_t k, const void *w, const void *x);
+float inf__llm_dot_q4_K_avx2(int64_t k, const void *w, const void *x);
+float inf__llm_dot_q6_K_avx2(int64_t k, const void *w, const void *x);
+float inf__llm_dot_q4_K_vnni(int64_t k, const void *w, const void *x);
+float inf__llm_dot_q6_K_vnni(int64_t k, const void *w, const void *x);
+/* Tiles of 16 rows (quant_tile_avx512.c). */
+void inf__llm_pack_q4_0_vnni(const void *rows, size_t row_bytes, int64_t k, void *tile);
+void inf__llm_pack_q8_0_vnni(const void *rows, size_t row_bytes, int64_t k, void *tile);
+void inf__llm_tile_q4_0_vnni(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
+void inf__llm_tile_q8_0_vnni(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
+/* Bytes of a packed tile of k columns (0: the type is not packed). */
+size_t inf__llm_tile_bytes(const inf__llm_qtype *q, int64_t k);
 /* Which kernels inf__llm_qtype_get hands out: "vnni", "avx2" or "reference". */
 const char *inf__llm_kernel_isa(void);
 

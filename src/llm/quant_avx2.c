@@ -294,7 +294,18 @@ void KN(quantize_q8_1)(const float *src, void *dst, int64_t k) {
  * The one-row twins (rowx) do the same operations on scalars.
  */
 
-enum { FMT_Q8_0, FMT_Q4_0, FMT_Q4_1 };
+enum { FMT_Q8_0, FMT_Q4_0, FMT_Q4_1, FMT_Q5_0, FMT_Q5_1 };
+static inline int fmt_has_min(int fmt) { return fmt == FMT_Q4_1 || fmt == FMT_Q5_1; }
+
+/* 32 bits -> 32 bytes, 0x10 where the bit is set (q5's fifth bit) */
+static inline __m256i fifth_bits(const uint8_t *qh) {
+    uint32_t x32;
+    memcpy(&x32, qh, 4);
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x32), shuf);
+    bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
+}
 
 static inline __m256i dpbusd_i32(__m256i u, __m256i y) {
 #ifdef INF_LLM_VNNI
@@ -317,16 +328,23 @@ static inline __m256i weight_bytes(int fmt, const uint8_t *b) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(b + 2));
         return Q8_SIGNED ? v : _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
     }
+    if (fmt == FMT_Q5_0) return _mm256_or_si256(unpack_nibbles(b + 6), fifth_bits(b + 2));
+    if (fmt == FMT_Q5_1) return _mm256_or_si256(unpack_nibbles(b + 8), fifth_bits(b + 4));
     return unpack_nibbles(b + (fmt == FMT_Q4_1 ? 4 : 2));
 }
-static inline int fmt_offset(int fmt) { return fmt == FMT_Q8_0 ? (Q8_SIGNED ? 0 : 128) : fmt == FMT_Q4_0 ? 8 : 0; }
+static inline int fmt_offset(int fmt) {
+    return fmt == FMT_Q8_0 ? (Q8_SIGNED ? 0 : 128) : fmt == FMT_Q4_0 ? 8 : fmt == FMT_Q5_0 ? 16 : 0;
+}
 static inline __m256i block_dot(int fmt, __m256i u, __m256i y) {
     if (fmt == FMT_Q8_0 && Q8_SIGNED)
         return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(u, u), _mm256_sign_epi8(y, u)), _mm256_set1_epi16(1));
     return dpbusd_i32(u, y);
 }
-static inline size_t fmt_block(int fmt) { return fmt == FMT_Q8_0 ? 34 : fmt == FMT_Q4_0 ? 18 : 20; }
-static inline size_t fmt_act(int fmt) { return fmt == FMT_Q4_1 ? sizeof(inf__blk_q8_1a) : sizeof(inf__blk_q8_0a); }
+static inline size_t fmt_block(int fmt) {
+    static const size_t bytes[] = {34, 18, 20, 22, 24};
+    return bytes[fmt];
+}
+static inline size_t fmt_act(int fmt) { return fmt_has_min(fmt) ? sizeof(inf__blk_q8_1a) : sizeof(inf__blk_q8_0a); }
 
 /* lane r = sum of the 8 lanes of p[r] */
 static inline __m256i hsum8x8(const __m256i p[8]) {
@@ -354,11 +372,11 @@ static inline void gemm8(int fmt, int64_t k, const uint8_t *w, size_t rb, const 
         for (int r = 0; r < 8; r++) {
             const uint8_t *b = w + (size_t)r * rb + (size_t)i * bs;
             memcpy(&dh[r], b, 2);
-            if (fmt == FMT_Q4_1) memcpy(&mh[r], b + 2, 2);
+            if (fmt_has_min(fmt)) memcpy(&mh[r], b + 2, 2);
             u[r] = weight_bytes(fmt, b);
         }
         __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dh));
-        __m256 mw = fmt == FMT_Q4_1 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)mh)) : _mm256_setzero_ps();
+        __m256 mw = fmt_has_min(fmt) ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)mh)) : _mm256_setzero_ps();
         for (int t = 0; t < n; t++) {
             const uint8_t *a = x + (size_t)t * xs + (size_t)i * as;
             __m256i y = _mm256_loadu_si256((const __m256i *)(a + 8)); /* qs after d and sum/s */
@@ -368,7 +386,7 @@ static inline void gemm8(int fmt, int64_t k, const uint8_t *w, size_t rb, const 
             if (off) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(off * act_sum(a)));
             __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(act_d(a)));
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, acc[t]);
-            if (fmt == FMT_Q4_1) accm[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(act_s(a)), accm[t]);
+            if (fmt_has_min(fmt)) accm[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(act_s(a)), accm[t]);
         }
     }
     for (int t = 0; t < n; t++) _mm256_storeu_ps(out + 8 * t, _mm256_add_ps(acc[t], accm[t]));
@@ -382,14 +400,14 @@ static inline float rowx(int fmt, int64_t k, const uint8_t *w, const uint8_t *x)
         const uint8_t *b = w + (size_t)i * bs, *a = x + (size_t)i * as;
         uint16_t dh, mh = 0;
         memcpy(&dh, b, 2);
-        if (fmt == FMT_Q4_1) memcpy(&mh, b + 2, 2);
+        if (fmt_has_min(fmt)) memcpy(&mh, b + 2, 2);
         __m256i p = block_dot(fmt, weight_bytes(fmt, b), _mm256_loadu_si256((const __m256i *)(a + 8)));
         __m128i q = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
         q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
         q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
         int32_t isum = _mm_cvtsi128_si32(q) - (off ? off * act_sum(a) : 0);
         acc = fmaf((float)isum, h2f(dh) * act_d(a), acc);
-        if (fmt == FMT_Q4_1) accm = fmaf(h2f(mh), act_s(a), accm);
+        if (fmt_has_min(fmt)) accm = fmaf(h2f(mh), act_s(a), accm);
     }
     return acc + accm;
 }
@@ -406,3 +424,11 @@ void KN(gemm8_q4_1)(int64_t k, const void *w, size_t rb, const void *x, size_t x
 float KN(rowx_q8_0)(int64_t k, const void *w, const void *x) { return rowx(FMT_Q8_0, k, w, x); }
 float KN(rowx_q4_0)(int64_t k, const void *w, const void *x) { return rowx(FMT_Q4_0, k, w, x); }
 float KN(rowx_q4_1)(int64_t k, const void *w, const void *x) { return rowx(FMT_Q4_1, k, w, x); }
+void KN(gemm8_q5_0)(int64_t k, const void *w, size_t rb, const void *x, size_t xs, int n, float out[8 * INF__LLM_GEMM_TOKENS]) {
+    gemm8(FMT_Q5_0, k, w, rb, x, xs, n, out);
+}
+void KN(gemm8_q5_1)(int64_t k, const void *w, size_t rb, const void *x, size_t xs, int n, float out[8 * INF__LLM_GEMM_TOKENS]) {
+    gemm8(FMT_Q5_1, k, w, rb, x, xs, n, out);
+}
+float KN(rowx_q5_0)(int64_t k, const void *w, const void *x) { return rowx(FMT_Q5_0, k, w, x); }
+float KN(rowx_q5_1)(int64_t k, const void *w, const void *x) { return rowx(FMT_Q5_1, k, w, x); }

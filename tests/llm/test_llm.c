@@ -182,9 +182,141 @@ static void test_kernels(void) {
                 CHECK(worst < 1e-4f, "%s %s one-row twin vs reference: %g", I->name, type_names[qt + 2], worst);
             }
         }
+        /* 16-row tiles (VNNI, q8_0 and q4_0): every (row, token) bit for bit the one-row twin */
+        if (is == 1)
+            for (int qt = 0; qt < 2; qt++) {
+                const inf__llm_qtype *ref = inf__llm_qtype_get(q_types[qt], true);
+                const inf__llm_qtype *aref = inf__llm_qtype_get(ref->act_type, true);
+                size_t rb = inf__llm_row_bytes(ref, K), xs = inf__llm_row_bytes(aref, K);
+                static uint8_t W[16 * K * 4], X[INF__LLM_TILE_TOKENS * K * 4], T[16 * K * 4];
+                float row[K];
+                for (int r = 0; r < 16; r++) {
+                    for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * (r + 1);
+                    if (r == 3) for (int i = 0; i < K; i++) row[i] = 0; /* a zero row */
+                    tm_quantize(q_types[qt], row, K, W + r * rb);
+                }
+                for (int t = 0; t < INF__LLM_TILE_TOKENS; t++) {
+                    for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * 2;
+                    if (t == 2) for (int i = 0; i < K; i++) row[i] = 0; /* a zero activation row */
+                    I->q8_0(row, X + t * xs, K);
+                }
+                (qt ? inf__llm_pack_q4_0_vnni : inf__llm_pack_q8_0_vnni)(W, rb, K, T);
+                for (int n = 1; n <= INF__LLM_TILE_TOKENS; n++) {
+                    float o[16 * INF__LLM_TILE_TOKENS];
+                    (qt ? inf__llm_tile_q4_0_vnni : inf__llm_tile_q8_0_vnni)(K, T, X, xs, n, o);
+                    int exact = 1;
+                    for (int t = 0; t < n; t++)
+                        for (int r = 0; r < 16; r++) {
+                            float one = rx[is][qt](K, W + r * rb, X + t * xs);
+                            exact &= memcmp(&one, &o[16 * t + r], 4) == 0;
+                        }
+                    CHECK(exact, "%s %s tile (n=%d) differs from its one-row twin", I->name, type_names[qt + 2], n);
+                }
+            }
         printf("kernels: %s: %d row products checked against the reference\n", I->name, tested);
     }
     printf("kernels: the engine uses %s\n", inf__llm_kernel_isa());
+}
+
+/* q5_0, q5_1, q4_K, q6_K rows of random bytes with finite random scales. */
+static void random_rows(uint32_t type, int rows, int64_t k, uint8_t *dst, uint64_t *s) {
+    const inf__llm_qtype *q = inf__llm_qtype_get(type, true);
+    size_t rb = inf__llm_row_bytes(q, k);
+    for (size_t i = 0; i < rb * (size_t)rows; i++) dst[i] = (uint8_t)(tm_rand(s) * 1e6);
+    for (size_t b = 0; b < rb * (size_t)rows / q->size; b++) {
+        uint8_t *blk = dst + b * q->size;
+        uint16_t d = inf__llm_fp32_to_fp16(tm_rand(s) * 0.01f), m = inf__llm_fp32_to_fp16(tm_rand(s) * 0.01f);
+        size_t d_at = type == INF__GGML_Q6_K ? 208 : 0; /* q6_K: d last; others: d first, then m / dmin */
+        memcpy(blk + d_at, &d, 2);
+        if (type == INF__GGML_Q5_1 || type == INF__GGML_Q4_K) memcpy(blk + 2, &m, 2);
+    }
+}
+
+/* The types added with the K-quants: q5_0/q5_1 eight-row kernels bit for bit
+ * their one-row twins and near the reference; q4_K/q6_K fast == reference bit
+ * for bit (same integers, same fmaf sequence); q8_K activations as ggml's. */
+static void test_kernels_k(void) {
+    uint64_t s = 99;
+    enum { K = 512 };
+    static uint8_t W[8 * K * 2], X[INF__LLM_GEMM_TOKENS * K * 2];
+    float row[K];
+    const char *isa = inf__llm_kernel_isa();
+    if (!strcmp(isa, "reference")) {
+        printf("kernels: no fast kernels on this CPU, q5/K twins skipped\n");
+        return;
+    }
+    int vnni = !strcmp(isa, "vnni");
+    static const uint32_t q5[2] = {INF__GGML_Q5_0, INF__GGML_Q5_1};
+    inf__llm_gemm8_fn g8[2][2] = {{inf__llm_gemm8_q5_0_avx2, inf__llm_gemm8_q5_1_avx2},
+                                  {inf__llm_gemm8_q5_0_vnni, inf__llm_gemm8_q5_1_vnni}};
+    inf__llm_dot_fn rx[2][2] = {{inf__llm_rowx_q5_0_avx2, inf__llm_rowx_q5_1_avx2},
+                                {inf__llm_rowx_q5_0_vnni, inf__llm_rowx_q5_1_vnni}};
+    for (int is = 0; is <= vnni; is++)
+        for (int qt = 0; qt < 2; qt++) {
+            const inf__llm_qtype *ref = inf__llm_qtype_get(q5[qt], true);
+            const inf__llm_qtype *aref = inf__llm_qtype_get(ref->act_type, true);
+            size_t rb = inf__llm_row_bytes(ref, K), xs = inf__llm_row_bytes(aref, K);
+            random_rows(q5[qt], 8, K, W, &s);
+            for (int t = 0; t < INF__LLM_GEMM_TOKENS; t++) {
+                for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * 2;
+                aref->from_float(row, X + t * xs, K);
+            }
+            for (int n = 1; n <= INF__LLM_GEMM_TOKENS; n += 3) {
+                float o[8 * INF__LLM_GEMM_TOKENS];
+                g8[is][qt](K, W, rb, X, xs, n, o);
+                int exact = 1;
+                float worst = 0;
+                for (int t = 0; t < n; t++)
+                    for (int r = 0; r < 8; r++) {
+                        float one = rx[is][qt](K, W + r * rb, X + t * xs), want = ref->dot(K, W + r * rb, X + t * xs);
+                        exact &= memcmp(&one, &o[8 * t + r], 4) == 0;
+                        worst = fmaxf(worst, fabsf(one - want) / (fabsf(want) + 1));
+                    }
+                CHECK(exact, "%s %s gemm8 (n=%d) differs from its one-row twin", is ? "vnni" : "avx2", ref->name, n);
+                CHECK(worst < 1e-4f, "%s %s one-row twin vs reference: %g", is ? "vnni" : "avx2", ref->name, worst);
+            }
+        }
+    static const uint32_t kt[2] = {INF__GGML_Q4_K, INF__GGML_Q6_K};
+    inf__llm_dot_fn kd[2][2] = {{inf__llm_dot_q4_K_avx2, inf__llm_dot_q6_K_avx2},
+                                {inf__llm_dot_q4_K_vnni, inf__llm_dot_q6_K_vnni}};
+    for (int qt = 0; qt < 2; qt++) {
+        const inf__llm_qtype *ref = inf__llm_qtype_get(kt[qt], true);
+        const inf__llm_qtype *aref = inf__llm_qtype_get(ref->act_type, true);
+        CHECK(aref && aref->from_float, "%s: q8_K activations", ref->name);
+        for (int trial = 0; trial < 20; trial++) {
+            random_rows(kt[qt], 1, K, W, &s);
+            for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * (trial + 1);
+            if (trial == 3) memset(row, 0, sizeof row);
+            aref->from_float(row, X, K);
+            const inf__blk_q8_Ka *xb = (const inf__blk_q8_Ka *)X;
+            int sums_ok = 1, range_ok = 1;
+            for (int b = 0; b < K / QK_K; b++)
+                for (int j = 0; j < 16; j++) {
+                    int sum = 0;
+                    for (int e = 0; e < 16; e++) {
+                        sum += xb[b].qs[16 * j + e];
+                        range_ok &= xb[b].qs[16 * j + e] >= -127;
+                    }
+                    sums_ok &= sum == xb[b].bsums[j];
+                }
+            CHECK(sums_ok && range_ok, "q8_K activations: 16-element sums / range");
+            float want = ref->dot(K, W, X);
+            for (int is = 0; is <= vnni; is++) {
+                float got = kd[is][qt](K, W, X);
+                CHECK(!memcmp(&got, &want, 4), "%s %s dot: %.9g, reference %.9g", is ? "vnni" : "avx2", ref->name, got,
+                      want);
+            }
+            /* against the dequantized row in double (the activation's own rounding aside) */
+            float wf[K], xf[K];
+            ref->to_float(W, wf, K);
+            double exact = 0, mag = 0;
+            for (int b = 0; b < K / QK_K; b++)
+                for (int e = 0; e < QK_K; e++) xf[b * QK_K + e] = xb[b].d * xb[b].qs[e];
+            for (int i = 0; i < K; i++) exact += (double)wf[i] * xf[i], mag += fabs((double)wf[i] * xf[i]);
+            CHECK(fabs(want - exact) <= 1e-4 * mag + 1e-6, "%s dot %g vs dequantized %g", ref->name, want, exact);
+        }
+    }
+    printf("kernels: q5_0, q5_1, q4_K, q6_K twins checked\n");
 }
 
 /* ---- forward pass ---- */
@@ -437,9 +569,9 @@ static void m_shape(gw *w) {
 }
 static void m_type(gw *w) {
     base_keys_e(w, "llama", 256);
-    uint8_t x[8 * 144] = {0};
+    uint8_t x[4 * 176] = {0};
     int64_t ne[2] = {256, 4};
-    gw_tensor(w, "token_embd.weight", 12, 2, ne, x, sizeof x); /* q4_K */
+    gw_tensor(w, "token_embd.weight", 13, 2, ne, x, sizeof x); /* q5_K: not supported */
 }
 static void m_heads(gw *w) {
     base_keys(w, "llama");
@@ -451,7 +583,7 @@ static void test_malformed(void) {
     expect_refused(m_arch, "architecture 'mamba' is not supported", INF_EUNSUPPORTED);
     expect_refused(m_missing, "tensor 'blk.0.attn_norm.weight' is missing", INF_EMODEL);
     expect_refused(m_shape, "tensor 'output_norm.weight' has shape [16,1], expected [32]", INF_ESHAPE);
-    expect_refused(m_type, "token_embd.weight' is of type q4_K", INF_EUNSUPPORTED);
+    expect_refused(m_type, "token_embd.weight' is of type q5_K", INF_EUNSUPPORTED);
     expect_refused(m_heads, "heads 2/3", INF_EMODEL);
     expect_refused(m_nokey, "'llama.embedding_length' is missing", INF_EMODEL);
 }
@@ -460,6 +592,7 @@ int main(void) {
     uint64_t s = 5;
     for (int i = 0; i < 64; i++) tokens[i] = 3 + (int32_t)((tm_rand(&s) + 1) * 40) % 90;
     test_kernels();
+    test_kernels_k();
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         test_forward(types[i], type_names[i]);
         test_speculative(types[i], type_names[i]);
