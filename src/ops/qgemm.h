@@ -89,6 +89,14 @@ void inf__qgemm_raw_avx2(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int
 void inf__qgemm_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
                             int32_t *c, int64_t ldc);
 
+/* The raw sums of a convolution block read in place (implicit GEMM,
+ * x86/qconv_vnni_avx512.c; VNNI packing, no W zero point, K = taps * cq with
+ * cq a multiple of 4): C[i][j] = init[j] + sum over taps t and channels k < cq
+ * of rows[i][tapoff[t] + k] * B[t * cq + k][j], for the m positions whose
+ * first tap starts at rows[i]. */
+void inf__qconv_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
+                            int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
+
 /* ---- quantizing activations (QuantizeLinear's arithmetic, bit for bit):
  * q = clamp(nearbyintf(x / scale) + zp, 0, 255), NaN -> zp; into uint8. */
 void inf__quantize_u8_ref(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q);
@@ -104,7 +112,11 @@ void inf__minmax_f32_avx2(const float *x, int64_t n, float *lo, float *hi);
  * MatMulInteger), requantized to 8 bits (QLinear*: v = (float)(acc + bias_i32)
  * * mult[j], rounded half to even, + y_zp, saturated), or scaled to float
  * (QGemm/QConv: (float)acc * mult[j] + bias_f32[j], then act). */
-typedef enum { INF_QOUT_I32, INF_QOUT_Q8, INF_QOUT_F32 } inf__qout_kind;
+typedef enum { INF_QOUT_I32, INF_QOUT_Q8, INF_QOUT_F32, INF_QOUT_F32_U8 } inf__qout_kind;
+/* INF_QOUT_F32_U8 (convolutions): F32's value (scale, bias, act) then
+ * QuantizeLinear(rq_scale, rq_zp) into uint8, channels last [n][oh][ow][m]:
+ * the bytes the next quantized conv would make of the F32 output -- the
+ * activation stays 8-bit between the two (graph/passes/qdq_chain.c). */
 typedef struct inf__qout {
     inf__qout_kind kind;
     const float *mult;        /* [n] (or [1] with mult_per_col false) */
@@ -130,6 +142,7 @@ typedef struct inf__qsrc {
     float scale;              /* float32 only */
     int32_t zp;               /* the zero point as given (int8 or uint8 range) */
     inf_dtype q_dtype;        /* float32 only: the dtype the QuantizeLinear produced */
+    bool nhwc;                /* convolutions, uint8 only: x is channels last [n][ih][iw][c] */
 } inf__qsrc;
 
 /* The float32 store (INF_QOUT_F32) of C values 8 at a time, the same
@@ -139,6 +152,8 @@ typedef struct inf__qsrc {
  * and biased as column (channel) j, into y[0..rows). */
 void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y);
 void inf__qstore_f32_col_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j, float *y);
+/* INF_QOUT_F32_U8's store of a row: n columns from column j0 into y[0..n). */
+void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y);
 /* A whole C block of `rows` rows (positions) x n columns (channels j0..)
  * transposed into channel planes: y[j * ldy + p] (8 x 8 transposes). */
 void inf__qstore_f32_block_t_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,

@@ -203,7 +203,8 @@ static void matmul_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no)
 static void conv_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     inf__qconv_geom g = {.n = rand_in(1, 2), .group = rand_in(1, 2), .kh = rand_in(1, 3), .kw = rand_in(1, 3),
                          .sh = rand_in(1, 2), .sw = rand_in(1, 2), .dh = rand_in(1, 2), .dw = rand_in(1, 2)};
-    g.cg = rand_in(1, 9), g.mg = rand_in(1, 20), g.c = g.cg * g.group, g.m = g.mg * g.group;
+    /* cg a multiple of 4 half the time: the implicit-GEMM path on VNNI (qconv_vnni_avx512.c) */
+    g.cg = rand_in(0, 1) ? 4 * rand_in(1, 3) : rand_in(1, 9), g.mg = rand_in(1, 40), g.c = g.cg * g.group, g.m = g.mg * g.group;
     if (rand_in(0, 3) == 0) g.ih = 1, g.kh = 1, g.sh = 1, g.dh = 1; /* 1-D */
     else g.ih = rand_in(g.kh, 12);
     g.iw = rand_in(g.kw, 14);
@@ -286,7 +287,7 @@ int main(void) {
         }
         for (int c = 0; c < 300; c++) gemm_case(isas[i], c);
         for (int c = 0; c < 60 && isas[i] != INF_QGEMM_REF; c++) matmul_driver_case(isas[i], c % 2 ? pool : NULL, c);
-        for (int c = 0; c < 60; c++) conv_driver_case(isas[i], c % 2 ? pool : NULL, c);
+        for (int c = 0; c < 120; c++) conv_driver_case(isas[i], c % 2 ? pool : NULL, c);
         printf("%s: checked\n", inf__qgemm_isa_name(isas[i]));
     }
     quantize_cases();

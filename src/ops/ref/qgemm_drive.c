@@ -62,6 +62,16 @@ static inline float fake_quant(const inf__qout *o, float v) {
     return (float)((int64_t)r - o->rq_zp) * o->rq_scale;
 }
 
+/* INF_QOUT_F32_U8: F32's value of sum c in column j, then QuantizeLinear. */
+static inline uint8_t store_u8(const inf__qout *o, int32_t c, int64_t j) {
+    float v = (float)c * out_mult(o, j);
+    if (o->bias_f32) v += o->bias_f32[j];
+    v = act(o->act, v);
+    uint8_t q;
+    inf__quantize_u8_ref(&v, 1, o->rq_scale, o->rq_zp, &q);
+    return q;
+}
+
 /* Output element `at` from sum c of column (channel) j. */
 static inline void store_one(const inf__qout *o, void *y, int64_t at, int32_t c, int64_t j) {
     switch (o->kind) {
@@ -168,9 +178,37 @@ void inf__qmatmul_drive(inf__pool *pool, const inf__qgemm_b *b, int64_t m, const
 
 /* ---- convolutions ---- */
 
+/* The implicit-GEMM path (x86/qconv_vnni_avx512.c): the VNNI kernel reads
+ * each tap's cg channels in place from a zero-point-padded channels-last
+ * image -- when cg is a multiple of 4 (no quad straddles two taps) and W has
+ * no zero point (the start value holds the only correction). */
+enum { DIRECT_MAX_TAPS = 64, DIRECT_MAX_N = 4096 };
+
+static bool conv_direct(const inf__qconv_geom *g, const inf__qgemm_b *b) {
+#if defined(__x86_64__)
+    return b->isa == INF_QGEMM_VNNI512 && !b->any_b_zp && g->cg % 4 == 0 && b->kp == b->k &&
+           g->kh * g->kw <= DIRECT_MAX_TAPS && b->np <= DIRECT_MAX_N;
+#else
+    (void)g, (void)b;
+    return false;
+#endif
+}
+
+/* The image buffer's height and width: padded for the direct path (every
+ * tap of every output position inside it), else the image's own. */
+static void image_dims(const inf__qconv_geom *g, bool direct, int64_t *ihp, int64_t *iwp) {
+    *ihp = g->ih, *iwp = g->iw;
+    if (!direct) return;
+    int64_t need_h = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1, need_w = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+    if (g->ih + g->pt > need_h) need_h = g->ih + g->pt;
+    if (g->iw + g->pl > need_w) need_w = g->iw + g->pl;
+    *ihp = need_h, *iwp = need_w;
+}
+
 size_t inf__qconv_scratch_bytes(const inf__qconv_geom *g, const inf__qgemm_b *b) {
-    int64_t pos = round_up(g->oh * g->ow, ROWS_PER_BLOCK);
-    return (size_t)(g->c * g->ih * g->iw + pos * (b->kp + 4 * b->np) + 256);
+    int64_t pos = round_up(g->oh * g->ow, ROWS_PER_BLOCK), ihp, iwp;
+    image_dims(g, conv_direct(g, b), &ihp, &iwp);
+    return (size_t)(g->c * ihp * iwp + pos * (b->kp + 4 * b->np) + 4 * b->np + 384);
 }
 
 typedef struct conv_task {
@@ -183,6 +221,10 @@ typedef struct conv_task {
     void *y;                   /* this image's output planes */
     uint8_t *abuf;
     int32_t *cbuf;
+    bool direct;               /* implicit GEMM: x padded to iwp columns, no im2col */
+    int64_t iwp;
+    const int64_t *tapoff;     /* direct: byte offset of each tap from a position's first */
+    const int32_t *init;       /* direct: -a_zp * colsum[j] */
 } conv_task;
 
 /* Row p of the group's im2col matrix, K in (ky, kx, channel) order -- the
@@ -223,9 +265,33 @@ static void conv_blocks(void *arg, int64_t begin, int64_t end) {
         int64_t p0 = blk * ROWS_PER_BLOCK, p1 = p0 + ROWS_PER_BLOCK < pos ? p0 + ROWS_PER_BLOCK : pos;
         uint8_t *a = t->abuf + p0 * b->kp;
         int32_t *c = t->cbuf + p0 * b->np;
-        for (int64_t p = p0; p < p1; p++) im2col_row(t, p, a + (p - p0) * b->kp);
-        inf__qgemm_rows(b, p1 - p0, a, b->kp, t->a_zp, c, b->np);
+        if (t->direct) {
+#if defined(__x86_64__)
+            const uint8_t *rows[ROWS_PER_BLOCK];
+            const inf__qconv_geom *g = t->g;
+            for (int64_t p = p0; p < p1; p++)
+                rows[p - p0] = t->x + ((p / g->ow) * g->sh * t->iwp + (p % g->ow) * g->sw) * g->c + t->group * g->cg;
+            inf__qconv_raw_vnni512(b, p1 - p0, rows, t->tapoff, g->kh * g->kw, g->cg, t->init, c, b->np);
+#endif
+        } else {
+            for (int64_t p = p0; p < p1; p++) im2col_row(t, p, a + (p - p0) * b->kp);
+            inf__qgemm_rows(b, p1 - p0, a, b->kp, t->a_zp, c, b->np);
+        }
         int64_t ch0 = t->group * t->g->mg;
+        if (t->out->kind == INF_QOUT_F32_U8) { /* channels last: C's rows are the output's positions */
+            for (int64_t p = p0; p < p1; p++) {
+                uint8_t *yp = (uint8_t *)t->y + p * t->g->m + ch0;
+                const int32_t *cp = c + (p - p0) * b->np;
+#if defined(__x86_64__)
+                if (b->isa != INF_QGEMM_REF) {
+                    inf__qstore_u8_row_avx2(t->out, cp, ch0, b->n, yp);
+                    continue;
+                }
+#endif
+                for (int64_t j = 0; j < b->n; j++) yp[j] = store_u8(t->out, cp[j], ch0 + j);
+            }
+            continue;
+        }
         if (vector_store(b, t->out)) {
 #if defined(__x86_64__)
             inf__qstore_f32_block_t_avx2(t->out, c, b->np, p1 - p0, ch0, b->n, (float *)t->y + ch0 * pos + p0, pos);
@@ -241,13 +307,21 @@ typedef struct quant_task {
     const inf__qsrc *x;
     const void *src;
     int64_t c, plane;
-    uint8_t *dst;
+    uint8_t *dst;         /* position (y, x) at dst[(y * iwp + x) * c] */
+    int64_t iw, iwp;
 } quant_task;
 
 /* Positions [begin, end) of the image as uint8, channels last: per chunk
  * of TR_POS positions each channel is quantized (a vector pass) into a
  * [c][TR_POS] tile, which is then written out position by position. */
 enum { TR_POS = 64, TR_MAX_C = 512 };
+
+/* Image rows [begin, end) of a uint8 channels-last x: one copy each. */
+static void copy_rows_nhwc(void *arg, int64_t begin, int64_t end) {
+    const quant_task *t = arg;
+    for (int64_t r = begin; r < end; r++)
+        memcpy(t->dst + r * t->iwp * t->c, (const uint8_t *)t->src + r * t->iw * t->c, (size_t)(t->iw * t->c));
+}
 
 static void quantize_rows(void *arg, int64_t begin, int64_t end) {
     const quant_task *t = arg;
@@ -260,7 +334,8 @@ static void quantize_rows(void *arg, int64_t begin, int64_t end) {
             for (int64_t c = 0; c < nc; c++)
                 load_row(t->x, (const char *)t->src + (size_t)((c0 + c) * t->plane + p0) * esize, n, n, tile + c * TR_POS);
             for (int64_t p = 0; p < n; p++) {
-                uint8_t *d = t->dst + (p0 + p) * t->c + c0;
+                int64_t at = p0 + p;
+                uint8_t *d = t->dst + ((at / t->iw) * t->iwp + at % t->iw) * t->c + c0;
                 for (int64_t c = 0; c < nc; c++) d[c] = tile[c * TR_POS + p];
             }
         }
@@ -269,20 +344,33 @@ static void quantize_rows(void *arg, int64_t begin, int64_t end) {
 
 void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgemm_b *bg, const inf__qsrc *x,
                       const inf__qout *out, void *y, void *scratch) {
-    int64_t plane = g->ih * g->iw, image = g->c * plane, pos = g->oh * g->ow;
-    int64_t blocks = (pos + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, kp = bg[0].kp;
+    int64_t plane = g->ih * g->iw, image = g->c * plane, pos = g->oh * g->ow, ihp, iwp;
+    int64_t blocks = (pos + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, kp = bg[0].kp, np = bg[0].np;
+    bool direct = conv_direct(g, &bg[0]);
+    image_dims(g, direct, &ihp, &iwp);
     uint8_t *xbuf = (uint8_t *)round_up((int64_t)(uintptr_t)scratch, 64);
-    uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)(xbuf + image), 64);
+    uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)(xbuf + g->c * ihp * iwp), 64);
     int32_t *cbuf = (int32_t *)round_up((int64_t)(uintptr_t)(abuf + blocks * ROWS_PER_BLOCK * kp), 64);
+    int32_t *init = cbuf + blocks * ROWS_PER_BLOCK * np;
     size_t in_esize = x->dtype == INF_DTYPE_F32 ? 4 : 1;
-    size_t out_esize = out->kind == INF_QOUT_Q8 ? 1 : 4;
+    size_t out_esize = out->kind == INF_QOUT_Q8 || out->kind == INF_QOUT_F32_U8 ? 1 : 4;
+    int32_t a_zp = a_zero_point(x);
+    int64_t tapoff[DIRECT_MAX_TAPS];
+    if (direct) {
+        for (int64_t ky = 0; ky < g->kh; ky++)
+            for (int64_t kx = 0; kx < g->kw; kx++) tapoff[ky * g->kw + kx] = (ky * g->dh * iwp + kx * g->dw) * g->c;
+        if (ihp * iwp != plane) memset(xbuf, a_zp, (size_t)(g->c * ihp * iwp)); /* the padding reads the zero point */
+    }
     for (int64_t n = 0; n < g->n; n++) {
         const void *src = (const char *)x->data + (size_t)(n * image) * in_esize;
-        quant_task qt = {x, src, g->c, plane, xbuf};
-        inf__pool_range(pool, plane, 256, quantize_rows, &qt);
+        quant_task qt = {x, src, g->c, plane, xbuf + (direct ? (g->pt * iwp + g->pl) * g->c : 0), g->iw, iwp};
+        if (x->nhwc) inf__pool_range(pool, g->ih, 16, copy_rows_nhwc, &qt);
+        else inf__pool_range(pool, plane, 256, quantize_rows, &qt);
         for (int64_t grp = 0; grp < g->group; grp++) {
-            conv_task t = {g, &bg[grp], out, xbuf, a_zero_point(x), grp,
-                           (char *)y + (size_t)(n * g->m * pos) * out_esize, abuf, cbuf};
+            if (direct)
+                for (int64_t j = 0; j < np; j++) init[j] = (int32_t)(0u - (uint32_t)a_zp * (uint32_t)bg[grp].colsum[j]);
+            conv_task t = {g, &bg[grp], out, xbuf, a_zp, grp, (char *)y + (size_t)(n * g->m * pos) * out_esize,
+                           abuf, cbuf, direct, iwp, tapoff, init};
             inf__pool_range(pool, blocks, 1, conv_blocks, &t);
         }
     }

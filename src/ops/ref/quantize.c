@@ -552,6 +552,8 @@ typedef struct qconv_params {
     int64_t w_dims[INF_MAX_DIMS];
     int w_ndim;
     inf__qgemm_b *bg; /* [group] */
+    /* fused QConv (graph/passes/qdq_chain.c): x / y uint8 channels last */
+    bool nhwc_in, nhwc_out;
 } qconv_params;
 
 /* Packs a constant W (input w_at; zero point input wzp_at: per tensor or
@@ -606,6 +608,8 @@ static inf_status qconv_init(inf__node *node, inf__arena *arena, inf_error *err)
     p->strides = inf__attr_ints(node, "strides", &p->n_strides);
     p->dilations = inf__attr_ints(node, "dilations", &p->n_dilations);
     p->pads = inf__attr_ints(node, "pads", &p->n_pads);
+    p->nhwc_in = inf__attr_int(node, "nhwc_in", 0) != 0;
+    p->nhwc_out = inf__attr_int(node, "nhwc_out", 0) != 0;
     if (p->group < 1)
         return inf__node_error(node, err, INF_EMODEL, "group = %lld, must be >= 1", (long long)p->group);
     for (int i = 0; i < p->n_strides; i++)
@@ -747,7 +751,7 @@ static inf_status qconv_run_packed(inf__kernel_ctx *ctx, const qconv_geom *g, co
                           .dw = g->d[g->nd - 1], .pt = one_d ? 0 : g->pb[0], .pl = g->pb[g->nd - 1]};
     void *scratch = inf__kernel_scratch(ctx, inf__qconv_scratch_bytes(&qg, &p->bg[0]));
     if (!scratch) return INF_ENOMEM;
-    inf__qsrc x = {.data = q->x->data, .dtype = q->x->dtype, .zp = zp_at(q->xzp, 0)};
+    inf__qsrc x = {.data = q->x->data, .dtype = q->x->dtype, .zp = zp_at(q->xzp, 0), .nhwc = p->nhwc_in};
     if (q->x->dtype == INF_DTYPE_F32) x.scale = scale_at(q->xs, 0), x.q_dtype = q->xzp ? q->xzp->dtype : INF_DTYPE_U8;
     inf__qconv_drive(ctx->pool, &qg, p->bg, &x, out, y, scratch);
     return INF_OK;
@@ -947,22 +951,50 @@ static inf_status qconv_fused_init(inf__node *node, inf__arena *arena, inf_error
     return st;
 }
 
+/* x of a QConv with nhwc_in: uint8 [n, h, w, c], seen as [n, c, h, w] for
+ * the geometry (the driver reads it channels last). */
+static inf_status nhwc_view(inf__kernel_ctx *ctx, const inf_tensor *x, inf_tensor *view) {
+    const inf_tensor *xz = opt_input(ctx, 2);
+    if (x->dtype != INF_DTYPE_U8 || x->ndim != 4 || (xz && xz->dtype != INF_DTYPE_U8))
+        return inf__kernel_error(ctx, INF_ETYPE, "x (nhwc_in): expected uint8 [n, h, w, c] with a uint8 zero point, "
+                                 "got %s of rank %d", inf_dtype_name(x->dtype), x->ndim);
+    *view = *x;
+    view->dims[1] = x->dims[3], view->dims[2] = x->dims[1], view->dims[3] = x->dims[2];
+    return INF_OK;
+}
+
 static inf_status qconv_fused_run(inf__kernel_ctx *ctx) {
     const qconv_params *p = ctx->node->params;
     qconv_args q = {ctx->in[0], ctx->in[3], opt_input(ctx, 2), opt_input(ctx, 5), NULL,
                     ctx->in[1], ctx->in[4], NULL, NULL, NULL};
-    if (q.x->dtype != INF_DTYPE_F32)
+    inf_tensor xview;
+    inf_status st = INF_OK;
+    if (p->nhwc_in) {
+        if ((st = nhwc_view(ctx, q.x, &xview)) != INF_OK) return st;
+        q.x = &xview;
+    } else if (q.x->dtype != INF_DTYPE_F32) {
         return inf__kernel_error(ctx, INF_ETYPE, "x: expected float32, got %s", inf_dtype_name(q.x->dtype));
+    }
     qconv_geom g;
-    inf_status st = qconv_geometry(ctx, p, q.x, q.w, &g);
+    st = qconv_geometry(ctx, p, q.x, q.w, &g);
     if (st == INF_OK) st = fused_params_check(ctx, g.m);
     if (st != INF_OK) return st;
-    if (!qconv_packed_fits(ctx, &g, &q))
+    if (!qconv_packed_fits(ctx, &g, &q) || ((p->nhwc_in || p->nhwc_out) && g.nd != 2))
         return inf__kernel_error(ctx, INF_EUNSUPPORTED, "only 1-D/2-D convolutions with the W given at load");
-    if ((st = qconv_output(ctx, &g, INF_DTYPE_F32, &q.y)) != INF_OK) return st;
+    if (p->nhwc_out) {
+        const inf_tensor *yz = opt_input(ctx, 8);
+        if (!opt_input(ctx, 7) || (yz && yz->dtype != INF_DTYPE_U8))
+            return inf__kernel_error(ctx, INF_EMODEL, "nhwc_out needs y_scale and a uint8 y_zero_point");
+        int64_t dims[4] = {g.n, g.out[0], g.out[1], g.m};
+        st = inf__kernel_output(ctx, 0, INF_DTYPE_U8, 4, dims, &q.y);
+    } else {
+        st = qconv_output(ctx, &g, INF_DTYPE_F32, &q.y);
+    }
+    if (st != INF_OK) return st;
     float *mult = qconv_mults(ctx, &g, &q);
     if (!mult) return INF_ENOMEM;
     inf__qout out = fused_out(ctx, mult);
+    if (p->nhwc_out) out.kind = INF_QOUT_F32_U8, out.requant = false;
     st = qconv_run_packed(ctx, &g, &q, &out, q.y->data);
     ctx->epilogue_done = st == INF_OK;
     return st;

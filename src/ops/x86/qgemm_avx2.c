@@ -135,11 +135,44 @@ static inline __m256 fake_quant8(const inf__qout *o, __m256 v) {
     return _mm256_mul_ps(_mm256_sub_ps(r, z), s);
 }
 
-static inline __m256 finish8(const inf__qout *o, __m256i acc, __m256 mult, __m256 bias) {
+static inline __m256 scaled8(const inf__qout *o, __m256i acc, __m256 mult, __m256 bias) {
     __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), mult);
     if (o->bias_f32) v = _mm256_add_ps(v, bias);
-    v = act8(o->act, v);
+    return act8(o->act, v);
+}
+
+static inline __m256 finish8(const inf__qout *o, __m256i acc, __m256 mult, __m256 bias) {
+    __m256 v = scaled8(o, acc, mult, bias);
     return o->requant ? fake_quant8(o, v) : v;
+}
+
+/* The F32 value of 8 columns at a time into a float tile, then
+ * QuantizeLinear's vector arithmetic over the tile (inf__quantize_u8_avx2):
+ * the bytes the next conv's input quantization would make of it. */
+void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
+    enum { TILE = 64 };
+    float v[TILE];
+    for (int64_t t0 = 0; t0 < n; t0 += TILE) {
+        int64_t cnt = n - t0 < TILE ? n - t0 : TILE, j = 0;
+        for (; j + 8 <= cnt; j += 8) {
+            int64_t at = j0 + t0 + j;
+            __m256 mult = o->mult_per_col ? _mm256_loadu_ps(o->mult + at) : _mm256_set1_ps(o->mult[0]);
+            __m256 bias = o->bias_f32 ? _mm256_loadu_ps(o->bias_f32 + at) : _mm256_setzero_ps();
+            _mm256_storeu_ps(v + j, scaled8(o, _mm256_loadu_si256((const __m256i *)(c + t0 + j)), mult, bias));
+        }
+        if (j < cnt) {
+            int32_t ct[8] = {0};
+            float mt[8] = {0}, bt[8] = {0}, yt[8];
+            for (int64_t k = 0; k < cnt - j; k++) {
+                ct[k] = c[t0 + j + k];
+                mt[k] = o->mult[o->mult_per_col ? j0 + t0 + j + k : 0];
+                if (o->bias_f32) bt[k] = o->bias_f32[j0 + t0 + j + k];
+            }
+            _mm256_storeu_ps(yt, scaled8(o, _mm256_loadu_si256((const __m256i *)ct), _mm256_loadu_ps(mt), _mm256_loadu_ps(bt)));
+            memcpy(v + j, yt, (size_t)(cnt - j) * sizeof *yt);
+        }
+        inf__quantize_u8_avx2(v, cnt, o->rq_scale, o->rq_zp, y + t0);
+    }
 }
 
 void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y) {

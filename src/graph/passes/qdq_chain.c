@@ -1,0 +1,85 @@
+/*
+ * qdq_chain.c -- keeps the activation 8-bit between two fused quantized
+ * convolutions: QConv A whose only reader is QConv B (as B's x) stores its
+ * output already quantized with B's input parameters, uint8 channels last,
+ * and B reads those bytes as they are -- no float tensor, no second
+ * quantization pass, no NCHW <-> channels-last transposes between them.
+ *
+ * PATTERN (after activation fusion, so A's Relu/Clip is its epilogue):
+ *     v = QConv A(x, ...)        7 inputs (no output Q -> DQ of its own), 2-D
+ *     y = QConv B(v, s, z, ...)  s a float32 constant, z absent or a uint8 constant, 2-D
+ *   v read by B only (not a graph output).
+ * ->  A gets inputs 7, 8 = B's (s, z) and nhwc_out = 1: its store computes
+ *     the same float value (scale, bias, activation) and quantizes it with
+ *     QuantizeLinear's arithmetic into uint8 [n, oh, ow, m];
+ *     B gets nhwc_in = 1: it reads uint8 [n, h, w, c] with zero point z.
+ *
+ * WHY IT IS SAFE: B quantized A's float output with (s, z) as its first step
+ * (ops/ref/quantize.c, QuantizeLinear's arithmetic); A now does exactly that
+ * in its store, so B sees the same bytes: bit-identical results.  Only the
+ * layout of v changes, and v has no other reader.
+ */
+#include <string.h>
+
+#include "graph/passes/passes.h"
+#include "ops/ops.h"
+
+enum { MAX_ATTRS = 16 };
+
+static bool is_qconv(const inf__pass_ctx *pc, int n) {
+    const inf__node *node = &pc->g->nodes[n];
+    return !pc->dead[n] && node->op && node->op->domain == INF_DOMAIN_INFERA && !strcmp(node->op_type, "QConv") &&
+           node->n_outputs == 1;
+}
+
+static const inf_tensor *constant(const inf__pass_ctx *pc, int v) {
+    if (v < 0) return NULL;
+    const inf__value *val = &pc->g->values[v];
+    if (val->role != INF_VALUE_INITIALIZER || !val->constant || val->constant->kind != INF_KIND_TENSOR) return NULL;
+    for (int i = 0; i < pc->g->n_inputs; i++)
+        if (pc->g->inputs[i] == v) return NULL;
+    return val->constant;
+}
+
+/* A 2-D QConv (4-D constant W, input 3) without an nhwc flag `flag` set. */
+static bool plain_2d(const inf__pass_ctx *pc, int n, const char *flag) {
+    const inf__node *node = &pc->g->nodes[n];
+    const inf_tensor *w = node->n_inputs > 3 ? constant(pc, node->inputs[3]) : NULL;
+    return is_qconv(pc, n) && w && w->ndim == 4 && !inf__attr_int(node, flag, 0);
+}
+
+/* Node n again as a QConv with `inputs` and its attributes plus flag = 1. */
+static inf_status rewrite_with(inf__pass_ctx *pc, int n, int n_inputs, const int *inputs, const char *flag,
+                               inf_error *err) {
+    const inf__node *node = &pc->g->nodes[n];
+    inf__attr attrs[MAX_ATTRS];
+    memcpy(attrs, node->attrs, (size_t)node->n_attrs * sizeof *attrs);
+    attrs[node->n_attrs] = (inf__attr){.name = flag, .type = INF_ATTR_INT, .i = 1};
+    return inf__pass_rewrite(pc, n, "ai.infera", "QConv", 1, n_inputs, inputs, node->n_attrs + 1, attrs, NULL, 0, err);
+}
+
+inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
+    *n_rewritten = 0;
+    for (int b = 0; b < pc->g->n_nodes; b++) {
+        if (!plain_2d(pc, b, "nhwc_in")) continue;
+        const inf__node *nb = &pc->g->nodes[b];
+        int v = nb->inputs[0], a = v >= 0 ? pc->g->values[v].producer : -1;
+        if (a < 0 || !plain_2d(pc, a, "nhwc_out") || pc->g->nodes[a].n_inputs != 7 || !inf__pass_uses(pc, v, 1) ||
+            pc->g->nodes[a].n_attrs + 1 > MAX_ATTRS || nb->n_attrs + 1 > MAX_ATTRS)
+            continue;
+        const inf_tensor *s = constant(pc, nb->inputs[1]);
+        int zv = nb->n_inputs > 2 ? nb->inputs[2] : -1;
+        const inf_tensor *z = constant(pc, zv);
+        if (!s || s->dtype != INF_DTYPE_F32 || inf_tensor_numel(s) != 1 ||
+            (zv >= 0 && (!z || z->dtype != INF_DTYPE_U8 || inf_tensor_numel(z) != 1)))
+            continue;
+        int ins_a[9];
+        memcpy(ins_a, pc->g->nodes[a].inputs, 7 * sizeof *ins_a);
+        ins_a[7] = nb->inputs[1], ins_a[8] = zv;
+        inf_status st = rewrite_with(pc, a, 9, ins_a, "nhwc_out", err);
+        if (st == INF_OK) st = rewrite_with(pc, b, nb->n_inputs, nb->inputs, "nhwc_in", err);
+        if (st != INF_OK) return st;
+        (*n_rewritten)++;
+    }
+    return INF_OK;
+}
