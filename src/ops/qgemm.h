@@ -102,6 +102,9 @@ void inf__qconv_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *con
 void inf__quantize_u8_ref(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q);
 void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q);
 void inf__quantize_u8(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q); /* dispatches */
+/* dst[c * ld + r] = src[r * ls + c] for r < rows, c < cols (bytes; 16 x 16
+ * SSE2 blocks, x86-64): channel planes into channels-last rows. */
+void inf__transpose_u8_avx2(const uint8_t *src, int64_t ls, int64_t rows, int64_t cols, uint8_t *dst, int64_t ld);
 /* min and max of x (NaN ignored), for DynamicQuantizeLinear */
 void inf__minmax_f32_ref(const float *x, int64_t n, float *lo, float *hi);
 void inf__minmax_f32_avx2(const float *x, int64_t n, float *lo, float *hi);
@@ -170,6 +173,8 @@ void inf__qmatmul_drive(inf__pool *pool, const inf__qgemm_b *b, int64_t m, const
 typedef struct inf__qconv_geom {
     int64_t n, c, m, group, cg, mg;
     int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+    int64_t cgp; /* 0, or (group 1, VNNI) W packed with cg padded to cgp, a multiple of 4, zero weights in
+                  * the padding: K = taps * cgp, read in place (the implicit-GEMM path) */
 } inf__qconv_geom;
 size_t inf__qconv_scratch_bytes(const inf__qconv_geom *g, const inf__qgemm_b *b);
 void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgemm_b *bg, const inf__qsrc *x,

@@ -186,8 +186,9 @@ enum { DIRECT_MAX_TAPS = 64, DIRECT_MAX_N = 4096 };
 
 static bool conv_direct(const inf__qconv_geom *g, const inf__qgemm_b *b) {
 #if defined(__x86_64__)
-    return b->isa == INF_QGEMM_VNNI512 && !b->any_b_zp && g->cg % 4 == 0 && b->kp == b->k &&
-           g->kh * g->kw <= DIRECT_MAX_TAPS && b->np <= DIRECT_MAX_N;
+    int64_t cq = g->cgp ? g->cgp : g->cg;
+    return b->isa == INF_QGEMM_VNNI512 && !b->any_b_zp && cq % 4 == 0 && b->kp == b->k &&
+           b->k == cq * g->kh * g->kw && g->kh * g->kw <= DIRECT_MAX_TAPS && b->np <= DIRECT_MAX_N;
 #else
     (void)g, (void)b;
     return false;
@@ -208,7 +209,7 @@ static void image_dims(const inf__qconv_geom *g, bool direct, int64_t *ihp, int6
 size_t inf__qconv_scratch_bytes(const inf__qconv_geom *g, const inf__qgemm_b *b) {
     int64_t pos = round_up(g->oh * g->ow, ROWS_PER_BLOCK), ihp, iwp;
     image_dims(g, conv_direct(g, b), &ihp, &iwp);
-    return (size_t)(g->c * ihp * iwp + pos * (b->kp + 4 * b->np) + 4 * b->np + 384);
+    return (size_t)((g->cgp ? g->cgp : g->c) * ihp * iwp + pos * (b->kp + 4 * b->np) + 4 * b->np + 384);
 }
 
 typedef struct conv_task {
@@ -222,7 +223,7 @@ typedef struct conv_task {
     uint8_t *abuf;
     int32_t *cbuf;
     bool direct;               /* implicit GEMM: x padded to iwp columns, no im2col */
-    int64_t iwp;
+    int64_t iwp, cs;           /* direct: columns and channels (cgp with padding) of x's buffer */
     const int64_t *tapoff;     /* direct: byte offset of each tap from a position's first */
     const int32_t *init;       /* direct: -a_zp * colsum[j] */
 } conv_task;
@@ -270,8 +271,9 @@ static void conv_blocks(void *arg, int64_t begin, int64_t end) {
             const uint8_t *rows[ROWS_PER_BLOCK];
             const inf__qconv_geom *g = t->g;
             for (int64_t p = p0; p < p1; p++)
-                rows[p - p0] = t->x + ((p / g->ow) * g->sh * t->iwp + (p % g->ow) * g->sw) * g->c + t->group * g->cg;
-            inf__qconv_raw_vnni512(b, p1 - p0, rows, t->tapoff, g->kh * g->kw, g->cg, t->init, c, b->np);
+                rows[p - p0] = t->x + ((p / g->ow) * g->sh * t->iwp + (p % g->ow) * g->sw) * t->cs + t->group * g->cg;
+            inf__qconv_raw_vnni512(b, p1 - p0, rows, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c,
+                                   b->np);
 #endif
         } else {
             for (int64_t p = p0; p < p1; p++) im2col_row(t, p, a + (p - p0) * b->kp);
@@ -307,8 +309,9 @@ typedef struct quant_task {
     const inf__qsrc *x;
     const void *src;
     int64_t c, plane;
-    uint8_t *dst;         /* position (y, x) at dst[(y * iwp + x) * c] */
-    int64_t iw, iwp;
+    uint8_t *dst;         /* position (y, x) at dst[(y * iwp + x) * cs] */
+    int64_t iw, iwp, cs;
+    bool vector;          /* the SSE2 transposes (x86-64 with a fast GEMM) */
 } quant_task;
 
 /* Positions [begin, end) of the image as uint8, channels last: per chunk
@@ -319,8 +322,14 @@ enum { TR_POS = 64, TR_MAX_C = 512 };
 /* Image rows [begin, end) of a uint8 channels-last x: one copy each. */
 static void copy_rows_nhwc(void *arg, int64_t begin, int64_t end) {
     const quant_task *t = arg;
-    for (int64_t r = begin; r < end; r++)
-        memcpy(t->dst + r * t->iwp * t->c, (const uint8_t *)t->src + r * t->iw * t->c, (size_t)(t->iw * t->c));
+    for (int64_t r = begin; r < end; r++) {
+        if (t->cs == t->c) {
+            memcpy(t->dst + r * t->iwp * t->c, (const uint8_t *)t->src + r * t->iw * t->c, (size_t)(t->iw * t->c));
+            continue;
+        }
+        for (int64_t x = 0; x < t->iw; x++)
+            memcpy(t->dst + (r * t->iwp + x) * t->cs, (const uint8_t *)t->src + (r * t->iw + x) * t->c, (size_t)t->c);
+    }
 }
 
 static void quantize_rows(void *arg, int64_t begin, int64_t end) {
@@ -333,10 +342,20 @@ static void quantize_rows(void *arg, int64_t begin, int64_t end) {
             int64_t n = end - p0 < TR_POS ? end - p0 : TR_POS;
             for (int64_t c = 0; c < nc; c++)
                 load_row(t->x, (const char *)t->src + (size_t)((c0 + c) * t->plane + p0) * esize, n, n, tile + c * TR_POS);
-            for (int64_t p = 0; p < n; p++) {
-                int64_t at = p0 + p;
-                uint8_t *d = t->dst + ((at / t->iw) * t->iwp + at % t->iw) * t->c + c0;
-                for (int64_t c = 0; c < nc; c++) d[c] = tile[c * TR_POS + p];
+            for (int64_t p = 0; p < n;) { /* a run of positions within one image row at a time */
+                int64_t at = p0 + p, run = t->iw - at % t->iw;
+                if (run > n - p) run = n - p;
+                uint8_t *d = t->dst + ((at / t->iw) * t->iwp + at % t->iw) * t->cs + c0;
+#if defined(__x86_64__)
+                if (t->vector) {
+                    inf__transpose_u8_avx2(tile + p, TR_POS, nc, run, d, t->cs);
+                    p += run;
+                    continue;
+                }
+#endif
+                for (int64_t q = 0; q < run; q++)
+                    for (int64_t c = 0; c < nc; c++) d[q * t->cs + c] = tile[c * TR_POS + p + q];
+                p += run;
             }
         }
     }
@@ -349,7 +368,8 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
     bool direct = conv_direct(g, &bg[0]);
     image_dims(g, direct, &ihp, &iwp);
     uint8_t *xbuf = (uint8_t *)round_up((int64_t)(uintptr_t)scratch, 64);
-    uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)(xbuf + g->c * ihp * iwp), 64);
+    int64_t cs = direct && g->cgp ? g->cgp : g->c; /* channels per position in xbuf */
+    uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)(xbuf + cs * ihp * iwp), 64);
     int32_t *cbuf = (int32_t *)round_up((int64_t)(uintptr_t)(abuf + blocks * ROWS_PER_BLOCK * kp), 64);
     int32_t *init = cbuf + blocks * ROWS_PER_BLOCK * np;
     size_t in_esize = x->dtype == INF_DTYPE_F32 ? 4 : 1;
@@ -358,19 +378,21 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
     int64_t tapoff[DIRECT_MAX_TAPS];
     if (direct) {
         for (int64_t ky = 0; ky < g->kh; ky++)
-            for (int64_t kx = 0; kx < g->kw; kx++) tapoff[ky * g->kw + kx] = (ky * g->dh * iwp + kx * g->dw) * g->c;
-        if (ihp * iwp != plane) memset(xbuf, a_zp, (size_t)(g->c * ihp * iwp)); /* the padding reads the zero point */
+            for (int64_t kx = 0; kx < g->kw; kx++) tapoff[ky * g->kw + kx] = (ky * g->dh * iwp + kx * g->dw) * cs;
+        if (ihp * iwp != plane || cs != g->c) /* the padding reads the zero point (padded channels: zero weights) */
+            memset(xbuf, a_zp, (size_t)(cs * ihp * iwp));
     }
     for (int64_t n = 0; n < g->n; n++) {
         const void *src = (const char *)x->data + (size_t)(n * image) * in_esize;
-        quant_task qt = {x, src, g->c, plane, xbuf + (direct ? (g->pt * iwp + g->pl) * g->c : 0), g->iw, iwp};
+        quant_task qt = {x, src, g->c, plane, xbuf + (direct ? (g->pt * iwp + g->pl) * cs : 0), g->iw, iwp, cs,
+                         bg[0].isa != INF_QGEMM_REF};
         if (x->nhwc) inf__pool_range(pool, g->ih, 16, copy_rows_nhwc, &qt);
         else inf__pool_range(pool, plane, 256, quantize_rows, &qt);
         for (int64_t grp = 0; grp < g->group; grp++) {
             if (direct)
                 for (int64_t j = 0; j < np; j++) init[j] = (int32_t)(0u - (uint32_t)a_zp * (uint32_t)bg[grp].colsum[j]);
             conv_task t = {g, &bg[grp], out, xbuf, a_zp, grp, (char *)y + (size_t)(n * g->m * pos) * out_esize,
-                           abuf, cbuf, direct, iwp, tapoff, init};
+                           abuf, cbuf, direct, iwp, cs, tapoff, init};
             inf__pool_range(pool, blocks, 1, conv_blocks, &t);
         }
     }

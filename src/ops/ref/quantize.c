@@ -554,6 +554,7 @@ typedef struct qconv_params {
     inf__qgemm_b *bg; /* [group] */
     /* fused QConv (graph/passes/qdq_chain.c): x / y uint8 channels last */
     bool nhwc_in, nhwc_out;
+    int64_t cgp;      /* W packed with channels padded to cgp (ops/qgemm.h inf__qconv_geom), or 0 */
 } qconv_params;
 
 /* Packs a constant W (input w_at; zero point input wzp_at: per tensor or
@@ -568,16 +569,27 @@ static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p
     int64_t m = w->dims[0], mg = m / p->group, k = inf_tensor_numel(w) / (m ? m : 1);
     if (has_wz && (!wz || wz->dtype != w->dtype || !(inf_tensor_numel(wz) == 1 || inf_tensor_numel(wz) == m)))
         return INF_OK;
+    int64_t cg = w->dims[1], taps = k / (cg ? cg : 1);
+    /* a stem conv (3 channels) on VNNI: channels padded to 4 with zero weights, so the driver reads
+     * the image in place (ops/ref/qgemm_drive.c's implicit-GEMM conditions, which this guarantees) */
+    bool wz_zero = !has_wz;
+    if (wz) {
+        wz_zero = true;
+        for (int64_t i = 0; i < inf_tensor_numel(wz); i++) wz_zero = wz_zero && ((const uint8_t *)wz->data)[i] == 0;
+    }
+    int64_t cgp = isa == INF_QGEMM_VNNI512 && cg % 4 && p->group == 1 && wz_zero && w->dtype == INF_DTYPE_I8 &&
+                          taps <= 64 && m <= 4080 ? (cg + 3) / 4 * 4 : cg;
+    k = taps * cgp;
     p->bg = inf__arena_alloc(arena, (size_t)p->group * sizeof *p->bg);
-    uint8_t *hwc = inf__malloc((size_t)(m * k)); /* W [m][c][taps] -> [m][taps][c], the driver's K order */
+    uint8_t *hwc = inf__calloc((size_t)(m * k), 1); /* W [m][c][taps] -> [m][taps][cgp], the driver's K order */
     if (!p->bg || !hwc) {
         inf__free(hwc);
         return INF_ENOMEM;
     }
-    int64_t cg = w->dims[1], taps = k / (cg ? cg : 1);
+    p->cgp = cgp != cg ? cgp : 0;
     for (int64_t o = 0; o < m; o++)
         for (int64_t c = 0; c < cg; c++)
-            for (int64_t t = 0; t < taps; t++) hwc[(o * taps + t) * cg + c] = ((const uint8_t *)w->data)[(o * cg + c) * taps + t];
+            for (int64_t t = 0; t < taps; t++) hwc[(o * taps + t) * cgp + c] = ((const uint8_t *)w->data)[(o * cg + c) * taps + t];
     inf_status st = INF_OK;
     for (int64_t grp = 0; grp < p->group && st == INF_OK; grp++) {
         bool per_ch = wz && inf_tensor_numel(wz) > 1;
@@ -748,7 +760,8 @@ static inf_status qconv_run_packed(inf__kernel_ctx *ctx, const qconv_geom *g, co
                           .ih = one_d ? 1 : g->in[0], .iw = g->in[g->nd - 1], .oh = one_d ? 1 : g->out[0],
                           .ow = g->out[g->nd - 1], .kh = one_d ? 1 : g->k[0], .kw = g->k[g->nd - 1],
                           .sh = one_d ? 1 : g->s[0], .sw = g->s[g->nd - 1], .dh = one_d ? 1 : g->d[0],
-                          .dw = g->d[g->nd - 1], .pt = one_d ? 0 : g->pb[0], .pl = g->pb[g->nd - 1]};
+                          .dw = g->d[g->nd - 1], .pt = one_d ? 0 : g->pb[0], .pl = g->pb[g->nd - 1],
+                          .cgp = p->cgp};
     void *scratch = inf__kernel_scratch(ctx, inf__qconv_scratch_bytes(&qg, &p->bg[0]));
     if (!scratch) return INF_ENOMEM;
     inf__qsrc x = {.data = q->x->data, .dtype = q->x->dtype, .zp = zp_at(q->xzp, 0), .nhwc = p->nhwc_in};

@@ -252,3 +252,32 @@ void inf__qstore_f32_block_t_avx2(const inf__qout *o, const int32_t *c, int64_t 
     }
     for (; j < n; j++) inf__qstore_f32_col_avx2(o, c + j, ldc, rows, j0 + j, y + j * ldy);
 }
+
+/* ---- byte transposes (channels-last input of the convolutions) ---- */
+
+/* 16 x 16 bytes: four rounds of interleaving row k with row k + 8 (epi8
+ * unpacks) give the transpose. */
+static inline void transpose16(const uint8_t *src, int64_t ls, uint8_t *dst, int64_t ld) {
+    __m128i x[16], y[16];
+    for (int i = 0; i < 16; i++) x[i] = _mm_loadu_si128((const __m128i *)(src + i * ls));
+    for (int round = 0; round < 4; round++) {
+        for (int k = 0; k < 8; k++) {
+            y[2 * k] = _mm_unpacklo_epi8(x[k], x[k + 8]);
+            y[2 * k + 1] = _mm_unpackhi_epi8(x[k], x[k + 8]);
+        }
+        memcpy(x, y, sizeof x);
+    }
+    for (int i = 0; i < 16; i++) _mm_storeu_si128((__m128i *)(dst + i * ld), x[i]);
+}
+
+void inf__transpose_u8_avx2(const uint8_t *src, int64_t ls, int64_t rows, int64_t cols, uint8_t *dst, int64_t ld) {
+    int64_t r0 = 0;
+    for (; r0 + 16 <= rows; r0 += 16) {
+        int64_t c0 = 0;
+        for (; c0 + 16 <= cols; c0 += 16) transpose16(src + r0 * ls + c0, ls, dst + c0 * ld + r0, ld);
+        for (; c0 < cols; c0++)
+            for (int64_t r = r0; r < r0 + 16; r++) dst[c0 * ld + r] = src[r * ls + c0];
+    }
+    for (int64_t c = 0; c < cols && r0 < rows; c++)
+        for (int64_t r = r0; r < rows; r++) dst[c * ld + r] = src[r * ls + c];
+}
