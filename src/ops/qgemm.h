@@ -105,6 +105,11 @@ void inf__quantize_u8(const float *x, int64_t n, float scale, int32_t zp, uint8_
 /* dst[c * ld + r] = src[r * ls + c] for r < rows, c < cols (bytes; 16 x 16
  * SSE2 blocks, x86-64): channel planes into channels-last rows. */
 void inf__transpose_u8_avx2(const uint8_t *src, int64_t ls, int64_t rows, int64_t cols, uint8_t *dst, int64_t ld);
+/* The fused MaxPool's vector helpers (x86-64): m[j] = v[j] > m[j] ? v[j] : m[j];
+ * and the float transpose dst[c * ld + r] = src[r * ls + c]. */
+void inf__max_f32_avx2(float *m, const float *v, int64_t n);
+void inf__max_i32_avx2(int32_t *m, const int32_t *v, int64_t n);
+void inf__transpose_f32_avx2(const float *src, int64_t ls, int64_t rows, int64_t cols, float *dst, int64_t ld);
 /* min and max of x (NaN ignored), for DynamicQuantizeLinear */
 void inf__minmax_f32_ref(const float *x, int64_t n, float *lo, float *hi);
 void inf__minmax_f32_avx2(const float *x, int64_t n, float *lo, float *hi);
@@ -175,6 +180,8 @@ typedef struct inf__qconv_geom {
     int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
     int64_t cgp; /* 0, or (group 1, VNNI) W packed with cg padded to cgp, a multiple of 4, zero weights in
                   * the padding: K = taps * cgp, read in place (the implicit-GEMM path) */
+    int64_t pkh, pkw, psh, psw; /* pkh > 0: a fused MaxPool (kernel, strides >= kernel, no padding) on the
+                                 * F32 output, [n][m][(oh-pkh)/psh+1][(ow-pkw)/psw+1] */
 } inf__qconv_geom;
 size_t inf__qconv_scratch_bytes(const inf__qconv_geom *g, const inf__qgemm_b *b);
 void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgemm_b *bg, const inf__qsrc *x,

@@ -38,7 +38,7 @@ inf_status inf__pass_layout(inf__pass_ctx *pc, int *n_rewritten, inf_error *err)
 inf_status inf__pass_qdq(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);        /* passes/qdq.c */
 /* QGemm -> Gelu -> QGemm with its GELU in the store; after the Gelu pass */
 inf_status inf__pass_qdq_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);   /* passes/qdq.c */
-/* QConv -> QConv: the activation between them stays uint8 channels last; after activation fusion */
+/* QConv -> MaxPool fused; QConv -> QConv with the activation kept uint8 channels last; after activation fusion */
 inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  /* passes/qdq_chain.c */
 
 /* ---- matching (passes/match.c) ---- */

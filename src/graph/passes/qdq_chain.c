@@ -58,13 +58,73 @@ static inf_status rewrite_with(inf__pass_ctx *pc, int n, int n_inputs, const int
     return inf__pass_rewrite(pc, n, "ai.infera", "QConv", 1, n_inputs, inputs, node->n_attrs + 1, attrs, NULL, 0, err);
 }
 
+/* MaxPool node mp's 2-D kernel and strides when it is a plain one: one output,
+ * no padding, dilation 1, floor mode, windows that do not overlap. */
+static bool plain_maxpool(const inf__pass_ctx *pc, int mp, int64_t *pool) {
+    const inf__node *n = &pc->g->nodes[mp];
+    if (pc->dead[mp] || !n->op || n->op->domain != INF_DOMAIN_ONNX || strcmp(n->op_type, "MaxPool") ||
+        n->epilogue.kind != INF_EPILOGUE_NONE || n->n_inputs != 1 || (n->n_outputs > 1 && n->outputs[1] >= 0))
+        return false;
+    const char *ap = inf__attr_string(n, "auto_pad", "NOTSET");
+    if ((strcmp(ap, "NOTSET") && strcmp(ap, "VALID")) || inf__attr_int(n, "ceil_mode", 0)) return false;
+    int nk = 0, ns = 0, np = 0, nd = 0;
+    const int64_t *k = inf__attr_ints(n, "kernel_shape", &nk), *st = inf__attr_ints(n, "strides", &ns);
+    const int64_t *pads = inf__attr_ints(n, "pads", &np), *dil = inf__attr_ints(n, "dilations", &nd);
+    if (nk != 2 || (ns && ns != 2) || (np && np != 4) || (nd && nd != 2)) return false;
+    for (int i = 0; i < np; i++)
+        if (pads[i]) return false;
+    for (int i = 0; i < nd; i++)
+        if (dil[i] != 1) return false;
+    for (int i = 0; i < 2; i++) {
+        pool[i] = k[i], pool[2 + i] = ns ? st[i] : 1;
+        if (pool[i] < 1 || pool[2 + i] < pool[i]) return false;
+    }
+    return true;
+}
+
+/* QConv A -> MaxPool (its only reader) -> one QConv with pool_kernel and
+ * pool_strides: the pooling is applied to the conv's float rows while they
+ * are in cache (ops/ref/qgemm_drive.c), and the full-size output is never
+ * written.  Safe: A's store (scale, bias, activation, Q -> DQ) is
+ * non-decreasing in the integer sum, so pooling after it is MaxPool. */
+static inf_status fuse_pools(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
+    for (int mp = 0; mp < pc->g->n_nodes; mp++) {
+        int64_t pool[4];
+        if (!plain_maxpool(pc, mp, pool)) continue;
+        int v = pc->g->nodes[mp].inputs[0], a = v >= 0 ? pc->g->values[v].producer : -1;
+        if (a < 0 || !plain_2d(pc, a, "nhwc_out") || inf__attr_int(&pc->g->nodes[a], "nhwc_in", 0) ||
+            inf__node_attr(&pc->g->nodes[a], "pool_kernel") || !inf__pass_uses(pc, v, 1) ||
+            pc->g->nodes[a].n_attrs + 2 > MAX_ATTRS)
+            continue;
+        const inf__node *na = &pc->g->nodes[a];
+        int64_t *ints = inf__arena_alloc(&pc->model->arena, 4 * sizeof *ints);
+        if (!ints) return inf__error(err, INF_ENOMEM, "out of memory optimising the graph");
+        memcpy(ints, pool, sizeof pool);
+        inf__attr attrs[MAX_ATTRS];
+        memcpy(attrs, na->attrs, (size_t)na->n_attrs * sizeof *attrs);
+        attrs[na->n_attrs] = (inf__attr){.name = "pool_kernel", .type = INF_ATTR_INTS, .n = 2, .ints = ints};
+        attrs[na->n_attrs + 1] = (inf__attr){.name = "pool_strides", .type = INF_ATTR_INTS, .n = 2, .ints = ints + 2};
+        inf__epilogue ep = na->epilogue;
+        int removed[1] = {a};
+        inf_status st = inf__pass_rewrite(pc, mp, "ai.infera", "QConv", 1, na->n_inputs, na->inputs, na->n_attrs + 2,
+                                          attrs, removed, 1, err);
+        if (st != INF_OK) return st;
+        pc->g->nodes[mp].epilogue = ep;
+        (*n_rewritten)++;
+    }
+    return INF_OK;
+}
+
 inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
     *n_rewritten = 0;
+    inf_status st = fuse_pools(pc, n_rewritten, err); /* first: a pooled QConv stores float, never uint8 */
+    if (st != INF_OK) return st;
     for (int b = 0; b < pc->g->n_nodes; b++) {
         if (!plain_2d(pc, b, "nhwc_in")) continue;
         const inf__node *nb = &pc->g->nodes[b];
         int v = nb->inputs[0], a = v >= 0 ? pc->g->values[v].producer : -1;
         if (a < 0 || !plain_2d(pc, a, "nhwc_out") || pc->g->nodes[a].n_inputs != 7 || !inf__pass_uses(pc, v, 1) ||
+            inf__node_attr(&pc->g->nodes[a], "pool_kernel") ||
             pc->g->nodes[a].n_attrs + 1 > MAX_ATTRS || nb->n_attrs + 1 > MAX_ATTRS)
             continue;
         const inf_tensor *s = constant(pc, nb->inputs[1]);
@@ -76,7 +136,7 @@ inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
         int ins_a[9];
         memcpy(ins_a, pc->g->nodes[a].inputs, 7 * sizeof *ins_a);
         ins_a[7] = nb->inputs[1], ins_a[8] = zv;
-        inf_status st = rewrite_with(pc, a, 9, ins_a, "nhwc_out", err);
+        st = rewrite_with(pc, a, 9, ins_a, "nhwc_out", err);
         if (st == INF_OK) st = rewrite_with(pc, b, nb->n_inputs, nb->inputs, "nhwc_in", err);
         if (st != INF_OK) return st;
         (*n_rewritten)++;

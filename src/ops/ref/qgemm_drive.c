@@ -258,27 +258,127 @@ static void im2col_row(const conv_task *t, int64_t p, uint8_t *dst) {
     memset(dst + k, 0, (size_t)(t->b->kp - k));
 }
 
+/* The int32 sums of positions [p0, p1) (at most ROWS_PER_BLOCK) into c, rows of b->np. */
+static void conv_sums(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
+    const inf__qgemm_b *b = t->b;
+    uint8_t *a = t->abuf + p0 * b->kp;
+    if (t->direct) {
+#if defined(__x86_64__)
+        const uint8_t *rows[ROWS_PER_BLOCK];
+        const inf__qconv_geom *g = t->g;
+        for (int64_t p = p0; p < p1; p++)
+            rows[p - p0] = t->x + ((p / g->ow) * g->sh * t->iwp + (p % g->ow) * g->sw) * t->cs + t->group * g->cg;
+        inf__qconv_raw_vnni512(b, p1 - p0, rows, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c, b->np);
+#endif
+        return;
+    }
+    for (int64_t p = p0; p < p1; p++) im2col_row(t, p, a + (p - p0) * b->kp);
+    inf__qgemm_rows(b, p1 - p0, a, b->kp, t->a_zp, c, b->np);
+}
+
+/* A fused MaxPool (g->pkh > 0; windows that do not overlap, no padding):
+ * per pooled output row, the conv rows under it are computed into the C
+ * buffer, turned into their float values in place (the F32 store, a row at
+ * a time), max-pooled over each window -- the store is monotonic in the
+ * sum, so this is MaxPool of the unfused output, value for value -- and the
+ * pooled row is written into the output planes. */
+/* Is the F32 store non-decreasing in the sum for every column of the group:
+ * positive finite multipliers, finite biases, a non-decreasing activation
+ * and a positive re-quantization scale?  Then the max of the stored values
+ * is the store of the max sum (every step rounds monotonically). */
+static bool store_monotonic(const inf__qout *o, int64_t ch0, int64_t n) {
+    if (o->act && !(o->act->kind == INF_EPILOGUE_RELU || o->act->kind == INF_EPILOGUE_CLIP ||
+                    (o->act->kind == INF_EPILOGUE_LEAKY_RELU && o->act->alpha >= 0)))
+        return false;
+    if (o->requant && !(o->rq_scale > 0 && isfinite(o->rq_scale))) return false;
+    for (int64_t j = ch0; j < ch0 + n; j++) {
+        float m = out_mult(o, j);
+        if (!(m > 0 && isfinite(m)) || (o->bias_f32 && !isfinite(o->bias_f32[j]))) return false;
+    }
+    return true;
+}
+
+/* m[j] = max(m[j], v[j]) over n int32 values. */
+static void max_i32(bool vec, int32_t *m, const int32_t *v, int64_t n) {
+#if defined(__x86_64__)
+    if (vec) {
+        inf__max_i32_avx2(m, v, n);
+        return;
+    }
+#endif
+    (void)vec;
+    for (int64_t j = 0; j < n; j++) m[j] = v[j] > m[j] ? v[j] : m[j];
+}
+
+static void conv_pool_rows(void *arg, int64_t begin, int64_t end) {
+    const conv_task *t = arg;
+    const inf__qconv_geom *g = t->g;
+    const inf__qgemm_b *b = t->b;
+    int64_t ph = (g->oh - g->pkh) / g->psh + 1, pw = (g->ow - g->pkw) / g->psw + 1, ch0 = t->group * g->mg;
+    bool monotonic = store_monotonic(t->out, ch0, b->n);
+    for (int64_t py = begin; py < end; py++) {
+        int64_t first = py * g->psh * g->ow, last = first + g->pkh * g->ow;
+        int32_t *c = t->cbuf + first * b->np;
+        for (int64_t p0 = first; p0 < last; p0 += ROWS_PER_BLOCK)
+            conv_sums(t, p0, p0 + ROWS_PER_BLOCK < last ? p0 + ROWS_PER_BLOCK : last, c + (p0 - first) * b->np);
+        int64_t stored = last - first;
+        if (monotonic) { /* pool the sums (slot px <= every position window px reads), store pw rows */
+            for (int64_t px = 0; px < pw; px++) {
+                int32_t *m = c + px * b->np;
+                if (px) memcpy(m, c + px * g->psw * b->np, (size_t)b->n * sizeof *m);
+                for (int64_t ky = 0; ky < g->pkh; ky++)
+                    for (int64_t kx = 0; kx < g->pkw; kx++)
+                        if (ky || kx) max_i32(b->isa != INF_QGEMM_REF, m, c + (ky * g->ow + px * g->psw + kx) * b->np, b->n);
+            }
+            stored = pw;
+        }
+        float *f = (float *)c; /* in place: each value is read before its slot is written */
+        for (int64_t r = 0; r < stored; r++) {
+#if defined(__x86_64__)
+            if (b->isa != INF_QGEMM_REF) {
+                inf__qstore_f32_row_avx2(t->out, c + r * b->np, ch0, b->n, f + r * b->np);
+                continue;
+            }
+#endif
+            for (int64_t j = 0; j < b->n; j++) store_one(t->out, f, r * b->np + j, c[r * b->np + j], ch0 + j);
+        }
+        bool vec = b->isa != INF_QGEMM_REF;
+        for (int64_t px = 0; px < pw && !monotonic; px++) { /* window px's max into slot px */
+            float *m = f + px * b->np;
+            if (px) memcpy(m, f + px * g->psw * b->np, (size_t)b->n * sizeof *m);
+            for (int64_t ky = 0; ky < g->pkh; ky++)
+                for (int64_t kx = 0; kx < g->pkw; kx++) {
+                    const float *v = f + (ky * g->ow + px * g->psw + kx) * b->np;
+                    if (v == m) continue;
+#if defined(__x86_64__)
+                    if (vec) {
+                        inf__max_f32_avx2(m, v, b->n);
+                        continue;
+                    }
+#endif
+                    for (int64_t j = 0; j < b->n; j++) m[j] = v[j] > m[j] ? v[j] : m[j];
+                }
+        }
+        float *y0 = (float *)t->y + ch0 * ph * pw + py * pw;
+#if defined(__x86_64__)
+        if (vec) {
+            inf__transpose_f32_avx2(f, b->np, pw, b->n, y0, ph * pw);
+            continue;
+        }
+#endif
+        for (int64_t j = 0; j < b->n; j++)
+            for (int64_t px = 0; px < pw; px++) y0[j * ph * pw + px] = f[px * b->np + j];
+    }
+}
+
 static void conv_blocks(void *arg, int64_t begin, int64_t end) {
     const conv_task *t = arg;
     const inf__qgemm_b *b = t->b;
     int64_t pos = t->g->oh * t->g->ow;
     for (int64_t blk = begin; blk < end; blk++) {
         int64_t p0 = blk * ROWS_PER_BLOCK, p1 = p0 + ROWS_PER_BLOCK < pos ? p0 + ROWS_PER_BLOCK : pos;
-        uint8_t *a = t->abuf + p0 * b->kp;
         int32_t *c = t->cbuf + p0 * b->np;
-        if (t->direct) {
-#if defined(__x86_64__)
-            const uint8_t *rows[ROWS_PER_BLOCK];
-            const inf__qconv_geom *g = t->g;
-            for (int64_t p = p0; p < p1; p++)
-                rows[p - p0] = t->x + ((p / g->ow) * g->sh * t->iwp + (p % g->ow) * g->sw) * t->cs + t->group * g->cg;
-            inf__qconv_raw_vnni512(b, p1 - p0, rows, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c,
-                                   b->np);
-#endif
-        } else {
-            for (int64_t p = p0; p < p1; p++) im2col_row(t, p, a + (p - p0) * b->kp);
-            inf__qgemm_rows(b, p1 - p0, a, b->kp, t->a_zp, c, b->np);
-        }
+        conv_sums(t, p0, p1, c);
         int64_t ch0 = t->group * t->g->mg;
         if (t->out->kind == INF_QOUT_F32_U8) { /* channels last: C's rows are the output's positions */
             for (int64_t p = p0; p < p1; p++) {
@@ -374,6 +474,7 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
     int32_t *init = cbuf + blocks * ROWS_PER_BLOCK * np;
     size_t in_esize = x->dtype == INF_DTYPE_F32 ? 4 : 1;
     size_t out_esize = out->kind == INF_QOUT_Q8 || out->kind == INF_QOUT_F32_U8 ? 1 : 4;
+    int64_t out_image = g->pkh ? g->m * ((g->oh - g->pkh) / g->psh + 1) * ((g->ow - g->pkw) / g->psw + 1) : g->m * pos;
     int32_t a_zp = a_zero_point(x);
     int64_t tapoff[DIRECT_MAX_TAPS];
     if (direct) {
@@ -391,9 +492,10 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
         for (int64_t grp = 0; grp < g->group; grp++) {
             if (direct)
                 for (int64_t j = 0; j < np; j++) init[j] = (int32_t)(0u - (uint32_t)a_zp * (uint32_t)bg[grp].colsum[j]);
-            conv_task t = {g, &bg[grp], out, xbuf, a_zp, grp, (char *)y + (size_t)(n * g->m * pos) * out_esize,
+            conv_task t = {g, &bg[grp], out, xbuf, a_zp, grp, (char *)y + (size_t)(n * out_image) * out_esize,
                            abuf, cbuf, direct, iwp, cs, tapoff, init};
-            inf__pool_range(pool, blocks, 1, conv_blocks, &t);
+            if (g->pkh) inf__pool_range(pool, (g->oh - g->pkh) / g->psh + 1, 1, conv_pool_rows, &t);
+            else inf__pool_range(pool, blocks, 1, conv_blocks, &t);
         }
     }
 }

@@ -555,6 +555,7 @@ typedef struct qconv_params {
     /* fused QConv (graph/passes/qdq_chain.c): x / y uint8 channels last */
     bool nhwc_in, nhwc_out;
     int64_t cgp;      /* W packed with channels padded to cgp (ops/qgemm.h inf__qconv_geom), or 0 */
+    int64_t pool[4];  /* fused MaxPool (graph/passes/qdq_chain.c): kernel h, w, strides h, w; or 0s */
 } qconv_params;
 
 /* Packs a constant W (input w_at; zero point input wzp_at: per tensor or
@@ -622,6 +623,13 @@ static inf_status qconv_init(inf__node *node, inf__arena *arena, inf_error *err)
     p->pads = inf__attr_ints(node, "pads", &p->n_pads);
     p->nhwc_in = inf__attr_int(node, "nhwc_in", 0) != 0;
     p->nhwc_out = inf__attr_int(node, "nhwc_out", 0) != 0;
+    int n_pk = 0, n_ps = 0;
+    const int64_t *pk = inf__attr_ints(node, "pool_kernel", &n_pk), *ps = inf__attr_ints(node, "pool_strides", &n_ps);
+    if (n_pk || n_ps) {
+        if (n_pk != 2 || n_ps != 2 || pk[0] < 1 || pk[1] < 1 || ps[0] < pk[0] || ps[1] < pk[1] || p->nhwc_out)
+            return inf__node_error(node, err, INF_EMODEL, "pool_kernel/pool_strides: expected 2 values each, strides >= kernel");
+        p->pool[0] = pk[0], p->pool[1] = pk[1], p->pool[2] = ps[0], p->pool[3] = ps[1];
+    }
     if (p->group < 1)
         return inf__node_error(node, err, INF_EMODEL, "group = %lld, must be >= 1", (long long)p->group);
     for (int i = 0; i < p->n_strides; i++)
@@ -761,7 +769,7 @@ static inf_status qconv_run_packed(inf__kernel_ctx *ctx, const qconv_geom *g, co
                           .ow = g->out[g->nd - 1], .kh = one_d ? 1 : g->k[0], .kw = g->k[g->nd - 1],
                           .sh = one_d ? 1 : g->s[0], .sw = g->s[g->nd - 1], .dh = one_d ? 1 : g->d[0],
                           .dw = g->d[g->nd - 1], .pt = one_d ? 0 : g->pb[0], .pl = g->pb[g->nd - 1],
-                          .cgp = p->cgp};
+                          .cgp = p->cgp, .pkh = p->pool[0], .pkw = p->pool[1], .psh = p->pool[2], .psw = p->pool[3]};
     void *scratch = inf__kernel_scratch(ctx, inf__qconv_scratch_bytes(&qg, &p->bg[0]));
     if (!scratch) return INF_ENOMEM;
     inf__qsrc x = {.data = q->x->data, .dtype = q->x->dtype, .zp = zp_at(q->xzp, 0), .nhwc = p->nhwc_in};
@@ -1000,6 +1008,11 @@ static inf_status qconv_fused_run(inf__kernel_ctx *ctx) {
             return inf__kernel_error(ctx, INF_EMODEL, "nhwc_out needs y_scale and a uint8 y_zero_point");
         int64_t dims[4] = {g.n, g.out[0], g.out[1], g.m};
         st = inf__kernel_output(ctx, 0, INF_DTYPE_U8, 4, dims, &q.y);
+    } else if (p->pool[0]) {
+        if (g.nd != 2 || g.out[0] < p->pool[0] || g.out[1] < p->pool[1])
+            return inf__kernel_error(ctx, INF_ESHAPE, "fused MaxPool: the conv output is smaller than its kernel");
+        int64_t dims[4] = {g.n, g.m, (g.out[0] - p->pool[0]) / p->pool[2] + 1, (g.out[1] - p->pool[1]) / p->pool[3] + 1};
+        st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, 4, dims, &q.y);
     } else {
         st = qconv_output(ctx, &g, INF_DTYPE_F32, &q.y);
     }

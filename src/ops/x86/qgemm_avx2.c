@@ -281,3 +281,39 @@ void inf__transpose_u8_avx2(const uint8_t *src, int64_t ls, int64_t rows, int64_
     for (int64_t c = 0; c < cols && r0 < rows; c++)
         for (int64_t r = r0; r < rows; r++) dst[c * ld + r] = src[r * ls + c];
 }
+
+/* ---- the fused MaxPool of a QConv (ops/ref/qgemm_drive.c) ---- */
+
+/* m[j] = v[j] > m[j] ? v[j] : m[j] (vmaxps returns its second operand unless
+ * the first is greater: the same comparison). */
+void inf__max_f32_avx2(float *m, const float *v, int64_t n) {
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(m + j, _mm256_max_ps(_mm256_loadu_ps(v + j), _mm256_loadu_ps(m + j)));
+    for (; j < n; j++) m[j] = v[j] > m[j] ? v[j] : m[j];
+}
+
+void inf__max_i32_avx2(int32_t *m, const int32_t *v, int64_t n) {
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        _mm256_storeu_si256((__m256i *)(m + j), _mm256_max_epi32(_mm256_loadu_si256((const __m256i *)(v + j)),
+                                                                 _mm256_loadu_si256((const __m256i *)(m + j))));
+    for (; j < n; j++) m[j] = v[j] > m[j] ? v[j] : m[j];
+}
+
+/* dst[c * ld + r] = src[r * ls + c] for r < rows, c < cols (floats, 8 x 8 blocks). */
+void inf__transpose_f32_avx2(const float *src, int64_t ls, int64_t rows, int64_t cols, float *dst, int64_t ld) {
+    int64_t r0 = 0;
+    for (; r0 + 8 <= rows; r0 += 8) {
+        int64_t c0 = 0;
+        for (; c0 + 8 <= cols; c0 += 8) {
+            __m256i x[8];
+            for (int k = 0; k < 8; k++) x[k] = _mm256_loadu_si256((const __m256i *)(src + (r0 + k) * ls + c0));
+            transpose8(x);
+            for (int k = 0; k < 8; k++) _mm256_storeu_si256((__m256i *)(dst + (c0 + k) * ld + r0), x[k]);
+        }
+        for (; c0 < cols; c0++)
+            for (int64_t r = r0; r < r0 + 8; r++) dst[c0 * ld + r] = src[r * ls + c0];
+    }
+    for (int64_t c = 0; c < cols && r0 < rows; c++)
+        for (int64_t r = r0; r < rows; r++) dst[c * ld + r] = src[r * ls + c];
+}
