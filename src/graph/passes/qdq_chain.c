@@ -1,18 +1,23 @@
 /*
  * qdq_chain.c -- keeps the activation 8-bit between two fused quantized
- * convolutions: QConv A whose only reader is QConv B (as B's x) stores its
- * output already quantized with B's input parameters, uint8 channels last,
- * and B reads those bytes as they are -- no float tensor, no second
- * quantization pass, no NCHW <-> channels-last transposes between them.
+ * products (passes/qdq.c's QConv / QGemm), and fuses a MaxPool into the
+ * QConv before it: the INT8 graph writes fewer, smaller tensors.
+ *
+ * uint8 LINKS: QConv (QGemm) A whose only reader is QConv (QGemm) B, as B's
+ * x, stores its output already quantized with B's input parameters -- uint8,
+ * channels last for a conv -- and B reads those bytes as they are: no float
+ * tensor, no second quantization pass, no NCHW <-> channels-last transposes.
  *
  * PATTERN (after activation fusion, so A's Relu/Clip is its epilogue):
- *     v = QConv A(x, ...)        7 inputs (no output Q -> DQ of its own), 2-D
- *     y = QConv B(v, s, z, ...)  s a float32 constant, z absent or a uint8 constant, 2-D
+ *     v = A(x, ...)        7 inputs (no output Q -> DQ of its own); a QConv 2-D
+ *                          and without a fused pool, a QGemm without a GELU
+ *     y = B(v, s, z, ...)  the same op; s a float32 constant, z absent or a uint8 constant
  *   v read by B only (not a graph output).
- * ->  A gets inputs 7, 8 = B's (s, z) and nhwc_out = 1: its store computes
+ * ->  A gets inputs 7, 8 = B's (s, z) and u8_out = 1: its store computes
  *     the same float value (scale, bias, activation) and quantizes it with
- *     QuantizeLinear's arithmetic into uint8 [n, oh, ow, m];
- *     B gets nhwc_in = 1: it reads uint8 [n, h, w, c] with zero point z.
+ *     QuantizeLinear's arithmetic into uint8 ([n, oh, ow, m] for a QConv,
+ *     x's shape with N columns for a QGemm);
+ *     B gets u8_in = 1: it reads those uint8 values with zero point z.
  *
  * WHY IT IS SAFE: B quantized A's float output with (s, z) as its first step
  * (ops/ref/quantize.c, QuantizeLinear's arithmetic); A now does exactly that
@@ -26,9 +31,9 @@
 
 enum { MAX_ATTRS = 16 };
 
-static bool is_qconv(const inf__pass_ctx *pc, int n) {
+static bool is_fused(const inf__pass_ctx *pc, int n, const char *op_type) {
     const inf__node *node = &pc->g->nodes[n];
-    return !pc->dead[n] && node->op && node->op->domain == INF_DOMAIN_INFERA && !strcmp(node->op_type, "QConv") &&
+    return !pc->dead[n] && node->op && node->op->domain == INF_DOMAIN_INFERA && !strcmp(node->op_type, op_type) &&
            node->n_outputs == 1;
 }
 
@@ -41,21 +46,33 @@ static const inf_tensor *constant(const inf__pass_ctx *pc, int v) {
     return val->constant;
 }
 
-/* A 2-D QConv (4-D constant W, input 3) without an nhwc flag `flag` set. */
+/* A 2-D QConv (4-D constant W, input 3) without the flag `flag` set. */
 static bool plain_2d(const inf__pass_ctx *pc, int n, const char *flag) {
     const inf__node *node = &pc->g->nodes[n];
     const inf_tensor *w = node->n_inputs > 3 ? constant(pc, node->inputs[3]) : NULL;
-    return is_qconv(pc, n) && w && w->ndim == 4 && !inf__attr_int(node, flag, 0);
+    return is_fused(pc, n, "QConv") && w && w->ndim == 4 && !inf__attr_int(node, flag, 0);
 }
 
-/* Node n again as a QConv with `inputs` and its attributes plus flag = 1. */
-static inf_status rewrite_with(inf__pass_ctx *pc, int n, int n_inputs, const int *inputs, const char *flag,
-                               inf_error *err) {
+/* A QGemm without the flag `flag` set and without a row activation (GELU). */
+static bool plain_gemm(const inf__pass_ctx *pc, int n, const char *flag) {
+    const inf__node *node = &pc->g->nodes[n];
+    return is_fused(pc, n, "QGemm") && !inf__attr_int(node, flag, 0) && !inf__node_attr(node, "activation");
+}
+
+/* Can node n take part in a uint8 link, as the reader (flag "u8_in") or
+ * the writer ("u8_out"); both ends must be the same op. */
+static bool linkable(const inf__pass_ctx *pc, int n, const char *flag, bool conv) {
+    return conv ? plain_2d(pc, n, flag) && !inf__node_attr(&pc->g->nodes[n], "pool_kernel") : plain_gemm(pc, n, flag);
+}
+
+/* Node n again as op with `inputs` and its attributes plus flag = 1. */
+static inf_status rewrite_with(inf__pass_ctx *pc, int n, const char *op, int n_inputs, const int *inputs,
+                               const char *flag, inf_error *err) {
     const inf__node *node = &pc->g->nodes[n];
     inf__attr attrs[MAX_ATTRS];
     memcpy(attrs, node->attrs, (size_t)node->n_attrs * sizeof *attrs);
     attrs[node->n_attrs] = (inf__attr){.name = flag, .type = INF_ATTR_INT, .i = 1};
-    return inf__pass_rewrite(pc, n, "ai.infera", "QConv", 1, n_inputs, inputs, node->n_attrs + 1, attrs, NULL, 0, err);
+    return inf__pass_rewrite(pc, n, "ai.infera", op, 1, n_inputs, inputs, node->n_attrs + 1, attrs, NULL, 0, err);
 }
 
 /* MaxPool node mp's 2-D kernel and strides when it is a plain one: one output,
@@ -92,7 +109,7 @@ static inf_status fuse_pools(inf__pass_ctx *pc, int *n_rewritten, inf_error *err
         int64_t pool[4];
         if (!plain_maxpool(pc, mp, pool)) continue;
         int v = pc->g->nodes[mp].inputs[0], a = v >= 0 ? pc->g->values[v].producer : -1;
-        if (a < 0 || !plain_2d(pc, a, "nhwc_out") || inf__attr_int(&pc->g->nodes[a], "nhwc_in", 0) ||
+        if (a < 0 || !plain_2d(pc, a, "u8_out") || inf__attr_int(&pc->g->nodes[a], "u8_in", 0) ||
             inf__node_attr(&pc->g->nodes[a], "pool_kernel") || !inf__pass_uses(pc, v, 1) ||
             pc->g->nodes[a].n_attrs + 2 > MAX_ATTRS)
             continue;
@@ -120,11 +137,11 @@ inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
     inf_status st = fuse_pools(pc, n_rewritten, err); /* first: a pooled QConv stores float, never uint8 */
     if (st != INF_OK) return st;
     for (int b = 0; b < pc->g->n_nodes; b++) {
-        if (!plain_2d(pc, b, "nhwc_in")) continue;
+        bool conv = is_fused(pc, b, "QConv");
+        if (!linkable(pc, b, "u8_in", conv)) continue;
         const inf__node *nb = &pc->g->nodes[b];
         int v = nb->inputs[0], a = v >= 0 ? pc->g->values[v].producer : -1;
-        if (a < 0 || !plain_2d(pc, a, "nhwc_out") || pc->g->nodes[a].n_inputs != 7 || !inf__pass_uses(pc, v, 1) ||
-            inf__node_attr(&pc->g->nodes[a], "pool_kernel") ||
+        if (a < 0 || !linkable(pc, a, "u8_out", conv) || pc->g->nodes[a].n_inputs != 7 || !inf__pass_uses(pc, v, 1) ||
             pc->g->nodes[a].n_attrs + 1 > MAX_ATTRS || nb->n_attrs + 1 > MAX_ATTRS)
             continue;
         const inf_tensor *s = constant(pc, nb->inputs[1]);
@@ -136,8 +153,9 @@ inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
         int ins_a[9];
         memcpy(ins_a, pc->g->nodes[a].inputs, 7 * sizeof *ins_a);
         ins_a[7] = nb->inputs[1], ins_a[8] = zv;
-        st = rewrite_with(pc, a, 9, ins_a, "nhwc_out", err);
-        if (st == INF_OK) st = rewrite_with(pc, b, nb->n_inputs, nb->inputs, "nhwc_in", err);
+        const char *op = conv ? "QConv" : "QGemm";
+        st = rewrite_with(pc, a, op, 9, ins_a, "u8_out", err);
+        if (st == INF_OK) st = rewrite_with(pc, b, op, nb->n_inputs, nb->inputs, "u8_in", err);
         if (st != INF_OK) return st;
         (*n_rewritten)++;
     }

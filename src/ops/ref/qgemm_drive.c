@@ -151,6 +151,17 @@ static void mm_blocks(void *arg, int64_t begin, int64_t end) {
         inf__qgemm_rows(b, r1 - r0, a, b->kp, a_zero_point(t->a), c, b->np);
         for (int64_t i = r0; i < r1; i++) {
             const int32_t *ci = c + (i - r0) * b->np;
+            if (t->out->kind == INF_QOUT_F32_U8) { /* the next QGemm's uint8 rows */
+                uint8_t *qi = (uint8_t *)t->y + i * t->ldy;
+#if defined(__x86_64__)
+                if (b->isa != INF_QGEMM_REF) {
+                    inf__qstore_u8_row_avx2(t->out, ci, 0, b->n, qi);
+                    continue;
+                }
+#endif
+                for (int64_t j = 0; j < b->n; j++) qi[j] = store_u8(t->out, ci[j], j);
+                continue;
+            }
             float *yi = (float *)t->y + i * t->ldy;
             if (t->vector_store) {
 #if defined(__x86_64__)

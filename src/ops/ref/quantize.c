@@ -552,7 +552,7 @@ typedef struct qconv_params {
     int64_t w_dims[INF_MAX_DIMS];
     int w_ndim;
     inf__qgemm_b *bg; /* [group] */
-    /* fused QConv (graph/passes/qdq_chain.c): x / y uint8 channels last */
+    /* fused QConv (graph/passes/qdq_chain.c): x / y uint8 channels last (u8_in / u8_out) */
     bool nhwc_in, nhwc_out;
     int64_t cgp;      /* W packed with channels padded to cgp (ops/qgemm.h inf__qconv_geom), or 0 */
     int64_t pool[4];  /* fused MaxPool (graph/passes/qdq_chain.c): kernel h, w, strides h, w; or 0s */
@@ -621,8 +621,8 @@ static inf_status qconv_init(inf__node *node, inf__arena *arena, inf_error *err)
     p->strides = inf__attr_ints(node, "strides", &p->n_strides);
     p->dilations = inf__attr_ints(node, "dilations", &p->n_dilations);
     p->pads = inf__attr_ints(node, "pads", &p->n_pads);
-    p->nhwc_in = inf__attr_int(node, "nhwc_in", 0) != 0;
-    p->nhwc_out = inf__attr_int(node, "nhwc_out", 0) != 0;
+    p->nhwc_in = inf__attr_int(node, "u8_in", 0) != 0;
+    p->nhwc_out = inf__attr_int(node, "u8_out", 0) != 0;
     int n_pk = 0, n_ps = 0;
     const int64_t *pk = inf__attr_ints(node, "pool_kernel", &n_pk), *ps = inf__attr_ints(node, "pool_strides", &n_ps);
     if (n_pk || n_ps) {
@@ -778,12 +778,18 @@ static inf_status qconv_run_packed(inf__kernel_ctx *ctx, const qconv_geom *g, co
     return INF_OK;
 }
 
+/* mult[j] = a_scale * w_scale[j] (/ y_scale when ys) for j < n: scale_at's
+ * values, with the scalar-or-vector test made once (it counts elements). */
+static void scale_products(const inf_tensor *xs, const inf_tensor *ws, const inf_tensor *ys, int64_t n, float *mult) {
+    const float *w = ws->data, x = scale_at(xs, 0);
+    bool per_channel = inf_tensor_numel(ws) != 1;
+    for (int64_t j = 0; j < n; j++) mult[j] = ys ? x * w[per_channel ? j : 0] / scale_at(ys, 0) : x * w[per_channel ? j : 0];
+}
+
 /* Per-channel multipliers a_scale * w_scale[m] (/ y_scale), in scratch. */
 static float *qconv_mults(inf__kernel_ctx *ctx, const qconv_geom *g, const qconv_args *q) {
     float *mult = inf__kernel_scratch(ctx, (size_t)g->m * sizeof *mult);
-    for (int64_t m = 0; mult && m < g->m; m++)
-        mult[m] = q->ys ? scale_at(q->xs, 0) * scale_at(q->ws, m) / scale_at(q->ys, 0)
-                        : scale_at(q->xs, 0) * scale_at(q->ws, m);
+    if (mult) scale_products(q->xs, q->ws, q->ys, g->m, mult);
     return mult;
 }
 
@@ -870,6 +876,7 @@ const inf__op_impl op_qlinear_conv = {qconv_init, qlinear_conv_run};
 
 typedef struct qgemm_params {
     bool trans_b;
+    bool u8_in, u8_out; /* graph/passes/qdq_chain.c: x / y uint8, quantized with x's / inputs 7, 8's parameters */
     inf__vmath_fn gelu; /* activation "Gelu" (passes/qdq.c): over each output row */
     const void *w_src;
     inf__qgemm_b b;
@@ -879,6 +886,10 @@ static inf_status qgemm_init(inf__node *node, inf__arena *arena, inf_error *err)
     qgemm_params *p = inf__op_params(arena, qgemm_params);
     if (!p) return INF_ENOMEM;
     p->trans_b = inf__attr_int(node, "trans_b", 0) != 0;
+    p->u8_in = inf__attr_int(node, "u8_in", 0) != 0;
+    p->u8_out = inf__attr_int(node, "u8_out", 0) != 0;
+    if (p->u8_out && (node->n_inputs < 8 || node->inputs[7] < 0))
+        return inf__node_error(node, err, INF_EMODEL, "u8_out needs y_scale (input 7)");
     const char *act = inf__attr_string(node, "activation", "");
     if (*act && strcmp(act, "Gelu"))
         return inf__node_error(node, err, INF_EMODEL, "unknown activation '%s'", act);
@@ -938,9 +949,14 @@ static inf_status qgemm_run(inf__kernel_ctx *ctx) {
     const qgemm_params *p = ctx->node->params;
     const inf_tensor *x = ctx->in[0], *w = ctx->in[3];
     char buf[96];
-    if (x->dtype != INF_DTYPE_F32 || x->ndim < 1 || x->dims[x->ndim - 1] != p->b.k)
-        return inf__kernel_error(ctx, INF_ESHAPE, "x: expected float32 [..., %lld], got %s %s", (long long)p->b.k,
-                                 inf_dtype_name(x->dtype), inf__shape_str(x->ndim, x->dims, buf, sizeof buf));
+    inf_dtype x_dtype = p->u8_in ? INF_DTYPE_U8 : INF_DTYPE_F32;
+    const inf_tensor *xz = opt_input(ctx, 2);
+    if (x->dtype != x_dtype || x->ndim < 1 || x->dims[x->ndim - 1] != p->b.k)
+        return inf__kernel_error(ctx, INF_ESHAPE, "x: expected %s [..., %lld], got %s %s", inf_dtype_name(x_dtype),
+                                 (long long)p->b.k, inf_dtype_name(x->dtype),
+                                 inf__shape_str(x->ndim, x->dims, buf, sizeof buf));
+    if (p->u8_in && xz && xz->dtype != INF_DTYPE_U8)
+        return inf__kernel_error(ctx, INF_ETYPE, "x_zero_point: expected uint8 with a uint8 x (u8_in)");
     if (w->data != p->w_src) return inf__kernel_error(ctx, INF_EINVAL, "W was replaced at run time");
     inf_status st = fused_params_check(ctx, p->b.n);
     if (st != INF_OK) return st;
@@ -948,16 +964,20 @@ static inf_status qgemm_run(inf__kernel_ctx *ctx) {
     memcpy(dims, x->dims, sizeof dims);
     dims[x->ndim - 1] = p->b.n;
     inf_tensor *y;
-    if ((st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, x->ndim, dims, &y)) != INF_OK) return st;
+    const inf_tensor *yz = opt_input(ctx, 8);
+    if (p->u8_out && yz && yz->dtype != INF_DTYPE_U8)
+        return inf__kernel_error(ctx, INF_ETYPE, "y_zero_point: expected uint8 (u8_out)");
+    if ((st = inf__kernel_output(ctx, 0, p->u8_out ? INF_DTYPE_U8 : INF_DTYPE_F32, x->ndim, dims, &y)) != INF_OK)
+        return st;
     float *mult = inf__kernel_scratch(ctx, (size_t)p->b.n * sizeof *mult);
     void *scratch = mult ? inf__kernel_scratch(ctx, inf__qmatmul_scratch_bytes(&p->b, rows)) : NULL;
     if (!scratch) return INF_ENOMEM;
-    for (int64_t j = 0; j < p->b.n; j++) mult[j] = scale_at(ctx->in[1], 0) * scale_at(ctx->in[4], j);
-    const inf_tensor *xz = opt_input(ctx, 2);
-    inf__qsrc a = {.data = x->data, .dtype = INF_DTYPE_F32, .ld = p->b.k, .scale = scale_at(ctx->in[1], 0),
+    scale_products(ctx->in[1], ctx->in[4], NULL, p->b.n, mult);
+    inf__qsrc a = {.data = x->data, .dtype = x_dtype, .ld = p->b.k, .scale = scale_at(ctx->in[1], 0),
                    .zp = zp_at(xz, 0), .q_dtype = xz ? xz->dtype : INF_DTYPE_U8};
     inf__qout out = fused_out(ctx, mult);
     out.row_act = p->gelu;
+    if (p->u8_out) out.kind = INF_QOUT_F32_U8, out.requant = false;
     inf__qmatmul_drive(ctx->pool, &p->b, rows, &a, &out, y->data, p->b.n, scratch);
     ctx->epilogue_done = true;
     return INF_OK;
