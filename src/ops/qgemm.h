@@ -101,6 +101,7 @@ void inf__qconv_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *con
  * q = clamp(nearbyintf(x / scale) + zp, 0, 255), NaN -> zp; into uint8. */
 void inf__quantize_u8_ref(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q);
 void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q);
+void inf__quantize_u8_avx512(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q); /* x86/qstore_avx512.c */
 void inf__quantize_u8(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q); /* dispatches */
 /* dst[c * ld + r] = src[r * ls + c] for r < rows, c < cols (bytes; 16 x 16
  * SSE2 blocks, x86-64): channel planes into channels-last rows. */
@@ -162,6 +163,7 @@ void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, 
 void inf__qstore_f32_col_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j, float *y);
 /* INF_QOUT_F32_U8's store of a row: n columns from column j0 into y[0..n). */
 void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y);
+void inf__qstore_u8_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y);
 /* A whole C block of `rows` rows (positions) x n columns (channels j0..)
  * transposed into channel planes: y[j * ldy + p] (8 x 8 transposes). */
 void inf__qstore_f32_block_t_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,

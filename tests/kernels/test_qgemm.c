@@ -108,6 +108,11 @@ static void quantize_cases(void) {
         inf__quantize_u8_ref(x, n, scale, zp, q1);
         inf__quantize_u8_avx2(x, n, scale, zp, q2);
         check(!memcmp(q1, q2, (size_t)n), "quantize_u8 avx2 vs ref", round);
+        if (isa_runs(INF_QGEMM_VNNI512)) { /* the 16-lane form (x86/qstore_avx512.c) */
+            memset(q2, 0, sizeof q2);
+            inf__quantize_u8_avx512(x, n, scale, zp, q2);
+            check(!memcmp(q1, q2, (size_t)n), "quantize_u8 avx512 vs ref", round);
+        }
         float lo1, hi1, lo2, hi2;
         inf__minmax_f32_ref(x, n, &lo1, &hi1);
         inf__minmax_f32_avx2(x, n, &lo2, &hi2);

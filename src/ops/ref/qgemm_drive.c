@@ -72,6 +72,14 @@ static inline uint8_t store_u8(const inf__qout *o, int32_t c, int64_t j) {
     return q;
 }
 
+#if defined(__x86_64__)
+/* INF_QOUT_F32_U8's vector row store: 16 lanes on AVX-512 CPUs, else 8. */
+static void qstore_u8_row(inf__qgemm_isa isa, const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
+    if (isa == INF_QGEMM_VNNI512) inf__qstore_u8_row_avx512(o, c, j0, n, y);
+    else inf__qstore_u8_row_avx2(o, c, j0, n, y);
+}
+#endif
+
 /* Output element `at` from sum c of column (channel) j. */
 static inline void store_one(const inf__qout *o, void *y, int64_t at, int32_t c, int64_t j) {
     switch (o->kind) {
@@ -155,7 +163,7 @@ static void mm_blocks(void *arg, int64_t begin, int64_t end) {
                 uint8_t *qi = (uint8_t *)t->y + i * t->ldy;
 #if defined(__x86_64__)
                 if (b->isa != INF_QGEMM_REF) {
-                    inf__qstore_u8_row_avx2(t->out, ci, 0, b->n, qi);
+                    qstore_u8_row(b->isa, t->out, ci, 0, b->n, qi);
                     continue;
                 }
 #endif
@@ -397,7 +405,7 @@ static void conv_blocks(void *arg, int64_t begin, int64_t end) {
                 const int32_t *cp = c + (p - p0) * b->np;
 #if defined(__x86_64__)
                 if (b->isa != INF_QGEMM_REF) {
-                    inf__qstore_u8_row_avx2(t->out, cp, ch0, b->n, yp);
+                    qstore_u8_row(b->isa, t->out, cp, ch0, b->n, yp);
                     continue;
                 }
 #endif
