@@ -302,7 +302,7 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         inf__pass_ctx pc = {model, g, dead};
         int n_chain = 0;
         st = inf__pass_qdq_chain(&pc, &n_chain, err);
-        if (n_chain) inf__log(INF_LOG_DEBUG, "optimizer: %d QConv+MaxPool fused, QConv->QConv or QGemm->QGemm kept uint8", n_chain);
+        if (n_chain) inf__log(INF_LOG_DEBUG, "optimizer: %d QConv+MaxPool, QConv+Add fused, QConv->QConv or QGemm->QGemm kept uint8", n_chain);
     }
     for (int n = g->n_nodes - 1; n >= 0 && st == INF_OK; n--) /* reverse order removes whole dead chains */
         if (!dead[n] && is_unused(g, &g->nodes[n])) {

@@ -109,6 +109,8 @@ void inf__transpose_u8_avx2(const uint8_t *src, int64_t ls, int64_t rows, int64_
 /* The fused MaxPool's vector helpers (x86-64): m[j] = v[j] > m[j] ? v[j] : m[j];
  * and the float transpose dst[c * ld + r] = src[r * ls + c]. */
 void inf__max_f32_avx2(float *m, const float *v, int64_t n);
+/* y[i] = act(y[i] + r[i]) (act NULL: none), the fused residual Add. */
+void inf__add_act_f32_avx2(float *y, const float *r, int64_t n, const inf__epilogue *act);
 void inf__max_i32_avx2(int32_t *m, const int32_t *v, int64_t n);
 void inf__transpose_f32_avx2(const float *src, int64_t ls, int64_t rows, int64_t cols, float *dst, int64_t ld);
 /* min and max of x (NaN ignored), for DynamicQuantizeLinear */
@@ -140,6 +142,8 @@ typedef struct inf__qout {
     int32_t rq_zp;
     inf_dtype rq_dtype;       /* uint8 or int8 */
     void (*row_act)(const float *x, float *y, int64_t n); /* F32, matrix products: over each finished row (GELU) */
+    const float *residual;    /* F32 convolutions without a pool: y = act(value + residual), value after the
+                               * requant if any, residual laid out as y (graph/passes/qdq_chain.c) */
 } inf__qout;
 
 /* The activation operand: 8-bit rows (dtype uint8/int8, row stride ld) or

@@ -369,6 +369,24 @@ static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
             }
     check(ok, "uint8 channels-last store vs QuantizeLinear of the float store", case_no);
 
+    /* the fused residual Add: act(value + r), value as the store makes it without the activation */
+    float *r = malloc((size_t)y_n * 4);
+    for (int64_t i = 0; i < y_n; i++) r[i] = uniform() * 3;
+    inf__qout plain = out, with_r = out;
+    plain.act = NULL, with_r.residual = r;
+    float *val = run_conv(INF_QGEMM_REF, NULL, &g, whwc, &src, &plain, (size_t)y_n * 4);
+    float *fused = run_conv(isa, pool, &g, whwc, &src, &with_r, (size_t)y_n * 4);
+    ok = true;
+    for (int64_t i = 0; i < y_n && ok; i++) {
+        float v = val[i] + r[i];
+        if (out.act && out.act->kind == INF_EPILOGUE_RELU) v = v > 0 ? v : 0;
+        else if (out.act && out.act->kind == INF_EPILOGUE_LEAKY_RELU) v = v < 0 ? out.act->alpha * v : v;
+        else if (out.act && out.act->kind == INF_EPILOGUE_CLIP) v = v < out.act->lo ? out.act->lo : v > out.act->hi ? out.act->hi : v;
+        ok = fused[i] == v;
+    }
+    check(ok, "fused residual Add vs the store's value + r, then the activation", case_no);
+    free(r), free(val), free(fused);
+
     /* uint8 channels-last input */
     inf__qsrc s8 = {.data = x8, .dtype = INF_DTYPE_U8, .zp = src.zp}, s8t = s8;
     s8t.data = x8t, s8t.nhwc = true;

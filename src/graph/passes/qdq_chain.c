@@ -132,6 +132,51 @@ static inf_status fuse_pools(inf__pass_ctx *pc, int *n_rewritten, inf_error *err
     return INF_OK;
 }
 
+/* QConv A -> Add(A's output, r) [-> Relu/Clip/LeakyRelu, the Add's epilogue]
+ * -> one QConv with r as input 9: the Add (and its activation) is applied to
+ * each block of the conv's float output while it is in cache
+ * (ops/ref/qgemm_drive.c), instead of a pass over two tensors in memory.
+ * A: no activation of its own (its output Q -> DQ, if any, stays: the Add
+ * reads the dequantized value), float output (no uint8 link, no pool); r:
+ * not a constant; A's output read by the Add only.  Safe: the store computes
+ * A's value as before, then value + r and the activation, the Add node's
+ * operations in the same order; an r of another (broadcastable) shape is
+ * added after the store, as Add does. */
+static inf_status fuse_residuals(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
+    for (int d = 0; d < pc->g->n_nodes; d++) {
+        const inf__node *add = &pc->g->nodes[d];
+        inf__epilogue_kind ek = add->epilogue.kind;
+        if (pc->dead[d] || !add->op || add->op->domain != INF_DOMAIN_ONNX || strcmp(add->op_type, "Add") ||
+            add->opset < 7 || add->n_inputs != 2 || add->n_outputs != 1 ||
+            !(ek == INF_EPILOGUE_NONE || ek == INF_EPILOGUE_RELU || ek == INF_EPILOGUE_LEAKY_RELU ||
+              ek == INF_EPILOGUE_CLIP))
+            continue;
+        for (int side = 0; side < 2; side++) {
+            int v = add->inputs[side], r = add->inputs[1 - side], a = v >= 0 ? pc->g->values[v].producer : -1;
+            if (a < 0 || r < 0 || v == r || !is_fused(pc, a, "QConv") || constant(pc, r) ||
+                !inf__pass_uses(pc, v, 1))
+                continue;
+            const inf__node *na = &pc->g->nodes[a];
+            if ((na->n_inputs != 7 && na->n_inputs != 9) || na->epilogue.kind != INF_EPILOGUE_NONE ||
+                inf__attr_int(na, "u8_out", 0) ||
+                inf__node_attr(na, "pool_kernel") || na->n_attrs > MAX_ATTRS)
+                continue;
+            int ins[10];
+            for (int k = 0; k < 9; k++) ins[k] = k < na->n_inputs ? na->inputs[k] : -1;
+            ins[9] = r;
+            inf__attr attrs[MAX_ATTRS];
+            memcpy(attrs, na->attrs, (size_t)na->n_attrs * sizeof *attrs);
+            int removed[1] = {a};
+            inf_status st = inf__pass_rewrite(pc, d, "ai.infera", "QConv", 1, 10, ins, na->n_attrs, attrs, removed, 1,
+                                              err);
+            if (st != INF_OK) return st;
+            (*n_rewritten)++;
+            break;
+        }
+    }
+    return INF_OK;
+}
+
 inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
     *n_rewritten = 0;
     inf_status st = fuse_pools(pc, n_rewritten, err); /* first: a pooled QConv stores float, never uint8 */
@@ -159,5 +204,5 @@ inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
         if (st != INF_OK) return st;
         (*n_rewritten)++;
     }
-    return INF_OK;
+    return fuse_residuals(pc, n_rewritten, err); /* last: a residual QConv writes float, never a uint8 link */
 }

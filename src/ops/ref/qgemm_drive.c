@@ -245,6 +245,8 @@ typedef struct conv_task {
     int64_t iwp, cs;           /* direct: columns and channels (cgp with padding) of x's buffer */
     const int64_t *tapoff;     /* direct: byte offset of each tap from a position's first */
     const int32_t *init;       /* direct: -a_zp * colsum[j] */
+    const float *residual;     /* this image's residual (out->residual), or NULL */
+    const inf__epilogue *res_act; /* with a residual: the activation after the Add */
 } conv_task;
 
 /* Row p of the group's im2col matrix, K in (ky, kx, channel) order -- the
@@ -390,6 +392,23 @@ static void conv_pool_rows(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* The fused residual Add of block [p0, p1), while the block is in cache: the
+ * store ran without the activation, so y = act(y + r) is Add then Relu. */
+static void add_residual(const conv_task *t, const inf__qgemm_b *b, int64_t ch0, int64_t p0, int64_t p1) {
+    int64_t pos = t->g->oh * t->g->ow;
+    for (int64_t j = 0; j < b->n; j++) {
+        float *y = (float *)t->y + (ch0 + j) * pos + p0;
+        const float *r = t->residual + (ch0 + j) * pos + p0;
+#if defined(__x86_64__)
+        if (b->isa != INF_QGEMM_REF) {
+            inf__add_act_f32_avx2(y, r, p1 - p0, t->res_act);
+            continue;
+        }
+#endif
+        for (int64_t p = 0; p < p1 - p0; p++) y[p] = act(t->res_act, y[p] + r[p]);
+    }
+}
+
 static void conv_blocks(void *arg, int64_t begin, int64_t end) {
     const conv_task *t = arg;
     const inf__qgemm_b *b = t->b;
@@ -417,10 +436,12 @@ static void conv_blocks(void *arg, int64_t begin, int64_t end) {
 #if defined(__x86_64__)
             inf__qstore_f32_block_t_avx2(t->out, c, b->np, p1 - p0, ch0, b->n, (float *)t->y + ch0 * pos + p0, pos);
 #endif
-            continue;
+        } else {
+            for (int64_t j = 0; j < b->n; j++)
+                for (int64_t p = p0; p < p1; p++)
+                    store_one(t->out, t->y, (ch0 + j) * pos + p, c[(p - p0) * b->np + j], ch0 + j);
         }
-        for (int64_t j = 0; j < b->n; j++)
-            for (int64_t p = p0; p < p1; p++) store_one(t->out, t->y, (ch0 + j) * pos + p, c[(p - p0) * b->np + j], ch0 + j);
+        if (t->residual) add_residual(t, b, ch0, p0, p1);
     }
 }
 
@@ -495,6 +516,10 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
     size_t out_esize = out->kind == INF_QOUT_Q8 || out->kind == INF_QOUT_F32_U8 ? 1 : 4;
     int64_t out_image = g->pkh ? g->m * ((g->oh - g->pkh) / g->psh + 1) * ((g->ow - g->pkw) / g->psw + 1) : g->m * pos;
     int32_t a_zp = a_zero_point(x);
+    /* a residual Add: the store runs without the activation, applied after the Add */
+    inf__qout plain = *out;
+    const inf__epilogue *res_act = out->residual ? out->act : NULL;
+    if (out->residual) plain.act = NULL, out = &plain;
     int64_t tapoff[DIRECT_MAX_TAPS];
     if (direct) {
         for (int64_t ky = 0; ky < g->kh; ky++)
@@ -512,7 +537,8 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
             if (direct)
                 for (int64_t j = 0; j < np; j++) init[j] = (int32_t)(0u - (uint32_t)a_zp * (uint32_t)bg[grp].colsum[j]);
             conv_task t = {g, &bg[grp], out, xbuf, a_zp, grp, (char *)y + (size_t)(n * out_image) * out_esize,
-                           abuf, cbuf, direct, iwp, cs, tapoff, init};
+                           abuf, cbuf, direct, iwp, cs, tapoff, init,
+                           out->residual ? out->residual + n * out_image : NULL, res_act};
             if (g->pkh) inf__pool_range(pool, (g->oh - g->pkh) / g->psh + 1, 1, conv_pool_rows, &t);
             else inf__pool_range(pool, blocks, 1, conv_blocks, &t);
         }

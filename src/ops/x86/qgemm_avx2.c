@@ -317,3 +317,16 @@ void inf__transpose_f32_avx2(const float *src, int64_t ls, int64_t rows, int64_t
     for (int64_t c = 0; c < cols && r0 < rows; c++)
         for (int64_t r = r0; r < rows; r++) dst[c * ld + r] = src[r * ls + c];
 }
+
+void inf__add_act_f32_avx2(float *y, const float *r, int64_t n, const inf__epilogue *act) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, act8(act, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(r + i))));
+    if (i < n) {
+        float yt[8] = {0}, rt[8] = {0};
+        memcpy(yt, y + i, (size_t)(n - i) * sizeof *yt);
+        memcpy(rt, r + i, (size_t)(n - i) * sizeof *rt);
+        _mm256_storeu_ps(yt, act8(act, _mm256_add_ps(_mm256_loadu_ps(yt), _mm256_loadu_ps(rt))));
+        memcpy(y + i, yt, (size_t)(n - i) * sizeof *yt);
+    }
+}
