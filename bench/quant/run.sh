@@ -5,9 +5,12 @@
 #   - throughput at batch 64: Infera FP32, Infera INT8, ONNX Runtime INT8 (same
 #     quantized file), ONNX Runtime FP32;
 #   - encoder batch-1 latency: Infera FP32 vs INT8;
-#   - quality on held-out inputs: top-1 agreement of INT8 with FP32 (Infera).
+#   - quality on held-out inputs: top-1 agreement of INT8 with FP32 (Infera);
+#   - the same batch-64 throughputs from CPU time (bench/quant/cpu_time.py):
+#     on a machine shared with other jobs the wall clock measures them too.
 #
 #   bench/quant/run.sh [--rounds N] [--threads "1 2"] [--infera PATH] [--out DIR] [--quick]
+#                      [--cpu-rounds N]   (0: no CPU-time table; default 3, 1 thread)
 #
 # Models: bench/models/*.onnx (made by bench/gen_bench_models.py when missing);
 # data: bench/quant/gen_data.py.  Writes OUT/raw.jsonl, OUT/quality.jsonl,
@@ -20,6 +23,7 @@ INFERA=$ROOT/build/infera
 ROUNDS=3
 THREADS="1"
 QUICK=0
+CPU_ROUNDS=3
 OUT=$HERE/results/$(date +%Y%m%d-%H%M%S)
 while [ $# -gt 0 ]; do
     case $1 in
@@ -27,7 +31,8 @@ while [ $# -gt 0 ]; do
     --threads) THREADS=$2; shift 2 ;;
     --infera) INFERA=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    --quick) QUICK=1; ROUNDS=1; shift ;;
+    --quick) QUICK=1; ROUNDS=1; CPU_ROUNDS=1; shift ;;
+    --cpu-rounds) CPU_ROUNDS=$2; shift 2 ;;
     *) sed -n '2,/^set/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
     esac
 done
@@ -94,4 +99,12 @@ while [ "$round" -le "$ROUNDS" ]; do
     done
     round=$((round + 1))
 done
-/usr/bin/python3 "$HERE/summarize.py" "$RAW" "$OUT/quality.jsonl" "$OUT/machine.txt" | tee "$OUT/table.md"
+: >"$OUT/cpu.jsonl"
+if [ "$CPU_ROUNDS" -gt 0 ]; then # iterations LO:HI per model: HI - LO batches take about a CPU second or more
+    /usr/bin/python3 "$HERE/cpu_time.py" --infera "$INFERA" --ort-bench "$ROOT/bench/ort_bench.js" \
+        --rounds "$CPU_ROUNDS" --threads 1 --out "$OUT/cpu.jsonl" \
+        "mlp fp32:$MODELS/mlp.onnx:20:1500" "mlp int8:$OUT/mlp_int8.onnx:20:1500" \
+        "cnn fp32:$MODELS/cnn.onnx:2:20" "cnn int8:$OUT/cnn_int8.onnx:2:20" \
+        "bert fp32:$MODELS/bert.onnx:1:3" "bert int8:$OUT/bert_int8.onnx:1:3"
+fi
+/usr/bin/python3 "$HERE/summarize.py" "$RAW" "$OUT/quality.jsonl" "$OUT/machine.txt" "$OUT/cpu.jsonl" | tee "$OUT/table.md"

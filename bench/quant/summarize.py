@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """summarize.py -- the table of bench/quant/run.sh: medians over rounds, as ratios.
 
-    /usr/bin/python3 bench/quant/summarize.py RAW.jsonl QUALITY.jsonl MACHINE.txt
+    /usr/bin/python3 bench/quant/summarize.py RAW.jsonl QUALITY.jsonl MACHINE.txt [CPU.jsonl]
+
+CPU.jsonl (bench/quant/cpu_time.py) adds the batch-64 table from CPU time.
 """
 import json
 import statistics
@@ -46,3 +48,20 @@ for m in ("mlp", "cnn", "bert"):
               "max |INT8 - FP32| = %.3f of the FP32 output range (mean %.4f)" %
               (m, q["rows"], q["top1_agreement"], q["cosine_mean"], q["cosine_min"], q["max_abs_diff_rel_range"],
                q["mean_abs_diff_rel_range"]))
+
+if len(sys.argv) > 4:
+    cpu = defaultdict(list)
+    for r in (json.loads(l) for l in open(sys.argv[4]) if l.strip()):
+        cpu[(r["engine"], r["tag"])].append(r["rows_per_cpu_s"])
+    if cpu:
+        rounds = max(len(v) for v in cpu.values())
+        print()
+        print("Batch 64, 1 thread, from CPU time (bench/quant/cpu_time.py; medians of %d interleaved rounds):" % rounds)
+        print()
+        print("| model | Infera FP32 rows/cpu-s | Infera INT8 rows/cpu-s | ORT INT8 rows/cpu-s | ORT FP32 rows/cpu-s "
+              "| INT8 / own FP32 (target >= 2) | Infera INT8 / ORT INT8 (target >= 1) |")
+        print("|---|---|---|---|---|---|---|")
+        for m in ("mlp", "cnn", "bert"):
+            f, i8 = med(cpu, ("infera", m + " fp32")), med(cpu, ("infera", m + " int8"))
+            o8, of = med(cpu, ("ort", m + " int8")), med(cpu, ("ort", m + " fp32"))
+            print("| %s | %.0f | %.0f | %.0f | %.0f | **%.2fx** | **%.2fx** |" % (m, f, i8, o8, of, i8 / f, i8 / o8))

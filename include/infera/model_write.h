@@ -1,7 +1,7 @@
 /*
  * model_write.h -- an ONNX ModelProto opened for editing, and written back.
  *
- * The model-rewriting tools (`infera prune`, `infera distill`; src/tools/)
+ * The model-rewriting tools (`infera quantize`, `infera prune`, `infera distill`; src/tools/)
  * change a model's graph and weights and write a standard ONNX file.  Only
  * src/onnx sees protobuf, so this is the small, generic interface they use:
  * open a file (or start an empty model), read and replace initializers,
@@ -51,6 +51,12 @@ INF_API void inf_model_edit_buffer_free(void *data);
 
 /* Adds a metadata_props entry (key, value). */
 INF_API inf_status inf_model_edit_add_metadata(inf_model_edit *m, const char *key, const char *value, inf_error *err);
+/* Sets metadata key to value: replaces the entry with that key, else adds one. */
+INF_API inf_status inf_model_edit_set_metadata(inf_model_edit *m, const char *key, const char *value, inf_error *err);
+/* The opset version the model imports for domain ("" or "ai.onnx": the default domain); 0 when none. */
+INF_API int64_t inf_model_edit_opset(const inf_model_edit *m, const char *domain);
+/* Bytes of initializer data (raw or typed fields), the weights' size in the file. */
+INF_API size_t inf_model_edit_weight_bytes(const inf_model_edit *m);
 
 /* ---- Nodes ---- */
 INF_API int inf_model_edit_n_nodes(const inf_model_edit *m);
@@ -66,6 +72,15 @@ INF_API int64_t inf_model_edit_node_attr_int(const inf_model_edit *m, int node, 
 INF_API double inf_model_edit_node_attr_float(const inf_model_edit *m, int node, const char *name, double def);
 /* 1 when the node has a GRAPH attribute (If/Loop/Scan): not rewritable here. */
 INF_API int inf_model_edit_node_has_subgraph(const inf_model_edit *m, int node);
+/* All of a node at once, borrowed until the node is changed: inputs[k] ""
+ * for an absent optional input. */
+typedef struct inf_model_edit_node_view {
+    const char *name, *op_type, *domain;
+    int n_inputs, n_outputs;
+    const char *const *inputs;
+    const char *const *outputs;
+} inf_model_edit_node_view;
+INF_API void inf_model_edit_view_node(const inf_model_edit *m, int node, inf_model_edit_node_view *out);
 /* Sets input k of node (k == n_inputs appends one). */
 INF_API inf_status inf_model_edit_node_set_input(inf_model_edit *m, int node, int k, const char *value,
                                                  inf_error *err);
@@ -73,15 +88,29 @@ INF_API void inf_model_edit_remove_node(inf_model_edit *m, int node);
 
 typedef struct inf_model_edit_attr {
     const char *name;
-    int is_float;   /* 0: INT attribute (i), 1: FLOAT (f) */
+    int is_float;   /* 0: INT attribute (i), 1: FLOAT (f); ignored when ints is set */
     int64_t i;
     double f;
+    const int64_t *ints; /* non-NULL: an INTS attribute of n_ints values */
+    int n_ints;
 } inf_model_edit_attr;
 
 /* Appends a node (op in ai.onnx; inputs "" = absent optional input). */
 INF_API inf_status inf_model_edit_add_node(inf_model_edit *m, const char *op, const char *name, int n_inputs,
                                            const char *const *inputs, int n_outputs, const char *const *outputs,
                                            int n_attrs, const inf_model_edit_attr *attrs, inf_error *err);
+/* Inserts a node before node index `before` (< 0 or n_nodes: at the end), op
+ * in domain ("" = ai.onnx); the nodes from `before` on move up by one. */
+INF_API inf_status inf_model_edit_insert_node(inf_model_edit *m, int before, const char *op, const char *domain,
+                                              const char *name, int n_inputs, const char *const *inputs,
+                                              int n_outputs, const char *const *outputs, int n_attrs,
+                                              const inf_model_edit_attr *attrs, inf_error *err);
+/* Turns node into op (same domain) with new inputs and outputs; its
+ * attributes are kept (keep_attrs) or replaced by attrs. */
+INF_API inf_status inf_model_edit_retype_node(inf_model_edit *m, int node, const char *op, int n_inputs,
+                                              const char *const *inputs, int n_outputs, const char *const *outputs,
+                                              int keep_attrs, int n_attrs, const inf_model_edit_attr *attrs,
+                                              inf_error *err);
 
 /* ---- Initializers ---- */
 /* 1 when value is an initializer. */
@@ -92,10 +121,17 @@ INF_API inf_status inf_model_edit_get_initializer(const inf_model_edit *m, const
 /* Replaces the initializer called value (or adds it): dtype and shape of t. */
 INF_API inf_status inf_model_edit_set_initializer(inf_model_edit *m, const char *value, const inf_tensor *t,
                                                   inf_error *err);
+/* 1 when value is an initializer that is not also a graph input (a constant
+ * no caller can replace). */
+INF_API int inf_model_edit_is_constant(const inf_model_edit *m, const char *value);
+/* Removes the initializer called value when nothing reads it any more (no
+ * node input, graph output or graph input names it). */
+INF_API void inf_model_edit_drop_unused_initializer(inf_model_edit *m, const char *value);
 
 /* ---- Graph inputs and outputs ---- */
 INF_API int inf_model_edit_n_outputs(const inf_model_edit *m);
 INF_API const char *inf_model_edit_output(const inf_model_edit *m, int i);
+INF_API int inf_model_edit_is_output(const inf_model_edit *m, const char *value); /* 1 when a graph output */
 INF_API int inf_model_edit_n_inputs(const inf_model_edit *m); /* as declared, initializers included */
 INF_API const char *inf_model_edit_input(const inf_model_edit *m, int i);
 /* Declares a tensor graph input / output: dtype, rank ndim (< 0: unknown

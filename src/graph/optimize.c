@@ -298,6 +298,12 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
                      n_ln, n_gelu, n_pow, n_att, n_bn, n_ca, n_mm, n_lay);
     }
     if (st == INF_OK) fuse_activations(g, dead);
+    if (st == INF_OK) { /* after activation fusion: a QConv's Relu is applied before its uint8 store */
+        inf__pass_ctx pc = {model, g, dead};
+        int n_chain = 0;
+        st = inf__pass_qdq_chain(&pc, &n_chain, err);
+        if (n_chain) inf__log(INF_LOG_DEBUG, "optimizer: %d QConv+MaxPool, QConv+Add fused, QConv->QConv or QGemm->QGemm kept uint8", n_chain);
+    }
     for (int n = g->n_nodes - 1; n >= 0 && st == INF_OK; n--) /* reverse order removes whole dead chains */
         if (!dead[n] && is_unused(g, &g->nodes[n])) {
             dead[n] = true;

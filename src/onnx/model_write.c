@@ -1,7 +1,8 @@
 /*
  * model_write.c -- an ONNX ModelProto opened for editing and written back
  * (include/infera/model_write.h): the generic protobuf side of the
- * model-rewriting tools (src/tools/: prune, distill).
+ * model-rewriting tools (src/tools/: quantize, prune, distill) -- the one
+ * ONNX editor of the code base.
  *
  * Design: the model is unpacked with inf__protobuf_allocator, so every
  * buffer in it comes from inf__malloc.  Edits allocate the same way and
@@ -167,9 +168,55 @@ inf_status inf_model_edit_add_metadata(inf_model_edit *m, const char *key, const
     return INF_OK;
 }
 
+inf_status inf_model_edit_set_metadata(inf_model_edit *m, const char *key, const char *value, inf_error *err) {
+    Onnx__ModelProto *mp = m->mp;
+    for (size_t i = 0; i < mp->n_metadata_props; i++)
+        if (mp->metadata_props[i]->key && !strcmp(mp->metadata_props[i]->key, key)) {
+            char *v = inf__strdup(value);
+            if (!v) return nomem(err, "setting metadata");
+            inf__free(mp->metadata_props[i]->value);
+            mp->metadata_props[i]->value = v;
+            return INF_OK;
+        }
+    return inf_model_edit_add_metadata(m, key, value, err);
+}
+
+static bool domain_is(const char *d, const char *want) {
+    bool d_onnx = !d || !*d || !strcmp(d, "ai.onnx"), w_onnx = !want || !*want || !strcmp(want, "ai.onnx");
+    return d_onnx || w_onnx ? d_onnx && w_onnx : !strcmp(d, want);
+}
+
+int64_t inf_model_edit_opset(const inf_model_edit *m, const char *domain) {
+    for (size_t i = 0; i < m->mp->n_opset_import; i++)
+        if (domain_is(m->mp->opset_import[i]->domain, domain)) return m->mp->opset_import[i]->version;
+    return 0;
+}
+
+size_t inf_model_edit_weight_bytes(const inf_model_edit *m) {
+    size_t total = 0;
+    for (size_t i = 0; i < G(m)->n_initializer; i++) {
+        const Onnx__TensorProto *t = G(m)->initializer[i];
+        total += t->has_raw_data ? t->raw_data.len
+                                 : t->n_float_data * 4 + t->n_int32_data * 4 + t->n_int64_data * 8 +
+                                       t->n_double_data * 8 + t->n_uint64_data * 8;
+    }
+    return total;
+}
+
 /* ---- Nodes ---- */
 
 static const char *or_empty(const char *s) { return s ? s : ""; }
+
+void inf_model_edit_view_node(const inf_model_edit *m, int i, inf_model_edit_node_view *out) {
+    const Onnx__NodeProto *n = G(m)->node[i];
+    out->name = or_empty(n->name);
+    out->op_type = or_empty(n->op_type);
+    out->domain = or_empty(n->domain);
+    out->n_inputs = (int)n->n_input;
+    out->inputs = (const char *const *)n->input;
+    out->n_outputs = (int)n->n_output;
+    out->outputs = (const char *const *)n->output;
+}
 
 int inf_model_edit_n_nodes(const inf_model_edit *m) { return (int)G(m)->n_node; }
 const char *inf_model_edit_node_op(const inf_model_edit *m, int i) { return or_empty(G(m)->node[i]->op_type); }
@@ -244,44 +291,116 @@ static char **copy_strings(int n, const char *const *s) {
     return a;
 }
 
-inf_status inf_model_edit_add_node(inf_model_edit *m, const char *op, const char *name, int n_inputs,
-                                   const char *const *inputs, int n_outputs, const char *const *outputs,
-                                   int n_attrs, const inf_model_edit_attr *attrs, inf_error *err) {
+static Onnx__AttributeProto *make_attr(const inf_model_edit_attr *arg) {
+    Onnx__AttributeProto *a = inf__calloc(1, sizeof *a);
+    if (!a) return NULL;
+    onnx__attribute_proto__init(a);
+    a->name = inf__strdup(arg->name);
+    a->has_type = 1;
+    if (arg->ints) {
+        a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+        a->ints = inf__calloc((size_t)arg->n_ints + 1, sizeof(int64_t));
+        if (a->ints) memcpy(a->ints, arg->ints, (size_t)arg->n_ints * sizeof(int64_t)), a->n_ints = (size_t)arg->n_ints;
+    } else if (arg->is_float) {
+        a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, a->has_f = 1, a->f = (float)arg->f;
+    } else {
+        a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, a->has_i = 1, a->i = arg->i;
+    }
+    if (!a->name || (arg->ints && !a->ints)) {
+        onnx__attribute_proto__free_unpacked(a, &inf__protobuf_allocator);
+        return NULL;
+    }
+    return a;
+}
+
+/* Replaces node n's attributes by attrs; false when out of memory. */
+static bool set_attrs(Onnx__NodeProto *n, int n_attrs, const inf_model_edit_attr *attrs) {
+    for (size_t a = 0; a < n->n_attribute; a++)
+        onnx__attribute_proto__free_unpacked(n->attribute[a], &inf__protobuf_allocator);
+    inf__free(n->attribute);
+    n->attribute = NULL, n->n_attribute = 0;
+    if (!n_attrs) return true;
+    if (!(n->attribute = inf__calloc((size_t)n_attrs, sizeof *n->attribute))) return false;
+    for (int a = 0; a < n_attrs; a++) {
+        if (!(n->attribute[a] = make_attr(&attrs[a]))) return false;
+        n->n_attribute++;
+    }
+    return true;
+}
+
+static void free_strings(char **a, size_t n) {
+    for (size_t i = 0; a && i < n; i++) inf__free(a[i]);
+    inf__free(a);
+}
+
+/* Replaces node n's inputs and outputs by copies; false when out of memory (n unchanged). */
+static bool set_io(Onnx__NodeProto *n, int n_inputs, const char *const *inputs, int n_outputs,
+                   const char *const *outputs) {
+    char **in = copy_strings(n_inputs, inputs), **out = copy_strings(n_outputs, outputs);
+    if (!in || !out) {
+        free_strings(in, (size_t)n_inputs);
+        free_strings(out, (size_t)n_outputs);
+        return false;
+    }
+    free_strings(n->input, n->n_input);
+    free_strings(n->output, n->n_output);
+    n->input = in, n->n_input = (size_t)n_inputs;
+    n->output = out, n->n_output = (size_t)n_outputs;
+    return true;
+}
+
+/* A new node at index `before`; the domain field is written as given, or
+ * left out (the default domain) when domain is NULL. */
+static inf_status add_node_at(inf_model_edit *m, int before, const char *op, const char *domain, const char *name,
+                              int n_inputs, const char *const *inputs, int n_outputs, const char *const *outputs,
+                              int n_attrs, const inf_model_edit_attr *attrs, inf_error *err) {
     Onnx__NodeProto *n = inf__calloc(1, sizeof *n);
     if (!n) return nomem(err, "adding a node");
     onnx__node_proto__init(n);
     n->op_type = inf__strdup(op);
     n->name = inf__strdup(name ? name : "");
-    n->domain = inf__strdup("");
-    n->input = copy_strings(n_inputs, inputs);
-    n->output = copy_strings(n_outputs, outputs);
-    bool ok = n->op_type && n->name && n->domain && n->input && n->output;
-    if (ok) n->n_input = (size_t)n_inputs, n->n_output = (size_t)n_outputs;
-    if (ok && n_attrs && !(n->attribute = inf__calloc((size_t)n_attrs, sizeof *n->attribute))) ok = false;
-    for (int a = 0; ok && a < n_attrs; a++) {
-        Onnx__AttributeProto *at = inf__calloc(1, sizeof *at);
-        if (!at || !(at->name = (onnx__attribute_proto__init(at), inf__strdup(attrs[a].name)))) {
-            inf__free(at);
-            ok = false;
-            break;
-        }
-        at->has_type = 1;
-        if (attrs[a].is_float) {
-            at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
-            at->has_f = 1;
-            at->f = (float)attrs[a].f;
-        } else {
-            at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-            at->has_i = 1;
-            at->i = attrs[a].i;
-        }
-        n->attribute[n->n_attribute++] = at;
-    }
+    n->domain = domain ? inf__strdup(domain) : NULL;
+    bool ok = n->op_type && n->name && (!domain || n->domain) && set_io(n, n_inputs, inputs, n_outputs, outputs) &&
+              set_attrs(n, n_attrs, attrs);
     if (!ok || grow((void ***)&G(m)->node, G(m)->n_node)) {
         onnx__node_proto__free_unpacked(n, &inf__protobuf_allocator);
         return nomem(err, "adding a node");
     }
-    G(m)->node[G(m)->n_node++] = n;
+    Onnx__GraphProto *g = G(m);
+    if (before < 0 || (size_t)before > g->n_node) before = (int)g->n_node;
+    memmove(&g->node[before + 1], &g->node[before], (g->n_node - (size_t)before) * sizeof *g->node);
+    g->node[before] = n;
+    g->n_node++;
+    return INF_OK;
+}
+
+inf_status inf_model_edit_insert_node(inf_model_edit *m, int before, const char *op, const char *domain,
+                                      const char *name, int n_inputs, const char *const *inputs, int n_outputs,
+                                      const char *const *outputs, int n_attrs, const inf_model_edit_attr *attrs,
+                                      inf_error *err) {
+    return add_node_at(m, before, op, domain && *domain ? domain : NULL, name, n_inputs, inputs, n_outputs, outputs,
+                       n_attrs, attrs, err);
+}
+
+inf_status inf_model_edit_add_node(inf_model_edit *m, const char *op, const char *name, int n_inputs,
+                                   const char *const *inputs, int n_outputs, const char *const *outputs,
+                                   int n_attrs, const inf_model_edit_attr *attrs, inf_error *err) {
+    return add_node_at(m, -1, op, "", name, n_inputs, inputs, n_outputs, outputs, n_attrs, attrs, err);
+}
+
+inf_status inf_model_edit_retype_node(inf_model_edit *m, int i, const char *op, int n_inputs,
+                                      const char *const *inputs, int n_outputs, const char *const *outputs,
+                                      int keep_attrs, int n_attrs, const inf_model_edit_attr *attrs,
+                                      inf_error *err) {
+    Onnx__NodeProto *n = G(m)->node[i];
+    char *type = inf__strdup(op);
+    if (!type || !set_io(n, n_inputs, inputs, n_outputs, outputs)) {
+        inf__free(type);
+        return nomem(err, "changing a node");
+    }
+    inf__free(n->op_type);
+    n->op_type = type;
+    if (!keep_attrs && !set_attrs(n, n_attrs, attrs)) return nomem(err, "changing a node");
     return INF_OK;
 }
 
@@ -320,7 +439,33 @@ inf_status inf_model_edit_set_initializer(inf_model_edit *m, const char *value, 
     return INF_OK;
 }
 
+int inf_model_edit_is_constant(const inf_model_edit *m, const char *value) {
+    for (size_t i = 0; i < G(m)->n_input; i++)
+        if (G(m)->input[i]->name && !strcmp(G(m)->input[i]->name, value)) return 0;
+    return find_init(m, value) >= 0;
+}
+
+void inf_model_edit_drop_unused_initializer(inf_model_edit *m, const char *value) {
+    Onnx__GraphProto *g = G(m);
+    int k = find_init(m, value);
+    if (k < 0 || inf_model_edit_is_output(m, value)) return;
+    for (size_t n = 0; n < g->n_node; n++)
+        for (size_t i = 0; i < g->node[n]->n_input; i++)
+            if (g->node[n]->input[i] && !strcmp(g->node[n]->input[i], value)) return;
+    for (size_t i = 0; i < g->n_input; i++) /* an overridable initializer stays declared */
+        if (g->input[i]->name && !strcmp(g->input[i]->name, value)) return;
+    onnx__tensor_proto__free_unpacked(g->initializer[k], &inf__protobuf_allocator);
+    memmove(&g->initializer[k], &g->initializer[k + 1], (g->n_initializer - (size_t)k - 1) * sizeof *g->initializer);
+    g->n_initializer--;
+}
+
 /* ---- Graph inputs and outputs ---- */
+
+int inf_model_edit_is_output(const inf_model_edit *m, const char *value) {
+    for (size_t i = 0; i < G(m)->n_output; i++)
+        if (G(m)->output[i]->name && !strcmp(G(m)->output[i]->name, value)) return 1;
+    return 0;
+}
 
 int inf_model_edit_n_outputs(const inf_model_edit *m) { return (int)G(m)->n_output; }
 const char *inf_model_edit_output(const inf_model_edit *m, int i) { return or_empty(G(m)->output[i]->name); }

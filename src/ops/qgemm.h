@@ -89,11 +89,30 @@ void inf__qgemm_raw_avx2(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int
 void inf__qgemm_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
                             int32_t *c, int64_t ldc);
 
+/* The raw sums of a convolution block read in place (implicit GEMM,
+ * x86/qconv_vnni_avx512.c; VNNI packing, no W zero point, K = taps * cq with
+ * cq a multiple of 4): C[i][j] = init[j] + sum over taps t and channels k < cq
+ * of rows[i][tapoff[t] + k] * B[t * cq + k][j], for the m positions whose
+ * first tap starts at rows[i]. */
+void inf__qconv_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
+                            int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
+
 /* ---- quantizing activations (QuantizeLinear's arithmetic, bit for bit):
  * q = clamp(nearbyintf(x / scale) + zp, 0, 255), NaN -> zp; into uint8. */
 void inf__quantize_u8_ref(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q);
 void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q);
+void inf__quantize_u8_avx512(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q); /* x86/qstore_avx512.c */
 void inf__quantize_u8(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q); /* dispatches */
+/* dst[c * ld + r] = src[r * ls + c] for r < rows, c < cols (bytes; 16 x 16
+ * SSE2 blocks, x86-64): channel planes into channels-last rows. */
+void inf__transpose_u8_avx2(const uint8_t *src, int64_t ls, int64_t rows, int64_t cols, uint8_t *dst, int64_t ld);
+/* The fused MaxPool's vector helpers (x86-64): m[j] = v[j] > m[j] ? v[j] : m[j];
+ * and the float transpose dst[c * ld + r] = src[r * ls + c]. */
+void inf__max_f32_avx2(float *m, const float *v, int64_t n);
+/* y[i] = act(y[i] + r[i]) (act NULL: none), the fused residual Add. */
+void inf__add_act_f32_avx2(float *y, const float *r, int64_t n, const inf__epilogue *act);
+void inf__max_i32_avx2(int32_t *m, const int32_t *v, int64_t n);
+void inf__transpose_f32_avx2(const float *src, int64_t ls, int64_t rows, int64_t cols, float *dst, int64_t ld);
 /* min and max of x (NaN ignored), for DynamicQuantizeLinear */
 void inf__minmax_f32_ref(const float *x, int64_t n, float *lo, float *hi);
 void inf__minmax_f32_avx2(const float *x, int64_t n, float *lo, float *hi);
@@ -104,7 +123,11 @@ void inf__minmax_f32_avx2(const float *x, int64_t n, float *lo, float *hi);
  * MatMulInteger), requantized to 8 bits (QLinear*: v = (float)(acc + bias_i32)
  * * mult[j], rounded half to even, + y_zp, saturated), or scaled to float
  * (QGemm/QConv: (float)acc * mult[j] + bias_f32[j], then act). */
-typedef enum { INF_QOUT_I32, INF_QOUT_Q8, INF_QOUT_F32 } inf__qout_kind;
+typedef enum { INF_QOUT_I32, INF_QOUT_Q8, INF_QOUT_F32, INF_QOUT_F32_U8 } inf__qout_kind;
+/* INF_QOUT_F32_U8 (convolutions): F32's value (scale, bias, act) then
+ * QuantizeLinear(rq_scale, rq_zp) into uint8, channels last [n][oh][ow][m]:
+ * the bytes the next quantized conv would make of the F32 output -- the
+ * activation stays 8-bit between the two (graph/passes/qdq_chain.c). */
 typedef struct inf__qout {
     inf__qout_kind kind;
     const float *mult;        /* [n] (or [1] with mult_per_col false) */
@@ -119,6 +142,8 @@ typedef struct inf__qout {
     int32_t rq_zp;
     inf_dtype rq_dtype;       /* uint8 or int8 */
     void (*row_act)(const float *x, float *y, int64_t n); /* F32, matrix products: over each finished row (GELU) */
+    const float *residual;    /* F32 convolutions without a pool: y = act(value + residual), value after the
+                               * requant if any, residual laid out as y (graph/passes/qdq_chain.c) */
 } inf__qout;
 
 /* The activation operand: 8-bit rows (dtype uint8/int8, row stride ld) or
@@ -130,6 +155,7 @@ typedef struct inf__qsrc {
     float scale;              /* float32 only */
     int32_t zp;               /* the zero point as given (int8 or uint8 range) */
     inf_dtype q_dtype;        /* float32 only: the dtype the QuantizeLinear produced */
+    bool nhwc;                /* convolutions, uint8 only: x is channels last [n][ih][iw][c] */
 } inf__qsrc;
 
 /* The float32 store (INF_QOUT_F32) of C values 8 at a time, the same
@@ -139,6 +165,9 @@ typedef struct inf__qsrc {
  * and biased as column (channel) j, into y[0..rows). */
 void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y);
 void inf__qstore_f32_col_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j, float *y);
+/* INF_QOUT_F32_U8's store of a row: n columns from column j0 into y[0..n). */
+void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y);
+void inf__qstore_u8_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y);
 /* A whole C block of `rows` rows (positions) x n columns (channels j0..)
  * transposed into channel planes: y[j * ldy + p] (8 x 8 transposes). */
 void inf__qstore_f32_block_t_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,
@@ -155,6 +184,10 @@ void inf__qmatmul_drive(inf__pool *pool, const inf__qgemm_b *b, int64_t m, const
 typedef struct inf__qconv_geom {
     int64_t n, c, m, group, cg, mg;
     int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+    int64_t cgp; /* 0, or (group 1, VNNI) W packed with cg padded to cgp, a multiple of 4, zero weights in
+                  * the padding: K = taps * cgp, read in place (the implicit-GEMM path) */
+    int64_t pkh, pkw, psh, psw; /* pkh > 0: a fused MaxPool (kernel, strides >= kernel, no padding) on the
+                                 * F32 output, [n][m][(oh-pkh)/psh+1][(ow-pkw)/psw+1] */
 } inf__qconv_geom;
 size_t inf__qconv_scratch_bytes(const inf__qconv_geom *g, const inf__qgemm_b *b);
 void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgemm_b *bg, const inf__qsrc *x,

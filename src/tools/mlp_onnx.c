@@ -57,7 +57,7 @@ inf_status inf__mlp_write_onnx(const inf__mlp *mlp, const inf__mlp_outputs *o, c
         goto done;
     const char *x = in->name;
     if (in->dtype != INF_DTYPE_F32) {
-        inf_model_edit_attr to = {"to", 0, INF_DTYPE_F32, 0};
+        inf_model_edit_attr to = {.name = "to", .i = INF_DTYPE_F32};
         const char *i1[1] = {x}, *o1[1] = {"distill_x32"};
         NODE("Cast", "distill_cast_input", 1, i1, 1, o1, 1, &to);
         x = "distill_x32";
@@ -112,7 +112,7 @@ inf_status inf__mlp_write_onnx(const inf__mlp *mlp, const inf__mlp_outputs *o, c
         }
     } else {
         int C = mlp->dims[mlp->n_layers];
-        inf_model_edit_attr axis = {"axis", 0, 1, 0};
+        inf_model_edit_attr axis = {.name = "axis", .i = 1};
         const char *ih[1] = {b}, *oh[1] = {o->prob_output};
         if (C == 1) NODE("Sigmoid", "distill_sigmoid", 1, ih, 1, oh, 0, NULL);
         else NODE("Softmax", "distill_softmax", 1, ih, 1, oh, 1, &axis);
@@ -122,7 +122,7 @@ inf_status inf__mlp_write_onnx(const inf__mlp *mlp, const inf__mlp_outputs *o, c
                 st = inf_error_set(err, INF_EUNSUPPORTED, "a teacher with one probability column and a label output");
                 goto done;
             }
-            inf_model_edit_attr am[2] = {{"axis", 0, 1, 0}, {"keepdims", 0, lo->ndim == 2, 0}};
+            inf_model_edit_attr am[2] = {{.name = "axis", .i = 1}, {.name = "keepdims", .i = lo->ndim == 2}};
             const char *ia[1] = {o->prob_output}, *oa[1] = {"distill_argmax"};
             NODE("ArgMax", "distill_argmax", 1, ia, 1, oa, 2, am);
             const char *cur = "distill_argmax";
@@ -144,7 +144,7 @@ inf_status inf__mlp_write_onnx(const inf__mlp *mlp, const inf__mlp_outputs *o, c
             const char *ic[1] = {cur}, *oc[1] = {o->label_output};
             if (o->label_dtype == INF_DTYPE_I64) NODE("Identity", "distill_label", 1, ic, 1, oc, 0, NULL);
             else {
-                inf_model_edit_attr to = {"to", 0, o->label_dtype, 0};
+                inf_model_edit_attr to = {.name = "to", .i = o->label_dtype};
                 NODE("Cast", "distill_label", 1, ic, 1, oc, 1, &to);
             }
         }

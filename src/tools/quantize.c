@@ -3,7 +3,8 @@
  * standard ONNX INT8 model, in QDQ or QOperator form (quantize.h has the
  * conventions).
  *
- * DESIGN: the model is edited in place through onnx/edit.h; node indices
+ * DESIGN: the model is edited in place through the ONNX editor
+ * (include/infera/model_write.h, the one prune and distill use); node indices
  * move as nodes are inserted, so every step works on names or walks the
  * node list from the end.  The steps:
  *   1. candidates: ai.onnx Gemm (transA 0), MatMul and Conv whose weight
@@ -36,7 +37,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "onnx/edit.h"
+#include "infera/model_write.h"
 #include "tools/quantize.h"
 
 enum { KIND_MATMUL, KIND_GEMM, KIND_CONV };
@@ -59,7 +60,7 @@ typedef struct act_param {
 
 typedef struct qctx {
     const inf__quantize_options *o;
-    inf__onnx_edit *ed;
+    inf_model_edit *ed;
     inf_error *err;
     candidate *cand;
     int n_cand;
@@ -81,9 +82,9 @@ static inf_status nomem(qctx *q) { return inf_error_set(q->err, INF_ENOMEM, "qua
 
 /* The node of candidate c, found by its output (node names may be empty or repeated). */
 static int find_node(const qctx *q, const candidate *c) {
-    inf__onnx_node_view v;
-    for (int i = 0, n = inf__onnx_edit_n_nodes(q->ed); i < n; i++) {
-        inf__onnx_edit_node(q->ed, i, &v);
+    inf_model_edit_node_view v;
+    for (int i = 0, n = inf_model_edit_n_nodes(q->ed); i < n; i++) {
+        inf_model_edit_view_node(q->ed, i, &v);
         if (v.n_outputs > 0 && !strcmp(v.outputs[0], c->y)) return i;
     }
     return -1;
@@ -91,9 +92,9 @@ static int find_node(const qctx *q, const candidate *c) {
 
 /* The node writing tensor t, or -1 (a graph input or initializer). */
 static int producer_of(const qctx *q, const char *t) {
-    inf__onnx_node_view v;
-    for (int i = 0, n = inf__onnx_edit_n_nodes(q->ed); i < n; i++) {
-        inf__onnx_edit_node(q->ed, i, &v);
+    inf_model_edit_node_view v;
+    for (int i = 0, n = inf_model_edit_n_nodes(q->ed); i < n; i++) {
+        inf_model_edit_view_node(q->ed, i, &v);
         for (int k = 0; k < v.n_outputs; k++)
             if (!strcmp(v.outputs[k], t)) return i;
     }
@@ -102,11 +103,11 @@ static int producer_of(const qctx *q, const char *t) {
 
 /* The only node reading t (-1 when none or several, or t is a graph output). */
 static int sole_reader(const qctx *q, const char *t) {
-    inf__onnx_node_view v;
+    inf_model_edit_node_view v;
     int found = -1;
-    if (inf__onnx_edit_is_output(q->ed, t)) return -1;
-    for (int i = 0, n = inf__onnx_edit_n_nodes(q->ed); i < n; i++) {
-        inf__onnx_edit_node(q->ed, i, &v);
+    if (inf_model_edit_is_output(q->ed, t)) return -1;
+    for (int i = 0, n = inf_model_edit_n_nodes(q->ed); i < n; i++) {
+        inf_model_edit_view_node(q->ed, i, &v);
         for (int k = 0; k < v.n_inputs; k++)
             if (!strcmp(v.inputs[k], t)) {
                 if (found >= 0 && found != i) return -1;
@@ -121,7 +122,7 @@ static inf_status add_tensor(qctx *q, const char *name, inf_dtype dt, int ndim, 
     inf_tensor *t;
     if (inf_tensor_new(dt, ndim, dims, &t) != INF_OK) return nomem(q);
     memcpy(t->data, data, inf_tensor_nbytes(t));
-    inf_status st = inf__onnx_edit_set_initializer(q->ed, name, t, q->err);
+    inf_status st = inf_model_edit_set_initializer(q->ed, name, t, q->err);
     inf_tensor_free(t);
     return st;
 }
@@ -136,10 +137,10 @@ static inf_status add_scalar_u8(qctx *q, const char *name, uint8_t v) {
 
 /* A new node before index `before`, named "<base>_<op>_<n>". */
 static inf_status insert(qctx *q, int before, const char *op, const char *base, int n_in, const char *const *in,
-                         int n_out, const char *const *out, int n_attrs, const inf__onnx_attr_arg *attrs) {
+                         int n_out, const char *const *out, int n_attrs, const inf_model_edit_attr *attrs) {
     char name[512];
     snprintf(name, sizeof name, "%s_%s_%d", base, op, q->uniq++);
-    return inf__onnx_edit_insert_node(q->ed, before, op, "", name, n_in, in, n_out, out, n_attrs, attrs, q->err);
+    return inf_model_edit_insert_node(q->ed, before, op, "", name, n_in, in, n_out, out, n_attrs, attrs, q->err);
 }
 
 /* ---- activation parameters (ONNX Runtime's uint8 asymmetric rule) ---- */
@@ -182,29 +183,29 @@ static bool excluded(const qctx *q, const char *name) {
 }
 
 /* Is node i (a Gemm, MatMul or Conv) one we quantize?  Sets the kind. */
-static bool quantizable(qctx *q, int i, const inf__onnx_node_view *v, int *kind) {
+static bool quantizable(qctx *q, int i, const inf_model_edit_node_view *v, int *kind) {
     static const char *const types[] = {"MatMul", "Gemm", "Conv"};
     *kind = -1;
     if (*v->domain && strcmp(v->domain, "ai.onnx")) return false;
     for (int k = 0; k < 3; k++)
         if (!strcmp(v->op_type, types[k])) *kind = k;
-    if (*kind < 0 || v->n_inputs < 2 || v->n_outputs < 1 || !inf__onnx_edit_is_constant(q->ed, v->inputs[1]))
+    if (*kind < 0 || v->n_inputs < 2 || v->n_outputs < 1 || !inf_model_edit_is_constant(q->ed, v->inputs[1]))
         return false;
     if (*kind == KIND_GEMM &&
-        (inf__onnx_edit_attr_int(q->ed, i, "transA", 0) || inf__onnx_edit_attr_float(q->ed, i, "alpha", 1) != 1 ||
-         inf__onnx_edit_attr_float(q->ed, i, "beta", 1) != 1 ||
-         (v->n_inputs > 2 && *v->inputs[2] && !inf__onnx_edit_is_constant(q->ed, v->inputs[2]))))
+        (inf_model_edit_node_attr_int(q->ed, i, "transA", 0) || inf_model_edit_node_attr_float(q->ed, i, "alpha", 1) != 1 ||
+         inf_model_edit_node_attr_float(q->ed, i, "beta", 1) != 1 ||
+         (v->n_inputs > 2 && *v->inputs[2] && !inf_model_edit_is_constant(q->ed, v->inputs[2]))))
         return false;
-    if (*kind == KIND_CONV && v->n_inputs > 2 && *v->inputs[2] && !inf__onnx_edit_is_constant(q->ed, v->inputs[2]))
+    if (*kind == KIND_CONV && v->n_inputs > 2 && *v->inputs[2] && !inf_model_edit_is_constant(q->ed, v->inputs[2]))
         return false;
     return true;
 }
 
 static inf_status collect(qctx *q, inf__quantize_report *r) {
-    inf__onnx_node_view v;
-    for (int i = 0, n = inf__onnx_edit_n_nodes(q->ed); i < n; i++) {
+    inf_model_edit_node_view v;
+    for (int i = 0, n = inf_model_edit_n_nodes(q->ed); i < n; i++) {
         int kind;
-        inf__onnx_edit_node(q->ed, i, &v);
+        inf_model_edit_view_node(q->ed, i, &v);
         if (!quantizable(q, i, &v, &kind)) continue;
         r->n_candidates++;
         if (excluded(q, v.name)) {
@@ -212,7 +213,7 @@ static inf_status collect(qctx *q, inf__quantize_report *r) {
             continue;
         }
         inf_tensor *w;
-        inf_status st = inf__onnx_edit_get_initializer(q->ed, v.inputs[1], &w, q->err);
+        inf_status st = inf_model_edit_get_initializer(q->ed, v.inputs[1], &w, q->err);
         if (st != INF_OK) return st;
         bool ok = w->dtype == INF_DTYPE_F32 && (kind == KIND_CONV ? w->ndim >= 3 : w->ndim == 2);
         inf_tensor_free(w);
@@ -223,12 +224,12 @@ static inf_status collect(qctx *q, inf__quantize_report *r) {
         c = &c[q->n_cand++];
         memset(c, 0, sizeof *c);
         c->kind = kind;
-        c->trans_b = kind == KIND_GEMM && inf__onnx_edit_attr_int(q->ed, i, "transB", 0);
+        c->trans_b = kind == KIND_GEMM && inf_model_edit_node_attr_int(q->ed, i, "transB", 0);
         c->name = strdup(v.name), c->x = strdup(v.inputs[0]), c->w = strdup(v.inputs[1]), c->y = strdup(v.outputs[0]);
         c->b = v.n_inputs > 2 && *v.inputs[2] ? strdup(v.inputs[2]) : NULL;
         int relu = sole_reader(q, c->y);
-        inf__onnx_node_view rv;
-        if (relu >= 0) inf__onnx_edit_node(q->ed, relu, &rv);
+        inf_model_edit_node_view rv;
+        if (relu >= 0) inf_model_edit_view_node(q->ed, relu, &rv);
         c->y_act = strdup(relu >= 0 && !strcmp(rv.op_type, "Relu") && !q->o->qoperator ? rv.outputs[0] : c->y);
         if (!c->name || !c->x || !c->w || !c->y || !c->y_act || (v.n_inputs > 2 && *v.inputs[2] && !c->b))
             return nomem(q);
@@ -244,7 +245,7 @@ static inf_status calibrate(qctx *q, inf__quantize_report *r) {
         /* outputs: QLinear* needs every range; in QDQ a Conv's output is quantized
          * (ONNX Runtime runs DQ -> Conv -> Q as QLinearConv), a MatMul's / Gemm's only
          * when it feeds another quantized node (its input, above) */
-        bool out = q->o->qoperator || (q->cand[i].kind == KIND_CONV && !inf__onnx_edit_is_output(q->ed, q->cand[i].y_act));
+        bool out = q->o->qoperator || (q->cand[i].kind == KIND_CONV && !inf_model_edit_is_output(q->ed, q->cand[i].y_act));
         if (st == INF_OK && out) st = want_act(q, q->cand[i].y_act);
         if (st != INF_OK) return st;
     }
@@ -283,7 +284,7 @@ static inf_status quantize_weight(qctx *q, const candidate *c, bool per_channel,
                                   qweight *out) {
     memset(out, 0, sizeof *out);
     inf_tensor *w;
-    inf_status st = inf__onnx_edit_get_initializer(q->ed, c->w, &w, q->err);
+    inf_status st = inf_model_edit_get_initializer(q->ed, c->w, &w, q->err);
     if (st != INF_OK) return st;
     bool transposed = c->trans_b && to_kn;
     int64_t rows = w->dims[0], cols = inf_tensor_numel(w) / (rows ? rows : 1);
@@ -337,7 +338,7 @@ static inf_status write_weight(qctx *q, const candidate *c, const qweight *qw, b
                                bool with_zp, char **qn, char **sn, char **zn) {
     *qn = cat(c->w, "_quantized"), *sn = cat(c->w, "_scale"), *zn = cat(c->w, "_zero_point");
     if (!*qn || !*sn || !*zn) return nomem(q);
-    inf_status st = inf__onnx_edit_set_initializer(q->ed, *qn, qw->q, q->err);
+    inf_status st = inf_model_edit_set_initializer(q->ed, *qn, qw->q, q->err);
     int64_t ns = qw->n_scale, n = as_u8 ? 1 : qw->n_scale;
     if (st == INF_OK && with_scale) st = add_tensor(q, *sn, INF_DTYPE_F32, ns > 1, &ns, qw->scale);
     if (st != INF_OK || !with_zp) return st;
@@ -353,7 +354,7 @@ static inf_status write_weight(qctx *q, const candidate *c, const qweight *qw, b
 static inf_status write_bias_i32(qctx *q, const candidate *c, float x_scale, const qweight *qw, char **bq,
                                  char **bs, int64_t *n_out) {
     inf_tensor *b;
-    inf_status st = inf__onnx_edit_get_initializer(q->ed, c->b, &b, q->err);
+    inf_status st = inf_model_edit_get_initializer(q->ed, c->b, &b, q->err);
     if (st != INF_OK) return st;
     int64_t n = inf_tensor_numel(b);
     *n_out = n;
@@ -381,7 +382,7 @@ static inf_status write_bias_i32(qctx *q, const candidate *c, float x_scale, con
 /* ---- step 3a: QDQ ---- */
 
 /* Is node i a candidate reading t as its activation input? */
-static bool candidate_reads(const qctx *q, const inf__onnx_node_view *v, const char *t) {
+static bool candidate_reads(const qctx *q, const inf_model_edit_node_view *v, const char *t) {
     for (int c = 0; c < q->n_cand; c++)
         if (v->n_outputs > 0 && !strcmp(q->cand[c].y, v->outputs[0])) return v->n_inputs > 0 && !strcmp(v->inputs[0], t);
     return false;
@@ -407,13 +408,13 @@ static inf_status qdq_activation(qctx *q, act_param *a) {
     const char *qin[3] = {a->name, sn, zn}, *din[3] = {qn, sn, zn};
     if (st == INF_OK) st = insert(q, at, "QuantizeLinear", a->name, 3, qin, 1, (const char *const *)&qn, 0, NULL);
     if (st == INF_OK) st = insert(q, at + 1, "DequantizeLinear", a->name, 3, din, 1, (const char *const *)&dn, 0, NULL);
-    inf__onnx_node_view v;
+    inf_model_edit_node_view v;
     bool conv_out = is_conv_output(q, a->name);
-    for (int i = at + 2, n = inf__onnx_edit_n_nodes(q->ed); st == INF_OK && i < n; i++) {
-        inf__onnx_edit_node(q->ed, i, &v);
+    for (int i = at + 2, n = inf_model_edit_n_nodes(q->ed); st == INF_OK && i < n; i++) {
+        inf_model_edit_view_node(q->ed, i, &v);
         for (int k = 0; k < v.n_inputs && st == INF_OK; k++)
             if (!strcmp(v.inputs[k], a->name) && (conv_out || (k == 0 && candidate_reads(q, &v, a->name))))
-                st = inf__onnx_edit_set_node_input(q->ed, i, k, dn, q->err);
+                st = inf_model_edit_node_set_input(q->ed, i, k, dn, q->err);
     }
     a->done = true;
     free(sn), free(zn), free(qn), free(dn);
@@ -425,8 +426,8 @@ static inf_status qdq_activation(qctx *q, act_param *a) {
 static bool bias_is_per_channel(qctx *q, const candidate *c) {
     inf_tensor *b = NULL, *w = NULL;
     inf_error ignored;
-    bool ok = inf__onnx_edit_get_initializer(q->ed, c->b, &b, &ignored) == INF_OK &&
-              inf__onnx_edit_get_initializer(q->ed, c->w, &w, &ignored) == INF_OK && b && w &&
+    bool ok = inf_model_edit_get_initializer(q->ed, c->b, &b, &ignored) == INF_OK &&
+              inf_model_edit_get_initializer(q->ed, c->w, &w, &ignored) == INF_OK && b && w &&
               inf_tensor_numel(b) == w->dims[c->kind == KIND_CONV || c->trans_b ? 0 : 1];
     inf_tensor_free(b);
     inf_tensor_free(w);
@@ -442,24 +443,24 @@ static inf_status qdq_node(qctx *q, const candidate *c) {
         return st;
     }
     int at = find_node(q, c);
-    inf__onnx_attr_arg axis = {.name = "axis", .kind = 'i', .i = qw.axis};
+    inf_model_edit_attr axis = {.name = "axis", .i = qw.axis};
     st = write_weight(q, c, &qw, false, true, true, &qn, &sn, &zn);
     const char *din[3] = {qn, sn, zn};
     if (st == INF_OK)
         st = insert(q, at++, "DequantizeLinear", c->w, 3, din, 1, (const char *const *)&wd, qw.n_scale > 1, &axis);
-    if (st == INF_OK) st = inf__onnx_edit_set_node_input(q->ed, at, 1, wd, q->err);
+    if (st == INF_OK) st = inf_model_edit_node_set_input(q->ed, at, 1, wd, q->err);
     act_param *xa = find_act(q, c->x);
     if (st == INF_OK && c->b && xa && bias_is_per_channel(q, c)) {
         int64_t n;
         bd = cat(c->b, "_dequantized");
         st = bd ? write_bias_i32(q, c, xa->scale, &qw, &bq, &bs, &n) : nomem(q);
-        inf__onnx_attr_arg bax = {.name = "axis", .kind = 'i', .i = 0};
+        inf_model_edit_attr bax = {.name = "axis", .i = 0};
         const char *bin[2] = {bq, bs};
         if (st == INF_OK) st = insert(q, at++, "DequantizeLinear", c->b, 2, bin, 1, (const char *const *)&bd, 1, &bax);
-        if (st == INF_OK) st = inf__onnx_edit_set_node_input(q->ed, at, 2, bd, q->err);
-        if (st == INF_OK) inf__onnx_edit_drop_unused_initializer(q->ed, c->b);
+        if (st == INF_OK) st = inf_model_edit_node_set_input(q->ed, at, 2, bd, q->err);
+        if (st == INF_OK) inf_model_edit_drop_unused_initializer(q->ed, c->b);
     }
-    if (st == INF_OK) inf__onnx_edit_drop_unused_initializer(q->ed, c->w);
+    if (st == INF_OK) inf_model_edit_drop_unused_initializer(q->ed, c->w);
     qweight_free(&qw);
     free(qn), free(sn), free(zn), free(wd), free(bq), free(bs), free(bd);
     return st;
@@ -508,7 +509,7 @@ static inf_status qoperator_static_node(qctx *q, const candidate *c) {
     uint8_t y_zp = ya->zp;
     if (st == INF_OK && c->kind == KIND_GEMM && c->b) { /* the range of the product before the bias */
         inf_tensor *b;
-        if ((st = inf__onnx_edit_get_initializer(q->ed, c->b, &b, q->err)) == INF_OK) {
+        if ((st = inf_model_edit_get_initializer(q->ed, c->b, &b, q->err)) == INF_OK) {
             float bmax = 0, lo = (0 - ya->zp) * ya->scale, hi = (255 - ya->zp) * ya->scale;
             for (int64_t j = 0; j < inf_tensor_numel(b); j++) bmax = fmaxf(bmax, fabsf(((const float *)b->data)[j]));
             act_params_from_range(lo - bmax, hi + bmax, &y_scale, &y_zp);
@@ -523,7 +524,7 @@ static inf_status qoperator_static_node(qctx *q, const candidate *c) {
     const char *ins[9] = {xq, xs, xz, wq, ws, wz, ys, yz, bq};
     const char *outs[1] = {yq};
     if (st == INF_OK)
-        st = inf__onnx_edit_retype_node(q->ed, at, conv ? "QLinearConv" : "QLinearMatMul", conv && c->b ? 9 : 8, ins,
+        st = inf_model_edit_retype_node(q->ed, at, conv ? "QLinearConv" : "QLinearMatMul", conv && c->b ? 9 : 8, ins,
                                         1, outs, conv, 0, NULL, q->err);
     const char *din[3] = {yq, ys, yz};
     const char *dq_out = c->kind == KIND_GEMM && c->b ? mm : c->y;
@@ -532,8 +533,8 @@ static inf_status qoperator_static_node(qctx *q, const candidate *c) {
         const char *ain[2] = {mm, c->b};
         st = insert(q, at + 2, "Add", c->y, 2, ain, 1, (const char *const *)&c->y, 0, NULL);
     }
-    if (st == INF_OK) inf__onnx_edit_drop_unused_initializer(q->ed, c->w);
-    if (st == INF_OK && c->b) inf__onnx_edit_drop_unused_initializer(q->ed, c->b);
+    if (st == INF_OK) inf_model_edit_drop_unused_initializer(q->ed, c->w);
+    if (st == INF_OK && c->b) inf_model_edit_drop_unused_initializer(q->ed, c->b);
     qweight_free(&qw);
     free(wq), free(ws), free(wz), free(bq), free(bs), free(yq), free(ys), free(yz), free(mm), free(xq), free(xs), free(xz);
     return st;
@@ -562,7 +563,7 @@ static inf_status dynamic_node(qctx *q, const candidate *c) {
     }
     if (st == INF_OK && conv && c->b) {
         inf_tensor *b;
-        if ((st = inf__onnx_edit_get_initializer(q->ed, c->b, &b, q->err)) == INF_OK) {
+        if ((st = inf_model_edit_get_initializer(q->ed, c->b, &b, q->err)) == INF_OK) {
             int64_t dims[INF_MAX_DIMS] = {1, inf_tensor_numel(b)};
             for (int d = 2; d < qw.q->ndim; d++) dims[d] = 1;
             br = cat(c->b, "_per_channel");
@@ -575,19 +576,19 @@ static inf_status dynamic_node(qctx *q, const candidate *c) {
     const char *op_in[4] = {xq, wq, xz, wz_in};
     const char *cast_in[1] = {acc}, *smul_in[2] = {xs, wsr ? wsr : ws}, *mul_in[2] = {accf, sc};
     const char *add_in[2] = {mul, br ? br : c->b};
-    inf__onnx_attr_arg to = {.name = "to", .kind = 'i', .i = INF_DTYPE_F32};
+    inf_model_edit_attr to = {.name = "to", .i = INF_DTYPE_F32};
     /* the op keeps the node's name and place; helpers around it */
     if (st == INF_OK) st = insert(q, at++, "DynamicQuantizeLinear", c->y, 1, &x, 3, dql_out, 0, NULL);
     if (st == INF_OK)
-        st = inf__onnx_edit_retype_node(q->ed, at, conv ? "ConvInteger" : "MatMulInteger", conv ? 4 : 3, op_in, 1,
+        st = inf_model_edit_retype_node(q->ed, at, conv ? "ConvInteger" : "MatMulInteger", conv ? 4 : 3, op_in, 1,
                                         (const char *const *)&acc, conv, 0, NULL, q->err);
     if (st == INF_OK) st = insert(q, ++at, "Cast", c->y, 1, cast_in, 1, (const char *const *)&accf, 1, &to);
     if (st == INF_OK) st = insert(q, ++at, "Mul", c->y, 2, smul_in, 1, (const char *const *)&sc, 0, NULL);
     const char *mul_out = c->b ? mul : c->y;
     if (st == INF_OK) st = insert(q, ++at, "Mul", c->y, 2, mul_in, 1, &mul_out, 0, NULL);
     if (st == INF_OK && c->b) st = insert(q, ++at, "Add", c->y, 2, add_in, 1, (const char *const *)&c->y, 0, NULL);
-    if (st == INF_OK) inf__onnx_edit_drop_unused_initializer(q->ed, c->w);
-    if (st == INF_OK && c->b) inf__onnx_edit_drop_unused_initializer(q->ed, c->b);
+    if (st == INF_OK) inf_model_edit_drop_unused_initializer(q->ed, c->w);
+    if (st == INF_OK && c->b) inf_model_edit_drop_unused_initializer(q->ed, c->b);
     qweight_free(&qw);
     free(wq), free(ws), free(wz), free(xq), free(xs), free(xz), free(acc), free(accf), free(sc), free(mul), free(wsr),
         free(br);
@@ -602,7 +603,7 @@ static size_t file_size(const char *path) {
 }
 
 static inf_status check_opset(qctx *q) {
-    int64_t v = inf__onnx_edit_opset(q->ed, "");
+    int64_t v = inf_model_edit_opset(q->ed, "");
     int64_t need = q->o->per_channel ? 13 : q->o->static_mode ? 10 : 11;
     if (v < need)
         return inf_error_set(q->err, INF_EUNSUPPORTED,
@@ -620,7 +621,7 @@ static void free_ctx(qctx *q) {
     }
     for (int i = 0; i < q->n_act; i++) free(q->act[i].name);
     free(q->cand), free(q->act);
-    inf__onnx_edit_free(q->ed);
+    inf_model_edit_free(q->ed);
 }
 
 inf_status inf__tools_quantize(const inf__quantize_options *o, inf__quantize_report *r, inf_error *err) {
@@ -628,10 +629,10 @@ inf_status inf__tools_quantize(const inf__quantize_options *o, inf__quantize_rep
     qctx q = {.o = o, .err = err};
     if (o->static_mode && !o->calibration)
         return inf_error_set(err, INF_EINVAL, "static quantization needs --calibration SRC (records or a .npy file)");
-    inf_status st = inf__onnx_edit_open(o->in_path, &q.ed, err);
+    inf_status st = inf_model_edit_open(o->in_path, &q.ed, err);
     if (st != INF_OK) return st;
     r->bytes_before = file_size(o->in_path);
-    r->weight_bytes_before = inf__onnx_edit_weight_bytes(q.ed);
+    r->weight_bytes_before = inf_model_edit_weight_bytes(q.ed);
     if ((st = check_opset(&q)) != INF_OK || (st = collect(&q, r)) != INF_OK) goto done;
     if (q.n_cand == 0) {
         st = r->n_candidates
@@ -650,13 +651,14 @@ inf_status inf__tools_quantize(const inf__quantize_options *o, inf__quantize_rep
         st = rewrite_qdq(&q);
     }
     r->n_quantized = q.n_cand;
-    if (st == INF_OK) st = inf__onnx_edit_set_metadata(q.ed, "infera.quantization",
+    if (st == INF_OK) st = inf_model_edit_set_metadata(q.ed, "infera.quantization",
                                                        o->static_mode ? (o->qoperator ? "static qoperator" : "static qdq")
                                                                       : "dynamic",
                                                        err);
     if (st == INF_OK) {
-        r->weight_bytes_after = inf__onnx_edit_weight_bytes(q.ed);
-        st = inf__onnx_edit_save(q.ed, o->out_path, &r->bytes_after, err);
+        r->weight_bytes_after = inf_model_edit_weight_bytes(q.ed);
+        st = inf_model_edit_save(q.ed, o->out_path, err);
+        if (st == INF_OK) r->bytes_after = file_size(o->out_path);
     }
 done:
     free_ctx(&q);

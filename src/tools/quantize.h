@@ -6,7 +6,7 @@
  *                     not without a constant weight unless both inputs are
  *                     activations of a static MatMul), computes the weight
  *                     and activation parameters and rewrites the model through
- *                     the ONNX editor (onnx/edit.h) in QDQ or QOperator form.
+ *                     the ONNX editor (infera/model_write.h) in QDQ or QOperator form.
  *   quantize_calib.c  static mode: runs the FP32 model -- with the tensors to
  *                     calibrate added as graph outputs -- over real records
  *                     (any batch source through the pipeline: the spec or the

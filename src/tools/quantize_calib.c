@@ -3,7 +3,7 @@
  * real data.
  *
  * DESIGN: the tensors to calibrate are made graph outputs of a copy of the
- * model (onnx/edit.h), which is loaded and run like any model.  Its inputs
+ * model (infera/model_write.h), which is loaded and run like any model.  Its inputs
  * come from a "feeder": records of any batch source (csv:, jsonl:, sqlite:,
  * postgresql:...) mapped by the pipeline spec or the default mapping (the
  * same code every runner uses, so calibration sees the features production
@@ -28,7 +28,7 @@
 #include "infera/model.h"
 #include "infera/pipeline.h"
 #include "infera/session.h"
-#include "onnx/edit.h"
+#include "infera/model_write.h"
 #include "tools/quantize.h"
 
 enum { FEED_ROWS = 64, HIST_BINS = 2048, KL_LEVELS = 128 };
@@ -55,17 +55,19 @@ typedef struct calib {
 /* ---- the model with extra outputs ---- */
 
 static inf_status load_augmented(calib *c, inf_error *err) {
-    inf__onnx_edit *ed;
-    inf_status st = inf__onnx_edit_open(c->opts->in_path, &ed, err);
+    inf_model_edit *ed;
+    inf_status st = inf_model_edit_open(c->opts->in_path, &ed, err);
     if (st != INF_OK) return st;
-    for (int i = 0; i < c->n && st == INF_OK; i++) st = inf__onnx_edit_add_output(ed, c->names[i], err);
+    for (int i = 0; i < c->n && st == INF_OK; i++) /* float tensors of unknown shape */
+        if (!inf_model_edit_is_output(ed, c->names[i]))
+            st = inf_model_edit_add_output(ed, c->names[i], INF_DTYPE_F32, -1, NULL, NULL, err);
     void *buf = NULL;
     size_t size = 0;
-    if (st == INF_OK) st = inf__onnx_edit_to_buffer(ed, &buf, &size, err);
-    inf__onnx_edit_free(ed);
+    if (st == INF_OK) st = inf_model_edit_serialize(ed, &buf, &size, err);
+    inf_model_edit_free(ed);
     if (st != INF_OK) return st;
     st = inf_model_load_buffer(buf, size, NULL, NULL, &c->model, err);
-    inf__onnx_edit_buffer_free(buf);
+    inf_model_edit_buffer_free(buf);
     if (st != INF_OK) return st;
     for (int i = 0; i < c->n; i++)
         if ((c->out_index[i] = inf_model_find_output(c->model, c->names[i])) < 0)

@@ -108,6 +108,11 @@ static void quantize_cases(void) {
         inf__quantize_u8_ref(x, n, scale, zp, q1);
         inf__quantize_u8_avx2(x, n, scale, zp, q2);
         check(!memcmp(q1, q2, (size_t)n), "quantize_u8 avx2 vs ref", round);
+        if (isa_runs(INF_QGEMM_VNNI512)) { /* the 16-lane form (x86/qstore_avx512.c) */
+            memset(q2, 0, sizeof q2);
+            inf__quantize_u8_avx512(x, n, scale, zp, q2);
+            check(!memcmp(q1, q2, (size_t)n), "quantize_u8 avx512 vs ref", round);
+        }
         float lo1, hi1, lo2, hi2;
         inf__minmax_f32_ref(x, n, &lo1, &hi1);
         inf__minmax_f32_avx2(x, n, &lo2, &hi2);
@@ -203,7 +208,8 @@ static void matmul_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no)
 static void conv_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     inf__qconv_geom g = {.n = rand_in(1, 2), .group = rand_in(1, 2), .kh = rand_in(1, 3), .kw = rand_in(1, 3),
                          .sh = rand_in(1, 2), .sw = rand_in(1, 2), .dh = rand_in(1, 2), .dw = rand_in(1, 2)};
-    g.cg = rand_in(1, 9), g.mg = rand_in(1, 20), g.c = g.cg * g.group, g.m = g.mg * g.group;
+    /* cg a multiple of 4 half the time: the implicit-GEMM path on VNNI (qconv_vnni_avx512.c) */
+    g.cg = rand_in(0, 1) ? 4 * rand_in(1, 3) : rand_in(1, 9), g.mg = rand_in(1, 40), g.c = g.cg * g.group, g.m = g.mg * g.group;
     if (rand_in(0, 3) == 0) g.ih = 1, g.kh = 1, g.sh = 1, g.dh = 1; /* 1-D */
     else g.ih = rand_in(g.kh, 12);
     g.iw = rand_in(g.kw, 14);
@@ -275,6 +281,124 @@ static void conv_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     free(x), free(w), free(whwc), free(mult), free(bias), free(bias_i32), free(y[0]), free(y[1]);
 }
 
+/* The fused forms of the conv driver (graph/passes/qdq_chain.c) against the
+ * plain reference driver's output, transformed here: a MaxPool on the F32
+ * output (max over each window of the unpooled reference), the uint8
+ * channels-last store (QuantizeLinear of the reference's float values), and
+ * a channels-last uint8 input (the same sums as the planes). */
+static void *run_conv(inf__qgemm_isa isa, inf__pool *pool, const inf__qconv_geom *g, const int8_t *whwc,
+                      const inf__qsrc *src, const inf__qout *out, size_t y_bytes) {
+    int64_t kdim = g->cg * g->kh * g->kw;
+    inf__qgemm_b pb[2];
+    void *mem[2] = {NULL, NULL};
+    for (int64_t grp = 0; grp < g->group; grp++) {
+        mem[grp] = inf__aligned_alloc(inf__qgemm_pack_b_bytes(isa, kdim, g->mg));
+        inf__qgemm_pack_b_into(mem[grp], isa, kdim, g->mg, whwc + grp * g->mg * kdim, INF_DTYPE_I8, kdim, true, NULL, 1,
+                               &pb[grp]);
+    }
+    void *scratch = inf__aligned_alloc(inf__qconv_scratch_bytes(g, &pb[0]));
+    void *y = calloc(y_bytes, 1);
+    inf__qconv_drive(pool, g, pb, src, out, y, scratch);
+    inf__aligned_free(scratch);
+    for (int grp = 0; grp < 2; grp++) inf__aligned_free(mem[grp]);
+    return y;
+}
+
+static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
+    inf__qconv_geom g = {.n = rand_in(1, 2), .group = rand_in(1, 2), .kh = rand_in(1, 3), .kw = rand_in(1, 3),
+                         .sh = rand_in(1, 2), .sw = rand_in(1, 2), .dh = 1, .dw = 1};
+    g.cg = rand_in(0, 1) ? 4 * rand_in(1, 3) : rand_in(1, 9), g.mg = rand_in(1, 40), g.c = g.cg * g.group,
+    g.m = g.mg * g.group;
+    g.ih = rand_in(g.kh + 1, 12), g.iw = rand_in(g.kw + 1, 14), g.pt = rand_in(0, g.kh - 1), g.pl = rand_in(0, g.kw - 1);
+    g.oh = (g.ih + 2 * g.pt - g.kh) / g.sh + 1, g.ow = (g.iw + 2 * g.pl - g.kw) / g.sw + 1;
+    int64_t kdim = g.cg * g.kh * g.kw, pos = g.oh * g.ow, x_n = g.n * g.c * g.ih * g.iw, y_n = g.n * g.m * pos;
+    float *x = malloc((size_t)x_n * 4);
+    uint8_t *x8 = malloc((size_t)x_n), *x8t = malloc((size_t)x_n);
+    int8_t *whwc = malloc((size_t)(g.m * kdim));
+    for (int64_t i = 0; i < x_n; i++) x[i] = uniform() * 2, x8[i] = (uint8_t)rand_in(0, 255);
+    for (int64_t i = 0; i < g.m * kdim; i++) whwc[i] = (int8_t)rand_in(-127, 127);
+    int64_t plane = g.ih * g.iw;
+    for (int64_t n = 0; n < g.n; n++) /* x8 channels last */
+        for (int64_t c = 0; c < g.c; c++)
+            for (int64_t p = 0; p < plane; p++) x8t[(n * plane + p) * g.c + c] = x8[(n * g.c + c) * plane + p];
+    float *mult = malloc((size_t)g.m * 4), *bias = malloc((size_t)g.m * 4);
+    int32_t *bias_i32 = malloc((size_t)g.m * 4);
+    inf__qout out = random_out(mult, bias, bias_i32, g.m, INF_QOUT_F32);
+    out.mult_per_col = true;
+    inf__qsrc src = {.data = x, .dtype = INF_DTYPE_F32, .scale = 0.015f, .zp = (int32_t)rand_in(0, 255),
+                     .q_dtype = INF_DTYPE_U8};
+    char what[160];
+    snprintf(what, sizeof what, "%s fused conv %lldx%lld c%lld k%lldx%lld s%lld,%lld g%lld",
+             inf__qgemm_isa_name(isa), (long long)g.ih, (long long)g.iw, (long long)g.cg, (long long)g.kh,
+             (long long)g.kw, (long long)g.sh, (long long)g.sw, (long long)g.group);
+    float *ref = run_conv(INF_QGEMM_REF, NULL, &g, whwc, &src, &out, (size_t)y_n * 4);
+
+    /* MaxPool */
+    inf__qconv_geom gp = g;
+    gp.pkh = rand_in(1, g.oh < 2 ? 1 : 2), gp.pkw = rand_in(1, g.ow < 2 ? 1 : 2);
+    gp.psh = gp.pkh + rand_in(0, 1), gp.psw = gp.pkw + rand_in(0, 1);
+    int64_t ph = (g.oh - gp.pkh) / gp.psh + 1, pw = (g.ow - gp.pkw) / gp.psw + 1;
+    float *pooled = run_conv(isa, pool, &gp, whwc, &src, &out, (size_t)(g.n * g.m * ph * pw) * 4);
+    bool ok = true;
+    for (int64_t i = 0; i < g.n * g.m && ok; i++)
+        for (int64_t py = 0; py < ph && ok; py++)
+            for (int64_t px = 0; px < pw && ok; px++) {
+                float m = -INFINITY;
+                for (int64_t ky = 0; ky < gp.pkh; ky++)
+                    for (int64_t kx = 0; kx < gp.pkw; kx++) {
+                        float v = ref[i * pos + (py * gp.psh + ky) * g.ow + px * gp.psw + kx];
+                        m = v > m ? v : m;
+                    }
+                ok = pooled[(i * ph + py) * pw + px] == m;
+            }
+    check(ok, what, case_no);
+
+    /* uint8 channels-last store: QuantizeLinear of the float value without its own Q -> DQ */
+    inf__qout o8 = out;
+    o8.requant = false;
+    float *ref8 = run_conv(INF_QGEMM_REF, NULL, &g, whwc, &src, &o8, (size_t)y_n * 4);
+    o8.kind = INF_QOUT_F32_U8, o8.rq_scale = 0.02f, o8.rq_zp = (int32_t)rand_in(0, 255), o8.rq_dtype = INF_DTYPE_U8;
+    uint8_t *yu8 = run_conv(isa, pool, &g, whwc, &src, &o8, (size_t)y_n);
+    ok = true;
+    for (int64_t n = 0; n < g.n && ok; n++)
+        for (int64_t j = 0; j < g.m && ok; j++)
+            for (int64_t p = 0; p < pos && ok; p++) {
+                uint8_t q;
+                inf__quantize_u8_ref(&ref8[(n * g.m + j) * pos + p], 1, o8.rq_scale, o8.rq_zp, &q);
+                ok = yu8[(n * pos + p) * g.m + j] == q;
+            }
+    check(ok, "uint8 channels-last store vs QuantizeLinear of the float store", case_no);
+
+    /* the fused residual Add: act(value + r), value as the store makes it without the activation */
+    float *r = malloc((size_t)y_n * 4);
+    for (int64_t i = 0; i < y_n; i++) r[i] = uniform() * 3;
+    inf__qout plain = out, with_r = out;
+    plain.act = NULL, with_r.residual = r;
+    float *val = run_conv(INF_QGEMM_REF, NULL, &g, whwc, &src, &plain, (size_t)y_n * 4);
+    float *fused = run_conv(isa, pool, &g, whwc, &src, &with_r, (size_t)y_n * 4);
+    ok = true;
+    for (int64_t i = 0; i < y_n && ok; i++) {
+        float v = val[i] + r[i];
+        if (out.act && out.act->kind == INF_EPILOGUE_RELU) v = v > 0 ? v : 0;
+        else if (out.act && out.act->kind == INF_EPILOGUE_LEAKY_RELU) v = v < 0 ? out.act->alpha * v : v;
+        else if (out.act && out.act->kind == INF_EPILOGUE_CLIP) v = v < out.act->lo ? out.act->lo : v > out.act->hi ? out.act->hi : v;
+        ok = fused[i] == v;
+    }
+    check(ok, "fused residual Add vs the store's value + r, then the activation", case_no);
+    free(r), free(val), free(fused);
+
+    /* uint8 channels-last input */
+    inf__qsrc s8 = {.data = x8, .dtype = INF_DTYPE_U8, .zp = src.zp}, s8t = s8;
+    s8t.data = x8t, s8t.nhwc = true;
+    inf__qout oi = {.kind = INF_QOUT_I32};
+    int32_t *planes = run_conv(INF_QGEMM_REF, NULL, &g, whwc, &s8, &oi, (size_t)y_n * 4);
+    int32_t *last = run_conv(isa, pool, &g, whwc, &s8t, &oi, (size_t)y_n * 4);
+    check(!memcmp(planes, last, (size_t)y_n * 4), "channels-last uint8 input vs planes", case_no);
+
+    free(x), free(x8), free(x8t), free(whwc), free(mult), free(bias), free(bias_i32);
+    free(ref), free(pooled), free(ref8), free(yu8), free(planes), free(last);
+}
+
 int main(void) {
     static const inf__qgemm_isa isas[] = {INF_QGEMM_REF, INF_QGEMM_AVX2, INF_QGEMM_VNNI512};
     inf__pool *pool = NULL;
@@ -286,7 +410,8 @@ int main(void) {
         }
         for (int c = 0; c < 300; c++) gemm_case(isas[i], c);
         for (int c = 0; c < 60 && isas[i] != INF_QGEMM_REF; c++) matmul_driver_case(isas[i], c % 2 ? pool : NULL, c);
-        for (int c = 0; c < 60; c++) conv_driver_case(isas[i], c % 2 ? pool : NULL, c);
+        for (int c = 0; c < 120; c++) conv_driver_case(isas[i], c % 2 ? pool : NULL, c);
+        for (int c = 0; c < 80; c++) conv_fused_case(isas[i], c % 2 ? pool : NULL, c);
         printf("%s: checked\n", inf__qgemm_isa_name(isas[i]));
     }
     quantize_cases();

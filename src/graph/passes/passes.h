@@ -38,6 +38,8 @@ inf_status inf__pass_layout(inf__pass_ctx *pc, int *n_rewritten, inf_error *err)
 inf_status inf__pass_qdq(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);        /* passes/qdq.c */
 /* QGemm -> Gelu -> QGemm with its GELU in the store; after the Gelu pass */
 inf_status inf__pass_qdq_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);   /* passes/qdq.c */
+/* QConv -> MaxPool fused; QConv -> QConv with the activation kept uint8 channels last; after activation fusion */
+inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  /* passes/qdq_chain.c */
 
 /* ---- matching (passes/match.c) ---- */
 /* The live ai.onnx node of type op_type producing value v, or -1. */

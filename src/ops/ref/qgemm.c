@@ -169,7 +169,12 @@ void inf__quantize_u8_ref(const float *x, int64_t n, float scale, int32_t zp, ui
 
 void inf__quantize_u8(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q) {
 #if defined(__x86_64__)
-    if (inf__qgemm_best_isa() != INF_QGEMM_REF) {
+    inf__qgemm_isa isa = inf__qgemm_best_isa();
+    if (isa == INF_QGEMM_VNNI512) {
+        inf__quantize_u8_avx512(x, n, scale, zp, q);
+        return;
+    }
+    if (isa != INF_QGEMM_REF) {
         inf__quantize_u8_avx2(x, n, scale, zp, q);
         return;
     }

@@ -62,6 +62,24 @@ static inline float fake_quant(const inf__qout *o, float v) {
     return (float)((int64_t)r - o->rq_zp) * o->rq_scale;
 }
 
+/* INF_QOUT_F32_U8: F32's value of sum c in column j, then QuantizeLinear. */
+static inline uint8_t store_u8(const inf__qout *o, int32_t c, int64_t j) {
+    float v = (float)c * out_mult(o, j);
+    if (o->bias_f32) v += o->bias_f32[j];
+    v = act(o->act, v);
+    uint8_t q;
+    inf__quantize_u8_ref(&v, 1, o->rq_scale, o->rq_zp, &q);
+    return q;
+}
+
+#if defined(__x86_64__)
+/* INF_QOUT_F32_U8's vector row store: 16 lanes on AVX-512 CPUs, else 8. */
+static void qstore_u8_row(inf__qgemm_isa isa, const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
+    if (isa == INF_QGEMM_VNNI512) inf__qstore_u8_row_avx512(o, c, j0, n, y);
+    else inf__qstore_u8_row_avx2(o, c, j0, n, y);
+}
+#endif
+
 /* Output element `at` from sum c of column (channel) j. */
 static inline void store_one(const inf__qout *o, void *y, int64_t at, int32_t c, int64_t j) {
     switch (o->kind) {
@@ -141,6 +159,17 @@ static void mm_blocks(void *arg, int64_t begin, int64_t end) {
         inf__qgemm_rows(b, r1 - r0, a, b->kp, a_zero_point(t->a), c, b->np);
         for (int64_t i = r0; i < r1; i++) {
             const int32_t *ci = c + (i - r0) * b->np;
+            if (t->out->kind == INF_QOUT_F32_U8) { /* the next QGemm's uint8 rows */
+                uint8_t *qi = (uint8_t *)t->y + i * t->ldy;
+#if defined(__x86_64__)
+                if (b->isa != INF_QGEMM_REF) {
+                    qstore_u8_row(b->isa, t->out, ci, 0, b->n, qi);
+                    continue;
+                }
+#endif
+                for (int64_t j = 0; j < b->n; j++) qi[j] = store_u8(t->out, ci[j], j);
+                continue;
+            }
             float *yi = (float *)t->y + i * t->ldy;
             if (t->vector_store) {
 #if defined(__x86_64__)
@@ -168,9 +197,38 @@ void inf__qmatmul_drive(inf__pool *pool, const inf__qgemm_b *b, int64_t m, const
 
 /* ---- convolutions ---- */
 
+/* The implicit-GEMM path (x86/qconv_vnni_avx512.c): the VNNI kernel reads
+ * each tap's cg channels in place from a zero-point-padded channels-last
+ * image -- when cg is a multiple of 4 (no quad straddles two taps) and W has
+ * no zero point (the start value holds the only correction). */
+enum { DIRECT_MAX_TAPS = 64, DIRECT_MAX_N = 4096 };
+
+static bool conv_direct(const inf__qconv_geom *g, const inf__qgemm_b *b) {
+#if defined(__x86_64__)
+    int64_t cq = g->cgp ? g->cgp : g->cg;
+    return b->isa == INF_QGEMM_VNNI512 && !b->any_b_zp && cq % 4 == 0 && b->kp == b->k &&
+           b->k == cq * g->kh * g->kw && g->kh * g->kw <= DIRECT_MAX_TAPS && b->np <= DIRECT_MAX_N;
+#else
+    (void)g, (void)b;
+    return false;
+#endif
+}
+
+/* The image buffer's height and width: padded for the direct path (every
+ * tap of every output position inside it), else the image's own. */
+static void image_dims(const inf__qconv_geom *g, bool direct, int64_t *ihp, int64_t *iwp) {
+    *ihp = g->ih, *iwp = g->iw;
+    if (!direct) return;
+    int64_t need_h = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1, need_w = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+    if (g->ih + g->pt > need_h) need_h = g->ih + g->pt;
+    if (g->iw + g->pl > need_w) need_w = g->iw + g->pl;
+    *ihp = need_h, *iwp = need_w;
+}
+
 size_t inf__qconv_scratch_bytes(const inf__qconv_geom *g, const inf__qgemm_b *b) {
-    int64_t pos = round_up(g->oh * g->ow, ROWS_PER_BLOCK);
-    return (size_t)(g->c * g->ih * g->iw + pos * (b->kp + 4 * b->np) + 256);
+    int64_t pos = round_up(g->oh * g->ow, ROWS_PER_BLOCK), ihp, iwp;
+    image_dims(g, conv_direct(g, b), &ihp, &iwp);
+    return (size_t)((g->cgp ? g->cgp : g->c) * ihp * iwp + pos * (b->kp + 4 * b->np) + 4 * b->np + 384);
 }
 
 typedef struct conv_task {
@@ -183,6 +241,12 @@ typedef struct conv_task {
     void *y;                   /* this image's output planes */
     uint8_t *abuf;
     int32_t *cbuf;
+    bool direct;               /* implicit GEMM: x padded to iwp columns, no im2col */
+    int64_t iwp, cs;           /* direct: columns and channels (cgp with padding) of x's buffer */
+    const int64_t *tapoff;     /* direct: byte offset of each tap from a position's first */
+    const int32_t *init;       /* direct: -a_zp * colsum[j] */
+    const float *residual;     /* this image's residual (out->residual), or NULL */
+    const inf__epilogue *res_act; /* with a residual: the activation after the Add */
 } conv_task;
 
 /* Row p of the group's im2col matrix, K in (ky, kx, channel) order -- the
@@ -215,25 +279,169 @@ static void im2col_row(const conv_task *t, int64_t p, uint8_t *dst) {
     memset(dst + k, 0, (size_t)(t->b->kp - k));
 }
 
+/* The int32 sums of positions [p0, p1) (at most ROWS_PER_BLOCK) into c, rows of b->np. */
+static void conv_sums(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
+    const inf__qgemm_b *b = t->b;
+    uint8_t *a = t->abuf + p0 * b->kp;
+    if (t->direct) {
+#if defined(__x86_64__)
+        const uint8_t *rows[ROWS_PER_BLOCK];
+        const inf__qconv_geom *g = t->g;
+        for (int64_t p = p0; p < p1; p++)
+            rows[p - p0] = t->x + ((p / g->ow) * g->sh * t->iwp + (p % g->ow) * g->sw) * t->cs + t->group * g->cg;
+        inf__qconv_raw_vnni512(b, p1 - p0, rows, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c, b->np);
+#endif
+        return;
+    }
+    for (int64_t p = p0; p < p1; p++) im2col_row(t, p, a + (p - p0) * b->kp);
+    inf__qgemm_rows(b, p1 - p0, a, b->kp, t->a_zp, c, b->np);
+}
+
+/* A fused MaxPool (g->pkh > 0; windows that do not overlap, no padding):
+ * per pooled output row, the conv rows under it are computed into the C
+ * buffer, turned into their float values in place (the F32 store, a row at
+ * a time), max-pooled over each window -- the store is monotonic in the
+ * sum, so this is MaxPool of the unfused output, value for value -- and the
+ * pooled row is written into the output planes. */
+/* Is the F32 store non-decreasing in the sum for every column of the group:
+ * positive finite multipliers, finite biases, a non-decreasing activation
+ * and a positive re-quantization scale?  Then the max of the stored values
+ * is the store of the max sum (every step rounds monotonically). */
+static bool store_monotonic(const inf__qout *o, int64_t ch0, int64_t n) {
+    if (o->act && !(o->act->kind == INF_EPILOGUE_RELU || o->act->kind == INF_EPILOGUE_CLIP ||
+                    (o->act->kind == INF_EPILOGUE_LEAKY_RELU && o->act->alpha >= 0)))
+        return false;
+    if (o->requant && !(o->rq_scale > 0 && isfinite(o->rq_scale))) return false;
+    for (int64_t j = ch0; j < ch0 + n; j++) {
+        float m = out_mult(o, j);
+        if (!(m > 0 && isfinite(m)) || (o->bias_f32 && !isfinite(o->bias_f32[j]))) return false;
+    }
+    return true;
+}
+
+/* m[j] = max(m[j], v[j]) over n int32 values. */
+static void max_i32(bool vec, int32_t *m, const int32_t *v, int64_t n) {
+#if defined(__x86_64__)
+    if (vec) {
+        inf__max_i32_avx2(m, v, n);
+        return;
+    }
+#endif
+    (void)vec;
+    for (int64_t j = 0; j < n; j++) m[j] = v[j] > m[j] ? v[j] : m[j];
+}
+
+static void conv_pool_rows(void *arg, int64_t begin, int64_t end) {
+    const conv_task *t = arg;
+    const inf__qconv_geom *g = t->g;
+    const inf__qgemm_b *b = t->b;
+    int64_t ph = (g->oh - g->pkh) / g->psh + 1, pw = (g->ow - g->pkw) / g->psw + 1, ch0 = t->group * g->mg;
+    bool monotonic = store_monotonic(t->out, ch0, b->n);
+    for (int64_t py = begin; py < end; py++) {
+        int64_t first = py * g->psh * g->ow, last = first + g->pkh * g->ow;
+        int32_t *c = t->cbuf + first * b->np;
+        for (int64_t p0 = first; p0 < last; p0 += ROWS_PER_BLOCK)
+            conv_sums(t, p0, p0 + ROWS_PER_BLOCK < last ? p0 + ROWS_PER_BLOCK : last, c + (p0 - first) * b->np);
+        int64_t stored = last - first;
+        if (monotonic) { /* pool the sums (slot px <= every position window px reads), store pw rows */
+            for (int64_t px = 0; px < pw; px++) {
+                int32_t *m = c + px * b->np;
+                if (px) memcpy(m, c + px * g->psw * b->np, (size_t)b->n * sizeof *m);
+                for (int64_t ky = 0; ky < g->pkh; ky++)
+                    for (int64_t kx = 0; kx < g->pkw; kx++)
+                        if (ky || kx) max_i32(b->isa != INF_QGEMM_REF, m, c + (ky * g->ow + px * g->psw + kx) * b->np, b->n);
+            }
+            stored = pw;
+        }
+        float *f = (float *)c; /* in place: each value is read before its slot is written */
+        for (int64_t r = 0; r < stored; r++) {
+#if defined(__x86_64__)
+            if (b->isa != INF_QGEMM_REF) {
+                inf__qstore_f32_row_avx2(t->out, c + r * b->np, ch0, b->n, f + r * b->np);
+                continue;
+            }
+#endif
+            for (int64_t j = 0; j < b->n; j++) store_one(t->out, f, r * b->np + j, c[r * b->np + j], ch0 + j);
+        }
+        bool vec = b->isa != INF_QGEMM_REF;
+        for (int64_t px = 0; px < pw && !monotonic; px++) { /* window px's max into slot px */
+            float *m = f + px * b->np;
+            if (px) memcpy(m, f + px * g->psw * b->np, (size_t)b->n * sizeof *m);
+            for (int64_t ky = 0; ky < g->pkh; ky++)
+                for (int64_t kx = 0; kx < g->pkw; kx++) {
+                    const float *v = f + (ky * g->ow + px * g->psw + kx) * b->np;
+                    if (v == m) continue;
+#if defined(__x86_64__)
+                    if (vec) {
+                        inf__max_f32_avx2(m, v, b->n);
+                        continue;
+                    }
+#endif
+                    for (int64_t j = 0; j < b->n; j++) m[j] = v[j] > m[j] ? v[j] : m[j];
+                }
+        }
+        float *y0 = (float *)t->y + ch0 * ph * pw + py * pw;
+#if defined(__x86_64__)
+        if (vec) {
+            inf__transpose_f32_avx2(f, b->np, pw, b->n, y0, ph * pw);
+            continue;
+        }
+#endif
+        for (int64_t j = 0; j < b->n; j++)
+            for (int64_t px = 0; px < pw; px++) y0[j * ph * pw + px] = f[px * b->np + j];
+    }
+}
+
+/* The fused residual Add of block [p0, p1), while the block is in cache: the
+ * store ran without the activation, so y = act(y + r) is Add then Relu. */
+static void add_residual(const conv_task *t, const inf__qgemm_b *b, int64_t ch0, int64_t p0, int64_t p1) {
+    int64_t pos = t->g->oh * t->g->ow;
+    for (int64_t j = 0; j < b->n; j++) {
+        float *y = (float *)t->y + (ch0 + j) * pos + p0;
+        const float *r = t->residual + (ch0 + j) * pos + p0;
+#if defined(__x86_64__)
+        if (b->isa != INF_QGEMM_REF) {
+            inf__add_act_f32_avx2(y, r, p1 - p0, t->res_act);
+            continue;
+        }
+#endif
+        for (int64_t p = 0; p < p1 - p0; p++) y[p] = act(t->res_act, y[p] + r[p]);
+    }
+}
+
 static void conv_blocks(void *arg, int64_t begin, int64_t end) {
     const conv_task *t = arg;
     const inf__qgemm_b *b = t->b;
     int64_t pos = t->g->oh * t->g->ow;
     for (int64_t blk = begin; blk < end; blk++) {
         int64_t p0 = blk * ROWS_PER_BLOCK, p1 = p0 + ROWS_PER_BLOCK < pos ? p0 + ROWS_PER_BLOCK : pos;
-        uint8_t *a = t->abuf + p0 * b->kp;
         int32_t *c = t->cbuf + p0 * b->np;
-        for (int64_t p = p0; p < p1; p++) im2col_row(t, p, a + (p - p0) * b->kp);
-        inf__qgemm_rows(b, p1 - p0, a, b->kp, t->a_zp, c, b->np);
+        conv_sums(t, p0, p1, c);
         int64_t ch0 = t->group * t->g->mg;
+        if (t->out->kind == INF_QOUT_F32_U8) { /* channels last: C's rows are the output's positions */
+            for (int64_t p = p0; p < p1; p++) {
+                uint8_t *yp = (uint8_t *)t->y + p * t->g->m + ch0;
+                const int32_t *cp = c + (p - p0) * b->np;
+#if defined(__x86_64__)
+                if (b->isa != INF_QGEMM_REF) {
+                    qstore_u8_row(b->isa, t->out, cp, ch0, b->n, yp);
+                    continue;
+                }
+#endif
+                for (int64_t j = 0; j < b->n; j++) yp[j] = store_u8(t->out, cp[j], ch0 + j);
+            }
+            continue;
+        }
         if (vector_store(b, t->out)) {
 #if defined(__x86_64__)
             inf__qstore_f32_block_t_avx2(t->out, c, b->np, p1 - p0, ch0, b->n, (float *)t->y + ch0 * pos + p0, pos);
 #endif
-            continue;
+        } else {
+            for (int64_t j = 0; j < b->n; j++)
+                for (int64_t p = p0; p < p1; p++)
+                    store_one(t->out, t->y, (ch0 + j) * pos + p, c[(p - p0) * b->np + j], ch0 + j);
         }
-        for (int64_t j = 0; j < b->n; j++)
-            for (int64_t p = p0; p < p1; p++) store_one(t->out, t->y, (ch0 + j) * pos + p, c[(p - p0) * b->np + j], ch0 + j);
+        if (t->residual) add_residual(t, b, ch0, p0, p1);
     }
 }
 
@@ -241,13 +449,28 @@ typedef struct quant_task {
     const inf__qsrc *x;
     const void *src;
     int64_t c, plane;
-    uint8_t *dst;
+    uint8_t *dst;         /* position (y, x) at dst[(y * iwp + x) * cs] */
+    int64_t iw, iwp, cs;
+    bool vector;          /* the SSE2 transposes (x86-64 with a fast GEMM) */
 } quant_task;
 
 /* Positions [begin, end) of the image as uint8, channels last: per chunk
  * of TR_POS positions each channel is quantized (a vector pass) into a
  * [c][TR_POS] tile, which is then written out position by position. */
 enum { TR_POS = 64, TR_MAX_C = 512 };
+
+/* Image rows [begin, end) of a uint8 channels-last x: one copy each. */
+static void copy_rows_nhwc(void *arg, int64_t begin, int64_t end) {
+    const quant_task *t = arg;
+    for (int64_t r = begin; r < end; r++) {
+        if (t->cs == t->c) {
+            memcpy(t->dst + r * t->iwp * t->c, (const uint8_t *)t->src + r * t->iw * t->c, (size_t)(t->iw * t->c));
+            continue;
+        }
+        for (int64_t x = 0; x < t->iw; x++)
+            memcpy(t->dst + (r * t->iwp + x) * t->cs, (const uint8_t *)t->src + (r * t->iw + x) * t->c, (size_t)t->c);
+    }
+}
 
 static void quantize_rows(void *arg, int64_t begin, int64_t end) {
     const quant_task *t = arg;
@@ -259,9 +482,20 @@ static void quantize_rows(void *arg, int64_t begin, int64_t end) {
             int64_t n = end - p0 < TR_POS ? end - p0 : TR_POS;
             for (int64_t c = 0; c < nc; c++)
                 load_row(t->x, (const char *)t->src + (size_t)((c0 + c) * t->plane + p0) * esize, n, n, tile + c * TR_POS);
-            for (int64_t p = 0; p < n; p++) {
-                uint8_t *d = t->dst + (p0 + p) * t->c + c0;
-                for (int64_t c = 0; c < nc; c++) d[c] = tile[c * TR_POS + p];
+            for (int64_t p = 0; p < n;) { /* a run of positions within one image row at a time */
+                int64_t at = p0 + p, run = t->iw - at % t->iw;
+                if (run > n - p) run = n - p;
+                uint8_t *d = t->dst + ((at / t->iw) * t->iwp + at % t->iw) * t->cs + c0;
+#if defined(__x86_64__)
+                if (t->vector) {
+                    inf__transpose_u8_avx2(tile + p, TR_POS, nc, run, d, t->cs);
+                    p += run;
+                    continue;
+                }
+#endif
+                for (int64_t q = 0; q < run; q++)
+                    for (int64_t c = 0; c < nc; c++) d[q * t->cs + c] = tile[c * TR_POS + p + q];
+                p += run;
             }
         }
     }
@@ -269,21 +503,44 @@ static void quantize_rows(void *arg, int64_t begin, int64_t end) {
 
 void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgemm_b *bg, const inf__qsrc *x,
                       const inf__qout *out, void *y, void *scratch) {
-    int64_t plane = g->ih * g->iw, image = g->c * plane, pos = g->oh * g->ow;
-    int64_t blocks = (pos + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, kp = bg[0].kp;
+    int64_t plane = g->ih * g->iw, image = g->c * plane, pos = g->oh * g->ow, ihp, iwp;
+    int64_t blocks = (pos + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, kp = bg[0].kp, np = bg[0].np;
+    bool direct = conv_direct(g, &bg[0]);
+    image_dims(g, direct, &ihp, &iwp);
     uint8_t *xbuf = (uint8_t *)round_up((int64_t)(uintptr_t)scratch, 64);
-    uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)(xbuf + image), 64);
+    int64_t cs = direct && g->cgp ? g->cgp : g->c; /* channels per position in xbuf */
+    uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)(xbuf + cs * ihp * iwp), 64);
     int32_t *cbuf = (int32_t *)round_up((int64_t)(uintptr_t)(abuf + blocks * ROWS_PER_BLOCK * kp), 64);
+    int32_t *init = cbuf + blocks * ROWS_PER_BLOCK * np;
     size_t in_esize = x->dtype == INF_DTYPE_F32 ? 4 : 1;
-    size_t out_esize = out->kind == INF_QOUT_Q8 ? 1 : 4;
+    size_t out_esize = out->kind == INF_QOUT_Q8 || out->kind == INF_QOUT_F32_U8 ? 1 : 4;
+    int64_t out_image = g->pkh ? g->m * ((g->oh - g->pkh) / g->psh + 1) * ((g->ow - g->pkw) / g->psw + 1) : g->m * pos;
+    int32_t a_zp = a_zero_point(x);
+    /* a residual Add: the store runs without the activation, applied after the Add */
+    inf__qout plain = *out;
+    const inf__epilogue *res_act = out->residual ? out->act : NULL;
+    if (out->residual) plain.act = NULL, out = &plain;
+    int64_t tapoff[DIRECT_MAX_TAPS];
+    if (direct) {
+        for (int64_t ky = 0; ky < g->kh; ky++)
+            for (int64_t kx = 0; kx < g->kw; kx++) tapoff[ky * g->kw + kx] = (ky * g->dh * iwp + kx * g->dw) * cs;
+        if (ihp * iwp != plane || cs != g->c) /* the padding reads the zero point (padded channels: zero weights) */
+            memset(xbuf, a_zp, (size_t)(cs * ihp * iwp));
+    }
     for (int64_t n = 0; n < g->n; n++) {
         const void *src = (const char *)x->data + (size_t)(n * image) * in_esize;
-        quant_task qt = {x, src, g->c, plane, xbuf};
-        inf__pool_range(pool, plane, 256, quantize_rows, &qt);
+        quant_task qt = {x, src, g->c, plane, xbuf + (direct ? (g->pt * iwp + g->pl) * cs : 0), g->iw, iwp, cs,
+                         bg[0].isa != INF_QGEMM_REF};
+        if (x->nhwc) inf__pool_range(pool, g->ih, 16, copy_rows_nhwc, &qt);
+        else inf__pool_range(pool, plane, 256, quantize_rows, &qt);
         for (int64_t grp = 0; grp < g->group; grp++) {
-            conv_task t = {g, &bg[grp], out, xbuf, a_zero_point(x), grp,
-                           (char *)y + (size_t)(n * g->m * pos) * out_esize, abuf, cbuf};
-            inf__pool_range(pool, blocks, 1, conv_blocks, &t);
+            if (direct)
+                for (int64_t j = 0; j < np; j++) init[j] = (int32_t)(0u - (uint32_t)a_zp * (uint32_t)bg[grp].colsum[j]);
+            conv_task t = {g, &bg[grp], out, xbuf, a_zp, grp, (char *)y + (size_t)(n * out_image) * out_esize,
+                           abuf, cbuf, direct, iwp, cs, tapoff, init,
+                           out->residual ? out->residual + n * out_image : NULL, res_act};
+            if (g->pkh) inf__pool_range(pool, (g->oh - g->pkh) / g->psh + 1, 1, conv_pool_rows, &t);
+            else inf__pool_range(pool, blocks, 1, conv_blocks, &t);
         }
     }
 }

@@ -552,6 +552,10 @@ typedef struct qconv_params {
     int64_t w_dims[INF_MAX_DIMS];
     int w_ndim;
     inf__qgemm_b *bg; /* [group] */
+    /* fused QConv (graph/passes/qdq_chain.c): x / y uint8 channels last (u8_in / u8_out) */
+    bool nhwc_in, nhwc_out;
+    int64_t cgp;      /* W packed with channels padded to cgp (ops/qgemm.h inf__qconv_geom), or 0 */
+    int64_t pool[4];  /* fused MaxPool (graph/passes/qdq_chain.c): kernel h, w, strides h, w; or 0s */
 } qconv_params;
 
 /* Packs a constant W (input w_at; zero point input wzp_at: per tensor or
@@ -566,16 +570,27 @@ static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p
     int64_t m = w->dims[0], mg = m / p->group, k = inf_tensor_numel(w) / (m ? m : 1);
     if (has_wz && (!wz || wz->dtype != w->dtype || !(inf_tensor_numel(wz) == 1 || inf_tensor_numel(wz) == m)))
         return INF_OK;
+    int64_t cg = w->dims[1], taps = k / (cg ? cg : 1);
+    /* a stem conv (3 channels) on VNNI: channels padded to 4 with zero weights, so the driver reads
+     * the image in place (ops/ref/qgemm_drive.c's implicit-GEMM conditions, which this guarantees) */
+    bool wz_zero = !has_wz;
+    if (wz) {
+        wz_zero = true;
+        for (int64_t i = 0; i < inf_tensor_numel(wz); i++) wz_zero = wz_zero && ((const uint8_t *)wz->data)[i] == 0;
+    }
+    int64_t cgp = isa == INF_QGEMM_VNNI512 && cg % 4 && p->group == 1 && wz_zero && w->dtype == INF_DTYPE_I8 &&
+                          taps <= 64 && m <= 4080 ? (cg + 3) / 4 * 4 : cg;
+    k = taps * cgp;
     p->bg = inf__arena_alloc(arena, (size_t)p->group * sizeof *p->bg);
-    uint8_t *hwc = inf__malloc((size_t)(m * k)); /* W [m][c][taps] -> [m][taps][c], the driver's K order */
+    uint8_t *hwc = inf__calloc((size_t)(m * k), 1); /* W [m][c][taps] -> [m][taps][cgp], the driver's K order */
     if (!p->bg || !hwc) {
         inf__free(hwc);
         return INF_ENOMEM;
     }
-    int64_t cg = w->dims[1], taps = k / (cg ? cg : 1);
+    p->cgp = cgp != cg ? cgp : 0;
     for (int64_t o = 0; o < m; o++)
         for (int64_t c = 0; c < cg; c++)
-            for (int64_t t = 0; t < taps; t++) hwc[(o * taps + t) * cg + c] = ((const uint8_t *)w->data)[(o * cg + c) * taps + t];
+            for (int64_t t = 0; t < taps; t++) hwc[(o * taps + t) * cgp + c] = ((const uint8_t *)w->data)[(o * cg + c) * taps + t];
     inf_status st = INF_OK;
     for (int64_t grp = 0; grp < p->group && st == INF_OK; grp++) {
         bool per_ch = wz && inf_tensor_numel(wz) > 1;
@@ -606,6 +621,15 @@ static inf_status qconv_init(inf__node *node, inf__arena *arena, inf_error *err)
     p->strides = inf__attr_ints(node, "strides", &p->n_strides);
     p->dilations = inf__attr_ints(node, "dilations", &p->n_dilations);
     p->pads = inf__attr_ints(node, "pads", &p->n_pads);
+    p->nhwc_in = inf__attr_int(node, "u8_in", 0) != 0;
+    p->nhwc_out = inf__attr_int(node, "u8_out", 0) != 0;
+    int n_pk = 0, n_ps = 0;
+    const int64_t *pk = inf__attr_ints(node, "pool_kernel", &n_pk), *ps = inf__attr_ints(node, "pool_strides", &n_ps);
+    if (n_pk || n_ps) {
+        if (n_pk != 2 || n_ps != 2 || pk[0] < 1 || pk[1] < 1 || ps[0] < pk[0] || ps[1] < pk[1] || p->nhwc_out)
+            return inf__node_error(node, err, INF_EMODEL, "pool_kernel/pool_strides: expected 2 values each, strides >= kernel");
+        p->pool[0] = pk[0], p->pool[1] = pk[1], p->pool[2] = ps[0], p->pool[3] = ps[1];
+    }
     if (p->group < 1)
         return inf__node_error(node, err, INF_EMODEL, "group = %lld, must be >= 1", (long long)p->group);
     for (int i = 0; i < p->n_strides; i++)
@@ -744,21 +768,28 @@ static inf_status qconv_run_packed(inf__kernel_ctx *ctx, const qconv_geom *g, co
                           .ih = one_d ? 1 : g->in[0], .iw = g->in[g->nd - 1], .oh = one_d ? 1 : g->out[0],
                           .ow = g->out[g->nd - 1], .kh = one_d ? 1 : g->k[0], .kw = g->k[g->nd - 1],
                           .sh = one_d ? 1 : g->s[0], .sw = g->s[g->nd - 1], .dh = one_d ? 1 : g->d[0],
-                          .dw = g->d[g->nd - 1], .pt = one_d ? 0 : g->pb[0], .pl = g->pb[g->nd - 1]};
+                          .dw = g->d[g->nd - 1], .pt = one_d ? 0 : g->pb[0], .pl = g->pb[g->nd - 1],
+                          .cgp = p->cgp, .pkh = p->pool[0], .pkw = p->pool[1], .psh = p->pool[2], .psw = p->pool[3]};
     void *scratch = inf__kernel_scratch(ctx, inf__qconv_scratch_bytes(&qg, &p->bg[0]));
     if (!scratch) return INF_ENOMEM;
-    inf__qsrc x = {.data = q->x->data, .dtype = q->x->dtype, .zp = zp_at(q->xzp, 0)};
+    inf__qsrc x = {.data = q->x->data, .dtype = q->x->dtype, .zp = zp_at(q->xzp, 0), .nhwc = p->nhwc_in};
     if (q->x->dtype == INF_DTYPE_F32) x.scale = scale_at(q->xs, 0), x.q_dtype = q->xzp ? q->xzp->dtype : INF_DTYPE_U8;
     inf__qconv_drive(ctx->pool, &qg, p->bg, &x, out, y, scratch);
     return INF_OK;
 }
 
+/* mult[j] = a_scale * w_scale[j] (/ y_scale when ys) for j < n: scale_at's
+ * values, with the scalar-or-vector test made once (it counts elements). */
+static void scale_products(const inf_tensor *xs, const inf_tensor *ws, const inf_tensor *ys, int64_t n, float *mult) {
+    const float *w = ws->data, x = scale_at(xs, 0);
+    bool per_channel = inf_tensor_numel(ws) != 1;
+    for (int64_t j = 0; j < n; j++) mult[j] = ys ? x * w[per_channel ? j : 0] / scale_at(ys, 0) : x * w[per_channel ? j : 0];
+}
+
 /* Per-channel multipliers a_scale * w_scale[m] (/ y_scale), in scratch. */
 static float *qconv_mults(inf__kernel_ctx *ctx, const qconv_geom *g, const qconv_args *q) {
     float *mult = inf__kernel_scratch(ctx, (size_t)g->m * sizeof *mult);
-    for (int64_t m = 0; mult && m < g->m; m++)
-        mult[m] = q->ys ? scale_at(q->xs, 0) * scale_at(q->ws, m) / scale_at(q->ys, 0)
-                        : scale_at(q->xs, 0) * scale_at(q->ws, m);
+    if (mult) scale_products(q->xs, q->ws, q->ys, g->m, mult);
     return mult;
 }
 
@@ -845,6 +876,7 @@ const inf__op_impl op_qlinear_conv = {qconv_init, qlinear_conv_run};
 
 typedef struct qgemm_params {
     bool trans_b;
+    bool u8_in, u8_out; /* graph/passes/qdq_chain.c: x / y uint8, quantized with x's / inputs 7, 8's parameters */
     inf__vmath_fn gelu; /* activation "Gelu" (passes/qdq.c): over each output row */
     const void *w_src;
     inf__qgemm_b b;
@@ -854,6 +886,10 @@ static inf_status qgemm_init(inf__node *node, inf__arena *arena, inf_error *err)
     qgemm_params *p = inf__op_params(arena, qgemm_params);
     if (!p) return INF_ENOMEM;
     p->trans_b = inf__attr_int(node, "trans_b", 0) != 0;
+    p->u8_in = inf__attr_int(node, "u8_in", 0) != 0;
+    p->u8_out = inf__attr_int(node, "u8_out", 0) != 0;
+    if (p->u8_out && (node->n_inputs < 8 || node->inputs[7] < 0))
+        return inf__node_error(node, err, INF_EMODEL, "u8_out needs y_scale (input 7)");
     const char *act = inf__attr_string(node, "activation", "");
     if (*act && strcmp(act, "Gelu"))
         return inf__node_error(node, err, INF_EMODEL, "unknown activation '%s'", act);
@@ -913,9 +949,14 @@ static inf_status qgemm_run(inf__kernel_ctx *ctx) {
     const qgemm_params *p = ctx->node->params;
     const inf_tensor *x = ctx->in[0], *w = ctx->in[3];
     char buf[96];
-    if (x->dtype != INF_DTYPE_F32 || x->ndim < 1 || x->dims[x->ndim - 1] != p->b.k)
-        return inf__kernel_error(ctx, INF_ESHAPE, "x: expected float32 [..., %lld], got %s %s", (long long)p->b.k,
-                                 inf_dtype_name(x->dtype), inf__shape_str(x->ndim, x->dims, buf, sizeof buf));
+    inf_dtype x_dtype = p->u8_in ? INF_DTYPE_U8 : INF_DTYPE_F32;
+    const inf_tensor *xz = opt_input(ctx, 2);
+    if (x->dtype != x_dtype || x->ndim < 1 || x->dims[x->ndim - 1] != p->b.k)
+        return inf__kernel_error(ctx, INF_ESHAPE, "x: expected %s [..., %lld], got %s %s", inf_dtype_name(x_dtype),
+                                 (long long)p->b.k, inf_dtype_name(x->dtype),
+                                 inf__shape_str(x->ndim, x->dims, buf, sizeof buf));
+    if (p->u8_in && xz && xz->dtype != INF_DTYPE_U8)
+        return inf__kernel_error(ctx, INF_ETYPE, "x_zero_point: expected uint8 with a uint8 x (u8_in)");
     if (w->data != p->w_src) return inf__kernel_error(ctx, INF_EINVAL, "W was replaced at run time");
     inf_status st = fused_params_check(ctx, p->b.n);
     if (st != INF_OK) return st;
@@ -923,16 +964,20 @@ static inf_status qgemm_run(inf__kernel_ctx *ctx) {
     memcpy(dims, x->dims, sizeof dims);
     dims[x->ndim - 1] = p->b.n;
     inf_tensor *y;
-    if ((st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, x->ndim, dims, &y)) != INF_OK) return st;
+    const inf_tensor *yz = opt_input(ctx, 8);
+    if (p->u8_out && yz && yz->dtype != INF_DTYPE_U8)
+        return inf__kernel_error(ctx, INF_ETYPE, "y_zero_point: expected uint8 (u8_out)");
+    if ((st = inf__kernel_output(ctx, 0, p->u8_out ? INF_DTYPE_U8 : INF_DTYPE_F32, x->ndim, dims, &y)) != INF_OK)
+        return st;
     float *mult = inf__kernel_scratch(ctx, (size_t)p->b.n * sizeof *mult);
     void *scratch = mult ? inf__kernel_scratch(ctx, inf__qmatmul_scratch_bytes(&p->b, rows)) : NULL;
     if (!scratch) return INF_ENOMEM;
-    for (int64_t j = 0; j < p->b.n; j++) mult[j] = scale_at(ctx->in[1], 0) * scale_at(ctx->in[4], j);
-    const inf_tensor *xz = opt_input(ctx, 2);
-    inf__qsrc a = {.data = x->data, .dtype = INF_DTYPE_F32, .ld = p->b.k, .scale = scale_at(ctx->in[1], 0),
+    scale_products(ctx->in[1], ctx->in[4], NULL, p->b.n, mult);
+    inf__qsrc a = {.data = x->data, .dtype = x_dtype, .ld = p->b.k, .scale = scale_at(ctx->in[1], 0),
                    .zp = zp_at(xz, 0), .q_dtype = xz ? xz->dtype : INF_DTYPE_U8};
     inf__qout out = fused_out(ctx, mult);
     out.row_act = p->gelu;
+    if (p->u8_out) out.kind = INF_QOUT_F32_U8, out.requant = false;
     inf__qmatmul_drive(ctx->pool, &p->b, rows, &a, &out, y->data, p->b.n, scratch);
     ctx->epilogue_done = true;
     return INF_OK;
@@ -947,23 +992,109 @@ static inf_status qconv_fused_init(inf__node *node, inf__arena *arena, inf_error
     return st;
 }
 
+/* x of a QConv with nhwc_in: uint8 [n, h, w, c], seen as [n, c, h, w] for
+ * the geometry (the driver reads it channels last). */
+static inf_status nhwc_view(inf__kernel_ctx *ctx, const inf_tensor *x, inf_tensor *view) {
+    const inf_tensor *xz = opt_input(ctx, 2);
+    if (x->dtype != INF_DTYPE_U8 || x->ndim != 4 || (xz && xz->dtype != INF_DTYPE_U8))
+        return inf__kernel_error(ctx, INF_ETYPE, "x (nhwc_in): expected uint8 [n, h, w, c] with a uint8 zero point, "
+                                 "got %s of rank %d", inf_dtype_name(x->dtype), x->ndim);
+    *view = *x;
+    view->dims[1] = x->dims[3], view->dims[2] = x->dims[1], view->dims[3] = x->dims[2];
+    return INF_OK;
+}
+
+/* A residual r of another shape than y (rank <= y's, each dim 1 or y's,
+ * right-aligned): numpy broadcasting as Add does. */
+static inf_status check_broadcast(inf__kernel_ctx *ctx, const inf_tensor *r, const inf_tensor *y) {
+    char b1[96], b2[96];
+    bool ok = r->ndim <= y->ndim;
+    for (int d = 0; ok && d < r->ndim; d++) {
+        int64_t rd = r->dims[r->ndim - 1 - d], yd = y->dims[y->ndim - 1 - d];
+        ok = rd == yd || rd == 1;
+    }
+    return ok ? INF_OK
+              : inf__kernel_error(ctx, INF_ESHAPE, "residual %s does not broadcast to the output %s",
+                                  inf__shape_str(r->ndim, r->dims, b1, sizeof b1),
+                                  inf__shape_str(y->ndim, y->dims, b2, sizeof b2));
+}
+
+static inline float apply_act(const inf__epilogue *ep, float v) {
+    if (!ep) return v;
+    switch (ep->kind) {
+    case INF_EPILOGUE_RELU: return v > 0 ? v : 0;
+    case INF_EPILOGUE_LEAKY_RELU: return v < 0 ? ep->alpha * v : v;
+    case INF_EPILOGUE_CLIP: return v < ep->lo ? ep->lo : v > ep->hi ? ep->hi : v;
+    default: return v;
+    }
+}
+
+/* y = act(y + r) with r broadcast (check_broadcast): the unfused Add, then the activation. */
+static void add_broadcast(const inf_tensor *r, inf_tensor *y, const inf__epilogue *ep) {
+    int64_t rstride[INF_MAX_DIMS] = {0}, idx[INF_MAX_DIMS] = {0}, n = inf_tensor_numel(y), s = 1;
+    for (int d = r->ndim - 1; d >= 0; d--) {
+        rstride[y->ndim - r->ndim + d] = r->dims[d] == 1 ? 0 : s;
+        s *= r->dims[d];
+    }
+    float *yv = y->data;
+    const float *rv = r->data;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t at = 0;
+        for (int d = 0; d < y->ndim; d++) at += idx[d] * rstride[d];
+        yv[i] = apply_act(ep, yv[i] + rv[at]);
+        for (int d = y->ndim - 1; d >= 0 && ++idx[d] == y->dims[d]; d--) idx[d] = 0;
+    }
+}
+
 static inf_status qconv_fused_run(inf__kernel_ctx *ctx) {
     const qconv_params *p = ctx->node->params;
     qconv_args q = {ctx->in[0], ctx->in[3], opt_input(ctx, 2), opt_input(ctx, 5), NULL,
                     ctx->in[1], ctx->in[4], NULL, NULL, NULL};
-    if (q.x->dtype != INF_DTYPE_F32)
+    inf_tensor xview;
+    inf_status st = INF_OK;
+    if (p->nhwc_in) {
+        if ((st = nhwc_view(ctx, q.x, &xview)) != INF_OK) return st;
+        q.x = &xview;
+    } else if (q.x->dtype != INF_DTYPE_F32) {
         return inf__kernel_error(ctx, INF_ETYPE, "x: expected float32, got %s", inf_dtype_name(q.x->dtype));
+    }
     qconv_geom g;
-    inf_status st = qconv_geometry(ctx, p, q.x, q.w, &g);
+    st = qconv_geometry(ctx, p, q.x, q.w, &g);
     if (st == INF_OK) st = fused_params_check(ctx, g.m);
     if (st != INF_OK) return st;
-    if (!qconv_packed_fits(ctx, &g, &q))
+    if (!qconv_packed_fits(ctx, &g, &q) || ((p->nhwc_in || p->nhwc_out) && g.nd != 2))
         return inf__kernel_error(ctx, INF_EUNSUPPORTED, "only 1-D/2-D convolutions with the W given at load");
-    if ((st = qconv_output(ctx, &g, INF_DTYPE_F32, &q.y)) != INF_OK) return st;
+    if (p->nhwc_out) {
+        const inf_tensor *yz = opt_input(ctx, 8);
+        if (!opt_input(ctx, 7) || (yz && yz->dtype != INF_DTYPE_U8))
+            return inf__kernel_error(ctx, INF_EMODEL, "nhwc_out needs y_scale and a uint8 y_zero_point");
+        int64_t dims[4] = {g.n, g.out[0], g.out[1], g.m};
+        st = inf__kernel_output(ctx, 0, INF_DTYPE_U8, 4, dims, &q.y);
+    } else if (p->pool[0]) {
+        if (g.nd != 2 || g.out[0] < p->pool[0] || g.out[1] < p->pool[1])
+            return inf__kernel_error(ctx, INF_ESHAPE, "fused MaxPool: the conv output is smaller than its kernel");
+        int64_t dims[4] = {g.n, g.m, (g.out[0] - p->pool[0]) / p->pool[2] + 1, (g.out[1] - p->pool[1]) / p->pool[3] + 1};
+        st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, 4, dims, &q.y);
+    } else {
+        st = qconv_output(ctx, &g, INF_DTYPE_F32, &q.y);
+    }
+    if (st != INF_OK) return st;
     float *mult = qconv_mults(ctx, &g, &q);
     if (!mult) return INF_ENOMEM;
     inf__qout out = fused_out(ctx, mult);
+    if (p->nhwc_out) out.kind = INF_QOUT_F32_U8, out.requant = false;
+    const inf_tensor *res = opt_input(ctx, 9);
+    bool broadcast = false;
+    if (res) {
+        if (res->dtype != INF_DTYPE_F32 || p->nhwc_out || p->pool[0])
+            return inf__kernel_error(ctx, INF_EMODEL, "residual (input 9): float32, and no uint8 or pooled output");
+        broadcast = res->ndim != q.y->ndim || memcmp(res->dims, q.y->dims, (size_t)res->ndim * sizeof(int64_t));
+        if (broadcast && (st = check_broadcast(ctx, res, q.y)) != INF_OK) return st;
+        if (broadcast) out.act = NULL; /* the Add and the activation after the store */
+        else out.residual = res->data;
+    }
     st = qconv_run_packed(ctx, &g, &q, &out, q.y->data);
+    if (st == INF_OK && broadcast) add_broadcast(res, q.y, ctx->node->epilogue.kind != INF_EPILOGUE_NONE ? &ctx->node->epilogue : NULL);
     ctx->epilogue_done = st == INF_OK;
     return st;
 }

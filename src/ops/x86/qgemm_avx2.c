@@ -135,11 +135,44 @@ static inline __m256 fake_quant8(const inf__qout *o, __m256 v) {
     return _mm256_mul_ps(_mm256_sub_ps(r, z), s);
 }
 
-static inline __m256 finish8(const inf__qout *o, __m256i acc, __m256 mult, __m256 bias) {
+static inline __m256 scaled8(const inf__qout *o, __m256i acc, __m256 mult, __m256 bias) {
     __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), mult);
     if (o->bias_f32) v = _mm256_add_ps(v, bias);
-    v = act8(o->act, v);
+    return act8(o->act, v);
+}
+
+static inline __m256 finish8(const inf__qout *o, __m256i acc, __m256 mult, __m256 bias) {
+    __m256 v = scaled8(o, acc, mult, bias);
     return o->requant ? fake_quant8(o, v) : v;
+}
+
+/* The F32 value of 8 columns at a time into a float tile, then
+ * QuantizeLinear's vector arithmetic over the tile (inf__quantize_u8_avx2):
+ * the bytes the next conv's input quantization would make of it. */
+void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
+    enum { TILE = 64 };
+    float v[TILE];
+    for (int64_t t0 = 0; t0 < n; t0 += TILE) {
+        int64_t cnt = n - t0 < TILE ? n - t0 : TILE, j = 0;
+        for (; j + 8 <= cnt; j += 8) {
+            int64_t at = j0 + t0 + j;
+            __m256 mult = o->mult_per_col ? _mm256_loadu_ps(o->mult + at) : _mm256_set1_ps(o->mult[0]);
+            __m256 bias = o->bias_f32 ? _mm256_loadu_ps(o->bias_f32 + at) : _mm256_setzero_ps();
+            _mm256_storeu_ps(v + j, scaled8(o, _mm256_loadu_si256((const __m256i *)(c + t0 + j)), mult, bias));
+        }
+        if (j < cnt) {
+            int32_t ct[8] = {0};
+            float mt[8] = {0}, bt[8] = {0}, yt[8];
+            for (int64_t k = 0; k < cnt - j; k++) {
+                ct[k] = c[t0 + j + k];
+                mt[k] = o->mult[o->mult_per_col ? j0 + t0 + j + k : 0];
+                if (o->bias_f32) bt[k] = o->bias_f32[j0 + t0 + j + k];
+            }
+            _mm256_storeu_ps(yt, scaled8(o, _mm256_loadu_si256((const __m256i *)ct), _mm256_loadu_ps(mt), _mm256_loadu_ps(bt)));
+            memcpy(v + j, yt, (size_t)(cnt - j) * sizeof *yt);
+        }
+        inf__quantize_u8_avx2(v, cnt, o->rq_scale, o->rq_zp, y + t0);
+    }
 }
 
 void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y) {
@@ -218,4 +251,82 @@ void inf__qstore_f32_block_t_avx2(const inf__qout *o, const int32_t *c, int64_t 
             inf__qstore_f32_col_avx2(o, c + p * ldc + j + k, ldc, rows - p, j0 + j + k, y + (j + k) * ldy + p);
     }
     for (; j < n; j++) inf__qstore_f32_col_avx2(o, c + j, ldc, rows, j0 + j, y + j * ldy);
+}
+
+/* ---- byte transposes (channels-last input of the convolutions) ---- */
+
+/* 16 x 16 bytes: four rounds of interleaving row k with row k + 8 (epi8
+ * unpacks) give the transpose. */
+static inline void transpose16(const uint8_t *src, int64_t ls, uint8_t *dst, int64_t ld) {
+    __m128i x[16], y[16];
+    for (int i = 0; i < 16; i++) x[i] = _mm_loadu_si128((const __m128i *)(src + i * ls));
+    for (int round = 0; round < 4; round++) {
+        for (int k = 0; k < 8; k++) {
+            y[2 * k] = _mm_unpacklo_epi8(x[k], x[k + 8]);
+            y[2 * k + 1] = _mm_unpackhi_epi8(x[k], x[k + 8]);
+        }
+        memcpy(x, y, sizeof x);
+    }
+    for (int i = 0; i < 16; i++) _mm_storeu_si128((__m128i *)(dst + i * ld), x[i]);
+}
+
+void inf__transpose_u8_avx2(const uint8_t *src, int64_t ls, int64_t rows, int64_t cols, uint8_t *dst, int64_t ld) {
+    int64_t r0 = 0;
+    for (; r0 + 16 <= rows; r0 += 16) {
+        int64_t c0 = 0;
+        for (; c0 + 16 <= cols; c0 += 16) transpose16(src + r0 * ls + c0, ls, dst + c0 * ld + r0, ld);
+        for (; c0 < cols; c0++)
+            for (int64_t r = r0; r < r0 + 16; r++) dst[c0 * ld + r] = src[r * ls + c0];
+    }
+    for (int64_t c = 0; c < cols && r0 < rows; c++)
+        for (int64_t r = r0; r < rows; r++) dst[c * ld + r] = src[r * ls + c];
+}
+
+/* ---- the fused MaxPool of a QConv (ops/ref/qgemm_drive.c) ---- */
+
+/* m[j] = v[j] > m[j] ? v[j] : m[j] (vmaxps returns its second operand unless
+ * the first is greater: the same comparison). */
+void inf__max_f32_avx2(float *m, const float *v, int64_t n) {
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(m + j, _mm256_max_ps(_mm256_loadu_ps(v + j), _mm256_loadu_ps(m + j)));
+    for (; j < n; j++) m[j] = v[j] > m[j] ? v[j] : m[j];
+}
+
+void inf__max_i32_avx2(int32_t *m, const int32_t *v, int64_t n) {
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        _mm256_storeu_si256((__m256i *)(m + j), _mm256_max_epi32(_mm256_loadu_si256((const __m256i *)(v + j)),
+                                                                 _mm256_loadu_si256((const __m256i *)(m + j))));
+    for (; j < n; j++) m[j] = v[j] > m[j] ? v[j] : m[j];
+}
+
+/* dst[c * ld + r] = src[r * ls + c] for r < rows, c < cols (floats, 8 x 8 blocks). */
+void inf__transpose_f32_avx2(const float *src, int64_t ls, int64_t rows, int64_t cols, float *dst, int64_t ld) {
+    int64_t r0 = 0;
+    for (; r0 + 8 <= rows; r0 += 8) {
+        int64_t c0 = 0;
+        for (; c0 + 8 <= cols; c0 += 8) {
+            __m256i x[8];
+            for (int k = 0; k < 8; k++) x[k] = _mm256_loadu_si256((const __m256i *)(src + (r0 + k) * ls + c0));
+            transpose8(x);
+            for (int k = 0; k < 8; k++) _mm256_storeu_si256((__m256i *)(dst + (c0 + k) * ld + r0), x[k]);
+        }
+        for (; c0 < cols; c0++)
+            for (int64_t r = r0; r < r0 + 8; r++) dst[c0 * ld + r] = src[r * ls + c0];
+    }
+    for (int64_t c = 0; c < cols && r0 < rows; c++)
+        for (int64_t r = r0; r < rows; r++) dst[c * ld + r] = src[r * ls + c];
+}
+
+void inf__add_act_f32_avx2(float *y, const float *r, int64_t n, const inf__epilogue *act) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, act8(act, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(r + i))));
+    if (i < n) {
+        float yt[8] = {0}, rt[8] = {0};
+        memcpy(yt, y + i, (size_t)(n - i) * sizeof *yt);
+        memcpy(rt, r + i, (size_t)(n - i) * sizeof *rt);
+        _mm256_storeu_ps(yt, act8(act, _mm256_add_ps(_mm256_loadu_ps(yt), _mm256_loadu_ps(rt))));
+        memcpy(y + i, yt, (size_t)(n - i) * sizeof *yt);
+    }
 }

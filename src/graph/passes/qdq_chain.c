@@ -1,0 +1,208 @@
+/*
+ * qdq_chain.c -- keeps the activation 8-bit between two fused quantized
+ * products (passes/qdq.c's QConv / QGemm), and fuses a MaxPool into the
+ * QConv before it: the INT8 graph writes fewer, smaller tensors.
+ *
+ * uint8 LINKS: QConv (QGemm) A whose only reader is QConv (QGemm) B, as B's
+ * x, stores its output already quantized with B's input parameters -- uint8,
+ * channels last for a conv -- and B reads those bytes as they are: no float
+ * tensor, no second quantization pass, no NCHW <-> channels-last transposes.
+ *
+ * PATTERN (after activation fusion, so A's Relu/Clip is its epilogue):
+ *     v = A(x, ...)        7 inputs (no output Q -> DQ of its own); a QConv 2-D
+ *                          and without a fused pool, a QGemm without a GELU
+ *     y = B(v, s, z, ...)  the same op; s a float32 constant, z absent or a uint8 constant
+ *   v read by B only (not a graph output).
+ * ->  A gets inputs 7, 8 = B's (s, z) and u8_out = 1: its store computes
+ *     the same float value (scale, bias, activation) and quantizes it with
+ *     QuantizeLinear's arithmetic into uint8 ([n, oh, ow, m] for a QConv,
+ *     x's shape with N columns for a QGemm);
+ *     B gets u8_in = 1: it reads those uint8 values with zero point z.
+ *
+ * WHY IT IS SAFE: B quantized A's float output with (s, z) as its first step
+ * (ops/ref/quantize.c, QuantizeLinear's arithmetic); A now does exactly that
+ * in its store, so B sees the same bytes: bit-identical results.  Only the
+ * layout of v changes, and v has no other reader.
+ */
+#include <string.h>
+
+#include "graph/passes/passes.h"
+#include "ops/ops.h"
+
+enum { MAX_ATTRS = 16 };
+
+static bool is_fused(const inf__pass_ctx *pc, int n, const char *op_type) {
+    const inf__node *node = &pc->g->nodes[n];
+    return !pc->dead[n] && node->op && node->op->domain == INF_DOMAIN_INFERA && !strcmp(node->op_type, op_type) &&
+           node->n_outputs == 1;
+}
+
+static const inf_tensor *constant(const inf__pass_ctx *pc, int v) {
+    if (v < 0) return NULL;
+    const inf__value *val = &pc->g->values[v];
+    if (val->role != INF_VALUE_INITIALIZER || !val->constant || val->constant->kind != INF_KIND_TENSOR) return NULL;
+    for (int i = 0; i < pc->g->n_inputs; i++)
+        if (pc->g->inputs[i] == v) return NULL;
+    return val->constant;
+}
+
+/* A 2-D QConv (4-D constant W, input 3) without the flag `flag` set. */
+static bool plain_2d(const inf__pass_ctx *pc, int n, const char *flag) {
+    const inf__node *node = &pc->g->nodes[n];
+    const inf_tensor *w = node->n_inputs > 3 ? constant(pc, node->inputs[3]) : NULL;
+    return is_fused(pc, n, "QConv") && w && w->ndim == 4 && !inf__attr_int(node, flag, 0);
+}
+
+/* A QGemm without the flag `flag` set and without a row activation (GELU). */
+static bool plain_gemm(const inf__pass_ctx *pc, int n, const char *flag) {
+    const inf__node *node = &pc->g->nodes[n];
+    return is_fused(pc, n, "QGemm") && !inf__attr_int(node, flag, 0) && !inf__node_attr(node, "activation");
+}
+
+/* Can node n take part in a uint8 link, as the reader (flag "u8_in") or
+ * the writer ("u8_out"); both ends must be the same op. */
+static bool linkable(const inf__pass_ctx *pc, int n, const char *flag, bool conv) {
+    return conv ? plain_2d(pc, n, flag) && !inf__node_attr(&pc->g->nodes[n], "pool_kernel") : plain_gemm(pc, n, flag);
+}
+
+/* Node n again as op with `inputs` and its attributes plus flag = 1. */
+static inf_status rewrite_with(inf__pass_ctx *pc, int n, const char *op, int n_inputs, const int *inputs,
+                               const char *flag, inf_error *err) {
+    const inf__node *node = &pc->g->nodes[n];
+    inf__attr attrs[MAX_ATTRS];
+    memcpy(attrs, node->attrs, (size_t)node->n_attrs * sizeof *attrs);
+    attrs[node->n_attrs] = (inf__attr){.name = flag, .type = INF_ATTR_INT, .i = 1};
+    return inf__pass_rewrite(pc, n, "ai.infera", op, 1, n_inputs, inputs, node->n_attrs + 1, attrs, NULL, 0, err);
+}
+
+/* MaxPool node mp's 2-D kernel and strides when it is a plain one: one output,
+ * no padding, dilation 1, floor mode, windows that do not overlap. */
+static bool plain_maxpool(const inf__pass_ctx *pc, int mp, int64_t *pool) {
+    const inf__node *n = &pc->g->nodes[mp];
+    if (pc->dead[mp] || !n->op || n->op->domain != INF_DOMAIN_ONNX || strcmp(n->op_type, "MaxPool") ||
+        n->epilogue.kind != INF_EPILOGUE_NONE || n->n_inputs != 1 || (n->n_outputs > 1 && n->outputs[1] >= 0))
+        return false;
+    const char *ap = inf__attr_string(n, "auto_pad", "NOTSET");
+    if ((strcmp(ap, "NOTSET") && strcmp(ap, "VALID")) || inf__attr_int(n, "ceil_mode", 0)) return false;
+    int nk = 0, ns = 0, np = 0, nd = 0;
+    const int64_t *k = inf__attr_ints(n, "kernel_shape", &nk), *st = inf__attr_ints(n, "strides", &ns);
+    const int64_t *pads = inf__attr_ints(n, "pads", &np), *dil = inf__attr_ints(n, "dilations", &nd);
+    if (nk != 2 || (ns && ns != 2) || (np && np != 4) || (nd && nd != 2)) return false;
+    for (int i = 0; i < np; i++)
+        if (pads[i]) return false;
+    for (int i = 0; i < nd; i++)
+        if (dil[i] != 1) return false;
+    for (int i = 0; i < 2; i++) {
+        pool[i] = k[i], pool[2 + i] = ns ? st[i] : 1;
+        if (pool[i] < 1 || pool[2 + i] < pool[i]) return false;
+    }
+    return true;
+}
+
+/* QConv A -> MaxPool (its only reader) -> one QConv with pool_kernel and
+ * pool_strides: the pooling is applied to the conv's float rows while they
+ * are in cache (ops/ref/qgemm_drive.c), and the full-size output is never
+ * written.  Safe: A's store (scale, bias, activation, Q -> DQ) is
+ * non-decreasing in the integer sum, so pooling after it is MaxPool. */
+static inf_status fuse_pools(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
+    for (int mp = 0; mp < pc->g->n_nodes; mp++) {
+        int64_t pool[4];
+        if (!plain_maxpool(pc, mp, pool)) continue;
+        int v = pc->g->nodes[mp].inputs[0], a = v >= 0 ? pc->g->values[v].producer : -1;
+        if (a < 0 || !plain_2d(pc, a, "u8_out") || inf__attr_int(&pc->g->nodes[a], "u8_in", 0) ||
+            inf__node_attr(&pc->g->nodes[a], "pool_kernel") || !inf__pass_uses(pc, v, 1) ||
+            pc->g->nodes[a].n_attrs + 2 > MAX_ATTRS)
+            continue;
+        const inf__node *na = &pc->g->nodes[a];
+        int64_t *ints = inf__arena_alloc(&pc->model->arena, 4 * sizeof *ints);
+        if (!ints) return inf__error(err, INF_ENOMEM, "out of memory optimising the graph");
+        memcpy(ints, pool, sizeof pool);
+        inf__attr attrs[MAX_ATTRS];
+        memcpy(attrs, na->attrs, (size_t)na->n_attrs * sizeof *attrs);
+        attrs[na->n_attrs] = (inf__attr){.name = "pool_kernel", .type = INF_ATTR_INTS, .n = 2, .ints = ints};
+        attrs[na->n_attrs + 1] = (inf__attr){.name = "pool_strides", .type = INF_ATTR_INTS, .n = 2, .ints = ints + 2};
+        inf__epilogue ep = na->epilogue;
+        int removed[1] = {a};
+        inf_status st = inf__pass_rewrite(pc, mp, "ai.infera", "QConv", 1, na->n_inputs, na->inputs, na->n_attrs + 2,
+                                          attrs, removed, 1, err);
+        if (st != INF_OK) return st;
+        pc->g->nodes[mp].epilogue = ep;
+        (*n_rewritten)++;
+    }
+    return INF_OK;
+}
+
+/* QConv A -> Add(A's output, r) [-> Relu/Clip/LeakyRelu, the Add's epilogue]
+ * -> one QConv with r as input 9: the Add (and its activation) is applied to
+ * each block of the conv's float output while it is in cache
+ * (ops/ref/qgemm_drive.c), instead of a pass over two tensors in memory.
+ * A: no activation of its own (its output Q -> DQ, if any, stays: the Add
+ * reads the dequantized value), float output (no uint8 link, no pool); r:
+ * not a constant; A's output read by the Add only.  Safe: the store computes
+ * A's value as before, then value + r and the activation, the Add node's
+ * operations in the same order; an r of another (broadcastable) shape is
+ * added after the store, as Add does. */
+static inf_status fuse_residuals(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
+    for (int d = 0; d < pc->g->n_nodes; d++) {
+        const inf__node *add = &pc->g->nodes[d];
+        inf__epilogue_kind ek = add->epilogue.kind;
+        if (pc->dead[d] || !add->op || add->op->domain != INF_DOMAIN_ONNX || strcmp(add->op_type, "Add") ||
+            add->opset < 7 || add->n_inputs != 2 || add->n_outputs != 1 ||
+            !(ek == INF_EPILOGUE_NONE || ek == INF_EPILOGUE_RELU || ek == INF_EPILOGUE_LEAKY_RELU ||
+              ek == INF_EPILOGUE_CLIP))
+            continue;
+        for (int side = 0; side < 2; side++) {
+            int v = add->inputs[side], r = add->inputs[1 - side], a = v >= 0 ? pc->g->values[v].producer : -1;
+            if (a < 0 || r < 0 || v == r || !is_fused(pc, a, "QConv") || constant(pc, r) ||
+                !inf__pass_uses(pc, v, 1))
+                continue;
+            const inf__node *na = &pc->g->nodes[a];
+            if ((na->n_inputs != 7 && na->n_inputs != 9) || na->epilogue.kind != INF_EPILOGUE_NONE ||
+                inf__attr_int(na, "u8_out", 0) ||
+                inf__node_attr(na, "pool_kernel") || na->n_attrs > MAX_ATTRS)
+                continue;
+            int ins[10];
+            for (int k = 0; k < 9; k++) ins[k] = k < na->n_inputs ? na->inputs[k] : -1;
+            ins[9] = r;
+            inf__attr attrs[MAX_ATTRS];
+            memcpy(attrs, na->attrs, (size_t)na->n_attrs * sizeof *attrs);
+            int removed[1] = {a};
+            inf_status st = inf__pass_rewrite(pc, d, "ai.infera", "QConv", 1, 10, ins, na->n_attrs, attrs, removed, 1,
+                                              err);
+            if (st != INF_OK) return st;
+            (*n_rewritten)++;
+            break;
+        }
+    }
+    return INF_OK;
+}
+
+inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
+    *n_rewritten = 0;
+    inf_status st = fuse_pools(pc, n_rewritten, err); /* first: a pooled QConv stores float, never uint8 */
+    if (st != INF_OK) return st;
+    for (int b = 0; b < pc->g->n_nodes; b++) {
+        bool conv = is_fused(pc, b, "QConv");
+        if (!linkable(pc, b, "u8_in", conv)) continue;
+        const inf__node *nb = &pc->g->nodes[b];
+        int v = nb->inputs[0], a = v >= 0 ? pc->g->values[v].producer : -1;
+        if (a < 0 || !linkable(pc, a, "u8_out", conv) || pc->g->nodes[a].n_inputs != 7 || !inf__pass_uses(pc, v, 1) ||
+            pc->g->nodes[a].n_attrs + 1 > MAX_ATTRS || nb->n_attrs + 1 > MAX_ATTRS)
+            continue;
+        const inf_tensor *s = constant(pc, nb->inputs[1]);
+        int zv = nb->n_inputs > 2 ? nb->inputs[2] : -1;
+        const inf_tensor *z = constant(pc, zv);
+        if (!s || s->dtype != INF_DTYPE_F32 || inf_tensor_numel(s) != 1 ||
+            (zv >= 0 && (!z || z->dtype != INF_DTYPE_U8 || inf_tensor_numel(z) != 1)))
+            continue;
+        int ins_a[9];
+        memcpy(ins_a, pc->g->nodes[a].inputs, 7 * sizeof *ins_a);
+        ins_a[7] = nb->inputs[1], ins_a[8] = zv;
+        const char *op = conv ? "QConv" : "QGemm";
+        st = rewrite_with(pc, a, op, 9, ins_a, "u8_out", err);
+        if (st == INF_OK) st = rewrite_with(pc, b, op, nb->n_inputs, nb->inputs, "u8_in", err);
+        if (st != INF_OK) return st;
+        (*n_rewritten)++;
+    }
+    return fuse_residuals(pc, n_rewritten, err); /* last: a residual QConv writes float, never a uint8 link */
+}

@@ -1,0 +1,121 @@
+/*
+ * qconv_vnni_avx512.c -- the implicit-GEMM (direct) kernel of the 8-bit
+ * convolutions on AVX-512 VNNI: the raw u8 x s8 sums of a block of output
+ * positions, read straight from the channels-last input image instead of
+ * from an im2col copy.
+ *
+ * DESIGN: the convolution's K runs over (tap, channel) -- the order W is
+ * packed in (ops/ref/quantize.c, ops/qgemm.h panels of 16 columns, K in
+ * quads).  With the input uint8, channels last and zero-point padded
+ * (ops/ref/qgemm_drive.c), the K values of output position p for tap t are
+ * the cq contiguous bytes at rows[p] + tapoff[t]: no copy is needed when cq
+ * is a multiple of 4 (a quad never straddles two taps, so the packed B is
+ * walked contiguously).  The micro-kernel is the GEMM's (qgemm_vnni_avx512.c):
+ * 6 positions x 32 channels in 12 zmm sums, vpdpbusd (exact, no
+ * saturation), plus the per-column start value init (the folded zero-point
+ * term).  The caller applies no other correction: it uses this kernel only
+ * when W has no zero point (any_b_zp false).  Compiled with -mavx512vnni;
+ * called only when inf__qgemm_best_isa() is INF_QGEMM_VNNI512.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "ops/qgemm.h"
+
+enum { MR = 6, PANEL = 16 };
+
+static inline __m512i bcast4(const uint8_t *p) {
+    int32_t q;
+    memcpy(&q, p, 4);
+    return _mm512_set1_epi32(q);
+}
+
+/* The full 6 x 32 tile, accumulators named so they stay in registers. */
+static void tile_6x32(const inf__qgemm_b *b, const uint8_t *const *rows, const int64_t *tapoff, int64_t ntaps,
+                      int64_t cq, const int32_t *init, int64_t p, int32_t *c, int64_t ldc) {
+    const int8_t *w0p = (const int8_t *)b->data + p * b->kp * PANEL, *w1p = w0p + b->kp * PANEL;
+    __m512i c00 = _mm512_loadu_si512(init + p * PANEL), c01 = _mm512_loadu_si512(init + (p + 1) * PANEL);
+    __m512i c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01, c40 = c00, c41 = c01, c50 = c00, c51 = c01;
+    int64_t nq = cq / 4;
+    for (int64_t t = 0; t < ntaps; t++) {
+        const uint8_t *a0 = rows[0] + tapoff[t], *a1 = rows[1] + tapoff[t], *a2 = rows[2] + tapoff[t];
+        const uint8_t *a3 = rows[3] + tapoff[t], *a4 = rows[4] + tapoff[t], *a5 = rows[5] + tapoff[t];
+        const int8_t *b0 = w0p + t * nq * 4 * PANEL, *b1 = w1p + t * nq * 4 * PANEL;
+        for (int64_t g = 0; g < nq; g++) {
+            __m512i w0 = _mm512_loadu_si512(b0 + g * 4 * PANEL), w1 = _mm512_loadu_si512(b1 + g * 4 * PANEL), av;
+            av = bcast4(a0 + 4 * g), c00 = _mm512_dpbusd_epi32(c00, av, w0), c01 = _mm512_dpbusd_epi32(c01, av, w1);
+            av = bcast4(a1 + 4 * g), c10 = _mm512_dpbusd_epi32(c10, av, w0), c11 = _mm512_dpbusd_epi32(c11, av, w1);
+            av = bcast4(a2 + 4 * g), c20 = _mm512_dpbusd_epi32(c20, av, w0), c21 = _mm512_dpbusd_epi32(c21, av, w1);
+            av = bcast4(a3 + 4 * g), c30 = _mm512_dpbusd_epi32(c30, av, w0), c31 = _mm512_dpbusd_epi32(c31, av, w1);
+            av = bcast4(a4 + 4 * g), c40 = _mm512_dpbusd_epi32(c40, av, w0), c41 = _mm512_dpbusd_epi32(c41, av, w1);
+            av = bcast4(a5 + 4 * g), c50 = _mm512_dpbusd_epi32(c50, av, w0), c51 = _mm512_dpbusd_epi32(c51, av, w1);
+        }
+    }
+    int32_t *o = c + p * PANEL;
+    _mm512_storeu_si512(o, c00), _mm512_storeu_si512(o + PANEL, c01);
+    _mm512_storeu_si512(o + ldc, c10), _mm512_storeu_si512(o + ldc + PANEL, c11);
+    _mm512_storeu_si512(o + 2 * ldc, c20), _mm512_storeu_si512(o + 2 * ldc + PANEL, c21);
+    _mm512_storeu_si512(o + 3 * ldc, c30), _mm512_storeu_si512(o + 3 * ldc + PANEL, c31);
+    _mm512_storeu_si512(o + 4 * ldc, c40), _mm512_storeu_si512(o + 4 * ldc + PANEL, c41);
+    _mm512_storeu_si512(o + 5 * ldc, c50), _mm512_storeu_si512(o + 5 * ldc + PANEL, c51);
+}
+
+/* Any tile of mr <= 6 rows and one or two panels (the tails). */
+static inline __attribute__((always_inline)) void tile(const inf__qgemm_b *b, const uint8_t *const *rows,
+                                                      const int64_t *tapoff, int64_t ntaps, int64_t cq,
+                                                      const int32_t *init, const int mr, const int two, int64_t p,
+                                                      int32_t *c, int64_t ldc) {
+    const int8_t *w0p = (const int8_t *)b->data + p * b->kp * PANEL, *w1p = w0p + b->kp * PANEL;
+    __m512i acc[MR][2];
+    __m512i i0 = _mm512_loadu_si512(init + p * PANEL);
+    __m512i i1 = two ? _mm512_loadu_si512(init + (p + 1) * PANEL) : i0;
+    for (int r = 0; r < MR; r++) acc[r][0] = i0, acc[r][1] = i1;
+    int64_t nq = cq / 4;
+    for (int64_t t = 0; t < ntaps; t++) {
+        const int8_t *b0 = w0p + t * nq * 4 * PANEL, *b1 = w1p + t * nq * 4 * PANEL;
+        for (int64_t g = 0; g < nq; g++) {
+            __m512i w0 = _mm512_loadu_si512(b0 + g * 4 * PANEL);
+            __m512i w1 = two ? _mm512_loadu_si512(b1 + g * 4 * PANEL) : w0;
+            for (int r = 0; r < mr; r++) {
+                __m512i av = bcast4(rows[r] + tapoff[t] + 4 * g);
+                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, w0);
+                if (two) acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, w1);
+            }
+        }
+    }
+    for (int r = 0; r < mr; r++) {
+        _mm512_storeu_si512(c + r * ldc + p * PANEL, acc[r][0]);
+        if (two) _mm512_storeu_si512(c + r * ldc + (p + 1) * PANEL, acc[r][1]);
+    }
+}
+
+#define TILE_CASES(two)                                                                                                \
+    switch (mr) {                                                                                                      \
+    case 5: tile(b, rows, tapoff, ntaps, cq, init, 5, two, p, c, ldc); return;                                         \
+    case 4: tile(b, rows, tapoff, ntaps, cq, init, 4, two, p, c, ldc); return;                                         \
+    case 3: tile(b, rows, tapoff, ntaps, cq, init, 3, two, p, c, ldc); return;                                         \
+    case 2: tile(b, rows, tapoff, ntaps, cq, init, 2, two, p, c, ldc); return;                                         \
+    case 1: tile(b, rows, tapoff, ntaps, cq, init, 1, two, p, c, ldc); return;                                         \
+    default: tile(b, rows, tapoff, ntaps, cq, init, 6, two, p, c, ldc); return;                                        \
+    }
+
+static void tile_mr(const inf__qgemm_b *b, const uint8_t *const *rows, const int64_t *tapoff, int64_t ntaps,
+                    int64_t cq, const int32_t *init, int mr, int two, int64_t p, int32_t *c, int64_t ldc) {
+    if (two && mr == MR) {
+        tile_6x32(b, rows, tapoff, ntaps, cq, init, p, c, ldc);
+        return;
+    }
+    if (two) TILE_CASES(1)
+    TILE_CASES(0)
+}
+
+void inf__qconv_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
+                            int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc) {
+    int64_t panels = b->np / PANEL;
+    for (int64_t i = 0; i < m; i += MR) {
+        int mr = (int)(m - i < MR ? m - i : MR);
+        int64_t p = 0;
+        for (; p + 2 <= panels; p += 2) tile_mr(b, rows + i, tapoff, ntaps, cq, init, mr, 1, p, c + i * ldc, ldc);
+        if (p < panels) tile_mr(b, rows + i, tapoff, ntaps, cq, init, mr, 0, p, c + i * ldc, ldc);
+    }
+}

@@ -1,0 +1,68 @@
+/*
+ * qstore_avx512.c -- the 16-lane (AVX-512) forms of the INT8 graph's two
+ * per-element passes: quantizing float activations to uint8 (QuantizeLinear)
+ * and the uint8 store of a fused QConv / QGemm (INF_QOUT_F32_U8: scale,
+ * bias, activation, then QuantizeLinear).
+ *
+ * DESIGN: the same IEEE operations, in the same order, as the scalar twins
+ * (ops/ref/qgemm.c inf__quantize_u8_ref, ops/ref/qgemm_drive.c store_u8)
+ * and the AVX2 forms (x86/qgemm_avx2.c): a true division by the scale (not a
+ * reciprocal multiply), round half to even (roundscale), + zero point, clamp
+ * to [0, 255] by compares, NaN -> zero point; a separate multiply and add
+ * (the build does not contract them into FMAs: ISO C, -ffp-contract=off).
+ * So the bytes are identical (tests/kernels/test_qgemm.c).  Masks replace
+ * the blends, vpmovdb packs 16 lanes into 16 bytes, and tails use masked
+ * loads and stores.  Compiled with AVX-512 F/BW/VL; called only when
+ * inf__qgemm_best_isa() is INF_QGEMM_VNNI512.
+ */
+#include <immintrin.h>
+
+#include "ops/qgemm.h"
+
+static inline __m512i quantize16(__m512 v, __m512 s, __m512 z) {
+    const __m512 lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.0f);
+    __m512 r = _mm512_add_ps(_mm512_roundscale_ps(_mm512_div_ps(v, s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
+    __mmask16 nan = _mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q);
+    r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(r, lo, _CMP_LT_OQ), r, lo);
+    r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(r, hi, _CMP_GT_OQ), r, hi);
+    r = _mm512_mask_blend_ps(nan, r, z);
+    return _mm512_cvtps_epi32(r); /* an integer in [0, 255]: exact */
+}
+
+void inf__quantize_u8_avx512(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q) {
+    const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps((float)zp);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtepi32_epi8(quantize16(_mm512_loadu_ps(x + i), s, z)));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_cvtepi32_storeu_epi8(q + i, m, quantize16(_mm512_maskz_loadu_ps(m, x + i), s, z));
+    }
+}
+
+/* The fused activation, as act8 (x86/qgemm_avx2.c) and act (the scalar store). */
+static inline __m512 act16(const inf__epilogue *ep, __m512 v) {
+    if (!ep) return v;
+    const __m512 zero = _mm512_setzero_ps();
+    switch (ep->kind) {
+    case INF_EPILOGUE_RELU: return _mm512_max_ps(v, zero); /* NaN and -0 -> +0, as v > 0 ? v : 0 */
+    case INF_EPILOGUE_LEAKY_RELU:
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), v, _mm512_mul_ps(_mm512_set1_ps(ep->alpha), v));
+    case INF_EPILOGUE_CLIP: {
+        __m512 lo = _mm512_set1_ps(ep->lo), hi = _mm512_set1_ps(ep->hi);
+        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), v, lo);
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), v, hi);
+    }
+    default: return v;
+    }
+}
+
+void inf__qstore_u8_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
+    const __m512 s = _mm512_set1_ps(o->rq_scale), z = _mm512_set1_ps((float)o->rq_zp);
+    for (int64_t j = 0; j < n; j += 16) {
+        __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1);
+        __m512 mult = o->mult_per_col ? _mm512_maskz_loadu_ps(m, o->mult + j0 + j) : _mm512_set1_ps(o->mult[0]);
+        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c + j)), mult);
+        if (o->bias_f32) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, o->bias_f32 + j0 + j));
+        _mm512_mask_cvtepi32_storeu_epi8(y + j, m, quantize16(act16(o->act, v), s, z));
+    }
+}
