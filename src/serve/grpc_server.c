@@ -1,0 +1,818 @@
+/*
+ * grpc_server.c -- KServe V2 over gRPC (`infera serve --grpc-port P`): the
+ * inference.GRPCInferenceService of proto/kserve_v2.proto on Debian's gRPC
+ * C core (grpc/grpc.h), messages by protobuf-c (grpc_codec.c).
+ *
+ * TRANSPORT.  One completion queue, served by a few threads (--http-threads,
+ * default one per core) that each loop on grpc_completion_queue_next.  The
+ * server keeps PENDING_CALLS grpc_server_request_call requests posted; every
+ * completion's tag is a gtag naming the call and the step it finishes.
+ * A call is a small state machine:
+ *   new call  -> {SEND_INITIAL_METADATA, RECV_MESSAGE}
+ *   message   -> the method's handler; it answers with finish() now, or
+ *                later from the batcher's scheduler thread (ModelInfer)
+ *   finish    -> {SEND_MESSAGE?, SEND_STATUS_FROM_SERVER, RECV_CLOSE_ON_SERVER}
+ *   closed    -> the call is freed.
+ * ModelStreamInfer loops instead: message -> inference -> SEND_MESSAGE of a
+ * ModelStreamInferResponse -> RECV_MESSAGE of the next; one message is in
+ * the server at a time per stream, so responses leave in request order.  A
+ * failed inference is a response with error_message (Triton's rule: the
+ * stream goes on); the client's half-close ends the stream with OK.
+ *
+ * SHARED WITH HTTP.  Models, batchers, the inference path (infer_call.c),
+ * input validation (infer_bind.c), auth (a bearer token in the
+ * `authorization` metadata, the same roles per method as the HTTP routes),
+ * the audit, metrics (per-model counters; calls by method and status code
+ * under infera_grpc_*), and limits: --max-body-bytes bounds a message
+ * (gRPC core refuses bigger ones with RESOURCE_EXHAUSTED before we see them),
+ * --grpc-max-in-flight bounds the calls served at once, --request-timeout-ms
+ * and the request parameter "timeout" bound the queue wait.  Errors carry
+ * the HTTP endpoint's messages with the matching gRPC status code
+ * (grpc_codec.c inf__serve_grpc_status_of).
+ */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/slice.h>
+#include <grpc/support/time.h>
+
+#include "infera/registry.h"
+#include "kserve_v2.pb-c.h"
+#include "serve/serve.h"
+
+#define PENDING_CALLS 32
+#define MAX_THREADS 16
+#define N_CODES 17 /* grpc_status_code 0..16 */
+
+typedef struct gcall gcall;
+typedef void (*gtag_fn)(gcall *c, int ok);
+typedef struct gtag {
+    gtag_fn fn;
+    gcall *call;
+} gtag;
+
+enum { OPEN_HEALTH = 1, PREDICT = 2, ADMIN = 3 };
+
+typedef void (*unary_fn)(gcall *c, const uint8_t *msg, size_t n);
+typedef struct method_def {
+    const char *name;
+    unary_fn fn;
+    int access;
+    int streaming;
+} method_def;
+
+struct srv_grpc {
+    srv_server *srv;
+    grpc_server *server;
+    grpc_completion_queue *cq;
+    pthread_t threads[MAX_THREADS];
+    int n_threads;
+    _Atomic int64_t in_flight;
+    _Atomic int stopping;
+    gtag shutdown_tag;
+    _Atomic int shutdown_done;
+    _Atomic uint64_t calls[16][N_CODES]; /* by method (methods[] index, last = unknown) and status code */
+};
+
+struct gcall {
+    struct srv_grpc *g;
+    grpc_call *call;
+    grpc_call_details details;
+    grpc_metadata_array md;
+    const method_def *method;
+    int method_index;
+    gtag t_new, t_recv, t_send, t_final;
+    grpc_byte_buffer *recv;
+    grpc_byte_buffer *send;
+    grpc_slice status_details;
+    int has_details;
+    int cancelled;
+    int counted; /* counts toward in_flight */
+    /* ModelInfer / stream message state */
+    srv_infer_call ic;
+    Inference__ModelInferRequest *msg;
+    int raw_out;
+};
+
+static const char *const code_names[N_CODES] = {
+    "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
+    "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
+    "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+
+static void h_server_live(gcall *c, const uint8_t *msg, size_t n);
+static void h_server_ready(gcall *c, const uint8_t *msg, size_t n);
+static void h_model_ready(gcall *c, const uint8_t *msg, size_t n);
+static void h_server_metadata(gcall *c, const uint8_t *msg, size_t n);
+static void h_model_metadata(gcall *c, const uint8_t *msg, size_t n);
+static void h_model_infer(gcall *c, const uint8_t *msg, size_t n);
+static void h_repo_index(gcall *c, const uint8_t *msg, size_t n);
+static void h_repo_load(gcall *c, const uint8_t *msg, size_t n);
+static void h_repo_unload(gcall *c, const uint8_t *msg, size_t n);
+
+static const method_def methods[] = {
+    {"ServerLive", h_server_live, OPEN_HEALTH, 0},
+    {"ServerReady", h_server_ready, OPEN_HEALTH, 0},
+    {"ModelReady", h_model_ready, OPEN_HEALTH, 0},
+    {"ServerMetadata", h_server_metadata, OPEN_HEALTH, 0},
+    {"ModelMetadata", h_model_metadata, OPEN_HEALTH, 0},
+    {"ModelInfer", h_model_infer, PREDICT, 0},
+    {"ModelStreamInfer", NULL, PREDICT, 1},
+    {"RepositoryIndex", h_repo_index, ADMIN, 0},
+    {"RepositoryModelLoad", h_repo_load, ADMIN, 0},
+    {"RepositoryModelUnload", h_repo_unload, ADMIN, 0},
+};
+#define N_METHODS ((int)(sizeof methods / sizeof methods[0]))
+#define SERVICE_PREFIX "/inference.GRPCInferenceService/"
+
+/* ---- calls ------------------------------------------------------------------------ */
+
+static void on_new(gcall *c, int ok);
+static void on_recv(gcall *c, int ok);
+static void on_stream_recv(gcall *c, int ok);
+static void on_stream_sent(gcall *c, int ok);
+static void on_final(gcall *c, int ok);
+
+static void post_request(struct srv_grpc *g) {
+    if (atomic_load(&g->stopping)) return;
+    gcall *c = calloc(1, sizeof *c);
+    if (!c) return; /* fewer calls posted: the next completed call posts again */
+    c->g = g;
+    c->t_new = (gtag){on_new, c};
+    c->t_recv = (gtag){on_recv, c};
+    c->t_send = (gtag){on_stream_sent, c};
+    c->t_final = (gtag){on_final, c};
+    grpc_call_details_init(&c->details);
+    grpc_metadata_array_init(&c->md);
+    inf__serve_infer_call_init(&c->ic, g->srv);
+    if (grpc_server_request_call(g->server, &c->call, &c->details, &c->md, g->cq, g->cq, &c->t_new) != GRPC_CALL_OK) {
+        grpc_call_details_destroy(&c->details);
+        grpc_metadata_array_destroy(&c->md);
+        free(c);
+    }
+}
+
+static void free_call(gcall *c) {
+    inf__serve_infer_call_free(&c->ic);
+    inf__serve_grpc_free_infer(c->msg);
+    if (c->recv) grpc_byte_buffer_destroy(c->recv);
+    if (c->send) grpc_byte_buffer_destroy(c->send);
+    if (c->has_details) grpc_slice_unref(c->status_details);
+    if (c->call) grpc_call_unref(c->call);
+    grpc_call_details_destroy(&c->details);
+    grpc_metadata_array_destroy(&c->md);
+    if (c->counted) {
+        atomic_fetch_sub(&c->g->in_flight, 1);
+        atomic_fetch_sub(&c->g->srv->in_flight, 1);
+    }
+    free(c);
+}
+
+static void on_final(gcall *c, int ok) {
+    (void)ok;
+    free_call(c);
+}
+
+/* Answers the call: an optional response message (bytes, malloc'd, taken)
+ * and the status.  The last step of every unary call and of a stream. */
+static void finish(gcall *c, int code, const char *message, uint8_t *resp, size_t resp_n) {
+    int mi = c->method ? c->method_index : N_METHODS;
+    atomic_fetch_add_explicit(&c->g->calls[mi][code], 1, memory_order_relaxed);
+    grpc_op ops[3];
+    memset(ops, 0, sizeof ops);
+    int n = 0;
+    if (resp && code == GRPC_STATUS_OK) {
+        grpc_slice s = grpc_slice_new(resp, resp_n, free);
+        c->send = grpc_raw_byte_buffer_create(&s, 1);
+        grpc_slice_unref(s);
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n++].data.send_message.send_message = c->send;
+    } else {
+        free(resp);
+    }
+    c->status_details = grpc_slice_from_copied_string(message ? message : "");
+    c->has_details = 1;
+    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[n].data.send_status_from_server.status = (grpc_status_code)code;
+    ops[n++].data.send_status_from_server.status_details = &c->status_details;
+    ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    ops[n++].data.recv_close_on_server.cancelled = &c->cancelled;
+    if (grpc_call_start_batch(c->call, ops, (size_t)n, &c->t_final, NULL) != GRPC_CALL_OK) free_call(c);
+}
+
+/* A protobuf-c message packed into malloc'd bytes, then finish(OK). */
+static void reply(gcall *c, const ProtobufCMessage *m) {
+    size_t n = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL, 0);
+        return;
+    }
+    protobuf_c_message_pack(m, buf);
+    finish(c, GRPC_STATUS_OK, "", buf, n);
+}
+
+static const method_def *find_method(grpc_slice path, int *index) {
+    size_t n = GRPC_SLICE_LENGTH(path), pre = strlen(SERVICE_PREFIX);
+    const char *p = (const char *)GRPC_SLICE_START_PTR(path);
+    if (n <= pre || memcmp(p, SERVICE_PREFIX, pre)) return NULL;
+    for (int i = 0; i < N_METHODS; i++)
+        if (strlen(methods[i].name) == n - pre && !memcmp(p + pre, methods[i].name, n - pre)) {
+            *index = i;
+            return &methods[i];
+        }
+    return NULL;
+}
+
+/* The bearer token of the call's `authorization` metadata (copied into
+ * buf), or NULL. */
+static const char *bearer(gcall *c, char *buf, size_t size) {
+    for (size_t i = 0; i < c->md.count; i++) {
+        const grpc_metadata *m = &c->md.metadata[i];
+        if (grpc_slice_str_cmp(m->key, "authorization")) continue;
+        size_t n = GRPC_SLICE_LENGTH(m->value);
+        const char *v = (const char *)GRPC_SLICE_START_PTR(m->value);
+        if (n < 7 || strncasecmp(v, "Bearer ", 7) || n - 7 >= size) return NULL;
+        memcpy(buf, v + 7, n - 7);
+        buf[n - 7] = 0;
+        return buf;
+    }
+    return NULL;
+}
+
+/* The HTTP routes' access rule for the method (routes.c): 0 when the call
+ * may go on (c->ic.caller set), else answered with the refusal. */
+static int authorize(gcall *c, const char *model, int admin_level) {
+    srv_server *srv = c->g->srv;
+    int acc = c->method->access;
+    int need = acc == PREDICT || acc == ADMIN || (acc == OPEN_HEALTH && srv->opt.auth_health);
+    if (!admin_level && acc == ADMIN) admin_level = 1;
+    if ((!need && !admin_level) || !inf__serve_models_auth_enabled(srv->models)) return 0;
+    char tok[512];
+    char reg[160];
+    const char *regp = NULL;
+    if (model && model[0]) {
+        inf__serve_models_registry_name(srv->models, model, reg, sizeof reg);
+        regp = reg;
+    }
+    inf_error e = {0};
+    inf_status st = inf__serve_models_authorize(srv->models, bearer(c, tok, sizeof tok), regp, admin_level,
+                                                &c->ic.caller, &e);
+    if (st == INF_OK) return 0;
+    char msg[sizeof e.message + 64];
+    snprintf(msg, sizeof msg, "%s: %s", c->method->name, e.message);
+    finish(c, st == INF_EAUTH ? GRPC_STATUS_UNAUTHENTICATED : st == INF_EDENIED ? GRPC_STATUS_PERMISSION_DENIED
+                                                                                : GRPC_STATUS_UNAVAILABLE,
+           msg, NULL, 0);
+    return -1;
+}
+
+/* The whole message of a received byte buffer (one contiguous slice). */
+static grpc_slice read_all(grpc_byte_buffer *bb) {
+    grpc_byte_buffer_reader r;
+    if (!grpc_byte_buffer_reader_init(&r, bb)) return grpc_empty_slice();
+    grpc_slice s = grpc_byte_buffer_reader_readall(&r);
+    grpc_byte_buffer_reader_destroy(&r);
+    return s;
+}
+
+static void on_new(gcall *c, int ok) {
+    struct srv_grpc *g = c->g;
+    if (!ok) { /* the server is shutting down */
+        free_call(c);
+        return;
+    }
+    post_request(g);
+    c->counted = 1;
+    atomic_fetch_add(&g->srv->in_flight, 1);
+    int64_t now = atomic_fetch_add(&g->in_flight, 1) + 1;
+    c->method = find_method(c->details.method, &c->method_index);
+    if (!c->method) {
+        char msg[300];
+        int n = (int)GRPC_SLICE_LENGTH(c->details.method);
+        snprintf(msg, sizeof msg, "no method %.*s on this server (inference.GRPCInferenceService: see 'infera help "
+                                  "serve')", n > 200 ? 200 : n, (const char *)GRPC_SLICE_START_PTR(c->details.method));
+        finish(c, GRPC_STATUS_UNIMPLEMENTED, msg, NULL, 0);
+        return;
+    }
+    if (atomic_load(&g->srv->draining)) {
+        finish(c, GRPC_STATUS_UNAVAILABLE, "the server is shutting down", NULL, 0);
+        return;
+    }
+    if (now > g->srv->opt.grpc_max_in_flight) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "too many gRPC calls in flight (limit %d, --grpc-max-in-flight); retry later",
+                 g->srv->opt.grpc_max_in_flight);
+        finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, msg, NULL, 0);
+        return;
+    }
+    if (c->method->streaming) c->t_recv.fn = on_stream_recv;
+    grpc_op ops[2];
+    memset(ops, 0, sizeof ops);
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[1].op = GRPC_OP_RECV_MESSAGE;
+    ops[1].data.recv_message.recv_message = &c->recv;
+    if (grpc_call_start_batch(c->call, ops, 2, &c->t_recv, NULL) != GRPC_CALL_OK)
+        finish(c, GRPC_STATUS_INTERNAL, "cannot start the call", NULL, 0);
+}
+
+static void on_recv(gcall *c, int ok) {
+    if (!ok || !c->recv) {
+        finish(c, GRPC_STATUS_INVALID_ARGUMENT, "the call ended before its request message", NULL, 0);
+        return;
+    }
+    grpc_slice s = read_all(c->recv);
+    grpc_byte_buffer_destroy(c->recv);
+    c->recv = NULL;
+    c->method->fn(c, GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s));
+    grpc_slice_unref(s);
+}
+
+/* ---- inference (ModelInfer and each stream message) ------------------------------ */
+
+static void stream_answer(gcall *c, int code, const char *message, uint8_t *resp, size_t n);
+
+/* The outcome of one inference: the serialized ModelInferResponse (taken)
+ * or a failure (code, message), as the call's reply or the stream's next message. */
+static void answer(gcall *c, int code, const char *message, uint8_t *resp, size_t n) {
+    if (c->method->streaming) stream_answer(c, code, message, resp, n);
+    else finish(c, code, message, resp, n);
+}
+
+/* Encodes the finished run's outputs and answers. */
+static void infer_complete(gcall *c) {
+    srv_infer_call *ic = &c->ic;
+    inf_error e = {0};
+    uint8_t *out = NULL;
+    size_t n = 0;
+    inf_status st = inf__serve_infer_call_result(ic, &e);
+    if (st == INF_OK) {
+        srv_version *v = ic->version;
+        st = inf__serve_grpc_encode_infer(&ic->infer, v->model, v->name, v->version, ic->job_outputs, c->raw_out, &out,
+                                          &n, &e);
+        if (st != INF_OK) inf__serve_infer_call_count_failure(ic, SRV_FAIL_OTHER);
+        else inf__serve_infer_call_succeeded(ic);
+    }
+    inf__serve_infer_call_release(ic);
+    inf__serve_grpc_free_infer(c->msg);
+    c->msg = NULL;
+    if (st != INF_OK) answer(c, inf__serve_grpc_status_of(st), e.message, NULL, 0);
+    else answer(c, GRPC_STATUS_OK, "", out, n);
+}
+
+static void infer_queued_done(srv_infer_call *ic) { infer_complete(ic->user); }
+
+static void infer_refuse(gcall *c, inf_status st, const char *message) {
+    inf__serve_infer_call_release(&c->ic);
+    inf__serve_grpc_free_infer(c->msg);
+    c->msg = NULL;
+    answer(c, inf__serve_grpc_status_of(st), message, NULL, 0);
+}
+
+static void start_infer(gcall *c, const uint8_t *buf, size_t n) {
+    srv_infer_call *ic = &c->ic;
+    inf_error e = {0};
+    ic->t_start_ns = inf__serve_now_ns();
+    ic->done = infer_queued_done;
+    ic->user = c;
+    if (inf__serve_grpc_unpack_infer(buf, n, &c->msg, &e) != INF_OK) {
+        infer_refuse(c, e.status, e.message);
+        return;
+    }
+    if (authorize(c, c->msg->model_name, 0)) { /* answered (unary) */
+        inf__serve_grpc_free_infer(c->msg);
+        c->msg = NULL;
+        return;
+    }
+    if (!c->msg->model_name[0]) {
+        infer_refuse(c, INF_EINVAL, "model_name is empty");
+        return;
+    }
+    inf_status st = inf__serve_infer_call_acquire(ic, c->msg->model_name, c->msg->model_version, &e);
+    if (st != INF_OK) {
+        infer_refuse(c, INF_ENOENT, e.message);
+        return;
+    }
+    st = inf__serve_grpc_decode_infer(c->msg, ic->version->model, &ic->infer, &c->raw_out, &e);
+    if (st != INF_OK) {
+        inf__serve_infer_call_count_failure(ic, SRV_FAIL_BAD_REQUEST);
+        infer_refuse(c, st, e.message);
+        return;
+    }
+    int r = inf__serve_infer_call_run(ic, &e);
+    if (r < 0) infer_refuse(c, e.status, e.message);
+    else if (r == 0) infer_complete(c);
+    /* r == 1: infer_queued_done answers from the scheduler thread */
+}
+
+static void h_model_infer(gcall *c, const uint8_t *msg, size_t n) { start_infer(c, msg, n); }
+
+/* ---- ModelStreamInfer -------------------------------------------------------------- */
+
+static size_t put_varint(uint8_t *p, uint64_t v) {
+    size_t k = 0;
+    while (v >= 0x80) p[k++] = (uint8_t)(v | 0x80), v >>= 7;
+    p[k++] = (uint8_t)v;
+    return k;
+}
+
+/* A ModelStreamInferResponse around resp (field 2) or the error (field 1),
+ * framed by hand: the inner message is already serialized. */
+static uint8_t *stream_message(const char *error, const uint8_t *resp, size_t n, size_t *out_n) {
+    size_t len = error ? strlen(error) : n;
+    uint8_t *b = malloc(len + 11);
+    if (!b) return NULL;
+    b[0] = error ? 0x0a : 0x12;
+    size_t k = 1 + put_varint(b + 1, len);
+    if (len) memcpy(b + k, error ? (const uint8_t *)error : resp, len);
+    *out_n = k + len;
+    return b;
+}
+
+static void stream_recv_next(gcall *c) {
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_MESSAGE;
+    op.data.recv_message.recv_message = &c->recv;
+    if (grpc_call_start_batch(c->call, &op, 1, &c->t_recv, NULL) != GRPC_CALL_OK)
+        finish(c, GRPC_STATUS_INTERNAL, "cannot read the stream", NULL, 0);
+}
+
+static void stream_answer(gcall *c, int code, const char *message, uint8_t *resp, size_t n) {
+    size_t len = 0;
+    uint8_t *b = stream_message(code == GRPC_STATUS_OK ? NULL : message, resp, n, &len);
+    free(resp);
+    if (!b) {
+        finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL, 0);
+        return;
+    }
+    int mi = c->method_index;
+    atomic_fetch_add_explicit(&c->g->calls[mi][code], 1, memory_order_relaxed);
+    grpc_slice s = grpc_slice_new(b, len, free);
+    if (c->send) grpc_byte_buffer_destroy(c->send);
+    c->send = grpc_raw_byte_buffer_create(&s, 1);
+    grpc_slice_unref(s);
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_SEND_MESSAGE;
+    op.data.send_message.send_message = c->send;
+    if (grpc_call_start_batch(c->call, &op, 1, &c->t_send, NULL) != GRPC_CALL_OK)
+        finish(c, GRPC_STATUS_INTERNAL, "cannot write the stream", NULL, 0);
+}
+
+static void on_stream_sent(gcall *c, int ok) {
+    if (c->send) grpc_byte_buffer_destroy(c->send);
+    c->send = NULL;
+    if (!ok) { /* the client went away */
+        finish(c, GRPC_STATUS_CANCELLED, "the stream was closed", NULL, 0);
+        return;
+    }
+    stream_recv_next(c);
+}
+
+static void on_stream_recv(gcall *c, int ok) {
+    if (!ok || !c->recv) { /* half-close: every message has been answered */
+        finish(c, GRPC_STATUS_OK, "", NULL, 0);
+        return;
+    }
+    grpc_slice s = read_all(c->recv);
+    grpc_byte_buffer_destroy(c->recv);
+    c->recv = NULL;
+    start_infer(c, GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s));
+    grpc_slice_unref(s);
+}
+
+/* ---- health and metadata ------------------------------------------------------------ */
+
+/* Unpacks a request message of descriptor d, or answers INVALID_ARGUMENT. */
+static ProtobufCMessage *unpack(gcall *c, const ProtobufCMessageDescriptor *d, const uint8_t *msg, size_t n) {
+    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, n, msg);
+    if (!m) {
+        char e[200];
+        snprintf(e, sizeof e, "malformed %s: %zu bytes that are not a valid %s protobuf message", d->short_name, n,
+                 d->name);
+        finish(c, GRPC_STATUS_INVALID_ARGUMENT, e, NULL, 0);
+    }
+    return m;
+}
+
+static void h_server_live(gcall *c, const uint8_t *msg, size_t n) {
+    (void)msg, (void)n;
+    if (authorize(c, NULL, 0)) return;
+    Inference__ServerLiveResponse r = INFERENCE__SERVER_LIVE_RESPONSE__INIT;
+    r.live = 1;
+    reply(c, &r.base);
+}
+
+static void h_server_ready(gcall *c, const uint8_t *msg, size_t n) {
+    (void)msg, (void)n;
+    if (authorize(c, NULL, 0)) return;
+    srv_server *srv = c->g->srv;
+    Inference__ServerReadyResponse r = INFERENCE__SERVER_READY_RESPONSE__INIT;
+    r.ready = !atomic_load(&srv->draining) && inf__serve_models_all_ready(srv->models) &&
+              inf__serve_models_n_loaded(srv->models) > 0;
+    reply(c, &r.base);
+}
+
+static void h_model_ready(gcall *c, const uint8_t *msg, size_t n) {
+    Inference__ModelReadyRequest *q = (void *)unpack(c, &inference__model_ready_request__descriptor, msg, n);
+    if (!q) return;
+    if (!authorize(c, q->name, 0)) {
+        srv_version *v;
+        inf_error e = {0};
+        Inference__ModelReadyResponse r = INFERENCE__MODEL_READY_RESPONSE__INIT;
+        r.ready = inf__serve_models_acquire(c->g->srv->models, q->name, q->version, &v, &e) == INF_OK;
+        if (r.ready) inf__serve_version_release(v);
+        reply(c, &r.base);
+    }
+    protobuf_c_message_free_unpacked(&q->base, NULL);
+}
+
+static void h_server_metadata(gcall *c, const uint8_t *msg, size_t n) {
+    (void)msg, (void)n;
+    if (authorize(c, NULL, 0)) return;
+    static char *extensions[] = {"binary_tensor_data", "model_repository", "parameters", "metrics", "records"};
+    Inference__ServerMetadataResponse r = INFERENCE__SERVER_METADATA_RESPONSE__INIT;
+    r.name = (char *)"infera";
+    r.version = (char *)inf_version();
+    r.n_extensions = sizeof extensions / sizeof extensions[0];
+    r.extensions = extensions;
+    reply(c, &r.base);
+}
+
+/* One TensorMetadata as /v2/models/{name} describes it (routes.c tensor_meta). */
+static void tensor_meta(Inference__ModelMetadataResponse__TensorMetadata *t, const inf_value_info *vi,
+                        const srv_map_output *mo, int64_t *dims, char *dtype_buf, size_t dtype_size) {
+    inference__model_metadata_response__tensor_metadata__init(t);
+    t->name = (char *)vi->name;
+    if (mo) {
+        t->datatype = (char *)inf__serve_kserve_dtype(mo->dtype);
+        dims[0] = -1, dims[1] = mo->n_classes;
+        t->n_shape = 2;
+        t->shape = dims;
+        return;
+    }
+    const char *dt = vi->kind == INF_KIND_TENSOR ? inf__serve_kserve_dtype(vi->dtype) : NULL;
+    if (!dt) {
+        snprintf(dtype_buf, dtype_size, "%s(%s)",
+                 vi->kind == INF_KIND_SEQUENCE ? "SEQUENCE" : vi->kind == INF_KIND_MAP ? "MAP" : "TENSOR",
+                 inf_dtype_name(vi->dtype));
+        dt = dtype_buf;
+    }
+    t->datatype = (char *)dt;
+    t->n_shape = vi->ndim > 0 ? (size_t)vi->ndim : 0;
+    for (int d = 0; d < vi->ndim; d++) dims[d] = vi->dims[d] >= 0 ? vi->dims[d] : -1;
+    t->shape = dims;
+}
+
+static void h_model_metadata(gcall *c, const uint8_t *msg, size_t n) {
+    Inference__ModelMetadataRequest *q = (void *)unpack(c, &inference__model_metadata_request__descriptor, msg, n);
+    if (!q) return;
+    if (authorize(c, q->name, 0)) goto out;
+    srv_version *v;
+    inf_error e = {0};
+    if (inf__serve_models_acquire(c->g->srv->models, q->name, q->version, &v, &e) != INF_OK) {
+        finish(c, GRPC_STATUS_NOT_FOUND, e.message, NULL, 0);
+        goto out;
+    }
+    int ni = inf_model_n_inputs(v->model), no = inf_model_n_outputs(v->model), nt = ni + no;
+    Inference__ModelMetadataResponse__TensorMetadata *ts = calloc((size_t)nt + 1, sizeof *ts);
+    Inference__ModelMetadataResponse__TensorMetadata **tp = calloc((size_t)nt + 1, sizeof *tp);
+    int64_t(*dims)[INF_MAX_DIMS] = calloc((size_t)nt + 1, sizeof *dims);
+    char(*dtn)[48] = calloc((size_t)nt + 1, sizeof *dtn);
+    if (!ts || !tp || !dims || !dtn) {
+        finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL, 0);
+    } else {
+        for (int i = 0; i < nt; i++) {
+            const srv_map_output *mo = i >= ni ? inf__serve_batcher_map_output(v->batcher, i - ni) : NULL;
+            const inf_value_info *vi = i < ni ? inf_model_input(v->model, i) : inf_model_output(v->model, i - ni);
+            tensor_meta(&ts[i], vi, mo, dims[i], dtn[i], sizeof dtn[i]);
+            tp[i] = &ts[i];
+        }
+        char *versions[1] = {v->version};
+        Inference__ModelMetadataResponse r = INFERENCE__MODEL_METADATA_RESPONSE__INIT;
+        r.name = v->name;
+        r.n_versions = 1;
+        r.versions = versions;
+        r.platform = (char *)"onnx_onnxv1";
+        r.n_inputs = (size_t)ni;
+        r.inputs = tp;
+        r.n_outputs = (size_t)no;
+        r.outputs = tp + ni;
+        reply(c, &r.base);
+    }
+    free(ts), free(tp), free(dims), free(dtn);
+    inf__serve_version_release(v);
+out:
+    protobuf_c_message_free_unpacked(&q->base, NULL);
+}
+
+/* ---- repository ---------------------------------------------------------------------- */
+
+/* The index as the HTTP endpoint writes it (models.c), re-read into messages. */
+static void h_repo_index(gcall *c, const uint8_t *msg, size_t n) {
+    Inference__RepositoryIndexRequest *q = (void *)unpack(c, &inference__repository_index_request__descriptor, msg, n);
+    if (!q) return;
+    if (authorize(c, NULL, 0)) goto out;
+    srv_buf json = {0};
+    inf__serve_models_index_json(c->g->srv->models, q->ready, &json);
+    cJSON *arr = json.oom ? NULL : cJSON_ParseWithLength(json.p ? json.p : "[]", json.n);
+    inf__serve_buf_free(&json);
+    int count = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : -1;
+    Inference__RepositoryIndexResponse__ModelIndex *ms = count >= 0 ? calloc((size_t)count + 1, sizeof *ms) : NULL;
+    Inference__RepositoryIndexResponse__ModelIndex **mp = count >= 0 ? calloc((size_t)count + 1, sizeof *mp) : NULL;
+    if (!ms || !mp) {
+        finish(c, GRPC_STATUS_INTERNAL, "cannot list the repository", NULL, 0);
+    } else {
+        static const char *const keys[4] = {"name", "version", "state", "reason"};
+        for (int i = 0; i < count; i++) {
+            const cJSON *o = cJSON_GetArrayItem(arr, i);
+            char *vals[4];
+            for (int k = 0; k < 4; k++) {
+                const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, keys[k]));
+                vals[k] = (char *)(s ? s : "");
+            }
+            inference__repository_index_response__model_index__init(&ms[i]);
+            ms[i].name = vals[0], ms[i].version = vals[1], ms[i].state = vals[2], ms[i].reason = vals[3];
+            mp[i] = &ms[i];
+        }
+        Inference__RepositoryIndexResponse r = INFERENCE__REPOSITORY_INDEX_RESPONSE__INIT;
+        r.n_models = (size_t)count;
+        r.models = mp;
+        reply(c, &r.base);
+    }
+    free(ms), free(mp);
+    cJSON_Delete(arr);
+out:
+    protobuf_c_message_free_unpacked(&q->base, NULL);
+}
+
+/* parameters "ref" (or "path"): what to load, as the HTTP load's parameters.ref. */
+static int load_ref(gcall *c, const Inference__RepositoryModelLoadRequest *q, const char **ref) {
+    *ref = NULL;
+    for (size_t i = 0; i < q->n_parameters; i++) {
+        const char *k = q->parameters[i]->key;
+        if (!k || (strcmp(k, "ref") && strcmp(k, "path"))) continue;
+        const Inference__ModelRepositoryParameter *p = q->parameters[i]->value;
+        if (!p || p->parameter_choice_case != INFERENCE__MODEL_REPOSITORY_PARAMETER__PARAMETER_CHOICE_STRING_PARAM) {
+            finish(c, GRPC_STATUS_INVALID_ARGUMENT,
+                   "parameters.ref must be a string (an .onnx path or a registry reference)", NULL, 0);
+            return -1;
+        }
+        if (!*ref || !strcmp(k, "ref")) *ref = p->string_param;
+    }
+    return 0;
+}
+
+static void h_repo_load(gcall *c, const uint8_t *msg, size_t n) {
+    Inference__RepositoryModelLoadRequest *q =
+        (void *)unpack(c, &inference__repository_model_load_request__descriptor, msg, n);
+    if (!q) return;
+    const char *ref;
+    if (authorize(c, q->model_name, 0) || load_ref(c, q, &ref)) goto out;
+    srv_server *srv = c->g->srv;
+    /* a file path brings a file of the server's onto it: with auth on, only an admin may (routes.c) */
+    if (ref && inf_registry_ref_is_path(ref) && inf__serve_models_auth_enabled(srv->models) &&
+        authorize(c, NULL, 2))
+        goto out;
+    inf_error e = {0};
+    inf_status st = inf__serve_models_load(srv->models, q->model_name, ref, c->ic.caller, &e);
+    if (st != INF_OK) {
+        finish(c, st == INF_EBUSY ? GRPC_STATUS_FAILED_PRECONDITION : inf__serve_grpc_status_of(st), e.message, NULL,
+               0);
+    } else {
+        Inference__RepositoryModelLoadResponse r = INFERENCE__REPOSITORY_MODEL_LOAD_RESPONSE__INIT;
+        reply(c, &r.base);
+    }
+out:
+    protobuf_c_message_free_unpacked(&q->base, NULL);
+}
+
+static void h_repo_unload(gcall *c, const uint8_t *msg, size_t n) {
+    Inference__RepositoryModelUnloadRequest *q =
+        (void *)unpack(c, &inference__repository_model_unload_request__descriptor, msg, n);
+    if (!q) return;
+    if (authorize(c, q->model_name, 0)) goto out;
+    inf_error e = {0};
+    if (inf__serve_models_unload(c->g->srv->models, q->model_name, c->ic.caller, &e) != INF_OK) {
+        finish(c, GRPC_STATUS_NOT_FOUND, e.message, NULL, 0);
+    } else {
+        Inference__RepositoryModelUnloadResponse r = INFERENCE__REPOSITORY_MODEL_UNLOAD_RESPONSE__INIT;
+        reply(c, &r.base);
+    }
+out:
+    protobuf_c_message_free_unpacked(&q->base, NULL);
+}
+
+/* ---- server ---------------------------------------------------------------------------- */
+
+static void on_shutdown(gcall *c, int ok) {
+    (void)c, (void)ok;
+}
+
+static void *cq_loop(void *arg) {
+    struct srv_grpc *g = arg;
+    for (;;) {
+        grpc_event ev = grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
+        if (ev.type != GRPC_OP_COMPLETE) continue;
+        gtag *t = ev.tag;
+        if (t == &g->shutdown_tag) {
+            atomic_store(&g->shutdown_done, 1);
+            continue;
+        }
+        t->fn(t->call, ev.success);
+    }
+    return NULL;
+}
+
+inf_status inf__serve_grpc_start(srv_server *srv, inf_error *err) {
+    if (srv->opt.grpc_port <= 0) return INF_OK;
+    struct srv_grpc *g = calloc(1, sizeof *g);
+    if (!g) return inf_error_set(err, INF_ENOMEM, "gRPC endpoint: out of memory");
+    g->srv = srv;
+    g->shutdown_tag = (gtag){on_shutdown, NULL};
+    grpc_init();
+    int max_msg = srv->opt.max_body_bytes > INT32_MAX ? INT32_MAX : (int)srv->opt.max_body_bytes;
+    grpc_arg args[3];
+    args[0].type = GRPC_ARG_INTEGER, args[0].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+    args[0].value.integer = max_msg;
+    args[1].type = GRPC_ARG_INTEGER, args[1].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
+    args[1].value.integer = -1;
+    args[2].type = GRPC_ARG_INTEGER, args[2].key = (char *)GRPC_ARG_ALLOW_REUSEPORT, args[2].value.integer = 0;
+    grpc_channel_args chargs = {3, args};
+    g->server = grpc_server_create(&chargs, NULL);
+    g->cq = grpc_completion_queue_create_for_next(NULL);
+    grpc_server_register_completion_queue(g->server, g->cq, NULL);
+    char addr[320];
+    int v6 = strchr(srv->opt.host, ':') != NULL;
+    snprintf(addr, sizeof addr, "%s%s%s:%d", v6 ? "[" : "", srv->opt.host, v6 ? "]" : "", srv->opt.grpc_port);
+    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+    int port = grpc_server_add_http2_port(g->server, addr, creds);
+    grpc_server_credentials_release(creds);
+    if (port <= 0) {
+        grpc_server_destroy(g->server);
+        grpc_completion_queue_shutdown(g->cq);
+        while (grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN) {}
+        grpc_completion_queue_destroy(g->cq);
+        grpc_shutdown();
+        free(g);
+        return inf_error_set(err, INF_EIO, "gRPC endpoint: cannot listen on %s (address in use, or not a local "
+                                           "address?)", addr);
+    }
+    srv->opt.grpc_port = port;
+    grpc_server_start(g->server);
+    for (int i = 0; i < PENDING_CALLS; i++) post_request(g);
+    int threads = srv->opt.http_threads > 0 ? srv->opt.http_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1) threads = 1;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    for (int i = 0; i < threads; i++)
+        if (pthread_create(&g->threads[g->n_threads], NULL, cq_loop, g) == 0) g->n_threads++;
+    srv->grpc = g;
+    if (!g->n_threads) {
+        inf__serve_grpc_stop(srv);
+        return inf_error_set(err, INF_EIO, "gRPC endpoint: cannot start its threads");
+    }
+    return INF_OK;
+}
+
+void inf__serve_grpc_stop(srv_server *srv) {
+    struct srv_grpc *g = srv->grpc;
+    if (!g) return;
+    atomic_store(&g->stopping, 1);
+    grpc_server_shutdown_and_notify(g->server, g->cq, &g->shutdown_tag);
+    /* calls in flight finish (main.c drained them); streams still open are cut */
+    uint64_t deadline = inf__serve_now_ns() + 2000000000ull;
+    while (!atomic_load(&g->shutdown_done) && inf__serve_now_ns() < deadline) usleep(2000);
+    if (!atomic_load(&g->shutdown_done)) grpc_server_cancel_all_calls(g->server);
+    while (!atomic_load(&g->shutdown_done) && g->n_threads) usleep(2000);
+    grpc_server_destroy(g->server);
+    grpc_completion_queue_shutdown(g->cq);
+    for (int i = 0; i < g->n_threads; i++) pthread_join(g->threads[i], NULL);
+    grpc_completion_queue_destroy(g->cq);
+    grpc_shutdown();
+    srv->grpc = NULL;
+    free(g);
+}
+
+void inf__serve_grpc_metrics_render(srv_server *srv, srv_buf *out) {
+    struct srv_grpc *g = srv->grpc;
+    if (!g) return;
+    inf__serve_buf_puts(out, "# HELP infera_grpc_calls_total gRPC calls (stream messages for ModelStreamInfer) by "
+                             "method and status code.\n# TYPE infera_grpc_calls_total counter\n");
+    for (int m = 0; m <= N_METHODS; m++)
+        for (int k = 0; k < N_CODES; k++) {
+            uint64_t v = atomic_load_explicit(&g->calls[m][k], memory_order_relaxed);
+            if (!v) continue;
+            inf__serve_buf_printf(out, "infera_grpc_calls_total{protocol=\"grpc\",method=\"%s\",code=\"%s\"} %llu\n",
+                                  m < N_METHODS ? methods[m].name : "unknown", code_names[k], (unsigned long long)v);
+        }
+    inf__serve_buf_printf(out, "# HELP infera_grpc_calls_in_flight gRPC calls being served.\n"
+                               "# TYPE infera_grpc_calls_in_flight gauge\ninfera_grpc_calls_in_flight %lld\n",
+                          (long long)atomic_load(&g->in_flight));
+}
