@@ -94,6 +94,8 @@ struct gcall {
     int has_details;
     int cancelled;
     int counted; /* counts toward in_flight */
+    int refuse_code;       /* != 0: refused at its start (answered after its first message) */
+    char refuse_msg[300];
     /* ModelInfer / stream message state */
     srv_infer_call ic;
     Inference__ModelInferRequest *msg;
@@ -245,14 +247,15 @@ static const char *bearer(gcall *c, char *buf, size_t size) {
     return NULL;
 }
 
-/* The HTTP routes' access rule for the method (routes.c): 0 when the call
- * may go on (c->ic.caller set), else answered with the refusal. */
-static int authorize(gcall *c, const char *model, int admin_level) {
+/* The HTTP routes' access rule for the method (routes.c): INF_OK when the
+ * call may go on (c->ic.caller set), else the refusal (EAUTH, EDENIED, or
+ * another status when the registry cannot answer) with its message in e. */
+static inf_status check_access(gcall *c, const char *model, int admin_level, inf_error *e) {
     srv_server *srv = c->g->srv;
     int acc = c->method->access;
     int need = acc == PREDICT || acc == ADMIN || (acc == OPEN_HEALTH && srv->opt.auth_health);
     if (!admin_level && acc == ADMIN) admin_level = 1;
-    if ((!need && !admin_level) || !inf__serve_models_auth_enabled(srv->models)) return 0;
+    if ((!need && !admin_level) || !inf__serve_models_auth_enabled(srv->models)) return INF_OK;
     char tok[512];
     char reg[160];
     const char *regp = NULL;
@@ -260,15 +263,25 @@ static int authorize(gcall *c, const char *model, int admin_level) {
         inf__serve_models_registry_name(srv->models, model, reg, sizeof reg);
         regp = reg;
     }
-    inf_error e = {0};
+    inf_error ae = {0};
     inf_status st = inf__serve_models_authorize(srv->models, bearer(c, tok, sizeof tok), regp, admin_level,
-                                                &c->ic.caller, &e);
+                                                &c->ic.caller, &ae);
+    if (st != INF_OK) inf_error_set(e, st, "%s: %s", c->method->name, ae.message);
+    return st;
+}
+
+static int access_code(inf_status st) {
+    return st == INF_EAUTH ? GRPC_STATUS_UNAUTHENTICATED : st == INF_EDENIED ? GRPC_STATUS_PERMISSION_DENIED
+                                                                              : GRPC_STATUS_UNAVAILABLE;
+}
+
+/* check_access, answering a refusal (the call is then finished: the caller
+ * must not touch c any more, only free its own things). */
+static int authorize(gcall *c, const char *model, int admin_level) {
+    inf_error e = {0};
+    inf_status st = check_access(c, model, admin_level, &e);
     if (st == INF_OK) return 0;
-    char msg[sizeof e.message + 64];
-    snprintf(msg, sizeof msg, "%s: %s", c->method->name, e.message);
-    finish(c, st == INF_EAUTH ? GRPC_STATUS_UNAUTHENTICATED : st == INF_EDENIED ? GRPC_STATUS_PERMISSION_DENIED
-                                                                                : GRPC_STATUS_UNAVAILABLE,
-           msg, NULL, 0);
+    finish(c, access_code(st), e.message, NULL, 0);
     return -1;
 }
 
@@ -292,26 +305,26 @@ static void on_new(gcall *c, int ok) {
     atomic_fetch_add(&g->srv->in_flight, 1);
     int64_t now = atomic_fetch_add(&g->in_flight, 1) + 1;
     c->method = find_method(c->details.method, &c->method_index);
+    /* a refused call still reads its first message before the status: a
+     * status sent on a call whose message was never read does not reach
+     * the client */
     if (!c->method) {
-        char msg[300];
         int n = (int)GRPC_SLICE_LENGTH(c->details.method);
-        snprintf(msg, sizeof msg, "no method %.*s on this server (inference.GRPCInferenceService: see 'infera help "
-                                  "serve')", n > 200 ? 200 : n, (const char *)GRPC_SLICE_START_PTR(c->details.method));
-        finish(c, GRPC_STATUS_UNIMPLEMENTED, msg, NULL, 0);
-        return;
-    }
-    if (atomic_load(&g->srv->draining)) {
-        finish(c, GRPC_STATUS_UNAVAILABLE, "the server is shutting down", NULL, 0);
-        return;
-    }
-    if (now > g->srv->opt.grpc_max_in_flight) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "too many gRPC calls in flight (limit %d, --grpc-max-in-flight); retry later",
+        c->refuse_code = GRPC_STATUS_UNIMPLEMENTED;
+        snprintf(c->refuse_msg, sizeof c->refuse_msg,
+                 "no method %.*s on this server (inference.GRPCInferenceService: see 'infera help serve')",
+                 n > 200 ? 200 : n, (const char *)GRPC_SLICE_START_PTR(c->details.method));
+    } else if (atomic_load(&g->srv->draining)) {
+        c->refuse_code = GRPC_STATUS_UNAVAILABLE;
+        snprintf(c->refuse_msg, sizeof c->refuse_msg, "the server is shutting down");
+    } else if (now > g->srv->opt.grpc_max_in_flight) {
+        c->refuse_code = GRPC_STATUS_RESOURCE_EXHAUSTED;
+        snprintf(c->refuse_msg, sizeof c->refuse_msg,
+                 "too many gRPC calls in flight (limit %d, --grpc-max-in-flight); retry later",
                  g->srv->opt.grpc_max_in_flight);
-        finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, msg, NULL, 0);
-        return;
+    } else if (c->method->streaming) {
+        c->t_recv.fn = on_stream_recv;
     }
-    if (c->method->streaming) c->t_recv.fn = on_stream_recv;
     grpc_op ops[2];
     memset(ops, 0, sizeof ops);
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
@@ -321,7 +334,15 @@ static void on_new(gcall *c, int ok) {
         finish(c, GRPC_STATUS_INTERNAL, "cannot start the call", NULL, 0);
 }
 
+/* A call refused at its start (on_new), answered once its message was read. */
+static int refused(gcall *c) {
+    if (!c->refuse_code) return 0;
+    finish(c, c->refuse_code, c->refuse_msg, NULL, 0);
+    return 1;
+}
+
 static void on_recv(gcall *c, int ok) {
+    if (refused(c)) return;
     if (!ok || !c->recv) {
         finish(c, GRPC_STATUS_INVALID_ARGUMENT, "the call ended before its request message", NULL, 0);
         return;
@@ -384,9 +405,11 @@ static void start_infer(gcall *c, const uint8_t *buf, size_t n) {
         infer_refuse(c, e.status, e.message);
         return;
     }
-    if (authorize(c, c->msg->model_name, 0)) { /* answered (unary) */
+    inf_status ast = check_access(c, c->msg->model_name, 0, &e);
+    if (ast != INF_OK) { /* the whole call ends, a stream too: its one token is refused */
         inf__serve_grpc_free_infer(c->msg);
         c->msg = NULL;
+        finish(c, access_code(ast), e.message, NULL, 0);
         return;
     }
     if (!c->msg->model_name[0]) {
@@ -476,6 +499,7 @@ static void on_stream_sent(gcall *c, int ok) {
 }
 
 static void on_stream_recv(gcall *c, int ok) {
+    if (refused(c)) return;
     if (!ok || !c->recv) { /* half-close: every message has been answered */
         finish(c, GRPC_STATUS_OK, "", NULL, 0);
         return;
