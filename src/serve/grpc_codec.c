@@ -131,7 +131,8 @@ static inf_status strings_from_contents(srv_input *in, const contents_msg *c, in
     if (!in->strings || !in->data) return inf_error_set(err, INF_ENOMEM, "input '%s': out of memory", in->name);
     for (int64_t k = 0; k < numel; k++) {
         const ProtobufCBinaryData *b = &c->bytes_contents[k];
-        if (memchr(b->data, 0, b->len)) return inf_error_set(err, INF_EINVAL, INF__SERVE_NUL_MSG, in->name, (long long)k);
+        if (b->len && memchr(b->data, 0, b->len))
+            return inf_error_set(err, INF_EINVAL, INF__SERVE_NUL_MSG, in->name, (long long)k);
         char *v = malloc(b->len + 1);
         if (!v) return inf_error_set(err, INF_ENOMEM, "input '%s': out of memory", in->name);
         if (b->len) memcpy(v, b->data, b->len);
@@ -144,6 +145,8 @@ static inf_status strings_from_contents(srv_input *in, const contents_msg *c, in
 
 /* in's data from the typed field its datatype selects. */
 static inf_status data_from_contents(srv_input *in, const contents_msg *c, int64_t numel, inf_error *err) {
+    static const contents_msg none = INFERENCE__INFER_TENSOR_CONTENTS__INIT;
+    if (!c) c = &none; /* no contents: right only for an empty tensor */
     const char *field = typed_field_of(in->dtype);
     if (!field)
         return inf_error_set(err, INF_ETYPE, "input '%s': %s data cannot be given as typed contents; use "

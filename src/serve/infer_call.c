@@ -28,8 +28,25 @@ void inf__serve_infer_call_init(srv_infer_call *c, srv_server *srv) {
     c->t_start_ns = inf__serve_now_ns();
 }
 
+/* ---- the two hooks every protocol passes through ----------------------------------
+ * ROUTING: which version answers a request for (name, version) from caller;
+ * today the one serving name (or the version asked for).  Traffic splitting
+ * and shadowing (issue 25) decide here, for HTTP and gRPC alike.
+ * ADMISSION: a request's cost (one request, rows) is counted here, after
+ * decoding and before the batcher; per-caller quotas refuse here. */
+inf_status inf__serve_resolve_version(srv_server *srv, const char *name, const char *version, int caller,
+                                      srv_version **out, inf_error *err) {
+    (void)caller;
+    return inf__serve_models_acquire(srv->models, name, version, out, err);
+}
+
+inf_status inf__serve_admit(srv_server *srv, srv_version *v, int caller, int64_t rows, inf_error *err) {
+    (void)srv, (void)v, (void)caller, (void)rows, (void)err;
+    return INF_OK;
+}
+
 inf_status inf__serve_infer_call_acquire(srv_infer_call *c, const char *name, const char *version, inf_error *err) {
-    return inf__serve_models_acquire(c->srv->models, name, version, &c->version, err);
+    return inf__serve_resolve_version(c->srv, name, version, c->caller, &c->version, err);
 }
 
 void inf__serve_infer_call_count_failure(srv_infer_call *c, int reason) {
@@ -91,6 +108,11 @@ int inf__serve_infer_call_run(srv_infer_call *c, inf_error *err) {
         }
     }
     job->rows = rows < 0 ? 1 : rows;
+    inf_status ast = inf__serve_admit(c->srv, v, c->caller, job->rows, err);
+    if (ast != INF_OK) {
+        inf__serve_infer_call_count_failure(c, inf__serve_infer_failure_reason(ast));
+        return -1;
+    }
     job->inputs = c->job_inputs;
     job->outputs = c->job_outputs;
     job->done = job_done;

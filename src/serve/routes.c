@@ -211,7 +211,7 @@ static void tensor_meta(srv_buf *b, const inf_value_info *vi) {
 
 static int acquire(srv_request *rq, srv_version **v) {
     inf_error e = {0};
-    if (inf__serve_models_acquire(rq->srv->models, rq->params[0], rq->params[1], v, &e) != INF_OK) {
+    if (inf__serve_resolve_version(rq->srv, rq->params[0], rq->params[1], rq->caller, v, &e) != INF_OK) {
         inf__serve_error(rq, 404, "%s", e.message);
         return -1;
     }
@@ -311,6 +311,13 @@ static int submit(srv_request *rq, int64_t timeout_us) {
     int64_t t_us = timeout_us > 0 ? timeout_us : srv->opt.request_timeout_ms * 1000;
     job->deadline_ns = t_us > 0 ? inf__serve_now_ns() + (uint64_t)t_us * 1000u : 0;
     job->timeout_us = t_us;
+    inf_error ae = {0};
+    inf_status ast = inf__serve_admit(srv, rq->version, rq->caller, job->rows, &ae);
+    if (ast != INF_OK) {
+        count_failure(rq, reason_of(ast));
+        inf__serve_error(rq, status_of(ast), "%s", ae.message);
+        return 0;
+    }
     job->hold = 1; /* an inline run answers from the session's outputs, then releases it */
     if (inf__serve_batcher_try_inline(rq->version->batcher, job)) {
         inf__serve_route_complete(rq);

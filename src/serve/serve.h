@@ -412,6 +412,12 @@ struct srv_infer_call {
     srv_infer_done_fn done;          /* a queued run finished (batcher's scheduler thread) */
     void *user;
 };
+/* The hooks of every protocol's inference (infer_call.c): the version that
+ * answers (routing), and admission of a request's cost before the batcher
+ * (quotas).  HTTP (routes.c) and gRPC (through srv_infer_call) call both. */
+inf_status inf__serve_resolve_version(srv_server *srv, const char *name, const char *version, int caller,
+                                      srv_version **out, inf_error *err);
+inf_status inf__serve_admit(srv_server *srv, srv_version *v, int caller, int64_t rows, inf_error *err);
 void inf__serve_infer_call_init(srv_infer_call *c, srv_server *srv);
 /* A reference on the version serving name (404-style INF_ENOENT otherwise). */
 inf_status inf__serve_infer_call_acquire(srv_infer_call *c, const char *name, const char *version, inf_error *err);
