@@ -3,17 +3,19 @@
  * on Debian's gRPC C core (no gRPC load tool is packaged in Debian: ghz is
  * Go and not in the archive; see bench/RESULTS.md).
  *
- *   grpc_load HOST:PORT MODEL SECONDS CONCURRENCY unary|stream [raw]
+ *   grpc_load HOST:PORT MODEL SECONDS CONCURRENCY unary|stream [raw] [CHANNELS]
  *
  * Sends one-row fraud requests (the 12 features of bench/serve/run.sh's
  * FRAUD_BODY) as inference.ModelInferRequest: typed fp32_contents, or
  * raw_input_contents with "raw".  unary: CONCURRENCY ModelInfer calls in
  * flight at all times, a new call as soon as one ends.  stream:
  * CONCURRENCY ModelStreamInfer streams, each with one request in flight
- * (send, receive the answer, send the next).  One channel (one HTTP/2
- * connection), one completion-queue thread.  Every answer is checked (OK
+ * (send, receive the answer, send the next).  CHANNELS HTTP/2 connections
+ * (default 1; the calls are spread over them round robin), one
+ * completion-queue thread.  Every answer is checked (OK
  * status, or a stream response without error_message); prints one line:
- *   requests=N seconds=S rps=R errors=E client_cpu_pct=C
+ *   requests=N seconds=S rps=R errors=E client_cpu_pct=C total=T
+ * (N, S, R after a 0.5 s warm-up; T every answered request)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,10 +92,17 @@ int main(int argc, char **argv) {
     int conc = atoi(argv[4]);
     int stream = !strcmp(argv[5], "stream");
     int raw = argc > 6 && !strcmp(argv[6], "raw");
+    int n_ch = argc > 7 ? atoi(argv[7]) : 1;
+    if (n_ch < 1 || n_ch > 256) return 2;
     if (conc < 1 || conc > 4096 || secs <= 0) return 2;
     grpc_init();
     grpc_channel_credentials *creds = grpc_insecure_credentials_create();
-    grpc_channel *ch = grpc_channel_create(target, creds, NULL);
+    grpc_channel *chs[256];
+    for (int i = 0; i < n_ch; i++) { /* a local subchannel pool each: its own TCP connection */
+        grpc_arg a = {GRPC_ARG_INTEGER, (char *)GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, {.integer = 1}};
+        grpc_channel_args args = {1, &a};
+        chs[i] = grpc_channel_create(target, creds, &args);
+    }
     grpc_channel_credentials_release(creds);
     grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
     size_t req_n;
@@ -117,7 +126,7 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < conc; i++) {
         slot *s = &slots[i];
-        s->call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
+        s->call = grpc_channel_create_call(chs[i % n_ch], NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
                                            gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&req_slice, 1);
         grpc_op ops[6];
@@ -182,7 +191,7 @@ int main(int argc, char **argv) {
         memset(ops, 0, sizeof ops);
         int n = 0;
         if (!stream) {
-            s->call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
+            s->call = grpc_channel_create_call(chs[(s - slots) % n_ch], NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
                                                gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
             ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
         }
@@ -210,8 +219,8 @@ int main(int argc, char **argv) {
     double t1 = now_s(), c1 = cpu_s();
     long long measured = done - warm_done;
     double span = t1 - t_warm;
-    printf("requests=%lld seconds=%.2f rps=%.0f errors=%lld client_cpu_pct=%.0f\n", measured, span,
-           span > 0 ? measured / span : 0, errors, span > 0 ? 100.0 * (c1 - c_warm) / span : 0);
+    printf("requests=%lld seconds=%.2f rps=%.0f errors=%lld client_cpu_pct=%.0f total=%lld\n", measured, span,
+           span > 0 ? measured / span : 0, errors, span > 0 ? 100.0 * (c1 - c_warm) / span : 0, done);
     /* streams were cancelled; the process exits without a graceful teardown */
     return errors && !done ? 1 : 0;
 }
