@@ -39,6 +39,14 @@ if ! locale -a 2>/dev/null | grep -qi '^en_US.utf-\?8$'; then
   $SUDO sed -i 's/^# *en_US.UTF-8 UTF-8/en_US.UTF-8 UTF-8/' /etc/locale.gen
   $SUDO locale-gen >/dev/null
 fi
+# tritonclient[grpc] (PyPI, pinned in tests/serve/test_grpc_tritonclient.sh): NVIDIA's client as a second,
+# independent gRPC client of `infera serve --grpc-port`; skipped by that test when it cannot be installed.
+TRITON_VENV=${INFERA_CACHE:-$HOME/.cache/infera}/venv-tritonclient
+if ! "$TRITON_VENV/bin/python" -c 'import tritonclient.grpc' 2>/dev/null; then
+  { mkdir -p "$(dirname "$TRITON_VENV")" && /usr/bin/python3 -m venv "$TRITON_VENV" &&
+    "$TRITON_VENV/bin/pip" install -q 'tritonclient[grpc]==2.73.0'; } >/dev/null 2>&1 ||
+    echo "install-deps: tritonclient[grpc] not installed (its serve test will be skipped)" >&2
+fi
 # ONNX Runtime (onnxruntime-node, pinned in tests/models/ort/package.json): the test oracle that
 # runs pruned and distilled models (tests/tools); skipped by those tests when it cannot be installed.
 if command -v npm >/dev/null && [ ! -d "$(dirname "$0")/../tests/models/ort/node_modules/onnxruntime-node" ]; then
