@@ -98,7 +98,10 @@ struct gcall {
     grpc_slice status_details;
     int has_details;
     int cancelled;
-    int counted; /* counts toward in_flight */
+    int counted; /* counts toward the endpoint's calls in flight (--grpc-max-in-flight) */
+    int busy;    /* counts toward the server's requests in flight (the SIGTERM drain waits for them): a unary
+                    call from start to end, a stream only while one of its messages is being answered, so an
+                    idle open stream does not hold the drain */
     int refuse_code;       /* != 0: refused at its start (answered after its first message) */
     int sent_initial;      /* initial metadata sent (else finish sends it) */
     gpr_timespec deadline; /* registered calls */
@@ -190,6 +193,12 @@ static void post_request_infer(struct srv_grpc *g) {
     }
 }
 
+static void set_busy(gcall *c, int busy) {
+    if (c->busy == busy) return;
+    c->busy = busy;
+    atomic_fetch_add(&c->g->srv->in_flight, busy ? 1 : -1);
+}
+
 static void free_call(gcall *c) {
     inf__serve_infer_call_free(&c->ic);
     inf__serve_grpc_free_infer(c->msg);
@@ -199,10 +208,8 @@ static void free_call(gcall *c) {
     if (c->call) grpc_call_unref(c->call);
     grpc_call_details_destroy(&c->details);
     grpc_metadata_array_destroy(&c->md);
-    if (c->counted) {
-        atomic_fetch_sub(&c->g->in_flight, 1);
-        atomic_fetch_sub(&c->g->srv->in_flight, 1);
-    }
+    if (c->counted) atomic_fetch_sub(&c->g->in_flight, 1);
+    set_busy(c, 0);
     free(c);
 }
 
@@ -334,9 +341,9 @@ static void on_new(gcall *c, int ok) {
     }
     post_request(g);
     c->counted = 1;
-    atomic_fetch_add(&g->srv->in_flight, 1);
     int64_t now = atomic_fetch_add(&g->in_flight, 1) + 1;
     c->method = find_method(c->details.method, &c->method_index);
+    if (!c->method || !c->method->streaming) set_busy(c, 1);
     /* a refused call still reads its first message before the status: a
      * status sent on a call whose message was never read does not reach
      * the client */
@@ -375,7 +382,7 @@ static void on_new_infer(gcall *c, int ok) {
     }
     post_request_infer(g);
     c->counted = 1;
-    atomic_fetch_add(&g->srv->in_flight, 1);
+    set_busy(c, 1);
     int64_t now = atomic_fetch_add(&g->in_flight, 1) + 1;
     for (int i = 0; i < N_METHODS; i++)
         if (methods[i].fn == h_model_infer) c->method = &methods[i], c->method_index = i;
@@ -533,6 +540,7 @@ static void stream_answer(gcall *c, int code, const char *message, uint8_t *resp
     }
     int mi = c->method_index;
     atomic_fetch_add_explicit(&c->g->calls[mi][code], 1, memory_order_relaxed);
+    set_busy(c, 0);
     grpc_slice s = grpc_slice_new(b, len, free);
     if (c->send) grpc_byte_buffer_destroy(c->send);
     c->send = grpc_raw_byte_buffer_create(&s, 1);
@@ -564,6 +572,7 @@ static void on_stream_recv(gcall *c, int ok) {
     grpc_slice s = read_all(c->recv);
     grpc_byte_buffer_destroy(c->recv);
     c->recv = NULL;
+    set_busy(c, 1);
     start_infer(c, GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s));
     grpc_slice_unref(s);
 }

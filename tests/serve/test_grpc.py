@@ -484,5 +484,26 @@ code, _ = rpc_error(stub2.RepositoryModelUnload, pb.RepositoryModelUnloadRequest
                     metadata=[("authorization", "Bearer " + bob)])
 check("auth: a predictor may not unload -> PERMISSION_DENIED", code == grpc.StatusCode.PERMISSION_DENIED, code)
 
+# ---- SIGTERM: an idle open stream does not hold the drain ---------------------------------
+release = threading.Event()
+
+
+def one_then_wait():
+    yield grpc_raw("fraud", x[:1])
+    release.wait(30)
+
+
+it = stub.ModelStreamInfer(one_then_wait())
+first = next(it)
+t0 = time.time()
+proc.terminate()
+try:
+    rc = proc.wait(timeout=15)
+except subprocess.TimeoutExpired:
+    rc = None
+release.set()
+check("SIGTERM with an idle stream open: the server exits 0 within seconds (%.1f s)" % (time.time() - t0),
+      first.infer_response.model_name == "fraud" and rc == 0 and time.time() - t0 < 10, rc)
+
 print("%d failure(s)" % len(FAILS))
 finish(1 if FAILS else 0)
