@@ -459,6 +459,18 @@ static void infer_refuse(gcall *c, inf_status st, const char *message) {
     answer(c, inf__serve_grpc_status_of(st), message, NULL, 0);
 }
 
+/* The time left before the client's deadline (grpc-timeout), in us, as the
+ * request's queue timeout when it gives none of its own ("timeout"
+ * parameter); 0 when the call has no deadline. */
+static int64_t deadline_us(gcall *c) {
+    gpr_timespec d = c->method && c->method->fn == h_model_infer && c->deadline.tv_sec ? c->deadline
+                                                                                      : c->details.deadline;
+    if (!d.tv_sec || gpr_time_cmp(d, gpr_inf_future(d.clock_type)) == 0) return 0;
+    gpr_timespec left = gpr_time_sub(gpr_convert_clock_type(d, GPR_CLOCK_MONOTONIC), gpr_now(GPR_CLOCK_MONOTONIC));
+    int64_t us = (int64_t)left.tv_sec * 1000000 + left.tv_nsec / 1000;
+    return us > 0 ? us : 1;
+}
+
 static void start_infer(gcall *c, const uint8_t *buf, size_t n) {
     srv_infer_call *ic = &c->ic;
     inf_error e = {0};
@@ -491,6 +503,7 @@ static void start_infer(gcall *c, const uint8_t *buf, size_t n) {
         infer_refuse(c, st, e.message);
         return;
     }
+    if (!ic->infer.timeout_us && !c->method->streaming) ic->infer.timeout_us = deadline_us(c);
     int r = inf__serve_infer_call_run(ic, &e);
     if (r < 0) infer_refuse(c, e.status, e.message);
     else if (r == 0) infer_complete(c);

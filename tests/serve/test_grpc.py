@@ -279,6 +279,8 @@ check("fraud probabilities equal XGBoost's own (oracle, |d| <= 1e-6)",
       np.max(np.abs(p_typed - P[:N])) <= 1e-6, np.max(np.abs(p_typed - P[:N])))
 lab = out_of(r_typed, "label")
 check("fraud label = argmax of XGBoost's probabilities", (lab == (P[:N, 1] > 0.5)).all())
+r_dl = stub.ModelInfer(grpc_raw("fraud", x), timeout=10)  # a client deadline becomes the queue timeout
+check("a call with a client deadline is answered", out_of(r_dl, "probabilities").tobytes() == p_raw.tobytes())
 r_one = stub.ModelInfer(grpc_typed("fraud", x, outputs=("probabilities",)))
 check("requested outputs only", [o.name for o in r_one.outputs] == ["probabilities"])
 
