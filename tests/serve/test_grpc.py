@@ -461,7 +461,7 @@ admin = cli("registry", "token", "create", "alice", "--role", "admin").strip().s
 bob = cli("registry", "token", "create", "bob", "--role", "predictor", "--model", "fraud",
           token=admin).strip().splitlines()[-1]
 eve = cli("registry", "token", "create", "eve", "--role", "viewer", token=admin).strip().splitlines()[-1]
-_, HTTP2, ch2 = start_server(["--model", "fraud", "--home", home, "--auth-cache-secs", "0"],
+proc2, HTTP2, ch2 = start_server(["--model", "fraud", "--home", home, "--auth-cache-secs", "0"],
                              env=dict(env, INFERA_TOKEN=admin))
 stub2 = pbg.GRPCInferenceServiceStub(ch2)
 req = grpc_raw("fraud", x[:1])
@@ -485,6 +485,16 @@ check("auth: health stays open", stub2.ServerLive(pb.ServerLiveRequest()).live)
 code, _ = rpc_error(stub2.RepositoryModelUnload, pb.RepositoryModelUnloadRequest(model_name="fraud"),
                     metadata=[("authorization", "Bearer " + bob)])
 check("auth: a predictor may not unload -> PERMISSION_DENIED", code == grpc.StatusCode.PERMISSION_DENIED, code)
+# bob's one gRPC and one HTTP prediction (1 row each) are audited as bob's rows (flushed by the drain)
+stub2.ModelInfer(grpc_raw("fraud", x[:3]), metadata=[("authorization", "Bearer " + bob)])
+proc2.terminate()
+proc2.wait(timeout=30)
+audit = cli("registry", "audit", "--model", "fraud", token=admin)
+bob_rows = sum(int(m) for m in re.findall(r' bob +predict +fraud@\d+ +ok.*?"rows":(\d+)', audit))
+check("audit: bob's gRPC and HTTP predictions recorded as his rows (1 + 3 gRPC + 1 HTTP = 5)", bob_rows == 5,
+      audit)
+check("audit: the viewer's gRPC and HTTP denials recorded", len(re.findall(r"eve +serve +fraud +denied", audit)) >= 2,
+      audit)
 
 # ---- SIGTERM: an idle open stream does not hold the drain ---------------------------------
 release = threading.Event()
