@@ -123,6 +123,7 @@ static void h_model_ready(gcall *c, const uint8_t *msg, size_t n);
 static void h_server_metadata(gcall *c, const uint8_t *msg, size_t n);
 static void h_model_metadata(gcall *c, const uint8_t *msg, size_t n);
 static void h_model_infer(gcall *c, const uint8_t *msg, size_t n);
+static void h_model_config(gcall *c, const uint8_t *msg, size_t n);
 static void h_repo_index(gcall *c, const uint8_t *msg, size_t n);
 static void h_repo_load(gcall *c, const uint8_t *msg, size_t n);
 static void h_repo_unload(gcall *c, const uint8_t *msg, size_t n);
@@ -135,6 +136,7 @@ static const method_def methods[] = {
     {"ModelMetadata", h_model_metadata, OPEN_HEALTH, 0},
     {"ModelInfer", h_model_infer, PREDICT, 0},
     {"ModelStreamInfer", NULL, PREDICT, 1},
+    {"ModelConfig", h_model_config, OPEN_HEALTH, 0},
     {"RepositoryIndex", h_repo_index, ADMIN, 0},
     {"RepositoryModelLoad", h_repo_load, ADMIN, 0},
     {"RepositoryModelUnload", h_repo_unload, ADMIN, 0},
@@ -710,6 +712,99 @@ static void h_model_metadata(gcall *c, const uint8_t *msg, size_t n) {
         reply(c, &r.base);
     }
     free(ts), free(tp), free(dims), free(dtn);
+    inf__serve_version_release(v);
+out:
+    protobuf_c_message_free_unpacked(&q->base, NULL);
+}
+
+/* Triton's DataType of a KServe datatype name ("FP32" -> TYPE_FP32). */
+static Inference__DataType triton_dtype(const char *kserve) {
+    static const char *const names[] = {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16",
+                                        "INT32", "INT64", "FP16", "FP32", "FP64", "BYTES", "BF16"};
+    for (int i = 0; kserve && i < (int)(sizeof names / sizeof names[0]); i++)
+        if (!strcmp(kserve, names[i])) return (Inference__DataType)(i + 1);
+    return INFERENCE__DATA_TYPE__TYPE_INVALID;
+}
+
+/* The dims of a value as Triton's config gives them: without the leading
+ * batch dimension when the model batches (max_batch_size > 0). */
+static size_t config_dims(const inf_value_info *vi, const srv_map_output *mo, int batched, int64_t *dims) {
+    int64_t all[INF_MAX_DIMS];
+    int nd = 0;
+    if (mo) all[nd++] = -1, all[nd++] = mo->n_classes;
+    else
+        for (int d = 0; d < vi->ndim; d++) all[nd++] = vi->dims[d] >= 0 ? vi->dims[d] : -1;
+    int skip = batched && nd > 0 ? 1 : 0;
+    for (int d = skip; d < nd; d++) dims[d - skip] = all[d];
+    return (size_t)(nd - skip);
+}
+
+/* ModelConfig: what /v2/models/{name} says, in Triton's configuration form
+ * (max_batch_size and the dynamic batcher's settings from the server's). */
+static void h_model_config(gcall *c, const uint8_t *msg, size_t n) {
+    Inference__ModelConfigRequest *q = (void *)unpack(c, &inference__model_config_request__descriptor, msg, n);
+    if (!q) return;
+    if (authorize(c, q->name, 0)) goto out;
+    srv_version *v;
+    inf_error e = {0};
+    if (inf__serve_models_acquire(c->g->srv->models, q->name, q->version, &v, &e) != INF_OK) {
+        finish(c, GRPC_STATUS_NOT_FOUND, e.message, NULL, 0);
+        goto out;
+    }
+    const srv_options *o = &c->g->srv->opt;
+    int batched = inf__serve_batcher_batchable(v->batcher);
+    int ni = inf_model_n_inputs(v->model), no = inf_model_n_outputs(v->model);
+    Inference__ModelInput *ins = calloc((size_t)ni + 1, sizeof *ins);
+    Inference__ModelInput **inp = calloc((size_t)ni + 1, sizeof *inp);
+    Inference__ModelOutput *outs = calloc((size_t)no + 1, sizeof *outs);
+    Inference__ModelOutput **outp = calloc((size_t)no + 1, sizeof *outp);
+    int64_t(*dims)[INF_MAX_DIMS] = calloc((size_t)(ni + no) + 1, sizeof *dims);
+    if (!ins || !inp || !outs || !outp || !dims) {
+        finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL, 0);
+    } else {
+        for (int i = 0; i < ni; i++) {
+            const inf_value_info *vi = inf_model_input(v->model, i);
+            inference__model_input__init(&ins[i]);
+            ins[i].name = (char *)vi->name;
+            ins[i].data_type = triton_dtype(vi->kind == INF_KIND_TENSOR ? inf__serve_kserve_dtype(vi->dtype) : NULL);
+            ins[i].n_dims = config_dims(vi, NULL, batched, dims[i]);
+            ins[i].dims = dims[i];
+            ins[i].optional = vi->is_optional;
+            inp[i] = &ins[i];
+        }
+        for (int i = 0; i < no; i++) {
+            const inf_value_info *vi = inf_model_output(v->model, i);
+            const srv_map_output *mo = inf__serve_batcher_map_output(v->batcher, i);
+            inference__model_output__init(&outs[i]);
+            outs[i].name = (char *)vi->name;
+            outs[i].data_type = triton_dtype(mo ? inf__serve_kserve_dtype(mo->dtype)
+                                             : vi->kind == INF_KIND_TENSOR ? inf__serve_kserve_dtype(vi->dtype)
+                                                                            : NULL);
+            outs[i].n_dims = config_dims(vi, mo, batched, dims[ni + i]);
+            outs[i].dims = dims[ni + i];
+            outp[i] = &outs[i];
+        }
+        Inference__ModelDynamicBatching db = INFERENCE__MODEL_DYNAMIC_BATCHING__INIT;
+        int32_t pref[8];
+        for (int i = 0; i < o->n_preferred && i < 8; i++) pref[i] = o->preferred[i];
+        db.n_preferred_batch_size = (size_t)(o->n_preferred < 8 ? o->n_preferred : 8);
+        db.preferred_batch_size = pref;
+        db.max_queue_delay_microseconds = (uint64_t)o->max_queue_delay_us;
+        Inference__ModelConfig cfg = INFERENCE__MODEL_CONFIG__INIT;
+        cfg.name = v->name;
+        cfg.platform = (char *)"onnx_onnxv1";
+        cfg.backend = (char *)"infera";
+        cfg.max_batch_size = batched ? o->max_batch : 0;
+        cfg.n_input = (size_t)ni;
+        cfg.input = inp;
+        cfg.n_output = (size_t)no;
+        cfg.output = outp;
+        if (batched) cfg.dynamic_batching = &db;
+        Inference__ModelConfigResponse r = INFERENCE__MODEL_CONFIG_RESPONSE__INIT;
+        r.config = &cfg;
+        reply(c, &r.base);
+    }
+    free(ins), free(inp), free(outs), free(outp), free(dims);
     inf__serve_version_release(v);
 out:
     protobuf_c_message_free_unpacked(&q->base, NULL);

@@ -187,6 +187,14 @@ for name in ("fraud", "idf", "idb"):
     check("ModelMetadata %s equals GET /v2/models/%s" % (name, name),
           md.name == h["name"] and list(md.versions) == h["versions"] and md.platform == h["platform"] and
           tens(md.inputs) == htens(h["inputs"]) and tens(md.outputs) == htens(h["outputs"]), (md, h))
+cfg = stub.ModelConfig(pb.ModelConfigRequest(name="fraud")).config
+check("ModelConfig fraud: batched (max_batch_size 64), dims without the batch dimension, Triton data types",
+      cfg.name == "fraud" and cfg.max_batch_size == 64 and
+      [(i.name, i.data_type, list(i.dims)) for i in cfg.input] == [("input", pb.TYPE_FP32, [12])] and
+      [(o.name, o.data_type, list(o.dims)) for o in cfg.output] ==
+      [("label", pb.TYPE_INT64, []), ("probabilities", pb.TYPE_FP32, [2])], cfg)
+code, _ = rpc_error(stub.ModelConfig, pb.ModelConfigRequest(name="nope"))
+check("ModelConfig unknown -> NOT_FOUND", code == grpc.StatusCode.NOT_FOUND, code)
 code, msg = rpc_error(stub.ModelMetadata, pb.ModelMetadataRequest(name="nope"))
 hs, hb, _ = http_req(HTTP + "/v2/models/nope")
 check("ModelMetadata unknown -> NOT_FOUND with HTTP's message", code == grpc.StatusCode.NOT_FOUND and
@@ -340,7 +348,7 @@ raw_short.raw_input_contents[0] = b"\0" * 40
 code, msg = rpc_error(stub.ModelInfer, raw_short)
 check("raw_input_contents of the wrong size -> INVALID_ARGUMENT naming the input and sizes",
       code == grpc.StatusCode.INVALID_ARGUMENT and "input 'input'" in msg and "40" in msg and "48" in msg, msg)
-code, msg = rpc_error(ch.unary_unary("/inference.GRPCInferenceService/ModelConfig",
+code, msg = rpc_error(ch.unary_unary("/inference.GRPCInferenceService/ModelStatistics",
                                      request_serializer=lambda b: b, response_deserializer=lambda b: b), b"")
 check("a method the server does not have -> UNIMPLEMENTED", code == grpc.StatusCode.UNIMPLEMENTED, code)
 

@@ -66,6 +66,9 @@ try:
     md = c.get_model_metadata("fraud", as_json=True)
     check("get_model_metadata", md["inputs"][0]["name"] == "input" and md["inputs"][0]["shape"] == ["-1", "12"] and
           [o["name"] for o in md["outputs"]] == ["label", "probabilities"], md)
+    cfg = c.get_model_config("fraud", as_json=True)["config"]
+    check("get_model_config: batched, input dims [12] FP32", cfg.get("max_batch_size") == 64 and
+          cfg["input"][0]["data_type"] == "TYPE_FP32" and cfg["input"][0]["dims"] == ["12"], cfg)
     idx = c.get_model_repository_index(as_json=True)
     check("get_model_repository_index", sorted(m["name"] for m in idx["models"]) == ["fraud", "idb"], idx)
 
