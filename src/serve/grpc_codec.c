@@ -172,7 +172,8 @@ static inf_status data_from_contents(srv_input *in, const contents_msg *c, int64
         switch (in->dtype) {
         case INF_DTYPE_BOOL: ((uint8_t *)d)[k] = c->bool_contents[k] ? 1 : 0; break;
         case INF_DTYPE_I8:
-            if (c->int_contents[k] < -128 || c->int_contents[k] > 127) return out_of_range(in, k, c->int_contents[k], err);
+            if (c->int_contents[k] < -128 || c->int_contents[k] > 127)
+                return out_of_range(in, k, c->int_contents[k], err);
             ((int8_t *)d)[k] = (int8_t)c->int_contents[k];
             break;
         case INF_DTYPE_I16:
@@ -228,7 +229,8 @@ static inf_status decode_input(const req_msg *m, size_t i, const inf_model *mode
     in->ndim = (int)t->n_shape;
     for (size_t d = 0; d < t->n_shape; d++) {
         if (t->shape[d] < 0)
-            return inf_error_set(err, INF_EINVAL, "input '%s': shape must be a list of non-negative integers", in->name);
+            return inf_error_set(err, INF_EINVAL, "input '%s': shape must be a list of non-negative integers",
+                                 in->name);
         in->dims[d] = t->shape[d];
     }
     const char *dtype_name = t->datatype && t->datatype[0] ? t->datatype : NULL;
@@ -239,7 +241,8 @@ static inf_status decode_input(const req_msg *m, size_t i, const inf_model *mode
     if ((st = inf__serve_input_numel(in, &numel, err)) != INF_OK) return st;
     if (m->n_raw_input_contents) {
         if (total_count(t->contents))
-            return inf_error_set(err, INF_EINVAL, "input '%s': both contents and raw_input_contents are given", in->name);
+            return inf_error_set(err, INF_EINVAL, "input '%s': both contents and raw_input_contents are given",
+                                 in->name);
         const ProtobufCBinaryData *b = &m->raw_input_contents[i];
         st = inf__serve_input_from_blob(in, b->data ? b->data : (const uint8_t *)"", b->len, numel, dtype_name,
                                         "raw_input_contents size", err);
@@ -263,7 +266,8 @@ static inf_status decode_outputs(const req_msg *m, srv_infer_request *req, inf_e
         if (o->name && o->name[0] && !r->name) return inf_error_set(err, INF_ENOMEM, "out of memory decoding outputs");
         for (size_t p = 0; p < o->n_parameters; p++)
             if (o->parameters[p]->key && !strcmp(o->parameters[p]->key, "classification"))
-                return inf_error_set(err, INF_EUNSUPPORTED, "output '%s': the classification extension is not supported",
+                return inf_error_set(err, INF_EUNSUPPORTED,
+                                     "output '%s': the classification extension is not supported",
                                      r->name ? r->name : "?");
     }
     return INF_OK;
@@ -487,7 +491,8 @@ static inf_status encode_output(scratch *s, const inf_model *model, int idx, inf
     o->shape = (int64_t *)flat->dims;
     if (is_map) {
         int64_t *dims = scratch_alloc(s, 2 * sizeof *dims);
-        if (!dims || labels_param(s, &ms, o)) return inf_error_set(err, INF_ENOMEM, "out of memory encoding '%s'", name);
+        if (!dims || labels_param(s, &ms, o))
+            return inf_error_set(err, INF_ENOMEM, "out of memory encoding '%s'", name);
         dims[0] = ms.rows, dims[1] = ms.n_classes;
         o->shape = dims;
     }

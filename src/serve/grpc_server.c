@@ -1,7 +1,9 @@
 /*
  * grpc_server.c -- KServe V2 over gRPC (`infera serve --grpc-port P`): the
  * inference.GRPCInferenceService of proto/kserve_v2.proto on Debian's gRPC
- * C core (grpc/grpc.h), messages by protobuf-c (grpc_codec.c).
+ * C core (grpc/grpc.h), messages by protobuf-c (grpc_codec.c).  This file
+ * runs the calls, ModelInfer and ModelStreamInfer; the other unary methods
+ * are in grpc_methods.c (shared declarations: grpc_internal.h).
  *
  * TRANSPORT.  One completion queue, served by a few threads (--http-threads,
  * default one per core) that each loop on grpc_completion_queue_next.  The
@@ -9,7 +11,8 @@
  * completion's tag is a gtag naming the call and the step it finishes.
  * A call is a small state machine:
  *   new call  -> {SEND_INITIAL_METADATA, RECV_MESSAGE}
- *   message   -> the method's handler; it answers with finish() now, or
+ *   message   -> the method's handler; it answers with inf__serve_grpc_finish
+ *                now, or
  *                later from the batcher's scheduler thread (ModelInfer)
  *   finish    -> {SEND_MESSAGE?, SEND_STATUS_FROM_SERVER, RECV_CLOSE_ON_SERVER}
  *   closed    -> the call is freed.
@@ -34,7 +37,6 @@
  * the HTTP endpoint's messages with the matching gRPC status code
  * (grpc_codec.c inf__serve_grpc_status_of).
  */
-#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,100 +48,28 @@
 #include <grpc/slice.h>
 #include <grpc/support/time.h>
 
-#include "infera/registry.h"
-#include "kserve_v2.pb-c.h"
-#include "serve/serve.h"
+#include "serve/grpc_internal.h"
 
 #define PENDING_CALLS 32
-#define MAX_THREADS 16
-#define N_CODES 17 /* grpc_status_code 0..16 */
-
-typedef struct gcall gcall;
-typedef void (*gtag_fn)(gcall *c, int ok);
-typedef struct gtag {
-    gtag_fn fn;
-    gcall *call;
-} gtag;
-
-enum { OPEN_HEALTH = 1, PREDICT = 2, ADMIN = 3 };
-
-typedef void (*unary_fn)(gcall *c, const uint8_t *msg, size_t n);
-typedef struct method_def {
-    const char *name;
-    unary_fn fn;
-    int access;
-    int streaming;
-} method_def;
-
-struct srv_grpc {
-    srv_server *srv;
-    grpc_server *server;
-    void *infer_method; /* ModelInfer, registered: its payload arrives with the call (one batch less) */
-    grpc_completion_queue *cq;
-    pthread_t threads[MAX_THREADS];
-    int n_threads;
-    _Atomic int64_t in_flight;
-    _Atomic int stopping;
-    gtag shutdown_tag;
-    _Atomic int shutdown_done;
-    _Atomic uint64_t calls[16][N_CODES]; /* by method (methods[] index, last = unknown) and status code */
-};
-
-struct gcall {
-    struct srv_grpc *g;
-    grpc_call *call;
-    grpc_call_details details;
-    grpc_metadata_array md;
-    const method_def *method;
-    int method_index;
-    gtag t_new, t_recv, t_send, t_final;
-    grpc_byte_buffer *recv;
-    grpc_byte_buffer *send;
-    grpc_slice status_details;
-    int has_details;
-    int cancelled;
-    int counted; /* counts toward the endpoint's calls in flight (--grpc-max-in-flight) */
-    int busy;    /* counts toward the server's requests in flight (the SIGTERM drain waits for them): a unary
-                    call from start to end, a stream only while one of its messages is being answered, so an
-                    idle open stream does not hold the drain */
-    int refuse_code;       /* != 0: refused at its start (answered after its first message) */
-    int sent_initial;      /* initial metadata sent (else finish sends it) */
-    gpr_timespec deadline; /* registered calls */
-    char refuse_msg[300];
-    /* ModelInfer / stream message state */
-    srv_infer_call ic;
-    Inference__ModelInferRequest *msg;
-    int raw_out;
-};
-
 static const char *const code_names[N_CODES] = {
     "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
     "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
     "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
 
-static void h_server_live(gcall *c, const uint8_t *msg, size_t n);
-static void h_server_ready(gcall *c, const uint8_t *msg, size_t n);
-static void h_model_ready(gcall *c, const uint8_t *msg, size_t n);
-static void h_server_metadata(gcall *c, const uint8_t *msg, size_t n);
-static void h_model_metadata(gcall *c, const uint8_t *msg, size_t n);
 static void h_model_infer(gcall *c, const uint8_t *msg, size_t n);
-static void h_model_config(gcall *c, const uint8_t *msg, size_t n);
-static void h_repo_index(gcall *c, const uint8_t *msg, size_t n);
-static void h_repo_load(gcall *c, const uint8_t *msg, size_t n);
-static void h_repo_unload(gcall *c, const uint8_t *msg, size_t n);
 
 static const method_def methods[] = {
-    {"ServerLive", h_server_live, OPEN_HEALTH, 0},
-    {"ServerReady", h_server_ready, OPEN_HEALTH, 0},
-    {"ModelReady", h_model_ready, OPEN_HEALTH, 0},
-    {"ServerMetadata", h_server_metadata, OPEN_HEALTH, 0},
-    {"ModelMetadata", h_model_metadata, OPEN_HEALTH, 0},
+    {"ServerLive", inf__serve_grpc_server_live, OPEN_HEALTH, 0},
+    {"ServerReady", inf__serve_grpc_server_ready, OPEN_HEALTH, 0},
+    {"ModelReady", inf__serve_grpc_model_ready, OPEN_HEALTH, 0},
+    {"ServerMetadata", inf__serve_grpc_server_metadata, OPEN_HEALTH, 0},
+    {"ModelMetadata", inf__serve_grpc_model_metadata, OPEN_HEALTH, 0},
     {"ModelInfer", h_model_infer, PREDICT, 0},
     {"ModelStreamInfer", NULL, PREDICT, 1},
-    {"ModelConfig", h_model_config, OPEN_HEALTH, 0},
-    {"RepositoryIndex", h_repo_index, ADMIN, 0},
-    {"RepositoryModelLoad", h_repo_load, ADMIN, 0},
-    {"RepositoryModelUnload", h_repo_unload, ADMIN, 0},
+    {"ModelConfig", inf__serve_grpc_model_config, OPEN_HEALTH, 0},
+    {"RepositoryIndex", inf__serve_grpc_repo_index, ADMIN, 0},
+    {"RepositoryModelLoad", inf__serve_grpc_repo_load, ADMIN, 0},
+    {"RepositoryModelUnload", inf__serve_grpc_repo_unload, ADMIN, 0},
 };
 #define N_METHODS ((int)(sizeof methods / sizeof methods[0]))
 #define SERVICE_PREFIX "/inference.GRPCInferenceService/"
@@ -222,7 +152,7 @@ static void on_final(gcall *c, int ok) {
 
 /* Answers the call: an optional response message (bytes, malloc'd, taken)
  * and the status.  The last step of every unary call and of a stream. */
-static void finish(gcall *c, int code, const char *message, uint8_t *resp, size_t resp_n) {
+void inf__serve_grpc_finish(gcall *c, int code, const char *message, uint8_t *resp, size_t resp_n) {
     int mi = c->method ? c->method_index : N_METHODS;
     atomic_fetch_add_explicit(&c->g->calls[mi][code], 1, memory_order_relaxed);
     grpc_op ops[4];
@@ -248,16 +178,16 @@ static void finish(gcall *c, int code, const char *message, uint8_t *resp, size_
     if (grpc_call_start_batch(c->call, ops, (size_t)n, &c->t_final, NULL) != GRPC_CALL_OK) free_call(c);
 }
 
-/* A protobuf-c message packed into malloc'd bytes, then finish(OK). */
-static void reply(gcall *c, const ProtobufCMessage *m) {
+/* A protobuf-c message packed into malloc'd bytes, then inf__serve_grpc_finish(OK). */
+void inf__serve_grpc_reply(gcall *c, const ProtobufCMessage *m) {
     size_t n = protobuf_c_message_get_packed_size(m);
     uint8_t *buf = malloc(n ? n : 1);
     if (!buf) {
-        finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL, 0);
+        inf__serve_grpc_finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL, 0);
         return;
     }
     protobuf_c_message_pack(m, buf);
-    finish(c, GRPC_STATUS_OK, "", buf, n);
+    inf__serve_grpc_finish(c, GRPC_STATUS_OK, "", buf, n);
 }
 
 static const method_def *find_method(grpc_slice path, int *index) {
@@ -318,11 +248,11 @@ static int access_code(inf_status st) {
 
 /* check_access, answering a refusal (the call is then finished: the caller
  * must not touch c any more, only free its own things). */
-static int authorize(gcall *c, const char *model, int admin_level) {
+int inf__serve_grpc_authorize(gcall *c, const char *model, int admin_level) {
     inf_error e = {0};
     inf_status st = check_access(c, model, admin_level, &e);
     if (st == INF_OK) return 0;
-    finish(c, access_code(st), e.message, NULL, 0);
+    inf__serve_grpc_finish(c, access_code(st), e.message, NULL, 0);
     return -1;
 }
 
@@ -373,7 +303,7 @@ static void on_new(gcall *c, int ok) {
     ops[1].data.recv_message.recv_message = &c->recv;
     c->sent_initial = 1;
     if (grpc_call_start_batch(c->call, ops, 2, &c->t_recv, NULL) != GRPC_CALL_OK)
-        finish(c, GRPC_STATUS_INTERNAL, "cannot start the call", NULL, 0);
+        inf__serve_grpc_finish(c, GRPC_STATUS_INTERNAL, "cannot start the call", NULL, 0);
 }
 
 static void on_new_infer(gcall *c, int ok) {
@@ -403,14 +333,14 @@ static void on_new_infer(gcall *c, int ok) {
 /* A call refused at its start (on_new), answered once its message was read. */
 static int refused(gcall *c) {
     if (!c->refuse_code) return 0;
-    finish(c, c->refuse_code, c->refuse_msg, NULL, 0);
+    inf__serve_grpc_finish(c, c->refuse_code, c->refuse_msg, NULL, 0);
     return 1;
 }
 
 static void on_recv(gcall *c, int ok) {
     if (refused(c)) return;
     if (!ok || !c->recv) {
-        finish(c, GRPC_STATUS_INVALID_ARGUMENT, "the call ended before its request message", NULL, 0);
+        inf__serve_grpc_finish(c, GRPC_STATUS_INVALID_ARGUMENT, "the call ended before its request message", NULL, 0);
         return;
     }
     grpc_slice s = read_all(c->recv);
@@ -428,7 +358,7 @@ static void stream_answer(gcall *c, int code, const char *message, uint8_t *resp
  * or a failure (code, message), as the call's reply or the stream's next message. */
 static void answer(gcall *c, int code, const char *message, uint8_t *resp, size_t n) {
     if (c->method->streaming) stream_answer(c, code, message, resp, n);
-    else finish(c, code, message, resp, n);
+    else inf__serve_grpc_finish(c, code, message, resp, n);
 }
 
 /* Encodes the finished run's outputs and answers. */
@@ -487,7 +417,7 @@ static void start_infer(gcall *c, const uint8_t *buf, size_t n) {
     if (ast != INF_OK) { /* the whole call ends, a stream too: its one token is refused */
         inf__serve_grpc_free_infer(c->msg);
         c->msg = NULL;
-        finish(c, access_code(ast), e.message, NULL, 0);
+        inf__serve_grpc_finish(c, access_code(ast), e.message, NULL, 0);
         return;
     }
     if (!c->msg->model_name[0]) {
@@ -542,7 +472,7 @@ static void stream_recv_next(gcall *c) {
     op.op = GRPC_OP_RECV_MESSAGE;
     op.data.recv_message.recv_message = &c->recv;
     if (grpc_call_start_batch(c->call, &op, 1, &c->t_recv, NULL) != GRPC_CALL_OK)
-        finish(c, GRPC_STATUS_INTERNAL, "cannot read the stream", NULL, 0);
+        inf__serve_grpc_finish(c, GRPC_STATUS_INTERNAL, "cannot read the stream", NULL, 0);
 }
 
 static void stream_answer(gcall *c, int code, const char *message, uint8_t *resp, size_t n) {
@@ -550,7 +480,7 @@ static void stream_answer(gcall *c, int code, const char *message, uint8_t *resp
     uint8_t *b = stream_message(code == GRPC_STATUS_OK ? NULL : message, resp, n, &len);
     free(resp);
     if (!b) {
-        finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL, 0);
+        inf__serve_grpc_finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL, 0);
         return;
     }
     int mi = c->method_index;
@@ -565,14 +495,14 @@ static void stream_answer(gcall *c, int code, const char *message, uint8_t *resp
     op.op = GRPC_OP_SEND_MESSAGE;
     op.data.send_message.send_message = c->send;
     if (grpc_call_start_batch(c->call, &op, 1, &c->t_send, NULL) != GRPC_CALL_OK)
-        finish(c, GRPC_STATUS_INTERNAL, "cannot write the stream", NULL, 0);
+        inf__serve_grpc_finish(c, GRPC_STATUS_INTERNAL, "cannot write the stream", NULL, 0);
 }
 
 static void on_stream_sent(gcall *c, int ok) {
     if (c->send) grpc_byte_buffer_destroy(c->send);
     c->send = NULL;
     if (!ok) { /* the client went away */
-        finish(c, GRPC_STATUS_CANCELLED, "the stream was closed", NULL, 0);
+        inf__serve_grpc_finish(c, GRPC_STATUS_CANCELLED, "the stream was closed", NULL, 0);
         return;
     }
     stream_recv_next(c);
@@ -581,7 +511,7 @@ static void on_stream_sent(gcall *c, int ok) {
 static void on_stream_recv(gcall *c, int ok) {
     if (refused(c)) return;
     if (!ok || !c->recv) { /* half-close: every message has been answered */
-        finish(c, GRPC_STATUS_OK, "", NULL, 0);
+        inf__serve_grpc_finish(c, GRPC_STATUS_OK, "", NULL, 0);
         return;
     }
     grpc_slice s = read_all(c->recv);
@@ -590,321 +520,6 @@ static void on_stream_recv(gcall *c, int ok) {
     set_busy(c, 1);
     start_infer(c, GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s));
     grpc_slice_unref(s);
-}
-
-/* ---- health and metadata ------------------------------------------------------------ */
-
-/* Unpacks a request message of descriptor d, or answers INVALID_ARGUMENT. */
-static ProtobufCMessage *unpack(gcall *c, const ProtobufCMessageDescriptor *d, const uint8_t *msg, size_t n) {
-    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, n, msg);
-    if (!m) {
-        char e[200];
-        snprintf(e, sizeof e, "malformed %s: %zu bytes that are not a valid %s protobuf message", d->short_name, n,
-                 d->name);
-        finish(c, GRPC_STATUS_INVALID_ARGUMENT, e, NULL, 0);
-    }
-    return m;
-}
-
-static void h_server_live(gcall *c, const uint8_t *msg, size_t n) {
-    (void)msg, (void)n;
-    if (authorize(c, NULL, 0)) return;
-    Inference__ServerLiveResponse r = INFERENCE__SERVER_LIVE_RESPONSE__INIT;
-    r.live = 1;
-    reply(c, &r.base);
-}
-
-static void h_server_ready(gcall *c, const uint8_t *msg, size_t n) {
-    (void)msg, (void)n;
-    if (authorize(c, NULL, 0)) return;
-    srv_server *srv = c->g->srv;
-    Inference__ServerReadyResponse r = INFERENCE__SERVER_READY_RESPONSE__INIT;
-    r.ready = !atomic_load(&srv->draining) && inf__serve_models_all_ready(srv->models) &&
-              inf__serve_models_n_loaded(srv->models) > 0;
-    reply(c, &r.base);
-}
-
-static void h_model_ready(gcall *c, const uint8_t *msg, size_t n) {
-    Inference__ModelReadyRequest *q = (void *)unpack(c, &inference__model_ready_request__descriptor, msg, n);
-    if (!q) return;
-    if (!authorize(c, q->name, 0)) {
-        srv_version *v;
-        inf_error e = {0};
-        Inference__ModelReadyResponse r = INFERENCE__MODEL_READY_RESPONSE__INIT;
-        r.ready = inf__serve_models_acquire(c->g->srv->models, q->name, q->version, &v, &e) == INF_OK;
-        if (r.ready) inf__serve_version_release(v);
-        reply(c, &r.base);
-    }
-    protobuf_c_message_free_unpacked(&q->base, NULL);
-}
-
-static void h_server_metadata(gcall *c, const uint8_t *msg, size_t n) {
-    (void)msg, (void)n;
-    if (authorize(c, NULL, 0)) return;
-    static char *extensions[] = {"binary_tensor_data", "model_repository", "parameters", "metrics", "records"};
-    Inference__ServerMetadataResponse r = INFERENCE__SERVER_METADATA_RESPONSE__INIT;
-    r.name = (char *)"infera";
-    r.version = (char *)inf_version();
-    r.n_extensions = sizeof extensions / sizeof extensions[0];
-    r.extensions = extensions;
-    reply(c, &r.base);
-}
-
-/* One TensorMetadata as /v2/models/{name} describes it (routes.c tensor_meta). */
-static void tensor_meta(Inference__ModelMetadataResponse__TensorMetadata *t, const inf_value_info *vi,
-                        const srv_map_output *mo, int64_t *dims, char *dtype_buf, size_t dtype_size) {
-    inference__model_metadata_response__tensor_metadata__init(t);
-    t->name = (char *)vi->name;
-    if (mo) {
-        t->datatype = (char *)inf__serve_kserve_dtype(mo->dtype);
-        dims[0] = -1, dims[1] = mo->n_classes;
-        t->n_shape = 2;
-        t->shape = dims;
-        return;
-    }
-    const char *dt = vi->kind == INF_KIND_TENSOR ? inf__serve_kserve_dtype(vi->dtype) : NULL;
-    if (!dt) {
-        snprintf(dtype_buf, dtype_size, "%s(%s)",
-                 vi->kind == INF_KIND_SEQUENCE ? "SEQUENCE" : vi->kind == INF_KIND_MAP ? "MAP" : "TENSOR",
-                 inf_dtype_name(vi->dtype));
-        dt = dtype_buf;
-    }
-    t->datatype = (char *)dt;
-    t->n_shape = vi->ndim > 0 ? (size_t)vi->ndim : 0;
-    for (int d = 0; d < vi->ndim; d++) dims[d] = vi->dims[d] >= 0 ? vi->dims[d] : -1;
-    t->shape = dims;
-}
-
-static void h_model_metadata(gcall *c, const uint8_t *msg, size_t n) {
-    Inference__ModelMetadataRequest *q = (void *)unpack(c, &inference__model_metadata_request__descriptor, msg, n);
-    if (!q) return;
-    if (authorize(c, q->name, 0)) goto out;
-    srv_version *v;
-    inf_error e = {0};
-    if (inf__serve_models_acquire(c->g->srv->models, q->name, q->version, &v, &e) != INF_OK) {
-        finish(c, GRPC_STATUS_NOT_FOUND, e.message, NULL, 0);
-        goto out;
-    }
-    int ni = inf_model_n_inputs(v->model), no = inf_model_n_outputs(v->model), nt = ni + no;
-    Inference__ModelMetadataResponse__TensorMetadata *ts = calloc((size_t)nt + 1, sizeof *ts);
-    Inference__ModelMetadataResponse__TensorMetadata **tp = calloc((size_t)nt + 1, sizeof *tp);
-    int64_t(*dims)[INF_MAX_DIMS] = calloc((size_t)nt + 1, sizeof *dims);
-    char(*dtn)[48] = calloc((size_t)nt + 1, sizeof *dtn);
-    if (!ts || !tp || !dims || !dtn) {
-        finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL, 0);
-    } else {
-        for (int i = 0; i < nt; i++) {
-            const srv_map_output *mo = i >= ni ? inf__serve_batcher_map_output(v->batcher, i - ni) : NULL;
-            const inf_value_info *vi = i < ni ? inf_model_input(v->model, i) : inf_model_output(v->model, i - ni);
-            tensor_meta(&ts[i], vi, mo, dims[i], dtn[i], sizeof dtn[i]);
-            tp[i] = &ts[i];
-        }
-        char *versions[1] = {v->version};
-        Inference__ModelMetadataResponse r = INFERENCE__MODEL_METADATA_RESPONSE__INIT;
-        r.name = v->name;
-        r.n_versions = 1;
-        r.versions = versions;
-        r.platform = (char *)"onnx_onnxv1";
-        r.n_inputs = (size_t)ni;
-        r.inputs = tp;
-        r.n_outputs = (size_t)no;
-        r.outputs = tp + ni;
-        reply(c, &r.base);
-    }
-    free(ts), free(tp), free(dims), free(dtn);
-    inf__serve_version_release(v);
-out:
-    protobuf_c_message_free_unpacked(&q->base, NULL);
-}
-
-/* Triton's DataType of a KServe datatype name ("FP32" -> TYPE_FP32). */
-static Inference__DataType triton_dtype(const char *kserve) {
-    static const char *const names[] = {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16",
-                                        "INT32", "INT64", "FP16", "FP32", "FP64", "BYTES", "BF16"};
-    for (int i = 0; kserve && i < (int)(sizeof names / sizeof names[0]); i++)
-        if (!strcmp(kserve, names[i])) return (Inference__DataType)(i + 1);
-    return INFERENCE__DATA_TYPE__TYPE_INVALID;
-}
-
-/* The dims of a value as Triton's config gives them: without the leading
- * batch dimension when the model batches (max_batch_size > 0). */
-static size_t config_dims(const inf_value_info *vi, const srv_map_output *mo, int batched, int64_t *dims) {
-    int64_t all[INF_MAX_DIMS];
-    int nd = 0;
-    if (mo) all[nd++] = -1, all[nd++] = mo->n_classes;
-    else
-        for (int d = 0; d < vi->ndim; d++) all[nd++] = vi->dims[d] >= 0 ? vi->dims[d] : -1;
-    int skip = batched && nd > 0 ? 1 : 0;
-    for (int d = skip; d < nd; d++) dims[d - skip] = all[d];
-    return (size_t)(nd - skip);
-}
-
-/* ModelConfig: what /v2/models/{name} says, in Triton's configuration form
- * (max_batch_size and the dynamic batcher's settings from the server's). */
-static void h_model_config(gcall *c, const uint8_t *msg, size_t n) {
-    Inference__ModelConfigRequest *q = (void *)unpack(c, &inference__model_config_request__descriptor, msg, n);
-    if (!q) return;
-    if (authorize(c, q->name, 0)) goto out;
-    srv_version *v;
-    inf_error e = {0};
-    if (inf__serve_models_acquire(c->g->srv->models, q->name, q->version, &v, &e) != INF_OK) {
-        finish(c, GRPC_STATUS_NOT_FOUND, e.message, NULL, 0);
-        goto out;
-    }
-    const srv_options *o = &c->g->srv->opt;
-    int batched = inf__serve_batcher_batchable(v->batcher);
-    int ni = inf_model_n_inputs(v->model), no = inf_model_n_outputs(v->model);
-    Inference__ModelInput *ins = calloc((size_t)ni + 1, sizeof *ins);
-    Inference__ModelInput **inp = calloc((size_t)ni + 1, sizeof *inp);
-    Inference__ModelOutput *outs = calloc((size_t)no + 1, sizeof *outs);
-    Inference__ModelOutput **outp = calloc((size_t)no + 1, sizeof *outp);
-    int64_t(*dims)[INF_MAX_DIMS] = calloc((size_t)(ni + no) + 1, sizeof *dims);
-    if (!ins || !inp || !outs || !outp || !dims) {
-        finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL, 0);
-    } else {
-        for (int i = 0; i < ni; i++) {
-            const inf_value_info *vi = inf_model_input(v->model, i);
-            inference__model_input__init(&ins[i]);
-            ins[i].name = (char *)vi->name;
-            ins[i].data_type = triton_dtype(vi->kind == INF_KIND_TENSOR ? inf__serve_kserve_dtype(vi->dtype) : NULL);
-            ins[i].n_dims = config_dims(vi, NULL, batched, dims[i]);
-            ins[i].dims = dims[i];
-            ins[i].optional = vi->is_optional;
-            inp[i] = &ins[i];
-        }
-        for (int i = 0; i < no; i++) {
-            const inf_value_info *vi = inf_model_output(v->model, i);
-            const srv_map_output *mo = inf__serve_batcher_map_output(v->batcher, i);
-            inference__model_output__init(&outs[i]);
-            outs[i].name = (char *)vi->name;
-            outs[i].data_type = triton_dtype(mo ? inf__serve_kserve_dtype(mo->dtype)
-                                             : vi->kind == INF_KIND_TENSOR ? inf__serve_kserve_dtype(vi->dtype)
-                                                                            : NULL);
-            outs[i].n_dims = config_dims(vi, mo, batched, dims[ni + i]);
-            outs[i].dims = dims[ni + i];
-            outp[i] = &outs[i];
-        }
-        Inference__ModelDynamicBatching db = INFERENCE__MODEL_DYNAMIC_BATCHING__INIT;
-        int32_t pref[8];
-        for (int i = 0; i < o->n_preferred && i < 8; i++) pref[i] = o->preferred[i];
-        db.n_preferred_batch_size = (size_t)(o->n_preferred < 8 ? o->n_preferred : 8);
-        db.preferred_batch_size = pref;
-        db.max_queue_delay_microseconds = (uint64_t)o->max_queue_delay_us;
-        Inference__ModelConfig cfg = INFERENCE__MODEL_CONFIG__INIT;
-        cfg.name = v->name;
-        cfg.platform = (char *)"onnx_onnxv1";
-        cfg.backend = (char *)"infera";
-        cfg.max_batch_size = batched ? o->max_batch : 0;
-        cfg.n_input = (size_t)ni;
-        cfg.input = inp;
-        cfg.n_output = (size_t)no;
-        cfg.output = outp;
-        if (batched) cfg.dynamic_batching = &db;
-        Inference__ModelConfigResponse r = INFERENCE__MODEL_CONFIG_RESPONSE__INIT;
-        r.config = &cfg;
-        reply(c, &r.base);
-    }
-    free(ins), free(inp), free(outs), free(outp), free(dims);
-    inf__serve_version_release(v);
-out:
-    protobuf_c_message_free_unpacked(&q->base, NULL);
-}
-
-/* ---- repository ---------------------------------------------------------------------- */
-
-/* The index as the HTTP endpoint writes it (models.c), re-read into messages. */
-static void h_repo_index(gcall *c, const uint8_t *msg, size_t n) {
-    Inference__RepositoryIndexRequest *q = (void *)unpack(c, &inference__repository_index_request__descriptor, msg, n);
-    if (!q) return;
-    if (authorize(c, NULL, 0)) goto out;
-    srv_buf json = {0};
-    inf__serve_models_index_json(c->g->srv->models, q->ready, &json);
-    cJSON *arr = json.oom ? NULL : cJSON_ParseWithLength(json.p ? json.p : "[]", json.n);
-    inf__serve_buf_free(&json);
-    int count = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : -1;
-    Inference__RepositoryIndexResponse__ModelIndex *ms = count >= 0 ? calloc((size_t)count + 1, sizeof *ms) : NULL;
-    Inference__RepositoryIndexResponse__ModelIndex **mp = count >= 0 ? calloc((size_t)count + 1, sizeof *mp) : NULL;
-    if (!ms || !mp) {
-        finish(c, GRPC_STATUS_INTERNAL, "cannot list the repository", NULL, 0);
-    } else {
-        static const char *const keys[4] = {"name", "version", "state", "reason"};
-        for (int i = 0; i < count; i++) {
-            const cJSON *o = cJSON_GetArrayItem(arr, i);
-            char *vals[4];
-            for (int k = 0; k < 4; k++) {
-                const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, keys[k]));
-                vals[k] = (char *)(s ? s : "");
-            }
-            inference__repository_index_response__model_index__init(&ms[i]);
-            ms[i].name = vals[0], ms[i].version = vals[1], ms[i].state = vals[2], ms[i].reason = vals[3];
-            mp[i] = &ms[i];
-        }
-        Inference__RepositoryIndexResponse r = INFERENCE__REPOSITORY_INDEX_RESPONSE__INIT;
-        r.n_models = (size_t)count;
-        r.models = mp;
-        reply(c, &r.base);
-    }
-    free(ms), free(mp);
-    cJSON_Delete(arr);
-out:
-    protobuf_c_message_free_unpacked(&q->base, NULL);
-}
-
-/* parameters "ref" (or "path"): what to load, as the HTTP load's parameters.ref. */
-static int load_ref(gcall *c, const Inference__RepositoryModelLoadRequest *q, const char **ref) {
-    *ref = NULL;
-    for (size_t i = 0; i < q->n_parameters; i++) {
-        const char *k = q->parameters[i]->key;
-        if (!k || (strcmp(k, "ref") && strcmp(k, "path"))) continue;
-        const Inference__ModelRepositoryParameter *p = q->parameters[i]->value;
-        if (!p || p->parameter_choice_case != INFERENCE__MODEL_REPOSITORY_PARAMETER__PARAMETER_CHOICE_STRING_PARAM) {
-            finish(c, GRPC_STATUS_INVALID_ARGUMENT,
-                   "parameters.ref must be a string (an .onnx path or a registry reference)", NULL, 0);
-            return -1;
-        }
-        if (!*ref || !strcmp(k, "ref")) *ref = p->string_param;
-    }
-    return 0;
-}
-
-static void h_repo_load(gcall *c, const uint8_t *msg, size_t n) {
-    Inference__RepositoryModelLoadRequest *q =
-        (void *)unpack(c, &inference__repository_model_load_request__descriptor, msg, n);
-    if (!q) return;
-    const char *ref;
-    if (authorize(c, q->model_name, 0) || load_ref(c, q, &ref)) goto out;
-    srv_server *srv = c->g->srv;
-    /* a file path brings a file of the server's onto it: with auth on, only an admin may (routes.c) */
-    if (ref && inf_registry_ref_is_path(ref) && inf__serve_models_auth_enabled(srv->models) &&
-        authorize(c, NULL, 2))
-        goto out;
-    inf_error e = {0};
-    inf_status st = inf__serve_models_load(srv->models, q->model_name, ref, c->ic.caller, &e);
-    if (st != INF_OK) {
-        finish(c, st == INF_EBUSY ? GRPC_STATUS_FAILED_PRECONDITION : inf__serve_grpc_status_of(st), e.message, NULL,
-               0);
-    } else {
-        Inference__RepositoryModelLoadResponse r = INFERENCE__REPOSITORY_MODEL_LOAD_RESPONSE__INIT;
-        reply(c, &r.base);
-    }
-out:
-    protobuf_c_message_free_unpacked(&q->base, NULL);
-}
-
-static void h_repo_unload(gcall *c, const uint8_t *msg, size_t n) {
-    Inference__RepositoryModelUnloadRequest *q =
-        (void *)unpack(c, &inference__repository_model_unload_request__descriptor, msg, n);
-    if (!q) return;
-    if (authorize(c, q->model_name, 0)) goto out;
-    inf_error e = {0};
-    if (inf__serve_models_unload(c->g->srv->models, q->model_name, c->ic.caller, &e) != INF_OK) {
-        finish(c, GRPC_STATUS_NOT_FOUND, e.message, NULL, 0);
-    } else {
-        Inference__RepositoryModelUnloadResponse r = INFERENCE__REPOSITORY_MODEL_UNLOAD_RESPONSE__INIT;
-        reply(c, &r.base);
-    }
-out:
-    protobuf_c_message_free_unpacked(&q->base, NULL);
 }
 
 /* ---- server ---------------------------------------------------------------------------- */
@@ -958,7 +573,8 @@ inf_status inf__serve_grpc_start(srv_server *srv, inf_error *err) {
     if (port <= 0) {
         grpc_server_destroy(g->server);
         grpc_completion_queue_shutdown(g->cq);
-        while (grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN) {}
+        while (grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
+            continue;
         grpc_completion_queue_destroy(g->cq);
         grpc_shutdown();
         free(g);

@@ -46,7 +46,8 @@ inf_status inf__serve_bind_input(const inf_model *model, srv_input *in, const ch
         char names[256] = "";
         size_t k = 0;
         for (int i = 0; i < inf_model_n_inputs(model) && k < sizeof names - 1; i++)
-            k += (size_t)snprintf(names + k, sizeof names - k, "%s'%s'", i ? ", " : "", inf_model_input(model, i)->name);
+            k += (size_t)snprintf(names + k, sizeof names - k, "%s'%s'", i ? ", " : "",
+                                  inf_model_input(model, i)->name);
         return failf(err, INF_EINVAL, "unknown input '%s' (the model's inputs: %s)", nm, names);
     }
     if (seen[idx]) return failf(err, INF_EINVAL, "input '%s' is given twice", nm);
@@ -57,11 +58,12 @@ inf_status inf__serve_bind_input(const inf_model *model, srv_input *in, const ch
     if (in->dtype == INF_DTYPE_UNDEFINED)
         return failf(err, INF_ETYPE, "input '%s': unknown datatype '%s'", nm, dtype_name);
     if (vi->kind != INF_KIND_TENSOR)
-        return failf(err, INF_EUNSUPPORTED, "input '%s': the model expects a sequence or map, which KServe cannot express",
-                     nm);
+        return failf(err, INF_EUNSUPPORTED,
+                     "input '%s': the model expects a sequence or map, which KServe cannot express", nm);
     if (vi->dtype != INF_DTYPE_UNDEFINED && vi->dtype != in->dtype)
         return failf(err, INF_ETYPE, "input '%s': datatype %s does not match the model's %s", nm, dtype_name,
-                     inf__serve_kserve_dtype(vi->dtype) ? inf__serve_kserve_dtype(vi->dtype) : inf_dtype_name(vi->dtype));
+                     inf__serve_kserve_dtype(vi->dtype) ? inf__serve_kserve_dtype(vi->dtype)
+                                                        : inf_dtype_name(vi->dtype));
     if (!has_shape) return failf(err, INF_EINVAL, "input '%s': missing 'shape'", nm);
     if (vi->ndim >= 0) {
         int bad = vi->ndim != in->ndim;

@@ -9,6 +9,11 @@
  *               accumulation and limits, suspend/resume around the batcher
  *   routes.c    the route table (one line per route) and the handlers
  *   kserve_v2.c KServe V2 request decoding / response encoding (JSON + binary)
+ *   infer_bind.c  input binding and checks shared by the HTTP and gRPC codecs
+ *   infer_call.c  the protocol-neutral inference path (routing and admission hooks)
+ *   grpc_codec.c  KServe V2 gRPC messages <-> requests and outputs (protobuf-c)
+ *   grpc_server.c the gRPC endpoint (--grpc-port): calls, ModelInfer, streams;
+ *   grpc_methods.c its other methods (health, metadata, config, repository)
  *   json_num.c  fast, exact JSON number parsing for tensor data
  *   batcher.c   per model version: bounded queue + one scheduler thread
  *   models.c    served models, refcounted versions, atomic swap, repository,
