@@ -390,11 +390,8 @@ static int param_bool(const cJSON *params, const char *key, int *out) {
 
 /* ---- tensor data ------------------------------------------------------------- */
 
-#define shape_str inf__serve_shape_str /* infer_bind.c */
-
 /* The engine's strings end at a NUL: an element with one inside is refused,
- * not silently cut. */
-#define NUL_MSG INF__SERVE_NUL_MSG
+ * not silently cut (INF__SERVE_NUL_MSG, serve.h). */
 
 /* NESTED DATA.  "data" is flat (one array of prod(shape) elements, row
  * major) or nested exactly as the shape: ndim levels of arrays, the arrays
@@ -442,7 +439,7 @@ static int nest_close(nesting *n, int depth, const srv_input *in) {
 
 static int ragged(scan *outer, const srv_input *in, const nesting *n) {
     char sh[96];
-    shape_str(sh, sizeof sh, in->ndim, in->dims);
+    inf__serve_shape_str(sh, sizeof sh, in->ndim, in->dims);
     if (n->bad_items < 0 || n->bad_depth > in->ndim)
         return fail(outer, INF_ESHAPE,
                     "input '%s': nested data does not follow shape %s: it nests %d level%s deep where the shape has %d "
@@ -466,7 +463,7 @@ static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_
                     in->dtype == INF_DTYPE_F16 ? "FP16" : "BF16");
     if (numel > 4096 && numel > (int64_t)span_len) { /* each element takes a byte: do not allocate for a lie */
         char sh[96];
-        shape_str(sh, sizeof sh, in->ndim, in->dims);
+        inf__serve_shape_str(sh, sizeof sh, in->ndim, in->dims);
         return fail(outer, INF_ESHAPE, "input '%s': data of %zu bytes cannot hold the %lld elements shape %s needs", nm,
                     span_len, (long long)numel, sh);
     }
@@ -506,7 +503,7 @@ static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_
             return ragged(outer, in, &nest);
         if (k >= numel) {
             char sh[96];
-            shape_str(sh, sizeof sh, in->ndim, in->dims);
+            inf__serve_shape_str(sh, sizeof sh, in->ndim, in->dims);
             /* count the rest for the message */
             int64_t more = 0;
             for (const char *q = p; q < end; q++) more += (*q == ',');
@@ -564,7 +561,7 @@ static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_
             if (!esc) memcpy(v, s, sn), v[sn] = 0;
             if (memchr(v, 0, len)) {
                 free(v);
-                return fail(outer, INF_EINVAL, NUL_MSG, nm, (long long)k);
+                return fail(outer, INF_EINVAL, INF__SERVE_NUL_MSG, nm, (long long)k);
             }
             in->strings[k] = v;
             ((char **)in->data)[k] = v;
@@ -631,7 +628,7 @@ static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_
     if (depth != 0) return fail(outer, INF_EFORMAT, "input '%s': unbalanced '[' in data", nm);
     if (k != numel) {
         char sh[96];
-        shape_str(sh, sizeof sh, in->ndim, in->dims);
+        inf__serve_shape_str(sh, sizeof sh, in->ndim, in->dims);
         return fail(outer, INF_ESHAPE, "input '%s': data has %lld elements but shape %s needs %lld", nm, (long long)k,
                     sh, (long long)numel);
     }
