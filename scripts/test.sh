@@ -76,7 +76,13 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   cp tests/fuzz/seeds/*.gguf tests/fuzz/regressions/*.gguf "$ggufcorpus"/ 2>/dev/null || true
   (cd "$ggufcorpus" && "$OLDPWD/build-fuzz/fuzz_gguf" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 \
      -artifact_prefix="$OLDPWD/build-fuzz/gguf-" "$ggufcorpus" 2>&1 | tail -3) || status=1
-  rm -rf "$corpus" "$pbcorpus" "$wirecorpus" "$ggufcorpus"
+  # the KServe V2 gRPC request decoder (serve --grpc-port), seeded with typed and raw requests
+  grpccorpus=$(mktemp -d)
+  /usr/bin/python3 tests/fuzz/gen_grpc_seeds.py "$grpccorpus" || true
+  cp tests/fuzz/regressions/grpc_*.pb "$grpccorpus"/
+  (cd "$grpccorpus" && "$OLDPWD/build-fuzz/fuzz_grpc_msg" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 \
+     -artifact_prefix="$OLDPWD/build-fuzz/grpc-" "$grpccorpus" 2>&1 | tail -3) || status=1
+  rm -rf "$corpus" "$pbcorpus" "$wirecorpus" "$ggufcorpus" "$grpccorpus"
 fi
 
 if [ "$status" -eq 0 ]; then echo "ALL TESTS PASSED"; else echo "SOME TESTS FAILED"; fi

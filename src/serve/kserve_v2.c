@@ -390,17 +390,8 @@ static int param_bool(const cJSON *params, const char *key, int *out) {
 
 /* ---- tensor data ------------------------------------------------------------- */
 
-static void shape_str(char *buf, size_t size, int ndim, const int64_t *dims) {
-    size_t k = 0;
-    k += (size_t)snprintf(buf + k, size - k, "[");
-    for (int i = 0; i < ndim && k < size; i++)
-        k += (size_t)snprintf(buf + k, size - k, "%s%lld", i ? "," : "", (long long)dims[i]);
-    if (k < size) snprintf(buf + k, size - k, "]");
-}
-
 /* The engine's strings end at a NUL: an element with one inside is refused,
- * not silently cut. */
-#define NUL_MSG "input '%s': BYTES element %lld contains a NUL byte, which the engine's strings cannot hold"
+ * not silently cut (INF__SERVE_NUL_MSG, serve.h). */
 
 /* NESTED DATA.  "data" is flat (one array of prod(shape) elements, row
  * major) or nested exactly as the shape: ndim levels of arrays, the arrays
@@ -448,7 +439,7 @@ static int nest_close(nesting *n, int depth, const srv_input *in) {
 
 static int ragged(scan *outer, const srv_input *in, const nesting *n) {
     char sh[96];
-    shape_str(sh, sizeof sh, in->ndim, in->dims);
+    inf__serve_shape_str(sh, sizeof sh, in->ndim, in->dims);
     if (n->bad_items < 0 || n->bad_depth > in->ndim)
         return fail(outer, INF_ESHAPE,
                     "input '%s': nested data does not follow shape %s: it nests %d level%s deep where the shape has %d "
@@ -472,7 +463,7 @@ static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_
                     in->dtype == INF_DTYPE_F16 ? "FP16" : "BF16");
     if (numel > 4096 && numel > (int64_t)span_len) { /* each element takes a byte: do not allocate for a lie */
         char sh[96];
-        shape_str(sh, sizeof sh, in->ndim, in->dims);
+        inf__serve_shape_str(sh, sizeof sh, in->ndim, in->dims);
         return fail(outer, INF_ESHAPE, "input '%s': data of %zu bytes cannot hold the %lld elements shape %s needs", nm,
                     span_len, (long long)numel, sh);
     }
@@ -512,7 +503,7 @@ static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_
             return ragged(outer, in, &nest);
         if (k >= numel) {
             char sh[96];
-            shape_str(sh, sizeof sh, in->ndim, in->dims);
+            inf__serve_shape_str(sh, sizeof sh, in->ndim, in->dims);
             /* count the rest for the message */
             int64_t more = 0;
             for (const char *q = p; q < end; q++) more += (*q == ',');
@@ -570,7 +561,7 @@ static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_
             if (!esc) memcpy(v, s, sn), v[sn] = 0;
             if (memchr(v, 0, len)) {
                 free(v);
-                return fail(outer, INF_EINVAL, NUL_MSG, nm, (long long)k);
+                return fail(outer, INF_EINVAL, INF__SERVE_NUL_MSG, nm, (long long)k);
             }
             in->strings[k] = v;
             ((char **)in->data)[k] = v;
@@ -637,7 +628,7 @@ static int parse_data(scan *outer, srv_input *in, const char *span, size_t span_
     if (depth != 0) return fail(outer, INF_EFORMAT, "input '%s': unbalanced '[' in data", nm);
     if (k != numel) {
         char sh[96];
-        shape_str(sh, sizeof sh, in->ndim, in->dims);
+        inf__serve_shape_str(sh, sizeof sh, in->ndim, in->dims);
         return fail(outer, INF_ESHAPE, "input '%s': data has %lld elements but shape %s needs %lld", nm, (long long)k,
                     sh, (long long)numel);
     }
@@ -768,49 +759,11 @@ static int grow(void **arr, int n, size_t elem) {
     return 0;
 }
 
-/* Checks a decoded input against the model and binds it. */
+/* Checks a decoded input against the model and binds it (infer_bind.c). */
 static int check_input(scan *sc, const inf_model *model, srv_input *in, const input_tmp *tmp,
                        const uint8_t *seen) {
-    const char *nm = in->name;
-    if (!nm) return fail(sc, INF_EINVAL, "an input has no 'name'");
-    int idx = inf_model_find_input(model, nm);
-    if (idx < 0) {
-        char names[256] = "";
-        size_t k = 0;
-        for (int i = 0; i < inf_model_n_inputs(model) && k < sizeof names - 1; i++)
-            k += (size_t)snprintf(names + k, sizeof names - k, "%s'%s'", i ? ", " : "", inf_model_input(model, i)->name);
-        return fail(sc, INF_EINVAL, "unknown input '%s' (the model's inputs: %s)", nm, names);
-    }
-    if (seen[idx]) return fail(sc, INF_EINVAL, "input '%s' is given twice", nm);
-    in->model_index = idx;
-    const inf_value_info *vi = inf_model_input(model, idx);
-    if (!tmp->dtype_name) return fail(sc, INF_EINVAL, "input '%s': missing 'datatype'", nm);
-    in->dtype = inf__serve_dtype_from_kserve(tmp->dtype_name, strlen(tmp->dtype_name));
-    if (in->dtype == INF_DTYPE_UNDEFINED)
-        return fail(sc, INF_ETYPE, "input '%s': unknown datatype '%s'", nm, tmp->dtype_name);
-    if (vi->kind != INF_KIND_TENSOR)
-        return fail(sc, INF_EUNSUPPORTED, "input '%s': the model expects a sequence or map, which KServe cannot express", nm);
-    if (vi->dtype != INF_DTYPE_UNDEFINED && vi->dtype != in->dtype)
-        return fail(sc, INF_ETYPE, "input '%s': datatype %s does not match the model's %s", nm, tmp->dtype_name,
-                    inf__serve_kserve_dtype(vi->dtype) ? inf__serve_kserve_dtype(vi->dtype) : inf_dtype_name(vi->dtype));
-    if (!tmp->has_shape) return fail(sc, INF_EINVAL, "input '%s': missing 'shape'", nm);
-    if (vi->ndim >= 0) {
-        int bad = vi->ndim != in->ndim;
-        int bad_dim = -1;
-        for (int d = 0; !bad && d < in->ndim; d++)
-            if (vi->dims[d] >= 0 && vi->dims[d] != in->dims[d]) bad = 1, bad_dim = d;
-        if (bad) {
-            char got[96], want[96];
-            shape_str(got, sizeof got, in->ndim, in->dims);
-            shape_str(want, sizeof want, vi->ndim, vi->dims);
-            if (bad_dim >= 0)
-                return fail(sc, INF_ESHAPE, "input '%s': shape %s does not match the model's %s (dimension %d)", nm,
-                            got, want, bad_dim);
-            return fail(sc, INF_ESHAPE, "input '%s': shape %s has rank %d but the model's %s has rank %d", nm, got,
-                        in->ndim, want, vi->ndim);
-        }
-    }
-    return 0;
+    if (inf__serve_bind_input(model, in, tmp->dtype_name, tmp->has_shape, seen, sc->err) != INF_OK) sc->failed = 1;
+    return sc->failed ? -1 : 0;
 }
 
 inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t json_len, const inf_model *model,
@@ -932,12 +885,9 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
         if (check_input(sc, model, in, tmp, seen)) goto done;
         seen[in->model_index] = 1;
         int64_t numel = 1;
-        for (int d = 0; d < in->ndim; d++) {
-            if (in->dims[d] && numel > (INT64_C(1) << 40) / in->dims[d]) {
-                fail(sc, INF_ERANGE, "input '%s': shape is too large", in->name);
-                goto done;
-            }
-            numel *= in->dims[d];
+        if (inf__serve_input_numel(in, &numel, sc->err) != INF_OK) {
+            sc->failed = 1;
+            goto done;
         }
         if (tmp->binary_size >= 0) {
             if (tmp->data_span) {
@@ -960,76 +910,10 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
             const uint8_t *blob = (const uint8_t *)body + bin_off;
             size_t bs = (size_t)tmp->binary_size;
             bin_off += bs;
-            if (in->dtype == INF_DTYPE_STRING) {
-                if ((uint64_t)numel > bs / 4) { /* 4 length bytes per element at least */
-                    fail(sc, INF_EFORMAT,
-                         "input '%s': binary_data_size %zu cannot hold %lld BYTES elements (4-byte length each)",
-                         in->name, bs, (long long)numel);
-                    goto done;
-                }
-                in->strings = calloc((size_t)(numel ? numel : 1), sizeof(char *));
-                in->data = malloc((size_t)(numel ? numel : 1) * sizeof(char *));
-                in->n_strings = numel;
-                if (!in->strings || !in->data) {
-                    fail(sc, INF_ENOMEM, "input '%s': out of memory", in->name);
-                    goto done;
-                }
-                size_t off = 0;
-                for (int64_t k = 0; k < numel; k++) {
-                    if (bs - off < 4) {
-                        fail(sc, INF_EFORMAT, "input '%s': BYTES element %lld: truncated length prefix", in->name,
-                             (long long)k);
-                        goto done;
-                    }
-                    uint32_t len = (uint32_t)blob[off] | (uint32_t)blob[off + 1] << 8 |
-                                   (uint32_t)blob[off + 2] << 16 | (uint32_t)blob[off + 3] << 24;
-                    off += 4;
-                    if (len > bs - off) {
-                        fail(sc, INF_EFORMAT, "input '%s': BYTES element %lld: length %u exceeds the blob", in->name,
-                             (long long)k, len);
-                        goto done;
-                    }
-                    if (memchr(blob + off, 0, len)) {
-                        fail(sc, INF_EINVAL, NUL_MSG, in->name, (long long)k);
-                        goto done;
-                    }
-                    char *v = malloc((size_t)len + 1);
-                    if (!v) {
-                        fail(sc, INF_ENOMEM, "input '%s': out of memory", in->name);
-                        goto done;
-                    }
-                    memcpy(v, blob + off, len);
-                    v[len] = 0;
-                    off += len;
-                    in->strings[k] = v;
-                    ((char **)in->data)[k] = v;
-                }
-                if (off != bs) {
-                    fail(sc, INF_EFORMAT, "input '%s': %zu bytes left over after %lld BYTES elements", in->name,
-                         bs - off, (long long)numel);
-                    goto done;
-                }
-            } else {
-                size_t want = (size_t)numel * inf_dtype_size(in->dtype);
-                if (bs != want) {
-                    char sh[96];
-                    shape_str(sh, sizeof sh, in->ndim, in->dims);
-                    fail(sc, INF_ESHAPE, "input '%s': binary_data_size %zu but %s %s needs %zu bytes", in->name, bs,
-                         tmp->dtype_name, sh, want);
-                    goto done;
-                }
-                size_t align = inf_dtype_size(in->dtype);
-                if (((uintptr_t)blob % (align ? align : 1)) == 0) {
-                    in->data = (void *)blob;
-                    in->borrowed_data = 1;
-                } else {
-                    in->data = malloc(want ? want : 1);
-                    if (!in->data) {
-                        fail(sc, INF_ENOMEM, "input '%s': out of memory", in->name);
-                        goto done;
-                    }
-                    memcpy(in->data, blob, want);
-                }
+            if (inf__serve_input_from_blob(in, blob, bs, numel, tmp->dtype_name, "binary_data_size", sc->err) !=
+                INF_OK) {
+                sc->failed = 1;
+                goto done;
             }
         } else {
             if (!tmp->data_span) {
@@ -1045,26 +929,7 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
              bin_off - json_len);
         goto done;
     }
-    for (int i = 0; i < n_model_inputs; i++) {
-        const inf_value_info *vi = inf_model_input(model, i);
-        if (!seen[i] && !vi->is_optional) {
-            fail(sc, INF_EINVAL, "missing input '%s' (%s)", vi->name,
-                 inf__serve_kserve_dtype(vi->dtype) ? inf__serve_kserve_dtype(vi->dtype) : "?");
-            goto done;
-        }
-    }
-    for (int i = 0; i < req->n_outputs; i++) {
-        srv_output_req *o = &req->outputs[i];
-        if (!o->name) {
-            fail(sc, INF_EINVAL, "outputs[%d] has no 'name'", i);
-            goto done;
-        }
-        o->model_index = inf_model_find_output(model, o->name);
-        if (o->model_index < 0) {
-            fail(sc, INF_EINVAL, "unknown output '%s'", o->name);
-            goto done;
-        }
-    }
+    if (inf__serve_infer_check_complete(model, req, seen, sc->err) != INF_OK) sc->failed = 1;
 done:
     cJSON_Delete(params);
     if (tmps) {
@@ -1282,7 +1147,7 @@ static inf_status check_json_strings(const char *name, const inf_tensor *t, inf_
     return INF_OK;
 }
 
-static inf_status unsupported_output(const char *name, const inf_tensor *t, inf_error *err) {
+inf_status inf__serve_unsupported_output(const char *name, const inf_tensor *t, inf_error *err) {
     if (err) {
         err->status = INF_EUNSUPPORTED;
         snprintf(err->message, sizeof err->message,
@@ -1320,7 +1185,7 @@ inf_status inf__serve_encode_infer(const srv_infer_request *req, const inf_model
         int is_map = t && t->kind == INF_KIND_SEQUENCE ? inf__serve_map_seq(t, name, &ms, err) : 0;
         if (is_map < 0) return INF_EUNSUPPORTED;
         if (!is_map && (!t || t->kind != INF_KIND_TENSOR || !inf__serve_kserve_dtype(t->dtype)))
-            return unsupported_output(name, t, err);
+            return inf__serve_unsupported_output(name, t, err);
         if (!is_map && !binary && t->dtype == INF_DTYPE_STRING && check_json_strings(name, t, err) != INF_OK)
             return INF_EUNSUPPORTED;
         if (i) inf__serve_buf_put(json, ",", 1);

@@ -38,6 +38,10 @@ typedef struct opt_row {
 static const opt_row opt_table[] = {
     {"host", T_STR, O(host), 0, 0, "address to listen on (default 127.0.0.1)"},
     {"port", T_INT, O(port), 0, 65535, "TCP port (default 8000; 0 = any free port)"},
+    {"grpc-port", T_INT, O(grpc_port), 0, 65535,
+     "also serve KServe V2 over gRPC (inference.GRPCInferenceService) on --host at this port (default off)"},
+    {"grpc-max-in-flight", T_INT, O(grpc_max_in_flight), 1, 1000000,
+     "gRPC calls served at once before RESOURCE_EXHAUSTED (default 1024)"},
     {"model", T_MODEL, 0, 0, 0, "[NAME=]REF to serve; repeatable"},
     {"max-batch", T_INT, O(max_batch), 1, 65536, "rows per engine call (1 = no batching; default 64)"},
     {"max-queue-delay-us", T_I64, O(max_queue_delay_us), 0, 10000000, "how long a batch may wait to fill (default 0)"},
@@ -297,6 +301,7 @@ static void defaults(srv_options *o) {
     o->llm_queue = 64;
     o->monitor_window_s = 60;
     o->monitor_interval_s = 10;
+    o->grpc_max_in_flight = 1024;
 }
 
 int cmd_serve(int argc, char **argv) {
@@ -425,6 +430,11 @@ int cmd_serve(int argc, char **argv) {
         rc = cli_fail("serve", "%s", err.message);
         goto out_models;
     }
+    if (inf__serve_grpc_start(srv, &err) != INF_OK) {
+        rc = cli_fail("serve", "%s", err.message);
+        goto out_http;
+    }
+    if (srv->grpc) fprintf(stderr, "infera serve: gRPC (KServe V2) on port %d\n", o->grpc_port);
     if (inf__serve_models_start_poller(srv->models, &err) != INF_OK) {
         rc = cli_fail("serve", "registry: %s", err.message);
         goto out_http;
@@ -449,6 +459,7 @@ int cmd_serve(int argc, char **argv) {
                 (long long)atomic_load(&srv->in_flight));
     rc = 0;
 out_http:
+    inf__serve_grpc_stop(srv);
     inf__serve_llm_shutdown(srv); /* generations end: suspended streams resume before the daemon stops */
     inf__serve_http_stop(srv);
 out_models:

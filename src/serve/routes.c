@@ -212,25 +212,18 @@ static void tensor_meta(srv_buf *b, const inf_value_info *vi) {
     inf__serve_buf_puts(b, "]}");
 }
 
-/* The sticky key of a routed request: its caller or a header (traffic.c). */
-static const char *route_key(srv_request *rq, char *buf, size_t size) {
-    srv_traffic *t = rq->srv->traffic;
-    const char *header = inf__serve_traffic_sticky_header(t);
-    if (header) return inf__serve_http_header(rq, header);
-    if (!inf__serve_traffic_sticky_principal(t)) return NULL;
-    inf__serve_models_caller_name(rq->srv->models, rq->caller, buf, size);
-    return buf;
+/* The request header a route is sticky on (--route-sticky header:NAME), or NULL. */
+static const char *route_header(srv_request *rq) {
+    const char *header = inf__serve_traffic_sticky_header(rq->srv->traffic);
+    return header ? inf__serve_http_header(rq, header) : NULL;
 }
 
 /* The version serving the request's model: a route's target (chosen by
  * weight, or the target serving the version asked for), else the slot. */
 static int acquire(srv_request *rq, srv_version **v) {
     inf_error e = {0};
-    char slot[129], key[129];
-    const char *name = rq->params[0];
-    if (inf__serve_traffic_pick(rq->srv->traffic, name, route_key(rq, key, sizeof key), slot, sizeof slot))
-        name = slot;
-    if (inf__serve_models_acquire(rq->srv->models, name, rq->params[1], v, &e) != INF_OK) {
+    if (inf__serve_resolve_version(rq->srv, rq->params[0], rq->params[1], rq->caller, route_header(rq), v, &e) !=
+        INF_OK) {
         inf__serve_error(rq, 404, "%s", e.message);
         return -1;
     }
@@ -292,6 +285,7 @@ static int h_metrics(srv_request *rq) {
     inf__serve_quotas_metrics(rq->srv->quotas, &rq->resp);
     inf__serve_traffic_metrics(rq->srv->traffic, &rq->resp);
     inf__serve_monitor_metrics(rq->srv, &rq->resp);
+    inf__serve_grpc_metrics_render(rq->srv, &rq->resp);
     return 0;
 }
 
@@ -321,30 +315,10 @@ static int reserve_store(srv_request *rq, size_t need) {
     return rq->out_store != NULL;
 }
 
-/* Charges the request to its caller's quota (quota.c) before it reaches a
- * batcher; over the limit it is answered 429 with Retry-After and returns 1. */
-static int over_quota(srv_request *rq, int64_t rows) {
-    srv_server *srv = rq->srv;
-    char principal[129];
-    inf__serve_models_caller_name(srv->models, rq->caller, principal, sizeof principal);
-    double wait = inf__serve_quotas_take(srv->quotas, principal, rows);
-    if (wait == 0) return 0;
-    count_failure(rq, SRV_FAIL_QUOTA);
-    if (wait < 0) {
-        inf__serve_error(rq, 429, "caller '%s': %lld rows in one request exceed its quota's row burst; send fewer rows",
-                         principal, (long long)rows);
-        return 1;
-    }
-    rq->retry_after_s = (int)ceil(wait) > 0 ? (int)ceil(wait) : 1;
-    inf__serve_error(rq, 429, "caller '%s' is over its quota; retry after %d s", principal, rq->retry_after_s);
-    return 1;
-}
-
 /* Queues rq->job on the version's batcher, suspending the connection first. */
 static int submit(srv_request *rq, int64_t timeout_us) {
     srv_server *srv = rq->srv;
     srv_job *job = &rq->job;
-    if (over_quota(rq, job->rows)) return 0;
     job->inputs = rq->job_inputs;
     job->outputs = rq->job_outputs;
     job->done = inf__serve_http_job_done;
@@ -352,6 +326,15 @@ static int submit(srv_request *rq, int64_t timeout_us) {
     int64_t t_us = timeout_us > 0 ? timeout_us : srv->opt.request_timeout_ms * 1000;
     job->deadline_ns = t_us > 0 ? inf__serve_now_ns() + (uint64_t)t_us * 1000u : 0;
     job->timeout_us = t_us;
+    inf_error ae = {0};
+    int retry_after_s = 0;
+    inf_status ast = inf__serve_admit(srv, rq->version, rq->caller, job->rows, &retry_after_s, &ae);
+    if (ast != INF_OK) { /* over the caller's quota: 429, with Retry-After when waiting helps */
+        count_failure(rq, SRV_FAIL_QUOTA);
+        rq->retry_after_s = retry_after_s;
+        inf__serve_error(rq, 429, "%s", ae.message);
+        return 0;
+    }
     job->hold = 1; /* an inline run answers from the session's outputs, then releases it */
     if (inf__serve_batcher_try_inline(rq->version->batcher, job)) {
         inf__serve_route_complete(rq);

@@ -9,6 +9,11 @@
  *               accumulation and limits, suspend/resume around the batcher
  *   routes.c    the route table (one line per route) and the handlers
  *   kserve_v2.c KServe V2 request decoding / response encoding (JSON + binary)
+ *   infer_bind.c  input binding and checks shared by the HTTP and gRPC codecs
+ *   infer_call.c  the protocol-neutral inference path (routing and admission hooks)
+ *   grpc_codec.c  KServe V2 gRPC messages <-> requests and outputs (protobuf-c)
+ *   grpc_server.c the gRPC endpoint (--grpc-port): calls, ModelInfer, streams;
+ *   grpc_methods.c its other methods (health, metadata, config, repository)
  *   json_num.c  fast, exact JSON number parsing for tensor data
  *   batcher.c   per model version: bounded queue + one scheduler thread
  *   models.c    served models, refcounted versions, atomic swap, repository,
@@ -149,6 +154,32 @@ void inf__serve_infer_request_clear(srv_infer_request *req);
 inf_status inf__serve_encode_infer(const srv_infer_request *req, const inf_model *model, const char *model_name,
                                    const char *model_version, inf_tensor *const *outputs, srv_buf *json, srv_buf *bin,
                                    inf_error *err);
+
+/* ---- infer_bind.c: protocol-neutral input binding (HTTP and gRPC codecs) --- */
+
+#define INF__SERVE_NUL_MSG "input '%s': BYTES element %lld contains a NUL byte, which the engine's strings cannot hold"
+/* "[2,3]" */
+void inf__serve_shape_str(char *buf, size_t size, int ndim, const int64_t *dims);
+/* Binds a decoded input (name, ndim/dims set; dtype_name NULL = missing,
+ * has_shape 0 = missing) to the model input of its name: sets model_index
+ * and dtype; seen[] marks model inputs already given. */
+inf_status inf__serve_bind_input(const inf_model *model, srv_input *in, const char *dtype_name, int has_shape,
+                                 const uint8_t *seen, inf_error *err);
+/* prod(dims), refused beyond 2^40 elements. */
+inf_status inf__serve_input_numel(const srv_input *in, int64_t *numel, inf_error *err);
+/* in's data from a raw blob (little-endian, row-major; BYTES: 4-byte length +
+ * bytes per element).  A fixed-size blob that is aligned is used in place
+ * (borrowed_data: it must outlive the request).  size_what names the blob's
+ * size field in messages ("binary_data_size", "raw_input_contents"). */
+inf_status inf__serve_input_from_blob(srv_input *in, const uint8_t *blob, size_t bs, int64_t numel,
+                                      const char *dtype_name, const char *size_what, inf_error *err);
+/* Every required model input given; requested outputs named and known
+ * (sets their model_index). */
+inf_status inf__serve_infer_check_complete(const inf_model *model, srv_infer_request *req, const uint8_t *seen,
+                                           inf_error *err);
+
+/* INF_EUNSUPPORTED: output name holds t, which KServe V2 cannot express. */
+inf_status inf__serve_unsupported_output(const char *name, const inf_tensor *t, inf_error *err);
 
 /* A sequence of maps {class label -> score} (ZipMap: what skl2onnx
  * classifiers return as output_probability), sent as one [rows, n_classes]
@@ -375,6 +406,78 @@ void inf__serve_models_note_prediction(srv_models *ms, srv_version *v, int who, 
 /* The same for a metrics entry (generative models: one row per generation). */
 void inf__serve_models_note_rows(srv_models *ms, srv_model_metrics *metrics, int who, int64_t rows);
 
+/* ---- infer_call.c: the protocol-neutral inference path --------------------- */
+
+typedef struct srv_infer_call srv_infer_call;
+typedef void (*srv_infer_done_fn)(srv_infer_call *c);
+#define SRV_INLINE_IO 8 /* models with fewer inputs / outputs need no job arrays allocated */
+struct srv_infer_call {
+    srv_server *srv;
+    srv_version *version;            /* held reference (acquire .. release) */
+    char requested[129];             /* the model name the client asked for (a route's or a shadow's key) */
+    srv_infer_request infer;         /* filled by the protocol's codec against version->model */
+    int caller;                      /* authorize's index (-1 = none): audit */
+    uint64_t t_start_ns;
+    srv_job job;
+    const inf_tensor **job_inputs;   /* job_in_buf or calloc'd */
+    inf_tensor **job_outputs;        /* job_out_buf or calloc'd; by model output after a run */
+    const inf_tensor *job_in_buf[SRV_INLINE_IO];
+    inf_tensor *job_out_buf[SRV_INLINE_IO];
+    void *out_store;                 /* a queued job's outputs land here (kept across calls until free) */
+    size_t out_store_cap;
+    inf_tensor out_views[SRV_INLINE_IO];
+    srv_infer_done_fn done;          /* a queued run finished (batcher's scheduler thread) */
+    void *user;
+};
+/* The hooks of every protocol's inference (infer_call.c): the version that
+ * answers (routing), and admission of a request's cost before the batcher
+ * (quotas).  HTTP (routes.c) and gRPC (through srv_infer_call) call both. */
+/* sticky_key: the request's value of --route-sticky header:NAME, or NULL (the
+ * caller's principal is used for --route-sticky principal). */
+inf_status inf__serve_resolve_version(srv_server *srv, const char *name, const char *version, int caller,
+                                      const char *sticky_key, srv_version **out, inf_error *err);
+/* INF_EBUSY over the caller's quota (*retry_after_s: whole seconds until it
+ * would pass, 0 when waiting cannot help; retry_after_s may be NULL). */
+inf_status inf__serve_admit(srv_server *srv, srv_version *v, int caller, int64_t rows, int *retry_after_s,
+                            inf_error *err);
+void inf__serve_infer_call_init(srv_infer_call *c, srv_server *srv);
+/* A reference on the version serving name (404-style INF_ENOENT otherwise). */
+inf_status inf__serve_infer_call_acquire(srv_infer_call *c, const char *name, const char *version, inf_error *err);
+/* Runs c->infer: 0 = done now (outputs in job_outputs), 1 = queued (c->done
+ * is called later), -1 = refused with err (failure already counted). */
+int inf__serve_infer_call_run(srv_infer_call *c, inf_error *err);
+/* After the run: INF_OK, or the job's failure (deadline passed included) as
+ * "model 'M' version V: why", counted. */
+inf_status inf__serve_infer_call_result(srv_infer_call *c, inf_error *err);
+/* The response was encoded: success metrics and the audit's row count. */
+void inf__serve_infer_call_succeeded(srv_infer_call *c);
+void inf__serve_infer_call_count_failure(srv_infer_call *c, int reason);
+int inf__serve_infer_failure_reason(inf_status st);
+/* Drops outputs, request and version (the out_store stays for reuse). */
+void inf__serve_infer_call_release(srv_infer_call *c);
+void inf__serve_infer_call_free(srv_infer_call *c);
+
+/* ---- grpc_codec.c / grpc_server.c: KServe V2 over gRPC ------------------- */
+
+/* Decodes a serialized inference.ModelInferRequest: the model name and
+ * version (malloc'd, free them) without a model.  INF_EFORMAT when the bytes
+ * are not one. */
+struct Inference__ModelInferRequest;
+inf_status inf__serve_grpc_unpack_infer(const uint8_t *buf, size_t n, struct Inference__ModelInferRequest **out,
+                                        inf_error *err);
+void inf__serve_grpc_free_infer(struct Inference__ModelInferRequest *m);
+/* Fills req from the unpacked message against model (typed contents or
+ * raw_input_contents; raw data may be borrowed from m: keep m until req is
+ * cleared).  *raw_out: the response should use raw_output_contents. */
+inf_status inf__serve_grpc_decode_infer(const struct Inference__ModelInferRequest *m, const inf_model *model,
+                                        srv_infer_request *req, int *raw_out, inf_error *err);
+/* Serializes the ModelInferResponse (malloc'd bytes in *out, *n). */
+inf_status inf__serve_grpc_encode_infer(const srv_infer_request *req, const inf_model *model, const char *model_name,
+                                        const char *model_version, inf_tensor *const *outputs, int raw,
+                                        uint8_t **out, size_t *n, inf_error *err);
+/* gRPC status code (grpc_status_code values) for an engine status. */
+int inf__serve_grpc_status_of(inf_status st);
+
 /* ---- notify.c -------------------------------------------------------------- */
 
 typedef struct srv_listener srv_listener;
@@ -544,6 +647,8 @@ typedef struct srv_options {
     int monitor_interval_s;       /* rule evaluation period (default 10) */
     int ui;                       /* --ui: the read-only console at /ui */
     const char *cpu_price;        /* --cpu-price-per-hour: money per CPU-hour for the cost gauges, or NULL */
+    int grpc_port;              /* KServe V2 over gRPC on host:grpc_port; 0 = off (grpc_server.c) */
+    int grpc_max_in_flight;     /* gRPC calls being served at once before RESOURCE_EXHAUSTED */
 } srv_options;
 
 /* ---- conn_guard.c: read deadline and connection reserve -------------------- */
@@ -589,7 +694,14 @@ struct srv_server {
     srv_quotas *quotas;          /* per-caller limits (quota.c) */
     srv_traffic *traffic;        /* canary routes and shadows (traffic.c) */
     struct srv_monitor *monitor; /* monitor_hooks.c, NULL when monitoring is off */
+    struct srv_grpc *grpc;       /* the gRPC endpoint (grpc_server.c), NULL when off */
 };
+
+/* grpc_server.c */
+inf_status inf__serve_grpc_start(srv_server *srv, inf_error *err);
+void inf__serve_grpc_stop(srv_server *srv);
+/* Prometheus text of the gRPC endpoint (calls by method and status code). */
+void inf__serve_grpc_metrics_render(srv_server *srv, srv_buf *out);
 
 /* http.c */
 inf_status inf__serve_http_start(srv_server *srv, inf_error *err);
@@ -601,7 +713,6 @@ void inf__serve_http_stop(srv_server *srv);
  * the connection's next request (owner != NULL); see http.c PER CONNECTION. */
 typedef struct srv_request srv_request;
 typedef struct srv_route srv_route;
-#define SRV_INLINE_IO 8 /* models with fewer inputs / outputs need no job arrays allocated */
 struct srv_request {
     void *owner;                  /* http.c's per-connection context, NULL when allocated alone */
     srv_server *srv;
