@@ -470,12 +470,12 @@ static inf_status subbatch_alloc(inf__subbatch *sb, inf_error *err) {
     sb->out_like = inf__calloc((size_t)g->n_outputs, sizeof *sb->out_like);
     sb->full = inf__calloc((size_t)g->n_outputs, sizeof *sb->full);
     if (!sb->w || !sb->in_shape || !sb->in_ndim || !sb->out_like || !sb->full)
-        return inf__error(err, INF_ENOMEM, "out of memory creating a session");
+        return inf_error_set(err, INF_ENOMEM, "out of memory creating a session");
     for (int i = 0; i < sb->n_workers; i++) {
         worker *w = &sb->w[i];
         w->views = inf__calloc((size_t)g->n_inputs, sizeof *w->views);
         w->view_ptrs = inf__calloc((size_t)g->n_inputs, sizeof *w->view_ptrs);
-        if (!w->views || !w->view_ptrs) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
+        if (!w->views || !w->view_ptrs) return inf_error_set(err, INF_ENOMEM, "out of memory creating a session");
         for (int k = 0; k < g->n_inputs; k++) w->view_ptrs[k] = &w->views[k];
         inf_status st = inf__frame_new(sb->s, &w->frame, err);
         if (st != INF_OK) return st;
@@ -493,7 +493,7 @@ inf_status inf__subbatch_new(inf_session *s, int n_threads, int rows, inf__subba
         return INF_OK;
     }
     inf__subbatch *sb = inf__calloc(1, sizeof *sb);
-    if (!sb) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
+    if (!sb) return inf_error_set(err, INF_ENOMEM, "out of memory creating a session");
     sb->s = s;
     sb->g = g;
     sb->n_workers = n_threads > 1 ? n_threads : 1;
@@ -543,7 +543,7 @@ static bool same_rows(const inf_tensor *o, const inf_tensor *like, int64_t rows)
 static inf_status copy_rows(inf__subbatch *sb, worker *w, inf_tensor *const *outs, int64_t b0, int64_t b1) {
     for (int i = 0; i < sb->g->n_outputs; i++) {
         if (!same_rows(outs[i], &sb->out_like[i], b1 - b0))
-            return w->st = inf__error(&w->err, INF_EINTERNAL, "output '%s' of rows %lld-%lld has another shape than the probe's",
+            return w->st = inf_error_set(&w->err, INF_EINTERNAL, "output '%s' of rows %lld-%lld has another shape than the probe's",
                                       sb->g->values[sb->g->outputs[i]].name, (long long)b0, (long long)b1);
         size_t rb = row_bytes(outs[i]);
         if (rb) memcpy((char *)sb->full[i]->data + (size_t)b0 * rb, outs[i]->data, (size_t)(b1 - b0) * rb);

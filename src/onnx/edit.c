@@ -20,7 +20,7 @@ struct inf__onnx_edit {
 };
 
 static inf_status nomem(const inf__onnx_edit *ed, inf_error *err) {
-    return inf__error(err, INF_ENOMEM, "out of memory editing '%s'", ed->path);
+    return inf_error_set(err, INF_ENOMEM, "out of memory editing '%s'", ed->path);
 }
 
 inf_status inf__onnx_edit_open(const char *path, inf__onnx_edit **out, inf_error *err) {
@@ -33,19 +33,19 @@ inf_status inf__onnx_edit_open(const char *path, inf__onnx_edit **out, inf_error
     if (!ed || !(ed->path = inf__strdup(path))) {
         inf__free(data);
         inf__free(ed);
-        return inf__error(err, INF_ENOMEM, "out of memory reading '%s'", path);
+        return inf_error_set(err, INF_ENOMEM, "out of memory reading '%s'", path);
     }
     ed->mp = onnx__model_proto__unpack(&inf__protobuf_allocator, size, data);
     inf__free(data);
     if (!ed->mp || !ed->mp->graph) {
         inf__onnx_edit_free(ed);
-        return inf__error(err, INF_EFORMAT, "'%s' is not an ONNX model (protobuf decoding failed)", path);
+        return inf_error_set(err, INF_EFORMAT, "'%s' is not an ONNX model (protobuf decoding failed)", path);
     }
     const Onnx__GraphProto *g = ed->mp->graph;
     for (size_t i = 0; i < g->n_initializer; i++)
         if (g->initializer[i]->has_data_location && g->initializer[i]->data_location == 1) {
             inf__onnx_edit_free(ed);
-            return inf__error(err, INF_EUNSUPPORTED, "'%s': initializer '%s' uses external data (not supported)",
+            return inf_error_set(err, INF_EUNSUPPORTED, "'%s': initializer '%s' uses external data (not supported)",
                               path, g->initializer[i]->name ? g->initializer[i]->name : "");
         }
     *out = ed;
@@ -402,7 +402,7 @@ inf_status inf__onnx_edit_save(const inf__onnx_edit *ed, const char *path, size_
     bool ok = f && fwrite(data, 1, n, f) == n;
     if (f && fclose(f) != 0) ok = false;
     inf__free(data);
-    if (!ok) return inf__error(err, INF_EIO, "cannot write '%s'", path);
+    if (!ok) return inf_error_set(err, INF_EIO, "cannot write '%s'", path);
     if (size) *size = n;
     return INF_OK;
 }

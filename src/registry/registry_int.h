@@ -69,8 +69,6 @@ struct inf_registry {
     char auth_error[300]; /* why authentication failed */
 };
 
-/* Fills err (if any) with status and a formatted message; returns status. */
-#define inf__reg_fail(...) inf_error_set(__VA_ARGS__)
 /* Runs one statement; convenience over store->ops->query. */
 inf_status inf__reg_sql(inf_registry *r, const char *sql, int n, const char *const *params, inf__rows **out,
                         inf_error *err);
