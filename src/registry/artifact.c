@@ -25,8 +25,6 @@
 
 #define BUNDLE_MODEL_NAME "model.onnx"
 
-static inf_status oom(inf_error *err) { return inf_error_set(err, INF_ENOMEM, "registry: out of memory reading a model"); }
-
 /* mkdir -p */
 int inf__reg_make_dirs(const char *path) {
     char buf[4096];
@@ -39,41 +37,6 @@ int inf__reg_make_dirs(const char *path) {
     }
     if (mkdir(buf, 0755) && errno != EEXIST) return -1;
     return 0;
-}
-
-/* Reads a model or spec file: only a regular file within its size limit
- * (inf_file_open, the check every reader shares: /dev/zero and FIFOs are
- * refused, not read forever); exactly the size fstat reported is read. */
-inf_status inf__reg_read_file(const char *path, const char *what, unsigned char **data, size_t *size,
-                              inf_error *err) {
-    *data = NULL;
-    *size = 0;
-    int fd;
-    uint64_t n;
-    uint64_t limit = strcmp(what, "model") ? INF_FILE_MAX_SPEC_BYTES : INF_FILE_MAX_MODEL_BYTES;
-    inf_status st = inf_file_open(path, what, limit, &fd, &n, err);
-    if (st) return st;
-    unsigned char *buf = malloc((size_t)n + 1);
-    if (!buf) {
-        close(fd);
-        return oom(err);
-    }
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, (size_t)n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            int e = r < 0 ? errno : 0;
-            close(fd);
-            free(buf);
-            return inf_error_set(err, INF_EIO, "cannot read %s %s: %s", what, path, e ? strerror(e) : "it shrank while read");
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    *data = buf;
-    *size = (size_t)n;
-    return INF_OK;
 }
 
 /* Opens external data file `name` of the model in dir: inside dir once
@@ -151,8 +114,10 @@ int inf__artifact_is_gguf(const inf__artifact *a) { return a->size >= 4 && !memc
 
 inf_status inf__artifact_read(const char *model_path, inf__artifact *a, inf_error *err) {
     memset(a, 0, sizeof *a);
-    inf_status st = inf__reg_read_file(model_path, "model", &a->data, &a->size, err);
+    void *bytes = NULL; /* the one whole-file reader (core/file.c): a regular file within the model limit */
+    inf_status st = inf_file_read(model_path, "model", INF_FILE_MAX_MODEL_BYTES, &bytes, &a->size, err);
     if (st) return st;
+    a->data = bytes;
     dir_of(model_path, a->dir, sizeof a->dir);
     inf_error e;
     if (inf__artifact_is_gguf(a)) { /* a GGUF language model is one file */
@@ -183,7 +148,7 @@ fail:
 }
 
 void inf__artifact_clear(inf__artifact *a) {
-    free(a->data);
+    inf_file_free(a->data);
     inf_model_external_files_free(a->files, a->n_files);
     memset(a, 0, sizeof *a);
 }

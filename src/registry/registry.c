@@ -494,7 +494,7 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
     inf_status rc = inf__auth_require(r, name, INF_REGISTRY_PUBLISH, "register", 0, err);
     if (rc) return rc;
 
-    unsigned char *spec_data = NULL;
+    void *spec_data = NULL;
     size_t spec_size = 0;
     inf__artifact art;
     inf_model *model = NULL;
@@ -534,14 +534,10 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
     }
     if (!signature && (rc = inf__signature_json(model, &signature, err))) goto done;
     if (info->pipeline_path) {
-        if ((rc = inf__reg_read_file(info->pipeline_path, "pipeline spec", &spec_data, &spec_size, err))) goto done;
-        char *text = realloc(spec_data, spec_size + 1);
-        if (!text) {
-            rc = oom(err, "reading the pipeline spec");
+        if ((rc = inf_file_read(info->pipeline_path, "pipeline spec", INF_FILE_MAX_SPEC_BYTES, &spec_data, &spec_size,
+                                err)))
             goto done;
-        }
-        spec_data = (unsigned char *)text;
-        text[spec_size] = '\0';
+        const char *text = spec_data; /* NUL-terminated by inf_file_read */
         if (strlen(text) != spec_size) {
             rc = inf_error_set(err, INF_EFORMAT, "pipeline spec %s: contains a NUL byte (not JSON text)",
                                info->pipeline_path);
@@ -662,7 +658,7 @@ rollback:
 done:
     inf_model_free(model);
     inf__artifact_clear(&art);
-    free(spec_data);
+    inf_file_free(spec_data);
     cJSON_free(signature);
     free(pipeline);
     cJSON_free(meta);
