@@ -54,10 +54,10 @@ char *inf__arena_strndup(inf__arena *a, const char *s, size_t n);
 void inf__arena_deinit(inf__arena *a);
 
 /* ---- Error reports (status.c) ----
- * inf__error fills err (if not NULL) with status and a formatted message and
- * returns status, so that callers can write
- * `return inf__error(err, INF_EINVAL, "...", ...)`: the public inf_error_set. */
-#define inf__error(...) inf_error_set(__VA_ARGS__)
+ * One mechanism everywhere (engine, pipeline, registry, runners): the public
+ * inf_error_set (infera.h, format-checked) fills err (if not NULL) with status
+ * and a formatted message and returns status, so that callers write
+ * `return inf_error_set(err, INF_EINVAL, "...", ...)`. */
 inf_status inf__verror(inf_error *err, inf_status status, const char *fmt, va_list ap);
 /* Puts "prefix: " in front of the message already in err. */
 void inf__error_prefix(inf_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

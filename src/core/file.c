@@ -47,29 +47,29 @@ static inf_status open_checked(const char *path, const char *shown, const char *
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
     if (fd < 0) {
         int e = errno;
-        return inf__error(err, e == ENOENT ? INF_ENOENT : e == EACCES ? INF_EDENIED : INF_EIO, "cannot open %s '%s': %s",
+        return inf_error_set(err, e == ENOENT ? INF_ENOENT : e == EACCES ? INF_EDENIED : INF_EIO, "cannot open %s '%s': %s",
                           what, shown, e == ELOOP ? "a symlink where a file was expected" : strerror(e));
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return inf__error(err, INF_EIO, "%s '%s': cannot stat: %s", what, shown, strerror(e));
+        return inf_error_set(err, INF_EIO, "%s '%s': cannot stat: %s", what, shown, strerror(e));
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return inf__error(err, INF_EIO, "%s '%s' is not a regular file (%s)", what, shown, kind_of(st.st_mode));
+        return inf_error_set(err, INF_EIO, "%s '%s' is not a regular file (%s)", what, shown, kind_of(st.st_mode));
     }
     if (max_bytes && (uint64_t)st.st_size > max_bytes) {
         close(fd);
-        return inf__error(err, INF_ERANGE, "%s '%s' is too large: %lld bytes, the limit is %llu", what, shown,
+        return inf_error_set(err, INF_ERANGE, "%s '%s' is too large: %lld bytes, the limit is %llu", what, shown,
                           (long long)st.st_size, (unsigned long long)max_bytes);
     }
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
         int e = errno;
         close(fd);
-        return inf__error(err, INF_EIO, "%s '%s': %s", what, shown, strerror(e));
+        return inf_error_set(err, INF_EIO, "%s '%s': %s", what, shown, strerror(e));
     }
     *fd_out = fd;
     *size_out = (uint64_t)st.st_size;
@@ -92,22 +92,22 @@ inf_status inf_file_open_within(const char *dir, const char *relative, const cha
                                 uint64_t *size, inf_error *err) {
     *fd = -1;
     what = what ? what : "file";
-    if (!relative || !*relative) return inf__error(err, INF_EMODEL, "%s: empty file name", what);
+    if (!relative || !*relative) return inf_error_set(err, INF_EMODEL, "%s: empty file name", what);
     if (relative[0] == '/' || has_dotdot(relative))
-        return inf__error(err, INF_EMODEL, "%s: path '%s' leaves the model's folder", what, relative);
+        return inf_error_set(err, INF_EMODEL, "%s: path '%s' leaves the model's folder", what, relative);
     char real_dir[PATH_MAX], joined[PATH_MAX], real_file[PATH_MAX];
     if (!realpath(dir, real_dir))
-        return inf__error(err, INF_EIO, "%s: the model's folder '%s' cannot be resolved: %s", what, dir, strerror(errno));
+        return inf_error_set(err, INF_EIO, "%s: the model's folder '%s' cannot be resolved: %s", what, dir, strerror(errno));
     if ((size_t)snprintf(joined, sizeof joined, "%s/%s", dir, relative) >= sizeof joined)
-        return inf__error(err, INF_EMODEL, "%s: path '%s' is too long", what, relative);
+        return inf_error_set(err, INF_EMODEL, "%s: path '%s' is too long", what, relative);
     if (!realpath(joined, real_file)) {
         int e = errno;
-        return inf__error(err, e == ENOENT ? INF_ENOENT : INF_EIO, "cannot open %s '%s': %s", what, joined, strerror(e));
+        return inf_error_set(err, e == ENOENT ? INF_ENOENT : INF_EIO, "cannot open %s '%s': %s", what, joined, strerror(e));
     }
     size_t n = strlen(real_dir);
     int inside = n == 1 ? real_file[0] == '/' : !strncmp(real_file, real_dir, n) && real_file[n] == '/';
     if (!inside)
-        return inf__error(err, INF_EDENIED, "%s '%s' leads outside the model's folder (through a symlink); refused", what,
+        return inf_error_set(err, INF_EDENIED, "%s '%s' leads outside the model's folder (through a symlink); refused", what,
                           relative);
     return open_checked(real_file, joined, what, max_bytes, O_NOFOLLOW, fd, size, err);
 }
@@ -123,12 +123,12 @@ inf_status inf_file_read(const char *path, const char *what, uint64_t max_bytes,
     if (st) return st;
     if (n > SIZE_MAX - 1) {
         close(fd);
-        return inf__error(err, INF_ENOMEM, "%s '%s' does not fit in memory", what, path);
+        return inf_error_set(err, INF_ENOMEM, "%s '%s' does not fit in memory", what, path);
     }
     uint8_t *buf = inf__malloc((size_t)n + 1);
     if (!buf) {
         close(fd);
-        return inf__error(err, INF_ENOMEM, "out of memory reading %s '%s' (%llu bytes)", what, path, (unsigned long long)n);
+        return inf_error_set(err, INF_ENOMEM, "out of memory reading %s '%s' (%llu bytes)", what, path, (unsigned long long)n);
     }
     size_t got = 0;
     while (got < n) {
@@ -138,7 +138,7 @@ inf_status inf_file_read(const char *path, const char *what, uint64_t max_bytes,
             int e = r < 0 ? errno : 0;
             close(fd);
             inf__free(buf);
-            return inf__error(err, INF_EIO, "cannot read %s '%s': %s", what, path, e ? strerror(e) : "it shrank while read");
+            return inf_error_set(err, INF_EIO, "cannot read %s '%s': %s", what, path, e ? strerror(e) : "it shrank while read");
         }
         got += (size_t)r;
     }

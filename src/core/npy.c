@@ -61,21 +61,21 @@ static inf_status parse_header(const char *path, const char *hdr, inf_dtype *dty
                                inf_error *err) {
     const char *p = find_key(hdr, "descr");
     if (!p || (*p != '\'' && *p != '"'))
-        return inf__error(err, INF_EFORMAT, "'%s': .npy header has no 'descr'", path);
+        return inf_error_set(err, INF_EFORMAT, "'%s': .npy header has no 'descr'", path);
     char descr[16] = {0};
     const char *end = strchr(p + 1, *p);
     if (!end || end - p - 1 >= (long)sizeof descr)
-        return inf__error(err, INF_EFORMAT, "'%s': .npy header has a malformed 'descr'", path);
+        return inf_error_set(err, INF_EFORMAT, "'%s': .npy header has a malformed 'descr'", path);
     memcpy(descr, p + 1, (size_t)(end - p - 1));
     *dtype = dtype_from_descr(descr);
     if (*dtype == INF_DTYPE_UNDEFINED)
-        return inf__error(err, INF_EUNSUPPORTED, "'%s': .npy element type '%s' is not supported (little-endian numbers and bool only)",
+        return inf_error_set(err, INF_EUNSUPPORTED, "'%s': .npy element type '%s' is not supported (little-endian numbers and bool only)",
                           path, descr);
     p = find_key(hdr, "fortran_order");
-    if (!p) return inf__error(err, INF_EFORMAT, "'%s': .npy header has no 'fortran_order'", path);
-    if (!strncmp(p, "True", 4)) return inf__error(err, INF_EUNSUPPORTED, "'%s': Fortran-order .npy arrays are not supported", path);
+    if (!p) return inf_error_set(err, INF_EFORMAT, "'%s': .npy header has no 'fortran_order'", path);
+    if (!strncmp(p, "True", 4)) return inf_error_set(err, INF_EUNSUPPORTED, "'%s': Fortran-order .npy arrays are not supported", path);
     p = find_key(hdr, "shape");
-    if (!p || *p != '(') return inf__error(err, INF_EFORMAT, "'%s': .npy header has no 'shape' tuple", path);
+    if (!p || *p != '(') return inf_error_set(err, INF_EFORMAT, "'%s': .npy header has no 'shape' tuple", path);
     p++;
     *ndim = 0;
     for (;;) {
@@ -85,8 +85,8 @@ static inf_status parse_header(const char *path, const char *hdr, inf_dtype *dty
         errno = 0;
         long long v = strtoll(p, &num_end, 10);
         if (num_end == p || errno || v < 0)
-            return inf__error(err, INF_EFORMAT, "'%s': .npy shape is malformed", path);
-        if (*ndim >= INF_MAX_DIMS) return inf__error(err, INF_EUNSUPPORTED, "'%s': rank above %d", path, INF_MAX_DIMS);
+            return inf_error_set(err, INF_EFORMAT, "'%s': .npy shape is malformed", path);
+        if (*ndim >= INF_MAX_DIMS) return inf_error_set(err, INF_EUNSUPPORTED, "'%s': rank above %d", path, INF_MAX_DIMS);
         dims[(*ndim)++] = v;
         p = num_end;
         while (*p == 'L') p++;
@@ -103,14 +103,14 @@ inf_status inf_tensor_load_npy(const char *path, inf_tensor **out, inf_error *er
     FILE *f = fdopen(fd, "rb");
     if (!f) {
         close(fd);
-        return inf__error(err, INF_ENOMEM, "cannot open '%s': %s", path, strerror(errno));
+        return inf_error_set(err, INF_ENOMEM, "cannot open '%s': %s", path, strerror(errno));
     }
     unsigned char pre[12];
     inf_status st = INF_OK;
     char *hdr = NULL;
     inf_tensor *t = NULL;
     if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0) {
-        st = inf__error(err, INF_EFORMAT, "'%s' is not a .npy file (bad magic)", path);
+        st = inf_error_set(err, INF_EFORMAT, "'%s' is not a .npy file (bad magic)", path);
         goto done;
     }
     uint32_t hlen;
@@ -118,25 +118,25 @@ inf_status inf_tensor_load_npy(const char *path, inf_tensor **out, inf_error *er
         hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8;
     } else if (pre[6] == 2 || pre[6] == 3) {
         if (fread(pre + 10, 1, 2, f) != 2) {
-            st = inf__error(err, INF_EFORMAT, "'%s': truncated .npy header", path);
+            st = inf_error_set(err, INF_EFORMAT, "'%s': truncated .npy header", path);
             goto done;
         }
         hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8 | (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
     } else {
-        st = inf__error(err, INF_EUNSUPPORTED, "'%s': .npy format version %d is not supported", path, pre[6]);
+        st = inf_error_set(err, INF_EUNSUPPORTED, "'%s': .npy format version %d is not supported", path, pre[6]);
         goto done;
     }
     if (hlen > (1u << 20)) {
-        st = inf__error(err, INF_EFORMAT, "'%s': .npy header length %u is implausible", path, hlen);
+        st = inf_error_set(err, INF_EFORMAT, "'%s': .npy header length %u is implausible", path, hlen);
         goto done;
     }
     hdr = inf__malloc(hlen + 1);
     if (!hdr) {
-        st = inf__error(err, INF_ENOMEM, "out of memory reading '%s'", path);
+        st = inf_error_set(err, INF_ENOMEM, "out of memory reading '%s'", path);
         goto done;
     }
     if (fread(hdr, 1, hlen, f) != hlen) {
-        st = inf__error(err, INF_EFORMAT, "'%s': truncated .npy header", path);
+        st = inf_error_set(err, INF_EFORMAT, "'%s': truncated .npy header", path);
         goto done;
     }
     hdr[hlen] = 0;
@@ -145,16 +145,16 @@ inf_status inf_tensor_load_npy(const char *path, inf_tensor **out, inf_error *er
     int64_t dims[INF_MAX_DIMS];
     if ((st = parse_header(path, hdr, &dtype, &ndim, dims, err)) != INF_OK) goto done;
     if ((st = inf_tensor_new(dtype, ndim, dims, &t)) != INF_OK) {
-        st = inf__error(err, st, "'%s': cannot allocate the array", path);
+        st = inf_error_set(err, st, "'%s': cannot allocate the array", path);
         goto done;
     }
     size_t nbytes = inf_tensor_nbytes(t);
     if (nbytes && fread(t->data, 1, nbytes, f) != nbytes) {
-        st = inf__error(err, INF_EFORMAT, "'%s': .npy data is shorter than its shape needs (%zu bytes)", path, nbytes);
+        st = inf_error_set(err, INF_EFORMAT, "'%s': .npy data is shorter than its shape needs (%zu bytes)", path, nbytes);
         goto done;
     }
     if (fgetc(f) != EOF) {
-        st = inf__error(err, INF_EFORMAT, "'%s': .npy file has bytes after its data", path);
+        st = inf_error_set(err, INF_EFORMAT, "'%s': .npy file has bytes after its data", path);
         goto done;
     }
 done:
@@ -169,11 +169,11 @@ done:
 }
 
 inf_status inf_tensor_save_npy(const char *path, const inf_tensor *t, inf_error *err) {
-    if (t->kind != INF_KIND_TENSOR) return inf__error(err, INF_EUNSUPPORTED, "'%s': only tensors can be written as .npy", path);
+    if (t->kind != INF_KIND_TENSOR) return inf_error_set(err, INF_EUNSUPPORTED, "'%s': only tensors can be written as .npy", path);
     const char *descr = descr_from_dtype(t->dtype);
     if (t->dtype == INF_DTYPE_BF16) descr = NULL;
     if (!descr)
-        return inf__error(err, INF_EUNSUPPORTED, "'%s': %s tensors cannot be written as .npy (use --output-format pb)", path,
+        return inf_error_set(err, INF_EUNSUPPORTED, "'%s': %s tensors cannot be written as .npy (use --output-format pb)", path,
                           inf_dtype_name(t->dtype));
     char hdr[512];
     int off = snprintf(hdr, sizeof hdr, "{'descr': '%c%s', 'fortran_order': False, 'shape': (",
@@ -188,12 +188,12 @@ inf_status inf_tensor_save_npy(const char *path, const inf_tensor *t, inf_error 
     off += pad;
     hdr[off++] = '\n';
     FILE *f = fopen(path, "wb");
-    if (!f) return inf__error(err, INF_EIO, "cannot write '%s': %s", path, strerror(errno));
+    if (!f) return inf_error_set(err, INF_EIO, "cannot write '%s': %s", path, strerror(errno));
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(off & 0xff), (unsigned char)(off >> 8)};
     size_t nbytes = inf_tensor_nbytes(t);
     bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)off, f) == (size_t)off &&
               (nbytes == 0 || fwrite(t->data, 1, nbytes, f) == nbytes);
     if (fclose(f) != 0) ok = false;
-    if (!ok) return inf__error(err, INF_EIO, "cannot write '%s': %s", path, strerror(errno));
+    if (!ok) return inf_error_set(err, INF_EIO, "cannot write '%s': %s", path, strerror(errno));
     return INF_OK;
 }

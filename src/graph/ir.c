@@ -92,7 +92,7 @@ static inf_status sort_nodes(inf__graph *g, inf_error *err) {
     int *new_index = inf__calloc((size_t)n, sizeof(int));
     inf_status st = INF_OK;
     if (!pending || !order || !done_value || !sorted || !new_index) {
-        st = inf__error(err, INF_ENOMEM, "out of memory sorting the graph");
+        st = inf_error_set(err, INF_ENOMEM, "out of memory sorting the graph");
         goto out;
     }
     for (int v = 0; v < g->n_values; v++) done_value[v] = g->values[v].producer < 0;
@@ -123,7 +123,7 @@ static inf_status sort_nodes(inf__graph *g, inf_error *err) {
     if (n_done < n) {
         for (int i = 0; i < n; i++)
             if (!placed[i]) {
-                st = inf__error(err, INF_EMODEL, "node '%s' (%s) is part of a cycle", g->nodes[i].name, g->nodes[i].op_type);
+                st = inf_error_set(err, INF_EMODEL, "node '%s' (%s) is part of a cycle", g->nodes[i].name, g->nodes[i].op_type);
                 break;
             }
         goto out;
@@ -151,14 +151,14 @@ inf_status inf__graph_finalize(inf__graph *g, inf_error *err) {
             int v = node->inputs[k];
             if (v < 0) continue;
             if (!value_is_defined(&g->values[v]))
-                return inf__error(err, INF_EMODEL, "node '%s' (%s) reads '%s', which no node, input or initializer defines",
+                return inf_error_set(err, INF_EMODEL, "node '%s' (%s) reads '%s', which no node, input or initializer defines",
                                   node->name, node->op_type, g->values[v].name);
             g->values[v].n_consumers++;
         }
         for (int k = 0; k < node->n_implicit; k++) {
             int v = node->implicit[k];
             if (!value_is_defined(&g->values[v]))
-                return inf__error(err, INF_EMODEL, "a subgraph of node '%s' (%s) reads '%s', which is not defined",
+                return inf_error_set(err, INF_EMODEL, "a subgraph of node '%s' (%s) reads '%s', which is not defined",
                                   node->name, node->op_type, g->values[v].name);
             g->values[v].n_consumers++;
         }
@@ -166,7 +166,7 @@ inf_status inf__graph_finalize(inf__graph *g, inf_error *err) {
     for (int i = 0; i < g->n_outputs; i++) {
         inf__value *v = &g->values[g->outputs[i]];
         if (!value_is_defined(v))
-            return inf__error(err, INF_EMODEL, "graph output '%s' is not computed by any node", v->name);
+            return inf_error_set(err, INF_EMODEL, "graph output '%s' is not computed by any node", v->name);
         v->n_consumers++;
     }
     return sort_nodes(g, err);

@@ -96,7 +96,7 @@ static inf_status fold_node(inf__evaluator *ev, inf__graph *g, inf__node *node, 
     for (int k = 0; k < node->n_inputs; k++) ins[k] = node->inputs[k] >= 0 ? g->values[node->inputs[k]].constant : NULL;
     inf_error ignored;
     inf_status st = inf__evaluator_run_node(ev, node, ins, outs, &ignored);
-    if (st == INF_ENOMEM) return inf__error(err, st, "out of memory folding node '%s'", node->name);
+    if (st == INF_ENOMEM) return inf_error_set(err, st, "out of memory folding node '%s'", node->name);
     if (st != INF_OK) return INF_OK; /* keep it: it will report at run time */
     bool fits = outputs_fit(node, outs);
     for (int k = 0; k < node->n_outputs; k++) {
@@ -124,7 +124,7 @@ static inf_status fold_known_shape(inf__shape_infer *si, inf__graph *g, inf__nod
     if (node->n_outputs != 1 || node->outputs[0] < 0 || has_subgraph(node) || is_nondeterministic(node)) return INF_OK;
     inf_tensor *t;
     if (inf__shape_infer_constant(si, node->outputs[0], &t) != INF_OK)
-        return inf__error(err, INF_ENOMEM, "out of memory folding node '%s'", node->name);
+        return inf_error_set(err, INF_ENOMEM, "out of memory folding node '%s'", node->name);
     if (!t) return INF_OK;
     inf__value *val = &g->values[node->outputs[0]];
     val->role = INF_VALUE_INITIALIZER;
@@ -259,7 +259,7 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         inf__free(dead);
         inf__free(folded);
         inf__shape_infer_free(si);
-        return inf__error(err, INF_ENOMEM, "out of memory optimising the graph");
+        return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
     }
     int n_qdq = 0; /* before folding, which would turn the weights' DequantizeLinear into FP32 */
     inf__pass_ctx qpc = {model, g, dead};

@@ -165,7 +165,7 @@ static inf_status exec_add_subframes(inf_session *s, inf__exec *e, inf_error *er
     int n = count_subgraphs(e->g);
     if (!n) return INF_OK;
     e->subs = inf__calloc((size_t)n, sizeof *e->subs);
-    if (!e->subs) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
+    if (!e->subs) return inf_error_set(err, INF_ENOMEM, "out of memory creating a session");
     for (int i = 0; i < e->g->n_nodes; i++)
         for (int a = 0; a < e->g->nodes[i].n_attrs; a++) {
             const inf__attr *attr = &e->g->nodes[i].attrs[a];
@@ -186,7 +186,7 @@ static inf_status exec_plan_inplace(inf__exec *e, inf_error *err) {
     e->planned = e->mem->planning && !e->parent;
     if (!e->mem->planning || !e->g->n_nodes) return INF_OK;
     e->inplace = inf__calloc((size_t)e->g->n_nodes, sizeof *e->inplace);
-    if (!e->inplace) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
+    if (!e->inplace) return inf_error_set(err, INF_ENOMEM, "out of memory creating a session");
     for (int i = 0; i < e->g->n_nodes; i++) e->inplace[i] = inf__memplan_inplace_inputs(&e->g->nodes[i]);
     return INF_OK;
 }
@@ -195,7 +195,7 @@ static inf_status exec_new(inf_session *s, inf__mem *mem, inf__pool *threads, co
                            inf__exec **out, inf_error *err) {
     *out = NULL;
     inf__exec *e = inf__calloc(1, sizeof *e);
-    if (!e) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
+    if (!e) return inf_error_set(err, INF_ENOMEM, "out of memory creating a session");
     e->session = s;
     e->mem = mem;
     e->threads = threads;
@@ -215,7 +215,7 @@ static inf_status exec_new(inf_session *s, inf__mem *mem, inf__pool *threads, co
     inf_status st = INF_OK;
     if (s->profile && g->n_nodes) e->prof = inf__calloc((size_t)g->n_nodes, sizeof *e->prof);
     if (!e->slots || !e->in_ptrs || !e->out_ptrs || !e->outputs || (s->profile && g->n_nodes && !e->prof))
-        st = inf__error(err, INF_ENOMEM, "out of memory creating a session");
+        st = inf_error_set(err, INF_ENOMEM, "out of memory creating a session");
     if (st == INF_OK) st = exec_plan_inplace(e, err);
     if (st == INF_OK) st = exec_add_subframes(s, e, err);
     if (st != INF_OK) {
@@ -366,7 +366,7 @@ inf_status inf__kernel_error(inf__kernel_ctx *ctx, inf_status status, const char
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return inf__error(ctx->err, status, "node '%s' (%s): %s", ctx->node->name, ctx->node->op_type, msg);
+    return inf_error_set(ctx->err, status, "node '%s' (%s): %s", ctx->node->name, ctx->node->op_type, msg);
 }
 
 /* ---- running a frame ---- */
@@ -471,7 +471,7 @@ static inline bool over_budget(const inf_session *s) {
 }
 
 static inf_status budget_error(const inf_session *s, const inf__node *node, inf_error *err) {
-    return inf__error(err, INF_ETIMEDOUT, "node '%s': the run exceeded its time budget of %lld ms "
+    return inf_error_set(err, INF_ETIMEDOUT, "node '%s': the run exceeded its time budget of %lld ms "
                       "(session option max_run_ms; infera run --max-run-ms)", node->name, (long long)s->max_run_ms);
 }
 
@@ -585,7 +585,7 @@ void inf_session_options_init(inf_session_options *opts) {
 inf_status inf_session_new(const inf_model *model, const inf_session_options *opts, inf_session **out, inf_error *err) {
     *out = NULL;
     inf_session *s = inf__calloc(1, sizeof *s);
-    if (!s) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
+    if (!s) return inf_error_set(err, INF_ENOMEM, "out of memory creating a session");
     s->model = model;
     s->n_threads = opts && opts->n_threads > 1 ? opts->n_threads : 1;
     s->mem_plan = !opts || opts->mem_plan >= 0;
@@ -595,7 +595,7 @@ inf_status inf_session_new(const inf_model *model, const inf_session_options *op
     inf__mem_init(&s->mem, s->mem_plan);
     inf_status st = inf__pool_new(s->n_threads, &s->threads);
     if (st != INF_OK) {
-        inf__error(err, st, "cannot start %d threads", s->n_threads);
+        inf_error_set(err, st, "cannot start %d threads", s->n_threads);
         inf_session_free(s);
         return st;
     }
@@ -627,12 +627,12 @@ static inf_status check_input(const inf_value_info *info, const inf_tensor *t, i
     char got[128], want[160];
     if (!t) {
         if (info->is_optional) return INF_OK;
-        return inf__error(err, INF_EINVAL, "input '%s' is missing", info->name);
+        return inf_error_set(err, INF_EINVAL, "input '%s' is missing", info->name);
     }
     if (info->kind != INF_KIND_TENSOR || t->kind != INF_KIND_TENSOR) {
         if (t->kind == INF_KIND_NONE && info->is_optional) return INF_OK;
         if ((int)t->kind != (int)info->kind)
-            return inf__error(err, INF_ETYPE, "input '%s': expected a %s value, got %s", info->name,
+            return inf_error_set(err, INF_ETYPE, "input '%s': expected a %s value, got %s", info->name,
                               info->kind == INF_KIND_SEQUENCE ? "sequence" : info->kind == INF_KIND_MAP ? "map" : "tensor",
                               inf_tensor_describe(t, got, sizeof got));
         return INF_OK;
@@ -654,7 +654,7 @@ static inf_status check_input(const inf_value_info *info, const inf_tensor *t, i
         }
         if (off < sizeof want) snprintf(want + off, sizeof want - off, "]");
     }
-    return inf__error(err, st, "input '%s': expected %s, got %s", info->name, want, inf_tensor_describe(t, got, sizeof got));
+    return inf_error_set(err, st, "input '%s': expected %s, got %s", info->name, want, inf_tensor_describe(t, got, sizeof got));
 }
 
 static bool data_within(const inf_tensor *t, const inf_tensor *owner) {
@@ -677,7 +677,7 @@ static inf_status detach_outputs_from_inputs(inf__exec *e, const inf_tensor *con
         if (!borrowed) continue;
         inf_tensor *copy;
         if (inf_tensor_clone(v, &copy) != INF_OK)
-            return inf__error(err, INF_ENOMEM, "out of memory copying output '%s'", g->values[g->outputs[i]].name);
+            return inf_error_set(err, INF_ENOMEM, "out of memory copying output '%s'", g->values[g->outputs[i]].name);
         sl->heap = copy;
         sl->value = copy;
         e->outputs[i] = copy;
@@ -707,7 +707,7 @@ static inf_status session_run(inf_session *s, const inf_tensor *const *inputs, i
     if (st != INF_OK) return st;
     for (int i = 0; i < m->graph->n_outputs; i++)
         if (!s->main->outputs[i] && !m->output_infos[i].is_optional)
-            return inf__error(err, INF_EINTERNAL, "output '%s' was not computed", m->output_infos[i].name);
+            return inf_error_set(err, INF_EINTERNAL, "output '%s' was not computed", m->output_infos[i].name);
     *outputs = s->main->outputs;
     return INF_OK;
 }
@@ -738,10 +738,10 @@ struct inf__frame {
 inf_status inf__frame_new(inf_session *s, inf__frame **out, inf_error *err) {
     *out = NULL;
     inf__frame *f = inf__calloc(1, sizeof *f);
-    if (!f) return inf__error(err, INF_ENOMEM, "out of memory creating a sub-batch frame");
+    if (!f) return inf_error_set(err, INF_ENOMEM, "out of memory creating a sub-batch frame");
     inf__mem_init(&f->mem, s->mem_plan);
     inf_status st = inf__pool_new(1, &f->threads);
-    if (st != INF_OK) st = inf__error(err, st, "out of memory creating a sub-batch frame");
+    if (st != INF_OK) st = inf_error_set(err, st, "out of memory creating a sub-batch frame");
     else st = exec_new(s, &f->mem, f->threads, s->model->graph, NULL, &f->exec, err);
     if (st != INF_OK) {
         inf__frame_free(f);
@@ -786,7 +786,7 @@ inf_status inf__session_output(inf_session *s, int i, inf_dtype dtype, int ndim,
     slot_release(e->mem, sl);
     size_t nbytes = (size_t)inf__shape_numel(ndim, dims) * inf_dtype_size(dtype);
     if (!(sl->buf = inf__mem_take(e->mem, nbytes, false)))
-        return inf__error(err, INF_ENOMEM, "out of memory for output '%s' (%zu bytes)", e->g->values[e->g->outputs[i]].name,
+        return inf_error_set(err, INF_ENOMEM, "out of memory for output '%s' (%zu bytes)", e->g->values[e->g->outputs[i]].name,
                           nbytes);
     inf_tensor_init_view(&sl->t, dtype, ndim, dims, sl->buf->data);
     sl->t.capacity = sl->buf->cap;
@@ -901,7 +901,7 @@ struct inf__evaluator {
 inf_status inf__evaluator_new(const inf_model *model, const inf__graph *g, inf__evaluator **out, inf_error *err) {
     *out = NULL;
     inf__evaluator *ev = inf__calloc(1, sizeof *ev);
-    if (!ev) return inf__error(err, INF_ENOMEM, "out of memory preparing constant folding");
+    if (!ev) return inf_error_set(err, INF_ENOMEM, "out of memory preparing constant folding");
     ev->session.model = model;
     ev->session.n_threads = 1;
     inf_status st = exec_new(&ev->session, &ev->session.mem, NULL, g, NULL, &ev->session.main, err);
@@ -935,7 +935,7 @@ inf_status inf__evaluator_run_node(inf__evaluator *ev, const inf__node *node, in
     for (int k = 0; k < node->n_outputs && st == INF_OK; k++) {
         if (!e->out_ptrs[k]) continue;
         if (inf_tensor_clone(e->out_ptrs[k], &outputs[k]) != INF_OK)
-            st = inf__error(err, INF_ENOMEM, "out of memory folding node '%s'", node->name);
+            st = inf_error_set(err, INF_ENOMEM, "out of memory folding node '%s'", node->name);
     }
     for (int k = 0; k < node->n_outputs; k++) slot_release(&ev->session.mem, output_slot(&ctx, k));
     if (st != INF_OK)

@@ -6,8 +6,9 @@
  *   Proof (at session creation).  Every value of the main graph gets a
  *   state: CONST (an initializer: the same for every row), BATCH of rank r
  *   (axis 0 is the batch axis; the other axes do not depend on the batch
- *   size) or unknown.  Graph inputs of known rank are BATCH; each node must
- *   be in the whitelist below, whose rule says which inputs must be
+ *   size) or unknown.  Graph inputs of known rank are BATCH; each node's
+ *   operator must have a sub-batch rule in the operator facts
+ *   (ops/op_facts.c .batch and .batch_check, checked below), which says which inputs must be
  *   batched, which constant (and, for broadcasting ops, that the constant
  *   does not vary along axis 0), which attributes keep axis 0 apart (a
  *   Softmax, Concat or Reduce axis other than 0, Reshape keeping dim 0,
@@ -72,15 +73,11 @@ typedef struct proof {
  *   F  constant or absent, not varying along axis 0 of a rank-R broadcast
  *   E  batched of rank R, or F (broadcasting operands)
  *   A  batched of rank R or constant (the check looks closer)
- * At least one input is batched.  check (may be NULL) tests the attributes
- * and returns the outputs' rank, or -1 when axis 0 is not kept apart. */
+ * At least one input is batched (the letters are the facts' .batch).  A
+ * check (.batch_check; none for most) tests the attributes and returns the
+ * outputs' rank, or -1 when axis 0 is not kept apart. */
 typedef int (*rank_fn)(const proof *p, const inf__node *n, int rank);
 
-typedef struct op_rule {
-    const char *name;
-    const char *inputs;
-    rank_fn check;
-} op_rule;
 
 static const inf_tensor *constant_of(const proof *p, int v) {
     return v >= 0 && p->st[v].kind == VS_CONST ? p->g->values[v].constant : NULL;
@@ -238,45 +235,31 @@ static int check_pad(const proof *p, const inf__node *n, int rank) {
     return pads[0] == 0 && pads[rank] == 0 ? rank : -1;
 }
 
-/* Element-wise with every input batched or broadcast (B-rank rule "E"). */
-#define EW(name) {name, "E", NULL}
-/* One batched input, the rest constant broadcast operands. */
-#define UN(name) {name, "BF", NULL}
-
-static const op_rule rules[] = {
-    /* sorted by name (bsearch) */
-    UN("Abs"), EW("Add"), EW("And"), {"Attention", "BBBE", check_rank4}, {"AveragePool", "B", NULL},
-    {"BatchNormalization", "BC", check_no_extra_outputs}, UN("Cast"), UN("Ceil"), UN("Celu"), UN("Clip"),
-    {"Concat", "B", check_concat}, {"Conv", "BC", NULL}, {"ConvAdd", "BCCE", NULL}, {"ConvTranspose", "BC", NULL},
-    UN("Cos"), EW("Div"), UN("Dropout"), UN("Elu"), EW("Equal"), UN("Erf"), UN("Exp"), {"Flatten", "B", check_flatten},
-    UN("Floor"), {"FusedMatMul", "BCCE", check_rows}, {"Gather", "BC", check_gather}, UN("Gelu"),
-    {"Gemm", "BCF", check_gemm}, {"GlobalAveragePool", "B", NULL}, {"GlobalMaxPool", "B", NULL}, EW("Greater"),
-    EW("GreaterOrEqual"), UN("HardSigmoid"), UN("HardSwish"), {"Hardmax", "B", check_softmax}, UN("Identity"),
-    {"InstanceNormalization", "BC", NULL}, {"LRN", "B", NULL}, {"LayerNormalization", "BC", check_axis_m1},
-    UN("LeakyRelu"), EW("Less"), EW("LessOrEqual"), UN("Log"), {"LogSoftmax", "B", check_softmax},
-    {"MatMul", "BA", check_matmul}, EW("Max"), {"MaxPool", "B", check_no_extra_outputs}, EW("Mean"), EW("Min"),
-    UN("Mish"), EW("Mod"), EW("Mul"), UN("Neg"), UN("Not"), EW("Or"), UN("PRelu"), {"Pad", "BC", check_pad}, EW("Pow"),
-    {"QConv", "BC", NULL}, {"QGemm", "BC", check_rows}, UN("Reciprocal"),
-    {"ReduceL1", "BC", check_reduce}, {"ReduceL2", "BC", check_reduce}, {"ReduceLogSumExp", "BC", check_reduce},
-    {"ReduceMax", "BC", check_reduce}, {"ReduceMean", "BC", check_reduce}, {"ReduceMin", "BC", check_reduce},
-    {"ReduceProd", "BC", check_reduce}, {"ReduceSum", "BC", check_reduce}, {"ReduceSumSquare", "BC", check_reduce},
-    UN("Relu"), {"Reshape", "BC", check_reshape}, UN("Round"), UN("Selu"), UN("Shrink"), UN("Sigmoid"), UN("Sign"),
-    UN("Sin"), {"Softmax", "B", check_softmax}, UN("Softplus"), UN("Softsign"), UN("Sqrt"), {"Squeeze", "BC", check_squeeze},
-    EW("Sub"), EW("Sum"), UN("Tan"), UN("Tanh"), UN("ThresholdedRelu"), {"Transpose", "B", check_transpose},
-    {"Unsqueeze", "BC", check_unsqueeze}, EW("Where"), EW("Xor"),
+/* The rules themselves are operator facts (ops/op_facts.c: .batch, the
+ * input letters; .batch_check, which check_* function below applies). */
+static const rank_fn checks[INF_BATCH_CHECK_COUNT] = {
+    [INF_BATCH_AXIS_M1] = check_axis_m1,
+    [INF_BATCH_CONCAT] = check_concat,
+    [INF_BATCH_FLATTEN] = check_flatten,
+    [INF_BATCH_GATHER] = check_gather,
+    [INF_BATCH_GEMM] = check_gemm,
+    [INF_BATCH_MATMUL] = check_matmul,
+    [INF_BATCH_NO_EXTRA_OUTPUTS] = check_no_extra_outputs,
+    [INF_BATCH_PAD] = check_pad,
+    [INF_BATCH_RANK4] = check_rank4,
+    [INF_BATCH_REDUCE] = check_reduce,
+    [INF_BATCH_RESHAPE] = check_reshape,
+    [INF_BATCH_ROWS] = check_rows,
+    [INF_BATCH_SOFTMAX] = check_softmax,
+    [INF_BATCH_SQUEEZE] = check_squeeze,
+    [INF_BATCH_TRANSPOSE] = check_transpose,
+    [INF_BATCH_UNSQUEEZE] = check_unsqueeze,
 };
 
-static int rule_cmp(const void *key, const void *elem) { return strcmp(key, ((const op_rule *)elem)->name); }
-
-static bool rules_sorted(void) {
-    for (size_t i = 1; i < sizeof rules / sizeof rules[0]; i++)
-        if (strcmp(rules[i - 1].name, rules[i].name) >= 0) return false;
-    return true;
-}
-
-static const op_rule *find_rule(const inf__node *n) {
-    if (n->op->domain != INF_DOMAIN_ONNX && n->op->domain != INF_DOMAIN_INFERA) return NULL;
-    return bsearch(n->op_type, rules, sizeof rules / sizeof rules[0], sizeof rules[0], rule_cmp);
+/* The node's sub-batch rule, or NULL: it may mix rows. */
+static const inf__op_facts *find_rule(const inf__node *n) {
+    const inf__op_facts *f = inf__op_facts_of(n->op);
+    return f->batch ? f : NULL;
 }
 
 /* The node's rank R (of its batched inputs), or -1 when an input breaks the rule. */
@@ -363,10 +346,10 @@ static bool prove_node(proof *p, const inf__node *n) {
         p->st[n->outputs[0]] = chain;
         return chain.kind != VS_BATCH || chain.rank >= 1;
     }
-    const op_rule *r = find_rule(n);
+    const inf__op_facts *r = find_rule(n);
     if (!r || n->n_implicit) return false;
-    int rank = inputs_rank(p, n, r->inputs);
-    if (rank >= 0 && r->check) rank = r->check(p, n, rank);
+    int rank = inputs_rank(p, n, r->batch);
+    if (rank >= 0 && r->batch_check) rank = checks[r->batch_check] ? checks[r->batch_check](p, n, rank) : -1;
     if (rank < 1 || rank > INF_MAX_DIMS) return false;
     for (int k = 0; k < n->n_outputs; k++)
         if (n->outputs[k] >= 0) p->st[n->outputs[k]] = (vstate){VS_BATCH, (int8_t)rank};
@@ -390,7 +373,6 @@ static bool prove_inputs(proof *p, char *why, size_t why_size) {
 }
 
 bool inf__graph_batch_separable(const inf__graph *g, char *why, size_t why_size) {
-    assert(rules_sorted());
     proof p = {g, inf__calloc((size_t)g->n_values + 1, sizeof(vstate))};
     bool ok = p.st && g->n_inputs > 0 && g->n_outputs > 0;
     if (!ok) snprintf(why, why_size, p.st ? "no inputs or outputs" : "out of memory");
@@ -470,12 +452,12 @@ static inf_status subbatch_alloc(inf__subbatch *sb, inf_error *err) {
     sb->out_like = inf__calloc((size_t)g->n_outputs, sizeof *sb->out_like);
     sb->full = inf__calloc((size_t)g->n_outputs, sizeof *sb->full);
     if (!sb->w || !sb->in_shape || !sb->in_ndim || !sb->out_like || !sb->full)
-        return inf__error(err, INF_ENOMEM, "out of memory creating a session");
+        return inf_error_set(err, INF_ENOMEM, "out of memory creating a session");
     for (int i = 0; i < sb->n_workers; i++) {
         worker *w = &sb->w[i];
         w->views = inf__calloc((size_t)g->n_inputs, sizeof *w->views);
         w->view_ptrs = inf__calloc((size_t)g->n_inputs, sizeof *w->view_ptrs);
-        if (!w->views || !w->view_ptrs) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
+        if (!w->views || !w->view_ptrs) return inf_error_set(err, INF_ENOMEM, "out of memory creating a session");
         for (int k = 0; k < g->n_inputs; k++) w->view_ptrs[k] = &w->views[k];
         inf_status st = inf__frame_new(sb->s, &w->frame, err);
         if (st != INF_OK) return st;
@@ -493,7 +475,7 @@ inf_status inf__subbatch_new(inf_session *s, int n_threads, int rows, inf__subba
         return INF_OK;
     }
     inf__subbatch *sb = inf__calloc(1, sizeof *sb);
-    if (!sb) return inf__error(err, INF_ENOMEM, "out of memory creating a session");
+    if (!sb) return inf_error_set(err, INF_ENOMEM, "out of memory creating a session");
     sb->s = s;
     sb->g = g;
     sb->n_workers = n_threads > 1 ? n_threads : 1;
@@ -543,7 +525,7 @@ static bool same_rows(const inf_tensor *o, const inf_tensor *like, int64_t rows)
 static inf_status copy_rows(inf__subbatch *sb, worker *w, inf_tensor *const *outs, int64_t b0, int64_t b1) {
     for (int i = 0; i < sb->g->n_outputs; i++) {
         if (!same_rows(outs[i], &sb->out_like[i], b1 - b0))
-            return w->st = inf__error(&w->err, INF_EINTERNAL, "output '%s' of rows %lld-%lld has another shape than the probe's",
+            return w->st = inf_error_set(&w->err, INF_EINTERNAL, "output '%s' of rows %lld-%lld has another shape than the probe's",
                                       sb->g->values[sb->g->outputs[i]].name, (long long)b0, (long long)b1);
         size_t rb = row_bytes(outs[i]);
         if (rb) memcpy((char *)sb->full[i]->data + (size_t)b0 * rb, outs[i]->data, (size_t)(b1 - b0) * rb);

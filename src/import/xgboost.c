@@ -39,7 +39,7 @@
 #include "import/import.h"
 #include "ops/ops.h"
 
-#define FAIL(st, ...) inf__error(err, st, "<memory>: XGBoost model: " __VA_ARGS__)
+#define FAIL(st, ...) inf_error_set(err, st, "<memory>: XGBoost model: " __VA_ARGS__)
 
 bool inf__import_is_xgboost_json(const void *data, size_t size) {
     const char *p = data;

@@ -52,11 +52,11 @@ inf_status inf_llm_context_new(const inf_llm_model *m, const inf_llm_context_opt
     if (!o) o = &d;
     const inf_llm_model_info *I = &m->info;
     if (o->n_ctx < 0 || o->n_threads < 0 || o->n_batch < 0 || o->n_logits < 0)
-        return inf__error(err, INF_EINVAL, "%s: negative context option", I->path);
+        return inf_error_set(err, INF_EINVAL, "%s: negative context option", I->path);
     if (I->n_head_dim > MAX_HEAD_DIM)
-        return inf__error(err, INF_EUNSUPPORTED, "%s: head size %d (at most %d)", I->path, I->n_head_dim, MAX_HEAD_DIM);
+        return inf_error_set(err, INF_EUNSUPPORTED, "%s: head size %d (at most %d)", I->path, I->n_head_dim, MAX_HEAD_DIM);
     inf_llm_context *c = inf__calloc(1, sizeof *c);
-    if (!c) return inf__error(err, INF_ENOMEM, "%s: no memory for a context", I->path);
+    if (!c) return inf_error_set(err, INF_ENOMEM, "%s: no memory for a context", I->path);
     c->m = m;
     c->n_ctx = o->n_ctx ? o->n_ctx : (I->n_ctx_train < 4096 ? I->n_ctx_train : 4096);
     c->n_batch = o->n_batch ? o->n_batch : 256;
@@ -71,7 +71,7 @@ inf_status inf_llm_context_new(const inf_llm_model *m, const inf_llm_context_opt
     size_t cache = (size_t)I->n_layer * (size_t)c->n_ctx * KVd;
     if (c->n_ctx > (1 << 24) || cache / (size_t)c->n_ctx / KVd != (size_t)I->n_layer) {
         inf__free(c);
-        return inf__error(err, INF_ERANGE, "%s: context of %d positions is too large", I->path, o->n_ctx);
+        return inf_error_set(err, INF_ERANGE, "%s: context of %d positions is too large", I->path, o->n_ctx);
     }
     bool ok = true;
     c->k_cache = scratch(cache, &ok);
@@ -87,7 +87,7 @@ inf_status inf_llm_context_new(const inf_llm_model *m, const inf_llm_context_opt
     c->qx = scratch(B * widest, &ok);
     if (!ok || (c->n_threads > 1 && inf__pool_new(c->n_threads, &c->pool) != INF_OK)) {
         inf_llm_context_free(c);
-        return inf__error(err, INF_ENOMEM, "%s: no memory for a context of %d positions (KV cache %.1f MiB)", I->path,
+        return inf_error_set(err, INF_ENOMEM, "%s: no memory for a context of %d positions (KV cache %.1f MiB)", I->path,
                           o->n_ctx ? o->n_ctx : I->n_ctx_train, 2.0 * cache * 4 / 1048576.0);
     }
     *out = c;
@@ -105,7 +105,7 @@ void inf_llm_context_free(inf_llm_context *c) {
 
 inf_status inf_llm_context_rewind(inf_llm_context *c, int n_past, inf_error *err) {
     if (n_past < 0 || n_past > c->n_past)
-        return inf__error(err, INF_ERANGE, "rewind to position %d: the sequence has %d", n_past, c->n_past);
+        return inf_error_set(err, INF_ERANGE, "rewind to position %d: the sequence has %d", n_past, c->n_past);
     c->n_past = n_past;
     return INF_OK;
 }
@@ -389,16 +389,16 @@ static void forward(inf_llm_context *c, const int32_t *tokens, int n, int first)
 inf_status inf_llm_context_eval(inf_llm_context *c, const int32_t *tokens, int n, bool all_logits, const float **logits,
                                 inf_error *err) {
     const inf_llm_model_info *I = &c->m->info;
-    if (n <= 0) return inf__error(err, INF_EINVAL, "%s: no tokens to evaluate", I->path);
+    if (n <= 0) return inf_error_set(err, INF_EINVAL, "%s: no tokens to evaluate", I->path);
     if (n > c->n_ctx - c->n_past)
-        return inf__error(err, INF_ERANGE, "%s: %d tokens do not fit: %d of the context's %d positions are used", I->path,
+        return inf_error_set(err, INF_ERANGE, "%s: %d tokens do not fit: %d of the context's %d positions are used", I->path,
                           n, c->n_past, c->n_ctx);
     if (all_logits && n > c->n_logits)
-        return inf__error(err, INF_ERANGE, "%s: logits of %d tokens asked for; the context returns at most %d", I->path,
+        return inf_error_set(err, INF_ERANGE, "%s: logits of %d tokens asked for; the context returns at most %d", I->path,
                           n, c->n_logits);
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= I->n_vocab)
-            return inf__error(err, INF_ERANGE, "%s: token id %d outside the vocabulary of %d", I->path, tokens[i],
+            return inf_error_set(err, INF_ERANGE, "%s: token id %d outside the vocabulary of %d", I->path, tokens[i],
                               I->n_vocab);
     for (int done = 0; done < n;) {
         int k = n - done < c->n_batch ? n - done : c->n_batch;
@@ -418,13 +418,13 @@ inf_status inf_llm_context_embed(inf_llm_context *c, const int32_t *tokens, int 
     const inf_llm_model *m = c->m;
     const inf_llm_model_info *I = &m->info;
     int E = I->n_embd;
-    if (n <= 0) return inf__error(err, INF_EINVAL, "%s: no tokens to embed", I->path);
+    if (n <= 0) return inf_error_set(err, INF_EINVAL, "%s: no tokens to embed", I->path);
     if (n > c->n_ctx - c->n_past)
-        return inf__error(err, INF_ERANGE, "%s: %d tokens do not fit: %d of the context's %d positions are used", I->path,
+        return inf_error_set(err, INF_ERANGE, "%s: %d tokens do not fit: %d of the context's %d positions are used", I->path,
                           n, c->n_past, c->n_ctx);
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= I->n_vocab)
-            return inf__error(err, INF_ERANGE, "%s: token id %d outside the vocabulary of %d", I->path, tokens[i],
+            return inf_error_set(err, INF_ERANGE, "%s: token id %d outside the vocabulary of %d", I->path, tokens[i],
                               I->n_vocab);
     for (int e = 0; e < E; e++) out[e] = 0.f;
     for (int done = 0; done < n;) {

@@ -103,7 +103,7 @@ static inf_status speculative_loop(gen *g, int32_t cur, const int32_t *prompt, i
     float *q = inf__malloc((size_t)K * V * sizeof *q), *p = inf__malloc((size_t)V * sizeof *p);
     inf_status st = INF_OK;
     if (!pending || !batch || !q || !p) {
-        st = inf__error(err, INF_ENOMEM, "speculative decoding: no memory for %d draft rows of %d", K, V);
+        st = inf_error_set(err, INF_ENOMEM, "speculative decoding: no memory for %d draft rows of %d", K, V);
         goto done;
     }
     memcpy(pending, prompt, (size_t)n_prompt * sizeof *pending);
@@ -122,7 +122,7 @@ static inf_status speculative_loop(gen *g, int32_t cur, const int32_t *prompt, i
         /* 1. the draft catches up (pending) and proposes k tokens */
         int t_base = T->n_past;
         if (INF_NEVER(D->n_past + n_pending != t_base)) {
-            st = inf__error(err, INF_EINTERNAL, "speculative decoding: draft at %d + %d, target at %d", D->n_past,
+            st = inf_error_set(err, INF_EINTERNAL, "speculative decoding: draft at %d + %d, target at %d", D->n_past,
                             n_pending, t_base);
             goto done;
         }
@@ -190,12 +190,12 @@ inf_status inf_llm_generate(inf_llm_context *target, inf_llm_context *draft, con
     if (!stats) stats = &local;
     memset(stats, 0, sizeof *stats);
     const inf_llm_model_info *I = &target->m->info;
-    if (n_prompt <= 0) return inf__error(err, INF_EINVAL, "%s: empty prompt (no tokens)", I->path);
+    if (n_prompt <= 0) return inf_error_set(err, INF_EINVAL, "%s: empty prompt (no tokens)", I->path);
     if (draft && draft->m->info.n_vocab != I->n_vocab)
-        return inf__error(err, INF_EINVAL, "draft %s has %d tokens in its vocabulary, the target %s %d",
+        return inf_error_set(err, INF_EINVAL, "draft %s has %d tokens in its vocabulary, the target %s %d",
                           draft->m->info.path, draft->m->info.n_vocab, I->path, I->n_vocab);
     if (n_prompt >= target->n_ctx)
-        return inf__error(err, INF_ERANGE, "%s: prompt of %d tokens does not fit the context of %d", I->path, n_prompt,
+        return inf_error_set(err, INF_ERANGE, "%s: prompt of %d tokens does not fit the context of %d", I->path, n_prompt,
                           target->n_ctx);
     gen g = {target, draft, o, on_token, user, stats, NULL, I->n_vocab, 0, 0, false};
     inf_status st = inf_llm_sampler_new(&o->sampling, I->n_vocab, &g.sampler, err);

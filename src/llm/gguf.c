@@ -157,7 +157,7 @@ static inf_status fail(inf_error *err, inf_status st, const inf__gguf *g, const 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return inf__error(err, st, "%s: GGUF: %s", g->path, msg);
+    return inf_error_set(err, st, "%s: GGUF: %s", g->path, msg);
 }
 
 /* A printable, bounded copy of a key or name from the file for messages. */
@@ -413,7 +413,7 @@ static inf_status gguf_new(const char *name, inf__gguf **out, inf_error *err) {
     inf__gguf *g = inf__calloc(1, sizeof *g);
     if (!g || !(g->path = inf__strdup(name ? name : "<buffer>"))) {
         inf__free(g);
-        return inf__error(err, INF_ENOMEM, "%s: no memory to open a GGUF file", name ? name : "<buffer>");
+        return inf_error_set(err, INF_ENOMEM, "%s: no memory to open a GGUF file", name ? name : "<buffer>");
     }
     *out = g;
     return INF_OK;
@@ -437,24 +437,24 @@ inf_status inf__gguf_open_buffer(const void *data, size_t size, const char *name
 inf_status inf__gguf_open(const char *path, inf__gguf **out, inf_error *err) {
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return inf__error(err, INF_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return inf_error_set(err, INF_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
-        return inf__error(err, INF_EIO, "%s: not a regular file", path);
+        return inf_error_set(err, INF_EIO, "%s: not a regular file", path);
     }
     if (sb.st_size < 24) {
         close(fd);
-        return inf__error(err, INF_EFORMAT, "%s: GGUF: file of %lld bytes is too short for a header", path,
+        return inf_error_set(err, INF_EFORMAT, "%s: GGUF: file of %lld bytes is too short for a header", path,
                           (long long)sb.st_size);
     }
     if ((uint64_t)sb.st_size > SIZE_MAX) {
         close(fd);
-        return inf__error(err, INF_EIO, "%s: file too large to map", path);
+        return inf_error_set(err, INF_EIO, "%s: file too large to map", path);
     }
     void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (p == MAP_FAILED) return inf__error(err, INF_EIO, "%s: cannot map: %s", path, strerror(errno));
+    if (p == MAP_FAILED) return inf_error_set(err, INF_EIO, "%s: cannot map: %s", path, strerror(errno));
     inf__gguf *g = NULL;
     inf_status st = gguf_new(path, &g, err);
     if (st) {
@@ -513,13 +513,13 @@ const char *inf__gguf_key_name(const inf__gguf *g, int64_t k, size_t *len) {
 
 static inf_status lookup(const inf__gguf *g, const char *key, const gguf_kv **kv, inf_error *err) {
     int64_t k = inf__gguf_find_key(g, key);
-    if (k < 0) return inf__error(err, INF_ENOENT, "%s: GGUF: key '%s' is missing", g->path, key);
+    if (k < 0) return inf_error_set(err, INF_ENOENT, "%s: GGUF: key '%s' is missing", g->path, key);
     *kv = &g->kv[k];
     return INF_OK;
 }
 
 static inf_status wrong_type(const inf__gguf *g, const char *key, const gguf_kv *kv, const char *want, inf_error *err) {
-    return inf__error(err, INF_ETYPE, "%s: GGUF: key '%s' is %s%s%s, expected %s", g->path, key,
+    return inf_error_set(err, INF_ETYPE, "%s: GGUF: key '%s' is %s%s%s, expected %s", g->path, key,
                       gguf_type_names[kv->type], kv->type == INF__GGUF_ARRAY ? " of " : "",
                       kv->type == INF__GGUF_ARRAY ? gguf_type_names[kv->elem_type] : "", want);
 }
@@ -553,7 +553,7 @@ inf_status inf__gguf_get_u32(const inf__gguf *g, const char *key, uint32_t *out,
     if (st) return st;
     if (!int_value(kv, &neg, &m)) return wrong_type(g, key, kv, "an integer", err);
     if (neg || m > UINT32_MAX)
-        return inf__error(err, INF_ERANGE, "%s: GGUF: key '%s' = %s%llu does not fit in 32 bits unsigned", g->path, key,
+        return inf_error_set(err, INF_ERANGE, "%s: GGUF: key '%s' = %s%llu does not fit in 32 bits unsigned", g->path, key,
                           neg ? "-" : "", (unsigned long long)m);
     *out = (uint32_t)m;
     return INF_OK;
@@ -567,7 +567,7 @@ inf_status inf__gguf_get_i64(const inf__gguf *g, const char *key, int64_t *out, 
     if (st) return st;
     if (!int_value(kv, &neg, &m)) return wrong_type(g, key, kv, "an integer", err);
     if (!neg && m > (uint64_t)INT64_MAX)
-        return inf__error(err, INF_ERANGE, "%s: GGUF: key '%s' = %llu does not fit in 64 bits signed", g->path, key,
+        return inf_error_set(err, INF_ERANGE, "%s: GGUF: key '%s' = %llu does not fit in 64 bits signed", g->path, key,
                           (unsigned long long)m);
     *out = neg ? (int64_t)(0 - m) : (int64_t)m;
     return INF_OK;
@@ -628,7 +628,7 @@ inf_status inf__gguf_arr_str(const inf__gguf *g, const char *key, uint64_t i, co
     if (kv->type != INF__GGUF_ARRAY || kv->elem_type != INF__GGUF_STRING)
         return wrong_type(g, key, kv, "an array of strings", err);
     if (i >= kv->n)
-        return inf__error(err, INF_ERANGE, "%s: GGUF: key '%s': index %llu past the %llu strings", g->path, key,
+        return inf_error_set(err, INF_ERANGE, "%s: GGUF: key '%s': index %llu past the %llu strings", g->path, key,
                           (unsigned long long)i, (unsigned long long)kv->n);
     const uint8_t *p = kv->value + kv->str_offsets[i];
     uint64_t n;

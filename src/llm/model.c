@@ -37,7 +37,7 @@ static inf_status key_u32(loader *L, const char *suffix, bool required, uint32_t
     char key[128];
     snprintf(key, sizeof key, "%s.%s", L->m->arch, suffix);
     if (inf__gguf_find_key(L->m->g, key) < 0) {
-        if (required) return inf__error(L->err, INF_EMODEL, "%s: GGUF key '%s' is missing", L->m->info.path, key);
+        if (required) return inf_error_set(L->err, INF_EMODEL, "%s: GGUF key '%s' is missing", L->m->info.path, key);
         *out = dflt;
         return INF_OK;
     }
@@ -56,7 +56,7 @@ static inf_status key_f32(loader *L, const char *suffix, float dflt, float *out)
 
 static const inf__gguf_tensor *tensor(loader *L, const char *name, bool required, inf_status *st) {
     const inf__gguf_tensor *t = inf__gguf_find_tensor(L->m->g, name);
-    if (!t && required) *st = inf__error(L->err, INF_EMODEL, "%s: tensor '%s' is missing", L->m->info.path, name);
+    if (!t && required) *st = inf_error_set(L->err, INF_EMODEL, "%s: tensor '%s' is missing", L->m->info.path, name);
     return t;
 }
 
@@ -67,13 +67,13 @@ static inf_status vec(loader *L, const char *name, bool required, int64_t n, con
     *out = NULL;
     if (!t) return st;
     if (t->type != INF__GGML_F32)
-        return inf__error(L->err, INF_EUNSUPPORTED, "%s: tensor '%s' is %s; norm and bias vectors must be f32",
+        return inf_error_set(L->err, INF_EUNSUPPORTED, "%s: tensor '%s' is %s; norm and bias vectors must be f32",
                           L->m->info.path, name, inf__ggml_type_name(t->type));
     if (t->ne[0] != n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1)
-        return inf__error(L->err, INF_ESHAPE, "%s: tensor '%s' has shape [%lld,%lld], expected [%lld]", L->m->info.path,
+        return inf_error_set(L->err, INF_ESHAPE, "%s: tensor '%s' has shape [%lld,%lld], expected [%lld]", L->m->info.path,
                           name, (long long)t->ne[0], (long long)t->ne[1], (long long)n);
     if ((uintptr_t)t->data % 4)
-        return inf__error(L->err, INF_EFORMAT, "%s: tensor '%s' is not 4-byte aligned", L->m->info.path, name);
+        return inf_error_set(L->err, INF_EFORMAT, "%s: tensor '%s' is not 4-byte aligned", L->m->info.path, name);
     *out = t->data;
     return INF_OK;
 }
@@ -86,17 +86,17 @@ static inf_status mat(loader *L, const char *name, bool required, int64_t cols, 
     if (!t) return st;
     const inf__llm_qtype *q = inf__llm_qtype_get(t->type, L->m->force_ref);
     if (!q || !q->dot)
-        return inf__error(L->err, INF_EUNSUPPORTED, "%s: tensor '%s' is of type %s; supported: %s", L->m->info.path,
+        return inf_error_set(L->err, INF_EUNSUPPORTED, "%s: tensor '%s' is of type %s; supported: %s", L->m->info.path,
                           name, inf__ggml_type_name(t->type) ? inf__ggml_type_name(t->type) : "?", inf__llm_qtype_list());
     if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1)
-        return inf__error(L->err, INF_ESHAPE, "%s: tensor '%s' has shape [%lld,%lld,%lld], expected [%lld,%lld]",
+        return inf_error_set(L->err, INF_ESHAPE, "%s: tensor '%s' has shape [%lld,%lld,%lld], expected [%lld,%lld]",
                           L->m->info.path, name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                           (long long)cols, (long long)rows);
     if (q->block > 1 && cols % q->block)
-        return inf__error(L->err, INF_ESHAPE, "%s: tensor '%s': %lld columns is not a multiple of %u (%s blocks)",
-                          L->m->info.path, name, (long long)cols, q->block, q->name);
+        return inf_error_set(L->err, INF_ESHAPE, "%s: tensor '%s': %lld columns is not a multiple of %u (%s blocks)",
+                             L->m->info.path, name, (long long)cols, q->block, q->name);
     if ((uintptr_t)t->data % 4)
-        return inf__error(L->err, INF_EFORMAT, "%s: tensor '%s' is not 4-byte aligned (general.alignment)",
+        return inf_error_set(L->err, INF_EFORMAT, "%s: tensor '%s' is not 4-byte aligned (general.alignment)",
                           L->m->info.path, name);
     w->data = t->data;
     w->q = q;
@@ -115,7 +115,7 @@ static inf_status pack_weight(loader *L, inf__llm_weight *w) {
     w->tile_bytes = inf__llm_tile_bytes(q, w->cols);
     w->packed = inf__aligned_alloc((size_t)tiles * w->tile_bytes);
     if (!w->packed)
-        return inf__error(L->err, INF_ENOMEM, "%s: no memory to repack a %lld x %lld matrix", L->m->info.path,
+        return inf_error_set(L->err, INF_ENOMEM, "%s: no memory to repack a %lld x %lld matrix", L->m->info.path,
                           (long long)w->rows, (long long)w->cols);
     for (int64_t t = 0; t < tiles; t++)
         q->pack((const uint8_t *)w->data + (size_t)t * INF__LLM_TILE_ROWS * w->row_bytes, w->row_bytes, w->cols,
@@ -151,16 +151,16 @@ static inf_status load_hparams(loader *L) {
         return st;
     if (embd == 0 || nl == 0 || nh == 0 || nkv == 0 || ff == 0 || embd > (1u << 16) || nl > 1024 || ff > (1u << 20) ||
         nh > embd || nh % nkv || embd % nh)
-        return inf__error(L->err, INF_EMODEL,
+        return inf_error_set(L->err, INF_EMODEL,
                           "%s: hyper-parameters out of range: embedding %u, layers %u, heads %u/%u (kv), ffn %u",
                           I->path, embd, nl, nh, nkv, ff);
     if ((st = key_u32(L, "attention.key_length", false, embd / nh, &hd))) return st;
     if (hd != embd / nh)
-        return inf__error(L->err, INF_EUNSUPPORTED, "%s: head size %u differs from embedding/heads (%u)", I->path, hd,
+        return inf_error_set(L->err, INF_EUNSUPPORTED, "%s: head size %u differs from embedding/heads (%u)", I->path, hd,
                           embd / nh);
     if ((st = key_u32(L, "rope.dimension_count", false, hd, &rdim))) return st;
     if (rdim == 0 || rdim > hd || rdim % 2)
-        return inf__error(L->err, INF_EMODEL, "%s: rope.dimension_count %u (head size %u)", I->path, rdim, hd);
+        return inf_error_set(L->err, INF_EMODEL, "%s: rope.dimension_count %u (head size %u)", I->path, rdim, hd);
     if ((st = key_f32(L, "attention.layer_norm_rms_epsilon", 1e-5f, &m->rms_eps)) ||
         (st = key_f32(L, "rope.freq_base", 10000.0f, &m->rope_base)))
         return st;
@@ -174,7 +174,7 @@ static inf_status load_hparams(loader *L) {
         if ((st = inf__gguf_get_str(m->g, key, &s, &n, L->err))) return st;
         bool none = n == 4 && !memcmp(s, "none", 4), linear = n == 6 && !memcmp(s, "linear", 6);
         if (!none && !linear)
-            return inf__error(L->err, INF_EUNSUPPORTED, "%s: %s = '%.*s' (supported: none, linear)", I->path, key,
+            return inf_error_set(L->err, INF_EUNSUPPORTED, "%s: %s = '%.*s' (supported: none, linear)", I->path, key,
                               (int)(n > 64 ? 64 : n), s);
         if (linear && (st = key_f32(L, "rope.scaling.factor", 1.0f, &factor))) return st;
     } else if ((st = key_f32(L, "rope.scale_linear", 0.0f, &factor))) {
@@ -182,7 +182,7 @@ static inf_status load_hparams(loader *L) {
     }
     m->rope_freq_scale = factor > 0 ? 1.0f / factor : 1.0f;
     if (!(m->rope_base > 0) || !(m->rms_eps >= 0))
-        return inf__error(L->err, INF_EMODEL, "%s: rope.freq_base %g / rms epsilon %g out of range", I->path,
+        return inf_error_set(L->err, INF_EMODEL, "%s: rope.freq_base %g / rms epsilon %g out of range", I->path,
                           m->rope_base, m->rms_eps);
     m->rope_dim = (int)rdim;
     I->n_ctx_train = (int)(ctx > (1u << 24) ? (1u << 24) : ctx);
@@ -205,7 +205,7 @@ static inf_status load_tensors(loader *L) {
     if (!emb) return st;
     int64_t E = I->n_embd, Hd = I->n_head_dim, Q = (int64_t)I->n_head * Hd, KV = (int64_t)I->n_head_kv * Hd;
     if (emb->ne[1] < 1 || emb->ne[1] > (1 << 24))
-        return inf__error(L->err, INF_EMODEL, "%s: token_embd.weight has %lld rows", I->path, (long long)emb->ne[1]);
+        return inf_error_set(L->err, INF_EMODEL, "%s: token_embd.weight has %lld rows", I->path, (long long)emb->ne[1]);
     I->n_vocab = (int)emb->ne[1];
     if ((st = mat(L, "token_embd.weight", true, E, I->n_vocab, &m->tok_embd))) return st;
     if ((st = vec(L, "output_norm.weight", true, E, &m->output_norm))) return st;
@@ -213,7 +213,7 @@ static inf_status load_tensors(loader *L) {
     if (!m->output.data) m->output = m->tok_embd; /* tied */
     if ((st = vec(L, "rope_freqs.weight", false, m->rope_dim / 2, &m->rope_freqs))) return st;
     m->layers = inf__calloc((size_t)I->n_layer, sizeof *m->layers);
-    if (!m->layers) return inf__error(L->err, INF_ENOMEM, "%s: no memory for %d layers", I->path, I->n_layer);
+    if (!m->layers) return inf_error_set(L->err, INF_ENOMEM, "%s: no memory for %d layers", I->path, I->n_layer);
     for (int l = 0; l < I->n_layer; l++) {
         inf__llm_layer *y = &m->layers[l];
         char n[96];
@@ -262,7 +262,7 @@ inf_status inf__llm_model_from_gguf(inf__gguf *g, bool force_ref, inf_llm_model 
     inf_llm_model *m = inf__calloc(1, sizeof *m);
     if (!m) {
         inf__gguf_close(g);
-        return inf__error(err, INF_ENOMEM, "%s: no memory for the model", inf__gguf_path(g));
+        return inf_error_set(err, INF_ENOMEM, "%s: no memory for the model", inf__gguf_path(g));
     }
     m->g = g;
     m->force_ref = force_ref;
@@ -274,7 +274,7 @@ inf_status inf__llm_model_from_gguf(inf__gguf *g, bool force_ref, inf_llm_model 
     if (st) goto fail;
     const arch_info *a = find_arch(s, n);
     if (!a) {
-        st = inf__error(err, INF_EUNSUPPORTED, "%s: architecture '%.*s' is not supported (supported: llama)",
+        st = inf_error_set(err, INF_EUNSUPPORTED, "%s: architecture '%.*s' is not supported (supported: llama)",
                         m->info.path, (int)(n > 64 ? 64 : n), s);
         goto fail;
     }

@@ -52,13 +52,13 @@ double inf_llm_sampler_uniform(inf_llm_sampler *s) { return (double)(next_u64(s-
 inf_status inf_llm_sampler_new(const inf_llm_sampling *p, int n_vocab, inf_llm_sampler **out, inf_error *err) {
     *out = NULL;
     if (n_vocab <= 0 || !(p->temperature >= 0) || p->top_k < 0 || !(p->top_p > 0 && p->top_p <= 1))
-        return inf__error(err, INF_EINVAL,
+        return inf_error_set(err, INF_EINVAL,
                           "sampling: temperature %g must be >= 0, top_k %d >= 0, top_p %g in (0, 1]",
                           p->temperature, p->top_k, p->top_p);
     inf_llm_sampler *s = inf__calloc(1, sizeof *s);
     if (!s || !(s->c = inf__malloc((size_t)n_vocab * sizeof *s->c))) {
         inf__free(s);
-        return inf__error(err, INF_ENOMEM, "sampling: no memory for %d candidates", n_vocab);
+        return inf_error_set(err, INF_ENOMEM, "sampling: no memory for %d candidates", n_vocab);
     }
     s->s = *p;
     s->n_vocab = n_vocab;

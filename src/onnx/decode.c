@@ -103,7 +103,7 @@ typedef struct decoder {
     const Onnx__ModelProto *mp;
 } decoder;
 
-#define OOM(d) inf__error((d)->err, INF_ENOMEM, "%s: out of memory while loading", (d)->path)
+#define OOM(d) inf_error_set((d)->err, INF_ENOMEM, "%s: out of memory while loading", (d)->path)
 
 static inf_status decode_graph(decoder *d, const Onnx__GraphProto *gp, graph_builder *parent, inf__graph **out);
 
@@ -221,7 +221,7 @@ static inf_status set_value_info(decoder *d, inf__value *v, const Onnx__ValueInf
     const char *name = v->name;
     int newer = unimplemented_elem_type(vi->type);
     if (newer)
-        return inf__error(d->err, INF_EUNSUPPORTED, "value '%s': element type %s (ONNX type %d) is not implemented",
+        return inf_error_set(d->err, INF_EUNSUPPORTED, "value '%s': element type %s (ONNX type %d) is not implemented",
                           name, inf__onnx_type_name(newer), newer);
     decode_type(d, vi->type, &v->info);
     v->info.name = name;
@@ -239,7 +239,7 @@ static inf_status decode_attr(decoder *d, graph_builder *b, const inf__node *nod
     a->name = inf__arena_strdup(ar, ap->name ? ap->name : "");
     if (!a->name) return OOM(d);
     if (ap->ref_attr_name && *ap->ref_attr_name)
-        return inf__error(d->err, INF_EUNSUPPORTED, "%s refers to a function attribute", what);
+        return inf_error_set(d->err, INF_EUNSUPPORTED, "%s refers to a function attribute", what);
     a->type = ap->has_type ? (inf__attr_type)ap->type : INF_ATTR_UNDEFINED;
     if (a->type == INF_ATTR_UNDEFINED) { /* IR < 3 models may omit the type: infer it */
         if (ap->has_f) a->type = INF_ATTR_FLOAT;
@@ -261,12 +261,12 @@ static inf_status decode_attr(decoder *d, graph_builder *b, const inf__node *nod
         if (!a->s) return OOM(d);
         break;
     case INF_ATTR_TENSOR:
-        if (!ap->t) return inf__error(d->err, INF_EMODEL, "%s has no tensor", what);
+        if (!ap->t) return inf_error_set(d->err, INF_EMODEL, "%s has no tensor", what);
         if ((st = inf__onnx_tensor_from_proto(ap->t, d->base_dir, what, &a->t, d->err)) != INF_OK) return st;
         /* owned by the model: inf_model_free walks the attributes */
         break;
     case INF_ATTR_GRAPH:
-        if (!ap->g) return inf__error(d->err, INF_EMODEL, "%s has no graph", what);
+        if (!ap->g) return inf_error_set(d->err, INF_EMODEL, "%s has no graph", what);
         if ((st = decode_graph(d, ap->g, b, &a->g)) != INF_OK) return st;
         break;
     case INF_ATTR_FLOATS:
@@ -314,7 +314,7 @@ static inf_status decode_attr(decoder *d, graph_builder *b, const inf__node *nod
     }
     case INF_ATTR_SPARSE_TENSOR:
     case INF_ATTR_SPARSE_TENSORS:
-        return inf__error(d->err, INF_EUNSUPPORTED, "%s: sparse tensor attributes are not supported", what);
+        return inf_error_set(d->err, INF_EUNSUPPORTED, "%s: sparse tensor attributes are not supported", what);
     default: break;
     }
     return INF_OK;
@@ -360,10 +360,10 @@ static inf_status decode_node(decoder *d, graph_builder *b, const Onnx__NodeProt
     snprintf(fallback, sizeof fallback, "%s_%d", np->op_type ? np->op_type : "node", index);
     node->name = inf__arena_strdup(ar, np->name && *np->name ? np->name : fallback);
     if (!node->op_type || !node->domain || !node->name) return OOM(d);
-    if (!*node->op_type) return inf__error(d->err, INF_EMODEL, "%s: node '%s' has no op_type", d->path, node->name);
+    if (!*node->op_type) return inf_error_set(d->err, INF_EMODEL, "%s: node '%s' has no op_type", d->path, node->name);
     node->opset = opset_of(d, node->domain);
     if (node->opset == 0)
-        return inf__error(d->err, INF_EMODEL, "%s: node '%s' (%s) uses domain '%s', which the model does not import",
+        return inf_error_set(d->err, INF_EMODEL, "%s: node '%s' (%s) uses domain '%s', which the model does not import",
                           d->path, node->name, node->op_type, node->domain);
     node->n_inputs = (int)np->n_input;
     node->n_outputs = (int)np->n_output;
@@ -389,7 +389,7 @@ static inf_status decode_node(decoder *d, graph_builder *b, const Onnx__NodeProt
         if (!name || !*name) continue;
         int idx = map_get(&b->names, name);
         if (idx >= 0 && (b->values[idx].producer >= 0 || b->values[idx].role != INF_VALUE_INTERMEDIATE))
-            return inf__error(d->err, INF_EMODEL, "%s: node '%s' writes '%s', which is already %s", d->path, node->name, name,
+            return inf_error_set(d->err, INF_EMODEL, "%s: node '%s' writes '%s', which is already %s", d->path, node->name, name,
                               b->values[idx].producer >= 0 ? "written by another node" : "a graph input or initializer");
         if (idx < 0 && (st = add_value(d, b, name, &idx)) != INF_OK) return st;
         b->values[idx].producer = index;
@@ -408,7 +408,7 @@ static inf_status decode_graph_body(decoder *d, const Onnx__GraphProto *gp, grap
         Onnx__TensorProto *tp = gp->initializer[i];
         const char *name = tp->name ? tp->name : "";
         if (map_get(&b->names, name) >= 0)
-            return inf__error(d->err, INF_EMODEL, "%s: initializer '%s' is defined twice", d->path, name);
+            return inf_error_set(d->err, INF_EMODEL, "%s: initializer '%s' is defined twice", d->path, name);
         if ((st = add_value(d, b, name, &idx)) != INF_OK) return st;
         char what[300];
         snprintf(what, sizeof what, "%s: initializer '%s'", d->path, name);
@@ -417,7 +417,7 @@ static inf_status decode_graph_body(decoder *d, const Onnx__GraphProto *gp, grap
         if ((st = inf__onnx_tensor_take_proto(tp, d->base_dir, what, &v->constant, d->err)) != INF_OK) return st;
     }
     if (gp->n_sparse_initializer)
-        return inf__error(d->err, INF_EUNSUPPORTED, "%s: sparse initializers are not supported", d->path);
+        return inf_error_set(d->err, INF_EUNSUPPORTED, "%s: sparse initializers are not supported", d->path);
     g->inputs = inf__arena_alloc(&d->model->arena, (gp->n_input + 1) * sizeof(int));
     if (!g->inputs) return OOM(d);
     for (size_t i = 0; i < gp->n_input; i++) {
@@ -428,7 +428,7 @@ static inf_status decode_graph_body(decoder *d, const Onnx__GraphProto *gp, grap
             b->values[idx].role = INF_VALUE_INPUT;
             g->inputs[g->n_inputs++] = idx;
         } else if (b->values[idx].role != INF_VALUE_INITIALIZER) {
-            return inf__error(d->err, INF_EMODEL, "%s: graph input '%s' is declared twice", d->path, name);
+            return inf_error_set(d->err, INF_EMODEL, "%s: graph input '%s' is declared twice", d->path, name);
         }
         if ((st = set_value_info(d, &b->values[idx], gp->input[i])) != INF_OK) return st;
     }
@@ -519,7 +519,7 @@ static inf_status decode_model_header(decoder *d) {
         if (!m->metadata_keys[i] || !m->metadata_values[i]) return OOM(d);
     }
     m->n_metadata = (int)mp->n_metadata_props;
-    if (!mp->graph) return inf__error(d->err, INF_EMODEL, "%s: the model has no graph", d->path);
+    if (!mp->graph) return inf_error_set(d->err, INF_EMODEL, "%s: the model has no graph", d->path);
     if (mp->n_functions)
         inf__log(INF_LOG_DEBUG, "%s: %zu model-local functions are not expanded", d->path, mp->n_functions);
     return INF_OK;
@@ -566,7 +566,7 @@ inf_status inf_model_load_buffer(const void *data, size_t size, const char *base
     if (inf__import_is_xgboost_json(data, size)) return inf__import_xgboost_json(data, size, out, err);
 #endif
     inf_model *m = inf__calloc(1, sizeof *m);
-    if (!m) return inf__error(err, INF_ENOMEM, "out of memory loading a model");
+    if (!m) return inf_error_set(err, INF_ENOMEM, "out of memory loading a model");
     inf__arena_init(&m->arena, 1 << 16);
     m->path = "<memory>";
     m->file_bytes = size;
@@ -582,9 +582,9 @@ inf_status inf_model_load_buffer(const void *data, size_t size, const char *base
     if (!mp) {
         inf_alloc_get_stats(&after);
         if (after.n_failed != before.n_failed) /* protobuf-c says NULL for both */
-            st = inf__error(err, INF_ENOMEM, "%s: out of memory decoding the model (%zu bytes)", d.path, size);
+            st = inf_error_set(err, INF_ENOMEM, "%s: out of memory decoding the model (%zu bytes)", d.path, size);
         else
-            st = inf__error(err, INF_EFORMAT, "%s: not a valid ONNX model (protobuf decoding failed on %zu bytes)", d.path, size);
+            st = inf_error_set(err, INF_EFORMAT, "%s: not a valid ONNX model (protobuf decoding failed on %zu bytes)", d.path, size);
         goto done;
     }
     d.mp = mp;
@@ -647,7 +647,7 @@ inf_status inf_model_load(const char *path, const inf_model_options *opts, inf_m
     char *dir_copy = inf__strdup(path);
     if (!dir_copy) {
         unmap_model(data, size, mapped);
-        return inf__error(err, INF_ENOMEM, "out of memory loading '%s'", path);
+        return inf_error_set(err, INF_ENOMEM, "out of memory loading '%s'", path);
     }
     const char *base_dir = dirname(dir_copy);
     st = inf_model_load_buffer(data, size, base_dir, opts, out, err);

@@ -22,20 +22,20 @@ typedef struct file_list {
 
 static inf_status add_location(file_list *l, const char *location) {
     if (!location || !*location)
-        return inf__error(l->err, INF_EMODEL, "external data without a location");
+        return inf_error_set(l->err, INF_EMODEL, "external data without a location");
     if (location[0] == '/' || strstr(location, ".."))
-        return inf__error(l->err, INF_EMODEL, "external data path '%s' leaves the model's folder", location);
+        return inf_error_set(l->err, INF_EMODEL, "external data path '%s' leaves the model's folder", location);
     for (int i = 0; i < l->n; i++)
         if (!strcmp(l->names[i], location)) return INF_OK;
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 8;
         char **grown = inf__realloc(l->names, (size_t)cap * sizeof *grown);
-        if (!grown) return inf__error(l->err, INF_ENOMEM, "out of memory listing external data files");
+        if (!grown) return inf_error_set(l->err, INF_ENOMEM, "out of memory listing external data files");
         l->names = grown;
         l->cap = cap;
     }
     if (!(l->names[l->n] = inf__strdup(location)))
-        return inf__error(l->err, INF_ENOMEM, "out of memory listing external data files");
+        return inf_error_set(l->err, INF_ENOMEM, "out of memory listing external data files");
     l->n++;
     return INF_OK;
 }
@@ -77,7 +77,7 @@ static inf_status visit_nodes(file_list *l, size_t n_node, Onnx__NodeProto *cons
 static inf_status visit_graph(file_list *l, const Onnx__GraphProto *g, int depth) {
     if (!g) return INF_OK;
     if (depth > INF_ONNX_MAX_SUBGRAPH_DEPTH)
-        return inf__error(l->err, INF_EMODEL, "subgraphs nested more than %d levels deep", INF_ONNX_MAX_SUBGRAPH_DEPTH);
+        return inf_error_set(l->err, INF_EMODEL, "subgraphs nested more than %d levels deep", INF_ONNX_MAX_SUBGRAPH_DEPTH);
     inf_status st = INF_OK;
     for (size_t i = 0; i < g->n_initializer && !st; i++) st = visit_tensor(l, g->initializer[i]);
     for (size_t i = 0; i < g->n_sparse_initializer && !st; i++) st = visit_sparse(l, g->sparse_initializer[i]);
@@ -99,7 +99,7 @@ inf_status inf_model_external_files(const void *data, size_t size, char ***files
     if (st) return st;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(&inf__protobuf_allocator, size, data);
     if (!mp)
-        return inf__error(err, INF_EFORMAT, "not a valid ONNX model (protobuf decoding failed on %zu bytes)", size);
+        return inf_error_set(err, INF_EFORMAT, "not a valid ONNX model (protobuf decoding failed on %zu bytes)", size);
     file_list l = {NULL, 0, 0, err};
     st = visit_graph(&l, mp->graph, 0);
     for (size_t i = 0; i < mp->n_functions && !st; i++)

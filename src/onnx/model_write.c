@@ -24,7 +24,7 @@ struct inf_model_edit {
 #define G(m) ((m)->mp->graph)
 
 static inf_status nomem(inf_error *err, const char *what) {
-    return inf__error(err, INF_ENOMEM, "model edit: out of memory %s", what);
+    return inf_error_set(err, INF_ENOMEM, "model edit: out of memory %s", what);
 }
 
 /* Grows a repeated field (array of pointers) by one slot; 0 or -1. */
@@ -41,12 +41,12 @@ inf_status inf_model_edit_open_buffer(const void *data, size_t size, const char 
     Onnx__ModelProto *mp = onnx__model_proto__unpack(&inf__protobuf_allocator, size, data);
     if (!mp || !mp->graph) {
         if (mp) onnx__model_proto__free_unpacked(mp, &inf__protobuf_allocator);
-        return inf__error(err, INF_EFORMAT, "%s: not an ONNX model with a graph", what);
+        return inf_error_set(err, INF_EFORMAT, "%s: not an ONNX model with a graph", what);
     }
     for (size_t i = 0; i < mp->graph->n_initializer; i++)
         if (mp->graph->initializer[i]->n_external_data) {
             onnx__model_proto__free_unpacked(mp, &inf__protobuf_allocator);
-            return inf__error(err, INF_EUNSUPPORTED, "%s: initializers stored as external data cannot be rewritten",
+            return inf_error_set(err, INF_EUNSUPPORTED, "%s: initializers stored as external data cannot be rewritten",
                               what);
         }
     inf_model_edit *m = inf__calloc(1, sizeof *m);
@@ -145,12 +145,12 @@ inf_status inf_model_edit_save(const inf_model_edit *m, const char *path, inf_er
     FILE *f = fopen(path, "wb");
     if (!f) {
         inf__free(data);
-        return inf__error(err, INF_EIO, "cannot write %s", path);
+        return inf_error_set(err, INF_EIO, "cannot write %s", path);
     }
     size_t wrote = fwrite(data, 1, size, f);
     int closed = fclose(f);
     inf__free(data);
-    if (wrote != size || closed) return inf__error(err, INF_EIO, "cannot write %s (disk full?)", path);
+    if (wrote != size || closed) return inf_error_set(err, INF_EIO, "cannot write %s (disk full?)", path);
     return INF_OK;
 }
 
@@ -265,7 +265,7 @@ inf_status inf_model_edit_node_set_input(inf_model_edit *m, int i, int k, const 
     }
     if (k != (int)n->n_input || grow((void ***)&n->input, n->n_input)) {
         inf__free(s);
-        return k != (int)n->n_input ? inf__error(err, INF_EINVAL, "model edit: input %d of node %d out of range", k, i)
+        return k != (int)n->n_input ? inf_error_set(err, INF_EINVAL, "model edit: input %d of node %d out of range", k, i)
                                     : nomem(err, "setting a node input");
     }
     n->input[n->n_input++] = s;
@@ -418,7 +418,7 @@ inf_status inf_model_edit_get_initializer(const inf_model_edit *m, const char *v
                                           inf_error *err) {
     *out = NULL;
     int i = find_init(m, value);
-    if (i < 0) return inf__error(err, INF_ENOENT, "model edit: '%s' is not an initializer", value);
+    if (i < 0) return inf_error_set(err, INF_ENOENT, "model edit: '%s' is not an initializer", value);
     return inf__onnx_tensor_from_proto(G(m)->initializer[i], NULL, value, out, err);
 }
 
@@ -519,7 +519,7 @@ fail:
 
 static inf_status add_value_info(Onnx__ValueInfoProto ***arr, size_t *n, const char *name, inf_dtype dtype, int ndim,
                                  const int64_t *dims, const char *const *dim_names, inf_error *err) {
-    if (ndim > INF_MAX_DIMS) return inf__error(err, INF_EINVAL, "model edit: '%s' has too many dimensions", name);
+    if (ndim > INF_MAX_DIMS) return inf_error_set(err, INF_EINVAL, "model edit: '%s' has too many dimensions", name);
     Onnx__ValueInfoProto *v = make_value_info(name, dtype, ndim, dims, dim_names);
     if (!v || grow((void ***)arr, *n)) {
         if (v) onnx__value_info_proto__free_unpacked(v, &inf__protobuf_allocator);

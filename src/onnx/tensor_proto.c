@@ -84,15 +84,15 @@ static inf_status open_external(const Onnx__TensorProto *tp, const char *base_di
         if (!strcmp(kv->key, "location")) location = kv->value;
         else if ((!strcmp(kv->key, "offset") && !parse_extent(kv->value, &offset)) ||
                  (!strcmp(kv->key, "length") && !parse_extent(kv->value, &length)))
-            return inf__error(err, INF_EMODEL, "%s: external data %s '%s' is not a decimal integer in [0, 2^63)", what,
+            return inf_error_set(err, INF_EMODEL, "%s: external data %s '%s' is not a decimal integer in [0, 2^63)", what,
                               kv->key, kv->value);
     }
     if (!location || !*location)
-        return inf__error(err, INF_EMODEL, "%s: external data without a location", what);
+        return inf_error_set(err, INF_EMODEL, "%s: external data without a location", what);
     if (!base_dir)
-        return inf__error(err, INF_EMODEL, "%s: external data '%s' but the model was not loaded from a file", what, location);
+        return inf_error_set(err, INF_EMODEL, "%s: external data '%s' but the model was not loaded from a file", what, location);
     if (length >= 0 && (uint64_t)length != (uint64_t)nbytes)
-        return inf__error(err, INF_EMODEL, "%s: external data length %lld does not match the shape (%zu bytes)", what, length, nbytes);
+        return inf_error_set(err, INF_EMODEL, "%s: external data length %lld does not match the shape (%zu bytes)", what, length, nbytes);
     uint64_t size;
     inf_status st = inf_file_open_within(base_dir, location, "external data", 0, fd, &size, err);
     if (st != INF_OK) {
@@ -102,7 +102,7 @@ static inf_status open_external(const Onnx__TensorProto *tp, const char *base_di
     if ((uint64_t)offset > size || size - (uint64_t)offset < (uint64_t)nbytes) {
         close(*fd);
         *fd = -1;
-        return inf__error(err, INF_EIO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what, location,
+        return inf_error_set(err, INF_EIO, "%s: external data '%s' is shorter than offset %lld + %zu bytes", what, location,
                           offset, nbytes);
     }
     *offset_out = offset;
@@ -120,7 +120,7 @@ static inf_status read_external(const Onnx__TensorProto *tp, const char *base_di
         ssize_t r = pread(fd, (char *)dst + got, nbytes - got, (off_t)offset + (off_t)got);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
-            st = inf__error(err, INF_EIO, "%s: external data is shorter than offset %lld + %zu bytes", what, offset, nbytes);
+            st = inf_error_set(err, INF_EIO, "%s: external data is shorter than offset %lld + %zu bytes", what, offset, nbytes);
             break;
         }
         got += (size_t)r;
@@ -132,7 +132,7 @@ static inf_status read_external(const Onnx__TensorProto *tp, const char *base_di
 /* ---- typed fields ---- */
 
 static inf_status typed_count_error(inf_error *err, const char *what, size_t got, int64_t want) {
-    return inf__error(err, INF_EFORMAT, "%s: %zu values stored but the shape holds %lld", what, got, (long long)want);
+    return inf_error_set(err, INF_EFORMAT, "%s: %zu values stored but the shape holds %lld", what, got, (long long)want);
 }
 
 static inf_status copy_typed(const Onnx__TensorProto *tp, inf_tensor *t, const char *what, inf_error *err) {
@@ -173,7 +173,7 @@ static inf_status copy_typed(const Onnx__TensorProto *tp, inf_tensor *t, const c
         for (int64_t i = 0; i < n; i++) {
             const ProtobufCBinaryData *s = &tp->string_data[i];
             if (inf_tensor_set_string(t, i, (const char *)s->data, s->len) != INF_OK)
-                return inf__error(err, INF_ENOMEM, "%s: out of memory", what);
+                return inf_error_set(err, INF_ENOMEM, "%s: out of memory", what);
         }
         return INF_OK;
     default: /* every type of 32 bits or less travels in int32_data */
@@ -189,7 +189,7 @@ static inf_status copy_typed(const Onnx__TensorProto *tp, inf_tensor *t, const c
             case INF_DTYPE_I8: ((int8_t *)d)[i] = (int8_t)v; break;
             case INF_DTYPE_U8: ((uint8_t *)d)[i] = (uint8_t)v; break;
             case INF_DTYPE_BOOL: ((uint8_t *)d)[i] = v != 0; break;
-            default: return inf__error(err, INF_EFORMAT, "%s: data type %d cannot be stored in int32_data", what, t->dtype);
+            default: return inf_error_set(err, INF_EFORMAT, "%s: data type %d cannot be stored in int32_data", what, t->dtype);
             }
         }
         return INF_OK;
@@ -201,7 +201,7 @@ static inf_status copy_typed(const Onnx__TensorProto *tp, inf_tensor *t, const c
 static inf_status check_payload_size(const Onnx__TensorProto *tp, const char *base_dir, inf_dtype dtype, int64_t numel,
                                      const char *what, inf_error *err) {
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        if (dtype == INF_DTYPE_STRING) return inf__error(err, INF_EUNSUPPORTED, "%s: external string data", what);
+        if (dtype == INF_DTYPE_STRING) return inf_error_set(err, INF_EUNSUPPORTED, "%s: external string data", what);
         int fd;
         long long offset;
         inf_status st = open_external(tp, base_dir, what, (size_t)numel * inf_dtype_size(dtype), &fd, &offset, err);
@@ -210,7 +210,7 @@ static inf_status check_payload_size(const Onnx__TensorProto *tp, const char *ba
     }
     if (tp->has_raw_data && dtype != INF_DTYPE_STRING) {
         if ((uint64_t)tp->raw_data.len != (uint64_t)numel * inf_dtype_size(dtype))
-            return inf__error(err, INF_EFORMAT, "%s: raw_data has %zu bytes, the shape needs %llu", what, tp->raw_data.len,
+            return inf_error_set(err, INF_EFORMAT, "%s: raw_data has %zu bytes, the shape needs %llu", what, tp->raw_data.len,
                               (unsigned long long)numel * inf_dtype_size(dtype));
         return INF_OK;
     }
@@ -259,22 +259,22 @@ static inf_status tensor_from_proto(const Onnx__TensorProto *tp, Onnx__TensorPro
     *out = NULL;
     int dtype = tp->has_data_type ? tp->data_type : 0;
     if (dtype >= INF_DTYPE_COUNT && strcmp(inf__onnx_type_name(dtype), "unknown") != 0)
-        return inf__error(err, INF_EUNSUPPORTED, "%s: element type %s (ONNX type %d) is not implemented", what,
+        return inf_error_set(err, INF_EUNSUPPORTED, "%s: element type %s (ONNX type %d) is not implemented", what,
                           inf__onnx_type_name(dtype), dtype);
     if (dtype <= 0 || dtype >= INF_DTYPE_COUNT)
-        return inf__error(err, INF_EFORMAT, "%s: unknown tensor data type %d", what, dtype);
+        return inf_error_set(err, INF_EFORMAT, "%s: unknown tensor data type %d", what, dtype);
     if (tp->n_dims > INF_MAX_DIMS)
-        return inf__error(err, INF_EUNSUPPORTED, "%s: rank %zu exceeds the supported %d", what, tp->n_dims, INF_MAX_DIMS);
+        return inf_error_set(err, INF_EUNSUPPORTED, "%s: rank %zu exceeds the supported %d", what, tp->n_dims, INF_MAX_DIMS);
     if (tp->segment)
-        return inf__error(err, INF_EUNSUPPORTED, "%s: segmented tensors are not supported", what);
+        return inf_error_set(err, INF_EUNSUPPORTED, "%s: segmented tensors are not supported", what);
     int64_t dims[INF_MAX_DIMS];
     for (size_t i = 0; i < tp->n_dims; i++) {
-        if (tp->dims[i] < 0) return inf__error(err, INF_EFORMAT, "%s: negative dimension %lld", what, (long long)tp->dims[i]);
+        if (tp->dims[i] < 0) return inf_error_set(err, INF_EFORMAT, "%s: negative dimension %lld", what, (long long)tp->dims[i]);
         dims[i] = tp->dims[i];
     }
     int64_t numel = inf__shape_numel((int)tp->n_dims, dims);
     if (numel < 0 || (uint64_t)numel > ((uint64_t)1 << 40))
-        return inf__error(err, INF_EFORMAT, "%s: shape is too large", what);
+        return inf_error_set(err, INF_EFORMAT, "%s: shape is too large", what);
     inf_status st = check_payload_size(tp, base_dir, (inf_dtype)dtype, numel, what, err);
     if (st != INF_OK) return st; /* before allocating: a header must not make us allocate what the data lacks */
     inf_tensor *t;
@@ -283,17 +283,17 @@ static inf_status tensor_from_proto(const Onnx__TensorProto *tp, Onnx__TensorPro
         (uint64_t)tp->raw_data.len == (uint64_t)numel * inf_dtype_size((inf_dtype)dtype) &&
         ((uintptr_t)tp->raw_data.data & 63) == 0) {
         st = adopt_raw_data(take, (inf_dtype)dtype, (int)tp->n_dims, dims, out);
-        return st == INF_OK ? st : inf__error(err, st, "%s: out of memory", what);
+        return st == INF_OK ? st : inf_error_set(err, st, "%s: out of memory", what);
     }
     st = inf_tensor_new((inf_dtype)dtype, (int)tp->n_dims, dims, &t);
-    if (st != INF_OK) return inf__error(err, st, "%s: cannot allocate %lld elements", what, (long long)numel);
+    if (st != INF_OK) return inf_error_set(err, st, "%s: cannot allocate %lld elements", what, (long long)numel);
     size_t nbytes = inf_tensor_nbytes(t);
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        if (t->dtype == INF_DTYPE_STRING) st = inf__error(err, INF_EUNSUPPORTED, "%s: external string data", what);
+        if (t->dtype == INF_DTYPE_STRING) st = inf_error_set(err, INF_EUNSUPPORTED, "%s: external string data", what);
         else st = read_external(tp, base_dir, what, t->data, nbytes, err);
     } else if (tp->has_raw_data && t->dtype != INF_DTYPE_STRING) {
         if (tp->raw_data.len != nbytes)
-            st = inf__error(err, INF_EFORMAT, "%s: raw_data has %zu bytes, the shape %s needs %zu", what,
+            st = inf_error_set(err, INF_EFORMAT, "%s: raw_data has %zu bytes, the shape %s needs %zu", what,
                             tp->raw_data.len, inf_tensor_describe(t, (char[96]){0}, 96), nbytes);
         else if (nbytes) memcpy(t->data, tp->raw_data.data, nbytes);
     } else {
@@ -378,15 +378,15 @@ static inf_status value_from_optional(const Onnx__OptionalProto *op, const char 
     if (op->sequence_value) return value_from_sequence(op->sequence_value, what, out, err);
     if (op->map_value) return value_from_map(op->map_value, what, out, err);
     if (op->optional_value) return value_from_optional(op->optional_value, what, out, err);
-    if (op->sparse_tensor_value) return inf__error(err, INF_EUNSUPPORTED, "%s: sparse tensors are not supported", what);
-    if (inf_tensor_new_none(out) != INF_OK) return inf__error(err, INF_ENOMEM, "%s: out of memory", what);
+    if (op->sparse_tensor_value) return inf_error_set(err, INF_EUNSUPPORTED, "%s: sparse tensors are not supported", what);
+    if (inf_tensor_new_none(out) != INF_OK) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", what);
     return INF_OK;
 }
 
 static inf_status value_from_sequence(const Onnx__SequenceProto *sp, const char *what, inf_tensor **out, inf_error *err) {
     inf_tensor *seq;
     inf_dtype elem = sp->n_tensor_values ? (inf_dtype)sp->tensor_values[0]->data_type : INF_DTYPE_UNDEFINED;
-    if (inf_tensor_new_sequence(elem, &seq) != INF_OK) return inf__error(err, INF_ENOMEM, "%s: out of memory", what);
+    if (inf_tensor_new_sequence(elem, &seq) != INF_OK) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", what);
     inf_status st = INF_OK;
     for (size_t i = 0; i < sp->n_tensor_values && st == INF_OK; i++) {
         inf_tensor *item;
@@ -409,9 +409,9 @@ static inf_status value_from_sequence(const Onnx__SequenceProto *sp, const char 
         if (st == INF_OK) st = inf_tensor_sequence_append(seq, item);
     }
     if (st == INF_OK && sp->n_sparse_tensor_values)
-        st = inf__error(err, INF_EUNSUPPORTED, "%s: sparse tensors are not supported", what);
+        st = inf_error_set(err, INF_EUNSUPPORTED, "%s: sparse tensors are not supported", what);
     if (st != INF_OK) {
-        if (err && err->status != st) inf__error(err, st, "%s: %s", what, inf_strerror(st));
+        if (err && err->status != st) inf_error_set(err, st, "%s: %s", what, inf_strerror(st));
         inf_tensor_free(seq);
         return st;
     }
@@ -421,7 +421,7 @@ static inf_status value_from_sequence(const Onnx__SequenceProto *sp, const char 
 
 static inf_status value_from_map(const Onnx__MapProto *mp, const char *what, inf_tensor **out, inf_error *err) {
     inf_tensor *map, *keys = NULL, *values = NULL;
-    if (inf_tensor_new_sequence(INF_DTYPE_UNDEFINED, &map) != INF_OK) return inf__error(err, INF_ENOMEM, "%s: out of memory", what);
+    if (inf_tensor_new_sequence(INF_DTYPE_UNDEFINED, &map) != INF_OK) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", what);
     map->kind = INF_KIND_MAP;
     int64_t n = mp->key_type == INF_DTYPE_STRING ? (int64_t)mp->n_string_keys : (int64_t)mp->n_keys;
     inf_status st = inf_tensor_new(mp->key_type == INF_DTYPE_STRING ? INF_DTYPE_STRING : INF_DTYPE_I64, 1, &n, &keys);
@@ -432,7 +432,7 @@ static inf_status value_from_map(const Onnx__MapProto *mp, const char *what, inf
     if (st == INF_OK && mp->values && mp->values->n_tensor_values == 1)
         st = inf__onnx_tensor_from_proto(mp->values->tensor_values[0], NULL, what, &values, err);
     else if (st == INF_OK)
-        st = inf__error(err, INF_EUNSUPPORTED, "%s: map values must be one tensor", what);
+        st = inf_error_set(err, INF_EUNSUPPORTED, "%s: map values must be one tensor", what);
     if (st == INF_OK) {
         st = inf_tensor_sequence_append(map, keys);
         keys = NULL;
@@ -443,7 +443,7 @@ static inf_status value_from_map(const Onnx__MapProto *mp, const char *what, inf
     inf_tensor_free(values);
     if (st != INF_OK) {
         inf_tensor_free(map);
-        return st == INF_ENOMEM ? inf__error(err, st, "%s: out of memory", what) : st;
+        return st == INF_ENOMEM ? inf_error_set(err, st, "%s: out of memory", what) : st;
     }
     map->dtype = map->items[1]->dtype;
     *out = map;
@@ -453,7 +453,7 @@ static inf_status value_from_map(const Onnx__MapProto *mp, const char *what, inf
 inf_status inf_tensor_decode_pb(const void *data, size_t size, inf_tensor **out, inf_error *err) {
     *out = NULL;
     Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&inf__protobuf_allocator, size, data);
-    if (!tp) return inf__error(err, INF_EFORMAT, "not a valid TensorProto (%zu bytes)", size);
+    if (!tp) return inf_error_set(err, INF_EFORMAT, "not a valid TensorProto (%zu bytes)", size);
     inf_status st = inf__onnx_tensor_from_proto(tp, NULL, "tensor", out, err);
     onnx__tensor_proto__free_unpacked(tp, &inf__protobuf_allocator);
     return st;
@@ -497,7 +497,7 @@ inf_status inf_tensor_load_pb(const char *path, int kind_hint, inf_tensor **out,
     }
     inf__free(data);
     if (st == INF_EFORMAT && !*out && (!err || err->status != INF_EFORMAT))
-        inf__error(err, INF_EFORMAT, "'%s' is not a valid ONNX protobuf value file", path);
+        inf_error_set(err, INF_EFORMAT, "'%s' is not a valid ONNX protobuf value file", path);
     return st;
 }
 
@@ -619,12 +619,12 @@ static inf_status sequence_to_proto(const inf_tensor *seq, Onnx__SequenceProto *
 static inf_status write_packed(const char *path, const ProtobufCMessage *msg, inf_error *err) {
     size_t size = protobuf_c_message_get_packed_size(msg);
     uint8_t *buf = inf__malloc(size ? size : 1);
-    if (!buf) return inf__error(err, INF_ENOMEM, "out of memory writing '%s'", path);
+    if (!buf) return inf_error_set(err, INF_ENOMEM, "out of memory writing '%s'", path);
     protobuf_c_message_pack(msg, buf);
     FILE *f = fopen(path, "wb");
     inf_status st = INF_OK;
-    if (!f || fwrite(buf, 1, size, f) != size) st = inf__error(err, INF_EIO, "cannot write '%s': %s", path, strerror(errno));
-    if (f && fclose(f) != 0 && st == INF_OK) st = inf__error(err, INF_EIO, "cannot write '%s': %s", path, strerror(errno));
+    if (!f || fwrite(buf, 1, size, f) != size) st = inf_error_set(err, INF_EIO, "cannot write '%s': %s", path, strerror(errno));
+    if (f && fclose(f) != 0 && st == INF_OK) st = inf_error_set(err, INF_EIO, "cannot write '%s': %s", path, strerror(errno));
     inf__free(buf);
     return st;
 }
@@ -634,7 +634,7 @@ inf_status inf_tensor_save_pb(const char *path, const char *name, const inf_tens
     inf_status st;
     if (as_optional) {
         Onnx__OptionalProto *op = inf__calloc(1, sizeof *op);
-        if (!op) return inf__error(err, INF_ENOMEM, "out of memory writing '%s'", path);
+        if (!op) return inf_error_set(err, INF_ENOMEM, "out of memory writing '%s'", path);
         onnx__optional_proto__init(op);
         op->name = (char *)name;
         op->has_elem_type = 1;
@@ -649,7 +649,7 @@ inf_status inf_tensor_save_pb(const char *path, const char *name, const inf_tens
             st = inf__onnx_tensor_to_proto(t, NULL, &op->tensor_value);
         }
         if (st == INF_OK) st = write_packed(path, &op->base, err);
-        else inf__error(err, st, "cannot encode optional value for '%s'", path);
+        else inf_error_set(err, st, "cannot encode optional value for '%s'", path);
         op->name = NULL;
         free_optional_proto(op);
         return st;
@@ -662,15 +662,15 @@ inf_status inf_tensor_save_pb(const char *path, const char *name, const inf_tens
             st = write_packed(path, &sp->base, err);
             sp->name = NULL;
         } else {
-            inf__error(err, st, "cannot encode sequence for '%s'", path);
+            inf_error_set(err, st, "cannot encode sequence for '%s'", path);
         }
         free_sequence_proto(sp);
         return st;
     }
     if (t->kind != INF_KIND_TENSOR)
-        return inf__error(err, INF_EUNSUPPORTED, "cannot write a %s value to '%s'", t->kind == INF_KIND_MAP ? "map" : "empty", path);
+        return inf_error_set(err, INF_EUNSUPPORTED, "cannot write a %s value to '%s'", t->kind == INF_KIND_MAP ? "map" : "empty", path);
     Onnx__TensorProto *tp;
-    if ((st = inf__onnx_tensor_to_proto(t, name, &tp)) != INF_OK) return inf__error(err, st, "cannot encode tensor for '%s'", path);
+    if ((st = inf__onnx_tensor_to_proto(t, name, &tp)) != INF_OK) return inf_error_set(err, st, "cannot encode tensor for '%s'", path);
     st = write_packed(path, &tp->base, err);
     inf__onnx_tensor_proto_free(tp);
     return st;

@@ -104,12 +104,12 @@ static int read_varint(scanner *s, uint64_t *out) {
 }
 
 static inf_status malformed(scanner *s, const char *why) {
-    return inf__error(s->err, INF_EFORMAT, "%s: not a valid ONNX model (protobuf decoding failed: %s at byte %zu of %zu)",
+    return inf_error_set(s->err, INF_EFORMAT, "%s: not a valid ONNX model (protobuf decoding failed: %s at byte %zu of %zu)",
                       s->what, why, s->pos, s->size);
 }
 
 static inf_status too_deep(scanner *s, const char *which, int limit, size_t at) {
-    return inf__error(s->err, INF_EMODEL, "%s: %s nested more than %d levels deep (at byte %zu); refused before decoding",
+    return inf_error_set(s->err, INF_EMODEL, "%s: %s nested more than %d levels deep (at byte %zu); refused before decoding",
                       s->what, which, limit, at);
 }
 

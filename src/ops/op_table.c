@@ -166,7 +166,7 @@ inf_status inf__node_error(const inf__node *node, inf_error *err, inf_status sta
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return inf__error(err, status, "node '%s' (%s): %s", node->name, node->op_type, msg);
+    return inf_error_set(err, status, "node '%s' (%s): %s", node->name, node->op_type, msg);
 }
 
 /* The internal ops (ai.infera) sort last and are not listed: models cannot use them. */

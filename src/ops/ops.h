@@ -120,6 +120,29 @@ typedef enum inf__shape_rule {
     INF_SHAPE_BROADCAST,  /* output 0: the numpy broadcast of the inputs */
 } inf__shape_rule;
 
+/* Sub-batching's conditions beyond the input letters (op_facts.c "batch"):
+ * graph/subbatch.c checks each (its check_* functions). */
+typedef enum inf__batch_check {
+    INF_BATCH_NONE = 0,
+    INF_BATCH_AXIS_M1,
+    INF_BATCH_CONCAT,
+    INF_BATCH_FLATTEN,
+    INF_BATCH_GATHER,
+    INF_BATCH_GEMM,
+    INF_BATCH_MATMUL,
+    INF_BATCH_NO_EXTRA_OUTPUTS,
+    INF_BATCH_PAD,
+    INF_BATCH_RANK4,
+    INF_BATCH_REDUCE,
+    INF_BATCH_RESHAPE,
+    INF_BATCH_ROWS,
+    INF_BATCH_SOFTMAX,
+    INF_BATCH_SQUEEZE,
+    INF_BATCH_TRANSPOSE,
+    INF_BATCH_UNSQUEEZE,
+    INF_BATCH_CHECK_COUNT
+} inf__batch_check;
+
 typedef struct inf__op_facts {
     inf__domain domain;
     const char *name;
@@ -128,6 +151,8 @@ typedef struct inf__op_facts {
     bool activation;          /* optimize: folds into the producer's epilogue */
     bool takes_activation;    /* optimize: can apply a folded activation */
     bool nondeterministic;    /* optimize: never constant-folded */
+    const char *batch;        /* subbatch: keeps axis 0's rows apart, input rule (NULL: may mix rows) */
+    inf__batch_check batch_check; /* subbatch: the further condition */
 } inf__op_facts;
 
 /* One row per inf__op_table row, same order. */

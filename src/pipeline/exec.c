@@ -83,7 +83,7 @@ struct inf_pipeline_exec {
 inf_status inf_pipeline_exec_new(const inf_pipeline *p, inf_pipeline_exec **out, inf_error *err) {
     *out = NULL;
     inf_pipeline_exec *e = calloc(1, sizeof *e);
-    if (!e) return fail(err, INF_ENOMEM, "out of memory");
+    if (!e) return inf_error_set(err, INF_ENOMEM, "out of memory");
     e->p = p;
     int nf = p->n_field_stats ? p->n_field_stats : 1;
     int n_model = p->model ? inf_model_n_inputs(p->model) : p->n_model_inputs;
@@ -106,7 +106,7 @@ inf_status inf_pipeline_exec_new(const inf_pipeline *p, inf_pipeline_exec **out,
     if (!e->batch_field || !e->conns || !e->results || !e->tensors || !e->tensor_caps || !e->tensor_ptrs ||
         !e->f_invalid || !e->f_rejected || !e->f_missing || !e->fin_view || !e->map_cols) {
         inf_pipeline_exec_free(e);
-        return fail(err, INF_ENOMEM, "out of memory");
+        return inf_error_set(err, INF_ENOMEM, "out of memory");
     }
     for (int i = 0; i < p->n_lookups; i++) {
         inf_status st = inf__lookup_open(p, &p->lookups[i], NULL, &e->conns[i], err);
@@ -172,11 +172,11 @@ inf_status inf_pipeline_exec_set_point_in_time(inf_pipeline_exec *e, const char 
     free(e->history_uri);
     e->pit_field = as_of_field ? strdup(as_of_field) : NULL;
     e->history_uri = history_uri ? strdup(history_uri) : NULL;
-    if ((as_of_field && !e->pit_field) || (history_uri && !e->history_uri)) return fail(err, INF_ENOMEM, "out of memory");
+    if ((as_of_field && !e->pit_field) || (history_uri && !e->history_uri)) return inf_error_set(err, INF_ENOMEM, "out of memory");
     for (int i = 0; i < e->p->n_lookups; i++) {
         if (!as_of_field) break;
         if (!e->p->lookups[i].as_of)
-            return fail(err, INF_EINVAL, "lookup '%s': point-in-time lookups need its 'as_of' column", e->p->lookups[i].name);
+            return inf_error_set(err, INF_EINVAL, "lookup '%s': point-in-time lookups need its 'as_of' column", e->p->lookups[i].name);
         inf__lookup_close(e->conns[i]);
         e->conns[i] = NULL;
         inf_status st = inf__lookup_open(e->p, &e->p->lookups[i], history_uri, &e->conns[i], err);
@@ -377,7 +377,7 @@ static inf_status run_lookup(inf_pipeline_exec *e, const inf_record_batch *b, in
         for (int c = 0; c < p->n_cols; c++)
             if (p->cols[c].source == SRC_INPUT && !strcmp(p->cols[c].name, e->pit_field) && p->cols[c].kind != COL_STR) tc = c;
         int f = tc < 0 ? inf_record_batch_find_field(b, e->pit_field) : -1;
-        if (tc < 0 && f < 0) return fail(err, INF_EINVAL, "--as-of: the records have no field '%s'", e->pit_field);
+        if (tc < 0 && f < 0) return inf_error_set(err, INF_EINVAL, "--as-of: the records have no field '%s'", e->pit_field);
         for (int r = 0; r < n; r++) {
             if (tc >= 0) {
                 times[r] = e->num[(size_t)p->cols[tc].slot * e->cap + r];
@@ -394,7 +394,7 @@ static inf_status run_lookup(inf_pipeline_exec *e, const inf_record_batch *b, in
     while (hsize < n * 2) hsize *= 2;
     if (!pit && hsize > e->key_hash_size) {
         int *h = realloc(e->key_hash, (size_t)hsize * sizeof *h);
-        if (!h) return fail(err, INF_ENOMEM, "out of memory");
+        if (!h) return inf_error_set(err, INF_ENOMEM, "out of memory");
         e->key_hash = h;
         e->key_hash_size = hsize;
     }
@@ -414,7 +414,7 @@ static inf_status run_lookup(inf_pipeline_exec *e, const inf_record_batch *b, in
             if (v != v) continue;
             len = (uint32_t)snprintf(buf, sizeof buf, "%.17g", v);
             char *copy = inf__rarena_alloc(&e->arena, len + 1);
-            if (!copy) return fail(err, INF_ENOMEM, "out of memory");
+            if (!copy) return inf_error_set(err, INF_ENOMEM, "out of memory");
             memcpy(copy, buf, len + 1);
             s = copy;
         }
@@ -520,7 +520,7 @@ static inf_status default_setup(inf_pipeline_exec *e, const inf_record_batch *b,
     default_forget(e);
     e->def_names = calloc((size_t)(nf ? nf : 1), sizeof *e->def_names);
     e->def_batch_field = calloc((size_t)(nf ? nf : 1), sizeof *e->def_batch_field);
-    if (!e->def_names || !e->def_batch_field) return fail(err, INF_ENOMEM, "out of memory");
+    if (!e->def_names || !e->def_batch_field) return inf_error_set(err, INF_ENOMEM, "out of memory");
     int n_numeric = 0;
     for (int f = 0; f < nf; f++) {
         if (p->id_column && !strcmp(p->id_column, b->names[f])) continue;
@@ -530,16 +530,16 @@ static inf_status default_setup(inf_pipeline_exec *e, const inf_record_batch *b,
             e->n_ignored++;
             continue;
         }
-        if (!(e->def_names[n_numeric] = strdup(b->names[f]))) return fail(err, INF_ENOMEM, "out of memory");
+        if (!(e->def_names[n_numeric] = strdup(b->names[f]))) return inf_error_set(err, INF_ENOMEM, "out of memory");
         n_numeric++;
         e->n_def = n_numeric;
     }
     int want = p->model_inputs[0].width;
     if (want >= 0 && n_numeric < want)
-        return fail(err, INF_ETYPE, "default pipeline: the records have %d numeric fields%s%s%s but the model input '%s' needs %d; write a pipeline spec",
+        return inf_error_set(err, INF_ETYPE, "default pipeline: the records have %d numeric fields%s%s%s but the model input '%s' needs %d; write a pipeline spec",
                     n_numeric, p->id_column ? " (besides the id '" : "", p->id_column ? p->id_column : "",
                     p->id_column ? "')" : "", p->model_inputs[0].name, want);
-    if (n_numeric == 0) return fail(err, INF_ETYPE, "default pipeline: the records have no numeric fields");
+    if (n_numeric == 0) return inf_error_set(err, INF_ETYPE, "default pipeline: the records have no numeric fields");
     e->def_ready = 1;
     return INF_OK;
 }
@@ -551,7 +551,7 @@ static inf_status default_prepare(inf_pipeline_exec *e, const inf_record_batch *
     size_t need = (size_t)n * e->n_def;
     if (need > e->feat_cap) {
         double *f = realloc(e->feat, need * sizeof *f);
-        if (!f) return fail(err, INF_ENOMEM, "out of memory");
+        if (!f) return inf_error_set(err, INF_ENOMEM, "out of memory");
         e->feat = f;
         e->feat_cap = need;
     }
@@ -611,7 +611,7 @@ static inf_status build_tensors(inf_pipeline_exec *e, int n_feat_cols, inf_error
         size_t need = (size_t)e->n_accepted * width * esz;
         if (need > e->tensor_caps[m] || !e->tensors[m].data) {
             void *d = realloc(e->tensors[m].data, need ? need : esz);
-            if (!d) return fail(err, INF_ENOMEM, "out of memory");
+            if (!d) return inf_error_set(err, INF_ENOMEM, "out of memory");
             e->tensors[m].data = d;
             e->tensor_caps[m] = need ? need : esz;
         }
@@ -671,7 +671,7 @@ inf_status inf_pipeline_prepare(inf_pipeline_exec *e, const inf_record_batch *b,
     e->n_rows = 0;
     e->last_batch = b;
     inf__rarena_reset(&e->arena);
-    if (reserve(e, n)) return fail(err, INF_ENOMEM, "out of memory (batch of %d records)", n);
+    if (reserve(e, n)) return inf_error_set(err, INF_ENOMEM, "out of memory (batch of %d records)", n);
     e->n_rows = n;
     if (n) memset(e->ok, 1, (size_t)n); /* e->ok may be NULL for an empty batch */
     if (p->is_default) {
@@ -690,7 +690,7 @@ inf_status inf_pipeline_prepare(inf_pipeline_exec *e, const inf_record_batch *b,
     for (int r0 = 0; r0 < n; r0 += 64) {
         int r1 = r0 + 64 < n ? r0 + 64 : n;
         for (int i = 0; i < p->n_inputs; i++)
-            if ((st = read_input(e, b, i, r0, r1))) return fail(err, st, "out of memory");
+            if ((st = read_input(e, b, i, r0, r1))) return inf_error_set(err, st, "out of memory");
     }
     for (int l = 0; l < p->n_lookups; l++)
         if ((st = run_lookup(e, b, l, n, err))) return st;
@@ -723,7 +723,7 @@ inf_status inf_pipeline_prepare(inf_pipeline_exec *e, const inf_record_batch *b,
     size_t need = (size_t)e->n_accepted * nfc;
     if (need > e->feat_cap) {
         double *f = realloc(e->feat, need * sizeof *f);
-        if (!f) return fail(err, INF_ENOMEM, "out of memory");
+        if (!f) return inf_error_set(err, INF_ENOMEM, "out of memory");
         e->feat = f;
         e->feat_cap = need;
     }
@@ -822,16 +822,16 @@ inf_status inf_pipeline_features_to_records(inf_pipeline_exec *e, inf_record_bat
     const inf_pipeline *p = e->p;
     int nfc = inf_pipeline_exec_n_feature_columns(e);
     int fields[4096];
-    if (nfc > 4096) return fail(err, INF_EUNSUPPORTED, "more than 4096 feature columns");
+    if (nfc > 4096) return inf_error_set(err, INF_EUNSUPPORTED, "more than 4096 feature columns");
     for (int k = 0; k < e->n_accepted; k++) {
         int row;
         inf_status st = inf_record_batch_add_row(out, &row);
         if (!st) st = copy_id_and_passthrough(e, out, row, k);
-        if (st) return fail(err, st, "out of memory");
+        if (st) return inf_error_set(err, st, "out of memory");
         if (k == 0)
             for (int c = 0; c < nfc; c++)
                 if (inf_record_batch_add_field(out, inf_pipeline_exec_feature_column(e, c), &fields[c]))
-                    return fail(err, INF_ENOMEM, "out of memory");
+                    return inf_error_set(err, INF_ENOMEM, "out of memory");
         /* values as the model sees them: cast to each model input's dtype */
         int c = 0;
         for (int m = 0; m < p->n_model_inputs; m++) {
@@ -934,10 +934,10 @@ static inf_status set_class(inf_record_batch *out, int row, int f, const poutput
 
 inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs, inf_record_batch *out, inf_error *err) {
     const inf_pipeline *p = e->p;
-    if (!p->model) return fail(err, INF_EINVAL, "pipeline '%s' was loaded without a model; no outputs to map", p->name);
+    if (!p->model) return inf_error_set(err, INF_EINVAL, "pipeline '%s' was loaded without a model; no outputs to map", p->name);
     int n_out = inf_model_n_outputs(p->model);
     if (n_out > e->n_model_outputs)
-        return fail(err, INF_EINVAL, "pipeline '%s': the executor was made for %d model outputs, not %d", p->name,
+        return inf_error_set(err, INF_EINVAL, "pipeline '%s': the executor was made for %d model outputs, not %d", p->name,
                     e->n_model_outputs, n_out);
     inf_status vst = view_outputs(e, outputs, err);
     if (vst) return vst;
@@ -948,16 +948,16 @@ inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs,
         if (po->from_field >= 0) continue;
         const inf_tensor *t = po->from_output < n_out ? view[po->from_output] : NULL;
         if (!t || t->kind != INF_KIND_TENSOR)
-            return fail(err, INF_ETYPE, "output '%s': the model output '%s' is neither a tensor nor a sequence of maps",
+            return inf_error_set(err, INF_ETYPE, "output '%s': the model output '%s' is neither a tensor nor a sequence of maps",
                         po->name, po->from);
         if (t->ndim < 1 || t->ndim > 2 || t->dims[0] != e->n_accepted)
-            return fail(err, INF_ESHAPE, "output '%s': the model output '%s' has %d dims / %lld rows, expected [%d] or [%d, C]",
+            return inf_error_set(err, INF_ESHAPE, "output '%s': the model output '%s' has %d dims / %lld rows, expected [%d] or [%d, C]",
                         po->name, po->from, t->ndim, t->ndim ? (long long)t->dims[0] : 0LL, e->n_accepted, e->n_accepted);
         if (po->op == OUT_VALUE && po->index < 0 && !po->default_cols && t->ndim == 2 && t->dims[1] != 1)
-            return fail(err, INF_ESHAPE, "output '%s': the model output '%s' has %lld columns; give an 'index'", po->name,
+            return inf_error_set(err, INF_ESHAPE, "output '%s': the model output '%s' has %lld columns; give an 'index'", po->name,
                         po->from, (long long)t->dims[1]);
         if (po->index >= 0 && t->ndim == 2 && po->index >= t->dims[1])
-            return fail(err, INF_ESHAPE, "output '%s': index %d but '%s' has %lld columns", po->name, po->index, po->from,
+            return inf_error_set(err, INF_ESHAPE, "output '%s': index %d but '%s' has %lld columns", po->name, po->index, po->from,
                         (long long)t->dims[1]);
     }
     int f_model = -1, f_version = -1, f_hash = -1;
@@ -966,7 +966,7 @@ inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs,
         int row;
         inf_status st = inf_record_batch_add_row(out, &row);
         if (!st) st = copy_id_and_passthrough(e, out, row, k);
-        if (st) return fail(err, st, "out of memory");
+        if (st) return inf_error_set(err, st, "out of memory");
         for (int o = 0; o < p->n_outputs && !st; o++) {
             const poutput *po = &p->outputs[o];
             double num = 0;
@@ -1024,7 +1024,7 @@ inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs,
                     continue;
                 }
                 kind = tensor_value(t, k, po->index, &num, &str);
-                if (kind < 0) return fail(err, INF_ETYPE, "output '%s': unsupported dtype %s", po->name, inf_dtype_name(t->dtype));
+                if (kind < 0) return inf_error_set(err, INF_ETYPE, "output '%s': unsupported dtype %s", po->name, inf_dtype_name(t->dtype));
             }
             if (o < FINISH_CACHE && cached_field(out, e->fin_out_field[o], po->name, -1)) {
                 f = e->fin_out_field[o];
@@ -1054,7 +1054,7 @@ inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs,
         if (!st) st = inf_record_batch_set_string(out, row, f_model, p->model_name, strlen(p->model_name));
         if (!st) st = inf_record_batch_set_string(out, row, f_version, p->model_version, strlen(p->model_version));
         if (!st) st = inf_record_batch_set_string(out, row, f_hash, p->hash, 64);
-        if (st) return fail(err, st, "prediction records: %s", inf_strerror(st));
+        if (st) return inf_error_set(err, st, "prediction records: %s", inf_strerror(st));
     }
     return INF_OK;
 }

@@ -104,7 +104,7 @@ static void set_num(cJSON *obj, const char *key, double v) {
 static inf_status write_params(const pxf *x, acc *a, cJSON *obj, inf_error *err) {
     const char *op = x->def->op;
     if (a->n == 0 && a->n_cats == 0)
-        return fail(err, INF_EINVAL, "fit-spec: feature '%s': no non-missing values to learn from", x->name);
+        return inf_error_set(err, INF_EINVAL, "fit-spec: feature '%s': no non-missing values to learn from", x->name);
     if (!strcmp(op, "standardize")) {
         double std = sqrt(a->m2 / a->n);
         set_num(obj, "mean", a->mean);
@@ -117,7 +117,7 @@ static inf_status write_params(const pxf *x, acc *a, cJSON *obj, inf_error *err)
     } else if (!strcmp(op, "bucketize")) {
         qsort(a->vals, a->n_vals, sizeof *a->vals, cmp_double);
         cJSON *edges = cJSON_CreateArray();
-        if (!edges) return fail(err, INF_ENOMEM, "out of memory");
+        if (!edges) return inf_error_set(err, INF_ENOMEM, "out of memory");
         double last = NAN;
         for (int64_t i = 1; i < x->n_buckets; i++) {
             double q = (double)i / (double)x->n_buckets, pos = q * (double)(a->n_vals - 1);
@@ -135,7 +135,7 @@ static inf_status write_params(const pxf *x, acc *a, cJSON *obj, inf_error *err)
         int n = a->n_cats;
         if (x->max_categories && n > x->max_categories) n = x->max_categories;
         cJSON *cats = cJSON_CreateArray();
-        if (!cats) return fail(err, INF_ENOMEM, "out of memory");
+        if (!cats) return inf_error_set(err, INF_ENOMEM, "out of memory");
         for (int i = 0; i < n; i++) {
             if (a->numeric_cats) cJSON_AddItemToArray(cats, cJSON_CreateNumber(strtod(a->cats[i].text, NULL)));
             else cJSON_AddItemToArray(cats, cJSON_CreateString(a->cats[i].text));
@@ -159,7 +159,7 @@ inf_status inf_pipeline_fit(const char *template_json, size_t len, const char *s
     *out_json = NULL;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(template_json, len, &end, 0);
-    if (!root) return fail(err, INF_EFORMAT, "spec: malformed JSON near byte %ld", end ? (long)(end - template_json) : 0L);
+    if (!root) return inf_error_set(err, INF_EFORMAT, "spec: malformed JSON near byte %ld", end ? (long)(end - template_json) : 0L);
     inf_status st = INF_OK;
     inf_pipeline *p = NULL;
     inf_pipeline_exec *e = NULL;
@@ -168,13 +168,13 @@ inf_status inf_pipeline_fit(const char *template_json, size_t len, const char *s
     acc *accs = NULL;
     int *depends = NULL;
     if ((st = inf_record_batch_new(&batch))) {
-        st = fail(err, st, "out of memory");
+        st = inf_error_set(err, st, "out of memory");
         goto done;
     }
     for (int pass = 0; pass < 64; pass++) {
         cJSON *copy = cJSON_Duplicate(root, 1);
         if (!copy) {
-            st = fail(err, INF_ENOMEM, "out of memory");
+            st = inf_error_set(err, INF_ENOMEM, "out of memory");
             goto done;
         }
         if ((st = inf__pipeline_parse(copy, NULL, opts, 1, &p, err))) goto done;
@@ -183,7 +183,7 @@ inf_status inf_pipeline_fit(const char *template_json, size_t len, const char *s
         accs = calloc((size_t)p->n_xfs + 1, sizeof *accs);
         depends = calloc((size_t)p->n_xfs + 1, sizeof *depends);
         if (!accs || !depends) {
-            st = fail(err, INF_ENOMEM, "out of memory");
+            st = inf_error_set(err, INF_ENOMEM, "out of memory");
             goto done;
         }
         int n_active = 0, n_unfitted = 0;
@@ -203,7 +203,7 @@ inf_status inf_pipeline_fit(const char *template_json, size_t len, const char *s
         }
         if (!n_unfitted) break;
         if (!n_active) {
-            st = fail(err, INF_EINTERNAL, "fit-spec: cyclic fitting dependencies");
+            st = inf_error_set(err, INF_EINTERNAL, "fit-spec: cyclic fitting dependencies");
             goto done;
         }
         if ((st = inf_pipeline_exec_new(p, &e, err))) goto done;
@@ -226,7 +226,7 @@ inf_status inf_pipeline_fit(const char *template_json, size_t len, const char *s
                     const char *const *s = inf__exec_str(e, x->from_col[0], &lens);
                     for (int r = 0; r < n; r++)
                         if (inf__exec_row_ok(e, r) && s[r] && add_cat(&accs[i], s[r], lens[r])) {
-                            st = fail(err, INF_ENOMEM, "out of memory");
+                            st = inf_error_set(err, INF_ENOMEM, "out of memory");
                             goto done;
                         }
                 } else {
@@ -237,7 +237,7 @@ inf_status inf_pipeline_fit(const char *template_json, size_t len, const char *s
                         int bad = cats ? add_cat(&accs[i], buf, (uint32_t)snprintf(buf, sizeof buf, "%.17g", v[r]))
                                        : add_num(&accs[i], v[r], keep);
                         if (bad) {
-                            st = fail(err, INF_ENOMEM, "out of memory");
+                            st = inf_error_set(err, INF_ENOMEM, "out of memory");
                             goto done;
                         }
                     }
@@ -262,7 +262,7 @@ inf_status inf_pipeline_fit(const char *template_json, size_t len, const char *s
     /* final check: the completed spec loads without fit mode */
     char *text = cJSON_Print(root);
     if (!text) {
-        st = fail(err, INF_ENOMEM, "out of memory");
+        st = inf_error_set(err, INF_ENOMEM, "out of memory");
         goto done;
     }
     inf_pipeline *check = NULL;

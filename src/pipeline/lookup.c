@@ -124,7 +124,7 @@ static inf_status open_redis(lookup_conn *c, const char *uri, inf_error *err) {
         if (bad) {
             redisFree(c->redis);
             c->redis = NULL;
-            return fail(err, INF_EIO, "lookup '%s': %s: cannot select db %d", c->lk->name, c->where, db);
+            return inf_error_set(err, INF_EIO, "lookup '%s': %s: cannot select db %d", c->lk->name, c->where, db);
         }
     }
     return INF_OK;
@@ -134,7 +134,7 @@ inf_status inf__lookup_open(const inf_pipeline *p, const plookup *lk, const char
                             inf_error *err) {
     *out = NULL;
     lookup_conn *c = calloc(1, sizeof *c);
-    if (!c) return fail(err, INF_ENOMEM, "out of memory");
+    if (!c) return inf_error_set(err, INF_ENOMEM, "out of memory");
     c->lk = lk;
     c->pit = history_uri != NULL || 0;
     inf_status st = INF_OK;
@@ -143,12 +143,12 @@ inf_status inf__lookup_open(const inf_pipeline *p, const plookup *lk, const char
     char tbuf[256];
     if (history_uri) {
         if (strncmp(history_uri, "sqlite:", 7)) {
-            st = fail(err, INF_EINVAL, "--history: point-in-time lookups read a SQLite table (sqlite:PATH?table=T)");
+            st = inf_error_set(err, INF_EINVAL, "--history: point-in-time lookups read a SQLite table (sqlite:PATH?table=T)");
             goto fail;
         }
         inf__io_uri_path(history_uri + 7, path, sizeof path);
         if (!inf__io_uri_param(history_uri + 7, "table", tbuf, sizeof tbuf)) {
-            st = fail(err, INF_EINVAL, "--history '%s': needs ?table=T", history_uri);
+            st = inf_error_set(err, INF_EINVAL, "--history '%s': needs ?table=T", history_uri);
             goto fail;
         }
         table = tbuf;
@@ -162,11 +162,11 @@ inf_status inf__lookup_open(const inf_pipeline *p, const plookup *lk, const char
     }
     snprintf(c->where, sizeof c->where, "sqlite:%s?table=%s", path, table);
     if (!(c->table = strdup(table))) {
-        st = fail(err, INF_ENOMEM, "out of memory");
+        st = inf_error_set(err, INF_ENOMEM, "out of memory");
         goto fail;
     }
     if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        st = fail(err, INF_EIO, "lookup '%s': cannot open %s: %s", lk->name, c->where,
+        st = inf_error_set(err, INF_EIO, "lookup '%s': cannot open %s: %s", lk->name, c->where,
                   c->db ? sqlite3_errmsg(c->db) : "out of memory");
         goto fail;
     }
@@ -189,7 +189,7 @@ inf_status inf__lookup_open(const inf_pipeline *p, const plookup *lk, const char
     snprintf(sql + n, sizeof sql - n, " FROM %s LIMIT 0", id);
     sqlite3_stmt *probe = NULL;
     if (sqlite3_prepare_v2(c->db, sql, -1, &probe, NULL) != SQLITE_OK) {
-        st = fail(err, INF_EIO, "lookup '%s': %s: %s", lk->name, c->where, sqlite3_errmsg(c->db));
+        st = inf_error_set(err, INF_EIO, "lookup '%s': %s: %s", lk->name, c->where, sqlite3_errmsg(c->db));
         goto fail;
     }
     sqlite3_finalize(probe);
@@ -235,7 +235,7 @@ static sqlite3_stmt *in_statement(lookup_conn *c, int n, int *size, inf_error *e
     if (!cols || !sql) {
         free(cols);
         free(sql);
-        fail(err, INF_ENOMEM, "out of memory");
+        inf_error_set(err, INF_ENOMEM, "out of memory");
         return NULL;
     }
     inf__io_quote_ident(key, sizeof key, lk->key_column);
@@ -244,7 +244,7 @@ static sqlite3_stmt *in_statement(lookup_conn *c, int n, int *size, inf_error *e
     for (int i = 0; i < *size; i++) m += (size_t)snprintf(sql + m, cap - m, i ? ",?" : "?");
     snprintf(sql + m, cap - m, ")");
     if (sqlite3_prepare_v2(c->db, sql, -1, &c->in_stmt[cls], NULL) != SQLITE_OK)
-        fail(err, INF_EIO, "lookup '%s': %s: %s", lk->name, c->where, sqlite3_errmsg(c->db));
+        inf_error_set(err, INF_EIO, "lookup '%s': %s: %s", lk->name, c->where, sqlite3_errmsg(c->db));
     free(cols);
     free(sql);
     return c->in_stmt[cls];
@@ -286,7 +286,7 @@ static inf_status fetch_redis(lookup_conn *c, const char *const *keys, const uin
     size_t plen = strlen(lk->prefix);
     inf_status st = INF_OK;
     if (!argv || !argl) {
-        st = fail(err, INF_ENOMEM, "out of memory");
+        st = inf_error_set(err, INF_ENOMEM, "out of memory");
         goto done;
     }
     argv[0] = "HMGET";
@@ -296,7 +296,7 @@ static inf_status fetch_redis(lookup_conn *c, const char *const *keys, const uin
     for (int k = 0; k < n; k++) {
         char *kb = realloc(keybuf, plen + lens[k] + 1);
         if (!kb) {
-            st = fail(err, INF_ENOMEM, "out of memory");
+            st = inf_error_set(err, INF_ENOMEM, "out of memory");
             goto done;
         }
         keybuf = kb;
@@ -305,19 +305,19 @@ static inf_status fetch_redis(lookup_conn *c, const char *const *keys, const uin
         argv[1] = keybuf;
         argl[1] = plen + lens[k];
         if (redisAppendCommandArgv(c->redis, argc, argv, argl) != REDIS_OK) {
-            st = fail(err, INF_EIO, "lookup '%s': %s: %s", lk->name, c->where, c->redis->errstr);
+            st = inf_error_set(err, INF_EIO, "lookup '%s': %s: %s", lk->name, c->where, c->redis->errstr);
             goto done;
         }
     }
     for (int k = 0; k < n; k++) {
         redisReply *r = NULL;
         if (redisGetReply(c->redis, (void **)&r) != REDIS_OK || !r) {
-            st = fail(err, INF_EIO, "lookup '%s': %s: %s", lk->name, c->where, c->redis->errstr);
+            st = inf_error_set(err, INF_EIO, "lookup '%s': %s: %s", lk->name, c->where, c->redis->errstr);
             goto done;
         }
         if (r->type != REDIS_REPLY_ARRAY || (int)r->elements != argc - 2) {
             freeReplyObject(r);
-            st = fail(err, INF_EIO, "lookup '%s': %s: unexpected HMGET reply (is the key a hash?)", lk->name, c->where);
+            st = inf_error_set(err, INF_EIO, "lookup '%s': %s: unexpected HMGET reply (is the key a hash?)", lk->name, c->where);
             /* drain the remaining replies so the connection stays usable */
             for (int rest = k + 1; rest < n; rest++) {
                 redisReply *x = NULL;
@@ -368,7 +368,7 @@ static void read_row(sqlite3_stmt *s, const plookup *lk, lookup_result *res, int
 inf_status inf__lookup_fetch(lookup_conn *c, const char *const *keys, const uint32_t *lens, int n, lookup_result *res,
                              inf_error *err) {
     const plookup *lk = c->lk;
-    if (inf__lookup_result_reserve(res, n, lk->n_features)) return fail(err, INF_ENOMEM, "out of memory");
+    if (inf__lookup_result_reserve(res, n, lk->n_features)) return inf_error_set(err, INF_ENOMEM, "out of memory");
     memset(res->found, 0, (size_t)n);
     if (!c->db) { /* Redis */
         inf_status st = c->redis ? fetch_redis(c, keys, lens, n, res, err) : INF_EIO;
@@ -381,7 +381,7 @@ inf_status inf__lookup_fetch(lookup_conn *c, const char *const *keys, const uint
         if ((st = open_redis(c, c->lk->store, err))) return st;
         return fetch_redis(c, keys, lens, n, res, err);
     }
-    if (ensure_hash(c, n)) return fail(err, INF_ENOMEM, "out of memory");
+    if (ensure_hash(c, n)) return inf_error_set(err, INF_ENOMEM, "out of memory");
     for (int k = 0; k < n; k++) hash_find(c, keys, lens, keys[k], lens[k], k);
     for (int start = 0; start < n; start += MAX_IN) {
         int m = n - start < MAX_IN ? n - start : MAX_IN, size;
@@ -403,7 +403,7 @@ inf_status inf__lookup_fetch(lookup_conn *c, const char *const *keys, const uint
             read_row(s, lk, res, k, 1);
         }
         sqlite3_reset(s);
-        if (rc != SQLITE_DONE) return fail(err, INF_EIO, "lookup '%s': %s: %s", lk->name, c->where, sqlite3_errmsg(c->db));
+        if (rc != SQLITE_DONE) return inf_error_set(err, INF_EIO, "lookup '%s': %s: %s", lk->name, c->where, sqlite3_errmsg(c->db));
     }
     return INF_OK;
 }
@@ -418,7 +418,7 @@ static sqlite3_stmt *pit_statement(lookup_conn *c, int n, int *size, inf_error *
     if (!cols || !sql) {
         free(cols);
         free(sql);
-        fail(err, INF_ENOMEM, "out of memory");
+        inf_error_set(err, INF_ENOMEM, "out of memory");
         return NULL;
     }
     inf__io_quote_ident(key, sizeof key, lk->key_column);
@@ -434,7 +434,7 @@ static sqlite3_stmt *pit_statement(lookup_conn *c, int n, int *size, inf_error *
     if (lk->available_at) m += (size_t)snprintf(sql + m, cap - m, " AND inf_ts(h2.%s) <= q.t", avail);
     snprintf(sql + m, cap - m, " ORDER BY inf_ts(h2.%s) DESC, h2.rowid DESC LIMIT 1) WHERE q.i IS NOT NULL", asof);
     if (sqlite3_prepare_v2(c->db, sql, -1, &c->pit_stmt[cls], NULL) != SQLITE_OK)
-        fail(err, INF_EIO, "lookup '%s': %s: %s", lk->name, c->where, sqlite3_errmsg(c->db));
+        inf_error_set(err, INF_EIO, "lookup '%s': %s: %s", lk->name, c->where, sqlite3_errmsg(c->db));
     free(cols);
     free(sql);
     return c->pit_stmt[cls];
@@ -443,8 +443,8 @@ static sqlite3_stmt *pit_statement(lookup_conn *c, int n, int *size, inf_error *
 inf_status inf__lookup_fetch_as_of(lookup_conn *c, const char *const *keys, const uint32_t *lens, const double *t,
                                    int n, lookup_result *res, inf_error *err) {
     const plookup *lk = c->lk;
-    if (!c->db) return fail(err, INF_EINVAL, "lookup '%s': point-in-time lookups need a SQLite history table", lk->name);
-    if (inf__lookup_result_reserve(res, n, lk->n_features)) return fail(err, INF_ENOMEM, "out of memory");
+    if (!c->db) return inf_error_set(err, INF_EINVAL, "lookup '%s': point-in-time lookups need a SQLite history table", lk->name);
+    if (inf__lookup_result_reserve(res, n, lk->n_features)) return inf_error_set(err, INF_ENOMEM, "out of memory");
     memset(res->found, 0, (size_t)n);
     const int chunk = 2048; /* 3 parameters per record */
     for (int start = 0; start < n; start += chunk) {
@@ -465,7 +465,7 @@ inf_status inf__lookup_fetch_as_of(lookup_conn *c, const char *const *keys, cons
             read_row(s, lk, res, k, 1);
         }
         sqlite3_reset(s);
-        if (rc != SQLITE_DONE) return fail(err, INF_EIO, "lookup '%s': %s: %s", lk->name, c->where, sqlite3_errmsg(c->db));
+        if (rc != SQLITE_DONE) return inf_error_set(err, INF_EIO, "lookup '%s': %s: %s", lk->name, c->where, sqlite3_errmsg(c->db));
     }
     return INF_OK;
 }

@@ -71,17 +71,17 @@ static int same_keys(const inf__map_columns *mc, const inf_tensor *keys) {
 static inf_status remember_keys(inf__map_columns *mc, const inf_tensor *keys, const char *what, inf_error *err) {
     free_keys(mc);
     int64_t c = inf_tensor_numel(keys);
-    if (c > 1 << 20) return fail(err, INF_EUNSUPPORTED, "output '%s': a map with %lld keys", what, (long long)c);
+    if (c > 1 << 20) return inf_error_set(err, INF_EUNSUPPORTED, "output '%s': a map with %lld keys", what, (long long)c);
     mc->key_names = calloc((size_t)(c ? c : 1), sizeof *mc->key_names);
     mc->int_keys = calloc((size_t)(c ? c : 1), sizeof *mc->int_keys);
-    if (!mc->key_names || !mc->int_keys) return fail(err, INF_ENOMEM, "output '%s': out of memory", what);
+    if (!mc->key_names || !mc->int_keys) return inf_error_set(err, INF_ENOMEM, "output '%s': out of memory", what);
     mc->n_keys = (int)c;
     mc->string_keys = keys->dtype == INF_DTYPE_STRING;
     char buf[24];
     for (int j = 0; j < mc->n_keys; j++) {
         if (!mc->string_keys) mc->int_keys[j] = ((const int64_t *)keys->data)[j];
         if (!(mc->key_names[j] = strdup(key_text(keys, j, buf))))
-            return fail(err, INF_ENOMEM, "output '%s': out of memory", what);
+            return inf_error_set(err, INF_ENOMEM, "output '%s': out of memory", what);
     }
     return INF_OK;
 }
@@ -92,12 +92,12 @@ static inf_status map_parts(const inf_tensor *map, int r, const char *what, cons
     *keys = map->n_items == 2 ? map->items[0] : NULL;
     *values = map->n_items == 2 ? map->items[1] : NULL;
     if (!*keys || !*values || (*keys)->kind != INF_KIND_TENSOR || (*values)->kind != INF_KIND_TENSOR)
-        return fail(err, INF_ETYPE, "output '%s': record %d: not a map of keys to values", what, r);
+        return inf_error_set(err, INF_ETYPE, "output '%s': record %d: not a map of keys to values", what, r);
     if ((*keys)->dtype != INF_DTYPE_STRING && (*keys)->dtype != INF_DTYPE_I64)
-        return fail(err, INF_ETYPE, "output '%s': record %d: map keys are %s (string or int64 expected)", what, r,
+        return inf_error_set(err, INF_ETYPE, "output '%s': record %d: map keys are %s (string or int64 expected)", what, r,
                     inf_dtype_name((*keys)->dtype));
     if (inf_tensor_numel(*keys) != inf_tensor_numel(*values))
-        return fail(err, INF_ESHAPE, "output '%s': record %d: %lld keys but %lld values", what, r,
+        return inf_error_set(err, INF_ESHAPE, "output '%s': record %d: %lld keys but %lld values", what, r,
                     (long long)inf_tensor_numel(*keys), (long long)inf_tensor_numel(*values));
     return INF_OK;
 }
@@ -109,7 +109,7 @@ static inf_status copy_values(float *dst, const inf_tensor *v, int64_t c, const 
         case INF_DTYPE_F64: dst[j] = (float)((const double *)v->data)[j]; break;
         case INF_DTYPE_I64: dst[j] = (float)((const int64_t *)v->data)[j]; break;
         default:
-            return fail(err, INF_ETYPE, "output '%s': record %d: map values are %s (numbers expected)", what, r,
+            return inf_error_set(err, INF_ETYPE, "output '%s': record %d: map values are %s (numbers expected)", what, r,
                         inf_dtype_name(v->dtype));
         }
     }
@@ -119,7 +119,7 @@ static inf_status copy_values(float *dst, const inf_tensor *v, int64_t c, const 
 static inf_status reserve_values(inf__map_columns *mc, size_t n, const char *what, inf_error *err) {
     if (n <= mc->cap) return INF_OK;
     float *v = realloc(mc->values, (n ? n : 1) * sizeof *v);
-    if (!v) return fail(err, INF_ENOMEM, "output '%s': out of memory for %zu scores", what, n);
+    if (!v) return inf_error_set(err, INF_ENOMEM, "output '%s': out of memory for %zu scores", what, n);
     mc->values = v;
     mc->cap = n;
     return INF_OK;
@@ -127,9 +127,9 @@ static inf_status reserve_values(inf__map_columns *mc, size_t n, const char *wha
 
 inf_status inf__map_columns_fill(inf__map_columns *mc, const inf_tensor *seq, int n_rows, const char *what,
                                  inf_error *err) {
-    if (!inf__is_map_sequence(seq)) return fail(err, INF_ETYPE, "output '%s': not a sequence of maps", what);
+    if (!inf__is_map_sequence(seq)) return inf_error_set(err, INF_ETYPE, "output '%s': not a sequence of maps", what);
     if (seq->n_items != n_rows)
-        return fail(err, INF_ESHAPE, "output '%s': %d maps for %d records", what, seq->n_items, n_rows);
+        return inf_error_set(err, INF_ESHAPE, "output '%s': %d maps for %d records", what, seq->n_items, n_rows);
     const inf_tensor *keys, *values;
     inf_status st;
     if (n_rows > 0) {
@@ -141,7 +141,7 @@ inf_status inf__map_columns_fill(inf__map_columns *mc, const inf_tensor *seq, in
     for (int r = 0; r < n_rows; r++) {
         if ((st = map_parts(seq->items[r], r, what, &keys, &values, err))) return st;
         if (r > 0 && !same_keys(mc, keys))
-            return fail(err, INF_ESHAPE, "output '%s': record %d: its map has other keys than record 0's", what, r);
+            return inf_error_set(err, INF_ESHAPE, "output '%s': record %d: its map has other keys than record 0's", what, r);
         if ((st = copy_values(mc->values + (size_t)r * (size_t)c, values, c, what, r, err))) return st;
     }
     int64_t dims[2] = {n_rows, c};

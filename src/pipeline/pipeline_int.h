@@ -28,9 +28,8 @@
 #include "infera/pipeline.h"
 #include "infera/session.h"
 
-/* Every pipeline file reports errors with fail(err, status, fmt, ...): the
- * library's inf_error_set. */
-#define fail(...) inf_error_set(__VA_ARGS__)
+/* Every pipeline file reports errors with inf_error_set(err, status, fmt,
+ * ...), the library's one error mechanism (core.h). */
 
 enum { COL_NUM = 0, COL_STR = 1, COL_TS = 2 };
 enum { SRC_INPUT = 0, SRC_LOOKUP = 1, SRC_FEATURE = 2 };

@@ -263,11 +263,11 @@ static int find_col(const inf_pipeline *p, const char *name) {
 static inf_status add_col(inf_pipeline *p, const char *name, int kind, int width, int source, int index,
                           const char *path, inf_error *err) {
     if (find_col(p, name) >= 0)
-        return fail(err, INF_EFORMAT, "%s: the name '%s' is already defined (names of inputs, lookup features and features must be unique)",
+        return inf_error_set(err, INF_EFORMAT, "%s: the name '%s' is already defined (names of inputs, lookup features and features must be unique)",
                     path, name);
     pcol *c = &p->cols[p->n_cols];
     memset(c, 0, sizeof *c);
-    if (!(c->name = strdup(name))) return fail(err, INF_ENOMEM, "out of memory");
+    if (!(c->name = strdup(name))) return inf_error_set(err, INF_ENOMEM, "out of memory");
     c->kind = kind;
     c->width = width;
     c->source = source;
@@ -288,7 +288,7 @@ static int check_keys(const cJSON *obj, const char *const *allowed, const char *
         for (const char *const *a = allowed; *a; a++)
             if (!strcmp(*a, it->string)) ok = 1;
         if (!ok) {
-            fail(err, INF_EFORMAT, "%s: unknown key '%s'", path, it->string);
+            inf_error_set(err, INF_EFORMAT, "%s: unknown key '%s'", path, it->string);
             return -1;
         }
     }
@@ -308,7 +308,7 @@ static int get_flag(const cJSON *obj, const char *key, const char *path, int *ou
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     *out = cJSON_IsTrue(v);
     if (!v || cJSON_IsBool(v)) return 0;
-    fail(err, INF_EFORMAT, "%s.%s: must be true or false", path, key);
+    inf_error_set(err, INF_EFORMAT, "%s.%s: must be true or false", path, key);
     return -1;
 }
 
@@ -316,7 +316,7 @@ static int get_flag(const cJSON *obj, const char *key, const char *path, int *ou
 static int check_str(const cJSON *obj, const char *key, const char *path, inf_error *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v || cJSON_IsString(v)) return 0;
-    fail(err, INF_EFORMAT, "%s%s%s: must be a string", path, *path ? "." : "", key);
+    inf_error_set(err, INF_EFORMAT, "%s%s%s: must be a string", path, *path ? "." : "", key);
     return -1;
 }
 
@@ -325,20 +325,20 @@ static int check_str(const cJSON *obj, const char *key, const char *path, inf_er
 static inf_status parse_inputs(inf_pipeline *p, const cJSON *inputs, inf_error *err) {
     static const char *const keys[] = {"type", "required", "default", "min", "max", "categories", "sensitive",
                                        "id", "on_invalid", "description", NULL};
-    if (!cJSON_IsObject(inputs)) return fail(err, INF_EFORMAT, "inputs: must be an object of field -> {type, ...}");
+    if (!cJSON_IsObject(inputs)) return inf_error_set(err, INF_EFORMAT, "inputs: must be an object of field -> {type, ...}");
     for (const cJSON *f = inputs->child; f; f = f->next) {
         char path[300];
         snprintf(path, sizeof path, "inputs.%s", f->string);
-        if (!cJSON_IsObject(f)) return fail(err, INF_EFORMAT, "%s: must be an object with a 'type'", path);
+        if (!cJSON_IsObject(f)) return inf_error_set(err, INF_EFORMAT, "%s: must be an object with a 'type'", path);
         if (check_keys(f, keys, path, err)) return err ? err->status : INF_EFORMAT;
         pinput *in = &p->inputs[p->n_inputs];
         memset(in, 0, sizeof *in);
-        if (!(in->name = strdup(f->string))) return fail(err, INF_ENOMEM, "out of memory");
+        if (!(in->name = strdup(f->string))) return inf_error_set(err, INF_ENOMEM, "out of memory");
         p->n_inputs++;
         const char *type = get_str(f, "type");
-        if (!type) return fail(err, INF_EFORMAT, "%s.type: missing (float, int, bool, string or timestamp)", path);
+        if (!type) return inf_error_set(err, INF_EFORMAT, "%s.type: missing (float, int, bool, string or timestamp)", path);
         in->type = inf_field_type_from_name(type);
-        if (in->type <= 0) return fail(err, INF_EFORMAT, "%s.type: unknown type '%s' (float, int, bool, string, timestamp)", path, type);
+        if (in->type <= 0) return inf_error_set(err, INF_EFORMAT, "%s.type: unknown type '%s' (float, int, bool, string, timestamp)", path, type);
         if (get_flag(f, "required", path, &in->required, err) || get_flag(f, "sensitive", path, &in->sensitive, err) ||
             get_flag(f, "id", path, &in->is_id, err) || check_str(f, "on_invalid", path, err))
             return err ? err->status : INF_EFORMAT;
@@ -347,15 +347,15 @@ static inf_status parse_inputs(inf_pipeline *p, const cJSON *inputs, inf_error *
         if (pol) {
             if (!strcmp(pol, "reject")) in->policy = POLICY_REJECT;
             else if (!strcmp(pol, "count")) in->policy = POLICY_COUNT;
-            else return fail(err, INF_EFORMAT, "%s.on_invalid: must be \"reject\" or \"count\"", path);
+            else return inf_error_set(err, INF_EFORMAT, "%s.on_invalid: must be \"reject\" or \"count\"", path);
         }
         int numeric = in->type == INF_FIELD_FLOAT || in->type == INF_FIELD_INT || in->type == INF_FIELD_BOOL;
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(f, "default");
         if (d && !cJSON_IsNull(d)) {
             in->has_default = 1;
             if (in->type == INF_FIELD_STRING) {
-                if (!cJSON_IsString(d)) return fail(err, INF_EFORMAT, "%s.default: must be a string", path);
-                if (!(in->def_str = strdup(d->valuestring))) return fail(err, INF_ENOMEM, "out of memory");
+                if (!cJSON_IsString(d)) return inf_error_set(err, INF_EFORMAT, "%s.default: must be a string", path);
+                if (!(in->def_str = strdup(d->valuestring))) return inf_error_set(err, INF_ENOMEM, "out of memory");
             } else if (in->type == INF_FIELD_TIMESTAMP) {
                 int64_t us;
                 inf_value v = {INF_FIELD_NULL, {0}};
@@ -368,40 +368,40 @@ static inf_status parse_inputs(inf_pipeline *p, const cJSON *inputs, inf_error *
                     v.u.f = d->valuedouble;
                 }
                 if (inf_value_to_timestamp(&v, &us))
-                    return fail(err, INF_EFORMAT, "%s.default: not a timestamp (ISO-8601 string or epoch seconds)", path);
+                    return inf_error_set(err, INF_EFORMAT, "%s.default: not a timestamp (ISO-8601 string or epoch seconds)", path);
                 in->def_num = (double)us / 1e6;
             } else if (cJSON_IsBool(d)) {
                 in->def_num = cJSON_IsTrue(d);
             } else if (cJSON_IsNumber(d)) {
                 in->def_num = d->valuedouble;
             } else {
-                return fail(err, INF_EFORMAT, "%s.default: must be a %s", path, type);
+                return inf_error_set(err, INF_EFORMAT, "%s.default: must be a %s", path, type);
             }
         }
         double v;
         const cJSON *mn = cJSON_GetObjectItemCaseSensitive(f, "min"), *mx = cJSON_GetObjectItemCaseSensitive(f, "max");
-        if ((mn || mx) && !numeric) return fail(err, INF_EFORMAT, "%s: 'min'/'max' apply to numeric fields only", path);
+        if ((mn || mx) && !numeric) return inf_error_set(err, INF_EFORMAT, "%s: 'min'/'max' apply to numeric fields only", path);
         if (mn) {
-            if (!cJSON_IsNumber(mn)) return fail(err, INF_EFORMAT, "%s.min: must be a number", path);
+            if (!cJSON_IsNumber(mn)) return inf_error_set(err, INF_EFORMAT, "%s.min: must be a number", path);
             in->has_min = 1;
             in->min = mn->valuedouble;
         }
         if (mx) {
-            if (!cJSON_IsNumber(mx)) return fail(err, INF_EFORMAT, "%s.max: must be a number", path);
+            if (!cJSON_IsNumber(mx)) return inf_error_set(err, INF_EFORMAT, "%s.max: must be a number", path);
             in->has_max = 1;
             in->max = mx->valuedouble;
         }
         (void)v;
         if (in->has_min && in->has_max && in->min > in->max)
-            return fail(err, INF_EFORMAT, "%s: 'min' (%g) is above 'max' (%g): no value could pass", path, in->min, in->max);
+            return inf_error_set(err, INF_EFORMAT, "%s: 'min' (%g) is above 'max' (%g): no value could pass", path, in->min, in->max);
         const cJSON *cats = cJSON_GetObjectItemCaseSensitive(f, "categories");
         if (cats) {
             if (!cJSON_IsArray(cats) || !cJSON_GetArraySize(cats))
-                return fail(err, INF_EFORMAT, "%s.categories: must be a non-empty array", path);
+                return inf_error_set(err, INF_EFORMAT, "%s.categories: must be a non-empty array", path);
             int n = cJSON_GetArraySize(cats), i = 0;
             in->categories = calloc((size_t)n, sizeof *in->categories);
             in->cat_num = calloc((size_t)n, sizeof *in->cat_num);
-            if (!in->categories || !in->cat_num) return fail(err, INF_ENOMEM, "out of memory");
+            if (!in->categories || !in->cat_num) return inf_error_set(err, INF_ENOMEM, "out of memory");
             for (const cJSON *c = cats->child; c; c = c->next, i++) {
                 char buf[64];
                 if (cJSON_IsString(c)) {
@@ -414,19 +414,19 @@ static inf_status parse_inputs(inf_pipeline *p, const cJSON *inputs, inf_error *
                     in->categories[i] = strdup(buf);
                     in->cat_num[i] = c->valuedouble;
                 } else {
-                    return fail(err, INF_EFORMAT, "%s.categories[%d]: must be a string or a number", path, i);
+                    return inf_error_set(err, INF_EFORMAT, "%s.categories[%d]: must be a string or a number", path, i);
                 }
                 in->n_categories = i + 1;
-                if (!in->categories[i]) return fail(err, INF_ENOMEM, "out of memory");
+                if (!in->categories[i]) return inf_error_set(err, INF_ENOMEM, "out of memory");
             }
             int duplicate; /* repeated allowed values are harmless here */
             if (inf__catset_build(&in->cat_set, (const char *const *)in->categories, NULL, in->cat_num, in->n_categories,
                                   &duplicate))
-                return fail(err, INF_ENOMEM, "out of memory");
+                return inf_error_set(err, INF_ENOMEM, "out of memory");
             if (in->has_default && in->type == INF_FIELD_STRING &&
                 inf__catset_find_text(&in->cat_set, (const char *const *)in->categories, NULL, in->def_str,
                                       (uint32_t)strlen(in->def_str)) < 0)
-                return fail(err, INF_EFORMAT, "%s.default: '%s' is not one of the categories", path, in->def_str);
+                return inf_error_set(err, INF_EFORMAT, "%s.default: '%s' is not one of the categories", path, in->def_str);
         }
         int kind = in->type == INF_FIELD_STRING ? COL_STR : in->type == INF_FIELD_TIMESTAMP ? COL_TS : COL_NUM;
         in->col = p->n_cols;
@@ -434,8 +434,8 @@ static inf_status parse_inputs(inf_pipeline *p, const cJSON *inputs, inf_error *
         if (st) return st;
         if (in->is_id) {
             if (p->id_column && strcmp(p->id_column, in->name))
-                return fail(err, INF_EFORMAT, "%s.id: only one input may be the id (already '%s')", path, p->id_column);
-            if (!p->id_column && !(p->id_column = strdup(in->name))) return fail(err, INF_ENOMEM, "out of memory");
+                return inf_error_set(err, INF_EFORMAT, "%s.id: only one input may be the id (already '%s')", path, p->id_column);
+            if (!p->id_column && !(p->id_column = strdup(in->name))) return inf_error_set(err, INF_ENOMEM, "out of memory");
         }
     }
     return INF_OK;
@@ -447,20 +447,20 @@ static inf_status parse_lookups(inf_pipeline *p, const cJSON *lookups, inf_error
     static const char *const keys[] = {"name", "store", "table", "key", "key_column", "prefix", "features",
                                        "max_age_s", "as_of", "available_at", "event_time", "defaults", "description",
                                        "required", NULL};
-    if (!cJSON_IsArray(lookups)) return fail(err, INF_EFORMAT, "lookups: must be an array");
+    if (!cJSON_IsArray(lookups)) return inf_error_set(err, INF_EFORMAT, "lookups: must be an array");
     int i = 0;
     for (const cJSON *l = lookups->child; l; l = l->next, i++) {
         char path[300];
         snprintf(path, sizeof path, "lookups[%d]", i);
-        if (!cJSON_IsObject(l)) return fail(err, INF_EFORMAT, "%s: must be an object", path);
+        if (!cJSON_IsObject(l)) return inf_error_set(err, INF_EFORMAT, "%s: must be an object", path);
         if (check_keys(l, keys, path, err)) return err ? err->status : INF_EFORMAT;
         plookup *lk = &p->lookups[p->n_lookups++];
         memset(lk, 0, sizeof *lk);
         const char *name = get_str(l, "name"), *store = get_str(l, "store"), *key = get_str(l, "key");
-        if (!name) return fail(err, INF_EFORMAT, "%s.name: missing", path);
+        if (!name) return inf_error_set(err, INF_EFORMAT, "%s.name: missing", path);
         snprintf(path, sizeof path, "lookups[%d] (%s)", i, name);
-        if (!store) return fail(err, INF_EFORMAT, "%s.store: missing (sqlite:PATH?table=T or redis://HOST:PORT/DB)", path);
-        if (!key) return fail(err, INF_EFORMAT, "%s.key: missing (the input field holding the entity key)", path);
+        if (!store) return inf_error_set(err, INF_EFORMAT, "%s.store: missing (sqlite:PATH?table=T or redis://HOST:PORT/DB)", path);
+        if (!key) return inf_error_set(err, INF_EFORMAT, "%s.key: missing (the input field holding the entity key)", path);
         lk->name = strdup(name);
         lk->key_input = strdup(key);
         lk->key_column = strdup(get_str(l, "key_column") ? get_str(l, "key_column") : key);
@@ -468,10 +468,10 @@ static inf_status parse_lookups(inf_pipeline *p, const cJSON *lookups, inf_error
         lk->available_at = dupz(get_str(l, "available_at"));
         if (!lk->name || !lk->key_input || !lk->key_column || (get_str(l, "as_of") && !lk->as_of) ||
             (get_str(l, "available_at") && !lk->available_at))
-            return fail(err, INF_ENOMEM, "out of memory");
+            return inf_error_set(err, INF_ENOMEM, "out of memory");
         lk->is_redis = inf__lookup_is_redis(store);
         if (!lk->is_redis && strncmp(store, "sqlite:", 7))
-            return fail(err, INF_EFORMAT, "%s.store: '%s' is not a supported store (sqlite:PATH?table=T, redis://HOST:PORT[/DB])",
+            return inf_error_set(err, INF_EFORMAT, "%s.store: '%s' is not a supported store (sqlite:PATH?table=T, redis://HOST:PORT[/DB])",
                         path, store);
         if (!lk->is_redis) {
             /* sqlite:PATH?table=T, relative PATH resolved against base_dir */
@@ -486,11 +486,11 @@ static inf_status parse_lookups(inf_pipeline *p, const cJSON *lookups, inf_error
             } else if (table) {
                 snprintf(tbuf, sizeof tbuf, "%s", table);
             }
-            if (!tbuf[0]) return fail(err, INF_EFORMAT, "%s.store: a sqlite store needs ?table=T", path);
+            if (!tbuf[0]) return inf_error_set(err, INF_EFORMAT, "%s.store: a sqlite store needs ?table=T", path);
             lk->table = strdup(tbuf);
             size_t blen = p->base_dir ? strlen(p->base_dir) : 0;
             lk->store = malloc(blen + plen + 2);
-            if (!lk->table || !lk->store) return fail(err, INF_ENOMEM, "out of memory");
+            if (!lk->table || !lk->store) return inf_error_set(err, INF_ENOMEM, "out of memory");
             if (rest[0] != '/' && blen && strcmp(p->base_dir, "."))
                 snprintf(lk->store, blen + plen + 2, "%s/%.*s", p->base_dir, (int)plen, rest);
             else
@@ -501,33 +501,33 @@ static inf_status parse_lookups(inf_pipeline *p, const cJSON *lookups, inf_error
             char pbuf[300];
             snprintf(pbuf, sizeof pbuf, "%s:", get_str(l, "table") ? get_str(l, "table") : name);
             lk->prefix = strdup(prefix ? prefix : pbuf);
-            if (!lk->store || !lk->prefix) return fail(err, INF_ENOMEM, "out of memory");
+            if (!lk->store || !lk->prefix) return inf_error_set(err, INF_ENOMEM, "out of memory");
         }
         int kc = find_col(p, key);
         if (kc < 0 || p->cols[kc].source != SRC_INPUT)
-            return fail(err, INF_EFORMAT, "%s.key: '%s' is not a declared input field", path, key);
+            return inf_error_set(err, INF_EFORMAT, "%s.key: '%s' is not a declared input field", path, key);
         lk->key_col = kc;
         lk->event_time_col = -1;
         const char *et = get_str(l, "event_time");
         if (et) {
             int ec = find_col(p, et);
             if (ec < 0 || p->cols[ec].source != SRC_INPUT || p->cols[ec].kind != COL_TS)
-                return fail(err, INF_EFORMAT, "%s.event_time: '%s' is not a declared timestamp input", path, et);
+                return inf_error_set(err, INF_EFORMAT, "%s.event_time: '%s' is not a declared timestamp input", path, et);
             lk->event_time_col = ec;
         }
         const cJSON *feats = cJSON_GetObjectItemCaseSensitive(l, "features");
         if (!cJSON_IsObject(feats) || !cJSON_GetArraySize(feats))
-            return fail(err, INF_EFORMAT, "%s.features: must be a non-empty object of name -> type (int, float, bool)", path);
+            return inf_error_set(err, INF_EFORMAT, "%s.features: must be a non-empty object of name -> type (int, float, bool)", path);
         int n = cJSON_GetArraySize(feats);
         lk->features = calloc((size_t)n, sizeof *lk->features);
         lk->feature_type = calloc((size_t)n, sizeof *lk->feature_type);
         lk->defaults = calloc((size_t)n, sizeof *lk->defaults);
-        if (!lk->features || !lk->feature_type || !lk->defaults) return fail(err, INF_ENOMEM, "out of memory");
+        if (!lk->features || !lk->feature_type || !lk->defaults) return inf_error_set(err, INF_ENOMEM, "out of memory");
         const cJSON *defs = cJSON_GetObjectItemCaseSensitive(l, "defaults");
-        if (defs && !cJSON_IsObject(defs)) return fail(err, INF_EFORMAT, "%s.defaults: must be an object", path);
+        if (defs && !cJSON_IsObject(defs)) return inf_error_set(err, INF_EFORMAT, "%s.defaults: must be an object", path);
         for (const cJSON *d = defs ? defs->child : NULL; d; d = d->next)
             if (!cJSON_GetObjectItemCaseSensitive(feats, d->string))
-                return fail(err, INF_EFORMAT, "%s.defaults.%s: not one of the lookup's features", path, d->string);
+                return inf_error_set(err, INF_EFORMAT, "%s.defaults.%s: not one of the lookup's features", path, d->string);
         lk->first_col = p->n_cols;
         int k = 0;
         for (const cJSON *f = feats->child; f; f = f->next, k++) {
@@ -535,15 +535,15 @@ static inf_status parse_lookups(inf_pipeline *p, const cJSON *lookups, inf_error
             snprintf(fpath, sizeof fpath, "%s.features.%s", path, f->string);
             int t = cJSON_IsString(f) ? inf_field_type_from_name(f->valuestring) : -1;
             if (t != INF_FIELD_INT && t != INF_FIELD_FLOAT && t != INF_FIELD_BOOL)
-                return fail(err, INF_EFORMAT, "%s: type must be \"int\", \"float\" or \"bool\"", fpath);
-            if (!(lk->features[k] = strdup(f->string))) return fail(err, INF_ENOMEM, "out of memory");
+                return inf_error_set(err, INF_EFORMAT, "%s: type must be \"int\", \"float\" or \"bool\"", fpath);
+            if (!(lk->features[k] = strdup(f->string))) return inf_error_set(err, INF_ENOMEM, "out of memory");
             lk->n_features = k + 1;
             lk->feature_type[k] = t;
             lk->defaults[k] = NAN;
             const cJSON *d = defs ? cJSON_GetObjectItemCaseSensitive(defs, f->string) : NULL;
             if (d) {
                 if (!cJSON_IsNumber(d) && !cJSON_IsBool(d))
-                    return fail(err, INF_EFORMAT, "%s.defaults.%s: must be a number", path, f->string);
+                    return inf_error_set(err, INF_EFORMAT, "%s.defaults.%s: must be a number", path, f->string);
                 lk->defaults[k] = cJSON_IsBool(d) ? cJSON_IsTrue(d) : d->valuedouble;
             }
             inf_status st = add_col(p, f->string, COL_NUM, 1, SRC_LOOKUP, p->n_lookups - 1, fpath, err);
@@ -552,14 +552,14 @@ static inf_status parse_lookups(inf_pipeline *p, const cJSON *lookups, inf_error
         /* required: a record whose key is null, not in the store or stale is
          * rejected instead of scored with the defaults (default false) */
         const cJSON *req = cJSON_GetObjectItemCaseSensitive(l, "required");
-        if (req && !cJSON_IsBool(req)) return fail(err, INF_EFORMAT, "%s.required: must be true or false", path);
+        if (req && !cJSON_IsBool(req)) return inf_error_set(err, INF_EFORMAT, "%s.required: must be true or false", path);
         lk->required = cJSON_IsTrue(req);
         const cJSON *age = cJSON_GetObjectItemCaseSensitive(l, "max_age_s");
         if (age) {
             if (!cJSON_IsNumber(age) || age->valuedouble < 0)
-                return fail(err, INF_EFORMAT, "%s.max_age_s: must be a number of seconds >= 0", path);
+                return inf_error_set(err, INF_EFORMAT, "%s.max_age_s: must be a number of seconds >= 0", path);
             if (!lk->as_of && age->valuedouble > 0)
-                return fail(err, INF_EFORMAT, "%s.max_age_s: needs 'as_of' (the column with the value's time)", path);
+                return inf_error_set(err, INF_EFORMAT, "%s.max_age_s: needs 'as_of' (the column with the value's time)", path);
             lk->max_age_s = age->valuedouble;
         }
     }
@@ -569,25 +569,25 @@ static inf_status parse_lookups(inf_pipeline *p, const cJSON *lookups, inf_error
 /* ---- features ---- */
 
 static inf_status parse_features(inf_pipeline *p, const cJSON *features, inf_error *err) {
-    if (!cJSON_IsArray(features)) return fail(err, INF_EFORMAT, "features: must be an array");
+    if (!cJSON_IsArray(features)) return inf_error_set(err, INF_EFORMAT, "features: must be an array");
     int i = 0;
     for (const cJSON *f = features->child; f; f = f->next, i++) {
         char path[300];
         snprintf(path, sizeof path, "features[%d]", i);
-        if (!cJSON_IsObject(f)) return fail(err, INF_EFORMAT, "%s: must be an object {name, op, from, ...}", path);
+        if (!cJSON_IsObject(f)) return inf_error_set(err, INF_EFORMAT, "%s: must be an object {name, op, from, ...}", path);
         const char *name = get_str(f, "name"), *op = get_str(f, "op");
-        if (!name) return fail(err, INF_EFORMAT, "%s.name: missing", path);
+        if (!name) return inf_error_set(err, INF_EFORMAT, "%s.name: missing", path);
         snprintf(path, sizeof path, "features[%d] (%s)", i, name);
-        if (!op) return fail(err, INF_EFORMAT, "%s.op: missing", path);
+        if (!op) return inf_error_set(err, INF_EFORMAT, "%s.op: missing", path);
         pxf *x = &p->xfs[p->n_xfs];
         memset(x, 0, sizeof *x);
         x->name = strdup(name);
-        if (!x->name) return fail(err, INF_ENOMEM, "out of memory");
+        if (!x->name) return inf_error_set(err, INF_ENOMEM, "out of memory");
         p->n_xfs++;
         x->json = f;
         x->def = inf__xf_find(op);
         if (!x->def)
-            return fail(err, INF_EFORMAT,
+            return inf_error_set(err, INF_EFORMAT,
                         "%s.op: unknown transform '%s' (standardize, min_max, log1p, clip, bucketize, one_hot, ordinal, "
                         "label_encode, hash_bucket, impute, hour, day_of_week, ratio, difference, sum, product, greater, "
                         "greater_equal, less, less_equal, equal, not_equal, identity)",
@@ -600,13 +600,13 @@ static inf_status parse_features(inf_pipeline *p, const cJSON *features, inf_err
         } else if (cJSON_IsArray(from) && cJSON_GetArraySize(from) >= 1 && cJSON_GetArraySize(from) <= XF_MAX_FROM) {
             for (const cJSON *it = from->child; it; it = it->next) from_items[x->n_from++] = it;
         } else {
-            return fail(err, INF_EFORMAT, "%s.from: missing (a field name, or [a, b])", path);
+            return inf_error_set(err, INF_EFORMAT, "%s.from: missing (a field name, or [a, b])", path);
         }
         if (x->n_from < x->def->min_from || x->n_from > x->def->max_from)
-            return fail(err, INF_EFORMAT, "%s.from: '%s' takes %d field%s", path, op, x->def->max_from,
+            return inf_error_set(err, INF_EFORMAT, "%s.from: '%s' takes %d field%s", path, op, x->def->max_from,
                         x->def->max_from > 1 ? "s (or one field and 'value')" : "");
         for (int k = 0; k < x->n_from; k++) {
-            if (!cJSON_IsString(from_items[k])) return fail(err, INF_EFORMAT, "%s.from[%d]: must be a field name", path, k);
+            if (!cJSON_IsString(from_items[k])) return inf_error_set(err, INF_EFORMAT, "%s.from[%d]: must be a field name", path, k);
             const char *fn = from_items[k]->valuestring;
             int c = find_col(p, fn);
             if (c < 0) {
@@ -615,27 +615,27 @@ static inf_status parse_features(inf_pipeline *p, const cJSON *features, inf_err
                 for (const cJSON *g = f->next; g; g = g->next)
                     if (get_str(g, "name") && !strcmp(get_str(g, "name"), fn)) later = 1;
                 if (later || !strcmp(fn, name))
-                    return fail(err, INF_EFORMAT, "%s.from: feature '%s' is referenced before it is defined", path, fn);
-                return fail(err, INF_EFORMAT, "%s.from: '%s' is not an input, a lookup feature or an earlier feature", path, fn);
+                    return inf_error_set(err, INF_EFORMAT, "%s.from: feature '%s' is referenced before it is defined", path, fn);
+                return inf_error_set(err, INF_EFORMAT, "%s.from: '%s' is not an input, a lookup feature or an earlier feature", path, fn);
             }
             const pcol *col = &p->cols[c];
             if (col->width != 1)
-                return fail(err, INF_ETYPE, "%s.from: '%s' is a %d-column one-hot feature; transforms take single columns",
+                return inf_error_set(err, INF_ETYPE, "%s.from: '%s' is a %d-column one-hot feature; transforms take single columns",
                             path, fn, col->width);
             if (k == 0) {
                 x->from_kind = col->kind;
                 if (!(x->def->accepts & (1 << col->kind)))
-                    return fail(err, INF_ETYPE, "%s.from: '%s' takes a %s field, '%s' is a %s", path, op,
+                    return inf_error_set(err, INF_ETYPE, "%s.from: '%s' takes a %s field, '%s' is a %s", path, op,
                                 (x->def->accepts & (1 << COL_NUM)) ? "numeric" : "timestamp", fn,
                                 col->kind == COL_STR ? "string" : col->kind == COL_TS ? "timestamp" : "number");
             } else if (col->kind == COL_STR || x->from_kind == COL_STR) {
-                return fail(err, INF_ETYPE, "%s.from: '%s' with two fields needs numeric fields", path, op);
+                return inf_error_set(err, INF_ETYPE, "%s.from: '%s' with two fields needs numeric fields", path, op);
             }
             x->from_col[k] = c;
         }
         char msg[300] = "";
         if (x->def->parse(x, f, p->fit_mode, msg, sizeof msg))
-            return fail(err, !strcmp(msg, "out of memory") ? INF_ENOMEM : INF_EFORMAT, "%s: %s", path, msg);
+            return inf_error_set(err, !strcmp(msg, "out of memory") ? INF_ENOMEM : INF_EFORMAT, "%s: %s", path, msg);
         int width = x->fit && x->def->width_from_params ? 0 : inf__xf_width(x);
         if (x->fit && x->def->width_from_params) width = 1; /* placeholder until fitted */
         x->col = p->n_cols;
@@ -644,12 +644,12 @@ static inf_status parse_features(inf_pipeline *p, const cJSON *features, inf_err
         if (width > 1 || x->def->width_from_params) {
             pcol *c = &p->cols[x->col];
             c->sub_names = calloc((size_t)width, sizeof *c->sub_names);
-            if (!c->sub_names) return fail(err, INF_ENOMEM, "out of memory");
+            if (!c->sub_names) return inf_error_set(err, INF_ENOMEM, "out of memory");
             const char *unk = get_str(f, "unknown");
             for (int w = 0; w < width; w++) {
                 const char *cat = w < x->n_categories ? x->categories[w] : (unk ? unk : "<unfitted>");
                 size_t n = strlen(name) + strlen(cat) + 2;
-                if (!(c->sub_names[w] = malloc(n))) return fail(err, INF_ENOMEM, "out of memory");
+                if (!(c->sub_names[w] = malloc(n))) return inf_error_set(err, INF_ENOMEM, "out of memory");
                 snprintf(c->sub_names[w], n, "%s=%s", name, cat);
             }
         }
@@ -668,35 +668,35 @@ static inf_dtype parse_dtype(const char *s) {
 static inf_status parse_model_inputs(inf_pipeline *p, const cJSON *mi, const inf_model *model, inf_error *err) {
     static const char *const keys[] = {"dtype", "order", NULL};
     if (!cJSON_IsObject(mi) || !cJSON_GetArraySize(mi))
-        return fail(err, INF_EFORMAT, "model_inputs: must be an object of model input name -> {dtype, order}");
+        return inf_error_set(err, INF_EFORMAT, "model_inputs: must be an object of model input name -> {dtype, order}");
     int n = cJSON_GetArraySize(mi);
     p->model_inputs = calloc((size_t)n, sizeof *p->model_inputs);
-    if (!p->model_inputs) return fail(err, INF_ENOMEM, "out of memory");
+    if (!p->model_inputs) return inf_error_set(err, INF_ENOMEM, "out of memory");
     for (const cJSON *m = mi->child; m; m = m->next) {
         char path[300];
         snprintf(path, sizeof path, "model_inputs.%s", m->string);
-        if (!cJSON_IsObject(m)) return fail(err, INF_EFORMAT, "%s: must be an object {dtype, order}", path);
+        if (!cJSON_IsObject(m)) return inf_error_set(err, INF_EFORMAT, "%s: must be an object {dtype, order}", path);
         if (check_keys(m, keys, path, err)) return err ? err->status : INF_EFORMAT;
         pmodel_input *t = &p->model_inputs[p->n_model_inputs++];
-        if (!(t->name = strdup(m->string))) return fail(err, INF_ENOMEM, "out of memory");
+        if (!(t->name = strdup(m->string))) return inf_error_set(err, INF_ENOMEM, "out of memory");
         const char *dt = get_str(m, "dtype");
         t->dtype = parse_dtype(dt);
         if (t->dtype == INF_DTYPE_UNDEFINED)
-            return fail(err, INF_EFORMAT, "%s.dtype: '%s' is not supported (float32, float64, int64, int32)", path, dt);
+            return inf_error_set(err, INF_EFORMAT, "%s.dtype: '%s' is not supported (float32, float64, int64, int32)", path, dt);
         const cJSON *order = cJSON_GetObjectItemCaseSensitive(m, "order");
         if (!cJSON_IsArray(order) || !cJSON_GetArraySize(order))
-            return fail(err, INF_EFORMAT, "%s.order: must be a non-empty array of feature names", path);
+            return inf_error_set(err, INF_EFORMAT, "%s.order: must be a non-empty array of feature names", path);
         t->cols = calloc((size_t)cJSON_GetArraySize(order), sizeof *t->cols);
-        if (!t->cols) return fail(err, INF_ENOMEM, "out of memory");
+        if (!t->cols) return inf_error_set(err, INF_ENOMEM, "out of memory");
         int k = 0;
         for (const cJSON *o = order->child; o; o = o->next, k++) {
-            if (!cJSON_IsString(o)) return fail(err, INF_EFORMAT, "%s.order[%d]: must be a name", path, k);
+            if (!cJSON_IsString(o)) return inf_error_set(err, INF_EFORMAT, "%s.order[%d]: must be a name", path, k);
             int c = find_col(p, o->valuestring);
             if (c < 0)
-                return fail(err, INF_EFORMAT, "%s.order[%d]: '%s' is not an input, a lookup feature or a feature", path, k,
+                return inf_error_set(err, INF_EFORMAT, "%s.order[%d]: '%s' is not an input, a lookup feature or a feature", path, k,
                             o->valuestring);
             if (p->cols[c].kind == COL_STR)
-                return fail(err, INF_ETYPE, "%s.order[%d]: '%s' is a string; encode it first (one_hot, ordinal, hash_bucket)",
+                return inf_error_set(err, INF_ETYPE, "%s.order[%d]: '%s' is a string; encode it first (one_hot, ordinal, hash_bucket)",
                             path, k, o->valuestring);
             t->cols[t->n_cols++] = c;
             t->width += p->cols[c].width;
@@ -705,19 +705,19 @@ static inf_status parse_model_inputs(inf_pipeline *p, const cJSON *mi, const inf
         if (model) {
             t->model_index = inf_model_find_input(model, t->name);
             if (t->model_index < 0)
-                return fail(err, INF_ETYPE, "%s: the model has no input '%s'", path, t->name);
+                return inf_error_set(err, INF_ETYPE, "%s: the model has no input '%s'", path, t->name);
             const inf_value_info *info = inf_model_input(model, t->model_index);
             if (info->dtype != t->dtype)
-                return fail(err, INF_ETYPE, "%s.dtype: the spec builds %s but the model input '%s' is %s", path,
+                return inf_error_set(err, INF_ETYPE, "%s.dtype: the spec builds %s but the model input '%s' is %s", path,
                             inf_dtype_name(t->dtype), t->name, inf_dtype_name(info->dtype));
             if (info->ndim >= 0 && info->ndim != 2)
-                return fail(err, INF_ETYPE, "%s: the model input '%s' has rank %d; the pipeline builds [N, features]",
+                return inf_error_set(err, INF_ETYPE, "%s: the model input '%s' has rank %d; the pipeline builds [N, features]",
                             path, t->name, info->ndim);
             int fitting = 0;
             for (int c = 0; c < t->n_cols; c++)
                 if (p->cols[t->cols[c]].source == SRC_FEATURE && p->xfs[p->cols[t->cols[c]].index].fit) fitting = 1;
             if (!fitting && info->ndim == 2 && info->dims[1] >= 0 && info->dims[1] != t->width)
-                return fail(err, INF_ETYPE, "%s.order: %d columns but the model input '%s' expects %lld", path, t->width,
+                return inf_error_set(err, INF_ETYPE, "%s.order: %d columns but the model input '%s' expects %lld", path, t->width,
                             t->name, (long long)info->dims[1]);
         }
     }
@@ -728,7 +728,7 @@ static inf_status parse_model_inputs(inf_pipeline *p, const cJSON *mi, const inf
             for (int k = 0; k < p->n_model_inputs; k++)
                 if (!strcmp(p->model_inputs[k].name, name)) found = 1;
             if (!found && !inf_model_input(model, i)->is_optional)
-                return fail(err, INF_ETYPE, "model_inputs: the model input '%s' is not built by the spec", name);
+                return inf_error_set(err, INF_ETYPE, "model_inputs: the model input '%s' is not built by the spec", name);
         }
     }
     return INF_OK;
@@ -744,13 +744,13 @@ static int find_output_field(const inf_pipeline *p, const char *name, int upto) 
 
 static inf_status parse_labels(poutput *o, const cJSON *l, const char *path, inf_error *err) {
     if (!l) return INF_OK;
-    if (!cJSON_IsArray(l)) return fail(err, INF_EFORMAT, "%s.labels: must be an array of strings", path);
+    if (!cJSON_IsArray(l)) return inf_error_set(err, INF_EFORMAT, "%s.labels: must be an array of strings", path);
     int n = cJSON_GetArraySize(l), i = 0;
     o->labels = calloc((size_t)(n ? n : 1), sizeof *o->labels);
-    if (!o->labels) return fail(err, INF_ENOMEM, "out of memory");
+    if (!o->labels) return inf_error_set(err, INF_ENOMEM, "out of memory");
     for (const cJSON *it = l->child; it; it = it->next, i++) {
-        if (!cJSON_IsString(it)) return fail(err, INF_EFORMAT, "%s.labels[%d]: must be a string", path, i);
-        if (!(o->labels[i] = strdup(it->valuestring))) return fail(err, INF_ENOMEM, "out of memory");
+        if (!cJSON_IsString(it)) return inf_error_set(err, INF_EFORMAT, "%s.labels[%d]: must be a string", path, i);
+        if (!(o->labels[i] = strdup(it->valuestring))) return inf_error_set(err, INF_ENOMEM, "out of memory");
         o->n_labels = i + 1;
     }
     return INF_OK;
@@ -758,30 +758,30 @@ static inf_status parse_labels(poutput *o, const cJSON *l, const char *path, inf
 
 static inf_status parse_outputs(inf_pipeline *p, const cJSON *outs, const inf_model *model, inf_error *err) {
     static const char *const keys[] = {"name", "from", "op", "index", "value", "k", "labels", "description", NULL};
-    if (!cJSON_IsArray(outs)) return fail(err, INF_EFORMAT, "outputs: must be an array");
+    if (!cJSON_IsArray(outs)) return inf_error_set(err, INF_EFORMAT, "outputs: must be an array");
     int n = cJSON_GetArraySize(outs), i = 0;
     p->outputs = calloc((size_t)(n ? n : 1), sizeof *p->outputs);
-    if (!p->outputs) return fail(err, INF_ENOMEM, "out of memory");
+    if (!p->outputs) return inf_error_set(err, INF_ENOMEM, "out of memory");
     for (const cJSON *o = outs->child; o; o = o->next, i++) {
         char path[300];
         snprintf(path, sizeof path, "outputs[%d]", i);
-        if (!cJSON_IsObject(o)) return fail(err, INF_EFORMAT, "%s: must be an object {name, from, ...}", path);
+        if (!cJSON_IsObject(o)) return inf_error_set(err, INF_EFORMAT, "%s: must be an object {name, from, ...}", path);
         if (check_keys(o, keys, path, err)) return err ? err->status : INF_EFORMAT;
         poutput *out = &p->outputs[p->n_outputs++];
         const char *name = get_str(o, "name"), *from = get_str(o, "from"), *op = get_str(o, "op");
-        if (!name) return fail(err, INF_EFORMAT, "%s.name: missing", path);
+        if (!name) return inf_error_set(err, INF_EFORMAT, "%s.name: missing", path);
         snprintf(path, sizeof path, "outputs[%d] (%s)", i, name);
-        if (!from) return fail(err, INF_EFORMAT, "%s.from: missing (a model output or an earlier output field)", path);
+        if (!from) return inf_error_set(err, INF_EFORMAT, "%s.from: missing (a model output or an earlier output field)", path);
         if (find_output_field(p, name, p->n_outputs - 1) >= 0)
-            return fail(err, INF_EFORMAT, "%s.name: '%s' is already an output field", path, name);
-        if (!(out->name = strdup(name)) || !(out->from = strdup(from))) return fail(err, INF_ENOMEM, "out of memory");
+            return inf_error_set(err, INF_EFORMAT, "%s.name: '%s' is already an output field", path, name);
+        if (!(out->name = strdup(name)) || !(out->from = strdup(from))) return inf_error_set(err, INF_ENOMEM, "out of memory");
         out->op = OUT_VALUE;
         if (op) {
             if (!strcmp(op, "threshold")) out->op = OUT_THRESHOLD;
             else if (!strcmp(op, "argmax")) out->op = OUT_ARGMAX;
             else if (!strcmp(op, "top_k")) out->op = OUT_TOP_K;
             else if (!strcmp(op, "value") || !strcmp(op, "rename")) out->op = OUT_VALUE;
-            else return fail(err, INF_EFORMAT, "%s.op: unknown output op '%s' (value, threshold, argmax, top_k)", path, op);
+            else return inf_error_set(err, INF_EFORMAT, "%s.op: unknown output op '%s' (value, threshold, argmax, top_k)", path, op);
         }
         out->from_field = find_output_field(p, from, p->n_outputs - 1);
         out->from_output = -1;
@@ -789,50 +789,50 @@ static inf_status parse_outputs(inf_pipeline *p, const cJSON *outs, const inf_mo
             if (model) {
                 out->from_output = inf_model_find_output(model, from);
                 if (out->from_output < 0)
-                    return fail(err, INF_EFORMAT, "%s.from: '%s' is neither a model output nor an earlier output field", path,
+                    return inf_error_set(err, INF_EFORMAT, "%s.from: '%s' is neither a model output nor an earlier output field", path,
                                 from);
             } else {
                 out->from_output = 0; /* resolved by name at finish */
             }
         } else if (out->op == OUT_ARGMAX || out->op == OUT_TOP_K) {
-            return fail(err, INF_EFORMAT, "%s.from: '%s' needs a model output with class scores", path, op);
+            return inf_error_set(err, INF_EFORMAT, "%s.from: '%s' needs a model output with class scores", path, op);
         }
         out->index = -1;
         const cJSON *idx = cJSON_GetObjectItemCaseSensitive(o, "index");
         if (idx) {
             if (!cJSON_IsNumber(idx) || !(idx->valuedouble >= 0 && idx->valuedouble <= 1e6) ||
                 idx->valuedouble != floor(idx->valuedouble))
-                return fail(err, INF_EFORMAT, "%s.index: must be a column index (an integer >= 0)", path);
+                return inf_error_set(err, INF_EFORMAT, "%s.index: must be a column index (an integer >= 0)", path);
             out->index = (int)idx->valuedouble;
             if (model && out->from_output >= 0) {
                 const inf_value_info *info = inf_model_output(model, out->from_output);
                 if (info->ndim == 2 && info->dims[1] >= 0 && out->index >= info->dims[1])
-                    return fail(err, INF_EFORMAT, "%s.index: %d but the output '%s' has %lld columns", path, out->index, from,
+                    return inf_error_set(err, INF_EFORMAT, "%s.index: %d but the output '%s' has %lld columns", path, out->index, from,
                                 (long long)info->dims[1]);
                 if (info->ndim == 1 && out->index > 0)
-                    return fail(err, INF_EFORMAT, "%s.index: the output '%s' is 1-D", path, from);
+                    return inf_error_set(err, INF_EFORMAT, "%s.index: the output '%s' is 1-D", path, from);
             }
         }
         if (out->op == OUT_THRESHOLD) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "value");
-            if (!cJSON_IsNumber(v)) return fail(err, INF_EFORMAT, "%s.value: missing threshold (a number)", path);
+            if (!cJSON_IsNumber(v)) return inf_error_set(err, INF_EFORMAT, "%s.value: missing threshold (a number)", path);
             out->value = v->valuedouble;
         }
         if (out->op == OUT_TOP_K) {
             const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "k");
             if (!cJSON_IsNumber(k) || k->valuedouble < 1 || k->valuedouble > 1000 || k->valuedouble != floor(k->valuedouble))
-                return fail(err, INF_EFORMAT, "%s.k: missing (an integer from 1 to 1000)", path);
+                return inf_error_set(err, INF_EFORMAT, "%s.k: missing (an integer from 1 to 1000)", path);
             out->k = (int)k->valuedouble;
         }
         inf_status st = parse_labels(out, cJSON_GetObjectItemCaseSensitive(o, "labels"), path, err);
         if (st) return st;
         if (out->op == OUT_THRESHOLD && out->n_labels && out->n_labels != 2)
-            return fail(err, INF_EFORMAT, "%s.labels: a threshold takes two labels [below, at or above]", path);
+            return inf_error_set(err, INF_EFORMAT, "%s.labels: a threshold takes two labels [below, at or above]", path);
         if ((out->op == OUT_ARGMAX || out->op == OUT_TOP_K) && out->n_labels && model && out->from_output >= 0) {
             /* one label per class column: fewer would mix labels and indices in one field */
             const inf_value_info *info = inf_model_output(model, out->from_output);
             if (info->kind == INF_KIND_TENSOR && info->ndim == 2 && info->dims[1] >= 0 && out->n_labels != info->dims[1])
-                return fail(err, INF_EFORMAT, "%s.labels: %d labels but the output '%s' has %lld classes", path,
+                return inf_error_set(err, INF_EFORMAT, "%s.labels: %d labels but the output '%s' has %lld classes", path,
                             out->n_labels, from, (long long)info->dims[1]);
         }
     }
@@ -843,11 +843,11 @@ static inf_status parse_outputs(inf_pipeline *p, const cJSON *outs, const inf_mo
 static inf_status default_outputs(inf_pipeline *p, const inf_model *model, inf_error *err) {
     int n = inf_model_n_outputs(model);
     p->outputs = calloc((size_t)(n ? n : 1), sizeof *p->outputs);
-    if (!p->outputs) return fail(err, INF_ENOMEM, "out of memory");
+    if (!p->outputs) return inf_error_set(err, INF_ENOMEM, "out of memory");
     for (int i = 0; i < n; i++) {
         poutput *o = &p->outputs[p->n_outputs++];
         const inf_value_info *info = inf_model_output(model, i);
-        if (!(o->name = strdup(info->name)) || !(o->from = strdup(info->name))) return fail(err, INF_ENOMEM, "out of memory");
+        if (!(o->name = strdup(info->name)) || !(o->from = strdup(info->name))) return inf_error_set(err, INF_ENOMEM, "out of memory");
         o->op = OUT_VALUE;
         o->from_output = i;
         o->from_field = -1;
@@ -864,13 +864,13 @@ static inf_status finish_common(inf_pipeline *p, const inf_pipeline_options *opt
     int total = 0;
     for (int m = 0; m < p->n_model_inputs; m++) total += p->model_inputs[m].width;
     p->feature_col_names = calloc((size_t)(total ? total : 1), sizeof *p->feature_col_names);
-    if (!p->feature_col_names) return fail(err, INF_ENOMEM, "out of memory");
+    if (!p->feature_col_names) return inf_error_set(err, INF_ENOMEM, "out of memory");
     for (int m = 0; m < p->n_model_inputs; m++)
         for (int c = 0; c < p->model_inputs[m].n_cols; c++) {
             const pcol *col = &p->cols[p->model_inputs[m].cols[c]];
             for (int w = 0; w < col->width; w++) {
                 const char *nm = col->sub_names ? col->sub_names[w] : col->name;
-                if (!(p->feature_col_names[p->n_feature_cols++] = strdup(nm))) return fail(err, INF_ENOMEM, "out of memory");
+                if (!(p->feature_col_names[p->n_feature_cols++] = strdup(nm))) return inf_error_set(err, INF_ENOMEM, "out of memory");
             }
         }
     /* monitoring counters: inputs then lookups */
@@ -880,20 +880,20 @@ static inf_status finish_common(inf_pipeline *p, const inf_pipeline_options *opt
     p->field_rejected = calloc((size_t)(nf ? nf : 1), sizeof *p->field_rejected);
     p->field_missing = calloc((size_t)(nf ? nf : 1), sizeof *p->field_missing);
     if (!p->field_stat_names || !p->field_invalid || !p->field_rejected || !p->field_missing)
-        return fail(err, INF_ENOMEM, "out of memory");
+        return inf_error_set(err, INF_ENOMEM, "out of memory");
     for (int i = 0; i < nf; i++) {
         const char *nm = i < p->n_inputs ? p->inputs[i].name : p->lookups[i - p->n_inputs].name;
-        if (!(p->field_stat_names[i] = strdup(nm))) return fail(err, INF_ENOMEM, "out of memory");
+        if (!(p->field_stat_names[i] = strdup(nm))) return inf_error_set(err, INF_ENOMEM, "out of memory");
         p->n_field_stats = i + 1;
     }
     if (opts && opts->id_column) {
         free(p->id_column);
-        if (!(p->id_column = strdup(opts->id_column))) return fail(err, INF_ENOMEM, "out of memory");
+        if (!(p->id_column = strdup(opts->id_column))) return inf_error_set(err, INF_ENOMEM, "out of memory");
     }
     for (int i = 0; i < p->n_inputs && p->id_column; i++)
         if (!strcmp(p->inputs[i].name, p->id_column)) p->id_is_string = p->inputs[i].type == INF_FIELD_STRING;
     if (!p->model_version && !(p->model_version = strdup(opts && opts->model_version ? opts->model_version : "")))
-        return fail(err, INF_ENOMEM, "out of memory");
+        return inf_error_set(err, INF_ENOMEM, "out of memory");
     return INF_OK;
 }
 
@@ -905,12 +905,12 @@ inf_status inf__pipeline_parse(cJSON *root, const inf_model *model, const inf_pi
     inf_status st;
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        return fail(err, INF_EFORMAT, "spec: must be a JSON object");
+        return inf_error_set(err, INF_EFORMAT, "spec: must be a JSON object");
     }
     inf_pipeline *p = calloc(1, sizeof *p);
     if (!p) {
         cJSON_Delete(root);
-        return fail(err, INF_ENOMEM, "out of memory");
+        return inf_error_set(err, INF_ENOMEM, "out of memory");
     }
     p->json = root;
     p->model = model;
@@ -921,7 +921,7 @@ inf_status inf__pipeline_parse(cJSON *root, const inf_model *model, const inf_pi
     }
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "spec_version");
     if (ver && (!cJSON_IsNumber(ver) || ver->valuedouble != 1)) {
-        st = fail(err, INF_EFORMAT, "spec_version: only version 1 is known");
+        st = inf_error_set(err, INF_EFORMAT, "spec_version: only version 1 is known");
         goto fail;
     }
     const char *name = get_str(root, "name");
@@ -930,7 +930,7 @@ inf_status inf__pipeline_parse(cJSON *root, const inf_model *model, const inf_pi
     p->model_name = dupz(mname);
     p->base_dir = strdup(opts && opts->base_dir ? opts->base_dir : ".");
     if (!p->name || !p->model_name || !p->base_dir) {
-        st = fail(err, INF_ENOMEM, "out of memory");
+        st = inf_error_set(err, INF_ENOMEM, "out of memory");
         goto fail;
     }
     if (check_str(root, "on_invalid", "", err) || check_str(root, "name", "", err) || check_str(root, "model", "", err)) {
@@ -939,7 +939,7 @@ inf_status inf__pipeline_parse(cJSON *root, const inf_model *model, const inf_pi
     }
     const char *pol = get_str(root, "on_invalid");
     if (pol && strcmp(pol, "reject") && strcmp(pol, "count")) {
-        st = fail(err, INF_EFORMAT, "on_invalid: must be \"reject\" or \"count\"");
+        st = inf_error_set(err, INF_EFORMAT, "on_invalid: must be \"reject\" or \"count\"");
         goto fail;
     }
     p->policy = pol && !strcmp(pol, "count") ? POLICY_COUNT : POLICY_REJECT;
@@ -949,11 +949,11 @@ inf_status inf__pipeline_parse(cJSON *root, const inf_model *model, const inf_pi
     const cJSON *mi = cJSON_GetObjectItemCaseSensitive(root, "model_inputs");
     const cJSON *outs = cJSON_GetObjectItemCaseSensitive(root, "outputs");
     if (!inputs) {
-        st = fail(err, INF_EFORMAT, "inputs: missing (the raw record schema)");
+        st = inf_error_set(err, INF_EFORMAT, "inputs: missing (the raw record schema)");
         goto fail;
     }
     if (!mi) {
-        st = fail(err, INF_EFORMAT, "model_inputs: missing (which features form each model input)");
+        st = inf_error_set(err, INF_EFORMAT, "model_inputs: missing (which features form each model input)");
         goto fail;
     }
     /* capacities: columns = inputs + lookup features + features */
@@ -966,7 +966,7 @@ inf_status inf__pipeline_parse(cJSON *root, const inf_model *model, const inf_pi
     p->xfs = calloc((size_t)n_xf + 1, sizeof *p->xfs);
     p->cols = calloc((size_t)(n_in + n_lf + n_xf) + 1, sizeof *p->cols);
     if (!p->inputs || !p->lookups || !p->xfs || !p->cols) {
-        st = fail(err, INF_ENOMEM, "out of memory");
+        st = inf_error_set(err, INF_ENOMEM, "out of memory");
         goto fail;
     }
     if ((st = parse_inputs(p, inputs, err))) goto fail;
@@ -981,23 +981,23 @@ inf_status inf__pipeline_parse(cJSON *root, const inf_model *model, const inf_pi
     const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "passthrough");
     if (pt) {
         if (!cJSON_IsArray(pt)) {
-            st = fail(err, INF_EFORMAT, "passthrough: must be an array of input names");
+            st = inf_error_set(err, INF_EFORMAT, "passthrough: must be an array of input names");
             goto fail;
         }
         p->passthrough = calloc((size_t)cJSON_GetArraySize(pt) + 1, sizeof *p->passthrough);
         if (!p->passthrough) {
-            st = fail(err, INF_ENOMEM, "out of memory");
+            st = inf_error_set(err, INF_ENOMEM, "out of memory");
             goto fail;
         }
         int k = 0;
         for (const cJSON *it = pt->child; it; it = it->next, k++) {
             int c = cJSON_IsString(it) ? find_col(p, it->valuestring) : -1;
             if (c < 0 || p->cols[c].source != SRC_INPUT) {
-                st = fail(err, INF_EFORMAT, "passthrough[%d]: not a declared input field", k);
+                st = inf_error_set(err, INF_EFORMAT, "passthrough[%d]: not a declared input field", k);
                 goto fail;
             }
             if (!(p->passthrough[p->n_passthrough++] = strdup(it->valuestring))) {
-                st = fail(err, INF_ENOMEM, "out of memory");
+                st = inf_error_set(err, INF_ENOMEM, "out of memory");
                 goto fail;
             }
         }
@@ -1005,7 +1005,7 @@ inf_status inf__pipeline_parse(cJSON *root, const inf_model *model, const inf_pi
     if ((st = finish_common(p, opts, err))) goto fail;
     p->canonical = inf__pipeline_canonical_json(root);
     if (!p->canonical) {
-        st = fail(err, INF_ENOMEM, "out of memory");
+        st = inf_error_set(err, INF_ENOMEM, "out of memory");
         goto fail;
     }
     uint8_t digest[32];
@@ -1030,7 +1030,7 @@ inf_status inf_pipeline_load_string(const char *json, size_t len, const inf_mode
         long line = 1;
         for (long i = 0; i < off && i < (long)len; i++)
             if (json[i] == '\n') line++;
-        return fail(err, INF_EFORMAT, "spec: malformed JSON at line %ld (byte %ld)", line, off);
+        return inf_error_set(err, INF_EFORMAT, "spec: malformed JSON at line %ld (byte %ld)", line, off);
     }
     return inf__pipeline_parse(root, model, opts, 0, out, err);
 }
@@ -1068,18 +1068,18 @@ inf_status inf_pipeline_load(const char *path, const inf_model *model, const inf
 inf_status inf_pipeline_default(const inf_model *model, const inf_pipeline_options *opts, inf_pipeline **out,
                                 inf_error *err) {
     *out = NULL;
-    if (!model) return fail(err, INF_EINVAL, "default pipeline: no model");
+    if (!model) return inf_error_set(err, INF_EINVAL, "default pipeline: no model");
     if (inf_model_n_inputs(model) != 1)
-        return fail(err, INF_ETYPE, "default pipeline: the model has %d inputs; without a spec it must have one 2-D numeric input",
+        return inf_error_set(err, INF_ETYPE, "default pipeline: the model has %d inputs; without a spec it must have one 2-D numeric input",
                     inf_model_n_inputs(model));
     const inf_value_info *info = inf_model_input(model, 0);
     inf_dtype dt = info->dtype;
     if (info->kind != INF_KIND_TENSOR || (info->ndim >= 0 && info->ndim != 2) ||
         !(dt == INF_DTYPE_F32 || dt == INF_DTYPE_F64 || dt == INF_DTYPE_I64 || dt == INF_DTYPE_I32))
-        return fail(err, INF_ETYPE, "default pipeline: the model input '%s' must be a 2-D float32/float64/int64/int32 tensor; write a pipeline spec",
+        return inf_error_set(err, INF_ETYPE, "default pipeline: the model input '%s' must be a 2-D float32/float64/int64/int32 tensor; write a pipeline spec",
                     info->name);
     inf_pipeline *p = calloc(1, sizeof *p);
-    if (!p) return fail(err, INF_ENOMEM, "out of memory");
+    if (!p) return inf_error_set(err, INF_ENOMEM, "out of memory");
     inf_status st;
     p->is_default = 1;
     p->model = model;
@@ -1089,12 +1089,12 @@ inf_status inf_pipeline_default(const inf_model *model, const inf_pipeline_optio
     p->canonical = strdup("default");
     p->base_dir = strdup(".");
     if (!p->model_inputs || !p->name || !p->model_name || !p->canonical || !p->base_dir) {
-        st = fail(err, INF_ENOMEM, "out of memory");
+        st = inf_error_set(err, INF_ENOMEM, "out of memory");
         goto fail;
     }
     pmodel_input *t = &p->model_inputs[p->n_model_inputs++];
     if (!(t->name = strdup(info->name))) {
-        st = fail(err, INF_ENOMEM, "out of memory");
+        st = inf_error_set(err, INF_ENOMEM, "out of memory");
         goto fail;
     }
     t->dtype = dt;

@@ -25,8 +25,6 @@
 
 #define BUNDLE_MODEL_NAME "model.onnx"
 
-static inf_status oom(inf_error *err) { return inf__reg_fail(err, INF_ENOMEM, "registry: out of memory reading a model"); }
-
 /* mkdir -p */
 int inf__reg_make_dirs(const char *path) {
     char buf[4096];
@@ -41,41 +39,6 @@ int inf__reg_make_dirs(const char *path) {
     return 0;
 }
 
-/* Reads a model or spec file: only a regular file within its size limit
- * (inf_file_open, the check every reader shares: /dev/zero and FIFOs are
- * refused, not read forever); exactly the size fstat reported is read. */
-inf_status inf__reg_read_file(const char *path, const char *what, unsigned char **data, size_t *size,
-                              inf_error *err) {
-    *data = NULL;
-    *size = 0;
-    int fd;
-    uint64_t n;
-    uint64_t limit = strcmp(what, "model") ? INF_FILE_MAX_SPEC_BYTES : INF_FILE_MAX_MODEL_BYTES;
-    inf_status st = inf_file_open(path, what, limit, &fd, &n, err);
-    if (st) return st;
-    unsigned char *buf = malloc((size_t)n + 1);
-    if (!buf) {
-        close(fd);
-        return oom(err);
-    }
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, (size_t)n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            int e = r < 0 ? errno : 0;
-            close(fd);
-            free(buf);
-            return inf__reg_fail(err, INF_EIO, "cannot read %s %s: %s", what, path, e ? strerror(e) : "it shrank while read");
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    *data = buf;
-    *size = (size_t)n;
-    return INF_OK;
-}
-
 /* Opens external data file `name` of the model in dir: inside dir once
  * symlinks are resolved, a regular file (a symlink to a secret elsewhere is
  * refused, not copied into the store). */
@@ -87,7 +50,7 @@ static inf_status open_external(const char *dir, const char *name, FILE **out, i
     if (st) return st;
     if (!(*out = fdopen(fd, "rb"))) {
         close(fd);
-        return inf__reg_fail(err, INF_EIO, "cannot open external data file %s/%s: %s", dir, name, strerror(errno));
+        return inf_error_set(err, INF_EIO, "cannot open external data file %s/%s: %s", dir, name, strerror(errno));
     }
     return INF_OK;
 }
@@ -108,7 +71,7 @@ static inf_status hash_file(const char *dir, const char *name, char hex[65], uin
     }
     bool bad = ferror(f);
     fclose(f);
-    if (bad) return inf__reg_fail(err, INF_EIO, "cannot read external data file %s/%s: %s", dir, name, strerror(errno));
+    if (bad) return inf_error_set(err, INF_EIO, "cannot read external data file %s/%s: %s", dir, name, strerror(errno));
     uint8_t digest[32];
     inf_sha256_final(&c, digest);
     inf_sha256_to_hex(digest, hex);
@@ -151,8 +114,10 @@ int inf__artifact_is_gguf(const inf__artifact *a) { return a->size >= 4 && !memc
 
 inf_status inf__artifact_read(const char *model_path, inf__artifact *a, inf_error *err) {
     memset(a, 0, sizeof *a);
-    inf_status st = inf__reg_read_file(model_path, "model", &a->data, &a->size, err);
+    void *bytes = NULL; /* the one whole-file reader (core/file.c): a regular file within the model limit */
+    inf_status st = inf_file_read(model_path, "model", INF_FILE_MAX_MODEL_BYTES, &bytes, &a->size, err);
     if (st) return st;
+    a->data = bytes;
     dir_of(model_path, a->dir, sizeof a->dir);
     inf_error e;
     if (inf__artifact_is_gguf(a)) { /* a GGUF language model is one file */
@@ -161,12 +126,12 @@ inf_status inf__artifact_read(const char *model_path, inf__artifact *a, inf_erro
         return INF_OK;
     }
     if ((st = inf_model_external_files(a->data, a->size, &a->files, &a->n_files, &e))) {
-        inf__reg_fail(err, st, "model %s does not load: %s", model_path, e.message);
+        inf_error_set(err, st, "model %s does not load: %s", model_path, e.message);
         goto fail;
     }
     for (int i = 0; i < a->n_files; i++)
         if (!strcmp(a->files[i], BUNDLE_MODEL_NAME)) {
-            st = inf__reg_fail(err, INF_EUNSUPPORTED, "model %s: an external data file named '%s' is not supported",
+            st = inf_error_set(err, INF_EUNSUPPORTED, "model %s: an external data file named '%s' is not supported",
                                model_path, BUNDLE_MODEL_NAME);
             goto fail;
         }
@@ -183,7 +148,7 @@ fail:
 }
 
 void inf__artifact_clear(inf__artifact *a) {
-    free(a->data);
+    inf_file_free(a->data);
     inf_model_external_files_free(a->files, a->n_files);
     memset(a, 0, sizeof *a);
 }
@@ -229,7 +194,7 @@ static inf_status copy_file(const char *dir, const char *name, const char *to, i
     int e = errno;
     fclose(in);
     if (out && fclose(out)) ok = false;
-    if (!ok) return inf__reg_fail(err, INF_EIO, "cannot copy external data %s/%s to %s: %s", dir, name, to, strerror(e));
+    if (!ok) return inf_error_set(err, INF_EIO, "cannot copy external data %s/%s to %s: %s", dir, name, to, strerror(e));
     return INF_OK;
 }
 
@@ -244,12 +209,12 @@ static inf_status fill_bundle(const inf__artifact *a, const char *tmp, inf_error
     char to[8192], parent[8192];
     snprintf(to, sizeof to, "%s/%s", tmp, BUNDLE_MODEL_NAME);
     if (!write_synced(to, a->data, a->size))
-        return inf__reg_fail(err, INF_EIO, "cannot write artifact %s: %s", to, strerror(errno));
+        return inf_error_set(err, INF_EIO, "cannot write artifact %s: %s", to, strerror(errno));
     for (int i = 0; i < a->n_files; i++) {
         snprintf(to, sizeof to, "%s/%s", tmp, a->files[i]);
         dir_of(to, parent, sizeof parent);
         if (inf__reg_make_dirs(parent))
-            return inf__reg_fail(err, INF_EIO, "cannot create artifact directory %s: %s", parent, strerror(errno));
+            return inf_error_set(err, INF_EIO, "cannot create artifact directory %s: %s", parent, strerror(errno));
         inf_status st = copy_file(a->dir, a->files[i], to, err);
         if (st) return st;
     }
@@ -281,14 +246,14 @@ inf_status inf__artifact_store(const char *artifacts, const inf__artifact *a, ch
         return INF_OK;
     }
     if (inf__reg_make_dirs(dir))
-        return inf__reg_fail(err, INF_EIO, "cannot create artifact directory %s: %s", dir, strerror(errno));
+        return inf_error_set(err, INF_EIO, "cannot create artifact directory %s: %s", dir, strerror(errno));
     snprintf(tmp, sizeof tmp, "%s/.tmp-%ld-%s", dir, (long)getpid(), a->sha256);
     inf_status rc = INF_OK;
     if (a->n_files == 0) {
         if (!write_synced(tmp, a->data, a->size))
-            rc = inf__reg_fail(err, INF_EIO, "cannot write artifact %s: %s", tmp, strerror(errno));
+            rc = inf_error_set(err, INF_EIO, "cannot write artifact %s: %s", tmp, strerror(errno));
     } else if (mkdir(tmp, ARTIFACT_DIR_MODE)) {
-        rc = inf__reg_fail(err, INF_EIO, "cannot create artifact directory %s: %s", tmp, strerror(errno));
+        rc = inf_error_set(err, INF_EIO, "cannot create artifact directory %s: %s", tmp, strerror(errno));
     } else {
         rc = fill_bundle(a, tmp, err);
     }
@@ -301,7 +266,7 @@ inf_status inf__artifact_store(const char *artifacts, const inf__artifact *a, ch
     if (!rc && rename(tmp, final)) {
         /* a concurrent writer may have stored the same content first */
         if (!(a->n_files && (errno == ENOTEMPTY || errno == EEXIST) && stat(final, &st) == 0 && S_ISDIR(st.st_mode)))
-            rc = inf__reg_fail(err, INF_EIO, "cannot write artifact %s: %s", final, strerror(errno));
+            rc = inf_error_set(err, INF_EIO, "cannot write artifact %s: %s", final, strerror(errno));
     }
     if (rc || a->n_files) nftw(tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS); /* no-op after a rename */
     if (aside[0]) nftw(aside, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -317,17 +282,17 @@ inf_status inf__artifact_load(const char *artifact_path, const char *expect_sha2
     if (rc) {
         char msg[INF_ERROR_MESSAGE_MAX];
         snprintf(msg, sizeof msg, "%s", err ? err->message : "");
-        return inf__reg_fail(err, rc, "artifact of %s is missing or unreadable: %s", what, msg);
+        return inf_error_set(err, rc, "artifact of %s is missing or unreadable: %s", what, msg);
     }
     if (strcmp(a.sha256, expect_sha256)) {
-        rc = inf__reg_fail(err, INF_EFORMAT, "artifact of %s is corrupt: %s has sha256 %.12s..., expected %.12s...",
+        rc = inf_error_set(err, INF_EFORMAT, "artifact of %s is corrupt: %s has sha256 %.12s..., expected %.12s...",
                            what, artifact_path, a.sha256, expect_sha256);
     } else {
         inf_error e;
         /* external data is read beside the stored model.onnx */
         rc = a.n_files ? inf_model_load(artifact_path, opts, model, &e)
                        : inf_model_load_buffer(a.data, a.size, NULL, opts, model, &e);
-        if (rc) inf__reg_fail(err, rc, "%s: %s", what, e.message);
+        if (rc) inf_error_set(err, rc, "%s: %s", what, e.message);
     }
     inf__artifact_clear(&a);
     return rc;

@@ -169,7 +169,7 @@ inf_status inf_registry_audit_verify(inf_registry *r, inf_registry_audit_report 
         inf__rows_free(rows);
     }
     if (rep->first_bad_seq)
-        return inf__reg_fail(err, INF_EFORMAT, "audit log broken at record %lld: %s", (long long)rep->first_bad_seq,
+        return inf_error_set(err, INF_EFORMAT, "audit log broken at record %lld: %s", (long long)rep->first_bad_seq,
                              rep->reason);
     return INF_OK;
 }
@@ -237,7 +237,7 @@ inf_status inf_registry_audit_json(inf_registry *r, const inf_registry_audit_fil
     if (rc) return rc;
     char since[32] = "";
     if (f && f->since && !since_to_iso(f->since, since))
-        return inf__reg_fail(err, INF_EINVAL,
+        return inf_error_set(err, INF_EINVAL,
                              "audit --since '%s': expected a real UTC date and time (2024-05-01, 2024-05-01T12:00) or an age (90s, "
                              "30m, 2h, 7d)",
                              f->since);
@@ -279,7 +279,7 @@ inf_status inf_registry_audit_json(inf_registry *r, const inf_registry_audit_fil
     inf__rows_free(rows);
     *out = arr ? cJSON_Print(arr) : NULL;
     cJSON_Delete(arr);
-    return *out ? INF_OK : inf__reg_fail(err, INF_ENOMEM, "registry: out of memory listing the audit log");
+    return *out ? INF_OK : inf_error_set(err, INF_ENOMEM, "registry: out of memory listing the audit log");
 }
 
 /* ---------------------------------------------------------------------------
@@ -294,9 +294,9 @@ static bool valid_hex64(const char *s) {
 
 inf_status inf_registry_audit_prediction(inf_registry *r, const inf_registry_prediction *p, inf_error *err) {
     if (!p || !inf__reg_valid_name(p->name) || p->version <= 0 || p->n_rows < 0)
-        return inf__reg_fail(err, INF_EINVAL, "audit prediction: needs a model name, a version >= 1 and rows >= 0");
+        return inf_error_set(err, INF_EINVAL, "audit prediction: needs a model name, a version >= 1 and rows >= 0");
     if (p->inputs_sha256 && !valid_hex64(p->inputs_sha256))
-        return inf__reg_fail(err, INF_EINVAL, "audit prediction %s@%lld: inputs_sha256 must be 64 hex digits", p->name,
+        return inf_error_set(err, INF_EINVAL, "audit prediction %s@%lld: inputs_sha256 must be 64 hex digits", p->name,
                              (long long)p->version);
     inf_status rc = inf__auth_require(r, p->name, INF_REGISTRY_PREDICT, "predict", p->version, err);
     if (rc) return rc;
@@ -312,7 +312,7 @@ inf_status inf_registry_audit_prediction(inf_registry *r, const inf_registry_pre
     if (p->job_id) cJSON_AddStringToObject(d, "job", p->job_id);
     char *detail = d ? cJSON_PrintUnformatted(d) : NULL;
     cJSON_Delete(d);
-    if (!detail) return inf__reg_fail(err, INF_ENOMEM, "registry: out of memory building the audit record");
+    if (!detail) return inf_error_set(err, INF_ENOMEM, "registry: out of memory building the audit record");
     if ((rc = inf__reg_begin(r, err)) == INF_OK) {
         if ((rc = inf__audit_append(r, "predict", p->name, p->version, "ok", detail, err)) ||
             (rc = inf__reg_commit(r, err)))
@@ -330,14 +330,14 @@ inf_status inf_registry_audit_event(inf_registry *r, const char *action, const c
     for (const char *p = action; action_ok && *p; p++)
         action_ok = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-';
     if (!action_ok || (model && !inf__reg_valid_name(model)) || version < 0 || !outcome)
-        return inf__reg_fail(err, INF_EINVAL, "audit event: needs an action (a-z, 0-9, '-'), a valid model name or "
+        return inf_error_set(err, INF_EINVAL, "audit event: needs an action (a-z, 0-9, '-'), a valid model name or "
                                               "none, a version >= 0 and an outcome");
     cJSON *d = detail_json ? cJSON_Parse(detail_json) : cJSON_CreateObject();
     bool object = cJSON_IsObject(d);
     char *detail = object ? cJSON_PrintUnformatted(d) : NULL;
     cJSON_Delete(d);
-    if (!object) return inf__reg_fail(err, INF_EINVAL, "audit event %s: the detail must be a JSON object", action);
-    if (!detail) return inf__reg_fail(err, INF_ENOMEM, "registry: out of memory building the audit record");
+    if (!object) return inf_error_set(err, INF_EINVAL, "audit event %s: the detail must be a JSON object", action);
+    if (!detail) return inf_error_set(err, INF_ENOMEM, "registry: out of memory building the audit record");
     inf_status rc = inf__auth_require(r, model, INF_REGISTRY_PUBLISH, action, version, err);
     if (rc == INF_OK && (rc = inf__reg_begin(r, err)) == INF_OK) {
         if ((rc = inf__audit_append(r, action, model, version, outcome, detail, err)) || (rc = inf__reg_commit(r, err)))

@@ -186,12 +186,12 @@ inf_status inf__auth_require(inf_registry *r, const char *model, inf_registry_ac
     inf_status rc = check(r, model, action, why, sizeof why, err);
     if (rc != INF_EAUTH && rc != INF_EDENIED) return rc;
     if (what) inf__audit_denied(r, what, model, version, why);
-    return inf__reg_fail(err, rc, "%s: %s", rc == INF_EAUTH ? "not authenticated" : "permission denied", why);
+    return inf_error_set(err, rc, "%s: %s", rc == INF_EAUTH ? "not authenticated" : "permission denied", why);
 }
 
 inf_status inf_registry_check(inf_registry *r, const char *model, inf_registry_action action, const char *what,
                               inf_error *err) {
-    if ((unsigned)action > INF_REGISTRY_ADMIN) return inf__reg_fail(err, INF_EINVAL, "registry check: unknown action");
+    if ((unsigned)action > INF_REGISTRY_ADMIN) return inf_error_set(err, INF_EINVAL, "registry check: unknown action");
     return inf__auth_require(r, model, action, what ? what : "check", 0, err);
 }
 
@@ -218,7 +218,7 @@ static char *grant_detail(const char *principal, const char *role, const char *m
 
 static inf_status audit_and_commit(inf_registry *r, const char *action, const char *model, char *detail,
                                    inf_error *err) {
-    if (!detail) return inf__reg_fail(err, INF_ENOMEM, "registry: out of memory building the audit record");
+    if (!detail) return inf_error_set(err, INF_ENOMEM, "registry: out of memory building the audit record");
     inf_status rc = inf__audit_append(r, action, model, 0, "ok", detail, err);
     free(detail);
     return rc ? rc : inf__reg_commit(r, err);
@@ -236,7 +236,7 @@ static inf_status keeps_an_admin(inf_registry *r, inf_error *err) {
     bool ok = strtoll(inf__rows_get(rows, 0, 0) ? inf__rows_get(rows, 0, 0) : "0", NULL, 10) > 0;
     inf__rows_free(rows);
     return ok ? INF_OK
-              : inf__reg_fail(err, INF_EINVAL,
+              : inf_error_set(err, INF_EINVAL,
                               "refused: no global admin with a live token would remain (grant admin to someone "
                               "else first)");
 }
@@ -244,14 +244,14 @@ static inf_status keeps_an_admin(inf_registry *r, inf_error *err) {
 static inf_status check_grant_args(const char *what, const char *principal, const char *role, const char *model,
                                    inf_error *err) {
     if (!valid_principal(principal))
-        return inf__reg_fail(err, INF_EINVAL, "%s: invalid principal '%s' (letters, digits, '.', '_', '-', '@', ':')",
+        return inf_error_set(err, INF_EINVAL, "%s: invalid principal '%s' (letters, digits, '.', '_', '-', '@', ':')",
                              what, principal ? principal : "");
     if (role && !find_role(role))
-        return inf__reg_fail(err, INF_EINVAL,
+        return inf_error_set(err, INF_EINVAL,
                              "%s: unknown role '%s' (roles: admin, publisher, approver, predictor, viewer)", what, role);
     /* "" is refused, not read as global: an empty --model "$M" must not widen a grant */
     if (model && !inf__reg_valid_name(model))
-        return inf__reg_fail(err, INF_EINVAL, "%s: invalid model name '%s' (omit --model for a global role)", what,
+        return inf_error_set(err, INF_EINVAL, "%s: invalid model name '%s' (omit --model for a global role)", what,
                              model);
     return INF_OK;
 }
@@ -259,7 +259,7 @@ static inf_status check_grant_args(const char *what, const char *principal, cons
 inf_status inf_registry_grant(inf_registry *r, const char *principal, const char *role, const char *model,
                               inf_error *err) {
     inf_status rc = check_grant_args("grant", principal, role, model, err);
-    if (!rc && !role) rc = inf__reg_fail(err, INF_EINVAL, "grant: no role given");
+    if (!rc && !role) rc = inf_error_set(err, INF_EINVAL, "grant: no role given");
     if (rc || (rc = inf__auth_require(r, NULL, INF_REGISTRY_ADMIN, "grant", 0, err))) return rc;
     if ((rc = inf__reg_begin(r, err))) return rc;
     char ts[32];
@@ -277,7 +277,7 @@ inf_status inf_registry_grant(inf_registry *r, const char *principal, const char
 inf_status inf_registry_revoke(inf_registry *r, const char *principal, const char *role, const char *model,
                                inf_error *err) {
     inf_status rc = check_grant_args("revoke", principal, role, model, err);
-    if (!rc && !role) rc = inf__reg_fail(err, INF_EINVAL, "revoke: no role given");
+    if (!rc && !role) rc = inf_error_set(err, INF_EINVAL, "revoke: no role given");
     if (rc || (rc = inf__auth_require(r, NULL, INF_REGISTRY_ADMIN, "revoke", 0, err))) return rc;
     if ((rc = inf__reg_begin(r, err))) return rc;
     const char *params[3] = {principal, role, model ? model : ""};
@@ -288,7 +288,7 @@ inf_status inf_registry_revoke(inf_registry *r, const char *principal, const cha
     bool had = strtoll(inf__rows_get(rows, 0, 0), NULL, 10) > 0;
     inf__rows_free(rows);
     if (!had) {
-        rc = inf__reg_fail(err, INF_ENOENT, "revoke: '%s' has no role %s %s%s", principal, role,
+        rc = inf_error_set(err, INF_ENOENT, "revoke: '%s' has no role %s %s%s", principal, role,
                            model && *model ? "on model " : "globally", model && *model ? model : "");
         goto rollback;
     }
@@ -311,7 +311,7 @@ static inf_status random_hex(char *out, size_t n_bytes, inf_error *err) {
     FILE *f = fopen("/dev/urandom", "rb");
     if (!f || fread(buf, 1, n_bytes, f) != n_bytes) {
         if (f) fclose(f);
-        return inf__reg_fail(err, INF_EIO, "cannot read /dev/urandom to make a token");
+        return inf_error_set(err, INF_EIO, "cannot read /dev/urandom to make a token");
     }
     fclose(f);
     static const char hex[] = "0123456789abcdef";
@@ -350,7 +350,7 @@ inf_status inf_registry_token_create(inf_registry *r, const char *principal, con
             goto rollback;
         char *d = grant_detail(principal, role, model, NULL);
         if (!d) {
-            rc = inf__reg_fail(err, INF_ENOMEM, "registry: out of memory");
+            rc = inf_error_set(err, INF_ENOMEM, "registry: out of memory");
             goto rollback;
         }
         rc = inf__audit_append(r, "grant", model, 0, "ok", d, err);
@@ -361,7 +361,7 @@ inf_status inf_registry_token_create(inf_registry *r, const char *principal, con
         unsigned caps;
         if ((rc = caps_of(r, principal, NULL, &caps, NULL, 0, err))) goto rollback;
         if (caps != ~0u) {
-            rc = inf__reg_fail(err, INF_EINVAL,
+            rc = inf_error_set(err, INF_EINVAL,
                                "the first token turns auth on and must belong to a global admin: run 'infera registry "
                                "token create %s --role admin'",
                                principal);
@@ -415,7 +415,7 @@ inf_status inf_registry_token_revoke(inf_registry *r, const char *principal, con
     cJSON_Delete(d);
     if (n == 0) {
         free(detail);
-        rc = inf__reg_fail(err, INF_ENOENT, "token revoke: '%s' has no live token%s%s", principal,
+        rc = inf_error_set(err, INF_ENOENT, "token revoke: '%s' has no live token%s%s", principal,
                            token_id ? " with id " : "", token_id ? token_id : "");
         goto rollback;
     }
@@ -454,7 +454,7 @@ inf_status inf_registry_tokens_json(inf_registry *r, const char *principal, char
                            NULL, &gs, err)))
         goto done;
     if (principal && ps->n_rows == 0) {
-        rc = inf__reg_fail(err, INF_ENOENT, "unknown principal '%s'", principal);
+        rc = inf_error_set(err, INF_ENOENT, "unknown principal '%s'", principal);
         goto done;
     }
     cJSON *arr = cJSON_CreateArray();
@@ -490,7 +490,7 @@ inf_status inf_registry_tokens_json(inf_registry *r, const char *principal, char
     }
     *out = arr ? cJSON_Print(arr) : NULL;
     cJSON_Delete(arr);
-    if (!*out) rc = inf__reg_fail(err, INF_ENOMEM, "registry: out of memory listing tokens");
+    if (!*out) rc = inf_error_set(err, INF_ENOMEM, "registry: out of memory listing tokens");
 done:
     inf__rows_free(ps);
     inf__rows_free(ts);
@@ -511,7 +511,7 @@ inf_status inf_registry_auth_enable(inf_registry *r, inf_error *err) {
     bool ok = strtoll(inf__rows_get(rows, 0, 0), NULL, 10) > 0;
     inf__rows_free(rows);
     if (!ok) {
-        rc = inf__reg_fail(err, INF_EINVAL,
+        rc = inf_error_set(err, INF_EINVAL,
                            "auth enable: no global admin has a live token; create one first with 'infera registry "
                            "token create NAME --role admin' (which also enables auth)");
         goto rollback;

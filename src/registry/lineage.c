@@ -17,11 +17,11 @@ static const char *const use_kinds[] = {"batch", "stream", "serve", "sql", "othe
 
 inf_status inf_registry_record_use(inf_registry *r, const inf_registry_use *u, inf_error *err) {
     if (!u || !inf__reg_valid_name(u->name) || u->version <= 0)
-        return inf__reg_fail(err, INF_EINVAL, "record use: needs a model name and a version >= 1");
+        return inf_error_set(err, INF_EINVAL, "record use: needs a model name and a version >= 1");
     bool kind_ok = false;
     for (size_t i = 0; u->kind && i < sizeof use_kinds / sizeof use_kinds[0]; i++) kind_ok |= !strcmp(u->kind, use_kinds[i]);
     if (!kind_ok)
-        return inf__reg_fail(err, INF_EINVAL, "record use of %s@%lld: kind '%s' is not batch, stream, serve, sql or other",
+        return inf_error_set(err, INF_EINVAL, "record use of %s@%lld: kind '%s' is not batch, stream, serve, sql or other",
                              u->name, (long long)u->version, u->kind ? u->kind : "");
     inf_status rc = inf__auth_require(r, u->name, INF_REGISTRY_PREDICT, "use", u->version, err);
     if (rc) return rc;
@@ -37,7 +37,7 @@ inf_status inf_registry_record_use(inf_registry *r, const inf_registry_use *u, i
     bool exists = strtoll(inf__rows_get(rows, 0, 0), NULL, 10) > 0;
     inf__rows_free(rows);
     if (!exists) {
-        rc = inf__reg_fail(err, INF_ENOENT, "record use: model '%s' has no version %s", u->name, vbuf);
+        rc = inf_error_set(err, INF_ENOENT, "record use: model '%s' has no version %s", u->name, vbuf);
         goto rollback;
     }
     if ((rc = inf__reg_sql(r, "SELECT coalesce(max(id), 0) + 1 FROM reg_lineage", 0, NULL, &rows, err))) goto rollback;
@@ -60,7 +60,7 @@ inf_status inf_registry_record_use(inf_registry *r, const inf_registry_use *u, i
     char *detail = d ? cJSON_PrintUnformatted(d) : NULL;
     cJSON_Delete(d);
     if (!detail) {
-        rc = inf__reg_fail(err, INF_ENOMEM, "registry: out of memory building the audit record");
+        rc = inf_error_set(err, INF_ENOMEM, "registry: out of memory building the audit record");
         goto rollback;
     }
     rc = inf__audit_append(r, "use", u->name, u->version, "ok", detail, err);
@@ -92,7 +92,7 @@ inf_status inf_registry_lineage_json(inf_registry *r, const char *ref, char **ou
         if ((rc = inf__reg_resolve_any(r, ref, &v, err))) return rc;
         inf_registry_resolved_clear(&v);
     } else {
-        if (!inf__reg_valid_name(ref)) return inf__reg_fail(err, INF_EINVAL, "lineage: invalid model name '%s'", ref ? ref : "");
+        if (!inf__reg_valid_name(ref)) return inf_error_set(err, INF_EINVAL, "lineage: invalid model name '%s'", ref ? ref : "");
         if ((rc = inf__auth_require(r, ref, INF_REGISTRY_READ, "lineage", 0, err))) return rc;
         snprintf(v.name, sizeof v.name, "%s", ref);
     }
@@ -109,7 +109,7 @@ inf_status inf_registry_lineage_json(inf_registry *r, const char *ref, char **ou
         return rc;
     if (vs->n_rows == 0) {
         inf__rows_free(vs);
-        return inf__reg_fail(err, INF_ENOENT, "unknown model '%s' in the registry at %s", v.name, r->location);
+        return inf_error_set(err, INF_ENOENT, "unknown model '%s' in the registry at %s", v.name, r->location);
     }
     if ((rc = inf__reg_sql(r,
                            "SELECT version, ts, kind, source, destination, principal, job_id FROM reg_lineage"
@@ -145,7 +145,7 @@ inf_status inf_registry_lineage_json(inf_registry *r, const char *ref, char **ou
     inf__rows_free(uses);
     *out = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
-    return *out ? INF_OK : inf__reg_fail(err, INF_ENOMEM, "registry: out of memory building lineage");
+    return *out ? INF_OK : inf_error_set(err, INF_ENOMEM, "registry: out of memory building lineage");
 }
 
 /* The table named by a destination: the "table=" parameter, else the whole string. */
@@ -164,7 +164,7 @@ static bool names_table(const char *dest, const char *table) {
 
 inf_status inf_registry_table_lineage_json(inf_registry *r, const char *table, char **out, inf_error *err) {
     *out = NULL;
-    if (!table || !*table) return inf__reg_fail(err, INF_EINVAL, "lineage --table: no table given");
+    if (!table || !*table) return inf_error_set(err, INF_EINVAL, "lineage --table: no table given");
     inf__rows *rows = NULL;
     inf_status rc;
     if (r->auth_enabled && !r->authenticated && (rc = inf__auth_require(r, NULL, INF_REGISTRY_READ, "lineage", 0, err)))
@@ -190,5 +190,5 @@ inf_status inf_registry_table_lineage_json(inf_registry *r, const char *table, c
     inf__rows_free(rows);
     *out = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
-    return *out ? INF_OK : inf__reg_fail(err, INF_ENOMEM, "registry: out of memory building lineage");
+    return *out ? INF_OK : inf_error_set(err, INF_ENOMEM, "registry: out of memory building lineage");
 }

@@ -17,7 +17,7 @@
 inf_status inf_registry_add_metrics(inf_registry *r, const char *name, int64_t version, int n,
                                     const inf_registry_kv *kv, inf_error *err) {
     if (!inf__reg_valid_name(name) || version <= 0)
-        return inf__reg_fail(err, INF_EINVAL, "add metrics: needs a model name and a version >= 1");
+        return inf_error_set(err, INF_EINVAL, "add metrics: needs a model name and a version >= 1");
     inf_status rc = inf__auth_require(r, name, INF_REGISTRY_PUBLISH, "metrics", version, err);
     if (rc) return rc;
     char vbuf[24];
@@ -26,13 +26,13 @@ inf_status inf_registry_add_metrics(inf_registry *r, const char *name, int64_t v
     inf__rows *rows = NULL;
     cJSON *obj = NULL, *added = cJSON_CreateObject();
     char *text = NULL, *detail = NULL;
-    if (!added) return inf__reg_fail(err, INF_ENOMEM, "add metrics: out of memory");
+    if (!added) return inf_error_set(err, INF_ENOMEM, "add metrics: out of memory");
     if ((rc = inf__reg_begin(r, err))) goto out;
     if ((rc = inf__reg_sql(r, "SELECT metrics FROM reg_versions WHERE name = ? AND version = ? AND deleted_at IS NULL",
                            2, p + 1, &rows, err)))
         goto rollback;
     if (rows->n_rows == 0) {
-        rc = inf__reg_fail(err, INF_ENOENT, "add metrics: model '%s' has no live version %s", name, vbuf);
+        rc = inf_error_set(err, INF_ENOENT, "add metrics: model '%s' has no live version %s", name, vbuf);
         goto rollback;
     }
     obj = cJSON_Parse(inf__rows_get(rows, 0, 0) ? inf__rows_get(rows, 0, 0) : "{}");
@@ -44,7 +44,7 @@ inf_status inf_registry_add_metrics(inf_registry *r, const char *name, int64_t v
         char *end;
         double d = kv[i].value ? strtod(kv[i].value, &end) : NAN;
         if (!kv[i].key || !*kv[i].key || !kv[i].value || end == kv[i].value || *end || !isfinite(d)) {
-            rc = inf__reg_fail(err, INF_EINVAL, "add metrics: '%s' is not KEY=finite number", kv[i].key ? kv[i].key : "");
+            rc = inf_error_set(err, INF_EINVAL, "add metrics: '%s' is not KEY=finite number", kv[i].key ? kv[i].key : "");
             goto rollback;
         }
         cJSON_DeleteItemFromObjectCaseSensitive(obj, kv[i].key);
@@ -52,7 +52,7 @@ inf_status inf_registry_add_metrics(inf_registry *r, const char *name, int64_t v
         cJSON_AddNumberToObject(added, kv[i].key, d);
     }
     if (!obj || !(text = cJSON_PrintUnformatted(obj)) || !(detail = cJSON_PrintUnformatted(added))) {
-        rc = inf__reg_fail(err, INF_ENOMEM, "add metrics: out of memory");
+        rc = inf_error_set(err, INF_ENOMEM, "add metrics: out of memory");
         goto rollback;
     }
     p[0] = text;

@@ -24,16 +24,16 @@ static bool valid_rate(double v) { return isfinite(v) && v >= 0 && v <= 1e12; }
 
 inf_status inf_registry_quota_set(inf_registry *r, const inf_registry_quota *q, inf_error *err) {
     if (!q || !valid_quota_principal(q->principal))
-        return inf__reg_fail(err, INF_EINVAL, "quota set: '%s' is not a principal name (letters, digits, . _ - @ :), "
+        return inf_error_set(err, INF_EINVAL, "quota set: '%s' is not a principal name (letters, digits, . _ - @ :), "
                              "'anonymous' or '*'", q && q->principal ? q->principal : "");
     if (!valid_rate(q->requests_per_s) || !valid_rate(q->rows_per_s))
-        return inf__reg_fail(err, INF_EINVAL, "quota set %s: rates must be finite numbers >= 0 (0 = no limit)",
+        return inf_error_set(err, INF_EINVAL, "quota set %s: rates must be finite numbers >= 0 (0 = no limit)",
                              q->principal);
     if (!(isfinite(q->burst_s) && q->burst_s >= 0 && q->burst_s <= 3600))
-        return inf__reg_fail(err, INF_EINVAL, "quota set %s: burst must be 0..3600 seconds of the rate (0 = 1 s)",
+        return inf_error_set(err, INF_EINVAL, "quota set %s: burst must be 0..3600 seconds of the rate (0 = 1 s)",
                              q->principal);
     if (q->requests_per_s == 0 && q->rows_per_s == 0)
-        return inf__reg_fail(err, INF_EINVAL, "quota set %s: give --rps or --rows-per-s (remove a quota with "
+        return inf_error_set(err, INF_EINVAL, "quota set %s: give --rps or --rows-per-s (remove a quota with "
                              "`quota remove`)", q->principal);
     inf_status rc = inf__auth_require(r, NULL, INF_REGISTRY_ADMIN, "quota-set", 0, err);
     if (rc) return rc;
@@ -59,7 +59,7 @@ inf_status inf_registry_quota_set(inf_registry *r, const inf_registry_quota *q, 
 
 inf_status inf_registry_quota_remove(inf_registry *r, const char *principal, inf_error *err) {
     if (!valid_quota_principal(principal))
-        return inf__reg_fail(err, INF_EINVAL, "quota remove: '%s' is not a principal name", principal ? principal : "");
+        return inf_error_set(err, INF_EINVAL, "quota remove: '%s' is not a principal name", principal ? principal : "");
     inf_status rc = inf__auth_require(r, NULL, INF_REGISTRY_ADMIN, "quota-remove", 0, err);
     if (rc) return rc;
     const char *p[1] = {principal};
@@ -69,7 +69,7 @@ inf_status inf_registry_quota_remove(inf_registry *r, const char *principal, inf
     if ((rc = inf__reg_begin(r, err))) return rc;
     if ((rc = inf__reg_sql(r, "SELECT count(*) FROM reg_quotas WHERE principal = ?", 1, p, &rows, err))) goto rollback;
     if (strtoll(inf__rows_get(rows, 0, 0), NULL, 10) == 0) {
-        rc = inf__reg_fail(err, INF_ENOENT, "quota remove: '%s' has no quota", principal);
+        rc = inf_error_set(err, INF_ENOENT, "quota remove: '%s' has no quota", principal);
         goto rollback;
     }
     if ((rc = inf__reg_sql(r, "DELETE FROM reg_quotas WHERE principal = ?", 1, p, NULL, err)) ||
@@ -94,7 +94,7 @@ inf_status inf_registry_quotas(inf_registry *r, inf_registry_quota **out, int *n
     inf_registry_quota *q = calloc(rows->n_rows > 0 ? (size_t)rows->n_rows : 1, sizeof *q);
     if (!q) {
         inf__rows_free(rows);
-        return inf__reg_fail(err, INF_ENOMEM, "quota list: out of memory");
+        return inf_error_set(err, INF_ENOMEM, "quota list: out of memory");
     }
     for (int i = 0; i < rows->n_rows; i++) {
         snprintf(q[i].principal, sizeof q[i].principal, "%s", inf__rows_get(rows, i, 0));

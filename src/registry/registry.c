@@ -118,7 +118,7 @@ static void fmt_i64(char out[24], int64_t v) { snprintf(out, 24, "%lld", (long l
 static int64_t parse_i64(const char *s) { return s ? strtoll(s, NULL, 10) : 0; }
 
 static inf_status oom(inf_error *err, const char *what) {
-    return inf__reg_fail(err, INF_ENOMEM, "registry: out of memory %s", what);
+    return inf_error_set(err, INF_ENOMEM, "registry: out of memory %s", what);
 }
 
 /* ---------------------------------------------------------------------------
@@ -151,7 +151,7 @@ inf_status inf_registry_open(const inf_registry_options *o, inf_registry **out, 
     if (o->url && !is_pg_url(o->url)) { /* named without its password: a URL may carry one */
         char shown[1024];
         inf__reg_redact(o->url, shown, sizeof shown);
-        rc = inf__reg_fail(err, INF_EINVAL, "registry URL must start with postgresql:// (got '%.60s%s')", shown,
+        rc = inf_error_set(err, INF_EINVAL, "registry URL must start with postgresql:// (got '%.60s%s')", shown,
                            strlen(shown) > 60 ? "..." : "");
         goto fail;
     }
@@ -169,12 +169,12 @@ inf_status inf_registry_open(const inf_registry_options *o, inf_registry **out, 
         snprintf(r->location, sizeof r->location, "sqlite:%s", path);
         struct stat st;
         if (!o->create && stat(path, &st)) {
-            rc = inf__reg_fail(err, INF_ENOENT, "no registry at %s (nothing registered yet; set --home or INFERA_HOME)",
+            rc = inf_error_set(err, INF_ENOENT, "no registry at %s (nothing registered yet; set --home or INFERA_HOME)",
                                path);
             goto fail;
         }
         if (o->create && inf__reg_make_dirs(home)) {
-            rc = inf__reg_fail(err, INF_EIO, "cannot create registry home %s: %s", home, strerror(errno));
+            rc = inf_error_set(err, INF_EIO, "cannot create registry home %s: %s", home, strerror(errno));
             goto fail;
         }
         rc = inf__store_sqlite_open(path, o->create, &r->store, err);
@@ -187,7 +187,7 @@ inf_status inf_registry_open(const inf_registry_options *o, inf_registry **out, 
     inf__rows_free(rows);
     if (!exists) {
         if (!o->create) {
-            rc = inf__reg_fail(err, INF_ENOENT, "no registry in %s (nothing registered yet)", r->location);
+            rc = inf_error_set(err, INF_ENOENT, "no registry in %s (nothing registered yet)", r->location);
             goto fail;
         }
         if ((rc = r->store->ops->begin_write(r->store, err))) goto fail; /* no reg_meta to check auth in yet */
@@ -231,14 +231,14 @@ static inf_status parse_ref(const char *ref, parsed_ref *p, inf_error *err) {
     const char *at = ref ? strchr(ref, '@') : NULL;
     size_t n = at ? (size_t)(at - ref) : (ref ? strlen(ref) : 0);
     if (n > 128)
-        return inf__reg_fail(err, INF_EINVAL, "invalid model reference '%.40s...': the name is longer than 128 bytes",
+        return inf_error_set(err, INF_EINVAL, "invalid model reference '%.40s...': the name is longer than 128 bytes",
                              ref);
     if (!ref || n == 0)
-        return inf__reg_fail(err, INF_EINVAL, "invalid model reference '%s': expected NAME, NAME@VERSION or NAME@ALIAS",
+        return inf_error_set(err, INF_EINVAL, "invalid model reference '%s': expected NAME, NAME@VERSION or NAME@ALIAS",
                              ref ? ref : "");
     memcpy(p->name, ref, n);
     if (!inf__reg_valid_name(p->name))
-        return inf__reg_fail(err, INF_EINVAL,
+        return inf_error_set(err, INF_EINVAL,
                              "invalid model name '%s': use letters, digits, '.', '_' and '-' (starting with a letter "
                              "or digit)",
                              p->name);
@@ -246,14 +246,14 @@ static inf_status parse_ref(const char *ref, parsed_ref *p, inf_error *err) {
     const char *tail = at + 1;
     if (all_digits(tail)) {
         if (strlen(tail) > 15) /* strtoll would clamp 10^23 to 2^63-1 */
-            return inf__reg_fail(err, INF_EINVAL, "invalid version in '%.200s': a version has at most 15 digits", ref);
+            return inf_error_set(err, INF_EINVAL, "invalid version in '%.200s': a version has at most 15 digits", ref);
         p->version = strtoll(tail, NULL, 10);
         if (p->version <= 0)
-            return inf__reg_fail(err, INF_EINVAL, "invalid version in '%s': versions start at 1", ref);
+            return inf_error_set(err, INF_EINVAL, "invalid version in '%s': versions start at 1", ref);
         return INF_OK;
     }
     if (!valid_alias(tail))
-        return inf__reg_fail(err, INF_EINVAL, "invalid alias in '%s': expected a version number or an alias name", ref);
+        return inf_error_set(err, INF_EINVAL, "invalid alias in '%s': expected a version number or an alias name", ref);
     snprintf(p->alias, sizeof p->alias, "%s", tail);
     return INF_OK;
 }
@@ -270,14 +270,14 @@ static inf_status find_version(inf_registry *r, const parsed_ref *p, bool any_ve
     if (rc) return rc;
     bool known = parse_i64(inf__rows_get(rows, 0, 0)) > 0;
     inf__rows_free(rows);
-    if (!known) return inf__reg_fail(err, INF_ENOENT, "unknown model '%s' in the registry at %s", p->name, r->location);
+    if (!known) return inf_error_set(err, INF_ENOENT, "unknown model '%s' in the registry at %s", p->name, r->location);
     if (p->alias[0]) {
         params[1] = p->alias;
         if ((rc = inf__reg_sql(r, "SELECT version FROM reg_aliases WHERE name = ? AND alias = ?", 2, params, &rows, err)))
             return rc;
         if (rows->n_rows == 0) {
             inf__rows_free(rows);
-            return inf__reg_fail(err, INF_ENOENT, "model '%s' has no alias '%s'", p->name, p->alias);
+            return inf_error_set(err, INF_ENOENT, "model '%s' has no alias '%s'", p->name, p->alias);
         }
         *version = parse_i64(inf__rows_get(rows, 0, 0));
         inf__rows_free(rows);
@@ -290,7 +290,7 @@ static inf_status find_version(inf_registry *r, const parsed_ref *p, bool any_ve
         const char *v = inf__rows_get(rows, 0, 0);
         *version = parse_i64(v);
         inf__rows_free(rows);
-        if (!*version) return inf__reg_fail(err, INF_ENOENT, "model '%s' has no live version", p->name);
+        if (!*version) return inf_error_set(err, INF_ENOENT, "model '%s' has no live version", p->name);
         return INF_OK;
     }
     fmt_i64(vbuf, *version);
@@ -298,9 +298,9 @@ static inf_status find_version(inf_registry *r, const parsed_ref *p, bool any_ve
     if ((rc = inf__reg_sql(r, "SELECT deleted_at FROM reg_versions WHERE name = ? AND version = ?", 2, params, &rows,
                            err)))
         return rc;
-    if (rows->n_rows == 0) rc = inf__reg_fail(err, INF_ENOENT, "model '%s' has no version %s", p->name, vbuf);
+    if (rows->n_rows == 0) rc = inf_error_set(err, INF_ENOENT, "model '%s' has no version %s", p->name, vbuf);
     else if (inf__rows_get(rows, 0, 0) && !(any_version && p->version))
-        rc = inf__reg_fail(err, INF_ENOENT, "%s@%s was deleted at %s", p->name, vbuf, inf__rows_get(rows, 0, 0));
+        rc = inf_error_set(err, INF_ENOENT, "%s@%s was deleted at %s", p->name, vbuf, inf__rows_get(rows, 0, 0));
     inf__rows_free(rows);
     return rc;
 }
@@ -386,7 +386,7 @@ static inf_status kv_json(const char *what, int n, const inf_registry_kv *kv, bo
     for (int i = 0; i < n; i++) {
         if (!kv[i].key || !*kv[i].key || !kv[i].value) {
             cJSON_Delete(obj);
-            return inf__reg_fail(err, INF_EINVAL, "%s %d: expected KEY=VALUE", what, i + 1);
+            return inf_error_set(err, INF_EINVAL, "%s %d: expected KEY=VALUE", what, i + 1);
         }
         cJSON_DeleteItemFromObjectCaseSensitive(obj, kv[i].key);
         cJSON *item;
@@ -402,7 +402,7 @@ static inf_status kv_json(const char *what, int n, const inf_registry_kv *kv, bo
             else if (errno) why = "is out of range";
             if (why) {
                 cJSON_Delete(obj);
-                return inf__reg_fail(err, INF_EINVAL, "%s '%s': '%s' %s", what, kv[i].key, kv[i].value, why);
+                return inf_error_set(err, INF_EINVAL, "%s '%s': '%s' %s", what, kv[i].key, kv[i].value, why);
             }
             item = cJSON_CreateNumber(d);
         } else {
@@ -454,7 +454,7 @@ static inf_status resolve_spec_stores(const char *spec_path, const char *text, c
             continue;
         if (!dir[0]) {
             if (!realpath(spec_path, dir)) {
-                rc = inf__reg_fail(err, INF_EIO, "pipeline spec %s: cannot resolve its folder: %s", spec_path,
+                rc = inf_error_set(err, INF_EIO, "pipeline spec %s: cannot resolve its folder: %s", spec_path,
                                    strerror(errno));
                 goto done;
             }
@@ -488,15 +488,15 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
                                  int64_t *version, inf_error *err) {
     if (version) *version = 0;
     if (!inf__reg_valid_name(name))
-        return inf__reg_fail(err, INF_EINVAL,
+        return inf_error_set(err, INF_EINVAL,
                              "invalid model name '%s': use up to 128 letters, digits, '.', '_' and '-', starting with "
                              "a letter or digit",
                              name ? name : "");
-    if (!info || !info->model_path) return inf__reg_fail(err, INF_EINVAL, "register '%s': no model file given", name);
+    if (!info || !info->model_path) return inf_error_set(err, INF_EINVAL, "register '%s': no model file given", name);
     inf_status rc = inf__auth_require(r, name, INF_REGISTRY_PUBLISH, "register", 0, err);
     if (rc) return rc;
 
-    unsigned char *spec_data = NULL;
+    void *spec_data = NULL;
     size_t spec_size = 0;
     inf__artifact art;
     inf_model *model = NULL;
@@ -508,19 +508,19 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
     if ((rc = inf__artifact_read(info->model_path, &art, err))) {
         char msg[INF_ERROR_MESSAGE_MAX];
         snprintf(msg, sizeof msg, "%s", err ? err->message : "");
-        return inf__reg_fail(err, rc, "cannot register '%s': %s", name, msg);
+        return inf_error_set(err, rc, "cannot register '%s': %s", name, msg);
     }
     /* a GGUF language model: its signature from the llm API (no ONNX load, no pipeline) */
     if (inf__artifact_is_gguf(&art)) {
         if (info->pipeline_path) {
-            rc = inf__reg_fail(err, INF_EINVAL, "cannot register '%s': %s is a GGUF language model, which takes no "
+            rc = inf_error_set(err, INF_EINVAL, "cannot register '%s': %s is a GGUF language model, which takes no "
                                "pipeline spec", name, info->model_path);
             goto done;
         }
         if ((rc = inf__signature_gguf_json(info->model_path, &signature, err))) {
             char msg[INF_ERROR_MESSAGE_MAX];
             snprintf(msg, sizeof msg, "%s", err ? err->message : "");
-            inf__reg_fail(err, rc, "cannot register '%s': %s", name, msg);
+            inf_error_set(err, rc, "cannot register '%s': %s", name, msg);
             goto done;
         }
     }
@@ -531,21 +531,17 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
     if (rc) {
         /* loaded from the bytes read, the loader names the model "<memory>": the path is named already */
         const char *why = strncmp(e.message, "<memory>: ", 10) ? e.message : e.message + 10;
-        inf__reg_fail(err, rc, "cannot register '%s': model %s does not load: %s", name, info->model_path, why);
+        inf_error_set(err, rc, "cannot register '%s': model %s does not load: %s", name, info->model_path, why);
         goto done;
     }
     if (!signature && (rc = inf__signature_json(model, &signature, err))) goto done;
     if (info->pipeline_path) {
-        if ((rc = inf__reg_read_file(info->pipeline_path, "pipeline spec", &spec_data, &spec_size, err))) goto done;
-        char *text = realloc(spec_data, spec_size + 1);
-        if (!text) {
-            rc = oom(err, "reading the pipeline spec");
+        if ((rc = inf_file_read(info->pipeline_path, "pipeline spec", INF_FILE_MAX_SPEC_BYTES, &spec_data, &spec_size,
+                                err)))
             goto done;
-        }
-        spec_data = (unsigned char *)text;
-        text[spec_size] = '\0';
+        const char *text = spec_data; /* NUL-terminated by inf_file_read */
         if (strlen(text) != spec_size) {
-            rc = inf__reg_fail(err, INF_EFORMAT, "pipeline spec %s: contains a NUL byte (not JSON text)",
+            rc = inf_error_set(err, INF_EFORMAT, "pipeline spec %s: contains a NUL byte (not JSON text)",
                                info->pipeline_path);
             goto done;
         }
@@ -556,7 +552,7 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
         if (rc) {
             char msg[INF_ERROR_MESSAGE_MAX];
             snprintf(msg, sizeof msg, "%s", err ? err->message : "");
-            inf__reg_fail(err, rc, "cannot register '%s': %s", name, msg);
+            inf_error_set(err, rc, "cannot register '%s': %s", name, msg);
             goto done;
         }
     }
@@ -570,7 +566,7 @@ inf_status inf_registry_register(inf_registry *r, const char *name, const inf_re
         if ((rc = inf_registry_resolve(r, info->derived_from, &src, err))) {
             char msg[INF_ERROR_MESSAGE_MAX];
             snprintf(msg, sizeof msg, "%s", err ? err->message : "");
-            inf__reg_fail(err, rc, "cannot register '%s': --derived-from: %s", name, msg);
+            inf_error_set(err, rc, "cannot register '%s': --derived-from: %s", name, msg);
             goto done;
         }
         snprintf(derived, sizeof derived, "%s@%lld", src.name, (long long)src.version);
@@ -664,7 +660,7 @@ rollback:
 done:
     inf_model_free(model);
     inf__artifact_clear(&art);
-    free(spec_data);
+    inf_file_free(spec_data);
     cJSON_free(signature);
     free(pipeline);
     cJSON_free(meta);
@@ -681,7 +677,7 @@ inf_status inf_registry_delete(inf_registry *r, const char *name, int64_t versio
                                inf_error *err) {
     parsed_ref p = {.version = version};
     if (!inf__reg_valid_name(name) || version <= 0)
-        return inf__reg_fail(err, INF_EINVAL, "delete: expected NAME@VERSION (got '%s@%lld')", name ? name : "",
+        return inf_error_set(err, INF_EINVAL, "delete: expected NAME@VERSION (got '%s@%lld')", name ? name : "",
                              (long long)version);
     snprintf(p.name, sizeof p.name, "%s", name);
     inf_status rc = inf__auth_require(r, name, INF_REGISTRY_PUBLISH, "delete", version, err);
@@ -700,7 +696,7 @@ inf_status inf_registry_delete(inf_registry *r, const char *name, int64_t versio
                            2, params, &rows, err)))
         goto rollback;
     if (rows->n_rows) {
-        rc = inf__reg_fail(err, INF_EBUSY, "cannot delete %s@%s: alias '%s' points at it (move or remove it first)",
+        rc = inf_error_set(err, INF_EBUSY, "cannot delete %s@%s: alias '%s' points at it (move or remove it first)",
                            name, vbuf, inf__rows_get(rows, 0, 0));
         inf__rows_free(rows);
         goto rollback;
@@ -767,9 +763,9 @@ static char *alias_detail(const char *alias, bool existed, int64_t from, int64_t
 static inf_status alias_change(inf_registry *r, const char *name, int64_t version, const char *alias, int protect,
                                inf_error *err) {
     const char *what = version ? "alias" : "unalias";
-    if (!inf__reg_valid_name(name)) return inf__reg_fail(err, INF_EINVAL, "%s: invalid model name '%s'", what, name ? name : "");
+    if (!inf__reg_valid_name(name)) return inf_error_set(err, INF_EINVAL, "%s: invalid model name '%s'", what, name ? name : "");
     if (!alias || !valid_alias(alias))
-        return inf__reg_fail(err, INF_EINVAL,
+        return inf_error_set(err, INF_EINVAL,
                              "%s: invalid alias '%s': use letters, digits, '.', '_' and '-', not only digits", what,
                              alias ? alias : "");
     for (int attempt = 0; attempt < 3; attempt++) {
@@ -808,7 +804,7 @@ static inf_status alias_change(inf_registry *r, const char *name, int64_t versio
                 goto rollback;
         } else {
             if (!exists2) {
-                rc = inf__reg_fail(err, INF_ENOENT, "model '%s' has no alias '%s'", name, alias);
+                rc = inf_error_set(err, INF_ENOENT, "model '%s' has no alias '%s'", name, alias);
                 goto rollback;
             }
             const char *params[2] = {name, alias};
@@ -829,12 +825,12 @@ static inf_status alias_change(inf_registry *r, const char *name, int64_t versio
         inf__reg_rollback(r);
         return rc;
     }
-    return inf__reg_fail(err, INF_EBUSY, "%s %s@%s: the alias kept changing; try again", what, name, alias);
+    return inf_error_set(err, INF_EBUSY, "%s %s@%s: the alias kept changing; try again", what, name, alias);
 }
 
 inf_status inf_registry_alias_set(inf_registry *r, const char *name, int64_t version, const char *alias, int protect,
                                   inf_error *err) {
-    if (version <= 0) return inf__reg_fail(err, INF_EINVAL, "alias: expected NAME@VERSION with a version number");
+    if (version <= 0) return inf_error_set(err, INF_EINVAL, "alias: expected NAME@VERSION with a version number");
     return alias_change(r, name, version, alias, protect, err);
 }
 
@@ -1022,7 +1018,7 @@ inf_status inf_registry_show_json(inf_registry *r, const char *ref, char **out, 
     if (rc) return rc;
     inf_registry_resolved_clear(&v);
     cJSON *j = version_json(r, v.name, v.version, true);
-    if (!j) return inf__reg_fail(err, INF_EIO, "show %s: cannot read %s@%lld", ref, v.name, (long long)v.version);
+    if (!j) return inf_error_set(err, INF_EIO, "show %s: cannot read %s@%lld", ref, v.name, (long long)v.version);
     if (v.alias[0]) cJSON_AddStringToObject(j, "resolved_from", ref);
     return finish_json(j, out, err);
 }
@@ -1032,14 +1028,14 @@ inf_status inf_registry_versions_json(inf_registry *r, const char *name, char **
     parsed_ref p;
     inf_status rc = parse_ref(name, &p, err);
     if (rc) return rc;
-    if (p.version || p.alias[0]) return inf__reg_fail(err, INF_EINVAL, "versions: expected a model NAME, got '%s'", name);
+    if (p.version || p.alias[0]) return inf_error_set(err, INF_EINVAL, "versions: expected a model NAME, got '%s'", name);
     if ((rc = inf__auth_require(r, p.name, INF_REGISTRY_READ, "versions", 0, err))) return rc;
     inf__rows *rows = NULL;
     const char *params[1] = {p.name};
     if ((rc = inf__reg_sql(r, "SELECT count(*) FROM reg_models WHERE name = ?", 1, params, &rows, err))) return rc;
     bool known = parse_i64(inf__rows_get(rows, 0, 0)) > 0;
     inf__rows_free(rows);
-    if (!known) return inf__reg_fail(err, INF_ENOENT, "unknown model '%s' in the registry at %s", p.name, r->location);
+    if (!known) return inf_error_set(err, INF_ENOENT, "unknown model '%s' in the registry at %s", p.name, r->location);
     if ((rc = inf__reg_sql(r, "SELECT version FROM reg_versions WHERE name = ? ORDER BY version", 1, params, &rows, err)))
         return rc;
     cJSON *arr = cJSON_CreateArray();

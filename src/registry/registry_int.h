@@ -69,17 +69,12 @@ struct inf_registry {
     char auth_error[300]; /* why authentication failed */
 };
 
-/* Fills err (if any) with status and a formatted message; returns status. */
-#define inf__reg_fail(...) inf_error_set(__VA_ARGS__)
 /* Runs one statement; convenience over store->ops->query. */
 inf_status inf__reg_sql(inf_registry *r, const char *sql, int n, const char *const *params, inf__rows **out,
                         inf_error *err);
 inf_status inf__reg_begin(inf_registry *r, inf_error *err);
 /* mkdir -p; 0 or -1 with errno. */
 int inf__reg_make_dirs(const char *path);
-/* Reads a whole file (malloc'd); errors say "cannot open <what> <path>: why". */
-inf_status inf__reg_read_file(const char *path, const char *what, unsigned char **data, size_t *size,
-                              inf_error *err);
 
 /* ---- artifacts (artifact.c) ---- */
 /* A model file as the registry stores it: its bytes, the external-data files

@@ -70,7 +70,7 @@ inf_status inf__signature_json(const inf_model *model, char **out, inf_error *er
     if (s.producer_name && *s.producer_name) cJSON_AddStringToObject(root, "producer", s.producer_name);
     char *text = root ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
-    if (!text) return inf__reg_fail(err, INF_ENOMEM, "registry: out of memory deriving the signature");
+    if (!text) return inf_error_set(err, INF_ENOMEM, "registry: out of memory deriving the signature");
     *out = text;
     return INF_OK;
 }
@@ -86,11 +86,11 @@ inf_status inf__pipeline_check(const char *path, const char *text, const inf_mod
     inf_pipeline_options opts = {0};
     inf_error e;
     inf_status rc = inf_pipeline_load_string(text, strlen(text), model, &opts, &p, &e);
-    if (rc) return inf__reg_fail(err, rc, "pipeline spec %s: %s", path, e.message);
+    if (rc) return inf_error_set(err, rc, "pipeline spec %s: %s", path, e.message);
     *canonical = inf__reg_strdup(inf_pipeline_canonical(p));
     snprintf(hash, 65, "%s", inf_pipeline_hash(p));
     inf_pipeline_free(p);
-    return *canonical ? INF_OK : inf__reg_fail(err, INF_ENOMEM, "registry: out of memory");
+    return *canonical ? INF_OK : inf_error_set(err, INF_ENOMEM, "registry: out of memory");
 }
 
 /* ---------------------------------------------------------------------------
@@ -158,6 +158,6 @@ inf_status inf__signature_gguf_json(const char *path, char **out, inf_error *err
         cJSON_Delete(root);
     }
     inf_llm_model_free(m);
-    if (!*out) return inf__reg_fail(err, INF_ENOMEM, "out of memory for the signature of %s", path);
+    if (!*out) return inf_error_set(err, INF_ENOMEM, "out of memory for the signature of %s", path);
     return INF_OK;
 }

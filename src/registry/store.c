@@ -50,7 +50,7 @@ inf_status inf__reg_begin(inf_registry *r, inf_error *err) {
              "authentication required: auth was turned on in the registry at %s after it was opened; pass --token "
              "or set INFERA_TOKEN",
              r->location);
-    return inf__reg_fail(err, INF_EAUTH, "not authenticated: %s", r->auth_error);
+    return inf_error_set(err, INF_EAUTH, "not authenticated: %s", r->auth_error);
 }
 inf_status inf__reg_commit(inf_registry *r, inf_error *err) { return r->store->ops->commit(r->store, err); }
 void inf__reg_rollback(inf_registry *r) { r->store->ops->rollback(r->store); }

@@ -41,7 +41,7 @@ static inf_status pg_fail(pg_store *s, inf_error *err, const char *what, const c
     char line[300];
     snprintf(line, sizeof line, "%s", msg ? msg : "");
     line[strcspn(line, "\n")] = '\0';
-    return inf__reg_fail(err, INF_EIO, "registry %s: %s: %s", s->where, what, line);
+    return inf_error_set(err, INF_EIO, "registry %s: %s: %s", s->where, what, line);
 }
 
 /* '?' -> $n outside single-quoted literals, and SQLite's COLLATE BINARY ->
@@ -91,7 +91,7 @@ static inf_status pg_query(inf__store *base, const char *sql, int n_params, cons
                            inf__rows **out, inf_error *err) {
     pg_store *s = (pg_store *)base;
     char *text = rewrite(sql);
-    if (!text) return inf__reg_fail(err, INF_ENOMEM, "registry %s: out of memory", s->where);
+    if (!text) return inf_error_set(err, INF_ENOMEM, "registry %s: out of memory", s->where);
     PGresult *res = PQexecParams(s->conn, text, n_params, NULL, params, NULL, NULL, 0);
     free(text);
     ExecStatusType st = PQresultStatus(res);
@@ -124,7 +124,7 @@ static inf_status pg_query(inf__store *base, const char *sql, int n_params, cons
     return INF_OK;
 oom:
     PQclear(res);
-    return inf__reg_fail(err, INF_ENOMEM, "registry %s: out of memory reading results", s->where);
+    return inf_error_set(err, INF_ENOMEM, "registry %s: out of memory reading results", s->where);
 }
 
 static inf_status pg_exec(pg_store *s, const char *sql, const char *what, inf_error *err) {
@@ -188,7 +188,7 @@ static const inf__store_ops pg_ops = {
 inf_status inf__store_pg_open(const char *url, inf__store **out, inf_error *err) {
     *out = NULL;
     pg_store *s = calloc(1, sizeof *s);
-    if (!s) return inf__reg_fail(err, INF_ENOMEM, "registry: out of memory");
+    if (!s) return inf_error_set(err, INF_ENOMEM, "registry: out of memory");
     s->base.ops = &pg_ops;
     inf__reg_redact(url, s->where, sizeof s->where);
     s->conn = PQconnectdb(url);

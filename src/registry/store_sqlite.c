@@ -18,7 +18,7 @@ typedef struct sqlite_store {
 } sqlite_store;
 
 static inf_status db_fail(sqlite_store *s, inf_error *err, const char *what) {
-    return inf__reg_fail(err, INF_EIO, "registry %s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+    return inf_error_set(err, INF_EIO, "registry %s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
 }
 
 static inf_status sq_query(inf__store *base, const char *sql, int n_params, const char *const *params,
@@ -68,7 +68,7 @@ static inf_status sq_query(inf__store *base, const char *sql, int n_params, cons
 oom:
     sqlite3_finalize(st);
     inf__rows_free(rows);
-    return inf__reg_fail(err, INF_ENOMEM, "registry %s: out of memory reading results", s->path);
+    return inf_error_set(err, INF_ENOMEM, "registry %s: out of memory reading results", s->path);
 fail : {
     inf_status rc = db_fail(s, err, "running a statement");
     sqlite3_finalize(st);
@@ -131,13 +131,13 @@ static const inf__store_ops sqlite_ops = {
 inf_status inf__store_sqlite_open(const char *path, int create, inf__store **out, inf_error *err) {
     *out = NULL;
     sqlite_store *s = calloc(1, sizeof *s);
-    if (!s) return inf__reg_fail(err, INF_ENOMEM, "registry %s: out of memory", path);
+    if (!s) return inf_error_set(err, INF_ENOMEM, "registry %s: out of memory", path);
     s->base.ops = &sqlite_ops;
     snprintf(s->path, sizeof s->path, "%s", path);
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
         inf_status rc = create ? db_fail(s, err, "cannot open the database")
-                               : inf__reg_fail(err, INF_ENOENT, "no registry at %s (nothing registered yet?)", path);
+                               : inf_error_set(err, INF_ENOENT, "no registry at %s (nothing registered yet?)", path);
         sq_close(&s->base);
         return rc;
     }

@@ -11,7 +11,7 @@
 
 #include "runtime/model.h"
 
-static inf_status file_sha256(const char *path, char out[65], inf_error *err) {
+inf_status inf__rt_file_sha256(const char *path, char out[65], inf_error *err) {
     int fd;
     uint64_t size;
     if (inf_file_open(path, "model", INF_FILE_MAX_MODEL_BYTES, &fd, &size, err)) return err ? err->status : INF_EIO;
@@ -104,7 +104,7 @@ inf_status inf__rt_model_open(const char *ref, const inf__rt_model_options *opts
     inf_status st;
     if (!ref || !*ref) return inf_error_set(err, INF_EINVAL, "model reference is empty");
     if (inf_registry_ref_is_path(ref)) {
-        if ((st = file_sha256(ref, m->sha256, err))) return st;
+        if ((st = inf__rt_file_sha256(ref, m->sha256, err))) return st;
         if ((st = inf_model_load(ref, NULL, &m->model, err))) goto fail;
         inf__rt_model_stamp(ref, m->sha256, m->name, m->version);
         snprintf(m->source, sizeof m->source, "%s", ref);

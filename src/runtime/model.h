@@ -23,9 +23,9 @@
  *                   hex digits of the file -- content-addressed like a
  *                   registry artifact, so the same file stamps the same
  *                   version in every process and every mode.
- * `infera serve` still numbers a file model's loads 1, 2, ... (its KServe
- * version) and names it by its slot: the next step is to stamp with this rule
- * there too (see docs/batch.md "Output rows").
+ * `infera serve` stamps a file model's version by this rule too (its KServe
+ * version, in responses, metrics and prediction rows); its model_name is the
+ * served name, which is the file stem unless `--model NAME=PATH` names it.
  */
 #ifndef INF_RUNTIME_MODEL_H
 #define INF_RUNTIME_MODEL_H
@@ -52,6 +52,9 @@ typedef struct inf__rt_model {
  * stem, version from its SHA-256 (64 hex digits).  name: 160 bytes,
  * version: 64 bytes. */
 void inf__rt_model_stamp(const char *path, const char *sha256_hex, char name[160], char version[64]);
+/* The SHA-256 of a model file (64 hex digits; a regular file within the
+ * model size limit, as inf_model_load requires). */
+inf_status inf__rt_file_sha256(const char *path, char out[65], inf_error *err);
 
 typedef struct inf__rt_model_options {
     const char *pipeline_path; /* spec file overriding the registry's (may be NULL) */

@@ -56,20 +56,22 @@ static inf_status adapter_failed(inf_error *e, inf_status st) {
                          inf_strerror(st));
 }
 
-/* One pass over `in` (the caller's batch, or the one-record scratch whose
- * record is the caller's row `only`; only < 0: in is the caller's batch).
- * Engine and pipeline errors come back as they are. */
-static inf_status score_once(inf__rt_scorer *s, const inf_record_batch *in, int only, const inf__rt_results *r,
+/* The engine step: s's run hook, else its session. */
+static inf_status run_engine(inf__rt_scorer *s, const inf_tensor *const *x, int rows, inf_tensor *const **y,
                              inf_error *e) {
-    const inf_tensor *const *x;
+    if (s->run) return s->run(s->run_user, x, rows, y, e);
+    return inf_session_run(s->session, x, y, e);
+}
+
+/* After prepare (and the run when records were accepted): finish, and
+ * deliver the scored rows and the pipeline's rejections.  `only`: see
+ * score_once. */
+static inf_status deliver(inf__rt_scorer *s, const inf_record_batch *in, int only, inf_tensor *const *y,
+                          const inf__rt_results *r, inf_error *e) {
     inf_status st;
-    inf_record_batch_reset(s->pred);
-    if ((st = inf_pipeline_prepare(s->exec, in, &x, e))) return st;
     int n_acc = inf_pipeline_n_accepted(s->exec);
     if (n_acc > 0) {
-        inf_tensor *const *y;
-        if ((st = inf_session_run(s->session, x, &y, e)) || (st = inf_pipeline_finish(s->exec, y, s->pred, e)))
-            return st;
+        if ((st = inf_pipeline_finish(s->exec, y, s->pred, e))) return st;
         if (n_acc > s->cap_rows) {
             int *rows = realloc(s->in_rows, (size_t)n_acc * sizeof *rows);
             if (!rows) return out_of_memory(e);
@@ -87,6 +89,21 @@ static inf_status score_once(inf__rt_scorer *s, const inf_record_batch *in, int 
             return adapter_failed(e, st);
     }
     return INF_OK;
+}
+
+/* One pass over `in` (the caller's batch, or the one-record scratch whose
+ * record is the caller's row `only`; only < 0: in is the caller's batch).
+ * Engine and pipeline errors come back as they are. */
+static inf_status score_once(inf__rt_scorer *s, const inf_record_batch *in, int only, const inf__rt_results *r,
+                             inf_error *e) {
+    const inf_tensor *const *x;
+    inf_tensor *const *y = NULL;
+    inf_status st;
+    inf_record_batch_reset(s->pred);
+    if ((st = inf_pipeline_prepare(s->exec, in, &x, e))) return st;
+    int n_acc = inf_pipeline_n_accepted(s->exec);
+    if (n_acc > 0 && (st = run_engine(s, x, n_acc, &y, e))) return st;
+    return deliver(s, in, only, y, r, e);
 }
 
 /* After a data error on the whole batch: each record alone (score.h). */
@@ -110,13 +127,35 @@ static inf_status score_one_by_one(inf__rt_scorer *s, const inf_record_batch *in
     return INF_OK;
 }
 
-inf_status inf__rt_score_batch(inf__rt_scorer *s, const inf_record_batch *in, const inf__rt_results *r,
-                               inf_error *e) {
-    if (inf_record_batch_n_rows(in) == 0) return INF_OK;
-    inf_status st = score_once(s, in, -1, r, e);
+/* The outcome of a first pass over the whole batch: a data error turns
+ * into the record-by-record pass. */
+static inf_status settle(inf__rt_scorer *s, const inf_record_batch *in, inf_status st, const inf__rt_results *r,
+                         inf_error *e) {
     if (st && inf_status_is_data_error(st)) {
         inf_error batch_error = *e;
         st = score_one_by_one(s, in, r, &batch_error, e);
     }
     return st;
+}
+
+inf_status inf__rt_score_batch(inf__rt_scorer *s, const inf_record_batch *in, const inf__rt_results *r,
+                               inf_error *e) {
+    if (inf_record_batch_n_rows(in) == 0) return INF_OK;
+    return settle(s, in, score_once(s, in, -1, r, e), r, e);
+}
+
+inf_status inf__rt_score_prepare(inf__rt_scorer *s, const inf_record_batch *in, const inf_tensor *const **x,
+                                 int *n_accepted, inf_error *e) {
+    *x = NULL;
+    *n_accepted = 0;
+    inf_record_batch_reset(s->pred);
+    inf_status st = inf_pipeline_prepare(s->exec, in, x, e);
+    if (st == INF_OK) *n_accepted = inf_pipeline_n_accepted(s->exec);
+    return st;
+}
+
+inf_status inf__rt_score_complete(inf__rt_scorer *s, const inf_record_batch *in, inf_status st, inf_tensor *const *y,
+                                  const inf__rt_results *r, inf_error *e) {
+    if (st == INF_OK) st = deliver(s, in, -1, y, r, e);
+    return settle(s, in, st, r, e);
 }

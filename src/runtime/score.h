@@ -30,6 +30,14 @@
  *                              events that would come again on a restart
  *                              for ever, so they become dead letters.
  * The rejections are delivered in both cases (the adapter may drop them).
+ *
+ * ASYNCHRONOUS ENGINES.  `infera serve`'s records endpoint runs the engine
+ * on its batcher's thread (batched with other requests), not here: it calls
+ * inf__rt_score_prepare, runs the accepted records' inputs its own way, and
+ * gives the outcome to inf__rt_score_complete, which finishes and delivers
+ * -- or falls back record by record -- exactly as inf__rt_score_batch does.
+ * The fallback's one-record runs go through the scorer's run hook (serve: a
+ * synchronous run on its batcher), or its session when there is no hook.
  */
 #ifndef INF_RUNTIME_SCORE_H
 #define INF_RUNTIME_SCORE_H
@@ -60,6 +68,11 @@ typedef struct inf__rt_results {
     void (*restart)(void *user);
 } inf__rt_results;
 
+/* An engine run of rows accepted records: *y receives the outputs, valid
+ * until the next run (a session's own tensors, or the hook owner's). */
+typedef inf_status (*inf__rt_run_fn)(void *user, const inf_tensor *const *x, int rows, inf_tensor *const **y,
+                                     inf_error *e);
+
 /* One scorer: a session and a pipeline executor over an opened model, plus
  * the scratch of the fallback.  Used by one thread at a time. */
 typedef struct inf__rt_scorer {
@@ -70,6 +83,8 @@ typedef struct inf__rt_scorer {
     int *in_rows;              /* owned: prediction row -> batch row */
     int cap_rows;
     inf__rt_all_failed policy;
+    inf__rt_run_fn run;        /* NULL: inf_session_run(session); set by the adapter after init */
+    void *run_user;
     struct inf__mon_log *log;  /* borrowed, may be NULL: the prediction log (monitor/predlog.h),
                                 * given every scored batch; set by the adapter after init */
 } inf__rt_scorer;
@@ -87,6 +102,17 @@ void inf__rt_scorer_deinit(inf__rt_scorer *s);
  * when every record failed alone. */
 inf_status inf__rt_score_batch(inf__rt_scorer *s, const inf_record_batch *in, const inf__rt_results *r,
                                inf_error *e);
+
+/* The two halves of inf__rt_score_batch for an adapter that runs the
+ * engine itself (see ASYNCHRONOUS ENGINES).  prepare: the pipeline over in;
+ * *x the model inputs of the *n_accepted records accepted (no run needed
+ * when 0).  complete: st is prepare's status, or the engine run's (e holds
+ * its error when st is not INF_OK); y the outputs when st is INF_OK and
+ * records were accepted.  complete returns what inf__rt_score_batch would. */
+inf_status inf__rt_score_prepare(inf__rt_scorer *s, const inf_record_batch *in, const inf_tensor *const **x,
+                                 int *n_accepted, inf_error *e);
+inf_status inf__rt_score_complete(inf__rt_scorer *s, const inf_record_batch *in, inf_status st, inf_tensor *const *y,
+                                  const inf__rt_results *r, inf_error *e);
 
 /* Appends rows [from, to) of src to dst, field by field name (dst gains the
  * fields it lacks).  INF_ENOMEM. */

@@ -31,6 +31,10 @@
  * memory for headers (MHD_OPTION_CONNECTION_MEMORY_LIMIT, --conn-memory-bytes;
  * over it MHD answers 431/413 itself).
  *
+ * ACCEPT.  The server listens and accepts itself (gate.c: the first
+ * request's Content-Length is checked before libmicrohttpd parses it) and
+ * hands each connection over (MHD_USE_NO_LISTEN_SOCKET, MHD_add_connection).
+ *
  * DRAIN.  On SIGTERM main.c calls quiesce (the listening socket closes; new
  * connections are refused), responses get "Connection: close", and main.c
  * waits for in_flight to reach 0 before stopping the daemon.
@@ -105,6 +109,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         if (c && ci && srv->guard) inf__serve_guard_add(srv->guard, &c->guard, ci->connect_fd);
         return;
     }
+    inf__serve_gate_closed(srv->gate);
     srv_conn *c = *socket_context;
     *socket_context = NULL;
     if (!c) return;
@@ -289,8 +294,9 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
  * that reads the other one is made of; a Transfer-Encoding other than
  * chunked is answered 501 (libmicrohttpd would wait for the connection to
  * close to end the body).  A Content-Length that is not a
- * number is refused by libmicrohttpd itself before any callback runs (see
- * docs/serving.md).  Also refused: a %00 in the path.  0 when the request
+ * number is refused by gate.c on a connection's first request (libmicrohttpd
+ * would answer it itself before any callback runs; on a later request of a
+ * kept-alive connection it still does, see docs/serving.md).  Also refused: a %00 in the path.  0 when the request
  * may go on. */
 static int bad_framing(srv_request *rq, srv_conn *c) {
     framing f = {0};
@@ -443,44 +449,58 @@ inf_status inf__serve_http_start(srv_server *srv, inf_error *err) {
         }
         return INF_ENOMEM;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO;
+    /* the server listens and accepts itself (gate.c) and hands sockets over */
+    inf_status gst = inf__serve_gate_new(srv, (struct sockaddr *)&ss, (socklen_t)(family == AF_INET6
+                                                                             ? sizeof(struct sockaddr_in6)
+                                                                             : sizeof(struct sockaddr_in)),
+                                         &srv->gate, err);
+    if (gst) {
+        inf__serve_http_stop(srv);
+        return gst;
+    }
+    if (srv->opt.port == 0) srv->opt.port = inf__serve_gate_port(srv->gate);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO |
+                     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
     if (family == AF_INET6) flags |= MHD_USE_IPv6;
     int threads = srv->opt.http_threads > 0 ? srv->opt.http_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1) threads = 1;
+    /* the gate keeps the open connections within --max-connections; the
+     * daemon's own limit (split among its threads, and freed only after a
+     * close is notified) is twice that, so a socket handed over just after a
+     * close is never refused (MHD_add_connection would close it) */
+    unsigned mhd_limit = 2u * (unsigned)srv->opt.conn_limit + (unsigned)threads;
     srv->daemon = MHD_start_daemon(
-        flags, (uint16_t)srv->opt.port, NULL, NULL, on_request, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->opt.conn_limit, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)srv->opt.conn_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)srv->opt.conn_memory_bytes,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
-        MHD_OPTION_END);
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads, MHD_OPTION_CONNECTION_LIMIT, mhd_limit,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->opt.conn_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)srv->opt.conn_memory_bytes, MHD_OPTION_END);
     if (!srv->daemon) {
         if (err) {
             err->status = INF_EIO;
-            snprintf(err->message, sizeof err->message,
-                     "cannot listen on %s:%d (address in use, or not a local address?)", srv->opt.host, srv->opt.port);
+            snprintf(err->message, sizeof err->message, "cannot start the HTTP server on %s:%d (out of threads?)",
+                     srv->opt.host, srv->opt.port);
         }
+        inf__serve_http_stop(srv);
         return INF_EIO;
     }
-    if (srv->opt.port == 0) {
-        const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
-        if (info) srv->opt.port = info->port;
+    if (inf__serve_gate_start(srv->gate, err)) {
+        inf__serve_http_stop(srv);
+        return INF_ENOMEM;
     }
     snprintf(srv->listen_url, sizeof srv->listen_url, "http://%s%s%s:%d", family == AF_INET6 ? "[" : "",
              srv->opt.host, family == AF_INET6 ? "]" : "", srv->opt.port);
     return INF_OK;
 }
 
-void inf__serve_http_quiesce(srv_server *srv) {
-    if (!srv->daemon) return;
-    MHD_socket s = MHD_quiesce_daemon(srv->daemon);
-    if (s != MHD_INVALID_SOCKET) close(s);
-}
+void inf__serve_http_quiesce(srv_server *srv) { inf__serve_gate_quiesce(srv->gate); }
 
 void inf__serve_http_stop(srv_server *srv) {
+    inf__serve_gate_stop(srv->gate); /* first: nothing more is handed over */
     if (srv->daemon) MHD_stop_daemon(srv->daemon);
     srv->daemon = NULL;
+    inf__serve_gate_free(srv->gate); /* after the daemon: its closes report to the gate */
+    srv->gate = NULL;
     inf__serve_guard_free(srv->guard); /* after the daemon: every connection is unlisted */
     srv->guard = NULL;
 }

@@ -16,8 +16,11 @@
  * load the model (cold start, timed), compile and warm a session (timed),
  * load the pipeline, and only then swap.  A failed load leaves the old
  * version serving; the slot records the reason (repository index) and the
- * failure is counted and printed.  File models count versions 1, 2, ...
- * per (re)load; registry models carry the registry's version number.
+ * failure is counted and printed.  A file model's version is its lineage
+ * stamp, sha256:<first 12 hex digits of the file> (runtime/model.h), as in
+ * batch, stream and SQL: a reload of changed bytes is a new version, of the
+ * same bytes the same one; registry models carry the registry's version
+ * number.
  *
  * REGISTRY.  When a model comes from the registry (or --home/--registry is
  * given) the loader keeps one registry handle (the server's own token from
@@ -61,6 +64,7 @@
 
 #include "infera/pipeline.h"
 #include "infera/registry.h"
+#include "runtime/model.h"
 #include "serve/serve.h"
 
 
@@ -77,7 +81,6 @@ typedef struct srv_slot {
     int auto_alias;        /* added by --all-aliases: dropped when the alias goes */
     int confined;          /* loaded by file path through the repository API: re-checked under --model-root */
     int from_api;          /* created by the repository API: an unload frees the name (--max-models) */
-    int generation;        /* file models: last version number given */
     srv_version *current;
     char state[16];        /* READY, UNAVAILABLE, LOADING */
     char reason[INF_ERROR_MESSAGE_MAX];
@@ -309,7 +312,11 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
         }
         st = inf_model_load(ref, NULL, &v->model, err);
         if (st != INF_OK) goto fail;
-        snprintf(v->version, sizeof v->version, "%d", slot->generation + 1);
+        /* the lineage stamp of every runner (runtime/model.h): sha256:<12 hex> of the file */
+        char sha[65], stem[160], stamp[64];
+        if ((st = inf__rt_file_sha256(ref, sha, err)) != INF_OK) goto fail;
+        inf__rt_model_stamp(ref, sha, stem, stamp);
+        snprintf(v->version, sizeof v->version, "%s", stamp);
         /* a pipeline spec beside the model: <model>.pipeline.json */
         char spec_path[1100];
         snprintf(spec_path, sizeof spec_path, "%.*s.pipeline.json",
@@ -384,7 +391,6 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
     free(spec_json);
     fprintf(stderr, "infera serve: loaded model '%s' version %s from %s (load %.1f ms, warm-up %.1f ms)\n", v->name,
             v->version, ref, load_s * 1e3, warm_s * 1e3);
-    if (!from_registry) slot->generation++;
     *out = v;
     return INF_OK;
 fail:

@@ -21,6 +21,7 @@
 #include "infera/io.h"
 #include "infera/pipeline.h"
 #include "infera/registry.h"
+#include "runtime/score.h"
 #include "serve/serve.h"
 
 
@@ -504,21 +505,125 @@ static int write_cb(const char *bytes, size_t n, void *user) {
     return 0;
 }
 
-static void write_rejected(srv_request *rq) {
-    inf_pipeline_exec *ex = rq->records_exec;
-    int n = inf_pipeline_n_rejected(ex);
-    inf__serve_buf_puts(&rq->resp, ",\"rejected\":[");
-    for (int i = 0; i < n; i++) {
-        const char *field = NULL, *msg = NULL;
-        int row = inf_pipeline_rejected(ex, i, &field, &msg);
-        if (i) inf__serve_buf_put(&rq->resp, ",", 1);
-        inf__serve_buf_printf(&rq->resp, "{\"row\":%d,\"field\":", row);
-        inf__serve_buf_json_str(&rq->resp, field ? field : "", field ? strlen(field) : 0);
-        inf__serve_buf_puts(&rq->resp, ",\"error\":");
-        inf__serve_buf_json_str(&rq->resp, msg ? msg : "", msg ? strlen(msg) : 0);
-        inf__serve_buf_put(&rq->resp, "}", 1);
+/* RECORDS THROUGH THE SCORING CORE (runtime/score.h, issue 19).  The
+ * endpoint is an adapter of the one scoring core batch, stream and SQL use:
+ * the core prepares the records (pipeline, spec rejections), the accepted
+ * records' inputs go to the batcher as any /infer job (batched with other
+ * requests), and the core finishes and delivers the predictions and
+ * rejections.  After a data error (a value the model cannot take) the core
+ * scores each record alone -- through records_run_sync, one-record runs on
+ * the batcher from this HTTP thread -- so the records the model takes get
+ * predictions and the others a rejection naming the engine's error; when
+ * every record fails alone the request fails with the batch's error
+ * (INF__RT_ALL_FAILED_FATAL, as `infera batch`). */
+typedef struct records_call {
+    inf__rt_scorer scorer;
+    srv_request *rq;
+    srv_buf preds, rejects; /* the JSON arrays' contents */
+    int n_preds, n_rejects;
+    inf_tensor **sync_out;  /* outputs of the last one-record run (owned) */
+} records_call;
+
+static inf_status records_scored(void *user, const inf_record_batch *pred, const int *in_rows, int n) {
+    records_call *rc = user;
+    (void)in_rows;
+    for (int k = 0; k < n; k++) {
+        if (rc->n_preds++) inf__serve_buf_put(&rc->preds, ",", 1);
+        inf_record_batch_row_to_json(pred, k, NULL, write_cb, &rc->preds);
     }
-    inf__serve_buf_puts(&rq->resp, "]");
+    /* monitoring (monitor_hooks.c): the drift window and the prediction log take the scored records while
+     * the executor holds exactly them (a whole batch; the record-by-record fallback is not monitored) */
+    srv_request *rq = rc->rq;
+    if (inf_pipeline_n_accepted(rc->scorer.exec) == n)
+        inf__serve_monitor_records(rq->srv, rq->version, rc->scorer.exec, rq->records_batch, pred);
+    return rc->preds.oom ? INF_ENOMEM : INF_OK;
+}
+
+static inf_status records_rejected(void *user, int in_row, const char *field, const char *reason) {
+    records_call *rc = user;
+    srv_buf *b = &rc->rejects;
+    if (rc->n_rejects++) inf__serve_buf_put(b, ",", 1);
+    inf__serve_buf_printf(b, "{\"row\":%d,\"field\":", in_row);
+    inf__serve_buf_json_str(b, field ? field : "", field ? strlen(field) : 0);
+    inf__serve_buf_puts(b, ",\"error\":");
+    inf__serve_buf_json_str(b, reason, strlen(reason));
+    inf__serve_buf_put(b, "}", 1);
+    return b->oom ? INF_ENOMEM : INF_OK;
+}
+
+static void records_restart(void *user) {
+    records_call *rc = user;
+    rc->preds.n = rc->rejects.n = 0;
+    rc->preds.oom = rc->rejects.oom = 0;
+    rc->n_preds = rc->n_rejects = 0;
+}
+
+static void free_sync_outputs(records_call *rc, const inf_model *m) {
+    for (int o = 0; rc->sync_out && o < inf_model_n_outputs(m); o++) {
+        inf_tensor_free(rc->sync_out[o]);
+        rc->sync_out[o] = NULL;
+    }
+}
+
+typedef struct sync_wait {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done;
+} sync_wait;
+
+static void sync_done(srv_job *job, void *user) {
+    sync_wait *w = user;
+    (void)job;
+    pthread_mutex_lock(&w->lock);
+    w->done = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* The core's run hook for the record-by-record fallback: one run on the
+ * version's batcher, inline when the session is free, else queued and
+ * waited for (this HTTP thread blocks; the fallback is the rare path). */
+static inf_status records_run_sync(void *user, const inf_tensor *const *x, int rows, inf_tensor *const **y,
+                                   inf_error *e) {
+    records_call *rc = user;
+    srv_request *rq = rc->rq;
+    srv_version *v = rq->version;
+    int n_out = inf_model_n_outputs(v->model);
+    if (!rc->sync_out && !(rc->sync_out = calloc((size_t)(n_out ? n_out : 1), sizeof *rc->sync_out)))
+        return inf_error_set(e, INF_ENOMEM, "model '%s': out of memory", v->name);
+    free_sync_outputs(rc, v->model);
+    srv_job job;
+    memset(&job, 0, sizeof job);
+    job.inputs = (const inf_tensor **)x;
+    job.outputs = rc->sync_out;
+    job.rows = rows;
+    job.deadline_ns = rq->job.deadline_ns;
+    job.timeout_us = rq->job.timeout_us;
+    sync_wait w = {.done = 0};
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_cond_init(&w.cond, NULL);
+    job.done = sync_done;
+    job.done_user = &w;
+    if (!inf__serve_batcher_try_inline(v->batcher, &job)) {
+        inf_status st = inf__serve_batcher_submit(v->batcher, &job);
+        if (st != INF_OK) {
+            job.err.status = st == INF_EBUSY ? INF_EBUSY : INF_EINVAL;
+            snprintf(job.err.message, sizeof job.err.message, "model '%s' version %s: %s", v->name, v->version,
+                     st == INF_EBUSY ? "queue full; retry later" : "being unloaded; retry");
+        } else {
+            pthread_mutex_lock(&w.lock);
+            while (!w.done) pthread_cond_wait(&w.cond, &w.lock);
+            pthread_mutex_unlock(&w.lock);
+        }
+    }
+    pthread_mutex_destroy(&w.lock);
+    pthread_cond_destroy(&w.cond);
+    if (job.err.status != INF_OK) {
+        *e = job.err;
+        return e->status;
+    }
+    *y = rc->sync_out;
+    return INF_OK;
 }
 
 static void records_head(srv_request *rq) {
@@ -529,6 +634,48 @@ static void records_head(srv_request *rq) {
     inf__serve_buf_json_str(&rq->resp, v->name, strlen(v->name));
     inf__serve_buf_puts(&rq->resp, ",\"model_version\":");
     inf__serve_buf_json_str(&rq->resp, v->version, strlen(v->version));
+}
+
+/* Hands the outcome of prepare (from_job 0) or of the engine job (from_job
+ * 1) to the core and answers: the predictions and rejections, or the error
+ * the core returns. */
+static void records_answer(srv_request *rq, inf_status st, inf_tensor *const *y, inf_error *e, int from_job) {
+    records_call *rc = rq->records_call;
+    srv_version *v = rq->version;
+    inf__rt_results res = {rc, records_scored, records_rejected, records_restart};
+    int had_error = st != INF_OK;
+    st = inf__rt_score_complete(&rc->scorer, rq->records_batch, st, y, &res, e);
+    free_sync_outputs(rc, v->model);
+    if (st != INF_OK) {
+        count_failure(rq, had_error ? reason_of(st) : SRV_FAIL_COMPUTE);
+        if (from_job && had_error)
+            inf__serve_error(rq, status_of(st), "model '%s' version %s: %s", v->name, v->version, e->message);
+        else
+            inf__serve_error(rq, status_of(st), "model '%s': %s", v->name, e->message[0] ? e->message : inf_strerror(st));
+        return;
+    }
+    records_head(rq);
+    inf__serve_buf_puts(&rq->resp, ",\"predictions\":[");
+    inf__serve_buf_put(&rq->resp, rc->preds.p ? rc->preds.p : "", rc->preds.n);
+    inf__serve_buf_puts(&rq->resp, "],\"rejected\":[");
+    inf__serve_buf_put(&rq->resp, rc->rejects.p ? rc->rejects.p : "", rc->rejects.n);
+    inf__serve_buf_puts(&rq->resp, "]}");
+    if (rc->n_preds) {
+        observe_success(rq);
+        inf__serve_models_note_prediction(rq->srv->models, v, rq->caller, rc->n_preds);
+    }
+}
+
+static void records_call_free(srv_request *rq) {
+    records_call *rc = rq->records_call;
+    if (!rc) return;
+    if (rq->version) free_sync_outputs(rc, rq->version->model);
+    free(rc->sync_out);
+    inf__rt_scorer_deinit(&rc->scorer);
+    inf__serve_buf_free(&rc->preds);
+    inf__serve_buf_free(&rc->rejects);
+    free(rc);
+    rq->records_call = NULL;
 }
 
 /* /infer refuses a finite FP32 value beyond FLT_MAX (1e39) instead of
@@ -582,11 +729,21 @@ static int h_records(srv_request *rq) {
         inf__serve_buf_puts(&rq->resp, ",\"predictions\":[],\"rejected\":[]}");
         return 0;
     }
+    records_call *rc = calloc(1, sizeof *rc);
+    if (!rc || inf__rt_scorer_init(&rc->scorer, NULL, rq->records_exec, INF__RT_ALL_FAILED_FATAL) != INF_OK) {
+        free(rc);
+        inf__serve_error(rq, 503, "out of memory");
+        return 0;
+    }
+    rc->rq = rq;
+    rc->scorer.run = records_run_sync;
+    rc->scorer.run_user = rc;
+    rq->records_call = rc;
     const inf_tensor *const *x = NULL;
-    st = inf_pipeline_prepare(rq->records_exec, batch, &x, &e);
+    int n_acc = 0;
+    st = inf__rt_score_prepare(&rc->scorer, batch, &x, &n_acc, &e);
     if (st != INF_OK) {
-        count_failure(rq, reason_of(st));
-        inf__serve_error(rq, status_of(st), "model '%s': %s", v->name, e.message);
+        records_answer(rq, st, NULL, &e, 0);
         return 0;
     }
     /* the default mapping takes the first K numeric fields of a model input
@@ -603,12 +760,8 @@ static int h_records(srv_request *rq) {
         return 0;
     }
     if (records_out_of_fp32(rq, v)) return 0;
-    int n_acc = inf_pipeline_n_accepted(rq->records_exec);
-    if (n_acc == 0) {
-        records_head(rq);
-        inf__serve_buf_puts(&rq->resp, ",\"predictions\":[]");
-        write_rejected(rq);
-        inf__serve_buf_puts(&rq->resp, "}");
+    if (n_acc == 0) { /* every record rejected by the spec: nothing to run */
+        records_answer(rq, INF_OK, NULL, &e, 0);
         return 0;
     }
     if (alloc_job_arrays(rq)) return 0;
@@ -618,38 +771,18 @@ static int h_records(srv_request *rq) {
 }
 
 static void complete_records(srv_request *rq) {
-    srv_version *v = rq->version;
     past_deadline(rq);
-    if (rq->job.err.status != INF_OK) {
-        count_failure(rq, reason_of(rq->job.err.status));
-        inf__serve_error(rq, status_of(rq->job.err.status), "model '%s' version %s: %s", v->name, v->version,
-                         rq->job.err.message);
+    inf_error e = rq->job.err;
+    inf_status st = e.status;
+    if (st != INF_OK && !inf_status_is_data_error(st)) { /* timed out, queue full, unloaded: the request's */
+        srv_version *v = rq->version;
+        count_failure(rq, reason_of(st));
+        inf__serve_error(rq, status_of(st), "model '%s' version %s: %s", v->name, v->version, e.message);
         return;
     }
-    inf_record_batch *out = NULL;
-    inf_error e = {0};
-    inf_status st = inf_record_batch_new(&out);
-    if (st == INF_OK) st = inf_pipeline_finish(rq->records_exec, rq->job_outputs, out, &e);
-    if (st != INF_OK) {
-        inf_record_batch_free(out);
-        count_failure(rq, SRV_FAIL_COMPUTE);
-        inf__serve_error(rq, status_of(st), "model '%s': %s", v->name, e.message[0] ? e.message : inf_strerror(st));
-        return;
-    }
-    records_head(rq);
-    inf__serve_buf_puts(&rq->resp, ",\"predictions\":[");
-    int n = inf_record_batch_n_rows(out);
-    for (int r = 0; r < n; r++) {
-        if (r) inf__serve_buf_put(&rq->resp, ",", 1);
-        inf_record_batch_row_to_json(out, r, NULL, write_cb, &rq->resp);
-    }
-    inf__serve_buf_puts(&rq->resp, "]");
-    write_rejected(rq);
-    inf__serve_buf_puts(&rq->resp, "}");
-    inf__serve_monitor_records(rq->srv, v, rq->records_exec, rq->records_batch, out);
-    inf_record_batch_free(out);
-    observe_success(rq);
-    inf__serve_models_note_prediction(rq->srv->models, v, rq->caller, rq->job.rows);
+    /* an inline run holds the session: the fallback's runs need it */
+    if (st != INF_OK) inf__serve_batcher_release(rq->version->batcher, &rq->job);
+    records_answer(rq, st, st == INF_OK ? rq->job_outputs : NULL, &e, 1);
 }
 
 void inf__serve_route_complete(srv_request *rq) {
@@ -672,6 +805,7 @@ void inf__serve_request_release(srv_request *rq) {
     rq->job_outputs = NULL;
     rq->job_inputs = NULL;
     inf__serve_infer_request_clear(&rq->infer);
+    records_call_free(rq);
     if (rq->records_batch) inf_record_batch_free(rq->records_batch);
     rq->records_batch = NULL;
     if (rq->records_exec) inf__serve_version_pipeline_put(rq->version, rq->records_exec);

@@ -39,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <string.h>
 
@@ -676,9 +677,31 @@ void inf__serve_guard_received(srv_guarded *c);
 /* Its response was sent: reading the next request from now. */
 void inf__serve_guard_answered(srv_guard *g, srv_guarded *c);
 
+/* ---- gate.c: the listening socket and the first request's framing ---------- */
+
+typedef struct srv_gate srv_gate;
+/* Binds and listens on addr (the thread starts with inf__serve_gate_start,
+ * once the daemon exists).  On failure err says why. */
+inf_status inf__serve_gate_new(srv_server *srv, const struct sockaddr *addr, socklen_t addr_len, srv_gate **out,
+                               inf_error *err);
+int inf__serve_gate_port(srv_gate *g);
+inf_status inf__serve_gate_start(srv_gate *g, inf_error *err);
+/* A connection handed to libmicrohttpd closed (below the limit again). */
+void inf__serve_gate_closed(srv_gate *g);
+/* Closes the listening socket (drain); pending connections still go on. */
+void inf__serve_gate_quiesce(srv_gate *g);
+/* Stops the thread and closes what it holds (before the daemon stops);
+ * free after the daemon stopped (its closes still call gate_closed). */
+void inf__serve_gate_stop(srv_gate *g);
+void inf__serve_gate_free(srv_gate *g);
+/* 0 when the header block head[0..n) frames its body soundly as far as
+ * Content-Length goes, else 1 with the reason in msg. */
+int inf__serve_gate_check_framing(const char *head, size_t n, char *msg, size_t cap);
+
 struct srv_server {
     srv_options opt;
     srv_guard *guard;
+    srv_gate *gate;              /* accepts connections (gate.c) */
     char *model_root_real;       /* --model-root, resolved (malloc'd), or NULL */
     srv_metrics metrics;
     srv_models *models;
@@ -751,6 +774,7 @@ struct srv_request {
     inf_tensor out_views[SRV_INLINE_IO];
     void *records_exec;           /* inf_pipeline_exec * */
     void *records_batch;          /* inf_record_batch * */
+    void *records_call;           /* routes.c records_call: the scoring core's state (runtime/score.h) */
     char log_model[129];
     char log_version[32];
     /* generative requests (openai.c) */

@@ -23,12 +23,12 @@ TEST(status_messages_and_codes) {
 
 TEST(error_report_formats_and_prefixes) {
     inf_error err;
-    ASSERT_STATUS(inf__error(&err, INF_ESHAPE, "input '%s' has rank %d", "x", 3), INF_ESHAPE);
+    ASSERT_STATUS(inf_error_set(&err, INF_ESHAPE, "input '%s' has rank %d", "x", 3), INF_ESHAPE);
     ASSERT_EQ(err.status, INF_ESHAPE);
     ASSERT_STR_EQ(err.message, "input 'x' has rank 3");
     inf__error_prefix(&err, "model.onnx");
     ASSERT_STR_EQ(err.message, "model.onnx: input 'x' has rank 3");
-    ASSERT_STATUS(inf__error(NULL, INF_EIO, "ignored"), INF_EIO); /* NULL report is allowed */
+    ASSERT_STATUS(inf_error_set(NULL, INF_EIO, "ignored"), INF_EIO); /* NULL report is allowed */
 }
 
 TEST(allocator_counts_and_injected_failures) {

@@ -188,6 +188,16 @@ TEST(ops_facts_complete) {
                          inf__op_table[i].name);
     ASSERT_EQ(inf__op_facts_of(inf__op_find(INF_DOMAIN_ONNX, "Add"))->inplace_inputs, 3u);
     ASSERT_EQ(inf__op_facts_of(inf__op_find(INF_DOMAIN_INFERA, "Gelu"))->inplace_inputs, 1u);
+    /* sub-batch rules are facts too (graph/subbatch.c reads them): the input letters and the further check */
+    const inf__op_facts *sm = inf__op_facts_of(inf__op_find(INF_DOMAIN_ONNX, "Softmax"));
+    ASSERT_TRUE(sm->batch && !strcmp(sm->batch, "B") && sm->batch_check == INF_BATCH_SOFTMAX);
+    ASSERT_TRUE(!strcmp(inf__op_facts_of(inf__op_find(INF_DOMAIN_ONNX, "Add"))->batch, "E"));
+    ASSERT_TRUE(!inf__op_facts_of(inf__op_find(INF_DOMAIN_ONNX, "NonZero"))->batch); /* mixes rows */
+    ASSERT_TRUE(!inf__op_facts_of(inf__op_find(INF_DOMAIN_ML, "TreeEnsembleClassifier"))->batch);
+    for (int i = 0; i < inf__op_facts_count; i++) /* a check only with input letters, and a known one */
+        if (inf__op_facts_table[i].batch_check != INF_BATCH_NONE &&
+            (!inf__op_facts_table[i].batch || inf__op_facts_table[i].batch_check >= INF_BATCH_CHECK_COUNT))
+            TEST_FAIL_AT("op_facts.c row %d (%s): batch_check without a batch rule", i, inf__op_facts_table[i].name);
     ASSERT_EQ(inf__op_facts_of(inf__op_find(INF_DOMAIN_ONNX, "Gelu"))->inplace_inputs, 0u);
     ASSERT_TRUE(inf__op_facts_of(inf__op_find(INF_DOMAIN_ONNX, "RandomNormal"))->nondeterministic);
     ASSERT_TRUE(inf__op_facts_of(inf__op_find(INF_DOMAIN_TRAINING, "Adam"))->nondeterministic);

@@ -117,7 +117,7 @@ inf_status inf__pass_conv_bn(inf__pass_ctx *pc, int *n_rewritten, inf_error *err
         if (ci < 0) continue;
         const inf__node *conv = &pc->g->nodes[ci];
         if (fold_weights(pc, conv, bn) != INF_OK)
-            return inf__error(err, INF_ENOMEM, "out of memory folding BatchNormalization '%s' into Conv '%s'",
+            return inf_error_set(err, INF_ENOMEM, "out of memory folding BatchNormalization '%s' into Conv '%s'",
                               bn->name, conv->name);
         int ins[3] = {conv->inputs[0], conv->inputs[1], bn->inputs[2]};
         inf_status st = inf__pass_rewrite(pc, n, "", "Conv", conv->opset, 3, ins, conv->n_attrs, conv->attrs, &ci, 1, err);

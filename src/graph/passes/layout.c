@@ -65,7 +65,7 @@ static inf_status transpose_chain(inf__pass_ctx *pc, int n, int *n_rewritten, in
     int x = pc->g->nodes[ti].inputs[0];
     int64_t *p = inf__arena_alloc(&pc->model->arena, (size_t)n2 * sizeof *p);
     inf__attr *perm = inf__arena_alloc(&pc->model->arena, sizeof *perm);
-    if (!p || !perm) return inf__error(err, INF_ENOMEM, "out of memory optimising the graph");
+    if (!p || !perm) return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
     for (int i = 0; i < n2; i++) {
         if (p2[i] < 0 || p2[i] >= n1) return INF_OK; /* not a permutation: the kernel reports it */
         p[i] = p1[p2[i]];

@@ -72,10 +72,10 @@ inf_status inf__pass_rewrite(inf__pass_ctx *pc, int target, const char *domain, 
     inf__node *node = &g->nodes[target];
     int dom = !strcmp(domain, "ai.infera") ? INF_DOMAIN_INFERA : inf__domain_from_string(domain);
     const inf__op *op = dom < 0 ? NULL : inf__op_find((inf__domain)dom, op_type);
-    if (INF_NEVER(!op || !op->impl)) return inf__error(err, INF_EINTERNAL, "optimizer: no kernel for %s", op_type);
+    if (INF_NEVER(!op || !op->impl)) return inf_error_set(err, INF_EINTERNAL, "optimizer: no kernel for %s", op_type);
     int *ins = inf__arena_alloc(arena, (size_t)n_inputs * sizeof *ins);
     inf__attr *at = n_attrs ? inf__arena_alloc(arena, (size_t)n_attrs * sizeof *at) : NULL;
-    if (!ins || (n_attrs && !at)) return inf__error(err, INF_ENOMEM, "out of memory optimising the graph");
+    if (!ins || (n_attrs && !at)) return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
     for (int i = 0; i < n_removed; i++) {
         inf__node *r = &g->nodes[removed[i]];
         forget_reads(g, r);

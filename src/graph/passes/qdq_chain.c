@@ -115,7 +115,7 @@ static inf_status fuse_pools(inf__pass_ctx *pc, int *n_rewritten, inf_error *err
             continue;
         const inf__node *na = &pc->g->nodes[a];
         int64_t *ints = inf__arena_alloc(&pc->model->arena, 4 * sizeof *ints);
-        if (!ints) return inf__error(err, INF_ENOMEM, "out of memory optimising the graph");
+        if (!ints) return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
         memcpy(ints, pool, sizeof pool);
         inf__attr attrs[MAX_ATTRS];
         memcpy(attrs, na->attrs, (size_t)na->n_attrs * sizeof *attrs);

@@ -1,0 +1,454 @@
+/*
+ * gate.c -- the front door of `infera serve`: the listening socket, and the
+ * framing check of a connection's first request before libmicrohttpd reads
+ * it (issue 27, finding 8).
+ *
+ * WHY.  libmicrohttpd 0.9.75 answers a request whose Content-Length is not a
+ * decimal number (`12abc`, `-5`, `0x10`, beyond 2^64) itself, while it parses
+ * the headers and before any callback of the server runs: its status line and
+ * headers twice, then an HTML body -- not the `{"error": ...}` of
+ * shared/DESIGN.md §5.  It has no option to take that answer over.  So the
+ * server accepts connections itself (MHD_USE_NO_LISTEN_SOCKET) and looks at
+ * a connection's first header block before it hands the socket over
+ * (MHD_add_connection); libmicrohttpd then reads the request from its first
+ * byte, as if it had accepted the connection.
+ *
+ * DESIGN.  One gate thread and one epoll set: the listening socket, an
+ * eventfd to wake the thread, and every accepted connection whose first
+ * header block has not arrived yet ("pending").  A connection whose sound
+ * header block is there when it is accepted (the common case: clients send
+ * at once) is handed over at once, without entering the set.  A pending socket is watched
+ * edge-triggered: on new bytes the gate peeks (MSG_PEEK: nothing is
+ * consumed) at up to --conn-memory-bytes, and once the header block is
+ * complete -- or the window is full: libmicrohttpd answers 431/414 --
+ * checks its Content-Length lines (check_content_length).  A bad one is
+ * answered here: 400 `{"error"}` naming the header and why, with
+ * `Connection: close`; the socket is shut for writing and what the client
+ * still sends is read and dropped for up to CLOSING_NS before it is closed
+ * (closing with unread bytes would reset the connection under the answer).
+ * Everything else goes to libmicrohttpd.  Later requests of a kept-alive
+ * connection are read by libmicrohttpd alone: http.c's bad_framing checks
+ * them (differing Content-Lengths, Content-Length with Transfer-Encoding),
+ * and a non-numeric Content-Length there still gets libmicrohttpd's own
+ * answer (docs/serving.md).
+ *
+ * LIMITS.  Pending plus handed-over connections stay within
+ * --max-connections: at the limit the gate stops accepting (connections
+ * wait in the kernel's backlog, as before) until one closes (http.c calls
+ * inf__serve_gate_closed).  A pending connection is listed in the
+ * connection guard (conn_guard.c) like any open connection, so the read
+ * deadline and the reserve apply to it; the guard's cut (a shutdown) shows
+ * here as the end of the stream, and the gate closes the socket.  Without
+ * the guard (--read-deadline-s 0) a pending connection silent for
+ * --timeout-s is closed, libmicrohttpd's idle rule.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "serve/serve.h"
+
+#define TICK_MS 100                    /* deadline checks while connections are pending */
+#define CLOSING_NS 2000000000ull       /* reading and dropping after a refusal, at most */
+#define VALUE_SHOWN 40                 /* bytes of a bad value quoted in the error */
+
+typedef enum { PENDING_READING, PENDING_CLOSING } pending_state;
+
+typedef struct pending {
+    int fd;
+    pending_state state;
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    uint64_t deadline_ns; /* reading without the guard: idle deadline; closing: its end; 0 = none */
+    srv_guarded guarded;  /* listed in the guard while reading (srv->guard) */
+    struct pending *prev, *next;
+} pending;
+
+struct srv_gate {
+    srv_server *srv;
+    int listen_fd, epoll_fd, wake_fd;
+    int accepting;       /* listen_fd is in the epoll set */
+    int n_pending;
+    pending *head;
+    char *window;        /* the peek buffer (--conn-memory-bytes) */
+    size_t window_cap;
+    pthread_t thread;
+    int started;
+    _Atomic int stop, quiesce;
+    _Atomic int handed;  /* connections given to libmicrohttpd and not yet closed */
+    _Atomic int paused;  /* at the limit: a close must wake the thread */
+};
+
+/* epoll tags of the two sockets that are not connections */
+static char tag_listen, tag_wake;
+
+/* ---- the check ------------------------------------------------------------ */
+
+/* Copies a header value for an error message: at most VALUE_SHOWN bytes, any
+ * byte outside printable ASCII as '?'. */
+static void shown_value(const char *v, size_t n, char out[VALUE_SHOWN + 4]) {
+    size_t k = n < VALUE_SHOWN ? n : VALUE_SHOWN;
+    for (size_t i = 0; i < k; i++) out[i] = v[i] >= 0x20 && v[i] < 0x7f ? v[i] : '?';
+    if (n > VALUE_SHOWN) memcpy(out + k, "...", 3), k += 3;
+    out[k] = 0;
+}
+
+/* 0 when value v[0..n) is a Content-Length (1*DIGIT, at most 2^63-1), else
+ * the reason in msg. */
+static int bad_length_value(const char *v, size_t n, char *msg, size_t cap) {
+    char shown[VALUE_SHOWN + 4];
+    shown_value(v, n, shown);
+    if (n == 0) return snprintf(msg, cap, "the Content-Length header is empty"), 1;
+    if (v[0] == '-')
+        return snprintf(msg, cap, "the Content-Length header '%s' is negative", shown), 1;
+    uint64_t x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return snprintf(msg, cap, "the Content-Length header '%s' is not a decimal number of bytes", shown), 1;
+        if (x > (uint64_t)(INT64_MAX - (v[i] - '0')) / 10)
+            return snprintf(msg, cap, "the Content-Length header '%s' overflows (more than 2^63-1 bytes)", shown), 1;
+        x = x * 10 + (uint64_t)(v[i] - '0');
+    }
+    return 0;
+}
+
+/* The header block head[0..n) (request line first, up to the empty line or
+ * the end of the window).  0 when its Content-Length framing is sound or
+ * absent; else 1 with the reason in msg: a value that is not 1*DIGIT
+ * (empty, negative, non-numeric, overflowing), space before the colon,
+ * a value folded over two lines, or two values that differ. */
+int inf__serve_gate_check_framing(const char *head, size_t n, char *msg, size_t cap) {
+    const char *end = head + n, *line = memchr(head, '\n', n);
+    const char *first = NULL;
+    size_t first_n = 0;
+    int n_lengths = 0, differ = 0, prev_was_length = 0;
+    if (!line) return 0;
+    for (line++; line < end;) {
+        const char *eol = memchr(line, '\n', (size_t)(end - line));
+        if (!eol) eol = end; /* the window ended inside the line: check what is there */
+        const char *stop = eol > line && eol[-1] == '\r' ? eol - 1 : eol;
+        if (stop == line) break; /* the empty line: end of the headers */
+        if (*line == ' ' || *line == '\t') {
+            if (prev_was_length)
+                return snprintf(msg, cap, "the Content-Length header is folded over two lines"), 1;
+            line = eol + 1;
+            continue;
+        }
+        const char *colon = memchr(line, ':', (size_t)(stop - line));
+        const char *name_end = colon ? colon : stop;
+        const char *trimmed = name_end;
+        while (trimmed > line && (trimmed[-1] == ' ' || trimmed[-1] == '\t')) trimmed--;
+        prev_was_length = colon && trimmed - line == 14 && !strncasecmp(line, "content-length", 14);
+        if (prev_was_length && trimmed != name_end)
+            return snprintf(msg, cap, "whitespace between the header name Content-Length and its colon"), 1;
+        if (prev_was_length) {
+            const char *v = colon + 1, *ve = stop;
+            while (v < ve && (*v == ' ' || *v == '\t')) v++;
+            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+            if (bad_length_value(v, (size_t)(ve - v), msg, cap)) return 1;
+            if (n_lengths++ == 0) first = v, first_n = (size_t)(ve - v);
+            else if (first_n != (size_t)(ve - v) || memcmp(first, v, first_n)) differ = 1;
+        }
+        line = eol + 1;
+    }
+    if (differ)
+        return snprintf(msg, cap, "the request has %d Content-Length headers with different values", n_lengths), 1;
+    return 0;
+}
+
+/* 1 when the header block in w[0..n) is complete (an empty line). */
+static int headers_complete(const char *w, size_t n) {
+    for (size_t i = 1; i < n; i++)
+        if (w[i] == '\n' && (w[i - 1] == '\n' || (i >= 2 && w[i - 1] == '\r' && w[i - 2] == '\n'))) return 1;
+    return 0;
+}
+
+/* ---- pending connections ---------------------------------------------------- */
+
+static void unlist(srv_gate *g, pending *p) {
+    if (p->prev) p->prev->next = p->next;
+    else g->head = p->next;
+    if (p->next) p->next->prev = p->prev;
+    g->n_pending--;
+}
+
+static void guard_off(srv_gate *g, pending *p) {
+    if (g->srv->guard && p->guarded.listed) inf__serve_guard_remove(g->srv->guard, &p->guarded);
+}
+
+static void drop(srv_gate *g, pending *p) {
+    guard_off(g, p);
+    epoll_ctl(g->epoll_fd, EPOLL_CTL_DEL, p->fd, NULL);
+    close(p->fd);
+    unlist(g, p);
+    free(p);
+}
+
+/* Gives p's socket to libmicrohttpd (which closes it when it cannot take it). */
+static void hand_over(srv_gate *g, pending *p) {
+    guard_off(g, p);
+    epoll_ctl(g->epoll_fd, EPOLL_CTL_DEL, p->fd, NULL);
+    atomic_fetch_add(&g->handed, 1);
+    if (MHD_add_connection(g->srv->daemon, p->fd, (const struct sockaddr *)&p->addr, p->addr_len) != MHD_YES)
+        atomic_fetch_sub(&g->handed, 1);
+    unlist(g, p);
+    free(p);
+}
+
+/* Answers 400 {"error": why} and starts the lingering close. */
+static void refuse(srv_gate *g, pending *p, const char *why) {
+    srv_buf body = {0}, out = {0};
+    inf__serve_buf_puts(&body, "{\"error\":");
+    inf__serve_buf_json_str(&body, why, strlen(why));
+    inf__serve_buf_puts(&body, "}");
+    inf__serve_buf_printf(&out,
+                          "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                          "Connection: close\r\n\r\n",
+                          body.n);
+    inf__serve_buf_put(&out, body.p ? body.p : "", body.n);
+    if (!out.oom && out.p) (void)!send(p->fd, out.p, out.n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    inf__serve_buf_free(&body);
+    inf__serve_buf_free(&out);
+    atomic_fetch_add_explicit(&g->srv->metrics.http_by_class[4], 1, memory_order_relaxed);
+    guard_off(g, p);
+    shutdown(p->fd, SHUT_WR);
+    p->state = PENDING_CLOSING;
+    p->deadline_ns = inf__serve_now_ns() + CLOSING_NS;
+}
+
+/* New bytes (or the end) on p; events: epoll's. */
+static void on_readable(srv_gate *g, pending *p, uint32_t events) {
+    if (p->state == PENDING_CLOSING) {
+        for (;;) {
+            ssize_t k = recv(p->fd, g->window, g->window_cap, MSG_DONTWAIT);
+            if (k > 0) continue;
+            if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+            drop(g, p); /* the client closed (or failed): done */
+            return;
+        }
+    }
+    if (events & (EPOLLHUP | EPOLLERR)) { /* cut by the guard (shutdown), or reset */
+        drop(g, p);
+        return;
+    }
+    ssize_t k = recv(p->fd, g->window, g->window_cap, MSG_PEEK | MSG_DONTWAIT);
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (k <= 0) { /* closed before a request, or cut by the guard */
+        drop(g, p);
+        return;
+    }
+    if (!g->srv->guard && g->srv->opt.conn_timeout_s > 0)
+        p->deadline_ns = inf__serve_now_ns() + (uint64_t)g->srv->opt.conn_timeout_s * 1000000000ull;
+    size_t n = (size_t)k;
+    int complete = headers_complete(g->window, n);
+    if (!complete && n < g->window_cap) { /* wait for the rest of the header block */
+        if (events & EPOLLRDHUP) drop(g, p); /* ... which will never come */
+        return;
+    }
+    char why[INF_ERROR_MESSAGE_MAX];
+    if (inf__serve_gate_check_framing(g->window, n, why, sizeof why))
+        refuse(g, p, why);
+    else
+        hand_over(g, p);
+}
+
+/* 1 when fd's whole first header block is there already and sound: it can
+ * go to libmicrohttpd at once, without a round through the epoll set. */
+static int sound_already(srv_gate *g, int fd) {
+    ssize_t k = recv(fd, g->window, g->window_cap, MSG_PEEK | MSG_DONTWAIT);
+    if (k <= 0 || ((size_t)k < g->window_cap && !headers_complete(g->window, (size_t)k))) return 0;
+    char why[INF_ERROR_MESSAGE_MAX];
+    return !inf__serve_gate_check_framing(g->window, (size_t)k, why, sizeof why);
+}
+
+static void accept_all(srv_gate *g) {
+    int limit = g->srv->opt.conn_limit;
+    while (g->n_pending + atomic_load(&g->handed) < limit) {
+        struct sockaddr_storage addr;
+        socklen_t len = sizeof addr;
+        int fd = accept4(g->listen_fd, (struct sockaddr *)&addr, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) return; /* EAGAIN, or a transient error (EMFILE, ECONNABORTED): the next event retries */
+        if (sound_already(g, fd)) { /* the common case: the headers came with the connection */
+            atomic_fetch_add(&g->handed, 1);
+            if (MHD_add_connection(g->srv->daemon, fd, (const struct sockaddr *)&addr, len) != MHD_YES)
+                atomic_fetch_sub(&g->handed, 1);
+            continue;
+        }
+        pending *p = calloc(1, sizeof *p);
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET};
+        ev.data.ptr = p;
+        if (!p || epoll_ctl(g->epoll_fd, EPOLL_CTL_ADD, fd, &ev)) {
+            close(fd);
+            free(p);
+            continue;
+        }
+        p->fd = fd;
+        p->addr = addr;
+        p->addr_len = len;
+        p->next = g->head;
+        if (g->head) g->head->prev = p;
+        g->head = p;
+        g->n_pending++;
+        if (g->srv->guard) inf__serve_guard_add(g->srv->guard, &p->guarded, fd);
+        else if (g->srv->opt.conn_timeout_s > 0)
+            p->deadline_ns = inf__serve_now_ns() + (uint64_t)g->srv->opt.conn_timeout_s * 1000000000ull;
+    }
+}
+
+/* Keeps the listening socket in the epoll set exactly while below the limit. */
+static void update_accepting(srv_gate *g) {
+    int want = g->listen_fd >= 0 && g->n_pending + atomic_load(&g->handed) < g->srv->opt.conn_limit;
+    if (want == g->accepting) return;
+    struct epoll_event ev = {.events = EPOLLIN};
+    ev.data.ptr = &tag_listen;
+    if (want) {
+        atomic_store(&g->paused, 0);
+        if (epoll_ctl(g->epoll_fd, EPOLL_CTL_ADD, g->listen_fd, &ev) == 0) g->accepting = 1;
+    } else {
+        atomic_store(&g->paused, 1);
+        epoll_ctl(g->epoll_fd, EPOLL_CTL_DEL, g->listen_fd, NULL);
+        g->accepting = 0;
+        /* a connection that closed before `paused` was set has not woken us: look again */
+        if (g->n_pending + atomic_load(&g->handed) < g->srv->opt.conn_limit) update_accepting(g);
+    }
+}
+
+static void expire(srv_gate *g) {
+    uint64_t now = inf__serve_now_ns();
+    for (pending *p = g->head, *next; p; p = next) {
+        next = p->next;
+        if (p->deadline_ns && now > p->deadline_ns) drop(g, p);
+    }
+}
+
+static void *gate_main(void *arg) {
+    srv_gate *g = arg;
+    struct epoll_event evs[64];
+    while (!atomic_load(&g->stop)) {
+        if (atomic_load(&g->quiesce) && g->listen_fd >= 0) {
+            if (g->accepting) epoll_ctl(g->epoll_fd, EPOLL_CTL_DEL, g->listen_fd, NULL);
+            close(g->listen_fd);
+            g->listen_fd = -1;
+            g->accepting = 0;
+        }
+        update_accepting(g);
+        int n = epoll_wait(g->epoll_fd, evs, 64, g->head ? TICK_MS : -1);
+        for (int i = 0; i < n; i++) {
+            void *tag = evs[i].data.ptr;
+            if (tag == &tag_wake) {
+                uint64_t v;
+                (void)!read(g->wake_fd, &v, sizeof v);
+            } else if (tag == &tag_listen) {
+                accept_all(g);
+            } else {
+                on_readable(g, tag, evs[i].events);
+            }
+        }
+        if (g->head) expire(g);
+    }
+    return NULL;
+}
+
+/* ---- life cycle -------------------------------------------------------------- */
+
+static inf_status gate_fail(srv_gate *g, inf_error *err, inf_status st, const char *what) {
+    if (err) {
+        err->status = st;
+        snprintf(err->message, sizeof err->message, "cannot listen on %s:%d: %s: %s", g->srv->opt.host,
+                 g->srv->opt.port, what, strerror(errno));
+    }
+    inf__serve_gate_free(g);
+    return st;
+}
+
+inf_status inf__serve_gate_new(srv_server *srv, const struct sockaddr *addr, socklen_t addr_len, srv_gate **out,
+                               inf_error *err) {
+    srv_gate *g = calloc(1, sizeof *g);
+    *out = NULL;
+    if (!g) return err ? inf_error_set(err, INF_ENOMEM, "serve: out of memory starting the listener") : INF_ENOMEM;
+    g->srv = srv;
+    g->listen_fd = g->epoll_fd = g->wake_fd = -1;
+    g->window_cap = srv->opt.conn_memory_bytes > 0 ? (size_t)srv->opt.conn_memory_bytes : 8192;
+    if (!(g->window = malloc(g->window_cap))) {
+        errno = ENOMEM;
+        return gate_fail(g, err, INF_ENOMEM, "out of memory");
+    }
+    int one = 1;
+    g->listen_fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (g->listen_fd < 0) return gate_fail(g, err, INF_EIO, "socket");
+    setsockopt(g->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (addr->sa_family == AF_INET6) setsockopt(g->listen_fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind(g->listen_fd, addr, addr_len)) return gate_fail(g, err, INF_EIO, "bind (address in use, or not local?)");
+    if (listen(g->listen_fd, 1024)) return gate_fail(g, err, INF_EIO, "listen");
+    if ((g->epoll_fd = epoll_create1(EPOLL_CLOEXEC)) < 0) return gate_fail(g, err, INF_EIO, "epoll_create1");
+    if ((g->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) return gate_fail(g, err, INF_EIO, "eventfd");
+    struct epoll_event ev = {.events = EPOLLIN};
+    ev.data.ptr = &tag_wake;
+    if (epoll_ctl(g->epoll_fd, EPOLL_CTL_ADD, g->wake_fd, &ev)) return gate_fail(g, err, INF_EIO, "epoll_ctl");
+    *out = g;
+    return INF_OK;
+}
+
+int inf__serve_gate_port(srv_gate *g) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(g->listen_fd, (struct sockaddr *)&ss, &len)) return 0;
+    if (ss.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+inf_status inf__serve_gate_start(srv_gate *g, inf_error *err) {
+    if (pthread_create(&g->thread, NULL, gate_main, g)) {
+        if (err) inf_error_set(err, INF_ENOMEM, "serve: cannot start the listener thread");
+        return INF_ENOMEM;
+    }
+    g->started = 1;
+    return INF_OK;
+}
+
+static void wake(srv_gate *g) {
+    uint64_t one = 1;
+    (void)!write(g->wake_fd, &one, sizeof one);
+}
+
+void inf__serve_gate_closed(srv_gate *g) {
+    if (!g) return;
+    atomic_fetch_sub(&g->handed, 1);
+    if (atomic_load(&g->paused)) wake(g);
+}
+
+void inf__serve_gate_quiesce(srv_gate *g) {
+    if (!g) return;
+    atomic_store(&g->quiesce, 1);
+    wake(g);
+}
+
+void inf__serve_gate_stop(srv_gate *g) {
+    if (!g) return;
+    if (g->started) {
+        atomic_store(&g->stop, 1);
+        wake(g);
+        pthread_join(g->thread, NULL);
+        g->started = 0;
+    }
+    while (g->head) drop(g, g->head);
+    if (g->listen_fd >= 0) close(g->listen_fd);
+    g->listen_fd = -1;
+}
+
+void inf__serve_gate_free(srv_gate *g) {
+    if (!g) return;
+    inf__serve_gate_stop(g);
+    if (g->epoll_fd >= 0) close(g->epoll_fd);
+    if (g->wake_fd >= 0) close(g->wake_fd);
+    free(g->window);
+    free(g);
+}
