@@ -138,6 +138,8 @@ static void *rule_thread(void *arg);
 inf_status inf__serve_monitor_start(srv_server *srv, inf_error *err) {
     const srv_options *o = &srv->opt;
     srv->monitor = NULL;
+    if (o->log_sample && !o->log_predictions)
+        return inf_error_set(err, INF_EINVAL, "--log-sample needs --log-predictions DST");
     if (!o->log_predictions && !o->baseline && !o->monitor_rules && !o->ui) return INF_OK;
     srv_monitor *m = calloc(1, sizeof *m);
     if (!m) return inf_error_set(err, INF_ENOMEM, "monitor: out of memory");
