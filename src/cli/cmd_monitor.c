@@ -387,6 +387,46 @@ static int baseline_of(const mon_opts *o, inf__rt_model *m, inf__mon_profile **b
 /* Evaluates rule r over the log's windows of its length: the alert when
  * its last max(1, for/window) windows (consecutive, each with min_rows
  * rows) all breach; *alert stays NULL otherwise. */
+static cJSON *quality_windows(const inf__mon_join *jn, int64_t window_us);
+static int labels_join(const mon_opts *o, inf__rt_model *m, inf__mon_join *jn_out, inf__metrics *q_out, cJSON **out);
+
+/* A quality rule over the labelled predictions' windows (jn: the join). */
+static int check_quality_rule(const inf__rt_model *m, const inf__mon_join *jn, const inf__mon_rule *r, cJSON **alert) {
+    *alert = NULL;
+    cJSON *qw = quality_windows(jn, r->window_us);
+    if (!qw) return cli_fail(CMD, "out of memory");
+    int n = cJSON_GetArraySize(qw);
+    int64_t k = r->for_us / r->window_us + (r->for_us % r->window_us != 0);
+    if (k < 1) k = 1;
+    int fires = n >= k;
+    if (fires) { /* consecutive windows */
+        int64_t t0, t1;
+        const cJSON *a = cJSON_GetObjectItem(cJSON_GetArrayItem(qw, (int)(n - k)), "start");
+        const cJSON *b = cJSON_GetObjectItem(cJSON_GetArrayItem(qw, n - 1), "start");
+        fires = !inf_parse_timestamp(a->valuestring, strlen(a->valuestring), &t0) &&
+                !inf_parse_timestamp(b->valuestring, strlen(b->valuestring), &t1) && t1 - t0 == (k - 1) * r->window_us;
+    }
+    for (int i = (int)(n - k); fires && i < n; i++) {
+        cJSON *w = cJSON_GetArrayItem(qw, i);
+        double value;
+        const char *col;
+        fires = inf__mon_rule_check(r, w, &value, &col) == 1;
+        if (fires && i == n - 1) {
+            int64_t t;
+            char t1[40];
+            const cJSON *st = cJSON_GetObjectItem(w, "start");
+            cJSON_AddStringToObject(w, "model", m->name);
+            cJSON_AddStringToObject(w, "version", m->version);
+            if (!inf_parse_timestamp(st->valuestring, strlen(st->valuestring), &t))
+                cJSON_AddStringToObject(w, "end", inf_format_timestamp(t + r->window_us, t1, sizeof t1));
+            *alert = inf__mon_alert_json(r, w, value, "*");
+            if (*alert) cJSON_AddNumberToObject(*alert, "windows", (double)k);
+        }
+    }
+    cJSON_Delete(qw);
+    return 0;
+}
+
 static int check_rule(const mon_opts *o, inf__rt_model *m, inf__mon_profile *base, const inf__mon_rule *r, cJSON **alert) {
     *alert = NULL;
     mon_opts wo = *o;
@@ -423,13 +463,29 @@ static int sub_check(const mon_opts *o, inf__rt_model *m) {
     inf__mon_rules rules;
     inf_error e;
     if (inf__mon_rules_load(o->rules, &rules, &e)) return cli_fail(CMD, "%s", e.message);
+    int n_drift = 0, n_quality = 0;
+    for (int i = 0; i < rules.n; i++) *(rules.rules[i].quality ? &n_quality : &n_drift) += 1;
+    if (n_quality && !(o->labels && o->id_column && o->label_column)) {
+        inf__mon_rules_free(&rules);
+        return cli_usage(CMD, "%s has quality rules: check needs --labels SRC --id-column C --label-column L", o->rules);
+    }
     inf__mon_profile *base = NULL;
-    int rc = baseline_of(o, m, &base);
+    int rc = n_drift ? baseline_of(o, m, &base) : 0;
+    inf__mon_join jn;
+    int have_join = 0;
+    if (!rc && n_quality) {
+        inf__metrics q;
+        cJSON *qj = NULL;
+        if (!(rc = labels_join(o, m, &jn, &q, &qj))) have_join = 1;
+        cJSON_Delete(qj);
+    }
     cJSON *out = cJSON_CreateObject(), *firing = out ? cJSON_AddArrayToObject(out, "firing") : NULL;
     if (!rc && !firing) rc = cli_fail(CMD, "out of memory");
     for (int i = 0; !rc && i < rules.n; i++) {
         cJSON *alert;
-        if ((rc = check_rule(o, m, base, &rules.rules[i], &alert)) || !alert) continue;
+        rc = rules.rules[i].quality ? check_quality_rule(m, &jn, &rules.rules[i], &alert)
+                                    : check_rule(o, m, base, &rules.rules[i], &alert);
+        if (rc || !alert) continue;
         if (!o->dry_run) {
             inf__mon_act_result res;
             inf__mon_alert_act(&rules.rules[i], alert, m->registry, m->name, m->from_registry ? m->version_num : 0,
@@ -457,6 +513,7 @@ static int sub_check(const mon_opts *o, inf__rt_model *m) {
         if (!rc && cJSON_GetArraySize(firing) > 0) rc = 3; /* 1 is an error, 2 a usage error */
     }
     cJSON_Delete(out);
+    if (have_join) inf__mon_join_free(&jn);
     inf__mon_profile_free(base);
     inf__mon_rules_free(&rules);
     return rc;

@@ -22,7 +22,14 @@ int64_t inf__mon_parse_duration_us(const char *s) {
     return 0;
 }
 
-static const char *const METRICS[] = {"psi", "js", "ks", "chi2"};
+/* Drift metrics (bigger = worse), then quality metrics with their
+ * direction (the labels' metrics of `monitor labels`). */
+static const struct {
+    const char *name;
+    int quality, higher_is_better;
+} METRICS[] = {{"psi", 0, 0},      {"js", 0, 0},   {"ks", 0, 0},   {"chi2", 0, 0},    {"accuracy", 1, 1},
+               {"precision", 1, 1}, {"recall", 1, 1}, {"f1", 1, 1}, {"auc", 1, 1},     {"logloss", 1, 0},
+               {"rmse", 1, 0},      {"mae", 1, 0},  {"r2", 1, 1}};
 static const struct {
     const char *name;
     int bit;
@@ -77,10 +84,14 @@ static inf_status parse_rule(const cJSON *j, int i, const char *where, inf__mon_
         return inf_error_set(err, INF_EFORMAT, "%s: rules[%d] needs a \"name\" (a string)", where, i);
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "metric");
     size_t k = 0;
-    while (k < sizeof METRICS / sizeof METRICS[0] && (!cJSON_IsString(m) || strcmp(m->valuestring, METRICS[k]))) k++;
+    while (k < sizeof METRICS / sizeof METRICS[0] && (!cJSON_IsString(m) || strcmp(m->valuestring, METRICS[k].name))) k++;
     if (k == sizeof METRICS / sizeof METRICS[0])
-        return inf_error_set(err, INF_EFORMAT, "%s: rule '%s': \"metric\" must be psi, js, ks or chi2", where, r->name);
-    snprintf(r->metric, sizeof r->metric, "%s", METRICS[k]);
+        return inf_error_set(err, INF_EFORMAT,
+                             "%s: rule '%s': \"metric\" must be psi, js, ks, chi2 (drift) or accuracy, precision, "
+                             "recall, f1, auc, logloss, rmse, mae, r2 (quality)", where, r->name);
+    snprintf(r->metric, sizeof r->metric, "%s", METRICS[k].name);
+    r->quality = METRICS[k].quality;
+    r->higher_is_better = METRICS[k].higher_is_better;
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "feature");
     if (!f) snprintf(r->feature, sizeof r->feature, "*");
     else if (copy_field(r->feature, sizeof r->feature, f))
@@ -152,6 +163,12 @@ int inf__mon_rule_check(const inf__mon_rule *r, const cJSON *drift, double *valu
     *column = NULL;
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(drift, "rows");
     if (!cJSON_IsNumber(rows) || rows->valuedouble < (double)r->min_rows) return -1;
+    if (r->quality) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(drift, "metrics"), r->metric);
+        if (!cJSON_IsNumber(v)) return -1;
+        *value = v->valuedouble;
+        return r->higher_is_better ? *value < r->threshold : *value > r->threshold;
+    }
     static const char *const sections[] = {"features", "outputs"};
     int any = 0;
     for (int s = 0; s < 2; s++) {

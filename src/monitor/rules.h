@@ -8,9 +8,12 @@
  *               "threshold": 0.25, "window": "1h", "for": "0s", "min_rows": 100,
  *               "action": ["webhook", "rollback"], "webhook": "http://host:port/path",
  *               "alias": "production"}]}
- *   metric     psi | js | ks | chi2 (a drift metric of profile.h; bigger = worse)
+ *   metric     psi | js | ks | chi2 (a drift metric of profile.h; bigger = worse), or a
+ *              quality metric of `monitor labels` (accuracy, precision, recall, f1,
+ *              auc, r2 breach BELOW the threshold; logloss, rmse, mae above it),
+ *              checked by `monitor check --labels` only
  *   feature    a feature or output column, or "*" (the worst column); default "*"
- *   threshold  the rule breaches when the metric is > threshold
+ *   threshold  a drift rule breaches when the metric is > threshold
  *   window     the window the metric is computed over (offline; serve uses its
  *              --monitor-window), default "1h"
  *   for        the rule fires when it has breached for this long: offline, in
@@ -33,13 +36,15 @@ enum { INF__MON_ACT_WEBHOOK = 1, INF__MON_ACT_ROLLBACK = 2 };
 
 typedef struct inf__mon_rule {
     char name[128];
-    char metric[8];
+    char metric[16];
     char feature[256];
     double threshold;
     int64_t window_us, for_us, min_rows;
     int actions;           /* INF__MON_ACT_* bits; the log line is always written */
     char webhook[512];
     char alias[129];       /* rollback: the alias moved back (default "production") */
+    int quality;           /* a quality metric (needs labels: `monitor check --labels`) */
+    int higher_is_better;  /* quality: breaches below the threshold (else above) */
 } inf__mon_rule;
 
 typedef struct inf__mon_rules {
@@ -53,9 +58,10 @@ int64_t inf__mon_parse_duration_us(const char *s);
 inf_status inf__mon_rules_load(const char *path, inf__mon_rules *out, inf_error *err);
 inf_status inf__mon_rules_parse(const char *text, size_t len, const char *where, inf__mon_rules *out, inf_error *err);
 void inf__mon_rules_free(inf__mon_rules *rs);
-/* Checks rule against one window's drift JSON ({"rows","features","outputs"}):
+/* Checks rule against one window's drift JSON ({"rows","features","outputs"}),
+ * or for a quality rule its quality JSON ({"rows","metrics"}):
  * -1 when the window has fewer than min_rows rows or no value of the metric
- * (unknown), 1 when it breaches (value > threshold), else 0.  *value and
+ * (unknown), 1 when it breaches, else 0.  *value and
  * *column get the metric's value and the column (the worst one for "*"). */
 int inf__mon_rule_check(const inf__mon_rule *r, const cJSON *drift, double *value, const char **column);
 /* The alert object of a firing rule: {"rule","metric","feature","value",

@@ -138,6 +138,8 @@ static void *rule_thread(void *arg);
 inf_status inf__serve_monitor_start(srv_server *srv, inf_error *err) {
     const srv_options *o = &srv->opt;
     srv->monitor = NULL;
+    if (o->log_sample && !o->log_predictions)
+        return inf_error_set(err, INF_EINVAL, "--log-sample needs --log-predictions DST");
     if (!o->log_predictions && !o->baseline && !o->monitor_rules && !o->ui) return INF_OK;
     srv_monitor *m = calloc(1, sizeof *m);
     if (!m) return inf_error_set(err, INF_ENOMEM, "monitor: out of memory");
@@ -170,6 +172,10 @@ inf_status inf__serve_monitor_start(srv_server *srv, inf_error *err) {
                 return inf_error_set(err, re.status, "--monitor %s: a rule rolls back an alias, but the registry "
                                      "cannot be opened: %s", o->monitor_rules, re.message);
         }
+        for (int i = 0; i < m->rules.n; i++)
+            if (m->rules.rules[i].quality)
+                fprintf(stderr, "infera serve: rule '%s': a quality rule needs labels, checked by `infera monitor check "
+                        "--labels` only\n", m->rules.rules[i].name);
         if (!m->n_baselines)
             fprintf(stderr, "infera serve: --monitor without --baseline: drift rules have no window to check\n");
         if (pthread_create(&m->thread, NULL, rule_thread, m))

@@ -305,4 +305,37 @@ assert re.search(r'class="chart quality-chart"', html)
 for h in data["histograms"].values(): assert abs(sum(h["baseline"]) - 1) < 1e-9 and abs(sum(h["current"]) - 1) < 1e-9
 print("report: 5 windows of drift and quality equal the drift/labels commands and scikit-learn; no external asset")
 PY
+# quality rules in `monitor check --labels`: AUC per hour from scikit-learn decides which rules fire
+$py - <<'PY'
+import csv, json, numpy as np
+from sklearn import metrics as skm
+log = [json.loads(l) for l in open("spread_log.jsonl")]
+first = {}
+for r in csv.DictReader(open("labels.csv")): first.setdefault(r["txn"], int(r["label"]))
+hours = {}
+for r in log:
+    if r["record_id"] in first: hours.setdefault(r["logged_at"][:13], []).append((first[r["record_id"]], r["fraud_score"]))
+auc = [skm.roc_auc_score([a for a, _ in hours[h]], [b for _, b in hours[h]]) for h in sorted(hours)]
+rules = [{"name": "auc fell", "metric": "auc", "threshold": auc[-1] + 0.001, "window": "1h", "min_rows": 10},
+         {"name": "auc holds", "metric": "auc", "threshold": auc[-1] - 0.001, "window": "1h", "min_rows": 10},
+         {"name": "auc fell 2h", "metric": "auc", "threshold": max(auc[-2:]) + 0.001, "window": "1h", "for": "2h", "min_rows": 10},
+         {"name": "not 2h", "metric": "auc", "threshold": min(auc[-2:]) + 0.0005 if auc[-1] > auc[-2] else auc[-2] - 0.0005,
+          "window": "1h", "for": "2h", "min_rows": 10}]
+json.dump({"rules": rules}, open("qrules.json", "w"))
+json.dump(auc, open("auc.json", "w"))
+PY
+set +e
+"$infera" monitor check "${M[@]}" --log jsonl:spread_log.jsonl --rules qrules.json --labels csv:labels.csv \
+    --id-column txn --label-column label --dry-run --json > qcheck.json 2>qcheck.err
+rc=$?
+set -e
+[ "$rc" = 3 ] || { cat qcheck.err; echo "FAIL: quality check exit $rc (want 3)"; exit 1; }
+$py - <<'PY'
+import json
+c, auc = json.load(open("qcheck.json")), json.load(open("auc.json"))
+names = [a["rule"] for a in c["firing"]]
+assert names == ["auc fell", "auc fell 2h"], names
+assert abs(c["firing"][0]["value"] - auc[-1]) <= 1e-9 and c["firing"][1]["windows"] == 2, c
+print("quality rules: AUC per hour as scikit-learn's; the breaching rules fire, 'for' needs every window")
+PY
 echo "PASS"

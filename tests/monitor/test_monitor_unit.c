@@ -59,7 +59,7 @@ static void test_rules_parse(void) {
     } bad[] = {
         {"[]", "at least one rule"},
         {"{\"rules\":[{\"metric\":\"psi\",\"threshold\":1}]}", "\"name\""},
-        {"{\"rules\":[{\"name\":\"r\",\"metric\":\"auc\",\"threshold\":1}]}", "rule 'r': \"metric\""},
+        {"{\"rules\":[{\"name\":\"r\",\"metric\":\"speed\",\"threshold\":1}]}", "rule 'r': \"metric\""},
         {"{\"rules\":[{\"name\":\"r\",\"metric\":\"psi\"}]}", "rule 'r': \"threshold\""},
         {"{\"rules\":[{\"name\":\"r\",\"metric\":\"psi\",\"threshold\":1,\"window\":\"0s\"}]}", "window"},
         {"{\"rules\":[{\"name\":\"r\",\"metric\":\"psi\",\"threshold\":1,\"for\":\"soon\"}]}", ".for"},
@@ -98,6 +98,15 @@ static void test_rule_check(void) {
     cJSON_ReplaceItemInObject(d, "rows", cJSON_CreateNumber(9));
     CHECK(inf__mon_rule_check(&rs.rules[1], d, &v, &col) == -1, "fewer than min_rows: unknown");
     cJSON_Delete(d);
+    inf__mon_rules_free(&rs);
+    /* quality rules: auc, accuracy... breach below the threshold, logloss, rmse, mae above it */
+    parse("{\"rules\":[{\"name\":\"auc\",\"metric\":\"auc\",\"threshold\":0.7,\"min_rows\":1},"
+          "{\"name\":\"ll\",\"metric\":\"logloss\",\"threshold\":0.1,\"min_rows\":1}]}", &rs, &e);
+    cJSON *q = cJSON_Parse("{\"rows\":5,\"metrics\":{\"auc\":0.6,\"logloss\":0.05}}");
+    CHECK(rs.n == 2 && rs.rules[0].quality && rs.rules[0].higher_is_better && !rs.rules[1].higher_is_better, "quality kinds");
+    CHECK(inf__mon_rule_check(&rs.rules[0], q, &v, &col) == 1 && v == 0.6, "auc 0.6 < 0.7 breaches");
+    CHECK(inf__mon_rule_check(&rs.rules[1], q, &v, &col) == 0 && v == 0.05, "logloss 0.05 <= 0.1 holds");
+    cJSON_Delete(q);
     inf__mon_rules_free(&rs);
 }
 
