@@ -256,7 +256,7 @@ static const op_rule rules[] = {
     UN("LeakyRelu"), EW("Less"), EW("LessOrEqual"), UN("Log"), {"LogSoftmax", "B", check_softmax},
     {"MatMul", "BA", check_matmul}, EW("Max"), {"MaxPool", "B", check_no_extra_outputs}, EW("Mean"), EW("Min"),
     UN("Mish"), EW("Mod"), EW("Mul"), UN("Neg"), UN("Not"), EW("Or"), UN("PRelu"), {"Pad", "BC", check_pad}, EW("Pow"),
-    {"QConv", "BC", NULL}, {"QGemm", "BC", check_rows}, UN("Reciprocal"),
+    {"QConv", "BCCCCCCCCE", NULL}, {"QGemm", "BC", check_rows}, UN("Reciprocal"),
     {"ReduceL1", "BC", check_reduce}, {"ReduceL2", "BC", check_reduce}, {"ReduceLogSumExp", "BC", check_reduce},
     {"ReduceMax", "BC", check_reduce}, {"ReduceMean", "BC", check_reduce}, {"ReduceMin", "BC", check_reduce},
     {"ReduceProd", "BC", check_reduce}, {"ReduceSum", "BC", check_reduce}, {"ReduceSumSquare", "BC", check_reduce},
