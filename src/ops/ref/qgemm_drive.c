@@ -16,6 +16,14 @@
  * (K ordered (ky, kx, channel), W packed to match).  Padding positions of a convolution read
  * the input zero point, so they contribute (zp - zp) = 0 as in the
  * reference.
+ * On AVX-512 VNNI, with a multiple of 4 channels per group (or a stem W
+ * packed with zero-weight padding channels, inf__qconv_geom.cgp) and no W
+ * zero point, the conv reads the zero-point-padded channels-last image in
+ * place (x86/qconv_vnni_avx512.c, the implicit GEMM) instead of im2col rows.
+ * Fused forms (graph/passes/qdq_chain.c): a uint8 channels-last input copied
+ * as it is (inf__qsrc.nhwc), a uint8 channels-last output (INF_QOUT_F32_U8:
+ * C's rows are the output's positions), a MaxPool over the conv rows of each
+ * pooled row (conv_pool_rows), and a residual Add applied per block in cache.
  * The stores repeat the reference's arithmetic (ops/ref/quantize.c): float
  * multiplier computed as a_scale * b_scale / y_scale, (float)acc * mult,
  * round half to even, + zero point, saturate; so QLinear* outputs are

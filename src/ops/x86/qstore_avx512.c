@@ -35,7 +35,7 @@ void inf__quantize_u8_avx512(const float *x, int64_t n, float scale, int32_t zp,
     for (; i + 16 <= n; i += 16) _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtepi32_epi8(quantize16(_mm512_loadu_ps(x + i), s, z)));
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        _mm512_mask_cvtepi32_storeu_epi8(q + i, m, quantize16(_mm512_maskz_loadu_ps(m, x + i), s, z));
+        _mm_mask_storeu_epi8(q + i, m, _mm512_cvtepi32_epi8(quantize16(_mm512_maskz_loadu_ps(m, x + i), s, z)));
     }
 }
 
@@ -63,6 +63,9 @@ void inf__qstore_u8_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0,
         __m512 mult = o->mult_per_col ? _mm512_maskz_loadu_ps(m, o->mult + j0 + j) : _mm512_set1_ps(o->mult[0]);
         __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c + j)), mult);
         if (o->bias_f32) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, o->bias_f32 + j0 + j));
-        _mm512_mask_cvtepi32_storeu_epi8(y + j, m, quantize16(act16(o->act, v), s, z));
+        __m128i q = _mm512_cvtepi32_epi8(quantize16(act16(o->act, v), s, z)); /* register form: the memory form
+                                                                              * of vpmovdb is slow on Zen 4 */
+        if (m == 0xFFFF) _mm_storeu_si128((__m128i *)(y + j), q);
+        else _mm_mask_storeu_epi8(y + j, m, q);
     }
 }
