@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# test_bundle.sh TEST_BUNDLE INFERA -- bundles vs their ONNX models, bit for bit
+# (tests/edge/test_bundle.c), on the test models and the bench MLP/CNN/encoder,
+# then the CLI path: `infera compile` + `infera run` on a bundle against the
+# ONNX Runtime outputs committed beside the test models.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+test_bundle=$1
+infera=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+models=()
+for m in "$root"/tests/models/*.onnx "$root"/tests/models/{memplan,unseen,subbatch}/*.onnx \
+         "$root"/tests/ml/data/*.onnx "$root"/tests/pipeline/data/*.onnx; do
+  case "$(basename "$m")" in bad_*) continue ;; esac
+  models+=("$m")
+done
+# subgraphs (If, Loop, Scan, SequenceMap) and sequence/optional values, from the ONNX backend test data
+node=/usr/share/libonnx-testdata/data/node
+for t in test_if test_if_seq test_if_opt test_loop11 test_loop13_seq test_scan9_sum test_scan_sum \
+         test_sequence_map_add_2_sequences test_optional_has_element test_range_float_type_positive_delta_expanded; do
+  [ -f "$node/$t/model.onnx" ] && models+=("$node/$t/model.onnx")
+done
+if [ ! -f "$root/bench/models/mlp.onnx" ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  /usr/bin/python3 "$root/bench/gen_bench_models.py" >/dev/null
+fi
+for b in mlp cnn bert; do
+  [ -f "$root/bench/models/$b.onnx" ] && models+=("$root/bench/models/$b.onnx")
+done
+"$test_bundle" "${models[@]}"
+
+# CLI: compile, run the bundle, compare with ONNX Runtime's outputs (the oracle) and with the ONNX run.
+fail=0
+for m in mlp cnn; do
+  "$infera" compile "$root/tests/models/$m.onnx" -o "$tmp/$m.bundle" >/dev/null
+  "$infera" run "$tmp/$m.bundle" --input "input=$root/tests/models/${m}_input.npy" --output-dir "$tmp/b_$m" >/dev/null
+  "$infera" run "$root/tests/models/$m.onnx" --input "input=$root/tests/models/${m}_input.npy" --output-dir "$tmp/o_$m" >/dev/null
+  for ref in "$root"/tests/models/${m}_*.ort.npy; do
+    out=$(basename "$ref" .ort.npy); out=${out#${m}_}
+    if /usr/bin/python3 "$root/tests/models/check_outputs.py" "$tmp/b_$m/$out.npy" "$ref"; then
+      echo "ok   $m bundle $out vs ONNX Runtime"
+    else echo "FAIL $m bundle $out vs ONNX Runtime"; fail=1; fi
+    if cmp -s "$tmp/b_$m/$out.npy" "$tmp/o_$m/$out.npy"; then
+      echo "ok   $m bundle $out == ONNX model (bytes)"
+    else echo "FAIL $m bundle $out differs from the ONNX model"; fail=1; fi
+  done
+done
+# a bundle for another target is refused by the CLI with the file named
+other=aarch64; [ "$(uname -m)" = aarch64 ] && other=x86_64
+"$infera" compile "$root/tests/models/mlp.onnx" -o "$tmp/other.bundle" --target $other >/dev/null
+if msg=$("$infera" info "$tmp/other.bundle" 2>&1); then echo "FAIL info accepted a $other bundle"; fail=1
+elif [[ $msg == *other.bundle*"compiled for target $other"* ]]; then echo "ok   $other bundle refused: $msg"
+else echo "FAIL unclear refusal: $msg"; fail=1; fi
+# --c-source writes a C array + accessor that compiles
+"$infera" compile "$root/tests/models/mlp.onnx" -o "$tmp/mlp_model.c" --c-source >/dev/null
+if cc -std=c11 -Wall -Wextra -Werror -c "$tmp/mlp_model.c" -o "$tmp/mlp_model.o" && nm "$tmp/mlp_model.o" | grep -q ' T infera_bundle_mlp_model$'; then
+  echo "ok   --c-source compiles and exports infera_bundle_mlp_model"
+else echo "FAIL --c-source output"; fail=1; fi
+exit $fail
