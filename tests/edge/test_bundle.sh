@@ -47,6 +47,20 @@ for m in mlp cnn; do
     else echo "FAIL $m bundle $out differs from the ONNX model"; fail=1; fi
   done
 done
+# batch: the same rows, predictions and lineage stamp (model_version = the source's SHA-256) from the bundle
+/usr/bin/python3 - "$tmp/in.csv" <<'PY'
+import random, sys
+random.seed(7)
+with open(sys.argv[1], "w") as f:
+    f.write("id," + ",".join("f%d" % i for i in range(32)) + "\n")
+    for r in range(50):
+        f.write(str(r) + "," + ",".join("%.5f" % random.uniform(-2, 2) for _ in range(32)) + "\n")
+PY
+(cd "$tmp" && "$infera" batch --model "$root/tests/models/mlp.onnx" --input csv:in.csv --output csv:onnx.csv --id-column id >/dev/null 2>&1 &&
+  "$infera" batch --model mlp.bundle --input csv:in.csv --output csv:bundle.csv --id-column id >/dev/null 2>&1)
+if [ -s "$tmp/onnx.csv" ] && diff <(cut -d, -f1-8 "$tmp/onnx.csv") <(cut -d, -f1-8 "$tmp/bundle.csv") >/dev/null; then
+  echo "ok   batch on the bundle == batch on the ONNX model (predictions and model_version)"
+else echo "FAIL batch outputs differ"; fail=1; fi
 # a bundle for another target is refused by the CLI with the file named
 other=aarch64; [ "$(uname -m)" = aarch64 ] && other=x86_64
 "$infera" compile "$root/tests/models/mlp.onnx" -o "$tmp/other.bundle" --target $other >/dev/null
