@@ -7,7 +7,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 test_bundle=$1
-infera=$2
+infera=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
