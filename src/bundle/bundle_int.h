@@ -30,4 +30,8 @@ inf_status inf__bundle_load_image(const void *data, size_t size, const char *wha
  * an aligned block the model owns (inf_model_load_buffer). */
 inf_status inf__bundle_load_copy(const void *data, size_t size, const char *what, inf_model **out, inf_error *err);
 
+/* The kernel symbols (ops.def impl names) model's nodes run, subgraphs
+ * included, each once; returns how many (at most cap written). */
+int inf__bundle_kernel_symbols(const inf_model *model, const char **out, int cap);
+
 #endif /* INF_BUNDLE_INT_H */

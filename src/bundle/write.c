@@ -31,6 +31,7 @@
 
 #include "bundle/format.h"
 #include "graph/graph.h"
+#include "ops/ops.h"
 
 typedef struct buf {
     uint8_t *p;
@@ -336,3 +337,27 @@ inf_status inf_bundle_write(const inf_model *model, const inf_bundle_write_optio
 }
 
 void inf_bundle_buffer_free(void *data) { inf__aligned_free(data); }
+
+/* ---- the kernels a model needs (for `infera compile --c-source`) ---- */
+
+static int add_symbols(const inf__graph *g, const char **out, int n, int cap) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const inf__node *node = &g->nodes[i];
+        if (node->op) {
+            const char *sym = inf__op_impl_symbol[node->op - inf__op_table];
+            int k = 0;
+            while (k < n && strcmp(out[k], sym)) k++;
+            if (k == n && n < cap) out[n++] = sym;
+        }
+        for (int a = 0; a < node->n_attrs; a++) {
+            const inf__attr *at = &node->attrs[a];
+            if (at->type == INF_ATTR_GRAPH && at->g) n = add_symbols(at->g, out, n, cap);
+            for (int k = 0; at->type == INF_ATTR_GRAPHS && k < at->n; k++) n = add_symbols(at->graphs[k], out, n, cap);
+        }
+    }
+    return n;
+}
+
+int inf__bundle_kernel_symbols(const inf_model *model, const char **out, int cap) {
+    return add_symbols(model->graph, out, 0, cap);
+}

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "bundle/bundle_int.h"
 #include "cli/cli.h"
 #include "infera/bundle.h"
 #include "infera/pipeline.h"
@@ -127,8 +128,21 @@ static void accessor_name(const char *out, char *name, size_t cap) {
     name[w] = 0;
 }
 
+/* The kernels the model runs, referenced strongly: a program linking the
+ * static libinfera_edge.a gets exactly these (the op table's references are
+ * weak, so an archive member nobody else names is left out). */
+static void write_kernel_refs(FILE *f, const inf_model *model) {
+    const char *syms[512];
+    int n = inf__bundle_kernel_symbols(model, syms, 512);
+    fprintf(f, "/* the kernels this model runs (declared by address only) */\n");
+    for (int i = 0; i < n; i++) fprintf(f, "extern const char %s[];\n", syms[i]);
+    fprintf(f, "static const void *const kernels[] = {\n");
+    for (int i = 0; i < n; i++) fprintf(f, "    %s,\n", syms[i]);
+    fprintf(f, "    0};\n\n");
+}
+
 static bool write_c_source(const char *path, const uint8_t *img, size_t size, const source_facts *sf,
-                           const char *target) {
+                           const char *target, const inf_model *model) {
     FILE *f = fopen(path, "w");
     if (!f) return false;
     char fn[200];
@@ -144,7 +158,15 @@ static bool write_c_source(const char *path, const uint8_t *img, size_t size, co
             "static const _Alignas(64) unsigned char bundle_data[%zu] = {\n",
             sf->name, target, size, fn, fn, size);
     for (size_t i = 0; i < size; i++) fprintf(f, "%s0x%02x,%s", i % 16 ? "" : "    ", img[i], i % 16 == 15 || i + 1 == size ? "\n" : "");
-    fprintf(f, "};\n\nconst void *%s(size_t *size) {\n    *size = sizeof bundle_data;\n    return bundle_data;\n}\n", fn);
+    fprintf(f, "};\n\n");
+    write_kernel_refs(f, model);
+    fprintf(f,
+            "const void *%s(size_t *size) {\n"
+            "    __asm__ volatile(\"\" : : \"r\"(kernels) : \"memory\"); /* keeps the kernel references linked */\n"
+            "    *size = sizeof bundle_data;\n"
+            "    return bundle_data;\n"
+            "}\n",
+            fn);
     bool ok = !ferror(f);
     return fclose(f) == 0 && ok;
 }
@@ -216,7 +238,7 @@ int cmd_compile(int argc, char **argv) {
         rc = cli_fail(cmd, "%s: %s", o.ref, err.message);
         goto done;
     }
-    bool ok = o.c_source ? write_c_source(o.out, img, size, &sf, inf_target_name(o.target)) : write_file(o.out, img, size);
+    bool ok = o.c_source ? write_c_source(o.out, img, size, &sf, inf_target_name(o.target), model) : write_file(o.out, img, size);
     inf_bundle_buffer_free(img);
     if (!ok) {
         rc = cli_fail(cmd, "cannot write '%s'", o.out);

@@ -81,6 +81,7 @@ typedef struct inf__op {
 
 extern const inf__op inf__op_table[];
 extern const int inf__op_count;
+extern const char *const inf__op_impl_symbol[]; /* per row: the impl's symbol name */
 
 /* The newest opset per domain that Infera knows: a model importing a newer
  * one is refused even for operators whose schema has not changed. */
