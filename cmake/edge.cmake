@@ -5,7 +5,7 @@
 # compile`).  -DINFERA_THREADS=OFF also leaves out pthreads: kernels run on
 # the calling thread.  Included from the top-level CMakeLists.txt; the
 # architecture flags of the kernels come from there (AVX2_SOURCES, ...).
-option(INFERA_EDGE "Build libinfera_edge.a (engine + bundle loader; no protobuf-c, no cJSON)" OFF)
+option(INFERA_EDGE "Build libinfera_edge.a (engine + bundle loader; no protobuf-c, no cJSON)" ON)
 option(INFERA_THREADS "Thread pool in libinfera_edge.a (OFF: single-threaded, no pthreads)" ON)
 if(INFERA_EDGE)
   file(GLOB_RECURSE EDGE_SOURCES CONFIGURE_DEPENDS
