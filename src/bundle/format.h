@@ -6,8 +6,9 @@
  *   [0, 64)     header (below)
  *   [64, ...)   section table: n_sections entries of 24 bytes
  *   sections    each starting on a 64-byte boundary
- * The header's body_crc is CRC32C over bytes [64, file_size); head_crc is
- * CRC32C over bytes [0, 40) of the header.  A reader refuses a file whose
+ * The header's body_crc is the striped CRC32C (crc32c.c: four CRC32Cs over
+ * four quarters, combined) of bytes [64, file_size); head_crc is CRC32C
+ * over bytes [0, 40) of the header.  A reader refuses a file whose
  * magic, version, target, size or either checksum does not match.
  *
  * Versioning: FORMAT_VERSION changes whenever the meaning of any byte
@@ -53,10 +54,13 @@ typedef enum inf__bundle_section {
     INF__BS_GRAPH = 2,    /* the optimised graph IR (stream) */
     INF__BS_WEIGHTS = 3,  /* tensor data, each 64-byte aligned, referenced by offset */
     INF__BS_PIPELINE = 4, /* pipeline spec JSON bytes */
+    INF__BS_PREPACK = 5,  /* GEMM panels packed from constants at compile time (write.c); optional */
 } inf__bundle_section;
 
 /* CRC32C (Castagnoli), hardware-accelerated where the CPU has it (crc32c.c). */
 uint32_t inf__crc32c(uint32_t crc, const void *data, size_t size);
+/* The body checksum: CRC32C of the CRC32Cs of 4 stripes (see crc32c.c). */
+uint32_t inf__crc32c_striped(const void *data, size_t size);
 
 static inline uint32_t inf__rd_u32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;

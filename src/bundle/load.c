@@ -449,6 +449,34 @@ static inf_status get_meta(loader *L, inf__bundle_facts *facts) {
     return INF_OK;
 }
 
+/* ---- PREPACK: panels used in place (write.c put_prepacked) ---- */
+
+static inf_status get_prepacked(loader *L, const inf__bundle_facts *f, inf__prepack_log *log) {
+    memset(log, 0, sizeof *log);
+    log->supply = true;
+    if (!f->has_section[INF__BS_PREPACK]) return INF_OK;
+    reader *r = &L->r;
+    *r = (reader){f->sections[INF__BS_PREPACK], f->sections[INF__BS_PREPACK] + f->section_bytes[INF__BS_PREPACK], false};
+    int n = get_count(r, 49);
+    inf_status st = get_list_alloc(L, n, sizeof *log->items, (void **)&log->items);
+    if (st) return st;
+    for (int i = 0; i < n; i++) {
+        uint64_t b_off = get_u64(r);
+        bool trans_b = get_u8(r) != 0;
+        int64_t k = get_i64(r), cols = get_i64(r), ldb = get_i64(r);
+        uint64_t p_off = get_u64(r);
+        int64_t floats = get_i64(r);
+        bool ok = !r->bad && k > 0 && cols > 0 && k < ((int64_t)1 << 31) && cols < ((int64_t)1 << 31) &&
+                  floats == inf__ops_sgemm_packed_floats(k, cols) && b_off < L->weights_size &&
+                  p_off % INF__BUNDLE_ALIGN == 0 && p_off <= L->weights_size &&
+                  (uint64_t)floats <= (L->weights_size - p_off) / sizeof(float);
+        if (!ok) return stream_error(L, "the packed weights");
+        log->items[log->n++] = (inf__prepack_entry){(const float *)(L->weights + b_off), trans_b, k, cols, ldb,
+                                                    (const float *)(L->weights + p_off), floats};
+    }
+    return INF_OK;
+}
+
 /* ---- binding and model facts ---- */
 
 /* Binds every node to its kernel, as the ONNX loader does (ops/op_table.c),
@@ -528,7 +556,7 @@ static inf_status check_image(const uint8_t *d, size_t size, const char *what, i
     uint32_t n = inf__rd_u32(d + INF__BH_N_SECTIONS);
     if (n > INF__BUNDLE_MAX_SECTIONS || INF__BUNDLE_HEADER_BYTES + (uint64_t)n * INF__BUNDLE_SECTION_BYTES > size)
         return inf__error(err, INF_EFORMAT, "%s: corrupted bundle: %u sections", what, n);
-    if (inf__crc32c(0, d + INF__BUNDLE_HEADER_BYTES, size - INF__BUNDLE_HEADER_BYTES) != inf__rd_u32(d + INF__BH_BODY_CRC))
+    if (inf__crc32c_striped(d + INF__BUNDLE_HEADER_BYTES, size - INF__BUNDLE_HEADER_BYTES) != inf__rd_u32(d + INF__BH_BODY_CRC))
         return inf__error(err, INF_EFORMAT, "%s: corrupted bundle: checksum mismatch (CRC32C over %zu bytes)", what,
                           size - INF__BUNDLE_HEADER_BYTES);
     for (uint32_t i = 0; i < n; i++) {
@@ -537,7 +565,7 @@ static inf_status check_image(const uint8_t *d, size_t size, const char *what, i
         uint64_t off = inf__rd_u64(e + 8), len = inf__rd_u64(e + 16);
         if (off % INF__BUNDLE_ALIGN || off > size || len > size - off)
             return inf__error(err, INF_EFORMAT, "%s: corrupted bundle: section %u lies outside the file", what, i);
-        if (kind >= 1 && kind <= INF__BS_PIPELINE) {
+        if (kind >= 1 && kind <= INF__BS_PREPACK) {
             f->sections[kind] = d + off;
             f->section_bytes[kind] = len;
             f->has_section[kind] = true;
@@ -577,7 +605,13 @@ inf_status inf__bundle_load_image(const void *data, size_t size, const char *wha
     if ((st = get_meta(&L, &facts))) goto fail;
     L.r = (reader){facts.sections[INF__BS_GRAPH], facts.sections[INF__BS_GRAPH] + facts.section_bytes[INF__BS_GRAPH], false};
     if ((st = get_graph(&L, NULL, &m->graph))) goto fail;
-    if ((st = bind_graph(&L, m->graph)) || (st = collect_io_infos(&L))) goto fail;
+    inf__prepack_log prepacked;
+    if ((st = get_prepacked(&L, &facts, &prepacked))) goto fail;
+    facts.n_prepacked = prepacked.n;
+    inf__ops_prepack_begin(&prepacked); /* kernels' init takes the stored panels instead of packing */
+    st = bind_graph(&L, m->graph);
+    inf__ops_prepack_end();
+    if (st || (st = collect_io_infos(&L))) goto fail;
     facts.image = data;
     facts.image_size = size;
     facts.release = release;
@@ -621,7 +655,11 @@ inf_status inf_bundle_load(const char *path, inf_model **out, inf_error *err) {
         close(fd);
         return inf__error(err, INF_EFORMAT, "%s: not an Infera bundle (empty file)", path);
     }
+#ifdef MAP_POPULATE /* the checksum reads every page: map them all in one call, not one fault each */
+    void *p = mmap(NULL, (size_t)n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+#else
     void *p = mmap(NULL, (size_t)n, PROT_READ, MAP_PRIVATE, fd, 0);
+#endif
     close(fd);
     if (p == MAP_FAILED) return inf__error(err, INF_EIO, "%s: cannot map the bundle", path);
     st = inf__bundle_load_image(p, (size_t)n, path, unmap_image, out, err);

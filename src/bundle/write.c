@@ -29,7 +29,7 @@
  */
 #include <string.h>
 
-#include "bundle/format.h"
+#include "bundle/bundle_int.h"
 #include "graph/graph.h"
 #include "ops/ops.h"
 
@@ -90,8 +90,16 @@ static void pad_to(buf *b, size_t align) {
     if (r) put(b, zeros, align - r);
 }
 
+/* Where a constant's data went in WEIGHTS (to place packed panels of it). */
+typedef struct placed {
+    const uint8_t *data;
+    uint64_t bytes, offset;
+} placed;
+
 typedef struct writer {
-    buf graph, meta, weights;
+    buf graph, meta, weights, prepack;
+    placed *placed;
+    int n_placed, cap_placed;
     inf_error *err;
 } writer;
 
@@ -127,6 +135,12 @@ static void put_tensor(writer *w, const inf_tensor *t) {
     }
     size_t bytes = t->data ? inf_tensor_nbytes(t) : 0;
     pad_to(&w->weights, INF__BUNDLE_ALIGN);
+    if (bytes) {
+        if (inf__array_reserve((void **)&w->placed, &w->cap_placed, w->n_placed + 1, sizeof *w->placed))
+            w->weights.oom = true;
+        else
+            w->placed[w->n_placed++] = (placed){t->data, bytes, w->weights.n};
+    }
     put_u64(b, w->weights.n);
     put_u64(b, bytes);
     put(&w->weights, t->data, bytes);
@@ -274,6 +288,53 @@ static void put_meta(writer *w, const inf_model *m, const inf_bundle_write_optio
     put_u64(b, m->file_bytes);
 }
 
+/* PREPACK = u32 n, n x (u64 b offset in WEIGHTS, u8 trans_b, i64 k, i64 n, i64 ldb,
+ *                         u64 panels offset in WEIGHTS, i64 floats):
+ * the GEMM panels the kernels packed from constant weights at the
+ * compiling load (ops.h: inf__prepack_log), so a load uses them in place.
+ * An entry is kept only when its source lies in a written constant and
+ * packing that constant again gives the same bytes (no stale entry of a
+ * constant the optimizer replaced). */
+static void put_prepacked(writer *w, const inf__prepack_log *log) {
+    buf *b = &w->prepack;
+    int kept = 0;
+    put_u32(b, 0); /* patched below */
+    for (int i = 0; log && i < log->n; i++) {
+        const inf__prepack_entry *e = &log->items[i];
+        const uint8_t *src = (const uint8_t *)e->b;
+        const placed *at = NULL;
+        for (int k = 0; k < w->n_placed && !at; k++)
+            if (src >= w->placed[k].data && src < w->placed[k].data + w->placed[k].bytes) at = &w->placed[k];
+        bool dup = false;
+        for (int j = 0; j < i && !dup; j++) {
+            const inf__prepack_entry *o = &log->items[j];
+            dup = o->b == e->b && o->trans_b == e->trans_b && o->k == e->k && o->n == e->n && o->ldb == e->ldb;
+        }
+        if (!at || dup || e->floats <= 0) continue;
+        size_t bytes = (size_t)e->floats * sizeof(float);
+        float *again = inf__aligned_alloc(bytes);
+        if (!again) {
+            b->oom = true;
+            return;
+        }
+        inf__ops_sgemm_pack_b(e->trans_b, e->k, e->n, e->b, e->ldb, again);
+        bool same = !memcmp(again, e->panels, bytes);
+        inf__aligned_free(again);
+        if (!same) continue;
+        pad_to(&w->weights, INF__BUNDLE_ALIGN);
+        put_u64(b, at->offset + (uint64_t)(src - at->data));
+        put_u8(b, e->trans_b);
+        put_i64(b, e->k);
+        put_i64(b, e->n);
+        put_i64(b, e->ldb);
+        put_u64(b, w->weights.n);
+        put_i64(b, e->floats);
+        put(&w->weights, e->panels, bytes);
+        kept++;
+    }
+    if (!b->oom) inf__wr_u32(b->p, (uint32_t)kept);
+}
+
 typedef struct section {
     uint32_t kind;
     const buf *data;
@@ -303,7 +364,7 @@ static inf_status assemble(const section *secs, int n, inf_target target, void *
         if (secs[i].data->n) memcpy(img + offsets[i], secs[i].data->p, secs[i].data->n);
     }
     inf__wr_u32(img + INF__BH_BODY_CRC,
-                inf__crc32c(0, img + INF__BUNDLE_HEADER_BYTES, (size_t)off - INF__BUNDLE_HEADER_BYTES));
+                inf__crc32c_striped(img + INF__BUNDLE_HEADER_BYTES, (size_t)off - INF__BUNDLE_HEADER_BYTES));
     inf__wr_u32(img + INF__BH_HEAD_CRC, inf__crc32c(0, img, INF__BH_HEAD_CRC));
     *out = img;
     *size = (size_t)off;
@@ -312,6 +373,11 @@ static inf_status assemble(const section *secs, int n, inf_target target, void *
 
 inf_status inf_bundle_write(const inf_model *model, const inf_bundle_write_options *opts, void **out, size_t *size,
                             inf_error *err) {
+    return inf__bundle_write_prepacked(model, opts, NULL, out, size, err);
+}
+
+inf_status inf__bundle_write_prepacked(const inf_model *model, const inf_bundle_write_options *opts,
+                                       const inf__prepack_log *prepacked, void **out, size_t *size, inf_error *err) {
     inf_bundle_write_options dflt = {0};
     const inf_bundle_write_options *o = opts ? opts : &dflt;
     *out = NULL;
@@ -321,18 +387,25 @@ inf_status inf_bundle_write(const inf_model *model, const inf_bundle_write_optio
     writer w = {.err = err};
     put_meta(&w, model, o);
     put_graph(&w, model->graph);
+    /* x86-64 panels only mean something to an x86-64 bundle */
+    bool x86 = target == INF_TARGET_X86_64 || target == INF_TARGET_X86_64_AVX2;
+    if (prepacked && x86 && prepacked->n) put_prepacked(&w, prepacked);
     buf pipeline = {(uint8_t *)o->pipeline, o->pipeline_len, o->pipeline_len, false};
     inf_status st = INF_OK;
-    if (w.graph.oom || w.meta.oom || w.weights.oom) {
+    if (w.graph.oom || w.meta.oom || w.weights.oom || w.prepack.oom) {
         st = inf__error(err, INF_ENOMEM, "bundle: out of memory serialising the model");
     } else {
-        section secs[4] = {{INF__BS_META, &w.meta}, {INF__BS_GRAPH, &w.graph}, {INF__BS_WEIGHTS, &w.weights},
-                           {INF__BS_PIPELINE, &pipeline}};
-        st = assemble(secs, o->pipeline ? 4 : 3, target, out, size, err);
+        section secs[5] = {{INF__BS_META, &w.meta}, {INF__BS_GRAPH, &w.graph}, {INF__BS_WEIGHTS, &w.weights}};
+        int n = 3;
+        if (o->pipeline) secs[n++] = (section){INF__BS_PIPELINE, &pipeline};
+        if (w.prepack.n) secs[n++] = (section){INF__BS_PREPACK, &w.prepack};
+        st = assemble(secs, n, target, out, size, err);
     }
     inf__free(w.graph.p);
     inf__free(w.meta.p);
     inf__free(w.weights.p);
+    inf__free(w.prepack.p);
+    inf__free(w.placed);
     return st;
 }
 

@@ -218,8 +218,13 @@ int cmd_compile(int argc, char **argv) {
     memset(&sf, 0, sizeof sf);
     inf_error err;
     inf_model *model = NULL;
-    if (load_source(o.ref, &model, &sf, &err)) {
+    inf__prepack_log packed = {0}; /* the panels the kernels pack while the model loads go into the bundle */
+    inf__ops_prepack_begin(&packed);
+    inf_status lst = load_source(o.ref, &model, &sf, &err);
+    inf__ops_prepack_end();
+    if (lst) {
         free(sf.spec);
+        inf__free(packed.items);
         return cli_fail(cmd, "%s", err.message);
     }
     if (sf.spec) { /* the spec must fit the model before it is frozen into the bundle */
@@ -234,7 +239,7 @@ int cmd_compile(int argc, char **argv) {
     inf_bundle_write_options wo = {o.target, o.max_batch, sf.name, sf.has_sha ? sf.sha256 : NULL, sf.spec, sf.spec_len};
     void *img = NULL;
     size_t size = 0;
-    if (inf_bundle_write(model, &wo, &img, &size, &err)) {
+    if (inf__bundle_write_prepacked(model, &wo, packed.oom ? NULL : &packed, &img, &size, &err)) {
         rc = cli_fail(cmd, "%s: %s", o.ref, err.message);
         goto done;
     }
@@ -252,6 +257,7 @@ int cmd_compile(int argc, char **argv) {
            s.n_nodes_optimized, (long long)s.n_parameters, sf.spec ? ", with pipeline spec" : "");
 done:
     inf_model_free(model);
+    inf__free(packed.items);
     free(sf.spec);
     return rc;
 }

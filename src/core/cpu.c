@@ -10,9 +10,7 @@
  * Feature bits come from one table (leaf, subleaf, register, bit), so a new
  * feature is one row.  Off x86 everything is "generic" with sysconf caches.
  */
-#ifndef INF_NO_THREADS
 #include <pthread.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,12 +70,13 @@ typedef struct cpu_state {
 
 /* Written once under pthread_once, read-only afterwards. */
 static cpu_state g_cpu;
-#ifdef INF_NO_THREADS /* single-threaded edge build: a flag does what pthread_once does */
-typedef int pthread_once_t;
-#define PTHREAD_ONCE_INIT 0
-static void pthread_once(pthread_once_t *once, void (*fn)(void)) {
-    if (!*once) *once = 1, fn();
+#ifdef INF_NO_THREADS /* single-threaded edge build: a flag does what pthread_once does, no libpthread */
+static void run_once(pthread_once_t *once, void (*fn)(void)) {
+    static int done;
+    (void)once;
+    if (!done) done = 1, fn();
 }
+#define pthread_once(once, fn) run_once(once, fn)
 #endif
 static pthread_once_t g_cpu_once = PTHREAD_ONCE_INIT;
 

@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size) memcpy(buf, data, size);
     if (size >= INF__BUNDLE_HEADER_BYTES) {
         inf__wr_u64(buf + INF__BH_FILE_SIZE, size);
-        inf__wr_u32(buf + INF__BH_BODY_CRC, inf__crc32c(0, buf + INF__BUNDLE_HEADER_BYTES, size - INF__BUNDLE_HEADER_BYTES));
+        inf__wr_u32(buf + INF__BH_BODY_CRC, inf__crc32c_striped(buf + INF__BUNDLE_HEADER_BYTES, size - INF__BUNDLE_HEADER_BYTES));
         inf__wr_u32(buf + INF__BH_HEAD_CRC, inf__crc32c(0, buf, INF__BH_HEAD_CRC));
     }
     inf_model *m = NULL;

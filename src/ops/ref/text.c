@@ -24,11 +24,8 @@
  *   must be valid UTF-8 (else INF_EINVAL).
  */
 #include <locale.h> /* newlocale, towupper_l: _GNU_SOURCE comes from the build */
-#ifndef INF_NO_THREADS
 #include <pthread.h>
-#else /* single-threaded edge build: nothing to lock */
-typedef int pthread_mutex_t;
-#define PTHREAD_MUTEX_INITIALIZER 0
+#ifdef INF_NO_THREADS /* single-threaded edge build: nothing to lock, no libpthread */
 #define pthread_mutex_lock(m) ((void)(m))
 #define pthread_mutex_unlock(m) ((void)(m))
 #endif
