@@ -678,6 +678,7 @@ int inf_model_bundle_info(const inf_model *model, inf_bundle_info *out) {
     if (memcmp(f->source_sha256, zero, 32))
         for (int i = 0; i < 32; i++) snprintf(out->source_sha256 + 2 * i, 3, "%02x", f->source_sha256[i]);
     out->source_name = f->source_name;
+    out->n_prepacked = f->n_prepacked;
     if (f->has_section[INF__BS_PIPELINE]) {
         out->pipeline = (const char *)f->sections[INF__BS_PIPELINE];
         out->pipeline_len = (size_t)f->section_bytes[INF__BS_PIPELINE];

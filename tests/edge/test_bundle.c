@@ -6,7 +6,8 @@
  *
  * ROUND TRIP: each ONNX model (the oracle: the same engine through the
  * protobuf loader, whose outputs the models/ORT tests check against ONNX
- * Runtime) is compiled to a bundle file (inf_bundle_write), loaded back
+ * Runtime) is compiled to a bundle file as `infera compile` does (the GEMM
+ * panels packed during the load recorded and stored), loaded back
  * through inf_model_load (the path every command takes) and through
  * inf_model_load_buffer, and both are run on the same deterministic inputs
  * (symbolic dimensions = 3).  Every output must be equal byte for byte; a
@@ -21,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bundle/format.h"
+#include "bundle/bundle_int.h"
 #include "infera/bundle.h"
 #include "infera/session.h"
 
@@ -113,19 +114,26 @@ static bool write_file(const char *path, const void *d, size_t n) {
     return fclose(f) == 0 && ok;
 }
 
-static int n_compared, n_both_failed;
+static int n_compared, n_both_failed, n_prepacked, n_used_prepacked;
 
 static void round_trip(const char *path, const char *tmp) {
     inf_error err;
     inf_model *src = NULL, *fb = NULL, *mb = NULL;
-    if (inf_model_load(path, NULL, &src, &err)) {
+    inf__prepack_log packed = {0}; /* as `infera compile` does: the panels packed at load go into the bundle */
+    inf__ops_prepack_begin(&packed);
+    inf_status lst = inf_model_load(path, NULL, &src, &err);
+    inf__ops_prepack_end();
+    if (lst) {
         printf("skip %s: %s\n", path, err.message);
+        inf__free(packed.items);
         return;
     }
     void *img;
     size_t size;
     inf_bundle_write_options wo = {.max_batch = 3};
-    inf_status st = inf_bundle_write(src, &wo, &img, &size, &err);
+    inf_status st = inf__bundle_write_prepacked(src, &wo, &packed, &img, &size, &err);
+    n_prepacked += packed.n;
+    inf__free(packed.items);
     CHECK(!st, "%s: write: %s", path, err.message);
     if (st) goto done;
     CHECK(write_file(tmp, img, size), "cannot write %s", tmp);
@@ -135,6 +143,9 @@ static void round_trip(const char *path, const char *tmp) {
     CHECK(!st2, "%s: load bundle buffer: %s", path, err.message);
     inf_bundle_buffer_free(img);
     if (st || st2) goto done;
+    inf_bundle_info bi;
+    CHECK(inf_model_bundle_info(fb, &bi) && bi.max_batch == 3 && bi.format_version == 1, "%s: bundle facts", path);
+    n_used_prepacked += bi.n_prepacked;
     int n_in = inf_model_n_inputs(src), n_out = inf_model_n_outputs(src);
     CHECK(n_in == inf_model_n_inputs(fb) && n_out == inf_model_n_outputs(fb), "%s: signature differs", path);
     inf_tensor **in = calloc((size_t)n_in + 1, sizeof *in);
@@ -222,8 +233,10 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) round_trip(argv[i], tmp);
     if (argc > 1) refusals(argv[1], tmp);
     remove(tmp);
-    printf("bundle round trip: %d models equal byte for byte, %d failing identically on generated inputs\n",
-           n_compared, n_both_failed);
+    printf("bundle round trip: %d models equal byte for byte, %d failing identically on generated inputs; "
+           "%d packed GEMM panel sets recorded, %d used in place by the bundles\n",
+           n_compared, n_both_failed, n_prepacked, n_used_prepacked);
+    CHECK(n_used_prepacked > 0 || !__builtin_cpu_supports("avx2"), "no bundle used its packed panels");
     CHECK(n_compared >= (argc - 1) / 2, "too few models compared (%d of %d)", n_compared, argc - 1);
     printf("%d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;
