@@ -148,8 +148,8 @@ inf_status inf_session_new_in(void *buffer, size_t size, const void *bundle, siz
         *session = NULL;
         *model = NULL;
         if (st == INF_ENOMEM)
-            inf__error(err, INF_ENOMEM, "edge: the memory region of %zu bytes is too small for this model (%zu bytes "
-                       "were in use, at most %zu, when an allocation did not fit)", size, r->used, r->peak);
+            inf__error(err, INF_ENOMEM, "edge: the memory region of %zu bytes is too small for this model (start-up "
+                       "had used up to %zu bytes when an allocation did not fit)", size, r->peak);
     }
     return st;
 }

@@ -20,4 +20,9 @@ if(TARGET infera_edge)
   target_link_options(test_edge_region PRIVATE -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc)
   add_test(NAME edge_region COMMAND test_edge_region ${CMAKE_SOURCE_DIR})
   set_tests_properties(edge_region PROPERTIES LABELS unit)
+
+  # examples/edge/ built with its own Makefile against this libinfera_edge.a, scores vs PyTorch
+  add_test(NAME edge_example COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/edge/test_example.sh
+           $<TARGET_FILE:infera> $<TARGET_FILE:infera_edge>)
+  set_tests_properties(edge_example PROPERTIES LABELS integration TIMEOUT 120)
 endif()
