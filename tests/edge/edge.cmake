@@ -23,6 +23,7 @@ if(TARGET infera_edge)
 
   # examples/edge/ built with its own Makefile against this libinfera_edge.a, scores vs PyTorch
   add_test(NAME edge_example COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/edge/test_example.sh
-           $<TARGET_FILE:infera> $<TARGET_FILE:infera_edge>)
+           $<TARGET_FILE:infera> $<TARGET_FILE:infera_edge>
+           "-O2$<$<BOOL:${INFERA_SANITIZE}>: -fsanitize=address,undefined>")
   set_tests_properties(edge_example PROPERTIES LABELS integration TIMEOUT 120)
 endif()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_example.sh INFERA EDGE_LIB -- builds examples/edge/ with its plain
+# test_example.sh INFERA EDGE_LIB [CFLAGS] -- builds examples/edge/ with its plain
 # Makefile (the model compiled in with `infera compile --c-source`, linked
 # with libinfera_edge.a), runs it on the sample windows and compares the
 # scores with PyTorch's (examples/edge/sample_scores.txt, written by
@@ -12,7 +12,7 @@ infera=$(abs "$1")
 edge_lib=$(abs "$2")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-make -s -C "$root/examples/edge" O="$tmp" INFERA="$infera" EDGE_LIB="$edge_lib" all strip >/dev/null
+make -s -C "$root/examples/edge" O="$tmp" INFERA="$infera" EDGE_LIB="$edge_lib" CFLAGS="${3:--O2}" all strip >/dev/null
 "$tmp/anomaly_demo" --scores "$root/examples/edge/sample_windows.csv" > "$tmp/scores.txt"
 "$tmp/anomaly_demo" "$root/examples/edge/sample_windows.csv" | tail -1
 /usr/bin/python3 - "$tmp/scores.txt" "$root/examples/edge/sample_scores.txt" "$root/examples/edge/sample_windows.csv" <<'PY'
