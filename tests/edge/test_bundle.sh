@@ -61,6 +61,13 @@ PY
 if [ -s "$tmp/onnx.csv" ] && diff <(cut -d, -f1-8 "$tmp/onnx.csv") <(cut -d, -f1-8 "$tmp/bundle.csv") >/dev/null; then
   echo "ok   batch on the bundle == batch on the ONNX model (predictions and model_version)"
 else echo "FAIL batch outputs differ"; fail=1; fi
+# evaluate: the same metrics from the bundle (the example's anomaly model on its labelled sample windows)
+(echo "label,$(seq -s, -f 'f%g' 0 63)"; cat "$root/examples/edge/sample_windows.csv") > "$tmp/ev.csv"
+"$infera" compile "$root/examples/edge/anomaly.onnx" -o "$tmp/anomaly.bundle" >/dev/null
+mo=$("$infera" evaluate "$root/examples/edge/anomaly.onnx" --data "csv:$tmp/ev.csv" --label label --json | grep -o '"metrics":{[^}]*}')
+mb=$("$infera" evaluate "$tmp/anomaly.bundle" --data "csv:$tmp/ev.csv" --label label --json | grep -o '"metrics":{[^}]*}')
+if [ -n "$mo" ] && [ "$mo" = "$mb" ]; then echo "ok   evaluate on the bundle == on the ONNX model: $mb"
+else echo "FAIL evaluate differs: '$mo' vs '$mb'"; fail=1; fi
 # a bundle for another target is refused by the CLI with the file named
 other=aarch64; [ "$(uname -m)" = aarch64 ] && other=x86_64
 "$infera" compile "$root/tests/models/mlp.onnx" -o "$tmp/other.bundle" --target $other >/dev/null
