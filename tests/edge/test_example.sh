@@ -12,6 +12,11 @@ infera=$(abs "$1")
 edge_lib=$(abs "$2")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# the minimal runtime needs neither protobuf-c nor cJSON
+if nm -u "$edge_lib" 2>/dev/null | grep -E ' (protobuf_c_|cJSON_)' | head -3 | grep -q .; then
+  echo "FAIL libinfera_edge.a refers to protobuf-c or cJSON"; exit 1
+fi
+echo "ok   libinfera_edge.a has no protobuf-c or cJSON references"
 make -s -C "$root/examples/edge" O="$tmp" INFERA="$infera" EDGE_LIB="$edge_lib" CFLAGS="${3:--O2}" all strip >/dev/null
 "$tmp/anomaly_demo" --scores "$root/examples/edge/sample_windows.csv" > "$tmp/scores.txt"
 "$tmp/anomaly_demo" "$root/examples/edge/sample_windows.csv" | tail -1

@@ -46,9 +46,9 @@ static void run_once(const inf_model *m) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    size_t alloc = size ? (size + 63) / 64 * 64 : 64;
-    uint8_t *buf = aligned_alloc(64, alloc);
-    if (!buf) return 0;
+    void *mem = NULL;
+    if (posix_memalign(&mem, 64, size ? size : 1)) return 0; /* exactly size bytes: ASan sees the end */
+    uint8_t *buf = mem;
     if (size) memcpy(buf, data, size);
     if (size >= INF__BUNDLE_HEADER_BYTES) {
         inf__wr_u64(buf + INF__BH_FILE_SIZE, size);
