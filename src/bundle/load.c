@@ -179,8 +179,8 @@ static inf_status get_tensor_body(loader *L, inf_tensor *t) {
         if (n && !(t->items = inf__calloc((size_t)n, sizeof *t->items))) return OOM(L);
         for (int i = 0; i < n; i++) {
             inf_status st = get_tensor(L, &t->items[i]);
+            t->n_items++; /* a partly decoded item is freed with the value too */
             if (st) return st;
-            t->n_items++;
         }
         return r->bad ? stream_error(L, "a sequence constant") : INF_OK;
     }
