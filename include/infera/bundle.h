@@ -46,7 +46,7 @@ INF_API int inf_bundle_is_bundle(const void *data, size_t size);
 
 typedef struct inf_bundle_write_options {
     inf_target target;           /* 0 = inf_target_host() */
-    int max_batch;               /* the batch the memory plan is sized for (0 = 1) */
+    int max_batch;               /* the largest batch it will run; inf_session_new_in warms up at it (0 = 1) */
     const char *source_name;     /* file name of the source model (lineage), may be NULL */
     const uint8_t *source_sha256; /* 32 bytes: SHA-256 of the source model file, may be NULL */
     const char *pipeline;        /* pipeline spec JSON (stored as bytes), may be NULL */
