@@ -61,6 +61,16 @@ PY
 if [ -s "$tmp/onnx.csv" ] && diff <(cut -d, -f1-8 "$tmp/onnx.csv") <(cut -d, -f1-8 "$tmp/bundle.csv") >/dev/null; then
   echo "ok   batch on the bundle == batch on the ONNX model (predictions and model_version)"
 else echo "FAIL batch outputs differ"; fail=1; fi
+# a pipeline spec travels inside the bundle: the fraud example (spec with a SQLite lookup), scored from raw records
+mkdir -p "$tmp/fraud" && cp "$root"/examples/fraud/{fraud_xgb.onnx,fraud_spec.json,card_features.db,transactions_raw.csv} "$tmp/fraud/"
+cp "$tmp/fraud/fraud_spec.json" "$tmp/fraud/fraud_xgb.pipeline.json"
+(cd "$tmp/fraud" && "$infera" compile fraud_xgb.onnx -o fraud_xgb.bundle | grep -q "with pipeline spec" &&
+  rm fraud_xgb.pipeline.json && mv fraud_xgb.onnx plain.onnx && cp fraud_spec.json plain.pipeline.json &&
+  "$infera" batch --model plain.onnx --input csv:transactions_raw.csv --output csv:onnx.csv >/dev/null 2>&1 &&
+  "$infera" batch --model fraud_xgb.bundle --input csv:transactions_raw.csv --output csv:bundle.csv >/dev/null 2>&1) || true
+if [ -s "$tmp/fraud/bundle.csv" ] && diff <(cut -d, -f1-4,6-7 "$tmp/fraud/onnx.csv") <(cut -d, -f1-4,6-7 "$tmp/fraud/bundle.csv") >/dev/null; then
+  echo "ok   the bundle's own pipeline spec scores raw records as the spec beside the ONNX model does ($(($(wc -l < "$tmp/fraud/bundle.csv") - 1)) rows)"
+else echo "FAIL bundle with pipeline spec: outputs differ or missing"; fail=1; fi
 # evaluate: the same metrics from the bundle (the example's anomaly model on its labelled sample windows)
 (echo "label,$(seq -s, -f 'f%g' 0 63)"; cat "$root/examples/edge/sample_windows.csv") > "$tmp/ev.csv"
 "$infera" compile "$root/examples/edge/anomaly.onnx" -o "$tmp/anomaly.bundle" >/dev/null
