@@ -236,7 +236,9 @@ int main(int argc, char **argv) {
     printf("bundle round trip: %d models equal byte for byte, %d failing identically on generated inputs; "
            "%d packed GEMM panel sets recorded, %d used in place by the bundles\n",
            n_compared, n_both_failed, n_prepacked, n_used_prepacked);
+#if defined(__x86_64__) /* packed panels are the x86-64 AVX2 GEMM's */
     CHECK(n_used_prepacked > 0 || !__builtin_cpu_supports("avx2"), "no bundle used its packed panels");
+#endif
     CHECK(n_compared >= (argc - 1) / 2, "too few models compared (%d of %d)", n_compared, argc - 1);
     printf("%d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;
