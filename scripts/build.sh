@@ -13,6 +13,7 @@ case "$kind" in
   asan)    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DINFERA_SANITIZE=ON >/dev/null
            cmake --build build-asan -j"$jobs" ;;
   fuzz)    CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DINFERA_SANITIZE=ON -DINFERA_FUZZ=ON >/dev/null
-           cmake --build build-fuzz -j"$jobs" --target fuzz_model_load fuzz_tensor_pb fuzz_wire_scan fuzz_gguf fuzz_grpc_msg ;;
+           cmake --build build-fuzz -j"$jobs" --target fuzz_model_load fuzz_tensor_pb fuzz_wire_scan fuzz_gguf fuzz_grpc_msg \
+             fuzz_bundle ;;
   *) echo "usage: scripts/build.sh [release|asan|fuzz]" >&2; exit 2 ;;
 esac

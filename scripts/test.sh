@@ -82,7 +82,15 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   cp tests/fuzz/regressions/grpc_*.pb "$grpccorpus"/
   (cd "$grpccorpus" && "$OLDPWD/build-fuzz/fuzz_grpc_msg" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 \
      -artifact_prefix="$OLDPWD/build-fuzz/grpc-" "$grpccorpus" 2>&1 | tail -3) || status=1
-  rm -rf "$corpus" "$pbcorpus" "$wirecorpus" "$ggufcorpus" "$grpccorpus"
+  # the bundle loader (issue 22), seeded with bundles of the test models; a short run
+  bundlecorpus=$(mktemp -d)
+  for m in mlp cnn fold attention; do
+    build/infera compile "tests/models/$m.onnx" -o "$bundlecorpus/$m.bundle" >/dev/null 2>&1 || true
+  done
+  cp tests/fuzz/regressions/*.bundle "$bundlecorpus"/ 2>/dev/null || true
+  (cd "$bundlecorpus" && "$OLDPWD/build-fuzz/fuzz_bundle" -max_total_time="$(( fuzz_seconds < 30 ? fuzz_seconds : 30 ))" \
+     -rss_limit_mb=4096 -timeout=20 -artifact_prefix="$OLDPWD/build-fuzz/bundle-" "$bundlecorpus" 2>&1 | tail -3) || status=1
+  rm -rf "$corpus" "$pbcorpus" "$wirecorpus" "$ggufcorpus" "$grpccorpus" "$bundlecorpus"
 fi
 
 if [ "$status" -eq 0 ]; then echo "ALL TESTS PASSED"; else echo "SOME TESTS FAILED"; fi

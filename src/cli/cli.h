@@ -44,6 +44,7 @@ int cmd_distill(int argc, char **argv);  /* cmd_distill.c */
 int cmd_tokenize(int argc, char **argv); /* cmd_tokenize.c */
 int cmd_generate(int argc, char **argv); /* cmd_generate.c */
 int cmd_monitor(int argc, char **argv);  /* cmd_monitor.c */
+int cmd_compile(int argc, char **argv);  /* cmd_compile.c */
 
 /* Prints "infera <cmd>: message" to stderr and returns 1 (or 2 for usage). */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

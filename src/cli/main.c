@@ -307,6 +307,18 @@ const cli_command cli_commands[] = {
      "activations at run time.  --exclude keeps a node (by name) in FP32.  Prints a\n"
      "report: nodes quantized and excluded, size before and after.  See\n"
      "docs/compression.md.\n"},
+    {"compile", cmd_compile, "compile a model into a bundle (edge: mmap-able, no protobuf, checked)",
+     "usage: infera compile REF -o OUT [--target x86_64|x86_64-avx2|aarch64] [--max-batch N] [--c-source]\n"
+     "Loads and optimises REF (an .onnx file, a registry NAME[@VERSION|@ALIAS] or a bundle)\n"
+     "and writes OUT, a bundle: the optimised graph, its weights (64-byte aligned, used in\n"
+     "place when the file is mapped), the largest batch it will run (--max-batch, default 1:\n"
+     "the edge runtime plans and warms up for it), the pipeline spec (the registry version's or <model>.pipeline.json) and\n"
+     "the source model's SHA-256.  It loads without protobuf or a JSON parser and checks\n"
+     "its magic, format version, target and CRC32C.  Every command that takes a model\n"
+     "takes a bundle, with outputs identical to the source model's.  --target (default:\n"
+     "this host) is checked at load: x86_64-avx2 needs AVX2/FMA.  --c-source writes OUT as\n"
+     "a C file: the bundle as an aligned array and `const void *infera_bundle_<OUT stem>(size_t *)`,\n"
+     "for programs linking libinfera_edge.a.  See docs/edge.md.\n"},
     {"tokenize", cmd_tokenize, "token ids of a text for a GGUF language model",
      "usage: infera tokenize REF --text TEXT [--json]\n"
      "\n"

@@ -70,6 +70,14 @@ typedef struct cpu_state {
 
 /* Written once under pthread_once, read-only afterwards. */
 static cpu_state g_cpu;
+#ifdef INF_NO_THREADS /* single-threaded edge build: a flag does what pthread_once does, no libpthread */
+static void run_once(pthread_once_t *once, void (*fn)(void)) {
+    static int done;
+    (void)once;
+    if (!done) done = 1, fn();
+}
+#define pthread_once(once, fn) run_once(once, fn)
+#endif
 static pthread_once_t g_cpu_once = PTHREAD_ONCE_INIT;
 
 #ifdef INF_CPU_X86

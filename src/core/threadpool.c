@@ -38,6 +38,7 @@
  * tasks share (inf__pool_workspace: the packed GEMM operand), grown on demand
  * and freed with the pool.
  */
+#ifndef INF_NO_THREADS /* -DINFERA_THREADS=OFF builds threadpool_serial.c instead */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -330,3 +331,4 @@ void inf__pool_range(inf__pool *p, int64_t n, int64_t min_chunk, inf__range_fn f
         for (int spins = 0; atomic_load(&p->seen[w]) != gen && spins < PAUSE_ITERS + ACK_YIELDS; spins++)
             spin_step(spins);
 }
+#endif /* INF_NO_THREADS */

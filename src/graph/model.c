@@ -1,6 +1,8 @@
 /*
  * model.c -- the public accessors of a loaded model (include/infera/model.h).
- * Loading itself is onnx/decode.c; a model is immutable after load.
+ * Loading itself is onnx/decode.c (ONNX) or bundle/load.c (bundles); a model
+ * is immutable after load.  Freeing lives here, not with a loader, so that
+ * the edge runtime (no ONNX decoder) has it too.
  */
 #include <string.h>
 
@@ -76,4 +78,12 @@ int inf_model_n_metadata(const inf_model *m) { return m->n_metadata; }
 void inf_model_metadata(const inf_model *m, int i, const char **key, const char **value) {
     *key = m->metadata_keys[i];
     *value = m->metadata_values[i];
+}
+
+void inf_model_free(inf_model *m) {
+    if (!m) return;
+    inf__graph_free_tensors(m->graph); /* initializers and attribute tensors */
+    if (m->on_free) m->on_free(m);     /* a bundle's image, after the views into it are gone */
+    inf__arena_deinit(&m->arena);
+    inf__free(m);
 }

@@ -25,6 +25,7 @@
 #include "import/import.h"
 #endif
 #include "onnx/onnx.h"
+#include "bundle/bundle_int.h"
 #include "ops/ops.h"
 
 /* ---- name -> value index map (open addressing, grows) ---- */
@@ -565,6 +566,7 @@ inf_status inf_model_load_buffer(const void *data, size_t size, const char *base
     /* Not ONNX: an XGBoost JSON model becomes the same IR (import/xgboost.c). */
     if (inf__import_is_xgboost_json(data, size)) return inf__import_xgboost_json(data, size, out, err);
 #endif
+    if (inf_bundle_is_bundle(data, size)) return inf__bundle_load_copy(data, size, "<memory>", out, err);
     inf_model *m = inf__calloc(1, sizeof *m);
     if (!m) return inf_error_set(err, INF_ENOMEM, "out of memory loading a model");
     inf__arena_init(&m->arena, 1 << 16);
@@ -644,6 +646,10 @@ inf_status inf_model_load(const char *path, const inf_model_options *opts, inf_m
     int mapped;
     inf_status st = map_model(path, &data, &size, &mapped, err);
     if (st != INF_OK) return st;
+    if (inf_bundle_is_bundle(data, size)) { /* a compiled bundle (bundle/load.c): mapped again, kept mapped */
+        unmap_model(data, size, mapped);
+        return inf_bundle_load(path, out, err);
+    }
     char *dir_copy = inf__strdup(path);
     if (!dir_copy) {
         unmap_model(data, size, mapped);
@@ -667,9 +673,4 @@ inf_status inf_model_load(const char *path, const inf_model_options *opts, inf_m
     return INF_OK;
 }
 
-void inf_model_free(inf_model *m) {
-    if (!m) return;
-    inf__graph_free_tensors(m->graph); /* initializers and attribute tensors */
-    inf__arena_deinit(&m->arena);
-    inf__free(m);
-}
+

@@ -30,6 +30,16 @@ const inf__op inf__op_table[] = {
 
 const int inf__op_count = (int)(sizeof inf__op_table / sizeof inf__op_table[0]);
 
+/* The kernel symbol of each row ("inf__op_gemm"): `infera compile --c-source`
+ * names the kernels a model uses, so that a program linking the static
+ * libinfera_edge.a pulls those in (the table's references are weak). */
+#define OP_SYMBOL(domain, name, first, last, impl, ...) #impl,
+const char *const inf__op_impl_symbol[] = {
+#define OP(...) OP_SYMBOL(__VA_ARGS__, -1, -1, -1, -1, 0)
+#include "ops/ops.def"
+#undef OP
+};
+
 /* ONNX's schema history (schema_versions.def): the since-versions of every
  * operator, for the effective version a model's opset selects. */
 #define SCHEMA(domain, name, ...) {INF_DOMAIN_##domain, name, {__VA_ARGS__}},

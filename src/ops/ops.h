@@ -81,6 +81,7 @@ typedef struct inf__op {
 
 extern const inf__op inf__op_table[];
 extern const int inf__op_count;
+extern const char *const inf__op_impl_symbol[]; /* per row: the impl's symbol name */
 
 /* The newest opset per domain that Infera knows: a model importing a newer
  * one is refused even for operators whose schema has not changed. */
@@ -258,6 +259,29 @@ void inf__ops_fused_matmul_take_packing(inf__node *fused, const inf__node *matmu
  * reference path).  INF_ENOMEM when the arena cannot grow.  (ops/ref/gemm.c) */
 inf_status inf__ops_sgemm_prepack(inf__arena *arena, bool trans_b, int64_t k, int64_t n, const float *b,
                                   int64_t ldb, const float **out);
+
+/* Packed weights kept in a compiled bundle (bundle/, docs/edge.md): while a
+ * log is active on the calling thread (inf__ops_prepack_begin .. _end), a
+ * RECORD log collects every panel set inf__ops_sgemm_prepack makes (`infera
+ * compile` loads the model so), and a SUPPLY log is looked up first: panels
+ * for the same (b, trans_b, k, n, ldb) are used in place instead of packing
+ * again (a bundle's load).  Thread-local, so loads on other threads are not
+ * affected. */
+typedef struct inf__prepack_entry {
+    const float *b;
+    bool trans_b;
+    int64_t k, n, ldb;
+    const float *panels;
+    int64_t floats; /* inf__ops_sgemm_packed_floats(k, n) */
+} inf__prepack_entry;
+typedef struct inf__prepack_log {
+    bool supply;                /* false: record */
+    inf__prepack_entry *items;  /* record: inf__malloc'd, grown; supply: the caller's */
+    int n, cap;
+    bool oom;                   /* record: an entry could not be kept */
+} inf__prepack_log;
+void inf__ops_prepack_begin(inf__prepack_log *log);
+void inf__ops_prepack_end(void);
 
 /* float32 1-D/2-D Conv with AVX2/FMA (ops/x86/conv_avx2.c; x86-64, only
  * when inf__cpu_has_avx2_fma()): im2col fused into the GEMM's B packing,

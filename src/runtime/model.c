@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "infera/bundle.h"
 #include "runtime/model.h"
 
 inf_status inf__rt_file_sha256(const char *path, char out[65], inf_error *err) {
@@ -106,10 +107,28 @@ inf_status inf__rt_model_open(const char *ref, const inf__rt_model_options *opts
     if (inf_registry_ref_is_path(ref)) {
         if ((st = inf__rt_file_sha256(ref, m->sha256, err))) return st;
         if ((st = inf_model_load(ref, NULL, &m->model, err))) goto fail;
+        /* a bundle is its source model compiled: it stamps the source's SHA-256
+         * (same predictions, same lineage) and brings the source's spec */
+        inf_bundle_info bundle;
+        int is_bundle = inf_model_bundle_info(m->model, &bundle);
+        if (is_bundle && bundle.source_sha256[0]) snprintf(m->sha256, sizeof m->sha256, "%s", bundle.source_sha256);
         inf__rt_model_stamp(ref, m->sha256, m->name, m->version);
         snprintf(m->source, sizeof m->source, "%s", ref);
         char beside[4200];
         inf__rt_model_options with_spec = *o;
+        if (!o->pipeline_path && is_bundle && bundle.pipeline) {
+            char *spec = malloc(bundle.pipeline_len + 1);
+            if (!spec) {
+                st = inf_error_set(err, INF_ENOMEM, "model '%s': out of memory", ref);
+                goto fail;
+            }
+            memcpy(spec, bundle.pipeline, bundle.pipeline_len);
+            spec[bundle.pipeline_len] = 0;
+            st = load_pipeline(m, o, spec, err);
+            free(spec);
+            if (st) goto fail;
+            return INF_OK;
+        }
         if (!o->pipeline_path && spec_beside(ref, beside, sizeof beside)) with_spec.pipeline_path = beside;
         if ((st = load_pipeline(m, &with_spec, NULL, err))) goto fail;
         return INF_OK;

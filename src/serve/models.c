@@ -62,6 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "infera/bundle.h"
 #include "infera/pipeline.h"
 #include "infera/registry.h"
 #include "runtime/model.h"
@@ -332,6 +333,12 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
             st = INF_ENOENT;
             set_err(err, st, "model '%s': its pipeline spec is not a regular file under --model-root%s", v->name, "");
             goto fail;
+        }
+        inf_bundle_info bundle; /* a bundle carries its own spec (infera compile) when none is beside it */
+        if (!spec_json && inf_model_bundle_info(v->model, &bundle) && bundle.pipeline &&
+            (spec_json = malloc(bundle.pipeline_len + 1))) {
+            memcpy(spec_json, bundle.pipeline, bundle.pipeline_len);
+            spec_json[bundle.pipeline_len] = 0;
         }
         if (spec_json) {
             snprintf(spec_base, sizeof spec_base, "%s", spec_path);

@@ -248,17 +248,47 @@ void inf__ops_sgemm(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int6
     inf__ops_sgemm_ref(pool, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+/* The calling thread's prepack log (see ops.h), or NULL: set only for the
+ * span of one model load by the bundle compiler or loader. */
+static _Thread_local inf__prepack_log *tl_prepack;
+
+void inf__ops_prepack_begin(inf__prepack_log *log) { tl_prepack = log; }
+void inf__ops_prepack_end(void) { tl_prepack = NULL; }
+
+static const float *prepack_supplied(const inf__prepack_log *log, bool trans_b, int64_t k, int64_t n,
+                                     const float *b, int64_t ldb) {
+    for (int i = 0; i < log->n; i++) {
+        const inf__prepack_entry *e = &log->items[i];
+        if (e->b == b && e->trans_b == trans_b && e->k == k && e->n == n && e->ldb == ldb &&
+            e->floats == inf__ops_sgemm_packed_floats(k, n))
+            return e->panels;
+    }
+    return NULL;
+}
+
+static void prepack_record(inf__prepack_log *log, bool trans_b, int64_t k, int64_t n, const float *b, int64_t ldb,
+                           const float *panels) {
+    if (inf__array_reserve((void **)&log->items, &log->cap, log->n + 1, sizeof *log->items)) {
+        log->oom = true;
+        return;
+    }
+    log->items[log->n++] = (inf__prepack_entry){b, trans_b, k, n, ldb, panels, inf__ops_sgemm_packed_floats(k, n)};
+}
+
 inf_status inf__ops_sgemm_prepack(inf__arena *arena, bool trans_b, int64_t k, int64_t n, const float *b,
                                   int64_t ldb, const float **out) {
     *out = NULL;
 #if defined(__x86_64__)
     if (!inf__cpu_has_avx2_fma() || k <= 0 || n <= 0) return INF_OK;
+    inf__prepack_log *log = tl_prepack;
+    if (log && log->supply && (*out = prepack_supplied(log, trans_b, k, n, b, ldb))) return INF_OK;
     size_t bytes = (size_t)inf__ops_sgemm_packed_floats(k, n) * sizeof(float) + 32;
     char *raw = inf__arena_alloc(arena, bytes);
     if (!raw) return INF_ENOMEM;
     float *dst = (float *)(((uintptr_t)raw + 31) & ~(uintptr_t)31);
     inf__ops_sgemm_pack_b(trans_b, k, n, b, ldb, dst);
     *out = dst;
+    if (log && !log->supply) prepack_record(log, trans_b, k, n, b, ldb, dst);
 #else
     (void)arena, (void)trans_b, (void)k, (void)n, (void)b, (void)ldb;
 #endif

@@ -25,6 +25,10 @@
  */
 #include <locale.h> /* newlocale, towupper_l: _GNU_SOURCE comes from the build */
 #include <pthread.h>
+#ifdef INF_NO_THREADS /* single-threaded edge build: nothing to lock, no libpthread */
+#define pthread_mutex_lock(m) ((void)(m))
+#define pthread_mutex_unlock(m) ((void)(m))
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

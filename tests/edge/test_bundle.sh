@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# test_bundle.sh TEST_BUNDLE INFERA -- bundles vs their ONNX models, bit for bit
+# (tests/edge/test_bundle.c), on the test models and the bench MLP/CNN/encoder,
+# then the CLI path: `infera compile` + `infera run` on a bundle against the
+# ONNX Runtime outputs committed beside the test models.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+test_bundle=$1
+infera=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+models=()
+for m in "$root"/tests/models/*.onnx "$root"/tests/models/{memplan,unseen,subbatch}/*.onnx \
+         "$root"/tests/ml/data/*.onnx "$root"/tests/pipeline/data/*.onnx; do
+  case "$(basename "$m")" in bad_*) continue ;; esac
+  models+=("$m")
+done
+# subgraphs (If, Loop, Scan, SequenceMap) and sequence/optional values, from the ONNX backend test data
+node=/usr/share/libonnx-testdata/data/node
+for t in test_if test_if_seq test_if_opt test_loop11 test_loop13_seq test_scan9_sum test_scan_sum \
+         test_sequence_map_add_2_sequences test_optional_has_element test_range_float_type_positive_delta_expanded; do
+  [ -f "$node/$t/model.onnx" ] && models+=("$node/$t/model.onnx")
+done
+if [ ! -f "$root/bench/models/mlp.onnx" ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  /usr/bin/python3 "$root/bench/gen_bench_models.py" >/dev/null
+fi
+for b in mlp cnn bert; do
+  [ -f "$root/bench/models/$b.onnx" ] && models+=("$root/bench/models/$b.onnx")
+done
+"$test_bundle" "${models[@]}"
+
+# CLI: compile, run the bundle, compare with ONNX Runtime's outputs (the oracle) and with the ONNX run.
+fail=0
+for m in mlp cnn; do
+  "$infera" compile "$root/tests/models/$m.onnx" -o "$tmp/$m.bundle" >/dev/null
+  "$infera" run "$tmp/$m.bundle" --input "input=$root/tests/models/${m}_input.npy" --output-dir "$tmp/b_$m" >/dev/null
+  "$infera" run "$root/tests/models/$m.onnx" --input "input=$root/tests/models/${m}_input.npy" --output-dir "$tmp/o_$m" >/dev/null
+  for ref in "$root"/tests/models/${m}_*.ort.npy; do
+    out=$(basename "$ref" .ort.npy); out=${out#${m}_}
+    if /usr/bin/python3 "$root/tests/models/check_outputs.py" "$tmp/b_$m/$out.npy" "$ref"; then
+      echo "ok   $m bundle $out vs ONNX Runtime"
+    else echo "FAIL $m bundle $out vs ONNX Runtime"; fail=1; fi
+    if cmp -s "$tmp/b_$m/$out.npy" "$tmp/o_$m/$out.npy"; then
+      echo "ok   $m bundle $out == ONNX model (bytes)"
+    else echo "FAIL $m bundle $out differs from the ONNX model"; fail=1; fi
+  done
+done
+# batch: the same rows, predictions and lineage stamp (model_version = the source's SHA-256) from the bundle
+/usr/bin/python3 - "$tmp/in.csv" <<'PY'
+import random, sys
+random.seed(7)
+with open(sys.argv[1], "w") as f:
+    f.write("id," + ",".join("f%d" % i for i in range(32)) + "\n")
+    for r in range(50):
+        f.write(str(r) + "," + ",".join("%.5f" % random.uniform(-2, 2) for _ in range(32)) + "\n")
+PY
+(cd "$tmp" && "$infera" batch --model "$root/tests/models/mlp.onnx" --input csv:in.csv --output csv:onnx.csv --id-column id >/dev/null 2>&1 &&
+  "$infera" batch --model mlp.bundle --input csv:in.csv --output csv:bundle.csv --id-column id >/dev/null 2>&1)
+if [ -s "$tmp/onnx.csv" ] && diff <(cut -d, -f1-8 "$tmp/onnx.csv") <(cut -d, -f1-8 "$tmp/bundle.csv") >/dev/null; then
+  echo "ok   batch on the bundle == batch on the ONNX model (predictions and model_version)"
+else echo "FAIL batch outputs differ"; fail=1; fi
+# a pipeline spec travels inside the bundle: the fraud example (spec with a SQLite lookup), scored from raw records
+mkdir -p "$tmp/fraud" && cp "$root"/examples/fraud/{fraud_xgb.onnx,fraud_spec.json,card_features.db,transactions_raw.csv} "$tmp/fraud/"
+cp "$tmp/fraud/fraud_spec.json" "$tmp/fraud/fraud_xgb.pipeline.json"
+(cd "$tmp/fraud" && "$infera" compile fraud_xgb.onnx -o fraud_xgb.bundle | grep -q "with pipeline spec" &&
+  rm fraud_xgb.pipeline.json && mv fraud_xgb.onnx plain.onnx && cp fraud_spec.json plain.pipeline.json &&
+  "$infera" batch --model plain.onnx --input csv:transactions_raw.csv --output csv:onnx.csv >/dev/null 2>&1 &&
+  "$infera" batch --model fraud_xgb.bundle --input csv:transactions_raw.csv --output csv:bundle.csv >/dev/null 2>&1) || true
+if [ -s "$tmp/fraud/bundle.csv" ] && diff <(cut -d, -f1-4,6-7 "$tmp/fraud/onnx.csv") <(cut -d, -f1-4,6-7 "$tmp/fraud/bundle.csv") >/dev/null; then
+  echo "ok   the bundle's own pipeline spec scores raw records as the spec beside the ONNX model does ($(($(wc -l < "$tmp/fraud/bundle.csv") - 1)) rows)"
+else echo "FAIL bundle with pipeline spec: outputs differ or missing"; fail=1; fi
+# evaluate: the same metrics from the bundle (the example's anomaly model on its labelled sample windows)
+(echo "label,$(seq -s, -f 'f%g' 0 63)"; cat "$root/examples/edge/sample_windows.csv") > "$tmp/ev.csv"
+"$infera" compile "$root/examples/edge/anomaly.onnx" -o "$tmp/anomaly.bundle" >/dev/null
+mo=$("$infera" evaluate "$root/examples/edge/anomaly.onnx" --data "csv:$tmp/ev.csv" --label label --json | grep -o '"metrics":{[^}]*}')
+mb=$("$infera" evaluate "$tmp/anomaly.bundle" --data "csv:$tmp/ev.csv" --label label --json | grep -o '"metrics":{[^}]*}')
+if [ -n "$mo" ] && [ "$mo" = "$mb" ]; then echo "ok   evaluate on the bundle == on the ONNX model: $mb"
+else echo "FAIL evaluate differs: '$mo' vs '$mb'"; fail=1; fi
+# a bundle for another target is refused by the CLI with the file named
+other=aarch64; [ "$(uname -m)" = aarch64 ] && other=x86_64
+"$infera" compile "$root/tests/models/mlp.onnx" -o "$tmp/other.bundle" --target $other >/dev/null
+if msg=$("$infera" info "$tmp/other.bundle" 2>&1); then echo "FAIL info accepted a $other bundle"; fail=1
+elif [[ $msg == *other.bundle*"compiled for target $other"* ]]; then echo "ok   $other bundle refused: $msg"
+else echo "FAIL unclear refusal: $msg"; fail=1; fi
+# --c-source writes a C array + accessor that compiles
+"$infera" compile "$root/tests/models/mlp.onnx" -o "$tmp/mlp_model.c" --c-source >/dev/null
+if cc -std=c11 -Wall -Wextra -Werror -c "$tmp/mlp_model.c" -o "$tmp/mlp_model.o" && nm "$tmp/mlp_model.o" | grep -q ' T infera_bundle_mlp_model$'; then
+  echo "ok   --c-source compiles and exports infera_bundle_mlp_model"
+else echo "FAIL --c-source output"; fail=1; fi
+exit $fail
