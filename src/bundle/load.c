@@ -133,8 +133,8 @@ typedef struct loader {
     int depth;
 } loader;
 
-#define CORRUPT(L, ...) inf__error((L)->err, INF_EFORMAT, __VA_ARGS__)
-#define OOM(L) inf__error((L)->err, INF_ENOMEM, "%s: out of memory loading the bundle", (L)->what)
+#define CORRUPT(L, ...) inf_error_set((L)->err, INF_EFORMAT, __VA_ARGS__)
+#define OOM(L) inf_error_set((L)->err, INF_ENOMEM, "%s: out of memory loading the bundle", (L)->what)
 
 static char *get_str(loader *L) {
     uint32_t n = get_u32(&L->r);
@@ -488,11 +488,11 @@ static inf_status bind_graph(loader *L, inf__graph *g) {
         int dom = !strcmp(node->domain, "ai.infera") ? INF_DOMAIN_INFERA : inf__domain_from_string(node->domain);
         const inf__op *op = dom < 0 ? NULL : inf__op_find((inf__domain)dom, node->op_type);
         if (!op || !op->impl)
-            return inf__error(L->err, INF_EUNSUPPORTED,
+            return inf_error_set(L->err, INF_EUNSUPPORTED,
                               "%s: node '%s' uses operator %s (domain '%s'), which this build does not have",
                               L->what, node->name, node->op_type, node->domain);
         if (dom != INF_DOMAIN_INFERA && (node->opset < op->first_opset || node->opset > op->last_opset))
-            return inf__error(L->err, INF_EUNSUPPORTED, "%s: node '%s' (%s) is at opset %d; this build has %d-%d",
+            return inf_error_set(L->err, INF_EUNSUPPORTED, "%s: node '%s' (%s) is at opset %d; this build has %d-%d",
                               L->what, node->name, node->op_type, node->opset, op->first_opset, op->last_opset);
         if (node->n_inputs < op->min_inputs || (op->max_inputs >= 0 && node->n_inputs > op->max_inputs) ||
             node->n_outputs < op->min_outputs || (op->max_outputs >= 0 && node->n_outputs > op->max_outputs))
@@ -530,41 +530,41 @@ static inf_status collect_io_infos(loader *L) {
 static inf_status check_image(const uint8_t *d, size_t size, const char *what, inf__bundle_facts *f,
                               inf_error *err) {
     if (size < INF__BUNDLE_MAGIC_LEN || memcmp(d, INF__BUNDLE_MAGIC, INF__BUNDLE_MAGIC_LEN))
-        return inf__error(err, INF_EFORMAT, "%s: not an Infera bundle (bad magic)", what);
+        return inf_error_set(err, INF_EFORMAT, "%s: not an Infera bundle (bad magic)", what);
     if (size < INF__BUNDLE_HEADER_BYTES)
-        return inf__error(err, INF_EFORMAT, "%s: truncated bundle: %zu bytes, shorter than its 64-byte header", what,
+        return inf_error_set(err, INF_EFORMAT, "%s: truncated bundle: %zu bytes, shorter than its 64-byte header", what,
                           size);
     if (inf__crc32c(0, d, INF__BH_HEAD_CRC) != inf__rd_u32(d + INF__BH_HEAD_CRC))
-        return inf__error(err, INF_EFORMAT, "%s: corrupted bundle: header checksum mismatch", what);
+        return inf_error_set(err, INF_EFORMAT, "%s: corrupted bundle: header checksum mismatch", what);
     uint32_t version = inf__rd_u32(d + INF__BH_VERSION);
     if (version != INF__BUNDLE_VERSION)
-        return inf__error(err, INF_EUNSUPPORTED,
+        return inf_error_set(err, INF_EUNSUPPORTED,
                           "%s: bundle format version %u; this build reads version %u (recompile it with this "
                           "infera: infera compile MODEL -o OUT)",
                           what, version, INF__BUNDLE_VERSION);
     f->target = (inf_target)inf__rd_u32(d + INF__BH_TARGET);
     const char *tname = inf_target_name(f->target);
-    if (!tname) return inf__error(err, INF_EUNSUPPORTED, "%s: bundle for unknown target %u", what, (unsigned)f->target);
+    if (!tname) return inf_error_set(err, INF_EUNSUPPORTED, "%s: bundle for unknown target %u", what, (unsigned)f->target);
     const char *why = target_mismatch(f->target);
     if (why)
-        return inf__error(err, INF_EUNSUPPORTED, "%s: bundle compiled for target %s, but %s (compile it with --target %s)",
+        return inf_error_set(err, INF_EUNSUPPORTED, "%s: bundle compiled for target %s, but %s (compile it with --target %s)",
                           what, tname, why, inf_target_name(inf_target_host()));
     uint64_t declared = inf__rd_u64(d + INF__BH_FILE_SIZE);
     if (declared != size)
-        return inf__error(err, INF_EFORMAT, "%s: %s bundle: the header says %llu bytes, the file has %zu", what,
+        return inf_error_set(err, INF_EFORMAT, "%s: %s bundle: the header says %llu bytes, the file has %zu", what,
                           declared > size ? "truncated" : "oversized", (unsigned long long)declared, size);
     uint32_t n = inf__rd_u32(d + INF__BH_N_SECTIONS);
     if (n > INF__BUNDLE_MAX_SECTIONS || INF__BUNDLE_HEADER_BYTES + (uint64_t)n * INF__BUNDLE_SECTION_BYTES > size)
-        return inf__error(err, INF_EFORMAT, "%s: corrupted bundle: %u sections", what, n);
+        return inf_error_set(err, INF_EFORMAT, "%s: corrupted bundle: %u sections", what, n);
     if (inf__crc32c_striped(d + INF__BUNDLE_HEADER_BYTES, size - INF__BUNDLE_HEADER_BYTES) != inf__rd_u32(d + INF__BH_BODY_CRC))
-        return inf__error(err, INF_EFORMAT, "%s: corrupted bundle: checksum mismatch (CRC32C over %zu bytes)", what,
+        return inf_error_set(err, INF_EFORMAT, "%s: corrupted bundle: checksum mismatch (CRC32C over %zu bytes)", what,
                           size - INF__BUNDLE_HEADER_BYTES);
     for (uint32_t i = 0; i < n; i++) {
         const uint8_t *e = d + INF__BUNDLE_HEADER_BYTES + (size_t)i * INF__BUNDLE_SECTION_BYTES;
         uint32_t kind = inf__rd_u32(e);
         uint64_t off = inf__rd_u64(e + 8), len = inf__rd_u64(e + 16);
         if (off % INF__BUNDLE_ALIGN || off > size || len > size - off)
-            return inf__error(err, INF_EFORMAT, "%s: corrupted bundle: section %u lies outside the file", what, i);
+            return inf_error_set(err, INF_EFORMAT, "%s: corrupted bundle: section %u lies outside the file", what, i);
         if (kind >= 1 && kind <= INF__BS_PREPACK) {
             f->sections[kind] = d + off;
             f->section_bytes[kind] = len;
@@ -572,7 +572,7 @@ static inf_status check_image(const uint8_t *d, size_t size, const char *what, i
         } /* other kinds: optional sections of a later minor revision, skipped */
     }
     for (int k = INF__BS_META; k <= INF__BS_WEIGHTS; k++)
-        if (!f->has_section[k]) return inf__error(err, INF_EFORMAT, "%s: corrupted bundle: section %d missing", what, k);
+        if (!f->has_section[k]) return inf_error_set(err, INF_EFORMAT, "%s: corrupted bundle: section %d missing", what, k);
     return INF_OK;
 }
 
@@ -586,13 +586,13 @@ inf_status inf__bundle_load_image(const void *data, size_t size, const char *wha
     *out = NULL;
     const uint8_t *d = data;
     if ((uintptr_t)d % INF__BUNDLE_ALIGN)
-        return inf__error(err, INF_EINVAL, "%s: a bundle in memory must be 64-byte aligned", what);
+        return inf_error_set(err, INF_EINVAL, "%s: a bundle in memory must be 64-byte aligned", what);
     inf__bundle_facts facts;
     memset(&facts, 0, sizeof facts);
     inf_status st = check_image(d, size, what, &facts, err);
     if (st) return st;
     inf_model *m = inf__calloc(1, sizeof *m);
-    if (!m) return inf__error(err, INF_ENOMEM, "%s: out of memory loading the bundle", what);
+    if (!m) return inf_error_set(err, INF_ENOMEM, "%s: out of memory loading the bundle", what);
     inf__arena_init(&m->arena, 1 << 14);
     m->bundle = inf__arena_alloc(&m->arena, sizeof facts);
     loader L = {m, {0}, facts.sections[INF__BS_WEIGHTS], facts.section_bytes[INF__BS_WEIGHTS], what, err, 0};
@@ -638,7 +638,7 @@ static void free_copy(void *p, size_t size) {
 inf_status inf__bundle_load_copy(const void *data, size_t size, const char *what, inf_model **out, inf_error *err) {
     *out = NULL;
     void *copy = inf__aligned_alloc(size ? size : 1);
-    if (!copy) return inf__error(err, INF_ENOMEM, "%s: out of memory copying a %zu-byte bundle", what, size);
+    if (!copy) return inf_error_set(err, INF_ENOMEM, "%s: out of memory copying a %zu-byte bundle", what, size);
     memcpy(copy, data, size);
     inf_status st = inf__bundle_load_image(copy, size, what, free_copy, out, err);
     if (st) inf__aligned_free(copy);
@@ -653,7 +653,7 @@ inf_status inf_bundle_load(const char *path, inf_model **out, inf_error *err) {
     if (st) return st;
     if (n == 0 || n > SIZE_MAX) {
         close(fd);
-        return inf__error(err, INF_EFORMAT, "%s: not an Infera bundle (empty file)", path);
+        return inf_error_set(err, INF_EFORMAT, "%s: not an Infera bundle (empty file)", path);
     }
 #ifdef MAP_POPULATE /* the checksum reads every page: map them all in one call, not one fault each */
     void *p = mmap(NULL, (size_t)n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
@@ -661,7 +661,7 @@ inf_status inf_bundle_load(const char *path, inf_model **out, inf_error *err) {
     void *p = mmap(NULL, (size_t)n, PROT_READ, MAP_PRIVATE, fd, 0);
 #endif
     close(fd);
-    if (p == MAP_FAILED) return inf__error(err, INF_EIO, "%s: cannot map the bundle", path);
+    if (p == MAP_FAILED) return inf_error_set(err, INF_EIO, "%s: cannot map the bundle", path);
     st = inf__bundle_load_image(p, (size_t)n, path, unmap_image, out, err);
     if (st) munmap(p, (size_t)n);
     return st;

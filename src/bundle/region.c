@@ -99,7 +99,7 @@ size_t inf_region_bytes_peak(const void *buffer) { return buffer ? region_at(buf
 static inf_status warm_up(inf_session *s, const inf_model *m, int batch, inf_error *err) {
     int n = inf_model_n_inputs(m);
     inf_tensor **in = inf__calloc((size_t)n + 1, sizeof *in);
-    if (!in) return inf__error(err, INF_ENOMEM, "edge: out of region memory for the warm-up inputs");
+    if (!in) return inf_error_set(err, INF_ENOMEM, "edge: out of region memory for the warm-up inputs");
     inf_status st = INF_OK;
     for (int i = 0; i < n && !st; i++) {
         const inf_value_info *info = inf_model_input(m, i);
@@ -107,9 +107,9 @@ static inf_status warm_up(inf_session *s, const inf_model *m, int batch, inf_err
         int nd = info->ndim < 0 ? 1 : info->ndim;
         for (int d = 0; d < nd; d++) dims[d] = info->ndim < 0 || info->dims[d] < 0 ? batch : info->dims[d];
         if (info->kind != INF_KIND_TENSOR || info->dtype == INF_DTYPE_UNDEFINED) {
-            st = inf__error(err, INF_EUNSUPPORTED, "edge: input '%s' is not a typed tensor; cannot warm up", info->name);
+            st = inf_error_set(err, INF_EUNSUPPORTED, "edge: input '%s' is not a typed tensor; cannot warm up", info->name);
         } else if ((st = inf_tensor_new(info->dtype, nd, dims, &in[i]))) {
-            st = inf__error(err, st, "edge: out of region memory for input '%s'", info->name);
+            st = inf_error_set(err, st, "edge: out of region memory for input '%s'", info->name);
         }
     }
     inf_tensor *const *out;
@@ -127,7 +127,7 @@ inf_status inf_session_new_in(void *buffer, size_t size, const void *bundle, siz
     region *r = region_at(buffer);
     size_t skip = (size_t)((uint8_t *)r - (uint8_t *)buffer) + ROUND(sizeof *r) + 64;
     if (!buffer || size < skip + 4096)
-        return inf__error(err, INF_ENOMEM, "edge: a memory region of %zu bytes is too small", size);
+        return inf_error_set(err, INF_ENOMEM, "edge: a memory region of %zu bytes is too small", size);
     memset(r, 0, sizeof *r);
     r->base = (uint8_t *)(((uintptr_t)r + sizeof *r + 63) & ~(uintptr_t)63);
     r->top = r->base;
@@ -148,7 +148,7 @@ inf_status inf_session_new_in(void *buffer, size_t size, const void *bundle, siz
         *session = NULL;
         *model = NULL;
         if (st == INF_ENOMEM)
-            inf__error(err, INF_ENOMEM, "edge: the memory region of %zu bytes is too small for this model (start-up "
+            inf_error_set(err, INF_ENOMEM, "edge: the memory region of %zu bytes is too small for this model (start-up "
                        "had used up to %zu bytes when an allocation did not fit)", size, r->peak);
     }
     return st;

@@ -349,7 +349,7 @@ static inf_status assemble(const section *secs, int n, inf_target target, void *
         off += secs[i].data->n;
     }
     uint8_t *img = inf__aligned_alloc(off);
-    if (!img) return inf__error(err, INF_ENOMEM, "bundle: out of memory assembling %llu bytes", (unsigned long long)off);
+    if (!img) return inf_error_set(err, INF_ENOMEM, "bundle: out of memory assembling %llu bytes", (unsigned long long)off);
     memset(img, 0, off);
     memcpy(img + INF__BH_MAGIC, INF__BUNDLE_MAGIC, INF__BUNDLE_MAGIC_LEN);
     inf__wr_u32(img + INF__BH_VERSION, INF__BUNDLE_VERSION);
@@ -383,7 +383,7 @@ inf_status inf__bundle_write_prepacked(const inf_model *model, const inf_bundle_
     *out = NULL;
     *size = 0;
     inf_target target = o->target ? o->target : inf_target_host();
-    if (!inf_target_name(target)) return inf__error(err, INF_EINVAL, "bundle: unknown target %d", (int)target);
+    if (!inf_target_name(target)) return inf_error_set(err, INF_EINVAL, "bundle: unknown target %d", (int)target);
     writer w = {.err = err};
     put_meta(&w, model, o);
     put_graph(&w, model->graph);
@@ -393,7 +393,7 @@ inf_status inf__bundle_write_prepacked(const inf_model *model, const inf_bundle_
     buf pipeline = {(uint8_t *)o->pipeline, o->pipeline_len, o->pipeline_len, false};
     inf_status st = INF_OK;
     if (w.graph.oom || w.meta.oom || w.weights.oom || w.prepack.oom) {
-        st = inf__error(err, INF_ENOMEM, "bundle: out of memory serialising the model");
+        st = inf_error_set(err, INF_ENOMEM, "bundle: out of memory serialising the model");
     } else {
         section secs[5] = {{INF__BS_META, &w.meta}, {INF__BS_GRAPH, &w.graph}, {INF__BS_WEIGHTS, &w.weights}};
         int n = 3;
