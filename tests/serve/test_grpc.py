@@ -29,6 +29,7 @@ Checks, each against something the server did not compute itself:
 Exits 77 (skip) when grpcio or grpc_tools is missing.
 """
 import atexit
+import hashlib
 import json
 import math
 import os
@@ -261,8 +262,11 @@ def out_of(resp, name):
 
 r_typed = stub.ModelInfer(grpc_typed("fraud", x))
 r_raw = stub.ModelInfer(grpc_raw("fraud", x))
+# a file model's version is its lineage stamp, sha256:<first 12 hex of the file's SHA-256> (hashlib: the oracle)
+with open(FRAUD, "rb") as f:
+    FRAUD_VERSION = "sha256:" + hashlib.sha256(f.read()).hexdigest()[:12]
 check("ModelInfer echoes id and names the model", r_typed.id == "typed" and r_typed.model_name == "fraud" and
-      r_typed.model_version == "1", r_typed.id)
+      r_typed.model_version == FRAUD_VERSION, (r_typed.id, r_typed.model_version))
 check("typed request -> typed contents, raw request -> raw_output_contents",
       not r_typed.raw_output_contents and len(r_raw.raw_output_contents) == 2)
 p_typed, p_raw = out_of(r_typed, "probabilities"), out_of(r_raw, "probabilities")
