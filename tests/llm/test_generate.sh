@@ -82,6 +82,23 @@ print(json.dumps(s[len(p):].rstrip('\\n') if s.startswith(p) else s))" "$p" >"$t
     # llama-simple's -n counts differently: the shorter text must be a prefix of the longer
     check "llama.cpp greedy text equal: '$p'" "python3 -c \"import json,sys; a=json.load(open('$tmp/ours$i')); b=json.load(open('$tmp/theirs$i')); n=min(len(a),len(b)); sys.exit(not (n >= 8 and a[:n] == b[:n]))\" || { echo \"  ours:   \$(cat $tmp/ours$i)\"; echo \"  theirs: \$(cat $tmp/theirs$i)\"; false; }"
   done
+  # Q4_K_M, the type most published GGUFs use (q4_K, q6_K, q5_0, q8_0 here), made by llama-quantize
+  K="${INFERA_CACHE:-$HOME/.cache/infera}/bench-models/SmolLM2-135M-Instruct.Q4_K_M.gguf"
+  if [ -x "$LLAMA_BIN/llama-quantize" ]; then
+    mkdir -p "$(dirname "$K")"
+    [ -f "$K" ] || "$LLAMA_BIN/llama-quantize" --allow-requantize "$M" "$K" Q4_K_M >/dev/null 2>&1 || rm -f "$K"
+  fi
+  if [ -f "$K" ]; then
+    i=0
+    for p in "The capital of France is" "def fibonacci(n):" "$chat"; do
+      i=$((i + 1))
+      "$INFERA" generate "$K" --prompt "$p" --max-tokens 12 --json | field /dev/stdin "['text']" >"$tmp/kours$i"
+      "$LLAMA_BIN/llama-simple" -m "$K" -n 12 "$p" 2>/dev/null | python3 -c "
+import sys, json; s = sys.stdin.read(); p = sys.argv[1]
+print(json.dumps(s[len(p):].rstrip('\\n') if s.startswith(p) else s))" "$p" >"$tmp/ktheirs$i"
+      check "Q4_K_M: llama.cpp greedy text equal (prompt $i)" "python3 -c \"import json,sys; a=json.load(open('$tmp/kours$i')); b=json.load(open('$tmp/ktheirs$i')); n=min(len(a),len(b)); sys.exit(not (n >= 8 and a[:n] == b[:n]))\" || { echo \"  ours:   \$(cat $tmp/kours$i)\"; echo \"  theirs: \$(cat $tmp/ktheirs$i)\"; false; }"
+    done
+  fi
 else
   echo "skip llama.cpp comparison: $LLAMA_BIN/llama-simple not built (bench/llm/build_llama_cpp.sh)"
 fi

@@ -316,7 +316,42 @@ static void test_kernels_k(void) {
             CHECK(fabs(want - exact) <= 1e-4 * mag + 1e-6, "%s dot %g vs dequantized %g", ref->name, want, exact);
         }
     }
-    printf("kernels: q5_0, q5_1, q4_K, q6_K twins checked\n");
+    /* f32/f16 on AVX-512: the 3-row x 4-token block == the one-row kernel bit for bit, near the reference */
+    if (vnni) {
+        static const int ks[3] = {512, 72, 40}; /* whole chunks, and tails */
+        for (int ft = 0; ft < 2; ft++)
+            for (int ki = 0; ki < 3; ki++) {
+                int k = ks[ki];
+                const inf__llm_qtype *ref = inf__llm_qtype_get(ft ? INF__GGML_F16 : INF__GGML_F32, true);
+                size_t rb = inf__llm_row_bytes(ref, k);
+                for (int r = 0; r < 3; r++) {
+                    for (int i = 0; i < k; i++) row[i] = tm_rand(&s);
+                    if (ft) inf__llm_qtype_get(INF__GGML_F16, true)->from_float(row, W + r * rb, k);
+                    else memcpy(W + r * rb, row, rb);
+                }
+                for (int t = 0; t < 4; t++) {
+                    for (int i = 0; i < k; i++) row[i] = tm_rand(&s) * 3;
+                    if (ft) inf__llm_qtype_get(INF__GGML_F16, true)->from_float(row, X + t * rb, k);
+                    else memcpy(X + t * rb, row, rb);
+                }
+                for (int nr = 1; nr <= 3; nr++)
+                    for (int nt = 1; nt <= 4; nt++) {
+                        float o[12];
+                        (ft ? inf__llm_block_f16_zmm : inf__llm_block_f32_zmm)(k, W, rb, nr, X, rb, nt, o);
+                        int exact = 1;
+                        float worst = 0;
+                        for (int t = 0; t < nt; t++)
+                            for (int r = 0; r < nr; r++) {
+                                float one = (ft ? inf__llm_dot_f16_zmm : inf__llm_dot_f32_zmm)(k, W + r * rb, X + t * rb);
+                                exact &= !memcmp(&one, &o[3 * t + r], 4);
+                                worst = fmaxf(worst, fabsf(one - ref->dot(k, W + r * rb, X + t * rb)));
+                            }
+                        CHECK(exact, "%s zmm block (%d x %d, k %d) differs from the row kernel", ref->name, nr, nt, k);
+                        CHECK(worst < 1e-3f, "%s zmm row kernel vs reference: %g (k %d)", ref->name, worst, k);
+                    }
+            }
+    }
+    printf("kernels: q5_0, q5_1, q4_K, q6_K (and AVX-512 f32/f16) twins checked\n");
 }
 
 /* ---- forward pass ---- */
