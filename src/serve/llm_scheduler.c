@@ -25,6 +25,13 @@
  * change any more: no incomplete UTF-8 sequence, no tail that could still
  * become a stop string.
  *
+ * LIFE.  A model is refcounted: the server's list holds one reference, each
+ * HTTP request that uses it another (inf__serve_llm_acquire / _release).
+ * The repository API's unload (inf__serve_llm_remove) takes it off the list
+ * (new requests get 404), waits until its queue, slots and embedding jobs
+ * are empty (in-flight generations finish), stops its scheduler thread and
+ * drops the list's reference; the last reference frees it.
+ *
  * LOCKS.  srv->llm_lock guards the model list; each model's lock guards its
  * queue and slots' membership; each request's lock guards what the HTTP side
  * reads (emit runs under it).  The scheduler never holds a model lock while
@@ -82,7 +89,9 @@ typedef struct llm_slot {
 } llm_slot;
 
 struct srv_llm {
+    _Atomic int refs;
     char name[129];
+    char ref[1024];             /* what it was loaded from (a file or a registry reference) */
     char registry_name[129];
     int64_t registry_version;
     inf_llm_model *model;
@@ -99,6 +108,8 @@ struct srv_llm {
     int *step_slot;
     pthread_mutex_t lock;
     pthread_cond_t wake;
+    pthread_cond_t idle;        /* signalled when a round leaves no request (remove waits for it) */
+    int removing;
     pthread_t thread;
     int thread_started, stop;
     srv_llm_req *head, *tail;
@@ -362,6 +373,7 @@ static void *scheduler(void *arg) {
         embed_job *ej = l->embeds;
         if (ej) l->embeds = ej->next;
         if (!active && !ej) {
+            if (l->removing && !l->head) pthread_cond_broadcast(&l->idle);
             if (l->stop) break;
             pthread_cond_wait(&l->wake, &l->lock);
             continue;
@@ -526,7 +538,88 @@ static void llm_free(srv_llm *l) {
     inf_llm_model_free(l->model);
     pthread_mutex_destroy(&l->lock);
     pthread_cond_destroy(&l->wake);
+    pthread_cond_destroy(&l->idle);
     free(l);
+}
+
+srv_llm *inf__serve_llm_acquire(srv_server *srv, const char *name) {
+    pthread_mutex_lock(&srv->llm_lock);
+    srv_llm *l = srv->llms;
+    while (l && strcmp(l->name, name)) l = l->next;
+    if (l) atomic_fetch_add(&l->refs, 1);
+    pthread_mutex_unlock(&srv->llm_lock);
+    return l;
+}
+
+void inf__serve_llm_ref(srv_llm *l) {
+    if (l) atomic_fetch_add(&l->refs, 1);
+}
+
+void inf__serve_llm_release(srv_llm *l) {
+    if (!l || atomic_fetch_sub(&l->refs, 1) != 1) return;
+    if (l->thread_started) { /* not reached through remove (which joins first); kept safe */
+        pthread_mutex_lock(&l->lock);
+        l->stop = 1;
+        pthread_cond_signal(&l->wake);
+        pthread_mutex_unlock(&l->lock);
+        pthread_join(l->thread, NULL);
+    }
+    llm_free(l);
+}
+
+const char *inf__serve_llm_ref_of(const srv_llm *l) { return l->ref; }
+void inf__serve_llm_set_ref(srv_llm *l, const char *ref) { inf__serve_copy_str(l->ref, sizeof l->ref, ref); }
+
+inf_status inf__serve_llm_remove(srv_server *srv, const char *name, inf_error *err) {
+    pthread_mutex_lock(&srv->llm_lock);
+    srv_llm **pp = &srv->llms;
+    while (*pp && strcmp((*pp)->name, name)) pp = &(*pp)->next;
+    srv_llm *l = *pp;
+    if (l) *pp = l->next;
+    pthread_mutex_unlock(&srv->llm_lock);
+    if (!l) return inf_error_set(err, INF_ENOENT, "no generative model named '%s'", name);
+    /* in-flight generations (queued ones too) and embeddings finish first */
+    pthread_mutex_lock(&l->lock);
+    l->removing = 1;
+    pthread_cond_signal(&l->wake);
+    for (;;) {
+        int busy = l->head != NULL || l->embeds != NULL;
+        for (int i = 0; i < l->n_slots && !busy; i++) busy = l->slots[i].req != NULL;
+        if (!busy) break;
+        pthread_cond_wait(&l->idle, &l->lock);
+    }
+    l->stop = 1;
+    pthread_cond_signal(&l->wake);
+    pthread_mutex_unlock(&l->lock);
+    if (l->thread_started) {
+        pthread_join(l->thread, NULL);
+        l->thread_started = 0;
+    }
+    if (l->audit) atomic_store(&l->audit->loaded, 0);
+    fprintf(stderr, "infera serve: unloaded generative model '%s' (%s)\n", l->name, l->ref);
+    inf__serve_llm_release(l);
+    return INF_OK;
+}
+
+int inf__serve_llm_count(srv_server *srv) {
+    int n = 0;
+    pthread_mutex_lock(&srv->llm_lock);
+    for (srv_llm *l = srv->llms; l; l = l->next) n++;
+    pthread_mutex_unlock(&srv->llm_lock);
+    return n;
+}
+
+void inf__serve_llm_index_json(srv_server *srv, srv_buf *out, int *first) {
+    pthread_mutex_lock(&srv->llm_lock);
+    for (srv_llm *l = srv->llms; l; l = l->next) {
+        if (!*first) inf__serve_buf_put(out, ",", 1);
+        *first = 0;
+        inf__serve_buf_puts(out, "{\"name\":");
+        inf__serve_buf_json_str(out, l->name, strlen(l->name));
+        if (l->registry_version > 0) inf__serve_buf_printf(out, ",\"version\":\"%lld\"", (long long)l->registry_version);
+        inf__serve_buf_puts(out, ",\"state\":\"READY\",\"reason\":\"\",\"kind\":\"gguf\"}");
+    }
+    pthread_mutex_unlock(&srv->llm_lock);
 }
 
 inf_status inf__serve_llm_add(srv_server *srv, const char *name, const char *path, const char *registry_name,
@@ -536,7 +629,10 @@ inf_status inf__serve_llm_add(srv_server *srv, const char *name, const char *pat
     if (!l) return inf_error_set(err, INF_ENOMEM, "out of memory");
     pthread_mutex_init(&l->lock, NULL);
     pthread_cond_init(&l->wake, NULL);
+    pthread_cond_init(&l->idle, NULL);
+    atomic_init(&l->refs, 1);
     inf__serve_copy_str(l->name, sizeof l->name, name);
+    inf__serve_copy_str(l->ref, sizeof l->ref, path);
     inf__serve_copy_str(l->registry_name, sizeof l->registry_name, registry_name);
     l->registry_version = registry_version;
     l->n_slots = srv->opt.llm_slots > 0 ? srv->opt.llm_slots : 4;
@@ -655,9 +751,9 @@ void inf__serve_llm_free_all(srv_server *srv) {
     inf__serve_llm_shutdown(srv);
     srv_llm *l = srv->llms;
     srv->llms = NULL;
-    while (l) {
+    while (l) { /* the list's reference; requests still holding one free it last */
         srv_llm *next = l->next;
-        llm_free(l);
+        inf__serve_llm_release(l);
         l = next;
     }
 }
