@@ -73,6 +73,36 @@ for i in 0 1 2 3; do
 done
 [ $same = 1 ] && ok "4 concurrent requests on 2 slots == each alone (CLI)" || bad "concurrent != alone"
 
+# token metrics under batching (a fresh model: its own counters): 4 concurrent requests on 2 slots
+c=$(load m '{"parameters":{"ref":"austen-target-q8_0.gguf"}}')
+for i in 0 1 2 3; do
+  curl -s "$URL/v1/completions" -d "$(jq -nc --arg p "${prompts[$i]}" '{model:"m", prompt:$p, max_tokens:80, temperature:0}')" \
+    >"$WORK/m$i.json" &
+done
+wait $(jobs -p | grep -v "^$PID$") 2>/dev/null || true
+METRICS=$(curl -s "$URL/metrics")
+metric() { echo "$METRICS" | grep -F "$1{model_name=\"m\"${2:-}}" | awk '{print $2}'; }
+usage=$(jq -s '[(map(.usage.prompt_tokens) | add), (map(.usage.completion_tokens) | add)] | @tsv' -r "$WORK"/m?.json)
+read -r up uc <<<"$usage"
+exp="$up $uc 4 4 4 4 0 0"
+got="$(metric vllm:prompt_tokens_total) $(metric vllm:generation_tokens_total) $(metric vllm:request_success_total)"
+got="$got $(metric vllm:time_to_first_token_seconds_count) $(metric vllm:time_per_output_token_seconds_count)"
+got="$got $(metric vllm:e2e_request_latency_seconds_count) $(metric vllm:num_requests_running) $(metric vllm:num_requests_waiting)"
+[ "$c" = 200 ] && [ "$got" = "$exp" ] && ok "metrics == the answers' usage (prompt, generation tokens; 4 TTFT/TPOT/e2e; idle)" ||
+  bad "metrics: got '$got', want '$exp'"
+steps=$(metric vllm:iteration_tokens_total_count) one=$(metric vllm:iteration_tokens_total_bucket ',le="1"')
+seqs=$(metric vllm:iteration_tokens_total_sum) two=$(metric vllm:iteration_tokens_total_bucket ',le="2"')
+# every token after a request's first comes from a decode step (80 each unless an EOS came first)
+[ "$two" = "$steps" ] && [ "$one" -lt "$steps" ] && [ "$seqs" -ge $((uc - 4)) ] &&
+  ok "vllm:iteration_tokens_total: $steps decode steps, $seqs sequences, some steps batched 2 (2 slots)" ||
+  bad "iteration histogram: steps $steps, le1 $one, le2 $two, sum $seqs (completion tokens $uc)"
+same=1
+for i in 0 1 2 3; do
+  [ "$(jq -r '.choices[0].text' "$WORK/m$i.json")" = "$(cli "$ROOT/austen-target-q8_0.gguf" "${prompts[$i]}" 80)" ] || same=0
+done
+[ $same = 1 ] && ok "the 4 batched answers (80 tokens each) == each alone (CLI)" || bad "batched answers != alone"
+c=$(unload m)
+
 # unload during a generation: it finishes complete, then the model is gone
 curl -s "$URL/v1/completions" -d "{\"model\":\"target\",\"prompt\":\"Mr. Darcy\",\"max_tokens\":300,\"temperature\":0}" \
   >"$WORK/long.json" &
