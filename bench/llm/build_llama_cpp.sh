@@ -4,7 +4,8 @@
 # only prints the tool paths. Prints "NAME=PATH" lines for llama-tokenize, llama-quantize, llama-simple,
 # llama-completion, llama-bench, llama-speculative-simple, and LLAMA_CPP_SRC=<source dir> (its models/ggml-vocab-* are the tokenizer test vectors).
 # (llama-completion is the prompt CLI of this llama.cpp version; llama-cli is not built there).
-# Usage: bench/llm/build_llama_cpp.sh [--src-only]   (--src-only: clone the source only, no build)
+# Usage: bench/llm/build_llama_cpp.sh [--src-only|--server]   (--src-only: clone the source only, no build;
+#        --server: also build llama-server)
 set -euo pipefail
 CACHE="${INFERA_CACHE:-$HOME/.cache/infera}"
 NPM_DIR="$CACHE/npm-llama"
@@ -45,3 +46,12 @@ for t in $TOOLS; do
     name=$(echo "$t" | tr 'a-z-' 'A-Z_')
     echo "$name=$BUILD/bin/$t"
 done
+# --server: also llama-server (the continuous-batching peer of bench/llm/serve_batch.sh; a long build)
+if [ "${1:-}" = "--server" ]; then
+    if [ ! -x "$BUILD/bin/llama-server" ]; then
+        cmake -S "$SRC" -B "$BUILD" -DLLAMA_BUILD_SERVER=ON >>"$BUILD.cmake.log" 2>&1 &&
+            cmake --build "$BUILD" -j"$JOBS" --target llama-server >>"$BUILD.build.log" 2>&1 ||
+            { echo "build_llama_cpp: building llama-server failed, see $BUILD.build.log" >&2; exit 1; }
+    fi
+    echo "LLAMA_SERVER=$BUILD/bin/llama-server"
+fi

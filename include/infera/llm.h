@@ -87,6 +87,17 @@ INF_API const inf_llm_model *inf_llm_context_model(const inf_llm_context *c);
  * full or a token id is outside the vocabulary (nothing is appended then). */
 INF_API inf_status inf_llm_context_eval(inf_llm_context *c, const int32_t *tokens, int n, bool all_logits,
                                         const float **logits, inf_error *err);
+/* One decode step of n sequences at once (continuous batching): seqs[i]
+ * (contexts of batch's model, all different) gets tokens[i] at its position
+ * n_past, in one forward pass that reads each weight matrix once for all n.
+ * batch lends only its scratch, threads and n rows of its own KV cache: make
+ * it with n_ctx, n_batch and n_logits >= the most sequences a step takes.
+ * *logits (borrowed from batch, valid until its next use): n rows of n_vocab,
+ * row i bit for bit what inf_llm_context_eval(seqs[i], &tokens[i], 1, ...)
+ * gives.  INF_ERANGE when n is too large, a sequence's context is full or a
+ * token is outside the vocabulary (nothing is appended then). */
+INF_API inf_status inf_llm_context_eval_batch(inf_llm_context *batch, inf_llm_context *const *seqs,
+                                              const int32_t *tokens, int n, const float **logits, inf_error *err);
 /* Forgets every position from n_past on (speculative roll-back, reuse of a
  * shared prefix).  n_past must not exceed the current one. */
 INF_API inf_status inf_llm_context_rewind(inf_llm_context *c, int n_past, inf_error *err);

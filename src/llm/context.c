@@ -298,13 +298,24 @@ static void matmul(inf_llm_context *c, const inf__llm_weight *w, const float *x,
     matmul_group(c, &p, 1, x, ldx, n);
 }
 
+/* Which sequence a token of a pass belongs to.  seqs NULL: every token is
+ * c's own, at c->n_past + t (one sequence: prompt, decoding, verification);
+ * else token t is seqs[t]'s next one, at seqs[t]->n_past (a batched decode
+ * step of several sequences, inf_llm_context_eval_batch). */
+static inline inf_llm_context *tok_seq(inf_llm_context *c, inf_llm_context *const *seqs, int t) {
+    return seqs ? seqs[t] : c;
+}
+static inline int tok_pos(const inf_llm_context *c, inf_llm_context *const *seqs, int t) {
+    return seqs ? seqs[t]->n_past : c->n_past + t;
+}
+
 /* cos/sin of every (token, rotation) pair, as ggml computes theta. */
-static void rope_table(inf_llm_context *c, int n) {
+static void rope_table(inf_llm_context *c, inf_llm_context *const *seqs, int n) {
     const inf_llm_model *m = c->m;
     int half = m->rope_dim / 2;
     float theta_scale = powf(m->rope_base, -2.0f / (float)m->rope_dim);
     for (int t = 0; t < n; t++) {
-        float theta = (float)(c->n_past + t), *cs = c->rope + (size_t)t * m->rope_dim;
+        float theta = (float)tok_pos(c, seqs, t), *cs = c->rope + (size_t)t * m->rope_dim;
         for (int i = 0; i < half; i++) {
             float th = theta / (m->rope_freqs ? m->rope_freqs[i] : 1.0f) * m->rope_freq_scale;
             cs[2 * i] = cosf(th);
@@ -326,6 +337,7 @@ static void rope_apply(const inf_llm_model *m, float *v, const float *cs) {
 
 typedef struct attn_job {
     inf_llm_context *c;
+    inf_llm_context *const *seqs; /* the tokens' sequences (tok_seq) */
     int layer, n;
 } attn_job;
 
@@ -335,11 +347,13 @@ static void attention(void *arg, int64_t begin, int64_t end) {
     const inf_llm_model_info *I = &c->m->info;
     int hd = I->n_head_dim, group = I->n_head / I->n_head_kv;
     size_t Qd = (size_t)I->n_head * hd, KVd = (size_t)I->n_head_kv * hd;
-    const float *kc = c->k_cache + (size_t)j->layer * c->n_ctx * KVd, *vc = c->v_cache + (size_t)j->layer * c->n_ctx * KVd;
     float scale = 1.0f / sqrtf((float)hd);
     const inf__llm_qtype *f32 = inf__llm_qtype_get(INF__GGML_F32, c->m->force_ref); /* q.k with the f32 row kernel */
     for (int64_t task = begin; task < end; task++) {
-        int t = (int)(task / I->n_head), h = (int)(task % I->n_head), pos = c->n_past + t;
+        int t = (int)(task / I->n_head), h = (int)(task % I->n_head), pos = tok_pos(c, j->seqs, t);
+        const inf_llm_context *sq = tok_seq(c, j->seqs, t);
+        const float *kc = sq->k_cache + (size_t)j->layer * sq->n_ctx * KVd,
+                    *vc = sq->v_cache + (size_t)j->layer * sq->n_ctx * KVd;
         const float *q = c->q + (size_t)t * Qd + (size_t)h * hd;
         size_t koff = (size_t)(h / group) * hd;
         float acc[MAX_HEAD_DIM] = {0}, s[KEY_BLOCK], mx = -INFINITY, l = 0;
@@ -372,8 +386,22 @@ static void swiglu(float *g, const float *u, size_t n) {
     for (size_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
-/* One pass over n <= n_batch tokens at n_past; logits of rows [first, n). */
-static void forward(inf_llm_context *c, const int32_t *tokens, int n, int first) {
+/* Batched step: the keys and values of token t (rows t of c's own cache,
+ * where the pass put them) go to their sequence's cache at its position. */
+static void scatter_kv(inf_llm_context *c, inf_llm_context *const *seqs, int layer, int n) {
+    size_t KVd = (size_t)c->m->info.n_head_kv * c->m->info.n_head_dim;
+    for (int t = 0; t < n; t++) {
+        inf_llm_context *s = seqs[t];
+        size_t from = ((size_t)layer * c->n_ctx + (size_t)t) * KVd, to = ((size_t)layer * s->n_ctx + s->n_past) * KVd;
+        memcpy(s->k_cache + to, c->k_cache + from, KVd * sizeof(float));
+        memcpy(s->v_cache + to, c->v_cache + from, KVd * sizeof(float));
+    }
+}
+
+/* One pass over n <= n_batch tokens at n_past (or, with seqs, one token of
+ * each of n sequences: c's scratch, threads and cache rows 0..n-1 serve as
+ * the pass's buffers); logits of rows [first, n). */
+static void forward_seqs(inf_llm_context *c, inf_llm_context *const *seqs, const int32_t *tokens, int n, int first) {
     const inf_llm_model *m = c->m;
     const inf_llm_model_info *I = &m->info;
     int E = I->n_embd, hd = I->n_head_dim, F = I->n_ff;
@@ -381,7 +409,7 @@ static void forward(inf_llm_context *c, const int32_t *tokens, int n, int first)
     for (int t = 0; t < n; t++)
         m->tok_embd.q->to_float((const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
                                 c->x + (size_t)t * E, E);
-    rope_table(c, n);
+    rope_table(c, seqs, n);
     for (int l = 0; l < I->n_layer; l++) {
         const inf__llm_layer *y = &m->layers[l];
         float *kc = c->k_cache + ((size_t)l * c->n_ctx + c->n_past) * KVd;
@@ -395,7 +423,8 @@ static void forward(inf_llm_context *c, const int32_t *tokens, int n, int first)
             for (int h = 0; h < I->n_head; h++) rope_apply(m, c->q + t * Qd + (size_t)h * hd, cs);
             for (int h = 0; h < I->n_head_kv; h++) rope_apply(m, kc + t * KVd + (size_t)h * hd, cs);
         }
-        attn_job aj = {c, l, n};
+        if (seqs) scatter_kv(c, seqs, l, n);
+        attn_job aj = {c, seqs, l, n};
         inf__pool_range(c->pool, (int64_t)n * I->n_head, 1, attention, &aj);
         matmul(c, &y->wo, c->att, Qd, n, c->x, E, true, y->bo);
         for (int t = 0; t < n; t++) rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)t * E, y->ffn_norm, E, m->rms_eps);
@@ -409,6 +438,10 @@ static void forward(inf_llm_context *c, const int32_t *tokens, int n, int first)
     for (int t = 0; t < rows; t++)
         rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)(first + t) * E, m->output_norm, E, m->rms_eps);
     matmul(c, &m->output, c->xb, E, rows, c->logits, I->n_vocab, false, NULL);
+}
+
+static void forward(inf_llm_context *c, const int32_t *tokens, int n, int first) {
+    forward_seqs(c, NULL, tokens, n, first);
 }
 
 inf_status inf_llm_context_eval(inf_llm_context *c, const int32_t *tokens, int n, bool all_logits, const float **logits,
@@ -463,5 +496,40 @@ inf_status inf_llm_context_embed(inf_llm_context *c, const int32_t *tokens, int 
         done += k;
     }
     for (int e = 0; e < E; e++) out[e] /= (float)n;
+    return INF_OK;
+}
+
+/* One decode step of n sequences in one pass (continuous batching): every
+ * weight matrix is read once for all of them.  Each row's result is bit for
+ * bit the one a single-token eval of that sequence gives (the row kernels do
+ * not depend on the token count), so batched and lone greedy decoding agree. */
+inf_status inf_llm_context_eval_batch(inf_llm_context *batch, inf_llm_context *const *seqs, const int32_t *tokens, int n,
+                                      const float **logits, inf_error *err) {
+    const inf_llm_model_info *I = &batch->m->info;
+    if (n <= 0) return inf__error(err, INF_EINVAL, "%s: no sequences to decode", I->path);
+    int cap = batch->n_batch < batch->n_logits ? batch->n_batch : batch->n_logits;
+    if (cap > batch->n_ctx) cap = batch->n_ctx;
+    if (n > cap)
+        return inf__error(err, INF_ERANGE,
+                          "%s: %d sequences in one step; the batch context takes at most %d (its n_ctx, n_batch and "
+                          "n_logits)", I->path, n, cap);
+    for (int i = 0; i < n; i++) {
+        const inf_llm_context *s = seqs[i];
+        if (!s || s == batch || s->m != batch->m)
+            return inf__error(err, INF_EINVAL, "%s: sequence %d is not another context of the batch's model", I->path, i);
+        if (s->n_past >= s->n_ctx)
+            return inf__error(err, INF_ERANGE, "%s: sequence %d has used all %d positions of its context", I->path, i,
+                              s->n_ctx);
+        if (tokens[i] < 0 || tokens[i] >= I->n_vocab)
+            return inf__error(err, INF_ERANGE, "%s: token id %d outside the vocabulary of %d", I->path, tokens[i],
+                              I->n_vocab);
+        for (int k = 0; k < i; k++)
+            if (seqs[k] == s)
+                return inf__error(err, INF_EINVAL, "%s: sequences %d and %d are the same context", I->path, k, i);
+    }
+    batch->n_past = 0;
+    forward_seqs(batch, seqs, tokens, n, 0);
+    for (int i = 0; i < n; i++) seqs[i]->n_past++;
+    if (logits) *logits = batch->logits;
     return INF_OK;
 }

@@ -340,7 +340,7 @@ static inf_status resolve(inf_registry *r, const char *ref, inf_registry_action 
 }
 
 int inf_registry_ref_is_path(const char *ref) {
-    static const char *const suffixes[] = {".onnx", ".json", ".ubj"};
+    static const char *const suffixes[] = {".onnx", ".json", ".ubj", ".gguf"};
     struct stat st;
     if (!ref || !*ref) return 0;
     if (strchr(ref, '/')) return 1;

@@ -9,16 +9,28 @@
  * decode steps and leaves as soon as it ends (end-of-generation token, a stop
  * string, max_tokens, the context full, or its client gone).
  *
- * ROUNDS.  The engine API has no multi-sequence decode yet, so one round of
- * the scheduler steps every active slot by one token in turn (round-robin):
- * a new slot's step is its prompt (one eval of all its tokens, then its first
- * token), an old slot's step is its last token.  Greedy output is therefore
- * exactly `infera generate`'s: the same evals on a context of its own.
+ * ROUNDS.  One round of the scheduler first processes the prompt of each
+ * slot that joined (one eval of all its tokens on its own context, then its
+ * first token), then decodes one token for every other active slot in ONE
+ * batched forward pass (inf_llm_context_eval_batch on a batch context that
+ * lends its scratch): each weight matrix is read once per step for all
+ * sequences, each sequence attends to its own KV cache at its own position.
+ * Requests join and leave between rounds.  A batched row is bit for bit a
+ * lone decode step's, so greedy output is exactly `infera generate`'s.
+ * INFERA_LLM_SCHEDULE=round-robin (read at load; a benchmark baseline)
+ * decodes the slots one after another instead, one eval each.
  *
  * TEXT.  Token pieces are appended to the request's text; a stop string ends
  * it (cut before the stop); the emit callback gets only text that cannot
  * change any more: no incomplete UTF-8 sequence, no tail that could still
  * become a stop string.
+ *
+ * LIFE.  A model is refcounted: the server's list holds one reference, each
+ * HTTP request that uses it another (inf__serve_llm_acquire / _release).
+ * The repository API's unload (inf__serve_llm_remove) takes it off the list
+ * (new requests get 404), waits until its queue, slots and embedding jobs
+ * are empty (in-flight generations finish), stops its scheduler thread and
+ * drops the list's reference; the last reference frees it.
  *
  * LOCKS.  srv->llm_lock guards the model list; each model's lock guards its
  * queue and slots' membership; each request's lock guards what the HTTP side
@@ -36,6 +48,9 @@
 
 #define LLM_MAX_STOP 4
 #define LLM_N_TIME_BOUNDS 16
+#define LLM_N_BATCH_BOUNDS 9
+
+static const int batch_bounds[LLM_N_BATCH_BOUNDS] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 
 static const double time_bounds[LLM_N_TIME_BOUNDS] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
                                                       0.25,  0.5,   0.75, 1.0,  2.5,  5.0,  10.0, 30.0};
@@ -74,7 +89,9 @@ typedef struct llm_slot {
 } llm_slot;
 
 struct srv_llm {
+    _Atomic int refs;
     char name[129];
+    char ref[1024];             /* what it was loaded from (a file or a registry reference) */
     char registry_name[129];
     int64_t registry_version;
     inf_llm_model *model;
@@ -84,8 +101,15 @@ struct srv_llm {
     char *chat_template;
     int n_slots, n_ctx, max_queue;
     llm_slot *slots;
+    int round_robin;            /* INFERA_LLM_SCHEDULE=round-robin: no batched decode */
+    inf_llm_context *batch;     /* scratch of the batched decode step (n_slots rows) */
+    inf_llm_context **step_ctx; /* this step's sequences, tokens and slots (n_slots each) */
+    int32_t *step_tok;
+    int *step_slot;
     pthread_mutex_t lock;
     pthread_cond_t wake;
+    pthread_cond_t idle;        /* signalled when a round leaves no request (remove waits for it) */
+    int removing;
     pthread_t thread;
     int thread_started, stop;
     srv_llm_req *head, *tail;
@@ -97,7 +121,8 @@ struct srv_llm {
     /* metrics */
     _Atomic uint64_t prompt_tokens, generation_tokens, requests_ok;
     _Atomic int running, waiting;
-    llm_hist ttft, tpot, e2e;
+    llm_hist ttft, tpot, e2e, queue_time;
+    _Atomic uint64_t batch_counts[LLM_N_BATCH_BOUNDS + 1], batch_sum, batch_steps; /* sequences per decode step */
     srv_llm *next;
 };
 
@@ -213,26 +238,10 @@ static int req_append(srv_llm *l, srv_llm_req *r, int32_t t) {
 
 /* ---- the scheduler ------------------------------------------------------------- */
 
-/* One step of slot s: its prompt (first step) or its last token, then one
- * new token.  Returns 1 when the request ended (the slot is then free). */
-static int step(srv_llm *l, llm_slot *s) {
+/* Slot s's request made a token from logits: sample, account, append;
+ * returns 1 when the request ended (the slot is then free). */
+static int advance(srv_llm *l, llm_slot *s, const float *logits) {
     srv_llm_req *r = s->req;
-    inf_error e = {0};
-    const float *logits = NULL;
-    if (atomic_load(&r->cancelled)) {
-        req_finish(l, r, "cancelled");
-        return 1;
-    }
-    inf_status st;
-    if (!r->t_first_ns && r->completion_tokens == 0 && inf_llm_context_n_past(s->ctx) == 0) {
-        st = inf_llm_context_eval(s->ctx, r->prompt, r->n_prompt, false, &logits, &e);
-    } else {
-        st = inf_llm_context_eval(s->ctx, &r->last, 1, false, &logits, &e);
-    }
-    if (st != INF_OK) {
-        req_finish(l, r, "length");
-        return 1;
-    }
     int32_t t = inf_llm_sampler_sample(r->sampler, logits);
     if (t >= 0 && t < l->n_vocab && l->eog[t]) {
         if (!r->t_first_ns) hist_observe(&l->ttft, (double)(inf__serve_now_ns() - r->t_arrive_ns) / 1e9);
@@ -259,6 +268,85 @@ static int step(srv_llm *l, llm_slot *s) {
     return 0;
 }
 
+/* The request in a slot has not had its prompt processed yet. */
+static int needs_prompt(const llm_slot *s) {
+    return !s->req->t_first_ns && s->req->completion_tokens == 0 && inf_llm_context_n_past(s->ctx) == 0;
+}
+
+/* One step of slot s alone: its prompt (first step) or its last token, then
+ * one new token.  Returns 1 when the request ended. */
+static int step(srv_llm *l, llm_slot *s) {
+    srv_llm_req *r = s->req;
+    inf_error e = {0};
+    const float *logits = NULL;
+    if (atomic_load(&r->cancelled)) {
+        req_finish(l, r, "cancelled");
+        return 1;
+    }
+    inf_status st;
+    if (needs_prompt(s)) {
+        st = inf_llm_context_eval(s->ctx, r->prompt, r->n_prompt, false, &logits, &e);
+        if (st == INF_OK) atomic_fetch_add(&l->prompt_tokens, (uint64_t)r->n_prompt);
+    } else {
+        st = inf_llm_context_eval(s->ctx, &r->last, 1, false, &logits, &e);
+    }
+    if (st != INF_OK) {
+        req_finish(l, r, "length");
+        return 1;
+    }
+    return advance(l, s, logits);
+}
+
+static void batch_observe(srv_llm *l, int n) {
+    int i = 0;
+    while (i < LLM_N_BATCH_BOUNDS && n > batch_bounds[i]) i++;
+    atomic_fetch_add_explicit(&l->batch_counts[i], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&l->batch_sum, (uint64_t)n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&l->batch_steps, 1, memory_order_relaxed);
+}
+
+/* Frees slot i once its request ended (scheduler). */
+static void slot_release(srv_llm *l, int i) {
+    srv_llm_req *r = l->slots[i].req;
+    pthread_mutex_lock(&l->lock);
+    l->slots[i].req = NULL;
+    pthread_mutex_unlock(&l->lock);
+    atomic_fetch_sub(&l->running, 1);
+    inf__serve_llm_req_release(r);
+}
+
+/* One round: prompts of the slots that joined, then one decode step of every
+ * other active slot -- batched, or one by one (round-robin baseline). */
+static void run_round(srv_llm *l) {
+    int n = 0;
+    for (int i = 0; i < l->n_slots; i++) {
+        llm_slot *s = &l->slots[i];
+        if (!s->req) continue;
+        if (l->stop) atomic_store(&s->req->cancelled, 1);
+        if (l->round_robin || needs_prompt(s) || atomic_load(&s->req->cancelled)) {
+            if (step(l, s)) slot_release(l, i);
+            else if (l->round_robin) batch_observe(l, 1);
+            continue;
+        }
+        l->step_ctx[n] = s->ctx;
+        l->step_tok[n] = s->req->last;
+        l->step_slot[n++] = i;
+    }
+    if (!n) return;
+    const float *logits = NULL;
+    inf_error e = {0};
+    if (inf_llm_context_eval_batch(l->batch, l->step_ctx, l->step_tok, n, &logits, &e) != INF_OK) {
+        fprintf(stderr, "infera serve: model '%s': batched decode step failed (%s); stepping one by one\n", l->name,
+                e.message);
+        for (int k = 0; k < n; k++)
+            if (step(l, &l->slots[l->step_slot[k]])) slot_release(l, l->step_slot[k]);
+        return;
+    }
+    batch_observe(l, n);
+    for (int k = 0; k < n; k++)
+        if (advance(l, &l->slots[l->step_slot[k]], logits + (size_t)k * l->n_vocab)) slot_release(l, l->step_slot[k]);
+}
+
 static void run_embed(srv_llm *l, embed_job *j);
 
 static void *scheduler(void *arg) {
@@ -276,6 +364,7 @@ static void *scheduler(void *arg) {
             atomic_fetch_sub(&l->waiting, 1);
             atomic_fetch_add(&l->running, 1);
             l->slots[i].req = r;
+            hist_observe(&l->queue_time, (double)(inf__serve_now_ns() - r->t_arrive_ns) / 1e9);
             inf_error e = {0};
             inf_llm_context_rewind(l->slots[i].ctx, 0, &e);
         }
@@ -284,25 +373,14 @@ static void *scheduler(void *arg) {
         embed_job *ej = l->embeds;
         if (ej) l->embeds = ej->next;
         if (!active && !ej) {
+            if (l->removing && !l->head) pthread_cond_broadcast(&l->idle);
             if (l->stop) break;
             pthread_cond_wait(&l->wake, &l->lock);
             continue;
         }
         pthread_mutex_unlock(&l->lock);
         if (ej) run_embed(l, ej);
-        for (int i = 0; i < l->n_slots; i++) {
-            llm_slot *s = &l->slots[i];
-            if (!s->req) continue;
-            if (l->stop) atomic_store(&s->req->cancelled, 1);
-            if (step(l, s)) {
-                srv_llm_req *r = s->req;
-                pthread_mutex_lock(&l->lock);
-                s->req = NULL;
-                pthread_mutex_unlock(&l->lock);
-                atomic_fetch_sub(&l->running, 1);
-                inf__serve_llm_req_release(r);
-            }
-        }
+        run_round(l);
         pthread_mutex_lock(&l->lock);
         if (l->stop) { /* the queue ends too */
             while (l->head) {
@@ -437,7 +515,6 @@ inf_status inf__serve_llm_submit(srv_llm *l, const int32_t *prompt, int n_prompt
     l->tail = r;
     l->n_waiting++;
     atomic_fetch_add(&l->waiting, 1);
-    atomic_fetch_add(&l->prompt_tokens, (uint64_t)n_prompt);
     pthread_cond_signal(&l->wake);
     pthread_mutex_unlock(&l->lock);
     *out = r;
@@ -450,6 +527,10 @@ static void llm_free(srv_llm *l) {
     if (!l) return;
     for (int i = 0; l->slots && i < l->n_slots; i++) inf_llm_context_free(l->slots[i].ctx);
     inf_llm_context_free(l->embed_ctx);
+    inf_llm_context_free(l->batch);
+    free(l->step_ctx);
+    free(l->step_tok);
+    free(l->step_slot);
     free(l->slots);
     free(l->eog);
     free(l->chat_template);
@@ -457,7 +538,88 @@ static void llm_free(srv_llm *l) {
     inf_llm_model_free(l->model);
     pthread_mutex_destroy(&l->lock);
     pthread_cond_destroy(&l->wake);
+    pthread_cond_destroy(&l->idle);
     free(l);
+}
+
+srv_llm *inf__serve_llm_acquire(srv_server *srv, const char *name) {
+    pthread_mutex_lock(&srv->llm_lock);
+    srv_llm *l = srv->llms;
+    while (l && strcmp(l->name, name)) l = l->next;
+    if (l) atomic_fetch_add(&l->refs, 1);
+    pthread_mutex_unlock(&srv->llm_lock);
+    return l;
+}
+
+void inf__serve_llm_ref(srv_llm *l) {
+    if (l) atomic_fetch_add(&l->refs, 1);
+}
+
+void inf__serve_llm_release(srv_llm *l) {
+    if (!l || atomic_fetch_sub(&l->refs, 1) != 1) return;
+    if (l->thread_started) { /* not reached through remove (which joins first); kept safe */
+        pthread_mutex_lock(&l->lock);
+        l->stop = 1;
+        pthread_cond_signal(&l->wake);
+        pthread_mutex_unlock(&l->lock);
+        pthread_join(l->thread, NULL);
+    }
+    llm_free(l);
+}
+
+const char *inf__serve_llm_ref_of(const srv_llm *l) { return l->ref; }
+void inf__serve_llm_set_ref(srv_llm *l, const char *ref) { inf__serve_copy_str(l->ref, sizeof l->ref, ref); }
+
+inf_status inf__serve_llm_remove(srv_server *srv, const char *name, inf_error *err) {
+    pthread_mutex_lock(&srv->llm_lock);
+    srv_llm **pp = &srv->llms;
+    while (*pp && strcmp((*pp)->name, name)) pp = &(*pp)->next;
+    srv_llm *l = *pp;
+    if (l) *pp = l->next;
+    pthread_mutex_unlock(&srv->llm_lock);
+    if (!l) return inf_error_set(err, INF_ENOENT, "no generative model named '%s'", name);
+    /* in-flight generations (queued ones too) and embeddings finish first */
+    pthread_mutex_lock(&l->lock);
+    l->removing = 1;
+    pthread_cond_signal(&l->wake);
+    for (;;) {
+        int busy = l->head != NULL || l->embeds != NULL;
+        for (int i = 0; i < l->n_slots && !busy; i++) busy = l->slots[i].req != NULL;
+        if (!busy) break;
+        pthread_cond_wait(&l->idle, &l->lock);
+    }
+    l->stop = 1;
+    pthread_cond_signal(&l->wake);
+    pthread_mutex_unlock(&l->lock);
+    if (l->thread_started) {
+        pthread_join(l->thread, NULL);
+        l->thread_started = 0;
+    }
+    if (l->audit) atomic_store(&l->audit->loaded, 0);
+    fprintf(stderr, "infera serve: unloaded generative model '%s' (%s)\n", l->name, l->ref);
+    inf__serve_llm_release(l);
+    return INF_OK;
+}
+
+int inf__serve_llm_count(srv_server *srv) {
+    int n = 0;
+    pthread_mutex_lock(&srv->llm_lock);
+    for (srv_llm *l = srv->llms; l; l = l->next) n++;
+    pthread_mutex_unlock(&srv->llm_lock);
+    return n;
+}
+
+void inf__serve_llm_index_json(srv_server *srv, srv_buf *out, int *first) {
+    pthread_mutex_lock(&srv->llm_lock);
+    for (srv_llm *l = srv->llms; l; l = l->next) {
+        if (!*first) inf__serve_buf_put(out, ",", 1);
+        *first = 0;
+        inf__serve_buf_puts(out, "{\"name\":");
+        inf__serve_buf_json_str(out, l->name, strlen(l->name));
+        if (l->registry_version > 0) inf__serve_buf_printf(out, ",\"version\":\"%lld\"", (long long)l->registry_version);
+        inf__serve_buf_puts(out, ",\"state\":\"READY\",\"reason\":\"\",\"kind\":\"gguf\"}");
+    }
+    pthread_mutex_unlock(&srv->llm_lock);
 }
 
 inf_status inf__serve_llm_add(srv_server *srv, const char *name, const char *path, const char *registry_name,
@@ -467,7 +629,10 @@ inf_status inf__serve_llm_add(srv_server *srv, const char *name, const char *pat
     if (!l) return inf_error_set(err, INF_ENOMEM, "out of memory");
     pthread_mutex_init(&l->lock, NULL);
     pthread_cond_init(&l->wake, NULL);
+    pthread_cond_init(&l->idle, NULL);
+    atomic_init(&l->refs, 1);
     inf__serve_copy_str(l->name, sizeof l->name, name);
+    inf__serve_copy_str(l->ref, sizeof l->ref, path);
     inf__serve_copy_str(l->registry_name, sizeof l->registry_name, registry_name);
     l->registry_version = registry_version;
     l->n_slots = srv->opt.llm_slots > 0 ? srv->opt.llm_slots : 4;
@@ -487,7 +652,10 @@ inf_status inf__serve_llm_add(srv_server *srv, const char *name, const char *pat
     l->eog = calloc((size_t)l->n_vocab, 1);
     l->chat_template = malloc(tl + 1);
     l->slots = calloc((size_t)l->n_slots, sizeof *l->slots);
-    if (!l->eog || !l->chat_template || !l->slots) {
+    l->step_ctx = calloc((size_t)l->n_slots, sizeof *l->step_ctx);
+    l->step_tok = calloc((size_t)l->n_slots, sizeof *l->step_tok);
+    l->step_slot = calloc((size_t)l->n_slots, sizeof *l->step_slot);
+    if (!l->eog || !l->chat_template || !l->slots || !l->step_ctx || !l->step_tok || !l->step_slot) {
         llm_free(l);
         return inf_error_set(err, INF_ENOMEM, "out of memory");
     }
@@ -499,6 +667,13 @@ inf_status inf__serve_llm_add(srv_server *srv, const char *name, const char *pat
     co.n_ctx = srv->opt.llm_ctx;
     co.n_threads = srv->opt.threads > 0 ? srv->opt.threads : 1;
     for (int i = 0; i < l->n_slots && st == INF_OK; i++) st = inf_llm_context_new(l->model, &co, &l->slots[i].ctx, err);
+    const char *schedule = getenv("INFERA_LLM_SCHEDULE");
+    l->round_robin = schedule && !strcmp(schedule, "round-robin");
+    if (st == INF_OK && !l->round_robin) { /* the batched step's scratch: one row per slot, KV rows as buffers */
+        inf_llm_context_options bo = co;
+        bo.n_ctx = bo.n_batch = bo.n_logits = l->n_slots;
+        st = inf_llm_context_new(l->model, &bo, &l->batch, err);
+    }
     if (st != INF_OK) {
         llm_free(l);
         return st;
@@ -576,9 +751,9 @@ void inf__serve_llm_free_all(srv_server *srv) {
     inf__serve_llm_shutdown(srv);
     srv_llm *l = srv->llms;
     srv->llms = NULL;
-    while (l) {
+    while (l) { /* the list's reference; requests still holding one free it last */
         srv_llm *next = l->next;
-        llm_free(l);
+        inf__serve_llm_release(l);
         l = next;
     }
 }
@@ -607,6 +782,29 @@ static void render_hist(srv_buf *o, srv_llm *head, const char *name, const char 
         inf__serve_buf_printf(o, "} %.6f\n%s_count", (double)atomic_load(&h->sum_ns) / 1e9, name);
         label(o, l);
         inf__serve_buf_printf(o, "} %llu\n", (unsigned long long)atomic_load(&h->count));
+    }
+}
+
+/* Sequences per decode step (vLLM's iteration_tokens_total: tokens one
+ * engine step decoded); a prompt is not counted. */
+static void render_batch_hist(srv_buf *o, srv_llm *head) {
+    const char *name = "vllm:iteration_tokens_total";
+    inf__serve_buf_printf(o, "# HELP %s Sequences decoded together in one decode step\n# TYPE %s histogram\n", name,
+                          name);
+    for (srv_llm *l = head; l; l = l->next) {
+        uint64_t cum = 0;
+        for (int i = 0; i <= LLM_N_BATCH_BOUNDS; i++) {
+            cum += atomic_load(&l->batch_counts[i]);
+            inf__serve_buf_printf(o, "%s_bucket", name);
+            label(o, l);
+            if (i < LLM_N_BATCH_BOUNDS) inf__serve_buf_printf(o, ",le=\"%d\"} %llu\n", batch_bounds[i], (unsigned long long)cum);
+            else inf__serve_buf_printf(o, ",le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+        }
+        inf__serve_buf_printf(o, "%s_sum", name);
+        label(o, l);
+        inf__serve_buf_printf(o, "} %llu\n%s_count", (unsigned long long)atomic_load(&l->batch_sum), name);
+        label(o, l);
+        inf__serve_buf_printf(o, "} %llu\n", (unsigned long long)atomic_load(&l->batch_steps));
     }
 }
 
@@ -642,5 +840,8 @@ void inf__serve_llm_metrics_render(srv_server *srv, srv_buf *o) {
                 offsetof(srv_llm, tpot));
     render_hist(o, srv->llms, "vllm:e2e_request_latency_seconds", "Request latency, arrival to last token",
                 offsetof(srv_llm, e2e));
+    render_hist(o, srv->llms, "vllm:request_queue_time_seconds", "Time a request waited for a slot",
+                offsetof(srv_llm, queue_time));
+    render_batch_hist(o, srv->llms);
     pthread_mutex_unlock(&srv->llm_lock);
 }

@@ -63,6 +63,7 @@
 #include <unistd.h>
 
 #include "infera/bundle.h"
+#include "infera/llm.h"
 #include "infera/pipeline.h"
 #include "infera/registry.h"
 #include "runtime/model.h"
@@ -570,6 +571,8 @@ static inf_status add_slot(srv_models *ms, const char *spec, const char *name, c
     int64_t reg_version = 0;
     if (gguf_ref(ms, ref, gguf, sizeof gguf, reg_name, &reg_version)) {
         inf_status st = inf__serve_llm_add(ms->srv, name, gguf, reg_name, reg_version, err);
+        srv_llm *added = st == INF_OK ? inf__serve_llm_find(ms->srv, name) : NULL;
+        if (added) inf__serve_llm_set_ref(added, ref); /* what a repository reload without a ref loads again */
         pthread_mutex_unlock(&ms->load_lock);
         if (st != INF_OK && err) {
             char why[INF_ERROR_MESSAGE_MAX];
@@ -711,12 +714,79 @@ static inf_status check_ref(srv_models *ms, const char *ref, inf_error *err) {
     return confined_path(ms, ref, real, err);
 }
 
+/* The repository API on a generative (GGUF) model (load_lock held): *handled
+ * = 1 when name is one, or ref (a file already allowed by check_ref, or a
+ * registry reference) is a GGUF file; a reload first waits for the old
+ * model's generations (inf__serve_llm_remove), then loads the new one. */
+static inf_status load_llm(srv_models *ms, const char *name, const char *ref, int who, int *handled, inf_error *err) {
+    *handled = 0;
+    srv_llm *cur = inf__serve_llm_find(ms->srv, name);
+    char source[1024] = "", real[PATH_MAX], gguf[4096], reg_name[129] = "";
+    int64_t reg_version = 0;
+    if (ref) inf__serve_copy_str(source, sizeof source, ref);
+    else if (cur) inf__serve_copy_str(source, sizeof source, inf__serve_llm_ref_of(cur));
+    else if (!find_slot(ms, name) && (ms->reg || ms->srv->opt.home || ms->srv->opt.registry))
+        inf__serve_copy_str(source, sizeof source, name); /* NAME in the registry */
+    if (!source[0]) return INF_OK;
+    const char *at = source;
+    if (ref && inf_registry_ref_is_path(ref) && confined_path(ms, ref, real, NULL) == INF_OK) at = real;
+    if (!gguf_ref(ms, at, gguf, sizeof gguf, reg_name, &reg_version)) {
+        if (!cur) return INF_OK; /* not a GGUF model: the ONNX path decides */
+        *handled = 1;
+        set_err(err, INF_EINVAL, "'%s' is a generative (GGUF) model; '%s' is not a GGUF file or GGUF registry model",
+                name, source);
+        audit_repository(ms, who, "serve-load", name, source, "refused", err ? err->message : NULL);
+        return INF_EINVAL;
+    }
+    *handled = 1;
+    inf_status st = INF_OK;
+    if (find_slot(ms, name)) {
+        st = INF_EEXIST;
+        set_err(err, st, "model '%s' is served as an ONNX model; unload it before loading a GGUF file under its name%s",
+                name, "");
+    } else if (!cur && count_slots(ms) + inf__serve_llm_count(ms->srv) >= ms->srv->opt.max_models) {
+        st = INF_EBUSY;
+        char n_served[16];
+        snprintf(n_served, sizeof n_served, "%d", count_slots(ms) + inf__serve_llm_count(ms->srv));
+        set_err(err, st, "model '%s': the server already serves %s models, the most --max-models allows; unload "
+                         "one first", name, n_served);
+    }
+    if (st != INF_OK) {
+        audit_repository(ms, who, "serve-load", name, source, "refused", err ? err->message : NULL);
+        return st;
+    }
+    if (at == real) inf__serve_copy_str(source, sizeof source, real); /* a reload without a ref opens this file */
+    /* a file that does not load leaves the old model serving (the check maps the file: cheap) */
+    inf_llm_model *probe = NULL;
+    if (cur && (st = inf_llm_model_load(gguf, &probe, err)) != INF_OK) {
+        audit_repository(ms, who, "serve-load", name, source, "failed", err ? err->message : NULL);
+        return st;
+    }
+    inf_llm_model_free(probe);
+    if (cur) inf__serve_llm_remove(ms->srv, name, NULL); /* in-flight generations finish on the old one */
+    st = inf__serve_llm_add(ms->srv, name, gguf, reg_name, reg_version, err);
+    srv_llm *now = st == INF_OK ? inf__serve_llm_find(ms->srv, name) : NULL;
+    if (now) inf__serve_llm_set_ref(now, source);
+    if (st == INF_OK) fprintf(stderr, "infera serve: loaded generative model '%s' from %s\n", name, source);
+    audit_repository(ms, who, "serve-load", name, source, st == INF_OK ? "ok" : "failed",
+                     st == INF_OK ? NULL : err ? err->message : NULL);
+    return st;
+}
+
 inf_status inf__serve_models_load(srv_models *ms, const char *name, const char *ref, int who, inf_error *err) {
     if (!valid_name(name)) {
         set_err(err, INF_EINVAL, "invalid model name '%s'%s", name, "");
         return INF_EINVAL;
     }
     pthread_mutex_lock(&ms->load_lock);
+    if (!ref || check_ref(ms, ref, NULL) == INF_OK) {
+        int handled;
+        inf_status lst = load_llm(ms, name, ref, who, &handled, err);
+        if (handled) {
+            pthread_mutex_unlock(&ms->load_lock);
+            return lst;
+        }
+    }
     srv_slot *slot = find_slot(ms, name);
     int created = 0;
     inf_status st = INF_OK;
@@ -777,6 +847,16 @@ refused:
 
 inf_status inf__serve_models_unload(srv_models *ms, const char *name, int who, inf_error *err) {
     pthread_mutex_lock(&ms->load_lock);
+    srv_llm *llm = find_slot(ms, name) ? NULL : inf__serve_llm_find(ms->srv, name);
+    if (llm) { /* a generative model: returns once its generations have finished */
+        char ref[1024];
+        inf__serve_copy_str(ref, sizeof ref, inf__serve_llm_ref_of(llm));
+        inf_status st = inf__serve_llm_remove(ms->srv, name, err);
+        audit_repository(ms, who, "serve-unload", name, ref, st == INF_OK ? "ok" : "refused",
+                         st == INF_OK ? NULL : err ? err->message : NULL);
+        pthread_mutex_unlock(&ms->load_lock);
+        return st;
+    }
     pthread_mutex_lock(&ms->lock);
     srv_slot *slot = find_slot(ms, name);
     srv_version *old = slot ? slot->current : NULL;
@@ -824,6 +904,7 @@ void inf__serve_models_index_json(srv_models *ms, int ready_only, srv_buf *out) 
         inf__serve_buf_put(out, "}", 1);
     }
     pthread_mutex_unlock(&ms->lock);
+    inf__serve_llm_index_json(ms->srv, out, &first); /* generative (GGUF) models */
     inf__serve_buf_put(out, "]", 1);
 }
 

@@ -61,6 +61,7 @@ typedef struct oai_state {
 static void state_unref(oai_state *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
     inf__serve_llm_req_release(s->req);
+    inf__serve_llm_release(s->llm);
     inf__serve_buf_free(&s->text);
     inf__serve_buf_free(&s->out);
     free(s);
@@ -299,18 +300,19 @@ static int authorize(srv_request *rq, const char *model) {
     const char *tok = h && !strncasecmp(h, "Bearer ", 7) ? h + 7 : NULL;
     inf_error e = {0};
     char reg_name[160];
-    srv_llm *l = inf__serve_llm_find(rq->srv, model);
+    srv_llm *l = inf__serve_llm_acquire(rq->srv, model);
     if (l && inf__serve_llm_registry_name(l)[0])
         inf__serve_copy_str(reg_name, sizeof reg_name, inf__serve_llm_registry_name(l));
     else
         inf__serve_models_registry_name(ms, model, reg_name, sizeof reg_name);
+    inf__serve_llm_release(l);
     inf_status st = inf__serve_models_authorize(ms, tok, reg_name, 0, &rq->caller, &e);
     if (st == INF_OK) return 0;
     oai_error(rq, st == INF_EAUTH ? 401 : st == INF_EDENIED ? 403 : 503, NULL, NULL, "%s", e.message);
     return -1;
 }
 
-/* The model, then auth. */
+/* The model, then auth.  *out holds a reference (inf__serve_llm_release). */
 static int parse_model(srv_request *rq, const cJSON *j, srv_llm **out) {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
     if (!cJSON_IsString(m)) {
@@ -319,7 +321,7 @@ static int parse_model(srv_request *rq, const cJSON *j, srv_llm **out) {
     }
     inf__serve_copy_str(rq->log_model, sizeof rq->log_model, m->valuestring);
     if (authorize(rq, m->valuestring)) return -1;
-    *out = inf__serve_llm_find(rq->srv, m->valuestring);
+    *out = inf__serve_llm_acquire(rq->srv, m->valuestring);
     if (!*out) {
         oai_error(rq, 404, "model", "model_not_found", "the model '%s' does not exist (not a generative model served here)",
                   m->valuestring);
@@ -436,6 +438,7 @@ static int start(srv_request *rq, parsed *o, int32_t *ids, int n_ids, int chat, 
     s->conn = rq->conn;
     s->srv = rq->srv;
     s->llm = l;
+    inf__serve_llm_ref(l); /* the state's own, for its life */
     s->who = rq->caller;
     s->created = (long long)time(NULL);
     snprintf(s->id, sizeof s->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)rq->request_no);
@@ -451,6 +454,7 @@ static int start(srv_request *rq, parsed *o, int32_t *ids, int n_ids, int chat, 
     free(ids);
     if (st != INF_OK) {
         rq->llm = NULL;
+        inf__serve_llm_release(s->llm);
         free(s);
         oai_error(rq, st == INF_EBUSY ? 429 : 503, NULL, st == INF_EBUSY ? "queue_full" : NULL, "%s", e.message);
         if (!stream) {
@@ -510,6 +514,7 @@ int inf__serve_openai_completions(srv_request *rq) {
     }
     rc = start(rq, &o, ids, n, 0, "prompt");
 done:
+    inf__serve_llm_release(o.llm);
     cJSON_Delete(j);
     return rc;
 }
@@ -572,6 +577,7 @@ int inf__serve_openai_chat(srv_request *rq) {
     inf__serve_buf_free(&text);
     if (ids) rc = start(rq, &o, ids, n, 1, "messages");
 done:
+    inf__serve_llm_release(o.llm);
     cJSON_Delete(j);
     return rc;
 }
@@ -678,6 +684,7 @@ int inf__serve_openai_embeddings(srv_request *rq) {
     rq->status = 200;
     rq->content_type = "application/json";
 done:
+    inf__serve_llm_release(l);
     cJSON_Delete(j);
     return 0;
 }

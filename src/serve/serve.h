@@ -517,7 +517,21 @@ typedef void (*srv_llm_emit_fn)(srv_llm_req *r, void *user, const char *text, si
  * registry_version for the audit when it came from the registry). */
 inf_status inf__serve_llm_add(srv_server *srv, const char *name, const char *path, const char *registry_name,
                               int64_t registry_version, inf_error *err);
-srv_llm *inf__serve_llm_find(srv_server *srv, const char *name);
+srv_llm *inf__serve_llm_find(srv_server *srv, const char *name); /* no reference taken: load_lock paths only */
+/* The model of that name with a reference (NULL: none), for an HTTP request's
+ * life; _ref adds one, _release drops one (the last frees the model). */
+srv_llm *inf__serve_llm_acquire(srv_server *srv, const char *name);
+void inf__serve_llm_ref(srv_llm *l);
+void inf__serve_llm_release(srv_llm *l);
+/* The reference it was loaded from (a file or NAME[@VERSION|@ALIAS]; the file until set). */
+const char *inf__serve_llm_ref_of(const srv_llm *l);
+void inf__serve_llm_set_ref(srv_llm *l, const char *ref);
+/* Repository unload: off the list at once (404 for new requests), then waits
+ * for its queued and running generations to finish and stops it. */
+inf_status inf__serve_llm_remove(srv_server *srv, const char *name, inf_error *err);
+int inf__serve_llm_count(srv_server *srv);
+/* Appends the generative models to a repository index array ({name, version, state READY, reason, kind gguf}). */
+void inf__serve_llm_index_json(srv_server *srv, srv_buf *out, int *first);
 const char *inf__serve_llm_name(const srv_llm *l);
 const char *inf__serve_llm_chat_template(const srv_llm *l); /* tokenizer.chat_template or "" */
 int inf__serve_llm_n_ctx(const srv_llm *l);

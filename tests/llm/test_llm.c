@@ -428,6 +428,83 @@ static void test_forward(uint32_t type, const char *tn) {
     free(b1), free(b2);
 }
 
+/* ---- batched decoding of several sequences (continuous batching) ---- */
+
+/* NS sequences with prompts of different lengths decode in batched steps
+ * whose membership changes every step (sequences join and leave); every
+ * batched row must equal, bit for bit, the same token decoded alone on a
+ * context of its own (the oracle: plain single-sequence decoding, itself
+ * checked against whole-prefix recomputation above and PyTorch/llama.cpp in
+ * llm_reference). */
+#define NS 5
+static void test_batch(uint32_t type, const char *tn) {
+    tm_params p = params(type, 11);
+    uint8_t *buf;
+    inf_llm_model *m = load(&p, false, &buf);
+    CHECK(m != NULL, "%s: load", tn);
+    if (!m) return;
+    int V = p.vocab;
+    inf_llm_context *seq[NS], *alone[NS], *batch = NULL;
+    inf_llm_context_options o;
+    inf_llm_context_options_init(&o);
+    o.n_ctx = 64;
+    inf_error err;
+    for (int i = 0; i < NS; i++) {
+        CHECK(inf_llm_context_new(m, &o, &seq[i], &err) == INF_OK, "%s", err.message);
+        CHECK(inf_llm_context_new(m, &o, &alone[i], &err) == INF_OK, "%s", err.message);
+    }
+    o.n_ctx = o.n_batch = o.n_logits = NS;
+    o.n_threads = type == 8 ? 2 : 1; /* the batch's own threads do not change a row */
+    CHECK(inf_llm_context_new(m, &o, &batch, &err) == INF_OK, "%s", err.message);
+    const float *l;
+    for (int i = 0; i < NS; i++) { /* prompts of 2 + 3i tokens */
+        CHECK(inf_llm_context_eval(seq[i], tokens + 7 * i, 2 + 3 * i, false, &l, &err) == INF_OK, "%s", err.message);
+        CHECK(inf_llm_context_eval(alone[i], tokens + 7 * i, 2 + 3 * i, false, &l, &err) == INF_OK, "%s",
+              err.message);
+    }
+    int mismatches = 0, rows = 0;
+    inf_alloc_stats a0, a1;
+    inf_alloc_get_stats(&a0);
+    for (int step = 0; step < 12; step++) {
+        inf_llm_context *in[NS];
+        int32_t tok[NS];
+        int who[NS], n = 0;
+        for (int i = 0; i < NS; i++)
+            if ((step + i) % 3 != 0 || step % 4 == 0) { /* leave and rejoin; every 4th step all of them */
+                who[n] = i;
+                in[n] = seq[i];
+                tok[n++] = tokens[(step * 7 + i * 5) % 64];
+            }
+        CHECK(inf_llm_context_eval_batch(batch, in, tok, n, &l, &err) == INF_OK, "%s: %s", tn, err.message);
+        for (int k = 0; k < n; k++) {
+            const float *one;
+            CHECK(inf_llm_context_eval(alone[who[k]], &tok[k], 1, false, &one, &err) == INF_OK, "%s", err.message);
+            mismatches += memcmp(one, l + (size_t)k * V, sizeof(float) * V) != 0;
+            rows++;
+            CHECK(inf_llm_context_n_past(seq[who[k]]) == inf_llm_context_n_past(alone[who[k]]), "%s: positions", tn);
+        }
+    }
+    inf_alloc_get_stats(&a1);
+    CHECK(mismatches == 0, "%s: %d of %d batched rows differ from lone decoding", tn, mismatches, rows);
+    CHECK(a1.n_allocs == a0.n_allocs, "%s: %llu allocations in batched steps", tn,
+          (unsigned long long)(a1.n_allocs - a0.n_allocs));
+    /* errors: the same sequence twice, more sequences than the batch takes, a foreign token */
+    inf_llm_context *twice[2] = {seq[0], seq[0]}, *six[NS + 1];
+    int32_t toks[NS + 1] = {3, 3, 3, 3, 3, 3};
+    for (int i = 0; i <= NS; i++) six[i] = i < NS ? seq[i] : alone[0];
+    CHECK(inf_llm_context_eval_batch(batch, twice, toks, 2, &l, &err) == INF_EINVAL && strstr(err.message, "same"),
+          "%s: a sequence twice: %s", tn, err.message);
+    CHECK(inf_llm_context_eval_batch(batch, six, toks, NS + 1, &l, &err) == INF_ERANGE, "%s: too many: %s", tn,
+          err.message);
+    toks[1] = V;
+    CHECK(inf_llm_context_eval_batch(batch, six, toks, 2, &l, &err) == INF_ERANGE && strstr(err.message, "vocabulary"),
+          "%s: foreign token: %s", tn, err.message);
+    for (int i = 0; i < NS; i++) inf_llm_context_free(seq[i]), inf_llm_context_free(alone[i]);
+    inf_llm_context_free(batch);
+    inf_llm_model_free(m);
+    free(buf);
+}
+
 /* ---- generation and speculative decoding ---- */
 
 typedef struct collect {
@@ -630,6 +707,7 @@ int main(void) {
     test_kernels_k();
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         test_forward(types[i], type_names[i]);
+        test_batch(types[i], type_names[i]);
         test_speculative(types[i], type_names[i]);
     }
     test_speculative_distribution();

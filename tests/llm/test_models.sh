@@ -34,12 +34,14 @@ for model in target draft; do
 done
 
 # 2. F32 target regenerated from the Q8_0 file
-F32="$CACHE/models/austen-target-f32.gguf"
-if [ ! -f "$F32" ] || [ "$MODELS/austen-target-q8_0.gguf" -nt "$F32" ]; then
-    mkdir -p "$CACHE/models"
-    cp "$MODELS/austen-target-q8_0.gguf" "$CACHE/models/" 2>/dev/null
+# (one folder per Q8_0 file content: worktrees with different committed models share the cache)
+F32_DIR="$CACHE/models/$(sha256sum "$MODELS/austen-target-q8_0.gguf" | cut -c1-16)"
+F32="$F32_DIR/austen-target-f32.gguf"
+if [ ! -f "$F32" ]; then
+    mkdir -p "$F32_DIR"
+    cp "$MODELS/austen-target-q8_0.gguf" "$F32_DIR/" 2>/dev/null
     if $PY -c "import numpy" 2>/dev/null; then
-        $PY "$MODELS/make_models.py" --f32-from-q8 --out "$CACHE/models" || bad "make_models.py --f32-from-q8"
+        $PY "$MODELS/make_models.py" --f32-from-q8 --out "$F32_DIR" || bad "make_models.py --f32-from-q8"
     fi
 fi
 if [ -f "$F32" ]; then

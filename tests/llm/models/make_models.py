@@ -370,6 +370,7 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--draft-steps", type=int, default=12)
     ap.add_argument("--f32-from-q8", action="store_true")
+    ap.add_argument("--threads", type=int, default=2, help="PyTorch threads (1 is faster on a loaded machine)")
     a = ap.parse_args()
     if a.f32_from_q8:
         kvs, tensors = G.read_gguf(os.path.join(a.out, "austen-target-q8_0.gguf"))
@@ -379,7 +380,7 @@ def main():
         return
     import torch
     torch.manual_seed(0)
-    torch.set_num_threads(2)
+    torch.set_num_threads(a.threads)
     cache = os.path.join(os.path.expanduser(os.environ.get("INFERA_CACHE", "~/.cache/infera")), "austen-corpus.json")
     if os.path.exists(cache):  # vocabulary + token stream of a previous run (deterministic)
         with open(cache) as f:

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# bench/llm/speculative.sh -- speculative decoding on the committed Austen pair (tests/llm/models, trained by
+# make_models.py): greedy `infera generate TARGET` alone vs `--draft DRAFT --draft-tokens K`, on the four
+# reference prompts, MAX_TOKENS tokens each (the same tokens: greedy speculation reproduces the target).
+# Time is the process's CPU time (user + sys, /usr/bin/time), best of ROUNDS: on a machine shared by many jobs
+# wall-clock tokens/s mostly measure the run queue, CPU time does not (it still includes loading the model and
+# the prompt, the same for both sides).  Prints per (target, draft, K) the acceptance rate (accepted /
+# proposed), CPU seconds alone and speculative, the speed-up (alone / speculative), and the cost ratio c of a
+# draft token to a target token (CPU time of the draft alone / the target alone).  What speculation can gain:
+# with acceptance a and K proposals a step yields E = (1 - a^(K+1)) / (1 - a) tokens for one verification of
+# K+1 tokens plus K draft tokens, so speed-up = E / (v + K c), v = the cost of verifying K+1 tokens in units of
+# one decode step (1 when decoding is bandwidth-bound, up to K+1 when it is compute-bound).
+# The F32 target is regenerated from the Q8_0 file into the cache (make_models.py --f32-from-q8).
+# Usage: bench/llm/speculative.sh [BUILD_DIR]   MAX_TOKENS=384 ROUNDS=2 THREADS=1 KS="2 4"
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${1:-build}
+MAX_TOKENS=${MAX_TOKENS:-384}
+ROUNDS=${ROUNDS:-2}
+THREADS=${THREADS:-1}
+KS=${KS:-"2 4"}
+M=tests/llm/models
+CACHE="${INFERA_CACHE:-$HOME/.cache/infera}"
+F32_DIR="$CACHE/models/$(sha256sum "$M/austen-target-q8_0.gguf" | cut -c1-16)"
+if [ ! -f "$F32_DIR/austen-target-f32.gguf" ]; then
+  mkdir -p "$F32_DIR" && cp "$M/austen-target-q8_0.gguf" "$F32_DIR/"
+  /usr/bin/python3 "$M/make_models.py" --f32-from-q8 --out "$F32_DIR" >/dev/null
+fi
+mapfile -t PROMPTS < <(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); [print(v["prompt"]) for v in r["target"].values()]' "$M/ref/reference.json")
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+run() { # MODEL [ARGS...] -> "cpu_seconds completion_tokens proposed accepted"
+  /usr/bin/time -f "%U %S" -o "$TMP/time" "$BUILD/infera" generate "$@" --max-tokens "$MAX_TOKENS" --ctx 512 \
+    --temperature 0 --threads "$THREADS" --json >"$TMP/out"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["draft"] or {"proposed":0,"accepted":0}
+u, k = open(sys.argv[2]).read().split()[-2:]
+print(float(u) + float(k), d["completion_tokens"], s["proposed"], s["accepted"])' "$TMP/out" "$TMP/time"
+}
+best() { python3 -c "import sys; print(min(float(x) for x in sys.argv[1:]))" "$@"; }
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); L2 $(lscpu | awk -F: '/L2/{print $2}' | xargs), L3 $(lscpu | awk -F: '/L3/{print $2}' | xargs); $THREADS thread(s), $MAX_TOKENS tokens x ${#PROMPTS[@]} prompts, CPU time, best of $ROUNDS"
+printf '%-12s %-11s %2s %10s %9s %9s %8s %8s\n' target draft K acceptance "alone s" "spec s" speed-up "c"
+for pair in "$F32_DIR/austen-target-f32.gguf $M/austen-draft-q8_0.gguf" \
+            "$M/austen-target-q8_0.gguf $M/austen-draft-q8_0.gguf"; do
+  set -- $pair
+  T=$1 D=$2
+  for K in $KS; do
+    ta=0 ts=0 td=0 prop=0 acc=0
+    for p in "${PROMPTS[@]}"; do
+      a=() s=() d=()
+      for _ in $(seq "$ROUNDS"); do
+        read -r x _ _ _ < <(run "$T" --prompt "$p"); a+=("$x")
+        read -r x _ pp aa < <(run "$T" --draft "$D" --draft-tokens "$K" --prompt "$p"); s+=("$x")
+        read -r x _ _ _ < <(run "$D" --prompt "$p"); d+=("$x")
+      done
+      ta=$(python3 -c "print($ta + $(best "${a[@]}"))"); ts=$(python3 -c "print($ts + $(best "${s[@]}"))")
+      td=$(python3 -c "print($td + $(best "${d[@]}"))"); prop=$((prop + pp)); acc=$((acc + aa))
+    done
+    printf '%-12s %-11s %2s %10s %9.2f %9.2f %7sx %8s\n' "$(basename "$T" .gguf | sed 's/austen-//')" \
+      "$(basename "$D" .gguf | sed 's/austen-//')" "$K" "$(python3 -c "print('%.3f' % ($acc / $prop))")" "$ta" "$ts" \
+      "$(python3 -c "print('%.2f' % ($ta / $ts))")" "$(python3 -c "print('%.3f' % ($td / $ta))")"
+  done
+done

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# test_serve_repo.sh INFERA -- GGUF models in the KServe repository API of `infera serve` (the real server,
+# the committed Austen pair of tests/llm/models): POST /v2/repository/models/{name}/load by a file under
+# --model-root and by a registry reference, /v2/repository/index and GET /v1/models list them, a loaded model
+# answers /v1/completions exactly like `infera generate --temperature 0` (the CLI oracle: the same engine without
+# HTTP, itself checked against PyTorch and llama.cpp in llm_reference / llm_models), an unload issued during a
+# generation returns only after that generation finished complete, then the name is gone (404); a reload swaps
+# the file; a path outside the root is refused; 4 concurrent greedy requests on 2 slots give the tokens each
+# gives alone.
+set -euo pipefail
+INFERA=$(readlink -f "$1")
+HERE=$(cd "$(dirname "$0")" && pwd)
+M="$HERE/models"
+command -v curl >/dev/null && command -v jq >/dev/null || { echo "SKIP: curl/jq missing"; exit 77; }
+[ -f "$M/austen-target-q8_0.gguf" ] || { echo "SKIP: no committed models"; exit 77; }
+WORK=$(mktemp -d)
+ROOT="$WORK/root"
+mkdir -p "$ROOT"
+cp "$M/austen-target-q8_0.gguf" "$M/austen-draft-q8_0.gguf" "$ROOT/"
+export INFERA_HOME="$WORK/home"
+fails=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+cli() { "$INFERA" generate "$1" --prompt "$2" --max-tokens "$3" --temperature 0 --json | jq -r .text; }
+"$INFERA" registry register austen "$ROOT/austen-target-q8_0.gguf" >/dev/null
+
+LOG="$WORK/serve.log"
+"$INFERA" serve --port 0 --model "draft=$ROOT/austen-draft-q8_0.gguf" --allow-repository-paths --model-root "$ROOT" \
+  --llm-slots 2 --llm-ctx 512 2>"$LOG" &
+PID=$!
+trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
+URL=""
+for _ in $(seq 1 200); do
+  URL=$(grep -o 'listening on http://[^ ]*' "$LOG" 2>/dev/null | sed 's/listening on //' || true)
+  [ -n "$URL" ] && break
+  kill -0 $PID 2>/dev/null || { cat "$LOG"; exit 1; }
+  sleep 0.1
+done
+[ -n "$URL" ] || { cat "$LOG"; echo "server did not start"; exit 1; }
+models() { curl -s "$URL/v1/models" | jq -c '[.data[].id] | sort'; }
+index() { curl -s -X POST "$URL/v2/repository/index" | jq -c '[.[] | select(.kind == "gguf") | .name] | sort'; }
+load() { curl -s -o "$WORK/load.out" -w '%{http_code}' -X POST "$URL/v2/repository/models/$1/load" ${2:+-d "$2"}; }
+unload() { curl -s -o "$WORK/unload.out" -w '%{http_code}' -X POST "$URL/v2/repository/models/$1/unload"; }
+complete() { # MODEL PROMPT MAX -> text (or the HTTP error body)
+  curl -s "$URL/v1/completions" -d "$(jq -nc --arg m "$1" --arg p "$2" --argjson n "$3" \
+    '{model:$m, prompt:$p, max_tokens:$n, temperature:0}')" | jq -r '.choices[0].text // .error.message'
+}
+P="Elizabeth looked at her sister and"
+
+[ "$(models)" = '["draft"]' ] && ok "/v1/models: the --model GGUF" || bad "/v1/models: $(models)"
+[ "$(index)" = '["draft"]' ] && ok "index lists the GGUF model" || bad "index: $(curl -s -X POST "$URL/v2/repository/index")"
+
+# load by a file under --model-root
+c=$(load target '{"parameters":{"ref":"austen-target-q8_0.gguf"}}')
+[ "$c" = 200 ] && ok "load target (file under --model-root): 200" || bad "load target: $c $(cat "$WORK/load.out")"
+[ "$(models)" = '["draft","target"]' ] && ok "/v1/models after load" || bad "/v1/models after load: $(models)"
+[ "$(index)" = '["draft","target"]' ] && ok "index after load" || bad "index after load"
+want=$(cli "$ROOT/austen-target-q8_0.gguf" "$P" 24)
+got=$(complete target "$P" 24)
+[ "$got" = "$want" ] && ok "loaded target answers like infera generate" || bad "target: '$got' != '$want'"
+
+# a file outside the root is refused
+c=$(load evil "{\"parameters\":{\"ref\":\"$M/austen-draft-f32.gguf\"}}")
+[ "$c" = 404 ] && ok "load of a file outside --model-root: 404" || bad "outside the root: $c $(cat "$WORK/load.out")"
+
+# concurrent greedy requests on 2 slots (batched decode) == each alone
+prompts=("It is a truth universally acknowledged" "Mr. Darcy" "$P" "My dear Mr. Bennet")
+for i in 0 1 2 3; do complete target "${prompts[$i]}" 32 >"$WORK/conc$i" & done
+wait $(jobs -p | grep -v "^$PID$") 2>/dev/null || true
+same=1
+for i in 0 1 2 3; do
+  [ "$(cat "$WORK/conc$i")" = "$(cli "$ROOT/austen-target-q8_0.gguf" "${prompts[$i]}" 32)" ] || same=0
+done
+[ $same = 1 ] && ok "4 concurrent requests on 2 slots == each alone (CLI)" || bad "concurrent != alone"
+
+# token metrics under batching (a fresh model: its own counters): 4 concurrent requests on 2 slots
+c=$(load m '{"parameters":{"ref":"austen-target-q8_0.gguf"}}')
+for i in 0 1 2 3; do
+  curl -s "$URL/v1/completions" -d "$(jq -nc --arg p "${prompts[$i]}" '{model:"m", prompt:$p, max_tokens:80, temperature:0}')" \
+    >"$WORK/m$i.json" &
+done
+wait $(jobs -p | grep -v "^$PID$") 2>/dev/null || true
+METRICS=$(curl -s "$URL/metrics")
+metric() { echo "$METRICS" | grep -F "$1{model_name=\"m\"${2:-}}" | awk '{print $2}'; }
+usage=$(jq -s '[(map(.usage.prompt_tokens) | add), (map(.usage.completion_tokens) | add)] | @tsv' -r "$WORK"/m?.json)
+read -r up uc <<<"$usage"
+exp="$up $uc 4 4 4 4 0 0"
+got="$(metric vllm:prompt_tokens_total) $(metric vllm:generation_tokens_total) $(metric vllm:request_success_total)"
+got="$got $(metric vllm:time_to_first_token_seconds_count) $(metric vllm:time_per_output_token_seconds_count)"
+got="$got $(metric vllm:e2e_request_latency_seconds_count) $(metric vllm:num_requests_running) $(metric vllm:num_requests_waiting)"
+[ "$c" = 200 ] && [ "$got" = "$exp" ] && ok "metrics == the answers' usage (prompt, generation tokens; 4 TTFT/TPOT/e2e; idle)" ||
+  bad "metrics: got '$got', want '$exp'"
+steps=$(metric vllm:iteration_tokens_total_count) one=$(metric vllm:iteration_tokens_total_bucket ',le="1"')
+seqs=$(metric vllm:iteration_tokens_total_sum) two=$(metric vllm:iteration_tokens_total_bucket ',le="2"')
+# every token after a request's first comes from a decode step (80 each unless an EOS came first)
+[ "$two" = "$steps" ] && [ "$one" -lt "$steps" ] && [ "$seqs" -ge $((uc - 4)) ] &&
+  ok "vllm:iteration_tokens_total: $steps decode steps, $seqs sequences, some steps batched 2 (2 slots)" ||
+  bad "iteration histogram: steps $steps, le1 $one, le2 $two, sum $seqs (completion tokens $uc)"
+same=1
+for i in 0 1 2 3; do
+  [ "$(jq -r '.choices[0].text' "$WORK/m$i.json")" = "$(cli "$ROOT/austen-target-q8_0.gguf" "${prompts[$i]}" 80)" ] || same=0
+done
+[ $same = 1 ] && ok "the 4 batched answers (80 tokens each) == each alone (CLI)" || bad "batched answers != alone"
+c=$(unload m)
+
+# unload during a generation: it finishes complete, then the model is gone
+curl -s "$URL/v1/completions" -d "{\"model\":\"target\",\"prompt\":\"Mr. Darcy\",\"max_tokens\":300,\"temperature\":0}" \
+  >"$WORK/long.json" &
+CURL=$!
+for _ in $(seq 1 100); do
+  curl -s "$URL/metrics" | grep -q '^vllm:num_requests_running{model_name="target"} 1' && break
+  sleep 0.05
+done
+c=$(unload target)
+for _ in $(seq 1 40); do kill -0 $CURL 2>/dev/null || break; sleep 0.05; done
+n=$(jq -r '.usage.completion_tokens' "$WORK/long.json" 2>/dev/null || echo none)
+fin=$(jq -r '.choices[0].finish_reason' "$WORK/long.json" 2>/dev/null || echo none)
+[ "$c" = 200 ] && ok "unload target: 200" || bad "unload: $c $(cat "$WORK/unload.out")"
+[ "$n" = 300 ] && [ "$fin" = length ] && ok "the generation in flight finished complete (300 tokens) before unload returned" ||
+  bad "in-flight generation: $n tokens, finish $fin: $(head -c 300 "$WORK/long.json")"
+[ "$(models)" = '["draft"]' ] && ok "/v1/models after unload" || bad "/v1/models after unload: $(models)"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/completions" -d '{"model":"target","prompt":"x","max_tokens":1}')
+[ "$code" = 404 ] && ok "completion on the unloaded model: 404" || bad "after unload: $code"
+c=$(unload target)
+[ "$c" = 404 ] && ok "second unload: 404" || bad "second unload: $c"
+
+# by a registry reference; then a reload of that name with another file swaps the model
+c=$(load reg '{"parameters":{"ref":"austen@1"}}')
+[ "$c" = 200 ] && ok "load reg (registry austen@1): 200" || bad "load reg: $c $(cat "$WORK/load.out")"
+got=$(complete reg "$P" 16)
+[ "$got" = "$(cli "$ROOT/austen-target-q8_0.gguf" "$P" 16)" ] && ok "registry model answers like the file" || bad "reg: $got"
+c=$(load reg '{"parameters":{"ref":"austen-draft-q8_0.gguf"}}')
+got=$(complete reg "$P" 16)
+[ "$c" = 200 ] && [ "$got" = "$(cli "$ROOT/austen-draft-q8_0.gguf" "$P" 16)" ] && ok "reload swaps reg to the draft file" ||
+  bad "swap: $c '$got'"
+c=$(load reg)
+[ "$c" = 200 ] && [ "$(complete reg "$P" 16)" = "$got" ] && ok "reload without a ref reloads the same file" || bad "reload: $c"
+[ "$(index)" = '["draft","reg"]' ] && ok "index at the end" || bad "index at the end: $(index)"
+kill -TERM $PID
+wait $PID || true
+trap 'rm -rf "$WORK"' EXIT
+[ $fails = 0 ] || { echo "$fails failure(s)"; tail -20 "$LOG"; exit 1; }
