@@ -506,26 +506,26 @@ inf_status inf_llm_context_embed(inf_llm_context *c, const int32_t *tokens, int 
 inf_status inf_llm_context_eval_batch(inf_llm_context *batch, inf_llm_context *const *seqs, const int32_t *tokens, int n,
                                       const float **logits, inf_error *err) {
     const inf_llm_model_info *I = &batch->m->info;
-    if (n <= 0) return inf__error(err, INF_EINVAL, "%s: no sequences to decode", I->path);
+    if (n <= 0) return inf_error_set(err, INF_EINVAL, "%s: no sequences to decode", I->path);
     int cap = batch->n_batch < batch->n_logits ? batch->n_batch : batch->n_logits;
     if (cap > batch->n_ctx) cap = batch->n_ctx;
     if (n > cap)
-        return inf__error(err, INF_ERANGE,
+        return inf_error_set(err, INF_ERANGE,
                           "%s: %d sequences in one step; the batch context takes at most %d (its n_ctx, n_batch and "
                           "n_logits)", I->path, n, cap);
     for (int i = 0; i < n; i++) {
         const inf_llm_context *s = seqs[i];
         if (!s || s == batch || s->m != batch->m)
-            return inf__error(err, INF_EINVAL, "%s: sequence %d is not another context of the batch's model", I->path, i);
+            return inf_error_set(err, INF_EINVAL, "%s: sequence %d is not another context of the batch's model", I->path, i);
         if (s->n_past >= s->n_ctx)
-            return inf__error(err, INF_ERANGE, "%s: sequence %d has used all %d positions of its context", I->path, i,
+            return inf_error_set(err, INF_ERANGE, "%s: sequence %d has used all %d positions of its context", I->path, i,
                               s->n_ctx);
         if (tokens[i] < 0 || tokens[i] >= I->n_vocab)
-            return inf__error(err, INF_ERANGE, "%s: token id %d outside the vocabulary of %d", I->path, tokens[i],
+            return inf_error_set(err, INF_ERANGE, "%s: token id %d outside the vocabulary of %d", I->path, tokens[i],
                               I->n_vocab);
         for (int k = 0; k < i; k++)
             if (seqs[k] == s)
-                return inf__error(err, INF_EINVAL, "%s: sequences %d and %d are the same context", I->path, k, i);
+                return inf_error_set(err, INF_EINVAL, "%s: sequences %d and %d are the same context", I->path, k, i);
     }
     batch->n_past = 0;
     forward_seqs(batch, seqs, tokens, n, 0);
