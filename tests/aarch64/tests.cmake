@@ -1,0 +1,57 @@
+# The aarch64 subset (label `aarch64`; docs/edge-aarch64.md): on an aarch64
+# build -- natively, or cross-compiled with cmake/aarch64-linux-gnu.cmake and
+# run under qemu-user -- the unit tests, the ONNX node and simple conformance
+# suites, the example and unseen models, the ML tests and the kernel tests
+# (the NEON kernels against the reference ones).  Included from
+# tests/CMakeLists.txt, so it can label the tests defined there.
+#
+# ctest starts a test's COMMAND through CMAKE_CROSSCOMPILING_EMULATOR when it
+# is one of this build's programs; the shell-script tests get the program's
+# path as an argument instead, so a cross build hands them small wrappers
+# (build-aarch64/qemu/<program>) that exec the program under qemu.
+if(NOT INFERA_ARCH_ARM64)
+  return()
+endif()
+
+set(AARCH64_RUN_DIR ${CMAKE_BINARY_DIR}/qemu)
+function(aarch64_runner target out_var)
+  if(CMAKE_CROSSCOMPILING AND CMAKE_CROSSCOMPILING_EMULATOR)
+    list(JOIN CMAKE_CROSSCOMPILING_EMULATOR " " emulator)
+    file(GENERATE OUTPUT ${AARCH64_RUN_DIR}/${target}
+         CONTENT "#!/bin/sh\n# ${target} (aarch64) under qemu-user, for the test scripts\nexec ${emulator} $<TARGET_FILE:${target}> \"$@\"\n"
+         FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+    set(${out_var} ${AARCH64_RUN_DIR}/${target} PARENT_SCOPE)
+  else()
+    set(${out_var} $<TARGET_FILE:${target}> PARENT_SCOPE)
+  endif()
+endfunction()
+aarch64_runner(infera AARCH64_INFERA)
+aarch64_runner(npy_compare AARCH64_NPY_COMPARE)
+
+# The script tests again, through the runners (the plain ones would exec an
+# aarch64 binary on the host).
+add_test(NAME aarch64_models COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_models.sh
+         ${AARCH64_INFERA} ${AARCH64_NPY_COMPARE})
+add_test(NAME aarch64_ml COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/ml/test_ml.sh ${AARCH64_INFERA} ${AARCH64_NPY_COMPARE})
+set_tests_properties(aarch64_models aarch64_ml PROPERTIES LABELS "integration;aarch64" TIMEOUT 600)
+
+# Programs started directly: ctest adds the emulator itself.
+set(AARCH64_DIRECT_TESTS unit conformance_node conformance_simple)
+foreach(src ${KERNEL_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  list(APPEND AARCH64_DIRECT_TESTS kernels_${name})
+endforeach()
+set_property(TEST ${AARCH64_DIRECT_TESTS} APPEND PROPERTY LABELS aarch64)
+# the x86-64 kernel tests exit 77 there (their kernels are not built)
+set_property(TEST ${AARCH64_DIRECT_TESTS} PROPERTY SKIP_RETURN_CODE 77)
+
+# The NEON kernels against the reference ones (tests/aarch64/test_neon_*.c).
+file(GLOB NEON_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/aarch64/test_neon_*.c)
+foreach(src ${NEON_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(kernels_${name} ${src})
+  infera_link_engine(kernels_${name})
+  target_include_directories(kernels_${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/kernels)
+  add_test(NAME kernels_${name} COMMAND kernels_${name})
+  set_tests_properties(kernels_${name} PROPERTIES LABELS "kernels;aarch64" TIMEOUT 600)
+endforeach()
