@@ -21,6 +21,7 @@ packages=(
   jq                                              # LLM tests (tests/llm/*.sh)
   python3-torch python3-numpy r-cran-janeaustenr  # tests/llm/models/make_models.py (test models + references)
   python3-dev python3-setuptools python3-numpy python3-pytest  # the Python package (python/, tests/python)
+  gcc-aarch64-linux-gnu qemu-user                 # aarch64 cross build + its tests (arm64 libs: scripts/aarch64-sysroot.sh)
 )
 # npm fetches the test oracles and peers (onnxruntime-node, the llama.cpp source, the openai client); a machine
 # whose Node.js ships its own npm (NodeSource) must not get Debian's, which conflicts with it
