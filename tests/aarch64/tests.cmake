@@ -33,7 +33,14 @@ aarch64_runner(npy_compare AARCH64_NPY_COMPARE)
 add_test(NAME aarch64_models COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_models.sh
          ${AARCH64_INFERA} ${AARCH64_NPY_COMPARE})
 add_test(NAME aarch64_ml COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/ml/test_ml.sh ${AARCH64_INFERA} ${AARCH64_NPY_COMPARE})
-set_tests_properties(aarch64_models aarch64_ml PROPERTIES LABELS "integration;aarch64" TIMEOUT 600)
+# One thread under qemu-user: with two, `infera run` hangs after its outputs
+# under Debian's qemu-aarch64 7.2 (not diagnosed yet: docs/edge-aarch64.md).
+set(AARCH64_TEST_ENV "")
+if(CMAKE_CROSSCOMPILING)
+  set(AARCH64_TEST_ENV INFERA_TEST_THREADS=1)
+endif()
+set_tests_properties(aarch64_models aarch64_ml PROPERTIES LABELS "integration;aarch64" TIMEOUT 600
+                     ENVIRONMENT "${AARCH64_TEST_ENV}")
 
 # Programs started directly: ctest adds the emulator itself.  Under qemu
 # floating point is emulated in software (20-100x slower than native), so the
@@ -56,5 +63,6 @@ foreach(src ${NEON_TESTS})
   infera_link_engine(kernels_${name})
   target_include_directories(kernels_${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/kernels)
   add_test(NAME kernels_${name} COMMAND kernels_${name})
-  set_tests_properties(kernels_${name} PROPERTIES LABELS "kernels;aarch64" TIMEOUT 600)
+  set_tests_properties(kernels_${name} PROPERTIES LABELS "kernels;aarch64" TIMEOUT 600
+                       ENVIRONMENT "${AARCH64_TEST_ENV}")
 endforeach()
