@@ -1,8 +1,7 @@
 # The aarch64 subset (label `aarch64`; docs/edge-aarch64.md): on an aarch64
 # build -- natively, or cross-compiled with cmake/aarch64-linux-gnu.cmake and
-# run under qemu-user -- the ONNX simple conformance suite, the example and
-# unseen models, the ML tests and the NEON kernels against the reference ones
-# (sgemm, vectorised math, tree ensembles).  Included from
+# run under qemu-user -- the example and unseen models, the ML tests and the
+# NEON kernels against the reference ones (sgemm, vectorised math).  Included from
 # tests/CMakeLists.txt, so it can label the tests defined there.
 #
 # ctest starts a test's COMMAND through CMAKE_CROSSCOMPILING_EMULATOR when it
@@ -47,7 +46,10 @@ set_tests_properties(aarch64_models aarch64_ml PROPERTIES LABELS "integration;aa
 # label holds what fits CI's budget (<= 5 minutes on 2 cores; measured in
 # docs/edge-aarch64.md); the rest of the suite runs too, by name
 # (ctest --test-dir build-aarch64 -R 'unit|conformance_node|kernels_').
-set(AARCH64_DIRECT_TESTS conformance_simple kernels_test_vmath kernels_test_trees)
+# (conformance_simple and kernels_test_trees start thread pools of the
+# default size, and a program with a second thread does not exit under
+# qemu-aarch64 7.2: not in the label until that is solved.)
+set(AARCH64_DIRECT_TESTS kernels_test_vmath)
 set_property(TEST ${AARCH64_DIRECT_TESTS} APPEND PROPERTY LABELS aarch64)
 # the x86-64 kernel tests exit 77 off x86 (their kernels are not built)
 foreach(src ${KERNEL_TESTS})
