@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Builds Infera.  Usage: scripts/build.sh [release|asan|fuzz]   (default release)
+# Builds Infera.  Usage: scripts/build.sh [release|asan|fuzz|aarch64]   (default release)
 #   release  -> build/        optimised (-O3), what users run
 #   asan     -> build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer
 #   fuzz     -> build-fuzz/   clang + libFuzzer targets (with ASan/UBSan)
+#   aarch64  -> build-aarch64/ cross-compiled for 64-bit ARM (cmake/aarch64-linux-gnu.cmake;
+#               scripts/aarch64-sysroot.sh installs the cross gcc and qemu-user and unpacks the
+#               arm64 libraries into build-aarch64/sysroot); tests: ctest -L aarch64 (under qemu)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:-release}
@@ -15,5 +18,9 @@ case "$kind" in
   fuzz)    CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DINFERA_SANITIZE=ON -DINFERA_FUZZ=ON >/dev/null
            cmake --build build-fuzz -j"$jobs" --target fuzz_model_load fuzz_tensor_pb fuzz_wire_scan fuzz_gguf fuzz_grpc_msg \
              fuzz_bundle ;;
-  *) echo "usage: scripts/build.sh [release|asan|fuzz]" >&2; exit 2 ;;
+  aarch64) scripts/aarch64-sysroot.sh build-aarch64
+           cmake -S . -B build-aarch64 -DCMAKE_BUILD_TYPE=Release \
+                 -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" >/dev/null
+           cmake --build build-aarch64 -j"$jobs" ${AARCH64_TARGETS:+--target $AARCH64_TARGETS} ;;
+  *) echo "usage: scripts/build.sh [release|asan|fuzz|aarch64]" >&2; exit 2 ;;
 esac

@@ -25,6 +25,7 @@ packages=(
   python3-pandas python3-dask python3-distributed  # infera.dask and its tests (LocalCluster)
   python3-yaml                                    # deploy/ manifests checked (tests/scale)
   python3-scipy chromium                          # monitoring tests: drift oracles, the serve --ui console in a browser
+  gcc-aarch64-linux-gnu qemu-user                 # aarch64 cross build + its tests (arm64 libs: scripts/aarch64-sysroot.sh)
 )
 # npm fetches the test oracles and peers (onnxruntime-node, the llama.cpp source, the openai client); a machine
 # whose Node.js ships its own npm (NodeSource) must not get Debian's, which conflicts with it

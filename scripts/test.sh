@@ -35,6 +35,18 @@ echo "== release build"
 scripts/build.sh release
 run_ctest build --output-on-failure -j2 || status=1
 
+# aarch64 (docs/edge-aarch64.md): cross-built, the `aarch64` subset under qemu-user.
+#   INFERA_AARCH64=0 skips it (printed as SKIP, never a pass)
+if [ "${INFERA_AARCH64:-1}" = 0 ]; then
+  echo "== SKIP aarch64 build and tests (INFERA_AARCH64=0): NOT tested"
+elif AARCH64_TARGETS="infera npy_compare kernels_test_vmath kernels_test_neon_gemm" scripts/build.sh aarch64; then
+  echo "== aarch64 tests (qemu-user)"
+  run_ctest build-aarch64 -L aarch64 --output-on-failure -j2 || status=1
+else
+  echo "== aarch64 build FAILED"
+  status=1
+fi
+
 echo "== sanitizer build (ASan + UBSan)"
 scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -8,7 +8,10 @@
  * generic, lowered by INFERA_CPU=generic|avx2|avx512 (read once).
  *
  * Feature bits come from one table (leaf, subleaf, register, bit), so a new
- * feature is one row.  Off x86 everything is "generic" with sysconf caches.
+ * feature is one row.  On aarch64 the path is neon (NEON is part of
+ * ARMv8-A), lowered by INFERA_CPU=generic, with the dot-product extension
+ * read from the kernel's HWCAP (getauxval); caches from sysconf or sysfs.
+ * Elsewhere everything is "generic" with sysconf caches.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +25,12 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define INF_CPU_X86 1
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
+#define INF_CPU_ARM64 1
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1ul << 20)
+#endif
 #endif
 
 enum { REG_EAX, REG_EBX, REG_ECX, REG_EDX };
@@ -57,7 +66,12 @@ static const feature_row FEATURES[INF_CPU_N_FEATURES] = {
     {INF_CPU_AMX_BF16, "amx_bf16", 7, 0, REG_EDX, 22, 0},
 };
 
+#ifdef INF_CPU_ARM64
+static const char *const PATH_NAMES[] = {"generic", "neon"};
+#else
 static const char *const PATH_NAMES[] = {"generic", "avx2", "avx512"};
+#endif
+#define N_PATHS ((int)(sizeof PATH_NAMES / sizeof *PATH_NAMES))
 
 /* Used when nothing reports a size: a Zen 3 / Skylake-class core. */
 #define DEFAULT_L1D (32 * 1024)
@@ -66,6 +80,7 @@ static const char *const PATH_NAMES[] = {"generic", "avx2", "avx512"};
 typedef struct cpu_state {
     inf_cpu_info info;
     inf__cpu_path path;
+    bool dotprod; /* aarch64: sdot/udot */
 } cpu_state;
 
 /* Written once under pthread_once, read-only afterwards. */
@@ -235,6 +250,10 @@ static void detect_caches(inf_cpu_info *ci) {
 }
 
 static inf__cpu_path best_path(uint32_t f) {
+#ifdef INF_CPU_ARM64
+    (void)f;
+    return INF__CPU_NEON;
+#endif
     const uint32_t avx512 = INF_CPU_AVX512F | INF_CPU_AVX512BW | INF_CPU_AVX512VL | INF_CPU_AVX512DQ;
     const uint32_t avx2 = INF_CPU_AVX | INF_CPU_AVX2 | INF_CPU_FMA;
     if ((f & avx2) != avx2) return INF__CPU_GENERIC;
@@ -245,9 +264,10 @@ static inf__cpu_path best_path(uint32_t f) {
 static int forced_path(void) {
     const char *env = getenv("INFERA_CPU");
     if (!env || !*env) return -1;
-    for (int p = 0; p < (int)(sizeof PATH_NAMES / sizeof *PATH_NAMES); p++)
+    for (int p = 0; p < N_PATHS; p++)
         if (!strcmp(env, PATH_NAMES[p])) return p;
-    inf__log(INF_LOG_WARN, "INFERA_CPU='%s' is not one of generic, avx2, avx512; ignored", env);
+    inf__log(INF_LOG_WARN, "INFERA_CPU='%s' is not one of %s; ignored", env,
+             N_PATHS == 2 ? "generic, neon" : "generic, avx2, avx512");
     return -1;
 }
 
@@ -257,6 +277,8 @@ static void detect_once(void) {
 #ifdef INF_CPU_X86
     detect_identity(ci);
     ci->features = detect_features();
+#elif defined(INF_CPU_ARM64)
+    g_cpu.dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
 #endif
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     ci->n_logical = n > 0 ? (int)n : 1;
@@ -288,6 +310,16 @@ inf__cpu_path inf__cpu_path_get(void) {
 }
 
 bool inf__cpu_has_avx512(void) { return inf__cpu_path_get() >= INF__CPU_AVX512; }
+
+bool inf__cpu_has_neon(void) {
+#ifdef INF_CPU_ARM64
+    return inf__cpu_path_get() >= INF__CPU_NEON;
+#else
+    return false;
+#endif
+}
+
+bool inf__cpu_has_neon_dotprod(void) { return inf__cpu_has_neon() && g_cpu.dotprod; }
 
 bool inf__cpu_path_allows(inf__cpu_path min, uint32_t features) {
     return inf__cpu_path_get() >= min && (inf_cpu_get_info()->features & features) == features;

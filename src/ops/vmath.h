@@ -7,7 +7,8 @@
  * bounds; tests/kernels/test_vmath.c asserts the bounds against double-
  * precision libm over millions of values, NaN, +-inf and denormals):
  *   inf__vmath_portable  plain C (ops/ref/vmath.c), any CPU;
- *   inf__vmath_avx2      AVX2 + FMA, 8 lanes (ops/x86/math_avx2.c), x86-64 only.
+ *   inf__vmath_avx2      AVX2 + FMA, 8 lanes (ops/x86/math_avx2.c), x86-64 only;
+ *   inf__vmath_neon      NEON, 4 lanes (ops/arm/math_neon.c), aarch64 only.
  * inf__vmath_best() picks one once per process (AVX2 when the CPU has it).
  *
  * Determinism: every element is computed by the same instruction sequence
@@ -45,6 +46,8 @@ typedef struct inf__vmath {
 extern const inf__vmath inf__vmath_portable;
 #if defined(__x86_64__)
 extern const inf__vmath inf__vmath_avx2; /* call only when inf__cpu_has_avx2_fma() */
+#elif defined(__aarch64__)
+extern const inf__vmath inf__vmath_neon; /* ops/arm/math_neon.c; call only when inf__cpu_has_neon() */
 #endif
 
 /* The best implementation for this CPU (chosen once, cached). */

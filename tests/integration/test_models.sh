@@ -4,6 +4,7 @@
 # 2 threads, from .npy and from .pb inputs; likewise the models of
 # tests/models/unseen (gen_unseen_models.py: RNNs, transposed/grouped convs,
 # pools, norms, attention with masks, resize, quantized ops, fusion edges).
+# INFERA_TEST_THREADS (default "1 2"): the thread counts to run at.
 set -u
 infera=$1
 compare=$2
@@ -24,7 +25,7 @@ check() { # name, command...
     fi
 }
 for model in mlp cnn transformer; do
-    for threads in 1 2; do
+    for threads in ${INFERA_TEST_THREADS:-1 2}; do
         for fmt in npy pb; do
             out="$work/$model-$threads-$fmt"
             if ! "$infera" run "$models/$model.onnx" --input "input=$models/${model}_input.$fmt" \
@@ -52,7 +53,7 @@ for onnx in "$models"/unseen/*.onnx; do
         input=$(basename "$x" .npy)
         args+=(--input "${input#"${name}_"}=$x")
     done
-    for threads in 1 2; do
+    for threads in ${INFERA_TEST_THREADS:-1 2}; do
         out="$work/unseen-$name-$threads"
         if ! "$infera" run "$onnx" "${args[@]}" --output-dir "$out" --threads "$threads"; then
             failed=$((failed + 1))

@@ -25,6 +25,8 @@ static int n_passed, n_failed;
 #define KERNEL_TEST_SEED 0x853C49E6748FEA9Bull
 #include "test_rng.h"
 
+#if defined(__x86_64__) /* the x86-64 kernels under test are built on x86 only (CMakeLists.txt) */
+
 static float value(void) {
     switch (next_u64() % 40) {
     case 0: return NAN;
@@ -103,3 +105,10 @@ int main(void) {
     printf("%d passed, %d failed\n", n_passed, n_failed);
     return n_failed ? 1 : 0;
 }
+#else
+int main(void) {
+    (void)n_passed, (void)n_failed;
+    printf("pool2d: the x86-64 kernels are not built on this architecture, skipped\n");
+    return 77;
+}
+#endif

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/cpu.h"
 #include "ops/vmath.h"
 
 static int n_passed, n_failed;
@@ -199,6 +200,9 @@ int main(void) {
 #if defined(__x86_64__)
     if (inf__cpu_has_avx2_fma()) tables[1] = &inf__vmath_avx2;
     else printf("(no AVX2/FMA on this CPU: the AVX2 table is not tested)\n");
+#elif defined(__aarch64__)
+    if (inf__cpu_has_neon()) tables[1] = &inf__vmath_neon;
+    else printf("(INFERA_CPU=generic: the NEON table is not tested)\n");
 #endif
     for (int t = 0; t < 2; t++)
         if (tables[t]) {

@@ -74,6 +74,7 @@ static float max_abs(const float *a, size_t n) {
 
 /* ---- kernels ---- */
 
+#if defined(__x86_64__) /* x86-64 only: the SIMD twins are built on x86 only (CMakeLists.txt) */
 /* Every x86 twin, per ISA, in the order of types[]. */
 typedef struct isa_set {
     const char *name;
@@ -95,7 +96,9 @@ static const isa_set isas[] = {
      inf__llm_quantize_q8_0_vnni, inf__llm_quantize_q8_1_vnni},
 };
 
+#endif
 static void test_kernels(void) {
+#if defined(__x86_64__)
     uint64_t s = 42;
     enum { K = 256 };
     float w[K], x[4][K];
@@ -215,6 +218,9 @@ static void test_kernels(void) {
             }
         printf("kernels: %s: %d row products checked against the reference\n", I->name, tested);
     }
+#else
+    printf("kernels: no SIMD twins of the LLM row kernels on this architecture, skipped\n");
+#endif
     printf("kernels: the engine uses %s\n", inf__llm_kernel_isa());
 }
 

@@ -7,7 +7,7 @@
 # reference: an output with none fails (it would otherwise go unchecked).
 # Also: malformed ensembles are rejected at load with an error naming the
 # attribute, and the fraud example model runs.
-#   test_ml.sh INFERA NPY_COMPARE
+#   test_ml.sh INFERA NPY_COMPARE   (INFERA_TEST_THREADS, default "1 2": the thread counts)
 set -u
 infera=$1
 compare=$2
@@ -26,7 +26,7 @@ while read -r name model rest; do
     rest=${rest#* : }
     outputs=${rest%% : *}
     tol=${rest##* : }
-    for threads in 1 2; do
+    for threads in ${INFERA_TEST_THREADS:-1 2}; do
         args=()
         for in in $inputs; do
             f=$(ls "$data/$name.in.$in".* | head -1)

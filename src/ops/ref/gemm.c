@@ -36,6 +36,8 @@
 
 #include "ops/ops.h"
 #include "ops/vmath.h"
+#include "core/cpu.h"
+#include "ops/arm/neon.h"
 
 /* ======================================================================== */
 /*  sgemm                                                                    */
@@ -235,14 +237,19 @@ void inf__ops_sgemm_ref(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, 
     inf__pool_range(pool, n_tiles, min_tiles, sgemm_tiles, &g);
 }
 
-/* The shared entry: the AVX2/FMA twin (ops/x86/gemm_avx2.c) when the CPU
- * has it, else (or when it cannot get its workspace) the portable path. */
+/* The shared entry: the AVX2/FMA twin (ops/x86/gemm_avx2.c) or the NEON one
+ * (ops/arm/gemm_neon.c) when the CPU has it, else (or when it cannot get its
+ * workspace) the portable path. */
 void inf__ops_sgemm(inf__pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                     float beta, float *c, int64_t ldc) {
 #if defined(__x86_64__)
     if (inf__cpu_has_avx2_fma() &&
         inf__ops_sgemm_avx2(pool, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+        return;
+#elif defined(__aarch64__)
+    if (inf__cpu_has_neon() &&
+        inf__ops_sgemm_neon(pool, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
         return;
 #endif
     inf__ops_sgemm_ref(pool, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

@@ -284,6 +284,7 @@ void inf__ops_pool2d_f32_ref(const inf__pool2d *q, const float *x, float *y, int
             }
 }
 
+#if defined(__x86_64__)
 typedef struct pool2d_task {
     inf__pool2d q;
     const float *x;
@@ -292,13 +293,10 @@ typedef struct pool2d_task {
 
 static void pool2d_planes(void *arg, int64_t begin, int64_t end) {
     const pool2d_task *t = arg;
-#if defined(__x86_64__)
     inf__ops_pool2d_f32_avx2(&t->q, t->x + begin * t->q.ih * t->q.iw, t->y + begin * t->q.oh * t->q.ow,
                              end - begin);
-#else
-    (void)t, (void)begin, (void)end;
-#endif
 }
+#endif
 
 /* The AVX2 path when it applies (see ops.h); false otherwise. */
 static bool pool2d_fast(inf__kernel_ctx *ctx, const pool_params *p, const pool_geom *g, const inf_tensor *x,

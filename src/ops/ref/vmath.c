@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/cpu.h"
 #include "ops/vmath.h"
 
 /* ---- constants shared with ops/x86/math_avx2.c (keep in sync) ---- */
@@ -193,6 +194,8 @@ const inf__vmath inf__vmath_portable = {"portable", vexp, vtanh, verf, vsigmoid,
 const inf__vmath *inf__vmath_best(void) {
 #if defined(__x86_64__)
     if (inf__cpu_has_avx2_fma()) return &inf__vmath_avx2;
+#elif defined(__aarch64__)
+    if (inf__cpu_has_neon()) return &inf__vmath_neon;
 #endif
     return &inf__vmath_portable;
 }
