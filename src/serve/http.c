@@ -223,7 +223,7 @@ static enum MHD_Result send_response(srv_request *rq) {
     int cls = rq->status / 100;
     if (cls >= 1 && cls <= 5) atomic_fetch_add_explicit(&srv->metrics.http_by_class[cls], 1, memory_order_relaxed);
     inf__serve_access_log(srv, rq);
-    rq->state = 3;
+    rq->state = SRV_RQ_RESPONDED;
     return r;
 }
 
@@ -383,13 +383,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->body[rq->body_len] = 0;
         return MHD_YES;
     }
-    if (rq->state == 1) { /* resumed: the job finished */
+    if (rq->state == SRV_RQ_SUSPENDED) { /* resumed: the job finished */
         inf__serve_route_complete(rq);
         return send_response(rq);
     }
-    if (rq->state == 2) /* answered before the job was queued */
+    if (rq->state == SRV_RQ_COMPLETED) /* answered before the job was queued */
         return send_response(rq);
-    if (rq->state == 3) return MHD_YES;
+    if (rq->state == SRV_RQ_RESPONDED) return MHD_YES;
     srv_conn *owner = srv->guard ? conn_of(conn) : NULL; /* (rq->owner is NULL for a request allocated alone) */
     if (owner) inf__serve_guard_received(&owner->guard); /* read in full: no read deadline */
     if (rq->body_too_large == 1) {

@@ -447,7 +447,7 @@ static int start(srv_request *rq, parsed *o, int32_t *ids, int n_ids, int chat, 
     int stream = s->stream;
     if (!stream) {
         rq->llm = s;
-        rq->state = 1;
+        rq->state = SRV_RQ_SUSPENDED;
         inf__serve_http_suspend(rq);
     }
     inf_status st = inf__serve_llm_submit(l, ids, n_ids, &o->p, on_emit, s, &s->req, &e);
@@ -458,7 +458,7 @@ static int start(srv_request *rq, parsed *o, int32_t *ids, int n_ids, int chat, 
         free(s);
         oai_error(rq, st == INF_EBUSY ? 429 : 503, NULL, st == INF_EBUSY ? "queue_full" : NULL, "%s", e.message);
         if (!stream) {
-            rq->state = 2;
+            rq->state = SRV_RQ_COMPLETED;
             inf__serve_http_resume(rq);
             return 1;
         }

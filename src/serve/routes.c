@@ -349,11 +349,11 @@ static int submit(srv_request *rq, int64_t timeout_us) {
         job->out_store_cap = rq->out_store_cap;
         job->out_views = rq->out_views;
     }
-    rq->state = 1;
+    rq->state = SRV_RQ_SUSPENDED;
     inf__serve_http_suspend(rq);
     inf_status st = inf__serve_batcher_submit(rq->version->batcher, job);
     if (st != INF_OK) {
-        rq->state = 2;
+        rq->state = SRV_RQ_COMPLETED;
         count_failure(rq, SRV_FAIL_QUEUE_FULL);
         if (st == INF_EBUSY)
             inf__serve_error(rq, 503, "model '%s' version %s: queue full (%d requests waiting); retry later",

@@ -750,6 +750,15 @@ void inf__serve_http_stop(srv_server *srv);
  * the connection's next request (owner != NULL); see http.c PER CONNECTION. */
 typedef struct srv_request srv_request;
 typedef struct srv_route srv_route;
+/* A request's life: answered in its handler, or suspended while its job is
+ * queued and resumed when the batcher is done; http.c answers once. */
+typedef enum srv_request_state {
+    SRV_RQ_NEW = 0,    /* being handled */
+    SRV_RQ_SUSPENDED,  /* its job is queued; the connection waits */
+    SRV_RQ_COMPLETED,  /* answered before (or instead of) queuing a job */
+    SRV_RQ_RESPONDED   /* the response is queued on the connection */
+} srv_request_state;
+
 struct srv_request {
     void *owner;                  /* http.c's per-connection context, NULL when allocated alone */
     srv_server *srv;
@@ -775,7 +784,7 @@ struct srv_request {
     char allow[64];               /* 405: the path's methods, sent as the Allow header */
     int retry_after_s;            /* 429 over a quota: sent as the Retry-After header (0 = none) */
     /* async state (infer / records) */
-    int state;                    /* 0 new, 1 suspended, 2 completed, 3 responded */
+    srv_request_state state;      /* where the request is in its life (below) */
     srv_version *version;
     srv_job job;
     srv_infer_request infer;
