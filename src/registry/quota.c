@@ -25,7 +25,7 @@ static bool valid_rate(double v) { return isfinite(v) && v >= 0 && v <= 1e12; }
 inf_status inf_registry_quota_set(inf_registry *r, const inf_registry_quota *q, inf_error *err) {
     if (!q || !valid_quota_principal(q->principal))
         return inf_error_set(err, INF_EINVAL, "quota set: '%s' is not a principal name (letters, digits, . _ - @ :), "
-                             "'anonymous' or '*'", q && q->principal ? q->principal : "");
+                             "'anonymous' or '*'", q ? q->principal : "");
     if (!valid_rate(q->requests_per_s) || !valid_rate(q->rows_per_s))
         return inf_error_set(err, INF_EINVAL, "quota set %s: rates must be finite numbers >= 0 (0 = no limit)",
                              q->principal);

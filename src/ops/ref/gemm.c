@@ -844,3 +844,17 @@ static inf_status fused_mm_run(inf__kernel_ctx *ctx) {
 }
 
 const inf__op_impl op_fused_matmul = {fused_mm_init, fused_mm_run};
+
+#if !(defined(__x86_64__) || defined(_M_X64))
+/* No packed-B GEMM kernel on this architecture (the panels are the x86
+ * kernels' layout): nothing is ever prepacked here, and a bundle's PREPACK
+ * section (written only by x86 targets) never matches. */
+int64_t inf__ops_sgemm_packed_floats(int64_t k, int64_t n) {
+    (void)k, (void)n;
+    return -1;
+}
+
+void inf__ops_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float *b, int64_t ldb, float *dst) {
+    (void)trans_b, (void)k, (void)n, (void)b, (void)ldb, (void)dst;
+}
+#endif
