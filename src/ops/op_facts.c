@@ -1,8 +1,9 @@
 /*
  * op_facts.c -- what the graph layer needs to know about each operator,
  * beyond its kernel: one designated-initialiser row per ops.def row, in the
- * same order (the unit test ops_facts_complete checks that every operator is
- * described, so a new ops.def row without its facts fails the tests).
+ * same order.  The build fails when the row counts differ (a static assert
+ * below), rows are found by name (inf__op_facts_of), and the unit test
+ * ops_facts_complete checks that the two tables stay parallel.
  *
  * Read by memplan.c (in-place), shape_infer.c (output shape rule),
  * optimize.c (activation fusion, constant folding) and subbatch.c (which
@@ -28,6 +29,8 @@
  *                     (a Softmax axis other than 0, Reshape keeping dim 0,
  *                     ...), named here, checked by subbatch.c
  */
+#include <string.h>
+
 #include "ops/ops.h"
 
 #define FACTS(domain_, name_, ...) {.domain = INF_DOMAIN_##domain_, .name = name_, __VA_ARGS__}
@@ -261,9 +264,36 @@ const inf__op_facts inf__op_facts_table[] = {
 
 const int inf__op_facts_count = (int)(sizeof inf__op_facts_table / sizeof inf__op_facts_table[0]);
 
+/* Checked when compiling: one facts row per ops.def row. */
+#define OP(...) +1
+enum { OPS_DEF_ROWS = 0
+#include "ops/ops.def"
+};
+#undef OP
+_Static_assert(sizeof inf__op_facts_table / sizeof inf__op_facts_table[0] == OPS_DEF_ROWS,
+               "src/ops/op_facts.c needs exactly one row per src/ops/ops.def row");
+
+static int compare_facts(const inf__op_facts *f, inf__domain domain, const char *name) {
+    if (f->domain != domain) return f->domain < domain ? -1 : 1;
+    return strcmp(f->name, name);
+}
+
+/* The row of an operator, found by name: the row at the operator's own
+ * position when its name matches (the tables are parallel), else a
+ * bisection (both tables follow ops.def's sort order), else "no facts",
+ * which every reader treats conservatively. */
 const inf__op_facts *inf__op_facts_of(const inf__op *op) {
     static const inf__op_facts none = {0};
     if (!op) return &none;
     ptrdiff_t i = op - inf__op_table;
-    return i >= 0 && i < inf__op_facts_count ? &inf__op_facts_table[i] : &none;
+    if (i >= 0 && i < inf__op_facts_count && compare_facts(&inf__op_facts_table[i], op->domain, op->name) == 0)
+        return &inf__op_facts_table[i];
+    int lo = 0, hi = inf__op_facts_count - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = compare_facts(&inf__op_facts_table[mid], op->domain, op->name);
+        if (c == 0) return &inf__op_facts_table[mid];
+        if (c < 0) lo = mid + 1; else hi = mid - 1;
+    }
+    return &none;
 }

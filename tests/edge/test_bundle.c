@@ -26,17 +26,8 @@
 #include "infera/bundle.h"
 #include "infera/session.h"
 
-static int n_pass, n_fail;
 
-#define CHECK(cond, ...)                \
-    do {                                \
-        if (cond) n_pass++;             \
-        else {                          \
-            n_fail++;                   \
-            printf("FAIL: " __VA_ARGS__); \
-            printf("\n");               \
-        }                               \
-    } while (0)
+#include "../check.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint32_t next_rand(void) {
@@ -240,6 +231,5 @@ int main(int argc, char **argv) {
     CHECK(n_used_prepacked > 0 || !__builtin_cpu_supports("avx2"), "no bundle used its packed panels");
 #endif
     CHECK(n_compared >= (argc - 1) / 2, "too few models compared (%d of %d)", n_compared, argc - 1);
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return check_summary("edge bundle");
 }

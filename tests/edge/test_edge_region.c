@@ -34,17 +34,7 @@ void *__wrap_malloc(size_t n) { return libc_calls++, __real_malloc(n); }
 void *__wrap_calloc(size_t n, size_t m) { return libc_calls++, __real_calloc(n, m); }
 void *__wrap_realloc(void *p, size_t n) { return libc_calls++, __real_realloc(p, n); }
 
-static int n_pass, n_fail;
-#define CHECK(cond, ...)                                  \
-    do {                                                  \
-        if (cond) n_pass++;                               \
-        else {                                            \
-            n_fail++;                                     \
-            printf("FAIL line %d: ", __LINE__);           \
-            printf(__VA_ARGS__);                          \
-            printf("\n");                                 \
-        }                                                 \
-    } while (0)
+#include "../check.h"
 
 /* A float32 .npy (format 1.0, C order) into out; returns the element count or -1. */
 static long read_npy_f32(const char *path, float *out, long cap) {
@@ -137,6 +127,5 @@ int main(int argc, char **argv) {
     CHECK(inf_region_bytes_used(small_region) == 0, "a failed start-up left %zu bytes in use",
           inf_region_bytes_used(small_region));
 out:
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return check_summary("edge region");
 }

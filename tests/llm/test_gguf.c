@@ -14,17 +14,7 @@
 #include "gguf_writer.h"
 #include "llm/gguf.h"
 
-static int failures, checks;
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        checks++;                                                         \
-        if (!(cond)) {                                                    \
-            failures++;                                                   \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fputc('\n', stderr);                                          \
-        }                                                                 \
-    } while (0)
+#include "../check.h"
 
 static void build_valid(uint8_t **p, size_t *n, uint32_t alignment) {
     gw w;
@@ -254,6 +244,5 @@ int main(int argc, char **argv) {
     test_truncations();
     test_malformed();
     test_file(argc > 1 ? argv[1] : "/tmp");
-    printf("%d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return check_summary("gguf");
 }

@@ -27,17 +27,7 @@
 #include "llm/llm_int.h"
 #include "llm_testmodel.h"
 
-static int failures, checks;
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        checks++;                                                           \
-        if (!(cond)) {                                                      \
-            failures++;                                                     \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                   \
-            fputc('\n', stderr);                                            \
-        }                                                                   \
-    } while (0)
+#include "../check.h"
 
 static const uint32_t types[] = {0, 1, 8, 2, 3};
 static const char *type_names[] = {"f32", "f16", "q8_0", "q4_0", "q4_1"};
@@ -718,6 +708,5 @@ int main(void) {
     }
     test_speculative_distribution();
     test_malformed();
-    printf("%d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return check_summary("llm");
 }

@@ -19,17 +19,7 @@
 #include "monitor/profile.h"
 #include "monitor/rules.h"
 
-static int passed, failed;
-#define CHECK(cond, ...)                                                                                                \
-    do {                                                                                                                \
-        if (cond) passed++;                                                                                             \
-        else {                                                                                                          \
-            failed++;                                                                                                   \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                                 \
-            printf(__VA_ARGS__);                                                                                        \
-            printf("\n");                                                                                               \
-        }                                                                                                               \
-    } while (0)
+#include "../check.h"
 
 static inf_status parse(const char *text, inf__mon_rules *rs, inf_error *e) {
     return inf__mon_rules_parse(text, strlen(text), "rules.json", rs, e);
@@ -147,6 +137,5 @@ int main(void) {
     test_rule_check();
     test_webhook_errors();
     test_online_window();
-    printf("monitor_unit: %d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary("monitor_unit");
 }

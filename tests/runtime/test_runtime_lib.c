@@ -15,18 +15,8 @@
 
 #include "infera/io.h"
 
-static int failures;
-#define CHECK(cond, ...)                      \
-    do {                                      \
-        if (cond) {                           \
-            printf("PASS ");                  \
-        } else {                              \
-            printf("FAIL ");                  \
-            failures++;                       \
-        }                                     \
-        printf(__VA_ARGS__);                  \
-        printf("\n");                         \
-    } while (0)
+#define CHECK_PRINT_PASSES
+#include "../check.h"
 
 int main(void) {
     char path[] = "/tmp/infera-runtime-lib-XXXXXX";
@@ -62,6 +52,5 @@ int main(void) {
               !strcmp(where, "abs(hashtext(\"a\"\"b\"::text)::bigint) % 4 = 1"),
           "shard predicate quotes the id column: %s", where);
     CHECK(inf_io_shard_predicate("id", 4, 4, where, sizeof where) != 0, "shard 4/4 refused");
-    printf("runtime library: %d failed\n", failures);
-    return failures ? 1 : 0;
+    return check_summary("runtime library");
 }

@@ -16,14 +16,8 @@
 
 #include "serve/serve.h"
 
-static int n_pass, n_fail;
-#define CHECK(cond, ...)                                  \
-    do {                                                  \
-        if (cond) n_pass++, printf("PASS ");              \
-        else n_fail++, printf("FAIL ");                   \
-        printf(__VA_ARGS__);                              \
-        printf("\n");                                     \
-    } while (0)
+#define CHECK_PRINT_PASSES
+#include "../check.h"
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next(void) {
@@ -226,6 +220,5 @@ int main(void) {
     CHECK(parse_i64_n("1.5", 3, &v) == 0, "1.5 is not an integer");
     CHECK(parse_i64_n("1e3", 3, &v) == 0, "1e3 is not an integer literal");
     test_format_f32();
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return check_summary("numparse");
 }

@@ -15,18 +15,8 @@
 
 #include "serve/serve.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        if (cond) {                                                                                                    \
-            printf("PASS ");                                                                                           \
-        } else {                                                                                                       \
-            printf("FAIL ");                                                                                           \
-            failures++;                                                                                                \
-        }                                                                                                              \
-        printf(__VA_ARGS__);                                                                                           \
-        printf("\n");                                                                                                  \
-    } while (0)
+#define CHECK_PRINT_PASSES
+#include "../check.h"
 
 static srv_quotas *with(const char *const *specs, int n) {
     inf_registry_quota q[8];
@@ -34,7 +24,7 @@ static srv_quotas *with(const char *const *specs, int n) {
     for (int i = 0; i < n; i++)
         if (inf__serve_quota_parse(specs[i], &q[i], &err)) {
             printf("FAIL parse %s: %s\n", specs[i], err.message);
-            failures++;
+            check_failed++;
         }
     srv_quotas *qs = inf__serve_quotas_new();
     inf__serve_quotas_configure(qs, q, n, &err);
@@ -97,6 +87,5 @@ int main(void) {
     printf("INFO one quota check costs %.0f ns (not asserted: unoptimised or sanitised build)\n", ns);
 #endif
     inf__serve_quotas_free(q);
-    printf("%d failed\n", failures);
-    return failures != 0;
+    return check_summary("quota");
 }

@@ -31,7 +31,6 @@
 
 #include "http_client.h"
 
-static int n_pass, n_fail;
 static const char *infera, *src;
 static char tmpdir[256];
 /* A file model's served version is its lineage stamp, sha256:<first 12 hex
@@ -58,19 +57,8 @@ static const char *L(const char *fmt, const char *v) {
     return b;
 }
 
-#define CHECK(cond, ...)                                  \
-    do {                                                  \
-        if (cond) {                                       \
-            n_pass++;                                     \
-            printf("PASS ");                              \
-        } else {                                          \
-            n_fail++;                                     \
-            printf("FAIL ");                              \
-        }                                                 \
-        printf(__VA_ARGS__);                              \
-        printf("\n");                                     \
-        fflush(stdout);                                   \
-    } while (0)
+#define CHECK_PRINT_PASSES
+#include "../check.h"
 
 static int free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -2006,8 +1994,7 @@ int main(int argc, char **argv) {
     if (!mkdtemp(tmpdir)) return 2;
     if (argc > 4 && !strcmp(argv[3], "soak")) { /* test_serve INFERA SRC soak SECONDS */
         check_soak(atoi(argv[4]));
-        printf("%d passed, %d failed\n", n_pass, n_fail);
-        return n_fail ? 1 : 0;
+        return check_summary("serve");
     }
 
     snprintf(access_log, sizeof access_log, "%s/access.log", tmpdir);
@@ -2026,7 +2013,6 @@ int main(int argc, char **argv) {
     check_cli_errors();
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (!n_fail && system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    if (!check_failed && system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
+    return check_summary("serve");
 }

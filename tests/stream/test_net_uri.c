@@ -10,23 +10,14 @@
 
 #include "infera/io.h"
 
-static int n_pass, n_fail;
 
-#define CHECK(cond, what)                                                                                              \
-    do {                                                                                                               \
-        if (cond)                                                                                                      \
-            n_pass++;                                                                                                  \
-        else {                                                                                                         \
-            n_fail++;                                                                                                  \
-            printf("FAIL %s (%s:%d)\n", what, __FILE__, __LINE__);                                                     \
-        }                                                                                                              \
-    } while (0)
+#include "../check.h"
 
 static void check_str(const char *got, const char *want, const char *what) {
     if (!strcmp(got, want)) {
-        n_pass++;
+        check_passed++;
     } else {
-        n_fail++;
+        check_failed++;
         printf("FAIL %s: got '%s', want '%s'\n", what, got, want);
     }
 }
@@ -75,6 +66,5 @@ int main(void) {
     CHECK(!inf_io_uri_param("redis://h/s?group=g", "consumer", buf, sizeof buf), "absent parameter");
     CHECK(!inf_io_uri_param("redis://h/s?groupx=g", "group", buf, sizeof buf), "prefix of another name is not a match");
 
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail != 0;
+    return check_summary("net_uri");
 }
