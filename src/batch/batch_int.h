@@ -1,7 +1,8 @@
 /*
  * batch_int.h -- the pieces of `infera batch` (shared/DESIGN.md §4, docs/batch.md).
  *
- *   cmd_batch.c   options, opening model/source/sinks, resume, summary, lineage
+ *   cmd_batch.c   options, opening model/source/sinks, resume, lineage
+ *   summary.c     the closing summary (text or one JSON line)
  *   runner.c      reader thread -> N scoring workers -> writer thread, chunks
  *                 travel through bounded queues; the writer commits chunks in
  *                 source order and checkpoints after each commit
@@ -143,5 +144,16 @@ typedef struct inf__runner_config {
 /* Runs the job to its end or its first fatal error (err says which).  Counts
  * accumulate into cfg->job. */
 inf_status inf__runner_run(const inf__runner_config *cfg, inf_error *err);
+
+/* ---- the closing summary (summary.c) ---- */
+typedef struct inf__batch_summary {
+    const inf__job *job;
+    const char *in, *out, *errs, *lineage; /* redacted URIs (errs NULL: none), the lineage line */
+    double wall, cpu, rate;                /* seconds, seconds, source records per second */
+    int64_t run_rows;                      /* source records handled by this run */
+    int json, failed;                      /* one JSON line; the job failed */
+} inf__batch_summary;
+
+void inf__batch_print_summary(FILE *f, const inf__batch_summary *s);
 
 #endif /* INF_BATCH_INT_H */

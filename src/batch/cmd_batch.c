@@ -9,17 +9,15 @@
  *                [--log-predictions DST [--log-sample F]]
  *
  * This file: options, the job's set-up (model, checkpoint, targets opened in
- * the right mode for a fresh start or a resume), lineage and the summary.
+ * the right mode for a fresh start or a resume) and lineage; the summary is
+ * summary.c.
  * The work itself is runner.c.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <cjson/cJSON.h>
 
 #include "batch/batch_int.h"
 #include "monitor/predlog.h"
@@ -106,19 +104,6 @@ static int parse_args(int argc, char **argv, batch_opts *o) {
     if (o->progress && strcmp(o->progress, "bar") && strcmp(o->progress, "json") && strcmp(o->progress, "none"))
         return cli_usage(CMD, "--progress must be bar, json or none (got '%s')", o->progress);
     return 0;
-}
-
-static const char *fmt_int(int64_t v, char *buf, size_t size) {
-    char tmp[32];
-    int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
-    size_t o = 0;
-    for (int i = 0; i < n && o + 2 < size; i++) {
-        buf[o++] = tmp[i];
-        int left = n - i - 1;
-        if (left && left % 3 == 0 && tmp[i] != '-') buf[o++] = ',';
-    }
-    buf[o] = 0;
-    return buf;
 }
 
 static int is_table(const inf__target *t) { return t->kind == INF__TARGET_SQLITE || t->kind == INF__TARGET_PG; }
@@ -246,78 +231,6 @@ static void record_lineage(const inf__rt_model *m, const inf__job *job, const ch
     if (inf__job_log(job, home, in_red, out_red, m->registry ? inf_registry_principal(m->registry) : NULL, &le))
         fprintf(stderr, "infera batch: %s\n", le.message);
     else snprintf(out, size, "job log %s/jobs/jobs.jsonl (job %s)", home, job->id);
-}
-
-typedef struct summary_ctx {
-    const inf__job *job;
-    const batch_opts *o;
-    const char *in, *out, *errs, *lineage;
-    double wall, cpu, rate;
-    int64_t run_rows;
-    int json, failed;
-} summary_ctx;
-
-/* v rounded to `digits` decimals (the summary's precision). */
-static double rounded(double v, int digits) {
-    double scale = digits == 1 ? 10.0 : 1000.0;
-    return round(v * scale) / scale;
-}
-
-/* The summary as one JSON line (cJSON: names, paths and messages escaped). */
-static void print_summary_json(FILE *f, const summary_ctx *s, double per_m) {
-    const inf__job *j = s->job;
-    cJSON *o = cJSON_CreateObject();
-    const struct {
-        const char *key, *value;
-    } strs[] = {{"event", "summary"},
-                {"job_id", j->id},
-                {"state", j->state},
-                {"model_name", j->model_name},
-                {"model_version", j->model_version},
-                {"pipeline_hash", j->pipeline_hash}};
-    const struct {
-        const char *key;
-        double value;
-    } nums[] = {{"rows_read", (double)j->rows_read},
-                {"rows_scored", (double)j->rows_scored},
-                {"rows_written", (double)j->rows_written},
-                {"rows_rejected", (double)j->rows_rejected},
-                {"wall_s", rounded(s->wall, 3)},
-                {"rows_per_s", rounded(s->rate, 1)},
-                {"cpu_s", rounded(j->cpu_seconds, 3)},
-                {"cpu_s_per_million", rounded(per_m, 3)}};
-    int ok = o != NULL;
-    for (size_t i = 0; ok && i < sizeof strs / sizeof strs[0]; i++)
-        ok = cJSON_AddStringToObject(o, strs[i].key, strs[i].value) != NULL;
-    for (size_t i = 0; ok && i < sizeof nums / sizeof nums[0]; i++)
-        ok = cJSON_AddNumberToObject(o, nums[i].key, nums[i].value) != NULL;
-    ok = ok && cJSON_AddStringToObject(o, "lineage", s->lineage) != NULL;
-    char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
-    if (text) fprintf(f, "%s\n", text);
-    else fprintf(stderr, "infera batch: out of memory writing the summary\n");
-    free(text);
-    cJSON_Delete(o);
-}
-
-static void print_summary(FILE *f, const summary_ctx *s) {
-    const inf__job *j = s->job;
-    double per_m = j->rows_scored > 0 ? j->cpu_seconds / (double)j->rows_scored * 1e6 : 0;
-    if (s->json) {
-        print_summary_json(f, s, per_m);
-        return;
-    }
-    char a[32], b[32], c[32], d[32];
-    fprintf(f, "job       %s %s%s\n", j->id, j->state, s->failed ? " (resume with --resume)" : "");
-    if (j->model_name[0])
-        fprintf(f, "model     %s %s  pipeline %.12s\n", j->model_name, j->model_version, j->pipeline_hash);
-    fprintf(f, "input     %s\noutput    %s\n", s->in, s->out);
-    if (s->errs) fprintf(f, "errors    %s\n", s->errs);
-    fprintf(f, "rows      read %s  scored %s  written %s  rejected %s\n", fmt_int(j->rows_read, a, sizeof a),
-            fmt_int(j->rows_scored, b, sizeof b), fmt_int(j->rows_written, c, sizeof c),
-            fmt_int(j->rows_rejected, d, sizeof d));
-    fprintf(f, "time      wall %.2f s  %s rows/s  cpu %.2f s  %.1f cpu-s per million predictions\n", s->wall,
-            fmt_int((int64_t)s->rate, a, sizeof a), j->cpu_seconds, per_m);
-    fprintf(f, "lineage   %s\n", s->lineage);
 }
 
 /* Everything one run of `infera batch` holds, set up step by step. */
@@ -534,9 +447,8 @@ static int report_job(batch_run *b, inf_status st, int64_t done_before, const in
     const batch_opts *o = &b->o;
     if (!st) record_lineage(&b->m, &b->job, b->home, b->in_red, b->out_red, b->lineage, sizeof b->lineage);
     double wall = inf__now() - b->t0;
-    summary_ctx sc = {0};
+    inf__batch_summary sc = {0};
     sc.job = &b->job;
-    sc.o = o;
     sc.in = b->in_red;
     sc.out = b->out_red;
     sc.errs = o->errors ? b->err_red : NULL;
@@ -547,7 +459,7 @@ static int report_job(batch_run *b, inf_status st, int64_t done_before, const in
     sc.json = b->progress_mode == INF__PROGRESS_JSON;
     sc.failed = st != INF_OK;
     int stdout_busy = b->tout.kind == INF__TARGET_STDIO || (o->errors && b->terr.kind == INF__TARGET_STDIO);
-    print_summary(stdout_busy || st ? stderr : stdout, &sc);
+    inf__batch_print_summary(stdout_busy || st ? stderr : stdout, &sc);
     return st ? cli_fail(CMD, "job %s: %s", b->job.id, e->message) : 0;
 }
 

@@ -71,6 +71,12 @@ static int fail(scan *sc, inf_status st, const char *fmt, ...) {
     return -1;
 }
 
+/* A callee has already written sc->err: mark the scan failed. */
+static int failed_in_callee(scan *sc) {
+    sc->failed = 1;
+    return -1;
+}
+
 static void ws(scan *sc) {
     while (sc->p < sc->end && (*sc->p == ' ' || *sc->p == '\n' || *sc->p == '\r' || *sc->p == '\t')) sc->p++;
 }
@@ -766,6 +772,140 @@ static int check_input(scan *sc, const inf_model *model, srv_input *in, const in
     return sc->failed ? -1 : 0;
 }
 
+/* "id": a string of valid UTF-8, echoed in the response. */
+static int parse_request_id(scan *sc, srv_infer_request *req) {
+    ws(sc);
+    if (sc->p >= sc->end || *sc->p != '"') return fail(sc, INF_EINVAL, "'id' must be a string");
+    if (get_string(sc, &req->id, "id")) return -1;
+    if (!inf__serve_utf8_valid(req->id, strlen(req->id))) {
+        /* a JSON text is UTF-8 (RFC 8259 §8.1): echoed, these bytes would make the
+         * response invalid JSON, and a changed id would not match the caller's */
+        fail(sc, INF_EFORMAT, "'id' is not valid UTF-8 text");
+        return -1;
+    }
+    return 0;
+}
+
+/* "inputs": [ {...}, ... ] -- each input's header, its data span kept in *tmps for later; sets *have_inputs. */
+static int parse_inputs(scan *sc, srv_infer_request *req, input_tmp **tmps, int *have_inputs) {
+    *have_inputs = 1;
+    if (expect(sc, '[', "inputs")) return -1;
+    if (eat(sc, ']')) return 0;
+    for (;;) {
+        if (grow((void **)&req->inputs, req->n_inputs, sizeof(srv_input)) ||
+            grow((void **)tmps, req->n_inputs, sizeof(input_tmp)))
+            return fail(sc, INF_ENOMEM, "out of memory decoding inputs");
+        srv_input *in = &req->inputs[req->n_inputs];
+        input_tmp *tmp = &(*tmps)[req->n_inputs];
+        req->n_inputs++;
+        if (parse_input(sc, in, tmp)) return -1;
+        if (eat(sc, ',')) continue;
+        return expect(sc, ']', "inputs") ? -1 : 0;
+    }
+}
+
+/* "outputs": [ {...}, ... ] -- the outputs asked for and their parameters. */
+static int parse_outputs(scan *sc, srv_infer_request *req) {
+    if (expect(sc, '[', "outputs")) return -1;
+    if (eat(sc, ']')) return 0;
+    for (;;) {
+        if (grow((void **)&req->outputs, req->n_outputs, sizeof(srv_output_req)))
+            return fail(sc, INF_ENOMEM, "out of memory decoding outputs");
+        if (parse_output(sc, &req->outputs[req->n_outputs++])) return -1;
+        if (eat(sc, ',')) continue;
+        return expect(sc, ']', "outputs") ? -1 : 0;
+    }
+}
+
+/* The request object's members, in any order; unknown members are skipped. */
+static int parse_request_object(scan *sc, srv_infer_request *req, input_tmp **tmps, cJSON **params,
+                                int *have_inputs) {
+    sc->p++; /* '{' */
+    if (eat(sc, '}')) return 0;
+    for (;;) {
+        const char *key;
+        size_t klen;
+        if (str_span(sc, &key, &klen, NULL, "request") || expect(sc, ':', "request")) return -1;
+        int rc;
+        if (key_is(key, klen, "id")) rc = parse_request_id(sc, req);
+        else if (key_is(key, klen, "parameters")) rc = get_params(sc, params, "request parameters");
+        else if (key_is(key, klen, "inputs")) rc = parse_inputs(sc, req, tmps, have_inputs);
+        else if (key_is(key, klen, "outputs")) rc = parse_outputs(sc, req);
+        else rc = skip_value(sc, 0, "request");
+        if (rc) return -1;
+        if (eat(sc, ',')) continue;
+        return expect(sc, '}', "request") ? -1 : 0;
+    }
+}
+
+/* The request-level parameters Infera reads: binary_data_output, timeout. */
+static int apply_request_params(scan *sc, cJSON *params, srv_infer_request *req) {
+    if (!params) return 0;
+    int b;
+    if (param_bool(params, "binary_data_output", &b) < 0)
+        return fail(sc, INF_EINVAL, "parameters.binary_data_output must be a boolean");
+    if (param_bool(params, "binary_data_output", &b) > 0) req->binary_default = b;
+    int64_t t = 0;
+    if (param_int(params, "timeout", &t) < 0 || t < 0)
+        return fail(sc, INF_EINVAL, "parameters.timeout must be a non-negative integer (microseconds; 0 = the "
+                                    "server's --request-timeout-ms)"),
+               -1;
+    req->timeout_us = t;
+    return 0;
+}
+
+/* An input's data: the next binary_data_size bytes of the binary part
+ * (*bin_off moves past them), or its JSON 'data'. */
+static int fill_input_data(scan *sc, srv_input *in, const input_tmp *tmp, int64_t numel, const char *body,
+                           size_t body_len, size_t json_len, size_t *bin_off) {
+    if (tmp->binary_size < 0) {
+        if (!tmp->data_span)
+            return fail(sc, INF_EINVAL, "input '%s': missing 'data' (or parameters.binary_data_size)", in->name);
+        return parse_data(sc, in, tmp->data_span, tmp->data_len, numel);
+    }
+    if (tmp->data_span)
+        return fail(sc, INF_EINVAL, "input '%s': both 'data' and parameters.binary_data_size are given", in->name);
+    if (json_len == body_len && tmp->binary_size > 0)
+        return fail(sc, INF_EINVAL,
+                    "input '%s': binary_data_size given but the request has no binary part (missing "
+                    "Inference-Header-Content-Length header?)",
+                    in->name);
+    if ((uint64_t)tmp->binary_size > body_len - *bin_off)
+        return fail(sc, INF_EFORMAT,
+                    "input '%s': binary data truncated: binary_data_size %lld but only %zu bytes remain in the body",
+                    in->name, (long long)tmp->binary_size, body_len - *bin_off);
+    const uint8_t *blob = (const uint8_t *)body + *bin_off;
+    size_t bs = (size_t)tmp->binary_size;
+    *bin_off += bs;
+    if (inf__serve_input_from_blob(in, blob, bs, numel, tmp->dtype_name, "binary_data_size", sc->err) != INF_OK)
+        return failed_in_callee(sc);
+    return 0;
+}
+
+/* Binds every input to the model, fills its data, and checks that the
+ * binary part is used exactly and that no required input is missing. */
+static int bind_inputs(scan *sc, const inf_model *model, srv_infer_request *req, const input_tmp *tmps,
+                       const char *body, size_t body_len, size_t json_len) {
+    uint8_t seen[256] = {0};
+    size_t bin_off = json_len;
+    for (int i = 0; i < req->n_inputs; i++) {
+        srv_input *in = &req->inputs[i];
+        if (check_input(sc, model, in, &tmps[i], seen)) return -1;
+        seen[in->model_index] = 1;
+        int64_t numel = 1;
+        if (inf__serve_input_numel(in, &numel, sc->err) != INF_OK) return failed_in_callee(sc);
+        if (fill_input_data(sc, in, &tmps[i], numel, body, body_len, json_len, &bin_off)) return -1;
+        inf_tensor_init_view(&in->t, in->dtype, in->ndim, in->dims, in->data);
+    }
+    if (bin_off != body_len)
+        return fail(sc, INF_EFORMAT, "binary part has %zu bytes but the inputs declare %zu", body_len - json_len,
+                    bin_off - json_len);
+    if (inf__serve_infer_check_complete(model, req, seen, sc->err) != INF_OK) return failed_in_callee(sc);
+    return 0;
+}
+
+/* Decodes a KServe V2 inference request: the JSON header (json_len bytes),
+ * then the binary part, into req, bound to model's inputs. */
 inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t json_len, const inf_model *model,
                                    srv_infer_request *req, inf_error *err) {
     memset(req, 0, sizeof *req);
@@ -774,9 +914,7 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
     input_tmp *tmps = NULL;
     cJSON *params = NULL;
     int have_inputs = 0;
-    int n_model_inputs = inf_model_n_inputs(model);
-    uint8_t seen[256] = {0};
-    if (n_model_inputs > 256) {
+    if (inf_model_n_inputs(model) > 256) {
         fail(sc, INF_EUNSUPPORTED, "models with more than 256 inputs are not served");
         goto done;
     }
@@ -787,70 +925,7 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
                                          : "empty request body: expected a JSON inference request");
         goto done;
     }
-    sc->p++;
-    if (!eat(sc, '}')) {
-        for (;;) {
-            const char *key;
-            size_t klen;
-            if (str_span(sc, &key, &klen, NULL, "request") || expect(sc, ':', "request")) goto done;
-            if (key_is(key, klen, "id")) {
-                ws(sc);
-                if (sc->p < sc->end && *sc->p == '"') {
-                    if (get_string(sc, &req->id, "id")) goto done;
-                    if (!inf__serve_utf8_valid(req->id, strlen(req->id))) {
-                        /* a JSON text is UTF-8 (RFC 8259 §8.1): echoed, these bytes would make the
-                         * response invalid JSON, and a changed id would not match the caller's */
-                        fail(sc, INF_EFORMAT, "'id' is not valid UTF-8 text");
-                        goto done;
-                    }
-                } else {
-                    fail(sc, INF_EINVAL, "'id' must be a string");
-                    goto done;
-                }
-            } else if (key_is(key, klen, "parameters")) {
-                if (get_params(sc, &params, "request parameters")) goto done;
-            } else if (key_is(key, klen, "inputs")) {
-                have_inputs = 1;
-                if (expect(sc, '[', "inputs")) goto done;
-                if (!eat(sc, ']')) {
-                    for (;;) {
-                        if (grow((void **)&req->inputs, req->n_inputs, sizeof(srv_input)) ||
-                            grow((void **)&tmps, req->n_inputs, sizeof(input_tmp))) {
-                            fail(sc, INF_ENOMEM, "out of memory decoding inputs");
-                            goto done;
-                        }
-                        srv_input *in = &req->inputs[req->n_inputs];
-                        input_tmp *tmp = &tmps[req->n_inputs];
-                        req->n_inputs++;
-                        if (parse_input(sc, in, tmp)) goto done;
-                        if (eat(sc, ',')) continue;
-                        if (expect(sc, ']', "inputs")) goto done;
-                        break;
-                    }
-                }
-            } else if (key_is(key, klen, "outputs")) {
-                if (expect(sc, '[', "outputs")) goto done;
-                if (!eat(sc, ']')) {
-                    for (;;) {
-                        if (grow((void **)&req->outputs, req->n_outputs, sizeof(srv_output_req))) {
-                            fail(sc, INF_ENOMEM, "out of memory decoding outputs");
-                            goto done;
-                        }
-                        srv_output_req *o = &req->outputs[req->n_outputs++];
-                        if (parse_output(sc, o)) goto done;
-                        if (eat(sc, ',')) continue;
-                        if (expect(sc, ']', "outputs")) goto done;
-                        break;
-                    }
-                }
-            } else {
-                if (skip_value(sc, 0, "request")) goto done;
-            }
-            if (eat(sc, ',')) continue;
-            if (expect(sc, '}', "request")) goto done;
-            break;
-        }
-    }
+    if (parse_request_object(sc, req, &tmps, &params, &have_inputs)) goto done;
     ws(sc);
     if (sc->p != sc->end) {
         fail(sc, INF_EFORMAT, "malformed JSON: unexpected data after the request object at offset %ld%s",
@@ -862,74 +937,8 @@ inf_status inf__serve_decode_infer(const char *body, size_t body_len, size_t jso
         fail(sc, INF_EINVAL, "the request has no 'inputs'");
         goto done;
     }
-    if (params) {
-        int b;
-        if (param_bool(params, "binary_data_output", &b) < 0) {
-            fail(sc, INF_EINVAL, "parameters.binary_data_output must be a boolean");
-            goto done;
-        }
-        if (param_bool(params, "binary_data_output", &b) > 0) req->binary_default = b;
-        int64_t t = 0;
-        if (param_int(params, "timeout", &t) < 0 || t < 0) {
-            fail(sc, INF_EINVAL, "parameters.timeout must be a non-negative integer (microseconds; 0 = the server's "
-                                 "--request-timeout-ms)");
-            goto done;
-        }
-        req->timeout_us = t;
-    }
-    /* bind and check inputs, then fill their data */
-    size_t bin_off = json_len;
-    for (int i = 0; i < req->n_inputs; i++) {
-        srv_input *in = &req->inputs[i];
-        input_tmp *tmp = &tmps[i];
-        if (check_input(sc, model, in, tmp, seen)) goto done;
-        seen[in->model_index] = 1;
-        int64_t numel = 1;
-        if (inf__serve_input_numel(in, &numel, sc->err) != INF_OK) {
-            sc->failed = 1;
-            goto done;
-        }
-        if (tmp->binary_size >= 0) {
-            if (tmp->data_span) {
-                fail(sc, INF_EINVAL, "input '%s': both 'data' and parameters.binary_data_size are given", in->name);
-                goto done;
-            }
-            if (json_len == body_len && tmp->binary_size > 0) {
-                fail(sc, INF_EINVAL,
-                     "input '%s': binary_data_size given but the request has no binary part (missing "
-                     "Inference-Header-Content-Length header?)",
-                     in->name);
-                goto done;
-            }
-            if ((uint64_t)tmp->binary_size > body_len - bin_off) {
-                fail(sc, INF_EFORMAT,
-                     "input '%s': binary data truncated: binary_data_size %lld but only %zu bytes remain in the body",
-                     in->name, (long long)tmp->binary_size, body_len - bin_off);
-                goto done;
-            }
-            const uint8_t *blob = (const uint8_t *)body + bin_off;
-            size_t bs = (size_t)tmp->binary_size;
-            bin_off += bs;
-            if (inf__serve_input_from_blob(in, blob, bs, numel, tmp->dtype_name, "binary_data_size", sc->err) !=
-                INF_OK) {
-                sc->failed = 1;
-                goto done;
-            }
-        } else {
-            if (!tmp->data_span) {
-                fail(sc, INF_EINVAL, "input '%s': missing 'data' (or parameters.binary_data_size)", in->name);
-                goto done;
-            }
-            if (parse_data(sc, in, tmp->data_span, tmp->data_len, numel)) goto done;
-        }
-        inf_tensor_init_view(&in->t, in->dtype, in->ndim, in->dims, in->data);
-    }
-    if (bin_off != body_len) {
-        fail(sc, INF_EFORMAT, "binary part has %zu bytes but the inputs declare %zu", body_len - json_len,
-             bin_off - json_len);
-        goto done;
-    }
-    if (inf__serve_infer_check_complete(model, req, seen, sc->err) != INF_OK) sc->failed = 1;
+    if (apply_request_params(sc, params, req)) goto done;
+    bind_inputs(sc, model, req, tmps, body, body_len, json_len);
 done:
     cJSON_Delete(params);
     if (tmps) {
