@@ -49,6 +49,10 @@ INF_API inf_status inf_tokenizer_encode(const inf_tokenizer *t, const char *text
  * bytes (not NUL-terminated); *n gets the full length (the piece was cut when *n > cap).
  * INF_ERANGE for an id outside the vocabulary. */
 INF_API inf_status inf_tokenizer_piece(const inf_tokenizer *t, int32_t id, char *buf, size_t cap, size_t *n);
+/* Appends id's text (whole, as inf_tokenizer_piece gives it) to the NUL-terminated *text of *len bytes in a
+ * buffer of *cap bytes, growing it (realloc) when needed.  INF_ENOMEM leaves *text as it was. */
+INF_API inf_status inf_tokenizer_append_piece(const inf_tokenizer *t, int32_t id, char **text, size_t *len,
+                                              size_t *cap);
 
 /* Special ids (-1 when the file has none) and facts. */
 INF_API int32_t inf_tokenizer_bos(const inf_tokenizer *t);

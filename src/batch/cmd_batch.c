@@ -96,9 +96,8 @@ static int parse_args(int argc, char **argv, batch_opts *o) {
             return cli_usage(CMD, "unknown option '%s' (see 'infera help batch')", argv[i]);
         }
     }
-    if (!o->input || !o->output) return cli_usage(CMD, "--input SRC and --output DST are required");
-    if (!o->model && !o->no_score) return cli_usage(CMD, "--model REF is required");
-    if (o->log_predictions && o->no_score) return cli_usage(CMD, "--log-predictions needs a model (not --no-score)");
+    int rc = cli_check_runner_io(CMD, o->input, o->output, o->model, o->no_score, o->log_predictions);
+    if (rc) return rc;
     if (o->mode && strcmp(o->mode, "append") && strcmp(o->mode, "replace") && strcmp(o->mode, "upsert"))
         return cli_usage(CMD, "--mode must be append, replace or upsert (got '%s')", o->mode);
     if (o->progress && strcmp(o->progress, "bar") && strcmp(o->progress, "json") && strcmp(o->progress, "none"))

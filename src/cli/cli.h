@@ -50,6 +50,11 @@ int cmd_compile(int argc, char **argv);  /* cmd_compile.c */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The options batch and stream share: --input and --output required, --model unless --no-score,
+ * --log-predictions only with a model.  0, or 2 after the usage message. */
+int cli_check_runner_io(const char *cmd, const char *input, const char *output, const char *model, int no_score,
+                        const char *log_predictions);
+
 /* Parses a positive int option value; false (with a message) if invalid. */
 bool cli_parse_int(const char *cmd, const char *flag, const char *text, int min, int max, int *out);
 /* Time budget of one model run for run/bench (session option max_run_ms). */

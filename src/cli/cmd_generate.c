@@ -44,29 +44,29 @@ typedef struct out_state {
 
 static int on_token(void *user, int32_t id) {
     out_state *o = user;
-    char buf[256];
-    size_t n = 0;
-    inf_tokenizer_piece(o->tok, id, buf, sizeof buf, &n);
-    if (n > sizeof buf) n = sizeof buf;
     if (!o->json) {
-        fwrite(buf, 1, n, stdout);
+        char buf[256];
+        size_t n = 0;
+        inf_tokenizer_piece(o->tok, id, buf, sizeof buf, &n);
+        fwrite(buf, 1, n < sizeof buf ? n : sizeof buf, stdout);
         fflush(stdout);
         o->n_printed++;
         return 0;
     }
-    if (o->len + n + 1 > o->cap || o->n_ids + 1 > o->cap_ids) {
-        size_t cap = (o->cap + n + 1) * 2, cap_ids = (o->cap_ids + 1) * 2;
-        char *t = realloc(o->text, cap);
-        if (t) o->text = t, o->cap = cap;
+    if (o->n_ids + 1 > o->cap_ids) {
+        size_t cap_ids = (o->cap_ids + 1) * 2;
         int32_t *ids = realloc(o->ids, cap_ids * sizeof *ids);
-        if (ids) o->ids = ids, o->cap_ids = cap_ids;
-        if (!t || !ids) {
+        if (!ids) {
             o->oom = true;
             return 1;
         }
+        o->ids = ids;
+        o->cap_ids = cap_ids;
     }
-    memcpy(o->text + o->len, buf, n);
-    o->len += n;
+    if (inf_tokenizer_append_piece(o->tok, id, &o->text, &o->len, &o->cap) == INF_ENOMEM) {
+        o->oom = true;
+        return 1;
+    }
     o->ids[o->n_ids++] = id;
     return 0;
 }

@@ -36,6 +36,14 @@ int cli_usage(const char *cmd, const char *fmt, ...) {
     return rc;
 }
 
+int cli_check_runner_io(const char *cmd, const char *input, const char *output, const char *model, int no_score,
+                        const char *log_predictions) {
+    if (!input || !output) return cli_usage(cmd, "--input SRC and --output DST are required");
+    if (!model && !no_score) return cli_usage(cmd, "--model REF is required");
+    if (log_predictions && no_score) return cli_usage(cmd, "--log-predictions needs a model (not --no-score)");
+    return 0;
+}
+
 bool cli_parse_int(const char *cmd, const char *flag, const char *text, int min, int max, int *out) {
     char *end;
     errno = 0;

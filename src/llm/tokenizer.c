@@ -542,6 +542,24 @@ inf_status inf_tokenizer_piece(const inf_tokenizer *t, int32_t id, char *buf, si
     return INF_OK;
 }
 
+inf_status inf_tokenizer_append_piece(const inf_tokenizer *t, int32_t id, char **text, size_t *len, size_t *cap) {
+    if (!text || !len || !cap) return INF_EINVAL;
+    size_t n = 0;
+    inf_status st = inf_tokenizer_piece(t, id, NULL, 0, &n); /* the piece's length */
+    if (st != INF_OK) return st;
+    if (*len + n + 1 > *cap) {
+        size_t grown = (*cap + n + 1) * 2;
+        char *p = realloc(*text, grown);
+        if (!p) return INF_ENOMEM;
+        *text = p;
+        *cap = grown;
+    }
+    st = inf_tokenizer_piece(t, id, *text + *len, n, &n);
+    *len += n;
+    (*text)[*len] = 0;
+    return st;
+}
+
 /* ---- facts and lifetime ---- */
 int32_t inf_tokenizer_bos(const inf_tokenizer *t) { return t ? t->bos : -1; }
 int32_t inf_tokenizer_eos(const inf_tokenizer *t) { return t ? t->eos : -1; }

@@ -200,21 +200,9 @@ static void req_finish(srv_llm *l, srv_llm_req *r, const char *finish) {
 
 /* Appends token t's text; 1 when a stop string ended the text. */
 static int req_append(srv_llm *l, srv_llm_req *r, int32_t t) {
-    char piece[256];
-    size_t n = 0;
-    inf_tokenizer_piece(l->tok, t, piece, sizeof piece, &n);
-    if (n > sizeof piece) n = sizeof piece;
-    if (r->len + n + 1 > r->cap) {
-        size_t cap = (r->cap + n + 1) * 2;
-        char *p = realloc(r->text, cap);
-        if (!p) return 1; /* out of memory: end the text where it is */
-        r->text = p;
-        r->cap = cap;
-    }
-    memcpy(r->text + r->len, piece, n);
     size_t old = r->len;
-    r->len += n;
-    r->text[r->len] = 0;
+    if (inf_tokenizer_append_piece(l->tok, t, &r->text, &r->len, &r->cap) == INF_ENOMEM)
+        return 1; /* out of memory: end the text where it is */
     for (int i = 0; i < r->p.n_stop; i++) {
         size_t sl = strlen(r->stops[i]);
         size_t from = old >= sl ? old - sl + 1 : 0;

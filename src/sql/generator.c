@@ -94,20 +94,7 @@ typedef struct collect {
 
 static int on_token(void *user, int32_t id) {
     collect *c = user;
-    char piece[256];
-    size_t n = 0;
-    inf_tokenizer_piece(c->tok, id, piece, sizeof piece, &n);
-    if (n > sizeof piece) n = sizeof piece;
-    if (c->n + n + 1 > c->cap) {
-        size_t cap = (c->cap + n + 1) * 2;
-        char *p = realloc(c->p, cap);
-        if (!p) return c->oom = 1;
-        c->p = p;
-        c->cap = cap;
-    }
-    memcpy(c->p + c->n, piece, n);
-    c->n += n;
-    c->p[c->n] = 0;
+    if (inf_tokenizer_append_piece(c->tok, id, &c->p, &c->n, &c->cap) == INF_ENOMEM) return c->oom = 1;
     return 0;
 }
 

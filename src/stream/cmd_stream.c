@@ -108,10 +108,9 @@ static int parse_args(int argc, char **argv, stream_opts *o) {
             return cli_usage(CMD, "unknown option '%s' (see 'infera help stream')", argv[i]);
         }
     }
-    if (!o->input || !o->output) return cli_usage(CMD, "--input SRC and --output DST are required");
-    if (!o->model && !o->no_score) return cli_usage(CMD, "--model REF is required");
+    int rc = cli_check_runner_io(CMD, o->input, o->output, o->model, o->no_score, o->log_predictions);
+    if (rc) return rc;
     if (o->errors && !strcmp(o->errors, o->output)) return cli_usage(CMD, "--errors must differ from --output");
-    if (o->log_predictions && o->no_score) return cli_usage(CMD, "--log-predictions needs a model (not --no-score)");
     return 0;
 }
 
