@@ -29,20 +29,9 @@ typedef struct rejection {
     char msg[200];
 } rejection;
 
-struct inf_pipeline_exec {
-    const inf_pipeline *p;
-    int cap, n_rows;
-    double *num;
-    const char **str;
-    uint32_t *len;
-    inf__rarena arena;
-    uint8_t *ok;
-    int *accepted;
-    int n_accepted;
-    rejection *rej;
-    int n_rej, cap_rej;
-    int *batch_field;      /* per input */
-    /* lookups */
+/* Lookup state (lookup joins of the spec): connections, per-row keys and
+ * their dedup hash, the point-in-time field and history source. */
+typedef struct exec_lookups {
     lookup_conn **conns;
     lookup_result *results;
     const char **keys;
@@ -54,29 +43,59 @@ struct inf_pipeline_exec {
     double now_s;
     char *pit_field;
     char *history_uri;
-    /* outputs */
+} exec_lookups;
+
+/* What finish learnt of the output batch's layout, reused while it holds
+ * (see cached_field), and the model outputs as finish maps them: the
+ * tensors, or dense views of sequence-of-map outputs (map_outputs.c). */
+typedef struct exec_finish {
+    int out_field[FINISH_CACHE];
+    int col_field[FINISH_CACHE][FINISH_CACHE_COLS];
+    int lineage_field[3];
+    int n_model_outputs;
+    const inf_tensor **view;
+    inf__map_columns *map_cols;
+} exec_finish;
+
+/* The default pipeline (no spec): the model's inputs matched by name to the
+ * batch's fields. */
+typedef struct exec_default {
+    int ready, n_def, n_ignored;
+    char **names;
+    int *batch_field;
+} exec_default;
+
+/* Per-field counters of this batch, added to the pipeline's atomics once. */
+typedef struct exec_counters {
+    uint64_t *f_invalid, *f_rejected, *f_missing;
+} exec_counters;
+
+struct inf_pipeline_exec {
+    const inf_pipeline *p;
+    /* the batch as columns: values, accepted rows, rejections */
+    int cap, n_rows;
+    double *num;
+    const char **str;
+    uint32_t *len;
+    inf__rarena arena;
+    uint8_t *ok;
+    int *accepted;
+    int n_accepted;
+    rejection *rej;
+    int n_rej, cap_rej;
+    int *batch_field;      /* per input */
+    exec_lookups lk;
+    /* model inputs */
     double *feat;          /* n_accepted x n_feature_cols, pre-cast */
     size_t feat_cap;
     inf_tensor *tensors;   /* per spec model input */
     const inf_tensor **tensor_ptrs; /* per model input index */
     int n_tensor_ptrs;
-    /* where finish put each output field last time (see cached_field) */
-    int fin_out_field[FINISH_CACHE];
-    int fin_col_field[FINISH_CACHE][FINISH_CACHE_COLS];
-    int fin_lineage_field[3];
-    /* model outputs as finish maps them: the tensors, or dense views of
-     * sequence-of-map outputs (map_outputs.c) */
-    int n_model_outputs;
-    const inf_tensor **fin_view;
-    inf__map_columns *map_cols;
     size_t *tensor_caps;
-    /* counters for this batch */
-    uint64_t *f_invalid, *f_rejected, *f_missing;
-    /* default pipeline */
-    int def_ready, n_def, n_ignored;
+    exec_finish fin;
+    exec_counters count;
+    exec_default def;
     int map_each_batch; /* inf_pipeline_exec_map_each_batch */
-    char **def_names;
-    int *def_batch_field;
     const inf_record_batch *last_batch;
 };
 
@@ -88,28 +107,28 @@ inf_status inf_pipeline_exec_new(const inf_pipeline *p, inf_pipeline_exec **out,
     int nf = p->n_field_stats ? p->n_field_stats : 1;
     int n_model = p->model ? inf_model_n_inputs(p->model) : p->n_model_inputs;
     e->n_tensor_ptrs = n_model;
-    e->n_model_outputs = p->model ? inf_model_n_outputs(p->model) : 0;
-    memset(e->fin_out_field, 0xff, sizeof e->fin_out_field); /* -1: not known */
-    memset(e->fin_col_field, 0xff, sizeof e->fin_col_field);
-    memset(e->fin_lineage_field, 0xff, sizeof e->fin_lineage_field);
+    e->fin.n_model_outputs = p->model ? inf_model_n_outputs(p->model) : 0;
+    memset(e->fin.out_field, 0xff, sizeof e->fin.out_field); /* -1: not known */
+    memset(e->fin.col_field, 0xff, sizeof e->fin.col_field);
+    memset(e->fin.lineage_field, 0xff, sizeof e->fin.lineage_field);
     e->batch_field = calloc((size_t)(p->n_inputs + 1), sizeof *e->batch_field);
-    e->conns = calloc((size_t)(p->n_lookups + 1), sizeof *e->conns);
-    e->results = calloc((size_t)(p->n_lookups + 1), sizeof *e->results);
+    e->lk.conns = calloc((size_t)(p->n_lookups + 1), sizeof *e->lk.conns);
+    e->lk.results = calloc((size_t)(p->n_lookups + 1), sizeof *e->lk.results);
     e->tensors = calloc((size_t)(p->n_model_inputs + 1), sizeof *e->tensors);
     e->tensor_caps = calloc((size_t)(p->n_model_inputs + 1), sizeof *e->tensor_caps);
     e->tensor_ptrs = calloc((size_t)(n_model + 1), sizeof *e->tensor_ptrs);
-    e->f_invalid = calloc((size_t)nf, sizeof *e->f_invalid);
-    e->f_rejected = calloc((size_t)nf, sizeof *e->f_rejected);
-    e->f_missing = calloc((size_t)nf, sizeof *e->f_missing);
-    e->fin_view = calloc((size_t)(e->n_model_outputs + 1), sizeof *e->fin_view);
-    e->map_cols = calloc((size_t)(e->n_model_outputs + 1), sizeof *e->map_cols);
-    if (!e->batch_field || !e->conns || !e->results || !e->tensors || !e->tensor_caps || !e->tensor_ptrs ||
-        !e->f_invalid || !e->f_rejected || !e->f_missing || !e->fin_view || !e->map_cols) {
+    e->count.f_invalid = calloc((size_t)nf, sizeof *e->count.f_invalid);
+    e->count.f_rejected = calloc((size_t)nf, sizeof *e->count.f_rejected);
+    e->count.f_missing = calloc((size_t)nf, sizeof *e->count.f_missing);
+    e->fin.view = calloc((size_t)(e->fin.n_model_outputs + 1), sizeof *e->fin.view);
+    e->fin.map_cols = calloc((size_t)(e->fin.n_model_outputs + 1), sizeof *e->fin.map_cols);
+    if (!e->batch_field || !e->lk.conns || !e->lk.results || !e->tensors || !e->tensor_caps || !e->tensor_ptrs ||
+        !e->count.f_invalid || !e->count.f_rejected || !e->count.f_missing || !e->fin.view || !e->fin.map_cols) {
         inf_pipeline_exec_free(e);
         return inf_error_set(err, INF_ENOMEM, "out of memory");
     }
     for (int i = 0; i < p->n_lookups; i++) {
-        inf_status st = inf__lookup_open(p, &p->lookups[i], NULL, &e->conns[i], err);
+        inf_status st = inf__lookup_open(p, &p->lookups[i], NULL, &e->lk.conns[i], err);
         if (st) {
             inf_pipeline_exec_free(e);
             return st;
@@ -122,11 +141,11 @@ inf_status inf_pipeline_exec_new(const inf_pipeline *p, inf_pipeline_exec **out,
 void inf_pipeline_exec_free(inf_pipeline_exec *e) {
     if (!e) return;
     for (int i = 0; i < e->p->n_lookups; i++) {
-        if (e->conns) inf__lookup_close(e->conns[i]);
-        if (e->results) inf__lookup_result_free(&e->results[i]);
+        if (e->lk.conns) inf__lookup_close(e->lk.conns[i]);
+        if (e->lk.results) inf__lookup_result_free(&e->lk.results[i]);
     }
-    free(e->conns);
-    free(e->results);
+    free(e->lk.conns);
+    free(e->lk.results);
     free(e->num);
     free(e->str);
     free(e->len);
@@ -135,51 +154,51 @@ void inf_pipeline_exec_free(inf_pipeline_exec *e) {
     free(e->accepted);
     free(e->rej);
     free(e->batch_field);
-    free(e->keys);
-    free(e->klen);
-    free(e->kt);
-    free(e->row_key);
-    free(e->key_hash);
-    free(e->pit_field);
-    free(e->history_uri);
+    free(e->lk.keys);
+    free(e->lk.klen);
+    free(e->lk.kt);
+    free(e->lk.row_key);
+    free(e->lk.key_hash);
+    free(e->lk.pit_field);
+    free(e->lk.history_uri);
     free(e->feat);
     if (e->tensors)
         for (int i = 0; i < e->p->n_model_inputs; i++) free(e->tensors[i].data);
     free(e->tensors);
     free(e->tensor_ptrs);
     free(e->tensor_caps);
-    free(e->f_invalid);
-    free(e->f_rejected);
-    free(e->f_missing);
-    if (e->def_names)
-        for (int i = 0; i < e->n_def; i++) free(e->def_names[i]);
-    free(e->def_names);
-    free(e->def_batch_field);
-    if (e->map_cols)
-        for (int i = 0; i < e->n_model_outputs; i++) inf__map_columns_free(&e->map_cols[i]);
-    free(e->map_cols);
-    free(e->fin_view);
+    free(e->count.f_invalid);
+    free(e->count.f_rejected);
+    free(e->count.f_missing);
+    if (e->def.names)
+        for (int i = 0; i < e->def.n_def; i++) free(e->def.names[i]);
+    free(e->def.names);
+    free(e->def.batch_field);
+    if (e->fin.map_cols)
+        for (int i = 0; i < e->fin.n_model_outputs; i++) inf__map_columns_free(&e->fin.map_cols[i]);
+    free(e->fin.map_cols);
+    free(e->fin.view);
     free(e);
 }
 
-void inf_pipeline_exec_set_now(inf_pipeline_exec *e, double now_s) { e->now_s = now_s; }
+void inf_pipeline_exec_set_now(inf_pipeline_exec *e, double now_s) { e->lk.now_s = now_s; }
 
 void inf_pipeline_exec_map_each_batch(inf_pipeline_exec *e, int on) { e->map_each_batch = on != 0; }
 
 inf_status inf_pipeline_exec_set_point_in_time(inf_pipeline_exec *e, const char *as_of_field, const char *history_uri,
                                                inf_error *err) {
-    free(e->pit_field);
-    free(e->history_uri);
-    e->pit_field = as_of_field ? strdup(as_of_field) : NULL;
-    e->history_uri = history_uri ? strdup(history_uri) : NULL;
-    if ((as_of_field && !e->pit_field) || (history_uri && !e->history_uri)) return inf_error_set(err, INF_ENOMEM, "out of memory");
+    free(e->lk.pit_field);
+    free(e->lk.history_uri);
+    e->lk.pit_field = as_of_field ? strdup(as_of_field) : NULL;
+    e->lk.history_uri = history_uri ? strdup(history_uri) : NULL;
+    if ((as_of_field && !e->lk.pit_field) || (history_uri && !e->lk.history_uri)) return inf_error_set(err, INF_ENOMEM, "out of memory");
     for (int i = 0; i < e->p->n_lookups; i++) {
         if (!as_of_field) break;
         if (!e->p->lookups[i].as_of)
             return inf_error_set(err, INF_EINVAL, "lookup '%s': point-in-time lookups need its 'as_of' column", e->p->lookups[i].name);
-        inf__lookup_close(e->conns[i]);
-        e->conns[i] = NULL;
-        inf_status st = inf__lookup_open(e->p, &e->p->lookups[i], history_uri, &e->conns[i], err);
+        inf__lookup_close(e->lk.conns[i]);
+        e->lk.conns[i] = NULL;
+        inf_status st = inf__lookup_open(e->p, &e->p->lookups[i], history_uri, &e->lk.conns[i], err);
         if (st) return st;
     }
     return INF_OK;
@@ -204,14 +223,14 @@ static inf_status reserve(inf_pipeline_exec *e, int n) {
     if (ok) e->ok = ok;
     int *acc = realloc(e->accepted, (size_t)cap * sizeof *acc);
     if (acc) e->accepted = acc;
-    const char **keys = realloc(e->keys, (size_t)cap * sizeof *keys);
-    if (keys) e->keys = keys;
-    uint32_t *klen = realloc(e->klen, (size_t)cap * sizeof *klen);
-    if (klen) e->klen = klen;
-    double *kt = realloc(e->kt, (size_t)cap * sizeof *kt);
-    if (kt) e->kt = kt;
-    int *rk = realloc(e->row_key, (size_t)cap * sizeof *rk);
-    if (rk) e->row_key = rk;
+    const char **keys = realloc(e->lk.keys, (size_t)cap * sizeof *keys);
+    if (keys) e->lk.keys = keys;
+    uint32_t *klen = realloc(e->lk.klen, (size_t)cap * sizeof *klen);
+    if (klen) e->lk.klen = klen;
+    double *kt = realloc(e->lk.kt, (size_t)cap * sizeof *kt);
+    if (kt) e->lk.kt = kt;
+    int *rk = realloc(e->lk.row_key, (size_t)cap * sizeof *rk);
+    if (rk) e->lk.row_key = rk;
     if (!num || !str || !len || !ok || !acc || !keys || !klen || !kt || !rk) return INF_ENOMEM;
     e->cap = cap;
     return INF_OK;
@@ -222,7 +241,7 @@ static void reject(inf_pipeline_exec *e, int row, int field_stat, const char *fi
 static void reject(inf_pipeline_exec *e, int row, int field_stat, const char *field, const char *fmt, ...) {
     if (!e->ok[row]) return; /* first reason only */
     e->ok[row] = 0;
-    if (field_stat >= 0) e->f_rejected[field_stat]++;
+    if (field_stat >= 0) e->count.f_rejected[field_stat]++;
     if (e->n_rej == e->cap_rej) {
         int cap = e->cap_rej ? e->cap_rej * 2 : 16;
         rejection *r = realloc(e->rej, (size_t)cap * sizeof *r);
@@ -282,11 +301,11 @@ static inf_status read_input(inf_pipeline_exec *e, const inf_record_batch *b, in
                 }
                 if (in->n_categories && !in_categories(in, s, len, 0, 0)) why = "is not one of the allowed categories";
             } else {
-                e->f_missing[i]++;
+                e->count.f_missing[i]++;
                 if (in->required) why = "is missing (required)";
             }
             if (why) {
-                e->f_invalid[i]++;
+                e->count.f_invalid[i]++;
                 if (in->policy == POLICY_REJECT)
                     reject(e, r, i, in->name, "field '%s' %s", in->name, why);
                 s = NULL;
@@ -306,7 +325,7 @@ static inf_status read_input(inf_pipeline_exec *e, const inf_record_batch *b, in
         double x = NAN;
         why = NULL;
         if (!v || v->type == INF_FIELD_NULL) {
-            e->f_missing[i]++;
+            e->count.f_missing[i]++;
             if (in->required) why = "is missing (required)";
         } else if (col->kind == COL_TS) {
             int64_t us;
@@ -332,7 +351,7 @@ static inf_status read_input(inf_pipeline_exec *e, const inf_record_batch *b, in
             else if (in->n_categories && !in_categories(in, NULL, 0, x, 1)) why = "is not one of the allowed categories";
         }
         if (why) {
-            e->f_invalid[i]++;
+            e->count.f_invalid[i]++;
             if (in->policy == POLICY_REJECT) reject(e, r, i, in->name, "field '%s' %s", in->name, why);
             x = NAN;
         }
@@ -359,8 +378,8 @@ static void reject_lookup(inf_pipeline_exec *e, int r, int stat, const plookup *
     if (kc->source == SRC_INPUT && p->inputs[kc->index].sensitive)
         reject(e, r, stat, field, "lookup %s: key %s (field '%s' is sensitive)", lk->name, what, field);
     else
-        reject(e, r, stat, field, "lookup %s: key %.*s %s", lk->name, (int)(e->klen[k] > 100 ? 100 : e->klen[k]),
-               e->keys[k], what);
+        reject(e, r, stat, field, "lookup %s: key %.*s %s", lk->name, (int)(e->lk.klen[k] > 100 ? 100 : e->lk.klen[k]),
+               e->lk.keys[k], what);
 }
 
 static inf_status run_lookup(inf_pipeline_exec *e, const inf_record_batch *b, int li, int n, inf_error *err) {
@@ -368,16 +387,16 @@ static inf_status run_lookup(inf_pipeline_exec *e, const inf_record_batch *b, in
     const plookup *lk = &p->lookups[li];
     const pcol *kc = &p->cols[lk->key_col];
     int stat = p->n_inputs + li;
-    int pit = e->pit_field != NULL;
+    int pit = e->lk.pit_field != NULL;
     /* the record times, in point-in-time mode */
     double *times = NULL;
     if (pit) {
-        times = e->kt;
+        times = e->lk.kt;
         int tc = -1;
         for (int c = 0; c < p->n_cols; c++)
-            if (p->cols[c].source == SRC_INPUT && !strcmp(p->cols[c].name, e->pit_field) && p->cols[c].kind != COL_STR) tc = c;
-        int f = tc < 0 ? inf_record_batch_find_field(b, e->pit_field) : -1;
-        if (tc < 0 && f < 0) return inf_error_set(err, INF_EINVAL, "--as-of: the records have no field '%s'", e->pit_field);
+            if (p->cols[c].source == SRC_INPUT && !strcmp(p->cols[c].name, e->lk.pit_field) && p->cols[c].kind != COL_STR) tc = c;
+        int f = tc < 0 ? inf_record_batch_find_field(b, e->lk.pit_field) : -1;
+        if (tc < 0 && f < 0) return inf_error_set(err, INF_EINVAL, "--as-of: the records have no field '%s'", e->lk.pit_field);
         for (int r = 0; r < n; r++) {
             if (tc >= 0) {
                 times[r] = e->num[(size_t)p->cols[tc].slot * e->cap + r];
@@ -385,23 +404,23 @@ static inf_status run_lookup(inf_pipeline_exec *e, const inf_record_batch *b, in
                 int64_t us;
                 times[r] = inf_value_to_timestamp(inf__batch_at(b, r, f), &us) ? NAN : (double)us / 1e6;
             }
-            if (times[r] != times[r]) reject(e, r, -1, e->pit_field, "field '%s' (the as-of time) is missing or not a timestamp", e->pit_field);
+            if (times[r] != times[r]) reject(e, r, -1, e->lk.pit_field, "field '%s' (the as-of time) is missing or not a timestamp", e->lk.pit_field);
         }
     }
     /* keys of the accepted rows: unique ones (or one per row in point-in-time mode) */
     int n_keys = 0;
     int hsize = 16;
     while (hsize < n * 2) hsize *= 2;
-    if (!pit && hsize > e->key_hash_size) {
-        int *h = realloc(e->key_hash, (size_t)hsize * sizeof *h);
+    if (!pit && hsize > e->lk.key_hash_size) {
+        int *h = realloc(e->lk.key_hash, (size_t)hsize * sizeof *h);
         if (!h) return inf_error_set(err, INF_ENOMEM, "out of memory");
-        e->key_hash = h;
-        e->key_hash_size = hsize;
+        e->lk.key_hash = h;
+        e->lk.key_hash_size = hsize;
     }
-    if (!pit) memset(e->key_hash, 0, (size_t)hsize * sizeof *e->key_hash);
+    if (!pit) memset(e->lk.key_hash, 0, (size_t)hsize * sizeof *e->lk.key_hash);
     char buf[64];
     for (int r = 0; r < n; r++) {
-        e->row_key[r] = -1;
+        e->lk.row_key[r] = -1;
         if (!e->ok[r]) continue;
         const char *s;
         uint32_t len;
@@ -423,12 +442,12 @@ static inf_status run_lookup(inf_pipeline_exec *e, const inf_record_batch *b, in
             uint32_t mask = (uint32_t)hsize - 1;
             uint32_t h = (uint32_t)inf_pipeline_hash_string(s, len) & mask;
             for (;; h = (h + 1) & mask) {
-                int slot = e->key_hash[h];
+                int slot = e->lk.key_hash[h];
                 if (!slot) {
-                    e->key_hash[h] = n_keys + 1;
+                    e->lk.key_hash[h] = n_keys + 1;
                     break;
                 }
-                if (e->klen[slot - 1] == len && !memcmp(e->keys[slot - 1], s, len)) {
+                if (e->lk.klen[slot - 1] == len && !memcmp(e->lk.keys[slot - 1], s, len)) {
                     k = slot - 1;
                     break;
                 }
@@ -436,21 +455,21 @@ static inf_status run_lookup(inf_pipeline_exec *e, const inf_record_batch *b, in
         }
         if (k < 0) {
             k = n_keys++;
-            e->keys[k] = s;
-            e->klen[k] = len;
+            e->lk.keys[k] = s;
+            e->lk.klen[k] = len;
             if (pit) times[k] = times[r]; /* compacted in place: k <= r */
         }
-        e->row_key[r] = k;
+        e->lk.row_key[r] = k;
     }
-    lookup_result *res = &e->results[li];
+    lookup_result *res = &e->lk.results[li];
     inf_status st = INF_OK;
     if (n_keys) {
-        st = pit ? inf__lookup_fetch_as_of(e->conns[li], e->keys, e->klen, times, n_keys, res, err)
-                 : inf__lookup_fetch(e->conns[li], e->keys, e->klen, n_keys, res, err);
+        st = pit ? inf__lookup_fetch_as_of(e->lk.conns[li], e->lk.keys, e->lk.klen, times, n_keys, res, err)
+                 : inf__lookup_fetch(e->lk.conns[li], e->lk.keys, e->lk.klen, n_keys, res, err);
         if (st) return st;
         atomic_fetch_add(&((inf_pipeline *)p)->n_lookups_done, 1);
     }
-    double now = e->now_s;
+    double now = e->lk.now_s;
     if (now == 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -458,7 +477,7 @@ static inf_status run_lookup(inf_pipeline_exec *e, const inf_record_batch *b, in
     }
     uint64_t missing = 0;
     for (int r = 0; r < n; r++) {
-        int k = e->row_key[r];
+        int k = e->lk.row_key[r];
         int found = k >= 0 && res->found[k];
         if (found && lk->max_age_s > 0) {
             double t_ref = pit ? times[k]
@@ -478,7 +497,7 @@ static inf_status run_lookup(inf_pipeline_exec *e, const inf_record_batch *b, in
             e->num[(size_t)p->cols[lk->first_col + j].slot * e->cap + r] = v;
         }
     }
-    e->f_missing[stat] += missing;
+    e->count.f_missing[stat] += missing;
     atomic_fetch_add(&((inf_pipeline *)p)->n_lookup_missing, missing);
     return INF_OK;
 }
@@ -487,13 +506,13 @@ static inf_status run_lookup(inf_pipeline_exec *e, const inf_record_batch *b, in
 
 /* Forgets the fields a failed default_setup chose (it runs again on the next batch). */
 static void default_forget(inf_pipeline_exec *e) {
-    if (e->def_names)
-        for (int i = 0; i < e->n_def; i++) free(e->def_names[i]);
-    free(e->def_names);
-    free(e->def_batch_field);
-    e->def_names = NULL;
-    e->def_batch_field = NULL;
-    e->n_def = e->n_ignored = 0;
+    if (e->def.names)
+        for (int i = 0; i < e->def.n_def; i++) free(e->def.names[i]);
+    free(e->def.names);
+    free(e->def.batch_field);
+    e->def.names = NULL;
+    e->def.batch_field = NULL;
+    e->def.n_def = e->def.n_ignored = 0;
 }
 
 /* Is field f a numeric field of these records?  Yes unless more of its
@@ -518,21 +537,21 @@ static inf_status default_setup(inf_pipeline_exec *e, const inf_record_batch *b,
     const inf_pipeline *p = e->p;
     int nf = b->n_fields;
     default_forget(e);
-    e->def_names = calloc((size_t)(nf ? nf : 1), sizeof *e->def_names);
-    e->def_batch_field = calloc((size_t)(nf ? nf : 1), sizeof *e->def_batch_field);
-    if (!e->def_names || !e->def_batch_field) return inf_error_set(err, INF_ENOMEM, "out of memory");
+    e->def.names = calloc((size_t)(nf ? nf : 1), sizeof *e->def.names);
+    e->def.batch_field = calloc((size_t)(nf ? nf : 1), sizeof *e->def.batch_field);
+    if (!e->def.names || !e->def.batch_field) return inf_error_set(err, INF_ENOMEM, "out of memory");
     int n_numeric = 0;
     for (int f = 0; f < nf; f++) {
         if (p->id_column && !strcmp(p->id_column, b->names[f])) continue;
         if (!field_is_numeric(b, f)) continue;
         int want = p->model_inputs[0].width;
         if (want >= 0 && n_numeric >= want) {
-            e->n_ignored++;
+            e->def.n_ignored++;
             continue;
         }
-        if (!(e->def_names[n_numeric] = strdup(b->names[f]))) return inf_error_set(err, INF_ENOMEM, "out of memory");
+        if (!(e->def.names[n_numeric] = strdup(b->names[f]))) return inf_error_set(err, INF_ENOMEM, "out of memory");
         n_numeric++;
-        e->n_def = n_numeric;
+        e->def.n_def = n_numeric;
     }
     int want = p->model_inputs[0].width;
     if (want >= 0 && n_numeric < want)
@@ -540,34 +559,34 @@ static inf_status default_setup(inf_pipeline_exec *e, const inf_record_batch *b,
                     n_numeric, p->id_column ? " (besides the id '" : "", p->id_column ? p->id_column : "",
                     p->id_column ? "')" : "", p->model_inputs[0].name, want);
     if (n_numeric == 0) return inf_error_set(err, INF_ETYPE, "default pipeline: the records have no numeric fields");
-    e->def_ready = 1;
+    e->def.ready = 1;
     return INF_OK;
 }
 
 static inf_status default_prepare(inf_pipeline_exec *e, const inf_record_batch *b, int n, inf_error *err) {
     inf_status st;
-    if (e->map_each_batch) e->def_ready = 0;
-    if (!e->def_ready && (st = default_setup(e, b, err))) return st;
-    size_t need = (size_t)n * e->n_def;
+    if (e->map_each_batch) e->def.ready = 0;
+    if (!e->def.ready && (st = default_setup(e, b, err))) return st;
+    size_t need = (size_t)n * e->def.n_def;
     if (need > e->feat_cap) {
         double *f = realloc(e->feat, need * sizeof *f);
         if (!f) return inf_error_set(err, INF_ENOMEM, "out of memory");
         e->feat = f;
         e->feat_cap = need;
     }
-    for (int c = 0; c < e->n_def; c++) { /* the last batch's index first: batches of one source share a shape */
-        int f = e->def_batch_field[c];
-        if (!(f >= 0 && f < b->n_fields && !strcmp(b->names[f], e->def_names[c])))
-            e->def_batch_field[c] = inf_record_batch_find_field(b, e->def_names[c]);
+    for (int c = 0; c < e->def.n_def; c++) { /* the last batch's index first: batches of one source share a shape */
+        int f = e->def.batch_field[c];
+        if (!(f >= 0 && f < b->n_fields && !strcmp(b->names[f], e->def.names[c])))
+            e->def.batch_field[c] = inf_record_batch_find_field(b, e->def.names[c]);
     }
     for (int r = 0; r < n; r++) {
-        double *row = e->feat + (size_t)r * e->n_def;
-        for (int c = 0; c < e->n_def; c++) {
-            int f = e->def_batch_field[c];
+        double *row = e->feat + (size_t)r * e->def.n_def;
+        for (int c = 0; c < e->def.n_def; c++) {
+            int f = e->def.batch_field[c];
             const inf_value *v = f >= 0 ? inf__batch_at(b, r, f) : NULL;
             double x = NAN;
             if (v && v->type != INF_FIELD_NULL && (v->type == INF_FIELD_TIMESTAMP || inf_value_to_double(v, &x)))
-                reject(e, r, -1, e->def_names[c], "field '%s' is not a number", e->def_names[c]);
+                reject(e, r, -1, e->def.names[c], "field '%s' is not a number", e->def.names[c]);
             row[c] = x;
         }
     }
@@ -576,7 +595,7 @@ static inf_status default_prepare(inf_pipeline_exec *e, const inf_record_batch *
     for (int r = 0; r < n; r++) {
         if (!e->ok[r]) continue;
         if (e->n_accepted != r)
-            memmove(e->feat + (size_t)e->n_accepted * e->n_def, e->feat + (size_t)r * e->n_def, (size_t)e->n_def * sizeof(double));
+            memmove(e->feat + (size_t)e->n_accepted * e->def.n_def, e->feat + (size_t)r * e->def.n_def, (size_t)e->def.n_def * sizeof(double));
         e->accepted[e->n_accepted++] = r;
     }
     return INF_OK;
@@ -606,7 +625,7 @@ static inf_status build_tensors(inf_pipeline_exec *e, int n_feat_cols, inf_error
     int col0 = 0;
     for (int m = 0; m < p->n_model_inputs; m++) {
         const pmodel_input *t = &p->model_inputs[m];
-        int width = p->is_default ? e->n_def : t->width;
+        int width = p->is_default ? e->def.n_def : t->width;
         size_t esz = inf_dtype_size(t->dtype);
         size_t need = (size_t)e->n_accepted * width * esz;
         if (need > e->tensor_caps[m] || !e->tensors[m].data) {
@@ -653,10 +672,10 @@ static void flush_counters(inf_pipeline_exec *e, int n) {
     atomic_fetch_add(&p->n_records, (uint64_t)n);
     atomic_fetch_add(&p->n_rejected, (uint64_t)(n - e->n_accepted));
     for (int i = 0; i < p->n_field_stats; i++) {
-        if (e->f_invalid[i]) atomic_fetch_add(&p->field_invalid[i], e->f_invalid[i]);
-        if (e->f_rejected[i]) atomic_fetch_add(&p->field_rejected[i], e->f_rejected[i]);
-        if (e->f_missing[i]) atomic_fetch_add(&p->field_missing[i], e->f_missing[i]);
-        e->f_invalid[i] = e->f_rejected[i] = e->f_missing[i] = 0;
+        if (e->count.f_invalid[i]) atomic_fetch_add(&p->field_invalid[i], e->count.f_invalid[i]);
+        if (e->count.f_rejected[i]) atomic_fetch_add(&p->field_rejected[i], e->count.f_rejected[i]);
+        if (e->count.f_missing[i]) atomic_fetch_add(&p->field_missing[i], e->count.f_missing[i]);
+        e->count.f_invalid[i] = e->count.f_rejected[i] = e->count.f_missing[i] = 0;
     }
 }
 
@@ -676,7 +695,7 @@ inf_status inf_pipeline_prepare(inf_pipeline_exec *e, const inf_record_batch *b,
     if (n) memset(e->ok, 1, (size_t)n); /* e->ok may be NULL for an empty batch */
     if (p->is_default) {
         if ((st = default_prepare(e, b, n, err))) return st;
-        if ((st = build_tensors(e, e->n_def, err))) return st;
+        if ((st = build_tensors(e, e->def.n_def, err))) return st;
         flush_counters(e, n);
         if (inputs) *inputs = e->tensor_ptrs;
         return INF_OK;
@@ -759,19 +778,19 @@ int inf_pipeline_rejected(const inf_pipeline_exec *e, int i, const char **field,
     if (message) *message = e->rej[i].msg;
     return e->rej[i].row;
 }
-int inf_pipeline_n_ignored_fields(const inf_pipeline_exec *e) { return e->n_ignored; }
+int inf_pipeline_n_ignored_fields(const inf_pipeline_exec *e) { return e->def.n_ignored; }
 
 const double *inf_pipeline_features(const inf_pipeline_exec *e, int *n_rows, int *n_cols) {
     if (n_rows) *n_rows = e->n_accepted;
-    if (n_cols) *n_cols = e->p->is_default ? e->n_def : e->p->n_feature_cols;
+    if (n_cols) *n_cols = e->p->is_default ? e->def.n_def : e->p->n_feature_cols;
     return e->feat;
 }
 
 int inf_pipeline_exec_n_feature_columns(const inf_pipeline_exec *e) {
-    return e->p->is_default ? e->n_def : e->p->n_feature_cols;
+    return e->p->is_default ? e->def.n_def : e->p->n_feature_cols;
 }
 const char *inf_pipeline_exec_feature_column(const inf_pipeline_exec *e, int i) {
-    if (e->p->is_default) return i >= 0 && i < e->n_def ? e->def_names[i] : NULL;
+    if (e->p->is_default) return i >= 0 && i < e->def.n_def ? e->def.names[i] : NULL;
     return inf_pipeline_feature_column(e->p, i);
 }
 
@@ -835,7 +854,7 @@ inf_status inf_pipeline_features_to_records(inf_pipeline_exec *e, inf_record_bat
         /* values as the model sees them: cast to each model input's dtype */
         int c = 0;
         for (int m = 0; m < p->n_model_inputs; m++) {
-            int width = p->is_default ? e->n_def : p->model_inputs[m].width;
+            int width = p->is_default ? e->def.n_def : p->model_inputs[m].width;
             inf_dtype dt = p->model_inputs[m].dtype;
             for (int w = 0; w < width; w++, c++) {
                 double v = e->feat[(size_t)k * nfc + c];
@@ -890,26 +909,26 @@ static int cached_field(const inf_record_batch *out, int f, const char *name, in
     return have[n + 1 + nd] == '\0';
 }
 
-/* e->fin_view: each model output a spec output reads, as a tensor; a
+/* e->fin.view: each model output a spec output reads, as a tensor; a
  * sequence of maps (ZipMap) becomes its dense [N, C] view. */
 static inf_status view_outputs(inf_pipeline_exec *e, inf_tensor *const *outputs, inf_error *err) {
     const inf_pipeline *p = e->p;
-    for (int i = 0; i < e->n_model_outputs; i++) e->fin_view[i] = NULL;
+    for (int i = 0; i < e->fin.n_model_outputs; i++) e->fin.view[i] = NULL;
     for (int o = 0; o < p->n_outputs; o++) {
         int i = p->outputs[o].from_field >= 0 ? -1 : p->outputs[o].from_output;
-        if (i < 0 || i >= e->n_model_outputs || e->fin_view[i]) continue;
-        e->fin_view[i] = outputs[i];
+        if (i < 0 || i >= e->fin.n_model_outputs || e->fin.view[i]) continue;
+        e->fin.view[i] = outputs[i];
         if (!inf__is_map_sequence(outputs[i])) continue;
-        inf_status st = inf__map_columns_fill(&e->map_cols[i], outputs[i], e->n_accepted, p->outputs[o].from, err);
+        inf_status st = inf__map_columns_fill(&e->fin.map_cols[i], outputs[i], e->n_accepted, p->outputs[o].from, err);
         if (st) return st;
-        e->fin_view[i] = &e->map_cols[i].dense;
+        e->fin.view[i] = &e->fin.map_cols[i].dense;
     }
     return INF_OK;
 }
 
 /* The keys of model output i when it is a sequence of maps, else NULL. */
 static const inf__map_columns *output_keys(const inf_pipeline_exec *e, int i) {
-    return e->fin_view[i] == &e->map_cols[i].dense ? &e->map_cols[i] : NULL;
+    return e->fin.view[i] == &e->fin.map_cols[i].dense ? &e->fin.map_cols[i] : NULL;
 }
 
 /* Column j of an output is called name_j, or name_<key> for a map output
@@ -936,12 +955,12 @@ inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs,
     const inf_pipeline *p = e->p;
     if (!p->model) return inf_error_set(err, INF_EINVAL, "pipeline '%s' was loaded without a model; no outputs to map", p->name);
     int n_out = inf_model_n_outputs(p->model);
-    if (n_out > e->n_model_outputs)
+    if (n_out > e->fin.n_model_outputs)
         return inf_error_set(err, INF_EINVAL, "pipeline '%s': the executor was made for %d model outputs, not %d", p->name,
-                    e->n_model_outputs, n_out);
+                    e->fin.n_model_outputs, n_out);
     inf_status vst = view_outputs(e, outputs, err);
     if (vst) return vst;
-    const inf_tensor *const *view = e->fin_view;
+    const inf_tensor *const *view = e->fin.view;
     /* check shapes once */
     for (int o = 0; o < p->n_outputs; o++) {
         const poutput *po = &p->outputs[o];
@@ -1011,7 +1030,7 @@ inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs,
                     for (int64_t j = 0; j < C && !st; j++) {
                         kind = tensor_value(t, k, j, &num, &str);
                         int cache = column_by_index(keys, j) && o < FINISH_CACHE && j < FINISH_CACHE_COLS;
-                        int *slot = cache ? &e->fin_col_field[o][j] : NULL;
+                        int *slot = cache ? &e->fin.col_field[o][j] : NULL;
                         if (slot && cached_field(out, *slot, po->name, j)) {
                             f = *slot;
                         } else {
@@ -1026,11 +1045,11 @@ inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs,
                 kind = tensor_value(t, k, po->index, &num, &str);
                 if (kind < 0) return inf_error_set(err, INF_ETYPE, "output '%s': unsupported dtype %s", po->name, inf_dtype_name(t->dtype));
             }
-            if (o < FINISH_CACHE && cached_field(out, e->fin_out_field[o], po->name, -1)) {
-                f = e->fin_out_field[o];
+            if (o < FINISH_CACHE && cached_field(out, e->fin.out_field[o], po->name, -1)) {
+                f = e->fin.out_field[o];
             } else {
                 if ((st = inf_record_batch_add_field(out, po->name, &f))) break;
-                if (o < FINISH_CACHE) e->fin_out_field[o] = f;
+                if (o < FINISH_CACHE) e->fin.out_field[o] = f;
             }
             if (po->op == OUT_THRESHOLD) {
                 int above = kind != 2 && num >= po->value;
@@ -1041,7 +1060,7 @@ inf_status inf_pipeline_finish(inf_pipeline_exec *e, inf_tensor *const *outputs,
             }
         }
         if (!st && f_model < 0) {
-            int *c = e->fin_lineage_field;
+            int *c = e->fin.lineage_field;
             if (cached_field(out, c[0], "model_name", -1) && cached_field(out, c[1], "model_version", -1) &&
                 cached_field(out, c[2], "pipeline_hash", -1)) {
                 f_model = c[0], f_version = c[1], f_hash = c[2];
