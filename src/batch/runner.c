@@ -309,9 +309,8 @@ static int64_t now_us(void) {
 
 /* Building a chunk's outputs failed (out of memory): fatal. */
 static inf_status outputs_failed(const chunk *c, inf_status st, inf_error *e) {
-    e->status = st;
-    snprintf(e->message, sizeof e->message, "batch: building the output of rows %lld-%lld: %s",
-             (long long)c->first_ordinal, (long long)(c->first_ordinal + c->n_src - 1), inf_strerror(st));
+    inf_error_set(e, st, "batch: building the output of rows %lld-%lld: %s", (long long)c->first_ordinal,
+                  (long long)(c->first_ordinal + c->n_src - 1), inf_strerror(st));
     return st;
 }
 
@@ -323,9 +322,7 @@ static inf_status score_chunk(runner *r, chunk *c, inf__rt_scorer *scorer, inf_e
     clear_outputs(c);
     inf_status st = INF_OK;
     if (c->n_rows > 0 && cfg->id_column && inf_record_batch_find_field(c->in, cfg->id_column) < 0) {
-        e->status = INF_EINVAL;
-        snprintf(e->message, sizeof e->message, "%s has no column '%s' (--id-column)", cfg->input_uri,
-                 cfg->id_column);
+        inf_error_set(e, INF_EINVAL, "%s has no column '%s' (--id-column)", cfg->input_uri, cfg->id_column);
         return INF_EINVAL;
     }
     if (c->n_rows > 0 && !cfg->model) {
@@ -590,10 +587,7 @@ join:
     goto cleanup;
 oom:
     st = INF_ENOMEM;
-    if (err) {
-        err->status = st;
-        snprintf(err->message, sizeof err->message, "batch: out of memory");
-    }
+    inf_error_set(err, st, "batch: out of memory");
 cleanup:
     if (r.chunks)
         for (int i = 0; i < r.n_chunks; i++) {

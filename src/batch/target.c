@@ -92,12 +92,9 @@ inf_status inf__target_check_file(const inf__target *t, int64_t size, const char
     if (stat(t->path, &st)) {
         if (errno == ENOENT && size == 0) return INF_OK;
         if (errno == ENOENT) {
-            if (err) {
-                err->status = INF_EINVAL;
-                snprintf(err->message, sizeof err->message,
-                         "batch: cannot resume: %s, which the job wrote (%lld bytes committed), no longer exists",
-                         t->path, (long long)size);
-            }
+            inf_error_set(err, INF_EINVAL,
+                          "batch: cannot resume: %s, which the job wrote (%lld bytes committed), no longer exists",
+                          t->path, (long long)size);
             return INF_EINVAL;
         }
         goto fail;
@@ -106,30 +103,21 @@ inf_status inf__target_check_file(const inf__target *t, int64_t size, const char
     inf__target_file_id(t, now_id);
     int recorded = file_id && *file_id;
     if (recorded ? strcmp(file_id, now_id) != 0 : st.st_size > 0) { /* never truncate a file the job did not write */
-        if (err) {
-            err->status = INF_EINVAL;
-            snprintf(err->message, sizeof err->message,
-                     "batch: cannot resume: %s is not the file this job wrote (%s; it was replaced or the "
-                     "checkpoint does not record it); it is left unchanged",
-                     t->path, file_id && *file_id ? "another device:inode" : "no identity recorded");
-        }
+        inf_error_set(err, INF_EINVAL,
+                      "batch: cannot resume: %s is not the file this job wrote (%s; it was replaced or the "
+                      "checkpoint does not record it); it is left unchanged",
+                      t->path, file_id && *file_id ? "another device:inode" : "no identity recorded");
         return INF_EINVAL;
     }
     if ((int64_t)st.st_size < size) {
-        if (err) {
-            err->status = INF_EINVAL;
-            snprintf(err->message, sizeof err->message,
-                     "batch: cannot resume: %s has %lld bytes but the checkpoint committed %lld (was it changed?)",
-                     t->path, (long long)st.st_size, (long long)size);
-        }
+        inf_error_set(err, INF_EINVAL,
+                      "batch: cannot resume: %s has %lld bytes but the checkpoint committed %lld (was it changed?)",
+                      t->path, (long long)st.st_size, (long long)size);
         return INF_EINVAL;
     }
     return INF_OK;
 fail:
-    if (err) {
-        err->status = INF_EIO;
-        snprintf(err->message, sizeof err->message, "batch: cannot read %s: %s", t->path, strerror(errno));
-    }
+    inf_error_set(err, INF_EIO, "batch: cannot read %s: %s", t->path, strerror(errno));
     return INF_EIO;
 }
 
@@ -139,11 +127,8 @@ inf_status inf__target_truncate(const inf__target *t, int64_t size, const char *
     if (st) return st;
     if (size == 0 && access(t->path, F_OK)) return INF_OK; /* nothing committed, nothing there */
     if (truncate(t->path, (off_t)size) == 0) return INF_OK;
-    if (err) {
-        err->status = INF_EIO;
-        snprintf(err->message, sizeof err->message, "batch: cannot truncate %s to %lld bytes: %s", t->path,
-                 (long long)size, strerror(errno));
-    }
+    inf_error_set(err, INF_EIO, "batch: cannot truncate %s to %lld bytes: %s", t->path, (long long)size,
+                  strerror(errno));
     return INF_EIO;
 }
 
@@ -152,11 +137,8 @@ inf_status inf__target_drop(const char *uri, const inf__target *t, inf_error *er
     if (t->kind == INF__TARGET_SQLITE && t->table[0]) {
         sqlite3 *db = NULL;
         if (sqlite3_open_v2(t->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
-            if (err) {
-                err->status = INF_EIO;
-                snprintf(err->message, sizeof err->message, "sqlite:%s: cannot open: %s", t->path,
-                         db ? sqlite3_errmsg(db) : "out of memory");
-            }
+            inf_error_set(err, INF_EIO, "sqlite:%s: cannot open: %s", t->path,
+                          db ? sqlite3_errmsg(db) : "out of memory");
             sqlite3_close(db);
             return INF_EIO;
         }
@@ -166,9 +148,8 @@ inf_status inf__target_drop(const char *uri, const inf__target *t, inf_error *er
         int rc = sql ? sqlite3_exec(db, sql, NULL, NULL, &msg) : SQLITE_NOMEM;
         sqlite3_free(sql);
         if (rc != SQLITE_OK && err) {
-            err->status = INF_EIO;
-            snprintf(err->message, sizeof err->message, "sqlite:%s: cannot drop table %s: %s", t->path, t->table,
-                     msg ? msg : "out of memory");
+            inf_error_set(err, INF_EIO, "sqlite:%s: cannot drop table %s: %s", t->path, t->table,
+                          msg ? msg : "out of memory");
         }
         sqlite3_free(msg);
         sqlite3_close(db);
@@ -179,11 +160,8 @@ inf_status inf__target_drop(const char *uri, const inf__target *t, inf_error *er
         inf__io_pg_conninfo(uri, conninfo, sizeof conninfo);
         PGconn *c = PQconnectdb(conninfo);
         if (PQstatus(c) != CONNECTION_OK) {
-            if (err) {
-                err->status = INF_EIO;
-                snprintf(err->message, sizeof err->message, "%s: cannot connect: %s",
-                         inf_io_redact_uri(uri, red, sizeof red), PQerrorMessage(c));
-            }
+            inf_error_set(err, INF_EIO, "%s: cannot connect: %s", inf_io_redact_uri(uri, red, sizeof red),
+                          PQerrorMessage(c));
             PQfinish(c);
             return INF_EIO;
         }
@@ -192,9 +170,8 @@ inf_status inf__target_drop(const char *uri, const inf__target *t, inf_error *er
         PGresult *res = PQexec(c, sql);
         int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
         if (!ok && err) {
-            err->status = INF_EIO;
-            snprintf(err->message, sizeof err->message, "%s: cannot drop table %s: %s",
-                     inf_io_redact_uri(uri, red, sizeof red), t->table, PQerrorMessage(c));
+            inf_error_set(err, INF_EIO, "%s: cannot drop table %s: %s", inf_io_redact_uri(uri, red, sizeof red),
+                          t->table, PQerrorMessage(c));
         }
         PQclear(res);
         PQfinish(c);

@@ -85,17 +85,13 @@ inf_status cli_load_model(const char *ref, inf_model **out, inf_error *err) {
     inf_error e;
     inf_status rc = inf_registry_open(&o, &r, &e);
     if (rc == INF_ENOENT) {
-        if (err) {
-            err->status = INF_ENOENT;
-            snprintf(err->message, sizeof err->message, "cannot open model '%s': no such file, and %s", ref, e.message);
-        }
+        inf_error_set(err, INF_ENOENT, "cannot open model '%s': no such file, and %s", ref, e.message);
         return INF_ENOENT;
     }
     if (!rc) rc = inf_registry_load_model(r, ref, NULL, out, NULL, &e);
     inf_registry_free(r);
     if (rc && err) {
-        err->status = rc;
-        snprintf(err->message, sizeof err->message, "model '%s': %s", ref, e.message);
+        inf_error_set(err, rc, "model '%s': %s", ref, e.message);
     }
     return rc;
 }

@@ -69,10 +69,7 @@ static inf_status jsonl_source_next(void *state, inf_record_batch *b, int *eof, 
         inf_status st = inf_record_batch_add_json(b, s->buf, (size_t)n, &e);
         if (st) {
             inf_error *target = b->n_rows ? &s->pending : err;
-            if (target) {
-                target->status = st;
-                snprintf(target->message, sizeof target->message, "jsonl:%s: line %ld: %s", s->path, s->line, e.message);
-            }
+            inf_error_set(target, st, "jsonl:%s: line %ld: %s", s->path, s->line, e.message);
             if (b->n_rows && st != INF_ENOMEM) {
                 s->has_pending = 1;
                 return INF_OK;

@@ -700,10 +700,7 @@ inf_status inf_record_batch_add_json(inf_record_batch *b, const char *json, size
     int fast = add_json_flat(b, json, len);
     if (fast == 1) return INF_OK;
     if (fast < 0) {
-        if (err) {
-            err->status = INF_ENOMEM;
-            snprintf(err->message, sizeof err->message, "record: %s", inf_strerror(INF_ENOMEM));
-        }
+        inf_error_set(err, INF_ENOMEM, "record: %s", inf_strerror(INF_ENOMEM));
         return INF_ENOMEM;
     }
     const char *end = NULL;
@@ -770,10 +767,7 @@ fail_row:
     b->n_rows--;
 fail:
     cJSON_Delete(root);
-    if (err) {
-        err->status = st;
-        snprintf(err->message, sizeof err->message, "record: %s", inf_strerror(st));
-    }
+    inf_error_set(err, st, "record: %s", inf_strerror(st));
     return st;
 }
 

@@ -183,8 +183,7 @@ static inf_status forward(work *w, const inf__stream_events *ev) {
 
 /* Building outputs or dead letters failed (out of memory): fatal. */
 static inf_status outputs_failed(inf_status st, inf_error *e) {
-    e->status = st;
-    snprintf(e->message, sizeof e->message, "stream: building the outputs of a micro-batch: %s", inf_strerror(st));
+    inf_error_set(e, st, "stream: building the outputs of a micro-batch: %s", inf_strerror(st));
     return st;
 }
 
@@ -279,8 +278,7 @@ static inf_status work_init(work *w, const inf__stream_config *cfg, inf_error *e
     w->scorer.log = cfg->log;
     return INF_OK;
 oom:
-    e->status = INF_ENOMEM;
-    snprintf(e->message, sizeof e->message, "stream: out of memory");
+    inf_error_set(e, INF_ENOMEM, "stream: out of memory");
     return INF_ENOMEM;
 }
 
@@ -299,8 +297,7 @@ inf_status inf__stream_run(const inf__stream_config *cfg, inf__stream_stats *sta
     inf__stream_events ev;
     inf_status st = work_init(&w, cfg, err);
     if (!st && ((st = inf__stream_events_init(&ev)) || (st = inf_record_batch_set_id_field(ev.records, cfg->id_column)))) {
-        err->status = st;
-        snprintf(err->message, sizeof err->message, "stream: out of memory");
+        inf_error_set(err, st, "stream: out of memory");
         work_deinit(&w);
         return st;
     }

@@ -61,8 +61,7 @@ static inf_status jsonl_open(const char *uri, const inf__stream_source_options *
         if (s->fd < 0) {
             int e = errno;
             jsonl_close(s);
-            err->status = e == ENOENT ? INF_ENOENT : INF_EIO;
-            snprintf(err->message, sizeof err->message, "%s: cannot open: %s", uri, strerror(e));
+            inf_error_set(err, e == ENOENT ? INF_ENOENT : INF_EIO, "%s: cannot open: %s", uri, strerror(e));
             return err->status;
         }
     }
@@ -70,8 +69,7 @@ static inf_status jsonl_open(const char *uri, const inf__stream_source_options *
     return INF_OK;
 oom:
     jsonl_close(s);
-    err->status = INF_ENOMEM;
-    snprintf(err->message, sizeof err->message, "%s: out of memory", uri);
+    inf_error_set(err, INF_ENOMEM, "%s: out of memory", uri);
     return INF_ENOMEM;
 }
 
@@ -125,9 +123,7 @@ static inf_status fill(jsonl_stream *s, int timeout_ms, inf_error *err) {
     if (s->cap - s->len < 4096) {
         char *p = realloc(s->buf, s->cap * 2);
         if (!p) {
-            err->status = INF_ENOMEM;
-            snprintf(err->message, sizeof err->message, "jsonl:%s: out of memory (a line of %zu bytes)", s->path,
-                     s->len);
+            inf_error_set(err, INF_ENOMEM, "jsonl:%s: out of memory (a line of %zu bytes)", s->path, s->len);
             return INF_ENOMEM;
         }
         s->buf = p;
@@ -135,8 +131,7 @@ static inf_status fill(jsonl_stream *s, int timeout_ms, inf_error *err) {
     }
     ssize_t n = read(s->fd, s->buf + s->len, s->cap - s->len);
     if (n < 0 && errno != EINTR && errno != EAGAIN) {
-        err->status = INF_EIO;
-        snprintf(err->message, sizeof err->message, "jsonl:%s: read failed: %s", s->path, strerror(errno));
+        inf_error_set(err, INF_EIO, "jsonl:%s: read failed: %s", s->path, strerror(errno));
         return INF_EIO;
     }
     if (n == 0) s->eof = 1;
@@ -150,8 +145,7 @@ static inf_status jsonl_next(void *state, inf__stream_events *ev, int max, int *
     for (;;) {
         inf_status st = take_lines(s, ev, max);
         if (st) {
-            err->status = st;
-            snprintf(err->message, sizeof err->message, "jsonl:%s: out of memory", s->path);
+            inf_error_set(err, st, "jsonl:%s: out of memory", s->path);
             return st;
         }
         int n = inf__stream_events_count(ev);

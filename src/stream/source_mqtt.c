@@ -103,8 +103,7 @@ static void mqtt_close(void *state) {
 }
 
 static inf_status failf(inf_error *err, inf_status st, const char *red, const char *what, const char *why) {
-    err->status = st;
-    snprintf(err->message, sizeof err->message, "%s: %s%s", red, what, why);
+    inf_error_set(err, st, "%s: %s%s", red, what, why);
     return st;
 }
 
@@ -222,10 +221,9 @@ static void mqtt_describe(void *state, char *buf, size_t size) {
 
 static inf_status mqtt_open(const char *uri, const inf__stream_source_options *o, void **state, inf_error *err) {
     char red[512];
-    err->status = INF_EUNSUPPORTED;
-    snprintf(err->message, sizeof err->message,
-             "%s: this infera was built without MQTT support (install libmosquitto-dev and re-run cmake)",
-             inf_io_redact_uri(uri, red, sizeof red));
+    inf_error_set(err, INF_EUNSUPPORTED,
+                  "%s: this infera was built without MQTT support (install libmosquitto-dev and re-run cmake)",
+                  inf_io_redact_uri(uri, red, sizeof red));
     return INF_EUNSUPPORTED;
 }
 static inf_status mqtt_next(void *state, inf__stream_events *ev, int max, int *eof, inf_error *err) {
