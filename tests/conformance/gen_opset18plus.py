@@ -610,10 +610,17 @@ def ml_maps():
     dv("int64_float_negative_keys", MapInput({-4: 2.5, 4: -1.0}, i64, np.float32), int64_vocabulary=[4, -4, 0])
 
 
+def optional_18():
+    """OptionalHasElement's input became optional at opset 18: without it, the answer is false."""
+    single("optionalhaselement_no_input_opset18", "OptionalHasElement", 18, [])
+    single("optionalhaselement_tensor_opset18", "OptionalHasElement", 18, [("x", rand(2))])
+
+
 # (new groups go last: each draws from the one seeded generator, so earlier cases keep their data)
 GROUPS = [unchanged_operators, reduce_18, split_18, pad_18_19, scatter_18, pools, casts, misc_types, gridsample_20,
           quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18, dft_20, attention_23, rotary_23,
-          more_new_operators, ml_opset5, deform_conv_19_22, regex_20, ml_maps]
+          more_new_operators, ml_opset5, deform_conv_19_22, regex_20, ml_maps,
+          optional_18]
 
 
 # ---------------------------------------------------------------- error cases
