@@ -47,6 +47,15 @@ int cmd_ops(int argc, char **argv) {
 #define LEFT_OUT(domain, name, reason) printf("| %s | %s | %s |\n", k_domain_names[INF_DOMAIN_##domain], name, reason);
 #include "ops/left_out.def"
 #undef LEFT_OUT
+        printf("\n## Notes\n\n"
+               "- RegexFullMatch takes RE2 syntax and matches with PCRE2 (libpcre2-8) after a rewrite that refuses\n"
+               "  what RE2 refuses, at load, naming the node (src/ops/ref/re2_syntax.c). A build without libpcre2 (and\n"
+               "  libinfera_edge.a) refuses the operator at load. Differences from ONNX Runtime's RE2, all rare: `\\C`\n"
+               "  (one byte of UTF-8) is refused; under `(?i)`, `\\p{..}` classes are not case-folded; `\\p{C}` also\n"
+               "  matches unassigned code points.\n"
+               "- CastMap and DictVectorizer take map inputs (ONNX MapProto: values as one tensor, or one tensor per key).\n"
+               "  The opset18plus suite checks float-valued maps only: ONNX Runtime's Python API builds no other map from\n"
+               "  a dict, so CastMap's string -> number casts follow ORT's source (std::stof/stoll) without an oracle.\n");
     }
     return 0;
 }
