@@ -2,18 +2,19 @@
 # Prepares what `scripts/build.sh aarch64` needs: the cross compiler and
 # qemu-user from apt (they coexist with the host's packages), and a private
 # sysroot of the arm64 libraries the full `infera` links (protobuf-c, sqlite3,
-# libpq, hiredis, microhttpd, cJSON, mosquitto and their dependencies),
+# libpq, hiredis, microhttpd, cJSON, mosquitto, pcre2 and their dependencies),
 # unpacked from Debian's arm64 packages with `apt-get download` + `dpkg-deb -x`
 # into build-aarch64/sysroot -- never installed, because some arm64 -dev
 # packages (libpq-dev) are not multi-arch co-installable and would remove
 # the host's.  The glibc comes from the cross toolchain
-# (/usr/aarch64-linux-gnu).  A re-run with the sysroot in place does nothing.
+# (/usr/aarch64-linux-gnu).  A re-run with the sysroot in place does nothing
+# (the stamp holds the library list: a sysroot made for a shorter list is refreshed).
 #   aarch64-sysroot.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: aarch64-sysroot.sh BUILD_DIR}
 sysroot=$build/sysroot
 stamp=$sysroot/.complete
-libs="libprotobuf-c-dev libsqlite3-dev libpq-dev libhiredis-dev libmicrohttpd-dev libcjson-dev libmosquitto-dev"
+libs="libprotobuf-c-dev libsqlite3-dev libpq-dev libhiredis-dev libmicrohttpd-dev libcjson-dev libmosquitto-dev libpcre2-dev"
 
 need_tools=""
 command -v aarch64-linux-gnu-gcc >/dev/null || need_tools="$need_tools gcc-aarch64-linux-gnu"
@@ -27,7 +28,7 @@ if [ -n "$need_tools" ]; then
   fi
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q $need_tools >/dev/null
 fi
-[ -f "$stamp" ] && exit 0
+[ -f "$stamp" ] && [ "$(cat "$stamp")" = "$libs" ] && exit 0
 
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   [ "$(id -u)" -eq 0 ] || { echo "aarch64: run 'dpkg --add-architecture arm64 && apt-get update' as root" >&2; exit 1; }
@@ -49,5 +50,5 @@ find "$sysroot" -type l | while read -r link; do
   target=$(readlink "$link")
   case "$target" in /*) ln -sfn "$sysroot$target" "$link" ;; esac
 done
-touch "$stamp"
+echo "$libs" > "$stamp"
 echo "aarch64: sysroot of $(echo "$pkgs" | wc -l) arm64 packages in $sysroot"

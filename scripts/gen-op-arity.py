@@ -6,9 +6,11 @@ inputs and outputs a node of that op may have, over the opsets the row
 covers, and a bit mask of the inputs that are required (never empty) in all
 of them:  OP(ONNX, "Conv", 1, 17, op_conv, 2, 3, 1, 1, 0x3).  The loader rejects a
 node outside those bounds before its kernel sees it.  This script (a
-development tool; Debian's python3-onnx) computes them from onnx.defs and
-rewrites the lines in place; run it after adding an operator.
-Usage: /usr/bin/python3 scripts/gen-op-arity.py [src/ops/ops.def]
+development tool) computes them from onnx.defs and rewrites the lines in
+place; run it after adding an operator.  Debian's python3-onnx knows opsets up
+to 17 only: for the versions of 18-26 use the pinned oracle's ONNX 1.23
+(tests/conformance/setup_oracle.sh), which gives the same columns for <= 17.
+Usage: /tmp/opset-venv/bin/python scripts/gen-op-arity.py [src/ops/ops.def]
 """
 import re
 import sys
@@ -56,6 +58,9 @@ def main():
             out.append(line)
             continue
         dom, name, first, last, impl = m.group(1), m.group(2), int(m.group(3)), int(m.group(4)), m.group(5)
+        if dom not in DOMAINS:  # ai.infera's fused ops: no ONNX schema, arity set by hand
+            out.append(line)
+            continue
         a = arity(DOMAINS[dom], name, first, last)
         if a is None:
             missing.append(name)

@@ -8,6 +8,7 @@ packages=(
   build-essential cmake pkg-config                # compiler, build
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev # ONNX decoding (onnx.proto from libonnx-dev)
   libcjson-dev                                    # JSON: XGBoost import, pipeline specs, KServe
+  libpcre2-dev                                    # RegexFullMatch (RE2 patterns rewritten for PCRE2)
   libsqlite3-dev sqlite3                          # embedded registry, SQLite sources/sinks, SQL functions
   libpq-dev postgresql postgresql-server-dev-15   # PostgreSQL registry, sources/sinks, the extension (tests start a cluster)
   libhiredis-dev redis-server                     # Redis online features and streams (tests start a server)

@@ -20,7 +20,7 @@ ls -l bench/models/{mlp,cnn,bert}.onnx "$tmp"/*.bundle | awk '{print "   ", $5, 
 
 echo "== 1. load to first result, in process (median of $reps, interleaved)"
 cc -O2 -Iinclude bench/edge/bench_edge_load.c -Wl,--whole-archive build/libinfera.a -Wl,--no-whole-archive \
-   -lprotobuf-c -lcjson -lpthread -lm -o "$tmp/bench_edge_load"
+   -lprotobuf-c -lcjson -lpcre2-8 -lpthread -lm -o "$tmp/bench_edge_load"
 "$tmp/bench_edge_load" --reps "$reps" bench/models/mlp.onnx "$tmp/mlp.bundle" bench/models/cnn.onnx "$tmp/cnn.bundle" \
    bench/models/bert.onnx "$tmp/bert.bundle"
 

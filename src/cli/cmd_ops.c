@@ -10,8 +10,9 @@
 #include "cli/cli.h"
 #include "ops/ops.h"
 
-static const char *const k_left_out_domain_ONNX = "ai.onnx", *const k_left_out_domain_ML = "ai.onnx.ml",
-                         *const k_left_out_domain_TRAINING = "ai.onnx.preview.training";
+static const char *const k_domain_names[INF_DOMAIN_COUNT] = {
+    [INF_DOMAIN_ONNX] = "ai.onnx", [INF_DOMAIN_ML] = "ai.onnx.ml", [INF_DOMAIN_TRAINING] = "ai.onnx.preview.training",
+    [INF_DOMAIN_INFERA] = "ai.infera"};
 
 int cmd_ops(int argc, char **argv) {
     bool markdown = false;
@@ -43,9 +44,18 @@ int cmd_ops(int argc, char **argv) {
         printf("\n## Not implemented\n\nOperators ONNX defines up to ai.onnx opset %d and ai.onnx.ml opset %d that this "
                "build refuses, and why.\n\n| domain | operator | reason |\n|---|---|---|\n", INF_OPSET_MAX_ONNX,
                INF_OPSET_MAX_ML);
-#define LEFT_OUT(domain, name, reason) printf("| %s | %s | %s |\n", k_left_out_domain_##domain, name, reason);
+#define LEFT_OUT(domain, name, reason) printf("| %s | %s | %s |\n", k_domain_names[INF_DOMAIN_##domain], name, reason);
 #include "ops/left_out.def"
 #undef LEFT_OUT
+        printf("\n## Notes\n\n"
+               "- RegexFullMatch takes RE2 syntax and matches with PCRE2 (libpcre2-8) after a rewrite that refuses\n"
+               "  what RE2 refuses, at load, naming the node (src/ops/ref/re2_syntax.c). A build without libpcre2 (and\n"
+               "  libinfera_edge.a) refuses the operator at load. Differences from ONNX Runtime's RE2, all rare: `\\C`\n"
+               "  (one byte of UTF-8) is refused; under `(?i)`, `\\p{..}` classes are not case-folded; `\\p{C}` also\n"
+               "  matches unassigned code points.\n"
+               "- CastMap and DictVectorizer take map inputs (ONNX MapProto: values as one tensor, or one tensor per key).\n"
+               "  The opset18plus suite checks float-valued maps only: ONNX Runtime's Python API builds no other map from\n"
+               "  a dict, so CastMap's string -> number casts follow ORT's source (std::stof/stoll) without an oracle.\n");
     }
     return 0;
 }

@@ -419,6 +419,41 @@ static inf_status value_from_sequence(const Onnx__SequenceProto *sp, const char 
     return INF_OK;
 }
 
+/* A map's n values: one tensor holding them all, or (as onnx.numpy_helper.from_dict writes them) n
+ * one-element tensors of one type, gathered into a 1-D tensor. */
+static inf_status map_values_from_sequence(const Onnx__SequenceProto *sp, int64_t n, const char *what, inf_tensor **out,
+                                           inf_error *err) {
+    size_t count = sp ? sp->n_tensor_values : 0;
+    if (count == 1) return inf__onnx_tensor_from_proto(sp->tensor_values[0], NULL, what, out, err);
+    if ((int64_t)count != n)
+        return inf_error_set(err, INF_EFORMAT, "%s: a map of %lld keys has %zu value tensors (expected one tensor of "
+                             "all values, or one per key)", what, (long long)n, count);
+    inf_tensor *values = NULL;
+    inf_status st = INF_OK;
+    for (size_t i = 0; i < count && st == INF_OK; i++) {
+        inf_tensor *v;
+        if ((st = inf__onnx_tensor_from_proto(sp->tensor_values[i], NULL, what, &v, err)) != INF_OK) break;
+        if (!values) st = inf_tensor_new(v->dtype, 1, &n, &values);
+        if (st == INF_OK && (inf_tensor_numel(v) != 1 || v->dtype != values->dtype))
+            st = inf_error_set(err, INF_EFORMAT, "%s: map value %zu is not one element of type %s", what, i,
+                               inf_dtype_name(values->dtype));
+        else if (st == INF_OK && v->dtype == INF_DTYPE_STRING) {
+            const char *str = ((char *const *)v->data)[0];
+            st = inf_tensor_set_string(values, (int64_t)i, str ? str : "", str ? strlen(str) : 0);
+        }
+        else if (st == INF_OK)
+            memcpy((char *)values->data + i * inf_dtype_size(v->dtype), v->data, inf_dtype_size(v->dtype));
+        inf_tensor_free(v);
+    }
+    if (st == INF_OK && !values) st = inf_tensor_new(INF_DTYPE_F32, 1, &n, &values); /* an empty map */
+    if (st != INF_OK) {
+        inf_tensor_free(values);
+        return err && err->status == st ? st : inf_error_set(err, st, "%s: map values: %s", what, inf_strerror(st));
+    }
+    *out = values;
+    return INF_OK;
+}
+
 static inf_status value_from_map(const Onnx__MapProto *mp, const char *what, inf_tensor **out, inf_error *err) {
     inf_tensor *map, *keys = NULL, *values = NULL;
     if (inf_tensor_new_sequence(INF_DTYPE_UNDEFINED, &map) != INF_OK) return inf_error_set(err, INF_ENOMEM, "%s: out of memory", what);
@@ -429,10 +464,7 @@ static inf_status value_from_map(const Onnx__MapProto *mp, const char *what, inf
         if (mp->key_type == INF_DTYPE_STRING) st = inf_tensor_set_string(keys, i, (const char *)mp->string_keys[i].data, mp->string_keys[i].len);
         else ((int64_t *)keys->data)[i] = mp->keys[i];
     }
-    if (st == INF_OK && mp->values && mp->values->n_tensor_values == 1)
-        st = inf__onnx_tensor_from_proto(mp->values->tensor_values[0], NULL, what, &values, err);
-    else if (st == INF_OK)
-        st = inf_error_set(err, INF_EUNSUPPORTED, "%s: map values must be one tensor", what);
+    if (st == INF_OK) st = map_values_from_sequence(mp->values, n, what, &values, err);
     if (st == INF_OK) {
         st = inf_tensor_sequence_append(map, keys);
         keys = NULL;

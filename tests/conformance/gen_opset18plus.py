@@ -42,9 +42,39 @@ def ints(*shape, lo=0, hi=10, dtype=np.int64):
     return rng.integers(lo, hi, size=shape).astype(dtype)
 
 
+class MapInput:
+    """A map input (ai.onnx.ml CastMap, DictVectorizer): a dict, its key type and its value type."""
+
+    def __init__(self, d, key_type, value_dtype):
+        self.d, self.key_type, self.value_dtype = d, key_type, np.dtype(value_dtype)
+
+    def type_proto(self):
+        value = helper.make_tensor_type_proto(helper.np_dtype_to_tensor_dtype(self.value_dtype), None)
+        return helper.make_map_type_proto(self.key_type, value)
+
+    def to_proto(self, name):
+        """A MapProto as onnx.numpy_helper.from_dict writes one (a one-element tensor per value), with the
+        value type given (from_dict would make Python floats double)."""
+        m = onnx.MapProto(name=name, key_type=self.key_type)
+        if self.key_type == TensorProto.STRING:
+            m.string_keys.extend(k.encode() for k in self.d)
+        else:
+            m.keys.extend(self.d)
+        m.values.elem_type = onnx.SequenceProto.TENSOR
+        for v in self.d.values():
+            m.values.tensor_values.append(numpy_helper.from_array(np.array(v, dtype=self.value_dtype)))
+        return m
+
+
+def value_info(name, a):
+    if isinstance(a, MapInput):
+        return helper.make_value_info(name, a.type_proto())
+    return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+
+
 def make_model(nodes, inputs, outputs, opset, ml_opset=None, initializers=()):
-    """inputs: list of (name, array); outputs: names (types filled from ORT's run)."""
-    vin = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in inputs]
+    """inputs: list of (name, array or MapInput); outputs: names (types filled from ORT's run)."""
+    vin = [value_info(n, a) for n, a in inputs]
     vout = [onnx.ValueInfoProto(name=n) for n in outputs]
     graph = helper.make_graph(nodes, "g", vin, vout, initializer=list(initializers))
     imports = [helper.make_opsetid("", opset)]
@@ -58,7 +88,7 @@ def run_ort(model, inputs):
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return sess.run(None, {n: a for n, a in inputs})
+    return sess.run(None, {n: a.d if isinstance(a, MapInput) else a for n, a in inputs})
 
 
 cases = []
@@ -83,7 +113,7 @@ def write_case(name, model, inputs, outputs):
         f.write(model.SerializeToString())
     for i, (n, a) in enumerate(inputs):
         with open(os.path.join(d, "test_data_set_0", "input_%d.pb" % i), "wb") as f:
-            f.write(numpy_helper.from_array(a, n).SerializeToString())
+            f.write((a.to_proto(n) if isinstance(a, MapInput) else numpy_helper.from_array(a, n)).SerializeToString())
     for i, (n, a) in enumerate(outputs):
         with open(os.path.join(d, "test_data_set_0", "output_%d.pb" % i), "wb") as f:
             f.write(numpy_helper.from_array(np.asarray(a), n).SerializeToString())
@@ -509,10 +539,88 @@ def deform_conv_19_22():
            pads=[1, 1, 1, 1])
 
 
+def regex_20():
+    """RegexFullMatch: RE2 syntax (ORT matches with RE2, Infera with PCRE2 after a rewrite): anchors, classes,
+    Unicode, flags, repetitions, alternation, empty strings and an empty tensor."""
+    def rx(name, pattern, strs, opset=20):
+        single("regexfullmatch_%s_opset%d" % (name, opset), "RegexFullMatch", opset,
+               [("x", np.array(strs, dtype=object))], pattern=pattern)
+    rx("literal", "abc", ["abc", "abcd", "xabc", "", "ABC"])
+    rx("email", r"(\W|^)[\w.\-]{0,25}@(yahoo|gmail)\.com(\W|$)", [["account@gmail.com", "x@yahoo.com "],
+                                                                   ["not an email", "a b@gmail.com"]])
+    rx("dot_newline", "a.c", ["abc", "a\nc", "a\u00e9c", "a\rc", "ac"])
+    rx("dotall_flag", "(?s)a.c", ["a\nc", "abc"])
+    rx("perl_classes", r"\d+\s*\w+", ["12 ab_9", "12\u000bab", "\u0663 x", "1\t\n\f\rz", "12"])
+    rx("negated_classes", r"[\D][\S]\W", ["a\u000b!", "1b!", "ab1", "\u00e9\u00e9 "])
+    rx("posix_classes", r"[[:alpha:][:digit:]]+[[:^space:]][[:punct:]]*", ["ab1x!?", "ab \u000b", "a\u000b", "\u00e9x"])
+    rx("anchors_dollar_newline", "^abc$", ["abc", "abc\n", "\nabc"])
+    rx("multiline", r"(?m)^a$\n^b$", ["a\nb", "a\nc", "a\n\nb"])
+    rx("multiline_scoped", r"((?m)a$)\nb$", ["a\nb", "a\nb\n"])
+    rx("text_anchors", r"\Aa+\z", ["aaa", "aab", ""])
+    rx("word_boundary", r".*\bcat\b.*", ["the cat sat", "concatenate", "cat", "\u00e9cat\u00e9"])
+    rx("alternation", "a|ab|abc", ["a", "ab", "abc", "abcd", ""])
+    rx("unicode_literal", "日本.+", ["日本語", "日本", "日本語です", "にほん"])
+    rx("unicode_script", r"\p{Greek}+\P{Greek}?", ["αβγ", "αβγa", "abc", "αβ\u03b3\u03b4!"])
+    rx("unicode_category", r"\p{Lu}\p{Ll}*\pN?", ["Hello", "hello", "\u00c9t\u00e9", "Ab\u0663"])
+    rx("case_insensitive", "(?i)stra(ss|ß)e", ["STRASSE", "Straße", "strasse", "STRAE"])
+    rx("case_insensitive_group", "(?i:ab)C", ["ABC", "abC", "abc"])
+    rx("ungreedy_flag", "(?U)(a+)(a+?)", ["aaa", "a"])
+    rx("counted", "a{2,3}b{2}c{1,}", ["aabbc", "aaabbccc", "abbc", "aaaabbc", "aabbb"])
+    rx("literal_brace", "a{,2}x{", ["a{,2}x{", "aax{"])
+    rx("nongreedy", "a*?b+?", ["aaab", "b", "a"])
+    rx("empty_pattern", "", ["", "a", " "])
+    rx("empty_alternative", "a|", ["", "a", "aa"])
+    rx("escapes", r"\x41\x{65e5}\101\t\$\.\*", ["A日A\t$.*", "A日A $.*"])
+    rx("quoted", r"\Qa.b*\E+", ["a.b*", "a.b**", "axb"])
+    rx("class_edges", r"[]a-]+[^]x]", ["]a-b", "a]", "-x"])
+    rx("vertical_tab_escape", r"\v[\v]", ["\u000b\u000b", "\n\n"])
+    rx("named_groups", "(?P<year>\\d{4})-(?<month>\\d{2})", ["2024-07", "24-07"])
+    rx("nested_star", "(a*)*b", ["a" * 40 + "c", "aab", "b"])
+    rx("empty_strings", ".*", ["", "", "x"])
+    single("regexfullmatch_empty_tensor_opset20", "RegexFullMatch", 20, [("x", np.zeros((0, 3), dtype=object))],
+           pattern="a+")
+    rx("opset26", r"[a-z]+\d", ["abc1", "ABC1"], opset=26)
+
+
+def ml_maps():
+    """ai.onnx.ml CastMap and DictVectorizer: map inputs (keys in any order), dense and sparse packing, the casts
+    ORT makes (float -> string is %f, float -> int64 truncates).  Only float-valued maps: onnxruntime's Python
+    API builds no other map from a dict (map(int64, string), map(string, int64), double values: "cannot be linked
+    to C type" / "Unexpected input data type"), so the string -> number casts have no oracle here."""
+    def ml(name, node, inputs):
+        case(name, [node], inputs, ["y0"], 21, ml_opset=5)
+    i64, s = TensorProto.INT64, TensorProto.STRING
+    fmap = MapInput({5: 1.5, 1: -2.25, 3: 0.5, 0: 7.0}, i64, np.float32)
+    def castmap(name, x, **attrs):
+        ml("castmap_%s_ml5" % name, helper.make_node("CastMap", ["x"], ["y0"], domain="ai.onnx.ml", **attrs), [("x", x)])
+    castmap("float_to_float", fmap)
+    castmap("float_to_int64", MapInput({0: 1.9, 1: -1.9, 2: 100.0, 3: -0.0}, i64, np.float32), cast_to="TO_INT64")
+    castmap("float_to_string", MapInput({1: 1.5, 0: -0.1, 2: 1e10}, i64, np.float32), cast_to="TO_STRING")
+    castmap("sparse_float", fmap, map_form="SPARSE", max_map=5)
+    castmap("sparse_to_int64", MapInput({3: 9.5, 1: -4.0}, i64, np.float32), cast_to="TO_INT64", map_form="SPARSE",
+            max_map=6)
+    castmap("sparse_to_string", MapInput({2: 0.25}, i64, np.float32), cast_to="TO_STRING", map_form="SPARSE",
+            max_map=4)
+    def dv(name, x, **attrs):
+        ml("dictvectorizer_%s_ml5" % name, helper.make_node("DictVectorizer", ["x"], ["y0"], domain="ai.onnx.ml",
+                                                            **attrs), [("x", x)])
+    words = ["a", "b", "c", "d", "é"]
+    dv("string_float", MapInput({"c": 1.5, "a": -2.0, "zz": 9.0, "é": 3.25}, s, np.float32), string_vocabulary=words)
+    dv("int64_float_repeated_vocabulary", MapInput({1: 0.5, 2: -1.5}, i64, np.float32), int64_vocabulary=[1, 2, 1, 5])
+    dv("int64_float_negative_keys", MapInput({-4: 2.5, 4: -1.0}, i64, np.float32), int64_vocabulary=[4, -4, 0])
+
+
+def optional_18():
+    """OptionalHasElement's input became optional at opset 18: without it, the answer is false."""
+    single("optionalhaselement_no_input_opset18", "OptionalHasElement", 18, [])
+    single("optionalhaselement_tensor_opset18", "OptionalHasElement", 18, [("x", rand(2))])
+
+
 # (new groups go last: each draws from the one seeded generator, so earlier cases keep their data)
 GROUPS = [unchanged_operators, reduce_18, split_18, pad_18_19, scatter_18, pools, casts, misc_types, gridsample_20,
           quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18, dft_20, attention_23, rotary_23,
-          more_new_operators, ml_opset5, deform_conv_19_22]
+          more_new_operators, ml_opset5, deform_conv_19_22, regex_20, ml_maps,
+          optional_18]
 
 
 # ---------------------------------------------------------------- error cases
@@ -578,6 +686,32 @@ def error_cases():
         "attribute approximate: expected none or tanh, got 'fast'")
     err("bitwise_float_opset18", [helper.make_node("BitwiseAnd", ["x", "x"], ["y"])], [x], ["y"], 18,
         "BitwiseAnd does not accept float32")
+    # RegexFullMatch: patterns RE2 (so ORT) refuses, refused at load with the node named
+    strs = c("s", np.array(["a", "b"], dtype=object))
+    for name, pattern, expect in [
+            ("lookahead", "(?=a)a", "invalid or unsupported group syntax"),
+            ("backreference", r"(a)\1", "backreference \\1 is not RE2 syntax at offset 3"),
+            ("count_over_1000", "a{1001}", "bad repetition operator {1001} (RE2 allows counts up to 1000)"),
+            ("nested_counts", "(a{10}){101}", "bad repetition operator: nested counts multiply to more than 1000"),
+            ("possessive", "a*+", "bad repetition operator: stacked or possessive repetition *+ at offset 1"),
+            ("unclosed_group", "(ab", "missing ) at offset 0"),
+            ("unclosed_class", "[ab", "missing ] of a character class at offset 0"),
+            ("bad_escape", r"a\Z", "invalid escape \\Z (not RE2 syntax) at offset 1"),
+            ("unknown_posix_class", "[[:foo:]]", "invalid character class [:foo:]")]:
+        err("regexfullmatch_" + name, [helper.make_node("RegexFullMatch", ["s"], ["y"], pattern=pattern,
+                                                        name="rx_" + name)], [strs], ["y"], 20,
+            "node 'rx_%s' (RegexFullMatch): attribute pattern '%s': %s" % (name, pattern, expect))
+    err("regexfullmatch_unknown_script", [helper.make_node("RegexFullMatch", ["s"], ["y"], pattern=r"\p{Klingon}")],
+        [strs], ["y"], 20, "attribute pattern: unknown property")  # (PCRE2's message: it knows the script names)
+    err("regexfullmatch_no_pattern", [helper.make_node("RegexFullMatch", ["s"], ["y"])], [strs], ["y"], 20,
+        "attribute pattern (a string, RE2 syntax) is required")
+    err("castmap_cast_to", [helper.make_node("CastMap", ["m"], ["y"], domain="ai.onnx.ml", cast_to="TO_DOUBLE")], [],
+        ["y"], 21, "attribute cast_to: expected TO_FLOAT, TO_INT64 or TO_STRING, got 'TO_DOUBLE'", ml_opset=5,
+        inputs=[("m", MapInput({1: 1.0}, TensorProto.INT64, np.float32))])
+    err("dictvectorizer_two_vocabularies", [helper.make_node("DictVectorizer", ["m"], ["y"], domain="ai.onnx.ml",
+                                                             string_vocabulary=["a"], int64_vocabulary=[1])], [],
+        ["y"], 21, "exactly one of string_vocabulary or int64_vocabulary must be set", ml_opset=5,
+        inputs=[("m", MapInput({"a": 1.0}, TensorProto.STRING, np.float32))])
     return errs
 
 

@@ -1,13 +1,13 @@
 /*
  * optional.c -- the ONNX optional-value ops, any element type:
  *
- *   Optional            opsets 15-17  input present: the output is that value
+ *   Optional            opsets 15-26  input present: the output is that value
  *                       (a tensor aliases it; a sequence is deep-copied);
  *                       input absent: an empty optional.  The `type`
  *                       attribute only matters to type inference.
- *   OptionalHasElement  opsets 15-17  bool scalar: does the input hold a value?
+ *   OptionalHasElement  opsets 15-26  bool scalar: does the input hold a value?
  *                       An omitted input (allowed from opset 18) reads false.
- *   OptionalGetElement  opsets 15-17  the held value (tensor aliased, sequence
+ *   OptionalGetElement  opsets 15-26  the held value (tensor aliased, sequence
  *                       copied); an empty optional is an error.
  *
  * Representation: Infera has no wrapper for a non-empty optional.  An optional

@@ -1,0 +1,1 @@
+2ABC2abC2abcBx

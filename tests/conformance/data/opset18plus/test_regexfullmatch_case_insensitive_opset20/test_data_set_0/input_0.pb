@@ -1,0 +1,1 @@
+2STRASSE2Straße2strasse2STRAEBx

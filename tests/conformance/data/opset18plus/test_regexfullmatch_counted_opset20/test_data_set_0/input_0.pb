@@ -1,0 +1,1 @@
+2aabbc2aaabbccc2abbc2aaaabbc2aabbbBx

@@ -1,0 +1,1 @@
+2account@gmail.com2x@yahoo.com 2not an email2a b@gmail.comBx

@@ -1,0 +1,1 @@
+2)aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaac2aab2bBx

@@ -1,0 +1,1 @@
+2Hello2hello2Été2Ab٣Bx

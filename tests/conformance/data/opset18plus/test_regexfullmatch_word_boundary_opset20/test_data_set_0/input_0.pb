@@ -1,0 +1,1 @@
+2the cat sat2concatenate2cat2écatéBx
