@@ -11,12 +11,25 @@ if(INFERA_EDGE)
   file(GLOB_RECURSE EDGE_SOURCES CONFIGURE_DEPENDS
     src/core/*.c src/graph/*.c src/ops/*.c src/bundle/*.c)
   list(FILTER EDGE_SOURCES EXCLUDE REGEX "TEMPLATE\\.c$")
-  add_library(infera_edge STATIC ${EDGE_SOURCES})
-  target_include_directories(infera_edge PUBLIC include PRIVATE src)
-  target_compile_definitions(infera_edge PRIVATE INF_BUILDING_LIBRARY INF_EDGE
-                             $<$<NOT:$<BOOL:${INFERA_THREADS}>>:INF_NO_THREADS>)
-  # each function and object in its own section, so a program keeps only what it calls
-  target_compile_options(infera_edge PRIVATE -ffunction-sections -fdata-sections)
+  # Cold code -- loading, planning, session set-up, the op table: everything
+  # outside the kernels (src/ops/ref, x86, arm, util.c) and the checksum --
+  # is built for size (-Os in Release): it runs once per model or once per
+  # run, not once per element.
+  set(EDGE_COLD_SOURCES ${EDGE_SOURCES})
+  list(FILTER EDGE_COLD_SOURCES EXCLUDE REGEX "(/src/ops/(ref|x86|arm)/|/src/ops/util\\.c$|/crc32c\\.c$)")
+  list(REMOVE_ITEM EDGE_SOURCES ${EDGE_COLD_SOURCES})
+  add_library(infera_edge_cold OBJECT ${EDGE_COLD_SOURCES})
+  target_compile_options(infera_edge_cold PRIVATE $<$<CONFIG:Release>:-Os>)
+  add_library(infera_edge STATIC ${EDGE_SOURCES} $<TARGET_OBJECTS:infera_edge_cold>)
+  foreach(t infera_edge infera_edge_cold)
+    target_include_directories(${t} PUBLIC include PRIVATE src)
+    target_compile_definitions(${t} PRIVATE INF_BUILDING_LIBRARY INF_EDGE
+                               $<$<NOT:$<BOOL:${INFERA_THREADS}>>:INF_NO_THREADS>)
+    # each function and object in its own section, so a program keeps only
+    # what it calls; no unwind tables (C, no exceptions: .eh_frame is dead weight)
+    target_compile_options(${t} PRIVATE -ffunction-sections -fdata-sections
+                           -fno-asynchronous-unwind-tables -fno-unwind-tables)
+  endforeach()
   if(INFERA_THREADS)
     target_link_libraries(infera_edge PUBLIC Threads::Threads m)
   else()

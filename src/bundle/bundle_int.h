@@ -28,6 +28,11 @@ typedef struct inf__bundle_facts {
 inf_status inf__bundle_load_image(const void *data, size_t size, const char *what,
                                   void (*release)(void *, size_t), inf_model **out, inf_error *err);
 
+/* Loads a bundle from a read-only mmap of a whole file (inf_model_load maps
+ * the file once to look at its magic and hands the mapping over); on
+ * success the model unmaps it when freed, on failure the caller still owns it. */
+inf_status inf__bundle_load_mapped(void *mapping, size_t size, const char *path, inf_model **out, inf_error *err);
+
 /* Loads a bundle from bytes the caller keeps only for the call: copied into
  * an aligned block the model owns (inf_model_load_buffer). */
 inf_status inf__bundle_load_copy(const void *data, size_t size, const char *what, inf_model **out, inf_error *err);

@@ -645,6 +645,10 @@ inf_status inf__bundle_load_copy(const void *data, size_t size, const char *what
     return st;
 }
 
+inf_status inf__bundle_load_mapped(void *mapping, size_t size, const char *path, inf_model **out, inf_error *err) {
+    return inf__bundle_load_image(mapping, size, path, unmap_image, out, err);
+}
+
 inf_status inf_bundle_load(const char *path, inf_model **out, inf_error *err) {
     int fd;
     uint64_t n;
@@ -655,14 +659,13 @@ inf_status inf_bundle_load(const char *path, inf_model **out, inf_error *err) {
         close(fd);
         return inf_error_set(err, INF_EFORMAT, "%s: not an Infera bundle (empty file)", path);
     }
-#ifdef MAP_POPULATE /* the checksum reads every page: map them all in one call, not one fault each */
-    void *p = mmap(NULL, (size_t)n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-#else
+    /* No MAP_POPULATE: populating walks every page in one call, which costs
+     * more than the fault-around of first touches (bench/edge: 0.14 -> 0.10 ms
+     * to the MLP's first result) */
     void *p = mmap(NULL, (size_t)n, PROT_READ, MAP_PRIVATE, fd, 0);
-#endif
     close(fd);
     if (p == MAP_FAILED) return inf_error_set(err, INF_EIO, "%s: cannot map the bundle", path);
-    st = inf__bundle_load_image(p, (size_t)n, path, unmap_image, out, err);
+    st = inf__bundle_load_mapped(p, (size_t)n, path, out, err);
     if (st) munmap(p, (size_t)n);
     return st;
 }

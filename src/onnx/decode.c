@@ -646,9 +646,14 @@ inf_status inf_model_load(const char *path, const inf_model_options *opts, inf_m
     int mapped;
     inf_status st = map_model(path, &data, &size, &mapped, err);
     if (st != INF_OK) return st;
-    if (inf_bundle_is_bundle(data, size)) { /* a compiled bundle (bundle/load.c): mapped again, kept mapped */
-        unmap_model(data, size, mapped);
-        return inf_bundle_load(path, out, err);
+    if (inf_bundle_is_bundle(data, size)) { /* a compiled bundle (bundle/load.c): the mapping is kept */
+        if (!mapped) {
+            unmap_model(data, size, mapped);
+            return inf_bundle_load(path, out, err);
+        }
+        st = inf__bundle_load_mapped(data, size, path, out, err);
+        if (st != INF_OK) unmap_model(data, size, mapped);
+        return st;
     }
     char *dir_copy = inf__strdup(path);
     if (!dir_copy) {

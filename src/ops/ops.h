@@ -396,7 +396,11 @@ void inf__conv2d_winograd_f32_avx2(inf__pool *pool, int tile, const inf__conv2d 
                                    const float *up, const float *bias, const float *res, float *scratch,
                                    float *y);
 /* ConvAdd (made by graph/passes/conv_add.c from a Conv node) uses the Conv's
- * W packed at its load, rather than packing W a second time (ops/ref/conv.c). */
+ * W packed at its load, rather than packing W a second time (ops/ref/conv.c):
+ * the pass brackets its rewrite with conv_add_packing_follows(true/false), so
+ * the ConvAdd's init does not pack, then gives it the Conv's packing.  A
+ * ConvAdd read from a bundle packs its constant W at init, as a Conv does. */
+void inf__ops_conv_add_packing_follows(bool follows);
 void inf__ops_conv_add_take_packing(inf__node *conv_add, const inf__node *conv);
 
 /* 2-D float32 MaxPool / AveragePool without dilation or indices: the

@@ -50,8 +50,10 @@ inf_status inf__pass_conv_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *er
         if (ci < 0) continue;
         const inf__node *conv = &pc->g->nodes[ci];
         int ins[4] = {conv->inputs[0], conv->inputs[1], conv->n_inputs > 2 ? conv->inputs[2] : -1, add->inputs[1 - o]};
+        inf__ops_conv_add_packing_follows(true);
         inf_status st = inf__pass_rewrite(pc, n, "ai.infera", "ConvAdd", 1, 4, ins, conv->n_attrs, conv->attrs, &ci,
                                           1, err);
+        inf__ops_conv_add_packing_follows(false);
         if (st != INF_OK) return st;
         inf__ops_conv_add_take_packing(&pc->g->nodes[n], &pc->g->nodes[ci]); /* W packed once */
         (*n_rewritten)++;

@@ -157,14 +157,21 @@ static bool pointwise_at_load(const conv_params *p, const inf__conv2d *c) {
 }
 #endif
 
-/* Conv only: packs a constant float32 1-D/2-D W for inf__conv2d_f32_avx2
- * when the CPU has AVX2/FMA (shapes are checked again at run time).  A
- * ConvAdd takes the packing of the Conv it replaces
- * (inf__ops_conv_add_take_packing); one given in a model file packs W per
- * run into scratch. */
+/* Set on the thread running graph/passes/conv_add.c while it makes a
+ * ConvAdd that takes its Conv's packing (inf__ops_conv_add_take_packing). */
+static _Thread_local bool tl_conv_add_packing_follows;
+
+void inf__ops_conv_add_packing_follows(bool follows) { tl_conv_add_packing_follows = follows; }
+
+/* Conv and ConvAdd: packs a constant float32 1-D/2-D W for
+ * inf__conv2d_f32_avx2 when the CPU has AVX2/FMA (shapes are checked again
+ * at run time).  A ConvAdd the optimizer makes takes the packing of the
+ * Conv it replaces instead; one read from a bundle packs here (without a
+ * packing, W would be packed per run into scratch). */
 static inf_status pack_const_w(const inf__node *node, inf__arena *arena, conv_params *p) {
 #if defined(__x86_64__)
-    bool conv = !strcmp(node->op_type, "Conv");
+    bool conv = !strcmp(node->op_type, "Conv") ||
+                (!strcmp(node->op_type, "ConvAdd") && !tl_conv_add_packing_follows);
     const inf_tensor *w = conv ? inf__node_constant_input(node, 1) : NULL;
     if (!inf__cpu_has_avx2_fma() || !w || w->dtype != INF_DTYPE_F32 || !w->data || (w->ndim != 3 && w->ndim != 4))
         return INF_OK;
