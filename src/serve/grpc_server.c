@@ -252,6 +252,22 @@ static grpc_slice read_all(grpc_byte_buffer *bb) {
     return s;
 }
 
+/* 1 (and c's refusal set) when a new call cannot be served now: the server
+ * is draining, or in_flight calls (this one included) exceed the limit. */
+static int refuse_busy(gcall *c, int64_t in_flight) {
+    srv_server *srv = c->g->srv;
+    if (atomic_load(&srv->draining)) {
+        c->refuse_code = GRPC_STATUS_UNAVAILABLE;
+        snprintf(c->refuse_msg, sizeof c->refuse_msg, "the server is shutting down");
+    } else if (in_flight > srv->opt.grpc_max_in_flight) {
+        c->refuse_code = GRPC_STATUS_RESOURCE_EXHAUSTED;
+        snprintf(c->refuse_msg, sizeof c->refuse_msg,
+                 "too many gRPC calls in flight (limit %d, --grpc-max-in-flight); retry later",
+                 srv->opt.grpc_max_in_flight);
+    }
+    return c->refuse_code != 0;
+}
+
 static void on_new(gcall *c, int ok) {
     struct srv_grpc *g = c->g;
     if (!ok) { /* the server is shutting down */
@@ -272,15 +288,7 @@ static void on_new(gcall *c, int ok) {
         snprintf(c->refuse_msg, sizeof c->refuse_msg,
                  "no method %.*s on this server (inference.GRPCInferenceService: see 'infera help serve')",
                  n > 200 ? 200 : n, (const char *)GRPC_SLICE_START_PTR(c->details.method));
-    } else if (atomic_load(&g->srv->draining)) {
-        c->refuse_code = GRPC_STATUS_UNAVAILABLE;
-        snprintf(c->refuse_msg, sizeof c->refuse_msg, "the server is shutting down");
-    } else if (now > g->srv->opt.grpc_max_in_flight) {
-        c->refuse_code = GRPC_STATUS_RESOURCE_EXHAUSTED;
-        snprintf(c->refuse_msg, sizeof c->refuse_msg,
-                 "too many gRPC calls in flight (limit %d, --grpc-max-in-flight); retry later",
-                 g->srv->opt.grpc_max_in_flight);
-    } else if (c->method->streaming) {
+    } else if (!refuse_busy(c, now) && c->method->streaming) {
         c->t_recv.fn = on_stream_recv;
     }
     grpc_op ops[2];
@@ -305,15 +313,7 @@ static void on_new_infer(gcall *c, int ok) {
     int64_t now = atomic_fetch_add(&g->in_flight, 1) + 1;
     for (int i = 0; i < N_METHODS; i++)
         if (methods[i].fn == h_model_infer) c->method = &methods[i], c->method_index = i;
-    if (atomic_load(&g->srv->draining)) {
-        c->refuse_code = GRPC_STATUS_UNAVAILABLE;
-        snprintf(c->refuse_msg, sizeof c->refuse_msg, "the server is shutting down");
-    } else if (now > g->srv->opt.grpc_max_in_flight) {
-        c->refuse_code = GRPC_STATUS_RESOURCE_EXHAUSTED;
-        snprintf(c->refuse_msg, sizeof c->refuse_msg,
-                 "too many gRPC calls in flight (limit %d, --grpc-max-in-flight); retry later",
-                 g->srv->opt.grpc_max_in_flight);
-    }
+    refuse_busy(c, now);
     on_recv(c, 1);
 }
 

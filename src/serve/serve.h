@@ -593,6 +593,10 @@ int inf__serve_traffic_parse_shadow(const char *spec, char name[129], char ref[1
 int inf__serve_traffic_set_sticky(srv_traffic *t, const char *how, inf_error *err);
 const char *inf__serve_traffic_sticky_header(srv_traffic *t); /* the header, or NULL */
 int inf__serve_traffic_sticky_principal(srv_traffic *t);
+/* Loads the route targets refs[0..n) that are not served yet (each gets its
+ * model slot), in order; on a failure *failed is its index (the targets
+ * before it stay loaded) and err says why. */
+inf_status inf__serve_traffic_load_targets(srv_models *ms, char refs[][129], int n, int *failed, inf_error *err);
 /* Creates or replaces name's targets and weights (runtime changes keep the counts). */
 inf_status inf__serve_traffic_set_route(srv_traffic *t, const char *name, char refs[][129], const double *weights,
                                         int n, inf_error *err);
