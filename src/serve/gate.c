@@ -172,12 +172,16 @@ int inf__serve_gate_check_framing(const char *head, size_t n, srv_body_framing *
     return 0;
 }
 
-/* 1 when the header block in w[0..n) is complete (an empty line). */
-static int headers_complete(const char *w, size_t n) {
-    for (size_t i = 1; i < n; i++)
-        if (w[i] == '\n' && (w[i - 1] == '\n' || (i >= 2 && w[i - 1] == '\r' && w[i - 2] == '\n'))) return 1;
+size_t inf__serve_gate_head_end(const char *p, size_t n) {
+    for (const char *nl = memchr(p, '\n', n), *end = p + n; nl; nl = memchr(nl + 1, '\n', (size_t)(end - nl - 1))) {
+        if (nl + 1 < end && nl[1] == '\n') return (size_t)(nl + 2 - p);
+        if (nl + 2 < end && nl[1] == '\r' && nl[2] == '\n') return (size_t)(nl + 3 - p);
+    }
     return 0;
 }
+
+/* 1 when the header block in w[0..n) is complete (an empty line). */
+static int headers_complete(const char *w, size_t n) { return inf__serve_gate_head_end(w, n) != 0; }
 
 /* ---- pending connections ---------------------------------------------------- */
 

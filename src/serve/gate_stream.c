@@ -65,14 +65,14 @@ struct srv_stream {
 /* Process-wide singleton: the watched sockets by number (NULL = not
  * watched); sized once, at the first watch, never freed. */
 static _Atomic(srv_stream *) *stream_table;
-static size_t stream_table_n;
+static _Atomic size_t stream_table_n; /* set once the table exists */
 static pthread_once_t stream_table_once = PTHREAD_ONCE_INIT;
 
 static void stream_table_init(void) {
     struct rlimit rl;
     size_t n = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (size_t)rl.rlim_cur : TABLE_MAX;
     if (n > TABLE_MAX) n = TABLE_MAX;
-    if ((stream_table = calloc(n, sizeof *stream_table))) stream_table_n = n;
+    if ((stream_table = calloc(n, sizeof *stream_table))) atomic_store_explicit(&stream_table_n, n, memory_order_release);
 }
 
 static void stream_free(srv_stream *s) {
@@ -97,13 +97,6 @@ void inf__serve_stream_forget(int fd) {
     if (fd < 0 || (size_t)fd >= stream_table_n) return;
     srv_stream *s = atomic_exchange(&stream_table[fd], NULL);
     stream_free(s);
-}
-
-/* Offset just past the empty line ending the header block in p[0..n), or 0. */
-static size_t head_end(const char *p, size_t n) {
-    for (size_t i = 1; i < n; i++)
-        if (p[i] == '\n' && (p[i - 1] == '\n' || (i >= 2 && p[i - 1] == '\r' && p[i - 2] == '\n'))) return i + 1;
-    return 0;
 }
 
 /* Answers the refused request: 400, and the socket to the gate to close. */
@@ -179,7 +172,7 @@ static size_t follow(srv_stream *s, int fd, const char *buf, size_t k) {
             if (!s->head_n) {
                 while (pos < k && (buf[pos] == '\r' || buf[pos] == '\n')) pos++; /* empty lines before a request */
                 if (pos == k) return k;
-                size_t e = head_end(buf + pos, k - pos);
+                size_t e = inf__serve_gate_head_end(buf + pos, k - pos);
                 if (!e) {
                     if (gather(s, buf + pos, k - pos)) s->state = UNTRACKED;
                     return k;
@@ -194,7 +187,7 @@ static size_t follow(srv_stream *s, int fd, const char *buf, size_t k) {
                 }
                 /* the end may straddle the two parts: look from a little before the new bytes */
                 size_t from = before >= 3 ? before - 3 : 0;
-                e = head_end(s->head + from, s->head_n - from);
+                e = inf__serve_gate_head_end(s->head + from, s->head_n - from);
                 if (!e) return k;
                 e += from;
                 s->head_n = 0;
@@ -211,7 +204,8 @@ static size_t follow(srv_stream *s, int fd, const char *buf, size_t k) {
  * visibility so that the executable exports it to the shared libraries). */
 __attribute__((visibility("default"))) ssize_t recv(int fd, void *buf, size_t len, int flags) {
     ssize_t k = recvfrom(fd, buf, len, flags, NULL, NULL);
-    if (k <= 0 || (flags & MSG_PEEK) || fd < 0 || (size_t)fd >= stream_table_n) return k;
+    if (k <= 0 || (flags & MSG_PEEK) || fd < 0 || (size_t)fd >= atomic_load_explicit(&stream_table_n, memory_order_acquire))
+        return k;
     srv_stream *s = atomic_load_explicit(&stream_table[fd], memory_order_acquire);
     if (!s) return k;
     return (ssize_t)follow(s, fd, buf, (size_t)k);

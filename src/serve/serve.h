@@ -722,6 +722,9 @@ typedef struct srv_body_framing {
  * Content-Length goes (and then *body, when not NULL, says how), else 1
  * with the reason in msg. */
 int inf__serve_gate_check_framing(const char *head, size_t n, srv_body_framing *body, char *msg, size_t cap);
+/* The offset just past the empty line that ends the header block in
+ * p[0..n) (CRLF or bare LF lines), or 0 when it is not complete. */
+size_t inf__serve_gate_head_end(const char *p, size_t n);
 /* Sends fd the 400 {"error": why} of a bad framing, Connection: close, and
  * shuts it for writing. */
 void inf__serve_gate_send_refusal(srv_server *srv, int fd, const char *why);
