@@ -78,9 +78,9 @@ struct gcall {
     gpr_timespec deadline; /* registered calls */
     char refuse_msg[300];
     /* ModelInfer / stream message state */
-    srv_infer_call ic;
     Inference__ModelInferRequest *msg;
     int raw_out;
+    srv_infer_call ic; /* last: the large part, zeroed once by inf__serve_infer_call_init (not before, by calloc) */
 };
 
 /* Answers the call: an optional response message (bytes, malloc'd, taken)

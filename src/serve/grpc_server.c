@@ -39,6 +39,7 @@
  * the HTTP endpoint's messages with the matching gRPC status code
  * (grpc_codec.c inf__serve_grpc_status_of).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -91,8 +92,9 @@ static void on_new_infer(gcall *c, int ok);
  * with its request message read) or any other method. */
 static void post_call(struct srv_grpc *g, grpc_completion_queue *cq, int infer) {
     if (atomic_load(&g->stopping)) return;
-    gcall *c = calloc(1, sizeof *c);
+    gcall *c = malloc(sizeof *c);
     if (!c) return; /* fewer calls posted: the next completed call posts again */
+    memset(c, 0, offsetof(gcall, ic)); /* ic: by inf__serve_infer_call_init below */
     c->g = g;
     c->cq = cq;
     c->t_new = (gtag){infer ? on_new_infer : on_new, c};
