@@ -1737,6 +1737,33 @@ static void check_bad_content_length(int port) {
           "a body that looks like a request with a bad Content-Length is read as the body; the next request on "
           "the connection is served (%.400s)",
           out);
+    /* requests trickled a few bytes at a time (header blocks and bodies split
+     * across reads at every place): the good ones served, the bad one refused */
+    static const char trickled[] =
+        "POST /v2/models/fraud/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+        "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
+        "POST /v2/models/fraud/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 3x\r\n\r\n{}";
+    int tfd = http_connect(port);
+    size_t tgot = 0;
+    if (tfd >= 0) {
+        struct timeval tv = {3, 0};
+        setsockopt(tfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        int one = 1;
+        setsockopt(tfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        for (size_t at = 0; at < sizeof trickled - 1; at += 3) {
+            size_t step = sizeof trickled - 1 - at < 3 ? sizeof trickled - 1 - at : 3;
+            if (write_all(tfd, trickled + at, step)) break;
+            usleep(1500);
+        }
+        ssize_t k;
+        while (tgot < sizeof out - 1 && (k = recv(tfd, out + tgot, sizeof out - 1 - tgot, 0)) > 0) tgot += (size_t)k;
+        close(tfd);
+    }
+    out[tgot] = 0;
+    const char *r2 = strstr(out, "{\"live\":true}"), *r3 = r2 ? strstr(r2, "HTTP/1.1 400") : NULL;
+    CHECK(!strncmp(out, "HTTP/1.1 400", 12) && strstr(out, "inputs") && r2 && r3 &&
+              strstr(r3, "'3x' is not a decimal number") && !strstr(r3, "<html>"),
+          "three requests trickled 3 bytes at a time: answered, answered, then one 400 {\"error\"} (%.600s)", out);
     /* the connection opened before still serves */
     const char *live = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n";
     char buf[1024] = {0};
