@@ -58,8 +58,8 @@ struct srv_stream {
     uint64_t body_left;
     uint64_t heads, answered; /* header blocks passed on / requests answered (http.c) */
     char *refusal;            /* a refused request's error, until the requests before it are answered */
-    char *head; /* a header block split over reads, gathered */
-    size_t head_n, head_cap;
+    char *head;               /* a header block split over reads, gathered (--conn-memory-bytes) */
+    size_t head_n;
 };
 
 /* Process-wide singleton: the watched sockets by number (NULL = not
@@ -146,7 +146,6 @@ static int gather(srv_stream *s, const char *p, size_t n) {
     size_t window = s->srv->opt.conn_memory_bytes > 0 ? (size_t)s->srv->opt.conn_memory_bytes : 8192;
     if (s->head_n + n > window) return 1;
     if (!s->head && !(s->head = malloc(window))) return 1;
-    s->head_cap = window;
     memcpy(s->head + s->head_n, p, n);
     s->head_n += n;
     return 0;
