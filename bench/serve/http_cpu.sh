@@ -40,24 +40,9 @@ wrk.body = '{"inputs":[{"name":"input","shape":[1,12],"datatype":"FP32","data":[
 EOF
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-BODY=$(printf '%-150s' '{"model_name":"fraud","model_version":"1","outputs":[{"name":"probabilities","datatype":"FP32","shape":[1,2],"data":[0.0084542,0.9915458]}]}')
 NGINX_PORT=$(free_port)
-cat >"$TMP/nginx.conf" <<EOF
-worker_processes $(nproc);
-pid $TMP/nginx.pid;
-error_log $TMP/nginx-error.log;
-daemon on;
-events { worker_connections 4096; multi_accept on; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$NGINX_PORT reuseport;
-    location / { default_type application/json; return 200 '$BODY'; }
-  }
-}
-EOF
-nginx -c "$TMP/nginx.conf" -p "$TMP" 2>/dev/null
+. "$HERE/nginx_fast.sh"
+start_nginx_fast "$TMP" "$NGINX_PORT" 2>/dev/null
 sleep 0.5
 NGINX_PIDS=$(pgrep -P "$(cat "$TMP/nginx.pid")" | tr '\n' ' ')" $(cat "$TMP/nginx.pid")"
 

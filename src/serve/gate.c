@@ -359,12 +359,16 @@ static void expire(srv_gate *g) {
 }
 
 /* Lists the sockets inf__serve_gate_linger handed back, closing lingering. */
-static void take_handed_back(srv_gate *g) {
+static pending *pop_handed_back(srv_gate *g) {
     pthread_mutex_lock(&g->handed_back_lock);
     pending *list = g->handed_back;
     g->handed_back = NULL;
     pthread_mutex_unlock(&g->handed_back_lock);
-    for (pending *p = list, *next; p; p = next) {
+    return list;
+}
+
+static void take_handed_back(srv_gate *g) {
+    for (pending *p = pop_handed_back(g), *next; p; p = next) {
         next = p->next;
         struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET};
         ev.data.ptr = p;
@@ -504,11 +508,7 @@ void inf__serve_gate_quiesce(srv_gate *g) {
 
 /* Closes what was handed back and not listed yet (stopping). */
 static void take_handed_back_closed(srv_gate *g) {
-    pthread_mutex_lock(&g->handed_back_lock);
-    pending *list = g->handed_back;
-    g->handed_back = NULL;
-    pthread_mutex_unlock(&g->handed_back_lock);
-    for (pending *p = list, *next; p; p = next) {
+    for (pending *p = pop_handed_back(g), *next; p; p = next) {
         next = p->next;
         close(p->fd);
         free(p);
