@@ -82,6 +82,42 @@ static uint8_t *request_bytes(const char *model, int raw, size_t *n) {
     return b;
 }
 
+/* Sends s its next request: unary, a new call carrying the whole exchange
+ * (metadata, message, half-close; answer and status); stream, the message
+ * and the receive of its answer on the open call (opened, with the
+ * metadata, on the first).  0, or -1 when the batch cannot start. */
+static int send_next(slot *s, int stream, grpc_channel *ch, grpc_completion_queue *cq, grpc_slice method,
+                     grpc_slice *req) {
+    int opening = !stream || !s->started;
+    if (opening)
+        s->call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
+                                           gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    s->started = 1;
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(req, 1);
+    grpc_op ops[6];
+    memset(ops, 0, sizeof ops);
+    int n = 0;
+    if (opening) ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[n].op = GRPC_OP_SEND_MESSAGE;
+    ops[n++].data.send_message.send_message = bb;
+    if (!stream) ops[n++].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    if (opening) {
+        ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
+        ops[n++].data.recv_initial_metadata.recv_initial_metadata = &s->md_in;
+    }
+    ops[n].op = GRPC_OP_RECV_MESSAGE;
+    ops[n++].data.recv_message.recv_message = &s->recv;
+    if (!stream) {
+        ops[n].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+        ops[n].data.recv_status_on_client.trailing_metadata = &s->trailers;
+        ops[n].data.recv_status_on_client.status = &s->status;
+        ops[n++].data.recv_status_on_client.status_details = &s->details;
+    }
+    int rc = grpc_call_start_batch(s->call, ops, (size_t)n, s, NULL) == GRPC_CALL_OK ? 0 : -1;
+    grpc_byte_buffer_destroy(bb);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 6) {
         fprintf(stderr, "usage: grpc_load HOST:PORT MODEL SECONDS CONCURRENCY unary|stream [raw]\n");
@@ -125,32 +161,10 @@ int main(int argc, char **argv) {
         grpc_metadata_array_init(&s->trailers);
     }
     for (int i = 0; i < conc; i++) {
-        slot *s = &slots[i];
-        s->call = grpc_channel_create_call(chs[i % n_ch], NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
-                                           gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-        grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&req_slice, 1);
-        grpc_op ops[6];
-        memset(ops, 0, sizeof ops);
-        int n = 0;
-        ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
-        ops[n].op = GRPC_OP_SEND_MESSAGE;
-        ops[n++].data.send_message.send_message = bb;
-        if (!stream) ops[n++].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-        ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
-        ops[n++].data.recv_initial_metadata.recv_initial_metadata = &s->md_in;
-        ops[n].op = GRPC_OP_RECV_MESSAGE;
-        ops[n++].data.recv_message.recv_message = &s->recv;
-        if (!stream) {
-            ops[n].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-            ops[n].data.recv_status_on_client.trailing_metadata = &s->trailers;
-            ops[n].data.recv_status_on_client.status = &s->status;
-            ops[n++].data.recv_status_on_client.status_details = &s->details;
-        }
-        if (grpc_call_start_batch(s->call, ops, (size_t)n, s, NULL) != GRPC_CALL_OK) {
+        if (send_next(&slots[i], stream, chs[i % n_ch], cq, method, &req_slice)) {
             fprintf(stderr, "grpc_load: cannot start a call\n");
             return 1;
         }
-        grpc_byte_buffer_destroy(bb);
         in_flight++;
     }
     while (in_flight > 0) {
@@ -186,35 +200,10 @@ int main(int argc, char **argv) {
             in_flight--;
             continue;
         }
-        grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&req_slice, 1);
-        grpc_op ops[6];
-        memset(ops, 0, sizeof ops);
-        int n = 0;
-        if (!stream) {
-            s->call = grpc_channel_create_call(chs[(s - slots) % n_ch], NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
-                                               gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-            ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
-        }
-        ops[n].op = GRPC_OP_SEND_MESSAGE;
-        ops[n++].data.send_message.send_message = bb;
-        if (!stream) {
-            ops[n++].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-            ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
-            ops[n++].data.recv_initial_metadata.recv_initial_metadata = &s->md_in;
-        }
-        ops[n].op = GRPC_OP_RECV_MESSAGE;
-        ops[n++].data.recv_message.recv_message = &s->recv;
-        if (!stream) {
-            ops[n].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-            ops[n].data.recv_status_on_client.trailing_metadata = &s->trailers;
-            ops[n].data.recv_status_on_client.status = &s->status;
-            ops[n++].data.recv_status_on_client.status_details = &s->details;
-        }
-        if (grpc_call_start_batch(s->call, ops, (size_t)n, s, NULL) != GRPC_CALL_OK) {
+        if (send_next(s, stream, chs[(s - slots) % n_ch], cq, method, &req_slice)) {
             errors++;
             in_flight--;
         }
-        grpc_byte_buffer_destroy(bb);
     }
     double t1 = now_s(), c1 = cpu_s();
     long long measured = done - warm_done;

@@ -86,27 +86,10 @@ $SRV_PIN "$TMP/mhd" "$MHD_PORT" "$(nproc)" &
 PIDS+=($!)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# ---- nginx: a fixed 150-byte JSON body --------------------------------------
-printf '%-150s' '{"model_name":"fraud","model_version":"1","outputs":[{"name":"probabilities","datatype":"FP32","shape":[1,2],"data":[0.0084542,0.9915458]}]}' >"$TMP/body.json"
+# ---- nginx: a fixed 150-byte JSON body, configured for speed (nginx_fast.sh) --
 NGINX_PORT=18490
-cat >"$TMP/nginx.conf" <<EOF
-worker_processes $(nproc);
-pid $TMP/nginx.pid;
-error_log $TMP/nginx-error.log;
-daemon on;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$NGINX_PORT;
-    # the body from memory (a file under the 0700 mktemp directory would be
-    # unreadable to nginx's workers and measure a 403 page instead)
-    location / { default_type application/json; return 200 '$(cat "$TMP/body.json")'; }
-  }
-}
-EOF
-$SRV_PIN nginx -c "$TMP/nginx.conf" -p "$TMP"
+. "$HERE/nginx_fast.sh"
+start_nginx_fast "$TMP" "$NGINX_PORT" $SRV_PIN
 
 start_infera() { # start_infera NAME ARGS... ; sets PORT
     local name=$1

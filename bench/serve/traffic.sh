@@ -8,7 +8,8 @@
 #      of the no-shadow maximum) with and without the shadow (target: <= +50 us);
 #   3. the same throughput with a quota every request passes (--quota
 #      anonymous=<huge>) against none (target: <= 1 us per request).
-# ROUNDS (default 3) alternate the order; medians are printed.
+# ROUNDS (default 3) alternate the order; medians are printed, with the
+# server's CPU time per request (user + system, /proc) beside each req/s.
 #   bench/serve/traffic.sh [BUILD_DIR] [SECONDS_PER_RUN]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -45,11 +46,16 @@ start() {
     curl -sf -X POST "http://127.0.0.1:$PORT/v2/models/fraud/infer" -d @"$TMP/fraud.json" >/dev/null
 }
 stop() { kill "$PID"; wait "$PID" 2>/dev/null || true; PID=; }
-measure() { # measure NAME ARGS...: "NAME rps"
-    local name=$1
+ticks() { awk '{print $14 + $15}' "/proc/$PID/stat"; }
+HZ=$(getconf CLK_TCK)
+measure() { # measure NAME ARGS...: "NAME rps server_cpu_us_per_request"
+    local name=$1 t0 out n
     shift
     start "$@"
-    echo "$name $(wrk -t2 -c64 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/fraud/infer" | rps)"
+    t0=$(ticks)
+    out=$(wrk -t2 -c64 -d"${SECS}s" -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v2/models/fraud/infer")
+    n=$(awk '/requests in/{print $1}' <<<"$out")
+    echo "$name $(rps <<<"$out") $(awk -v d=$(($(ticks) - t0)) -v n="$n" -v hz="$HZ" 'BEGIN{printf "%.2f", d * 1e6 / hz / n}')"
     stop
 }
 p99() { # p99 NAME RATE ARGS...
@@ -70,8 +76,9 @@ for r in $(seq "$ROUNDS"); do
         esac
     done
 done
-get() { awk -v n="$1" '$1==n{print $2}' "$TMP/res" | median; }
+get() { awk -v n="$1" -v f="${2:-2}" '$1==n{print $f}' "$TMP/res" | median; }
 PLAIN=$(get plain) SHADOW=$(get shadow) QUOTA=$(get quota)
+CPU_PLAIN=$(get plain 3) CPU_SHADOW=$(get shadow 3) CPU_QUOTA=$(get quota 3)
 HALF=$(awk -v a="$PLAIN" 'BEGIN{printf "%.0f", a/2}')
 : >"$TMP/p99"
 for r in $(seq "$ROUNDS"); do
@@ -85,3 +92,5 @@ printf '%-52s %10s %10s %10s\n' measure plain with ratio/delta
 printf '%-52s %10.0f %10.0f %9.2fx\n' "req/s, 64 conns, shadow 20% (target >= 0.75x)" "$PLAIN" "$SHADOW" "$(awk -v a="$SHADOW" -v b="$PLAIN" 'BEGIN{print a/b}')"
 printf '%-52s %10s %10s %+9d\n' "p99 us at $HALF/s, shadow 20% (target <= +50 us)" "$P99_PLAIN" "$P99_SHADOW" $((P99_SHADOW - P99_PLAIN))
 printf '%-52s %10.0f %10.0f %+9.2f\n' "req/s, 64 conns, a quota check each (us/request)" "$PLAIN" "$QUOTA" "$(awk -v a="$QUOTA" -v b="$PLAIN" 'BEGIN{print 1e6/a - 1e6/b}')"
+printf '%-52s %10s %10s %9.2fx\n' "server CPU us/request, shadow 20% (plain/shadow)" "$CPU_PLAIN" "$CPU_SHADOW" "$(awk -v a="$CPU_SHADOW" -v b="$CPU_PLAIN" 'BEGIN{print b/a}')"
+printf '%-52s %10s %10s %+9.2f\n' "server CPU us/request, a quota check each (delta)" "$CPU_PLAIN" "$CPU_QUOTA" "$(awk -v a="$CPU_QUOTA" -v b="$CPU_PLAIN" 'BEGIN{print a-b}')"

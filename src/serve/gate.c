@@ -27,10 +27,9 @@
  * still sends is read and dropped for up to CLOSING_NS before it is closed
  * (closing with unread bytes would reset the connection under the answer).
  * Everything else goes to libmicrohttpd.  Later requests of a kept-alive
- * connection are read by libmicrohttpd alone: http.c's bad_framing checks
- * them (differing Content-Lengths, Content-Length with Transfer-Encoding),
- * and a non-numeric Content-Length there still gets libmicrohttpd's own
- * answer (docs/serving.md).
+ * connection get the same check on their way to libmicrohttpd
+ * (gate_stream.c); a refused one's socket comes back here for the
+ * lingering close (inf__serve_gate_linger).
  *
  * LIMITS.  Pending plus handed-over connections stay within
  * --max-connections: at the limit the gate stops accepting (connections
@@ -85,6 +84,8 @@ struct srv_gate {
     _Atomic int stop, quiesce;
     _Atomic int handed;  /* connections given to libmicrohttpd and not yet closed */
     _Atomic int paused;  /* at the limit: a close must wake the thread */
+    pthread_mutex_t handed_back_lock;
+    pending *handed_back; /* refused later requests' sockets to close lingering (inf__serve_gate_linger) */
 };
 
 /* epoll tags of the two sockets that are not connections */
@@ -125,11 +126,12 @@ static int bad_length_value(const char *v, size_t n, char *msg, size_t cap) {
  * absent; else 1 with the reason in msg: a value that is not 1*DIGIT
  * (empty, negative, non-numeric, overflowing), space before the colon,
  * a value folded over two lines, or two values that differ. */
-int inf__serve_gate_check_framing(const char *head, size_t n, char *msg, size_t cap) {
+int inf__serve_gate_check_framing(const char *head, size_t n, srv_body_framing *body, char *msg, size_t cap) {
     const char *end = head + n, *line = memchr(head, '\n', n);
     const char *first = NULL;
     size_t first_n = 0;
     int n_lengths = 0, differ = 0, prev_was_length = 0;
+    if (body) body->length = 0, body->has_length = body->has_transfer_encoding = 0;
     if (!line) return 0;
     for (line++; line < end;) {
         const char *eol = memchr(line, '\n', (size_t)(end - line));
@@ -147,6 +149,8 @@ int inf__serve_gate_check_framing(const char *head, size_t n, char *msg, size_t 
         const char *trimmed = name_end;
         while (trimmed > line && (trimmed[-1] == ' ' || trimmed[-1] == '\t')) trimmed--;
         prev_was_length = colon && trimmed - line == 14 && !strncasecmp(line, "content-length", 14);
+        if (body && colon && trimmed - line == 17 && !strncasecmp(line, "transfer-encoding", 17))
+            body->has_transfer_encoding = 1;
         if (prev_was_length && trimmed != name_end)
             return snprintf(msg, cap, "whitespace between the header name Content-Length and its colon"), 1;
         if (prev_was_length) {
@@ -154,6 +158,10 @@ int inf__serve_gate_check_framing(const char *head, size_t n, char *msg, size_t 
             while (v < ve && (*v == ' ' || *v == '\t')) v++;
             while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
             if (bad_length_value(v, (size_t)(ve - v), msg, cap)) return 1;
+            if (body && !body->has_length) {
+                body->has_length = 1;
+                for (const char *d = v; d < ve; d++) body->length = body->length * 10 + (uint64_t)(*d - '0');
+            }
             if (n_lengths++ == 0) first = v, first_n = (size_t)(ve - v);
             else if (first_n != (size_t)(ve - v) || memcmp(first, v, first_n)) differ = 1;
         }
@@ -164,12 +172,16 @@ int inf__serve_gate_check_framing(const char *head, size_t n, char *msg, size_t 
     return 0;
 }
 
-/* 1 when the header block in w[0..n) is complete (an empty line). */
-static int headers_complete(const char *w, size_t n) {
-    for (size_t i = 1; i < n; i++)
-        if (w[i] == '\n' && (w[i - 1] == '\n' || (i >= 2 && w[i - 1] == '\r' && w[i - 2] == '\n'))) return 1;
+size_t inf__serve_gate_head_end(const char *p, size_t n) {
+    for (const char *nl = memchr(p, '\n', n), *end = p + n; nl; nl = memchr(nl + 1, '\n', (size_t)(end - nl - 1))) {
+        if (nl + 1 < end && nl[1] == '\n') return (size_t)(nl + 2 - p);
+        if (nl + 2 < end && nl[1] == '\r' && nl[2] == '\n') return (size_t)(nl + 3 - p);
+    }
     return 0;
 }
+
+/* 1 when the header block in w[0..n) is complete (an empty line). */
+static int headers_complete(const char *w, size_t n) { return inf__serve_gate_head_end(w, n) != 0; }
 
 /* ---- pending connections ---------------------------------------------------- */
 
@@ -192,19 +204,27 @@ static void drop(srv_gate *g, pending *p) {
     free(p);
 }
 
-/* Gives p's socket to libmicrohttpd (which closes it when it cannot take it). */
+/* Gives fd to libmicrohttpd (which closes it when it cannot take it), its
+ * later requests vetted on the way (gate_stream.c). */
+static void give(srv_gate *g, int fd, const struct sockaddr *addr, socklen_t len) {
+    atomic_fetch_add(&g->handed, 1);
+    inf__serve_stream_watch(g->srv, fd);
+    if (MHD_add_connection(g->srv->daemon, fd, addr, len) != MHD_YES) {
+        inf__serve_stream_forget(fd);
+        atomic_fetch_sub(&g->handed, 1);
+    }
+}
+
+/* Gives p's socket to libmicrohttpd. */
 static void hand_over(srv_gate *g, pending *p) {
     guard_off(g, p);
     epoll_ctl(g->epoll_fd, EPOLL_CTL_DEL, p->fd, NULL);
-    atomic_fetch_add(&g->handed, 1);
-    if (MHD_add_connection(g->srv->daemon, p->fd, (const struct sockaddr *)&p->addr, p->addr_len) != MHD_YES)
-        atomic_fetch_sub(&g->handed, 1);
+    give(g, p->fd, (const struct sockaddr *)&p->addr, p->addr_len);
     unlist(g, p);
     free(p);
 }
 
-/* Answers 400 {"error": why} and starts the lingering close. */
-static void refuse(srv_gate *g, pending *p, const char *why) {
+void inf__serve_gate_send_refusal(srv_server *srv, int fd, const char *why) {
     srv_buf body = {0}, out = {0};
     inf__serve_buf_puts(&body, "{\"error\":");
     inf__serve_buf_json_str(&body, why, strlen(why));
@@ -214,14 +234,25 @@ static void refuse(srv_gate *g, pending *p, const char *why) {
                           "Connection: close\r\n\r\n",
                           body.n);
     inf__serve_buf_put(&out, body.p ? body.p : "", body.n);
-    if (!out.oom && out.p) (void)!send(p->fd, out.p, out.n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (!out.oom && out.p) (void)!send(fd, out.p, out.n, MSG_NOSIGNAL | MSG_DONTWAIT);
     inf__serve_buf_free(&body);
     inf__serve_buf_free(&out);
-    atomic_fetch_add_explicit(&g->srv->metrics.http_by_class[4], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&srv->metrics.http_by_class[4], 1, memory_order_relaxed);
+    shutdown(fd, SHUT_WR);
+}
+
+/* Starts p's lingering close: what the client still sends is read and
+ * dropped for up to CLOSING_NS. */
+static void start_closing(srv_gate *g, pending *p) {
     guard_off(g, p);
-    shutdown(p->fd, SHUT_WR);
     p->state = PENDING_CLOSING;
     p->deadline_ns = inf__serve_now_ns() + CLOSING_NS;
+}
+
+/* Answers 400 {"error": why} and starts the lingering close. */
+static void refuse(srv_gate *g, pending *p, const char *why) {
+    inf__serve_gate_send_refusal(g->srv, p->fd, why);
+    start_closing(g, p);
 }
 
 /* New bytes (or the end) on p; events: epoll's. */
@@ -254,7 +285,7 @@ static void on_readable(srv_gate *g, pending *p, uint32_t events) {
         return;
     }
     char why[INF_ERROR_MESSAGE_MAX];
-    if (inf__serve_gate_check_framing(g->window, n, why, sizeof why))
+    if (inf__serve_gate_check_framing(g->window, n, NULL, why, sizeof why))
         refuse(g, p, why);
     else
         hand_over(g, p);
@@ -266,7 +297,7 @@ static int sound_already(srv_gate *g, int fd) {
     ssize_t k = recv(fd, g->window, g->window_cap, MSG_PEEK | MSG_DONTWAIT);
     if (k <= 0 || ((size_t)k < g->window_cap && !headers_complete(g->window, (size_t)k))) return 0;
     char why[INF_ERROR_MESSAGE_MAX];
-    return !inf__serve_gate_check_framing(g->window, (size_t)k, why, sizeof why);
+    return !inf__serve_gate_check_framing(g->window, (size_t)k, NULL, why, sizeof why);
 }
 
 static void accept_all(srv_gate *g) {
@@ -277,9 +308,7 @@ static void accept_all(srv_gate *g) {
         int fd = accept4(g->listen_fd, (struct sockaddr *)&addr, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) return; /* EAGAIN, or a transient error (EMFILE, ECONNABORTED): the next event retries */
         if (sound_already(g, fd)) { /* the common case: the headers came with the connection */
-            atomic_fetch_add(&g->handed, 1);
-            if (MHD_add_connection(g->srv->daemon, fd, (const struct sockaddr *)&addr, len) != MHD_YES)
-                atomic_fetch_sub(&g->handed, 1);
+            give(g, fd, (const struct sockaddr *)&addr, len);
             continue;
         }
         pending *p = calloc(1, sizeof *p);
@@ -329,6 +358,34 @@ static void expire(srv_gate *g) {
     }
 }
 
+/* Lists the sockets inf__serve_gate_linger handed back, closing lingering. */
+static pending *pop_handed_back(srv_gate *g) {
+    pthread_mutex_lock(&g->handed_back_lock);
+    pending *list = g->handed_back;
+    g->handed_back = NULL;
+    pthread_mutex_unlock(&g->handed_back_lock);
+    return list;
+}
+
+static void take_handed_back(srv_gate *g) {
+    for (pending *p = pop_handed_back(g), *next; p; p = next) {
+        next = p->next;
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET};
+        ev.data.ptr = p;
+        if (epoll_ctl(g->epoll_fd, EPOLL_CTL_ADD, p->fd, &ev)) {
+            close(p->fd);
+            free(p);
+            continue;
+        }
+        p->prev = NULL;
+        p->next = g->head;
+        if (g->head) g->head->prev = p;
+        g->head = p;
+        g->n_pending++;
+        on_readable(g, p, EPOLLIN); /* what arrived before it was listed */
+    }
+}
+
 static void *gate_main(void *arg) {
     srv_gate *g = arg;
     struct epoll_event evs[64];
@@ -346,6 +403,7 @@ static void *gate_main(void *arg) {
             if (tag == &tag_wake) {
                 uint64_t v;
                 (void)!read(g->wake_fd, &v, sizeof v);
+                take_handed_back(g);
             } else if (tag == &tag_listen) {
                 accept_all(g);
             } else {
@@ -376,6 +434,7 @@ inf_status inf__serve_gate_new(srv_server *srv, const struct sockaddr *addr, soc
     if (!g) return err ? inf_error_set(err, INF_ENOMEM, "serve: out of memory starting the listener") : INF_ENOMEM;
     g->srv = srv;
     g->listen_fd = g->epoll_fd = g->wake_fd = -1;
+    pthread_mutex_init(&g->handed_back_lock, NULL);
     g->window_cap = srv->opt.conn_memory_bytes > 0 ? (size_t)srv->opt.conn_memory_bytes : 8192;
     if (!(g->window = malloc(g->window_cap))) {
         errno = ENOMEM;
@@ -425,10 +484,35 @@ void inf__serve_gate_closed(srv_gate *g) {
     if (atomic_load(&g->paused)) wake(g);
 }
 
+void inf__serve_gate_linger(srv_gate *g, int fd) {
+    pending *p = g ? calloc(1, sizeof *p) : NULL;
+    if (!p) {
+        close(fd); /* the answer may be lost to a reset; nothing else to do without memory */
+        return;
+    }
+    p->fd = fd;
+    p->state = PENDING_CLOSING;
+    p->deadline_ns = inf__serve_now_ns() + CLOSING_NS;
+    pthread_mutex_lock(&g->handed_back_lock);
+    p->next = g->handed_back;
+    g->handed_back = p;
+    pthread_mutex_unlock(&g->handed_back_lock);
+    wake(g);
+}
+
 void inf__serve_gate_quiesce(srv_gate *g) {
     if (!g) return;
     atomic_store(&g->quiesce, 1);
     wake(g);
+}
+
+/* Closes what was handed back and not listed yet (stopping). */
+static void take_handed_back_closed(srv_gate *g) {
+    for (pending *p = pop_handed_back(g), *next; p; p = next) {
+        next = p->next;
+        close(p->fd);
+        free(p);
+    }
 }
 
 void inf__serve_gate_stop(srv_gate *g) {
@@ -440,6 +524,7 @@ void inf__serve_gate_stop(srv_gate *g) {
         g->started = 0;
     }
     while (g->head) drop(g, g->head);
+    take_handed_back_closed(g);
     if (g->listen_fd >= 0) close(g->listen_fd);
     g->listen_fd = -1;
 }
@@ -449,6 +534,8 @@ void inf__serve_gate_free(srv_gate *g) {
     inf__serve_gate_stop(g);
     if (g->epoll_fd >= 0) close(g->epoll_fd);
     if (g->wake_fd >= 0) close(g->wake_fd);
+    take_handed_back_closed(g);
+    pthread_mutex_destroy(&g->handed_back_lock);
     free(g->window);
     free(g);
 }

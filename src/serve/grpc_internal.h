@@ -38,9 +38,16 @@ struct srv_grpc {
     srv_server *srv;
     grpc_server *server;
     void *infer_method; /* ModelInfer, registered: its payload arrives with the call (one batch less) */
-    grpc_completion_queue *cq;
-    pthread_t threads[MAX_THREADS];
-    int n_threads;
+    /* one completion queue per thread: a call's steps complete on the queue
+     * its request was posted to, so they stay on one thread (no hand-off
+     * between pollers of a shared queue) */
+    struct grpc_worker {
+        struct srv_grpc *g;
+        grpc_completion_queue *cq;
+        pthread_t thread;
+        int started;
+    } workers[MAX_THREADS];
+    int n_workers; /* queues created (and registered) */
     _Atomic int64_t in_flight;
     _Atomic int stopping;
     gtag shutdown_tag;
@@ -50,6 +57,7 @@ struct srv_grpc {
 
 struct gcall {
     struct srv_grpc *g;
+    grpc_completion_queue *cq; /* where its steps complete, and where its successor is posted */
     grpc_call *call;
     grpc_call_details details;
     grpc_metadata_array md;
@@ -70,9 +78,9 @@ struct gcall {
     gpr_timespec deadline; /* registered calls */
     char refuse_msg[300];
     /* ModelInfer / stream message state */
-    srv_infer_call ic;
     Inference__ModelInferRequest *msg;
     int raw_out;
+    srv_infer_call ic; /* last: the large part, zeroed once by inf__serve_infer_call_init (not before, by calloc) */
 };
 
 /* Answers the call: an optional response message (bytes, malloc'd, taken)

@@ -5,10 +5,12 @@
  * runs the calls, ModelInfer and ModelStreamInfer; the other unary methods
  * are in grpc_methods.c (shared declarations: grpc_internal.h).
  *
- * TRANSPORT.  One completion queue, served by a few threads (--http-threads,
- * default one per core) that each loop on grpc_completion_queue_next.  The
- * server keeps PENDING_CALLS grpc_server_request_call requests posted; every
- * completion's tag is a gtag naming the call and the step it finishes.
+ * TRANSPORT.  One completion queue per thread (--http-threads, default one
+ * per core), each thread looping on its queue's grpc_completion_queue_next.
+ * Each queue keeps PENDING_CALLS requests for calls posted (of ModelInfer,
+ * and of any method); a call's steps complete on the queue it arrived on,
+ * which posts its successor there.  Every completion's tag is a gtag naming
+ * the call and the step it finishes.
  * A call is a small state machine:
  *   new call  -> {SEND_INITIAL_METADATA, RECV_MESSAGE}
  *   message   -> the method's handler; it answers with inf__serve_grpc_finish
@@ -37,6 +39,7 @@
  * the HTTP endpoint's messages with the matching gRPC status code
  * (grpc_codec.c inf__serve_grpc_status_of).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -82,43 +85,29 @@ static void on_stream_recv(gcall *c, int ok);
 static void on_stream_sent(gcall *c, int ok);
 static void on_final(gcall *c, int ok);
 
-static void post_request(struct srv_grpc *g) {
-    if (atomic_load(&g->stopping)) return;
-    gcall *c = calloc(1, sizeof *c);
-    if (!c) return; /* fewer calls posted: the next completed call posts again */
-    c->g = g;
-    c->t_new = (gtag){on_new, c};
-    c->t_recv = (gtag){on_recv, c};
-    c->t_send = (gtag){on_stream_sent, c};
-    c->t_final = (gtag){on_final, c};
-    grpc_call_details_init(&c->details);
-    grpc_metadata_array_init(&c->md);
-    inf__serve_infer_call_init(&c->ic, g->srv);
-    if (grpc_server_request_call(g->server, &c->call, &c->details, &c->md, g->cq, g->cq, &c->t_new) != GRPC_CALL_OK) {
-        grpc_call_details_destroy(&c->details);
-        grpc_metadata_array_destroy(&c->md);
-        free(c);
-    }
-}
-
 static void on_new_infer(gcall *c, int ok);
 
-/* A ModelInfer call, registered with GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER:
- * it arrives with its request message read. */
-static void post_request_infer(struct srv_grpc *g) {
+/* Posts a request for the next call on cq: a ModelInfer call (infer: the
+ * registered method, GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, arriving
+ * with its request message read) or any other method. */
+static void post_call(struct srv_grpc *g, grpc_completion_queue *cq, int infer) {
     if (atomic_load(&g->stopping)) return;
-    gcall *c = calloc(1, sizeof *c);
-    if (!c) return;
+    gcall *c = malloc(sizeof *c);
+    if (!c) return; /* fewer calls posted: the next completed call posts again */
+    memset(c, 0, offsetof(gcall, ic)); /* ic: by inf__serve_infer_call_init below */
     c->g = g;
-    c->t_new = (gtag){on_new_infer, c};
+    c->cq = cq;
+    c->t_new = (gtag){infer ? on_new_infer : on_new, c};
     c->t_recv = (gtag){on_recv, c};
     c->t_send = (gtag){on_stream_sent, c};
     c->t_final = (gtag){on_final, c};
     grpc_call_details_init(&c->details);
     grpc_metadata_array_init(&c->md);
     inf__serve_infer_call_init(&c->ic, g->srv);
-    if (grpc_server_request_registered_call(g->server, g->infer_method, &c->call, &c->deadline, &c->md, &c->recv,
-                                            g->cq, g->cq, &c->t_new) != GRPC_CALL_OK) {
+    grpc_call_error e = infer ? grpc_server_request_registered_call(g->server, g->infer_method, &c->call, &c->deadline,
+                                                                    &c->md, &c->recv, cq, cq, &c->t_new)
+                              : grpc_server_request_call(g->server, &c->call, &c->details, &c->md, cq, cq, &c->t_new);
+    if (e != GRPC_CALL_OK) {
         grpc_call_details_destroy(&c->details);
         grpc_metadata_array_destroy(&c->md);
         free(c);
@@ -265,13 +254,29 @@ static grpc_slice read_all(grpc_byte_buffer *bb) {
     return s;
 }
 
+/* 1 (and c's refusal set) when a new call cannot be served now: the server
+ * is draining, or in_flight calls (this one included) exceed the limit. */
+static int refuse_busy(gcall *c, int64_t in_flight) {
+    srv_server *srv = c->g->srv;
+    if (atomic_load(&srv->draining)) {
+        c->refuse_code = GRPC_STATUS_UNAVAILABLE;
+        snprintf(c->refuse_msg, sizeof c->refuse_msg, "the server is shutting down");
+    } else if (in_flight > srv->opt.grpc_max_in_flight) {
+        c->refuse_code = GRPC_STATUS_RESOURCE_EXHAUSTED;
+        snprintf(c->refuse_msg, sizeof c->refuse_msg,
+                 "too many gRPC calls in flight (limit %d, --grpc-max-in-flight); retry later",
+                 srv->opt.grpc_max_in_flight);
+    }
+    return c->refuse_code != 0;
+}
+
 static void on_new(gcall *c, int ok) {
     struct srv_grpc *g = c->g;
     if (!ok) { /* the server is shutting down */
         free_call(c);
         return;
     }
-    post_request(g);
+    post_call(g, c->cq, 0);
     c->counted = 1;
     int64_t now = atomic_fetch_add(&g->in_flight, 1) + 1;
     c->method = find_method(c->details.method, &c->method_index);
@@ -285,15 +290,7 @@ static void on_new(gcall *c, int ok) {
         snprintf(c->refuse_msg, sizeof c->refuse_msg,
                  "no method %.*s on this server (inference.GRPCInferenceService: see 'infera help serve')",
                  n > 200 ? 200 : n, (const char *)GRPC_SLICE_START_PTR(c->details.method));
-    } else if (atomic_load(&g->srv->draining)) {
-        c->refuse_code = GRPC_STATUS_UNAVAILABLE;
-        snprintf(c->refuse_msg, sizeof c->refuse_msg, "the server is shutting down");
-    } else if (now > g->srv->opt.grpc_max_in_flight) {
-        c->refuse_code = GRPC_STATUS_RESOURCE_EXHAUSTED;
-        snprintf(c->refuse_msg, sizeof c->refuse_msg,
-                 "too many gRPC calls in flight (limit %d, --grpc-max-in-flight); retry later",
-                 g->srv->opt.grpc_max_in_flight);
-    } else if (c->method->streaming) {
+    } else if (!refuse_busy(c, now) && c->method->streaming) {
         c->t_recv.fn = on_stream_recv;
     }
     grpc_op ops[2];
@@ -312,21 +309,13 @@ static void on_new_infer(gcall *c, int ok) {
         free_call(c);
         return;
     }
-    post_request_infer(g);
+    post_call(g, c->cq, 1);
     c->counted = 1;
     set_busy(c, 1);
     int64_t now = atomic_fetch_add(&g->in_flight, 1) + 1;
     for (int i = 0; i < N_METHODS; i++)
         if (methods[i].fn == h_model_infer) c->method = &methods[i], c->method_index = i;
-    if (atomic_load(&g->srv->draining)) {
-        c->refuse_code = GRPC_STATUS_UNAVAILABLE;
-        snprintf(c->refuse_msg, sizeof c->refuse_msg, "the server is shutting down");
-    } else if (now > g->srv->opt.grpc_max_in_flight) {
-        c->refuse_code = GRPC_STATUS_RESOURCE_EXHAUSTED;
-        snprintf(c->refuse_msg, sizeof c->refuse_msg,
-                 "too many gRPC calls in flight (limit %d, --grpc-max-in-flight); retry later",
-                 g->srv->opt.grpc_max_in_flight);
-    }
+    refuse_busy(c, now);
     on_recv(c, 1);
 }
 
@@ -529,9 +518,10 @@ static void on_shutdown(gcall *c, int ok) {
 }
 
 static void *cq_loop(void *arg) {
-    struct srv_grpc *g = arg;
+    struct grpc_worker *w = arg;
+    struct srv_grpc *g = w->g;
     for (;;) {
-        grpc_event ev = grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        grpc_event ev = grpc_completion_queue_next(w->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
         if (ev.type != GRPC_OP_COMPLETE) continue;
         gtag *t = ev.tag;
@@ -542,6 +532,22 @@ static void *cq_loop(void *arg) {
         t->fn(t->call, ev.success);
     }
     return NULL;
+}
+
+/* Shuts the queues down, joins their threads and frees g (the server destroyed). */
+static void free_workers(struct srv_grpc *g) {
+    for (int i = 0; i < g->n_workers; i++) grpc_completion_queue_shutdown(g->workers[i].cq);
+    for (int i = 0; i < g->n_workers; i++) {
+        struct grpc_worker *w = &g->workers[i];
+        if (w->started) pthread_join(w->thread, NULL);
+        else
+            while (grpc_completion_queue_next(w->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+                   GRPC_QUEUE_SHUTDOWN)
+                continue;
+        grpc_completion_queue_destroy(w->cq);
+    }
+    grpc_shutdown();
+    free(g);
 }
 
 inf_status inf__serve_grpc_start(srv_server *srv, inf_error *err) {
@@ -562,8 +568,15 @@ inf_status inf__serve_grpc_start(srv_server *srv, inf_error *err) {
     args[3].type = GRPC_ARG_INTEGER, args[3].key = (char *)GRPC_ARG_ENABLE_CHANNELZ, args[3].value.integer = 0;
     grpc_channel_args chargs = {4, args};
     g->server = grpc_server_create(&chargs, NULL);
-    g->cq = grpc_completion_queue_create_for_next(NULL);
-    grpc_server_register_completion_queue(g->server, g->cq, NULL);
+    int threads = srv->opt.http_threads > 0 ? srv->opt.http_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1) threads = 1;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    for (; g->n_workers < threads; g->n_workers++) {
+        struct grpc_worker *w = &g->workers[g->n_workers];
+        w->g = g;
+        w->cq = grpc_completion_queue_create_for_next(NULL);
+        grpc_server_register_completion_queue(g->server, w->cq, NULL);
+    }
     char addr[320];
     int v6 = strchr(srv->opt.host, ':') != NULL;
     snprintf(addr, sizeof addr, "%s%s%s:%d", v6 ? "[" : "", srv->opt.host, v6 ? "]" : "", srv->opt.grpc_port);
@@ -572,12 +585,7 @@ inf_status inf__serve_grpc_start(srv_server *srv, inf_error *err) {
     grpc_server_credentials_release(creds);
     if (port <= 0) {
         grpc_server_destroy(g->server);
-        grpc_completion_queue_shutdown(g->cq);
-        while (grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
-            continue;
-        grpc_completion_queue_destroy(g->cq);
-        grpc_shutdown();
-        free(g);
+        free_workers(g);
         return inf_error_set(err, INF_EIO, "gRPC endpoint: cannot listen on %s (address in use, or not a local "
                                            "address?)", addr);
     }
@@ -585,15 +593,16 @@ inf_status inf__serve_grpc_start(srv_server *srv, inf_error *err) {
     g->infer_method = grpc_server_register_method(g->server, SERVICE_PREFIX "ModelInfer", NULL,
                                                   GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
     grpc_server_start(g->server);
-    for (int i = 0; i < PENDING_CALLS; i++) post_request(g);
-    for (int i = 0; g->infer_method && i < PENDING_CALLS; i++) post_request_infer(g);
-    int threads = srv->opt.http_threads > 0 ? srv->opt.http_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (threads < 1) threads = 1;
-    if (threads > MAX_THREADS) threads = MAX_THREADS;
-    for (int i = 0; i < threads; i++)
-        if (pthread_create(&g->threads[g->n_threads], NULL, cq_loop, g) == 0) g->n_threads++;
+    int started = 0;
+    for (int q = 0; q < g->n_workers; q++) {
+        struct grpc_worker *w = &g->workers[q];
+        for (int i = 0; i < PENDING_CALLS; i++) post_call(g, w->cq, 0);
+        for (int i = 0; g->infer_method && i < PENDING_CALLS; i++) post_call(g, w->cq, 1);
+        w->started = pthread_create(&w->thread, NULL, cq_loop, w) == 0;
+        started += w->started;
+    }
     srv->grpc = g;
-    if (!g->n_threads) {
+    if (started < g->n_workers) { /* a queue without its thread would hold its calls forever */
         inf__serve_grpc_stop(srv);
         return inf_error_set(err, INF_EIO, "gRPC endpoint: cannot start its threads");
     }
@@ -604,19 +613,16 @@ void inf__serve_grpc_stop(srv_server *srv) {
     struct srv_grpc *g = srv->grpc;
     if (!g) return;
     atomic_store(&g->stopping, 1);
-    grpc_server_shutdown_and_notify(g->server, g->cq, &g->shutdown_tag);
+    int polled = g->n_workers > 0 && g->workers[0].started;
+    grpc_server_shutdown_and_notify(g->server, g->workers[0].cq, &g->shutdown_tag);
     /* calls in flight finish (main.c drained them); streams still open are cut */
     uint64_t deadline = inf__serve_now_ns() + 2000000000ull;
-    while (!atomic_load(&g->shutdown_done) && inf__serve_now_ns() < deadline) usleep(2000);
+    while (polled && !atomic_load(&g->shutdown_done) && inf__serve_now_ns() < deadline) usleep(2000);
     if (!atomic_load(&g->shutdown_done)) grpc_server_cancel_all_calls(g->server);
-    while (!atomic_load(&g->shutdown_done) && g->n_threads) usleep(2000);
+    while (polled && !atomic_load(&g->shutdown_done)) usleep(2000);
     grpc_server_destroy(g->server);
-    grpc_completion_queue_shutdown(g->cq);
-    for (int i = 0; i < g->n_threads; i++) pthread_join(g->threads[i], NULL);
-    grpc_completion_queue_destroy(g->cq);
-    grpc_shutdown();
     srv->grpc = NULL;
-    free(g);
+    free_workers(g);
 }
 
 void inf__serve_grpc_metrics_render(srv_server *srv, srv_buf *out) {

@@ -99,6 +99,11 @@ static void conn_free(srv_conn *c) {
     free(c);
 }
 
+static int socket_fd(struct MHD_Connection *conn) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe) {
     srv_server *srv = cls;
@@ -109,6 +114,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         if (c && ci && srv->guard) inf__serve_guard_add(srv->guard, &c->guard, ci->connect_fd);
         return;
     }
+    inf__serve_stream_forget(socket_fd(conn)); /* before libmicrohttpd closes the socket */
     inf__serve_gate_closed(srv->gate);
     srv_conn *c = *socket_context;
     *socket_context = NULL;
@@ -408,6 +414,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     srv_server *srv = cls;
     srv_request *rq = *con_cls;
     (void)toe;
+    inf__serve_stream_answered(socket_fd(conn)); /* its next request may be answered by the stream check */
     if (!rq) { /* a request libmicrohttpd answered itself */
         srv_conn *c = srv->guard ? conn_of(conn) : NULL;
         if (c) inf__serve_guard_answered(srv->guard, &c->guard);

@@ -245,10 +245,8 @@ static inf_status configure_traffic(srv_server *srv, const srv_options *o, inf_e
         } else if (inf__serve_traffic_parse_shadow(o->shadows[i - o->n_routes], name, refs[0], &w[0], err)) {
             return INF_EINVAL;
         }
-        for (int k = 0; k < n; k++) {
-            if (inf__serve_models_has(srv->models, refs[k])) continue;
-            if (inf__serve_models_add_ref(srv->models, refs[k], err) != INF_OK) return err->status;
-        }
+        int failed;
+        if (inf__serve_traffic_load_targets(srv->models, refs, n, &failed, err) != INF_OK) return err->status;
         inf_status st = i < o->n_routes ? inf__serve_traffic_set_route(srv->traffic, name, refs, w, n, err)
                                         : inf__serve_traffic_add_shadow(srv->traffic, name, refs[0], w[0], err);
         if (st != INF_OK) return st;

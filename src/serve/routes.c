@@ -855,13 +855,11 @@ static int load_route(srv_request *rq, const char *spec_tail) {
         inf__serve_error(rq, 409, "parameters.route: '%s' is a served model, not a route", name);
         return 0;
     }
-    for (int i = 0; i < n; i++) { /* a new target is loaded first; a failed load leaves the route as it was */
-        if (inf__serve_models_has(rq->srv->models, refs[i])) continue;
-        if (inf__serve_models_add_ref(rq->srv->models, refs[i], &e) != INF_OK) {
-            inf__serve_models_audit(rq->srv->models, rq->caller, "serve-route", name, spec_tail, "failed", e.message);
-            inf__serve_error(rq, 400, "parameters.route: target %s: %s", refs[i], e.message);
-            return 0;
-        }
+    int failed; /* new targets are loaded first; a failed load leaves the route as it was */
+    if (inf__serve_traffic_load_targets(rq->srv->models, refs, n, &failed, &e) != INF_OK) {
+        inf__serve_models_audit(rq->srv->models, rq->caller, "serve-route", name, spec_tail, "failed", e.message);
+        inf__serve_error(rq, 400, "parameters.route: target %s: %s", refs[failed], e.message);
+        return 0;
     }
     inf__serve_traffic_set_route(rq->srv->traffic, name, refs, weights, n, &e);
     inf__serve_models_audit(rq->srv->models, rq->caller, "serve-route", name, spec_tail, "ok", NULL);

@@ -593,6 +593,10 @@ int inf__serve_traffic_parse_shadow(const char *spec, char name[129], char ref[1
 int inf__serve_traffic_set_sticky(srv_traffic *t, const char *how, inf_error *err);
 const char *inf__serve_traffic_sticky_header(srv_traffic *t); /* the header, or NULL */
 int inf__serve_traffic_sticky_principal(srv_traffic *t);
+/* Loads the route targets refs[0..n) that are not served yet (each gets its
+ * model slot), in order; on a failure *failed is its index (the targets
+ * before it stay loaded) and err says why. */
+inf_status inf__serve_traffic_load_targets(srv_models *ms, char refs[][129], int n, int *failed, inf_error *err);
 /* Creates or replaces name's targets and weights (runtime changes keep the counts). */
 inf_status inf__serve_traffic_set_route(srv_traffic *t, const char *name, char refs[][129], const double *weights,
                                         int n, inf_error *err);
@@ -708,9 +712,35 @@ void inf__serve_gate_quiesce(srv_gate *g);
  * free after the daemon stopped (its closes still call gate_closed). */
 void inf__serve_gate_stop(srv_gate *g);
 void inf__serve_gate_free(srv_gate *g);
+/* How a sound header block frames its body. */
+typedef struct srv_body_framing {
+    uint64_t length;           /* Content-Length, when has_length */
+    int has_length;
+    int has_transfer_encoding; /* a body of chunks (or one libmicrohttpd refuses) */
+} srv_body_framing;
 /* 0 when the header block head[0..n) frames its body soundly as far as
- * Content-Length goes, else 1 with the reason in msg. */
-int inf__serve_gate_check_framing(const char *head, size_t n, char *msg, size_t cap);
+ * Content-Length goes (and then *body, when not NULL, says how), else 1
+ * with the reason in msg. */
+int inf__serve_gate_check_framing(const char *head, size_t n, srv_body_framing *body, char *msg, size_t cap);
+/* The offset just past the empty line that ends the header block in
+ * p[0..n) (CRLF or bare LF lines), or 0 when it is not complete. */
+size_t inf__serve_gate_head_end(const char *p, size_t n);
+/* Sends fd the 400 {"error": why} of a bad framing, Connection: close, and
+ * shuts it for writing. */
+void inf__serve_gate_send_refusal(srv_server *srv, int fd, const char *why);
+/* Takes fd (a refused connection's, shut for writing) and closes it once
+ * the client stops sending (at most 2 s), so the answer is not lost to a reset. */
+void inf__serve_gate_linger(srv_gate *g, int fd);
+
+/* ---- gate_stream.c: the framing of a kept-alive connection's later requests -- */
+
+typedef struct srv_stream srv_stream;
+/* Vets fd's requests from now on (the gate, before MHD_add_connection). */
+void inf__serve_stream_watch(srv_server *srv, int fd);
+/* fd's current request was answered (http.c, on_completed). */
+void inf__serve_stream_answered(int fd);
+/* fd is about to be closed (http.c, on the close notification). */
+void inf__serve_stream_forget(int fd);
 
 struct srv_server {
     srv_options opt;

@@ -171,6 +171,18 @@ static route *find_route(srv_traffic *t, const char *name) {
     return NULL;
 }
 
+inf_status inf__serve_traffic_load_targets(srv_models *ms, char refs[][129], int n, int *failed, inf_error *err) {
+    for (int i = 0; i < n; i++) {
+        if (inf__serve_models_has(ms, refs[i])) continue;
+        inf_status st = inf__serve_models_add_ref(ms, refs[i], err);
+        if (st != INF_OK) {
+            *failed = i;
+            return st;
+        }
+    }
+    return INF_OK;
+}
+
 inf_status inf__serve_traffic_set_route(srv_traffic *t, const char *name, char refs[][129], const double *weights,
                                         int n, inf_error *err) {
     pthread_mutex_lock(&t->lock);
