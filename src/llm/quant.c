@@ -333,6 +333,18 @@ static void fill_fast(void) {
         qtypes[ROW_FAST][1].dot = inf__llm_dot_f16_zmm;
         qtypes[ROW_FAST][1].fblock = inf__llm_block_f16_zmm;
         qtypes[ROW_FAST][0].dot4 = qtypes[ROW_FAST][1].dot4 = NULL;
+    } else if (!getenv("INFERA_LLM_NO_TILES")) {
+        /* AVX2 without VNNI: q8_0, q4_0, q5_0 in 16-row tiles of two 8-row halves
+         * (INFERA_LLM_NO_TILES=1: the eight-row kernels instead, for comparisons) */
+        qtypes[ROW_FAST][2].pack = inf__llm_pack_q8_0_avx2;
+        qtypes[ROW_FAST][2].tile = inf__llm_tile_q8_0_avx2;
+        qtypes[ROW_FAST][2].tile_block_bytes = 32 + 16 * 32;
+        qtypes[ROW_FAST][3].pack = inf__llm_pack_q4_0_avx2;
+        qtypes[ROW_FAST][3].tile = inf__llm_tile_q4_0_avx2;
+        qtypes[ROW_FAST][3].tile_block_bytes = 32 + 16 * 16;
+        qtypes[ROW_FAST][5].pack = inf__llm_pack_q5_0_avx2;
+        qtypes[ROW_FAST][5].tile = inf__llm_tile_q5_0_avx2;
+        qtypes[ROW_FAST][5].tile_block_bytes = 32 + 16 * 20;
     }
     acts[ROW_FAST][0].from_float = k->q8_0;
     acts[ROW_FAST][1].from_float = k->q8_1;

@@ -185,37 +185,40 @@ static void test_kernels(void) {
                 CHECK(worst < 1e-4f, "%s %s one-row twin vs reference: %g", I->name, type_names[qt + 2], worst);
             }
         }
-        /* 16-row tiles (VNNI, q8_0 and q4_0): every (row, token) bit for bit the one-row twin */
-        if (is == 1)
-            for (int qt = 0; qt < 2; qt++) {
-                const inf__llm_qtype *ref = inf__llm_qtype_get(q_types[qt], true);
-                const inf__llm_qtype *aref = inf__llm_qtype_get(ref->act_type, true);
-                size_t rb = inf__llm_row_bytes(ref, K), xs = inf__llm_row_bytes(aref, K);
-                static uint8_t W[16 * K * 4], X[INF__LLM_TILE_TOKENS * K * 4], T[16 * K * 4];
-                float row[K];
-                for (int r = 0; r < 16; r++) {
-                    for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * (r + 1);
-                    if (r == 3) for (int i = 0; i < K; i++) row[i] = 0; /* a zero row */
-                    tm_quantize(q_types[qt], row, K, W + r * rb);
-                }
-                for (int t = 0; t < INF__LLM_TILE_TOKENS; t++) {
-                    for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * 2;
-                    if (t == 2) for (int i = 0; i < K; i++) row[i] = 0; /* a zero activation row */
-                    I->q8_0(row, X + t * xs, K);
-                }
-                (qt ? inf__llm_pack_q4_0_vnni : inf__llm_pack_q8_0_vnni)(W, rb, K, T);
-                for (int n = 1; n <= INF__LLM_TILE_TOKENS; n++) {
-                    float o[16 * INF__LLM_TILE_TOKENS];
-                    (qt ? inf__llm_tile_q4_0_vnni : inf__llm_tile_q8_0_vnni)(K, T, X, xs, n, o);
-                    int exact = 1;
-                    for (int t = 0; t < n; t++)
-                        for (int r = 0; r < 16; r++) {
-                            float one = rx[is][qt](K, W + r * rb, X + t * xs);
-                            exact &= memcmp(&one, &o[16 * t + r], 4) == 0;
-                        }
-                    CHECK(exact, "%s %s tile (n=%d) differs from its one-row twin", I->name, type_names[qt + 2], n);
-                }
+        /* 16-row tiles (q8_0 and q4_0; VNNI and AVX2): every (row, token) bit for bit the one-row twin */
+        inf__llm_pack_fn tpack[2][2] = {{inf__llm_pack_q8_0_avx2, inf__llm_pack_q4_0_avx2},
+                                        {inf__llm_pack_q8_0_vnni, inf__llm_pack_q4_0_vnni}};
+        inf__llm_tile_fn tmul[2][2] = {{inf__llm_tile_q8_0_avx2, inf__llm_tile_q4_0_avx2},
+                                       {inf__llm_tile_q8_0_vnni, inf__llm_tile_q4_0_vnni}};
+        for (int qt = 0; qt < 2; qt++) {
+            const inf__llm_qtype *ref = inf__llm_qtype_get(q_types[qt], true);
+            const inf__llm_qtype *aref = inf__llm_qtype_get(ref->act_type, true);
+            size_t rb = inf__llm_row_bytes(ref, K), xs = inf__llm_row_bytes(aref, K);
+            static uint8_t W[16 * K * 4], X[INF__LLM_TILE_TOKENS * K * 4], T[16 * K * 4];
+            float row[K];
+            for (int r = 0; r < 16; r++) {
+                for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * (r + 1);
+                if (r == 3) for (int i = 0; i < K; i++) row[i] = 0; /* a zero row */
+                tm_quantize(q_types[qt], row, K, W + r * rb);
             }
+            for (int t = 0; t < INF__LLM_TILE_TOKENS; t++) {
+                for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * 2;
+                if (t == 2) for (int i = 0; i < K; i++) row[i] = 0; /* a zero activation row */
+                I->q8_0(row, X + t * xs, K);
+            }
+            tpack[is][qt](W, rb, K, T);
+            for (int n = 1; n <= INF__LLM_TILE_TOKENS; n++) {
+                float o[16 * INF__LLM_TILE_TOKENS];
+                tmul[is][qt](K, T, X, xs, n, o);
+                int exact = 1;
+                for (int t = 0; t < n; t++)
+                    for (int r = 0; r < 16; r++) {
+                        float one = rx[is][qt](K, W + r * rb, X + t * xs);
+                        exact &= memcmp(&one, &o[16 * t + r], 4) == 0;
+                    }
+                CHECK(exact, "%s %s tile (n=%d) differs from its one-row twin", I->name, type_names[qt + 2], n);
+            }
+        }
         printf("kernels: %s: %d row products checked against the reference\n", I->name, tested);
     }
 #else
@@ -282,6 +285,30 @@ static void test_kernels_k(void) {
                 CHECK(worst < 1e-4f, "%s %s one-row twin vs reference: %g", is ? "vnni" : "avx2", ref->name, worst);
             }
         }
+    /* q5_0 in AVX2 16-row tiles (random bytes: every fifth-bit pattern): bit for bit the one-row twin */
+    {
+        static uint8_t W16[16 * K * 2], T[16 * K * 2];
+        const inf__llm_qtype *ref = inf__llm_qtype_get(INF__GGML_Q5_0, true);
+        const inf__llm_qtype *aref = inf__llm_qtype_get(ref->act_type, true);
+        size_t rb = inf__llm_row_bytes(ref, K), xs = inf__llm_row_bytes(aref, K);
+        random_rows(INF__GGML_Q5_0, 16, K, W16, &s);
+        for (int t = 0; t < INF__LLM_TILE_TOKENS; t++) {
+            for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * 2;
+            aref->from_float(row, X + t * xs, K);
+        }
+        inf__llm_pack_q5_0_avx2(W16, rb, K, T);
+        for (int n = 1; n <= INF__LLM_TILE_TOKENS; n++) {
+            float o[16 * INF__LLM_TILE_TOKENS];
+            inf__llm_tile_q5_0_avx2(K, T, X, xs, n, o);
+            int exact = 1;
+            for (int t = 0; t < n; t++)
+                for (int r = 0; r < 16; r++) {
+                    float one = inf__llm_rowx_q5_0_avx2(K, W16 + r * rb, X + t * xs);
+                    exact &= memcmp(&one, &o[16 * t + r], 4) == 0;
+                }
+            CHECK(exact, "avx2 q5_0 tile (n=%d) differs from its one-row twin", n);
+        }
+    }
     static const uint32_t kt[2] = {INF__GGML_Q4_K, INF__GGML_Q6_K};
     inf__llm_dot_fn kd[2][2] = {{inf__llm_dot_q4_K_avx2, inf__llm_dot_q6_K_avx2},
                                 {inf__llm_dot_q4_K_vnni, inf__llm_dot_q6_K_vnni}};
