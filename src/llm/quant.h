@@ -177,6 +177,11 @@ float inf__llm_dot_q4_K_avx2(int64_t k, const void *w, const void *x);
 float inf__llm_dot_q6_K_avx2(int64_t k, const void *w, const void *x);
 float inf__llm_dot_q4_K_vnni(int64_t k, const void *w, const void *x);
 float inf__llm_dot_q6_K_vnni(int64_t k, const void *w, const void *x);
+/* The same for 4 activation rows (a super-block unpacked once): bit for bit dot's sums per row. */
+void inf__llm_dot4_q4_K_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_q6_K_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_q4_K_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_q6_K_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 /* Tiles of 16 rows (quant_tile_avx512.c, VNNI). */
 void inf__llm_pack_q4_0_vnni(const void *rows, size_t row_bytes, int64_t k, void *tile);
 void inf__llm_pack_q8_0_vnni(const void *rows, size_t row_bytes, int64_t k, void *tile);

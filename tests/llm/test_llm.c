@@ -339,6 +339,26 @@ static void test_kernels_k(void) {
                 CHECK(!memcmp(&got, &want, 4), "%s %s dot: %.9g, reference %.9g", is ? "vnni" : "avx2", ref->name, got,
                       want);
             }
+            /* four activation rows at once: bit for bit the reference per row */
+            if (trial < 5) {
+                inf__llm_dot4_fn k4[2][2] = {{inf__llm_dot4_q4_K_avx2, inf__llm_dot4_q6_K_avx2},
+                                             {inf__llm_dot4_q4_K_vnni, inf__llm_dot4_q6_K_vnni}};
+                size_t xs = inf__llm_row_bytes(aref, K);
+                for (int t = 1; t < 4; t++) {
+                    for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * (t + 1);
+                    aref->from_float(row, X + t * xs, K);
+                }
+                for (int is = 0; is <= vnni; is++) {
+                    float o4[4];
+                    k4[is][qt](K, W, X, xs, o4);
+                    int exact = 1;
+                    for (int t = 0; t < 4; t++) {
+                        float w1 = ref->dot(K, W, X + t * xs);
+                        exact &= !memcmp(&w1, &o4[t], 4);
+                    }
+                    CHECK(exact, "%s %s dot4 differs from the reference", is ? "vnni" : "avx2", ref->name);
+                }
+            }
             /* against the dequantized row in double (the activation's own rounding aside) */
             float wf[K], xf[K];
             ref->to_float(W, wf, K);
