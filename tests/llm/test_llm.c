@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "infera/llm.h"
+#include "llm/attn.h"
 #include "llm/llm_int.h"
 #include "llm_testmodel.h"
 
@@ -753,11 +754,42 @@ static void test_malformed(void) {
     expect_refused(m_nokey, "'llama.embedding_length' is missing", INF_EMODEL);
 }
 
+/* The attention kernel of this CPU (attn_avx2.c) against the reference
+ * (attn.c): head sizes with and without a fallback, key counts around the
+ * 64-key blocks and the 8-key groups, growing scores (the running maximum
+ * moves), strided cache rows. */
+static void test_attention(void) {
+    uint64_t s = 7;
+    enum { MAXK = 200, STRIDE = 3 * 136 };
+    static float K[MAXK * STRIDE], V[MAXK * STRIDE];
+    float q[136], o[136], want[136];
+    static const int hds[3] = {64, 128, 36}, nks[6] = {1, 7, 8, 64, 65, 200};
+    inf__llm_attn_fn fast = inf__llm_attn_get(false);
+    for (int hi = 0; hi < 3; hi++)
+        for (int ni = 0; ni < 6; ni++) {
+            int hd = hds[hi], nk = nks[ni];
+            for (int i = 0; i < hd; i++) q[i] = tm_rand(&s) * 2;
+            for (int j = 0; j < nk; j++)
+                for (int i = 0; i < hd; i++) {
+                    K[(size_t)j * STRIDE + i] = tm_rand(&s) * (1 + j * 0.05f); /* later keys score higher */
+                    V[(size_t)j * STRIDE + i] = tm_rand(&s);
+                }
+            float scale = 1.0f / sqrtf((float)hd);
+            inf__llm_attn_ref(hd, q, K, V, STRIDE, nk, scale, want);
+            fast(hd, q, K, V, STRIDE, nk, scale, o);
+            float d = max_abs_diff(o, want, (size_t)hd), m = max_abs(want, (size_t)hd);
+            CHECK(d <= 2e-5f * (m + 1), "attention hd %d keys %d: differs from the reference by %g (magnitude %g)", hd, nk,
+                  d, m);
+        }
+    printf("attention: the fast kernel against the reference checked\n");
+}
+
 int main(void) {
     uint64_t s = 5;
     for (int i = 0; i < 64; i++) tokens[i] = 3 + (int32_t)((tm_rand(&s) + 1) * 40) % 90;
     test_kernels();
     test_kernels_k();
+    test_attention();
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         test_forward(types[i], type_names[i]);
         test_batch(types[i], type_names[i]);
