@@ -180,29 +180,40 @@ static inline void tile_few(enum tile_fmt f, int64_t k, const uint8_t *tile, con
         for (int half = 0; half < 2; half++) store_lanes(out + TR * u + HALF * half, acc[half][u]);
 }
 
-/* more tokens: a half at a time, 4 tokens per pass over it (weights in
- * registers, accumulators in registers) */
+/* more tokens: a half at a time, nu <= 4 tokens per pass over it (weights and
+ * accumulators in registers; nu a constant once inlined) */
 #define TOKEN_GROUP 4
+static inline __attribute__((always_inline)) void half_pass(enum tile_fmt f, int64_t k, const uint8_t *tile, int half,
+                                                            const void *x, size_t xs, int nu, float *out) {
+    const size_t tb = tile_block_bytes(f), hb = half_bytes(f);
+    __m256 acc[TOKEN_GROUP];
+    for (int u = 0; u < nu; u++) acc[u] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < k / 32; b++) {
+        const uint8_t *t = tile + (size_t)b * tb, *h = t + 32 + (size_t)half * hb;
+        __m256i w[8];
+        load_half(f, h, w);
+        __m256 dw = half_scales(t, half);
+        for (int u = 0; u < nu; u++) {
+            const inf__blk_q8_0a *a = ACT(x, xs, u, b);
+            acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(half_dot(f, w, h, a)), _mm256_mul_ps(dw, _mm256_set1_ps(a->d)),
+                                     acc[u]);
+        }
+    }
+    for (int u = 0; u < nu; u++) store_lanes(out + TR * u + HALF * half, acc[u]);
+}
+
 static inline void tile_many(enum tile_fmt f, int64_t k, const uint8_t *tile, const void *x, size_t xs, int n,
                              float *out) {
-    const size_t tb = tile_block_bytes(f), hb = half_bytes(f);
     for (int half = 0; half < 2; half++)
         for (int u0 = 0; u0 < n; u0 += TOKEN_GROUP) {
-            int nu = n - u0 < TOKEN_GROUP ? n - u0 : TOKEN_GROUP;
-            __m256 acc[TOKEN_GROUP];
-            for (int u = 0; u < TOKEN_GROUP; u++) acc[u] = _mm256_setzero_ps();
-            for (int64_t b = 0; b < k / 32; b++) {
-                const uint8_t *t = tile + (size_t)b * tb, *h = t + 32 + (size_t)half * hb;
-                __m256i w[8];
-                load_half(f, h, w);
-                __m256 dw = half_scales(t, half);
-                for (int u = 0; u < nu; u++) {
-                    const inf__blk_q8_0a *a = ACT(x, xs, u0 + u, b);
-                    acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(half_dot(f, w, h, a)),
-                                             _mm256_mul_ps(dw, _mm256_set1_ps(a->d)), acc[u]);
-                }
+            const void *xu = (const uint8_t *)x + (size_t)u0 * xs;
+            float *o = out + TR * u0;
+            switch (n - u0 < TOKEN_GROUP ? n - u0 : TOKEN_GROUP) {
+            case 4: half_pass(f, k, tile, half, xu, xs, 4, o); break;
+            case 3: half_pass(f, k, tile, half, xu, xs, 3, o); break;
+            case 2: half_pass(f, k, tile, half, xu, xs, 2, o); break;
+            default: half_pass(f, k, tile, half, xu, xs, 1, o); break;
             }
-            for (int u = 0; u < nu; u++) store_lanes(out + TR * (u0 + u) + HALF * half, acc[u]);
         }
 }
 
