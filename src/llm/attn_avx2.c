@@ -3,9 +3,7 @@
  * (attn.c): the same blocks of 64 keys and online softmax, with
  *  - the scores of 8 keys at a time (8 accumulators over the head, one
  *    transposing horizontal sum gives the 8 scores in one register),
- *  - exp of 8 scores at a time (exp_ps below: 2^n times a degree-6
- *    polynomial of the remainder, within 2 ulp of expf on the range used:
- *    arguments <= 0),
+ *  - exp of 8 scores at a time (vmath_avx2.h),
  *  - the weighted sum of the values as FMAs over the head.
  * Results differ from the reference by rounding only (tests/llm/test_llm.c
  * checks the distance); for given inputs they are the same whatever the
@@ -15,35 +13,9 @@
 #include <math.h>
 
 #include "llm/attn.h"
+#include "llm/vmath_avx2.h"
 
 #define KEY_BLOCK 64
-
-/* e^x for x <= 0 (x >= -87.3 or the result is flushed to 0) */
-static inline __m256 exp_ps(__m256 x) {
-    const __m256 lo = _mm256_set1_ps(-87.3f);
-    __m256 tiny = _mm256_cmp_ps(x, lo, _CMP_LT_OQ); /* also true for -inf */
-    x = _mm256_max_ps(x, lo);
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x); /* ln 2 in two parts */
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.0f / 720);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_andnot_ps(tiny, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
-}
-
-static inline float hsum_ps(__m256 v) {
-    __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-    r = _mm_add_ss(r, _mm_movehdup_ps(r));
-    return _mm_cvtss_f32(r);
-}
 
 /* lane i = the sum of the 8 lanes of a[i] */
 static inline __m256 hsum8x8_ps(const __m256 a[8]) {
@@ -69,7 +41,7 @@ static inline void block_scores(int hd, const float *q, const float *k, size_t s
     for (; u < nb; u++) {
         __m256 a = _mm256_setzero_ps();
         for (int e = 0; e < hd; e += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + e), _mm256_loadu_ps(k + (size_t)u * stride + e), a);
-        s[u] = hsum_ps(a) * scale;
+        s[u] = inf__hsum_ps(a) * scale;
     }
     for (; u % 8; u++) s[u] = -INFINITY;
 }
@@ -101,11 +73,11 @@ void inf__llm_attn_avx2(int hd, const float *q, const float *k, const float *v, 
         mx = mnew;
         __m256 vmx = _mm256_set1_ps(mx), lsum = _mm256_setzero_ps();
         for (int u = 0; u < nb8; u += 8) { /* the padding's -inf gives 0 */
-            __m256 p = exp_ps(_mm256_sub_ps(_mm256_load_ps(s + u), vmx));
+            __m256 p = inf__exp_ps(_mm256_sub_ps(_mm256_load_ps(s + u), vmx));
             _mm256_store_ps(s + u, p);
             lsum = _mm256_add_ps(lsum, p);
         }
-        l += hsum_ps(lsum);
+        l += inf__hsum_ps(lsum);
         for (int e = 0; e < hd; e += 8) {
             __m256 a0 = _mm256_load_ps(acc + e), a1 = _mm256_setzero_ps();
             int u = 0;

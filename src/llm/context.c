@@ -25,6 +25,7 @@
 
 #include "llm/attn.h"
 #include "llm/llm_int.h"
+#include "llm/swiglu.h"
 
 #define TOKEN_BLOCK 32
 #define MAX_HEAD_DIM INF__LLM_MAX_HEAD_DIM
@@ -360,9 +361,6 @@ static void attention(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-static void swiglu(float *g, const float *u, size_t n) {
-    for (size_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
-}
 
 /* Batched step: the keys and values of token t (rows t of c's own cache,
  * where the pass put them) go to their sequence's cache at its position. */
@@ -408,7 +406,7 @@ static void forward_seqs(inf_llm_context *c, inf_llm_context *const *seqs, const
         for (int t = 0; t < n; t++) rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)t * E, y->ffn_norm, E, m->rms_eps);
         const matmul_part gate_up[2] = {{&y->w_gate, c->hb, F, false, NULL}, {&y->w_up, c->hb2, F, false, NULL}};
         matmul_group(c, gate_up, 2, c->xb, E, n);
-        swiglu(c->hb, c->hb2, (size_t)n * F);
+        inf__llm_swiglu_get(m->force_ref)(c->hb, c->hb2, (size_t)n * F);
         matmul(c, &y->w_down, c->hb, F, n, c->x, E, true, NULL);
     }
     int rows = n - first;
