@@ -51,13 +51,12 @@ static void pack_tile(enum tile_fmt f, const uint8_t *rows, size_t row_bytes, in
     const size_t qs_at = f == T_Q5_0 ? 6 : 2, n_qs = f == T_Q8_0 ? 32 : 16;
     for (int64_t b = 0; b < k / 32; b++) {
         uint8_t *t = tile + (size_t)b * tb;
-        memset(t, 0, tb);
         for (int r = 0; r < TR; r++) {
             const uint8_t *src = rows + (size_t)r * row_bytes + (size_t)b * sb;
             uint8_t *h = t + 32 + (size_t)(r / HALF) * hb;
             int lane = r % HALF;
             memcpy(t + 2 * r, src, 2);
-            for (size_t i = 0; i < n_qs; i++) h[(i / 4) * 32 + (size_t)lane * 4 + i % 4] = src[qs_at + i];
+            for (size_t g = 0; g < n_qs / 4; g++) memcpy(h + g * 32 + (size_t)lane * 4, src + qs_at + 4 * g, 4);
             if (f == T_Q5_0) {
                 uint32_t qh, bits = 0;
                 memcpy(&qh, src + 2, 4);
