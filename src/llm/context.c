@@ -9,8 +9,8 @@
  * or speculative verification) per layer:
  *   xb = rmsnorm(x) * attn_norm;  q,k,v = xb W{q,k,v}  (k, v straight into
  *   the cache);  RoPE on q and k;  causal attention of every (token, head)
- *   over the cached positions (online softmax in blocks of 64 keys, grouped
- *   query heads share a kv head);  x += att Wo;  xb = rmsnorm(x) * ffn_norm;
+ *   over the cached positions (attn.c: online softmax in blocks of 64 keys,
+ *   grouped query heads share a kv head);  x += att Wo;  xb = rmsnorm(x) * ffn_norm;
  *   x += (silu(xb Wgate) * (xb Wup)) Wdown;
  * then logits = rmsnorm(x) * output_norm Woutput for the rows asked for.
  * Matrix products convert the activation rows once to the weight's
@@ -23,11 +23,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "llm/attn.h"
 #include "llm/llm_int.h"
+#include "llm/swiglu.h"
 
 #define TOKEN_BLOCK 32
-#define KEY_BLOCK 64
-#define MAX_HEAD_DIM 256
+#define MAX_HEAD_DIM INF__LLM_MAX_HEAD_DIM
 
 
 void inf_llm_context_options_init(inf_llm_context_options *o) {
@@ -348,43 +349,18 @@ static void attention(void *arg, int64_t begin, int64_t end) {
     int hd = I->n_head_dim, group = I->n_head / I->n_head_kv;
     size_t Qd = (size_t)I->n_head * hd, KVd = (size_t)I->n_head_kv * hd;
     float scale = 1.0f / sqrtf((float)hd);
-    const inf__llm_qtype *f32 = inf__llm_qtype_get(INF__GGML_F32, c->m->force_ref); /* q.k with the f32 row kernel */
+    inf__llm_attn_fn attend = inf__llm_attn_get(c->m->force_ref); /* attn.c / attn_avx2.c */
     for (int64_t task = begin; task < end; task++) {
         int t = (int)(task / I->n_head), h = (int)(task % I->n_head), pos = tok_pos(c, j->seqs, t);
         const inf_llm_context *sq = tok_seq(c, j->seqs, t);
-        const float *kc = sq->k_cache + (size_t)j->layer * sq->n_ctx * KVd,
-                    *vc = sq->v_cache + (size_t)j->layer * sq->n_ctx * KVd;
-        const float *q = c->q + (size_t)t * Qd + (size_t)h * hd;
         size_t koff = (size_t)(h / group) * hd;
-        float acc[MAX_HEAD_DIM] = {0}, s[KEY_BLOCK], mx = -INFINITY, l = 0;
-        for (int j0 = 0; j0 <= pos; j0 += KEY_BLOCK) {
-            int nb = pos + 1 - j0 < KEY_BLOCK ? pos + 1 - j0 : KEY_BLOCK;
-            float bmax = -INFINITY;
-            for (int u = 0; u < nb; u++) {
-                s[u] = f32->dot(hd, q, kc + (size_t)(j0 + u) * KVd + koff) * scale;
-                if (s[u] > bmax) bmax = s[u];
-            }
-            float mnew = bmax > mx ? bmax : mx, corr = expf(mx - mnew);
-            if (mx != mnew) {
-                for (int e = 0; e < hd; e++) acc[e] *= corr;
-                l *= corr;
-            }
-            mx = mnew;
-            for (int u = 0; u < nb; u++) {
-                float p = expf(s[u] - mx);
-                const float *v = vc + (size_t)(j0 + u) * KVd + koff;
-                l += p;
-                for (int e = 0; e < hd; e++) acc[e] += p * v[e];
-            }
-        }
-        float *o = c->att + (size_t)t * Qd + (size_t)h * hd;
-        for (int e = 0; e < hd; e++) o[e] = acc[e] / l;
+        const float *kc = sq->k_cache + (size_t)j->layer * sq->n_ctx * KVd + koff,
+                    *vc = sq->v_cache + (size_t)j->layer * sq->n_ctx * KVd + koff;
+        attend(hd, c->q + (size_t)t * Qd + (size_t)h * hd, kc, vc, KVd, pos + 1, scale,
+               c->att + (size_t)t * Qd + (size_t)h * hd);
     }
 }
 
-static void swiglu(float *g, const float *u, size_t n) {
-    for (size_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
-}
 
 /* Batched step: the keys and values of token t (rows t of c's own cache,
  * where the pass put them) go to their sequence's cache at its position. */
@@ -430,7 +406,7 @@ static void forward_seqs(inf_llm_context *c, inf_llm_context *const *seqs, const
         for (int t = 0; t < n; t++) rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)t * E, y->ffn_norm, E, m->rms_eps);
         const matmul_part gate_up[2] = {{&y->w_gate, c->hb, F, false, NULL}, {&y->w_up, c->hb2, F, false, NULL}};
         matmul_group(c, gate_up, 2, c->xb, E, n);
-        swiglu(c->hb, c->hb2, (size_t)n * F);
+        inf__llm_swiglu_get(m->force_ref)(c->hb, c->hb2, (size_t)n * F);
         matmul(c, &y->w_down, c->hb, F, n, c->x, E, true, NULL);
     }
     int rows = n - first;

@@ -283,6 +283,7 @@ static void fill_fast(void) {
         inf__llm_gemm8_fn gemm8[N_BLOCK32]; /* q8_0, q4_0, q4_1, q5_0, q5_1 */
         inf__llm_dot_fn rowx[N_BLOCK32];
         inf__llm_dot_fn dot_k[2]; /* q4_K, q6_K */
+        inf__llm_dot4_fn dot4_k[2];
     } isa_kernels;
     static const isa_kernels avx2 = {
         {{inf__llm_dot_f32_avx2, inf__llm_dot4_f32_avx2}, {inf__llm_dot_f16_avx2, inf__llm_dot4_f16_avx2},
@@ -293,7 +294,8 @@ static void fill_fast(void) {
          inf__llm_gemm8_q5_1_avx2},
         {inf__llm_rowx_q8_0_avx2, inf__llm_rowx_q4_0_avx2, inf__llm_rowx_q4_1_avx2, inf__llm_rowx_q5_0_avx2,
          inf__llm_rowx_q5_1_avx2},
-        {inf__llm_dot_q4_K_avx2, inf__llm_dot_q6_K_avx2}};
+        {inf__llm_dot_q4_K_avx2, inf__llm_dot_q6_K_avx2},
+        {inf__llm_dot4_q4_K_avx2, inf__llm_dot4_q6_K_avx2}};
     static const isa_kernels vnni = {
         {{inf__llm_dot_f32_vnni, inf__llm_dot4_f32_vnni}, {inf__llm_dot_f16_vnni, inf__llm_dot4_f16_vnni},
          {inf__llm_dot_q8_0_vnni, inf__llm_dot4_q8_0_vnni}, {inf__llm_dot_q4_0_vnni, inf__llm_dot4_q4_0_vnni},
@@ -303,7 +305,8 @@ static void fill_fast(void) {
          inf__llm_gemm8_q5_1_vnni},
         {inf__llm_rowx_q8_0_vnni, inf__llm_rowx_q4_0_vnni, inf__llm_rowx_q4_1_vnni, inf__llm_rowx_q5_0_vnni,
          inf__llm_rowx_q5_1_vnni},
-        {inf__llm_dot_q4_K_vnni, inf__llm_dot_q6_K_vnni}};
+        {inf__llm_dot_q4_K_vnni, inf__llm_dot_q6_K_vnni},
+        {inf__llm_dot4_q4_K_vnni, inf__llm_dot4_q6_K_vnni}};
     /* core/cpu.c: AVX-512 F/BW/VL/DQ + VNNI, lowered by INFERA_CPU=avx2|generic;
      * INFERA_LLM_NO_AVX512=1 lowers the LLM kernels alone */
     bool has_vnni = inf__cpu_has_avx512_vnni() && !getenv("INFERA_LLM_NO_AVX512");
@@ -319,7 +322,10 @@ static void fill_fast(void) {
         qtypes[ROW_FAST][i].dot = k->rowx[i - FIRST_BLOCK32];
         qtypes[ROW_FAST][i].dot4 = NULL;
     }
-    for (int i = FIRST_K; i < N_TYPES; i++) qtypes[ROW_FAST][i].dot = k->dot_k[i - FIRST_K];
+    for (int i = FIRST_K; i < N_TYPES; i++) {
+        qtypes[ROW_FAST][i].dot = k->dot_k[i - FIRST_K];
+        qtypes[ROW_FAST][i].dot4 = k->dot4_k[i - FIRST_K];
+    }
     if (has_vnni) { /* q8_0, q4_0: weights repacked into 16-row tiles */
         qtypes[ROW_FAST][2].pack = inf__llm_pack_q8_0_vnni;
         qtypes[ROW_FAST][2].tile = inf__llm_tile_q8_0_vnni;
@@ -333,6 +339,18 @@ static void fill_fast(void) {
         qtypes[ROW_FAST][1].dot = inf__llm_dot_f16_zmm;
         qtypes[ROW_FAST][1].fblock = inf__llm_block_f16_zmm;
         qtypes[ROW_FAST][0].dot4 = qtypes[ROW_FAST][1].dot4 = NULL;
+    } else if (!getenv("INFERA_LLM_NO_TILES")) {
+        /* AVX2 without VNNI: q8_0, q4_0, q5_0 in 16-row tiles of two 8-row halves
+         * (INFERA_LLM_NO_TILES=1: the eight-row kernels instead, for comparisons) */
+        qtypes[ROW_FAST][2].pack = inf__llm_pack_q8_0_avx2;
+        qtypes[ROW_FAST][2].tile = inf__llm_tile_q8_0_avx2;
+        qtypes[ROW_FAST][2].tile_block_bytes = 32 + 16 * 32;
+        qtypes[ROW_FAST][3].pack = inf__llm_pack_q4_0_avx2;
+        qtypes[ROW_FAST][3].tile = inf__llm_tile_q4_0_avx2;
+        qtypes[ROW_FAST][3].tile_block_bytes = 32 + 16 * 16;
+        qtypes[ROW_FAST][5].pack = inf__llm_pack_q5_0_avx2;
+        qtypes[ROW_FAST][5].tile = inf__llm_tile_q5_0_avx2;
+        qtypes[ROW_FAST][5].tile_block_bytes = 32 + 16 * 20;
     }
     acts[ROW_FAST][0].from_float = k->q8_0;
     acts[ROW_FAST][1].from_float = k->q8_1;

@@ -72,7 +72,7 @@ typedef void (*inf__llm_dot4_fn)(int64_t k, const void *w, const void *x, size_t
 typedef void (*inf__llm_gemm8_fn)(int64_t k, const void *w, size_t row_bytes, const void *x, size_t x_stride, int n,
                                   float out[8 * INF__LLM_GEMM_TOKENS]);
 /* Weights repacked at load into tiles of INF__LLM_TILE_ROWS rows
- * (quant_tile_avx512.c): pack writes the tile of rows (row_bytes apart,
+ * (quant_tile_avx512.c with VNNI, quant_tile_avx2.c without): pack writes the tile of rows (row_bytes apart,
  * k elements); tile multiplies it with n <= INF__LLM_TILE_TOKENS activation
  * rows: out[t * INF__LLM_TILE_ROWS + r], bit for bit what `dot` gives. */
 #define INF__LLM_TILE_ROWS 16
@@ -177,11 +177,23 @@ float inf__llm_dot_q4_K_avx2(int64_t k, const void *w, const void *x);
 float inf__llm_dot_q6_K_avx2(int64_t k, const void *w, const void *x);
 float inf__llm_dot_q4_K_vnni(int64_t k, const void *w, const void *x);
 float inf__llm_dot_q6_K_vnni(int64_t k, const void *w, const void *x);
-/* Tiles of 16 rows (quant_tile_avx512.c). */
+/* The same for 4 activation rows (a super-block unpacked once): bit for bit dot's sums per row. */
+void inf__llm_dot4_q4_K_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_q6_K_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_q4_K_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+void inf__llm_dot4_q6_K_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
+/* Tiles of 16 rows (quant_tile_avx512.c, VNNI). */
 void inf__llm_pack_q4_0_vnni(const void *rows, size_t row_bytes, int64_t k, void *tile);
 void inf__llm_pack_q8_0_vnni(const void *rows, size_t row_bytes, int64_t k, void *tile);
 void inf__llm_tile_q4_0_vnni(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
 void inf__llm_tile_q8_0_vnni(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
+/* Tiles of 16 rows for AVX2 without VNNI (quant_tile_avx2.c): two halves of 8 rows; q5_0 too. */
+void inf__llm_pack_q4_0_avx2(const void *rows, size_t row_bytes, int64_t k, void *tile);
+void inf__llm_pack_q8_0_avx2(const void *rows, size_t row_bytes, int64_t k, void *tile);
+void inf__llm_pack_q5_0_avx2(const void *rows, size_t row_bytes, int64_t k, void *tile);
+void inf__llm_tile_q4_0_avx2(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
+void inf__llm_tile_q8_0_avx2(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
+void inf__llm_tile_q5_0_avx2(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
 float inf__llm_dot_f32_zmm(int64_t k, const void *w, const void *x);
 float inf__llm_dot_f16_zmm(int64_t k, const void *w, const void *x);
 void inf__llm_block_f32_zmm(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt, float *out);

@@ -54,45 +54,61 @@ static inline void q4_K_scales(const uint8_t *s12, uint8_t sc[8], uint8_t mn[8])
     memcpy(mn, u + 2, 8);
 }
 
-float KN(dot_q4_K)(int64_t k, const void *w, const void *x) {
+/* Weight row against nt <= 4 activation rows (x, x + xs, ...): each super-block
+ * unpacked once for all of them; per row the same integers and the same fmaf
+ * sequence as the reference, so out[t] is bit for bit dot(w, x_t). */
+static inline void q4_K_rows(int64_t k, const void *w, const void *x, size_t xs, int nt, float *out) {
     const inf__blk_q4_K *a = w;
-    const inf__blk_q8_Ka *b = x;
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    float acc = 0, accm = 0;
+    float acc[4] = {0}, accm[4] = {0};
     for (int64_t i = 0; i < k / QK_K; i++) {
         uint8_t sc[8], mn[8];
         q4_K_scales(a[i].scales, sc, mn);
-        __m256i sumi = _mm256_setzero_si256();
+        __m256i sumi[4];
+        for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
         for (int c = 0; c < 4; c++) {
             __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * c));
             __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-            sumi = scaled_dot(sumi, lo, _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * c)),
-                              _mm256_set1_epi16(sc[2 * c]));
-            sumi = scaled_dot(sumi, hi, _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * c + 32)),
-                              _mm256_set1_epi16(sc[2 * c + 1]));
+            __m256i slo = _mm256_set1_epi16(sc[2 * c]), shi = _mm256_set1_epi16(sc[2 * c + 1]);
+            for (int t = 0; t < nt; t++) {
+                const inf__blk_q8_Ka *b = (const inf__blk_q8_Ka *)((const uint8_t *)x + (size_t)t * xs) + i;
+                sumi[t] = scaled_dot(sumi[t], lo, _mm256_loadu_si256((const __m256i *)(b->qs + 64 * c)), slo);
+                sumi[t] = scaled_dot(sumi[t], hi, _mm256_loadu_si256((const __m256i *)(b->qs + 64 * c + 32)), shi);
+            }
         }
         /* minimums: m_j * (bsums[2j] + bsums[2j+1]) */
-        __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)b[i].bsums), _mm256_set1_epi16(1));
         int64_t mn8;
         memcpy(&mn8, mn, 8);
         __m256i mins = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(mn8));
-        int32_t isum = hsum_i32(sumi), imin = hsum_i32(_mm256_mullo_epi32(bs, mins));
-        acc = fmaf((float)isum, h2f(a[i].d) * b[i].d, acc);
-        accm = fmaf((float)imin, h2f(a[i].dmin) * b[i].d, accm);
+        float dw = h2f(a[i].d), dmw = h2f(a[i].dmin);
+        for (int t = 0; t < nt; t++) {
+            const inf__blk_q8_Ka *b = (const inf__blk_q8_Ka *)((const uint8_t *)x + (size_t)t * xs) + i;
+            __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)b->bsums), _mm256_set1_epi16(1));
+            int32_t isum = hsum_i32(sumi[t]), imin = hsum_i32(_mm256_mullo_epi32(bs, mins));
+            acc[t] = fmaf((float)isum, dw * b->d, acc[t]);
+            accm[t] = fmaf((float)imin, dmw * b->d, accm[t]);
+        }
     }
-    return acc - accm;
+    for (int t = 0; t < nt; t++) out[t] = acc[t] - accm[t];
 }
 
-float KN(dot_q6_K)(int64_t k, const void *w, const void *x) {
+float KN(dot_q4_K)(int64_t k, const void *w, const void *x) {
+    float o;
+    q4_K_rows(k, w, x, 0, 1, &o);
+    return o;
+}
+void KN(dot4_q4_K)(int64_t k, const void *w, const void *x, size_t xs, float out[4]) { q4_K_rows(k, w, x, xs, 4, out); }
+
+static inline void q6_K_rows(int64_t k, const void *w, const void *x, size_t xs, int nt, float *out) {
     const inf__blk_q6_K *a = w;
-    const inf__blk_q8_Ka *b = x;
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
-    float acc = 0;
+    float acc[4] = {0};
     for (int64_t i = 0; i < k / QK_K; i++) {
-        __m256i sumi = _mm256_setzero_si256();
+        __m256i sumi[4];
+        for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = a[i].ql + 64 * h, *qh = a[i].qh + 32 * h;
-            const int8_t *sc = a[i].scales + 8 * h, *y = b[i].qs + 128 * h;
+            const int8_t *sc = a[i].scales + 8 * h;
             __m256i q0 = _mm256_loadu_si256((const __m256i *)ql), q1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
             __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
             __m256i u[4] = {
@@ -105,14 +121,28 @@ float KN(dot_q6_K)(int64_t k, const void *w, const void *x) {
             for (int g = 0; g < 4; g++) {
                 /* 32 elements = sub-blocks 2g (low 128 bits) and 2g + 1 (high) */
                 __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[2 * g + 1]), _mm_set1_epi16(sc[2 * g]));
-                sumi = scaled_dot(sumi, u[g], _mm256_loadu_si256((const __m256i *)(y + 32 * g)), s);
+                for (int t = 0; t < nt; t++) {
+                    const inf__blk_q8_Ka *b = (const inf__blk_q8_Ka *)((const uint8_t *)x + (size_t)t * xs) + i;
+                    sumi[t] = scaled_dot(sumi[t], u[g], _mm256_loadu_si256((const __m256i *)(b->qs + 128 * h + 32 * g)), s);
+                }
             }
         }
         /* the -32 offset: 32 * sum_j sc_j * bsums_j */
         __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)a[i].scales));
-        int32_t off = hsum_i32(_mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)b[i].bsums)));
-        int32_t isum = hsum_i32(sumi) - 32 * off;
-        acc = fmaf((float)isum, h2f(a[i].d) * b[i].d, acc);
+        float dw = h2f(a[i].d);
+        for (int t = 0; t < nt; t++) {
+            const inf__blk_q8_Ka *b = (const inf__blk_q8_Ka *)((const uint8_t *)x + (size_t)t * xs) + i;
+            int32_t off = hsum_i32(_mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)b->bsums)));
+            int32_t isum = hsum_i32(sumi[t]) - 32 * off;
+            acc[t] = fmaf((float)isum, dw * b->d, acc[t]);
+        }
     }
-    return acc;
+    for (int t = 0; t < nt; t++) out[t] = acc[t];
 }
+
+float KN(dot_q6_K)(int64_t k, const void *w, const void *x) {
+    float o;
+    q6_K_rows(k, w, x, 0, 1, &o);
+    return o;
+}
+void KN(dot4_q6_K)(int64_t k, const void *w, const void *x, size_t xs, float out[4]) { q6_K_rows(k, w, x, xs, 4, out); }

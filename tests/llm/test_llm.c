@@ -24,7 +24,9 @@
 #include <string.h>
 
 #include "infera/llm.h"
+#include "llm/attn.h"
 #include "llm/llm_int.h"
+#include "llm/swiglu.h"
 #include "llm_testmodel.h"
 
 #include "../check.h"
@@ -175,37 +177,40 @@ static void test_kernels(void) {
                 CHECK(worst < 1e-4f, "%s %s one-row twin vs reference: %g", I->name, type_names[qt + 2], worst);
             }
         }
-        /* 16-row tiles (VNNI, q8_0 and q4_0): every (row, token) bit for bit the one-row twin */
-        if (is == 1)
-            for (int qt = 0; qt < 2; qt++) {
-                const inf__llm_qtype *ref = inf__llm_qtype_get(q_types[qt], true);
-                const inf__llm_qtype *aref = inf__llm_qtype_get(ref->act_type, true);
-                size_t rb = inf__llm_row_bytes(ref, K), xs = inf__llm_row_bytes(aref, K);
-                static uint8_t W[16 * K * 4], X[INF__LLM_TILE_TOKENS * K * 4], T[16 * K * 4];
-                float row[K];
-                for (int r = 0; r < 16; r++) {
-                    for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * (r + 1);
-                    if (r == 3) for (int i = 0; i < K; i++) row[i] = 0; /* a zero row */
-                    tm_quantize(q_types[qt], row, K, W + r * rb);
-                }
-                for (int t = 0; t < INF__LLM_TILE_TOKENS; t++) {
-                    for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * 2;
-                    if (t == 2) for (int i = 0; i < K; i++) row[i] = 0; /* a zero activation row */
-                    I->q8_0(row, X + t * xs, K);
-                }
-                (qt ? inf__llm_pack_q4_0_vnni : inf__llm_pack_q8_0_vnni)(W, rb, K, T);
-                for (int n = 1; n <= INF__LLM_TILE_TOKENS; n++) {
-                    float o[16 * INF__LLM_TILE_TOKENS];
-                    (qt ? inf__llm_tile_q4_0_vnni : inf__llm_tile_q8_0_vnni)(K, T, X, xs, n, o);
-                    int exact = 1;
-                    for (int t = 0; t < n; t++)
-                        for (int r = 0; r < 16; r++) {
-                            float one = rx[is][qt](K, W + r * rb, X + t * xs);
-                            exact &= memcmp(&one, &o[16 * t + r], 4) == 0;
-                        }
-                    CHECK(exact, "%s %s tile (n=%d) differs from its one-row twin", I->name, type_names[qt + 2], n);
-                }
+        /* 16-row tiles (q8_0 and q4_0; VNNI and AVX2): every (row, token) bit for bit the one-row twin */
+        inf__llm_pack_fn tpack[2][2] = {{inf__llm_pack_q8_0_avx2, inf__llm_pack_q4_0_avx2},
+                                        {inf__llm_pack_q8_0_vnni, inf__llm_pack_q4_0_vnni}};
+        inf__llm_tile_fn tmul[2][2] = {{inf__llm_tile_q8_0_avx2, inf__llm_tile_q4_0_avx2},
+                                       {inf__llm_tile_q8_0_vnni, inf__llm_tile_q4_0_vnni}};
+        for (int qt = 0; qt < 2; qt++) {
+            const inf__llm_qtype *ref = inf__llm_qtype_get(q_types[qt], true);
+            const inf__llm_qtype *aref = inf__llm_qtype_get(ref->act_type, true);
+            size_t rb = inf__llm_row_bytes(ref, K), xs = inf__llm_row_bytes(aref, K);
+            static uint8_t W[16 * K * 4], X[INF__LLM_TILE_TOKENS * K * 4], T[16 * K * 4];
+            float row[K];
+            for (int r = 0; r < 16; r++) {
+                for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * (r + 1);
+                if (r == 3) for (int i = 0; i < K; i++) row[i] = 0; /* a zero row */
+                tm_quantize(q_types[qt], row, K, W + r * rb);
             }
+            for (int t = 0; t < INF__LLM_TILE_TOKENS; t++) {
+                for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * 2;
+                if (t == 2) for (int i = 0; i < K; i++) row[i] = 0; /* a zero activation row */
+                I->q8_0(row, X + t * xs, K);
+            }
+            tpack[is][qt](W, rb, K, T);
+            for (int n = 1; n <= INF__LLM_TILE_TOKENS; n++) {
+                float o[16 * INF__LLM_TILE_TOKENS];
+                tmul[is][qt](K, T, X, xs, n, o);
+                int exact = 1;
+                for (int t = 0; t < n; t++)
+                    for (int r = 0; r < 16; r++) {
+                        float one = rx[is][qt](K, W + r * rb, X + t * xs);
+                        exact &= memcmp(&one, &o[16 * t + r], 4) == 0;
+                    }
+                CHECK(exact, "%s %s tile (n=%d) differs from its one-row twin", I->name, type_names[qt + 2], n);
+            }
+        }
         printf("kernels: %s: %d row products checked against the reference\n", I->name, tested);
     }
 #else
@@ -272,6 +277,30 @@ static void test_kernels_k(void) {
                 CHECK(worst < 1e-4f, "%s %s one-row twin vs reference: %g", is ? "vnni" : "avx2", ref->name, worst);
             }
         }
+    /* q5_0 in AVX2 16-row tiles (random bytes: every fifth-bit pattern): bit for bit the one-row twin */
+    {
+        static uint8_t W16[16 * K * 2], T[16 * K * 2];
+        const inf__llm_qtype *ref = inf__llm_qtype_get(INF__GGML_Q5_0, true);
+        const inf__llm_qtype *aref = inf__llm_qtype_get(ref->act_type, true);
+        size_t rb = inf__llm_row_bytes(ref, K), xs = inf__llm_row_bytes(aref, K);
+        random_rows(INF__GGML_Q5_0, 16, K, W16, &s);
+        for (int t = 0; t < INF__LLM_TILE_TOKENS; t++) {
+            for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * 2;
+            aref->from_float(row, X + t * xs, K);
+        }
+        inf__llm_pack_q5_0_avx2(W16, rb, K, T);
+        for (int n = 1; n <= INF__LLM_TILE_TOKENS; n++) {
+            float o[16 * INF__LLM_TILE_TOKENS];
+            inf__llm_tile_q5_0_avx2(K, T, X, xs, n, o);
+            int exact = 1;
+            for (int t = 0; t < n; t++)
+                for (int r = 0; r < 16; r++) {
+                    float one = inf__llm_rowx_q5_0_avx2(K, W16 + r * rb, X + t * xs);
+                    exact &= memcmp(&one, &o[16 * t + r], 4) == 0;
+                }
+            CHECK(exact, "avx2 q5_0 tile (n=%d) differs from its one-row twin", n);
+        }
+    }
     static const uint32_t kt[2] = {INF__GGML_Q4_K, INF__GGML_Q6_K};
     inf__llm_dot_fn kd[2][2] = {{inf__llm_dot_q4_K_avx2, inf__llm_dot_q6_K_avx2},
                                 {inf__llm_dot_q4_K_vnni, inf__llm_dot_q6_K_vnni}};
@@ -301,6 +330,26 @@ static void test_kernels_k(void) {
                 float got = kd[is][qt](K, W, X);
                 CHECK(!memcmp(&got, &want, 4), "%s %s dot: %.9g, reference %.9g", is ? "vnni" : "avx2", ref->name, got,
                       want);
+            }
+            /* four activation rows at once: bit for bit the reference per row */
+            if (trial < 5) {
+                inf__llm_dot4_fn k4[2][2] = {{inf__llm_dot4_q4_K_avx2, inf__llm_dot4_q6_K_avx2},
+                                             {inf__llm_dot4_q4_K_vnni, inf__llm_dot4_q6_K_vnni}};
+                size_t xs = inf__llm_row_bytes(aref, K);
+                for (int t = 1; t < 4; t++) {
+                    for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * (t + 1);
+                    aref->from_float(row, X + t * xs, K);
+                }
+                for (int is = 0; is <= vnni; is++) {
+                    float o4[4];
+                    k4[is][qt](K, W, X, xs, o4);
+                    int exact = 1;
+                    for (int t = 0; t < 4; t++) {
+                        float w1 = ref->dot(K, W, X + t * xs);
+                        exact &= !memcmp(&w1, &o4[t], 4);
+                    }
+                    CHECK(exact, "%s %s dot4 differs from the reference", is ? "vnni" : "avx2", ref->name);
+                }
             }
             /* against the dequantized row in double (the activation's own rounding aside) */
             float wf[K], xf[K];
@@ -696,11 +745,52 @@ static void test_malformed(void) {
     expect_refused(m_nokey, "'llama.embedding_length' is missing", INF_EMODEL);
 }
 
+/* The attention kernel of this CPU (attn_avx2.c) against the reference
+ * (attn.c): head sizes with and without a fallback, key counts around the
+ * 64-key blocks and the 8-key groups, growing scores (the running maximum
+ * moves), strided cache rows. */
+static void test_attention(void) {
+    uint64_t s = 7;
+    enum { MAXK = 200, STRIDE = 3 * 136 };
+    static float K[MAXK * STRIDE], V[MAXK * STRIDE];
+    float q[136], o[136], want[136];
+    static const int hds[3] = {64, 128, 36}, nks[6] = {1, 7, 8, 64, 65, 200};
+    inf__llm_attn_fn fast = inf__llm_attn_get(false);
+    for (int hi = 0; hi < 3; hi++)
+        for (int ni = 0; ni < 6; ni++) {
+            int hd = hds[hi], nk = nks[ni];
+            for (int i = 0; i < hd; i++) q[i] = tm_rand(&s) * 2;
+            for (int j = 0; j < nk; j++)
+                for (int i = 0; i < hd; i++) {
+                    K[(size_t)j * STRIDE + i] = tm_rand(&s) * (1 + j * 0.05f); /* later keys score higher */
+                    V[(size_t)j * STRIDE + i] = tm_rand(&s);
+                }
+            float scale = 1.0f / sqrtf((float)hd);
+            inf__llm_attn_ref(hd, q, K, V, STRIDE, nk, scale, want);
+            fast(hd, q, K, V, STRIDE, nk, scale, o);
+            float d = max_abs_diff(o, want, (size_t)hd), m = max_abs(want, (size_t)hd);
+            CHECK(d <= 2e-5f * (m + 1), "attention hd %d keys %d: differs from the reference by %g (magnitude %g)", hd, nk,
+                  d, m);
+        }
+    /* SwiGLU: the vector exp over the whole range silu meets (saturating ends included), and a tail */
+    enum { NG = 1003 };
+    static float g[NG], g2[NG], u[NG];
+    for (int i = 0; i < NG; i++) g[i] = g2[i] = (i - NG / 2) * 0.2f, u[i] = tm_rand(&s) + 1.5f;
+    inf__llm_swiglu_ref(g, u, NG);
+    inf__llm_swiglu_get(false)(g2, u, NG);
+    float worst = 0;
+    for (int i = 0; i < NG; i++) /* (g << -87: the reference's 0 against e^88 in the denominator, ~1e-36) */
+        worst = fmaxf(worst, fabsf(g2[i] - g[i]) / (fabsf(g[i]) + 1e-20f));
+    CHECK(worst <= 1e-6f, "swiglu differs from the reference by %g relative", worst);
+    printf("attention, swiglu: the fast kernels against the references checked\n");
+}
+
 int main(void) {
     uint64_t s = 5;
     for (int i = 0; i < 64; i++) tokens[i] = 3 + (int32_t)((tm_rand(&s) + 1) * 40) % 90;
     test_kernels();
     test_kernels_k();
+    test_attention();
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         test_forward(types[i], type_names[i]);
         test_batch(types[i], type_names[i]);

@@ -1,0 +1,29 @@
+/*
+ * attn.h -- causal attention of one (token, head) pair over the cached keys
+ * and values (context.c runs one per task): the reference kernel (attn.c)
+ * and its AVX2 twin (attn_avx2.c), picked at run time.
+ *
+ * o[hd] = sum_j softmax_j(scale * q . k_j) v_j over j < n_keys, where key j
+ * is k + j * stride (floats) and value j is v + j * stride; computed with an
+ * online softmax over blocks of keys, so nothing grows with n_keys.
+ */
+#ifndef INF_LLM_ATTN_H
+#define INF_LLM_ATTN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define INF__LLM_MAX_HEAD_DIM 256
+
+typedef void (*inf__llm_attn_fn)(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys,
+                                 float scale, float *o);
+
+/* The kernel for this CPU (the reference one when force_ref). */
+inf__llm_attn_fn inf__llm_attn_get(bool force_ref);
+void inf__llm_attn_ref(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys, float scale,
+                       float *o);
+/* AVX2/FMA (attn_avx2.c): head sizes that are multiples of 8, else the reference. */
+void inf__llm_attn_avx2(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys, float scale,
+                        float *o);
+
+#endif
