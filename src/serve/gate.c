@@ -358,7 +358,7 @@ static void expire(srv_gate *g) {
     }
 }
 
-/* Lists the sockets inf__serve_gate_linger handed back, closing lingering. */
+/* Takes the sockets inf__serve_gate_linger handed back (a list). */
 static pending *pop_handed_back(srv_gate *g) {
     pthread_mutex_lock(&g->handed_back_lock);
     pending *list = g->handed_back;
@@ -367,6 +367,7 @@ static pending *pop_handed_back(srv_gate *g) {
     return list;
 }
 
+/* Lists the sockets handed back, closing lingering. */
 static void take_handed_back(srv_gate *g) {
     for (pending *p = pop_handed_back(g), *next; p; p = next) {
         next = p->next;
