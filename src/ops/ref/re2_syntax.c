@@ -24,6 +24,7 @@
  * \C (one byte of UTF-8) is refused; a surrogate code point in a class is
  * refused (RE2 accepts it, to match nothing).
  */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -215,10 +216,9 @@ static bool parse_property(rx *r, size_t at, bool upper_p, esc *e) {
 }
 
 static int hex_value(int c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
+    static const char digits[] = "0123456789abcdef";
+    const char *d = c > 0 && c < 0x80 ? strchr(digits, tolower(c)) : NULL;
+    return d ? (int)(d - digits) : -1;
 }
 
 /* \x41 or \x{10FFFF} (r->pos after the x). */
