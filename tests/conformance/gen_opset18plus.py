@@ -579,6 +579,8 @@ def regex_20():
     rx("empty_strings", ".*", ["", "", "x"])
     single("regexfullmatch_empty_tensor_opset20", "RegexFullMatch", 20, [("x", np.zeros((0, 3), dtype=object))],
            pattern="a+")
+    rx("repetition_after_flags", "ab(?i)+c", ["abbbC", "abc", "aBc", "ac"])
+    rx("optional_assertion_alternation", r"\Qa.\E\B?\b|", ["a", "a.", "", "a.b"])
     rx("opset26", r"[a-z]+\d", ["abc1", "ABC1"], opset=26)
 
 

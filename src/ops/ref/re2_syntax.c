@@ -24,6 +24,7 @@
  * \C (one byte of UTF-8) is refused; a surrogate code point in a class is
  * refused (RE2 accepts it, to match nothing).
  */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -215,10 +216,9 @@ static bool parse_property(rx *r, size_t at, bool upper_p, esc *e) {
 }
 
 static int hex_value(int c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
+    static const char digits[] = "0123456789abcdef";
+    const char *d = c > 0 && c < 0x80 ? strchr(digits, tolower(c)) : NULL;
+    return d ? (int)(d - digits) : -1;
 }
 
 /* \x41 or \x{10FFFF} (r->pos after the x). */
@@ -523,8 +523,9 @@ static bool parse_atom(rx *r, int *product, bool *is_atom, bool *multiline) {
     return next_cp(r, &cp) && put_cp(r, cp);
 }
 
-/* \Q...\E at r->pos: each character a literal atom; *any: whether there was one. */
-static bool parse_quoted(rx *r, bool *any) {
+/* \Q...\E at r->pos: each character a literal atom; *any: whether there was one, *last_start: where
+ * the last one begins in the output (a repetition applies to it alone). */
+static bool parse_quoted(rx *r, bool *any, size_t *last_start) {
     r->pos += 2;
     *any = false;
     while (r->pos < r->len) {
@@ -533,44 +534,78 @@ static bool parse_quoted(rx *r, bool *any) {
             return true;
         }
         uint32_t cp;
+        *last_start = r->out_len;
         if (!next_cp(r, &cp) || !put_cp(r, cp)) return false;
         *any = true;
     }
     return true;
 }
 
+/* The repetition (n characters, count factor) at r->pos, of an atom whose nested counts multiply to
+ * *inner: checks RE2's limits and refuses a second repetition right after it (a** a*+ a{2}{3}). */
+static bool take_repetition(rx *r, size_t n, long factor, int *inner) {
+    size_t op_at = r->pos;
+    r->pos += n;
+    if (factor > 0 && (long)*inner * factor > RE2_MAX_REPEAT)
+        return fail(r, op_at, "bad repetition operator: nested counts multiply to more than %d", RE2_MAX_REPEAT);
+    if (factor > 0) *inner *= (int)factor;
+    size_t again;
+    if (!read_repetition(r, &again, &factor)) return false;
+    if (again) return fail(r, op_at, "bad repetition operator: stacked or possessive repetition %.*s",
+                           (int)(r->pos + again - op_at), r->src + op_at);
+    return true;
+}
+
+/* A repetition after flags groups, as in a(?i)*: RE2 applies it to the atom before them (written at
+ * [*atom_start, *atom_end) of the output), PCRE2 refuses it there, so the output becomes
+ * (?:atom)<op><flags>; the span then covers (?:atom)<op>. */
+static bool repeat_before_flags(rx *r, size_t *atom_start, size_t *atom_end, size_t n) {
+    size_t flags_len = r->out_len - *atom_end;
+    char *flags = inf__malloc(flags_len + 1);
+    if (!flags) return fail(r, r->pos, "out of memory");
+    memcpy(flags, r->out + *atom_end, flags_len);
+    r->out_len = *atom_end;
+    bool ok = put(r, "(?:", 3); /* room for the opening, moved to atom_start */
+    if (ok) {
+        memmove(r->out + *atom_start + 3, r->out + *atom_start, *atom_end - *atom_start);
+        memcpy(r->out + *atom_start, "(?:", 3);
+        ok = put(r, ")", 1) && put(r, r->src + r->pos, n);
+    }
+    *atom_end = r->out_len;
+    ok = ok && put(r, flags, flags_len);
+    inf__free(flags);
+    return ok;
+}
+
 /* A sequence of atoms, each with at most one repetition, up to | or ) or the end. */
 static bool parse_concat(rx *r, int *product, bool *multiline) {
     bool have_atom = false;
+    size_t atom_start = 0, atom_end = 0; /* the last atom, with its repetition, in the output */
+    int inner = 1;                       /* its nested counts' product */
     *product = 1;
     while (r->pos < r->len && peek(r, 0) != '|' && peek(r, 0) != ')') {
         size_t n;
         long factor;
         if (!read_repetition(r, &n, &factor)) return false;
-        if (n) return fail(r, r->pos, "missing argument to repetition operator %.*s", (int)n, r->src + r->pos);
-        int inner = 1;
-        bool is_atom = true;
-        if (peek(r, 0) == '\\' && peek(r, 1) == 'Q') {
-            bool any;
-            if (!parse_quoted(r, &any)) return false;
-            if (!any) continue;
-        } else if (!parse_atom(r, &inner, &is_atom, multiline)) {
-            return false;
-        }
-        have_atom = is_atom;
-        if (!have_atom) continue;
-        size_t op_at = r->pos;
-        if (!read_repetition(r, &n, &factor)) return false;
-        if (n) {
-            if (!put(r, r->src + r->pos, n)) return false;
-            r->pos += n;
-            if (factor > 0 && (long)inner * factor > RE2_MAX_REPEAT)
-                return fail(r, op_at, "bad repetition operator: nested counts multiply to more than %d", RE2_MAX_REPEAT);
-            if (factor > 0) inner *= (int)factor;
-            size_t again;
-            if (!read_repetition(r, &again, &factor)) return false;
-            if (again) return fail(r, op_at, "bad repetition operator: stacked or possessive repetition %.*s",
-                                   (int)(r->pos + again - op_at), r->src + op_at);
+        if (n) { /* after flags groups (or an empty \Q\E): the atom before them repeats */
+            if (!have_atom) return fail(r, r->pos, "missing argument to repetition operator %.*s", (int)n, r->src + r->pos);
+            if (!repeat_before_flags(r, &atom_start, &atom_end, n) || !take_repetition(r, n, factor, &inner)) return false;
+        } else {
+            bool is_atom = true, any = true;
+            size_t start = r->out_len;
+            int atom_inner = 1;
+            if (peek(r, 0) == '\\' && peek(r, 1) == 'Q') {
+                if (!parse_quoted(r, &any, &start)) return false;
+            } else if (!parse_atom(r, &atom_inner, &is_atom, multiline)) {
+                return false;
+            }
+            if (!is_atom || !any) continue;
+            have_atom = true;
+            inner = atom_inner;
+            atom_start = start;
+            if (!read_repetition(r, &n, &factor)) return false;
+            if (n && (!put(r, r->src + r->pos, n) || !take_repetition(r, n, factor, &inner))) return false;
+            atom_end = r->out_len;
         }
         if (inner > *product) *product = inner;
     }

@@ -1,0 +1,1 @@
+2abbbC2abc2aBc2acBx
