@@ -691,10 +691,7 @@ inf_status inf__serve_batcher_new(const inf_model *model, const srv_batch_option
     if (pthread_create(&b->thread, NULL, scheduler, b)) {
         pthread_mutex_destroy(&b->lock);
         pthread_cond_destroy(&b->cond);
-        if (err) {
-            err->status = INF_ENOMEM;
-            snprintf(err->message, sizeof err->message, "cannot start the batch scheduler thread");
-        }
+        inf_error_set(err, INF_ENOMEM, "cannot start the batch scheduler thread");
         st = INF_ENOMEM;
         goto fail;
     }
@@ -702,10 +699,7 @@ inf_status inf__serve_batcher_new(const inf_model *model, const srv_batch_option
     return INF_OK;
 oom:
     st = INF_ENOMEM;
-    if (err) {
-        err->status = INF_ENOMEM;
-        snprintf(err->message, sizeof err->message, "out of memory creating the batcher");
-    }
+    inf_error_set(err, INF_ENOMEM, "out of memory creating the batcher");
 fail:
     if (b) {
         inf_session_free(b->session);

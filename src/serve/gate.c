@@ -419,11 +419,7 @@ static void *gate_main(void *arg) {
 /* ---- life cycle -------------------------------------------------------------- */
 
 static inf_status gate_fail(srv_gate *g, inf_error *err, inf_status st, const char *what) {
-    if (err) {
-        err->status = st;
-        snprintf(err->message, sizeof err->message, "cannot listen on %s:%d: %s: %s", g->srv->opt.host,
-                 g->srv->opt.port, what, strerror(errno));
-    }
+    inf_error_set(err, st, "cannot listen on %s:%d: %s: %s", g->srv->opt.host, g->srv->opt.port, what, strerror(errno));
     inf__serve_gate_free(g);
     return st;
 }

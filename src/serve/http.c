@@ -439,21 +439,14 @@ inf_status inf__serve_http_start(srv_server *srv, inf_error *err) {
     snprintf(port, sizeof port, "%d", srv->opt.port);
     int gai = getaddrinfo(srv->opt.host, port, &hints, &ai);
     if (gai || !ai) {
-        if (err) {
-            err->status = INF_EINVAL;
-            snprintf(err->message, sizeof err->message, "cannot resolve --host %s: %s", srv->opt.host,
-                     gai_strerror(gai));
-        }
+        inf_error_set(err, INF_EINVAL, "cannot resolve --host %s: %s", srv->opt.host, gai_strerror(gai));
         return INF_EINVAL;
     }
     memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
     int family = ai->ai_family;
     freeaddrinfo(ai);
     if (srv->opt.read_deadline_s > 0 && !(srv->guard = inf__serve_guard_new(srv))) {
-        if (err) {
-            err->status = INF_ENOMEM;
-            snprintf(err->message, sizeof err->message, "cannot start the connection guard (out of memory or threads)");
-        }
+        inf_error_set(err, INF_ENOMEM, "cannot start the connection guard (out of memory or threads)");
         return INF_ENOMEM;
     }
     /* the server listens and accepts itself (gate.c) and hands sockets over */
@@ -483,11 +476,8 @@ inf_status inf__serve_http_start(srv_server *srv, inf_error *err) {
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->opt.conn_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)srv->opt.conn_memory_bytes, MHD_OPTION_END);
     if (!srv->daemon) {
-        if (err) {
-            err->status = INF_EIO;
-            snprintf(err->message, sizeof err->message, "cannot start the HTTP server on %s:%d (out of threads?)",
-                     srv->opt.host, srv->opt.port);
-        }
+        inf_error_set(err, INF_EIO, "cannot start the HTTP server on %s:%d (out of threads?)", srv->opt.host,
+                      srv->opt.port);
         inf__serve_http_stop(srv);
         return INF_EIO;
     }

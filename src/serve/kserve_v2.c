@@ -1024,12 +1024,9 @@ static size_t write_binary(srv_buf *bin, const inf_tensor *t) {
  * "class_labels" (docs/serving.md, "Classifier outputs"). */
 
 static int map_fail(inf_error *err, const char *name, int row, const char *why) {
-    if (err) {
-        err->status = INF_EUNSUPPORTED;
-        snprintf(err->message, sizeof err->message,
-                 "output '%s' (a sequence of maps) cannot be sent as one tensor: map %d %s; request other outputs",
-                 name, row, why);
-    }
+    inf_error_set(err, INF_EUNSUPPORTED,
+                  "output '%s' (a sequence of maps) cannot be sent as one tensor: map %d %s; request other outputs",
+                  name, row, why);
     return -1;
 }
 
@@ -1144,28 +1141,23 @@ static inf_status check_json_strings(const char *name, const inf_tensor *t, inf_
     for (int64_t i = 0; i < n; i++) {
         const char *e = ((char *const *)t->data)[i];
         if (!e || inf__serve_utf8_valid(e, strlen(e))) continue;
-        if (err) {
-            err->status = INF_EUNSUPPORTED;
-            snprintf(err->message, sizeof err->message,
-                     "output '%s': BYTES element %lld is not UTF-8 text, which a JSON string cannot carry; ask for "
-                     "the output as binary data (\"parameters\":{\"binary_data\":true})",
-                     name, (long long)i);
-        }
+        inf_error_set(err, INF_EUNSUPPORTED,
+                      "output '%s': BYTES element %lld is not UTF-8 text, which a JSON string cannot carry; ask for "
+                      "the output as binary data (\"parameters\":{\"binary_data\":true})",
+                      name, (long long)i);
         return INF_EUNSUPPORTED;
     }
     return INF_OK;
 }
 
 inf_status inf__serve_unsupported_output(const char *name, const inf_tensor *t, inf_error *err) {
-    if (err) {
-        err->status = INF_EUNSUPPORTED;
-        snprintf(err->message, sizeof err->message,
-                 "output '%s' is a %s, which KServe V2 cannot express; request other outputs", name,
-                 !t ? "missing value" : t->kind == INF_KIND_SEQUENCE ? "sequence of tensors"
-                                    : t->kind == INF_KIND_MAP    ? "map"
-                                    : t->kind == INF_KIND_NONE   ? "empty optional"
-                                                                 : "tensor of an unsupported type");
-    }
+    inf_error_set(err, INF_EUNSUPPORTED, "output '%s' is a %s, which KServe V2 cannot express; request other outputs",
+                  name,
+                  !t                             ? "missing value"
+                  : t->kind == INF_KIND_SEQUENCE ? "sequence of tensors"
+                  : t->kind == INF_KIND_MAP      ? "map"
+                  : t->kind == INF_KIND_NONE     ? "empty optional"
+                                                 : "tensor of an unsupported type");
     return INF_EUNSUPPORTED;
 }
 
@@ -1202,10 +1194,7 @@ inf_status inf__serve_encode_infer(const srv_infer_request *req, const inf_model
     }
     inf__serve_buf_puts(json, "]}");
     if (json->oom || bin->oom) {
-        if (err) {
-            err->status = INF_ENOMEM;
-            snprintf(err->message, sizeof err->message, "out of memory encoding the response");
-        }
+        inf_error_set(err, INF_ENOMEM, "out of memory encoding the response");
         return INF_ENOMEM;
     }
     return INF_OK;

@@ -153,11 +153,8 @@ void inf__serve_version_release(srv_version *v) {
 inf_status inf__serve_version_pipeline(srv_version *v, void **exec, inf_error *err) {
     *exec = NULL;
     if (!v->pipeline) {
-        if (err) {
-            err->status = INF_EUNSUPPORTED;
-            snprintf(err->message, sizeof err->message, "model '%s' version %s has no pipeline: %s", v->name,
-                     v->version, v->pipeline_error[0] ? v->pipeline_error : "none loaded");
-        }
+        inf_error_set(err, INF_EUNSUPPORTED, "model '%s' version %s has no pipeline: %s", v->name, v->version,
+                      v->pipeline_error[0] ? v->pipeline_error : "none loaded");
         return INF_EUNSUPPORTED;
     }
     pthread_mutex_lock(&v->exec_lock);
@@ -206,8 +203,7 @@ static inf_status loader_registry(srv_models *ms, inf_error *err) {
 
 static void set_err(inf_error *err, inf_status st, const char *fmt, const char *a, const char *b) {
     if (!err) return;
-    err->status = st;
-    snprintf(err->message, sizeof err->message, fmt, a, b);
+    inf_error_set(err, st, fmt, a, b);
 }
 
 /* ---- the model root ---------------------------------------------------------- */
@@ -387,10 +383,7 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
         } else if (spec_json) {
             /* a broken spec is a broken version: keep the old one */
             st = ps;
-            if (err) {
-                err->status = ps;
-                snprintf(err->message, sizeof err->message, "model '%s': pipeline spec: %s", v->name, e2.message);
-            }
+            inf_error_set(err, ps, "model '%s': pipeline spec: %s", v->name, e2.message);
             goto fail;
         } else {
             snprintf(v->pipeline_error, sizeof v->pipeline_error, "%s", e2.message);
@@ -453,10 +446,7 @@ static inf_status reload(srv_models *ms, srv_slot *slot, const char *ref, int qu
     } else {
         atomic_fetch_add(&ms->srv->metrics.load_failures, 1);
         if (!quiet) fprintf(stderr, "infera serve: %s\n", slot->reason);
-        if (err) {
-            err->status = e.status ? e.status : st;
-            snprintf(err->message, sizeof err->message, "%s", quiet ? e.message : slot->reason);
-        }
+        inf_error_set(err, e.status ? e.status : st, "%s", quiet ? e.message : slot->reason);
     }
     return st;
 }
@@ -611,11 +601,8 @@ inf_status inf__serve_models_acquire(srv_models *ms, const char *name, const cha
     srv_slot *slot = find_slot(ms, name);
     srv_version *v = slot ? slot->current : NULL;
     if (v && version && version[0] && strcmp(version, v->version)) {
-        if (err) {
-            err->status = INF_ENOENT;
-            snprintf(err->message, sizeof err->message, "model '%s' version '%s' is not loaded (serving version %s)",
-                     name, version, v->version);
-        }
+        inf_error_set(err, INF_ENOENT, "model '%s' version '%s' is not loaded (serving version %s)", name, version,
+                      v->version);
         pthread_mutex_unlock(&ms->lock);
         return INF_ENOENT;
     }

@@ -49,10 +49,7 @@ inf_status inf__serve_listen_open(const char *url, srv_listener **out, inf_error
     if (!l || !(l->url = strdup(url)) || pipe2(l->wake, O_NONBLOCK | O_CLOEXEC)) {
         if (l) free(l->url);
         free(l);
-        if (err) {
-            err->status = INF_ENOMEM;
-            snprintf(err->message, sizeof err->message, "cannot set up LISTEN for registry alias changes");
-        }
+        inf_error_set(err, INF_ENOMEM, "cannot set up LISTEN for registry alias changes");
         return INF_ENOMEM;
     }
     if (connect_listen(l)) {
