@@ -800,15 +800,23 @@ fail:
     return st;
 }
 
-/* A row's JSON text gathered in a buffer and given to `write` in few calls
- * (a FILE write takes the stream's lock; a row has dozens of tokens). */
+/* JSON text gathered in a buffer and given to `write` in few calls (a FILE
+ * write takes the stream's lock; a row has dozens of tokens). */
 typedef struct json_out {
-    char buf[1024];
+    char buf[8192];
     size_t n;
     inf_write_fn write;
     void *user;
     int failed;
 } json_out;
+
+/* (not `= {...}`: that would clear the whole buffer on every row) */
+static void json_out_init(json_out *o, inf_write_fn write, void *user) {
+    o->n = 0;
+    o->write = write;
+    o->user = user;
+    o->failed = 0;
+}
 
 static void json_flush(json_out *o) {
     if (o->n && !o->failed && o->write(o->buf, o->n, o->user)) o->failed = 1;
@@ -856,38 +864,109 @@ static void write_json_string(const char *s, size_t len, json_out *o) {
     json_put(o, "\"", 1);
 }
 
-inf_status inf_record_batch_row_to_json(const inf_record_batch *b, int row, const char *const *skip,
-                                        inf_write_fn write, void *user) {
-    json_out o = {.write = write, .user = user};
+/* The escaped keys of a batch's fields, '"name":' each, for writing many
+ * rows: key f is text[off[f] .. off[f + 1]). */
+typedef struct json_keys {
+    char *text;
+    size_t *off;
+} json_keys;
+
+/* Row `row` of b as one JSON object into o (keys: escaped field names, or
+ * NULL to escape them here). */
+static void json_row(const inf_record_batch *b, int row, const char *const *skip, const json_keys *keys, json_out *o) {
     int first = 1;
     char num[64];
-    json_put(&o, "{", 1);
+    json_put(o, "{", 1);
     for (int f = 0; f < b->n_fields; f++) {
         int skipped = 0;
         for (const char *const *s = skip; s && *s; s++)
             if (!strcmp(*s, b->names[f])) skipped = 1;
         if (skipped) continue;
         const inf_value *v = inf_record_batch_get(b, row, f);
-        if (!first) json_put(&o, ",", 1);
+        if (!first) json_put(o, ",", 1);
         first = 0;
-        write_json_string(b->names[f], strlen(b->names[f]), &o);
-        json_put(&o, ":", 1);
+        if (keys) {
+            json_put(o, keys->text + keys->off[f], keys->off[f + 1] - keys->off[f]);
+        } else {
+            write_json_string(b->names[f], strlen(b->names[f]), o);
+            json_put(o, ":", 1);
+        }
         switch (v->type) {
-        case INF_FIELD_BOOL: json_put(&o, v->u.b ? "true" : "false", v->u.b ? 4 : 5); break;
-        case INF_FIELD_INT: json_put(&o, num, (size_t)inf__fmt_i64(v->u.i, num)); break;
+        case INF_FIELD_BOOL: json_put(o, v->u.b ? "true" : "false", v->u.b ? 4 : 5); break;
+        case INF_FIELD_INT: json_put(o, num, (size_t)inf__fmt_i64(v->u.i, num)); break;
         case INF_FIELD_FLOAT:
-            if (isfinite(v->u.f)) json_put(&o, num, (size_t)inf__fmt_g17(v->u.f, num));
-            else json_put(&o, "null", 4);
+            if (isfinite(v->u.f)) json_put(o, num, (size_t)inf__fmt_g17(v->u.f, num));
+            else json_put(o, "null", 4);
             break;
-        case INF_FIELD_STRING: write_json_string(v->u.s.ptr, v->u.s.len, &o); break;
+        case INF_FIELD_STRING: write_json_string(v->u.s.ptr, v->u.s.len, o); break;
         case INF_FIELD_TIMESTAMP:
             inf_format_timestamp(v->u.ts, num, sizeof num);
-            write_json_string(num, strlen(num), &o);
+            write_json_string(num, strlen(num), o);
             break;
-        default: json_put(&o, "null", 4);
+        default: json_put(o, "null", 4);
         }
     }
-    json_put(&o, "}", 1);
+    json_put(o, "}", 1);
+}
+
+inf_status inf_record_batch_row_to_json(const inf_record_batch *b, int row, const char *const *skip,
+                                        inf_write_fn write, void *user) {
+    json_out o;
+    json_out_init(&o, write, user);
+    json_row(b, row, skip, NULL, &o);
     json_flush(&o);
     return o.failed ? INF_EIO : INF_OK;
+}
+
+/* Collects bytes into a growing buffer (the keys of a batch). */
+typedef struct grow_buf {
+    char *p;
+    size_t n, cap;
+} grow_buf;
+
+static int grow_write(const char *bytes, size_t n, void *user) {
+    grow_buf *g = user;
+    if (g->n + n + 1 > g->cap) {
+        size_t cap = (g->n + n + 1) * 2;
+        char *p = realloc(g->p, cap);
+        if (!p) return -1;
+        g->p = p;
+        g->cap = cap;
+    }
+    memcpy(g->p + g->n, bytes, n);
+    g->n += n;
+    return 0;
+}
+
+inf_status inf__record_batch_write_jsonl(const inf_record_batch *b, inf_write_fn write, void *user) {
+    /* the keys escaped once for the batch, not once per row */
+    json_keys keys = {NULL, malloc(((size_t)b->n_fields + 1) * sizeof(size_t))};
+    grow_buf g = {0};
+    json_out *o = malloc(sizeof *o);
+    inf_status st = keys.off && o ? INF_OK : INF_ENOMEM;
+    if (!st) {
+        json_out_init(o, grow_write, &g);
+        for (int f = 0; f < b->n_fields; f++) {
+            keys.off[f] = g.n + o->n;
+            write_json_string(b->names[f], strlen(b->names[f]), o);
+            json_put(o, ":", 1);
+        }
+        keys.off[b->n_fields] = g.n + o->n;
+        json_flush(o);
+        keys.text = g.p;
+        if (o->failed) st = INF_ENOMEM;
+    }
+    if (!st) {
+        json_out_init(o, write, user);
+        for (int r = 0; r < b->n_rows; r++) {
+            json_row(b, r, NULL, b->n_fields ? &keys : NULL, o);
+            json_put(o, "\n", 1);
+        }
+        json_flush(o);
+        if (o->failed) st = INF_EIO;
+    }
+    free(g.p);
+    free(keys.off);
+    free(o);
+    return st;
 }
