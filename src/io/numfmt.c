@@ -102,8 +102,9 @@ int inf__fmt_g17(double v, char *out) {
     if (be == 0 || be == 0x7ff) return snprintf(out, INF__FMT_NUM_MAX, "%.17g", v); /* subnormal, inf, nan */
     uint64_t m = (bits & ((1ULL << 52) - 1)) | (1ULL << 52);
     int e = be - 1075; /* |v| = m * 2^e */
-    /* x = floor(log10|v|): estimated from the binary exponent (x or x - 1), then corrected by the digits */
-    int x = (int)floor((be - 1023) * 0.30102999566398120);
+    /* x = floor(log10|v|): estimated as log10(2) * (exponent + mantissa fraction), a bound within 0.03
+     * below log10|v| (log2(1 + f) >= f), so nearly always right; the digits correct it either way */
+    int x = (int)floor(((be - 1023) + (double)(m - (1ULL << 52)) * 0x1.0p-52) * 0.30102999566398120);
     u128 d = 0;
     for (int tries = 0;; tries++) {
         if (tries == 4 || !scaled_round(m, e, 16 - x, &d)) return snprintf(out, INF__FMT_NUM_MAX, "%.17g", v);

@@ -17,8 +17,8 @@
 #define RING_BATCHES 4096 /* queued batches at most (and max_rows rows) */
 #define SPARE_BATCHES 16  /* written batches kept for reuse */
 #define MAX_PLANS 64      /* row plans kept; rows of more layouts than this are dropped (counted) */
-#define FLUSH_ROWS 512    /* the writer is woken when this many rows wait ... */
-#define FLUSH_MS 100      /* ... or after this long */
+#define FLUSH_ROWS 4096   /* the writer is woken when this many rows wait ... */
+#define FLUSH_MS 1000     /* ... or after this long (one SQLite commit a second at most) */
 
 /* A kept row plan; the list only grows (nodes are immutable once published). */
 typedef struct plan_node {
