@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "io/io_int.h"
 #include "io/numfmt.h"
 #include "io/record_int.h"
 
@@ -918,34 +919,14 @@ inf_status inf_record_batch_row_to_json(const inf_record_batch *b, int row, cons
     return o.failed ? INF_EIO : INF_OK;
 }
 
-/* Collects bytes into a growing buffer (the keys of a batch). */
-typedef struct grow_buf {
-    char *p;
-    size_t n, cap;
-} grow_buf;
-
-static int grow_write(const char *bytes, size_t n, void *user) {
-    grow_buf *g = user;
-    if (g->n + n + 1 > g->cap) {
-        size_t cap = (g->n + n + 1) * 2;
-        char *p = realloc(g->p, cap);
-        if (!p) return -1;
-        g->p = p;
-        g->cap = cap;
-    }
-    memcpy(g->p + g->n, bytes, n);
-    g->n += n;
-    return 0;
-}
-
 inf_status inf__record_batch_write_jsonl(const inf_record_batch *b, inf_write_fn write, void *user) {
     /* the keys escaped once for the batch, not once per row */
     json_keys keys = {NULL, malloc(((size_t)b->n_fields + 1) * sizeof(size_t))};
-    grow_buf g = {0};
+    inf__io_buf g = {0};
     json_out *o = malloc(sizeof *o);
     inf_status st = keys.off && o ? INF_OK : INF_ENOMEM;
     if (!st) {
-        json_out_init(o, grow_write, &g);
+        json_out_init(o, inf__io_buf_write, &g);
         for (int f = 0; f < b->n_fields; f++) {
             keys.off[f] = g.n + o->n;
             write_json_string(b->names[f], strlen(b->names[f]), o);

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# bench/monitor/console_load.sh -- issue 23's console target (pages load in <= 200 ms with a registry
+# of 100 models and 10,000 audit rows), measured in Debian's chromium (bench/monitor/console_load.js).
+#
+#   bench/monitor/console_load.sh INFERA_BINARY [RUNS]
+#
+# Registers 100 models (the fraud model under m000..m099, each with its spec), adds audit rows up to
+# 10,000 (registry alias moves through the CLI for the first ones; the rest inserted into reg_audit
+# directly -- the console never reads the audit log, so their hash chain does not matter here), serves
+# all 100 with --ui and loads /ui RUNS times (default 5) in a fresh tab.
+set -euo pipefail
+INFERA=$(realpath "$1")
+RUNS=${2:-5}
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+UI="$REPO/tests/monitor/ui"
+CHROMIUM=$(command -v chromium || command -v chromium-browser)
+[ -d "$UI/node_modules/puppeteer-core" ] || (cd "$UI" && npm ci --ignore-scripts --no-audit --no-fund >/dev/null)
+. "$REPO/scripts/serve_port.sh"
+TMP=$(mktemp -d)
+SERVER=
+trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$TMP"' EXIT
+cp "$REPO"/examples/fraud/{fraud_spec.json,fraud_xgb.onnx,card_features.db} "$TMP"/
+cd "$TMP"
+export INFERA_HOME="$TMP/home"
+MODELS=()
+for i in $(seq -f "%03g" 0 99); do
+    "$INFERA" registry register "m$i" fraud_xgb.onnx --pipeline fraud_spec.json >/dev/null
+    "$INFERA" registry alias "m$i@1" production >/dev/null
+    MODELS+=(--model "m$i=m$i@production")
+done
+/usr/bin/python3 - "$INFERA_HOME/registry.db" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+n, top = con.execute("SELECT count(*), coalesce(max(seq), 0) FROM reg_audit").fetchone()
+con.executemany("INSERT INTO reg_audit VALUES (?, '2026-12-02T00:00:00Z', 'bench', 'alias.set', ?, 1, 'ok', '{}', '', '')",
+                [(top + 1 + i, "m%03d" % (i % 100)) for i in range(10000 - n)])
+con.commit()
+print("audit rows:", con.execute("SELECT count(*) FROM reg_audit").fetchone()[0])
+PY
+"$INFERA" serve --port 0 --ui "${MODELS[@]}" 2>s.log &
+SERVER=$!
+PORT=$(serve_port s.log 600) || { cat s.log; exit 1; }
+echo "state JSON: $(curl -s "http://127.0.0.1:$PORT/ui/state" | wc -c) bytes; page: $(curl -s "http://127.0.0.1:$PORT/ui" | wc -c) bytes"
+NODE_PATH="$UI/node_modules" node "$HERE/console_load.js" "$CHROMIUM" "http://127.0.0.1:$PORT" 100 "$RUNS"
