@@ -19,6 +19,7 @@
 #define MAX_PLANS 64      /* row plans kept; rows of more layouts than this are dropped (counted) */
 #define FLUSH_ROWS 4096   /* the writer is woken when this many rows wait ... */
 #define FLUSH_MS 1000     /* ... or after this long (one SQLite commit a second at most) */
+#define TAKE_BATCHES 256  /* ... or when this many batches wait: what the writer takes at once */
 
 /* A kept row plan; the list only grows (nodes are immutable once published). */
 typedef struct plan_node {
@@ -172,7 +173,7 @@ static void queue(inf__mon_log *l, log_batch *b) {
         l->ring[(l->ring_head + l->ring_n++) % RING_BATCHES] = b;
         int was = l->ring_rows;
         l->ring_rows += n_rows;
-        if (was < FLUSH_ROWS && l->ring_rows >= FLUSH_ROWS) pthread_cond_signal(&l->cv);
+        if ((was < FLUSH_ROWS && l->ring_rows >= FLUSH_ROWS) || l->ring_n == TAKE_BATCHES) pthread_cond_signal(&l->cv);
     }
     pthread_mutex_unlock(&l->mu);
     if (full) {
@@ -251,26 +252,31 @@ static int take(inf__mon_log *l, log_batch **out, int max) {
     return n;
 }
 
+/* CLOCK_REALTIME now + FLUSH_MS (pthread_cond_timedwait's clock). */
+static struct timespec flush_deadline(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += FLUSH_MS / 1000;
+    t.tv_nsec += (FLUSH_MS % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) t.tv_sec++, t.tv_nsec -= 1000000000L;
+    return t;
+}
+
 static void *writer_main(void *arg) {
     inf__mon_log *l = arg;
-    log_batch *got[256];
+    log_batch *got[TAKE_BATCHES];
     for (;;) {
         pthread_mutex_lock(&l->mu);
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += FLUSH_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
-        /* wait for FLUSH_ROWS rows, or FLUSH_MS with at least one batch */
-        while (!l->closing && l->ring_rows < FLUSH_ROWS) {
+        struct timespec until = flush_deadline();
+        /* wait for FLUSH_ROWS rows or TAKE_BATCHES batches, or FLUSH_MS with at least one batch */
+        while (!l->closing && l->ring_rows < FLUSH_ROWS && l->ring_n < TAKE_BATCHES) {
             int rc = pthread_cond_timedwait(&l->cv, &l->mu, &until);
             if (rc == ETIMEDOUT) {
                 if (l->ring_n) break;
-                clock_gettime(CLOCK_REALTIME, &until);
-                until.tv_nsec += FLUSH_MS * 1000000L;
-                if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+                until = flush_deadline();
             }
         }
-        int n = take(l, got, (int)(sizeof got / sizeof got[0]));
+        int n = take(l, got, TAKE_BATCHES);
         int done = l->closing && !n;
         /* the sink is the writer's alone: written with the lock released */
         pthread_mutex_unlock(&l->mu);

@@ -370,4 +370,10 @@ for name, rows in (("jsonl", [json.loads(l) for l in open("mt_log.jsonl")]),
     print("sampled log (%s): %d of 2500 rows, each once, equal to the job's output and the raw records" % (name, len(rows)))
 assert len(rows) == n_sampled
 PY
+# One-record batches (a scored batch per record, as serve's one-record requests make): the writer keeps
+# up with thousands of tiny batches a second, nothing dropped.
+"$infera" batch --model fraud_xgb.onnx --pipeline fraud_spec.json --input csv:transactions_raw.csv --output jsonl:one_out.jsonl \
+    --chunk-rows 1 --log-predictions jsonl:one_log.jsonl --progress none >/dev/null 2>one.err
+grep -q "prediction log: 5000 records, 5000 sampled, 5000 logged, 0 dropped" one.err || { cat one.err; echo "FAIL: one-record batches"; exit 1; }
+[ "$(wc -l < one_log.jsonl)" = 5000 ] || { echo "FAIL: one-record batches: $(wc -l < one_log.jsonl) log rows"; exit 1; }
 echo "PASS"
