@@ -17,9 +17,10 @@
  * checks, no allocation per row once warm), queued into a preallocated ring
  * under a mutex held for a few instructions.  A full ring drops the batch
  * and counts its rows: add() never waits for the sink and never fails
- * scoring.  One writer thread wakes when FLUSH_ROWS rows are waiting or
- * every FLUSH_MS, writes everything queued and commits once (one SQLite
- * transaction for many requests), then gives the batches back for reuse.
+ * scoring.  One writer thread wakes when FLUSH_ROWS rows or TAKE_BATCHES
+ * batches wait, or every FLUSH_MS (predlog.c), writes what is queued and
+ * commits once (one SQLite transaction for many requests), then gives the
+ * batches back for reuse.
  * Sinks format numbers without printf (io/numfmt.h).  A sink error is
  * remembered (the first one), counts the rows as dropped, and never reaches
  * the scorer.
