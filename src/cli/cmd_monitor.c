@@ -107,7 +107,6 @@ typedef struct profiler {
     const inf__rt_model *m;
     inf_pipeline_exec *exec;
     const inf_record_batch *in;
-    char **passthrough;
     inf_record_batch *rows;
     int64_t n_rejected;
 } profiler;
@@ -115,10 +114,7 @@ typedef struct profiler {
 static inf_status prof_scored(void *user, const inf_record_batch *pred, const int *in_rows, int n) {
     (void)in_rows;
     profiler *p = user;
-    inf_status st = INF_OK;
-    for (int k = 0; !st && k < n; k++)
-        st = inf__mon_log_row(p->m->pipeline, (const char *const *)p->passthrough, p->exec, p->in, pred, k, 0, p->rows);
-    return st;
+    return inf__mon_log_rows(p->m->pipeline, p->exec, p->in, pred, n, 0, p->rows);
 }
 
 static inf_status prof_rejected(void *user, int in_row, const char *field, const char *reason) {
@@ -142,7 +138,7 @@ static inf_status profile_data(const inf__rt_model *m, const char *src_uri, inf_
     inf_source_options so = {0};
     so.max_rows = 1024;
     so.id_column = inf_pipeline_id_column(m->pipeline);
-    if (!(p.passthrough = inf__mon_passthrough_new(m->pipeline)) || inf_record_batch_new(&p.rows) ||
+    if (inf_record_batch_new(&p.rows) ||
         inf_record_batch_new(&in) || inf__rt_scorer_init(&scorer, session, p.exec, INF__RT_ALL_FAILED_REJECT)) {
         st = inf_error_set(e, INF_ENOMEM, "monitor: out of memory");
         goto done;
@@ -166,7 +162,6 @@ done:
     inf_source_close(src);
     inf_record_batch_free(in);
     inf_record_batch_free(p.rows);
-    inf__mon_passthrough_free(p.passthrough);
     inf__rt_scorer_deinit(&scorer);
     inf_pipeline_exec_free(p.exec);
     inf_session_free(session);

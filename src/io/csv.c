@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "io/io_int.h"
+#include "io/numfmt.h"
 
 typedef struct csv_source {
     FILE *f;
@@ -277,10 +278,10 @@ static inf_status csv_sink_write(void *state, const inf_record_batch *b, inf_err
             const inf_value *v = inf__batch_at(b, r, map[i]);
             switch (v->type) {
             case INF_FIELD_BOOL: fputs(v->u.b ? "true" : "false", s->out.f); break;
-            case INF_FIELD_INT: fprintf(s->out.f, "%lld", (long long)v->u.i); break;
+            case INF_FIELD_INT: fwrite(num, 1, (size_t)inf__fmt_i64(v->u.i, num), s->out.f); break;
             case INF_FIELD_FLOAT:
                 if (isnan(v->u.f)) break; /* missing */
-                fprintf(s->out.f, "%.17g", v->u.f);
+                fwrite(num, 1, (size_t)inf__fmt_g17(v->u.f, num), s->out.f); /* %.17g, without printf */
                 break;
             case INF_FIELD_STRING: put_cell_string(s->out.f, v->u.s.ptr, v->u.s.len); break;
             case INF_FIELD_TIMESTAMP: fputs(inf_format_timestamp(v->u.ts, num, sizeof num), s->out.f); break;

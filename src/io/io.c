@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "io/io_int.h"
+#include "io/numfmt.h"
 
 static const inf_source_type *const source_types[] = {
     &inf__io_csv_source,
@@ -330,8 +331,14 @@ const char *inf__io_value_text(const inf_value *v, char *buf, size_t size, size_
         *len = v->u.s.len;
         return v->u.s.ptr;
     case INF_FIELD_BOOL: snprintf(buf, size, "%s", v->u.b ? "true" : "false"); break;
-    case INF_FIELD_INT: snprintf(buf, size, "%lld", (long long)v->u.i); break;
-    case INF_FIELD_FLOAT: snprintf(buf, size, "%.17g", v->u.f); break;
+    case INF_FIELD_INT:
+        if (size < INF__FMT_NUM_MAX) snprintf(buf, size, "%lld", (long long)v->u.i);
+        else inf__fmt_i64(v->u.i, buf);
+        break;
+    case INF_FIELD_FLOAT:
+        if (size < INF__FMT_NUM_MAX) snprintf(buf, size, "%.17g", v->u.f);
+        else inf__fmt_g17(v->u.f, buf); /* %.17g without printf (SQLite/PostgreSQL text, ids) */
+        break;
     case INF_FIELD_TIMESTAMP: inf_format_timestamp(v->u.ts, buf, size); break;
     default: buf[0] = 0; break;
     }

@@ -93,10 +93,9 @@ static inf_status jsonl_sink_open(const char *uri, const char *rest, const inf_s
 
 static inf_status jsonl_sink_write(void *state, const inf_record_batch *b, inf_error *err) {
     inf__io_out *s = state;
-    for (int r = 0; r < b->n_rows; r++) {
-        if (inf_record_batch_row_to_json(b, r, NULL, write_file, s->f) || fputc('\n', s->f) == EOF)
-            return inf_error_set(err, INF_EIO, "jsonl:%s: write failed: %s", s->path, strerror(errno));
-    }
+    inf_status st = inf__record_batch_write_jsonl(b, write_file, s->f);
+    if (st == INF_ENOMEM) return inf_error_set(err, st, "jsonl:%s: out of memory", s->path);
+    if (st) return inf_error_set(err, INF_EIO, "jsonl:%s: write failed: %s", s->path, strerror(errno));
     return INF_OK;
 }
 

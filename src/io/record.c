@@ -17,6 +17,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "io/io_int.h"
+#include "io/numfmt.h"
 #include "io/record_int.h"
 
 /* ---- arena ---------------------------------------------------------------- */
@@ -219,12 +221,34 @@ const char *inf_format_timestamp(int64_t us, char *buf, size_t size) {
     int y;
     unsigned m, d;
     civil_from_days(days, &y, &m, &d);
-    if (frac)
-        snprintf(buf, size, "%04d-%02u-%02uT%02d:%02d:%02d.%06dZ", y, m, d, (int)(rem / 3600), (int)(rem / 60 % 60),
-                 (int)(rem % 60), (int)frac);
-    else
-        snprintf(buf, size, "%04d-%02u-%02uT%02d:%02d:%02dZ", y, m, d, (int)(rem / 3600), (int)(rem / 60 % 60),
-                 (int)(rem % 60));
+    if (y < 0 || y > 9999 || size < 28) { /* printf's widths for the rare years, and short buffers */
+        if (frac)
+            snprintf(buf, size, "%04d-%02u-%02uT%02d:%02d:%02d.%06dZ", y, m, d, (int)(rem / 3600), (int)(rem / 60 % 60),
+                     (int)(rem % 60), (int)frac);
+        else
+            snprintf(buf, size, "%04d-%02u-%02uT%02d:%02d:%02dZ", y, m, d, (int)(rem / 3600), (int)(rem / 60 % 60),
+                     (int)(rem % 60));
+        return buf;
+    }
+    /* YYYY-MM-DDTHH:MM:SS[.ffffff]Z without printf (a log row or an output row each has one) */
+    char *p = buf;
+    p += inf__fmt_digits((uint64_t)y, 4, p);
+    *p++ = '-';
+    p += inf__fmt_digits(m, 2, p);
+    *p++ = '-';
+    p += inf__fmt_digits(d, 2, p);
+    *p++ = 'T';
+    p += inf__fmt_digits((uint64_t)(rem / 3600), 2, p);
+    *p++ = ':';
+    p += inf__fmt_digits((uint64_t)(rem / 60 % 60), 2, p);
+    *p++ = ':';
+    p += inf__fmt_digits((uint64_t)(rem % 60), 2, p);
+    if (frac) {
+        *p++ = '.';
+        p += inf__fmt_digits((uint64_t)frac, 6, p);
+    }
+    *p++ = 'Z';
+    *p = 0;
     return buf;
 }
 
@@ -771,70 +795,153 @@ fail:
     return st;
 }
 
-static int write_json_string(const char *s, size_t len, inf_write_fn write, void *user) {
-    char buf[256];
-    size_t n = 0;
-    buf[n++] = '"';
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (n > sizeof buf - 8) {
-            if (write(buf, n, user)) return -1;
-            n = 0;
-        }
-        if (c == '"' || c == '\\') {
-            buf[n++] = '\\';
-            buf[n++] = (char)c;
-        } else if (c == '\n') {
-            buf[n++] = '\\';
-            buf[n++] = 'n';
-        } else if (c == '\t') {
-            buf[n++] = '\\';
-            buf[n++] = 't';
-        } else if (c == '\r') {
-            buf[n++] = '\\';
-            buf[n++] = 'r';
-        } else if (c < 0x20) {
-            n += (size_t)snprintf(buf + n, 8, "\\u%04x", c);
-        } else {
-            buf[n++] = (char)c;
-        }
-    }
-    buf[n++] = '"';
-    return write(buf, n, user);
+/* JSON text gathered in a buffer and given to `write` in few calls (a FILE
+ * write takes the stream's lock; a row has dozens of tokens). */
+typedef struct json_out {
+    char buf[8192];
+    size_t n;
+    inf_write_fn write;
+    void *user;
+    int failed;
+} json_out;
+
+/* (not `= {...}`: that would clear the whole buffer on every row) */
+static void json_out_init(json_out *o, inf_write_fn write, void *user) {
+    o->n = 0;
+    o->write = write;
+    o->user = user;
+    o->failed = 0;
 }
 
-inf_status inf_record_batch_row_to_json(const inf_record_batch *b, int row, const char *const *skip,
-                                        inf_write_fn write, void *user) {
+static void json_flush(json_out *o) {
+    if (o->n && !o->failed && o->write(o->buf, o->n, o->user)) o->failed = 1;
+    o->n = 0;
+}
+
+static void json_put(json_out *o, const char *bytes, size_t n) {
+    if (o->n + n > sizeof o->buf) json_flush(o);
+    if (n > sizeof o->buf) {
+        if (!o->failed && o->write(bytes, n, o->user)) o->failed = 1;
+        return;
+    }
+    memcpy(o->buf + o->n, bytes, n);
+    o->n += n;
+}
+
+/* Whether any of the 8 bytes of w needs escaping in JSON: a control byte
+ * (< 0x20), '"' or '\\' (the classic "has a byte less than n" bit tricks). */
+static int needs_escape8(uint64_t w) {
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t quote = w ^ (ones * '"'), slash = w ^ (ones * '\\');
+    uint64_t ctl = (w - ones * 0x20) & ~w, q = (quote - ones) & ~quote, b = (slash - ones) & ~slash;
+    return ((ctl | q | b) & highs) != 0;
+}
+
+static void write_json_string(const char *s, size_t len, json_out *o) {
+    json_put(o, "\"", 1);
+    size_t start = 0, i = 0; /* s[start, i) is plain text not yet put */
+    for (;;) {
+        uint64_t w;
+        while (i + 8 <= len && (memcpy(&w, s + i, 8), !needs_escape8(w))) i += 8;
+        unsigned char c = 0; /* then byte by byte to the byte to escape (in the next 8) or the end */
+        while (i < len && (c = (unsigned char)s[i]) >= 0x20 && c != '"' && c != '\\') i++;
+        if (i >= len) break;
+        json_put(o, s + start, i - start);
+        start = ++i;
+        char esc[8];
+        if (c == '"' || c == '\\') esc[0] = '\\', esc[1] = (char)c, json_put(o, esc, 2);
+        else if (c == '\n') json_put(o, "\\n", 2);
+        else if (c == '\t') json_put(o, "\\t", 2);
+        else if (c == '\r') json_put(o, "\\r", 2);
+        else json_put(o, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", c));
+    }
+    json_put(o, s + start, len - start);
+    json_put(o, "\"", 1);
+}
+
+/* The escaped keys of a batch's fields, '"name":' each, for writing many
+ * rows: key f is text[off[f] .. off[f + 1]). */
+typedef struct json_keys {
+    char *text;
+    size_t *off;
+} json_keys;
+
+/* Row `row` of b as one JSON object into o (keys: escaped field names, or
+ * NULL to escape them here). */
+static void json_row(const inf_record_batch *b, int row, const char *const *skip, const json_keys *keys, json_out *o) {
     int first = 1;
     char num[64];
-    if (write("{", 1, user)) return INF_EIO;
+    json_put(o, "{", 1);
     for (int f = 0; f < b->n_fields; f++) {
         int skipped = 0;
         for (const char *const *s = skip; s && *s; s++)
             if (!strcmp(*s, b->names[f])) skipped = 1;
         if (skipped) continue;
         const inf_value *v = inf_record_batch_get(b, row, f);
-        if (!first && write(",", 1, user)) return INF_EIO;
+        if (!first) json_put(o, ",", 1);
         first = 0;
-        if (write_json_string(b->names[f], strlen(b->names[f]), write, user) || write(":", 1, user)) return INF_EIO;
-        int rc = 0;
+        if (keys) {
+            json_put(o, keys->text + keys->off[f], keys->off[f + 1] - keys->off[f]);
+        } else {
+            write_json_string(b->names[f], strlen(b->names[f]), o);
+            json_put(o, ":", 1);
+        }
         switch (v->type) {
-        case INF_FIELD_BOOL: rc = write(v->u.b ? "true" : "false", v->u.b ? 4 : 5, user); break;
-        case INF_FIELD_INT: rc = write(num, (size_t)snprintf(num, sizeof num, "%lld", (long long)v->u.i), user); break;
+        case INF_FIELD_BOOL: json_put(o, v->u.b ? "true" : "false", v->u.b ? 4 : 5); break;
+        case INF_FIELD_INT: json_put(o, num, (size_t)inf__fmt_i64(v->u.i, num)); break;
         case INF_FIELD_FLOAT:
-            if (isfinite(v->u.f))
-                rc = write(num, (size_t)snprintf(num, sizeof num, "%.17g", v->u.f), user);
-            else
-                rc = write("null", 4, user);
+            if (isfinite(v->u.f)) json_put(o, num, (size_t)inf__fmt_g17(v->u.f, num));
+            else json_put(o, "null", 4);
             break;
-        case INF_FIELD_STRING: rc = write_json_string(v->u.s.ptr, v->u.s.len, write, user); break;
+        case INF_FIELD_STRING: write_json_string(v->u.s.ptr, v->u.s.len, o); break;
         case INF_FIELD_TIMESTAMP:
             inf_format_timestamp(v->u.ts, num, sizeof num);
-            rc = write_json_string(num, strlen(num), write, user);
+            write_json_string(num, strlen(num), o);
             break;
-        default: rc = write("null", 4, user);
+        default: json_put(o, "null", 4);
         }
-        if (rc) return INF_EIO;
     }
-    return write("}", 1, user) ? INF_EIO : INF_OK;
+    json_put(o, "}", 1);
+}
+
+inf_status inf_record_batch_row_to_json(const inf_record_batch *b, int row, const char *const *skip,
+                                        inf_write_fn write, void *user) {
+    json_out o;
+    json_out_init(&o, write, user);
+    json_row(b, row, skip, NULL, &o);
+    json_flush(&o);
+    return o.failed ? INF_EIO : INF_OK;
+}
+
+inf_status inf__record_batch_write_jsonl(const inf_record_batch *b, inf_write_fn write, void *user) {
+    /* the keys escaped once for the batch, not once per row */
+    json_keys keys = {NULL, malloc(((size_t)b->n_fields + 1) * sizeof(size_t))};
+    inf__io_buf g = {0};
+    json_out *o = malloc(sizeof *o);
+    inf_status st = keys.off && o ? INF_OK : INF_ENOMEM;
+    if (!st) {
+        json_out_init(o, inf__io_buf_write, &g);
+        for (int f = 0; f < b->n_fields; f++) {
+            keys.off[f] = g.n + o->n;
+            write_json_string(b->names[f], strlen(b->names[f]), o);
+            json_put(o, ":", 1);
+        }
+        keys.off[b->n_fields] = g.n + o->n;
+        json_flush(o);
+        keys.text = g.p;
+        if (o->failed) st = INF_ENOMEM;
+    }
+    if (!st) {
+        json_out_init(o, write, user);
+        for (int r = 0; r < b->n_rows; r++) {
+            json_row(b, r, NULL, b->n_fields ? &keys : NULL, o);
+            json_put(o, "\n", 1);
+        }
+        json_flush(o);
+        if (o->failed) st = INF_EIO;
+    }
+    free(g.p);
+    free(keys.off);
+    free(o);
+    return st;
 }

@@ -57,4 +57,9 @@ static inline const inf_value *inf__batch_at(const inf_record_batch *b, int row,
  * others call it), or -1 when the text is not such a number. */
 int inf__parse_double(const char *s, size_t n, double *out);
 
+/* Every row of b as JSON lines (inf_record_batch_row_to_json's text, then
+ * '\n'), the field names escaped once for the batch.  INF_EIO (a write
+ * failed), INF_ENOMEM. */
+inf_status inf__record_batch_write_jsonl(const inf_record_batch *b, inf_write_fn write, void *user);
+
 #endif /* INF_IO_RECORD_INT_H */

@@ -1,8 +1,9 @@
 /*
- * predlog.c -- the prediction log (predlog.h): sampled rows built by the
- * scoring threads, queued under a short lock, written by one writer thread.
+ * predlog.c -- the prediction log (predlog.h): sampled rows built from row
+ * plans (logrow.h) into recycled batches, queued into a ring under a short
+ * lock, written by one writer thread that commits many batches at once.
  */
-#include <math.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -10,32 +11,49 @@
 #include <string.h>
 #include <time.h>
 
-#include <cjson/cJSON.h>
-
+#include "monitor/logrow.h"
 #include "monitor/predlog.h"
 
-typedef struct queued {
+#define RING_BATCHES 4096 /* queued batches at most (and max_rows rows) */
+#define SPARE_BATCHES 16  /* written batches kept for reuse */
+#define MAX_PLANS 64      /* row plans kept; rows of more layouts than this are dropped (counted) */
+#define FLUSH_ROWS 4096   /* the writer is woken when this many rows wait ... */
+#define FLUSH_MS 1000     /* ... or after this long (one SQLite commit a second at most) */
+#define TAKE_BATCHES 256  /* ... or when this many batches wait: what the writer takes at once */
+
+/* A kept row plan; the list only grows (nodes are immutable once published). */
+typedef struct plan_node {
+    inf__mon_row_plan *plan;
+    struct plan_node *next;
+} plan_node;
+
+/* A batch of log rows and the plan its fields were bound for (reused as is
+ * while the plan is the same: no field setup). */
+typedef struct log_batch {
     inf_record_batch *rows;
-    struct queued *next;
-} queued;
+    const inf__mon_row_plan *plan;
+    int *map;
+    int map_cap;
+} log_batch;
 
 struct inf__mon_log {
     inf_sink *sink;
     const inf_pipeline *pipeline;
-    char **passthrough; /* the spec's passthrough fields: not outputs */
     double sample;
     int max_rows;
     atomic_uint_fast64_t n_seen, n_sampled, n_written, n_dropped;
-    pthread_mutex_t mu;
+    _Atomic(plan_node *) plans;
+    atomic_int n_plans;
+    pthread_mutex_t mu;  /* ring, spares, plan list writers */
     pthread_cond_t cv;
-    queued *head, *tail;
-    int n_queued_rows;
+    log_batch *ring[RING_BATCHES];
+    int ring_head, ring_n, ring_rows;
+    log_batch *spare[SPARE_BATCHES];
+    int n_spare;
     int closing;
     pthread_t writer;
     inf_error sink_error; /* the first one (status 0 = none); written by the writer only */
 };
-
-static const char *const STAMP_FIELDS[] = {"model_name", "model_version", "pipeline_hash"};
 
 int inf__mon_log_is_meta_field(const char *name) {
     static const char *const meta[] = {"record_id", "logged_at", "model_name", "model_version", "pipeline_hash"};
@@ -51,199 +69,241 @@ static uint64_t splitmix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-static int sampled(inf__mon_log *l) {
-    uint64_t k = atomic_fetch_add(&l->n_seen, 1);
-    if (l->sample >= 1.0) return 1;
-    return (double)(splitmix64(k) >> 11) * 0x1.0p-53 < l->sample;
-}
-
-int inf__mon_log_sample_next(inf__mon_log *l) {
-    if (!sampled(l)) return 0;
-    atomic_fetch_add(&l->n_sampled, 1);
-    return 1;
-}
-
-
-/* A feature column of a sensitive input ("ssn", or one-hot "ssn=..."). */
-static int column_is_sensitive(const inf_pipeline *p, const char *col) {
-    if (inf_pipeline_is_sensitive(p, col)) return 1;
-    const char *eq = strchr(col, '=');
-    if (!eq) return 0;
-    char base[256];
-    size_t n = (size_t)(eq - col);
-    if (n >= sizeof base) return 0;
-    memcpy(base, col, n);
-    base[n] = 0;
-    return inf_pipeline_is_sensitive(p, base);
-}
-
-/* A prediction field that is a model output (see predlog.h LOG ROWS). */
-char **inf__mon_passthrough_new(const inf_pipeline *p) {
-    cJSON *spec = cJSON_Parse(inf_pipeline_canonical(p) ? inf_pipeline_canonical(p) : "{}");
-    const cJSON *pt = cJSON_GetObjectItemCaseSensitive(spec, "passthrough"), *x;
-    int n = cJSON_IsArray(pt) ? cJSON_GetArraySize(pt) : 0, k = 0;
-    char **list = calloc((size_t)n + 1, sizeof *list);
-    if (list)
-        cJSON_ArrayForEach(x, pt) if (cJSON_IsString(x) && k < n && !(list[k++] = strdup(x->valuestring))) {
-            inf__mon_passthrough_free(list);
-            list = NULL;
-            break;
-        }
-    cJSON_Delete(spec);
-    return list;
-}
-
-void inf__mon_passthrough_free(char **list) {
-    for (int i = 0; list && list[i]; i++) free(list[i]);
-    free(list);
-}
-
-static int is_output_field(const inf_pipeline *p, const char *const *passthrough, const char *name, const char *id) {
-    for (size_t i = 0; i < sizeof STAMP_FIELDS / sizeof STAMP_FIELDS[0]; i++)
-        if (!strcmp(name, STAMP_FIELDS[i])) return 0;
-    if (id && !strcmp(name, id)) return 0;
-    for (int i = 0; passthrough && passthrough[i]; i++)
-        if (!strcmp(name, passthrough[i])) return 0;
-    return !inf_pipeline_is_sensitive(p, name);
-}
-
-static inf_status copy_stamp(inf_record_batch *out, int row, const inf_record_batch *pred, int k) {
-    inf_status st = INF_OK;
-    for (size_t i = 0; !st && i < sizeof STAMP_FIELDS / sizeof STAMP_FIELDS[0]; i++) {
-        int src = inf_record_batch_find_field(pred, STAMP_FIELDS[i]), dst;
-        if (src < 0) continue;
-        if (!(st = inf_record_batch_add_field(out, STAMP_FIELDS[i], &dst)))
-            st = inf_record_batch_set(out, row, dst, inf_record_batch_get(pred, k, src));
-    }
-    return st;
-}
-
-inf_status inf__mon_log_row(const inf_pipeline *p, const char *const *passthrough, const inf_pipeline_exec *ex,
-                            const inf_record_batch *in, const inf_record_batch *pred, int k, int64_t now_us,
-                            inf_record_batch *out) {
-    const char *id = inf_pipeline_id_column(p);
-    if (!id) id = inf_record_batch_id_field(in);
-    int row, f;
-    inf_status st;
-    if ((st = inf_record_batch_add_row(out, &row))) return st;
-    if ((st = inf_record_batch_add_field(out, "record_id", &f))) return st;
-    int id_f = id ? inf_record_batch_find_field(in, id) : -1;
-    if (id_f >= 0) {
-        const inf_value *v = inf_record_batch_get(in, inf_pipeline_accepted_row(ex, k), id_f);
-        char num[64];
-        if (v->type == INF_FIELD_STRING) st = inf_record_batch_set(out, row, f, v);
-        else if (v->type == INF_FIELD_INT) {
-            int n = snprintf(num, sizeof num, "%lld", (long long)v->u.i);
-            st = inf_record_batch_set_string(out, row, f, num, (size_t)n);
-        } else if (v->type != INF_FIELD_NULL) {
-            double d = 0;
-            inf_value_to_double(v, &d);
-            int n = snprintf(num, sizeof num, "%.17g", d);
-            st = inf_record_batch_set_string(out, row, f, num, (size_t)n);
-        }
-        if (st) return st;
-    }
-    if ((st = inf_record_batch_add_field(out, "logged_at", &f)) || (st = inf_record_batch_set_timestamp(out, row, f, now_us)))
-        return st;
-    if ((st = copy_stamp(out, row, pred, k))) return st;
-    int nr = 0, nc = 0;
-    const double *x = inf_pipeline_features(ex, &nr, &nc);
-    for (int j = 0; x && k < nr && j < nc; j++) {
-        const char *col = inf_pipeline_exec_feature_column(ex, j);
-        if (!col || column_is_sensitive(p, col)) continue;
-        if ((st = inf_record_batch_add_field(out, col, &f))) return st;
-        double v = x[(size_t)k * (size_t)nc + (size_t)j];
-        if (isfinite(v) && (st = inf_record_batch_set_float(out, row, f, v))) return st;
-    }
-    for (int j = 0, n = inf_record_batch_n_fields(pred); j < n; j++) {
-        const char *name = inf_record_batch_field_name(pred, j);
-        if (!is_output_field(p, passthrough, name, id)) continue;
-        if ((st = inf_record_batch_add_field(out, name, &f)) || (st = inf_record_batch_set(out, row, f, inf_record_batch_get(pred, k, j))))
-            return st;
-    }
-    return INF_OK;
+/* Whether record number k of the log's stream is sampled. */
+static int sampled(const inf__mon_log *l, uint64_t k) {
+    return l->sample >= 1.0 || (double)(splitmix64(k) >> 11) * 0x1.0p-53 < l->sample;
 }
 
 static void drop(inf__mon_log *l, uint64_t n) { atomic_fetch_add(&l->n_dropped, n); }
 
-void inf__mon_log_add(inf__mon_log *l, const inf_pipeline_exec *ex, const inf_record_batch *in,
-                      const inf_record_batch *pred) {
-    if (!l) return;
-    int n = inf_pipeline_n_accepted(ex), n_rows = 0;
-    inf_record_batch *out = NULL;
+static int64_t now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t now_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-    for (int k = 0; k < n; k++) {
-        if (!sampled(l)) continue;
-        atomic_fetch_add(&l->n_sampled, 1);
-        if (!out && inf_record_batch_new(&out)) {
-            drop(l, 1);
-            continue;
-        }
-        if (inf__mon_log_row(l->pipeline, (const char *const *)l->passthrough, ex, in, pred, k, now_us, out)) {
-            /* out of memory mid-batch: this batch of log rows is lost, not the scoring */
-            drop(l, (uint64_t)n_rows + 1);
-            inf_record_batch_free(out);
-            out = NULL;
-            n_rows = 0;
-            continue;
-        }
-        n_rows++;
-    }
-    if (!out) return;
-    inf__mon_log_queue(l, out);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-void inf__mon_log_queue(inf__mon_log *l, inf_record_batch *out) {
-    int n_rows = inf_record_batch_n_rows(out);
-    queued *q = malloc(sizeof *q);
+/* ---- row plans ---------------------------------------------------------------- */
+
+/* The kept plan for this batch, or a new one (kept).  NULL when out of
+ * memory or when MAX_PLANS layouts were seen already. */
+static const inf__mon_row_plan *plan_for(inf__mon_log *l, const inf_pipeline *p, const inf_pipeline_exec *ex,
+                                         const inf_record_batch *in, const inf_record_batch *pred) {
+    for (plan_node *n = atomic_load(&l->plans); n; n = n->next)
+        if (inf__mon_plan_matches(n->plan, p, ex, in, pred)) return n->plan;
+    if (atomic_load(&l->n_plans) >= MAX_PLANS) return NULL;
+    inf__mon_row_plan *plan;
+    plan_node *node = malloc(sizeof *node);
+    if (!node || inf__mon_plan_new(p, ex, in, pred, &plan)) {
+        free(node);
+        return NULL;
+    }
+    node->plan = plan;
     pthread_mutex_lock(&l->mu);
-    int full = !q || l->n_queued_rows + n_rows > l->max_rows;
+    node->next = atomic_load(&l->plans);
+    atomic_store(&l->plans, node);
+    atomic_fetch_add(&l->n_plans, 1);
+    pthread_mutex_unlock(&l->mu);
+    return plan;
+}
+
+/* ---- batches ------------------------------------------------------------------ */
+
+static void batch_free(log_batch *b) {
+    if (!b) return;
+    inf_record_batch_free(b->rows);
+    free(b->map);
+    free(b);
+}
+
+/* A batch bound to plan: a spare one (the same plan's first: its fields are
+ * kept), else a new one.  NULL when out of memory. */
+static log_batch *batch_get(inf__mon_log *l, const inf__mon_row_plan *plan) {
+    log_batch *b = NULL;
+    pthread_mutex_lock(&l->mu);
+    for (int i = l->n_spare - 1; i >= 0 && !b; i--)
+        if (l->spare[i]->plan == plan) {
+            b = l->spare[i];
+            l->spare[i] = l->spare[--l->n_spare];
+        }
+    if (!b && l->n_spare) b = l->spare[--l->n_spare];
+    pthread_mutex_unlock(&l->mu);
+    if (b && b->plan == plan) {
+        inf_record_batch_clear(b->rows);
+        return b;
+    }
+    if (!b && (!(b = calloc(1, sizeof *b)) || inf_record_batch_new(&b->rows))) {
+        free(b);
+        return NULL;
+    }
+    int n = inf__mon_plan_n_fields(plan);
+    inf_record_batch_reset(b->rows);
+    b->plan = NULL;
+    if (n > b->map_cap) {
+        int *map = realloc(b->map, (size_t)n * sizeof *map);
+        if (!map) {
+            batch_free(b);
+            return NULL;
+        }
+        b->map = map;
+        b->map_cap = n;
+    }
+    if (inf__mon_plan_bind(plan, b->rows, b->map)) {
+        batch_free(b);
+        return NULL;
+    }
+    b->plan = plan;
+    return b;
+}
+
+/* Back to the spares after writing (freed when there are enough). */
+static void batch_put(inf__mon_log *l, log_batch *b) {
+    pthread_mutex_lock(&l->mu);
+    int kept = l->n_spare < SPARE_BATCHES;
+    if (kept) l->spare[l->n_spare++] = b;
+    pthread_mutex_unlock(&l->mu);
+    if (!kept) batch_free(b);
+}
+
+/* Queues b, or drops and counts its rows when the ring is full. */
+static void queue(inf__mon_log *l, log_batch *b) {
+    int n_rows = inf_record_batch_n_rows(b->rows);
+    pthread_mutex_lock(&l->mu);
+    int full = l->ring_n == RING_BATCHES || l->ring_rows + n_rows > l->max_rows;
     if (!full) {
-        q->rows = out;
-        q->next = NULL;
-        if (l->tail) l->tail->next = q;
-        else l->head = q;
-        l->tail = q;
-        l->n_queued_rows += n_rows;
-        pthread_cond_signal(&l->cv);
+        l->ring[(l->ring_head + l->ring_n++) % RING_BATCHES] = b;
+        int was = l->ring_rows;
+        l->ring_rows += n_rows;
+        if ((was < FLUSH_ROWS && l->ring_rows >= FLUSH_ROWS) || l->ring_n == TAKE_BATCHES) pthread_cond_signal(&l->cv);
     }
     pthread_mutex_unlock(&l->mu);
     if (full) {
         drop(l, (uint64_t)n_rows);
-        inf_record_batch_free(out);
-        free(q);
+        batch_put(l, b);
     }
+}
+
+/* ---- adding ------------------------------------------------------------------- */
+
+int inf__mon_log_add(inf__mon_log *l, const inf_pipeline *p, const char *model_name, const inf_pipeline_exec *ex,
+                     const inf_record_batch *in, const inf_record_batch *pred) {
+    if (!l) return 0;
+    int n = inf_pipeline_n_accepted(ex), first = -1, n_sampled = 0;
+    if (n > inf_record_batch_n_rows(pred)) n = inf_record_batch_n_rows(pred);
+    if (n <= 0) return 0;
+    /* the sample decision first, for the whole batch: one atomic add */
+    uint64_t k0 = atomic_fetch_add(&l->n_seen, (uint64_t)n);
+    for (int k = 0; k < n; k++)
+        if (sampled(l, k0 + (uint64_t)k)) {
+            if (first < 0) first = k;
+            n_sampled++;
+        }
+    if (!n_sampled) return 0;
+    atomic_fetch_add(&l->n_sampled, (uint64_t)n_sampled);
+    if (!p) p = l->pipeline;
+    const inf__mon_row_plan *plan = p ? plan_for(l, p, ex, in, pred) : NULL;
+    log_batch *b = plan ? batch_get(l, plan) : NULL;
+    if (!b) { /* out of memory (or of plans): these log rows are lost, not the scoring */
+        drop(l, (uint64_t)n_sampled);
+        return n_sampled;
+    }
+    int id_f = inf__mon_plan_id_field(plan, in);
+    int64_t t = now_us();
+    for (int k = first; k < n; k++) {
+        if (!sampled(l, k0 + (uint64_t)k)) continue;
+        if (inf__mon_plan_row(plan, b->map, ex, in, id_f, pred, k, t, model_name, b->rows)) {
+            drop(l, (uint64_t)n_sampled);
+            b->plan = NULL; /* half-built: rebind on reuse */
+            batch_put(l, b);
+            b = NULL;
+            break;
+        }
+    }
+    if (b) queue(l, b);
+    return n_sampled;
+}
+
+inf_status inf__mon_log_rows(const inf_pipeline *p, const inf_pipeline_exec *ex, const inf_record_batch *in,
+                             const inf_record_batch *pred, int n, int64_t t, inf_record_batch *out) {
+    inf__mon_row_plan *plan;
+    inf_status st = inf__mon_plan_new(p, ex, in, pred, &plan);
+    if (st) return st;
+    int *map = malloc((size_t)inf__mon_plan_n_fields(plan) * sizeof *map);
+    if (!map) st = INF_ENOMEM;
+    if (!st) st = inf__mon_plan_bind(plan, out, map);
+    int id_f = inf__mon_plan_id_field(plan, in);
+    for (int k = 0; !st && k < n; k++) st = inf__mon_plan_row(plan, map, ex, in, id_f, pred, k, t, NULL, out);
+    free(map);
+    inf__mon_plan_free(plan);
+    return st;
+}
+
+/* ---- the writer --------------------------------------------------------------- */
+
+/* Takes up to max queued batches (lock held). */
+static int take(inf__mon_log *l, log_batch **out, int max) {
+    int n = 0;
+    while (l->ring_n && n < max) {
+        log_batch *b = l->ring[l->ring_head];
+        l->ring_head = (l->ring_head + 1) % RING_BATCHES;
+        l->ring_n--;
+        l->ring_rows -= inf_record_batch_n_rows(b->rows);
+        out[n++] = b;
+    }
+    return n;
+}
+
+/* CLOCK_REALTIME now + FLUSH_MS (pthread_cond_timedwait's clock). */
+static struct timespec flush_deadline(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += FLUSH_MS / 1000;
+    t.tv_nsec += (FLUSH_MS % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) t.tv_sec++, t.tv_nsec -= 1000000000L;
+    return t;
 }
 
 static void *writer_main(void *arg) {
     inf__mon_log *l = arg;
+    log_batch *got[TAKE_BATCHES];
     for (;;) {
         pthread_mutex_lock(&l->mu);
-        while (!l->head && !l->closing) pthread_cond_wait(&l->cv, &l->mu);
-        queued *q = l->head;
-        if (!q) {
-            pthread_mutex_unlock(&l->mu);
-            return NULL;
+        struct timespec until = flush_deadline();
+        /* wait for FLUSH_ROWS rows or TAKE_BATCHES batches, or FLUSH_MS with at least one batch */
+        while (!l->closing && l->ring_rows < FLUSH_ROWS && l->ring_n < TAKE_BATCHES) {
+            int rc = pthread_cond_timedwait(&l->cv, &l->mu, &until);
+            if (rc == ETIMEDOUT) {
+                if (l->ring_n) break;
+                until = flush_deadline();
+            }
         }
-        l->head = q->next;
-        if (!l->head) l->tail = NULL;
-        int n = inf_record_batch_n_rows(q->rows);
-        l->n_queued_rows -= n;
+        int n = take(l, got, TAKE_BATCHES);
+        int done = l->closing && !n;
+        /* the sink is the writer's alone: written with the lock released */
         pthread_mutex_unlock(&l->mu);
+        if (done) return NULL;
+        uint64_t rows = 0;
+        int ok = l->sink_error.status == INF_OK;
         inf_error e;
-        if (l->sink_error.status == INF_OK && inf_sink_write(l->sink, q->rows, &e) == INF_OK &&
-            inf_sink_commit(l->sink, &e) == INF_OK) {
-            atomic_fetch_add(&l->n_written, (uint64_t)n);
-        } else {
-            if (l->sink_error.status == INF_OK) l->sink_error = e;
-            drop(l, (uint64_t)n);
+        for (int i = 0; i < n; i++) {
+            uint64_t r = (uint64_t)inf_record_batch_n_rows(got[i]->rows);
+            if (ok && inf_sink_write(l->sink, got[i]->rows, &e) != INF_OK) {
+                l->sink_error = e;
+                ok = 0;
+            }
+            if (ok) rows += r;
+            else drop(l, r);
         }
-        inf_record_batch_free(q->rows);
-        free(q);
+        if (rows && inf_sink_commit(l->sink, &e) != INF_OK) { /* one commit for every batch taken */
+            if (l->sink_error.status == INF_OK) l->sink_error = e;
+            drop(l, rows);
+            rows = 0;
+        }
+        atomic_fetch_add(&l->n_written, rows);
+        for (int i = 0; i < n; i++) batch_put(l, got[i]);
     }
 }
+
+/* ---- open / close ------------------------------------------------------------- */
 
 inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double sample, int max_rows,
                              inf__mon_log **out, inf_error *err) {
@@ -253,10 +313,6 @@ inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double
     inf__mon_log *l = calloc(1, sizeof *l);
     if (!l) return inf_error_set(err, INF_ENOMEM, "prediction log: out of memory");
     l->pipeline = p;
-    if (!(l->passthrough = p ? inf__mon_passthrough_new(p) : calloc(1, sizeof(char *)))) {
-        free(l);
-        return inf_error_set(err, INF_ENOMEM, "prediction log: out of memory");
-    }
     l->sample = sample;
     l->max_rows = max_rows > 0 ? max_rows : 65536;
     inf_sink_options so = {0};
@@ -266,7 +322,6 @@ inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double
         char red[1024];
         char msg[INF_ERROR_MESSAGE_MAX];
         snprintf(msg, sizeof msg, "%s", err->message);
-        inf__mon_passthrough_free(l->passthrough);
         free(l);
         return inf_error_set(err, st, "prediction log %s: %s", inf_io_redact_uri(sink_uri, red, sizeof red), msg);
     }
@@ -276,7 +331,6 @@ inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double
         inf_sink_close(l->sink, err);
         pthread_mutex_destroy(&l->mu);
         pthread_cond_destroy(&l->cv);
-        inf__mon_passthrough_free(l->passthrough);
         free(l);
         return inf_error_set(err, INF_ENOMEM, "prediction log: cannot start the writer thread");
     }
@@ -306,15 +360,15 @@ inf_status inf__mon_log_close(inf__mon_log *l, inf__mon_log_stats *stats, inf_er
     } else if (st) {
         *err = ce;
     }
-    if (stats) {
-        stats->n_seen = atomic_load(&l->n_seen);
-        stats->n_sampled = atomic_load(&l->n_sampled);
-        stats->n_written = atomic_load(&l->n_written);
-        stats->n_dropped = atomic_load(&l->n_dropped);
+    if (stats) inf__mon_log_stats_get(l, stats);
+    for (int i = 0; i < l->n_spare; i++) batch_free(l->spare[i]);
+    for (plan_node *n = atomic_load(&l->plans), *next; n; n = next) {
+        next = n->next;
+        inf__mon_plan_free(n->plan);
+        free(n);
     }
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->cv);
-    inf__mon_passthrough_free(l->passthrough);
     free(l);
     return st;
 }

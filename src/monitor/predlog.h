@@ -4,15 +4,26 @@
  * pipeline hash and time, written to any sink URI (io.h: jsonl:, csv:,
  * sqlite:, postgresql:).
  *
- * DESIGN.  The scoring core (runtime/score.c) calls inf__mon_log_add once
- * per scored batch when a scorer has a log.  add() samples records
- * (fraction `sample`, a counter hashed with splitmix64: no shared RNG state
- * beyond one atomic), copies the sampled rows into a fresh batch OUTSIDE any
- * lock, then takes a mutex for a few instructions to queue it.  When the
- * queue already holds max_rows rows the batch is dropped and counted: add()
- * never waits for the sink and never fails scoring.  One writer thread
- * drains the queue into the sink; a sink error is remembered (the first
- * one), counts the rows as dropped, and never reaches the scorer.
+ * DESIGN (the cost target: a 10 % sample costs <= 5 % of the scoring's CPU
+ * time; bench/monitor/RESULTS.md).  The scoring core (runtime/score.c) and
+ * serve call inf__mon_log_add once per scored batch.  add() reserves the
+ * batch's range of the record counter with one atomic add and samples it
+ * (splitmix64 of the counter: deterministic, no shared RNG state); a batch
+ * with no sampled record costs nothing more.  The sampled rows are built
+ * from a ROW PLAN -- which feature columns and prediction fields are logged,
+ * under which names, computed once per (pipeline, feature columns,
+ * prediction fields) and kept by the log (immutable, found by comparing
+ * names) -- into a recycled record batch (no name lookups, no sensitivity
+ * checks, no allocation per row once warm), queued into a preallocated ring
+ * under a mutex held for a few instructions.  A full ring drops the batch
+ * and counts its rows: add() never waits for the sink and never fails
+ * scoring.  One writer thread wakes when FLUSH_ROWS rows or TAKE_BATCHES
+ * batches wait, or every FLUSH_MS (predlog.c), writes what is queued and
+ * commits once (one SQLite transaction for many requests), then gives the
+ * batches back for reuse.
+ * Sinks format numbers without printf (io/numfmt.h).  A sink error is
+ * remembered (the first one), counts the rows as dropped, and never reaches
+ * the scorer.
  *
  * LOG ROWS.  record_id (the record's id as text, null without one),
  * logged_at (timestamp), model_name, model_version, pipeline_hash, then one
@@ -43,33 +54,25 @@ typedef struct inf__mon_log_stats {
 
 /* Opens the sink (appending to an existing file/table) and starts the
  * writer.  sample in (0, 1]; max_rows = rows buffered at most (0 = 65536).
- * p is borrowed (sensitive fields); NULL when the rows are built by the
- * caller (inf__mon_log_queue).  INF_EINVAL, INF_EIO (the sink), INF_ENOMEM. */
+ * p is borrowed (sensitive fields); NULL when every add() names its own
+ * (serve: one log for every served model version).  INF_EINVAL, INF_EIO (the sink), INF_ENOMEM. */
 inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double sample, int max_rows,
                              inf__mon_log **out, inf_error *err);
-/* Logs the accepted records of the last prepare of ex (their batch `in`)
- * with their prediction rows pred (row k = accepted record k).  Thread-safe;
- * never blocks on the sink, never fails. */
-void inf__mon_log_add(inf__mon_log *l, const inf_pipeline_exec *ex, const inf_record_batch *in,
-                      const inf_record_batch *pred);
-/* Appends the log row of accepted record k (LOG ROWS above) to out: what
- * add() queues, and what `infera monitor baseline` profiles.  INF_ENOMEM. */
-inf_status inf__mon_log_row(const inf_pipeline *p, const char *const *passthrough, const inf_pipeline_exec *ex,
-                            const inf_record_batch *in, const inf_record_batch *pred, int k, int64_t now_us,
-                            inf_record_batch *out);
-/* The spec's passthrough fields (NULL-terminated; from the canonical spec),
- * the `passthrough` argument of inf__mon_log_row.  NULL on ENOMEM. */
-char **inf__mon_passthrough_new(const inf_pipeline *p);
-void inf__mon_passthrough_free(char **list);
+/* Logs the sampled accepted records of the last prepare of ex (their
+ * batch `in`) with their prediction rows pred (row k = accepted record k),
+ * built with pipeline p (NULL: the log's own); model_name, when not NULL,
+ * replaces the prediction rows' model_name stamp (serve: the registry's
+ * name of a model served under another).  Thread-safe; never blocks on the
+ * sink, never fails.  Returns the number of records sampled. */
+int inf__mon_log_add(inf__mon_log *l, const inf_pipeline *p, const char *model_name, const inf_pipeline_exec *ex,
+                     const inf_record_batch *in, const inf_record_batch *pred);
+/* Appends the log rows (LOG ROWS above) of the first n accepted records
+ * to out: what add() queues, and what `infera monitor baseline` profiles.
+ * One row plan for the call.  INF_ENOMEM. */
+inf_status inf__mon_log_rows(const inf_pipeline *p, const inf_pipeline_exec *ex, const inf_record_batch *in,
+                             const inf_record_batch *pred, int n, int64_t now_us, inf_record_batch *out);
 /* The fixed fields of a log row that are neither features nor outputs. */
 int inf__mon_log_is_meta_field(const char *name);
-/* For runners that build the log rows themselves (serve: one log for every
- * served model, rows built with each version's pipeline; open with p NULL):
- * sample_next decides whether the next record is logged (and counts it as
- * seen, and sampled when it is); queue takes ownership of a batch of log
- * rows and queues it, or drops and counts it when the buffer is full. */
-int inf__mon_log_sample_next(inf__mon_log *l);
-void inf__mon_log_queue(inf__mon_log *l, inf_record_batch *rows);
 /* The counts so far (the log stays open). */
 void inf__mon_log_stats_get(inf__mon_log *l, inf__mon_log_stats *stats);
 /* Drains the queue, closes the sink, frees l.  stats (may be NULL) gets the

@@ -11,8 +11,8 @@
  * inf__serve_monitor_records once per scored request: every record goes
  * into the version's drift window column by column (a short mutex,
  * src/monitor/online.c), and the sampled records' log rows are built with
- * the version's pipeline (sensitive fields left out by inf__mon_log_row) and
- * queued to the log.  Entries (one per served
+ * the version's pipeline (sensitive fields left out by its row plan,
+ * src/monitor/logrow.c) and queued to the log.  Entries (one per served
  * model version seen) live for the server's life, like the metrics entries,
  * in a list that only grows (its lock is held to find or add one).  The rule
  * thread wakes every --monitor-interval seconds, checks every rule against
@@ -52,7 +52,6 @@ typedef struct rule_state {
 typedef struct mon_entry {
     char name[129], version[32], registry_name[129];
     int64_t registry_version;
-    char **passthrough;      /* the version's spec's passthrough fields */
     inf__mon_online *online; /* NULL without a baseline */
     _Atomic uint64_t records, sampled, build_failures;
     rule_state *rules;       /* one per rule (rule thread only, read under mu for state) */
@@ -214,7 +213,6 @@ void inf__serve_monitor_stop(srv_server *srv) {
     }
     for (mon_entry *e = m->entries, *next; e; e = next) {
         next = e->next;
-        inf__mon_passthrough_free(e->passthrough);
         inf__mon_online_free(e->online);
         free(e->rules);
         free(e);
@@ -246,7 +244,6 @@ static mon_entry *entry_new(srv_monitor *m, const srv_version *v) {
     snprintf(e->version, sizeof e->version, "%s", v->version);
     snprintf(e->registry_name, sizeof e->registry_name, "%s", v->registry_name);
     e->registry_version = v->registry_version;
-    e->passthrough = inf__mon_passthrough_new(v->pipeline);
     e->rules = calloc((size_t)(m->rules.n ? m->rules.n : 1), sizeof *e->rules);
     const char *path = baseline_of(m, v->name);
     inf__mon_profile *base = NULL;
@@ -261,8 +258,7 @@ static mon_entry *entry_new(srv_monitor *m, const srv_version *v) {
     if (base && inf__mon_online_new(base, (int64_t)m->srv->opt.monitor_window_s * 1000000, 0,
                                     v->registry_name[0] ? v->registry_name : v->name, v->version, &e->online) != INF_OK)
         e->online = NULL;
-    if (!e->passthrough || !e->rules) {
-        inf__mon_passthrough_free(e->passthrough);
+    if (!e->rules) {
         inf__mon_online_free(e->online);
         free(e->rules);
         free(e);
@@ -286,15 +282,6 @@ static mon_entry *entry_get(srv_monitor *m, const srv_version *v) {
 
 /* ---- the request path ------------------------------------------------------- */
 
-/* The registry's name for a registry model's rows (the served name may be
- * another), so `infera monitor drift NAME@VERSION` finds them. */
-static inf_status stamp_row(inf_record_batch *rows, int row, const mon_entry *e) {
-    if (!e->registry_name[0]) return INF_OK;
-    int f;
-    inf_status st = inf_record_batch_add_field(rows, "model_name", &f);
-    return st ? st : inf_record_batch_set_string(rows, row, f, e->registry_name, strlen(e->registry_name));
-}
-
 void inf__serve_monitor_records(srv_server *srv, srv_version *v, void *exec, const void *in, const void *pred) {
     srv_monitor *m = srv->monitor;
     if (!m || !v->pipeline) return;
@@ -306,21 +293,11 @@ void inf__serve_monitor_records(srv_server *srv, srv_version *v, void *exec, con
     int64_t t = now_us();
     /* every record into the drift window, column by column (no log row) */
     if (e->online && inf__mon_online_add_scored(e->online, ex, pred, t) != INF_OK) atomic_fetch_add(&e->build_failures, 1);
-    if (!m->log) return;
-    inf_record_batch *rows = NULL;
-    for (int k = 0; k < n; k++) {
-        if (!inf__mon_log_sample_next(m->log)) continue;
-        if ((!rows && inf_record_batch_new(&rows)) ||
-            inf__mon_log_row(v->pipeline, (const char *const *)e->passthrough, ex, in, pred, k, t, rows) ||
-            stamp_row(rows, inf_record_batch_n_rows(rows) - 1, e)) {
-            atomic_fetch_add(&e->build_failures, 1); /* out of memory: monitoring misses rows, the request does not */
-            inf_record_batch_free(rows);
-            return;
-        }
-    }
-    if (!rows) return;
-    atomic_fetch_add(&e->sampled, (uint64_t)inf_record_batch_n_rows(rows));
-    inf__mon_log_queue(m->log, rows);
+    /* the sampled records' log rows, named by the registry's name of a registry model (the served
+     * name may be another) so `infera monitor drift NAME@VERSION` finds them */
+    if (m->log)
+        atomic_fetch_add(&e->sampled, (uint64_t)inf__mon_log_add(m->log, v->pipeline, e->registry_name[0] ? e->registry_name : NULL,
+                                                                 ex, in, pred));
 }
 
 /* ---- rules ------------------------------------------------------------------ */

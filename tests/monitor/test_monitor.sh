@@ -8,7 +8,8 @@
 #   - the label join handles late (shuffled, days later), missing and duplicate labels; its metrics
 #     equal scikit-learn's on the joined pairs;
 #   - sensitive fields (a lookup key, a model input marked sensitive, a passthrough) never reach the
-#     log; --log-sample samples.
+#     log; --log-sample samples: from two threads, to JSON lines and SQLite, every sampled record is
+#     logged once and equals the job's own output row and the raw record.
 # Oracles: Debian python3-numpy / python3-scipy / python3-sklearn run by /usr/bin/python3.
 # Usage: test_monitor.sh INFERA_BIN REPO_DIR.  Exits 77 (skipped) without those modules.
 set -euo pipefail
@@ -338,4 +339,41 @@ assert names == ["auc fell", "auc fell 2h"], names
 assert abs(c["firing"][0]["value"] - auc[-1]) <= 1e-9 and c["firing"][1]["windows"] == 2, c
 print("quality rules: AUC per hour as scikit-learn's; the breaching rules fire, 'for' needs every window")
 PY
+# A 10 % sample from two scoring threads (the log's row plans, recycled batches and one commit per flush):
+# every sampled record logged once, none dropped, the sample's size within 5 sigma of 10 %, and each
+# logged row equal to the job's own output row of that id (fraud_score, decision) and to the record's
+# raw fields (amount, distance_from_home_km; the spec feeds them to the model as they are).
+for dst in jsonl:mt_log.jsonl "sqlite:mt_log.db?table=log"; do
+    "$infera" batch --model fraud_xgb.onnx --pipeline fraud_spec.json --input csv:current.csv --output jsonl:mt_out.jsonl \
+        --threads 2 --chunk-rows 100 --log-predictions "$dst" --log-sample 0.1 --progress none >/dev/null 2>mt.err
+    grep -qE "prediction log: 2500 records, ([0-9]+) sampled, \1 logged, 0 dropped" mt.err || { cat mt.err; echo "FAIL: sample counts ($dst)"; exit 1; }
+done
+$py - <<'PY'
+import csv, json, math, re, sqlite3
+n_sampled = int(re.search(r"(\d+) sampled", open("mt.err").read()).group(1))
+out = {r["transaction_id"]: r for r in map(json.loads, open("mt_out.jsonl"))}
+raw = {r["transaction_id"]: r for r in csv.DictReader(open("current.csv"))}
+con = sqlite3.connect("mt_log.db")
+con.row_factory = sqlite3.Row
+for name, rows in (("jsonl", [json.loads(l) for l in open("mt_log.jsonl")]),
+                   ("sqlite", [dict(r) for r in con.execute("SELECT * FROM log")])):
+    ids = [r["record_id"] for r in rows]
+    assert len(ids) == len(set(ids)), name + ": a record logged twice"
+    assert abs(len(ids) - 250) <= 5 * math.sqrt(2500 * 0.1 * 0.9), (name, len(ids))
+    for r in rows:
+        o, x = out[r["record_id"]], raw[r["record_id"]]
+        assert r["fraud_score"] == o["fraud_score"] and r["decision"] == o["decision"], (name, r, o)
+        assert abs(r["amount"] - float(x["amount"])) <= 1e-6 * abs(float(x["amount"])), (name, r, x)
+        d = x["distance_from_home_km"]
+        assert (r["distance_from_home_km"] is None) if d == "" else abs(r["distance_from_home_km"] - float(d)) <= 1e-4, (name, r, x)
+        assert "card_id" not in r
+    print("sampled log (%s): %d of 2500 rows, each once, equal to the job's output and the raw records" % (name, len(rows)))
+assert len(rows) == n_sampled
+PY
+# One-record batches (a scored batch per record, as serve's one-record requests make): the writer keeps
+# up with thousands of tiny batches a second, nothing dropped.
+"$infera" batch --model fraud_xgb.onnx --pipeline fraud_spec.json --input csv:transactions_raw.csv --output jsonl:one_out.jsonl \
+    --chunk-rows 1 --log-predictions jsonl:one_log.jsonl --progress none >/dev/null 2>one.err
+grep -q "prediction log: 5000 records, 5000 sampled, 5000 logged, 0 dropped" one.err || { cat one.err; echo "FAIL: one-record batches"; exit 1; }
+[ "$(wc -l < one_log.jsonl)" = 5000 ] || { echo "FAIL: one-record batches: $(wc -l < one_log.jsonl) log rows"; exit 1; }
 echo "PASS"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# bench/monitor/console_load.sh -- issue 23's console target (pages load in <= 200 ms with a registry
+# of 100 models and 10,000 audit rows), measured in Debian's chromium (bench/monitor/console_load.js).
+#
+#   bench/monitor/console_load.sh INFERA_BINARY [RUNS]
+#
+# Registers 100 models (the fraud model under m000..m099, each with its spec), adds audit rows up to
+# 10,000 (registry alias moves through the CLI for the first ones; the rest inserted into reg_audit
+# directly -- the console never reads the audit log, so their hash chain does not matter here), serves
+# 64 of them (serve's limit) with --ui and loads /ui RUNS times (default 5) in a fresh tab.
+set -euo pipefail
+INFERA=$(realpath "$1")
+RUNS=${2:-10}
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+UI="$REPO/tests/monitor/ui"
+CHROMIUM=$(command -v chromium || command -v chromium-browser)
+[ -d "$UI/node_modules/puppeteer-core" ] || (cd "$UI" && npm ci --ignore-scripts --no-audit --no-fund >/dev/null)
+. "$REPO/scripts/serve_port.sh"
+TMP=$(mktemp -d)
+SERVER=
+trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$TMP"' EXIT
+cp "$REPO"/examples/fraud/{fraud_spec.json,fraud_xgb.onnx,card_features.db} "$TMP"/
+cd "$TMP"
+export INFERA_HOME="$TMP/home"
+MODELS=()
+for i in $(seq -f "%03g" 0 99); do
+    "$INFERA" registry register "m$i" fraud_xgb.onnx --pipeline fraud_spec.json >/dev/null
+    "$INFERA" registry alias "m$i@1" production >/dev/null
+    [ "$i" -lt 64 ] && MODELS+=(--model "m$i=m$i@production") # serve's limit: 64 served models
+done
+/usr/bin/python3 - "$INFERA_HOME/registry.db" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+n, top = con.execute("SELECT count(*), coalesce(max(seq), 0) FROM reg_audit").fetchone()
+con.executemany("INSERT INTO reg_audit VALUES (?, '2026-12-02T00:00:00Z', 'bench', 'alias.set', ?, 1, 'ok', '{}', '', '')",
+                [(top + 1 + i, "m%03d" % (i % 100)) for i in range(10000 - n)])
+con.commit()
+print("audit rows:", con.execute("SELECT count(*) FROM reg_audit").fetchone()[0])
+PY
+"$INFERA" serve --port 0 --ui "${MODELS[@]}" 2>s.log &
+# 64 served models, the console's models table and traffic table list each
+SERVER=$!
+PORT=$(serve_port s.log 600) || { cat s.log; exit 1; }
+echo "state JSON: $(curl -s "http://127.0.0.1:$PORT/ui/state" | wc -c) bytes; page: $(curl -s "http://127.0.0.1:$PORT/ui" | wc -c) bytes"
+# the server's part: time to the last byte of the page and of the state, 20 times each (medians, ms)
+for path in /ui /ui/state; do
+    echo "$path: median $(for _ in $(seq 20); do curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$PORT$path"; done |
+        sort -g | awk '{a[NR] = $1 * 1000} END{printf "%.2f ms (max %.2f)", a[int((NR + 1) / 2)], a[NR]}')"
+done
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
+NODE_PATH="$UI/node_modules" node "$HERE/console_load.js" "$CHROMIUM" "http://127.0.0.1:$PORT" 64 "$RUNS"
