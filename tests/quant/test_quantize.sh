@@ -69,7 +69,7 @@ check_model() { # model max_steps args...
     fi
 }
 
-for m in mlp cnn transformer; do
+for m in mlp cnn transformer dwconv; do # dwconv: depthwise convolutions (tests/models/gen_dwconv_model.py)
     mkdir -p "$TMP/fp32/$m"
     ort_run "$MODELS/$m.onnx" "$TMP/fp32/$m" "$MODELS/${m}_input.npy" || { fail "$m: ORT FP32 run"; continue; }
     steps=1
@@ -81,7 +81,7 @@ for m in mlp cnn transformer; do
     check_model $m $steps dynamic --mode dynamic
 done
 # a QDQ graph runs fused in INT8 (no QuantizeLinear/DequantizeLinear left after optimisation)
-for mk in "mlp QGemm" "cnn QConv" "transformer QGemm"; do
+for mk in "mlp QGemm" "cnn QConv" "transformer QGemm" "dwconv QConv"; do
     set -- $mk
     opt=$("$INFERA" info "$TMP/$1.qdq.onnx" | sed -n '/after optimisation/,/parameters/p')
     if echo "$opt" | grep -q "$2" && ! echo "$opt" | grep -q "QuantizeLinear"; then
