@@ -24,8 +24,9 @@ static bool pick(const char *text, const name_value *table, int n, int *out) {
 }
 
 static void print_report(const inf__quantize_options *o, const inf__quantize_report *r) {
-    printf("quantized %s -> %s (%s%s, %s)\n", o->in_path, o->out_path,
+    printf("quantized %s -> %s (%s%s%s, %s)\n", o->in_path, o->out_path,
            o->static_mode ? "static" : "dynamic", o->per_channel ? ", per-channel" : "",
+           o->reduce_range ? ", 7-bit weights" : "",
            o->qoperator ? "qoperator" : "qdq");
     printf("  nodes quantized: %d of %d Gemm/MatMul/Conv with constant weights (%d excluded)\n", r->n_quantized,
            r->n_candidates, r->n_excluded);
@@ -74,6 +75,8 @@ int cmd_quantize(int argc, char **argv) {
             goto done;
         } else if (!strcmp(argv[i], "--per-channel")) {
             o.per_channel = true;
+        } else if (!strcmp(argv[i], "--reduce-range")) {
+            o.reduce_range = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             rc = cli_usage(cmd, "unknown option '%s'", argv[i]);
             goto done;

@@ -292,7 +292,7 @@ const cli_command cli_commands[] = {
     {"quantize", cmd_quantize, "write an INT8 (QDQ or QOperator) ONNX model from an FP32 one",
      "usage: infera quantize IN -o OUT [--mode dynamic|static] [--calibration SRC [--spec FILE]\n"
      "                       [--calibration-rows N]] [--method minmax|percentile|entropy] [--per-channel]\n"
-     "                       [--format qdq|qoperator] [--exclude NODE]...\n"
+     "                       [--format qdq|qoperator] [--exclude NODE]... [--reduce-range]\n"
      "\n"
      "Quantizes the Gemm, MatMul and Conv nodes with constant weights of the ONNX\n"
      "model IN to 8 bits and writes a standard ONNX INT8 model OUT that ONNX Runtime\n"
@@ -304,7 +304,10 @@ const cli_command cli_commands[] = {
      "of any batch source (csv:, jsonl:, sqlite:, postgresql:...) mapped by --spec or\n"
      "the default mapping, or a .npy/.pb tensor of input rows; --method picks how a\n"
      "range is read from them.  --mode dynamic (the default without) quantizes\n"
-     "activations at run time.  --exclude keeps a node (by name) in FP32.  Prints a\n"
+     "activations at run time.  --exclude keeps a node (by name) in FP32.\n"
+     "--reduce-range quantizes weights to [-64, 64] (7 bits), as ONNX Runtime's\n"
+     "reduce_range: its kernels on CPUs without VNNI (vpmaddubsw) then cannot\n"
+     "saturate; Infera's are exact either way.  Prints a\n"
      "report: nodes quantized and excluded, size before and after.  See\n"
      "docs/compression.md.\n"},
     {"compile", cmd_compile, "compile a model into a bundle (edge: mmap-able, no protobuf, checked)",

@@ -17,12 +17,14 @@
  *   INF_QGEMM_VNNI512  AVX-512 VNNI vpdpbusd: u8 x s8 quads summed straight
  *                      into int32 lanes -- no intermediate saturation at all.
  *   INF_QGEMM_AVX2     AVX2 vpmaddwd on 16-bit operands (A zero-extended, B
- *                      packed as int16 pairs): exact for any weights.  The
- *                      faster vpmaddubsw (u8 x s8 -> saturating int16 pair
- *                      sums) is not used: 255 * 127 * 2 overflows int16, which
- *                      ONNX Runtime's MLAS accepts (its quantizer offers
+ *                      packed as int16 pairs): exact for any weights.
+ *                      vpmaddubsw (u8 x s8 -> saturating int16 pair sums) is
+ *                      not used: 255 * 127 * 2 overflows int16, which ONNX
+ *                      Runtime's MLAS accepts (its quantizer offers
  *                      reduce_range: 7-bit weights) and oneDNN avoids by
- *                      scaling weights; we keep exact results instead.
+ *                      scaling weights; and it needs a second multiply
+ *                      (vpmaddwd by ones) to reach int32, so per multiply
+ *                      uop it does no more products than vpmaddwd.
  *   INF_QGEMM_REF      plain C over the same math: the reference twin.
  * All three give bit-identical int32 results (tests/kernels/test_qgemm.c).
  *
@@ -96,6 +98,12 @@ void inf__qgemm_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *a, 
  * first tap starts at rows[i]. */
 void inf__qconv_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                             int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
+/* The same on AVX2 (x86/qgemm_avx2.c; AVX2 packing, no W zero point, cq
+ * even): the image read as zero-extended uint16 values (inf__widen_u8_avx2),
+ * rows and tapoff in uint16 elements. */
+void inf__qconv_raw_avx2(const inf__qgemm_b *b, int64_t m, const uint16_t *const *rows, const int64_t *tapoff,
+                         int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
+void inf__widen_u8_avx2(const uint8_t *src, int64_t n, uint16_t *dst);
 
 /* ---- quantizing activations (QuantizeLinear's arithmetic, bit for bit):
  * q = clamp(nearbyintf(x / scale) + zp, 0, 255), NaN -> zp; into uint8. */
@@ -179,15 +187,40 @@ size_t inf__qmatmul_scratch_bytes(const inf__qgemm_b *b, int64_t m);
 void inf__qmatmul_drive(inf__pool *pool, const inf__qgemm_b *b, int64_t m, const inf__qsrc *a, const inf__qout *out,
                         void *y, int64_t ldy, void *scratch);
 
+/* ---- depthwise convolutions (ops/ref/qdepthwise.c): group == c == m ----
+ * W packed at load as tap pairs of shifted weights (w - w_zp) for channels
+ * as vector lanes; the driver reads the zero-point-padded channels-last
+ * image in place (cp channels per position).  C[i][ch] = init[ch] +
+ * sum_t rows[i][tapoff[t] + ch] * w'[t][ch]; init[ch] = -a_zp * wsum[ch]. */
+enum { INF_QDW_LANES = 16 };
+typedef struct inf__qdw_w {
+    int64_t c, taps, cp; /* cp: c rounded up to INF_QDW_LANES */
+    int16_t *w;          /* [(taps + 1) / 2][cp][2] */
+    int32_t *wsum;       /* [cp] */
+} inf__qdw_w;
+size_t inf__qdw_pack_bytes(int64_t c, int64_t taps);
+/* W [c][1][taps] of dtype uint8/int8, zero points w_zp (NULL: 0; n_wzp 1 or c). */
+void inf__qdw_pack_into(void *mem, int64_t c, int64_t taps, const void *w, inf_dtype dtype, const void *w_zp,
+                        int64_t n_wzp, inf__qdw_w *out);
+inf_status inf__qdw_pack(inf__arena *arena, int64_t c, int64_t taps, const void *w, inf_dtype dtype, const void *w_zp,
+                         int64_t n_wzp, inf__qdw_w *out);
+/* The sums of m positions (cp channels each, row stride ldc): the reference
+ * twin and the AVX2 kernel (x86/qdepthwise_avx2.c), bit-identical. */
+void inf__qdw_raw_ref(const inf__qdw_w *w, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
+                      const int32_t *init, int32_t *c, int64_t ldc);
+void inf__qdw_raw_avx2(const inf__qdw_w *w, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
+                       const int32_t *init, int32_t *c, int64_t ldc);
+
 /* 1-D/2-D convolution, NCHW, W packed per group as B = W_g^T ([c/group*kh*kw, m/group]).
  * x is one image's planes at a time (inf__qsrc with ld unused). */
 typedef struct inf__qconv_geom {
     int64_t n, c, m, group, cg, mg;
     int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
-    int64_t cgp; /* 0, or (group 1, VNNI) W packed with cg padded to cgp, a multiple of 4, zero weights in
-                  * the padding: K = taps * cgp, read in place (the implicit-GEMM path) */
+    int64_t cgp; /* 0, or (group 1, VNNI / AVX2) W packed with cg padded to cgp, a multiple of 4 / 2, zero
+                  * weights in the padding: K = taps * cgp, read in place (the implicit-GEMM path) */
     int64_t pkh, pkw, psh, psw; /* pkh > 0: a fused MaxPool (kernel, strides >= kernel, no padding) on the
                                  * F32 output, [n][m][(oh-pkh)/psh+1][(ow-pkw)/psw+1] */
+    const inf__qdw_w *dwise;    /* a depthwise conv (group == c == m) with W packed for it, or NULL */
 } inf__qconv_geom;
 size_t inf__qconv_scratch_bytes(const inf__qconv_geom *g, const inf__qgemm_b *b);
 void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgemm_b *bg, const inf__qsrc *x,

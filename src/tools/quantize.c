@@ -277,8 +277,9 @@ static void qweight_free(qweight *w) {
     free(w->scale);
 }
 
-/* Quantizes W symmetrically: int8 in [-127, 127], or uint8 = int8 + 128
- * (as_u8, for ConvInteger); per output channel when per_channel.  Gemm's
+/* Quantizes W symmetrically: int8 in [-127, 127] ([-64, 64] with
+ * reduce_range), or uint8 = int8 + 128 (as_u8, for ConvInteger); per output
+ * channel when per_channel.  Gemm's
  * transB weight is stored transposed to [K, N] when to_kn. */
 static inf_status quantize_weight(qctx *q, const candidate *c, bool per_channel, bool as_u8, bool to_kn,
                                   qweight *out) {
@@ -315,12 +316,14 @@ static inf_status quantize_weight(qctx *q, const candidate *c, bool per_channel,
             float a = fabsf(x[r * cols + k]);
             if (a > amax[ch]) amax[ch] = a;
         }
-    for (int ch = 0; ch < out->n_scale; ch++) out->scale[ch] = amax[ch] > 0 ? amax[ch] / 127.0f : 1.0f;
+    /* 7-bit weights: 255 * 64 * 2 fits vpmaddubsw's int16 pair sum, so ONNX Runtime's AVX2 kernels do not saturate */
+    const float qmax = q->o->reduce_range ? 64.0f : 127.0f;
+    for (int ch = 0; ch < out->n_scale; ch++) out->scale[ch] = amax[ch] > 0 ? amax[ch] / qmax : 1.0f;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t k = 0; k < cols; k++) {
             int ch = per_channel ? (int)(axis == 0 ? r : k) : 0;
             float v = nearbyintf(x[r * cols + k] / out->scale[ch]);
-            int iv = (int)(v < -127 ? -127 : v > 127 ? 127 : v);
+            int iv = (int)(v < -qmax ? -qmax : v > qmax ? qmax : v);
             int64_t at = transposed ? k * rows + r : r * cols + k;
             if (as_u8) ((uint8_t *)out->q->data)[at] = (uint8_t)(iv + 128);
             else ((int8_t *)out->q->data)[at] = (int8_t)iv;

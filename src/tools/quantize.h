@@ -42,6 +42,8 @@ typedef struct inf__quantize_options {
     int calibration_rows;     /* most records read; 0 = all */
     inf__quant_method method;
     bool per_channel;
+    bool reduce_range;        /* weights in [-64, 64] (7 bits): exact in vpmaddubsw's int16 pair sums, the
+                               * instruction ONNX Runtime's kernels use on CPUs without VNNI */
     bool qoperator;           /* false: QDQ */
     const char *const *exclude; /* node names kept in FP32 */
     int n_exclude;

@@ -15,7 +15,11 @@
  *     float outputs (bias, ReLU / Clip / LeakyRelu, output Q -> DQ), run on
  *     the fast ISA (vector stores) and on the reference ISA (scalar
  *     stores): same bits; the int32 results also against QuantizeLinear's
- *     bytes and a direct product / convolution written here.
+ *     bytes and a direct product / convolution written here;
+ *   - the depthwise convolution (ops/ref/qdepthwise.c, group == channels):
+ *     the driver on each ISA (AVX2: x86/qdepthwise_avx2.c) against the
+ *     reference ISA's bits, and its int32 sums against a direct depthwise
+ *     convolution written here, with uint8/int8 weights and zero points.
  * An ISA the CPU lacks is reported as skipped ("skipped: avx512-vnni").
  * Prints one line per failure and "N passed, M failed".
  */
@@ -50,7 +54,8 @@ static bool isa_runs(inf__qgemm_isa isa) {
 /* ---- the GEMM ---- */
 
 static void gemm_case(inf__qgemm_isa isa, int case_no) {
-    int64_t m = rand_in(1, 30), k = rand_in(1, 300), n = rand_in(1, 70);
+    /* K past the AVX2 kernel's 1024-value blocks now and then, rows past its 24-row blocks */
+    int64_t m = rand_in(1, 30), k = rand_in(0, 9) ? rand_in(1, 300) : rand_in(1000, 2300), n = rand_in(1, 70);
     bool b_u8 = rand_in(0, 1), trans = rand_in(0, 1), extreme = rand_in(0, 7) == 0;
     int zp_kind = (int)rand_in(0, 2); /* none, per tensor, per column */
     int64_t kp = (k + 3) / 4 * 4;
@@ -399,6 +404,79 @@ static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     free(ref), free(pooled), free(ref8), free(yu8), free(planes), free(last);
 }
 
+/* ---- depthwise convolutions ---- */
+
+static void depthwise_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
+    int64_t c = rand_in(1, 40);
+    inf__qconv_geom g = {.n = rand_in(1, 2), .c = c, .m = c, .group = c, .cg = 1, .mg = 1, .kh = rand_in(1, 5),
+                         .kw = rand_in(1, 5), .sh = rand_in(1, 2), .sw = rand_in(1, 2), .dh = rand_in(1, 2), .dw = rand_in(1, 2)};
+    g.ih = rand_in(g.kh, 12), g.iw = rand_in(g.kw, 14);
+    g.pt = rand_in(0, g.kh - 1), g.pl = rand_in(0, g.kw - 1);
+    int64_t eh = (g.kh - 1) * g.dh + 1, ew = (g.kw - 1) * g.dw + 1;
+    g.oh = (g.ih + 2 * g.pt - eh) / g.sh + 1, g.ow = (g.iw + 2 * g.pl - ew) / g.sw + 1;
+    if (g.oh < 1 || g.ow < 1) return;
+    int64_t taps = g.kh * g.kw, x_n = g.n * c * g.ih * g.iw, y_n = g.n * c * g.oh * g.ow;
+    bool f32 = rand_in(0, 1), w_u8 = rand_in(0, 2) == 0;
+    int zp_kind = (int)rand_in(0, 2); /* none, per tensor, per channel */
+    void *x = malloc((size_t)x_n * 4);
+    uint8_t *w = malloc((size_t)(c * taps)), *wz = malloc((size_t)c);
+    for (int64_t i = 0; i < x_n; i++) {
+        if (f32) ((float *)x)[i] = uniform() * 2;
+        else ((uint8_t *)x)[i] = (uint8_t)rand_in(0, 255);
+    }
+    for (int64_t i = 0; i < c * taps; i++) w[i] = (uint8_t)(w_u8 ? rand_in(0, 255) : rand_in(-128, 127));
+    for (int64_t i = 0; i < c; i++) wz[i] = (uint8_t)(zp_kind == 0 ? 0 : w_u8 ? rand_in(0, 255) : rand_in(-128, 127));
+    inf__qsrc src = {.data = x, .dtype = f32 ? INF_DTYPE_F32 : INF_DTYPE_U8, .scale = 0.015f, .zp = (int32_t)rand_in(0, 255),
+                     .q_dtype = INF_DTYPE_U8};
+    inf__qout_kind kind = f32 ? INF_QOUT_F32 : rand_in(0, 1) ? INF_QOUT_I32 : INF_QOUT_Q8;
+    float *mult = malloc((size_t)c * 4), *bias = malloc((size_t)c * 4);
+    int32_t *bias_i32 = malloc((size_t)c * 4);
+    inf__qout out = random_out(mult, bias, bias_i32, c, kind);
+    out.mult_per_col = true;
+    inf_dtype wdt = w_u8 ? INF_DTYPE_U8 : INF_DTYPE_I8;
+    void *y[2];
+    for (int v = 0; v < 2; v++) {
+        inf__qgemm_isa which = v ? INF_QGEMM_REF : isa;
+        inf__qgemm_b pb; /* the driver takes the ISA from it */
+        void *bmem = inf__aligned_alloc(inf__qgemm_pack_b_bytes(which, taps, 1));
+        inf__qgemm_pack_b_into(bmem, which, taps, 1, w, wdt, taps, true, NULL, 1, &pb);
+        inf__qdw_w dw;
+        void *wmem = inf__aligned_alloc(inf__qdw_pack_bytes(c, taps));
+        inf__qdw_pack_into(wmem, c, taps, w, wdt, zp_kind ? wz : NULL, zp_kind == 2 ? c : 1, &dw);
+        g.dwise = &dw;
+        void *scratch = inf__aligned_alloc(inf__qconv_scratch_bytes(&g, &pb));
+        y[v] = calloc((size_t)y_n, out_size(kind));
+        inf__qconv_drive(pool, &g, &pb, &src, &out, y[v], scratch);
+        inf__aligned_free(scratch), inf__aligned_free(wmem), inf__aligned_free(bmem);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "%s depthwise c%lld %lldx%lld k%lldx%lld s%lld,%lld d%lld,%lld w%s zp%d kind=%d",
+             inf__qgemm_isa_name(isa), (long long)c, (long long)g.ih, (long long)g.iw, (long long)g.kh, (long long)g.kw,
+             (long long)g.sh, (long long)g.sw, (long long)g.dh, (long long)g.dw, w_u8 ? "u8" : "i8", zp_kind, (int)kind);
+    check(!memcmp(y[0], y[1], (size_t)y_n * out_size(kind)), what, case_no);
+    if (kind == INF_QOUT_I32) {
+        bool ok = true;
+        for (int64_t n = 0; n < g.n && ok; n++)
+            for (int64_t o = 0; o < c && ok; o++)
+                for (int64_t oy = 0; oy < g.oh && ok; oy++)
+                    for (int64_t ox = 0; ox < g.ow && ok; ox++) {
+                        int64_t acc = 0, zw = zp_kind == 0 ? 0 : w_u8 ? wz[zp_kind == 2 ? o : 0] : (int8_t)wz[zp_kind == 2 ? o : 0];
+                        for (int64_t ky = 0; ky < g.kh; ky++)
+                            for (int64_t kx = 0; kx < g.kw; kx++) {
+                                int64_t iy = oy * g.sh - g.pt + ky * g.dh, ix = ox * g.sw - g.pl + kx * g.dw;
+                                int64_t xv = iy >= 0 && iy < g.ih && ix >= 0 && ix < g.iw
+                                                 ? ((uint8_t *)x)[((n * c + o) * g.ih + iy) * g.iw + ix]
+                                                 : src.zp;
+                                int64_t wv = w_u8 ? w[o * taps + ky * g.kw + kx] : (int8_t)w[o * taps + ky * g.kw + kx];
+                                acc += (xv - src.zp) * (wv - zw);
+                            }
+                        ok = ((int32_t *)y[0])[((n * c + o) * g.oh + oy) * g.ow + ox] == (int32_t)acc;
+                    }
+        check(ok, "depthwise driver int32 vs direct depthwise convolution", case_no);
+    }
+    free(x), free(w), free(wz), free(mult), free(bias), free(bias_i32), free(y[0]), free(y[1]);
+}
+
 int main(void) {
     static const inf__qgemm_isa isas[] = {INF_QGEMM_REF, INF_QGEMM_AVX2, INF_QGEMM_VNNI512};
     inf__pool *pool = NULL;
@@ -412,6 +490,7 @@ int main(void) {
         for (int c = 0; c < 60 && isas[i] != INF_QGEMM_REF; c++) matmul_driver_case(isas[i], c % 2 ? pool : NULL, c);
         for (int c = 0; c < 120; c++) conv_driver_case(isas[i], c % 2 ? pool : NULL, c);
         for (int c = 0; c < 80; c++) conv_fused_case(isas[i], c % 2 ? pool : NULL, c);
+        for (int c = 0; c < 120; c++) depthwise_case(isas[i], c % 2 ? pool : NULL, c);
         printf("%s: checked\n", inf__qgemm_isa_name(isas[i]));
     }
     quantize_cases();

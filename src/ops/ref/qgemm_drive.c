@@ -136,7 +136,7 @@ static void load_row(const inf__qsrc *a, const void *src, int64_t n, int64_t pad
 /* ---- matrix products ---- */
 
 size_t inf__qmatmul_scratch_bytes(const inf__qgemm_b *b, int64_t m) {
-    int64_t rows = round_up(m < CHUNK_ROWS ? m : CHUNK_ROWS, ROWS_PER_BLOCK);
+    int64_t rows = m < CHUNK_ROWS ? m : CHUNK_ROWS;
     return (size_t)(rows * (b->kp + 4 * b->np) + 128);
 }
 
@@ -193,7 +193,7 @@ static void mm_blocks(void *arg, int64_t begin, int64_t end) {
 
 void inf__qmatmul_drive(inf__pool *pool, const inf__qgemm_b *b, int64_t m, const inf__qsrc *a, const inf__qout *out,
                         void *y, int64_t ldy, void *scratch) {
-    int64_t chunk = round_up(m < CHUNK_ROWS ? m : CHUNK_ROWS, ROWS_PER_BLOCK);
+    int64_t chunk = m < CHUNK_ROWS ? m : CHUNK_ROWS;
     uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)scratch, 64);
     int32_t *cbuf = (int32_t *)round_up((int64_t)(uintptr_t)(abuf + chunk * b->kp), 64);
     for (int64_t row0 = 0; row0 < m; row0 += chunk) {
@@ -205,17 +205,21 @@ void inf__qmatmul_drive(inf__pool *pool, const inf__qgemm_b *b, int64_t m, const
 
 /* ---- convolutions ---- */
 
-/* The implicit-GEMM path (x86/qconv_vnni_avx512.c): the VNNI kernel reads
- * each tap's cg channels in place from a zero-point-padded channels-last
- * image -- when cg is a multiple of 4 (no quad straddles two taps) and W has
- * no zero point (the start value holds the only correction). */
+/* The implicit-GEMM path: the kernel reads each tap's cg channels in place
+ * from a zero-point-padded channels-last image -- on VNNI
+ * (x86/qconv_vnni_avx512.c) when cg is a multiple of 4 (no quad straddles
+ * two taps), on AVX2 (x86/qgemm_avx2.c, the image widened to uint16) when
+ * it is even (no pair straddles two taps) -- and W has no zero point (the
+ * start value holds the only correction). */
 enum { DIRECT_MAX_TAPS = 64, DIRECT_MAX_N = 4096 };
 
 static bool conv_direct(const inf__qconv_geom *g, const inf__qgemm_b *b) {
 #if defined(__x86_64__)
     int64_t cq = g->cgp ? g->cgp : g->cg;
-    return b->isa == INF_QGEMM_VNNI512 && !b->any_b_zp && cq % 4 == 0 && b->kp == b->k &&
-           b->k == cq * g->kh * g->kw && g->kh * g->kw <= DIRECT_MAX_TAPS && b->np <= DIRECT_MAX_N;
+    bool vnni = b->isa == INF_QGEMM_VNNI512 && cq % 4 == 0 && b->kp == b->k;
+    bool avx2 = b->isa == INF_QGEMM_AVX2 && cq % 2 == 0;
+    return (vnni || avx2) && !b->any_b_zp && b->k == cq * g->kh * g->kw && g->kh * g->kw <= DIRECT_MAX_TAPS &&
+           b->np <= DIRECT_MAX_N;
 #else
     (void)g, (void)b;
     return false;
@@ -235,8 +239,14 @@ static void image_dims(const inf__qconv_geom *g, bool direct, int64_t *ihp, int6
 
 size_t inf__qconv_scratch_bytes(const inf__qconv_geom *g, const inf__qgemm_b *b) {
     int64_t pos = round_up(g->oh * g->ow, ROWS_PER_BLOCK), ihp, iwp;
-    image_dims(g, conv_direct(g, b), &ihp, &iwp);
-    return (size_t)((g->cgp ? g->cgp : g->c) * ihp * iwp + pos * (b->kp + 4 * b->np) + 4 * b->np + 384);
+    if (g->dwise) { /* the padded image with cp channels per position, and the sums */
+        image_dims(g, true, &ihp, &iwp);
+        return (size_t)(g->dwise->cp * (ihp * iwp + 4 * pos + 4) + 384);
+    }
+    bool direct = conv_direct(g, b);
+    image_dims(g, direct, &ihp, &iwp);
+    int64_t image = (g->cgp ? g->cgp : g->c) * ihp * iwp, wide = direct && b->isa == INF_QGEMM_AVX2 ? 2 * image : 0;
+    return (size_t)(image + wide + pos * (b->kp + 4 * b->np) + 4 * b->np + 448);
 }
 
 typedef struct conv_task {
@@ -244,6 +254,7 @@ typedef struct conv_task {
     const inf__qgemm_b *b;     /* this group's */
     const inf__qout *out;
     const uint8_t *x;          /* this image as uint8, channels last: [ih][iw][c] */
+    const uint16_t *x16;       /* direct on AVX2: x zero-extended to uint16 */
     int32_t a_zp;
     int64_t group;
     void *y;                   /* this image's output planes */
@@ -252,7 +263,8 @@ typedef struct conv_task {
     bool direct;               /* implicit GEMM: x padded to iwp columns, no im2col */
     int64_t iwp, cs;           /* direct: columns and channels (cgp with padding) of x's buffer */
     const int64_t *tapoff;     /* direct: byte offset of each tap from a position's first */
-    const int32_t *init;       /* direct: -a_zp * colsum[j] */
+    const int32_t *init;       /* direct: -a_zp * colsum[j]; depthwise: -a_zp * wsum[ch] */
+    const inf__qdw_w *dw;      /* a depthwise conv (ops/ref/qdepthwise.c): x has dw->cp channels per position */
     const float *residual;     /* this image's residual (out->residual), or NULL */
     const inf__epilogue *res_act; /* with a residual: the activation after the Add */
 } conv_task;
@@ -291,13 +303,32 @@ static void im2col_row(const conv_task *t, int64_t p, uint8_t *dst) {
 static void conv_sums(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
     const inf__qgemm_b *b = t->b;
     uint8_t *a = t->abuf + p0 * b->kp;
+    if (t->dw) {
+        const uint8_t *rows[ROWS_PER_BLOCK];
+        const inf__qconv_geom *g = t->g;
+        for (int64_t p = p0; p < p1; p++) rows[p - p0] = t->x + ((p / g->ow) * g->sh * t->iwp + (p % g->ow) * g->sw) * t->cs;
+#if defined(__x86_64__)
+        if (b->isa != INF_QGEMM_REF) {
+            inf__qdw_raw_avx2(t->dw, p1 - p0, rows, t->tapoff, t->init, c, b->np);
+            return;
+        }
+#endif
+        inf__qdw_raw_ref(t->dw, p1 - p0, rows, t->tapoff, t->init, c, b->np);
+        return;
+    }
     if (t->direct) {
 #if defined(__x86_64__)
         const uint8_t *rows[ROWS_PER_BLOCK];
         const inf__qconv_geom *g = t->g;
         for (int64_t p = p0; p < p1; p++)
             rows[p - p0] = t->x + ((p / g->ow) * g->sh * t->iwp + (p % g->ow) * g->sw) * t->cs + t->group * g->cg;
-        inf__qconv_raw_vnni512(b, p1 - p0, rows, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c, b->np);
+        if (b->isa == INF_QGEMM_AVX2) {
+            const uint16_t *rows16[ROWS_PER_BLOCK];
+            for (int64_t p = p0; p < p1; p++) rows16[p - p0] = t->x16 + (rows[p - p0] - t->x);
+            inf__qconv_raw_avx2(b, p1 - p0, rows16, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c, b->np);
+        } else {
+            inf__qconv_raw_vnni512(b, p1 - p0, rows, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c, b->np);
+        }
 #endif
         return;
     }
@@ -512,14 +543,19 @@ static void quantize_rows(void *arg, int64_t begin, int64_t end) {
 void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgemm_b *bg, const inf__qsrc *x,
                       const inf__qout *out, void *y, void *scratch) {
     int64_t plane = g->ih * g->iw, image = g->c * plane, pos = g->oh * g->ow, ihp, iwp;
+    /* a depthwise conv: one pass over all channels as the lanes, its sums [pos][cp] (ops/ref/qdepthwise.c) */
+    inf__qgemm_b dwb = {.isa = bg[0].isa, .k = g->kh * g->kw, .n = g->m, .kp = 0, .np = g->dwise ? g->dwise->cp : 0};
+    if (g->dwise) bg = &dwb;
     int64_t blocks = (pos + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, kp = bg[0].kp, np = bg[0].np;
-    bool direct = conv_direct(g, &bg[0]);
-    image_dims(g, direct, &ihp, &iwp);
+    bool direct = !g->dwise && conv_direct(g, &bg[0]), in_place = direct || g->dwise;
+    image_dims(g, in_place, &ihp, &iwp);
     uint8_t *xbuf = (uint8_t *)round_up((int64_t)(uintptr_t)scratch, 64);
-    int64_t cs = direct && g->cgp ? g->cgp : g->c; /* channels per position in xbuf */
+    int64_t cs = g->dwise ? g->dwise->cp : direct && g->cgp ? g->cgp : g->c; /* channels per position in xbuf */
     uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)(xbuf + cs * ihp * iwp), 64);
     int32_t *cbuf = (int32_t *)round_up((int64_t)(uintptr_t)(abuf + blocks * ROWS_PER_BLOCK * kp), 64);
     int32_t *init = cbuf + blocks * ROWS_PER_BLOCK * np;
+    bool wide = direct && bg[0].isa == INF_QGEMM_AVX2; /* the AVX2 kernel reads uint16 */
+    uint16_t *x16 = wide ? (uint16_t *)round_up((int64_t)(uintptr_t)(init + np), 64) : NULL;
     size_t in_esize = x->dtype == INF_DTYPE_F32 ? 4 : 1;
     size_t out_esize = out->kind == INF_QOUT_Q8 || out->kind == INF_QOUT_F32_U8 ? 1 : 4;
     int64_t out_image = g->pkh ? g->m * ((g->oh - g->pkh) / g->psh + 1) * ((g->ow - g->pkw) / g->psw + 1) : g->m * pos;
@@ -529,7 +565,7 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
     const inf__epilogue *res_act = out->residual ? out->act : NULL;
     if (out->residual) plain.act = NULL, out = &plain;
     int64_t tapoff[DIRECT_MAX_TAPS];
-    if (direct) {
+    if (in_place) {
         for (int64_t ky = 0; ky < g->kh; ky++)
             for (int64_t kx = 0; kx < g->kw; kx++) tapoff[ky * g->kw + kx] = (ky * g->dh * iwp + kx * g->dw) * cs;
         if (ihp * iwp != plane || cs != g->c) /* the padding reads the zero point (padded channels: zero weights) */
@@ -537,15 +573,20 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
     }
     for (int64_t n = 0; n < g->n; n++) {
         const void *src = (const char *)x->data + (size_t)(n * image) * in_esize;
-        quant_task qt = {x, src, g->c, plane, xbuf + (direct ? (g->pt * iwp + g->pl) * cs : 0), g->iw, iwp, cs,
+        quant_task qt = {x, src, g->c, plane, xbuf + (in_place ? (g->pt * iwp + g->pl) * cs : 0), g->iw, iwp, cs,
                          bg[0].isa != INF_QGEMM_REF};
         if (x->nhwc) inf__pool_range(pool, g->ih, 16, copy_rows_nhwc, &qt);
         else inf__pool_range(pool, plane, 256, quantize_rows, &qt);
-        for (int64_t grp = 0; grp < g->group; grp++) {
+#if defined(__x86_64__)
+        if (wide) inf__widen_u8_avx2(xbuf, cs * ihp * iwp, x16);
+#endif
+        for (int64_t grp = 0; grp < (g->dwise ? 1 : g->group); grp++) {
             if (direct)
                 for (int64_t j = 0; j < np; j++) init[j] = (int32_t)(0u - (uint32_t)a_zp * (uint32_t)bg[grp].colsum[j]);
-            conv_task t = {g, &bg[grp], out, xbuf, a_zp, grp, (char *)y + (size_t)(n * out_image) * out_esize,
-                           abuf, cbuf, direct, iwp, cs, tapoff, init,
+            if (g->dwise)
+                for (int64_t j = 0; j < np; j++) init[j] = (int32_t)(0u - (uint32_t)a_zp * (uint32_t)g->dwise->wsum[j]);
+            conv_task t = {g, &bg[grp], out, xbuf, x16, a_zp, grp, (char *)y + (size_t)(n * out_image) * out_esize,
+                           abuf, cbuf, direct, iwp, cs, tapoff, init, g->dwise,
                            out->residual ? out->residual + n * out_image : NULL, res_act};
             if (g->pkh) inf__pool_range(pool, (g->oh - g->pkh) / g->psh + 1, 1, conv_pool_rows, &t);
             else inf__pool_range(pool, blocks, 1, conv_blocks, &t);

@@ -556,6 +556,8 @@ typedef struct qconv_params {
     bool nhwc_in, nhwc_out;
     int64_t cgp;      /* W packed with channels padded to cgp (ops/qgemm.h inf__qconv_geom), or 0 */
     int64_t pool[4];  /* fused MaxPool (graph/passes/qdq_chain.c): kernel h, w, strides h, w; or 0s */
+    inf__qdw_w dw;    /* a depthwise conv (group == channels, one output each): W packed for it too */
+    bool has_dw;
 } qconv_params;
 
 /* Packs a constant W (input w_at; zero point input wzp_at: per tensor or
@@ -571,15 +573,17 @@ static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p
     if (has_wz && (!wz || wz->dtype != w->dtype || !(inf_tensor_numel(wz) == 1 || inf_tensor_numel(wz) == m)))
         return INF_OK;
     int64_t cg = w->dims[1], taps = k / (cg ? cg : 1);
-    /* a stem conv (3 channels) on VNNI: channels padded to 4 with zero weights, so the driver reads
-     * the image in place (ops/ref/qgemm_drive.c's implicit-GEMM conditions, which this guarantees) */
+    /* a stem conv (3 channels) on VNNI or AVX2: channels padded to 4 (VNNI's quads) or 2 (AVX2's pairs)
+     * with zero weights, so the driver reads the image in place (ops/ref/qgemm_drive.c's implicit-GEMM
+     * conditions, which this guarantees) */
     bool wz_zero = !has_wz;
     if (wz) {
         wz_zero = true;
         for (int64_t i = 0; i < inf_tensor_numel(wz); i++) wz_zero = wz_zero && ((const uint8_t *)wz->data)[i] == 0;
     }
-    int64_t cgp = isa == INF_QGEMM_VNNI512 && cg % 4 && p->group == 1 && wz_zero && w->dtype == INF_DTYPE_I8 &&
-                          taps <= 64 && m <= 4080 ? (cg + 3) / 4 * 4 : cg;
+    int64_t unit = isa == INF_QGEMM_VNNI512 ? 4 : isa == INF_QGEMM_AVX2 ? 2 : 1;
+    int64_t cgp = unit > 1 && cg % unit && p->group == 1 && wz_zero && w->dtype == INF_DTYPE_I8 && taps <= 64 &&
+                          m <= 4080 ? (cg + unit - 1) / unit * unit : cg;
     k = taps * cgp;
     p->bg = inf__arena_alloc(arena, (size_t)p->group * sizeof *p->bg);
     uint8_t *hwc = inf__calloc((size_t)(m * k), 1); /* W [m][c][taps] -> [m][taps][cgp], the driver's K order */
@@ -599,6 +603,11 @@ static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p
                                &p->bg[grp]);
     }
     inf__free(hwc);
+    if (st == INF_OK && cg == 1 && mg == 1 && p->group > 1 && taps <= 64) { /* depthwise: ops/ref/qdepthwise.c */
+        bool per_ch = wz && inf_tensor_numel(wz) > 1;
+        st = inf__qdw_pack(arena, m, taps, w->data, w->dtype, wz ? wz->data : NULL, per_ch ? m : 1, &p->dw);
+        p->has_dw = st == INF_OK;
+    }
     if (st != INF_OK) return st;
     p->packed = true;
     p->w_src = w->data;
@@ -769,7 +778,8 @@ static inf_status qconv_run_packed(inf__kernel_ctx *ctx, const qconv_geom *g, co
                           .ow = g->out[g->nd - 1], .kh = one_d ? 1 : g->k[0], .kw = g->k[g->nd - 1],
                           .sh = one_d ? 1 : g->s[0], .sw = g->s[g->nd - 1], .dh = one_d ? 1 : g->d[0],
                           .dw = g->d[g->nd - 1], .pt = one_d ? 0 : g->pb[0], .pl = g->pb[g->nd - 1],
-                          .cgp = p->cgp, .pkh = p->pool[0], .pkw = p->pool[1], .psh = p->pool[2], .psw = p->pool[3]};
+                          .cgp = p->cgp, .pkh = p->pool[0], .pkw = p->pool[1], .psh = p->pool[2], .psw = p->pool[3],
+                          .dwise = p->has_dw ? &p->dw : NULL};
     void *scratch = inf__kernel_scratch(ctx, inf__qconv_scratch_bytes(&qg, &p->bg[0]));
     if (!scratch) return INF_ENOMEM;
     inf__qsrc x = {.data = q->x->data, .dtype = q->x->dtype, .zp = zp_at(q->xzp, 0), .nhwc = p->nhwc_in};

@@ -3,12 +3,19 @@
  * the raw u8 x s8 sum, activation quantization and min/max.
  *
  * DESIGN: B is packed (ops/ref/qgemm.c) as panels of 8 columns, K in pairs,
- * each value widened to int16; A's two bytes of a pair are broadcast to
- * every 32-bit lane as two zero-extended int16s (vpbroadcastw +
- * vpmovzxbw), and vpmaddwd multiplies and adds the pair into int32 lanes
- * exactly (255 * 128 * 2 is far from int32's limit).  vpmaddubsw, which
- * saturates the pair sum to int16, is deliberately not used (qgemm.h).  The
- * micro-kernel holds up to 4 rows x 16 columns of int32 sums in 8 registers.
+ * each value widened to int16.  A is read as zero-extended uint16 values: a
+ * block of GEMM rows is widened once (vpmovzxbw), a convolution's image is
+ * widened once per image by the driver and read in place (implicit GEMM,
+ * inf__qconv_raw_avx2: a tap's channel pairs are contiguous, K runs over
+ * (tap, channel) as W is packed).  A pair's two values are broadcast to
+ * every 32-bit lane with one load (vpbroadcastd), and vpmaddwd multiplies
+ * and adds the pair into int32 lanes exactly (255 * 128 * 2 is far from
+ * int32's limit).  vpmaddubsw, which saturates the pair sum to int16, is
+ * deliberately not used (qgemm.h): on Zen 3 it runs on the same two
+ * multiply pipes as vpmaddwd and needs a second multiply (vpmaddwd by ones)
+ * to widen its int16 sums, so the exact form costs no multiply throughput.
+ * The micro-kernel holds 6 rows x 16 columns of int32 sums in 12 registers,
+ * panels outer and row groups inner (a panel's B stays in L1).
  * Results equal inf__qgemm_raw_ref's bit for bit (int32 sums wrap the same).
  *
  * inf__quantize_u8_avx2 is QuantizeLinear's arithmetic (divide, round half
@@ -21,53 +28,155 @@
 
 #include "ops/qgemm.h"
 
-enum { MR = 4, PANEL = 8 };
+enum { MR = 6, PANEL = 8, KC = 1024, RC = 24 };
 
-static inline __attribute__((always_inline)) void tile(const inf__qgemm_b *b, const uint8_t *a, int64_t lda,
-                                                      const int32_t *init, const int mr, const int two, int64_t p,
-                                                      int32_t *c, int64_t ldc) {
-    const int16_t *b0 = (const int16_t *)b->data + p * b->kp * PANEL, *b1 = b0 + b->kp * PANEL;
+/* K pair g of row r: its two uint16 values broadcast to every 32-bit lane
+ * (one load: vpbroadcastd from memory). */
+static inline __m256i pair16(const uint16_t *row, int64_t g) {
+    int32_t v;
+    memcpy(&v, row + 2 * g, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* The full 6 x 16 tile, its twelve sums named so they stay in registers:
+ * per K pair 2 loads of B, 6 broadcasts, 12 vpmaddwd and 12 vpaddd. */
+static void tile_6x16(const int16_t *w0p, const int16_t *w1p, const uint16_t *const *rows, const int64_t *tapoff,
+                      int64_t ntaps, int64_t npair, const int32_t *start, int64_t lds, int32_t *c, int64_t ldc) {
+    __m256i c00 = _mm256_loadu_si256((const __m256i *)start), c01 = _mm256_loadu_si256((const __m256i *)(start + PANEL));
+    __m256i c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01, c40 = c00, c41 = c01, c50 = c00, c51 = c01;
+    if (lds) { /* continuing a K block: each row's own sums */
+        c10 = _mm256_loadu_si256((const __m256i *)(start + lds)), c11 = _mm256_loadu_si256((const __m256i *)(start + lds + PANEL));
+        c20 = _mm256_loadu_si256((const __m256i *)(start + 2 * lds)), c21 = _mm256_loadu_si256((const __m256i *)(start + 2 * lds + PANEL));
+        c30 = _mm256_loadu_si256((const __m256i *)(start + 3 * lds)), c31 = _mm256_loadu_si256((const __m256i *)(start + 3 * lds + PANEL));
+        c40 = _mm256_loadu_si256((const __m256i *)(start + 4 * lds)), c41 = _mm256_loadu_si256((const __m256i *)(start + 4 * lds + PANEL));
+        c50 = _mm256_loadu_si256((const __m256i *)(start + 5 * lds)), c51 = _mm256_loadu_si256((const __m256i *)(start + 5 * lds + PANEL));
+    }
+    for (int64_t t = 0; t < ntaps; t++) {
+        const uint16_t *a0 = rows[0] + tapoff[t], *a1 = rows[1] + tapoff[t], *a2 = rows[2] + tapoff[t];
+        const uint16_t *a3 = rows[3] + tapoff[t], *a4 = rows[4] + tapoff[t], *a5 = rows[5] + tapoff[t];
+        const int16_t *b0 = w0p + t * npair * 2 * PANEL, *b1 = w1p + t * npair * 2 * PANEL;
+        for (int64_t g = 0; g < npair; g++) {
+            __m256i w0 = _mm256_loadu_si256((const __m256i *)(b0 + g * 2 * PANEL));
+            __m256i w1 = _mm256_loadu_si256((const __m256i *)(b1 + g * 2 * PANEL)), av;
+            av = pair16(a0, g), c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(av, w0)), c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(av, w1));
+            av = pair16(a1, g), c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(av, w0)), c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(av, w1));
+            av = pair16(a2, g), c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(av, w0)), c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(av, w1));
+            av = pair16(a3, g), c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(av, w0)), c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(av, w1));
+            av = pair16(a4, g), c40 = _mm256_add_epi32(c40, _mm256_madd_epi16(av, w0)), c41 = _mm256_add_epi32(c41, _mm256_madd_epi16(av, w1));
+            av = pair16(a5, g), c50 = _mm256_add_epi32(c50, _mm256_madd_epi16(av, w0)), c51 = _mm256_add_epi32(c51, _mm256_madd_epi16(av, w1));
+        }
+    }
+    _mm256_storeu_si256((__m256i *)c, c00), _mm256_storeu_si256((__m256i *)(c + PANEL), c01);
+    _mm256_storeu_si256((__m256i *)(c + ldc), c10), _mm256_storeu_si256((__m256i *)(c + ldc + PANEL), c11);
+    _mm256_storeu_si256((__m256i *)(c + 2 * ldc), c20), _mm256_storeu_si256((__m256i *)(c + 2 * ldc + PANEL), c21);
+    _mm256_storeu_si256((__m256i *)(c + 3 * ldc), c30), _mm256_storeu_si256((__m256i *)(c + 3 * ldc + PANEL), c31);
+    _mm256_storeu_si256((__m256i *)(c + 4 * ldc), c40), _mm256_storeu_si256((__m256i *)(c + 4 * ldc + PANEL), c41);
+    _mm256_storeu_si256((__m256i *)(c + 5 * ldc), c50), _mm256_storeu_si256((__m256i *)(c + 5 * ldc + PANEL), c51);
+}
+
+/* Any tile of mr <= 6 rows and one or two panels (the tails). */
+static inline __attribute__((always_inline)) void tile(const int16_t *w0p, const int16_t *w1p,
+                                                      const uint16_t *const *rows, const int64_t *tapoff,
+                                                      int64_t ntaps, int64_t npair, const int32_t *start,
+                                                      int64_t lds, const int mr, const int two, int32_t *c,
+                                                      int64_t ldc) {
     __m256i acc[MR][2];
-    __m256i i0 = init ? _mm256_loadu_si256((const __m256i *)(init + p * PANEL)) : _mm256_setzero_si256();
-    __m256i i1 = init && two ? _mm256_loadu_si256((const __m256i *)(init + (p + 1) * PANEL)) : _mm256_setzero_si256();
-    for (int r = 0; r < MR; r++) acc[r][0] = i0, acc[r][1] = i1;
-    for (int64_t g = 0; g < b->kp / 2; g++) {
-        __m256i w0 = _mm256_loadu_si256((const __m256i *)(b0 + g * 2 * PANEL));
-        __m256i w1 = two ? _mm256_loadu_si256((const __m256i *)(b1 + g * 2 * PANEL)) : w0;
-        for (int r = 0; r < mr; r++) {
-            uint16_t pair;
-            memcpy(&pair, a + r * lda + 2 * g, 2);
-            __m256i av = _mm256_cvtepu8_epi16(_mm_set1_epi16((short)pair));
-            acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, w0));
-            if (two) acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, w1));
+    for (int r = 0; r < mr; r++) {
+        acc[r][0] = _mm256_loadu_si256((const __m256i *)(start + r * lds));
+        acc[r][1] = two ? _mm256_loadu_si256((const __m256i *)(start + r * lds + PANEL)) : acc[r][0];
+    }
+    for (int64_t t = 0; t < ntaps; t++) {
+        const int16_t *b0 = w0p + t * npair * 2 * PANEL, *b1 = w1p + t * npair * 2 * PANEL;
+        for (int64_t g = 0; g < npair; g++) {
+            __m256i w0 = _mm256_loadu_si256((const __m256i *)(b0 + g * 2 * PANEL));
+            __m256i w1 = two ? _mm256_loadu_si256((const __m256i *)(b1 + g * 2 * PANEL)) : w0;
+            for (int r = 0; r < mr; r++) {
+                __m256i av = pair16(rows[r] + tapoff[t], g);
+                acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, w0));
+                if (two) acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, w1));
+            }
         }
     }
     for (int r = 0; r < mr; r++) {
-        _mm256_storeu_si256((__m256i *)(c + r * ldc + p * PANEL), acc[r][0]);
-        if (two) _mm256_storeu_si256((__m256i *)(c + r * ldc + (p + 1) * PANEL), acc[r][1]);
+        _mm256_storeu_si256((__m256i *)(c + r * ldc), acc[r][0]);
+        if (two) _mm256_storeu_si256((__m256i *)(c + r * ldc + PANEL), acc[r][1]);
     }
 }
 
-static void rows(const inf__qgemm_b *b, const uint8_t *a, int64_t lda, const int32_t *init, int mr, int32_t *c,
-                 int64_t ldc) {
-    int64_t panels = b->np / PANEL, p = 0;
-    for (; p + 2 <= panels; p += 2) switch (mr) {
-        case 4: tile(b, a, lda, init, 4, 1, p, c, ldc); break;
-        case 3: tile(b, a, lda, init, 3, 1, p, c, ldc); break;
-        case 2: tile(b, a, lda, init, 2, 1, p, c, ldc); break;
-        default: tile(b, a, lda, init, 1, 1, p, c, ldc); break;
-        }
-    if (p < panels) switch (mr) {
-        case 4: tile(b, a, lda, init, 4, 0, p, c, ldc); break;
-        case 3: tile(b, a, lda, init, 3, 0, p, c, ldc); break;
-        case 2: tile(b, a, lda, init, 2, 0, p, c, ldc); break;
-        default: tile(b, a, lda, init, 1, 0, p, c, ldc); break;
-        }
+#define TILE_CASES(two)                                                                                                \
+    switch (mr) {                                                                                                      \
+    case 5: tile(w0p, w1p, rows, tapoff, ntaps, npair, start, lds, 5, two, c, ldc); return;                            \
+    case 4: tile(w0p, w1p, rows, tapoff, ntaps, npair, start, lds, 4, two, c, ldc); return;                            \
+    case 3: tile(w0p, w1p, rows, tapoff, ntaps, npair, start, lds, 3, two, c, ldc); return;                            \
+    case 2: tile(w0p, w1p, rows, tapoff, ntaps, npair, start, lds, 2, two, c, ldc); return;                            \
+    case 1: tile(w0p, w1p, rows, tapoff, ntaps, npair, start, lds, 1, two, c, ldc); return;                            \
+    default: tile(w0p, w1p, rows, tapoff, ntaps, npair, start, lds, 6, two, c, ldc); return;                           \
+    }
+
+/* Sums of mr rows x one or two panels starting at packed pair k0 (start:
+ * the per-column start values, lds 0; or the sums so far, lds = ldc). */
+static void tile_mr(const inf__qgemm_b *b, int64_t p, int64_t k0pair, const uint16_t *const *rows,
+                    const int64_t *tapoff, int64_t ntaps, int64_t npair, const int32_t *start, int64_t lds, int mr,
+                    int two, int32_t *c, int64_t ldc) {
+    const int16_t *w0p = (const int16_t *)b->data + p * b->kp * PANEL + k0pair * 2 * PANEL, *w1p = w0p + b->kp * PANEL;
+    if (two && mr == MR) {
+        tile_6x16(w0p, w1p, rows, tapoff, ntaps, npair, start, lds, c, ldc);
+        return;
+    }
+    if (two) TILE_CASES(1)
+    TILE_CASES(0)
 }
 
+/* Every panel of the m rows (uint16, read in place through rows/tapoff):
+ * panel pair outer, row groups inner, so a panel's B stays in L1. */
+static void panels(const inf__qgemm_b *b, int64_t k0pair, int64_t m, const uint16_t *const *rows, const int64_t *tapoff,
+                   int64_t ntaps, int64_t npair, const int32_t *init, bool cont, int32_t *c, int64_t ldc) {
+    static const int32_t zeros[2 * PANEL];
+    int64_t np = b->np / PANEL;
+    for (int64_t p = 0; p < np; p += 2) {
+        int two = p + 2 <= np;
+        for (int64_t i = 0; i < m; i += MR) {
+            int mr = (int)(m - i < MR ? m - i : MR);
+            int32_t *ci = c + i * ldc + p * PANEL;
+            const int32_t *start = cont ? ci : init ? init + p * PANEL : zeros;
+            tile_mr(b, p, k0pair, rows + i, tapoff, ntaps, npair, start, cont ? ldc : 0, mr, two, ci, ldc);
+        }
+    }
+}
+
+void inf__qconv_raw_avx2(const inf__qgemm_b *b, int64_t m, const uint16_t *const *rows, const int64_t *tapoff,
+                         int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc) {
+    panels(b, 0, m, rows, tapoff, ntaps, cq / 2, init, false, c, ldc);
+}
+
+/* n bytes zero-extended to uint16. */
+static void widen(const uint8_t *src, int64_t n, uint16_t *dst) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(dst + i), _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(src + i))));
+    for (; i < n; i++) dst[i] = src[i];
+}
+
+void inf__widen_u8_avx2(const uint8_t *src, int64_t n, uint16_t *dst) { widen(src, n, dst); }
+
+/* The GEMM: blocks of RC rows and KC values of K, each block's A widened
+ * to uint16 once (a vpmovzxbw pass) and then read by every panel. */
 void inf__qgemm_raw_avx2(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
                          int32_t *c, int64_t ldc) {
-    for (int64_t i = 0; i < m; i += MR) rows(b, a + i * lda, lda, init, (int)(m - i < MR ? m - i : MR), c + i * ldc, ldc);
+    uint16_t wide[RC * KC] __attribute__((aligned(32)));
+    const uint16_t *rows[RC];
+    const int64_t tap0 = 0;
+    for (int64_t i0 = 0; i0 < m; i0 += RC) {
+        int64_t mr = m - i0 < RC ? m - i0 : RC;
+        for (int64_t k0 = 0; k0 < b->kp; k0 += KC) {
+            int64_t kc = b->kp - k0 < KC ? b->kp - k0 : KC;
+            for (int64_t r = 0; r < mr; r++) {
+                widen(a + (i0 + r) * lda + k0, kc, wide + r * kc);
+                rows[r] = wide + r * kc;
+            }
+            panels(b, k0 / 2, mr, rows, &tap0, 1, kc / 2, init, k0 > 0, c + i0 * ldc, ldc);
+        }
+    }
 }
 
 void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q) {
