@@ -23,23 +23,35 @@
  *   Size.  The first split run at a given input shape runs one row alone on
  *   frame 0 (the probe): it gives the outputs' shapes (so the full-batch
  *   outputs exist before the frames run) and, the first time, the frame's
- *   footprint per row.  The rows per sub-batch are then L2_BUDGET / that
+ *   footprint per row.  The rows per sub-batch are then the L2 budget
+ *   (ops/blocking.c: half of L2, at most 256 KiB) / that
  *   footprint, at least MIN_ROWS (GEMMs stay efficient), rounded so every
  *   thread gets the same number of sub-batches.  The probe's buffers stay
  *   in frame 0's pool, so later runs at that shape allocate nothing.
  *
  *   Run.  Frame w (one per thread, each with its own buffer pool and a
- *   one-thread kernel pool) runs sub-batches w, w + n, w + 2n, ... -- a
- *   fixed assignment, so each frame sees the same shapes on every run and
- *   its pool, once warm, allocates nothing.  Inputs are views of the
- *   caller's rows; each frame copies its output rows into the full-batch
- *   outputs, which live in the session's pool.
+ *   one-thread kernel pool) claims the next sub-batch from a shared counter
+ *   until none is left, so a thread that starts late (its vCPU was busy
+ *   with another process) still takes its share of what remains.  With a
+ *   fixed assignment (frame w: sub-batches w, w + n, ...) a pool chunk is a
+ *   frame's whole share, and when the worker had not claimed its chunk by
+ *   the time the caller finished its own, the caller ran both halves one
+ *   after the other: 2 threads at 1-thread speed for that run.
+ *   Every sub-batch has `per` rows but the last, which is shorter: a frame
+ *   whose memory plan was made for `per` rows runs the short one in it, so
+ *   once every frame has run `per` rows (warm_rows) no frame allocates,
+ *   whichever sub-batches it claims.  Until then (the first run at a shape,
+ *   or when a frame's only sub-batch is the short one) the fixed assignment
+ *   runs, which warms every frame with the same shapes on every run.
+ *   Inputs are views of the caller's rows; each frame copies its output rows
+ *   into the full-batch outputs, which live in the session's pool.
  *
  * INVARIANTS: a split run gives the bits of the whole run (kernels are
  * batch-invariant; tests/unit/test_subbatch.c checks it); a one-thread
  * session uses only the calling thread.
  */
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -391,9 +403,6 @@ bool inf__graph_batch_separable(const inf__graph *g, char *why, size_t why_size)
 
 /* ---- running ---- */
 
-/* Activation bytes per sub-batch: half the 512 KiB L2 of a core, the rest
- * for weights and the kernels' packing. */
-#define L2_BUDGET ((int64_t)256 << 10)
 /* Fewer rows than this starve the GEMMs (row panels of 6, B reuse). */
 #define MIN_ROWS 1
 
@@ -403,6 +412,7 @@ typedef struct worker {
     inf_tensor **view_ptrs;
     inf_error err;
     inf_status st;
+    int64_t warm_rows;      /* most rows the frame ran at the current input shape (its plan holds them) */
 } worker;
 
 struct inf__subbatch {
@@ -420,6 +430,8 @@ struct inf__subbatch {
     const inf_tensor *const *inputs;
     inf_tensor **full;      /* n_outputs full-batch outputs */
     int64_t n, per, n_sub;
+    _Atomic int64_t next_sub; /* the next sub-batch to claim (claimed runs) */
+    bool claimed;           /* this run: frames claim sub-batches (else the fixed assignment) */
     int n_active;
     int64_t n_runs;         /* split runs so far */
 };
@@ -533,19 +545,29 @@ static inf_status copy_rows(inf__subbatch *sb, worker *w, inf_tensor *const *out
     return INF_OK;
 }
 
-static void run_worker(inf__subbatch *sb, worker *w, int64_t first) {
+/* The next sub-batch frame `first` runs: claimed from the shared counter,
+ * or the next of its fixed share (first, first + n_active, ...) after k. */
+static int64_t next_sub(inf__subbatch *sb, int64_t first, int64_t k) {
+    if (sb->claimed) return atomic_fetch_add(&sb->next_sub, 1);
+    return k < 0 ? first : k + sb->n_active;
+}
+
+/* Runs sub-batches on frame `first`'s worker until none is left for it. */
+static void run_worker(inf__subbatch *sb, int64_t first) {
+    worker *w = &sb->w[first];
     w->st = INF_OK;
-    for (int64_t k = first; k < sb->n_sub && w->st == INF_OK; k += sb->n_active) {
+    for (int64_t k = next_sub(sb, first, -1); w->st == INF_OK && k < sb->n_sub; k = next_sub(sb, first, k)) {
         int64_t b0 = k * sb->per, b1 = b0 + sb->per < sb->n ? b0 + sb->per : sb->n;
         inf_tensor *const *outs;
         w->st = run_rows(sb, w, b0, b1, &outs);
         if (w->st == INF_OK) w->st = copy_rows(sb, w, outs, b0, b1);
+        if (w->st == INF_OK && b1 - b0 > w->warm_rows) w->warm_rows = b1 - b0;
     }
 }
 
 static void workers_range(void *arg, int64_t begin, int64_t end) {
     inf__subbatch *sb = arg;
-    for (int64_t i = begin; i < end; i++) run_worker(sb, &sb->w[i], i);
+    for (int64_t i = begin; i < end; i++) run_worker(sb, i);
 }
 
 static bool probe_current(const inf__subbatch *sb, const inf_tensor *const *inputs) {
@@ -581,12 +603,15 @@ static inf_status probe(inf__subbatch *sb, const inf_tensor *const *inputs, inf_
         memcpy(sb->in_shape[i], inputs[i]->dims, sizeof sb->in_shape[i]);
     }
     if (!sb->row_bytes) sb->row_bytes = (int64_t)inf__frame_bytes(w->frame) + 1;
+    for (int i = 0; i < sb->n_workers; i++) sb->w[i].warm_rows = 0; /* a new shape: plans to make again */
     return INF_OK;
 }
 
 /* Rows per sub-batch and their number; n_sub < 2: do not split. */
 static void plan(inf__subbatch *sb, int64_t n) {
-    int64_t per = sb->fixed_rows > 0 ? sb->fixed_rows : L2_BUDGET / sb->row_bytes;
+    inf__blocking bl; /* activation bytes per sub-batch: half of L2, at most 256 KiB (ops/blocking.c) */
+    inf__blocking_get(&bl);
+    int64_t per = sb->fixed_rows > 0 ? sb->fixed_rows : bl.subbatch_bytes / sb->row_bytes;
     if (per < MIN_ROWS) per = MIN_ROWS;
     int64_t n_sub = (n + per - 1) / per;
     if (sb->n_workers > 1 && n_sub > 1) n_sub = (n_sub + sb->n_workers - 1) / sb->n_workers * sb->n_workers;
@@ -615,8 +640,11 @@ static inf_status run_split(inf__subbatch *sb, const inf_tensor *const *inputs, 
     sb->inputs = inputs;
     inf_status st = make_outputs(sb, sb->n, err);
     if (st != INF_OK) return st;
+    atomic_store(&sb->next_sub, 0);
+    sb->claimed = true; /* once every frame holds a full sub-batch */
+    for (int i = 0; i < sb->n_active; i++) sb->claimed = sb->claimed && sb->w[i].warm_rows >= sb->per;
     if (sb->n_active > 1) inf__pool_range(inf__session_threads(sb->s), sb->n_active, 1, workers_range, sb);
-    else run_worker(sb, &sb->w[0], 0);
+    else run_worker(sb, 0);
     for (int i = 0; i < sb->n_active; i++)
         if (sb->w[i].st != INF_OK) {
             if (err) *err = sb->w[i].err;

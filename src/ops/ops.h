@@ -197,6 +197,23 @@ inf_status inf__kernel_run_subgraph(inf__kernel_ctx *ctx, const inf__graph *g, i
 /* Allocates zeroed op parameters in the model arena (for init). */
 #define inf__op_params(arena, type) ((type *)inf__arena_alloc((arena), sizeof(type)))
 
+/* ---- cache blocking (ops/blocking.c) ----
+ * Block sizes of the dense kernels from the cache sizes found at start-up:
+ * a share of a cache level, capped at the values measured best on Zen 3
+ * (512 KiB L2) and Zen 4 (1 MiB L2), where they are exactly those values.
+ * KC (the 256-deep k block) is fixed: it decides the bits. */
+typedef struct inf__blocking {
+    int64_t gemm_mc;              /* rows of A packed per GEMM task: a multiple of 6, 24..72 */
+    int64_t gemm_slab_floats;     /* most floats of op(B) packed per slab */
+    int64_t subbatch_bytes;       /* activations of one sub-batch (graph/subbatch.c) */
+    int64_t winograd_block_bytes; /* V + M of one Winograd block of tiles */
+    int64_t pointwise_w_floats;   /* floats of W per 1x1-convolution channel block */
+} inf__blocking;
+/* The blocking for these cache sizes (bytes; l3 0 = unknown). */
+void inf__blocking_for(int64_t l1d, int64_t l2, int64_t l3, inf__blocking *out);
+/* The blocking for this machine's caches (core/cpu.c). */
+void inf__blocking_get(inf__blocking *out);
+
 /* ---- shared compute routines ---- */
 
 /* C[m,n] = alpha * op(A)[m,k] @ op(B)[k,n] + beta * C, row-major float32,

@@ -56,7 +56,6 @@
 enum {
     MAX_A = 6,                 /* input tile side for F(4x4) */
     MAX_NE = MAX_A * MAX_A,    /* transform points */
-    BLOCK_BYTES = 256 * 1024,  /* V + M of one block */
     MAX_TILES = 144,           /* the GEMM reads A (V) in place up to 144 rows */
     GEMM_NR = 16,              /* the GEMM's packed panel width */
 };
@@ -160,7 +159,8 @@ typedef struct wino_geom {
     int64_t xs_floats, v_floats, m_floats, o_floats, slot_floats;
 } wino_geom;
 
-/* Tiles per block: as many as keep V and M in L2 (BLOCK_BYTES), but at
+/* Tiles per block: as many as keep V and M in L2 (inf__blocking's
+ * winograd_block_bytes: 256 KiB from 512 KiB of L2 up), but at
  * least 2 sqrt(U / (V + M per tile)): U is streamed once per block, so with
  * many channels (512 x 512: U 16 MiB for F(2x2), V + M 64 KiB a tile) a
  * block of a few tiles moves far more U than the V and M it would spill.
@@ -171,7 +171,9 @@ typedef struct wino_geom {
  * the block, so neither do the results. */
 static int64_t block_tiles(int ne, int64_t c, int64_t k, int64_t cp) {
     double vm = (double)ne * (double)(cp + k) * 4, u = (double)ne * (double)c * (double)round_up(k, GEMM_NR) * 4;
-    int64_t l2 = (int64_t)(BLOCK_BYTES / vm), stream = (int64_t)(2 * sqrt(u / vm));
+    inf__blocking bl;
+    inf__blocking_get(&bl);
+    int64_t l2 = (int64_t)((double)bl.winograd_block_bytes / vm), stream = (int64_t)(2 * sqrt(u / vm));
     return max64(1, max64(l2, stream));
 }
 

@@ -20,9 +20,11 @@
  *     strip of KC rows stays in L1; rows 4 KiB or more apart would alias in
  *     L1 and the TLB, hence the stride bound).  Ragged last columns go
  *     through a zero-padded copy on the stack.
- *   - The tasks are tiles of C: MC = 72 rows x all the slab's columns, or
+ *   - The tasks are tiles of C: MC rows x all the slab's columns, or
  *     narrower (>= 64) when there are too few row blocks for the threads
- *     (never on one thread).
+ *     (never on one thread).  MC (72 on Zen 3 and Zen 4, fewer with less
+ *     than 512 KiB of L2) and the slab width come from the cache sizes
+ *     (ops/blocking.c); KC is fixed, it decides the bits.
  *     A task walks k in KC = 256 steps; for each it packs its MC x KC block
  *     of op(A) (alpha folded in, MR = 6-row panels laid out [k][6], rows past
  *     m zero; plain rows turned 8x8 in registers) on its own stack (72 KiB,
@@ -89,13 +91,11 @@
 enum {
     MR = 6,        /* micro-tile rows */
     NR = 16,       /* micro-tile columns (two ymm) */
-    MC = 72,       /* rows of A packed per task (multiple of MR) */
+    MC_MAX = 72,   /* most rows of A packed per task (the stack block; inf__blocking.gemm_mc) */
     KC = 256,      /* depth of one packed block */
     NT_MIN = 64,   /* fewest columns of C per task when splitting columns */
     SMALL_M = 4,   /* up to this many rows: no packing */
 };
-/* Largest packed B slab, in floats (16 MiB); wider B is done in slabs. */
-#define SLAB_FLOATS ((int64_t)1 << 22)
 /* Up to this many rows (and this row stride) plain B is read in place
  * rather than packed (measured with bench/bench_gemm). */
 #define DIRECT_B_MAX_M 144
@@ -125,7 +125,7 @@ typedef struct gemm_job {
     /* packed slab of op(B): columns [j0, j0 + nc) */
     float *bp;
     int64_t j0, nc;
-    int64_t mb;            /* rows of C per task (MC, or all m when A is read in place on one thread) */
+    int64_t mb;            /* rows of C per task (gemm_mc, or all m when A is read in place on one thread) */
     int64_t nt;            /* columns of C per task (multiple of NR) */
     int64_t n_col_tasks;
     bool a_direct;         /* A read in place by the kernel (alpha 1, not transposed) */
@@ -532,7 +532,7 @@ static void panel_pair_tiles(const gemm_job *g, const float *ap, const float *b0
  * in place (g->a_direct). */
 static void compute_task(void *arg, int64_t begin, int64_t end) {
     const gemm_job *g = arg;
-    _Alignas(64) float ap[MC * KC + PACK_A_SLACK];
+    _Alignas(64) float ap[MC_MAX * KC + PACK_A_SLACK];
     _Alignas(64) float btail[KC * NR];
     int first_mode = g->beta == 0.0f ? STORE_BETA0 : g->beta == 1.0f ? STORE_ADD : STORE_BETA;
     for (int64_t t = begin; t < end; t++) {
@@ -748,7 +748,9 @@ static void compute_tasks(inf__pool *pool, gemm_job *g) {
     g->wide = g->a_direct && inf__cpu_has_avx512();
     /* one thread, A in place: all rows in one block, so each B panel is
      * fetched once and used by every row */
-    g->mb = g->a_direct && threads <= 1 ? g->m : MC;
+    inf__blocking bl;
+    inf__blocking_get(&bl);
+    g->mb = g->a_direct && threads <= 1 ? g->m : bl.gemm_mc < MC_MAX ? bl.gemm_mc : MC_MAX;
     int64_t row_blocks = (g->m + g->mb - 1) / g->mb;
     int64_t splits = row_blocks >= want ? 1 : (want + row_blocks - 1) / row_blocks;
     g->nt = ((g->nc + splits - 1) / splits + NR - 1) / NR * NR;
@@ -799,7 +801,9 @@ bool inf__ops_sgemm_avx2(inf__pool *pool, bool trans_a, bool trans_b, int64_t m,
         compute_tasks(pool, &g);
         return true;
     }
-    int64_t slab = SLAB_FLOATS / k / NR * NR;
+    inf__blocking bl;
+    inf__blocking_get(&bl);
+    int64_t slab = bl.gemm_slab_floats / k / NR * NR;
     if (slab < NR) slab = NR;
     int64_t max_nc = min64(slab, (n + NR - 1) / NR * NR);
     g.bp = inf__pool_workspace(pool, (size_t)(max_nc * k) * sizeof(float));

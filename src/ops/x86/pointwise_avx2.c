@@ -31,7 +31,7 @@
  *   - c is walked in KC = 256-deep blocks (the GEMM's); on the last block
  *     the store adds the bias and the residual and applies ReLU / Clip to
  *     the accumulators (no second pass over Y).
- *   - Work is cut into units: (image, channel block of W_BLOCK floats of W
+ *   - Work is cut into units: (image, channel block of inf__blocking.pointwise_w_floats floats of W
  *     -- 128 KiB, stays in L2 while the strips go by --, group of
  *     positions), one inf__pool_range over all the images (the GEMM path
  *     made two pool calls per image and chunk).  A unit runs strip after
@@ -101,7 +101,6 @@ enum {
     NV_MAX = 3,     /* vectors (of 8 positions) in the widest tile */
     SW = 8 * NV_MAX, /* positions in a full strip */
     KC = 256,       /* input channels summed in one FMA chain (the GEMM's block) */
-    W_BLOCK = 32768 /* floats of W in a unit's channel block (128 KiB, stays in L2) */
 };
 /* Most rows of a tile of nv vectors: 12 accumulators (+ nv loads + a
  * broadcast <= 16 ymm registers) -- 12 FMA chains hide the FMA latency. */
@@ -322,14 +321,17 @@ static void pw_units(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* Splits the work into units: channel blocks of W_BLOCK floats of W (at
+/* Splits the work into units: channel blocks of inf__blocking's
+ * pointwise_w_floats floats of W (128 KiB from 512 KiB of L2 up: stays in L2; at
  * least 24 rows), then, with more than one thread and fewer than 8 units a
  * thread, position groups (whole strips), then narrower channel blocks
  * (multiples of 6 rows, at least 12). */
 static void plan_units(pw_job *J, int64_t threads) {
     const inf__conv2d *g = J->g;
     int64_t strips = (J->npos + SW - 1) / SW, want = 8 * threads, have;
-    J->mb = W_BLOCK / g->c / 12 * 12;
+    inf__blocking bl;
+    inf__blocking_get(&bl);
+    J->mb = bl.pointwise_w_floats / g->c / 12 * 12;
     if (J->mb < 24) J->mb = 24;
     if (J->mb > g->m) J->mb = g->m;
     J->n_mb = (g->m + J->mb - 1) / J->mb;

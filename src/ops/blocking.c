@@ -1,0 +1,62 @@
+/*
+ * blocking.c -- the cache blocking of the dense float kernels (the packed
+ * SGEMM of both widths, the Winograd and 1x1 convolutions) and of sub-batch
+ * execution, derived from the cache sizes found at start-up (core/cpu.c:
+ * CPUID leaf 4 / 0x8000001D, else sysconf, else sysfs, else defaults).
+ *
+ * DESIGN: every size here is "a share of one cache level, at most the value
+ * measured best": the constants were measured on AMD Zen 3 (32 KiB L1d,
+ * 512 KiB L2) and again on Zen 4 (32 KiB L1d, 1 MiB L2) -- at and above
+ * 512 KiB of L2 the share exceeds the measured value, so both machines run
+ * exactly the constants (same tiles, same task counts); a smaller L2 (Intel
+ * client cores and Atoms: 256 KiB, some ARM cores: 128-256 KiB) shrinks
+ * the blocks so they still fit.  Larger caches keep the measured values:
+ * nothing bigger has been measured.  The L3 decides the widest packed slab
+ * of B (half the L3, at most 16 MiB; 32 MiB L3 on both machines).
+ *
+ * What is not derived: KC = 256, the depth of one block of k.  It fixes
+ * the order of the float sums (per 256-deep block acc = 0, then
+ * acc = fma(a, b, acc) in k order; DESIGN.md section 1: batch invariance,
+ * and every conv kernel sums the GEMM's way), so a machine-dependent KC
+ * would give machine-dependent bits, and packed bundles and the kernels'
+ * bit tests assume it.  Its B micro-panel (256 x 16 floats = 16 KiB, 32 KiB
+ * for the AVX-512 pair) fits any L1d of 32 KiB or more.
+ *
+ * Pure: computed from inf_cpu_get_info() on each call (a few integer
+ * operations), so there is no process-wide state here.
+ */
+#include "core/cpu.h"
+#include "ops/ops.h"
+
+enum {
+    GEMM_MR = 6,               /* rows of an A micro-panel */
+    GEMM_KC = 256,             /* depth of one k block (fixed: see above) */
+    GEMM_MC_MAX = 72,          /* rows of A per task, measured (the stack block's size) */
+    GEMM_MC_MIN = 4 * GEMM_MR, /* fewer rows would re-read each B panel too often */
+};
+#define SLAB_MAX ((int64_t)16 << 20)       /* bytes of packed B per slab, measured */
+#define SLAB_MIN ((int64_t)1 << 20)
+#define SUBBATCH_MAX ((int64_t)256 << 10)  /* activations of one sub-batch, measured */
+#define WINOGRAD_MAX ((int64_t)256 << 10)  /* V + M of one Winograd block, measured */
+#define POINTWISE_W_MAX ((int64_t)128 << 10) /* W of one 1x1-conv channel block, measured */
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+void inf__blocking_for(int64_t l1d, int64_t l2, int64_t l3, inf__blocking *out) {
+    (void)l1d; /* only KC depends on it, and KC is fixed */
+    /* the packed A block (mc x KC) takes at most a quarter of L2: the rest
+     * holds the B slab streaming through and C */
+    int64_t mc = l2 / 4 / (GEMM_KC * (int64_t)sizeof(float)) / GEMM_MR * GEMM_MR;
+    out->gemm_mc = clamp64(mc, GEMM_MC_MIN, GEMM_MC_MAX);
+    out->gemm_slab_floats = (l3 > 0 ? clamp64(l3 / 2, SLAB_MIN, SLAB_MAX) : SLAB_MAX) / (int64_t)sizeof(float);
+    /* a sub-batch's activations and a Winograd block's V + M: half of L2
+     * (the other half for the weights and the kernels' packing) */
+    out->subbatch_bytes = clamp64(l2 / 2, 16 << 10, SUBBATCH_MAX);
+    out->winograd_block_bytes = clamp64(l2 / 2, 16 << 10, WINOGRAD_MAX);
+    /* a 1x1 convolution's W block: a quarter of L2 (it is re-read per strip) */
+    out->pointwise_w_floats = clamp64(l2 / 4, 8 << 10, POINTWISE_W_MAX) / (int64_t)sizeof(float);
+}
+
+void inf__blocking_get(inf__blocking *out) {
+    inf__blocking_for(inf__cpu_l1d_bytes(), inf__cpu_l2_bytes(), inf_cpu_get_info()->l3_bytes, out);
+}
