@@ -325,6 +325,7 @@ static void test_kernels_k(void) {
     printf("kernels: q5_0, q5_1, q4_K, q6_K twins checked\n");
 }
 
+#if defined(__x86_64__)
 /* f32/f16 tiles (AVX2: 4 rows x 8 tokens, f32_tile_avx2.c; AVX-512: 3 x 4):
  * every (row, token) of every tile shape bit for bit the one-row kernel of
  * the same ISA (so verifying K+1 tokens in one pass picks what decoding them
@@ -365,6 +366,8 @@ static void check_float_tile(const float_isa *F, int ft, int k, uint64_t *s) {
             CHECK(worst < 1e-3f, "%s %s row kernel vs reference: %g (k %d)", F->name, ref->name, worst, k);
         }
 }
+
+#endif
 
 static void test_kernels_float(void) {
 #if defined(__x86_64__)
