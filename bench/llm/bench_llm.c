@@ -4,6 +4,7 @@
  * single-token steps), so bench/llm/run.sh can put the two side by side.
  *
  * usage: bench_llm MODEL.gguf [--threads N] [--pp N] [--tg N] [--reps N]
+ *        bench_llm MODEL.gguf --verify N [--reps N]
  * Prints one JSON line: {"model","threads","pp","tg","pp_tokens_per_s",
  * "tg_tokens_per_s","bytes_per_token","read_gb_per_s","tg_bound_tokens_per_s"}
  * (best of --reps repetitions: the machine is shared, the best run is the
@@ -11,6 +12,11 @@
  * here (sum over a 512 MiB buffer on the bench's threads' worth of one
  * thread), and tg_bound = bandwidth / bytes of weights per token: the decode
  * speed no implementation can pass when the weights come from DRAM.
+ * --verify N: the cost v of speculative decoding's verification pass, in
+ * the thread's CPU time: a pass over N tokens (all logits) / a one-token
+ * decode step, both at position 64 after a 64-token prompt, interleaved,
+ * --reps (default 3) x 50 passes each, the best repetition of each side;
+ * prints {"model","verify_tokens","step_ms","verify_ms","v"}.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +25,12 @@
 #include <time.h>
 
 #include "infera/llm.h"
+
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static double now(void) {
     struct timespec ts;
@@ -46,18 +58,54 @@ static double read_bandwidth_gbs(void) {
     return n / best / 1e9;
 }
 
+/* --verify: CPU time of an n-token pass vs a one-token step at position pos. */
+static double passes_cpu(inf_llm_context *c, const int32_t *toks, int pos, int n, int passes) {
+    const float *l;
+    double t0 = cpu_now();
+    for (int i = 0; i < passes; i++) {
+        inf_llm_context_rewind(c, pos, NULL);
+        inf_llm_context_eval(c, toks + pos, n, n > 1, &l, NULL);
+    }
+    return (cpu_now() - t0) / passes;
+}
+
+static int verify_cost(const char *path, inf_llm_context *c, const int32_t *toks, int pos, int n, int reps) {
+    inf_error err;
+    const float *l;
+    if (inf_llm_context_eval(c, toks, pos, false, &l, &err)) {
+        fprintf(stderr, "%s\n", err.message);
+        return 1;
+    }
+    double step = 1e30, pass = 1e30;
+    for (int r = 0; r < reps + 1; r++) { /* the first repetition warms the caches */
+        double s = passes_cpu(c, toks, pos, 1, 50), p = passes_cpu(c, toks, pos, n, 50);
+        if (r == 0) continue;
+        if (s < step) step = s;
+        if (p < pass) pass = p;
+    }
+    printf("{\"model\":\"%s\",\"verify_tokens\":%d,\"step_ms\":%.4f,\"verify_ms\":%.4f,\"v\":%.3f}\n", path, n,
+           step * 1e3, pass * 1e3, pass / step);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: bench_llm MODEL.gguf [--threads N] [--pp N] [--tg N] [--reps N]\n");
         return 2;
     }
-    int threads = 1, pp = 128, tg = 32, reps = 3;
+    int threads = 1, pp = 128, tg = 32, reps = 3, verify = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--pp")) pp = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--tg")) tg = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--verify")) verify = atoi(argv[i + 1]);
     }
+    if (verify < 0 || verify > 64 || reps < 1) {
+        fprintf(stderr, "bench_llm: --verify takes 1..64 tokens, --reps at least 1\n");
+        return 2;
+    }
+    if (verify) pp = 64, tg = verify, threads = 1;
     inf_error err;
     inf_llm_model *m;
     inf_llm_context *c;
@@ -71,6 +119,7 @@ int main(int argc, char **argv) {
     o.n_threads = threads;
     o.n_ctx = pp + tg + 8;
     o.n_batch = pp > 0 ? pp : 1;
+    o.n_logits = verify > 0 ? verify : 0;
     if (inf_llm_context_new(m, &o, &c, &err)) {
         fprintf(stderr, "%s\n", err.message);
         return 1;
@@ -78,6 +127,13 @@ int main(int argc, char **argv) {
     int32_t *toks = malloc(sizeof(int32_t) * (size_t)(pp + tg + 1));
     for (int i = 0; i < pp + tg + 1; i++) toks[i] = (int32_t)((i * 7919u + 13) % (unsigned)I->n_vocab);
     const float *l;
+    if (verify) {
+        int rc = verify_cost(argv[1], c, toks, pp, verify, reps);
+        free(toks);
+        inf_llm_context_free(c);
+        inf_llm_model_free(m);
+        return rc;
+    }
     double best_pp = 1e30, best_tg = 1e30;
     for (int r = 0; r < reps + 1; r++) { /* the first repetition warms the page cache */
         inf_llm_context_rewind(c, 0, NULL);

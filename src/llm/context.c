@@ -185,11 +185,12 @@ static void part_rows_tile(const matmul_job *j, const matmul_part *p, int64_t be
     }
 }
 
-/* f32/f16: blocks of 3 rows x 4 tokens (AVX-512), tokens in blocks of 32 so
- * that their rows stay in L2 while the 3 weight rows sit in L1. */
+/* f32/f16: tiles of fblock_rows rows x fblock_tokens tokens (AVX2 4 x 8,
+ * AVX-512 3 x 4), tokens in blocks of 32 so that their rows stay in L2
+ * while the tile's weight rows sit in L1. */
 static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
     const inf__llm_weight *w = p->w;
-    enum { R = INF__LLM_FBLOCK_ROWS, T = INF__LLM_FBLOCK_TOKENS };
+    const int R = w->q->fblock_rows, T = w->q->fblock_tokens;
     for (int t0 = 0; t0 < j->n; t0 += TOKEN_BLOCK) {
         int t1 = t0 + TOKEN_BLOCK < j->n ? t0 + TOKEN_BLOCK : j->n;
         for (int64_t r = begin; r < end; r += R) {
@@ -197,7 +198,7 @@ static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t 
             const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
             for (int t = t0; t < t1; t += T) {
                 int nt = t1 - t < T ? t1 - t : T;
-                float o[R * T];
+                float o[INF__LLM_FBLOCK_MAX];
                 w->q->fblock(w->cols, wr, w->row_bytes, nr, j->qx + (size_t)t * j->qx_stride, j->qx_stride, nt, o);
                 for (int u = 0; u < nt; u++)
                     for (int e = 0; e < nr; e++) store(p, t + u, r + e, o[R * u + e]);

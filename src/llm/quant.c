@@ -286,7 +286,7 @@ static void fill_fast(void) {
         inf__llm_dot4_fn dot4_k[2];
     } isa_kernels;
     static const isa_kernels avx2 = {
-        {{inf__llm_dot_f32_avx2, inf__llm_dot4_f32_avx2}, {inf__llm_dot_f16_avx2, inf__llm_dot4_f16_avx2},
+        {{inf__llm_dot_f32_avx2, NULL}, {inf__llm_dot_f16_avx2, NULL},
          {inf__llm_dot_q8_0_avx2, inf__llm_dot4_q8_0_avx2}, {inf__llm_dot_q4_0_avx2, inf__llm_dot4_q4_0_avx2},
          {inf__llm_dot_q4_1_avx2, inf__llm_dot4_q4_1_avx2}},
         inf__llm_quantize_q8_0_avx2, inf__llm_quantize_q8_1_avx2,
@@ -297,7 +297,7 @@ static void fill_fast(void) {
         {inf__llm_dot_q4_K_avx2, inf__llm_dot_q6_K_avx2},
         {inf__llm_dot4_q4_K_avx2, inf__llm_dot4_q6_K_avx2}};
     static const isa_kernels vnni = {
-        {{inf__llm_dot_f32_vnni, inf__llm_dot4_f32_vnni}, {inf__llm_dot_f16_vnni, inf__llm_dot4_f16_vnni},
+        {{inf__llm_dot_f32_zmm, NULL}, {inf__llm_dot_f16_zmm, NULL},
          {inf__llm_dot_q8_0_vnni, inf__llm_dot4_q8_0_vnni}, {inf__llm_dot_q4_0_vnni, inf__llm_dot4_q4_0_vnni},
          {inf__llm_dot_q4_1_vnni, inf__llm_dot4_q4_1_vnni}},
         inf__llm_quantize_q8_0_vnni, inf__llm_quantize_q8_1_vnni,
@@ -333,12 +333,6 @@ static void fill_fast(void) {
         qtypes[ROW_FAST][3].pack = inf__llm_pack_q4_0_vnni;
         qtypes[ROW_FAST][3].tile = inf__llm_tile_q4_0_vnni;
         qtypes[ROW_FAST][3].tile_block_bytes = 32 + 16 * 16;
-        /* f32, f16: 512-bit row kernel and its 3-row x 4-token block twin */
-        qtypes[ROW_FAST][0].dot = inf__llm_dot_f32_zmm;
-        qtypes[ROW_FAST][0].fblock = inf__llm_block_f32_zmm;
-        qtypes[ROW_FAST][1].dot = inf__llm_dot_f16_zmm;
-        qtypes[ROW_FAST][1].fblock = inf__llm_block_f16_zmm;
-        qtypes[ROW_FAST][0].dot4 = qtypes[ROW_FAST][1].dot4 = NULL;
     } else if (!getenv("INFERA_LLM_NO_TILES")) {
         /* AVX2 without VNNI: q8_0, q4_0, q5_0 in 16-row tiles of two 8-row halves
          * (INFERA_LLM_NO_TILES=1: the eight-row kernels instead, for comparisons) */
@@ -352,6 +346,14 @@ static void fill_fast(void) {
         qtypes[ROW_FAST][5].tile = inf__llm_tile_q5_0_avx2;
         qtypes[ROW_FAST][5].tile_block_bytes = 32 + 16 * 20;
     }
+    /* f32, f16: the one-row kernel (row[] above) and its tile twin */
+    typedef struct float_tiles { inf__llm_fblock_fn f32, f16; uint8_t rows, tokens; } float_tiles;
+    static const float_tiles ftile_avx2 = {inf__llm_tile_f32_avx2, inf__llm_tile_f16_avx2, 4, 8}; /* f32_tile_avx2.c */
+    static const float_tiles ftile_zmm = {inf__llm_block_f32_zmm, inf__llm_block_f16_zmm, 3, 4}; /* quant_tile_avx512.c */
+    const float_tiles *ft = has_vnni ? &ftile_zmm : &ftile_avx2;
+    qtypes[ROW_FAST][0].fblock = ft->f32;
+    qtypes[ROW_FAST][1].fblock = ft->f16;
+    for (int i = 0; i < 2; i++) qtypes[ROW_FAST][i].fblock_rows = ft->rows, qtypes[ROW_FAST][i].fblock_tokens = ft->tokens;
     acts[ROW_FAST][0].from_float = k->q8_0;
     acts[ROW_FAST][1].from_float = k->q8_1;
 #endif

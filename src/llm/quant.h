@@ -79,10 +79,10 @@ typedef void (*inf__llm_gemm8_fn)(int64_t k, const void *w, size_t row_bytes, co
 #define INF__LLM_TILE_TOKENS 8
 typedef void (*inf__llm_pack_fn)(const void *rows, size_t row_bytes, int64_t k, void *tile);
 typedef void (*inf__llm_tile_fn)(int64_t k, const void *tile, const void *x, size_t x_stride, int n, float *out);
-/* f32/f16 rows (AVX-512, quant_tile_avx512.c): nr <= 3 weight rows (rb bytes
- * apart) against nt <= 4 activation rows: out[t * 3 + r], bit for bit `dot`. */
-#define INF__LLM_FBLOCK_ROWS 3
-#define INF__LLM_FBLOCK_TOKENS 4
+/* f32/f16 rows: nr <= fblock_rows weight rows (rb bytes apart) against
+ * nt <= fblock_tokens activation rows: out[t * fblock_rows + r], bit for bit
+ * `dot` (AVX-512: 3 x 4, quant_tile_avx512.c; AVX2: 4 x 8, f32_tile_avx2.c). */
+#define INF__LLM_FBLOCK_MAX 32 /* most outputs of one call (fblock_rows x fblock_tokens) */
 typedef void (*inf__llm_fblock_fn)(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt,
                                    float *out);
 typedef void (*inf__llm_to_float_fn)(const void *src, float *dst, int64_t k);
@@ -102,7 +102,8 @@ typedef struct inf__llm_qtype {
     inf__llm_pack_fn pack;   /* when set (with tile): weights are repacked at load */
     inf__llm_tile_fn tile;
     uint32_t tile_block_bytes; /* bytes of one block of a packed tile */
-    inf__llm_fblock_fn fblock; /* f32/f16: 3 rows x 4 tokens (dot is its one-row twin) */
+    inf__llm_fblock_fn fblock; /* f32/f16 tiles (dot is their one-row twin) */
+    uint8_t fblock_rows, fblock_tokens;
 } inf__llm_qtype;
 
 /* The row kernels of a ggml type, fast ones chosen for this CPU (or the
@@ -116,30 +117,28 @@ size_t inf__llm_row_bytes(const inf__llm_qtype *q, int64_t k);
 float inf__llm_fp16_to_fp32(uint16_t h);
 uint16_t inf__llm_fp32_to_fp16(float f);
 
-/* AVX2/FMA twins (quant_avx2.c); NULL when not built. */
+/* f32/f16 on AVX2/FMA (f32_tile_avx2.c): the one-row kernel and its tile of
+ * nr <= 4 rows x nt <= 8 tokens (fblock), bit for bit the same sums. */
 float inf__llm_dot_f32_avx2(int64_t k, const void *w, const void *x);
 float inf__llm_dot_f16_avx2(int64_t k, const void *w, const void *x);
+void inf__llm_tile_f32_avx2(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt, float *out);
+void inf__llm_tile_f16_avx2(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt, float *out);
+/* AVX2/FMA twins of the block formats (quant_avx2.c); NULL when not built. */
 float inf__llm_dot_q8_0_avx2(int64_t k, const void *w, const void *x);
 float inf__llm_dot_q4_0_avx2(int64_t k, const void *w, const void *x);
 float inf__llm_dot_q4_1_avx2(int64_t k, const void *w, const void *x);
 void inf__llm_dot4_q8_0_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_dot4_q4_0_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_dot4_q4_1_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
-void inf__llm_dot4_f32_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
-void inf__llm_dot4_f16_avx2(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_quantize_q8_0_avx2(const float *src, void *dst, int64_t k);
 void inf__llm_quantize_q8_1_avx2(const float *src, void *dst, int64_t k);
 /* AVX-512 VNNI twins (quant_avx512.c): same signatures, suffix _vnni. */
-float inf__llm_dot_f32_vnni(int64_t k, const void *w, const void *x);
-float inf__llm_dot_f16_vnni(int64_t k, const void *w, const void *x);
 float inf__llm_dot_q8_0_vnni(int64_t k, const void *w, const void *x);
 float inf__llm_dot_q4_0_vnni(int64_t k, const void *w, const void *x);
 float inf__llm_dot_q4_1_vnni(int64_t k, const void *w, const void *x);
 void inf__llm_dot4_q8_0_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_dot4_q4_0_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_dot4_q4_1_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
-void inf__llm_dot4_f32_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
-void inf__llm_dot4_f16_vnni(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]);
 void inf__llm_quantize_q8_0_vnni(const float *src, void *dst, int64_t k);
 void inf__llm_quantize_q8_1_vnni(const float *src, void *dst, int64_t k);
 /* Eight-row kernels and their exact one-row twins (quant_avx2.c / _avx512.c). */

@@ -47,75 +47,7 @@ static inline __m256 dot_i8_i8(__m256i x, __m256i y) {
     return dot_u8_i8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
 }
 
-/* ---- f32, f16 ---- */
-
-float KN(dot_f32)(int64_t k, const void *w, const void *x) {
-    const float *a = w, *b = x;
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    int64_t i = 0;
-    for (; i + 8 <= k; i += 8) acc[(i >> 3) & 1] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc[(i >> 3) & 1]);
-    float s = hsum_ps(_mm256_add_ps(acc[0], acc[1]));
-    for (; i < k; i++) s += a[i] * b[i];
-    return s;
-}
-
-/* Bit for bit the same sums as KN(dot_f32) for each row: a batch of tokens
- * gives the logits of the same tokens fed one by one (speculative decoding
- * relies on it). */
-void KN(dot4_f32)(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]) {
-    const float *a = w, *b[4];
-    for (int r = 0; r < 4; r++) b[r] = (const float *)((const char *)x + (size_t)r * x_stride);
-    __m256 acc[4][2];
-    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 8 <= k; i += 8) {
-        __m256 va = _mm256_loadu_ps(a + i);
-        int p = (i >> 3) & 1;
-        for (int r = 0; r < 4; r++) acc[r][p] = _mm256_fmadd_ps(va, _mm256_loadu_ps(b[r] + i), acc[r][p]);
-    }
-    for (int r = 0; r < 4; r++) {
-        float s = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
-        for (int64_t j = i; j < k; j++) s += a[j] * b[r][j];
-        out[r] = s;
-    }
-}
-
-float KN(dot_f16)(int64_t k, const void *w, const void *x) {
-    const uint16_t *a = w, *b = x;
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
-    int64_t i = 0;
-    for (; i + 16 <= k; i += 16) {
-        s0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i))),
-                             _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i))), s0);
-        s1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i + 8))),
-                             _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i + 8))), s1);
-    }
-    float s = hsum_ps(_mm256_add_ps(s0, s1));
-    for (; i < k; i++) s += h2f(a[i]) * h2f(b[i]);
-    return s;
-}
-
-/* Four rows of activations; per row bit for bit KN(dot_f16)'s sums. */
-void KN(dot4_f16)(int64_t k, const void *w, const void *x, size_t x_stride, float out[4]) {
-    const uint16_t *a = w, *b[4];
-    for (int r = 0; r < 4; r++) b[r] = (const uint16_t *)((const char *)x + (size_t)r * x_stride);
-    __m256 s0[4], s1[4];
-    for (int r = 0; r < 4; r++) s0[r] = s1[r] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= k; i += 16) {
-        __m256 a0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i)));
-        __m256 a1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i + 8)));
-        for (int r = 0; r < 4; r++) {
-            s0[r] = _mm256_fmadd_ps(a0, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b[r] + i))), s0[r]);
-            s1[r] = _mm256_fmadd_ps(a1, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b[r] + i + 8))), s1[r]);
-        }
-    }
-    for (int r = 0; r < 4; r++) {
-        float s = hsum_ps(_mm256_add_ps(s0[r], s1[r]));
-        for (int64_t j = i; j < k; j++) s += h2f(a[j]) * h2f(b[r][j]);
-        out[r] = s;
-    }
-}
+/* (f32 and f16: f32_tile_avx2.c) */
 
 /* ---- q8_0, q4_0, q4_1 ----
  * Even blocks accumulate into acc0, odd ones into acc1; the single-row and

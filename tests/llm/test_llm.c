@@ -80,11 +80,11 @@ static bool has_vnni(void) { return has_avx2() && __builtin_cpu_supports("avx512
 static const isa_set isas[] = {
     {"avx2", has_avx2,
      {inf__llm_dot_f32_avx2, inf__llm_dot_f16_avx2, inf__llm_dot_q8_0_avx2, inf__llm_dot_q4_0_avx2, inf__llm_dot_q4_1_avx2},
-     {inf__llm_dot4_f32_avx2, inf__llm_dot4_f16_avx2, inf__llm_dot4_q8_0_avx2, inf__llm_dot4_q4_0_avx2, inf__llm_dot4_q4_1_avx2},
+     {NULL, NULL, inf__llm_dot4_q8_0_avx2, inf__llm_dot4_q4_0_avx2, inf__llm_dot4_q4_1_avx2},
      inf__llm_quantize_q8_0_avx2, inf__llm_quantize_q8_1_avx2},
     {"vnni", has_vnni,
-     {inf__llm_dot_f32_vnni, inf__llm_dot_f16_vnni, inf__llm_dot_q8_0_vnni, inf__llm_dot_q4_0_vnni, inf__llm_dot_q4_1_vnni},
-     {inf__llm_dot4_f32_vnni, inf__llm_dot4_f16_vnni, inf__llm_dot4_q8_0_vnni, inf__llm_dot4_q4_0_vnni, inf__llm_dot4_q4_1_vnni},
+     {inf__llm_dot_f32_zmm, inf__llm_dot_f16_zmm, inf__llm_dot_q8_0_vnni, inf__llm_dot_q4_0_vnni, inf__llm_dot_q4_1_vnni},
+     {NULL, NULL, inf__llm_dot4_q8_0_vnni, inf__llm_dot4_q4_0_vnni, inf__llm_dot4_q4_1_vnni},
      inf__llm_quantize_q8_0_vnni, inf__llm_quantize_q8_1_vnni},
 };
 
@@ -361,42 +361,79 @@ static void test_kernels_k(void) {
             CHECK(fabs(want - exact) <= 1e-4 * mag + 1e-6, "%s dot %g vs dequantized %g", ref->name, want, exact);
         }
     }
-    /* f32/f16 on AVX-512: the 3-row x 4-token block == the one-row kernel bit for bit, near the reference */
-    if (vnni) {
-        static const int ks[3] = {512, 72, 40}; /* whole chunks, and tails */
-        for (int ft = 0; ft < 2; ft++)
-            for (int ki = 0; ki < 3; ki++) {
-                int k = ks[ki];
-                const inf__llm_qtype *ref = inf__llm_qtype_get(ft ? INF__GGML_F16 : INF__GGML_F32, true);
-                size_t rb = inf__llm_row_bytes(ref, k);
-                for (int r = 0; r < 3; r++) {
-                    for (int i = 0; i < k; i++) row[i] = tm_rand(&s);
-                    if (ft) inf__llm_qtype_get(INF__GGML_F16, true)->from_float(row, W + r * rb, k);
-                    else memcpy(W + r * rb, row, rb);
-                }
-                for (int t = 0; t < 4; t++) {
-                    for (int i = 0; i < k; i++) row[i] = tm_rand(&s) * 3;
-                    if (ft) inf__llm_qtype_get(INF__GGML_F16, true)->from_float(row, X + t * rb, k);
-                    else memcpy(X + t * rb, row, rb);
-                }
-                for (int nr = 1; nr <= 3; nr++)
-                    for (int nt = 1; nt <= 4; nt++) {
-                        float o[12];
-                        (ft ? inf__llm_block_f16_zmm : inf__llm_block_f32_zmm)(k, W, rb, nr, X, rb, nt, o);
-                        int exact = 1;
-                        float worst = 0;
-                        for (int t = 0; t < nt; t++)
-                            for (int r = 0; r < nr; r++) {
-                                float one = (ft ? inf__llm_dot_f16_zmm : inf__llm_dot_f32_zmm)(k, W + r * rb, X + t * rb);
-                                exact &= !memcmp(&one, &o[3 * t + r], 4);
-                                worst = fmaxf(worst, fabsf(one - ref->dot(k, W + r * rb, X + t * rb)));
-                            }
-                        CHECK(exact, "%s zmm block (%d x %d, k %d) differs from the row kernel", ref->name, nr, nt, k);
-                        CHECK(worst < 1e-3f, "%s zmm row kernel vs reference: %g (k %d)", ref->name, worst, k);
-                    }
-            }
+    printf("kernels: q5_0, q5_1, q4_K, q6_K twins checked\n");
+}
+
+#if defined(__x86_64__)
+/* f32/f16 tiles (AVX2: 4 rows x 8 tokens, f32_tile_avx2.c; AVX-512: 3 x 4):
+ * every (row, token) of every tile shape bit for bit the one-row kernel of
+ * the same ISA (so verifying K+1 tokens in one pass picks what decoding them
+ * one by one picks), and that one near the double-precision reference. */
+typedef struct float_isa {
+    const char *name;
+    bool vnni; /* available only where inf__llm_kernel_isa() says "vnni" */
+    int rows, tokens;
+    inf__llm_dot_fn dot[2];       /* f32, f16 */
+    inf__llm_fblock_fn block[2];
+} float_isa;
+
+static void check_float_tile(const float_isa *F, int ft, int k, uint64_t *s) {
+    enum { KMAX = 520, TMAX = 8, RMAX = 4 };
+    static uint8_t W[RMAX * KMAX * 4], X[TMAX * KMAX * 4];
+    float row[KMAX];
+    const inf__llm_qtype *ref = inf__llm_qtype_get(ft ? INF__GGML_F16 : INF__GGML_F32, true);
+    size_t rb = inf__llm_row_bytes(ref, k);
+    for (int r = 0; r < F->rows + F->tokens; r++) {
+        uint8_t *dst = r < F->rows ? W + r * rb : X + (r - F->rows) * rb;
+        for (int i = 0; i < k; i++) row[i] = tm_rand(s) * (r < F->rows ? 1 : 3);
+        if (ft) ref->from_float(row, dst, k);
+        else memcpy(dst, row, rb);
     }
-    printf("kernels: q5_0, q5_1, q4_K, q6_K (and AVX-512 f32/f16) twins checked\n");
+    for (int nr = 1; nr <= F->rows; nr++)
+        for (int nt = 1; nt <= F->tokens; nt++) {
+            float o[INF__LLM_FBLOCK_MAX];
+            F->block[ft](k, W, rb, nr, X, rb, nt, o);
+            int exact = 1;
+            float worst = 0;
+            for (int t = 0; t < nt; t++)
+                for (int r = 0; r < nr; r++) {
+                    float one = F->dot[ft](k, W + r * rb, X + t * rb);
+                    exact &= !memcmp(&one, &o[F->rows * t + r], 4);
+                    worst = fmaxf(worst, fabsf(one - ref->dot(k, W + r * rb, X + t * rb)));
+                }
+            CHECK(exact, "%s %s tile (%d x %d, k %d) differs from the row kernel", F->name, ref->name, nr, nt, k);
+            CHECK(worst < 1e-3f, "%s %s row kernel vs reference: %g (k %d)", F->name, ref->name, worst, k);
+        }
+}
+
+#endif
+
+static void test_kernels_float(void) {
+#if defined(__x86_64__)
+    static const float_isa isas_f[] = {
+        {"avx2", false, 4, 8, {inf__llm_dot_f32_avx2, inf__llm_dot_f16_avx2}, {inf__llm_tile_f32_avx2, inf__llm_tile_f16_avx2}},
+        {"zmm", true, 3, 4, {inf__llm_dot_f32_zmm, inf__llm_dot_f16_zmm}, {inf__llm_block_f32_zmm, inf__llm_block_f16_zmm}},
+    };
+    static const int ks[] = {512, 256, 72, 40, 43, 8, 5}; /* whole 16s, an odd 8, tails, shorter than a chunk */
+    const char *isa = inf__llm_kernel_isa();
+    uint64_t s = 7;
+    for (size_t is = 0; is < sizeof isas_f / sizeof isas_f[0]; is++) {
+        const float_isa *F = &isas_f[is];
+        if (!strcmp(isa, "reference") || (F->vnni && strcmp(isa, "vnni"))) {
+            printf("kernels: %s f32/f16 tiles not available on this CPU, skipped\n", F->name);
+            continue;
+        }
+        for (int ft = 0; ft < 2; ft++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) check_float_tile(F, ft, ks[ki], &s);
+        printf("kernels: %s f32/f16 tiles checked\n", F->name);
+    }
+    /* what the table hands out: the tile and the row kernel of one ISA */
+    const inf__llm_qtype *f32 = inf__llm_qtype_get(INF__GGML_F32, false);
+    if (strcmp(isa, "reference"))
+        CHECK(f32->fblock && f32->fblock_rows * f32->fblock_tokens <= INF__LLM_FBLOCK_MAX &&
+                  (f32->fblock == inf__llm_tile_f32_avx2) == (f32->dot == inf__llm_dot_f32_avx2),
+              "f32 kernels of the table: tile %d x %d", f32->fblock_rows, f32->fblock_tokens);
+#endif
 }
 
 /* ---- forward pass ---- */
@@ -791,6 +828,7 @@ int main(void) {
     test_kernels();
     test_kernels_k();
     test_attention();
+    test_kernels_float();
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         test_forward(types[i], type_names[i]);
         test_batch(types[i], type_names[i]);

@@ -91,6 +91,8 @@ def write_gguf(path, kvs, tensors):
         arr = np.ascontiguousarray(arr, dtype=np.float32)
         if gtype == GGML_F32:
             data = arr.astype("<f4").tobytes()
+        elif gtype == GGML_F16:
+            data = arr.astype("<f2").tobytes()
         elif gtype == GGML_Q8_0:
             data = quantize_q8_0(arr)
         elif gtype == GGML_Q4_0:
