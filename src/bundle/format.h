@@ -55,7 +55,9 @@ typedef enum inf__bundle_section {
     INF__BS_WEIGHTS = 3,  /* tensor data, each 64-byte aligned, referenced by offset */
     INF__BS_PIPELINE = 4, /* pipeline spec JSON bytes */
     INF__BS_PREPACK = 5,  /* GEMM panels packed from constants at compile time (write.c); optional */
+    INF__BS_CONVPACK = 6, /* convolution weights packed likewise (write.c); optional */
 } inf__bundle_section;
+#define INF__BS_LAST INF__BS_CONVPACK
 
 /* CRC32C (Castagnoli), hardware-accelerated where the CPU has it (crc32c.c). */
 uint32_t inf__crc32c(uint32_t crc, const void *data, size_t size);
