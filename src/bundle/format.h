@@ -33,6 +33,9 @@
 #define INF__BUNDLE_SECTION_BYTES 24u
 #define INF__BUNDLE_MAX_SECTIONS 16u
 #define INF__BUNDLE_MAX_DEPTH 32 /* nesting of subgraphs and sequence constants */
+/* CONVPACK geometry (M, group, C/group, K) stays below this, so the float
+ * count of every variant is far from overflow; larger ones are not stored. */
+#define INF__BUNDLE_CONVPACK_MAX_DIM ((int64_t)1 << 24)
 
 /* Header field offsets. */
 enum {

@@ -493,7 +493,7 @@ static inf_status get_convpacked(loader *L, const inf__bundle_facts *f, inf__pre
         int64_t m = get_i64(r), group = get_i64(r), cg = get_i64(r), kdim = get_i64(r);
         uint64_t p_off = get_u64(r);
         int64_t floats = get_i64(r);
-        const int64_t lim = (int64_t)1 << 31;
+        const int64_t lim = INF__BUNDLE_CONVPACK_MAX_DIM;
         bool ok = !r->bad && m < lim && group < lim && cg < lim && kdim < lim && floats > 0 &&
                   floats == inf__ops_conv_packed_floats(var, m, group, cg, kdim) && w_off < L->weights_size &&
                   p_off % INF__BUNDLE_ALIGN == 0 && p_off <= L->weights_size &&

@@ -355,7 +355,8 @@ static void put_convpacked(writer *w, const inf__prepack_log *log) {
             dup = o->w == e->w && o->var == e->var && o->m == e->m && o->group == e->group && o->cg == e->cg &&
                   o->kdim == e->kdim;
         }
-        if (!at || dup || e->floats <= 0 ||
+        const int64_t lim = INF__BUNDLE_CONVPACK_MAX_DIM;
+        if (!at || dup || e->floats <= 0 || e->m >= lim || e->group >= lim || e->cg >= lim || e->kdim >= lim ||
             e->floats != inf__ops_conv_packed_floats(e->var, e->m, e->group, e->cg, e->kdim))
             continue;
         size_t bytes = (size_t)e->floats * sizeof(float);
