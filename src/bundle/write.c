@@ -356,8 +356,7 @@ static void put_convpacked(writer *w, const inf__prepack_log *log) {
                   o->kdim == e->kdim;
         }
         const int64_t lim = INF__BUNDLE_CONVPACK_MAX_DIM;
-        if (!at || dup || e->floats <= 0 || e->m >= lim || e->group >= lim || e->cg >= lim || e->kdim >= lim ||
-            e->floats != inf__ops_conv_packed_floats(e->var, e->m, e->group, e->cg, e->kdim))
+        if (!at || dup || e->floats <= 0 || e->m >= lim || e->group >= lim || e->cg >= lim || e->kdim >= lim)
             continue;
         size_t bytes = (size_t)e->floats * sizeof(float);
         float *again = inf__aligned_alloc(bytes);

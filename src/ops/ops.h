@@ -281,7 +281,7 @@ typedef struct inf__convpack_entry {
     int32_t var;                /* inf__conv2d_avx2_variant */
     int64_t m, group, cg, kdim; /* kdim = cg * kh * kw */
     const float *packed;
-    int64_t floats;             /* inf__ops_conv_packed_floats */
+    int64_t floats;             /* variant_w_floats (ops/ref/conv.c) */
 } inf__convpack_entry;
 typedef struct inf__prepack_log {
     bool supply;                /* false: record */
@@ -295,9 +295,6 @@ void inf__ops_prepack_begin(inf__prepack_log *log);
 void inf__ops_prepack_end(void);
 /* The calling thread's log (between begin and end), or NULL. */
 inf__prepack_log *inf__ops_prepack_current(void);
-/* Floats of a convolution W packed for variant var, or -1 when var is not a
- * packing variant (x86-64 only; elsewhere always -1). */
-int64_t inf__ops_conv_packed_floats(int32_t var, int64_t m, int64_t group, int64_t cg, int64_t kdim);
 /* Packs e->w again as e says into dst (e->floats floats; x86-64 only). */
 void inf__ops_conv_pack_again(const inf__convpack_entry *e, float *dst);
 

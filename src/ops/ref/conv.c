@@ -155,22 +155,14 @@ static inf__conv2d pack_shape(const inf__convpack_entry *e) {
     return (inf__conv2d){.m = e->m, .group = e->group, .cg = e->cg, .kh = e->cg ? e->kdim / e->cg : 0, .kw = 1};
 }
 
-static bool known_variant(int32_t var) {
-    return var == INF_CONV2D_PANEL || var == INF_CONV2D_DIRECT || var == INF_CONV2D_ROWS || wino_tile(var);
-}
-
-int64_t inf__ops_conv_packed_floats(int32_t var, int64_t m, int64_t group, int64_t cg, int64_t kdim) {
-    if (!known_variant(var) || m < 1 || group < 1 || cg < 1 || kdim < cg || kdim % cg || m % group) return -1;
-    inf__convpack_entry e = {.var = var, .m = m, .group = group, .cg = cg, .kdim = kdim};
-    inf__conv2d c = pack_shape(&e);
-    return variant_w_floats(var, &c);
-}
-
 void inf__ops_conv_pack_again(const inf__convpack_entry *e, float *dst) {
     inf__conv2d c = pack_shape(e);
     variant_pack_w(e->var, &c, e->w, dst);
 }
 
+/* The stored packing for exactly this W, variant and geometry, or NULL.  The
+ * float count is compared too: it is what the bundle loader could not check
+ * (it knows no variants), so a stored entry of another size is never used. */
 static const float *convpack_supplied(const inf__prepack_log *log, const inf__convpack_entry *k) {
     for (int i = 0; i < log->n_conv; i++) {
         const inf__convpack_entry *e = &log->conv[i];
@@ -197,10 +189,6 @@ static bool pointwise_at_load(const conv_params *p, const inf__conv2d *c) {
     return c->group == 1 && c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && zero_pads;
 }
 #else
-int64_t inf__ops_conv_packed_floats(int32_t var, int64_t m, int64_t group, int64_t cg, int64_t kdim) {
-    (void)var, (void)m, (void)group, (void)cg, (void)kdim;
-    return -1;
-}
 void inf__ops_conv_pack_again(const inf__convpack_entry *e, float *dst) { (void)e, (void)dst; }
 #endif
 
