@@ -399,7 +399,10 @@ static inf_status conv_geometry(inf__kernel_ctx *ctx, const conv_params *p, cons
                                      inf__shape_str(x->ndim, x->dims, b1, sizeof b1), i,
                                      (long long)in, (long long)pb, (long long)pe, (long long)dk);
         pm->img[i] = in, pm->pos[i] = out, pm->pb[i] = pb, g->pe[i] = pe;
-        pm->img_total *= in, pm->pos_total *= out;
+        if (__builtin_mul_overflow(pm->img_total, in, &pm->img_total) ||
+            __builtin_mul_overflow(pm->pos_total, out, &pm->pos_total))
+            return inf__kernel_error(ctx, INF_ESHAPE, "X %s: the spatial sizes overflow 64 bits",
+                                     inf__shape_str(x->ndim, x->dims, b1, sizeof b1));
     }
     return INF_OK;
 }
