@@ -96,7 +96,7 @@ if [ "$fuzz_seconds" -gt 0 ]; then
      -artifact_prefix="$OLDPWD/build-fuzz/grpc-" "$grpccorpus" 2>&1 | tail -3) || status=1
   # the bundle loader (issue 22), seeded with bundles of the test models; a short run
   bundlecorpus=$(mktemp -d)
-  for m in mlp cnn fold attention; do
+  for m in mlp cnn fold attention conv_add; do # cnn and conv_add: CONVPACK sections
     build/infera compile "tests/models/$m.onnx" -o "$bundlecorpus/$m.bundle" >/dev/null 2>&1 || true
   done
   cp tests/fuzz/regressions/*.bundle "$bundlecorpus"/ 2>/dev/null || true

@@ -78,6 +78,7 @@ typedef struct inf_bundle_info {
     const char *pipeline;        /* pipeline spec bytes (not NUL-terminated), NULL if none */
     size_t pipeline_len;
     int n_prepacked;             /* weight matrices whose packed panels the load used in place */
+    int n_convpacked;            /* convolution weights packed for their kernel, used in place likewise */
 } inf_bundle_info;
 
 /* Fills *out and returns 1 when model was loaded from a bundle; 0 otherwise. */

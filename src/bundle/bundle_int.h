@@ -14,10 +14,11 @@ typedef struct inf__bundle_facts {
     uint8_t source_sha256[32];
     const char *source_name;
     uint64_t source_bytes;
-    const uint8_t *sections[INF__BS_PREPACK + 1];
-    uint64_t section_bytes[INF__BS_PREPACK + 1];
-    bool has_section[INF__BS_PREPACK + 1];
+    const uint8_t *sections[INF__BS_LAST + 1];
+    uint64_t section_bytes[INF__BS_LAST + 1];
+    bool has_section[INF__BS_LAST + 1];
     int n_prepacked;                   /* GEMM panel sets used in place (PREPACK) */
+    int n_convpacked;                  /* convolution weights used in place (CONVPACK) */
     const void *image;                 /* the whole bundle; weights are views into it */
     size_t image_size;
     void (*release)(void *image, size_t size); /* how the model gives the image back, or NULL */

@@ -33,6 +33,9 @@
 #define INF__BUNDLE_SECTION_BYTES 24u
 #define INF__BUNDLE_MAX_SECTIONS 16u
 #define INF__BUNDLE_MAX_DEPTH 32 /* nesting of subgraphs and sequence constants */
+/* CONVPACK geometry (M, group, C/group, K) stays below this, so the float
+ * count of every variant is far from overflow; larger ones are not stored. */
+#define INF__BUNDLE_CONVPACK_MAX_DIM ((int64_t)1 << 24)
 
 /* Header field offsets. */
 enum {
@@ -55,7 +58,9 @@ typedef enum inf__bundle_section {
     INF__BS_WEIGHTS = 3,  /* tensor data, each 64-byte aligned, referenced by offset */
     INF__BS_PIPELINE = 4, /* pipeline spec JSON bytes */
     INF__BS_PREPACK = 5,  /* GEMM panels packed from constants at compile time (write.c); optional */
+    INF__BS_CONVPACK = 6, /* convolution weights packed likewise (write.c); optional */
 } inf__bundle_section;
+#define INF__BS_LAST INF__BS_CONVPACK
 
 /* CRC32C (Castagnoli), hardware-accelerated where the CPU has it (crc32c.c). */
 uint32_t inf__crc32c(uint32_t crc, const void *data, size_t size);

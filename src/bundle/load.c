@@ -477,6 +477,35 @@ static inf_status get_prepacked(loader *L, const inf__bundle_facts *f, inf__prep
     return INF_OK;
 }
 
+/* ---- CONVPACK: convolution weights used in place (write.c put_convpacked) ---- */
+
+static inf_status get_convpacked(loader *L, const inf__bundle_facts *f, inf__prepack_log *log) {
+    if (!f->has_section[INF__BS_CONVPACK]) return INF_OK;
+    reader *r = &L->r;
+    *r = (reader){f->sections[INF__BS_CONVPACK], f->sections[INF__BS_CONVPACK] + f->section_bytes[INF__BS_CONVPACK],
+                  false};
+    int n = get_count(r, 60);
+    inf_status st = get_list_alloc(L, n, sizeof *log->conv, (void **)&log->conv);
+    if (st) return st;
+    for (int i = 0; i < n; i++) {
+        uint64_t w_off = get_u64(r);
+        int32_t var = get_i32(r);
+        int64_t m = get_i64(r), group = get_i64(r), cg = get_i64(r), kdim = get_i64(r);
+        uint64_t p_off = get_u64(r);
+        int64_t floats = get_i64(r);
+        const int64_t lim = INF__BUNDLE_CONVPACK_MAX_DIM;
+        /* the float count is checked against the variant's when a kernel takes the entry (ops/ref/conv.c) */
+        bool ok = !r->bad && m > 0 && m < lim && group > 0 && group < lim && cg > 0 && cg < lim && kdim > 0 &&
+                  kdim < lim && floats > 0 && w_off < L->weights_size &&
+                  p_off % INF__BUNDLE_ALIGN == 0 && p_off <= L->weights_size &&
+                  (uint64_t)floats <= (L->weights_size - p_off) / sizeof(float);
+        if (!ok) return stream_error(L, "the packed convolution weights");
+        log->conv[log->n_conv++] = (inf__convpack_entry){(const float *)(L->weights + w_off), var, m, group, cg, kdim,
+                                                         (const float *)(L->weights + p_off), floats};
+    }
+    return INF_OK;
+}
+
 /* ---- binding and model facts ---- */
 
 /* Binds every node to its kernel, as the ONNX loader does (ops/op_table.c),
@@ -565,7 +594,7 @@ static inf_status check_image(const uint8_t *d, size_t size, const char *what, i
         uint64_t off = inf__rd_u64(e + 8), len = inf__rd_u64(e + 16);
         if (off % INF__BUNDLE_ALIGN || off > size || len > size - off)
             return inf_error_set(err, INF_EFORMAT, "%s: corrupted bundle: section %u lies outside the file", what, i);
-        if (kind >= 1 && kind <= INF__BS_PREPACK) {
+        if (kind >= 1 && kind <= INF__BS_LAST) {
             f->sections[kind] = d + off;
             f->section_bytes[kind] = len;
             f->has_section[kind] = true;
@@ -606,8 +635,9 @@ inf_status inf__bundle_load_image(const void *data, size_t size, const char *wha
     L.r = (reader){facts.sections[INF__BS_GRAPH], facts.sections[INF__BS_GRAPH] + facts.section_bytes[INF__BS_GRAPH], false};
     if ((st = get_graph(&L, NULL, &m->graph))) goto fail;
     inf__prepack_log prepacked;
-    if ((st = get_prepacked(&L, &facts, &prepacked))) goto fail;
+    if ((st = get_prepacked(&L, &facts, &prepacked)) || (st = get_convpacked(&L, &facts, &prepacked))) goto fail;
     facts.n_prepacked = prepacked.n;
+    facts.n_convpacked = prepacked.n_conv;
     inf__ops_prepack_begin(&prepacked); /* kernels' init takes the stored panels instead of packing */
     st = bind_graph(&L, m->graph);
     inf__ops_prepack_end();
@@ -682,6 +712,7 @@ int inf_model_bundle_info(const inf_model *model, inf_bundle_info *out) {
         for (int i = 0; i < 32; i++) snprintf(out->source_sha256 + 2 * i, 3, "%02x", f->source_sha256[i]);
     out->source_name = f->source_name;
     out->n_prepacked = f->n_prepacked;
+    out->n_convpacked = f->n_convpacked;
     if (f->has_section[INF__BS_PIPELINE]) {
         out->pipeline = (const char *)f->sections[INF__BS_PIPELINE];
         out->pipeline_len = (size_t)f->section_bytes[INF__BS_PIPELINE];

@@ -97,7 +97,7 @@ typedef struct placed {
 } placed;
 
 typedef struct writer {
-    buf graph, meta, weights, prepack;
+    buf graph, meta, weights, prepack, convpack;
     placed *placed;
     int n_placed, cap_placed;
     inf_error *err;
@@ -335,6 +335,54 @@ static void put_prepacked(writer *w, const inf__prepack_log *log) {
     if (!b->oom) inf__wr_u32(b->p, (uint32_t)kept);
 }
 
+/* CONVPACK = u32 n, n x (u64 w offset in WEIGHTS, u32 variant, i64 m, i64 group,
+ *                         i64 cg, i64 kdim, u64 packed offset in WEIGHTS, i64 floats):
+ * convolution weights packed for their AVX2 variant at the compiling load
+ * (ops.h: inf__convpack_entry), kept under the same rules as PREPACK. */
+static void put_convpacked(writer *w, const inf__prepack_log *log) {
+    buf *b = &w->convpack;
+    int kept = 0;
+    put_u32(b, 0); /* patched below */
+    for (int i = 0; i < log->n_conv; i++) {
+        const inf__convpack_entry *e = &log->conv[i];
+        const uint8_t *src = (const uint8_t *)e->w;
+        const placed *at = NULL;
+        for (int k = 0; k < w->n_placed && !at; k++)
+            if (src >= w->placed[k].data && src < w->placed[k].data + w->placed[k].bytes) at = &w->placed[k];
+        bool dup = false;
+        for (int j = 0; j < i && !dup; j++) {
+            const inf__convpack_entry *o = &log->conv[j];
+            dup = o->w == e->w && o->var == e->var && o->m == e->m && o->group == e->group && o->cg == e->cg &&
+                  o->kdim == e->kdim;
+        }
+        const int64_t lim = INF__BUNDLE_CONVPACK_MAX_DIM;
+        if (!at || dup || e->floats <= 0 || e->m >= lim || e->group >= lim || e->cg >= lim || e->kdim >= lim)
+            continue;
+        size_t bytes = (size_t)e->floats * sizeof(float);
+        float *again = inf__aligned_alloc(bytes);
+        if (!again) {
+            b->oom = true;
+            return;
+        }
+        inf__ops_conv_pack_again(e, again);
+        bool same = !memcmp(again, e->packed, bytes);
+        inf__aligned_free(again);
+        if (!same) continue;
+        pad_to(&w->weights, INF__BUNDLE_ALIGN);
+        put_u64(b, at->offset + (uint64_t)(src - at->data));
+        put_u32(b, (uint32_t)e->var);
+        put_i64(b, e->m);
+        put_i64(b, e->group);
+        put_i64(b, e->cg);
+        put_i64(b, e->kdim);
+        put_u64(b, w->weights.n);
+        put_i64(b, e->floats);
+        put(&w->weights, e->packed, bytes);
+        kept++;
+    }
+    if (!b->oom) inf__wr_u32(b->p, (uint32_t)kept);
+}
+
 typedef struct section {
     uint32_t kind;
     const buf *data;
@@ -390,21 +438,24 @@ inf_status inf__bundle_write_prepacked(const inf_model *model, const inf_bundle_
     /* x86-64 panels only mean something to an x86-64 bundle */
     bool x86 = target == INF_TARGET_X86_64 || target == INF_TARGET_X86_64_AVX2;
     if (prepacked && x86 && prepacked->n) put_prepacked(&w, prepacked);
+    if (prepacked && x86 && prepacked->n_conv) put_convpacked(&w, prepacked);
     buf pipeline = {(uint8_t *)o->pipeline, o->pipeline_len, o->pipeline_len, false};
     inf_status st = INF_OK;
-    if (w.graph.oom || w.meta.oom || w.weights.oom || w.prepack.oom) {
+    if (w.graph.oom || w.meta.oom || w.weights.oom || w.prepack.oom || w.convpack.oom) {
         st = inf_error_set(err, INF_ENOMEM, "bundle: out of memory serialising the model");
     } else {
-        section secs[5] = {{INF__BS_META, &w.meta}, {INF__BS_GRAPH, &w.graph}, {INF__BS_WEIGHTS, &w.weights}};
+        section secs[6] = {{INF__BS_META, &w.meta}, {INF__BS_GRAPH, &w.graph}, {INF__BS_WEIGHTS, &w.weights}};
         int n = 3;
         if (o->pipeline) secs[n++] = (section){INF__BS_PIPELINE, &pipeline};
         if (w.prepack.n) secs[n++] = (section){INF__BS_PREPACK, &w.prepack};
+        if (w.convpack.n) secs[n++] = (section){INF__BS_CONVPACK, &w.convpack};
         st = assemble(secs, n, target, out, size, err);
     }
     inf__free(w.graph.p);
     inf__free(w.meta.p);
     inf__free(w.weights.p);
     inf__free(w.prepack.p);
+    inf__free(w.convpack.p);
     inf__free(w.placed);
     return st;
 }

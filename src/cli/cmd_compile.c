@@ -225,6 +225,7 @@ int cmd_compile(int argc, char **argv) {
     if (lst) {
         free(sf.spec);
         inf__free(packed.items);
+        inf__free(packed.conv);
         return cli_fail(cmd, "%s", err.message);
     }
     if (sf.spec) { /* the spec must fit the model before it is frozen into the bundle */
@@ -258,6 +259,7 @@ int cmd_compile(int argc, char **argv) {
 done:
     inf_model_free(model);
     inf__free(packed.items);
+    inf__free(packed.conv);
     free(sf.spec);
     return rc;
 }

@@ -291,14 +291,29 @@ typedef struct inf__prepack_entry {
     const float *panels;
     int64_t floats; /* inf__ops_sgemm_packed_floats(k, n) */
 } inf__prepack_entry;
+/* The same for a convolution's W packed for its AVX2 variant at init
+ * (ops/ref/conv.c pack_const_w): keyed by (w, var, m, group, cg, kdim). */
+typedef struct inf__convpack_entry {
+    const float *w;
+    int32_t var;                /* inf__conv2d_avx2_variant */
+    int64_t m, group, cg, kdim; /* kdim = cg * kh * kw */
+    const float *packed;
+    int64_t floats;             /* variant_w_floats (ops/ref/conv.c) */
+} inf__convpack_entry;
 typedef struct inf__prepack_log {
     bool supply;                /* false: record */
     inf__prepack_entry *items;  /* record: inf__malloc'd, grown; supply: the caller's */
     int n, cap;
+    inf__convpack_entry *conv;  /* likewise, convolution weights */
+    int n_conv, cap_conv;
     bool oom;                   /* record: an entry could not be kept */
 } inf__prepack_log;
 void inf__ops_prepack_begin(inf__prepack_log *log);
 void inf__ops_prepack_end(void);
+/* The calling thread's log (between begin and end), or NULL. */
+inf__prepack_log *inf__ops_prepack_current(void);
+/* Packs e->w again as e says into dst (e->floats floats; x86-64 only). */
+void inf__ops_conv_pack_again(const inf__convpack_entry *e, float *dst);
 
 /* float32 1-D/2-D Conv with AVX2/FMA (ops/x86/conv_avx2.c; x86-64, only
  * when inf__cpu_has_avx2_fma()): im2col fused into the GEMM's B packing,

@@ -105,7 +105,7 @@ static bool write_file(const char *path, const void *d, size_t n) {
     return fclose(f) == 0 && ok;
 }
 
-static int n_compared, n_both_failed, n_prepacked, n_used_prepacked;
+static int n_compared, n_both_failed, n_prepacked, n_used_prepacked, n_convpacked, n_used_convpacked;
 
 static void round_trip(const char *path, const char *tmp) {
     inf_error err;
@@ -117,6 +117,7 @@ static void round_trip(const char *path, const char *tmp) {
     if (lst) {
         printf("skip %s: %s\n", path, err.message);
         inf__free(packed.items);
+        inf__free(packed.conv);
         return;
     }
     void *img;
@@ -124,7 +125,9 @@ static void round_trip(const char *path, const char *tmp) {
     inf_bundle_write_options wo = {.max_batch = 3};
     inf_status st = inf__bundle_write_prepacked(src, &wo, &packed, &img, &size, &err);
     n_prepacked += packed.n;
+    n_convpacked += packed.n_conv;
     inf__free(packed.items);
+    inf__free(packed.conv);
     CHECK(!st, "%s: write: %s", path, err.message);
     if (st) goto done;
     CHECK(write_file(tmp, img, size), "cannot write %s", tmp);
@@ -137,6 +140,7 @@ static void round_trip(const char *path, const char *tmp) {
     inf_bundle_info bi;
     CHECK(inf_model_bundle_info(fb, &bi) && bi.max_batch == 3 && bi.format_version == 1, "%s: bundle facts", path);
     n_used_prepacked += bi.n_prepacked;
+    n_used_convpacked += bi.n_convpacked;
     int n_in = inf_model_n_inputs(src), n_out = inf_model_n_outputs(src);
     CHECK(n_in == inf_model_n_inputs(fb) && n_out == inf_model_n_outputs(fb), "%s: signature differs", path);
     inf_tensor **in = calloc((size_t)n_in + 1, sizeof *in);
@@ -225,10 +229,12 @@ int main(int argc, char **argv) {
     if (argc > 1) refusals(argv[1], tmp);
     remove(tmp);
     printf("bundle round trip: %d models equal byte for byte, %d failing identically on generated inputs; "
-           "%d packed GEMM panel sets recorded, %d used in place by the bundles\n",
-           n_compared, n_both_failed, n_prepacked, n_used_prepacked);
+           "%d packed GEMM panel sets recorded, %d used in place by the bundles; "
+           "%d packed convolution weights recorded, %d used in place\n",
+           n_compared, n_both_failed, n_prepacked, n_used_prepacked, n_convpacked, n_used_convpacked);
 #if defined(__x86_64__) /* packed panels are the x86-64 AVX2 GEMM's */
     CHECK(n_used_prepacked > 0 || !__builtin_cpu_supports("avx2"), "no bundle used its packed panels");
+    CHECK(n_used_convpacked > 0 || !__builtin_cpu_supports("avx2"), "no bundle used its packed convolution weights");
 #endif
     CHECK(n_compared >= (argc - 1) / 2, "too few models compared (%d of %d)", n_compared, argc - 1);
     return check_summary("edge bundle");

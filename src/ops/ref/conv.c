@@ -148,6 +148,39 @@ static inf__conv2d conv_shape_of_w(const conv_params *p, const inf_tensor *w) {
 #endif
 
 #if defined(__x86_64__)
+/* ---- packed W kept in a compiled bundle (ops.h inf__convpack_entry) ---- */
+
+/* The geometry variant_pack_w reads: m, group, cg and kdim (kh * kw folded into kh). */
+static inf__conv2d pack_shape(const inf__convpack_entry *e) {
+    return (inf__conv2d){.m = e->m, .group = e->group, .cg = e->cg, .kh = e->cg ? e->kdim / e->cg : 0, .kw = 1};
+}
+
+void inf__ops_conv_pack_again(const inf__convpack_entry *e, float *dst) {
+    inf__conv2d c = pack_shape(e);
+    variant_pack_w(e->var, &c, e->w, dst);
+}
+
+/* The stored packing for exactly this W, variant and geometry, or NULL.  The
+ * float count is compared too: it is what the bundle loader could not check
+ * (it knows no variants), so a stored entry of another size is never used. */
+static const float *convpack_supplied(const inf__prepack_log *log, const inf__convpack_entry *k) {
+    for (int i = 0; i < log->n_conv; i++) {
+        const inf__convpack_entry *e = &log->conv[i];
+        if (e->w == k->w && e->var == k->var && e->m == k->m && e->group == k->group && e->cg == k->cg &&
+            e->kdim == k->kdim && e->floats == k->floats)
+            return e->packed;
+    }
+    return NULL;
+}
+
+static void convpack_record(inf__prepack_log *log, const inf__convpack_entry *e) {
+    if (inf__array_reserve((void **)&log->conv, &log->cap_conv, log->n_conv + 1, sizeof *log->conv)) {
+        log->oom = true;
+        return;
+    }
+    log->conv[log->n_conv++] = *e;
+}
+
 /* A Conv that will take the pointwise variant (inf__conv2d_pointwise_fits)
  * whatever its input size: 1x1, stride 1, one group, no padding. */
 static bool pointwise_at_load(const conv_params *p, const inf__conv2d *c) {
@@ -155,6 +188,8 @@ static bool pointwise_at_load(const conv_params *p, const inf__conv2d *c) {
     for (int i = 0; i < p->n_pads; i++) zero_pads = zero_pads && p->pads[i] == 0;
     return c->group == 1 && c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && zero_pads;
 }
+#else
+void inf__ops_conv_pack_again(const inf__convpack_entry *e, float *dst) { (void)e, (void)dst; }
 #endif
 
 /* Set on the thread running graph/passes/conv_add.c while it makes a
@@ -183,11 +218,18 @@ static inf_status pack_const_w(const inf__node *node, inf__arena *arena, conv_pa
     if (pointwise_at_load(p, &c)) return INF_OK; /* 1x1: reads W as given */
     int var = inf__conv2d_avx2_variant(&c);
     int64_t floats = variant_w_floats(var, &c);
-    char *raw = inf__arena_alloc(arena, (size_t)floats * sizeof(float) + 32);
-    if (!raw) return INF_ENOMEM;
-    float *dst = (float *)(((uintptr_t)raw + 31) & ~(uintptr_t)31);
-    variant_pack_w(var, &c, w->data, dst);
-    p->wpack = dst, p->wsrc = w->data, p->wm = w->dims[0], p->wkdim = kdim, p->wvar = var;
+    inf__convpack_entry key = {w->data, var, c.m, c.group, c.cg, kdim, NULL, floats};
+    inf__prepack_log *log = inf__ops_prepack_current();
+    const float *packed = log && log->supply ? convpack_supplied(log, &key) : NULL;
+    if (!packed) {
+        char *raw = inf__arena_alloc(arena, (size_t)floats * sizeof(float) + 32);
+        if (!raw) return INF_ENOMEM;
+        float *dst = (float *)(((uintptr_t)raw + 31) & ~(uintptr_t)31);
+        variant_pack_w(var, &c, w->data, dst);
+        packed = key.packed = dst;
+        if (log && !log->supply) convpack_record(log, &key);
+    }
+    p->wpack = packed, p->wsrc = w->data, p->wm = w->dims[0], p->wkdim = kdim, p->wvar = var;
 #else
     (void)node, (void)arena, (void)p;
 #endif
@@ -357,7 +399,10 @@ static inf_status conv_geometry(inf__kernel_ctx *ctx, const conv_params *p, cons
                                      inf__shape_str(x->ndim, x->dims, b1, sizeof b1), i,
                                      (long long)in, (long long)pb, (long long)pe, (long long)dk);
         pm->img[i] = in, pm->pos[i] = out, pm->pb[i] = pb, g->pe[i] = pe;
-        pm->img_total *= in, pm->pos_total *= out;
+        if (__builtin_mul_overflow(pm->img_total, in, &pm->img_total) ||
+            __builtin_mul_overflow(pm->pos_total, out, &pm->pos_total))
+            return inf__kernel_error(ctx, INF_ESHAPE, "X %s: the spatial sizes overflow 64 bits",
+                                     inf__shape_str(x->ndim, x->dims, b1, sizeof b1));
     }
     return INF_OK;
 }

@@ -261,6 +261,7 @@ static _Thread_local inf__prepack_log *tl_prepack;
 
 void inf__ops_prepack_begin(inf__prepack_log *log) { tl_prepack = log; }
 void inf__ops_prepack_end(void) { tl_prepack = NULL; }
+inf__prepack_log *inf__ops_prepack_current(void) { return tl_prepack; }
 
 static const float *prepack_supplied(const inf__prepack_log *log, bool trans_b, int64_t k, int64_t n,
                                      const float *b, int64_t ldb) {
