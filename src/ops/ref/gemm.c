@@ -263,6 +263,7 @@ void inf__ops_prepack_begin(inf__prepack_log *log) { tl_prepack = log; }
 void inf__ops_prepack_end(void) { tl_prepack = NULL; }
 inf__prepack_log *inf__ops_prepack_current(void) { return tl_prepack; }
 
+#if defined(__x86_64__) /* packed panels are x86 only (bundles store x86 panels) */
 static const float *prepack_supplied(const inf__prepack_log *log, bool trans_b, int64_t k, int64_t n,
                                      const float *b, int64_t ldb) {
     for (int i = 0; i < log->n; i++) {
@@ -282,6 +283,7 @@ static void prepack_record(inf__prepack_log *log, bool trans_b, int64_t k, int64
     }
     log->items[log->n++] = (inf__prepack_entry){b, trans_b, k, n, ldb, panels, inf__ops_sgemm_packed_floats(k, n)};
 }
+#endif
 
 inf_status inf__ops_sgemm_prepack(inf__arena *arena, bool trans_b, int64_t k, int64_t n, const float *b,
                                   int64_t ldb, const float **out) {
