@@ -402,7 +402,9 @@ static void conv_pool_rows(void *arg, int64_t begin, int64_t end) {
 #endif
             for (int64_t j = 0; j < b->n; j++) store_one(t->out, f, r * b->np + j, c[r * b->np + j], ch0 + j);
         }
+#if defined(__x86_64__)
         bool vec = b->isa != INF_QGEMM_REF;
+#endif
         for (int64_t px = 0; px < pw && !monotonic; px++) { /* window px's max into slot px */
             float *m = f + px * b->np;
             if (px) memcpy(m, f + px * g->psw * b->np, (size_t)b->n * sizeof *m);
