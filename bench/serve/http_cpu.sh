@@ -33,12 +33,8 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT
-cat >"$TMP/post.lua" <<'EOF'
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"inputs":[{"name":"input","shape":[1,12],"datatype":"FP32","data":[0.5,1.25,3,0.1,2,7,0.3,1,0,12.5,3.3,0.9]}]}'
-EOF
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$HERE/bench_lib.sh"
+write_fraud_post_lua "$TMP/post.lua"
 
 NGINX_PORT=$(free_port)
 . "$HERE/nginx_fast.sh"
