@@ -272,6 +272,15 @@ static inf__llm_qtype acts[N_VARIANTS][3] = {
 
 static const char *kernel_isa = "reference";
 
+#if defined(__x86_64__)
+/* A block format's weights repacked at load into 16-row tiles of block_bytes per block. */
+static void use_tiles(inf__llm_qtype *q, inf__llm_pack_fn pack, inf__llm_tile_fn tile, uint32_t block_bytes) {
+    q->pack = pack;
+    q->tile = tile;
+    q->tile_block_bytes = block_bytes;
+}
+#endif
+
 static void fill_fast(void) {
     memcpy(qtypes[ROW_FAST], qtypes[ROW_REF], sizeof qtypes[ROW_REF]);
     memcpy(acts[ROW_FAST], acts[ROW_REF], sizeof acts[ROW_REF]);
@@ -327,24 +336,14 @@ static void fill_fast(void) {
         qtypes[ROW_FAST][i].dot4 = k->dot4_k[i - FIRST_K];
     }
     if (has_vnni) { /* q8_0, q4_0: weights repacked into 16-row tiles */
-        qtypes[ROW_FAST][2].pack = inf__llm_pack_q8_0_vnni;
-        qtypes[ROW_FAST][2].tile = inf__llm_tile_q8_0_vnni;
-        qtypes[ROW_FAST][2].tile_block_bytes = 32 + 16 * 32;
-        qtypes[ROW_FAST][3].pack = inf__llm_pack_q4_0_vnni;
-        qtypes[ROW_FAST][3].tile = inf__llm_tile_q4_0_vnni;
-        qtypes[ROW_FAST][3].tile_block_bytes = 32 + 16 * 16;
+        use_tiles(&qtypes[ROW_FAST][2], inf__llm_pack_q8_0_vnni, inf__llm_tile_q8_0_vnni, 32 + 16 * 32);
+        use_tiles(&qtypes[ROW_FAST][3], inf__llm_pack_q4_0_vnni, inf__llm_tile_q4_0_vnni, 32 + 16 * 16);
     } else if (!getenv("INFERA_LLM_NO_TILES")) {
         /* AVX2 without VNNI: q8_0, q4_0, q5_0 in 16-row tiles of two 8-row halves
          * (INFERA_LLM_NO_TILES=1: the eight-row kernels instead, for comparisons) */
-        qtypes[ROW_FAST][2].pack = inf__llm_pack_q8_0_avx2;
-        qtypes[ROW_FAST][2].tile = inf__llm_tile_q8_0_avx2;
-        qtypes[ROW_FAST][2].tile_block_bytes = 32 + 16 * 32;
-        qtypes[ROW_FAST][3].pack = inf__llm_pack_q4_0_avx2;
-        qtypes[ROW_FAST][3].tile = inf__llm_tile_q4_0_avx2;
-        qtypes[ROW_FAST][3].tile_block_bytes = 32 + 16 * 16;
-        qtypes[ROW_FAST][5].pack = inf__llm_pack_q5_0_avx2;
-        qtypes[ROW_FAST][5].tile = inf__llm_tile_q5_0_avx2;
-        qtypes[ROW_FAST][5].tile_block_bytes = 32 + 16 * 20;
+        use_tiles(&qtypes[ROW_FAST][2], inf__llm_pack_q8_0_avx2, inf__llm_tile_q8_0_avx2, 32 + 16 * 32);
+        use_tiles(&qtypes[ROW_FAST][3], inf__llm_pack_q4_0_avx2, inf__llm_tile_q4_0_avx2, 32 + 16 * 16);
+        use_tiles(&qtypes[ROW_FAST][5], inf__llm_pack_q5_0_avx2, inf__llm_tile_q5_0_avx2, 32 + 16 * 20);
     }
     /* f32, f16: the one-row kernel (row[] above) and its tile twin */
     typedef struct float_tiles { inf__llm_fblock_fn f32, f16; uint8_t rows, tokens; } float_tiles;
