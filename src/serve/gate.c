@@ -121,6 +121,16 @@ static int bad_length_value(const char *v, size_t n, char *msg, size_t cap) {
     return 0;
 }
 
+/* 1 when the Transfer-Encoding value v[..end) is exactly "chunked" (any
+ * case, spaces around it): the one coding whose framing the stream follows. */
+static int is_chunked_value(const char *v, const char *end) {
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    return end - v == 7 && !strncasecmp(v, "chunked", 7);
+}
+
 /* The header block head[0..n) (request line first, up to the empty line or
  * the end of the window).  0 when its Content-Length framing is sound or
  * absent; else 1 with the reason in msg: a value that is not 1*DIGIT
@@ -131,7 +141,8 @@ int inf__serve_gate_check_framing(const char *head, size_t n, srv_body_framing *
     const char *first = NULL;
     size_t first_n = 0;
     int n_lengths = 0, differ = 0, prev_was_length = 0;
-    if (body) body->length = 0, body->has_length = body->has_transfer_encoding = 0;
+    int n_encodings = 0;
+    if (body) body->length = 0, body->has_length = body->has_transfer_encoding = body->is_chunked = 0;
     if (!line) return 0;
     for (line++; line < end;) {
         const char *eol = memchr(line, '\n', (size_t)(end - line));
@@ -149,8 +160,10 @@ int inf__serve_gate_check_framing(const char *head, size_t n, srv_body_framing *
         const char *trimmed = name_end;
         while (trimmed > line && (trimmed[-1] == ' ' || trimmed[-1] == '\t')) trimmed--;
         prev_was_length = colon && trimmed - line == 14 && !strncasecmp(line, "content-length", 14);
-        if (body && colon && trimmed - line == 17 && !strncasecmp(line, "transfer-encoding", 17))
+        if (body && colon && trimmed - line == 17 && !strncasecmp(line, "transfer-encoding", 17)) {
             body->has_transfer_encoding = 1;
+            body->is_chunked = ++n_encodings == 1 && is_chunked_value(colon + 1, stop);
+        }
         if (prev_was_length && trimmed != name_end)
             return snprintf(msg, cap, "whitespace between the header name Content-Length and its colon"), 1;
         if (prev_was_length) {

@@ -717,6 +717,7 @@ typedef struct srv_body_framing {
     uint64_t length;           /* Content-Length, when has_length */
     int has_length;
     int has_transfer_encoding; /* a body of chunks (or one libmicrohttpd refuses) */
+    int is_chunked;            /* Transfer-Encoding is exactly "chunked" (one header, one coding) */
 } srv_body_framing;
 /* 0 when the header block head[0..n) frames its body soundly as far as
  * Content-Length goes (and then *body, when not NULL, says how), else 1

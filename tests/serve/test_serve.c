@@ -1731,10 +1731,12 @@ static void check_bad_content_length(int port) {
           "a body that looks like a request with a bad Content-Length is read as the body; the next request on "
           "the connection is served (%.400s)",
           out);
-    /* requests trickled a few bytes at a time (header blocks and bodies split
-     * across reads at every place): the good ones served, the bad one refused */
+    /* requests trickled a few bytes at a time (header blocks, bodies and chunk
+     * framing split across reads at every place): the good ones served, the bad one refused */
     static const char trickled[] =
         "POST /v2/models/fraud/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+        "POST /v2/models/fraud/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "1;x=y\r\n{\r\n1\r\n}\r\n0\r\nX-T: 1\r\n\r\n"
         "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
         "POST /v2/models/fraud/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 3x\r\n\r\n{}";
     int tfd = http_connect(port);
@@ -1754,10 +1756,13 @@ static void check_bad_content_length(int port) {
         close(tfd);
     }
     out[tgot] = 0;
-    const char *r2 = strstr(out, "{\"live\":true}"), *r3 = r2 ? strstr(r2, "HTTP/1.1 400") : NULL;
-    CHECK(!strncmp(out, "HTTP/1.1 400", 12) && strstr(out, "inputs") && r2 && r3 &&
+    const char *r1 = strstr(out + 1, "HTTP/1.1 400"), *r2 = r1 ? strstr(r1, "{\"live\":true}") : NULL;
+    const char *r3 = r2 ? strstr(r2, "HTTP/1.1 400") : NULL;
+    CHECK(!strncmp(out, "HTTP/1.1 400", 12) && strstr(out, "inputs") && r1 && strstr(r1, "inputs") && r2 && r3 &&
               strstr(r3, "'3x' is not a decimal number") && !strstr(r3, "<html>"),
-          "three requests trickled 3 bytes at a time: answered, answered, then one 400 {\"error\"} (%.600s)", out);
+          "four requests (one chunked) trickled 3 bytes at a time: answered, answered, answered, then one 400 "
+          "{\"error\"} (%.800s)",
+          out);
     /* the connection opened before still serves */
     const char *live = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n";
     char buf[1024] = {0};
@@ -1776,6 +1781,86 @@ static void check_bad_content_length(int port) {
     raw_http(port, ok, strlen(ok), out, sizeof out, 3000);
     CHECK(!strncmp(out, "HTTP/1.1 400", 12) && strstr(out, "inputs"),
           "two equal Content-Lengths pass the gate; the route answers about the body (%.200s)", out);
+}
+
+/* A chunked request (FRAUD_FLAT in three chunks, one with an extension,
+ * and a trailer line), then `bytes` on the same connection: sent after the
+ * first answer was read, or pipelined behind it.  first_out gets the first
+ * answer (up to its Content-Length), out what came after it. */
+static size_t raw_http_after_chunked(int port, const char *bytes, size_t n, int pipelined, char *first_out, char *out,
+                                     size_t cap) {
+    char chunked[1024];
+    const char *body = FRAUD_FLAT;
+    size_t bl = strlen(body), a = bl / 3, b = bl / 3;
+    int m = snprintf(chunked, sizeof chunked,
+                     "POST /v2/models/fraud/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     "%zx\r\n%.*s\r\n%zX;ext=\"a b\"\r\n%.*s\r\n%zx\r\n%s\r\n0\r\nX-Trailer: 1\r\n\r\n",
+                     a, (int)a, body, b, (int)b, body + a, bl - a - b, body + a + b);
+    first_out[0] = out[0] = 0;
+    int fd = http_connect(port);
+    if (fd < 0 || (size_t)m + n >= sizeof chunked) return fd >= 0 ? close(fd), 0 : 0;
+    struct timeval tv = {3, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (pipelined) memcpy(chunked + m, bytes, n);
+    size_t got = 0;
+    ssize_t k;
+    int ok = !write_all(fd, chunked, (size_t)m + (pipelined ? n : 0));
+    char *end = NULL;
+    while (ok && got < cap - 1 && (k = recv(fd, first_out + got, cap - 1 - got, 0)) > 0) {
+        first_out[got += (size_t)k] = 0;
+        const char *h = strstr(first_out, "\r\n\r\n"), *cl = strstr(first_out, "Content-Length:");
+        if (h && cl && cl < h && (size_t)(h + 4 - first_out) + strtoul(cl + 15, NULL, 10) <= got) {
+            end = (char *)h + 4 + strtoul(cl + 15, NULL, 10);
+            break;
+        }
+    }
+    if (!end) {
+        close(fd);
+        return 0;
+    }
+    got = (size_t)(first_out + got - end);
+    memcpy(out, end, got + 1);
+    *end = 0;
+    if (!pipelined && write_all(fd, bytes, n))
+        got = 0;
+    else
+        while (got < cap - 1 && (k = recv(fd, out + got, cap - 1 - got, 0)) > 0)
+            got += (size_t)k;
+    out[got] = 0;
+    close(fd);
+    return got;
+}
+
+/* Issue 27: after a request with a chunked body the connection's stream is
+ * still followed (chunk sizes, extensions, trailer), so a malformed
+ * Content-Length on a later request gets the server's one 400 {"error"},
+ * not libmicrohttpd's doubled answer (which it got before); chunk data that
+ * looks like a bad request is data. */
+static void check_bad_after_chunked(int port) {
+    static const char bad[] = "POST /v2/models/fraud/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 12abc\r\n\r\n{}";
+    char first[4096], out[4096];
+    for (int pipelined = 0; pipelined < 2; pipelined++) {
+        size_t got = raw_http_after_chunked(port, bad, sizeof bad - 1, pipelined, first, out, sizeof out);
+        const char *body = strstr(out, "\r\n\r\n");
+        CHECK(!strncmp(first, "HTTP/1.1 200", 12) && strstr(first, "\"model_name\":\"fraud\""),
+              "a chunked request (extension, trailer) is served (%.200s)", first);
+        CHECK(got && !strncmp(out, "HTTP/1.1 400 ", 13) && !strstr(out + 1, "HTTP/1.") &&
+                  strstr(out, "Connection: close") && body && !strncmp(body + 4, "{\"error\":", 9) &&
+                  strstr(body, "'12abc' is not a decimal number"),
+              "bad Content-Length after a chunked request%s -> one 400 {\"error\"} and the connection closed "
+              "(got %zu bytes: %.300s)",
+              pipelined ? ", pipelined behind it" : "", got, out);
+    }
+    /* chunk data that looks like a request with a bad Content-Length */
+    static const char fake[] = "POST /v2/models/fraud/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                               "2c\r\n\r\n\r\nPOST /x HTTP/1.1\r\nContent-Length: zz\r\n\r\n\r\n0\r\n\r\n"
+                               "GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    raw_http(port, fake, sizeof fake - 1, out, sizeof out, 3000);
+    CHECK(!strncmp(out, "HTTP/1.1 400", 12) && strstr(out, "HTTP/1.1 200") && strstr(out, "{\"live\":true}") &&
+              !strstr(out, "Content-Length header"),
+          "chunk data that looks like a request with a bad Content-Length is read as data; the next request is "
+          "served (%.400s)",
+          out);
 }
 
 static void check_raw_http(int port) {
@@ -2074,6 +2159,7 @@ static void check_main_server(int port) {
     check_repository(port);
     check_raw_http(port);
     check_bad_content_length(port);
+    check_bad_after_chunked(port);
 }
 
 int main(int argc, char **argv) {
