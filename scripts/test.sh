@@ -102,7 +102,12 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   cp tests/fuzz/regressions/*.bundle "$bundlecorpus"/ 2>/dev/null || true
   (cd "$bundlecorpus" && "$OLDPWD/build-fuzz/fuzz_bundle" -max_total_time="$(( fuzz_seconds < 30 ? fuzz_seconds : 30 ))" \
      -rss_limit_mb=4096 -timeout=20 -artifact_prefix="$OLDPWD/build-fuzz/bundle-" "$bundlecorpus" 2>&1 | tail -3) || status=1
-  rm -rf "$corpus" "$pbcorpus" "$wirecorpus" "$ggufcorpus" "$grpccorpus" "$bundlecorpus"
+  # what serve decodes of an HTTP request (framing, chunked bodies, /infer and /records bodies); a short run
+  httpcorpus=$(mktemp -d)
+  cp tests/fuzz/seeds/http_*.bin "$httpcorpus"/
+  (cd "$httpcorpus" && "$OLDPWD/build-fuzz/fuzz_http_request" -max_total_time="$(( fuzz_seconds < 30 ? fuzz_seconds : 30 ))" \
+     -rss_limit_mb=4096 -timeout=20 -artifact_prefix="$OLDPWD/build-fuzz/http-" "$httpcorpus" 2>&1 | tail -3) || status=1
+  rm -rf "$corpus" "$pbcorpus" "$wirecorpus" "$ggufcorpus" "$grpccorpus" "$bundlecorpus" "$httpcorpus"
 fi
 
 if [ "$status" -eq 0 ]; then echo "ALL TESTS PASSED"; else echo "SOME TESTS FAILED"; fi

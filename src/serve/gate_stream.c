@@ -29,10 +29,10 @@
  * lost to a reset), and libmicrohttpd reads the end of the stream and
  * closes the connection as a client that left.
  *
- * A chunked body (Transfer-Encoding: chunked) is followed chunk by chunk:
- * each chunk-size line (hex size, optional ;extensions), the size's bytes
- * and their line end, then after the 0 chunk the trailer lines up to the
- * empty one; the next header block is checked like any other.
+ * A chunked body (Transfer-Encoding: chunked) is followed chunk by chunk
+ * (http_framing.c: each size line with its ;extensions, the data and its
+ * line end, after the 0 chunk the trailer up to its empty line); the next
+ * header block is checked like any other.
  *
  * LIMITS.  A body of another transfer coding, or a chunk framing this file
  * cannot read (a size line that is not hex, over 16 digits or longer than
@@ -58,23 +58,18 @@
 #define TABLE_MAX (1 << 20) /* sockets numbered beyond this are not vetted */
 
 typedef enum {
-    AT_HEAD,       /* the next header block */
-    IN_BODY,       /* body_left bytes of a Content-Length body */
-    IN_CHUNK_SIZE, /* a chunk-size line: hex digits, then ;extensions up to its end */
-    IN_CHUNK_DATA, /* body_left bytes of a chunk's data */
-    AT_CHUNK_END,  /* the line end after a chunk's data */
-    IN_TRAILER,    /* trailer lines after the 0 chunk, up to the empty one */
-    UNTRACKED,     /* no longer followed */
-    ENDED          /* refused: nothing more goes to libmicrohttpd */
+    AT_HEAD,    /* the next header block */
+    IN_BODY,    /* body_left bytes of a Content-Length body */
+    IN_CHUNKED, /* a chunked body (chunks) */
+    UNTRACKED,  /* no longer followed */
+    ENDED       /* refused: nothing more goes to libmicrohttpd */
 } stream_state;
 
 struct srv_stream {
     srv_server *srv;
     stream_state state;
     uint64_t body_left;
-    uint64_t chunk_size;      /* IN_CHUNK_SIZE: the value so far */
-    size_t line_n;            /* IN_CHUNK_SIZE / IN_TRAILER: bytes of the current line so far (no CR) */
-    int chunk_digits, in_ext; /* IN_CHUNK_SIZE: hex digits read; past the size (an extension) */
+    srv_chunks chunks;        /* IN_CHUNKED: where in the chunk framing */
     uint64_t heads, answered; /* header blocks passed on / requests answered (http.c) */
     char *refusal;            /* a refused request's error, until the requests before it are answered */
     char *head;               /* a header block split over reads, gathered (--conn-memory-bytes) */
@@ -154,10 +149,11 @@ static int check_head(srv_stream *s, int fd, const char *head, size_t n) {
         return -1;
     }
     s->heads++;
-    s->chunk_size = 0, s->chunk_digits = s->in_ext = 0, s->line_n = 0;
-    if (body.has_transfer_encoding)
-        s->state = body.is_chunked ? IN_CHUNK_SIZE : UNTRACKED;
-    else if (body.has_length && body.length) s->state = IN_BODY, s->body_left = body.length;
+    if (body.has_transfer_encoding) {
+        s->state = body.is_chunked ? IN_CHUNKED : UNTRACKED;
+        inf__serve_chunks_start(&s->chunks);
+    } else if (body.has_length && body.length)
+        s->state = IN_BODY, s->body_left = body.length;
     else s->state = AT_HEAD;
     return 0;
 }
@@ -177,56 +173,6 @@ static int gather(srv_stream *s, const char *p, size_t n) {
     return 0;
 }
 
-static int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-/* One byte of a chunk-size line; at its end the state moves to the data,
- * or to the trailer after the 0 chunk; what it cannot read: UNTRACKED. */
-static void chunk_size_byte(srv_stream *s, char c) {
-    if (++s->line_n > stream_window(s)) {
-        s->state = UNTRACKED;
-    } else if (c == '\n') {
-        if (!s->chunk_digits)
-            s->state = UNTRACKED;
-        else if (s->chunk_size)
-            s->state = IN_CHUNK_DATA, s->body_left = s->chunk_size;
-        else
-            s->state = IN_TRAILER, s->line_n = 0;
-    } else if (c == '\r' || s->in_ext) {
-        /* the CR of the line end; extension bytes are skipped */
-    } else if (c == ';' || c == ' ' || c == '\t') {
-        s->in_ext = 1;
-    } else {
-        int v = hex_value(c);
-        if (v < 0 || s->chunk_digits == 16)
-            s->state = UNTRACKED;
-        else
-            s->chunk_size = s->chunk_size << 4 | (uint64_t)v, s->chunk_digits++;
-    }
-}
-
-/* One byte after a chunk's data: CR, then LF starts the next size line. */
-static void chunk_end_byte(srv_stream *s, char c) {
-    if (c == '\n')
-        s->state = IN_CHUNK_SIZE, s->chunk_size = 0, s->chunk_digits = s->in_ext = 0, s->line_n = 0;
-    else if (c != '\r')
-        s->state = UNTRACKED;
-}
-
-/* One byte of the trailer: an empty line ends the request. */
-static void trailer_byte(srv_stream *s, char c) {
-    if (c == '\n') {
-        if (!s->line_n) s->state = AT_HEAD;
-        s->line_n = 0;
-    } else if (c != '\r' && ++s->line_n > stream_window(s)) {
-        s->state = UNTRACKED;
-    }
-}
-
 /* Follows the k bytes just read into buf; returns how many of them
  * libmicrohttpd gets (k, fewer when a bad request starts inside them, 0
  * when it starts them: the end of the stream). */
@@ -236,22 +182,19 @@ static size_t follow(srv_stream *s, int fd, const char *buf, size_t k) {
         switch (s->state) {
         case UNTRACKED: return k;
         case ENDED: return pos;
-        case IN_BODY:
-        case IN_CHUNK_DATA: {
+        case IN_BODY: {
             size_t take = k - pos < s->body_left ? k - pos : (size_t)s->body_left;
             pos += take;
             s->body_left -= take;
-            if (!s->body_left) s->state = s->state == IN_BODY ? AT_HEAD : AT_CHUNK_END;
+            if (!s->body_left) s->state = AT_HEAD;
             break;
         }
-        case IN_CHUNK_SIZE:
-            chunk_size_byte(s, buf[pos++]);
-            break;
-        case AT_CHUNK_END:
-            chunk_end_byte(s, buf[pos++]);
-            break;
-        case IN_TRAILER:
-            trailer_byte(s, buf[pos++]);
+        case IN_CHUNKED:
+            pos += inf__serve_chunks_follow(&s->chunks, buf + pos, k - pos, stream_window(s));
+            if (s->chunks.state == CHUNKS_UNREADABLE)
+                s->state = UNTRACKED;
+            else if (s->chunks.state == CHUNKS_DONE)
+                s->state = AT_HEAD;
             break;
         case AT_HEAD:
             if (!s->head_n) {

@@ -712,6 +712,7 @@ void inf__serve_gate_quiesce(srv_gate *g);
  * free after the daemon stopped (its closes still call gate_closed). */
 void inf__serve_gate_stop(srv_gate *g);
 void inf__serve_gate_free(srv_gate *g);
+/* ---- http_framing.c: HTTP/1.1 request framing, pure functions ----------- */
 /* How a sound header block frames its body. */
 typedef struct srv_body_framing {
     uint64_t length;           /* Content-Length, when has_length */
@@ -726,6 +727,28 @@ int inf__serve_gate_check_framing(const char *head, size_t n, srv_body_framing *
 /* The offset just past the empty line that ends the header block in
  * p[0..n) (CRLF or bare LF lines), or 0 when it is not complete. */
 size_t inf__serve_gate_head_end(const char *p, size_t n);
+/* A chunked body followed chunk by chunk (size line with ;extensions, the
+ * data and its line end, after the 0 chunk the trailer to its empty line). */
+typedef enum {
+    CHUNKS_SIZE,
+    CHUNKS_DATA,
+    CHUNKS_DATA_END,
+    CHUNKS_TRAILER,
+    CHUNKS_DONE,
+    CHUNKS_UNREADABLE
+} srv_chunks_state;
+typedef struct srv_chunks {
+    srv_chunks_state state;
+    uint64_t size, left; /* the chunk's size (read so far) / its data bytes still to come */
+    size_t line_n;       /* bytes of the current size or trailer line (no CR) */
+    int digits, in_ext;  /* hex digits of the size read; past the size (an extension) */
+} srv_chunks;
+void inf__serve_chunks_start(srv_chunks *c);
+/* Follows the next bytes p[0..n) of the body; returns how many belong to
+ * it (fewer than n once it ends: state CHUNKS_DONE).  CHUNKS_UNREADABLE: a
+ * size line that is not hex or over 16 digits, a line over max_line bytes,
+ * data not ended by a line end; nothing more is followed. */
+size_t inf__serve_chunks_follow(srv_chunks *c, const char *p, size_t n, size_t max_line);
 /* Sends fd the 400 {"error": why} of a bad framing, Connection: close, and
  * shuts it for writing. */
 void inf__serve_gate_send_refusal(srv_server *srv, int fd, const char *why);
