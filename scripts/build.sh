@@ -10,6 +10,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:-release}
 jobs=$(nproc)
+# ccache (scripts/install-deps.sh installs it) makes a rebuild of unchanged sources a cache hit, also from
+# another clone of the repo (paths taken relative to it); without ccache every build compiles everything
+if command -v ccache >/dev/null; then
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1 # (debug info names the first clone)
+fi
 case "$kind" in
   release) cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
            cmake --build build -j"$jobs" ;;

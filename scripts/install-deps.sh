@@ -5,7 +5,7 @@ set -euo pipefail
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 packages=(
-  build-essential cmake pkg-config                # compiler, build
+  build-essential cmake pkg-config ccache         # compiler, build (ccache: rebuilds of unchanged sources, scripts/build.sh)
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev # ONNX decoding (onnx.proto from libonnx-dev)
   libcjson-dev                                    # JSON: XGBoost import, pipeline specs, KServe
   libpcre2-dev                                    # RegexFullMatch (RE2 patterns rewritten for PCRE2)
