@@ -163,9 +163,10 @@ inf_status inf__bf16_plan_new(const inf__graph *g, inf__bf16_plan **out, inf_err
     if (!inf__bf16_supported()) {
         const inf_cpu_info *ci = inf_cpu_get_info();
         return inf_error_set(err, INF_EUNSUPPORTED,
-                             "precision bf16 needs a CPU with AVX512_BF16 (vdpbf16ps) and the avx512 kernel path; "
-                             "this one (%s, path %s) has not: use precision fp32 (the default)",
-                             *ci->brand ? ci->brand : "unknown CPU", ci->path);
+                             "precision bf16 needs AVX512_BF16 (vdpbf16ps) on the avx512 kernel path; this CPU (%s) "
+                             "%s, kernel path %s%s: use precision fp32 (the default)",
+                             *ci->brand ? ci->brand : "unknown", ci->features & INF_CPU_AVX512BF16 ? "has it" : "has not",
+                             ci->path, ci->forced ? " (lowered by INFERA_CPU)" : "");
     }
     inf__bf16_plan *p = inf__calloc(1, sizeof *p);
     if (p) p->nodes = inf__calloc((size_t)g->n_nodes + 1, sizeof *p->nodes);
