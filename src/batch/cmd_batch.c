@@ -70,7 +70,8 @@ static int parse_args(int argc, char **argv, batch_opts *o) {
             if (missing || !cli_parse_int(CMD, "--threads", v, 1, 256, &o->threads)) return 2;
             i = j;
         } else if ((v = cli_flag_value(argc, argv, &j, "--precision", &missing)) || missing) {
-            if (missing || !cli_parse_precision(CMD, v, &o->precision)) return missing ? cli_usage(CMD, "--precision needs a value") : 2;
+            if (missing || !cli_parse_precision(CMD, v, &o->precision))
+                return missing ? cli_usage(CMD, "--precision needs a value") : 2;
             i = j;
         } else if ((v = cli_flag_value(argc, argv, &j, "--chunk-rows", &missing)) || missing) {
             if (missing || !cli_parse_int(CMD, "--chunk-rows", v, 1, 1 << 20, &o->chunk_rows)) return 2;

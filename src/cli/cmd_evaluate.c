@@ -90,7 +90,8 @@ static int parse_args(int argc, char **argv, eval_opts *o) {
             for (int t = 0; t < 3; t++)
                 if (!strcmp(v, inf__task_names[t])) o->task = t;
             if (o->task < 0) return cli_usage(CMD, "--task must be binary, multiclass or regression (got '%s')", v);
-        } else if (!strcmp(argv[i], "--json")) o->json = 1;
+        } else if (!strcmp(argv[i], "--json"))
+            o->json = 1;
         else if (!strcmp(argv[i], "--register")) o->reg = 1;
         else if (missing) return cli_usage(CMD, "%s needs a value", argv[i]);
         else if (argv[i][0] == '-' && argv[i][1]) return cli_usage(CMD, "unknown option '%s' (see 'infera help evaluate')", argv[i]);
@@ -203,8 +204,8 @@ static void json_cost(const eval_cost *c) {
 static void print_json(const eval_one *a, const eval_one *b) {
     printf("{\"model\":");
     cli_json_string(a->ref);
-    printf(",\"precision\":\"%s\",\"rows\":%d,\"task\":\"%s\",\"metrics\":", inf_precision_name(a->precision), a->q.rows,
-           inf__task_names[a->q.m.task]);
+    printf(",\"precision\":\"%s\",\"rows\":%d,\"task\":\"%s\",\"metrics\":", inf_precision_name(a->precision),
+           a->q.rows, inf__task_names[a->q.m.task]);
     json_metrics(&a->q.m);
     printf(",\"cost\":");
     json_cost(&a->cost);

@@ -125,7 +125,7 @@ struct inf_session {
     _Atomic int64_t subgraph_runs; /* body runs in the current inf_session_run (sub-batch threads add too) */
     int64_t max_run_ms;        /* options.max_run_ms; 0 = no limit */
     _Atomic uint64_t deadline_ns; /* CLOCK_MONOTONIC_COARSE end of the current run's budget; 0 = none */
-    inf__bf16_plan *bf16;  /* options.precision bf16: the weights packed as bf16 (ops/gemm_bf16.h); NULL: fp32 */
+    inf__bf16_plan *bf16;         /* options.precision bf16: the weights packed as bf16 (ops/gemm_bf16.h); NULL: fp32 */
 };
 
 static void slot_release(inf__mem *p, slot *sl) {

@@ -37,7 +37,8 @@ static int n_passed, n_failed;
 static float frand(void) { return (float)((int64_t)(next_u64() % 2000001) - 1000000) / 1000000.0f; }
 
 static void check(bool ok, const char *what) {
-    if (ok) n_passed++;
+    if (ok)
+        n_passed++;
     else {
         n_failed++;
         printf("FAIL %s\n", what);
@@ -56,16 +57,17 @@ static float from_bits(uint32_t u) {
 }
 
 static void test_rounding(void) {
-    static const uint32_t special[] = {0x00000000, 0x80000000, 0x00000001, 0x807fffff, 0x00800000, 0x7f7fffff,
-                                       0xff7fffff, 0x7f800000, 0xff800000, 0x7f800001, 0xffc00000, 0x7fbfffff,
-                                       0x3f808000, 0x3f818000, 0x3f807fff, 0x3f80ffff, 0x7f7f8000, 0x00ff8000,
-                                       0x3f800000, 0xbf808001};
+    static const uint32_t special[] = {0x00000000, 0x80000000, 0x00000001, 0x807fffff, 0x00800000,
+                                       0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000, 0x7f800001,
+                                       0xffc00000, 0x7fbfffff, 0x3f808000, 0x3f818000, 0x3f807fff,
+                                       0x3f80ffff, 0x7f7f8000, 0x00ff8000, 0x3f800000, 0xbf808001};
     int bad = 0;
     float x[16];
     uint16_t hw[16];
-    for (int i = 0; i < 20; i += 16 > 20 - i ? 20 - i : 16) {
+    for (int i = 0; i<20; i += 16> 20 - i ? 20 - i : 16) {
         int n = 20 - i < 16 ? 20 - i : 16;
-        for (int j = 0; j < 16; j++) x[j] = from_bits(special[i + (j < n ? j : 0)]);
+        for (int j = 0; j < 16; j++)
+            x[j] = from_bits(special[i + (j < n ? j : 0)]);
         hw_round16(x, hw);
         for (int j = 0; j < n; j++)
             if (inf__bf16_from_f32(x[j]) != hw[j]) {
@@ -74,9 +76,11 @@ static void test_rounding(void) {
             }
     }
     for (int it = 0; it < 65536; it++) {
-        for (int j = 0; j < 16; j++) x[j] = from_bits((uint32_t)next_u64());
+        for (int j = 0; j < 16; j++)
+            x[j] = from_bits((uint32_t)next_u64());
         hw_round16(x, hw);
-        for (int j = 0; j < 16; j++) bad += inf__bf16_from_f32(x[j]) != hw[j];
+        for (int j = 0; j < 16; j++)
+            bad += inf__bf16_from_f32(x[j]) != hw[j];
     }
     check(bad == 0, "rounding: inf__bf16_from_f32 == vcvtneps2bf16");
 }
@@ -106,10 +110,14 @@ static bool case_make(case_data *d, int64_t m, int64_t n, int64_t k, bool trans_
     d->c0 = malloc((size_t)(m * d->ldc + 1) * 4);
     d->bp = inf__aligned_alloc((size_t)inf__bf16_packed_elems(k, n) * 2 + 64);
     if (!d->a || !d->b || !d->bias || !d->res || !d->c0 || !d->bp) return false;
-    for (int64_t i = 0; i < m * d->lda; i++) d->a[i] = frand() * 3.0f;
-    for (int64_t i = 0; i < (trans_b ? n : k) * d->ldb; i++) d->b[i] = frand();
-    for (int64_t i = 0; i < n; i++) d->bias[i] = frand();
-    for (int64_t i = 0; i < m * d->ldc; i++) d->res[i] = frand(), d->c0[i] = frand();
+    for (int64_t i = 0; i < m * d->lda; i++)
+        d->a[i] = frand() * 3.0f;
+    for (int64_t i = 0; i < (trans_b ? n : k) * d->ldb; i++)
+        d->b[i] = frand();
+    for (int64_t i = 0; i < n; i++)
+        d->bias[i] = frand();
+    for (int64_t i = 0; i < m * d->ldc; i++)
+        d->res[i] = frand(), d->c0[i] = frand();
     inf__bf16_pack_b(trans_b, k, n, d->b, d->ldb, d->bp);
     return true;
 }
@@ -173,8 +181,8 @@ static void run_shape(inf__pool *pool2, int64_t m, int64_t n, int64_t k) {
             return;
         }
         for (int e = 0; e < 6; e++) {
-            inf__bf16_epilogue ep = {e == 1 ? 0.5f : 1.0f, e == 2, e >= 3 ? d.bias : NULL, e >= 4 ? d.res : NULL,
-                                     d.ldc, e == 5 ? inf__vmath_best()->gelu : NULL};
+            inf__bf16_epilogue ep = {e == 1 ? 0.5f : 1.0f,  e == 2, e >= 3 ? d.bias : NULL,
+                                     e >= 4 ? d.res : NULL, d.ldc,  e == 5 ? inf__vmath_best()->gelu : NULL};
             double tol = e == 5 ? 1e-6 : 0.0;
             for (int th = 0; th < 2; th++) {
                 int64_t bad = compare(&d, th ? pool2 : NULL, &ep, tol);

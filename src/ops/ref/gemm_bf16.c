@@ -19,8 +19,8 @@ uint16_t inf__bf16_from_f32(float x) {
     uint32_t u;
     memcpy(&u, &x, 4);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* NaN: quiet */
-    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000);       /* zero, denormal: signed 0 */
-    u += 0x7fffu + ((u >> 16) & 1);                                          /* nearest, ties to even */
+    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000);        /* zero, denormal: signed 0 */
+    u += 0x7fffu + ((u >> 16) & 1);                                           /* nearest, ties to even */
     return (uint16_t)(u >> 16);
 }
 
@@ -63,8 +63,9 @@ void inf__bf16_gemm_ref(int64_t m, int64_t n, int64_t k, const float *a, int64_t
                 float s = 0.0f;
                 for (int64_t p = 0; p < k; p += 2) { /* odd element of the pair first, as vdpbf16ps */
                     float ao = p + 1 < k ? bf16_in(inf__bf16_from_f32(a[i * lda + p + 1])) : 0.0f;
-                    float bo = p + 1 < k ? bf16_in(inf__bf16_from_f32(trans_b ? b[j * ldb + p + 1] : b[(p + 1) * ldb + j]))
-                                         : 0.0f;
+                    float bo = p + 1 < k
+                                   ? bf16_in(inf__bf16_from_f32(trans_b ? b[j * ldb + p + 1] : b[(p + 1) * ldb + j]))
+                                   : 0.0f;
                     s = dp_step(s, bo, ao);
                     float ae = bf16_in(inf__bf16_from_f32(a[i * lda + p]));
                     float be = bf16_in(inf__bf16_from_f32(trans_b ? b[j * ldb + p] : b[p * ldb + j]));
@@ -110,8 +111,8 @@ typedef enum bf16_kind { BF16_MATMUL, BF16_GEMM, BF16_FUSED } bf16_kind;
 
 struct inf__bf16_node {
     bf16_kind kind;
-    uint16_t *panels;  /* op(W) packed (inf__aligned_alloc) */
-    const void *src;   /* W's data: the run uses the panels while the input is still it */
+    uint16_t *panels; /* op(W) packed (inf__aligned_alloc) */
+    const void *src;  /* W's data: the run uses the panels while the input is still it */
     int64_t k, n;
     float alpha, beta; /* Gemm */
     bool broadcast;    /* Gemm: C may broadcast (opset >= 7 or attribute broadcast) */
@@ -128,10 +129,14 @@ struct inf__bf16_plan {
 static inf_status plan_node(const inf__node *node, inf__bf16_node **out) {
     *out = NULL;
     bf16_kind kind;
-    if (!strcmp(node->op_type, "MatMul") && node->op->domain == INF_DOMAIN_ONNX) kind = BF16_MATMUL;
-    else if (!strcmp(node->op_type, "Gemm") && node->op->domain == INF_DOMAIN_ONNX) kind = BF16_GEMM;
-    else if (!strcmp(node->op_type, "FusedMatMul") && node->op->domain == INF_DOMAIN_INFERA) kind = BF16_FUSED;
-    else return INF_OK;
+    if (!strcmp(node->op_type, "MatMul") && node->op->domain == INF_DOMAIN_ONNX)
+        kind = BF16_MATMUL;
+    else if (!strcmp(node->op_type, "Gemm") && node->op->domain == INF_DOMAIN_ONNX)
+        kind = BF16_GEMM;
+    else if (!strcmp(node->op_type, "FusedMatMul") && node->op->domain == INF_DOMAIN_INFERA)
+        kind = BF16_FUSED;
+    else
+        return INF_OK;
     const inf_tensor *w = node->n_inputs > 1 ? inf__node_constant_input(node, 1) : NULL;
     if (!w || w->dtype != INF_DTYPE_F32 || w->ndim != 2 || !w->data) return INF_OK;
     if (kind == BF16_GEMM && inf__attr_int(node, "transA", 0)) return INF_OK;
@@ -165,8 +170,9 @@ inf_status inf__bf16_plan_new(const inf__graph *g, inf__bf16_plan **out, inf_err
         return inf_error_set(err, INF_EUNSUPPORTED,
                              "precision bf16 needs AVX512_BF16 (vdpbf16ps) on the avx512 kernel path; this CPU (%s) "
                              "%s, kernel path %s%s: use precision fp32 (the default)",
-                             *ci->brand ? ci->brand : "unknown", ci->features & INF_CPU_AVX512BF16 ? "has it" : "has not",
-                             ci->path, ci->forced ? " (lowered by INFERA_CPU)" : "");
+                             *ci->brand ? ci->brand : "unknown",
+                             ci->features & INF_CPU_AVX512BF16 ? "has it" : "has not", ci->path,
+                             ci->forced ? " (lowered by INFERA_CPU)" : "");
     }
     inf__bf16_plan *p = inf__calloc(1, sizeof *p);
     if (p) p->nodes = inf__calloc((size_t)g->n_nodes + 1, sizeof *p->nodes);
@@ -209,8 +215,8 @@ int inf__bf16_plan_count(const inf__bf16_plan *p) { return p ? p->count : 0; }
 /* ======================================================================== */
 
 /* Y[rows, n] = epilogue(A W) on the bf16 kernel. */
-static inf_status bf16_product(inf__kernel_ctx *ctx, const inf__bf16_node *bn, int64_t rows, const float *a,
-                               float *y, const inf__bf16_epilogue *ep) {
+static inf_status bf16_product(inf__kernel_ctx *ctx, const inf__bf16_node *bn, int64_t rows, const float *a, float *y,
+                               const inf__bf16_epilogue *ep) {
     if (rows == 0 || bn->n == 0) return INF_OK;
     void *ws = inf__kernel_scratch(ctx, inf__bf16_ws_bytes(rows, bn->k));
     if (!ws) return INF_ENOMEM;
@@ -231,7 +237,8 @@ static bool rows_case(const inf__kernel_ctx *ctx, const inf__bf16_node *bn, int6
         a->dims[a->ndim - 1] != bn->k)
         return false;
     *rows = 1;
-    for (int d = 0; d < a->ndim - 1; d++) *rows *= a->dims[d];
+    for (int d = 0; d < a->ndim - 1; d++)
+        *rows *= a->dims[d];
     return true;
 }
 
@@ -289,7 +296,8 @@ static inf_status run_gemm(inf__kernel_ctx *ctx, const inf__bf16_node *bn, bool 
     float *yf = y->data;
     if (use_c)
         for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) yf[i * n + j] = bn->beta * ((const float *)c->data)[i * c_rs + j * c_cs];
+            for (int64_t j = 0; j < n; j++)
+                yf[i * n + j] = bn->beta * ((const float *)c->data)[i * c_rs + j * c_cs];
     inf__bf16_epilogue ep = {bn->alpha, use_c, NULL, NULL, n, NULL};
     return bf16_product(ctx, bn, m, a->data, yf, &ep);
 }

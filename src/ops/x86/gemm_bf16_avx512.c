@@ -21,8 +21,8 @@
 #include "ops/gemm_bf16.h"
 
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-#define MR 8       /* rows per tile */
-#define MC 64      /* rows per task */
+#define MR 8  /* rows per tile */
+#define MC 64 /* rows per task */
 
 typedef struct bf16_job {
     int64_t m, n, k, k2, lda, ldc, aps;
@@ -46,7 +46,8 @@ BF16_TARGET static void pack_rows(void *arg, int64_t begin, int64_t end) {
         const float *src = jb->a + i * jb->lda;
         uint16_t *dst = (uint16_t *)(jb->ap + i * jb->aps);
         for (int64_t p = 0; p < jb->k; p += 32) {
-            int64_t rem = jb->k - p, lo_n = rem < 16 ? rem : 16, hi_n = rem - 16 < 0 ? 0 : rem - 16 < 16 ? rem - 16 : 16;
+            int64_t rem = jb->k - p, lo_n = rem < 16 ? rem : 16;
+            int64_t hi_n = rem - lo_n < 16 ? rem - lo_n : 16;
             __m512 lo = _mm512_maskz_loadu_ps((__mmask16)((1u << lo_n) - 1), src + p);
             __m512 hi = _mm512_maskz_loadu_ps((__mmask16)((1u << hi_n) - 1), src + p + 16);
             __m512i v = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
@@ -71,25 +72,31 @@ BF16_TARGET static inline __attribute__((always_inline)) void store16(const bf16
 }
 
 /* C[i0 .. i0+R, panels p0 .. p0+P) over the whole k. */
-BF16_TARGET static inline __attribute__((always_inline)) void tile(const bf16_job *jb, int64_t i0, int64_t p0, const int R,
-                                                                   const int P) {
+BF16_TARGET static inline __attribute__((always_inline)) void tile(const bf16_job *jb, int64_t i0, int64_t p0,
+                                                                   const int R, const int P) {
     __m512 acc[MR][6];
     const uint32_t *ar[MR];
     const uint16_t *b[6];
-    for (int r = 0; r < R; r++) ar[r] = jb->ap + (i0 + r) * jb->aps;
-    for (int p = 0; p < P; p++) b[p] = jb->bp + (p0 + p) * jb->k2 * 32;
     for (int r = 0; r < R; r++)
-        for (int p = 0; p < P; p++) acc[r][p] = _mm512_setzero_ps();
+        ar[r] = jb->ap + (i0 + r) * jb->aps;
+    for (int p = 0; p < P; p++)
+        b[p] = jb->bp + (p0 + p) * jb->k2 * 32;
+    for (int r = 0; r < R; r++)
+        for (int p = 0; p < P; p++)
+            acc[r][p] = _mm512_setzero_ps();
     for (int64_t kp = 0; kp < jb->k2; kp++) {
         __m512bh bv[6];
-        for (int p = 0; p < P; p++) bv[p] = (__m512bh)_mm512_loadu_si512(b[p] + kp * 32);
+        for (int p = 0; p < P; p++)
+            bv[p] = (__m512bh)_mm512_loadu_si512(b[p] + kp * 32);
         for (int r = 0; r < R; r++) {
             __m512bh av = (__m512bh)_mm512_set1_epi32((int)ar[r][kp]);
-            for (int p = 0; p < P; p++) acc[r][p] = _mm512_dpbf16_ps(acc[r][p], bv[p], av);
+            for (int p = 0; p < P; p++)
+                acc[r][p] = _mm512_dpbf16_ps(acc[r][p], bv[p], av);
         }
     }
     for (int r = 0; r < R; r++) {
-        for (int p = 0; p < P; p++) store16(jb, i0 + r, (p0 + p) * 16, acc[r][p]);
+        for (int p = 0; p < P; p++)
+            store16(jb, i0 + r, (p0 + p) * 16, acc[r][p]);
         if (jb->ep->act) {
             int64_t j = p0 * 16, w = jb->n - j < P * 16 ? jb->n - j : P * 16;
             float *c = jb->c + (i0 + r) * jb->ldc + j;
@@ -99,14 +106,16 @@ BF16_TARGET static inline __attribute__((always_inline)) void tile(const bf16_jo
 }
 
 #define TILE_CASE(R, P)                                                                                                \
-    case (R) * 8 + (P): tile(jb, i0, p0, R, P); break;
+    case (R)*8 + (P):                                                                                                  \
+        tile(jb, i0, p0, R, P);                                                                                        \
+        break;
 #define TILE_ROW(R) TILE_CASE(R, 1) TILE_CASE(R, 2) TILE_CASE(R, 3)
 
 BF16_TARGET static void tile_any(const bf16_job *jb, int64_t i0, int64_t p0, int r, int p) {
     switch (r * 8 + p) {
-        TILE_ROW(1) TILE_ROW(2) TILE_ROW(3) TILE_ROW(4) TILE_ROW(5) TILE_ROW(6) TILE_ROW(7) TILE_ROW(8)
-        TILE_CASE(1, 4) TILE_CASE(1, 5) TILE_CASE(1, 6) TILE_CASE(2, 4) TILE_CASE(2, 5) TILE_CASE(2, 6)
-    default: break;
+        TILE_ROW(1)
+        TILE_ROW(2) TILE_ROW(3) TILE_ROW(4) TILE_ROW(5) TILE_ROW(6) TILE_ROW(7) TILE_ROW(8) TILE_CASE(1, 4)
+            TILE_CASE(1, 5) TILE_CASE(1, 6) TILE_CASE(2, 4) TILE_CASE(2, 5) TILE_CASE(2, 6) default : break;
     }
 }
 
@@ -125,8 +134,17 @@ BF16_TARGET static void compute_tasks(void *arg, int64_t begin, int64_t end) {
 void inf__bf16_gemm_avx512(inf__pool *pool, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                            const uint16_t *bp, float *c, int64_t ldc, const inf__bf16_epilogue *ep, void *ws) {
     if (m <= 0 || n <= 0) return;
-    bf16_job jb = {.m = m, .n = n, .k = k, .k2 = (k + 1) / 2, .lda = lda, .ldc = ldc, .aps = pairs_stride(k),
-                   .a = a, .bp = bp, .c = c, .ep = ep};
+    bf16_job jb = {.m = m,
+                   .n = n,
+                   .k = k,
+                   .k2 = (k + 1) / 2,
+                   .lda = lda,
+                   .ldc = ldc,
+                   .aps = pairs_stride(k),
+                   .a = a,
+                   .bp = bp,
+                   .c = c,
+                   .ep = ep};
     jb.ap = (uint32_t *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
     jb.n16 = (n + 15) / 16;
     jb.np_tile = m <= 2 ? 6 : 3;
