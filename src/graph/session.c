@@ -956,7 +956,7 @@ inf_status inf__evaluator_run_node(inf__evaluator *ev, const inf__node *node, in
         .node = node, .n_in = node->n_inputs, .in = e->in_ptrs, .n_out = node->n_outputs,
         .out = e->out_ptrs, .pool = NULL, .exec = e, .err = err,
     };
-    inf_status st = node->op->impl->run(&ctx); /* constant folding: always FP32 */
+    inf_status st = node->op->impl->run(&ctx);
     release_scratch(e);
     for (int k = 0; k < node->n_outputs && st == INF_OK; k++) {
         if (!e->out_ptrs[k]) continue;
