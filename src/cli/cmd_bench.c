@@ -187,11 +187,11 @@ int cmd_bench(int argc, char **argv) {
     if (json) {
         printf("{\"model\":\"%s\",\"threads\":%d,\"batch\":%lld,\"iters\":%d,\"load_ms\":%.3f,\"first_run_ms\":%.3f,"
                "\"latency_us\":{\"mean\":%.2f,\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f},"
-               "\"throughput_rows_per_s\":%.1f,\"peak_rss_mb\":%.1f,\"precision\":\"%s\"",
+               "\"throughput_rows_per_s\":%.1f,\"peak_rss_mb\":%.1f",
                ref, threads, (long long)rows, iters, load_ms, first_ms, mean, p50, p90, p99, throughput,
-               cli_peak_rss_mb(), inf_precision_name(precision));
+               cli_peak_rss_mb());
         if (profile) rc = bench_profile_print(CMD, session, true);
-        printf(",\"cpu\":");
+        printf(",\"precision\":\"%s\",\"cpu\":", inf_precision_name(precision));
         cli_cpu_print_json(); /* the machine the figures were measured on */
         printf("}\n");
     } else {

@@ -204,22 +204,22 @@ static void json_cost(const eval_cost *c) {
 static void print_json(const eval_one *a, const eval_one *b) {
     printf("{\"model\":");
     cli_json_string(a->ref);
-    printf(",\"precision\":\"%s\",\"rows\":%d,\"task\":\"%s\",\"metrics\":", inf_precision_name(a->precision),
-           a->q.rows, inf__task_names[a->q.m.task]);
+    printf(",\"rows\":%d,\"task\":\"%s\",\"metrics\":", a->q.rows, inf__task_names[a->q.m.task]);
     json_metrics(&a->q.m);
     printf(",\"cost\":");
     json_cost(&a->cost);
+    printf(",\"precision\":\"%s\"", inf_precision_name(a->precision));
     if (!b) {
         printf(",\"baseline\":null,\"delta\":null}\n");
         return;
     }
     printf(",\"baseline\":{\"model\":");
     cli_json_string(b->ref);
-    printf(",\"precision\":\"%s\"", inf_precision_name(b->precision));
     printf(",\"metrics\":");
     json_metrics(&b->q.m);
     printf(",\"cost\":");
     json_cost(&b->cost);
+    printf(",\"precision\":\"%s\"", inf_precision_name(b->precision));
     printf("},\"delta\":{");
     int first = 1;
     for (int k = 0; k < INF__N_METRICS; k++) {
