@@ -13,7 +13,7 @@ beside them (*.ort.npy, tests/models/ort_reference.js).
     an error naming AVX512_BF16 -- never a silent fallback to FP32;
   - bf16 (when the CPU has AVX512_BF16): every output within 1% of the output's largest magnitude
     of ONNX Runtime's FP32 one (measured: <= 0.42%), and the models with MatMul/Gemm differ from
-    FP32 (the option took effect); `bench --json` reports "precision":"bf16".
+    FP32 (the option took effect); 2 threads give 1 thread's bits; `bench --json` reports "precision":"bf16".
 Exit 77 (SKIP) after the FP32 and refusal checks when the CPU has no AVX512_BF16.
 """
 import glob
@@ -101,6 +101,15 @@ def main():
     if not has_bf16:
         print("test_precision: this CPU has no AVX512_BF16 on the avx512 path: bf16 checks skipped (%d failures so far)" % failures)
         return 1 if failures else 77
+    # bf16 on 2 threads (sub-batches, column panels split): the same bits as on 1
+    one, two = os.path.join(tmp, "t1"), os.path.join(tmp, "t2")
+    for d, t in ((one, "1"), (two, "2")):
+        subprocess.run([infera, "run", os.path.join(models, "transformer.onnx"), "--input",
+                        "input=" + os.path.join(models, "transformer_input.npy"), "--precision", "bf16", "--threads", t,
+                        "--output-dir", d], capture_output=True, check=False)
+    same = all(os.path.exists(os.path.join(d, "logits.npy")) for d in (one, two)) and \
+        np.load(os.path.join(one, "logits.npy")).tobytes() == np.load(os.path.join(two, "logits.npy")).tobytes()
+    check(same, "transformer bf16: 2 threads == 1 thread, bit for bit")
     r = subprocess.run([infera, "bench", os.path.join(models, "mlp.onnx"), "--precision", "bf16", "--iters", "5", "--json"],
                        capture_output=True, text=True)
     check(r.returncode == 0 and json.loads(r.stdout).get("precision") == "bf16", "bench --json --precision bf16")
