@@ -38,7 +38,20 @@ typedef struct inf_session_options {
                                   run fails with INF_ETIMEDOUT naming the node.  A single kernel is not
                                   interrupted.  A guard against a Loop of 2^62 iterations in a run or a warm-up.
                                   0 = no limit (default); `infera run`/`bench` default to 60000 */
+    int precision;             /* inf_precision: INF_PRECISION_FP32 (0, the default) computes in float32 as the
+                                  model says.  INF_PRECISION_BF16, on request only: the constant float32 weights
+                                  of MatMul/Gemm are rounded to bfloat16 at session creation and multiplied with
+                                  activations rounded to bfloat16, accumulating in float32 (AVX512_BF16); other
+                                  ops stay float32.  Outputs then differ from float32's (docs/sessions.md gives
+                                  the measured change); inf_session_new fails with INF_EUNSUPPORTED on a CPU
+                                  without AVX512_BF16 -- never a silent fallback */
 } inf_session_options;
+
+/* Session precision (inf_session_options.precision). */
+typedef enum inf_precision { INF_PRECISION_FP32 = 0, INF_PRECISION_BF16 = 1 } inf_precision;
+/* "fp32" / "bf16" -> inf_precision; -1 when unknown.  inf_precision_name: the reverse ("?" if unknown). */
+INF_API int inf_precision_from_name(const char *name);
+INF_API const char *inf_precision_name(int precision);
 
 INF_API void inf_session_options_init(inf_session_options *opts);
 

@@ -52,6 +52,6 @@ int infpy_model_run_locked(infpy_model *m, const inf_tensor *const *inputs, inf_
 void infpy_model_unlock(infpy_model *m);
 /* Loads a model from a path or a registry reference (NAME[@VERSION|@ALIAS], the
  * registry from `home`, `url`, or INFERA_HOME/INFERA_REGISTRY). */
-int infpy_model_open(infpy_model *m, const char *ref, const char *home, const char *url, int threads,
+int infpy_model_open(infpy_model *m, const char *ref, const char *home, const char *url, int threads, int precision,
                      inf_error *err);
 #endif

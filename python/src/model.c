@@ -1,7 +1,7 @@
 /*
  * model.c -- infera.Model: a loaded model and one session over it.
  *
- * Model(ref, threads=1, home=None, url=None) loads a file path or a registry
+ * Model(ref, threads=1, home=None, url=None, precision="fp32") loads a file path or a registry
  * reference (NAME, NAME@VERSION, NAME@ALIAS; registry from `home` (SQLite),
  * `url` (PostgreSQL) or INFERA_HOME / INFERA_REGISTRY) through the public API and compiles one session.
  * run({"x": ndarray}) binds each input to the array's own memory when it is
@@ -9,7 +9,9 @@
  * copy; the GIL is released during inf_session_run; outputs are copied into
  * new numpy arrays.  Thread safety: the session is guarded by a lock, so
  * threads may share one Model (their runs are serialised); for parallel runs
- * use one Model per thread.
+ * use one Model per thread.  precision="bf16" asks for the session option
+ * precision bf16 (MatMul/Gemm in bfloat16, float32 sums; CPUs with
+ * AVX512_BF16 only, else an error; docs/sessions.md).
  */
 #include "common.h"
 
@@ -46,7 +48,7 @@ static int stamp_file_model(infpy_model *m, const char *path, inf_error *err)
     return 0;
 }
 
-int infpy_model_open(infpy_model *m, const char *ref, const char *home, const char *url, int threads,
+int infpy_model_open(infpy_model *m, const char *ref, const char *home, const char *url, int threads, int precision,
                      inf_error *err)
 {
     inf_status st;
@@ -85,18 +87,25 @@ int infpy_model_open(infpy_model *m, const char *ref, const char *home, const ch
     inf_session_options so;
     inf_session_options_init(&so);
     so.n_threads = threads;
+    so.precision = precision;
     return inf_session_new(m->model, &so, &m->session, err) == INF_OK ? 0 : -1;
 }
 
 static int model_init(infpy_model *m, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"ref", "threads", "home", "url", NULL};
+    static char *kwlist[] = {"ref", "threads", "home", "url", "precision", NULL};
     PyObject *ref_obj = NULL;
     int threads = 1;
-    const char *home = NULL, *url = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|izz", kwlist, PyUnicode_FSConverter, &ref_obj, &threads, &home,
-                                     &url))
+    const char *home = NULL, *url = NULL, *precision_name = "fp32";
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|izzs", kwlist, PyUnicode_FSConverter, &ref_obj, &threads, &home,
+                                     &url, &precision_name))
         return -1;
+    int precision = inf_precision_from_name(precision_name);
+    if (precision < 0) {
+        Py_DECREF(ref_obj);
+        PyErr_Format(PyExc_ValueError, "precision must be \"fp32\" or \"bf16\", got \"%s\"", precision_name);
+        return -1;
+    }
     if (m->model != NULL) {
         Py_DECREF(ref_obj);
         PyErr_SetString(PyExc_RuntimeError, "Model already initialised");
@@ -112,7 +121,7 @@ static int model_init(infpy_model *m, PyObject *args, PyObject *kw)
     inf_error err = {0};
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = infpy_model_open(m, ref, home, url, threads, &err);
+    rc = infpy_model_open(m, ref, home, url, threads, precision, &err);
     Py_END_ALLOW_THREADS
     m->ref = PyUnicode_DecodeFSDefault(ref);
     Py_DECREF(ref_obj);
@@ -330,8 +339,9 @@ PyTypeObject infpy_ModelType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "infera.Model",
     .tp_basicsize = sizeof(infpy_model),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Model(ref, threads=1, home=None): an ONNX/XGBoost model file or a registry reference "
-              "NAME[@VERSION|@ALIAS], compiled into one session.  Runs on one Model are serialised by a lock.",
+    .tp_doc = "Model(ref, threads=1, home=None, url=None, precision=\"fp32\"): an ONNX/XGBoost model file or a "
+              "registry reference NAME[@VERSION|@ALIAS], compiled into one session (precision \"bf16\": MatMul/Gemm "
+              "in bfloat16 on AVX512_BF16 CPUs).  Runs on one Model are serialised by a lock.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)model_init,
     .tp_dealloc = (destructor)model_dealloc,

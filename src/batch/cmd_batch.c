@@ -29,6 +29,7 @@ typedef struct batch_opts {
     const char *model, *input, *output, *errors, *id_column, *mode, *progress, *home, *registry, *job_id,
         *shard, *pipeline, *log_predictions;
     int threads, chunk_rows, checkpoint_ms, resume, no_score;
+    int precision; /* session option precision (--precision) */
     double max_error_rate, log_sample;
 } batch_opts;
 
@@ -67,6 +68,10 @@ static int parse_args(int argc, char **argv, batch_opts *o) {
         int j = i;
         if ((v = cli_flag_value(argc, argv, &j, "--threads", &missing)) || missing) {
             if (missing || !cli_parse_int(CMD, "--threads", v, 1, 256, &o->threads)) return 2;
+            i = j;
+        } else if ((v = cli_flag_value(argc, argv, &j, "--precision", &missing)) || missing) {
+            if (missing || !cli_parse_precision(CMD, v, &o->precision))
+                return missing ? cli_usage(CMD, "--precision needs a value") : 2;
             i = j;
         } else if ((v = cli_flag_value(argc, argv, &j, "--chunk-rows", &missing)) || missing) {
             if (missing || !cli_parse_int(CMD, "--chunk-rows", v, 1, 1 << 20, &o->chunk_rows)) return 2;
@@ -259,6 +264,7 @@ static int open_model(batch_run *b) {
     mo.home = o->home;
     mo.registry_url = o->registry;
     mo.keep_registry = 1;
+    mo.precision = o->precision;
     if (inf__rt_model_open(o->model, &mo, &b->m, &e)) return cli_fail(CMD, "model %s: %s", o->model, e.message);
     if (!b->id_column) b->id_column = inf_pipeline_id_column(b->m.pipeline);
     if (o->log_predictions && inf__mon_log_open(o->log_predictions, b->m.pipeline, o->log_sample, 0, &b->log, &e))

@@ -57,6 +57,14 @@ int cli_check_runner_io(const char *cmd, const char *input, const char *output, 
 
 /* Parses a positive int option value; false (with a message) if invalid. */
 bool cli_parse_int(const char *cmd, const char *flag, const char *text, int min, int max, int *out);
+/* Parses --precision fp32|bf16 (session option precision); false (with a message) if invalid. */
+bool cli_parse_precision(const char *cmd, const char *text, int *out);
+/* The help paragraph of --precision, shared by the commands that take it. */
+#define CLI_PRECISION_HELP                                                                                             \
+    "--precision fp32|bf16: fp32 (the default) computes as the model says.  bf16, on\n"                                \
+    "request: MatMul/Gemm weights and activations rounded to bfloat16, float32 sums\n"                                 \
+    "(AVX512_BF16 CPUs only -- elsewhere an error, never a silent fallback); faster,\n"                                \
+    "outputs change slightly: measure with `infera evaluate` (docs/sessions.md).\n"
 /* Time budget of one model run for run/bench (session option max_run_ms). */
 #define CLI_DEFAULT_MAX_RUN_MS 60000
 

@@ -105,6 +105,7 @@ inf_status cli_bench_time(inf_session *session, inf_tensor *const *values, int w
 int cmd_bench(int argc, char **argv) {
     const char *ref = NULL;
     int threads = 1, iters = 100, warmup = 10, batch = 1, max_run_ms = CLI_DEFAULT_MAX_RUN_MS;
+    int precision = INF_PRECISION_FP32;
     bool json = false, profile = false;
     cli_inputs specs = {0};
     for (int i = 1; i < argc; i++) {
@@ -116,6 +117,8 @@ int cmd_bench(int argc, char **argv) {
             if (!cli_parse_int(CMD, "--threads", v, 1, 256, &threads)) return 2;
         } else if ((v = cli_flag_value(argc, argv, &i, "--max-run-ms", &missing))) {
             if (!cli_parse_int(CMD, "--max-run-ms", v, 0, 2147483647, &max_run_ms)) return 2;
+        } else if ((v = cli_flag_value(argc, argv, &i, "--precision", &missing))) {
+            if (!cli_parse_precision(CMD, v, &precision)) return 2;
         } else if ((v = cli_flag_value(argc, argv, &i, "--iters", &missing))) {
             if (!cli_parse_int(CMD, "--iters", v, 1, 100000000, &iters)) return 2;
         } else if ((v = cli_flag_value(argc, argv, &i, "--warmup", &missing))) {
@@ -150,6 +153,7 @@ int cmd_bench(int argc, char **argv) {
     opts.max_run_ms = max_run_ms;
     opts.max_batch = batch;
     opts.profile = profile;
+    opts.precision = precision;
     if (inf_session_new(model, &opts, &session, &err) != INF_OK) {
         rc = cli_fail(CMD, "%s", err.message);
         goto done;
@@ -184,14 +188,16 @@ int cmd_bench(int argc, char **argv) {
         printf("{\"model\":\"%s\",\"threads\":%d,\"batch\":%lld,\"iters\":%d,\"load_ms\":%.3f,\"first_run_ms\":%.3f,"
                "\"latency_us\":{\"mean\":%.2f,\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f},"
                "\"throughput_rows_per_s\":%.1f,\"peak_rss_mb\":%.1f",
-               ref, threads, (long long)rows, iters, load_ms, first_ms, mean, p50, p90, p99, throughput, cli_peak_rss_mb());
+               ref, threads, (long long)rows, iters, load_ms, first_ms, mean, p50, p90, p99, throughput,
+               cli_peak_rss_mb());
         if (profile) rc = bench_profile_print(CMD, session, true);
-        printf(",\"cpu\":");
+        printf(",\"precision\":\"%s\",\"cpu\":", inf_precision_name(precision));
         cli_cpu_print_json(); /* the machine the figures were measured on */
         printf("}\n");
     } else {
         printf("model        %s\nthreads      %d\nbatch        %lld\niters        %d (warm-up %d)\n", ref, threads,
                (long long)rows, iters, warmup);
+        printf("precision    %s\n", inf_precision_name(precision));
         printf("load         %.3f ms\nfirst run    %.3f ms\n", load_ms, first_ms);
         printf("latency      mean %.2f us  p50 %.2f us  p90 %.2f us  p99 %.2f us\n", mean, p50, p90, p99);
         printf("throughput   %.1f rows/s\npeak RSS     %.1f MiB\n", throughput, cli_peak_rss_mb());

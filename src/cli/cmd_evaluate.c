@@ -27,6 +27,7 @@ static const char *CMD = "evaluate";
 typedef struct eval_opts {
     const char *ref, *data, *label, *spec, *baseline, *id_column;
     int json, reg, threads, task;
+    int precision, baseline_precision; /* session option precision of REF and of the baseline */
     int n_drops;
     int drop_metric[MAX_DROPS];
     double drop_max[MAX_DROPS];
@@ -43,6 +44,7 @@ typedef struct eval_one {
     inf__eval_result q;
     eval_cost cost;
     int64_t version; /* registry version, 0 for a file */
+    int precision;   /* the session's (inf_precision) */
     char name[160];
 } eval_one;
 
@@ -80,11 +82,16 @@ static int parse_args(int argc, char **argv, eval_opts *o) {
             if ((rc = parse_drop(v, o))) return rc;
         } else if ((v = cli_flag_value(argc, argv, &i, "--threads", &missing))) {
             if (!cli_parse_int(CMD, "--threads", v, 1, 256, &o->threads)) return 2;
+        } else if ((v = cli_flag_value(argc, argv, &i, "--precision", &missing))) {
+            if (!cli_parse_precision(CMD, v, &o->precision)) return 2;
+        } else if ((v = cli_flag_value(argc, argv, &i, "--baseline-precision", &missing))) {
+            if (!cli_parse_precision(CMD, v, &o->baseline_precision)) return 2;
         } else if ((v = cli_flag_value(argc, argv, &i, "--task", &missing))) {
             for (int t = 0; t < 3; t++)
                 if (!strcmp(v, inf__task_names[t])) o->task = t;
             if (o->task < 0) return cli_usage(CMD, "--task must be binary, multiclass or regression (got '%s')", v);
-        } else if (!strcmp(argv[i], "--json")) o->json = 1;
+        } else if (!strcmp(argv[i], "--json"))
+            o->json = 1;
         else if (!strcmp(argv[i], "--register")) o->reg = 1;
         else if (missing) return cli_usage(CMD, "%s needs a value", argv[i]);
         else if (argv[i][0] == '-' && argv[i][1]) return cli_usage(CMD, "unknown option '%s' (see 'infera help evaluate')", argv[i]);
@@ -108,7 +115,7 @@ static void reset_peak_rss(void) {
     fclose(f);
 }
 
-static inf_status measure_cost(const inf_model *model, int threads, eval_cost *c, inf_error *err) {
+static inf_status measure_cost(const inf_model *model, int threads, int precision, eval_cost *c, inf_error *err) {
     inf_model_summary s;
     inf_model_get_summary(model, &s);
     c->size_bytes = s.file_bytes;
@@ -119,6 +126,7 @@ static inf_status measure_cost(const inf_model *model, int threads, eval_cost *c
         inf_session_options_init(&so);
         so.n_threads = threads;
         so.max_batch = batches[k];
+        so.precision = precision;
         inf_session *session = NULL;
         inf_tensor *values[256] = {0};
         inf_status st = INF_OK;
@@ -139,9 +147,10 @@ static inf_status measure_cost(const inf_model *model, int threads, eval_cost *c
     return INF_OK;
 }
 
-static int evaluate_one(const eval_opts *o, const char *ref, eval_one *out) {
+static int evaluate_one(const eval_opts *o, const char *ref, int precision, eval_one *out) {
     memset(out, 0, sizeof *out);
     out->ref = ref;
+    out->precision = precision;
     reset_peak_rss();
     inf__rt_model m;
     memset(&m, 0, sizeof m);
@@ -156,11 +165,12 @@ static int evaluate_one(const eval_opts *o, const char *ref, eval_one *out) {
     inf_session_options_init(&so);
     so.n_threads = o->threads;
     so.max_batch = 1024;
+    so.precision = precision;
     inf_session *session = NULL;
     int rc = 0;
     if (inf_session_new(m.model, &so, &session, &e) ||
         inf__evaluate(o->data, m.pipeline, session, o->label, o->task, &out->q, &e) ||
-        measure_cost(m.model, o->threads, &out->cost, &e))
+        measure_cost(m.model, o->threads, precision, &out->cost, &e))
         rc = cli_fail(CMD, "%s: %s", ref, e.message);
     out->cost.peak_rss_mb = cli_peak_rss_mb();
     inf_session_free(session);
@@ -198,6 +208,7 @@ static void print_json(const eval_one *a, const eval_one *b) {
     json_metrics(&a->q.m);
     printf(",\"cost\":");
     json_cost(&a->cost);
+    printf(",\"precision\":\"%s\"", inf_precision_name(a->precision));
     if (!b) {
         printf(",\"baseline\":null,\"delta\":null}\n");
         return;
@@ -208,6 +219,7 @@ static void print_json(const eval_one *a, const eval_one *b) {
     json_metrics(&b->q.m);
     printf(",\"cost\":");
     json_cost(&b->cost);
+    printf(",\"precision\":\"%s\"", inf_precision_name(b->precision));
     printf("},\"delta\":{");
     int first = 1;
     for (int k = 0; k < INF__N_METRICS; k++) {
@@ -236,8 +248,8 @@ static void text_row(const char *name, double a, const double *b, const char *fm
 }
 
 static void print_text(const eval_one *a, const eval_one *b) {
-    printf("model      %s\n", a->ref);
-    if (b) printf("baseline   %s\n", b->ref);
+    printf("model      %s (precision %s)\n", a->ref, inf_precision_name(a->precision));
+    if (b) printf("baseline   %s (precision %s)\n", b->ref, inf_precision_name(b->precision));
     printf("task       %s, %d rows scored (%d rejected by the pipeline, %d without a label)\n", inf__task_names[a->q.m.task],
            a->q.rows, a->q.rejected, a->q.unlabelled);
     printf("scores     %s\n\n", a->q.scores_from);
@@ -311,8 +323,8 @@ int cmd_evaluate(int argc, char **argv) {
     if (rc) return rc;
     eval_one *runs = calloc(2, sizeof *runs);
     if (!runs) return cli_fail(CMD, "out of memory");
-    if ((rc = evaluate_one(&o, o.ref, &runs[0]))) goto done;
-    if (o.baseline && (rc = evaluate_one(&o, o.baseline, &runs[1]))) goto done;
+    if ((rc = evaluate_one(&o, o.ref, o.precision, &runs[0]))) goto done;
+    if (o.baseline && (rc = evaluate_one(&o, o.baseline, o.baseline_precision, &runs[1]))) goto done;
     if (o.baseline && runs[1].q.m.task != runs[0].q.m.task) {
         rc = cli_fail(CMD, "the model is scored as %s but the baseline as %s; force one with --task",
                       inf__task_names[runs[0].q.m.task], inf__task_names[runs[1].q.m.task]);

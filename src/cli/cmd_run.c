@@ -41,7 +41,7 @@ static void print_output(const inf_value_info *info, const inf_tensor *t) {
 
 int cmd_run(int argc, char **argv) {
     const char *ref = NULL, *out_dir = NULL, *format = "npy";
-    int threads = 1, max_run_ms = CLI_DEFAULT_MAX_RUN_MS;
+    int threads = 1, max_run_ms = CLI_DEFAULT_MAX_RUN_MS, precision = INF_PRECISION_FP32;
     cli_inputs specs = {0};
     for (int i = 1; i < argc; i++) {
         bool missing;
@@ -57,6 +57,8 @@ int cmd_run(int argc, char **argv) {
             if (!cli_parse_int(CMD, "--threads", v, 1, 256, &threads)) return 2;
         } else if ((v = cli_flag_value(argc, argv, &i, "--max-run-ms", &missing))) {
             if (!cli_parse_int(CMD, "--max-run-ms", v, 0, 2147483647, &max_run_ms)) return 2;
+        } else if ((v = cli_flag_value(argc, argv, &i, "--precision", &missing))) {
+            if (!cli_parse_precision(CMD, v, &precision)) return 2;
         } else if (missing) {
             return cli_usage(CMD, "%s needs a value", argv[i]);
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -84,6 +86,7 @@ int cmd_run(int argc, char **argv) {
     inf_session_options_init(&opts);
     opts.n_threads = threads;
     opts.max_run_ms = max_run_ms;
+    opts.precision = precision;
     if (inf_session_new(model, &opts, &session, &err) != INF_OK) {
         rc = cli_fail(CMD, "%s", err.message);
         goto done;

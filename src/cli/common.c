@@ -56,6 +56,16 @@ bool cli_parse_int(const char *cmd, const char *flag, const char *text, int min,
     return true;
 }
 
+bool cli_parse_precision(const char *cmd, const char *text, int *out) {
+    int p = inf_precision_from_name(text);
+    if (p < 0) {
+        cli_usage(cmd, "--precision expects fp32 or bf16, got '%s'", text);
+        return false;
+    }
+    *out = p;
+    return true;
+}
+
 const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, bool *missing) {
     size_t n = strlen(flag);
     const char *a = argv[*i];

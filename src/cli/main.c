@@ -12,7 +12,7 @@
 const cli_command cli_commands[] = {
     {"run", cmd_run, "run a model on input files",
      "usage: infera run REF [--input NAME=FILE]... [--output-dir DIR] [--output-format npy|pb] [--threads N]\n"
-     "                  [--max-run-ms N]\n"
+     "                  [--max-run-ms N] [--precision fp32|bf16]\n"
      "\n"
      "Runs the model REF (an .onnx file) once.  Each --input binds a .npy or ONNX\n"
      "TensorProto .pb file to the graph input NAME (NAME= may be left out when the\n"
@@ -23,7 +23,8 @@ const cli_command cli_commands[] = {
      "dtype, shape and leading values are printed.\n"
      "\n"
      "--max-run-ms N bounds the run's time (default 60000, 0 = no limit): a Loop of\n"
-     "2^62 iterations fails with an error naming the node instead of running on.\n"},
+     "2^62 iterations fails with an error naming the node instead of running on.\n"
+     "\n" CLI_PRECISION_HELP},
     {"info", cmd_info, "describe a model: inputs, outputs, opsets, ops, parameters",
      "usage: infera info REF [--json]\n"
      "       infera info --cpu [--json]   (this machine: CPU, features, caches, kernel path)\n"
@@ -32,7 +33,7 @@ const cli_command cli_commands[] = {
      "dimensions by name), opset imports, op counts, parameter count and size.\n"},
     {"bench", cmd_bench, "measure load time, latency and throughput",
      "usage: infera bench REF [--input NAME=FILE]... [--threads N] [--iters N] [--warmup N] [--batch N] [--json]\n"
-     "                    [--profile] [--max-run-ms N]\n"
+     "                    [--profile] [--max-run-ms N] [--precision fp32|bf16]\n"
      "\n"
      "Runs the model repeatedly on the given inputs, or on random inputs of the\n"
      "declared shapes (symbolic dimensions = --batch, default 1).  --json prints one\n"
@@ -40,6 +41,7 @@ const cli_command cli_commands[] = {
      "\"latency_us\":{\"mean\",\"p50\",\"p90\",\"p99\"},\"throughput_rows_per_s\",\"peak_rss_mb\"}.\n"
      "\n"
      "--max-run-ms N bounds each run's time (default 60000, 0 = no limit).\n"
+     "\n" CLI_PRECISION_HELP "The --json object then has \"precision\" too.\n"
      "\n"
      "--profile times every node of the optimised graph over the timed runs and\n"
      "prints them sorted by total time (node, op with its fused activation, output\n"
@@ -98,6 +100,7 @@ const cli_command cli_commands[] = {
      "                    [--mode append|replace|upsert] [--errors DST] [--max-error-rate R]\n"
      "                    [--progress bar|json|none] [--job-id ID] [--shard K/N] [--pipeline SPEC]\n"
      "                    [--chunk-rows N] [--checkpoint-ms N] [--no-score]      (docs/batch.md)\n"
+     "                    [--precision fp32|bf16]   (session precision: docs/sessions.md)\n"
      "                    [--log-predictions DST [--log-sample F]]  (prediction log: docs/monitoring.md)\n"
      "\n"
      "SRC/DST: csv:PATH, jsonl:PATH (- = stdin/stdout), sqlite:PATH?table=T or\n"
@@ -120,6 +123,7 @@ const cli_command cli_commands[] = {
      "usage: infera stream --model REF --input SRC --output DST [--errors DST] [--id-column COL]\n"
      "                     [--threads N] [--max-batch N] [--max-delay-ms N] [--max-events N]\n"
      "                     [--consumer NAME] [--pipeline SPEC] [--progress-ms N] [--no-score]   (docs/stream.md)\n"
+     "                     [--precision fp32|bf16]   (session precision: docs/sessions.md)\n"
      "                     [--log-predictions DST [--log-sample F]]  (prediction log: docs/monitoring.md)\n"
      "\n"
      "SRC: redis://H:P/STREAM?group=G[&consumer=C][&field=data][&start=0|$][&claim_idle_ms=N]\n"
@@ -158,6 +162,7 @@ const cli_command cli_commands[] = {
      "usage: infera evaluate REF --data SRC --label COL [--spec FILE] [--baseline REF] [--json]\n"
      "                       [--max-drop METRIC=X]... [--register] [--task binary|multiclass|regression]\n"
      "                       [--id-column COL] [--threads N]                      (docs/compression.md)\n"
+     "                       [--precision fp32|bf16] [--baseline-precision fp32|bf16]\n"
      "\n"
      "Runs REF over the labelled records of SRC (csv:, jsonl:, sqlite:, postgresql: as `infera batch`)\n"
      "through its pipeline spec (--spec, the registry's, <model>.pipeline.json, or the default\n"
@@ -168,7 +173,10 @@ const cli_command cli_commands[] = {
      "batch-64 throughput, peak RSS.  --baseline REF evaluates it too (same data, same\n"
      "--spec) and shows deltas; --max-drop auc=0.005 exits 1 when a metric drops by more.\n"
      "--json prints {\"model\",\"rows\",\"task\",\"metrics\",\"cost\",\"baseline\",\"delta\"}.\n"
-     "--register stores the metrics on the registry version REF names.\n"},
+     "--register stores the metrics on the registry version REF names.\n"
+     "--precision / --baseline-precision: the session precision of REF / of the baseline\n"
+     "(default fp32; the JSON gains \"precision\").  `evaluate M --precision bf16 --baseline M`\n"
+     "measures what bf16 changes in M's quality and cost.\n"},
     {"monitor", cmd_monitor, "prediction drift against a training baseline, quality from late labels",
      "usage: infera monitor baseline REF --data SRC [-o FILE]\n"
      "       infera monitor drift REF --log SRC (--baseline FILE | --data SRC) [--since T]\n"
@@ -189,7 +197,8 @@ const cli_command cli_commands[] = {
      "frequencies, missing rates) as JSON.  drift: PSI, Jensen-Shannon distance and KS\n"
      "(numbers), PSI, JS and chi-square (categories) of the log's rows of REF's version\n"
      "against the baseline; --json prints {\"model\",\"version\",\"rows\",\"features\",\"outputs\"}; with\n"
-     "--window (90s, 15m, 1h, 1d: by logged_at) {\"model\",\"version\",\"window_s\",\"windows\":[{..., \"start\",\"end\"}]}.\n"
+     "--window (90s, 15m, 1h, 1d: by logged_at) {\"model\",\"version\",\"window_s\",\"windows\":[{..., "
+     "\"start\",\"end\"}]}.\n"
      "labels: joins ground truth to logged predictions by id and prints evaluate's metrics\n"
      "({\"rows_joined\",\"metrics\",...}); late, missing and duplicate labels are counted.\n"
      "check: evaluates alert rules (drift or, with --labels, quality metric, feature,\n"
@@ -241,7 +250,8 @@ const cli_command cli_commands[] = {
      "--max-body-bytes N  --conn-memory-bytes N  --max-connections N  --timeout-s N\n"
      "--read-deadline-s N  --request-timeout-ms N  --drain-timeout-s N  --poll-secs N\n"
      "--auth-cache-secs N  --auth-metrics  --auth-health  --access-log FILE|-  --home DIR\n"
-     "--registry URL  --model-root DIR  --allow-repository-paths  --max-models N.\n"
+     "--registry URL  --model-root DIR  --allow-repository-paths  --max-models N\n"
+     "--precision fp32|bf16 (every model's sessions; bf16 only on AVX512_BF16 CPUs, docs/sessions.md).\n"
      "\n"
      "--read-deadline-s N (default 30): a request's line, headers and body must arrive\n"
      "within N s of its first byte (--timeout-s is only an idle timer); near the\n"
@@ -315,7 +325,8 @@ const cli_command cli_commands[] = {
      "Loads and optimises REF (an .onnx file, a registry NAME[@VERSION|@ALIAS] or a bundle)\n"
      "and writes OUT, a bundle: the optimised graph, its weights (64-byte aligned, used in\n"
      "place when the file is mapped), the largest batch it will run (--max-batch, default 1:\n"
-     "the edge runtime plans and warms up for it), the pipeline spec (the registry version's or <model>.pipeline.json) and\n"
+     "the edge runtime plans and warms up for it), the pipeline spec (the registry version's or <model>.pipeline.json) "
+     "and\n"
      "the source model's SHA-256.  It loads without protobuf or a JSON parser and checks\n"
      "its magic, format version, target and CRC32C.  Every command that takes a model\n"
      "takes a bundle, with outputs identical to the source model's.  --target (default:\n"

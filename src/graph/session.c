@@ -58,6 +58,7 @@
 #include "graph/memplan.h"
 #include "graph/subbatch.h"
 #include "infera/session.h"
+#include "ops/gemm_bf16.h"
 #include "ops/ops.h"
 
 /* ---- frames ---- */
@@ -104,6 +105,7 @@ struct inf__exec {
     int n_subs;
     sub_frame *subs;
     node_prof *prof;       /* per node when the session profiles; NULL: off */
+    const inf__bf16_plan *bf16; /* precision bf16, main graph (and sub-batch frames of it): bf16 GEMMs; else NULL */
 };
 
 struct inf_session {
@@ -123,6 +125,7 @@ struct inf_session {
     _Atomic int64_t subgraph_runs; /* body runs in the current inf_session_run (sub-batch threads add too) */
     int64_t max_run_ms;        /* options.max_run_ms; 0 = no limit */
     _Atomic uint64_t deadline_ns; /* CLOCK_MONOTONIC_COARSE end of the current run's budget; 0 = none */
+    inf__bf16_plan *bf16;         /* options.precision bf16: the weights packed as bf16 (ops/gemm_bf16.h); NULL: fp32 */
 };
 
 static void slot_release(inf__mem *p, slot *sl) {
@@ -201,6 +204,7 @@ static inf_status exec_new(inf_session *s, inf__mem *mem, inf__pool *threads, co
     e->threads = threads;
     e->g = g;
     e->parent = parent;
+    e->bf16 = g == s->model->graph ? s->bf16 : NULL;
     int max_io = 1;
     for (int i = 0; i < g->n_nodes; i++) {
         if (g->nodes[i].n_inputs > max_io) max_io = g->nodes[i].n_inputs;
@@ -491,7 +495,8 @@ static inline __attribute__((always_inline)) inf_status run_kernel(inf__exec *e,
         .exec = e,
         .err = err,
     };
-    inf_status st = node->op->impl->run(&ctx);
+    const inf__bf16_node *bn = e->bf16 ? inf__bf16_plan_node(e->bf16, (int)(node - e->g->nodes)) : NULL;
+    inf_status st = bn ? inf__bf16_node_run(&ctx, bn) : node->op->impl->run(&ctx);
     release_scratch(e);
     if (st != INF_OK) {
         if (err && err->status != st) inf__kernel_error(&ctx, st, "%s", inf_strerror(st));
@@ -593,7 +598,17 @@ inf_status inf_session_new(const inf_model *model, const inf_session_options *op
     s->max_subgraph_runs = opts && opts->max_subgraph_runs > 0 ? opts->max_subgraph_runs : 0;
     s->max_run_ms = opts && opts->max_run_ms > 0 ? opts->max_run_ms : 0;
     inf__mem_init(&s->mem, s->mem_plan);
-    inf_status st = inf__pool_new(s->n_threads, &s->threads);
+    int precision = opts ? opts->precision : INF_PRECISION_FP32;
+    if (precision != INF_PRECISION_FP32 && precision != INF_PRECISION_BF16) {
+        inf_session_free(s);
+        return inf_error_set(err, INF_EINVAL, "session option precision: unknown value %d (fp32 or bf16)", precision);
+    }
+    inf_status st = precision == INF_PRECISION_BF16 ? inf__bf16_plan_new(model->graph, &s->bf16, err) : INF_OK;
+    if (st != INF_OK) {
+        inf_session_free(s);
+        return st;
+    }
+    st = inf__pool_new(s->n_threads, &s->threads);
     if (st != INF_OK) {
         inf_error_set(err, st, "cannot start %d threads", s->n_threads);
         inf_session_free(s);
@@ -615,7 +630,18 @@ void inf_session_free(inf_session *s) {
     exec_free(s->main);
     inf__mem_deinit(&s->mem);
     inf__pool_free(s->threads);
+    inf__bf16_plan_free(s->bf16);
     inf__free(s);
+}
+
+int inf_precision_from_name(const char *name) {
+    if (name && !strcmp(name, "fp32")) return INF_PRECISION_FP32;
+    if (name && !strcmp(name, "bf16")) return INF_PRECISION_BF16;
+    return -1;
+}
+
+const char *inf_precision_name(int precision) {
+    return precision == INF_PRECISION_FP32 ? "fp32" : precision == INF_PRECISION_BF16 ? "bf16" : "?";
 }
 
 const inf_model *inf_session_model(const inf_session *s) { return s->model; }

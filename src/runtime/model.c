@@ -48,6 +48,7 @@ inf_status inf__rt_model_session(const inf__rt_model *m, int n_threads, int max_
     inf_session_options_init(&so);
     if (n_threads > 0) so.n_threads = n_threads;
     if (max_batch > 0) so.max_batch = max_batch;
+    so.precision = m->precision;
     *session = NULL;
     *exec = NULL;
     inf_status st = inf_session_new(m->model, &so, session, err);
@@ -102,6 +103,7 @@ inf_status inf__rt_model_open(const char *ref, const inf__rt_model_options *opts
     inf__rt_model_options defaults = {0};
     const inf__rt_model_options *o = opts ? opts : &defaults;
     memset(m, 0, sizeof *m);
+    m->precision = o->precision;
     inf_status st;
     if (!ref || !*ref) return inf_error_set(err, INF_EINVAL, "model reference is empty");
     if (inf_registry_ref_is_path(ref)) {

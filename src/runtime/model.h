@@ -46,6 +46,7 @@ typedef struct inf__rt_model {
     char version[64];
     char sha256[65];        /* of the model file / artifact */
     char source[4200];      /* the file loaded */
+    int precision;          /* session option precision of its sessions (inf__rt_model_options.precision) */
 } inf__rt_model;
 
 /* The lineage stamp of a file model (see above): name from the path's
@@ -62,6 +63,7 @@ typedef struct inf__rt_model_options {
     const char *home;          /* registry home; NULL = INFERA_HOME or ./infera-data */
     const char *registry_url;  /* postgresql://... registry; NULL = INFERA_REGISTRY or embedded */
     int keep_registry;         /* 1: keep the registry handle open in ref->registry (lineage) */
+    int precision;             /* inf_precision of the sessions inf__rt_model_session makes; 0 = fp32 */
 } inf__rt_model_options;
 
 /* Resolves and loads ref.  On failure everything is released and err names

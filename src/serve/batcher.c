@@ -470,6 +470,7 @@ static int run_spare(srv_batcher *b, int k, srv_job *job) {
         so.n_threads = b->opt.n_threads;
         so.max_batch = b->opt.max_batch;
         so.max_run_ms = b->opt.max_run_ms;
+        so.precision = b->opt.precision;
         inf_error e = {0};
         if (inf_session_new(b->model, &so, &b->spare[k], &e) != INF_OK) b->spare[k] = NULL;
     }
@@ -672,6 +673,7 @@ inf_status inf__serve_batcher_new(const inf_model *model, const srv_batch_option
     so.n_threads = opts->n_threads;
     so.max_batch = b->opt.max_batch;
     so.max_run_ms = b->opt.max_run_ms;
+    so.precision = b->opt.precision;
     inf_status st = inf_session_new(model, &so, &b->session, err);
     if (st != INF_OK) goto fail;
     /* warm-up: batch 1 and the largest batch, so the first requests find memory planned */

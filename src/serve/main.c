@@ -24,7 +24,7 @@
 #include "cli/cli.h"
 #include "serve/serve.h"
 
-typedef enum { T_STR, T_INT, T_I64, T_BOOL, T_MODEL, T_PREFERRED, T_QUOTA, T_ROUTE, T_SHADOW } opt_type;
+typedef enum { T_STR, T_INT, T_I64, T_BOOL, T_PRECISION, T_MODEL, T_PREFERRED, T_QUOTA, T_ROUTE, T_SHADOW } opt_type;
 
 typedef struct opt_row {
     const char *key;
@@ -60,6 +60,8 @@ static const opt_row opt_table[] = {
      "per-request queue timeout (default 0 = none; request parameter \"timeout\" in us overrides)"},
     {"max-run-ms", T_INT, O(max_run_ms), 0, 2147483647,
      "engine time budget per run, warm-up included: a Loop that would run for ever fails (default 60000; 0 = none)"},
+    {"precision", T_PRECISION, O(precision), 0, 0,
+     "session precision: fp32 (default) or bf16 (MatMul/Gemm in bfloat16 with float32 sums; AVX512_BF16 CPUs only)"},
     {"drain-timeout-s", T_INT, O(drain_timeout_s), 0, 3600, "SIGTERM: wait this long for requests in flight (30)"},
     {"poll-secs", T_INT, O(poll_secs), 0, 86400,
      "re-resolve registry aliases every N seconds (default 5; 0 = off; a PostgreSQL registry also notifies at once)"},
@@ -88,7 +90,8 @@ static const opt_row opt_table[] = {
      "generative models: requests waiting for a slot before 429 (default 64)"},
     {"log-predictions", T_STR, O(log_predictions), 0, 0,
      "prediction log of the records endpoint: a sink URI (jsonl:, csv:, sqlite:, postgresql://; docs/monitoring.md)"},
-    {"log-sample", T_STR, O(log_sample), 0, 0, "fraction of records logged, in (0, 1] (default 1; drift windows see every record)"},
+    {"log-sample", T_STR, O(log_sample), 0, 0,
+     "fraction of records logged, in (0, 1] (default 1; drift windows see every record)"},
     {"baseline", T_STR, O(baseline), 0, 0,
      "[NAME=]FILE[,...]: baselines (infera monitor baseline) for the drift windows and infera_feature_drift"},
     {"monitor-window", T_INT, O(monitor_window_s), 1, 86400 * 7, "drift window in seconds (default 60)"},
@@ -117,6 +120,10 @@ static int set_option(srv_options *o, const opt_row *r, const char *value, const
     char *end;
     switch (r->type) {
     case T_STR: *(const char **)((char *)o + r->offset) = value; return 0;
+    case T_PRECISION:
+        if ((*(int *)((char *)o + r->offset) = inf_precision_from_name(value)) < 0)
+            return cli_usage("serve", "%s: %s expects fp32 or bf16, got '%s'", where, r->key, value), -1;
+        return 0;
     case T_BOOL:
         if (!strcmp(value, "1") || !strcasecmp(value, "true") || !strcasecmp(value, "yes") || !strcasecmp(value, "on"))
             *(int *)((char *)o + r->offset) = 1;

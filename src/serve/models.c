@@ -354,6 +354,7 @@ static inf_status load_version(srv_models *ms, srv_slot *slot, const char *ref, 
     bo.max_queue = srv->opt.max_queue;
     bo.n_threads = srv->opt.threads;
     bo.max_run_ms = srv->opt.max_run_ms;
+    bo.precision = srv->opt.precision;
     bo.n_preferred = srv->opt.n_preferred;
     /* one spare session per HTTP thread beyond the first: every HTTP thread can run a short job inline */
     int http = srv->opt.http_threads > 0 ? srv->opt.http_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);

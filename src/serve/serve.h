@@ -297,6 +297,7 @@ typedef struct srv_batch_options {
     int preferred[8];         /* preferred batch sizes (rows) */
     int n_spare;              /* spare sessions for inline runs (<= SRV_MAX_SPARE) */
     int max_run_ms;           /* engine time budget per run (0 = none) */
+    int precision;            /* session option precision (inf_precision) */
 } srv_batch_options;
 #define SRV_MAX_SPARE 7
 
@@ -633,6 +634,7 @@ typedef struct srv_options {
     int read_deadline_s;   /* a request's line, headers and body within this of its first byte (conn_guard.c) */
     int64_t request_timeout_ms;
     int max_run_ms;        /* engine time budget per run, warm-up included (0 = none) */
+    int precision;         /* session option precision of every model's sessions (inf_precision) */
     int drain_timeout_s;
     int poll_secs;         /* registry alias polling; 0 = off */
     int all_aliases;       /* serve every NAME@ALIAS of the registry */

@@ -31,6 +31,7 @@ typedef struct stream_opts {
     const char *model, *input, *output, *errors, *id_column, *consumer, *pipeline, *log_predictions;
     double log_sample;
     int threads, max_batch, max_delay_ms, progress_ms, no_score;
+    int precision; /* session option precision (--precision) */
     int64_t max_events;
 } stream_opts;
 
@@ -84,6 +85,13 @@ static int parse_args(int argc, char **argv, stream_opts *o) {
             o->log_sample = v ? strtod(v, &end) : -1;
             if (!v || *end || !(o->log_sample > 0 && o->log_sample <= 1))
                 return cli_usage(CMD, "--log-sample needs a fraction in (0, 1] (got '%s')", v ? v : "");
+            i = j;
+            continue;
+        }
+        j = i;
+        if ((v = cli_flag_value(argc, argv, &j, "--precision", &missing)) || missing) {
+            if (missing) return cli_usage(CMD, "--precision needs a value");
+            if (!cli_parse_precision(CMD, v, &o->precision)) return 2;
             i = j;
             continue;
         }
@@ -192,6 +200,7 @@ int cmd_stream(int argc, char **argv) {
         mo.pipeline_path = o.pipeline;
         mo.id_column = o.id_column;
         mo.keep_registry = 1;
+        mo.precision = o.precision;
         if (inf__rt_model_open(o.model, &mo, &m, &e)) return cli_fail(CMD, "model %s: %s", o.model, e.message);
     } else {
         snprintf(m.name, sizeof m.name, "(no-score)");

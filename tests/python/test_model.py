@@ -87,6 +87,28 @@ def test_errors_carry_infera_messages(root, tmp_path):
         m.run({"input": "not numbers"})
 
 
+def test_precision_bf16_equals_cli(root, cli, tmp_path):
+    """precision="bf16" is the CLI's --precision bf16, bit for bit (or refused, as the CLI refuses it,
+    on a CPU without AVX512_BF16); fp32 stays the default; an unknown name is a ValueError."""
+    path = os.path.join(root, "tests/models/mlp.onnx")
+    x = np.load(os.path.join(root, "tests/models/mlp_input.npy"))
+    with pytest.raises(ValueError, match="fp32"):
+        infera.Model(path, precision="int4")
+    assert infera.Model(path, precision="fp32").run({"input": x})["logits"].tobytes() == \
+        infera.Model(path).run({"input": x})["logits"].tobytes()
+    out = tmp_path / "bf16"
+    r = subprocess.run([cli, "run", path, "--input", "input=" + os.path.join(root, "tests/models/mlp_input.npy"),
+                        "--output-dir", str(out), "--precision", "bf16"], capture_output=True, text=True)
+    if r.returncode != 0:
+        assert "AVX512_BF16" in r.stderr
+        with pytest.raises(infera.Error, match="AVX512_BF16"):
+            infera.Model(path, precision="bf16")
+        return
+    got = infera.Model(path, precision="bf16").run({"input": x})
+    for name in ("logits", "probabilities"):
+        assert got[name].tobytes() == np.load(out / (name + ".npy")).tobytes(), name
+
+
 def test_threads_share_one_model(root):
     m = infera.Model(os.path.join(root, "tests/models/mlp.onnx"))
     rng = np.random.default_rng(7)
