@@ -1,7 +1,8 @@
 /*
  * test_qgemm.c -- the 8-bit integer GEMM (ops/qgemm.h) and its drivers,
  * every kernel the CPU runs against its reference twin, bit for bit:
- *   - inf__qgemm_rows for each ISA (reference, AVX2 vpmaddwd, AVX-512 VNNI)
+ *   - inf__qgemm_rows for each ISA (reference, AVX2 vpmaddwd, AVX-512 VNNI,
+ *     AVX-VNNI)
  *     against a plain int64 sum of (a - a_zp)(b - b_zp) written here and
  *     wrapped to int32 -- random shapes around the panel widths and k groups,
  *     uint8 and int8 B, B given transposed or not, zero points none / per
@@ -29,6 +30,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/cpu.h"
 #include "ops/qgemm.h"
 
 #define KERNEL_TEST_SEED 0x51A7E5D00DF00Dull
@@ -45,6 +47,7 @@ static bool isa_runs(inf__qgemm_isa isa) {
 #if defined(__x86_64__)
     if (isa == INF_QGEMM_AVX2) return inf__cpu_has_avx2_fma();
     if (isa == INF_QGEMM_VNNI512) return inf__cpu_has_avx2_fma() && inf__cpu_has_avx512_vnni();
+    if (isa == INF_QGEMM_AVXVNNI) return inf__cpu_path_allows(INF__CPU_AVX2, INF_CPU_AVXVNNI);
     return true;
 #else
     return isa == INF_QGEMM_REF;
@@ -478,7 +481,7 @@ static void depthwise_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
 }
 
 int main(void) {
-    static const inf__qgemm_isa isas[] = {INF_QGEMM_REF, INF_QGEMM_AVX2, INF_QGEMM_VNNI512};
+    static const inf__qgemm_isa isas[] = {INF_QGEMM_REF, INF_QGEMM_AVX2, INF_QGEMM_VNNI512, INF_QGEMM_AVXVNNI};
     inf__pool *pool = NULL;
     if (inf__pool_new(2, &pool) != INF_OK) return 1;
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {

@@ -581,7 +581,7 @@ static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p
         wz_zero = true;
         for (int64_t i = 0; i < inf_tensor_numel(wz); i++) wz_zero = wz_zero && ((const uint8_t *)wz->data)[i] == 0;
     }
-    int64_t unit = isa == INF_QGEMM_VNNI512 ? 4 : isa == INF_QGEMM_AVX2 ? 2 : 1;
+    int64_t unit = isa == INF_QGEMM_VNNI512 || isa == INF_QGEMM_AVXVNNI ? 4 : isa == INF_QGEMM_AVX2 ? 2 : 1;
     int64_t cgp = unit > 1 && cg % unit && p->group == 1 && wz_zero && w->dtype == INF_DTYPE_I8 && taps <= 64 &&
                           m <= 4080 ? (cg + unit - 1) / unit * unit : cg;
     k = taps * cgp;
