@@ -215,11 +215,14 @@ void inf__qdw_pack_into(void *mem, int64_t c, int64_t taps, const void *w, inf_d
 inf_status inf__qdw_pack(inf__arena *arena, int64_t c, int64_t taps, const void *w, inf_dtype dtype, const void *w_zp,
                          int64_t n_wzp, inf__qdw_w *out);
 /* The sums of m positions (cp channels each, row stride ldc): the reference
- * twin and the AVX2 kernel (x86/qdepthwise_avx2.c), bit-identical. */
+ * twin, the AVX2 kernel (x86/qdepthwise_avx2.c) and the AVX-512 VNNI one
+ * (x86/qdepthwise_avx512.c, vpdpwssd), bit-identical. */
 void inf__qdw_raw_ref(const inf__qdw_w *w, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                       const int32_t *init, int32_t *c, int64_t ldc);
 void inf__qdw_raw_avx2(const inf__qdw_w *w, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                        const int32_t *init, int32_t *c, int64_t ldc);
+void inf__qdw_raw_vnni512(const inf__qdw_w *w, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
+                          const int32_t *init, int32_t *c, int64_t ldc);
 
 /* 1-D/2-D convolution, NCHW, W packed per group as B = W_g^T ([c/group*kh*kw, m/group]).
  * x is one image's planes at a time (inf__qsrc with ld unused). */

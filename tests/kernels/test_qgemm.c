@@ -18,7 +18,8 @@
  *     stores): same bits; the int32 results also against QuantizeLinear's
  *     bytes and a direct product / convolution written here;
  *   - the depthwise convolution (ops/ref/qdepthwise.c, group == channels):
- *     the driver on each ISA (AVX2: x86/qdepthwise_avx2.c) against the
+ *     the driver on each ISA (AVX2: x86/qdepthwise_avx2.c, AVX-512 VNNI:
+ *     x86/qdepthwise_avx512.c) against the
  *     reference ISA's bits, and its int32 sums against a direct depthwise
  *     convolution written here, with uint8/int8 weights and zero points.
  * An ISA the CPU lacks is reported as skipped ("skipped: avx512-vnni").

@@ -308,6 +308,10 @@ static void conv_sums(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
         const inf__qconv_geom *g = t->g;
         for (int64_t p = p0; p < p1; p++) rows[p - p0] = t->x + ((p / g->ow) * g->sh * t->iwp + (p % g->ow) * g->sw) * t->cs;
 #if defined(__x86_64__)
+        if (b->isa == INF_QGEMM_VNNI512) {
+            inf__qdw_raw_vnni512(t->dw, p1 - p0, rows, t->tapoff, t->init, c, b->np);
+            return;
+        }
         if (b->isa != INF_QGEMM_REF) {
             inf__qdw_raw_avx2(t->dw, p1 - p0, rows, t->tapoff, t->init, c, b->np);
             return;
