@@ -182,6 +182,7 @@ typedef struct inf__qsrc {
  * a column: `rows` values at stride ldc from c (the column's first), scaled
  * and biased as column (channel) j, into y[0..rows). */
 void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y);
+void inf__qstore_f32_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y);
 void inf__qstore_f32_col_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j, float *y);
 /* INF_QOUT_F32_U8's store of a row: n columns from column j0 into y[0..n). */
 void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y);

@@ -481,6 +481,39 @@ static void depthwise_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     free(x), free(w), free(wz), free(mult), free(bias), free(bias_i32), free(y[0]), free(y[1]);
 }
 
+/* The quotient x / scale next to a half-integer (a few ulps either side),
+ * near +-1024, and ordinary, with no NaN in the vectors: the cases where
+ * any shortcut for the division (a reciprocal multiply) would round
+ * differently from QuantizeLinear's true quotient. */
+static void quantize_near_half_cases(void) {
+#if defined(__x86_64__)
+    if (!inf__cpu_has_avx2_fma()) return;
+    enum { N = 4099 };
+    static float x[N];
+    static uint8_t q1[N], q2[N];
+    static const float scales[] = {1.0f / 3.0f, 0.1f, 7.77e-5f, 0.0039215689f, 1e-30f, 3e30f, 1.0f, 0.023529412f};
+    for (int round = 0; round < 400; round++) {
+        float scale = round < 8 ? scales[round] : (float)rand_in(1, 1 << 20) / (float)rand_in(1, 1 << 20);
+        int32_t zp = (int32_t)rand_in(0, 255);
+        for (int i = 0; i < N; i++) {
+            int kind = (int)rand_in(0, 3);
+            float q = kind == 0 ? (float)rand_in(-1100, 1100) + 0.5f : kind == 1 ? (float)rand_in(-1030, 1030)
+                                                                                 : uniform() * 600.0f;
+            float v = q * scale;
+            for (int s = (int)rand_in(-3, 3); s != 0; s += s > 0 ? -1 : 1) v = nextafterf(v, s > 0 ? INFINITY : -INFINITY);
+            x[i] = kind == 3 ? uniform() * 300.0f * scale : v;
+        }
+        inf__quantize_u8_ref(x, N, scale, zp, q1);
+        inf__quantize_u8_avx2(x, N, scale, zp, q2);
+        check(!memcmp(q1, q2, N), "quantize_u8 avx2 vs ref (near half)", round);
+        if (isa_runs(INF_QGEMM_VNNI512)) {
+            inf__quantize_u8_avx512(x, N, scale, zp, q2);
+            check(!memcmp(q1, q2, N), "quantize_u8 avx512 vs ref (near half)", round);
+        }
+    }
+#endif
+}
+
 int main(void) {
     static const inf__qgemm_isa isas[] = {INF_QGEMM_REF, INF_QGEMM_AVX2, INF_QGEMM_VNNI512, INF_QGEMM_AVXVNNI};
     inf__pool *pool = NULL;
@@ -498,6 +531,7 @@ int main(void) {
         printf("%s: checked\n", inf__qgemm_isa_name(isas[i]));
     }
     quantize_cases();
+    quantize_near_half_cases();
     inf__pool_free(pool);
     printf("%d passed, %d failed\n", n_passed, n_failed);
     return n_failed ? 1 : 0;

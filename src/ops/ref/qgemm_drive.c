@@ -86,6 +86,12 @@ static void qstore_u8_row(inf__qgemm_isa isa, const inf__qout *o, const int32_t 
     if (isa == INF_QGEMM_VNNI512) inf__qstore_u8_row_avx512(o, c, j0, n, y);
     else inf__qstore_u8_row_avx2(o, c, j0, n, y);
 }
+
+/* INF_QOUT_F32's vector row store, likewise. */
+static void qstore_f32_row(inf__qgemm_isa isa, const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y) {
+    if (isa == INF_QGEMM_VNNI512) inf__qstore_f32_row_avx512(o, c, j0, n, y);
+    else inf__qstore_f32_row_avx2(o, c, j0, n, y);
+}
 #endif
 
 /* Output element `at` from sum c of column (channel) j. */
@@ -181,7 +187,7 @@ static void mm_blocks(void *arg, int64_t begin, int64_t end) {
             float *yi = (float *)t->y + i * t->ldy;
             if (t->vector_store) {
 #if defined(__x86_64__)
-                inf__qstore_f32_row_avx2(t->out, ci, 0, b->n, yi);
+                qstore_f32_row(b->isa, t->out, ci, 0, b->n, yi);
 #endif
             } else {
                 for (int64_t j = 0; j < b->n; j++) store_one(t->out, t->y, i * t->ldy + j, ci[j], j);
@@ -403,7 +409,7 @@ static void conv_pool_rows(void *arg, int64_t begin, int64_t end) {
         for (int64_t r = 0; r < stored; r++) {
 #if defined(__x86_64__)
             if (b->isa != INF_QGEMM_REF) {
-                inf__qstore_f32_row_avx2(t->out, c + r * b->np, ch0, b->n, f + r * b->np);
+                qstore_f32_row(b->isa, t->out, c + r * b->np, ch0, b->n, f + r * b->np);
                 continue;
             }
 #endif
