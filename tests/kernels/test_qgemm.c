@@ -497,10 +497,12 @@ static void quantize_near_half_cases(void) {
         int32_t zp = (int32_t)rand_in(0, 255);
         for (int i = 0; i < N; i++) {
             int kind = (int)rand_in(0, 3);
-            float q = kind == 0 ? (float)rand_in(-1100, 1100) + 0.5f : kind == 1 ? (float)rand_in(-1030, 1030)
-                                                                                 : uniform() * 600.0f;
+            float q = kind == 0   ? (float)rand_in(-1100, 1100) + 0.5f
+                      : kind == 1 ? (float)rand_in(-1030, 1030)
+                                  : uniform() * 600.0f;
             float v = q * scale;
-            for (int s = (int)rand_in(-3, 3); s != 0; s += s > 0 ? -1 : 1) v = nextafterf(v, s > 0 ? INFINITY : -INFINITY);
+            for (int s = (int)rand_in(-3, 3); s != 0; s += s > 0 ? -1 : 1)
+                v = nextafterf(v, s > 0 ? INFINITY : -INFINITY);
             x[i] = kind == 3 ? uniform() * 300.0f * scale : v;
         }
         inf__quantize_u8_ref(x, N, scale, zp, q1);

@@ -89,8 +89,10 @@ static void qstore_u8_row(inf__qgemm_isa isa, const inf__qout *o, const int32_t 
 
 /* INF_QOUT_F32's vector row store, likewise. */
 static void qstore_f32_row(inf__qgemm_isa isa, const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y) {
-    if (isa == INF_QGEMM_VNNI512) inf__qstore_f32_row_avx512(o, c, j0, n, y);
-    else inf__qstore_f32_row_avx2(o, c, j0, n, y);
+    if (isa == INF_QGEMM_VNNI512)
+        inf__qstore_f32_row_avx512(o, c, j0, n, y);
+    else
+        inf__qstore_f32_row_avx2(o, c, j0, n, y);
 }
 #endif
 

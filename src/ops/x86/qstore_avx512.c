@@ -83,8 +83,9 @@ void inf__qstore_u8_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0,
     const __m512 z = _mm512_set1_ps((float)o->rq_zp);
     for (int64_t j = 0; j < n; j += 16) {
         __mmask16 m = lanes(n - j);
-        __m128i q = _mm512_cvtepi32_epi8(quantize16(scaled16(o, c + j, j0 + j, m), s, z)); /* register
-                                                    * form: the memory form of vpmovdb is slow on Zen 4 */
+        __m128i q = _mm512_cvtepi32_epi8(
+            quantize16(scaled16(o, c + j, j0 + j, m), s, z)); /* register
+                                                               * form: the memory form of vpmovdb is slow on Zen 4 */
         if (m == 0xFFFF) _mm_storeu_si128((__m128i *)(y + j), q);
         else _mm_mask_storeu_epi8(y + j, m, q);
     }
