@@ -134,6 +134,7 @@ void inf__transpose_f32_avx2(const float *src, int64_t ls, int64_t rows, int64_t
 /* min and max of x (NaN ignored), for DynamicQuantizeLinear */
 void inf__minmax_f32_ref(const float *x, int64_t n, float *lo, float *hi);
 void inf__minmax_f32_avx2(const float *x, int64_t n, float *lo, float *hi);
+void inf__minmax_f32_avx512(const float *x, int64_t n, float *lo, float *hi); /* x86/qstore_avx512.c */
 
 /* ---- drivers (ops/ref/qgemm_drive.c) ---- */
 

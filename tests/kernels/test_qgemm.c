@@ -126,6 +126,10 @@ static void quantize_cases(void) {
         inf__minmax_f32_ref(x, n, &lo1, &hi1);
         inf__minmax_f32_avx2(x, n, &lo2, &hi2);
         check(lo1 == lo2 && hi1 == hi2, "minmax avx2 vs ref", round);
+        if (isa_runs(INF_QGEMM_VNNI512)) {
+            inf__minmax_f32_avx512(x, n, &lo2, &hi2);
+            check(lo1 == lo2 && hi1 == hi2, "minmax avx512 vs ref", round);
+        }
     }
 #endif
 }
@@ -522,7 +526,7 @@ int main(void) {
     if (inf__pool_new(2, &pool) != INF_OK) return 1;
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
         if (!isa_runs(isas[i])) {
-            printf("skipped: %s (the CPU lacks it)\n", inf__qgemm_isa_name(isas[i]));
+            printf("skipped: %s (the CPU lacks it, or INFERA_CPU rules it out)\n", inf__qgemm_isa_name(isas[i]));
             continue;
         }
         for (int c = 0; c < 300; c++) gemm_case(isas[i], c);

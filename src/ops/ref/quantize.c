@@ -313,7 +313,10 @@ static inf_status dynamic_quantize_run(inf__kernel_ctx *ctx) {
     if (fast) {
 #if defined(__x86_64__)
         float flo, fhi;
-        inf__minmax_f32_avx2(xs, n, &flo, &fhi);
+        if (inf__qgemm_best_isa() == INF_QGEMM_VNNI512)
+            inf__minmax_f32_avx512(xs, n, &flo, &fhi);
+        else
+            inf__minmax_f32_avx2(xs, n, &flo, &fhi);
         lo = flo < 0 ? flo : 0, hi = fhi > 0 ? fhi : 0;
 #endif
     } else {

@@ -1,7 +1,7 @@
 /*
  * qstore_avx512.c -- the 16-lane (AVX-512) forms of the INT8 graph's
  * per-element passes: quantizing float activations to uint8
- * (QuantizeLinear), the uint8 store of a fused QConv / QGemm
+ * (QuantizeLinear), the range of DynamicQuantizeLinear, the uint8 store of a fused QConv / QGemm
  * (INF_QOUT_F32_U8: scale, bias, activation, then QuantizeLinear) and its
  * float store (INF_QOUT_F32, with the optional Q -> DQ of the output).
  *
@@ -22,6 +22,7 @@
  * INF_QGEMM_VNNI512.
  */
 #include <immintrin.h>
+#include <math.h>
 
 #include "ops/qgemm.h"
 
@@ -49,6 +50,20 @@ void inf__quantize_u8_avx512(const float *x, int64_t n, float scale, int32_t zp,
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         _mm_mask_storeu_epi8(q + i, m, _mm512_cvtepi32_epi8(quantize16(_mm512_maskz_loadu_ps(m, x + i), s, z)));
     }
+}
+
+/* min and max of x, NaN ignored (vminps returns its second operand, the
+ * running value, when either is NaN), the tail through a mask: the range of
+ * DynamicQuantizeLinear (inf__minmax_f32_ref's result). */
+void inf__minmax_f32_avx512(const float *x, int64_t n, float *lo, float *hi) {
+    __m512 a = _mm512_set1_ps(INFINITY), b = _mm512_set1_ps(-INFINITY);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        a = _mm512_mask_min_ps(a, m, v, a);
+        b = _mm512_mask_max_ps(b, m, v, b);
+    }
+    *lo = _mm512_reduce_min_ps(a), *hi = _mm512_reduce_max_ps(b);
 }
 
 /* The fused activation, as act8 (x86/qgemm_avx2.c) and act (the scalar store). */
