@@ -28,8 +28,8 @@
 
 /* nearbyint(v / s) + z clamped to [lo, hi], NaN -> z (QuantizeLinear's arithmetic) */
 static inline __m512 qround16(__m512 v, __m512 s, __m512 z, __m512 lo, __m512 hi) {
-    const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    __m512 q = _mm512_add_ps(_mm512_roundscale_ps(_mm512_div_ps(v, s), rn), z);
+    __m512 q =
+        _mm512_add_ps(_mm512_roundscale_ps(_mm512_div_ps(v, s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
     __mmask16 nan = _mm512_cmp_ps_mask(q, q, _CMP_UNORD_Q);
     q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(q, lo, _CMP_LT_OQ), q, lo);
     q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(q, hi, _CMP_GT_OQ), q, hi);
