@@ -48,7 +48,8 @@ MODELS=$ROOT/bench/models
 {   grep -m1 'model name' /proc/cpuinfo
     echo "flags: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|avx512f|avx512bw|avx512vl|avx512_vnni|avx_vnni|avx512_bf16)$' | tr '\n' ' ')"
     lscpu | grep -E '^(L1d|L2|L3) cache|^CPU\(s\)' || true
-    echo "Infera INT8 GEMM: AVX-512 VNNI when avx512_vnni is listed above, else AVX2 (ops/qgemm.h)"
+    "$INFERA" info --cpu 2>/dev/null || true
+    echo "Infera INT8 GEMM: AVX-512 VNNI when avx512_vnni is listed above, else AVX-VNNI when avx_vnni is, else AVX2 (ops/qgemm.h)"
     echo "onnxruntime-node: $(node -e "console.log(require('$ROOT/tests/models/ort/node_modules/onnxruntime-node/package.json').version)" 2>/dev/null)"
 } >"$OUT/machine.txt"
 

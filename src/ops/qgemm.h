@@ -12,7 +12,7 @@
  *     C = sum A*B - a_zp * colsum(B)[j] - b_zp[j] * rowsum(A)[i] + K * a_zp * b_zp[j]
  * in int32 (wrapping, as the reference's int64 sum wraps to int32).
  *
- * Three kernels of the raw sum, chosen at run time from CPUID
+ * Four kernels of the raw sum, chosen at run time from CPUID
  * (inf__qgemm_best_isa; INFERA_CPU=avx2|generic forces a lower one):
  *   INF_QGEMM_VNNI512  AVX-512 VNNI vpdpbusd: u8 x s8 quads summed straight
  *                      into int32 lanes -- no intermediate saturation at all.
@@ -25,12 +25,16 @@
  *                      scaling weights; and it needs a second multiply
  *                      (vpmaddwd by ones) to reach int32, so per multiply
  *                      uop it does no more products than vpmaddwd.
+ *   INF_QGEMM_AVXVNNI  AVX-VNNI (VEX) vpdpbusd on 256 bits: VNNI512's scheme
+ *                      at half the width, for CPUs with AVX-VNNI but no
+ *                      AVX-512 (and the avx2 path of CPUs with both).
  *   INF_QGEMM_REF      plain C over the same math: the reference twin.
- * All three give bit-identical int32 results (tests/kernels/test_qgemm.c).
+ * All four give bit-identical int32 results (tests/kernels/test_qgemm.c).
  *
- * Packed B (inf__qgemm_b): panels of `panel` columns (VNNI 16, AVX2 8, ref
- * 1); in a panel, K in groups of kgroup (4, 2, 1), each group holding every
- * column's kgroup values (int8 for VNNI and ref, int16 for AVX2).  K and N
+ * Packed B (inf__qgemm_b): panels of `panel` columns (VNNI512 16, AVX-VNNI
+ * and AVX2 8, ref 1); in a panel, K in groups of kgroup (4, 4, 2, 1), each
+ * group holding every column's kgroup values (int8 for VNNI and ref, int16
+ * for AVX2).  K and N
  * are zero-padded to whole groups and panels; colsum and b_zp (per column,
  * after the u8 shift) come with it.  C buffers have ldc >= np (the padded N).
  */
@@ -43,6 +47,7 @@ typedef enum inf__qgemm_isa {
     INF_QGEMM_REF = 0,
     INF_QGEMM_AVX2,
     INF_QGEMM_VNNI512,
+    INF_QGEMM_AVXVNNI,
 } inf__qgemm_isa;
 
 /* The fastest kernel this CPU runs (cached; INFERA_CPU lowers it). */
@@ -90,6 +95,8 @@ void inf__qgemm_raw_avx2(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int
                          int32_t *c, int64_t ldc);
 void inf__qgemm_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
                             int32_t *c, int64_t ldc);
+void inf__qgemm_raw_avxvnni(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
+                            int32_t *c, int64_t ldc); /* x86/qgemm_avxvnni.c */
 
 /* The raw sums of a convolution block read in place (implicit GEMM,
  * x86/qconv_vnni_avx512.c; VNNI packing, no W zero point, K = taps * cq with
@@ -97,6 +104,9 @@ void inf__qgemm_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *a, 
  * of rows[i][tapoff[t] + k] * B[t * cq + k][j], for the m positions whose
  * first tap starts at rows[i]. */
 void inf__qconv_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
+                            int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
+/* The same with AVX-VNNI (x86/qgemm_avxvnni.c; its packing: panels of 8). */
+void inf__qconv_raw_avxvnni(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                             int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
 /* The same on AVX2 (x86/qgemm_avx2.c; AVX2 packing, no W zero point, cq
  * even): the image read as zero-extended uint16 values (inf__widen_u8_avx2),
@@ -124,6 +134,7 @@ void inf__transpose_f32_avx2(const float *src, int64_t ls, int64_t rows, int64_t
 /* min and max of x (NaN ignored), for DynamicQuantizeLinear */
 void inf__minmax_f32_ref(const float *x, int64_t n, float *lo, float *hi);
 void inf__minmax_f32_avx2(const float *x, int64_t n, float *lo, float *hi);
+void inf__minmax_f32_avx512(const float *x, int64_t n, float *lo, float *hi); /* x86/qstore_avx512.c */
 
 /* ---- drivers (ops/ref/qgemm_drive.c) ---- */
 
@@ -172,6 +183,7 @@ typedef struct inf__qsrc {
  * a column: `rows` values at stride ldc from c (the column's first), scaled
  * and biased as column (channel) j, into y[0..rows). */
 void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y);
+void inf__qstore_f32_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y);
 void inf__qstore_f32_col_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j, float *y);
 /* INF_QOUT_F32_U8's store of a row: n columns from column j0 into y[0..n). */
 void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y);
@@ -205,11 +217,14 @@ void inf__qdw_pack_into(void *mem, int64_t c, int64_t taps, const void *w, inf_d
 inf_status inf__qdw_pack(inf__arena *arena, int64_t c, int64_t taps, const void *w, inf_dtype dtype, const void *w_zp,
                          int64_t n_wzp, inf__qdw_w *out);
 /* The sums of m positions (cp channels each, row stride ldc): the reference
- * twin and the AVX2 kernel (x86/qdepthwise_avx2.c), bit-identical. */
+ * twin, the AVX2 kernel (x86/qdepthwise_avx2.c) and the AVX-512 VNNI one
+ * (x86/qdepthwise_avx512.c, vpdpwssd), bit-identical. */
 void inf__qdw_raw_ref(const inf__qdw_w *w, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                       const int32_t *init, int32_t *c, int64_t ldc);
 void inf__qdw_raw_avx2(const inf__qdw_w *w, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                        const int32_t *init, int32_t *c, int64_t ldc);
+void inf__qdw_raw_vnni512(const inf__qdw_w *w, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
+                          const int32_t *init, int32_t *c, int64_t ldc);
 
 /* 1-D/2-D convolution, NCHW, W packed per group as B = W_g^T ([c/group*kh*kw, m/group]).
  * x is one image's planes at a time (inf__qsrc with ld unused). */

@@ -1,7 +1,8 @@
 /*
  * test_qgemm.c -- the 8-bit integer GEMM (ops/qgemm.h) and its drivers,
  * every kernel the CPU runs against its reference twin, bit for bit:
- *   - inf__qgemm_rows for each ISA (reference, AVX2 vpmaddwd, AVX-512 VNNI)
+ *   - inf__qgemm_rows for each ISA (reference, AVX2 vpmaddwd, AVX-512 VNNI,
+ *     AVX-VNNI)
  *     against a plain int64 sum of (a - a_zp)(b - b_zp) written here and
  *     wrapped to int32 -- random shapes around the panel widths and k groups,
  *     uint8 and int8 B, B given transposed or not, zero points none / per
@@ -17,7 +18,8 @@
  *     stores): same bits; the int32 results also against QuantizeLinear's
  *     bytes and a direct product / convolution written here;
  *   - the depthwise convolution (ops/ref/qdepthwise.c, group == channels):
- *     the driver on each ISA (AVX2: x86/qdepthwise_avx2.c) against the
+ *     the driver on each ISA (AVX2: x86/qdepthwise_avx2.c, AVX-512 VNNI:
+ *     x86/qdepthwise_avx512.c) against the
  *     reference ISA's bits, and its int32 sums against a direct depthwise
  *     convolution written here, with uint8/int8 weights and zero points.
  * An ISA the CPU lacks is reported as skipped ("skipped: avx512-vnni").
@@ -29,6 +31,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/cpu.h"
 #include "ops/qgemm.h"
 
 #define KERNEL_TEST_SEED 0x51A7E5D00DF00Dull
@@ -45,6 +48,7 @@ static bool isa_runs(inf__qgemm_isa isa) {
 #if defined(__x86_64__)
     if (isa == INF_QGEMM_AVX2) return inf__cpu_has_avx2_fma();
     if (isa == INF_QGEMM_VNNI512) return inf__cpu_has_avx2_fma() && inf__cpu_has_avx512_vnni();
+    if (isa == INF_QGEMM_AVXVNNI) return inf__cpu_path_allows(INF__CPU_AVX2, INF_CPU_AVXVNNI);
     return true;
 #else
     return isa == INF_QGEMM_REF;
@@ -122,6 +126,10 @@ static void quantize_cases(void) {
         inf__minmax_f32_ref(x, n, &lo1, &hi1);
         inf__minmax_f32_avx2(x, n, &lo2, &hi2);
         check(lo1 == lo2 && hi1 == hi2, "minmax avx2 vs ref", round);
+        if (isa_runs(INF_QGEMM_VNNI512)) {
+            inf__minmax_f32_avx512(x, n, &lo2, &hi2);
+            check(lo1 == lo2 && hi1 == hi2, "minmax avx512 vs ref", round);
+        }
     }
 #endif
 }
@@ -477,13 +485,48 @@ static void depthwise_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     free(x), free(w), free(wz), free(mult), free(bias), free(bias_i32), free(y[0]), free(y[1]);
 }
 
+/* The quotient x / scale next to a half-integer (a few ulps either side),
+ * near +-1024, and ordinary, with no NaN in the vectors: the cases where
+ * any shortcut for the division (a reciprocal multiply) would round
+ * differently from QuantizeLinear's true quotient. */
+static void quantize_near_half_cases(void) {
+#if defined(__x86_64__)
+    if (!inf__cpu_has_avx2_fma()) return;
+    enum { N = 4099 };
+    static float x[N];
+    static uint8_t q1[N], q2[N];
+    static const float scales[] = {1.0f / 3.0f, 0.1f, 7.77e-5f, 0.0039215689f, 1e-30f, 3e30f, 1.0f, 0.023529412f};
+    for (int round = 0; round < 400; round++) {
+        float scale = round < 8 ? scales[round] : (float)rand_in(1, 1 << 20) / (float)rand_in(1, 1 << 20);
+        int32_t zp = (int32_t)rand_in(0, 255);
+        for (int i = 0; i < N; i++) {
+            int kind = (int)rand_in(0, 3);
+            float q = kind == 0   ? (float)rand_in(-1100, 1100) + 0.5f
+                      : kind == 1 ? (float)rand_in(-1030, 1030)
+                                  : uniform() * 600.0f;
+            float v = q * scale;
+            for (int s = (int)rand_in(-3, 3); s != 0; s += s > 0 ? -1 : 1)
+                v = nextafterf(v, s > 0 ? INFINITY : -INFINITY);
+            x[i] = kind == 3 ? uniform() * 300.0f * scale : v;
+        }
+        inf__quantize_u8_ref(x, N, scale, zp, q1);
+        inf__quantize_u8_avx2(x, N, scale, zp, q2);
+        check(!memcmp(q1, q2, N), "quantize_u8 avx2 vs ref (near half)", round);
+        if (isa_runs(INF_QGEMM_VNNI512)) {
+            inf__quantize_u8_avx512(x, N, scale, zp, q2);
+            check(!memcmp(q1, q2, N), "quantize_u8 avx512 vs ref (near half)", round);
+        }
+    }
+#endif
+}
+
 int main(void) {
-    static const inf__qgemm_isa isas[] = {INF_QGEMM_REF, INF_QGEMM_AVX2, INF_QGEMM_VNNI512};
+    static const inf__qgemm_isa isas[] = {INF_QGEMM_REF, INF_QGEMM_AVX2, INF_QGEMM_VNNI512, INF_QGEMM_AVXVNNI};
     inf__pool *pool = NULL;
     if (inf__pool_new(2, &pool) != INF_OK) return 1;
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
         if (!isa_runs(isas[i])) {
-            printf("skipped: %s (the CPU lacks it)\n", inf__qgemm_isa_name(isas[i]));
+            printf("skipped: %s (the CPU lacks it, or INFERA_CPU rules it out)\n", inf__qgemm_isa_name(isas[i]));
             continue;
         }
         for (int c = 0; c < 300; c++) gemm_case(isas[i], c);
@@ -494,6 +537,7 @@ int main(void) {
         printf("%s: checked\n", inf__qgemm_isa_name(isas[i]));
     }
     quantize_cases();
+    quantize_near_half_cases();
     inf__pool_free(pool);
     printf("%d passed, %d failed\n", n_passed, n_failed);
     return n_failed ? 1 : 0;

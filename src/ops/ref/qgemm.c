@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "ops/qgemm.h"
 
 /* ---- which kernel ---- */
@@ -21,8 +22,11 @@ static inf__qgemm_isa detect_isa(void) {
     const char *force = getenv("INFERA_CPU");
     if (force && !strcmp(force, "generic")) return INF_QGEMM_REF;
     if (!inf__cpu_has_avx2_fma()) return INF_QGEMM_REF;
-    if (force && !strcmp(force, "avx2")) return INF_QGEMM_AVX2;
-    return inf__cpu_has_avx512_vnni() ? INF_QGEMM_VNNI512 : INF_QGEMM_AVX2;
+    if (inf__cpu_has_avx512_vnni()) return INF_QGEMM_VNNI512; /* off under INFERA_CPU=avx2 */
+    /* AVX-VNNI on the avx2 path; INFERA_QGEMM=avx2 keeps vpmaddwd (the AVX2-only CPUs' kernel) */
+    const char *q = getenv("INFERA_QGEMM");
+    if (q && !strcmp(q, "avx2")) return INF_QGEMM_AVX2;
+    return inf__cpu_path_allows(INF__CPU_AVX2, INF_CPU_AVXVNNI) ? INF_QGEMM_AVXVNNI : INF_QGEMM_AVX2;
 #else
     return INF_QGEMM_REF;
 #endif
@@ -35,7 +39,7 @@ inf__qgemm_isa inf__qgemm_best_isa(void) {
 }
 
 const char *inf__qgemm_isa_name(inf__qgemm_isa isa) {
-    static const char *const names[] = {"generic", "avx2", "avx512-vnni"};
+    static const char *const names[] = {"generic", "avx2", "avx512-vnni", "avx-vnni"};
     return names[isa];
 }
 
@@ -46,7 +50,7 @@ typedef struct pack_shape {
 } pack_shape;
 
 static pack_shape shape_of(inf__qgemm_isa isa) {
-    static const pack_shape shapes[] = {{1, 1, 1}, {8, 2, 2}, {16, 4, 1}};
+    static const pack_shape shapes[] = {{1, 1, 1}, {8, 2, 2}, {16, 4, 1}, {8, 4, 1}};
     return shapes[isa];
 }
 
@@ -126,6 +130,7 @@ typedef void (*raw_fn)(const inf__qgemm_b *, int64_t, const uint8_t *, int64_t, 
 static raw_fn raw_kernel(inf__qgemm_isa isa) {
 #if defined(__x86_64__)
     if (isa == INF_QGEMM_VNNI512) return inf__qgemm_raw_vnni512;
+    if (isa == INF_QGEMM_AVXVNNI) return inf__qgemm_raw_avxvnni;
     if (isa == INF_QGEMM_AVX2) return inf__qgemm_raw_avx2;
 #endif
     (void)isa;

@@ -86,6 +86,14 @@ static void qstore_u8_row(inf__qgemm_isa isa, const inf__qout *o, const int32_t 
     if (isa == INF_QGEMM_VNNI512) inf__qstore_u8_row_avx512(o, c, j0, n, y);
     else inf__qstore_u8_row_avx2(o, c, j0, n, y);
 }
+
+/* INF_QOUT_F32's vector row store, likewise. */
+static void qstore_f32_row(inf__qgemm_isa isa, const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y) {
+    if (isa == INF_QGEMM_VNNI512)
+        inf__qstore_f32_row_avx512(o, c, j0, n, y);
+    else
+        inf__qstore_f32_row_avx2(o, c, j0, n, y);
+}
 #endif
 
 /* Output element `at` from sum c of column (channel) j. */
@@ -181,7 +189,7 @@ static void mm_blocks(void *arg, int64_t begin, int64_t end) {
             float *yi = (float *)t->y + i * t->ldy;
             if (t->vector_store) {
 #if defined(__x86_64__)
-                inf__qstore_f32_row_avx2(t->out, ci, 0, b->n, yi);
+                qstore_f32_row(b->isa, t->out, ci, 0, b->n, yi);
 #endif
             } else {
                 for (int64_t j = 0; j < b->n; j++) store_one(t->out, t->y, i * t->ldy + j, ci[j], j);
@@ -207,7 +215,7 @@ void inf__qmatmul_drive(inf__pool *pool, const inf__qgemm_b *b, int64_t m, const
 
 /* The implicit-GEMM path: the kernel reads each tap's cg channels in place
  * from a zero-point-padded channels-last image -- on VNNI
- * (x86/qconv_vnni_avx512.c) when cg is a multiple of 4 (no quad straddles
+ * (x86/qconv_vnni_avx512.c, x86/qgemm_avxvnni.c) when cg is a multiple of 4 (no quad straddles
  * two taps), on AVX2 (x86/qgemm_avx2.c, the image widened to uint16) when
  * it is even (no pair straddles two taps) -- and W has no zero point (the
  * start value holds the only correction). */
@@ -216,7 +224,7 @@ enum { DIRECT_MAX_TAPS = 64, DIRECT_MAX_N = 4096 };
 static bool conv_direct(const inf__qconv_geom *g, const inf__qgemm_b *b) {
 #if defined(__x86_64__)
     int64_t cq = g->cgp ? g->cgp : g->cg;
-    bool vnni = b->isa == INF_QGEMM_VNNI512 && cq % 4 == 0 && b->kp == b->k;
+    bool vnni = (b->isa == INF_QGEMM_VNNI512 || b->isa == INF_QGEMM_AVXVNNI) && cq % 4 == 0 && b->kp == b->k;
     bool avx2 = b->isa == INF_QGEMM_AVX2 && cq % 2 == 0;
     return (vnni || avx2) && !b->any_b_zp && b->k == cq * g->kh * g->kw && g->kh * g->kw <= DIRECT_MAX_TAPS &&
            b->np <= DIRECT_MAX_N;
@@ -308,6 +316,10 @@ static void conv_sums(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
         const inf__qconv_geom *g = t->g;
         for (int64_t p = p0; p < p1; p++) rows[p - p0] = t->x + ((p / g->ow) * g->sh * t->iwp + (p % g->ow) * g->sw) * t->cs;
 #if defined(__x86_64__)
+        if (b->isa == INF_QGEMM_VNNI512) {
+            inf__qdw_raw_vnni512(t->dw, p1 - p0, rows, t->tapoff, t->init, c, b->np);
+            return;
+        }
         if (b->isa != INF_QGEMM_REF) {
             inf__qdw_raw_avx2(t->dw, p1 - p0, rows, t->tapoff, t->init, c, b->np);
             return;
@@ -326,6 +338,9 @@ static void conv_sums(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
             const uint16_t *rows16[ROWS_PER_BLOCK];
             for (int64_t p = p0; p < p1; p++) rows16[p - p0] = t->x16 + (rows[p - p0] - t->x);
             inf__qconv_raw_avx2(b, p1 - p0, rows16, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c, b->np);
+        } else if (b->isa == INF_QGEMM_AVXVNNI) {
+            inf__qconv_raw_avxvnni(b, p1 - p0, rows, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c,
+                                   b->np);
         } else {
             inf__qconv_raw_vnni512(b, p1 - p0, rows, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c, b->np);
         }
@@ -396,7 +411,7 @@ static void conv_pool_rows(void *arg, int64_t begin, int64_t end) {
         for (int64_t r = 0; r < stored; r++) {
 #if defined(__x86_64__)
             if (b->isa != INF_QGEMM_REF) {
-                inf__qstore_f32_row_avx2(t->out, c + r * b->np, ch0, b->n, f + r * b->np);
+                qstore_f32_row(b->isa, t->out, c + r * b->np, ch0, b->n, f + r * b->np);
                 continue;
             }
 #endif

@@ -313,7 +313,10 @@ static inf_status dynamic_quantize_run(inf__kernel_ctx *ctx) {
     if (fast) {
 #if defined(__x86_64__)
         float flo, fhi;
-        inf__minmax_f32_avx2(xs, n, &flo, &fhi);
+        if (inf__qgemm_best_isa() == INF_QGEMM_VNNI512)
+            inf__minmax_f32_avx512(xs, n, &flo, &fhi);
+        else
+            inf__minmax_f32_avx2(xs, n, &flo, &fhi);
         lo = flo < 0 ? flo : 0, hi = fhi > 0 ? fhi : 0;
 #endif
     } else {
@@ -581,7 +584,7 @@ static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p
         wz_zero = true;
         for (int64_t i = 0; i < inf_tensor_numel(wz); i++) wz_zero = wz_zero && ((const uint8_t *)wz->data)[i] == 0;
     }
-    int64_t unit = isa == INF_QGEMM_VNNI512 ? 4 : isa == INF_QGEMM_AVX2 ? 2 : 1;
+    int64_t unit = isa == INF_QGEMM_VNNI512 || isa == INF_QGEMM_AVXVNNI ? 4 : isa == INF_QGEMM_AVX2 ? 2 : 1;
     int64_t cgp = unit > 1 && cg % unit && p->group == 1 && wz_zero && w->dtype == INF_DTYPE_I8 && taps <= 64 &&
                           m <= 4080 ? (cg + unit - 1) / unit * unit : cg;
     k = taps * cgp;

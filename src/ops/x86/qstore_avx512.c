@@ -1,42 +1,69 @@
 /*
- * qstore_avx512.c -- the 16-lane (AVX-512) forms of the INT8 graph's two
- * per-element passes: quantizing float activations to uint8 (QuantizeLinear)
- * and the uint8 store of a fused QConv / QGemm (INF_QOUT_F32_U8: scale,
- * bias, activation, then QuantizeLinear).
+ * qstore_avx512.c -- the 16-lane (AVX-512) forms of the INT8 graph's
+ * per-element passes: quantizing float activations to uint8
+ * (QuantizeLinear), the range of DynamicQuantizeLinear, the uint8 store of a fused QConv / QGemm
+ * (INF_QOUT_F32_U8: scale, bias, activation, then QuantizeLinear) and its
+ * float store (INF_QOUT_F32, with the optional Q -> DQ of the output).
  *
- * DESIGN: the same IEEE operations, in the same order, as the scalar twins
- * (ops/ref/qgemm.c inf__quantize_u8_ref, ops/ref/qgemm_drive.c store_u8)
- * and the AVX2 forms (x86/qgemm_avx2.c): a true division by the scale (not a
- * reciprocal multiply), round half to even (roundscale), + zero point, clamp
- * to [0, 255] by compares, NaN -> zero point; a separate multiply and add
- * (the build does not contract them into FMAs: ISO C, -ffp-contract=off).
- * So the bytes are identical (tests/kernels/test_qgemm.c).  Masks replace
- * the blends, vpmovdb packs 16 lanes into 16 bytes, and tails use masked
- * loads and stores.  Compiled with AVX-512 F/BW/VL; called only when
- * inf__qgemm_best_isa() is INF_QGEMM_VNNI512.
+ * DESIGN: the same values as the scalar twins (ops/ref/qgemm.c
+ * inf__quantize_u8_ref, ops/ref/qgemm_drive.c store_one / store_u8) and the
+ * AVX2 forms (x86/qgemm_avx2.c): round half to even of the true quotient
+ * x / scale, + zero point, clamp by compares, NaN -> zero point; a separate
+ * multiply and add (the build does not contract them into FMAs: ISO C,
+ * -ffp-contract=off).  So the bytes are identical (tests/kernels/
+ * test_qgemm.c).  Masks replace the blends, vpmovdb packs 16 lanes into 16
+ * bytes, and tails use masked loads and stores (no scalar remainder).
+ *
+ * The true division stays: a reciprocal multiply with an exactness check
+ * (round(x * fl(1/s)) equals round(fl(x / s)) unless x * fl(1/s) lies within
+ * ~2^-12 of a half-integer) was tried and made the INT8 MLP 12 % slower on
+ * Zen 5, whose 512-bit vdivps is cheap.  Compiled with
+ * AVX-512 F/BW/VL; called only when inf__qgemm_best_isa() is
+ * INF_QGEMM_VNNI512.
  */
 #include <immintrin.h>
+#include <math.h>
 
 #include "ops/qgemm.h"
 
+/* nearbyint(v / s) + z clamped to [lo, hi], NaN -> z (QuantizeLinear's arithmetic) */
+static inline __m512 qround16(__m512 v, __m512 s, __m512 z, __m512 lo, __m512 hi) {
+    __m512 q =
+        _mm512_add_ps(_mm512_roundscale_ps(_mm512_div_ps(v, s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
+    __mmask16 nan = _mm512_cmp_ps_mask(q, q, _CMP_UNORD_Q);
+    q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(q, lo, _CMP_LT_OQ), q, lo);
+    q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(q, hi, _CMP_GT_OQ), q, hi);
+    return _mm512_mask_blend_ps(nan, q, z);
+}
+
 static inline __m512i quantize16(__m512 v, __m512 s, __m512 z) {
-    const __m512 lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.0f);
-    __m512 r = _mm512_add_ps(_mm512_roundscale_ps(_mm512_div_ps(v, s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
-    __mmask16 nan = _mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q);
-    r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(r, lo, _CMP_LT_OQ), r, lo);
-    r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(r, hi, _CMP_GT_OQ), r, hi);
-    r = _mm512_mask_blend_ps(nan, r, z);
-    return _mm512_cvtps_epi32(r); /* an integer in [0, 255]: exact */
+    return _mm512_cvtps_epi32(qround16(v, s, z, _mm512_setzero_ps(), _mm512_set1_ps(255.0f)));
+    /* an integer in [0, 255]: exact */
 }
 
 void inf__quantize_u8_avx512(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q) {
     const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps((float)zp);
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtepi32_epi8(quantize16(_mm512_loadu_ps(x + i), s, z)));
+    for (; i + 16 <= n; i += 16)
+        _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtepi32_epi8(quantize16(_mm512_loadu_ps(x + i), s, z)));
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         _mm_mask_storeu_epi8(q + i, m, _mm512_cvtepi32_epi8(quantize16(_mm512_maskz_loadu_ps(m, x + i), s, z)));
     }
+}
+
+/* min and max of x, NaN ignored (vminps returns its second operand, the
+ * running value, when either is NaN), the tail through a mask: the range of
+ * DynamicQuantizeLinear (inf__minmax_f32_ref's result). */
+void inf__minmax_f32_avx512(const float *x, int64_t n, float *lo, float *hi) {
+    __m512 a = _mm512_set1_ps(INFINITY), b = _mm512_set1_ps(-INFINITY);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        a = _mm512_mask_min_ps(a, m, v, a);
+        b = _mm512_mask_max_ps(b, m, v, b);
+    }
+    *lo = _mm512_reduce_min_ps(a), *hi = _mm512_reduce_max_ps(b);
 }
 
 /* The fused activation, as act8 (x86/qgemm_avx2.c) and act (the scalar store). */
@@ -56,16 +83,40 @@ static inline __m512 act16(const inf__epilogue *ep, __m512 v) {
     }
 }
 
+static inline __mmask16 lanes(int64_t left) { return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1); }
+
+/* (float)acc * mult + bias, then the activation: the F32 value of 16 columns from j0 + j */
+static inline __m512 scaled16(const inf__qout *o, const int32_t *c, int64_t at, __mmask16 m) {
+    __m512 mult = o->mult_per_col ? _mm512_maskz_loadu_ps(m, o->mult + at) : _mm512_set1_ps(o->mult[0]);
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c)), mult);
+    if (o->bias_f32) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, o->bias_f32 + at));
+    return act16(o->act, v);
+}
+
 void inf__qstore_u8_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
-    const __m512 s = _mm512_set1_ps(o->rq_scale), z = _mm512_set1_ps((float)o->rq_zp);
+    const __m512 s = _mm512_set1_ps(o->rq_scale);
+    const __m512 z = _mm512_set1_ps((float)o->rq_zp);
     for (int64_t j = 0; j < n; j += 16) {
-        __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1);
-        __m512 mult = o->mult_per_col ? _mm512_maskz_loadu_ps(m, o->mult + j0 + j) : _mm512_set1_ps(o->mult[0]);
-        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c + j)), mult);
-        if (o->bias_f32) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, o->bias_f32 + j0 + j));
-        __m128i q = _mm512_cvtepi32_epi8(quantize16(act16(o->act, v), s, z)); /* register form: the memory form
-                                                                              * of vpmovdb is slow on Zen 4 */
+        __mmask16 m = lanes(n - j);
+        __m128i q = _mm512_cvtepi32_epi8(
+            quantize16(scaled16(o, c + j, j0 + j, m), s, z)); /* register
+                                                               * form: the memory form of vpmovdb is slow on Zen 4 */
         if (m == 0xFFFF) _mm_storeu_si128((__m128i *)(y + j), q);
         else _mm_mask_storeu_epi8(y + j, m, q);
+    }
+}
+
+/* INF_QOUT_F32's row store (inf__qstore_f32_row_avx2's 16-lane form):
+ * the value, then with o->requant DequantizeLinear(QuantizeLinear(v)). */
+void inf__qstore_f32_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y) {
+    const __m512 s = _mm512_set1_ps(o->rq_scale);
+    const __m512 z = _mm512_set1_ps((float)o->rq_zp);
+    const __m512 lo = _mm512_set1_ps(o->rq_dtype == INF_DTYPE_U8 ? 0.0f : -128.0f);
+    const __m512 hi = _mm512_set1_ps(o->rq_dtype == INF_DTYPE_U8 ? 255.0f : 127.0f);
+    for (int64_t j = 0; j < n; j += 16) {
+        __mmask16 m = lanes(n - j);
+        __m512 v = scaled16(o, c + j, j0 + j, m);
+        if (o->requant) v = _mm512_mul_ps(_mm512_sub_ps(qround16(v, s, z, lo, hi), z), s);
+        _mm512_mask_storeu_ps(y + j, m, v);
     }
 }
