@@ -19,7 +19,9 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/cpu.h"
 #include "ops/ops.h"
+#include "ops/x86/gemm_avx512.h"
 
 typedef struct shape {
     const char *what;
@@ -169,8 +171,16 @@ int main(int argc, char **argv) {
     }
     inf__pool *pool = NULL;
     if (inf__pool_new(threads, &pool) != INF_OK) return 1;
-    printf("threads %d; GFLOP/s (best of runs)\n", threads);
-    printf("%-32s %6s %6s %6s | %8s %8s %8s\n", "shape", "m", "n", "k", "ref", "avx2", blas ? "openblas" : "-");
+    printf("threads %d; GFLOP/s (best of runs); kernel path %s\n", threads, inf_cpu_get_info()->path);
+    if (inf__cpu_has_avx512()) {
+        double ratio = 0.0;
+        bool full = inf__avx512_fma_full_width(&ratio);
+        inf__blocking bl;
+        inf__blocking_get(&bl);
+        printf("512-bit FMA datapath: %s (zmm/ymm time %.2f); 6x32 tile with A packed: %s\n",
+               full ? "full width" : "split", ratio, full && bl.gemm_wide_packed ? "yes" : "no (A in place only)");
+    }
+    printf("%-32s %6s %6s %6s | %8s %8s %8s\n", "shape", "m", "n", "k", "ref", "x86", blas ? "openblas" : "-");
     for (size_t si = 0; si < sizeof SHAPES / sizeof *SHAPES; si++) {
         const shape *s = &SHAPES[si];
         size_t na = (size_t)(s->m * s->k), nb = (size_t)(s->k * s->n), nc = (size_t)(s->m * s->n);

@@ -743,13 +743,17 @@ static void compute_tasks(inf__pool *pool, gemm_job *g) {
     /* alpha 1, plain A: the kernel broadcasts A from its rows in place (no
      * packing pass; alpha * a would be a anyway) */
     g->a_direct = !g->trans_a && g->alpha == 1.0f && g->lda > 0 && g->m <= DIRECT_A_MAX_M && A_DIRECT_OK(g->lda);
-    /* the AVX-512 6x32 tiles where they measured faster (bench_gemm on Zen 4: 1.0-1.1x with A read in
-     * place; with A packed -- large m -- a pair's 32 KiB B block fills L1d and they ran 0.7-0.9x) */
-    g->wide = g->a_direct && inf__cpu_has_avx512();
-    /* one thread, A in place: all rows in one block, so each B panel is
-     * fetched once and used by every row */
     inf__blocking bl;
     inf__blocking_get(&bl);
+    /* the AVX-512 6x32 tiles where they measured faster: with A read in
+     * place everywhere (bench_gemm: 1.0-1.1x on Zen 4, ~2x on Zen 5); with A
+     * packed (large m, alpha != 1, rows 4 KiB apart) only when L1d holds the
+     * pair's 32 KiB B block beside the A panels and the core runs zmm FMAs
+     * at full width (Zen 5: 1.7-2.9x; Zen 4, 32 KiB L1d and split: 0.7-0.9x) */
+    g->wide = inf__cpu_has_avx512() &&
+              (g->a_direct || (bl.gemm_wide_packed && inf__avx512_fma_full_width(NULL)));
+    /* one thread, A in place: all rows in one block, so each B panel is
+     * fetched once and used by every row */
     g->mb = g->a_direct && threads <= 1 ? g->m : bl.gemm_mc < MC_MAX ? bl.gemm_mc : MC_MAX;
     int64_t row_blocks = (g->m + g->mb - 1) / g->mb;
     int64_t splits = row_blocks >= want ? 1 : (want + row_blocks - 1) / row_blocks;
