@@ -95,6 +95,7 @@ enum {
     KC = 256,      /* depth of one packed block */
     NT_MIN = 64,   /* fewest columns of C per task when splitting columns */
     SMALL_M = 4,   /* up to this many rows: no packing */
+    COL_TASKS_PER_THREAD = 4, /* column panels a thread with A read in place (col_split) */
 };
 /* Up to this many rows (and this row stride) plain B is read in place
  * rather than packed (measured with bench/bench_gemm). */
@@ -733,10 +734,34 @@ static void small_m_tb_task(void *arg, int64_t begin, int64_t end) {
 
 /* ---- entry ---- */
 
+/* A read in place (m <= DIRECT_A_MAX_M): every task takes all the rows
+ * and a panel of columns, so each B micro-panel is fetched by one task
+ * only and A (at most 144 rows, kept in L2) is read by all.  One thread:
+ * one task.  More: about COL_TASKS_PER_THREAD panels a thread (claimed
+ * from the pool's counter, so a late thread takes fewer), each a whole
+ * number of the kernel's column unit (32 with the AVX-512 pairs, 16 with
+ * AVX2) and at least SMALL_TASK multiply-adds.  Replaces the split into
+ * 72-row blocks x thirds of the columns, whose halves of unequal height
+ * (72 + 56 rows at m = 128) and 6-column-pair thirds left one thread idle
+ * at the end of each of a batch-1 encoder's MatMuls. */
+static void col_split(gemm_job *g, int threads) {
+    g->mb = g->m;
+    int64_t unit = g->wide ? 2 * NR : NR;
+    int64_t tasks = threads > 1 ? COL_TASKS_PER_THREAD * (int64_t)threads : 1;
+    int64_t nt = ((g->nc + tasks - 1) / tasks + unit - 1) / unit * unit;
+    int64_t min_nt = (SMALL_TASK / (g->m * (g->k < KC ? g->k : KC)) + unit - 1) / unit * unit;
+    if (nt < min_nt) nt = min_nt;
+    if (nt < unit) nt = unit;
+    g->nt = nt;
+    g->n_col_tasks = (g->nc + nt - 1) / nt;
+}
+
 /* Runs compute_task over the slab in g (columns [j0, j0 + nc)).  Whole rows
  * of the slab per task (A packed once per k block) unless there are too few
  * row blocks to keep the threads busy; then the columns are split too, at
- * least NT_MIN wide. */
+ * least NT_MIN wide.  With A read in place on several threads (a batch-1
+ * transformer's MatMuls) every task takes all the rows and a column panel
+ * (see col_split). */
 static void compute_tasks(inf__pool *pool, gemm_job *g) {
     int threads = inf__pool_size(pool);
     int64_t want = threads > 1 ? 3 * (int64_t)threads : 1;
@@ -752,14 +777,17 @@ static void compute_tasks(inf__pool *pool, gemm_job *g) {
      * at full width (Zen 5: 1.7-2.9x; Zen 4, 32 KiB L1d and split: 0.7-0.9x) */
     g->wide = inf__cpu_has_avx512() &&
               (g->a_direct || (bl.gemm_wide_packed && inf__avx512_fma_full_width(NULL)));
-    /* one thread, A in place: all rows in one block, so each B panel is
-     * fetched once and used by every row */
-    g->mb = g->a_direct && threads <= 1 ? g->m : bl.gemm_mc < MC_MAX ? bl.gemm_mc : MC_MAX;
+    if (g->a_direct) {
+        col_split(g, threads);
+    } else {
+        g->mb = bl.gemm_mc < MC_MAX ? bl.gemm_mc : MC_MAX;
+        int64_t row_blocks = (g->m + g->mb - 1) / g->mb;
+        int64_t splits = row_blocks >= want ? 1 : (want + row_blocks - 1) / row_blocks;
+        g->nt = ((g->nc + splits - 1) / splits + NR - 1) / NR * NR;
+        if (g->nt < NT_MIN) g->nt = NT_MIN;
+        g->n_col_tasks = (g->nc + g->nt - 1) / g->nt;
+    }
     int64_t row_blocks = (g->m + g->mb - 1) / g->mb;
-    int64_t splits = row_blocks >= want ? 1 : (want + row_blocks - 1) / row_blocks;
-    g->nt = ((g->nc + splits - 1) / splits + NR - 1) / NR * NR;
-    if (g->nt < NT_MIN) g->nt = NT_MIN;
-    g->n_col_tasks = (g->nc + g->nt - 1) / g->nt;
     inf__pool_range(pool, row_blocks * g->n_col_tasks, 1, compute_task, g);
 }
 
