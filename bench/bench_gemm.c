@@ -105,6 +105,22 @@ typedef void (*cblas_sgemm_fn)(int, int, int, int, int, int, float, const float 
                                float *, int);
 typedef void (*set_threads_fn)(int);
 
+/* The core clock in GHz: a chain of dependent integer adds (one cycle
+ * each on every x86-64 core since the Pentium Pro), best of 50 runs of 4 M (a run
+ * that was preempted only reads slower),
+ * so the FLOP/s can be set against the peak. */
+static double clock_ghz(void) {
+    double best = 0.0;
+    for (int r = 0; r < 50; r++) {
+        uint64_t x = 0;
+        double t0 = inf__now_seconds();
+        for (int i = 0; i < 1000000; i++) __asm__ volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0" : "+r"(x));
+        double ghz = 4e6 / (inf__now_seconds() - t0) * 1e-9;
+        if (ghz > best) best = ghz;
+    }
+    return best;
+}
+
 static double time_best(int reps, void (*fn)(void *), void *arg) {
     fn(arg);
     double best = 1e30;
@@ -172,6 +188,11 @@ int main(int argc, char **argv) {
     inf__pool *pool = NULL;
     if (inf__pool_new(threads, &pool) != INF_OK) return 1;
     printf("threads %d; GFLOP/s (best of runs); kernel path %s\n", threads, inf_cpu_get_info()->path);
+    double ghz = clock_ghz();
+    printf("core clock ~%.2f GHz (dependent adds); FMA peak per core: AVX2 %.0f GFLOP/s (2 FMA x 8 lanes x 2)", ghz,
+           32.0 * ghz);
+    if (inf__cpu_has_avx512()) printf(", AVX-512 %.0f if zmm FMAs run full width", 64.0 * ghz);
+    printf("\n");
     if (inf__cpu_has_avx512()) {
         double ratio = 0.0;
         bool full = inf__avx512_fma_full_width(&ratio);

@@ -22,7 +22,8 @@
  *     through a zero-padded copy on the stack.
  *   - The tasks are tiles of C: MC rows x all the slab's columns, or
  *     narrower (>= 64) when there are too few row blocks for the threads
- *     (never on one thread).  MC (72 on Zen 3 and Zen 4, fewer with less
+ *     (never on one thread); with A read in place (below), all rows x a
+ *     column panel, about 4 a thread (col_split).  MC (72 on Zen 3 and Zen 4, fewer with less
  *     than 512 KiB of L2) and the slab width come from the cache sizes
  *     (ops/blocking.c); KC is fixed, it decides the bits.
  *     A task walks k in KC = 256 steps; for each it packs its MC x KC block
@@ -41,6 +42,10 @@
  *     thread all its rows are one task, so each B panel is fetched once.
  *     Rows a multiple of 4 KiB apart would all fall in the same L1 sets, so
  *     those are still packed.
+ *   - On the avx512 path pairs of full panels run the 6x32 AVX-512 tile
+ *     (gemm_avx512.c; same bits): with A in place always, with A packed when
+ *     the L1d holds the pair's 32 KiB B block (48 KiB, ops/blocking.c) and
+ *     zmm FMAs run full width (fma_width_avx512.c).
  *   - With B packed, each tile of a panel prefetches a slice of the next
  *     panel, so the panel is in L1 when its first tile starts.
  *   - A fused epilogue (inf__gemm_epilogue, for FusedMatMul): after a
