@@ -118,7 +118,8 @@ static double clock_ghz(void) {
     for (int r = 0; r < 50; r++) {
         uint64_t x = 0;
         double t0 = inf__now_seconds();
-        for (int i = 0; i < 1000000; i++) __asm__ volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0" : "+r"(x));
+        for (int i = 0; i < 1000000; i++)
+            __asm__ volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0" : "+r"(x));
         double ghz = 4e6 / (inf__now_seconds() - t0) * 1e-9;
         if (ghz > best) best = ghz;
     }
@@ -182,7 +183,8 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--openblas") && i + 1 < argc) blas_path = argv[++i];
-        else if (!strcmp(argv[i], "--cpu-time")) g_cpu_time = true;
+        else if (!strcmp(argv[i], "--cpu-time"))
+            g_cpu_time = true;
         else {
             fprintf(stderr, "usage: bench_gemm [--threads N] [--openblas PATH] [--cpu-time]\n");
             return 2;

@@ -51,7 +51,7 @@ void inf__blocking_for(int64_t l1d, int64_t l2, int64_t l3, inf__blocking *out) 
     /* the AVX-512 6x32 tile with A packed keeps a KC x 32 B block (32 KiB)
      * in L1d while 6 KiB A panels stream past it: at 32 KiB of L1d (Zen 4)
      * they evict each other (0.7-0.9x the AVX2 tile there), 48 KiB (Zen 5,
-     * Intel since Ice Lake) leaves a third free (1.7-2.9x on Zen 5) */
+     * Intel since Ice Lake) leaves a third free (1.5-1.8x on Zen 5) */
     out->gemm_wide_packed = l1d >= WIDE_PACKED_L1D_MIN;
     /* the packed A block (mc x KC) takes at most a quarter of L2: the rest
      * holds the B slab streaming through and C */

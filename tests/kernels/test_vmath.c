@@ -214,7 +214,8 @@ static void same_as_avx2(const inf__vmath *w, const inf__vmath *v, const float *
         same ? n_passed++ : n_failed++;
     }
     static float sc[300], bi[300], yw[300], yv[300];
-    for (int i = 0; i < 300; i++) sc[i] = 0.5f + (float)(i % 7) * 0.25f, bi[i] = (float)(i % 5) - 2.0f;
+    for (int i = 0; i < 300; i++)
+        sc[i] = 0.5f + (float)(i % 7) * 0.25f, bi[i] = (float)(i % 5) - 2.0f;
     bool sm = true, ln = true;
     for (int len = 1; len <= 300; len++) {
         const float *row = x + 1000 + (size_t)len * 4099 % (n - 1300); /* finite and non-finite inputs */
@@ -247,8 +248,10 @@ int main(void) {
 #if defined(__x86_64__)
     if (inf__cpu_has_avx2_fma()) tables[1] = &inf__vmath_avx2;
     else printf("(no AVX2/FMA on this CPU: the AVX2 table is not tested)\n");
-    if (inf__cpu_has_avx512()) tables[2] = &inf__vmath_avx512;
-    else printf("(path %s: the AVX-512 table is not tested)\n", inf_cpu_get_info()->path);
+    if (inf__cpu_has_avx512())
+        tables[2] = &inf__vmath_avx512;
+    else
+        printf("(path %s: the AVX-512 table is not tested)\n", inf_cpu_get_info()->path);
 #elif defined(__aarch64__)
     if (inf__cpu_has_neon()) tables[1] = &inf__vmath_neon;
     else printf("(INFERA_CPU=generic: the NEON table is not tested)\n");

@@ -36,28 +36,34 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static __attribute__((noinline)) uint64_t time_ymm(void) {
     __m256 m = _mm256_set1_ps(0.999f), a = _mm256_set1_ps(1e-3f), acc[CHAINS];
-    for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_set1_ps(g_seed + (float)i);
+    for (int i = 0; i < CHAINS; i++)
+        acc[i] = _mm256_set1_ps(g_seed + (float)i);
     uint64_t t0 = __rdtsc();
     for (int s = 0; s < STEPS; s++)
 #pragma GCC unroll 12
-        for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_fmadd_ps(acc[i], m, a);
+        for (int i = 0; i < CHAINS; i++)
+            acc[i] = _mm256_fmadd_ps(acc[i], m, a);
     uint64_t t = __rdtsc() - t0;
     float sum = 0.0f;
-    for (int i = 0; i < CHAINS; i++) sum += _mm256_cvtss_f32(acc[i]);
+    for (int i = 0; i < CHAINS; i++)
+        sum += _mm256_cvtss_f32(acc[i]);
     g_sink = sum;
     return t;
 }
 
 static __attribute__((noinline)) uint64_t time_zmm(void) {
     __m512 m = _mm512_set1_ps(0.999f), a = _mm512_set1_ps(1e-3f), acc[CHAINS];
-    for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_set1_ps(g_seed + (float)i);
+    for (int i = 0; i < CHAINS; i++)
+        acc[i] = _mm512_set1_ps(g_seed + (float)i);
     uint64_t t0 = __rdtsc();
     for (int s = 0; s < STEPS; s++)
 #pragma GCC unroll 12
-        for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_fmadd_ps(acc[i], m, a);
+        for (int i = 0; i < CHAINS; i++)
+            acc[i] = _mm512_fmadd_ps(acc[i], m, a);
     uint64_t t = __rdtsc() - t0;
     float sum = 0.0f;
-    for (int i = 0; i < CHAINS; i++) sum += _mm512_cvtss_f32(acc[i]);
+    for (int i = 0; i < CHAINS; i++)
+        sum += _mm512_cvtss_f32(acc[i]);
     g_sink = sum;
     return t;
 }

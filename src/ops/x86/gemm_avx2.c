@@ -94,12 +94,12 @@
 #include "ops/x86/gemm_avx512.h"
 
 enum {
-    MR = 6,        /* micro-tile rows */
-    NR = 16,       /* micro-tile columns (two ymm) */
-    MC_MAX = 72,   /* most rows of A packed per task (the stack block; inf__blocking.gemm_mc) */
-    KC = 256,      /* depth of one packed block */
-    NT_MIN = 64,   /* fewest columns of C per task when splitting columns */
-    SMALL_M = 4,   /* up to this many rows: no packing */
+    MR = 6,                   /* micro-tile rows */
+    NR = 16,                  /* micro-tile columns (two ymm) */
+    MC_MAX = 72,              /* most rows of A packed per task (the stack block; inf__blocking.gemm_mc) */
+    KC = 256,                 /* depth of one packed block */
+    NT_MIN = 64,              /* fewest columns of C per task when splitting columns */
+    SMALL_M = 4,              /* up to this many rows: no packing */
     COL_TASKS_PER_THREAD = 4, /* column panels a thread with A read in place (col_split) */
 };
 /* Up to this many rows (and this row stride) plain B is read in place
@@ -747,18 +747,23 @@ static void small_m_tb_task(void *arg, int64_t begin, int64_t end) {
  * number of the kernel's column unit (32 with the AVX-512 pairs, 16 with
  * AVX2) and at least SMALL_TASK multiply-adds.  Replaces the split into
  * 72-row blocks x thirds of the columns, whose halves of unequal height
- * (72 + 56 rows at m = 128) and 6-column-pair thirds left one thread idle
- * at the end of each of a batch-1 encoder's MatMuls. */
-static void col_split(gemm_job *g, int threads) {
-    g->mb = g->m;
+ * (72 + 56 rows at m = 128) left one thread idle at the end of each of a
+ * batch-1 encoder's MatMuls and fetched every B panel twice.  False (g
+ * untouched) when that gives fewer panels than threads (narrow C): the
+ * row blocks then keep the threads busy. */
+static bool col_split(gemm_job *g, int threads) {
     int64_t unit = g->wide ? 2 * NR : NR;
     int64_t tasks = threads > 1 ? COL_TASKS_PER_THREAD * (int64_t)threads : 1;
     int64_t nt = ((g->nc + tasks - 1) / tasks + unit - 1) / unit * unit;
-    int64_t min_nt = (SMALL_TASK / (g->m * (g->k < KC ? g->k : KC)) + unit - 1) / unit * unit;
+    int64_t min_nt = (SMALL_TASK / (g->m * g->k) + unit - 1) / unit * unit;
     if (nt < min_nt) nt = min_nt;
     if (nt < unit) nt = unit;
+    int64_t n_col_tasks = (g->nc + nt - 1) / nt;
+    if (threads > 1 && n_col_tasks < threads) return false;
+    g->mb = g->m;
     g->nt = nt;
-    g->n_col_tasks = (g->nc + nt - 1) / nt;
+    g->n_col_tasks = n_col_tasks;
+    return true;
 }
 
 /* Runs compute_task over the slab in g (columns [j0, j0 + nc)).  Whole rows
@@ -779,12 +784,9 @@ static void compute_tasks(inf__pool *pool, gemm_job *g) {
      * place everywhere (bench_gemm: 1.0-1.1x on Zen 4, ~2x on Zen 5); with A
      * packed (large m, alpha != 1, rows 4 KiB apart) only when L1d holds the
      * pair's 32 KiB B block beside the A panels and the core runs zmm FMAs
-     * at full width (Zen 5: 1.7-2.9x; Zen 4, 32 KiB L1d and split: 0.7-0.9x) */
-    g->wide = inf__cpu_has_avx512() &&
-              (g->a_direct || (bl.gemm_wide_packed && inf__avx512_fma_full_width(NULL)));
-    if (g->a_direct) {
-        col_split(g, threads);
-    } else {
+     * at full width (Zen 5: 1.5-1.8x; Zen 4, 32 KiB L1d and split: 0.7-0.9x) */
+    g->wide = inf__cpu_has_avx512() && (g->a_direct || (bl.gemm_wide_packed && inf__avx512_fma_full_width(NULL)));
+    if (!g->a_direct || !col_split(g, threads)) {
         g->mb = bl.gemm_mc < MC_MAX ? bl.gemm_mc : MC_MAX;
         int64_t row_blocks = (g->m + g->mb - 1) / g->mb;
         int64_t splits = row_blocks >= want ? 1 : (want + row_blocks - 1) / row_blocks;

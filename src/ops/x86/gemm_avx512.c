@@ -10,7 +10,7 @@
  * pairs full adjacent panels and calls this kernel when the CPU's path is
  * avx512 (core/cpu.c; INFERA_CPU=avx2 keeps the AVX2 kernel) and A is read
  * in place (alpha 1, m <= 144), or also with A packed when the L1d has
- * 48 KiB and zmm FMAs run at full width (fma_width_avx512.c; Zen 5: 1.7-2.9x
+ * 48 KiB and zmm FMAs run at full width (fma_width_avx512.c; Zen 5: 1.5-1.8x
  * the AVX2 tile there): on Zen 4 (32 KiB L1d, split) the pairs ran 0.7-0.9x
  * with A packed -- a pair's 32 KiB B block fills that L1d.  Each C
  * element is the same chain acc = fma(a, b, acc) from 0 over p in order,

@@ -147,14 +147,15 @@ static inline __m512 gelu16(__m512 x) {
 static inline __mmask16 lanes(int64_t k) { return k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << k) - 1u); }
 
 /* (the tail's missing lanes compute f(0), as the AVX2 file's zero-padded copy) */
-#define ELEMENTWISE(name, f16)                                                                             \
-    static void name(const float *x, float *y, int64_t n) {                                                \
-        int64_t i = 0;                                                                                     \
-        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, f16(_mm512_loadu_ps(x + i)));                 \
-        if (i < n) {                                                                                       \
-            __mmask16 k = lanes(n - i);                                                                    \
-            _mm512_mask_storeu_ps(y + i, k, f16(_mm512_maskz_loadu_ps(k, x + i)));                         \
-        }                                                                                                  \
+#define ELEMENTWISE(name, f16)                                                                                         \
+    static void name(const float *x, float *y, int64_t n) {                                                            \
+        int64_t i = 0;                                                                                                 \
+        for (; i + 16 <= n; i += 16)                                                                                   \
+            _mm512_storeu_ps(y + i, f16(_mm512_loadu_ps(x + i)));                                                      \
+        if (i < n) {                                                                                                   \
+            __mmask16 k = lanes(n - i);                                                                                \
+            _mm512_mask_storeu_ps(y + i, k, f16(_mm512_maskz_loadu_ps(k, x + i)));                                     \
+        }                                                                                                              \
     }
 ELEMENTWISE(vexp, exp16)
 ELEMENTWISE(vtanh, tanh16)
@@ -179,7 +180,8 @@ static inline __m512d add_halves(__m512d s, __m512 v) {
 static void softmax_row(const float *x, float *y, int64_t n) {
     __m512 vm = SET1(-INFINITY);
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) vm = _mm512_max_ps(vm, _mm512_loadu_ps(x + i));
+    for (; i + 16 <= n; i += 16)
+        vm = _mm512_max_ps(vm, _mm512_loadu_ps(x + i));
     if (i < n) vm = _mm512_max_ps(vm, _mm512_mask_loadu_ps(SET1(-INFINITY), lanes(n - i), x + i));
     float mx = _mm512_reduce_max_ps(vm); /* max is exact: any order gives the AVX2 value */
     /* (a NaN anywhere makes the whole row NaN, whatever mx is) */
@@ -200,7 +202,8 @@ static void softmax_row(const float *x, float *y, int64_t n) {
         s = add_halves(s, e);
     }
     __m512 inv = SET1((float)(1.0 / hsum_pd(s)));
-    for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), inv));
+    for (i = 0; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), inv));
     if (i < n) {
         __mmask16 k = lanes(n - i);
         _mm512_mask_storeu_ps(y + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, y + i), inv));
@@ -212,10 +215,12 @@ static void layernorm_row(const float *x, float *y, int64_t n, const float *scal
     /* sums over the whole 8-float blocks in AVX2's order, the rest (n % 8) scalar as there */
     int64_t n8 = n / 8 * 8, j = 0;
     __m512d acc = _mm512_setzero_pd();
-    for (; j + 16 <= n8; j += 16) acc = add_halves(acc, _mm512_loadu_ps(x + j));
+    for (; j + 16 <= n8; j += 16)
+        acc = add_halves(acc, _mm512_loadu_ps(x + j));
     if (j < n8) acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm256_loadu_ps(x + j)));
     double s = hsum_pd(acc);
-    for (int64_t k = n8; k < n; k++) s += x[k];
+    for (int64_t k = n8; k < n; k++)
+        s += x[k];
     double mean = n ? s / (double)n : 0;
     __m512d md = _mm512_set1_pd(mean);
     acc = _mm512_setzero_pd();
@@ -224,7 +229,8 @@ static void layernorm_row(const float *x, float *y, int64_t n, const float *scal
         acc = _mm512_add_pd(acc, _mm512_mul_pd(d, d));
     }
     double ss = hsum_pd(acc);
-    for (int64_t k = n8; k < n; k++) ss += (x[k] - mean) * (x[k] - mean);
+    for (int64_t k = n8; k < n; k++)
+        ss += (x[k] - mean) * (x[k] - mean);
     double inv = 1.0 / sqrt((n ? ss / (double)n : 0) + eps);
     float fm = (float)mean, fi = (float)inv;
     __m512 vm = SET1(fm), vi = SET1(fi);
