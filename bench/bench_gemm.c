@@ -5,7 +5,10 @@
  * installed (Debian libopenblas0-pthread / -openmp / -serial), OpenBLAS's
  * cblas_sgemm loaded with dlopen, so nothing links against it.
  *
- *   bench_gemm [--threads N] [--openblas PATH]
+ *   bench_gemm [--threads N] [--openblas PATH] [--cpu-time]
+ *
+ * --cpu-time times with the calling thread's CPU clock (use with
+ * --threads 1 on a shared machine).
  *
  * Then the benchmark CNN's convolutions at batch 1 through the fused
  * AVX2 conv kernel (inf__conv2d_f32_avx2, W packed as at load); compare
@@ -17,9 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/core.h"
+#include "core/cpu.h"
 #include "ops/ops.h"
+#include "ops/x86/gemm_avx512.h"
 
 typedef struct shape {
     const char *what;
@@ -103,13 +109,43 @@ typedef void (*cblas_sgemm_fn)(int, int, int, int, int, int, float, const float 
                                float *, int);
 typedef void (*set_threads_fn)(int);
 
+/* The core clock in GHz: a chain of dependent integer adds (one cycle
+ * each on every x86-64 core since the Pentium Pro), best of 50 runs of 4 M (a run
+ * that was preempted only reads slower),
+ * so the FLOP/s can be set against the peak. */
+static double clock_ghz(void) {
+    double best = 0.0;
+    for (int r = 0; r < 50; r++) {
+        uint64_t x = 0;
+        double t0 = inf__now_seconds();
+        for (int i = 0; i < 1000000; i++)
+            __asm__ volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0" : "+r"(x));
+        double ghz = 4e6 / (inf__now_seconds() - t0) * 1e-9;
+        if (ghz > best) best = ghz;
+    }
+    return best;
+}
+
+/* --cpu-time: the calling thread's CPU time instead of the wall clock
+ * (with --threads 1 the whole product runs on it), so a machine shared with
+ * other jobs reads close to a quiet one: time spent descheduled is not
+ * counted (cache and SMT-sibling interference still are). */
+static bool g_cpu_time;
+
+static double now(void) {
+    if (!g_cpu_time) return inf__now_seconds();
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static double time_best(int reps, void (*fn)(void *), void *arg) {
     fn(arg);
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
-        double t0 = inf__now_seconds();
+        double t0 = now();
         fn(arg);
-        double dt = inf__now_seconds() - t0;
+        double dt = now() - t0;
         if (dt < best) best = dt;
     }
     return best;
@@ -147,8 +183,10 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--openblas") && i + 1 < argc) blas_path = argv[++i];
+        else if (!strcmp(argv[i], "--cpu-time"))
+            g_cpu_time = true;
         else {
-            fprintf(stderr, "usage: bench_gemm [--threads N] [--openblas PATH]\n");
+            fprintf(stderr, "usage: bench_gemm [--threads N] [--openblas PATH] [--cpu-time]\n");
             return 2;
         }
     }
@@ -169,8 +207,24 @@ int main(int argc, char **argv) {
     }
     inf__pool *pool = NULL;
     if (inf__pool_new(threads, &pool) != INF_OK) return 1;
-    printf("threads %d; GFLOP/s (best of runs)\n", threads);
-    printf("%-32s %6s %6s %6s | %8s %8s %8s\n", "shape", "m", "n", "k", "ref", "avx2", blas ? "openblas" : "-");
+    printf("threads %d; GFLOP/s (best of runs, %s); kernel path %s\n", threads,
+           g_cpu_time ? "thread CPU time" : "wall clock", inf_cpu_get_info()->path);
+    double ghz = clock_ghz();
+    printf("core clock ~%.2f GHz (dependent adds); FMA peak per core: AVX2 %.0f GFLOP/s (2 FMA x 8 lanes x 2)", ghz,
+           32.0 * ghz);
+    if (inf__cpu_has_avx512()) printf(", AVX-512 %.0f if zmm FMAs run full width", 64.0 * ghz);
+    printf("\n");
+    if (inf__cpu_has_avx512()) {
+        double ratio = 0.0;
+        bool full = inf__avx512_fma_full_width(&ratio);
+        inf__blocking bl;
+        inf__blocking_get(&bl);
+        char how[48] = "set by INFERA_FMA512";
+        if (ratio > 0.0) snprintf(how, sizeof how, "zmm/ymm time %.2f", ratio);
+        printf("512-bit FMA datapath: %s (%s); 6x32 tile with A packed: %s\n", full ? "full width" : "split", how,
+               full && bl.gemm_wide_packed ? "yes" : "no (A in place only)");
+    }
+    printf("%-32s %6s %6s %6s | %8s %8s %8s\n", "shape", "m", "n", "k", "ref", "x86", blas ? "openblas" : "-");
     for (size_t si = 0; si < sizeof SHAPES / sizeof *SHAPES; si++) {
         const shape *s = &SHAPES[si];
         size_t na = (size_t)(s->m * s->k), nb = (size_t)(s->k * s->n), nc = (size_t)(s->m * s->n);

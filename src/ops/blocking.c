@@ -14,6 +14,10 @@
  * nothing bigger has been measured.  The L3 decides the widest packed slab
  * of B (half the L3, at most 16 MiB; 32 MiB L3 on both machines).
  *
+ * The L1d decides one thing: whether the AVX-512 6x32 tile may run with A
+ * packed (its 32 KiB pair of B micro-panels needs 48 KiB of L1d to stay
+ * there; gemm_avx2.c).
+ *
  * What is not derived: KC = 256, the depth of one block of k.  It fixes
  * the order of the float sums (per 256-deep block acc = 0, then
  * acc = fma(a, b, acc) in k order; DESIGN.md section 1: batch invariance,
@@ -34,6 +38,7 @@ enum {
     GEMM_MC_MAX = 72,          /* rows of A per task, measured (the stack block's size) */
     GEMM_MC_MIN = 4 * GEMM_MR, /* fewer rows would re-read each B panel too often */
 };
+#define WIDE_PACKED_L1D_MIN ((int64_t)48 << 10) /* L1d for the 6x32 tile's B block + an A panel */
 #define SLAB_MAX ((int64_t)16 << 20)       /* bytes of packed B per slab, measured */
 #define SLAB_MIN ((int64_t)1 << 20)
 #define SUBBATCH_MAX ((int64_t)256 << 10)  /* activations of one sub-batch, measured */
@@ -43,7 +48,11 @@ enum {
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 void inf__blocking_for(int64_t l1d, int64_t l2, int64_t l3, inf__blocking *out) {
-    (void)l1d; /* only KC depends on it, and KC is fixed */
+    /* the AVX-512 6x32 tile with A packed keeps a KC x 32 B block (32 KiB)
+     * in L1d while 6 KiB A panels stream past it: at 32 KiB of L1d (Zen 4)
+     * they evict each other (0.7-0.9x the AVX2 tile there), 48 KiB (Zen 5,
+     * Intel since Ice Lake) leaves a third free (1.5-1.8x on Zen 5) */
+    out->gemm_wide_packed = l1d >= WIDE_PACKED_L1D_MIN;
     /* the packed A block (mc x KC) takes at most a quarter of L2: the rest
      * holds the B slab streaming through and C */
     int64_t mc = l2 / 4 / (GEMM_KC * (int64_t)sizeof(float)) / GEMM_MR * GEMM_MR;

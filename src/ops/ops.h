@@ -208,6 +208,8 @@ typedef struct inf__blocking {
     int64_t subbatch_bytes;       /* activations of one sub-batch (graph/subbatch.c) */
     int64_t winograd_block_bytes; /* V + M of one Winograd block of tiles */
     int64_t pointwise_w_floats;   /* floats of W per 1x1-convolution channel block */
+    bool gemm_wide_packed;        /* L1d holds a 6x32 tile pair's KC x 32 B block (32 KiB) beside the A
+                                     panel: the AVX-512 tile may run with A packed (L1d >= 48 KiB) */
 } inf__blocking;
 /* The blocking for these cache sizes (bytes; l3 0 = unknown). */
 void inf__blocking_for(int64_t l1d, int64_t l2, int64_t l3, inf__blocking *out);

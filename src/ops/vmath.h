@@ -8,8 +8,12 @@
  * precision libm over millions of values, NaN, +-inf and denormals):
  *   inf__vmath_portable  plain C (ops/ref/vmath.c), any CPU;
  *   inf__vmath_avx2      AVX2 + FMA, 8 lanes (ops/x86/math_avx2.c), x86-64 only;
+ *   inf__vmath_avx512    AVX-512, 16 lanes (ops/x86/math_avx512.c), x86-64 only:
+ *                        bit for bit the AVX2 table's results (same element
+ *                        arithmetic, same order of the row sums);
  *   inf__vmath_neon      NEON, 4 lanes (ops/arm/math_neon.c), aarch64 only.
- * inf__vmath_best() picks one once per process (AVX2 when the CPU has it).
+ * inf__vmath_best() picks one once per process (AVX-512, else AVX2, when the
+ * CPU has it and INFERA_CPU allows).
  *
  * Determinism: every element is computed by the same instruction sequence
  * wherever it sits in the array (the AVX2 tail goes through the vector code
@@ -45,7 +49,8 @@ typedef struct inf__vmath {
 
 extern const inf__vmath inf__vmath_portable;
 #if defined(__x86_64__)
-extern const inf__vmath inf__vmath_avx2; /* call only when inf__cpu_has_avx2_fma() */
+extern const inf__vmath inf__vmath_avx2;   /* call only when inf__cpu_has_avx2_fma() */
+extern const inf__vmath inf__vmath_avx512; /* call only when inf__cpu_has_avx512() */
 #elif defined(__aarch64__)
 extern const inf__vmath inf__vmath_neon; /* ops/arm/math_neon.c; call only when inf__cpu_has_neon() */
 #endif

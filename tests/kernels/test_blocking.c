@@ -8,6 +8,7 @@
  * derivation must give exactly them (so it changes nothing there); a
  * smaller L2 must shrink every L2-sized block, never below its floor, with
  * MC a multiple of the 6-row micro-panel; an unknown L3 keeps 16 MiB slabs.
+ * L1d 48 KiB allows the AVX-512 6x32 tile with A packed, 32 KiB does not.
  * Then this machine's blocking is printed with its cache sizes.
  */
 #include <stdio.h>
@@ -67,8 +68,21 @@ static void small_caches(void) {
     }
 }
 
+/* The AVX-512 6x32 tile with A packed: its 32 KiB B block needs a 48 KiB
+ * L1d (Zen 5, Intel since Ice Lake), not 32 KiB (Zen 3, Zen 4, where it
+ * measured slower); nothing else changes with the L1d. */
+static void wide_tile_l1d(void) {
+    inf__blocking b32, b48;
+    inf__blocking_for(32 * KIB, 1 * MIB, 32 * MIB, &b32);
+    inf__blocking_for(48 * KIB, 1 * MIB, 32 * MIB, &b48);
+    expect("L1d 32 KiB gemm_wide_packed", b32.gemm_wide_packed, false);
+    expect("L1d 48 KiB gemm_wide_packed", b48.gemm_wide_packed, true);
+    expect("L1d 48 KiB gemm_mc", b48.gemm_mc, b32.gemm_mc);
+}
+
 int main(void) {
     measured_machines();
+    wide_tile_l1d();
     small_caches();
     const inf_cpu_info *ci = inf_cpu_get_info();
     inf__blocking b;

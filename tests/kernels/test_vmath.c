@@ -1,7 +1,7 @@
 /*
  * test_vmath.c -- the vectorised float32 math (ops/vmath.h: the portable
- * table, and the AVX2 one when the CPU has it) against double-precision
- * libm, with maximum errors asserted.
+ * table, and the AVX2 and AVX-512 ones when the CPU has them) against
+ * double-precision libm, with maximum errors asserted.
  *
  * Inputs (~11 M per function and table): every 397th float bit pattern
  * (both signs, every exponent: denormals, huge values, +-inf, NaNs), 2 M
@@ -20,6 +20,8 @@
  * same way and printed for comparison.  Also checked: an element's result
  * does not depend on its position in the array (vector body vs tail), and
  * the Softmax / LayerNormalization rows match a double reference.
+ * The AVX-512 table (when the path allows it) is checked the same way and
+ * must also give the AVX2 table's bits everywhere (same_as_avx2).
  * Prints one line per check and "N passed, M failed".
  */
 #include <float.h>
@@ -188,6 +190,52 @@ static void test_rows(const inf__vmath *vm) {
     nan_ok ? n_passed++ : n_failed++;
 }
 
+/* The AVX-512 table gives the AVX2 table's bits: every function on all the
+ * inputs (lengths with every tail 0..15), Softmax and LayerNorm rows of
+ * lengths 1..300 (each 16-block, 8-block and scalar tail mix). */
+static void same_as_avx2(const inf__vmath *w, const inf__vmath *v, const float *x, size_t n, float *y) {
+    float *z = malloc(n * sizeof *z);
+    if (!z) {
+        printf("FAIL out of memory\n");
+        n_failed++;
+        return;
+    }
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        inf__vmath_fn fw = *(const inf__vmath_fn *)((const char *)w + cases[c].offset);
+        inf__vmath_fn fv = *(const inf__vmath_fn *)((const char *)v + cases[c].offset);
+        fw(x, y, (int64_t)n), fv(x, z, (int64_t)n);
+        bool same = !memcmp(y, z, n * sizeof(float));
+        for (size_t len = 1; len <= 33 && same; len++) /* every tail length, at several offsets */
+            for (size_t off = 0; off < n - 64 && same; off += n / 7) {
+                fw(x + off, y, (int64_t)len), fv(x + off, z, (int64_t)len);
+                same = !memcmp(y, z, len * sizeof(float));
+            }
+        printf("%s %s %s: bit for bit %s\n", same ? "ok  " : "FAIL", w->name, cases[c].name, v->name);
+        same ? n_passed++ : n_failed++;
+    }
+    static float sc[300], bi[300], yw[300], yv[300];
+    for (int i = 0; i < 300; i++)
+        sc[i] = 0.5f + (float)(i % 7) * 0.25f, bi[i] = (float)(i % 5) - 2.0f;
+    bool sm = true, ln = true;
+    for (int len = 1; len <= 300; len++) {
+        const float *row = x + 1000 + (size_t)len * 4099 % (n - 1300); /* finite and non-finite inputs */
+        w->softmax_row(row, yw, len), v->softmax_row(row, yv, len);
+        for (int i = 0; i < len; i++)
+            if (memcmp(&yw[i], &yv[i], sizeof(float)) && !(isnan(yw[i]) && isnan(yv[i]))) sm = false;
+        double mw, iw, mv, iv;
+        w->layernorm_row(row, yw, len, sc, len % 2 ? bi : NULL, 1e-5, &mw, &iw);
+        v->layernorm_row(row, yv, len, sc, len % 2 ? bi : NULL, 1e-5, &mv, &iv);
+        for (int i = 0; i < len; i++)
+            if (memcmp(&yw[i], &yv[i], sizeof(float)) && !(isnan(yw[i]) && isnan(yv[i]))) ln = false;
+        if (memcmp(&mw, &mv, sizeof mw) && !(isnan(mw) && isnan(mv))) ln = false;
+    }
+    printf("%s %s softmax rows: bit for bit %s\n", sm ? "ok  " : "FAIL", w->name, v->name);
+    printf("%s %s layernorm rows: bit for bit %s\n", ln ? "ok  " : "FAIL", w->name, v->name);
+    sm ? n_passed++ : n_failed++;
+    ln ? n_passed++ : n_failed++;
+    free(z);
+}
+
 int main(void) {
     size_t n;
     float *x = make_inputs(&n), *y = x ? malloc(n * sizeof *y) : NULL;
@@ -196,19 +244,24 @@ int main(void) {
         return 1;
     }
     printf("%zu inputs per function\n", n);
-    const inf__vmath *tables[2] = {&inf__vmath_portable, NULL};
+    const inf__vmath *tables[3] = {&inf__vmath_portable, NULL, NULL};
 #if defined(__x86_64__)
     if (inf__cpu_has_avx2_fma()) tables[1] = &inf__vmath_avx2;
     else printf("(no AVX2/FMA on this CPU: the AVX2 table is not tested)\n");
+    if (inf__cpu_has_avx512())
+        tables[2] = &inf__vmath_avx512;
+    else
+        printf("(path %s: the AVX-512 table is not tested)\n", inf_cpu_get_info()->path);
 #elif defined(__aarch64__)
     if (inf__cpu_has_neon()) tables[1] = &inf__vmath_neon;
     else printf("(INFERA_CPU=generic: the NEON table is not tested)\n");
 #endif
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < 3; t++)
         if (tables[t]) {
             test_table(tables[t], x, n, y);
             test_rows(tables[t]);
         }
+    if (tables[1] && tables[2]) same_as_avx2(tables[2], tables[1], x, n, y);
     free(x);
     free(y);
     printf("%d passed, %d failed\n", n_passed, n_failed);

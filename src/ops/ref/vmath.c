@@ -193,6 +193,7 @@ const inf__vmath inf__vmath_portable = {"portable", vexp, vtanh, verf, vsigmoid,
 
 const inf__vmath *inf__vmath_best(void) {
 #if defined(__x86_64__)
+    if (inf__cpu_has_avx512()) return &inf__vmath_avx512;
     if (inf__cpu_has_avx2_fma()) return &inf__vmath_avx2;
 #elif defined(__aarch64__)
     if (inf__cpu_has_neon()) return &inf__vmath_neon;

@@ -22,7 +22,8 @@
  *     through a zero-padded copy on the stack.
  *   - The tasks are tiles of C: MC rows x all the slab's columns, or
  *     narrower (>= 64) when there are too few row blocks for the threads
- *     (never on one thread).  MC (72 on Zen 3 and Zen 4, fewer with less
+ *     (never on one thread); with A read in place (below), all rows x a
+ *     column panel, about 4 a thread (col_split).  MC (72 on Zen 3 and Zen 4, fewer with less
  *     than 512 KiB of L2) and the slab width come from the cache sizes
  *     (ops/blocking.c); KC is fixed, it decides the bits.
  *     A task walks k in KC = 256 steps; for each it packs its MC x KC block
@@ -41,6 +42,10 @@
  *     thread all its rows are one task, so each B panel is fetched once.
  *     Rows a multiple of 4 KiB apart would all fall in the same L1 sets, so
  *     those are still packed.
+ *   - On the avx512 path pairs of full panels run the 6x32 AVX-512 tile
+ *     (gemm_avx512.c; same bits): with A in place always, with A packed when
+ *     the L1d holds the pair's 32 KiB B block (48 KiB, ops/blocking.c) and
+ *     zmm FMAs run full width (fma_width_avx512.c).
  *   - With B packed, each tile of a panel prefetches a slice of the next
  *     panel, so the panel is in L1 when its first tile starts.
  *   - A fused epilogue (inf__gemm_epilogue, for FusedMatMul): after a
@@ -89,12 +94,13 @@
 #include "ops/x86/gemm_avx512.h"
 
 enum {
-    MR = 6,        /* micro-tile rows */
-    NR = 16,       /* micro-tile columns (two ymm) */
-    MC_MAX = 72,   /* most rows of A packed per task (the stack block; inf__blocking.gemm_mc) */
-    KC = 256,      /* depth of one packed block */
-    NT_MIN = 64,   /* fewest columns of C per task when splitting columns */
-    SMALL_M = 4,   /* up to this many rows: no packing */
+    MR = 6,                   /* micro-tile rows */
+    NR = 16,                  /* micro-tile columns (two ymm) */
+    MC_MAX = 72,              /* most rows of A packed per task (the stack block; inf__blocking.gemm_mc) */
+    KC = 256,                 /* depth of one packed block */
+    NT_MIN = 64,              /* fewest columns of C per task when splitting columns */
+    SMALL_M = 4,              /* up to this many rows: no packing */
+    COL_TASKS_PER_THREAD = 4, /* column panels a thread with A read in place (col_split) */
 };
 /* Up to this many rows (and this row stride) plain B is read in place
  * rather than packed (measured with bench/bench_gemm). */
@@ -733,29 +739,62 @@ static void small_m_tb_task(void *arg, int64_t begin, int64_t end) {
 
 /* ---- entry ---- */
 
+/* A read in place (m <= DIRECT_A_MAX_M): every task takes all the rows
+ * and a panel of columns, so each B micro-panel is fetched by one task
+ * only and A (at most 144 rows, kept in L2) is read by all.  One thread:
+ * one task.  More: about COL_TASKS_PER_THREAD panels a thread (claimed
+ * from the pool's counter, so a late thread takes fewer), each a whole
+ * number of the kernel's column unit (32 with the AVX-512 pairs, 16 with
+ * AVX2) and at least SMALL_TASK multiply-adds.  Replaces the split into
+ * 72-row blocks x thirds of the columns, whose halves of unequal height
+ * (72 + 56 rows at m = 128) left one thread idle at the end of each of a
+ * batch-1 encoder's MatMuls and fetched every B panel twice.  False (g
+ * untouched) when that gives fewer panels than threads (narrow C): the
+ * row blocks then keep the threads busy. */
+static bool col_split(gemm_job *g, int threads) {
+    int64_t unit = g->wide ? 2 * NR : NR;
+    int64_t tasks = threads > 1 ? COL_TASKS_PER_THREAD * (int64_t)threads : 1;
+    int64_t nt = ((g->nc + tasks - 1) / tasks + unit - 1) / unit * unit;
+    int64_t min_nt = (SMALL_TASK / (g->m * g->k) + unit - 1) / unit * unit;
+    if (nt < min_nt) nt = min_nt;
+    if (nt < unit) nt = unit;
+    int64_t n_col_tasks = (g->nc + nt - 1) / nt;
+    if (threads > 1 && n_col_tasks < threads) return false;
+    g->mb = g->m;
+    g->nt = nt;
+    g->n_col_tasks = n_col_tasks;
+    return true;
+}
+
 /* Runs compute_task over the slab in g (columns [j0, j0 + nc)).  Whole rows
  * of the slab per task (A packed once per k block) unless there are too few
  * row blocks to keep the threads busy; then the columns are split too, at
- * least NT_MIN wide. */
+ * least NT_MIN wide.  With A read in place on several threads (a batch-1
+ * transformer's MatMuls) every task takes all the rows and a column panel
+ * (see col_split). */
 static void compute_tasks(inf__pool *pool, gemm_job *g) {
     int threads = inf__pool_size(pool);
     int64_t want = threads > 1 ? 3 * (int64_t)threads : 1;
     /* alpha 1, plain A: the kernel broadcasts A from its rows in place (no
      * packing pass; alpha * a would be a anyway) */
     g->a_direct = !g->trans_a && g->alpha == 1.0f && g->lda > 0 && g->m <= DIRECT_A_MAX_M && A_DIRECT_OK(g->lda);
-    /* the AVX-512 6x32 tiles where they measured faster (bench_gemm on Zen 4: 1.0-1.1x with A read in
-     * place; with A packed -- large m -- a pair's 32 KiB B block fills L1d and they ran 0.7-0.9x) */
-    g->wide = g->a_direct && inf__cpu_has_avx512();
-    /* one thread, A in place: all rows in one block, so each B panel is
-     * fetched once and used by every row */
     inf__blocking bl;
     inf__blocking_get(&bl);
-    g->mb = g->a_direct && threads <= 1 ? g->m : bl.gemm_mc < MC_MAX ? bl.gemm_mc : MC_MAX;
+    /* the AVX-512 6x32 tiles where they measured faster: with A read in
+     * place everywhere (bench_gemm: 1.0-1.1x on Zen 4, ~2x on Zen 5); with A
+     * packed (large m, alpha != 1, rows 4 KiB apart) only when L1d holds the
+     * pair's 32 KiB B block beside the A panels and the core runs zmm FMAs
+     * at full width (Zen 5: 1.5-1.8x; Zen 4, 32 KiB L1d and split: 0.7-0.9x) */
+    g->wide = inf__cpu_has_avx512() && (g->a_direct || (bl.gemm_wide_packed && inf__avx512_fma_full_width(NULL)));
+    if (!g->a_direct || !col_split(g, threads)) {
+        g->mb = bl.gemm_mc < MC_MAX ? bl.gemm_mc : MC_MAX;
+        int64_t row_blocks = (g->m + g->mb - 1) / g->mb;
+        int64_t splits = row_blocks >= want ? 1 : (want + row_blocks - 1) / row_blocks;
+        g->nt = ((g->nc + splits - 1) / splits + NR - 1) / NR * NR;
+        if (g->nt < NT_MIN) g->nt = NT_MIN;
+        g->n_col_tasks = (g->nc + g->nt - 1) / g->nt;
+    }
     int64_t row_blocks = (g->m + g->mb - 1) / g->mb;
-    int64_t splits = row_blocks >= want ? 1 : (want + row_blocks - 1) / row_blocks;
-    g->nt = ((g->nc + splits - 1) / splits + NR - 1) / NR * NR;
-    if (g->nt < NT_MIN) g->nt = NT_MIN;
-    g->n_col_tasks = (g->nc + g->nt - 1) / g->nt;
     inf__pool_range(pool, row_blocks * g->n_col_tasks, 1, compute_task, g);
 }
 

@@ -9,8 +9,10 @@
  * B packed at load) are shared and nothing is packed twice.  The driver
  * pairs full adjacent panels and calls this kernel when the CPU's path is
  * avx512 (core/cpu.c; INFERA_CPU=avx2 keeps the AVX2 kernel) and A is read
- * in place (alpha 1, m <= 144): with A packed (large m) the pairs ran
- * 0.7-0.9x the AVX2 tile on Zen 4 -- a pair's 32 KiB B block fills L1d.  Each C
+ * in place (alpha 1, m <= 144), or also with A packed when the L1d has
+ * 48 KiB and zmm FMAs run at full width (fma_width_avx512.c; Zen 5: 1.5-1.8x
+ * the AVX2 tile there): on Zen 4 (32 KiB L1d, split) the pairs ran 0.7-0.9x
+ * with A packed -- a pair's 32 KiB B block fills that L1d.  Each C
  * element is the same chain acc = fma(a, b, acc) from 0 over p in order,
  * stored with the same rounding, so both widths give identical bits and
  * batch invariance (DESIGN.md section 1) holds across them.
@@ -18,7 +20,8 @@
  * 6 rows) run a one-panel tile with masked loads and stores instead of the
  * AVX2 path's buffer and scalar loops; same element-wise arithmetic.
  * On Zen 4 a zmm FMA is two 256-bit halves (double-pumped), so peak FLOP/s
- * are the AVX2 kernel's; the gain is in issue slots and loads.
+ * are the AVX2 kernel's; the gain is in issue slots and loads.  Zen 5 runs
+ * it full width: twice the AVX2 peak.
  * Built with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma (CMake:
  * *_avx512.c).
  */

@@ -6,6 +6,7 @@
 #ifndef INF_OPS_X86_GEMM_AVX512_H
 #define INF_OPS_X86_GEMM_AVX512_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* How the tile is stored: C = acc, C = acc + C, C = fma(beta, C, acc). */
@@ -30,5 +31,11 @@ void inf__gemm_tile_x32_avx512(int rows, int64_t kc, const float *a, int64_t lda
 void inf__gemm_tile_x16_masked_avx512(int rows, int cols, int64_t kc, const float *a, int64_t lda, const float *b,
                                       int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const float *bias,
                                       const float *res, int64_t ldr);
+
+/* True when this core runs a zmm FMA at full width (twice the ymm FLOP/s),
+ * false when in two 256-bit halves; measured once (fma_width_avx512.c).
+ * ratio (may be NULL): zmm / ymm time of the measurement, 0 when set by
+ * INFERA_FMA512=full|split. */
+bool inf__avx512_fma_full_width(double *ratio);
 
 #endif /* INF_OPS_X86_GEMM_AVX512_H */
