@@ -353,6 +353,10 @@ void inf__conv2d_direct_pack_w(int64_t m, int64_t group, int64_t kdim, const flo
 int64_t inf__conv2d_direct_scratch_floats(const inf__conv2d *g);
 void inf__conv2d_direct_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                  const float *bias, const float *res, float *scratch, float *y);
+/* Its AVX-512 sibling (ops/x86/conv_direct_avx512.c; only when
+ * inf__cpu_has_avx512()): the same W packing, scratch, arguments and bits. */
+void inf__conv2d_direct_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
+                                   const float *bias, const float *res, float *scratch, float *y);
 /* The depthwise variant (ops/x86/depthwise_avx2.c) for 2-D group == c == m:
  * w is the Conv's W as given ([m, 1, kh, kw]), no packing; any stride,
  * dilation and padding.  Same bits as ops/ref/conv.c's depthwise_planes then
@@ -396,6 +400,10 @@ int64_t inf__conv2d_rows_w_floats(int64_t m, int64_t group, int64_t kdim);
 void inf__conv2d_rows_pack_w(int64_t m, int64_t group, int64_t kdim, const float *w, float *dst);
 void inf__conv2d_rows_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                const float *bias, const float *res, float *scratch, float *y);
+/* Its AVX-512 sibling (ops/x86/conv_rows_avx512.c; only when
+ * inf__cpu_has_avx512()): the same W packing, scratch, arguments and bits. */
+void inf__conv2d_rows_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
+                                 const float *bias, const float *res, float *scratch, float *y);
 /* The Winograd variant (ops/x86/conv_winograd_avx2.c) for 3x3, stride-1,
  * dilation-1, one-group Convs with enough channels:
  * inf__conv2d_winograd_tile(g) gives the output tile side (2: F(2x2,3x3),

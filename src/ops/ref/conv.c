@@ -54,6 +54,7 @@
  */
 #include <string.h>
 
+#include "core/cpu.h"
 #include "ops/ops.h"
 
 enum { AUTO_NOTSET, AUTO_SAME_UPPER, AUTO_SAME_LOWER, AUTO_VALID };
@@ -222,9 +223,9 @@ static inf_status pack_const_w(const inf__node *node, inf__arena *arena, conv_pa
     inf__prepack_log *log = inf__ops_prepack_current();
     const float *packed = log && log->supply ? convpack_supplied(log, &key) : NULL;
     if (!packed) {
-        char *raw = inf__arena_alloc(arena, (size_t)floats * sizeof(float) + 32);
+        char *raw = inf__arena_alloc(arena, (size_t)floats * sizeof(float) + 64);
         if (!raw) return INF_ENOMEM;
-        float *dst = (float *)(((uintptr_t)raw + 31) & ~(uintptr_t)31);
+        float *dst = (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63); /* a cache line: the AVX-512 kernels' rows */
         variant_pack_w(var, &c, w->data, dst);
         packed = key.packed = dst;
         if (log && !log->supply) convpack_record(log, &key);
@@ -727,12 +728,15 @@ static inf_status conv_avx2_run(inf__kernel_ctx *ctx, const inf__conv2d *c, cons
         return INF_OK;
     }
     int tile = wino_tile(var);
+    bool wide = inf__cpu_has_avx512(); /* the AVX-512 siblings: same packing, scratch and bits */
     int64_t floats = tile ? inf__conv2d_winograd_scratch_floats(tile, c, inf__pool_size(ctx->pool))
                           : inf__conv2d_direct_scratch_floats(c);
     float *scratch = floats > 0 ? inf__kernel_scratch(ctx, (size_t)floats * sizeof(float)) : NULL;
     if (floats > 0 && !scratch) return INF_ENOMEM;
     if (tile) inf__conv2d_winograd_f32_avx2(ctx->pool, tile, c, x, wp, b, res, scratch, y);
+    else if (var == INF_CONV2D_ROWS && wide) inf__conv2d_rows_f32_avx512(ctx->pool, c, x, wp, b, res, scratch, y);
     else if (var == INF_CONV2D_ROWS) inf__conv2d_rows_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);
+    else if (wide) inf__conv2d_direct_f32_avx512(ctx->pool, c, x, wp, b, res, scratch, y);
     else inf__conv2d_direct_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);
     return INF_OK;
 }
