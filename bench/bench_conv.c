@@ -24,10 +24,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_timing.h"
 #include "core/core.h"
 #include "core/cpu.h"
 #include "ops/ops.h"
-#include "bench_timing.h"
 
 #if defined(__x86_64__)
 
@@ -75,8 +75,8 @@ static const conv_shape SHAPES[] = {
 enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
 
 enum { V_PANEL, V_DIRECT, V_ROWS, V_WINO4, V_WINO2, V_POINTWISE, V_DIRECT512, V_ROWS512, N_VARIANTS };
-static const char *const VNAMES[N_VARIANTS] = {"panel",     "direct",    "rows",     "wino4",
-                                               "wino2",     "pointwise", "direct512", "rows512"};
+static const char *const VNAMES[N_VARIANTS] = {"panel", "direct",    "rows",      "wino4",
+                                               "wino2", "pointwise", "direct512", "rows512"};
 
 typedef struct variant_buf {
     float *wp, *scratch;
@@ -113,14 +113,18 @@ static bool prepare_variant(conv_case *cc, int v, int threads) {
     int kind = v == V_DIRECT512 ? V_DIRECT : v == V_ROWS512 ? V_ROWS : v; /* the same packing and scratch */
     if (kind == V_ROWS && (g->sw != 1 || kdim > 256)) return false;
     if (tile) wf = inf__conv2d_winograd_w_floats(tile, g->cg, g->m), sf = inf__conv2d_winograd_scratch_floats(tile, g, threads);
-    else if (kind == V_DIRECT) wf = inf__conv2d_direct_w_floats(g->m, 1, kdim), sf = inf__conv2d_direct_scratch_floats(g);
-    else if (kind == V_ROWS) wf = inf__conv2d_rows_w_floats(g->m, 1, kdim), sf = inf__conv2d_direct_scratch_floats(g);
+    else if (kind == V_DIRECT)
+        wf = inf__conv2d_direct_w_floats(g->m, 1, kdim), sf = inf__conv2d_direct_scratch_floats(g);
+    else if (kind == V_ROWS)
+        wf = inf__conv2d_rows_w_floats(g->m, 1, kdim), sf = inf__conv2d_direct_scratch_floats(g);
     else wf = inf__conv2d_packed_w_floats(g->m, 1, kdim), sf = 0;
     cc->v[v].wp = alloc32(wf), cc->v[v].scratch = alloc32(sf);
     if (!cc->v[v].wp || !cc->v[v].scratch) return false;
     if (tile) inf__conv2d_winograd_pack_w(tile, g->cg, g->m, cc->w, cc->v[v].wp);
-    else if (kind == V_DIRECT) inf__conv2d_direct_pack_w(g->m, 1, kdim, cc->w, cc->v[v].wp);
-    else if (kind == V_ROWS) inf__conv2d_rows_pack_w(g->m, 1, kdim, cc->w, cc->v[v].wp);
+    else if (kind == V_DIRECT)
+        inf__conv2d_direct_pack_w(g->m, 1, kdim, cc->w, cc->v[v].wp);
+    else if (kind == V_ROWS)
+        inf__conv2d_rows_pack_w(g->m, 1, kdim, cc->w, cc->v[v].wp);
     else inf__conv2d_pack_w(g->m, 1, kdim, cc->w, cc->v[v].wp);
     return true;
 }
@@ -132,8 +136,10 @@ static void run_variant(const void *ctx, int v) {
     if (v == V_PANEL) inf__conv2d_f32_avx2(cc->pool, g, cc->x, b->wp, cc->b, NULL, cc->y);
     else if (v == V_DIRECT) inf__conv2d_direct_f32_avx2(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
     else if (v == V_ROWS) inf__conv2d_rows_f32_avx2(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
-    else if (v == V_DIRECT512) inf__conv2d_direct_f32_avx512(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
-    else if (v == V_ROWS512) inf__conv2d_rows_f32_avx512(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
+    else if (v == V_DIRECT512)
+        inf__conv2d_direct_f32_avx512(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
+    else if (v == V_ROWS512)
+        inf__conv2d_rows_f32_avx512(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
     else if (v == V_POINTWISE) inf__conv2d_pointwise_f32_avx2(cc->pool, g, cc->x, cc->w, cc->b, NULL, cc->y);
     else inf__conv2d_winograd_f32_avx2(cc->pool, v == V_WINO4 ? 4 : 2, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
 }
@@ -145,8 +151,10 @@ static int picked(const inf__conv2d *g) {
     switch (inf__conv2d_avx2_variant(g)) {
     case INF_CONV2D_WINO4: return V_WINO4;
     case INF_CONV2D_WINO2: return V_WINO2;
-    case INF_CONV2D_DIRECT: return inf__cpu_has_avx512() ? V_DIRECT512 : V_DIRECT;
-    case INF_CONV2D_ROWS: return inf__cpu_has_avx512() ? V_ROWS512 : V_ROWS;
+    case INF_CONV2D_DIRECT:
+        return inf__cpu_has_avx512() ? V_DIRECT512 : V_DIRECT;
+    case INF_CONV2D_ROWS:
+        return inf__cpu_has_avx512() ? V_ROWS512 : V_ROWS;
     default: return V_PANEL;
     }
 }

@@ -35,11 +35,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
-#include "ops/ops.h"
 #include "conv_test_main.h"
+#include "core/core.h"
 #include "core/cpu.h"
 #include "kernel_paths.h"
+#include "ops/ops.h"
 #include "test_allocs.h"
 
 #if defined(__x86_64__)
@@ -111,8 +111,10 @@ static void run_kernel(inf__pool *pool, int kind, const inf__conv2d *g, const fl
                        const float *b, const float *res, float *scratch, float *y) {
     if (kind == DIRECT) inf__conv2d_direct_f32_avx2(pool, g, x, wp, b, res, scratch, y);
     else if (kind == ROWS) inf__conv2d_rows_f32_avx2(pool, g, x, wp, b, res, scratch, y);
-    else if (kind == DIRECT512) inf__conv2d_direct_f32_avx512(pool, g, x, wp, b, res, scratch, y);
-    else if (kind == ROWS512) inf__conv2d_rows_f32_avx512(pool, g, x, wp, b, res, scratch, y);
+    else if (kind == DIRECT512)
+        inf__conv2d_direct_f32_avx512(pool, g, x, wp, b, res, scratch, y);
+    else if (kind == ROWS512)
+        inf__conv2d_rows_f32_avx512(pool, g, x, wp, b, res, scratch, y);
     else inf__conv2d_f32_avx2(pool, g, x, wp, b, res, y);
 }
 
@@ -307,8 +309,8 @@ int main(int argc, char **argv) {
     if (skip) return skip;
     int st = conv_test_on_pools(cases);
     if (st) return st < 0 ? 77 : st; /* 77: no AVX2/FMA, nothing ran (ctest SKIP_RETURN_CODE) */
-    printf("%d passed, %d failed (%d with the rows kernel, %d with the AVX-512 siblings)\n", n_passed, n_failed,
-           n_rows, n_wide);
+    printf("%d passed, %d failed (%d with the rows kernel, %d with the AVX-512 siblings)\n", n_passed, n_failed, n_rows,
+           n_wide);
     if (n_rows < 40) {
         printf("too few cases in the rows kernel's range (%d)\n", n_rows);
         return 1;

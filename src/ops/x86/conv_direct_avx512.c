@@ -52,7 +52,8 @@ static inline __attribute__((always_inline)) void tile(int SW, int NB, const flo
                                                        const int64_t *off, int64_t kc, const float *restrict w0,
                                                        const float *restrict w1, float *s, bool first) {
     __m512 acc[TW][2];
-    for (int j = 0; j < TW; j++) acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+    for (int j = 0; j < TW; j++)
+        acc[j][0] = acc[j][1] = _mm512_setzero_ps();
     const float *xb[TW];
     for (int j = 0; j < TW; j++) {
         xb[j] = x0 + (SW > 0 ? j * SW : d[j]);
@@ -84,10 +85,12 @@ typedef struct tile_args {
     bool first;
 } tile_args;
 
-#define TILE_NB(SW, x0, d, A, s)                                                                              \
-    do {                                                                                                      \
-        if ((A)->nb == 2) tile(SW, 2, x0, d, (A)->off, (A)->kc, (A)->w0, (A)->w1, s, (A)->first);            \
-        else tile(SW, 1, x0, d, (A)->off, (A)->kc, (A)->w0, (A)->w0, s, (A)->first);                         \
+#define TILE_NB(SW, x0, d, A, s)                                                                                       \
+    do {                                                                                                               \
+        if ((A)->nb == 2)                                                                                              \
+            tile(SW, 2, x0, d, (A)->off, (A)->kc, (A)->w0, (A)->w1, s, (A)->first);                                    \
+        else                                                                                                           \
+            tile(SW, 1, x0, d, (A)->off, (A)->kc, (A)->w0, (A)->w0, s, (A)->first);                                    \
     } while (0)
 
 /* One tile at positions p .. p + 7 (past the last, the last again). */
@@ -96,8 +99,10 @@ static void run_tile(const inf__conv2d *g, int64_t pw, const float *xg, int64_t 
     int64_t oy = p / g->ow, ox = p % g->ow;
     const float *x0 = xg + oy * g->sh * pw + ox * g->sw;
     if (p + TW - 1 <= last && ox + TW <= g->ow && (g->sw == 1 || g->sw == 2)) {
-        if (g->sw == 1) TILE_NB(1, x0, NULL, A, s);
-        else TILE_NB(2, x0, NULL, A, s);
+        if (g->sw == 1)
+            TILE_NB(1, x0, NULL, A, s);
+        else
+            TILE_NB(2, x0, NULL, A, s);
         return;
     }
     int64_t d[TW];
@@ -112,17 +117,18 @@ static void run_tile(const inf__conv2d *g, int64_t pw, const float *xg, int64_t 
 
 typedef struct store_ctx {
     const inf__conv2d *g;
-    int64_t npos, rows;   /* positions per channel in Y; valid channels of the tile */
-    const float *bias;    /* the tile's first channel, or NULL */
-    const float *res;     /* the tile's first channel row, or NULL */
-    float *y;             /* the tile's first channel row */
+    int64_t npos, rows; /* positions per channel in Y; valid channels of the tile */
+    const float *bias;  /* the tile's first channel, or NULL */
+    const float *res;   /* the tile's first channel row, or NULL */
+    float *y;           /* the tile's first channel row */
 } store_ctx;
 
 /* Positions [p, p + cnt) (cnt <= 8) of channels [c0, c0 + 8) from the sums
  * s ([position][32], s at position p): v = sum + bias, + res, activation. */
 static void store8(const store_ctx *S, const float *s, int64_t p, int64_t cnt, int c0) {
     __m256 r[8];
-    for (int i = 0; i < 8; i++) r[i] = i < cnt ? _mm256_load_ps(s + i * CW + c0) : _mm256_setzero_ps();
+    for (int i = 0; i < 8; i++)
+        r[i] = i < cnt ? _mm256_load_ps(s + i * CW + c0) : _mm256_setzero_ps();
     inf__avx2_transpose8(r);
     const inf__conv2d *g = S->g;
     __mmask8 k = (__mmask8)((1u << cnt) - 1u);
@@ -132,8 +138,10 @@ static void store8(const store_ctx *S, const float *s, int64_t p, int64_t cnt, i
         __m256 v = r[j];
         if (S->bias) v = _mm256_add_ps(v, _mm256_broadcast_ss(S->bias + c0 + j));
         if (S->res) v = _mm256_add_ps(v, _mm256_maskz_loadu_ps(k, S->res + row));
-        if (g->act == INF_EPILOGUE_RELU) v = _mm256_max_ps(v, zero); /* NaN -> 0, as Relu */
-        else if (g->act == INF_EPILOGUE_CLIP) v = _mm256_min_ps(vhi, _mm256_max_ps(vlo, v)); /* NaN kept */
+        if (g->act == INF_EPILOGUE_RELU)
+            v = _mm256_max_ps(v, zero); /* NaN -> 0, as Relu */
+        else if (g->act == INF_EPILOGUE_CLIP)
+            v = _mm256_min_ps(vhi, _mm256_max_ps(vlo, v)); /* NaN kept */
         _mm256_mask_storeu_ps(S->y + row, k, v);
     }
 }
@@ -145,7 +153,7 @@ typedef struct direct_job {
     inf__conv2d_input xg;
     const float *x; /* the pass's first image: padded buffer or X */
     const float *wp, *bias, *res;
-    float *y;       /* the pass's first image */
+    float *y;                                      /* the pass's first image */
     int64_t kdim, npos, ncb, ntp, chunk, n_chunks; /* ncb: 16-channel blocks, ntp: 32-channel tiles per group */
     int64_t w_floats;
 } direct_job;
@@ -195,10 +203,15 @@ static void direct_chunk(const direct_job *J, int64_t ng, int64_t tp, int64_t p0
         }
     }
     int64_t row0 = gi * g->mg + cb * CB, ybase = (n * g->m + row0) * J->npos;
-    store_ctx S = {g, J->npos, min64(CW, g->mg - cb * CB), J->bias ? J->bias + row0 : NULL,
-                   J->res ? J->res + ybase : NULL, J->y + ybase};
+    store_ctx S = {g,
+                   J->npos,
+                   min64(CW, g->mg - cb * CB),
+                   J->bias ? J->bias + row0 : NULL,
+                   J->res ? J->res + ybase : NULL,
+                   J->y + ybase};
     for (int64_t t = 0; t < cnt; t += 8)
-        for (int c0 = 0; c0 < CW && c0 < S.rows; c0 += 8) store8(&S, sums + t * CW, p0 + t, min64(8, cnt - t), c0);
+        for (int c0 = 0; c0 < CW && c0 < S.rows; c0 += 8)
+            store8(&S, sums + t * CW, p0 + t, min64(8, cnt - t), c0);
 }
 
 static void direct_tasks(void *arg, int64_t begin, int64_t end) {
@@ -216,15 +229,21 @@ static int64_t chunk_positions(const inf__conv2d *g, int64_t images, int64_t ntp
     int64_t chunk = CHUNK;
     if (threads > 1) {
         int64_t want = 4 * threads, per = images * g->group * ntp;
-        while (chunk > 24 && per * ((npos + chunk - 1) / chunk) < want) chunk -= 24;
+        while (chunk > 24 && per * ((npos + chunk - 1) / chunk) < want)
+            chunk -= 24;
     }
     return chunk;
 }
 
 void inf__conv2d_direct_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                    const float *bias, const float *res, float *scratch, float *y) {
-    direct_job J = {.g = g, .xg = inf__conv2d_input_geom(g), .wp = wp, .bias = bias, .kdim = g->cg * g->kh * g->kw,
-                    .npos = g->oh * g->ow, .ncb = (g->mg + CB - 1) / CB,
+    direct_job J = {.g = g,
+                    .xg = inf__conv2d_input_geom(g),
+                    .wp = wp,
+                    .bias = bias,
+                    .kdim = g->cg * g->kh * g->kw,
+                    .npos = g->oh * g->ow,
+                    .ncb = (g->mg + CB - 1) / CB,
                     .w_floats = inf__conv2d_direct_w_floats(g->m, g->group, g->cg * g->kh * g->kw)};
     if (J.kdim <= 0 || J.npos <= 0 || g->mg <= 0) return;
     J.ntp = (J.ncb + 1) / 2;

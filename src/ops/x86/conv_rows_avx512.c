@@ -35,11 +35,11 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 typedef struct rows_job {
     const inf__conv2d *g;
     inf__conv2d_input xg;
-    const float *x;      /* the pass's first image: padded buffer or X */
+    const float *x; /* the pass's first image: padded buffer or X */
     const float *wp, *bias, *res;
-    float *y;            /* the pass's first image */
+    float *y; /* the pass's first image */
     int64_t kdim, npos, nblk;
-    int64_t off[KMAX];   /* tap k's offset in a (padded) image of the group */
+    int64_t off[KMAX]; /* tap k's offset in a (padded) image of the group */
 } rows_job;
 
 /* R channels x V vectors (the last with `tail` valid lanes) at x0 (the
@@ -53,7 +53,8 @@ static inline __attribute__((always_inline)) void tile(int R, int V, const rows_
 #pragma GCC unroll 4
     for (int r = 0; r < RB; r++)
 #pragma GCC unroll 4
-        for (int v = 0; v < VB; v++) acc[r][v] = _mm512_setzero_ps();
+        for (int v = 0; v < VB; v++)
+            acc[r][v] = _mm512_setzero_ps();
     const __mmask16 mask = (__mmask16)((1u << tail) - 1u);
     const int64_t kdim = J->kdim, *off = J->off;
     for (int64_t k = 0; k < kdim; k++, w += RB) {
@@ -66,7 +67,8 @@ static inline __attribute__((always_inline)) void tile(int R, int V, const rows_
         for (int r = 0; r < R; r++) {
             __m512 wv = _mm512_set1_ps(w[r]);
 #pragma GCC unroll 4
-            for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(wv, xv[v], acc[r][v]);
+            for (int v = 0; v < V; v++)
+                acc[r][v] = _mm512_fmadd_ps(wv, xv[v], acc[r][v]);
         }
     }
     const inf__conv2d *g = J->g;
@@ -81,28 +83,41 @@ static inline __attribute__((always_inline)) void tile(int R, int V, const rows_
             bool part = v == V - 1 && tail < 16;
             if (bias) s = _mm512_add_ps(s, _mm512_set1_ps(bias[r]));
             if (rp) s = _mm512_add_ps(s, part ? _mm512_maskz_loadu_ps(mask, rp) : _mm512_loadu_ps(rp));
-            if (g->act == INF_EPILOGUE_RELU) s = _mm512_max_ps(s, zero); /* NaN -> 0, as Relu */
-            else if (g->act == INF_EPILOGUE_CLIP) s = _mm512_min_ps(vhi, _mm512_max_ps(vlo, s)); /* NaN kept */
-            if (part) _mm512_mask_storeu_ps(y + r * npos + 16 * v, mask, s);
-            else _mm512_storeu_ps(y + r * npos + 16 * v, s);
+            if (g->act == INF_EPILOGUE_RELU)
+                s = _mm512_max_ps(s, zero); /* NaN -> 0, as Relu */
+            else if (g->act == INF_EPILOGUE_CLIP)
+                s = _mm512_min_ps(vhi, _mm512_max_ps(vlo, s)); /* NaN kept */
+            if (part)
+                _mm512_mask_storeu_ps(y + r * npos + 16 * v, mask, s);
+            else
+                _mm512_storeu_ps(y + r * npos + 16 * v, s);
         }
 }
 
 /* Dispatch on the tile's channels (1..4), vectors (1..4) and a full last vector. */
 static void tile_any(int R, int V, const rows_job *J, const float *x0, const float *w, const float *bias,
                      const float *res, float *y, int tail) {
-#define TILE_V(RR)                                                                                             \
-    do {                                                                                                       \
-        if (V == 4 && tail == 16) tile(RR, 4, J, x0, w, bias, res, y, 16); /* the common case: no masks */    \
-        else if (V == 4) tile(RR, 4, J, x0, w, bias, res, y, tail);                                            \
-        else if (V == 3) tile(RR, 3, J, x0, w, bias, res, y, tail);                                            \
-        else if (V == 2) tile(RR, 2, J, x0, w, bias, res, y, tail);                                            \
-        else tile(RR, 1, J, x0, w, bias, res, y, tail);                                                        \
+#define TILE_V(RR)                                                                                                     \
+    do {                                                                                                               \
+        if (V == 4 && tail == 16)                                                                                      \
+            tile(RR, 4, J, x0, w, bias, res, y, 16); /* the common case: no masks */                                   \
+        else if (V == 4)                                                                                               \
+            tile(RR, 4, J, x0, w, bias, res, y, tail);                                                                 \
+        else if (V == 3)                                                                                               \
+            tile(RR, 3, J, x0, w, bias, res, y, tail);                                                                 \
+        else if (V == 2)                                                                                               \
+            tile(RR, 2, J, x0, w, bias, res, y, tail);                                                                 \
+        else                                                                                                           \
+            tile(RR, 1, J, x0, w, bias, res, y, tail);                                                                 \
     } while (0)
-    if (R == 4) TILE_V(4);
-    else if (R == 3) TILE_V(3);
-    else if (R == 2) TILE_V(2);
-    else TILE_V(1);
+    if (R == 4)
+        TILE_V(4);
+    else if (R == 3)
+        TILE_V(3);
+    else if (R == 2)
+        TILE_V(2);
+    else
+        TILE_V(1);
 #undef TILE_V
 }
 
@@ -131,8 +146,13 @@ static void rows_tasks(void *arg, int64_t begin, int64_t end) {
 
 void inf__conv2d_rows_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                  const float *bias, const float *res, float *scratch, float *y) {
-    rows_job J = {.g = g, .xg = inf__conv2d_input_geom(g), .wp = wp, .bias = bias, .kdim = g->cg * g->kh * g->kw,
-                  .npos = g->oh * g->ow, .nblk = (g->mg + RB - 1) / RB};
+    rows_job J = {.g = g,
+                  .xg = inf__conv2d_input_geom(g),
+                  .wp = wp,
+                  .bias = bias,
+                  .kdim = g->cg * g->kh * g->kw,
+                  .npos = g->oh * g->ow,
+                  .nblk = (g->mg + RB - 1) / RB};
     if (J.kdim <= 0 || J.kdim > KMAX || J.npos <= 0 || g->mg <= 0 || g->sw != 1) return;
     int64_t khw = g->kh * g->kw, plane = J.xg.ph * J.xg.pw;
     for (int64_t k = 0; k < J.kdim; k++)
