@@ -74,9 +74,9 @@ static const conv_shape SHAPES[] = {
 };
 enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
 
-enum { V_PANEL, V_DIRECT, V_ROWS, V_WINO4, V_WINO2, V_POINTWISE, V_DIRECT512, V_ROWS512, N_VARIANTS };
-static const char *const VNAMES[N_VARIANTS] = {"panel", "direct",    "rows",      "wino4",
-                                               "wino2", "pointwise", "direct512", "rows512"};
+enum { V_PANEL, V_DIRECT, V_ROWS, V_WINO4, V_WINO2, V_POINTWISE, V_DIRECT512, V_ROWS512, V_WINO4_512, V_WINO2_512, N_VARIANTS };
+static const char *const VNAMES[N_VARIANTS] = {"panel", "direct", "rows", "wino4", "wino2", "pointwise",
+                                               "direct512", "rows512", "wino4/512", "wino2/512"};
 
 typedef struct variant_buf {
     float *wp, *scratch;
@@ -106,7 +106,8 @@ static void *alloc32(int64_t floats) { return aligned_alloc(32, (size_t)(floats 
 static bool prepare_variant(conv_case *cc, int v, int threads) {
     const inf__conv2d *g = &cc->g;
     int64_t kdim = g->cg * g->kh * g->kw, wf, sf;
-    int tile = v == V_WINO4 ? 4 : v == V_WINO2 ? 2 : 0;
+    int tile = v == V_WINO4 || v == V_WINO4_512 ? 4 : v == V_WINO2 || v == V_WINO2_512 ? 2 : 0;
+    if ((v == V_WINO4_512 || v == V_WINO2_512) && !inf__cpu_has_avx512()) return false;
     if (tile && !inf__conv2d_winograd_tile(g)) return false;
     if (v == V_POINTWISE) return inf__conv2d_pointwise_fits(g); /* W as given */
     if ((v == V_DIRECT512 || v == V_ROWS512) && !inf__cpu_has_avx512()) return false;
@@ -141,6 +142,9 @@ static void run_variant(const void *ctx, int v) {
     else if (v == V_ROWS512)
         inf__conv2d_rows_f32_avx512(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
     else if (v == V_POINTWISE) inf__conv2d_pointwise_f32_avx2(cc->pool, g, cc->x, cc->w, cc->b, NULL, cc->y);
+    else if (v == V_WINO4_512 || v == V_WINO2_512)
+        inf__conv2d_winograd_f32_avx512(cc->pool, v == V_WINO4_512 ? 4 : 2, g, cc->x, b->wp, cc->b, NULL, b->scratch,
+                                        cc->y);
     else inf__conv2d_winograd_f32_avx2(cc->pool, v == V_WINO4 ? 4 : 2, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
 }
 
@@ -149,8 +153,8 @@ static void run_variant(const void *ctx, int v) {
 static int picked(const inf__conv2d *g) {
     if (inf__conv2d_pointwise_fits(g)) return V_POINTWISE;
     switch (inf__conv2d_avx2_variant(g)) {
-    case INF_CONV2D_WINO4: return V_WINO4;
-    case INF_CONV2D_WINO2: return V_WINO2;
+    case INF_CONV2D_WINO4: return inf__cpu_has_avx512() ? V_WINO4_512 : V_WINO4;
+    case INF_CONV2D_WINO2: return inf__cpu_has_avx512() ? V_WINO2_512 : V_WINO2;
     case INF_CONV2D_DIRECT:
         return inf__cpu_has_avx512() ? V_DIRECT512 : V_DIRECT;
     case INF_CONV2D_ROWS:

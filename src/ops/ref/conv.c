@@ -108,11 +108,19 @@ static bool strided_stem(const inf__conv2d *c) {
     return c->sw == 2 && c->kh * c->kw > 1 && kdim < 96 && (c->mg == 16 || c->mg == 32);
 }
 
+/* On the avx512 path the direct kernel's 32-channel tile also wins on
+ * strided Convs with a K the AVX2 one leaves to the panel kernel: the bench
+ * CNN's 1x1/2 shortcuts (32 -> 64, 64 -> 128; K = 32, 64) ran 0.56-0.83x
+ * the panel kernel's time at batch 1 and 16 on Zen 5 (bench/bench_conv). */
+static bool strided_wide(const inf__conv2d *c) {
+    return c->sw >= 2 && c->mg % 32 == 0 && c->cg * c->kh * c->kw >= 32 && inf__cpu_has_avx512();
+}
+
 inf__conv2d_variant inf__conv2d_avx2_variant(const inf__conv2d *c) {
     int64_t kdim = c->cg * c->kh * c->kw;
     int tile = inf__conv2d_winograd_tile(c);
     if (tile) return tile == 4 ? INF_CONV2D_WINO4 : INF_CONV2D_WINO2;
-    if (inf__conv2d_direct_fits(c->mg, kdim, c->sw) || strided_stem(c)) return INF_CONV2D_DIRECT;
+    if (inf__conv2d_direct_fits(c->mg, kdim, c->sw) || strided_stem(c) || strided_wide(c)) return INF_CONV2D_DIRECT;
     return inf__conv2d_rows_fits(c->mg, kdim, c->sw) ? INF_CONV2D_ROWS : INF_CONV2D_PANEL;
 }
 
@@ -733,7 +741,8 @@ static inf_status conv_avx2_run(inf__kernel_ctx *ctx, const inf__conv2d *c, cons
                           : inf__conv2d_direct_scratch_floats(c);
     float *scratch = floats > 0 ? inf__kernel_scratch(ctx, (size_t)floats * sizeof(float)) : NULL;
     if (floats > 0 && !scratch) return INF_ENOMEM;
-    if (tile) inf__conv2d_winograd_f32_avx2(ctx->pool, tile, c, x, wp, b, res, scratch, y);
+    if (tile && wide) inf__conv2d_winograd_f32_avx512(ctx->pool, tile, c, x, wp, b, res, scratch, y);
+    else if (tile) inf__conv2d_winograd_f32_avx2(ctx->pool, tile, c, x, wp, b, res, scratch, y);
     else if (var == INF_CONV2D_ROWS && wide)
         inf__conv2d_rows_f32_avx512(ctx->pool, c, x, wp, b, res, scratch, y);
     else if (var == INF_CONV2D_ROWS) inf__conv2d_rows_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);
