@@ -74,9 +74,21 @@ static const conv_shape SHAPES[] = {
 };
 enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
 
-enum { V_PANEL, V_DIRECT, V_ROWS, V_WINO4, V_WINO2, V_POINTWISE, V_DIRECT512, V_ROWS512, V_WINO4_512, V_WINO2_512, N_VARIANTS };
-static const char *const VNAMES[N_VARIANTS] = {"panel", "direct", "rows", "wino4", "wino2", "pointwise",
-                                               "direct512", "rows512", "wino4/512", "wino2/512"};
+enum {
+    V_PANEL,
+    V_DIRECT,
+    V_ROWS,
+    V_WINO4,
+    V_WINO2,
+    V_POINTWISE,
+    V_DIRECT512,
+    V_ROWS512,
+    V_WINO4_512,
+    V_WINO2_512,
+    N_VARIANTS
+};
+static const char *const VNAMES[N_VARIANTS] = {"panel",     "direct",    "rows",    "wino4",     "wino2",
+                                               "pointwise", "direct512", "rows512", "wino4/512", "wino2/512"};
 
 typedef struct variant_buf {
     float *wp, *scratch;
@@ -153,8 +165,10 @@ static void run_variant(const void *ctx, int v) {
 static int picked(const inf__conv2d *g) {
     if (inf__conv2d_pointwise_fits(g)) return V_POINTWISE;
     switch (inf__conv2d_avx2_variant(g)) {
-    case INF_CONV2D_WINO4: return inf__cpu_has_avx512() ? V_WINO4_512 : V_WINO4;
-    case INF_CONV2D_WINO2: return inf__cpu_has_avx512() ? V_WINO2_512 : V_WINO2;
+    case INF_CONV2D_WINO4:
+        return inf__cpu_has_avx512() ? V_WINO4_512 : V_WINO4;
+    case INF_CONV2D_WINO2:
+        return inf__cpu_has_avx512() ? V_WINO2_512 : V_WINO2;
     case INF_CONV2D_DIRECT:
         return inf__cpu_has_avx512() ? V_DIRECT512 : V_DIRECT;
     case INF_CONV2D_ROWS:

@@ -437,9 +437,8 @@ void inf__conv2d_winograd_f32_avx2(inf__pool *pool, int tile, const inf__conv2d 
                                    float *y);
 /* Its AVX-512 sibling (ops/x86/conv_winograd_avx512.c; only when
  * inf__cpu_has_avx512()): the same U packing, scratch, arguments and bits. */
-void inf__conv2d_winograd_f32_avx512(inf__pool *pool, int tile, const inf__conv2d *g, const float *x,
-                                     const float *up, const float *bias, const float *res, float *scratch,
-                                     float *y);
+void inf__conv2d_winograd_f32_avx512(inf__pool *pool, int tile, const inf__conv2d *g, const float *x, const float *up,
+                                     const float *bias, const float *res, float *scratch, float *y);
 /* ConvAdd (made by graph/passes/conv_add.c from a Conv node) uses the Conv's
  * W packed at its load, rather than packing W a second time (ops/ref/conv.c):
  * the pass brackets its rewrite with conv_add_packing_follows(true/false), so

@@ -38,9 +38,9 @@
 
 #include "core/core.h"
 #include "core/cpu.h"
+#include "kernel_paths.h"
 #include "ops/ops.h"
 #include "test_allocs.h"
-#include "kernel_paths.h"
 
 #if defined(__x86_64__)
 
@@ -89,8 +89,10 @@ static bool wide;
 
 static void run(inf__pool *pool, int tile, const inf__conv2d *g, const bufs *B, const float *x, const float *b,
                 const float *res, float *y) {
-    if (wide) inf__conv2d_winograd_f32_avx512(pool, tile, g, x, B->up, b, res, B->scratch, y);
-    else inf__conv2d_winograd_f32_avx2(pool, tile, g, x, B->up, b, res, B->scratch, y);
+    if (wide)
+        inf__conv2d_winograd_f32_avx512(pool, tile, g, x, B->up, b, res, B->scratch, y);
+    else
+        inf__conv2d_winograd_f32_avx2(pool, tile, g, x, B->up, b, res, B->scratch, y);
 }
 
 /* The AVX-512 kernel's y against the AVX2 kernel's: the same bits. */

@@ -741,8 +741,10 @@ static inf_status conv_avx2_run(inf__kernel_ctx *ctx, const inf__conv2d *c, cons
                           : inf__conv2d_direct_scratch_floats(c);
     float *scratch = floats > 0 ? inf__kernel_scratch(ctx, (size_t)floats * sizeof(float)) : NULL;
     if (floats > 0 && !scratch) return INF_ENOMEM;
-    if (tile && wide) inf__conv2d_winograd_f32_avx512(ctx->pool, tile, c, x, wp, b, res, scratch, y);
-    else if (tile) inf__conv2d_winograd_f32_avx2(ctx->pool, tile, c, x, wp, b, res, scratch, y);
+    if (tile && wide)
+        inf__conv2d_winograd_f32_avx512(ctx->pool, tile, c, x, wp, b, res, scratch, y);
+    else if (tile)
+        inf__conv2d_winograd_f32_avx2(ctx->pool, tile, c, x, wp, b, res, scratch, y);
     else if (var == INF_CONV2D_ROWS && wide)
         inf__conv2d_rows_f32_avx512(ctx->pool, c, x, wp, b, res, scratch, y);
     else if (var == INF_CONV2D_ROWS) inf__conv2d_rows_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);

@@ -54,7 +54,8 @@ static inline void transpose16(__m512 r[16]) {
         t[8 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, 0x88);
         t[12 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, 0xDD);
     }
-    for (int i = 0; i < 16; i++) r[i] = t[i];
+    for (int i = 0; i < 16; i++)
+        r[i] = t[i];
 }
 
 /* ---- input: stage a tile row channel-last, transform its tiles ---- */
@@ -71,13 +72,15 @@ static void stage_channels(const float *src, int64_t plane, int64_t nc, int64_t 
         for (int q = 0; q < 16; q++)
             r[q] = q >= nc ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(kl, src + q * plane + x);
         transpose16(r);
-        for (int q = 0; q < cnt; q++) _mm512_mask_storeu_ps(d + (x + q) * ldd, ks, r[q]);
+        for (int q = 0; q < cnt; q++)
+            _mm512_mask_storeu_ps(d + (x + q) * ldd, ks, r[q]);
     }
 }
 
 static void zero_floats(float *d, int64_t n) {
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(d + i, _mm512_setzero_ps());
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(d + i, _mm512_setzero_ps());
     if (i < n) _mm512_mask_storeu_ps(d + i, lanes16(n - i), _mm512_setzero_ps());
 }
 
@@ -129,16 +132,22 @@ static inline __attribute__((always_inline)) void input_tile_a(const int A, cons
         __m512 d[MAX_NE], u[MAX_NE];
         const float *p = xs + tx * G->m * G->cp + c0;
         for (int i = 0; i < A; i++)
-            for (int j = 0; j < A; j++) d[i * A + j] = _mm512_maskz_loadu_ps(k, p + (i * G->pw + j) * G->cp);
-        for (int j = 0; j < A; j++) in_1d(A, d + j, A, u + j, A);
-        for (int i = 0; i < A; i++) in_1d(A, u + i * A, 1, d + i * A, 1);
-        for (int e = 0; e < A * A; e++) _mm512_mask_storeu_ps(v + (e * G->tmax + t) * G->ldv + c0, k, d[e]);
+            for (int j = 0; j < A; j++)
+                d[i * A + j] = _mm512_maskz_loadu_ps(k, p + (i * G->pw + j) * G->cp);
+        for (int j = 0; j < A; j++)
+            in_1d(A, d + j, A, u + j, A);
+        for (int i = 0; i < A; i++)
+            in_1d(A, u + i * A, 1, d + i * A, 1);
+        for (int e = 0; e < A * A; e++)
+            _mm512_mask_storeu_ps(v + (e * G->tmax + t) * G->ldv + c0, k, d[e]);
     }
 }
 
 static void input_tile(const wino_geom *G, const float *xs, int64_t tx, float *v, int64_t t) {
-    if (G->a == 4) input_tile_a(4, G, xs, tx, v, t);
-    else input_tile_a(6, G, xs, tx, v, t);
+    if (G->a == 4)
+        input_tile_a(4, G, xs, tx, v, t);
+    else
+        input_tile_a(6, G, xs, tx, v, t);
 }
 
 /* ---- output: A^T M A per tile, then back to Y's rows ---- */
@@ -167,9 +176,12 @@ static inline __attribute__((always_inline)) void output_tile_a(const int A, con
     for (int64_t k0 = 0; k0 < G->kp; k0 += 16) {
         __mmask16 k = lanes16(G->kp - k0);
         __m512 d[MAX_NE], u[MAX_NE];
-        for (int e = 0; e < A * A; e++) d[e] = _mm512_maskz_loadu_ps(k, mm + (e * G->tmax + t) * ldm + k0);
-        for (int j = 0; j < A; j++) out_1d(A, d + j, A, u + j, A);
-        for (int i = 0; i < M; i++) out_1d(A, u + i * A, 1, d + i * A, 1);
+        for (int e = 0; e < A * A; e++)
+            d[e] = _mm512_maskz_loadu_ps(k, mm + (e * G->tmax + t) * ldm + k0);
+        for (int j = 0; j < A; j++)
+            out_1d(A, d + j, A, u + j, A);
+        for (int i = 0; i < M; i++)
+            out_1d(A, u + i * A, 1, d + i * A, 1);
         for (int i = 0; i < M; i++)
             for (int q = 0; q < M; q++)
                 _mm512_mask_storeu_ps(os + (i * G->wo + tx * M + q) * G->kp + k0, k, d[i * A + q]);
@@ -177,8 +189,10 @@ static inline __attribute__((always_inline)) void output_tile_a(const int A, con
 }
 
 static void output_tile(const wino_geom *G, const float *mm, int64_t ldm, int64_t t, float *os, int64_t tx) {
-    if (G->a == 4) output_tile_a(4, G, mm, ldm, t, os, tx);
-    else output_tile_a(6, G, mm, ldm, t, os, tx);
+    if (G->a == 4)
+        output_tile_a(4, G, mm, ldm, t, os, tx);
+    else
+        output_tile_a(6, G, mm, ldm, t, os, tx);
 }
 
 /* Y[off .. off + cnt) = act(v + bias[k] + res[off ...]) (lanes in km). */
@@ -186,7 +200,8 @@ static inline void store_out(const wino_job *J, __m512 v, int64_t k, int64_t off
     const inf__conv2d *g = J->g;
     if (J->bias) v = _mm512_add_ps(v, _mm512_set1_ps(J->bias[k]));
     if (J->res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(km, J->res + off));
-    if (g->act == INF_EPILOGUE_RELU) v = _mm512_max_ps(v, _mm512_setzero_ps()); /* NaN -> 0, as Relu */
+    if (g->act == INF_EPILOGUE_RELU)
+        v = _mm512_max_ps(v, _mm512_setzero_ps()); /* NaN -> 0, as Relu */
     else if (g->act == INF_EPILOGUE_CLIP)
         v = _mm512_min_ps(_mm512_set1_ps(g->hi), _mm512_max_ps(_mm512_set1_ps(g->lo), v)); /* NaN kept */
     _mm512_mask_storeu_ps(J->y + off, km, v);
@@ -222,14 +237,16 @@ static void run_block(const wino_job *J, int64_t b, float *buf) {
     int64_t r0 = b * G->rpb, nr = min64(G->rpb, G->rows - r0), T = nr * G->tiles_x;
     for (int64_t r = 0; r < nr; r++) {
         stage_row(J, (r0 + r) / G->tiles_y, (r0 + r) % G->tiles_y, xs);
-        for (int64_t tx = 0; tx < G->tiles_x; tx++) input_tile(G, xs, tx, v, r * G->tiles_x + tx);
+        for (int64_t tx = 0; tx < G->tiles_x; tx++)
+            input_tile(G, xs, tx, v, r * G->tiles_x + tx);
     }
     for (int e = 0; e < G->ne; e++)
         inf__ops_sgemm_packed_avx2(NULL, false, T, g->m, g->c, 1.0f, v + e * G->tmax * G->ldv, G->ldv,
                                    J->up + e * J->u_floats, 0.0f, mm + e * G->tmax * g->m, g->m);
     for (int64_t r = 0; r < nr; r++) {
         int64_t n = (r0 + r) / G->tiles_y, ty = (r0 + r) % G->tiles_y;
-        for (int64_t tx = 0; tx < G->tiles_x; tx++) output_tile(G, mm, g->m, r * G->tiles_x + tx, os, tx);
+        for (int64_t tx = 0; tx < G->tiles_x; tx++)
+            output_tile(G, mm, g->m, r * G->tiles_x + tx, os, tx);
         for (int64_t i = 0; i < G->m && ty * G->m + i < g->oh; i++)
             store_row(J, os + i * G->wo * G->kp, n, ty * G->m + i);
     }
@@ -238,15 +255,22 @@ static void run_block(const wino_job *J, int64_t b, float *buf) {
 static void slot_tasks(void *arg, int64_t begin, int64_t end) {
     const wino_job *J = arg;
     for (int64_t s = begin; s < end; s++)
-        for (int64_t b = s; b < J->G.n_blocks; b += J->G.n_slots) run_block(J, b, J->scratch + s * J->G.slot_floats);
+        for (int64_t b = s; b < J->G.n_blocks; b += J->G.n_slots)
+            run_block(J, b, J->scratch + s * J->G.slot_floats);
 }
 
-void inf__conv2d_winograd_f32_avx512(inf__pool *pool, int tile, const inf__conv2d *g, const float *x,
-                                     const float *up, const float *bias, const float *res, float *scratch,
-                                     float *y) {
+void inf__conv2d_winograd_f32_avx512(inf__pool *pool, int tile, const inf__conv2d *g, const float *x, const float *up,
+                                     const float *bias, const float *res, float *scratch, float *y) {
     if (g->n <= 0 || g->oh <= 0 || g->ow <= 0 || g->m <= 0 || g->c <= 0) return;
-    wino_job J = {.g = g, .G = wino_geometry(tile, g, inf__pool_size(pool)), .x = x, .up = up, .bias = bias,
-                  .res = res, .y = y, .scratch = scratch, .u_floats = inf__ops_sgemm_packed_floats(g->c, g->m)};
+    wino_job J = {.g = g,
+                  .G = wino_geometry(tile, g, inf__pool_size(pool)),
+                  .x = x,
+                  .up = up,
+                  .bias = bias,
+                  .res = res,
+                  .y = y,
+                  .scratch = scratch,
+                  .u_floats = inf__ops_sgemm_packed_floats(g->c, g->m)};
     inf__pool_range(pool, J.G.n_slots, 1, slot_tasks, &J);
 }
 

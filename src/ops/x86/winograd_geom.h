@@ -27,12 +27,12 @@ static inline int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * 
 /* ---- geometry ---- */
 
 typedef struct wino_geom {
-    int m, a, ne;                 /* output tile side, input tile side, points */
-    int64_t cp, kp, ldv;          /* C and K rounded up to 8; V's row stride */
+    int m, a, ne;                   /* output tile side, input tile side, points */
+    int64_t cp, kp, ldv;            /* C and K rounded up to 8; V's row stride */
     int64_t tiles_x, tiles_y, rows; /* tiles per row and column; tile rows in all images */
-    int64_t rpb, tmax;            /* tile rows and tiles per block */
+    int64_t rpb, tmax;              /* tile rows and tiles per block */
     int64_t n_blocks, n_slots;
-    int64_t pw, wo;               /* staged input width, staged output width */
+    int64_t pw, wo; /* staged input width, staged output width */
     int64_t xs_floats, v_floats, m_floats, o_floats, slot_floats;
 } wino_geom;
 
