@@ -460,6 +460,10 @@ typedef struct inf__pool2d {
     bool max, count_include_pad;
 } inf__pool2d;
 void inf__ops_pool2d_f32_avx2(const inf__pool2d *g, const float *x, float *y, int64_t n_planes);
+/* Its AVX-512 sibling (ops/x86/pool_avx512.c; only when inf__cpu_has_avx512()):
+ * the 2x2 stride-2 window 16 outputs wide, the rest through the AVX2 kernel;
+ * the same bits as the AVX2 kernel. */
+void inf__ops_pool2d_f32_avx512(const inf__pool2d *g, const float *x, float *y, int64_t n_planes);
 void inf__ops_pool2d_f32_ref(const inf__pool2d *g, const float *x, float *y, int64_t n_planes);
 
 /* ---- helpers shared by kernels (ops/util.c) ---- */
