@@ -113,8 +113,8 @@ int main(void) {
     }
     for (int i = 0; i < 3000; i++) check_one();
     printf("pool2d avx2 vs ref: %s\n", n_failed ? "FAILED" : "ok");
-    printf("%d passed, %d failed (%d also on the AVX-512 kernel, held to the AVX2 kernel's bits)\n", n_passed,
-           n_failed, n_wide);
+    printf("%d passed, %d failed (%d also on the AVX-512 kernel, held to the AVX2 kernel's bits)\n", n_passed, n_failed,
+           n_wide);
     return n_failed ? 1 : 0;
 }
 #else
