@@ -12,8 +12,10 @@
  * (conv_avx2.c), direct (conv_direct_avx2.c), rows (conv_rows_avx2.c, stride
  * 1 along the row, K <= 256), wino4 / wino2 (conv_winograd_avx2.c, 3x3
  * stride 1 only), pointwise (pointwise_avx2.c, 1x1 stride 1 unpadded
- * only, W as given); "*" marks the one Conv picks (pointwise when it fits,
- * else avx2_variant's).  Each round times
+ * only, W as given), and on an AVX-512 CPU the AVX-512 siblings direct512,
+ * rows512, wino4/512, wino2/512 (conv_*_avx512.c, same packing); "*" marks
+ * the one Conv picks (pointwise when it fits, else avx2_variant's, on
+ * path avx512 its sibling).  Each round times
  * every variant of a shape once (the order rotating per round); the table
  * shows the median microseconds per call and the ratio to the picked one.
  * With --variant (and --shape) it runs just that, --iters times, for

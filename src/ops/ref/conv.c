@@ -43,6 +43,10 @@
  *         same bits (within a few 1e-6 of sum |w||x| for F(2x2), 1e-5 for
  *         F(4x4)), but still independent of the batch and the threads.
  *         The selector is inf__conv2d_avx2_variant; docs/convolutions.md has the table.
+ *         On path avx512 (inf__cpu_has_avx512) the direct, rows and Winograd
+ *         variants run their AVX-512 siblings (ops/x86/*_avx512.c: same
+ *         packing, scratch and bits), and strided Convs with 32-channel
+ *         groups and K >= 32 take the direct variant (strided_wide).
  *
  * Both ops use one index relation between an "image" (X for Conv, Y for
  * ConvTranspose) and a grid of kernel positions (Y's spatial grid for
