@@ -165,7 +165,7 @@ static void run_variant(const void *ctx, int v) {
 /* The variant Conv picks for g (ops/ref/conv.c: pointwise when it fits,
  * else inf__conv2d_avx2_variant), as this file numbers them. */
 static int picked(const inf__conv2d *g) {
-    if (inf__conv2d_pointwise_fits(g)) return V_POINTWISE;
+    if (inf__conv2d_pointwise_fits(g) && !inf__conv2d_direct_wide(g)) return V_POINTWISE;
     switch (inf__conv2d_avx2_variant(g)) {
     case INF_CONV2D_WINO4:
         return inf__cpu_has_avx512() ? V_WINO4_512 : V_WINO4;

@@ -429,6 +429,10 @@ typedef enum inf__conv2d_variant {
     INF_CONV2D_WINO4,
 } inf__conv2d_variant;
 inf__conv2d_variant inf__conv2d_avx2_variant(const inf__conv2d *g);
+/* On path avx512 (inf__cpu_has_avx512), strided or 1x1 Convs with output
+ * channels per group a multiple of 32 and K >= 32 take the direct variant
+ * (its AVX-512 sibling), pointwise ones included (ops/ref/conv.c). */
+bool inf__conv2d_direct_wide(const inf__conv2d *g);
 int64_t inf__conv2d_winograd_w_floats(int tile, int64_t c, int64_t k);
 void inf__conv2d_winograd_pack_w(int tile, int64_t c, int64_t k, const float *w, float *dst);
 int64_t inf__conv2d_winograd_scratch_floats(int tile, const inf__conv2d *g, int threads);

@@ -296,12 +296,36 @@ static void strided_stem_cases(inf__pool *pool) {
     }
 }
 
+/* 1x1 Convs on the avx512 path's rule (inf__conv2d_direct_wide: the direct
+ * kernel's AVX-512 sibling instead of the pointwise / panel kernels): a
+ * pointwise 32 -> 64 on 9 x 13 (ragged tiles), batch 2, residual, ReLU, and
+ * a 1x1/2 64 -> 128; the rule must take both on path avx512 only, and never
+ * 48 output channels or K = 16. */
+static void wide_rule_cases(inf__pool *pool) {
+    inf__conv2d g = {.n = 2, .c = 32, .m = 64, .group = 1, .cg = 32, .mg = 64, .ih = 9, .iw = 13, .oh = 9, .ow = 13,
+                     .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .act = INF_EPILOGUE_RELU};
+    bool wide = inf__cpu_has_avx512(), ok = inf__conv2d_direct_wide(&g) == wide;
+    check_shape(pool, &g, true, true, -8);
+    g.c = g.cg = 64, g.m = g.mg = 128, g.sh = g.sw = 2, g.oh = 5, g.ow = 7, g.act = INF_EPILOGUE_NONE;
+    ok = ok && inf__conv2d_direct_wide(&g) == wide && (inf__conv2d_avx2_variant(&g) == INF_CONV2D_DIRECT) == wide;
+    check_shape(pool, &g, false, false, -9);
+    g.m = g.mg = 48;
+    ok = ok && !inf__conv2d_direct_wide(&g);
+    g.m = g.mg = 64, g.c = g.cg = 16;
+    ok = ok && !inf__conv2d_direct_wide(&g);
+    if (!ok) {
+        printf("1x1 rule: inf__conv2d_direct_wide does not follow the path (avx512 %d)\n", wide);
+        n_failed++;
+    }
+}
+
 static void cases(inf__pool *pool) {
     for (int i = 0; i < 150; i++) one_case(pool, i);
     front_end_cases(pool);
     multi_pass_case(pool);
     stem_cases(pool);
     strided_stem_cases(pool);
+    wide_rule_cases(pool);
 }
 
 int main(int argc, char **argv) {
