@@ -302,8 +302,23 @@ static void strided_stem_cases(inf__pool *pool) {
  * a 1x1/2 64 -> 128; the rule must take both on path avx512 only, and never
  * 48 output channels or K = 16. */
 static void wide_rule_cases(inf__pool *pool) {
-    inf__conv2d g = {.n = 2, .c = 32, .m = 64, .group = 1, .cg = 32, .mg = 64, .ih = 9, .iw = 13, .oh = 9, .ow = 13,
-                     .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .act = INF_EPILOGUE_RELU};
+    inf__conv2d g = {.n = 2,
+                     .c = 32,
+                     .m = 64,
+                     .group = 1,
+                     .cg = 32,
+                     .mg = 64,
+                     .ih = 9,
+                     .iw = 13,
+                     .oh = 9,
+                     .ow = 13,
+                     .kh = 1,
+                     .kw = 1,
+                     .sh = 1,
+                     .sw = 1,
+                     .dh = 1,
+                     .dw = 1,
+                     .act = INF_EPILOGUE_RELU};
     bool wide = inf__cpu_has_avx512(), ok = inf__conv2d_direct_wide(&g) == wide;
     check_shape(pool, &g, true, true, -8);
     g.c = g.cg = 64, g.m = g.mg = 128, g.sh = g.sw = 2, g.oh = 5, g.ow = 7, g.act = INF_EPILOGUE_NONE;

@@ -129,7 +129,8 @@ inf__conv2d_variant inf__conv2d_avx2_variant(const inf__conv2d *c) {
     int64_t kdim = c->cg * c->kh * c->kw;
     int tile = inf__conv2d_winograd_tile(c);
     if (tile) return tile == 4 ? INF_CONV2D_WINO4 : INF_CONV2D_WINO2;
-    if (inf__conv2d_direct_fits(c->mg, kdim, c->sw) || strided_stem(c) || inf__conv2d_direct_wide(c)) return INF_CONV2D_DIRECT;
+    if (inf__conv2d_direct_fits(c->mg, kdim, c->sw) || strided_stem(c) || inf__conv2d_direct_wide(c))
+        return INF_CONV2D_DIRECT;
     return inf__conv2d_rows_fits(c->mg, kdim, c->sw) ? INF_CONV2D_ROWS : INF_CONV2D_PANEL;
 }
 
