@@ -12,8 +12,10 @@
  * (conv_avx2.c), direct (conv_direct_avx2.c), rows (conv_rows_avx2.c, stride
  * 1 along the row, K <= 256), wino4 / wino2 (conv_winograd_avx2.c, 3x3
  * stride 1 only), pointwise (pointwise_avx2.c, 1x1 stride 1 unpadded
- * only, W as given); "*" marks the one Conv picks (pointwise when it fits,
- * else avx2_variant's).  Each round times
+ * only, W as given), and on an AVX-512 CPU the AVX-512 siblings direct512,
+ * rows512, wino4/512, wino2/512 (conv_*_avx512.c, same packing); "*" marks
+ * the one Conv picks (pointwise when it fits, else avx2_variant's, on
+ * path avx512 its sibling).  Each round times
  * every variant of a shape once (the order rotating per round); the table
  * shows the median microseconds per call and the ratio to the picked one.
  * With --variant (and --shape) it runs just that, --iters times, for
@@ -24,9 +26,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/core.h"
-#include "ops/ops.h"
 #include "bench_timing.h"
+#include "core/core.h"
+#include "core/cpu.h"
+#include "ops/ops.h"
 
 #if defined(__x86_64__)
 
@@ -73,8 +76,21 @@ static const conv_shape SHAPES[] = {
 };
 enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
 
-enum { V_PANEL, V_DIRECT, V_ROWS, V_WINO4, V_WINO2, V_POINTWISE, N_VARIANTS };
-static const char *const VNAMES[N_VARIANTS] = {"panel", "direct", "rows", "wino4", "wino2", "pointwise"};
+enum {
+    V_PANEL,
+    V_DIRECT,
+    V_ROWS,
+    V_WINO4,
+    V_WINO2,
+    V_POINTWISE,
+    V_DIRECT512,
+    V_ROWS512,
+    V_WINO4_512,
+    V_WINO2_512,
+    N_VARIANTS
+};
+static const char *const VNAMES[N_VARIANTS] = {"panel",     "direct",    "rows",    "wino4",     "wino2",
+                                               "pointwise", "direct512", "rows512", "wino4/512", "wino2/512"};
 
 typedef struct variant_buf {
     float *wp, *scratch;
@@ -104,19 +120,26 @@ static void *alloc32(int64_t floats) { return aligned_alloc(32, (size_t)(floats 
 static bool prepare_variant(conv_case *cc, int v, int threads) {
     const inf__conv2d *g = &cc->g;
     int64_t kdim = g->cg * g->kh * g->kw, wf, sf;
-    int tile = v == V_WINO4 ? 4 : v == V_WINO2 ? 2 : 0;
+    int tile = v == V_WINO4 || v == V_WINO4_512 ? 4 : v == V_WINO2 || v == V_WINO2_512 ? 2 : 0;
+    if ((v == V_WINO4_512 || v == V_WINO2_512) && !inf__cpu_has_avx512()) return false;
     if (tile && !inf__conv2d_winograd_tile(g)) return false;
     if (v == V_POINTWISE) return inf__conv2d_pointwise_fits(g); /* W as given */
-    if (v == V_ROWS && (g->sw != 1 || kdim > 256)) return false;
+    if ((v == V_DIRECT512 || v == V_ROWS512) && !inf__cpu_has_avx512()) return false;
+    int kind = v == V_DIRECT512 ? V_DIRECT : v == V_ROWS512 ? V_ROWS : v; /* the same packing and scratch */
+    if (kind == V_ROWS && (g->sw != 1 || kdim > 256)) return false;
     if (tile) wf = inf__conv2d_winograd_w_floats(tile, g->cg, g->m), sf = inf__conv2d_winograd_scratch_floats(tile, g, threads);
-    else if (v == V_DIRECT) wf = inf__conv2d_direct_w_floats(g->m, 1, kdim), sf = inf__conv2d_direct_scratch_floats(g);
-    else if (v == V_ROWS) wf = inf__conv2d_rows_w_floats(g->m, 1, kdim), sf = inf__conv2d_direct_scratch_floats(g);
+    else if (kind == V_DIRECT)
+        wf = inf__conv2d_direct_w_floats(g->m, 1, kdim), sf = inf__conv2d_direct_scratch_floats(g);
+    else if (kind == V_ROWS)
+        wf = inf__conv2d_rows_w_floats(g->m, 1, kdim), sf = inf__conv2d_direct_scratch_floats(g);
     else wf = inf__conv2d_packed_w_floats(g->m, 1, kdim), sf = 0;
     cc->v[v].wp = alloc32(wf), cc->v[v].scratch = alloc32(sf);
     if (!cc->v[v].wp || !cc->v[v].scratch) return false;
     if (tile) inf__conv2d_winograd_pack_w(tile, g->cg, g->m, cc->w, cc->v[v].wp);
-    else if (v == V_DIRECT) inf__conv2d_direct_pack_w(g->m, 1, kdim, cc->w, cc->v[v].wp);
-    else if (v == V_ROWS) inf__conv2d_rows_pack_w(g->m, 1, kdim, cc->w, cc->v[v].wp);
+    else if (kind == V_DIRECT)
+        inf__conv2d_direct_pack_w(g->m, 1, kdim, cc->w, cc->v[v].wp);
+    else if (kind == V_ROWS)
+        inf__conv2d_rows_pack_w(g->m, 1, kdim, cc->w, cc->v[v].wp);
     else inf__conv2d_pack_w(g->m, 1, kdim, cc->w, cc->v[v].wp);
     return true;
 }
@@ -128,19 +151,30 @@ static void run_variant(const void *ctx, int v) {
     if (v == V_PANEL) inf__conv2d_f32_avx2(cc->pool, g, cc->x, b->wp, cc->b, NULL, cc->y);
     else if (v == V_DIRECT) inf__conv2d_direct_f32_avx2(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
     else if (v == V_ROWS) inf__conv2d_rows_f32_avx2(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
+    else if (v == V_DIRECT512)
+        inf__conv2d_direct_f32_avx512(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
+    else if (v == V_ROWS512)
+        inf__conv2d_rows_f32_avx512(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
     else if (v == V_POINTWISE) inf__conv2d_pointwise_f32_avx2(cc->pool, g, cc->x, cc->w, cc->b, NULL, cc->y);
+    else if (v == V_WINO4_512 || v == V_WINO2_512)
+        inf__conv2d_winograd_f32_avx512(cc->pool, v == V_WINO4_512 ? 4 : 2, g, cc->x, b->wp, cc->b, NULL, b->scratch,
+                                        cc->y);
     else inf__conv2d_winograd_f32_avx2(cc->pool, v == V_WINO4 ? 4 : 2, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
 }
 
 /* The variant Conv picks for g (ops/ref/conv.c: pointwise when it fits,
  * else inf__conv2d_avx2_variant), as this file numbers them. */
 static int picked(const inf__conv2d *g) {
-    if (inf__conv2d_pointwise_fits(g)) return V_POINTWISE;
+    if (inf__conv2d_pointwise_fits(g) && !inf__conv2d_direct_wide(g)) return V_POINTWISE;
     switch (inf__conv2d_avx2_variant(g)) {
-    case INF_CONV2D_WINO4: return V_WINO4;
-    case INF_CONV2D_WINO2: return V_WINO2;
-    case INF_CONV2D_DIRECT: return V_DIRECT;
-    case INF_CONV2D_ROWS: return V_ROWS;
+    case INF_CONV2D_WINO4:
+        return inf__cpu_has_avx512() ? V_WINO4_512 : V_WINO4;
+    case INF_CONV2D_WINO2:
+        return inf__cpu_has_avx512() ? V_WINO2_512 : V_WINO2;
+    case INF_CONV2D_DIRECT:
+        return inf__cpu_has_avx512() ? V_DIRECT512 : V_DIRECT;
+    case INF_CONV2D_ROWS:
+        return inf__cpu_has_avx512() ? V_ROWS512 : V_ROWS;
     default: return V_PANEL;
     }
 }

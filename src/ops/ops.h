@@ -355,6 +355,10 @@ void inf__conv2d_direct_pack_w(int64_t m, int64_t group, int64_t kdim, const flo
 int64_t inf__conv2d_direct_scratch_floats(const inf__conv2d *g);
 void inf__conv2d_direct_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                  const float *bias, const float *res, float *scratch, float *y);
+/* Its AVX-512 sibling (ops/x86/conv_direct_avx512.c; only when
+ * inf__cpu_has_avx512()): the same W packing, scratch, arguments and bits. */
+void inf__conv2d_direct_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
+                                   const float *bias, const float *res, float *scratch, float *y);
 /* The depthwise variant (ops/x86/depthwise_avx2.c) for 2-D group == c == m:
  * w is the Conv's W as given ([m, 1, kh, kw]), no packing; any stride,
  * dilation and padding.  Same bits as ops/ref/conv.c's depthwise_planes then
@@ -398,6 +402,10 @@ int64_t inf__conv2d_rows_w_floats(int64_t m, int64_t group, int64_t kdim);
 void inf__conv2d_rows_pack_w(int64_t m, int64_t group, int64_t kdim, const float *w, float *dst);
 void inf__conv2d_rows_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                const float *bias, const float *res, float *scratch, float *y);
+/* Its AVX-512 sibling (ops/x86/conv_rows_avx512.c; only when
+ * inf__cpu_has_avx512()): the same W packing, scratch, arguments and bits. */
+void inf__conv2d_rows_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
+                                 const float *bias, const float *res, float *scratch, float *y);
 /* The Winograd variant (ops/x86/conv_winograd_avx2.c) for 3x3, stride-1,
  * dilation-1, one-group Convs with enough channels:
  * inf__conv2d_winograd_tile(g) gives the output tile side (2: F(2x2,3x3),
@@ -423,12 +431,20 @@ typedef enum inf__conv2d_variant {
     INF_CONV2D_WINO4,
 } inf__conv2d_variant;
 inf__conv2d_variant inf__conv2d_avx2_variant(const inf__conv2d *g);
+/* On path avx512 (inf__cpu_has_avx512), strided or 1x1 Convs with output
+ * channels per group a multiple of 32 and K >= 32 take the direct variant
+ * (its AVX-512 sibling), pointwise ones included (ops/ref/conv.c). */
+bool inf__conv2d_direct_wide(const inf__conv2d *g);
 int64_t inf__conv2d_winograd_w_floats(int tile, int64_t c, int64_t k);
 void inf__conv2d_winograd_pack_w(int tile, int64_t c, int64_t k, const float *w, float *dst);
 int64_t inf__conv2d_winograd_scratch_floats(int tile, const inf__conv2d *g, int threads);
 void inf__conv2d_winograd_f32_avx2(inf__pool *pool, int tile, const inf__conv2d *g, const float *x,
                                    const float *up, const float *bias, const float *res, float *scratch,
                                    float *y);
+/* Its AVX-512 sibling (ops/x86/conv_winograd_avx512.c; only when
+ * inf__cpu_has_avx512()): the same U packing, scratch, arguments and bits. */
+void inf__conv2d_winograd_f32_avx512(inf__pool *pool, int tile, const inf__conv2d *g, const float *x, const float *up,
+                                     const float *bias, const float *res, float *scratch, float *y);
 /* ConvAdd (made by graph/passes/conv_add.c from a Conv node) uses the Conv's
  * W packed at its load, rather than packing W a second time (ops/ref/conv.c):
  * the pass brackets its rewrite with conv_add_packing_follows(true/false), so
@@ -450,6 +466,10 @@ typedef struct inf__pool2d {
     bool max, count_include_pad;
 } inf__pool2d;
 void inf__ops_pool2d_f32_avx2(const inf__pool2d *g, const float *x, float *y, int64_t n_planes);
+/* Its AVX-512 sibling (ops/x86/pool_avx512.c; only when inf__cpu_has_avx512()):
+ * the 2x2 stride-2 window 16 outputs wide, the rest through the AVX2 kernel;
+ * the same bits as the AVX2 kernel. */
+void inf__ops_pool2d_f32_avx512(const inf__pool2d *g, const float *x, float *y, int64_t n_planes);
 void inf__ops_pool2d_f32_ref(const inf__pool2d *g, const float *x, float *y, int64_t n_planes);
 
 /* ---- helpers shared by kernels (ops/util.c) ---- */

@@ -23,6 +23,10 @@
  * choice for them.
  * Batch invariance:
  * each image run alone gives the same bits as inside the batch.
+ * On the avx512 path the AVX-512 siblings of the direct and rows kernels
+ * (conv_direct_avx512.c, conv_rows_avx512.c) run every case too, held to
+ * the same bits; ctest runs the test again with INFERA_CPU=avx2
+ * (kernels_test_conv_avx2_avx2path) so the AVX2 dispatch is tested there.
  * Prints one line per failure and "N passed, M failed".  Skips (0 passed,
  * 0 failed) on a CPU without AVX2/FMA.
  */
@@ -31,14 +35,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
-#include "ops/ops.h"
 #include "conv_test_main.h"
+#include "core/core.h"
+#include "core/cpu.h"
+#include "kernel_paths.h"
+#include "ops/ops.h"
 #include "test_allocs.h"
 
 #if defined(__x86_64__)
 
-static int n_passed, n_failed, n_rows;
+static int n_passed, n_failed, n_rows, n_wide;
 #define KERNEL_TEST_SEED 0x9E3779B97F4A7C15ull
 #include "test_rng.h"
 
@@ -96,14 +102,19 @@ static void conv_double(const inf__conv2d *g, const float *x, const float *w, co
         }
 }
 
-enum { PANEL, DIRECT, ROWS };
-static const char *const kernel_names[] = {"panel", "direct", "rows"};
+enum { PANEL, DIRECT, ROWS, DIRECT512, ROWS512 };
+static const char *const kernel_names[] = {"panel", "direct", "rows", "direct avx512", "rows avx512"};
 
-/* Runs the panel, direct or rows kernel on W packed for it. */
+/* Runs the panel, direct or rows kernel (or the AVX-512 direct / rows
+ * sibling, on the same packing) on W packed for it. */
 static void run_kernel(inf__pool *pool, int kind, const inf__conv2d *g, const float *x, const float *wp,
                        const float *b, const float *res, float *scratch, float *y) {
     if (kind == DIRECT) inf__conv2d_direct_f32_avx2(pool, g, x, wp, b, res, scratch, y);
     else if (kind == ROWS) inf__conv2d_rows_f32_avx2(pool, g, x, wp, b, res, scratch, y);
+    else if (kind == DIRECT512)
+        inf__conv2d_direct_f32_avx512(pool, g, x, wp, b, res, scratch, y);
+    else if (kind == ROWS512)
+        inf__conv2d_rows_f32_avx512(pool, g, x, wp, b, res, scratch, y);
     else inf__conv2d_f32_avx2(pool, g, x, wp, b, res, y);
 }
 
@@ -118,7 +129,8 @@ typedef struct bufs {
 static int check_kernel(inf__pool *pool, int kind, const inf__conv2d *g, const bufs *B, bool bias,
                         const float *r, int idx) {
     size_t ny = (size_t)(g->n * g->m * g->oh * g->ow);
-    const float *wp = kind == DIRECT ? B->wd : kind == ROWS ? B->wr : B->wp, *b = bias ? B->b : NULL;
+    const float *wp = kind == DIRECT || kind == DIRECT512 ? B->wd : kind == ROWS || kind == ROWS512 ? B->wr : B->wp;
+    const float *b = bias ? B->b : NULL;
     for (size_t i = 0; i < ny; i++) B->y[i] = NAN; /* every element must be written */
     run_kernel(pool, kind, g, B->x, wp, b, r, B->scratch, B->y);
     int bad = 0;
@@ -183,8 +195,10 @@ static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool h
     conv_double(g, B.x, B.w, bias ? B.b : NULL, r, B.yd, B.mag);
     int bad = check_kernel(pool, PANEL, g, &B, bias, r, idx);
     bad += check_kernel(pool, DIRECT, g, &B, bias, r, idx);
+    if (inf__cpu_has_avx512()) bad += check_kernel(pool, DIRECT512, g, &B, bias, r, idx), n_wide++;
     if (g->sw == 1 && kdim <= 256 && g->mg >= 4) { /* the rows kernel's range, inside or not of its fits rule */
         bad += check_kernel(pool, ROWS, g, &B, bias, r, idx);
+        if (inf__cpu_has_avx512()) bad += check_kernel(pool, ROWS512, g, &B, bias, r, idx);
         n_rows++;
     }
     if (bad) n_failed++;
@@ -282,18 +296,60 @@ static void strided_stem_cases(inf__pool *pool) {
     }
 }
 
+/* 1x1 Convs on the avx512 path's rule (inf__conv2d_direct_wide: the direct
+ * kernel's AVX-512 sibling instead of the pointwise / panel kernels): a
+ * pointwise 32 -> 64 on 9 x 13 (ragged tiles), batch 2, residual, ReLU, and
+ * a 1x1/2 64 -> 128; the rule must take both on path avx512 only, and never
+ * 48 output channels or K = 16. */
+static void wide_rule_cases(inf__pool *pool) {
+    inf__conv2d g = {.n = 2,
+                     .c = 32,
+                     .m = 64,
+                     .group = 1,
+                     .cg = 32,
+                     .mg = 64,
+                     .ih = 9,
+                     .iw = 13,
+                     .oh = 9,
+                     .ow = 13,
+                     .kh = 1,
+                     .kw = 1,
+                     .sh = 1,
+                     .sw = 1,
+                     .dh = 1,
+                     .dw = 1,
+                     .act = INF_EPILOGUE_RELU};
+    bool wide = inf__cpu_has_avx512(), ok = inf__conv2d_direct_wide(&g) == wide;
+    check_shape(pool, &g, true, true, -8);
+    g.c = g.cg = 64, g.m = g.mg = 128, g.sh = g.sw = 2, g.oh = 5, g.ow = 7, g.act = INF_EPILOGUE_NONE;
+    ok = ok && inf__conv2d_direct_wide(&g) == wide && (inf__conv2d_avx2_variant(&g) == INF_CONV2D_DIRECT) == wide;
+    check_shape(pool, &g, false, false, -9);
+    g.m = g.mg = 48;
+    ok = ok && !inf__conv2d_direct_wide(&g);
+    g.m = g.mg = 64, g.c = g.cg = 16;
+    ok = ok && !inf__conv2d_direct_wide(&g);
+    if (!ok) {
+        printf("1x1 rule: inf__conv2d_direct_wide does not follow the path (avx512 %d)\n", wide);
+        n_failed++;
+    }
+}
+
 static void cases(inf__pool *pool) {
     for (int i = 0; i < 150; i++) one_case(pool, i);
     front_end_cases(pool);
     multi_pass_case(pool);
     stem_cases(pool);
     strided_stem_cases(pool);
+    wide_rule_cases(pool);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    int skip = kernel_paths_begin(argc, argv, "test_conv_avx2");
+    if (skip) return skip;
     int st = conv_test_on_pools(cases);
     if (st) return st < 0 ? 77 : st; /* 77: no AVX2/FMA, nothing ran (ctest SKIP_RETURN_CODE) */
-    printf("%d passed, %d failed (%d with the rows kernel)\n", n_passed, n_failed, n_rows);
+    printf("%d passed, %d failed (%d with the rows kernel, %d with the AVX-512 siblings)\n", n_passed, n_failed, n_rows,
+           n_wide);
     if (n_rows < 40) {
         printf("too few cases in the rows kernel's range (%d)\n", n_rows);
         return 1;

@@ -43,6 +43,11 @@
  *         same bits (within a few 1e-6 of sum |w||x| for F(2x2), 1e-5 for
  *         F(4x4)), but still independent of the batch and the threads.
  *         The selector is inf__conv2d_avx2_variant; docs/convolutions.md has the table.
+ *         On path avx512 (inf__cpu_has_avx512) the direct, rows and Winograd
+ *         variants run their AVX-512 siblings (ops/x86/ files named _avx512.c: same
+ *         packing, scratch and bits), and strided or 1x1 Convs (the
+ *         pointwise ones too) with 32-channel groups and K >= 32 take the
+ *         direct variant (inf__conv2d_direct_wide).
  *
  * Both ops use one index relation between an "image" (X for Conv, Y for
  * ConvTranspose) and a grid of kernel positions (Y's spatial grid for
@@ -54,6 +59,7 @@
  */
 #include <string.h>
 
+#include "core/cpu.h"
 #include "ops/ops.h"
 
 enum { AUTO_NOTSET, AUTO_SAME_UPPER, AUTO_SAME_LOWER, AUTO_VALID };
@@ -107,11 +113,24 @@ static bool strided_stem(const inf__conv2d *c) {
     return c->sw == 2 && c->kh * c->kw > 1 && kdim < 96 && (c->mg == 16 || c->mg == 32);
 }
 
+/* On the avx512 path the direct kernel's 32-channel tile also wins on
+ * strided Convs with a K the AVX2 one leaves to the panel kernel -- the bench
+ * CNN's 1x1/2 shortcuts (32 -> 64, 64 -> 128; K = 32, 64) ran 0.53-0.83x
+ * the panel kernel's time at batch 1 and 16 on Zen 5 -- and on 1x1 Convs,
+ * the pointwise ones included: mobile's six pointwise layers (K 32-256,
+ * 64-512 channels) ran 0.55-0.71x the pointwise kernel's time
+ * (bench/bench_conv, 1 thread, batch 1). */
+bool inf__conv2d_direct_wide(const inf__conv2d *c) {
+    return (c->sw >= 2 || c->kh * c->kw == 1) && c->mg % 32 == 0 && c->cg * c->kh * c->kw >= 32 &&
+           inf__cpu_has_avx512();
+}
+
 inf__conv2d_variant inf__conv2d_avx2_variant(const inf__conv2d *c) {
     int64_t kdim = c->cg * c->kh * c->kw;
     int tile = inf__conv2d_winograd_tile(c);
     if (tile) return tile == 4 ? INF_CONV2D_WINO4 : INF_CONV2D_WINO2;
-    if (inf__conv2d_direct_fits(c->mg, kdim, c->sw) || strided_stem(c)) return INF_CONV2D_DIRECT;
+    if (inf__conv2d_direct_fits(c->mg, kdim, c->sw) || strided_stem(c) || inf__conv2d_direct_wide(c))
+        return INF_CONV2D_DIRECT;
     return inf__conv2d_rows_fits(c->mg, kdim, c->sw) ? INF_CONV2D_ROWS : INF_CONV2D_PANEL;
 }
 
@@ -215,16 +234,16 @@ static inf_status pack_const_w(const inf__node *node, inf__arena *arena, conv_pa
     if (w->dims[0] < 1 || kdim < 1 || w->dims[0] % p->group) return INF_OK; /* run reports it */
     if (w->ndim == 4 && w->dims[1] == 1 && w->dims[0] == p->group) return INF_OK; /* depthwise: reads W as given */
     inf__conv2d c = conv_shape_of_w(p, w);
-    if (pointwise_at_load(p, &c)) return INF_OK; /* 1x1: reads W as given */
+    if (pointwise_at_load(p, &c) && !inf__conv2d_direct_wide(&c)) return INF_OK; /* 1x1: reads W as given */
     int var = inf__conv2d_avx2_variant(&c);
     int64_t floats = variant_w_floats(var, &c);
     inf__convpack_entry key = {w->data, var, c.m, c.group, c.cg, kdim, NULL, floats};
     inf__prepack_log *log = inf__ops_prepack_current();
     const float *packed = log && log->supply ? convpack_supplied(log, &key) : NULL;
     if (!packed) {
-        char *raw = inf__arena_alloc(arena, (size_t)floats * sizeof(float) + 32);
+        char *raw = inf__arena_alloc(arena, (size_t)floats * sizeof(float) + 64);
         if (!raw) return INF_ENOMEM;
-        float *dst = (float *)(((uintptr_t)raw + 31) & ~(uintptr_t)31);
+        float *dst = (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63); /* a cache line: the AVX-512 kernels' rows */
         variant_pack_w(var, &c, w->data, dst);
         packed = key.packed = dst;
         if (log && !log->supply) convpack_record(log, &key);
@@ -727,12 +746,20 @@ static inf_status conv_avx2_run(inf__kernel_ctx *ctx, const inf__conv2d *c, cons
         return INF_OK;
     }
     int tile = wino_tile(var);
+    bool wide = inf__cpu_has_avx512(); /* the AVX-512 siblings: same packing, scratch and bits */
     int64_t floats = tile ? inf__conv2d_winograd_scratch_floats(tile, c, inf__pool_size(ctx->pool))
                           : inf__conv2d_direct_scratch_floats(c);
     float *scratch = floats > 0 ? inf__kernel_scratch(ctx, (size_t)floats * sizeof(float)) : NULL;
     if (floats > 0 && !scratch) return INF_ENOMEM;
-    if (tile) inf__conv2d_winograd_f32_avx2(ctx->pool, tile, c, x, wp, b, res, scratch, y);
+    if (tile && wide)
+        inf__conv2d_winograd_f32_avx512(ctx->pool, tile, c, x, wp, b, res, scratch, y);
+    else if (tile)
+        inf__conv2d_winograd_f32_avx2(ctx->pool, tile, c, x, wp, b, res, scratch, y);
+    else if (var == INF_CONV2D_ROWS && wide)
+        inf__conv2d_rows_f32_avx512(ctx->pool, c, x, wp, b, res, scratch, y);
     else if (var == INF_CONV2D_ROWS) inf__conv2d_rows_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);
+    else if (wide)
+        inf__conv2d_direct_f32_avx512(ctx->pool, c, x, wp, b, res, scratch, y);
     else inf__conv2d_direct_f32_avx2(ctx->pool, c, x, wp, b, res, scratch, y);
     return INF_OK;
 }
@@ -774,7 +801,7 @@ static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, 
     }
     bool dw = pm->nd == 2 && g->group == g->c && g->group == g->m; /* depthwise: ops/x86/depthwise_avx2.c */
     if (dw) *st = depthwise_avx2_run(ctx, &c, x, w, b, g->res, y);
-    else if (inf__conv2d_pointwise_fits(&c)) /* 1x1: ops/x86/pointwise_avx2.c */
+    else if (inf__conv2d_pointwise_fits(&c) && !inf__conv2d_direct_wide(&c)) /* 1x1: ops/x86/pointwise_avx2.c */
         inf__conv2d_pointwise_f32_avx2(ctx->pool, &c, x, w, b, g->res, y), *st = INF_OK;
     else *st = conv_avx2_run(ctx, &c, x, w, b, g->res, y);
     if (g->res && *st == INF_OK) *g->res_added = true;

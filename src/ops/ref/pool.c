@@ -31,6 +31,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "ops/ops.h"
 
 enum { AUTO_NOTSET, AUTO_SAME_UPPER, AUTO_SAME_LOWER, AUTO_VALID };
@@ -293,8 +294,12 @@ typedef struct pool2d_task {
 
 static void pool2d_planes(void *arg, int64_t begin, int64_t end) {
     const pool2d_task *t = arg;
-    inf__ops_pool2d_f32_avx2(&t->q, t->x + begin * t->q.ih * t->q.iw, t->y + begin * t->q.oh * t->q.ow,
-                             end - begin);
+    const float *x = t->x + begin * t->q.ih * t->q.iw;
+    float *y = t->y + begin * t->q.oh * t->q.ow;
+    if (inf__cpu_has_avx512())
+        inf__ops_pool2d_f32_avx512(&t->q, x, y, end - begin); /* ops/x86/pool_avx512.c */
+    else
+        inf__ops_pool2d_f32_avx2(&t->q, x, y, end - begin);
 }
 #endif
 

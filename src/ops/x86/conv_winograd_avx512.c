@@ -1,0 +1,277 @@
+/*
+ * conv_winograd_avx512.c -- the Winograd convolution of conv_winograd_avx2.c
+ * (F(2x2,3x3), F(4x4,3x3)) with its transforms 16 channels wide.
+ *
+ * Called from Conv / ConvAdd (ops/ref/conv.c) instead of
+ * inf__conv2d_winograd_f32_avx2 when inf__cpu_has_avx512() (path avx512;
+ * INFERA_CPU=avx2 keeps the AVX2 kernel).  Built with -mavx512f -mavx512bw
+ * -mavx512vl (CMake: *_avx512.c).
+ *
+ * DESIGN: the AVX2 kernel's geometry, blocks, slots, scratch and packed U
+ * (ops/x86/winograd_geom.h; the GEMMs are the same calls, whose driver picks
+ * its AVX-512 tile itself), with every per-tile stage in zmm: the input
+ * staged channel-last by 16x16 transposes, B^T d B and A^T M A on 16
+ * channels per vector, Y's rows written back by 16x16 transposes that add
+ * the bias and the residual and apply ReLU/Clip.  A channel count that is
+ * a multiple of 8 but not of 16 ends on a half vector (masked loads and
+ * stores), as do rows whose width is not a multiple of 16.
+ * Bits: the transforms are the AVX2 kernel's expressions lane by lane (the
+ * same adds, subs and FMAs in the same order), so both widths give the
+ * same bits (tests/kernels/test_conv_winograd.c), independent of the
+ * batch, the blocks and the threads as before.
+ */
+#if defined(__x86_64__) && defined(__AVX512F__)
+
+#include <immintrin.h>
+
+#include "ops/ops.h"
+#include "ops/x86/winograd_geom.h"
+
+/* The first n lanes (n clamped to 0..16). */
+static inline __mmask16 lanes16(int64_t n) {
+    return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
+}
+
+/* r[q] becomes column q of the 16x16 block whose rows were r[0..15]. */
+static inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) { /* r[4i + j], 128-bit lane L: column 4L + j of rows 4i .. 4i + 3 */
+        r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int j = 0; j < 4; j++) {
+        __m512 ab_lo = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44), ab_hi = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xEE);
+        __m512 cd_lo = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44);
+        __m512 cd_hi = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xEE);
+        t[j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, 0x88);
+        t[4 + j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, 0xDD);
+        t[8 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, 0x88);
+        t[12 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, 0xDD);
+    }
+    for (int i = 0; i < 16; i++)
+        r[i] = t[i];
+}
+
+/* ---- input: stage a tile row channel-last, transform its tiles ---- */
+
+/* d[x * ldd + q] = src[q * plane + x] for x < cols, q < nst (<= 16; channels
+ * past nc zero). */
+static void stage_channels(const float *src, int64_t plane, int64_t nc, int64_t nst, int64_t cols, float *d,
+                           int64_t ldd) {
+    __mmask16 ks = lanes16(nst);
+    for (int64_t x = 0; x < cols; x += 16) {
+        int64_t cnt = min64(16, cols - x);
+        __mmask16 kl = lanes16(cnt);
+        __m512 r[16];
+        for (int q = 0; q < 16; q++)
+            r[q] = q >= nc ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(kl, src + q * plane + x);
+        transpose16(r);
+        for (int q = 0; q < cnt; q++)
+            _mm512_mask_storeu_ps(d + (x + q) * ldd, ks, r[q]);
+    }
+}
+
+static void zero_floats(float *d, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(d + i, _mm512_setzero_ps());
+    if (i < n) _mm512_mask_storeu_ps(d + i, lanes16(n - i), _mm512_setzero_ps());
+}
+
+/* xs[i][x][c] = X[n][c][ty*m - pt + i][x - pl], zero outside X. */
+static void stage_row(const wino_job *J, int64_t n, int64_t ty, float *xs) {
+    const inf__conv2d *g = J->g;
+    const wino_geom *G = &J->G;
+    int64_t cp = G->cp, plane = g->ih * g->iw, x0 = g->pl, x1 = g->pl + g->iw;
+    for (int i = 0; i < G->a; i++) {
+        float *d = xs + i * G->pw * cp;
+        int64_t iy = ty * G->m - g->pt + i;
+        if (iy < 0 || iy >= g->ih) {
+            zero_floats(d, G->pw * cp);
+            continue;
+        }
+        zero_floats(d, x0 * cp);
+        zero_floats(d + x1 * cp, (G->pw - x1) * cp);
+        const float *src = J->x + n * g->c * plane + iy * g->iw;
+        for (int64_t c0 = 0; c0 < cp; c0 += 16)
+            stage_channels(src + c0 * plane, plane, g->c - c0, min64(16, cp - c0), g->iw, d + x0 * cp + c0, cp);
+    }
+}
+
+/* One dimension of B^T d (conv_winograd_avx2.c's in_1d, 16 lanes). */
+static inline __attribute__((always_inline)) void in_1d(const int A, const __m512 *s, int ss, __m512 *o, int os) {
+    if (A == 4) {
+        __m512 d0 = s[0], d1 = s[ss], d2 = s[2 * ss], d3 = s[3 * ss];
+        o[0] = _mm512_sub_ps(d0, d2), o[os] = _mm512_add_ps(d1, d2);
+        o[2 * os] = _mm512_sub_ps(d2, d1), o[3 * os] = _mm512_sub_ps(d1, d3);
+        return;
+    }
+    __m512 d0 = s[0], d1 = s[ss], d2 = s[2 * ss], d3 = s[3 * ss], d4 = s[4 * ss], d5 = s[5 * ss];
+    __m512 four = _mm512_set1_ps(4.0f), five = _mm512_set1_ps(5.0f), two = _mm512_set1_ps(2.0f);
+    __m512 d42 = _mm512_sub_ps(d4, d2);
+    o[0] = _mm512_fmadd_ps(four, d0, _mm512_fnmadd_ps(five, d2, d4));
+    o[os] = _mm512_fnmadd_ps(four, _mm512_add_ps(d1, d2), _mm512_add_ps(d3, d4));
+    o[2 * os] = _mm512_fmadd_ps(four, _mm512_sub_ps(d1, d2), _mm512_sub_ps(d4, d3));
+    o[3 * os] = _mm512_fmadd_ps(two, _mm512_sub_ps(d3, d1), d42);
+    o[4 * os] = _mm512_fmadd_ps(two, _mm512_sub_ps(d1, d3), d42);
+    o[5 * os] = _mm512_fmadd_ps(four, d1, _mm512_fnmadd_ps(five, d3, d5));
+}
+
+/* V[e][t][c] for the tile at column tx of the staged row: B^T d B, 16
+ * channels at a time (the last group of cp % 16 == 8 masked). */
+static inline __attribute__((always_inline)) void input_tile_a(const int A, const wino_geom *G, const float *xs,
+                                                               int64_t tx, float *v, int64_t t) {
+    for (int64_t c0 = 0; c0 < G->cp; c0 += 16) {
+        __mmask16 k = lanes16(G->cp - c0);
+        __m512 d[MAX_NE], u[MAX_NE];
+        const float *p = xs + tx * G->m * G->cp + c0;
+        for (int i = 0; i < A; i++)
+            for (int j = 0; j < A; j++)
+                d[i * A + j] = _mm512_maskz_loadu_ps(k, p + (i * G->pw + j) * G->cp);
+        for (int j = 0; j < A; j++)
+            in_1d(A, d + j, A, u + j, A);
+        for (int i = 0; i < A; i++)
+            in_1d(A, u + i * A, 1, d + i * A, 1);
+        for (int e = 0; e < A * A; e++)
+            _mm512_mask_storeu_ps(v + (e * G->tmax + t) * G->ldv + c0, k, d[e]);
+    }
+}
+
+static void input_tile(const wino_geom *G, const float *xs, int64_t tx, float *v, int64_t t) {
+    if (G->a == 4)
+        input_tile_a(4, G, xs, tx, v, t);
+    else
+        input_tile_a(6, G, xs, tx, v, t);
+}
+
+/* ---- output: A^T M A per tile, then back to Y's rows ---- */
+
+/* One dimension of A^T m (conv_winograd_avx2.c's out_1d, 16 lanes). */
+static inline __attribute__((always_inline)) void out_1d(const int A, const __m512 *s, int ss, __m512 *o, int os) {
+    if (A == 4) {
+        __m512 m12 = _mm512_sub_ps(s[ss], s[2 * ss]);
+        o[0] = _mm512_add_ps(_mm512_add_ps(s[0], s[ss]), s[2 * ss]);
+        o[os] = _mm512_sub_ps(m12, s[3 * ss]);
+        return;
+    }
+    __m512 p12 = _mm512_add_ps(s[ss], s[2 * ss]), n12 = _mm512_sub_ps(s[ss], s[2 * ss]);
+    __m512 p34 = _mm512_add_ps(s[3 * ss], s[4 * ss]), n34 = _mm512_sub_ps(s[3 * ss], s[4 * ss]);
+    o[0] = _mm512_add_ps(_mm512_add_ps(s[0], p12), p34);
+    o[os] = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), n34, n12);
+    o[2 * os] = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), p34, p12);
+    o[3 * os] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0f), n34, n12), s[5 * ss]);
+}
+
+/* os[i][tx*m + q][k] = (A^T M A)[i][q] for the tile t, 16 channels at a
+ * time (lanes up to kp: past K they read M's slack, as the AVX2 kernel). */
+static inline __attribute__((always_inline)) void output_tile_a(const int A, const wino_geom *G, const float *mm,
+                                                                int64_t ldm, int64_t t, float *os, int64_t tx) {
+    const int M = A - 2;
+    for (int64_t k0 = 0; k0 < G->kp; k0 += 16) {
+        __mmask16 k = lanes16(G->kp - k0);
+        __m512 d[MAX_NE], u[MAX_NE];
+        for (int e = 0; e < A * A; e++)
+            d[e] = _mm512_maskz_loadu_ps(k, mm + (e * G->tmax + t) * ldm + k0);
+        for (int j = 0; j < A; j++)
+            out_1d(A, d + j, A, u + j, A);
+        for (int i = 0; i < M; i++)
+            out_1d(A, u + i * A, 1, d + i * A, 1);
+        for (int i = 0; i < M; i++)
+            for (int q = 0; q < M; q++)
+                _mm512_mask_storeu_ps(os + (i * G->wo + tx * M + q) * G->kp + k0, k, d[i * A + q]);
+    }
+}
+
+static void output_tile(const wino_geom *G, const float *mm, int64_t ldm, int64_t t, float *os, int64_t tx) {
+    if (G->a == 4)
+        output_tile_a(4, G, mm, ldm, t, os, tx);
+    else
+        output_tile_a(6, G, mm, ldm, t, os, tx);
+}
+
+/* Y[off .. off + cnt) = act(v + bias[k] + res[off ...]) (lanes in km). */
+static inline void store_out(const wino_job *J, __m512 v, int64_t k, int64_t off, __mmask16 km) {
+    const inf__conv2d *g = J->g;
+    if (J->bias) v = _mm512_add_ps(v, _mm512_set1_ps(J->bias[k]));
+    if (J->res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(km, J->res + off));
+    if (g->act == INF_EPILOGUE_RELU)
+        v = _mm512_max_ps(v, _mm512_setzero_ps()); /* NaN -> 0, as Relu */
+    else if (g->act == INF_EPILOGUE_CLIP)
+        v = _mm512_min_ps(_mm512_set1_ps(g->hi), _mm512_max_ps(_mm512_set1_ps(g->lo), v)); /* NaN kept */
+    _mm512_mask_storeu_ps(J->y + off, km, v);
+}
+
+/* Output row oy of image n from its staged row orow ([x][kp]). */
+static void store_row(const wino_job *J, const float *orow, int64_t n, int64_t oy) {
+    const inf__conv2d *g = J->g;
+    int64_t kp = J->G.kp;
+    for (int64_t ox = 0; ox < g->ow; ox += 16) {
+        int64_t cnt = min64(16, g->ow - ox);
+        __mmask16 km = lanes16(cnt);
+        for (int64_t k0 = 0; k0 < g->m; k0 += 16) {
+            __mmask16 kk_lanes = lanes16(kp - k0);
+            __m512 r[16];
+            for (int q = 0; q < 16; q++)
+                r[q] = q < cnt ? _mm512_maskz_loadu_ps(kk_lanes, orow + (ox + q) * kp + k0) : _mm512_setzero_ps();
+            transpose16(r);
+            for (int64_t kk = 0; kk < 16 && k0 + kk < g->m; kk++)
+                store_out(J, r[kk], k0 + kk, ((n * g->m + k0 + kk) * g->oh + oy) * g->ow + ox, km);
+        }
+    }
+}
+
+/* ---- blocks ---- */
+
+/* Tile rows [b * rpb, ...) through input transform, GEMMs, output
+ * transform; buf is the slot's scratch (conv_winograd_avx2.c's run_block). */
+static void run_block(const wino_job *J, int64_t b, float *buf) {
+    const inf__conv2d *g = J->g;
+    const wino_geom *G = &J->G;
+    float *xs = buf, *v = xs + G->xs_floats, *mm = v + G->v_floats, *os = mm + G->m_floats;
+    int64_t r0 = b * G->rpb, nr = min64(G->rpb, G->rows - r0), T = nr * G->tiles_x;
+    for (int64_t r = 0; r < nr; r++) {
+        stage_row(J, (r0 + r) / G->tiles_y, (r0 + r) % G->tiles_y, xs);
+        for (int64_t tx = 0; tx < G->tiles_x; tx++)
+            input_tile(G, xs, tx, v, r * G->tiles_x + tx);
+    }
+    for (int e = 0; e < G->ne; e++)
+        inf__ops_sgemm_packed_avx2(NULL, false, T, g->m, g->c, 1.0f, v + e * G->tmax * G->ldv, G->ldv,
+                                   J->up + e * J->u_floats, 0.0f, mm + e * G->tmax * g->m, g->m);
+    for (int64_t r = 0; r < nr; r++) {
+        int64_t n = (r0 + r) / G->tiles_y, ty = (r0 + r) % G->tiles_y;
+        for (int64_t tx = 0; tx < G->tiles_x; tx++)
+            output_tile(G, mm, g->m, r * G->tiles_x + tx, os, tx);
+        for (int64_t i = 0; i < G->m && ty * G->m + i < g->oh; i++)
+            store_row(J, os + i * G->wo * G->kp, n, ty * G->m + i);
+    }
+}
+
+static void slot_tasks(void *arg, int64_t begin, int64_t end) {
+    const wino_job *J = arg;
+    for (int64_t s = begin; s < end; s++)
+        for (int64_t b = s; b < J->G.n_blocks; b += J->G.n_slots)
+            run_block(J, b, J->scratch + s * J->G.slot_floats);
+}
+
+void inf__conv2d_winograd_f32_avx512(inf__pool *pool, int tile, const inf__conv2d *g, const float *x, const float *up,
+                                     const float *bias, const float *res, float *scratch, float *y) {
+    if (g->n <= 0 || g->oh <= 0 || g->ow <= 0 || g->m <= 0 || g->c <= 0) return;
+    wino_job J = {.g = g,
+                  .G = wino_geometry(tile, g, inf__pool_size(pool)),
+                  .x = x,
+                  .up = up,
+                  .bias = bias,
+                  .res = res,
+                  .y = y,
+                  .scratch = scratch,
+                  .u_floats = inf__ops_sgemm_packed_floats(g->c, g->m)};
+    inf__pool_range(pool, J.G.n_slots, 1, slot_tasks, &J);
+}
+
+#endif /* x86-64 with AVX-512 */
