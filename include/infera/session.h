@@ -38,6 +38,10 @@ typedef struct inf_session_options {
                                   run fails with INF_ETIMEDOUT naming the node.  A single kernel is not
                                   interrupted.  A guard against a Loop of 2^62 iterations in a run or a warm-up.
                                   0 = no limit (default); `infera run`/`bench` default to 60000 */
+    int64_t max_memory_bytes;  /* the most bytes the session's buffers (values, scratch, the planned arena) may
+                                  hold at once, per frame; a request past it fails with INF_ENOMEM before it
+                                  reaches the allocator, so a corrupt or hostile shape asking for terabytes is
+                                  refused cleanly.  0 = the machine's physical memory (default) */
 } inf_session_options;
 
 INF_API void inf_session_options_init(inf_session_options *opts);
