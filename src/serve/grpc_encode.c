@@ -26,19 +26,29 @@
 static int contents_field(inf_dtype d, size_t *fixed) {
     *fixed = 0;
     switch (d) {
-    case INF_DTYPE_I32: return 2;
-    case INF_DTYPE_I64: return 3;
-    case INF_DTYPE_U32: return 4;
-    case INF_DTYPE_U64: return 5;
-    case INF_DTYPE_F32: *fixed = 4; return 6;
-    case INF_DTYPE_F64: *fixed = 8; return 7;
-    default: return 0;
+    case INF_DTYPE_I32:
+        return 2;
+    case INF_DTYPE_I64:
+        return 3;
+    case INF_DTYPE_U32:
+        return 4;
+    case INF_DTYPE_U64:
+        return 5;
+    case INF_DTYPE_F32:
+        *fixed = 4;
+        return 6;
+    case INF_DTYPE_F64:
+        *fixed = 8;
+        return 7;
+    default:
+        return 0;
     }
 }
 
 static size_t varint_len(uint64_t v) {
     size_t n = 1;
-    while (v >= 0x80) v >>= 7, n++;
+    while (v >= 0x80)
+        v >>= 7, n++;
     return n;
 }
 
@@ -56,10 +66,14 @@ static size_t put_varint(uint8_t *p, uint64_t v) {
 /* An element of a varint-packed field, as protobuf-c encodes it (int32 sign-extended). */
 static uint64_t element(const inf_tensor *t, size_t i) {
     switch (t->dtype) {
-    case INF_DTYPE_I32: return (uint64_t)(int64_t)((const int32_t *)t->data)[i];
-    case INF_DTYPE_I64: return (uint64_t)((const int64_t *)t->data)[i];
-    case INF_DTYPE_U32: return ((const uint32_t *)t->data)[i];
-    default: return ((const uint64_t *)t->data)[i];
+    case INF_DTYPE_I32:
+        return (uint64_t)(int64_t)((const int32_t *)t->data)[i];
+    case INF_DTYPE_I64:
+        return (uint64_t)((const int64_t *)t->data)[i];
+    case INF_DTYPE_U32:
+        return ((const uint32_t *)t->data)[i];
+    default:
+        return ((const uint64_t *)t->data)[i];
     }
 }
 
@@ -82,10 +96,12 @@ static size_t put_contents(uint8_t *p, const inf_tensor *t) {
     if (n == 0) return 0;
     if (fixed) return put_bytes(p, field, t->data, n * fixed);
     size_t body = 0;
-    for (size_t i = 0; i < n; i++) body += varint_len(element(t, i));
+    for (size_t i = 0; i < n; i++)
+        body += varint_len(element(t, i));
     size_t k = put_varint(p, (uint64_t)field << 3 | 2);
     k += put_varint(p ? p + k : NULL, body);
-    for (size_t i = 0; i < n; i++) k += put_varint(p ? p + k : NULL, element(t, i));
+    for (size_t i = 0; i < n; i++)
+        k += put_varint(p ? p + k : NULL, element(t, i));
     return k;
 }
 
@@ -95,10 +111,12 @@ static size_t put_output(uint8_t *p, const char *name, const inf_tensor *t, int 
     k += put_string(p ? p + k : NULL, 2, inf__serve_kserve_dtype(t->dtype));
     if (t->ndim > 0) {
         size_t body = 0;
-        for (int d = 0; d < t->ndim; d++) body += varint_len((uint64_t)t->dims[d]);
+        for (int d = 0; d < t->ndim; d++)
+            body += varint_len((uint64_t)t->dims[d]);
         k += put_varint(p ? p + k : NULL, 3 << 3 | 2);
         k += put_varint(p ? p + k : NULL, body);
-        for (int d = 0; d < t->ndim; d++) k += put_varint(p ? p + k : NULL, (uint64_t)t->dims[d]);
+        for (int d = 0; d < t->ndim; d++)
+            k += put_varint(p ? p + k : NULL, (uint64_t)t->dims[d]);
     }
     if (!raw) {
         size_t c = put_contents(NULL, t);

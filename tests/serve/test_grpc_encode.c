@@ -45,13 +45,26 @@ static uint8_t *oracle(const char *name, const char *version, const char *id, co
         }
         inference__infer_tensor_contents__init(&cs[i]);
         switch (t->dtype) {
-        case INF_DTYPE_F32: cs[i].n_fp32_contents = k, cs[i].fp32_contents = t->data; break;
-        case INF_DTYPE_F64: cs[i].n_fp64_contents = k, cs[i].fp64_contents = t->data; break;
-        case INF_DTYPE_I32: cs[i].n_int_contents = k, cs[i].int_contents = t->data; break;
-        case INF_DTYPE_I64: cs[i].n_int64_contents = k, cs[i].int64_contents = t->data; break;
-        case INF_DTYPE_U32: cs[i].n_uint_contents = k, cs[i].uint_contents = t->data; break;
-        case INF_DTYPE_U64: cs[i].n_uint64_contents = k, cs[i].uint64_contents = t->data; break;
-        default: break;
+        case INF_DTYPE_F32:
+            cs[i].n_fp32_contents = k, cs[i].fp32_contents = t->data;
+            break;
+        case INF_DTYPE_F64:
+            cs[i].n_fp64_contents = k, cs[i].fp64_contents = t->data;
+            break;
+        case INF_DTYPE_I32:
+            cs[i].n_int_contents = k, cs[i].int_contents = t->data;
+            break;
+        case INF_DTYPE_I64:
+            cs[i].n_int64_contents = k, cs[i].int64_contents = t->data;
+            break;
+        case INF_DTYPE_U32:
+            cs[i].n_uint_contents = k, cs[i].uint_contents = t->data;
+            break;
+        case INF_DTYPE_U64:
+            cs[i].n_uint64_contents = k, cs[i].uint64_contents = t->data;
+            break;
+        default:
+            break;
         }
         os[i].contents = &cs[i];
     }
@@ -130,7 +143,8 @@ int main(int argc, char **argv) {
         }
     inf_tensor *rawonly[] = {t_f16, t_bool, t_i8, t_empty, t_zero};
     for (int i = 0; i < 5; i++)
-        for (int j = 0; j < 5; j++) check("raw", m, rawonly[i], rawonly[j], 1, j % 2 ? 0 : -1, "2", "x");
+        for (int j = 0; j < 5; j++)
+            check("raw", m, rawonly[i], rawonly[j], 1, j % 2 ? 0 : -1, "2", "x");
     check("requested outputs, reversed", m, t_i64, t_f32, 0, 0, "1", "");
     check("a long id", m, t_i64, t_f32, 0, -1, "1",
           "an id longer than 127 bytes, so that its length takes two varint bytes in the message; "
@@ -150,10 +164,12 @@ int main(int argc, char **argv) {
         }
     }
     inf_tensor *all[] = {t_f32, t_f64, t_i32, t_i64, t_u32, t_u64, t_scalar, t_empty, t_zero, t_f16, t_bool, t_i8};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) inf_tensor_free(all[i]);
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        inf_tensor_free(all[i]);
     inf_model_free(m);
     if (failures) return 1;
     printf("ok   %d responses: the direct writer == protobuf-c's pack byte for byte (typed, raw, requested "
-           "outputs, ids), and it declines what it does not cover\n", cases);
+           "outputs, ids), and it declines what it does not cover\n",
+           cases);
     return 0;
 }

@@ -17,10 +17,10 @@
  * queue, polling) plus this loop.  Driven by bench/serve/grpc_load.c exactly
  * as the real server is (bench/serve/grpc_floor.sh).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 
 #include <grpc/byte_buffer.h>
 #include <grpc/grpc.h>
@@ -105,7 +105,8 @@ int main(int argc, char **argv) {
     }
     int threads = argc > 2 ? atoi(argv[2]) : 1;
     if (threads < 1 || threads > 64) threads = 1;
-    for (int i = 0; i < ANSWER_BYTES; i++) answer[i] = (uint8_t)i;
+    for (int i = 0; i < ANSWER_BYTES; i++)
+        answer[i] = (uint8_t)i;
     grpc_init();
     grpc_arg args[2];
     args[0].type = GRPC_ARG_INTEGER, args[0].key = (char *)GRPC_ARG_ALLOW_REUSEPORT, args[0].value.integer = 0;
@@ -132,9 +133,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "grpc_floor: listening on %s, %d thread(s)\n", addr, threads);
     pthread_t th[64];
     for (int i = 0; i < threads; i++) {
-        for (int k = 0; k < PENDING; k++) post(cqs[i]);
+        for (int k = 0; k < PENDING; k++)
+            post(cqs[i]);
         pthread_create(&th[i], NULL, loop, cqs[i]);
     }
-    for (int i = 0; i < threads; i++) pthread_join(th[i], NULL); /* until killed */
+    for (int i = 0; i < threads; i++)
+        pthread_join(th[i], NULL); /* until killed */
     return 0;
 }
