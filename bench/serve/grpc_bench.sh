@@ -18,6 +18,10 @@
 # second pass counts the server's instructions per request for each protocol
 # under valgrind (8 concurrent requests, --http-threads 1; noise-free, the
 # server's idle and start-up instructions subtracted via a run without load).
+# The last row is the floor: bench/serve/minimal/grpc_floor.c (gRPC C core
+# answering the same unary calls at once with a fixed message, no work; its
+# own process) driven the same way, its CPU per call from its /proc entry --
+# what gRPC core alone costs per call next to HTTP's whole request.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -27,12 +31,13 @@ SECS=${2:-5}
 ROUNDS=${3:-3}
 INFERA=$BUILD/infera
 LOAD=$BUILD/tests/grpc_load
+FLOOR=$BUILD/tests/grpc_floor
 [ -x "$INFERA" ] && [ -x "$LOAD" ] || { echo "build infera and grpc_load first (cmake --build $BUILD --target infera grpc_load)"; exit 1; }
 command -v wrk >/dev/null || apt-get install -y wrk >/dev/null
 
 TMP=$(mktemp -d /tmp/infera-grpc-bench-XXXXXX)
-PID=
-cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$TMP"; }
+PID= FPID=
+cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; [ -n "$FPID" ] && kill "$FPID" 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
 . "$HERE/bench_lib.sh"
 write_fraud_post_lua "$TMP/post.lua"
@@ -43,14 +48,21 @@ PID=$!
 PORT=$(serve_port "$TMP/server.log")
 URL=http://127.0.0.1:$PORT/v2/models/fraud/infer
 for _ in $(seq 50); do "$LOAD" 127.0.0.1:"$GPORT" fraud 0.2 1 unary >/dev/null 2>&1 && break; sleep 0.1; done
-ticks() { awk '{print $14 + $15}' "/proc/$PID/stat"; }
+FPORT=$(free_port)
+"$FLOOR" "$FPORT" 1 2>"$TMP/floor.log" &
+FPID=$!
+ticks() { awk '{print $14 + $15}' "/proc/${1:-$PID}/stat"; }
 HZ=$(getconf CLK_TCK)
 
 # run KIND -> "rps cpu_us_per_request client_cpu_pct"
 run() {
-    local t0 t1 out rps n cli
-    t0=$(ticks)
+    local t0 t1 out rps n cli pid=$PID
+    [ "$1" = floor ] && pid=$FPID
+    t0=$(ticks "$pid")
     case $1 in
+        floor) out=$("$LOAD" 127.0.0.1:"$FPORT" fraud "$SECS" 64 unary)
+               rps=$(sed -E 's/.*rps=([0-9.]+).*/\1/' <<<"$out"); n=$(sed -E 's/.*total=([0-9]+).*/\1/' <<<"$out")
+               cli=$(sed -E 's/.*client_cpu_pct=([0-9]+).*/\1/' <<<"$out");;
         http) out=$(wrk -t1 -c64 -d"${SECS}s" -s "$TMP/post.lua" "$URL")
               rps=$(awk '/Requests\/sec/{print $2}' <<<"$out"); n=$(awk '/requests in/{print $1}' <<<"$out"); cli=-;;
         *) read -r mode enc ch <<<"$(tr _ ' ' <<<"$1")"
@@ -59,11 +71,11 @@ run() {
            cli=$(sed -E 's/.*client_cpu_pct=([0-9]+).*/\1/' <<<"$out")
            grep -q 'errors=0' <<<"$out" || { echo "errors in $1: $out" >&2; };;
     esac
-    t1=$(ticks)
+    t1=$(ticks "$pid")
     echo "$rps $(awk -v d=$((t1 - t0)) -v n="$n" -v hz="$HZ" 'BEGIN{printf "%.1f", n ? d * 1e6 / hz / n : 0}') $cli"
 }
 
-KINDS=(http unary_typed_1 unary_raw_1 unary_typed_8 stream_typed_1)
+KINDS=(http unary_typed_1 unary_raw_1 unary_typed_8 stream_typed_1 floor)
 declare -A RPS CPU CLI
 for r in $(seq "$ROUNDS"); do
     for k in "${KINDS[@]}"; do
@@ -84,12 +96,15 @@ label() { case $1 in
     unary_raw_1) echo "gRPC ModelInfer raw, 1 connection";;
     unary_typed_8) echo "gRPC ModelInfer typed, 8 connections";;
     stream_typed_1) echo "gRPC ModelStreamInfer, 64 streams";;
+    floor) echo "floor: empty gRPC C-core server, 1 conn.";;
 esac; }
 for k in "${KINDS[@]}"; do
     printf '%-44s %10s %16s %14s %12s\n' "$(label "$k")" "$(med "${RPS[$k]}")" "$(rng "${RPS[$k]}")" "$(med "${CPU[$k]}")" "$(med "${CLI[$k]}")"
 done
 H=$(med "${RPS[http]}"); U=$(med "${RPS[unary_typed_1]}"); S=$(med "${RPS[stream_typed_1]}")
 awk -v h="$H" -v u="$U" -v s="$S" 'BEGIN{printf "gRPC unary / HTTP = %.2fx (target >= 1)   stream / unary = %.2fx (target >= 1.5)\n", u/h, s/u}'
+HC=$(med "${CPU[http]}"); UC=$(med "${CPU[unary_typed_1]}"); FC=$(med "${CPU[floor]}")
+awk -v h="$HC" -v u="$UC" -v f="$FC" 'BEGIN{printf "by server CPU per request: gRPC unary / HTTP = %.2fx; the empty gRPC server alone costs %.2fx an HTTP request\n", h/u, f/h}'
 } | tee "$OUT"
 kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
 

@@ -45,6 +45,10 @@ typedef struct inf_session_options {
                                   ops stay float32.  Outputs then differ from float32's (docs/sessions.md gives
                                   the measured change); inf_session_new fails with INF_EUNSUPPORTED on a CPU
                                   without AVX512_BF16 -- never a silent fallback */
+    int64_t max_memory_bytes;  /* the most bytes the session's buffers (values, scratch, the planned arena) may
+                                  hold at once, per frame; a request past it fails with INF_ENOMEM before it
+                                  reaches the allocator, so a corrupt or hostile shape asking for terabytes is
+                                  refused cleanly.  0 = the machine's physical memory (default) */
 } inf_session_options;
 
 /* Session precision (inf_session_options.precision). */

@@ -64,6 +64,11 @@ typedef enum inf__bundle_section {
 
 /* CRC32C (Castagnoli), hardware-accelerated where the CPU has it (crc32c.c). */
 uint32_t inf__crc32c(uint32_t crc, const void *data, size_t size);
+/* The same with the table only (no CRC instruction): the reference twin. */
+uint32_t inf__crc32c_soft(uint32_t crc, const void *data, size_t size);
+/* What inf__crc32c uses on this machine: 0 the table, 1 the CRC32C
+ * instruction, 2 that and VPCLMULQDQ folding (x86-64 AVX-512). */
+int inf__crc32c_has_insn(void);
 /* The body checksum: CRC32C of the CRC32Cs of 4 stripes (see crc32c.c). */
 uint32_t inf__crc32c_striped(const void *data, size_t size);
 

@@ -116,6 +116,7 @@ void inf__log(inf__log_level level, const char *fmt, ...) __attribute__((format(
 
 /* ---- Small utilities ---- */
 double inf__now_seconds(void);      /* monotonic clock */
+size_t inf__phys_memory_bytes(void); /* the machine's physical memory (sysconf), cached */
 bool inf__cpu_has_avx2_fma(void);  /* checked once, cached */
 bool inf__cpu_has_avx512_vnni(void); /* AVX-512 F/BW/VL + VNNI; checked once, cached */
 

@@ -1,8 +1,11 @@
 /*
  * platform.c -- the little the engine asks of the operating system and CPU:
- * a monotonic clock and whether AVX2/FMA (and AVX-512 VNNI) kernels may run.
+ * a monotonic clock, the machine's physical memory, and whether AVX2/FMA
+ * (and AVX-512 VNNI) kernels may run.
  */
+#include <stdint.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "core/cpu.h"
@@ -11,6 +14,16 @@ double inf__now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+size_t inf__phys_memory_bytes(void) {
+    static size_t cached; /* process-wide, idempotent */
+    if (!cached) {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        cached = pages > 0 && page > 0 && (uint64_t)pages <= SIZE_MAX / (uint64_t)page ? (size_t)pages * (size_t)page
+                                                                                       : SIZE_MAX / 4;
+    }
+    return cached;
 }
 
 bool inf__cpu_has_avx2_fma(void) {

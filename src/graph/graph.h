@@ -192,7 +192,8 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
 /* Runs single nodes outside a session run (graph/session.c), for folding. */
 typedef struct inf__evaluator inf__evaluator;
 inf_status inf__evaluator_new(const struct inf_model *model, const inf__graph *g, inf__evaluator **out, inf_error *err);
-/* outputs[k] receive owned copies (NULL for omitted outputs). */
+/* outputs[k] receive owned copies (NULL for omitted outputs).  An output past
+ * the memory limit (memplan.c's guard) gives INF_ERANGE: not folded. */
 inf_status inf__evaluator_run_node(inf__evaluator *ev, const inf__node *node, inf_tensor *const *inputs,
                                    inf_tensor **outputs, inf_error *err);
 void inf__evaluator_free(inf__evaluator *ev);

@@ -19,6 +19,15 @@
  * twice already), the old plan is kept and the other shape keeps using the
  * pool, warm from its second run (no thrashing between two shapes).
  *
+ * The guard: a corrupt or hostile shape can ask for terabytes, and what
+ * malloc does then is not ours to rely on (sanitizers and fuzzers abort
+ * instead of returning NULL; Linux may overcommit and kill us later).  So
+ * every buffer and the arena are checked against a byte limit first -- the
+ * session's max_memory_bytes, by default the machine's physical memory --
+ * and a request past it fails like an allocation that returned NULL.  The
+ * plan's offsets saturate instead of wrapping, so a huge plan is refused
+ * the same way.
+ *
  * Callers: graph/session.c only (one inf__mem per session and per sub-batch
  * frame; subgraphs of If/Loop/Scan share their frame's pool, unrecorded).
  */
@@ -27,6 +36,18 @@
 #include "graph/memplan.h"
 
 #define ALIGN 64
+
+/* ---- the guard ---- */
+
+size_t inf__mem_limit(const inf__mem *m) { return m->limit ? m->limit : inf__phys_memory_bytes(); }
+
+/* Whether the pool and arena may hold bytes more; sets over_limit if not. */
+static bool within_limit(inf__mem *m, size_t bytes) {
+    size_t limit = inf__mem_limit(m), held = m->pool_bytes + m->arena_bytes;
+    if (held <= limit && bytes <= limit - held) return true;
+    m->over_limit = true;
+    return false;
+}
 
 /* ---- the pool ---- */
 
@@ -39,6 +60,7 @@ static inf__buf *pool_grow_or_new(inf__mem *m, size_t size) {
             best = i;
         }
     size_t cap = size < ALIGN ? ALIGN : size;
+    if (!within_limit(m, b ? cap - b->cap : cap)) return NULL; /* b's bytes are let go */
     void *data = inf__aligned_alloc(cap);
     if (!data) return NULL;
     if (b) {
@@ -198,6 +220,7 @@ void inf__mem_run_begin(inf__mem *m) {
     }
     m->gen++;
     m->n_trace = 0;
+    m->over_limit = false;
     m->trace_lost = false;
     m->step = 0;
     m->next = 0;
@@ -253,7 +276,11 @@ static void sort_indices(int *v, int n, const inf__memreq *req, cmp_fn cmp) {
     }
 }
 
-static size_t round_up(size_t n) { return n < ALIGN ? ALIGN : (n + ALIGN - 1) / ALIGN * ALIGN; }
+/* Rounded up to ALIGN; saturates at SIZE_MAX (which no limit admits). */
+static size_t round_up(size_t n) {
+    return n < ALIGN ? ALIGN : n > SIZE_MAX - ALIGN ? SIZE_MAX : (n + ALIGN - 1) / ALIGN * ALIGN;
+}
+static size_t add_sat(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
 
 static bool lifetimes_meet(const inf__memreq *a, const inf__memreq *b) {
     return a->first <= b->last && b->first <= a->last;
@@ -270,8 +297,8 @@ size_t inf__memplan_place(const inf__memreq *req, int n, size_t *offset, int *or
         for (int j = 0; j < n_placed; j++) {
             int p = placed[j];
             if (!lifetimes_meet(&req[i], &req[p])) continue;
-            if (offset[p] >= at + size) break; /* the gap before p fits */
-            size_t end = offset[p] + round_up(req[p].size);
+            if (offset[p] >= add_sat(at, size)) break; /* the gap before p fits */
+            size_t end = add_sat(offset[p], round_up(req[p].size));
             if (end > at) at = end;
         }
         int pos = n_placed;
@@ -280,7 +307,7 @@ size_t inf__memplan_place(const inf__memreq *req, int n, size_t *offset, int *or
         placed[pos] = i;
         n_placed++;
         offset[i] = at;
-        if (at + size > total) total = at + size;
+        if (add_sat(at, size) > total) total = add_sat(at, size);
     }
     return total;
 }
@@ -342,6 +369,11 @@ static void let_go_arena(inf__mem *m) {
  * enough and free). */
 static inf_status new_arena(inf__mem *m, size_t bytes, int n) {
     if (!arena_in_use(m) && bytes <= m->arena_bytes && n <= m->cap_bufs) return INF_OK;
+    size_t limit = inf__mem_limit(m);
+    if (bytes > limit || m->pool_bytes > limit - bytes) { /* a huge plan: the pool keeps serving */
+        m->over_limit = true;
+        return INF_ENOMEM;
+    }
     char *arena = inf__aligned_alloc(bytes);
     inf__buf *bufs = inf__calloc((size_t)n + 1, sizeof *bufs);
     if (!arena || !bufs) {

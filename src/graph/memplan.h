@@ -78,12 +78,20 @@ typedef struct inf__mem {
     int64_t runs_planned; /* runs served entirely by the arena */
     int64_t n_plans;      /* plans computed */
     int64_t n_inplace;    /* outputs written over a dying input (counted by session.c) */
+    /* the guard: the most bytes the pool and the arena may hold together
+     * (0 = the machine's physical memory); a request past it fails before
+     * reaching the allocator, and sets over_limit (until the next run) */
+    size_t limit;
+    bool over_limit;
 } inf__mem;
 
 /* planning: false = pool only (the behaviour before the planner). */
 void inf__mem_init(inf__mem *m, bool planning);
 void inf__mem_deinit(inf__mem *m);
-/* A buffer of at least size bytes, refs = 1; NULL when out of memory.
+/* The byte limit in force (m->limit, or the physical memory when 0). */
+size_t inf__mem_limit(const inf__mem *m);
+/* A buffer of at least size bytes, refs = 1; NULL when out of memory or
+ * when the pool and arena would hold more than the limit (over_limit set).
  * recorded: part of the frame's plan (outputs and scratch of its own nodes);
  * false for strings and for subgraphs' values. */
 inf__buf *inf__mem_take(inf__mem *m, size_t size, bool recorded);

@@ -126,7 +126,15 @@ struct inf_session {
     int64_t max_run_ms;        /* options.max_run_ms; 0 = no limit */
     _Atomic uint64_t deadline_ns; /* CLOCK_MONOTONIC_COARSE end of the current run's budget; 0 = none */
     inf__bf16_plan *bf16;         /* options.precision bf16: the weights packed as bf16 (ops/gemm_bf16.h); NULL: fp32 */
+    size_t max_memory_bytes;      /* options.max_memory_bytes; 0 = the machine's physical memory */
 };
+
+/* The tail of an out-of-memory message: why the buffer pool refused, when it
+ * was the memory limit rather than the allocator (memplan.c's guard). */
+static const char *over_limit(const inf__mem *m) {
+    if (!m->over_limit) return "";
+    return ": more than the session's memory limit (option max_memory_bytes; default the machine's physical memory)";
+}
 
 static void slot_release(inf__mem *p, slot *sl) {
     if (sl->buf) inf__mem_release(p, sl->buf);
@@ -283,7 +291,9 @@ inf_status inf__kernel_output(inf__kernel_ctx *ctx, int i, inf_dtype dtype, int 
     sl->buf = i == 0 ? take_inplace(ctx, dtype, ndim, dims) : NULL;
     if (!sl->buf) /* strings free their elements on release: never planned */
         sl->buf = inf__mem_take(ctx->exec->mem, nbytes, ctx->exec->planned && dtype != INF_DTYPE_STRING);
-    if (!sl->buf) return inf__kernel_error(ctx, INF_ENOMEM, "out of memory for output %d (%zu bytes)", i, nbytes);
+    if (!sl->buf)
+        return inf__kernel_error(ctx, INF_ENOMEM, "out of memory for output %d (%zu bytes)%s", i, nbytes,
+                                 over_limit(ctx->exec->mem));
     inf_tensor_init_view(&sl->t, dtype, ndim, dims, sl->buf->data);
     sl->t.capacity = sl->buf->cap;
     if (dtype == INF_DTYPE_STRING) {
@@ -352,7 +362,7 @@ void *inf__kernel_scratch(inf__kernel_ctx *ctx, size_t bytes) {
     }
     inf__buf *b = inf__mem_take(e->mem, bytes, e->planned);
     if (!b) {
-        inf__kernel_error(ctx, INF_ENOMEM, "out of memory for %zu bytes of scratch", bytes);
+        inf__kernel_error(ctx, INF_ENOMEM, "out of memory for %zu bytes of scratch%s", bytes, over_limit(e->mem));
         return NULL;
     }
     e->scratch[e->n_scratch++] = b;
@@ -597,7 +607,11 @@ inf_status inf_session_new(const inf_model *model, const inf_session_options *op
     s->profile = opts && opts->profile;
     s->max_subgraph_runs = opts && opts->max_subgraph_runs > 0 ? opts->max_subgraph_runs : 0;
     s->max_run_ms = opts && opts->max_run_ms > 0 ? opts->max_run_ms : 0;
+    s->max_memory_bytes = opts && opts->max_memory_bytes > 0 && (uint64_t)opts->max_memory_bytes <= SIZE_MAX
+                              ? (size_t)opts->max_memory_bytes
+                              : 0;
     inf__mem_init(&s->mem, s->mem_plan);
+    s->mem.limit = s->max_memory_bytes;
     int precision = opts ? opts->precision : INF_PRECISION_FP32;
     if (precision != INF_PRECISION_FP32 && precision != INF_PRECISION_BF16) {
         inf_session_free(s);
@@ -766,6 +780,7 @@ inf_status inf__frame_new(inf_session *s, inf__frame **out, inf_error *err) {
     inf__frame *f = inf__calloc(1, sizeof *f);
     if (!f) return inf_error_set(err, INF_ENOMEM, "out of memory creating a sub-batch frame");
     inf__mem_init(&f->mem, s->mem_plan);
+    f->mem.limit = s->max_memory_bytes;
     inf_status st = inf__pool_new(1, &f->threads);
     if (st != INF_OK) st = inf_error_set(err, st, "out of memory creating a sub-batch frame");
     else st = exec_new(s, &f->mem, f->threads, s->model->graph, NULL, &f->exec, err);
@@ -812,8 +827,8 @@ inf_status inf__session_output(inf_session *s, int i, inf_dtype dtype, int ndim,
     slot_release(e->mem, sl);
     size_t nbytes = (size_t)inf__shape_numel(ndim, dims) * inf_dtype_size(dtype);
     if (!(sl->buf = inf__mem_take(e->mem, nbytes, false)))
-        return inf_error_set(err, INF_ENOMEM, "out of memory for output '%s' (%zu bytes)", e->g->values[e->g->outputs[i]].name,
-                          nbytes);
+        return inf_error_set(err, INF_ENOMEM, "out of memory for output '%s' (%zu bytes)%s",
+                             e->g->values[e->g->outputs[i]].name, nbytes, over_limit(e->mem));
     inf_tensor_init_view(&sl->t, dtype, ndim, dims, sl->buf->data);
     sl->t.capacity = sl->buf->cap;
     sl->value = &sl->t;
@@ -956,7 +971,9 @@ inf_status inf__evaluator_run_node(inf__evaluator *ev, const inf__node *node, in
         .node = node, .n_in = node->n_inputs, .in = e->in_ptrs, .n_out = node->n_outputs,
         .out = e->out_ptrs, .pool = NULL, .exec = e, .err = err,
     };
+    ev->session.mem.over_limit = false;
     inf_status st = node->op->impl->run(&ctx);
+    if (st == INF_ENOMEM && ev->session.mem.over_limit) st = INF_ERANGE; /* too big to fold: left to the run */
     release_scratch(e);
     for (int k = 0; k < node->n_outputs && st == INF_OK; k++) {
         if (!e->out_ptrs[k]) continue;

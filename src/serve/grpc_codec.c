@@ -21,7 +21,9 @@
  * INT64 / UINT32 / UINT64 contents point straight at the tensor's data;
  * narrower types and BOOL are widened into scratch arrays.  A sequence of
  * maps (ZipMap) is sent as [rows, n_classes] with its keys as the string
- * parameter class_labels, like HTTP.
+ * parameter class_labels, like HTTP.  The common response (plain tensors,
+ * typed wide numbers or raw) is written directly by grpc_encode.c, to the
+ * same bytes protobuf-c would give.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -518,6 +520,11 @@ inf_status inf__serve_grpc_encode_infer(const srv_infer_request *req, const inf_
                                         uint8_t **out, size_t *out_n, inf_error *err) {
     *out = NULL;
     *out_n = 0;
+    /* the common response, written directly (grpc_encode.c); the same bytes */
+    int plain = inf__serve_grpc_encode_plain(req, model, model_name, model_version ? model_version : "", outputs, raw,
+                                             out, out_n);
+    if (plain < 0) return inf_error_set(err, INF_ENOMEM, "out of memory encoding the response");
+    if (plain > 0) return INF_OK;
     scratch s = {0};
     inf_status st = INF_OK;
     int n = req->n_outputs ? req->n_outputs : inf_model_n_outputs(model);

@@ -477,6 +477,12 @@ inf_status inf__serve_grpc_decode_infer(const struct Inference__ModelInferReques
 inf_status inf__serve_grpc_encode_infer(const srv_infer_request *req, const inf_model *model, const char *model_name,
                                         const char *model_version, inf_tensor *const *outputs, int raw,
                                         uint8_t **out, size_t *n, inf_error *err);
+/* The same written directly (grpc_encode.c) when every output is a plain
+ * tensor sent as typed FP32/FP64/INT32/INT64/UINT32/UINT64 contents or raw:
+ * 1 done, 0 not such a response (use protobuf-c), -1 out of memory. */
+int inf__serve_grpc_encode_plain(const srv_infer_request *req, const inf_model *model, const char *model_name,
+                                 const char *model_version, inf_tensor *const *outputs, int raw, uint8_t **out,
+                                 size_t *n);
 /* gRPC status code (grpc_status_code values) for an engine status. */
 int inf__serve_grpc_status_of(inf_status st);
 

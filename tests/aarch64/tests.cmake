@@ -49,7 +49,7 @@ set_tests_properties(aarch64_models aarch64_ml PROPERTIES LABELS "integration;aa
 # (conformance_simple and kernels_test_trees start thread pools of the
 # default size, and a program with a second thread does not exit under
 # qemu-aarch64 7.2: not in the label until that is solved.)
-set(AARCH64_DIRECT_TESTS kernels_test_vmath)
+set(AARCH64_DIRECT_TESTS kernels_test_vmath edge_crc32c)
 set_property(TEST ${AARCH64_DIRECT_TESTS} APPEND PROPERTY LABELS aarch64)
 # the x86-64 kernel tests exit 77 off x86 (their kernels are not built)
 foreach(src ${KERNEL_TESTS})

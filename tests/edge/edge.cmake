@@ -7,6 +7,12 @@ add_test(NAME edge_bundle COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/edge/test_bundle.s
          $<TARGET_FILE:test_bundle> $<TARGET_FILE:infera>)
 set_tests_properties(edge_bundle PROPERTIES LABELS integration TIMEOUT 300)
 
+# the bundle checksum against RFC 3720's CRC32C vectors, instruction vs table path
+add_executable(test_crc32c ${CMAKE_CURRENT_SOURCE_DIR}/edge/test_crc32c.c)
+infera_link_engine(test_crc32c)
+add_test(NAME edge_crc32c COMMAND test_crc32c)
+set_tests_properties(edge_crc32c PROPERTIES LABELS unit)
+
 # The edge runtime (libinfera_edge.a) in a fixed memory region, with a model
 # compiled in by `infera compile --c-source` at build time.
 if(TARGET infera_edge)

@@ -89,4 +89,12 @@ else echo "FAIL unclear refusal: $msg"; fail=1; fi
 if cc -std=c11 -Wall -Wextra -Werror -c "$tmp/mlp_model.c" -o "$tmp/mlp_model.o" && nm "$tmp/mlp_model.o" | grep -q ' T infera_bundle_mlp_model$'; then
   echo "ok   --c-source compiles and exports infera_bundle_mlp_model"
 else echo "FAIL --c-source output"; fail=1; fi
+# a bundle whose ConstantOfShape asks for 16 TiB (fuzz_bundle finding): a clean error from the memory guard, also
+# when ASan would abort instead of returning NULL from malloc (allocator_may_return_null=0 for this run)
+huge=$root/tests/fuzz/regressions/memplan-huge-output.bundle
+printf '\x93NUMPY\x01\x00\x76\x00{"descr": "<f4", "fortran_order": False, "shape": (1,), }%*s\n\x00\x00\x80\x3f' 60 '' > "$tmp/one.npy"
+msg=$(ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=0 "$infera" run "$huge" --input "x=$tmp/one.npy" 2>&1 >/dev/null) && rc=0 || rc=$?
+if [ "$rc" = 1 ] && grep -q "more than the session's memory limit" <<<"$msg"; then
+  echo "ok   a 16 TiB output is refused before malloc: $msg"
+else echo "FAIL huge output: rc $rc: $msg"; fail=1; fi
 exit $fail

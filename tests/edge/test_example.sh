@@ -3,7 +3,10 @@
 # Makefile (the model compiled in with `infera compile --c-source`, linked
 # with libinfera_edge.a), runs it on the sample windows and compares the
 # scores with PyTorch's (examples/edge/sample_scores.txt, written by
-# train.py: the oracle), within 1e-5.  Prints the stripped program's size.
+# train.py: the oracle), within 1e-5.  Prints the stripped program's size and
+# guards it (issue 22's target): the stripped program, bundle included, must
+# stay within 300 KiB plus the model's weights (its FP32 parameters x 4 bytes,
+# from `infera info`); an optimised build that grows past that fails.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -34,3 +37,15 @@ PY
 stripped=$(stat -c %s "$tmp/anomaly_demo.stripped")
 bundle=$(grep -o 'unsigned char bundle_data\[[0-9]*\]' "$tmp/anomaly_model.c" | grep -o '[0-9]*')
 echo "ok   stripped anomaly_demo: $stripped bytes, of which the bundle is $bundle bytes ($(( (stripped - bundle) / 1024 )) KiB + the bundle)"
+params=$("$infera" info "$root/examples/edge/anomaly.onnx" | awk '/^parameters:/{print $2}')
+limit=$(( 300 * 1024 + 4 * params ))
+case "${3:--O2}" in
+  *-fsanitize*|*-O0*) echo "ok   size guard not applied to an instrumented or unoptimised build (${3})" ;;
+  *) if [ -n "$params" ] && [ "$stripped" -le "$limit" ]; then
+       echo "ok   size guard: $stripped <= $limit bytes (300 KiB + $params FP32 weights)"
+     else
+       echo "FAIL size guard: the stripped program (bundle included) is $stripped bytes, more than $limit" \
+            "(300 KiB + ${params:-?} FP32 weights x 4 bytes; issue 22's target)"
+       exit 1
+     fi ;;
+esac

@@ -24,6 +24,7 @@ static void run_once(const inf_model *m) {
     inf_session_options_init(&so);
     so.max_subgraph_runs = 1000;
     so.max_run_ms = 2000;
+    so.max_memory_bytes = (int64_t)1 << 30; /* under libFuzzer's malloc limit (-rss_limit_mb=4096) */
     inf_session *s;
     inf_error err;
     if (inf_session_new(m, &so, &s, &err)) return;

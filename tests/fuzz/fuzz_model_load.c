@@ -46,6 +46,7 @@ static void try_run(const inf_model *m) {
     inf_session_options_init(&opts);
     opts.max_subgraph_runs = FUZZ_MAX_SUBGRAPH_RUNS;
     opts.max_run_ms = FUZZ_MAX_RUN_MS;
+    opts.max_memory_bytes = (int64_t)1 << 30; /* under libFuzzer's malloc limit (-rss_limit_mb=4096) */
     if (inf_session_new(m, &opts, &s, &err) != INF_OK) return;
     int n = inf_model_n_inputs(m);
     inf_tensor *inputs[8] = {0};

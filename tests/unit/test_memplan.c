@@ -122,6 +122,74 @@ TEST(memplan_places_lifetimes_without_overlap) {
     ASSERT_EQ(inf__memplan_place(req, 10, offset, order), 2 * 4096);
 }
 
+/* The guard: requests past the limit (one huge buffer, or a pool that would
+ * hold more than it in total) fail before the allocator is asked -- the
+ * allocator's counters do not move -- so a hostile shape cannot depend on
+ * malloc returning NULL (ASan and libFuzzer abort instead). */
+TEST(memplan_refuses_past_the_limit_before_allocating) {
+    inf__mem m;
+    inf__mem_init(&m, true);
+    m.limit = (size_t)1 << 20;
+    inf_alloc_stats before, after;
+    inf_alloc_get_stats(&before);
+    ASSERT_TRUE(inf__mem_take(&m, (size_t)2 << 20, true) == NULL);
+    ASSERT_TRUE(m.over_limit);
+    m.over_limit = false;
+    ASSERT_TRUE(inf__mem_take(&m, SIZE_MAX / 2, false) == NULL);
+    ASSERT_TRUE(inf__mem_take(&m, SIZE_MAX, false) == NULL);
+    m.over_limit = false;
+    inf_alloc_get_stats(&after);
+    ASSERT_EQ(after.n_allocs, before.n_allocs);
+    ASSERT_EQ(after.n_failed, before.n_failed);
+    inf__buf *a = inf__mem_take(&m, 600 << 10, false);
+    ASSERT_TRUE(a != NULL);
+    ASSERT_TRUE(!m.over_limit);
+    ASSERT_TRUE(inf__mem_take(&m, 600 << 10, false) == NULL); /* 1.2 MB in all */
+    ASSERT_TRUE(m.over_limit);
+    inf__mem_release(&m, a);
+    inf__mem_deinit(&m);
+    inf__mem_init(&m, true); /* limit 0: the machine's physical memory */
+    ASSERT_EQ(inf__mem_limit(&m), inf__phys_memory_bytes());
+    ASSERT_TRUE(inf__mem_take(&m, SIZE_MAX / 2, false) == NULL);
+    ASSERT_TRUE(m.over_limit);
+    inf__mem_deinit(&m);
+}
+
+/* A plan whose sizes add up past SIZE_MAX saturates instead of wrapping to a
+ * small arena. */
+TEST(memplan_huge_plan_saturates) {
+    inf__memreq req[3] = {{SIZE_MAX / 2, 0, 2}, {SIZE_MAX / 2, 0, 2}, {SIZE_MAX - 8, 1, 2}};
+    size_t offset[3];
+    int order[6];
+    ASSERT_EQ(inf__memplan_place(req, 3, offset, order), SIZE_MAX);
+}
+
+/* A session with a memory limit refuses a batch past it with a clean error
+ * naming the option, and runs the batch that fits. */
+TEST(memplan_session_memory_limit) {
+    inf_model *m;
+    ASSERT_OK(load_path("tests/models", "mlp.onnx", &m));
+    inf_session_options o;
+    inf_session_options_init(&o);
+    o.max_memory_bytes = 64 << 10;
+    inf_session *s = NULL;
+    inf_error err;
+    ASSERT_OK(inf_session_new(m, &o, &s, &err));
+    inf_tensor *in[MAX_IO];
+    inf_tensor *const *out;
+    ASSERT_TRUE(make_inputs(m, 4096, 1, in));
+    ASSERT_EQ(inf_session_run(s, (const inf_tensor *const *)in, &out, &err), INF_ENOMEM);
+    ASSERT_TRUE(strstr(err.message, "max_memory_bytes") != NULL);
+    for (int i = 0; i < inf_model_n_inputs(m); i++)
+        inf_tensor_free(in[i]);
+    ASSERT_TRUE(make_inputs(m, 1, 1, in));
+    ASSERT_OK(inf_session_run(s, (const inf_tensor *const *)in, &out, &err));
+    for (int i = 0; i < inf_model_n_inputs(m); i++)
+        inf_tensor_free(in[i]);
+    inf_session_free(s);
+    inf_model_free(m);
+}
+
 /* ---- runs against a plan (inf__mem driven as the executor drives it) ---- */
 
 /* One run: a at step 0, b at step 1, c at step 2 (the output, live at the
