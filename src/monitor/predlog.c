@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,7 +328,14 @@ inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double
     }
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
-    if (pthread_create(&l->writer, NULL, writer_main, l)) {
+    /* the writer blocks every signal: the host's handlers (a PostgreSQL
+     * backend's, serve's) run on the host's threads, never on the log's */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int failed = pthread_create(&l->writer, NULL, writer_main, l);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (failed) {
         inf_sink_close(l->sink, err);
         pthread_mutex_destroy(&l->mu);
         pthread_cond_destroy(&l->cv);

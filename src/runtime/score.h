@@ -87,6 +87,8 @@ typedef struct inf__rt_scorer {
     void *run_user;
     struct inf__mon_log *log;  /* borrowed, may be NULL: the prediction log (monitor/predlog.h),
                                 * given every scored batch; set by the adapter after init */
+    const inf_pipeline *log_pipeline; /* borrowed, may be NULL (the log's own): the pipeline the
+                                       * log rows are built with (a log shared by several models) */
 } inf__rt_scorer;
 
 /* Sets up s over a session and an executor (borrowed: they must outlive s).
