@@ -80,7 +80,8 @@ static inf_status deliver(inf__rt_scorer *s, const inf_record_batch *in, int onl
         }
         for (int k = 0; k < n_acc; k++) s->in_rows[k] = only >= 0 ? only : inf_pipeline_accepted_row(s->exec, k);
         if ((st = r->scored(r->user, s->pred, s->in_rows, n_acc))) return adapter_failed(e, st);
-        if (s->log) inf__mon_log_add(s->log, s->log_pipeline, NULL, s->exec, in, s->pred); /* never blocks or fails (predlog.h) */
+        /* the prediction log: never blocks or fails (predlog.h) */
+        if (s->log) inf__mon_log_add(s->log, s->log_pipeline, NULL, s->exec, in, s->pred);
     }
     for (int i = 0, n = inf_pipeline_n_rejected(s->exec); i < n; i++) {
         const char *field = NULL, *msg = NULL;

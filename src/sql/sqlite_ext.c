@@ -48,7 +48,7 @@ SQLITE_EXTENSION_INIT1
 typedef struct conn_cache {
     inf__scorer **scorers;
     int n, cap;
-    inf__mon_log *log; /* the connection's prediction log, shared by its scorers (NULL: none) */
+    inf__mon_log *log;     /* the connection's prediction log, shared by its scorers (NULL: none) */
     inf__generator **gens; /* language models (infera_generate / infera_embed) */
     int n_gens, cap_gens;
 } conn_cache;
@@ -195,7 +195,8 @@ static void fn_log_predictions(sqlite3_context *ctx, int argc, sqlite3_value **a
     }
     inf__mon_log *old = c->log;
     c->log = log;
-    for (int i = 0; i < c->n; i++) inf__scorer_set_log(c->scorers[i], log);
+    for (int i = 0; i < c->n; i++)
+        inf__scorer_set_log(c->scorers[i], log);
     if (!old) {
         sqlite3_result_null(ctx);
         return;
@@ -212,8 +213,10 @@ static void fn_log_predictions(sqlite3_context *ctx, int argc, sqlite3_value **a
     }
     char *json = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
-    if (!json) sqlite3_result_error_nomem(ctx);
-    else sqlite3_result_text(ctx, json, -1, cJSON_free);
+    if (!json)
+        sqlite3_result_error_nomem(ctx);
+    else
+        sqlite3_result_text(ctx, json, -1, cJSON_free);
 }
 
 /* ---- language models ---- */

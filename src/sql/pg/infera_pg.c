@@ -93,7 +93,8 @@ static struct {
 } plog;
 
 static void log_set_all(inf__mon_log *log) {
-    for (int i = 0; i < cache.n; i++) inf__scorer_set_log(cache.s[i].s, log);
+    for (int i = 0; i < cache.n; i++)
+        inf__scorer_set_log(cache.s[i].s, log);
 }
 
 /* Drains and closes the backend's log; its counts go to the server log. */
