@@ -6,7 +6,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "monitor/online.h"
 #include "monitor/predlog.h"
 #include "runtime/score.h"
 
@@ -43,6 +45,12 @@ void inf__rt_scorer_deinit(inf__rt_scorer *s) {
     inf_record_batch_free(s->pred);
     free(s->in_rows);
     memset(s, 0, sizeof *s);
+}
+
+static int64_t wall_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static inf_status out_of_memory(inf_error *e) {
@@ -82,6 +90,8 @@ static inf_status deliver(inf__rt_scorer *s, const inf_record_batch *in, int onl
         if ((st = r->scored(r->user, s->pred, s->in_rows, n_acc))) return adapter_failed(e, st);
         /* the prediction log: never blocks or fails (predlog.h) */
         if (s->log) inf__mon_log_add(s->log, s->log_pipeline, NULL, s->exec, in, s->pred);
+        /* drift windows: stamped with the wall clock, as the log's rows are; never fails scoring */
+        if (s->online && inf__mon_online_add_scored(s->online, s->exec, s->pred, wall_us())) s->online_failures++;
     }
     for (int i = 0, n = inf_pipeline_n_rejected(s->exec); i < n; i++) {
         const char *field = NULL, *msg = NULL;
