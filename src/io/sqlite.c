@@ -224,6 +224,8 @@ typedef struct sqlite_sink {
     char key[256];
     char path[512];
     int keep_table_shape; /* opts->keep_table_shape */
+    int64_t ts_last;      /* the last timestamp formatted, and its text (ts_text[0] = 0: none): */
+    char ts_text[64];     /* rows written together often share one (a prediction log's batch) */
 } sqlite_sink;
 
 static inf_status exec_sql(sqlite_sink *s, const char *sql, inf_error *err) {
@@ -248,7 +250,10 @@ static inf_status sqlite_sink_open(const char *uri, const char *rest, const inf_
     }
     if (opts->key_column) snprintf(s->key, sizeof s->key, "%s", opts->key_column);
     s->keep_table_shape = opts->keep_table_shape;
-    if (sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+    /* a sink is used by one thread at a time (io.h): no mutex around each bind and step
+     * (SQLite's multi-thread mode; ~100 instructions per bound value) */
+    if (sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
         inf_status st = inf_error_set(err, INF_EIO, "sqlite:%s: cannot open: %s", s->path,
                                      s->db ? sqlite3_errmsg(s->db) : "out of memory");
         sqlite3_close(s->db);
@@ -403,7 +408,6 @@ static inf_status sqlite_sink_write(void *state, const inf_record_batch *b, inf_
     }
     int *map = s->map;
     for (int c = 0; c < s->n_cols; c++) map[c] = inf_record_batch_find_field(b, s->cols[c]);
-    char ts[64];
     for (int r = 0; r < b->n_rows; r++) {
         sqlite3_reset(s->insert);
         for (int c = 0; c < s->n_cols; c++) {
@@ -422,8 +426,11 @@ static inf_status sqlite_sink_write(void *state, const inf_record_batch *b, inf_
                 break;
             case INF_FIELD_STRING: sqlite3_bind_text(s->insert, p, v->u.s.ptr, (int)v->u.s.len, SQLITE_STATIC); break;
             case INF_FIELD_TIMESTAMP:
-                inf_format_timestamp(v->u.ts, ts, sizeof ts);
-                sqlite3_bind_text(s->insert, p, ts, -1, SQLITE_TRANSIENT);
+                if (!s->ts_text[0] || v->u.ts != s->ts_last) {
+                    inf_format_timestamp(v->u.ts, s->ts_text, sizeof s->ts_text);
+                    s->ts_last = v->u.ts;
+                }
+                sqlite3_bind_text(s->insert, p, s->ts_text, -1, SQLITE_TRANSIENT);
                 break;
             default: sqlite3_bind_null(s->insert, p);
             }
