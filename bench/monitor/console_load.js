@@ -34,7 +34,7 @@ function treeCpu(root) {
 (async () => {
   const browser = await puppeteer.launch({executablePath: chromium, headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage']});
-  const load = [], live = [], cpu = [];
+  const load = [], live = [], cpu = [], blankLoad = [], blankCpu = [];
   const cpuNow = () => treeCpu(browser.process().pid) + (serverPid ? treeCpu(serverPid) : 0);
   try {
     for (let i = 0; i < Number(runs); i++) {
@@ -48,11 +48,19 @@ function treeCpu(root) {
       live.push(Date.now() - t0);
       cpu.push(Math.round((cpuNow() - c0) * 1000));
       await page.close();
+      // the control: a fresh tab loading a one-line page (what any page costs this browser here)
+      const blank = await browser.newPage();
+      const b0 = cpuNow(), tb = Date.now();
+      await blank.goto('data:text/html,<p>x</p>', {waitUntil: 'load'});
+      blankLoad.push(Date.now() - tb);
+      blankCpu.push(Math.round((cpuNow() - b0) * 1000));
+      await blank.close();
     }
   } finally {
     await browser.close();
   }
   const med = a => a.slice().sort((x, y) => x - y)[Math.floor(a.length / 2)];
   console.log(JSON.stringify({runs: load.length, load_ms: load, live_ms: live, cpu_ms: cpu, load_median_ms: med(load),
-    live_median_ms: med(live), cpu_median_ms: med(cpu)}));
+    live_median_ms: med(live), cpu_median_ms: med(cpu), blank_load_ms: blankLoad, blank_cpu_ms: blankCpu,
+    blank_load_median_ms: med(blankLoad), blank_cpu_median_ms: med(blankCpu)}));
 })().catch(e => { console.error(e); process.exit(1); });

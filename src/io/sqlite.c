@@ -226,7 +226,23 @@ typedef struct sqlite_sink {
     int keep_table_shape; /* opts->keep_table_shape */
     int64_t ts_last;      /* the last timestamp formatted, and its text (ts_text[0] = 0: none): */
     char ts_text[64];     /* rows written together often share one (a prediction log's batch) */
+    const inf_value **prev; /* n_cols: the value each column has bound, within one write() */
+    int prev_cap;
 } sqlite_sink;
+
+/* Whether a and b (NULL: an absent column) bind the same SQL value. */
+static int same_value(const inf_value *a, const inf_value *b) {
+    if (!a || !b) return a == b;
+    if (a->type != b->type) return 0;
+    switch (a->type) {
+    case INF_FIELD_BOOL: return a->u.b == b->u.b;
+    case INF_FIELD_INT: return a->u.i == b->u.i;
+    case INF_FIELD_FLOAT: return !memcmp(&a->u.f, &b->u.f, sizeof a->u.f);
+    case INF_FIELD_STRING: return a->u.s.len == b->u.s.len && !memcmp(a->u.s.ptr, b->u.s.ptr, a->u.s.len);
+    case INF_FIELD_TIMESTAMP: return a->u.ts == b->u.ts;
+    default: return 1;
+    }
+}
 
 static inf_status exec_sql(sqlite_sink *s, const char *sql, inf_error *err) {
     char *msg = NULL;
@@ -408,11 +424,21 @@ static inf_status sqlite_sink_write(void *state, const inf_record_batch *b, inf_
     }
     int *map = s->map;
     for (int c = 0; c < s->n_cols; c++) map[c] = inf_record_batch_find_field(b, s->cols[c]);
+    if (s->prev_cap < s->n_cols) {
+        const inf_value **p = realloc(s->prev, (size_t)s->n_cols * sizeof *p);
+        if (!p) return inf_error_set(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+        s->prev = p;
+        s->prev_cap = s->n_cols;
+    }
     for (int r = 0; r < b->n_rows; r++) {
         sqlite3_reset(s->insert);
         for (int c = 0; c < s->n_cols; c++) {
             const inf_value *v = map[c] >= 0 ? inf__batch_at(b, r, map[c]) : NULL;
             int p = c + 1;
+            /* bindings survive a reset: a value equal to the previous row's (a log batch's model,
+             * version, pipeline hash and time) stays bound -- its text is in b, alive for this call */
+            if (r > 0 && same_value(v, s->prev[c])) continue;
+            s->prev[c] = v;
             if (!v) {
                 sqlite3_bind_null(s->insert, p);
                 continue;
@@ -458,6 +484,7 @@ static inf_status sqlite_sink_close(void *state, inf_error *err) {
     for (int c = 0; c < s->n_cols; c++) free(s->cols[c]);
     free(s->cols);
     free(s->map);
+    free(s->prev);
     free(s);
     return st;
 }
