@@ -6,7 +6,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "monitor/online.h"
 #include "monitor/predlog.h"
@@ -47,12 +46,6 @@ void inf__rt_scorer_deinit(inf__rt_scorer *s) {
     memset(s, 0, sizeof *s);
 }
 
-static int64_t wall_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static inf_status out_of_memory(inf_error *e) {
     return inf_error_set(e, INF_ENOMEM, "scoring: out of memory");
 }
@@ -88,10 +81,11 @@ static inf_status deliver(inf__rt_scorer *s, const inf_record_batch *in, int onl
         }
         for (int k = 0; k < n_acc; k++) s->in_rows[k] = only >= 0 ? only : inf_pipeline_accepted_row(s->exec, k);
         if ((st = r->scored(r->user, s->pred, s->in_rows, n_acc))) return adapter_failed(e, st);
-        /* the prediction log: never blocks or fails (predlog.h) */
-        if (s->log) inf__mon_log_add(s->log, s->log_pipeline, NULL, s->exec, in, s->pred);
-        /* drift windows: stamped with the wall clock, as the log's rows are; never fails scoring */
-        if (s->online && inf__mon_online_add_scored(s->online, s->exec, s->pred, wall_us())) s->online_failures++;
+        /* the prediction log (never blocks or fails: predlog.h) and the drift windows (never fail
+         * scoring), both stamped with one time */
+        int64_t t = s->log || s->online ? inf__mon_now_us() : 0;
+        if (s->log) inf__mon_log_add_at(s->log, s->log_pipeline, NULL, s->exec, in, s->pred, t);
+        if (s->online && inf__mon_online_add_scored(s->online, s->exec, s->pred, t)) s->online_failures++;
     }
     for (int i = 0, n = inf_pipeline_n_rejected(s->exec); i < n; i++) {
         const char *field = NULL, *msg = NULL;

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "monitor/baseline_store.h"
@@ -159,9 +158,7 @@ static int open_windows(const stream_opts *o, const inf__rt_model *m, inf__mon_o
 /* The window in progress at the end of the run (its rows so far; "complete": false). */
 static void close_windows(inf__mon_online **online) {
     if (!*online) return;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    int64_t now = inf__mon_now_us();
     inf__stream_drift_event(inf__mon_online_take_complete(*online, now));
     uint64_t window_rows = 0, total = 0;
     inf__mon_online_counts(*online, &window_rows, &total);

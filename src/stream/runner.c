@@ -35,6 +35,7 @@
 
 #include "io/io_int.h"
 #include "monitor/online.h"
+#include "monitor/predlog.h"
 #include "runtime/reject.h"
 #include "runtime/score.h"
 #include "stream/stream_int.h"
@@ -341,7 +342,7 @@ inf_status inf__stream_run(const inf__stream_config *cfg, inf__stream_stats *sta
         }
         /* a drift window that ended: reported once, as the stream goes (a quiet stream reports it
          * with its next batch or at the end) */
-        if (cfg->online) inf__stream_drift_event(inf__mon_online_take_complete(cfg->online, wall_us()));
+        if (cfg->online) inf__stream_drift_event(inf__mon_online_take_complete(cfg->online, inf__mon_now_us()));
         int64_t now = inf__stream_now_ms();
         if (cfg->progress_ms > 0 && now - last >= cfg->progress_ms) {
             progress(cfg, stats, (double)(now - t0) / 1000.0, stats->events - last_events,
