@@ -1,30 +1,66 @@
 // console_load.js -- how long `infera serve --ui`'s console takes to load in Debian's chromium
 // (puppeteer-core of tests/monitor/ui): navigation to the load event, and to the first render of the
 // server's state (status "live", every served model in the models table).  Usage:
-//   node console_load.js CHROMIUM URL N_MODELS RUNS
+//   node console_load.js CHROMIUM URL N_MODELS RUNS [SERVER_PID]
+// Besides wall clock, each load's CPU time: user + system of every chromium process (the browser,
+// its renderer, GPU and network processes, and the children they reaped) and of the server
+// (SERVER_PID), from /proc: the work a load needs, which a loaded machine stretches in wall time but
+// does not change -- on an idle 2-vCPU machine a load takes about that long (the critical path is
+// mostly serial: request, parse, script, one state fetch, render).
 'use strict';
+const fs = require('fs');
 const puppeteer = require('puppeteer-core');
-const [chromium, url, nModels, runs] = process.argv.slice(2);
+const [chromium, url, nModels, runs, serverPid] = process.argv.slice(2);
+const TCK = 100; // clock ticks per second (getconf CLK_TCK on Linux)
+
+// CPU seconds of pid and its descendants (their own and their reaped children's)
+function treeCpu(root) {
+  const kids = {}, cpu = {};
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(d)) continue;
+    let st;
+    try { st = fs.readFileSync('/proc/' + d + '/stat', 'utf8'); } catch (e) { continue; }
+    const f = st.slice(st.lastIndexOf(')') + 2).split(' '); // fields from the 3rd (state) on
+    const ppid = f[1];
+    (kids[ppid] = kids[ppid] || []).push(d);
+    cpu[d] = (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / TCK; // utime stime cutime cstime
+  }
+  let sum = 0;
+  const walk = p => { sum += cpu[p] || 0; for (const k of kids[p] || []) walk(k); };
+  walk(String(root));
+  return sum;
+}
 
 (async () => {
   const browser = await puppeteer.launch({executablePath: chromium, headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage']});
-  const load = [], live = [];
+  const load = [], live = [], cpu = [], blankLoad = [], blankCpu = [];
+  const cpuNow = () => treeCpu(browser.process().pid) + (serverPid ? treeCpu(serverPid) : 0);
   try {
     for (let i = 0; i < Number(runs); i++) {
       const page = await browser.newPage();
+      const c0 = cpuNow();
       const t0 = Date.now();
       await page.goto(url + '/ui', {waitUntil: 'load'});
       load.push(Date.now() - t0);
       await page.waitForFunction(n => document.getElementById('status').textContent === 'live' &&
         document.querySelectorAll('#models tbody tr').length >= n, {timeout: 20000, polling: 'mutation'}, Number(nModels));
       live.push(Date.now() - t0);
+      cpu.push(Math.round((cpuNow() - c0) * 1000));
       await page.close();
+      // the control: a fresh tab loading a one-line page (what any page costs this browser here)
+      const blank = await browser.newPage();
+      const b0 = cpuNow(), tb = Date.now();
+      await blank.goto('data:text/html,<p>x</p>', {waitUntil: 'load'});
+      blankLoad.push(Date.now() - tb);
+      blankCpu.push(Math.round((cpuNow() - b0) * 1000));
+      await blank.close();
     }
   } finally {
     await browser.close();
   }
   const med = a => a.slice().sort((x, y) => x - y)[Math.floor(a.length / 2)];
-  console.log(JSON.stringify({runs: load.length, load_ms: load, live_ms: live, load_median_ms: med(load),
-    live_median_ms: med(live)}));
+  console.log(JSON.stringify({runs: load.length, load_ms: load, live_ms: live, cpu_ms: cpu, load_median_ms: med(load),
+    live_median_ms: med(live), cpu_median_ms: med(cpu), blank_load_ms: blankLoad, blank_cpu_ms: blankCpu,
+    blank_load_median_ms: med(blankLoad), blank_cpu_median_ms: med(blankCpu)}));
 })().catch(e => { console.error(e); process.exit(1); });

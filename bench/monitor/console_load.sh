@@ -49,4 +49,4 @@ for path in /ui /ui/state; do
         sort -g | awk '{a[NR] = $1 * 1000} END{printf "%.2f ms (max %.2f)", a[int((NR + 1) / 2)], a[NR]}')"
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
-NODE_PATH="$UI/node_modules" node "$HERE/console_load.js" "$CHROMIUM" "http://127.0.0.1:$PORT" 64 "$RUNS"
+NODE_PATH="$UI/node_modules" node "$HERE/console_load.js" "$CHROMIUM" "http://127.0.0.1:$PORT" 64 "$RUNS" "$SERVER"

@@ -38,7 +38,8 @@
  * returned so far is durably handled (streams then acknowledge their
  * messages; files ignore it).  A sink's write() may buffer; commit() makes
  * everything written so far durable (a transaction commit, an fflush), and
- * close() commits what is left.
+ * close() commits what is left.  A source or sink is used by one thread at a
+ * time (it may move between threads).
  *
  * TYPES IN TEXT SOURCES.  CSV cells are typed by looking at them: empty ->
  * null, an integer literal -> int, a decimal/exponent literal (or nan, inf)

@@ -125,6 +125,7 @@ const cli_command cli_commands[] = {
      "                     [--consumer NAME] [--pipeline SPEC] [--progress-ms N] [--no-score]   (docs/stream.md)\n"
      "                     [--precision fp32|bf16]   (session precision: docs/sessions.md)\n"
      "                     [--log-predictions DST [--log-sample F]]  (prediction log: docs/monitoring.md)\n"
+     "                     [--baseline FILE] [--monitor-window S]  (drift windows: docs/monitoring.md)\n"
      "\n"
      "SRC: redis://H:P/STREAM?group=G[&consumer=C][&field=data][&start=0|$][&claim_idle_ms=N]\n"
      "(a consumer group, created with MKSTREAM; this consumer's pending entries first),\n"
@@ -139,7 +140,11 @@ const cli_command cli_commands[] = {
      "fields, model_name, model_version, pipeline_hash, scored_at.  Malformed or\n"
      "rejected events go to --errors DST with their reason; the rest go on.\n"
      "SIGTERM/SIGINT finish the micro-batch in hand, then exit 0; so do the end of a\n"
-     "jsonl input and --max-events N.  Progress and the summary are JSON lines on stderr.\n"},
+     "jsonl input and --max-events N.  Progress and the summary are JSON lines on stderr\n"
+     "(with the CPU seconds per million predictions).  --baseline FILE (or the baseline\n"
+     "stored with a registry version) keeps drift windows of --monitor-window S seconds\n"
+     "(default 60): each window is a {\"event\":\"drift\",...} line when it ends, and the\n"
+     "window in progress when the stream stops.\n"},
     {"features", cmd_features, "compute training features from raw records with a pipeline spec",
      "usage: infera features --spec SPEC --input SRC --output DST [--as-of COLUMN --history sqlite:PATH?table=T]\n"
      "                       [--model REF] [--batch-size N]\n"

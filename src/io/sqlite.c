@@ -224,7 +224,25 @@ typedef struct sqlite_sink {
     char key[256];
     char path[512];
     int keep_table_shape; /* opts->keep_table_shape */
+    int64_t ts_last;      /* the last timestamp formatted, and its text (ts_text[0] = 0: none): */
+    char ts_text[64];     /* rows written together often share one (a prediction log's batch) */
+    const inf_value **prev; /* n_cols: the value each column has bound, within one write() */
+    int prev_cap;
 } sqlite_sink;
+
+/* Whether a and b (NULL: an absent column) bind the same SQL value. */
+static int same_value(const inf_value *a, const inf_value *b) {
+    if (!a || !b) return a == b;
+    if (a->type != b->type) return 0;
+    switch (a->type) {
+    case INF_FIELD_BOOL: return a->u.b == b->u.b;
+    case INF_FIELD_INT: return a->u.i == b->u.i;
+    case INF_FIELD_FLOAT: return !memcmp(&a->u.f, &b->u.f, sizeof a->u.f);
+    case INF_FIELD_STRING: return a->u.s.len == b->u.s.len && !memcmp(a->u.s.ptr, b->u.s.ptr, a->u.s.len);
+    case INF_FIELD_TIMESTAMP: return a->u.ts == b->u.ts;
+    default: return 1;
+    }
+}
 
 static inf_status exec_sql(sqlite_sink *s, const char *sql, inf_error *err) {
     char *msg = NULL;
@@ -248,7 +266,10 @@ static inf_status sqlite_sink_open(const char *uri, const char *rest, const inf_
     }
     if (opts->key_column) snprintf(s->key, sizeof s->key, "%s", opts->key_column);
     s->keep_table_shape = opts->keep_table_shape;
-    if (sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+    /* a sink is used by one thread at a time (io.h): no mutex around each bind and step
+     * (SQLite's multi-thread mode; ~100 instructions per bound value) */
+    if (sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
         inf_status st = inf_error_set(err, INF_EIO, "sqlite:%s: cannot open: %s", s->path,
                                      s->db ? sqlite3_errmsg(s->db) : "out of memory");
         sqlite3_close(s->db);
@@ -403,12 +424,21 @@ static inf_status sqlite_sink_write(void *state, const inf_record_batch *b, inf_
     }
     int *map = s->map;
     for (int c = 0; c < s->n_cols; c++) map[c] = inf_record_batch_find_field(b, s->cols[c]);
-    char ts[64];
+    if (s->prev_cap < s->n_cols) {
+        const inf_value **p = realloc(s->prev, (size_t)s->n_cols * sizeof *p);
+        if (!p) return inf_error_set(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+        s->prev = p;
+        s->prev_cap = s->n_cols;
+    }
     for (int r = 0; r < b->n_rows; r++) {
         sqlite3_reset(s->insert);
         for (int c = 0; c < s->n_cols; c++) {
             const inf_value *v = map[c] >= 0 ? inf__batch_at(b, r, map[c]) : NULL;
             int p = c + 1;
+            /* bindings survive a reset: a value equal to the previous row's (a log batch's model,
+             * version, pipeline hash and time) stays bound -- its text is in b, alive for this call */
+            if (r > 0 && same_value(v, s->prev[c])) continue;
+            s->prev[c] = v;
             if (!v) {
                 sqlite3_bind_null(s->insert, p);
                 continue;
@@ -422,8 +452,11 @@ static inf_status sqlite_sink_write(void *state, const inf_record_batch *b, inf_
                 break;
             case INF_FIELD_STRING: sqlite3_bind_text(s->insert, p, v->u.s.ptr, (int)v->u.s.len, SQLITE_STATIC); break;
             case INF_FIELD_TIMESTAMP:
-                inf_format_timestamp(v->u.ts, ts, sizeof ts);
-                sqlite3_bind_text(s->insert, p, ts, -1, SQLITE_TRANSIENT);
+                if (!s->ts_text[0] || v->u.ts != s->ts_last) {
+                    inf_format_timestamp(v->u.ts, s->ts_text, sizeof s->ts_text);
+                    s->ts_last = v->u.ts;
+                }
+                sqlite3_bind_text(s->insert, p, s->ts_text, -1, SQLITE_TRANSIENT);
                 break;
             default: sqlite3_bind_null(s->insert, p);
             }
@@ -451,6 +484,7 @@ static inf_status sqlite_sink_close(void *state, inf_error *err) {
     for (int c = 0; c < s->n_cols; c++) free(s->cols[c]);
     free(s->cols);
     free(s->map);
+    free(s->prev);
     free(s);
     return st;
 }

@@ -3,6 +3,7 @@
  * version, held to add a request's rows or to compute a drift.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ struct inf__mon_online {
     inf__mon_profile *prev;  /* the last complete window, until its drift is asked for (never on the request path) */
     int64_t prev_start_us;
     uint64_t prev_rows;
+    int64_t taken_start_us;  /* the complete window take_complete last answered (INT64_MIN: none) */
     cJSON *cached;           /* drift of the current window as of cached_at_us */
     int64_t cached_at_us;
     uint64_t cached_rows;
@@ -48,6 +50,7 @@ inf_status inf__mon_online_new(inf__mon_profile *baseline, int64_t window_us, in
     o->base = baseline;
     o->window_us = window_us > 0 ? window_us : 60000000;
     o->max_rows = max_rows > 0 ? max_rows : INF__MON_SAMPLE_MAX;
+    o->taken_start_us = INT64_MIN;
     *out = o;
     return INF_OK;
 }
@@ -109,6 +112,27 @@ static void roll(inf__mon_online *o, int64_t now_us) {
     o->cached = NULL;
 }
 
+/* The last complete window's drift, computed once (lock held). */
+static cJSON *last_complete(inf__mon_online *o) {
+    if (!o->last && o->prev && (o->last = drift_of(o, o->prev, o->prev_start_us, o->prev_rows, 1)) != NULL) {
+        inf__mon_profile_free(o->prev);
+        o->prev = NULL;
+    }
+    return o->last;
+}
+
+cJSON *inf__mon_online_take_complete(inf__mon_online *o, int64_t now_us) {
+    cJSON *out = NULL;
+    pthread_mutex_lock(&o->mu);
+    roll(o, now_us);
+    if ((o->prev || o->last) && o->prev_start_us != o->taken_start_us && last_complete(o)) {
+        out = cJSON_Duplicate(o->last, 1);
+        if (out) o->taken_start_us = o->prev_start_us;
+    }
+    pthread_mutex_unlock(&o->mu);
+    return out;
+}
+
 cJSON *inf__mon_online_drift(inf__mon_online *o, int64_t now_us, int min_rows) {
     cJSON *out = NULL;
     pthread_mutex_lock(&o->mu);
@@ -125,12 +149,8 @@ cJSON *inf__mon_online_drift(inf__mon_online *o, int64_t now_us, int min_rows) {
             }
         }
         if (o->cached) out = cJSON_Duplicate(o->cached, 1);
-    } else {
-        if (!o->last && o->prev && (o->last = drift_of(o, o->prev, o->prev_start_us, o->prev_rows, 1)) != NULL) {
-            inf__mon_profile_free(o->prev);
-            o->prev = NULL;
-        }
-        if (o->last) out = cJSON_Duplicate(o->last, 1);
+    } else if (last_complete(o)) {
+        out = cJSON_Duplicate(o->last, 1);
     }
     pthread_mutex_unlock(&o->mu);
     return out;

@@ -46,6 +46,12 @@ inf_status inf__mon_online_add_scored(inf__mon_online *o, const inf_pipeline_exe
  * described above; NULL when no window has rows yet (or out of memory).
  * Caller frees. */
 cJSON *inf__mon_online_drift(inf__mon_online *o, int64_t now_us, int min_rows);
+/* The drift JSON (as above, "complete": true) of the window that ended
+ * before now_us, once: NULL when no window with rows has ended since the
+ * last call (or out of memory).  A runner that reports windows as they end
+ * (`infera stream`) calls it after each batch it adds: adding rolls at most
+ * one window.  Caller frees. */
+cJSON *inf__mon_online_take_complete(inf__mon_online *o, int64_t now_us);
 /* Rows observed in the current window (profiled or not), and in total. */
 void inf__mon_online_counts(inf__mon_online *o, uint64_t *window_rows, uint64_t *total_rows);
 

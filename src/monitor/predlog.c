@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +77,7 @@ static int sampled(const inf__mon_log *l, uint64_t k) {
 
 static void drop(inf__mon_log *l, uint64_t n) { atomic_fetch_add(&l->n_dropped, n); }
 
-static int64_t now_us(void) {
+int64_t inf__mon_now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
@@ -186,6 +187,11 @@ static void queue(inf__mon_log *l, log_batch *b) {
 
 int inf__mon_log_add(inf__mon_log *l, const inf_pipeline *p, const char *model_name, const inf_pipeline_exec *ex,
                      const inf_record_batch *in, const inf_record_batch *pred) {
+    return l ? inf__mon_log_add_at(l, p, model_name, ex, in, pred, inf__mon_now_us()) : 0;
+}
+
+int inf__mon_log_add_at(inf__mon_log *l, const inf_pipeline *p, const char *model_name, const inf_pipeline_exec *ex,
+                        const inf_record_batch *in, const inf_record_batch *pred, int64_t t) {
     if (!l) return 0;
     int n = inf_pipeline_n_accepted(ex), first = -1, n_sampled = 0;
     if (n > inf_record_batch_n_rows(pred)) n = inf_record_batch_n_rows(pred);
@@ -207,7 +213,6 @@ int inf__mon_log_add(inf__mon_log *l, const inf_pipeline *p, const char *model_n
         return n_sampled;
     }
     int id_f = inf__mon_plan_id_field(plan, in);
-    int64_t t = now_us();
     for (int k = first; k < n; k++) {
         if (!sampled(l, k0 + (uint64_t)k)) continue;
         if (inf__mon_plan_row(plan, b->map, ex, in, id_f, pred, k, t, model_name, b->rows)) {
@@ -327,7 +332,14 @@ inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double
     }
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
-    if (pthread_create(&l->writer, NULL, writer_main, l)) {
+    /* the writer blocks every signal: the host's handlers (a PostgreSQL
+     * backend's, serve's) run on the host's threads, never on the log's */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int failed = pthread_create(&l->writer, NULL, writer_main, l);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (failed) {
         inf_sink_close(l->sink, err);
         pthread_mutex_destroy(&l->mu);
         pthread_cond_destroy(&l->cv);

@@ -66,11 +66,19 @@ inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double
  * sink, never fails.  Returns the number of records sampled. */
 int inf__mon_log_add(inf__mon_log *l, const inf_pipeline *p, const char *model_name, const inf_pipeline_exec *ex,
                      const inf_record_batch *in, const inf_record_batch *pred);
+/* The same, the rows' logged_at = t_us (UTC microseconds): a runner that also
+ * adds the batch to drift windows (online.h) stamps both with one time, so a
+ * record's log row and its window agree on when it was scored. */
+int inf__mon_log_add_at(inf__mon_log *l, const inf_pipeline *p, const char *model_name, const inf_pipeline_exec *ex,
+                        const inf_record_batch *in, const inf_record_batch *pred, int64_t t_us);
 /* Appends the log rows (LOG ROWS above) of the first n accepted records
  * to out: what add() queues, and what `infera monitor baseline` profiles.
  * One row plan for the call.  INF_ENOMEM. */
 inf_status inf__mon_log_rows(const inf_pipeline *p, const inf_pipeline_exec *ex, const inf_record_batch *in,
                              const inf_record_batch *pred, int n, int64_t now_us, inf_record_batch *out);
+/* The log's clock: UTC microseconds (CLOCK_REALTIME), what logged_at and
+ * drift windows are stamped with. */
+int64_t inf__mon_now_us(void);
 /* The fixed fields of a log row that are neither features nor outputs. */
 int inf__mon_log_is_meta_field(const char *name);
 /* The counts so far (the log stays open). */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "monitor/online.h"
 #include "monitor/predlog.h"
 #include "runtime/score.h"
 
@@ -80,7 +81,11 @@ static inf_status deliver(inf__rt_scorer *s, const inf_record_batch *in, int onl
         }
         for (int k = 0; k < n_acc; k++) s->in_rows[k] = only >= 0 ? only : inf_pipeline_accepted_row(s->exec, k);
         if ((st = r->scored(r->user, s->pred, s->in_rows, n_acc))) return adapter_failed(e, st);
-        if (s->log) inf__mon_log_add(s->log, NULL, NULL, s->exec, in, s->pred); /* never blocks or fails (predlog.h) */
+        /* the prediction log (never blocks or fails: predlog.h) and the drift windows (never fail
+         * scoring), both stamped with one time */
+        int64_t t = s->log || s->online ? inf__mon_now_us() : 0;
+        if (s->log) inf__mon_log_add_at(s->log, s->log_pipeline, NULL, s->exec, in, s->pred, t);
+        if (s->online && inf__mon_online_add_scored(s->online, s->exec, s->pred, t)) s->online_failures++;
     }
     for (int i = 0, n = inf_pipeline_n_rejected(s->exec); i < n; i++) {
         const char *field = NULL, *msg = NULL;

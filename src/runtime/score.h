@@ -87,6 +87,11 @@ typedef struct inf__rt_scorer {
     void *run_user;
     struct inf__mon_log *log;  /* borrowed, may be NULL: the prediction log (monitor/predlog.h),
                                 * given every scored batch; set by the adapter after init */
+    const inf_pipeline *log_pipeline; /* borrowed, may be NULL (the log's own): the pipeline the
+                                       * log rows are built with (a log shared by several models) */
+    struct inf__mon_online *online;   /* borrowed, may be NULL: drift windows (monitor/online.h) every
+                                       * scored batch goes into; set by the adapter after init */
+    uint64_t online_failures;         /* batches the windows could not take (out of memory) */
 } inf__rt_scorer;
 
 /* Sets up s over a session and an executor (borrowed: they must outlive s).

@@ -296,8 +296,9 @@ void inf__serve_monitor_records(srv_server *srv, srv_version *v, void *exec, con
     /* the sampled records' log rows, named by the registry's name of a registry model (the served
      * name may be another) so `infera monitor drift NAME@VERSION` finds them */
     if (m->log)
-        atomic_fetch_add(&e->sampled, (uint64_t)inf__mon_log_add(m->log, v->pipeline, e->registry_name[0] ? e->registry_name : NULL,
-                                                                 ex, in, pred));
+        atomic_fetch_add(&e->sampled,
+                         (uint64_t)inf__mon_log_add_at(m->log, v->pipeline,
+                                                       e->registry_name[0] ? e->registry_name : NULL, ex, in, pred, t));
 }
 
 /* ---- rules ------------------------------------------------------------------ */

@@ -105,6 +105,11 @@ const char *inf__scorer_model_name(const inf__scorer *s) { return s->m.name; }
 const char *inf__scorer_model_version(const inf__scorer *s) { return s->m.version; }
 int inf__scorer_is_default(const inf__scorer *s) { return inf_pipeline_is_default(s->m.pipeline); }
 
+void inf__scorer_set_log(inf__scorer *s, struct inf__mon_log *log) {
+    s->core.log = log;
+    s->core.log_pipeline = s->m.pipeline;
+}
+
 /* Records of one query have one shape, so both batches keep their schema
  * between calls (clear, not reset): a warm scorer re-adds no field names and
  * classifies the output fields once.  A record without one of the kept

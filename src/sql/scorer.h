@@ -26,6 +26,7 @@
 #include "infera/io.h"
 
 typedef struct inf__scorer inf__scorer;
+struct inf__mon_log;
 
 typedef struct inf__scorer_options {
     const char *home;         /* registry home (NULL: INFERA_HOME or ./infera-data) */
@@ -41,6 +42,12 @@ const char *inf__scorer_model_name(const inf__scorer *s);
 const char *inf__scorer_model_version(const inf__scorer *s);
 /* 1 when the model has no pipeline spec (records map by field order). */
 int inf__scorer_is_default(const inf__scorer *s);
+
+/* Logs the predictions of s to log (monitor/predlog.h: the connection's or
+ * backend's prediction log, shared by its scorers, sampled there; borrowed,
+ * NULL: none).  Log rows are built with s's pipeline (sensitive fields left
+ * out) and carry its lineage stamp; logging never fails a call. */
+void inf__scorer_set_log(inf__scorer *s, struct inf__mon_log *log);
 
 void inf__scorer_clear(inf__scorer *s);
 /* Adds one record (a JSON object).  INF_EFORMAT names the offset. */

@@ -15,6 +15,13 @@
  *                                                max_tokens default 128)
  *   infera_embed(model_ref, text)                its mean-pooled, L2-normalised
  *                                                final hidden state (JSON array)
+ *   infera_log_predictions(sink_uri [, sample])  logs the predictions of this
+ *                                                connection's infera_predict /
+ *                                                infera_predict_json calls from now
+ *                                                on (monitor/predlog.h; sample in
+ *                                                (0, 1], default 1); NULL stops.
+ *                                                Returns the counts of the log it
+ *                                                closed (JSON text), else NULL.
  * model_ref is a path to an .onnx file or NAME / NAME@VERSION / NAME@ALIAS in
  * the embedded registry ($INFERA_HOME, default ./infera-data; $INFERA_REGISTRY
  * for a PostgreSQL registry).  Each connection keeps the models it used
@@ -32,12 +39,16 @@ SQLITE_EXTENSION_INIT1
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "monitor/predlog.h"
 #include "sql/generator.h"
 #include "sql/scorer.h"
 
 typedef struct conn_cache {
     inf__scorer **scorers;
     int n, cap;
+    inf__mon_log *log;     /* the connection's prediction log, shared by its scorers (NULL: none) */
     inf__generator **gens; /* language models (infera_generate / infera_embed) */
     int n_gens, cap_gens;
 } conn_cache;
@@ -45,6 +56,8 @@ typedef struct conn_cache {
 static void cache_free(void *p) {
     conn_cache *c = p;
     if (!c) return;
+    inf_error err;
+    inf__mon_log_close(c->log, NULL, &err); /* drained before the scorers (their pipelines) go */
     for (int i = 0; i < c->n; i++) inf__scorer_free(c->scorers[i]);
     free(c->scorers);
     for (int i = 0; i < c->n_gens; i++) inf__generator_free(c->gens[i]);
@@ -73,6 +86,7 @@ static inf__scorer *cache_get(sqlite3_context *ctx, conn_cache *c, const char *r
         sqlite3_result_error(ctx, msg, -1);
         return NULL;
     }
+    inf__scorer_set_log(s, c->log);
     c->scorers[c->n++] = s;
     return s;
 }
@@ -161,6 +175,48 @@ static void fn_predict_json(sqlite3_context *ctx, int argc, sqlite3_value **argv
     }
     sqlite3_result_text(ctx, b.p ? b.p : "{}", (int)b.n, SQLITE_TRANSIENT);
     free(b.p);
+}
+
+/* ---- the prediction log ---- */
+
+/* infera_log_predictions(sink_uri [, sample]): closes the connection's log
+ * (drained: its rows are written) and opens sink_uri's, or none for NULL. */
+static void fn_log_predictions(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    conn_cache *c = sqlite3_user_data(ctx);
+    const char *uri = (const char *)sqlite3_value_text(argv[0]);
+    double sample = argc == 2 && sqlite3_value_type(argv[1]) != SQLITE_NULL ? sqlite3_value_double(argv[1]) : 1.0;
+    inf_error err;
+    char msg[900];
+    inf__mon_log *log = NULL;
+    if (uri && inf__mon_log_open(uri, NULL, sample, 0, &log, &err)) {
+        snprintf(msg, sizeof msg, "infera_log_predictions: %s", err.message);
+        sqlite3_result_error(ctx, msg, -1);
+        return;
+    }
+    inf__mon_log *old = c->log;
+    c->log = log;
+    for (int i = 0; i < c->n; i++)
+        inf__scorer_set_log(c->scorers[i], log);
+    if (!old) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    inf__mon_log_stats st;
+    inf_status closed = inf__mon_log_close(old, &st, &err);
+    cJSON *o = cJSON_CreateObject();
+    if (o) {
+        cJSON_AddNumberToObject(o, "seen", (double)st.n_seen);
+        cJSON_AddNumberToObject(o, "sampled", (double)st.n_sampled);
+        cJSON_AddNumberToObject(o, "written", (double)st.n_written);
+        cJSON_AddNumberToObject(o, "dropped", (double)st.n_dropped);
+        if (closed) cJSON_AddStringToObject(o, "error", err.message);
+    }
+    char *json = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!json)
+        sqlite3_result_error_nomem(ctx);
+    else
+        sqlite3_result_text(ctx, json, -1, cJSON_free);
 }
 
 /* ---- language models ---- */
@@ -274,6 +330,10 @@ int sqlite3_inferasqlite_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_ro
         int n_args;
         void (*fn)(sqlite3_context *, int, sqlite3_value **);
     } llm_fns[] = {{"infera_generate", 2, fn_generate}, {"infera_generate", 3, fn_generate}, {"infera_embed", 2, fn_embed}};
+    /* it writes files: direct SQL only, never from a trigger, view or schema */
+    for (int n_args = 1; rc == SQLITE_OK && n_args <= 2; n_args++)
+        rc = sqlite3_create_function_v2(db, "infera_log_predictions", n_args, SQLITE_UTF8 | SQLITE_DIRECTONLY, c,
+                                        fn_log_predictions, NULL, NULL, NULL);
     for (size_t i = 0; rc == SQLITE_OK && i < sizeof llm_fns / sizeof llm_fns[0]; i++)
         rc = sqlite3_create_function_v2(db, llm_fns[i].name, llm_fns[i].n_args, SQLITE_UTF8 | SQLITE_DETERMINISTIC, c,
                                         llm_fns[i].fn, NULL, NULL, NULL);

@@ -5,7 +5,7 @@
  *   infera stream --model REF --input SRC --output DST [--errors DST] [--id-column COL]
  *                 [--threads N] [--max-batch N] [--max-delay-ms N] [--max-events N]
  *                 [--consumer NAME] [--pipeline SPEC] [--progress-ms N] [--no-score]
- *                 [--log-predictions DST [--log-sample F]]
+ *                 [--log-predictions DST [--log-sample F]] [--baseline FILE] [--monitor-window S]
  *
  * SRC: redis://H:P/STREAM?group=G[&consumer=C][&claim_idle_ms=N], mqtt://H:P/TOPIC,
  * jsonl:- or jsonl:PATH.  DST: any io/ sink (redis://H:P/STREAM, mqtt://H:P/TOPIC,
@@ -22,15 +22,17 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "monitor/baseline_store.h"
+#include "monitor/online.h"
 #include "monitor/predlog.h"
 #include "stream/stream_int.h"
 
 #define CMD "stream"
 
 typedef struct stream_opts {
-    const char *model, *input, *output, *errors, *id_column, *consumer, *pipeline, *log_predictions;
+    const char *model, *input, *output, *errors, *id_column, *consumer, *pipeline, *log_predictions, *baseline;
     double log_sample;
-    int threads, max_batch, max_delay_ms, progress_ms, no_score;
+    int threads, max_batch, max_delay_ms, progress_ms, no_score, monitor_window_s;
     int precision; /* session option precision (--precision) */
     int64_t max_events;
 } stream_opts;
@@ -57,13 +59,16 @@ static int parse_args(int argc, char **argv, stream_opts *o) {
     o->max_delay_ms = 20;
     o->progress_ms = 10000;
     o->log_sample = 1.0;
+    o->monitor_window_s = 60;
     struct {
         const char *flag;
         const char **dst;
     } strs[] = {
-        {"--model", &o->model},       {"--input", &o->input},         {"--output", &o->output},
-        {"--errors", &o->errors},     {"--id-column", &o->id_column}, {"--consumer", &o->consumer},
-        {"--pipeline", &o->pipeline}, {"--log-predictions", &o->log_predictions},
+        {"--model", &o->model},         {"--input", &o->input},
+        {"--output", &o->output},       {"--errors", &o->errors},
+        {"--id-column", &o->id_column}, {"--consumer", &o->consumer},
+        {"--pipeline", &o->pipeline},   {"--log-predictions", &o->log_predictions},
+        {"--baseline", &o->baseline},
     };
     for (int i = 1; i < argc; i++) {
         bool missing = false;
@@ -110,6 +115,10 @@ static int parse_args(int argc, char **argv, stream_opts *o) {
                    matched) {
             if (rc) return rc;
             o->max_events = max_events;
+        } else if ((rc = parse_int_flag(argc, argv, &i, "--monitor-window", 1, 86400 * 366, &o->monitor_window_s,
+                                        &matched)) ||
+                   matched) {
+            if (rc) return rc;
         } else if (!strcmp(argv[i], "--no-score")) {
             o->no_score = 1;
         } else {
@@ -119,6 +128,7 @@ static int parse_args(int argc, char **argv, stream_opts *o) {
     int rc = cli_check_runner_io(CMD, o->input, o->output, o->model, o->no_score, o->log_predictions);
     if (rc) return rc;
     if (o->errors && !strcmp(o->errors, o->output)) return cli_usage(CMD, "--errors must differ from --output");
+    if (o->baseline && o->no_score) return cli_usage(CMD, "--baseline needs a model (not --no-score)");
     return 0;
 }
 
@@ -133,6 +143,36 @@ static void close_log(inf__mon_log **log) {
     fprintf(stderr, "infera stream: prediction log: %llu records, %llu sampled, %llu logged, %llu dropped\n",
             (unsigned long long)ls.n_seen, (unsigned long long)ls.n_sampled, (unsigned long long)ls.n_written,
             (unsigned long long)ls.n_dropped);
+}
+
+/* The drift windows of --baseline FILE, else of the baseline stored with a
+ * registry version (monitor/baseline_store.h); *out stays NULL without one. */
+static int open_windows(const stream_opts *o, const inf__rt_model *m, inf__mon_online **out) {
+    inf__mon_profile *base = NULL;
+    inf_error e;
+    *out = NULL;
+    if (o->baseline) {
+        if (inf__mon_profile_load(o->baseline, &base, &e)) return cli_fail(CMD, "--baseline: %s", e.message);
+    } else if (!m->from_registry || inf__mon_baseline_find(NULL, m->name, m->version_num, &base, &e)) {
+        return 0; /* no stored baseline: no windows */
+    } else {
+        fprintf(stderr, "infera stream: drift against the baseline stored with %s@%s\n", m->name, m->version);
+    }
+    if (inf__mon_online_new(base, (int64_t)o->monitor_window_s * 1000000, 0, m->name, m->version, out))
+        return cli_fail(CMD, "drift windows: out of memory");
+    return 0;
+}
+
+/* The window in progress at the end of the run (its rows so far; "complete": false). */
+static void close_windows(inf__mon_online **online) {
+    if (!*online) return;
+    int64_t now = inf__mon_now_us();
+    inf__stream_drift_event(inf__mon_online_take_complete(*online, now));
+    uint64_t window_rows = 0, total = 0;
+    inf__mon_online_counts(*online, &window_rows, &total);
+    if (window_rows) inf__stream_drift_event(inf__mon_online_drift(*online, now, 1));
+    inf__mon_online_free(*online);
+    *online = NULL;
 }
 
 /* Tables and Redis streams are keyed (upsert / dedupe); files and MQTT are not. */
@@ -175,13 +215,15 @@ static void audit(const inf__rt_model *m, const char *in, const char *out, const
 }
 
 static void print_summary(const inf__stream_stats *s, const char *state, const char *id, const char *source_line) {
+    double cpu = inf__cpu_seconds(); /* cost per prediction, as batch's summary reports it */
     fprintf(stderr,
             "{\"event\":\"summary\",\"stream\":\"%s\",\"state\":\"%s\",\"events\":%lld,\"batches\":%lld,"
             "\"scored\":%lld,\"written\":%lld,\"rejected\":%lld,\"malformed\":%lld,\"wall_s\":%.3f,\"busy_s\":%.3f,"
-            "\"events_per_s\":%.1f}\n",
+            "\"events_per_s\":%.1f,\"cpu_s\":%.3f,\"cpu_s_per_million\":%.3f}\n",
             id, state, (long long)s->events, (long long)s->batches, (long long)s->scored, (long long)s->written,
             (long long)s->rejected, (long long)s->malformed, s->wall_s, s->busy_s,
-            s->wall_s > 0 ? (double)s->events / s->wall_s : 0.0);
+            s->wall_s > 0 ? (double)s->events / s->wall_s : 0.0, cpu,
+            s->scored > 0 ? cpu / (double)s->scored * 1e6 : 0.0);
     if (source_line[0]) fprintf(stderr, "infera stream: %s\n", source_line);
 }
 
@@ -212,7 +254,9 @@ int cmd_stream(int argc, char **argv) {
     stream_id(&m, in_red, out_red, id);
     inf_sink *sink = NULL, *esink = NULL;
     inf__mon_log *log = NULL;
+    inf__mon_online *online = NULL;
     void *src = NULL;
+    if (!o.no_score && (rc = open_windows(&o, &m, &online))) goto done;
     rc = 1;
     if (o.log_predictions && inf__mon_log_open(o.log_predictions, m.pipeline, o.log_sample, 0, &log, &e)) {
         rc = cli_fail(CMD, "%s", e.message);
@@ -234,11 +278,12 @@ int cmd_stream(int argc, char **argv) {
         fprintf(stderr, "infera stream: %s -> %s, model %s@%s (pipeline %.12s), stream %s: ready\n", in_red, out_red,
                 m.name, m.version, inf_pipeline_hash(m.pipeline), id);
     inf__stream_config cfg = {
-        o.no_score ? NULL : &m, type,         src, sink, esink, id_column, in_red, o.threads, o.max_batch,
-        o.max_events,           o.progress_ms, log};
+        o.no_score ? NULL : &m, type,          src, sink,  esink, id_column, in_red, o.threads, o.max_batch,
+        o.max_events,           o.progress_ms, log, online};
     inf__stream_stats stats;
     inf_status st = inf__stream_run(&cfg, &stats, &e);
     if (type->describe) type->describe(src, source_line, sizeof source_line);
+    close_windows(&online);
     close_log(&log);
     inf_error ce;
     inf_status cst = inf_sink_close(sink, &ce);
@@ -256,6 +301,7 @@ done:
     if (src) type->close(src);
     if (sink) inf_sink_close(sink, &e);
     if (esink) inf_sink_close(esink, &e);
+    close_windows(&online);
     close_log(&log);
     inf__rt_model_close(&m);
     return rc;

@@ -31,7 +31,11 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "io/io_int.h"
+#include "monitor/online.h"
+#include "monitor/predlog.h"
 #include "runtime/reject.h"
 #include "runtime/score.h"
 #include "stream/stream_int.h"
@@ -253,11 +257,22 @@ static inf_status deliver(work *w, void *src, inf__stream_stats *stats, int64_t 
 
 static void progress(const inf__stream_config *cfg, const inf__stream_stats *s, double elapsed_s, int64_t since_events,
                      double since_s) {
+    (void)cfg;
+    double cpu = inf__cpu_seconds();
     fprintf(stderr,
             "{\"event\":\"progress\",\"elapsed_s\":%.1f,\"events\":%lld,\"batches\":%lld,\"scored\":%lld,"
-            "\"written\":%lld,\"rejected\":%lld,\"malformed\":%lld,\"events_per_s\":%.1f}\n",
+            "\"written\":%lld,\"rejected\":%lld,\"malformed\":%lld,\"events_per_s\":%.1f,\"cpu_s\":%.3f,"
+            "\"cpu_s_per_million\":%.3f}\n",
             elapsed_s, (long long)s->events, (long long)s->batches, (long long)s->scored, (long long)s->written,
-            (long long)s->rejected, (long long)s->malformed, since_s > 0 ? (double)since_events / since_s : 0.0);
+            (long long)s->rejected, (long long)s->malformed, since_s > 0 ? (double)since_events / since_s : 0.0, cpu,
+            s->scored > 0 ? cpu / (double)s->scored * 1e6 : 0.0);
+}
+
+void inf__stream_drift_event(cJSON *drift) {
+    char *json = drift ? cJSON_PrintUnformatted(drift) : NULL;
+    if (json && json[0] == '{' && json[1] != '}') fprintf(stderr, "{\"event\":\"drift\",%s\n", json + 1);
+    cJSON_free(json);
+    cJSON_Delete(drift);
 }
 
 static inf_status work_init(work *w, const inf__stream_config *cfg, inf_error *e) {
@@ -276,6 +291,7 @@ static inf_status work_init(work *w, const inf__stream_config *cfg, inf_error *e
     if (st) return st;
     if (inf__rt_scorer_init(&w->scorer, w->session, w->exec, INF__RT_ALL_FAILED_REJECT)) goto oom;
     w->scorer.log = cfg->log;
+    w->scorer.online = cfg->online;
     return INF_OK;
 oom:
     inf_error_set(e, INF_ENOMEM, "stream: out of memory");
@@ -324,6 +340,9 @@ inf_status inf__stream_run(const inf__stream_config *cfg, inf__stream_stats *sta
             stats->malformed += inf_record_batch_n_rows(ev.bad);
             stats->busy_s += (double)(inf__stream_now_ms() - b0) / 1000.0;
         }
+        /* a drift window that ended: reported once, as the stream goes (a quiet stream reports it
+         * with its next batch or at the end) */
+        if (cfg->online) inf__stream_drift_event(inf__mon_online_take_complete(cfg->online, inf__mon_now_us()));
         int64_t now = inf__stream_now_ms();
         if (cfg->progress_ms > 0 && now - last >= cfg->progress_ms) {
             progress(cfg, stats, (double)(now - t0) / 1000.0, stats->events - last_events,

@@ -95,6 +95,10 @@ const inf__stream_source_type *inf__stream_source_find(const char *uri);
 int inf__stream_stopping(void);
 void inf__stream_install_signals(void);
 
+/* CPU seconds of the process, every thread (batch/progress.c: the same
+ * measure batch's summary reports). */
+double inf__cpu_seconds(void);
+
 /* Milliseconds of a monotonic clock. */
 int64_t inf__stream_now_ms(void);
 
@@ -116,7 +120,13 @@ typedef struct inf__stream_config {
     int64_t max_events; /* 0 = no limit */
     int progress_ms;    /* a progress line on stderr this often; 0 = none */
     struct inf__mon_log *log; /* may be NULL: --log-predictions (monitor/predlog.h) */
+    struct inf__mon_online *online; /* may be NULL: --baseline drift windows (monitor/online.h) */
 } inf__stream_config;
+
+struct cJSON;
+/* A drift window (monitor/online.h's JSON, freed here) as a {"event":"drift",...}
+ * line on stderr. */
+void inf__stream_drift_event(struct cJSON *drift);
 
 /* Runs until eof, --max-events, a signal (drain: the batch in hand is
  * finished and acknowledged) or a fatal error (err says which; nothing after

@@ -15,6 +15,16 @@
  *   infera.embed(model_ref text, input text) -> jsonb
  *       its mean-pooled, L2-normalised final hidden state
  *
+ * Prediction log (docs/monitoring.md): the GUCs infera.log_predictions (a
+ * sink URI: jsonl:, csv:, sqlite:, postgresql://; empty = off) and
+ * infera.log_sample (in (0, 1], default 1) log the predictions of predict,
+ * predict_json and predict_query (monitor/predlog.h: the same rows as
+ * `infera batch --log-predictions`).  Superuser settings (the server writes
+ * the sink).  Each backend (and parallel worker) opens its own log on its
+ * first call with the setting and reopens it when the setting changes; the
+ * log's writer thread blocks every signal and never calls PostgreSQL; the
+ * rows are drained when the backend exits (its counts in the server log).
+ *
  * model_ref: a path to an .onnx file readable by the server, or NAME /
  * NAME@VERSION / NAME@ALIAS in the registry at the GUC infera.home (default:
  * the server's INFERA_HOME, else ./infera-data relative to the data
@@ -25,7 +35,7 @@
  * life: the engine is not PostgreSQL-memory-aware and a model is reused by
  * every call.  This per-backend cache is the one piece of static mutable
  * state, inherent to a PostgreSQL extension.  Sessions run with one thread
- * (no threads are started inside a backend).  Every failure is turned into
+ * (the only thread a backend gets is the prediction log's writer, above).  Every failure is turned into
  * ereport(ERROR) after the engine's state is made consistent, so an error
  * never crashes the backend and the next call starts clean.
  */
@@ -45,8 +55,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "monitor/predlog.h"
 #include "sql/generator.h"
 #include "sql/scorer.h"
+#include "storage/ipc.h"
 
 PG_MODULE_MAGIC;
 
@@ -54,6 +66,8 @@ PG_MODULE_MAGIC;
 
 static char *guc_home = NULL;
 static char *guc_registry = NULL;
+static char *guc_log = NULL;
+static double guc_log_sample = 1.0;
 
 /* A scorer per (model reference, id column): predict_query's id column is
  * not a feature of a spec-less model (DESIGN.md §4), so it is part of how
@@ -69,6 +83,65 @@ typedef struct backend_cache {
 } backend_cache;
 static backend_cache cache;
 
+/* The backend's prediction log (shared by its scorers) and the settings it
+ * was opened with; a setting that failed to open is remembered (warned once). */
+static struct {
+    inf__mon_log *log;
+    char *uri; /* malloc'd: the open (or failed) setting, NULL for none */
+    double sample;
+    int failed;
+} plog;
+
+static void log_set_all(inf__mon_log *log) {
+    for (int i = 0; i < cache.n; i++)
+        inf__scorer_set_log(cache.s[i].s, log);
+}
+
+/* Drains and closes the backend's log; its counts go to the server log. */
+static void log_close(void) {
+    if (!plog.log) return;
+    log_set_all(NULL);
+    inf__mon_log_stats st;
+    inf_error err;
+    inf_status closed = inf__mon_log_close(plog.log, &st, &err);
+    plog.log = NULL;
+    elog(closed ? WARNING : LOG, "infera: prediction log: %llu records, %llu sampled, %llu logged, %llu dropped%s%s",
+         (unsigned long long)st.n_seen, (unsigned long long)st.n_sampled, (unsigned long long)st.n_written,
+         (unsigned long long)st.n_dropped, closed ? ": " : "", closed ? err.message : "");
+}
+
+static void log_at_exit(int code, Datum arg) {
+    (void)code;
+    (void)arg;
+    log_close();
+}
+
+/* Follows the GUCs: opens, reopens or closes the backend's log. */
+static void log_sync(void) {
+    const char *want = guc_log && *guc_log ? guc_log : NULL;
+    if (!want && !plog.uri) return;
+    if (want && plog.uri && !strcmp(want, plog.uri) && guc_log_sample == plog.sample) return;
+    log_close();
+    free(plog.uri);
+    plog.uri = want ? strdup(want) : NULL;
+    plog.sample = guc_log_sample;
+    plog.failed = 0;
+    if (!want) return;
+    if (!plog.uri) ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("infera: out of memory")));
+    static int registered;
+    if (!registered) {
+        on_proc_exit(log_at_exit, 0);
+        registered = 1;
+    }
+    inf_error err;
+    if (inf__mon_log_open(want, NULL, guc_log_sample, 0, &plog.log, &err)) {
+        plog.failed = 1; /* logging never fails scoring: warn once, score without */
+        ereport(WARNING, (errmsg("infera: %s (predictions are not logged)", err.message)));
+        return;
+    }
+    log_set_all(plog.log);
+}
+
 EXPORT void _PG_init(void);
 void _PG_init(void) {
     DefineCustomStringVariable("infera.home", "Infera home: the embedded registry and its artifacts.",
@@ -76,10 +149,16 @@ void _PG_init(void) {
                                NULL, NULL, NULL);
     DefineCustomStringVariable("infera.registry", "A postgresql:// URL of a shared Infera registry.", NULL,
                                &guc_registry, NULL, PGC_SUSET, 0, NULL, NULL, NULL);
+    DefineCustomStringVariable("infera.log_predictions", "Sink URI of the prediction log (empty: off).",
+                               "jsonl:PATH, csv:PATH, sqlite:PATH?table=T or a postgresql:// URL ?table=T.", &guc_log,
+                               NULL, PGC_SUSET, 0, NULL, NULL, NULL);
+    DefineCustomRealVariable("infera.log_sample", "Fraction of the predictions logged.", NULL, &guc_log_sample, 1.0,
+                             1e-9, 1.0, PGC_SUSET, 0, NULL, NULL, NULL);
 }
 
 /* The scorer of ref with id_column (may be NULL), loaded on first use. */
 static inf__scorer *get_scorer(const char *ref, const char *id_column) {
+    log_sync();
     for (int i = 0; i < cache.n; i++) {
         const char *id = cache.s[i].id_column;
         if (!strcmp(inf__scorer_ref(cache.s[i].s), ref) && (id && id_column ? !strcmp(id, id_column) : id == id_column))
@@ -105,6 +184,7 @@ static inf__scorer *get_scorer(const char *ref, const char *id_column) {
         ereport(ERROR, (errcode(err.status == INF_ENOENT ? ERRCODE_UNDEFINED_OBJECT : ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("infera: model \"%s\": %s", ref, err.message)));
     }
+    inf__scorer_set_log(s, plog.log);
     cache.s[cache.n].s = s;
     cache.s[cache.n].id_column = id_copy;
     cache.n++;
