@@ -348,7 +348,7 @@ static void fill_fast(void) {
     /* f32, f16: the one-row kernel (row[] above) and its tile twin */
     typedef struct float_tiles { inf__llm_fblock_fn f32, f16; uint8_t rows, tokens; } float_tiles;
     static const float_tiles ftile_avx2 = {inf__llm_tile_f32_avx2, inf__llm_tile_f16_avx2, 4, 8}; /* f32_tile_avx2.c */
-    static const float_tiles ftile_zmm = {inf__llm_block_f32_zmm, inf__llm_block_f16_zmm, 3, 4}; /* quant_tile_avx512.c */
+    static const float_tiles ftile_zmm = {inf__llm_block_f32_zmm, inf__llm_block_f16_zmm, 4, 6}; /* f32_tile_avx512.c */
     const float_tiles *ft = has_vnni ? &ftile_zmm : &ftile_avx2;
     qtypes[ROW_FAST][0].fblock = ft->f32;
     qtypes[ROW_FAST][1].fblock = ft->f16;
