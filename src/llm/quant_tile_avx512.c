@@ -88,7 +88,19 @@ static inline __m512i dot1(const __m512i w[8], const inf__blk_q8_0a *a, int off,
 }
 
 /* Unpacked weights of block b: w[i] pairs with activation bytes map[i]. */
+/* Blocks ahead to prefetch: the weights stream from L3 or DRAM (a tile's
+ * blocks, then the next tile's, are consecutive in memory). */
+#ifndef PF_BLOCKS
+#define PF_BLOCKS 8
+#endif
+
+static inline void prefetch_block(const uint8_t *t, size_t tb) {
+    for (size_t o = 0; o < tb; o += 64)
+        _mm_prefetch((const char *)(t + PF_BLOCKS * tb + o), _MM_HINT_T0);
+}
+
 static inline const uint8_t *load_block(int q8, const uint8_t *tile, int64_t b, __m512i w[8]) {
+    prefetch_block(tile + (size_t)b * (q8 ? 32 + 512 : 32 + 256), q8 ? 32 + 512 : 32 + 256);
     if (q8) {
         const uint8_t *t = tile + (size_t)b * (32 + 512);
         for (int g = 0; g < 8; g++) w[g] = _mm512_loadu_si512((const void *)(t + 32 + 64 * g));
