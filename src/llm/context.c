@@ -186,11 +186,11 @@ static void part_rows_tile(const matmul_job *j, const matmul_part *p, int64_t be
 }
 
 /* f32/f16: tiles of fblock_rows rows x fblock_tokens tokens (AVX2 4 x 8,
- * AVX-512 4 x 6), tokens in blocks of about 32 (a multiple of the tile's
- * tokens) so that their rows stay in L2 while the tile's weight rows sit in L1. */
+ * AVX-512 4 x 6), tokens in passes of fblock_pass (AVX2 32, AVX-512 120) so
+ * that their rows stay in L2 while the tile's weight rows sit in L1. */
 static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
     const inf__llm_weight *w = p->w;
-    const int R = w->q->fblock_rows, T = w->q->fblock_tokens, TB = TOKEN_BLOCK / T * T;
+    const int R = w->q->fblock_rows, T = w->q->fblock_tokens, TB = w->q->fblock_pass;
     for (int t0 = 0; t0 < j->n; t0 += TB) {
         int t1 = t0 + TB < j->n ? t0 + TB : j->n;
         for (int64_t r = begin; r < end; r += R) {

@@ -104,6 +104,7 @@ typedef struct inf__llm_qtype {
     uint32_t tile_block_bytes; /* bytes of one block of a packed tile */
     inf__llm_fblock_fn fblock; /* f32/f16 tiles (dot is their one-row twin) */
     uint8_t fblock_rows, fblock_tokens;
+    uint8_t fblock_pass; /* tokens whose rows stream past a tile's weight rows before the next rows (L2-sized) */
 } inf__llm_qtype;
 
 /* The row kernels of a ggml type, fast ones chosen for this CPU (or the
