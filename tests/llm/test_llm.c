@@ -424,8 +424,8 @@ static void test_kernels_float(void) {
          {inf__llm_dot_f32_zmm, inf__llm_dot_f16_zmm},
          {inf__llm_block_f32_zmm, inf__llm_block_f16_zmm}},
     };
-    /* whole 16s (even and odd counts, one chunk), an odd 8, tails, shorter than a chunk */
-    static const int ks[] = {512, 256, 560, 48, 16, 72, 40, 43, 8, 5};
+    /* whole 16s (even and odd counts, a short last segment, one chunk), an odd 8, tails, shorter than a chunk */
+    static const int ks[] = {512, 256, 560, 200, 48, 16, 72, 40, 43, 8, 5};
     const char *isa = inf__llm_kernel_isa();
     uint64_t s = 7;
     for (size_t is = 0; is < sizeof isas_f / sizeof isas_f[0]; is++) {
