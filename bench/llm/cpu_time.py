@@ -11,23 +11,39 @@ cancel out).  Rounds alternate ours/theirs; the median of the rounds is
 reported.  Caches and memory bandwidth are still shared with the other jobs:
 read the numbers as ratios measured side by side, not as absolute speeds.
 
-usage: cpu_time.py BENCH_LLM LLAMA_BENCH MODEL... [--pp 128] [--tg 32] [--rounds 3]
+Also prints the wall-clock tokens/s each tool reported (best of the rounds),
+which on a loaded machine mostly measures the run queue.  --threads 1,2: at
+2 threads the CPU time counts both threads (a spinning pool costs CPU).
+
+usage: cpu_time.py BENCH_LLM LLAMA_BENCH MODEL... [--pp 128] [--tg 32] [--rounds 3] [--threads 1,2]
 """
-import argparse, os, resource, statistics, subprocess, sys
+import argparse, json, os, resource, statistics, subprocess, sys
 
 
 def cpu_of(cmd, env=None):
+    """CPU seconds (user + sys) of the child and its stdout"""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True).stdout
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), out
 
 
-def rate(make_cmd, tokens, r1, r2, env=None):
-    """tokens per CPU-second of one repetition"""
-    t1 = cpu_of(make_cmd(r1), env)
-    t2 = cpu_of(make_cmd(r2), env)
-    return (r2 - r1) * tokens / max(t2 - t1, 1e-9)
+def wall_of(out, tool):
+    """best wall-clock tokens/s the tool itself reported (bench_llm: best repetition; llama-bench: best sample)"""
+    try:
+        if tool == "ours":
+            j = json.loads(out)
+            return max(j["pp_tokens_per_s"], j["tg_tokens_per_s"])
+        return max(max(x.get("samples_ts") or [x["avg_ts"]]) for x in json.loads(out))
+    except (ValueError, KeyError, TypeError):
+        return float("nan")
+
+
+def rate(make_cmd, tokens, r1, r2, tool, env=None):
+    """(tokens per CPU-second of one repetition, best wall tokens/s)"""
+    t1, _ = cpu_of(make_cmd(r1), env)
+    t2, out = cpu_of(make_cmd(r2), env)
+    return (r2 - r1) * tokens / max(t2 - t1, 1e-9), wall_of(out, tool)
 
 
 def main():
@@ -38,26 +54,38 @@ def main():
     ap.add_argument("--pp", type=int, default=128)
     ap.add_argument("--tg", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", default="1", help="comma-separated thread counts, e.g. 1,2")
     a = ap.parse_args()
     env = dict(os.environ, BENCH_LLM_NO_BW="1")
-    print("%-36s %10s %10s %6s %10s %10s %6s" % ("model (1 thread, CPU time)", "pp ours", "pp llama", "ratio",
-                                                 "tg ours", "tg llama", "ratio"))
+    print("%-30s %3s %9s %9s %6s %9s %9s %6s | wall: %8s %8s %8s %8s" % (
+        "model (CPU time)", "thr", "pp ours", "pp llama", "ratio", "tg ours", "tg llama", "ratio", "pp ours",
+        "pp llama", "tg ours", "tg llama"))
     for m in a.models:
-        res = {k: [] for k in ("op", "lp", "ot", "lt")}
-        for _ in range(a.rounds):
-            # bench_llm does reps + 1 runs (the first warms up); llama-bench a warm-up run + r
-            res["op"].append(rate(lambda r: [a.bench_llm, m, "--threads", "1", "--pp", str(a.pp), "--tg", "0",
-                                             "--reps", str(r)], a.pp, 1, 4, env))
-            res["lp"].append(rate(lambda r: [a.llama_bench, "-m", m, "-t", "1", "-p", str(a.pp), "-n", "0",
-                                             "-r", str(r)], a.pp, 1, 4))
-            res["ot"].append(rate(lambda r: [a.bench_llm, m, "--threads", "1", "--pp", "0", "--tg", str(a.tg),
-                                             "--reps", str(r)], a.tg, 1, 4, env))
-            res["lt"].append(rate(lambda r: [a.llama_bench, "-m", m, "-t", "1", "-p", "0", "-n", str(a.tg),
-                                             "-r", str(r)], a.tg, 1, 4))
-        med = {k: statistics.median(v) for k, v in res.items()}
-        print("%-36s %10.1f %10.1f %6.2f %10.1f %10.1f %6.2f" % (
-            os.path.basename(m), med["op"], med["lp"], med["op"] / med["lp"], med["ot"], med["lt"],
-            med["ot"] / med["lt"]), flush=True)
+        for th in [int(x) for x in a.threads.split(",")]:
+            res = {k: [] for k in ("op", "lp", "ot", "lt")}
+            wall = {k: [] for k in res}
+            T = str(th)
+            for _ in range(a.rounds):
+                # bench_llm does reps + 1 runs (the first warms up); llama-bench a warm-up run + r
+                runs = {
+                    "op": (lambda r: [a.bench_llm, m, "--threads", T, "--pp", str(a.pp), "--tg", "0", "--reps", str(r)],
+                           a.pp, "ours", env),
+                    "lp": (lambda r: [a.llama_bench, "-m", m, "-t", T, "-p", str(a.pp), "-n", "0", "-r", str(r), "-o",
+                                      "json"], a.pp, "llama", None),
+                    "ot": (lambda r: [a.bench_llm, m, "--threads", T, "--pp", "0", "--tg", str(a.tg), "--reps", str(r)],
+                           a.tg, "ours", env),
+                    "lt": (lambda r: [a.llama_bench, "-m", m, "-t", T, "-p", "0", "-n", str(a.tg), "-r", str(r), "-o",
+                                      "json"], a.tg, "llama", None),
+                }
+                for k, (cmd, tokens, tool, e) in runs.items():
+                    c, w = rate(cmd, tokens, 1, 4, tool, e)
+                    res[k].append(c)
+                    wall[k].append(w)
+            med = {k: statistics.median(v) for k, v in res.items()}
+            best = {k: max(v) for k, v in wall.items()}
+            print("%-30s %3d %9.1f %9.1f %6.2f %9.1f %9.1f %6.2f | wall: %8.1f %8.1f %8.1f %8.1f" % (
+                os.path.basename(m), th, med["op"], med["lp"], med["op"] / med["lp"], med["ot"], med["lt"],
+                med["ot"] / med["lt"], best["op"], best["lp"], best["ot"], best["lt"]), flush=True)
 
 
 if __name__ == "__main__":

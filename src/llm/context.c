@@ -186,13 +186,13 @@ static void part_rows_tile(const matmul_job *j, const matmul_part *p, int64_t be
 }
 
 /* f32/f16: tiles of fblock_rows rows x fblock_tokens tokens (AVX2 4 x 8,
- * AVX-512 3 x 4), tokens in blocks of 32 so that their rows stay in L2
- * while the tile's weight rows sit in L1. */
+ * AVX-512 4 x 6), tokens in passes of fblock_pass (AVX2 32, AVX-512 120) so
+ * that their rows stay in L2 while the tile's weight rows sit in L1. */
 static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
     const inf__llm_weight *w = p->w;
-    const int R = w->q->fblock_rows, T = w->q->fblock_tokens;
-    for (int t0 = 0; t0 < j->n; t0 += TOKEN_BLOCK) {
-        int t1 = t0 + TOKEN_BLOCK < j->n ? t0 + TOKEN_BLOCK : j->n;
+    const int R = w->q->fblock_rows, T = w->q->fblock_tokens, TB = w->q->fblock_pass;
+    for (int t0 = 0; t0 < j->n; t0 += TB) {
+        int t1 = t0 + TB < j->n ? t0 + TB : j->n;
         for (int64_t r = begin; r < end; r += R) {
             int nr = end - r < R ? (int)(end - r) : R;
             const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * w->row_bytes;

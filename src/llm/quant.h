@@ -81,7 +81,7 @@ typedef void (*inf__llm_pack_fn)(const void *rows, size_t row_bytes, int64_t k, 
 typedef void (*inf__llm_tile_fn)(int64_t k, const void *tile, const void *x, size_t x_stride, int n, float *out);
 /* f32/f16 rows: nr <= fblock_rows weight rows (rb bytes apart) against
  * nt <= fblock_tokens activation rows: out[t * fblock_rows + r], bit for bit
- * `dot` (AVX-512: 3 x 4, quant_tile_avx512.c; AVX2: 4 x 8, f32_tile_avx2.c). */
+ * `dot` (AVX-512: 4 x 6, f32_tile_avx512.c; AVX2: 4 x 8, f32_tile_avx2.c). */
 #define INF__LLM_FBLOCK_MAX 32 /* most outputs of one call (fblock_rows x fblock_tokens) */
 typedef void (*inf__llm_fblock_fn)(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt,
                                    float *out);
@@ -104,6 +104,7 @@ typedef struct inf__llm_qtype {
     uint32_t tile_block_bytes; /* bytes of one block of a packed tile */
     inf__llm_fblock_fn fblock; /* f32/f16 tiles (dot is their one-row twin) */
     uint8_t fblock_rows, fblock_tokens;
+    uint8_t fblock_pass; /* tokens whose rows stream past a tile's weight rows before the next rows (L2-sized) */
 } inf__llm_qtype;
 
 /* The row kernels of a ggml type, fast ones chosen for this CPU (or the

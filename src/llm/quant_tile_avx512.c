@@ -88,7 +88,19 @@ static inline __m512i dot1(const __m512i w[8], const inf__blk_q8_0a *a, int off,
 }
 
 /* Unpacked weights of block b: w[i] pairs with activation bytes map[i]. */
+/* Blocks ahead to prefetch: the weights stream from L3 or DRAM (a tile's
+ * blocks, then the next tile's, are consecutive in memory). */
+#ifndef PF_BLOCKS
+#define PF_BLOCKS 8
+#endif
+
+static inline void prefetch_block(const uint8_t *t, size_t tb) {
+    for (size_t o = 0; o < tb; o += 64)
+        _mm_prefetch((const char *)(t + PF_BLOCKS * tb + o), _MM_HINT_T0);
+}
+
 static inline const uint8_t *load_block(int q8, const uint8_t *tile, int64_t b, __m512i w[8]) {
+    prefetch_block(tile + (size_t)b * (q8 ? 32 + 512 : 32 + 256), q8 ? 32 + 512 : 32 + 256);
     if (q8) {
         const uint8_t *t = tile + (size_t)b * (32 + 512);
         for (int g = 0; g < 8; g++) w[g] = _mm512_loadu_si512((const void *)(t + 32 + 64 * g));
@@ -152,83 +164,3 @@ void inf__llm_tile_q4_0_vnni(int64_t k, const void *tile, const void *x, size_t 
 void inf__llm_tile_q8_0_vnni(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out) {
     tile_kernel(1, k, tile, x, xs, n, out);
 }
-
-/* ---- f32 and f16 (AVX-512) ----
- * One order of operations for every product of a weight row with an
- * activation row: 16-element chunks alternate between two accumulators
- * (chunk c into acc[c & 1]), the two are added and summed horizontally,
- * then the tail (k % 16 elements) is added in order.  The one-row kernel
- * (decode, attention) and the 3-row x 4-token block kernel (prompt
- * processing: 3 weight rows stay in L1 while token rows stream from L2,
- * 24 accumulators) do exactly that per (row, token), so their results are
- * bit for bit equal.  f16 rows are converted with vcvtph2ps. */
-
-#define FB_ROWS 3
-#define FB_TOKENS 4
-
-static inline __m512 ld_f32(const void *p, int64_t i) { return _mm512_loadu_ps((const float *)p + i); }
-static inline __m512 ld_f16(const void *p, int64_t i) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
-}
-static inline float el_f32(const void *p, int64_t i) { return ((const float *)p)[i]; }
-static inline float el_f16(const void *p, int64_t i) { return _cvtsh_ss(((const uint16_t *)p)[i]); }
-
-/* one 16-element chunk of 3 rows x 4 tokens into the accumulators c */
-#define FB_STEP(LD, c, i)                                                              \
-    do {                                                                               \
-        __m512 w0 = LD(W0, i), w1 = LD(W1, i), w2 = LD(W2, i);                         \
-        for (int t = 0; t < FB_TOKENS; t++) {                                          \
-            __m512 xv = LD(X[t], i);                                                   \
-            c[0][t] = _mm512_fmadd_ps(w0, xv, c[0][t]);                                \
-            c[1][t] = _mm512_fmadd_ps(w1, xv, c[1][t]);                                \
-            c[2][t] = _mm512_fmadd_ps(w2, xv, c[2][t]);                                \
-        }                                                                              \
-    } while (0)
-
-#define FLOAT_KERNELS(T, LD, EL)                                                                                   \
-    float inf__llm_dot_##T##_zmm(int64_t k, const void *w, const void *x) {                                       \
-        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();                                                \
-        int64_t i = 0;                                                                                            \
-        for (; i + 32 <= k; i += 32) {                                                                            \
-            a0 = _mm512_fmadd_ps(LD(w, i), LD(x, i), a0);                                                         \
-            a1 = _mm512_fmadd_ps(LD(w, i + 16), LD(x, i + 16), a1);                                               \
-        }                                                                                                         \
-        if (i + 16 <= k) a0 = _mm512_fmadd_ps(LD(w, i), LD(x, i), a0), i += 16;                                   \
-        float s = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));                                                    \
-        for (; i < k; i++) s += EL(w, i) * EL(x, i);                                                              \
-        return s;                                                                                                 \
-    }                                                                                                             \
-    void inf__llm_block_##T##_zmm(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt, \
-                                  float *out) {                                                                   \
-        if (nr != FB_ROWS || nt != FB_TOKENS) { /* edges: the one-row kernel */                                   \
-            for (int t = 0; t < nt; t++)                                                                          \
-                for (int r = 0; r < nr; r++)                                                                      \
-                    out[t * FB_ROWS + r] = inf__llm_dot_##T##_zmm(k, (const uint8_t *)w + (size_t)r * rb,         \
-                                                                  (const uint8_t *)x + (size_t)t * xs);           \
-            return;                                                                                               \
-        }                                                                                                         \
-        const uint8_t *W0 = w, *W1 = W0 + rb, *W2 = W1 + rb;                                                      \
-        const uint8_t *X[FB_TOKENS];                                                                              \
-        for (int t = 0; t < FB_TOKENS; t++) X[t] = (const uint8_t *)x + (size_t)t * xs;                           \
-        __m512 c0[FB_ROWS][FB_TOKENS], c1[FB_ROWS][FB_TOKENS];                                                    \
-        for (int r = 0; r < FB_ROWS; r++)                                                                         \
-            for (int t = 0; t < FB_TOKENS; t++) c0[r][t] = c1[r][t] = _mm512_setzero_ps();                        \
-        int64_t i = 0;                                                                                            \
-        for (; i + 32 <= k; i += 32) {                                                                            \
-            FB_STEP(LD, c0, i);                                                                                   \
-            FB_STEP(LD, c1, i + 16);                                                                              \
-        }                                                                                                         \
-        if (i + 16 <= k) {                                                                                        \
-            FB_STEP(LD, c0, i);                                                                                   \
-            i += 16;                                                                                              \
-        }                                                                                                         \
-        for (int t = 0; t < FB_TOKENS; t++)                                                                       \
-            for (int r = 0; r < FB_ROWS; r++) {                                                                   \
-                const uint8_t *wr = r == 0 ? W0 : r == 1 ? W1 : W2;                                              \
-                float s = _mm512_reduce_add_ps(_mm512_add_ps(c0[r][t], c1[r][t]));                                \
-                for (int64_t j = i; j < k; j++) s += EL(wr, j) * EL(X[t], j);                                     \
-                out[t * FB_ROWS + r] = s;                                                                         \
-            }                                                                                                     \
-    }
-FLOAT_KERNELS(f32, ld_f32, el_f32)
-FLOAT_KERNELS(f16, ld_f16, el_f16)

@@ -378,7 +378,7 @@ typedef struct float_isa {
 } float_isa;
 
 static void check_float_tile(const float_isa *F, int ft, int k, uint64_t *s) {
-    enum { KMAX = 520, TMAX = 8, RMAX = 4 };
+    enum { KMAX = 576, TMAX = 8, RMAX = 4 };
     static uint8_t W[RMAX * KMAX * 4], X[TMAX * KMAX * 4];
     float row[KMAX];
     const inf__llm_qtype *ref = inf__llm_qtype_get(ft ? INF__GGML_F16 : INF__GGML_F32, true);
@@ -411,10 +411,21 @@ static void check_float_tile(const float_isa *F, int ft, int k, uint64_t *s) {
 static void test_kernels_float(void) {
 #if defined(__x86_64__)
     static const float_isa isas_f[] = {
-        {"avx2", false, 4, 8, {inf__llm_dot_f32_avx2, inf__llm_dot_f16_avx2}, {inf__llm_tile_f32_avx2, inf__llm_tile_f16_avx2}},
-        {"zmm", true, 3, 4, {inf__llm_dot_f32_zmm, inf__llm_dot_f16_zmm}, {inf__llm_block_f32_zmm, inf__llm_block_f16_zmm}},
+        {"avx2",
+         false,
+         4,
+         8,
+         {inf__llm_dot_f32_avx2, inf__llm_dot_f16_avx2},
+         {inf__llm_tile_f32_avx2, inf__llm_tile_f16_avx2}},
+        {"zmm",
+         true,
+         4,
+         6,
+         {inf__llm_dot_f32_zmm, inf__llm_dot_f16_zmm},
+         {inf__llm_block_f32_zmm, inf__llm_block_f16_zmm}},
     };
-    static const int ks[] = {512, 256, 72, 40, 43, 8, 5}; /* whole 16s, an odd 8, tails, shorter than a chunk */
+    /* whole 16s (even and odd counts, a short last segment, one chunk), an odd 8, tails, shorter than a chunk */
+    static const int ks[] = {512, 256, 560, 200, 48, 16, 72, 40, 43, 8, 5};
     const char *isa = inf__llm_kernel_isa();
     uint64_t s = 7;
     for (size_t is = 0; is < sizeof isas_f / sizeof isas_f[0]; is++) {
