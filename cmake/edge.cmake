@@ -11,6 +11,8 @@ if(INFERA_EDGE)
   file(GLOB_RECURSE EDGE_SOURCES CONFIGURE_DEPENDS
     src/core/*.c src/graph/*.c src/ops/*.c src/bundle/*.c)
   list(FILTER EDGE_SOURCES EXCLUDE REGEX "TEMPLATE\\.c$")
+  # the bf16 precision option is not part of the edge runtime (ops/gemm_bf16.h refuses it there): size
+  list(FILTER EDGE_SOURCES EXCLUDE REGEX "/gemm_bf16(_avx512)?\\.c$")
   # Cold code -- loading, planning, session set-up, the op table: everything
   # outside the kernels (src/ops/ref, x86, arm, util.c) and the checksum --
   # is built for size (-Os in Release): it runs once per model or once per

@@ -71,6 +71,24 @@ bool inf__bf16_supported(void);
 /* ---- the session's side (graph/session.c) ---- */
 typedef struct inf__bf16_node inf__bf16_node;
 typedef struct inf__bf16_plan inf__bf16_plan;
+#ifdef INF_EDGE
+/* The edge runtime (libinfera_edge.a) leaves the bf16 kernels out (size,
+ * issue 22): precision bf16 is refused there. */
+static inline inf_status inf__bf16_plan_new(const inf__graph *g, inf__bf16_plan **out, inf_error *err) {
+    (void)g;
+    *out = NULL;
+    return inf_error_set(err, INF_EUNSUPPORTED, "session option precision bf16 is not in the edge runtime (libinfera_edge)");
+}
+static inline void inf__bf16_plan_free(inf__bf16_plan *plan) { (void)plan; }
+static inline const inf__bf16_node *inf__bf16_plan_node(const inf__bf16_plan *plan, int node_index) {
+    (void)plan, (void)node_index;
+    return NULL;
+}
+static inline inf_status inf__bf16_node_run(inf__kernel_ctx *ctx, const inf__bf16_node *bn) {
+    (void)ctx, (void)bn;
+    return INF_EUNSUPPORTED;
+}
+#else
 /* Packs the weights of g's MatMul/Gemm/FusedMatMul nodes (g: the main graph).
  * INF_EUNSUPPORTED naming the CPU when it has no AVX512_BF16. */
 inf_status inf__bf16_plan_new(const inf__graph *g, inf__bf16_plan **out, inf_error *err);
@@ -81,5 +99,6 @@ const inf__bf16_node *inf__bf16_plan_node(const inf__bf16_plan *plan, int node_i
 inf_status inf__bf16_node_run(inf__kernel_ctx *ctx, const inf__bf16_node *bn);
 /* Nodes given bf16 weights (for reports and tests). */
 int inf__bf16_plan_count(const inf__bf16_plan *plan);
+#endif /* INF_EDGE */
 
 #endif /* INF_OPS_GEMM_BF16_H */
