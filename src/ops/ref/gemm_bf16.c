@@ -218,9 +218,9 @@ int inf__bf16_plan_count(const inf__bf16_plan *p) { return p ? p->count : 0; }
 static inf_status bf16_product(inf__kernel_ctx *ctx, const inf__bf16_node *bn, int64_t rows, const float *a, float *y,
                                const inf__bf16_epilogue *ep) {
     if (rows == 0 || bn->n == 0) return INF_OK;
+#if defined(__x86_64__)
     void *ws = inf__kernel_scratch(ctx, inf__bf16_ws_bytes(rows, bn->k));
     if (!ws) return INF_ENOMEM;
-#if defined(__x86_64__)
     inf__bf16_gemm_avx512(ctx->pool, rows, bn->n, bn->k, a, bn->k, bn->panels, y, bn->n, ep, ws);
     return INF_OK;
 #else
