@@ -21,7 +21,6 @@
  * models are found under INFERA_SOURCE_DIR (compiled in).
  */
 #include <cjson/cJSON.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
