@@ -18,7 +18,7 @@
 #    on the pair retrained longer in session 12 (700 + 500 steps; the earlier
 #    300-step pair measured 0.02-0.03 and 0.051: the longer-trained weights
 #    quantize coarser in every type, Q4_0 and Q8_0 alike, models/README.md);
-#  - greedy text equals llama.cpp's (llama-simple) on the Q4_K_M file.
+#  - greedy text equals llama.cpp's (tests/llm/llama_greedy.sh) on the Q4_K_M file.
 # Exit 77 (SKIP) when the peer, its gguf-py or numpy is missing.
 set -uo pipefail
 INFERA=$1
@@ -85,10 +85,10 @@ check("every new type seen", {"Q4_K", "Q6_K", "Q5_0", "Q5_1"} <= seen, ", ".join
 sys.exit(fail)
 PY
 # greedy text of the Q4_K_M file vs llama.cpp's
-if [ -x "$BIN/llama-simple" ]; then
+if [ -x "$BIN/llama-completion" ]; then
   p="It is a truth universally acknowledged"
   ours=$("$INFERA" generate "$work/target-Q4_K_M.gguf" --prompt "$p" --max-tokens 12 2>/dev/null)
-  theirs=$("$BIN/llama-simple" -m "$work/target-Q4_K_M.gguf" -n 12 "$p" 2>/dev/null)
+  theirs=$("$here/llama_greedy.sh" "$BIN" "$work/target-Q4_K_M.gguf" 12 "$p")
   if [ -n "$ours" ] && [[ "$theirs" == *"$ours"* ]]; then echo "ok   Q4_K_M greedy text == llama.cpp's"
   else echo "FAIL Q4_K_M greedy text: ours '$ours', llama.cpp '$theirs'"; fail=1; fi
 fi

@@ -4,7 +4,7 @@
 #  2. the F32 target regenerated from the Q8_0 file (make_models.py --f32-from-q8, into the cache) loads;
 #  3. when the llama.cpp peer is built (bench/llm/build_llama_cpp.sh): llama-tokenize gives the same ids as
 #     infera tokenize (BOS, special tokens in the text) on our models and llama.cpp's vocab files, and
-#     llama-simple's greedy text equals PyTorch's (ref/reference.json) for the F32 target and draft.
+#     llama.cpp's greedy text (tests/llm/llama_greedy.sh) equals PyTorch's (ref/reference.json) for the F32 target and draft.
 # usage: test_models.sh INFERA   (exit 77 when nothing can run)
 set -u
 INFERA="$1"
@@ -73,25 +73,25 @@ Hi<|im_end|>" "<s>[INST] x [/INST]</s>" "<|begin_of_text|>Hi<|eot_id|>" "naïve 
 else
     skp "llama-tokenize (llama.cpp not built: bench/llm/build_llama_cpp.sh)"
 fi
-if [ -x "$BIN/llama-simple" ]; then
+if [ -x "$BIN/llama-completion" ]; then
     for model in target draft; do
         file="$MODELS/austen-$model-f32.gguf"
         [ "$model" = target ] && file="$F32"
-        [ -f "$file" ] || { skp "llama-simple $model (no F32 file)"; continue; }
+        [ -f "$file" ] || { skp "llama.cpp greedy $model (no F32 file)"; continue; }
         for k in $(jq -r ".$model | keys[]" "$REF"); do
             prompt=$(jq -r ".$model[\"$k\"].prompt" "$REF")
-            # the reference text up to the first end-of-sequence token (llama-simple stops there)
+            # the reference text up to the first end-of-sequence token (llama.cpp stops there)
             want=$(jq -r ".$model[\"$k\"].greedy_text" "$REF")
             n=$(jq ".$model[\"$k\"].greedy_tokens | length" "$REF")
-            out=$("$BIN/llama-simple" -m "$file" -n "$n" "$prompt" 2>/dev/null)
+            out=$("$HERE/llama_greedy.sh" "$BIN" "$file" "$n" "$prompt")
             case "$out" in
-                *"$want"*) ok "llama-simple $model prompt $k greedy == PyTorch" ;;
-                *) bad "llama-simple $model prompt $k: '$out' does not contain PyTorch's '$want'" ;;
+                *"$want"*) ok "llama.cpp $model prompt $k greedy == PyTorch" ;;
+                *) bad "llama.cpp $model prompt $k: '$out' does not contain PyTorch's '$want'" ;;
             esac
         done
     done
 else
-    skp "llama-simple (llama.cpp not built)"
+    skp "llama.cpp greedy text (llama.cpp not built)"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -gt 0 ] && exit 1
