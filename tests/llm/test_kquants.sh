@@ -85,7 +85,7 @@ check("every new type seen", {"Q4_K", "Q6_K", "Q5_0", "Q5_1"} <= seen, ", ".join
 sys.exit(fail)
 PY
 # greedy text of the Q4_K_M file vs llama.cpp's
-if [ -x "$BIN/llama-completion" ]; then
+if [ -x "$BIN/llama-simple" ]; then
   p="It is a truth universally acknowledged"
   ours=$("$INFERA" generate "$work/target-Q4_K_M.gguf" --prompt "$p" --max-tokens 12 2>/dev/null)
   theirs=$("$here/llama_greedy.sh" "$BIN" "$work/target-Q4_K_M.gguf" 12 "$p")

@@ -73,7 +73,7 @@ Hi<|im_end|>" "<s>[INST] x [/INST]</s>" "<|begin_of_text|>Hi<|eot_id|>" "naïve 
 else
     skp "llama-tokenize (llama.cpp not built: bench/llm/build_llama_cpp.sh)"
 fi
-if [ -x "$BIN/llama-completion" ]; then
+if [ -x "$BIN/llama-simple" ]; then
     for model in target draft; do
         file="$MODELS/austen-$model-f32.gguf"
         [ "$model" = target ] && file="$F32"
