@@ -1,5 +1,6 @@
 /*
- * cmd_info.c -- `infera info REF [--json]`: what a model is.
+ * cmd_info.c -- `infera info REF [--json]`: what a model is (an ONNX model or
+ * bundle here; a GGUF language model in info_gguf.c).
  */
 #include <string.h>
 
@@ -188,6 +189,8 @@ int cmd_info(int argc, char **argv) {
         return 0;
     }
     if (!ref) return cli_usage(CMD, "missing model (usage: infera info REF)");
+    char gguf_path[4200];
+    if (cli_info_ref_is_gguf(ref, gguf_path, sizeof gguf_path)) return cli_info_gguf(gguf_path, ref, json);
     inf_error err;
     inf_model *m;
     if (cli_load_model(ref, &m, &err) != INF_OK) return cli_fail(CMD, "%s", err.message);

@@ -223,17 +223,33 @@ static inf_status load_special_ids(inf_tokenizer *t, const inf__gguf *g, inf_err
     return st;
 }
 
-/* End-of-generation: EOS, EOT, EOM, and the tokens llama.cpp recognises by their text as ending a turn;
- * those it also makes control tokens (parsed as specials) whatever the file's token_type says. */
+/* End-of-generation: EOS, EOT, EOM, the fill-in-the-middle pad/repository/file-separator tokens, and the tokens
+ * llama.cpp recognises by their text as ending a turn; those it also makes control tokens (parsed as specials)
+ * whatever the file's token_type says. */
 static void mark_eog(inf_tokenizer *t) {
     static const char *const turn_enders[] = {
         "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
         "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
         "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
         "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>" /* <｜end▁of▁sentence｜> */, "[e~["};
+    /* fill-in-the-middle pad, repository and file-separator tokens end generation too: the first name of each
+     * list the vocabulary has (llama.cpp's special_fim_pad/rep/sep_id detection) */
+    static const char *const fim_enders[][5] = {
+        {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"},
+        {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"},
+        {"<|file_sep|>"},
+    };
     int32_t ids[] = {t->eos, t->eot, t->eom};
     for (size_t i = 0; i < 3; i++)
         if (ids[i] >= 0) t->eog[ids[i]] = true;
+    for (size_t c = 0; c < sizeof fim_enders / sizeof fim_enders[0]; c++)
+        for (size_t i = 0; i < 5 && fim_enders[c][i]; i++) {
+            int32_t id = inf__tok_find(t, fim_enders[c][i], strlen(fim_enders[c][i]));
+            if (id < 0) continue;
+            t->eog[id] = true;
+            if (t->types[id] != INF__TOK_CONTROL) t->types[id] = INF__TOK_CONTROL;
+            break;
+        }
     for (size_t i = 0; i < sizeof turn_enders / sizeof turn_enders[0]; i++) {
         int32_t id = inf__tok_find(t, turn_enders[i], strlen(turn_enders[i]));
         if (id < 0) continue;

@@ -9,7 +9,10 @@
 #    tokens and accepts every proposal;
 #  - if the llama.cpp peer is built (bench/llm/build_llama_cpp.sh), its greedy
 #    text for the same prompts is identical to ours;
-#  - usage errors and a malformed file fail with a one-line error.
+#  - usage errors and a malformed file fail with a one-line error;
+#  - `infera info` of the GGUF file (and of its registry version) reports what
+#    llama.cpp's loader prints for it (hyper-parameters, special and
+#    end-of-generation tokens, parameter count), when the peer is built.
 # Exit 77 (SKIP) when the model cannot be installed.
 set -uo pipefail
 INFERA=$1
@@ -69,9 +72,22 @@ head -c 1000 "$M" >"$tmp/cut.gguf"
 check "a truncated file is refused" "! \"$INFERA\" generate \"$tmp/cut.gguf\" --prompt hi 2>$tmp/e && [ \$(wc -l <$tmp/e) = 1 ] && grep -q cut.gguf $tmp/e"
 check "a bad --top-p is refused" "! \"$INFERA\" generate \"$M\" --prompt hi --top-p 2 2>/dev/null"
 
+# infera info: a GGUF file and its registry version; a truncated file is a one-line error
+"$INFERA" info "$M" --json >"$tmp/info.json" 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
+check "info --json: signature keys, 30 layers, Q4_1 weights" "python3 -c \"
+import json; d=json.load(open('$tmp/info.json'))
+assert d['kind'] == 'gguf' and d['architecture'] == 'llama' and d['n_layer'] == 30 and d['weight_type'] == 'q4_1', d
+assert d['chat_template'] is True and d['file_bytes'] > d['weight_bytes'] > 0, d\""
+check "info text names the file and the architecture" "\"$INFERA\" info \"$M\" | grep -q '^architecture:  llama' "
+check "info of a truncated GGUF is a one-line error" "! \"$INFERA\" info \"$tmp/cut.gguf\" 2>$tmp/e && [ \$(wc -l <$tmp/e) = 1 ] && grep -q cut.gguf $tmp/e"
+export INFERA_HOME="$tmp/home"
+"$INFERA" registry register smolinfo "$M" >/dev/null 2>"$tmp/err" || cat "$tmp/err"
+check "info of the registry version == info of the file" "diff <(\"$INFERA\" info smolinfo@1 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); d.pop(\"path\"); print(sorted(d.items()))') <(python3 -c 'import json; d=json.load(open(\"$tmp/info.json\")); d.pop(\"path\"); print(sorted(d.items()))')"
+unset INFERA_HOME
+
 # llama.cpp's greedy text on the same prompts (when the peer is built)
 LLAMA_BIN="${INFERA_CACHE:-$HOME/.cache/infera}/llama.cpp/build-cpu/bin"
-if [ -x "$LLAMA_BIN/llama-completion" ]; then
+if [ -x "$LLAMA_BIN/llama-simple" ]; then
   i=0
   for p in "The capital of France is" "def fibonacci(n):" "The three primary colors are"; do
     i=$((i + 1))
@@ -82,6 +98,27 @@ print(json.dumps(s[len(p):].rstrip('\\n') if s.startswith(p) else s))" "$p" >"$t
     # the two tools may stop at different lengths: the shorter text must be a prefix of the longer
     check "llama.cpp greedy text equal: '$p'" "python3 -c \"import json,sys; a=json.load(open('$tmp/ours$i')); b=json.load(open('$tmp/theirs$i')); n=min(len(a),len(b)); sys.exit(not (n >= 8 and a[:n] == b[:n]))\" || { echo \"  ours:   \$(cat $tmp/ours$i)\"; echo \"  theirs: \$(cat $tmp/theirs$i)\"; false; }"
   done
+  # infera info against what llama.cpp's loader prints about the same file (print_info lines at -lv 4)
+  "$LLAMA_BIN/llama-completion" -m "$M" -n 1 -p hi -t 1 -no-cnv --no-warmup -lv 4 </dev/null >/dev/null 2>"$tmp/llama_info"
+  check "info == llama.cpp's loader: hyper-parameters, BOS/EOS, end-of-generation tokens, parameters" "python3 - '$tmp/info.json' '$tmp/llama_info' <<'PY'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+kv, eog = {}, set()
+for line in open(sys.argv[2], errors='replace'):
+    m = re.search(r'print_info: (\\S[^=]*?)\\s*= (.*)', line)
+    if not m: continue
+    k, v = m.group(1).strip(), m.group(2).strip()
+    if k == 'EOG token': eog.add(int(v.split()[0]))
+    else: kv.setdefault(k, v)
+want = {'arch': d['architecture'], 'n_ctx_train': str(d['context_length']), 'n_embd': str(d['n_embd']),
+        'n_layer': str(d['n_layer']), 'n_head': str(d['n_head']), 'n_head_kv': str(d['n_head_kv']),
+        'n_embd_head_k': str(d['head_dim']), 'n_ff': str(d['n_ff']), 'n_vocab': str(d['vocab_size']),
+        'general.name': d['name'], 'model params': '%.2f M' % (d['n_params'] / 1e6)}
+bad = {k: (kv.get(k), v) for k, v in want.items() if kv.get(k) != v}
+assert not bad, bad
+assert int(kv['BOS token'].split()[0]) == d['bos_id'] and int(kv['EOS token'].split()[0]) == d['eos_id'], kv
+assert eog == set(d['eog_ids']), (eog, d['eog_ids'])
+PY"
   # Q4_K_M, the type most published GGUFs use (q4_K, q6_K, q5_0, q8_0 here), made by llama-quantize
   K="${INFERA_CACHE:-$HOME/.cache/infera}/bench-models/SmolLM2-135M-Instruct.Q4_K_M.gguf"
   if [ -x "$LLAMA_BIN/llama-quantize" ]; then
@@ -103,7 +140,7 @@ print(json.dumps(s[len(p):].rstrip('\\n') if s.startswith(p) else s))" "$p" >"$t
     done
   fi
 else
-  echo "skip llama.cpp comparison: $LLAMA_BIN/llama-completion not built (bench/llm/build_llama_cpp.sh)"
+  echo "skip llama.cpp comparison: $LLAMA_BIN/llama-simple not built (bench/llm/build_llama_cpp.sh)"
 fi
 [ $fail = 0 ] && echo "all passed"
 exit $fail

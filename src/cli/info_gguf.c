@@ -1,0 +1,111 @@
+/*
+ * info_gguf.c -- `infera info REF` for a GGUF language model (REF a .gguf file
+ * or a registry version whose artifact is one): architecture, sizes,
+ * vocabulary and special tokens, weight type, parameters and the bytes one
+ * decode step reads.  JSON keys are the registry signature's (kind,
+ * architecture, name, context_length, vocab_size, weight_type, n_embd,
+ * n_layer, n_head, n_head_kv, n_params, weight_bytes) plus the rest below;
+ * eog_ids are the tokens that end generation as the tokenizer decides them
+ * (EOS, EOT, and the ones llama.cpp recognises by their text).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "infera/llm.h"
+#include "infera/tokenizer.h"
+#include "registry/llm_ref.h"
+
+static const char *CMD = "info";
+
+/* true when the file at path starts with the GGUF magic */
+static bool file_is_gguf(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    char magic[4];
+    bool yes = fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
+    fclose(f);
+    return yes;
+}
+
+bool cli_info_ref_is_gguf(const char *ref, char *path, size_t size) {
+    struct stat sb;
+    if (stat(ref, &sb) == 0) { /* a file: its magic decides */
+        snprintf(path, size, "%s", ref);
+        return S_ISREG(sb.st_mode) && file_is_gguf(ref);
+    }
+    inf_error err;
+    return inf__llm_ref_resolve(ref, path, size, &err) == INF_OK && file_is_gguf(path);
+}
+
+/* The end-of-generation token ids, printed as "a, b, c" (text) or "[a,b,c]" (JSON) */
+static void print_eog(const inf_tokenizer *tok, bool json) {
+    int n = 0;
+    printf(json ? "[" : "");
+    for (int32_t id = 0; tok && id < inf_tokenizer_n_vocab(tok); id++)
+        if (inf_tokenizer_is_eog(tok, id)) printf(n++ ? (json ? ",%d" : ", %d") : "%d", id);
+    printf(json ? "]" : (n ? "" : "none"));
+}
+
+static void print_json(const char *shown, const inf_llm_model_info *I, const inf_tokenizer *tok, bool chat_template,
+                       unsigned long long size) {
+    printf("{\"path\":");
+    cli_json_string(shown);
+    printf(",\"kind\":\"gguf\",\"architecture\":");
+    cli_json_string(I->architecture);
+    printf(",\"name\":");
+    cli_json_string(I->name);
+    printf(",\"context_length\":%d,\"vocab_size\":%d,\"weight_type\":", I->n_ctx_train, I->n_vocab);
+    cli_json_string(I->weight_type);
+    printf(",\"n_embd\":%d,\"n_layer\":%d,\"n_head\":%d,\"n_head_kv\":%d,\"head_dim\":%d,\"n_ff\":%d,"
+           "\"n_params\":%lld,\"weight_bytes\":%llu,\"bytes_per_token\":%llu,\"bos_id\":%d,\"eos_id\":%d,"
+           "\"eot_id\":%d,\"chat_template\":%s,\"file_bytes\":%llu,\"eog_ids\":",
+           I->n_embd, I->n_layer, I->n_head, I->n_head_kv, I->n_head_dim, I->n_ff, (long long)I->n_params,
+           (unsigned long long)I->weight_bytes, (unsigned long long)I->bytes_per_token, I->bos_id, I->eos_id,
+           I->eot_id, chat_template ? "true" : "false", size);
+    print_eog(tok, true);
+    printf("}\n");
+}
+
+static void print_text(const char *shown, const inf_llm_model_info *I, const inf_tokenizer *tok, bool chat_template,
+                       unsigned long long size) {
+    printf("model:         %s\n", shown);
+    printf("format:        GGUF language model (infera generate / tokenize / serve --model NAME=FILE)\n");
+    printf("architecture:  %s\n", I->architecture ? I->architecture : "?");
+    if (I->name && *I->name) printf("name:          %s\n", I->name);
+    printf("context:       %d tokens (trained)\n", I->n_ctx_train);
+    printf("vocabulary:    %d tokens; BOS %d, EOS %d, EOT %d (-1: none)\n", I->n_vocab, I->bos_id, I->eos_id,
+           I->eot_id);
+    printf("end tokens:    ");
+    print_eog(tok, false);
+    printf("\n");
+    printf("layers:        %d; embedding %d; heads %d (KV heads %d, head dim %d); feed-forward %d\n", I->n_layer,
+           I->n_embd, I->n_head, I->n_head_kv, I->n_head_dim, I->n_ff);
+    printf("weights:       %s (most matrices); %lld parameters, %.2f MiB of tensors\n",
+           I->weight_type ? I->weight_type : "?", (long long)I->n_params, (double)I->weight_bytes / (1024.0 * 1024.0));
+    printf("decode reads:  %.2f MiB of weights per token\n", (double)I->bytes_per_token / (1024.0 * 1024.0));
+    printf("chat template: %s\n", chat_template ? "in the file" : "none (the documented default is used)");
+    printf("file size:     %llu bytes\n", size);
+}
+
+int cli_info_gguf(const char *path, const char *shown, bool json) {
+    inf_error err;
+    inf_llm_model *m;
+    inf_tokenizer *tok;
+    if (inf_llm_model_load(path, &m, &err) != INF_OK) return cli_fail(CMD, "%s", err.message);
+    if (inf_tokenizer_load(path, &tok, &err) != INF_OK) {
+        inf_llm_model_free(m);
+        return cli_fail(CMD, "%s", err.message);
+    }
+    const inf_llm_model_info *I = inf_llm_model_get_info(m);
+    size_t len = 0;
+    bool chat_template = inf_llm_model_meta_str(m, "tokenizer.chat_template", &len) != NULL && len > 0;
+    struct stat sb;
+    unsigned long long size = stat(path, &sb) == 0 ? (unsigned long long)sb.st_size : 0;
+    if (json) print_json(shown, I, tok, chat_template, size);
+    else print_text(shown, I, tok, chat_template, size);
+    inf_tokenizer_free(tok);
+    inf_llm_model_free(m);
+    return 0;
+}
