@@ -335,18 +335,20 @@ static void fill_fast(void) {
         qtypes[ROW_FAST][i].dot = k->dot_k[i - FIRST_K];
         qtypes[ROW_FAST][i].dot4 = k->dot4_k[i - FIRST_K];
     }
-    if (has_vnni) { /* q8_0, q4_0 (VNNI), q5_0 (AVX2): weights repacked into 16-row tiles */
+    if (has_vnni) { /* q8_0, q4_0 (VNNI), q5_0, q4_1 (AVX2): weights repacked into 16-row tiles */
         use_tiles(&qtypes[ROW_FAST][2], inf__llm_pack_q8_0_vnni, inf__llm_tile_q8_0_vnni, 32 + 16 * 32);
         use_tiles(&qtypes[ROW_FAST][3], inf__llm_pack_q4_0_vnni, inf__llm_tile_q4_0_vnni, 32 + 16 * 16);
         /* q5_0 (llama-quantize's fallback for Q4_K tensors whose rows are not a multiple of 256, e.g. most of
          * SmolLM2's Q4_K_M): the AVX2 tiles, 2-2.8x the eight-row VNNI kernels in decode */
         use_tiles(&qtypes[ROW_FAST][5], inf__llm_pack_q5_0_avx2, inf__llm_tile_q5_0_avx2, 32 + 16 * 20);
+        use_tiles(&qtypes[ROW_FAST][4], inf__llm_pack_q4_1_avx2, inf__llm_tile_q4_1_avx2, 16 * 20);
     } else if (!getenv("INFERA_LLM_NO_TILES")) {
-        /* AVX2 without VNNI: q8_0, q4_0, q5_0 in 16-row tiles of two 8-row halves
+        /* AVX2 without VNNI: q8_0, q4_0, q5_0, q4_1 in 16-row tiles of two 8-row halves
          * (INFERA_LLM_NO_TILES=1: the eight-row kernels instead, for comparisons) */
         use_tiles(&qtypes[ROW_FAST][2], inf__llm_pack_q8_0_avx2, inf__llm_tile_q8_0_avx2, 32 + 16 * 32);
         use_tiles(&qtypes[ROW_FAST][3], inf__llm_pack_q4_0_avx2, inf__llm_tile_q4_0_avx2, 32 + 16 * 16);
         use_tiles(&qtypes[ROW_FAST][5], inf__llm_pack_q5_0_avx2, inf__llm_tile_q5_0_avx2, 32 + 16 * 20);
+        use_tiles(&qtypes[ROW_FAST][4], inf__llm_pack_q4_1_avx2, inf__llm_tile_q4_1_avx2, 16 * 20);
     }
     /* f32, f16: the one-row kernel (row[] above) and its tile twin */
     typedef struct float_tiles {

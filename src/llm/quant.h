@@ -187,13 +187,15 @@ void inf__llm_pack_q4_0_vnni(const void *rows, size_t row_bytes, int64_t k, void
 void inf__llm_pack_q8_0_vnni(const void *rows, size_t row_bytes, int64_t k, void *tile);
 void inf__llm_tile_q4_0_vnni(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
 void inf__llm_tile_q8_0_vnni(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
-/* Tiles of 16 rows for AVX2 without VNNI (quant_tile_avx2.c): two halves of 8 rows; q5_0 too. */
+/* Tiles of 16 rows for AVX2 (quant_tile_avx2.c): two halves of 8 rows; q5_0 and q4_1 (q8_1 activations) too. */
 void inf__llm_pack_q4_0_avx2(const void *rows, size_t row_bytes, int64_t k, void *tile);
 void inf__llm_pack_q8_0_avx2(const void *rows, size_t row_bytes, int64_t k, void *tile);
 void inf__llm_pack_q5_0_avx2(const void *rows, size_t row_bytes, int64_t k, void *tile);
+void inf__llm_pack_q4_1_avx2(const void *rows, size_t row_bytes, int64_t k, void *tile);
 void inf__llm_tile_q4_0_avx2(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
 void inf__llm_tile_q8_0_avx2(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
 void inf__llm_tile_q5_0_avx2(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
+void inf__llm_tile_q4_1_avx2(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
 float inf__llm_dot_f32_zmm(int64_t k, const void *w, const void *x);
 float inf__llm_dot_f16_zmm(int64_t k, const void *w, const void *x);
 void inf__llm_block_f32_zmm(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt, float *out);

@@ -229,7 +229,7 @@ static void random_rows(uint32_t type, int rows, int64_t k, uint8_t *dst, uint64
         uint16_t d = inf__llm_fp32_to_fp16(tm_rand(s) * 0.01f), m = inf__llm_fp32_to_fp16(tm_rand(s) * 0.01f);
         size_t d_at = type == INF__GGML_Q6_K ? 208 : 0; /* q6_K: d last; others: d first, then m / dmin */
         memcpy(blk + d_at, &d, 2);
-        if (type == INF__GGML_Q5_1 || type == INF__GGML_Q4_K) memcpy(blk + 2, &m, 2);
+        if (type == INF__GGML_Q5_1 || type == INF__GGML_Q4_1 || type == INF__GGML_Q4_K) memcpy(blk + 2, &m, 2);
     }
 }
 
@@ -277,28 +277,39 @@ static void test_kernels_k(void) {
                 CHECK(worst < 1e-4f, "%s %s one-row twin vs reference: %g", is ? "vnni" : "avx2", ref->name, worst);
             }
         }
-    /* q5_0 in AVX2 16-row tiles (random bytes: every fifth-bit pattern): bit for bit the one-row twin */
-    {
+    /* q5_0 and q4_1 in AVX2 16-row tiles (random bytes: every fifth-bit pattern, any minimum): bit for bit the
+     * one-row twin */
+    static const struct {
+        uint32_t type;
+        inf__llm_pack_fn pack;
+        inf__llm_tile_fn tile;
+        inf__llm_dot_fn rowx;
+    } tiled[] = {{INF__GGML_Q5_0, inf__llm_pack_q5_0_avx2, inf__llm_tile_q5_0_avx2, inf__llm_rowx_q5_0_avx2},
+                 {INF__GGML_Q4_1, inf__llm_pack_q4_1_avx2, inf__llm_tile_q4_1_avx2, inf__llm_rowx_q4_1_avx2}};
+    for (size_t ti = 0; ti < sizeof tiled / sizeof tiled[0]; ti++) {
         static uint8_t W16[16 * K * 2], T[16 * K * 2];
-        const inf__llm_qtype *ref = inf__llm_qtype_get(INF__GGML_Q5_0, true);
+        const inf__llm_qtype *ref = inf__llm_qtype_get(tiled[ti].type, true);
         const inf__llm_qtype *aref = inf__llm_qtype_get(ref->act_type, true);
         size_t rb = inf__llm_row_bytes(ref, K), xs = inf__llm_row_bytes(aref, K);
-        random_rows(INF__GGML_Q5_0, 16, K, W16, &s);
+        random_rows(tiled[ti].type, 16, K, W16, &s);
         for (int t = 0; t < INF__LLM_TILE_TOKENS; t++) {
             for (int i = 0; i < K; i++) row[i] = tm_rand(&s) * 2;
             aref->from_float(row, X + t * xs, K);
         }
-        inf__llm_pack_q5_0_avx2(W16, rb, K, T);
+        tiled[ti].pack(W16, rb, K, T);
         for (int n = 1; n <= INF__LLM_TILE_TOKENS; n++) {
             float o[16 * INF__LLM_TILE_TOKENS];
-            inf__llm_tile_q5_0_avx2(K, T, X, xs, n, o);
+            tiled[ti].tile(K, T, X, xs, n, o);
             int exact = 1;
+            float worst = 0;
             for (int t = 0; t < n; t++)
                 for (int r = 0; r < 16; r++) {
-                    float one = inf__llm_rowx_q5_0_avx2(K, W16 + r * rb, X + t * xs);
+                    float one = tiled[ti].rowx(K, W16 + r * rb, X + t * xs), want = ref->dot(K, W16 + r * rb, X + t * xs);
                     exact &= memcmp(&one, &o[16 * t + r], 4) == 0;
+                    worst = fmaxf(worst, fabsf(o[16 * t + r] - want) / (fabsf(want) + 1));
                 }
-            CHECK(exact, "avx2 q5_0 tile (n=%d) differs from its one-row twin", n);
+            CHECK(exact, "avx2 %s tile (n=%d) differs from its one-row twin", ref->name, n);
+            CHECK(worst < 1e-4f, "avx2 %s tile (n=%d) vs the reference: %g", ref->name, n, worst);
         }
     }
     static const uint32_t kt[2] = {INF__GGML_Q4_K, INF__GGML_Q6_K};
