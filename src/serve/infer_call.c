@@ -191,6 +191,9 @@ void inf__serve_infer_call_succeeded(srv_infer_call *c) {
         inf__serve_hist_observe(&m->request_hist, (double)us);
     }
     inf__serve_models_note_prediction(c->srv->models, c->version, c->caller, c->job.rows);
+    /* monitoring (monitor_hooks.c): log rows and drift window from the tensors, before release frees them */
+    inf__serve_monitor_tensors(c->srv, c->version, (const inf_tensor *const *)c->job_inputs, c->job_outputs,
+                               c->job.rows, c->infer.id);
     /* answered: a shadow copy (traffic.c) runs after, on copies of the inputs and outputs */
     inf__serve_traffic_shadow(c->srv, c->requested, c->version->model, c->job_inputs, c->job_outputs, c->job.rows);
 }

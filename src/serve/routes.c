@@ -475,6 +475,9 @@ static void complete_infer(srv_request *rq) {
         inf__serve_error(rq, status_of(st), "%s", e.message);
         return;
     }
+    /* monitoring (monitor_hooks.c): sampled log rows and the drift window, while the outputs are held */
+    inf__serve_monitor_tensors(rq->srv, v, (const inf_tensor *const *)rq->job_inputs, rq->job_outputs, rq->job.rows,
+                               rq->infer.id);
     /* answered: a shadow copy (if any) runs after, on copies, never on this request's time */
     inf__serve_traffic_shadow(rq->srv, rq->params[0], v->model, (const inf_tensor *const *)rq->job_inputs,
                               rq->job_outputs, rq->job.rows);

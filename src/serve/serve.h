@@ -909,6 +909,12 @@ void inf__serve_monitor_stop(srv_server *srv);
  * records in (inf_record_batch *) and prediction rows pred.  Never fails,
  * never waits on the log's sink. */
 void inf__serve_monitor_records(srv_server *srv, srv_version *v, void *exec, const void *in, const void *pred);
+/* The tensor endpoint (/infer, HTTP and gRPC) answered a request of rows
+ * rows: its model inputs / outputs (model order, NULL = absent), valid for
+ * the call (before release).  Sampled log rows and the drift window's input
+ * columns (src/monitor/tensorrow.h).  Never fails, never waits on the sink. */
+void inf__serve_monitor_tensors(srv_server *srv, srv_version *v, const inf_tensor *const *inputs,
+                                inf_tensor *const *outputs, int64_t rows, const char *request_id);
 /* Appends the monitoring metrics (Prometheus text) / the console's JSON state. */
 void inf__serve_monitor_metrics(srv_server *srv, srv_buf *out);
 void inf__serve_monitor_state_json(srv_server *srv, srv_buf *out);
