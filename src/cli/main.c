@@ -126,6 +126,7 @@ const cli_command cli_commands[] = {
      "                     [--precision fp32|bf16]   (session precision: docs/sessions.md)\n"
      "                     [--log-predictions DST [--log-sample F]]  (prediction log: docs/monitoring.md)\n"
      "                     [--baseline FILE] [--monitor-window S]  (drift windows: docs/monitoring.md)\n"
+     "                     [--monitor RULES]  (alert rules on the windows: docs/monitoring.md)\n"
      "\n"
      "SRC: redis://H:P/STREAM?group=G[&consumer=C][&field=data][&start=0|$][&claim_idle_ms=N]\n"
      "(a consumer group, created with MKSTREAM; this consumer's pending entries first),\n"
@@ -144,7 +145,9 @@ const cli_command cli_commands[] = {
      "(with the CPU seconds per million predictions).  --baseline FILE (or the baseline\n"
      "stored with a registry version) keeps drift windows of --monitor-window S seconds\n"
      "(default 60): each window is a {\"event\":\"drift\",...} line when it ends, and the\n"
-     "window in progress when the stream stops.\n"},
+     "window in progress when the stream stops.  --monitor RULES checks each reported\n"
+     "window against the alert rules serve --monitor reads (a log line, webhook, alias\n"
+     "rollback; an {\"event\":\"alert\",...} line), once per breach.\n"},
     {"features", cmd_features, "compute training features from raw records with a pipeline spec",
      "usage: infera features --spec SPEC --input SRC --output DST [--as-of COLUMN --history sqlite:PATH?table=T]\n"
      "                       [--model REF] [--batch-size N]\n"
@@ -297,7 +300,8 @@ const cli_command cli_commands[] = {
      "requests wait for a slot before 429.  Token metrics use vLLM's names (vllm:*).\n"
      "\n"
      "Monitoring (docs/monitoring.md): --log-predictions DST [--log-sample F] logs the\n"
-     "records endpoint's scored records; --baseline [NAME=]FILE[,...] (or a baseline\n"
+     "records endpoint's scored records and /infer's tensor rows (HTTP and gRPC); --baseline [NAME=]FILE[,...] (or a "
+     "baseline\n"
      "stored with the registry version) keeps drift windows (--monitor-window S, default\n"
      "60) exported as infera_feature_drift{model,version,feature,metric}; --monitor RULES\n"
      "evaluates alert rules every --monitor-interval S (webhook, alias rollback);\n"

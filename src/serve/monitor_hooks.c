@@ -45,10 +45,7 @@
 #define MAX_TENSORS 64     /* a model with more inputs + outputs than this is not monitored on /infer */
 
 typedef struct rule_state {
-    int64_t breach_since_us; /* 0: not breaching */
-    int firing;
-    double value;
-    char column[256];
+    inf__mon_rule_state s;   /* rules.h: breach, firing, last value */
     int64_t rolled_to;       /* the version a rollback moved the alias to (0: none) */
 } rule_state;
 
@@ -407,7 +404,7 @@ void inf__serve_monitor_tensors(srv_server *srv, srv_version *v, const inf_tenso
 /* ---- rules ------------------------------------------------------------------ */
 
 static void fire(srv_monitor *m, mon_entry *e, const inf__mon_rule *r, rule_state *rs, const cJSON *drift) {
-    cJSON *a = inf__mon_alert_json(r, drift, rs->value, rs->column);
+    cJSON *a = inf__mon_alert_json(r, drift, rs->s.value, rs->s.column);
     if (!a) return;
     atomic_fetch_add(&m->alerts_fired, 1);
     cJSON_AddStringToObject(a, "status", "firing");
@@ -433,26 +430,12 @@ static void evaluate_entry(srv_monitor *m, mon_entry *e, int64_t t) {
     for (int i = 0; i < m->rules.n; i++) {
         const inf__mon_rule *r = &m->rules.rules[i];
         rule_state *rs = &e->rules[i];
-        double value;
-        const char *col;
-        int res = inf__mon_rule_check(r, drift, &value, &col);
         pthread_mutex_lock(&m->mu);
-        if (res >= 0) {
-            rs->value = value;
-            snprintf(rs->column, sizeof rs->column, "%s", col ? col : "");
-        }
-        int start = 0;
-        if (res == 1) {
-            if (!rs->breach_since_us) rs->breach_since_us = t;
-            start = !rs->firing && t - rs->breach_since_us >= r->for_us;
-            if (start) rs->firing = 1;
-        } else if (res == 0) {
-            if (rs->firing) fprintf(stderr, "infera serve: alert '%s' resolved: model '%s' version %s\n", r->name, e->name, e->version);
-            rs->breach_since_us = 0;
-            rs->firing = 0;
-        }
+        int step = inf__mon_rule_step(r, &rs->s, drift, t, t); /* rules.c: the same steps as stream's */
         pthread_mutex_unlock(&m->mu);
-        if (start) fire(m, e, r, rs, drift);
+        if (step < 0)
+            fprintf(stderr, "infera serve: alert '%s' resolved: model '%s' version %s\n", r->name, e->name, e->version);
+        if (step > 0) fire(m, e, r, rs, drift);
     }
     cJSON_Delete(drift);
 }
@@ -592,7 +575,7 @@ void inf__serve_monitor_metrics(srv_server *srv, srv_buf *o) {
                 label(o, "rule", m->rules.rules[i].name, 1);
                 label(o, "model", e->name, 0);
                 label(o, "version", e->version, 0);
-                inf__serve_buf_printf(o, "} %d\n", e->rules[i].firing);
+                inf__serve_buf_printf(o, "} %d\n", e->rules[i].s.firing);
             }
         pthread_mutex_unlock(&m->mu);
         inf__serve_buf_printf(o, "# TYPE infera_monitor_alerts_total counter\ninfera_monitor_alerts_total %llu\n"
@@ -635,8 +618,10 @@ void inf__serve_monitor_state_json(srv_server *srv, srv_buf *o) {
             if (i) inf__serve_buf_put(o, ",", 1);
             inf__serve_buf_puts(o, "{\"rule\":");
             inf__serve_buf_json_str(o, m->rules.rules[i].name, strlen(m->rules.rules[i].name));
-            inf__serve_buf_printf(o, ",\"firing\":%s,\"value\":", e->rules[i].firing ? "true" : "false");
-            if (isfinite(e->rules[i].value) && e->rules[i].column[0]) inf__serve_buf_f64(o, e->rules[i].value);
+            const inf__mon_rule_state *rs = &e->rules[i].s;
+            inf__serve_buf_printf(o, ",\"firing\":%s,\"value\":", rs->firing ? "true" : "false");
+            if (isfinite(rs->value) && rs->column[0])
+                inf__serve_buf_f64(o, rs->value);
             else inf__serve_buf_puts(o, "null");
             inf__serve_buf_printf(o, ",\"threshold\":%.6g}", m->rules.rules[i].threshold);
         }
