@@ -75,6 +75,8 @@ const cli_command cli_commands[] = {
      "  register NAME MODEL [--pipeline SPEC] [--meta K=V]... [--metric K=NUMBER]...\n"
      "           [--description TEXT] [--training-data REF] [--approved-use TEXT]...\n"
      "           [--derived-from NAME@VERSION]   (a pruned/distilled/quantized model's source)\n"
+     "           [--baseline SRC]   (the training data's drift baseline, stored with the version:\n"
+     "                              docs/monitoring.md)\n"
      "                              validate MODEL, derive its signature, store version N+1\n"
      "  list | show REF | versions NAME | resolve REF     (--json for machines)\n"
      "  delete NAME@VERSION [--reason TEXT]      soft delete, audited\n"
