@@ -242,6 +242,18 @@ const cli_command cli_commands[] = {
      "drops in for it.  The same --seed gives the same file, byte for byte.  Prints fidelity\n"
      "to the teacher and, with --label COL, quality of both on the holdout.  --threads is for\n"
      "scoring with the teacher; training runs on one thread (reproducible).\n"},
+    {"ui", cmd_ui, "the read-only web console of a registry, on its own (no models served)",
+     "usage: infera ui (--home DIR | --registry URL) [--host H] [--port P] [--auth-metrics]\n"
+     "\n"
+     "Serves the console of `infera serve --ui` at http://H:P/ui (default 127.0.0.1:8000;\n"
+     "--port 0 = any free port, printed) without serving a model: the registry's models,\n"
+     "versions and aliases, each model's lineage graph (training data -> versions -> the\n"
+     "jobs and servers that used them) and the audit log, read from the registry at\n"
+     "--home DIR (its SQLite file) or --registry URL (PostgreSQL).  Read-only: only GET\n"
+     "/ui, /ui/*, /metrics and /v2/health/live answer; every model and repository route is\n"
+     "404.  --auth-metrics: the console's data needs a registry token (viewer role).\n"
+     "The registry calls run as $INFERA_TOKEN's principal (the audit log needs approver\n"
+     "or admin when the registry has tokens).  See docs/monitoring.md.\n"},
     {"serve", cmd_serve, "serve models over HTTP (KServe V2) with dynamic batching",
      "usage: infera serve [--host H] [--port P] [--model [NAME=]REF]... [--max-batch N] [--max-queue-delay-us N]\n"
      "                    [--threads N] [--config FILE] [options]\n"
