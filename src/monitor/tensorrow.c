@@ -198,14 +198,18 @@ static inf_status set_cell(inf_record_batch *out, int row, int f, const inf_tens
     return isfinite(v) ? inf_record_batch_set_float(out, row, f, v) : INF_OK;
 }
 
+/* "ID" for a one-row request, "ID[k]" for row k (no printf: one per logged row). */
 static inf_status set_id(inf_record_batch *out, int row, int f, const char *id, int64_t rows, int64_t k) {
     if (!id) return INF_OK;
-    if (rows == 1) return inf_record_batch_set_string(out, row, f, id, strlen(id));
-    size_t n = strlen(id) + 24;
-    char small[256], *s = n <= sizeof small ? small : malloc(n);
+    size_t n = strlen(id);
+    if (rows == 1) return inf_record_batch_set_string(out, row, f, id, n);
+    char small[256], *s = n + INF__FMT_NUM_MAX + 2 <= sizeof small ? small : malloc(n + INF__FMT_NUM_MAX + 2);
     if (!s) return INF_ENOMEM;
-    int len = snprintf(s, n, "%s[%lld]", id, (long long)k);
-    inf_status st = inf_record_batch_set_string(out, row, f, s, (size_t)len);
+    memcpy(s, id, n);
+    s[n] = '[';
+    size_t len = n + 1 + (size_t)inf__fmt_i64(k, s + n + 1);
+    s[len++] = ']';
+    inf_status st = inf_record_batch_set_string(out, row, f, s, len);
     if (s != small) free(s);
     return st;
 }
