@@ -91,5 +91,6 @@ N=$($py -c "import sqlite3; print(sqlite3.connect('home/registry.db').execute(\"
 check "an unreadable --baseline SRC is refused before registering (still one version)" \
     '[ $RC != 0 ] && grep -q "nosuch.csv" bad.err && [ "$N" = 1 ]' "rc $RC, versions $N: $(cat bad.err)"
 
+check "no sanitizer report" '! cat *.err 2>/dev/null | grep -q -E "Sanitizer|runtime error"' "$(cat *.err | grep -E -m3 'Sanitizer|runtime error')"
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -140,5 +140,6 @@ check "--monitor without drift windows: refused (1) before scoring" '[ $RC = 1 ]
 RC=$?
 check "--monitor with --no-score: usage error (2)" '[ $RC = 2 ]' "$RC $(cat err4.txt)"
 
+check "no sanitizer report" '! cat err*.txt 2>/dev/null | grep -q -E "Sanitizer|runtime error"' "$(cat err*.txt | grep -E -m3 'Sanitizer|runtime error')"
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]
