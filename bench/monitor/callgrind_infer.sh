@@ -88,6 +88,7 @@ for c in $CONFIGS; do
     kill "$VPID"; wait "$VPID" 2>/dev/null || true; VPID=
     DUMP=$(ls -1 cg.out.* | head -1)
     TOTAL=$(awk '/^summary:/ {print $2}' "$DUMP")
+    [ -n "${KEEP:-}" ] && cp "$DUMP" "$KEEP.$c" # for callgrind_annotate
     per=$(awk -v t="$TOTAL" -v n="$REQS" 'BEGIN{printf "%.1f", t / (n * 50)}')
     [ -z "$base" ] && base=$per
     echo "$c: $per instr/row ($(awk -v p="$per" -v b="$base" 'BEGIN{printf "%+.2f %%", (p / b - 1) * 100}') vs $(echo "$CONFIGS" | cut -d' ' -f1))"

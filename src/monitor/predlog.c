@@ -12,11 +12,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "io/record_int.h"
 #include "monitor/logrow.h"
 #include "monitor/predlog.h"
 
 #define RING_BATCHES 4096 /* queued batches at most (and max_rows rows) */
-#define SPARE_BATCHES 16  /* written batches kept for reuse */
+#define SPARE_BATCHES 64  /* written batches kept for reuse (a batch of a few rows is small) */
 #define MAX_PLANS 64      /* row plans kept; rows of more layouts than this are dropped (counted) */
 #define FLUSH_ROWS 4096   /* the writer is woken when this many rows wait ... */
 #define FLUSH_MS 1000     /* ... or after this long (one SQLite commit a second at most) */
@@ -236,6 +237,12 @@ int inf__mon_log_add_at(inf__mon_log *l, const inf_pipeline *p, const char *mode
     const inf__mon_row_plan *plan = p ? plan_for(l, p, ex, in, pred) : NULL;
     binder bd = {plan, plan ? inf__mon_plan_n_fields(plan) : 0, plan, NULL};
     log_batch *b = plan ? batch_get(l, &bd) : NULL;
+    /* a new batch gets room for these rows only (the default 64 rows would be cleared for a few) */
+    if (b && inf__record_batch_reserve_rows(b->rows, n_sampled)) {
+        b->plan = NULL;
+        batch_put(l, b);
+        b = NULL;
+    }
     if (!b) { /* out of memory (or of plans): these log rows are lost, not the scoring */
         drop(l, (uint64_t)n_sampled);
         return n_sampled;
@@ -263,6 +270,11 @@ int inf__mon_log_add_built(inf__mon_log *l, int n, const void *layout, int n_fie
     if (!n_sampled) return 0;
     binder bd = {layout, n_fields, NULL, names};
     log_batch *b = batch_get(l, &bd);
+    if (b && inf__record_batch_reserve_rows(b->rows, n_sampled)) {
+        b->plan = NULL;
+        batch_put(l, b);
+        b = NULL;
+    }
     if (!b) {
         drop(l, (uint64_t)n_sampled);
         return n_sampled;
