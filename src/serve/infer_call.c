@@ -13,7 +13,9 @@
  * batcher.c INLINE RUNS; the outputs may be the held session's own tensors
  * until release) or it is queued and call->done runs later on the batcher's
  * scheduler thread -> result (deadline check, failure accounting) -> the
- * protocol encodes the outputs -> succeeded (metrics, audit) -> release.
+ * protocol encodes the outputs -> succeeded (metrics, audit, monitoring:
+ * the prediction log's rows and the drift window take the tensors here,
+ * before release frees them; monitor_hooks.c) -> release.
  * Messages are the HTTP endpoint's, word for word.
  */
 #include <math.h>
