@@ -1,7 +1,9 @@
 // console_load.js -- how long `infera serve --ui`'s console takes to load in Debian's chromium
 // (puppeteer-core of tests/monitor/ui): navigation to the load event, and to the first render of the
-// server's state (status "live", every served model in the models table).  Usage:
-//   node console_load.js CHROMIUM URL N_MODELS RUNS [SERVER_PID]
+// server's state (status "live", every served model in the models table), and -- with a registry --
+// to the first render of its views (N_REGISTRY models in the registry table, the audit table filled,
+// the lineage graph drawn).  Usage:
+//   node console_load.js CHROMIUM URL N_MODELS RUNS [SERVER_PID] [N_REGISTRY]
 // Besides wall clock, each load's CPU time: user + system of every chromium process (the browser,
 // its renderer, GPU and network processes, and the children they reaped) and of the server
 // (SERVER_PID), from /proc: the work a load needs, which a loaded machine stretches in wall time but
@@ -10,7 +12,7 @@
 'use strict';
 const fs = require('fs');
 const puppeteer = require('puppeteer-core');
-const [chromium, url, nModels, runs, serverPid] = process.argv.slice(2);
+const [chromium, url, nModels, runs, serverPid, nRegistry] = process.argv.slice(2);
 const TCK = 100; // clock ticks per second (getconf CLK_TCK on Linux)
 
 // CPU seconds of pid and its descendants (their own and their reaped children's)
@@ -34,7 +36,7 @@ function treeCpu(root) {
 (async () => {
   const browser = await puppeteer.launch({executablePath: chromium, headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage']});
-  const load = [], live = [], cpu = [], blankLoad = [], blankCpu = [];
+  const load = [], live = [], full = [], cpu = [], blankLoad = [], blankCpu = [];
   const cpuNow = () => treeCpu(browser.process().pid) + (serverPid ? treeCpu(serverPid) : 0);
   try {
     for (let i = 0; i < Number(runs); i++) {
@@ -46,6 +48,12 @@ function treeCpu(root) {
       await page.waitForFunction(n => document.getElementById('status').textContent === 'live' &&
         document.querySelectorAll('#models tbody tr').length >= n, {timeout: 20000, polling: 'mutation'}, Number(nModels));
       live.push(Date.now() - t0);
+      if (Number(nRegistry) > 0) {
+        await page.waitForFunction(n => document.querySelectorAll('#registry tbody tr').length >= n &&
+          document.querySelectorAll('#audit tbody tr').length > 0 && document.querySelector('#lineage-graph'),
+          {timeout: 20000, polling: 'mutation'}, Number(nRegistry));
+        full.push(Date.now() - t0);
+      }
       cpu.push(Math.round((cpuNow() - c0) * 1000));
       await page.close();
       // the control: a fresh tab loading a one-line page (what any page costs this browser here)
@@ -61,6 +69,6 @@ function treeCpu(root) {
   }
   const med = a => a.slice().sort((x, y) => x - y)[Math.floor(a.length / 2)];
   console.log(JSON.stringify({runs: load.length, load_ms: load, live_ms: live, cpu_ms: cpu, load_median_ms: med(load),
-    live_median_ms: med(live), cpu_median_ms: med(cpu), blank_load_ms: blankLoad, blank_cpu_ms: blankCpu,
+    live_median_ms: med(live), full_ms: full, full_median_ms: full.length ? med(full) : null, cpu_median_ms: med(cpu), blank_load_ms: blankLoad, blank_cpu_ms: blankCpu,
     blank_load_median_ms: med(blankLoad), blank_cpu_median_ms: med(blankCpu)}));
 })().catch(e => { console.error(e); process.exit(1); });

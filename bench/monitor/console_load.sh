@@ -6,8 +6,10 @@
 #
 # Registers 100 models (the fraud model under m000..m099, each with its spec), adds audit rows up to
 # 10,000 (registry alias moves through the CLI for the first ones; the rest inserted into reg_audit
-# directly -- the console never reads the audit log, so their hash chain does not matter here), serves
-# 64 of them (serve's limit) with --ui and loads /ui RUNS times (default 5) in a fresh tab.
+# directly -- the console lists them and never verifies the chain, so their hashes do not matter here), serves
+# 64 of them (serve's limit) with --ui and loads /ui RUNS times (default 5) in a fresh tab; the page's
+# registry views (100 models, the newest 200 audit records, the first model's lineage) are waited for
+# too.  UI_ONLY=1: `infera ui --home` (no model served) instead of serve.
 set -euo pipefail
 INFERA=$(realpath "$1")
 RUNS=${2:-10}
@@ -38,15 +40,21 @@ con.executemany("INSERT INTO reg_audit VALUES (?, '2026-12-02T00:00:00Z', 'bench
 con.commit()
 print("audit rows:", con.execute("SELECT count(*) FROM reg_audit").fetchone()[0])
 PY
-"$INFERA" serve --port 0 --ui "${MODELS[@]}" 2>s.log &
+if [ "${UI_ONLY:-0}" = 1 ]; then
+    MODELS=()
+    "$INFERA" ui --home "$INFERA_HOME" --port 0 2>s.log &
+else
+    "$INFERA" serve --port 0 --ui "${MODELS[@]}" 2>s.log &
+fi
 # 64 served models, the console's models table and traffic table list each
 SERVER=$!
 PORT=$(serve_port s.log 600) || { cat s.log; exit 1; }
 echo "state JSON: $(curl -s "http://127.0.0.1:$PORT/ui/state" | wc -c) bytes; page: $(curl -s "http://127.0.0.1:$PORT/ui" | wc -c) bytes"
 # the server's part: time to the last byte of the page and of the state, 20 times each (medians, ms)
-for path in /ui /ui/state; do
+for path in /ui /ui/state /ui/registry "/ui/audit?limit=200" "/ui/lineage?ref=m000"; do
     echo "$path: median $(for _ in $(seq 20); do curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$PORT$path"; done |
         sort -g | awk '{a[NR] = $1 * 1000} END{printf "%.2f ms (max %.2f)", a[int((NR + 1) / 2)], a[NR]}')"
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
-NODE_PATH="$UI/node_modules" node "$HERE/console_load.js" "$CHROMIUM" "http://127.0.0.1:$PORT" 64 "$RUNS" "$SERVER"
+NODE_PATH="$UI/node_modules" node "$HERE/console_load.js" "$CHROMIUM" "http://127.0.0.1:$PORT" $((${#MODELS[@]} / 2)) "$RUNS" \
+    "$SERVER" 100

@@ -10,6 +10,8 @@
 #   batch: `infera batch --threads 1` over BATCH_ROWS CSV rows to CSV, CPU from /proc (getrusage of the child);
 #   serve: `infera serve` records endpoint, 50-record requests at SERVE_RATE req/s for SERVE_SECS
 #          (bench/serve/loadgen.c), CPU = the server's /proc/PID/stat utime+stime delta over the load.
+# ENDPOINT=infer: serve's tensor endpoint instead (/v2/models/fraud/infer, 50 rows x the 12 features of
+# `infera features` as FP32 JSON; the spec names the columns), and no batch runs.
 # Prints one line per run and the medians; RESULTS.md has the numbers and the machine.
 set -euo pipefail
 INFERA=$(realpath "$1")
@@ -41,6 +43,16 @@ w = csv.DictWriter(open("train.csv", "w", newline=""), fieldnames=list(rows[0].k
 w.writeheader(); w.writerows(rows[:2500])
 PY
 "$INFERA" monitor baseline fraud_xgb.onnx --pipeline fraud_spec.json --data csv:train.csv -o base.json 2>/dev/null
+ENDPOINT=${ENDPOINT:-records}
+if [ "$ENDPOINT" = infer ]; then
+    head -51 transactions_raw.csv >prod.csv
+    "$INFERA" features --spec fraud_spec.json --input csv:prod.csv --output npy:x.npy 2>/dev/null
+    /usr/bin/python3 -c '
+import json, numpy as np
+x = np.load("x.npy").astype(np.float32)
+json.dump({"inputs": [{"name": "input", "shape": list(x.shape), "datatype": "FP32", "data": x.ravel().tolist()}]},
+          open("req.json", "w"))'
+fi
 TCK=$(getconf CLK_TCK)
 
 batch_cpu() { # extra args -> CPU seconds of one batch run
@@ -56,10 +68,10 @@ serve_cpu() { # extra args -> "CPU seconds, requests ok"
     SERVER=$!
     local port
     port=$(serve_port s.log) || { cat s.log; exit 1; }
-    ./loadgen "$port" /v2/models/fraud/records req.json "$RATE" 1 4 >/dev/null   # warm-up
+    ./loadgen "$port" "/v2/models/fraud/$ENDPOINT" req.json "$RATE" 1 4 >/dev/null   # warm-up
     local c0 out c1
     c0=$(proc_cpu "$SERVER")
-    out=$(./loadgen "$port" /v2/models/fraud/records req.json "$RATE" "$SECS" 4)
+    out=$(./loadgen "$port" "/v2/models/fraud/$ENDPOINT" req.json "$RATE" "$SECS" 4)
     c1=$(proc_cpu "$SERVER")
     kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=
     echo "$(awk -v a="$c0" -v b="$c1" 'BEGIN{printf "%.3f", b - a}') $(echo "$out" | sed -nE 's/.*"ok":([0-9]+).*/\1/p')"
@@ -67,7 +79,8 @@ serve_cpu() { # extra args -> "CPU seconds, requests ok"
 
 declare -A B S
 BATCH_CFGS="off jsonl sqlite"
-SERVE_CFGS="off jsonl sqlite window window+jsonl"
+SERVE_CFGS=${SERVE_CFGS:-"off jsonl sqlite window window+jsonl"}
+[ "$ENDPOINT" = infer ] && BATCH_CFGS=""
 args_of() {
     case $1 in
     off) ;;

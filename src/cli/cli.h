@@ -31,6 +31,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_conformance(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_ui(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_registry(int argc, char **argv);
 int cmd_batch(int argc, char **argv); /* src/batch/cmd_batch.c */

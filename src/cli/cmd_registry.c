@@ -16,7 +16,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "infera/io.h"
 #include "infera/registry.h"
+#include "monitor/baseline_store.h"
 
 #define CMD "registry"
 #define MAX_REPEAT 64
@@ -200,15 +202,70 @@ static bool split_kv(const char *text, inf_registry_kv *kv, char *buf, size_t si
     return true;
 }
 
+/* --baseline SRC: the baseline of the training data, computed through the
+ * version just registered (its model and spec, as serve loads it) and stored
+ * with it -- what `infera monitor baseline NAME@V --data SRC --register` does,
+ * with the same code (monitor/baseline_data.c, baseline_store.c). */
+static int register_baseline(const char *ref, const char *name, int64_t version, const char *src) {
+    inf__rt_model m;
+    memset(&m, 0, sizeof m);
+    inf__rt_model_options mo = {0};
+    mo.keep_registry = 1;
+    inf_error e;
+    inf__mon_profile *prof = NULL;
+    int64_t n_rejected = 0;
+    int rc = 1;
+    char *text = NULL;
+    cJSON *j = NULL;
+    if (inf__rt_model_open(ref, &mo, &m, &e)) goto fail;
+    if (inf__mon_profile_new(&prof)) {
+        inf_error_set(&e, INF_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if (inf__mon_baseline_profile(&m, src, prof, &n_rejected, &e)) goto fail;
+    if (n_rejected)
+        fprintf(stderr, "infera registry: %lld records of %s rejected by the spec (not in the baseline)\n",
+                (long long)n_rejected, src);
+    if (!(j = inf__mon_profile_to_json(prof, m.name, m.version)) || !(text = cJSON_Print(j))) {
+        inf_error_set(&e, INF_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if (inf__mon_baseline_store(m.registry, NULL, name, version, text, (int64_t)inf__mon_profile_rows(prof), &e))
+        goto fail;
+    fprintf(stderr, "infera registry: baseline of %s stored (%llu rows)\n", ref,
+            (unsigned long long)inf__mon_profile_rows(prof));
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr,
+            "infera registry: %s is registered, but its baseline was not stored: %s (store it with `infera "
+            "monitor baseline %s --data SRC --register`)\n",
+            ref, e.message, ref);
+done:
+    free(text);
+    cJSON_Delete(j);
+    inf__mon_profile_free(prof);
+    inf__rt_model_close(&m);
+    return rc;
+}
+
 static int sub_register(int argc, char **argv) {
-    static const flag_spec flags[] = {{"--pipeline", false, false},      {"--meta", true, false},        {"--metric", true, false},
-                                      {"--description", false, false},   {"--training-data", false, false},     {"--approved-use", true, false},
-                                      {"--derived-from", false, false}};
+    static const flag_spec flags[] = {{"--pipeline", false, false},      {"--meta", true, false},
+                                      {"--metric", true, false},         {"--description", false, false},
+                                      {"--training-data", false, false}, {"--approved-use", true, false},
+                                      {"--derived-from", false, false},  {"--baseline", false, false}};
     flag_vals fv;
     args a;
-    int rc = parse(argc, argv, flags, 7, &fv, &a);
+    int rc = parse(argc, argv, flags, 8, &fv, &a);
     if (rc) return rc;
     if (a.n_pos != 2) return cli_usage(CMD, "usage: infera registry register NAME MODEL [--pipeline SPEC] [...]");
+    if (fv.val[7]) { /* the training data must be readable before anything is registered */
+        inf_source *src;
+        inf_source_options so = {0};
+        inf_error e;
+        if (inf_source_open(fv.val[7], &so, &src, &e)) return cli_fail(CMD, "--baseline %s", e.message);
+        inf_source_close(src);
+    }
     inf_registry_kv meta[MAX_REPEAT], metrics[MAX_REPEAT];
     static char keys[2][MAX_REPEAT][128];
     for (int i = 0; i < fv.n_rep[1]; i++)
@@ -247,7 +304,7 @@ static int sub_register(int argc, char **argv) {
         printf("registered %s (sha256 %.16s...)\n", ref, v.sha256);
     inf_registry_resolved_clear(&v);
     inf_registry_free(r);
-    return 0;
+    return fv.val[7] ? register_baseline(ref, a.pos[0], version, fv.val[7]) : 0;
 }
 
 /* ---------------------------------------------------------------------------

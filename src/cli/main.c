@@ -75,6 +75,8 @@ const cli_command cli_commands[] = {
      "  register NAME MODEL [--pipeline SPEC] [--meta K=V]... [--metric K=NUMBER]...\n"
      "           [--description TEXT] [--training-data REF] [--approved-use TEXT]...\n"
      "           [--derived-from NAME@VERSION]   (a pruned/distilled/quantized model's source)\n"
+     "           [--baseline SRC]   (the training data's drift baseline, stored with the version:\n"
+     "                              docs/monitoring.md)\n"
      "                              validate MODEL, derive its signature, store version N+1\n"
      "  list | show REF | versions NAME | resolve REF     (--json for machines)\n"
      "  delete NAME@VERSION [--reason TEXT]      soft delete, audited\n"
@@ -126,6 +128,7 @@ const cli_command cli_commands[] = {
      "                     [--precision fp32|bf16]   (session precision: docs/sessions.md)\n"
      "                     [--log-predictions DST [--log-sample F]]  (prediction log: docs/monitoring.md)\n"
      "                     [--baseline FILE] [--monitor-window S]  (drift windows: docs/monitoring.md)\n"
+     "                     [--monitor RULES]  (alert rules on the windows: docs/monitoring.md)\n"
      "\n"
      "SRC: redis://H:P/STREAM?group=G[&consumer=C][&field=data][&start=0|$][&claim_idle_ms=N]\n"
      "(a consumer group, created with MKSTREAM; this consumer's pending entries first),\n"
@@ -144,7 +147,9 @@ const cli_command cli_commands[] = {
      "(with the CPU seconds per million predictions).  --baseline FILE (or the baseline\n"
      "stored with a registry version) keeps drift windows of --monitor-window S seconds\n"
      "(default 60): each window is a {\"event\":\"drift\",...} line when it ends, and the\n"
-     "window in progress when the stream stops.\n"},
+     "window in progress when the stream stops.  --monitor RULES checks each reported\n"
+     "window against the alert rules serve --monitor reads (a log line, webhook, alias\n"
+     "rollback; an {\"event\":\"alert\",...} line), once per breach.\n"},
     {"features", cmd_features, "compute training features from raw records with a pipeline spec",
      "usage: infera features --spec SPEC --input SRC --output DST [--as-of COLUMN --history sqlite:PATH?table=T]\n"
      "                       [--model REF] [--batch-size N]\n"
@@ -237,6 +242,18 @@ const cli_command cli_commands[] = {
      "drops in for it.  The same --seed gives the same file, byte for byte.  Prints fidelity\n"
      "to the teacher and, with --label COL, quality of both on the holdout.  --threads is for\n"
      "scoring with the teacher; training runs on one thread (reproducible).\n"},
+    {"ui", cmd_ui, "the read-only web console of a registry, on its own (no models served)",
+     "usage: infera ui (--home DIR | --registry URL) [--host H] [--port P] [--auth-metrics]\n"
+     "\n"
+     "Serves the console of `infera serve --ui` at http://H:P/ui (default 127.0.0.1:8000;\n"
+     "--port 0 = any free port, printed) without serving a model: the registry's models,\n"
+     "versions and aliases, each model's lineage graph (training data -> versions -> the\n"
+     "jobs and servers that used them) and the audit log, read from the registry at\n"
+     "--home DIR (its SQLite file) or --registry URL (PostgreSQL).  Read-only: only GET\n"
+     "/ui, /ui/*, /metrics and /v2/health/live answer; every model and repository route is\n"
+     "404.  --auth-metrics: the console's data needs a registry token (viewer role).\n"
+     "The registry calls run as $INFERA_TOKEN's principal (the audit log needs approver\n"
+     "or admin when the registry has tokens).  See docs/monitoring.md.\n"},
     {"serve", cmd_serve, "serve models over HTTP (KServe V2) with dynamic batching",
      "usage: infera serve [--host H] [--port P] [--model [NAME=]REF]... [--max-batch N] [--max-queue-delay-us N]\n"
      "                    [--threads N] [--config FILE] [options]\n"
@@ -297,7 +314,8 @@ const cli_command cli_commands[] = {
      "requests wait for a slot before 429.  Token metrics use vLLM's names (vllm:*).\n"
      "\n"
      "Monitoring (docs/monitoring.md): --log-predictions DST [--log-sample F] logs the\n"
-     "records endpoint's scored records; --baseline [NAME=]FILE[,...] (or a baseline\n"
+     "records endpoint's scored records and /infer's tensor rows (HTTP and gRPC); --baseline [NAME=]FILE[,...] (or a "
+     "baseline\n"
      "stored with the registry version) keeps drift windows (--monitor-window S, default\n"
      "60) exported as infera_feature_drift{model,version,feature,metric}; --monitor RULES\n"
      "evaluates alert rules every --monitor-interval S (webhook, alias rollback);\n"

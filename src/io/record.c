@@ -370,6 +370,22 @@ inf_status inf_record_batch_add_field(inf_record_batch *b, const char *name, int
     return INF_OK;
 }
 
+inf_status inf__record_batch_reserve_rows(inf_record_batch *b, int n) {
+    if (n <= b->cap_rows) return INF_OK;
+    if (b->cap_fields == 0) {
+        char **names = realloc(b->names, 16 * sizeof *names);
+        if (!names) return INF_ENOMEM;
+        b->names = names;
+        b->cap_fields = 16;
+    }
+    inf_value *vals = realloc(b->vals, (size_t)n * b->cap_fields * sizeof *vals);
+    if (!vals) return INF_ENOMEM;
+    memset(vals + (size_t)b->cap_rows * b->cap_fields, 0, (size_t)(n - b->cap_rows) * b->cap_fields * sizeof *vals);
+    b->vals = vals;
+    b->cap_rows = n;
+    return INF_OK;
+}
+
 inf_status inf_record_batch_add_row(inf_record_batch *b, int *out_row) {
     if (b->cap_fields == 0) {
         /* rows before any field: give the stride a capacity */

@@ -56,6 +56,9 @@ static inline const inf_value *inf__batch_at(const inf_record_batch *b, int row,
  * and a decimal exponent within +-22 are computed exactly without strtod;
  * others call it), or -1 when the text is not such a number. */
 int inf__parse_double(const char *s, size_t n, double *out);
+/* Room for at least n rows (a batch without rows yet: exactly n, not the
+ * default 64 -- the prediction log's small batches, predlog.c).  INF_ENOMEM. */
+inf_status inf__record_batch_reserve_rows(inf_record_batch *b, int n);
 
 /* Every row of b as JSON lines (inf_record_batch_row_to_json's text, then
  * '\n'), the field names escaped once for the batch.  INF_EIO (a write

@@ -20,6 +20,7 @@
 
 #include "infera/registry.h"
 #include "monitor/profile.h"
+#include "runtime/model.h"
 
 /* The home a command uses (home, else $INFERA_HOME, else ./infera-data). */
 const char *inf__mon_home(const char *home);
@@ -31,5 +32,13 @@ inf_status inf__mon_baseline_store(inf_registry *r, const char *home, const char
  * says where it was looked for), else inf__mon_profile_load's errors. */
 inf_status inf__mon_baseline_find(const char *home, const char *name, int64_t version, inf__mon_profile **out,
                                   inf_error *err);
+
+/* Profiles the training data src_uri scored through m's pipeline into prof
+ * (an empty profile): the columns the prediction log has, features marked.
+ * *n_rejected = the records the spec rejected (left out).  Errors of the
+ * source, the model or the pipeline (e says which); INF_ENOMEM.
+ * (baseline_data.c: `monitor baseline`, `registry register --baseline`.) */
+inf_status inf__mon_baseline_profile(const inf__rt_model *m, const char *src_uri, inf__mon_profile *prof,
+                                     int64_t *n_rejected, inf_error *e);
 
 #endif /* INF_MONITOR_BASELINE_STORE_H */

@@ -27,7 +27,7 @@ struct inf__mon_row_plan {
 };
 
 /* A feature column of a sensitive input ("ssn", or one-hot "ssn=..."). */
-static int column_is_sensitive(const inf_pipeline *p, const char *col) {
+int inf__mon_column_is_sensitive(const inf_pipeline *p, const char *col) {
     if (inf_pipeline_is_sensitive(p, col)) return 1;
     const char *eq = strchr(col, '=');
     if (!eq) return 0;
@@ -114,7 +114,7 @@ inf_status inf__mon_plan_new(const inf_pipeline *p, const inf_pipeline_exec *ex,
     int nr = 0, nc = 0;
     if (!inf_pipeline_features(ex, &nr, &nc)) nc = 0;
     for (int j = 0; j < plan->n_feat && j < nc; j++) {
-        if (!inf_pipeline_exec_feature_column(ex, j) || column_is_sensitive(p, plan->feat_names[j])) continue;
+        if (!inf_pipeline_exec_feature_column(ex, j) || inf__mon_column_is_sensitive(p, plan->feat_names[j])) continue;
         plan->feat_cols[plan->n_feat_cols++] = j;
         plan->field_names[plan->n_fields++] = plan->feat_names[j];
     }

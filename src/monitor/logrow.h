@@ -43,4 +43,9 @@ inf_status inf__mon_plan_row(const inf__mon_row_plan *plan, const int *map, cons
                              const inf_record_batch *in, int id_f, const inf_record_batch *pred, int k, int64_t now_us,
                              const char *model_name, inf_record_batch *out);
 
+/* 1 when feature column col is an input p marks sensitive, or a one-hot
+ * column of one ("card=...").  The tensor endpoint's rows (tensorrow.c)
+ * leave them out too. */
+int inf__mon_column_is_sensitive(const inf_pipeline *p, const char *col);
+
 #endif /* INF_MONITOR_LOGROW_H */

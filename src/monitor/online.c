@@ -33,6 +33,9 @@ struct inf__mon_online {
     char **feat_names, **pred_names;
     int *feat_idx, *pred_idx;
     int n_feat, n_pred;
+    /* add_matrix's map (the tensor endpoint's columns), kept apart from add_scored's */
+    char **mat_names;
+    int *mat_idx, n_mat;
 };
 
 inf_status inf__mon_online_new(inf__mon_profile *baseline, int64_t window_us, int max_rows, const char *model,
@@ -67,8 +70,12 @@ void inf__mon_online_free(inf__mon_online *o) {
     for (int i = 0; i < o->n_pred; i++) free(o->pred_names[i]);
     free(o->feat_names);
     free(o->pred_names);
+    for (int i = 0; i < o->n_mat; i++)
+        free(o->mat_names[i]);
     free(o->feat_idx);
     free(o->pred_idx);
+    free(o->mat_names);
+    free(o->mat_idx);
     free(o);
 }
 
@@ -217,6 +224,29 @@ inf_status inf__mon_online_add_scored(inf__mon_online *o, const inf_pipeline_exe
             if (o->feat_idx[j] >= 0) st = inf__mon_profile_add_number(o->cur, o->feat_idx[j], row[j]);
         for (int j = 0; j < nf && st == INF_OK; j++)
             if (o->pred_idx[j] >= 0) st = inf__mon_profile_add_value(o->cur, o->pred_idx[j], inf_record_batch_get(pred, k, j));
+        inf__mon_profile_end_row(o->cur);
+    }
+    pthread_mutex_unlock(&o->mu);
+    return st;
+}
+
+static const char *mat_name(const void *names, int j) { return ((const char *const *)names)[j]; }
+
+inf_status inf__mon_online_add_matrix(inf__mon_online *o, const double *x, int n_rows, int n_cols,
+                                      const char *const *names, int64_t now_us) {
+    inf_status st;
+    pthread_mutex_lock(&o->mu);
+    roll(o, now_us);
+    o->window_rows += (uint64_t)n_rows;
+    o->total_rows += (uint64_t)n_rows;
+    if ((st = remap(o, n_cols, mat_name, names, &o->mat_names, &o->mat_idx, &o->n_mat))) {
+        pthread_mutex_unlock(&o->mu);
+        return st;
+    }
+    for (int k = 0; k < n_rows && st == INF_OK && inf__mon_profile_rows(o->cur) < (uint64_t)o->max_rows; k++) {
+        const double *row = x + (size_t)k * (size_t)n_cols;
+        for (int j = 0; j < n_cols && st == INF_OK; j++)
+            if (o->mat_idx[j] >= 0) st = inf__mon_profile_add_number(o->cur, o->mat_idx[j], row[j]);
         inf__mon_profile_end_row(o->cur);
     }
     pthread_mutex_unlock(&o->mu);

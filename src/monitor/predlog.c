@@ -12,11 +12,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "io/record_int.h"
 #include "monitor/logrow.h"
 #include "monitor/predlog.h"
 
 #define RING_BATCHES 4096 /* queued batches at most (and max_rows rows) */
-#define SPARE_BATCHES 16  /* written batches kept for reuse */
+#define SPARE_BATCHES 64  /* written batches kept for reuse (a batch of a few rows is small) */
 #define MAX_PLANS 64      /* row plans kept; rows of more layouts than this are dropped (counted) */
 #define FLUSH_ROWS 4096   /* the writer is woken when this many rows wait ... */
 #define FLUSH_MS 1000     /* ... or after this long (one SQLite commit a second at most) */
@@ -32,7 +33,7 @@ typedef struct plan_node {
  * while the plan is the same: no field setup). */
 typedef struct log_batch {
     inf_record_batch *rows;
-    const inf__mon_row_plan *plan;
+    const void *plan; /* a row plan, or the layout key of prebuilt rows (add_built) */
     int *map;
     int map_cap;
 } log_batch;
@@ -116,19 +117,36 @@ static void batch_free(log_batch *b) {
     free(b);
 }
 
-/* A batch bound to plan: a spare one (the same plan's first: its fields are
- * kept), else a new one.  NULL when out of memory. */
-static log_batch *batch_get(inf__mon_log *l, const inf__mon_row_plan *plan) {
+/* How a batch's fields are added: a row plan's, or the names of add_built. */
+typedef struct binder {
+    const void *key;
+    int n_fields;
+    const inf__mon_row_plan *plan; /* NULL: names */
+    const char *const *names;
+} binder;
+
+static inf_status bind_fields(const binder *bd, inf_record_batch *rows, int *map) {
+    if (bd->plan) return inf__mon_plan_bind(bd->plan, rows, map);
+    for (int i = 0; i < bd->n_fields; i++) {
+        inf_status st = inf_record_batch_add_field(rows, bd->names[i], &map[i]);
+        if (st) return st;
+    }
+    return INF_OK;
+}
+
+/* A batch bound to bd's layout: a spare one (the same layout's first: its
+ * fields are kept), else a new one.  NULL when out of memory. */
+static log_batch *batch_get(inf__mon_log *l, const binder *bd) {
     log_batch *b = NULL;
     pthread_mutex_lock(&l->mu);
     for (int i = l->n_spare - 1; i >= 0 && !b; i--)
-        if (l->spare[i]->plan == plan) {
+        if (l->spare[i]->plan == bd->key) {
             b = l->spare[i];
             l->spare[i] = l->spare[--l->n_spare];
         }
     if (!b && l->n_spare) b = l->spare[--l->n_spare];
     pthread_mutex_unlock(&l->mu);
-    if (b && b->plan == plan) {
+    if (b && b->plan == bd->key) {
         inf_record_batch_clear(b->rows);
         return b;
     }
@@ -136,7 +154,7 @@ static log_batch *batch_get(inf__mon_log *l, const inf__mon_row_plan *plan) {
         free(b);
         return NULL;
     }
-    int n = inf__mon_plan_n_fields(plan);
+    int n = bd->n_fields;
     inf_record_batch_reset(b->rows);
     b->plan = NULL;
     if (n > b->map_cap) {
@@ -148,11 +166,11 @@ static log_batch *batch_get(inf__mon_log *l, const inf__mon_row_plan *plan) {
         b->map = map;
         b->map_cap = n;
     }
-    if (inf__mon_plan_bind(plan, b->rows, b->map)) {
+    if (bind_fields(bd, b->rows, b->map)) {
         batch_free(b);
         return NULL;
     }
-    b->plan = plan;
+    b->plan = bd->key;
     return b;
 }
 
@@ -190,24 +208,41 @@ int inf__mon_log_add(inf__mon_log *l, const inf_pipeline *p, const char *model_n
     return l ? inf__mon_log_add_at(l, p, model_name, ex, in, pred, inf__mon_now_us()) : 0;
 }
 
+/* The sample decision for a batch of n records, first: one atomic add on
+ * the record counter.  *k0 = the batch's first record number, *first = its
+ * first sampled record; returns how many are sampled (counted). */
+static int sample_batch(inf__mon_log *l, int n, uint64_t *k0, int *first) {
+    int n_sampled = 0;
+    *first = -1;
+    *k0 = atomic_fetch_add(&l->n_seen, (uint64_t)n);
+    for (int k = 0; k < n; k++)
+        if (sampled(l, *k0 + (uint64_t)k)) {
+            if (*first < 0) *first = k;
+            n_sampled++;
+        }
+    if (n_sampled) atomic_fetch_add(&l->n_sampled, (uint64_t)n_sampled);
+    return n_sampled;
+}
+
 int inf__mon_log_add_at(inf__mon_log *l, const inf_pipeline *p, const char *model_name, const inf_pipeline_exec *ex,
                         const inf_record_batch *in, const inf_record_batch *pred, int64_t t) {
     if (!l) return 0;
-    int n = inf_pipeline_n_accepted(ex), first = -1, n_sampled = 0;
+    int n = inf_pipeline_n_accepted(ex), first;
     if (n > inf_record_batch_n_rows(pred)) n = inf_record_batch_n_rows(pred);
     if (n <= 0) return 0;
-    /* the sample decision first, for the whole batch: one atomic add */
-    uint64_t k0 = atomic_fetch_add(&l->n_seen, (uint64_t)n);
-    for (int k = 0; k < n; k++)
-        if (sampled(l, k0 + (uint64_t)k)) {
-            if (first < 0) first = k;
-            n_sampled++;
-        }
+    uint64_t k0;
+    int n_sampled = sample_batch(l, n, &k0, &first);
     if (!n_sampled) return 0;
-    atomic_fetch_add(&l->n_sampled, (uint64_t)n_sampled);
     if (!p) p = l->pipeline;
     const inf__mon_row_plan *plan = p ? plan_for(l, p, ex, in, pred) : NULL;
-    log_batch *b = plan ? batch_get(l, plan) : NULL;
+    binder bd = {plan, plan ? inf__mon_plan_n_fields(plan) : 0, plan, NULL};
+    log_batch *b = plan ? batch_get(l, &bd) : NULL;
+    /* a new batch gets room for these rows only (the default 64 rows would be cleared for a few) */
+    if (b && inf__record_batch_reserve_rows(b->rows, n_sampled)) {
+        b->plan = NULL;
+        batch_put(l, b);
+        b = NULL;
+    }
     if (!b) { /* out of memory (or of plans): these log rows are lost, not the scoring */
         drop(l, (uint64_t)n_sampled);
         return n_sampled;
@@ -224,6 +259,36 @@ int inf__mon_log_add_at(inf__mon_log *l, const inf_pipeline *p, const char *mode
         }
     }
     if (b) queue(l, b);
+    return n_sampled;
+}
+
+int inf__mon_log_add_built(inf__mon_log *l, int n, const void *layout, int n_fields, const char *const *names,
+                           inf__mon_build_row_fn row, void *user) {
+    if (!l || n <= 0) return 0;
+    uint64_t k0;
+    int first, n_sampled = sample_batch(l, n, &k0, &first);
+    if (!n_sampled) return 0;
+    binder bd = {layout, n_fields, NULL, names};
+    log_batch *b = batch_get(l, &bd);
+    if (b && inf__record_batch_reserve_rows(b->rows, n_sampled)) {
+        b->plan = NULL;
+        batch_put(l, b);
+        b = NULL;
+    }
+    if (!b) {
+        drop(l, (uint64_t)n_sampled);
+        return n_sampled;
+    }
+    for (int k = first; k < n; k++) {
+        if (!sampled(l, k0 + (uint64_t)k)) continue;
+        if (row(user, k, b->map, b->rows)) {
+            drop(l, (uint64_t)n_sampled);
+            b->plan = NULL;
+            batch_put(l, b);
+            return n_sampled;
+        }
+    }
+    queue(l, b);
     return n_sampled;
 }
 

@@ -71,6 +71,18 @@ int inf__mon_log_add(inf__mon_log *l, const inf_pipeline *p, const char *model_n
  * record's log row and its window agree on when it was scored. */
 int inf__mon_log_add_at(inf__mon_log *l, const inf_pipeline *p, const char *model_name, const inf_pipeline_exec *ex,
                         const inf_record_batch *in, const inf_record_batch *pred, int64_t t_us);
+/* The second entry point: rows the caller builds itself (serve's tensor
+ * endpoint, tensorrow.h).  Samples the n records of a batch first (as add:
+ * one atomic add; nothing more when none is sampled), then calls
+ * row(user, k, map, out) for each sampled record k, appending its row to
+ * out, a recycled batch whose fields are names[0..n_fields) (map[i] = out's
+ * index of names[i]).  layout identifies the names (the same pointer, the
+ * same names) and outlives the log.  Queued as add() queues; never blocks,
+ * never fails (a row that fails drops the batch's rows, counted).  Returns
+ * the number of records sampled. */
+typedef inf_status (*inf__mon_build_row_fn)(void *user, int k, const int *map, inf_record_batch *out);
+int inf__mon_log_add_built(inf__mon_log *l, int n, const void *layout, int n_fields, const char *const *names,
+                           inf__mon_build_row_fn row, void *user);
 /* Appends the log rows (LOG ROWS above) of the first n accepted records
  * to out: what add() queues, and what `infera monitor baseline` profiles.
  * One row plan for the call.  INF_ENOMEM. */

@@ -204,3 +204,30 @@ cJSON *inf__mon_alert_json(const inf__mon_rule *r, const cJSON *drift, double va
     }
     return a;
 }
+
+int inf__mon_rule_step(const inf__mon_rule *r, inf__mon_rule_state *st, const cJSON *drift, int64_t since_us,
+                       int64_t now_us) {
+    double value;
+    const char *col;
+    int res = inf__mon_rule_check(r, drift, &value, &col);
+    if (res >= 0) {
+        st->value = value;
+        snprintf(st->column, sizeof st->column, "%s", col ? col : "");
+    }
+    if (res == 1) {
+        if (!st->breaching) {
+            st->breaching = 1;
+            st->breach_since_us = since_us;
+        }
+        if (st->firing || now_us - st->breach_since_us < r->for_us) return 0;
+        st->firing = 1;
+        return 1;
+    }
+    if (res == 0) {
+        int was = st->firing;
+        st->breaching = st->firing = 0;
+        st->breach_since_us = 0;
+        return was ? -1 : 0;
+    }
+    return 0;
+}

@@ -64,6 +64,22 @@ void inf__mon_rules_free(inf__mon_rules *rs);
  * (unknown), 1 when it breaches, else 0.  *value and
  * *column get the metric's value and the column (the worst one for "*"). */
 int inf__mon_rule_check(const inf__mon_rule *r, const cJSON *drift, double *value, const char **column);
+/* The state of one rule for one model version, evaluated window after
+ * window (`infera serve --monitor`, `infera stream --monitor`). */
+typedef struct inf__mon_rule_state {
+    int breaching, firing;
+    int64_t breach_since_us; /* when the current breach began (valid while breaching) */
+    double value;            /* the last known value of the metric, and its column */
+    char column[256];
+} inf__mon_rule_state;
+/* One evaluation of r against a window's drift: a breach that begins now
+ * is dated since_us (serve: the evaluation's time; stream: the window's
+ * start); the rule starts firing once breached for r->for_us at now_us.
+ * Returns 1 when it starts firing (run its actions: once per breach), -1
+ * when a firing rule cleared (a window with min_rows rows that does not
+ * breach), else 0 (an unknown window changes nothing). */
+int inf__mon_rule_step(const inf__mon_rule *r, inf__mon_rule_state *st, const cJSON *drift, int64_t since_us,
+                       int64_t now_us);
 /* The alert object of a firing rule: {"rule","metric","feature","value",
  * "threshold","model","version","rows","window_start","window_end"}. */
 cJSON *inf__mon_alert_json(const inf__mon_rule *r, const cJSON *drift, double value, const char *column);

@@ -240,6 +240,10 @@ const char *inf__serve_http_header(srv_request *rq, const char *name) {
     return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
 }
 
+const char *inf__serve_http_query(srv_request *rq, const char *name) {
+    return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
 void inf__serve_http_job_done(srv_job *job, void *user) {
     srv_request *rq = user;
     (void)job;

@@ -13,7 +13,9 @@
  * batcher.c INLINE RUNS; the outputs may be the held session's own tensors
  * until release) or it is queued and call->done runs later on the batcher's
  * scheduler thread -> result (deadline check, failure accounting) -> the
- * protocol encodes the outputs -> succeeded (metrics, audit) -> release.
+ * protocol encodes the outputs -> succeeded (metrics, audit, monitoring:
+ * the prediction log's rows and the drift window take the tensors here,
+ * before release frees them; monitor_hooks.c) -> release.
  * Messages are the HTTP endpoint's, word for word.
  */
 #include <math.h>
@@ -191,6 +193,9 @@ void inf__serve_infer_call_succeeded(srv_infer_call *c) {
         inf__serve_hist_observe(&m->request_hist, (double)us);
     }
     inf__serve_models_note_prediction(c->srv->models, c->version, c->caller, c->job.rows);
+    /* monitoring (monitor_hooks.c): log rows and drift window from the tensors, before release frees them */
+    inf__serve_monitor_tensors(c->srv, c->version, (const inf_tensor *const *)c->job_inputs, c->job_outputs,
+                               c->job.rows, c->infer.id);
     /* answered: a shadow copy (traffic.c) runs after, on copies of the inputs and outputs */
     inf__serve_traffic_shadow(c->srv, c->requested, c->version->model, c->job_inputs, c->job_outputs, c->job.rows);
 }

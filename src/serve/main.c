@@ -309,13 +309,15 @@ static void defaults(srv_options *o) {
     o->grpc_max_in_flight = 1024;
 }
 
-int cmd_serve(int argc, char **argv) {
+/* cmd_serve, and `infera ui` (console_only: the console and health routes only, no models). */
+static int serve_main(int argc, char **argv, int console_only) {
     srv_server *srv = calloc(1, sizeof *srv);
     strings arena = {0};
     int rc = 1;
     if (!srv) return cli_fail("serve", "out of memory");
     srv_options *o = &srv->opt;
     defaults(o);
+    o->console_only = console_only;
     /* --config first (flags override it), then the environment, then flags */
     for (int i = 1; i < argc; i++) {
         bool missing = false;
@@ -484,4 +486,46 @@ out:
     free(srv->model_root_real);
     free(srv);
     return rc;
+}
+
+int cmd_serve(int argc, char **argv) { return serve_main(argc, argv, 0); }
+
+/* `infera ui --home DIR | --registry URL [--host H] [--port P] [--auth-metrics]`: the read-only
+ * console on its own -- serve's console (ui.c) with no model: the registry's models, versions and
+ * aliases, the lineage graph and the audit log; every model and repository route answers 404. */
+int cmd_ui(int argc, char **argv) {
+    static const char *const pass[] = {"--home", "--registry", "--host", "--port"};
+    const char *args[16] = {"serve", "--ui", "--max-models", "1"};
+    int n = 4, has_reg = 0;
+    for (int i = 1; i < argc; i++) {
+        int matched = 0;
+        for (size_t k = 0; k < sizeof pass / sizeof pass[0] && !matched; k++) {
+            bool missing = false;
+            int j = i;
+            const char *v = cli_flag_value(argc, argv, &j, pass[k], &missing);
+            if (!v && !missing) continue;
+            if (missing) return cli_usage("ui", "%s needs a value", pass[k]);
+            if (n + 2 > (int)(sizeof args / sizeof args[0])) return cli_usage("ui", "too many options");
+            args[n++] = pass[k];
+            args[n++] = v;
+            has_reg |= k < 2;
+            i = j;
+            matched = 1;
+        }
+        if (matched) continue;
+        if (!strcmp(argv[i], "--auth-metrics") && n < (int)(sizeof args / sizeof args[0])) {
+            args[n++] = "--auth-metrics";
+            continue;
+        }
+        return cli_usage("ui", "unknown option '%s' (see 'infera help ui')", argv[i]);
+    }
+    /* main.c moves the global --home / --registry into INFERA_HOME / INFERA_REGISTRY */
+    const char *env_home = getenv("INFERA_HOME"), *env_reg = getenv("INFERA_REGISTRY");
+    if (!has_reg && ((env_home && *env_home) || (env_reg && *env_reg))) {
+        args[n++] = env_reg && *env_reg ? "--registry" : "--home";
+        args[n++] = env_reg && *env_reg ? env_reg : env_home;
+        has_reg = 1;
+    }
+    if (!has_reg) return cli_usage("ui", "give the registry: --home DIR or --registry URL (or $INFERA_HOME)");
+    return serve_main(n, (char **)args, 1);
 }

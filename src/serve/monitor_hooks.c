@@ -37,17 +37,23 @@
 #include "monitor/online.h"
 #include "monitor/predlog.h"
 #include "monitor/rules.h"
+#include "monitor/tensorrow.h"
 #include "serve/serve.h"
 
 #define MAX_BASELINES 32
+#define MAX_TENSOR_PLANS 8 /* tensor layouts kept per model version; requests of further layouts are not monitored */
+#define MAX_TENSORS 64     /* a model with more inputs + outputs than this is not monitored on /infer */
 
 typedef struct rule_state {
-    int64_t breach_since_us; /* 0: not breaching */
-    int firing;
-    double value;
-    char column[256];
+    inf__mon_rule_state s;   /* rules.h: breach, firing, last value */
     int64_t rolled_to;       /* the version a rollback moved the alias to (0: none) */
 } rule_state;
+
+/* A tensor layout's row plan (tensorrow.h); the list only grows. */
+typedef struct tplan_node {
+    inf__mon_tplan *plan;
+    struct tplan_node *next;
+} tplan_node;
 
 typedef struct mon_entry {
     char name[129], version[32], registry_name[129];
@@ -55,6 +61,9 @@ typedef struct mon_entry {
     inf__mon_online *online; /* NULL without a baseline */
     _Atomic uint64_t records, sampled, build_failures;
     rule_state *rules;       /* one per rule (rule thread only, read under mu for state) */
+    _Atomic(tplan_node *) tplans; /* the /infer endpoint's row plans (added under the monitor's mu) */
+    int n_tplans;
+    _Atomic uint64_t tensor_unmonitored; /* /infer rows not monitored: a layout beyond MAX_TENSOR_PLANS, OOM */
     struct mon_entry *next;
 } mon_entry;
 
@@ -213,6 +222,11 @@ void inf__serve_monitor_stop(srv_server *srv) {
     }
     for (mon_entry *e = m->entries, *next; e; e = next) {
         next = e->next;
+        for (tplan_node *n = atomic_load(&e->tplans), *nn; n; n = nn) {
+            nn = n->next;
+            inf__mon_tplan_free(n->plan);
+            free(n);
+        }
         inf__mon_online_free(e->online);
         free(e->rules);
         free(e);
@@ -301,10 +315,96 @@ void inf__serve_monitor_records(srv_server *srv, srv_version *v, void *exec, con
                                                        e->registry_name[0] ? e->registry_name : NULL, ex, in, pred, t));
 }
 
+/* ---- the tensor endpoint (/infer, HTTP and gRPC) ------------------------------ */
+
+/* The entry's plan for requests like t, or a new one (kept).  NULL when out
+ * of memory or MAX_TENSOR_PLANS layouts were seen already. */
+static const inf__mon_tplan *tplan_for(srv_monitor *m, mon_entry *e, const inf__mon_tensors *t, const srv_version *v) {
+    for (tplan_node *n = atomic_load(&e->tplans); n; n = n->next)
+        if (inf__mon_tplan_matches(n->plan, t)) return n->plan;
+    pthread_mutex_lock(&m->mu);
+    const inf__mon_tplan *found = NULL;
+    for (tplan_node *n = atomic_load(&e->tplans); n && !found; n = n->next) /* another thread may have added it */
+        if (inf__mon_tplan_matches(n->plan, t)) found = n->plan;
+    tplan_node *node = NULL;
+    if (!found && e->n_tplans < MAX_TENSOR_PLANS && (node = calloc(1, sizeof *node)) != NULL) {
+        if (inf__mon_tplan_new(t, v->pipeline, &node->plan) == INF_OK) {
+            node->next = atomic_load(&e->tplans);
+            atomic_store(&e->tplans, node);
+            e->n_tplans++;
+            found = node->plan;
+        } else {
+            free(node);
+        }
+    }
+    pthread_mutex_unlock(&m->mu);
+    return found;
+}
+
+typedef struct tensor_rows {
+    const inf__mon_tplan *plan;
+    const inf__mon_tensors *t;
+    const char *id, *model, *version;
+    int64_t t_us;
+} tensor_rows;
+
+static inf_status tensor_row(void *user, int k, const int *map, inf_record_batch *out) {
+    const tensor_rows *r = user;
+    return inf__mon_tplan_row(r->plan, map, r->t, k, r->id, r->t_us, r->model, r->version, out);
+}
+
+/* Every row's input columns into the drift window (as doubles). */
+static void tensor_window(mon_entry *e, const inf__mon_tplan *plan, const inf__mon_tensors *t, int64_t t_us) {
+    int nf = inf__mon_tplan_n_features(plan);
+    double small[512];
+    size_t need = (size_t)t->rows * (size_t)(nf ? nf : 1);
+    double *x = need <= sizeof small / sizeof small[0] ? small : malloc(need * sizeof *x);
+    if (!x) {
+        atomic_fetch_add(&e->build_failures, 1);
+        return;
+    }
+    for (int64_t k = 0; k < t->rows; k++)
+        inf__mon_tplan_features(plan, t, k, x + (size_t)k * (size_t)nf);
+    if (inf__mon_online_add_matrix(e->online, x, (int)t->rows, nf, inf__mon_tplan_feature_names(plan), t_us) != INF_OK)
+        atomic_fetch_add(&e->build_failures, 1);
+    if (x != small) free(x);
+}
+
+void inf__serve_monitor_tensors(srv_server *srv, srv_version *v, const inf_tensor *const *inputs,
+                                inf_tensor *const *outputs, int64_t rows, const char *request_id) {
+    srv_monitor *m = srv->monitor;
+    if (!m || rows <= 0 || rows > INT32_MAX) return;
+    int n_in = inf_model_n_inputs(v->model), n_out = inf_model_n_outputs(v->model);
+    if (n_in + n_out > MAX_TENSORS) return;
+    mon_entry *e = entry_get(m, v);
+    if (!e) return;
+    atomic_fetch_add(&e->records, (uint64_t)rows);
+    if (!m->log && !e->online) return;
+    const char *names[MAX_TENSORS];
+    for (int i = 0; i < n_in; i++)
+        names[i] = inf_model_input(v->model, i)->name;
+    for (int i = 0; i < n_out; i++)
+        names[n_in + i] = inf_model_output(v->model, i)->name;
+    inf__mon_tensors t = {n_in, n_out, inputs, (const inf_tensor *const *)outputs, names, names + n_in, rows};
+    const inf__mon_tplan *plan = tplan_for(m, e, &t, v);
+    if (!plan) {
+        atomic_fetch_add(&e->tensor_unmonitored, (uint64_t)rows);
+        return;
+    }
+    int64_t t_us = now_us();
+    if (e->online && inf__mon_tplan_n_features(plan)) tensor_window(e, plan, &t, t_us);
+    if (m->log) {
+        tensor_rows r = {plan, &t, request_id, e->registry_name[0] ? e->registry_name : e->name, e->version, t_us};
+        atomic_fetch_add(&e->sampled,
+                         (uint64_t)inf__mon_log_add_built(m->log, (int)rows, plan, inf__mon_tplan_n_fields(plan),
+                                                          inf__mon_tplan_field_names(plan), tensor_row, &r));
+    }
+}
+
 /* ---- rules ------------------------------------------------------------------ */
 
 static void fire(srv_monitor *m, mon_entry *e, const inf__mon_rule *r, rule_state *rs, const cJSON *drift) {
-    cJSON *a = inf__mon_alert_json(r, drift, rs->value, rs->column);
+    cJSON *a = inf__mon_alert_json(r, drift, rs->s.value, rs->s.column);
     if (!a) return;
     atomic_fetch_add(&m->alerts_fired, 1);
     cJSON_AddStringToObject(a, "status", "firing");
@@ -330,26 +430,12 @@ static void evaluate_entry(srv_monitor *m, mon_entry *e, int64_t t) {
     for (int i = 0; i < m->rules.n; i++) {
         const inf__mon_rule *r = &m->rules.rules[i];
         rule_state *rs = &e->rules[i];
-        double value;
-        const char *col;
-        int res = inf__mon_rule_check(r, drift, &value, &col);
         pthread_mutex_lock(&m->mu);
-        if (res >= 0) {
-            rs->value = value;
-            snprintf(rs->column, sizeof rs->column, "%s", col ? col : "");
-        }
-        int start = 0;
-        if (res == 1) {
-            if (!rs->breach_since_us) rs->breach_since_us = t;
-            start = !rs->firing && t - rs->breach_since_us >= r->for_us;
-            if (start) rs->firing = 1;
-        } else if (res == 0) {
-            if (rs->firing) fprintf(stderr, "infera serve: alert '%s' resolved: model '%s' version %s\n", r->name, e->name, e->version);
-            rs->breach_since_us = 0;
-            rs->firing = 0;
-        }
+        int step = inf__mon_rule_step(r, &rs->s, drift, t, t); /* rules.c: the same steps as stream's */
         pthread_mutex_unlock(&m->mu);
-        if (start) fire(m, e, r, rs, drift);
+        if (step < 0)
+            fprintf(stderr, "infera serve: alert '%s' resolved: model '%s' version %s\n", r->name, e->name, e->version);
+        if (step > 0) fire(m, e, r, rs, drift);
     }
     cJSON_Delete(drift);
 }
@@ -435,7 +521,8 @@ void inf__serve_monitor_metrics(srv_server *srv, srv_buf *o) {
     mon_entry *head = m->entries;
     pthread_mutex_unlock(&m->mu);
     int64_t t = now_us();
-    inf__serve_buf_puts(o, "# HELP infera_monitor_records_total Records scored through the records endpoint, seen by monitoring.\n"
+    inf__serve_buf_puts(o, "# HELP infera_monitor_records_total Records (rows) scored through the records and /infer "
+                           "endpoints, seen by monitoring.\n"
                            "# TYPE infera_monitor_records_total counter\n");
     for (mon_entry *e = head; e; e = e->next) {
         inf__serve_buf_puts(o, "infera_monitor_records_total{");
@@ -488,7 +575,7 @@ void inf__serve_monitor_metrics(srv_server *srv, srv_buf *o) {
                 label(o, "rule", m->rules.rules[i].name, 1);
                 label(o, "model", e->name, 0);
                 label(o, "version", e->version, 0);
-                inf__serve_buf_printf(o, "} %d\n", e->rules[i].firing);
+                inf__serve_buf_printf(o, "} %d\n", e->rules[i].s.firing);
             }
         pthread_mutex_unlock(&m->mu);
         inf__serve_buf_printf(o, "# TYPE infera_monitor_alerts_total counter\ninfera_monitor_alerts_total %llu\n"
@@ -531,8 +618,10 @@ void inf__serve_monitor_state_json(srv_server *srv, srv_buf *o) {
             if (i) inf__serve_buf_put(o, ",", 1);
             inf__serve_buf_puts(o, "{\"rule\":");
             inf__serve_buf_json_str(o, m->rules.rules[i].name, strlen(m->rules.rules[i].name));
-            inf__serve_buf_printf(o, ",\"firing\":%s,\"value\":", e->rules[i].firing ? "true" : "false");
-            if (isfinite(e->rules[i].value) && e->rules[i].column[0]) inf__serve_buf_f64(o, e->rules[i].value);
+            const inf__mon_rule_state *rs = &e->rules[i].s;
+            inf__serve_buf_printf(o, ",\"firing\":%s,\"value\":", rs->firing ? "true" : "false");
+            if (isfinite(rs->value) && rs->column[0])
+                inf__serve_buf_f64(o, rs->value);
             else inf__serve_buf_puts(o, "null");
             inf__serve_buf_printf(o, ",\"threshold\":%.6g}", m->rules.rules[i].threshold);
         }

@@ -24,8 +24,7 @@
 #include "runtime/score.h"
 #include "serve/serve.h"
 
-
-enum { OPEN_HEALTH = 1, OPEN_METRICS = 2, PREDICT = 4, ADMIN = 8 };
+enum { OPEN_HEALTH = 1, OPEN_METRICS = 2, PREDICT = 4, ADMIN = 8, CONSOLE = 16 /* answered by `infera ui` too */ };
 
 typedef int (*route_fn)(srv_request *rq);
 struct srv_route {
@@ -49,7 +48,7 @@ static int h_repo_unload(srv_request *rq);
 static int h_metrics(srv_request *rq);
 
 static const srv_route routes[] = {
-    {"GET", "/v2/health/live", h_live, OPEN_HEALTH, "server live"},
+    {"GET", "/v2/health/live", h_live, OPEN_HEALTH | CONSOLE, "server live"},
     {"GET", "/v2/health/ready", h_ready, OPEN_HEALTH, "server ready"},
     {"GET", "/v2", h_server_meta, OPEN_HEALTH, "server metadata"},
     {"GET", "/v2/models/{name}", h_model_meta, OPEN_HEALTH, "model metadata"},
@@ -63,10 +62,13 @@ static const srv_route routes[] = {
     {"POST", "/v2/repository/index", h_repo_index, ADMIN, "repository index"},
     {"POST", "/v2/repository/models/{name}/load", h_repo_load, ADMIN, "repository load"},
     {"POST", "/v2/repository/models/{name}/unload", h_repo_unload, ADMIN, "repository unload"},
-    {"GET", "/metrics", h_metrics, OPEN_METRICS, "metrics"},
+    {"GET", "/metrics", h_metrics, OPEN_METRICS | CONSOLE, "metrics"},
     /* the read-only console (ui.c, --ui): the page holds no data; its state is guarded like /metrics */
-    {"GET", "/ui", inf__serve_ui_page, 0, "console"},
-    {"GET", "/ui/state", inf__serve_ui_state, OPEN_METRICS, "console state"},
+    {"GET", "/ui", inf__serve_ui_page, CONSOLE, "console"},
+    {"GET", "/ui/state", inf__serve_ui_state, OPEN_METRICS | CONSOLE, "console state"},
+    {"GET", "/ui/registry", inf__serve_ui_registry, OPEN_METRICS | CONSOLE, "console registry"},
+    {"GET", "/ui/audit", inf__serve_ui_audit, OPEN_METRICS | CONSOLE, "console audit log"},
+    {"GET", "/ui/lineage", inf__serve_ui_lineage, OPEN_METRICS | CONSOLE, "console lineage"},
     /* OpenAI-compatible generative endpoints (openai.c); access 0: the body
      * names the model, so openai.c checks the predictor role once parsed */
     {"POST", "/v1/completions", inf__serve_openai_completions, 0, "completions"},
@@ -116,6 +118,10 @@ int inf__serve_route_dispatch(srv_request *rq) {
                 snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s", allowed[0] ? ", " : "",
                          routes[i].method);
             continue;
+        }
+        if (srv->opt.console_only && !(routes[i].access & CONSOLE)) { /* `infera ui`: the console only */
+            path_matched = 0;
+            break;
         }
         rq->route = &routes[i];
         inf__serve_copy_str(rq->params[0], sizeof rq->params[0], params[0]);
@@ -475,6 +481,9 @@ static void complete_infer(srv_request *rq) {
         inf__serve_error(rq, status_of(st), "%s", e.message);
         return;
     }
+    /* monitoring (monitor_hooks.c): sampled log rows and the drift window, while the outputs are held */
+    inf__serve_monitor_tensors(rq->srv, v, (const inf_tensor *const *)rq->job_inputs, rq->job_outputs, rq->job.rows,
+                               rq->infer.id);
     /* answered: a shadow copy (if any) runs after, on copies, never on this request's time */
     inf__serve_traffic_shadow(rq->srv, rq->params[0], v->model, (const inf_tensor *const *)rq->job_inputs,
                               rq->job_outputs, rq->job.rows);

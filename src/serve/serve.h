@@ -673,6 +673,7 @@ typedef struct srv_options {
     const char *monitor_rules;    /* --monitor FILE: alert rules */
     int monitor_interval_s;       /* rule evaluation period (default 10) */
     int ui;                       /* --ui: the read-only console at /ui */
+    int console_only;             /* `infera ui`: the console and health routes only (no flag) */
     const char *cpu_price;        /* --cpu-price-per-hour: money per CPU-hour for the cost gauges, or NULL */
     int grpc_port;              /* KServe V2 over gRPC on host:grpc_port; 0 = off (grpc_server.c) */
     int grpc_max_in_flight;     /* gRPC calls being served at once before RESOURCE_EXHAUSTED */
@@ -883,6 +884,8 @@ void inf__serve_error(srv_request *rq, int status, const char *fmt, ...) __attri
 void inf__serve_http_suspend(srv_request *rq);
 void inf__serve_http_resume(srv_request *rq);
 const char *inf__serve_http_header(srv_request *rq, const char *name);
+/* A query argument of rq's URL (decoded), or NULL. */
+const char *inf__serve_http_query(srv_request *rq, const char *name);
 /* kserve_v2.c: walks {"records": [{...}, ...]} calling each() with every
  * record object's JSON text; errors name the offset. */
 inf_status inf__serve_decode_records(const char *body, size_t len,
@@ -909,6 +912,12 @@ void inf__serve_monitor_stop(srv_server *srv);
  * records in (inf_record_batch *) and prediction rows pred.  Never fails,
  * never waits on the log's sink. */
 void inf__serve_monitor_records(srv_server *srv, srv_version *v, void *exec, const void *in, const void *pred);
+/* The tensor endpoint (/infer, HTTP and gRPC) answered a request of rows
+ * rows: its model inputs / outputs (model order, NULL = absent), valid for
+ * the call (before release).  Sampled log rows and the drift window's input
+ * columns (src/monitor/tensorrow.h).  Never fails, never waits on the sink. */
+void inf__serve_monitor_tensors(srv_server *srv, srv_version *v, const inf_tensor *const *inputs,
+                                inf_tensor *const *outputs, int64_t rows, const char *request_id);
 /* Appends the monitoring metrics (Prometheus text) / the console's JSON state. */
 void inf__serve_monitor_metrics(srv_server *srv, srv_buf *out);
 void inf__serve_monitor_state_json(srv_server *srv, srv_buf *out);
@@ -916,6 +925,11 @@ void inf__serve_monitor_state_json(srv_server *srv, srv_buf *out);
 /* ---- ui.c: the read-only console of --ui (GET /ui, GET /ui/state) ---------- */
 int inf__serve_ui_page(srv_request *rq);
 int inf__serve_ui_state(srv_request *rq);
+/* The console's registry views (ui.c): GET /ui/registry (models, versions, aliases), /ui/audit
+ * (?model=NAME&limit=N, newest first), /ui/lineage?ref=NAME (training data -> versions -> uses). */
+int inf__serve_ui_registry(srv_request *rq);
+int inf__serve_ui_audit(srv_request *rq);
+int inf__serve_ui_lineage(srv_request *rq);
 
 /* util.c */
 void inf__serve_access_log(srv_server *srv, const srv_request *rq);

@@ -8,31 +8,54 @@
  * counters of metrics.c, the monitoring state of monitor_hooks.c), and
  * draws it -- tables, request-rate and latency sparklines, drift bars per
  * feature, alert states -- with DOM text nodes only (data never becomes
- * markup).  Nothing on the page changes the server.  Access: /ui/state is
- * guarded like /metrics (a token when --auth-metrics); the page itself holds
- * no data.  Both answer 404 without --ui.
+ * markup).  With a registry (the server's --home / --registry), the page
+ * also loads GET /ui/registry (models, versions, aliases), /ui/lineage
+ * (one model's lineage graph: training data -> versions -> uses, SVG) and
+ * /ui/audit (the newest 200 audit records), every 10 s.  `infera ui` serves
+ * this page and these views alone (serve_main's console_only).  Nothing on the page changes the server.  Access:
+ * /ui/state is guarded like /metrics (a token when --auth-metrics); the page itself holds no data.  Both answer 404
+ * without --ui.
  */
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "serve/serve.h"
 
 static const char PAGE[] =
-    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Infera console</title><link rel=\"icon\" href=\"data:,\">\n"
+    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Infera console</title><link rel=\"icon\" "
+    "href=\"data:,\">\n"
     "<style>\n"
     "body{font:14px system-ui,sans-serif;margin:20px;color:#222}h1{font-size:19px}h2{font-size:15px;margin-top:22px}\n"
     "table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}\n"
     "td:first-child,th:first-child{text-align:left}#status.err{color:#b00}.firing{color:#b00;font-weight:600}\n"
-    ".ok{color:#070}svg{vertical-align:middle}.muted{color:#888}\n"
+    ".ok{color:#070}svg{vertical-align:middle}.muted{color:#888}#audit td{text-align:left}\n"
+    "#audit td:last-child{font:12px monospace;max-width:60em;overflow-wrap:anywhere}\n"
     "</style></head><body>\n"
     "<h1>Infera console <span id=\"status\" class=\"muted\">connecting</span></h1>\n"
-    "<p class=\"muted\">Read-only.  Token (when /metrics needs one): <input id=\"token\" type=\"password\" size=\"30\"></p>\n"
-    "<h2>Models</h2><table id=\"models\"><thead><tr><th>model</th><th>version</th><th>state</th><th>reason</th></tr></thead><tbody></tbody></table>\n"
-    "<h2>Live traffic</h2><table id=\"traffic\"><thead><tr><th>model</th><th>version</th><th>requests ok</th><th>failed</th>"
-    "<th>rows</th><th>mean latency ms</th><th>requests/s</th><th>rate (60 s)</th><th>latency (60 s)</th></tr></thead><tbody></tbody></table>\n"
-    "<h2>Drift against the baseline</h2><div id=\"drift\"><p class=\"muted\">no monitored model (serve --baseline)</p></div>\n"
-    "<h2>Alerts</h2><table id=\"alerts\"><thead><tr><th>rule</th><th>model</th><th>version</th><th>state</th><th>value</th>"
+    "<p class=\"muted\">Read-only.  Token (when /metrics needs one): <input id=\"token\" type=\"password\" "
+    "size=\"30\"></p>\n"
+    "<h2>Models</h2><table "
+    "id=\"models\"><thead><tr><th>model</th><th>version</th><th>state</th><th>reason</th></tr></thead><tbody></tbody></"
+    "table>\n"
+    "<h2>Live traffic</h2><table id=\"traffic\"><thead><tr><th>model</th><th>version</th><th>requests "
+    "ok</th><th>failed</th>"
+    "<th>rows</th><th>mean latency ms</th><th>requests/s</th><th>rate (60 s)</th><th>latency (60 "
+    "s)</th></tr></thead><tbody></tbody></table>\n"
+    "<h2>Drift against the baseline</h2><div id=\"drift\"><p class=\"muted\">no monitored model (serve "
+    "--baseline)</p></div>\n"
+    "<h2>Alerts</h2><table "
+    "id=\"alerts\"><thead><tr><th>rule</th><th>model</th><th>version</th><th>state</th><th>value</th>"
     "<th>threshold</th></tr></thead><tbody></tbody></table>\n"
+    "<div id=\"reg\" hidden>\n"
+    "<h2>Registry <span id=\"regloc\" class=\"muted\"></span></h2><table id=\"registry\"><thead><tr><th>model</th>"
+    "<th>latest</th><th>live versions</th><th>aliases</th><th>updated</th></tr></thead><tbody></tbody></table>\n"
+    "<h2>Lineage <select id=\"linsel\"></select></h2><div id=\"lineage\"></div>\n"
+    "<h2>Audit log <span class=\"muted\">(newest first)</span></h2><table "
+    "id=\"audit\"><thead><tr><th>seq</th><th>time</th>"
+    "<th>principal</th><th>action</th><th>model</th><th>version</th><th>outcome</th><th>detail</th></tr></thead>"
+    "<tbody></tbody></table>\n"
+    "</div>\n"
     "<script>\n"
     "'use strict';\n"
     "const hist = {};\n"
@@ -40,7 +63,8 @@ static const char PAGE[] =
     "tok.value = sessionStorage.getItem('infera-token') || '';\n"
     "tok.addEventListener('change', () => sessionStorage.setItem('infera-token', tok.value));\n"
     "function el(tag, attrs, text) { const e = document.createElement(tag);\n"
-    "  for (const k in attrs || {}) e.setAttribute(k, attrs[k]); if (text !== undefined) e.textContent = text; return e; }\n"
+    "  for (const k in attrs || {}) e.setAttribute(k, attrs[k]); if (text !== undefined) e.textContent = text; return "
+    "e; }\n"
     "function svg(tag, attrs) { const e = document.createElementNS('http://www.w3.org/2000/svg', tag);\n"
     "  for (const k in attrs) e.setAttribute(k, attrs[k]); return e; }\n"
     "function fmt(x, d) { return (x === null || x === undefined || !isFinite(x)) ? '-' : Number(x).toFixed(d); }\n"
@@ -50,18 +74,22 @@ static const char PAGE[] =
     "  s.appendChild(svg('polyline', {points: pts, fill: 'none', stroke: color, 'stroke-width': 1.5})); return s; }\n"
     "function fill(tbody, rows) { tbody.replaceChildren(...rows); }\n"
     "function render(st) {\n"
-    "  fill(document.querySelector('#models tbody'), st.models.map(m => { const tr = el('tr', {'data-model': m.name});\n"
+    "  fill(document.querySelector('#models tbody'), st.models.map(m => { const tr = el('tr', {'data-model': "
+    "m.name});\n"
     "    [m.name, m.version || '-', m.state, m.reason].forEach(t => tr.appendChild(el('td', {}, t))); return tr; }));\n"
     "  const now = st.server.uptime_s;\n"
     "  fill(document.querySelector('#traffic tbody'), st.metrics.map(m => {\n"
     "    const key = m.model + '@' + m.version, h = hist[key] || (hist[key] = []);\n"
     "    const prev = h.length ? h[h.length - 1] : null;\n"
     "    const rate = prev && now > prev.t ? (m.success + m.failure - prev.n) / (now - prev.t) : 0;\n"
-    "    const lat = prev && m.success > prev.ok ? (m.request_us - prev.us) / (m.success - prev.ok) / 1000 : (prev ? prev.lat : 0);\n"
-    "    h.push({t: now, n: m.success + m.failure, ok: m.success, us: m.request_us, rate: rate, lat: lat}); if (h.length > 60) h.shift();\n"
+    "    const lat = prev && m.success > prev.ok ? (m.request_us - prev.us) / (m.success - prev.ok) / 1000 : (prev ? "
+    "prev.lat : 0);\n"
+    "    h.push({t: now, n: m.success + m.failure, ok: m.success, us: m.request_us, rate: rate, lat: lat}); if "
+    "(h.length > 60) h.shift();\n"
     "    const tr = el('tr', {'data-model': m.model, 'data-version': m.version});\n"
     "    tr.appendChild(el('td', {}, m.model)); tr.appendChild(el('td', {}, m.version));\n"
-    "    tr.appendChild(el('td', {class: 'success'}, String(m.success))); tr.appendChild(el('td', {class: 'failure'}, String(m.failure)));\n"
+    "    tr.appendChild(el('td', {class: 'success'}, String(m.success))); tr.appendChild(el('td', {class: 'failure'}, "
+    "String(m.failure)));\n"
     "    tr.appendChild(el('td', {class: 'rows'}, String(m.rows)));\n"
     "    tr.appendChild(el('td', {class: 'latency'}, fmt(m.success ? m.request_us / m.success / 1000 : null, 3)));\n"
     "    tr.appendChild(el('td', {class: 'rate'}, fmt(rate, 1)));\n"
@@ -73,17 +101,22 @@ static const char PAGE[] =
     "    for (const a of m.alerts) { const tr = el('tr', {'data-rule': a.rule, 'data-model': m.model});\n"
     "      [a.rule, m.model, m.version].forEach(t => tr.appendChild(el('td', {}, t)));\n"
     "      tr.appendChild(el('td', {class: a.firing ? 'state firing' : 'state ok'}, a.firing ? 'firing' : 'ok'));\n"
-    "      tr.appendChild(el('td', {}, fmt(a.value, 4))); tr.appendChild(el('td', {}, String(a.threshold))); alerts.push(tr); }\n"
+    "      tr.appendChild(el('td', {}, fmt(a.value, 4))); tr.appendChild(el('td', {}, String(a.threshold))); "
+    "alerts.push(tr); }\n"
     "    if (!m.drift) continue;\n"
     "    const box = el('div', {class: 'drift-model', 'data-model': m.model, 'data-version': m.version});\n"
-    "    box.appendChild(el('p', {}, m.model + ' version ' + m.version + ': ' + m.drift.rows + ' rows in the window' +\n"
-    "      (m.drift.complete ? ' (last complete window)' : ' (current window)') + ', ' + m.records + ' records scored'));\n"
+    "    box.appendChild(el('p', {}, m.model + ' version ' + m.version + ': ' + m.drift.rows + ' rows in the window' "
+    "+\n"
+    "      (m.drift.complete ? ' (last complete window)' : ' (current window)') + ', ' + m.records + ' records "
+    "scored'));\n"
     "    const t = el('table', {class: 'drift'}), head = el('tr');\n"
-    "    ['column', 'PSI', 'JS', 'KS / chi2', ''].forEach(x => head.appendChild(el('th', {}, x))); t.appendChild(head);\n"
+    "    ['column', 'PSI', 'JS', 'KS / chi2', ''].forEach(x => head.appendChild(el('th', {}, x))); "
+    "t.appendChild(head);\n"
     "    for (const sec of ['features', 'outputs']) for (const name in m.drift[sec]) {\n"
     "      const d = m.drift[sec][name], tr = el('tr', {'data-feature': name});\n"
     "      tr.appendChild(el('td', {}, name)); tr.appendChild(el('td', {class: 'psi'}, fmt(d.psi, 4)));\n"
-    "      tr.appendChild(el('td', {class: 'js'}, fmt(d.js, 4))); tr.appendChild(el('td', {}, fmt(d.ks !== undefined ? d.ks : d.chi2, 4)));\n"
+    "      tr.appendChild(el('td', {class: 'js'}, fmt(d.js, 4))); tr.appendChild(el('td', {}, fmt(d.ks !== undefined ? "
+    "d.ks : d.chi2, 4)));\n"
     "      const bar = svg('svg', {width: 160, height: 12}), w = Math.min(1, (d.psi || 0) / 0.5) * 160;\n"
     "      bar.appendChild(svg('rect', {x: 0, y: 1, width: w.toFixed(1), height: 10,\n"
     "        fill: d.psi > 0.25 ? '#d62728' : d.psi > 0.1 ? '#ff7f0e' : '#2ca02c'}));\n"
@@ -102,6 +135,74 @@ static const char PAGE[] =
     "  setTimeout(poll, 1000);\n"
     "}\n"
     "poll();\n"
+    "function authHeaders() { return tok.value ? {Authorization: 'Bearer ' + tok.value} : {}; }\n"
+    "async function getJson(url) { const r = await fetch(url, {headers: authHeaders(), cache: 'no-store'});\n"
+    "  if (!r.ok) throw new Error(url + ': HTTP ' + r.status); return r.json(); }\n"
+    "function note(parent, text) { parent.replaceChildren(el('p', {class: 'muted'}, text)); }\n"
+    "function renderRegistry(reg) {\n"
+    "  document.getElementById('regloc').textContent = reg.registry;\n"
+    "  const models = reg.models || [], sel = document.getElementById('linsel'), cur = sel.value;\n"
+    "  fill(document.querySelector('#registry tbody'), models.map(m => { const tr = el('tr', {'data-model': m.name});\n"
+    "    const a = Object.keys(m.aliases || {}).map(k => k + ' -> ' + (m.aliases[k].version !== undefined ? "
+    "m.aliases[k].version : m.aliases[k])).join(', ');\n"
+    "    [m.name, String(m.latest_version), String(m.live_versions), a || '-', m.updated_at].forEach(t => "
+    "tr.appendChild(el('td', {}, t)));\n"
+    "    return tr; }));\n"
+    "  sel.replaceChildren(...models.map(m => el('option', {value: m.name}, m.name)));\n"
+    "  if (cur && models.some(m => m.name === cur)) sel.value = cur;\n"
+    "}\n"
+    "function node(g, x, y, label, cls) { const w = Math.max(90, 7 * label.length + 16);\n"
+    "  const n = svg('g', {class: 'node ' + cls, 'data-label': label});\n"
+    "  n.appendChild(svg('rect', {x: x, y: y, width: w, height: 24, rx: 5, fill: cls === 'version' ? '#e8f0fb' : cls "
+    "=== 'data' ? '#eef7ea' : '#fbf1e6', stroke: '#999'}));\n"
+    "  const t = svg('text', {x: x + 8, y: y + 16, 'font-size': 12}); t.textContent = label; n.appendChild(t); "
+    "g.appendChild(n);\n"
+    "  return {x: x, y: y, w: w}; }\n"
+    "function edge(g, a, b) { g.appendChild(svg('line', {x1: a.x + a.w, y1: a.y + 12, x2: b.x, y2: b.y + 12, stroke: "
+    "'#888', class: 'edge'})); }\n"
+    "function renderLineage(j) {\n"
+    "  const box = document.getElementById('lineage');\n"
+    "  if (!j.lineage) { note(box, j.lineage_error || 'no lineage'); return; }\n"
+    "  const data = [], uses = [], vers = j.lineage.versions || [];\n"
+    "  for (const v of vers) { for (const d of [v.training_data, v.derived_from]) if (d && !data.includes(d)) "
+    "data.push(d);\n"
+    "    for (const u of v.used_by || []) { const k = u.kind + ' ' + (u.destination || u.source || ''); if "
+    "(!uses.includes(k)) uses.push(k); } }\n"
+    "  const rows = Math.max(data.length, vers.length, uses.length, 1), h = rows * 34 + 10;\n"
+    "  const g = svg('svg', {width: 900, height: h, id: 'lineage-graph'}), at = {};\n"
+    "  data.forEach((d, i) => at['d:' + d] = node(g, 5, 5 + i * 34, d, 'data'));\n"
+    "  uses.forEach((u, i) => at['u:' + u] = node(g, 520, 5 + i * 34, u, 'use'));\n"
+    "  vers.forEach((v, i) => { const n = node(g, 300, 5 + i * 34, j.lineage.name + '@' + v.version + (v.deleted ? ' "
+    "(deleted)' : ''), 'version');\n"
+    "    for (const d of [v.training_data, v.derived_from]) if (d) edge(g, at['d:' + d], n);\n"
+    "    for (const u of v.used_by || []) edge(g, n, at['u:' + u.kind + ' ' + (u.destination || u.source || '')]); "
+    "});\n"
+    "  box.replaceChildren(g);\n"
+    "  if (j.model && j.model.description) box.appendChild(el('p', {class: 'muted'}, j.model.description));\n"
+    "}\n"
+    "function renderAudit(j) {\n"
+    "  const rows = (j.audit || []).slice().reverse();\n"
+    "  fill(document.querySelector('#audit tbody'), rows.map(a => { const tr = el('tr', {'data-seq': String(a.seq)});\n"
+    "    [String(a.seq), a.ts, a.principal, a.action, a.model || '-', a.version === null || a.version === undefined ? "
+    "'-' : String(a.version),\n"
+    "     a.outcome, typeof a.detail === 'string' ? a.detail : JSON.stringify(a.detail)].forEach(t => "
+    "tr.appendChild(el('td', {}, t))); return tr; }));\n"
+    "}\n"
+    "async function lineage() { const m = document.getElementById('linsel').value; if (!m) return;\n"
+    "  try { renderLineage(await getJson('/ui/lineage?ref=' + encodeURIComponent(m))); } catch (e) { "
+    "note(document.getElementById('lineage'), String(e.message || e)); } }\n"
+    "document.getElementById('linsel').addEventListener('change', lineage);\n"
+    "async function registry() {\n"
+    "  try { const reg = await getJson('/ui/registry');\n"
+    "    if (reg.registry === null) return; document.getElementById('reg').hidden = false;\n"
+    "    renderRegistry(reg); const first = !document.getElementById('lineage').firstChild;\n"
+    "    const [, au] = await Promise.all([first ? lineage() : null, getJson('/ui/audit?limit=200')]); "
+    "renderAudit(au);\n"
+    "  } catch (e) { document.getElementById('status').textContent = String(e.message || e); "
+    "document.getElementById('status').className = 'err'; }\n"
+    "  setTimeout(registry, 10000);\n"
+    "}\n"
+    "registry();\n"
     "</script></body></html>\n";
 
 static int ui_off(srv_request *rq) {
@@ -157,5 +258,103 @@ int inf__serve_ui_state(srv_request *rq) {
     inf__serve_buf_puts(o, ",\"monitor\":");
     inf__serve_monitor_state_json(srv, o);
     inf__serve_buf_puts(o, "}");
+    return 0;
+}
+
+/* ---- the registry views: models, lineage, audit log ------------------------------------
+ * Each view opens the registry the server was given (--home / --registry, else the
+ * environment's), asks it for one JSON view (the CLI's --json views, infera/registry.h) and
+ * closes it.  No registry (a server of files): {"registry":null,"error":...}, status 200, so the
+ * page shows a note rather than a failed request. */
+
+static int registry_open(srv_request *rq, inf_registry **r) {
+    inf_registry_options o;
+    inf_registry_options_from_env(&o);
+    if (rq->srv->opt.home) o.home = rq->srv->opt.home;
+    if (rq->srv->opt.registry) o.url = rq->srv->opt.registry;
+    o.create = 0;
+    inf_error e;
+    *r = NULL;
+    if (inf_registry_open(&o, r, &e) == INF_OK) return 0;
+    rq->status = 200;
+    rq->content_type = "application/json";
+    inf__serve_buf_puts(&rq->resp, "{\"registry\":null,\"error\":");
+    inf__serve_buf_json_str(&rq->resp, e.message, strlen(e.message));
+    inf__serve_buf_puts(&rq->resp, "}");
+    return -1;
+}
+
+/* Appends "key":JSON (the view) or "key":null,"key_error":"..." */
+static void put_view(srv_buf *o, const char *key, inf_status st, char *json, const inf_error *e) {
+    inf__serve_buf_printf(o, "\"%s\":", key);
+    if (st == INF_OK && json) {
+        inf__serve_buf_puts(o, json);
+    } else {
+        inf__serve_buf_printf(o, "null,\"%s_error\":", key);
+        inf__serve_buf_json_str(o, e->message, strlen(e->message));
+    }
+    inf_registry_string_free(json);
+}
+
+static void begin_json(srv_request *rq, inf_registry *r) {
+    rq->status = 200;
+    rq->content_type = "application/json";
+    inf__serve_buf_puts(&rq->resp, "{\"registry\":");
+    const char *loc = inf_registry_location(r);
+    inf__serve_buf_json_str(&rq->resp, loc ? loc : "", loc ? strlen(loc) : 0);
+    inf__serve_buf_puts(&rq->resp, ",");
+}
+
+int inf__serve_ui_registry(srv_request *rq) {
+    inf_registry *r;
+    if (ui_off(rq) || registry_open(rq, &r)) return 0;
+    char *json = NULL;
+    inf_error e = {0};
+    inf_status st = inf_registry_list_json(r, &json, &e);
+    begin_json(rq, r);
+    put_view(&rq->resp, "models", st, json, &e);
+    inf__serve_buf_puts(&rq->resp, "}");
+    inf_registry_free(r);
+    return 0;
+}
+
+int inf__serve_ui_lineage(srv_request *rq) {
+    const char *ref = inf__serve_http_query(rq, "ref");
+    if (ui_off(rq)) return 0;
+    if (!ref || !*ref) {
+        inf__serve_error(rq, 400, "lineage: give ?ref=NAME or NAME@VERSION");
+        return 0;
+    }
+    inf_registry *r;
+    if (registry_open(rq, &r)) return 0;
+    char *lin = NULL, *show = NULL;
+    inf_error e1 = {0}, e2 = {0};
+    inf_status s1 = inf_registry_lineage_json(r, ref, &lin, &e1);
+    inf_status s2 = inf_registry_show_json(r, ref, &show, &e2);
+    begin_json(rq, r);
+    put_view(&rq->resp, "lineage", s1, lin, &e1);
+    inf__serve_buf_puts(&rq->resp, ",");
+    put_view(&rq->resp, "model", s2, show, &e2);
+    inf__serve_buf_puts(&rq->resp, "}");
+    inf_registry_free(r);
+    return 0;
+}
+
+int inf__serve_ui_audit(srv_request *rq) {
+    if (ui_off(rq)) return 0;
+    const char *model = inf__serve_http_query(rq, "model"), *lim = inf__serve_http_query(rq, "limit");
+    long limit = lim ? strtol(lim, NULL, 10) : 200;
+    if (limit <= 0 || limit > 10000) limit = limit <= 0 ? 200 : 10000;
+    inf_registry *r;
+    if (registry_open(rq, &r)) return 0;
+    inf_registry_audit_filter f = {model && *model ? model : NULL, NULL, (int)limit};
+    char *json = NULL;
+    inf_error e = {0};
+    inf_status st = inf_registry_audit_json(r, &f, &json, &e);
+    begin_json(rq, r);
+    inf__serve_buf_printf(&rq->resp, "\"limit\":%ld,", limit);
+    put_view(&rq->resp, "audit", st, json, &e);
+    inf__serve_buf_puts(&rq->resp, "}");
+    inf_registry_free(r);
     return 0;
 }

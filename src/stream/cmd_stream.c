@@ -6,6 +6,7 @@
  *                 [--threads N] [--max-batch N] [--max-delay-ms N] [--max-events N]
  *                 [--consumer NAME] [--pipeline SPEC] [--progress-ms N] [--no-score]
  *                 [--log-predictions DST [--log-sample F]] [--baseline FILE] [--monitor-window S]
+ *                 [--monitor RULES]
  *
  * SRC: redis://H:P/STREAM?group=G[&consumer=C][&claim_idle_ms=N], mqtt://H:P/TOPIC,
  * jsonl:- or jsonl:PATH.  DST: any io/ sink (redis://H:P/STREAM, mqtt://H:P/TOPIC,
@@ -31,6 +32,7 @@
 
 typedef struct stream_opts {
     const char *model, *input, *output, *errors, *id_column, *consumer, *pipeline, *log_predictions, *baseline;
+    const char *monitor_rules;
     double log_sample;
     int threads, max_batch, max_delay_ms, progress_ms, no_score, monitor_window_s;
     int precision; /* session option precision (--precision) */
@@ -68,7 +70,7 @@ static int parse_args(int argc, char **argv, stream_opts *o) {
         {"--output", &o->output},       {"--errors", &o->errors},
         {"--id-column", &o->id_column}, {"--consumer", &o->consumer},
         {"--pipeline", &o->pipeline},   {"--log-predictions", &o->log_predictions},
-        {"--baseline", &o->baseline},
+        {"--baseline", &o->baseline},   {"--monitor", &o->monitor_rules},
     };
     for (int i = 1; i < argc; i++) {
         bool missing = false;
@@ -129,6 +131,7 @@ static int parse_args(int argc, char **argv, stream_opts *o) {
     if (rc) return rc;
     if (o->errors && !strcmp(o->errors, o->output)) return cli_usage(CMD, "--errors must differ from --output");
     if (o->baseline && o->no_score) return cli_usage(CMD, "--baseline needs a model (not --no-score)");
+    if (o->monitor_rules && o->no_score) return cli_usage(CMD, "--monitor needs a model (not --no-score)");
     return 0;
 }
 
@@ -164,13 +167,13 @@ static int open_windows(const stream_opts *o, const inf__rt_model *m, inf__mon_o
 }
 
 /* The window in progress at the end of the run (its rows so far; "complete": false). */
-static void close_windows(inf__mon_online **online) {
+static void close_windows(inf__mon_online **online, inf__stream_alerts *alerts) {
     if (!*online) return;
     int64_t now = inf__mon_now_us();
-    inf__stream_drift_event(inf__mon_online_take_complete(*online, now));
+    inf__stream_drift_event(alerts, inf__mon_online_take_complete(*online, now));
     uint64_t window_rows = 0, total = 0;
     inf__mon_online_counts(*online, &window_rows, &total);
-    if (window_rows) inf__stream_drift_event(inf__mon_online_drift(*online, now, 1));
+    if (window_rows) inf__stream_drift_event(alerts, inf__mon_online_drift(*online, now, 1));
     inf__mon_online_free(*online);
     *online = NULL;
 }
@@ -255,9 +258,21 @@ int cmd_stream(int argc, char **argv) {
     inf_sink *sink = NULL, *esink = NULL;
     inf__mon_log *log = NULL;
     inf__mon_online *online = NULL;
+    inf__stream_alerts *alerts = NULL;
     void *src = NULL;
     if (!o.no_score && (rc = open_windows(&o, &m, &online))) goto done;
     rc = 1;
+    if (o.monitor_rules && !online) {
+        rc = cli_fail(CMD,
+                      "--monitor %s: no drift windows to check (--baseline FILE, or a baseline stored with the "
+                      "registry version: infera monitor baseline NAME@V --data SRC --register)",
+                      o.monitor_rules);
+        goto done;
+    }
+    if (o.monitor_rules && inf__stream_alerts_open(o.monitor_rules, &m, &alerts, &e)) {
+        rc = cli_fail(CMD, "--monitor %s", e.message);
+        goto done;
+    }
     if (o.log_predictions && inf__mon_log_open(o.log_predictions, m.pipeline, o.log_sample, 0, &log, &e)) {
         rc = cli_fail(CMD, "%s", e.message);
         goto done;
@@ -278,12 +293,15 @@ int cmd_stream(int argc, char **argv) {
         fprintf(stderr, "infera stream: %s -> %s, model %s@%s (pipeline %.12s), stream %s: ready\n", in_red, out_red,
                 m.name, m.version, inf_pipeline_hash(m.pipeline), id);
     inf__stream_config cfg = {
-        o.no_score ? NULL : &m, type,          src, sink,  esink, id_column, in_red, o.threads, o.max_batch,
-        o.max_events,           o.progress_ms, log, online};
+        o.no_score ? NULL : &m, type,          src, sink,   esink, id_column, in_red, o.threads, o.max_batch,
+        o.max_events,           o.progress_ms, log, online, alerts};
     inf__stream_stats stats;
     inf_status st = inf__stream_run(&cfg, &stats, &e);
     if (type->describe) type->describe(src, source_line, sizeof source_line);
-    close_windows(&online);
+    close_windows(&online, alerts);
+    if (alerts)
+        fprintf(stderr, "infera stream: --monitor: %llu alert(s) fired\n",
+                (unsigned long long)inf__stream_alerts_fired(alerts));
     close_log(&log);
     inf_error ce;
     inf_status cst = inf_sink_close(sink, &ce);
@@ -301,7 +319,8 @@ done:
     if (src) type->close(src);
     if (sink) inf_sink_close(sink, &e);
     if (esink) inf_sink_close(esink, &e);
-    close_windows(&online);
+    close_windows(&online, alerts);
+    inf__stream_alerts_free(alerts);
     close_log(&log);
     inf__rt_model_close(&m);
     return rc;

@@ -268,10 +268,11 @@ static void progress(const inf__stream_config *cfg, const inf__stream_stats *s, 
             s->scored > 0 ? cpu / (double)s->scored * 1e6 : 0.0);
 }
 
-void inf__stream_drift_event(cJSON *drift) {
+void inf__stream_drift_event(inf__stream_alerts *alerts, cJSON *drift) {
     char *json = drift ? cJSON_PrintUnformatted(drift) : NULL;
     if (json && json[0] == '{' && json[1] != '}') fprintf(stderr, "{\"event\":\"drift\",%s\n", json + 1);
     cJSON_free(json);
+    inf__stream_alerts_check(alerts, drift);
     cJSON_Delete(drift);
 }
 
@@ -342,7 +343,8 @@ inf_status inf__stream_run(const inf__stream_config *cfg, inf__stream_stats *sta
         }
         /* a drift window that ended: reported once, as the stream goes (a quiet stream reports it
          * with its next batch or at the end) */
-        if (cfg->online) inf__stream_drift_event(inf__mon_online_take_complete(cfg->online, inf__mon_now_us()));
+        if (cfg->online)
+            inf__stream_drift_event(cfg->alerts, inf__mon_online_take_complete(cfg->online, inf__mon_now_us()));
         int64_t now = inf__stream_now_ms();
         if (cfg->progress_ms > 0 && now - last >= cfg->progress_ms) {
             progress(cfg, stats, (double)(now - t0) / 1000.0, stats->events - last_events,

@@ -121,12 +121,26 @@ typedef struct inf__stream_config {
     int progress_ms;    /* a progress line on stderr this often; 0 = none */
     struct inf__mon_log *log; /* may be NULL: --log-predictions (monitor/predlog.h) */
     struct inf__mon_online *online; /* may be NULL: --baseline drift windows (monitor/online.h) */
+    struct inf__stream_alerts *alerts; /* may be NULL: --monitor RULES (alerts.c) */
 } inf__stream_config;
 
 struct cJSON;
 /* A drift window (monitor/online.h's JSON, freed here) as a {"event":"drift",...}
- * line on stderr. */
-void inf__stream_drift_event(struct cJSON *drift);
+ * line on stderr, then checked against the --monitor rules (alerts may be NULL). */
+void inf__stream_drift_event(struct inf__stream_alerts *alerts, struct cJSON *drift);
+
+/* ---- alerts.c: --monitor RULES --------------------------------------------- */
+typedef struct inf__stream_alerts inf__stream_alerts;
+/* Reads the rules; rollbacks go through m's registry (a file model's are
+ * refused in the alert).  INF_EIO, INF_EFORMAT (the file), INF_ENOMEM. */
+inf_status inf__stream_alerts_open(const char *path, inf__rt_model *m, inf__stream_alerts **out, inf_error *err);
+void inf__stream_alerts_free(inf__stream_alerts *a);
+/* Steps every drift rule with one reported window (monitor/rules.h) and
+ * runs the actions of a rule that starts firing: an {"event":"alert",...}
+ * line, the log line, rollback, webhook (monitor/actions.h). */
+void inf__stream_alerts_check(inf__stream_alerts *a, const struct cJSON *drift);
+/* Alerts fired so far. */
+uint64_t inf__stream_alerts_fired(const inf__stream_alerts *a);
 
 /* Runs until eof, --max-events, a signal (drain: the batch in hand is
  * finished and acknowledged) or a fatal error (err says which; nothing after

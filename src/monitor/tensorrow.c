@@ -1,0 +1,234 @@
+/*
+ * tensorrow.c -- the log rows of serve's tensor endpoint (tensorrow.h): the
+ * columns of a request's tensors worked out once per layout, then rows set
+ * by index.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/numfmt.h"
+#include "monitor/logrow.h"
+#include "monitor/tensorrow.h"
+
+#define N_META 4 /* record_id, logged_at, model_name, model_version */
+
+/* One logged column: element j of each row of tensor t (an output when out). */
+typedef struct tcol {
+    int out, t;
+    int64_t j;
+} tcol;
+
+struct inf__mon_tplan {
+    int n_in, n_out;
+    int64_t *per_row; /* per tensor (inputs then outputs): columns per row, -1 when left out */
+    inf_dtype *dtype; /* per tensor, as the plan was built for */
+    tcol *cols;       /* the logged columns: inputs first */
+    int n_cols, n_feat;
+    char **names; /* the log fields: N_META, then one per column */
+    int n_fields;
+};
+
+void inf__mon_tplan_free(inf__mon_tplan *plan) {
+    if (!plan) return;
+    for (int i = N_META; plan->names && i < plan->n_fields; i++)
+        free(plan->names[i]);
+    free(plan->names);
+    free(plan->cols);
+    free(plan->per_row);
+    free(plan->dtype);
+    free(plan);
+}
+
+/* Columns per row of tensor x in a request of rows rows, -1 when left out. */
+static int64_t per_row_of(const inf_tensor *x, int64_t rows) {
+    if (!x || x->kind != INF_KIND_TENSOR || !x->data || rows <= 0) return -1;
+    if (x->dtype == INF_DTYPE_C64 || x->dtype == INF_DTYPE_C128 || x->dtype == INF_DTYPE_UNDEFINED) return -1;
+    int64_t n = inf_tensor_numel(x);
+    if (x->ndim == 0) return rows == 1 ? 1 : -1;
+    if (x->dims[0] != rows || n % rows) return -1;
+    int64_t c = n / rows;
+    return c >= 1 && c <= INF__MON_TENSOR_MAX_COLS ? c : -1;
+}
+
+static const inf_tensor *tensor_at(const inf__mon_tensors *t, int i) {
+    return i < t->n_in ? t->in[i] : t->out[i - t->n_in];
+}
+
+static char *column_name(const char *tensor, int64_t per_row, int64_t j) {
+    size_t n = strlen(tensor) + 24;
+    char *s = malloc(n);
+    if (!s) return NULL;
+    if (per_row == 1)
+        snprintf(s, n, "%s", tensor);
+    else
+        snprintf(s, n, "%s[%lld]", tensor, (long long)j);
+    return s;
+}
+
+/* The spec's feature names fit the input columns: as many, in order. */
+static int spec_names_fit(const inf_pipeline *p, int64_t n_in_cols) {
+    if (!p || n_in_cols <= 0) return 0;
+    int n = inf_pipeline_n_feature_columns(p);
+    if (n != n_in_cols) return 0;
+    for (int i = 0; i < n; i++)
+        if (!inf_pipeline_feature_column(p, i)) return 0;
+    return 1;
+}
+
+static inf_status add_columns(inf__mon_tplan *plan, const inf__mon_tensors *t, const inf_pipeline *p) {
+    int n_t = t->n_in + t->n_out;
+    int64_t n_in_cols = 0, total = 0;
+    for (int i = 0; i < n_t; i++) {
+        plan->per_row[i] = per_row_of(tensor_at(t, i), t->rows);
+        plan->dtype[i] = tensor_at(t, i) ? tensor_at(t, i)->dtype : INF_DTYPE_UNDEFINED;
+        if (plan->per_row[i] > 0) total += plan->per_row[i];
+        if (i < t->n_in && plan->per_row[i] > 0) n_in_cols += plan->per_row[i];
+    }
+    if (!(plan->cols = calloc((size_t)total + 1, sizeof *plan->cols)) ||
+        !(plan->names = calloc((size_t)total + N_META, sizeof *plan->names)))
+        return INF_ENOMEM;
+    static const char *const meta[N_META] = {"record_id", "logged_at", "model_name", "model_version"};
+    for (int i = 0; i < N_META; i++)
+        plan->names[plan->n_fields++] = (char *)meta[i];
+    int spec = spec_names_fit(p, n_in_cols);
+    int64_t f = 0; /* the spec's feature column index */
+    for (int i = 0; i < n_t; i++) {
+        int out = i >= t->n_in, ti = out ? i - t->n_in : i;
+        const char *tname = out ? t->out_names[ti] : t->in_names[ti];
+        for (int64_t j = 0; j < plan->per_row[i]; j++) {
+            const char *sname = spec && !out ? inf_pipeline_feature_column(p, (int)f++) : NULL;
+            if (sname && inf__mon_column_is_sensitive(p, sname)) continue;
+            char *nm = sname ? strdup(sname) : column_name(tname ? tname : "?", plan->per_row[i], j);
+            if (!nm) return INF_ENOMEM;
+            plan->names[plan->n_fields++] = nm;
+            plan->cols[plan->n_cols++] = (tcol){out, ti, j};
+            if (!out) plan->n_feat++;
+        }
+    }
+    return INF_OK;
+}
+
+inf_status inf__mon_tplan_new(const inf__mon_tensors *t, const inf_pipeline *p, inf__mon_tplan **out) {
+    *out = NULL;
+    inf__mon_tplan *plan = calloc(1, sizeof *plan);
+    if (!plan) return INF_ENOMEM;
+    plan->n_in = t->n_in;
+    plan->n_out = t->n_out;
+    size_t n_t = (size_t)(t->n_in + t->n_out) + 1;
+    inf_status st = INF_ENOMEM;
+    if ((plan->per_row = calloc(n_t, sizeof *plan->per_row)) && (plan->dtype = calloc(n_t, sizeof *plan->dtype)))
+        st = add_columns(plan, t, p);
+    if (st) {
+        inf__mon_tplan_free(plan);
+        return st;
+    }
+    *out = plan;
+    return INF_OK;
+}
+
+int inf__mon_tplan_matches(const inf__mon_tplan *plan, const inf__mon_tensors *t) {
+    if (plan->n_in != t->n_in || plan->n_out != t->n_out) return 0;
+    for (int i = 0; i < t->n_in + t->n_out; i++) {
+        const inf_tensor *x = tensor_at(t, i);
+        if (per_row_of(x, t->rows) != plan->per_row[i]) return 0;
+        if ((x ? x->dtype : INF_DTYPE_UNDEFINED) != plan->dtype[i]) return 0;
+    }
+    return 1;
+}
+
+int inf__mon_tplan_n_fields(const inf__mon_tplan *plan) { return plan->n_fields; }
+const char *const *inf__mon_tplan_field_names(const inf__mon_tplan *plan) { return (const char *const *)plan->names; }
+int inf__mon_tplan_n_features(const inf__mon_tplan *plan) { return plan->n_feat; }
+const char *const *inf__mon_tplan_feature_names(const inf__mon_tplan *plan) {
+    return (const char *const *)plan->names + N_META;
+}
+
+/* Element i of a numeric tensor as a double (NaN for strings). */
+static double number_at(const inf_tensor *x, int64_t i) {
+    const void *d = x->data;
+    switch (x->dtype) {
+    case INF_DTYPE_F32:
+        return ((const float *)d)[i];
+    case INF_DTYPE_F64:
+        return ((const double *)d)[i];
+    case INF_DTYPE_F16:
+        return inf_f16_to_f32(((const uint16_t *)d)[i]);
+    case INF_DTYPE_BF16:
+        return inf_bf16_to_f32(((const uint16_t *)d)[i]);
+    case INF_DTYPE_I8:
+        return ((const int8_t *)d)[i];
+    case INF_DTYPE_U8:
+        return ((const uint8_t *)d)[i];
+    case INF_DTYPE_I16:
+        return ((const int16_t *)d)[i];
+    case INF_DTYPE_U16:
+        return ((const uint16_t *)d)[i];
+    case INF_DTYPE_I32:
+        return ((const int32_t *)d)[i];
+    case INF_DTYPE_U32:
+        return ((const uint32_t *)d)[i];
+    case INF_DTYPE_I64:
+        return (double)((const int64_t *)d)[i];
+    case INF_DTYPE_U64:
+        return (double)((const uint64_t *)d)[i];
+    case INF_DTYPE_BOOL:
+        return ((const uint8_t *)d)[i] != 0;
+    default:
+        return NAN;
+    }
+}
+
+void inf__mon_tplan_features(const inf__mon_tplan *plan, const inf__mon_tensors *t, int64_t k, double *x) {
+    for (int c = 0; c < plan->n_feat; c++) {
+        const tcol *col = &plan->cols[c];
+        const inf_tensor *ten = t->in[col->t];
+        x[c] = number_at(ten, k * plan->per_row[col->t] + col->j);
+    }
+}
+
+static inf_status set_cell(inf_record_batch *out, int row, int f, const inf_tensor *x, int64_t i) {
+    if (x->dtype == INF_DTYPE_STRING) {
+        const char *s = ((char *const *)x->data)[i];
+        return s ? inf_record_batch_set_string(out, row, f, s, strlen(s)) : INF_OK;
+    }
+    if (x->dtype == INF_DTYPE_BOOL) return inf_record_batch_set_bool(out, row, f, ((const uint8_t *)x->data)[i] != 0);
+    double v = number_at(x, i);
+    return isfinite(v) ? inf_record_batch_set_float(out, row, f, v) : INF_OK;
+}
+
+/* "ID" for a one-row request, "ID[k]" for row k (no printf: one per logged row). */
+static inf_status set_id(inf_record_batch *out, int row, int f, const char *id, int64_t rows, int64_t k) {
+    if (!id) return INF_OK;
+    size_t n = strlen(id);
+    if (rows == 1) return inf_record_batch_set_string(out, row, f, id, n);
+    char small[256], *s = n + INF__FMT_NUM_MAX + 2 <= sizeof small ? small : malloc(n + INF__FMT_NUM_MAX + 2);
+    if (!s) return INF_ENOMEM;
+    memcpy(s, id, n);
+    s[n] = '[';
+    size_t len = n + 1 + (size_t)inf__fmt_i64(k, s + n + 1);
+    s[len++] = ']';
+    inf_status st = inf_record_batch_set_string(out, row, f, s, len);
+    if (s != small) free(s);
+    return st;
+}
+
+inf_status inf__mon_tplan_row(const inf__mon_tplan *plan, const int *map, const inf__mon_tensors *t, int64_t k,
+                              const char *request_id, int64_t now_us, const char *model_name, const char *model_version,
+                              inf_record_batch *out) {
+    int row;
+    inf_status st;
+    if ((st = inf_record_batch_add_row(out, &row)) || (st = set_id(out, row, map[0], request_id, t->rows, k)) ||
+        (st = inf_record_batch_set_timestamp(out, row, map[1], now_us)) ||
+        (st = inf_record_batch_set_string(out, row, map[2], model_name, strlen(model_name))) ||
+        (st = inf_record_batch_set_string(out, row, map[3], model_version, strlen(model_version))))
+        return st;
+    for (int c = 0; c < plan->n_cols; c++) {
+        const tcol *col = &plan->cols[c];
+        const inf_tensor *x = col->out ? t->out[col->t] : t->in[col->t];
+        int64_t per = plan->per_row[col->out ? plan->n_in + col->t : col->t];
+        if ((st = set_cell(out, row, map[N_META + c], x, k * per + col->j))) return st;
+    }
+    return INF_OK;
+}

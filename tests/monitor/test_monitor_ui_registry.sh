@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# tests/monitor/test_monitor_ui_registry.sh -- `infera ui --home DIR`: the console on its own, with the
+# registry's models, versions and aliases, a model's lineage graph and the audit log, in a real headless
+# browser (Debian's chromium driven by npm puppeteer-core, pinned in tests/monitor/ui/package.json).
+# The oracle is the registry's own SQLite file read with python's sqlite3.  Also: `infera ui` serves no
+# model route (infer, records, repository load: 404) and needs --home or --registry.
+# Screenshots in ARTIFACT_DIR (monitor_ui_registry.png, monitor_ui_registry_lineage.png).
+# Usage: test_monitor_ui_registry.sh INFERA_BIN REPO_DIR [ARTIFACT_DIR].  Exits 77 without chromium/node.
+set -euo pipefail
+infera=$(realpath "$1")
+repo=$(realpath "$2")
+artifacts=${3:-$PWD}
+chromium=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$chromium" ] || ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "SKIP: needs Debian's chromium and node/npm (scripts/install-deps.sh)"
+    exit 77
+fi
+ui="$repo/tests/monitor/ui"
+if [ ! -d "$ui/node_modules/puppeteer-core" ]; then
+    (cd "$ui" && npm ci --ignore-scripts --no-audit --no-fund >/dev/null 2>&1) ||
+        { echo "SKIP: npm could not install puppeteer-core"; exit 77; }
+fi
+. "$repo/scripts/serve_port.sh"
+mkdir -p "$artifacts"
+artifacts=$(realpath "$artifacts")
+work=$(mktemp -d)
+SERVER_PID=
+trap '[ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null; rm -rf "$work"' EXIT
+cp "$repo"/examples/fraud/{fraud_spec.json,fraud_xgb.onnx,card_features.db,transactions_raw.csv} "$work"/
+cd "$work"
+home="$work/reg"
+fail() { echo "FAIL: $*"; [ -f ui.log ] && tail -20 ui.log; exit 1; }
+head -301 transactions_raw.csv >train.csv
+export INFERA_HOME="$home"
+"$infera" registry register fraud fraud_xgb.onnx --pipeline fraud_spec.json >/dev/null
+"$infera" registry register fraud fraud_xgb.onnx --pipeline fraud_spec.json --training-data csv:train.csv \
+    --baseline csv:train.csv >/dev/null 2>&1
+"$infera" registry alias fraud@2 production >/dev/null
+"$infera" registry alias fraud@1 canary >/dev/null
+"$infera" registry register scorer fraud_xgb.onnx --pipeline fraud_spec.json --training-data "sqlite:train.db?table=t" >/dev/null
+"$infera" batch --model fraud@2 --input csv:train.csv --output "sqlite:preds.db?table=scores" --progress none >/dev/null 2>&1
+"$infera" batch --model fraud@1 --input csv:train.csv --output jsonl:old.jsonl --progress none >/dev/null 2>&1
+"$infera" registry delete fraud@1 --reason "superseded" >/dev/null 2>&1 || true
+unset INFERA_HOME   # `infera ui` gets the registry from --home alone
+
+/usr/bin/python3 - <<'PY'
+import json, sqlite3
+c = sqlite3.connect("reg/registry.db")
+models = []
+for (name,) in c.execute("select name from reg_models order by name"):
+    latest = c.execute("select max(version) from reg_versions where name=?", (name,)).fetchone()[0]
+    live = c.execute("select count(*) from reg_versions where name=? and deleted_at is null", (name,)).fetchone()[0]
+    al = sorted(c.execute("select alias, version from reg_aliases where name=?", (name,)).fetchall())
+    models.append({"name": name, "latest": latest, "live": live,
+                   "aliases": ", ".join("%s -> %d" % a for a in al) or "-"})
+data, vers, uses, edges = set(), [], set(), 0
+for v, td, deleted in c.execute("select version, training_data, deleted_at from reg_versions where name='fraud'"):
+    vers.append("fraud@%d%s" % (v, " (deleted)" if deleted else ""))
+    if td: data.add(td); edges += 1
+    for kind, src, dst in c.execute("select kind, source, destination from reg_lineage where name='fraud' and version=?", (v,)):
+        uses.add("%s %s" % (kind, dst or src or "")); edges += 1
+audit = [[s, a, m or "-"] for s, a, m in c.execute("select seq, action, model from reg_audit order by seq desc limit 200")]
+json.dump({"models": models, "lineage": {"model": "fraud", "data": sorted(data), "versions": vers,
+           "uses": sorted(uses), "edges": edges}, "audit": audit}, open("expected.json", "w"))
+PY
+
+set +e
+"$infera" ui --port 0 >noreg.log 2>&1; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "infera ui without --home/--registry: exit $rc (want 2)"
+"$infera" ui --home "$home" --port 0 2>ui.log &
+SERVER_PID=$!
+PORT=$(serve_port ui.log) || fail "infera ui did not start"
+url=http://127.0.0.1:$PORT
+for path in "POST /v2/models/fraud/infer" "POST /v2/models/fraud/records" "POST /v2/repository/models/fraud/load" \
+            "GET /v2/models/fraud"; do
+    code=$(curl -s -o /dev/null -w '%{http_code}' -X "${path%% *}" -d '{}' "$url${path#* }")
+    [ "$code" = 404 ] || fail "infera ui answered $path with $code (want 404)"
+done
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$url/v2/health/live")" = 200 ] || fail "health"
+NODE_PATH="$ui/node_modules" node "$ui/registry_console_test.js" "$chromium" "$url" expected.json \
+    "$artifacts/monitor_ui_registry" || fail "browser checks"
+kill "$SERVER_PID"; wait "$SERVER_PID" || true; SERVER_PID=
+if grep -q -E 'Sanitizer|runtime error' ui.log; then cat ui.log; fail "sanitizer report"; fi
+echo "PASS"
