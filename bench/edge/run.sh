@@ -18,11 +18,15 @@ echo "== machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/
 for m in mlp cnn bert; do "$infera" compile "bench/models/$m.onnx" -o "$tmp/$m.bundle" >/dev/null; done
 ls -l bench/models/{mlp,cnn,bert}.onnx "$tmp"/*.bundle | awk '{print "   ", $5, $9}'
 
-echo "== 1. load to first result, in process (median of $reps, interleaved)"
+echo "== 1. load to first result, in process (median of $reps, interleaved; wall and CPU time)"
 cc -O2 -Iinclude bench/edge/bench_edge_load.c -Wl,--whole-archive build/libinfera.a -Wl,--no-whole-archive \
    -lprotobuf-c -lcjson -lpcre2-8 -lpthread -lm -o "$tmp/bench_edge_load"
-"$tmp/bench_edge_load" --reps "$reps" bench/models/mlp.onnx "$tmp/mlp.bundle" bench/models/cnn.onnx "$tmp/cnn.bundle" \
-   bench/models/bert.onnx "$tmp/bert.bundle"
+# wall time; CPU time (user + system: page faults included, waits not); CPU time of the first load of a
+# fresh process (--fork: no earlier load has warmed the allocator or the one-time set-up)
+for how in "" --cpu-time "--cpu-time --fork"; do
+  "$tmp/bench_edge_load" --reps "$reps" $how bench/models/mlp.onnx "$tmp/mlp.bundle" bench/models/cnn.onnx \
+     "$tmp/cnn.bundle" bench/models/bert.onnx "$tmp/bert.bundle"
+done
 
 echo "== 2. cold start: process start -> first prediction (infera run, median of $reps, interleaved)"
 /usr/bin/python3 - "$tmp" <<'PY'

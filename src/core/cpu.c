@@ -96,13 +96,32 @@ static void run_once(pthread_once_t *once, void (*fn)(void)) {
 static pthread_once_t g_cpu_once = PTHREAD_ONCE_INIT;
 
 #ifdef INF_CPU_X86
+/* CPUID, each (leaf, subleaf) asked of the CPU once: in a virtual machine
+ * every CPUID traps to the hypervisor (~4 us each on the Zen 5 VM of
+ * docs/edge.md), and detection asks ~100 of them, many the same -- 0.4 ms
+ * of a process's first model load before this memo.  Only detect_once calls
+ * it (under pthread_once), so the memo needs no lock. */
 static bool cpuid(unsigned leaf, unsigned subleaf, unsigned r[4]) {
-    unsigned max = __get_cpuid_max(leaf & 0x80000000u, NULL);
-    if (max < leaf) {
+    static struct { unsigned leaf, subleaf, r[4]; } memo[48];
+    static int n_memo;
+    static unsigned max_leaf[2]; /* the highest basic and extended leaf */
+    static bool max_known[2];
+    for (int i = 0; i < n_memo; i++)
+        if (memo[i].leaf == leaf && memo[i].subleaf == subleaf) {
+            memcpy(r, memo[i].r, sizeof memo[i].r);
+            return true;
+        }
+    int range = leaf >> 31;
+    if (!max_known[range]) max_leaf[range] = __get_cpuid_max(leaf & 0x80000000u, NULL), max_known[range] = true;
+    if (max_leaf[range] < leaf) {
         r[0] = r[1] = r[2] = r[3] = 0;
         return false;
     }
     __cpuid_count(leaf, subleaf, r[0], r[1], r[2], r[3]);
+    if (n_memo < (int)(sizeof memo / sizeof memo[0])) {
+        memo[n_memo].leaf = leaf, memo[n_memo].subleaf = subleaf;
+        memcpy(memo[n_memo++].r, r, sizeof memo[0].r);
+    }
     return true;
 }
 

@@ -6,8 +6,8 @@
  * has it; the CRC extension on aarch64; reported) must equal the table path
  * (the reference twin) on every length 0..600 and every 7th to 4,200, at
  * every alignment 0..7, chained from a non-zero CRC; and the striped body checksum must be the CRC32C of the four
- * stripes' CRC32Cs as docs/edge.md describes it, computed with the table.
- * Runs on x86-64 and, in the aarch64 subset, under qemu.
+ * stripes' CRC32Cs as docs/edge.md describes it, computed with the table,
+ * on sizes to 1 MiB (the AVX-512 path's 4 KiB blocks and their joins).  Runs on x86-64 and, in the aarch64 subset, under qemu.
  */
 #include <stdio.h>
 #include <string.h>
@@ -75,11 +75,31 @@ static void paths_agree(void) {
     CHECK(bad == 0, "instruction and table paths differ on %d of the %d (alignment, length) pairs", bad, pairs);
 }
 
+/* Sizes up to 4,099 bytes and bundle-sized ones: stripes of several 4 KiB
+ * blocks (the AVX-512 path interleaves the stripes in blocks of 4 KiB and
+ * joins block CRCs by shifting them), exactly whole blocks, and odd tails. */
 static void striped(void) {
-    static uint8_t buf[4099];
-    for (size_t i = 0; i < sizeof buf; i++)
-        buf[i] = (uint8_t)(i * 131 + 7);
-    size_t sizes[] = {0, 1, 31, 32, 33, 100, 4096, 4099};
+    static uint8_t buf[1 << 20];
+    uint64_t r = 0x2545F4914F6CDD1Dull;
+    for (size_t i = 0; i < sizeof buf; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        buf[i] = (uint8_t)(r >> 56);
+    }
+    size_t sizes[] = {0,
+                      1,
+                      31,
+                      32,
+                      33,
+                      100,
+                      4096,
+                      4099,
+                      4 * 4352,
+                      4 * 4096 * 4 + 1024,
+                      4 * 65536 + 13,
+                      934536,
+                      934536 + 4095,
+                      4 * (17 * 4096 + 255) + 7,
+                      sizeof buf};
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         size_t n = sizes[k], stripe = n / 4 / 8 * 8;
         uint32_t c[4];
