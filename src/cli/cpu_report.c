@@ -43,15 +43,20 @@ void cli_cpu_print_json(void) {
  * INFERA_QGEMM choose a lower one), with its multiply instruction. */
 static const char *int8_kernel_text(inf__qgemm_isa isa) {
     switch (isa) {
-    case INF_QGEMM_VNNI512: return "avx512-vnni (vpdpbusd, 512-bit)";
-    case INF_QGEMM_AVXVNNI: return "avx-vnni (vpdpbusd, 256-bit)";
+    case INF_QGEMM_VNNI512:
+        return "avx512-vnni (vpdpbusd, 512-bit)";
+    case INF_QGEMM_AVXVNNI:
+        return "avx-vnni (vpdpbusd, 256-bit)";
     case INF_QGEMM_AVX2: {
         const char *q = getenv("INFERA_QGEMM");
-        return q && !strcmp(q, "avx2-maddwd") ? "avx2 (vpmaddwd only: INFERA_QGEMM=avx2-maddwd)"
-                                               : "avx2 (vpmaddwd; vpmaddubsw for pair-safe weights, e.g. --reduce-range)";
+        return q && !strcmp(q, "avx2-maddwd")
+                   ? "avx2 (vpmaddwd only: INFERA_QGEMM=avx2-maddwd)"
+                   : "avx2 (vpmaddwd; vpmaddubsw for pair-safe weights, e.g. --reduce-range)";
     }
-    case INF_QGEMM_AVX2_UBS: return "avx2 (vpmaddubsw)";
-    default: return "generic (reference C)";
+    case INF_QGEMM_AVX2_UBS:
+        return "avx2 (vpmaddubsw)";
+    default:
+        return "generic (reference C)";
     }
 }
 

@@ -182,7 +182,8 @@ static void matmul_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no)
         if (adt == INF_DTYPE_F32) ((float *)a)[i] = uniform() * 3;
         else ((uint8_t *)a)[i] = (uint8_t)rand_in(0, 255);
     }
-    for (int64_t i = 0; i < k * n; i++) w[i] = (int8_t)rand_in(-w_lim(isa), w_lim(isa));
+    for (int64_t i = 0; i < k * n; i++)
+        w[i] = (int8_t)rand_in(-w_lim(isa), w_lim(isa));
     inf__qsrc src = {.data = a, .dtype = adt, .ld = k, .scale = 0.02f, .zp = (int32_t)rand_in(0, 100),
                      .q_dtype = rand_in(0, 1) ? INF_DTYPE_U8 : INF_DTYPE_I8};
     if (adt == INF_DTYPE_I8 || (adt == INF_DTYPE_F32 && src.q_dtype == INF_DTYPE_I8)) src.zp -= 50;
@@ -250,7 +251,8 @@ static void conv_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
         if (f32) ((float *)x)[i] = uniform() * 2;
         else ((uint8_t *)x)[i] = (uint8_t)rand_in(0, 255);
     }
-    for (int64_t i = 0; i < g.m * kdim; i++) w[i] = (int8_t)rand_in(-w_lim(isa), w_lim(isa));
+    for (int64_t i = 0; i < g.m * kdim; i++)
+        w[i] = (int8_t)rand_in(-w_lim(isa), w_lim(isa));
     int64_t taps = g.kh * g.kw;
     for (int64_t o = 0; o < g.m; o++) /* W as the driver packs it: K in (ky, kx, channel) order */
         for (int64_t c = 0; c < g.cg; c++)
@@ -341,7 +343,8 @@ static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     uint8_t *x8 = malloc((size_t)x_n), *x8t = malloc((size_t)x_n);
     int8_t *whwc = malloc((size_t)(g.m * kdim));
     for (int64_t i = 0; i < x_n; i++) x[i] = uniform() * 2, x8[i] = (uint8_t)rand_in(0, 255);
-    for (int64_t i = 0; i < g.m * kdim; i++) whwc[i] = (int8_t)rand_in(-w_lim(isa), w_lim(isa));
+    for (int64_t i = 0; i < g.m * kdim; i++)
+        whwc[i] = (int8_t)rand_in(-w_lim(isa), w_lim(isa));
     int64_t plane = g.ih * g.iw;
     for (int64_t n = 0; n < g.n; n++) /* x8 channels last */
         for (int64_t c = 0; c < g.c; c++)
@@ -574,8 +577,10 @@ int main(void) {
     }
     quantize_cases();
     quantize_near_half_cases();
-    if (getenv("INFERA_QGEMM") && !strcmp(getenv("INFERA_QGEMM"), "avx2-maddwd")) printf("pack_isa: skipped (INFERA_QGEMM=avx2-maddwd)\n");
-    else pack_isa_cases();
+    if (getenv("INFERA_QGEMM") && !strcmp(getenv("INFERA_QGEMM"), "avx2-maddwd"))
+        printf("pack_isa: skipped (INFERA_QGEMM=avx2-maddwd)\n");
+    else
+        pack_isa_cases();
     inf__pool_free(pool);
     printf("%d passed, %d failed\n", n_passed, n_failed);
     return n_failed ? 1 : 0;

@@ -89,7 +89,8 @@ static bool pair_safe(const void *b, inf_dtype dtype, int64_t ldb, bool trans, i
     if (off) return false;
     for (int64_t j = 0; j < n; j++)
         for (int64_t kk = 0; kk < k; kk += 2) {
-            int32_t v0 = b_value(b, dtype, ldb, trans, kk, j), v1 = kk + 1 < k ? b_value(b, dtype, ldb, trans, kk + 1, j) : 0;
+            int32_t v0 = b_value(b, dtype, ldb, trans, kk, j),
+                    v1 = kk + 1 < k ? b_value(b, dtype, ldb, trans, kk + 1, j) : 0;
             if (abs(v0) + abs(v1) > 128) return false;
         }
     return true;

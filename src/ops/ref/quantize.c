@@ -919,8 +919,8 @@ static inf_status qgemm_init(inf__node *node, inf__arena *arena, inf_error *err)
     if (node->n_inputs > 5 && node->inputs[5] >= 0 && !wz)
         return inf__node_error(node, err, INF_EMODEL, "w_zero_point (input 5) must be constant");
     inf__qgemm_isa isa = inf__qgemm_pack_isa(inf__qgemm_best_isa(), k, n, w->data, w->dtype, w->dims[1], p->trans_b);
-    inf_status st = inf__qgemm_pack_b(arena, isa, k, n, w->data, w->dtype, w->dims[1], p->trans_b,
-                                      wz ? wz->data : NULL, wz ? inf_tensor_numel(wz) : 1, &p->b);
+    inf_status st = inf__qgemm_pack_b(arena, isa, k, n, w->data, w->dtype, w->dims[1], p->trans_b, wz ? wz->data : NULL,
+                                      wz ? inf_tensor_numel(wz) : 1, &p->b);
     if (st != INF_OK) return st;
     p->w_src = w->data;
     node->params = p;

@@ -179,8 +179,6 @@ void inf__qgemm_raw_avx2(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int
     }
 }
 
-
-
 void inf__minmax_f32_avx2(const float *x, int64_t n, float *lo, float *hi) {
     __m256 a = _mm256_set1_ps(INFINITY), b = _mm256_set1_ps(-INFINITY);
     int64_t i = 0;
@@ -257,7 +255,8 @@ static inline __m128i quantize8(__m256 x, __m256 vs, __m256 vz) {
 void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q) {
     const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps((float)zp);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm_storel_epi64((__m128i *)(q + i), quantize8(_mm256_loadu_ps(x + i), vs, vz));
+    for (; i + 8 <= n; i += 8)
+        _mm_storel_epi64((__m128i *)(q + i), quantize8(_mm256_loadu_ps(x + i), vs, vz));
     inf__quantize_u8_ref(x + i, n - i, scale, zp, q + i);
 }
 

@@ -130,8 +130,8 @@ static void tile_mr(const inf__qgemm_b *b, const uint8_t *const *rows, const int
     TILE_CASES(0)
 }
 
-void QUAD_CONV_FN(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
-                            int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc) {
+void QUAD_CONV_FN(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff, int64_t ntaps,
+                  int64_t cq, const int32_t *init, int32_t *c, int64_t ldc) {
     int64_t panels = b->np / PANEL;
     for (int64_t i = 0; i < m; i += MR) {
         int mr = (int)(m - i < MR ? m - i : MR);
@@ -142,8 +142,8 @@ void QUAD_CONV_FN(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, 
     }
 }
 
-void QUAD_GEMM_FN(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
-                            int32_t *c, int64_t ldc) {
+void QUAD_GEMM_FN(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init, int32_t *c,
+                  int64_t ldc) {
     static const int64_t tap0[1] = {0};
     for (int64_t i = 0; i < m; i += MR) {
         const uint8_t *rows[MR];
