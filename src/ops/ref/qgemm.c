@@ -80,6 +80,7 @@ static inline int32_t zp_value(const void *zp, inf_dtype dtype, int64_t n_bzp, i
  * pair (k even, k + 1) of every column with |b0| + |b1| <= 128, so that no
  * u8 x s8 pair sum (at most 255 * 128 = 32640) saturates int16?  Not when
  * INFERA_QGEMM=avx2-maddwd (comparisons). */
+#if !defined(INF_EDGE)
 static bool pair_safe(const void *b, inf_dtype dtype, int64_t ldb, bool trans, int64_t k, int64_t n) {
     static int off = -1;
     if (off < 0) {
@@ -95,10 +96,16 @@ static bool pair_safe(const void *b, inf_dtype dtype, int64_t ldb, bool trans, i
         }
     return true;
 }
+#endif
 
 inf__qgemm_isa inf__qgemm_pack_isa(inf__qgemm_isa isa, int64_t k, int64_t n, const void *b, inf_dtype dtype,
                                    int64_t ldb, bool trans) {
+#if defined(INF_EDGE) /* the edge runtime leaves the vpmaddubsw kernel out (cmake/edge.cmake): size */
+    (void)k, (void)n, (void)b, (void)dtype, (void)ldb, (void)trans;
+    return isa;
+#else
     return isa == INF_QGEMM_AVX2 && pair_safe(b, dtype, ldb, trans, k, n) ? INF_QGEMM_AVX2_UBS : isa;
+#endif
 }
 
 void inf__qgemm_pack_b_into(void *mem, inf__qgemm_isa isa, int64_t k, int64_t n, const void *b, inf_dtype dtype,
@@ -159,7 +166,9 @@ static raw_fn raw_kernel(inf__qgemm_isa isa) {
     if (isa == INF_QGEMM_VNNI512) return inf__qgemm_raw_vnni512;
     if (isa == INF_QGEMM_AVXVNNI) return inf__qgemm_raw_avxvnni;
     if (isa == INF_QGEMM_AVX2) return inf__qgemm_raw_avx2;
+#if !defined(INF_EDGE)
     if (isa == INF_QGEMM_AVX2_UBS) return inf__qgemm_raw_avx2ubs;
+#endif
 #endif
     (void)isa;
     return inf__qgemm_raw_ref;
