@@ -4,10 +4,13 @@
  * so every benchmark figure names the machine it was measured on.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "cli/cpu_report.h"
 #include "infera/cpu.h"
+#include "ops/qgemm.h"
 
 void cli_cpu_print_json(void) {
     const inf_cpu_info *ci = inf_cpu_get_info();
@@ -31,7 +34,30 @@ void cli_cpu_print_json(void) {
     cli_json_string(ci->path);
     printf(",\"best_path\":");
     cli_json_string(ci->best_path);
-    printf(",\"forced\":%s}", ci->forced ? "true" : "false");
+    printf(",\"forced\":%s,\"int8_gemm\":", ci->forced ? "true" : "false");
+    cli_json_string(inf__qgemm_isa_name(inf__qgemm_best_isa()));
+    printf("}");
+}
+
+/* The INT8 GEMM kernel the quantized ops run (ops/qgemm.h: INFERA_CPU and
+ * INFERA_QGEMM choose a lower one), with its multiply instruction. */
+static const char *int8_kernel_text(inf__qgemm_isa isa) {
+    switch (isa) {
+    case INF_QGEMM_VNNI512:
+        return "avx512-vnni (vpdpbusd, 512-bit)";
+    case INF_QGEMM_AVXVNNI:
+        return "avx-vnni (vpdpbusd, 256-bit)";
+    case INF_QGEMM_AVX2: {
+        const char *q = getenv("INFERA_QGEMM");
+        return q && !strcmp(q, "avx2-maddwd")
+                   ? "avx2 (vpmaddwd only: INFERA_QGEMM=avx2-maddwd)"
+                   : "avx2 (vpmaddwd; vpmaddubsw for pair-safe weights, e.g. --reduce-range)";
+    }
+    case INF_QGEMM_AVX2_UBS:
+        return "avx2 (vpmaddubsw)";
+    default:
+        return "generic (reference C)";
+    }
 }
 
 void cli_cpu_print_text(void) {
@@ -49,4 +75,5 @@ void cli_cpu_print_text(void) {
            ci->line_bytes, ci->cache_source);
     printf("kernel path  %s%s (best this CPU allows: %s)\n", ci->path, ci->forced ? " (lowered by INFERA_CPU)" : "",
            ci->best_path);
+    printf("int8 gemm    %s\n", int8_kernel_text(inf__qgemm_best_isa()));
 }

@@ -28,13 +28,20 @@
  *   INF_QGEMM_AVXVNNI  AVX-VNNI (VEX) vpdpbusd on 256 bits: VNNI512's scheme
  *                      at half the width, for CPUs with AVX-VNNI but no
  *                      AVX-512 (and the avx2 path of CPUs with both).
+ *   INF_QGEMM_AVX2_UBS AVX2 vpmaddubsw + vpmaddwd by ones (x86/qgemm_maddubs_avx2.c),
+ *                      AVX-VNNI's packing: chosen (inf__qgemm_pack_isa) in
+ *                      place of INF_QGEMM_AVX2 when every packed pair of B has
+ *                      |b0| + |b1| <= 128 (7-bit weights, --reduce-range),
+ *                      where the int16 pair sums cannot saturate.
+ *                      INFERA_QGEMM=avx2-maddwd keeps vpmaddwd for all B.
  *   INF_QGEMM_REF      plain C over the same math: the reference twin.
- * All four give bit-identical int32 results (tests/kernels/test_qgemm.c).
+ * All five give bit-identical int32 results (tests/kernels/test_qgemm.c).
  *
- * Packed B (inf__qgemm_b): panels of `panel` columns (VNNI512 16, AVX-VNNI
- * and AVX2 8, ref 1); in a panel, K in groups of kgroup (4, 4, 2, 1), each
- * group holding every column's kgroup values (int8 for VNNI and ref, int16
- * for AVX2).  K and N
+ * Packed B (inf__qgemm_b): panels of `panel` columns (VNNI512 16, AVX-VNNI,
+ * AVX2 and AVX2_UBS 8, ref 1); in a panel, K in groups of kgroup (4, 4, 2,
+ * 4, 1), each
+ * group holding every column's kgroup values (int8 for VNNI, AVX2_UBS and
+ * ref, int16 for AVX2).  K and N
  * are zero-padded to whole groups and panels; colsum and b_zp (per column,
  * after the u8 shift) come with it.  C buffers have ldc >= np (the padded N).
  */
@@ -48,6 +55,7 @@ typedef enum inf__qgemm_isa {
     INF_QGEMM_AVX2,
     INF_QGEMM_VNNI512,
     INF_QGEMM_AVXVNNI,
+    INF_QGEMM_AVX2_UBS, /* never chosen by inf__qgemm_best_isa: the packer's pick for pair-safe B on AVX2 */
 } inf__qgemm_isa;
 
 /* The fastest kernel this CPU runs (cached; INFERA_CPU lowers it). */
@@ -65,6 +73,12 @@ typedef struct inf__qgemm_b {
     bool any_b_zp;       /* some b_zp[j] != 0: the row sums of A are needed */
 } inf__qgemm_b;
 
+/* The kernel to pack B (as inf__qgemm_pack_b reads it) for, given the
+ * best one: INF_QGEMM_AVX2_UBS in place of INF_QGEMM_AVX2 when B is
+ * pair-safe (see the isa list above), else isa.  Load-time packers call it
+ * once per weight (a convolution once for all its groups). */
+inf__qgemm_isa inf__qgemm_pack_isa(inf__qgemm_isa isa, int64_t k, int64_t n, const void *b, inf_dtype dtype,
+                                   int64_t ldb, bool trans);
 /* Packs B [k, n] (row j of column... : element (kk, j) at b[kk * ldb + j], or
  * at b[j * ldb + kk] when trans) of dtype uint8 or int8 for isa, with zero
  * points b_zp (NULL: 0; n_bzp 1 = per tensor, n = per column) of the same
@@ -97,6 +111,8 @@ void inf__qgemm_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *a, 
                             int32_t *c, int64_t ldc);
 void inf__qgemm_raw_avxvnni(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
                             int32_t *c, int64_t ldc); /* x86/qgemm_avxvnni.c */
+void inf__qgemm_raw_avx2ubs(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
+                            int32_t *c, int64_t ldc); /* x86/qgemm_maddubs_avx2.c */
 
 /* The raw sums of a convolution block read in place (implicit GEMM,
  * x86/qconv_vnni_avx512.c; VNNI packing, no W zero point, K = taps * cq with
@@ -107,6 +123,9 @@ void inf__qconv_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *con
                             int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
 /* The same with AVX-VNNI (x86/qgemm_avxvnni.c; its packing: panels of 8). */
 void inf__qconv_raw_avxvnni(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
+                            int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
+/* The same with vpmaddubsw for pair-safe B (x86/qgemm_maddubs_avx2.c; AVX-VNNI's packing). */
+void inf__qconv_raw_avx2ubs(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                             int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
 /* The same on AVX2 (x86/qgemm_avx2.c; AVX2 packing, no W zero point, cq
  * even): the image read as zero-extended uint16 values (inf__widen_u8_avx2),

@@ -2,7 +2,9 @@
  * test_qgemm.c -- the 8-bit integer GEMM (ops/qgemm.h) and its drivers,
  * every kernel the CPU runs against its reference twin, bit for bit:
  *   - inf__qgemm_rows for each ISA (reference, AVX2 vpmaddwd, AVX-512 VNNI,
- *     AVX-VNNI)
+ *     AVX-VNNI, and AVX2 vpmaddubsw with pair-safe weights: every weight
+ *     within [-64, 64], extremes 255 x -64 pairs summing to -32640, one
+ *     step from int16's limit)
  *     against a plain int64 sum of (a - a_zp)(b - b_zp) written here and
  *     wrapped to int32 -- random shapes around the panel widths and k groups,
  *     uint8 and int8 B, B given transposed or not, zero points none / per
@@ -22,6 +24,8 @@
  *     x86/qdepthwise_avx512.c) against the
  *     reference ISA's bits, and its int32 sums against a direct depthwise
  *     convolution written here, with uint8/int8 weights and zero points.
+ *   - inf__qgemm_pack_isa: vpmaddubsw exactly when every pair has
+ *     |b0| + |b1| <= 128.
  * An ISA the CPU lacks is reported as skipped ("skipped: avx512-vnni").
  * Prints one line per failure and "N passed, M failed".
  */
@@ -44,9 +48,13 @@ static void check(bool ok, const char *what, int case_no) {
     else if (n_failed++ < 20) printf("FAIL %s (case %d)\n", what, case_no);
 }
 
+/* Weights drawn for the ISA under test: the pair-safe kernel's within
+ * [-64, 64] (so |b0| + |b1| <= 128), the others' the full int8 range. */
+static int32_t w_lim(inf__qgemm_isa isa) { return isa == INF_QGEMM_AVX2_UBS ? 64 : 127; }
+
 static bool isa_runs(inf__qgemm_isa isa) {
 #if defined(__x86_64__)
-    if (isa == INF_QGEMM_AVX2) return inf__cpu_has_avx2_fma();
+    if (isa == INF_QGEMM_AVX2 || isa == INF_QGEMM_AVX2_UBS) return inf__cpu_has_avx2_fma();
     if (isa == INF_QGEMM_VNNI512) return inf__cpu_has_avx2_fma() && inf__cpu_has_avx512_vnni();
     if (isa == INF_QGEMM_AVXVNNI) return inf__cpu_path_allows(INF__CPU_AVX2, INF_CPU_AVXVNNI);
     return true;
@@ -67,7 +75,11 @@ static void gemm_case(inf__qgemm_isa isa, int case_no) {
     int32_t a_zp = extreme ? 0 : (int32_t)rand_in(0, 255);
     for (int64_t i = 0; i < m; i++)
         for (int64_t p = 0; p < k; p++) a[i * kp + p] = extreme ? 255 : (uint8_t)rand_in(0, 255);
-    for (int64_t i = 0; i < k * n; i++) b[i] = extreme ? (b_u8 ? 0 : 0x80) : (uint8_t)rand_in(0, 255);
+    int32_t lim = w_lim(isa); /* B's values after the u8 shift within [-lim - (lim == 127), lim] */
+    for (int64_t i = 0; i < k * n; i++) {
+        int32_t v = extreme ? (lim == 127 ? -128 : -lim) : (int32_t)rand_in(lim == 127 ? -128 : -lim, lim);
+        b[i] = (uint8_t)(b_u8 ? v + 128 : v);
+    }
     for (int64_t j = 0; j < n; j++) bz[j] = (uint8_t)rand_in(0, 255);
     if (zp_kind == 1) memset(bz, bz[0], (size_t)n);
     inf__qgemm_b pb;
@@ -170,7 +182,8 @@ static void matmul_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no)
         if (adt == INF_DTYPE_F32) ((float *)a)[i] = uniform() * 3;
         else ((uint8_t *)a)[i] = (uint8_t)rand_in(0, 255);
     }
-    for (int64_t i = 0; i < k * n; i++) w[i] = (int8_t)rand_in(-127, 127);
+    for (int64_t i = 0; i < k * n; i++)
+        w[i] = (int8_t)rand_in(-w_lim(isa), w_lim(isa));
     inf__qsrc src = {.data = a, .dtype = adt, .ld = k, .scale = 0.02f, .zp = (int32_t)rand_in(0, 100),
                      .q_dtype = rand_in(0, 1) ? INF_DTYPE_U8 : INF_DTYPE_I8};
     if (adt == INF_DTYPE_I8 || (adt == INF_DTYPE_F32 && src.q_dtype == INF_DTYPE_I8)) src.zp -= 50;
@@ -238,7 +251,8 @@ static void conv_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
         if (f32) ((float *)x)[i] = uniform() * 2;
         else ((uint8_t *)x)[i] = (uint8_t)rand_in(0, 255);
     }
-    for (int64_t i = 0; i < g.m * kdim; i++) w[i] = (int8_t)rand_in(-127, 127);
+    for (int64_t i = 0; i < g.m * kdim; i++)
+        w[i] = (int8_t)rand_in(-w_lim(isa), w_lim(isa));
     int64_t taps = g.kh * g.kw;
     for (int64_t o = 0; o < g.m; o++) /* W as the driver packs it: K in (ky, kx, channel) order */
         for (int64_t c = 0; c < g.cg; c++)
@@ -329,7 +343,8 @@ static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     uint8_t *x8 = malloc((size_t)x_n), *x8t = malloc((size_t)x_n);
     int8_t *whwc = malloc((size_t)(g.m * kdim));
     for (int64_t i = 0; i < x_n; i++) x[i] = uniform() * 2, x8[i] = (uint8_t)rand_in(0, 255);
-    for (int64_t i = 0; i < g.m * kdim; i++) whwc[i] = (int8_t)rand_in(-127, 127);
+    for (int64_t i = 0; i < g.m * kdim; i++)
+        whwc[i] = (int8_t)rand_in(-w_lim(isa), w_lim(isa));
     int64_t plane = g.ih * g.iw;
     for (int64_t n = 0; n < g.n; n++) /* x8 channels last */
         for (int64_t c = 0; c < g.c; c++)
@@ -520,8 +535,32 @@ static void quantize_near_half_cases(void) {
 #endif
 }
 
+/* ---- which AVX2 kernel a B gets ---- */
+
+static void pack_isa_cases(void) {
+    int8_t b[4 * 3] = {0};
+    /* k = 4, n = 3, row-major: column 1's pairs (rows 0-1, rows 2-3) */
+    b[0 * 3 + 1] = 64, b[1 * 3 + 1] = -64, b[2 * 3 + 1] = -128;
+    check(inf__qgemm_pack_isa(INF_QGEMM_AVX2, 4, 3, b, INF_DTYPE_I8, 3, false) == INF_QGEMM_AVX2_UBS,
+          "pack_isa: 64 + 64 and 128 + 0 are pair-safe", 0);
+    b[3 * 3 + 1] = 1;
+    check(inf__qgemm_pack_isa(INF_QGEMM_AVX2, 4, 3, b, INF_DTYPE_I8, 3, false) == INF_QGEMM_AVX2,
+          "pack_isa: 128 + 1 is not", 1);
+    b[3 * 3 + 1] = 0, b[1 * 3 + 2] = 65, b[0 * 3 + 2] = 64; /* the pair (64, 65) of column 2 */
+    check(inf__qgemm_pack_isa(INF_QGEMM_AVX2, 4, 3, b, INF_DTYPE_I8, 3, false) == INF_QGEMM_AVX2, "pack_isa: 64 + 65",
+          2);
+    check(inf__qgemm_pack_isa(INF_QGEMM_AVX2, 3, 4, b, INF_DTYPE_I8, 4, false) == INF_QGEMM_AVX2,
+          "pack_isa: odd k, another shape", 3);
+    uint8_t u[2] = {128 + 64, 128 - 64}; /* uint8 B: values after the shift */
+    check(inf__qgemm_pack_isa(INF_QGEMM_AVX2, 2, 1, u, INF_DTYPE_U8, 1, false) == INF_QGEMM_AVX2_UBS,
+          "pack_isa: uint8 B shifted", 4);
+    check(inf__qgemm_pack_isa(INF_QGEMM_VNNI512, 2, 1, u, INF_DTYPE_U8, 1, false) == INF_QGEMM_VNNI512,
+          "pack_isa: other kernels unchanged", 5);
+}
+
 int main(void) {
-    static const inf__qgemm_isa isas[] = {INF_QGEMM_REF, INF_QGEMM_AVX2, INF_QGEMM_VNNI512, INF_QGEMM_AVXVNNI};
+    static const inf__qgemm_isa isas[] = {INF_QGEMM_REF, INF_QGEMM_AVX2, INF_QGEMM_VNNI512, INF_QGEMM_AVXVNNI,
+                                          INF_QGEMM_AVX2_UBS};
     inf__pool *pool = NULL;
     if (inf__pool_new(2, &pool) != INF_OK) return 1;
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
@@ -538,6 +577,10 @@ int main(void) {
     }
     quantize_cases();
     quantize_near_half_cases();
+    if (getenv("INFERA_QGEMM") && !strcmp(getenv("INFERA_QGEMM"), "avx2-maddwd"))
+        printf("pack_isa: skipped (INFERA_QGEMM=avx2-maddwd)\n");
+    else
+        pack_isa_cases();
     inf__pool_free(pool);
     printf("%d passed, %d failed\n", n_passed, n_failed);
     return n_failed ? 1 : 0;

@@ -44,6 +44,9 @@ RR=
 if grep -q '^flags.* avx2' /proc/cpuinfo 2>/dev/null && ! grep -qE '^flags.* (avx512_vnni|avx_vnni)' /proc/cpuinfo; then
     RR=--reduce-range
     echo "note: x86 without VNNI: quantizing with --reduce-range (ONNX Runtime's vpmaddubsw would saturate)"
+elif [ "${INFERA_TEST_REDUCE_RANGE:-0}" = 1 ]; then # e.g. with INFERA_CPU=avx2 INFERA_QGEMM=avx2: the AVX2
+    RR=--reduce-range                               # vpmaddubsw kernel (pair-safe weights) end to end
+    echo "note: INFERA_TEST_REDUCE_RANGE=1: quantizing with --reduce-range"
 fi
 
 # ---- Infera vs ONNX Runtime on the same quantized file ----

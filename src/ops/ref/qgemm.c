@@ -23,9 +23,10 @@ static inf__qgemm_isa detect_isa(void) {
     if (force && !strcmp(force, "generic")) return INF_QGEMM_REF;
     if (!inf__cpu_has_avx2_fma()) return INF_QGEMM_REF;
     if (inf__cpu_has_avx512_vnni()) return INF_QGEMM_VNNI512; /* off under INFERA_CPU=avx2 */
-    /* AVX-VNNI on the avx2 path; INFERA_QGEMM=avx2 keeps vpmaddwd (the AVX2-only CPUs' kernel) */
+    /* AVX-VNNI on the avx2 path; INFERA_QGEMM=avx2 keeps the AVX2-only CPUs' kernels (vpmaddwd, and
+     * vpmaddubsw for pair-safe weights: inf__qgemm_pack_isa), INFERA_QGEMM=avx2-maddwd vpmaddwd alone */
     const char *q = getenv("INFERA_QGEMM");
-    if (q && !strcmp(q, "avx2")) return INF_QGEMM_AVX2;
+    if (q && (!strcmp(q, "avx2") || !strcmp(q, "avx2-maddwd"))) return INF_QGEMM_AVX2;
     return inf__cpu_path_allows(INF__CPU_AVX2, INF_CPU_AVXVNNI) ? INF_QGEMM_AVXVNNI : INF_QGEMM_AVX2;
 #else
     return INF_QGEMM_REF;
@@ -39,7 +40,7 @@ inf__qgemm_isa inf__qgemm_best_isa(void) {
 }
 
 const char *inf__qgemm_isa_name(inf__qgemm_isa isa) {
-    static const char *const names[] = {"generic", "avx2", "avx512-vnni", "avx-vnni"};
+    static const char *const names[] = {"generic", "avx2", "avx512-vnni", "avx-vnni", "avx2-maddubs"};
     return names[isa];
 }
 
@@ -50,7 +51,7 @@ typedef struct pack_shape {
 } pack_shape;
 
 static pack_shape shape_of(inf__qgemm_isa isa) {
-    static const pack_shape shapes[] = {{1, 1, 1}, {8, 2, 2}, {16, 4, 1}, {8, 4, 1}};
+    static const pack_shape shapes[] = {{1, 1, 1}, {8, 2, 2}, {16, 4, 1}, {8, 4, 1}, {8, 4, 1}};
     return shapes[isa];
 }
 
@@ -75,12 +76,45 @@ static inline int32_t zp_value(const void *zp, inf_dtype dtype, int64_t n_bzp, i
     return dtype == INF_DTYPE_U8 ? (int32_t)((const uint8_t *)zp)[at] - 128 : (int32_t)((const int8_t *)zp)[at];
 }
 
+/* May the AVX2 vpmaddubsw kernel (x86/qgemm_maddubs_avx2.c) take B: every
+ * pair (k even, k + 1) of every column with |b0| + |b1| <= 128, so that no
+ * u8 x s8 pair sum (at most 255 * 128 = 32640) saturates int16?  Not when
+ * INFERA_QGEMM=avx2-maddwd (comparisons). */
+#if !defined(INF_EDGE)
+static bool pair_safe(const void *b, inf_dtype dtype, int64_t ldb, bool trans, int64_t k, int64_t n) {
+    static int off = -1;
+    if (off < 0) {
+        const char *q = getenv("INFERA_QGEMM");
+        off = q && !strcmp(q, "avx2-maddwd");
+    }
+    if (off) return false;
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t kk = 0; kk < k; kk += 2) {
+            int32_t v0 = b_value(b, dtype, ldb, trans, kk, j),
+                    v1 = kk + 1 < k ? b_value(b, dtype, ldb, trans, kk + 1, j) : 0;
+            if (abs(v0) + abs(v1) > 128) return false;
+        }
+    return true;
+}
+#endif
+
+inf__qgemm_isa inf__qgemm_pack_isa(inf__qgemm_isa isa, int64_t k, int64_t n, const void *b, inf_dtype dtype,
+                                   int64_t ldb, bool trans) {
+#if defined(INF_EDGE) /* the edge runtime leaves the vpmaddubsw kernel out (cmake/edge.cmake): size */
+    (void)k, (void)n, (void)b, (void)dtype, (void)ldb, (void)trans;
+    return isa;
+#else
+    return isa == INF_QGEMM_AVX2 && pair_safe(b, dtype, ldb, trans, k, n) ? INF_QGEMM_AVX2_UBS : isa;
+#endif
+}
+
 void inf__qgemm_pack_b_into(void *mem, inf__qgemm_isa isa, int64_t k, int64_t n, const void *b, inf_dtype dtype,
                             int64_t ldb, bool trans, const void *b_zp, int64_t n_bzp, inf__qgemm_b *out) {
+    size_t bytes = inf__qgemm_pack_b_bytes(isa, k, n);
     pack_shape s = shape_of(isa);
     int64_t kp = round_up(k > 0 ? k : 1, 4), np = round_up(n > 0 ? n : 1, s.panel);
     size_t data_bytes = (size_t)round_up(kp * np * s.elem, 64);
-    memset(mem, 0, inf__qgemm_pack_b_bytes(isa, k, n));
+    memset(mem, 0, bytes);
     *out = (inf__qgemm_b){.isa = isa, .k = k, .n = n, .kp = kp, .np = np, .panel = s.panel, .kgroup = s.kgroup,
                           .data = mem};
     out->colsum = (int32_t *)((char *)mem + data_bytes);
@@ -132,6 +166,9 @@ static raw_fn raw_kernel(inf__qgemm_isa isa) {
     if (isa == INF_QGEMM_VNNI512) return inf__qgemm_raw_vnni512;
     if (isa == INF_QGEMM_AVXVNNI) return inf__qgemm_raw_avxvnni;
     if (isa == INF_QGEMM_AVX2) return inf__qgemm_raw_avx2;
+#if !defined(INF_EDGE)
+    if (isa == INF_QGEMM_AVX2_UBS) return inf__qgemm_raw_avx2ubs;
+#endif
 #endif
     (void)isa;
     return inf__qgemm_raw_ref;

@@ -224,7 +224,8 @@ enum { DIRECT_MAX_TAPS = 64, DIRECT_MAX_N = 4096 };
 static bool conv_direct(const inf__qconv_geom *g, const inf__qgemm_b *b) {
 #if defined(__x86_64__)
     int64_t cq = g->cgp ? g->cgp : g->cg;
-    bool vnni = (b->isa == INF_QGEMM_VNNI512 || b->isa == INF_QGEMM_AVXVNNI) && cq % 4 == 0 && b->kp == b->k;
+    bool vnni = (b->isa == INF_QGEMM_VNNI512 || b->isa == INF_QGEMM_AVXVNNI || b->isa == INF_QGEMM_AVX2_UBS) &&
+                cq % 4 == 0 && b->kp == b->k;
     bool avx2 = b->isa == INF_QGEMM_AVX2 && cq % 2 == 0;
     return (vnni || avx2) && !b->any_b_zp && b->k == cq * g->kh * g->kw && g->kh * g->kw <= DIRECT_MAX_TAPS &&
            b->np <= DIRECT_MAX_N;
@@ -338,6 +339,11 @@ static void conv_sums(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
             const uint16_t *rows16[ROWS_PER_BLOCK];
             for (int64_t p = p0; p < p1; p++) rows16[p - p0] = t->x16 + (rows[p - p0] - t->x);
             inf__qconv_raw_avx2(b, p1 - p0, rows16, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c, b->np);
+#if !defined(INF_EDGE)
+        } else if (b->isa == INF_QGEMM_AVX2_UBS) {
+            inf__qconv_raw_avx2ubs(b, p1 - p0, rows, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c,
+                                   b->np);
+#endif
         } else if (b->isa == INF_QGEMM_AVXVNNI) {
             inf__qconv_raw_avxvnni(b, p1 - p0, rows, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c,
                                    b->np);

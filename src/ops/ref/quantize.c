@@ -441,6 +441,7 @@ static inf_status qmm_pack_init(inf__node *node, inf__arena *arena, int b_at, in
     if (has_bz && (!bz || bz->dtype != b->dtype ||
                    !(inf_tensor_numel(bz) == 1 || (bz->ndim == 1 && bz->dims[0] == b->dims[1]))))
         return INF_OK;
+    isa = inf__qgemm_pack_isa(isa, b->dims[0], b->dims[1], b->data, b->dtype, b->dims[1], false);
     inf_status st = inf__qgemm_pack_b(arena, isa, b->dims[0], b->dims[1], b->data, b->dtype, b->dims[1], false,
                                       bz ? bz->data : NULL, bz ? inf_tensor_numel(bz) : 1, &p->b);
     if (st != INF_OK) return st;
@@ -599,6 +600,7 @@ static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p
         for (int64_t c = 0; c < cg; c++)
             for (int64_t t = 0; t < taps; t++) hwc[(o * taps + t) * cgp + c] = ((const uint8_t *)w->data)[(o * cg + c) * taps + t];
     inf_status st = INF_OK;
+    isa = inf__qgemm_pack_isa(isa, k, m, hwc, w->dtype, k, true); /* one kernel for every group */
     for (int64_t grp = 0; grp < p->group && st == INF_OK; grp++) {
         bool per_ch = wz && inf_tensor_numel(wz) > 1;
         const void *zp = wz ? (const char *)wz->data + (per_ch ? grp * mg : 0) : NULL;
@@ -916,8 +918,9 @@ static inf_status qgemm_init(inf__node *node, inf__arena *arena, inf_error *err)
                                (long long)n);
     if (node->n_inputs > 5 && node->inputs[5] >= 0 && !wz)
         return inf__node_error(node, err, INF_EMODEL, "w_zero_point (input 5) must be constant");
-    inf_status st = inf__qgemm_pack_b(arena, inf__qgemm_best_isa(), k, n, w->data, w->dtype, w->dims[1], p->trans_b,
-                                      wz ? wz->data : NULL, wz ? inf_tensor_numel(wz) : 1, &p->b);
+    inf__qgemm_isa isa = inf__qgemm_pack_isa(inf__qgemm_best_isa(), k, n, w->data, w->dtype, w->dims[1], p->trans_b);
+    inf_status st = inf__qgemm_pack_b(arena, isa, k, n, w->data, w->dtype, w->dims[1], p->trans_b, wz ? wz->data : NULL,
+                                      wz ? inf_tensor_numel(wz) : 1, &p->b);
     if (st != INF_OK) return st;
     p->w_src = w->data;
     node->params = p;

@@ -179,22 +179,6 @@ void inf__qgemm_raw_avx2(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int
     }
 }
 
-void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q) {
-    const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps((float)zp);
-    const __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.0f);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 r = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        r = _mm256_add_ps(r, vz);
-        __m256 nan = _mm256_cmp_ps(r, r, _CMP_UNORD_Q);
-        r = _mm256_blendv_ps(_mm256_min_ps(_mm256_max_ps(r, lo), hi), vz, nan);
-        __m256i v = _mm256_cvtps_epi32(r);
-        __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-        _mm_storel_epi64((__m128i *)(q + i), _mm_packus_epi16(w, w));
-    }
-    inf__quantize_u8_ref(x + i, n - i, scale, zp, q + i);
-}
-
 void inf__minmax_f32_avx2(const float *x, int64_t n, float *lo, float *hi) {
     __m256 a = _mm256_set1_ps(INFINITY), b = _mm256_set1_ps(-INFINITY);
     int64_t i = 0;
@@ -255,32 +239,51 @@ static inline __m256 finish8(const inf__qout *o, __m256i acc, __m256 mult, __m25
     return o->requant ? fake_quant8(o, v) : v;
 }
 
-/* The F32 value of 8 columns at a time into a float tile, then
- * QuantizeLinear's vector arithmetic over the tile (inf__quantize_u8_avx2):
- * the bytes the next conv's input quantization would make of it. */
+/* QuantizeLinear's arithmetic on 8 lanes (inf__quantize_u8_avx2's steps,
+ * in its order): the 8 bytes in the low half of the result. */
+static inline __m128i quantize8(__m256 x, __m256 vs, __m256 vz) {
+    const __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.0f);
+    __m256 r = _mm256_round_ps(_mm256_div_ps(x, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_add_ps(r, vz);
+    __m256 nan = _mm256_cmp_ps(r, r, _CMP_UNORD_Q);
+    r = _mm256_blendv_ps(_mm256_min_ps(_mm256_max_ps(r, lo), hi), vz, nan);
+    __m256i v = _mm256_cvtps_epi32(r);
+    __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    return _mm_packus_epi16(w, w);
+}
+
+void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q) {
+    const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps((float)zp);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storel_epi64((__m128i *)(q + i), quantize8(_mm256_loadu_ps(x + i), vs, vz));
+    inf__quantize_u8_ref(x + i, n - i, scale, zp, q + i);
+}
+
+/* The F32 value of 8 columns at a time, quantized in registers with
+ * QuantizeLinear's vector arithmetic (quantize8): the bytes the next conv's
+ * input quantization would make of it, in one pass (no float tile). */
 void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
-    enum { TILE = 64 };
-    float v[TILE];
-    for (int64_t t0 = 0; t0 < n; t0 += TILE) {
-        int64_t cnt = n - t0 < TILE ? n - t0 : TILE, j = 0;
-        for (; j + 8 <= cnt; j += 8) {
-            int64_t at = j0 + t0 + j;
-            __m256 mult = o->mult_per_col ? _mm256_loadu_ps(o->mult + at) : _mm256_set1_ps(o->mult[0]);
-            __m256 bias = o->bias_f32 ? _mm256_loadu_ps(o->bias_f32 + at) : _mm256_setzero_ps();
-            _mm256_storeu_ps(v + j, scaled8(o, _mm256_loadu_si256((const __m256i *)(c + t0 + j)), mult, bias));
+    const __m256 vs = _mm256_set1_ps(o->rq_scale), vz = _mm256_set1_ps((float)o->rq_zp);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 mult = o->mult_per_col ? _mm256_loadu_ps(o->mult + j0 + j) : _mm256_set1_ps(o->mult[0]);
+        __m256 bias = o->bias_f32 ? _mm256_loadu_ps(o->bias_f32 + j0 + j) : _mm256_setzero_ps();
+        __m256 v = scaled8(o, _mm256_loadu_si256((const __m256i *)(c + j)), mult, bias);
+        _mm_storel_epi64((__m128i *)(y + j), quantize8(v, vs, vz));
+    }
+    if (j < n) { /* the tail through an 8-lane pass over a padded copy */
+        int32_t ct[8] = {0};
+        float mt[8] = {0}, bt[8] = {0};
+        uint8_t yt[16];
+        for (int64_t k = 0; k < n - j; k++) {
+            ct[k] = c[j + k];
+            mt[k] = o->mult[o->mult_per_col ? j0 + j + k : 0];
+            if (o->bias_f32) bt[k] = o->bias_f32[j0 + j + k];
         }
-        if (j < cnt) {
-            int32_t ct[8] = {0};
-            float mt[8] = {0}, bt[8] = {0}, yt[8];
-            for (int64_t k = 0; k < cnt - j; k++) {
-                ct[k] = c[t0 + j + k];
-                mt[k] = o->mult[o->mult_per_col ? j0 + t0 + j + k : 0];
-                if (o->bias_f32) bt[k] = o->bias_f32[j0 + t0 + j + k];
-            }
-            _mm256_storeu_ps(yt, scaled8(o, _mm256_loadu_si256((const __m256i *)ct), _mm256_loadu_ps(mt), _mm256_loadu_ps(bt)));
-            memcpy(v + j, yt, (size_t)(cnt - j) * sizeof *yt);
-        }
-        inf__quantize_u8_avx2(v, cnt, o->rq_scale, o->rq_zp, y + t0);
+        __m256 v = scaled8(o, _mm256_loadu_si256((const __m256i *)ct), _mm256_loadu_ps(mt), _mm256_loadu_ps(bt));
+        _mm_storeu_si128((__m128i *)yt, quantize8(v, vs, vz));
+        memcpy(y + j, yt, (size_t)(n - j));
     }
 }
 
