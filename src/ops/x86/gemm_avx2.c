@@ -532,8 +532,8 @@ static void panel_pair_tiles(const gemm_job *g, const float *ap, const float *b0
         if (next && tile * slice < 2 * panel_bytes) {
             int64_t o = tile * slice, len = min64(slice, 2 * panel_bytes - o);
             for (int64_t q = o; q < o + len; q += 64) {
-                const char *pl = q < panel_bytes ? (const char *)next + q
-                                                 : (const char *)(next + g->k * NR) + (q - panel_bytes);
+                const char *pl =
+                    q < panel_bytes ? (const char *)next + q : (const char *)(next + g->k * NR) + (q - panel_bytes);
                 _mm_prefetch(pl, _MM_HINT_T1);
             }
         }
