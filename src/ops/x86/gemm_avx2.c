@@ -41,7 +41,8 @@
  *     tile has 4 FMA chains, too few to hide the FMA latency).  On one
  *     thread all its rows are one task, so each B panel is fetched once.
  *     Rows a multiple of 4 KiB apart would all fall in the same L1 sets, so
- *     those are still packed.
+ *     those are still packed -- except on the avx512 path with a 48 KiB
+ *     (12-way) L1d, where the 6 rows fit in a set's ways.
  *   - On the avx512 path pairs of full panels run the 6x32 AVX-512 tile
  *     (gemm_avx512.c; same bits): with A in place always, with A packed when
  *     the L1d holds the pair's 32 KiB B block (48 KiB, ops/blocking.c) and
@@ -794,11 +795,15 @@ static bool col_split(gemm_job *g, int threads) {
 static void compute_tasks(inf__pool *pool, gemm_job *g) {
     int threads = inf__pool_size(pool);
     int64_t want = threads > 1 ? 3 * (int64_t)threads : 1;
-    /* alpha 1, plain A: the kernel broadcasts A from its rows in place (no
-     * packing pass; alpha * a would be a anyway) */
-    g->a_direct = !g->trans_a && g->alpha == 1.0f && g->lda > 0 && g->m <= DIRECT_A_MAX_M && A_DIRECT_OK(g->lda);
     inf__blocking bl;
     inf__blocking_get(&bl);
+    /* alpha 1, plain A: the kernel broadcasts A from its rows in place (no
+     * packing pass; alpha * a would be a anyway).  Rows 4 KiB apart too on
+     * the avx512 path with a 48 KiB (12-way) L1d: the 6 rows' lines share a
+     * set but fit in its ways (Zen 5, bert b1 ffn2 128x256x1024: 0.92x the
+     * time with A packed, whose 72-row blocks also fetch B twice) */
+    bool a_lda_ok = A_DIRECT_OK(g->lda) || (bl.gemm_wide_packed && inf__cpu_has_avx512());
+    g->a_direct = !g->trans_a && g->alpha == 1.0f && g->lda > 0 && g->m <= DIRECT_A_MAX_M && a_lda_ok;
     /* the AVX-512 6x32 tiles where they measured faster: with A read in
      * place everywhere (bench_gemm: 1.0-1.1x on Zen 4, ~2x on Zen 5); with A
      * packed (large m, alpha != 1, rows 4 KiB apart) only when L1d holds the
