@@ -11,7 +11,8 @@
  * machines).  Shapes around the 32-column tile pairs (n = 16, 31, 32, 33,
  * 48, 64, 100), the 6-row tiles and ragged 6+1 / 6+2 ends, k across blocks,
  * plain/transposed A and B, alpha 1 (A read in place) and not, beta
- * {0, 1, 0.7}, 1 and 2 threads, B packed per call and ahead of time; then
+ * {0, 1, 0.7}, 1 and 2 threads, B packed per call and ahead of time, A's
+ * rows 4 KiB apart (read in place on the avx512 path with 48 KiB L1d); then
  * the tile function directly for rows 1..6, packed and in-place A.
  * ctest runs it on the widest path and again with INFERA_CPU=avx2
  * (kernels_test_gemm_bits_avx2path).  Exit 77 without AVX2/FMA.
@@ -73,9 +74,11 @@ static bool same_bits(const float *x, const float *y, int64_t m, int64_t n, int6
     return true;
 }
 
-static void check(inf__pool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, float beta,
-                  bool packed) {
-    int64_t lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 3, ldc = n + 2;
+/* lda_4k: A's rows 4 KiB apart (lda 1024, k <= 1024, plain A), which the
+ * avx512 path with a 48 KiB L1d reads in place too. */
+static void check_lda(inf__pool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, float beta,
+                      bool packed, bool lda_4k) {
+    int64_t lda = lda_4k ? 1024 : (ta ? m : k) + 1, ldb = (tb ? k : n) + 3, ldc = n + 2;
     float *a = malloc(sizeof(float) * (size_t)(ta ? k : m) * (size_t)lda);
     float *b = malloc(sizeof(float) * (size_t)(tb ? n : k) * (size_t)ldb);
     float *c = malloc(sizeof(float) * (size_t)(m * ldc)), *want = malloc(sizeof(float) * (size_t)(m * ldc));
@@ -96,11 +99,16 @@ static void check(inf__pool *pool, bool ta, bool tb, int64_t m, int64_t n, int64
         (void)inf__ops_sgemm_avx2(pool, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
     char what[160];
-    snprintf(what, sizeof what, "m=%lld n=%lld k=%lld ta=%d tb=%d alpha=%g beta=%g%s", (long long)m, (long long)n,
-             (long long)k, ta, tb, alpha, beta, packed ? " packed B" : "");
+    snprintf(what, sizeof what, "m=%lld n=%lld k=%lld ta=%d tb=%d alpha=%g beta=%g%s%s", (long long)m, (long long)n,
+             (long long)k, ta, tb, alpha, beta, packed ? " packed B" : "", lda_4k ? " lda 1024" : "");
     if (same_bits(c, want, m, n, ldc, what)) n_passed++;
     else n_failed++;
     free(a), free(b), free(c), free(want), free(bp);
+}
+
+static void check(inf__pool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, float beta,
+                  bool packed) {
+    check_lda(pool, ta, tb, m, n, k, alpha, beta, packed, false);
 }
 
 #if defined(__x86_64__)
@@ -154,6 +162,13 @@ int main(int argc, char **argv) {
                 int tr = t % 4;
                 check(pool, tr & 1, tr >> 1, M[im], N[in], K[t % 4], ALPHA[t % 2], BETA[t % 3], false);
                 check(pool, tr & 1, false, M[im], N[in], K[(t + 1) % 4], ALPHA[(t + 1) % 2], BETA[(t + 1) % 3], true);
+            }
+        /* rows 4 KiB apart: the encoder's FFN output projection (128 x 256 x 1024) and around it */
+        static const int64_t M4K[] = {7, 128, 144}, K4K[] = {300, 1024};
+        for (size_t im = 0; im < sizeof M4K / sizeof *M4K; im++)
+            for (size_t ik = 0; ik < sizeof K4K / sizeof *K4K; ik++) {
+                check_lda(pool, false, false, M4K[im], 100, K4K[ik], 1.0f, BETA[(im + ik) % 3], true, true);
+                check_lda(pool, false, false, M4K[im], 64, K4K[ik], 1.0f, BETA[(im + ik + 1) % 3], false, true);
             }
         printf("sgemm bits vs fmaf emulation, %d thread%s: %s\n", threads, threads > 1 ? "s" : "",
                n_failed == before ? "ok" : "FAILED");

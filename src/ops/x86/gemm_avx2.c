@@ -41,13 +41,17 @@
  *     tile has 4 FMA chains, too few to hide the FMA latency).  On one
  *     thread all its rows are one task, so each B panel is fetched once.
  *     Rows a multiple of 4 KiB apart would all fall in the same L1 sets, so
- *     those are still packed.
+ *     those are still packed -- except on the avx512 path with a 48 KiB
+ *     (12-way) L1d, where the 6 rows fit in a set's ways.
  *   - On the avx512 path pairs of full panels run the 6x32 AVX-512 tile
  *     (gemm_avx512.c; same bits): with A in place always, with A packed when
  *     the L1d holds the pair's 32 KiB B block (48 KiB, ops/blocking.c) and
  *     zmm FMAs run full width (fma_width_avx512.c).
  *   - With B packed, each tile of a panel prefetches a slice of the next
- *     panel, so the panel is in L1 when its first tile starts.
+ *     panel, so the panel is in L1 when its first tile starts; each tile
+ *     of an AVX-512 pair, a slice of the next pair's 32 KiB block into L2
+ *     (a batch-1 encoder's weights come from L3 on every run: bert b1 at
+ *     1 thread 5-8% less CPU time on Zen 5).
  *   - A fused epilogue (inf__gemm_epilogue, for FusedMatMul): after a
  *     tile's last k block, + bias[j], + a residual right after the tile's
  *     store (still in L1), then an activation over each row segment of the
@@ -513,12 +517,27 @@ static void panel_tiles(const gemm_job *g, const float *ap, const float *bpanel,
 
 /* Two adjacent full 16-column panels at once (columns [j, j + 32)) with
  * the AVX-512 kernel: same tiles, same bits as two panel_tiles calls; the
- * epilogue's adds follow each tile's store as there. */
+ * epilogue's adds follow each tile's store as there.  next: the next
+ * pair's packed block (two panels of kc rows, one after the other at
+ * g->k * NR apart), or NULL: each tile prefetches a slice of it into L2,
+ * so a batch-1 layer's weights -- which come from L3 on every run, each
+ * pair's 32 KiB used once -- are on their way while this pair computes. */
 static void panel_pair_tiles(const gemm_job *g, const float *ap, const float *b0, const float *b1, int64_t ldbk,
-                             int64_t i0, int64_t mc, int64_t j, int64_t p0, int64_t kc, int mode, bool last) {
+                             const float *next, int64_t i0, int64_t mc, int64_t j, int64_t p0, int64_t kc, int mode,
+                             bool last) {
     float *cblk = g->c + i0 * g->ldc + j;
     const inf__gemm_epilogue *ep = last ? g->ep : NULL;
-    for (int64_t ir = 0; ir < mc;) {
+    int64_t panel_bytes = kc * NR * 4, n_tiles = (mc + MR - 1) / MR;
+    int64_t slice = (2 * panel_bytes / n_tiles + 63) / 64 * 64;
+    for (int64_t ir = 0, tile = 0; ir < mc; tile++) {
+        if (next && tile * slice < 2 * panel_bytes) {
+            int64_t o = tile * slice, len = min64(slice, 2 * panel_bytes - o);
+            for (int64_t q = o; q < o + len; q += 64) {
+                const char *pl =
+                    q < panel_bytes ? (const char *)next + q : (const char *)(next + g->k * NR) + (q - panel_bytes);
+                _mm_prefetch(pl, _MM_HINT_T1);
+            }
+        }
         int64_t rows = tile_rows(mc, ir, g->a_direct);
         const float *a = g->a_direct ? g->a + (i0 + ir) * g->lda + p0 : ap + ir * kc;
         float *c = cblk + ir * g->ldc;
@@ -554,7 +573,8 @@ static void compute_task(void *arg, int64_t begin, int64_t end) {
                 if (g->wide && nt - jr >= 2 * NR && (g->bp || !g->trans_b)) { /* two full panels, no copies */
                     const float *b0 = b_panel(g, jt, jr, p0, kc, NR, btail, &ldbk);
                     const float *b1 = b_panel(g, jt, jr + NR, p0, kc, NR, btail, &ldbk);
-                    panel_pair_tiles(g, ap, b0, b1, ldbk, i0, mc, g->j0 + jt + jr, p0, kc, mode, last);
+                    const float *next = g->bp && nt - jr >= 4 * NR ? b0 + 2 * g->k * NR : NULL;
+                    panel_pair_tiles(g, ap, b0, b1, ldbk, next, i0, mc, g->j0 + jt + jr, p0, kc, mode, last);
                     jr += NR;
                     continue;
                 }
@@ -775,11 +795,15 @@ static bool col_split(gemm_job *g, int threads) {
 static void compute_tasks(inf__pool *pool, gemm_job *g) {
     int threads = inf__pool_size(pool);
     int64_t want = threads > 1 ? 3 * (int64_t)threads : 1;
-    /* alpha 1, plain A: the kernel broadcasts A from its rows in place (no
-     * packing pass; alpha * a would be a anyway) */
-    g->a_direct = !g->trans_a && g->alpha == 1.0f && g->lda > 0 && g->m <= DIRECT_A_MAX_M && A_DIRECT_OK(g->lda);
     inf__blocking bl;
     inf__blocking_get(&bl);
+    /* alpha 1, plain A: the kernel broadcasts A from its rows in place (no
+     * packing pass; alpha * a would be a anyway).  Rows 4 KiB apart too on
+     * the avx512 path with a 48 KiB (12-way) L1d: the 6 rows' lines share a
+     * set but fit in its ways (Zen 5, bert b1 ffn2 128x256x1024: 0.92x the
+     * time with A packed, whose 72-row blocks also fetch B twice) */
+    bool a_lda_ok = A_DIRECT_OK(g->lda) || (bl.gemm_wide_packed && inf__cpu_has_avx512());
+    g->a_direct = !g->trans_a && g->alpha == 1.0f && g->lda > 0 && g->m <= DIRECT_A_MAX_M && a_lda_ok;
     /* the AVX-512 6x32 tiles where they measured faster: with A read in
      * place everywhere (bench_gemm: 1.0-1.1x on Zen 4, ~2x on Zen 5); with A
      * packed (large m, alpha != 1, rows 4 KiB apart) only when L1d holds the
