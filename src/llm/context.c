@@ -28,6 +28,7 @@
 #include "llm/swiglu.h"
 
 #define TOKEN_BLOCK 32
+#define SMALL_PASS 8 /* tokens up to which a pass splits its jobs into one chunk per thread */
 #define MAX_HEAD_DIM INF__LLM_MAX_HEAD_DIM
 
 
@@ -253,6 +254,19 @@ static void matmul_rows(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* Smallest chunk of a job of `units` over the pool.  A pass of a few tokens
+ * (decoding, verification, a batched step) is cut into one chunk per thread:
+ * it has ~5 fork/joins per layer of a few microseconds of work each, and
+ * every extra chunk is a claim on a cache line shared between the cores
+ * (llama.cpp's mat-vec does the same: one contiguous chunk per thread).  The
+ * first chunk is the caller's, so each thread reads the same rows every
+ * step.  Longer passes take ~4 chunks per thread, which balance better. */
+static int64_t min_chunk(const inf_llm_context *c, int64_t units, int n_tokens) {
+    int threads = inf__pool_size(c->pool);
+    if (threads <= 1 || n_tokens > SMALL_PASS) return 1;
+    return (units + threads - 1) / threads;
+}
+
 static void matmul_parts(inf_llm_context *c, const matmul_part *parts, int n_parts, const uint8_t *qx, size_t qx_stride,
                          int n) {
     matmul_job j = {.n_parts = n_parts, .qx = qx, .qx_stride = qx_stride, .n = n};
@@ -260,7 +274,7 @@ static void matmul_parts(inf_llm_context *c, const matmul_part *parts, int n_par
         j.part[i] = parts[i];
         j.first_row[i + 1] = j.first_row[i] + (parts[i].w->rows + ROW_UNIT - 1) / ROW_UNIT;
     }
-    inf__pool_range(c->pool, j.first_row[n_parts], 1, matmul_rows, &j);
+    inf__pool_range(c->pool, j.first_row[n_parts], min_chunk(c, j.first_row[n_parts], n), matmul_rows, &j);
 }
 
 /* The activation rows x[n][w->cols] (stride ldx floats) in w's activation
@@ -402,7 +416,7 @@ static void forward_seqs(inf_llm_context *c, inf_llm_context *const *seqs, const
         }
         if (seqs) scatter_kv(c, seqs, l, n);
         attn_job aj = {c, seqs, l, n};
-        inf__pool_range(c->pool, (int64_t)n * I->n_head, 1, attention, &aj);
+        inf__pool_range(c->pool, (int64_t)n * I->n_head, min_chunk(c, (int64_t)n * I->n_head, n), attention, &aj);
         matmul(c, &y->wo, c->att, Qd, n, c->x, E, true, y->bo);
         for (int t = 0; t < n; t++) rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)t * E, y->ffn_norm, E, m->rms_eps);
         const matmul_part gate_up[2] = {{&y->w_gate, c->hb, F, false, NULL}, {&y->w_up, c->hb2, F, false, NULL}};
