@@ -6,7 +6,7 @@
 # HTTP, itself checked against PyTorch and llama.cpp in llm_reference / llm_models), an unload issued during a
 # generation returns only after that generation finished complete, then the name is gone (404); a reload swaps
 # the file; a path outside the root is refused; 4 concurrent greedy requests on 2 slots give the tokens each
-# gives alone.
+# gives alone; a non-streamed client that disconnects cancels its generation.
 set -euo pipefail
 INFERA=$(readlink -f "$1")
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -136,6 +136,28 @@ got=$(complete reg "$P" 16)
 c=$(load reg)
 [ "$c" = 200 ] && [ "$(complete reg "$P" 16)" = "$got" ] && ok "reload without a ref reloads the same file" || bad "reload: $c"
 [ "$(index)" = '["draft","reg"]' ] && ok "index at the end" || bad "index at the end: $(index)"
+
+# a non-streamed client that closes its connection cancels its generation (libmicrohttpd does not watch a
+# suspended connection: the server looks at the socket at each token): 500 tokens of the target take >= 40 ms,
+# the client leaves after 5 ms; the request must not finish, and its slot is free again
+c=$(load long '{"parameters":{"ref":"austen-target-q8_0.gguf"}}')
+metric() { curl -s "$URL/metrics" | awk -v k="vllm:$1{model_name=\"long\"}" '$1 == k {print $2}'; }
+python3 - "$URL" <<'PY'
+import socket, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+body = b'{"model":"long","prompt":"It is","max_tokens":500,"temperature":0}'
+s = socket.create_connection((u.hostname, u.port))
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+time.sleep(0.005)
+s.close()
+PY
+for _ in $(seq 1 100); do [ "$(metric num_requests_running)" = 0 ] && break; sleep 0.05; done
+made=$(metric generation_tokens_total)
+[ "$c" = 200 ] && [ "$(metric num_requests_running)" = 0 ] && [ "$(metric request_success_total)" = 0 ] &&
+  [ "${made:-0}" -lt 500 ] && ok "a non-streamed client that disconnects cancels its generation ($made of 500 tokens made)" ||
+  bad "disconnect: load $c, running $(metric num_requests_running), success $(metric request_success_total), tokens $made"
+[ "$(complete long "$P" 16)" = "$(cli "$ROOT/austen-target-q8_0.gguf" "$P" 16)" ] &&
+  ok "the next request on that model is answered right" || bad "after the disconnect"
 kill -TERM $PID
 wait $PID || true
 trap 'rm -rf "$WORK"' EXIT
