@@ -181,8 +181,16 @@ static void part_rows_tile(const matmul_job *j, const matmul_part *p, int64_t be
         int nt = j->n - t < INF__LLM_TILE_TOKENS ? j->n - t : INF__LLM_TILE_TOKENS;
         float o[INF__LLM_TILE_ROWS * INF__LLM_TILE_TOKENS];
         w->q->tile(w->cols, tile, j->qx + (size_t)t * j->qx_stride, j->qx_stride, nt, o);
-        for (int u = 0; u < nt; u++)
-            for (int e = 0; e < INF__LLM_TILE_ROWS; e++) store(p, t + u, begin + e, o[INF__LLM_TILE_ROWS * u + e]);
+        for (int u = 0; u < nt; u++) {
+            const float *ou = o + INF__LLM_TILE_ROWS * u;
+            float *dst = p->y + (size_t)(t + u) * p->ldy + begin;
+            if (p->bias)
+                for (int e = 0; e < INF__LLM_TILE_ROWS; e++) store(p, t + u, begin + e, ou[e]);
+            else if (p->add) /* 16 rows at once (a small model's products are a few tiles each) */
+                for (int e = 0; e < INF__LLM_TILE_ROWS; e++) dst[e] += ou[e];
+            else
+                memcpy(dst, ou, sizeof(float) * INF__LLM_TILE_ROWS);
+        }
     }
 }
 
