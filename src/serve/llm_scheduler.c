@@ -705,10 +705,11 @@ const char *inf__serve_llm_chat_template(const srv_llm *l) { return l->chat_temp
 int inf__serve_llm_n_ctx(const srv_llm *l) { return l->n_ctx; }
 const struct inf_tokenizer *inf__serve_llm_tokenizer(const srv_llm *l) { return l->tok; }
 
-void inf__serve_llm_list_json(srv_server *srv, srv_buf *out) {
+int inf__serve_llm_list_json(srv_server *srv, const char *only, srv_buf *out) {
     pthread_mutex_lock(&srv->llm_lock);
     int first = 1;
     for (srv_llm *l = srv->llms; l; l = l->next) {
+        if (only && strcmp(only, l->name)) continue;
         if (!first) inf__serve_buf_puts(out, ",");
         first = 0;
         inf__serve_buf_puts(out, "{\"id\":");
@@ -717,6 +718,7 @@ void inf__serve_llm_list_json(srv_server *srv, srv_buf *out) {
                               l->n_ctx);
     }
     pthread_mutex_unlock(&srv->llm_lock);
+    return !first;
 }
 
 void inf__serve_llm_shutdown(srv_server *srv) {

@@ -649,8 +649,23 @@ int inf__serve_openai_models(srv_request *rq) {
     rq->status = 200;
     rq->content_type = "application/json";
     inf__serve_buf_puts(&rq->resp, "{\"object\":\"list\",\"data\":[");
-    inf__serve_llm_list_json(rq->srv, &rq->resp);
+    inf__serve_llm_list_json(rq->srv, NULL, &rq->resp);
     inf__serve_buf_puts(&rq->resp, "]}");
+    return 0;
+}
+
+/* GET /v1/models/{name}: OpenAI's "retrieve model" -- the object /v1/models lists, or 404 model_not_found. */
+int inf__serve_openai_model(srv_request *rq) {
+    srv_buf one = {0};
+    if (!inf__serve_llm_list_json(rq->srv, rq->params[0], &one)) {
+        inf__serve_buf_free(&one);
+        oai_error(rq, 404, "model", "model_not_found", "the model '%s' does not exist", rq->params[0]);
+        return 0;
+    }
+    rq->status = 200;
+    rq->content_type = "application/json";
+    inf__serve_buf_put(&rq->resp, one.p, one.n);
+    inf__serve_buf_free(&one);
     return 0;
 }
 
