@@ -85,7 +85,8 @@ metric() { echo "$METRICS" | grep -F "$1{model_name=\"m\"${2:-}}" | awk '{print 
 usage=$(jq -s '[(map(.usage.prompt_tokens) | add), (map(.usage.completion_tokens) | add)] | @tsv' -r "$WORK"/m?.json)
 read -r up uc <<<"$usage"
 exp="$up $uc 4 4 4 4 0 0"
-got="$(metric vllm:prompt_tokens_total) $(metric vllm:generation_tokens_total) $(metric vllm:request_success_total)"
+success=$(($(metric vllm:request_success_total ',finished_reason="stop"') + $(metric vllm:request_success_total ',finished_reason="length"')))
+got="$(metric vllm:prompt_tokens_total) $(metric vllm:generation_tokens_total) $success"
 got="$got $(metric vllm:time_to_first_token_seconds_count) $(metric vllm:time_per_output_token_seconds_count)"
 got="$got $(metric vllm:e2e_request_latency_seconds_count) $(metric vllm:num_requests_running) $(metric vllm:num_requests_waiting)"
 [ "$c" = 200 ] && [ "$got" = "$exp" ] && ok "metrics == the answers' usage (prompt, generation tokens; 4 TTFT/TPOT/e2e; idle)" ||
@@ -141,7 +142,7 @@ c=$(load reg)
 # suspended connection: the server looks at the socket at each token): 500 tokens of the target take >= 40 ms,
 # the client leaves after 5 ms; the request must not finish, and its slot is free again
 c=$(load long '{"parameters":{"ref":"austen-target-q8_0.gguf"}}')
-metric() { curl -s "$URL/metrics" | awk -v k="vllm:$1{model_name=\"long\"}" '$1 == k {print $2}'; }
+metric() { curl -s "$URL/metrics" | awk -v k="vllm:$1{model_name=\"long\"${2:-}}" '$1 == k {print $2}'; }
 python3 - "$URL" <<'PY'
 import socket, sys, time, urllib.parse
 u = urllib.parse.urlparse(sys.argv[1])
@@ -153,9 +154,11 @@ s.close()
 PY
 for _ in $(seq 1 100); do [ "$(metric num_requests_running)" = 0 ] && break; sleep 0.05; done
 made=$(metric generation_tokens_total)
-[ "$c" = 200 ] && [ "$(metric num_requests_running)" = 0 ] && [ "$(metric request_success_total)" = 0 ] &&
-  [ "${made:-0}" -lt 500 ] && ok "a non-streamed client that disconnects cancels its generation ($made of 500 tokens made)" ||
-  bad "disconnect: load $c, running $(metric num_requests_running), success $(metric request_success_total), tokens $made"
+fin() { metric request_success_total ",finished_reason=\"$1\""; }
+[ "$c" = 200 ] && [ "$(metric num_requests_running)" = 0 ] && [ "$(fin stop) $(fin length)" = "0 0" ] &&
+  [ "$(fin abort)" -le 1 ] && [ "${made:-0}" -lt 500 ] &&
+  ok "a non-streamed client that disconnects cancels its generation ($made of 500 tokens made, finished_reason abort)" ||
+  bad "disconnect: load $c, running $(metric num_requests_running), stop/length/abort $(fin stop)/$(fin length)/$(fin abort), tokens $made"
 [ "$(complete long "$P" 16)" = "$(cli "$ROOT/austen-target-q8_0.gguf" "$P" 16)" ] &&
   ok "the next request on that model is answered right" || bad "after the disconnect"
 kill -TERM $PID
