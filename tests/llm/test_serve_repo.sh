@@ -23,6 +23,11 @@ ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 cli() { "$INFERA" generate "$1" --prompt "$2" --max-tokens "$3" --temperature 0 --json | jq -r .text; }
 "$INFERA" registry register austen "$ROOT/austen-target-q8_0.gguf" >/dev/null
+# the CLI takes registry references too (generate, tokenize)
+a=$("$INFERA" tokenize austen@1 --text "It is a truth" --json) b=$("$INFERA" tokenize "$ROOT/austen-target-q8_0.gguf" --text "It is a truth" --json)
+[ -n "$a" ] && [ "$a" = "$b" ] && ok "tokenize austen@1 == tokenize FILE" || bad "tokenize by reference: '$a' vs '$b'"
+[ "$(cli austen@1 "It is" 8)" = "$(cli "$ROOT/austen-target-q8_0.gguf" "It is" 8)" ] && ok "generate austen@1 == generate FILE" ||
+  bad "generate by reference"
 
 LOG="$WORK/serve.log"
 "$INFERA" serve --port 0 --model "draft=$ROOT/austen-draft-q8_0.gguf" --allow-repository-paths --model-root "$ROOT" \
