@@ -374,7 +374,9 @@ static void attention(void *arg, int64_t begin, int64_t end) {
     float scale = 1.0f / sqrtf((float)hd);
     inf__llm_attn_fn attend = inf__llm_attn_get(c->m->force_ref); /* attn.c / attn_avx2.c */
     for (int64_t task = begin; task < end; task++) {
-        int t = (int)(task / I->n_head), h = (int)(task % I->n_head), pos = tok_pos(c, j->seqs, t);
+        /* the last tokens first: in a causal pass they attend to the most keys,
+         * so the chunks claimed last are the cheapest (balance across threads) */
+        int t = j->n - 1 - (int)(task / I->n_head), h = (int)(task % I->n_head), pos = tok_pos(c, j->seqs, t);
         const inf_llm_context *sq = tok_seq(c, j->seqs, t);
         size_t koff = (size_t)(h / group) * hd;
         const float *kc = sq->k_cache + (size_t)j->layer * sq->n_ctx * KVd + koff,
