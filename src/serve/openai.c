@@ -481,6 +481,7 @@ static int start(srv_request *rq, parsed *o, int32_t *ids, int n_ids, int chat, 
         inf__serve_llm_release(s->llm);
         free(s);
         oai_error(rq, st == INF_EBUSY ? 429 : 503, NULL, st == INF_EBUSY ? "queue_full" : NULL, "%s", e.message);
+        if (st == INF_EBUSY) rq->retry_after_s = 1; /* a queue moves in about a generation's time */
         if (!stream) {
             rq->state = SRV_RQ_COMPLETED;
             inf__serve_http_resume(rq);

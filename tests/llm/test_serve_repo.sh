@@ -6,7 +6,7 @@
 # HTTP, itself checked against PyTorch and llama.cpp in llm_reference / llm_models), an unload issued during a
 # generation returns only after that generation finished complete, then the name is gone (404); a reload swaps
 # the file; a path outside the root is refused; 4 concurrent greedy requests on 2 slots give the tokens each
-# gives alone; a non-streamed client that disconnects cancels its generation.
+# gives alone; a non-streamed client that disconnects cancels its generation; a full queue answers 429.
 set -euo pipefail
 INFERA=$(readlink -f "$1")
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -166,6 +166,30 @@ fin() { metric request_success_total ",finished_reason=\"$1\""; }
   bad "disconnect: load $c, running $(metric num_requests_running), stop/length/abort $(fin stop)/$(fin length)/$(fin abort), tokens $made"
 [ "$(complete long "$P" 16)" = "$(cli "$ROOT/austen-target-q8_0.gguf" "$P" 16)" ] &&
   ok "the next request on that model is answered right" || bad "after the disconnect"
+kill -TERM $PID
+wait $PID || true
+
+# the queue limit: one slot and a queue of one; of 6 requests sent at once (500 tokens each, >= 40 ms), the
+# first runs, one waits, the others get 429 in OpenAI's shape (code queue_full) with Retry-After
+"$INFERA" serve --port 0 --model "q=$ROOT/austen-target-q8_0.gguf" --llm-slots 1 --llm-queue 1 --llm-ctx 512 2>"$LOG" &
+PID=$!
+URL=""
+for _ in $(seq 1 200); do
+  URL=$(grep -o 'listening on http://[^ ]*' "$LOG" 2>/dev/null | sed 's/listening on //' || true)
+  [ -n "$URL" ] && break
+  sleep 0.1
+done
+for i in 1 2 3 4 5 6; do
+  curl -s -D "$WORK/h$i" -o "$WORK/q$i.json" "$URL/v1/completions" \
+    -d '{"model":"q","prompt":"It is","max_tokens":500,"temperature":0}' &
+done
+wait $(jobs -p | grep -v "^$PID$") 2>/dev/null || true
+n200=$(grep -l '^HTTP/1.1 200' "$WORK"/h? | wc -l) n429=$(grep -l '^HTTP/1.1 429' "$WORK"/h? | wc -l)
+shaped=$(for i in 1 2 3 4 5 6; do grep -q '^HTTP/1.1 429' "$WORK/h$i" &&
+  jq -r '.error.code + "/" + .error.type' "$WORK/q$i.json" && grep -ci '^retry-after: 1' "$WORK/h$i"; done | sort -u | tr '\n' ' ')
+[ "$n200" -ge 1 ] && [ "$n429" -ge 1 ] && [ $((n200 + n429)) = 6 ] && [ "$shaped" = "1 queue_full/rate_limit_error " ] &&
+  ok "queue full: $n200 answered, $n429 refused with 429 queue_full and Retry-After" ||
+  bad "queue limit: $n200 x 200, $n429 x 429, '$shaped'"
 kill -TERM $PID
 wait $PID || true
 trap 'rm -rf "$WORK"' EXIT
