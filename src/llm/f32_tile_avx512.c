@@ -159,7 +159,8 @@ INLINE void row_pair(int f16, int T, int64_t k, const uint8_t *W, const uint8_t 
  * streams in flight instead of one (decode reads every weight once per token, so it runs at the memory
  * bandwidth one core can draw, which grows with the streams it keeps open -- llama.cpp's tinyBLAS takes 4 rows
  * of a mat-vec at a time). */
-INLINE void rows_pair(int f16, int R, int T, int64_t k, const uint8_t *const *W, const uint8_t *const *X, float *out) {
+INLINE void rows_pair(int f16, int R, int T, int64_t k, const uint8_t *const *W, const uint8_t *const *X,
+                      float *out) {
     int64_t n = k / 16, c = 0;
     __m512 a0[TILE_ROWS][2], a1[TILE_ROWS][2];
     for (int r = 0; r < R; r++)
