@@ -155,43 +155,6 @@ INLINE void row_pair(int f16, int T, int64_t k, const uint8_t *W, const uint8_t 
         out[t * TILE_ROWS] = tail(f16, k, reduce1(_mm512_add_ps(a0[t], a1[t])), W, X[t]);
 }
 
-/* R rows x T <= 2 tokens, each row exactly row_pair's operations, the rows advanced side by side: R weight
- * streams in flight instead of one (decode reads every weight once per token, so it runs at the memory
- * bandwidth one core can draw, which grows with the streams it keeps open -- llama.cpp's tinyBLAS takes 4 rows
- * of a mat-vec at a time). */
-INLINE void rows_pair(int f16, int R, int T, int64_t k, const uint8_t *const *W, const uint8_t *const *X,
-                      float *out) {
-    int64_t n = k / 16, c = 0;
-    __m512 a0[TILE_ROWS][2], a1[TILE_ROWS][2];
-    for (int r = 0; r < R; r++)
-        for (int t = 0; t < T; t++)
-            a0[r][t] = a1[r][t] = _mm512_setzero_ps();
-    for (; c + 2 <= n; c += 2) {
-        __m512 x0[2], x1[2];
-        for (int t = 0; t < T; t++) {
-            x0[t] = load16(f16, X[t], 16 * c);
-            x1[t] = load16(f16, X[t], 16 * (c + 1));
-        }
-        for (int r = 0; r < R; r++) {
-            __m512 w0 = load16(f16, W[r], 16 * c), w1 = load16(f16, W[r], 16 * (c + 1));
-            for (int t = 0; t < T; t++) {
-                a0[r][t] = _mm512_fmadd_ps(w0, x0[t], a0[r][t]);
-                a1[r][t] = _mm512_fmadd_ps(w1, x1[t], a1[r][t]);
-            }
-        }
-    }
-    if (c < n) {
-        for (int r = 0; r < R; r++) {
-            __m512 w0 = load16(f16, W[r], 16 * c);
-            for (int t = 0; t < T; t++)
-                a0[r][t] = _mm512_fmadd_ps(w0, load16(f16, X[t], 16 * c), a0[r][t]);
-        }
-    }
-    for (int r = 0; r < R; r++)
-        for (int t = 0; t < T; t++)
-            out[t * TILE_ROWS + r] = tail(f16, k, reduce1(_mm512_add_ps(a0[r][t], a1[r][t])), W[r], X[t]);
-}
-
 /* R rows (a constant) against 3..6 tokens */
 INLINE void rows_t(int f16, int R, int nt, int64_t k, const uint8_t *const *W, const uint8_t *const *X, float *out) {
     switch (nt) {
@@ -217,13 +180,6 @@ INLINE void tile(int f16, int64_t k, const void *w, size_t rb, int nr, const voi
     for (int t = 0; t < nt; t++)
         X[t] = (const uint8_t *)x + (size_t)t * xs;
     if (nt <= 2) {
-        if (nr == TILE_ROWS) {
-            if (nt == 1)
-                rows_pair(f16, TILE_ROWS, 1, k, W, X, out);
-            else
-                rows_pair(f16, TILE_ROWS, 2, k, W, X, out);
-            return;
-        }
         for (int r = 0; r < nr; r++) {
             if (nt == 1)
                 row_pair(f16, 1, k, W[r], X, out + r);
