@@ -65,19 +65,6 @@ static inline __m512i bcast4(const int8_t *p) {
     return _mm512_set1_epi32(v);
 }
 
-/* acc + dpbusd(w, the 4 bytes at p broadcast): one instruction with the
- * broadcast folded into its memory operand ({1to16}), which GCC does not do
- * by itself for VNNI (it emits a vpbroadcastd load, then the vpdpbusd: twice
- * the instructions in the multi-token loop). */
-static inline __m512i dpb(__m512i acc, __m512i w, const int8_t *p) {
-#if defined(__GNUC__) && !defined(INF_LLM_NO_EMBEDDED_BCAST)
-    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)p));
-    return acc;
-#else
-    return _mm512_dpbusd_epi32(acc, w, bcast4(p));
-#endif
-}
-
 /* activation block fields (inf__blk_q8_0a): d, sum, qs */
 #define ACT(x, xs, t, b) ((const inf__blk_q8_0a *)((const uint8_t *)(x) + (size_t)(t) * (xs)) + (b))
 
@@ -89,14 +76,14 @@ static inline __m512 block_scale(const uint8_t *t, const inf__blk_q8_0a *a) {
  * for decode, where the chain latency matters more than the adds. */
 static inline __m512i dot1(const __m512i w[8], const inf__blk_q8_0a *a, int off, const int map[8]) {
     __m512i s0 = _mm512_set1_epi32(-off * a->sum), s1 = _mm512_setzero_si512(), s2 = s1, s3 = s1;
-    s0 = dpb(s0, w[0], a->qs + map[0]);
-    s1 = dpb(s1, w[1], a->qs + map[1]);
-    s2 = dpb(s2, w[2], a->qs + map[2]);
-    s3 = dpb(s3, w[3], a->qs + map[3]);
-    s0 = dpb(s0, w[4], a->qs + map[4]);
-    s1 = dpb(s1, w[5], a->qs + map[5]);
-    s2 = dpb(s2, w[6], a->qs + map[6]);
-    s3 = dpb(s3, w[7], a->qs + map[7]);
+    s0 = _mm512_dpbusd_epi32(s0, w[0], bcast4(a->qs + map[0]));
+    s1 = _mm512_dpbusd_epi32(s1, w[1], bcast4(a->qs + map[1]));
+    s2 = _mm512_dpbusd_epi32(s2, w[2], bcast4(a->qs + map[2]));
+    s3 = _mm512_dpbusd_epi32(s3, w[3], bcast4(a->qs + map[3]));
+    s0 = _mm512_dpbusd_epi32(s0, w[4], bcast4(a->qs + map[4]));
+    s1 = _mm512_dpbusd_epi32(s1, w[5], bcast4(a->qs + map[5]));
+    s2 = _mm512_dpbusd_epi32(s2, w[6], bcast4(a->qs + map[6]));
+    s3 = _mm512_dpbusd_epi32(s3, w[7], bcast4(a->qs + map[7]));
     return _mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_add_epi32(s2, s3));
 }
 
@@ -156,14 +143,14 @@ static inline void tile_kernel(int q8, int64_t k, const uint8_t *tile, const voi
         for (int u = 0; u < n; u++) {
             const inf__blk_q8_0a *a = ACT(x, xs, u, b);
             __m512i s = _mm512_set1_epi32(-off * a->sum), s1 = _mm512_setzero_si512();
-            s = dpb(s, w[0], a->qs + map[0]);
-            s1 = dpb(s1, w[1], a->qs + map[1]);
-            s = dpb(s, w[2], a->qs + map[2]);
-            s1 = dpb(s1, w[3], a->qs + map[3]);
-            s = dpb(s, w[4], a->qs + map[4]);
-            s1 = dpb(s1, w[5], a->qs + map[5]);
-            s = dpb(s, w[6], a->qs + map[6]);
-            s1 = dpb(s1, w[7], a->qs + map[7]);
+            s = _mm512_dpbusd_epi32(s, w[0], bcast4(a->qs + map[0]));
+            s1 = _mm512_dpbusd_epi32(s1, w[1], bcast4(a->qs + map[1]));
+            s = _mm512_dpbusd_epi32(s, w[2], bcast4(a->qs + map[2]));
+            s1 = _mm512_dpbusd_epi32(s1, w[3], bcast4(a->qs + map[3]));
+            s = _mm512_dpbusd_epi32(s, w[4], bcast4(a->qs + map[4]));
+            s1 = _mm512_dpbusd_epi32(s1, w[5], bcast4(a->qs + map[5]));
+            s = _mm512_dpbusd_epi32(s, w[6], bcast4(a->qs + map[6]));
+            s1 = _mm512_dpbusd_epi32(s1, w[7], bcast4(a->qs + map[7]));
             __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(a->d));
             acc[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s, s1)), scale, acc[u]);
         }
