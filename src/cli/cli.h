@@ -70,7 +70,9 @@ bool cli_parse_precision(const char *cmd, const char *text, int *out);
 #define CLI_DEFAULT_MAX_RUN_MS 60000
 
 /* Returns the value of "--flag VALUE" or "--flag=VALUE" at argv[*i], advancing
- * *i; NULL if argv[*i] is not that flag. *missing is set when the value is absent. */
+ * *i; NULL if argv[*i] is not that flag. *missing is set to true when argv[*i] is
+ * the flag and its value is absent, and left alone when argv[*i] is another flag
+ * (initialise it to false before trying several flags on one argument). */
 const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, bool *missing);
 
 /* Loads a model reference: a path to an .onnx file, or -- when REF is not an

@@ -109,7 +109,7 @@ int cmd_bench(int argc, char **argv) {
     bool json = false, profile = false;
     cli_inputs specs = {0};
     for (int i = 1; i < argc; i++) {
-        bool missing;
+        bool missing = false;
         const char *v;
         if ((v = cli_flag_value(argc, argv, &i, "--input", &missing))) {
             if (!cli_inputs_add(CMD, &specs, v)) return 2;

@@ -285,7 +285,7 @@ int cmd_conformance(int argc, char **argv) {
     const char *expected_path = getenv("INFERA_EXPECTED_FAILURES");
     bool quiet = false;
     for (int i = 1; i < argc; i++) {
-        bool missing;
+        bool missing = false;
         const char *v;
         if ((v = cli_flag_value(argc, argv, &i, "--suite", &missing))) suite = v;
         else if ((v = cli_flag_value(argc, argv, &i, "--filter", &missing))) filter_text = v;

@@ -53,7 +53,7 @@ int cmd_distill(int argc, char **argv) {
     o.epochs = 100, o.temperature = 2, o.holdout = 0.2, o.seed = 1, o.lr = 1e-3, o.batch = 64, o.patience = 8;
     int threads = 1, rc;
     for (int i = 1; i < argc; i++) {
-        bool missing;
+        bool missing = false;
         const char *v;
         if ((v = cli_flag_value(argc, argv, &i, "--teacher", &missing))) teacher = v;
         else if ((v = cli_flag_value(argc, argv, &i, "--data", &missing))) data = v;

@@ -70,7 +70,7 @@ static int parse_args(int argc, char **argv, eval_opts *o) {
     o->threads = 1;
     o->task = -1;
     for (int i = 1; i < argc; i++) {
-        bool missing;
+        bool missing = false;
         const char *v;
         int rc;
         if ((v = cli_flag_value(argc, argv, &i, "--data", &missing))) o->data = v;

@@ -21,7 +21,7 @@ int cmd_prune(int argc, char **argv) {
     inf__prune_options o = {0};
     o.threads = 1;
     for (int i = 1; i < argc; i++) {
-        bool missing;
+        bool missing = false;
         const char *v;
         if ((v = cli_flag_value(argc, argv, &i, "-o", &missing)) || (v = cli_flag_value(argc, argv, &i, "--output", &missing)))
             out = v;

@@ -100,7 +100,7 @@ static int parse(int argc, char **argv, const flag_spec *flags, int n_flags, fla
                 if (!strcmp(argv[i], flags[f].name)) fv->set[f] = matched = true;
                 continue;
             }
-            bool missing;
+            bool missing = false;
             const char *v = cli_flag_value(argc, argv, &i, flags[f].name, &missing);
             if (missing) return cli_usage(CMD, "%s needs a value", flags[f].name);
             if (!v) continue;

@@ -44,7 +44,7 @@ int cmd_run(int argc, char **argv) {
     int threads = 1, max_run_ms = CLI_DEFAULT_MAX_RUN_MS, precision = INF_PRECISION_FP32;
     cli_inputs specs = {0};
     for (int i = 1; i < argc; i++) {
-        bool missing;
+        bool missing = false;
         const char *v;
         if ((v = cli_flag_value(argc, argv, &i, "--input", &missing))) {
             if (!cli_inputs_add(CMD, &specs, v)) return 2;

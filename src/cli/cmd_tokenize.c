@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "infera/tokenizer.h"
+#include "registry/llm_ref.h"
 
 static int print_tokens(const int32_t *ids, size_t n, bool json) {
     if (json) printf("{\"tokens\":[");
@@ -30,12 +31,14 @@ int cmd_tokenize(int argc, char **argv) {
         else if (!ref) ref = argv[i];
         else return cli_usage("tokenize", "unexpected argument '%s'", argv[i]);
     }
-    if (!ref) return cli_usage("tokenize", "missing REF (a GGUF file)");
+    if (!ref) return cli_usage("tokenize", "missing REF (a GGUF file or a registry reference)");
     if (!text) return cli_usage("tokenize", "missing --text TEXT");
 
     inf_error err = {0};
     inf_tokenizer *tok = NULL;
-    if (inf_tokenizer_load(ref, &tok, &err) != INF_OK) return cli_fail("tokenize", "%s", err.message);
+    static char path[4200]; /* NAME@ALIAS and other registry references name a registered GGUF file, as in generate */
+    if (inf__llm_ref_resolve(ref, path, sizeof path, &err) != INF_OK) return cli_fail("tokenize", "%s", err.message);
+    if (inf_tokenizer_load(path, &tok, &err) != INF_OK) return cli_fail("tokenize", "%s", err.message);
     size_t len = strlen(text), n = 0, cap = len + 8; /* a byte never needs more than one token, + BOS/EOS */
     int32_t *ids = malloc(cap * sizeof *ids);
     if (!ids) {

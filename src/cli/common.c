@@ -69,10 +69,11 @@ bool cli_parse_precision(const char *cmd, const char *text, int *out) {
 const char *cli_flag_value(int argc, char **argv, int *i, const char *flag, bool *missing) {
     size_t n = strlen(flag);
     const char *a = argv[*i];
+    /* *missing is only set when a[] is this flag: callers chain several
+     * flags through one `missing` (false at the start of each argument) */
+    if (strncmp(a, flag, n) || (a[n] && a[n] != '=')) return NULL;
     *missing = false;
-    if (strncmp(a, flag, n)) return NULL;
     if (a[n] == '=') return a + n + 1;
-    if (a[n]) return NULL;
     if (*i + 1 >= argc) {
         *missing = true;
         return NULL;
@@ -114,7 +115,7 @@ int cli_take_global_options(int *argc, char **argv) {
     for (int i = 0; i < *argc; i++) {
         bool taken = false;
         for (size_t g = 0; g < sizeof globals / sizeof globals[0] && !taken && i > 0; g++) {
-            bool missing;
+            bool missing = false;
             const char *v = cli_flag_value(*argc, argv, &i, globals[g].flag, &missing);
             if (missing) return cli_usage("options", "%s needs a value", globals[g].flag);
             if (!v) continue;

@@ -28,6 +28,7 @@
 #include "llm/swiglu.h"
 
 #define TOKEN_BLOCK 32
+#define SMALL_PASS 8 /* tokens up to which a pass splits its jobs into one chunk per thread */
 #define MAX_HEAD_DIM INF__LLM_MAX_HEAD_DIM
 
 
@@ -180,8 +181,16 @@ static void part_rows_tile(const matmul_job *j, const matmul_part *p, int64_t be
         int nt = j->n - t < INF__LLM_TILE_TOKENS ? j->n - t : INF__LLM_TILE_TOKENS;
         float o[INF__LLM_TILE_ROWS * INF__LLM_TILE_TOKENS];
         w->q->tile(w->cols, tile, j->qx + (size_t)t * j->qx_stride, j->qx_stride, nt, o);
-        for (int u = 0; u < nt; u++)
-            for (int e = 0; e < INF__LLM_TILE_ROWS; e++) store(p, t + u, begin + e, o[INF__LLM_TILE_ROWS * u + e]);
+        for (int u = 0; u < nt; u++) {
+            const float *ou = o + INF__LLM_TILE_ROWS * u;
+            float *dst = p->y + (size_t)(t + u) * p->ldy + begin;
+            if (p->bias)
+                for (int e = 0; e < INF__LLM_TILE_ROWS; e++) store(p, t + u, begin + e, ou[e]);
+            else if (p->add) /* 16 rows at once (a small model's products are a few tiles each) */
+                for (int e = 0; e < INF__LLM_TILE_ROWS; e++) dst[e] += ou[e];
+            else
+                memcpy(dst, ou, sizeof(float) * INF__LLM_TILE_ROWS);
+        }
     }
 }
 
@@ -253,6 +262,19 @@ static void matmul_rows(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* Smallest chunk of a job of `units` over the pool.  A pass of a few tokens
+ * (decoding, verification, a batched step) is cut into one chunk per thread:
+ * it has ~5 fork/joins per layer of a few microseconds of work each, and
+ * every extra chunk is a claim on a cache line shared between the cores
+ * (llama.cpp's mat-vec does the same: one contiguous chunk per thread).  The
+ * first chunk is the caller's, so each thread reads the same rows every
+ * step.  Longer passes take ~4 chunks per thread, which balance better. */
+static int64_t min_chunk(const inf_llm_context *c, int64_t units, int n_tokens) {
+    int threads = inf__pool_size(c->pool);
+    if (threads <= 1 || n_tokens > SMALL_PASS) return 1;
+    return (units + threads - 1) / threads;
+}
+
 static void matmul_parts(inf_llm_context *c, const matmul_part *parts, int n_parts, const uint8_t *qx, size_t qx_stride,
                          int n) {
     matmul_job j = {.n_parts = n_parts, .qx = qx, .qx_stride = qx_stride, .n = n};
@@ -260,7 +282,7 @@ static void matmul_parts(inf_llm_context *c, const matmul_part *parts, int n_par
         j.part[i] = parts[i];
         j.first_row[i + 1] = j.first_row[i] + (parts[i].w->rows + ROW_UNIT - 1) / ROW_UNIT;
     }
-    inf__pool_range(c->pool, j.first_row[n_parts], 1, matmul_rows, &j);
+    inf__pool_range(c->pool, j.first_row[n_parts], min_chunk(c, j.first_row[n_parts], n), matmul_rows, &j);
 }
 
 /* The activation rows x[n][w->cols] (stride ldx floats) in w's activation
@@ -352,7 +374,9 @@ static void attention(void *arg, int64_t begin, int64_t end) {
     float scale = 1.0f / sqrtf((float)hd);
     inf__llm_attn_fn attend = inf__llm_attn_get(c->m->force_ref); /* attn.c / attn_avx2.c */
     for (int64_t task = begin; task < end; task++) {
-        int t = (int)(task / I->n_head), h = (int)(task % I->n_head), pos = tok_pos(c, j->seqs, t);
+        /* the last tokens first: in a causal pass they attend to the most keys,
+         * so the chunks claimed last are the cheapest (balance across threads) */
+        int t = j->n - 1 - (int)(task / I->n_head), h = (int)(task % I->n_head), pos = tok_pos(c, j->seqs, t);
         const inf_llm_context *sq = tok_seq(c, j->seqs, t);
         size_t koff = (size_t)(h / group) * hd;
         const float *kc = sq->k_cache + (size_t)j->layer * sq->n_ctx * KVd + koff,
@@ -375,6 +399,48 @@ static void scatter_kv(inf_llm_context *c, inf_llm_context *const *seqs, int lay
     }
 }
 
+/* The per-token steps between the matrix products (the norms, RoPE, the
+ * SwiGLU gate): on the caller for a few tokens, split over the pool by
+ * tokens for a long pass (each token's values are computed alone, so the
+ * split changes no result; serial, they were ~4% of a 128-token prompt at
+ * 2 threads). */
+typedef enum { TOK_NORM, TOK_ROPE, TOK_SWIGLU } tok_step;
+typedef struct tok_job {
+    inf_llm_context *c;
+    tok_step step;
+    const float *norm_w; /* TOK_NORM */
+    float *kc;           /* TOK_ROPE: the pass's first cache row */
+} tok_job;
+
+static void tok_rows(void *arg, int64_t begin, int64_t end) {
+    const tok_job *j = arg;
+    inf_llm_context *c = j->c;
+    const inf_llm_model *m = c->m;
+    const inf_llm_model_info *I = &m->info;
+    int E = I->n_embd, hd = I->n_head_dim;
+    size_t Qd = (size_t)I->n_head * hd, KVd = (size_t)I->n_head_kv * hd, F = (size_t)I->n_ff;
+    for (int64_t t = begin; t < end; t++) {
+        if (j->step == TOK_NORM) {
+            rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)t * E, j->norm_w, E, m->rms_eps);
+        } else if (j->step == TOK_ROPE) {
+            const float *cs = c->rope + (size_t)t * m->rope_dim;
+            for (int h = 0; h < I->n_head; h++) rope_apply(m, c->q + t * Qd + (size_t)h * hd, cs);
+            for (int h = 0; h < I->n_head_kv; h++) rope_apply(m, j->kc + t * KVd + (size_t)h * hd, cs);
+        } else {
+            inf__llm_swiglu_get(m->force_ref)(c->hb + t * F, c->hb2 + t * F, F);
+        }
+    }
+}
+
+static void per_token(inf_llm_context *c, tok_step step, const float *norm_w, float *kc, int n) {
+    tok_job j = {c, step, norm_w, kc};
+    if (n <= SMALL_PASS || !c->pool) {
+        tok_rows(&j, 0, n);
+        return;
+    }
+    inf__pool_range(c->pool, n, 1, tok_rows, &j);
+}
+
 /* One pass over n <= n_batch tokens at n_past (or, with seqs, one token of
  * each of n sequences: c's scratch, threads and cache rows 0..n-1 serve as
  * the pass's buffers); logits of rows [first, n). */
@@ -391,23 +457,19 @@ static void forward_seqs(inf_llm_context *c, inf_llm_context *const *seqs, const
         const inf__llm_layer *y = &m->layers[l];
         float *kc = c->k_cache + ((size_t)l * c->n_ctx + c->n_past) * KVd;
         float *vc = c->v_cache + ((size_t)l * c->n_ctx + c->n_past) * KVd;
-        for (int t = 0; t < n; t++) rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)t * E, y->attn_norm, E, m->rms_eps);
+        per_token(c, TOK_NORM, y->attn_norm, NULL, n);
         const matmul_part qkv[3] = {
             {&y->wq, c->q, Qd, false, y->bq}, {&y->wk, kc, KVd, false, y->bk}, {&y->wv, vc, KVd, false, y->bv}};
         matmul_group(c, qkv, 3, c->xb, E, n);
-        for (int t = 0; t < n; t++) {
-            const float *cs = c->rope + (size_t)t * m->rope_dim;
-            for (int h = 0; h < I->n_head; h++) rope_apply(m, c->q + t * Qd + (size_t)h * hd, cs);
-            for (int h = 0; h < I->n_head_kv; h++) rope_apply(m, kc + t * KVd + (size_t)h * hd, cs);
-        }
+        per_token(c, TOK_ROPE, NULL, kc, n);
         if (seqs) scatter_kv(c, seqs, l, n);
         attn_job aj = {c, seqs, l, n};
-        inf__pool_range(c->pool, (int64_t)n * I->n_head, 1, attention, &aj);
+        inf__pool_range(c->pool, (int64_t)n * I->n_head, min_chunk(c, (int64_t)n * I->n_head, n), attention, &aj);
         matmul(c, &y->wo, c->att, Qd, n, c->x, E, true, y->bo);
-        for (int t = 0; t < n; t++) rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)t * E, y->ffn_norm, E, m->rms_eps);
+        per_token(c, TOK_NORM, y->ffn_norm, NULL, n);
         const matmul_part gate_up[2] = {{&y->w_gate, c->hb, F, false, NULL}, {&y->w_up, c->hb2, F, false, NULL}};
         matmul_group(c, gate_up, 2, c->xb, E, n);
-        inf__llm_swiglu_get(m->force_ref)(c->hb, c->hb2, (size_t)n * F);
+        per_token(c, TOK_SWIGLU, NULL, NULL, n);
         matmul(c, &y->w_down, c->hb, F, n, c->x, E, true, NULL);
     }
     int rows = n - first;

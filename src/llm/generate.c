@@ -98,6 +98,7 @@ static inf_status speculative_loop(gen *g, int32_t cur, const int32_t *prompt, i
     int K = g->o->draft_tokens > 0 ? g->o->draft_tokens : 4;
     if (K + 1 > T->n_logits) K = T->n_logits - 1;
     int V = g->n_vocab;
+    const bool greedy = g->o->sampling.temperature == 0;
     size_t cap = (size_t)n_prompt + (size_t)K + 2;
     int32_t *pending = inf__malloc(cap * sizeof *pending), *batch = inf__malloc(((size_t)K + 1) * sizeof *batch);
     float *q = inf__malloc((size_t)K * V * sizeof *q), *p = inf__malloc((size_t)V * sizeof *p);
@@ -131,9 +132,13 @@ static inf_status speculative_loop(gen *g, int32_t cur, const int32_t *prompt, i
         n_pending = 0;
         batch[0] = cur;
         for (int i = 0; i < k; i++) {
-            float *qi = q + (size_t)i * V;
-            inf_llm_sampler_probs(g->sampler, logits, qi);
-            batch[i + 1] = sample_probs(g->sampler, qi, V);
+            if (greedy) { /* q_i is one-hot at the draft's argmax: no distribution to keep */
+                batch[i + 1] = inf_llm_sampler_sample(g->sampler, logits);
+            } else {
+                float *qi = q + (size_t)i * V;
+                inf_llm_sampler_probs(g->sampler, logits, qi);
+                batch[i + 1] = sample_probs(g->sampler, qi, V);
+            }
             if (i + 1 < k && (st = inf_llm_context_eval(D, &batch[i + 1], 1, false, &logits, err))) goto done;
         }
         /* 2. the target checks cur, d1..dk */
@@ -143,7 +148,16 @@ static inf_status speculative_loop(gen *g, int32_t cur, const int32_t *prompt, i
         /* 3. accept or resample */
         int accepted = 0;
         int32_t next = -1;
-        for (int i = 0; i < k; i++) {
+        /* greedy: p_i and q_i one-hot, so d_i passes iff it is the target's
+         * argmax, and the residual at the first rejection is p_i: its argmax */
+        for (int i = 0; greedy && i <= k && next < 0; i++) {
+            int32_t best = inf_llm_sampler_sample(g->sampler, rows + (size_t)i * V);
+            if (i < k && best == batch[i + 1])
+                accepted++;
+            else
+                next = best;
+        }
+        for (int i = 0; !greedy && i < k; i++) {
             inf_llm_sampler_probs(g->sampler, rows + (size_t)i * V, p);
             const float *qi = q + (size_t)i * V;
             int32_t di = batch[i + 1];

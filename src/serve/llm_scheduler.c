@@ -119,7 +119,8 @@ struct srv_llm {
     inf_llm_context *embed_ctx; /* made when an embedding finds every slot busy */
     srv_model_metrics *audit; /* from the registry: the entry models.c's auditor writes from */
     /* metrics */
-    _Atomic uint64_t prompt_tokens, generation_tokens, requests_ok;
+    _Atomic uint64_t prompt_tokens, generation_tokens;
+    _Atomic uint64_t finished[3]; /* by vLLM's finished_reason: stop, length, abort (cancelled) */
     _Atomic int running, waiting;
     llm_hist ttft, tpot, e2e, queue_time;
     _Atomic uint64_t batch_counts[LLM_N_BATCH_BOUNDS + 1], batch_sum, batch_steps; /* sequences per decode step */
@@ -190,8 +191,9 @@ static void req_finish(srv_llm *l, srv_llm_req *r, const char *finish) {
     if (r->emit) r->emit(r, r->user, r->text + r->emitted, r->len - r->emitted, finish);
     r->emitted = r->len;
     pthread_mutex_unlock(&r->lock);
-    if (!atomic_load(&r->cancelled)) {
-        atomic_fetch_add(&l->requests_ok, 1);
+    int cancelled = atomic_load(&r->cancelled);
+    atomic_fetch_add(&l->finished[cancelled ? 2 : finish && !strcmp(finish, "length") ? 1 : 0], 1);
+    if (!cancelled) {
         hist_observe(&l->e2e, (double)(now - r->t_arrive_ns) / 1e9);
         if (r->completion_tokens > 1 && r->t_first_ns)
             hist_observe(&l->tpot, (double)(now - r->t_first_ns) / 1e9 / (r->completion_tokens - 1));
@@ -705,10 +707,11 @@ const char *inf__serve_llm_chat_template(const srv_llm *l) { return l->chat_temp
 int inf__serve_llm_n_ctx(const srv_llm *l) { return l->n_ctx; }
 const struct inf_tokenizer *inf__serve_llm_tokenizer(const srv_llm *l) { return l->tok; }
 
-void inf__serve_llm_list_json(srv_server *srv, srv_buf *out) {
+int inf__serve_llm_list_json(srv_server *srv, const char *only, srv_buf *out) {
     pthread_mutex_lock(&srv->llm_lock);
     int first = 1;
     for (srv_llm *l = srv->llms; l; l = l->next) {
+        if (only && strcmp(only, l->name)) continue;
         if (!first) inf__serve_buf_puts(out, ",");
         first = 0;
         inf__serve_buf_puts(out, "{\"id\":");
@@ -717,6 +720,7 @@ void inf__serve_llm_list_json(srv_server *srv, srv_buf *out) {
                               l->n_ctx);
     }
     pthread_mutex_unlock(&srv->llm_lock);
+    return !first;
 }
 
 void inf__serve_llm_shutdown(srv_server *srv) {
@@ -802,7 +806,6 @@ void inf__serve_llm_metrics_render(srv_server *srv, srv_buf *o) {
     static const scalar_row rows[] = {
         {"vllm:prompt_tokens_total", "counter", "Prompt tokens processed", offsetof(srv_llm, prompt_tokens), 0},
         {"vllm:generation_tokens_total", "counter", "Generation tokens produced", offsetof(srv_llm, generation_tokens), 0},
-        {"vllm:request_success_total", "counter", "Generations that finished", offsetof(srv_llm, requests_ok), 0},
         {"vllm:num_requests_running", "gauge", "Sequences in a slot (being decoded)", offsetof(srv_llm, running), 1},
         {"vllm:num_requests_waiting", "gauge", "Requests waiting for a slot", offsetof(srv_llm, waiting), 1},
     };
@@ -822,6 +825,16 @@ void inf__serve_llm_metrics_render(srv_server *srv, srv_buf *o) {
             inf__serve_buf_printf(o, "} %lld\n", v);
         }
     }
+    static const char *const reasons[3] = {"stop", "length", "abort"};
+    inf__serve_buf_puts(o, "# HELP vllm:request_success_total Generations that finished, by finish reason (abort: the "
+                           "client went away)\n# TYPE vllm:request_success_total counter\n");
+    for (srv_llm *l = srv->llms; l; l = l->next)
+        for (int k = 0; k < 3; k++) {
+            inf__serve_buf_puts(o, "vllm:request_success_total");
+            label(o, l);
+            inf__serve_buf_printf(o, ",finished_reason=\"%s\"} %llu\n", reasons[k],
+                                  (unsigned long long)atomic_load(&l->finished[k]));
+        }
     render_hist(o, srv->llms, "vllm:time_to_first_token_seconds", "Time to first token (request arrival to first token)",
                 offsetof(srv_llm, ttft));
     render_hist(o, srv->llms, "vllm:time_per_output_token_seconds", "Mean time per output token after the first",

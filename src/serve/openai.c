@@ -21,7 +21,9 @@
  * emit resumes (both under the request's lock, so a resume never comes
  * before its suspend).  A client that goes away makes libmicrohttpd destroy
  * the response (at the next write): stream_free cancels the generation,
- * which frees its slot at the scheduler's next step.
+ * which frees its slot at the scheduler's next step.  A non-streamed
+ * client's socket is looked at by the emit callback at each token
+ * (peer_gone): one that closed cancels its generation the same way.
  *
  * CHAT TEMPLATES are recognised, not interpreted (no Jinja): a template
  * holding "<|im_start|>" is ChatML, "<|start_header_id|>" llama-3, "[INST]"
@@ -29,10 +31,12 @@
  */
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "infera/tokenizer.h"
@@ -56,7 +60,21 @@ typedef struct oai_state {
     srv_server *srv;
     srv_llm *llm;
     int who;                     /* the caller (auth) for the audit */
+    int fd;                      /* non-streamed: the client's socket, watched while the connection is suspended */
 } oai_state;
+
+/* True when the client of a suspended (non-streamed) request has closed its
+ * side: libmicrohttpd does not watch a suspended connection, so the emit
+ * callback looks (a poll of no time, at each token) and cancels the
+ * generation, which frees its slot at the scheduler's next step. */
+static int peer_gone(int fd) {
+    if (fd < 0) return 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0) return 0;
+    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return 1;
+    char c; /* readable: a pipelined request (data) or the end of the stream (0) */
+    return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
 
 static void state_unref(oai_state *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
@@ -200,6 +218,7 @@ static void on_emit(srv_llm_req *r, void *user, const char *text, size_t n, cons
     if (cancelled) finish = "length";
     if (!s->stream) {
         inf__serve_buf_put(&s->text, text, n);
+        if (!finish && s->conn && peer_gone(s->fd)) inf__serve_llm_req_cancel(r);
     } else {
         int first = !s->started;
         if (n || (first && s->chat)) sse_chunk(s, text, n, NULL, s->chat && first);
@@ -436,6 +455,11 @@ static int start(srv_request *rq, parsed *o, int32_t *ids, int n_ids, int chat, 
     s->chat = chat;
     s->include_usage = o->include_usage;
     s->conn = rq->conn;
+    s->fd = -1;
+    if (!o->stream) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci) s->fd = ci->connect_fd;
+    }
     s->srv = rq->srv;
     s->llm = l;
     inf__serve_llm_ref(l); /* the state's own, for its life */
@@ -457,6 +481,7 @@ static int start(srv_request *rq, parsed *o, int32_t *ids, int n_ids, int chat, 
         inf__serve_llm_release(s->llm);
         free(s);
         oai_error(rq, st == INF_EBUSY ? 429 : 503, NULL, st == INF_EBUSY ? "queue_full" : NULL, "%s", e.message);
+        if (st == INF_EBUSY) rq->retry_after_s = 1; /* a queue moves in about a generation's time */
         if (!stream) {
             rq->state = SRV_RQ_COMPLETED;
             inf__serve_http_resume(rq);
@@ -625,8 +650,23 @@ int inf__serve_openai_models(srv_request *rq) {
     rq->status = 200;
     rq->content_type = "application/json";
     inf__serve_buf_puts(&rq->resp, "{\"object\":\"list\",\"data\":[");
-    inf__serve_llm_list_json(rq->srv, &rq->resp);
+    inf__serve_llm_list_json(rq->srv, NULL, &rq->resp);
     inf__serve_buf_puts(&rq->resp, "]}");
+    return 0;
+}
+
+/* GET /v1/models/{name}: OpenAI's "retrieve model" -- the object /v1/models lists, or 404 model_not_found. */
+int inf__serve_openai_model(srv_request *rq) {
+    srv_buf one = {0};
+    if (!inf__serve_llm_list_json(rq->srv, rq->params[0], &one)) {
+        inf__serve_buf_free(&one);
+        oai_error(rq, 404, "model", "model_not_found", "the model '%s' does not exist", rq->params[0]);
+        return 0;
+    }
+    rq->status = 200;
+    rq->content_type = "application/json";
+    inf__serve_buf_put(&rq->resp, one.p, one.n);
+    inf__serve_buf_free(&one);
     return 0;
 }
 

@@ -75,6 +75,7 @@ static const srv_route routes[] = {
     {"POST", "/v1/chat/completions", inf__serve_openai_chat, 0, "chat completions"},
     {"POST", "/v1/embeddings", inf__serve_openai_embeddings, 0, "embeddings"},
     {"GET", "/v1/models", inf__serve_openai_models, OPEN_HEALTH, "models"},
+    {"GET", "/v1/models/{name}", inf__serve_openai_model, OPEN_HEALTH, "model"},
 };
 #define N_ROUTES ((int)(sizeof routes / sizeof routes[0]))
 

@@ -567,8 +567,9 @@ void inf__serve_llm_metrics_render(srv_server *srv, srv_buf *out);
  * stops the schedulers; then free. */
 void inf__serve_llm_shutdown(srv_server *srv);
 void inf__serve_llm_free_all(srv_server *srv);
-/* the JSON array of models for GET /v1/models (appends objects, comma-led when first_comma) */
-void inf__serve_llm_list_json(srv_server *srv, srv_buf *out);
+/* The model objects of GET /v1/models: only NULL: every generative model, as objects separated by commas; else
+ * the one named so.  Returns how many were written (0 or more). */
+int inf__serve_llm_list_json(srv_server *srv, const char *only, srv_buf *out);
 
 /* ---- per-caller quotas (quota.c) ---------------------------------------------- */
 typedef struct srv_quotas srv_quotas;
@@ -898,6 +899,7 @@ void inf__serve_http_job_done(srv_job *job, void *user);
 int inf__serve_openai_completions(srv_request *rq);
 int inf__serve_openai_chat(srv_request *rq);
 int inf__serve_openai_models(srv_request *rq);
+int inf__serve_openai_model(srv_request *rq); /* GET /v1/models/{name} */
 int inf__serve_openai_embeddings(srv_request *rq);
 /* a resumed non-streaming generation: writes the response */
 void inf__serve_openai_complete(srv_request *rq);

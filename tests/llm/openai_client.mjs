@@ -86,6 +86,18 @@ try {
   check(false, 'the client raises NotFoundError', null);
 } catch (err) { check(err.status === 404, 'the client raises a 404 error', err.status); }
 
+// /v1/models through the client: the served name, OpenAI's list shape
+const listed = [];
+for await (const mm of client.models.list()) listed.push(mm);
+check(listed.length === 1 && listed[0].id === model && listed[0].object === 'model' && listed[0].max_model_len === 512,
+      'client.models.list() names the served model (max_model_len = --llm-ctx)', listed);
+const one = await client.models.retrieve(model);
+check(one.id === model && one.object === 'model', 'client.models.retrieve(model) gives the model', one);
+try {
+  await client.models.retrieve('nope');
+  check(false, 'retrieve of an unknown model raises', null);
+} catch (err) { check(err.status === 404 && err.code === 'model_not_found', 'retrieve of an unknown model: 404 model_not_found', [err.status, err.code]); }
+
 // (d) a streaming client that disconnects frees its slot
 const ac = new AbortController();
 const long = await client.completions.create({ model, prompt: 'Tell me a long story', max_tokens: 200, temperature: 0, stream: true },

@@ -511,6 +511,14 @@ static void test_forward(uint32_t type, const char *tn) {
         worst = fmaxf(worst, max_abs_diff(l, all + (size_t)(i - 1) * V, V));
     }
     CHECK(worst == 0, "%s: prefix recompute with 2 threads, passes of 8: max diff %g", tn, worst);
+    /* one pass of N > 8 tokens on 2 threads (the per-token steps split over the pool too) */
+    inf_llm_context *c3;
+    o.n_batch = 32;
+    CHECK(inf_llm_context_new(m, &o, &c3, &err) == INF_OK, "%s", err.message);
+    CHECK(inf_llm_context_eval(c3, tokens, N, true, &l, &err) == INF_OK, "%s", err.message);
+    CHECK(max_abs_diff(l, all, (size_t)N * V) == 0, "%s: %d tokens in one pass on 2 threads vs 1: max diff %g", tn, N,
+          max_abs_diff(l, all, (size_t)N * V));
+    inf_llm_context_free(c3);
     /* rewind then re-evaluate gives the same logits */
     inf_llm_context_rewind(c, 10, NULL);
     CHECK(inf_llm_context_eval(c, &tokens[10], 1, false, &l, &err) == INF_OK, "%s", err.message);

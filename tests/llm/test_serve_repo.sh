@@ -6,7 +6,7 @@
 # HTTP, itself checked against PyTorch and llama.cpp in llm_reference / llm_models), an unload issued during a
 # generation returns only after that generation finished complete, then the name is gone (404); a reload swaps
 # the file; a path outside the root is refused; 4 concurrent greedy requests on 2 slots give the tokens each
-# gives alone.
+# gives alone; a non-streamed client that disconnects cancels its generation; a full queue answers 429.
 set -euo pipefail
 INFERA=$(readlink -f "$1")
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -23,6 +23,11 @@ ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 cli() { "$INFERA" generate "$1" --prompt "$2" --max-tokens "$3" --temperature 0 --json | jq -r .text; }
 "$INFERA" registry register austen "$ROOT/austen-target-q8_0.gguf" >/dev/null
+# the CLI takes registry references too (generate, tokenize)
+a=$("$INFERA" tokenize austen@1 --text "It is a truth" --json) b=$("$INFERA" tokenize "$ROOT/austen-target-q8_0.gguf" --text "It is a truth" --json)
+[ -n "$a" ] && [ "$a" = "$b" ] && ok "tokenize austen@1 == tokenize FILE" || bad "tokenize by reference: '$a' vs '$b'"
+[ "$(cli austen@1 "It is" 8)" = "$(cli "$ROOT/austen-target-q8_0.gguf" "It is" 8)" ] && ok "generate austen@1 == generate FILE" ||
+  bad "generate by reference"
 
 LOG="$WORK/serve.log"
 "$INFERA" serve --port 0 --model "draft=$ROOT/austen-draft-q8_0.gguf" --allow-repository-paths --model-root "$ROOT" \
@@ -85,7 +90,8 @@ metric() { echo "$METRICS" | grep -F "$1{model_name=\"m\"${2:-}}" | awk '{print 
 usage=$(jq -s '[(map(.usage.prompt_tokens) | add), (map(.usage.completion_tokens) | add)] | @tsv' -r "$WORK"/m?.json)
 read -r up uc <<<"$usage"
 exp="$up $uc 4 4 4 4 0 0"
-got="$(metric vllm:prompt_tokens_total) $(metric vllm:generation_tokens_total) $(metric vllm:request_success_total)"
+success=$(($(metric vllm:request_success_total ',finished_reason="stop"') + $(metric vllm:request_success_total ',finished_reason="length"')))
+got="$(metric vllm:prompt_tokens_total) $(metric vllm:generation_tokens_total) $success"
 got="$got $(metric vllm:time_to_first_token_seconds_count) $(metric vllm:time_per_output_token_seconds_count)"
 got="$got $(metric vllm:e2e_request_latency_seconds_count) $(metric vllm:num_requests_running) $(metric vllm:num_requests_waiting)"
 [ "$c" = 200 ] && [ "$got" = "$exp" ] && ok "metrics == the answers' usage (prompt, generation tokens; 4 TTFT/TPOT/e2e; idle)" ||
@@ -136,6 +142,54 @@ got=$(complete reg "$P" 16)
 c=$(load reg)
 [ "$c" = 200 ] && [ "$(complete reg "$P" 16)" = "$got" ] && ok "reload without a ref reloads the same file" || bad "reload: $c"
 [ "$(index)" = '["draft","reg"]' ] && ok "index at the end" || bad "index at the end: $(index)"
+
+# a non-streamed client that closes its connection cancels its generation (libmicrohttpd does not watch a
+# suspended connection: the server looks at the socket at each token): 500 tokens of the target take >= 40 ms,
+# the client leaves after 5 ms; the request must not finish, and its slot is free again
+c=$(load long '{"parameters":{"ref":"austen-target-q8_0.gguf"}}')
+metric() { curl -s "$URL/metrics" | awk -v k="vllm:$1{model_name=\"long\"${2:-}}" '$1 == k {print $2}'; }
+python3 - "$URL" <<'PY'
+import socket, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+body = b'{"model":"long","prompt":"It is","max_tokens":500,"temperature":0}'
+s = socket.create_connection((u.hostname, u.port))
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+time.sleep(0.005)
+s.close()
+PY
+for _ in $(seq 1 100); do [ "$(metric num_requests_running)" = 0 ] && break; sleep 0.05; done
+made=$(metric generation_tokens_total)
+fin() { metric request_success_total ",finished_reason=\"$1\""; }
+[ "$c" = 200 ] && [ "$(metric num_requests_running)" = 0 ] && [ "$(fin stop) $(fin length)" = "0 0" ] &&
+  [ "$(fin abort)" -le 1 ] && [ "${made:-0}" -lt 500 ] &&
+  ok "a non-streamed client that disconnects cancels its generation ($made of 500 tokens made, finished_reason abort)" ||
+  bad "disconnect: load $c, running $(metric num_requests_running), stop/length/abort $(fin stop)/$(fin length)/$(fin abort), tokens $made"
+[ "$(complete long "$P" 16)" = "$(cli "$ROOT/austen-target-q8_0.gguf" "$P" 16)" ] &&
+  ok "the next request on that model is answered right" || bad "after the disconnect"
+kill -TERM $PID
+wait $PID || true
+
+# the queue limit: one slot and a queue of one; of 6 requests sent at once (500 tokens each, >= 40 ms), the
+# first runs, one waits, the others get 429 in OpenAI's shape (code queue_full) with Retry-After
+"$INFERA" serve --port 0 --model "q=$ROOT/austen-target-q8_0.gguf" --llm-slots 1 --llm-queue 1 --llm-ctx 512 2>"$LOG" &
+PID=$!
+URL=""
+for _ in $(seq 1 200); do
+  URL=$(grep -o 'listening on http://[^ ]*' "$LOG" 2>/dev/null | sed 's/listening on //' || true)
+  [ -n "$URL" ] && break
+  sleep 0.1
+done
+for i in 1 2 3 4 5 6; do
+  curl -s -D "$WORK/h$i" -o "$WORK/q$i.json" "$URL/v1/completions" \
+    -d '{"model":"q","prompt":"It is","max_tokens":500,"temperature":0}' &
+done
+wait $(jobs -p | grep -v "^$PID$") 2>/dev/null || true
+n200=$(grep -l '^HTTP/1.1 200' "$WORK"/h? | wc -l) n429=$(grep -l '^HTTP/1.1 429' "$WORK"/h? | wc -l)
+shaped=$(for i in 1 2 3 4 5 6; do grep -q '^HTTP/1.1 429' "$WORK/h$i" &&
+  jq -r '.error.code + "/" + .error.type' "$WORK/q$i.json" && grep -ci '^retry-after: 1' "$WORK/h$i"; done | sort -u | tr '\n' ' ')
+[ "$n200" -ge 1 ] && [ "$n429" -ge 1 ] && [ $((n200 + n429)) = 6 ] && [ "$shaped" = "1 queue_full/rate_limit_error " ] &&
+  ok "queue full: $n200 answered, $n429 refused with 429 queue_full and Retry-After" ||
+  bad "queue limit: $n200 x 200, $n429 x 429, '$shaped'"
 kill -TERM $PID
 wait $PID || true
 trap 'rm -rf "$WORK"' EXIT
