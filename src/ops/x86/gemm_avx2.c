@@ -515,6 +515,18 @@ static void panel_tiles(const gemm_job *g, const float *ap, const float *bpanel,
     }
 }
 
+/* Bytes [o, o + slice) of the next pair's packed block (its two panels,
+ * panel_bytes each, g->k * NR floats apart) into L2.  Kept out of line: it
+ * runs once a tile, and inlined it made the edge example's code larger. */
+static __attribute__((noinline)) void prefetch_pair_slice(const gemm_job *g, const float *next, int64_t panel_bytes,
+                                                          int64_t o, int64_t slice) {
+    int64_t len = min64(slice, 2 * panel_bytes - o);
+    for (int64_t q = o; q < o + len; q += 64) {
+        const char *pl = q < panel_bytes ? (const char *)next + q : (const char *)(next + g->k * NR) + (q - panel_bytes);
+        _mm_prefetch(pl, _MM_HINT_T1);
+    }
+}
+
 /* Two adjacent full 16-column panels at once (columns [j, j + 32)) with
  * the AVX-512 kernel: same tiles, same bits as two panel_tiles calls; the
  * epilogue's adds follow each tile's store as there.  next: the next
@@ -530,14 +542,7 @@ static void panel_pair_tiles(const gemm_job *g, const float *ap, const float *b0
     int64_t panel_bytes = kc * NR * 4, n_tiles = (mc + MR - 1) / MR;
     int64_t slice = (2 * panel_bytes / n_tiles + 63) / 64 * 64;
     for (int64_t ir = 0, tile = 0; ir < mc; tile++) {
-        if (next && tile * slice < 2 * panel_bytes) {
-            int64_t o = tile * slice, len = min64(slice, 2 * panel_bytes - o);
-            for (int64_t q = o; q < o + len; q += 64) {
-                const char *pl =
-                    q < panel_bytes ? (const char *)next + q : (const char *)(next + g->k * NR) + (q - panel_bytes);
-                _mm_prefetch(pl, _MM_HINT_T1);
-            }
-        }
+        if (next && tile * slice < 2 * panel_bytes) prefetch_pair_slice(g, next, panel_bytes, tile * slice, slice);
         int64_t rows = tile_rows(mc, ir, g->a_direct);
         const float *a = g->a_direct ? g->a + (i0 + ir) * g->lda + p0 : ap + ir * kc;
         float *c = cblk + ir * g->ldc;
