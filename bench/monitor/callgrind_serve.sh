@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# bench/monitor/callgrind_serve.sh -- instructions per record of `infera serve`'s records endpoint with
-# monitoring off and on (issue 23: a 10 % prediction log costs <= 5 %, a drift window <= 1 us per
-# record), counted by callgrind over every thread (the log's writer included): load-independent, for a
-# shared machine.  valgrind hides AVX-512: this counts the AVX2 path.
+# bench/monitor/callgrind_serve.sh -- instructions per record (row) of `infera serve`'s records endpoint
+# (ENDPOINT=records, the default) or tensor endpoint (ENDPOINT=infer: POST /v2/models/NAME/infer) with
+# monitoring off and on (issue 23: a 10 % prediction log costs <= 5 %, a drift window <= 1 us per record),
+# counted by callgrind over every thread (the log's writer included): load-independent, for a shared
+# machine.  valgrind hides AVX-512: this counts the AVX2 path.
 #
-#   bench/monitor/callgrind_serve.sh INFERA_BINARY [REQUESTS] [CONFIGS...]
+#   [ENDPOINT=records|infer] [FORMAT=json|binary] bench/monitor/callgrind_serve.sh INFERA_BINARY [REQUESTS] [CONFIGS...]
 #
-# Fraud example (spec with its SQLite lookup), --http-threads 1, requests of 50 records.  Per
+# Fraud example served with its spec (its SQLite lookup; for /infer the 12 input columns take the spec's
+# names), --http-threads 1, requests of 50 records (records) or 50 rows x 12 FP32 features (infer: JSON,
+# FORMAT=binary for the binary tensor extension).  Per
 # configuration: one warm-up request, counters zeroed (callgrind_control -z), REQUESTS requests
 # (default 200), 1.5 s for the log's writer to flush, a dump; instructions / (REQUESTS x 50).
 # CONFIGS: off jsonl sqlite window (default all); the log at --log-sample 0.1, the window with the
@@ -31,11 +34,38 @@ rows = list(csv.DictReader(open("transactions_raw.csv")))
 def num(v):
     try: return float(v) if "." in v or "e" in v.lower() else int(v)
     except ValueError: return v if v != "" else None
-json.dump({"records": [{k: num(v) for k, v in r.items()} for r in rows[:50]]}, open("req.json", "w"))
+json.dump({"records": [{k: num(v) for k, v in r.items()} for r in rows[:50]]}, open("records.json", "w"))
 w = csv.DictWriter(open("train.csv", "w", newline=""), fieldnames=list(rows[0].keys()))
 w.writeheader(); w.writerows(rows[:2500])
 PY
 "$INFERA" monitor baseline fraud_xgb.onnx --pipeline fraud_spec.json --data csv:train.csv -o base.json 2>/dev/null
+ENDPOINT=${ENDPOINT:-records}
+FORMAT=${FORMAT:-json}
+if [ "$ENDPOINT" = infer ]; then
+# the tensor request: the features of 50 production rows, as a client that computes them sends them
+head -51 transactions_raw.csv | sed 1d | (head -1 transactions_raw.csv; cat) >prod.csv
+"$INFERA" features --spec fraud_spec.json --input csv:prod.csv --output npy:x.npy 2>/dev/null
+/usr/bin/python3 - "$FORMAT" <<'PY'
+import json, struct, sys
+import numpy as np
+x = np.load("x.npy").astype(np.float32)
+if sys.argv[1] == "binary":
+    hdr = json.dumps({"inputs": [{"name": "input", "shape": list(x.shape), "datatype": "FP32",
+                                  "parameters": {"binary_data_size": x.nbytes}}]}).encode()
+    open("req.bin", "wb").write(hdr + x.tobytes())
+    open("hdr.len", "w").write(str(len(hdr)))
+else:
+    json.dump({"inputs": [{"name": "input", "shape": list(x.shape), "datatype": "FP32", "data": x.ravel().tolist()}]},
+              open("req.bin", "w"))
+PY
+if [ "$FORMAT" = binary ]; then HDRS=(-H "Inference-Header-Content-Length: $(cat hdr.len)" -H 'Content-Type: application/octet-stream')
+else HDRS=(-H 'Content-Type: application/json'); fi
+UNIT=row
+else
+cp records.json req.bin
+HDRS=(-H 'Content-Type: application/json')
+UNIT=record
+fi
 args_of() {
     case $1 in
     off) ;;
@@ -44,7 +74,7 @@ args_of() {
     window) echo "--baseline fraud=base.json" ;;
     esac
 }
-echo "infera serve records endpoint, $REQS requests x 50 records, instructions per record (callgrind; $(cut -d' ' -f1-3 /proc/loadavg) load)"
+echo "infera serve /$ENDPOINT, $REQS requests x 50 ${UNIT}s, instructions per $UNIT (callgrind; $(cut -d' ' -f1-3 /proc/loadavg) load)"
 base=
 for c in $CONFIGS; do
     rm -f log.* cg.out*
@@ -53,14 +83,14 @@ for c in $CONFIGS; do
         --model fraud=fraud_xgb.onnx --http-threads 1 $(args_of "$c") 2>s.log &
     VPID=$!
     PORT=$(serve_port s.log 1200) || { cat s.log; exit 1; }
-    URL=http://127.0.0.1:$PORT/v2/models/fraud/records
+    URL=http://127.0.0.1:$PORT/v2/models/fraud/$ENDPOINT
     for _ in $(seq 600); do # warm-up: the first answered request (a loaded machine: valgrind starts slowly)
-        curl -sf -o /dev/null -H 'Content-Type: application/json' --data-binary @req.json "$URL" && break
+        curl -sf -o /dev/null "${HDRS[@]}" --data-binary @req.bin "$URL" && break
         sleep 0.2
     done
     callgrind_control -z "$VPID" >/dev/null 2>&1
     for _ in $(seq "$REQS"); do
-        curl -sf -o /dev/null -H 'Content-Type: application/json' --data-binary @req.json "$URL" ||
+        curl -sf -o /dev/null "${HDRS[@]}" --data-binary @req.bin "$URL" ||
             { echo "$c: a request failed"; cat s.log; exit 1; }
     done
     sleep 1.5
@@ -68,7 +98,8 @@ for c in $CONFIGS; do
     kill "$VPID"; wait "$VPID" 2>/dev/null || true; VPID=
     DUMP=$(ls -1 cg.out.* | head -1)
     TOTAL=$(awk '/^summary:/ {print $2}' "$DUMP")
+    [ -n "${KEEP:-}" ] && cp "$DUMP" "$KEEP.$c" # for callgrind_annotate
     per=$(awk -v t="$TOTAL" -v n="$REQS" 'BEGIN{printf "%.1f", t / (n * 50)}')
     [ -z "$base" ] && base=$per
-    echo "$c: $per instr/record ($(awk -v p="$per" -v b="$base" 'BEGIN{printf "%+.2f %%", (p / b - 1) * 100}') vs $(echo "$CONFIGS" | cut -d' ' -f1))"
+    echo "$c: $per instr/$UNIT ($(awk -v p="$per" -v b="$base" 'BEGIN{printf "%+.2f %%", (p / b - 1) * 100}') vs $(echo "$CONFIGS" | cut -d' ' -f1))"
 done
