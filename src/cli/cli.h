@@ -95,9 +95,8 @@ inf_status cli_load_value(const char *path, int kind_hint, inf_tensor **out, inf
 /* The .pb kind hint for a model input: sequence, optional or tensor. */
 int cli_kind_hint(const inf_value_info *info);
 
-/* `infera info` for GGUF language models (info_gguf.c): whether REF (a file, or a
- * registry version) is a GGUF file, its path in *path; then the report. */
-bool cli_info_ref_is_gguf(const char *ref, char *path, size_t size);
+/* `infera info` for a GGUF language model at path (info_gguf.c; whether a REF
+ * names one: inf__llm_ref_names_gguf). */
 int cli_info_gguf(const char *path, const char *shown_ref, bool json);
 
 /* Prints s (NULL: empty) to stdout as a JSON string, quotes and escapes included. */

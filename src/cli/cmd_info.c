@@ -7,6 +7,7 @@
 #include "infera/bundle.h"
 #include "cli/cli.h"
 #include "cli/cpu_report.h"
+#include "registry/llm_ref.h"
 
 static const char *CMD = "info";
 
@@ -190,7 +191,7 @@ int cmd_info(int argc, char **argv) {
     }
     if (!ref) return cli_usage(CMD, "missing model (usage: infera info REF)");
     char gguf_path[4200];
-    if (cli_info_ref_is_gguf(ref, gguf_path, sizeof gguf_path)) return cli_info_gguf(gguf_path, ref, json);
+    if (inf__llm_ref_names_gguf(ref, gguf_path, sizeof gguf_path)) return cli_info_gguf(gguf_path, ref, json);
     inf_error err;
     inf_model *m;
     if (cli_load_model(ref, &m, &err) != INF_OK) return cli_fail(CMD, "%s", err.message);

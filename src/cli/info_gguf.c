@@ -15,31 +15,9 @@
 #include "cli/cli.h"
 #include "infera/llm.h"
 #include "infera/tokenizer.h"
-#include "registry/llm_ref.h"
 
 static const char *CMD = "info";
 
-/* true when the file at path starts with the GGUF magic */
-static bool file_is_gguf(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    char magic[4];
-    bool yes = fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
-    fclose(f);
-    return yes;
-}
-
-bool cli_info_ref_is_gguf(const char *ref, char *path, size_t size) {
-    struct stat sb;
-    if (stat(ref, &sb) == 0) { /* a file: its magic decides */
-        snprintf(path, size, "%s", ref);
-        return S_ISREG(sb.st_mode) && file_is_gguf(ref);
-    }
-    inf_error err;
-    return inf__llm_ref_resolve(ref, path, size, &err) == INF_OK && file_is_gguf(path);
-}
-
-/* The end-of-generation token ids, printed as "a, b, c" (text) or "[a,b,c]" (JSON) */
 static void print_eog(const inf_tokenizer *tok, bool json) {
     int n = 0;
     printf(json ? "[" : "");
