@@ -148,6 +148,15 @@ inf_status inf__normalize_axis(inf__kernel_ctx *ctx, int64_t axis, int rank, int
     return INF_OK;
 }
 
+inf_status inf__check_window_attr(const inf__node *node, inf_error *err, const char *name,
+                                  const int64_t *v, int n, int64_t min) {
+    for (int i = 0; i < n; i++)
+        if (v[i] < min || v[i] > INF_WINDOW_ATTR_MAX)
+            return inf__node_error(node, err, INF_EMODEL, "attribute %s[%d] = %lld, must be in [%lld, %lld]",
+                                   name, i, (long long)v[i], (long long)min, (long long)INF_WINDOW_ATTR_MAX);
+    return INF_OK;
+}
+
 bool inf__dtype_is_float(inf_dtype t) {
     return t == INF_DTYPE_F32 || t == INF_DTYPE_F64 || t == INF_DTYPE_F16 || t == INF_DTYPE_BF16;
 }

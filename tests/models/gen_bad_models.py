@@ -42,3 +42,12 @@ gemm = helper.make_node("Gemm", ["x", "w"], ["y"], name="mismatched_gemm")
 save(helper.make_model(helper.make_graph([gemm], "shape_mismatch", [x],
                                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w]),
                        opset_imports=[helper.make_opsetid("", 13)]), "bad_shape_mismatch.onnx")
+
+# A Conv whose stride is 2^40 (found by fuzz_bundle: the geometry's 16 * stride
+# overflowed int64); sliding-window attributes above 2^31 - 1 are refused.
+xc = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])
+yc = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+wc = helper.make_tensor("w", TensorProto.FLOAT, [1, 1, 1, 1], [1.0])
+conv = helper.make_node("Conv", ["x", "w"], ["y"], name="huge_stride", strides=[1, 1 << 40])
+save(helper.make_model(helper.make_graph([conv], "huge_stride", [xc], [yc], [wc]),
+                       opset_imports=[helper.make_opsetid("", 13)]), "bad_conv_huge_stride.onnx")

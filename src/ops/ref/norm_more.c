@@ -334,20 +334,18 @@ static inf_status lppool_init(inf__node *node, inf__arena *arena, inf_error *err
     if (p->n_dilations && p->n_dilations != p->n_kernel)
         return inf__node_error(node, err, INF_EMODEL, "dilations need %d values (kernel_shape has %d)", p->n_kernel,
                                p->n_kernel);
-    for (int i = 0; i < p->n_dilations; i++)
-        if (p->dilations[i] < 1)
-            return inf__node_error(node, err, INF_EMODEL, "dilations must be >= 1 (dim %d)", i);
     if (p->n_kernel < 1 || p->n_kernel > MAX_SP)
         return inf__node_error(node, err, INF_EMODEL, "attribute kernel_shape is required (1 to %d values)",
                                MAX_SP);
     if ((p->n_strides && p->n_strides != p->n_kernel) || (p->n_pads && p->n_pads != 2 * p->n_kernel))
         return inf__node_error(node, err, INF_EMODEL, "strides need %d values and pads %d (kernel_shape has %d)",
                                p->n_kernel, 2 * p->n_kernel, p->n_kernel);
-    for (int i = 0; i < p->n_kernel; i++)
-        if (p->kernel[i] < 1 || (p->n_strides && p->strides[i] < 1) ||
-            (p->n_pads && (p->pads[i] < 0 || p->pads[i + p->n_kernel] < 0)))
-            return inf__node_error(node, err, INF_EMODEL,
-                                   "kernel_shape and strides must be >= 1 and pads >= 0 (dim %d)", i);
+    inf_status st;
+    if ((st = inf__check_window_attr(node, err, "kernel_shape", p->kernel, p->n_kernel, 1)) != INF_OK ||
+        (st = inf__check_window_attr(node, err, "strides", p->strides, p->n_strides, 1)) != INF_OK ||
+        (st = inf__check_window_attr(node, err, "dilations", p->dilations, p->n_dilations, 1)) != INF_OK ||
+        (st = inf__check_window_attr(node, err, "pads", p->pads, p->n_pads, 0)) != INF_OK)
+        return st;
     return INF_OK;
 }
 

@@ -66,21 +66,18 @@ static inf_status pool_init(inf__node *node, inf__arena *arena, inf_error *err) 
     if (!p->kernel || p->n_kernel < 1 || p->n_kernel > MAX_SP)
         return inf__node_error(node, err, INF_EMODEL, "attribute kernel_shape is required (1 to %d values)",
                                MAX_SP);
-    for (int i = 0; i < p->n_kernel; i++)
-        if (p->kernel[i] < 1 || (p->strides && i < p->n_strides && p->strides[i] < 1) ||
-            (p->dilations && i < p->n_dilations && p->dilations[i] < 1))
-            return inf__node_error(node, err, INF_EMODEL,
-                                   "kernel_shape, strides and dilations must be >= 1 (dim %d)", i);
+    inf_status st;
+    if ((st = inf__check_window_attr(node, err, "kernel_shape", p->kernel, p->n_kernel, 1)) != INF_OK ||
+        (st = inf__check_window_attr(node, err, "strides", p->strides, p->n_strides, 1)) != INF_OK ||
+        (st = inf__check_window_attr(node, err, "dilations", p->dilations, p->n_dilations, 1)) != INF_OK ||
+        (st = inf__check_window_attr(node, err, "pads", p->pads, p->n_pads, 0)) != INF_OK)
+        return st;
     if ((p->n_strides && p->n_strides != p->n_kernel) ||
         (p->n_dilations && p->n_dilations != p->n_kernel) ||
         (p->n_pads && p->n_pads != 2 * p->n_kernel))
         return inf__node_error(node, err, INF_EMODEL,
                                "strides/dilations need %d values and pads %d (kernel_shape has %d)",
                                p->n_kernel, 2 * p->n_kernel, p->n_kernel);
-    for (int i = 0; i < p->n_pads; i++)
-        if (p->pads[i] < 0)
-            return inf__node_error(node, err, INF_EMODEL, "pads[%d] = %lld is negative", i,
-                                   (long long)p->pads[i]);
     node->params = p;
     return INF_OK;
 }
