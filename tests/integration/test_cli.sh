@@ -56,6 +56,7 @@ expect_error "unknown operator" "unsupported operator FrobnicateTensor.*opset 13
 expect_error "cycle" "cycle" "$infera" info "$models/bad_cycle.onnx"
 expect_error "short initializer" "initializer 'w'.*raw_data" "$infera" info "$models/bad_short_initializer.onnx"
 expect_error "conv stride past 2^31" "node 'huge_stride' \(Conv\): attribute strides\[1\] = 1099511627776, must be in \[1, 2147483647\]" "$infera" info "$models/bad_conv_huge_stride.onnx"
+expect_error "tile past int64" "node 'huge_tile' \(Tile\): input repeats: value 1 \(4611686018427387904\) times dimension 3 overflows int64" "$infera" run "$models/bad_tile_huge_repeats.onnx" --input "x=$work/x23.npy"
 expect_error "missing input" "input 'input' is missing" "$infera" run "$mlp"
 expect_error "unknown input name" "no input 'nosuch'" "$infera" run "$mlp" --input "nosuch=$models/mlp_input.npy"
 expect_error "wrong dtype" "input 'input': expected float32\[batch,32\], got float64\[4,32\]" "$infera" run "$mlp" --input "input=$work/f64.npy"

@@ -51,3 +51,18 @@ wc = helper.make_tensor("w", TensorProto.FLOAT, [1, 1, 1, 1], [1.0])
 conv = helper.make_node("Conv", ["x", "w"], ["y"], name="huge_stride", strides=[1, 1 << 40])
 save(helper.make_model(helper.make_graph([conv], "huge_stride", [xc], [yc], [wc]),
                        opset_imports=[helper.make_opsetid("", 13)]), "bad_conv_huge_stride.onnx")
+
+
+def one_node(node, inits, opset, out_name, x_shape=(2, 3)):
+    """A model of one node reading graph input x (float x_shape) and initializers."""
+    xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))
+    yi = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    save(helper.make_model(helper.make_graph([node], node.name, [xi], [yi], inits),
+                           opset_imports=[helper.make_opsetid("", opset)]), out_name)
+
+
+# Attributes and constant inputs whose size arithmetic overflowed int64 (the
+# fuzz follow-up to bad_conv_huge_stride.onnx); each is refused by name.
+# Tile: 3 * 2^62 columns.
+one_node(helper.make_node("Tile", ["x", "reps"], ["y"], name="huge_tile"),
+         [helper.make_tensor("reps", TensorProto.INT64, [2], [1, 1 << 62])], 13, "bad_tile_huge_repeats.onnx")
