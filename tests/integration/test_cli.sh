@@ -70,6 +70,13 @@ expect_error "bad thread count" "--threads expects a whole number" "$infera" run
 expect_error "bad output format" "--output-format must be npy or pb" "$infera" run "$mlp" --output-format csv
 expect_error "bad conformance suite" "--suite must be" "$infera" conformance --suite nosuch
 
+# EyeLike's k = 2^63 - 1 puts the diagonal outside the matrix: all zeros (row + k overflowed)
+if "$infera" run "$models/eyelike_huge_k.onnx" --input "x=$work/x23.npy" >"$work/out" 2>&1 &&
+    grep -qxF 'y: float32[2,3] [0, 0, 0, 0, 0, 0]' "$work/out"; then
+    ok "EyeLike far diagonal"
+else
+    bad "EyeLike far diagonal: $(head -c 300 "$work/out")"
+fi
 # run prints each output's name, dtype, shape and leading values
 if "$infera" run "$mlp" --input "$models/mlp_input.npy" >"$work/out" 2>&1 &&
     grep -qE '^logits: float32\[4,2\] \[-?[0-9]' "$work/out" && grep -qE '^probabilities: float32\[4,2\]' "$work/out"; then

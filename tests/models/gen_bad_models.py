@@ -66,3 +66,6 @@ def one_node(node, inits, opset, out_name, x_shape=(2, 3)):
 # Tile: 3 * 2^62 columns.
 one_node(helper.make_node("Tile", ["x", "reps"], ["y"], name="huge_tile"),
          [helper.make_tensor("reps", TensorProto.INT64, [2], [1, 1 << 62])], 13, "bad_tile_huge_repeats.onnx")
+# EyeLike with k = 2^63 - 1: row + k overflowed; the diagonal misses the matrix (all zeros).
+one_node(helper.make_node("EyeLike", ["x"], ["y"], name="far_diagonal", k=(1 << 63) - 1), [], 13,
+         "eyelike_huge_k.onnx")
