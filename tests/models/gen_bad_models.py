@@ -69,3 +69,8 @@ one_node(helper.make_node("Tile", ["x", "reps"], ["y"], name="huge_tile"),
 # EyeLike with k = 2^63 - 1: row + k overflowed; the diagonal misses the matrix (all zeros).
 one_node(helper.make_node("EyeLike", ["x"], ["y"], name="far_diagonal", k=(1 << 63) - 1), [], 13,
          "eyelike_huge_k.onnx")
+# Resize to sizes [2^63 - 1, 1] keeping the aspect ratio (not_smaller): the other
+# axis's scale * length converted to int64 out of range.
+one_node(helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="huge_aspect",
+                          keep_aspect_ratio_policy="not_smaller"),
+         [helper.make_tensor("sizes", TensorProto.INT64, [2], [(1 << 63) - 1, 1])], 18, "bad_resize_huge_aspect.onnx")
