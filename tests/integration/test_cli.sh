@@ -46,6 +46,7 @@ make_npy "$work/f64.npy" '<f8' '(4, 32)' 1024
 make_npy "$work/wrong_shape.npy" '<f4' '(4, 31)' 496
 make_npy "$work/short.npy" '<f4' '(4, 32)' 100
 make_npy "$work/x23.npy" '<f4' '(2, 3)' 24
+make_npy "$work/x1411.npy" '<f4' '(1, 4, 1, 1)' 16
 printf 'not a numpy file at all' >"$work/garbage.npy"
 
 expect_error "truncated model" "truncated.onnx.*(not a valid ONNX model|protobuf)" "$infera" run "$work/truncated.onnx"
@@ -58,6 +59,7 @@ expect_error "short initializer" "initializer 'w'.*raw_data" "$infera" info "$mo
 expect_error "conv stride past 2^31" "node 'huge_stride' \(Conv\): attribute strides\[1\] = 1099511627776, must be in \[1, 2147483647\]" "$infera" info "$models/bad_conv_huge_stride.onnx"
 expect_error "tile past int64" "node 'huge_tile' \(Tile\): input repeats: value 1 \(4611686018427387904\) times dimension 3 overflows int64" "$infera" run "$models/bad_tile_huge_repeats.onnx" --input "x=$work/x23.npy"
 expect_error "resize aspect past int64" "node 'huge_aspect' \(Resize\): input sizes: axis 0 would have 9.22337e\+18 elements" "$infera" run "$models/bad_resize_huge_aspect.onnx" --input "x=$work/x23.npy"
+expect_error "blocksize past 2^31" "node 'huge_block' \(DepthToSpace\): attribute blocksize = 4294967296, must be in \[1, 2147483647\]" "$infera" run "$models/bad_depth_to_space_huge_block.onnx" --input "x=$work/x1411.npy"
 expect_error "missing input" "input 'input' is missing" "$infera" run "$mlp"
 expect_error "unknown input name" "no input 'nosuch'" "$infera" run "$mlp" --input "nosuch=$models/mlp_input.npy"
 expect_error "wrong dtype" "input 'input': expected float32\[batch,32\], got float64\[4,32\]" "$infera" run "$mlp" --input "input=$work/f64.npy"

@@ -74,3 +74,6 @@ one_node(helper.make_node("EyeLike", ["x"], ["y"], name="far_diagonal", k=(1 << 
 one_node(helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="huge_aspect",
                           keep_aspect_ratio_policy="not_smaller"),
          [helper.make_tensor("sizes", TensorProto.INT64, [2], [(1 << 63) - 1, 1])], 18, "bad_resize_huge_aspect.onnx")
+# DepthToSpace with blocksize 2^32: blocksize² wrapped to 0 (a division by zero).
+one_node(helper.make_node("DepthToSpace", ["x"], ["y"], name="huge_block", blocksize=1 << 32), [], 13,
+         "bad_depth_to_space_huge_block.onnx", (1, 4, 1, 1))
