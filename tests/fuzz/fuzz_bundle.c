@@ -35,7 +35,13 @@ static void run_once(const inf_model *m) {
         const inf_value_info *info = inf_model_input(m, i);
         int64_t dims[INF_MAX_DIMS];
         int64_t numel = 1;
-        for (int d = 0; d < info->ndim; d++) numel *= dims[d] = info->dims[d] < 0 ? 1 : info->dims[d];
+        for (int d = 0; d < info->ndim; d++) {
+            dims[d] = info->dims[d] < 0 ? 1 : info->dims[d];
+            if (__builtin_mul_overflow(numel, dims[d], &numel)) { /* a fuzzed declared shape: too big to run */
+                numel = INT64_MAX;
+                break;
+            }
+        }
         ok = info->kind == INF_KIND_TENSOR && info->ndim >= 0 && info->dtype != INF_DTYPE_UNDEFINED && numel <= 1 << 20 &&
              inf_tensor_new(info->dtype, info->ndim, dims, &in[i]) == INF_OK;
     }
