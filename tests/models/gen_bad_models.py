@@ -77,3 +77,15 @@ one_node(helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="huge_as
 # DepthToSpace with blocksize 2^32: blocksize² wrapped to 0 (a division by zero).
 one_node(helper.make_node("DepthToSpace", ["x"], ["y"], name="huge_block", blocksize=1 << 32), [], 13,
          "bad_depth_to_space_huge_block.onnx", (1, 4, 1, 1))
+# TfIdfVectorizer with max_skip_count = 2^62: the count loop ran to it (for ever).
+# Input and expected output: ONNX's node test tfidfvectorizer_tf_batch_onlybigrams_skip5
+# (any skip >= 4 counts the same in rows of 6).
+tf_x = helper.make_tensor_value_info("x", TensorProto.INT32, [2, 6])
+tfidf = helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="wide_skip", mode="TF", min_gram_length=2,
+                         max_gram_length=2, max_skip_count=1 << 62, ngram_counts=[0, 4],
+                         ngram_indexes=list(range(7)), pool_int64s=[2, 3, 5, 4, 5, 6, 7, 8, 6, 7])
+save(helper.make_model(helper.make_graph([tfidf], "wide_skip", [tf_x],
+                                         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]),
+                       opset_imports=[helper.make_opsetid("", 9)]), "tfidf_huge_skip.onnx")
+with open(os.path.join(here, "tfidf_huge_skip_input.pb"), "wb") as f:
+    f.write(helper.make_tensor("x", TensorProto.INT32, [2, 6], [1, 1, 3, 3, 3, 7, 8, 6, 7, 5, 6, 8]).SerializeToString())

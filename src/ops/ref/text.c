@@ -388,16 +388,25 @@ static int64_t find_gram(const tfidf_params *p, int64_t n, const candidate *c) {
     return -1;
 }
 
+/* Counts the n-grams of one row.  A gap wider than the row and an n-gram
+ * longer than it cannot fit, so the loops end there whatever the attributes
+ * say (max_skip_count = 2^60 ran for ever), and the fit test
+ * pos + (n - 1) * (skip + 1) < len is made without the product (which
+ * overflowed int64 with such attributes). */
 static void count_row(const tfidf_params *p, const inf_tensor *x, int64_t row_off, int64_t len, float *counts) {
+    int64_t max_skip = p->max_n < 2 ? 0 : p->max_skip < len ? p->max_skip : len;
+    int64_t n_gap = p->min_n > 2 ? p->min_n : 2; /* the shortest n-gram a gap applies to */
     for (int64_t pos = 0; pos < len; pos++)
-        for (int64_t skip = 0; skip <= p->max_skip; skip++)
+        for (int64_t skip = 0; skip <= max_skip; skip++) {
+            if (skip > 0 && skip + 1 > (len - 1 - pos) / (n_gap - 1)) break; /* no wider gap fits either */
             for (int64_t n = p->min_n; n <= p->max_n; n++) {
                 if (n == 1 && skip > 0) continue; /* a unigram is counted once per position */
-                if (pos + (n - 1) * (skip + 1) >= len) break;
+                if (n > 1 && skip + 1 > (len - 1 - pos) / (n - 1)) break; /* pos + (n-1)(skip+1) >= len */
                 candidate c = {x, row_off + pos, skip + 1};
                 int64_t id = find_gram(p, n, &c);
                 if (id >= 0) counts[id] += 1;
             }
+        }
 }
 
 static inf_status tfidf_run(inf__kernel_ctx *ctx) {
