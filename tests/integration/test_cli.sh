@@ -60,6 +60,7 @@ expect_error "conv stride past 2^31" "node 'huge_stride' \(Conv\): attribute str
 expect_error "tile past int64" "node 'huge_tile' \(Tile\): input repeats: value 1 \(4611686018427387904\) times dimension 3 overflows int64" "$infera" run "$models/bad_tile_huge_repeats.onnx" --input "x=$work/x23.npy"
 expect_error "resize aspect past int64" "node 'huge_aspect' \(Resize\): input sizes: axis 0 would have 9.22337e\+18 elements" "$infera" run "$models/bad_resize_huge_aspect.onnx" --input "x=$work/x23.npy"
 expect_error "blocksize past 2^31" "node 'huge_block' \(DepthToSpace\): attribute blocksize = 4294967296, must be in \[1, 2147483647\]" "$infera" run "$models/bad_depth_to_space_huge_block.onnx" --input "x=$work/x1411.npy"
+expect_error "empty tensor with huge dimensions" "initializer 'R': shape is too large" "$infera" info "$models/bad_lstm_empty_huge_r.onnx"
 expect_error "missing input" "input 'input' is missing" "$infera" run "$mlp"
 expect_error "unknown input name" "no input 'nosuch'" "$infera" run "$mlp" --input "nosuch=$models/mlp_input.npy"
 expect_error "wrong dtype" "input 'input': expected float32\[batch,32\], got float64\[4,32\]" "$infera" run "$mlp" --input "input=$work/f64.npy"

@@ -89,3 +89,12 @@ save(helper.make_model(helper.make_graph([tfidf], "wide_skip", [tf_x],
                        opset_imports=[helper.make_opsetid("", 9)]), "tfidf_huge_skip.onnx")
 with open(os.path.join(here, "tfidf_huge_skip_input.pb"), "wb") as f:
     f.write(helper.make_tensor("x", TensorProto.INT32, [2, 6], [1, 1, 3, 3, 3, 7, 8, 6, 7, 5, 6, 8]).SerializeToString())
+# An LSTM whose R is empty but [1, 0, 2^62]: 4 * hidden overflowed int64.  A shape
+# whose nonzero dimensions multiply past 2^48 is refused, empty or not.
+lstm_x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3])
+lstm = helper.make_node("LSTM", ["x", "W", "R"], ["y"], name="empty_r")
+save(helper.make_model(helper.make_graph([lstm], "empty_r", [lstm_x],
+                                         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                                         [helper.make_tensor("W", TensorProto.FLOAT, [1, 0, 3], []),
+                                          helper.make_tensor("R", TensorProto.FLOAT, [1, 0, 1 << 62], [])]),
+                       opset_imports=[helper.make_opsetid("", 14)]), "bad_lstm_empty_huge_r.onnx")
