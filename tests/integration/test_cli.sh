@@ -89,6 +89,9 @@ if timeout 60 "$infera" run "$models/tfidf_huge_skip.onnx" --input "x=$models/tf
 else
     bad "TfIdfVectorizer huge max_skip_count: $(head -c 300 "$work/err")"
 fi
+# ... and a row of 50,000 with such gaps is quadratic work (seconds): it stops at the run's time budget
+make_npy "$work/tfidf_long.npy" '<i4' '(1, 50000)' 200000
+expect_error "TfIdfVectorizer stops at the time budget" "node 'wide_skip': the run exceeded its time budget of 100 ms" timeout 60 "$infera" run "$models/tfidf_huge_skip.onnx" --input "x=$work/tfidf_long.npy" --max-run-ms 100
 # run prints each output's name, dtype, shape and leading values
 if "$infera" run "$mlp" --input "$models/mlp_input.npy" >"$work/out" 2>&1 &&
     grep -qE '^logits: float32\[4,2\] \[-?[0-9]' "$work/out" && grep -qE '^probabilities: float32\[4,2\]' "$work/out"; then

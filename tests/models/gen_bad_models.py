@@ -80,7 +80,7 @@ one_node(helper.make_node("DepthToSpace", ["x"], ["y"], name="huge_block", block
 # TfIdfVectorizer with max_skip_count = 2^62: the count loop ran to it (for ever).
 # Input and expected output: ONNX's node test tfidfvectorizer_tf_batch_onlybigrams_skip5
 # (any skip >= 4 counts the same in rows of 6).
-tf_x = helper.make_tensor_value_info("x", TensorProto.INT32, [2, 6])
+tf_x = helper.make_tensor_value_info("x", TensorProto.INT32, ["N", "C"])
 tfidf = helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="wide_skip", mode="TF", min_gram_length=2,
                          max_gram_length=2, max_skip_count=1 << 62, ngram_counts=[0, 4],
                          ngram_indexes=list(range(7)), pool_int64s=[2, 3, 5, 4, 5, 6, 7, 8, 6, 7])
