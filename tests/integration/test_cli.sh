@@ -81,6 +81,13 @@ if "$infera" run "$models/eyelike_huge_k.onnx" --input "x=$work/x23.npy" >"$work
 else
     bad "EyeLike far diagonal: $(head -c 300 "$work/out")"
 fi
+# Resize tf_crop_and_resize with a roi of 1e30: all extrapolated (the source coordinate's int64 conversion was UB)
+if "$infera" run "$models/resize_far_roi.onnx" --input "x=$work/x23.npy" >"$work/out" 2>&1 &&
+    grep -qxF 'y: float32[4,6] [7, 7, 7, 7, 7, 7, 7, 7, 7, 7, ...]' "$work/out"; then
+    ok "Resize roi far outside"
+else
+    bad "Resize roi far outside: $(head -c 300 "$work/out")"
+fi
 # TfIdfVectorizer's max_skip_count = 2^62 counts as any gap wider than the row (it looped for ever);
 # expected: ONNX's node test tfidfvectorizer_tf_batch_onlybigrams_skip5
 if timeout 60 "$infera" run "$models/tfidf_huge_skip.onnx" --input "x=$models/tfidf_huge_skip_input.pb" --output-dir "$work/tfidf" >/dev/null 2>"$work/err" &&

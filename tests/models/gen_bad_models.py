@@ -98,3 +98,9 @@ save(helper.make_model(helper.make_graph([lstm], "empty_r", [lstm_x],
                                          [helper.make_tensor("W", TensorProto.FLOAT, [1, 0, 3], []),
                                           helper.make_tensor("R", TensorProto.FLOAT, [1, 0, 1 << 62], [])]),
                        opset_imports=[helper.make_opsetid("", 14)]), "bad_lstm_empty_huge_r.onnx")
+# Resize tf_crop_and_resize with a roi of 1e30: every output is extrapolated, but
+# the source coordinate 2e30 was still converted to int64 (UB).
+one_node(helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="far_roi", mode="linear",
+                          coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=7.0),
+         [helper.make_tensor("roi", TensorProto.FLOAT, [4], [0, 1e30, 1, 1e30]),
+          helper.make_tensor("scales", TensorProto.FLOAT, [2], [2, 2])], 13, "resize_far_roi.onnx")

@@ -315,8 +315,10 @@ static double rs_source(const rs_params *p, double o, int64_t in, int64_t out, d
         double x = out == 1 ? (roi[1] - roi[0]) * (double)(in - 1) / 2
                             : o * (roi[1] - roi[0]) * (double)(in - 1) / (out_len - 1);
         x += roi[0] * (double)(in - 1);
-        *outside = x < 0 || x > (double)(in - 1);
-        return x;
+        *outside = !(x >= 0 && x <= (double)(in - 1)); /* NaN too */
+        /* an extrapolated output's taps are not used: kept in range, as the
+         * conversion of x to int64 must be (a roi of 1e30 was UB) */
+        return *outside ? 0 : x;
     }
     case RS_HALF_PIXEL:
     default: return (o + 0.5) / scale - 0.5;
