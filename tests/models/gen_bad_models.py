@@ -104,3 +104,7 @@ one_node(helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="far_roi
                           coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=7.0),
          [helper.make_tensor("roi", TensorProto.FLOAT, [4], [0, 1e30, 1, 1e30]),
           helper.make_tensor("scales", TensorProto.FLOAT, [2], [2, 2])], 13, "resize_far_roi.onnx")
+# Col2Im with dilations [2^62]: dilation * (block - 1) overflowed int64.
+one_node(helper.make_node("Col2Im", ["x", "image", "block"], ["y"], name="huge_dilation", dilations=[1 << 62]),
+         [helper.make_tensor("image", TensorProto.INT64, [1], [5]), helper.make_tensor("block", TensorProto.INT64, [1], [3])],
+         18, "bad_col2im_huge_dilation.onnx", (1, 3, 1))
