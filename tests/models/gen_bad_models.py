@@ -108,3 +108,8 @@ one_node(helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="far_roi
 one_node(helper.make_node("Col2Im", ["x", "image", "block"], ["y"], name="huge_dilation", dilations=[1 << 62]),
          [helper.make_tensor("image", TensorProto.INT64, [1], [5]), helper.make_tensor("block", TensorProto.INT64, [1], [3])],
          18, "bad_col2im_huge_dilation.onnx", (1, 3, 1))
+# DeformConv with dilations [1, 2^62]: dilation * (kW - 1) overflowed int64.
+deform = helper.make_node("DeformConv", ["x", "w", "offset"], ["y"], name="huge_dilation", dilations=[1, 1 << 62])
+one_node(deform, [helper.make_tensor("w", TensorProto.FLOAT, [1, 1, 1, 3], [1.0] * 3),
+                  helper.make_tensor("offset", TensorProto.FLOAT, [1, 6, 1, 1], [0.0] * 6)],
+         19, "bad_deform_conv_huge_dilation.onnx", (1, 1, 1, 1))
