@@ -49,6 +49,7 @@ make_npy "$work/x23.npy" '<f4' '(2, 3)' 24
 make_npy "$work/x1411.npy" '<f4' '(1, 4, 1, 1)' 16
 make_npy "$work/x131.npy" '<f4' '(1, 3, 1)' 12
 make_npy "$work/x1111.npy" '<f4' '(1, 1, 1, 1)' 4
+make_npy "$work/x1114.npy" '<f4' '(1, 1, 1, 4)' 16
 printf 'not a numpy file at all' >"$work/garbage.npy"
 
 expect_error "truncated model" "truncated.onnx.*(not a valid ONNX model|protobuf)" "$infera" run "$work/truncated.onnx"
@@ -65,6 +66,7 @@ expect_error "blocksize past 2^31" "node 'huge_block' \(DepthToSpace\): attribut
 expect_error "empty tensor with huge dimensions" "initializer 'R': shape is too large" "$infera" info "$models/bad_lstm_empty_huge_r.onnx"
 expect_error "col2im dilation past 2^31" "node 'huge_dilation' \(Col2Im\): axis 0: strides, dilations, pads, image and block must be at most 2147483647" "$infera" run "$models/bad_col2im_huge_dilation.onnx" --input "x=$work/x131.npy"
 expect_error "deform conv dilation past 2^31" "node 'huge_dilation' \(DeformConv\): strides, dilations and pads must be at most 2147483647, got 4611686018427387904" "$infera" run "$models/bad_deform_conv_huge_dilation.onnx" --input "x=$work/x1111.npy"
+expect_error "max unpool stride past int64" "node 'huge_stride' \(MaxUnpool\): spatial axis 1: stride 4611686018427387904 gives an invalid or too large output size" "$infera" run "$models/bad_max_unpool_huge_stride.onnx" --input "x=$work/x1114.npy"
 expect_error "missing input" "input 'input' is missing" "$infera" run "$mlp"
 expect_error "unknown input name" "no input 'nosuch'" "$infera" run "$mlp" --input "nosuch=$models/mlp_input.npy"
 expect_error "wrong dtype" "input 'input': expected float32\[batch,32\], got float64\[4,32\]" "$infera" run "$mlp" --input "input=$work/f64.npy"

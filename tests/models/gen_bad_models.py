@@ -113,3 +113,7 @@ deform = helper.make_node("DeformConv", ["x", "w", "offset"], ["y"], name="huge_
 one_node(deform, [helper.make_tensor("w", TensorProto.FLOAT, [1, 1, 1, 3], [1.0] * 3),
                   helper.make_tensor("offset", TensorProto.FLOAT, [1, 6, 1, 1], [0.0] * 6)],
          19, "bad_deform_conv_huge_dilation.onnx", (1, 1, 1, 1))
+# MaxUnpool with strides [1, 2^62]: (width - 1) * stride overflowed int64.
+unpool = helper.make_node("MaxUnpool", ["x", "idx"], ["y"], name="huge_stride", kernel_shape=[1, 1], strides=[1, 1 << 62])
+one_node(unpool, [helper.make_tensor("idx", TensorProto.INT64, [1, 1, 1, 4], [0, 1, 2, 3])], 11,
+         "bad_max_unpool_huge_stride.onnx", (1, 1, 1, 4))
