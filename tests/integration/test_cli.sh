@@ -94,6 +94,13 @@ if "$infera" run "$models/resize_far_roi.onnx" --input "x=$work/x23.npy" >"$work
 else
     bad "Resize roi far outside: $(head -c 300 "$work/out")"
 fi
+# SplitToSequence with a chunk of 2^63 - 1: one chunk, the whole input (dim + chunk - 1 overflowed)
+if "$infera" run "$models/split_to_sequence_huge_chunk.onnx" --input "x=$work/x23.npy" >"$work/out" 2>&1 &&
+    grep -qxF 'y: seq(float32) of 1 [float32[2,3]]' "$work/out"; then
+    ok "SplitToSequence huge chunk"
+else
+    bad "SplitToSequence huge chunk: $(head -c 300 "$work/out")"
+fi
 # TfIdfVectorizer's max_skip_count = 2^62 counts as any gap wider than the row (it looped for ever);
 # expected: ONNX's node test tfidfvectorizer_tf_batch_onlybigrams_skip5
 if timeout 60 "$infera" run "$models/tfidf_huge_skip.onnx" --input "x=$models/tfidf_huge_skip_input.pb" --output-dir "$work/tfidf" >/dev/null 2>"$work/err" &&

@@ -117,3 +117,9 @@ one_node(deform, [helper.make_tensor("w", TensorProto.FLOAT, [1, 1, 1, 3], [1.0]
 unpool = helper.make_node("MaxUnpool", ["x", "idx"], ["y"], name="huge_stride", kernel_shape=[1, 1], strides=[1, 1 << 62])
 one_node(unpool, [helper.make_tensor("idx", TensorProto.INT64, [1, 1, 1, 4], [0, 1, 2, 3])], 11,
          "bad_max_unpool_huge_stride.onnx", (1, 1, 1, 4))
+# SplitToSequence with a chunk length of 2^63 - 1: dim + chunk - 1 overflowed int64.
+seq_out = helper.make_tensor_sequence_value_info("y", TensorProto.FLOAT, None)
+sts = helper.make_node("SplitToSequence", ["x", "chunk"], ["y"], name="huge_chunk", axis=1)
+save(helper.make_model(helper.make_graph([sts], "huge_chunk", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                                         [seq_out], [helper.make_tensor("chunk", TensorProto.INT64, [], [(1 << 63) - 1])]),
+                       opset_imports=[helper.make_opsetid("", 13)]), "split_to_sequence_huge_chunk.onnx")
