@@ -101,6 +101,14 @@ if "$infera" run "$models/split_to_sequence_huge_chunk.onnx" --input "x=$work/x2
 else
     bad "SplitToSequence huge chunk: $(head -c 300 "$work/out")"
 fi
+# CenterCropPad padding an empty [0, 2^47] input to [2^20, 1]: zeros (a padded element's source offset overflowed)
+make_npy "$work/empty_wide.npy" '<f4' '(0, 140737488355328)' 0
+if "$infera" run "$models/center_crop_pad_empty_huge.onnx" --input "x=$work/empty_wide.npy" >"$work/out" 2>&1 &&
+    grep -qxF 'y: float32[1048576,1] [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ...]' "$work/out"; then
+    ok "CenterCropPad of an empty input"
+else
+    bad "CenterCropPad of an empty input: $(head -c 300 "$work/out")"
+fi
 # TfIdfVectorizer's max_skip_count = 2^62 counts as any gap wider than the row (it looped for ever);
 # expected: ONNX's node test tfidfvectorizer_tf_batch_onlybigrams_skip5
 if timeout 60 "$infera" run "$models/tfidf_huge_skip.onnx" --input "x=$models/tfidf_huge_skip_input.pb" --output-dir "$work/tfidf" >/dev/null 2>"$work/err" &&

@@ -123,3 +123,10 @@ sts = helper.make_node("SplitToSequence", ["x", "chunk"], ["y"], name="huge_chun
 save(helper.make_model(helper.make_graph([sts], "huge_chunk", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
                                          [seq_out], [helper.make_tensor("chunk", TensorProto.INT64, [], [(1 << 63) - 1])]),
                        opset_imports=[helper.make_opsetid("", 13)]), "split_to_sequence_huge_chunk.onnx")
+# CenterCropPad padding an empty [0, 2^47] to [2^20, 1]: the source offset of
+# a padded element overflowed int64 (it is not read).
+ccp_x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [0, 1 << 47])
+ccp = helper.make_node("CenterCropPad", ["x", "shape"], ["y"], name="pad_empty")
+save(helper.make_model(helper.make_graph([ccp], "pad_empty", [ccp_x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                                         [helper.make_tensor("shape", TensorProto.INT64, [2], [1 << 20, 1])]),
+                       opset_imports=[helper.make_opsetid("", 18)]), "center_crop_pad_empty_huge.onnx")
