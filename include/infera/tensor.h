@@ -102,7 +102,9 @@ INF_API void inf_tensor_init_view(inf_tensor *t, inf_dtype dtype, int ndim, cons
                                   void *data);
 
 /* Allocates a tensor with owned, zeroed data (64-byte aligned).  Returns
- * INF_EINVAL for a bad dtype/shape, INF_ENOMEM when out of memory. */
+ * INF_EINVAL for a bad dtype/shape (a negative dimension, or nonzero
+ * dimensions multiplying past 2^48, also when another one is 0),
+ * INF_ENOMEM when out of memory. */
 INF_API inf_status inf_tensor_new(inf_dtype dtype, int ndim, const int64_t *dims, inf_tensor **out);
 /* Allocates an empty sequence of elements of dtype (elements appended with
  * inf_tensor_sequence_append), or an empty optional (kind INF_KIND_NONE). */

@@ -71,7 +71,13 @@ void inf__error_prefix(inf_error *err, const char *fmt, ...) __attribute__((form
 void inf__tensor_set_shape(inf_tensor *t, inf_dtype dtype, int ndim, const int64_t *dims);
 /* Frees what t owns but not the struct; leaves t an empty descriptor. */
 void inf__tensor_deinit(inf_tensor *t);
-/* numel for dims, or -1 on overflow / negative dimension. */
+/* numel for dims, or -1 for a negative dimension or when the nonzero
+ * dimensions multiply past INF_SHAPE_MAX_PRODUCT -- also in an empty shape:
+ * every tensor creation checks it (inf_tensor_new, the kernels' outputs,
+ * the ONNX and bundle decoders), so a kernel may multiply any of a tensor's
+ * dimensions, and a few small factors more, without overflowing int64 (an
+ * empty LSTM R of [1, 0, 2^62] made 4 * hidden overflow). */
+#define INF_SHAPE_MAX_PRODUCT ((int64_t)1 << 48)
 int64_t inf__shape_numel(int ndim, const int64_t *dims);
 bool inf__shape_equal(int na, const int64_t *a, int nb, const int64_t *b);
 /* "[2,3,4]" into buf. */

@@ -88,13 +88,17 @@ inf_dtype inf_dtype_from_name(const char *name) {
 
 int64_t inf__shape_numel(int ndim, const int64_t *dims) {
     int64_t n = 1;
+    bool empty = false;
     for (int i = 0; i < ndim; i++) {
         if (dims[i] < 0) return -1;
-        if (dims[i] == 0) return 0;
-        if (n > INT64_MAX / dims[i]) return -1;
+        if (dims[i] == 0) {
+            empty = true; /* the other dimensions still count: [0, 2^62] is refused */
+            continue;
+        }
+        if (n > INF_SHAPE_MAX_PRODUCT / dims[i]) return -1;
         n *= dims[i];
     }
-    return n;
+    return empty ? 0 : n;
 }
 
 bool inf__shape_equal(int na, const int64_t *a, int nb, const int64_t *b) {

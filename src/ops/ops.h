@@ -188,6 +188,13 @@ inf_status inf__kernel_error(inf__kernel_ctx *ctx, inf_status status, const char
 inf_status inf__node_error(const inf__node *node, inf_error *err, inf_status status,
                            const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* INF_OK, or (with the error set) INF_ETIMEDOUT once the run has passed its
+ * time budget (session option max_run_ms), which the session checks between
+ * nodes only: for a kernel whose work its attributes can make unbounded
+ * (TfIdfVectorizer's skip-grams), to call every few milliseconds of work.
+ * A coarse clock read: a few ns. */
+inf_status inf__kernel_check_time(inf__kernel_ctx *ctx);
+
 /* Runs subgraph g (an attribute of ctx->node) with the given inputs; outer
  * scope values come from the running frame.  On success outputs[] point at
  * values owned by the subgraph frame, valid until its next run. */

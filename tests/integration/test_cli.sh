@@ -46,6 +46,10 @@ make_npy "$work/f64.npy" '<f8' '(4, 32)' 1024
 make_npy "$work/wrong_shape.npy" '<f4' '(4, 31)' 496
 make_npy "$work/short.npy" '<f4' '(4, 32)' 100
 make_npy "$work/x23.npy" '<f4' '(2, 3)' 24
+make_npy "$work/x1411.npy" '<f4' '(1, 4, 1, 1)' 16
+make_npy "$work/x131.npy" '<f4' '(1, 3, 1)' 12
+make_npy "$work/x1111.npy" '<f4' '(1, 1, 1, 1)' 4
+make_npy "$work/x1114.npy" '<f4' '(1, 1, 1, 4)' 16
 printf 'not a numpy file at all' >"$work/garbage.npy"
 
 expect_error "truncated model" "truncated.onnx.*(not a valid ONNX model|protobuf)" "$infera" run "$work/truncated.onnx"
@@ -56,6 +60,13 @@ expect_error "unknown operator" "unsupported operator FrobnicateTensor.*opset 13
 expect_error "cycle" "cycle" "$infera" info "$models/bad_cycle.onnx"
 expect_error "short initializer" "initializer 'w'.*raw_data" "$infera" info "$models/bad_short_initializer.onnx"
 expect_error "conv stride past 2^31" "node 'huge_stride' \(Conv\): attribute strides\[1\] = 1099511627776, must be in \[1, 2147483647\]" "$infera" info "$models/bad_conv_huge_stride.onnx"
+expect_error "tile past int64" "node 'huge_tile' \(Tile\): input repeats: value 1 \(4611686018427387904\) times dimension 3 overflows int64" "$infera" run "$models/bad_tile_huge_repeats.onnx" --input "x=$work/x23.npy"
+expect_error "resize aspect past int64" "node 'huge_aspect' \(Resize\): input sizes: axis 0 would have 9.22337e\+18 elements" "$infera" run "$models/bad_resize_huge_aspect.onnx" --input "x=$work/x23.npy"
+expect_error "blocksize past 2^31" "node 'huge_block' \(DepthToSpace\): attribute blocksize = 4294967296, must be in \[1, 2147483647\]" "$infera" run "$models/bad_depth_to_space_huge_block.onnx" --input "x=$work/x1411.npy"
+expect_error "empty tensor with huge dimensions" "initializer 'R': shape is too large" "$infera" info "$models/bad_lstm_empty_huge_r.onnx"
+expect_error "col2im dilation past 2^31" "node 'huge_dilation' \(Col2Im\): axis 0: strides, dilations, pads, image and block must be at most 2147483647" "$infera" run "$models/bad_col2im_huge_dilation.onnx" --input "x=$work/x131.npy"
+expect_error "deform conv dilation past 2^31" "node 'huge_dilation' \(DeformConv\): strides, dilations and pads must be at most 2147483647, got 4611686018427387904" "$infera" run "$models/bad_deform_conv_huge_dilation.onnx" --input "x=$work/x1111.npy"
+expect_error "max unpool stride past int64" "node 'huge_stride' \(MaxUnpool\): spatial axis 1: stride 4611686018427387904 gives an invalid or too large output size" "$infera" run "$models/bad_max_unpool_huge_stride.onnx" --input "x=$work/x1114.npy"
 expect_error "missing input" "input 'input' is missing" "$infera" run "$mlp"
 expect_error "unknown input name" "no input 'nosuch'" "$infera" run "$mlp" --input "nosuch=$models/mlp_input.npy"
 expect_error "wrong dtype" "input 'input': expected float32\[batch,32\], got float64\[4,32\]" "$infera" run "$mlp" --input "input=$work/f64.npy"
@@ -69,6 +80,46 @@ expect_error "bad thread count" "--threads expects a whole number" "$infera" run
 expect_error "bad output format" "--output-format must be npy or pb" "$infera" run "$mlp" --output-format csv
 expect_error "bad conformance suite" "--suite must be" "$infera" conformance --suite nosuch
 
+# EyeLike's k = 2^63 - 1 puts the diagonal outside the matrix: all zeros (row + k overflowed)
+if "$infera" run "$models/eyelike_huge_k.onnx" --input "x=$work/x23.npy" >"$work/out" 2>&1 &&
+    grep -qxF 'y: float32[2,3] [0, 0, 0, 0, 0, 0]' "$work/out"; then
+    ok "EyeLike far diagonal"
+else
+    bad "EyeLike far diagonal: $(head -c 300 "$work/out")"
+fi
+# Resize tf_crop_and_resize with a roi of 1e30: all extrapolated (the source coordinate's int64 conversion was UB)
+if "$infera" run "$models/resize_far_roi.onnx" --input "x=$work/x23.npy" >"$work/out" 2>&1 &&
+    grep -qxF 'y: float32[4,6] [7, 7, 7, 7, 7, 7, 7, 7, 7, 7, ...]' "$work/out"; then
+    ok "Resize roi far outside"
+else
+    bad "Resize roi far outside: $(head -c 300 "$work/out")"
+fi
+# SplitToSequence with a chunk of 2^63 - 1: one chunk, the whole input (dim + chunk - 1 overflowed)
+if "$infera" run "$models/split_to_sequence_huge_chunk.onnx" --input "x=$work/x23.npy" >"$work/out" 2>&1 &&
+    grep -qxF 'y: seq(float32) of 1 [float32[2,3]]' "$work/out"; then
+    ok "SplitToSequence huge chunk"
+else
+    bad "SplitToSequence huge chunk: $(head -c 300 "$work/out")"
+fi
+# CenterCropPad padding an empty [0, 2^47] input to [2^20, 1]: zeros (a padded element's source offset overflowed)
+make_npy "$work/empty_wide.npy" '<f4' '(0, 140737488355328)' 0
+if "$infera" run "$models/center_crop_pad_empty_huge.onnx" --input "x=$work/empty_wide.npy" >"$work/out" 2>&1 &&
+    grep -qxF 'y: float32[1048576,1] [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ...]' "$work/out"; then
+    ok "CenterCropPad of an empty input"
+else
+    bad "CenterCropPad of an empty input: $(head -c 300 "$work/out")"
+fi
+# TfIdfVectorizer's max_skip_count = 2^62 counts as any gap wider than the row (it looped for ever);
+# expected: ONNX's node test tfidfvectorizer_tf_batch_onlybigrams_skip5
+if timeout 60 "$infera" run "$models/tfidf_huge_skip.onnx" --input "x=$models/tfidf_huge_skip_input.pb" --output-dir "$work/tfidf" >/dev/null 2>"$work/err" &&
+    [ "$(tail -c 56 "$work/tfidf/y.npy" | od -An -tf4 -v | xargs echo)" = "0 0 0 0 0 0 0 0 0 0 0 1 1 1" ]; then
+    ok "TfIdfVectorizer huge max_skip_count"
+else
+    bad "TfIdfVectorizer huge max_skip_count: $(head -c 300 "$work/err")"
+fi
+# ... and a row of 50,000 with such gaps is quadratic work (seconds): it stops at the run's time budget
+make_npy "$work/tfidf_long.npy" '<i4' '(1, 50000)' 200000
+expect_error "TfIdfVectorizer stops at the time budget" "node 'wide_skip': the run exceeded its time budget of 100 ms" timeout 60 "$infera" run "$models/tfidf_huge_skip.onnx" --input "x=$work/tfidf_long.npy" --max-run-ms 100
 # run prints each output's name, dtype, shape and leading values
 if "$infera" run "$mlp" --input "$models/mlp_input.npy" >"$work/out" 2>&1 &&
     grep -qE '^logits: float32\[4,2\] \[-?[0-9]' "$work/out" && grep -qE '^probabilities: float32\[4,2\]' "$work/out"; then

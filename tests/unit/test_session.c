@@ -638,3 +638,34 @@ TEST(conv_add_pass_fuses_residuals_bit_exactly) {
     for (int k = 0; k < N_OUT; k++)
         ASSERT_TRUE(memcmp(one + k * CAP, fused + k * CAP, (size_t)numel[k] / 2 * sizeof(float)) == 0);
 }
+
+/* A warm run of conv_add.onnx allocates nothing, its broadcast ConvAdd (y_c)
+ * included: the Conv's output before the broadcast Add lives in the
+ * kernel's scratch, counted against the session's memory limit (it was a
+ * heap tensor made and freed every run, outside the limit:
+ * tests/fuzz/regressions/bundle-conv-add-broadcast.bundle ran 20 s). */
+TEST(conv_add_broadcast_warm_run_allocates_nothing) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/models/conv_add.onnx", INFERA_SOURCE_DIR);
+    inf_model *m;
+    inf_session *s;
+    inf_error err;
+    ASSERT_OK(inf_model_load(path, NULL, &m, &err));
+    ASSERT_OK(inf_session_new(m, NULL, &s, &err));
+    static float data[336];
+    int64_t dims[4] = {2, 4, 6, 7};
+    inf_tensor x;
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
+    const inf_tensor *in[1] = {&x};
+    inf_tensor *const *out;
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(inf_session_run(s, in, &out, &err)); /* warm up */
+    inf_alloc_stats before, after;
+    inf_alloc_get_stats(&before);
+    for (int i = 0; i < 20; i++)
+        ASSERT_OK(inf_session_run(s, in, &out, &err));
+    inf_alloc_get_stats(&after);
+    ASSERT_EQ(after.n_allocs - before.n_allocs, 0);
+    inf_session_free(s);
+    inf_model_free(m);
+}

@@ -40,7 +40,7 @@ static inf_status ccp_run(inf__kernel_ctx *ctx) {
         for (int d = 0; d < r; d++) {
             int64_t s = c[d] + shift[d];
             inside &= s >= 0 && s < x->dims[d];
-            src = src * x->dims[d] + s;
+            if (inside) src = src * x->dims[d] + s; /* outside, it may overflow (an empty X of [0, 2^47]) */
         }
         if (inside) st = move_copy(ctx, y, i, x, src, 1);
         else if (x->dtype == INF_DTYPE_STRING) st = inf_tensor_set_string(y, i, "", 0);

@@ -34,17 +34,28 @@ static inf_status col2im_run(inf__kernel_ctx *ctx) {
         stride[k] = s ? s[k] : 1, dil[k] = dl ? dl[k] : 1, pb[k] = p ? p[k] : 0, pe[k] = p ? p[ni + k] : 0;
         if (stride[k] < 1 || dil[k] < 1 || pb[k] < 0 || pe[k] < 0 || blk[k] < 1 || img[k] < 0)
             return inf__kernel_error(ctx, INF_EMODEL, "axis %d: strides, dilations, block >= 1 and pads, image >= 0", k);
+        int64_t most = INF_WINDOW_ATTR_MAX; /* keeps the span below far from int64 overflow */
+        if (stride[k] > most || dil[k] > most || pb[k] > most || pe[k] > most || blk[k] > most || img[k] > most)
+            return inf__kernel_error(ctx, INF_EMODEL,
+                                     "axis %d: strides, dilations, pads, image and block must be at most %lld", k,
+                                     (long long)most);
         int64_t span = img[k] + pb[k] + pe[k] - dil[k] * (blk[k] - 1) - 1;
         pos[k] = span < 0 ? 0 : span / stride[k] + 1;
-        block_size *= blk[k], positions *= pos[k];
+        if (__builtin_mul_overflow(block_size, blk[k], &block_size) ||
+            __builtin_mul_overflow(positions, pos[k], &positions))
+            return inf__kernel_error(ctx, INF_EMODEL, "axis %d: the block size or the block positions overflow int64",
+                                     k);
     }
     if (x->dims[1] % block_size || x->dims[2] != positions)
         return inf__kernel_error(ctx, INF_ESHAPE, "input [N, %lld, %lld]: expected C * %lld rows and %lld block positions",
                                  (long long)x->dims[1], (long long)x->dims[2], (long long)block_size, (long long)positions);
     int64_t n = x->dims[0], ch = x->dims[1] / block_size, dims[INF_MAX_DIMS] = {n, ch}, image = 1;
-    for (int k = 0; k < ni; k++) dims[2 + k] = img[k], image *= img[k];
+    for (int k = 0; k < ni; k++)
+        dims[2 + k] = img[k];
     inf_tensor *y;
     if ((st = inf__kernel_output(ctx, 0, x->dtype, 2 + ni, dims, &y)) != INF_OK) return st;
+    for (int k = 0; k < ni; k++)
+        image *= img[k]; /* the output's shape is valid: no overflow */
     double *acc = inf__kernel_scratch(ctx, sizeof(double) * (size_t)(image ? image : 1));
     if (!acc) return INF_ENOMEM;
     for (int64_t plane = 0; plane < n * ch; plane++) {
@@ -58,7 +69,7 @@ static inf_status col2im_run(inf__kernel_ctx *ctx) {
                     rb /= blk[k], rl /= pos[k];
                     int64_t at = pp * stride[k] - pb[k] + kk * dil[k];
                     inside &= at >= 0 && at < img[k];
-                    off += at * move_prod(img, k + 1, ni);
+                    if (inside) off += at * move_prod(img, k + 1, ni); /* outside, at * ... may overflow */
                 }
                 if (inside) acc[off] += inf__tensor_get_f64(x, ((plane / ch) * ch * block_size + (plane % ch) * block_size + bo) * positions + l);
             }

@@ -907,13 +907,18 @@ static inf_status conv_add_broadcast(inf__kernel_ctx *ctx, conv_geom *g, const i
     int64_t od[INF_MAX_DIMS];
     if (inf__broadcast_shape(ndim, dims, z->ndim, z->dims, &nd, od) != INF_OK)
         return inf__kernel_error(ctx, INF_ESHAPE, "residual Add: Conv output and input 3 do not broadcast");
-    inf_tensor *t = NULL, *y;
-    inf_status st = inf_tensor_new(x->dtype, ndim, dims, &t);
-    if (st != INF_OK) return inf__kernel_error(ctx, st, "allocating the Conv output before the residual Add");
-    if (inf_tensor_numel(t) > 0) st = run_core(ctx, conv_core, g, x, w, b, t);
+    /* the Conv's own output, in scratch: counted against the session's
+     * memory limit (a heap tensor of a fuzzed geometry's size was not, and
+     * ran past fuzz_bundle's timeout: regressions/bundle-conv-add-broadcast.bundle) */
+    int64_t numel = inf__shape_numel(ndim, dims);
+    if (numel < 0) return inf__kernel_error(ctx, INF_ESHAPE, "the Conv output's shape is too large");
+    void *data = inf__kernel_scratch(ctx, (size_t)(numel ? numel : 1) * inf_dtype_size(x->dtype));
+    if (!data) return INF_ENOMEM; /* the error is set */
+    inf_tensor tv, *t = &tv, *y;
+    inf_tensor_init_view(t, x->dtype, ndim, dims, data);
+    inf_status st = numel > 0 ? run_core(ctx, conv_core, g, x, w, b, t) : INF_OK;
     if (st == INF_OK) st = inf__kernel_output(ctx, 0, x->dtype, nd, od, &y);
     if (st == INF_OK) add_broadcast(y, t, z);
-    inf_tensor_free(t);
     return st;
 }
 

@@ -25,7 +25,7 @@ typedef struct deform_geom {
 } deform_geom;
 
 static double sample(const inf_tensor *x, int64_t base, int64_t h, int64_t w, double y, double xx) {
-    if (y <= -1 || y >= (double)h || xx <= -1 || xx >= (double)w) return 0;
+    if (!(y > -1 && y < (double)h && xx > -1 && xx < (double)w)) return 0; /* NaN too: floor(NaN) to int64 is UB */
     int64_t y0 = (int64_t)floor(y), x0 = (int64_t)floor(xx), y1 = y0 + 1, x1 = x0 + 1;
     double ly = y - (double)y0, lx = xx - (double)x0, hy = 1 - ly, hx = 1 - lx;
     double v00 = y0 >= 0 && x0 >= 0 ? inf__tensor_get_f64(x, base + y0 * w + x0) : 0;
@@ -69,8 +69,21 @@ static inf_status read_geometry(inf__kernel_ctx *ctx, deform_geom *g) {
                                  (long long)g->offset_group);
     if (g->sh < 1 || g->sw < 1 || g->dh < 1 || g->dw < 1 || g->ph < 0 || g->pw < 0 || pad_end_h < 0 || pad_end_w < 0)
         return inf__kernel_error(ctx, INF_EMODEL, "strides and dilations must be >= 1 and pads >= 0");
-    g->oh = (g->h + g->ph + pad_end_h - g->dh * (g->kh - 1) - 1) / g->sh + 1;
-    g->ow = (g->w + g->pw + pad_end_w - g->dw * (g->kw - 1) - 1) / g->sw + 1;
+    /* bounded as Conv's (inf__check_window_attr), so the geometry below cannot overflow */
+    const int64_t window[8] = {g->sh, g->sw, g->dh, g->dw, g->ph, g->pw, pad_end_h, pad_end_w};
+    for (int i = 0; i < 8; i++)
+        if (window[i] > INF_WINDOW_ATTR_MAX)
+            return inf__kernel_error(ctx, INF_EMODEL, "strides, dilations and pads must be at most %lld, got %lld",
+                                     (long long)INF_WINDOW_ATTR_MAX, (long long)window[i]);
+    int64_t og_taps; /* offset_group * 2 * kH * kW: offset's channels */
+    if (__builtin_mul_overflow(g->offset_group, 2 * g->kh * g->kw, &og_taps))
+        return inf__kernel_error(ctx, INF_EMODEL, "offset_group %lld: offset's channel count overflows int64",
+                                 (long long)g->offset_group);
+    int64_t span_h, span_w; /* the dilated kernel less one; W's dimensions may be large when it is empty */
+    if (__builtin_mul_overflow(g->dh, g->kh - 1, &span_h) || __builtin_mul_overflow(g->dw, g->kw - 1, &span_w))
+        return inf__kernel_error(ctx, INF_ESHAPE, "the dilated kernel's size overflows int64");
+    g->oh = (g->h + g->ph + pad_end_h - span_h - 1) / g->sh + 1;
+    g->ow = (g->w + g->pw + pad_end_w - span_w - 1) / g->sw + 1;
     if (g->oh < 1 || g->ow < 1) return inf__kernel_error(ctx, INF_ESHAPE, "the kernel does not fit the padded image");
     int64_t taps = g->kh * g->kw;
     if (off->dims[0] != g->n || off->dims[1] != g->offset_group * 2 * taps || off->dims[2] != g->oh ||

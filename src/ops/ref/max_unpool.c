@@ -29,11 +29,13 @@ static inf_status unpool_shape(inf__kernel_ctx *ctx, const inf_tensor *x, int64_
     dims[0] = x->dims[0];
     dims[1] = x->dims[1];
     for (int a = 0; a < ns; a++) {
-        int64_t s = strides ? strides[a] : 1;
-        int64_t d = (x->dims[a + 2] - 1) * s + k[a] - (pads ? pads[a] + pads[ns + a] : 0);
-        if (s < 1 || d < 0)
+        int64_t s = strides ? strides[a] : 1, d;
+        if (s < 1 || __builtin_mul_overflow(x->dims[a + 2] - 1, s, &d) || __builtin_add_overflow(d, k[a], &d) ||
+            __builtin_sub_overflow(d, pads ? pads[a] : 0, &d) ||
+            __builtin_sub_overflow(d, pads ? pads[ns + a] : 0, &d) || d < 0)
             return inf__kernel_error(ctx, INF_EINVAL,
-                                     "spatial axis %d: invalid stride or output size", a);
+                                     "spatial axis %d: stride %lld gives an invalid or too large output size", a,
+                                     (long long)s);
         dims[a + 2] = d;
     }
     return INF_OK;

@@ -184,6 +184,8 @@ static inf_status eyelike_run(inf__kernel_ctx *ctx) {
     if ((st = inf__kernel_output(ctx, 0, dt, 2, x->dims, &y)) != INF_OK) return st;
     int64_t rows = x->dims[0], cols = x->dims[1];
     memset(y->data, 0, (size_t)(rows * cols) * inf_dtype_size(dt));
+    /* the diagonal misses the matrix (so r + k below cannot overflow) */
+    if (p->k <= -rows || p->k >= cols) return INF_OK;
     for (int64_t r = 0; r < rows; r++) {
         int64_t c = r + p->k;
         if (c >= 0 && c < cols) inf__tensor_set_f64(y, r * cols + c, 1.0);

@@ -221,17 +221,22 @@ static inf_status rs_axes(inf__kernel_ctx *ctx, const rs_params *p, int r, int *
 }
 
 /* keep_aspect_ratio_policy not_larger / not_smaller: one scale for the named axes. */
-static void rs_keep_aspect(const rs_params *p, const inf_tensor *x, const int *map, int n, const int64_t *sizes,
-                           double *scales, int64_t *dims) {
+static inf_status rs_keep_aspect(inf__kernel_ctx *ctx, const rs_params *p, const inf_tensor *x, const int *map, int n,
+                                 const int64_t *sizes, double *scales, int64_t *dims) {
     double scale = p->aspect == RS_NOT_LARGER ? INFINITY : 0;
     for (int k = 0; k < n; k++) {
         double s = x->dims[map[k]] ? (double)sizes[k] / (double)x->dims[map[k]] : 1.0;
         scale = p->aspect == RS_NOT_LARGER ? fmin(scale, s) : fmax(scale, s);
     }
     for (int k = 0; k < n; k++) {
+        double d = floor(scale * (double)x->dims[map[k]] + 0.5);
+        if (d > 9.0e15) /* also keeps the conversion to int64 defined */
+            return inf__kernel_error(ctx, INF_ESHAPE, "input sizes: axis %d would have %g elements (scale %g)", map[k],
+                                     d, scale);
         scales[map[k]] = scale;
-        dims[map[k]] = (int64_t)floor(scale * (double)x->dims[map[k]] + 0.5);
+        dims[map[k]] = (int64_t)d;
     }
+    return INF_OK;
 }
 
 /* Fills scales[] and out dims from the scales attribute/input or sizes. */
@@ -265,8 +270,7 @@ static inf_status rs_shape(inf__kernel_ctx *ctx, const rs_params *p, const inf_t
             dims[a] = sizes[k];
             scales[a] = x->dims[a] ? (double)sizes[k] / (double)x->dims[a] : 1.0;
         }
-        if (p->aspect != RS_STRETCH) rs_keep_aspect(p, x, map, n, sizes, scales, dims);
-        return INF_OK;
+        return p->aspect != RS_STRETCH ? rs_keep_aspect(ctx, p, x, map, n, sizes, scales, dims) : INF_OK;
     }
     if (p->scales) {
         if (p->n_scales != r)
@@ -311,8 +315,10 @@ static double rs_source(const rs_params *p, double o, int64_t in, int64_t out, d
         double x = out == 1 ? (roi[1] - roi[0]) * (double)(in - 1) / 2
                             : o * (roi[1] - roi[0]) * (double)(in - 1) / (out_len - 1);
         x += roi[0] * (double)(in - 1);
-        *outside = x < 0 || x > (double)(in - 1);
-        return x;
+        *outside = !(x >= 0 && x <= (double)(in - 1)); /* NaN too */
+        /* an extrapolated output's taps are not used: kept in range, as the
+         * conversion of x to int64 must be (a roi of 1e30 was UB) */
+        return *outside ? 0 : x;
     }
     case RS_HALF_PIXEL:
     default: return (o + 0.5) / scale - 0.5;

@@ -242,7 +242,7 @@ static inf_status split_lengths(inf__kernel_ctx *ctx, const inf_tensor *split, i
     if (split->ndim == 0) {
         int64_t chunk = int_at(split, 0);
         if (chunk <= 0) return inf__kernel_error(ctx, INF_ERANGE, "input split: chunk length %lld must be > 0", (long long)chunk);
-        *n = (dim + chunk - 1) / chunk;
+        *n = dim / chunk + (dim % chunk != 0); /* dim + chunk - 1 overflowed for chunk = 2^63-1 */
         for (int64_t i = 0; i < *n; i++) lens[i] = i < *n - 1 ? chunk : dim - chunk * (*n - 1);
         return INF_OK;
     }

@@ -26,9 +26,17 @@ static inf_status sd_check(inf__kernel_ctx *ctx, const inf_tensor **x, int64_t *
         return inf__kernel_error(ctx, INF_ESHAPE,
                                  "input: expected rank 4 [N, C, H, W], got rank %d", (*x)->ndim);
     *b = inf__attr_int(ctx->node, "blocksize", 0);
-    if (*b < 1)
-        return inf__kernel_error(ctx, INF_EINVAL, "attribute blocksize must be >= 1, got %lld",
-                                 (long long)*b);
+    if (*b < 1 || *b > INF_WINDOW_ATTR_MAX) /* b² stays far from int64 overflow */
+        return inf__kernel_error(ctx, INF_EINVAL, "attribute blocksize = %lld, must be in [1, %lld]", (long long)*b,
+                                 (long long)INF_WINDOW_ATTR_MAX);
+    return INF_OK;
+}
+
+/* a * b into *out, or an error naming `what` when it overflows int64. */
+static inf_status sd_mul(inf__kernel_ctx *ctx, const char *what, int64_t a, int64_t b, int64_t *out) {
+    if (__builtin_mul_overflow(a, b, out))
+        return inf__kernel_error(ctx, INF_ESHAPE, "output %s: %lld x %lld overflows int64", what, (long long)a,
+                                 (long long)b);
     return INF_OK;
 }
 
@@ -47,9 +55,12 @@ static inf_status depth_to_space_run(inf__kernel_ctx *ctx) {
         return inf__kernel_error(ctx, INF_ESHAPE,
                                  "input: channels (%lld) must be a multiple of blocksize² (%lld)",
                                  (long long)C, (long long)(b * b));
-    int64_t oc = C / (b * b), dims[4] = {N, oc, H * b, W * b};
+    int64_t dims[4] = {N, C / (b * b), 0, 0}, oc = dims[1];
+    if ((st = sd_mul(ctx, "height", H, b, &dims[2])) != INF_OK || (st = sd_mul(ctx, "width", W, b, &dims[3])) != INF_OK)
+        return st;
     inf_tensor *y;
     if ((st = inf__kernel_output(ctx, 0, x->dtype, 4, dims, &y)) != INF_OK) return st;
+    if (inf_tensor_numel(y) == 0) return INF_OK;
     int64_t dst = 0;
     for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < oc; c++)
@@ -74,9 +85,11 @@ static inf_status space_to_depth_run(inf__kernel_ctx *ctx) {
                                  "input: height %lld and width %lld must be multiples of blocksize "
                                  "%lld",
                                  (long long)H, (long long)W, (long long)b);
-    int64_t oh = H / b, ow = W / b, dims[4] = {N, C * b * b, oh, ow};
+    int64_t oh = H / b, ow = W / b, dims[4] = {N, 0, oh, ow};
+    if ((st = sd_mul(ctx, "channels", C, b * b, &dims[1])) != INF_OK) return st;
     inf_tensor *y;
     if ((st = inf__kernel_output(ctx, 0, x->dtype, 4, dims, &y)) != INF_OK) return st;
+    if (inf_tensor_numel(y) == 0) return INF_OK; /* no empty loop of C*b² turns */
     int64_t dst = 0;
     for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < C * b * b; c++)

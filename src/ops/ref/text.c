@@ -388,16 +388,31 @@ static int64_t find_gram(const tfidf_params *p, int64_t n, const candidate *c) {
     return -1;
 }
 
-static void count_row(const tfidf_params *p, const inf_tensor *x, int64_t row_off, int64_t len, float *counts) {
-    for (int64_t pos = 0; pos < len; pos++)
-        for (int64_t skip = 0; skip <= p->max_skip; skip++)
+/* Counts the n-grams of one row.  A gap wider than the row and an n-gram
+ * longer than it cannot fit, so the loops end there whatever the attributes
+ * say (max_skip_count = 2^60 ran for ever), and the fit test
+ * pos + (n - 1) * (skip + 1) < len is made without the product (which
+ * overflowed int64 with such attributes). */
+static inf_status count_row(inf__kernel_ctx *ctx, const tfidf_params *p, const inf_tensor *x, int64_t row_off,
+                            int64_t len, float *counts) {
+    int64_t max_skip = p->max_n < 2 ? 0 : p->max_skip < len ? p->max_skip : len;
+    int64_t n_gap = p->min_n > 2 ? p->min_n : 2; /* the shortest n-gram a gap applies to */
+    inf_status st;
+    for (int64_t pos = 0; pos < len; pos++) {
+        /* a long row with wide gaps is quadratic work (ran 20 s under ASan) */
+        if (max_skip > 0 && (st = inf__kernel_check_time(ctx)) != INF_OK) return st;
+        for (int64_t skip = 0; skip <= max_skip; skip++) {
+            if (skip > 0 && skip + 1 > (len - 1 - pos) / (n_gap - 1)) break; /* no wider gap fits either */
             for (int64_t n = p->min_n; n <= p->max_n; n++) {
                 if (n == 1 && skip > 0) continue; /* a unigram is counted once per position */
-                if (pos + (n - 1) * (skip + 1) >= len) break;
+                if (n > 1 && skip + 1 > (len - 1 - pos) / (n - 1)) break; /* pos + (n-1)(skip+1) >= len */
                 candidate c = {x, row_off + pos, skip + 1};
                 int64_t id = find_gram(p, n, &c);
                 if (id >= 0) counts[id] += 1;
             }
+        }
+    }
+    return INF_OK;
 }
 
 static inf_status tfidf_run(inf__kernel_ctx *ctx) {
@@ -422,7 +437,7 @@ static inf_status tfidf_run(inf__kernel_ctx *ctx) {
     float *out = y->data;
     for (int64_t r = 0; r < rows; r++) {
         memset(counts, 0, (size_t)(p->n_grams + 1) * sizeof(float));
-        count_row(p, x, r * len, len, counts);
+        if ((st = count_row(ctx, p, x, r * len, len, counts)) != INF_OK) return st;
         float *orow = out + r * p->out_size;
         memset(orow, 0, (size_t)p->out_size * sizeof(float));
         for (int64_t i = 0; i < p->n_grams; i++) {

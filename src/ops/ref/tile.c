@@ -29,7 +29,10 @@ static inf_status tile_run(inf__kernel_ctx *ctx) {
         if (reps[a] < 0)
             return inf__kernel_error(ctx, INF_EINVAL, "input repeats: value %d is negative (%lld)",
                                      a, (long long)reps[a]);
-        dims[a] = x->dims[a] * reps[a];
+        if (__builtin_mul_overflow(x->dims[a], reps[a], &dims[a]))
+            return inf__kernel_error(ctx, INF_ESHAPE,
+                                     "input repeats: value %d (%lld) times dimension %lld overflows int64", a,
+                                     (long long)reps[a], (long long)x->dims[a]);
     }
     inf_tensor *y;
     if ((st = inf__kernel_output(ctx, 0, x->dtype, r, dims, &y)) != INF_OK) return st;
