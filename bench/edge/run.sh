@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/edge/run.sh -- edge inference numbers for docs/edge.md (issue 22):
-#   1. load to first result, in process: ONNX vs bundle (bench_edge_load.c), bench MLP, CNN, encoder
+#   1. load to first result, in process: ONNX vs bundle (bench_edge_load.c), bench MLP, CNN, encoder;
+#      the bundles' load to first result by phase (bench_edge_phases.c)
 #   2. cold start, process start -> first prediction: `infera run` on ONNX vs bundle
 #   3. cold start to ready: `infera serve --model X` until /v2/health/ready answers 200
 #   4. peak RSS of `infera bench --iters 1` on each form
@@ -27,6 +28,9 @@ for how in "" --cpu-time "--cpu-time --fork"; do
   "$tmp/bench_edge_load" --reps "$reps" $how bench/models/mlp.onnx "$tmp/mlp.bundle" bench/models/cnn.onnx \
      "$tmp/cnn.bundle" bench/models/bert.onnx "$tmp/bert.bundle"
 done
+cc -O2 -Iinclude bench/edge/bench_edge_phases.c -Wl,--whole-archive build/libinfera.a -Wl,--no-whole-archive \
+   -lprotobuf-c -lcjson -lpcre2-8 -lpthread -lm -o "$tmp/bench_edge_phases"
+for m in mlp cnn bert; do "$tmp/bench_edge_phases" --reps "$reps" "$tmp/$m.bundle" "bench/models/$m.onnx"; done
 
 echo "== 2. cold start: process start -> first prediction (infera run, median of $reps, interleaved)"
 /usr/bin/python3 - "$tmp" <<'PY'

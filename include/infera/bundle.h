@@ -79,6 +79,7 @@ typedef struct inf_bundle_info {
     size_t pipeline_len;
     int n_prepacked;             /* weight matrices whose packed panels the load used in place */
     int n_convpacked;            /* convolution weights packed for their kernel, used in place likewise */
+    int n_panels_only;           /* of n_prepacked, matrices stored as their panels alone (format 2) */
 } inf_bundle_info;
 
 /* Fills *out and returns 1 when model was loaded from a bundle; 0 otherwise. */

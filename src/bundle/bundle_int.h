@@ -19,6 +19,7 @@ typedef struct inf__bundle_facts {
     bool has_section[INF__BS_LAST + 1];
     int n_prepacked;                   /* GEMM panel sets used in place (PREPACK) */
     int n_convpacked;                  /* convolution weights used in place (CONVPACK) */
+    int n_panels_only;                 /* of n_prepacked, matrices stored as their panels alone */
     const void *image;                 /* the whole bundle; weights are views into it */
     size_t image_size;
     void (*release)(void *image, size_t size); /* how the model gives the image back, or NULL */

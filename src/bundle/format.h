@@ -12,8 +12,10 @@
  * magic, version, target, size or either checksum does not match.
  *
  * Versioning: FORMAT_VERSION changes whenever the meaning of any byte
- * changes; a reader loads exactly the versions it knows (today: 1) and names
- * both versions when it refuses.  New optional sections may be added with a
+ * changes; a reader loads exactly the versions it knows (today: 2) and names
+ * both versions when it refuses.  Version 2 (session 15): a PREPACK entry's
+ * byte after the source offset is flags (INF__PP_*), not a bool, and a SOLE
+ * entry's constant is stored as its panels only.  New optional sections may be added with a
  * new kind number without a version change: readers skip kinds they do not
  * know.
  */
@@ -27,7 +29,7 @@
 
 #define INF__BUNDLE_MAGIC "INFBNDL\x1a"
 #define INF__BUNDLE_MAGIC_LEN 8
-#define INF__BUNDLE_VERSION 1u
+#define INF__BUNDLE_VERSION 2u
 #define INF__BUNDLE_ALIGN 64u
 #define INF__BUNDLE_HEADER_BYTES 64u
 #define INF__BUNDLE_SECTION_BYTES 24u
@@ -61,6 +63,12 @@ typedef enum inf__bundle_section {
     INF__BS_CONVPACK = 6, /* convolution weights packed likewise (write.c); optional */
 } inf__bundle_section;
 #define INF__BS_LAST INF__BS_CONVPACK
+
+/* PREPACK entry flags (u8; write.c put_prepacked).  SOLE: the source matrix
+ * is not stored; the constant's data offset is the panels' own (b offset ==
+ * panels offset), and only the readers ops.h inf__ops_gemm_b_panels_only
+ * admits read it. */
+enum { INF__PP_TRANS_B = 1, INF__PP_SOLE = 2 };
 
 /* CRC32C (Castagnoli), hardware-accelerated where the CPU has it (crc32c.c). */
 uint32_t inf__crc32c(uint32_t crc, const void *data, size_t size);

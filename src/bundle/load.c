@@ -451,9 +451,52 @@ static inf_status get_meta(loader *L, inf__bundle_facts *facts) {
 
 /* ---- PREPACK: panels used in place (write.c put_prepacked) ---- */
 
-static inf_status get_prepacked(loader *L, const inf__bundle_facts *f, inf__prepack_log *log) {
+/* A panels-only constant (PREPACK flag SOLE; ops.h INF__TENSOR_GEMM_PANELS):
+ * its data are the panels of op(B).  The shape must be the entry's; a host
+ * whose kernels take the panels keeps them in place, flagged; another (no
+ * AVX2/FMA) gets the plain matrix back in a block the tensor owns. */
+static inf_status take_sole(loader *L, inf_tensor *t, const inf__prepack_entry *e) {
+    int64_t d0 = e->trans_b ? e->n : e->k, d1 = e->trans_b ? e->k : e->n;
+    if (t->dtype != INF_DTYPE_F32 || t->ndim != 2 || t->dims[0] != d0 || t->dims[1] != d1 || e->ldb != d1 ||
+        (t->flags & (INF_TENSOR_OWNS_DATA | INF__TENSOR_GEMM_PANELS)))
+        return stream_error(L, "a panels-only weight matrix");
+    if (inf__cpu_has_avx2_fma()) {
+        t->flags |= INF__TENSOR_GEMM_PANELS | (e->trans_b ? INF__TENSOR_GEMM_PANELS_T : 0);
+        return INF_OK;
+    }
+    float *plain = inf__aligned_alloc((size_t)(d0 * d1) * sizeof(float));
+    if (!plain) return OOM(L);
+    inf__ops_sgemm_unpack_b(e->trans_b, e->k, e->n, e->panels, plain);
+    t->data = plain;
+    t->flags |= INF_TENSOR_OWNS_DATA;
+    return INF_OK;
+}
+
+/* take_sole for every constant value of g (and of its subgraphs) whose data
+ * are e's panels; *found counts them. */
+static inf_status take_sole_in(loader *L, inf__graph *g, const inf__prepack_entry *e, int *found) {
+    inf_status st;
+    for (int v = 0; v < g->n_values; v++) {
+        inf_tensor *t = g->values[v].constant;
+        if (t && t->kind == INF_KIND_TENSOR && t->data == (const void *)e->panels) {
+            ++*found;
+            if ((st = take_sole(L, t, e))) return st;
+        }
+    }
+    for (int n = 0; n < g->n_nodes; n++)
+        for (int a = 0; a < g->nodes[n].n_attrs; a++) {
+            const inf__attr *at = &g->nodes[n].attrs[a];
+            if (at->type == INF_ATTR_GRAPH && at->g && (st = take_sole_in(L, at->g, e, found))) return st;
+            for (int k = 0; at->type == INF_ATTR_GRAPHS && k < at->n; k++)
+                if ((st = take_sole_in(L, at->graphs[k], e, found))) return st;
+        }
+    return INF_OK;
+}
+
+static inf_status get_prepacked(loader *L, const inf__bundle_facts *f, inf__prepack_log *log, int *n_sole) {
     memset(log, 0, sizeof *log);
     log->supply = true;
+    *n_sole = 0;
     if (!f->has_section[INF__BS_PREPACK]) return INF_OK;
     reader *r = &L->r;
     *r = (reader){f->sections[INF__BS_PREPACK], f->sections[INF__BS_PREPACK] + f->section_bytes[INF__BS_PREPACK], false};
@@ -462,17 +505,30 @@ static inf_status get_prepacked(loader *L, const inf__bundle_facts *f, inf__prep
     if (st) return st;
     for (int i = 0; i < n; i++) {
         uint64_t b_off = get_u64(r);
-        bool trans_b = get_u8(r) != 0;
+        uint8_t flags = get_u8(r);
         int64_t k = get_i64(r), cols = get_i64(r), ldb = get_i64(r);
         uint64_t p_off = get_u64(r);
         int64_t floats = get_i64(r);
-        bool ok = !r->bad && k > 0 && cols > 0 && k < ((int64_t)1 << 31) && cols < ((int64_t)1 << 31) &&
-                  floats == inf__ops_sgemm_packed_floats(k, cols) && b_off < L->weights_size &&
-                  p_off % INF__BUNDLE_ALIGN == 0 && p_off <= L->weights_size &&
-                  (uint64_t)floats <= (L->weights_size - p_off) / sizeof(float);
+        bool sole = flags & INF__PP_SOLE;
+        bool ok = !r->bad && flags <= (INF__PP_TRANS_B | INF__PP_SOLE) && k > 0 && cols > 0 && k < ((int64_t)1 << 31) &&
+                  cols < ((int64_t)1 << 31) && floats == inf__ops_sgemm_packed_floats(k, cols) &&
+                  b_off < L->weights_size && p_off % INF__BUNDLE_ALIGN == 0 && p_off <= L->weights_size &&
+                  (uint64_t)floats <= (L->weights_size - p_off) / sizeof(float) && (!sole || b_off == p_off);
         if (!ok) return stream_error(L, "the packed weights");
-        log->items[log->n++] = (inf__prepack_entry){(const float *)(L->weights + b_off), trans_b, k, cols, ldb,
-                                                    (const float *)(L->weights + p_off), floats};
+        inf__prepack_entry e = {(const float *)(L->weights + b_off),
+                                (flags & INF__PP_TRANS_B) != 0,
+                                k,
+                                cols,
+                                ldb,
+                                (const float *)(L->weights + p_off),
+                                floats};
+        if (sole) { /* the constant stored as these panels: found, checked and flagged (or unpacked) */
+            int found = 0;
+            if ((st = take_sole_in(L, L->model->graph, &e, &found))) return st;
+            if (!found) return stream_error(L, "a panels-only weight matrix (no constant holds it)");
+            ++*n_sole;
+        }
+        log->items[log->n++] = e;
     }
     return INF_OK;
 }
@@ -568,9 +624,9 @@ static inf_status check_image(const uint8_t *d, size_t size, const char *what, i
     uint32_t version = inf__rd_u32(d + INF__BH_VERSION);
     if (version != INF__BUNDLE_VERSION)
         return inf_error_set(err, INF_EUNSUPPORTED,
-                          "%s: bundle format version %u; this build reads version %u (recompile it with this "
-                          "infera: infera compile MODEL -o OUT)",
-                          what, version, INF__BUNDLE_VERSION);
+                             "%s: bundle format version %u; this build reads version %u (rebuild it from its "
+                             "source model: infera compile MODEL -o OUT)",
+                             what, version, INF__BUNDLE_VERSION);
     f->target = (inf_target)inf__rd_u32(d + INF__BH_TARGET);
     const char *tname = inf_target_name(f->target);
     if (!tname) return inf_error_set(err, INF_EUNSUPPORTED, "%s: bundle for unknown target %u", what, (unsigned)f->target);
@@ -635,7 +691,9 @@ inf_status inf__bundle_load_image(const void *data, size_t size, const char *wha
     L.r = (reader){facts.sections[INF__BS_GRAPH], facts.sections[INF__BS_GRAPH] + facts.section_bytes[INF__BS_GRAPH], false};
     if ((st = get_graph(&L, NULL, &m->graph))) goto fail;
     inf__prepack_log prepacked;
-    if ((st = get_prepacked(&L, &facts, &prepacked)) || (st = get_convpacked(&L, &facts, &prepacked))) goto fail;
+    if ((st = get_prepacked(&L, &facts, &prepacked, &facts.n_panels_only)) ||
+        (st = get_convpacked(&L, &facts, &prepacked)))
+        goto fail;
     facts.n_prepacked = prepacked.n;
     facts.n_convpacked = prepacked.n_conv;
     inf__ops_prepack_begin(&prepacked); /* kernels' init takes the stored panels instead of packing */
@@ -713,6 +771,7 @@ int inf_model_bundle_info(const inf_model *model, inf_bundle_info *out) {
     out->source_name = f->source_name;
     out->n_prepacked = f->n_prepacked;
     out->n_convpacked = f->n_convpacked;
+    out->n_panels_only = f->n_panels_only;
     if (f->has_section[INF__BS_PIPELINE]) {
         out->pipeline = (const char *)f->sections[INF__BS_PIPELINE];
         out->pipeline_len = (size_t)f->section_bytes[INF__BS_PIPELINE];

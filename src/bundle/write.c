@@ -96,10 +96,21 @@ typedef struct placed {
     uint64_t bytes, offset;
 } placed;
 
+/* A constant written as its GEMM panels alone (PREPACK flag SOLE). */
+typedef struct sole {
+    uint64_t offset; /* of the panels in WEIGHTS, which is the constant's data offset */
+    bool trans_b;
+    int64_t k, n, floats;
+} sole;
+
 typedef struct writer {
     buf graph, meta, weights, prepack, convpack;
     placed *placed;
     int n_placed, cap_placed;
+    const inf__prepack_log *log; /* the panels the compiling load packed (NULL: none) */
+    bool x86;                    /* the target's kernels use those panels */
+    sole *sole;
+    int n_sole, cap_sole;
     inf_error *err;
 } writer;
 
@@ -134,8 +145,19 @@ static void put_tensor(writer *w, const inf_tensor *t) {
         return;
     }
     size_t bytes = t->data ? inf_tensor_nbytes(t) : 0;
+    const void *data = t->data;
+    float *plain = NULL;
+    if (bytes && (t->flags & INF__TENSOR_GEMM_PANELS)) { /* panels only in the source bundle: the matrix back */
+        bool tb = (t->flags & INF__TENSOR_GEMM_PANELS_T) != 0;
+        if (!(plain = inf__aligned_alloc(bytes))) {
+            w->weights.oom = true;
+            return;
+        }
+        inf__ops_sgemm_unpack_b(tb, t->dims[tb ? 1 : 0], t->dims[tb ? 0 : 1], t->data, plain);
+        data = plain;
+    }
     pad_to(&w->weights, INF__BUNDLE_ALIGN);
-    if (bytes) {
+    if (bytes && !plain) {
         if (inf__array_reserve((void **)&w->placed, &w->cap_placed, w->n_placed + 1, sizeof *w->placed))
             w->weights.oom = true;
         else
@@ -143,7 +165,98 @@ static void put_tensor(writer *w, const inf_tensor *t) {
     }
     put_u64(b, w->weights.n);
     put_u64(b, bytes);
-    put(&w->weights, t->data, bytes);
+    put(&w->weights, data, bytes);
+    inf__aligned_free(plain);
+}
+
+/* ---- constants stored as their GEMM panels alone (format 2) ---- */
+
+/* How each value of g is read, for panels only: 1 by GEMM kernels packing
+ * op(B) = B, 2 packing B^T (ops.h inf__ops_gemm_b_panels_only), -1 any
+ * other way (another op or input, a graph input or output, a subgraph),
+ * 0 not at all. */
+static void combine(int8_t *how, int v, int8_t as) {
+    if (v >= 0) how[v] = how[v] == 0 || how[v] == as ? as : -1;
+}
+
+static void mark_panel_readers(const inf__graph *g, int8_t *how) {
+    for (int i = 0; i < g->n_outputs; i++)
+        combine(how, g->outputs[i], -1);
+    for (int i = 0; i < g->n_inputs; i++)
+        combine(how, g->inputs[i], -1);
+    for (int n = 0; n < g->n_nodes; n++) {
+        const inf__node *node = &g->nodes[n];
+        for (int k = 0; k < node->n_inputs; k++) {
+            bool tb;
+            combine(how, node->inputs[k], inf__ops_gemm_b_panels_only(node, k, &tb) ? (tb ? 2 : 1) : -1);
+        }
+        for (int k = 0; k < node->n_implicit; k++)
+            combine(how, node->implicit[k], -1);
+        for (int a = 0; a < node->n_attrs; a++) {
+            const inf__attr *at = &node->attrs[a];
+            for (int k = 0; k < (at->type == INF_ATTR_GRAPHS ? at->n : at->type == INF_ATTR_GRAPH && at->g); k++) {
+                const inf__graph *sub = at->type == INF_ATTR_GRAPHS ? at->graphs[k] : at->g;
+                for (int v = 0; v < sub->n_values; v++)
+                    if (sub->values[v].role == INF_VALUE_OUTER) combine(how, sub->values[v].outer, -1);
+            }
+        }
+    }
+}
+
+/* The panels of constant t as readers packing op(B) (B^T when trans_b)
+ * use them: the source bundle's own (panels only there), else the ones the
+ * compiling load recorded, when packing t again gives the same bytes; NULL
+ * when there are none. */
+static const float *panels_of(const writer *w, const inf_tensor *t, bool trans_b, bool *oom) {
+    int64_t k = t->dims[trans_b ? 1 : 0], n = t->dims[trans_b ? 0 : 1];
+    if (t->flags & INF__TENSOR_GEMM_PANELS)
+        return trans_b == ((t->flags & INF__TENSOR_GEMM_PANELS_T) != 0) ? t->data : NULL;
+    for (int i = 0; w->log && i < w->log->n; i++) {
+        const inf__prepack_entry *e = &w->log->items[i];
+        if (e->b != t->data || e->trans_b != trans_b || e->k != k || e->n != n || e->ldb != t->dims[1] ||
+            e->floats != inf__ops_sgemm_packed_floats(k, n))
+            continue;
+        size_t bytes = (size_t)e->floats * sizeof(float);
+        float *again = inf__aligned_alloc(bytes);
+        if (!again) {
+            *oom = true;
+            return NULL;
+        }
+        inf__ops_sgemm_pack_b(trans_b, k, n, t->data, t->dims[1], again);
+        bool same = !memcmp(again, e->panels, bytes);
+        inf__aligned_free(again);
+        return same ? e->panels : NULL;
+    }
+    return NULL;
+}
+
+/* Writes constant t as its panels alone when its readers allow it (how:
+ * mark_panel_readers) and the panels exist; false (nothing written) when
+ * not.  The GRAPH entry is a plain constant's -- offset and byte size -- with
+ * the offset of the panels, which are at least that long. */
+static bool put_sole_tensor(writer *w, const inf_tensor *t, int8_t how) {
+    if (!w->x86 || how <= 0 || t->kind != INF_KIND_TENSOR || t->dtype != INF_DTYPE_F32 || t->ndim != 2 || !t->data ||
+        t->dims[0] <= 0 || t->dims[1] <= 0)
+        return false;
+    bool trans_b = how == 2, oom = false;
+    const float *panels = panels_of(w, t, trans_b, &oom);
+    if (oom) w->weights.oom = true;
+    if (!panels || inf__array_reserve((void **)&w->sole, &w->cap_sole, w->n_sole + 1, sizeof *w->sole)) return false;
+    int64_t k = t->dims[trans_b ? 1 : 0], n = t->dims[trans_b ? 0 : 1];
+    sole *e = &w->sole[w->n_sole++];
+    *e = (sole){0, trans_b, k, n, inf__ops_sgemm_packed_floats(k, n)};
+    buf *b = &w->graph;
+    put_u8(b, t->kind);
+    put_i32(b, (int32_t)t->dtype);
+    put_i32(b, t->ndim);
+    for (int d = 0; d < t->ndim; d++)
+        put_i64(b, t->dims[d]);
+    pad_to(&w->weights, INF__BUNDLE_ALIGN);
+    e->offset = w->weights.n;
+    put_u64(b, e->offset);
+    put_u64(b, inf_tensor_nbytes(t));
+    put(&w->weights, panels, (size_t)e->floats * sizeof(float));
+    return true;
 }
 
 static void put_graph(writer *w, const inf__graph *g);
@@ -230,11 +343,15 @@ static void mark_reads(const inf__graph *g, bool *read) {
 static void put_graph(writer *w, const inf__graph *g) {
     buf *b = &w->graph;
     bool *read = inf__calloc((size_t)g->n_values + 1, sizeof *read);
-    if (!read) {
+    int8_t *how = inf__calloc((size_t)g->n_values + 1, sizeof *how);
+    if (!read || !how) {
+        inf__free(read);
+        inf__free(how);
         b->oom = true;
         return;
     }
     mark_reads(g, read);
+    mark_panel_readers(g, how);
     put_str(b, g->name);
     put_u32(b, (uint32_t)g->n_values);
     for (int i = 0; i < g->n_values; i++) {
@@ -248,9 +365,10 @@ static void put_graph(writer *w, const inf__graph *g) {
         put_u8(b, (uint8_t)(v->has_info != 0));
         if (v->has_info) put_info(b, &v->info);
         put_u8(b, (uint8_t)keep);
-        if (keep) put_tensor(w, v->constant);
+        if (keep && !put_sole_tensor(w, v->constant, how[i])) put_tensor(w, v->constant);
     }
     inf__free(read);
+    inf__free(how);
     put_ints(b, g->n_inputs, g->inputs);
     put_ints(b, g->n_outputs, g->outputs);
     put_u32(b, (uint32_t)g->n_nodes);
@@ -288,17 +406,29 @@ static void put_meta(writer *w, const inf_model *m, const inf_bundle_write_optio
     put_u64(b, m->file_bytes);
 }
 
-/* PREPACK = u32 n, n x (u64 b offset in WEIGHTS, u8 trans_b, i64 k, i64 n, i64 ldb,
+/* PREPACK = u32 n, n x (u64 b offset in WEIGHTS, u8 flags, i64 k, i64 n, i64 ldb,
  *                         u64 panels offset in WEIGHTS, i64 floats):
  * the GEMM panels the kernels packed from constant weights at the
  * compiling load (ops.h: inf__prepack_log), so a load uses them in place.
- * An entry is kept only when its source lies in a written constant and
- * packing that constant again gives the same bytes (no stale entry of a
- * constant the optimizer replaced). */
+ * flags: INF__PP_TRANS_B (op(B) = B^T), INF__PP_SOLE (format.h: the
+ * constant is stored as these panels alone -- put_sole_tensor -- so b offset
+ * == panels offset; these come first).  Another entry is kept only when its
+ * source lies in a written constant and packing that constant again gives
+ * the same bytes (no stale entry of a constant the optimizer replaced). */
 static void put_prepacked(writer *w, const inf__prepack_log *log) {
     buf *b = &w->prepack;
     int kept = 0;
     put_u32(b, 0); /* patched below */
+    for (int i = 0; i < w->n_sole; i++, kept++) {
+        const sole *e = &w->sole[i];
+        put_u64(b, e->offset);
+        put_u8(b, (uint8_t)(INF__PP_SOLE | (e->trans_b ? INF__PP_TRANS_B : 0)));
+        put_i64(b, e->k);
+        put_i64(b, e->n);
+        put_i64(b, e->trans_b ? e->k : e->n);
+        put_u64(b, e->offset);
+        put_i64(b, e->floats);
+    }
     for (int i = 0; log && i < log->n; i++) {
         const inf__prepack_entry *e = &log->items[i];
         const uint8_t *src = (const uint8_t *)e->b;
@@ -323,7 +453,7 @@ static void put_prepacked(writer *w, const inf__prepack_log *log) {
         if (!same) continue;
         pad_to(&w->weights, INF__BUNDLE_ALIGN);
         put_u64(b, at->offset + (uint64_t)(src - at->data));
-        put_u8(b, e->trans_b);
+        put_u8(b, e->trans_b ? INF__PP_TRANS_B : 0);
         put_i64(b, e->k);
         put_i64(b, e->n);
         put_i64(b, e->ldb);
@@ -432,12 +562,12 @@ inf_status inf__bundle_write_prepacked(const inf_model *model, const inf_bundle_
     *size = 0;
     inf_target target = o->target ? o->target : inf_target_host();
     if (!inf_target_name(target)) return inf_error_set(err, INF_EINVAL, "bundle: unknown target %d", (int)target);
-    writer w = {.err = err};
-    put_meta(&w, model, o);
-    put_graph(&w, model->graph);
     /* x86-64 panels only mean something to an x86-64 bundle */
     bool x86 = target == INF_TARGET_X86_64 || target == INF_TARGET_X86_64_AVX2;
-    if (prepacked && x86 && prepacked->n) put_prepacked(&w, prepacked);
+    writer w = {.log = prepacked, .x86 = x86, .err = err};
+    put_meta(&w, model, o);
+    put_graph(&w, model->graph);
+    if (x86 && ((prepacked && prepacked->n) || w.n_sole)) put_prepacked(&w, prepacked);
     if (prepacked && x86 && prepacked->n_conv) put_convpacked(&w, prepacked);
     buf pipeline = {(uint8_t *)o->pipeline, o->pipeline_len, o->pipeline_len, false};
     inf_status st = INF_OK;
@@ -457,6 +587,7 @@ inf_status inf__bundle_write_prepacked(const inf_model *model, const inf_bundle_
     inf__free(w.prepack.p);
     inf__free(w.convpack.p);
     inf__free(w.placed);
+    inf__free(w.sole);
     return st;
 }
 

@@ -160,12 +160,12 @@ static void print_text(const inf_model *m, const inf_model_summary *s) {
     printf("file size:  %llu bytes\n", (unsigned long long)s->file_bytes);
     inf_bundle_info bi; /* a compiled bundle (infera compile): what it was made for and from */
     if (inf_model_bundle_info(m, &bi))
-        printf("bundle:     format %u, target %s, max batch %d, %d packed weight matrices, %d packed convolution "
-               "weights, pipeline spec %s\n"
+        printf("bundle:     format %u, target %s, max batch %d, %d packed weight matrices (%d as panels only), %d "
+               "packed convolution weights, pipeline spec %s\n"
                "source:     %s, sha256 %s\n",
-               bi.format_version, inf_target_name(bi.target), bi.max_batch, bi.n_prepacked, bi.n_convpacked,
-               bi.pipeline ? "yes" : "no",
-               bi.source_name && *bi.source_name ? bi.source_name : "?", *bi.source_sha256 ? bi.source_sha256 : "?");
+               bi.format_version, inf_target_name(bi.target), bi.max_batch, bi.n_prepacked, bi.n_panels_only,
+               bi.n_convpacked, bi.pipeline ? "yes" : "no", bi.source_name && *bi.source_name ? bi.source_name : "?",
+               *bi.source_sha256 ? bi.source_sha256 : "?");
     for (int i = 0; i < inf_model_n_metadata(m); i++) {
         const char *k, *v;
         inf_model_metadata(m, i, &k, &v);

@@ -324,6 +324,28 @@ inf__prepack_log *inf__ops_prepack_current(void);
 /* Packs e->w again as e says into dst (e->floats floats; x86-64 only). */
 void inf__ops_conv_pack_again(const inf__convpack_entry *e, float *dst);
 
+/* A bundle's constant stored as its GEMM panels alone (bundle/, docs/edge.md
+ * "panels only"): its data pointer is the panels of op(B) (what
+ * inf__ops_sgemm_pack_b makes: panels of INF__SGEMM_PANEL_COLS columns,
+ * [k][16] each, columns past n zero), not the row-major matrix; the flag
+ * says so, and _T that op(B) = B^T (the readers use transB = 1).  Only the
+ * readers inf__ops_gemm_b_panels_only admits read it, and only through the
+ * panels the bundle supplies (their init finds them in the SUPPLY log);
+ * anything else that wants the matrix unpacks it (inf__ops_sgemm_unpack_b).
+ * Bits of inf_tensor.flags above the public INF_TENSOR_* ones. */
+#define INF__TENSOR_GEMM_PANELS 0x40
+#define INF__TENSOR_GEMM_PANELS_T 0x80
+#define INF__SGEMM_PANEL_COLS 16
+/* B (trans_b 0: [k, n]; 1: [n, k]; dense) from the panels of op(B) [k, n]:
+ * the inverse of inf__ops_sgemm_pack_b with ldb = the row length.  Portable
+ * C (a CPU without AVX2 unpacks a bundle's panels-only constants at load). */
+void inf__ops_sgemm_unpack_b(bool trans_b, int64_t k, int64_t n, const float *panels, float *b);
+/* True when node's kernel, given the packed panels of its constant input
+ * `input` at init, never reads that input's plain data at run (only the
+ * panels, while the run's input is that constant); *trans_b: whether it
+ * packs op(B) = B^T.  Gemm, MatMul and FusedMatMul for their input 1. */
+bool inf__ops_gemm_b_panels_only(const inf__node *node, int input, bool *trans_b);
+
 /* float32 1-D/2-D Conv with AVX2/FMA (ops/x86/conv_avx2.c; x86-64, only
  * when inf__cpu_has_avx2_fma()): im2col fused into the GEMM's B packing,
  * W packed as 6-row panels (inf__conv2d_pack_w, at load for a constant W),

@@ -14,7 +14,8 @@
  * model whose inputs the generator cannot make (or that fails on them) must
  * fail the same way from the bundle.
  * REFUSALS (on the first model): truncated, a flipped byte in the weights,
- * another format version, another target, garbage -- each refused with an
+ * another format version (version 1, whose plain weights sat beside their
+ * panels, and a later one), another target, garbage -- each refused with an
  * error naming the file and the reason.
  */
 #include <stdio.h>
@@ -105,7 +106,7 @@ static bool write_file(const char *path, const void *d, size_t n) {
     return fclose(f) == 0 && ok;
 }
 
-static int n_compared, n_both_failed, n_prepacked, n_used_prepacked, n_convpacked, n_used_convpacked;
+static int n_compared, n_both_failed, n_prepacked, n_used_prepacked, n_panels_only, n_convpacked, n_used_convpacked;
 
 static void round_trip(const char *path, const char *tmp) {
     inf_error err;
@@ -138,8 +139,10 @@ static void round_trip(const char *path, const char *tmp) {
     inf_bundle_buffer_free(img);
     if (st || st2) goto done;
     inf_bundle_info bi;
-    CHECK(inf_model_bundle_info(fb, &bi) && bi.max_batch == 3 && bi.format_version == 1, "%s: bundle facts", path);
+    CHECK(inf_model_bundle_info(fb, &bi) && bi.max_batch == 3 && bi.format_version == INF__BUNDLE_VERSION,
+          "%s: bundle facts", path);
     n_used_prepacked += bi.n_prepacked;
+    n_panels_only += bi.n_panels_only;
     n_used_convpacked += bi.n_convpacked;
     int n_in = inf_model_n_inputs(src), n_out = inf_model_n_outputs(src);
     CHECK(n_in == inf_model_n_inputs(fb) && n_out == inf_model_n_outputs(fb), "%s: signature differs", path);
@@ -207,9 +210,14 @@ static void refusals(const char *path, const char *tmp) {
     b[INF__BH_HEAD_CRC + 1] ^= 1;
     expect_refused(b, size, tmp, "header checksum", "header checksum");
     memcpy(b, img, size);
-    inf__wr_u32(b + INF__BH_VERSION, 2);
+    inf__wr_u32(b + INF__BH_VERSION, INF__BUNDLE_VERSION + 1);
     inf__wr_u32(b + INF__BH_HEAD_CRC, inf__crc32c(0, b, INF__BH_HEAD_CRC));
-    expect_refused(b, size, tmp, "format version 2", "format version 2");
+    expect_refused(b, size, tmp, "a later format version", "infera compile");
+    memcpy(b, img, size);
+    inf__wr_u32(b + INF__BH_VERSION, 1); /* version 1 kept the plain weights beside their panels */
+    inf__wr_u32(b + INF__BH_HEAD_CRC, inf__crc32c(0, b, INF__BH_HEAD_CRC));
+    expect_refused(b, size, tmp, "format version 1", "bundle format version 1; this build reads version 2");
+    expect_refused(b, size, tmp, "format version 1 (how to mend)", "rebuild it from its source model: infera compile");
     memcpy(b, img, size);
 #if defined(__aarch64__)
     inf__wr_u32(b + INF__BH_TARGET, INF_TARGET_X86_64);
@@ -222,18 +230,43 @@ static void refusals(const char *path, const char *tmp) {
     inf_bundle_buffer_free(img);
 }
 
+/* inf__ops_sgemm_unpack_b (how a CPU without AVX2, bf16 precision and a
+ * recompile get a panels-only matrix back) inverts the AVX2 packing, both
+ * ways round, on ragged and whole panels. */
+static void unpack_round_trip(void) {
+#if defined(__x86_64__)
+    if (!inf__cpu_has_avx2_fma()) return;
+    static const int64_t shapes[][2] = {{1, 1}, {3, 16}, {5, 17}, {64, 8}, {33, 48}, {7, 100}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int tb = 0; tb < 2; tb++) {
+            int64_t k = shapes[s][0], n = shapes[s][1];
+            float *b = malloc((size_t)(k * n) * sizeof(float)), *back = malloc((size_t)(k * n) * sizeof(float));
+            float *p = inf__aligned_alloc((size_t)inf__ops_sgemm_packed_floats(k, n) * sizeof(float));
+            for (int64_t i = 0; i < k * n; i++)
+                b[i] = (float)next_rand() / 65536.0f;
+            inf__ops_sgemm_pack_b(tb, k, n, b, tb ? k : n, p);
+            inf__ops_sgemm_unpack_b(tb, k, n, p, back);
+            CHECK(!memcmp(b, back, (size_t)(k * n) * sizeof(float)), "unpack(pack(B)) != B for k %lld n %lld transB %d",
+                  (long long)k, (long long)n, tb);
+            free(b), free(back), inf__aligned_free(p);
+        }
+#endif
+}
+
 int main(int argc, char **argv) {
     char tmp[256];
     snprintf(tmp, sizeof tmp, "/tmp/infera_test_bundle_%d.bundle", (int)getpid());
+    unpack_round_trip();
     for (int i = 1; i < argc; i++) round_trip(argv[i], tmp);
     if (argc > 1) refusals(argv[1], tmp);
     remove(tmp);
     printf("bundle round trip: %d models equal byte for byte, %d failing identically on generated inputs; "
-           "%d packed GEMM panel sets recorded, %d used in place by the bundles; "
+           "%d packed GEMM panel sets recorded, %d used in place by the bundles (%d stored as panels only); "
            "%d packed convolution weights recorded, %d used in place\n",
-           n_compared, n_both_failed, n_prepacked, n_used_prepacked, n_convpacked, n_used_convpacked);
+           n_compared, n_both_failed, n_prepacked, n_used_prepacked, n_panels_only, n_convpacked, n_used_convpacked);
 #if defined(__x86_64__) /* packed panels are the x86-64 AVX2 GEMM's */
     CHECK(n_used_prepacked > 0 || !__builtin_cpu_supports("avx2"), "no bundle used its packed panels");
+    CHECK(n_panels_only > 0 || !__builtin_cpu_supports("avx2"), "no bundle stored a weight matrix as panels only");
     CHECK(n_used_convpacked > 0 || !__builtin_cpu_supports("avx2"), "no bundle used its packed convolution weights");
 #endif
     CHECK(n_compared >= (argc - 1) / 2, "too few models compared (%d of %d)", n_compared, argc - 1);

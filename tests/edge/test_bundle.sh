@@ -47,6 +47,49 @@ for m in mlp cnn; do
     else echo "FAIL $m bundle $out differs from the ONNX model"; fail=1; fi
   done
 done
+# format 2 keeps GEMM weights as their packed panels only: a CPU without AVX2 (INFERA_CPU=generic) gets the matrix
+# back at load, one with AVX2 but not AVX-512 uses the panels, bf16 precision unpacks them to pack its own; each
+# must equal the ONNX model's bytes on the same path.  Recompiling the bundle writes the panels again (x86) or the
+# plain matrix (aarch64: the same bundle as from the ONNX model but for the checksums and the source size).
+for b in mlp anomaly; do
+  src=$root/tests/models/mlp.onnx in=input=$root/tests/models/mlp_input.npy
+  if [ $b = anomaly ]; then
+    src=$root/examples/edge/anomaly.onnx in=window=$tmp/anomaly_in.npy
+    /usr/bin/python3 -c 'import numpy as np, sys; np.save(sys.argv[1], np.linspace(-1, 1, 64 * 5, dtype=np.float32).reshape(5, 64))' "${in#window=}"
+  fi
+  "$infera" compile "$src" -o "$tmp/p_$b.bundle" >/dev/null
+  "$infera" compile "$tmp/p_$b.bundle" -o "$tmp/p2_$b.bundle" >/dev/null
+  sole=$("$infera" info "$tmp/p_$b.bundle" | sed -n 's/.*(\([0-9]*\) as panels only).*/\1/p')
+  want_sole=1; [ "$(uname -m)" = aarch64 ] && want_sole=0
+  if [ "$want_sole" = 1 ] && ! grep -q avx2 /proc/cpuinfo; then want_sole=0; fi
+  if [ "$want_sole" = 0 ] || [ "${sole:-0}" -gt 0 ]; then echo "ok   $b bundle: ${sole:-0} weight matrices as panels only"
+  else echo "FAIL $b bundle stores no weight matrix as panels only"; fail=1; fi
+  for cpu in "" generic avx2 bf16; do
+    env=(); opt=()
+    [ -n "$cpu" ] && [ "$cpu" != bf16 ] && env=(INFERA_CPU=$cpu)
+    if [ "$cpu" = bf16 ]; then
+      opt=(--precision bf16)
+      "$infera" run "$src" "${opt[@]}" --input "$in" >/dev/null 2>&1 || continue # no AVX512_BF16 here
+    fi
+    for f in "$src" "$tmp/p_$b.bundle" "$tmp/p2_$b.bundle"; do
+      rm -rf "$tmp/r_$(basename "$f")"
+      env "${env[@]}" "$infera" run "$f" "${opt[@]}" --input "$in" --output-dir "$tmp/r_$(basename "$f")" >/dev/null
+    done
+    same=1
+    for o in "$tmp/r_$(basename "$src")"/*.npy; do
+      for f in "p_$b.bundle" "p2_$b.bundle"; do cmp -s "$o" "$tmp/r_$f/$(basename "$o")" || same=0; done
+    done
+    if [ "$same" = 1 ]; then echo "ok   $b panels-only bundle and its recompile == ONNX model (bytes) on ${cpu:-this CPU}"
+    else echo "FAIL $b panels-only bundle differs from the ONNX model on ${cpu:-this CPU}"; fail=1; fi
+  done
+  other=aarch64; [ "$(uname -m)" = aarch64 ] && other=x86_64
+  "$infera" compile "$src" -o "$tmp/a1_$b.bundle" --target $other >/dev/null
+  "$infera" compile "$tmp/p_$b.bundle" -o "$tmp/a2_$b.bundle" --target $other >/dev/null
+  ndiff=$(cmp -l "$tmp/a1_$b.bundle" "$tmp/a2_$b.bundle" | awk '$1 > 64 {n++} END {print n + 0}') || true
+  if [ "$(stat -c %s "$tmp/a1_$b.bundle")" = "$(stat -c %s "$tmp/a2_$b.bundle")" ] && [ "$ndiff" -le 8 ]; then
+    echo "ok   $b: the $other bundle from the panels-only bundle == the one from the ONNX model ($ndiff bytes of source size)"
+  else echo "FAIL $b: the $other bundle from the bundle differs ($ndiff bytes)"; fail=1; fi
+done
 # batch: the same rows, predictions and lineage stamp (model_version = the source's SHA-256) from the bundle
 /usr/bin/python3 - "$tmp/in.csv" <<'PY'
 import random, sys

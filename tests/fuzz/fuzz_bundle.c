@@ -4,8 +4,10 @@
  * Any byte string must load or be refused with an error: no crash, no leak,
  * no read outside the buffer.  So that mutations get past the integrity
  * checks into the stream decoder (the checks themselves are covered by
- * tests/edge/test_bundle.c), the target rewrites the declared file size and
- * both CRC32Cs of any input that has a header before loading it.  The bytes
+ * tests/edge/test_bundle.c), the target rewrites the declared file size, the
+ * format version (so that seeds and regressions of an older version still
+ * reach the decoder) and both CRC32Cs of any input that has a header before
+ * loading it.  The bytes
  * are copied into an exact-size 64-byte aligned heap block (ASan sees its
  * end).  A bundle that loads gets a session and one run on zero inputs of
  * its declared shapes (symbolic dimensions 1), under run limits, so fuzzed
@@ -63,6 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size) memcpy(buf, data, size);
     if (size >= INF__BUNDLE_HEADER_BYTES) {
         inf__wr_u64(buf + INF__BH_FILE_SIZE, size);
+        inf__wr_u32(buf + INF__BH_VERSION, INF__BUNDLE_VERSION);
         inf__wr_u32(buf + INF__BH_BODY_CRC, inf__crc32c_striped(buf + INF__BUNDLE_HEADER_BYTES, size - INF__BUNDLE_HEADER_BYTES));
         inf__wr_u32(buf + INF__BH_HEAD_CRC, inf__crc32c(0, buf, INF__BH_HEAD_CRC));
     }

@@ -305,6 +305,38 @@ inf_status inf__ops_sgemm_prepack(inf__arena *arena, bool trans_b, int64_t k, in
     return INF_OK;
 }
 
+void inf__ops_sgemm_unpack_b(bool trans_b, int64_t k, int64_t n, const float *panels, float *b) {
+    const int64_t nr = INF__SGEMM_PANEL_COLS;
+    for (int64_t j0 = 0; j0 < n; j0 += nr) {
+        const float *pnl = panels + j0 * k; /* panel j0 / nr: [k][nr] */
+        int64_t cols = n - j0 < nr ? n - j0 : nr;
+        for (int64_t p = 0; p < k; p++)
+            for (int64_t c = 0; c < cols; c++) {
+                float v = pnl[p * nr + c];
+                if (trans_b)
+                    b[(j0 + c) * k + p] = v; /* B [n, k] */
+                else
+                    b[p * n + j0 + c] = v; /* B [k, n] */
+            }
+    }
+}
+
+/* The kernels below read a constant B only through its panels once they
+ * have them: Gemm (sgemm_packed), MatMul with a 2-D B (one folded product)
+ * and FusedMatMul (fused_mm_compute); each falls back to the plain matrix
+ * only when the run's B is not that constant. */
+bool inf__ops_gemm_b_panels_only(const inf__node *node, int input, bool *trans_b) {
+    *trans_b = false;
+    if (input != 1 || !node->op) return false;
+    if (node->op->domain == INF_DOMAIN_INFERA) return !strcmp(node->op_type, "FusedMatMul");
+    if (node->op->domain != INF_DOMAIN_ONNX) return false;
+    if (!strcmp(node->op_type, "Gemm")) {
+        *trans_b = inf__attr_int(node, "transB", 0) != 0;
+        return true;
+    }
+    return !strcmp(node->op_type, "MatMul");
+}
+
 /* ======================================================================== */
 /*  plain loops for the other dtypes                                         */
 /* ======================================================================== */
@@ -719,6 +751,11 @@ static inf_status fused_mm_init(inf__node *node, inf__arena *arena, inf_error *e
     if (!strcmp(act, "Gelu")) p->act = inf__vmath_best()->gelu;
     else if (*act) return inf__node_error(node, err, INF_EINVAL, "attribute activation: unknown '%s'", act);
     node->params = p; /* W's packing: the MatMul's (inf__ops_fused_matmul_take_packing) */
+    /* a bundle's load has no MatMul to take it from: the bundle supplies the
+     * panels (PREPACK; packed here when it does not) */
+    const inf__prepack_log *log = inf__ops_prepack_current();
+    if (log && log->supply && packed_b_make(node, arena, 1, false, &p->bp) != INF_OK)
+        return inf__node_error(node, err, INF_ENOMEM, "out of memory");
     return INF_OK;
 }
 

@@ -158,7 +158,20 @@ static inf_status plan_node(const inf__node *node, inf__bf16_node **out) {
         inf__free(bn);
         return INF_ENOMEM;
     }
-    inf__bf16_pack_b(trans_b, bn->k, bn->n, w->data, w->dims[1], bn->panels);
+    const float *b = w->data;
+    float *plain = NULL;
+    if (w->flags & INF__TENSOR_GEMM_PANELS) { /* a bundle's W kept as FP32 panels only: the matrix back first */
+        if (!(plain = inf__aligned_alloc((size_t)(bn->k * bn->n) * sizeof(float)))) {
+            inf__aligned_free(bn->panels);
+            inf__free(bn);
+            return INF_ENOMEM;
+        }
+        bool t = (w->flags & INF__TENSOR_GEMM_PANELS_T) != 0; /* how the panels were made: B as stored */
+        inf__ops_sgemm_unpack_b(t, w->dims[t ? 1 : 0], w->dims[t ? 0 : 1], w->data, plain);
+        b = plain;
+    }
+    inf__bf16_pack_b(trans_b, bn->k, bn->n, b, w->dims[1], bn->panels);
+    inf__aligned_free(plain);
     *out = bn;
     return INF_OK;
 }

@@ -106,6 +106,8 @@ enum {
     SMALL_M = 4,              /* up to this many rows: no packing */
     COL_TASKS_PER_THREAD = 4, /* column panels a thread with A read in place (col_split) */
 };
+_Static_assert(NR == INF__SGEMM_PANEL_COLS, "bundles store panels of NR columns (inf__ops_sgemm_unpack_b)");
+
 /* Up to this many rows (and this row stride) plain B is read in place
  * rather than packed (measured with bench/bench_gemm). */
 #define DIRECT_B_MAX_M 144
