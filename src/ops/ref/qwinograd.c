@@ -143,6 +143,6 @@ void inf__qwino_out_ref(const int32_t *mm, int64_t ldxi, int64_t ldm, int64_t tr
                 for (int a = 0; a < 2; a++)
                     for (int b = 0; b < 2; b++)
                         if (2 * r + a < orows && 2 * tx + b < ow)
-                            c[((2 * r + a) * ow + 2 * tx + b) * ldc + j] = (int32_t)y[a][b] / 4; /* exact: 4 | y */
+                            c[((2 * r + a) * ow + 2 * tx + b) * ldc + j] = (int32_t)(y[a][b] & ~3u) / 4; /* floor: vpsrad */
             }
 }
