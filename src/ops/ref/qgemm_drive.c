@@ -235,10 +235,10 @@ static bool conv_direct(const inf__qconv_geom *g, const inf__qgemm_b *b) {
 #endif
 }
 
-/* ---- the INT8 Winograd F(2x2, 3x3) (ops/ref/qwinograd.c) ----
- * Work is cut into units of `rows` tile rows (2 output rows each, about 24
- * tiles a unit: the per-point GEMMs' rows); a unit's input transform (V,
- * [16][tiles][cp] int16), its 16 GEMMs (M, [16][tiles][np] int32: the AVX2
+/* ---- the INT8 Winograd F(4x4, 3x3) / F(2x2, 3x3) (ops/ref/qwinograd.c) ----
+ * Work is cut into units of `rows` tile rows (t = 4 or 2 output rows each,
+ * about 24 tiles a unit: the per-point GEMMs' rows); a unit's input
+ * transform (V, [pts][tiles][cp] int16), its pts GEMMs (M, [pts][tiles][np] int32: the AVX2
  * conv kernel reading V's rows in place, one "tap" at each point's offset),
  * its output transform into the unit's output positions of the C buffer,
  * and the usual stores, all while the unit is in cache.  The image is the
@@ -262,13 +262,14 @@ static bool conv_wino(const inf__qconv_geom *g, const inf__qgemm_b *b) {
 }
 
 static wino_dims wino_dims_of(const inf__qconv_geom *g, int64_t np) {
-    wino_dims d = {.th = (g->oh + 1) / 2, .tw = (g->ow + 1) / 2};
+    int64_t t = g->wino ? g->wino->tile : 2, pts = g->wino ? g->wino->pts : 0;
+    wino_dims d = {.th = (g->oh + t - 1) / t, .tw = (g->ow + t - 1) / t};
     d.rows = (ROWS_PER_BLOCK + d.tw - 1) / d.tw;
     if (d.rows > d.th) d.rows = d.th;
     d.units = (d.th + d.rows - 1) / d.rows;
     int64_t tiles = d.rows * d.tw, cp = g->wino ? g->wino->cp : 0;
     d.ldv = tiles * cp, d.ldm = tiles * np;
-    d.vunit = round_up(INF_QWINO_PTS * d.ldv, 32), d.munit = round_up(INF_QWINO_PTS * d.ldm, 16);
+    d.vunit = round_up(pts * d.ldv, 32), d.munit = round_up(pts * d.ldm, 16);
     d.punit = round_up(tiles, 8);
     return d;
 }
@@ -281,7 +282,10 @@ static void image_dims(const inf__qconv_geom *g, bool direct, bool wino, int64_t
     *ihp = g->ih, *iwp = g->iw;
     if (!direct) return;
     int64_t need_h = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1, need_w = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
-    if (wino) need_h = (g->oh + 1) / 2 * 2 + 2, need_w = (g->ow + 1) / 2 * 2 + 2; /* whole 4x4 input tiles */
+    if (wino) { /* whole input tiles */
+        int64_t t = g->wino->tile;
+        need_h = (g->oh + t - 1) / t * t + 2, need_w = (g->ow + t - 1) / t * t + 2;
+    }
     if (g->ih + g->pt > need_h) need_h = g->ih + g->pt;
     if (g->iw + g->pl > need_w) need_w = g->iw + g->pl;
     *ihp = need_h, *iwp = need_w;
@@ -569,21 +573,21 @@ static void conv_wino_units(void *arg, int64_t begin, int64_t end) {
     const inf__qconv_geom *g = t->g;
     const inf__qgemm_b *b = t->b;
     const wino_dims *d = t->wd;
-    int64_t cp = g->wino->cp, rowb = t->iwp * t->cs;
+    int64_t cp = g->wino->cp, rowb = t->iwp * t->cs, tile = g->wino->tile;
     for (int64_t u = begin; u < end; u++) {
         int64_t ty0 = u * d->rows, trows = d->th - ty0 < d->rows ? d->th - ty0 : d->rows, n = trows * d->tw;
         int16_t *v = t->vbuf + u * d->vunit;
         int32_t *mm = t->mbuf + u * d->munit;
         const uint16_t **rows = t->pbuf + u * d->punit;
-        inf__qwino_in_avx2(t->x + 2 * ty0 * rowb, rowb, t->cs, g->c, cp, t->a_zp, trows, d->tw, v, d->ldv);
+        inf__qwino_in_avx2((int)tile, t->x + tile * ty0 * rowb, rowb, t->cs, g->c, cp, t->a_zp, trows, d->tw, v, d->ldv);
         for (int64_t i = 0; i < n; i++) rows[i] = (const uint16_t *)(v + i * cp); /* int16 read as the kernel's 16-bit lanes */
-        for (int xi = 0; xi < INF_QWINO_PTS; xi++) {
+        for (int xi = 0; xi < g->wino->pts; xi++) {
             int64_t off = xi * d->ldv;
             inf__qconv_raw_avx2(&g->wino->u[xi], n, rows, &off, 1, cp, NULL, mm + xi * d->ldm, b->np);
         }
-        int64_t p0 = 2 * ty0 * g->ow, orows = g->oh - 2 * ty0 < 2 * trows ? g->oh - 2 * ty0 : 2 * trows;
+        int64_t p0 = tile * ty0 * g->ow, orows = g->oh - tile * ty0 < tile * trows ? g->oh - tile * ty0 : tile * trows;
         int64_t p1 = p0 + orows * g->ow;
-        inf__qwino_out_avx2(mm, d->ldm, b->np, trows, d->tw, orows, g->ow, b->np, t->cbuf + p0 * b->np, b->np);
+        inf__qwino_out_avx2((int)tile, mm, d->ldm, b->np, trows, d->tw, orows, g->ow, b->np, t->cbuf + p0 * b->np, b->np);
         for (int64_t q0 = p0; q0 < p1; q0 += ROWS_PER_BLOCK)
             store_block(t, q0, q0 + ROWS_PER_BLOCK < p1 ? q0 + ROWS_PER_BLOCK : p1, t->cbuf + q0 * b->np);
     }

@@ -567,20 +567,23 @@ typedef struct qconv_params {
 } qconv_params;
 
 #if defined(__x86_64__) && !defined(INF_EDGE)
-/* Does W take the INT8 Winograd (ops/qgemm.h) as well: a 3x3, stride-1,
+/* Does W take an INT8 Winograd (ops/qgemm.h) as well: a 3x3, stride-1,
  * undilated, single-group conv with int8 weights and no zero point, at
  * least 8 channels in and out, packed for the AVX2 kernels (the VNNI ones
- * keep the direct conv), and exact in its integers? */
-static bool qwino_fits(const qconv_params *p, const inf_tensor *w, inf__qgemm_isa isa, bool wz_zero, bool padded) {
-    if (!(isa == INF_QGEMM_AVX2 || isa == INF_QGEMM_AVX2_UBS) || !inf__qwino_enabled() || padded || !wz_zero ||
+ * keep the direct conv)?  The tile (4, or 2 where F(4x4) would not be
+ * exact in its integers), or 0. */
+static int qwino_tile(const qconv_params *p, const inf_tensor *w, inf__qgemm_isa isa, bool wz_zero, bool padded) {
+    int tile = inf__qwino_tile();
+    if (!tile || !(isa == INF_QGEMM_AVX2 || isa == INF_QGEMM_AVX2_UBS) || padded || !wz_zero ||
         p->group != 1 || w->ndim != 4 || w->dtype != INF_DTYPE_I8 || w->dims[2] != 3 || w->dims[3] != 3 ||
         w->dims[0] < 8 || w->dims[1] < 8)
-        return false;
+        return 0;
     for (int i = 0; i < p->n_strides; i++)
-        if (p->strides[i] != 1) return false;
+        if (p->strides[i] != 1) return 0;
     for (int i = 0; i < p->n_dilations; i++)
-        if (p->dilations[i] != 1) return false;
-    return inf__qwino_exact(w->dims[1], w->dims[0], w->data);
+        if (p->dilations[i] != 1) return 0;
+    if (tile == 4 && inf__qwino_exact(4, w->dims[1], w->dims[0], w->data)) return 4;
+    return inf__qwino_exact(2, w->dims[1], w->dims[0], w->data) ? 2 : 0;
 }
 #endif
 
@@ -629,8 +632,9 @@ static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p
     }
     inf__free(hwc);
 #if defined(__x86_64__) && !defined(INF_EDGE)
-    if (st == INF_OK && qwino_fits(p, w, isa, wz_zero, cgp != cg)) {
-        st = inf__qwino_pack(arena, cg, m, w->data, &p->wino);
+    int wtile = st == INF_OK ? qwino_tile(p, w, isa, wz_zero, cgp != cg) : 0;
+    if (wtile) {
+        st = inf__qwino_pack(arena, wtile, cg, m, w->data, &p->wino);
         p->has_wino = st == INF_OK;
     }
 #endif
