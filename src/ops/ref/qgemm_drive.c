@@ -261,11 +261,13 @@ static bool conv_wino(const inf__qconv_geom *g, const inf__qgemm_b *b) {
 #endif
 }
 
-static wino_dims wino_dims_of(const inf__qconv_geom *g, int64_t np) {
+/* split: at least two units where there are two tile rows (a pool of more than one thread) */
+static wino_dims wino_dims_of(const inf__qconv_geom *g, int64_t np, bool split) {
     int64_t t = g->wino ? g->wino->tile : 2, pts = g->wino ? g->wino->pts : 0;
     wino_dims d = {.th = (g->oh + t - 1) / t, .tw = (g->ow + t - 1) / t};
     d.rows = (ROWS_PER_BLOCK + d.tw - 1) / d.tw;
     if (d.rows > d.th) d.rows = d.th;
+    if (split && d.rows > (d.th + 1) / 2) d.rows = (d.th + 1) / 2;
     d.units = (d.th + d.rows - 1) / d.rows;
     int64_t tiles = d.rows * d.tw, cp = g->wino ? g->wino->cp : 0;
     d.ldv = tiles * cp, d.ldm = tiles * np;
@@ -299,8 +301,9 @@ size_t inf__qconv_scratch_bytes(const inf__qconv_geom *g, const inf__qgemm_b *b)
     }
     if (conv_wino(g, b)) { /* the padded image, the units' work areas, the sums */
         image_dims(g, true, true, &ihp, &iwp);
-        wino_dims d = wino_dims_of(g, b->np);
-        return (size_t)(g->c * ihp * iwp + wino_work_bytes(&d) + pos * 4 * b->np + 448);
+        wino_dims d1 = wino_dims_of(g, b->np, false), d2 = wino_dims_of(g, b->np, true);
+        int64_t work = wino_work_bytes(&d1) > wino_work_bytes(&d2) ? wino_work_bytes(&d1) : wino_work_bytes(&d2);
+        return (size_t)(g->c * ihp * iwp + work + pos * 4 * b->np + 448);
     }
     bool direct = conv_direct(g, b);
     image_dims(g, direct, false, &ihp, &iwp);
@@ -660,7 +663,7 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
     bool wino = conv_wino(g, &bg[0]);
     bool direct = !g->dwise && !wino && conv_direct(g, &bg[0]), in_place = direct || g->dwise || wino;
     image_dims(g, in_place, wino, &ihp, &iwp);
-    wino_dims wd = wino_dims_of(g, np);
+    wino_dims wd = wino_dims_of(g, np, inf__pool_size(pool) > 1);
     uint8_t *xbuf = (uint8_t *)round_up((int64_t)(uintptr_t)scratch, 64);
     int64_t cs = g->dwise ? g->dwise->cp : direct && g->cgp ? g->cgp : g->c; /* channels per position in xbuf */
     uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)(xbuf + cs * ihp * iwp), 64);
