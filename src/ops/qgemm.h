@@ -262,9 +262,9 @@ void inf__qdw_raw_vnni512(const inf__qdw_w *w, int64_t m, const uint8_t *const *
  * or 4 (t = 2) instead of 9. */
 enum { INF_QWINO_MAX_PTS = 36 };
 typedef struct inf__qwino_w {
-    int tile, pts;                       /* t (4 or 2) and (t + 2)^2 points */
-    int64_t c, m, cp;                    /* input / output channels; cp: c rounded up to 4 (each U's kp) */
-    inf__qgemm_b u[INF_QWINO_MAX_PTS];   /* U at point xi as B [cp][m]: AVX2 packing (int16 pairs, panels of 8) */
+    int tile, pts;                     /* t (4 or 2) and (t + 2)^2 points */
+    int64_t c, m, cp;                  /* input / output channels; cp: c rounded up to 4 (each U's kp) */
+    inf__qgemm_b u[INF_QWINO_MAX_PTS]; /* U at point xi as B [cp][m]: AVX2 packing (int16 pairs, panels of 8) */
 } inf__qwino_w;
 /* Is the integer Winograd with tile t exact for W [m][c][3][3] (int8, no zero point)? */
 bool inf__qwino_exact(int tile, int64_t c, int64_t m, const int8_t *w);
@@ -293,8 +293,7 @@ void inf__qwino_out_avx2(int tile, const int32_t *mm, int64_t ldxi, int64_t ldm,
                          int64_t orows, int64_t ow, int64_t ncols, int32_t *c, int64_t ldc);
 /* M = V U at every point for n tiles (plain C: the twin of the AVX2 GEMM,
  * inf__qconv_raw_avx2 reading V's rows in place). */
-void inf__qwino_gemm_ref(const inf__qwino_w *w, int64_t n, const int16_t *v, int64_t ldxi, int32_t *mm,
-                         int64_t ldmxi);
+void inf__qwino_gemm_ref(const inf__qwino_w *w, int64_t n, const int16_t *v, int64_t ldxi, int32_t *mm, int64_t ldmxi);
 
 /* 1-D/2-D convolution, NCHW, W packed per group as B = W_g^T ([c/group*kh*kw, m/group]).
  * x is one image's planes at a time (inf__qsrc with ld unused). */

@@ -30,8 +30,10 @@
 static int n_passed, n_failed;
 
 static void check(bool ok, const char *what, int case_no) {
-    if (ok) n_passed++;
-    else if (n_failed++ < 20) printf("FAIL %s (case %d)\n", what, case_no);
+    if (ok)
+        n_passed++;
+    else if (n_failed++ < 20)
+        printf("FAIL %s (case %d)\n", what, case_no);
 }
 
 /* ---- transforms ---- */
@@ -43,7 +45,8 @@ static void input_case(int tile, int case_no) {
     int extreme = (int)rand_in(0, 5); /* 1: 255 with zero point 0, 2: 0 with zero point 255 */
     int32_t zp = extreme == 1 ? 0 : extreme == 2 ? 255 : (int32_t)rand_in(0, 255);
     uint8_t *x = malloc((size_t)(h * w * cs));
-    for (int64_t i = 0; i < h * w * cs; i++) x[i] = extreme == 1 ? 255 : extreme == 2 ? 0 : (uint8_t)rand_in(0, 255);
+    for (int64_t i = 0; i < h * w * cs; i++)
+        x[i] = extreme == 1 ? 255 : extreme == 2 ? 0 : (uint8_t)rand_in(0, 255);
     int64_t ldxi = trows * tw * cp + rand_in(0, 9);
     int16_t *v[2];
     for (int k = 0; k < 2; k++) {
@@ -52,11 +55,12 @@ static void input_case(int tile, int case_no) {
     }
     inf__qwino_in_ref(tile, x, w * cs, cs, c, cp, zp, trows, tw, v[0], ldxi);
     inf__qwino_in_avx2(tile, x, w * cs, cs, c, cp, zp, trows, tw, v[1], ldxi);
-    check(!memcmp(v[0], v[1], (size_t)(pts * ldxi) * 2), tile == 4 ? "4x4 input transform avx2 vs twin"
-                                                                   : "2x2 input transform avx2 vs twin", case_no);
+    check(!memcmp(v[0], v[1], (size_t)(pts * ldxi) * 2),
+          tile == 4 ? "4x4 input transform avx2 vs twin" : "2x2 input transform avx2 vs twin", case_no);
     if (extreme) { /* the range the GEMM relies on: |V| <= 25500 (4x4) or 1020 (2x2) */
         bool ok = true;
-        for (int64_t i = 0; i < pts * ldxi; i++) ok = ok && (v[0][i] == 0x5A5A || (v[0][i] >= -lim && v[0][i] <= lim));
+        for (int64_t i = 0; i < pts * ldxi; i++)
+            ok = ok && (v[0][i] == 0x5A5A || (v[0][i] >= -lim && v[0][i] <= lim));
         check(ok, "input transform within its int16 range", case_no);
     }
     free(x), free(v[0]), free(v[1]);
@@ -75,8 +79,8 @@ static void output_case(int tile, int case_no) {
     }
     inf__qwino_out_ref(tile, mm, ldxi, ldm, trows, tw, orows, ow, ncols, y[0], ldc);
     inf__qwino_out_avx2(tile, mm, ldxi, ldm, trows, tw, orows, ow, ncols, y[1], ldc);
-    check(!memcmp(y[0], y[1], (size_t)(orows * ow * ldc) * 4), tile == 4 ? "4x4 output transform avx2 vs twin"
-                                                                        : "2x2 output transform avx2 vs twin", case_no);
+    check(!memcmp(y[0], y[1], (size_t)(orows * ow * ldc) * 4),
+          tile == 4 ? "4x4 output transform avx2 vs twin" : "2x2 output transform avx2 vs twin", case_no);
     free(mm), free(y[0]), free(y[1]);
 }
 
@@ -86,18 +90,22 @@ static void gemm_case(int tile, int case_no) {
     int64_t c = rand_in(1, 70), m = rand_in(1, 40), n = rand_in(1, 30);
     bool extreme = rand_in(0, 4) == 0;
     int8_t *w = malloc((size_t)(m * c * 9));
-    for (int64_t i = 0; i < m * c * 9; i++) w[i] = extreme ? -128 : (int8_t)rand_in(-128, 127);
+    for (int64_t i = 0; i < m * c * 9; i++)
+        w[i] = extreme ? -128 : (int8_t)rand_in(-128, 127);
     inf__qwino_w u;
     void *mem = inf__aligned_alloc(inf__qwino_pack_bytes(tile, c, m));
     inf__qwino_pack_into(mem, tile, c, m, w, &u);
     int64_t ldxi = n * u.cp, np = u.u[0].np, pts = u.pts, lim = tile == 4 ? 25500 : 1020;
     int16_t *v = malloc((size_t)(pts * ldxi) * 2);
-    for (int64_t i = 0; i < pts * ldxi; i++) v[i] = (int16_t)(extreme ? lim : rand_in(-lim, lim));
+    for (int64_t i = 0; i < pts * ldxi; i++)
+        v[i] = (int16_t)(extreme ? lim : rand_in(-lim, lim));
     int32_t *mm[2];
-    for (int k = 0; k < 2; k++) mm[k] = calloc((size_t)(pts * n * np), 4);
+    for (int k = 0; k < 2; k++)
+        mm[k] = calloc((size_t)(pts * n * np), 4);
     inf__qwino_gemm_ref(&u, n, v, ldxi, mm[0], n * np);
     const uint16_t **rows = malloc((size_t)n * sizeof *rows);
-    for (int64_t i = 0; i < n; i++) rows[i] = (const uint16_t *)(v + i * u.cp);
+    for (int64_t i = 0; i < n; i++)
+        rows[i] = (const uint16_t *)(v + i * u.cp);
     for (int xi = 0; xi < pts; xi++) {
         int64_t off = xi * ldxi;
         inf__qconv_raw_avx2(&u.u[xi], n, rows, &off, 1, u.cp, NULL, mm[1] + xi * n * np, np);
@@ -139,21 +147,25 @@ static void driver_case(int tile, inf__qgemm_isa isa, inf__pool *pool, int case_
     int32_t lim = isa == INF_QGEMM_AVX2_UBS ? 64 : 127;
     bool extreme = rand_in(0, 6) == 0;
     int8_t *w = malloc((size_t)(g.m * kdim)), *whwc = malloc((size_t)(g.m * kdim));
-    for (int64_t i = 0; i < g.m * kdim; i++) w[i] = extreme ? (int8_t)-lim : (int8_t)rand_in(-lim - (lim == 127), lim);
+    for (int64_t i = 0; i < g.m * kdim; i++)
+        w[i] = extreme ? (int8_t)-lim : (int8_t)rand_in(-lim - (lim == 127), lim);
     for (int64_t o = 0; o < g.m; o++) /* W as the direct driver packs it: K in (ky, kx, channel) order */
         for (int64_t ch = 0; ch < g.c; ch++)
-            for (int64_t t = 0; t < 9; t++) whwc[(o * 9 + t) * g.c + ch] = w[(o * g.c + ch) * 9 + t];
+            for (int64_t t = 0; t < 9; t++)
+                whwc[(o * 9 + t) * g.c + ch] = w[(o * g.c + ch) * 9 + t];
     uint8_t *x8 = malloc((size_t)x_n), *x8t = malloc((size_t)x_n);
     float *xf = malloc((size_t)x_n * 4);
-    for (int64_t i = 0; i < x_n; i++) x8[i] = extreme ? 255 : (uint8_t)rand_in(0, 255), xf[i] = uniform() * 2;
+    for (int64_t i = 0; i < x_n; i++)
+        x8[i] = extreme ? 255 : (uint8_t)rand_in(0, 255), xf[i] = uniform() * 2;
     int64_t plane = g.ih * g.iw;
     for (int64_t n = 0; n < g.n; n++)
         for (int64_t ch = 0; ch < g.c; ch++)
-            for (int64_t p = 0; p < plane; p++) x8t[(n * plane + p) * g.c + ch] = x8[(n * g.c + ch) * plane + p];
+            for (int64_t p = 0; p < plane; p++)
+                x8t[(n * plane + p) * g.c + ch] = x8[(n * g.c + ch) * plane + p];
     int32_t zp = extreme ? 0 : (int32_t)rand_in(0, 255);
     char what[160];
-    snprintf(what, sizeof what, "%s winograd %dx%d driver %lldx%lld c%lld m%lld pad%lld", inf__qgemm_isa_name(isa), tile, tile,
-             (long long)g.ih, (long long)g.iw, (long long)g.c, (long long)g.m, (long long)g.pt);
+    snprintf(what, sizeof what, "%s winograd %dx%d driver %lldx%lld c%lld m%lld pad%lld", inf__qgemm_isa_name(isa),
+             tile, tile, (long long)g.ih, (long long)g.iw, (long long)g.c, (long long)g.m, (long long)g.pt);
 
     /* int32 sums, uint8 planes in: vs the reference driver and a direct convolution */
     inf__qsrc s8 = {.data = x8, .dtype = INF_DTYPE_U8, .zp = zp};
@@ -172,7 +184,8 @@ static void driver_case(int tile, inf__qgemm_isa isa, inf__pool *pool, int case_
                             for (int64_t kx = 0; kx < 3; kx++) {
                                 int64_t iy = oy - g.pt + ky, ix = ox - g.pl + kx;
                                 int64_t xv = iy >= 0 && iy < g.ih && ix >= 0 && ix < g.iw
-                                                 ? x8[((n * g.c + ch) * g.ih + iy) * g.iw + ix] : zp;
+                                                 ? x8[((n * g.c + ch) * g.ih + iy) * g.iw + ix]
+                                                 : zp;
                                 acc += (xv - zp) * w[((o * g.c + ch) * 3 + ky) * 3 + kx];
                             }
                     ok = got[((n * g.m + o) * g.oh + oy) * g.ow + ox] == (int32_t)acc;
@@ -182,11 +195,17 @@ static void driver_case(int tile, inf__qgemm_isa isa, inf__pool *pool, int case_
 
     /* float in (quantized on the way), float out with a fused residual Add and ReLU */
     float *mult = malloc((size_t)g.m * 4), *bias = malloc((size_t)g.m * 4), *r = malloc((size_t)y_n * 4);
-    for (int64_t j = 0; j < g.m; j++) mult[j] = (float)rand_in(1, 1000) * 1e-5f, bias[j] = uniform();
-    for (int64_t i = 0; i < y_n; i++) r[i] = uniform() * 3;
-    inf__qsrc sf = {.data = xf, .dtype = INF_DTYPE_F32, .scale = 0.015f, .zp = (int32_t)rand_in(0, 255),
-                    .q_dtype = INF_DTYPE_U8};
-    inf__qout of = {.kind = INF_QOUT_F32, .mult = mult, .mult_per_col = true, .bias_f32 = bias, .act = &relu,
+    for (int64_t j = 0; j < g.m; j++)
+        mult[j] = (float)rand_in(1, 1000) * 1e-5f, bias[j] = uniform();
+    for (int64_t i = 0; i < y_n; i++)
+        r[i] = uniform() * 3;
+    inf__qsrc sf = {
+        .data = xf, .dtype = INF_DTYPE_F32, .scale = 0.015f, .zp = (int32_t)rand_in(0, 255), .q_dtype = INF_DTYPE_U8};
+    inf__qout of = {.kind = INF_QOUT_F32,
+                    .mult = mult,
+                    .mult_per_col = true,
+                    .bias_f32 = bias,
+                    .act = &relu,
                     .residual = rand_in(0, 1) ? r : NULL};
     float *fref = run_conv(INF_QGEMM_REF, 0, NULL, g, w, whwc, &sf, &of, (size_t)y_n * 4);
     float *fgot = run_conv(isa, tile, pool, g, w, whwc, &sf, &of, (size_t)y_n * 4);
@@ -195,8 +214,14 @@ static void driver_case(int tile, inf__qgemm_isa isa, inf__pool *pool, int case_
 
     /* uint8 channels-last in and out (the fused QDQ chain), and requantized 8-bit planes */
     inf__qsrc st = {.data = x8t, .dtype = INF_DTYPE_U8, .zp = zp, .nhwc = true};
-    inf__qout ou = {.kind = INF_QOUT_F32_U8, .mult = mult, .mult_per_col = true, .bias_f32 = bias, .act = &relu,
-                    .rq_scale = 0.02f, .rq_zp = (int32_t)rand_in(0, 40), .rq_dtype = INF_DTYPE_U8};
+    inf__qout ou = {.kind = INF_QOUT_F32_U8,
+                    .mult = mult,
+                    .mult_per_col = true,
+                    .bias_f32 = bias,
+                    .act = &relu,
+                    .rq_scale = 0.02f,
+                    .rq_zp = (int32_t)rand_in(0, 40),
+                    .rq_dtype = INF_DTYPE_U8};
     uint8_t *uref = run_conv(INF_QGEMM_REF, 0, NULL, g, w, whwc, &st, &ou, (size_t)y_n);
     uint8_t *ugot = run_conv(isa, tile, pool, g, w, whwc, &st, &ou, (size_t)y_n);
     check(!memcmp(uref, ugot, (size_t)y_n), "winograd uint8 channels-last vs reference", case_no);
@@ -239,11 +264,15 @@ int main(void) {
     if (inf__pool_new(2, &pool) != INF_OK) return 1;
     static const inf__qgemm_isa isas[] = {INF_QGEMM_AVX2, INF_QGEMM_AVX2_UBS};
     for (int tile = 2; tile <= 4; tile += 2) {
-        for (int c = 0; c < 300; c++) input_case(tile, c);
-        for (int c = 0; c < 300; c++) output_case(tile, c);
-        for (int c = 0; c < 100; c++) gemm_case(tile, c);
+        for (int c = 0; c < 300; c++)
+            input_case(tile, c);
+        for (int c = 0; c < 300; c++)
+            output_case(tile, c);
+        for (int c = 0; c < 100; c++)
+            gemm_case(tile, c);
         for (int i = 0; i < 2; i++) {
-            for (int c = 0; c < 60; c++) driver_case(tile, isas[i], c % 2 ? pool : NULL, c);
+            for (int c = 0; c < 60; c++)
+                driver_case(tile, isas[i], c % 2 ? pool : NULL, c);
             printf("%dx%d tiles, %s: checked\n", tile, tile, inf__qgemm_isa_name(isas[i]));
         }
         exact_case(tile);

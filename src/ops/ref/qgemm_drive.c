@@ -542,7 +542,8 @@ static void store_block(const conv_task *t, int64_t p0, int64_t p1, const int32_
                 continue;
             }
 #endif
-            for (int64_t j = 0; j < b->n; j++) yp[j] = store_u8(t->out, cp[j], ch0 + j);
+            for (int64_t j = 0; j < b->n; j++)
+                yp[j] = store_u8(t->out, cp[j], ch0 + j);
         }
         return;
     }
@@ -582,15 +583,18 @@ static void conv_wino_units(void *arg, int64_t begin, int64_t end) {
         int16_t *v = t->vbuf + u * d->vunit;
         int32_t *mm = t->mbuf + u * d->munit;
         const uint16_t **rows = t->pbuf + u * d->punit;
-        inf__qwino_in_avx2((int)tile, t->x + tile * ty0 * rowb, rowb, t->cs, g->c, cp, t->a_zp, trows, d->tw, v, d->ldv);
-        for (int64_t i = 0; i < n; i++) rows[i] = (const uint16_t *)(v + i * cp); /* int16 read as the kernel's 16-bit lanes */
+        inf__qwino_in_avx2((int)tile, t->x + tile * ty0 * rowb, rowb, t->cs, g->c, cp, t->a_zp, trows, d->tw, v,
+                           d->ldv);
+        for (int64_t i = 0; i < n; i++)
+            rows[i] = (const uint16_t *)(v + i * cp); /* int16 read as the kernel's 16-bit lanes */
         for (int xi = 0; xi < g->wino->pts; xi++) {
             int64_t off = xi * d->ldv;
             inf__qconv_raw_avx2(&g->wino->u[xi], n, rows, &off, 1, cp, NULL, mm + xi * d->ldm, b->np);
         }
         int64_t p0 = tile * ty0 * g->ow, orows = g->oh - tile * ty0 < tile * trows ? g->oh - tile * ty0 : tile * trows;
         int64_t p1 = p0 + orows * g->ow;
-        inf__qwino_out_avx2((int)tile, mm, d->ldm, b->np, trows, d->tw, orows, g->ow, b->np, t->cbuf + p0 * b->np, b->np);
+        inf__qwino_out_avx2((int)tile, mm, d->ldm, b->np, trows, d->tw, orows, g->ow, b->np, t->cbuf + p0 * b->np,
+                            b->np);
         for (int64_t q0 = p0; q0 < p1; q0 += ROWS_PER_BLOCK)
             store_block(t, q0, q0 + ROWS_PER_BLOCK < p1 ? q0 + ROWS_PER_BLOCK : p1, t->cbuf + q0 * b->np);
     }
@@ -701,9 +705,24 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
                 for (int64_t j = 0; j < np; j++) init[j] = (int32_t)(0u - (uint32_t)a_zp * (uint32_t)bg[grp].colsum[j]);
             if (g->dwise)
                 for (int64_t j = 0; j < np; j++) init[j] = (int32_t)(0u - (uint32_t)a_zp * (uint32_t)g->dwise->wsum[j]);
-            conv_task t = {g, &bg[grp], out, xbuf, x16, a_zp, grp, (char *)y + (size_t)(n * out_image) * out_esize,
-                           abuf, cbuf, direct, iwp, cs, tapoff, init, g->dwise,
-                           out->residual ? out->residual + n * out_image : NULL, res_act, NULL, NULL, NULL, NULL};
+            conv_task t = {.g = g,
+                           .b = &bg[grp],
+                           .out = out,
+                           .x = xbuf,
+                           .x16 = x16,
+                           .a_zp = a_zp,
+                           .group = grp,
+                           .y = (char *)y + (size_t)(n * out_image) * out_esize,
+                           .abuf = abuf,
+                           .cbuf = cbuf,
+                           .direct = direct,
+                           .iwp = iwp,
+                           .cs = cs,
+                           .tapoff = tapoff,
+                           .init = init,
+                           .dw = g->dwise,
+                           .residual = out->residual ? out->residual + n * out_image : NULL,
+                           .res_act = res_act};
 #if defined(__x86_64__) && !defined(INF_EDGE)
             if (wino) { /* V, M and the row pointers per unit in the im2col area */
                 t.wd = &wd, t.vbuf = (int16_t *)abuf, t.mbuf = (int32_t *)(t.vbuf + wd.units * wd.vunit);

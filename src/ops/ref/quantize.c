@@ -574,9 +574,9 @@ typedef struct qconv_params {
  * exact in its integers), or 0. */
 static int qwino_tile(const qconv_params *p, const inf_tensor *w, inf__qgemm_isa isa, bool wz_zero, bool padded) {
     int tile = inf__qwino_tile();
-    if (!tile || !(isa == INF_QGEMM_AVX2 || isa == INF_QGEMM_AVX2_UBS) || padded || !wz_zero ||
-        p->group != 1 || w->ndim != 4 || w->dtype != INF_DTYPE_I8 || w->dims[2] != 3 || w->dims[3] != 3 ||
-        w->dims[0] < 8 || w->dims[1] < 8)
+    if (!tile || !(isa == INF_QGEMM_AVX2 || isa == INF_QGEMM_AVX2_UBS) || padded || !wz_zero || p->group != 1 ||
+        w->ndim != 4 || w->dtype != INF_DTYPE_I8 || w->dims[2] != 3 || w->dims[3] != 3 || w->dims[0] < 8 ||
+        w->dims[1] < 8)
         return 0;
     for (int i = 0; i < p->n_strides; i++)
         if (p->strides[i] != 1) return 0;
@@ -808,13 +808,31 @@ static inf_status qconv_run_packed(inf__kernel_ctx *ctx, const qconv_geom *g, co
                                    const inf__qout *out, void *y) {
     const qconv_params *p = ctx->node->params;
     bool one_d = g->nd == 1;
-    inf__qconv_geom qg = {.n = g->n, .c = g->c, .m = g->m, .group = p->group, .cg = g->cg, .mg = g->mg,
-                          .ih = one_d ? 1 : g->in[0], .iw = g->in[g->nd - 1], .oh = one_d ? 1 : g->out[0],
-                          .ow = g->out[g->nd - 1], .kh = one_d ? 1 : g->k[0], .kw = g->k[g->nd - 1],
-                          .sh = one_d ? 1 : g->s[0], .sw = g->s[g->nd - 1], .dh = one_d ? 1 : g->d[0],
-                          .dw = g->d[g->nd - 1], .pt = one_d ? 0 : g->pb[0], .pl = g->pb[g->nd - 1],
-                          .cgp = p->cgp, .pkh = p->pool[0], .pkw = p->pool[1], .psh = p->pool[2], .psw = p->pool[3],
-                          .dwise = p->has_dw ? &p->dw : NULL, .wino = p->has_wino ? &p->wino : NULL};
+    inf__qconv_geom qg = {.n = g->n,
+                          .c = g->c,
+                          .m = g->m,
+                          .group = p->group,
+                          .cg = g->cg,
+                          .mg = g->mg,
+                          .ih = one_d ? 1 : g->in[0],
+                          .iw = g->in[g->nd - 1],
+                          .oh = one_d ? 1 : g->out[0],
+                          .ow = g->out[g->nd - 1],
+                          .kh = one_d ? 1 : g->k[0],
+                          .kw = g->k[g->nd - 1],
+                          .sh = one_d ? 1 : g->s[0],
+                          .sw = g->s[g->nd - 1],
+                          .dh = one_d ? 1 : g->d[0],
+                          .dw = g->d[g->nd - 1],
+                          .pt = one_d ? 0 : g->pb[0],
+                          .pl = g->pb[g->nd - 1],
+                          .cgp = p->cgp,
+                          .pkh = p->pool[0],
+                          .pkw = p->pool[1],
+                          .psh = p->pool[2],
+                          .psw = p->pool[3],
+                          .dwise = p->has_dw ? &p->dw : NULL,
+                          .wino = p->has_wino ? &p->wino : NULL};
     void *scratch = inf__kernel_scratch(ctx, inf__qconv_scratch_bytes(&qg, &p->bg[0]));
     if (!scratch) return INF_ENOMEM;
     inf__qsrc x = {.data = q->x->data, .dtype = q->x->dtype, .zp = zp_at(q->xzp, 0), .nhwc = p->nhwc_in};

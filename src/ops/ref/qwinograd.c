@@ -59,7 +59,8 @@ bool inf__qwino_exact(int tile, int64_t c, int64_t m, const int8_t *w) {
     int64_t shift_scale = tile == 4 ? 64 : 4;
     for (int64_t o = 0; o < m; o++) {
         int64_t sum = 0;
-        for (int64_t i = 0; i < c * 9; i++) sum += abs(w[o * c * 9 + i]);
+        for (int64_t i = 0; i < c * 9; i++)
+            sum += abs(w[o * c * 9 + i]);
         if (shift_scale * 255 * sum >= ((int64_t)1 << 31)) return false;
     }
     return true;
@@ -72,9 +73,11 @@ static void filter_transform(int tile, const int8_t *g, int32_t *u) {
     int a = tile + 2;
     int32_t t[6][3]; /* Gi g */
     for (int r = 0; r < a; r++)
-        for (int s = 0; s < 3; s++) t[r][s] = gi[r][0] * g[s] + gi[r][1] * g[3 + s] + gi[r][2] * g[6 + s];
+        for (int s = 0; s < 3; s++)
+            t[r][s] = gi[r][0] * g[s] + gi[r][1] * g[3 + s] + gi[r][2] * g[6 + s];
     for (int r = 0; r < a; r++)
-        for (int s = 0; s < a; s++) u[r * a + s] = t[r][0] * gi[s][0] + t[r][1] * gi[s][1] + t[r][2] * gi[s][2];
+        for (int s = 0; s < a; s++)
+            u[r * a + s] = t[r][0] * gi[s][0] + t[r][1] * gi[s][1] + t[r][2] * gi[s][2];
 }
 
 static size_t point_bytes(int64_t c, int64_t m) {
@@ -90,14 +93,21 @@ void inf__qwino_pack_into(void *mem, int tile, int64_t c, int64_t m, const int8_
     memset(mem, 0, inf__qwino_pack_bytes(tile, c, m));
     *out = (inf__qwino_w){.tile = tile, .pts = (tile + 2) * (tile + 2), .c = c, .m = m, .cp = cp};
     for (int xi = 0; xi < out->pts; xi++)
-        out->u[xi] = (inf__qgemm_b){.isa = INF_QGEMM_AVX2, .k = c, .n = m, .kp = cp, .np = np, .panel = PANEL,
-                                    .kgroup = 2, .data = (char *)mem + xi * point_bytes(c, m)};
+        out->u[xi] = (inf__qgemm_b){.isa = INF_QGEMM_AVX2,
+                                    .k = c,
+                                    .n = m,
+                                    .kp = cp,
+                                    .np = np,
+                                    .panel = PANEL,
+                                    .kgroup = 2,
+                                    .data = (char *)mem + xi * point_bytes(c, m)};
     for (int64_t o = 0; o < m; o++)
         for (int64_t ch = 0; ch < c; ch++) {
             int32_t u[INF_QWINO_MAX_PTS];
             filter_transform(tile, w + (o * c + ch) * 9, u);
             int64_t at = (o / PANEL) * cp * PANEL + (ch / 2) * 2 * PANEL + (o % PANEL) * 2 + ch % 2;
-            for (int xi = 0; xi < out->pts; xi++) ((int16_t *)out->u[xi].data)[at] = (int16_t)u[xi];
+            for (int xi = 0; xi < out->pts; xi++)
+                ((int16_t *)out->u[xi].data)[at] = (int16_t)u[xi];
         }
 }
 
@@ -121,24 +131,26 @@ void inf__qwino_in_ref(int tile, const uint8_t *x0, int64_t rowb, int64_t cs, in
             for (int64_t ch = 0; ch < cp; ch++) {
                 int32_t d[6][6], t[6][6];
                 for (int i = 0; i < a; i++)
-                    for (int j = 0; j < a; j++) d[i][j] = ch < c ? (int32_t)x[i * rowb + j * cs + ch] - zp : 0;
+                    for (int j = 0; j < a; j++)
+                        d[i][j] = ch < c ? (int32_t)x[i * rowb + j * cs + ch] - zp : 0;
                 for (int i = 0; i < a; i++) /* B^T d */
                     for (int j = 0; j < a; j++) {
                         t[i][j] = 0;
-                        for (int k = 0; k < a; k++) t[i][j] += bt[i][k] * d[k][j];
+                        for (int k = 0; k < a; k++)
+                            t[i][j] += bt[i][k] * d[k][j];
                     }
                 for (int i = 0; i < a; i++) /* (B^T d) B */
                     for (int j = 0; j < a; j++) {
                         int32_t acc = 0;
-                        for (int k = 0; k < a; k++) acc += t[i][k] * bt[j][k];
+                        for (int k = 0; k < a; k++)
+                            acc += t[i][k] * bt[j][k];
                         vi[(i * a + j) * ldxi + ch] = (int16_t)acc;
                     }
             }
         }
 }
 
-void inf__qwino_gemm_ref(const inf__qwino_w *w, int64_t n, const int16_t *v, int64_t ldxi, int32_t *mm,
-                         int64_t ldmxi) {
+void inf__qwino_gemm_ref(const inf__qwino_w *w, int64_t n, const int16_t *v, int64_t ldxi, int32_t *mm, int64_t ldmxi) {
     int64_t np = w->u[0].np;
     for (int xi = 0; xi < w->pts; xi++) {
         const int16_t *u = w->u[xi].data;
@@ -166,13 +178,15 @@ void inf__qwino_out_ref(int tile, const int32_t *mm, int64_t ldxi, int64_t ldm, 
                 for (int i = 0; i < tile; i++) /* A'^T M */
                     for (int k = 0; k < a; k++) {
                         t[i][k] = 0;
-                        for (int l = 0; l < a; l++) t[i][k] += (uint32_t)at[i][l] * (uint32_t)m[(l * a + k) * ldxi];
+                        for (int l = 0; l < a; l++)
+                            t[i][k] += (uint32_t)at[i][l] * (uint32_t)m[(l * a + k) * ldxi];
                     }
                 for (int i = 0; i < tile; i++) /* (A'^T M) A' */
                     for (int k = 0; k < tile; k++) {
                         uint32_t y = 0;
-                        for (int l = 0; l < a; l++) y += t[i][l] * (uint32_t)at[k][l];
-                        y *= inv; /* the odd factor of the scale */
+                        for (int l = 0; l < a; l++)
+                            y += t[i][l] * (uint32_t)at[k][l];
+                        y *= inv;                                       /* the odd factor of the scale */
                         if (tile * r + i < orows && tile * tx + k < ow) /* floor division: vpsrad */
                             c[((tile * r + i) * ow + tile * tx + k) * ldc + j] = (int32_t)(y & ~low) / (int32_t)div;
                     }

@@ -21,7 +21,8 @@
 static void in_channel2(const uint8_t *x, int64_t rowb, int64_t cs, bool live, int32_t zp, int16_t *vi, int64_t ldxi) {
     int32_t d[4][4], t[4][4];
     for (int a = 0; a < 4; a++)
-        for (int b = 0; b < 4; b++) d[a][b] = live ? (int32_t)x[a * rowb + b * cs] - zp : 0;
+        for (int b = 0; b < 4; b++)
+            d[a][b] = live ? (int32_t)x[a * rowb + b * cs] - zp : 0;
     for (int b = 0; b < 4; b++) {
         t[0][b] = d[0][b] - d[2][b], t[1][b] = d[1][b] + d[2][b];
         t[2][b] = d[2][b] - d[1][b], t[3][b] = d[1][b] - d[3][b];
@@ -57,23 +58,25 @@ static inline void in_16x2(const uint8_t *x, int64_t rowb, int64_t cs, __m256i v
     }
 }
 
-static void in_tiles2(const uint8_t *x0, int64_t rowb, int64_t cs, int64_t c, int64_t cp, int32_t zp,
-                        int64_t trows, int64_t tw, int16_t *v, int64_t ldxi) {
+static void in_tiles2(const uint8_t *x0, int64_t rowb, int64_t cs, int64_t c, int64_t cp, int32_t zp, int64_t trows,
+                      int64_t tw, int16_t *v, int64_t ldxi) {
     __m256i vz = _mm256_set1_epi16((int16_t)zp);
     for (int64_t r = 0; r < trows; r++)
         for (int64_t tx = 0; tx < tw; tx++) {
             const uint8_t *x = x0 + 2 * r * rowb + 2 * tx * cs;
             int16_t *vi = v + (r * tw + tx) * cp;
             int64_t ch = 0;
-            for (; ch + 16 <= c; ch += 16) in_16x2(x + ch, rowb, cs, vz, vi + ch, ldxi);
-            for (; ch < cp; ch++) in_channel2(x + ch, rowb, cs, ch < c, zp, vi + ch, ldxi);
+            for (; ch + 16 <= c; ch += 16)
+                in_16x2(x + ch, rowb, cs, vz, vi + ch, ldxi);
+            for (; ch < cp; ch++)
+                in_channel2(x + ch, rowb, cs, ch < c, zp, vi + ch, ldxi);
         }
 }
 
 static inline __m256i ld32(const int32_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 static void out_tiles2(const int32_t *mm, int64_t ldxi, int64_t ldm, int64_t trows, int64_t tw, int64_t orows,
-                         int64_t ow, int64_t ncols, int32_t *c, int64_t ldc) {
+                       int64_t ow, int64_t ncols, int32_t *c, int64_t ldc) {
     for (int64_t r = 0; r < trows; r++)
         for (int64_t tx = 0; tx < tw; tx++) {
             bool down = 2 * r + 1 < orows, right = 2 * tx + 1 < ow;
@@ -121,10 +124,14 @@ static inline void bt4(const __m256i *d, int sd, __m256i *r, int sr) {
 static inline void in_16x4(const uint8_t *x, int64_t rowb, int64_t cs, __m256i vz, int16_t *vi, int64_t ldxi) {
     __m256i d[36], t[36], v[36];
     for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) d[i * 6 + j] = ld16(x + i * rowb + j * cs, vz);
-    for (int j = 0; j < 6; j++) bt4(d + j, 6, t + j, 6);     /* columns: B^T d */
-    for (int i = 0; i < 6; i++) bt4(t + i * 6, 1, v + i * 6, 1); /* rows: (B^T d) B */
-    for (int xi = 0; xi < 36; xi++) st16(vi + xi * ldxi, v[xi]);
+        for (int j = 0; j < 6; j++)
+            d[i * 6 + j] = ld16(x + i * rowb + j * cs, vz);
+    for (int j = 0; j < 6; j++)
+        bt4(d + j, 6, t + j, 6); /* columns: B^T d */
+    for (int i = 0; i < 6; i++)
+        bt4(t + i * 6, 1, v + i * 6, 1); /* rows: (B^T d) B */
+    for (int xi = 0; xi < 36; xi++)
+        st16(vi + xi * ldxi, v[xi]);
 }
 
 /* one channel of a 6x6 tile (scalar, the twin's steps) */
@@ -133,16 +140,19 @@ static void in_channel4(const uint8_t *x, int64_t rowb, int64_t cs, bool live, i
                                      {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
     int32_t d[6][6], t[6][6];
     for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) d[i][j] = live ? (int32_t)x[i * rowb + j * cs] - zp : 0;
+        for (int j = 0; j < 6; j++)
+            d[i][j] = live ? (int32_t)x[i * rowb + j * cs] - zp : 0;
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < 6; j++) {
             t[i][j] = 0;
-            for (int k = 0; k < 6; k++) t[i][j] += bt[i][k] * d[k][j];
+            for (int k = 0; k < 6; k++)
+                t[i][j] += bt[i][k] * d[k][j];
         }
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < 6; j++) {
             int32_t acc = 0;
-            for (int k = 0; k < 6; k++) acc += t[i][k] * bt[j][k];
+            for (int k = 0; k < 6; k++)
+                acc += t[i][k] * bt[j][k];
             vi[(i * 6 + j) * ldxi] = (int16_t)acc;
         }
 }
@@ -155,8 +165,10 @@ static void in_tiles4(const uint8_t *x0, int64_t rowb, int64_t cs, int64_t c, in
             const uint8_t *x = x0 + 4 * r * rowb + 4 * tx * cs;
             int16_t *vi = v + (r * tw + tx) * cp;
             int64_t ch = 0;
-            for (; ch + 16 <= c; ch += 16) in_16x4(x + ch, rowb, cs, vz, vi + ch, ldxi);
-            for (; ch < cp; ch++) in_channel4(x + ch, rowb, cs, ch < c, zp, vi + ch, ldxi);
+            for (; ch + 16 <= c; ch += 16)
+                in_16x4(x + ch, rowb, cs, vz, vi + ch, ldxi);
+            for (; ch < cp; ch++)
+                in_channel4(x + ch, rowb, cs, ch < c, zp, vi + ch, ldxi);
         }
 }
 
@@ -167,7 +179,8 @@ static inline void at4(const __m256i *m, int sm, __m256i *y, int sy) {
     __m256i r = _mm256_add_epi32(m[3 * sm], m[4 * sm]), s = _mm256_sub_epi32(m[3 * sm], m[4 * sm]);
     __m256i m0x2 = _mm256_add_epi32(m0, m0), q4 = _mm256_slli_epi32(q, 2), s2 = _mm256_add_epi32(s, s);
     __m256i m5x8 = _mm256_slli_epi32(m5, 3);
-    y[0] = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(m0x2, _mm256_slli_epi32(m0, 2)), _mm256_slli_epi32(p, 2)), r);
+    y[0] = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(m0x2, _mm256_slli_epi32(m0, 2)), _mm256_slli_epi32(p, 2)),
+                            r);
     y[sy] = _mm256_add_epi32(q4, s2);
     y[2 * sy] = _mm256_slli_epi32(_mm256_add_epi32(p, r), 2);
     y[3 * sy] = _mm256_add_epi32(_mm256_add_epi32(q4, _mm256_slli_epi32(s2, 2)),
@@ -184,9 +197,12 @@ static void out_tiles4(const int32_t *mm, int64_t ldxi, int64_t ldm, int64_t tro
             for (int64_t j = 0; j < ncols; j += 8) {
                 const int32_t *m = mm + (r * tw + tx) * ldm + j;
                 __m256i mv[36], t[24], o[16];
-                for (int xi = 0; xi < 36; xi++) mv[xi] = ld32(m + xi * ldxi);
-                for (int k = 0; k < 6; k++) at4(mv + k, 6, t + k, 6);    /* columns: A'^T M, t[i * 6 + k] */
-                for (int i = 0; i < 4; i++) at4(t + i * 6, 1, o + i * 4, 1); /* rows: (A'^T M) A' */
+                for (int xi = 0; xi < 36; xi++)
+                    mv[xi] = ld32(m + xi * ldxi);
+                for (int k = 0; k < 6; k++)
+                    at4(mv + k, 6, t + k, 6); /* columns: A'^T M, t[i * 6 + k] */
+                for (int i = 0; i < 4; i++)
+                    at4(t + i * 6, 1, o + i * 4, 1); /* rows: (A'^T M) A' */
                 for (int i = 0; i < rows; i++)
                     for (int k = 0; k < cols; k++)
                         _mm256_storeu_si256((__m256i *)(y + (i * ow + k) * ldc + j),
@@ -197,12 +213,16 @@ static void out_tiles4(const int32_t *mm, int64_t ldxi, int64_t ldm, int64_t tro
 
 void inf__qwino_in_avx2(int tile, const uint8_t *x0, int64_t rowb, int64_t cs, int64_t c, int64_t cp, int32_t zp,
                         int64_t trows, int64_t tw, int16_t *v, int64_t ldxi) {
-    if (tile == 4) in_tiles4(x0, rowb, cs, c, cp, zp, trows, tw, v, ldxi);
-    else in_tiles2(x0, rowb, cs, c, cp, zp, trows, tw, v, ldxi);
+    if (tile == 4)
+        in_tiles4(x0, rowb, cs, c, cp, zp, trows, tw, v, ldxi);
+    else
+        in_tiles2(x0, rowb, cs, c, cp, zp, trows, tw, v, ldxi);
 }
 
 void inf__qwino_out_avx2(int tile, const int32_t *mm, int64_t ldxi, int64_t ldm, int64_t trows, int64_t tw,
                          int64_t orows, int64_t ow, int64_t ncols, int32_t *c, int64_t ldc) {
-    if (tile == 4) out_tiles4(mm, ldxi, ldm, trows, tw, orows, ow, ncols, c, ldc);
-    else out_tiles2(mm, ldxi, ldm, trows, tw, orows, ow, ncols, c, ldc);
+    if (tile == 4)
+        out_tiles4(mm, ldxi, ldm, trows, tw, orows, ow, ncols, c, ldc);
+    else
+        out_tiles2(mm, ldxi, ldm, trows, tw, orows, ow, ncols, c, ldc);
 }
