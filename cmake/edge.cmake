@@ -15,6 +15,8 @@ if(INFERA_EDGE)
   list(FILTER EDGE_SOURCES EXCLUDE REGEX "/gemm_bf16(_avx512)?\\.c$")
   # nor the AVX2 vpmaddubsw INT8 kernel for pair-safe weights (ops/qgemm.h; vpmaddwd serves them there): size
   list(FILTER EDGE_SOURCES EXCLUDE REGEX "/qgemm_maddubs_avx2\\.c$")
+  # nor the INT8 Winograd (ops/qgemm.h; the direct kernels serve its convolutions there): size
+  list(FILTER EDGE_SOURCES EXCLUDE REGEX "/qwinograd(_avx2)?\\.c$")
   # Cold code -- loading, planning, session set-up, the op table: everything
   # outside the kernels (src/ops/ref, x86, arm, util.c) and the checksum --
   # is built for size (-Os in Release): it runs once per model or once per

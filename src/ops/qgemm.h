@@ -245,6 +245,56 @@ void inf__qdw_raw_avx2(const inf__qdw_w *w, int64_t m, const uint8_t *const *row
 void inf__qdw_raw_vnni512(const inf__qdw_w *w, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                           const int32_t *init, int32_t *c, int64_t ldc);
 
+/* ---- INT8 Winograd F(4x4, 3x3) and F(2x2, 3x3) (ops/ref/qwinograd.c, x86/qwinograd_avx2.c) ----
+ * A 3x3, stride-1, undilated, single-group conv without W zero point, in
+ * exact integer arithmetic (t = 4 or 2 outputs a side, input tiles of
+ * a = t + 2, a * a points): d = x - a_zp per input tile; V = B^T d B in
+ * int16 (|V| <= 100 * 255 = 25500 for t = 4, 4 * 255 for t = 2);
+ * U = Gi g Gi^T with an integer Gi (F(4x4): G = D Gi, D's fractions moved
+ * to the output side; F(2x2): Gi = 2G), |U| <= 49 * 128 resp. 9 * 128,
+ * int16, transformed once at load; M = sum over channels of U .* V (a * a
+ * int16 GEMMs, vpmaddwd: exact int32 pair sums, channel sums wrapping as
+ * the direct kernel's); Y = A'^T M A' = s * the direct sum (mod 2^32), with
+ * s = 576 = 64 * 9 (F(4x4)) or 4: the odd factor is undone by its inverse
+ * mod 2^32, the power of two by an exact shift when s * sum fits int32 --
+ * inf__qwino_exact's test on W (64 resp. 4 * 255 * sum|w| < 2^31 for every
+ * output channel).  Multiplies per output and input channel: 2.25 (t = 4)
+ * or 4 (t = 2) instead of 9. */
+enum { INF_QWINO_MAX_PTS = 36 };
+typedef struct inf__qwino_w {
+    int tile, pts;                     /* t (4 or 2) and (t + 2)^2 points */
+    int64_t c, m, cp;                  /* input / output channels; cp: c rounded up to 4 (each U's kp) */
+    inf__qgemm_b u[INF_QWINO_MAX_PTS]; /* U at point xi as B [cp][m]: AVX2 packing (int16 pairs, panels of 8) */
+} inf__qwino_w;
+/* Is the integer Winograd with tile t exact for W [m][c][3][3] (int8, no zero point)? */
+bool inf__qwino_exact(int tile, int64_t c, int64_t m, const int8_t *w);
+/* May load-time packers use it (INFERA_QCONV=direct says no, =wino2 keeps
+ * F(2x2): comparisons)?  The tile to use, or 0. */
+int inf__qwino_tile(void);
+size_t inf__qwino_pack_bytes(int tile, int64_t c, int64_t m);
+void inf__qwino_pack_into(void *mem, int tile, int64_t c, int64_t m, const int8_t *w, inf__qwino_w *out);
+inf_status inf__qwino_pack(inf__arena *arena, int tile, int64_t c, int64_t m, const int8_t *w, inf__qwino_w *out);
+/* The input transform of trows x tw tiles (row-major) whose first tile's
+ * top-left input position is x0 (uint8 channels last: rowb bytes between
+ * image rows, cs between positions, c channels): tile i's point xi at
+ * v[xi * ldxi + i * cp + ch], channels c .. cp-1 zero. */
+void inf__qwino_in_ref(int tile, const uint8_t *x0, int64_t rowb, int64_t cs, int64_t c, int64_t cp, int32_t zp,
+                       int64_t trows, int64_t tw, int16_t *v, int64_t ldxi);
+void inf__qwino_in_avx2(int tile, const uint8_t *x0, int64_t rowb, int64_t cs, int64_t c, int64_t cp, int32_t zp,
+                        int64_t trows, int64_t tw, int16_t *v, int64_t ldxi);
+/* The output transform: M of tile i at point xi, column j at mm[xi * ldxi +
+ * i * ldm + j] (ncols columns, a multiple of 8), into the sums of output
+ * position (t r + a, t tx + b) of tile i = r * tw + tx, c[((t r + a) * ow +
+ * t tx + b) * ldc + j], for rows t r + a < orows and columns t tx + b < ow
+ * (the shift a floor division: exact on a Winograd's M). */
+void inf__qwino_out_ref(int tile, const int32_t *mm, int64_t ldxi, int64_t ldm, int64_t trows, int64_t tw,
+                        int64_t orows, int64_t ow, int64_t ncols, int32_t *c, int64_t ldc);
+void inf__qwino_out_avx2(int tile, const int32_t *mm, int64_t ldxi, int64_t ldm, int64_t trows, int64_t tw,
+                         int64_t orows, int64_t ow, int64_t ncols, int32_t *c, int64_t ldc);
+/* M = V U at every point for n tiles (plain C: the twin of the AVX2 GEMM,
+ * inf__qconv_raw_avx2 reading V's rows in place). */
+void inf__qwino_gemm_ref(const inf__qwino_w *w, int64_t n, const int16_t *v, int64_t ldxi, int32_t *mm, int64_t ldmxi);
+
 /* 1-D/2-D convolution, NCHW, W packed per group as B = W_g^T ([c/group*kh*kw, m/group]).
  * x is one image's planes at a time (inf__qsrc with ld unused). */
 typedef struct inf__qconv_geom {
@@ -255,6 +305,8 @@ typedef struct inf__qconv_geom {
     int64_t pkh, pkw, psh, psw; /* pkh > 0: a fused MaxPool (kernel, strides >= kernel, no padding) on the
                                  * F32 output, [n][m][(oh-pkh)/psh+1][(ow-pkw)/psw+1] */
     const inf__qdw_w *dwise;    /* a depthwise conv (group == c == m) with W packed for it, or NULL */
+    const inf__qwino_w *wino;   /* a 3x3 stride-1 conv with W transformed for an INT8 Winograd, or NULL:
+                                 * the driver takes it on the AVX2 kernels (no fused MaxPool) */
 } inf__qconv_geom;
 size_t inf__qconv_scratch_bytes(const inf__qconv_geom *g, const inf__qgemm_b *b);
 void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgemm_b *bg, const inf__qsrc *x,

@@ -235,12 +235,59 @@ static bool conv_direct(const inf__qconv_geom *g, const inf__qgemm_b *b) {
 #endif
 }
 
+/* ---- the INT8 Winograd F(4x4, 3x3) / F(2x2, 3x3) (ops/ref/qwinograd.c) ----
+ * Work is cut into units of `rows` tile rows (t = 4 or 2 output rows each,
+ * about 24 tiles a unit: the per-point GEMMs' rows); a unit's input
+ * transform (V, [pts][tiles][cp] int16), its pts GEMMs (M, [pts][tiles][np] int32: the AVX2
+ * conv kernel reading V's rows in place, one "tap" at each point's offset),
+ * its output transform into the unit's output positions of the C buffer,
+ * and the usual stores, all while the unit is in cache.  The image is the
+ * direct path's zero-point-padded channels-last buffer, tall and wide
+ * enough for whole tiles. */
+typedef struct wino_dims {
+    int64_t th, tw, rows, units; /* tiles down and across, tile rows per unit, units */
+    int64_t ldv, ldm;            /* per point: V's int16 and M's int32 values of a unit */
+    int64_t vunit, munit, punit; /* a unit's V values, M values and row pointers (64-byte multiples) */
+} wino_dims;
+
+static bool conv_wino(const inf__qconv_geom *g, const inf__qgemm_b *b) {
+#if defined(__x86_64__) && !defined(INF_EDGE)
+    return g->wino && !g->dwise && !g->pkh && !g->cgp && g->group == 1 && g->kh == 3 && g->kw == 3 && g->sh == 1 &&
+           g->sw == 1 && g->dh == 1 && g->dw == 1 && g->wino->c == g->c && g->wino->m == g->m && !b->any_b_zp &&
+           (b->isa == INF_QGEMM_AVX2 || b->isa == INF_QGEMM_AVX2_UBS) && g->wino->u[0].np == b->np;
+#else
+    (void)g, (void)b;
+    return false;
+#endif
+}
+
+/* split: at least two units where there are two tile rows (a pool of more than one thread) */
+static wino_dims wino_dims_of(const inf__qconv_geom *g, int64_t np, bool split) {
+    int64_t t = g->wino ? g->wino->tile : 2, pts = g->wino ? g->wino->pts : 0;
+    wino_dims d = {.th = (g->oh + t - 1) / t, .tw = (g->ow + t - 1) / t};
+    d.rows = (ROWS_PER_BLOCK + d.tw - 1) / d.tw;
+    if (d.rows > d.th) d.rows = d.th;
+    if (split && d.rows > (d.th + 1) / 2) d.rows = (d.th + 1) / 2;
+    d.units = (d.th + d.rows - 1) / d.rows;
+    int64_t tiles = d.rows * d.tw, cp = g->wino ? g->wino->cp : 0;
+    d.ldv = tiles * cp, d.ldm = tiles * np;
+    d.vunit = round_up(pts * d.ldv, 32), d.munit = round_up(pts * d.ldm, 16);
+    d.punit = round_up(tiles, 8);
+    return d;
+}
+
+static int64_t wino_work_bytes(const wino_dims *d) { return d->units * (2 * d->vunit + 4 * d->munit + 8 * d->punit); }
+
 /* The image buffer's height and width: padded for the direct path (every
  * tap of every output position inside it), else the image's own. */
-static void image_dims(const inf__qconv_geom *g, bool direct, int64_t *ihp, int64_t *iwp) {
+static void image_dims(const inf__qconv_geom *g, bool direct, bool wino, int64_t *ihp, int64_t *iwp) {
     *ihp = g->ih, *iwp = g->iw;
     if (!direct) return;
     int64_t need_h = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1, need_w = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+    if (wino) { /* whole input tiles */
+        int64_t t = g->wino->tile;
+        need_h = (g->oh + t - 1) / t * t + 2, need_w = (g->ow + t - 1) / t * t + 2;
+    }
     if (g->ih + g->pt > need_h) need_h = g->ih + g->pt;
     if (g->iw + g->pl > need_w) need_w = g->iw + g->pl;
     *ihp = need_h, *iwp = need_w;
@@ -249,11 +296,17 @@ static void image_dims(const inf__qconv_geom *g, bool direct, int64_t *ihp, int6
 size_t inf__qconv_scratch_bytes(const inf__qconv_geom *g, const inf__qgemm_b *b) {
     int64_t pos = round_up(g->oh * g->ow, ROWS_PER_BLOCK), ihp, iwp;
     if (g->dwise) { /* the padded image with cp channels per position, and the sums */
-        image_dims(g, true, &ihp, &iwp);
+        image_dims(g, true, false, &ihp, &iwp);
         return (size_t)(g->dwise->cp * (ihp * iwp + 4 * pos + 4) + 384);
     }
+    if (conv_wino(g, b)) { /* the padded image, the units' work areas, the sums */
+        image_dims(g, true, true, &ihp, &iwp);
+        wino_dims d1 = wino_dims_of(g, b->np, false), d2 = wino_dims_of(g, b->np, true);
+        int64_t work = wino_work_bytes(&d1) > wino_work_bytes(&d2) ? wino_work_bytes(&d1) : wino_work_bytes(&d2);
+        return (size_t)(g->c * ihp * iwp + work + pos * 4 * b->np + 448);
+    }
     bool direct = conv_direct(g, b);
-    image_dims(g, direct, &ihp, &iwp);
+    image_dims(g, direct, false, &ihp, &iwp);
     int64_t image = (g->cgp ? g->cgp : g->c) * ihp * iwp, wide = direct && b->isa == INF_QGEMM_AVX2 ? 2 * image : 0;
     return (size_t)(image + wide + pos * (b->kp + 4 * b->np) + 4 * b->np + 448);
 }
@@ -276,6 +329,10 @@ typedef struct conv_task {
     const inf__qdw_w *dw;      /* a depthwise conv (ops/ref/qdepthwise.c): x has dw->cp channels per position */
     const float *residual;     /* this image's residual (out->residual), or NULL */
     const inf__epilogue *res_act; /* with a residual: the activation after the Add */
+    const struct wino_dims *wd;   /* the INT8 Winograd: its units, and each unit's V, M and row pointers */
+    int16_t *vbuf;
+    int32_t *mbuf;
+    const uint16_t **pbuf;
 } conv_task;
 
 /* Row p of the group's im2col matrix, K in (ky, kx, channel) order -- the
@@ -471,6 +528,37 @@ static void add_residual(const conv_task *t, const inf__qgemm_b *b, int64_t ch0,
     }
 }
 
+/* The output of positions [p0, p1) (at most ROWS_PER_BLOCK) from their sums c (rows of b->np). */
+static void store_block(const conv_task *t, int64_t p0, int64_t p1, const int32_t *c) {
+    const inf__qgemm_b *b = t->b;
+    int64_t pos = t->g->oh * t->g->ow, ch0 = t->group * t->g->mg;
+    if (t->out->kind == INF_QOUT_F32_U8) { /* channels last: C's rows are the output's positions */
+        for (int64_t p = p0; p < p1; p++) {
+            uint8_t *yp = (uint8_t *)t->y + p * t->g->m + ch0;
+            const int32_t *cp = c + (p - p0) * b->np;
+#if defined(__x86_64__)
+            if (b->isa != INF_QGEMM_REF) {
+                qstore_u8_row(b->isa, t->out, cp, ch0, b->n, yp);
+                continue;
+            }
+#endif
+            for (int64_t j = 0; j < b->n; j++)
+                yp[j] = store_u8(t->out, cp[j], ch0 + j);
+        }
+        return;
+    }
+    if (vector_store(b, t->out)) {
+#if defined(__x86_64__)
+        inf__qstore_f32_block_t_avx2(t->out, c, b->np, p1 - p0, ch0, b->n, (float *)t->y + ch0 * pos + p0, pos);
+#endif
+    } else {
+        for (int64_t j = 0; j < b->n; j++)
+            for (int64_t p = p0; p < p1; p++)
+                store_one(t->out, t->y, (ch0 + j) * pos + p, c[(p - p0) * b->np + j], ch0 + j);
+    }
+    if (t->residual) add_residual(t, b, ch0, p0, p1);
+}
+
 static void conv_blocks(void *arg, int64_t begin, int64_t end) {
     const conv_task *t = arg;
     const inf__qgemm_b *b = t->b;
@@ -479,33 +567,39 @@ static void conv_blocks(void *arg, int64_t begin, int64_t end) {
         int64_t p0 = blk * ROWS_PER_BLOCK, p1 = p0 + ROWS_PER_BLOCK < pos ? p0 + ROWS_PER_BLOCK : pos;
         int32_t *c = t->cbuf + p0 * b->np;
         conv_sums(t, p0, p1, c);
-        int64_t ch0 = t->group * t->g->mg;
-        if (t->out->kind == INF_QOUT_F32_U8) { /* channels last: C's rows are the output's positions */
-            for (int64_t p = p0; p < p1; p++) {
-                uint8_t *yp = (uint8_t *)t->y + p * t->g->m + ch0;
-                const int32_t *cp = c + (p - p0) * b->np;
-#if defined(__x86_64__)
-                if (b->isa != INF_QGEMM_REF) {
-                    qstore_u8_row(b->isa, t->out, cp, ch0, b->n, yp);
-                    continue;
-                }
-#endif
-                for (int64_t j = 0; j < b->n; j++) yp[j] = store_u8(t->out, cp[j], ch0 + j);
-            }
-            continue;
-        }
-        if (vector_store(b, t->out)) {
-#if defined(__x86_64__)
-            inf__qstore_f32_block_t_avx2(t->out, c, b->np, p1 - p0, ch0, b->n, (float *)t->y + ch0 * pos + p0, pos);
-#endif
-        } else {
-            for (int64_t j = 0; j < b->n; j++)
-                for (int64_t p = p0; p < p1; p++)
-                    store_one(t->out, t->y, (ch0 + j) * pos + p, c[(p - p0) * b->np + j], ch0 + j);
-        }
-        if (t->residual) add_residual(t, b, ch0, p0, p1);
+        store_block(t, p0, p1, c);
     }
 }
+
+#if defined(__x86_64__) && !defined(INF_EDGE)
+static void conv_wino_units(void *arg, int64_t begin, int64_t end) {
+    const conv_task *t = arg;
+    const inf__qconv_geom *g = t->g;
+    const inf__qgemm_b *b = t->b;
+    const wino_dims *d = t->wd;
+    int64_t cp = g->wino->cp, rowb = t->iwp * t->cs, tile = g->wino->tile;
+    for (int64_t u = begin; u < end; u++) {
+        int64_t ty0 = u * d->rows, trows = d->th - ty0 < d->rows ? d->th - ty0 : d->rows, n = trows * d->tw;
+        int16_t *v = t->vbuf + u * d->vunit;
+        int32_t *mm = t->mbuf + u * d->munit;
+        const uint16_t **rows = t->pbuf + u * d->punit;
+        inf__qwino_in_avx2((int)tile, t->x + tile * ty0 * rowb, rowb, t->cs, g->c, cp, t->a_zp, trows, d->tw, v,
+                           d->ldv);
+        for (int64_t i = 0; i < n; i++)
+            rows[i] = (const uint16_t *)(v + i * cp); /* int16 read as the kernel's 16-bit lanes */
+        for (int xi = 0; xi < g->wino->pts; xi++) {
+            int64_t off = xi * d->ldv;
+            inf__qconv_raw_avx2(&g->wino->u[xi], n, rows, &off, 1, cp, NULL, mm + xi * d->ldm, b->np);
+        }
+        int64_t p0 = tile * ty0 * g->ow, orows = g->oh - tile * ty0 < tile * trows ? g->oh - tile * ty0 : tile * trows;
+        int64_t p1 = p0 + orows * g->ow;
+        inf__qwino_out_avx2((int)tile, mm, d->ldm, b->np, trows, d->tw, orows, g->ow, b->np, t->cbuf + p0 * b->np,
+                            b->np);
+        for (int64_t q0 = p0; q0 < p1; q0 += ROWS_PER_BLOCK)
+            store_block(t, q0, q0 + ROWS_PER_BLOCK < p1 ? q0 + ROWS_PER_BLOCK : p1, t->cbuf + q0 * b->np);
+    }
+}
+#endif
 
 typedef struct quant_task {
     const inf__qsrc *x;
@@ -570,12 +664,15 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
     inf__qgemm_b dwb = {.isa = bg[0].isa, .k = g->kh * g->kw, .n = g->m, .kp = 0, .np = g->dwise ? g->dwise->cp : 0};
     if (g->dwise) bg = &dwb;
     int64_t blocks = (pos + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, kp = bg[0].kp, np = bg[0].np;
-    bool direct = !g->dwise && conv_direct(g, &bg[0]), in_place = direct || g->dwise;
-    image_dims(g, in_place, &ihp, &iwp);
+    bool wino = conv_wino(g, &bg[0]);
+    bool direct = !g->dwise && !wino && conv_direct(g, &bg[0]), in_place = direct || g->dwise || wino;
+    image_dims(g, in_place, wino, &ihp, &iwp);
+    wino_dims wd = wino_dims_of(g, np, inf__pool_size(pool) > 1);
     uint8_t *xbuf = (uint8_t *)round_up((int64_t)(uintptr_t)scratch, 64);
     int64_t cs = g->dwise ? g->dwise->cp : direct && g->cgp ? g->cgp : g->c; /* channels per position in xbuf */
     uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)(xbuf + cs * ihp * iwp), 64);
-    int32_t *cbuf = (int32_t *)round_up((int64_t)(uintptr_t)(abuf + blocks * ROWS_PER_BLOCK * kp), 64);
+    int64_t abytes = wino ? wino_work_bytes(&wd) : blocks * ROWS_PER_BLOCK * kp; /* im2col rows, or Winograd's units */
+    int32_t *cbuf = (int32_t *)round_up((int64_t)(uintptr_t)(abuf + abytes), 64);
     int32_t *init = cbuf + blocks * ROWS_PER_BLOCK * np;
     bool wide = direct && bg[0].isa == INF_QGEMM_AVX2; /* the AVX2 kernel reads uint16 */
     uint16_t *x16 = wide ? (uint16_t *)round_up((int64_t)(uintptr_t)(init + np), 64) : NULL;
@@ -608,9 +705,32 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
                 for (int64_t j = 0; j < np; j++) init[j] = (int32_t)(0u - (uint32_t)a_zp * (uint32_t)bg[grp].colsum[j]);
             if (g->dwise)
                 for (int64_t j = 0; j < np; j++) init[j] = (int32_t)(0u - (uint32_t)a_zp * (uint32_t)g->dwise->wsum[j]);
-            conv_task t = {g, &bg[grp], out, xbuf, x16, a_zp, grp, (char *)y + (size_t)(n * out_image) * out_esize,
-                           abuf, cbuf, direct, iwp, cs, tapoff, init, g->dwise,
-                           out->residual ? out->residual + n * out_image : NULL, res_act};
+            conv_task t = {.g = g,
+                           .b = &bg[grp],
+                           .out = out,
+                           .x = xbuf,
+                           .x16 = x16,
+                           .a_zp = a_zp,
+                           .group = grp,
+                           .y = (char *)y + (size_t)(n * out_image) * out_esize,
+                           .abuf = abuf,
+                           .cbuf = cbuf,
+                           .direct = direct,
+                           .iwp = iwp,
+                           .cs = cs,
+                           .tapoff = tapoff,
+                           .init = init,
+                           .dw = g->dwise,
+                           .residual = out->residual ? out->residual + n * out_image : NULL,
+                           .res_act = res_act};
+#if defined(__x86_64__) && !defined(INF_EDGE)
+            if (wino) { /* V, M and the row pointers per unit in the im2col area */
+                t.wd = &wd, t.vbuf = (int16_t *)abuf, t.mbuf = (int32_t *)(t.vbuf + wd.units * wd.vunit);
+                t.pbuf = (const uint16_t **)(t.mbuf + wd.units * wd.munit);
+                inf__pool_range(pool, wd.units, 1, conv_wino_units, &t);
+                continue;
+            }
+#endif
             if (g->pkh) inf__pool_range(pool, (g->oh - g->pkh) / g->psh + 1, 1, conv_pool_rows, &t);
             else inf__pool_range(pool, blocks, 1, conv_blocks, &t);
         }

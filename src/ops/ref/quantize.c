@@ -562,7 +562,30 @@ typedef struct qconv_params {
     int64_t pool[4];  /* fused MaxPool (graph/passes/qdq_chain.c): kernel h, w, strides h, w; or 0s */
     inf__qdw_w dw;    /* a depthwise conv (group == channels, one output each): W packed for it too */
     bool has_dw;
+    inf__qwino_w wino; /* a 3x3 stride-1 conv on the AVX2 kernels: W transformed for the INT8 Winograd too */
+    bool has_wino;
 } qconv_params;
+
+#if defined(__x86_64__) && !defined(INF_EDGE)
+/* Does W take an INT8 Winograd (ops/qgemm.h) as well: a 3x3, stride-1,
+ * undilated, single-group conv with int8 weights and no zero point, at
+ * least 8 channels in and out, packed for the AVX2 kernels (the VNNI ones
+ * keep the direct conv)?  The tile (4, or 2 where F(4x4) would not be
+ * exact in its integers), or 0. */
+static int qwino_tile(const qconv_params *p, const inf_tensor *w, inf__qgemm_isa isa, bool wz_zero, bool padded) {
+    int tile = inf__qwino_tile();
+    if (!tile || !(isa == INF_QGEMM_AVX2 || isa == INF_QGEMM_AVX2_UBS) || padded || !wz_zero || p->group != 1 ||
+        w->ndim != 4 || w->dtype != INF_DTYPE_I8 || w->dims[2] != 3 || w->dims[3] != 3 || w->dims[0] < 8 ||
+        w->dims[1] < 8)
+        return 0;
+    for (int i = 0; i < p->n_strides; i++)
+        if (p->strides[i] != 1) return 0;
+    for (int i = 0; i < p->n_dilations; i++)
+        if (p->dilations[i] != 1) return 0;
+    if (tile == 4 && inf__qwino_exact(4, w->dims[1], w->dims[0], w->data)) return 4;
+    return inf__qwino_exact(2, w->dims[1], w->dims[0], w->data) ? 2 : 0;
+}
+#endif
 
 /* Packs a constant W (input w_at; zero point input wzp_at: per tensor or
  * per output channel) per group as B = W_g^T, when isa allows. */
@@ -608,6 +631,13 @@ static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p
                                &p->bg[grp]);
     }
     inf__free(hwc);
+#if defined(__x86_64__) && !defined(INF_EDGE)
+    int wtile = st == INF_OK ? qwino_tile(p, w, isa, wz_zero, cgp != cg) : 0;
+    if (wtile) {
+        st = inf__qwino_pack(arena, wtile, cg, m, w->data, &p->wino);
+        p->has_wino = st == INF_OK;
+    }
+#endif
     if (st == INF_OK && cg == 1 && mg == 1 && p->group > 1 && taps <= 64) { /* depthwise: ops/ref/qdepthwise.c */
         bool per_ch = wz && inf_tensor_numel(wz) > 1;
         st = inf__qdw_pack(arena, m, taps, w->data, w->dtype, wz ? wz->data : NULL, per_ch ? m : 1, &p->dw);
@@ -778,13 +808,31 @@ static inf_status qconv_run_packed(inf__kernel_ctx *ctx, const qconv_geom *g, co
                                    const inf__qout *out, void *y) {
     const qconv_params *p = ctx->node->params;
     bool one_d = g->nd == 1;
-    inf__qconv_geom qg = {.n = g->n, .c = g->c, .m = g->m, .group = p->group, .cg = g->cg, .mg = g->mg,
-                          .ih = one_d ? 1 : g->in[0], .iw = g->in[g->nd - 1], .oh = one_d ? 1 : g->out[0],
-                          .ow = g->out[g->nd - 1], .kh = one_d ? 1 : g->k[0], .kw = g->k[g->nd - 1],
-                          .sh = one_d ? 1 : g->s[0], .sw = g->s[g->nd - 1], .dh = one_d ? 1 : g->d[0],
-                          .dw = g->d[g->nd - 1], .pt = one_d ? 0 : g->pb[0], .pl = g->pb[g->nd - 1],
-                          .cgp = p->cgp, .pkh = p->pool[0], .pkw = p->pool[1], .psh = p->pool[2], .psw = p->pool[3],
-                          .dwise = p->has_dw ? &p->dw : NULL};
+    inf__qconv_geom qg = {.n = g->n,
+                          .c = g->c,
+                          .m = g->m,
+                          .group = p->group,
+                          .cg = g->cg,
+                          .mg = g->mg,
+                          .ih = one_d ? 1 : g->in[0],
+                          .iw = g->in[g->nd - 1],
+                          .oh = one_d ? 1 : g->out[0],
+                          .ow = g->out[g->nd - 1],
+                          .kh = one_d ? 1 : g->k[0],
+                          .kw = g->k[g->nd - 1],
+                          .sh = one_d ? 1 : g->s[0],
+                          .sw = g->s[g->nd - 1],
+                          .dh = one_d ? 1 : g->d[0],
+                          .dw = g->d[g->nd - 1],
+                          .pt = one_d ? 0 : g->pb[0],
+                          .pl = g->pb[g->nd - 1],
+                          .cgp = p->cgp,
+                          .pkh = p->pool[0],
+                          .pkw = p->pool[1],
+                          .psh = p->pool[2],
+                          .psw = p->pool[3],
+                          .dwise = p->has_dw ? &p->dw : NULL,
+                          .wino = p->has_wino ? &p->wino : NULL};
     void *scratch = inf__kernel_scratch(ctx, inf__qconv_scratch_bytes(&qg, &p->bg[0]));
     if (!scratch) return INF_ENOMEM;
     inf__qsrc x = {.data = q->x->data, .dtype = q->x->dtype, .zp = zp_at(q->xzp, 0), .nhwc = p->nhwc_in};
