@@ -248,7 +248,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--shape")) shape = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--variant")) variant = argv[i + 1];
         else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--quantile")) quantile = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--quantile"))
+            quantile = atof(argv[i + 1]);
         else {
             fprintf(stderr, "bench_conv: unknown option %s\n", argv[i]);
             return 2;
@@ -259,7 +260,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     inf__pool *pool = NULL;
-    if (batch < 1 || threads < 1 || rounds < 1 || shape >= N_SHAPES || !(quantile >= 0 && quantile <= 1) || inf__pool_new(threads, &pool) != INF_OK) {
+    if (batch < 1 || threads < 1 || rounds < 1 || shape >= N_SHAPES || !(quantile >= 0 && quantile <= 1) ||
+        inf__pool_new(threads, &pool) != INF_OK) {
         fprintf(stderr, "bench_conv: bad --batch/--threads/--rounds/--shape or no thread pool\n");
         return 2;
     }
