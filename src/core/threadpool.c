@@ -70,7 +70,7 @@
  * CNN, batch 1, 2 threads).  A late or descheduled worker still loses its
  * part to the caller.  Once front == back no claim of that generation can
  * succeed, whatever a late reader saw. */
-#define CLAIM(gen, front, back) \
+#define CLAIM(gen, front, back)                                                                                        \
     (((uint64_t)(uint32_t)(gen) << 32) | ((uint64_t)(uint16_t)(front) << 16) | (uint16_t)(back))
 #define CLAIM_GEN(w) ((uint32_t)((w) >> 32))
 #define CLAIM_FRONT(w) ((uint32_t)(uint16_t)((w) >> 16))
