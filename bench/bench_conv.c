@@ -4,6 +4,7 @@
  * docs/convolutions.md).
  *
  *   bench_conv [--batch N] [--threads N] [--rounds N] [--shape I] [--variant NAME] [--iters N]
+ *              [--quantile Q]
  *
  * Shapes: the benchmark CNN's convolutions (bench/models/cnn.onnx), those
  * of bench/extra's Conv1d networks (gen_conv1d_models.py) and stride-1 3x3s
@@ -17,7 +18,10 @@
  * the one Conv picks (pointwise when it fits, else avx2_variant's, on
  * path avx512 its sibling).  Each round times
  * every variant of a shape once (the order rotating per round); the table
- * shows the median microseconds per call and the ratio to the picked one.
+ * shows the median microseconds per call and the ratio to the picked one
+ * (--quantile Q: the Q-quantile over the rounds instead, e.g. 0.1 on a
+ * machine shared with other jobs, where the low rounds are the ones no
+ * other process interrupted -- what 2 threads need to be compared).
  * With --variant (and --shape) it runs just that, --iters times, for
  * valgrind --tool=callgrind instruction counts.
  */
@@ -199,8 +203,9 @@ static void case_free(conv_case *cc) {
     for (int v = 0; v < N_VARIANTS; v++) free(cc->v[v].wp), free(cc->v[v].scratch);
 }
 
-/* One table row: median us per call of each variant over `rounds` rounds. */
-static void bench_shape(const conv_shape *s, int64_t batch, inf__pool *pool, int threads, int rounds) {
+/* One table row: the q-quantile (median: 0.5) of the us per call of each
+ * variant over `rounds` rounds. */
+static void bench_shape(const conv_shape *s, int64_t batch, inf__pool *pool, int threads, int rounds, double q) {
     conv_case cc;
     if (!case_new(&cc, s, batch, pool, threads)) {
         printf("%-28s out of memory\n", s->what);
@@ -210,16 +215,16 @@ static void bench_shape(const conv_shape *s, int64_t batch, inf__pool *pool, int
     double flop = 2.0 * cc.g.n * cc.g.m * cc.g.oh * cc.g.ow * cc.g.cg * cc.g.kh * cc.g.kw;
     double t[N_VARIANTS][BENCH_MAX_ROUNDS];
     rounds = bench_rounds(N_VARIANTS, cc.ok, rounds, bench_inner_calls(flop), run_variant, &cc, t);
-    int pick = picked(&cc.g);
-    double base = t[pick][rounds / 2];
+    int pick = picked(&cc.g), at = q == 0.5 ? rounds / 2 : (int)(q * (rounds - 1) + 0.5);
+    double base = t[pick][at];
     printf("%-28s", s->what);
     for (int v = 0; v < N_VARIANTS; v++) {
         if (!cc.ok[v]) {
             printf(" %18s ", "-");
             continue;
         }
-        double med = t[v][rounds / 2];
-        printf(" %9.1f (%4.2f)%c", med, med / base, v == pick ? '*' : ' ');
+        double us = t[v][at];
+        printf(" %9.1f (%4.2f)%c", us, us / base, v == pick ? '*' : ' ');
     }
     printf("\n");
     case_free(&cc);
@@ -234,6 +239,7 @@ static int find_variant(const char *name) {
 int main(int argc, char **argv) {
     int64_t batch = 1;
     int threads = 1, rounds = 9, shape = -1, iters = 10;
+    double quantile = 0.5;
     const char *variant = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--batch")) batch = atoll(argv[i + 1]);
@@ -242,6 +248,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--shape")) shape = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--variant")) variant = argv[i + 1];
         else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--quantile"))
+            quantile = atof(argv[i + 1]);
         else {
             fprintf(stderr, "bench_conv: unknown option %s\n", argv[i]);
             return 2;
@@ -252,7 +260,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     inf__pool *pool = NULL;
-    if (batch < 1 || threads < 1 || rounds < 1 || shape >= N_SHAPES || inf__pool_new(threads, &pool) != INF_OK) {
+    if (batch < 1 || threads < 1 || rounds < 1 || shape >= N_SHAPES || !(quantile >= 0 && quantile <= 1) ||
+        inf__pool_new(threads, &pool) != INF_OK) {
         fprintf(stderr, "bench_conv: bad --batch/--threads/--rounds/--shape or no thread pool\n");
         return 2;
     }
@@ -268,12 +277,12 @@ int main(int argc, char **argv) {
             case_free(&cc);
         }
     } else {
-        printf("batch %lld, %d thread(s), median us per call (ratio to the picked *) over %d rounds\n%-28s",
-               (long long)batch, threads, rounds, "shape");
+        printf("batch %lld, %d thread(s), %s us per call (ratio to the picked *) over %d rounds\n%-28s",
+               (long long)batch, threads, quantile == 0.5 ? "median" : "quantile", rounds, "shape");
         for (int v = 0; v < N_VARIANTS; v++) printf(" %18s ", VNAMES[v]);
         printf("\n");
         for (int s = 0; s < N_SHAPES; s++)
-            if (shape < 0 || s == shape) bench_shape(&SHAPES[s], batch, pool, threads, rounds);
+            if (shape < 0 || s == shape) bench_shape(&SHAPES[s], batch, pool, threads, rounds, quantile);
     }
     inf__pool_free(pool);
     return rc;

@@ -13,7 +13,8 @@
 # bench/gen_bench_models.py.  --quick: 1 round, fewer iterations.
 # On a shared machine each measurement first waits (up to 20 s) for the
 # CPUs to be idle (BENCH_MAX_BUSY percent, default 10); the busy share seen
-# is kept in raw.jsonl as "busy".
+# is kept in raw.jsonl as "busy", and the CPUs' cache-line round trip
+# (bench/bench_core_rtt) as "rtt_ns".
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -60,18 +61,30 @@ wait_quiet() {
     return 0
 }
 
+# The round trip of a cache line between the first two CPUs, ns (-1: no
+# tool or one CPU): on a VM it moves as the hypervisor places the vCPUs
+# (bench/bench_core_rtt.c), and 2-thread figures move with it.
+RTT_TOOL=$(dirname "$INFERA")/bench/bench_core_rtt
+core_rtt() {
+    RTT=-1
+    [ -x "$RTT_TOOL" ] && RTT=$("$RTT_TOOL" 2>/dev/null || echo -1)
+    return 0
+}
+
 # one measurement of each engine (bench_loop sets round m t b it wu)
 run_infera() {
     wait_quiet
+    core_rtt
     "$INFERA" bench "$HERE/models/$m.onnx" --threads "$t" --batch "$b" --iters "$it" \
         --warmup "$wu" --json |
-        sed "s/^{/{\"engine\":\"infera\",\"name\":\"$m\",\"round\":$round,\"busy\":$BUSY,/" >>"$RAW"
+        sed "s/^{/{\"engine\":\"infera\",\"name\":\"$m\",\"round\":$round,\"busy\":$BUSY,\"rtt_ns\":$RTT,/" >>"$RAW"
 }
 run_ort() {
     wait_quiet
+    core_rtt
     node "$HERE/ort_bench.js" "$HERE/models/$m.onnx" --threads "$t" --batch "$b" --iters "$it" \
         --warmup "$wu" |
-        sed "s/^{/{\"name\":\"$m\",\"round\":$round,\"busy\":$BUSY,/" >>"$RAW"
+        sed "s/^{/{\"name\":\"$m\",\"round\":$round,\"busy\":$BUSY,\"rtt_ns\":$RTT,/" >>"$RAW"
 }
 bench_one() {
     if [ "$QUICK" = 1 ]; then

@@ -60,12 +60,22 @@
 #define YIELD_ITERS 20000 /* sched_yield spins before sleeping */
 #define MOVE_INTERVAL 2e-3 /* seconds between two moves of a worker off the caller's CPU */
 
-/* The claim word: generation in the high 32 bits, chunks not yet claimed in
- * the low 32.  Counting down matters: once a job's count reaches 0 no claim
- * of that generation can succeed, whatever chunk count a late reader saw. */
-#define CLAIM(gen, left) (((uint64_t)(uint32_t)(gen) << 32) | (uint32_t)(left))
+/* The claim word: generation in the high 32 bits, then the chunks not yet
+ * claimed as [front, back) in two 16-bit halves.  The caller claims from the
+ * front, workers from the back: with two threads each keeps the same part of
+ * every kernel's work from run to run (the same output rows, the same
+ * Winograd slot and its scratch), so the lines it writes are already in its
+ * own cache -- with a random split half of them came from the other core,
+ * which on a VM whose vCPUs share no L3 costs ~460 ns a round trip (bench
+ * CNN, batch 1, 2 threads).  A late or descheduled worker still loses its
+ * part to the caller.  Once front == back no claim of that generation can
+ * succeed, whatever a late reader saw. */
+#define CLAIM(gen, front, back)                                                                                        \
+    (((uint64_t)(uint32_t)(gen) << 32) | ((uint64_t)(uint16_t)(front) << 16) | (uint16_t)(back))
 #define CLAIM_GEN(w) ((uint32_t)((w) >> 32))
-#define CLAIM_LEFT(w) ((uint32_t)(w))
+#define CLAIM_FRONT(w) ((uint32_t)(uint16_t)((w) >> 16))
+#define CLAIM_BACK(w) ((uint32_t)(uint16_t)(w))
+#define MAX_CHUNKS 65535u
 
 /* What a worker is started with.  The array lives in the pool, not in
  * the thread: a worker that frees its own argument when it first runs
@@ -91,8 +101,7 @@ struct inf__pool {
     _Atomic(inf__range_fn) fn;
     _Atomic(void *) arg;
     _Atomic int64_t n, chunk;
-    _Atomic uint32_t n_chunks;
-    _Atomic uint64_t claim; /* CLAIM(generation, chunks left) */
+    _Atomic uint64_t claim; /* CLAIM(generation, front, back): the chunks not yet claimed */
     _Atomic uint32_t done;  /* chunks finished in the current job */
     _Atomic uint32_t *seen; /* per worker: the last generation it finished looking at */
     _Atomic int caller_cpu; /* the CPU the caller published the current job from (-1: unknown) */
@@ -110,27 +119,30 @@ static inline void spin_step(int spins) {
         sched_yield();
 }
 
-/* Claims the next chunk of job `gen` (of n_chunks); false once the job has
- * no chunk left or a newer job replaced it. */
-static bool claim_chunk(inf__pool *p, uint32_t gen, uint32_t n_chunks, uint32_t *chunk) {
+/* Claims a chunk of job `gen`, the first unclaimed one (caller) or the
+ * last (workers, from_back); false once the job has no chunk left or a
+ * newer job replaced it. */
+static bool claim_chunk(inf__pool *p, uint32_t gen, bool from_back, uint32_t *chunk) {
     uint64_t w = atomic_load(&p->claim);
     for (;;) {
-        if (CLAIM_GEN(w) != gen || CLAIM_LEFT(w) == 0) return false;
-        if (atomic_compare_exchange_weak(&p->claim, &w, w - 1)) {
-            *chunk = n_chunks - CLAIM_LEFT(w);
+        uint32_t front = CLAIM_FRONT(w), back = CLAIM_BACK(w);
+        if (CLAIM_GEN(w) != gen || front >= back) return false;
+        uint64_t next = from_back ? CLAIM(gen, front, back - 1) : CLAIM(gen, front + 1, back);
+        if (atomic_compare_exchange_weak(&p->claim, &w, next)) {
+            *chunk = from_back ? back - 1 : front;
             return true;
         }
     }
 }
 
 /* Runs chunks of job `gen` until none is left. */
-static void run_chunks(inf__pool *p, uint32_t gen) {
+static void run_chunks(inf__pool *p, uint32_t gen, bool from_back) {
     inf__range_fn fn = atomic_load(&p->fn);
     void *arg = atomic_load(&p->arg);
     int64_t n = atomic_load(&p->n), size = atomic_load(&p->chunk);
-    uint32_t n_chunks = atomic_load(&p->n_chunks), c;
-    while (claim_chunk(p, gen, n_chunks, &c)) {
-        /* A successful claim proves fn..n_chunks (read before it) were job
+    uint32_t c;
+    while (claim_chunk(p, gen, from_back, &c)) {
+        /* A successful claim proves fn..chunk (read before it) were job
          * gen's: the next job is written only after all of gen's chunks were
          * claimed and done. */
         int64_t begin = (int64_t)c * size;
@@ -220,7 +232,7 @@ static void *worker_main(void *arg) {
     for (;;) {
         seen = wait_for_job(p, seen);
         if (atomic_load(&p->stop)) return NULL;
-        run_chunks(p, seen);
+        run_chunks(p, seen, true);
         atomic_store(&p->seen[index], seen);
         leave_callers_cpu(p, &m); /* after acknowledging: the caller does not wait for it */
     }
@@ -298,9 +310,8 @@ static uint32_t publish_job(inf__pool *p, int64_t n, int64_t chunk, uint32_t n_c
     atomic_store(&p->arg, arg);
     atomic_store(&p->n, n);
     atomic_store(&p->chunk, chunk);
-    atomic_store(&p->n_chunks, n_chunks);
     atomic_store(&p->done, 0);
-    atomic_store(&p->claim, CLAIM(gen, n_chunks));
+    atomic_store(&p->claim, CLAIM(gen, 0, n_chunks));
     atomic_store_explicit(&p->caller_cpu, current_cpu(), memory_order_relaxed);
     atomic_store(&p->generation, gen);
     if (atomic_load(&p->n_sleeping) > 0) {
@@ -322,9 +333,10 @@ void inf__pool_range(inf__pool *p, int64_t n, int64_t min_chunk, inf__range_fn f
     /* Four chunks per thread balance uneven work without much overhead. */
     int64_t chunk = (n + threads * 4 - 1) / (threads * 4);
     if (chunk < min_chunk) chunk = min_chunk;
+    if ((n + chunk - 1) / chunk > MAX_CHUNKS) chunk = (n + MAX_CHUNKS - 1) / MAX_CHUNKS; /* 2^14 threads and more */
     uint32_t n_chunks = (uint32_t)((n + chunk - 1) / chunk);
     uint32_t gen = publish_job(p, n, chunk, n_chunks, fn, arg);
-    run_chunks(p, gen);
+    run_chunks(p, gen, false);
     /* Only chunks a worker claimed can still be running. */
     for (int spins = 0; atomic_load(&p->done) < n_chunks; spins++) spin_step(spins);
     /* Keep the workers in step: wait a little for each to have seen this

@@ -374,9 +374,14 @@ static void attention(void *arg, int64_t begin, int64_t end) {
     float scale = 1.0f / sqrtf((float)hd);
     inf__llm_attn_fn attend = inf__llm_attn_get(c->m->force_ref); /* attn.c / attn_avx2.c */
     for (int64_t task = begin; task < end; task++) {
-        /* the last tokens first: in a causal pass they attend to the most keys,
-         * so the chunks claimed last are the cheapest (balance across threads) */
-        int t = j->n - 1 - (int)(task / I->n_head), h = (int)(task % I->n_head), pos = tok_pos(c, j->seqs, t);
+        /* the costliest tokens at both ends, the cheapest in the middle: in a
+         * causal pass the last tokens attend to the most keys, and the pool's
+         * caller claims chunks from the front while workers claim from the back
+         * (core/threadpool.c), so the chunks claimed last are the cheapest
+         * (balance across threads).  Rank r (0: the last token) from the
+         * task's place: 0, 2, 4, ... from the front, 1, 3, ... from the back. */
+        int k = (int)(task / I->n_head), r = k < (j->n + 1) / 2 ? 2 * k : 2 * (j->n - 1 - k) + 1;
+        int t = j->n - 1 - r, h = (int)(task % I->n_head), pos = tok_pos(c, j->seqs, t);
         const inf_llm_context *sq = tok_seq(c, j->seqs, t);
         size_t koff = (size_t)(h / group) * hd;
         const float *kc = sq->k_cache + (size_t)j->layer * sq->n_ctx * KVd + koff,

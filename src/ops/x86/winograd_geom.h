@@ -66,6 +66,9 @@ static inline wino_geom wino_geometry(int tile, const inf__conv2d *g, int thread
     if (threads > 1) G.rpb = min64(G.rpb, (G.rows + threads - 1) / threads);
     G.rpb = max64(1, min64(G.rpb, G.rows));
     G.n_blocks = (G.rows + G.rpb - 1) / G.rpb;
+    /* a whole number of blocks per thread: the bench CNN's 32x32 layer at
+     * batch 1 (8 tile rows, 3 a block) gave one thread 5 rows, the other 3 */
+    if (threads > 1 && G.n_blocks % threads) G.n_blocks = min64(G.rows, round_up(G.n_blocks, threads));
     G.rpb = (G.rows + G.n_blocks - 1) / G.n_blocks; /* blocks of even size: no short last one */
     G.n_blocks = (G.rows + G.rpb - 1) / G.rpb;
     G.tmax = G.rpb * G.tiles_x;
