@@ -374,9 +374,22 @@ static void attention(void *arg, int64_t begin, int64_t end) {
     float scale = 1.0f / sqrtf((float)hd);
     inf__llm_attn_fn attend = inf__llm_attn_get(c->m->force_ref); /* attn.c / attn_avx2.c */
     for (int64_t task = begin; task < end; task++) {
-        /* the last tokens first: in a causal pass they attend to the most keys,
-         * so the chunks claimed last are the cheapest (balance across threads) */
-        int t = j->n - 1 - (int)(task / I->n_head), h = (int)(task % I->n_head), pos = tok_pos(c, j->seqs, t);
+        int t, h;
+        if (j->n <= SMALL_PASS && !j->seqs) {
+            /* a few tokens of one sequence (decoding, verification): the pairs
+             * of one kv head together, so its keys and values (a few KiB per
+             * 100 positions) are read from L1 by every token and query head
+             * of the group instead of once per token from L2 */
+            int per_kv = j->n * group, g = (int)(task / per_kv), r = (int)(task % per_kv);
+            t = r / group;
+            h = g * group + r % group;
+        } else {
+            /* the last tokens first: in a causal pass they attend to the most keys,
+             * so the chunks claimed last are the cheapest (balance across threads) */
+            t = j->n - 1 - (int)(task / I->n_head);
+            h = (int)(task % I->n_head);
+        }
+        int pos = tok_pos(c, j->seqs, t);
         const inf_llm_context *sq = tok_seq(c, j->seqs, t);
         size_t koff = (size_t)(h / group) * hd;
         const float *kc = sq->k_cache + (size_t)j->layer * sq->n_ctx * KVd + koff,
