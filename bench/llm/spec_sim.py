@@ -8,8 +8,13 @@ src/llm/generate.c is replayed round by round (the draft catches up on 1 or 2 to
 the policy stops or k_max, the target verifies cur + the proposals in one pass, the tokens up to the
 first disagreement are kept plus the target's own).
 
-usage: spec_sim.py TRACE.jsonl [TRACE.jsonl ...] [--kmax 1..10] [--pmin P ...]
-Prints per policy: rounds, proposed, accepted, tokens per round, simulated time / target alone.
+usage: spec_sim.py TRACE.jsonl [TRACE.jsonl ...]
+Prints the measured costs (c = draft step / target step, v(n) = n-token pass / target step), then per K the
+simulated speed-up (target alone / speculative, the mean over the traces of the time ratio), the acceptance
+(accepted / proposed, as `infera generate --json` reports it) and tokens per round, for a fixed K and for K
+adapted by the last round (grow by one when every proposal passed, else shrink to accepted + 1), and the
+oracle bound: a draft that proposes exactly the tokens the target will accept (no draft step or verified
+token wasted) -- no drafting policy can beat it with these costs.
 """
 import json
 import sys
@@ -69,18 +74,41 @@ def simulate(rows, cost, kmax, pmin=0.0, adapt=None):
     return t / alone, rounds, proposed, accepted
 
 
+def grow_shrink(k, acc, props, kmax):
+    if acc == props:
+        return min(k + 1, kmax)
+    return max(1, acc + 1) if acc + 1 < k else k
+
+
+def oracle(rows, cost):
+    t, i, n = 0.0, 0, len(rows)
+    while i < n:
+        run = 0
+        while i + run < n and run < len(cost["pass_ms"]) - 1 and rows[i + run]["draft"] == rows[i + run]["target"]:
+            run += 1
+        t += cost["draft_step_ms"] * max(run, 1) + cost["pass_ms"][run]
+        i += run + 1
+    return t / (n * cost["target_step_ms"])
+
+
 def main():
     paths = [a for a in sys.argv[1:] if a.endswith(".jsonl")]
     traces = [load(p) for p in paths]
-    for kmax in range(1, 11):
-        res = []
-        for rows, cost in traces:
-            res.append(simulate(rows, cost, kmax))
-        rel = sum(r[0] for r in res) / len(res)
-        prop = sum(r[2] for r in res)
-        acc = sum(r[3] for r in res)
-        print(f"K={kmax:2d} speed-up {1 / rel:5.2f}x acceptance {acc / max(prop, 1):.3f} "
-              f"tokens/round {sum(len(t[0]) for t in traces) / sum(r[1] for r in res):.2f}")
+    for p, (rows, cost) in zip(paths, traces):
+        st = cost["target_step_ms"]
+        agree = sum(r["draft"] == r["target"] for r in rows) / len(rows)
+        print(f"{p}: {len(rows)} tokens, draft agrees {agree:.3f}, step {st:.4f} ms, c {cost['draft_step_ms'] / st:.3f}, "
+              f"v(n=1..) {' '.join('%.2f' % (x / st) for x in cost['pass_ms'])}")
+    total = sum(len(t[0]) for t in traces)
+    for name, adapt in (("fixed", None), ("adaptive", grow_shrink)):
+        for kmax in range(1, 9):
+            res = [simulate(rows, cost, kmax, adapt=adapt) for rows, cost in traces]
+            rel = sum(r[0] for r in res) / len(res)
+            prop, acc = sum(r[2] for r in res), sum(r[3] for r in res)
+            print(f"{name:8s} K={kmax} speed-up {1 / rel:5.2f}x acceptance {acc / max(prop, 1):.3f} "
+                  f"tokens/round {total / sum(r[1] for r in res):.2f}")
+    rel = sum(oracle(rows, cost) for rows, cost in traces) / len(traces)
+    print(f"oracle   speed-up {1 / rel:5.2f}x")
 
 
 if __name__ == "__main__":
