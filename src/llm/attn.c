@@ -7,6 +7,7 @@
 #include "llm/attn.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "core/core.h"
 
@@ -43,6 +44,9 @@ void inf__llm_attn_ref(int hd, const float *q, const float *k, const float *v, s
 
 inf__llm_attn_fn inf__llm_attn_get(bool force_ref) {
 #if defined(__x86_64__)
+    /* as quant.c picks the LLM kernels (INFERA_LLM_NO_AVX512 keeps AVX2); INFERA_LLM_ATTN_AVX2 for comparisons */
+    if (!force_ref && inf__cpu_has_avx512_vnni() && !getenv("INFERA_LLM_NO_AVX512") && !getenv("INFERA_LLM_ATTN_AVX2"))
+        return inf__llm_attn_avx512;
     if (!force_ref && inf__cpu_has_avx2_fma()) return inf__llm_attn_avx2;
 #endif
     return inf__llm_attn_ref;

@@ -1,7 +1,8 @@
 /*
  * attn.h -- causal attention of one (token, head) pair over the cached keys
  * and values (context.c runs one per task): the reference kernel (attn.c)
- * and its AVX2 twin (attn_avx2.c), picked at run time.
+ * and its AVX2 and AVX-512 twins (attn_avx2.c, attn_avx512.c), picked at
+ * run time.
  *
  * o[hd] = sum_j softmax_j(scale * q . k_j) v_j over j < n_keys, where key j
  * is k + j * stride (floats) and value j is v + j * stride; computed with an
@@ -23,6 +24,9 @@ inf__llm_attn_fn inf__llm_attn_get(bool force_ref);
 void inf__llm_attn_ref(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys, float scale,
                        float *o);
 /* AVX2/FMA (attn_avx2.c): head sizes that are multiples of 8, else the reference. */
+/* AVX-512 (attn_avx512.c): head sizes that are multiples of 16, else the AVX2 kernel. */
+void inf__llm_attn_avx512(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys,
+                          float scale, float *o);
 void inf__llm_attn_avx2(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys, float scale,
                         float *o);
 

@@ -196,10 +196,14 @@ static void part_rows_tile(const matmul_job *j, const matmul_part *p, int64_t be
 
 /* f32/f16: tiles of fblock_rows rows x fblock_tokens tokens (AVX2 4 x 8,
  * AVX-512 4 x 6), tokens in passes of fblock_pass (AVX2 32, AVX-512 120) so
- * that their rows stay in L2 while the tile's weight rows sit in L1. */
+ * that their rows stay in L2 while the tile's weight rows sit in L1.  A pass
+ * of a few tokens (verification) takes one row per call: the weights then
+ * stream from L3/DRAM as one sequential read, where the AVX-512 tile's 4 rows
+ * side by side are 4 streams (2 x the cost of a 2-token pass for 3 tokens on
+ * Zen 5); every kernel sums in one order, so the results do not change. */
 static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
     const inf__llm_weight *w = p->w;
-    const int R = w->q->fblock_rows, T = w->q->fblock_tokens, TB = w->q->fblock_pass;
+    const int S = w->q->fblock_rows, R = j->n <= SMALL_PASS ? 1 : S, T = w->q->fblock_tokens, TB = w->q->fblock_pass;
     for (int t0 = 0; t0 < j->n; t0 += TB) {
         int t1 = t0 + TB < j->n ? t0 + TB : j->n;
         for (int64_t r = begin; r < end; r += R) {
@@ -210,7 +214,8 @@ static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t 
                 float o[INF__LLM_FBLOCK_MAX];
                 w->q->fblock(w->cols, wr, w->row_bytes, nr, j->qx + (size_t)t * j->qx_stride, j->qx_stride, nt, o);
                 for (int u = 0; u < nt; u++)
-                    for (int e = 0; e < nr; e++) store(p, t + u, r + e, o[R * u + e]);
+                    for (int e = 0; e < nr; e++)
+                        store(p, t + u, r + e, o[S * u + e]); /* out[t * S + r] */
             }
         }
     }
@@ -374,14 +379,27 @@ static void attention(void *arg, int64_t begin, int64_t end) {
     float scale = 1.0f / sqrtf((float)hd);
     inf__llm_attn_fn attend = inf__llm_attn_get(c->m->force_ref); /* attn.c / attn_avx2.c */
     for (int64_t task = begin; task < end; task++) {
-        /* the costliest tokens at both ends, the cheapest in the middle: in a
-         * causal pass the last tokens attend to the most keys, and the pool's
-         * caller claims chunks from the front while workers claim from the back
-         * (core/threadpool.c), so the chunks claimed last are the cheapest
-         * (balance across threads).  Rank r (0: the last token) from the
-         * task's place: 0, 2, 4, ... from the front, 1, 3, ... from the back. */
-        int k = (int)(task / I->n_head), r = k < (j->n + 1) / 2 ? 2 * k : 2 * (j->n - 1 - k) + 1;
-        int t = j->n - 1 - r, h = (int)(task % I->n_head), pos = tok_pos(c, j->seqs, t);
+        int t, h;
+        if (j->n <= SMALL_PASS && !j->seqs) {
+            /* a few tokens of one sequence (decoding, verification): the pairs
+             * of one kv head together, so its keys and values (a few KiB per
+             * 100 positions) are read from L1 by every token and query head
+             * of the group instead of once per token from L2 */
+            int per_kv = j->n * group, g = (int)(task / per_kv), r = (int)(task % per_kv);
+            t = r / group;
+            h = g * group + r % group;
+        } else {
+            /* the costliest tokens at both ends, the cheapest in the middle: in a
+             * causal pass the last tokens attend to the most keys, and the pool's
+             * caller claims chunks from the front while workers claim from the back
+             * (core/threadpool.c), so the chunks claimed last are the cheapest
+             * (balance across threads).  Rank r (0: the last token) from the
+             * task's place: 0, 2, 4, ... from the front, 1, 3, ... from the back. */
+            int k = (int)(task / I->n_head), r = k < (j->n + 1) / 2 ? 2 * k : 2 * (j->n - 1 - k) + 1;
+            t = j->n - 1 - r;
+            h = (int)(task % I->n_head);
+        }
+        int pos = tok_pos(c, j->seqs, t);
         const inf_llm_context *sq = tok_seq(c, j->seqs, t);
         size_t koff = (size_t)(h / group) * hd;
         const float *kc = sq->k_cache + (size_t)j->layer * sq->n_ctx * KVd + koff,

@@ -210,6 +210,9 @@ static inf_status load_special_ids(inf_tokenizer *t, const inf__gguf *g, inf_err
         {"tokenizer.ggml.eot_token_id", offsetof(inf_tokenizer, eot)},
         {"tokenizer.ggml.eom_token_id", offsetof(inf_tokenizer, eom)},
         {"tokenizer.ggml.unknown_token_id", offsetof(inf_tokenizer, unk)},
+        {"tokenizer.ggml.fim_pad_token_id", offsetof(inf_tokenizer, fim[0])},
+        {"tokenizer.ggml.fim_rep_token_id", offsetof(inf_tokenizer, fim[1])},
+        {"tokenizer.ggml.fim_sep_token_id", offsetof(inf_tokenizer, fim[2])},
     };
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         int32_t *field = (int32_t *)((char *)t + ids[i].field);
@@ -232,8 +235,9 @@ static void mark_eog(inf_tokenizer *t) {
         "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
         "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
         "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>" /* <｜end▁of▁sentence｜> */, "[e~["};
-    /* fill-in-the-middle pad, repository and file-separator tokens end generation too: the first name of each
-     * list the vocabulary has (llama.cpp's special_fim_pad/rep/sep_id detection) */
+    /* fill-in-the-middle pad, repository and file-separator tokens end generation too: the id the file's
+     * tokenizer.ggml.fim_{pad,rep,sep}_token_id key gives, else the first name of each list the vocabulary has
+     * (llama.cpp's special_fim_pad/rep/sep_id detection, which also runs only without the key) */
     static const char *const fim_enders[][5] = {
         {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"},
         {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"},
@@ -242,7 +246,11 @@ static void mark_eog(inf_tokenizer *t) {
     int32_t ids[] = {t->eos, t->eot, t->eom};
     for (size_t i = 0; i < 3; i++)
         if (ids[i] >= 0) t->eog[ids[i]] = true;
-    for (size_t c = 0; c < sizeof fim_enders / sizeof fim_enders[0]; c++)
+    for (size_t c = 0; c < sizeof fim_enders / sizeof fim_enders[0]; c++) {
+        if (t->fim[c] >= 0) {
+            t->eog[t->fim[c]] = true;
+            continue;
+        }
         for (size_t i = 0; i < 5 && fim_enders[c][i]; i++) {
             int32_t id = inf__tok_find(t, fim_enders[c][i], strlen(fim_enders[c][i]));
             if (id < 0) continue;
@@ -250,6 +258,7 @@ static void mark_eog(inf_tokenizer *t) {
             if (t->types[id] != INF__TOK_CONTROL) t->types[id] = INF__TOK_CONTROL;
             break;
         }
+    }
     for (size_t i = 0; i < sizeof turn_enders / sizeof turn_enders[0]; i++) {
         int32_t id = inf__tok_find(t, turn_enders[i], strlen(turn_enders[i]));
         if (id < 0) continue;
@@ -352,7 +361,7 @@ inf_status inf__llm_tokenizer_from_gguf(const inf__gguf *g, inf_tokenizer **out,
     if (!path) path = "<gguf>";
     inf_tokenizer *t = inf__calloc(1, sizeof *t);
     if (!t) return inf_error_set(err, INF_ENOMEM, "%s: no memory for a tokenizer", path);
-    t->bos = t->eos = t->eot = t->eom = t->unk = -1;
+    t->bos = t->eos = t->eot = t->eom = t->unk = t->fim[0] = t->fim[1] = t->fim[2] = -1;
     inf_status st = choose_model(t, g, path, err);
     if (st == INF_OK) st = load_tokens(t, g, path, err);
     if (st == INF_OK) st = load_per_token(t, g, KEY_SCORES, true, path, err);

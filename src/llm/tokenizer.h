@@ -58,6 +58,7 @@ struct inf_tokenizer {
     bool add_bos, add_eos, add_space_prefix, ignore_merges;
     int32_t n_vocab;
     int32_t bos, eos, eot, eom, unk;
+    int32_t fim[3]; /* fill-in-the-middle pad, repository, file separator (tokenizer.ggml.fim_{pad,rep,sep}_token_id) */
     char *pool;          /* all token texts, back to back */
     uint32_t *text_off;  /* [n_vocab] */
     uint32_t *text_len;  /* [n_vocab] */

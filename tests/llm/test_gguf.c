@@ -5,13 +5,15 @@
  * lengths, types, offsets, alignment, duplicates), are refused with an error
  * that names the key or tensor, never a crash (run under ASan in CI).
  * With an argument DIR, also writes the valid file as DIR/tiny.gguf (the
- * fuzzer's seed).
+ * fuzzer's seed), and checks the tokenizer's end-of-generation ids from the
+ * tokenizer.ggml.fim_{pad,rep,sep}_token_id keys (test_fim_keys).
  */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "gguf_writer.h"
+#include "infera/tokenizer.h"
 #include "llm/gguf.h"
 
 #include "../check.h"
@@ -239,10 +241,64 @@ static void test_file(const char *dir) {
     free(p);
 }
 
+/* End of generation and the fill-in-the-middle keys: without
+ * tokenizer.ggml.fim_{pad,rep,sep}_token_id the pad/repository/separator
+ * tokens are found by their text (llama.cpp's lists: <|fim_pad|> before
+ * <PAD>, <|file_sep|>); with the keys, the ids they give (any text) and not
+ * the named tokens -- as llama.cpp's llama-vocab.cpp decides. */
+static void test_fim_keys(const char *dir) {
+    const char *toks[] = {"<unk>",
+                          "<s>",
+                          "</s>",
+                          "<|fim_pad|>",
+                          "<PAD>",
+                          "\xE2\x96\x81"
+                          "a",
+                          "<|file_sep|>",
+                          "<my_sep>",
+                          "<rep>"};
+    const int32_t types[] = {2, 3, 3, 3, 3, 1, 3, 3, 3};
+    float scores[9] = {0};
+    for (int keyed = 0; keyed < 2; keyed++) {
+        gw w;
+        gw_init(&w);
+        gw_key_str(&w, "general.architecture", "llama");
+        gw_key_str(&w, "tokenizer.ggml.model", "llama");
+        gw_key_arr_str(&w, "tokenizer.ggml.tokens", toks, 9);
+        gw_key_arr_f32(&w, "tokenizer.ggml.scores", scores, 9);
+        gw_key_arr_i32(&w, "tokenizer.ggml.token_type", types, 9);
+        gw_key_u32(&w, "tokenizer.ggml.eos_token_id", 2);
+        if (keyed) {
+            gw_key_u32(&w, "tokenizer.ggml.fim_pad_token_id", 4);
+            gw_key_u32(&w, "tokenizer.ggml.fim_rep_token_id", 8);
+            gw_key_u32(&w, "tokenizer.ggml.fim_sep_token_id", 7);
+        }
+        uint8_t *p;
+        size_t n;
+        gw_finish(&w, 3, &p, &n);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/fim_keys_%d.gguf", dir, keyed);
+        gw_write_file(path, p, n);
+        free(p);
+        inf_tokenizer *t = NULL;
+        inf_error err;
+        inf_status st = inf_tokenizer_load(path, &t, &err);
+        CHECK(st == INF_OK, "fim keys %d: %s", keyed, err.message);
+        if (st) continue;
+        /* ids 0..8: eog without the keys {2, 3, 6}; with them {2, 4, 7, 8} */
+        static const bool want[2][9] = {{0, 0, 1, 1, 0, 0, 1, 0, 0}, {0, 0, 1, 0, 1, 0, 0, 1, 1}};
+        for (int32_t id = 0; id < 9; id++)
+            CHECK(inf_tokenizer_is_eog(t, id) == want[keyed][id], "fim keys %d: token %d (%s) end of generation %d",
+                  keyed, id, toks[id], (int)inf_tokenizer_is_eog(t, id));
+        inf_tokenizer_free(t);
+    }
+}
+
 int main(int argc, char **argv) {
     test_valid();
     test_truncations();
     test_malformed();
     test_file(argc > 1 ? argv[1] : "/tmp");
+    test_fim_keys(argc > 1 ? argv[1] : "/tmp");
     return check_summary("gguf");
 }

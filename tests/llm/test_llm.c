@@ -812,19 +812,25 @@ static void test_malformed(void) {
     expect_refused(m_nokey, "'llama.embedding_length' is missing", INF_EMODEL);
 }
 
-/* The attention kernel of this CPU (attn_avx2.c) against the reference
+/* The attention kernels (attn_avx2.c; attn_avx512.c where the CPU has
+ * AVX-512, and the one inf__llm_attn_get picks) against the reference
  * (attn.c): head sizes with and without a fallback, key counts around the
- * 64-key blocks and the 8-key groups, growing scores (the running maximum
- * moves), strided cache rows. */
+ * 64-key blocks and the 8- and 16-key groups, growing scores (the running
+ * maximum moves), strided cache rows. */
 static void test_attention(void) {
     uint64_t s = 7;
     enum { MAXK = 200, STRIDE = 3 * 136 };
     static float K[MAXK * STRIDE], V[MAXK * STRIDE];
     float q[136], o[136], want[136];
-    static const int hds[3] = {64, 128, 36}, nks[6] = {1, 7, 8, 64, 65, 200};
-    inf__llm_attn_fn fast = inf__llm_attn_get(false);
-    for (int hi = 0; hi < 3; hi++)
-        for (int ni = 0; ni < 6; ni++) {
+    static const int hds[6] = {64, 128, 36, 32, 16, 48}, nks[9] = {1, 7, 8, 15, 16, 17, 64, 65, 200};
+    inf__llm_attn_fn fast[3] = {inf__llm_attn_get(false), NULL, NULL};
+    const char *names[3] = {"picked", "avx2", "avx512"};
+#if defined(__x86_64__)
+    if (inf__cpu_has_avx2_fma()) fast[1] = inf__llm_attn_avx2;
+    if (inf__cpu_has_avx512_vnni()) fast[2] = inf__llm_attn_avx512;
+#endif
+    for (int hi = 0; hi < 6; hi++)
+        for (int ni = 0; ni < 9; ni++) {
             int hd = hds[hi], nk = nks[ni];
             for (int i = 0; i < hd; i++) q[i] = tm_rand(&s) * 2;
             for (int j = 0; j < nk; j++)
@@ -834,10 +840,14 @@ static void test_attention(void) {
                 }
             float scale = 1.0f / sqrtf((float)hd);
             inf__llm_attn_ref(hd, q, K, V, STRIDE, nk, scale, want);
-            fast(hd, q, K, V, STRIDE, nk, scale, o);
-            float d = max_abs_diff(o, want, (size_t)hd), m = max_abs(want, (size_t)hd);
-            CHECK(d <= 2e-5f * (m + 1), "attention hd %d keys %d: differs from the reference by %g (magnitude %g)", hd, nk,
-                  d, m);
+            for (int f = 0; f < 3; f++) {
+                if (!fast[f]) continue;
+                fast[f](hd, q, K, V, STRIDE, nk, scale, o);
+                float d = max_abs_diff(o, want, (size_t)hd), m = max_abs(want, (size_t)hd);
+                CHECK(d <= 2e-5f * (m + 1),
+                      "attention (%s) hd %d keys %d: differs from the reference by %g (magnitude %g)", names[f], hd, nk,
+                      d, m);
+            }
         }
     /* SwiGLU: the vector exp over the whole range silu meets (saturating ends included), and a tail */
     enum { NG = 1003 };
