@@ -13,14 +13,18 @@
  * from a ROW PLAN -- which feature columns and prediction fields are logged,
  * under which names, computed once per (pipeline, feature columns,
  * prediction fields) and kept by the log (immutable, found by comparing
- * names) -- into a recycled record batch (no name lookups, no sensitivity
- * checks, no allocation per row once warm), queued into a preallocated ring
- * under a mutex held for a few instructions.  A full ring drops the batch
- * and counts its rows: add() never waits for the sink and never fails
- * scoring.  One writer thread wakes when FLUSH_ROWS rows or TAKE_BATCHES
- * batches wait, or every FLUSH_MS (predlog.c), writes what is queued and
- * commits once (one SQLite transaction for many requests), then gives the
- * batches back for reuse.
+ * names) -- appended to the layout's OPEN BATCH (no name lookups, no
+ * sensitivity checks, no allocation per row once warm; one short lock per
+ * call, the layout's own: a request's few sampled rows join those of the
+ * requests before it, so per-batch work -- getting, binding, queueing and
+ * writing a batch -- is paid once per OPEN_ROWS rows, not per request).  A
+ * full open batch is queued into a preallocated ring under a mutex held for
+ * a few instructions.  A full ring drops the batch and counts its rows:
+ * add() never waits for the sink and never fails scoring.  One writer
+ * thread wakes when FLUSH_ROWS rows or TAKE_BATCHES batches wait, or every
+ * FLUSH_MS (predlog.c; then it also takes the open batches), writes what is
+ * queued and commits once (one SQLite transaction for many requests), then
+ * gives the batches back for reuse.
  * Sinks format numbers without printf (io/numfmt.h).  A sink error is
  * remembered (the first one), counts the rows as dropped, and never reaches
  * the scorer.
