@@ -25,7 +25,7 @@
 #define FLUSH_ROWS 4096   /* the writer is woken when this many rows wait ... */
 #define FLUSH_MS 1000     /* ... or after this long (one SQLite commit a second at most) */
 #define TAKE_BATCHES 256  /* ... or when this many batches wait: what the writer takes at once */
-#define OPEN_ROWS 256     /* an open batch is queued once it holds this many rows */
+#define OPEN_ROWS 64      /* an open batch is queued once it holds this many rows (a new batch's room) */
 #define MAX_OPEN 64       /* layouts with an open batch; further layouts get a batch per call (as before) */
 
 /* A kept row plan; the list only grows (nodes are immutable once published). */
@@ -163,7 +163,8 @@ static log_batch *batch_get(inf__mon_log *l, const binder *bd) {
     if (!b && l->n_spare) b = l->spare[--l->n_spare];
     pthread_mutex_unlock(&l->mu);
     if (b && b->plan == bd->key) {
-        inf_record_batch_clear(b->rows);
+        if (bd->plan) inf_record_batch_clear(b->rows);
+        else inf__record_batch_clear_unzeroed(b->rows); /* add_built's rows set every field */
         return b;
     }
     if (!b && (!(b = calloc(1, sizeof *b)) || inf_record_batch_new(&b->rows))) {

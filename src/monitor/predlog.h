@@ -80,7 +80,8 @@ int inf__mon_log_add_at(inf__mon_log *l, const inf_pipeline *p, const char *mode
  * one atomic add; nothing more when none is sampled), then calls
  * row(user, k, map, out) for each sampled record k, appending its row to
  * out, a recycled batch whose fields are names[0..n_fields) (map[i] = out's
- * index of names[i]).  layout identifies the names (the same pointer, the
+ * index of names[i]); row() sets every field of its row (null included: a
+ * recycled batch's rows are not cleared).  layout identifies the names (the same pointer, the
  * same names) and outlives the log.  Queued as add() queues; never blocks,
  * never fails (a row that fails drops the batch's rows, counted).  Returns
  * the number of records sampled. */

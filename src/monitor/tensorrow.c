@@ -188,19 +188,20 @@ void inf__mon_tplan_features(const inf__mon_tplan *plan, const inf__mon_tensors 
     }
 }
 
+/* Every cell is set, null included (the log's recycled rows are not cleared: predlog.h). */
 static inf_status set_cell(inf_record_batch *out, int row, int f, const inf_tensor *x, int64_t i) {
     if (x->dtype == INF_DTYPE_STRING) {
         const char *s = ((char *const *)x->data)[i];
-        return s ? inf_record_batch_set_string(out, row, f, s, strlen(s)) : INF_OK;
+        return s ? inf_record_batch_set_string(out, row, f, s, strlen(s)) : inf_record_batch_set_null(out, row, f);
     }
     if (x->dtype == INF_DTYPE_BOOL) return inf_record_batch_set_bool(out, row, f, ((const uint8_t *)x->data)[i] != 0);
     double v = number_at(x, i);
-    return isfinite(v) ? inf_record_batch_set_float(out, row, f, v) : INF_OK;
+    return isfinite(v) ? inf_record_batch_set_float(out, row, f, v) : inf_record_batch_set_null(out, row, f);
 }
 
 /* "ID" for a one-row request, "ID[k]" for row k (no printf: one per logged row). */
 static inf_status set_id(inf_record_batch *out, int row, int f, const char *id, int64_t rows, int64_t k) {
-    if (!id) return INF_OK;
+    if (!id) return inf_record_batch_set_null(out, row, f);
     size_t n = strlen(id);
     if (rows == 1) return inf_record_batch_set_string(out, row, f, id, n);
     char small[256], *s = n + INF__FMT_NUM_MAX + 2 <= sizeof small ? small : malloc(n + INF__FMT_NUM_MAX + 2);

@@ -19,7 +19,8 @@
  * A ROW: record_id (the request's id; "ID[k]" for row k of a request of
  * several rows; null without an id), logged_at, model_name, model_version,
  * then the input columns, then the output columns.  Numbers as floats (NaN =
- * null), bools as bools, strings as strings.
+ * null), bools as bools, strings as strings.  A row sets every one of its
+ * fields, nulls included (the log recycles its batches without clearing them).
  *
  * A plan is immutable once built; it fits a later request whose tensors
  * have the same per-row column counts and dtypes (inf__mon_tplan_matches).
