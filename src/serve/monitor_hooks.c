@@ -85,6 +85,8 @@ typedef struct srv_monitor {
     pthread_cond_t cv;
     _Atomic uint64_t alerts_fired, webhooks_ok, webhooks_failed, rollbacks;
     char *baseline_copy;     /* the --baseline option, split in place */
+    pthread_mutex_t console_mu; /* the console's registry handle: one view at a time */
+    inf_registry *console_registry; /* opened at the first registry view, kept (NULL: not yet) */
 } srv_monitor;
 
 static int64_t now_us(void) {
@@ -154,6 +156,7 @@ inf_status inf__serve_monitor_start(srv_server *srv, inf_error *err) {
     m->srv = srv;
     pthread_mutex_init(&m->mu, NULL);
     pthread_cond_init(&m->cv, NULL);
+    pthread_mutex_init(&m->console_mu, NULL);
     srv->monitor = m;
     m->sample = 1;
     if (o->log_sample) {
@@ -233,6 +236,8 @@ void inf__serve_monitor_stop(srv_server *srv) {
     }
     inf__mon_rules_free(&m->rules);
     if (m->registry) inf_registry_free(m->registry);
+    if (m->console_registry) inf_registry_free(m->console_registry);
+    pthread_mutex_destroy(&m->console_mu);
     pthread_mutex_destroy(&m->mu);
     pthread_cond_destroy(&m->cv);
     free(m->baseline_copy);
@@ -459,6 +464,39 @@ static void *rule_thread(void *arg) {
     }
     pthread_mutex_unlock(&m->mu);
     return NULL;
+}
+
+/* ---- the console's registry handle ------------------------------------------ */
+
+inf_status inf__serve_monitor_registry(srv_server *srv, inf_registry **out, inf_error *err) {
+    srv_monitor *m = srv->monitor;
+    *out = NULL;
+    if (!m) return inf_error_set(err, INF_EINVAL, "no console: start the server with --ui");
+    pthread_mutex_lock(&m->console_mu);
+    if (!m->console_registry) {
+        inf_registry_options o;
+        inf_registry_options_from_env(&o);
+        if (srv->opt.home) o.home = srv->opt.home;
+        if (srv->opt.registry) o.url = srv->opt.registry;
+        o.create = 0;
+        inf_status st = inf_registry_open(&o, &m->console_registry, err);
+        if (st) {
+            m->console_registry = NULL;
+            pthread_mutex_unlock(&m->console_mu);
+            return st;
+        }
+    }
+    *out = m->console_registry;
+    return INF_OK;
+}
+
+void inf__serve_monitor_registry_done(srv_server *srv, int failed) {
+    srv_monitor *m = srv->monitor;
+    if (failed && m->console_registry) {
+        inf_registry_free(m->console_registry);
+        m->console_registry = NULL;
+    }
+    pthread_mutex_unlock(&m->console_mu);
 }
 
 /* ---- /metrics and the console's state --------------------------------------- */
