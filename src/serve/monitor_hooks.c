@@ -358,21 +358,25 @@ static inf_status tensor_row(void *user, int k, const int *map, inf_record_batch
     return inf__mon_tplan_row(r->plan, map, r->t, k, r->id, r->t_us, r->model, r->version, out);
 }
 
-/* Every row's input columns into the drift window (as doubles). */
+/* Every row's input columns (as doubles) and spec outputs (tensorrow.h) into the drift window. */
 static void tensor_window(mon_entry *e, const inf__mon_tplan *plan, const inf__mon_tensors *t, int64_t t_us) {
-    int nf = inf__mon_tplan_n_features(plan);
+    int nf = inf__mon_tplan_n_features(plan), ny = inf__mon_tplan_n_outputs(plan);
     double small[512];
-    size_t need = (size_t)t->rows * (size_t)(nf ? nf : 1);
+    inf_value small_y[128];
+    size_t need = (size_t)t->rows * (size_t)(nf ? nf : 1), need_y = (size_t)t->rows * (size_t)ny;
     double *x = need <= sizeof small / sizeof small[0] ? small : malloc(need * sizeof *x);
-    if (!x) {
-        atomic_fetch_add(&e->build_failures, 1);
-        return;
+    inf_value *y = need_y <= sizeof small_y / sizeof small_y[0] ? small_y : malloc(need_y * sizeof *y);
+    if (x && y) {
+        for (int64_t k = 0; k < t->rows; k++) {
+            inf__mon_tplan_features(plan, t, k, x + (size_t)k * (size_t)nf);
+            inf__mon_tplan_outputs(plan, t, k, y + (size_t)k * (size_t)ny);
+        }
     }
-    for (int64_t k = 0; k < t->rows; k++)
-        inf__mon_tplan_features(plan, t, k, x + (size_t)k * (size_t)nf);
-    if (inf__mon_online_add_matrix(e->online, x, (int)t->rows, nf, inf__mon_tplan_feature_names(plan), t_us) != INF_OK)
+    if (!x || !y || inf__mon_online_add_matrix(e->online, x, (int)t->rows, nf, inf__mon_tplan_feature_names(plan), y, ny,
+                                               inf__mon_tplan_output_names(plan), t_us) != INF_OK)
         atomic_fetch_add(&e->build_failures, 1);
     if (x != small) free(x);
+    if (y != small_y) free(y);
 }
 
 void inf__serve_monitor_tensors(srv_server *srv, srv_version *v, const inf_tensor *const *inputs,
@@ -397,7 +401,8 @@ void inf__serve_monitor_tensors(srv_server *srv, srv_version *v, const inf_tenso
         return;
     }
     int64_t t_us = now_us();
-    if (e->online && inf__mon_tplan_n_features(plan)) tensor_window(e, plan, &t, t_us);
+    if (e->online && (inf__mon_tplan_n_features(plan) || inf__mon_tplan_n_outputs(plan)))
+        tensor_window(e, plan, &t, t_us);
     if (m->log) {
         tensor_rows r = {plan, &t, request_id, e->registry_name[0] ? e->registry_name : e->name, e->version, t_us};
         atomic_fetch_add(&e->sampled,

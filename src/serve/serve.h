@@ -917,7 +917,7 @@ void inf__serve_monitor_records(srv_server *srv, srv_version *v, void *exec, con
 /* The tensor endpoint (/infer, HTTP and gRPC) answered a request of rows
  * rows: its model inputs / outputs (model order, NULL = absent), valid for
  * the call (before release).  Sampled log rows and the drift window's input
- * columns (src/monitor/tensorrow.h).  Never fails, never waits on the sink. */
+ * columns and spec outputs (src/monitor/tensorrow.h).  Never fails, never waits on the sink. */
 void inf__serve_monitor_tensors(srv_server *srv, srv_version *v, const inf_tensor *const *inputs,
                                 inf_tensor *const *outputs, int64_t rows, const char *request_id);
 /* Appends the monitoring metrics (Prometheus text) / the console's JSON state. */
