@@ -75,7 +75,8 @@ static int columns(const cJSON *sec, col *out, int max) {
 /* Makes one request's rows: x (number features), y (outputs). */
 static void make_rows(const col *fx, int nx, const col *fy, int ny, double *x, inf_value *y) {
     for (int r = 0; r < REQ_ROWS; r++) {
-        for (int j = 0; j < nx; j++) x[r * nx + j] = fx[j].lo + (fx[j].hi - fx[j].lo) * uniform();
+        for (int j = 0; j < nx; j++)
+            x[r * nx + j] = fx[j].lo + (fx[j].hi - fx[j].lo) * uniform();
         for (int j = 0; j < ny; j++) {
             inf_value *v = &y[r * ny + j];
             if (fy[j].categorical && fy[j].n_cats) {
@@ -118,7 +119,8 @@ int main(int argc, char **argv) {
     for (int j = 0; j < nx; j++)
         if (!fx[j].categorical) fx[kx] = fx[j], xnames[kx] = fx[j].name, kx++;
     nx = kx;
-    for (int j = 0; j < ny; j++) ynames[j] = fy[j].name;
+    for (int j = 0; j < ny; j++)
+        ynames[j] = fy[j].name;
     double *x = malloc(sizeof *x * REQ_ROWS * (size_t)(nx ? nx : 1));
     inf_value *y = calloc((size_t)REQ_ROWS * (size_t)(ny ? ny : 1), sizeof *y);
     double per[100];

@@ -146,8 +146,10 @@ int inf__fmt_g17(double v, char *out) {
         p += x + 1;
         if (nd > x + 1) {
             *p++ = '.';
-            if (p + 16 <= out + INF__FMT_NUM_MAX - 1) memcpy(p, dig + x + 1, 16);
-            else memcpy(p, dig + x + 1, (size_t)(nd - x - 1));
+            if (p + 16 <= out + INF__FMT_NUM_MAX - 1)
+                memcpy(p, dig + x + 1, 16);
+            else
+                memcpy(p, dig + x + 1, (size_t)(nd - x - 1));
             p += nd - x - 1;
         }
     } else if (x >= -4 && x < 0) { /* 0.000ddd: at most 1 + 5 + 17 bytes */

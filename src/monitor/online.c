@@ -78,7 +78,8 @@ void inf__mon_online_free(inf__mon_online *o) {
     free(o->pred_idx);
     free(o->mat_names);
     free(o->mat_idx);
-    for (int i = 0; i < o->n_maty; i++) free(o->maty_names[i]);
+    for (int i = 0; i < o->n_maty; i++)
+        free(o->maty_names[i]);
     free(o->maty_names);
     free(o->maty_idx);
     free(o);
@@ -238,8 +239,8 @@ inf_status inf__mon_online_add_scored(inf__mon_online *o, const inf_pipeline_exe
 static const char *mat_name(const void *names, int j) { return ((const char *const *)names)[j]; }
 
 inf_status inf__mon_online_add_matrix(inf__mon_online *o, const double *x, int n_rows, int n_cols,
-                                      const char *const *names, const inf_value *y, int n_y,
-                                      const char *const *y_names, int64_t now_us) {
+                                      const char *const *names, const inf_value *y, int n_y, const char *const *y_names,
+                                      int64_t now_us) {
     inf_status st;
     if (!y) n_y = 0;
     pthread_mutex_lock(&o->mu);

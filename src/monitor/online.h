@@ -47,8 +47,8 @@ inf_status inf__mon_online_add_scored(inf__mon_online *o, const inf_pipeline_exe
  * NULL with n_y 0) named y_names, profiled into the baseline's columns of
  * those names (others are not looked at).  INF_ENOMEM. */
 inf_status inf__mon_online_add_matrix(inf__mon_online *o, const double *x, int n_rows, int n_cols,
-                                      const char *const *names, const inf_value *y, int n_y,
-                                      const char *const *y_names, int64_t now_us);
+                                      const char *const *names, const inf_value *y, int n_y, const char *const *y_names,
+                                      int64_t now_us);
 /* The drift JSON (profile.h inf__mon_drift_json, plus "start", "end" in
  * epoch seconds and "complete": true for a finished window) of the window
  * described above; NULL when no window has rows yet (or out of memory).

@@ -163,8 +163,10 @@ static log_batch *batch_get(inf__mon_log *l, const binder *bd) {
     if (!b && l->n_spare) b = l->spare[--l->n_spare];
     pthread_mutex_unlock(&l->mu);
     if (b && b->plan == bd->key) {
-        if (bd->plan) inf_record_batch_clear(b->rows);
-        else inf__record_batch_clear_unzeroed(b->rows); /* add_built's rows set every field */
+        if (bd->plan)
+            inf_record_batch_clear(b->rows);
+        else
+            inf__record_batch_clear_unzeroed(b->rows); /* add_built's rows set every field */
         return b;
     }
     if (!b && (!(b = calloc(1, sizeof *b)) || inf_record_batch_new(&b->rows))) {
@@ -466,7 +468,8 @@ inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double
     }
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
-    for (int i = 0; i < MAX_OPEN; i++) pthread_mutex_init(&l->open[i].mu, NULL);
+    for (int i = 0; i < MAX_OPEN; i++)
+        pthread_mutex_init(&l->open[i].mu, NULL);
     /* the writer blocks every signal: the host's handlers (a PostgreSQL
      * backend's, serve's) run on the host's threads, never on the log's */
     sigset_t all, old;
@@ -476,7 +479,8 @@ inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (failed) {
         inf_sink_close(l->sink, err);
-        for (int i = 0; i < MAX_OPEN; i++) pthread_mutex_destroy(&l->open[i].mu);
+        for (int i = 0; i < MAX_OPEN; i++)
+            pthread_mutex_destroy(&l->open[i].mu);
         pthread_mutex_destroy(&l->mu);
         pthread_cond_destroy(&l->cv);
         free(l);

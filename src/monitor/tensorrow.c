@@ -27,7 +27,7 @@ typedef struct tcol {
  * a threshold of one or of an earlier output.  argmax / top_k are left out. */
 typedef struct tout {
     int threshold;
-    int src_t;       /* model output index, -1: the earlier spec output src_o */
+    int src_t; /* model output index, -1: the earlier spec output src_o */
     int src_o;
     int64_t j;       /* column of model output src_t */
     double value;    /* threshold */
@@ -154,7 +154,8 @@ static inf_status add_spec_output(inf__mon_tplan *plan, const inf__mon_tensors *
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "name"));
     const char *from = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "from"));
     const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "op"));
-    const cJSON *idx = cJSON_GetObjectItemCaseSensitive(o, "index"), *val = cJSON_GetObjectItemCaseSensitive(o, "value");
+    const cJSON *idx = cJSON_GetObjectItemCaseSensitive(o, "index"),
+                *val = cJSON_GetObjectItemCaseSensitive(o, "value");
     const cJSON *labels = cJSON_GetObjectItemCaseSensitive(o, "labels");
     if (!name || !from) return INF_OK;
     tout u = {0};
@@ -170,11 +171,13 @@ static inf_status add_spec_output(inf__mon_tplan *plan, const inf__mon_tensors *
         if (u.src_t < 0) return INF_OK; /* a sequence of maps, or an output left out before */
         int64_t per = plan->per_row[plan->n_in + u.src_t];
         u.j = cJSON_IsNumber(idx) ? (int64_t)idx->valuedouble : -1;
-        if (per <= 0 || !readable(plan->dtype[plan->n_in + u.src_t]) || u.j >= per || (u.j < 0 && per != 1)) return INF_OK;
+        if (per <= 0 || !readable(plan->dtype[plan->n_in + u.src_t]) || u.j >= per || (u.j < 0 && per != 1))
+            return INF_OK;
         if (u.j < 0) u.j = 0;
     }
     if (u.threshold && cJSON_GetArraySize(labels) == 2) {
-        const char *a = cJSON_GetStringValue(cJSON_GetArrayItem(labels, 0)), *b = cJSON_GetStringValue(cJSON_GetArrayItem(labels, 1));
+        const char *a = cJSON_GetStringValue(cJSON_GetArrayItem(labels, 0)),
+                   *b = cJSON_GetStringValue(cJSON_GetArrayItem(labels, 1));
         if (!a || !b) return INF_OK;
         if (!(u.labels[0] = strdup(a)) || !(u.labels[1] = strdup(b))) {
             free(u.labels[0]);
@@ -203,7 +206,8 @@ static inf_status add_spec_outputs(inf__mon_tplan *plan, const inf__mon_tensors 
     if (n > 0 && (!(plan->outs = calloc((size_t)n, sizeof *plan->outs)) ||
                   !(plan->out_names = calloc((size_t)n, sizeof *plan->out_names))))
         st = INF_ENOMEM;
-    for (int i = 0; i < n && !st; i++) st = add_spec_output(plan, t, cJSON_GetArrayItem(outs, i));
+    for (int i = 0; i < n && !st; i++)
+        st = add_spec_output(plan, t, cJSON_GetArrayItem(outs, i));
     cJSON_Delete(root);
     return st;
 }
@@ -316,8 +320,10 @@ void inf__mon_tplan_outputs(const inf__mon_tplan *plan, const inf__mon_tensors *
             if (v.type != INF_FIELD_STRING) inf_value_to_double(&v, &num);
             int above = v.type != INF_FIELD_STRING && num >= u->value;
             v = (inf_value){0};
-            if (u->labels[0]) v.type = INF_FIELD_STRING, v.u.s.ptr = u->labels[above], v.u.s.len = (uint32_t)strlen(u->labels[above]);
-            else v.type = INF_FIELD_INT, v.u.i = above;
+            if (u->labels[0])
+                v.type = INF_FIELD_STRING, v.u.s.ptr = u->labels[above], v.u.s.len = (uint32_t)strlen(u->labels[above]);
+            else
+                v.type = INF_FIELD_INT, v.u.i = above;
         }
         y[o] = v;
     }

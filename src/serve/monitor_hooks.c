@@ -85,7 +85,7 @@ typedef struct srv_monitor {
     pthread_cond_t cv;
     _Atomic uint64_t alerts_fired, webhooks_ok, webhooks_failed, rollbacks;
     char *baseline_copy;     /* the --baseline option, split in place */
-    pthread_mutex_t console_mu; /* the console's registry handle: one view at a time */
+    pthread_mutex_t console_mu;     /* the console's registry handle: one view at a time */
     inf_registry *console_registry; /* opened at the first registry view, kept (NULL: not yet) */
 } srv_monitor;
 
@@ -372,8 +372,9 @@ static void tensor_window(mon_entry *e, const inf__mon_tplan *plan, const inf__m
             inf__mon_tplan_outputs(plan, t, k, y + (size_t)k * (size_t)ny);
         }
     }
-    if (!x || !y || inf__mon_online_add_matrix(e->online, x, (int)t->rows, nf, inf__mon_tplan_feature_names(plan), y, ny,
-                                               inf__mon_tplan_output_names(plan), t_us) != INF_OK)
+    if (!x || !y ||
+        inf__mon_online_add_matrix(e->online, x, (int)t->rows, nf, inf__mon_tplan_feature_names(plan), y, ny,
+                                   inf__mon_tplan_output_names(plan), t_us) != INF_OK)
         atomic_fetch_add(&e->build_failures, 1);
     if (x != small) free(x);
     if (y != small_y) free(y);

@@ -193,9 +193,11 @@ static const char PAGE[] =
     "}\n"
     "let auditPage = 1;\n"
     "async function audit() { const au = await getJson('/ui/audit?limit=50&page=' + auditPage); renderAudit(au);\n"
-    "  document.getElementById('older').disabled = !au.more; document.getElementById('newer').disabled = auditPage === 1;\n"
+    "  document.getElementById('older').disabled = !au.more; document.getElementById('newer').disabled = auditPage === "
+    "1;\n"
     "  document.getElementById('auditpage').textContent = 'page ' + auditPage; }\n"
-    "for (const [id, step] of [['older', 1], ['newer', -1]]) document.getElementById(id).addEventListener('click', () => {\n"
+    "for (const [id, step] of [['older', 1], ['newer', -1]]) document.getElementById(id).addEventListener('click', () "
+    "=> {\n"
     "  auditPage = Math.max(1, auditPage + step); audit().catch(e => { document.getElementById('status').textContent = "
     "String(e.message || e); }); });\n"
     "async function lineage() { const m = document.getElementById('linsel').value; if (!m) return;\n"
@@ -365,7 +367,8 @@ static char *audit_page(char *json, long limit, long page, int *more) {
     if (page > 1) {
         int keep = n - (int)(limit * (page - 1)); /* <= 0: the earlier pages hold every record */
         if (keep < 0) keep = 0;
-        while (cJSON_GetArraySize(a) > keep) cJSON_DeleteItemFromArray(a, keep);
+        while (cJSON_GetArraySize(a) > keep)
+            cJSON_DeleteItemFromArray(a, keep);
     }
     char *text = page > 1 ? cJSON_PrintUnformatted(a) : NULL;
     cJSON_Delete(a);

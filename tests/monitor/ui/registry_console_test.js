@@ -2,8 +2,9 @@
 // the console's registry views render what the registry's tables hold (EXPECTED_JSON, read with python's
 // sqlite3 by test_monitor_ui_registry.sh): one row per model with its latest version, live versions and
 // aliases; the lineage graph of the selected model (training data -> versions -> uses as SVG nodes and
-// edges); the audit log newest first, in pages of 50 walked with the older / newer buttons.  No console error, no external asset; screenshots of
-// the page saved.  Usage: node registry_console_test.js CHROMIUM URL EXPECTED_JSON SHOT_PREFIX
+// edges); the audit log newest first, in pages of 50 walked with the older / newer buttons.  No console error, no
+// external asset; screenshots of the page saved.  Usage: node registry_console_test.js CHROMIUM URL EXPECTED_JSON
+// SHOT_PREFIX
 'use strict';
 const puppeteer = require('puppeteer-core');
 const fs = require('fs');
@@ -85,8 +86,9 @@ const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
                                  {timeout : 10000}, pages[i][0][0])
                 .catch(() => fail('audit page ' + (i + 1) + ' did not render'));
             const got = await auditRows();
-            if (!same(got, pages[i])) fail('audit page ' + (i + 1) + ': ' + JSON.stringify(got.slice(0, 3)) + '... (' +
-                                           got.length + ') want ' + JSON.stringify(pages[i].slice(0, 3)) + '...');
+            if (!same(got, pages[i]))
+                fail('audit page ' + (i + 1) + ': ' + JSON.stringify(got.slice(0, 3)) + '... (' + got.length +
+                     ') want ' + JSON.stringify(pages[i].slice(0, 3)) + '...');
             const older = await page.$eval('#older', b => b.disabled);
             if (older !== (i === pages.length - 1)) fail('audit page ' + (i + 1) + ': older button disabled=' + older);
         }
