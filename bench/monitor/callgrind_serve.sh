@@ -5,7 +5,7 @@
 # counted by callgrind over every thread (the log's writer included): load-independent, for a shared
 # machine.  valgrind hides AVX-512: this counts the AVX2 path.
 #
-#   [ENDPOINT=records|infer] [FORMAT=json|binary] bench/monitor/callgrind_serve.sh INFERA_BINARY [REQUESTS] [CONFIGS...]
+#   [ENDPOINT=records|infer] [FORMAT=json|binary] [WARMUP=N] bench/monitor/callgrind_serve.sh INFERA_BINARY [REQUESTS] [CONFIGS...]
 #
 # Fraud example served with its spec (its SQLite lookup; for /infer the 12 input columns take the spec's
 # names), --http-threads 1, requests of 50 records (records) or 50 rows x 12 FP32 features (infer: JSON,
@@ -13,7 +13,9 @@
 # configuration: one warm-up request, counters zeroed (callgrind_control -z), REQUESTS requests
 # (default 200), 1.5 s for the log's writer to flush, a dump; instructions / (REQUESTS x 50).
 # CONFIGS: off jsonl sqlite window (default all); the log at --log-sample 0.1, the window with the
-# training baseline of the first 2,500 rows.
+# training baseline of the first 2,500 rows.  WARMUP=N (default 1): N warm-up requests and 1.5 s
+# before counting, so the count is the steady state (the prediction log's batches already made and
+# recycled by its writer: a short run otherwise counts their first allocation).
 set -euo pipefail
 INFERA=$(realpath "$1")
 REQS=${2:-200}
@@ -40,6 +42,7 @@ w.writeheader(); w.writerows(rows[:2500])
 PY
 "$INFERA" monitor baseline fraud_xgb.onnx --pipeline fraud_spec.json --data csv:train.csv -o base.json 2>/dev/null
 ENDPOINT=${ENDPOINT:-records}
+WARMUP=${WARMUP:-1}
 FORMAT=${FORMAT:-json}
 if [ "$ENDPOINT" = infer ]; then
 # the tensor request: the features of 50 production rows, as a client that computes them sends them
@@ -88,6 +91,10 @@ for c in $CONFIGS; do
         curl -sf -o /dev/null "${HDRS[@]}" --data-binary @req.bin "$URL" && break
         sleep 0.2
     done
+    if [ "$WARMUP" -gt 1 ]; then # steady state: the log's batches recycled once (the writer's 1 s flush)
+        for _ in $(seq $((WARMUP - 1))); do curl -sf -o /dev/null "${HDRS[@]}" --data-binary @req.bin "$URL"; done
+        sleep 1.5
+    fi
     callgrind_control -z "$VPID" >/dev/null 2>&1
     for _ in $(seq "$REQS"); do
         curl -sf -o /dev/null "${HDRS[@]}" --data-binary @req.bin "$URL" ||

@@ -8,7 +8,8 @@
 // its renderer, GPU and network processes, and the children they reaped) and of the server
 // (SERVER_PID), from /proc: the work a load needs, which a loaded machine stretches in wall time but
 // does not change -- on an idle 2-vCPU machine a load takes about that long (the critical path is
-// mostly serial: request, parse, script, one state fetch, render).
+// mostly serial: request, parse, script, one state fetch, render).  And the renderer main thread's
+// task / script / layout / style time of each load (puppeteer page.metrics()), medians.
 'use strict';
 const fs = require('fs');
 const puppeteer = require('puppeteer-core');
@@ -36,7 +37,7 @@ function treeCpu(root) {
 (async () => {
   const browser = await puppeteer.launch({executablePath: chromium, headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage']});
-  const load = [], live = [], full = [], cpu = [], blankLoad = [], blankCpu = [];
+  const load = [], live = [], full = [], cpu = [], blankLoad = [], blankCpu = [], main = [];
   const cpuNow = () => treeCpu(browser.process().pid) + (serverPid ? treeCpu(serverPid) : 0);
   try {
     for (let i = 0; i < Number(runs); i++) {
@@ -55,6 +56,9 @@ function treeCpu(root) {
         full.push(Date.now() - t0);
       }
       cpu.push(Math.round((cpuNow() - c0) * 1000));
+      const pm = await page.metrics(); // the renderer's main thread, seconds since the tab opened
+      main.push({task: Math.round(pm.TaskDuration * 1000), script: Math.round(pm.ScriptDuration * 1000),
+                 layout: Math.round(pm.LayoutDuration * 1000), style: Math.round(pm.RecalcStyleDuration * 1000)});
       await page.close();
       // the control: a fresh tab loading a one-line page (what any page costs this browser here)
       const blank = await browser.newPage();
@@ -70,5 +74,7 @@ function treeCpu(root) {
   const med = a => a.slice().sort((x, y) => x - y)[Math.floor(a.length / 2)];
   console.log(JSON.stringify({runs: load.length, load_ms: load, live_ms: live, cpu_ms: cpu, load_median_ms: med(load),
     live_median_ms: med(live), full_ms: full, full_median_ms: full.length ? med(full) : null, cpu_median_ms: med(cpu), blank_load_ms: blankLoad, blank_cpu_ms: blankCpu,
-    blank_load_median_ms: med(blankLoad), blank_cpu_median_ms: med(blankCpu)}));
+    blank_load_median_ms: med(blankLoad), blank_cpu_median_ms: med(blankCpu),
+    main_thread_median_ms: {task: med(main.map(m => m.task)), script: med(main.map(m => m.script)),
+                            layout: med(main.map(m => m.layout)), style: med(main.map(m => m.style))}}));
 })().catch(e => { console.error(e); process.exit(1); });

@@ -8,7 +8,7 @@
 # 10,000 (registry alias moves through the CLI for the first ones; the rest inserted into reg_audit
 # directly -- the console lists them and never verifies the chain, so their hashes do not matter here), serves
 # 64 of them (serve's limit) with --ui and loads /ui RUNS times (default 5) in a fresh tab; the page's
-# registry views (100 models, the newest 200 audit records, the first model's lineage) are waited for
+# registry views (100 models, the newest 50 audit records -- a page --, the first model's lineage) are waited for
 # too.  UI_ONLY=1: `infera ui --home` (no model served) instead of serve.
 set -euo pipefail
 INFERA=$(realpath "$1")
@@ -51,7 +51,7 @@ SERVER=$!
 PORT=$(serve_port s.log 600) || { cat s.log; exit 1; }
 echo "state JSON: $(curl -s "http://127.0.0.1:$PORT/ui/state" | wc -c) bytes; page: $(curl -s "http://127.0.0.1:$PORT/ui" | wc -c) bytes"
 # the server's part: time to the last byte of the page and of the state, 20 times each (medians, ms)
-for path in /ui /ui/state /ui/registry "/ui/audit?limit=200" "/ui/lineage?ref=m000"; do
+for path in /ui /ui/state /ui/registry "/ui/audit?limit=50" "/ui/audit?limit=200" "/ui/lineage?ref=m000"; do
     echo "$path: median $(for _ in $(seq 20); do curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$PORT$path"; done |
         sort -g | awk '{a[NR] = $1 * 1000} END{printf "%.2f ms (max %.2f)", a[int((NR + 1) / 2)], a[NR]}')"
 done

@@ -35,6 +35,24 @@ int inf__fmt_i64(int64_t v, char *out) {
     return (int)(p - out) + n;
 }
 
+/* v < 10^8 as exactly 8 digits: 32-bit halves and pairs (a few multiplies, no 64-bit division). */
+static void digits8(uint32_t v, char *out) {
+    uint32_t a = v / 10000, b = v % 10000;
+    memcpy(out, DIGIT_PAIRS + 2 * (a / 100), 2);
+    memcpy(out + 2, DIGIT_PAIRS + 2 * (a % 100), 2);
+    memcpy(out + 4, DIGIT_PAIRS + 2 * (b / 100), 2);
+    memcpy(out + 6, DIGIT_PAIRS + 2 * (b % 100), 2);
+}
+
+/* v < 10^17 as exactly 17 digits (inf__fmt_digits(v, 17, out), faster). */
+static void digits17(uint64_t v, char *out) {
+    uint64_t hi = v / 100000000; /* < 10^9 */
+    uint32_t h = (uint32_t)hi;
+    out[0] = (char)('0' + h / 100000000);
+    digits8(h % 100000000, out + 1);
+    digits8((uint32_t)(v - hi * 100000000), out + 9);
+}
+
 #ifdef __SIZEOF_INT128__
 typedef unsigned __int128 u128;
 
@@ -100,11 +118,15 @@ int inf__fmt_g17(double v, char *out) {
         return (int)(p - out);
     }
     if (be == 0 || be == 0x7ff) return snprintf(out, INF__FMT_NUM_MAX, "%.17g", v); /* subnormal, inf, nan */
+    /* an integer below 2^53 (< 10^17: 17 digits show it whole, no exponent, no point): %lld's digits */
+    if (v > -0x1p53 && v < 0x1p53 && v == (double)(int64_t)v) return inf__fmt_i64((int64_t)v, out);
     uint64_t m = (bits & ((1ULL << 52) - 1)) | (1ULL << 52);
     int e = be - 1075; /* |v| = m * 2^e */
     /* x = floor(log10|v|): estimated as log10(2) * (exponent + mantissa fraction), a bound within 0.03
      * below log10|v| (log2(1 + f) >= f), so nearly always right; the digits correct it either way */
-    int x = (int)floor(((be - 1023) + (double)(m - (1ULL << 52)) * 0x1.0p-52) * 0.30102999566398120);
+    double lg = ((be - 1023) + (double)(m - (1ULL << 52)) * 0x1.0p-52) * 0.30102999566398120;
+    int x = (int)lg;
+    x -= (double)x > lg; /* floor, without the libm call */
     u128 d = 0;
     for (int tries = 0;; tries++) {
         if (tries == 4 || !scaled_round(m, e, 16 - x, &d)) return snprintf(out, INF__FMT_NUM_MAX, "%.17g", v);
@@ -112,33 +134,37 @@ int inf__fmt_g17(double v, char *out) {
         else if (d < P10[16]) x--;
         else break;
     }
-    char dig[17];
-    inf__fmt_digits((uint64_t)d, 17, dig);
+    /* the 17 digits; the copies below are of fixed sizes (no memcpy call): they read dig's unset
+     * tail and write it past the text's end, within out's INF__FMT_NUM_MAX bytes (the NUL ends it) */
+    char dig[40];
+    digits17((uint64_t)d, dig);
     int nd = 17; /* significant digits once trailing zeros are gone */
     while (nd > 1 && dig[nd - 1] == '0') nd--;
     if (bits >> 63) *p++ = '-';
-    if (x >= -4 && x < 17) { /* fixed notation */
-        if (x >= 0) {
-            memcpy(p, dig, (size_t)x + 1);
-            p += x + 1;
-            if (nd > x + 1) {
-                *p++ = '.';
+    if (x >= 0 && x < 17) { /* fixed notation, d.ddd: at most 1 + 17 + 1 + 16 bytes */
+        memcpy(p, dig, 17);
+        p += x + 1;
+        if (nd > x + 1) {
+            *p++ = '.';
+            if (p + 16 <= out + INF__FMT_NUM_MAX - 1)
+                memcpy(p, dig + x + 1, 16);
+            else
                 memcpy(p, dig + x + 1, (size_t)(nd - x - 1));
-                p += nd - x - 1;
-            }
-        } else {
-            *p++ = '0';
-            *p++ = '.';
-            for (int i = 0; i < -x - 1; i++) *p++ = '0';
-            memcpy(p, dig, (size_t)nd);
-            p += nd;
+            p += nd - x - 1;
         }
+    } else if (x >= -4 && x < 0) { /* 0.000ddd: at most 1 + 5 + 17 bytes */
+        memcpy(p, "0.000", 5);
+        p += 1 - x;
+        memcpy(p, dig, 17);
+        p += nd;
     } else { /* d.ddde+XX */
-        *p++ = dig[0];
+        *p = dig[0];
         if (nd > 1) {
-            *p++ = '.';
-            memcpy(p, dig + 1, (size_t)nd - 1);
-            p += nd - 1;
+            p[1] = '.';
+            memcpy(p + 2, dig + 1, 16);
+            p += nd + 1;
+        } else {
+            p++;
         }
         *p++ = 'e';
         *p++ = x < 0 ? '-' : '+';

@@ -276,6 +276,11 @@ void inf_record_batch_clear(inf_record_batch *b) {
     inf__rarena_reset(&b->strs);
 }
 
+void inf__record_batch_clear_unzeroed(inf_record_batch *b) {
+    b->n_rows = 0;
+    inf__rarena_reset(&b->strs);
+}
+
 void inf_record_batch_reset(inf_record_batch *b) {
     inf_record_batch_clear(b);
     b->n_fields = 0;

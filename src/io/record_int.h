@@ -63,6 +63,10 @@ inf_status inf__record_batch_reserve_rows(inf_record_batch *b, int n);
 /* Every row of b as JSON lines (inf_record_batch_row_to_json's text, then
  * '\n'), the field names escaped once for the batch.  INF_EIO (a write
  * failed), INF_ENOMEM. */
+/* Empties b as inf_record_batch_clear does, but leaves the old rows' values in
+ * place (not zeroed: rows added later start with them): for a caller that sets
+ * every field of every row it adds (the prediction log's prebuilt rows). */
+void inf__record_batch_clear_unzeroed(inf_record_batch *b);
 inf_status inf__record_batch_write_jsonl(const inf_record_batch *b, inf_write_fn write, void *user);
 
 #endif /* INF_IO_RECORD_INT_H */

@@ -36,6 +36,8 @@ struct inf__mon_online {
     /* add_matrix's map (the tensor endpoint's columns), kept apart from add_scored's */
     char **mat_names;
     int *mat_idx, n_mat;
+    char **maty_names; /* ... and of its spec outputs */
+    int *maty_idx, n_maty;
 };
 
 inf_status inf__mon_online_new(inf__mon_profile *baseline, int64_t window_us, int max_rows, const char *model,
@@ -76,6 +78,10 @@ void inf__mon_online_free(inf__mon_online *o) {
     free(o->pred_idx);
     free(o->mat_names);
     free(o->mat_idx);
+    for (int i = 0; i < o->n_maty; i++)
+        free(o->maty_names[i]);
+    free(o->maty_names);
+    free(o->maty_idx);
     free(o);
 }
 
@@ -233,13 +239,16 @@ inf_status inf__mon_online_add_scored(inf__mon_online *o, const inf_pipeline_exe
 static const char *mat_name(const void *names, int j) { return ((const char *const *)names)[j]; }
 
 inf_status inf__mon_online_add_matrix(inf__mon_online *o, const double *x, int n_rows, int n_cols,
-                                      const char *const *names, int64_t now_us) {
+                                      const char *const *names, const inf_value *y, int n_y, const char *const *y_names,
+                                      int64_t now_us) {
     inf_status st;
+    if (!y) n_y = 0;
     pthread_mutex_lock(&o->mu);
     roll(o, now_us);
     o->window_rows += (uint64_t)n_rows;
     o->total_rows += (uint64_t)n_rows;
-    if ((st = remap(o, n_cols, mat_name, names, &o->mat_names, &o->mat_idx, &o->n_mat))) {
+    if ((st = remap(o, n_cols, mat_name, names, &o->mat_names, &o->mat_idx, &o->n_mat)) ||
+        (st = remap(o, n_y, mat_name, y_names, &o->maty_names, &o->maty_idx, &o->n_maty))) {
         pthread_mutex_unlock(&o->mu);
         return st;
     }
@@ -247,6 +256,9 @@ inf_status inf__mon_online_add_matrix(inf__mon_online *o, const double *x, int n
         const double *row = x + (size_t)k * (size_t)n_cols;
         for (int j = 0; j < n_cols && st == INF_OK; j++)
             if (o->mat_idx[j] >= 0) st = inf__mon_profile_add_number(o->cur, o->mat_idx[j], row[j]);
+        const inf_value *yr = n_y ? y + (size_t)k * (size_t)n_y : NULL;
+        for (int j = 0; j < n_y && st == INF_OK; j++)
+            if (o->maty_idx[j] >= 0) st = inf__mon_profile_add_value(o->cur, o->maty_idx[j], &yr[j]);
         inf__mon_profile_end_row(o->cur);
     }
     pthread_mutex_unlock(&o->mu);

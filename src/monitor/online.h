@@ -43,10 +43,12 @@ inf_status inf__mon_online_add_scored(inf__mon_online *o, const inf_pipeline_exe
                                       int64_t now_us);
 /* The tensor endpoint's path (serve's /infer): n_rows rows of n_cols
  * numbers (row-major x, NaN = missing) in columns named names[0..n_cols),
- * profiled into the baseline's columns of those names (others are not
- * looked at).  INF_ENOMEM. */
+ * and of n_y values (row-major y, the spec's outputs: tensorrow.h; may be
+ * NULL with n_y 0) named y_names, profiled into the baseline's columns of
+ * those names (others are not looked at).  INF_ENOMEM. */
 inf_status inf__mon_online_add_matrix(inf__mon_online *o, const double *x, int n_rows, int n_cols,
-                                      const char *const *names, int64_t now_us);
+                                      const char *const *names, const inf_value *y, int n_y, const char *const *y_names,
+                                      int64_t now_us);
 /* The drift JSON (profile.h inf__mon_drift_json, plus "start", "end" in
  * epoch seconds and "complete": true for a finished window) of the window
  * described above; NULL when no window has rows yet (or out of memory).

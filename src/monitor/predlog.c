@@ -1,7 +1,10 @@
 /*
  * predlog.c -- the prediction log (predlog.h): sampled rows built from row
- * plans (logrow.h) into recycled batches, queued into a ring under a short
- * lock, written by one writer thread that commits many batches at once.
+ * plans (logrow.h) into one OPEN BATCH per layout (a request's few sampled
+ * rows are appended to the rows of the requests before it, under the
+ * layout's own lock), queued into a ring under a short lock when it holds
+ * OPEN_ROWS rows, written by one writer thread that also takes the open
+ * batches every FLUSH_MS and commits many batches at once.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -22,6 +25,8 @@
 #define FLUSH_ROWS 4096   /* the writer is woken when this many rows wait ... */
 #define FLUSH_MS 1000     /* ... or after this long (one SQLite commit a second at most) */
 #define TAKE_BATCHES 256  /* ... or when this many batches wait: what the writer takes at once */
+#define OPEN_ROWS 64      /* an open batch is queued once it holds this many rows (a new batch's room) */
+#define MAX_OPEN 64       /* layouts with an open batch; further layouts get a batch per call (as before) */
 
 /* A kept row plan; the list only grows (nodes are immutable once published). */
 typedef struct plan_node {
@@ -37,6 +42,15 @@ typedef struct log_batch {
     int *map;
     int map_cap;
 } log_batch;
+
+/* The open batch of one layout (key): requests append their sampled rows
+ * to it under mu.  A slot's key is set once (under the log's mu) and then
+ * never changes; slots are published by n_open. */
+typedef struct open_slot {
+    pthread_mutex_t mu;
+    const void *key;
+    log_batch *b; /* NULL: none open */
+} open_slot;
 
 struct inf__mon_log {
     inf_sink *sink;
@@ -55,6 +69,8 @@ struct inf__mon_log {
     int closing;
     pthread_t writer;
     inf_error sink_error; /* the first one (status 0 = none); written by the writer only */
+    open_slot open[MAX_OPEN];
+    atomic_int n_open;
 };
 
 int inf__mon_log_is_meta_field(const char *name) {
@@ -147,7 +163,10 @@ static log_batch *batch_get(inf__mon_log *l, const binder *bd) {
     if (!b && l->n_spare) b = l->spare[--l->n_spare];
     pthread_mutex_unlock(&l->mu);
     if (b && b->plan == bd->key) {
-        inf_record_batch_clear(b->rows);
+        if (bd->plan)
+            inf_record_batch_clear(b->rows);
+        else
+            inf__record_batch_clear_unzeroed(b->rows); /* add_built's rows set every field */
         return b;
     }
     if (!b && (!(b = calloc(1, sizeof *b)) || inf_record_batch_new(&b->rows))) {
@@ -224,6 +243,76 @@ static int sample_batch(inf__mon_log *l, int n, uint64_t *k0, int *first) {
     return n_sampled;
 }
 
+/* The open slot of layout key, claimed for it when new; NULL when MAX_OPEN
+ * layouts have one (that layout's rows go in a batch per call). */
+static open_slot *slot_for(inf__mon_log *l, const void *key) {
+    int n = atomic_load_explicit(&l->n_open, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+        if (l->open[i].key == key) return &l->open[i];
+    open_slot *s = NULL;
+    pthread_mutex_lock(&l->mu);
+    n = atomic_load(&l->n_open);
+    for (int i = 0; i < n && !s; i++) /* another thread may have claimed it */
+        if (l->open[i].key == key) s = &l->open[i];
+    if (!s && n < MAX_OPEN) {
+        s = &l->open[n];
+        s->key = key;
+        atomic_store_explicit(&l->n_open, n + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return s;
+}
+
+/* Appends the n_sampled sampled records of a call (records k0 + first ..
+ * k0 + n - 1 of the stream) with row() to the layout's open batch (or to a
+ * batch of their own), and queues the batch when it is full.  A row that
+ * fails drops the batch's rows (counted). */
+static void add_rows(inf__mon_log *l, const binder *bd, int n, uint64_t k0, int first, int n_sampled,
+                     inf__mon_build_row_fn row, void *user) {
+    open_slot *s = slot_for(l, bd->key);
+    if (s) pthread_mutex_lock(&s->mu);
+    log_batch *b = s ? s->b : NULL;
+    if (!b && (b = batch_get(l, bd)) != NULL && !s && inf__record_batch_reserve_rows(b->rows, n_sampled)) {
+        /* a batch of its own gets room for these rows only (the default 64 would be cleared for a few) */
+        b->plan = NULL;
+        batch_put(l, b);
+        b = NULL;
+    }
+    int before = b ? inf_record_batch_n_rows(b->rows) : 0;
+    for (int k = first; b && k < n; k++) {
+        if (!sampled(l, k0 + (uint64_t)k)) continue;
+        if (row(user, k, b->map, b->rows)) {
+            drop(l, (uint64_t)before); /* the earlier calls' rows in it (this call's are counted below) */
+            b->plan = NULL;            /* half-built: rebind on reuse */
+            batch_put(l, b);
+            b = NULL;
+        }
+    }
+    if (!b) drop(l, (uint64_t)n_sampled); /* out of memory (or of plans): log rows are lost, not the scoring */
+    log_batch *full = b;
+    if (s) {
+        if (b && inf_record_batch_n_rows(b->rows) < OPEN_ROWS) full = NULL;
+        s->b = full ? NULL : b;
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (full) queue(l, full);
+}
+
+/* A row of the records' log (add_at): the row plan's. */
+typedef struct plan_rows {
+    const inf__mon_row_plan *plan;
+    const inf_pipeline_exec *ex;
+    const inf_record_batch *in, *pred;
+    int id_f;
+    int64_t t;
+    const char *model_name;
+} plan_rows;
+
+static inf_status plan_row(void *user, int k, const int *map, inf_record_batch *out) {
+    const plan_rows *r = user;
+    return inf__mon_plan_row(r->plan, map, r->ex, r->in, r->id_f, r->pred, k, r->t, r->model_name, out);
+}
+
 int inf__mon_log_add_at(inf__mon_log *l, const inf_pipeline *p, const char *model_name, const inf_pipeline_exec *ex,
                         const inf_record_batch *in, const inf_record_batch *pred, int64_t t) {
     if (!l) return 0;
@@ -235,30 +324,13 @@ int inf__mon_log_add_at(inf__mon_log *l, const inf_pipeline *p, const char *mode
     if (!n_sampled) return 0;
     if (!p) p = l->pipeline;
     const inf__mon_row_plan *plan = p ? plan_for(l, p, ex, in, pred) : NULL;
-    binder bd = {plan, plan ? inf__mon_plan_n_fields(plan) : 0, plan, NULL};
-    log_batch *b = plan ? batch_get(l, &bd) : NULL;
-    /* a new batch gets room for these rows only (the default 64 rows would be cleared for a few) */
-    if (b && inf__record_batch_reserve_rows(b->rows, n_sampled)) {
-        b->plan = NULL;
-        batch_put(l, b);
-        b = NULL;
-    }
-    if (!b) { /* out of memory (or of plans): these log rows are lost, not the scoring */
+    if (!plan) { /* out of memory or of plans */
         drop(l, (uint64_t)n_sampled);
         return n_sampled;
     }
-    int id_f = inf__mon_plan_id_field(plan, in);
-    for (int k = first; k < n; k++) {
-        if (!sampled(l, k0 + (uint64_t)k)) continue;
-        if (inf__mon_plan_row(plan, b->map, ex, in, id_f, pred, k, t, model_name, b->rows)) {
-            drop(l, (uint64_t)n_sampled);
-            b->plan = NULL; /* half-built: rebind on reuse */
-            batch_put(l, b);
-            b = NULL;
-            break;
-        }
-    }
-    if (b) queue(l, b);
+    binder bd = {plan, inf__mon_plan_n_fields(plan), plan, NULL};
+    plan_rows r = {plan, ex, in, pred, inf__mon_plan_id_field(plan, in), t, model_name};
+    add_rows(l, &bd, n, k0, first, n_sampled, plan_row, &r);
     return n_sampled;
 }
 
@@ -269,26 +341,7 @@ int inf__mon_log_add_built(inf__mon_log *l, int n, const void *layout, int n_fie
     int first, n_sampled = sample_batch(l, n, &k0, &first);
     if (!n_sampled) return 0;
     binder bd = {layout, n_fields, NULL, names};
-    log_batch *b = batch_get(l, &bd);
-    if (b && inf__record_batch_reserve_rows(b->rows, n_sampled)) {
-        b->plan = NULL;
-        batch_put(l, b);
-        b = NULL;
-    }
-    if (!b) {
-        drop(l, (uint64_t)n_sampled);
-        return n_sampled;
-    }
-    for (int k = first; k < n; k++) {
-        if (!sampled(l, k0 + (uint64_t)k)) continue;
-        if (row(user, k, b->map, b->rows)) {
-            drop(l, (uint64_t)n_sampled);
-            b->plan = NULL;
-            batch_put(l, b);
-            return n_sampled;
-        }
-    }
-    queue(l, b);
+    add_rows(l, &bd, n, k0, first, n_sampled, row, user);
     return n_sampled;
 }
 
@@ -332,25 +385,43 @@ static struct timespec flush_deadline(void) {
     return t;
 }
 
+/* Takes the open batches that hold rows (at most MAX_OPEN). */
+static int take_open(inf__mon_log *l, log_batch **out) {
+    int n = 0, n_open = atomic_load_explicit(&l->n_open, memory_order_acquire);
+    for (int i = 0; i < n_open; i++) {
+        open_slot *s = &l->open[i];
+        pthread_mutex_lock(&s->mu);
+        if (s->b && inf_record_batch_n_rows(s->b->rows)) {
+            out[n++] = s->b;
+            s->b = NULL;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    return n;
+}
+
 static void *writer_main(void *arg) {
     inf__mon_log *l = arg;
-    log_batch *got[TAKE_BATCHES];
+    log_batch *got[TAKE_BATCHES + MAX_OPEN];
+    int64_t open_taken = inf__mon_now_us();
     for (;;) {
         pthread_mutex_lock(&l->mu);
         struct timespec until = flush_deadline();
-        /* wait for FLUSH_ROWS rows or TAKE_BATCHES batches, or FLUSH_MS with at least one batch */
-        while (!l->closing && l->ring_rows < FLUSH_ROWS && l->ring_n < TAKE_BATCHES) {
-            int rc = pthread_cond_timedwait(&l->cv, &l->mu, &until);
-            if (rc == ETIMEDOUT) {
-                if (l->ring_n) break;
-                until = flush_deadline();
-            }
-        }
+        /* wait for FLUSH_ROWS rows or TAKE_BATCHES batches, or FLUSH_MS */
+        int timed_out = 0;
+        while (!l->closing && l->ring_rows < FLUSH_ROWS && l->ring_n < TAKE_BATCHES && !timed_out)
+            timed_out = pthread_cond_timedwait(&l->cv, &l->mu, &until) == ETIMEDOUT;
+        int closing = l->closing;
         int n = take(l, got, TAKE_BATCHES);
-        int done = l->closing && !n;
         /* the sink is the writer's alone: written with the lock released */
         pthread_mutex_unlock(&l->mu);
-        if (done) return NULL;
+        /* the open batches: every FLUSH_MS (a layout's few rows wait no longer than a queued batch) */
+        int64_t now = inf__mon_now_us();
+        if (closing || timed_out || now - open_taken >= (int64_t)FLUSH_MS * 1000) {
+            n += take_open(l, got + n);
+            open_taken = now;
+        }
+        if (closing && !n) return NULL;
         uint64_t rows = 0;
         int ok = l->sink_error.status == INF_OK;
         inf_error e;
@@ -397,6 +468,8 @@ inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double
     }
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
+    for (int i = 0; i < MAX_OPEN; i++)
+        pthread_mutex_init(&l->open[i].mu, NULL);
     /* the writer blocks every signal: the host's handlers (a PostgreSQL
      * backend's, serve's) run on the host's threads, never on the log's */
     sigset_t all, old;
@@ -406,6 +479,8 @@ inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (failed) {
         inf_sink_close(l->sink, err);
+        for (int i = 0; i < MAX_OPEN; i++)
+            pthread_mutex_destroy(&l->open[i].mu);
         pthread_mutex_destroy(&l->mu);
         pthread_cond_destroy(&l->cv);
         free(l);
@@ -439,6 +514,10 @@ inf_status inf__mon_log_close(inf__mon_log *l, inf__mon_log_stats *stats, inf_er
     }
     if (stats) inf__mon_log_stats_get(l, stats);
     for (int i = 0; i < l->n_spare; i++) batch_free(l->spare[i]);
+    for (int i = 0; i < MAX_OPEN; i++) { /* the writer took every open batch with rows; an empty one may remain */
+        batch_free(l->open[i].b);
+        pthread_mutex_destroy(&l->open[i].mu);
+    }
     for (plan_node *n = atomic_load(&l->plans), *next; n; n = next) {
         next = n->next;
         inf__mon_plan_free(n->plan);

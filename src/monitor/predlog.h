@@ -13,14 +13,18 @@
  * from a ROW PLAN -- which feature columns and prediction fields are logged,
  * under which names, computed once per (pipeline, feature columns,
  * prediction fields) and kept by the log (immutable, found by comparing
- * names) -- into a recycled record batch (no name lookups, no sensitivity
- * checks, no allocation per row once warm), queued into a preallocated ring
- * under a mutex held for a few instructions.  A full ring drops the batch
- * and counts its rows: add() never waits for the sink and never fails
- * scoring.  One writer thread wakes when FLUSH_ROWS rows or TAKE_BATCHES
- * batches wait, or every FLUSH_MS (predlog.c), writes what is queued and
- * commits once (one SQLite transaction for many requests), then gives the
- * batches back for reuse.
+ * names) -- appended to the layout's OPEN BATCH (no name lookups, no
+ * sensitivity checks, no allocation per row once warm; one short lock per
+ * call, the layout's own: a request's few sampled rows join those of the
+ * requests before it, so per-batch work -- getting, binding, queueing and
+ * writing a batch -- is paid once per OPEN_ROWS rows, not per request).  A
+ * full open batch is queued into a preallocated ring under a mutex held for
+ * a few instructions.  A full ring drops the batch and counts its rows:
+ * add() never waits for the sink and never fails scoring.  One writer
+ * thread wakes when FLUSH_ROWS rows or TAKE_BATCHES batches wait, or every
+ * FLUSH_MS (predlog.c; then it also takes the open batches), writes what is
+ * queued and commits once (one SQLite transaction for many requests), then
+ * gives the batches back for reuse.
  * Sinks format numbers without printf (io/numfmt.h).  A sink error is
  * remembered (the first one), counts the rows as dropped, and never reaches
  * the scorer.
@@ -76,7 +80,8 @@ int inf__mon_log_add_at(inf__mon_log *l, const inf_pipeline *p, const char *mode
  * one atomic add; nothing more when none is sampled), then calls
  * row(user, k, map, out) for each sampled record k, appending its row to
  * out, a recycled batch whose fields are names[0..n_fields) (map[i] = out's
- * index of names[i]).  layout identifies the names (the same pointer, the
+ * index of names[i]); row() sets every field of its row (null included: a
+ * recycled batch's rows are not cleared).  layout identifies the names (the same pointer, the
  * same names) and outlives the log.  Queued as add() queues; never blocks,
  * never fails (a row that fails drops the batch's rows, counted).  Returns
  * the number of records sampled. */

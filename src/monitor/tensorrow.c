@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "io/numfmt.h"
 #include "monitor/logrow.h"
 #include "monitor/tensorrow.h"
@@ -20,6 +22,18 @@ typedef struct tcol {
     int64_t j;
 } tcol;
 
+/* A spec output (pipeline.h PREDICTION RECORDS) worked out from the output
+ * tensors for the drift window: a column of a model output (op value), or
+ * a threshold of one or of an earlier output.  argmax / top_k are left out. */
+typedef struct tout {
+    int threshold;
+    int src_t; /* model output index, -1: the earlier spec output src_o */
+    int src_o;
+    int64_t j;       /* column of model output src_t */
+    double value;    /* threshold */
+    char *labels[2]; /* threshold labels [below, at or above]; NULL: 0 / 1 */
+} tout;
+
 struct inf__mon_tplan {
     int n_in, n_out;
     int64_t *per_row; /* per tensor (inputs then outputs): columns per row, -1 when left out */
@@ -28,6 +42,9 @@ struct inf__mon_tplan {
     int n_cols, n_feat;
     char **names; /* the log fields: N_META, then one per column */
     int n_fields;
+    tout *outs;       /* the spec's outputs the window profiles */
+    char **out_names; /* their names */
+    int n_outs;
 };
 
 void inf__mon_tplan_free(inf__mon_tplan *plan) {
@@ -35,6 +52,13 @@ void inf__mon_tplan_free(inf__mon_tplan *plan) {
     for (int i = N_META; plan->names && i < plan->n_fields; i++)
         free(plan->names[i]);
     free(plan->names);
+    for (int i = 0; i < plan->n_outs; i++) {
+        free(plan->out_names[i]);
+        free(plan->outs[i].labels[0]);
+        free(plan->outs[i].labels[1]);
+    }
+    free(plan->outs);
+    free(plan->out_names);
     free(plan->cols);
     free(plan->per_row);
     free(plan->dtype);
@@ -110,6 +134,84 @@ static inf_status add_columns(inf__mon_tplan *plan, const inf__mon_tensors *t, c
     return INF_OK;
 }
 
+/* Whether the pipeline reads a value from a tensor of this dtype (exec.c tensor_value). */
+static int readable(inf_dtype d) {
+    return d == INF_DTYPE_F32 || d == INF_DTYPE_F64 || d == INF_DTYPE_I64 || d == INF_DTYPE_I32 ||
+           d == INF_DTYPE_BOOL || d == INF_DTYPE_STRING;
+}
+
+/* The earlier spec output called name (-1: none). */
+static int find_out(const inf__mon_tplan *plan, const char *name) {
+    for (int i = plan->n_outs - 1; i >= 0; i--)
+        if (!strcmp(plan->out_names[i], name)) return i;
+    return -1;
+}
+
+/* One spec output from its canonical JSON o: added when it can be worked out
+ * from these tensors (0), left out otherwise (an earlier output of that name
+ * then hides the model output, as in the pipeline: find_out first). */
+static inf_status add_spec_output(inf__mon_tplan *plan, const inf__mon_tensors *t, const cJSON *o) {
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "name"));
+    const char *from = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "from"));
+    const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "op"));
+    const cJSON *idx = cJSON_GetObjectItemCaseSensitive(o, "index"),
+                *val = cJSON_GetObjectItemCaseSensitive(o, "value");
+    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(o, "labels");
+    if (!name || !from) return INF_OK;
+    tout u = {0};
+    u.threshold = op && !strcmp(op, "threshold");
+    if (op && !u.threshold && strcmp(op, "value") && strcmp(op, "rename")) return INF_OK; /* argmax, top_k */
+    if (u.threshold && !cJSON_IsNumber(val)) return INF_OK;
+    u.value = u.threshold ? val->valuedouble : 0;
+    u.src_o = find_out(plan, from);
+    u.src_t = -1;
+    if (u.src_o < 0) {
+        for (int i = 0; i < t->n_out && u.src_t < 0; i++)
+            if (t->out_names[i] && !strcmp(t->out_names[i], from)) u.src_t = i;
+        if (u.src_t < 0) return INF_OK; /* a sequence of maps, or an output left out before */
+        int64_t per = plan->per_row[plan->n_in + u.src_t];
+        u.j = cJSON_IsNumber(idx) ? (int64_t)idx->valuedouble : -1;
+        if (per <= 0 || !readable(plan->dtype[plan->n_in + u.src_t]) || u.j >= per || (u.j < 0 && per != 1))
+            return INF_OK;
+        if (u.j < 0) u.j = 0;
+    }
+    if (u.threshold && cJSON_GetArraySize(labels) == 2) {
+        const char *a = cJSON_GetStringValue(cJSON_GetArrayItem(labels, 0)),
+                   *b = cJSON_GetStringValue(cJSON_GetArrayItem(labels, 1));
+        if (!a || !b) return INF_OK;
+        if (!(u.labels[0] = strdup(a)) || !(u.labels[1] = strdup(b))) {
+            free(u.labels[0]);
+            return INF_ENOMEM;
+        }
+    }
+    char *nm = strdup(name);
+    if (!nm) {
+        free(u.labels[0]);
+        free(u.labels[1]);
+        return INF_ENOMEM;
+    }
+    plan->out_names[plan->n_outs] = nm;
+    plan->outs[plan->n_outs++] = u;
+    return INF_OK;
+}
+
+/* The spec's outputs (its canonical text: pipeline.h) that the window can
+ * profile from the output tensors; none for the default pipeline. */
+static inf_status add_spec_outputs(inf__mon_tplan *plan, const inf__mon_tensors *t, const inf_pipeline *p) {
+    if (!p || inf_pipeline_is_default(p)) return INF_OK;
+    cJSON *root = cJSON_Parse(inf_pipeline_canonical(p));
+    const cJSON *outs = cJSON_GetObjectItemCaseSensitive(root, "outputs");
+    int n = cJSON_GetArraySize(outs);
+    inf_status st = INF_OK;
+    if (n > 0 && (!(plan->outs = calloc((size_t)n, sizeof *plan->outs)) ||
+                  !(plan->out_names = calloc((size_t)n, sizeof *plan->out_names))))
+        st = INF_ENOMEM;
+    for (int i = 0; i < n && !st; i++)
+        st = add_spec_output(plan, t, cJSON_GetArrayItem(outs, i));
+    cJSON_Delete(root);
+    return st;
+}
+
 inf_status inf__mon_tplan_new(const inf__mon_tensors *t, const inf_pipeline *p, inf__mon_tplan **out) {
     *out = NULL;
     inf__mon_tplan *plan = calloc(1, sizeof *plan);
@@ -120,6 +222,7 @@ inf_status inf__mon_tplan_new(const inf__mon_tensors *t, const inf_pipeline *p, 
     inf_status st = INF_ENOMEM;
     if ((plan->per_row = calloc(n_t, sizeof *plan->per_row)) && (plan->dtype = calloc(n_t, sizeof *plan->dtype)))
         st = add_columns(plan, t, p);
+    if (!st) st = add_spec_outputs(plan, t, p);
     if (st) {
         inf__mon_tplan_free(plan);
         return st;
@@ -188,19 +291,57 @@ void inf__mon_tplan_features(const inf__mon_tplan *plan, const inf__mon_tensors 
     }
 }
 
+/* Every cell is set, null included (the log's recycled rows are not cleared: predlog.h). */
+int inf__mon_tplan_n_outputs(const inf__mon_tplan *plan) { return plan->n_outs; }
+const char *const *inf__mon_tplan_output_names(const inf__mon_tplan *plan) {
+    return (const char *const *)plan->out_names;
+}
+
+void inf__mon_tplan_outputs(const inf__mon_tplan *plan, const inf__mon_tensors *t, int64_t k, inf_value *y) {
+    for (int o = 0; o < plan->n_outs; o++) {
+        const tout *u = &plan->outs[o];
+        inf_value v = {0};
+        if (u->src_t < 0) {
+            v = y[u->src_o];
+        } else {
+            const inf_tensor *x = t->out[u->src_t];
+            int64_t i = k * plan->per_row[plan->n_in + u->src_t] + u->j;
+            if (x->dtype == INF_DTYPE_STRING) {
+                const char *str = ((char *const *)x->data)[i];
+                if (str) v.type = INF_FIELD_STRING, v.u.s.ptr = str, v.u.s.len = (uint32_t)strlen(str);
+            } else if (x->dtype == INF_DTYPE_F32 || x->dtype == INF_DTYPE_F64) {
+                v.type = INF_FIELD_FLOAT, v.u.f = number_at(x, i);
+            } else {
+                v.type = INF_FIELD_INT, v.u.i = (int64_t)number_at(x, i);
+            }
+        }
+        if (u->threshold) { /* exec.c: above = not a string and its number (0 for a null) >= the threshold */
+            double num = 0;
+            if (v.type != INF_FIELD_STRING) inf_value_to_double(&v, &num);
+            int above = v.type != INF_FIELD_STRING && num >= u->value;
+            v = (inf_value){0};
+            if (u->labels[0])
+                v.type = INF_FIELD_STRING, v.u.s.ptr = u->labels[above], v.u.s.len = (uint32_t)strlen(u->labels[above]);
+            else
+                v.type = INF_FIELD_INT, v.u.i = above;
+        }
+        y[o] = v;
+    }
+}
+
 static inf_status set_cell(inf_record_batch *out, int row, int f, const inf_tensor *x, int64_t i) {
     if (x->dtype == INF_DTYPE_STRING) {
         const char *s = ((char *const *)x->data)[i];
-        return s ? inf_record_batch_set_string(out, row, f, s, strlen(s)) : INF_OK;
+        return s ? inf_record_batch_set_string(out, row, f, s, strlen(s)) : inf_record_batch_set_null(out, row, f);
     }
     if (x->dtype == INF_DTYPE_BOOL) return inf_record_batch_set_bool(out, row, f, ((const uint8_t *)x->data)[i] != 0);
     double v = number_at(x, i);
-    return isfinite(v) ? inf_record_batch_set_float(out, row, f, v) : INF_OK;
+    return isfinite(v) ? inf_record_batch_set_float(out, row, f, v) : inf_record_batch_set_null(out, row, f);
 }
 
 /* "ID" for a one-row request, "ID[k]" for row k (no printf: one per logged row). */
 static inf_status set_id(inf_record_batch *out, int row, int f, const char *id, int64_t rows, int64_t k) {
-    if (!id) return INF_OK;
+    if (!id) return inf_record_batch_set_null(out, row, f);
     size_t n = strlen(id);
     if (rows == 1) return inf_record_batch_set_string(out, row, f, id, n);
     char small[256], *s = n + INF__FMT_NUM_MAX + 2 <= sizeof small ? small : malloc(n + INF__FMT_NUM_MAX + 2);

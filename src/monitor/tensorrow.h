@@ -19,7 +19,8 @@
  * A ROW: record_id (the request's id; "ID[k]" for row k of a request of
  * several rows; null without an id), logged_at, model_name, model_version,
  * then the input columns, then the output columns.  Numbers as floats (NaN =
- * null), bools as bools, strings as strings.
+ * null), bools as bools, strings as strings.  A row sets every one of its
+ * fields, nulls included (the log recycles its batches without clearing them).
  *
  * A plan is immutable once built; it fits a later request whose tensors
  * have the same per-row column counts and dtypes (inf__mon_tplan_matches).
@@ -61,6 +62,15 @@ const char *const *inf__mon_tplan_field_names(const inf__mon_tplan *plan);
 int inf__mon_tplan_n_features(const inf__mon_tplan *plan);
 const char *const *inf__mon_tplan_feature_names(const inf__mon_tplan *plan);
 void inf__mon_tplan_features(const inf__mon_tplan *plan, const inf__mon_tensors *t, int64_t k, double *x);
+/* The spec's outputs (pipeline.h PREDICTION RECORDS) that the drift window
+ * profiles, worked out from the output tensors as the pipeline's finish
+ * would: a model output's column (op value) and thresholds of one or of an
+ * earlier output; argmax / top_k outputs, outputs of sequences of maps and
+ * the default pipeline's are left out.  Their number, names, and row k's
+ * values into y[0..n) (strings borrowed from t or the plan). */
+int inf__mon_tplan_n_outputs(const inf__mon_tplan *plan);
+const char *const *inf__mon_tplan_output_names(const inf__mon_tplan *plan);
+void inf__mon_tplan_outputs(const inf__mon_tplan *plan, const inf__mon_tensors *t, int64_t k, inf_value *y);
 /* Appends row k's log row to out, whose fields were added in plan order
  * (map[i] = out's index of field i).  INF_ENOMEM. */
 inf_status inf__mon_tplan_row(const inf__mon_tplan *plan, const int *map, const inf__mon_tensors *t, int64_t k,

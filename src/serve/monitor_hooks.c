@@ -85,6 +85,8 @@ typedef struct srv_monitor {
     pthread_cond_t cv;
     _Atomic uint64_t alerts_fired, webhooks_ok, webhooks_failed, rollbacks;
     char *baseline_copy;     /* the --baseline option, split in place */
+    pthread_mutex_t console_mu;     /* the console's registry handle: one view at a time */
+    inf_registry *console_registry; /* opened at the first registry view, kept (NULL: not yet) */
 } srv_monitor;
 
 static int64_t now_us(void) {
@@ -154,6 +156,7 @@ inf_status inf__serve_monitor_start(srv_server *srv, inf_error *err) {
     m->srv = srv;
     pthread_mutex_init(&m->mu, NULL);
     pthread_cond_init(&m->cv, NULL);
+    pthread_mutex_init(&m->console_mu, NULL);
     srv->monitor = m;
     m->sample = 1;
     if (o->log_sample) {
@@ -233,6 +236,8 @@ void inf__serve_monitor_stop(srv_server *srv) {
     }
     inf__mon_rules_free(&m->rules);
     if (m->registry) inf_registry_free(m->registry);
+    if (m->console_registry) inf_registry_free(m->console_registry);
+    pthread_mutex_destroy(&m->console_mu);
     pthread_mutex_destroy(&m->mu);
     pthread_cond_destroy(&m->cv);
     free(m->baseline_copy);
@@ -353,21 +358,26 @@ static inf_status tensor_row(void *user, int k, const int *map, inf_record_batch
     return inf__mon_tplan_row(r->plan, map, r->t, k, r->id, r->t_us, r->model, r->version, out);
 }
 
-/* Every row's input columns into the drift window (as doubles). */
+/* Every row's input columns (as doubles) and spec outputs (tensorrow.h) into the drift window. */
 static void tensor_window(mon_entry *e, const inf__mon_tplan *plan, const inf__mon_tensors *t, int64_t t_us) {
-    int nf = inf__mon_tplan_n_features(plan);
+    int nf = inf__mon_tplan_n_features(plan), ny = inf__mon_tplan_n_outputs(plan);
     double small[512];
-    size_t need = (size_t)t->rows * (size_t)(nf ? nf : 1);
+    inf_value small_y[128];
+    size_t need = (size_t)t->rows * (size_t)(nf ? nf : 1), need_y = (size_t)t->rows * (size_t)ny;
     double *x = need <= sizeof small / sizeof small[0] ? small : malloc(need * sizeof *x);
-    if (!x) {
-        atomic_fetch_add(&e->build_failures, 1);
-        return;
+    inf_value *y = need_y <= sizeof small_y / sizeof small_y[0] ? small_y : malloc(need_y * sizeof *y);
+    if (x && y) {
+        for (int64_t k = 0; k < t->rows; k++) {
+            inf__mon_tplan_features(plan, t, k, x + (size_t)k * (size_t)nf);
+            inf__mon_tplan_outputs(plan, t, k, y + (size_t)k * (size_t)ny);
+        }
     }
-    for (int64_t k = 0; k < t->rows; k++)
-        inf__mon_tplan_features(plan, t, k, x + (size_t)k * (size_t)nf);
-    if (inf__mon_online_add_matrix(e->online, x, (int)t->rows, nf, inf__mon_tplan_feature_names(plan), t_us) != INF_OK)
+    if (!x || !y ||
+        inf__mon_online_add_matrix(e->online, x, (int)t->rows, nf, inf__mon_tplan_feature_names(plan), y, ny,
+                                   inf__mon_tplan_output_names(plan), t_us) != INF_OK)
         atomic_fetch_add(&e->build_failures, 1);
     if (x != small) free(x);
+    if (y != small_y) free(y);
 }
 
 void inf__serve_monitor_tensors(srv_server *srv, srv_version *v, const inf_tensor *const *inputs,
@@ -392,7 +402,8 @@ void inf__serve_monitor_tensors(srv_server *srv, srv_version *v, const inf_tenso
         return;
     }
     int64_t t_us = now_us();
-    if (e->online && inf__mon_tplan_n_features(plan)) tensor_window(e, plan, &t, t_us);
+    if (e->online && (inf__mon_tplan_n_features(plan) || inf__mon_tplan_n_outputs(plan)))
+        tensor_window(e, plan, &t, t_us);
     if (m->log) {
         tensor_rows r = {plan, &t, request_id, e->registry_name[0] ? e->registry_name : e->name, e->version, t_us};
         atomic_fetch_add(&e->sampled,
@@ -459,6 +470,39 @@ static void *rule_thread(void *arg) {
     }
     pthread_mutex_unlock(&m->mu);
     return NULL;
+}
+
+/* ---- the console's registry handle ------------------------------------------ */
+
+inf_status inf__serve_monitor_registry(srv_server *srv, inf_registry **out, inf_error *err) {
+    srv_monitor *m = srv->monitor;
+    *out = NULL;
+    if (!m) return inf_error_set(err, INF_EINVAL, "no console: start the server with --ui");
+    pthread_mutex_lock(&m->console_mu);
+    if (!m->console_registry) {
+        inf_registry_options o;
+        inf_registry_options_from_env(&o);
+        if (srv->opt.home) o.home = srv->opt.home;
+        if (srv->opt.registry) o.url = srv->opt.registry;
+        o.create = 0;
+        inf_status st = inf_registry_open(&o, &m->console_registry, err);
+        if (st) {
+            m->console_registry = NULL;
+            pthread_mutex_unlock(&m->console_mu);
+            return st;
+        }
+    }
+    *out = m->console_registry;
+    return INF_OK;
+}
+
+void inf__serve_monitor_registry_done(srv_server *srv, int failed) {
+    srv_monitor *m = srv->monitor;
+    if (failed && m->console_registry) {
+        inf_registry_free(m->console_registry);
+        m->console_registry = NULL;
+    }
+    pthread_mutex_unlock(&m->console_mu);
 }
 
 /* ---- /metrics and the console's state --------------------------------------- */

@@ -917,18 +917,27 @@ void inf__serve_monitor_records(srv_server *srv, srv_version *v, void *exec, con
 /* The tensor endpoint (/infer, HTTP and gRPC) answered a request of rows
  * rows: its model inputs / outputs (model order, NULL = absent), valid for
  * the call (before release).  Sampled log rows and the drift window's input
- * columns (src/monitor/tensorrow.h).  Never fails, never waits on the sink. */
+ * columns and spec outputs (src/monitor/tensorrow.h).  Never fails, never waits on the sink. */
 void inf__serve_monitor_tensors(srv_server *srv, srv_version *v, const inf_tensor *const *inputs,
                                 inf_tensor *const *outputs, int64_t rows, const char *request_id);
 /* Appends the monitoring metrics (Prometheus text) / the console's JSON state. */
 void inf__serve_monitor_metrics(srv_server *srv, srv_buf *out);
 void inf__serve_monitor_state_json(srv_server *srv, srv_buf *out);
+/* The console's registry handle (--home / --registry, else the environment's), opened
+ * once per server at the first view and kept: *out is locked for the caller until
+ * inf__serve_monitor_registry_done (one view at a time; a handle is not thread-safe).
+ * Returns the open error (nothing to release) when it cannot be opened.  done(failed = 1)
+ * closes the handle after a view failed (the next view reopens it: a PostgreSQL
+ * connection that broke, a registry.db that was replaced). */
+inf_status inf__serve_monitor_registry(srv_server *srv, inf_registry **out, inf_error *err);
+void inf__serve_monitor_registry_done(srv_server *srv, int failed);
 
 /* ---- ui.c: the read-only console of --ui (GET /ui, GET /ui/state) ---------- */
 int inf__serve_ui_page(srv_request *rq);
 int inf__serve_ui_state(srv_request *rq);
 /* The console's registry views (ui.c): GET /ui/registry (models, versions, aliases), /ui/audit
- * (?model=NAME&limit=N, newest first), /ui/lineage?ref=NAME (training data -> versions -> uses). */
+ * (?model=NAME&limit=N&page=P: the newest N by default 50, page P of them; newest first), /ui/lineage?ref=NAME
+ * (training data -> versions -> uses). */
 int inf__serve_ui_registry(srv_request *rq);
 int inf__serve_ui_audit(srv_request *rq);
 int inf__serve_ui_lineage(srv_request *rq);

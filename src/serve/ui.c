@@ -11,7 +11,7 @@
  * markup).  With a registry (the server's --home / --registry), the page
  * also loads GET /ui/registry (models, versions, aliases), /ui/lineage
  * (one model's lineage graph: training data -> versions -> uses, SVG) and
- * /ui/audit (the newest 200 audit records), every 10 s.  `infera ui` serves
+ * /ui/audit (a page of 50 audit records, newest first; older/newer buttons), every 10 s.  `infera ui` serves
  * this page and these views alone (serve_main's console_only).  Nothing on the page changes the server.  Access:
  * /ui/state is guarded like /metrics (a token when --auth-metrics); the page itself holds no data.  Both answer 404
  * without --ui.
@@ -19,6 +19,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "serve/serve.h"
 
@@ -51,7 +53,8 @@ static const char PAGE[] =
     "<h2>Registry <span id=\"regloc\" class=\"muted\"></span></h2><table id=\"registry\"><thead><tr><th>model</th>"
     "<th>latest</th><th>live versions</th><th>aliases</th><th>updated</th></tr></thead><tbody></tbody></table>\n"
     "<h2>Lineage <select id=\"linsel\"></select></h2><div id=\"lineage\"></div>\n"
-    "<h2>Audit log <span class=\"muted\">(newest first)</span></h2><table "
+    "<h2>Audit log <span class=\"muted\">(newest first)</span> <button id=\"newer\" disabled>newer</button> "
+    "<button id=\"older\" disabled>older</button> <span id=\"auditpage\" class=\"muted\"></span></h2><table "
     "id=\"audit\"><thead><tr><th>seq</th><th>time</th>"
     "<th>principal</th><th>action</th><th>model</th><th>version</th><th>outcome</th><th>detail</th></tr></thead>"
     "<tbody></tbody></table>\n"
@@ -188,6 +191,15 @@ static const char PAGE[] =
     "     a.outcome, typeof a.detail === 'string' ? a.detail : JSON.stringify(a.detail)].forEach(t => "
     "tr.appendChild(el('td', {}, t))); return tr; }));\n"
     "}\n"
+    "let auditPage = 1;\n"
+    "async function audit() { const au = await getJson('/ui/audit?limit=50&page=' + auditPage); renderAudit(au);\n"
+    "  document.getElementById('older').disabled = !au.more; document.getElementById('newer').disabled = auditPage === "
+    "1;\n"
+    "  document.getElementById('auditpage').textContent = 'page ' + auditPage; }\n"
+    "for (const [id, step] of [['older', 1], ['newer', -1]]) document.getElementById(id).addEventListener('click', () "
+    "=> {\n"
+    "  auditPage = Math.max(1, auditPage + step); audit().catch(e => { document.getElementById('status').textContent = "
+    "String(e.message || e); }); });\n"
     "async function lineage() { const m = document.getElementById('linsel').value; if (!m) return;\n"
     "  try { renderLineage(await getJson('/ui/lineage?ref=' + encodeURIComponent(m))); } catch (e) { "
     "note(document.getElementById('lineage'), String(e.message || e)); } }\n"
@@ -196,8 +208,7 @@ static const char PAGE[] =
     "  try { const reg = await getJson('/ui/registry');\n"
     "    if (reg.registry === null) return; document.getElementById('reg').hidden = false;\n"
     "    renderRegistry(reg); const first = !document.getElementById('lineage').firstChild;\n"
-    "    const [, au] = await Promise.all([first ? lineage() : null, getJson('/ui/audit?limit=200')]); "
-    "renderAudit(au);\n"
+    "    await Promise.all([first ? lineage() : null, audit()]);\n"
     "  } catch (e) { document.getElementById('status').textContent = String(e.message || e); "
     "document.getElementById('status').className = 'err'; }\n"
     "  setTimeout(registry, 10000);\n"
@@ -262,20 +273,16 @@ int inf__serve_ui_state(srv_request *rq) {
 }
 
 /* ---- the registry views: models, lineage, audit log ------------------------------------
- * Each view opens the registry the server was given (--home / --registry, else the
- * environment's), asks it for one JSON view (the CLI's --json views, infera/registry.h) and
- * closes it.  No registry (a server of files): {"registry":null,"error":...}, status 200, so the
- * page shows a note rather than a failed request. */
+ * Each view asks the server's console registry handle (opened once, at the first view, from
+ * --home / --registry or the environment's: monitor_hooks.c) for one JSON view (the CLI's --json
+ * views, infera/registry.h); the handle reads the registry's current state at every view, so a
+ * change made meanwhile (an alias moved, a version registered) shows at the next one.  No
+ * registry (a server of files): {"registry":null,"error":...}, status 200, so the page shows a
+ * note rather than a failed request. */
 
 static int registry_open(srv_request *rq, inf_registry **r) {
-    inf_registry_options o;
-    inf_registry_options_from_env(&o);
-    if (rq->srv->opt.home) o.home = rq->srv->opt.home;
-    if (rq->srv->opt.registry) o.url = rq->srv->opt.registry;
-    o.create = 0;
     inf_error e;
-    *r = NULL;
-    if (inf_registry_open(&o, r, &e) == INF_OK) return 0;
+    if (inf__serve_monitor_registry(rq->srv, r, &e) == INF_OK) return 0;
     rq->status = 200;
     rq->content_type = "application/json";
     inf__serve_buf_puts(&rq->resp, "{\"registry\":null,\"error\":");
@@ -283,6 +290,10 @@ static int registry_open(srv_request *rq, inf_registry **r) {
     inf__serve_buf_puts(&rq->resp, "}");
     return -1;
 }
+
+/* Gives the handle back; a view that failed reading the registry (not one that found no such
+ * model) closes it, so the next view reopens it. */
+static void registry_done(srv_request *rq, inf_status st) { inf__serve_monitor_registry_done(rq->srv, st == INF_EIO); }
 
 /* Appends "key":JSON (the view) or "key":null,"key_error":"..." */
 static void put_view(srv_buf *o, const char *key, inf_status st, char *json, const inf_error *e) {
@@ -312,9 +323,9 @@ int inf__serve_ui_registry(srv_request *rq) {
     inf_error e = {0};
     inf_status st = inf_registry_list_json(r, &json, &e);
     begin_json(rq, r);
+    registry_done(rq, st);
     put_view(&rq->resp, "models", st, json, &e);
     inf__serve_buf_puts(&rq->resp, "}");
-    inf_registry_free(r);
     return 0;
 }
 
@@ -332,29 +343,82 @@ int inf__serve_ui_lineage(srv_request *rq) {
     inf_status s1 = inf_registry_lineage_json(r, ref, &lin, &e1);
     inf_status s2 = inf_registry_show_json(r, ref, &show, &e2);
     begin_json(rq, r);
+    registry_done(rq, s1 == INF_EIO ? s1 : s2);
     put_view(&rq->resp, "lineage", s1, lin, &e1);
     inf__serve_buf_puts(&rq->resp, ",");
     put_view(&rq->resp, "model", s2, show, &e2);
     inf__serve_buf_puts(&rq->resp, "}");
-    inf_registry_free(r);
     return 0;
+}
+
+/* Page `page` (1 = the newest) of an audit JSON array of the newest limit * page records in
+ * order (n of them, fewer when the log is shorter): its records ranked (page - 1) * limit + 1 ..
+ * from the newest, i.e. its first n - (page - 1) * limit; all of them for page 1.  The
+ * registry's view has no offset (infera/registry.h): a later page asks it for more rows. */
+/* The number of elements of a JSON array's text (a scan: no parse). */
+static int array_count(const char *json) {
+    int depth = 0, n = 0, in_str = 0;
+    for (const char *c = json; *c; c++) {
+        if (in_str) {
+            if (*c == '\\' && c[1]) c++;
+            else if (*c == '"') in_str = 0;
+            continue;
+        }
+        if (*c == '"') in_str = 1;
+        if (depth == 1 && !n && *c != ' ' && *c != '\n' && *c != '\t' && *c != '\r' && *c != ']') n = 1;
+        if (depth == 1 && *c == ',') n++;
+        if (*c == '[' || *c == '{') depth++;
+        else if (*c == ']' || *c == '}') depth--;
+    }
+    return n;
+}
+
+static char *audit_page(char *json, long limit, long page, int *more) {
+    *more = 0;
+    if (page == 1) { /* the registry's answer as it is: only counted */
+        *more = array_count(json) == (int)limit;
+        return json;
+    }
+    cJSON *a = cJSON_Parse(json);
+    if (!cJSON_IsArray(a)) {
+        cJSON_Delete(a);
+        return json;
+    }
+    int n = cJSON_GetArraySize(a);
+    *more = n == (int)(limit * page);
+    if (page > 1) {
+        int keep = n - (int)(limit * (page - 1)); /* <= 0: the earlier pages hold every record */
+        if (keep < 0) keep = 0;
+        while (cJSON_GetArraySize(a) > keep)
+            cJSON_DeleteItemFromArray(a, keep);
+    }
+    char *text = page > 1 ? cJSON_PrintUnformatted(a) : NULL;
+    cJSON_Delete(a);
+    if (page == 1 || !text) return json;
+    inf_registry_string_free(json);
+    return text;
 }
 
 int inf__serve_ui_audit(srv_request *rq) {
     if (ui_off(rq)) return 0;
-    const char *model = inf__serve_http_query(rq, "model"), *lim = inf__serve_http_query(rq, "limit");
-    long limit = lim ? strtol(lim, NULL, 10) : 200;
-    if (limit <= 0 || limit > 10000) limit = limit <= 0 ? 200 : 10000;
+    const char *model = inf__serve_http_query(rq, "model"), *lim = inf__serve_http_query(rq, "limit"),
+               *pg = inf__serve_http_query(rq, "page");
+    long limit = lim ? strtol(lim, NULL, 10) : 50, page = pg ? strtol(pg, NULL, 10) : 1;
+    if (limit <= 0 || limit > 10000) limit = limit <= 0 ? 50 : 10000;
+    if (page < 1) page = 1;
+    if (page > 10000 / limit) page = 10000 / limit > 0 ? 10000 / limit : 1; /* 10,000 rows read at most */
     inf_registry *r;
     if (registry_open(rq, &r)) return 0;
-    inf_registry_audit_filter f = {model && *model ? model : NULL, NULL, (int)limit};
+    inf_registry_audit_filter f = {model && *model ? model : NULL, NULL, (int)(limit * page)};
     char *json = NULL;
     inf_error e = {0};
     inf_status st = inf_registry_audit_json(r, &f, &json, &e);
     begin_json(rq, r);
-    inf__serve_buf_printf(&rq->resp, "\"limit\":%ld,", limit);
+    registry_done(rq, st);
+    int more = 0;
+    if (st == INF_OK && json) json = audit_page(json, limit, page, &more);
+    inf__serve_buf_printf(&rq->resp, "\"limit\":%ld,\"page\":%ld,\"more\":%s,", limit, page, more ? "true" : "false");
     put_view(&rq->resp, "audit", st, json, &e);
     inf__serve_buf_puts(&rq->resp, "}");
-    inf_registry_free(r);
     return 0;
 }

@@ -116,6 +116,10 @@ int main(void) {
         check_double(ldexp((double)(next() >> 11), (int)(next() % 160) - 110));    /* 1e-16 .. 1e32 */
         check_double((double)(next() >> (next() % 64)));           /* integers up to 2^64: ties at 17 digits */
         check_double((float)((double)(next() >> 11) * 0x1.0p-53)); /* float32 outputs (probabilities) */
+        check_double((float)((double)(int64_t)(next() % 2000000001) / 10000.0 - 100000.0)); /* float32 features */
+        check_double(-(double)(next() >> (11 + next() % 53)));                /* negative integers below 2^53 */
+        check_double(ldexp((double)(next() >> 11), (int)(next() % 10) - 9));  /* 1e13 .. 1e16 with a fraction */
+        check_double(ldexp((double)(next() >> 11), (int)(next() % 16) - 68)); /* 1e-5 .. 1e-1 (0.000ddd) */
         check_int((int64_t)next() >> (next() % 64));
     }
     for (int i = 0; i < 200000; i++) {

@@ -8,7 +8,9 @@ requests whose input tensor is the fraud model's 12 features, computed from raw 
     spec's feature names for the input columns (the served spec maps onto the tensor), the values
     sent (float32 -> float64 exactly) and the outputs the server answered (label, probabilities[j]);
   - the drift gauges on /metrics equal numpy/scipy (PSI by the formula, scipy jensenshannon,
-    scipy ks_2samp) on the logged rows against the registry version's stored baseline;
+    scipy ks_2samp) on the logged rows against the registry version's stored baseline, and those of
+    the spec's outputs (fraud_score, is_fraud, decision: chi-square for the category) on the outputs
+    the server answered, mapped through the spec as its records endpoint would;
   - a model served without a spec logs its columns as NAME[j] and a 10 % sample logs ~10 % of the
     rows, and the counts the server prints agree with the rows read back.
 Oracles: Debian python3-numpy / python3-scipy; the values the client sent and got.
@@ -257,6 +259,37 @@ for k, b in base["features"].items():
             wrong.append((k, metric, got, w))
 check("%d drift gauges of the input columns equal numpy/scipy on the logged rows" % checked,
       checked == 36 and not wrong, wrong)
+# the spec's outputs, worked out from the output tensors as the records endpoint's pipeline would
+# (fraud_score = probabilities[:, 1]; is_fraud = fraud_score >= 0.5; decision = review at >= 0.8):
+# the window's values are the ones the server answered
+score = np.array([float(p[1]) for _, _, p in sent.values()])
+outs = {"fraud_score": score, "is_fraud": (score >= 0.5).astype(float),
+        "decision": np.where(score >= 0.8, "review", "approve")}
+wrong, checked_out = [], 0
+for k, b in base["outputs"].items():
+    y = outs[k]
+    if b["type"] == "number":
+        edges, counts = np.array(b["edges"]), np.array(b["counts"], dtype=float)
+        a = np.bincount(np.searchsorted(edges, y, side="right"), minlength=len(counts)).astype(float)
+        e, a = counts / counts.sum(), a / a.sum()
+        want = {"psi": psi(e, a), "js": float(jensenshannon(e, a)),
+                "ks": float(stats.ks_2samp(y, np.array(b["sample"])).statistic)}
+    else:
+        cats = sorted(set(b["frequencies"]) | set(y.tolist()))
+        e = np.array([b["frequencies"].get(c, 0) for c in cats], dtype=float)
+        e /= e.sum()
+        o = np.array([np.sum(y == c) for c in cats], dtype=float)
+        a = o / o.sum()
+        E = o.sum() * np.maximum(e, EPS)
+        want = {"psi": psi(e, a), "js": float(jensenshannon(e, a)), "chi2": float(np.sum((o - E) ** 2 / E))}
+    for metric, w in want.items():
+        got = gauges.get((k, metric))
+        checked_out += 1
+        if got is None or abs(got - w) > 1e-5 * max(1, abs(w)):
+            wrong.append((k, metric, got, w))
+check("%d drift gauges of the spec's outputs (fraud_score, is_fraud, decision) equal numpy/scipy on the answers"
+      % checked_out, checked_out == 9 and sorted(base["outputs"]) == ["decision", "fraud_score", "is_fraud"] and
+      not wrong, (sorted(base["outputs"]), wrong))
 check("the shifted input stands out", gauges.get(("distance_from_home_km", "psi"), 0) > 1 and
       gauges.get(("amount", "psi"), 9) < 0.1,
       (gauges.get(("distance_from_home_km", "psi")), gauges.get(("amount", "psi"))))

@@ -2,8 +2,9 @@
 // the console's registry views render what the registry's tables hold (EXPECTED_JSON, read with python's
 // sqlite3 by test_monitor_ui_registry.sh): one row per model with its latest version, live versions and
 // aliases; the lineage graph of the selected model (training data -> versions -> uses as SVG nodes and
-// edges); the audit log newest first, every record.  No console error, no external asset; screenshots of
-// the page saved.  Usage: node registry_console_test.js CHROMIUM URL EXPECTED_JSON SHOT_PREFIX
+// edges); the audit log newest first, in pages of 50 walked with the older / newer buttons.  No console error, no
+// external asset; screenshots of the page saved.  Usage: node registry_console_test.js CHROMIUM URL EXPECTED_JSON
+// SHOT_PREFIX
 'use strict';
 const puppeteer = require('puppeteer-core');
 const fs = require('fs');
@@ -71,6 +72,33 @@ const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
         if (!same(audit, want.audit))
             fail('audit: ' + JSON.stringify(audit.slice(0, 5)) + '... (' + audit.length + ') want ' +
                  JSON.stringify(want.audit.slice(0, 5)) + '... (' + want.audit.length + ')');
+        // the audit log in pages of 50: older / newer walk them, each page the registry's rows
+        const auditRows = () => page.$$eval(
+            '#audit tbody tr',
+            trs => trs.map(
+                tr => [Number(tr.children[0].textContent), tr.children[3].textContent, tr.children[4].textContent]));
+        const pages = want.audit_pages || [];
+        for (let i = 1; i < pages.length; i++) {
+            await page.click('#older');
+            await page
+                .waitForFunction(s => document.querySelector('#audit tbody tr') &&
+                                      document.querySelector('#audit tbody tr').dataset.seq === String(s),
+                                 {timeout : 10000}, pages[i][0][0])
+                .catch(() => fail('audit page ' + (i + 1) + ' did not render'));
+            const got = await auditRows();
+            if (!same(got, pages[i]))
+                fail('audit page ' + (i + 1) + ': ' + JSON.stringify(got.slice(0, 3)) + '... (' + got.length +
+                     ') want ' + JSON.stringify(pages[i].slice(0, 3)) + '...');
+            const older = await page.$eval('#older', b => b.disabled);
+            if (older !== (i === pages.length - 1)) fail('audit page ' + (i + 1) + ': older button disabled=' + older);
+        }
+        if (pages.length > 1) {
+            await page.click('#newer');
+            await page
+                .waitForFunction(s => document.querySelector('#audit tbody tr').dataset.seq === String(s),
+                                 {timeout : 10000}, pages[pages.length - 2][0][0])
+                .catch(() => fail('audit: newer did not go back a page'));
+        }
         const external = await page.$$eval(
             'script[src], link[href], img[src]',
             es => es.filter(e => !(e.getAttribute('src') || e.getAttribute('href')).startsWith('data:')).length);
@@ -78,7 +106,7 @@ const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
         await page.screenshot({path : shotPrefix + '.png', fullPage : true});
         if (errors.length) fail('console errors: ' + errors.join(' | '));
         console.log(`registry console: ${got.length} models, lineage ${nodes.length} nodes / ${edges} edges, ` +
-                    `${audit.length} audit records; screenshots ${shotPrefix}*.png`);
+                    `${audit.length} audit records on page 1 of ${pages.length || 1}; screenshots ${shotPrefix}*.png`);
     } finally {
         await browser.close();
     }
