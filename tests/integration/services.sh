@@ -6,6 +6,7 @@
 #   stop_redis
 #   start_mosquitto  -> exports MQTT_URL (mqtt://127.0.0.1:PORT)
 #   stop_mosquitto
+#   install_pg_extension DIR
 # Each start_* returns non-zero (with a message on stderr) when the service
 # cannot be started; callers decide whether that fails or skips the test.
 # A caller that skips a part goes through skip_or_fail (below) and ends with
@@ -63,6 +64,24 @@ stop_postgres() {
     _pg_run "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null 2>&1
     rm -rf "$PG_DIR"
     unset PG_DIR PG_URL PG_PORT
+}
+
+# install_pg_extension DIR: installs the infera extension built in DIR
+# (infera.so, infera.control, infera--0.1.sql) into this PostgreSQL's library
+# and extension directories (needs root).  Each file is copied under a
+# temporary name and renamed into place, so tests that install it in parallel
+# never see (or let a running server map) a half-written file.
+install_pg_extension() {
+    local dir=$1 libdir sharedir f src dst mode
+    libdir=$(pg_config --pkglibdir) && sharedir=$(pg_config --sharedir)/extension || return 1
+    for f in "$dir/infera.so:$libdir:755" "$dir/infera.control:$sharedir:644" "$dir/infera--0.1.sql:$sharedir:644"; do
+        IFS=: read -r src dst mode <<<"$f"
+        install -m "$mode" "$src" "$dst/.$(basename "$src").$$" 2>/dev/null &&
+            mv -f "$dst/.$(basename "$src").$$" "$dst/$(basename "$src")" 2>/dev/null || {
+            rm -f "$dst/.$(basename "$src").$$"
+            return 1
+        }
+    done
 }
 
 # A fresh database in the running cluster; prints its URL.

@@ -296,8 +296,7 @@ pg_part() {
         return
     fi
     if ! command -v pg_config >/dev/null ||
-       ! install -m 755 "$PG_EXT/infera.so" "$(pg_config --pkglibdir)/infera.so" 2>/dev/null ||
-       ! install -m 644 "$PG_EXT/infera.control" "$PG_EXT/infera--0.1.sql" "$(pg_config --sharedir)/extension/" 2>/dev/null; then
+       ! install_pg_extension "$PG_EXT"; then
         bad "postgresql: cannot install the extension into the server's directories (run as root)"
         return
     fi

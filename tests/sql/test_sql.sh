@@ -101,8 +101,7 @@ if [ -z "$PG_EXT" ] || [ ! -f "$PG_EXT/infera.so" ]; then
 fi
 LIBDIR=$(pg_config --pkglibdir)
 SHAREDIR=$(pg_config --sharedir)/extension
-if ! install -m 755 "$PG_EXT/infera.so" "$LIBDIR/infera.so" 2>/dev/null ||
-   ! install -m 644 "$PG_EXT/infera.control" "$PG_EXT/infera--0.1.sql" "$SHAREDIR/" 2>/dev/null; then
+if ! install_pg_extension "$PG_EXT"; then
     bad "cannot install the extension into $LIBDIR and $SHAREDIR (run as root)"
     echo "$PASS passed, $FAIL failed"
     exit 1
