@@ -518,14 +518,15 @@ int64_t inf__tensor_get_i64(const inf_tensor *t, int64_t i);
 void inf__tensor_set_f64(inf_tensor *t, int64_t i, double v);
 /* Normalises an axis in [-rank, rank) to [0, rank); INF_EINVAL otherwise. */
 inf_status inf__normalize_axis(inf__kernel_ctx *ctx, int64_t axis, int rank, int *out);
-/* Sliding-window attributes (kernel_shape, strides, dilations, pads,
- * output_padding of Conv, pooling and their quantized forms) must lie in
- * [min, INF_WINDOW_ATTR_MAX]: no real model comes near 2^31, and the bound
- * keeps every geometry product ((k-1)*d, 16*s, pads sums) inside int64.
- * Checked in init with an error naming the node, attribute and index. */
+/* The sliding-window attributes of Conv, ConvTranspose, pooling, LpPool and
+ * their quantized forms -- kernel_shape, strides, dilations (>= 1), pads
+ * (>= 0, or any sign when negative_pads), output_padding and output_shape
+ * (>= 0), whichever the node has -- must be at most INF_WINDOW_ATTR_MAX: no
+ * real model comes near 2^31, and the bound keeps every geometry product
+ * ((k-1)*d, 16*s, pads sums) inside int64.  For init; the error names the
+ * node, attribute, index and value. */
 #define INF_WINDOW_ATTR_MAX ((int64_t)INT32_MAX)
-inf_status inf__check_window_attr(const inf__node *node, inf_error *err, const char *name,
-                                  const int64_t *v, int n, int64_t min);
+inf_status inf__check_window_attrs(const inf__node *node, inf_error *err, bool negative_pads);
 /* Is dtype one of the float types (f16, bf16, f32, f64)? */
 bool inf__dtype_is_float(inf_dtype t);
 bool inf__dtype_is_int(inf_dtype t);  /* signed or unsigned integer */

@@ -148,12 +148,20 @@ inf_status inf__normalize_axis(inf__kernel_ctx *ctx, int64_t axis, int rank, int
     return INF_OK;
 }
 
-inf_status inf__check_window_attr(const inf__node *node, inf_error *err, const char *name,
-                                  const int64_t *v, int n, int64_t min) {
-    for (int i = 0; i < n; i++)
-        if (v[i] < min || v[i] > INF_WINDOW_ATTR_MAX)
-            return inf__node_error(node, err, INF_EMODEL, "attribute %s[%d] = %lld, must be in [%lld, %lld]",
-                                   name, i, (long long)v[i], (long long)min, (long long)INF_WINDOW_ATTR_MAX);
+inf_status inf__check_window_attrs(const inf__node *node, inf_error *err, bool negative_pads) {
+    static const struct { const char *name; int64_t min; } window[] = {
+        {"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}, {"pads", 0}, {"output_padding", 0}, {"output_shape", 0},
+    };
+    for (size_t a = 0; a < sizeof window / sizeof window[0]; a++) {
+        int n = 0;
+        const int64_t *v = inf__attr_ints(node, window[a].name, &n);
+        int64_t min = negative_pads && !strcmp(window[a].name, "pads") ? -INF_WINDOW_ATTR_MAX : window[a].min;
+        for (int i = 0; i < n; i++)
+            if (v[i] < min || v[i] > INF_WINDOW_ATTR_MAX)
+                return inf__node_error(node, err, INF_EMODEL, "attribute %s[%d] = %lld, must be in [%lld, %lld]",
+                                       window[a].name, i, (long long)v[i], (long long)min,
+                                       (long long)INF_WINDOW_ATTR_MAX);
+    }
     return INF_OK;
 }
 

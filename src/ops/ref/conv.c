@@ -266,13 +266,7 @@ static inf_status conv_init(inf__node *node, inf__arena *arena, inf_error *err) 
     p->out_pad = inf__attr_ints(node, "output_padding", &p->n_out_pad);
     p->out_shape = inf__attr_ints(node, "output_shape", &p->n_out_shape);
     inf_status st;
-    if ((st = inf__check_window_attr(node, err, "kernel_shape", p->kernel, p->n_kernel, 1)) != INF_OK ||
-        (st = inf__check_window_attr(node, err, "strides", p->strides, p->n_strides, 1)) != INF_OK ||
-        (st = inf__check_window_attr(node, err, "dilations", p->dilations, p->n_dilations, 1)) != INF_OK ||
-        (st = inf__check_window_attr(node, err, "pads", p->pads, p->n_pads, -INF_WINDOW_ATTR_MAX)) != INF_OK ||
-        (st = inf__check_window_attr(node, err, "output_padding", p->out_pad, p->n_out_pad, 0)) != INF_OK ||
-        (st = inf__check_window_attr(node, err, "output_shape", p->out_shape, p->n_out_shape, 0)) != INF_OK)
-        return st;
+    if ((st = inf__check_window_attrs(node, err, true)) != INF_OK) return st;
     if (p->n_pads % 2)
         return inf__node_error(node, err, INF_EMODEL, "pads has %d values, expected an even count",
                                p->n_pads);

@@ -69,7 +69,7 @@ static inf_status read_geometry(inf__kernel_ctx *ctx, deform_geom *g) {
                                  (long long)g->offset_group);
     if (g->sh < 1 || g->sw < 1 || g->dh < 1 || g->dw < 1 || g->ph < 0 || g->pw < 0 || pad_end_h < 0 || pad_end_w < 0)
         return inf__kernel_error(ctx, INF_EMODEL, "strides and dilations must be >= 1 and pads >= 0");
-    /* bounded as Conv's (inf__check_window_attr), so the geometry below cannot overflow */
+    /* bounded as Conv's (inf__check_window_attrs), so the geometry below cannot overflow */
     const int64_t window[8] = {g->sh, g->sw, g->dh, g->dw, g->ph, g->pw, pad_end_h, pad_end_w};
     for (int i = 0; i < 8; i++)
         if (window[i] > INF_WINDOW_ATTR_MAX)

@@ -341,11 +341,7 @@ static inf_status lppool_init(inf__node *node, inf__arena *arena, inf_error *err
         return inf__node_error(node, err, INF_EMODEL, "strides need %d values and pads %d (kernel_shape has %d)",
                                p->n_kernel, 2 * p->n_kernel, p->n_kernel);
     inf_status st;
-    if ((st = inf__check_window_attr(node, err, "kernel_shape", p->kernel, p->n_kernel, 1)) != INF_OK ||
-        (st = inf__check_window_attr(node, err, "strides", p->strides, p->n_strides, 1)) != INF_OK ||
-        (st = inf__check_window_attr(node, err, "dilations", p->dilations, p->n_dilations, 1)) != INF_OK ||
-        (st = inf__check_window_attr(node, err, "pads", p->pads, p->n_pads, 0)) != INF_OK)
-        return st;
+    if ((st = inf__check_window_attrs(node, err, false)) != INF_OK) return st;
     return INF_OK;
 }
 

@@ -677,11 +677,7 @@ static inf_status qconv_init(inf__node *node, inf__arena *arena, inf_error *err)
     if (p->group < 1)
         return inf__node_error(node, err, INF_EMODEL, "group = %lld, must be >= 1", (long long)p->group);
     inf_status st;
-    if ((st = inf__check_window_attr(node, err, "kernel_shape", p->kernel, p->n_kernel, 1)) != INF_OK ||
-        (st = inf__check_window_attr(node, err, "strides", p->strides, p->n_strides, 1)) != INF_OK ||
-        (st = inf__check_window_attr(node, err, "dilations", p->dilations, p->n_dilations, 1)) != INF_OK ||
-        (st = inf__check_window_attr(node, err, "pads", p->pads, p->n_pads, 0)) != INF_OK)
-        return st;
+    if ((st = inf__check_window_attrs(node, err, false)) != INF_OK) return st;
     node->params = p;
     /* W is input 1 of ConvInteger, input 3 of QLinearConv and the fused QConv
      * (which always packs: it has no loops of its own) */
