@@ -571,6 +571,11 @@ inf_status inf__kernel_check_time(inf__kernel_ctx *ctx) {
     return s && s->max_run_ms > 0 && over_budget(s) ? budget_error(s, ctx->node, ctx->err) : INF_OK;
 }
 
+bool inf__kernel_out_of_time(const inf__kernel_ctx *ctx) {
+    const inf_session *s = ctx->exec ? ctx->exec->session : NULL;
+    return s && s->max_run_ms > 0 && over_budget(s);
+}
+
 inf_status inf__kernel_run_subgraph(inf__kernel_ctx *ctx, const inf__graph *g, int n_inputs, inf_tensor *const *inputs,
                                     inf_tensor *const **outputs) {
     inf__exec *sub = NULL;

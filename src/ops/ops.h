@@ -194,6 +194,12 @@ inf_status inf__node_error(const inf__node *node, inf_error *err, inf_status sta
  * (TfIdfVectorizer's skip-grams), to call every few milliseconds of work.
  * A coarse clock read: a few ns. */
 inf_status inf__kernel_check_time(inf__kernel_ctx *ctx);
+/* Thread-safe, sets nothing: true once the run has passed its time budget.
+ * For the workers of a parallel kernel (pooling, depthwise conv), which stop
+ * their share when it turns true, every few milliseconds of work (never per
+ * element); the kernel's own thread then returns inf__kernel_check_time's
+ * error (a budget, once run out, stays run out). */
+bool inf__kernel_out_of_time(const inf__kernel_ctx *ctx);
 
 /* Runs subgraph g (an attribute of ctx->node) with the given inputs; outer
  * scope values come from the running frame.  On success outputs[] point at

@@ -14,6 +14,11 @@ byte: no onnx module needed, and nothing large is committed.
   gen_hostile.py float V1,V2,... OUT.pb       a float [n] TensorProto
   gen_hostile.py external LOCATION OFFSET LENGTH OUT.onnx
       one float[4] initializer `w` in external data at LOCATION (output `y` = w)
+  gen_hostile.py window OP DIMS OUT.onnx OUT.pb
+      node `the_pool`, OP (AveragePool or MaxPool) over input `x` (float
+      [1,1,DIMS], DIMS comma-separated; OUT.pb: zeros of that shape) with a
+      window as large as the input and pads one short of it on both sides:
+      each of the ~2x outputs per dim reads up to the whole input (L^2 work)
 
 Field numbers are those of onnx.proto (Debian libonnx-dev) and
 src/onnx/onnx_data.proto."""
@@ -69,6 +74,10 @@ def attr_tensor(name, tensor):
 
 def attr_int(name, v):
     return ld(1, name) + vint(3, v) + vint(20, 2)
+
+
+def attr_ints(name, vs):
+    return ld(1, name) + b"".join(vint(8, v) for v in vs) + vint(20, 7)
 
 
 def node(op, inputs, outputs, attrs=(), name=""):
@@ -174,6 +183,18 @@ def external(location, offset, length):
     return model(g)
 
 
+def window(op, dims):
+    shape = [1, 1] + dims
+    attrs = [attr_ints("kernel_shape", dims), attr_ints("pads", [d - 1 for d in dims] * 2)]
+    g = graph("main", [node(op, ["x"], ["y"], attrs, name="the_pool")], [value_info("x", tensor_type(FLOAT, shape))],
+              [value_info("y", tensor_type(FLOAT, [1, 1] + [2 * d - 1 for d in dims]))])
+    n = 1
+    for d in shape:
+        n *= d
+    x = b"".join(vint(1, d) for d in shape) + vint(2, FLOAT) + ld(8, "x") + ld(9, bytes(4 * n))
+    return model(g), x
+
+
 def main(argv):
     kind = argv[1]
     if kind == "nested-if":
@@ -191,6 +212,11 @@ def main(argv):
         data, out = float_tensor("x", vals), argv[3]
     elif kind == "external":
         data, out = external(argv[2], argv[3], argv[4]), argv[5]
+    elif kind == "window":
+        data, x = window(argv[2], [int(d) for d in argv[3].split(",")])
+        out = argv[4]
+        with open(argv[5], "wb") as f:
+            f.write(x)
     else:
         sys.exit("unknown kind " + kind)
     with open(out, "wb") as f:

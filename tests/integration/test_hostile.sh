@@ -162,6 +162,22 @@ expect_error "bench: a Loop of 2^62 iterations fails at --max-run-ms" "the run e
 expect_error "--max-run-ms must be a whole number" "--max-run-ms expects a whole number" \
     "$infera" run "$work/loop_10.onnx" --max-run-ms 1.5
 
+# ---- the time budget inside one node: a pooling window as large as a 2^20-element input, pads one short of it
+# (L^2 = 10^12 reads; the session checked the budget between nodes only, so this ran until killed) ----
+for shape in "AveragePool 1048576" "MaxPool 1048576,1"; do
+    set -- $shape
+    $gen window "$1" "$2" "$work/window.onnx" "$work/window.pb"
+    start=$(date +%s)
+    expect_error "run: $1 with a window of [$2] on an input as small stops at --max-run-ms, naming the node" \
+        "node 'the_pool'.*the run exceeded its time budget of 300 ms" \
+        timeout 30 "$infera" run "$work/window.onnx" --input x="$work/window.pb" --max-run-ms 300
+    elapsed=$(( $(date +%s) - start ))
+    if [ "$elapsed" -le 10 ]; then ok "... within seconds (${elapsed} s)"; else bad "... took ${elapsed} s"; fi
+done
+$gen window AveragePool 64,64 "$work/window.onnx" "$work/window.pb"
+expect_output "an AveragePool window as large as its 64x64 input runs (zeros in, zeros out)" \
+    "float32\[1,1,127,127\] \[0, 0, 0" "$infera" run "$work/window.onnx" --input x="$work/window.pb"
+
 # serve: a FIFO where the model's pipeline spec would be is refused at load (it hung, reading the FIFO)
 mkdir -p "$work/fifo_spec" && cp "$(dirname "$0")/../models/mlp.onnx" "$work/fifo_spec/mlp.onnx" &&
     mkfifo "$work/fifo_spec/mlp.pipeline.json"

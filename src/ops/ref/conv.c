@@ -57,6 +57,7 @@
  * ConvTranspose: col = W_g^T * X_g, img[c][...] += col[c, k][pos]  (col2im).
  * Positions outside the image read zero / are dropped.
  */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "core/cpu.h"
@@ -673,7 +674,12 @@ typedef struct dw_task {
     const conv_geom *g;
     const float *x, *w, *b;
     float *y;
+    const inf__kernel_ctx *ctx;
+    atomic_bool *stopped; /* set by a worker that found the run's time budget spent */
 } dw_task;
+
+/* The workers check the time budget after about this many multiply-adds. */
+#define DW_WORK_PER_CHECK ((int64_t)1 << 20)
 
 static void depthwise_planes(void *arg, int64_t begin, int64_t end) {
     const dw_task *t = arg;
@@ -681,11 +687,19 @@ static void depthwise_planes(void *arg, int64_t begin, int64_t end) {
     const patch_map *pm = &g->pm;
     int64_t ih = pm->img[0], iw = pm->img[1], oh = pm->pos[0], ow = pm->pos[1];
     int64_t kh = pm->k[0], kw = pm->k[1], sh = pm->s[0], sw = pm->s[1], dh = pm->d[0], dw = pm->d[1];
+    int64_t row_work = kh * kw + ow, work = 0; /* kh * kw: W's size, at most 2^48 */
     for (int64_t pl = begin; pl < end; pl++) {
         int64_t c = pl % g->c;
         const float *x = t->x + pl * ih * iw, *w = t->w + c * kh * kw;
         float *y = t->y + pl * oh * ow, bias = t->b ? t->b[c] : 0.0f;
         for (int64_t oy = 0; oy < oh; oy++) {
+            if ((work += row_work) >= DW_WORK_PER_CHECK) { /* per output row at the finest */
+                work = 0;
+                if (atomic_load_explicit(t->stopped, memory_order_relaxed) || inf__kernel_out_of_time(t->ctx)) {
+                    atomic_store_explicit(t->stopped, true, memory_order_relaxed);
+                    return;
+                }
+            }
             float *restrict yrow = y + oy * ow;
             for (int64_t ox = 0; ox < ow; ox++) yrow[ox] = 0.0f;
             for (int64_t ky = 0; ky < kh; ky++) {
@@ -805,10 +819,11 @@ static inf_status conv_core(inf__kernel_ctx *ctx, const conv_geom *g, bool f64, 
     if (!f64 && conv_avx2(ctx, g, x, w, b, y, &fst)) return fst;
 #endif
     if (!f64 && depthwise) {
-        dw_task t = {g, x, w, b, y};
+        atomic_bool stopped = false;
+        dw_task t = {g, x, w, b, y, ctx, &stopped};
         int64_t work = g->pm.pos_total * g->pm.k_total;
         inf__pool_range(pool, g->n * g->c, work >= 16384 ? 1 : 16384 / (work + 1) + 1, depthwise_planes, &t);
-        return INF_OK;
+        return atomic_load(&stopped) ? inf__kernel_check_time(ctx) : INF_OK;
     }
     const patch_map *pm = &g->pm;
     size_t es = f64 ? sizeof(double) : sizeof(float);
@@ -822,8 +837,10 @@ static inf_status conv_core(inf__kernel_ctx *ctx, const conv_geom *g, bool f64, 
         col = inf__kernel_scratch(ctx, (size_t)(rows * pm->pos_total) * es);
         if (!col) return INF_ENOMEM;
     }
+    inf_status st;
     for (int64_t n = 0; n < g->n; n++)
         for (int64_t gi = 0; gi < g->group; gi++) {
+            if ((st = inf__kernel_check_time(ctx)) != INF_OK) return st; /* per image and group */
             const char *xg = (const char *)x + (size_t)((n * g->c + gi * g->cg) * pm->img_total) * es;
             char *yg = (char *)y + (size_t)((n * g->m + gi * g->mg) * pm->pos_total) * es;
             const char *wg = (const char *)w + (size_t)(gi * g->mg * rows) * es;
@@ -962,8 +979,10 @@ static inf_status conv_transpose_core(inf__kernel_ctx *ctx, const conv_geom *g, 
     void *col = inf__kernel_scratch(ctx, (size_t)(rows * pm->pos_total) * es);
     if (!col) return INF_ENOMEM;
     memset(y, 0, (size_t)(g->n * g->m * pm->img_total) * es);
+    inf_status st;
     for (int64_t n = 0; n < g->n; n++)
         for (int64_t gi = 0; gi < g->group; gi++) {
+            if ((st = inf__kernel_check_time(ctx)) != INF_OK) return st; /* per image and group */
             const char *xg = (const char *)x + (size_t)((n * g->c + gi * g->cg) * pm->pos_total) * es;
             const char *wg = (const char *)w + (size_t)(gi * g->cg * rows) * es;
             char *yg = (char *)y + (size_t)((n * g->m + gi * g->mg) * pm->img_total) * es;

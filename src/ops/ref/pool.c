@@ -29,6 +29,7 @@
  *                 the end (UPPER) or the beginning (LOWER).
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "core/cpu.h"
@@ -135,6 +136,7 @@ static inf_status pool_geometry(inf__kernel_ctx *ctx, const pool_params *p, cons
 typedef struct window {
     int64_t klo[MAX_SP], khi[MAX_SP], start[MAX_SP];
     int64_t count; /* divisor for the average */
+    int64_t taps;  /* input elements read */
 } window;
 
 static void make_window(const pool_geom *g, const pool_params *p, const int64_t *opos, window *w) {
@@ -155,6 +157,7 @@ static void make_window(const pool_geom *g, const pool_params *p, const int64_t 
         padded *= phi > plo ? phi - plo : 0;
     }
     w->count = p->count_include_pad ? padded : valid;
+    w->taps = valid;
 }
 
 /* Flat spatial index of input position ipos (row- or column-major). */
@@ -167,11 +170,18 @@ static int64_t spatial_index(const pool_geom *g, const int64_t *ipos, bool col_m
     return idx;
 }
 
+/* A window may read a whole plane and an output have many windows, so the
+ * workers check the run's time budget every POOL_TAPS_PER_CHECK input reads
+ * and stop their share when it has run out (*stopped). */
+#define POOL_TAPS_PER_CHECK ((int64_t)1 << 18)
+
 typedef struct pool_task {
     const pool_geom *g;
     const pool_params *p;
     const inf_tensor *x;
     inf_tensor *y, *ind;
+    const inf__kernel_ctx *ctx;
+    atomic_bool *stopped;
 } pool_task;
 
 /* Reduces one window of plane x (float32 or through double). */
@@ -226,11 +236,19 @@ static void pool_planes(void *arg, int64_t begin, int64_t end) {
     const pool_task *t = arg;
     const pool_geom *g = t->g;
     bool f32 = t->x->dtype == INF_DTYPE_F32;
+    int64_t taps = 0;
     for (int64_t pl = begin; pl < end; pl++) {
         int64_t opos[MAX_SP] = {0};
         for (int64_t o = 0; o < g->out_total; o++) {
             window w;
             make_window(g, t->p, opos, &w);
+            if ((taps += w.taps + 1) >= POOL_TAPS_PER_CHECK) {
+                taps = 0;
+                if (atomic_load_explicit(t->stopped, memory_order_relaxed) || inf__kernel_out_of_time(t->ctx)) {
+                    atomic_store_explicit(t->stopped, true, memory_order_relaxed);
+                    return;
+                }
+            }
             int64_t argi = 0, *argp = t->ind ? &argi : NULL, yo = pl * g->out_total + o;
             double v;
             if (f32) {
@@ -283,36 +301,61 @@ typedef struct pool2d_task {
     inf__pool2d q;
     const float *x;
     float *y;
+    const inf__kernel_ctx *ctx;
+    atomic_bool *stopped;
 } pool2d_task;
 
+/* One plane at a time, the time budget checked before each (a plane's work
+ * is bounded: see POOL2D_MAX_PLANE_WORK). */
 static void pool2d_planes(void *arg, int64_t begin, int64_t end) {
     const pool2d_task *t = arg;
-    const float *x = t->x + begin * t->q.ih * t->q.iw;
-    float *y = t->y + begin * t->q.oh * t->q.ow;
-    if (inf__cpu_has_avx512())
-        inf__ops_pool2d_f32_avx512(&t->q, x, y, end - begin); /* ops/x86/pool_avx512.c */
-    else
-        inf__ops_pool2d_f32_avx2(&t->q, x, y, end - begin);
+    bool avx512 = inf__cpu_has_avx512();
+    for (int64_t pl = begin; pl < end; pl++) {
+        if (atomic_load_explicit(t->stopped, memory_order_relaxed) || inf__kernel_out_of_time(t->ctx)) {
+            atomic_store_explicit(t->stopped, true, memory_order_relaxed);
+            return;
+        }
+        const float *x = t->x + pl * t->q.ih * t->q.iw;
+        float *y = t->y + pl * t->q.oh * t->q.ow;
+        if (avx512)
+            inf__ops_pool2d_f32_avx512(&t->q, x, y, 1); /* ops/x86/pool_avx512.c */
+        else
+            inf__ops_pool2d_f32_avx2(&t->q, x, y, 1);
+    }
 }
 #endif
 
+/* The fast kernels check no time inside a plane; a plane whose work (input
+ * rows summed per output row, plus window columns) passes this goes to the
+ * generic path, which does (a window as tall as a 2^24-row input ran for
+ * minutes in one plane). */
+#define POOL2D_MAX_PLANE_WORK ((int64_t)1 << 26)
+
 /* The AVX2 path when it applies (see ops.h); false otherwise. */
 static bool pool2d_fast(inf__kernel_ctx *ctx, const pool_params *p, const pool_geom *g, const inf_tensor *x,
-                        inf_tensor *y, bool want_ind) {
+                        inf_tensor *y, bool want_ind, inf_status *st) {
 #if defined(__x86_64__)
     int l = g->nd - 1; /* 1-D runs as 2-D with one row */
     if (x->dtype != INF_DTYPE_F32 || (g->nd != 2 && g->nd != 1) || want_ind || g->d[0] != 1 || g->d[l] != 1 ||
         g->in[l] > INF_POOL2D_MAX_W || !inf__cpu_has_avx2_fma())
         return false;
-    pool2d_task t = {{l ? g->in[0] : 1, g->in[l], l ? g->out[0] : 1, g->out[l], l ? g->k[0] : 1, g->k[l],
-                      l ? g->s[0] : 1, g->s[l], l ? g->pb[0] : 0, g->pb[l], l ? g->pe[0] : 0, g->pe[l],
-                      p->kind == POOL_MAX, p->count_include_pad},
-                     x->data, y->data};
-    int64_t work = g->out_total * t.q.kh * t.q.kw / 4 + 1;
+    int64_t oh = l ? g->out[0] : 1, kh = l ? g->k[0] : 1, ih = l ? g->in[0] : 1;
+    int64_t rows_read = kh < ih ? kh : ih; /* all < 2^31: the sum below cannot overflow */
+    if (oh > POOL2D_MAX_PLANE_WORK / (rows_read * g->in[l] + g->out[l] * (g->k[l] < g->in[l] ? g->k[l] : g->in[l]) + 1))
+        return false;
+    atomic_bool stopped = false;
+    pool2d_task t = {{ih, g->in[l], oh, g->out[l], kh, g->k[l], l ? g->s[0] : 1, g->s[l], l ? g->pb[0] : 0, g->pb[l],
+                      l ? g->pe[0] : 0, g->pe[l], p->kind == POOL_MAX, p->count_include_pad},
+                     x->data,
+                     y->data,
+                     ctx,
+                     &stopped};
+    int64_t work = g->out_total * rows_read * (g->k[l] < g->in[l] ? g->k[l] : g->in[l]) / 4 + 1; /* < 2^52 (above) */
     inf__pool_range(ctx->pool, g->planes, work > 8192 ? 1 : 8192 / work + 1, pool2d_planes, &t);
+    *st = atomic_load(&stopped) ? inf__kernel_check_time(ctx) : INF_OK;
     return true;
 #else
-    (void)ctx, (void)p, (void)g, (void)x, (void)y, (void)want_ind;
+    (void)ctx, (void)p, (void)g, (void)x, (void)y, (void)want_ind, (void)st;
     return false;
 #endif
 }
@@ -339,11 +382,14 @@ static inf_status pool_run(inf__kernel_ctx *ctx) {
                     ctx->node->outputs[1] >= 0;
     if (want_ind && (st = inf__kernel_output(ctx, 1, INF_DTYPE_I64, x->ndim, dims, &ind)) != INF_OK)
         return st;
-    if (pool2d_fast(ctx, p, &g, x, y, want_ind)) return INF_OK;
-    pool_task t = {&g, p, x, y, ind};
-    int64_t work = g.out_total * (int64_t)p->kernel[0] * (g.nd > 1 ? p->kernel[1] : 1);
+    if (pool2d_fast(ctx, p, &g, x, y, want_ind, &st)) return st;
+    atomic_bool stopped = false;
+    pool_task t = {&g, p, x, y, ind, ctx, &stopped};
+    int64_t work; /* kernel sizes go to 2^31 each: the product saturates */
+    if (__builtin_mul_overflow(g.out_total, (int64_t)p->kernel[0] * (g.nd > 1 ? p->kernel[1] : 1), &work))
+        work = INT64_MAX;
     inf__pool_range(ctx->pool, g.planes, work > 4096 ? 1 : 4096 / (work + 1) + 1, pool_planes, &t);
-    return INF_OK;
+    return atomic_load(&stopped) ? inf__kernel_check_time(ctx) : INF_OK;
 }
 
 const inf__op_impl op_pool = {pool_init, pool_run};
