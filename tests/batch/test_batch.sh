@@ -8,6 +8,7 @@
 # registry lineage, progress lines, and crash-resume: kill -9 at several
 # points, --resume, compare with an uninterrupted run (same rows, none twice).
 set -u
+. "$(dirname "$0")/../check.sh"
 INFERA=$1
 SRC=$2
 EX=$SRC/examples/fraud
@@ -17,11 +18,6 @@ T=$(mktemp -d /tmp/infera-batch-test.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 export INFERA_HOME=$T/home
-PASS=0
-FAIL=0
-ok() { echo "PASS $1"; PASS=$((PASS + 1)); }
-bad() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 q() { sqlite3 "$@"; }
 # rows without scored_at (the last column), sorted
 strip() { awk -F, 'NR>1 { NF--; print }' OFS=, "$1" | sort; }
@@ -306,5 +302,4 @@ check "resuming a finished job does nothing (and says so)" '[ $rc -eq 0 ] && gre
 "${R[@]}" --input csv:big.csv --output csv:none.csv --job-id never --resume >/dev/null 2>err.txt; rc=$?
 check "resume without a checkpoint: one-line error" '[ $rc -ne 0 ] && grep -q "no checkpoint" err.txt' "$(cat err.txt)"
 
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+check_done

@@ -7,6 +7,7 @@
 # with two workers running at once into one table (every row scored exactly
 # once), kill -9 + --resume.
 set -u
+. "$(dirname "$0")/../check.sh"
 INFERA=$1
 SRC=$2
 EX=$SRC/examples/fraud
@@ -16,16 +17,10 @@ T=$(mktemp -d /tmp/infera-batch-pg.XXXXXX)
 trap 'stop_postgres; rm -rf "$T"' EXIT
 cd "$T" || exit 1
 export INFERA_HOME=$T/home
-PASS=0
-FAIL=0
-ok() { echo "PASS $1"; PASS=$((PASS + 1)); }
-bad() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 strip() { awk -F, 'NR>1 { NF--; print }' OFS=, "$1" | sort; }
 if ! start_postgres; then
-    echo "FAIL PostgreSQL could not be started"
-    echo "0 passed, 1 failed"
-    exit 1
+    bad "PostgreSQL could not be started"
+    check_done
 fi
 P() { psql -X -q -t -A "$PG_URL" -c "$1"; }
 B=( "$INFERA" batch --progress none --id-column transaction_id )
@@ -105,5 +100,4 @@ for seed in 1 2; do
         "rc=$rc $(cat err.txt)"
 done
 
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+check_done

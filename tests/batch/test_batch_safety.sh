@@ -10,20 +10,16 @@
 #  - an existing unrelated table is refused (left unchanged) unless --mode append.
 # Expected values are the input files' own bytes (the ids as written) -- nothing from infera itself.
 set -u
+. "$(dirname "$0")/../check.sh"
 INFERA=$1
 SRC=$2
 EX=$SRC/examples/fraud
 MODEL=$EX/fraud_xgb.onnx
-command -v sqlite3 >/dev/null && command -v python3 >/dev/null || { echo "SKIP: needs sqlite3 and python3"; exit 77; }
+command -v sqlite3 >/dev/null && command -v python3 >/dev/null || skip "needs sqlite3 and python3"
 T=$(mktemp -d /tmp/infera-batch-safety.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 export INFERA_HOME=$T/home
-PASS=0
-FAIL=0
-ok() { echo "PASS $1"; PASS=$((PASS + 1)); }
-bad() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 q() { sqlite3 "$@"; }
 B=( "$INFERA" batch --progress none )
 
@@ -150,5 +146,4 @@ check "existing table with --mode append: columns added, rows keyed by id" \
 "${B[@]}" --model "$MODEL" --input csv:a.csv --output "sqlite:cust.db?table=customers" --id-column transaction_id >/dev/null 2>err.txt; rc=$?
 check "a table of an earlier run (all the output's columns): re-run accepted without --mode" '[ $rc -eq 0 ]' "$(cat err.txt)"
 
-echo "batch safety: $PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+check_done

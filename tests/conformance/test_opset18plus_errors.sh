@@ -8,24 +8,24 @@
 set -u
 INFERA=${1:?usage: $0 INFERA}
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../check.sh"
 DIR=$HERE/data/opset18plus_errors
 SUITE=$HERE/data/opset18plus
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-passed=0 failed=0
 for model in "$DIR"/*.onnx; do
   name=$(basename "$model" .onnx)
   want=$(cat "$DIR/$name.expect")
   msg=$("$INFERA" run "$model" --output-dir "$OUT" 2>&1)
   rc=$?
   if [ $rc -eq 0 ]; then
-    echo "FAIL  $name: accepted; expected an error containing: $want"; failed=$((failed + 1))
+    bad "$name" "accepted; expected an error containing: $want"
   elif [ $rc -gt 128 ]; then
-    echo "FAIL  $name: crashed (exit $rc): $msg"; failed=$((failed + 1))
+    bad "$name" "crashed (exit $rc): $msg"
   elif [[ "$msg" != *"$want"* ]]; then
-    echo "FAIL  $name: error '$msg' does not contain '$want'"; failed=$((failed + 1))
+    bad "$name" "error '$msg' does not contain '$want'"
   else
-    echo "PASS  $name"; passed=$((passed + 1))
+    ok "$name"
   fi
 done
 # fusions on opset 18+ graphs: the profile's op types show the fused node, not the pattern
@@ -33,13 +33,12 @@ check_fused() { # test-name fused-op
   local prof
   prof=$("$INFERA" bench "$SUITE/test_$1/model.onnx" --iters 2 --warmup 1 --profile 2>&1)
   if grep -q "^  $2 " <<<"$prof" && ! grep -qE "^  (ReduceMean|Gelu|MatMul) " <<<"$prof"; then
-    echo "PASS  fused $1 -> $2"; passed=$((passed + 1))
+    ok "fused $1 -> $2"
   else
-    echo "FAIL  $1 is not fused into $2:"; echo "$prof" | sed -n '/by op type/,$p'; failed=$((failed + 1))
+    bad "$1 is not fused into $2"; echo "$prof" | sed -n '/by op type/,$p'
   fi
 }
 check_fused fusion_layernorm_reduce_axes_input_opset18 LayerNormalization
 check_fused fusion_layernorm_reduce_axes_input_opset23 LayerNormalization
 check_fused fusion_matmul_add_gelu_opset20 FusedMatMul
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+check_done

@@ -6,14 +6,14 @@
 # INFERA_CPU lowers the kernel path but never raises it.  Skips (77) off
 # Linux/x86.
 set -euo pipefail
+. "$(dirname "$0")/../check.sh"
 INFERA=$1
-[[ -r /proc/cpuinfo && $(uname -m) == x86_64 ]] || { echo "SKIP: needs Linux x86-64"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: needs python3"; exit 77; }
-fail=0
+[[ -r /proc/cpuinfo && $(uname -m) == x86_64 ]] || skip "needs Linux x86-64"
+command -v python3 >/dev/null || skip "needs python3"
 "$INFERA" info --cpu >/dev/null
 json=$("$INFERA" info --cpu --json)
 # Linux flag names for Infera's feature names
-python3 - "$json" <<'PY' || fail=1
+python3 - "$json" <<'PY' && ok "info --cpu --json matches /proc/cpuinfo" || bad "info --cpu --json vs /proc/cpuinfo"
 import json, sys, os
 ci = json.loads(sys.argv[1])
 flags = set()
@@ -57,17 +57,17 @@ rank() { case $1 in generic) echo 0;; avx2) echo 1;; avx512) echo 2;; esac; }
 for want in generic avx2 avx512; do
   got=$(INFERA_CPU=$want "$INFERA" info --cpu --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["path"])')
   exp=$want; (( $(rank "$want") > $(rank "$best") )) && exp=$best
-  [[ $got == "$exp" ]] || { echo "INFERA_CPU=$want: path $got, expected $exp"; fail=1; }
+  [[ $got == "$exp" ]] || bad "INFERA_CPU=$want: path $got, expected $exp"
 done
 warn=$(INFERA_CPU=sse9 "$INFERA" info --cpu 2>&1 >/dev/null)
-[[ $warn == *INFERA_CPU* ]] || { echo "an unknown INFERA_CPU value was not warned about"; fail=1; }
-"$INFERA" info --cpu somemodel.onnx >/dev/null 2>&1 && { echo "--cpu with a model must be a usage error"; fail=1; }
+[[ $warn == *INFERA_CPU* ]] || bad "an unknown INFERA_CPU value was not warned about"
+"$INFERA" info --cpu somemodel.onnx >/dev/null 2>&1 && bad "--cpu with a model must be a usage error"
 # every bench --json result names its machine: the same object under "cpu", after DESIGN's keys (and "profile")
 model=$(cd "$(dirname "$0")/../models" && pwd)/mlp.onnx
 if [[ -f $model ]]; then
   for extra in "" --profile; do
     out=$("$INFERA" bench "$model" --iters 3 --warmup 1 --json $extra)
-    python3 - "$out" "$json" <<'PY' || { echo "bench --json $extra: no matching \"cpu\" object: $out" | head -c 600; echo; fail=1; }
+    python3 - "$out" "$json" <<'PY' || bad "bench --json $extra: no matching \"cpu\" object" "$(head -c 600 <<<"$out")"
 import json, sys
 b, c = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 assert b["cpu"] == c, (b["cpu"], c)
@@ -75,5 +75,4 @@ assert list(b)[-1] == "cpu" and "peak_rss_mb" in b
 PY
   done
 fi
-[[ $fail == 0 ]] && echo "cpu info: ok"
-exit $fail
+check_done

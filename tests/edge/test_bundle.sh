@@ -4,6 +4,7 @@
 # then the CLI path: `infera compile` + `infera run` on a bundle against the
 # ONNX Runtime outputs committed beside the test models.
 set -euo pipefail
+. "$(dirname "$0")/../check.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 test_bundle=$1
@@ -32,7 +33,6 @@ done
 "$test_bundle" "${models[@]}"
 
 # CLI: compile, run the bundle, compare with ONNX Runtime's outputs (the oracle) and with the ONNX run.
-fail=0
 for m in mlp cnn; do
   "$infera" compile "$root/tests/models/$m.onnx" -o "$tmp/$m.bundle" >/dev/null
   "$infera" run "$tmp/$m.bundle" --input "input=$root/tests/models/${m}_input.npy" --output-dir "$tmp/b_$m" >/dev/null
@@ -40,11 +40,11 @@ for m in mlp cnn; do
   for ref in "$root"/tests/models/${m}_*.ort.npy; do
     out=$(basename "$ref" .ort.npy); out=${out#${m}_}
     if /usr/bin/python3 "$root/tests/models/check_outputs.py" "$tmp/b_$m/$out.npy" "$ref"; then
-      echo "ok   $m bundle $out vs ONNX Runtime"
-    else echo "FAIL $m bundle $out vs ONNX Runtime"; fail=1; fi
+      ok "$m bundle $out vs ONNX Runtime"
+    else bad "$m bundle $out vs ONNX Runtime"; fi
     if cmp -s "$tmp/b_$m/$out.npy" "$tmp/o_$m/$out.npy"; then
-      echo "ok   $m bundle $out == ONNX model (bytes)"
-    else echo "FAIL $m bundle $out differs from the ONNX model"; fail=1; fi
+      ok "$m bundle $out == ONNX model (bytes)"
+    else bad "$m bundle $out differs from the ONNX model"; fi
   done
 done
 # format 2 keeps GEMM weights as their packed panels only: a CPU without AVX2 (INFERA_CPU=generic) gets the matrix
@@ -62,8 +62,8 @@ for b in mlp anomaly; do
   sole=$("$infera" info "$tmp/p_$b.bundle" | sed -n 's/.*(\([0-9]*\) as panels only).*/\1/p')
   want_sole=1; [ "$(uname -m)" = aarch64 ] && want_sole=0
   if [ "$want_sole" = 1 ] && ! grep -q avx2 /proc/cpuinfo; then want_sole=0; fi
-  if [ "$want_sole" = 0 ] || [ "${sole:-0}" -gt 0 ]; then echo "ok   $b bundle: ${sole:-0} weight matrices as panels only"
-  else echo "FAIL $b bundle stores no weight matrix as panels only"; fail=1; fi
+  if [ "$want_sole" = 0 ] || [ "${sole:-0}" -gt 0 ]; then ok "$b bundle: ${sole:-0} weight matrices as panels only"
+  else bad "$b bundle stores no weight matrix as panels only"; fi
   for cpu in "" generic avx2 bf16; do
     env=(); opt=()
     [ -n "$cpu" ] && [ "$cpu" != bf16 ] && env=(INFERA_CPU=$cpu)
@@ -79,16 +79,16 @@ for b in mlp anomaly; do
     for o in "$tmp/r_$(basename "$src")"/*.npy; do
       for f in "p_$b.bundle" "p2_$b.bundle"; do cmp -s "$o" "$tmp/r_$f/$(basename "$o")" || same=0; done
     done
-    if [ "$same" = 1 ]; then echo "ok   $b panels-only bundle and its recompile == ONNX model (bytes) on ${cpu:-this CPU}"
-    else echo "FAIL $b panels-only bundle differs from the ONNX model on ${cpu:-this CPU}"; fail=1; fi
+    if [ "$same" = 1 ]; then ok "$b panels-only bundle and its recompile == ONNX model (bytes) on ${cpu:-this CPU}"
+    else bad "$b panels-only bundle differs from the ONNX model on ${cpu:-this CPU}"; fi
   done
   other=aarch64; [ "$(uname -m)" = aarch64 ] && other=x86_64
   "$infera" compile "$src" -o "$tmp/a1_$b.bundle" --target $other >/dev/null
   "$infera" compile "$tmp/p_$b.bundle" -o "$tmp/a2_$b.bundle" --target $other >/dev/null
   ndiff=$(cmp -l "$tmp/a1_$b.bundle" "$tmp/a2_$b.bundle" | awk '$1 > 64 {n++} END {print n + 0}') || true
   if [ "$(stat -c %s "$tmp/a1_$b.bundle")" = "$(stat -c %s "$tmp/a2_$b.bundle")" ] && [ "$ndiff" -le 8 ]; then
-    echo "ok   $b: the $other bundle from the panels-only bundle == the one from the ONNX model ($ndiff bytes of source size)"
-  else echo "FAIL $b: the $other bundle from the bundle differs ($ndiff bytes)"; fail=1; fi
+    ok "$b: the $other bundle from the panels-only bundle == the one from the ONNX model ($ndiff bytes of source size)"
+  else bad "$b: the $other bundle from the bundle differs ($ndiff bytes)"; fi
 done
 # batch: the same rows, predictions and lineage stamp (model_version = the source's SHA-256) from the bundle
 /usr/bin/python3 - "$tmp/in.csv" <<'PY'
@@ -102,8 +102,8 @@ PY
 (cd "$tmp" && "$infera" batch --model "$root/tests/models/mlp.onnx" --input csv:in.csv --output csv:onnx.csv --id-column id >/dev/null 2>&1 &&
   "$infera" batch --model mlp.bundle --input csv:in.csv --output csv:bundle.csv --id-column id >/dev/null 2>&1)
 if [ -s "$tmp/onnx.csv" ] && diff <(cut -d, -f1-8 "$tmp/onnx.csv") <(cut -d, -f1-8 "$tmp/bundle.csv") >/dev/null; then
-  echo "ok   batch on the bundle == batch on the ONNX model (predictions and model_version)"
-else echo "FAIL batch outputs differ"; fail=1; fi
+  ok "batch on the bundle == batch on the ONNX model (predictions and model_version)"
+else bad "batch outputs differ"; fi
 # a pipeline spec travels inside the bundle: the fraud example (spec with a SQLite lookup), scored from raw records
 mkdir -p "$tmp/fraud" && cp "$root"/examples/fraud/{fraud_xgb.onnx,fraud_spec.json,card_features.db,transactions_raw.csv} "$tmp/fraud/"
 cp "$tmp/fraud/fraud_spec.json" "$tmp/fraud/fraud_xgb.pipeline.json"
@@ -112,32 +112,32 @@ cp "$tmp/fraud/fraud_spec.json" "$tmp/fraud/fraud_xgb.pipeline.json"
   "$infera" batch --model plain.onnx --input csv:transactions_raw.csv --output csv:onnx.csv >/dev/null 2>&1 &&
   "$infera" batch --model fraud_xgb.bundle --input csv:transactions_raw.csv --output csv:bundle.csv >/dev/null 2>&1) || true
 if [ -s "$tmp/fraud/bundle.csv" ] && diff <(cut -d, -f1-4,6-7 "$tmp/fraud/onnx.csv") <(cut -d, -f1-4,6-7 "$tmp/fraud/bundle.csv") >/dev/null; then
-  echo "ok   the bundle's own pipeline spec scores raw records as the spec beside the ONNX model does ($(($(wc -l < "$tmp/fraud/bundle.csv") - 1)) rows)"
-else echo "FAIL bundle with pipeline spec: outputs differ or missing"; fail=1; fi
+  ok "the bundle's own pipeline spec scores raw records as the spec beside the ONNX model does ($(($(wc -l < "$tmp/fraud/bundle.csv") - 1)) rows)"
+else bad "bundle with pipeline spec: outputs differ or missing"; fi
 # evaluate: the same metrics from the bundle (the example's anomaly model on its labelled sample windows)
 (echo "label,$(seq -s, -f 'f%g' 0 63)"; cat "$root/examples/edge/sample_windows.csv") > "$tmp/ev.csv"
 "$infera" compile "$root/examples/edge/anomaly.onnx" -o "$tmp/anomaly.bundle" >/dev/null
 mo=$("$infera" evaluate "$root/examples/edge/anomaly.onnx" --data "csv:$tmp/ev.csv" --label label --json | grep -o '"metrics":{[^}]*}')
 mb=$("$infera" evaluate "$tmp/anomaly.bundle" --data "csv:$tmp/ev.csv" --label label --json | grep -o '"metrics":{[^}]*}')
-if [ -n "$mo" ] && [ "$mo" = "$mb" ]; then echo "ok   evaluate on the bundle == on the ONNX model: $mb"
-else echo "FAIL evaluate differs: '$mo' vs '$mb'"; fail=1; fi
+if [ -n "$mo" ] && [ "$mo" = "$mb" ]; then ok "evaluate on the bundle == on the ONNX model: $mb"
+else bad "evaluate differs: '$mo' vs '$mb'"; fi
 # a bundle for another target is refused by the CLI with the file named
 other=aarch64; [ "$(uname -m)" = aarch64 ] && other=x86_64
 "$infera" compile "$root/tests/models/mlp.onnx" -o "$tmp/other.bundle" --target $other >/dev/null
-if msg=$("$infera" info "$tmp/other.bundle" 2>&1); then echo "FAIL info accepted a $other bundle"; fail=1
-elif [[ $msg == *other.bundle*"compiled for target $other"* ]]; then echo "ok   $other bundle refused: $msg"
-else echo "FAIL unclear refusal: $msg"; fail=1; fi
+if msg=$("$infera" info "$tmp/other.bundle" 2>&1); then bad "info accepted a $other bundle"
+elif [[ $msg == *other.bundle*"compiled for target $other"* ]]; then ok "$other bundle refused: $msg"
+else bad "unclear refusal: $msg"; fi
 # --c-source writes a C array + accessor that compiles
 "$infera" compile "$root/tests/models/mlp.onnx" -o "$tmp/mlp_model.c" --c-source >/dev/null
 if cc -std=c11 -Wall -Wextra -Werror -c "$tmp/mlp_model.c" -o "$tmp/mlp_model.o" && nm "$tmp/mlp_model.o" | grep -q ' T infera_bundle_mlp_model$'; then
-  echo "ok   --c-source compiles and exports infera_bundle_mlp_model"
-else echo "FAIL --c-source output"; fail=1; fi
+  ok "--c-source compiles and exports infera_bundle_mlp_model"
+else bad "--c-source output"; fi
 # a bundle whose ConstantOfShape asks for 16 TiB (fuzz_bundle finding): a clean error from the memory guard, also
 # when ASan would abort instead of returning NULL from malloc (allocator_may_return_null=0 for this run)
 huge=$root/tests/fuzz/regressions/memplan-huge-output.bundle
 printf '\x93NUMPY\x01\x00\x76\x00{"descr": "<f4", "fortran_order": False, "shape": (1,), }%*s\n\x00\x00\x80\x3f' 60 '' > "$tmp/one.npy"
 msg=$(ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=0 "$infera" run "$huge" --input "x=$tmp/one.npy" 2>&1 >/dev/null) && rc=0 || rc=$?
 if [ "$rc" = 1 ] && grep -q "more than the session's memory limit" <<<"$msg"; then
-  echo "ok   a 16 TiB output is refused before malloc: $msg"
-else echo "FAIL huge output: rc $rc: $msg"; fail=1; fi
-exit $fail
+  ok "a 16 TiB output is refused before malloc: $msg"
+else bad "huge output: rc $rc: $msg"; fi
+check_done

@@ -4,28 +4,13 @@
 # input, wrong dtype, wrong shape, bad .npy header, bad flags) must give a
 # one-line error naming the problem and a non-zero exit -- never a crash.
 set -u
+. "$(dirname "$0")/../check.sh"
 infera=$1
 models=$(cd "$(dirname "$0")/../models" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; }
-
-# expect_error NAME PATTERN CMD...: exit status 1..125, one stderr line matching PATTERN.
-expect_error() {
-    local name=$1 pattern=$2
-    shift 2
-    "$@" >"$work/out" 2>"$work/err"
-    local rc=$? lines
-    lines=$(wc -l <"$work/err")
-    if [ "$rc" -ge 1 ] && [ "$rc" -le 125 ] && [ "$lines" -eq 1 ] && grep -qE -- "$pattern" "$work/err"; then
-        ok "$name"
-    else
-        bad "$name (exit $rc, $lines stderr lines: $(head -c 300 "$work/err"))"
-    fi
-}
+# expect_error (check.sh): exit status 1..125, one stderr line matching PATTERN.
+CHECK_DIR=$work CHECK_ONE_LINE=1
 
 # make_npy FILE DESCR SHAPE NBYTES: a valid .npy header followed by NBYTES zero bytes.
 make_npy() {
@@ -197,5 +182,4 @@ if "$infera" ops --markdown | cmp -s - "$doc"; then
 else
     bad "docs/operators.md is stale: run scripts/gen-operators-doc.sh"
 fi
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

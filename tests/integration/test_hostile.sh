@@ -7,41 +7,15 @@
 # innermost If branch answers its depth, a Loop of N iterations adds N).
 #   test_hostile.sh INFERA
 set -u
+. "$(dirname "$0")/../check.sh"
 infera=$1
 gen="python3 $(cd "$(dirname "$0")/../fuzz" && pwd)/gen_hostile.py"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; }
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed to generate the hostile models"; exit 77; }
-
-# expect_error NAME PATTERN CMD...: exit status 1..125 (not a signal), stderr matching PATTERN.
-expect_error() {
-    local name=$1 pattern=$2
-    shift 2
-    "$@" >"$work/out" 2>"$work/err"
-    local rc=$?
-    if [ "$rc" -ge 1 ] && [ "$rc" -le 125 ] && grep -qE -- "$pattern" "$work/err"; then
-        ok "$name"
-    else
-        bad "$name (exit $rc: $(head -c 300 "$work/err"))"
-    fi
-}
-
-# expect_output NAME PATTERN CMD...: exit 0 and stdout matching PATTERN.
-expect_output() {
-    local name=$1 pattern=$2
-    shift 2
-    "$@" >"$work/out" 2>"$work/err"
-    local rc=$?
-    if [ "$rc" -eq 0 ] && grep -qE -- "$pattern" "$work/out"; then
-        ok "$name"
-    else
-        bad "$name (exit $rc: $(head -c 300 "$work/out") $(head -c 300 "$work/err"))"
-    fi
-}
+command -v python3 >/dev/null || skip "python3 is needed to generate the hostile models"
+# expect_error / expect_output (check.sh): exit 1..125 (not a signal) and stderr matching PATTERN / exit 0 and
+# stdout matching PATTERN; the command's output stays in $work/out and $work/err
+CHECK_DIR=$work
 
 # ---- finding 1: nesting deep enough to overflow protobuf-c's recursion ----
 $gen nested-if 3000 "$work/deep_if.onnx"
@@ -208,5 +182,4 @@ fi
 kill "$serve_pid" 2>/dev/null
 wait "$serve_pid" 2>/dev/null
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -6,40 +6,27 @@
 # pools, norms, attention with masks, resize, quantized ops, fusion edges).
 # INFERA_TEST_THREADS (default "1 2"): the thread counts to run at.
 set -u
+. "$(dirname "$0")/../check.sh"
 infera=$1
 compare=$2
 models=$(cd "$(dirname "$0")/../models" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-check() { # name, command...
-    local name=$1
-    shift
-    if "$@"; then
-        passed=$((passed + 1))
-        echo "ok   $name"
-    else
-        failed=$((failed + 1))
-        echo "FAIL $name"
-    fi
-}
 for model in mlp cnn transformer; do
     for threads in ${INFERA_TEST_THREADS:-1 2}; do
         for fmt in npy pb; do
             out="$work/$model-$threads-$fmt"
             if ! "$infera" run "$models/$model.onnx" --input "input=$models/${model}_input.$fmt" \
                 --output-dir "$out" --threads "$threads"; then
-                failed=$((failed + 1))
-                echo "FAIL $model threads=$threads input=.$fmt: infera run failed"
+                bad "$model threads=$threads input=.$fmt: infera run failed"
                 continue
             fi
             for ref in "$models/${model}"_*.ort.npy; do
                 output=$(basename "$ref" .ort.npy)
                 output=${output#"${model}_"}
-                check "$model/$output threads=$threads input=.$fmt vs onnxruntime" \
+                check_run "$model/$output threads=$threads input=.$fmt vs onnxruntime" \
                     "$compare" "$out/$output.npy" "$ref" 1e-4 1e-5
-                check "$model/$output threads=$threads input=.$fmt vs pytorch" \
+                check_run "$model/$output threads=$threads input=.$fmt vs pytorch" \
                     "$compare" "$out/$output.npy" "$models/${model}_$output.torch.npy" 1e-4 1e-5
             done
         done
@@ -56,36 +43,34 @@ for onnx in "$models"/unseen/*.onnx; do
     for threads in ${INFERA_TEST_THREADS:-1 2}; do
         out="$work/unseen-$name-$threads"
         if ! "$infera" run "$onnx" "${args[@]}" --output-dir "$out" --threads "$threads"; then
-            failed=$((failed + 1))
-            echo "FAIL unseen/$name threads=$threads: infera run failed"
+            bad "unseen/$name threads=$threads: infera run failed"
             continue
         fi
         for ref in "$models/unseen/${name}"_y*.npy; do
             tag=$(basename "$ref" .npy)       # NAME_yJ.ort or NAME_yJ.torch
             output=${tag%.*}
             output=${output#"${name}_"}
-            check "unseen/$name/$output threads=$threads vs ${tag##*.}" "$compare" "$out/$output.npy" "$ref" 1e-4 1e-5
+            check_run "unseen/$name/$output threads=$threads vs ${tag##*.}" "$compare" "$out/$output.npy" "$ref" 1e-4 1e-5
         done
     done
 done
 # initializers stored as external data beside the model (location/offset/length)
 ext=$models/external
 if "$infera" run "$ext/linear.onnx" --input "x=$ext/linear_input.npy" --output-dir "$work/ext"; then
-    check "external data: Gemm weights read from linear.weights" "$compare" "$work/ext/y.npy" "$ext/linear_expected.npy" 1e-5 1e-5
+    check_run "external data: Gemm weights read from linear.weights" "$compare" "$work/ext/y.npy" "$ext/linear_expected.npy" 1e-5 1e-5
 else
-    failed=$((failed + 1)); echo "FAIL external data model does not run"
+    bad "external data model does not run"
 fi
 # a missing external file is an error naming it; a path escaping the folder is refused
 mkdir -p "$work/moved" && cp "$ext/linear.onnx" "$work/moved/"
 if ! "$infera" info "$work/moved/linear.onnx" 2>"$work/err" && grep -q "linear.weights" "$work/err"; then
-    passed=$((passed + 1)); echo "ok   external data: missing file named in the error"
+    ok "external data: missing file named in the error"
 else
-    failed=$((failed + 1)); echo "FAIL external data: missing file not reported ($(cat "$work/err"))"
+    bad "external data: missing file not reported ($(cat "$work/err"))"
 fi
 if ! "$infera" info "$ext/escape.onnx" 2>"$work/err" && grep -q "leaves the model's folder" "$work/err"; then
-    passed=$((passed + 1)); echo "ok   external data: a path leaving the model's folder is refused"
+    ok "external data: a path leaving the model's folder is refused"
 else
-    failed=$((failed + 1)); echo "FAIL external data: escaping path not refused ($(cat "$work/err"))"
+    bad "external data: escaping path not refused ($(cat "$work/err"))"
 fi
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

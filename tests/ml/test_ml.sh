@@ -9,16 +9,13 @@
 # attribute, and the fraud example model runs.
 #   test_ml.sh INFERA NPY_COMPARE   (INFERA_TEST_THREADS, default "1 2": the thread counts)
 set -u
+. "$(dirname "$0")/../check.sh"
 infera=$1
 compare=$2
 here=$(cd "$(dirname "$0")" && pwd)
 data=$here/data
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; }
 
 while read -r name model rest; do
     [ -z "$name" ] && continue
@@ -87,5 +84,4 @@ if [ -e "$fraud/fraud_xgb.json" ]; then
         fi
     done
 fi
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

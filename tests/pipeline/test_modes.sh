@@ -38,6 +38,7 @@
 #   usage: test_modes.sh INFERA PRED_BITS SOURCE_DIR SQLITE_EXT [PG_EXT_DIR]
 # Prints one line per check and closes with "N passed, M failed".
 set -u
+. "$(dirname "$0")/../check.sh"
 INFERA=$1
 BITS=$2
 SRC=$3
@@ -60,11 +61,6 @@ cd "$T" || exit 1
 chmod 755 "$T" # the PostgreSQL backend (user postgres) reads the registry and the store here
 export INFERA_HOME=$T/home
 unset INFERA_REGISTRY INFERA_TOKEN
-PASS=0
-FAIL=0
-ok() { echo "PASS $1"; PASS=$((PASS + 1)); }
-bad() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 FIELDS=(transaction_id fraud_score is_fraud decision model_name model_version pipeline_hash)
 canon() { "$BITS" "${FIELDS[@]}" 2>>bits.err | sort; } # JSON lines on stdin -> sorted canonical lines
 # same MODE FILE [REF [ROWS]]: FILE has the ROWS (N) predictions of REF (ref.txt), bit for bit
@@ -341,5 +337,4 @@ else
 fi
 
 [ -s bits.err ] && grep -v '^pred_bits: [0-9]* \(predictions\|rows\)' bits.err | head -5 | sed 's/^/    /'
-echo "$PASS passed, $FAIL failed"
-exit_status "$FAIL" # 77 (ctest: skipped) when the PostgreSQL modes could not run here
+check_done

@@ -4,11 +4,11 @@
 # No redis-server: ctest's skip (77), or a failure under INFERA_REQUIRE_SERVICES=1.
 # usage: test_redis.sh TEST_PIPELINE SOURCE_DIR
 TEST=$1 SRC=$2
+. "$SRC/tests/check.sh"
 . "$SRC/tests/integration/services.sh"
 if ! start_redis; then
-    skip_or_fail "Redis lookups: redis-server could not be started" && { echo "0 passed, 0 failed"; exit 77; }
-    echo "0 passed, 1 failed"
-    exit 1
+    skip_or_fail "Redis lookups: redis-server could not be started" || FAIL=$((FAIL + 1))
+    check_done # 77 when skipped, 1 under INFERA_REQUIRE_SERVICES=1
 fi
 trap stop_redis EXIT
 out=$(mktemp)
@@ -16,7 +16,7 @@ out=$(mktemp)
 rc=${PIPESTATUS[0]}
 # the Redis checks ran (not silently left out)
 if ! grep -q "Redis lookup executor" "$out"; then
-    echo "FAIL the Redis lookup checks did not run"
+    bad "the Redis lookup checks did not run"
     rc=1
 fi
 rm -f "$out"

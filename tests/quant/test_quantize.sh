@@ -25,16 +25,13 @@ set -u
 INFERA=$1
 NPYCMP=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../check.sh"
 MODELS=$HERE/../models
 if ! command -v node >/dev/null || [ ! -d "$MODELS/ort/node_modules/onnxruntime-node" ]; then
-    echo "SKIP: onnxruntime-node not installed (cd tests/models/ort && npm ci --ignore-scripts)"
-    exit 77
+    skip "onnxruntime-node not installed (cd tests/models/ort && npm ci --ignore-scripts)"
 fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fails=0
-pass() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 ort_run() { node "$HERE/ort_run.js" "$@" 2>/dev/null; }
 # ONNX Runtime's u8 x s8 kernels on x86 CPUs without VNNI use vpmaddubsw, whose int16 pair sums saturate with
@@ -56,19 +53,19 @@ check_model() { # model max_steps args...
     local q=$TMP/$m.$tag.onnx out=$TMP/$m.$tag
     mkdir -p "$out/infera" "$out/ort" "$out/generic"
     if ! "$INFERA" quantize "$MODELS/$m.onnx" -o "$q" "$@" $RR >"$out/report.txt" 2>&1; then
-        fail "$m $tag: quantize failed: $(cat "$out/report.txt")"
+        bad "$m $tag: quantize failed: $(cat "$out/report.txt")"
         return
     fi
     "$INFERA" run "$q" --input "$MODELS/${m}_input.npy" --output-dir "$out/infera" >/dev/null 2>"$out/err" ||
-        { fail "$m $tag: infera run: $(cat "$out/err")"; return; }
-    ort_run "$q" "$out/ort" "$MODELS/${m}_input.npy" || { fail "$m $tag: ONNX Runtime cannot run the file"; return; }
+        { bad "$m $tag: infera run: $(cat "$out/err")"; return; }
+    ort_run "$q" "$out/ort" "$MODELS/${m}_input.npy" || { bad "$m $tag: ONNX Runtime cannot run the file"; return; }
     for f in "$out/ort"/*.npy; do
         local o
         o=$(basename "$f" .npy)
         if line=$(node "$HERE/compare.js" "$out/infera/$o.npy" "$f" "$TMP/fp32/$m/$o.npy" "$steps"); then
-            pass "$m $tag $o: $line"
+            ok "$m $tag $o: $line"
         else
-            fail "$m $tag $o: $line"
+            bad "$m $tag $o: $line"
         fi
     done
     if [ "$tag" = qoperator ] || [ "$tag" = dynamic ]; then # integer kernels: bit for bit with the loops
@@ -79,9 +76,9 @@ check_model() { # model max_steps args...
             tol="0 0"
             [ "$(basename "$f")" = probabilities.npy ] && tol="0 1e-6"
             if "$NPYCMP" "$out/infera/$(basename "$f")" "$f" $tol >/dev/null 2>&1; then
-                pass "$m $tag $(basename "$f"): fast INT8 kernels == reference loops ($([ "$tol" = "0 0" ] && echo "bit for bit" || echo "Softmax after: rtol 1e-6"))"
+                ok "$m $tag $(basename "$f"): fast INT8 kernels == reference loops ($([ "$tol" = "0 0" ] && echo "bit for bit" || echo "Softmax after: rtol 1e-6"))"
             else
-                fail "$m $tag $(basename "$f"): fast INT8 kernels differ from the reference loops"
+                bad "$m $tag $(basename "$f"): fast INT8 kernels differ from the reference loops"
             fi
         done
     fi
@@ -89,7 +86,7 @@ check_model() { # model max_steps args...
 
 for m in mlp cnn transformer dwconv; do # dwconv: depthwise convolutions (tests/models/gen_dwconv_model.py)
     mkdir -p "$TMP/fp32/$m"
-    ort_run "$MODELS/$m.onnx" "$TMP/fp32/$m" "$MODELS/${m}_input.npy" || { fail "$m: ORT FP32 run"; continue; }
+    ort_run "$MODELS/$m.onnx" "$TMP/fp32/$m" "$MODELS/${m}_input.npy" || { bad "$m: ORT FP32 run"; continue; }
     steps=1
     [ $m = transformer ] && steps=2
     cal=$MODELS/${m}_input.npy
@@ -103,13 +100,13 @@ for mk in "mlp QGemm" "cnn QConv" "transformer QGemm" "dwconv QConv"; do
     set -- $mk
     opt=$("$INFERA" info "$TMP/$1.qdq.onnx" | sed -n '/after optimisation/,/parameters/p')
     if echo "$opt" | grep -q "$2" && ! echo "$opt" | grep -q "QuantizeLinear"; then
-        pass "$1 qdq: fused into $2, no Q/DQ left"
+        ok "$1 qdq: fused into $2, no Q/DQ left"
     else
-        fail "$1 qdq: the QDQ pattern was not fused: $opt"
+        bad "$1 qdq: the QDQ pattern was not fused: $opt"
     fi
 done
 grep -q "nodes quantized: 3 of 3" "$TMP/mlp.qdq/report.txt" && grep -q "file size: 26420 -> " "$TMP/mlp.qdq/report.txt" &&
-    pass "report: nodes and sizes" || fail "report: $(cat "$TMP/mlp.qdq/report.txt")"
+    ok "report: nodes and sizes" || bad "report: $(cat "$TMP/mlp.qdq/report.txt")"
 
 # ---- calibration records from batch sources (default mapping and a spec) ----
 awk 'BEGIN { srand(7); printf "id"; for (j = 0; j < 32; j++) printf ",f%d", j; print "";
@@ -125,9 +122,9 @@ fi
 for src in "csv:$TMP/cal.csv" "jsonl:$TMP/cal.jsonl" "sqlite:$TMP/cal.db?table=cal"; do
     if out=$("$INFERA" quantize "$MODELS/mlp.onnx" -o "$TMP/mlp.src.onnx" --calibration "$src" --calibration-rows 40 2>&1) &&
        echo "$out" | grep -q "calibration: 40 records"; then
-        pass "calibration from ${src%%:*}: 40 records (default mapping)"
+        ok "calibration from ${src%%:*}: 40 records (default mapping)"
     else
-        fail "calibration from ${src%%:*}: $out"
+        bad "calibration from ${src%%:*}: $out"
     fi
 done
 {
@@ -138,16 +135,16 @@ done
     printf ']}}}\n'
 } >"$TMP/spec.json"
 "$INFERA" quantize "$MODELS/mlp.onnx" -o "$TMP/mlp.spec.onnx" --calibration "csv:$TMP/cal.csv" --spec "$TMP/spec.json" \
-    --method entropy >/dev/null 2>"$TMP/err" && pass "calibration through a spec (entropy)" ||
-    fail "calibration through a spec: $(cat "$TMP/err")"
+    --method entropy >/dev/null 2>"$TMP/err" && ok "calibration through a spec (entropy)" ||
+    bad "calibration through a spec: $(cat "$TMP/err")"
 cut -d, -f1-32 "$TMP/cal.csv" >"$TMP/cal_missing.csv" # no f31
 if "$INFERA" quantize "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --calibration "csv:$TMP/cal_missing.csv" --spec "$TMP/spec.json" \
     >/dev/null 2>"$TMP/err"; then
-    fail "a spec field the records lack: accepted"
+    bad "a spec field the records lack: accepted"
 elif grep -q "f31" "$TMP/err"; then
-    pass "a spec field the records lack: $(cat "$TMP/err")"
+    ok "a spec field the records lack: $(cat "$TMP/err")"
 else
-    fail "a spec field the records lack: unclear error: $(cat "$TMP/err")"
+    bad "a spec field the records lack: unclear error: $(cat "$TMP/err")"
 fi
 
 # ---- --exclude ----
@@ -155,34 +152,33 @@ out=$("$INFERA" quantize "$MODELS/mlp.onnx" -o "$TMP/mlp.ex.onnx" --calibration 
       --exclude /fc3/Gemm 2>&1)
 if echo "$out" | grep -q "nodes quantized: 2 of 3 .* (1 excluded)" &&
    "$INFERA" info "$TMP/mlp.ex.onnx" | sed -n '/after optimisation/,/parameters/p' | grep -q "^  Gemm "; then
-    pass "--exclude keeps the node in FP32"
+    ok "--exclude keeps the node in FP32"
 else
-    fail "--exclude: $out"
+    bad "--exclude: $out"
 fi
 
 # ---- errors ----
-expect_error() { # what pattern args...
+expect_quantize_error() { # what pattern args...: `infera quantize ARGS` refused with PATTERN
     local what=$1 pattern=$2
     shift 2
     if "$INFERA" quantize "$@" >/dev/null 2>"$TMP/err"; then
-        fail "$what: accepted"
+        bad "$what: accepted"
     elif grep -q -- "$pattern" "$TMP/err"; then
-        pass "$what: $(head -1 "$TMP/err")"
+        ok "$what: $(head -1 "$TMP/err")"
     else
-        fail "$what: unexpected error: $(cat "$TMP/err")"
+        bad "$what: unexpected error: $(cat "$TMP/err")"
     fi
 }
 head -1 "$TMP/cal.csv" >"$TMP/empty.csv"
-expect_error "no MatMul/Gemm/Conv" "nothing to quantize" "$MODELS/pad_zero.onnx" -o "$TMP/x.onnx" --mode dynamic
-expect_error "empty calibration source" "empty" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --calibration "csv:$TMP/empty.csv"
-expect_error "missing calibration file" "$TMP/none.csv" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --calibration "csv:$TMP/none.csv"
-expect_error "tensor file of the wrong shape" "calibration" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --calibration "$MODELS/cnn_input.npy"
-expect_error "static without calibration" "needs --calibration" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --mode static
-expect_error "bad method" "bad value" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --method magic
-expect_error "everything excluded" "excluded" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --mode dynamic \
+expect_quantize_error "no MatMul/Gemm/Conv" "nothing to quantize" "$MODELS/pad_zero.onnx" -o "$TMP/x.onnx" --mode dynamic
+expect_quantize_error "empty calibration source" "empty" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --calibration "csv:$TMP/empty.csv"
+expect_quantize_error "missing calibration file" "$TMP/none.csv" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --calibration "csv:$TMP/none.csv"
+expect_quantize_error "tensor file of the wrong shape" "calibration" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --calibration "$MODELS/cnn_input.npy"
+expect_quantize_error "static without calibration" "needs --calibration" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --mode static
+expect_quantize_error "bad method" "bad value" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --method magic
+expect_quantize_error "everything excluded" "excluded" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --mode dynamic \
     --exclude /fc1/Gemm --exclude /fc2/Gemm --exclude /fc3/Gemm
-expect_error "not a model" "not an ONNX model" "$TMP/cal.csv" -o "$TMP/x.onnx" --mode dynamic
-expect_error "no output" "-o OUT" "$MODELS/mlp.onnx"
+expect_quantize_error "not a model" "not an ONNX model" "$TMP/cal.csv" -o "$TMP/x.onnx" --mode dynamic
+expect_quantize_error "no output" "-o OUT" "$MODELS/mlp.onnx"
 
-echo "$fails failed"
-[ "$fails" -eq 0 ]
+check_done

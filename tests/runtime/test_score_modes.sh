@@ -17,14 +17,13 @@
 #
 #   usage: test_score_modes.sh INFERA SOURCE_DIR
 set -u
+. "$(dirname "$0")/../check.sh"
 INFERA=$1
 SRC=$2
-command -v python3 >/dev/null || { echo "SKIP: python3 (the JSON comparisons) missing"; exit 77; }
-command -v curl >/dev/null || { echo "SKIP: curl missing"; exit 77; }
+command -v python3 >/dev/null || skip "python3 (the JSON comparisons) missing"
+command -v curl >/dev/null || skip "curl missing"
 T=$(mktemp -d /tmp/infera-score-modes.XXXXXX)
 SERVER_PID=
-PASS=0
-FAIL=0
 cleanup() {
     [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
     if [ "$FAIL" = 0 ]; then rm -rf "$T"; else echo "(kept $T for inspection)"; fi
@@ -32,9 +31,6 @@ cleanup() {
 trap cleanup EXIT
 cd "$T" || exit 1
 export INFERA_HOME=$T/home
-ok() { echo "PASS $1"; PASS=$((PASS + 1)); }
-bad() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 
 cp "$SRC/tests/stream/data/embed.onnx" embed.onnx
 printf '%s\n' '{"inputs": {"id": {"type": "string", "id": true}, "k": {"type": "int", "required": true}},' \
@@ -183,5 +179,4 @@ check "every record failing alone: batch fails the job and serve the request (40
     '[ $rc != 0 ] && grep -q "Gather" bad.out && [ "$code" = 400 ] && grep -q "Gather" serve_bad.json' \
     "rc=$rc code=$code $(cat bad.out serve_bad.json)"
 
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ]
+check_done

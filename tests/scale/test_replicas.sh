@@ -7,6 +7,7 @@
 # killing one replica (SIGKILL) under load loses no request at the balancer.
 #   usage: test_replicas.sh INFERA SOURCE_DIR
 set -u
+. "$(dirname "$0")/../check.sh"
 INFERA=$1
 SRC=$2
 . "$SRC/scripts/serve_port.sh"
@@ -30,12 +31,10 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
-PASS=0 FAIL=0
-check() { local what=$1; shift; if "$@"; then PASS=$((PASS + 1)); echo "PASS $what"; else FAIL=$((FAIL + 1)); echo "FAIL $what"; fi; }
-start_postgres || { echo "FAIL PostgreSQL could not be started"; exit 1; }
+start_postgres || { bad "PostgreSQL could not be started"; check_done; }
 export INFERA_HOME=$T/home INFERA_REGISTRY=$PG_URL
 unset INFERA_TOKEN
-for _ in 1 2; do "$INFERA" registry register fraud "$MODEL" >/dev/null || { echo "FAIL register"; exit 1; }; done
+for _ in 1 2; do "$INFERA" registry register fraud "$MODEL" >/dev/null || { bad "register"; check_done; }; done
 "$INFERA" registry alias fraud@1 production >/dev/null
 
 PORTS=()
@@ -55,22 +54,22 @@ mkdir -m 777 "$T/nginx-tmp"
         -e "s|^http {|http { client_body_temp_path $T/nginx-tmp/body; proxy_temp_path $T/nginx-tmp/proxy;|" \
         "$SRC/deploy/nginx/infera-lb.conf.template"
 } >"$T/nginx.conf"
-check "the recipe's nginx config is valid (nginx -t)" "$NGINX" -t -q -c "$T/nginx.conf" -p "$T"
+check_run "the recipe's nginx config is valid (nginx -t)" "$NGINX" -t -q -c "$T/nginx.conf" -p "$T"
 "$NGINX" -c "$T/nginx.conf" -p "$T" || { echo "FAIL nginx did not start: $(tail -3 "$T/nginx-error.log")"; exit 1; }
 LB=http://127.0.0.1:$LB_PORT
 BODY='{"inputs":[{"name":"input","shape":[1,12],"datatype":"FP32","data":[0.5,1.25,3,0.1,2,7,0.3,1,0,12.5,3.3,0.9]}]}'
 version_at() { curl -s -X POST "http://127.0.0.1:$1/v2/models/fraud/infer" -d "$BODY" | sed -nE 's/.*"model_version":"([0-9]+)".*/\1/p'; }
 all_at() { for p in "${PORTS[@]}"; do [ "$(version_at "$p")" = "$1" ] || return 1; done; }
-for i in 0 1 2; do check "replica $i is ready" curl -sf "http://127.0.0.1:${PORTS[$i]}/v2/health/ready" -o /dev/null; done
-check "the balancer forwards inference" test "$(version_at "$LB_PORT")" = 1
-check "every replica serves version 1" all_at 1
+for i in 0 1 2; do check_run "replica $i is ready" curl -sf "http://127.0.0.1:${PORTS[$i]}/v2/health/ready" -o /dev/null; done
+check_run "the balancer forwards inference" test "$(version_at "$LB_PORT")" = 1
+check_run "every replica serves version 1" all_at 1
 
 # an alias move reaches every replica within a second (polling off: only NOTIFY can do it)
 "$INFERA" registry alias fraud@2 production >/dev/null
 t0=$(date +%s%N) ok=0
 while [ $(( $(date +%s%N) - t0 )) -lt 1000000000 ]; do all_at 2 && { ok=1; break; }; sleep 0.05; done
 echo "  (all replicas on version 2 after $(( ($(date +%s%N) - t0) / 1000000 )) ms)"
-check "an alias move reaches every replica within 1 s" test "$ok" = 1
+check_run "an alias move reaches every replica within 1 s" test "$ok" = 1
 
 # load through the balancer while one replica is killed: no request lost
 cat >"$T/load.py" <<'PYEOF'
@@ -95,12 +94,11 @@ PYEOF
 "$PY" "$T/load.py" "$LB_PORT" 6000 "$BODY" >"$T/load.out" &
 LOAD=$!
 sleep 0.7
-check "the load is still running when the replica is killed" kill -0 "$LOAD"
+check_run "the load is still running when the replica is killed" kill -0 "$LOAD"
 kill -KILL "${PIDS[1]}"
 wait "$LOAD"
 echo "  (status counts under load with replica 1 killed: $(cat "$T/load.out"))"
-check "6000 requests through the balancer, one replica killed mid-way: all 200" \
+check_run "6000 requests through the balancer, one replica killed mid-way: all 200" \
     test "$(cat "$T/load.out")" = '{"200": 6000}'
-check "replica 0 and 2 answer after the kill" test "$(version_at "${PORTS[0]}")$(version_at "${PORTS[2]}")" = 22
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ]
+check_run "replica 0 and 2 answer after the kill" test "$(version_at "${PORTS[0]}")$(version_at "${PORTS[2]}")" = 22
+check_done

@@ -10,14 +10,13 @@
 # need admin and are audited.
 #   test_serve_quota.sh INFERA SOURCE_DIR
 set -u
+. "$(dirname "$0")/../check.sh"
 INFERA=$1
 SRC=$2
 . "$SRC/scripts/serve_port.sh"
 MODEL=$SRC/examples/fraud/fraud_xgb.onnx
 T=$(mktemp -d /tmp/infera-quota.XXXXXX)
 SERVER_PID=
-PASS=0 FAIL=0
-check() { local what=$1; shift; if "$@"; then PASS=$((PASS + 1)); echo "PASS $what"; else FAIL=$((FAIL + 1)); echo "FAIL $what"; fi; }
 stop_server() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null; SERVER_PID=; }
 cleanup() { stop_server; rm -rf "$T"; }
 trap cleanup EXIT
@@ -65,31 +64,31 @@ export INFERA_HOME=$T/home
 start_server --quota anonymous=1:0:4
 read -r a l ms <<<"$(burst 12 1)"
 echo "  (12 requests in $ms ms under 1/s with a burst of 4: $a allowed, $l limited)"
-check "a burst of 12 under a 1/s quota with a 4 s burst: the 4 tokens plus the refill, no more" \
+check_run "a burst of 12 under a 1/s quota with a 4 s burst: the 4 tokens plus the refill, no more" \
     test "$a" -ge 4 -a "$a" -le "$(most 1 4 "$ms")"
-check "the rest answered 429" test "$l" = $((12 - a))
+check_run "the rest answered 429" test "$l" = $((12 - a))
 c=$(infer 1)
-check "an over-quota request gets 429" test "$c" = 429
-check "with Retry-After: 1 (whole seconds until a token)" grep -qi '^Retry-After: 1' "$T/h"
-check "and a JSON error naming the caller" grep -q '"error":"caller .anonymous. is over its quota' "$T/out"
+check_run "an over-quota request gets 429" test "$c" = 429
+check_run "with Retry-After: 1 (whole seconds until a token)" grep -qi '^Retry-After: 1' "$T/h"
+check_run "and a JSON error naming the caller" grep -q '"error":"caller .anonymous. is over its quota' "$T/out"
 sleep 1.2
-check "after a second the bucket refilled a token: 200" test "$(infer 1)" = 200
+check_run "after a second the bucket refilled a token: 200" test "$(infer 1)" = 200
 curl -s "$URL/metrics" >"$T/metrics"
-check "/metrics counts limited requests per principal" \
+check_run "/metrics counts limited requests per principal" \
     grep -qE '^infera_quota_requests_total\{principal="anonymous",outcome="limited"\} [1-9]' "$T/metrics"
-check "and the failures as reason quota" grep -q 'reason="quota"' "$T/metrics"
+check_run "and the failures as reason quota" grep -q 'reason="quota"' "$T/metrics"
 stop_server
 
 # 2. rows: 2 rows/s with a 5 s burst (10 rows)
 start_server --quota 'anonymous=0:2:5'
-check "8 rows within a 10-row burst: 200" test "$(infer 8)" = 200
-check "8 more rows at once: 429" test "$(infer 8)" = 429
-check "  with Retry-After (about 3 s until 8 rows at 2/s)" grep -qiE '^Retry-After: [234]' "$T/h"
-check "11 rows can never fit a 10-row burst: 429" test "$(infer 11)" = 429
-check "  without Retry-After, saying why" sh -c "! grep -qi '^Retry-After' '$T/h' && grep -q 'exceed' '$T/out'"
+check_run "8 rows within a 10-row burst: 200" test "$(infer 8)" = 200
+check_run "8 more rows at once: 429" test "$(infer 8)" = 429
+check_run "  with Retry-After (about 3 s until 8 rows at 2/s)" grep -qiE '^Retry-After: [234]' "$T/h"
+check_run "11 rows can never fit a 10-row burst: 429" test "$(infer 11)" = 429
+check_run "  without Retry-After, saying why" sh -c "! grep -qi '^Retry-After' '$T/h' && grep -q 'exceed' '$T/out'"
 stop_server
-check "a malformed --quota is refused at start" sh -c "! '$INFERA' serve --port 0 --model 'fraud=$MODEL' --quota 'alice=fast' 2>'$T/bad.log'"
-check "  naming the option" grep -q "quota 'alice=fast'" "$T/bad.log"
+check_run "a malformed --quota is refused at start" sh -c "! '$INFERA' serve --port 0 --model 'fraud=$MODEL' --quota 'alice=fast' 2>'$T/bad.log'"
+check_run "  naming the option" grep -q "quota 'alice=fast'" "$T/bad.log"
 
 # 3. the registry's quotas, with auth: per principal, independent, picked up at run time
 "$INFERA" registry register fraud "$MODEL" >/dev/null
@@ -97,10 +96,10 @@ ADMIN=$("$INFERA" registry token create root --role admin | tail -1)
 export INFERA_TOKEN=$ADMIN
 ALICE=$("$INFERA" registry token create alice --role predictor --model fraud | tail -1)
 BOB=$("$INFERA" registry token create bob --role predictor --model fraud | tail -1)
-check "quota set needs admin" sh -c "! INFERA_TOKEN='$BOB' '$INFERA' registry quota set bob --rps 1000 2>/dev/null"
+check_run "quota set needs admin" sh -c "! INFERA_TOKEN='$BOB' '$INFERA' registry quota set bob --rps 1000 2>/dev/null"
 "$INFERA" registry quota set alice --rps 3 >/dev/null
-check "quota list shows it" sh -c "'$INFERA' registry quota list --json | grep -q '\"principal\": \"alice\", \"requests_per_s\": 3'"
-check "quota set is audited" sh -c "'$INFERA' registry audit --json | grep -q 'quota-set'"
+check_run "quota list shows it" sh -c "'$INFERA' registry quota list --json | grep -q '\"principal\": \"alice\", \"requests_per_s\": 3'"
+check_run "quota set is audited" sh -c "'$INFERA' registry audit --json | grep -q 'quota-set'"
 start_server --model fraud --poll-secs 1
 burst 10 1 "$ALICE" >"$T/alice" &
 ap=$!
@@ -108,19 +107,18 @@ read -r ba bl bms <<<"$(burst 10 1 "$BOB")"
 wait "$ap"
 read -r aa al ams <<<"$(cat "$T/alice")"
 echo "  (concurrently: alice $aa allowed / $al limited in $ams ms, bob $ba allowed / $bl limited)"
-check "alice (3/s in the registry) is limited" test "$al" -gt 0 -a "$aa" -le "$(most 3 3 "$ams")"
-check "bob, at the same time, is not" test "$ba" = 10
+check_run "alice (3/s in the registry) is limited" test "$al" -gt 0 -a "$aa" -le "$(most 3 3 "$ams")"
+check_run "bob, at the same time, is not" test "$ba" = 10
 "$INFERA" registry quota set bob --rps 2 >/dev/null
 sleep 2.5
 read -r ba bl bms <<<"$(burst 8 1 "$BOB")"
-check "a quota set while serving reaches the server within a poll period" test "$bl" -gt 0 -a "$ba" -le "$(most 2 2 "$bms")"
+check_run "a quota set while serving reaches the server within a poll period" test "$bl" -gt 0 -a "$ba" -le "$(most 2 2 "$bms")"
 "$INFERA" registry quota remove alice >/dev/null
 sleep 2.5
 read -r aa al ams <<<"$(burst 8 1 "$ALICE")"
-check "a removed quota no longer limits" test "$aa" = 8
+check_run "a removed quota no longer limits" test "$aa" = 8
 curl -s "$URL/metrics" >"$T/metrics"
-check "/metrics counts per principal" grep -q 'infera_quota_requests_total{principal="alice",outcome="allowed"}' "$T/metrics"
-check "  both principals" grep -q 'infera_quota_requests_total{principal="bob",outcome="limited"}' "$T/metrics"
+check_run "/metrics counts per principal" grep -q 'infera_quota_requests_total{principal="alice",outcome="allowed"}' "$T/metrics"
+check_run "  both principals" grep -q 'infera_quota_requests_total{principal="bob",outcome="limited"}' "$T/metrics"
 stop_server
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ]
+check_done

@@ -10,6 +10,7 @@
 # the primary, and a failing one (wrong input shape) fails nothing.
 #   test_serve_traffic.sh INFERA SOURCE_DIR
 set -u
+. "$(dirname "$0")/../check.sh"
 INFERA=$1
 SRC=$2
 PY=/usr/bin/python3
@@ -17,8 +18,6 @@ PY=/usr/bin/python3
 MODEL=$SRC/examples/fraud/fraud_xgb.onnx
 T=$(mktemp -d /tmp/infera-traffic.XXXXXX)
 SERVER_PID=
-PASS=0 FAIL=0
-check() { local what=$1; shift; if "$@"; then PASS=$((PASS + 1)); echo "PASS $what"; else FAIL=$((FAIL + 1)); echo "FAIL $what"; fi; }
 stop_server() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null; SERVER_PID=; }
 cleanup() { stop_server; rm -rf "$T"; }
 trap cleanup EXIT
@@ -29,7 +28,7 @@ start_server() {
     URL=http://127.0.0.1:$PORT
 }
 "$PY" -c 'import onnx, numpy' 2>/dev/null || { echo "SKIP python3-onnx/numpy missing"; exit 77; }
-"$PY" "$SRC/tests/serve/gen_traffic_models.py" "$T" || { echo "FAIL generating the test models"; exit 1; }
+"$PY" "$SRC/tests/serve/gen_traffic_models.py" "$T" || { bad "generating the test models"; check_done; }
 export INFERA_HOME=$T/home
 unset INFERA_REGISTRY INFERA_TOKEN
 "$INFERA" registry register fraud "$MODEL" >/dev/null
@@ -71,21 +70,21 @@ rs = [json.loads(l) for l in open('$T/split.jsonl')]
 print(sum(r['version'] == '1' for r in rs), sum(r['version'] == '2' for r in rs), sum(r['status'] != 200 for r in rs))")"
 echo "  (20000 requests at 80:20: version 1 $n1, version 2 $n2, failed $bad)"
 # binomial(20000, 0.8): mean 16000, sd 56.6; 4.5 sd either side
-check "80:20 route: every request answered" test "$bad" = 0 -a $((n1 + n2)) = 20000
-check "  the 80% target within binomial bounds (16000 +- 255)" test "$n1" -ge 15745 -a "$n1" -le 16255
+check_run "80:20 route: every request answered" test "$bad" = 0 -a $((n1 + n2)) = 20000
+check_run "  the 80% target within binomial bounds (16000 +- 255)" test "$n1" -ge 15745 -a "$n1" -le 16255
 curl -s "$URL/metrics" >"$T/metrics"
-check "  /metrics counts requests per route target" \
+check_run "  /metrics counts requests per route target" \
     grep -q "infera_route_requests_total{route=\"fraud\",target=\"fraud@canary\"} $n2" "$T/metrics"
-check "  each target has its own per-version metrics" grep -q 'model="fraud@canary"' "$T/metrics"
+check_run "  each target has its own per-version metrics" grep -q 'model="fraud@canary"' "$T/metrics"
 code=$(curl -s -o "$T/out" -w '%{http_code}' -X POST "$URL/v2/repository/models/fraud/load" \
     -d '{"parameters":{"route":"fraud@production:0,fraud@canary:100"}}')
-check "weights change at run time through the repository API (200)" test "$code" = 200
+check_run "weights change at run time through the repository API (200)" test "$code" = 200
 "$PY" "$T/client.py" "$PORT" 200 >"$T/after.jsonl"
-check "  then every request goes to the canary" test "$(grep -c '"version": "2"' "$T/after.jsonl")" = 200
-check "  the change is audited in the registry" sh -c "'$INFERA' registry audit --json | grep -q 'serve-route'"
+check_run "  then every request goes to the canary" test "$(grep -c '"version": "2"' "$T/after.jsonl")" = 200
+check_run "  the change is audited in the registry" sh -c "'$INFERA' registry audit --json | grep -q 'serve-route'"
 code=$(curl -s -o "$T/out" -w '%{http_code}' -X POST "$URL/v2/repository/models/fraud/load" \
     -d '{"parameters":{"route":"fraud@production:abc"}}')
-check "  a malformed route is a 400" test "$code" = 400
+check_run "  a malformed route is a 400" test "$code" = 400
 stop_server
 
 # 2. sticky by header
@@ -97,11 +96,11 @@ seen = collections.defaultdict(set)
 for l in open('$T/sticky.jsonl'):
     r = json.loads(l); seen[r['user']].add(r['version'])
 print(len(seen), sum(len(v) > 1 for v in seen.values()))")"
-check "sticky by header: each of $users users always gets one version" test "$mixed" = 0 -a "$users" = 50
-check "  and both versions have users" test "$(grep -c '"version": "1"' "$T/sticky.jsonl")" -gt 0 -a \
+check_run "sticky by header: each of $users users always gets one version" test "$mixed" = 0 -a "$users" = 50
+check_run "  and both versions have users" test "$(grep -c '"version": "1"' "$T/sticky.jsonl")" -gt 0 -a \
     "$(grep -c '"version": "2"' "$T/sticky.jsonl")" -gt 0
 stop_server
-check "a route named like a served model is refused at start" \
+check_run "a route named like a served model is refused at start" \
     sh -c "! '$INFERA' serve --port 0 --model fraud --route fraud=fraud@canary:1 2>'$T/conflict.log'"
 
 # 3. a shadow that answers differently: agreement and mean absolute difference from the primary's answers
@@ -112,7 +111,7 @@ for _ in $(seq 50); do
     grep -q 'infera_shadow_requests_total{model="fraud",shadow="fraud@candidate",outcome="compared"} 300' "$T/metrics" && break
     sleep 0.1
 done
-check "shadow: all 300 copies compared" \
+check_run "shadow: all 300 copies compared" \
     grep -q 'infera_shadow_requests_total{model="fraud",shadow="fraud@candidate",outcome="compared"} 300' "$T/metrics"
 read -r want_agree want_mad <<<"$("$PY" -c "
 import json
@@ -124,14 +123,14 @@ got_agree=$(sed -nE 's/^infera_shadow_agreement_ratio\{model="fraud",shadow="fra
 got_mad=$(sed -nE 's/^infera_shadow_mean_abs_diff\{model="fraud",shadow="fraud@candidate"\} (.*)/\1/p' "$T/metrics")
 echo "  (agreement: metrics $got_agree, from the answers $want_agree; MAD: metrics $got_mad, from the answers $want_mad)"
 close() { "$PY" -c "import sys; sys.exit(0 if abs(float('$1') - float('$2')) <= 1e-4 else 1)" 2>/dev/null; }
-check "  agreement rate equals the primary's label-1 share" close "$got_agree" "$want_agree"
-check "  mean absolute difference equals the one from the answers" close "$got_mad" "$want_mad"
-check "  the primary answered everything itself (version 1)" test "$(grep -c '"version": "1"' "$T/shadow.jsonl")" = 300
+check_run "  agreement rate equals the primary's label-1 share" close "$got_agree" "$want_agree"
+check_run "  mean absolute difference equals the one from the answers" close "$got_mad" "$want_mad"
+check_run "  the primary answered everything itself (version 1)" test "$(grep -c '"version": "1"' "$T/shadow.jsonl")" = 300
 stop_server
 start_server --model fraud=fraud@production
 "$PY" "$T/client.py" "$PORT" 300 >"$T/plain.jsonl"
 stop_server
-check "the primary's answers are identical with and without the shadow" \
+check_run "the primary's answers are identical with and without the shadow" \
     "$PY" -c "
 import json, sys
 a = [json.loads(l) for l in open('$T/shadow.jsonl')]; b = [json.loads(l) for l in open('$T/plain.jsonl')]
@@ -142,18 +141,17 @@ start_server --model fraud=fraud@production --shadow "fraud=$T/slow.onnx:1.0"
 "$PY" "$T/client.py" "$PORT" 30 >"$T/slow.jsonl"
 slowest=$("$PY" -c "import json; print(int(max(json.loads(l)['ms'] for l in open('$T/slow.jsonl'))))")
 echo "  (slowest primary answer with a 138 ms shadow on every request: $slowest ms)"
-check "a slow shadow (138 ms a call, on every request) never makes the primary wait for it (< 100 ms)" \
+check_run "a slow shadow (138 ms a call, on every request) never makes the primary wait for it (< 100 ms)" \
     test "$slowest" -lt 100
-check "  and every primary request succeeded" test "$(grep -c '"status": 200' "$T/slow.jsonl")" = 30
+check_run "  and every primary request succeeded" test "$(grep -c '"status": 200' "$T/slow.jsonl")" = 30
 stop_server
 start_server --model fraud=fraud@production --shadow "fraud=$SRC/tests/models/mlp.onnx:1.0"
 "$PY" "$T/client.py" "$PORT" 50 >"$T/failing.jsonl"
 sleep 0.5
 curl -s "$URL/metrics" >"$T/metrics"
-check "a failing shadow (wrong input shape): every primary request succeeded" \
+check_run "a failing shadow (wrong input shape): every primary request succeeded" \
     test "$(grep -c '"status": 200' "$T/failing.jsonl")" = 50
-check "  its failures are counted" \
+check_run "  its failures are counted" \
     grep -qE 'infera_shadow_requests_total\{model="fraud",shadow=".*mlp.onnx",outcome="failed"\} [1-9]' "$T/metrics"
 stop_server
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ]
+check_done

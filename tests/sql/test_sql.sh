@@ -8,6 +8,7 @@
 # The PostgreSQL part installs the extension into the server's directories
 # (pg_config --pkglibdir / --sharedir), so it needs to run as root (CI does).
 set -u
+. "$(dirname "$0")/../check.sh"
 INFERA=$1
 SRC=$2
 SQLITE_EXT=$3
@@ -20,11 +21,6 @@ trap 'stop_postgres; rm -rf "$T"' EXIT
 cd "$T" || exit 1
 chmod 755 "$T"
 export INFERA_HOME=$T/home
-PASS=0
-FAIL=0
-ok() { echo "PASS $1"; PASS=$((PASS + 1)); }
-bad() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 strip() { awk -F, 'NR>1 { NF--; print }' OFS=, "$1" | sort; }
 B=( "$INFERA" batch --progress none --id-column transaction_id )
 EXT=${SQLITE_EXT%.so}
@@ -96,20 +92,17 @@ check "sqlite: required lookup with a known key scores (from another cwd: absolu
 # ---- PostgreSQL ----------------------------------------------------------------------
 if [ -z "$PG_EXT" ] || [ ! -f "$PG_EXT/infera.so" ]; then
     bad "PostgreSQL extension not built (postgresql-server-dev-15 missing?)"
-    echo "$PASS passed, $FAIL failed"
-    exit 1
+    check_done
 fi
 LIBDIR=$(pg_config --pkglibdir)
 SHAREDIR=$(pg_config --sharedir)/extension
 if ! install_pg_extension "$PG_EXT"; then
     bad "cannot install the extension into $LIBDIR and $SHAREDIR (run as root)"
-    echo "$PASS passed, $FAIL failed"
-    exit 1
+    check_done
 fi
 if ! start_postgres; then
     bad "PostgreSQL could not be started"
-    echo "$PASS passed, $FAIL failed"
-    exit 1
+    check_done
 fi
 P() { psql -X -q -t -A "$PG_URL" -c "$1" 2>&1; }
 "${B[@]}" --no-score --input "csv:$EX/transactions.csv" --output "$PG_URL?table=tx" >/dev/null 2>&1
@@ -171,5 +164,4 @@ check "postgresql: records with other keys in one backend are mapped by their ow
 check "postgresql: NULL record -> NULL (STRICT)" '[ -z "$(P "SELECT infera.predict('"'$MODEL'"', NULL::jsonb)")" ]'
 check "postgresql: server still up after the errors" '[ "$(P "SELECT 1")" = 1 ]'
 
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+check_done

@@ -20,6 +20,7 @@
 #   usage: test_stream.sh INFERA PRED_BITS SOURCE_DIR
 # Prints one line per check and closes with "N passed, M failed".
 set -u
+. "$(dirname "$0")/../check.sh"
 INFERA=$1
 BITS=$2
 SRC=$3
@@ -41,11 +42,6 @@ trap cleanup EXIT
 cd "$T" || exit 1
 export INFERA_HOME=$T/home LC_ALL=C
 unset INFERA_REGISTRY INFERA_TOKEN
-PASS=0
-FAIL=0
-ok() { echo "PASS $1"; PASS=$((PASS + 1)); }
-bad() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 FIELDS=(transaction_id fraud_score is_fraud decision model_name model_version pipeline_hash)
 canon() { "$BITS" "${FIELDS[@]}" 2>>bits.err | sort; }
 same() { # NAME FILE: FILE (canonical) has the N reference predictions, bit for bit
@@ -103,8 +99,7 @@ check "summary line on stderr counts the micro-batches" 'grep -q "\"events\":500
 # ---- Redis ------------------------------------------------------------------------------------
 if ! start_redis; then
     bad "redis-server could not be started"
-    echo "$PASS passed, $FAIL failed"
-    exit 1
+    check_done
 fi
 R() { redis-cli -p "$REDIS_PORT" "$@"; }
 pending() { R XPENDING "$1" "$2" | head -1; }
@@ -436,5 +431,4 @@ check "registry lineage lists the stream runs" 'grep -q "used by stream redis://
 check "registry audit has the stream's prediction counts" 'grep -q "\"mode\":\"stream\".*\"rows\":5000" audit.out'
 
 [ -s bits.err ] && grep -v '^pred_bits: [0-9]* predictions' bits.err | head -5 | sed 's/^/    /'
-echo "$PASS passed, $FAIL failed"
-exit_status "$FAIL"
+check_done

@@ -13,28 +13,24 @@
 # message, when onnxruntime-node is not installed.
 #   test_compress.sh INFERA SOURCE_DIR
 set -u
+. "$(dirname "$0")/../check.sh"
 infera=$1
 src=$2
 py=/usr/bin/python3
 oracle=$src/tests/tools/compress_oracle.py
 if ! $py -c 'import numpy, sklearn, onnx' 2>/dev/null; then
-    echo "SKIP: needs python3-numpy, python3-sklearn and python3-onnx (scripts/install-deps.sh)"
-    exit 77
+    skip "needs python3-numpy, python3-sklearn and python3-onnx (scripts/install-deps.sh)"
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export INFERA_HOME=$work/home
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; }
 have_ort=0
 node -e "require('$src/tests/models/ort/node_modules/onnxruntime-node')" >/dev/null 2>&1 && have_ort=1
 [ $have_ort = 1 ] || echo "note: onnxruntime-node not installed ((cd tests/models/ort && npm ci --ignore-scripts)): ONNX Runtime checks skipped"
 
 d=$work/d
 mkdir -p "$d"
-$py "$oracle" data "$d" || { echo "FAIL cannot make the test data"; exit 1; }
+$py "$oracle" data "$d" || { bad "cannot make the test data"; check_done; }
 mlp=$src/tests/models/mlp.onnx
 fraud=$src/examples/fraud
 
@@ -204,5 +200,4 @@ EOF
     expect_error "register --derived-from unknown" "derived-from" "$infera" registry register fraud-mlp "$d/s1.onnx" --derived-from nosuch@3
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -5,11 +5,10 @@
 # a number against NaN, +inf against a large number, and a value beyond tolerance.
 #   test_npy_compare.sh NPY_COMPARE
 set -u
+. "$(dirname "$0")/../check.sh"
 compare=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
 
 # npy v1 header for a float32 vector of N elements, padded to 128 bytes
 npy_f32() { # FILE N HEXBYTES...
@@ -36,8 +35,7 @@ npy_f32 "$work/two.npy" 2 $ONE $TWO
 expect() { # WANT(0|1) GOT WANT-FILE what
     "$compare" "$work/$2" "$work/$3" 1e-4 1e-5 >/dev/null 2>&1
     local rc=$?
-    if [ "$rc" -eq "$1" ]; then passed=$((passed + 1)); echo "ok   $4"
-    else failed=$((failed + 1)); echo "FAIL $4 (exit $rc, expected $1)"; fi
+    if [ "$rc" -eq "$1" ]; then ok "$4"; else bad "$4" "exit $rc, expected $1"; fi
 }
 expect 0 one.npy one.npy "equal arrays match"
 expect 0 one_eps.npy one.npy "a one-ulp difference is within tolerance"
@@ -46,5 +44,4 @@ expect 1 nan.npy one.npy "NaN against a number is a mismatch"
 expect 1 one.npy nan.npy "a number against NaN is a mismatch"
 expect 1 inf.npy big.npy "+inf against FLT_MAX is a mismatch"
 expect 1 two.npy one.npy "2 against 1 is a mismatch"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done
