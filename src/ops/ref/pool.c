@@ -303,24 +303,27 @@ typedef struct pool2d_task {
     float *y;
     const inf__kernel_ctx *ctx;
     atomic_bool *stopped;
+    int64_t planes_per_check;
 } pool2d_task;
 
-/* One plane at a time, the time budget checked before each (a plane's work
- * is bounded: see POOL2D_MAX_PLANE_WORK). */
+/* planes_per_check planes at a time (about 2^22 reads), the time budget
+ * checked before each group (a plane's work is bounded: see
+ * POOL2D_MAX_PLANE_WORK). */
 static void pool2d_planes(void *arg, int64_t begin, int64_t end) {
     const pool2d_task *t = arg;
     bool avx512 = inf__cpu_has_avx512();
-    for (int64_t pl = begin; pl < end; pl++) {
+    for (int64_t pl = begin, n; pl < end; pl += n) {
         if (atomic_load_explicit(t->stopped, memory_order_relaxed) || inf__kernel_out_of_time(t->ctx)) {
             atomic_store_explicit(t->stopped, true, memory_order_relaxed);
             return;
         }
+        n = end - pl < t->planes_per_check ? end - pl : t->planes_per_check;
         const float *x = t->x + pl * t->q.ih * t->q.iw;
         float *y = t->y + pl * t->q.oh * t->q.ow;
         if (avx512)
-            inf__ops_pool2d_f32_avx512(&t->q, x, y, 1); /* ops/x86/pool_avx512.c */
+            inf__ops_pool2d_f32_avx512(&t->q, x, y, n); /* ops/x86/pool_avx512.c */
         else
-            inf__ops_pool2d_f32_avx2(&t->q, x, y, 1);
+            inf__ops_pool2d_f32_avx2(&t->q, x, y, n);
     }
 }
 #endif
@@ -341,15 +344,16 @@ static bool pool2d_fast(inf__kernel_ctx *ctx, const pool_params *p, const pool_g
         return false;
     int64_t oh = l ? g->out[0] : 1, kh = l ? g->k[0] : 1, ih = l ? g->in[0] : 1;
     int64_t rows_read = kh < ih ? kh : ih; /* all < 2^31: the sum below cannot overflow */
-    if (oh > POOL2D_MAX_PLANE_WORK / (rows_read * g->in[l] + g->out[l] * (g->k[l] < g->in[l] ? g->k[l] : g->in[l]) + 1))
-        return false;
+    int64_t plane_work = rows_read * g->in[l] + g->out[l] * (g->k[l] < g->in[l] ? g->k[l] : g->in[l]) + 1;
+    if (oh > POOL2D_MAX_PLANE_WORK / plane_work) return false;
     atomic_bool stopped = false;
     pool2d_task t = {{ih, g->in[l], oh, g->out[l], kh, g->k[l], l ? g->s[0] : 1, g->s[l], l ? g->pb[0] : 0, g->pb[l],
                       l ? g->pe[0] : 0, g->pe[l], p->kind == POOL_MAX, p->count_include_pad},
                      x->data,
                      y->data,
                      ctx,
-                     &stopped};
+                     &stopped,
+                     ((int64_t)1 << 22) / (oh * plane_work + 1) + 1};
     int64_t work = g->out_total * rows_read * (g->k[l] < g->in[l] ? g->k[l] : g->in[l]) / 4 + 1; /* < 2^52 (above) */
     inf__pool_range(ctx->pool, g->planes, work > 8192 ? 1 : 8192 / work + 1, pool2d_planes, &t);
     *st = atomic_load(&stopped) ? inf__kernel_check_time(ctx) : INF_OK;
