@@ -245,30 +245,34 @@ static float dot_q5_1_ref(int64_t k, const void *w, const void *x) {
 enum { ROW_REF, ROW_FAST, N_VARIANTS };
 enum { N_TYPES = 9, FIRST_BLOCK32 = 2, N_BLOCK32 = 5, FIRST_K = 7 }; /* rows of the table below */
 
+/* One row: named fields, so the per-CPU ones (dot4, gemm8, pack/tile, fblock) start zero and are set below. */
+#define QTYPE(TYPE, NAME, BLOCK, SIZE, ACT, TO_FLOAT, FROM_FLOAT, DOT)                                          \
+    {.type = (TYPE), .name = (NAME), .block = (BLOCK), .size = (SIZE), .act_type = (ACT), .to_float = (TO_FLOAT), \
+     .from_float = (FROM_FLOAT), .dot = (DOT), .dot_ref = (DOT)}
+
 static inf__llm_qtype qtypes[N_VARIANTS][N_TYPES] = {
     [ROW_REF] = {
-        {INF__GGML_F32, "f32", 1, 4, INF__GGML_F32, f32_to_float, NULL, dot_f32_ref, NULL, dot_f32_ref},
-        {INF__GGML_F16, "f16", 1, 2, INF__GGML_F16, f16_to_float, f16_from_float, dot_f16_ref, NULL, dot_f16_ref},
-        {INF__GGML_Q8_0, "q8_0", QK, 34, INF__LLM_ACT_Q8_0, q8_0_to_float, NULL, dot_q8_0_ref, NULL, dot_q8_0_ref},
-        {INF__GGML_Q4_0, "q4_0", QK, 18, INF__LLM_ACT_Q8_0, q4_0_to_float, NULL, dot_q4_0_ref, NULL, dot_q4_0_ref},
-        {INF__GGML_Q4_1, "q4_1", QK, 20, INF__LLM_ACT_Q8_1, q4_1_to_float, NULL, dot_q4_1_ref, NULL, dot_q4_1_ref},
-        {INF__GGML_Q5_0, "q5_0", QK, 22, INF__LLM_ACT_Q8_0, q5_0_to_float, NULL, dot_q5_0_ref, NULL, dot_q5_0_ref},
-        {INF__GGML_Q5_1, "q5_1", QK, 24, INF__LLM_ACT_Q8_1, q5_1_to_float, NULL, dot_q5_1_ref, NULL, dot_q5_1_ref},
-        {INF__GGML_Q4_K, "q4_K", QK_K, 144, INF__LLM_ACT_Q8_K, inf__llm_q4_K_to_float, NULL, inf__llm_dot_q4_K_ref, NULL,
-         inf__llm_dot_q4_K_ref},
-        {INF__GGML_Q6_K, "q6_K", QK_K, 210, INF__LLM_ACT_Q8_K, inf__llm_q6_K_to_float, NULL, inf__llm_dot_q6_K_ref, NULL,
-         inf__llm_dot_q6_K_ref},
+        QTYPE(INF__GGML_F32, "f32", 1, 4, INF__GGML_F32, f32_to_float, NULL, dot_f32_ref),
+        QTYPE(INF__GGML_F16, "f16", 1, 2, INF__GGML_F16, f16_to_float, f16_from_float, dot_f16_ref),
+        QTYPE(INF__GGML_Q8_0, "q8_0", QK, 34, INF__LLM_ACT_Q8_0, q8_0_to_float, NULL, dot_q8_0_ref),
+        QTYPE(INF__GGML_Q4_0, "q4_0", QK, 18, INF__LLM_ACT_Q8_0, q4_0_to_float, NULL, dot_q4_0_ref),
+        QTYPE(INF__GGML_Q4_1, "q4_1", QK, 20, INF__LLM_ACT_Q8_1, q4_1_to_float, NULL, dot_q4_1_ref),
+        QTYPE(INF__GGML_Q5_0, "q5_0", QK, 22, INF__LLM_ACT_Q8_0, q5_0_to_float, NULL, dot_q5_0_ref),
+        QTYPE(INF__GGML_Q5_1, "q5_1", QK, 24, INF__LLM_ACT_Q8_1, q5_1_to_float, NULL, dot_q5_1_ref),
+        QTYPE(INF__GGML_Q4_K, "q4_K", QK_K, 144, INF__LLM_ACT_Q8_K, inf__llm_q4_K_to_float, NULL, inf__llm_dot_q4_K_ref),
+        QTYPE(INF__GGML_Q6_K, "q6_K", QK_K, 210, INF__LLM_ACT_Q8_K, inf__llm_q6_K_to_float, NULL, inf__llm_dot_q6_K_ref),
     },
 };
 /* Activation-only formats: conversions from float, no weight kernels. */
 static inf__llm_qtype acts[N_VARIANTS][3] = {
     [ROW_REF] = {
-        {INF__LLM_ACT_Q8_0, "q8_0 activations", QK, 40, INF__LLM_ACT_Q8_0, NULL, act_q8_0_from_float, NULL, NULL, NULL},
-        {INF__LLM_ACT_Q8_1, "q8_1 activations", QK, 40, INF__LLM_ACT_Q8_1, NULL, act_q8_1_from_float, NULL, NULL, NULL},
-        {INF__LLM_ACT_Q8_K, "q8_K activations", QK_K, sizeof(inf__blk_q8_Ka), INF__LLM_ACT_Q8_K, NULL,
-         inf__llm_quantize_q8_K, NULL, NULL, NULL},
+        QTYPE(INF__LLM_ACT_Q8_0, "q8_0 activations", QK, 40, INF__LLM_ACT_Q8_0, NULL, act_q8_0_from_float, NULL),
+        QTYPE(INF__LLM_ACT_Q8_1, "q8_1 activations", QK, 40, INF__LLM_ACT_Q8_1, NULL, act_q8_1_from_float, NULL),
+        QTYPE(INF__LLM_ACT_Q8_K, "q8_K activations", QK_K, sizeof(inf__blk_q8_Ka), INF__LLM_ACT_Q8_K, NULL,
+              inf__llm_quantize_q8_K, NULL),
     },
 };
+#undef QTYPE
 
 static const char *kernel_isa = "reference";
 

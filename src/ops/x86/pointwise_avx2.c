@@ -268,8 +268,12 @@ typedef struct pw_job {
  * zero-padded: the strip, contiguous and in L1 for all the tiles that read
  * it (read in place, X's rows can fall in a few L1 sets: 32 rows of
  * P = 2304 in 4, 128 of P = 576 in 16 -- and evict each other). */
-__attribute__((optimize("no-tree-loop-distribute-patterns"))) /* not a memcpy call a row */
-static void copy_strip(const float *x, int64_t ld, int64_t kc, int64_t cols, int nv, float *buf) {
+#if defined(__clang__) /* GCC's option; clang ignored the attribute with a warning */
+#define NOT_MEMCPY
+#else
+#define NOT_MEMCPY __attribute__((optimize("no-tree-loop-distribute-patterns"))) /* not a memcpy call a row */
+#endif
+NOT_MEMCPY static void copy_strip(const float *x, int64_t ld, int64_t kc, int64_t cols, int nv, float *buf) {
     if (cols == 8 * nv) {
         for (int64_t c = 0; c < kc; c++, x += ld, buf += 8 * nv)
             for (int v = 0; v < nv; v++) _mm256_storeu_ps(buf + 8 * v, _mm256_loadu_ps(x + 8 * v));
