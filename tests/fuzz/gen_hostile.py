@@ -15,10 +15,11 @@ byte: no onnx module needed, and nothing large is committed.
   gen_hostile.py external LOCATION OFFSET LENGTH OUT.onnx
       one float[4] initializer `w` in external data at LOCATION (output `y` = w)
   gen_hostile.py window OP DIMS OUT.onnx OUT.pb
-      node `the_pool`, OP (AveragePool or MaxPool) over input `x` (float
-      [1,1,DIMS], DIMS comma-separated; OUT.pb: zeros of that shape) with a
-      window as large as the input and pads one short of it on both sides:
-      each of the ~2x outputs per dim reads up to the whole input (L^2 work)
+      node `the_pool`, OP (AveragePool, MaxPool, or Conv with a zero weight
+      of the window's shape) over input `x` (float [1,1,DIMS], DIMS
+      comma-separated; OUT.pb: zeros of that shape) with a window as large as
+      the input and pads one short of it on both sides: each of the ~2x
+      outputs per dim reads up to the whole input (L^2 work)
 
 Field numbers are those of onnx.proto (Debian libonnx-dev) and
 src/onnx/onnx_data.proto."""
@@ -186,11 +187,15 @@ def external(location, offset, length):
 def window(op, dims):
     shape = [1, 1] + dims
     attrs = [attr_ints("kernel_shape", dims), attr_ints("pads", [d - 1 for d in dims] * 2)]
-    g = graph("main", [node(op, ["x"], ["y"], attrs, name="the_pool")], [value_info("x", tensor_type(FLOAT, shape))],
-              [value_info("y", tensor_type(FLOAT, [1, 1] + [2 * d - 1 for d in dims]))])
     n = 1
     for d in shape:
         n *= d
+    inputs, inits = ["x"], []
+    if op == "Conv":
+        inputs.append("w")
+        inits.append(b"".join(vint(1, d) for d in shape) + vint(2, FLOAT) + ld(8, "w") + ld(9, bytes(4 * n)))
+    g = graph("main", [node(op, inputs, ["y"], attrs, name="the_pool")], [value_info("x", tensor_type(FLOAT, shape))],
+              [value_info("y", tensor_type(FLOAT, [1, 1] + [2 * d - 1 for d in dims]))], initializers=inits)
     x = b"".join(vint(1, d) for d in shape) + vint(2, FLOAT) + ld(8, "x") + ld(9, bytes(4 * n))
     return model(g), x
 

@@ -136,9 +136,9 @@ expect_error "bench: a Loop of 2^62 iterations fails at --max-run-ms" "the run e
 expect_error "--max-run-ms must be a whole number" "--max-run-ms expects a whole number" \
     "$infera" run "$work/loop_10.onnx" --max-run-ms 1.5
 
-# ---- the time budget inside one node: a pooling window as large as a 2^20-element input, pads one short of it
-# (L^2 = 10^12 reads; the session checked the budget between nodes only, so this ran until killed) ----
-for shape in "AveragePool 1048576" "MaxPool 1048576,1"; do
+# ---- the time budget inside one node: a pooling (or depthwise Conv) window as large as a 2^20-element input, pads one
+# short of it (L^2 = 10^12 reads; the session checked the budget between nodes only, so this ran until killed) ----
+for shape in "AveragePool 1048576" "MaxPool 1048576,1" "Conv 1048576,1"; do
     set -- $shape
     $gen window "$1" "$2" "$work/window.onnx" "$work/window.pb"
     start=$(date +%s)

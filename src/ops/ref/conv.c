@@ -777,6 +777,8 @@ static inf_status depthwise_avx2_run(inf__kernel_ctx *ctx, const inf__conv2d *c,
 
 /* float32 1-D/2-D through conv_avx2_run; false when the shape is not one
  * it takes. */
+#define CONV_AVX2_MAX_PLANE_WORK ((int64_t)1 << 28) /* multiply-adds of one depthwise plane (below) */
+
 static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, const float *w,
                       const float *b, float *y, inf_status *st) {
     const patch_map *pm = &g->pm;
@@ -791,6 +793,15 @@ static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, 
         .dh = l ? pm->d[0] : 1, .dw = pm->d[l], .pt = l ? pm->pb[0] : 0, .pl = pm->pb[l],
         .act = INF_EPILOGUE_NONE,
     };
+    /* The AVX2 kernels check no time budget inside: a depthwise plane of more
+     * work than this (a window as large as a 2^20-row input ran until killed)
+     * takes the reference path, which checks it per output row. */
+    int64_t rows, taps, plane_work;
+    if (pm->nd == 2 && g->group == g->c && g->group == g->m &&
+        (__builtin_mul_overflow(c.oh, c.kh < c.ih ? c.kh : c.ih, &rows) ||
+         __builtin_mul_overflow(rows, c.kw < c.iw ? c.kw : c.iw, &taps) ||
+         __builtin_mul_overflow(taps, c.ow, &plane_work) || plane_work > CONV_AVX2_MAX_PLANE_WORK))
+        return false;
     /* a fused ReLU/Clip goes into the store for float32 Y (the session then
      * skips its pass), unless a ConvAdd residual is still to be added */
     const inf__epilogue *ep = &ctx->node->epilogue;
