@@ -51,3 +51,11 @@ inf__llm_attn_fn inf__llm_attn_get(bool force_ref) {
 #endif
     return inf__llm_attn_ref;
 }
+
+inf__llm_attn_multi_fn inf__llm_attn_multi_get(bool force_ref) {
+#if defined(__x86_64__)
+    if (inf__llm_attn_get(force_ref) == inf__llm_attn_avx512) return inf__llm_attn_multi_avx512;
+#endif
+    (void)force_ref;
+    return NULL;
+}

@@ -849,6 +849,33 @@ static void test_attention(void) {
                       d, m);
             }
         }
+    /* The multi-query kernel: up to 11 queries of a short pass (their own key
+     * counts, around the 64-key blocks) over one head's keys, each bit for
+     * bit what the one-query kernel gives it alone. */
+    inf__llm_attn_multi_fn multi = inf__llm_attn_multi_get(false);
+    for (int hi = 0; multi && hi < 6; hi++)
+        for (int nq = 1; nq <= 11; nq += 5) {
+            enum { NQ = 11 };
+            int hd = hds[hi], nk[NQ];
+            static float qs[NQ][136], os[NQ][136];
+            const float *qp[NQ];
+            float *op[NQ];
+            for (int j = 0; j < 130; j++)
+                for (int i = 0; i < hd; i++)
+                    K[(size_t)j * STRIDE + i] = tm_rand(&s), V[(size_t)j * STRIDE + i] = tm_rand(&s);
+            for (int i = 0; i < nq; i++) {
+                for (int e = 0; e < hd; e++)
+                    qs[i][e] = tm_rand(&s) * 3;
+                nk[i] = 60 + 7 * i, qp[i] = qs[i], op[i] = os[i];
+            }
+            float scale = 1.0f / sqrtf((float)hd);
+            multi(hd, nq, qp, nk, K, V, STRIDE, scale, op);
+            for (int i = 0; i < nq; i++) {
+                inf__llm_attn_get(false)(hd, qs[i], K, V, STRIDE, nk[i], scale, o);
+                CHECK(!memcmp(o, os[i], sizeof(float) * (size_t)hd),
+                      "attention multi hd %d: query %d of %d differs from the one-query kernel", hd, i, nq);
+            }
+        }
     /* SwiGLU: the vector exp over the whole range silu meets (saturating ends included), and a tail */
     enum { NG = 1003 };
     static float g[NG], g2[NG], u[NG];
