@@ -209,6 +209,29 @@ static void test_kernels(void) {
                         exact &= memcmp(&one, &o[16 * t + r], 4) == 0;
                     }
                 CHECK(exact, "%s %s tile (n=%d) differs from its one-row twin", I->name, type_names[qt + 2], n);
+                if (is != 1) continue;
+                /* the multi-tile kernel (VNNI): the tile twice in a row, into a strided output, stored then added */
+                inf__llm_tiles_fn tiles = qt == 0 ? inf__llm_tiles_q8_0_vnni : inf__llm_tiles_q4_0_vnni;
+                enum { LDY = 40 };
+                float y[LDY * INF__LLM_TILE_TOKENS];
+                size_t tb = (size_t)(K / 32) * (qt == 0 ? 32 + 16 * 32 : 32 + 16 * 16);
+                memcpy(T + tb, T, tb);
+                for (int add = 0; add < 2; add++) {
+                    for (int i = 0; i < LDY * INF__LLM_TILE_TOKENS; i++)
+                        y[i] = add ? 0.5f * (float)i : -1.0f;
+                    tiles(K, T, tb, 2, X, xs, n, y, LDY, add);
+                    exact = 1;
+                    for (int t = 0; t < n; t++)
+                        for (int r = 0; r < 32; r++) {
+                            float want = o[16 * t + r % 16];
+                            if (add) want = 0.5f * (float)(t * LDY + r) + want;
+                            exact &= memcmp(&want, &y[t * LDY + r], 4) == 0;
+                        }
+                    for (int t = 0; t < n; t++)
+                        exact &= y[t * LDY + 32] == (add ? 0.5f * (float)(t * LDY + 32) : -1.0f);
+                    CHECK(exact, "%s %s tiles (n=%d, add %d) differ from the tile kernel", I->name, type_names[qt + 2],
+                          n, add);
+                }
             }
         }
         printf("kernels: %s: %d row products checked against the reference\n", I->name, tested);
