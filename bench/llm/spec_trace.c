@@ -17,6 +17,10 @@
  * or draft steps at the middle position (something steady for `perf record`); prints nothing more.
  * Prints JSON lines: {"pos","target","draft","p"} per position, then
  * {"cost":{"target_step_ms","draft_step_ms","draft_pass2_ms","pass_ms":[n=1..12]}}.
+ * --loop alt N: N rounds of a draft step then a target pass of --pass tokens (models in turn, as in speculative
+ * decoding), then N rounds where each is measured after 8 runs of the same model in a row; prints
+ * {"alt":{"draft_in_turn_ms","target_in_turn_ms","draft_in_row_ms","target_in_row_ms"}} (means; on a loaded
+ * machine the longer in-row rounds are preempted more often, which cools the caches too).
  * --generate K1,K2,.. [--rounds R]: instead, the real thing in this process: inf_llm_generate of --tokens
  * greedy tokens (no stop token) with the target alone and with the draft at each K, R rounds interleaved
  * (alone, K1, K2, ...), thread CPU time; per K one line {"generate":{"k","alone_ms","spec_ms","speedup",
@@ -196,6 +200,39 @@ int main(int argc, char **argv) {
     for (int i = 0; i < MAX_PASS; i++)
         seq[n + i] = seq[n_prompt + i]; /* tokens for the passes past the end */
     int mid = n_prompt + n_gen / 2;
+    if (loop && !strcmp(loop, "alt")) { /* --loop alt N: draft step, target pass of --pass tokens, in turn */
+        double td = 0, tt = 0, tds = 0, tts = 0;
+        for (int mode = 0; mode < 2; mode++)
+            for (int i = 0; i < loops; i++) { /* mode 0: in turn; mode 1: each model N times in a row */
+                inf_llm_context_rewind(cd, mid, NULL);
+                inf_llm_context_rewind(ct, mid, NULL);
+                double t0 = cpu_now();
+                inf_llm_context_eval(cd, seq + mid, 1, false, &ld, NULL);
+                double t1 = cpu_now();
+                if (mode == 1) {
+                    for (int r = 0; r < 8; r++) {
+                        inf_llm_context_rewind(cd, mid, NULL);
+                        t0 = cpu_now();
+                        inf_llm_context_eval(cd, seq + mid, 1, false, &ld, NULL);
+                        t1 = cpu_now();
+                    }
+                    for (int r = 0; r < 8; r++) {
+                        inf_llm_context_rewind(ct, mid, NULL);
+                        inf_llm_context_eval(ct, seq + mid, loop_pass, loop_pass > 1, &lt, NULL);
+                    }
+                    inf_llm_context_rewind(ct, mid, NULL);
+                }
+                double t2 = cpu_now();
+                inf_llm_context_eval(ct, seq + mid, loop_pass, loop_pass > 1, &lt, NULL);
+                double t3 = cpu_now();
+                if (mode == 0) td += t1 - t0, tt += t3 - t2;
+                else tds += t1 - t0, tts += t3 - t2;
+            }
+        printf("{\"alt\":{\"pass\":%d,\"draft_in_turn_ms\":%.5f,\"target_in_turn_ms\":%.5f,\"draft_in_row_ms\":%.5f,"
+               "\"target_in_row_ms\":%.5f}}\n", loop_pass, td / loops * 1e3, tt / loops * 1e3, tds / loops * 1e3,
+               tts / loops * 1e3);
+        return 0;
+    }
     if (loop) {
         inf_llm_context *c = !strcmp(loop, "draft1") ? cd : ct;
         int np = !strcmp(loop, "targetN") ? loop_pass : 1;
