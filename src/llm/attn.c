@@ -7,6 +7,7 @@
 #include "llm/attn.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "core/core.h"
@@ -42,12 +43,35 @@ void inf__llm_attn_ref(int hd, const float *q, const float *k, const float *v, s
     for (int e = 0; e < hd; e++) o[e] = acc[e] / l;
 }
 
+/* 0: not decided yet, 1: reference, 2: AVX2, 3: AVX-512 (the environment
+ * is read once: a forward pass asks for the kernel in every layer) */
+static atomic_int picked;
+
 inf__llm_attn_fn inf__llm_attn_get(bool force_ref) {
+    if (force_ref) return inf__llm_attn_ref;
+    int p = atomic_load_explicit(&picked, memory_order_relaxed);
+    if (!p) {
+        p = 1;
 #if defined(__x86_64__)
-    /* as quant.c picks the LLM kernels (INFERA_LLM_NO_AVX512 keeps AVX2); INFERA_LLM_ATTN_AVX2 for comparisons */
-    if (!force_ref && inf__cpu_has_avx512_vnni() && !getenv("INFERA_LLM_NO_AVX512") && !getenv("INFERA_LLM_ATTN_AVX2"))
-        return inf__llm_attn_avx512;
-    if (!force_ref && inf__cpu_has_avx2_fma()) return inf__llm_attn_avx2;
+        /* as quant.c picks the LLM kernels (INFERA_LLM_NO_AVX512 keeps AVX2); INFERA_LLM_ATTN_AVX2 for comparisons */
+        if (inf__cpu_has_avx512_vnni() && !getenv("INFERA_LLM_NO_AVX512") && !getenv("INFERA_LLM_ATTN_AVX2"))
+            p = 3;
+        else if (inf__cpu_has_avx2_fma())
+            p = 2;
+#endif
+        atomic_store_explicit(&picked, p, memory_order_relaxed);
+    }
+#if defined(__x86_64__)
+    if (p == 3) return inf__llm_attn_avx512;
+    if (p == 2) return inf__llm_attn_avx2;
 #endif
     return inf__llm_attn_ref;
+}
+
+inf__llm_attn_multi_fn inf__llm_attn_multi_get(bool force_ref) {
+#if defined(__x86_64__)
+    if (inf__llm_attn_get(force_ref) == inf__llm_attn_avx512) return inf__llm_attn_multi_avx512;
+#endif
+    (void)force_ref;
+    return NULL;
 }

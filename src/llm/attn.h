@@ -27,6 +27,18 @@ void inf__llm_attn_ref(int hd, const float *q, const float *k, const float *v, s
 /* AVX-512 (attn_avx512.c): head sizes that are multiples of 16, else the AVX2 kernel. */
 void inf__llm_attn_avx512(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys,
                           float scale, float *o);
+/* Queries q[i] (n_keys[i] keys each, outputs o[i]) over one head's keys and
+ * values; query i's output is bit for bit inf__llm_attn_avx512's for it alone
+ * (the queries are taken INF__LLM_ATTN_MULTI at a time, their steps
+ * interleaved: see attn_avx512.c). */
+#define INF__LLM_ATTN_MULTI 8
+typedef void (*inf__llm_attn_multi_fn)(int hd, int nq, const float *const *q, const int *n_keys, const float *k,
+                                       const float *v, size_t stride, float scale, float *const *o);
+void inf__llm_attn_multi_avx512(int hd, int nq, const float *const *q, const int *n_keys, const float *k,
+                                const float *v, size_t stride, float scale, float *const *o);
+/* The multi-query kernel for this CPU, NULL when there is none (then the
+ * caller runs the one-query kernel per query). */
+inf__llm_attn_multi_fn inf__llm_attn_multi_get(bool force_ref);
 void inf__llm_attn_avx2(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys, float scale,
                         float *o);
 

@@ -10,8 +10,13 @@
  *    2 or 4 accumulators per 16 elements of the head (keys u mod 2 or 4).
  * Head sizes that are not a multiple of 16 go to the AVX2 kernel.  Results
  * differ from the reference by rounding only (tests/llm/test_llm.c checks
- * the distance); each (token, head) pair is computed alone, so batches and
- * thread splits do not change a result.
+ * the distance).  inf__llm_attn_multi_avx512 takes up to 8 queries that
+ * share a kv head (the query heads of a group, the tokens of a short pass)
+ * and runs every step of the one-query kernel for each of them in turn, so
+ * their dependency chains overlap (one query alone waits on its own
+ * max -> exp -> accumulate chain); each query's operations are the same
+ * whatever the other queries, so batches and thread splits do not change a
+ * result (the one-query entry point is the same code with one query).
  */
 #include <immintrin.h>
 #include <math.h>
@@ -138,43 +143,88 @@ static void accum_head(int hd, __m512 p, const float *v, size_t stride, int n, f
     }
 }
 
-void inf__llm_attn_avx512(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys,
-                          float scale, float *o) {
-    if (hd % 16 || hd > INF__LLM_MAX_HEAD_DIM) {
-        inf__llm_attn_avx2(hd, q, k, v, stride, n_keys, scale, o);
-        return;
+/* The queries' state: running sums, maximum, denominator, block scores. */
+typedef struct attn_state {
+    float acc[INF__LLM_ATTN_MULTI][INF__LLM_MAX_HEAD_DIM] __attribute__((aligned(64)));
+    float s[INF__LLM_ATTN_MULTI][KEY_BLOCK] __attribute__((aligned(64)));
+    float mx[INF__LLM_ATTN_MULTI], l[INF__LLM_ATTN_MULTI];
+} attn_state;
+
+/* One block of 64 keys (from j0) for every query that still has keys
+ * there: each step of the one-query kernel, taken query after query, so
+ * that independent chains sit side by side in the instruction stream. */
+static void attn_block(int hd, int nq, const float *const *q, const int *n_keys, const float *k, const float *v,
+                       size_t stride, float scale, int j0, attn_state *st) {
+    const float *kb = k + (size_t)j0 * stride, *vb = v + (size_t)j0 * stride;
+    int nb[INF__LLM_ATTN_MULTI], top = 0;
+    __m512 m[INF__LLM_ATTN_MULTI], lsum[INF__LLM_ATTN_MULTI];
+    for (int i = 0; i < nq; i++) {
+        int r = n_keys[i] - j0;
+        nb[i] = r <= 0 ? 0 : r < KEY_BLOCK ? r : KEY_BLOCK;
+        top = nb[i] > top ? nb[i] : top;
+        m[i] = _mm512_set1_ps(-INFINITY);
+        lsum[i] = _mm512_setzero_ps();
     }
-    float acc[INF__LLM_MAX_HEAD_DIM] __attribute__((aligned(64)));
-    float s[KEY_BLOCK] __attribute__((aligned(64))), mx = -INFINITY, l = 0;
-    for (int e = 0; e < hd; e += 16)
-        _mm512_store_ps(acc + e, _mm512_setzero_ps());
-    for (int j0 = 0; j0 < n_keys; j0 += KEY_BLOCK) {
-        int nb = n_keys - j0 < KEY_BLOCK ? n_keys - j0 : KEY_BLOCK, nb16 = (nb + 15) & ~15;
-        const float *kb = k + (size_t)j0 * stride, *vb = v + (size_t)j0 * stride;
-        __m512 m = _mm512_set1_ps(-INFINITY);
-        for (int u = 0; u < nb16; u += 16) {
-            __m512 sc = scores16(hd, q, kb, stride, u, nb, scale);
-            _mm512_store_ps(s + u, sc);
-            m = _mm512_max_ps(m, sc);
+    for (int u = 0; u < top; u += 16)
+        for (int i = 0; i < nq; i++) {
+            if (u >= nb[i]) continue;
+            __m512 sc = scores16(hd, q[i], kb, stride, u, nb[i], scale);
+            _mm512_store_ps(st->s[i] + u, sc);
+            m[i] = _mm512_max_ps(m[i], sc);
         }
-        float bmax = _mm512_reduce_max_ps(m);
+    __m512 vmx[INF__LLM_ATTN_MULTI];
+    for (int i = 0; i < nq; i++) {
+        if (!nb[i]) continue;
+        float bmax = _mm512_reduce_max_ps(m[i]), mx = st->mx[i];
         float mnew = bmax > mx ? bmax : mx;
         if (mx != mnew) {
             float corr = expf(mx - mnew);
             for (int e = 0; e < hd; e += 16)
-                _mm512_store_ps(acc + e, _mm512_mul_ps(_mm512_load_ps(acc + e), _mm512_set1_ps(corr)));
-            l *= corr;
+                _mm512_store_ps(st->acc[i] + e, _mm512_mul_ps(_mm512_load_ps(st->acc[i] + e), _mm512_set1_ps(corr)));
+            st->l[i] *= corr;
         }
-        mx = mnew;
-        __m512 vmx = _mm512_set1_ps(mx), lsum = _mm512_setzero_ps();
-        for (int u = 0; u < nb16; u += 16) { /* the padding's -inf gives 0 */
-            __m512 p = exp16(_mm512_sub_ps(_mm512_load_ps(s + u), vmx));
-            lsum = _mm512_add_ps(lsum, p);
-            accum_head(hd, p, vb + (size_t)u * stride, stride, nb - u < 16 ? nb - u : 16, acc);
-        }
-        l += _mm512_reduce_add_ps(lsum);
+        st->mx[i] = mnew;
+        vmx[i] = _mm512_set1_ps(mnew);
     }
-    __m512 il = _mm512_set1_ps(1.0f / l);
-    for (int e = 0; e < hd; e += 16)
-        _mm512_storeu_ps(o + e, _mm512_mul_ps(_mm512_load_ps(acc + e), il));
+    for (int u = 0; u < top; u += 16) /* the padding's -inf gives 0 */
+        for (int i = 0; i < nq; i++) {
+            if (u >= nb[i]) continue;
+            __m512 p = exp16(_mm512_sub_ps(_mm512_load_ps(st->s[i] + u), vmx[i]));
+            lsum[i] = _mm512_add_ps(lsum[i], p);
+            accum_head(hd, p, vb + (size_t)u * stride, stride, nb[i] - u < 16 ? nb[i] - u : 16, st->acc[i]);
+        }
+    for (int i = 0; i < nq; i++)
+        if (nb[i]) st->l[i] += _mm512_reduce_add_ps(lsum[i]);
+}
+
+void inf__llm_attn_multi_avx512(int hd, int nq, const float *const *q, const int *n_keys, const float *k,
+                                const float *v, size_t stride, float scale, float *const *o) {
+    if (hd % 16 || hd > INF__LLM_MAX_HEAD_DIM) {
+        for (int i = 0; i < nq; i++)
+            inf__llm_attn_avx2(hd, q[i], k, v, stride, n_keys[i], scale, o[i]);
+        return;
+    }
+    for (int i0 = 0; i0 < nq; i0 += INF__LLM_ATTN_MULTI) {
+        int n = nq - i0 < INF__LLM_ATTN_MULTI ? nq - i0 : INF__LLM_ATTN_MULTI, most = 0;
+        attn_state st;
+        for (int i = 0; i < n; i++) {
+            for (int e = 0; e < hd; e += 16)
+                _mm512_store_ps(st.acc[i] + e, _mm512_setzero_ps());
+            st.mx[i] = -INFINITY;
+            st.l[i] = 0;
+            most = n_keys[i0 + i] > most ? n_keys[i0 + i] : most;
+        }
+        for (int j0 = 0; j0 < most; j0 += KEY_BLOCK)
+            attn_block(hd, n, q + i0, n_keys + i0, k, v, stride, scale, j0, &st);
+        for (int i = 0; i < n; i++) {
+            __m512 il = _mm512_set1_ps(1.0f / st.l[i]);
+            for (int e = 0; e < hd; e += 16)
+                _mm512_storeu_ps(o[i0 + i] + e, _mm512_mul_ps(_mm512_load_ps(st.acc[i] + e), il));
+        }
+    }
+}
+
+void inf__llm_attn_avx512(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys,
+                          float scale, float *o) {
+    inf__llm_attn_multi_avx512(hd, 1, &q, &n_keys, k, v, stride, scale, &o);
 }

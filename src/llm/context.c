@@ -115,10 +115,20 @@ inf_status inf_llm_context_rewind(inf_llm_context *c, int n_past, inf_error *err
 /* ---- building blocks ---- */
 
 static void rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += (double)x[i] * x[i];
+    /* 8 partial sums (the compiler keeps them in vectors; one sum in a row
+     * was a chain of n dependent double adds: ~4% of a small model's step),
+     * added in one fixed order */
+    double part[8] = {0}, sum = 0;
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int e = 0; e < 8; e++)
+            part[e] += (double)x[i + e] * x[i + e];
+    for (; i < n; i++)
+        sum += (double)x[i] * x[i];
+    sum += ((part[0] + part[4]) + (part[2] + part[6])) + ((part[1] + part[5]) + (part[3] + part[7]));
     float scale = 1.0f / sqrtf((float)(sum / n) + eps);
-    for (int i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
+    for (i = 0; i < n; i++)
+        out[i] = (x[i] * scale) * w[i];
 }
 
 /* Products that share their activations (q, k, v; gate, up) run as one job
@@ -221,12 +231,30 @@ static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t 
     }
 }
 
+/* ntiles tiles from row begin: a pass of <= INF__LLM_TILE_TOKENS tokens
+ * (decoding, verification) in one call of the multi-tile kernel, straight
+ * into the outputs (the same sums); longer passes tile by tile. */
+static void part_rows_tiles(const matmul_job *j, const matmul_part *p, int64_t begin, int ntiles) {
+    const inf__llm_weight *w = p->w;
+    if (!w->q->tiles || p->bias || j->n > INF__LLM_TILE_TOKENS) {
+        for (int i = 0; i < ntiles; i++)
+            part_rows_tile(j, p, begin + (int64_t)i * INF__LLM_TILE_ROWS);
+        return;
+    }
+    const uint8_t *tile = (const uint8_t *)w->packed + (size_t)(begin / INF__LLM_TILE_ROWS) * w->tile_bytes;
+    w->q->tiles(w->cols, tile, w->tile_bytes, ntiles, j->qx, j->qx_stride, j->n, p->y + begin, p->ldy, p->add);
+}
+
 static void part_rows(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
     const inf__llm_weight *w = p->w;
     const inf__llm_qtype *q = w->q;
-    for (; begin + INF__LLM_TILE_ROWS <= end && begin + INF__LLM_TILE_ROWS <= w->packed_rows && begin % INF__LLM_TILE_ROWS == 0;
-         begin += INF__LLM_TILE_ROWS)
-        part_rows_tile(j, p, begin);
+    int ntiles = 0;
+    for (; begin + (ntiles + 1) * INF__LLM_TILE_ROWS <= end &&
+           begin + (ntiles + 1) * INF__LLM_TILE_ROWS <= w->packed_rows && begin % INF__LLM_TILE_ROWS == 0;
+         ntiles++) {
+    }
+    if (ntiles) part_rows_tiles(j, p, begin, ntiles);
+    begin += (int64_t)ntiles * INF__LLM_TILE_ROWS;
     if (begin >= end) return;
     if (q->gemm8) {
         part_rows_gemm8(j, p, begin, end);
@@ -370,8 +398,41 @@ typedef struct attn_job {
     int layer, n;
 } attn_job;
 
+/* A short pass of one sequence with a multi-query kernel: task g = kv head
+ * g, all the pass's (token, query head) pairs of its group in one call
+ * (their keys and values are the same rows; the kernel interleaves them). */
+static void attention_grouped(const attn_job *j, inf__llm_attn_multi_fn attend, int64_t begin, int64_t end) {
+    inf_llm_context *c = j->c;
+    const inf_llm_model_info *I = &c->m->info;
+    int hd = I->n_head_dim, group = I->n_head / I->n_head_kv;
+    size_t Qd = (size_t)I->n_head * hd, KVd = (size_t)I->n_head_kv * hd;
+    const float *q[SMALL_PASS * INF__LLM_ATTN_MULTI];
+    float *o[SMALL_PASS * INF__LLM_ATTN_MULTI];
+    int nk[SMALL_PASS * INF__LLM_ATTN_MULTI];
+    for (int64_t g = begin; g < end; g++) {
+        const float *kc = c->k_cache + (size_t)j->layer * c->n_ctx * KVd + (size_t)g * hd,
+                    *vc = c->v_cache + (size_t)j->layer * c->n_ctx * KVd + (size_t)g * hd;
+        /* up to SMALL_PASS * MULTI queries per call, in chunks of at most that */
+        for (int p0 = 0; p0 < j->n * group; p0 += SMALL_PASS * INF__LLM_ATTN_MULTI) {
+            int np = 0;
+            for (int r = p0; r < j->n * group && np < SMALL_PASS * INF__LLM_ATTN_MULTI; r++, np++) {
+                int t = r / group, h = (int)g * group + r % group;
+                q[np] = c->q + (size_t)t * Qd + (size_t)h * hd;
+                o[np] = c->att + (size_t)t * Qd + (size_t)h * hd;
+                nk[np] = c->n_past + t + 1;
+            }
+            attend(hd, np, q, nk, kc, vc, KVd, 1.0f / sqrtf((float)hd), o);
+        }
+    }
+}
+
 static void attention(void *arg, int64_t begin, int64_t end) {
     const attn_job *j = arg;
+    inf__llm_attn_multi_fn multi = inf__llm_attn_multi_get(j->c->m->force_ref);
+    if (multi && j->n <= SMALL_PASS && !j->seqs) {
+        attention_grouped(j, multi, begin, end);
+        return;
+    }
     inf_llm_context *c = j->c;
     const inf_llm_model_info *I = &c->m->info;
     int hd = I->n_head_dim, group = I->n_head / I->n_head_kv;
@@ -487,7 +548,9 @@ static void forward_seqs(inf_llm_context *c, inf_llm_context *const *seqs, const
         per_token(c, TOK_ROPE, NULL, kc, n);
         if (seqs) scatter_kv(c, seqs, l, n);
         attn_job aj = {c, seqs, l, n};
-        inf__pool_range(c->pool, (int64_t)n * I->n_head, min_chunk(c, (int64_t)n * I->n_head, n), attention, &aj);
+        int64_t tasks =
+            n <= SMALL_PASS && !seqs && inf__llm_attn_multi_get(m->force_ref) ? I->n_head_kv : (int64_t)n * I->n_head;
+        inf__pool_range(c->pool, tasks, min_chunk(c, tasks, n), attention, &aj);
         matmul(c, &y->wo, c->att, Qd, n, c->x, E, true, y->bo);
         per_token(c, TOK_NORM, y->ffn_norm, NULL, n);
         const matmul_part gate_up[2] = {{&y->w_gate, c->hb, F, false, NULL}, {&y->w_up, c->hb2, F, false, NULL}};

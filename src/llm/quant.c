@@ -342,6 +342,8 @@ static void fill_fast(void) {
     if (has_vnni) { /* q8_0, q4_0 (VNNI), q5_0, q4_1 (AVX2): weights repacked into 16-row tiles */
         use_tiles(&qtypes[ROW_FAST][2], inf__llm_pack_q8_0_vnni, inf__llm_tile_q8_0_vnni, 32 + 16 * 32);
         use_tiles(&qtypes[ROW_FAST][3], inf__llm_pack_q4_0_vnni, inf__llm_tile_q4_0_vnni, 32 + 16 * 16);
+        qtypes[ROW_FAST][2].tiles = inf__llm_tiles_q8_0_vnni;
+        qtypes[ROW_FAST][3].tiles = inf__llm_tiles_q4_0_vnni;
         /* q5_0 (llama-quantize's fallback for Q4_K tensors whose rows are not a multiple of 256, e.g. most of
          * SmolLM2's Q4_K_M): the AVX2 tiles, 2-2.8x the eight-row VNNI kernels in decode */
         use_tiles(&qtypes[ROW_FAST][5], inf__llm_pack_q5_0_avx2, inf__llm_tile_q5_0_avx2, 32 + 16 * 20);

@@ -79,6 +79,12 @@ typedef void (*inf__llm_gemm8_fn)(int64_t k, const void *w, size_t row_bytes, co
 #define INF__LLM_TILE_TOKENS 8
 typedef void (*inf__llm_pack_fn)(const void *rows, size_t row_bytes, int64_t k, void *tile);
 typedef void (*inf__llm_tile_fn)(int64_t k, const void *tile, const void *x, size_t x_stride, int n, float *out);
+/* ntiles consecutive tiles (tile_bytes apart) against n <= INF__LLM_TILE_TOKENS
+ * tokens, straight into y[t * ldy + 16 i + r] (= or, add, +=): the sums of
+ * `tile` without its per-tile call and buffer (a short pass of a small
+ * model is hundreds of tiles of a few blocks each). */
+typedef void (*inf__llm_tiles_fn)(int64_t k, const void *tiles, size_t tile_bytes, int ntiles, const void *x,
+                                  size_t x_stride, int n, float *y, size_t ldy, bool add);
 /* f32/f16 rows: nr <= fblock_rows weight rows (rb bytes apart) against
  * nt <= fblock_tokens activation rows: out[t * fblock_rows + r], bit for bit
  * `dot` (AVX-512: 4 x 6, f32_tile_avx512.c; AVX2: 4 x 8, f32_tile_avx2.c). */
@@ -101,6 +107,7 @@ typedef struct inf__llm_qtype {
     inf__llm_gemm8_fn gemm8; /* when set, dot is its one-row twin (same sums) */
     inf__llm_pack_fn pack;   /* when set (with tile): weights are repacked at load */
     inf__llm_tile_fn tile;
+    inf__llm_tiles_fn tiles;   /* NULL: `tile` per tile */
     uint32_t tile_block_bytes; /* bytes of one block of a packed tile */
     inf__llm_fblock_fn fblock; /* f32/f16 tiles (dot is their one-row twin) */
     uint8_t fblock_rows, fblock_tokens;
@@ -187,6 +194,10 @@ void inf__llm_pack_q4_0_vnni(const void *rows, size_t row_bytes, int64_t k, void
 void inf__llm_pack_q8_0_vnni(const void *rows, size_t row_bytes, int64_t k, void *tile);
 void inf__llm_tile_q4_0_vnni(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
 void inf__llm_tile_q8_0_vnni(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out);
+void inf__llm_tiles_q4_0_vnni(int64_t k, const void *tiles, size_t tile_bytes, int ntiles, const void *x, size_t xs,
+                              int n, float *y, size_t ldy, bool add);
+void inf__llm_tiles_q8_0_vnni(int64_t k, const void *tiles, size_t tile_bytes, int ntiles, const void *x, size_t xs,
+                              int n, float *y, size_t ldy, bool add);
 /* Tiles of 16 rows for AVX2 (quant_tile_avx2.c): two halves of 8 rows; q5_0 and q4_1 (q8_1 activations) too. */
 void inf__llm_pack_q4_0_avx2(const void *rows, size_t row_bytes, int64_t k, void *tile);
 void inf__llm_pack_q8_0_avx2(const void *rows, size_t row_bytes, int64_t k, void *tile);

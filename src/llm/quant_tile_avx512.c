@@ -119,24 +119,16 @@ static inline const uint8_t *load_block(int q8, const uint8_t *tile, int64_t b, 
 static const int MAP_Q8[8] = {0, 4, 8, 12, 16, 20, 24, 28};
 static const int MAP_Q4[8] = {0, 4, 8, 12, 16, 20, 24, 28}; /* w[h] = elements 4h.., w[h+4] = 16+4h.. */
 
-static inline void tile_kernel(int q8, int64_t k, const uint8_t *tile, const void *x, size_t xs, int n, float *out) {
+/* The n-token body (n a constant 2..8 after inlining, so the accumulators
+ * stay in registers): per block the unpacked weights once, then per token
+ * its 8 products in two integer chains and one fused multiply-add. */
+static inline __attribute__((always_inline)) void tile_n(int q8, int64_t k, const uint8_t *tile, const void *x,
+                                                         size_t xs, const int n, __m512 *acc) {
     const int off = q8 ? 128 : 8;
     const int *map = q8 ? MAP_Q8 : MAP_Q4;
-    const int64_t nb = k / 32;
-    if (n == 1) {
-        __m512 acc = _mm512_setzero_ps();
-        for (int64_t b = 0; b < nb; b++) {
-            __m512i w[8];
-            const uint8_t *t = load_block(q8, tile, b, w);
-            const inf__blk_q8_0a *a = ACT(x, xs, 0, b);
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot1(w, a, off, map)), block_scale(t, a), acc);
-        }
-        _mm512_storeu_ps(out, _mm512_add_ps(acc, _mm512_setzero_ps()));
-        return;
-    }
-    __m512 acc[INF__LLM_TILE_TOKENS];
-    for (int u = 0; u < INF__LLM_TILE_TOKENS; u++) acc[u] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
+    for (int u = 0; u < n; u++)
+        acc[u] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < k / 32; b++) {
         __m512i w[8];
         const uint8_t *t = load_block(q8, tile, b, w);
         __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)t));
@@ -155,12 +147,72 @@ static inline void tile_kernel(int q8, int64_t k, const uint8_t *tile, const voi
             acc[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s, s1)), scale, acc[u]);
         }
     }
-    for (int u = 0; u < n; u++) _mm512_storeu_ps(out + TR * u, _mm512_add_ps(acc[u], _mm512_setzero_ps()));
+}
+
+/* y[u * ldy + r] = (or +=) row r of the tile . token u, for n <= 8 tokens:
+ * (the sum + 0, as the old per-tile buffer held it, then the add). */
+static inline __attribute__((always_inline)) void tile_out(int q8, int64_t k, const uint8_t *tile, const void *x,
+                                                           size_t xs, int n, float *y, size_t ldy, bool add) {
+    __m512 acc[INF__LLM_TILE_TOKENS];
+    if (n == 1) {
+        acc[0] = _mm512_setzero_ps();
+        for (int64_t b = 0; b < k / 32; b++) {
+            __m512i w[8];
+            const uint8_t *t = load_block(q8, tile, b, w);
+            const inf__blk_q8_0a *a = ACT(x, xs, 0, b);
+            acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot1(w, a, q8 ? 128 : 8, q8 ? MAP_Q8 : MAP_Q4)),
+                                     block_scale(t, a), acc[0]);
+        }
+    } else {
+        switch (n) {
+        case 2:
+            tile_n(q8, k, tile, x, xs, 2, acc);
+            break;
+        case 3:
+            tile_n(q8, k, tile, x, xs, 3, acc);
+            break;
+        case 4:
+            tile_n(q8, k, tile, x, xs, 4, acc);
+            break;
+        case 5:
+            tile_n(q8, k, tile, x, xs, 5, acc);
+            break;
+        case 6:
+            tile_n(q8, k, tile, x, xs, 6, acc);
+            break;
+        case 7:
+            tile_n(q8, k, tile, x, xs, 7, acc);
+            break;
+        default:
+            tile_n(q8, k, tile, x, xs, 8, acc);
+            break;
+        }
+    }
+    for (int u = 0; u < n; u++) {
+        __m512 r = _mm512_add_ps(acc[u], _mm512_setzero_ps());
+        if (add) r = _mm512_add_ps(_mm512_loadu_ps(y + (size_t)u * ldy), r);
+        _mm512_storeu_ps(y + (size_t)u * ldy, r);
+    }
+}
+
+static inline __attribute__((always_inline)) void tiles_kernel(int q8, int64_t k, const uint8_t *tiles,
+                                                               size_t tile_bytes, int ntiles, const void *x, size_t xs,
+                                                               int n, float *y, size_t ldy, bool add) {
+    for (int i = 0; i < ntiles; i++)
+        tile_out(q8, k, tiles + (size_t)i * tile_bytes, x, xs, n, y + (size_t)i * TR, ldy, add);
 }
 
 void inf__llm_tile_q4_0_vnni(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out) {
-    tile_kernel(0, k, tile, x, xs, n, out);
+    tiles_kernel(0, k, tile, 0, 1, x, xs, n, out, TR, false);
 }
 void inf__llm_tile_q8_0_vnni(int64_t k, const void *tile, const void *x, size_t xs, int n, float *out) {
-    tile_kernel(1, k, tile, x, xs, n, out);
+    tiles_kernel(1, k, tile, 0, 1, x, xs, n, out, TR, false);
+}
+void inf__llm_tiles_q4_0_vnni(int64_t k, const void *tiles, size_t tile_bytes, int ntiles, const void *x, size_t xs,
+                              int n, float *y, size_t ldy, bool add) {
+    tiles_kernel(0, k, tiles, tile_bytes, ntiles, x, xs, n, y, ldy, add);
+}
+void inf__llm_tiles_q8_0_vnni(int64_t k, const void *tiles, size_t tile_bytes, int ntiles, const void *x, size_t xs,
+                              int n, float *y, size_t ldy, bool add) {
+    tiles_kernel(1, k, tiles, tile_bytes, ntiles, x, xs, n, y, ldy, add);
 }

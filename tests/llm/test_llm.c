@@ -209,6 +209,29 @@ static void test_kernels(void) {
                         exact &= memcmp(&one, &o[16 * t + r], 4) == 0;
                     }
                 CHECK(exact, "%s %s tile (n=%d) differs from its one-row twin", I->name, type_names[qt + 2], n);
+                if (is != 1) continue;
+                /* the multi-tile kernel (VNNI): the tile twice in a row, into a strided output, stored then added */
+                inf__llm_tiles_fn tiles = qt == 0 ? inf__llm_tiles_q8_0_vnni : inf__llm_tiles_q4_0_vnni;
+                enum { LDY = 40 };
+                float y[LDY * INF__LLM_TILE_TOKENS];
+                size_t tb = (size_t)(K / 32) * (qt == 0 ? 32 + 16 * 32 : 32 + 16 * 16);
+                memcpy(T + tb, T, tb);
+                for (int add = 0; add < 2; add++) {
+                    for (int i = 0; i < LDY * INF__LLM_TILE_TOKENS; i++)
+                        y[i] = add ? 0.5f * (float)i : -1.0f;
+                    tiles(K, T, tb, 2, X, xs, n, y, LDY, add);
+                    exact = 1;
+                    for (int t = 0; t < n; t++)
+                        for (int r = 0; r < 32; r++) {
+                            float want = o[16 * t + r % 16];
+                            if (add) want = 0.5f * (float)(t * LDY + r) + want;
+                            exact &= memcmp(&want, &y[t * LDY + r], 4) == 0;
+                        }
+                    for (int t = 0; t < n; t++)
+                        exact &= y[t * LDY + 32] == (add ? 0.5f * (float)(t * LDY + 32) : -1.0f);
+                    CHECK(exact, "%s %s tiles (n=%d, add %d) differ from the tile kernel", I->name, type_names[qt + 2],
+                          n, add);
+                }
             }
         }
         printf("kernels: %s: %d row products checked against the reference\n", I->name, tested);
@@ -847,6 +870,33 @@ static void test_attention(void) {
                 CHECK(d <= 2e-5f * (m + 1),
                       "attention (%s) hd %d keys %d: differs from the reference by %g (magnitude %g)", names[f], hd, nk,
                       d, m);
+            }
+        }
+    /* The multi-query kernel: up to 11 queries of a short pass (their own key
+     * counts, around the 64-key blocks) over one head's keys, each bit for
+     * bit what the one-query kernel gives it alone. */
+    inf__llm_attn_multi_fn multi = inf__llm_attn_multi_get(false);
+    for (int hi = 0; multi && hi < 6; hi++)
+        for (int nq = 1; nq <= 11; nq += 5) {
+            enum { NQ = 11 };
+            int hd = hds[hi], nk[NQ];
+            static float qs[NQ][136], os[NQ][136];
+            const float *qp[NQ];
+            float *op[NQ];
+            for (int j = 0; j < 130; j++)
+                for (int i = 0; i < hd; i++)
+                    K[(size_t)j * STRIDE + i] = tm_rand(&s), V[(size_t)j * STRIDE + i] = tm_rand(&s);
+            for (int i = 0; i < nq; i++) {
+                for (int e = 0; e < hd; e++)
+                    qs[i][e] = tm_rand(&s) * 3;
+                nk[i] = 60 + 7 * i, qp[i] = qs[i], op[i] = os[i];
+            }
+            float scale = 1.0f / sqrtf((float)hd);
+            multi(hd, nq, qp, nk, K, V, STRIDE, scale, op);
+            for (int i = 0; i < nq; i++) {
+                inf__llm_attn_get(false)(hd, qs[i], K, V, STRIDE, nk[i], scale, o);
+                CHECK(!memcmp(o, os[i], sizeof(float) * (size_t)hd),
+                      "attention multi hd %d: query %d of %d differs from the one-query kernel", hd, i, nq);
             }
         }
     /* SwiGLU: the vector exp over the whole range silu meets (saturating ends included), and a tail */

@@ -78,15 +78,21 @@ for who, typ, path in models:
                 print("    prompt %s: ours  %s\n              torch %s" % (k, o["tokens"], r["greedy_tokens"]))
         check("%s %s greedy tokens == PyTorch's on %d/%d prompts%s" % (who, typ, same, len(ref[who]),
               "" if typ == "f32" else " (informative for q8_0)"), same == len(ref[who]) or typ != "f32")
-# speculative decoding: the target's greedy tokens, and the speed-up
-tq8, dq8 = os.path.join(M, "austen-target-q8_0.gguf"), os.path.join(M, "austen-draft-q8_0.gguf")
-if os.path.exists(dq8):
+# speculative decoding: the target's greedy tokens (Q8_0 and Q4_0 targets, several K: passes of 2..8 tokens
+# through the multi-tile and multi-query kernels must give the one-token logits bit for bit)
+dq8 = os.path.join(M, "austen-draft-q8_0.gguf")
+for tt, ks in (("q8_0", ("4", "7")), ("q4_0", ("2", "5"))):
+    tq = os.path.join(M, "austen-target-%s.gguf" % tt)
+    if not os.path.exists(dq8) or not os.path.exists(tq):
+        continue
     for k, r in ref["target"].items():
-        run = lambda *extra: json.loads(subprocess.run([infera, "generate", tq8, "--prompt", r["prompt"],
+        run = lambda *extra: json.loads(subprocess.run([infera, "generate", tq, "--prompt", r["prompt"],
                                                         "--max-tokens", "48", "--json"] + list(extra), check=True,
                                                        capture_output=True, text=True).stdout)
-        a, b = run(), run("--draft", dq8, "--draft-tokens", "4")
-        check("speculative == target alone, prompt %s (acceptance %.2f)" % (k, b["draft"]["acceptance_rate"]),
-              a["tokens"] == b["tokens"])
+        a = run()
+        for K in ks:
+            b = run("--draft", dq8, "--draft-tokens", K)
+            check("speculative == target alone, %s target, K %s, prompt %s (acceptance %.2f)" %
+                  (tt, K, k, b["draft"]["acceptance_rate"]), a["tokens"] == b["tokens"])
 sys.exit(fail)
 PY

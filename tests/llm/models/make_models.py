@@ -370,6 +370,8 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--draft-steps", type=int, default=12)
     ap.add_argument("--f32-from-q8", action="store_true")
+    ap.add_argument("--draft-q4-from-f32", action="store_true",
+                    help="write austen-draft-q4_0.gguf (matrices Q4_0) from the F32 draft in --out")
     ap.add_argument("--threads", type=int, default=2, help="PyTorch threads (1 is faster on a loaded machine)")
     a = ap.parse_args()
     if a.f32_from_q8:
@@ -377,6 +379,12 @@ def main():
         kvs = [(k, 0 if k == "general.file_type" else v) for k, v in kvs]
         G.write_gguf(os.path.join(a.out, "austen-target-f32.gguf"), kvs,
                      [(n, arr, G.GGML_F32) for n, arr, _t in tensors])
+        return
+    if a.draft_q4_from_f32:
+        kvs, tensors = G.read_gguf(os.path.join(a.out, "austen-draft-f32.gguf"))
+        kvs = [(k, FILE_TYPE[G.GGML_Q4_0] if k == "general.file_type" else v) for k, v in kvs]
+        G.write_gguf(os.path.join(a.out, "austen-draft-q4_0.gguf"), kvs,
+                     [(n, arr, G.GGML_Q4_0 if arr.ndim == 2 else G.GGML_F32) for n, arr, _t in tensors])
         return
     import torch
     torch.manual_seed(0)
