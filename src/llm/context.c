@@ -223,7 +223,8 @@ static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t 
             for (int t = t0; t < t1; t += T) {
                 int nt = t1 - t < T ? t1 - t : T;
                 if (R > 1)
-                    for (size_t b = 0; b < step && pf < w_end; b += 64, pf += 64) __builtin_prefetch(pf, 0, 2);
+                    for (size_t b = 0; b < step && pf < w_end; b += 64, pf += 64)
+                        __builtin_prefetch(pf, 0, 2);
                 float o[INF__LLM_FBLOCK_MAX];
                 w->q->fblock(w->cols, wr, w->row_bytes, nr, j->qx + (size_t)t * j->qx_stride, j->qx_stride, nt, o);
                 for (int u = 0; u < nt; u++)
