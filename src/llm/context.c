@@ -210,7 +210,7 @@ static void part_rows_tile(const matmul_job *j, const matmul_part *p, int64_t be
 }
 
 /* f32/f16: tiles of fblock_rows rows x fblock_tokens tokens (AVX2 4 x 8,
- * AVX-512 4 x 6), tokens in passes of at most fblock_pass (AVX2 32, AVX-512
+ * AVX-512 6 x 4), tokens in passes of at most fblock_pass (AVX2 32, AVX-512
  * 128), split evenly (128 tokens under a cap of 120 made passes of 120 and 8:
  * the weights streamed from DRAM twice) so that their rows stay in L2 while
  * the tile's weight rows sit in L1.  While a tile's rows meet the pass's

@@ -1,7 +1,7 @@
 /*
  * f32_tile_avx512.c -- the AVX-512 kernels of f32 and f16 weights: the
  * one-row dot product (decoding, attention, edges) and a register-blocked
- * tile of up to 4 weight rows x 6 activation rows (prompt processing and
+ * tile of up to 6 weight rows x 4 activation rows (prompt processing and
  * speculative verification), picked by quant.c's table on CPUs with AVX-512.
  *
  * One order of operations for every product of a weight row w with an
@@ -20,14 +20,19 @@
  * prefetching 4 KiB ahead of its loads: one core's DRAM bandwidth is bounded
  * by the misses it has in flight, and the hardware prefetcher alone left
  * F32 decode ~20% below that.
- * The tile of up to 4 rows x 6 tokens (prompt processing, verification of
- * 3-6 tokens) sums the even chunks, then the odd ones, with ONE accumulator
- * per (row, token): 24 accumulators + 4 weight vectors + 1 activation fit
- * the 32 zmm registers, 24 FMAs per 10 loads (the 3 x 4 block it replaced
- * kept both accumulators live: 12 per 7); the first pass's sums wait on the
- * stack, the second pass finds the rows in L1/L2, and the 24 sums are
- * reduced 16 at a time with reduce1's additions.  Zen 5, SmolLM2-135M F32,
- * 128-token prompt, 1 thread: 402 vs 306 tokens per CPU-second (load ~20).
+ * The tile of up to 6 rows x 4 tokens (prompt processing, verification of
+ * 3-4 tokens) sums the even chunks, then the odd ones, with ONE accumulator
+ * per (row, token): 24 accumulators + 6 weight vectors + 1 activation fit
+ * the 32 zmm registers, 24 FMAs per 10 loads (the 3 x 4 block before the
+ * 4 x 6 tile kept both accumulators live: 12 per 7); the first pass's sums
+ * wait on the stack, the second pass finds the rows in L1/L2, and the 24
+ * sums are reduced 16 at a time with reduce1's additions.  Zen 5,
+ * SmolLM2-135M F32, 128-token prompt, 1 thread: 402 vs 306 tokens per
+ * CPU-second (4 x 6 vs 3 x 4, load ~20).  6 x 4 rather than 4 x 6 (session
+ * 16): the weight rows sit in L1 while the pass's activation rows stream from
+ * L2, and 4 tokens per 6 rows read a third less from L2 per FMA than 6 per 4:
+ * 1536 x 576 x 128 tokens at 145-185 vs 140-157 GFLOP/s, 576 x 1536 at
+ * 124-161 vs 112-136 (3 interleaved rounds, load ~9; peak 236).
  */
 #include <immintrin.h>
 #include <stdint.h>
@@ -35,8 +40,8 @@
 
 #include "llm/quant.h"
 
-#define TILE_ROWS 4   /* = the f32/f16 fblock_rows quant.c gives these kernels */
-#define TILE_TOKENS 6 /* = fblock_tokens */
+#define TILE_ROWS 6   /* = the f32/f16 fblock_rows quant.c gives these kernels */
+#define TILE_TOKENS 4 /* = fblock_tokens */
 
 #define INLINE static inline __attribute__((always_inline))
 /* Bytes ahead of the one-row kernel's loads that it prefetches its weight row
@@ -166,22 +171,12 @@ INLINE void row_pair(int f16, int T, int64_t k, const uint8_t *W, const uint8_t 
         out[t * TILE_ROWS] = tail(f16, k, reduce1(_mm512_add_ps(a0[t], a1[t])), W, X[t]);
 }
 
-/* R rows (a constant) against 3..6 tokens */
+/* R rows (a constant) against 3..4 tokens */
 INLINE void rows_t(int f16, int R, int nt, int64_t k, const uint8_t *const *W, const uint8_t *const *X, float *out) {
-    switch (nt) {
-    case 3:
+    if (nt == 3)
         micro(f16, R, 3, k, W, X, out);
-        break;
-    case 4:
+    else
         micro(f16, R, 4, k, W, X, out);
-        break;
-    case 5:
-        micro(f16, R, 5, k, W, X, out);
-        break;
-    default:
-        micro(f16, R, 6, k, W, X, out);
-        break;
-    }
 }
 
 INLINE void tile(int f16, int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt, float *out) {
@@ -209,8 +204,14 @@ INLINE void tile(int f16, int64_t k, const void *w, size_t rb, int nr, const voi
     case 3:
         rows_t(f16, 3, nt, k, W, X, out);
         break;
-    default:
+    case 4:
         rows_t(f16, 4, nt, k, W, X, out);
+        break;
+    case 5:
+        rows_t(f16, 5, nt, k, W, X, out);
+        break;
+    default:
+        rows_t(f16, 6, nt, k, W, X, out);
         break;
     }
 }

@@ -359,7 +359,7 @@ static void fill_fast(void) {
                                            32}; /* f32_tile_avx2.c */
     /* f32_tile_avx512.c; passes of up to 128 tokens: 126 x 1536 f32 at 126-133 GFLOP/s vs 102-104 with 30 (Zen 5,
      * 1 MiB L2); 128 so that a 128-token prompt is one pass (120 left a pass of 8 that read the weights again) */
-    static const float_tiles ftile_zmm = {inf__llm_block_f32_zmm, inf__llm_block_f16_zmm, 4, 6, 128};
+    static const float_tiles ftile_zmm = {inf__llm_block_f32_zmm, inf__llm_block_f16_zmm, 6, 4, 128};
     const float_tiles *ft = has_vnni ? &ftile_zmm : &ftile_avx2;
     qtypes[ROW_FAST][0].fblock = ft->f32;
     qtypes[ROW_FAST][1].fblock = ft->f16;

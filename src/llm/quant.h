@@ -81,7 +81,7 @@ typedef void (*inf__llm_pack_fn)(const void *rows, size_t row_bytes, int64_t k, 
 typedef void (*inf__llm_tile_fn)(int64_t k, const void *tile, const void *x, size_t x_stride, int n, float *out);
 /* f32/f16 rows: nr <= fblock_rows weight rows (rb bytes apart) against
  * nt <= fblock_tokens activation rows: out[t * fblock_rows + r], bit for bit
- * `dot` (AVX-512: 4 x 6, f32_tile_avx512.c; AVX2: 4 x 8, f32_tile_avx2.c). */
+ * `dot` (AVX-512: 6 x 4, f32_tile_avx512.c; AVX2: 4 x 8, f32_tile_avx2.c). */
 #define INF__LLM_FBLOCK_MAX 32 /* most outputs of one call (fblock_rows x fblock_tokens) */
 typedef void (*inf__llm_fblock_fn)(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt,
                                    float *out);

@@ -389,7 +389,7 @@ typedef struct float_isa {
 } float_isa;
 
 static void check_float_tile(const float_isa *F, int ft, int k, uint64_t *s) {
-    enum { KMAX = 576, TMAX = 8, RMAX = 4 };
+    enum { KMAX = 576, TMAX = 8, RMAX = 6 };
     static uint8_t W[RMAX * KMAX * 4], X[TMAX * KMAX * 4];
     float row[KMAX];
     const inf__llm_qtype *ref = inf__llm_qtype_get(ft ? INF__GGML_F16 : INF__GGML_F32, true);
@@ -430,8 +430,8 @@ static void test_kernels_float(void) {
          {inf__llm_tile_f32_avx2, inf__llm_tile_f16_avx2}},
         {"zmm",
          true,
-         4,
          6,
+         4,
          {inf__llm_dot_f32_zmm, inf__llm_dot_f16_zmm},
          {inf__llm_block_f32_zmm, inf__llm_block_f16_zmm}},
     };
