@@ -218,8 +218,8 @@ static void part_rows_tile(const matmul_job *j, const matmul_part *p, int64_t be
  * the weights stream from DRAM under the arithmetic instead of stalling the
  * first call on each row.  A pass of a few tokens (verification) takes one
  * row per call: the weights then stream from L3/DRAM as one sequential read,
- * where the AVX-512 tile's 4 rows side by side are 4 streams (2 x the cost of
- * a 2-token pass for 3 tokens on Zen 5); every kernel sums in one order, so
+ * where the AVX-512 tile's rows side by side are as many streams (4 rows: 2 x
+ * the cost of a 2-token pass for 3 tokens on Zen 5); every kernel sums in one order, so
  * the results do not change.  Passes of 1-2 tokens (decoding) take a tile's
  * rows per call all the same: the kernels read them one after the other (one
  * stream), and a call per row cost ~6% of F32 decode in calls and stores. */

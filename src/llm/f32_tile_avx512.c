@@ -46,8 +46,9 @@
 #define INLINE static inline __attribute__((always_inline))
 /* Bytes ahead of the one-row kernel's loads that it prefetches its weight row
  * (and the rows after it, which follow in memory).  Zen 5, SmolLM2-135M F32
- * decode, 1 thread, tokens per CPU-second (3 interleaved rounds, load ~6): no
- * prefetch 40-48, 2048 B 54-55, 4096 B 49-61, 8192 B 49-52. */
+ * decode, 1 thread, tokens per CPU-second (interleaved rounds, load 6-17): no
+ * prefetch 36-55 (median 46), 4096 B 49-61 (median 55), 2048 B 54-55, 8192 B
+ * 49-52; prefetcht1 no better (bench/llm/RESULTS.md, session 16). */
 #define PREFETCH_AHEAD 4096
 
 /* 16 elements of a row from element i, widened to f32 */
