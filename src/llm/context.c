@@ -147,21 +147,6 @@ static inline void store(const matmul_part *p, int t, int64_t r, float v) {
     *dst = p->add ? *dst + v : v;
 }
 
-/* A kernel's block of nt tokens x nr rows (out[u * S + e]) into the part's
- * output at token t, row r: the plain cases as whole rows of the block. */
-static void store_block(const matmul_part *p, int t, int nt, int64_t r, int nr, const float *o, int S) {
-    for (int u = 0; u < nt; u++) {
-        float *dst = p->y + (size_t)(t + u) * p->ldy + r;
-        const float *ou = o + (size_t)S * u;
-        if (p->bias)
-            for (int e = 0; e < nr; e++) store(p, t + u, r + e, ou[e]);
-        else if (p->add)
-            for (int e = 0; e < nr; e++) dst[e] += ou[e];
-        else
-            memcpy(dst, ou, sizeof(float) * (size_t)nr);
-    }
-}
-
 /* Rows in groups of eight through the eight-row kernel, eight tokens at a time;
  * the remaining rows through its one-row twin (the same sums). */
 static void part_rows_gemm8(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
@@ -225,7 +210,8 @@ static void part_rows_tile(const matmul_job *j, const matmul_part *p, int64_t be
  * stream), and a call per row cost ~6% of F32 decode in calls and stores. */
 static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
     const inf__llm_weight *w = p->w;
-    const int S = w->q->fblock_rows, R = j->n <= 2 || j->n > SMALL_PASS ? S : 1, T = w->q->fblock_tokens;
+    const int S = w->q->fblock_rows, R = j->n <= 2 || j->n > SMALL_PASS ? S : 1;
+    const int T = R == 1 ? w->q->fblock_row_tokens : w->q->fblock_tokens;
     int passes = (j->n + w->q->fblock_pass - 1) / w->q->fblock_pass;
     int TB = (j->n + passes - 1) / passes;
     TB = (TB + T - 1) / T * T;
@@ -244,7 +230,9 @@ static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t 
                         __builtin_prefetch(pf, 0, 2);
                 float o[INF__LLM_FBLOCK_MAX];
                 w->q->fblock(w->cols, wr, w->row_bytes, nr, j->qx + (size_t)t * j->qx_stride, j->qx_stride, nt, o);
-                store_block(p, t, nt, r, nr, o, S);
+                for (int u = 0; u < nt; u++)
+                    for (int e = 0; e < nr; e++)
+                        store(p, t + u, r + e, o[S * u + e]); /* out[t * S + r] */
             }
         }
     }

@@ -20,8 +20,8 @@
  * prefetching 4 KiB ahead of its loads: one core's DRAM bandwidth is bounded
  * by the misses it has in flight, and the hardware prefetcher alone left
  * F32 decode ~20% below that.
- * The tile of up to 6 rows x 4 tokens (prompt processing, verification of
- * 3-4 tokens) sums the even chunks, then the odd ones, with ONE accumulator
+ * The tile of up to 6 rows x 4 tokens (prompt processing; one row x up to 6
+ * tokens for verification) sums the even chunks, then the odd ones, with ONE accumulator
  * per (row, token): 24 accumulators + 6 weight vectors + 1 activation fit
  * the 32 zmm registers, 24 FMAs per 10 loads (the 3 x 4 block before the
  * 4 x 6 tile kept both accumulators live: 12 per 7); the first pass's sums
@@ -42,6 +42,7 @@
 
 #define TILE_ROWS 6   /* = the f32/f16 fblock_rows quant.c gives these kernels */
 #define TILE_TOKENS 4 /* = fblock_tokens */
+#define ROW_TOKENS 6  /* = fblock_row_tokens: one row against up to 6 tokens (verification passes) */
 
 #define INLINE static inline __attribute__((always_inline))
 /* Bytes ahead of the one-row kernel's loads that it prefetches its weight row
@@ -109,7 +110,7 @@ INLINE float tail(int f16, int64_t k, float s, const uint8_t *W, const uint8_t *
 /* The chunks of parity par (0, 2, 4, ... or 1, 3, 5, ...), in order, of R rows x T tokens: one chain per
  * (row, token). */
 INLINE void half(int f16, int R, int T, const uint8_t *const *W, const uint8_t *const *X, int64_t n, int par,
-                 __m512 acc[TILE_ROWS][TILE_TOKENS]) {
+                 __m512 acc[TILE_ROWS][ROW_TOKENS]) {
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++)
             acc[r][t] = _mm512_setzero_ps();
@@ -129,7 +130,7 @@ INLINE void half(int f16, int R, int T, const uint8_t *const *W, const uint8_t *
  * then the sums reduced 16 at a time. */
 INLINE void micro(int f16, int R, int T, int64_t k, const uint8_t *const *W, const uint8_t *const *X, float *out) {
     int64_t n = k / 16;
-    __m512 a0[TILE_ROWS][TILE_TOKENS], a1[TILE_ROWS][TILE_TOKENS];
+    __m512 a0[TILE_ROWS][ROW_TOKENS], a1[TILE_ROWS][ROW_TOKENS];
     half(f16, R, T, W, X, n, 0, a0);
     half(f16, R, T, W, X, n, 1, a1);
     __m512 v[32]; /* (r, t) at t * R + r, zero-padded to a multiple of 16 */
@@ -180,8 +181,27 @@ INLINE void rows_t(int f16, int R, int nt, int64_t k, const uint8_t *const *W, c
         micro(f16, R, 4, k, W, X, out);
 }
 
+/* One row against 3..6 tokens (verification passes: one call per row keeps
+ * the weights one stream, and a 5-6 token check one call, not 4 + 1 or 4 + 2) */
+INLINE void row_t(int f16, int nt, int64_t k, const uint8_t *const *W, const uint8_t *const *X, float *out) {
+    switch (nt) {
+    case 3:
+        micro(f16, 1, 3, k, W, X, out);
+        break;
+    case 4:
+        micro(f16, 1, 4, k, W, X, out);
+        break;
+    case 5:
+        micro(f16, 1, 5, k, W, X, out);
+        break;
+    default:
+        micro(f16, 1, 6, k, W, X, out);
+        break;
+    }
+}
+
 INLINE void tile(int f16, int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt, float *out) {
-    const uint8_t *W[TILE_ROWS], *X[TILE_TOKENS];
+    const uint8_t *W[TILE_ROWS], *X[ROW_TOKENS];
     for (int r = 0; r < nr; r++)
         W[r] = (const uint8_t *)w + (size_t)r * rb;
     for (int t = 0; t < nt; t++)
@@ -197,7 +217,7 @@ INLINE void tile(int f16, int64_t k, const void *w, size_t rb, int nr, const voi
     }
     switch (nr) {
     case 1:
-        rows_t(f16, 1, nt, k, W, X, out);
+        row_t(f16, nt, k, W, X, out);
         break;
     case 2:
         rows_t(f16, 2, nt, k, W, X, out);
