@@ -201,17 +201,17 @@ static void part_rows_tile(const matmul_job *j, const matmul_part *p, int64_t be
  * the tile's weight rows sit in L1.  While a tile's rows meet the pass's
  * tokens, the next tile's rows are prefetched into L2, a slice per call, so
  * the weights stream from DRAM under the arithmetic instead of stalling the
- * first call on each row.  A pass of a few tokens (verification) takes one
- * row per call: the weights then stream from L3/DRAM as one sequential read,
- * where the AVX-512 tile's rows side by side are as many streams (4 rows: 2 x
- * the cost of a 2-token pass for 3 tokens on Zen 5); every kernel sums in one order, so
- * the results do not change.  Passes of 1-2 tokens (decoding) take a tile's
- * rows per call all the same: the kernels read them one after the other (one
- * stream), and a call per row cost ~6% of F32 decode in calls and stores. */
+ * first call on each row.  A pass of a few tokens (decoding, verification)
+ * takes up to fblock_row_tokens tokens per call, a tile's rows per call (a
+ * call per row cost ~6% of F32 decode and ~25% of a verification pass on the
+ * L3-resident Austen F32 target, in calls and stores); the kernels read the
+ * rows of 1-2 and 5-6 tokens one after the other (one stream from L3/DRAM),
+ * 3-4 tokens through the AVX-512 tile, rows side by side (on Zen 5 no slower
+ * than a row at a time, SmolLM2 F32 and the Austen target, session 16).
+ * Every kernel sums in one order, so the results do not change. */
 static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
     const inf__llm_weight *w = p->w;
-    const int S = w->q->fblock_rows, R = j->n <= 2 || j->n > SMALL_PASS ? S : 1;
-    const int T = R == 1 ? w->q->fblock_row_tokens : w->q->fblock_tokens;
+    const int R = w->q->fblock_rows, T = j->n <= SMALL_PASS ? w->q->fblock_row_tokens : w->q->fblock_tokens;
     int passes = (j->n + w->q->fblock_pass - 1) / w->q->fblock_pass;
     int TB = (j->n + passes - 1) / passes;
     TB = (TB + T - 1) / T * T;
@@ -232,7 +232,7 @@ static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t 
                 w->q->fblock(w->cols, wr, w->row_bytes, nr, j->qx + (size_t)t * j->qx_stride, j->qx_stride, nt, o);
                 for (int u = 0; u < nt; u++)
                     for (int e = 0; e < nr; e++)
-                        store(p, t + u, r + e, o[S * u + e]); /* out[t * S + r] */
+                        store(p, t + u, r + e, o[R * u + e]); /* out[t * R + r] */
             }
         }
     }

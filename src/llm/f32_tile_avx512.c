@@ -20,8 +20,8 @@
  * prefetching 4 KiB ahead of its loads: one core's DRAM bandwidth is bounded
  * by the misses it has in flight, and the hardware prefetcher alone left
  * F32 decode ~20% below that.
- * The tile of up to 6 rows x 4 tokens (prompt processing; one row x up to 6
- * tokens for verification) sums the even chunks, then the odd ones, with ONE accumulator
+ * The tile of up to 6 rows x 4 tokens (prompt processing; up to 6 rows x 5-6
+ * tokens, verification, go a row at a time) sums the even chunks, then the odd ones, with ONE accumulator
  * per (row, token): 24 accumulators + 6 weight vectors + 1 activation fit
  * the 32 zmm registers, 24 FMAs per 10 loads (the 3 x 4 block before the
  * 4 x 6 tile kept both accumulators live: 12 per 7); the first pass's sums
@@ -206,6 +206,11 @@ INLINE void tile(int f16, int64_t k, const void *w, size_t rb, int nr, const voi
         W[r] = (const uint8_t *)w + (size_t)r * rb;
     for (int t = 0; t < nt; t++)
         X[t] = (const uint8_t *)x + (size_t)t * xs;
+    if (nt > TILE_TOKENS) { /* 5-6 tokens (verification): the rows one after the other, one stream */
+        for (int r = 0; r < nr; r++)
+            row_t(f16, nt, k, W + r, X, out + r);
+        return;
+    }
     if (nt <= 2) {
         for (int r = 0; r < nr; r++) {
             if (nt == 1)

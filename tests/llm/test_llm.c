@@ -383,7 +383,7 @@ static void test_kernels_k(void) {
 typedef struct float_isa {
     const char *name;
     bool vnni; /* available only where inf__llm_kernel_isa() says "vnni" */
-    int rows, tokens, row_tokens; /* row_tokens: tokens of a one-row call */
+    int rows, tokens, row_tokens; /* row_tokens: tokens of a call in a pass of a few tokens */
     inf__llm_dot_fn dot[2];       /* f32, f16 */
     inf__llm_fblock_fn block[2];
 } float_isa;
@@ -402,7 +402,7 @@ static void check_float_tile(const float_isa *F, int ft, int k, uint64_t *s) {
         else memcpy(dst, row, rb);
     }
     for (int nr = 1; nr <= F->rows; nr++)
-        for (int nt = 1; nt <= (nr == 1 ? F->row_tokens : F->tokens); nt++) {
+        for (int nt = 1; nt <= F->row_tokens; nt++) {
             float o[INF__LLM_FBLOCK_MAX];
             F->block[ft](k, W, rb, nr, X, rb, nt, o);
             int exact = 1;
@@ -456,7 +456,7 @@ static void test_kernels_float(void) {
     const inf__llm_qtype *f32 = inf__llm_qtype_get(INF__GGML_F32, false);
     if (strcmp(isa, "reference"))
         CHECK(f32->fblock && f32->fblock_rows * f32->fblock_tokens <= INF__LLM_FBLOCK_MAX &&
-                  f32->fblock_rows * (f32->fblock_row_tokens - 1) + 1 <= INF__LLM_FBLOCK_MAX &&
+                  f32->fblock_rows * f32->fblock_row_tokens <= INF__LLM_FBLOCK_MAX &&
                   f32->fblock_row_tokens >= f32->fblock_tokens &&
                   (f32->fblock == inf__llm_tile_f32_avx2) == (f32->dot == inf__llm_dot_f32_avx2),
               "f32 kernels of the table: tile %d x %d", f32->fblock_rows, f32->fblock_tokens);
