@@ -205,27 +205,44 @@ static void part_rows_tile(const matmul_job *j, const matmul_part *p, int64_t be
 }
 
 /* f32/f16: tiles of fblock_rows rows x fblock_tokens tokens (AVX2 4 x 8,
- * AVX-512 4 x 6), tokens in passes of fblock_pass (AVX2 32, AVX-512 120) so
- * that their rows stay in L2 while the tile's weight rows sit in L1.  A pass
- * of a few tokens (verification) takes one row per call: the weights then
- * stream from L3/DRAM as one sequential read, where the AVX-512 tile's 4 rows
- * side by side are 4 streams (2 x the cost of a 2-token pass for 3 tokens on
- * Zen 5); every kernel sums in one order, so the results do not change. */
+ * AVX-512 6 x 4), tokens in passes of at most fblock_pass (AVX2 32, AVX-512
+ * 128), split evenly (128 tokens under a cap of 120 made passes of 120 and 8:
+ * the weights streamed from DRAM twice) so that their rows stay in L2 while
+ * the tile's weight rows sit in L1.  While a tile's rows meet the pass's
+ * tokens, the next tile's rows are prefetched into L2, a slice per call, so
+ * the weights stream from DRAM under the arithmetic instead of stalling the
+ * first call on each row.  A pass of a few tokens (decoding, verification)
+ * takes up to fblock_row_tokens tokens per call, a tile's rows per call (a
+ * call per row cost ~6% of F32 decode and ~25% of a verification pass on the
+ * L3-resident Austen F32 target, in calls and stores); the kernels read the
+ * rows of 1-2 and 5-6 tokens one after the other (one stream from L3/DRAM),
+ * 3-4 tokens through the AVX-512 tile, rows side by side (on Zen 5 no slower
+ * than a row at a time, SmolLM2 F32 and the Austen target, session 16).
+ * Every kernel sums in one order, so the results do not change. */
 static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
     const inf__llm_weight *w = p->w;
-    const int S = w->q->fblock_rows, R = j->n <= SMALL_PASS ? 1 : S, T = w->q->fblock_tokens, TB = w->q->fblock_pass;
+    const int R = w->q->fblock_rows, T = j->n <= SMALL_PASS ? w->q->fblock_row_tokens : w->q->fblock_tokens;
+    int passes = (j->n + w->q->fblock_pass - 1) / w->q->fblock_pass;
+    int TB = (j->n + passes - 1) / passes;
+    TB = (TB + T - 1) / T * T;
+    const uint8_t *w_end = (const uint8_t *)w->data + (size_t)end * w->row_bytes;
     for (int t0 = 0; t0 < j->n; t0 += TB) {
         int t1 = t0 + TB < j->n ? t0 + TB : j->n;
+        size_t calls = (size_t)(t1 - t0 + T - 1) / T, step = ((size_t)R * w->row_bytes / calls + 63) / 64 * 64;
         for (int64_t r = begin; r < end; r += R) {
             int nr = end - r < R ? (int)(end - r) : R;
             const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+            const uint8_t *pf = wr + (size_t)R * w->row_bytes; /* the next tile's rows */
             for (int t = t0; t < t1; t += T) {
                 int nt = t1 - t < T ? t1 - t : T;
+                if (j->n > SMALL_PASS)
+                    for (size_t b = 0; b < step && pf < w_end; b += 64, pf += 64)
+                        __builtin_prefetch(pf, 0, 2);
                 float o[INF__LLM_FBLOCK_MAX];
                 w->q->fblock(w->cols, wr, w->row_bytes, nr, j->qx + (size_t)t * j->qx_stride, j->qx_stride, nt, o);
                 for (int u = 0; u < nt; u++)
                     for (int e = 0; e < nr; e++)
-                        store(p, t + u, r + e, o[S * u + e]); /* out[t * S + r] */
+                        store(p, t + u, r + e, o[R * u + e]); /* out[t * R + r] */
             }
         }
     }

@@ -1,7 +1,7 @@
 /*
  * f32_tile_avx512.c -- the AVX-512 kernels of f32 and f16 weights: the
  * one-row dot product (decoding, attention, edges) and a register-blocked
- * tile of up to 4 weight rows x 6 activation rows (prompt processing and
+ * tile of up to 6 weight rows x 4 activation rows (prompt processing and
  * speculative verification), picked by quant.c's table on CPUs with AVX-512.
  *
  * One order of operations for every product of a weight row w with an
@@ -16,15 +16,23 @@
  * The one-row kernel (decoding: one or two tokens) advances acc0 and acc1
  * side by side, reading the weight row as one sequential stream (an order
  * that read a row at two places -- its two halves, or alternating segments of
- * 512 bytes -- halved F32 decode on Zen 5: 20-25 vs 40 tokens per CPU-second).
- * The tile of up to 4 rows x 6 tokens (prompt processing, verification of
- * 3-6 tokens) sums the even chunks, then the odd ones, with ONE accumulator
- * per (row, token): 24 accumulators + 4 weight vectors + 1 activation fit
- * the 32 zmm registers, 24 FMAs per 10 loads (the 3 x 4 block it replaced
- * kept both accumulators live: 12 per 7); the first pass's sums wait on the
- * stack, the second pass finds the rows in L1/L2, and the 24 sums are
- * reduced 16 at a time with reduce1's additions.  Zen 5, SmolLM2-135M F32,
- * 128-token prompt, 1 thread: 402 vs 306 tokens per CPU-second (load ~20).
+ * 512 bytes -- halved F32 decode on Zen 5: 20-25 vs 40 tokens per CPU-second),
+ * prefetching 4 KiB ahead of its loads: one core's DRAM bandwidth is bounded
+ * by the misses it has in flight, and the hardware prefetcher alone left
+ * F32 decode ~20% below that.
+ * The tile of up to 6 rows x 4 tokens (prompt processing; up to 6 rows x 5-6
+ * tokens, verification, go a row at a time) sums the even chunks, then the odd ones, with ONE accumulator
+ * per (row, token): 24 accumulators + 6 weight vectors + 1 activation fit
+ * the 32 zmm registers, 24 FMAs per 10 loads (the 3 x 4 block before the
+ * 4 x 6 tile kept both accumulators live: 12 per 7); the first pass's sums
+ * wait on the stack, the second pass finds the rows in L1/L2, and the 24
+ * sums are reduced 16 at a time with reduce1's additions.  Zen 5,
+ * SmolLM2-135M F32, 128-token prompt, 1 thread: 402 vs 306 tokens per
+ * CPU-second (4 x 6 vs 3 x 4, load ~20).  6 x 4 rather than 4 x 6 (session
+ * 16): the weight rows sit in L1 while the pass's activation rows stream from
+ * L2, and 4 tokens per 6 rows read a third less from L2 per FMA than 6 per 4:
+ * 1536 x 576 x 128 tokens at 145-185 vs 140-157 GFLOP/s, 576 x 1536 at
+ * 124-161 vs 112-136 (3 interleaved rounds, load ~9; peak 236).
  */
 #include <immintrin.h>
 #include <stdint.h>
@@ -32,10 +40,17 @@
 
 #include "llm/quant.h"
 
-#define TILE_ROWS 4   /* = the f32/f16 fblock_rows quant.c gives these kernels */
-#define TILE_TOKENS 6 /* = fblock_tokens */
+#define TILE_ROWS 6   /* = the f32/f16 fblock_rows quant.c gives these kernels */
+#define TILE_TOKENS 4 /* = fblock_tokens */
+#define ROW_TOKENS 6  /* = fblock_row_tokens: one row against up to 6 tokens (verification passes) */
 
 #define INLINE static inline __attribute__((always_inline))
+/* Bytes ahead of the one-row kernel's loads that it prefetches its weight row
+ * (and the rows after it, which follow in memory).  Zen 5, SmolLM2-135M F32
+ * decode, 1 thread, tokens per CPU-second (interleaved rounds, load 6-17): no
+ * prefetch 36-55 (median 46), 4096 B 49-61 (median 55), 2048 B 54-55, 8192 B
+ * 49-52; prefetcht1 no better (bench/llm/RESULTS.md, session 16). */
+#define PREFETCH_AHEAD 4096
 
 /* 16 elements of a row from element i, widened to f32 */
 INLINE __m512 load16(int f16, const uint8_t *row, int64_t i) {
@@ -95,7 +110,7 @@ INLINE float tail(int f16, int64_t k, float s, const uint8_t *W, const uint8_t *
 /* The chunks of parity par (0, 2, 4, ... or 1, 3, 5, ...), in order, of R rows x T tokens: one chain per
  * (row, token). */
 INLINE void half(int f16, int R, int T, const uint8_t *const *W, const uint8_t *const *X, int64_t n, int par,
-                 __m512 acc[TILE_ROWS][TILE_TOKENS]) {
+                 __m512 acc[TILE_ROWS][ROW_TOKENS]) {
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++)
             acc[r][t] = _mm512_setzero_ps();
@@ -115,7 +130,7 @@ INLINE void half(int f16, int R, int T, const uint8_t *const *W, const uint8_t *
  * then the sums reduced 16 at a time. */
 INLINE void micro(int f16, int R, int T, int64_t k, const uint8_t *const *W, const uint8_t *const *X, float *out) {
     int64_t n = k / 16;
-    __m512 a0[TILE_ROWS][TILE_TOKENS], a1[TILE_ROWS][TILE_TOKENS];
+    __m512 a0[TILE_ROWS][ROW_TOKENS], a1[TILE_ROWS][ROW_TOKENS];
     half(f16, R, T, W, X, n, 0, a0);
     half(f16, R, T, W, X, n, 1, a1);
     __m512 v[32]; /* (r, t) at t * R + r, zero-padded to a multiple of 16 */
@@ -140,6 +155,9 @@ INLINE void row_pair(int f16, int T, int64_t k, const uint8_t *W, const uint8_t 
     for (int t = 0; t < T; t++)
         a0[t] = a1[t] = _mm512_setzero_ps();
     for (; c + 2 <= n; c += 2) {
+        const char *ahead = (const char *)W + (f16 ? 2 : 4) * 16 * c + PREFETCH_AHEAD; /* both lines of the pair */
+        _mm_prefetch(ahead, _MM_HINT_T0);
+        if (!f16) _mm_prefetch(ahead + 64, _MM_HINT_T0);
         __m512 w0 = load16(f16, W, 16 * c), w1 = load16(f16, W, 16 * (c + 1));
         for (int t = 0; t < T; t++) {
             a0[t] = _mm512_fmadd_ps(w0, load16(f16, X[t], 16 * c), a0[t]);
@@ -155,30 +173,44 @@ INLINE void row_pair(int f16, int T, int64_t k, const uint8_t *W, const uint8_t 
         out[t * TILE_ROWS] = tail(f16, k, reduce1(_mm512_add_ps(a0[t], a1[t])), W, X[t]);
 }
 
-/* R rows (a constant) against 3..6 tokens */
+/* R rows (a constant) against 3..4 tokens */
 INLINE void rows_t(int f16, int R, int nt, int64_t k, const uint8_t *const *W, const uint8_t *const *X, float *out) {
+    if (nt == 3)
+        micro(f16, R, 3, k, W, X, out);
+    else
+        micro(f16, R, 4, k, W, X, out);
+}
+
+/* One row against 3..6 tokens (verification passes: one call per row keeps
+ * the weights one stream, and a 5-6 token check one call, not 4 + 1 or 4 + 2) */
+INLINE void row_t(int f16, int nt, int64_t k, const uint8_t *const *W, const uint8_t *const *X, float *out) {
     switch (nt) {
     case 3:
-        micro(f16, R, 3, k, W, X, out);
+        micro(f16, 1, 3, k, W, X, out);
         break;
     case 4:
-        micro(f16, R, 4, k, W, X, out);
+        micro(f16, 1, 4, k, W, X, out);
         break;
     case 5:
-        micro(f16, R, 5, k, W, X, out);
+        micro(f16, 1, 5, k, W, X, out);
         break;
     default:
-        micro(f16, R, 6, k, W, X, out);
+        micro(f16, 1, 6, k, W, X, out);
         break;
     }
 }
 
 INLINE void tile(int f16, int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt, float *out) {
-    const uint8_t *W[TILE_ROWS], *X[TILE_TOKENS];
+    const uint8_t *W[TILE_ROWS], *X[ROW_TOKENS];
     for (int r = 0; r < nr; r++)
         W[r] = (const uint8_t *)w + (size_t)r * rb;
     for (int t = 0; t < nt; t++)
         X[t] = (const uint8_t *)x + (size_t)t * xs;
+    if (nt > TILE_TOKENS) { /* 5-6 tokens (verification): the rows one after the other, one stream */
+        for (int r = 0; r < nr; r++)
+            row_t(f16, nt, k, W + r, X, out + r);
+        return;
+    }
     if (nt <= 2) {
         for (int r = 0; r < nr; r++) {
             if (nt == 1)
@@ -190,7 +222,7 @@ INLINE void tile(int f16, int64_t k, const void *w, size_t rb, int nr, const voi
     }
     switch (nr) {
     case 1:
-        rows_t(f16, 1, nt, k, W, X, out);
+        row_t(f16, nt, k, W, X, out);
         break;
     case 2:
         rows_t(f16, 2, nt, k, W, X, out);
@@ -198,8 +230,14 @@ INLINE void tile(int f16, int64_t k, const void *w, size_t rb, int nr, const voi
     case 3:
         rows_t(f16, 3, nt, k, W, X, out);
         break;
-    default:
+    case 4:
         rows_t(f16, 4, nt, k, W, X, out);
+        break;
+    case 5:
+        rows_t(f16, 5, nt, k, W, X, out);
+        break;
+    default:
+        rows_t(f16, 6, nt, k, W, X, out);
         break;
     }
 }

@@ -86,9 +86,10 @@ typedef void (*inf__llm_tile_fn)(int64_t k, const void *tile, const void *x, siz
 typedef void (*inf__llm_tiles_fn)(int64_t k, const void *tiles, size_t tile_bytes, int ntiles, const void *x,
                                   size_t x_stride, int n, float *y, size_t ldy, bool add);
 /* f32/f16 rows: nr <= fblock_rows weight rows (rb bytes apart) against
- * nt <= fblock_tokens activation rows: out[t * fblock_rows + r], bit for bit
- * `dot` (AVX-512: 4 x 6, f32_tile_avx512.c; AVX2: 4 x 8, f32_tile_avx2.c). */
-#define INF__LLM_FBLOCK_MAX 32 /* most outputs of one call (fblock_rows x fblock_tokens) */
+ * nt <= fblock_tokens activation rows (passes of a few tokens: nt <=
+ * fblock_row_tokens), out[t * fblock_rows + r], bit for bit
+ * `dot` (AVX-512: 6 x 4, f32_tile_avx512.c; AVX2: 4 x 8, f32_tile_avx2.c). */
+#define INF__LLM_FBLOCK_MAX 36 /* most outputs of one call (fblock_rows x fblock_row_tokens) */
 typedef void (*inf__llm_fblock_fn)(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt,
                                    float *out);
 typedef void (*inf__llm_to_float_fn)(const void *src, float *dst, int64_t k);
@@ -112,6 +113,7 @@ typedef struct inf__llm_qtype {
     inf__llm_fblock_fn fblock; /* f32/f16 tiles (dot is their one-row twin) */
     uint8_t fblock_rows, fblock_tokens;
     uint8_t fblock_pass; /* tokens whose rows stream past a tile's weight rows before the next rows (L2-sized) */
+    uint8_t fblock_row_tokens; /* passes of <= 8 tokens: up to this many per call (>= fblock_tokens) */
 } inf__llm_qtype;
 
 /* The row kernels of a ggml type, fast ones chosen for this CPU (or the

@@ -406,25 +406,26 @@ static void test_kernels_k(void) {
 typedef struct float_isa {
     const char *name;
     bool vnni; /* available only where inf__llm_kernel_isa() says "vnni" */
-    int rows, tokens;
+    int rows, tokens, row_tokens; /* row_tokens: tokens of a call in a pass of a few tokens */
     inf__llm_dot_fn dot[2];       /* f32, f16 */
     inf__llm_fblock_fn block[2];
 } float_isa;
 
 static void check_float_tile(const float_isa *F, int ft, int k, uint64_t *s) {
-    enum { KMAX = 576, TMAX = 8, RMAX = 4 };
+    enum { KMAX = 576, TMAX = 8, RMAX = 6 };
     static uint8_t W[RMAX * KMAX * 4], X[TMAX * KMAX * 4];
     float row[KMAX];
     const inf__llm_qtype *ref = inf__llm_qtype_get(ft ? INF__GGML_F16 : INF__GGML_F32, true);
     size_t rb = inf__llm_row_bytes(ref, k);
-    for (int r = 0; r < F->rows + F->tokens; r++) {
+    int nx = F->row_tokens > F->tokens ? F->row_tokens : F->tokens;
+    for (int r = 0; r < F->rows + nx; r++) {
         uint8_t *dst = r < F->rows ? W + r * rb : X + (r - F->rows) * rb;
         for (int i = 0; i < k; i++) row[i] = tm_rand(s) * (r < F->rows ? 1 : 3);
         if (ft) ref->from_float(row, dst, k);
         else memcpy(dst, row, rb);
     }
     for (int nr = 1; nr <= F->rows; nr++)
-        for (int nt = 1; nt <= F->tokens; nt++) {
+        for (int nt = 1; nt <= F->row_tokens; nt++) {
             float o[INF__LLM_FBLOCK_MAX];
             F->block[ft](k, W, rb, nr, X, rb, nt, o);
             int exact = 1;
@@ -449,10 +450,12 @@ static void test_kernels_float(void) {
          false,
          4,
          8,
+         8,
          {inf__llm_dot_f32_avx2, inf__llm_dot_f16_avx2},
          {inf__llm_tile_f32_avx2, inf__llm_tile_f16_avx2}},
         {"zmm",
          true,
+         6,
          4,
          6,
          {inf__llm_dot_f32_zmm, inf__llm_dot_f16_zmm},
@@ -476,6 +479,8 @@ static void test_kernels_float(void) {
     const inf__llm_qtype *f32 = inf__llm_qtype_get(INF__GGML_F32, false);
     if (strcmp(isa, "reference"))
         CHECK(f32->fblock && f32->fblock_rows * f32->fblock_tokens <= INF__LLM_FBLOCK_MAX &&
+                  f32->fblock_rows * f32->fblock_row_tokens <= INF__LLM_FBLOCK_MAX &&
+                  f32->fblock_row_tokens >= f32->fblock_tokens &&
                   (f32->fblock == inf__llm_tile_f32_avx2) == (f32->dot == inf__llm_dot_f32_avx2),
               "f32 kernels of the table: tile %d x %d", f32->fblock_rows, f32->fblock_tokens);
 #endif
