@@ -513,7 +513,8 @@ static bool gemm_bias_epilogue(inf__kernel_ctx *ctx, const gemm_params *p, const
     if (fused->kind != INF_EPILOGUE_NONE && fused->kind != INF_EPILOGUE_RELU) return false;
     const packed_b *pb = &p->bp;
     if (!pb->panels || b->data != pb->src || b->dtype != INF_DTYPE_F32 || pb->k != k || pb->n != n) return false;
-    inf__gemm_epilogue ep = {bias, NULL, 0, fused->kind == INF_EPILOGUE_RELU ? relu_row : NULL};
+    bool relu = fused->kind == INF_EPILOGUE_RELU;
+    inf__gemm_epilogue ep = {bias, NULL, 0, relu ? relu_row : NULL, relu};
     inf__ops_sgemm_packed_ep_avx2(ctx->pool, p->trans_a, m, n, k, 1.0f, a, lda, pb->panels, 0.0f, y, n, &ep);
     ctx->epilogue_done = true;
     return true;
@@ -907,7 +908,7 @@ static inf_status fused_mm_run(inf__kernel_ctx *ctx) {
     ydims[ydim - 1] = n;
     int64_t rows = 1;
     for (int d = 0; d < ydim - 1; d++) rows *= a->dims[d];
-    inf__gemm_epilogue ep = {bias->data, NULL, n, p->act};
+    inf__gemm_epilogue ep = {bias->data, NULL, n, p->act, false};
     bool same = z && z->ndim == ydim;
     for (int d = 0; same && d < ydim; d++) same = z->dims[d] == ydims[d];
     if (z && !same) return fused_mm_broadcast(ctx, p, w, rows, n, k, ydim, ydims, ep);
