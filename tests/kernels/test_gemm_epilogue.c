@@ -83,7 +83,8 @@ static void epilogue_ref(const operands *o, const inf__gemm_epilogue *ep) {
 /* The Relu of a Gemm+Relu node (ops/ref/gemm.c), the reference for the
  * kernels' in-store max(v, 0) (relu set): NaN -> 0, -0 -> 0. */
 static void relu_row(const float *x, float *y, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] > 0 ? x[i] : 0;
 }
 
 /* variant: 1 bias, 2 res, 4 GELU, 8 Relu applied in the store (bias[0] NaN
@@ -95,7 +96,10 @@ static void check_ep(inf__pool *pool, bool ta, int64_t m, int64_t n, int64_t k, 
         bool relu = variant & 8;
         if (relu) o.bias[0] = NAN, o.res[0] = -0.0f;
         inf__gemm_epilogue ep = {variant & 1 ? o.bias : NULL, variant & 2 ? o.res : NULL, o.ldr,
-                                 relu ? relu_row : variant & 4 ? inf__vmath_best()->gelu : NULL, relu};
+                                 relu          ? relu_row
+                                 : variant & 4 ? inf__vmath_best()->gelu
+                                               : NULL,
+                                 relu};
         inf__ops_sgemm_packed_ep_avx2(pool, ta, m, n, k, alpha, o.a, o.lda, o.bp, 0.0f, o.c_ep, o.ldc, &ep);
         inf__ops_sgemm_packed_avx2(pool, ta, m, n, k, alpha, o.a, o.lda, o.bp, 0.0f, o.c_ref, o.ldc);
         epilogue_ref(&o, &ep);

@@ -603,7 +603,8 @@ static void compute_task(void *arg, int64_t begin, int64_t end) {
                 const float *next = g->bp && jr + NR < nt ? bpanel + g->k * NR : NULL;
                 panel_tiles(g, ap, bpanel, ldbk, next, i0, mc, g->j0 + jt + jr, cols, p0, kc, mode, last);
             }
-            if (last && g->ep && g->ep->act && !g->ep->relu) /* after the adds, on the task's whole rows (one call each) */
+            /* after the adds, on the task's whole rows (one call each); a Relu was done in the stores */
+            if (last && g->ep && g->ep->act && !g->ep->relu)
                 epilogue_rows(&(inf__gemm_epilogue){NULL, NULL, 0, g->ep->act, false}, g->c + i0 * g->ldc + g->j0 + jt,
                               g->ldc, i0, mc, 0, nt);
         }

@@ -35,8 +35,8 @@ enum { MR = 6 };
 
 /* c[0:16] = v {+ c | fma(beta, c, v)}, then the epilogue (bias, res: this
  * row's 16 columns, or NULL) */
-static inline __attribute__((always_inline)) void store_row(__m512 v, float *c, int mode, __m512 vb,
-                                                            const float *bias, const float *res, bool relu) {
+static inline __attribute__((always_inline)) void store_row(__m512 v, float *c, int mode, __m512 vb, const float *bias,
+                                                            const float *res, bool relu) {
     if (mode == INF__GEMM_STORE_ADD) v = _mm512_add_ps(v, _mm512_loadu_ps(c));
     else if (mode == INF__GEMM_STORE_BETA) v = _mm512_fmadd_ps(vb, _mm512_loadu_ps(c), v);
     if (bias) v = _mm512_add_ps(v, _mm512_loadu_ps(bias));
@@ -47,9 +47,10 @@ static inline __attribute__((always_inline)) void store_row(__m512 v, float *c, 
 
 /* R rows (compile-time after inlining); a_step: floats between row r's
  * elements of consecutive p (1 in place, MR packed); r_step: between rows. */
-static inline __attribute__((always_inline)) void
-tile(const int R, int64_t kc, const float *restrict a, int64_t a_step, int64_t r_step, const float *restrict b0,
-     const float *restrict b1, int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const inf__gemm_tile_ep *ep) {
+static inline __attribute__((always_inline)) void tile(const int R, int64_t kc, const float *restrict a, int64_t a_step,
+                                                       int64_t r_step, const float *restrict b0,
+                                                       const float *restrict b1, int64_t ldbk, float *c, int64_t ldc,
+                                                       int mode, float beta, const inf__gemm_tile_ep *ep) {
     __m512 acc[MR][2];
     for (int r = 0; r < R; r++) acc[r][0] = _mm512_setzero_ps(), acc[r][1] = _mm512_setzero_ps();
 #pragma GCC unroll 4
@@ -65,7 +66,8 @@ tile(const int R, int64_t kc, const float *restrict a, int64_t a_step, int64_t r
     __m512 vb = _mm512_set1_ps(beta);
     if (!ep) {
         for (int r = 0; r < R; r++, c += ldc)
-            store_row(acc[r][0], c, mode, vb, NULL, NULL, false), store_row(acc[r][1], c + 16, mode, vb, NULL, NULL, false);
+            store_row(acc[r][0], c, mode, vb, NULL, NULL, false),
+                store_row(acc[r][1], c + 16, mode, vb, NULL, NULL, false);
         return;
     }
     const float *bias = ep->bias, *res = ep->res;
@@ -75,10 +77,12 @@ tile(const int R, int64_t kc, const float *restrict a, int64_t a_step, int64_t r
     }
 }
 
-#define TILE_CASE(R)                                                                                   \
-    case R:                                                                                            \
-        if (lda > 0) tile(R, kc, a, 1, lda, b0, b1, ldbk, c, ldc, mode, beta, ep);                     \
-        else tile(R, kc, a, MR, 1, b0, b1, ldbk, c, ldc, mode, beta, ep);                              \
+#define TILE_CASE(R)                                                                                                   \
+    case R:                                                                                                            \
+        if (lda > 0)                                                                                                   \
+            tile(R, kc, a, 1, lda, b0, b1, ldbk, c, ldc, mode, beta, ep);                                              \
+        else                                                                                                           \
+            tile(R, kc, a, MR, 1, b0, b1, ldbk, c, ldc, mode, beta, ep);                                               \
         break;
 
 void inf__gemm_tile_x32_avx512(int rows, int64_t kc, const float *a, int64_t lda, const float *b0, const float *b1,
@@ -97,10 +101,11 @@ void inf__gemm_tile_x32_avx512(int rows, int64_t kc, const float *a, int64_t lda
 
 /* ---- edge tiles: masked stores ---- */
 
-static inline __attribute__((always_inline)) void
-tile_masked(const int R, __mmask16 k, int64_t kc, const float *restrict a, int64_t a_step, int64_t r_step,
-            const float *restrict b, int64_t ldbk, float *c, int64_t ldc, int mode, float beta,
-            const inf__gemm_tile_ep *ep) {
+static inline __attribute__((always_inline)) void tile_masked(const int R, __mmask16 k, int64_t kc,
+                                                              const float *restrict a, int64_t a_step, int64_t r_step,
+                                                              const float *restrict b, int64_t ldbk, float *c,
+                                                              int64_t ldc, int mode, float beta,
+                                                              const inf__gemm_tile_ep *ep) {
     __m512 acc[MR];
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
 #pragma GCC unroll 4
@@ -125,10 +130,12 @@ tile_masked(const int R, __mmask16 k, int64_t kc, const float *restrict a, int64
     }
 }
 
-#define MASKED_CASE(R)                                                                                 \
-    case R:                                                                                            \
-        if (lda > 0) tile_masked(R, k, kc, a, 1, lda, b, ldbk, c, ldc, mode, beta, ep);                 \
-        else tile_masked(R, k, kc, a, MR, 1, b, ldbk, c, ldc, mode, beta, ep);                          \
+#define MASKED_CASE(R)                                                                                                 \
+    case R:                                                                                                            \
+        if (lda > 0)                                                                                                   \
+            tile_masked(R, k, kc, a, 1, lda, b, ldbk, c, ldc, mode, beta, ep);                                         \
+        else                                                                                                           \
+            tile_masked(R, k, kc, a, MR, 1, b, ldbk, c, ldc, mode, beta, ep);                                          \
         break;
 
 void inf__gemm_tile_x16_masked_avx512(int rows, int cols, int64_t kc, const float *a, int64_t lda, const float *b,
