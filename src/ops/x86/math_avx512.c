@@ -129,7 +129,6 @@ static inline __m512 erf16(__m512 x) {
     return blend(y, x, is_nan(x));
 }
 
-/* GELU on all 16 lanes: both parts computed, blended (the AVX2 gelu8's sequence). */
 static inline __m512 gelu16(__m512 x) {
     __m512 u = _mm512_mul_ps(x, SET1(0.707106781186547524f)), t = abs_ps(u), h = _mm512_mul_ps(SET1(0.5f), x);
     __m512 small = _mm512_fmadd_ps(h, erf_small16(u), h);
@@ -142,29 +141,6 @@ static inline __m512 gelu16(__m512 x) {
     __m512 y = blend(big, small, _mm512_cmp_ps_mask(t, SET1(1.0f), _CMP_LT_OQ));
     y = blend(y, x, _mm512_cmp_ps_mask(x, SET1(28.0f), _CMP_GE_OQ));
     return blend(y, x, is_nan(x));
-}
-
-/* GELU in two parts: the lanes the erf polynomial, the identity (x >= 28)
- * or the NaN pass-through finish (returned, *tail = the other lanes), and
- * the erfc tail of the rest -- each lane's operations as the AVX2 gelu8,
- * so a lane gets the same bits in whichever vector it is computed. */
-static inline __attribute__((always_inline)) __m512 gelu_easy16(__m512 x, __mmask16 *tail) {
-    __m512 u = _mm512_mul_ps(x, SET1(0.707106781186547524f)), t = abs_ps(u), h = _mm512_mul_ps(SET1(0.5f), x);
-    __m512 small = _mm512_fmadd_ps(h, erf_small16(u), h);
-    __mmask16 lt1 = _mm512_cmp_ps_mask(t, SET1(1.0f), _CMP_LT_OQ);
-    __mmask16 keep = _mm512_cmp_ps_mask(x, SET1(28.0f), _CMP_GE_OQ) | is_nan(x);
-    *tail = (__mmask16) ~(lt1 | keep);
-    return blend(small, x, keep);
-}
-
-static inline __attribute__((always_inline)) __m512 gelu_tail16(__m512 x) {
-    __m512 u = _mm512_mul_ps(x, SET1(0.707106781186547524f)), t = abs_ps(u), h = _mm512_mul_ps(SET1(0.5f), x);
-    __m512 tc = _mm512_min_ps(_mm512_max_ps(t, SET1(1.0f)), SET1(20.0f));
-    __m512 xc = _mm512_min_ps(abs_ps(x), SET1(28.0f));
-    __m512 hi = _mm512_mul_ps(xc, xc), lo = _mm512_fmsub_ps(xc, xc, hi);
-    __m512 c = erfc_tail16(tc, _mm512_mul_ps(SET1(0.5f), hi), _mm512_mul_ps(SET1(0.5f), lo));
-    __m512 pos = _mm512_fnmadd_ps(h, c, x), neg = _mm512_mul_ps(h, c);
-    return blend(neg, pos, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ));
 }
 
 /* Lanes [0, k) of a 16-lane block, k in 0..16. */
@@ -185,79 +161,7 @@ ELEMENTWISE(vexp, exp16)
 ELEMENTWISE(vtanh, tanh16)
 ELEMENTWISE(verf, erf16)
 ELEMENTWISE(vsigmoid, sigmoid16)
-
-/* GELU over blocks of up to GELU_VECS vectors: the easy lanes stored at
- * once, the lanes that need the erfc tail (its exp and division: most of
- * the work per vector) packed together (vcompressps, merged in registers
- * and stored as whole aligned vectors), run full vectors at a time, and put
- * back (vexpandps) -- where about half the lanes or fewer need the tail
- * (a layer's GELU input, spread ~N(0, 1)) it runs on that share of the
- * vectors.  All of memory here is read back as the aligned vectors it was
- * stored as: an unaligned reload of just-stored lanes would wait for the
- * stores to retire. */
-enum { GELU_VECS = 16 };
-
-static void vgelu(const float *x, float *y, int64_t n) {
-    _Alignas(64) float tx[(GELU_VECS + 1) * 16], ty[(GELU_VECS + 2) * 16];
-    __mmask16 tail[GELU_VECS];
-    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    bool pack = true; /* pack the tail lanes (the last block had few); else the whole GELU on each vector */
-    for (int64_t b = 0; b < n; b += GELU_VECS * 16, x += GELU_VECS * 16, y += GELU_VECS * 16) {
-        int64_t bn = n - b < GELU_VECS * 16 ? n - b : GELU_VECS * 16;
-        int nv = (int)((bn + 15) / 16), full = 0, fill = 0, cnt = 0; /* tx: `full` vectors + `fill` lanes in acc */
-        __m512 acc = _mm512_setzero_ps();
-        /* the tail's share of the lanes, from the block's first vector and the last block's count */
-        __m512 t0 = abs_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(lanes(bn), x), SET1(0.707106781186547524f)));
-        int sample = __builtin_popcount(_mm512_mask_cmp_ps_mask(lanes(bn), t0, SET1(1.0f), _CMP_NLT_UQ));
-        pack = pack && 20 * sample < 9 * (bn < 16 ? bn : 16);
-        if (!pack) { /* the whole GELU on each vector */
-            pack = true;
-            int v = 0;
-            for (; 16 * v + 16 <= bn; v++)
-                _mm512_storeu_ps(y + 16 * v, gelu16(_mm512_loadu_ps(x + 16 * v)));
-            if (16 * v < bn) {
-                __mmask16 k = lanes(bn - 16 * v);
-                _mm512_mask_storeu_ps(y + 16 * v, k, gelu16(_mm512_maskz_loadu_ps(k, x + 16 * v)));
-            }
-            continue;
-        }
-        for (int v = 0; v < nv; v++) {
-            __mmask16 k = lanes(bn - 16 * v);
-            __m512 xv = _mm512_maskz_loadu_ps(k, x + 16 * v);
-            __m512 r = gelu_easy16(xv, &tail[v]);
-            tail[v] &= k;
-            int pc = __builtin_popcount(tail[v]);
-            cnt += pc;
-            _mm512_mask_storeu_ps(y + 16 * v, k, r);
-            __m512 c = _mm512_maskz_compress_ps(tail[v], xv);
-            /* acc's first `fill` lanes, then c's */
-            __mmask16 from_c = (__mmask16)(0xFFFFu << fill);
-            __m512 merged =
-                _mm512_permutex2var_ps(acc, _mm512_mask_add_epi32(iota, from_c, iota, _mm512_set1_epi32(16 - fill)), c);
-            _mm512_store_ps(tx + 16 * full, merged);
-            int over = fill + pc >= 16; /* merged is whole: keep c's lanes left over */
-            __m512 rest = _mm512_permutexvar_ps(_mm512_add_epi32(iota, _mm512_set1_epi32(16 - fill)), c);
-            acc = _mm512_mask_blend_ps(over ? 0xFFFF : 0, merged, rest);
-            full += over;
-            fill = (fill + pc) & 15;
-        }
-        if (cnt) {
-            _mm512_store_ps(tx + 16 * full, acc); /* lanes past fill: other x values, computed and unused */
-            for (int i = 0; i < cnt; i += 16)
-                _mm512_store_ps(ty + i, gelu_tail16(_mm512_load_ps(tx + i)));
-            for (int v = 0, off = 0; v < nv; v++) {
-                if (!tail[v]) continue;
-                /* ty[off ..] from the two aligned vectors it spans */
-                int base = off & ~15;
-                __m512 lo = _mm512_load_ps(ty + base), hi = _mm512_load_ps(ty + base + 16);
-                __m512 t = _mm512_permutex2var_ps(lo, _mm512_add_epi32(iota, _mm512_set1_epi32(off - base)), hi);
-                _mm512_mask_storeu_ps(y + 16 * v, tail[v], _mm512_maskz_expand_ps(tail[v], t));
-                off += __builtin_popcount(tail[v]);
-            }
-        }
-        pack = 20 * (int64_t)cnt < 9 * bn; /* packing paid below ~45 % of the lanes (Zen 5) */
-    }
-}
+ELEMENTWISE(vgelu, gelu16)
 
 /* The AVX2 file's final reduction of its accumulators s0 (lanes 0-3 of s)
  * and s1 (lanes 4-7): (s0 + s1), then halves, then the two doubles. */
