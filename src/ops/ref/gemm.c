@@ -490,11 +490,13 @@ static inf_status gemm_bias_strides(inf__kernel_ctx *ctx, const gemm_params *p,
     return INF_OK;
 }
 
+#if defined(__x86_64__)
 /* Relu over a row segment, as the session's fused Relu (NaN -> 0). */
 static void relu_row(const float *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++)
         y[i] = x[i] > 0 ? x[i] : 0;
 }
+#endif
 
 /* Y = A'B' + bias [then Relu] with B packed, when C is a row of n biases
  * (alpha 1, beta 1): the bias add and the node's fused Relu run in the
