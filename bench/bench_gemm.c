@@ -35,7 +35,10 @@ typedef struct shape {
 
 static const shape SHAPES[] = {
     {"mlp b1 fc2 (Gemm transB)", false, true, 1, 256, 256},
+    {"mlp b64 fc1 (Gemm transB)", false, true, 64, 256, 64},
     {"mlp b64 fc2 (Gemm transB)", false, true, 64, 256, 256},
+    {"mlp b64 fc3 (Gemm transB)", false, true, 64, 128, 256},
+    {"mlp b64 fc4 (Gemm transB)", false, true, 64, 8, 128},
     {"mlp b4096 fc2 (Gemm transB)", false, true, 4096, 256, 256},
     {"cnn stem conv 3->32 @64x64", false, false, 32, 4096, 27},
     {"cnn block1 conv 32->32 @32x32", false, false, 32, 1024, 288},

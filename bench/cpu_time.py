@@ -40,6 +40,11 @@ def cpu_seconds(cmd, env):
     return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
+def ms(sec):
+    """CPU time per inference, in us under 1 ms (batch-1 and small models)."""
+    return f'{sec * 1e6:.1f} us' if sec < 1e-3 else f'{sec * 1e3:.3f} ms'
+
+
 def main(argv):
     if len(argv) < 7:
         sys.exit(__doc__)
@@ -55,9 +60,11 @@ def main(argv):
             a, b = run(n1), run(n2)
             per[name].append((b - a) / (n2 - n1))
     med = {name: statistics.median(v) for name, v in per.items()}
-    line = f'{os.path.basename(path)} batch {batch}: ' + ', '.join(f'{n} {med[n] * 1e3:.2f} ms' for n in med)
+    line = f'{os.path.basename(path)} batch {batch}: ' + ', '.join(f'{n} {ms(med[n])}' for n in med)
     if 'ort' in med:
-        line += ' | / ort: ' + ', '.join(f'{n} {med[n] / med["ort"]:.2f}' for n in med if n != 'ort')
+        line += ' | / ort: ' + ', '.join(f'{n} {med[n] / med["ort"]:.3f}' for n in med if n != 'ort')
+        line += ' | per repeat / ort: ' + ', '.join(
+            f'{n} ' + '/'.join(f'{x / o:.2f}' for x, o in zip(per[n], per['ort'])) for n in med if n != 'ort')
     with open('/proc/loadavg') as f:
         line += ' | load ' + f.read().split()[0]
     print(line)

@@ -279,6 +279,7 @@ typedef struct inf__gemm_epilogue {
     const float *res;  /* [m, n], row stride ldr */
     int64_t ldr;
     void (*act)(const float *x, float *y, int64_t n);
+    bool relu; /* act is a Relu (NaN -> 0): the kernels apply it in each tile's store as max(v, 0) */
 } inf__gemm_epilogue;
 void inf__ops_sgemm_packed_ep_avx2(inf__pool *pool, bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
                                    const float *a, int64_t lda, const float *bp, float beta, float *c, int64_t ldc,

@@ -7,7 +7,8 @@
  * Epilogue: bit for bit against the unfused computation -- the packed
  * product (inf__ops_sgemm_packed_avx2), then c + bias[j], then + res, then
  * the activation (ops/vmath.h's GELU) over each row -- for every
- * combination of bias / residual / GELU, over fixed shapes around the
+ * combination of bias / residual / GELU or Relu (done in the tiles' stores,
+ * with a NaN bias and a -0 residual), over fixed shapes around the
  * blocking edges (m = 1..8, 13, 14 and 128 -- ragged ends of 6 + 1 and
  * 6 + 2 rows, run as 4 + 3 and 4 + 4 in place --, 71-73, 144 and 150:
  * one row block on one thread up to 144 rows; n around the 16-column panels;
@@ -79,12 +80,26 @@ static void epilogue_ref(const operands *o, const inf__gemm_epilogue *ep) {
     }
 }
 
+/* The Relu of a Gemm+Relu node (ops/ref/gemm.c), the reference for the
+ * kernels' in-store max(v, 0) (relu set): NaN -> 0, -0 -> 0. */
+static void relu_row(const float *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] > 0 ? x[i] : 0;
+}
+
+/* variant: 1 bias, 2 res, 4 GELU, 8 Relu applied in the store (bias[0] NaN
+ * and res[0] -0.0f then, so the NaN and signed-zero cases are met). */
 static void check_ep(inf__pool *pool, bool ta, int64_t m, int64_t n, int64_t k, float alpha, int variant) {
     operands o;
     bool ok = operands_make(&o, ta, m, n, k);
     if (ok) {
+        bool relu = variant & 8;
+        if (relu) o.bias[0] = NAN, o.res[0] = -0.0f;
         inf__gemm_epilogue ep = {variant & 1 ? o.bias : NULL, variant & 2 ? o.res : NULL, o.ldr,
-                                 variant & 4 ? inf__vmath_best()->gelu : NULL};
+                                 relu          ? relu_row
+                                 : variant & 4 ? inf__vmath_best()->gelu
+                                               : NULL,
+                                 relu};
         inf__ops_sgemm_packed_ep_avx2(pool, ta, m, n, k, alpha, o.a, o.lda, o.bp, 0.0f, o.c_ep, o.ldc, &ep);
         inf__ops_sgemm_packed_avx2(pool, ta, m, n, k, alpha, o.a, o.lda, o.bp, 0.0f, o.c_ref, o.ldc);
         epilogue_ref(&o, &ep);
@@ -132,14 +147,16 @@ static void cases(inf__pool *pool) {
     for (size_t im = 0; im < sizeof M / sizeof *M; im++)
         for (size_t in = 0; in < sizeof N / sizeof *N; in++, t++) {
             int64_t k = K[t % (sizeof K / sizeof *K)];
-            for (int variant = 1; variant < 8; variant++)
-                check_ep(pool, variant == 3, M[im], N[in], k, ALPHAS[(t + variant) % 2], variant);
+            for (int variant = 1; variant < 12; variant++)
+                if (variant != 8) check_ep(pool, variant == 3, M[im], N[in], k, ALPHAS[(t + variant) % 2], variant);
             check_direct_a(pool, M[im], N[in], k);
         }
     check_ep(pool, false, 9, 20, 0, 1.0f, 7); /* k = 0: act(0 + bias + res) */
     for (int i = 0; i < 60; i++) {
         int64_t m = rand_in(1, 200), n = rand_in(1, 300), k = rand_in(1, 1100);
-        check_ep(pool, next_u64() % 4 == 0, m, n, k, next_u64() % 2 ? 1.0f : -2.0f, (int)rand_in(1, 7));
+        int variant = (int)rand_in(1, 7);
+        if (variant & 4 && next_u64() % 2) variant += 4; /* Relu in place of GELU */
+        check_ep(pool, next_u64() % 4 == 0, m, n, k, next_u64() % 2 ? 1.0f : -2.0f, variant);
         check_direct_a(pool, m, n, k);
     }
 }

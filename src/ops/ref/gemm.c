@@ -490,6 +490,44 @@ static inf_status gemm_bias_strides(inf__kernel_ctx *ctx, const gemm_params *p,
     return INF_OK;
 }
 
+#if defined(__x86_64__)
+/* Relu over a row segment, as the session's fused Relu (NaN -> 0). */
+static void relu_row(const float *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] > 0 ? x[i] : 0;
+}
+#endif
+
+/* Y = A'B' + bias [then Relu] with B packed, when C is a row of n biases
+ * (alpha 1, beta 1): the bias add and the node's fused Relu run in the
+ * GEMM's store while each tile is in cache (inf__gemm_epilogue, as
+ * FusedMatMul), not as a pass filling Y with C before the product and a
+ * pass for the Relu after it.  Each element is the product's sum, then +
+ * bias, then Relu -- a MatMul, an Add and a Relu node's arithmetic (with K
+ * over one 256-deep block, the same bits as the C-first order; deeper K
+ * adds the bias once at the end instead of into the first block's sums).
+ * False (nothing done) when the shape, the scalars or the packing do not fit. */
+static bool gemm_bias_epilogue(inf__kernel_ctx *ctx, const gemm_params *p, const inf_tensor *b, int64_t m, int64_t n,
+                               int64_t k, const float *a, int64_t lda, const float *bias, int64_t c_rs, int64_t c_cs,
+                               float *y) {
+#if defined(__x86_64__)
+    const inf__epilogue *fused = &ctx->node->epilogue;
+    if (!bias || c_rs != 0 || c_cs != 1 || p->alpha != 1.0f || p->beta != 1.0f) return false;
+    if (fused->kind != INF_EPILOGUE_NONE && fused->kind != INF_EPILOGUE_RELU) return false;
+    const packed_b *pb = &p->bp;
+    if (!pb->panels || b->data != pb->src || b->dtype != INF_DTYPE_F32 || pb->k != k || pb->n != n) return false;
+    bool relu = fused->kind == INF_EPILOGUE_RELU;
+    inf__gemm_epilogue ep = {bias, NULL, 0, relu ? relu_row : NULL, relu};
+    inf__ops_sgemm_packed_ep_avx2(ctx->pool, p->trans_a, m, n, k, 1.0f, a, lda, pb->panels, 0.0f, y, n, &ep);
+    ctx->epilogue_done = true;
+    return true;
+#else
+    (void)ctx, (void)p, (void)b, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)bias, (void)c_rs, (void)c_cs,
+        (void)y;
+    return false;
+#endif
+}
+
 static inf_status gemm_run(inf__kernel_ctx *ctx) {
     const gemm_params *p = ctx->node->params;
     const inf_tensor *a = ctx->in[0], *b = ctx->in[1];
@@ -537,6 +575,8 @@ static inf_status gemm_run(inf__kernel_ctx *ctx) {
             if (!y_tmp) return INF_ENOMEM;
             af = a_tmp, bf = b_tmp, cf = c_tmp, yf = y_tmp;
         }
+        if (!is_half(dt) && gemm_bias_epilogue(ctx, p, b, m, n, k, af, lda, use_c ? cf : NULL, c_rs, c_cs, yf))
+            return INF_OK;
         if (use_c)
             for (int64_t i = 0; i < m; i++)
                 for (int64_t j = 0; j < n; j++) yf[i * n + j] = p->beta * cf[i * c_rs + j * c_cs];
@@ -871,7 +911,7 @@ static inf_status fused_mm_run(inf__kernel_ctx *ctx) {
     ydims[ydim - 1] = n;
     int64_t rows = 1;
     for (int d = 0; d < ydim - 1; d++) rows *= a->dims[d];
-    inf__gemm_epilogue ep = {bias->data, NULL, n, p->act};
+    inf__gemm_epilogue ep = {bias->data, NULL, n, p->act, false};
     bool same = z && z->ndim == ydim;
     for (int d = 0; same && d < ydim; d++) same = z->dims[d] == ydims[d];
     if (z && !same) return fused_mm_broadcast(ctx, p, w, rows, n, k, ydim, ydims, ep);

@@ -305,20 +305,34 @@ enum { STORE_BETA0, STORE_ADD, STORE_BETA };
 typedef struct tile_adds {
     const float *bias, *res;
     int64_t ldr;
+    bool relu; /* then max(v, 0) (the epilogue's act is a Relu) */
 } tile_adds;
 
 /* C[0:rows, 0:16] += bias, then += res: one float rounding each, in the
- * order of the separate Add nodes, right after the tile's store while it
- * is in L1 (out of line, so the kernels keep their accumulators in
- * registers). */
+ * order of the separate Add nodes, then the Relu, right after the tile's
+ * store while it is in L1 (out of line, so the kernels keep their
+ * accumulators in registers). */
 static __attribute__((noinline)) void tile_add(const tile_adds *ta, float *c, int64_t ldc, int rows) {
     for (int r = 0; r < rows; r++, c += ldc)
         for (int h = 0; h < 2; h++) {
             __m256 v = _mm256_loadu_ps(c + 8 * h);
             if (ta->bias) v = _mm256_add_ps(v, _mm256_loadu_ps(ta->bias + 8 * h));
             if (ta->res) v = _mm256_add_ps(v, _mm256_loadu_ps(ta->res + r * ta->ldr + 8 * h));
+            if (ta->relu) v = _mm256_max_ps(v, _mm256_setzero_ps()); /* NaN -> 0, as Relu */
             _mm256_storeu_ps(c + 8 * h, v);
         }
+}
+
+/* The epilogue's part a tile does in its store (bias and res at the tile's
+ * column j and first row i), or none: not the last k block (ep NULL). */
+static inline tile_adds tile_adds_at(const inf__gemm_epilogue *ep, int64_t i, int64_t j) {
+    tile_adds ta = {NULL, NULL, 0, false};
+    if (!ep) return ta;
+    ta.bias = ep->bias ? ep->bias + j : NULL;
+    ta.res = ep->res ? ep->res + i * ep->ldr + j : NULL;
+    ta.ldr = ep->ldr;
+    ta.relu = ep->relu && ep->act;
+    return ta;
 }
 
 /* C[0:R, 0:16] (ldc) = acc + {0, C, beta*C}, then the adds (ta, may be
@@ -416,6 +430,7 @@ static void store_partial(const float *t, float *c, int64_t ldc, int64_t rows, i
             else if (mode == STORE_BETA) v = fmaf(beta, c[j], v);
             if (ta && ta->bias) v = v + ta->bias[j];
             if (ta && ta->res) v = v + ta->res[r * ta->ldr + j];
+            if (ta && ta->relu) v = v > 0 ? v : 0;
             c[j] = v;
         }
 }
@@ -502,17 +517,18 @@ static void panel_tiles(const gemm_job *g, const float *ap, const float *bpanel,
     for (int64_t ir = 0, tile = 0; ir < mc; tile++) {
         int64_t rows = tile_rows(mc, ir, g->a_direct);
         const float *a = g->a_direct ? g->a + (i0 + ir) * g->lda + p0 : ap + ir * kc;
-        tile_adds ta = {ep ? ep->bias : NULL, ep && ep->res ? ep->res + (i0 + ir) * ep->ldr + j : NULL,
-                        ep ? ep->ldr : 0};
-        if (ta.bias) ta.bias += j;
+        tile_adds ta = tile_adds_at(ep, i0 + ir, j);
+        bool any = ta.bias || ta.res || ta.relu;
         if (next && tile * slice < kc * NR * 4)
             prefetch_lines((const float *)((const char *)next + tile * slice), min64(slice, kc * NR * 4 - tile * slice));
-        if (g->wide && (cols < NR || (!g->a_direct && rows < MR))) /* edge tile: masked AVX-512 stores */
+        if (g->wide && (cols < NR || (!g->a_direct && rows < MR))) { /* edge tile: masked AVX-512 stores */
+            inf__gemm_tile_ep te = {ta.bias, ta.res, ta.ldr, ta.relu};
             inf__gemm_tile_x16_masked_avx512((int)rows, (int)cols, kc, a, g->a_direct ? g->lda : 0, bpanel, ldbk,
-                                             cblk + ir * g->ldc, g->ldc, mode, g->beta, ta.bias, ta.res, ta.ldr);
-        else
+                                             cblk + ir * g->ldc, g->ldc, mode, g->beta, any ? &te : NULL);
+        } else {
             micro_tile(kc, a, g->a_direct ? g->lda : 0, bpanel, ldbk, cblk + ir * g->ldc, g->ldc, rows, cols, mode,
-                       g->beta, ta.bias || ta.res ? &ta : NULL);
+                       g->beta, any ? &ta : NULL);
+        }
         ir += rows;
     }
 }
@@ -531,7 +547,8 @@ static __attribute__((noinline)) void prefetch_pair_slice(const gemm_job *g, con
 
 /* Two adjacent full 16-column panels at once (columns [j, j + 32)) with
  * the AVX-512 kernel: same tiles, same bits as two panel_tiles calls; the
- * epilogue's adds follow each tile's store as there.  next: the next
+ * epilogue's adds (and a Relu) are done in the tile's store, on the sums
+ * still in registers.  next: the next
  * pair's packed block (two panels of kc rows, one after the other at
  * g->k * NR apart), or NULL: each tile prefetches a slice of it into L2,
  * so a batch-1 layer's weights -- which come from L3 on every run, each
@@ -548,13 +565,10 @@ static void panel_pair_tiles(const gemm_job *g, const float *ap, const float *b0
         int64_t rows = tile_rows(mc, ir, g->a_direct);
         const float *a = g->a_direct ? g->a + (i0 + ir) * g->lda + p0 : ap + ir * kc;
         float *c = cblk + ir * g->ldc;
-        inf__gemm_tile_x32_avx512((int)rows, kc, a, g->a_direct ? g->lda : 0, b0, b1, ldbk, c, g->ldc, mode, g->beta);
-        if (ep && (ep->bias || ep->res))
-            for (int h = 0; h < 2; h++) {
-                tile_adds ta = {ep->bias ? ep->bias + j + NR * h : NULL,
-                                ep->res ? ep->res + (i0 + ir) * ep->ldr + j + NR * h : NULL, ep->ldr};
-                tile_add(&ta, c + NR * h, g->ldc, (int)rows);
-            }
+        tile_adds ta = tile_adds_at(ep, i0 + ir, j);
+        inf__gemm_tile_ep te = {ta.bias, ta.res, ta.ldr, ta.relu};
+        inf__gemm_tile_x32_avx512((int)rows, kc, a, g->a_direct ? g->lda : 0, b0, b1, ldbk, c, g->ldc, mode, g->beta,
+                                  ta.bias || ta.res || ta.relu ? &te : NULL);
         ir += rows;
     }
 }
@@ -589,8 +603,9 @@ static void compute_task(void *arg, int64_t begin, int64_t end) {
                 const float *next = g->bp && jr + NR < nt ? bpanel + g->k * NR : NULL;
                 panel_tiles(g, ap, bpanel, ldbk, next, i0, mc, g->j0 + jt + jr, cols, p0, kc, mode, last);
             }
-            if (last && g->ep && g->ep->act) /* after the adds, on the task's whole rows (one call each) */
-                epilogue_rows(&(inf__gemm_epilogue){NULL, NULL, 0, g->ep->act}, g->c + i0 * g->ldc + g->j0 + jt,
+            /* after the adds, on the task's whole rows (one call each); a Relu was done in the stores */
+            if (last && g->ep && g->ep->act && !g->ep->relu)
+                epilogue_rows(&(inf__gemm_epilogue){NULL, NULL, 0, g->ep->act, false}, g->c + i0 * g->ldc + g->j0 + jt,
                               g->ldc, i0, mc, 0, nt);
         }
     }

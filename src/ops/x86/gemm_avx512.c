@@ -33,17 +33,24 @@
 
 enum { MR = 6 };
 
-static inline __attribute__((always_inline)) void store_row(__m512 v, float *c, int mode, __m512 vb) {
+/* c[0:16] = v {+ c | fma(beta, c, v)}, then the epilogue (bias, res: this
+ * row's 16 columns, or NULL) */
+static inline __attribute__((always_inline)) void store_row(__m512 v, float *c, int mode, __m512 vb, const float *bias,
+                                                            const float *res, bool relu) {
     if (mode == INF__GEMM_STORE_ADD) v = _mm512_add_ps(v, _mm512_loadu_ps(c));
     else if (mode == INF__GEMM_STORE_BETA) v = _mm512_fmadd_ps(vb, _mm512_loadu_ps(c), v);
+    if (bias) v = _mm512_add_ps(v, _mm512_loadu_ps(bias));
+    if (res) v = _mm512_add_ps(v, _mm512_loadu_ps(res));
+    if (relu) v = _mm512_max_ps(v, _mm512_setzero_ps()); /* NaN -> 0, as Relu */
     _mm512_storeu_ps(c, v);
 }
 
 /* R rows (compile-time after inlining); a_step: floats between row r's
  * elements of consecutive p (1 in place, MR packed); r_step: between rows. */
-static inline __attribute__((always_inline)) void
-tile(const int R, int64_t kc, const float *restrict a, int64_t a_step, int64_t r_step, const float *restrict b0,
-     const float *restrict b1, int64_t ldbk, float *c, int64_t ldc, int mode, float beta) {
+static inline __attribute__((always_inline)) void tile(const int R, int64_t kc, const float *restrict a, int64_t a_step,
+                                                       int64_t r_step, const float *restrict b0,
+                                                       const float *restrict b1, int64_t ldbk, float *c, int64_t ldc,
+                                                       int mode, float beta, const inf__gemm_tile_ep *ep) {
     __m512 acc[MR][2];
     for (int r = 0; r < R; r++) acc[r][0] = _mm512_setzero_ps(), acc[r][1] = _mm512_setzero_ps();
 #pragma GCC unroll 4
@@ -57,17 +64,29 @@ tile(const int R, int64_t kc, const float *restrict a, int64_t a_step, int64_t r
         }
     }
     __m512 vb = _mm512_set1_ps(beta);
-    for (int r = 0; r < R; r++, c += ldc) store_row(acc[r][0], c, mode, vb), store_row(acc[r][1], c + 16, mode, vb);
+    if (!ep) {
+        for (int r = 0; r < R; r++, c += ldc)
+            store_row(acc[r][0], c, mode, vb, NULL, NULL, false),
+                store_row(acc[r][1], c + 16, mode, vb, NULL, NULL, false);
+        return;
+    }
+    const float *bias = ep->bias, *res = ep->res;
+    for (int r = 0; r < R; r++, c += ldc, res = res ? res + ep->ldr : NULL) {
+        store_row(acc[r][0], c, mode, vb, bias, res, ep->relu);
+        store_row(acc[r][1], c + 16, mode, vb, bias ? bias + 16 : NULL, res ? res + 16 : NULL, ep->relu);
+    }
 }
 
-#define TILE_CASE(R)                                                                                   \
-    case R:                                                                                            \
-        if (lda > 0) tile(R, kc, a, 1, lda, b0, b1, ldbk, c, ldc, mode, beta);                         \
-        else tile(R, kc, a, MR, 1, b0, b1, ldbk, c, ldc, mode, beta);                                  \
+#define TILE_CASE(R)                                                                                                   \
+    case R:                                                                                                            \
+        if (lda > 0)                                                                                                   \
+            tile(R, kc, a, 1, lda, b0, b1, ldbk, c, ldc, mode, beta, ep);                                              \
+        else                                                                                                           \
+            tile(R, kc, a, MR, 1, b0, b1, ldbk, c, ldc, mode, beta, ep);                                               \
         break;
 
 void inf__gemm_tile_x32_avx512(int rows, int64_t kc, const float *a, int64_t lda, const float *b0, const float *b1,
-                               int64_t ldbk, float *c, int64_t ldc, int mode, float beta) {
+                               int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const inf__gemm_tile_ep *ep) {
     switch (rows) {
         TILE_CASE(6)
         TILE_CASE(5)
@@ -75,17 +94,18 @@ void inf__gemm_tile_x32_avx512(int rows, int64_t kc, const float *a, int64_t lda
         TILE_CASE(3)
         TILE_CASE(2)
     default:
-        tile(1, kc, a, lda > 0 ? 1 : MR, lda > 0 ? lda : 1, b0, b1, ldbk, c, ldc, mode, beta);
+        tile(1, kc, a, lda > 0 ? 1 : MR, lda > 0 ? lda : 1, b0, b1, ldbk, c, ldc, mode, beta, ep);
         break;
     }
 }
 
 /* ---- edge tiles: masked stores ---- */
 
-static inline __attribute__((always_inline)) void
-tile_masked(const int R, __mmask16 k, int64_t kc, const float *restrict a, int64_t a_step, int64_t r_step,
-            const float *restrict b, int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const float *bias,
-            const float *res, int64_t ldr) {
+static inline __attribute__((always_inline)) void tile_masked(const int R, __mmask16 k, int64_t kc,
+                                                              const float *restrict a, int64_t a_step, int64_t r_step,
+                                                              const float *restrict b, int64_t ldbk, float *c,
+                                                              int64_t ldc, int mode, float beta,
+                                                              const inf__gemm_tile_ep *ep) {
     __m512 acc[MR];
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
 #pragma GCC unroll 4
@@ -95,6 +115,9 @@ tile_masked(const int R, __mmask16 k, int64_t kc, const float *restrict a, int64
         for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * r_step]), v, acc[r]);
     }
     __m512 vb = _mm512_set1_ps(beta);
+    const float *bias = ep ? ep->bias : NULL, *res = ep ? ep->res : NULL;
+    int64_t ldr = ep ? ep->ldr : 0;
+    bool relu = ep && ep->relu;
     __m512 vbias = bias ? _mm512_maskz_loadu_ps(k, bias) : _mm512_setzero_ps();
     for (int r = 0; r < R; r++, c += ldc) {
         __m512 v = acc[r];
@@ -102,19 +125,22 @@ tile_masked(const int R, __mmask16 k, int64_t kc, const float *restrict a, int64
         else if (mode == INF__GEMM_STORE_BETA) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k, c), v);
         if (bias) v = _mm512_add_ps(v, vbias);
         if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, res + r * ldr));
+        if (relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
         _mm512_mask_storeu_ps(c, k, v);
     }
 }
 
-#define MASKED_CASE(R)                                                                                 \
-    case R:                                                                                            \
-        if (lda > 0) tile_masked(R, k, kc, a, 1, lda, b, ldbk, c, ldc, mode, beta, bias, res, ldr);     \
-        else tile_masked(R, k, kc, a, MR, 1, b, ldbk, c, ldc, mode, beta, bias, res, ldr);              \
+#define MASKED_CASE(R)                                                                                                 \
+    case R:                                                                                                            \
+        if (lda > 0)                                                                                                   \
+            tile_masked(R, k, kc, a, 1, lda, b, ldbk, c, ldc, mode, beta, ep);                                         \
+        else                                                                                                           \
+            tile_masked(R, k, kc, a, MR, 1, b, ldbk, c, ldc, mode, beta, ep);                                          \
         break;
 
 void inf__gemm_tile_x16_masked_avx512(int rows, int cols, int64_t kc, const float *a, int64_t lda, const float *b,
-                                      int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const float *bias,
-                                      const float *res, int64_t ldr) {
+                                      int64_t ldbk, float *c, int64_t ldc, int mode, float beta,
+                                      const inf__gemm_tile_ep *ep) {
     __mmask16 k = (__mmask16)((1u << cols) - 1u);
     switch (rows) {
         MASKED_CASE(6)
@@ -123,7 +149,7 @@ void inf__gemm_tile_x16_masked_avx512(int rows, int cols, int64_t kc, const floa
         MASKED_CASE(3)
         MASKED_CASE(2)
     default:
-        tile_masked(1, k, kc, a, lda > 0 ? 1 : MR, lda > 0 ? lda : 1, b, ldbk, c, ldc, mode, beta, bias, res, ldr);
+        tile_masked(1, k, kc, a, lda > 0 ? 1 : MR, lda > 0 ? lda : 1, b, ldbk, c, ldc, mode, beta, ep);
         break;
     }
 }

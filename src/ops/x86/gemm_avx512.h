@@ -12,7 +12,17 @@
 /* How the tile is stored: C = acc, C = acc + C, C = fma(beta, C, acc). */
 enum { INF__GEMM_STORE_BETA0, INF__GEMM_STORE_ADD, INF__GEMM_STORE_BETA };
 
-/* C[0:rows, 0:32] (ldc) = acc {+ C | fma(beta, C, .)}, where
+/* A fused epilogue done in a tile's store, after the sum: + bias[j], then
+ * + res[r * ldr + j] (each may be NULL), then max(v, 0) when relu (NaN ->
+ * 0, as the Relu node) -- one float rounding per add, the order of the
+ * separate nodes. */
+typedef struct inf__gemm_tile_ep {
+    const float *bias, *res; /* at the tile's first column / first element */
+    int64_t ldr;
+    bool relu;
+} inf__gemm_tile_ep;
+
+/* C[0:rows, 0:32] (ldc) = acc {+ C | fma(beta, C, .)}, then ep (may be NULL), where
  * acc[r][j] = sum over p in order of fma(A(r,p), B(p,j), acc) from 0, with
  * columns 0..15 from panel b0 and 16..31 from panel b1 (both kc rows, ldbk
  * apart).  A: lda > 0, rows[r * lda + p] in place; lda == 0, a packed
@@ -20,17 +30,17 @@ enum { INF__GEMM_STORE_BETA0, INF__GEMM_STORE_ADD, INF__GEMM_STORE_BETA };
  * the AVX2 6x16 kernel (same fma chain), so the two widths are
  * interchangeable under batch invariance. */
 void inf__gemm_tile_x32_avx512(int rows, int64_t kc, const float *a, int64_t lda, const float *b0, const float *b1,
-                               int64_t ldbk, float *c, int64_t ldc, int mode, float beta);
+                               int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const inf__gemm_tile_ep *ep);
 
 /* An edge tile of one 16-column panel: rows in 1..6, the first `cols`
  * (1..16) columns of C stored with masks instead of a buffer and scalar
- * loops: C = acc {+ C | fma(beta, C, .)}, then + bias[j] and + res[r * ldr + j]
- * when given (each may be NULL) -- the element-wise arithmetic of the AVX2
- * path's partial store, so the bits are the same.  b: kc rows of 16 floats
+ * loops: C = acc {+ C | fma(beta, C, .)}, then ep (may be NULL) -- the
+ * element-wise arithmetic of the AVX2 path's partial store, so the bits are
+ * the same.  b: kc rows of 16 floats
  * (zero-padded past cols), ldbk apart; A as for the x32 tile. */
 void inf__gemm_tile_x16_masked_avx512(int rows, int cols, int64_t kc, const float *a, int64_t lda, const float *b,
-                                      int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const float *bias,
-                                      const float *res, int64_t ldr);
+                                      int64_t ldbk, float *c, int64_t ldc, int mode, float beta,
+                                      const inf__gemm_tile_ep *ep);
 
 /* True when this core runs a zmm FMA at full width (twice the ymm FLOP/s),
  * false when in two 256-bit halves; measured once (fma_width_avx512.c).

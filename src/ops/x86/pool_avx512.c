@@ -9,11 +9,11 @@
  * kernel when inf__cpu_has_avx512() (path avx512; INFERA_CPU=avx2 keeps it).
  * Built with -mavx512f -mavx512bw -mavx512vl (CMake: *_avx512.c).
  *
- * Bits: the AVX2 kernel's operations lane by lane -- per output the two
- * vertical pairs reduced first (max: the order-independent maximum with
- * NaNs tracked apart, +0 over an equal -0; average: two adds), then the
- * even and odd columns, the average divided by 4 -- so max is bit-exact
- * with the reference and the average gives the AVX2 kernel's bits
+ * Bits: max is the order-independent maximum, +0 over an equal -0, NaN
+ * when any input is (vrangeps and a NaN blend: the vertical pairs, then the
+ * even and odd columns), bit-exact with the reference; the average is the
+ * AVX2 kernel's operations lane by lane (the vertical pairs added first,
+ * then the even and odd columns, divided by 4), so its bits
  * (tests/kernels/test_pool.c checks both).
  */
 #if defined(__x86_64__) && defined(__AVX512F__)
@@ -27,17 +27,28 @@ static inline __mmask16 lanes16(int64_t n) {
     return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
 }
 
-/* pool_avx2.c's vmax: max(v, acc), the AND of two equal values (+0 over
- * -0); NaN lanes collected in *nan. */
-static inline __m512 vmax(__m512 v, __m512 acc, __mmask16 *nan) {
-    *nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    __m512 m = _mm512_max_ps(v, acc);
-    __m512i a = _mm512_and_si512(_mm512_castps_si512(v), _mm512_castps_si512(acc));
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, acc, _CMP_EQ_OQ), m, _mm512_castsi512_ps(a));
+/* The maximum of a and b lane by lane, +0 over an equal -0 (vrangeps,
+ * AVX512DQ: part of the avx512 path, core/cpu.c), NaN where either is NaN
+ * -- vmax's value in two instructions and a blend instead of five. */
+__attribute__((target("avx512dq"))) static inline __m512 max2(__m512 a, __m512 b) {
+    __m512 m = _mm512_range_ps(a, b, 0x05); /* max; sign from the comparison: max(-0, +0) = +0 */
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q), m, _mm512_set1_ps(NAN));
 }
 
-/* Outputs ox .. ox + 15 (the first cnt) of the row pair r0, r1. */
-static inline __m512 pool2x2_vec(const float *r0, const float *r1, int64_t ox, int64_t cnt, bool max) {
+/* 2x2 max of outputs ox .. ox + 15 (the first cnt) of the row pair r0, r1:
+ * the vertical pairs first, then the even and odd columns of the result. */
+__attribute__((target("avx512dq"))) static inline __m512 max2x2_vec(const float *r0, const float *r1, int64_t ox,
+                                                                    int64_t cnt) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    __mmask16 k0 = lanes16(2 * cnt), k1 = lanes16(2 * cnt - 16);
+    __m512 v0 = max2(_mm512_maskz_loadu_ps(k0, r0 + 2 * ox), _mm512_maskz_loadu_ps(k0, r1 + 2 * ox));
+    __m512 v1 = max2(_mm512_maskz_loadu_ps(k1, r0 + 2 * ox + 16), _mm512_maskz_loadu_ps(k1, r1 + 2 * ox + 16));
+    return max2(_mm512_permutex2var_ps(v0, even, v1), _mm512_permutex2var_ps(v0, odd, v1));
+}
+
+/* 2x2 average of outputs ox .. ox + 15 (the first cnt) of the row pair r0, r1. */
+static inline __m512 avg2x2_vec(const float *r0, const float *r1, int64_t ox, int64_t cnt) {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     __mmask16 k0 = lanes16(2 * cnt), k1 = lanes16(2 * cnt - 16);
@@ -45,11 +56,7 @@ static inline __m512 pool2x2_vec(const float *r0, const float *r1, int64_t ox, i
     __m512 b0 = _mm512_maskz_loadu_ps(k0, r1 + 2 * ox), b1 = _mm512_maskz_loadu_ps(k1, r1 + 2 * ox + 16);
     __m512 ae = _mm512_permutex2var_ps(a0, even, a1), ao = _mm512_permutex2var_ps(a0, odd, a1);
     __m512 be = _mm512_permutex2var_ps(b0, even, b1), bo = _mm512_permutex2var_ps(b0, odd, b1);
-    if (!max) return _mm512_div_ps(_mm512_add_ps(_mm512_add_ps(ae, be), _mm512_add_ps(ao, bo)), _mm512_set1_ps(4.0f));
-    __mmask16 nan = _mm512_cmp_ps_mask(ae, ae, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(ao, ao, _CMP_UNORD_Q);
-    __m512 ve = vmax(be, ae, &nan), vo = vmax(bo, ao, &nan);
-    __m512 r = vmax(vo, ve, &nan);
-    return _mm512_mask_blend_ps(nan, r, _mm512_set1_ps(NAN));
+    return _mm512_div_ps(_mm512_add_ps(_mm512_add_ps(ae, be), _mm512_add_ps(ao, bo)), _mm512_set1_ps(4.0f));
 }
 
 /* 2x2 windows, stride 2, no padding, 2 * oh <= ih and 2 * ow <= iw. */
@@ -58,7 +65,8 @@ static bool is_2x2(const inf__pool2d *g) {
            2 * g->ow <= g->iw;
 }
 
-void inf__ops_pool2d_f32_avx512(const inf__pool2d *g, const float *x, float *y, int64_t n_planes) {
+__attribute__((target("avx512dq"))) void inf__ops_pool2d_f32_avx512(const inf__pool2d *g, const float *x, float *y,
+                                                                     int64_t n_planes) {
     if (!is_2x2(g)) {
         inf__ops_pool2d_f32_avx2(g, x, y, n_planes);
         return;
@@ -68,7 +76,8 @@ void inf__ops_pool2d_f32_avx512(const inf__pool2d *g, const float *x, float *y, 
             const float *r0 = x + 2 * oy * g->iw, *r1 = r0 + g->iw;
             for (int64_t ox = 0; ox < g->ow; ox += 16) {
                 int64_t cnt = g->ow - ox < 16 ? g->ow - ox : 16;
-                _mm512_mask_storeu_ps(y + ox, lanes16(cnt), pool2x2_vec(r0, r1, ox, cnt, g->max));
+                __m512 v = g->max ? max2x2_vec(r0, r1, ox, cnt) : avg2x2_vec(r0, r1, ox, cnt);
+                _mm512_mask_storeu_ps(y + ox, lanes16(cnt), v);
             }
         }
 }
