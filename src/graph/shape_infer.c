@@ -433,9 +433,28 @@ static sym infer_output0(inf__shape_infer *si, const inf__node *node) {
     return UNKNOWN;
 }
 
+/* QGemm (ai.infera, graph/passes/qdq.c: the QDQ MatMul / Gemm it replaced
+ * runs before shape folding): x's shape with the last axis W's output
+ * columns; the element type is left unknown (float32, or uint8 when the
+ * store re-quantizes).  Its fused activation keeps the shape. */
+static sym infer_qgemm(inf__shape_infer *si, const inf__node *node) {
+    sym x = get(si, node->inputs[0]), w = node->n_inputs > 3 ? get(si, node->inputs[3]) : UNKNOWN;
+    if (x.rank < 1 || w.rank != 2) return UNKNOWN;
+    sym r = x;
+    r.n_el = -1;
+    r.dtype = (inf_dtype)0;
+    r.d[x.rank - 1] = w.d[inf__attr_int(node, "trans_b", 0) ? 0 : 1];
+    return r;
+}
+
 void inf__shape_infer_node(inf__shape_infer *si, const inf__node *node) {
     for (int k = 0; k < node->n_outputs; k++)
         if (node->outputs[k] >= 0) si->v[node->outputs[k]] = UNKNOWN;
+    if (node->op && node->op->domain == INF_DOMAIN_INFERA && !strcmp(node->op_type, "QGemm") && node->n_outputs >= 1 &&
+        node->outputs[0] >= 0 && node->inputs[0] >= 0) {
+        si->v[node->outputs[0]] = infer_qgemm(si, node);
+        return;
+    }
     if (!node->op || node->op->domain != INF_DOMAIN_ONNX || node->n_inputs < 1 || node->n_outputs < 1 ||
         node->outputs[0] < 0 || node->inputs[0] < 0 || node->epilogue.kind != INF_EPILOGUE_NONE)
         return;

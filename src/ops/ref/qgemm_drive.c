@@ -235,6 +235,19 @@ static bool conv_direct(const inf__qconv_geom *g, const inf__qgemm_b *b) {
 #endif
 }
 
+/* Can the direct kernels walk one tap per kernel row?  With one group, no
+ * dilation along x and the image's channels exactly the kernel's (cs == cq:
+ * a position holds the cq values W reads, padding channels included), a
+ * kernel row's kw taps are kw * cq contiguous bytes of the channels-last
+ * image, in W's K order (ky, kx, channel): one "tap" of kw * cq values, so
+ * kh taps instead of kh * kw -- fewer, longer inner loops, the same
+ * products (the stem: 3 taps of 3 quads, not 9 of one).  The AVX2 kernels
+ * (the VNNI ones keep their per-tap walk, unchanged). */
+static bool direct_rows(const inf__qconv_geom *g, const inf__qgemm_b *b, int64_t cs) {
+    return g->group == 1 && g->dw == 1 && g->kw > 1 && cs == (g->cgp ? g->cgp : g->cg) &&
+           (b->isa == INF_QGEMM_AVX2 || b->isa == INF_QGEMM_AVX2_UBS);
+}
+
 /* ---- the INT8 Winograd F(4x4, 3x3) / F(2x2, 3x3) (ops/ref/qwinograd.c) ----
  * Work is cut into units of `rows` tile rows (t = 4 or 2 output rows each,
  * about 24 tiles a unit: the per-point GEMMs' rows); a unit's input
@@ -325,6 +338,7 @@ typedef struct conv_task {
     bool direct;               /* implicit GEMM: x padded to iwp columns, no im2col */
     int64_t iwp, cs;           /* direct: columns and channels (cgp with padding) of x's buffer */
     const int64_t *tapoff;     /* direct: byte offset of each tap from a position's first */
+    int64_t ntaps, cq;         /* direct: taps the kernel walks, and the values of each (direct_taps) */
     const int32_t *init;       /* direct: -a_zp * colsum[j]; depthwise: -a_zp * wsum[ch] */
     const inf__qdw_w *dw;      /* a depthwise conv (ops/ref/qdepthwise.c): x has dw->cp channels per position */
     const float *residual;     /* this image's residual (out->residual), or NULL */
@@ -395,17 +409,15 @@ static void conv_sums(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
         if (b->isa == INF_QGEMM_AVX2) {
             const uint16_t *rows16[ROWS_PER_BLOCK];
             for (int64_t p = p0; p < p1; p++) rows16[p - p0] = t->x16 + (rows[p - p0] - t->x);
-            inf__qconv_raw_avx2(b, p1 - p0, rows16, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c, b->np);
+            inf__qconv_raw_avx2(b, p1 - p0, rows16, t->tapoff, t->ntaps, t->cq, t->init, c, b->np);
 #if !defined(INF_EDGE)
         } else if (b->isa == INF_QGEMM_AVX2_UBS) {
-            inf__qconv_raw_avx2ubs(b, p1 - p0, rows, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c,
-                                   b->np);
+            inf__qconv_raw_avx2ubs(b, p1 - p0, rows, t->tapoff, t->ntaps, t->cq, t->init, c, b->np);
 #endif
         } else if (b->isa == INF_QGEMM_AVXVNNI) {
-            inf__qconv_raw_avxvnni(b, p1 - p0, rows, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c,
-                                   b->np);
+            inf__qconv_raw_avxvnni(b, p1 - p0, rows, t->tapoff, t->ntaps, t->cq, t->init, c, b->np);
         } else {
-            inf__qconv_raw_vnni512(b, p1 - p0, rows, t->tapoff, g->kh * g->kw, g->cgp ? g->cgp : g->cg, t->init, c, b->np);
+            inf__qconv_raw_vnni512(b, p1 - p0, rows, t->tapoff, t->ntaps, t->cq, t->init, c, b->np);
         }
 #endif
         return;
@@ -684,10 +696,15 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
     inf__qout plain = *out;
     const inf__epilogue *res_act = out->residual ? out->act : NULL;
     if (out->residual) plain.act = NULL, out = &plain;
-    int64_t tapoff[DIRECT_MAX_TAPS];
+    int64_t tapoff[DIRECT_MAX_TAPS], ntaps = g->kh * g->kw, cq = g->cgp ? g->cgp : g->cg;
     if (in_place) {
         for (int64_t ky = 0; ky < g->kh; ky++)
             for (int64_t kx = 0; kx < g->kw; kx++) tapoff[ky * g->kw + kx] = (ky * g->dh * iwp + kx * g->dw) * cs;
+        if (direct && direct_rows(g, &bg[0], cs)) { /* one tap per kernel row */
+            for (int64_t ky = 0; ky < g->kh; ky++)
+                tapoff[ky] = ky * g->dh * iwp * cs;
+            ntaps = g->kh, cq *= g->kw;
+        }
         if (ihp * iwp != plane || cs != g->c) /* the padding reads the zero point (padded channels: zero weights) */
             memset(xbuf, a_zp, (size_t)(cs * ihp * iwp));
     }
@@ -719,6 +736,8 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
                            .iwp = iwp,
                            .cs = cs,
                            .tapoff = tapoff,
+                           .ntaps = ntaps,
+                           .cq = cq,
                            .init = init,
                            .dw = g->dwise,
                            .residual = out->residual ? out->residual + n * out_image : NULL,
