@@ -559,7 +559,6 @@ done:
     return st;
 }
 
-/* One value in COPY text format. */
 /* Appends n bytes (no printf: a COPY line is built a value at a time). */
 static int sb_put(char **buf, size_t *cap, size_t *len, const char *text, size_t n) {
     if (!*buf || *len + n >= *cap) {
@@ -580,9 +579,12 @@ static int sb_put(char **buf, size_t *cap, size_t *len, const char *text, size_t
 static int copy_value(pg_sink *s, char **buf, size_t *cap, size_t *len, const inf_value *v) {
     char tmp[INF__FMT_NUM_MAX];
     switch (v ? v->type : INF_FIELD_NULL) {
-    case INF_FIELD_NULL: return sb_put(buf, cap, len, "\\N", 2);
-    case INF_FIELD_BOOL: return sb_put(buf, cap, len, v->u.b ? "t" : "f", 1);
-    case INF_FIELD_INT: return sb_put(buf, cap, len, tmp, (size_t)inf__fmt_i64(v->u.i, tmp));
+    case INF_FIELD_NULL:
+        return sb_put(buf, cap, len, "\\N", 2);
+    case INF_FIELD_BOOL:
+        return sb_put(buf, cap, len, v->u.b ? "t" : "f", 1);
+    case INF_FIELD_INT:
+        return sb_put(buf, cap, len, tmp, (size_t)inf__fmt_i64(v->u.i, tmp));
     case INF_FIELD_FLOAT:
         if (!isfinite(v->u.f)) return sb_put(buf, cap, len, "\\N", 2);
         return sb_put(buf, cap, len, tmp, (size_t)inf__fmt_g17(v->u.f, tmp));

@@ -224,8 +224,8 @@ static const int INSERT_ROWS[N_INSERTS] = {64, 16, 4, 1};
 
 typedef struct sqlite_sink {
     sqlite3 *db;
-    sqlite3_stmt *insert[N_INSERTS]; /* INSERT_ROWS[i] rows each; NULL: more variables than SQLite allows */
-    const inf_value **prev[N_INSERTS]; /* rows x n_cols: the value each parameter has bound, within one write() */
+    sqlite3_stmt *insert[N_INSERTS];      /* INSERT_ROWS[i] rows each; NULL: more variables than SQLite allows */
+    const inf_value **prev[N_INSERTS];    /* rows x n_cols: the value each parameter has bound, within one write() */
     char (*ts_param[N_INSERTS])[TS_TEXT]; /* rows x n_cols: a timestamp parameter's text (bound SQLITE_STATIC) */
     int in_txn;
     int n_cols;
@@ -235,8 +235,8 @@ typedef struct sqlite_sink {
     char key[256];
     char path[512];
     int keep_table_shape; /* opts->keep_table_shape */
-    int64_t ts_last;        /* the last timestamp formatted, and its text (ts_text[0] = 0: none): */
-    char ts_text[TS_TEXT];  /* rows written together often share one (a prediction log's batch) */
+    int64_t ts_last;      /* the last timestamp formatted, and its text (ts_text[0] = 0: none): */
+    char ts_text[TS_TEXT]; /* rows written together often share one (a prediction log's batch) */
 } sqlite_sink;
 
 /* Whether a and b (NULL: an absent column) bind the same SQL value. */
@@ -279,7 +279,8 @@ static inf_status sink_pragmas(sqlite_sink *s, const char *rest, inf_error *err)
         char val[32], sql[96];
         if (!inf__io_uri_param(rest, opt[i].param, val, sizeof val)) continue;
         int known = 0;
-        for (int j = 0; opt[i].ok[j] && !known; j++) known = !strcmp(val, opt[i].ok[j]);
+        for (int j = 0; opt[i].ok[j] && !known; j++)
+            known = !strcmp(val, opt[i].ok[j]);
         if (!known)
             return inf_error_set(err, INF_EINVAL, "sqlite:%s: ?%s=%s: not one of SQLite's %s values", s->path,
                                  opt[i].param, val, opt[i].pragma);
@@ -520,13 +521,21 @@ static void bind_row(sqlite_sink *s, int i, int k, const inf_record_batch *b, in
             continue;
         }
         switch (v->type) {
-        case INF_FIELD_BOOL: sqlite3_bind_int(ins, p, v->u.b); break;
-        case INF_FIELD_INT: sqlite3_bind_int64(ins, p, v->u.i); break;
-        case INF_FIELD_FLOAT:
-            if (v->u.f != v->u.f) sqlite3_bind_null(ins, p); /* NaN -> NULL */
-            else sqlite3_bind_double(ins, p, v->u.f);
+        case INF_FIELD_BOOL:
+            sqlite3_bind_int(ins, p, v->u.b);
             break;
-        case INF_FIELD_STRING: sqlite3_bind_text(ins, p, v->u.s.ptr, (int)v->u.s.len, SQLITE_STATIC); break;
+        case INF_FIELD_INT:
+            sqlite3_bind_int64(ins, p, v->u.i);
+            break;
+        case INF_FIELD_FLOAT:
+            if (v->u.f != v->u.f)
+                sqlite3_bind_null(ins, p); /* NaN -> NULL */
+            else
+                sqlite3_bind_double(ins, p, v->u.f);
+            break;
+        case INF_FIELD_STRING:
+            sqlite3_bind_text(ins, p, v->u.s.ptr, (int)v->u.s.len, SQLITE_STATIC);
+            break;
         case INF_FIELD_TIMESTAMP: { /* its own copy of the text: other rows of the statement have theirs */
             if (!s->ts_text[0] || v->u.ts != s->ts_last) {
                 inf_format_timestamp(v->u.ts, s->ts_text, sizeof s->ts_text);
@@ -537,7 +546,8 @@ static void bind_row(sqlite_sink *s, int i, int k, const inf_record_batch *b, in
             sqlite3_bind_text(ins, p, t, -1, SQLITE_STATIC);
             break;
         }
-        default: sqlite3_bind_null(ins, p);
+        default:
+            sqlite3_bind_null(ins, p);
         }
     }
 }
@@ -550,20 +560,23 @@ static inf_status sqlite_sink_write(void *state, const inf_record_batch *b, inf_
         if ((st = exec_sql(s, "BEGIN", err))) return st;
         s->in_txn = 1;
     }
-    for (int c = 0; c < s->n_cols; c++) s->map[c] = inf_record_batch_find_field(b, s->cols[c]);
+    for (int c = 0; c < s->n_cols; c++)
+        s->map[c] = inf_record_batch_find_field(b, s->cols[c]);
     int used[N_INSERTS] = {0};
     for (int r = 0, i = 0; r < b->n_rows;) {
-        while (!s->insert[i] || INSERT_ROWS[i] > b->n_rows - r) i++; /* the last (one row) always fits */
+        while (!s->insert[i] || INSERT_ROWS[i] > b->n_rows - r)
+            i++; /* the last (one row) always fits */
         sqlite3_stmt *ins = s->insert[i];
         sqlite3_reset(ins);
-        for (int k = 0; k < INSERT_ROWS[i]; k++) bind_row(s, i, k, b, r + k, used[i]);
+        for (int k = 0; k < INSERT_ROWS[i]; k++)
+            bind_row(s, i, k, b, r + k, used[i]);
         used[i] = 1;
         if (sqlite3_step(ins) != SQLITE_DONE) {
-            st = INSERT_ROWS[i] == 1 ? inf_error_set(err, INF_EIO, "sqlite:%s: table %s: row %d of the batch: %s",
-                                                     s->path, s->table, r + 1, sqlite3_errmsg(s->db))
-                                     : inf_error_set(err, INF_EIO, "sqlite:%s: table %s: rows %d-%d of the batch: %s",
-                                                     s->path, s->table, r + 1, r + INSERT_ROWS[i],
-                                                     sqlite3_errmsg(s->db));
+            st = INSERT_ROWS[i] == 1
+                     ? inf_error_set(err, INF_EIO, "sqlite:%s: table %s: row %d of the batch: %s", s->path, s->table,
+                                     r + 1, sqlite3_errmsg(s->db))
+                     : inf_error_set(err, INF_EIO, "sqlite:%s: table %s: rows %d-%d of the batch: %s", s->path,
+                                     s->table, r + 1, r + INSERT_ROWS[i], sqlite3_errmsg(s->db));
             sqlite3_reset(ins);
             return st;
         }

@@ -234,8 +234,8 @@ int inf__mon_log_add(inf__mon_log *l, const inf_pipeline *p, const char *model_n
 typedef struct picks {
     uint64_t k0;
     int n, n_sampled;
-    int first;           /* the first sampled record (index in the call) */
-    int k[PICKS_KEPT];   /* the sampled records, when n_sampled <= PICKS_KEPT */
+    int first;         /* the first sampled record (index in the call) */
+    int k[PICKS_KEPT]; /* the sampled records, when n_sampled <= PICKS_KEPT */
 } picks;
 
 /* Decides a call's sample: one atomic add on the record counter, one hash per record;
@@ -291,8 +291,10 @@ static void add_rows(inf__mon_log *l, const binder *bd, const picks *pk, inf__mo
     }
     int before = b ? inf_record_batch_n_rows(b->rows) : 0;
     for (int i = 0, k = pk->first; b && (listed ? i < n_sampled : k < n); i++, k++) {
-        if (listed) k = pk->k[i];
-        else if (!sampled(l, pk->k0 + (uint64_t)k)) continue;
+        if (listed)
+            k = pk->k[i];
+        else if (!sampled(l, pk->k0 + (uint64_t)k))
+            continue;
         if (row(user, k, b->map, b->rows)) {
             drop(l, (uint64_t)before); /* the earlier calls' rows in it (this call's are counted below) */
             b->plan = NULL;            /* half-built: rebind on reuse */

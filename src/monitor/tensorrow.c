@@ -46,7 +46,7 @@ struct inf__mon_tplan {
     inf_dtype *dtype; /* per tensor, as the plan was built for */
     tcol *cols;       /* the logged columns: inputs first */
     int n_cols, n_feat;
-    tseg *segs;       /* the columns in runs of one tensor (a row is written run by run) */
+    tseg *segs; /* the columns in runs of one tensor (a row is written run by run) */
     int n_segs;
     char **names; /* the log fields: N_META, then one per column */
     int n_fields;

@@ -430,7 +430,8 @@ static void test_sqlite_multirow(void) {
     enum { N_SIZES = sizeof sizes / sizeof *sizes };
     inf_sink *sink;
     inf_error err;
-    inf_status st = inf_sink_open(uri("sqlite", "multi.db", "?table=t&journal=wal&synchronous=normal"), NULL, &sink, &err);
+    inf_status st =
+        inf_sink_open(uri("sqlite", "multi.db", "?table=t&journal=wal&synchronous=normal"), NULL, &sink, &err);
     for (int w = 0; !st && w < N_SIZES; w++) {
         inf_record_batch *b;
         inf_record_batch_new(&b);
@@ -455,8 +456,10 @@ static void test_sqlite_multirow(void) {
         if (!st && w % 3 == 2) st = inf_sink_commit(sink, &err);
         inf_record_batch_free(b);
     }
-    if (!st) st = inf_sink_close(sink, &err);
-    else inf_sink_close(sink, &(inf_error){0});
+    if (!st)
+        st = inf_sink_close(sink, &err);
+    else
+        inf_sink_close(sink, &(inf_error){0});
     char path[512];
     snprintf(path, sizeof path, "%s/multi.db", dir);
     sqlite3 *db;
@@ -493,9 +496,10 @@ static void test_sqlite_multirow(void) {
     int wal = sqlite3_step(q) == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(q, 0), "wal");
     sqlite3_finalize(q);
     sqlite3_close(db);
-    check(st == INF_OK && rows == want_rows && !bad && !extra,
-          "sqlite sink: batches of 1-150 rows in multi-row INSERTs read back row for row (%d of %d rows, %d differ%s%s)",
-          rows, want_rows, bad, bad ? ": " : "", first_bad);
+    check(
+        st == INF_OK && rows == want_rows && !bad && !extra,
+        "sqlite sink: batches of 1-150 rows in multi-row INSERTs read back row for row (%d of %d rows, %d differ%s%s)",
+        rows, want_rows, bad, bad ? ": " : "", first_bad);
     check(wal, "sqlite sink: ?journal=wal sets the database's journal mode");
 
     /* keys repeated within one statement: INSERT OR REPLACE keeps the last row per key */
@@ -520,11 +524,12 @@ static void test_sqlite_multirow(void) {
     int ok = sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == 50 && sqlite3_column_int(q, 1) == 50;
     sqlite3_finalize(q);
     sqlite3_close(db);
-    check(st == INF_OK && ok, "sqlite sink: 150 keyed rows, 50 keys, keys repeated inside one INSERT: the last row of each kept");
+    check(st == INF_OK && ok,
+          "sqlite sink: 150 keyed rows, 50 keys, keys repeated inside one INSERT: the last row of each kept");
 
     st = inf_sink_open(uri("sqlite", "multi.db", "?table=t&synchronous=sometimes"), NULL, &sink, &err);
-    check(st == INF_EINVAL && strstr(err.message, "synchronous=sometimes"), "sqlite sink: ?synchronous=sometimes refused (%s)",
-          st ? err.message : "accepted");
+    check(st == INF_EINVAL && strstr(err.message, "synchronous=sometimes"),
+          "sqlite sink: ?synchronous=sometimes refused (%s)", st ? err.message : "accepted");
     if (!st) inf_sink_close(sink, &err);
 }
 
