@@ -12,7 +12,9 @@
 # FORMAT=binary for the binary tensor extension).  Per
 # configuration: one warm-up request, counters zeroed (callgrind_control -z), REQUESTS requests
 # (default 200), 1.5 s for the log's writer to flush, a dump; instructions / (REQUESTS x 50).
-# CONFIGS: off jsonl sqlite window (default all); the log at --log-sample 0.1, the window with the
+# CONFIGS: off jsonl sqlite sqlite_wal pg window (default: off jsonl sqlite window); sqlite_wal: the SQLite log
+# with ?journal=wal&synchronous=normal; pg: to PostgreSQL at $PG_URL (COPY per batch; the server's own CPU
+# is not counted); the log at --log-sample 0.1, the window with the
 # training baseline of the first 2,500 rows.  WARMUP=N (default 1): N warm-up requests and 1.5 s
 # before counting, so the count is the steady state (the prediction log's batches already made and
 # recycled by its writer: a short run otherwise counts their first allocation).
@@ -74,6 +76,8 @@ args_of() {
     off) ;;
     jsonl) echo "--log-predictions jsonl:log.jsonl --log-sample 0.1" ;;
     sqlite) echo "--log-predictions sqlite:log.db?table=log --log-sample 0.1" ;;
+    sqlite_wal) echo "--log-predictions sqlite:log.db?table=log&journal=wal&synchronous=normal --log-sample 0.1" ;;
+    pg) echo "--log-predictions ${PG_URL:?pg: set PG_URL (a PostgreSQL server)}?table=log_$$ --log-sample 0.1" ;;
     window) echo "--baseline fraud=base.json" ;;
     esac
 }
@@ -81,6 +85,7 @@ echo "infera serve /$ENDPOINT, $REQS requests x 50 ${UNIT}s, instructions per $U
 base=
 for c in $CONFIGS; do
     rm -f log.* cg.out*
+    : >s.log # emptied: serve_port must not read the previous server's port (the new server truncates it only once started)
     # shellcheck disable=SC2046
     valgrind --tool=callgrind --callgrind-out-file=cg.out --separate-threads=no "$INFERA" serve --port 0 \
         --model fraud=fraud_xgb.onnx --http-threads 1 $(args_of "$c") 2>s.log &

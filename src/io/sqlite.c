@@ -15,7 +15,9 @@
  * columns; fields it lacks are added with ALTER TABLE ADD COLUMN, and when
  * the key column is neither its primary key nor unique it gets a UNIQUE index
  * (else REPLACE would not replace).  Writes are grouped in a transaction that
- * commit() ends.  busy_timeout is 5 s.
+ * commit() ends.  busy_timeout is 5 s.  A batch goes in as multi-row INSERTs
+ * (INSERT_ROWS rows a statement).  ?journal=wal and ?synchronous=normal set
+ * the database's journal mode and the connection's sync level (sink_pragmas).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -213,9 +215,18 @@ const inf_source_type inf__io_sqlite_source = {"sqlite", sqlite_source_open, sql
 
 /* ---- sink ----------------------------------------------------------------- */
 
+/* Rows per INSERT statement: a batch is written in statements of INSERT_ROWS[0]
+ * rows (VALUES (...), (...), ...: one sqlite3_step each), its rest in smaller
+ * ones; one row per statement costs ~2.3 k more instructions a row (20 columns). */
+#define N_INSERTS 4
+static const int INSERT_ROWS[N_INSERTS] = {64, 16, 4, 1};
+#define TS_TEXT 40 /* a timestamp's text (inf_format_timestamp: 27 bytes and its 0) */
+
 typedef struct sqlite_sink {
     sqlite3 *db;
-    sqlite3_stmt *insert;
+    sqlite3_stmt *insert[N_INSERTS];      /* INSERT_ROWS[i] rows each; NULL: more variables than SQLite allows */
+    const inf_value **prev[N_INSERTS];    /* rows x n_cols: the value each parameter has bound, within one write() */
+    char (*ts_param[N_INSERTS])[TS_TEXT]; /* rows x n_cols: a timestamp parameter's text (bound SQLITE_STATIC) */
     int in_txn;
     int n_cols;
     char **cols;
@@ -225,20 +236,19 @@ typedef struct sqlite_sink {
     char path[512];
     int keep_table_shape; /* opts->keep_table_shape */
     int64_t ts_last;      /* the last timestamp formatted, and its text (ts_text[0] = 0: none): */
-    char ts_text[64];     /* rows written together often share one (a prediction log's batch) */
-    const inf_value **prev; /* n_cols: the value each column has bound, within one write() */
-    int prev_cap;
+    char ts_text[TS_TEXT]; /* rows written together often share one (a prediction log's batch) */
 } sqlite_sink;
 
 /* Whether a and b (NULL: an absent column) bind the same SQL value. */
-static int same_value(const inf_value *a, const inf_value *b) {
+static inline int same_value(const inf_value *a, const inf_value *b) {
     if (!a || !b) return a == b;
     if (a->type != b->type) return 0;
     switch (a->type) {
     case INF_FIELD_BOOL: return a->u.b == b->u.b;
     case INF_FIELD_INT: return a->u.i == b->u.i;
     case INF_FIELD_FLOAT: return !memcmp(&a->u.f, &b->u.f, sizeof a->u.f);
-    case INF_FIELD_STRING: return a->u.s.len == b->u.s.len && !memcmp(a->u.s.ptr, b->u.s.ptr, a->u.s.len);
+    case INF_FIELD_STRING:
+        return a->u.s.len == b->u.s.len && (a->u.s.ptr == b->u.s.ptr || !memcmp(a->u.s.ptr, b->u.s.ptr, a->u.s.len));
     case INF_FIELD_TIMESTAMP: return a->u.ts == b->u.ts;
     default: return 1;
     }
@@ -250,6 +260,37 @@ static inf_status exec_sql(sqlite_sink *s, const char *sql, inf_error *err) {
         inf_status st = inf_error_set(err, INF_EIO, "sqlite:%s: table %s: %s", s->path, s->table, msg ? msg : "error");
         sqlite3_free(msg);
         return st;
+    }
+    return INF_OK;
+}
+
+/* The sink's ?journal=MODE (PRAGMA journal_mode: wal, delete, truncate, persist, memory, off; kept
+ * in the database file) and ?synchronous=LEVEL (off, normal, full, extra; this connection's): a
+ * prediction log trades the last commits on a power loss for no fsync per commit with
+ * journal=wal&synchronous=normal (docs/monitoring.md).  Values outside those lists are refused. */
+static inf_status sink_pragmas(sqlite_sink *s, const char *rest, inf_error *err) {
+    static const char *const journals[] = {"wal", "delete", "truncate", "persist", "memory", "off", NULL};
+    static const char *const syncs[] = {"off", "normal", "full", "extra", NULL};
+    static const struct {
+        const char *param, *pragma;
+        const char *const *ok;
+    } opt[] = {{"journal", "journal_mode", journals}, {"synchronous", "synchronous", syncs}};
+    for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
+        char val[32], sql[96];
+        if (!inf__io_uri_param(rest, opt[i].param, val, sizeof val)) continue;
+        int known = 0;
+        for (int j = 0; opt[i].ok[j] && !known; j++)
+            known = !strcmp(val, opt[i].ok[j]);
+        if (!known)
+            return inf_error_set(err, INF_EINVAL, "sqlite:%s: ?%s=%s: not one of SQLite's %s values", s->path,
+                                 opt[i].param, val, opt[i].pragma);
+        snprintf(sql, sizeof sql, "PRAGMA %s=%s", opt[i].pragma, val);
+        char *msg = NULL;
+        if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+            inf_status st = inf_error_set(err, INF_EIO, "sqlite:%s: %s: %s", s->path, sql, msg ? msg : "error");
+            sqlite3_free(msg);
+            return st;
+        }
     }
     return INF_OK;
 }
@@ -277,6 +318,12 @@ static inf_status sqlite_sink_open(const char *uri, const char *rest, const inf_
         return st;
     }
     sqlite3_busy_timeout(s->db, 5000);
+    inf_status st = sink_pragmas(s, rest, err);
+    if (st) {
+        sqlite3_close(s->db);
+        free(s);
+        return st;
+    }
     *state = s;
     return INF_OK;
 }
@@ -345,6 +392,50 @@ static inf_status ensure_unique_key(sqlite_sink *s, inf_error *err) {
     return st;
 }
 
+/* Prepares the INSERT of INSERT_ROWS[i] rows for each i ("PREFIX (?, ...), (?, ...)"),
+ * those of more variables than the database allows left NULL (the one-row one always
+ * made), and their bound-value scratch. */
+static inf_status prepare_inserts(sqlite_sink *s, const char *prefix, inf_error *err) {
+    int max_vars = sqlite3_limit(s->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
+    size_t plen = strlen(prefix), row = 3 * (size_t)s->n_cols + 4;
+    char *sql = malloc(plen + (size_t)INSERT_ROWS[0] * row + 1);
+    if (!sql) return inf_error_set(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+    inf_status st = INF_OK;
+    for (int i = 0; i < N_INSERTS && !st; i++) {
+        int rows = INSERT_ROWS[i];
+        if (rows > 1 && (int64_t)rows * s->n_cols > max_vars) continue;
+        char *w = sql + plen;
+        memcpy(sql, prefix, plen);
+        for (int r = 0; r < rows; r++) {
+            *w++ = r ? ',' : ' ';
+            *w++ = '(';
+            for (int c = 0; c < s->n_cols; c++) {
+                if (c) *w++ = ',';
+                *w++ = '?';
+            }
+            *w++ = ')';
+        }
+        *w = 0;
+        size_t n_params = (size_t)rows * (size_t)(s->n_cols ? s->n_cols : 1);
+        if (!(s->prev[i] = calloc(n_params, sizeof *s->prev[i])) ||
+            !(s->ts_param[i] = malloc(n_params * sizeof *s->ts_param[i])))
+            st = inf_error_set(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
+        else if (sqlite3_prepare_v2(s->db, sql, -1, &s->insert[i], NULL) != SQLITE_OK)
+            st = inf_error_set(err, INF_EIO, "sqlite:%s: table %s: %s", s->path, s->table, sqlite3_errmsg(s->db));
+    }
+    free(sql);
+    if (st) /* none kept: a later write() sets up again */
+        for (int i = 0; i < N_INSERTS; i++) {
+            sqlite3_finalize(s->insert[i]);
+            free(s->prev[i]);
+            free(s->ts_param[i]);
+            s->insert[i] = NULL;
+            s->prev[i] = NULL;
+            s->ts_param[i] = NULL;
+        }
+    return st;
+}
+
 static inf_status sqlite_sink_setup(sqlite_sink *s, const inf_record_batch *b, inf_error *err) {
     char ident[600];
     inf_status st = INF_OK;
@@ -404,68 +495,95 @@ static inf_status sqlite_sink_setup(sqlite_sink *s, const inf_record_batch *b, i
         }
         s->n_cols = f + 1;
     }
-    n += (size_t)snprintf(sql + n, cap - n, ") VALUES (");
-    for (int f = 0; f < b->n_fields; f++) n += (size_t)snprintf(sql + n, cap - n, "%s?", f ? ", " : "");
-    snprintf(sql + n, cap - n, ")");
-    if (sqlite3_prepare_v2(s->db, sql, -1, &s->insert, NULL) != SQLITE_OK)
-        st = inf_error_set(err, INF_EIO, "sqlite:%s: table %s: %s", s->path, s->table, sqlite3_errmsg(s->db));
+    snprintf(sql + n, cap - n, ") VALUES ");
+    st = prepare_inserts(s, sql, err);
 done:
     free(sql);
     return st;
 }
 
+/* Binds row r of b as the k-th row of statement i (parameters k * n_cols + 1 ...);
+ * a value equal to the one that parameter holds from this write()'s previous
+ * statement stays bound (bindings survive a reset: a log batch's model, version,
+ * pipeline hash and time -- its text is in b, alive for this call). */
+static void bind_row(sqlite_sink *s, int i, int k, const inf_record_batch *b, int r, int again) {
+    sqlite3_stmt *ins = s->insert[i];
+    const inf_value **prev = s->prev[i] + (size_t)k * (size_t)s->n_cols;
+    const int *map = s->map;
+    const inf_value *row = inf__batch_at(b, r, 0);
+    for (int c = 0; c < s->n_cols; c++) {
+        const inf_value *v = map[c] >= 0 ? row + map[c] : NULL;
+        int p = k * s->n_cols + c + 1;
+        if (again && same_value(v, prev[c])) continue;
+        prev[c] = v;
+        if (!v) {
+            sqlite3_bind_null(ins, p);
+            continue;
+        }
+        switch (v->type) {
+        case INF_FIELD_BOOL:
+            sqlite3_bind_int(ins, p, v->u.b);
+            break;
+        case INF_FIELD_INT:
+            sqlite3_bind_int64(ins, p, v->u.i);
+            break;
+        case INF_FIELD_FLOAT:
+            if (v->u.f != v->u.f)
+                sqlite3_bind_null(ins, p); /* NaN -> NULL */
+            else
+                sqlite3_bind_double(ins, p, v->u.f);
+            break;
+        case INF_FIELD_STRING:
+            sqlite3_bind_text(ins, p, v->u.s.ptr, (int)v->u.s.len, SQLITE_STATIC);
+            break;
+        case INF_FIELD_TIMESTAMP: { /* its own copy of the text: other rows of the statement have theirs */
+            if (!s->ts_text[0] || v->u.ts != s->ts_last) {
+                inf_format_timestamp(v->u.ts, s->ts_text, sizeof s->ts_text);
+                s->ts_last = v->u.ts;
+            }
+            char *t = s->ts_param[i][p - 1];
+            memcpy(t, s->ts_text, TS_TEXT);
+            sqlite3_bind_text(ins, p, t, -1, SQLITE_STATIC);
+            break;
+        }
+        default:
+            sqlite3_bind_null(ins, p);
+        }
+    }
+}
+
 static inf_status sqlite_sink_write(void *state, const inf_record_batch *b, inf_error *err) {
     sqlite_sink *s = state;
     inf_status st;
-    if (!s->insert && (st = sqlite_sink_setup(s, b, err))) return st;
+    if (!s->insert[N_INSERTS - 1] && (st = sqlite_sink_setup(s, b, err))) return st;
     if (!s->in_txn) {
         if ((st = exec_sql(s, "BEGIN", err))) return st;
         s->in_txn = 1;
     }
-    int *map = s->map;
-    for (int c = 0; c < s->n_cols; c++) map[c] = inf_record_batch_find_field(b, s->cols[c]);
-    if (s->prev_cap < s->n_cols) {
-        const inf_value **p = realloc(s->prev, (size_t)s->n_cols * sizeof *p);
-        if (!p) return inf_error_set(err, INF_ENOMEM, "sqlite:%s: out of memory", s->path);
-        s->prev = p;
-        s->prev_cap = s->n_cols;
-    }
-    for (int r = 0; r < b->n_rows; r++) {
-        sqlite3_reset(s->insert);
-        for (int c = 0; c < s->n_cols; c++) {
-            const inf_value *v = map[c] >= 0 ? inf__batch_at(b, r, map[c]) : NULL;
-            int p = c + 1;
-            /* bindings survive a reset: a value equal to the previous row's (a log batch's model,
-             * version, pipeline hash and time) stays bound -- its text is in b, alive for this call */
-            if (r > 0 && same_value(v, s->prev[c])) continue;
-            s->prev[c] = v;
-            if (!v) {
-                sqlite3_bind_null(s->insert, p);
-                continue;
-            }
-            switch (v->type) {
-            case INF_FIELD_BOOL: sqlite3_bind_int(s->insert, p, v->u.b); break;
-            case INF_FIELD_INT: sqlite3_bind_int64(s->insert, p, v->u.i); break;
-            case INF_FIELD_FLOAT:
-                if (v->u.f != v->u.f) sqlite3_bind_null(s->insert, p); /* NaN -> NULL */
-                else sqlite3_bind_double(s->insert, p, v->u.f);
-                break;
-            case INF_FIELD_STRING: sqlite3_bind_text(s->insert, p, v->u.s.ptr, (int)v->u.s.len, SQLITE_STATIC); break;
-            case INF_FIELD_TIMESTAMP:
-                if (!s->ts_text[0] || v->u.ts != s->ts_last) {
-                    inf_format_timestamp(v->u.ts, s->ts_text, sizeof s->ts_text);
-                    s->ts_last = v->u.ts;
-                }
-                sqlite3_bind_text(s->insert, p, s->ts_text, -1, SQLITE_TRANSIENT);
-                break;
-            default: sqlite3_bind_null(s->insert, p);
-            }
+    for (int c = 0; c < s->n_cols; c++)
+        s->map[c] = inf_record_batch_find_field(b, s->cols[c]);
+    int used[N_INSERTS] = {0};
+    for (int r = 0, i = 0; r < b->n_rows;) {
+        while (!s->insert[i] || INSERT_ROWS[i] > b->n_rows - r)
+            i++; /* the last (one row) always fits */
+        sqlite3_stmt *ins = s->insert[i];
+        sqlite3_reset(ins);
+        for (int k = 0; k < INSERT_ROWS[i]; k++)
+            bind_row(s, i, k, b, r + k, used[i]);
+        used[i] = 1;
+        if (sqlite3_step(ins) != SQLITE_DONE) {
+            st = INSERT_ROWS[i] == 1
+                     ? inf_error_set(err, INF_EIO, "sqlite:%s: table %s: row %d of the batch: %s", s->path, s->table,
+                                     r + 1, sqlite3_errmsg(s->db))
+                     : inf_error_set(err, INF_EIO, "sqlite:%s: table %s: rows %d-%d of the batch: %s", s->path,
+                                     s->table, r + 1, r + INSERT_ROWS[i], sqlite3_errmsg(s->db));
+            sqlite3_reset(ins);
+            return st;
         }
-        if (sqlite3_step(s->insert) != SQLITE_DONE)
-            return inf_error_set(err, INF_EIO, "sqlite:%s: table %s: row %d of the batch: %s", s->path, s->table, r + 1,
-                                sqlite3_errmsg(s->db));
+        r += INSERT_ROWS[i];
     }
-    sqlite3_reset(s->insert);
+    for (int i = 0; i < N_INSERTS; i++)
+        if (used[i]) sqlite3_reset(s->insert[i]);
     return INF_OK;
 }
 
@@ -479,12 +597,15 @@ static inf_status sqlite_sink_commit(void *state, inf_error *err) {
 static inf_status sqlite_sink_close(void *state, inf_error *err) {
     sqlite_sink *s = state;
     inf_status st = sqlite_sink_commit(s, err);
-    sqlite3_finalize(s->insert);
+    for (int i = 0; i < N_INSERTS; i++) {
+        sqlite3_finalize(s->insert[i]);
+        free(s->prev[i]);
+        free(s->ts_param[i]);
+    }
     sqlite3_close(s->db);
     for (int c = 0; c < s->n_cols; c++) free(s->cols[c]);
     free(s->cols);
     free(s->map);
-    free(s->prev);
     free(s);
     return st;
 }

@@ -7,6 +7,7 @@
  * batches every FLUSH_MS and commits many batches at once.
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -56,6 +57,7 @@ struct inf__mon_log {
     inf_sink *sink;
     const inf_pipeline *pipeline;
     double sample;
+    uint64_t sample_below; /* a record is sampled when its hash's top 53 bits are below this */
     int max_rows;
     atomic_uint_fast64_t n_seen, n_sampled, n_written, n_dropped;
     _Atomic(plan_node *) plans;
@@ -87,10 +89,9 @@ static uint64_t splitmix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-/* Whether record number k of the log's stream is sampled. */
-static int sampled(const inf__mon_log *l, uint64_t k) {
-    return l->sample >= 1.0 || (double)(splitmix64(k) >> 11) * 0x1.0p-53 < l->sample;
-}
+/* Whether record number k of the log's stream is sampled: (hash >> 11) * 2^-53 < sample, as
+ * integers (hash >> 11 < ceil(sample * 2^53): the same records, without a conversion per record). */
+static int sampled(const inf__mon_log *l, uint64_t k) { return (splitmix64(k) >> 11) < l->sample_below; }
 
 static void drop(inf__mon_log *l, uint64_t n) { atomic_fetch_add(&l->n_dropped, n); }
 
@@ -227,20 +228,31 @@ int inf__mon_log_add(inf__mon_log *l, const inf_pipeline *p, const char *model_n
     return l ? inf__mon_log_add_at(l, p, model_name, ex, in, pred, inf__mon_now_us()) : 0;
 }
 
-/* The sample decision for a batch of n records, first: one atomic add on
- * the record counter.  *k0 = the batch's first record number, *first = its
- * first sampled record; returns how many are sampled (counted). */
-static int sample_batch(inf__mon_log *l, int n, uint64_t *k0, int *first) {
+#define PICKS_KEPT 64 /* sampled records of a call listed (more: add_rows hashes again) */
+
+/* The sample decision for a call's n records: records k0 .. k0 + n - 1 of the stream. */
+typedef struct picks {
+    uint64_t k0;
+    int n, n_sampled;
+    int first;         /* the first sampled record (index in the call) */
+    int k[PICKS_KEPT]; /* the sampled records, when n_sampled <= PICKS_KEPT */
+} picks;
+
+/* Decides a call's sample: one atomic add on the record counter, one hash per record;
+ * returns how many are sampled (counted). */
+static int sample_batch(inf__mon_log *l, int n, picks *pk) {
     int n_sampled = 0;
-    *first = -1;
-    *k0 = atomic_fetch_add(&l->n_seen, (uint64_t)n);
+    pk->first = -1;
+    pk->n = n;
+    pk->k0 = atomic_fetch_add(&l->n_seen, (uint64_t)n);
     for (int k = 0; k < n; k++)
-        if (sampled(l, *k0 + (uint64_t)k)) {
-            if (*first < 0) *first = k;
+        if (sampled(l, pk->k0 + (uint64_t)k)) {
+            if (n_sampled < PICKS_KEPT) pk->k[n_sampled] = k;
             n_sampled++;
         }
+    if (n_sampled) pk->first = pk->k[0];
     if (n_sampled) atomic_fetch_add(&l->n_sampled, (uint64_t)n_sampled);
-    return n_sampled;
+    return pk->n_sampled = n_sampled;
 }
 
 /* The open slot of layout key, claimed for it when new; NULL when MAX_OPEN
@@ -263,12 +275,11 @@ static open_slot *slot_for(inf__mon_log *l, const void *key) {
     return s;
 }
 
-/* Appends the n_sampled sampled records of a call (records k0 + first ..
- * k0 + n - 1 of the stream) with row() to the layout's open batch (or to a
- * batch of their own), and queues the batch when it is full.  A row that
- * fails drops the batch's rows (counted). */
-static void add_rows(inf__mon_log *l, const binder *bd, int n, uint64_t k0, int first, int n_sampled,
-                     inf__mon_build_row_fn row, void *user) {
+/* Appends the sampled records of a call (pk) with row() to the layout's open
+ * batch (or to a batch of their own), and queues the batch when it is full.
+ * A row that fails drops the batch's rows (counted). */
+static void add_rows(inf__mon_log *l, const binder *bd, const picks *pk, inf__mon_build_row_fn row, void *user) {
+    int n = pk->n, n_sampled = pk->n_sampled, listed = n_sampled <= PICKS_KEPT;
     open_slot *s = slot_for(l, bd->key);
     if (s) pthread_mutex_lock(&s->mu);
     log_batch *b = s ? s->b : NULL;
@@ -279,8 +290,11 @@ static void add_rows(inf__mon_log *l, const binder *bd, int n, uint64_t k0, int 
         b = NULL;
     }
     int before = b ? inf_record_batch_n_rows(b->rows) : 0;
-    for (int k = first; b && k < n; k++) {
-        if (!sampled(l, k0 + (uint64_t)k)) continue;
+    for (int i = 0, k = pk->first; b && (listed ? i < n_sampled : k < n); i++, k++) {
+        if (listed)
+            k = pk->k[i];
+        else if (!sampled(l, pk->k0 + (uint64_t)k))
+            continue;
         if (row(user, k, b->map, b->rows)) {
             drop(l, (uint64_t)before); /* the earlier calls' rows in it (this call's are counted below) */
             b->plan = NULL;            /* half-built: rebind on reuse */
@@ -316,11 +330,11 @@ static inf_status plan_row(void *user, int k, const int *map, inf_record_batch *
 int inf__mon_log_add_at(inf__mon_log *l, const inf_pipeline *p, const char *model_name, const inf_pipeline_exec *ex,
                         const inf_record_batch *in, const inf_record_batch *pred, int64_t t) {
     if (!l) return 0;
-    int n = inf_pipeline_n_accepted(ex), first;
+    int n = inf_pipeline_n_accepted(ex);
     if (n > inf_record_batch_n_rows(pred)) n = inf_record_batch_n_rows(pred);
     if (n <= 0) return 0;
-    uint64_t k0;
-    int n_sampled = sample_batch(l, n, &k0, &first);
+    picks pk;
+    int n_sampled = sample_batch(l, n, &pk);
     if (!n_sampled) return 0;
     if (!p) p = l->pipeline;
     const inf__mon_row_plan *plan = p ? plan_for(l, p, ex, in, pred) : NULL;
@@ -330,18 +344,18 @@ int inf__mon_log_add_at(inf__mon_log *l, const inf_pipeline *p, const char *mode
     }
     binder bd = {plan, inf__mon_plan_n_fields(plan), plan, NULL};
     plan_rows r = {plan, ex, in, pred, inf__mon_plan_id_field(plan, in), t, model_name};
-    add_rows(l, &bd, n, k0, first, n_sampled, plan_row, &r);
+    add_rows(l, &bd, &pk, plan_row, &r);
     return n_sampled;
 }
 
 int inf__mon_log_add_built(inf__mon_log *l, int n, const void *layout, int n_fields, const char *const *names,
                            inf__mon_build_row_fn row, void *user) {
     if (!l || n <= 0) return 0;
-    uint64_t k0;
-    int first, n_sampled = sample_batch(l, n, &k0, &first);
+    picks pk;
+    int n_sampled = sample_batch(l, n, &pk);
     if (!n_sampled) return 0;
     binder bd = {layout, n_fields, NULL, names};
-    add_rows(l, &bd, n, k0, first, n_sampled, row, user);
+    add_rows(l, &bd, &pk, row, user);
     return n_sampled;
 }
 
@@ -455,6 +469,7 @@ inf_status inf__mon_log_open(const char *sink_uri, const inf_pipeline *p, double
     if (!l) return inf_error_set(err, INF_ENOMEM, "prediction log: out of memory");
     l->pipeline = p;
     l->sample = sample;
+    l->sample_below = sample >= 1 ? UINT64_MAX : (uint64_t)ceil(sample * 0x1.0p53);
     l->max_rows = max_rows > 0 ? max_rows : 65536;
     inf_sink_options so = {0};
     so.append = 1;

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "io/numfmt.h"
+#include "io/record_int.h"
 #include "monitor/logrow.h"
 #include "monitor/tensorrow.h"
 
@@ -34,12 +35,19 @@ typedef struct tout {
     char *labels[2]; /* threshold labels [below, at or above]; NULL: 0 / 1 */
 } tout;
 
+/* Columns c0 .. c1 - 1 of a plan: elements of one tensor (index ti: inputs then outputs). */
+typedef struct tseg {
+    int c0, c1, ti;
+} tseg;
+
 struct inf__mon_tplan {
     int n_in, n_out;
     int64_t *per_row; /* per tensor (inputs then outputs): columns per row, -1 when left out */
     inf_dtype *dtype; /* per tensor, as the plan was built for */
     tcol *cols;       /* the logged columns: inputs first */
     int n_cols, n_feat;
+    tseg *segs; /* the columns in runs of one tensor (a row is written run by run) */
+    int n_segs;
     char **names; /* the log fields: N_META, then one per column */
     int n_fields;
     tout *outs;       /* the spec's outputs the window profiles */
@@ -60,6 +68,7 @@ void inf__mon_tplan_free(inf__mon_tplan *plan) {
     free(plan->outs);
     free(plan->out_names);
     free(plan->cols);
+    free(plan->segs);
     free(plan->per_row);
     free(plan->dtype);
     free(plan);
@@ -130,6 +139,13 @@ static inf_status add_columns(inf__mon_tplan *plan, const inf__mon_tensors *t, c
             plan->cols[plan->n_cols++] = (tcol){out, ti, j};
             if (!out) plan->n_feat++;
         }
+    }
+    if (!(plan->segs = calloc((size_t)plan->n_cols + 1, sizeof *plan->segs))) return INF_ENOMEM;
+    for (int c = 0; c < plan->n_cols; c++) {
+        const tcol *col = &plan->cols[c];
+        int ti = col->out ? t->n_in + col->t : col->t;
+        if (!plan->n_segs || plan->segs[plan->n_segs - 1].ti != ti) plan->segs[plan->n_segs++] = (tseg){c, c, ti};
+        plan->segs[plan->n_segs - 1].c1 = c + 1;
     }
     return INF_OK;
 }
@@ -355,6 +371,21 @@ static inf_status set_id(inf_record_batch *out, int row, int f, const char *id, 
     return st;
 }
 
+/* Sets a text that rows of a batch share (a model's name, version): the previous row's
+ * copy when it holds the same text (one arena copy per batch, not per row). */
+static inf_status set_shared_string(inf_record_batch *out, int row, int f, const char *s) {
+    size_t n = strlen(s);
+    if (row > 0 && f >= 0 && f < out->n_fields) {
+        inf_value *cells = out->vals + (size_t)row * (size_t)out->cap_fields;
+        const inf_value *prev = cells - out->cap_fields + f;
+        if (prev->type == INF_FIELD_STRING && prev->u.s.len == n && !memcmp(prev->u.s.ptr, s, n)) {
+            cells[f] = *prev;
+            return INF_OK;
+        }
+    }
+    return inf_record_batch_set_string(out, row, f, s, n);
+}
+
 inf_status inf__mon_tplan_row(const inf__mon_tplan *plan, const int *map, const inf__mon_tensors *t, int64_t k,
                               const char *request_id, int64_t now_us, const char *model_name, const char *model_version,
                               inf_record_batch *out) {
@@ -362,14 +393,36 @@ inf_status inf__mon_tplan_row(const inf__mon_tplan *plan, const int *map, const 
     inf_status st;
     if ((st = inf_record_batch_add_row(out, &row)) || (st = set_id(out, row, map[0], request_id, t->rows, k)) ||
         (st = inf_record_batch_set_timestamp(out, row, map[1], now_us)) ||
-        (st = inf_record_batch_set_string(out, row, map[2], model_name, strlen(model_name))) ||
-        (st = inf_record_batch_set_string(out, row, map[3], model_version, strlen(model_version))))
+        (st = set_shared_string(out, row, map[2], model_name)) ||
+        (st = set_shared_string(out, row, map[3], model_version)))
         return st;
-    for (int c = 0; c < plan->n_cols; c++) {
-        const tcol *col = &plan->cols[c];
-        const inf_tensor *x = col->out ? t->out[col->t] : t->in[col->t];
-        int64_t per = plan->per_row[col->out ? plan->n_in + col->t : col->t];
-        if ((st = set_cell(out, row, map[N_META + c], x, k * per + col->j))) return st;
+    /* the row's cells written in place (the row and every mapped field exist: add_row above, the
+     * plan's map); FP32 cells -- a model's usual inputs and outputs -- without a setter call */
+    inf_value *cells = out->vals + (size_t)row * (size_t)out->cap_fields;
+    const unsigned n_fields = (unsigned)out->n_fields;
+    const tcol *cols = plan->cols;
+    const int *fmap = map + N_META;
+    for (int g = 0; g < plan->n_segs; g++) { /* a run of one tensor's elements: its row's start once */
+        const tseg sg = plan->segs[g];
+        const inf_tensor *x = tensor_at(t, sg.ti);
+        int64_t at = k * plan->per_row[sg.ti];
+        if (x->dtype == INF_DTYPE_F32) {
+            const float *src = (const float *)x->data + at;
+            for (int c = sg.c0; c < sg.c1; c++) {
+                int f = fmap[c];
+                float v = src[cols[c].j];
+                if ((unsigned)f >= n_fields) {
+                    if ((st = set_cell(out, row, f, x, at + cols[c].j))) return st; /* refused: INF_EINVAL */
+                } else if (isfinite(v)) {
+                    cells[f].type = INF_FIELD_FLOAT, cells[f].u.f = v;
+                } else {
+                    cells[f].type = INF_FIELD_NULL;
+                }
+            }
+        } else {
+            for (int c = sg.c0; c < sg.c1; c++)
+                if ((st = set_cell(out, row, fmap[c], x, at + cols[c].j))) return st;
+        }
     }
     return INF_OK;
 }

@@ -411,6 +411,128 @@ static void test_json_paths(void) {
     inf_record_batch_free(a);
 }
 
+/* Row i of the multi-row test's batch of n (write w): runs of equal strings and a null, a
+ * timestamp that changes every 3 rows, a number with NaN and null, an int key. */
+static void multirow_cell(int w, int n, int i, const char **str, double *x, int64_t *t, int *x_null) {
+    static const char *const strs[] = {"m", "m", "m", "n", NULL, "m"};
+    *str = strs[(i / 2) % 6];
+    *x = (i % 11 == 5) ? NAN : w * 1000.0 + n + i * 0.25;
+    *x_null = i % 13 == 7;
+    *t = 1700000000000000LL + (int64_t)(i / 3) * 1000 + w;
+}
+
+/* The SQLite sink writes a batch as INSERTs of 64, 16, 4 and 1 rows: batches of every size
+ * around those (1 .. 150 rows), one write after another into one table, read back with sqlite3
+ * itself in rowid order; a keyed table with keys repeated inside one statement keeps the last
+ * row per key; ?journal=wal&synchronous=normal set the pragmas, a value outside SQLite's refused. */
+static void test_sqlite_multirow(void) {
+    static const int sizes[] = {1, 3, 4, 5, 16, 17, 21, 63, 64, 65, 85, 150};
+    enum { N_SIZES = sizeof sizes / sizeof *sizes };
+    inf_sink *sink;
+    inf_error err;
+    inf_status st =
+        inf_sink_open(uri("sqlite", "multi.db", "?table=t&journal=wal&synchronous=normal"), NULL, &sink, &err);
+    for (int w = 0; !st && w < N_SIZES; w++) {
+        inf_record_batch *b;
+        inf_record_batch_new(&b);
+        int fs, fx, ft, fk, r;
+        inf_record_batch_add_field(b, "k", &fk);
+        inf_record_batch_add_field(b, "s", &fs);
+        inf_record_batch_add_field(b, "x", &fx);
+        inf_record_batch_add_field(b, "t", &ft);
+        for (int i = 0; i < sizes[w]; i++) {
+            const char *str;
+            double x;
+            int64_t t;
+            int x_null;
+            multirow_cell(w, sizes[w], i, &str, &x, &t, &x_null);
+            inf_record_batch_add_row(b, &r);
+            inf_record_batch_set_int(b, r, fk, w * 1000 + i);
+            if (str) inf_record_batch_set_string(b, r, fs, str, strlen(str));
+            if (!x_null) inf_record_batch_set_float(b, r, fx, x);
+            inf_record_batch_set_timestamp(b, r, ft, t);
+        }
+        st = inf_sink_write(sink, b, &err);
+        if (!st && w % 3 == 2) st = inf_sink_commit(sink, &err);
+        inf_record_batch_free(b);
+    }
+    if (!st)
+        st = inf_sink_close(sink, &err);
+    else
+        inf_sink_close(sink, &(inf_error){0});
+    char path[512];
+    snprintf(path, sizeof path, "%s/multi.db", dir);
+    sqlite3 *db;
+    sqlite3_stmt *q;
+    sqlite3_open(path, &db);
+    sqlite3_prepare_v2(db, "SELECT k, s, x, t FROM t ORDER BY rowid", -1, &q, NULL);
+    int rows = 0, bad = 0, want_rows = 0;
+    char first_bad[300] = "";
+    for (int w = 0; w < N_SIZES; w++)
+        for (int i = 0; i < sizes[w]; i++, want_rows++) {
+            if (sqlite3_step(q) != SQLITE_ROW) continue;
+            rows++;
+            const char *str;
+            double x;
+            int64_t t;
+            int x_null;
+            multirow_cell(w, sizes[w], i, &str, &x, &t, &x_null);
+            char ts[40];
+            inf_format_timestamp(t, ts, sizeof ts);
+            const char *got_s = (const char *)sqlite3_column_text(q, 1);
+            const char *got_t = (const char *)sqlite3_column_text(q, 3);
+            int x_is_null = sqlite3_column_type(q, 2) == SQLITE_NULL;
+            int ok = sqlite3_column_int64(q, 0) == w * 1000 + i && (str ? got_s && !strcmp(got_s, str) : !got_s) &&
+                     (x_null || isnan(x) ? x_is_null : !x_is_null && sqlite3_column_double(q, 2) == x) && got_t &&
+                     !strcmp(got_t, ts);
+            if (!ok && !bad++)
+                snprintf(first_bad, sizeof first_bad, "batch of %d, row %d: k=%lld s=%s x=%g t=%s", sizes[w], i,
+                         (long long)sqlite3_column_int64(q, 0), got_s ? got_s : "NULL", sqlite3_column_double(q, 2),
+                         got_t ? got_t : "NULL");
+        }
+    int extra = sqlite3_step(q) == SQLITE_ROW;
+    sqlite3_finalize(q);
+    sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &q, NULL);
+    int wal = sqlite3_step(q) == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(q, 0), "wal");
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    check(
+        st == INF_OK && rows == want_rows && !bad && !extra,
+        "sqlite sink: batches of 1-150 rows in multi-row INSERTs read back row for row (%d of %d rows, %d differ%s%s)",
+        rows, want_rows, bad, bad ? ": " : "", first_bad);
+    check(wal, "sqlite sink: ?journal=wal sets the database's journal mode");
+
+    /* keys repeated within one statement: INSERT OR REPLACE keeps the last row per key */
+    inf_sink_options so = {0};
+    so.key_column = "id";
+    st = inf_sink_open(uri("sqlite", "multi.db", "?table=keyed"), &so, &sink, &err);
+    inf_record_batch *b;
+    inf_record_batch_new(&b);
+    int fid, fv, r;
+    inf_record_batch_add_field(b, "id", &fid);
+    inf_record_batch_add_field(b, "v", &fv);
+    for (int i = 0; i < 150; i++) {
+        inf_record_batch_add_row(b, &r);
+        inf_record_batch_set_int(b, r, fid, i % 50);
+        inf_record_batch_set_int(b, r, fv, i);
+    }
+    if (!st) st = inf_sink_write(sink, b, &err);
+    if (!st) st = inf_sink_close(sink, &err);
+    inf_record_batch_free(b);
+    sqlite3_open(path, &db);
+    sqlite3_prepare_v2(db, "SELECT count(*), sum(v = id + 100) FROM keyed", -1, &q, NULL);
+    int ok = sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == 50 && sqlite3_column_int(q, 1) == 50;
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    check(st == INF_OK && ok,
+          "sqlite sink: 150 keyed rows, 50 keys, keys repeated inside one INSERT: the last row of each kept");
+
+    st = inf_sink_open(uri("sqlite", "multi.db", "?table=t&synchronous=sometimes"), NULL, &sink, &err);
+    check(st == INF_EINVAL && strstr(err.message, "synchronous=sometimes"),
+          "sqlite sink: ?synchronous=sometimes refused (%s)", st ? err.message : "accepted");
+    if (!st) inf_sink_close(sink, &err);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 1;
     test_parse_double();
@@ -420,6 +542,7 @@ int main(void) {
     test_jsonl();
     test_sqlite();
     test_sqlite_value_runs();
+    test_sqlite_multirow();
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) {}
