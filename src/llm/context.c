@@ -265,11 +265,10 @@ static void part_rows_tiles(const matmul_job *j, const matmul_part *p, int64_t b
 static void part_rows(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
     const inf__llm_weight *w = p->w;
     const inf__llm_qtype *q = w->q;
-    int ntiles = 0;
-    for (; begin + (ntiles + 1) * INF__LLM_TILE_ROWS <= end &&
-           begin + (ntiles + 1) * INF__LLM_TILE_ROWS <= w->packed_rows && begin % INF__LLM_TILE_ROWS == 0;
-         ntiles++) {
-    }
+    /* whole packed tiles from an aligned begin, up to end and the packed rows */
+    int64_t tiled_end = end < w->packed_rows ? end : w->packed_rows;
+    int ntiles =
+        begin % INF__LLM_TILE_ROWS == 0 && tiled_end > begin ? (int)((tiled_end - begin) / INF__LLM_TILE_ROWS) : 0;
     if (ntiles) part_rows_tiles(j, p, begin, ntiles);
     begin += (int64_t)ntiles * INF__LLM_TILE_ROWS;
     if (begin >= end) return;
