@@ -566,14 +566,13 @@ static inf_status exec_run(inf__exec *e, inf_tensor *const *inputs, inf_error *e
     return INF_OK;
 }
 
-inf_status inf__kernel_check_time(inf__kernel_ctx *ctx) {
-    const inf_session *s = ctx->exec ? ctx->exec->session : NULL;
-    return s && s->max_run_ms > 0 && over_budget(s) ? budget_error(s, ctx->node, ctx->err) : INF_OK;
-}
-
 bool inf__kernel_out_of_time(const inf__kernel_ctx *ctx) {
     const inf_session *s = ctx->exec ? ctx->exec->session : NULL;
     return s && s->max_run_ms > 0 && over_budget(s);
+}
+
+inf_status inf__kernel_check_time(inf__kernel_ctx *ctx) {
+    return inf__kernel_out_of_time(ctx) ? budget_error(ctx->exec->session, ctx->node, ctx->err) : INF_OK;
 }
 
 inf_status inf__kernel_run_subgraph(inf__kernel_ctx *ctx, const inf__graph *g, int n_inputs, inf_tensor *const *inputs,
