@@ -16,7 +16,10 @@
  * Sub-commands are rows of one table.  The statistics are src/monitor/
  * (profile.c, labels.c), the rules and their actions rules.c / actions.c,
  * the HTML report.c, stored baselines baseline_store.c; the metrics of
- * `labels` are evaluate's (src/tools/metrics.c).
+ * `labels`, `check` and `report` are evaluate's (src/tools/metrics.c) over
+ * the join, per window, by src/tools/quality.c -- as serve's and stream's
+ * online quality rules; `report` draws the stored quality history
+ * (monitor/quality_store.h) when no --labels are given.
  */
 #include <math.h>
 #include <stdio.h>
@@ -27,15 +30,17 @@
 #include <cjson/cJSON.h>
 
 #include "cli/cli.h"
+#include "monitor/actions.h"
+#include "monitor/baseline_store.h"
 #include "monitor/labels.h"
 #include "monitor/predlog.h"
 #include "monitor/profile.h"
-#include "monitor/actions.h"
-#include "monitor/baseline_store.h"
+#include "monitor/quality_store.h"
 #include "monitor/report.h"
 #include "monitor/rules.h"
 #include "runtime/model.h"
 #include "runtime/score.h"
+#include "tools/quality.h"
 #include "tools/tools.h"
 
 #define CMD "monitor"
@@ -316,13 +321,12 @@ static int baseline_of(const mon_opts *o, inf__rt_model *m, inf__mon_profile **b
 /* Evaluates rule r over the log's windows of its length: the alert when
  * its last max(1, for/window) windows (consecutive, each with min_rows
  * rows) all breach; *alert stays NULL otherwise. */
-static cJSON *quality_windows(const inf__mon_join *jn, int64_t window_us);
 static int labels_join(const mon_opts *o, inf__rt_model *m, inf__mon_join *jn_out, inf__metrics *q_out, cJSON **out);
 
 /* A quality rule over the labelled predictions' windows (jn: the join). */
 static int check_quality_rule(const inf__rt_model *m, const inf__mon_join *jn, const inf__mon_rule *r, cJSON **alert) {
     *alert = NULL;
-    cJSON *qw = quality_windows(jn, r->window_us);
+    cJSON *qw = inf__quality_windows_json(jn, r->window_us);
     if (!qw) return cli_fail(CMD, "out of memory");
     int n = cJSON_GetArraySize(qw);
     int64_t k = r->for_us / r->window_us + (r->for_us % r->window_us != 0);
@@ -341,13 +345,8 @@ static int check_quality_rule(const inf__rt_model *m, const inf__mon_join *jn, c
         const char *col;
         fires = inf__mon_rule_check(r, w, &value, &col) == 1;
         if (fires && i == n - 1) {
-            int64_t t;
-            char t1[40];
-            const cJSON *st = cJSON_GetObjectItem(w, "start");
             cJSON_AddStringToObject(w, "model", m->name);
             cJSON_AddStringToObject(w, "version", m->version);
-            if (!inf_parse_timestamp(st->valuestring, strlen(st->valuestring), &t))
-                cJSON_AddStringToObject(w, "end", inf_format_timestamp(t + r->window_us, t1, sizeof t1));
             *alert = inf__mon_alert_json(r, w, value, "*");
             if (*alert) cJSON_AddNumberToObject(*alert, "windows", (double)k);
         }
@@ -452,36 +451,7 @@ static int sub_check(const mon_opts *o, inf__rt_model *m) {
 
 static void add_count(cJSON *j, const char *k, int64_t v) { cJSON_AddNumberToObject(j, k, (double)v); }
 
-/* Binary when every label is 0/1 and every score a probability; else regression. */
-static int join_task(const inf__mon_join *jn) {
-    for (int64_t i = 0; i < jn->rows_joined; i++)
-        if ((jn->y[i] != 0 && jn->y[i] != 1) || !(jn->score[i] >= 0 && jn->score[i] <= 1)) return INF__TASK_REGRESSION;
-    return INF__TASK_BINARY;
-}
-
-static int compute_metrics(const inf__mon_join *jn, inf__metrics *q) {
-    int n = (int)jn->rows_joined, task = join_task(jn);
-    if (task == INF__TASK_REGRESSION) {
-        inf__metrics_regression(jn->y, jn->score, n, q);
-        return 0;
-    }
-    int *y = malloc((size_t)(n ? n : 1) * sizeof *y);
-    if (!y) return -1;
-    for (int i = 0; i < n; i++) y[i] = jn->y[i] != 0;
-    inf__metrics_binary(y, jn->score, n, q);
-    free(y);
-    return 0;
-}
-
 static int labels_join(const mon_opts *o, inf__rt_model *m, inf__mon_join *jn_out, inf__metrics *q_out, cJSON **out);
-
-static void metrics_into(cJSON *mj, const inf__metrics *q) {
-    for (int k = 0; k < INF__N_METRICS; k++) {
-        if (!inf__metric_applies(q->task, k)) continue;
-        if (isfinite(q->v[k])) cJSON_AddNumberToObject(mj, inf__metric_names[k], q->v[k]);
-        else cJSON_AddNullToObject(mj, inf__metric_names[k]);
-    }
-}
 
 static int sub_labels(const mon_opts *o, inf__rt_model *m) {
     if (!o->log || !o->labels || !o->id_column || !o->label_column)
@@ -510,20 +480,23 @@ static int sub_labels(const mon_opts *o, inf__rt_model *m) {
 /* The label join of o and its JSON (sub_labels' output); jn must be freed
  * by the caller when 0 is returned. */
 static int labels_join(const mon_opts *o, inf__rt_model *m, inf__mon_join *jn_out, inf__metrics *q_out, cJSON **out) {
-    int nf = inf_pipeline_n_feature_columns(m->pipeline);
-    const char **skip = calloc((size_t)nf + 1, sizeof *skip);
+    char **skip = inf__quality_skip_new(m->pipeline);
     if (!skip) return cli_fail(CMD, "out of memory");
-    for (int i = 0; i < nf; i++) skip[i] = inf_pipeline_feature_column(m->pipeline, i);
-    inf__mon_join_options jo = {.log_uri = o->log, .labels_uri = o->labels, .id_column = o->id_column,
-                                .label_column = o->label_column, .prediction_column = o->prediction_column,
-                                .skip = skip, .model = m->name, .version = m->version};
+    inf__mon_join_options jo = {.log_uri = o->log,
+                                .labels_uri = o->labels,
+                                .id_column = o->id_column,
+                                .label_column = o->label_column,
+                                .prediction_column = o->prediction_column,
+                                .skip = (const char *const *)skip,
+                                .model = m->name,
+                                .version = m->version};
     inf__mon_join jn;
     inf_error e;
     inf_status st = inf__mon_join_labels(&jo, &jn, &e);
-    free(skip);
+    inf__quality_skip_free(skip);
     if (st) return cli_fail(CMD, "%s", e.message);
     inf__metrics q;
-    if (jn.rows_joined == 0 || compute_metrics(&jn, &q)) {
+    if (jn.rows_joined == 0 || inf__quality_metrics(&jn, &q)) {
         inf__mon_join_free(&jn);
         return cli_fail(CMD, "labels: %s", jn.rows_joined ? "out of memory" : "no label joined a logged prediction");
     }
@@ -540,7 +513,7 @@ static int labels_join(const mon_opts *o, inf__rt_model *m, inf__mon_join *jn_ou
     add_count(j, "missing", jn.missing);
     cJSON_AddStringToObject(j, "prediction_column", jn.prediction_column);
     cJSON_AddStringToObject(j, "task", inf__task_names[q.task]);
-    metrics_into(mj, &q);
+    inf__quality_metrics_json(mj, &q);
     cJSON_AddItemToObject(j, "metrics", mj);
     *jn_out = jn;
     *q_out = q;
@@ -549,58 +522,6 @@ static int labels_join(const mon_opts *o, inf__rt_model *m, inf__mon_join *jn_ou
 }
 
 /* ---- report: one static HTML file ------------------------------------------- */
-
-/* Quality per window of the joined pairs (by when the prediction was logged). */
-static cJSON *quality_windows(const inf__mon_join *jn, int64_t window_us) {
-    cJSON *arr = cJSON_CreateArray();
-    int64_t n = jn->rows_joined;
-    int64_t *starts = malloc((size_t)(n ? n : 1) * sizeof *starts);
-    inf__mon_join sub = *jn;
-    sub.y = malloc((size_t)(n ? n : 1) * sizeof *sub.y);
-    sub.score = malloc((size_t)(n ? n : 1) * sizeof *sub.score);
-    int ok = arr && starts && sub.y && sub.score;
-    int64_t n_st = 0;
-    for (int64_t i = 0; ok && i < n; i++) { /* the distinct window starts, in order */
-        if (jn->at[i] == INT64_MIN) continue;
-        int64_t s0 = floor_div(jn->at[i], window_us) * window_us, k = 0;
-        while (k < n_st && starts[k] < s0) k++;
-        if (k < n_st && starts[k] == s0) continue;
-        memmove(starts + k + 1, starts + k, (size_t)(n_st - k) * sizeof *starts);
-        starts[k] = s0;
-        n_st++;
-    }
-    for (int64_t k = 0; ok && k < n_st; k++) {
-        sub.rows_joined = 0;
-        for (int64_t i = 0; i < n; i++)
-            if (jn->at[i] != INT64_MIN && floor_div(jn->at[i], window_us) * window_us == starts[k]) {
-                sub.y[sub.rows_joined] = jn->y[i];
-                sub.score[sub.rows_joined++] = jn->score[i];
-            }
-        inf__metrics q;
-        memset(&q, 0, sizeof q);
-        cJSON *w = cJSON_CreateObject(), *mj = cJSON_CreateObject();
-        char t0[40];
-        if (!w || !mj || compute_metrics(&sub, &q)) {
-            cJSON_Delete(w);
-            cJSON_Delete(mj);
-            ok = 0;
-            break;
-        }
-        cJSON_AddStringToObject(w, "start", inf_format_timestamp(starts[k], t0, sizeof t0));
-        cJSON_AddNumberToObject(w, "rows", (double)sub.rows_joined);
-        metrics_into(mj, &q);
-        cJSON_AddItemToObject(w, "metrics", mj);
-        cJSON_AddItemToArray(arr, w);
-    }
-    free(starts);
-    free(sub.y);
-    free(sub.score);
-    if (!ok) {
-        cJSON_Delete(arr);
-        return NULL;
-    }
-    return arr;
-}
 
 static int sub_report(const mon_opts *o, inf__rt_model *m) {
     if (!o->log || !o->html) return cli_usage(CMD, "report needs --log SRC and --html OUT");
@@ -645,10 +566,19 @@ static int sub_report(const mon_opts *o, inf__rt_model *m) {
         cJSON *qj = NULL;
         if (!(rc = labels_join(o, m, &jn, &q, &qj))) {
             cJSON_AddItemToObject(r, "quality", qj);
-            cJSON *qw = quality_windows(&jn, wo.window_us);
+            cJSON *qw = inf__quality_windows_json(&jn, wo.window_us);
             if (!qw) rc = cli_fail(CMD, "out of memory");
             else cJSON_AddItemToObject(r, "quality_windows", qw);
             inf__mon_join_free(&jn);
+        }
+    }
+    if (!rc && !o->labels) { /* the quality history serve / stream stored for the version (quality_store.h) */
+        cJSON *doc;
+        inf_error e;
+        if (inf__mon_quality_find(o->home, m->name, m->version, &doc, &e) == INF_OK) {
+            cJSON_AddItemToObject(r, "quality_windows", cJSON_DetachItemFromObject(doc, "windows"));
+            cJSON_AddNumberToObject(r, "quality_window_s", cJSON_GetNumberValue(cJSON_GetObjectItem(doc, "window_s")));
+            cJSON_Delete(doc);
         }
     }
     if (!rc) {

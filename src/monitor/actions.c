@@ -203,9 +203,10 @@ void inf__mon_alert_act(const inf__mon_rule *r, cJSON *alert, inf_registry *reg,
     memset(res, 0, sizeof *res);
     const cJSON *feature = cJSON_GetObjectItemCaseSensitive(alert, "feature");
     const cJSON *value = cJSON_GetObjectItemCaseSensitive(alert, "value");
-    fprintf(stderr, "%s: alert '%s' firing: model '%s' version %lld: %s %s = %.4f > %g\n", who, r->name, model,
+    fprintf(stderr, "%s: alert '%s' firing: model '%s' version %lld: %s %s = %.4f %s %g\n", who, r->name, model,
             (long long)version, cJSON_IsString(feature) ? feature->valuestring : "?", r->metric,
-            cJSON_IsNumber(value) ? value->valuedouble : NAN, r->threshold);
+            cJSON_IsNumber(value) ? value->valuedouble : NAN, r->quality && r->higher_is_better ? "<" : ">",
+            r->threshold);
     if (r->actions & INF__MON_ACT_ROLLBACK) act_rollback(r, alert, reg, model, version, who, res);
     if (!(r->actions & INF__MON_ACT_WEBHOOK)) return;
     char *body = cJSON_PrintUnformatted(alert);

@@ -3,6 +3,7 @@
  * fields) and the check of a rule against one drift window.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,36 @@ static inf_status parse_rule(const cJSON *j, int i, const char *where, inf__mon_
     return INF_OK;
 }
 
+/* The optional "labels" section (rules.h LABELS). */
+static inf_status parse_labels(const cJSON *j, const char *where, inf__mon_labels_src *out, inf_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!j) return INF_OK;
+    if (!cJSON_IsObject(j)) return inf_error_set(err, INF_EFORMAT, "%s: \"labels\" must be an object", where);
+    static const struct {
+        const char *key;
+        size_t off, size;
+        int required;
+    } FIELDS[] = {
+        {"source", offsetof(inf__mon_labels_src, source), sizeof out->source, 1},
+        {"id_column", offsetof(inf__mon_labels_src, id_column), sizeof out->id_column, 1},
+        {"label_column", offsetof(inf__mon_labels_src, label_column), sizeof out->label_column, 1},
+        {"prediction_column", offsetof(inf__mon_labels_src, prediction_column), sizeof out->prediction_column, 0},
+        {"log", offsetof(inf__mon_labels_src, log), sizeof out->log, 0},
+    };
+    for (size_t k = 0; k < sizeof FIELDS / sizeof FIELDS[0]; k++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, FIELDS[k].key);
+        if (!x && !FIELDS[k].required) continue;
+        if (copy_field((char *)out + FIELDS[k].off, FIELDS[k].size, x) || !((char *)out + FIELDS[k].off)[0])
+            return inf_error_set(err, INF_EFORMAT, "%s: labels.%s must be a non-empty string", where, FIELDS[k].key);
+    }
+    out->window_us = 3600000000LL;
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "window");
+    if (w && !(cJSON_IsString(w) && (out->window_us = inf__mon_parse_duration_us(w->valuestring)) > 0))
+        return inf_error_set(err, INF_EFORMAT, "%s: labels.window needs a duration such as 90s, 15m, 1h, 1d", where);
+    out->has = 1;
+    return INF_OK;
+}
+
 inf_status inf__mon_rules_parse(const char *text, size_t len, const char *where, inf__mon_rules *out, inf_error *err) {
     memset(out, 0, sizeof *out);
     cJSON *j = cJSON_ParseWithLength(text, len);
@@ -132,6 +163,8 @@ inf_status inf__mon_rules_parse(const char *text, size_t len, const char *where,
     if (n <= 0) st = inf_error_set(err, INF_EFORMAT, "%s: expected {\"rules\": [ {...}, ... ]} with at least one rule", where);
     else if (!(out->rules = calloc((size_t)n, sizeof *out->rules))) st = inf_error_set(err, INF_ENOMEM, "%s: out of memory", where);
     for (int i = 0; st == INF_OK && i < n; i++) st = parse_rule(cJSON_GetArrayItem(arr, i), i, where, &out->rules[i], err);
+    if (st == INF_OK && cJSON_IsObject(j))
+        st = parse_labels(cJSON_GetObjectItemCaseSensitive(j, "labels"), where, &out->labels, err);
     cJSON_Delete(j);
     if (st) {
         inf__mon_rules_free(out);

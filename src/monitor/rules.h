@@ -21,6 +21,17 @@
  *              every evaluation over that span; default "0s" (at once)
  *   min_rows   a window with fewer rows neither breaches nor clears; default 30
  *   action     "log" (always), "webhook", "rollback", or an array of them
+ * LABELS (optional, beside "rules"): where late ground truth arrives, for the
+ * quality rules of `infera serve --monitor` / `infera stream --monitor`:
+ *   "labels": {"source": "csv:labels.csv", "id_column": "txn", "label_column": "label",
+ *              "prediction_column": "fraud_score", "log": "jsonl:log.jsonl", "window": "1h"}
+ *   source, id_column, label_column   the labels (any batch source URI) and their columns
+ *   prediction_column  the log's score to judge (default: as `monitor labels`)
+ *   log        the prediction log to join (default: the runner's --log-predictions)
+ *   window     the windows whose quality is stored and exported (default "1h")
+ * At every check the whole log is joined with the whole labels source by id
+ * (monitor/labels.h's rules: late, missing, duplicate labels), so a label
+ * arriving late changes the quality of the window its prediction was in.
  * A rule file that is not this shape is refused with the rule and field.
  */
 #ifndef INF_MONITOR_RULES_H
@@ -47,9 +58,17 @@ typedef struct inf__mon_rule {
     int higher_is_better;  /* quality: breaches below the threshold (else above) */
 } inf__mon_rule;
 
+/* The file's "labels" section (LABELS above); has = 0 without one. */
+typedef struct inf__mon_labels_src {
+    int has;
+    char source[1024], log[1024], id_column[256], label_column[256], prediction_column[256];
+    int64_t window_us;
+} inf__mon_labels_src;
+
 typedef struct inf__mon_rules {
     inf__mon_rule *rules;
     int n;
+    inf__mon_labels_src labels;
 } inf__mon_rules;
 
 /* "90s", "15m", "1h", "1d" or plain seconds -> microseconds; 0 when bad

@@ -19,6 +19,14 @@
  * every entry's window and, when a rule starts firing, writes a log line,
  * POSTs the alert to its webhook and rolls the registry alias back
  * (src/monitor/actions.c) -- off the request path, one alert at a time.
+ * QUALITY.  When the rules file has a "labels" section (monitor/rules.h
+ * LABELS), the rule thread also joins, at every wake-up and per entry, the
+ * labels source with the prediction log (the one join and metrics of
+ * `infera monitor labels`: src/tools/quality.c), stores the quality per
+ * window (src/monitor/quality_store.c: the console's history), keeps the
+ * newest window for the infera_model_quality gauges and steps the quality
+ * rules with it -- the same actions, once per breach.  The log on disk lags
+ * the requests by the log writer's flush (about a second).
  */
 #include <math.h>
 #include <stdio.h>
@@ -36,9 +44,11 @@
 #include "monitor/baseline_store.h"
 #include "monitor/online.h"
 #include "monitor/predlog.h"
+#include "monitor/quality_store.h"
 #include "monitor/rules.h"
 #include "monitor/tensorrow.h"
 #include "serve/serve.h"
+#include "tools/quality.h"
 
 #define MAX_BASELINES 32
 #define MAX_TENSOR_PLANS 8 /* tensor layouts kept per model version; requests of further layouts are not monitored */
@@ -64,6 +74,9 @@ typedef struct mon_entry {
     _Atomic(tplan_node *) tplans; /* the /infer endpoint's row plans (added under the monitor's mu) */
     int n_tplans;
     _Atomic uint64_t tensor_unmonitored; /* /infer rows not monitored: a layout beyond MAX_TENSOR_PLANS, OOM */
+    char **skip;             /* the pipeline's feature columns (NULL-terminated; never the judged prediction) */
+    cJSON *quality;          /* the newest quality window (under mu; NULL: none yet) */
+    char quality_error[256]; /* the last join error reported (rule thread only): reported once */
     struct mon_entry *next;
 } mon_entry;
 
@@ -183,11 +196,21 @@ inf_status inf__serve_monitor_start(srv_server *srv, inf_error *err) {
                 return inf_error_set(err, re.status, "--monitor %s: a rule rolls back an alias, but the registry "
                                      "cannot be opened: %s", o->monitor_rules, re.message);
         }
+        if (m->rules.labels.has && !m->rules.labels.log[0] && !o->log_predictions)
+            return inf_error_set(err, INF_EINVAL,
+                                 "--monitor %s: its labels are joined with the prediction log: give "
+                                 "--log-predictions DST (or labels.log)",
+                                 o->monitor_rules);
         for (int i = 0; i < m->rules.n; i++)
-            if (m->rules.rules[i].quality)
-                fprintf(stderr, "infera serve: rule '%s': a quality rule needs labels, checked by `infera monitor check "
-                        "--labels` only\n", m->rules.rules[i].name);
-        if (!m->n_baselines)
+            if (m->rules.rules[i].quality && !m->rules.labels.has)
+                fprintf(stderr,
+                        "infera serve: rule '%s': a quality rule needs labels: a \"labels\" section in %s "
+                        "(docs/monitoring.md)\n",
+                        m->rules.rules[i].name, o->monitor_rules);
+        int n_drift = 0;
+        for (int i = 0; i < m->rules.n; i++)
+            n_drift += !m->rules.rules[i].quality;
+        if (!m->n_baselines && n_drift)
             fprintf(stderr, "infera serve: --monitor without --baseline: drift rules have no window to check\n");
         if (pthread_create(&m->thread, NULL, rule_thread, m))
             return inf_error_set(err, INF_ENOMEM, "monitor: cannot start the rule thread");
@@ -231,6 +254,8 @@ void inf__serve_monitor_stop(srv_server *srv) {
             free(n);
         }
         inf__mon_online_free(e->online);
+        inf__quality_skip_free(e->skip);
+        cJSON_Delete(e->quality);
         free(e->rules);
         free(e);
     }
@@ -264,6 +289,7 @@ static mon_entry *entry_new(srv_monitor *m, const srv_version *v) {
     snprintf(e->registry_name, sizeof e->registry_name, "%s", v->registry_name);
     e->registry_version = v->registry_version;
     e->rules = calloc((size_t)(m->rules.n ? m->rules.n : 1), sizeof *e->rules);
+    if (m->rules.labels.has) e->skip = inf__quality_skip_new(v->pipeline);
     const char *path = baseline_of(m, v->name);
     inf__mon_profile *base = NULL;
     inf_error err;
@@ -277,8 +303,9 @@ static mon_entry *entry_new(srv_monitor *m, const srv_version *v) {
     if (base && inf__mon_online_new(base, (int64_t)m->srv->opt.monitor_window_s * 1000000, 0,
                                     v->registry_name[0] ? v->registry_name : v->name, v->version, &e->online) != INF_OK)
         e->online = NULL;
-    if (!e->rules) {
+    if (!e->rules || (m->rules.labels.has && !e->skip)) {
         inf__mon_online_free(e->online);
+        inf__quality_skip_free(e->skip);
         free(e->rules);
         free(e);
         return NULL;
@@ -415,7 +442,7 @@ void inf__serve_monitor_tensors(srv_server *srv, srv_version *v, const inf_tenso
 /* ---- rules ------------------------------------------------------------------ */
 
 static void fire(srv_monitor *m, mon_entry *e, const inf__mon_rule *r, rule_state *rs, const cJSON *drift) {
-    cJSON *a = inf__mon_alert_json(r, drift, rs->s.value, rs->s.column);
+    cJSON *a = inf__mon_alert_json(r, drift, rs->s.value, rs->s.column[0] ? rs->s.column : NULL);
     if (!a) return;
     atomic_fetch_add(&m->alerts_fired, 1);
     cJSON_AddStringToObject(a, "status", "firing");
@@ -441,6 +468,7 @@ static void evaluate_entry(srv_monitor *m, mon_entry *e, int64_t t) {
     for (int i = 0; i < m->rules.n; i++) {
         const inf__mon_rule *r = &m->rules.rules[i];
         rule_state *rs = &e->rules[i];
+        if (r->quality) continue; /* check_quality's */
         pthread_mutex_lock(&m->mu);
         int step = inf__mon_rule_step(r, &rs->s, drift, t, t); /* rules.c: the same steps as stream's */
         pthread_mutex_unlock(&m->mu);
@@ -449,6 +477,52 @@ static void evaluate_entry(srv_monitor *m, mon_entry *e, int64_t t) {
         if (step > 0) fire(m, e, r, rs, drift);
     }
     cJSON_Delete(drift);
+}
+
+/* The entry's quality from the labels that have arrived (QUALITY above). */
+static void check_quality(srv_monitor *m, mon_entry *e) {
+    const inf__mon_labels_src *lab = &m->rules.labels;
+    const char *model = e->registry_name[0] ? e->registry_name : e->name;
+    inf__mon_join jn;
+    inf_error err;
+    if (inf__quality_join(lab, m->srv->opt.log_predictions, model, e->version, (const char *const *)e->skip, &jn,
+                          &err)) {
+        if (strcmp(e->quality_error, err.message)) /* once per distinct error: labels may not have arrived yet */
+            fprintf(stderr, "infera serve: quality of '%s' version %s: %s\n", e->name, e->version, err.message);
+        snprintf(e->quality_error, sizeof e->quality_error, "%s", err.message);
+        return;
+    }
+    e->quality_error[0] = 0;
+    cJSON *doc = jn.rows_joined ? inf__quality_doc(&jn, lab->window_us, model, e->version) : NULL;
+    if (doc && inf__mon_quality_store(m->srv->opt.home, model, e->version, doc, &err))
+        fprintf(stderr, "infera serve: quality of '%s' version %s: %s\n", e->name, e->version, err.message);
+    cJSON *windows = cJSON_GetObjectItemCaseSensitive(doc, "windows");
+    int n = cJSON_GetArraySize(windows);
+    cJSON *newest = n ? cJSON_DetachItemFromArray(windows, n - 1) : NULL;
+    pthread_mutex_lock(&m->mu);
+    if (newest) {
+        cJSON_Delete(e->quality);
+        e->quality = newest;
+    }
+    pthread_mutex_unlock(&m->mu);
+    cJSON_Delete(doc);
+    for (int i = 0; i < m->rules.n; i++) {
+        const inf__mon_rule *r = &m->rules.rules[i];
+        if (!r->quality) continue;
+        cJSON *w;
+        pthread_mutex_lock(&m->mu); /* states are read under mu; only this thread writes them */
+        inf__mon_rule_state st = e->rules[i].s;
+        pthread_mutex_unlock(&m->mu);
+        int step = inf__quality_rule_step(r, &st, &jn, model, e->version, &w); /* windows computed unlocked */
+        pthread_mutex_lock(&m->mu);
+        e->rules[i].s = st;
+        pthread_mutex_unlock(&m->mu);
+        if (step < 0)
+            fprintf(stderr, "infera serve: alert '%s' resolved: model '%s' version %s\n", r->name, e->name, e->version);
+        if (step > 0) fire(m, e, r, &e->rules[i], w);
+        cJSON_Delete(w);
+    }
+    inf__mon_join_free(&jn);
 }
 
 static void *rule_thread(void *arg) {
@@ -465,7 +539,10 @@ static void *rule_thread(void *arg) {
         mon_entry *head = m->entries;
         pthread_mutex_unlock(&m->mu);
         int64_t t = now_us();
-        for (mon_entry *e = head; e; e = e->next) evaluate_entry(m, e, t);
+        for (mon_entry *e = head; e; e = e->next) {
+            evaluate_entry(m, e, t);
+            if (m->rules.labels.has) check_quality(m, e);
+        }
         pthread_mutex_lock(&m->mu);
     }
     pthread_mutex_unlock(&m->mu);
@@ -596,6 +673,32 @@ void inf__serve_monitor_metrics(srv_server *srv, srv_buf *o) {
         cJSON *d = e->online ? inf__mon_online_drift(e->online, t, 1) : NULL;
         if (d) drift_gauges(o, e, d);
         cJSON_Delete(d);
+    }
+    if (m->rules.labels.has) {
+        inf__serve_buf_puts(o, "# HELP infera_model_quality Quality of the newest window with labelled predictions "
+                               "(labels joined by id, docs/monitoring.md).\n"
+                               "# TYPE infera_model_quality gauge\n");
+        pthread_mutex_lock(&m->mu);
+        for (mon_entry *e = head; e; e = e->next) {
+            const cJSON *v;
+            cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(e->quality, "metrics")) {
+                if (!cJSON_IsNumber(v)) continue;
+                inf__serve_buf_puts(o, "infera_model_quality{");
+                entry_labels(o, e);
+                label(o, "metric", v->string, 0);
+                inf__serve_buf_printf(o, "} %.17g\n", v->valuedouble);
+            }
+        }
+        inf__serve_buf_puts(o, "# HELP infera_model_quality_rows Labelled predictions in that window.\n"
+                               "# TYPE infera_model_quality_rows gauge\n");
+        for (mon_entry *e = head; e; e = e->next) {
+            const cJSON *rows = cJSON_GetObjectItemCaseSensitive(e->quality, "rows");
+            if (!cJSON_IsNumber(rows)) continue;
+            inf__serve_buf_puts(o, "infera_model_quality_rows{");
+            entry_labels(o, e);
+            inf__serve_buf_printf(o, "} %.0f\n", rows->valuedouble);
+        }
+        pthread_mutex_unlock(&m->mu);
     }
     if (m->log) {
         inf__mon_log_stats s;

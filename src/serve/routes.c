@@ -69,6 +69,7 @@ static const srv_route routes[] = {
     {"GET", "/ui/registry", inf__serve_ui_registry, OPEN_METRICS | CONSOLE, "console registry"},
     {"GET", "/ui/audit", inf__serve_ui_audit, OPEN_METRICS | CONSOLE, "console audit log"},
     {"GET", "/ui/lineage", inf__serve_ui_lineage, OPEN_METRICS | CONSOLE, "console lineage"},
+    {"GET", "/ui/quality", inf__serve_ui_quality, OPEN_METRICS | CONSOLE, "console quality history"},
     /* OpenAI-compatible generative endpoints (openai.c); access 0: the body
      * names the model, so openai.c checks the predictor role once parsed */
     {"POST", "/v1/completions", inf__serve_openai_completions, 0, "completions"},

@@ -941,6 +941,10 @@ int inf__serve_ui_state(srv_request *rq);
 int inf__serve_ui_registry(srv_request *rq);
 int inf__serve_ui_audit(srv_request *rq);
 int inf__serve_ui_lineage(srv_request *rq);
+/* GET /ui/quality[?model=NAME]: {"models":[names with a stored quality history],"model":NAME|null,
+ * "versions":[the stored documents of NAME's versions]} (monitor/quality_store.h; the first model
+ * without ?model=). */
+int inf__serve_ui_quality(srv_request *rq);
 
 /* util.c */
 void inf__serve_access_log(srv_server *srv, const srv_request *rq);

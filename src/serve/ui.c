@@ -12,7 +12,10 @@
  * also loads GET /ui/registry (models, versions, aliases), /ui/lineage
  * (one model's lineage graph: training data -> versions -> uses, SVG) and
  * /ui/audit (a page of 50 audit records, newest first; older/newer buttons), every 10 s.  `infera ui` serves
- * this page and these views alone (serve_main's console_only).  Nothing on the page changes the server.  Access:
+ * this page and these views alone (serve_main's console_only).  GET /ui/quality (every 10 s, with or
+ * without a registry) answers the quality history that `serve --monitor` / `stream --monitor` stored
+ * per model version (monitor/quality_store.h, under the server's home): the page draws one SVG line
+ * chart per version, a line per metric, a point per window.  Nothing on the page changes the server.  Access:
  * /ui/state is guarded like /metrics (a token when --auth-metrics); the page itself holds no data.  Both answer 404
  * without --ui.
  */
@@ -22,6 +25,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "monitor/quality_store.h"
 #include "serve/serve.h"
 
 static const char PAGE[] =
@@ -49,6 +53,9 @@ static const char PAGE[] =
     "<h2>Alerts</h2><table "
     "id=\"alerts\"><thead><tr><th>rule</th><th>model</th><th>version</th><th>state</th><th>value</th>"
     "<th>threshold</th></tr></thead><tbody></tbody></table>\n"
+    "<h2>Quality over time <select id=\"qualsel\"></select> <span class=\"muted\">(labels joined by "
+    "serve/stream --monitor; a point per window)</span></h2><div id=\"quality\"><p class=\"muted\">no stored "
+    "quality (a labels section in the --monitor rules)</p></div>\n"
     "<div id=\"reg\" hidden>\n"
     "<h2>Registry <span id=\"regloc\" class=\"muted\"></span></h2><table id=\"registry\"><thead><tr><th>model</th>"
     "<th>latest</th><th>live versions</th><th>aliases</th><th>updated</th></tr></thead><tbody></tbody></table>\n"
@@ -217,6 +224,58 @@ static const char PAGE[] =
     "  setTimeout(registry, 10000);\n"
     "}\n"
     "registry();\n"
+    "const QCOLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', "
+    "'#17becf'];\n"
+    "function qchart(doc) { const ws = doc.windows || [], names = [];\n"
+    "  for (const w of ws) for (const k in w.metrics || {}) if (!names.includes(k)) names.push(k);\n"
+    "  const W = 720, H = 220, L = 48, R = 150, T = 12, B = 34, pw = W - L - R, ph = H - T - B;\n"
+    "  let ymax = 1; for (const w of ws) for (const k of names) { const v = w.metrics[k]; if (v !== null && v > "
+    "ymax) ymax = v; }\n"
+    "  const xs = i => L + (ws.length > 1 ? pw * i / (ws.length - 1) : pw / 2), ys = v => T + ph - ph * v / ymax;\n"
+    "  const g = svg('svg', {width: W, height: H, class: 'qchart', 'data-model': doc.model, 'data-version': "
+    "doc.version});\n"
+    "  g.appendChild(svg('rect', {x: L, y: T, width: pw, height: ph, fill: '#fafafa', stroke: '#ccc'}));\n"
+    "  for (const v of [0, ymax / 2, ymax]) { const t = svg('text', {x: L - 6, y: ys(v) + 4, 'font-size': 11, "
+    "'text-anchor': 'end'});\n"
+    "    t.textContent = v.toFixed(2); g.appendChild(t); }\n"
+    "  ws.forEach((w, i) => { if (i % Math.ceil(ws.length / 6) && i !== ws.length - 1) return;\n"
+    "    const t = svg('text', {x: xs(i), y: H - 12, 'font-size': 10, 'text-anchor': 'middle'}); t.textContent = "
+    "w.start.slice(5, 16); g.appendChild(t); });\n"
+    "  names.forEach((k, j) => { const c = QCOLORS[j % QCOLORS.length], pts = [];\n"
+    "    const s = svg('g', {class: 'qseries', 'data-metric': k});\n"
+    "    ws.forEach((w, i) => { const v = w.metrics[k]; if (v === null || v === undefined) return; pts.push(xs(i)."
+    "toFixed(1) + ',' + ys(v).toFixed(1));\n"
+    "      const p = svg('circle', {cx: xs(i).toFixed(1), cy: ys(v).toFixed(1), r: 3, fill: c, class: 'qpt', "
+    "'data-metric': k, 'data-start': w.start, 'data-rows': w.rows, 'data-value': String(v)});\n"
+    "      const tt = svg('title', {}); tt.textContent = k + ' ' + v.toFixed(4) + ' (' + w.start + ', ' + w.rows + "
+    "' rows)'; p.appendChild(tt); s.appendChild(p); });\n"
+    "    s.insertBefore(svg('polyline', {points: pts.join(' '), fill: 'none', stroke: c, 'stroke-width': 1.5}), "
+    "s.firstChild);\n"
+    "    const lt = svg('text', {x: W - R + 10, y: T + 12 + 15 * j, 'font-size': 12, fill: c}); lt.textContent = k; "
+    "s.appendChild(lt);\n"
+    "    g.appendChild(s); });\n"
+    "  return g; }\n"
+    "function renderQuality(j) {\n"
+    "  const sel = document.getElementById('qualsel'), cur = sel.value, box = document.getElementById('quality');\n"
+    "  sel.replaceChildren(...(j.models || []).map(m => el('option', {value: m}, m)));\n"
+    "  if (j.model) sel.value = j.model; else if (cur) sel.value = cur;\n"
+    "  if (!j.versions || !j.versions.length) { note(box, 'no stored quality (a labels section in the --monitor "
+    "rules)'); return; }\n"
+    "  box.replaceChildren(...j.versions.map(d => { const f = el('figure', {class: 'quality-version', 'data-model': "
+    "d.model, 'data-version': d.version});\n"
+    "    const last = d.windows.length ? d.windows[d.windows.length - 1] : null;\n"
+    "    f.appendChild(el('figcaption', {}, d.model + ' version ' + d.version + ': ' + d.windows.length + ' windows of "
+    "' + d.window_s + ' s' +\n"
+    "      (last ? ', newest ' + last.start + ' (' + last.rows + ' labelled rows)' : '') + ', updated ' + "
+    "d.updated));\n"
+    "    f.appendChild(qchart(d)); return f; }));\n"
+    "}\n"
+    "async function quality() { const m = document.getElementById('qualsel').value;\n"
+    "  try { renderQuality(await getJson('/ui/quality' + (m ? '?model=' + encodeURIComponent(m) : ''))); }\n"
+    "  catch (e) { note(document.getElementById('quality'), String(e.message || e)); }\n"
+    "}\n"
+    "document.getElementById('qualsel').addEventListener('change', quality);\n"
+    "(function qualityLoop() { quality().finally(() => setTimeout(qualityLoop, 10000)); })();\n"
     "</script></body></html>\n";
 
 static int ui_off(srv_request *rq) {
@@ -423,5 +482,36 @@ int inf__serve_ui_audit(srv_request *rq) {
     inf__serve_buf_printf(&rq->resp, "\"limit\":%ld,\"page\":%ld,\"more\":%s,", limit, page, more ? "true" : "false");
     put_view(&rq->resp, "audit", st, json, &e);
     inf__serve_buf_puts(&rq->resp, "}");
+    return 0;
+}
+
+/* ---- the quality history (monitor/quality_store.h) ------------------------------------------ */
+
+int inf__serve_ui_quality(srv_request *rq) {
+    if (ui_off(rq)) return 0;
+    const char *want = inf__serve_http_query(rq, "model");
+    cJSON *models = NULL, *versions = NULL;
+    inf_error e;
+    inf_status st = inf__mon_quality_list(rq->srv->opt.home, NULL, &models, &e);
+    const char *name = want && *want ? want : NULL;
+    if (!st && !name && cJSON_GetArraySize(models) > 0) name = cJSON_GetArrayItem(models, 0)->valuestring;
+    if (!st) st = inf__mon_quality_list(rq->srv->opt.home, name, &versions, &e);
+    char *m = st ? NULL : cJSON_PrintUnformatted(models), *v = st ? NULL : cJSON_PrintUnformatted(versions);
+    if (!m || !v)
+        inf__serve_error(rq, 500, "%s", st ? e.message : "quality: out of memory");
+    else {
+        rq->status = 200;
+        rq->content_type = "application/json";
+        inf__serve_buf_printf(&rq->resp, "{\"models\":%s,\"model\":", m);
+        if (name)
+            inf__serve_buf_json_str(&rq->resp, name, strlen(name));
+        else
+            inf__serve_buf_puts(&rq->resp, "null");
+        inf__serve_buf_printf(&rq->resp, ",\"versions\":%s}", v);
+    }
+    free(m);
+    free(v);
+    cJSON_Delete(models);
+    cJSON_Delete(versions);
     return 0;
 }

@@ -262,15 +262,15 @@ int cmd_stream(int argc, char **argv) {
     void *src = NULL;
     if (!o.no_score && (rc = open_windows(&o, &m, &online))) goto done;
     rc = 1;
-    if (o.monitor_rules && !online) {
+    if (o.monitor_rules && inf__stream_alerts_open(o.monitor_rules, &m, o.log_predictions, &alerts, &e)) {
+        rc = cli_fail(CMD, "--monitor %s", e.message);
+        goto done;
+    }
+    if (o.monitor_rules && !online && inf__stream_alerts_need_windows(alerts)) {
         rc = cli_fail(CMD,
                       "--monitor %s: no drift windows to check (--baseline FILE, or a baseline stored with the "
                       "registry version: infera monitor baseline NAME@V --data SRC --register)",
                       o.monitor_rules);
-        goto done;
-    }
-    if (o.monitor_rules && inf__stream_alerts_open(o.monitor_rules, &m, &alerts, &e)) {
-        rc = cli_fail(CMD, "--monitor %s", e.message);
         goto done;
     }
     if (o.log_predictions && inf__mon_log_open(o.log_predictions, m.pipeline, o.log_sample, 0, &log, &e)) {
@@ -299,10 +299,11 @@ int cmd_stream(int argc, char **argv) {
     inf_status st = inf__stream_run(&cfg, &stats, &e);
     if (type->describe) type->describe(src, source_line, sizeof source_line);
     close_windows(&online, alerts);
+    close_log(&log);
+    inf__stream_alerts_quality(alerts, 1); /* the labels against the whole, drained log */
     if (alerts)
         fprintf(stderr, "infera stream: --monitor: %llu alert(s) fired\n",
                 (unsigned long long)inf__stream_alerts_fired(alerts));
-    close_log(&log);
     inf_error ce;
     inf_status cst = inf_sink_close(sink, &ce);
     sink = NULL;

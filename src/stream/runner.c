@@ -345,6 +345,7 @@ inf_status inf__stream_run(const inf__stream_config *cfg, inf__stream_stats *sta
          * with its next batch or at the end) */
         if (cfg->online)
             inf__stream_drift_event(cfg->alerts, inf__mon_online_take_complete(cfg->online, inf__mon_now_us()));
+        inf__stream_alerts_quality(cfg->alerts, 0);
         int64_t now = inf__stream_now_ms();
         if (cfg->progress_ms > 0 && now - last >= cfg->progress_ms) {
             progress(cfg, stats, (double)(now - t0) / 1000.0, stats->events - last_events,

@@ -133,8 +133,14 @@ void inf__stream_drift_event(struct inf__stream_alerts *alerts, struct cJSON *dr
 typedef struct inf__stream_alerts inf__stream_alerts;
 /* Reads the rules; rollbacks go through m's registry (a file model's are
  * refused in the alert).  INF_EIO, INF_EFORMAT (the file), INF_ENOMEM. */
-inf_status inf__stream_alerts_open(const char *path, inf__rt_model *m, inf__stream_alerts **out, inf_error *err);
+inf_status inf__stream_alerts_open(const char *path, inf__rt_model *m, const char *log_uri, inf__stream_alerts **out,
+                                   inf_error *err);
 void inf__stream_alerts_free(inf__stream_alerts *a);
+/* 1 when a rule is a drift rule (it needs --baseline's windows). */
+int inf__stream_alerts_need_windows(const inf__stream_alerts *a);
+/* The quality rules (alerts.c QUALITY): at most every 10 s, or now when
+ * final (the end of the run, after the log is drained).  a may be NULL. */
+void inf__stream_alerts_quality(inf__stream_alerts *a, int final);
 /* Steps every drift rule with one reported window (monitor/rules.h) and
  * runs the actions of a rule that starts firing: an {"event":"alert",...}
  * line, the log line, rollback, webhook (monitor/actions.h). */
