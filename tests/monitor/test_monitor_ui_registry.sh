@@ -3,22 +3,24 @@
 # registry's models, versions and aliases, a model's lineage graph and the audit log, in a real headless
 # browser (Debian's chromium driven by npm puppeteer-core, pinned in tests/monitor/ui/package.json).
 # The oracle is the registry's own SQLite file read with python's sqlite3.  Also: `infera ui` serves no
-# model route (infer, records, repository load: 404) and needs --home or --registry.
-# Screenshots in ARTIFACT_DIR (monitor_ui_registry.png, monitor_ui_registry_lineage.png).
+# model route (infer, records, repository load: 404) and needs --home or --registry.  Quality over time:
+# a stored quality history (HOME/quality/fraud/{1,2}.json, written here as serve --monitor writes it) is
+# drawn as one SVG chart per version whose points carry the stored values.
+# Screenshots in ARTIFACT_DIR (monitor_ui_registry.png, _lineage.png, _quality.png).
 # Usage: test_monitor_ui_registry.sh INFERA_BIN REPO_DIR [ARTIFACT_DIR].  Exits 77 without chromium/node.
 set -euo pipefail
+. "$(dirname "$0")/../check.sh"
 infera=$(realpath "$1")
 repo=$(realpath "$2")
 artifacts=${3:-$PWD}
 chromium=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$chromium" ] || ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    echo "SKIP: needs Debian's chromium and node/npm (scripts/install-deps.sh)"
-    exit 77
+    skip "needs Debian's chromium and node/npm (scripts/install-deps.sh)"
 fi
 ui="$repo/tests/monitor/ui"
 if [ ! -d "$ui/node_modules/puppeteer-core" ]; then
     (cd "$ui" && npm ci --ignore-scripts --no-audit --no-fund >/dev/null 2>&1) ||
-        { echo "SKIP: npm could not install puppeteer-core"; exit 77; }
+        skip "npm could not install puppeteer-core"
 fi
 . "$repo/scripts/serve_port.sh"
 mkdir -p "$artifacts"
@@ -29,7 +31,7 @@ trap '[ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null; rm -rf "$work"' EX
 cp "$repo"/examples/fraud/{fraud_spec.json,fraud_xgb.onnx,card_features.db,transactions_raw.csv} "$work"/
 cd "$work"
 home="$work/reg"
-fail() { echo "FAIL: $*"; [ -f ui.log ] && tail -20 ui.log; exit 1; }
+fail() { bad "$*"; [ -f ui.log ] && tail -20 ui.log; check_done; }
 head -301 transactions_raw.csv >train.csv
 export INFERA_HOME="$home"
 "$infera" registry register fraud fraud_xgb.onnx --pipeline fraud_spec.json >/dev/null
@@ -66,7 +68,21 @@ for v, td, deleted in c.execute("select version, training_data, deleted_at from 
     for kind, src, dst in c.execute("select kind, source, destination from reg_lineage where name='fraud' and version=?", (v,)):
         uses.add("%s %s" % (kind, dst or src or "")); edges += 1
 audit = [[s, a, m or "-"] for s, a, m in c.execute("select seq, action, model from reg_audit order by seq desc")]
-json.dump({"models": models, "lineage": {"model": "fraud", "data": sorted(data), "versions": vers,
+# a quality history as serve --monitor stores it (monitor/quality_store.h): the page must draw these values
+import os
+quality = []
+for ver, base in (("1", 0.93), ("2", 0.88)):
+    ws = []
+    for k in range(4):
+        m = {"accuracy": base - 0.01 * k, "precision": 0.5 + 0.05 * k, "recall": 0.25 + 0.125 * k, "f1": 0.4,
+             "auc": 0.9 - 0.02 * k, "logloss": 0.3 + 0.1 * k}
+        start = "2026-12-0%dT00:00:00.000000Z" % (k + 1)
+        ws.append({"start": start, "end": start, "rows": 100 + k, "task": "binary", "metrics": m})
+        quality += [[ver, name, start, v] for name, v in m.items()]
+    os.makedirs("reg/quality/fraud", exist_ok=True)
+    json.dump({"model": "fraud", "version": ver, "window_s": 86400, "updated": "2026-12-05T00:00:00Z",
+               "rows_joined": 406, "windows": ws}, open("reg/quality/fraud/%s.json" % ver, "w"))
+json.dump({"quality": sorted(quality), "models": models, "lineage": {"model": "fraud", "data": sorted(data), "versions": vers,
            "uses": sorted(uses), "edges": edges}, "audit": audit[:50], "audit_pages": [audit[:50], audit[50:100], audit[100:]]},
           open("expected.json", "w"))
 PY
@@ -96,4 +112,5 @@ m = {x["name"]: x for x in json.load(sys.stdin)["models"]}
 assert "late" in m and "staging" in m["fraud"]["aliases"], m.keys()' || fail "a registry change after the first view is not shown"
 kill "$SERVER_PID"; wait "$SERVER_PID" || true; SERVER_PID=
 if grep -q -E 'Sanitizer|runtime error' ui.log; then cat ui.log; fail "sanitizer report"; fi
-echo "PASS"
+ok "monitor ui registry: every check above"
+check_done

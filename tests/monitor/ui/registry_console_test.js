@@ -99,6 +99,26 @@ const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
                                  {timeout : 10000}, pages[pages.length - 2][0][0])
                 .catch(() => fail('audit: newer did not go back a page'));
         }
+        // quality over time: the stored history of every version of the first model, one point per window
+        // and metric, its value the stored one
+        await page.waitForSelector('#quality svg.qchart circle.qpt', {timeout : 15000})
+            .catch(() => fail('no quality chart'));
+        const qpts = await page.$$eval(
+            '#quality svg.qchart circle.qpt',
+            cs => cs.map(c => [c.closest('svg').dataset.version, c.dataset.metric, c.dataset.start, Number(c.dataset.value)]));
+        qpts.sort((a, b) => JSON.stringify(a) < JSON.stringify(b) ? -1 : 1);
+        const wantQ = (want.quality || []).slice().sort((a, b) => JSON.stringify(a) < JSON.stringify(b) ? -1 : 1);
+        // cJSON prints a double with 15 digits when they read back within an ulp: compare to 1e-12
+        const near = (p, w) => w && same(p.slice(0, 3), w.slice(0, 3)) && Math.abs(p[3] - w[3]) <= 1e-12 * Math.max(1, Math.abs(w[3]));
+        if (qpts.length !== wantQ.length || !qpts.every((p, i) => near(p, wantQ[i]))) {
+            const k = qpts.findIndex((p, i) => !near(p, wantQ[i]));
+            fail('quality points (' + qpts.length + ', want ' + wantQ.length + '): first difference ' +
+                 JSON.stringify(qpts[k]) + ' want ' + JSON.stringify(wantQ[k]));
+        }
+        const lines = await page.$$eval('#quality svg.qchart g.qseries polyline', ls => ls.length);
+        if (lines !== 12) fail(`quality lines: ${lines}, want 12 (6 metrics x 2 versions)`);
+        await page.$eval('#quality', e => e.scrollIntoView());
+        await page.screenshot({path : shotPrefix + '_quality.png', fullPage : true});
         const external = await page.$$eval(
             'script[src], link[href], img[src]',
             es => es.filter(e => !(e.getAttribute('src') || e.getAttribute('href')).startsWith('data:')).length);
@@ -106,6 +126,7 @@ const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
         await page.screenshot({path : shotPrefix + '.png', fullPage : true});
         if (errors.length) fail('console errors: ' + errors.join(' | '));
         console.log(`registry console: ${got.length} models, lineage ${nodes.length} nodes / ${edges} edges, ` +
+                    `quality ${qpts.length} points, ` +
                     `${audit.length} audit records on page 1 of ${pages.length || 1}; screenshots ${shotPrefix}*.png`);
     } finally {
         await browser.close();
