@@ -13,12 +13,12 @@
 # Oracles: Debian python3-numpy / python3-scipy / python3-sklearn run by /usr/bin/python3.
 # Usage: test_monitor.sh INFERA_BIN REPO_DIR.  Exits 77 (skipped) without those modules.
 set -euo pipefail
+. "$(dirname "$0")/../check.sh"
 infera=$(realpath "$1")
 repo=$(realpath "$2")
 py=/usr/bin/python3
 if ! $py -c 'import numpy, scipy, sklearn' 2>/dev/null; then
-    echo "SKIP: needs python3-numpy, python3-scipy and python3-sklearn (scripts/install-deps.sh)"
-    exit 77
+    skip "needs python3-numpy, python3-scipy and python3-sklearn (scripts/install-deps.sh)"
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -48,7 +48,7 @@ M=(fraud_xgb.onnx --pipeline fraud_spec.json)
     --log-predictions jsonl:train_log.jsonl --progress none >/dev/null 2>batch1.err
 "$infera" batch --model fraud_xgb.onnx --pipeline fraud_spec.json --input csv:current.csv --output jsonl:cur_out.jsonl \
     --log-predictions jsonl:cur_log.jsonl --progress none >/dev/null 2>batch2.err
-grep -q "prediction log: 2500 records, 2500 sampled, 2500 logged, 0 dropped" batch2.err || { cat batch2.err; echo "FAIL: log counts"; exit 1; }
+grep -q "prediction log: 2500 records, 2500 sampled, 2500 logged, 0 dropped" batch2.err || { cat batch2.err; bad "log counts"; check_done; }
 "$infera" monitor baseline "${M[@]}" --data csv:train.csv -o base.json
 "$infera" monitor drift "${M[@]}" --log jsonl:cur_log.jsonl --baseline base.json --json > drift.json
 "$infera" monitor drift "${M[@]}" --log jsonl:cur_log.jsonl --data csv:train.csv --json > drift_data.json
@@ -198,14 +198,14 @@ PY
     --log-predictions jsonl:s_log.jsonl --progress none >/dev/null 2>&1
 "$infera" batch --model fraud_xgb.onnx --pipeline sensitive_spec.json --input csv:current.csv --output sqlite:s.db?table=p \
     --log-predictions "sqlite:s_log.db?table=log" --progress none >/dev/null 2>&1
-test -s s_log.jsonl || { echo "FAIL: empty log"; exit 1; }
-if grep -q -e card_id -e 'card0' -e distance_from_home_km s_log.jsonl; then echo "FAIL: a sensitive field is in the log"; exit 1; fi
+test -s s_log.jsonl || { bad "empty log"; check_done; }
+if grep -q -e card_id -e 'card0' -e distance_from_home_km s_log.jsonl; then bad "a sensitive field is in the log"; check_done; fi
 if sqlite3 s_log.db .dump | grep -q -e card_id -e 'card0' -e distance_from_home_km; then
-    echo "FAIL: a sensitive field is in the SQLite log"; exit 1
+    bad "a sensitive field is in the SQLite log"; check_done
 fi
-grep -q '"ts":' s_log.jsonl && { echo "FAIL: a passthrough field was taken for an output"; exit 1; }
-grep -q '"distance_from_last_txn_km":' s_log.jsonl || { echo "FAIL: a plain feature is missing from the log"; exit 1; }
-[ "$(sqlite3 s_log.db 'select count(*) from log')" = 2500 ] || { echo "FAIL: SQLite log rows"; exit 1; }
+grep -q '"ts":' s_log.jsonl && { bad "a passthrough field was taken for an output"; check_done; }
+grep -q '"distance_from_last_txn_km":' s_log.jsonl || { bad "a plain feature is missing from the log"; check_done; }
+[ "$(sqlite3 s_log.db 'select count(*) from log')" = 2500 ] || { bad "SQLite log rows"; check_done; }
 echo "sensitive: card_id and distance_from_home_km absent from the JSON-lines and SQLite logs"
 
 # --log-sample: about the fraction, each record at most once.
@@ -218,7 +218,7 @@ assert 375 <= len(ids) <= 625 and len(set(ids)) == len(ids), len(ids)
 print("sample: %d of 2500 logged at --log-sample 0.2" % len(ids))
 PY
 "$infera" batch --model fraud_xgb.onnx --pipeline fraud_spec.json --input csv:current.csv --output jsonl:o4.jsonl \
-    --log-predictions jsonl:x.jsonl --log-sample 1.5 --progress none >/dev/null 2>&1 && { echo "FAIL: --log-sample 1.5 accepted"; exit 1; }
+    --log-predictions jsonl:x.jsonl --log-sample 1.5 --progress none >/dev/null 2>&1 && { bad "--log-sample 1.5 accepted"; check_done; }
 # infera stream logs through the same core: the same rows, sensitive fields left out.
 $py - <<'PY'
 import csv, json
@@ -231,9 +231,9 @@ with open("events.jsonl", "w") as f:
         f.write(json.dumps(r) + "\n")
 PY
 "$infera" stream --model fraud_xgb.onnx --pipeline sensitive_spec.json --input jsonl:events.jsonl --output jsonl:st_out.jsonl \
-    --log-predictions jsonl:st_log.jsonl --progress-ms 0 >/dev/null 2>st.err || { cat st.err; echo "FAIL: stream"; exit 1; }
-grep -q "prediction log: 300 records, 300 sampled, 300 logged, 0 dropped" st.err || { cat st.err; echo "FAIL: stream log counts"; exit 1; }
-if grep -q -e card_id -e 'card0' -e distance_from_home_km st_log.jsonl; then echo "FAIL: a sensitive field is in the stream log"; exit 1; fi
+    --log-predictions jsonl:st_log.jsonl --progress-ms 0 >/dev/null 2>st.err || { cat st.err; bad "stream"; check_done; }
+grep -q "prediction log: 300 records, 300 sampled, 300 logged, 0 dropped" st.err || { cat st.err; bad "stream log counts"; check_done; }
+if grep -q -e card_id -e 'card0' -e distance_from_home_km st_log.jsonl; then bad "a sensitive field is in the stream log"; check_done; fi
 $py - <<'PY'
 import json
 st = {json.loads(l)["record_id"]: json.loads(l) for l in open("st_log.jsonl")}
@@ -249,10 +249,10 @@ PY
 # A failing log sink never fails scoring: every row is scored and written, the log rows are counted
 # as dropped and the sink's error reported.
 "$infera" batch --model fraud_xgb.onnx --pipeline fraud_spec.json --input csv:current.csv --output jsonl:o5.jsonl \
-    --log-predictions jsonl:/dev/full --progress none >/dev/null 2>full.err || { cat full.err; echo "FAIL: a log error failed the job"; exit 1; }
-[ "$(wc -l < o5.jsonl)" = 2500 ] || { echo "FAIL: rows lost to a log error"; exit 1; }
+    --log-predictions jsonl:/dev/full --progress none >/dev/null 2>full.err || { cat full.err; bad "a log error failed the job"; check_done; }
+[ "$(wc -l < o5.jsonl)" = 2500 ] || { bad "rows lost to a log error"; check_done; }
 grep -q "2500 records, 2500 sampled, 0 logged, 2500 dropped" full.err && grep -q "No space left" full.err ||
-    { cat full.err; echo "FAIL: dropped log rows not counted"; exit 1; }
+    { cat full.err; bad "dropped log rows not counted"; check_done; }
 echo "log sink error: job done, 2500 rows scored, 2500 log rows counted as dropped"
 # monitor report: one self-contained HTML file whose numbers are the drift / labels commands' own,
 # with quality per window equal to scikit-learn on each window's joined pairs.  The log's times are
@@ -266,7 +266,7 @@ with open("spread_log.jsonl", "w") as f:
         f.write(json.dumps(r) + "\n")
 PY
 "$infera" monitor report "${M[@]}" --log jsonl:spread_log.jsonl --baseline base.json --window 1h \
-    --labels csv:labels.csv --id-column txn --label-column label --html report.html 2>report.err || { cat report.err; echo "FAIL: report"; exit 1; }
+    --labels csv:labels.csv --id-column txn --label-column label --html report.html 2>report.err || { cat report.err; bad "report"; check_done; }
 "$infera" monitor drift "${M[@]}" --log jsonl:spread_log.jsonl --baseline base.json --window 1h --json > spread_drift.json
 "$infera" monitor labels "${M[@]}" --log jsonl:spread_log.jsonl --labels csv:labels.csv --id-column txn \
     --label-column label --json > spread_labels.json
@@ -330,7 +330,7 @@ set +e
     --id-column txn --label-column label --dry-run --json > qcheck.json 2>qcheck.err
 rc=$?
 set -e
-[ "$rc" = 3 ] || { cat qcheck.err; echo "FAIL: quality check exit $rc (want 3)"; exit 1; }
+[ "$rc" = 3 ] || { cat qcheck.err; bad "quality check exit $rc (want 3)"; check_done; }
 $py - <<'PY'
 import json
 c, auc = json.load(open("qcheck.json")), json.load(open("auc.json"))
@@ -346,7 +346,7 @@ PY
 for dst in jsonl:mt_log.jsonl "sqlite:mt_log.db?table=log"; do
     "$infera" batch --model fraud_xgb.onnx --pipeline fraud_spec.json --input csv:current.csv --output jsonl:mt_out.jsonl \
         --threads 2 --chunk-rows 100 --log-predictions "$dst" --log-sample 0.1 --progress none >/dev/null 2>mt.err
-    grep -qE "prediction log: 2500 records, ([0-9]+) sampled, \1 logged, 0 dropped" mt.err || { cat mt.err; echo "FAIL: sample counts ($dst)"; exit 1; }
+    grep -qE "prediction log: 2500 records, ([0-9]+) sampled, \1 logged, 0 dropped" mt.err || { cat mt.err; bad "sample counts ($dst)"; check_done; }
 done
 $py - <<'PY'
 import csv, json, math, re, sqlite3
@@ -374,6 +374,7 @@ PY
 # up with thousands of tiny batches a second, nothing dropped.
 "$infera" batch --model fraud_xgb.onnx --pipeline fraud_spec.json --input csv:transactions_raw.csv --output jsonl:one_out.jsonl \
     --chunk-rows 1 --log-predictions jsonl:one_log.jsonl --progress none >/dev/null 2>one.err
-grep -q "prediction log: 5000 records, 5000 sampled, 5000 logged, 0 dropped" one.err || { cat one.err; echo "FAIL: one-record batches"; exit 1; }
-[ "$(wc -l < one_log.jsonl)" = 5000 ] || { echo "FAIL: one-record batches: $(wc -l < one_log.jsonl) log rows"; exit 1; }
-echo "PASS"
+grep -q "prediction log: 5000 records, 5000 sampled, 5000 logged, 0 dropped" one.err || { cat one.err; bad "one-record batches"; check_done; }
+[ "$(wc -l < one_log.jsonl)" = 5000 ] || { bad "one-record batches: $(wc -l < one_log.jsonl) log rows"; check_done; }
+ok "monitor: every check above"
+check_done

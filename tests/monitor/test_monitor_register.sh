@@ -11,22 +11,15 @@
 #   - an unreadable --baseline SRC is refused before anything is registered (no version 2).
 # Oracles: python3 numpy, hashlib, sqlite3.
 set -u
+. "$(dirname "$0")/../check.sh"
 infera=$1
 src=$2
 py=/usr/bin/python3
-if ! $py -c "import numpy" 2>/dev/null; then
-    echo "SKIP: needs python3-numpy (scripts/install-deps.sh)"
-    exit 77
-fi
+$py -c "import numpy" 2>/dev/null || skip "needs python3-numpy (scripts/install-deps.sh)"
 T=$(mktemp -d /tmp/infera-monreg-test.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 export INFERA_HOME=$T/home
-PASS=0
-FAIL=0
-ok() { echo "PASS $1"; PASS=$((PASS + 1)); }
-bad() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 
 cp "$src"/examples/fraud/{fraud_spec.json,fraud_xgb.onnx,card_features.db,transactions_raw.csv} .
 head -2001 transactions_raw.csv >train.csv
@@ -92,5 +85,4 @@ check "an unreadable --baseline SRC is refused before registering (still one ver
     '[ $RC != 0 ] && grep -q "nosuch.csv" bad.err && [ "$N" = 1 ]' "rc $RC, versions $N: $(cat bad.err)"
 
 check "no sanitizer report" '! cat *.err 2>/dev/null | grep -q -E "Sanitizer|runtime error"' "$(cat *.err | grep -E -m3 'Sanitizer|runtime error')"
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+check_done

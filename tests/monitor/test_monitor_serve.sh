@@ -10,12 +10,12 @@
 #   - `infera monitor check` on the same log fires the same rule (exit 1, JSON) and a clean log does not.
 # Oracles: Debian python3-numpy / python3-scipy.  Usage: test_monitor_serve.sh INFERA_BIN REPO_DIR.
 set -euo pipefail
+. "$(dirname "$0")/../check.sh"
 infera=$(realpath "$1")
 repo=$(realpath "$2")
 py=/usr/bin/python3
 if ! $py -c 'import numpy, scipy' 2>/dev/null || ! command -v curl >/dev/null; then
-    echo "SKIP: needs python3-numpy, python3-scipy and curl (scripts/install-deps.sh)"
-    exit 77
+    skip "needs python3-numpy, python3-scipy and curl (scripts/install-deps.sh)"
 fi
 . "$repo/scripts/serve_port.sh"
 work=$(mktemp -d)
@@ -24,7 +24,7 @@ trap '[ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null; [ -n "$HOOK_PID" ]
 cp "$repo"/examples/fraud/{fraud_spec.json,fraud_xgb.onnx,card_features.db,transactions_raw.csv} "$work"/
 cd "$work"
 export INFERA_HOME="$work/home"
-fail() { echo "FAIL: $*"; [ -f server.log ] && tail -20 server.log; exit 1; }
+fail() { bad "$*"; [ -f server.log ] && tail -20 server.log; check_done; }
 
 # training rows, and production records (JSON) whose distance from home shifted
 $py - <<'PY'
@@ -196,11 +196,11 @@ export INFERA_TOKEN=$admin
 pub=$("$infera" registry token create bot --role publisher --model fraud | grep -o 'inf_[A-Za-z0-9_]*' | head -1)
 appr=$("$infera" registry token create lead --role approver --model fraud | grep -o 'inf_[A-Za-z0-9_]*' | head -1)
 [ -n "$pub" ] && [ -n "$appr" ] || fail "no tokens"
-check() { INFERA_TOKEN=$1 "$infera" monitor check fraud@2 --log jsonl:serve_log.jsonl --baseline base.json --rules rules.json --json; }
+mcheck() { INFERA_TOKEN=$1 "$infera" monitor check fraud@2 --log jsonl:serve_log.jsonl --baseline base.json --rules rules.json --json; }
 set +e
-check "$pub" > refused.json 2>refused.err; rc1=$?
-check "$appr" > moved.json 2>moved.err; rc2=$?
-check "$appr" > again.json 2>again.err; rc3=$?
+mcheck "$pub" > refused.json 2>refused.err; rc1=$?
+mcheck "$appr" > moved.json 2>moved.err; rc2=$?
+mcheck "$appr" > again.json 2>again.err; rc3=$?
 set -e
 [ "$rc1" = 3 ] && [ "$rc2" = 3 ] && [ "$rc3" = 3 ] || fail "check exits $rc1 $rc2 $rc3 (want 3: firing)"
 grep -q 'rollback of fraud@production refused' refused.err || fail "publisher moved a protected alias: $(cat refused.err)"
@@ -216,4 +216,5 @@ assert "skipped" in a, a
 text = json.dumps(json.load(open("audit2.json")))
 assert text.count("monitor-rollback") == 2, text.count("monitor-rollback")   # serve's and the approver's
 PY
-echo "PASS"
+ok "monitor serve: every check above"
+check_done

@@ -10,6 +10,7 @@
 # absolute path (CREATE FUNCTION ... AS '/path/infera.so'): nothing is installed into the
 # server's directories.
 set -u
+. "$(dirname "$0")/../check.sh"
 INFERA=$1
 SRC=$2
 SQLITE_EXT=$3
@@ -21,20 +22,12 @@ trap 'stop_postgres; rm -rf "$T"' EXIT
 cd "$T" || exit 1
 chmod 755 "$T"
 export INFERA_HOME=$T/home
-PASS=0
-FAIL=0
-ok() { echo "PASS $1"; PASS=$((PASS + 1)); }
-bad() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 EXT=${SQLITE_EXT%.so}
 PY=/usr/bin/python3 # Debian's python3-numpy
-if ! $PY -c "import numpy" 2>/dev/null; then
-    echo "SKIP: needs python3-numpy (scripts/install-deps.sh)"
-    exit 77
-fi
+$PY -c "import numpy" 2>/dev/null || skip "needs python3-numpy (scripts/install-deps.sh)"
 
 cp "$EX"/{fraud_spec.json,fraud_xgb.onnx,card_features.db,transactions_raw.csv} .
-"$INFERA" registry register fraud fraud_xgb.onnx --pipeline fraud_spec.json >/dev/null || exit 1
+"$INFERA" registry register fraud fraud_xgb.onnx --pipeline fraud_spec.json >/dev/null || { bad "setup: $LINENO"; check_done; }
 "$INFERA" batch --progress none --no-score --input csv:transactions_raw.csv --output "sqlite:tx.db?table=tx" >/dev/null 2>&1
 "$INFERA" features --spec fraud_spec.json --input csv:transactions_raw.csv --output csv:feat.csv >/dev/null 2>&1
 REC="json_object('transaction_id', transaction_id, 'card_id', card_id, 'ts', ts, 'amount', amount,
@@ -140,14 +133,12 @@ check "sqlite: monitor drift reads the SQL log (rows = logged rows)" \
 
 # ---- PostgreSQL -----------------------------------------------------------------------
 if [ -z "$PG_EXT" ] || [ ! -f "$PG_EXT/infera.so" ]; then
-    skip_or_fail "PostgreSQL extension not built" || FAIL=$((FAIL + 1))
-    echo "$PASS passed, $FAIL failed"
-    exit_status "$FAIL"
+    skip_or_fail "PostgreSQL extension not built" || bad "PostgreSQL extension not built"
+    check_done
 fi
 if ! start_postgres; then
-    skip_or_fail "PostgreSQL could not be started" || FAIL=$((FAIL + 1))
-    echo "$PASS passed, $FAIL failed"
-    exit_status "$FAIL"
+    skip_or_fail "PostgreSQL could not be started" || bad "PostgreSQL could not be started"
+    check_done
 fi
 cp "$PG_EXT/infera.so" "$T/infera.so"
 chmod -R a+rX "$T"
@@ -194,5 +185,4 @@ ERR=$(P "LOAD '$T/infera.so'; SET infera.log_sample = 0")
 check "postgresql: infera.log_sample = 0 refused" 'echo "$ERR" | grep -q "outside the valid range"' "$ERR"
 check "postgresql: server still up" '[ "$(P "SELECT 1")" = 1 ]'
 
-echo "$PASS passed, $FAIL failed"
-exit_status "$FAIL"
+check_done

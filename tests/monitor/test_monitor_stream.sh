@@ -11,25 +11,18 @@
 # baseline stored with a registry version is found without --baseline; the summary carries the CPU
 # cost per million predictions.
 set -u
+. "$(dirname "$0")/../check.sh"
 infera=$1
 src=$2
 py=/usr/bin/python3
-if ! $py -c "import numpy, scipy" 2>/dev/null; then
-    echo "SKIP: needs python3-numpy and python3-scipy (scripts/install-deps.sh)"
-    exit 77
-fi
+$py -c "import numpy, scipy" 2>/dev/null || skip "needs python3-numpy and python3-scipy (scripts/install-deps.sh)"
 T=$(mktemp -d /tmp/infera-monstream-test.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 export INFERA_HOME=$T/home
-PASS=0
-FAIL=0
-ok() { echo "PASS $1"; PASS=$((PASS + 1)); }
-bad() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 
 cp "$src"/examples/fraud/{fraud_spec.json,fraud_xgb.onnx,card_features.db,transactions_raw.csv} .
-"$infera" registry register fraud fraud_xgb.onnx --pipeline fraud_spec.json >/dev/null || exit 1
+"$infera" registry register fraud fraud_xgb.onnx --pipeline fraud_spec.json >/dev/null || { bad "setup: $LINENO"; check_done; }
 head -2501 transactions_raw.csv >train.csv
 $py - <<'PY'
 import csv, json
@@ -138,5 +131,4 @@ RC=$?
 check "stream: a missing baseline file fails before scoring" '[ $RC = 1 ] && grep -q "nosuch.json" err5.txt && [ ! -s x.jsonl ]' \
     "$(cat err5.txt)"
 
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+check_done

@@ -11,30 +11,23 @@
 #   - --monitor without drift windows, or with --no-score, is refused.
 # Oracles: python3 numpy (PSI by the formula), python3 sqlite3 on the registry file.
 set -u
+. "$(dirname "$0")/../check.sh"
 infera=$1
 src=$2
 py=/usr/bin/python3
-if ! $py -c "import numpy" 2>/dev/null; then
-    echo "SKIP: needs python3-numpy (scripts/install-deps.sh)"
-    exit 77
-fi
+$py -c "import numpy" 2>/dev/null || skip "needs python3-numpy (scripts/install-deps.sh)"
 T=$(mktemp -d /tmp/infera-monalert-test.XXXXXX)
 HOOK_PID=
 trap '[ -n "$HOOK_PID" ] && kill "$HOOK_PID" 2>/dev/null; rm -rf "$T"' EXIT
 cd "$T" || exit 1
 export INFERA_HOME=$T/home
-PASS=0
-FAIL=0
-ok() { echo "PASS $1"; PASS=$((PASS + 1)); }
-bad() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 
 cp "$src"/examples/fraud/{fraud_spec.json,fraud_xgb.onnx,card_features.db,transactions_raw.csv} .
-"$infera" registry register fraud fraud_xgb.onnx --pipeline fraud_spec.json >/dev/null || exit 1
-"$infera" registry register fraud fraud_xgb.onnx --pipeline fraud_spec.json --description v2 >/dev/null || exit 1
-"$infera" registry alias fraud@2 production >/dev/null || exit 1
+"$infera" registry register fraud fraud_xgb.onnx --pipeline fraud_spec.json >/dev/null || { bad "setup: $LINENO"; check_done; }
+"$infera" registry register fraud fraud_xgb.onnx --pipeline fraud_spec.json --description v2 >/dev/null || { bad "setup: $LINENO"; check_done; }
+"$infera" registry alias fraud@2 production >/dev/null || { bad "setup: $LINENO"; check_done; }
 head -2501 transactions_raw.csv >train.csv
-"$infera" monitor baseline fraud@2 --data csv:train.csv --register >/dev/null 2>&1 || exit 1
+"$infera" monitor baseline fraud@2 --data csv:train.csv --register >/dev/null 2>&1 || { bad "setup: $LINENO"; check_done; }
 $py - <<'PY'
 import csv, json
 rows = list(csv.DictReader(open("transactions_raw.csv")))[2500:]
@@ -141,5 +134,4 @@ RC=$?
 check "--monitor with --no-score: usage error (2)" '[ $RC = 2 ]' "$RC $(cat err4.txt)"
 
 check "no sanitizer report" '! cat err*.txt 2>/dev/null | grep -q -E "Sanitizer|runtime error"' "$(cat err*.txt | grep -E -m3 'Sanitizer|runtime error')"
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+check_done

@@ -6,18 +6,18 @@
 # external asset.  A screenshot is saved in ARTIFACT_DIR (monitor_ui.png).
 # Usage: test_monitor_ui.sh INFERA_BIN REPO_DIR [ARTIFACT_DIR].  Exits 77 without chromium / node.
 set -euo pipefail
+. "$(dirname "$0")/../check.sh"
 infera=$(realpath "$1")
 repo=$(realpath "$2")
 artifacts=${3:-$PWD}
 chromium=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$chromium" ] || ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    echo "SKIP: needs Debian's chromium and node/npm (scripts/install-deps.sh)"
-    exit 77
+    skip "needs Debian's chromium and node/npm (scripts/install-deps.sh)"
 fi
 ui="$repo/tests/monitor/ui"
 if [ ! -d "$ui/node_modules/puppeteer-core" ]; then
     (cd "$ui" && npm ci --ignore-scripts --no-audit --no-fund >/dev/null 2>&1) ||
-        { echo "SKIP: npm could not install puppeteer-core"; exit 77; }
+        skip "npm could not install puppeteer-core"
 fi
 . "$repo/scripts/serve_port.sh"
 mkdir -p "$artifacts"
@@ -45,13 +45,14 @@ PY
 "$infera" monitor baseline fraud --data csv:train.csv --register 2>/dev/null
 "$infera" serve --port 0 --model fraud=fraud --ui 2>server.log &
 SERVER_PID=$!
-PORT=$(serve_port server.log) || { cat server.log; echo "FAIL: server did not start"; exit 1; }
+PORT=$(serve_port server.log) || { cat server.log; bad "server did not start"; check_done; }
 curl -sf -X POST --data-binary @records.json "http://127.0.0.1:$PORT/v2/models/fraud/records" >/dev/null
 NODE_PATH="$ui/node_modules" node "$ui/console_test.js" "$chromium" "http://127.0.0.1:$PORT" records.json \
     "$artifacts/monitor_ui.png"
 # without --ui there is no console
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/ui/nope")
-[ "$code" = 404 ] || { echo "FAIL: /ui/nope answered $code"; exit 1; }
+[ "$code" = 404 ] || { bad "/ui/nope answered $code"; check_done; }
 kill "$SERVER_PID"; wait "$SERVER_PID" || true; SERVER_PID=
-if grep -q -E 'Sanitizer|runtime error' server.log; then cat server.log; echo "FAIL: sanitizer report"; exit 1; fi
-echo "PASS"
+if grep -q -E 'Sanitizer|runtime error' server.log; then cat server.log; bad "sanitizer report"; check_done; fi
+ok "monitor ui: every check above"
+check_done
