@@ -2,7 +2,8 @@
 // (puppeteer-core of tests/monitor/ui): navigation to the load event, and to the first render of the
 // server's state (status "live", every served model in the models table), and -- with a registry --
 // to the first render of its views (N_REGISTRY models in the registry table, the audit table filled,
-// the lineage graph drawn, the quality chart drawn).  Usage:
+// the lineage graph drawn, the quality chart drawn -- a page without the quality view, an older
+// binary's, is not waited for it).  Usage:
 //   node console_load.js CHROMIUM URL N_MODELS RUNS [SERVER_PID] [N_REGISTRY]
 // Besides wall clock, each load's CPU time: user + system of every chromium process (the browser,
 // its renderer, GPU and network processes, and the children they reaped) and of the server
@@ -52,7 +53,7 @@ function treeCpu(root) {
       if (Number(nRegistry) > 0) {
         await page.waitForFunction(n => document.querySelectorAll('#registry tbody tr').length >= n &&
           document.querySelectorAll('#audit tbody tr').length > 0 && document.querySelector('#lineage-graph') &&
-          document.querySelector('#quality svg.qchart'),
+          (!document.getElementById('quality') || document.querySelector('#quality svg.qchart')),
           {timeout: 20000, polling: 'mutation'}, Number(nRegistry));
         full.push(Date.now() - t0);
       }

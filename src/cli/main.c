@@ -149,7 +149,9 @@ const cli_command cli_commands[] = {
      "(default 60): each window is a {\"event\":\"drift\",...} line when it ends, and the\n"
      "window in progress when the stream stops.  --monitor RULES checks each reported\n"
      "window against the alert rules serve --monitor reads (a log line, webhook, alias\n"
-     "rollback; an {\"event\":\"alert\",...} line), once per breach.\n"},
+     "rollback; an {\"event\":\"alert\",...} line), once per breach.  A \"labels\" section\n"
+     "in RULES joins late labels with the --log-predictions log every 10 s and at the end\n"
+     "(an {\"event\":\"quality\",...} line) and checks its quality rules.\n"},
     {"features", cmd_features, "compute training features from raw records with a pipeline spec",
      "usage: infera features --spec SPEC --input SRC --output DST [--as-of COLUMN --history sqlite:PATH?table=T]\n"
      "                       [--model REF] [--batch-size N]\n"
@@ -318,7 +320,9 @@ const cli_command cli_commands[] = {
      "baseline\n"
      "stored with the registry version) keeps drift windows (--monitor-window S, default\n"
      "60) exported as infera_feature_drift{model,version,feature,metric}; --monitor RULES\n"
-     "evaluates alert rules every --monitor-interval S (webhook, alias rollback);\n"
+     "evaluates alert rules every --monitor-interval S (webhook, alias rollback); a\n"
+     "\"labels\" section in RULES joins late labels with the log at each check for its\n"
+     "quality rules (infera_model_quality{model,version,metric}, history for the console);\n"
      "--ui serves a read-only console at /ui; --cpu-price-per-hour P adds the cost\n"
      "per million predictions to /metrics.\n"
      "See docs/serving.md and docs/llm.md.\n"},
