@@ -5,10 +5,15 @@
  * threshold is strict, min_rows, the worst column for "*", unknown
  * values), the webhook's URL errors, and the online window (no drift before
  * rows, rows profiled up to max_rows, a closed window reported as the last
- * complete one).  Expected values are stated by the rules' definitions in
- * rules.h / online.h, not computed by the code under test.
+ * complete one), the rule file's "labels" section (defaults, bad fields
+ * refused) and the quality history store (a recomputed window replaces the
+ * stored one of its start, older windows stay, time order).  Expected
+ * values are stated by the definitions in rules.h / online.h /
+ * quality_store.h, not computed by the code under test.
  */
 #include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +22,7 @@
 #include "monitor/actions.h"
 #include "monitor/online.h"
 #include "monitor/profile.h"
+#include "monitor/quality_store.h"
 #include "monitor/rules.h"
 
 #include "../check.h"
@@ -69,6 +75,89 @@ static void test_rules_parse(void) {
     CHECK(inf__mon_parse_duration_us("90s") == 90000000LL && inf__mon_parse_duration_us("1d") == 86400000000LL &&
               inf__mon_parse_duration_us("2x") == 0 && inf__mon_parse_duration_us("") == 0,
           "durations");
+}
+
+static void test_labels_section(void) {
+    inf__mon_rules rs;
+    inf_error e = {0};
+    const char *rule = "\"rules\":[{\"name\":\"q\",\"metric\":\"accuracy\",\"threshold\":0.9}]";
+    char text[512];
+    snprintf(text, sizeof text, "{%s}", rule);
+    CHECK(parse(text, &rs, &e) == INF_OK && !rs.labels.has, "no labels section: %s", e.message);
+    inf__mon_rules_free(&rs);
+    snprintf(text, sizeof text, "{\"labels\":{\"source\":\"csv:l.csv\",\"id_column\":\"id\",\"label_column\":\"y\"},%s}", rule);
+    CHECK(parse(text, &rs, &e) == INF_OK && rs.labels.has && !strcmp(rs.labels.source, "csv:l.csv") &&
+              !strcmp(rs.labels.id_column, "id") && !strcmp(rs.labels.label_column, "y") && !rs.labels.log[0] &&
+              !rs.labels.prediction_column[0] && rs.labels.window_us == 3600000000LL,
+          "labels defaults: %s", e.message);
+    inf__mon_rules_free(&rs);
+    static const struct {
+        const char *labels, *needle;
+    } bad[] = {
+        {"[]", "\"labels\" must be an object"},
+        {"{\"id_column\":\"id\",\"label_column\":\"y\"}", "labels.source"},
+        {"{\"source\":\"csv:l\",\"label_column\":\"y\"}", "labels.id_column"},
+        {"{\"source\":\"csv:l\",\"id_column\":\"id\",\"label_column\":\"\"}", "labels.label_column"},
+        {"{\"source\":\"csv:l\",\"id_column\":\"id\",\"label_column\":\"y\",\"window\":\"0s\"}", "labels.window"},
+        {"{\"source\":\"csv:l\",\"id_column\":\"id\",\"label_column\":\"y\",\"log\":3}", "labels.log"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        inf_error be = {0};
+        snprintf(text, sizeof text, "{\"labels\":%s,%s}", bad[i].labels, rule);
+        inf_status st = parse(text, &rs, &be);
+        CHECK(st == INF_EFORMAT && strstr(be.message, bad[i].needle), "bad labels %zu: status %d, '%s' (want '%s')", i,
+              st, be.message, bad[i].needle);
+        if (st == INF_OK) inf__mon_rules_free(&rs);
+    }
+}
+
+/* A history document of windows starting on the given days of December (accuracy = day / 100). */
+static cJSON *history(const int *days, int n) {
+    cJSON *doc = cJSON_CreateObject(), *ws = cJSON_AddArrayToObject(doc, "windows");
+    cJSON_AddStringToObject(doc, "model", "m");
+    cJSON_AddStringToObject(doc, "version", "3");
+    for (int i = 0; i < n; i++) {
+        char start[40];
+        snprintf(start, sizeof start, "2026-12-%02dT00:00:00Z", days[i]);
+        cJSON *w = cJSON_CreateObject();
+        cJSON_AddStringToObject(w, "start", start);
+        cJSON_AddNumberToObject(cJSON_AddObjectToObject(w, "metrics"), "accuracy", days[i] / 100.0);
+        cJSON_AddItemToArray(ws, w);
+    }
+    return doc;
+}
+
+static void test_quality_store(void) {
+    char home[] = "/tmp/infera-qstore-XXXXXX";
+    if (!mkdtemp(home)) return;
+    inf_error e = {0};
+    int first[] = {2, 3}, second[] = {4, 3};
+    cJSON *a = history(first, 2), *b = history(second, 2), *got = NULL, *list = NULL;
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(b, "windows"), 1), "metrics", cJSON_CreateObject());
+    CHECK(inf__mon_quality_store(home, "m", "3", a, &e) == INF_OK, "store: %s", e.message);
+    CHECK(inf__mon_quality_store(home, "m", "3", b, &e) == INF_OK, "store again: %s", e.message);
+    CHECK(inf__mon_quality_find(home, "m", "3", &got, &e) == INF_OK, "find: %s", e.message);
+    const cJSON *ws = cJSON_GetObjectItem(got, "windows");
+    CHECK(cJSON_GetArraySize(ws) == 3, "windows 2, 3, 4 kept (got %d)", cJSON_GetArraySize(ws));
+    static const char *const want[] = {"2026-12-02T00:00:00Z", "2026-12-03T00:00:00Z", "2026-12-04T00:00:00Z"};
+    for (int i = 0; i < 3 && i < cJSON_GetArraySize(ws); i++)
+        CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(ws, i), "start")->valuestring, want[i]), "order %d", i);
+    CHECK(!cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(ws, 1), "metrics"), "accuracy"),
+          "the recomputed window replaced the stored one");
+    CHECK(inf__mon_quality_find(home, "m", "9", &list, &e) == INF_ENOENT && !list, "no history: ENOENT");
+    CHECK(inf__mon_quality_store(home, "../x", "3", a, &e) == INF_EINVAL, "a name with a slash refused");
+    CHECK(inf__mon_quality_list(home, NULL, &list, &e) == INF_OK && cJSON_GetArraySize(list) == 1 &&
+              !strcmp(cJSON_GetArrayItem(list, 0)->valuestring, "m"),
+          "list of models");
+    cJSON_Delete(list);
+    CHECK(inf__mon_quality_list(home, "m", &list, &e) == INF_OK && cJSON_GetArraySize(list) == 1, "list of versions");
+    cJSON_Delete(list);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    cJSON_Delete(got);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", home);
+    if (system(cmd)) fprintf(stderr, "cannot remove %s\n", home);
 }
 
 static void test_rule_check(void) {
@@ -134,6 +223,8 @@ static void test_online_window(void) {
 
 int main(void) {
     test_rules_parse();
+    test_labels_section();
+    test_quality_store();
     test_rule_check();
     test_webhook_errors();
     test_online_window();
