@@ -51,19 +51,7 @@ PY
 "$infera" monitor baseline fraud@2 --data csv:train.csv -o base.json 2>/dev/null
 
 # the webhook receiver: appends every POST body as one line
-cat > hook.py <<'PY'
-import http.server, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        with open("hook.jsonl", "ab") as f: f.write(body + b"\n")
-        self.send_response(200); self.end_headers()
-    def log_message(self, *a): pass
-s = http.server.HTTPServer(("127.0.0.1", 0), H)
-open("hook.port", "w").write(str(s.server_address[1]))
-s.serve_forever()
-PY
-$py hook.py & HOOK_PID=$!
+$py "$repo"/tests/monitor/webhook_receiver.py & HOOK_PID=$!
 for _ in $(seq 50); do [ -s hook.port ] && break; sleep 0.1; done
 hook_port=$(cat hook.port)
 cat > rules.json <<EOF2

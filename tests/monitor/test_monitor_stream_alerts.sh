@@ -42,19 +42,7 @@ with open("shift.jsonl", "w") as f, open("clean.jsonl", "w") as g:
         f.write(json.dumps(d) + "\n")
 PY
 
-cat > hook.py <<'PY'
-import http.server
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        with open("hook.jsonl", "ab") as f: f.write(body + b"\n")
-        self.send_response(200); self.end_headers()
-    def log_message(self, *a): pass
-s = http.server.HTTPServer(("127.0.0.1", 0), H)
-open("hook.port", "w").write(str(s.server_address[1]))
-s.serve_forever()
-PY
-$py hook.py & HOOK_PID=$!
+$py "$src"/tests/monitor/webhook_receiver.py & HOOK_PID=$!
 for _ in $(seq 50); do [ -s hook.port ] && break; sleep 0.1; done
 cat > rules.json <<EOF2
 {"rules": [{"name": "distance shift", "metric": "psi", "feature": "distance_from_home_km", "threshold": 0.25,
