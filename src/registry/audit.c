@@ -322,8 +322,22 @@ inf_status inf_registry_audit_prediction(inf_registry *r, const inf_registry_pre
     return rc;
 }
 
-/* A runner's action on served models (serve's repository loads and unloads):
- * publisher on model (NULL: globally), so a record names who may do it. */
+/* What recording a runner's event needs: the right of the act it records.  A
+ * monitor's rollback is an alias move (an approver may make it on a protected
+ * alias), so recording why needs only that right; any other event (serve's
+ * repository loads and unloads) needs publisher. */
+static inf_registry_action audit_event_right(const char *action) {
+    static const struct {
+        const char *action;
+        inf_registry_action right;
+    } rights[] = {{"monitor-rollback", INF_REGISTRY_MOVE_ALIAS}};
+    for (size_t i = 0; i < sizeof rights / sizeof rights[0]; i++)
+        if (!strcmp(action, rights[i].action)) return rights[i].right;
+    return INF_REGISTRY_PUBLISH;
+}
+
+/* A runner's event on served models, on model (NULL: globally), so a record
+ * names who did it; the right it needs is audit_event_right's. */
 inf_status inf_registry_audit_event(inf_registry *r, const char *action, const char *model, int64_t version,
                                     const char *outcome, const char *detail_json, inf_error *err) {
     bool action_ok = action && *action && strlen(action) <= 32;
@@ -338,7 +352,7 @@ inf_status inf_registry_audit_event(inf_registry *r, const char *action, const c
     cJSON_Delete(d);
     if (!object) return inf_error_set(err, INF_EINVAL, "audit event %s: the detail must be a JSON object", action);
     if (!detail) return inf_error_set(err, INF_ENOMEM, "registry: out of memory building the audit record");
-    inf_status rc = inf__auth_require(r, model, INF_REGISTRY_PUBLISH, action, version, err);
+    inf_status rc = inf__auth_require(r, model, audit_event_right(action), action, version, err);
     if (rc == INF_OK && (rc = inf__reg_begin(r, err)) == INF_OK) {
         if ((rc = inf__audit_append(r, action, model, version, outcome, detail, err)) || (rc = inf__reg_commit(r, err)))
             inf__reg_rollback(r);

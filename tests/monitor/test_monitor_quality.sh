@@ -194,6 +194,11 @@ for k, v in {"accuracy": skm.accuracy_score(y, p > 0.5), "auc": skm.roc_auc_scor
     assert abs(ev["metrics"][k] - v) <= 1e-12, (k, ev["metrics"][k], v)
 PY
 
+"$infera" registry audit --model fraud --json > audit3.json
+check "stream's rollback by an approver is audited with its reason (a monitor-rollback event)" \
+    '! grep -q "reason could not be" stream.err &&
+     [ "$(grep -o "monitor-rollback" audit3.json | wc -l)" = 2 ]' "$(grep -c monitor-rollback audit3.json) events; $(grep reason stream.err)"
+
 # ---- 4. monitor report without --labels draws the stored history
 "$infera" monitor baseline fraud@2 --data csv:transactions_raw.csv -o base.json 2>/dev/null
 "$infera" monitor report fraud@2 --log "sqlite:log.db?table=log" --baseline base.json --html report.html 2>report.err
