@@ -8,8 +8,9 @@
  *           (no second multiply: worth it only where shifts have pipes the multiplies lack)
  *   hyb3:1  three sums of four as ubs, one as shift;  hyb1:1  alternating
  *   ubs2    two vpmaddubsw added in int16 (vpaddw), then one vpmaddwd by ones + vpaddd: 64 products,
- *           three multiplies -- exact only where every 4 weights of a lane have sum |b| <= 128 (6-bit
- *           weights, or FBGEMM-style outlier splitting): the ceiling of that form, not a kernel Infera has
+ *           three multiplies -- exact only where the 4 weights of each int16 slot have positive sum
+ *           <= 128 and negative sum >= -128 (bench/quant/quad_safe.py counts them in real files):
+ *           the ceiling of that form, not a kernel Infera has
  * An empty asm before each step hides the operands' constancy, so each step
  * is computed (not hoisted).  Run on an idle-ish core; compare ratios.
  *
