@@ -10,8 +10,9 @@ in the packed K order (Gemm/MatMul: K; Conv: kernel tap then channel, as qgemm p
 anywhere in [0, 255] such a slot is exact iff 255 x (sum of its positive weights) <= 32767 and 255 x (sum of
 |its negative weights|) <= 32768, i.e. both sums <= 128 ("signed" below); the simpler sum |b| <= 128 is the
 sufficient test pair-safety uses now ("abs").  Prints, per weight and in total, the share of slots that pass
-and of output columns (and 8-column panels) whose every slot passes: a kernel choosing per panel at pack
-time could use the two-step form only there.
+of output columns (and 8-column panels) whose every slot passes -- a kernel choosing per panel at pack time
+could use the two-step form only there -- and of (panel, 8-K group) blocks whose 16 slots pass: a kernel routing
+each group of a panel by its weights could use it there.
 """
 import sys
 
@@ -60,19 +61,23 @@ def census(w):
         col = ok.all(axis=(0, 1))
         npan = (n + 7) // 8
         pan = [col[8 * p:8 * p + 8].all() for p in range(npan)]
-        res[tag] = (ok.mean(), col.mean(), float(np.mean(pan)), ok.size, n, npan)
+        grp = ok.all(axis=1)  # [groups, N]
+        blocks = [grp[:, 8 * p:8 * p + 8].all(axis=1) for p in range(npan)]  # each [groups]
+        res[tag] = (ok.mean(), col.mean(), float(np.mean(pan)), ok.size, n, npan, float(np.mean(blocks)),
+                    sum(b.size for b in blocks))
     return res
 
 
 def main():
     for path in sys.argv[1:]:
-        tot = {"signed": [0, 0, 0, 0, 0, 0], "abs": [0, 0, 0, 0, 0, 0]}
+        tot = {"signed": [0] * 8, "abs": [0] * 8}
         print(path)
         for name, w in weights(path):
             r = census(w)
             s, a = r["signed"], r["abs"]
             print("  %-32s K %5d N %4d  max|b| %3d  slots ok %.4f (abs %.4f)  columns ok %.3f  panels ok %.3f"
-                  % (name[-32:], w.shape[0], w.shape[1], np.abs(w).max(), s[0], a[0], s[1], s[2]))
+                  "  panel-groups ok %.3f" % (name[-32:], w.shape[0], w.shape[1], np.abs(w).max(), s[0], a[0], s[1],
+                                              s[2], s[6]))
             for tag in tot:
                 v = r[tag]
                 tot[tag][0] += v[0] * v[3]
@@ -81,10 +86,12 @@ def main():
                 tot[tag][3] += v[4]
                 tot[tag][4] += v[2] * v[5]
                 tot[tag][5] += v[5]
+                tot[tag][6] += v[6] * v[7]
+                tot[tag][7] += v[7]
         for tag, t in tot.items():
             if t[1]:
-                print("  all (%s): slots ok %.4f, columns ok %.3f, panels ok %.3f" % (tag, t[0] / t[1], t[2] / t[3],
-                                                                                    t[4] / t[5]))
+                print("  all (%s): slots ok %.4f, columns ok %.3f, panels ok %.3f, panel-groups ok %.3f"
+                      % (tag, t[0] / t[1], t[2] / t[3], t[4] / t[5], t[6] / t[7]))
 
 
 if __name__ == "__main__":
