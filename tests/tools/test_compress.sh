@@ -14,8 +14,8 @@
 #   test_compress.sh INFERA SOURCE_DIR
 set -u
 . "$(dirname "$0")/../check.sh"
-infera=$1
-src=$2
+infera=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") # absolute: one check runs from another directory
+src=$(cd "$2" && pwd)
 py=/usr/bin/python3
 oracle=$src/tests/tools/compress_oracle.py
 if ! $py -c 'import numpy, sklearn, onnx' 2>/dev/null; then
