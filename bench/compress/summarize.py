@@ -44,6 +44,21 @@ def ratio(eng, a, b):
     return statistics.median(p / q for p, q in zip(x, y))
 
 
+cpu_ms = {}
+if os.path.exists(os.path.join(work, "cpu.jsonl")):
+    for line in open(os.path.join(work, "cpu.jsonl")):
+        j = json.loads(line)
+        cpu_ms.setdefault(j["name"], {})[j["round"]] = j["cpu_ms_per_batch"]
+
+
+def cpu_ratio(a, b):
+    """CPU time: median over rounds of b's ms per batch / a's (> 1: a is faster)"""
+    x, y = cpu_ms.get(a), cpu_ms.get(b)
+    if not x or not y:
+        return None
+    return statistics.median(y[r] / x[r] for r in x if r in y)
+
+
 def ev(name):
     return json.load(open(os.path.join(work, f"eval_{name}.json")))
 
@@ -57,8 +72,9 @@ out.append(f"CPU: {cpu()}.  One thread; {rounds} interleaved rounds; throughput 
            "no model has seen (2.35 % fraud).  Up to 8 helpers share the 2 cores: single numbers are noisy, "
            "ratios less so.\n")
 out.append("## Structured pruning of the tabular MLP (12 -> 256 -> 256 -> 128 -> 2)\n")
-out.append("| model | parameters | AUC | AUC loss (points) | infera rows/s (b=64) | speed-up vs FP32 MLP | ORT rows/s | ORT speed-up |")
-out.append("|---|---|---|---|---|---|---|---|")
+out.append("| model | parameters | AUC | AUC loss (points) | infera rows/s (b=64) | speed-up vs FP32 MLP | "
+           "speed-up, CPU time | ORT rows/s | ORT speed-up |")
+out.append("|---|---|---|---|---|---|---|---|---|")
 base = ev("mlp_s50")["baseline"]
 
 
@@ -67,25 +83,31 @@ def fmt(v, f="{:,.0f}"):
 
 
 out.append(f"| fraud_mlp (source) | {base['cost']['parameters']:,} | {base['metrics']['auc']:.4f} | - | "
-           f"{fmt(thr('infera', 'fraud_mlp'))} | 1.00 | {fmt(thr('ort', 'fraud_mlp'))} | 1.00 |")
+           f"{fmt(thr('infera', 'fraud_mlp'))} | 1.00 | 1.00 | {fmt(thr('ort', 'fraud_mlp'))} | 1.00 |")
 labels = {"mlp_s50": "structured 50 %, least-squares refit (calib.csv)",
-          "mlp_s50_magnitude": "structured 50 %, magnitude only", "mlp_u90": "unstructured 90 % zeros"}
+          "mlp_s50_magnitude": "structured 50 %, magnitude only", "mlp_u90": "unstructured 90 % zeros",
+          "mlp_int8": "INT8 static per-channel (quantize, calib.csv)"}
 for m, label in labels.items():
     e = ev(m)
     out.append(f"| {label} | {e['cost']['parameters']:,} | {e['metrics']['auc']:.4f} | "
                f"{-100 * e['delta']['auc']:+.2f} | {fmt(thr('infera', m))} | {fmt(ratio('infera', m, 'fraud_mlp'), '{:.2f}')} | "
+               f"{fmt(cpu_ratio(m, 'fraud_mlp'), '{:.2f}')} | "
                f"{fmt(thr('ort', m))} | {fmt(ratio('ort', m, 'fraud_mlp'), '{:.2f}')} |")
 out.append("")
 out.append("## Distilling the fraud tree ensemble (XGBoost, 120 trees) into an MLP\n")
 e = ev("student")
-out.append("| model | size (bytes) | AUC | AUC loss (points) | log-loss | infera rows/s (b=64) | ORT rows/s |")
-out.append("|---|---|---|---|---|---|---|")
+out.append("| model | size (bytes) | AUC | AUC loss (points) | log-loss | infera rows/s (b=64) | speed-up, CPU time | ORT rows/s |")
+out.append("|---|---|---|---|---|---|---|---|")
 out.append(f"| fraud_xgb (teacher) | {e['baseline']['cost']['size_bytes']:,} | {e['baseline']['metrics']['auc']:.4f} | - | "
-           f"{e['baseline']['metrics']['logloss']:.4f} | {fmt(thr('infera', 'fraud_xgb'))} | {fmt(thr('ort', 'fraud_xgb'))} |")
+           f"{e['baseline']['metrics']['logloss']:.4f} | {fmt(thr('infera', 'fraud_xgb'))} | 1.00 | {fmt(thr('ort', 'fraud_xgb'))} |")
 out.append(f"| student mlp:64,32 (seed 1) | {e['cost']['size_bytes']:,} | {e['metrics']['auc']:.4f} | "
            f"{-100 * e['delta']['auc']:+.2f} | {e['metrics']['logloss']:.4f} | {fmt(thr('infera', 'student'))} | "
+           f"{fmt(cpu_ratio('student', 'fraud_xgb'), '{:.2f}')} | "
            f"{fmt(thr('ort', 'student'))} |")
 out.append("")
-for f in ("prune.txt", "distill.txt"):
+if cpu_ms:
+    out.append("CPU time per batch of 64 (ms, bench/quant/cpu_time_env.py, 1 thread, medians of interleaved rounds): " +
+               ", ".join(f"{k} {statistics.median(v.values()):.4f}" for k, v in cpu_ms.items()) + "\n")
+for f in ("prune.txt", "distill.txt", "quantize.txt"):
     out.append(f"`{f}`:\n\n```\n" + open(os.path.join(work, f)).read().rstrip() + "\n```\n")
 print("\n".join(out))

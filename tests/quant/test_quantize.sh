@@ -4,7 +4,7 @@
 #   tests/quant/test_quantize.sh INFERA NPY_COMPARE
 #
 # For the MLP, CNN, encoder and depthwise-conv net (dwconv) of tests/models: quantizes each (static QDQ
-# minmax; static QDQ per-channel percentile; static QOperator; dynamic),
+# minmax; static QDQ per-channel percentile; static QOperator; dynamic; static QDQ entropy for the MLP and CNN),
 # runs the quantized file in Infera and in ONNX Runtime (onnxruntime-node
 # 1.30.0, tests/models/ort/) on the same inputs, and checks Infera's outputs
 # are within one quantization step of ORT's (the step of a uint8
@@ -92,6 +92,7 @@ for m in mlp cnn transformer dwconv; do # dwconv: depthwise convolutions (tests/
     cal=$MODELS/${m}_input.npy
     check_model $m $steps qdq --calibration "$cal"
     check_model $m $steps qdq-pc --calibration "$cal" --per-channel --method percentile
+    [ $m = mlp ] || [ $m = cnn ] && check_model $m $steps qdq-entropy --calibration "$cal" --method entropy
     check_model $m $steps qoperator --calibration "$cal" --format qoperator
     check_model $m $steps dynamic --mode dynamic
 done

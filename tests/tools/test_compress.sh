@@ -14,8 +14,8 @@
 #   test_compress.sh INFERA SOURCE_DIR
 set -u
 . "$(dirname "$0")/../check.sh"
-infera=$1
-src=$2
+infera=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") # absolute: one check runs from another directory
+src=$(cd "$2" && pwd)
 py=/usr/bin/python3
 oracle=$src/tests/tools/compress_oracle.py
 if ! $py -c 'import numpy, sklearn, onnx' 2>/dev/null; then
@@ -67,6 +67,60 @@ for s in "jsonl:$d/multiclass.jsonl" "sqlite:$d/mc.db?table=t"; do
         $py "$oracle" metrics multiclass "$d/s.json" "$d/multiclass.out" "$d/multiclass.y.npy" >/dev/null &&
         ok "evaluate from ${s%%:*} = scikit-learn" || bad "evaluate from $s: $(cat "$d/err")"
 done
+# --spec: a pipeline spec that feeds the MLP its 32 fields in reverse order; the oracle scores the reversed
+# features (an MLP run on X[:, ::-1]) -- so the spec, not the default mapping, decided what the model saw
+mkspec() { # FILE natural|reverse: binary.csv's fields f0..f31 -> the MLP's 'input'
+    $py - "$1" "$2" <<'PYEOF'
+import json, sys
+order = ["f%d" % j for j in range(32)]
+if sys.argv[2] == "reverse":
+    order.reverse()
+inputs = {"id": {"type": "string", "id": True}}
+inputs.update({"f%d" % j: {"type": "float", "required": True} for j in range(32)})
+json.dump({"spec_version": 1, "name": "mlp", "inputs": inputs,
+           "model_inputs": {"input": {"dtype": "float32", "order": order}}}, open(sys.argv[1], "w"))
+PYEOF
+}
+mkspec "$d/natural.json" natural
+mkspec "$d/reverse.json" reverse
+$py -c "import numpy as np, sys; np.save(sys.argv[1], np.load(sys.argv[2])[:, ::-1].copy())" "$d/binary_rev.npy" "$d/binary.npy"
+if "$infera" evaluate "$mlp" --data "csv:$d/binary.csv" --label y --spec "$d/reverse.json" --json >"$d/spec.json" 2>"$d/err" &&
+   "$infera" run "$mlp" --input "$d/binary_rev.npy" --output-dir "$d/binary_rev.out" >/dev/null; then
+    $py "$oracle" metrics binary "$d/spec.json" "$d/binary_rev.out" "$d/binary.y.npy" >"$d/cmp" 2>&1 &&
+        ok "evaluate --spec (fields reordered by the spec) = scikit-learn" || bad "evaluate --spec: $(grep -v '^ok' "$d/cmp" | tr '\n' ' ')"
+else
+    bad "evaluate --spec: $(cat "$d/err")"
+fi
+# the fraud example's real spec: raw authorisation records + the card-history lookup -> the 12 features;
+# the oracle: `infera batch` with the same spec scores the records, scikit-learn computes the metrics from
+# those scores (fraud_score = P(fraud)) and the raw file's labels
+mkdir -p "$d/fraud" && cp "$src"/examples/fraud/{fraud_xgb.onnx,fraud_spec.json,card_features.db,transactions_raw.csv} "$d/fraud/"
+if (cd "$d/fraud" && "$infera" evaluate fraud_xgb.onnx --data csv:transactions_raw.csv --label is_fraud \
+        --spec fraud_spec.json --json >"$d/raw.json" 2>"$d/err" &&
+    "$infera" batch --model fraud_xgb.onnx --pipeline fraud_spec.json --input csv:transactions_raw.csv \
+        --output csv:scored.csv >/dev/null 2>>"$d/err"); then
+    $py - "$d/raw.json" "$d/fraud/scored.csv" "$d/fraud/transactions_raw.csv" <<'PYEOF' >"$d/cmp" 2>&1 &&
+import csv, json, sys
+import numpy as np
+from sklearn import metrics as M
+got = json.load(open(sys.argv[1]))
+score = {r["transaction_id"]: float(r["fraud_score"]) for r in csv.DictReader(open(sys.argv[2]))}
+rows = list(csv.DictReader(open(sys.argv[3])))
+y = np.array([int(r["is_fraud"]) for r in rows])
+p1 = np.array([score[r["transaction_id"]] for r in rows])
+pred = (p1 > 0.5).astype(np.int64)
+want = {"accuracy": M.accuracy_score(y, pred), "precision": M.precision_score(y, pred, zero_division=0),
+        "recall": M.recall_score(y, pred, zero_division=0), "f1": M.f1_score(y, pred, zero_division=0),
+        "auc": M.roc_auc_score(y, p1), "logloss": M.log_loss(y, p1, labels=[0, 1])}
+assert got["rows"] == len(rows) == 5000, got["rows"]
+for k, v in want.items():
+    assert abs(got["metrics"][k] - v) <= 1e-9, (k, got["metrics"][k], v)
+PYEOF
+        ok "evaluate --spec on raw records (lookup, derived features) = scikit-learn on batch's scores" ||
+        bad "evaluate --spec, fraud raw records: $(cat "$d/cmp")"
+else
+    bad "evaluate --spec, fraud raw records: $(cat "$d/err")"
+fi
 
 # ---- structured pruning -------------------------------------------------------------------
 if "$infera" prune "$mlp" -o "$d/p50.onnx" --sparsity 0.5 --structured --calibration "csv:$d/binary.csv" >"$d/out" 2>&1 &&
@@ -123,11 +177,33 @@ if "$infera" prune "$cnn" -o "$d/cnn50.onnx" --sparsity 0.5 --structured >"$d/ou
 else
     bad "prune CNN channels: $(cat "$d/out")"
 fi
-"$infera" prune "$mlp" -o "$d/u90.onnx" --sparsity 0.9 >"$d/out" 2>&1 && "$infera" run "$d/u90.onnx" --input "$d/binary.npy" --output-dir "$d/u90.out" >/dev/null &&
-    $py -c "
-import numpy as np, sys
-sys.path.insert(0, '$src/tests/tools')
-" && grep -q "90.0 % zero" "$d/out" && ok "unstructured 90 %: weights zeroed, model runs" || bad "unstructured prune: $(cat "$d/out")"
+# --spec for the calibration records: the fields in their natural order give the very same file as the
+# default mapping; reversed, the refit sees other inputs and the file differs
+if "$infera" prune "$mlp" -o "$d/p50spec.onnx" --sparsity 0.5 --structured --calibration "csv:$d/binary.csv" \
+       --spec "$d/natural.json" >/dev/null 2>"$d/err" &&
+   "$infera" prune "$mlp" -o "$d/p50rev.onnx" --sparsity 0.5 --structured --calibration "csv:$d/binary.csv" \
+       --spec "$d/reverse.json" >/dev/null 2>>"$d/err"; then
+    cmp -s "$d/p50.onnx" "$d/p50spec.onnx" && ! cmp -s "$d/p50.onnx" "$d/p50rev.onnx" &&
+        ok "prune --calibration --spec: the spec maps the calibration records" || bad "prune --spec: natural spec != default mapping, or reversed == natural"
+else
+    bad "prune --spec: $(cat "$d/err")"
+fi
+# unstructured: the share of zeros counted in the written weights (numpy), not taken from the report
+if "$infera" prune "$mlp" -o "$d/u90.onnx" --sparsity 0.9 >"$d/out" 2>&1 &&
+   "$infera" run "$d/u90.onnx" --input "$d/binary.npy" --output-dir "$d/u90.out" >/dev/null && grep -q "90.0 % zero" "$d/out"; then
+    $py - "$mlp" "$d/u90.onnx" <<'PYEOF' >"$d/cmp" 2>&1 && ok "unstructured 90 %: $(cat "$d/cmp")" || bad "unstructured prune: $(cat "$d/cmp")"
+import numpy as np, onnx, sys
+from onnx import numpy_helper
+a, b = ({t.name: numpy_helper.to_array(t) for t in onnx.load(f).graph.initializer} for f in sys.argv[1:3])
+ws = [k for k, v in a.items() if v.ndim == 2]
+z = sum(int((b[k] == 0).sum()) for k in ws) / sum(b[k].size for k in ws)
+kept = all(np.array_equal(b[k][b[k] != 0], a[k][b[k] != 0]) for k in ws)
+print("%.4f of the weight matrices zero, the rest unchanged: %s" % (z, kept))
+sys.exit(0 if abs(z - 0.9) < 0.01 and kept else 1)
+PYEOF
+else
+    bad "unstructured prune: $(cat "$d/out")"
+fi
 
 # ---- distillation -------------------------------------------------------------------------
 dist() { "$infera" distill --teacher "$fraud/fraud_xgb.onnx" --data "csv:$fraud/transactions.csv" --label is_fraud \
@@ -147,6 +223,18 @@ if dist --seed 11 -o "$d/s1.onnx" >"$d/out" 2>&1 && dist --seed 11 -o "$d/s2.onn
                 $py "$oracle" close "$d/s1.out/label.npy" "$d/s1.ort/label.npy" 0 0 >>"$d/cmp" &&
                 ok "ONNX Runtime runs the student (NaN inputs included) as Infera" || bad "student differs from ORT: $(cat "$d/cmp")"
         else bad "ONNX Runtime cannot run the student: $(cat "$d/err")"; fi
+    fi
+    # --holdout F: F of the rows held out (5000 rows); --temperature T softens the teacher's targets, so
+    # another T trains another student; both reproducible with the seed
+    if dist --seed 11 --holdout 0.3 --temperature 1 -o "$d/s4.onnx" >"$d/out4" 2>&1 &&
+       dist --seed 11 --holdout 0.3 --temperature 1 -o "$d/s5.onnx" >/dev/null 2>&1 &&
+       dist --seed 11 --temperature 1 -o "$d/s6.onnx" >"$d/out6" 2>&1; then
+        grep -q "training   3500 rows, holdout 1500 rows" "$d/out4" && grep -q "training   4000 rows, holdout 1000 rows" "$d/out6" &&
+            ok "distill --holdout 0.3: 3500 / 1500 rows (default 0.2: 4000 / 1000)" || bad "distill --holdout: $(head -2 "$d/out4" "$d/out6")"
+        cmp -s "$d/s4.onnx" "$d/s5.onnx" && ok "distill --holdout --temperature: same seed, same file" || bad "distill --holdout --temperature: not reproducible"
+        cmp -s "$d/s1.onnx" "$d/s6.onnx" && bad "distill --temperature 1 gave the default (2) student" || ok "distill --temperature 1: another student than T = 2"
+    else
+        bad "distill --holdout/--temperature: $(cat "$d/out4" "$d/out6" 2>/dev/null)"
     fi
 else
     bad "distill: $(cat "$d/out")"
@@ -168,6 +256,11 @@ expect_error "evaluate, empty source" "has no records" "$infera" evaluate "$mlp"
 expect_error "evaluate, missing label column" "label column 'nope' is not in" "$infera" evaluate "$mlp" --data "csv:$d/binary.csv" --label nope
 expect_error "distill, missing label column" "label column 'nope' is not in" "$infera" distill --teacher "$fraud/fraud_xgb.onnx" --data "csv:$fraud/transactions.csv" --label nope --student mlp:4 -o "$d/x.onnx"
 expect_error "prune, sparsity out of range" "between 0 and 1" "$infera" prune "$mlp" -o "$d/x.onnx" --sparsity 1.5
+expect_error "distill, temperature 0" "temperature must be a number in" "$infera" distill --teacher "$fraud/fraud_xgb.onnx" --data "csv:$fraud/transactions.csv" --student mlp:4 --temperature 0 -o "$d/x.onnx"
+expect_error "distill, holdout 0.95" "holdout must be a number in" "$infera" distill --teacher "$fraud/fraud_xgb.onnx" --data "csv:$fraud/transactions.csv" --student mlp:4 --holdout 0.95 -o "$d/x.onnx"
+expect_error "distill, empty source" "has no records" "$infera" distill --teacher "$fraud/fraud_xgb.onnx" --data "csv:$d/empty.csv" --student mlp:4 -o "$d/x.onnx"
+expect_error "evaluate, bad --max-drop" "expects METRIC=X" "$infera" evaluate "$mlp" --data "csv:$d/binary.csv" --label y --baseline "$mlp" --max-drop auc
+expect_error "evaluate, --max-drop without --baseline" "give --baseline REF" "$infera" evaluate "$mlp" --data "csv:$d/binary.csv" --label y --max-drop auc=0.01
 
 # ---- baseline, release gate, registry lineage ---------------------------------------------
 "$infera" registry register fraud "$fraud/fraud_xgb.onnx" >/dev/null 2>&1 || bad "register fraud"
