@@ -44,7 +44,7 @@
  *     those are still packed -- except on the avx512 path with a 48 KiB
  *     (12-way) L1d, where the 6 rows fit in a set's ways.
  *   - On the avx512 path pairs of full panels run the 6x32 AVX-512 tile
- *     (gemm_avx512.c; same bits; 8x32 with A in place, pair_tile_rows): with A in place always, with A packed when
+ *     (gemm_avx512.c; same bits): with A in place always, with A packed when
  *     the L1d holds the pair's 32 KiB B block (48 KiB, ops/blocking.c) and
  *     zmm FMAs run full width (fma_width_avx512.c).
  *   - With B packed, each tile of a panel prefetches a slice of the next
@@ -501,15 +501,6 @@ static inline int64_t tile_rows(int64_t mc, int64_t ir, bool direct) {
     return min64(MR, left);
 }
 
-/* Rows of an AVX-512 pair tile at row ir (gemm_avx512.c): with A in place
- * 8 while at least 11 or exactly 8 are left (64 and 128 rows: whole 8-row
- * tiles), 9 as 5 + 4 and 10 as 6 + 4; else as tile_rows. */
-static inline int64_t pair_tile_rows(int64_t mc, int64_t ir, bool direct) {
-    int64_t left = mc - ir;
-    if (!direct || left < 8) return tile_rows(mc, ir, direct);
-    return left == 9 ? 5 : left == 10 ? 6 : 8;
-}
-
 /* Loads the lines of [p, p + bytes) into the cache ahead of their use. */
 static inline void prefetch_lines(const float *p, int64_t bytes) {
     for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T0);
@@ -567,13 +558,11 @@ static void panel_pair_tiles(const gemm_job *g, const float *ap, const float *b0
                              bool last) {
     float *cblk = g->c + i0 * g->ldc + j;
     const inf__gemm_epilogue *ep = last ? g->ep : NULL;
-    int64_t panel_bytes = kc * NR * 4, n_tiles = 0;
-    for (int64_t ir = 0; ir < mc; n_tiles++)
-        ir += pair_tile_rows(mc, ir, g->a_direct);
+    int64_t panel_bytes = kc * NR * 4, n_tiles = (mc + MR - 1) / MR;
     int64_t slice = (2 * panel_bytes / n_tiles + 63) / 64 * 64;
     for (int64_t ir = 0, tile = 0; ir < mc; tile++) {
         if (next && tile * slice < 2 * panel_bytes) prefetch_pair_slice(g, next, panel_bytes, tile * slice, slice);
-        int64_t rows = pair_tile_rows(mc, ir, g->a_direct);
+        int64_t rows = tile_rows(mc, ir, g->a_direct);
         const float *a = g->a_direct ? g->a + (i0 + ir) * g->lda + p0 : ap + ir * kc;
         float *c = cblk + ir * g->ldc;
         tile_adds ta = tile_adds_at(ep, i0 + ir, j);
