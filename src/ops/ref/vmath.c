@@ -9,7 +9,8 @@
  *   exp(x)   x clamped to [-104, 89]; n = round(x log2 e) (the 1.5 * 2^23
  *            trick); r = x - n ln2 with ln2 split in two (Cody-Waite);
  *            e^r by Cephes' degree-7 polynomial; times 2^n as 2^(n/2) *
- *            2^(n - n/2) so that denormal results are rounded once.
+ *            2^(n - n/2) so that denormal results are rounded once (the
+ *            AVX-512 twin: one vscalefps, the same single rounding).
  *            Error <= 2 ulp (denormal results: <= 1 ulp of 2^-149 extra).
  *   tanh(x)  |x| < 0.625: Cephes' odd polynomial x + x z P(z), z = x^2;
  *            else sign(x) (1 - 2 / (exp(2|x|) + 1)), |x| clamped to 9.1
