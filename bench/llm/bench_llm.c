@@ -150,8 +150,10 @@ int main(int argc, char **argv) {
         double t0 = now(), c0 = proc_cpu_now();
         if (pp > 0 && inf_llm_context_eval(c, toks, pp, false, &l, &err)) break;
         double t1 = now(), c1 = proc_cpu_now();
+        /* tg decode steps from an empty cache, every one timed (as llama-bench's test_gen): bench/llm/cpu_time.py
+         * divides a repetition's whole CPU time by pp and tg, so an untimed extra step here (there was one, a
+         * decode at position 0 before the timed ones) would count against both figures */
         inf_llm_context_rewind(c, 0, NULL);
-        inf_llm_context_eval(c, toks, 1, false, &l, &err);
         double t2 = now(), c2 = proc_cpu_now();
         for (int i = 0; i < tg; i++) inf_llm_context_eval(c, &toks[1 + i], 1, false, &l, &err);
         double t3 = now(), c3 = proc_cpu_now();
