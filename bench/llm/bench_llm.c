@@ -7,7 +7,8 @@
  *        bench_llm MODEL.gguf --verify N [--reps N]
  * Prints one JSON line: {"model","threads","pp","tg","pp_tokens_per_s",
  * "tg_tokens_per_s","bytes_per_token","read_gb_per_s","tg_bound_tokens_per_s",
- * "pp_tokens_per_cpu_s","tg_tokens_per_cpu_s"}
+ * "pp_tokens_per_cpu_s","tg_tokens_per_cpu_s","pp_cpu_s_sum","tg_cpu_s_sum"}
+ * (*_sum: the process CPU time of every timed repetition, warm-up excluded)
  * (best of --reps repetitions: the machine is shared, the best run is the
  * least disturbed one).  read_gb_per_s is the memory read bandwidth measured
  * here (sum over a 512 MiB buffer on 2 MiB pages by one thread), and tg_bound = bandwidth / bytes of weights per token: the decode
@@ -150,7 +151,7 @@ int main(int argc, char **argv) {
         inf_llm_model_free(m);
         return rc;
     }
-    double best_pp = 1e30, best_tg = 1e30, cpu_pp = 1e30, cpu_tg = 1e30;
+    double best_pp = 1e30, best_tg = 1e30, cpu_pp = 1e30, cpu_tg = 1e30, sum_pp = 0, sum_tg = 0;
     for (int r = 0; r < reps + 1; r++) { /* the first repetition warms the page cache */
         inf_llm_context_rewind(c, 0, NULL);
         double t0 = now(), c0 = proc_cpu_now();
@@ -168,13 +169,14 @@ int main(int argc, char **argv) {
         if (t3 - t2 < best_tg) best_tg = t3 - t2;
         if (c1 - c0 < cpu_pp) cpu_pp = c1 - c0;
         if (c3 - c2 < cpu_tg) cpu_tg = c3 - c2;
+        sum_pp += c1 - c0, sum_tg += c3 - c2;
     }
     double bw = getenv("BENCH_LLM_NO_BW") ? 0 : read_bandwidth_gbs();
     printf("{\"model\":\"%s\",\"threads\":%d,\"pp\":%d,\"tg\":%d,\"pp_tokens_per_s\":%.2f,\"tg_tokens_per_s\":%.2f,"
            "\"bytes_per_token\":%llu,\"read_gb_per_s\":%.2f,\"tg_bound_tokens_per_s\":%.1f,"
-           "\"pp_tokens_per_cpu_s\":%.2f,\"tg_tokens_per_cpu_s\":%.2f}\n",
+           "\"pp_tokens_per_cpu_s\":%.2f,\"tg_tokens_per_cpu_s\":%.2f,\"pp_cpu_s_sum\":%.6f,\"tg_cpu_s_sum\":%.6f}\n",
            argv[1], threads, pp, tg, pp > 0 ? pp / best_pp : 0.0, tg / best_tg, (unsigned long long)I->bytes_per_token,
-           bw, bw * 1e9 / (double)I->bytes_per_token, pp > 0 ? pp / cpu_pp : 0.0, tg > 0 ? tg / cpu_tg : 0.0);
+           bw, bw * 1e9 / (double)I->bytes_per_token, pp > 0 ? pp / cpu_pp : 0.0, tg > 0 ? tg / cpu_tg : 0.0, sum_pp, sum_tg);
     free(toks);
     inf_llm_context_free(c);
     inf_llm_model_free(m);
