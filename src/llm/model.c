@@ -227,9 +227,10 @@ static inf_status load_tensors(loader *L) {
 inf_status inf__llm_model_from_gguf(inf__gguf *g, bool force_ref, inf_llm_model **out, inf_error *err) {
     *out = NULL;
     inf_llm_model *m = inf__calloc(1, sizeof *m);
-    if (!m) {
+    if (!m) { /* the message names the file before the file's object goes */
+        inf_status st = inf_error_set(err, INF_ENOMEM, "%s: no memory for the model", inf__gguf_path(g));
         inf__gguf_close(g);
-        return inf_error_set(err, INF_ENOMEM, "%s: no memory for the model", inf__gguf_path(g));
+        return st;
     }
     m->g = g;
     m->force_ref = force_ref;
