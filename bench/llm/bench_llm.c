@@ -8,20 +8,23 @@
  * Prints one JSON line: {"model","threads","pp","tg","pp_tokens_per_s",
  * "tg_tokens_per_s","bytes_per_token","read_gb_per_s","tg_bound_tokens_per_s",
  * "pp_tokens_per_cpu_s","tg_tokens_per_cpu_s","pp_cpu_s_sum","tg_cpu_s_sum"}
- * (*_sum: the process CPU time of every timed repetition, warm-up excluded)
  * (best of --reps repetitions: the machine is shared, the best run is the
- * least disturbed one).  read_gb_per_s is the memory read bandwidth measured
- * here (sum over a 512 MiB buffer on 2 MiB pages by one thread), and tg_bound = bandwidth / bytes of weights per token: the decode
- * speed no implementation can pass when the weights come from DRAM.
+ * least disturbed one; *_sum: the process CPU time of all the timed
+ * repetitions, warm-up excluded).  read_gb_per_s is the memory read
+ * bandwidth measured here (a 512 MiB buffer on 2 MiB pages summed by one
+ * thread with scalar loads), and tg_bound = bandwidth / bytes of weights per
+ * token: about the decode speed one core's DRAM reads allow -- a floor
+ * rather than a ceiling, as the engines' vector streams read up to ~25% more
+ * (bench/llm/RESULTS.md, Zen 5 session 17).
  * --verify N: the cost v of speculative decoding's verification pass, in
  * the thread's CPU time: a pass over N tokens (all logits) / a one-token
  * decode step, both at position 64 after a 64-token prompt, interleaved,
  * --reps (default 3) x 50 passes each, the best repetition of each side;
  * prints {"model","verify_tokens","step_ms","verify_ms","v"}.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -176,7 +179,8 @@ int main(int argc, char **argv) {
            "\"bytes_per_token\":%llu,\"read_gb_per_s\":%.2f,\"tg_bound_tokens_per_s\":%.1f,"
            "\"pp_tokens_per_cpu_s\":%.2f,\"tg_tokens_per_cpu_s\":%.2f,\"pp_cpu_s_sum\":%.6f,\"tg_cpu_s_sum\":%.6f}\n",
            argv[1], threads, pp, tg, pp > 0 ? pp / best_pp : 0.0, tg / best_tg, (unsigned long long)I->bytes_per_token,
-           bw, bw * 1e9 / (double)I->bytes_per_token, pp > 0 ? pp / cpu_pp : 0.0, tg > 0 ? tg / cpu_tg : 0.0, sum_pp, sum_tg);
+           bw, bw * 1e9 / (double)I->bytes_per_token, pp > 0 ? pp / cpu_pp : 0.0, tg > 0 ? tg / cpu_tg : 0.0, sum_pp,
+           sum_tg);
     free(toks);
     inf_llm_context_free(c);
     inf_llm_model_free(m);
