@@ -7,22 +7,26 @@
  *        bench_llm MODEL.gguf --verify N [--reps N]
  * Prints one JSON line: {"model","threads","pp","tg","pp_tokens_per_s",
  * "tg_tokens_per_s","bytes_per_token","read_gb_per_s","tg_bound_tokens_per_s",
- * "pp_tokens_per_cpu_s","tg_tokens_per_cpu_s"}
+ * "pp_tokens_per_cpu_s","tg_tokens_per_cpu_s","pp_cpu_s_sum","tg_cpu_s_sum"}
  * (best of --reps repetitions: the machine is shared, the best run is the
- * least disturbed one).  read_gb_per_s is the memory read bandwidth measured
- * here (sum over a 512 MiB buffer on the bench's threads' worth of one
- * thread), and tg_bound = bandwidth / bytes of weights per token: the decode
- * speed no implementation can pass when the weights come from DRAM.
+ * least disturbed one; *_sum: the process CPU time of all the timed
+ * repetitions, warm-up excluded).  read_gb_per_s is the memory read
+ * bandwidth measured here (a 512 MiB buffer on 2 MiB pages summed by one
+ * thread with scalar loads), and tg_bound = bandwidth / bytes of weights per
+ * token: about the decode speed one core's DRAM reads allow -- a floor
+ * rather than a ceiling, as the engines' vector streams read up to ~25% more
+ * (bench/llm/RESULTS.md, Zen 5 session 17).
  * --verify N: the cost v of speculative decoding's verification pass, in
  * the thread's CPU time: a pass over N tokens (all logits) / a one-token
  * decode step, both at position 64 after a 64-token prompt, interleaved,
  * --reps (default 3) x 50 passes each, the best repetition of each side;
  * prints {"model","verify_tokens","step_ms","verify_ms","v"}.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "infera/llm.h"
@@ -51,8 +55,14 @@ static double now(void) {
  * run queue). */
 static double read_bandwidth_gbs(void) {
     size_t n = (size_t)512 << 20, words = n / sizeof(uint64_t);
-    uint64_t *buf = malloc(n);
-    if (!buf) return 0;
+    /* on 2 MiB pages where the kernel gives them, as the engine's weights (src/llm/weight_region.c): one core
+     * streams ~8% faster from them than from 4 KiB pages (bench/stream_probe) */
+    void *map = mmap(NULL, n + ((size_t)2 << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) return 0;
+    uint64_t *buf = (uint64_t *)(((uintptr_t)map + ((2u << 20) - 1)) & ~(uintptr_t)((2u << 20) - 1));
+#ifdef MADV_HUGEPAGE
+    (void)madvise(buf, n, MADV_HUGEPAGE);
+#endif
     for (size_t i = 0; i < words; i++) buf[i] = i;
     double best = 1e30;
     volatile uint64_t sink = 0;
@@ -64,7 +74,7 @@ static double read_bandwidth_gbs(void) {
         double t = cpu_now() - t0;
         if (t < best) best = t;
     }
-    free(buf);
+    munmap(map, n + ((size_t)2 << 20));
     return n / best / 1e9;
 }
 
@@ -144,14 +154,16 @@ int main(int argc, char **argv) {
         inf_llm_model_free(m);
         return rc;
     }
-    double best_pp = 1e30, best_tg = 1e30, cpu_pp = 1e30, cpu_tg = 1e30;
+    double best_pp = 1e30, best_tg = 1e30, cpu_pp = 1e30, cpu_tg = 1e30, sum_pp = 0, sum_tg = 0;
     for (int r = 0; r < reps + 1; r++) { /* the first repetition warms the page cache */
         inf_llm_context_rewind(c, 0, NULL);
         double t0 = now(), c0 = proc_cpu_now();
         if (pp > 0 && inf_llm_context_eval(c, toks, pp, false, &l, &err)) break;
         double t1 = now(), c1 = proc_cpu_now();
+        /* tg decode steps from an empty cache, every one timed (as llama-bench's test_gen): bench/llm/cpu_time.py
+         * divides a repetition's whole CPU time by pp and tg, so an untimed extra step here (there was one, a
+         * decode at position 0 before the timed ones) would count against both figures */
         inf_llm_context_rewind(c, 0, NULL);
-        inf_llm_context_eval(c, toks, 1, false, &l, &err);
         double t2 = now(), c2 = proc_cpu_now();
         for (int i = 0; i < tg; i++) inf_llm_context_eval(c, &toks[1 + i], 1, false, &l, &err);
         double t3 = now(), c3 = proc_cpu_now();
@@ -160,13 +172,15 @@ int main(int argc, char **argv) {
         if (t3 - t2 < best_tg) best_tg = t3 - t2;
         if (c1 - c0 < cpu_pp) cpu_pp = c1 - c0;
         if (c3 - c2 < cpu_tg) cpu_tg = c3 - c2;
+        sum_pp += c1 - c0, sum_tg += c3 - c2;
     }
     double bw = getenv("BENCH_LLM_NO_BW") ? 0 : read_bandwidth_gbs();
     printf("{\"model\":\"%s\",\"threads\":%d,\"pp\":%d,\"tg\":%d,\"pp_tokens_per_s\":%.2f,\"tg_tokens_per_s\":%.2f,"
            "\"bytes_per_token\":%llu,\"read_gb_per_s\":%.2f,\"tg_bound_tokens_per_s\":%.1f,"
-           "\"pp_tokens_per_cpu_s\":%.2f,\"tg_tokens_per_cpu_s\":%.2f}\n",
+           "\"pp_tokens_per_cpu_s\":%.2f,\"tg_tokens_per_cpu_s\":%.2f,\"pp_cpu_s_sum\":%.6f,\"tg_cpu_s_sum\":%.6f}\n",
            argv[1], threads, pp, tg, pp > 0 ? pp / best_pp : 0.0, tg / best_tg, (unsigned long long)I->bytes_per_token,
-           bw, bw * 1e9 / (double)I->bytes_per_token, pp > 0 ? pp / cpu_pp : 0.0, tg > 0 ? tg / cpu_tg : 0.0);
+           bw, bw * 1e9 / (double)I->bytes_per_token, pp > 0 ? pp / cpu_pp : 0.0, tg > 0 ? tg / cpu_tg : 0.0, sum_pp,
+           sum_tg);
     free(toks);
     inf_llm_context_free(c);
     inf_llm_model_free(m);

@@ -4,10 +4,12 @@
 
 The machine is shared by many jobs, so wall-clock tokens/s mostly measure the
 scheduler.  A 1-thread run's CPU time (getrusage of the child) does not count
-the time it waited for a core.  Each side runs its benchmark twice, with R1
+the time it waited for a core.  llama.cpp runs its benchmark twice, with R1
 and R2 repetitions; the difference of the two CPU times is the cost of
-R2 - R1 repetitions alone (model loading, warm-up and the bandwidth probe
-cancel out).  Rounds alternate ours/theirs; the median of the rounds is
+R2 - R1 repetitions alone (model loading and warm-up cancel out).  bench_llm
+sums the process CPU time of its R2 timed repetitions itself (its load time
+varies too much between runs for a difference: the weight region's fresh
+2 MiB pages).  Rounds alternate ours/theirs; the median of the rounds is
 reported.  Caches and memory bandwidth are still shared with the other jobs:
 read the numbers as ratios measured side by side, not as absolute speeds.
 
@@ -41,6 +43,14 @@ def wall_of(out, tool):
 
 def rate(make_cmd, tokens, r1, r2, tool, env=None):
     """(tokens per CPU-second of one repetition, best wall tokens/s)"""
+    if tool == "ours":
+        # bench_llm sums the process CPU time of its timed repetitions itself: loading the model (its weight
+        # region on 2 MiB pages costs 0.1-1.4 s of system time on a VM, varying from run to run) and the warm-up
+        # stay out of the figure, as the difference of two runs removes them from llama-bench's
+        _, out = cpu_of(make_cmd(r2), env)
+        j = json.loads(out)
+        spent = j["pp_cpu_s_sum"] if j["tg"] == 0 else j["tg_cpu_s_sum"]
+        return r2 * tokens / max(spent, 1e-9), wall_of(out, tool)
     t1, _ = cpu_of(make_cmd(r1), env)
     t2, out = cpu_of(make_cmd(r2), env)
     return (r2 - r1) * tokens / max(t2 - t1, 1e-9), wall_of(out, tool)

@@ -50,8 +50,10 @@ for m in "${models[@]}"; do
       otg+=("$(echo "$j" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tg_tokens_per_s"])')")
       bound=$(echo "$j" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tg_bound_tokens_per_s"])')
       l=$("$LLAMA_BENCH" -m "$m" -t "$th" -p "$PP" -n "$TG" -r 2 -o json 2>/dev/null)
-      lpp+=("$(echo "$l" | python3 -c 'import json,sys; print([x["avg_ts"] for x in json.load(sys.stdin) if x["n_prompt"]>0][0])')")
-      ltg+=("$(echo "$l" | python3 -c 'import json,sys; print([x["avg_ts"] for x in json.load(sys.stdin) if x["n_gen"]>0][0])')")
+      # llama-bench's best sample, as bench_llm reports its best repetition (avg_ts, the mean of the samples,
+      # counted a disturbed repetition against llama.cpp only)
+      lpp+=("$(echo "$l" | python3 -c 'import json,sys; print([max(x["samples_ts"]) for x in json.load(sys.stdin) if x["n_prompt"]>0][0])')")
+      ltg+=("$(echo "$l" | python3 -c 'import json,sys; print([max(x["samples_ts"]) for x in json.load(sys.stdin) if x["n_gen"]>0][0])')")
       rounds="$rounds $(python3 -c "print('%.2f/%.2f' % (${opp[-1]} / ${lpp[-1]}, ${otg[-1]} / ${ltg[-1]}))")@$(cut -d' ' -f1 /proc/loadavg)"
     done
     a=$(best "${opp[@]}"); b=$(best "${lpp[@]}"); c=$(best "${otg[@]}"); d=$(best "${ltg[@]}")

@@ -17,7 +17,7 @@ typedef struct inf__llm_weight {
     int64_t rows, cols;
     size_t row_bytes;
     /* the first packed_rows rows (a multiple of INF__LLM_TILE_ROWS) repacked
-     * into tiles for q->tile (owned by the model), or NULL */
+     * into tiles for q->tile (in the model's weight region), or NULL */
     void *packed;
     int64_t packed_rows;
     size_t tile_bytes;
@@ -42,6 +42,10 @@ struct inf_llm_model {
     const float *output_norm;
     inf__llm_layer *layers;
     bool force_ref; /* reference kernels only (tests) */
+    /* weight_region.c: the repacked tiles and the copied matrices (data of
+     * the weights then points into it), or NULL */
+    void *region;
+    size_t region_bytes, region_copied; /* its bytes; those of copied (not repacked) matrices */
 };
 
 /* One sequence (context.c). */
@@ -60,5 +64,7 @@ inf_status inf__llm_model_load_ex(const char *path, bool force_ref, inf_llm_mode
 /* The same over a GGUF already opened (taken: closed with the model, also on failure). */
 inf_status inf__llm_model_from_gguf(inf__gguf *g, bool force_ref, inf_llm_model **out, inf_error *err);
 const inf__gguf *inf__llm_model_gguf(const inf_llm_model *m);
+/* Repacks the tiles and copies the other matrices of m into its weight region (weight_region.c). */
+inf_status inf__llm_place_weights(inf_llm_model *m, inf_error *err);
 
 #endif

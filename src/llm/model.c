@@ -106,39 +106,6 @@ static inf_status mat(loader *L, const char *name, bool required, int64_t cols, 
     return INF_OK;
 }
 
-/* Repacks a matrix into tiles when its kernels want it (quant_tile_avx512.c);
- * rows past the last whole tile stay with the row kernels. */
-static inf_status pack_weight(loader *L, inf__llm_weight *w) {
-    const inf__llm_qtype *q = w->q;
-    if (!q || !q->pack || w->rows < INF__LLM_TILE_ROWS) return INF_OK;
-    int64_t tiles = w->rows / INF__LLM_TILE_ROWS;
-    w->tile_bytes = inf__llm_tile_bytes(q, w->cols);
-    w->packed = inf__aligned_alloc((size_t)tiles * w->tile_bytes);
-    if (!w->packed)
-        return inf_error_set(L->err, INF_ENOMEM, "%s: no memory to repack a %lld x %lld matrix", L->m->info.path,
-                          (long long)w->rows, (long long)w->cols);
-    for (int64_t t = 0; t < tiles; t++)
-        q->pack((const uint8_t *)w->data + (size_t)t * INF__LLM_TILE_ROWS * w->row_bytes, w->row_bytes, w->cols,
-                (uint8_t *)w->packed + (size_t)t * w->tile_bytes);
-    w->packed_rows = tiles * INF__LLM_TILE_ROWS;
-    return INF_OK;
-}
-
-/* The matrices a forward pass multiplies with (the embedding table is only
- * looked up; a tied output head is its own copy of the weight). */
-#define LAYER_MATS(y) {&(y)->wq, &(y)->wk, &(y)->wv, &(y)->wo, &(y)->w_gate, &(y)->w_up, &(y)->w_down}
-
-static inf_status pack_weights(loader *L) {
-    inf_llm_model *m = L->m;
-    inf_status st;
-    for (int l = 0; l < m->info.n_layer; l++) {
-        inf__llm_weight *ws[] = LAYER_MATS(&m->layers[l]);
-        for (int i = 0; i < 7; i++)
-            if ((st = pack_weight(L, ws[i]))) return st;
-    }
-    return pack_weight(L, &m->output);
-}
-
 static inf_status load_hparams(loader *L) {
     inf_llm_model *m = L->m;
     inf_llm_model_info *I = &m->info;
@@ -260,9 +227,10 @@ static inf_status load_tensors(loader *L) {
 inf_status inf__llm_model_from_gguf(inf__gguf *g, bool force_ref, inf_llm_model **out, inf_error *err) {
     *out = NULL;
     inf_llm_model *m = inf__calloc(1, sizeof *m);
-    if (!m) {
+    if (!m) { /* the message names the file before the file's object goes */
+        inf_status st = inf_error_set(err, INF_ENOMEM, "%s: no memory for the model", inf__gguf_path(g));
         inf__gguf_close(g);
-        return inf_error_set(err, INF_ENOMEM, "%s: no memory for the model", inf__gguf_path(g));
+        return st;
     }
     m->g = g;
     m->force_ref = force_ref;
@@ -284,7 +252,7 @@ inf_status inf__llm_model_from_gguf(inf__gguf *g, bool force_ref, inf_llm_model 
     if (inf__gguf_find_key(g, "general.name") >= 0 && inf__gguf_get_str(g, "general.name", &s, &n, NULL) == INF_OK)
         snprintf(m->name, sizeof m->name, "%.*s", (int)(n > 127 ? 127 : n), s);
     m->info.name = m->name;
-    if ((st = load_hparams(&L)) || (st = load_tensors(&L)) || (st = pack_weights(&L))) goto fail;
+    if ((st = load_hparams(&L)) || (st = load_tensors(&L)) || (st = inf__llm_place_weights(m, err))) goto fail;
     *out = m;
     return INF_OK;
 fail:
@@ -306,11 +274,7 @@ inf_status inf_llm_model_load(const char *path, inf_llm_model **out, inf_error *
 
 void inf_llm_model_free(inf_llm_model *m) {
     if (!m) return;
-    for (int l = 0; m->layers && l < m->info.n_layer; l++) {
-        inf__llm_weight *ws[] = LAYER_MATS(&m->layers[l]);
-        for (int i = 0; i < 7; i++) inf__aligned_free(ws[i]->packed);
-    }
-    inf__aligned_free(m->output.packed);
+    inf__aligned_free(m->region); /* the tiles and copied matrices (weight_region.c) */
     inf__free(m->layers);
     inf__gguf_close(m->g);
     inf__free(m);

@@ -14,7 +14,11 @@
  *    random model, and the target itself), with sampling it is reproducible
  *    by seed and its first tokens follow the target's distribution;
  *  - malformed models (missing tensor, wrong shape, unsupported architecture
- *    or type) are refused with an error naming the tensor or key.
+ *    or type) are refused with an error naming the tensor or key;
+ *  - the weight region (weight_region.c): matrices copied into it give the
+ *    logits, bit for bit, of the same matrices read from the mapping
+ *    (INFERA_LLM_NO_HUGEPAGES=1), and every allocation failure while loading
+ *    is refused cleanly, leaking nothing.
  * The oracle for real numbers is elsewhere (PyTorch logits of the committed
  * models, llama.cpp's tokens): this file checks the engine's invariants.
  */
@@ -917,6 +921,106 @@ static void test_attention(void) {
     printf("attention, swiglu: the fast kernels against the references checked\n");
 }
 
+/* ---- the weight region (weight_region.c) ---- */
+
+/* Loads the model in buf (which must outlive it), NULL on failure. */
+static inf_llm_model *load_buffer(const uint8_t *buf, size_t n) {
+    inf__gguf *g;
+    inf_llm_model *m = NULL;
+    inf_error err;
+    if (inf__gguf_open_buffer(buf, n, "random.gguf", &g, &err) || inf__llm_model_from_gguf(g, false, &m, &err)) {
+        fprintf(stderr, "load: %s\n", err.message);
+        return NULL;
+    }
+    return m;
+}
+
+/* Does w's data lie inside the file buffer? */
+static bool on_mapping(const inf__llm_weight *w, const uint8_t *buf, size_t n) {
+    return (const uint8_t *)w->data >= buf && (const uint8_t *)w->data < buf + n;
+}
+
+static void test_weight_region(uint32_t type, const char *tn, int tied) {
+    tm_params p = params(type, 11);
+    p.tied = tied;
+    uint8_t *buf;
+    size_t n;
+    tm_build(&p, &buf, &n);
+    setenv("INFERA_LLM_NO_HUGEPAGES", "1", 1);
+    inf_llm_model *mm = load_buffer(buf, n); /* matrices read from the mapping, tiles in the region */
+    unsetenv("INFERA_LLM_NO_HUGEPAGES");
+    inf_llm_model *mc = load_buffer(buf, n); /* copied where huge pages are available */
+    CHECK(mm && mc, "%s: load", tn);
+    if (!mm || !mc) return;
+    bool packed = mm->layers[0].wq.packed != NULL;
+    CHECK(packed || (on_mapping(&mm->layers[0].wq, buf, n) && on_mapping(&mm->output, buf, n)),
+          "%s: INFERA_LLM_NO_HUGEPAGES=1 keeps the unpacked matrices on the mapping", tn);
+    CHECK(mm->region_copied == 0, "%s: INFERA_LLM_NO_HUGEPAGES=1 copies nothing", tn);
+    if (mc->region_copied && !packed) /* (nothing copied where huge pages are unavailable; a q8_0 tied head is tiled) */
+        CHECK(!on_mapping(&mc->layers[0].wq, buf, n) && (mc->output.packed || !on_mapping(&mc->output, buf, n)) &&
+                  (!tied || on_mapping(&mc->tok_embd, buf, n)),
+              "%s: unpacked matrices copied into the region, the embedding lookups on the mapping", tn);
+    inf_llm_context_options o;
+    inf_llm_context_options_init(&o);
+    o.n_logits = 16;
+    o.n_batch = 16;
+    inf_llm_context *cm, *cc;
+    inf_error err;
+    CHECK(inf_llm_context_new(mm, &o, &cm, &err) == INF_OK && inf_llm_context_new(mc, &o, &cc, &err) == INF_OK, "%s",
+          err.message);
+    const float *l;
+    int V = p.vocab;
+    float *a = malloc(sizeof(float) * 16 * V);
+    CHECK(inf_llm_context_eval(cm, tokens, 16, true, &l, &err) == INF_OK, "%s", err.message);
+    memcpy(a, l, sizeof(float) * 16 * V);
+    CHECK(inf_llm_context_eval(cc, tokens, 16, true, &l, &err) == INF_OK, "%s", err.message);
+    CHECK(max_abs_diff(a, l, (size_t)16 * V) == 0, "%s%s: region vs mapping, 16-token pass: max diff %g", tn,
+          tied ? " (tied head)" : "", max_abs_diff(a, l, (size_t)16 * V));
+    float worst = 0;
+    for (int i = 16; i < 24; i++) { /* decode steps */
+        CHECK(inf_llm_context_eval(cm, &tokens[i], 1, false, &l, &err) == INF_OK, "%s", err.message);
+        memcpy(a, l, sizeof(float) * V);
+        CHECK(inf_llm_context_eval(cc, &tokens[i], 1, false, &l, &err) == INF_OK, "%s", err.message);
+        worst = fmaxf(worst, max_abs_diff(a, l, V));
+    }
+    CHECK(worst == 0, "%s: region vs mapping, decode steps: max diff %g", tn, worst);
+    free(a);
+    inf_llm_context_free(cm), inf_llm_context_free(cc);
+    inf_llm_model_free(mm), inf_llm_model_free(mc);
+    free(buf);
+}
+
+/* Every allocation of a model load failing in turn: an error, nothing leaked. */
+static void test_load_faults(void) {
+    tm_params p = params(8, 3); /* q8_0: tiles and unpacked rows (output rows not a multiple of 16) */
+    uint8_t *buf;
+    size_t n;
+    tm_build(&p, &buf, &n);
+    int failed = 0;
+    for (uint64_t k = 1; k < 10000; k++) {
+        inf_alloc_stats s0, s1;
+        inf_alloc_get_stats(&s0);
+        inf_alloc_fail_after(k);
+        inf__gguf *g;
+        inf_llm_model *m = NULL;
+        inf_error err;
+        inf_status st = inf__gguf_open_buffer(buf, n, "random.gguf", &g, &err);
+        if (st == INF_OK) st = inf__llm_model_from_gguf(g, false, &m, &err);
+        inf_alloc_fail_after(0);
+        if (st == INF_OK) {
+            inf_llm_model_free(m);
+            break;
+        }
+        failed++;
+        inf_alloc_get_stats(&s1);
+        CHECK(st == INF_ENOMEM && s1.bytes_live == s0.bytes_live,
+              "allocation %llu failing: status %d (%s), %lld bytes left allocated", (unsigned long long)k, (int)st,
+              err.message, (long long)(s1.bytes_live - s0.bytes_live));
+    }
+    CHECK(failed > 3, "load fault injection reached %d allocations", failed);
+    free(buf);
+}
+
 int main(void) {
     uint64_t s = 5;
     for (int i = 0; i < 64; i++) tokens[i] = 3 + (int32_t)((tm_rand(&s) + 1) * 40) % 90;
@@ -931,5 +1035,10 @@ int main(void) {
     }
     test_speculative_distribution();
     test_malformed();
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        test_weight_region(types[i], type_names[i], 0);
+        test_weight_region(types[i], type_names[i], 1);
+    }
+    test_load_faults();
     return check_summary("llm");
 }
