@@ -248,6 +248,21 @@ static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t 
     }
 }
 
+/* The most tokens a short pass multiplies per call on each block of weight
+ * rows (layer 0's feed-forward weights stand for the model): a pass of more
+ * tokens takes two calls per block (AVX-512 F32/F16: 6 + 1 tokens), which
+ * costs far more than one token's arithmetic, so speculative decoding
+ * verifies at most this many tokens at once (generate.c). */
+int inf__llm_context_pass_tokens(const inf_llm_context *c) {
+    const inf__llm_weight *w = &c->m->layers[0].w_gate;
+    int n = SMALL_PASS;
+    if (w->packed_rows > 0 && w->q->tiles)
+        n = INF__LLM_TILE_TOKENS;
+    else if (w->q->fblock)
+        n = w->q->fblock_row_tokens;
+    return n < SMALL_PASS ? n : SMALL_PASS;
+}
+
 /* ntiles tiles from row begin: a pass of <= INF__LLM_TILE_TOKENS tokens
  * (decoding, verification) in one call of the multi-tile kernel, straight
  * into the outputs (the same sums); longer passes tile by tile. */

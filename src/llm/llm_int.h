@@ -61,4 +61,12 @@ inf_status inf__llm_model_load_ex(const char *path, bool force_ref, inf_llm_mode
 inf_status inf__llm_model_from_gguf(inf__gguf *g, bool force_ref, inf_llm_model **out, inf_error *err);
 const inf__gguf *inf__llm_model_gguf(const inf_llm_model *m);
 
+/* Speculative decoding's draft length (generate.c): the k <= k_max to
+ * propose when a proposal passes with probability alpha, and alpha after a
+ * step of k proposals of which `accepted` passed. */
+int inf__llm_draft_k(double alpha, int k_max);
+/* The most tokens a short pass of c's model handles in one call per block of weight rows (context.c). */
+int inf__llm_context_pass_tokens(const inf_llm_context *c);
+double inf__llm_draft_alpha(double alpha, int accepted, int k);
+
 #endif
