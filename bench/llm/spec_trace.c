@@ -24,8 +24,8 @@
  * --generate K1,K2,.. [--rounds R]: instead, the real thing in this process: inf_llm_generate of --tokens
  * greedy tokens (no stop token) with the target alone and with the draft at each K, R rounds interleaved
  * (alone, K1, K2, ...), thread CPU time; per K one line {"generate":{"k","alone_ms","spec_ms","speedup",
- * "acceptance","tokens"}} with the minimum over the rounds (and the medians).  K fixed (INFERA_LLM_DRAFT_FIXED
- * set for the run); "aK" (e.g. a8): generate.c's adaptive draft length with K at most ("k":"a8" in the line).  Unlike
+ * "acceptance","tokens"}} with the minimum over the rounds (and the medians).  K fixed; "aK" (e.g. a8,
+ * INFERA_LLM_DRAFT_ADAPTIVE set for the run): generate.c's adaptive draft length with K at most ("k":"a8" in the line).  Unlike
  * the costs above, the two models then take turns in the caches, as they do in `infera generate --draft`.
  */
 #include <math.h>
@@ -113,9 +113,9 @@ static int generate_rounds(inf_llm_context *ct, inf_llm_context *cd, const int32
             inf_llm_generate_stats st;
             o.draft_tokens = i ? K[i - 1] : 4;
             if (i && adaptive[i - 1])
-                unsetenv("INFERA_LLM_DRAFT_FIXED");
+                setenv("INFERA_LLM_DRAFT_ADAPTIVE", "1", 1);
             else
-                setenv("INFERA_LLM_DRAFT_FIXED", "1", 1);
+                unsetenv("INFERA_LLM_DRAFT_ADAPTIVE");
             double t0 = cpu_now();
             if (inf_llm_generate(ct, i ? cd : NULL, prompt, n_prompt, &o, NULL, NULL, &st, &err)) return die(&err);
             t[i][r] = (cpu_now() - t0) * 1e3;

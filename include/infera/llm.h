@@ -132,11 +132,11 @@ INF_API double inf_llm_sampler_uniform(inf_llm_sampler *s);
 typedef struct inf_llm_generate_options {
     int max_tokens;           /* completion tokens at most; 0 = until end of sequence or context */
     inf_llm_sampling sampling;
-    int draft_tokens;         /* speculative: the most tokens the draft proposes per step (with a draft context) */
+    int draft_tokens;         /* speculative: tokens the draft proposes per step (with a draft context) */
     const int32_t *stop_ids;  /* end-of-generation tokens (borrowed); NULL: the model's EOS and EOT */
     int n_stop_ids;
 } inf_llm_generate_options;
-INF_API void inf_llm_generate_options_init(inf_llm_generate_options *o); /* 128 tokens, greedy, at most 8 drafts */
+INF_API void inf_llm_generate_options_init(inf_llm_generate_options *o); /* 128 tokens, greedy, 4 drafts */
 
 typedef struct inf_llm_generate_stats {
     int prompt_tokens, completion_tokens;
@@ -153,8 +153,8 @@ typedef int (*inf_llm_token_fn)(void *user, int32_t token);
 
 /* Generates from prompt on target (from position 0: the contexts are
  * rewound).  With draft (a context of a model sharing the vocabulary), the
- * draft proposes up to draft_tokens tokens (fewer while its proposals are
- * rejected) that the target checks in one pass;
+ * draft proposes draft_tokens tokens (INFERA_LLM_DRAFT_ADAPTIVE=1: at most,
+ * fewer while its proposals are rejected) that the target checks in one pass;
  * greedy output is the target's own, and sampled output follows the
  * target's distribution (accept with min(1, p/q), else resample from
  * max(0, p - q)).  Stops at the model's end-of-sequence token, at

@@ -106,7 +106,7 @@ static void json_text(const char *s, size_t len) {
 
 static int parse(int argc, char **argv, gen_opts *o) {
     memset(o, 0, sizeof *o);
-    o->max_tokens = 128, o->top_k = 40, o->top_p = 0.95f, o->draft_tokens = 8, o->threads = 1;
+    o->max_tokens = 128, o->top_k = 40, o->top_p = 0.95f, o->draft_tokens = 4, o->threads = 1;
     for (int i = 1; i < argc; i++) {
         bool missing = false;
         const char *v;

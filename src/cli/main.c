@@ -375,9 +375,8 @@ const cli_command cli_commands[] = {
      "4096) is full.  --temperature 0 (the default) is greedy; otherwise tokens are sampled\n"
      "after --top-k (default 40; 0 = off) and --top-p (default 0.95) with the generator\n"
      "seeded by --seed (default 0).  --draft REF: speculative decoding with a smaller model\n"
-     "of the same vocabulary proposing up to --draft-tokens (default 8) tokens per step (as\n"
-     "many as its running acceptance rate pays for); greedy output is identical to the\n"
-     "model's alone.  --json prints one object instead:\n"
+     "of the same vocabulary proposing --draft-tokens (default 4) tokens per step; greedy\n"
+     "output is identical to the model's alone.  --json prints one object instead:\n"
      "{\"text\",\"tokens\",\"prompt_tokens\",\"completion_tokens\",\"ttft_ms\",\"tpot_ms\",\n"
      "\"tokens_per_s\",\"draft\":{\"proposed\",\"accepted\",\"acceptance_rate\"} or null}.\n"
      "Weights: f32, f16, q8_0, q4_0, q4_1.  See docs/llm.md.\n"},

@@ -16,7 +16,8 @@
  *      "accept while the draft agrees with the target's argmax, then take the
  *      target's argmax": the output is the target's own.
  *   4. both caches are rewound past the rejected tokens.
- * K adapts to the draft (inf__llm_draft_k below); draft_tokens is its upper bound.
+ * K = draft_tokens, or, with INFERA_LLM_DRAFT_ADAPTIVE=1, adapted to the
+ * draft (inf__llm_draft_k below) with draft_tokens its upper bound.
  * The buffers (K+1 target rows, K draft rows, a residual) are allocated once
  * per call, before the first token; the loop allocates nothing.
  */
@@ -34,8 +35,10 @@
  * proposes the k <= K that maximises the expected tokens of a step,
  * E(k) = 1 + alpha + ... + alpha^k, over its cost in target decode steps,
  * 1 + SPEC_TOKEN_COST * k (a target pass of k + 1 tokens and k draft steps).
- * It uses no clock, so a seeded sampled run repeats itself exactly.
- * INFERA_LLM_DRAFT_FIXED=1 proposes K every step (for benchmarks). */
+ * It uses no clock, so a seeded sampled run repeats itself exactly.  Opt-in
+ * (INFERA_LLM_DRAFT_ADAPTIVE=1): on the committed pair it measured 0-8%
+ * below the best fixed K = 4 (bench/llm/RESULTS.md, session 17), so the
+ * default proposes draft_tokens every step. */
 #define SPEC_TOKEN_COST 0.15 /* a verified token + a draft step, in target steps (bench/llm/RESULTS.md) */
 #define SPEC_ALPHA_START 0.7
 #define SPEC_ALPHA_WEIGHT 0.1
@@ -64,7 +67,7 @@ void inf_llm_generate_options_init(inf_llm_generate_options *o) {
     memset(o, 0, sizeof *o);
     o->max_tokens = 128;
     inf_llm_sampling_init(&o->sampling);
-    o->draft_tokens = 8;
+    o->draft_tokens = 4;
 }
 
 typedef struct gen {
@@ -132,7 +135,7 @@ static inf_status plain_loop(gen *g, int32_t cur, inf_error *err) {
 
 static inf_status speculative_loop(gen *g, int32_t cur, const int32_t *prompt, int n_prompt, inf_error *err) {
     inf_llm_context *T = g->t, *D = g->d;
-    const bool fixed = getenv("INFERA_LLM_DRAFT_FIXED") != NULL;
+    const bool fixed = getenv("INFERA_LLM_DRAFT_ADAPTIVE") == NULL;
     int K = g->o->draft_tokens > 0 ? g->o->draft_tokens : 4;
     if (K + 1 > T->n_logits) K = T->n_logits - 1;
     /* the adaptive length stays within the passes the target verifies in one call per weight block */

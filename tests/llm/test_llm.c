@@ -693,12 +693,12 @@ static void test_speculative(uint32_t type, const char *tn) {
         for (int i = 0; i < 8; i++) prompt[i] = 3 + (pr * 13 + i * 7) % (pt.vocab - 3);
         int np = 3 + pr % 6;
         run_gen(ct, NULL, prompt, np, 0, 0, 40, 0, &alone, &sa);
-        /* the adaptive draft length (at most k) and k fixed (INFERA_LLM_DRAFT_FIXED) */
+        /* k fixed and the adaptive draft length (INFERA_LLM_DRAFT_ADAPTIVE: at most k) */
         for (int fixed = 0; fixed < 2; fixed++)
             for (int k = 1; k <= 9; k += k < 5 ? 2 : 3) {
-                if (fixed) setenv("INFERA_LLM_DRAFT_FIXED", "1", 1);
+                if (!fixed) setenv("INFERA_LLM_DRAFT_ADAPTIVE", "1", 1);
                 run_gen(ct, cd, prompt, np, 0, 0, 40, k, &spec, &ss);
-                unsetenv("INFERA_LLM_DRAFT_FIXED");
+                unsetenv("INFERA_LLM_DRAFT_ADAPTIVE");
                 prompts++;
                 if (spec.n != alone.n || memcmp(spec.ids, alone.ids, sizeof(int32_t) * alone.n)) mismatches++;
                 CHECK(ss.draft_proposed > 0 && ss.draft_accepted <= ss.draft_proposed, "%s: draft stats", tn);
