@@ -13,6 +13,10 @@
 #   expect_output NAME PATTERN CMD... CMD exits 0 and its stdout matches PATTERN (ERE)
 #                                   (both keep CMD's stdout/stderr in $CHECK_DIR/out and err:
 #                                   set CHECK_DIR to the test's scratch folder first)
+#   check_lines CMD...              runs CMD, a child that prints its own checks (a Python or node
+#                                   part of the test): each stdout line "ok NAME" or "PASS NAME"
+#                                   counts a pass, "FAIL NAME" a failure, other lines are printed
+#                                   as they come; a non-zero exit with no FAIL line is a failure
 #   skip REASON                     prints "SKIP: REASON" and exits 77 (ctest: skipped)
 #   check_done                      prints "N passed, M failed" and exits: 1 when a check
 #                                   failed, else 77 when a part was skipped (SKIPPED_PARTS,
@@ -64,6 +68,26 @@ expect_output() {
     else
         bad "$name_" "exit $rc_, out: $(head -c 300 "$CHECK_DIR/out"), err: $(head -c 300 "$CHECK_DIR/err")"
     fi
+}
+
+check_lines() {
+    local line_ name_ rc_=0 fails_=$FAIL
+    while IFS= read -r line_; do
+        case $line_ in
+        "ok "* | "PASS "*)
+            name_=${line_#* }
+            ok "${name_#"${name_%%[! ]*}"}"
+            ;;
+        "FAIL "*)
+            name_=${line_#FAIL }
+            bad "${name_#"${name_%%[! ]*}"}"
+            ;;
+        *) echo "$line_" ;;
+        esac
+    done < <("$@")
+    wait $! || rc_=$?
+    if [ "$rc_" -ne 0 ] && [ "$FAIL" -eq "$fails_" ]; then bad "$1" "exit $rc_"; fi
+    return 0
 }
 
 skip() {

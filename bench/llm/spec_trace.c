@@ -24,8 +24,9 @@
  * --generate K1,K2,.. [--rounds R]: instead, the real thing in this process: inf_llm_generate of --tokens
  * greedy tokens (no stop token) with the target alone and with the draft at each K, R rounds interleaved
  * (alone, K1, K2, ...), thread CPU time; per K one line {"generate":{"k","alone_ms","spec_ms","speedup",
- * "acceptance","tokens"}} with the minimum over the rounds (and the medians).  Unlike the costs above, the two
- * models then take turns in the caches, as they do in `infera generate --draft`.
+ * "acceptance","tokens"}} with the minimum over the rounds (and the medians).  K fixed; "aK" (e.g. a8,
+ * INFERA_LLM_DRAFT_ADAPTIVE set for the run): generate.c's adaptive draft length with K at most ("k":"a8" in the line).  Unlike
+ * the costs above, the two models then take turns in the caches, as they do in `infera generate --draft`.
  */
 #include <math.h>
 #include <stdio.h>
@@ -88,7 +89,9 @@ static int cmp_double(const void *a, const void *b) {
 static int generate_rounds(inf_llm_context *ct, inf_llm_context *cd, const int32_t *prompt, int n_prompt, int n_gen,
                            const char *ks, int rounds) {
     int K[MAX_KS], nk = 0;
+    bool adaptive[MAX_KS] = {false};
     for (const char *p = ks; *p && nk < MAX_KS; p++) {
+        if (*p == 'a') adaptive[nk] = true, p++;
         K[nk++] = atoi(p);
         while (p[1] && p[1] != ',')
             p++;
@@ -109,6 +112,10 @@ static int generate_rounds(inf_llm_context *ct, inf_llm_context *cd, const int32
         for (int i = 0; i <= nk; i++) {
             inf_llm_generate_stats st;
             o.draft_tokens = i ? K[i - 1] : 4;
+            if (i && adaptive[i - 1])
+                setenv("INFERA_LLM_DRAFT_ADAPTIVE", "1", 1);
+            else
+                unsetenv("INFERA_LLM_DRAFT_ADAPTIVE");
             double t0 = cpu_now();
             if (inf_llm_generate(ct, i ? cd : NULL, prompt, n_prompt, &o, NULL, NULL, &st, &err)) return die(&err);
             t[i][r] = (cpu_now() - t0) * 1e3;
@@ -118,10 +125,10 @@ static int generate_rounds(inf_llm_context *ct, inf_llm_context *cd, const int32
     for (int i = 0; i <= nk; i++)
         qsort(t[i], (size_t)rounds, sizeof(double), cmp_double);
     for (int i = 0; i < nk; i++)
-        printf("{\"generate\":{\"k\":%d,\"tokens\":%d,\"alone_ms\":%.3f,\"spec_ms\":%.3f,\"speedup\":%.3f,"
+        printf("{\"generate\":{\"k\":\"%s%d\",\"tokens\":%d,\"alone_ms\":%.3f,\"spec_ms\":%.3f,\"speedup\":%.3f,"
                "\"median_speedup\":%.3f,\"acceptance\":%.4f,\"rounds\":%d}}\n",
-               K[i], made[i + 1], t[0][0], t[i + 1][0], t[0][0] / t[i + 1][0], t[0][rounds / 2] / t[i + 1][rounds / 2],
-               prop[i] ? (double)acc[i] / prop[i] : 0.0, rounds);
+               adaptive[i] ? "a" : "", K[i], made[i + 1], t[0][0], t[i + 1][0], t[0][0] / t[i + 1][0],
+               t[0][rounds / 2] / t[i + 1][rounds / 2], prop[i] ? (double)acc[i] / prop[i] : 0.0, rounds);
     (void)made;
     return 0;
 }

@@ -15,6 +15,9 @@
 # q4_0:q8_0; the draft q4_0 is possible too).
 # "gen" columns: the same CPU times less those of runs that stop after the first token (loading both models,
 # the prompt: fixed costs that on this small pair are ~half of a 256-token run), i.e. the decoding loop alone.
+# K is --draft-tokens; with INFERA_LLM_DRAFT_ADAPTIVE=1 in the environment, the most the adaptive draft length of
+# src/llm/generate.c proposes per step.
+# bench/llm/spec_generate.sh measures the same in one process, without loading (the figure to quote).
 # Usage: bench/llm/speculative.sh [BUILD_DIR]   MAX_TOKENS=384 ROUNDS=2 THREADS=1 KS="2 4" PAIRS="q8_0:q8_0"
 set -euo pipefail
 cd "$(dirname "$0")/../.."

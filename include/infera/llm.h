@@ -153,7 +153,8 @@ typedef int (*inf_llm_token_fn)(void *user, int32_t token);
 
 /* Generates from prompt on target (from position 0: the contexts are
  * rewound).  With draft (a context of a model sharing the vocabulary), the
- * draft proposes draft_tokens tokens that the target checks in one pass;
+ * draft proposes draft_tokens tokens (INFERA_LLM_DRAFT_ADAPTIVE=1: at most,
+ * fewer while its proposals are rejected) that the target checks in one pass;
  * greedy output is the target's own, and sampled output follows the
  * target's distribution (accept with min(1, p/q), else resample from
  * max(0, p - q)).  Stops at the model's end-of-sequence token, at

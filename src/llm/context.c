@@ -219,9 +219,23 @@ static void part_rows_tile(const matmul_job *j, const matmul_part *p, int64_t be
  * 3-4 tokens through the AVX-512 tile, rows side by side (on Zen 5 no slower
  * than a row at a time, SmolLM2 F32 and the Austen target, session 16).
  * Every kernel sums in one order, so the results do not change. */
+/* Tokens per call of a short pass (<= SMALL_PASS).  Where the kernel reads
+ * its rows side by side for 3..fblock_tokens tokens and one after the other
+ * for more (AVX-512: 6 rows x 3-4 tokens), a pass of 3-4 tokens -- a
+ * speculative check of 2-3 proposals, a batched step of 3-4 sequences -- goes
+ * in calls of 2 tokens: the second call finds the rows in L1, and the first
+ * reads them as one stream.  Six streams side by side were no slower with the
+ * weights in L3 but ~1.3-1.5x slower while other jobs contend for L3 and DRAM
+ * (Austen F32 target, session 17: a 3-token check cost more than a 5-token
+ * one); the sums are the same either way. */
+static int small_pass_tokens(const inf__llm_qtype *q, int n) {
+    if (q->fblock_row_tokens > q->fblock_tokens && n > 2 && n <= q->fblock_tokens) return 2;
+    return q->fblock_row_tokens;
+}
+
 static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
     const inf__llm_weight *w = p->w;
-    const int R = w->q->fblock_rows, T = j->n <= SMALL_PASS ? w->q->fblock_row_tokens : w->q->fblock_tokens;
+    const int R = w->q->fblock_rows, T = j->n > SMALL_PASS ? w->q->fblock_tokens : small_pass_tokens(w->q, j->n);
     int passes = (j->n + w->q->fblock_pass - 1) / w->q->fblock_pass;
     int TB = (j->n + passes - 1) / passes;
     TB = (TB + T - 1) / T * T;
@@ -246,6 +260,21 @@ static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t 
             }
         }
     }
+}
+
+/* The most tokens a short pass multiplies per call on each block of weight
+ * rows (layer 0's feed-forward weights stand for the model): a pass of more
+ * tokens takes two calls per block (AVX-512 F32/F16: 6 + 1 tokens), which
+ * costs far more than one token's arithmetic, so speculative decoding
+ * verifies at most this many tokens at once (generate.c). */
+int inf__llm_context_pass_tokens(const inf_llm_context *c) {
+    const inf__llm_weight *w = &c->m->layers[0].w_gate;
+    int n = SMALL_PASS;
+    if (w->packed_rows > 0 && w->q->tiles)
+        n = INF__LLM_TILE_TOKENS;
+    else if (w->q->fblock)
+        n = w->q->fblock_row_tokens;
+    return n < SMALL_PASS ? n : SMALL_PASS;
 }
 
 /* ntiles tiles from row begin: a pass of <= INF__LLM_TILE_TOKENS tokens

@@ -16,12 +16,52 @@
  *      "accept while the draft agrees with the target's argmax, then take the
  *      target's argmax": the output is the target's own.
  *   4. both caches are rewound past the rejected tokens.
+ * K = draft_tokens, or, with INFERA_LLM_DRAFT_ADAPTIVE=1, adapted to the
+ * draft (inf__llm_draft_k below) with draft_tokens its upper bound.
  * The buffers (K+1 target rows, K draft rows, a residual) are allocated once
  * per call, before the first token; the loop allocates nothing.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "llm/llm_int.h"
+
+/* Draft length per step.  A fixed K is a bet on the acceptance rate: too
+ * short leaves the verification pass's cheap extra tokens unused, too long
+ * pays draft steps and verified tokens after the first miss.  The loop keeps
+ * alpha, the running probability that a proposal is accepted given that the
+ * ones before it were (an exponential average over the proposals up to and
+ * including each step's first rejection: the later ones say nothing), and
+ * proposes the k <= K that maximises the expected tokens of a step,
+ * E(k) = 1 + alpha + ... + alpha^k, over its cost in target decode steps,
+ * 1 + SPEC_TOKEN_COST * k (a target pass of k + 1 tokens and k draft steps).
+ * It uses no clock, so a seeded sampled run repeats itself exactly.  Opt-in
+ * (INFERA_LLM_DRAFT_ADAPTIVE=1): on the committed pair it measured 0-8%
+ * below the best fixed K = 4 (bench/llm/RESULTS.md, session 17), so the
+ * default proposes draft_tokens every step. */
+#define SPEC_TOKEN_COST 0.15 /* a verified token + a draft step, in target steps (bench/llm/RESULTS.md) */
+#define SPEC_ALPHA_START 0.7
+#define SPEC_ALPHA_WEIGHT 0.1
+
+int inf__llm_draft_k(double alpha, int k_max) {
+    int best = 1;
+    double e = 1, p = 1, best_rate = 0;
+    for (int k = 1; k <= k_max; k++) {
+        p *= alpha;
+        e += p;
+        double rate = e / (1 + SPEC_TOKEN_COST * k);
+        if (rate > best_rate) best_rate = rate, best = k;
+    }
+    return best;
+}
+
+/* alpha after a step whose k proposals had `accepted` accepted */
+double inf__llm_draft_alpha(double alpha, int accepted, int k) {
+    for (int i = 0; i < accepted; i++)
+        alpha += SPEC_ALPHA_WEIGHT * (1 - alpha);
+    if (accepted < k) alpha -= SPEC_ALPHA_WEIGHT * alpha;
+    return alpha;
+}
 
 void inf_llm_generate_options_init(inf_llm_generate_options *o) {
     memset(o, 0, sizeof *o);
@@ -95,8 +135,11 @@ static inf_status plain_loop(gen *g, int32_t cur, inf_error *err) {
 
 static inf_status speculative_loop(gen *g, int32_t cur, const int32_t *prompt, int n_prompt, inf_error *err) {
     inf_llm_context *T = g->t, *D = g->d;
+    const bool fixed = getenv("INFERA_LLM_DRAFT_ADAPTIVE") == NULL;
     int K = g->o->draft_tokens > 0 ? g->o->draft_tokens : 4;
     if (K + 1 > T->n_logits) K = T->n_logits - 1;
+    /* the adaptive length stays within the passes the target verifies in one call per weight block */
+    int k_max = fixed || K + 1 <= inf__llm_context_pass_tokens(T) ? K : inf__llm_context_pass_tokens(T) - 1;
     int V = g->n_vocab;
     const bool greedy = g->o->sampling.temperature == 0;
     size_t cap = (size_t)n_prompt + (size_t)K + 2;
@@ -110,9 +153,11 @@ static inf_status speculative_loop(gen *g, int32_t cur, const int32_t *prompt, i
     memcpy(pending, prompt, (size_t)n_prompt * sizeof *pending);
     int n_pending = n_prompt;
     const float *logits;
+    double alpha = SPEC_ALPHA_START;
     while (!g->done) {
         int room = T->n_ctx - T->n_past - 1, droom = D->n_ctx - D->n_past - n_pending - 1;
-        int k = K < room ? K : room;
+        int k = fixed ? K : inf__llm_draft_k(alpha, k_max);
+        if (k > room) k = room;
         if (k > droom) k = droom;
         if (g->o->max_tokens > 0 && k > g->o->max_tokens - g->stats->completion_tokens - 1)
             k = g->o->max_tokens - g->stats->completion_tokens - 1;
@@ -176,6 +221,7 @@ static inf_status speculative_loop(gen *g, int32_t cur, const int32_t *prompt, i
         }
         if (next < 0) next = inf_llm_sampler_sample(g->sampler, rows + (size_t)k * V);
         g->stats->draft_accepted += accepted;
+        alpha = inf__llm_draft_alpha(alpha, accepted, k);
         /* 4. roll back: the target keeps cur + the accepted drafts; the draft
          *    (cur, d1..d(k-1)) the same, and learns d_k later if it was kept */
         int keep = t_base + 1 + accepted;

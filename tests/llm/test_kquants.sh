@@ -24,21 +24,21 @@ set -uo pipefail
 INFERA=$1
 LOGITS=$2
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../check.sh"
 M="$here/models"
 SRC="${INFERA_CACHE:-$HOME/.cache/infera}/llama.cpp"
 BIN="$SRC/build-cpu/bin"
-[ -x "$BIN/llama-quantize" ] || { echo "skip: $BIN/llama-quantize not built (bench/llm/build_llama_cpp.sh)"; exit 77; }
-[ -d "$SRC/gguf-py/gguf" ] || { echo "skip: no gguf-py in $SRC"; exit 77; }
-/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "skip: no numpy for /usr/bin/python3 (python3-numpy)"; exit 77; }
-[ -f "$M/austen-target-q8_0.gguf" ] || { echo "skip: no test models"; exit 77; }
+[ -x "$BIN/llama-quantize" ] || skip "$BIN/llama-quantize not built (bench/llm/build_llama_cpp.sh)"
+[ -d "$SRC/gguf-py/gguf" ] || skip "no gguf-py in $SRC"
+/usr/bin/python3 -c "import numpy" 2>/dev/null || skip "no numpy for /usr/bin/python3 (python3-numpy)"
+[ -f "$M/austen-target-q8_0.gguf" ] || skip "no test models"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for t in Q4_K_M Q6_K Q5_0 Q5_1; do
   "$BIN/llama-quantize" --allow-requantize "$M/austen-target-q8_0.gguf" "$work/target-$t.gguf" "$t" >"$work/q.log" 2>&1 ||
-    { cat "$work/q.log"; echo "FAIL llama-quantize $t"; exit 1; }
+    { cat "$work/q.log"; bad "llama-quantize $t"; check_done; }
 done
-fail=0
-PYTHONPATH="$SRC/gguf-py" /usr/bin/python3 - "$INFERA" "$LOGITS" "$M" "$work" <<'PY' || fail=1
+PYTHONPATH="$SRC/gguf-py" check_lines /usr/bin/python3 - "$INFERA" "$LOGITS" "$M" "$work" <<'PY'
 import json, os, subprocess, sys
 import numpy as np
 import gguf
@@ -89,8 +89,6 @@ if [ -x "$BIN/llama-simple" ]; then
   p="It is a truth universally acknowledged"
   ours=$("$INFERA" generate "$work/target-Q4_K_M.gguf" --prompt "$p" --max-tokens 12 2>/dev/null)
   theirs=$("$here/llama_greedy.sh" "$BIN" "$work/target-Q4_K_M.gguf" 12 "$p")
-  if [ -n "$ours" ] && [[ "$theirs" == *"$ours"* ]]; then echo "ok   Q4_K_M greedy text == llama.cpp's"
-  else echo "FAIL Q4_K_M greedy text: ours '$ours', llama.cpp '$theirs'"; fail=1; fi
+  check "Q4_K_M greedy text == llama.cpp's" '[ -n "$ours" ] && [[ "$theirs" == *"$ours"* ]]' "ours '$ours', llama.cpp '$theirs'"
 fi
-[ $fail = 0 ] && echo "all passed"
-exit $fail
+check_done

@@ -697,12 +697,16 @@ static void test_speculative(uint32_t type, const char *tn) {
         for (int i = 0; i < 8; i++) prompt[i] = 3 + (pr * 13 + i * 7) % (pt.vocab - 3);
         int np = 3 + pr % 6;
         run_gen(ct, NULL, prompt, np, 0, 0, 40, 0, &alone, &sa);
-        for (int k = 1; k <= 5; k += 2) {
-            run_gen(ct, cd, prompt, np, 0, 0, 40, k, &spec, &ss);
-            prompts++;
-            if (spec.n != alone.n || memcmp(spec.ids, alone.ids, sizeof(int32_t) * alone.n)) mismatches++;
-            CHECK(ss.draft_proposed > 0 && ss.draft_accepted <= ss.draft_proposed, "%s: draft stats", tn);
-        }
+        /* k fixed and the adaptive draft length (INFERA_LLM_DRAFT_ADAPTIVE: at most k) */
+        for (int fixed = 0; fixed < 2; fixed++)
+            for (int k = 1; k <= 9; k += k < 5 ? 2 : 3) {
+                if (!fixed) setenv("INFERA_LLM_DRAFT_ADAPTIVE", "1", 1);
+                run_gen(ct, cd, prompt, np, 0, 0, 40, k, &spec, &ss);
+                unsetenv("INFERA_LLM_DRAFT_ADAPTIVE");
+                prompts++;
+                if (spec.n != alone.n || memcmp(spec.ids, alone.ids, sizeof(int32_t) * alone.n)) mismatches++;
+                CHECK(ss.draft_proposed > 0 && ss.draft_accepted <= ss.draft_proposed, "%s: draft stats", tn);
+            }
         run_gen(ct, cself, prompt, np, 0, 0, 40, 4, &spec, &ss);
         CHECK(spec.n == alone.n && !memcmp(spec.ids, alone.ids, sizeof(int32_t) * alone.n) &&
                   ss.draft_accepted == ss.draft_proposed,
@@ -720,6 +724,33 @@ static void test_speculative(uint32_t type, const char *tn) {
     inf_llm_context_free(ct), inf_llm_context_free(cd), inf_llm_context_free(cself);
     inf_llm_model_free(mt), inf_llm_model_free(md);
     free(bt), free(bd);
+}
+
+/* The adaptive draft length: K proposals when they always pass, one when
+ * they seldom do, never more as alpha falls, never outside 1..K; alpha
+ * rises after a step that passed whole and falls after a miss. */
+static void test_draft_policy(void) {
+    for (int kmax = 1; kmax <= 16; kmax++) {
+        int prev = 1;
+        bool ok = true;
+        for (double a = 0; a < 1; a += 0.01) {
+            int k = inf__llm_draft_k(a, kmax);
+            ok = ok && k >= prev && k >= 1 && k <= kmax;
+            prev = k;
+        }
+        CHECK(ok, "draft length: not within 1..%d or not growing with alpha", kmax);
+        CHECK(inf__llm_draft_k(0.999, kmax) == kmax && inf__llm_draft_k(0.1, kmax) == 1,
+              "draft length at alpha 0.999 / 0.1: %d / %d (K %d)", inf__llm_draft_k(0.999, kmax),
+              inf__llm_draft_k(0.1, kmax), kmax);
+    }
+    double a = 0.7, b = inf__llm_draft_alpha(a, 4, 4), c = inf__llm_draft_alpha(a, 0, 4),
+           d = inf__llm_draft_alpha(a, 2, 4);
+    CHECK(b > a && c < a && d > c && b < 1 && c > 0, "alpha after 4/4, 0/4, 2/4 accepted: %g %g %g", b, c, d);
+    double x = 0.5;
+    for (int i = 0; i < 200; i++)
+        x = inf__llm_draft_alpha(x, 3, 3);
+    CHECK(x < 1 && inf__llm_draft_k(x, 8) == 8, "alpha after 200 whole steps: %g (draft length %d)", x,
+          inf__llm_draft_k(x, 8));
 }
 
 /* With sampling, the second token's distribution under speculative decoding
@@ -1033,6 +1064,7 @@ int main(void) {
         test_batch(types[i], type_names[i]);
         test_speculative(types[i], type_names[i]);
     }
+    test_draft_policy();
     test_speculative_distribution();
     test_malformed();
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {

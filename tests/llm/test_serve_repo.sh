@@ -10,17 +10,15 @@
 set -euo pipefail
 INFERA=$(readlink -f "$1")
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../check.sh"
 M="$HERE/models"
-command -v curl >/dev/null && command -v jq >/dev/null || { echo "SKIP: curl/jq missing"; exit 77; }
-[ -f "$M/austen-target-q8_0.gguf" ] || { echo "SKIP: no committed models"; exit 77; }
+command -v curl >/dev/null && command -v jq >/dev/null || skip "curl/jq missing"
+[ -f "$M/austen-target-q8_0.gguf" ] || skip "no committed models"
 WORK=$(mktemp -d)
 ROOT="$WORK/root"
 mkdir -p "$ROOT"
 cp "$M/austen-target-q8_0.gguf" "$M/austen-draft-q8_0.gguf" "$ROOT/"
 export INFERA_HOME="$WORK/home"
-fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 cli() { "$INFERA" generate "$1" --prompt "$2" --max-tokens "$3" --temperature 0 --json | jq -r .text; }
 "$INFERA" registry register austen "$ROOT/austen-target-q8_0.gguf" >/dev/null
 # the CLI takes registry references too (generate, tokenize)
@@ -201,4 +199,5 @@ shaped=$(for i in 1 2 3 4 5 6; do if grep -q '^HTTP/1.1 429' "$WORK/h$i"; then
 kill -TERM $PID
 wait $PID || true
 trap 'rm -rf "$WORK"' EXIT
-[ $fails = 0 ] || { echo "$fails failure(s)"; tail -20 "$LOG"; exit 1; }
+[ "$FAIL" = 0 ] || tail -20 "$LOG"
+check_done

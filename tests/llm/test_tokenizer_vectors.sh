@@ -5,9 +5,9 @@
 set -u
 BIN="$1"
 HERE="$(cd "$(dirname "$0")" && pwd)"
+. "$HERE/../check.sh"
 SRC=$("$HERE/../../bench/llm/build_llama_cpp.sh" --src-only 2>/dev/null | sed -n 's/^LLAMA_CPP_SRC=//p')
 if [ -z "$SRC" ] || ! ls "$SRC"/models/ggml-vocab-*.gguf >/dev/null 2>&1; then
-    echo "SKIP: llama.cpp tokenizer vectors not available (npm node-llama-cpp@3.21.1)"
-    exit 77
+    skip "llama.cpp tokenizer vectors not available (npm node-llama-cpp@3.21.1)"
 fi
 exec "$BIN" "$SRC"/models/ggml-vocab-*.gguf
