@@ -263,9 +263,10 @@ static void mark_owner(void *arg, int64_t begin, int64_t end) {
 }
 
 /* The pool's claims (threadpool.c): the caller takes chunks from the front
- * and the worker from the back, a share of what is left at a time, so the
- * caller's indices are a prefix of the range and the worker's the rest --
- * whatever the timing, and whoever ran more. */
+ * and the worker from the back, so the caller's indices are a prefix of the
+ * range and the worker's the rest -- whatever the timing, and whoever ran
+ * more (the attention, Winograd and direct-convolution splits count on it
+ * to give each thread the same heads or rows from node to node). */
 TEST(thread_pool_caller_claims_the_front) {
     inf__pool *pool;
     ASSERT_OK(inf__pool_new(2, &pool));
