@@ -2,7 +2,7 @@
  * conv_test_main.h -- what the convolution kernel tests (test_conv_avx2.c,
  * test_depthwise.c, test_pointwise.c) share: the fused activation as the
  * session's Relu / Clip pass applies it, the output size of a random shape,
- * the loop that runs a test's cases on pools of 1 and 2 threads, the skip on
+ * the loop that runs a test's cases on pools of 1, 2 and 3 threads, the skip on
  * a CPU without AVX2/FMA, and the main of a build for another architecture.
  * Each test keeps its own cases, references and pass / fail counts.
  */
@@ -42,7 +42,9 @@ static inline bool conv_test_out_size(inf__conv2d *g, int64_t pb, int64_t pr) {
     return true;
 }
 
-/* Runs cases(pool) on a pool of 1 thread, then of 2.  Returns 0 when all
+/* Runs cases(pool) on a pool of 1 thread, then of 2, then of 3 (tasks cut
+ * into unequal shares; the direct kernel's tasks in position-major order,
+ * conv_direct_avx512.c).  Returns 0 when all
  * ran (the test then prints and judges its counts), 1 when a pool could not
  * be made, and -1 (printing "0 passed, 0 failed") on a CPU without AVX2/FMA:
  * the test then exits 77 (ctest SKIP_RETURN_CODE). */
@@ -51,7 +53,7 @@ static inline int conv_test_on_pools(void (*cases)(inf__pool *pool)) {
         printf("0 passed, 0 failed (no AVX2/FMA)\n");
         return -1;
     }
-    for (int threads = 1; threads <= 2; threads++) {
+    for (int threads = 1; threads <= 3; threads++) {
         inf__pool *pool = NULL;
         if (inf__pool_new(threads, &pool) != INF_OK) {
             printf("cannot create a pool of %d threads\n", threads);

@@ -9,7 +9,9 @@
  * nn.MultiheadAttention does); optional Add of a mask; Softmax; MatMul;
  * Transpose back), loads it optimised (must become one Attention node) and
  * unoptimised, and checks both against the reference within
- * 1e-5 * max(1, |ref|), the fused run on 2 threads bit-identical to 1.
+ * 1e-5 * max(1, |ref|), the fused run on 2 and 3 threads bit-identical to
+ * 1 (the (batch, head) units cut into one run a thread: runs of unequal
+ * length, fewer units than threads).
  * Shapes: rank 3 and 4, odd sizes, batch and length 1, head sizes up to 70,
  * masks of several broadcast shapes (-30 for "masked": a fully masked row
  * then keeps float32 precision), K/V batch 1 broadcast against Q's.
@@ -304,17 +306,18 @@ static void check_case(int trial) {
     int64_t ny = numel(dims[4], c.rank);
     double *ref = malloc((size_t)ny * sizeof *ref);
     float *fused = malloc((size_t)ny * sizeof *fused), *fused2 = malloc((size_t)ny * sizeof *fused2),
-          *plain = malloc((size_t)ny * sizeof *plain);
+          *fused3 = malloc((size_t)ny * sizeof *fused3), *plain = malloc((size_t)ny * sizeof *plain);
     uint8_t *bytes = NULL;
     size_t size = build_model(&c, &bytes);
-    if (!ref || !fused || !fused2 || !plain || !size) abort();
+    if (!ref || !fused || !fused2 || !fused3 || !plain || !size) abort();
     reference(&c, in, ref);
-    int n_fused = 0, n_plain = 0, n2 = 0;
+    int n_fused = 0, n_plain = 0, n2 = 0, n3 = 0;
     char what[160];
     snprintf(what, sizeof what, "rank %d b %d (k/v %d) sq %d sk %d h %d d %d dv %d mask rank %d", c.rank, c.b, c.kvb,
              c.sq, c.sk, c.h, c.d, c.dv, c.mask_rank);
     bool ok = run_model(bytes, size, true, 1, &c, in, fused, ny, &n_fused) &&
               run_model(bytes, size, true, 2, &c, in, fused2, ny, &n2) &&
+              run_model(bytes, size, true, 3, &c, in, fused3, ny, &n3) &&
               run_model(bytes, size, false, 1, &c, in, plain, ny, &n_plain);
     if (ok && n_fused != 1) {
         fprintf(stderr, "FAIL %s: %d nodes after optimisation, want 1 (Attention)\n", what, n_fused);
@@ -332,10 +335,14 @@ static void check_case(int trial) {
         fprintf(stderr, "FAIL %s: 2 threads differ from 1\n", what);
         ok = false;
     }
+    if (ok && memcmp(fused, fused3, (size_t)ny * sizeof(float)) != 0) {
+        fprintf(stderr, "FAIL %s: 3 threads differ from 1\n", what);
+        ok = false;
+    }
     if (ok) n_passed++;
     else n_failed++;
     for (int i = 0; i < 4; i++) free(in[i]);
-    free(ref), free(fused), free(fused2), free(plain), free(bytes);
+    free(ref), free(fused), free(fused2), free(fused3), free(plain), free(bytes);
 }
 
 int main(int argc, char **argv) {

@@ -15,7 +15,7 @@
  * kernels 1..5 x 1..7, strides 1..3, dilations 1..2, asymmetric pads, 1-D
  * (ih = kh = 1), K over several 256-deep blocks, with and without bias,
  * no activation / ReLU / Clip, with and without a residual (ConvAdd: the
- * unfused Add after the Conv, before the activation); pools of 1 and 2
+ * unfused Add after the Conv, before the activation); pools of 1, 2 and 3
  * threads; one larger case whose padded input takes several passes of the
  * direct kernel; the bench CNN's stem and an odd-sized variant of it;
  * two strided 1-D front ends (kernel 80 stride 16; kernel 9 stride 5);

@@ -20,11 +20,12 @@
  * panels and k blocks of the 6x16 kernel), H and W 1..33 (odd sizes:
  * partial tiles at the right and bottom), pads 0 / 1 / 2 on each side
  * (asymmetric too), with and without bias, residual (ConvAdd) and
- * ReLU / Clip; both tile sizes; pools of 1 and 2 threads; the bench CNN's
+ * ReLU / Clip; both tile sizes; pools of 1, 2 and 3 threads; the bench CNN's
  * layers; 200 x 200 channels (blocks larger than the L2 budget, spanning
  * images).  Every output
  * must be written (Y starts as NaN); each image run alone must give the
- * batch's bits; 2 threads must give 1 thread's bits.
+ * batch's bits; 2 and 3 threads must give 1 thread's bits (each thread
+ * runs one band of tile rows: bands of unequal length at 3 threads).
  * On the avx512 path every case runs the AVX-512 kernel
  * (conv_winograd_avx512.c, what Conv picks there), held also to the AVX2
  * kernel's bits; ctest runs the test again with INFERA_CPU=avx2.
@@ -238,8 +239,8 @@ int main(int argc, char **argv) {
         return 77 /* ctest SKIP_RETURN_CODE: nothing ran */;
     }
     wide = inf__cpu_has_avx512();
-    inf__pool *pools[2] = {NULL, NULL};
-    for (int t = 0; t < 2; t++)
+    inf__pool *pools[3] = {NULL, NULL, NULL};
+    for (int t = 0; t < 3; t++)
         if (inf__pool_new(t + 1, &pools[t]) != INF_OK) {
             printf("cannot create a pool of %d threads\n", t + 1);
             return 1;
@@ -248,7 +249,11 @@ int main(int argc, char **argv) {
     bench_cases(pools[0], pools[1]);
     bench_cases(pools[1], pools[0]);
     wide_cases(pools[0], pools[1]);
-    inf__pool_free(pools[0]), inf__pool_free(pools[1]);
+    for (int i = 240; i < 300; i++)
+        one_case(pools[i % 2 ? 2 : 0], pools[i % 2 ? 0 : 2], i);
+    bench_cases(pools[2], pools[0]);
+    wide_cases(pools[2], pools[0]);
+    inf__pool_free(pools[0]), inf__pool_free(pools[1]), inf__pool_free(pools[2]);
     printf("largest error / sum|w||x|: F(2x2) %.3g, F(4x4) %.3g\n", worst[2], worst[4]);
     printf("%d passed, %d failed (%d on the AVX-512 kernel, held to the AVX2 kernel's bits)\n", n_passed, n_failed,
            n_wide);

@@ -15,7 +15,7 @@
  * pads 0..k, with and without bias and residual, no activation / ReLU /
  * Clip; rows of 1500 columns at strides 1 and 2; MobileNet's 3x3s on
  * planes 5..24 wide and 1..11 high (every leftover row count of the
- * multi-row kernel); pools of 1 and 2
+ * multi-row kernel); pools of 1, 2 and 3
  * threads (conv_test_main.h).  Every output must be written (Y is filled
  * with NaN first).  Prints one line per failure and "N passed, M failed";
  * skips on a CPU without AVX2/FMA.

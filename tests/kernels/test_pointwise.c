@@ -11,7 +11,7 @@
  * 256-deep blocks), output channels 1..70 and sometimes up to 300, planes
  * 1..20 x 1..40 (widths not multiples of 8, planes smaller than a vector),
  * with and without bias and residual, no activation / ReLU / Clip; pools of
- * 1 and 2 threads (conv_test_main.h).  Then bench/extra mobile's six
+ * 1, 2 and 3 threads (conv_test_main.h).  Then bench/extra mobile's six
  * pointwise shapes (P = 2304 .. 36: X read in place and through the strip
  * copy, the one-vector tail tiles, blocks of W) at batch 1 and 2, and a
  * few shapes on a pool of 3 threads (other unit splits), each against the

@@ -248,6 +248,46 @@ TEST(thread_pool_worker_leaves_the_callers_cpu) {
 TEST(thread_pool_worker_leaves_the_callers_cpu) {} /* the move is Linux-only */
 #endif
 
+/* Which thread ran each index of a job, for the claim-order test. */
+typedef struct owner_check {
+    pthread_t caller;
+    _Atomic int by_caller[256]; /* 1: the caller ran it, 2: a worker */
+} owner_check;
+
+static void mark_owner(void *arg, int64_t begin, int64_t end) {
+    owner_check *c = arg;
+    for (volatile int spin = 0; spin < 2000; spin++) {
+    }
+    for (int64_t i = begin; i < end; i++)
+        atomic_store(&c->by_caller[i], pthread_equal(pthread_self(), c->caller) ? 1 : 2);
+}
+
+/* The pool's claims (threadpool.c): the caller takes chunks from the front
+ * and the worker from the back, so the caller's indices are a prefix of the
+ * range and the worker's the rest -- whatever the timing, and whoever ran
+ * more (the attention, Winograd and direct-convolution splits count on it
+ * to give each thread the same heads or rows from node to node). */
+TEST(thread_pool_caller_claims_the_front) {
+    inf__pool *pool;
+    ASSERT_OK(inf__pool_new(2, &pool));
+    for (int round = 0; round < 200; round++) {
+        owner_check *c = calloc(1, sizeof *c);
+        ASSERT_TRUE(c != NULL);
+        c->caller = pthread_self();
+        int n = 2 + round % 255;
+        inf__pool_range(pool, n, 1, mark_owner, c);
+        int split = 0;
+        while (split < n && c->by_caller[split] == 1)
+            split++;
+        for (int i = split; i < n; i++)
+            if (c->by_caller[i] != 2)
+                TEST_FAIL_AT("n=%d: index %d ran on %d after the caller's prefix [0, %d)", n, i, c->by_caller[i],
+                             split);
+        free(c);
+    }
+    inf__pool_free(pool);
+}
+
 TEST(thread_pool_single_thread_runs_inline) {
     pool_check *c = calloc(1, sizeof *c);
     inf__pool_range(NULL, 10, 1, mark_range, c);

@@ -19,9 +19,17 @@
  * dtypes: float32 only (the pass fuses only chains whose scale is a float32
  * constant, which makes every tensor of the chain float32).
  *
- * DESIGN: one pool task per thread; each takes (batch, head) units from an
- * atomic counter.  A unit copies K_bh transposed and scaled into the
- * thread's scratch ([D, Sk]), then for blocks of query rows computes
+ * DESIGN: one pool task per thread (a part), each with its own scratch.
+ * The (batch, head) units are cut into equal runs, one a part, in order:
+ * part t takes its own run's units first, then what the other parts have
+ * not yet started (each run has an atomic counter), so a late thread's
+ * units still get done.  The pool gives part 0 to the caller and the last
+ * to a worker (threadpool.c), as it gives a column-split GEMM's first and
+ * last column panels, so at batch 1 each thread reads the heads of Q, K
+ * and V its own projections wrote (taken in arrival order, the caller
+ * would start heads 0 and 2 and a worker heads 1 and 3).  A unit copies
+ * K_bh transposed and scaled into the part's scratch ([D, Sk]), then for
+ * blocks of query rows computes
  * S = Q (scale K^T) with
  * inf__ops_sgemm (no pool: it runs inside the task), adds the mask, runs
  * the vectorised softmax row (ops/vmath.h) and multiplies S V straight into
@@ -46,6 +54,11 @@ typedef struct attention_params {
 /* Query rows per block: the scores block [rows, Sk] stays at most this many floats. */
 #define SCORE_BLOCK_FLOATS 32768
 
+/* A part's next unit, on a cache line of its own. */
+typedef struct unit_counter {
+    _Alignas(64) atomic_int_fast64_t next;
+} unit_counter;
+
 typedef struct attention_job {
     const float *q, *k, *v, *mask;
     float *y;
@@ -55,11 +68,15 @@ typedef struct attention_job {
     int64_t mb, mh, mi, mj;                  /* mask strides over [B, H, Sq, Sk] (0: broadcast) */
     float scale;
     int64_t rows;                            /* query rows per block */
-    float *scratch;                          /* per thread: kt [D*Sk] then scores [rows*Sk] */
-    int64_t scratch_floats;                  /* per thread, rounded to 16 */
-    atomic_int_fast64_t next_unit, next_slot;
+    float *scratch;                          /* per part: kt [D*Sk] then scores [rows*Sk] */
+    int64_t scratch_floats;                  /* per part, rounded to 16 */
+    int64_t n_parts;                         /* pool tasks, one a thread */
+    unit_counter *next;                      /* per part: the next unit of its run */
     const inf__vmath *vm;
 } attention_job;
+
+/* Units [first_unit(j, t), first_unit(j, t + 1)) are part t's run. */
+static int64_t first_unit(const attention_job *j, int64_t t) { return t * (j->b * j->h) / j->n_parts; }
 
 static void attention_unit(const attention_job *j, int64_t unit, float *kt, float *s) {
     int64_t b = unit / j->h, h = unit % j->h;
@@ -87,13 +104,18 @@ static void attention_unit(const attention_job *j, int64_t unit, float *kt, floa
     }
 }
 
+/* Parts [begin, end): each runs its own units, then the ones the other
+ * parts have not started, in its own scratch. */
 static void attention_task(void *arg, int64_t begin, int64_t end) {
     attention_job *j = arg;
-    (void)begin, (void)end;
-    int64_t slot = atomic_fetch_add(&j->next_slot, 1);
-    float *kt = j->scratch + slot * j->scratch_floats, *s = kt + (j->d * j->sk + 15) / 16 * 16;
-    int64_t n_units = j->b * j->h;
-    for (int64_t u; (u = atomic_fetch_add(&j->next_unit, 1)) < n_units;) attention_unit(j, u, kt, s);
+    for (int64_t part = begin; part < end; part++) {
+        float *kt = j->scratch + part * j->scratch_floats, *s = kt + (j->d * j->sk + 15) / 16 * 16;
+        for (int64_t i = 0; i < j->n_parts; i++) {
+            int64_t t = (part + i) % j->n_parts, stop = first_unit(j, t + 1);
+            for (int64_t u; (u = atomic_fetch_add(&j->next[t].next, 1)) < stop;)
+                attention_unit(j, u, kt, s);
+        }
+    }
 }
 
 /* The size of dimension `axis` of an input of the given rank read as
@@ -189,11 +211,17 @@ static inf_status attention_run(inf__kernel_ctx *ctx) {
     int64_t n_units = j.b * j.h;
     int threads = inf__pool_size(ctx->pool);
     if (threads > n_units) threads = (int)n_units;
+    j.n_parts = threads;
     j.scratch_floats = (j.d * j.sk + 15) / 16 * 16 + (j.rows * j.sk + 15) / 16 * 16;
-    j.scratch = inf__kernel_scratch(ctx, (size_t)(threads * j.scratch_floats) * sizeof(float));
-    if (!j.scratch) return INF_ENOMEM;
-    atomic_init(&j.next_unit, 0);
-    atomic_init(&j.next_slot, 0);
+    /* the parts' counters, then their float scratch (both 64-byte aligned) */
+    size_t counters = (size_t)threads * sizeof(unit_counter);
+    size_t bytes = counters + (size_t)(threads * j.scratch_floats) * sizeof(float);
+    char *mem = inf__kernel_scratch(ctx, bytes);
+    if (!mem) return INF_ENOMEM;
+    j.next = (unit_counter *)mem;
+    j.scratch = (float *)(mem + counters);
+    for (int t = 0; t < threads; t++)
+        atomic_init(&j.next[t].next, first_unit(&j, t));
     inf__pool_range(threads > 1 ? ctx->pool : NULL, threads, 1, attention_task, &j);
     return INF_OK;
 }

@@ -31,8 +31,9 @@
  *     row the output transform (8 output channels per ymm) into a
  *     channel-last row buffer, turned back into Y's rows by 8x8 transposes
  *     that add the bias, the residual (ConvAdd) and apply ReLU/Clip.
- *   - Threads: the blocks are dealt round-robin to min(threads, blocks)
- *     slots, each with its own part of the caller's scratch
+ *   - Threads: the blocks are cut into min(threads, blocks) contiguous
+ *     bands of tile rows, one a slot (wino_slot_block), each slot with its
+ *     own part of the caller's scratch
  *     (inf__conv2d_winograd_scratch_floats); one thread runs everything
  *     inline.  The GEMMs run inside the slot with no pool.
  *   - Bits: a Y element depends only on its own tile's input, U, the bias
@@ -314,12 +315,14 @@ static void run_block(const wino_job *J, int64_t b, float *buf) {
     }
 }
 
-/* Slots [begin, end): slot s runs blocks s, s + n_slots, ... in its own
- * part of the scratch. */
+/* Slots [begin, end): slot s runs its band of blocks (wino_slot_block) in
+ * its own part of the scratch. */
 static void slot_tasks(void *arg, int64_t begin, int64_t end) {
     const wino_job *J = arg;
-    for (int64_t s = begin; s < end; s++)
-        for (int64_t b = s; b < J->G.n_blocks; b += J->G.n_slots) run_block(J, b, J->scratch + s * J->G.slot_floats);
+    for (int64_t s = begin; s < end; s++) {
+        for (int64_t b = wino_slot_block(&J->G, s); b < wino_slot_block(&J->G, s + 1); b++)
+            run_block(J, b, J->scratch + s * J->G.slot_floats);
+    }
 }
 
 void inf__conv2d_winograd_f32_avx2(inf__pool *pool, int tile, const inf__conv2d *g, const float *x,

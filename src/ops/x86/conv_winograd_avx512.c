@@ -252,11 +252,14 @@ static void run_block(const wino_job *J, int64_t b, float *buf) {
     }
 }
 
+/* Slots [begin, end): slot s runs its band of blocks (wino_slot_block) in
+ * its own part of the scratch. */
 static void slot_tasks(void *arg, int64_t begin, int64_t end) {
     const wino_job *J = arg;
-    for (int64_t s = begin; s < end; s++)
-        for (int64_t b = s; b < J->G.n_blocks; b += J->G.n_slots)
+    for (int64_t s = begin; s < end; s++) {
+        for (int64_t b = wino_slot_block(&J->G, s); b < wino_slot_block(&J->G, s + 1); b++)
             run_block(J, b, J->scratch + s * J->G.slot_floats);
+    }
 }
 
 void inf__conv2d_winograd_f32_avx512(inf__pool *pool, int tile, const inf__conv2d *g, const float *x, const float *up,

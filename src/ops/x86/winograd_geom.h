@@ -82,6 +82,15 @@ static inline wino_geom wino_geometry(int tile, const inf__conv2d *g, int thread
     return G;
 }
 
+/* Slot s runs blocks [wino_slot_block(G, s), wino_slot_block(G, s + 1)):
+ * a contiguous band of tile rows, so with the pool's claim order
+ * (threadpool.c: the caller takes the first slots, the workers the last)
+ * each thread keeps the same rows of the image from layer to layer, as the
+ * row-split stem, pooling and direct kernels do -- dealt round-robin, a
+ * thread's rows alternated with the other's and half of each layer's
+ * input came from the other core. */
+static inline int64_t wino_slot_block(const wino_geom *G, int64_t s) { return s * G->n_blocks / G->n_slots; }
+
 typedef struct wino_job {
     const inf__conv2d *g;
     wino_geom G;
