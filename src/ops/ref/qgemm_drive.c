@@ -241,11 +241,12 @@ static bool conv_direct(const inf__qconv_geom *g, const inf__qgemm_b *b) {
  * kernel row's kw taps are kw * cq contiguous bytes of the channels-last
  * image, in W's K order (ky, kx, channel): one "tap" of kw * cq values, so
  * kh taps instead of kh * kw -- fewer, longer inner loops, the same
- * products (the stem: 3 taps of 3 quads, not 9 of one).  The AVX2 kernels
- * (the VNNI ones keep their per-tap walk, unchanged). */
+ * products (the stem: 3 taps of 3 quads, not 9 of one).  Every direct
+ * kernel (AVX2, its vpmaddubsw twin, AVX-VNNI, AVX-512 VNNI): they walk
+ * any cq of their unit. */
 static bool direct_rows(const inf__qconv_geom *g, const inf__qgemm_b *b, int64_t cs) {
-    return g->group == 1 && g->dw == 1 && g->kw > 1 && cs == (g->cgp ? g->cgp : g->cg) &&
-           (b->isa == INF_QGEMM_AVX2 || b->isa == INF_QGEMM_AVX2_UBS);
+    (void)b;
+    return g->group == 1 && g->dw == 1 && g->kw > 1 && cs == (g->cgp ? g->cgp : g->cg);
 }
 
 /* ---- the INT8 Winograd F(4x4, 3x3) / F(2x2, 3x3) (ops/ref/qwinograd.c) ----
@@ -379,14 +380,25 @@ static void im2col_row(const conv_task *t, int64_t p, uint8_t *dst) {
     memset(dst + k, 0, (size_t)(t->b->kp - k));
 }
 
+/* rows[i] = the first input byte (tap 0) of output position p0 + i, for
+ * p0 + i < p1: one division per block, then the position steps along its
+ * output row (a division per position cost the stem more than its sums). */
+static void position_rows(const conv_task *t, int64_t p0, int64_t p1, int64_t at, const uint8_t **rows) {
+    const inf__qconv_geom *g = t->g;
+    int64_t oy = p0 / g->ow, ox = p0 % g->ow;
+    for (int64_t p = p0; p < p1; p++) {
+        rows[p - p0] = t->x + (oy * g->sh * t->iwp + ox * g->sw) * t->cs + at;
+        if (++ox == g->ow) ox = 0, oy++;
+    }
+}
+
 /* The int32 sums of positions [p0, p1) (at most ROWS_PER_BLOCK) into c, rows of b->np. */
 static void conv_sums(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
     const inf__qgemm_b *b = t->b;
     uint8_t *a = t->abuf + p0 * b->kp;
     if (t->dw) {
         const uint8_t *rows[ROWS_PER_BLOCK];
-        const inf__qconv_geom *g = t->g;
-        for (int64_t p = p0; p < p1; p++) rows[p - p0] = t->x + ((p / g->ow) * g->sh * t->iwp + (p % g->ow) * g->sw) * t->cs;
+        position_rows(t, p0, p1, 0, rows);
 #if defined(__x86_64__)
         if (b->isa == INF_QGEMM_VNNI512) {
             inf__qdw_raw_vnni512(t->dw, p1 - p0, rows, t->tapoff, t->init, c, b->np);
@@ -403,9 +415,7 @@ static void conv_sums(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
     if (t->direct) {
 #if defined(__x86_64__)
         const uint8_t *rows[ROWS_PER_BLOCK];
-        const inf__qconv_geom *g = t->g;
-        for (int64_t p = p0; p < p1; p++)
-            rows[p - p0] = t->x + ((p / g->ow) * g->sh * t->iwp + (p % g->ow) * g->sw) * t->cs + t->group * g->cg;
+        position_rows(t, p0, p1, t->group * t->g->cg, rows);
         if (b->isa == INF_QGEMM_AVX2) {
             const uint16_t *rows16[ROWS_PER_BLOCK];
             for (int64_t p = p0; p < p1; p++) rows16[p - p0] = t->x16 + (rows[p - p0] - t->x);
