@@ -418,14 +418,17 @@ static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     /* the residual Add with a uint8 channels-last output (out.pre: the value before the Add), the residual
      * uint8 channels last (worth (q - zp) * s) or float planes: QuantizeLinear(act(value + r)) */
     uint8_t *r8 = malloc((size_t)y_n);
-    for (int64_t i = 0; i < y_n; i++) r8[i] = (uint8_t)rand_in(0, 255);
+    for (int64_t i = 0; i < y_n; i++)
+        r8[i] = (uint8_t)rand_in(0, 255);
     inf__qout pre = plain, ou = out;
     ou.kind = INF_QOUT_F32_U8, ou.requant = false, ou.pre = &pre;
     ou.rq_scale = 0.03f, ou.rq_zp = (int32_t)rand_in(0, 255), ou.rq_dtype = INF_DTYPE_U8;
     for (int form = 0; form < 2; form++) {
         inf__qout of = ou;
-        if (form) of.residual = r;
-        else of.residual_u8 = r8, of.res_scale = 0.05f, of.res_zp = (int32_t)rand_in(0, 255);
+        if (form)
+            of.residual = r;
+        else
+            of.residual_u8 = r8, of.res_scale = 0.05f, of.res_zp = (int32_t)rand_in(0, 255);
         uint8_t *yr = run_conv(isa, pool, &g, whwc, &src, &of, (size_t)y_n);
         ok = true;
         for (int64_t n = 0; n < g.n && ok; n++)
@@ -433,16 +436,19 @@ static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
                 for (int64_t p = 0; p < pos && ok; p++) {
                     int64_t at = (n * g.m + j) * pos + p, last = (n * pos + p) * g.m + j;
                     float rv = form ? r[at] : (float)((int32_t)r8[last] - of.res_zp) * of.res_scale, v = val[at] + rv;
-                    if (out.act && out.act->kind == INF_EPILOGUE_RELU) v = v > 0 ? v : 0;
-                    else if (out.act && out.act->kind == INF_EPILOGUE_LEAKY_RELU) v = v < 0 ? out.act->alpha * v : v;
+                    if (out.act && out.act->kind == INF_EPILOGUE_RELU)
+                        v = v > 0 ? v : 0;
+                    else if (out.act && out.act->kind == INF_EPILOGUE_LEAKY_RELU)
+                        v = v < 0 ? out.act->alpha * v : v;
                     else if (out.act && out.act->kind == INF_EPILOGUE_CLIP)
                         v = v < out.act->lo ? out.act->lo : v > out.act->hi ? out.act->hi : v;
                     uint8_t q;
                     inf__quantize_u8_ref(&v, 1, of.rq_scale, of.rq_zp, &q);
                     ok = yr[last] == q;
                 }
-        check(ok, form ? "uint8 store after a residual Add of float planes vs QuantizeLinear(act(value + r))"
-                       : "uint8 store after a residual Add of uint8 channels last vs QuantizeLinear(act(value + DQ(r)))",
+        check(ok,
+              form ? "uint8 store after a residual Add of float planes vs QuantizeLinear(act(value + r))"
+                   : "uint8 store after a residual Add of uint8 channels last vs QuantizeLinear(act(value + DQ(r)))",
               case_no);
         free(yr);
     }
@@ -460,8 +466,9 @@ static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
                     for (int64_t ky = 0; ky < gp.pkh; ky++)
                         for (int64_t kx = 0; kx < gp.pkw; kx++) {
                             uint8_t q;
-                            inf__quantize_u8_ref(&ref8[(n * g.m + j) * pos + (py * gp.psh + ky) * g.ow + px * gp.psw + kx],
-                                                 1, o8.rq_scale, o8.rq_zp, &q);
+                            inf__quantize_u8_ref(
+                                &ref8[(n * g.m + j) * pos + (py * gp.psh + ky) * g.ow + px * gp.psw + kx], 1,
+                                o8.rq_scale, o8.rq_zp, &q);
                             m = q > m ? q : m;
                         }
                     ok = pooled8[((n * ph + py) * pw + px) * g.m + j] == m;

@@ -278,12 +278,14 @@ static inf_status link_shared(inf__pass_ctx *pc, int a, bool residual, int *n_re
         }
     }
     int ins[14];
-    for (int k = 0; k < 14; k++) ins[k] = k < na->n_inputs ? na->inputs[k] : -1;
+    for (int k = 0; k < 14; k++)
+        ins[k] = k < na->n_inputs ? na->inputs[k] : -1;
     if (residual) ins[10] = sv, ins[11] = zv;
     inf_status st = rewrite_inputs(pc, a, residual ? 12 : na->n_inputs, ins, "u8_out", err);
     for (int i = 0; i < nr && st == INF_OK; i++) {
         const inf__node *nb = &pc->g->nodes[readers[i]];
-        for (int k = 0; k < 14; k++) ins[k] = k < nb->n_inputs ? nb->inputs[k] : -1;
+        for (int k = 0; k < 14; k++)
+            ins[k] = k < nb->n_inputs ? nb->inputs[k] : -1;
         if (read_kind(pc, readers[i], v) == 1) {
             st = rewrite_inputs(pc, readers[i], nb->n_inputs, ins, "u8_in", err);
         } else {

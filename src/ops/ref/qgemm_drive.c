@@ -343,7 +343,7 @@ typedef struct conv_task {
     const int32_t *init;       /* direct: -a_zp * colsum[j]; depthwise: -a_zp * wsum[ch] */
     const inf__qdw_w *dw;      /* a depthwise conv (ops/ref/qdepthwise.c): x has dw->cp channels per position */
     const float *residual;     /* this image's residual (out->residual), or NULL */
-    const uint8_t *residual_u8; /* or its uint8 channels-last form (out->residual_u8) */
+    const uint8_t *residual_u8;   /* or its uint8 channels-last form (out->residual_u8) */
     const inf__epilogue *res_act; /* with a residual: the activation after the Add */
     const struct wino_dims *wd;   /* the INT8 Winograd: its units, and each unit's V, M and row pointers */
     int16_t *vbuf;
@@ -496,7 +496,8 @@ static void pool_row_u8(const conv_task *t, int32_t *c, bool monotonic, uint8_t 
             continue;
         }
 #endif
-        for (int64_t j = 0; j < b->n; j++) qr[j] = store_u8(t->out, c[r * b->np + j], ch0 + j);
+        for (int64_t j = 0; j < b->n; j++)
+            qr[j] = store_u8(t->out, c[r * b->np + j], ch0 + j);
     }
     for (int64_t px = 0; px < pw && !monotonic; px++)
         for (int64_t j = 0; j < b->n; j++) {
@@ -604,7 +605,8 @@ static void add_u8_act(float *f, const uint8_t *r, float s, int32_t zp, const in
         }
         return;
     }
-    for (int64_t j = 0; j < n; j++) f[j] = act(ep, f[j] + (float)((int32_t)r[j] - zp) * s);
+    for (int64_t j = 0; j < n; j++)
+        f[j] = act(ep, f[j] + (float)((int32_t)r[j] - zp) * s);
 }
 
 /* INF_QOUT_F32_U8 with a fused residual Add (out->pre): per position, the
@@ -625,17 +627,22 @@ static void store_rows_residual_u8(const conv_task *t, int64_t p0, int64_t p1, i
             inf__qstore_u8_res_row_avx512(o, cp, ch0, b->n, t->residual_u8 + p * t->g->m + ch0, t->res_act, yp);
             continue;
         }
-        if (b->isa != INF_QGEMM_REF) qstore_f32_row(b->isa, o->pre, cp, ch0, b->n, f);
+        if (b->isa != INF_QGEMM_REF)
+            qstore_f32_row(b->isa, o->pre, cp, ch0, b->n, f);
         else
 #endif
-            for (int64_t j = 0; j < b->n; j++) store_one(o->pre, f, j, cp[j], ch0 + j);
+            for (int64_t j = 0; j < b->n; j++)
+                store_one(o->pre, f, j, cp[j], ch0 + j);
         if (t->residual_u8) {
             add_u8_act(f, t->residual_u8 + p * t->g->m + ch0, o->res_scale, o->res_zp, t->res_act, b->n);
         } else {
-            for (int64_t j = 0; j < b->n; j++) f[j] = act(t->res_act, f[j] + t->residual[(ch0 + j) * pos + p]);
+            for (int64_t j = 0; j < b->n; j++)
+                f[j] = act(t->res_act, f[j] + t->residual[(ch0 + j) * pos + p]);
         }
-        if (b->isa == INF_QGEMM_REF) inf__quantize_u8_ref(f, b->n, o->rq_scale, o->rq_zp, yp);
-        else inf__quantize_u8(f, b->n, o->rq_scale, o->rq_zp, yp);
+        if (b->isa == INF_QGEMM_REF)
+            inf__quantize_u8_ref(f, b->n, o->rq_scale, o->rq_zp, yp);
+        else
+            inf__quantize_u8(f, b->n, o->rq_scale, o->rq_zp, yp);
     }
 }
 

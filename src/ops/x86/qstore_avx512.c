@@ -142,7 +142,9 @@ void inf__qstore_u8_res_row_avx512(const inf__qout *o, const int32_t *c, int64_t
         __m512i ri = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, r + j)), rz);
         v = act16(act, _mm512_add_ps(v, _mm512_mul_ps(_mm512_cvtepi32_ps(ri), rs)));
         __m128i q = _mm512_cvtepi32_epi8(quantize16(v, s, z));
-        if (m == 0xFFFF) _mm_storeu_si128((__m128i *)(y + j), q);
-        else _mm_mask_storeu_epi8(y + j, m, q);
+        if (m == 0xFFFF)
+            _mm_storeu_si128((__m128i *)(y + j), q);
+        else
+            _mm_mask_storeu_epi8(y + j, m, q);
     }
 }
