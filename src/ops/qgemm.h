@@ -214,6 +214,9 @@ void inf__qstore_f32_col_avx2(const inf__qout *o, const int32_t *c, int64_t ldc,
 /* INF_QOUT_F32_U8's store of a row: n columns from column j0 into y[0..n). */
 void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y);
 void inf__qstore_u8_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y);
+/* The same over rows rows of sums (ldc apart) into rows of bytes (ldy apart). */
+void inf__qstore_u8_rows_avx512(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0, int64_t n,
+                                uint8_t *y, int64_t ldy);
 /* INF_QOUT_F32_U8 with a uint8 residual r (o->pre, o->residual_u8's row): Q(act(pre's value + DQ(r))). */
 void inf__qstore_u8_res_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, const uint8_t *r,
                                    const inf__epilogue *act, uint8_t *y);

@@ -488,6 +488,12 @@ static void pool_row_u8(const conv_task *t, int32_t *c, bool monotonic, uint8_t 
                 if (ky || kx) max_i32(b->isa != INF_QGEMM_REF, m, c + (ky * g->ow + px * g->psw + kx) * b->np, b->n);
     }
     uint8_t *q = (uint8_t *)c; /* row r's bytes at q + r * np: each sum is read before a byte lands on it */
+#if defined(__x86_64__)
+    if (monotonic && b->isa == INF_QGEMM_VNNI512) { /* the pooled row at once */
+        inf__qstore_u8_rows_avx512(t->out, c, b->np, pw, ch0, b->n, y, g->m);
+        return;
+    }
+#endif
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *qr = monotonic ? y + r * g->m : q + r * b->np;
 #if defined(__x86_64__)
@@ -655,6 +661,13 @@ static void store_block(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) 
         return;
     }
     if (t->out->kind == INF_QOUT_F32_U8) { /* channels last: C's rows are the output's positions */
+#if defined(__x86_64__)
+        if (b->isa == INF_QGEMM_VNNI512) { /* the block at once: multipliers and biases loaded once */
+            inf__qstore_u8_rows_avx512(t->out, c, b->np, p1 - p0, ch0, b->n, (uint8_t *)t->y + p0 * t->g->m + ch0,
+                                       t->g->m);
+            return;
+        }
+#endif
         for (int64_t p = p0; p < p1; p++) {
             uint8_t *yp = (uint8_t *)t->y + p * t->g->m + ch0;
             const int32_t *cp = c + (p - p0) * b->np;

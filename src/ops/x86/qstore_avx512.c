@@ -148,3 +148,24 @@ void inf__qstore_u8_res_row_avx512(const inf__qout *o, const int32_t *c, int64_t
             _mm_mask_storeu_epi8(y + j, m, q);
     }
 }
+
+/* inf__qstore_u8_row_avx512 over `rows` rows (sums ldc apart, bytes ldy
+ * apart), column chunk by column chunk: each chunk's multipliers and biases
+ * loaded once for all the rows.  The same operations per element. */
+void inf__qstore_u8_rows_avx512(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0, int64_t n,
+                                uint8_t *y, int64_t ldy) {
+    const __m512 s = _mm512_set1_ps(o->rq_scale);
+    const __m512 z = _mm512_set1_ps((float)o->rq_zp);
+    for (int64_t j = 0; j < n; j += 16) {
+        __mmask16 m = lanes(n - j);
+        __m512 mult = o->mult_per_col ? _mm512_maskz_loadu_ps(m, o->mult + j0 + j) : _mm512_set1_ps(o->mult[0]);
+        __m512 bias = o->bias_f32 ? _mm512_maskz_loadu_ps(m, o->bias_f32 + j0 + j) : _mm512_setzero_ps();
+        for (int64_t r = 0; r < rows; r++) {
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c + r * ldc + j)), mult);
+            if (o->bias_f32) v = _mm512_add_ps(v, bias);
+            __m128i q = _mm512_cvtepi32_epi8(quantize16(act16(o->act, v), s, z));
+            if (m == 0xFFFF) _mm_storeu_si128((__m128i *)(y + r * ldy + j), q);
+            else _mm_mask_storeu_epi8(y + r * ldy + j, m, q);
+        }
+    }
+}
