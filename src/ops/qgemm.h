@@ -217,9 +217,10 @@ void inf__qstore_u8_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0,
 /* The same over rows rows of sums (ldc apart) into rows of bytes (ldy apart). */
 void inf__qstore_u8_rows_avx512(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0, int64_t n,
                                 uint8_t *y, int64_t ldy);
-/* INF_QOUT_F32_U8 with a uint8 residual r (o->pre, o->residual_u8's row): Q(act(pre's value + DQ(r))). */
-void inf__qstore_u8_res_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, const uint8_t *r,
-                                   const inf__epilogue *act, uint8_t *y);
+/* INF_QOUT_F32_U8 with a uint8 residual r (o->pre, o->residual_u8's rows): Q(act(pre's value + DQ(r))),
+ * rows rows of sums ldc apart, residual and output rows ldy bytes apart. */
+void inf__qstore_u8_res_rows_avx512(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,
+                                    int64_t n, const uint8_t *r, const inf__epilogue *act, uint8_t *y, int64_t ldy);
 /* A whole C block of `rows` rows (positions) x n columns (channels j0..)
  * transposed into channel planes: y[j * ldy + p] (8 x 8 transposes). */
 void inf__qstore_f32_block_t_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,

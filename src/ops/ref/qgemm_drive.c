@@ -624,15 +624,18 @@ static void store_rows_residual_u8(const conv_task *t, int64_t p0, int64_t p1, i
     const inf__qgemm_b *b = t->b;
     const inf__qout *o = t->out;
     int64_t pos = t->g->oh * t->g->ow, ch0 = t->group * t->g->mg;
+#if defined(__x86_64__)
+    if (b->isa == INF_QGEMM_VNNI512 && t->residual_u8) { /* the same steps in one pass over the block */
+        inf__qstore_u8_res_rows_avx512(o, c, b->np, p1 - p0, ch0, b->n, t->residual_u8 + p0 * t->g->m + ch0,
+                                       t->res_act, (uint8_t *)t->y + p0 * t->g->m + ch0, t->g->m);
+        return;
+    }
+#endif
     for (int64_t p = p0; p < p1; p++) {
         int32_t *cp = c + (p - p0) * b->np;
         float *f = (float *)cp;
         uint8_t *yp = (uint8_t *)t->y + p * t->g->m + ch0;
 #if defined(__x86_64__)
-        if (b->isa == INF_QGEMM_VNNI512 && t->residual_u8) { /* the same steps in one pass */
-            inf__qstore_u8_res_row_avx512(o, cp, ch0, b->n, t->residual_u8 + p * t->g->m + ch0, t->res_act, yp);
-            continue;
-        }
         if (b->isa != INF_QGEMM_REF)
             qstore_f32_row(b->isa, o->pre, cp, ch0, b->n, f);
         else

@@ -122,12 +122,12 @@ void inf__qstore_f32_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0
 }
 
 /* INF_QOUT_F32_U8 with a uint8 residual (o->pre, ops/ref/qgemm_drive.c
- * store_rows_residual_u8's row, fused): pre's value (scale, bias, its
- * Q -> DQ), + (r - res_zp) * res_scale, the activation act, then
- * QuantizeLinear with o's rq_scale / rq_zp -- one pass, the same
- * operations in the same order. */
-void inf__qstore_u8_res_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, const uint8_t *r,
-                                   const inf__epilogue *act, uint8_t *y) {
+ * store_rows_residual_u8's rows, fused; sums ldc apart, residual and
+ * output bytes ldy apart): pre's value (scale, bias, its Q -> DQ), +
+ * (r - res_zp) * res_scale, the activation act, then QuantizeLinear with
+ * o's rq_scale / rq_zp -- one pass, the same operations in the same order. */
+void inf__qstore_u8_res_rows_avx512(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,
+                                    int64_t n, const uint8_t *r, const inf__epilogue *act, uint8_t *y, int64_t ldy) {
     const inf__qout *pre = o->pre;
     const __m512 ps = _mm512_set1_ps(pre->rq_scale), pz = _mm512_set1_ps((float)pre->rq_zp);
     const __m512 plo = _mm512_set1_ps(pre->rq_dtype == INF_DTYPE_U8 ? 0.0f : -128.0f);
@@ -135,17 +135,23 @@ void inf__qstore_u8_res_row_avx512(const inf__qout *o, const int32_t *c, int64_t
     const __m512 rs = _mm512_set1_ps(o->res_scale), s = _mm512_set1_ps(o->rq_scale);
     const __m512 z = _mm512_set1_ps((float)o->rq_zp);
     const __m512i rz = _mm512_set1_epi32(o->res_zp);
-    for (int64_t j = 0; j < n; j += 16) {
+    for (int64_t j = 0; j < n; j += 16) { /* a column chunk: its multipliers and biases loaded once */
         __mmask16 m = lanes(n - j);
-        __m512 v = scaled16(pre, c + j, j0 + j, m);
-        if (pre->requant) v = _mm512_mul_ps(_mm512_sub_ps(qround16(v, ps, pz, plo, phi), pz), ps);
-        __m512i ri = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, r + j)), rz);
-        v = act16(act, _mm512_add_ps(v, _mm512_mul_ps(_mm512_cvtepi32_ps(ri), rs)));
-        __m128i q = _mm512_cvtepi32_epi8(quantize16(v, s, z));
-        if (m == 0xFFFF)
-            _mm_storeu_si128((__m128i *)(y + j), q);
-        else
-            _mm_mask_storeu_epi8(y + j, m, q);
+        __m512 mult = pre->mult_per_col ? _mm512_maskz_loadu_ps(m, pre->mult + j0 + j) : _mm512_set1_ps(pre->mult[0]);
+        __m512 bias = pre->bias_f32 ? _mm512_maskz_loadu_ps(m, pre->bias_f32 + j0 + j) : _mm512_setzero_ps();
+        for (int64_t i = 0; i < rows; i++) {
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c + i * ldc + j)), mult);
+            if (pre->bias_f32) v = _mm512_add_ps(v, bias);
+            v = act16(pre->act, v); /* pre's own (none in the driver's use): scaled16's value */
+            if (pre->requant) v = _mm512_mul_ps(_mm512_sub_ps(qround16(v, ps, pz, plo, phi), pz), ps);
+            __m512i ri = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, r + i * ldy + j)), rz);
+            v = act16(act, _mm512_add_ps(v, _mm512_mul_ps(_mm512_cvtepi32_ps(ri), rs)));
+            __m128i q = _mm512_cvtepi32_epi8(quantize16(v, s, z));
+            if (m == 0xFFFF)
+                _mm_storeu_si128((__m128i *)(y + i * ldy + j), q);
+            else
+                _mm_mask_storeu_epi8(y + i * ldy + j, m, q);
+        }
     }
 }
 
