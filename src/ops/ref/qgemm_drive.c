@@ -480,6 +480,13 @@ static void pool_row_u8(const conv_task *t, int32_t *c, bool monotonic, uint8_t 
     const inf__qconv_geom *g = t->g;
     const inf__qgemm_b *b = t->b;
     int64_t pw = (g->ow - g->pkw) / g->psw + 1, ch0 = t->group * g->mg, rows = monotonic ? pw : g->pkh * g->ow;
+#if defined(__x86_64__)
+    if (monotonic && b->isa == INF_QGEMM_VNNI512) { /* pool and store the row, 16 lanes at a time */
+        inf__pool_max_i32_avx512(c, b->np, b->n, g->ow, g->pkh, g->pkw, g->psw, pw);
+        inf__qstore_u8_rows_avx512(t->out, c, b->np, pw, ch0, b->n, y, g->m);
+        return;
+    }
+#endif
     for (int64_t px = 0; px < pw && monotonic; px++) {
         int32_t *m = c + px * b->np;
         if (px) memcpy(m, c + px * g->psw * b->np, (size_t)b->n * sizeof *m);
@@ -488,12 +495,6 @@ static void pool_row_u8(const conv_task *t, int32_t *c, bool monotonic, uint8_t 
                 if (ky || kx) max_i32(b->isa != INF_QGEMM_REF, m, c + (ky * g->ow + px * g->psw + kx) * b->np, b->n);
     }
     uint8_t *q = (uint8_t *)c; /* row r's bytes at q + r * np: each sum is read before a byte lands on it */
-#if defined(__x86_64__)
-    if (monotonic && b->isa == INF_QGEMM_VNNI512) { /* the pooled row at once */
-        inf__qstore_u8_rows_avx512(t->out, c, b->np, pw, ch0, b->n, y, g->m);
-        return;
-    }
-#endif
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *qr = monotonic ? y + r * g->m : q + r * b->np;
 #if defined(__x86_64__)

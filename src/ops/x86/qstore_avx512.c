@@ -175,3 +175,20 @@ void inf__qstore_u8_rows_avx512(const inf__qout *o, const int32_t *c, int64_t ld
         }
     }
 }
+
+/* The fused MaxPool of int32 sums in place (ops/ref/qgemm_drive.c's
+ * monotonic path, one pooled row): window px of the conv rows under it (c,
+ * positions np apart, ow per row) into slot px, for px < pw. */
+void inf__pool_max_i32_avx512(int32_t *c, int64_t np, int64_t n, int64_t ow, int64_t pkh, int64_t pkw, int64_t psw,
+                              int64_t pw) {
+    for (int64_t px = 0; px < pw; px++)
+        for (int64_t j = 0; j < n; j += 16) {
+            __mmask16 m = lanes(n - j);
+            __m512i v = _mm512_maskz_loadu_epi32(m, c + px * psw * np + j);
+            for (int64_t ky = 0; ky < pkh; ky++)
+                for (int64_t kx = 0; kx < pkw; kx++)
+                    if (ky || kx)
+                        v = _mm512_max_epi32(v, _mm512_maskz_loadu_epi32(m, c + (ky * ow + px * psw + kx) * np + j));
+            _mm512_mask_storeu_epi32(c + px * np + j, m, v);
+        }
+}
