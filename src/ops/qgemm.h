@@ -180,8 +180,15 @@ typedef struct inf__qout {
     int32_t rq_zp;
     inf_dtype rq_dtype;       /* uint8 or int8 */
     void (*row_act)(const float *x, float *y, int64_t n); /* F32, matrix products: over each finished row (GELU) */
-    const float *residual;    /* F32 convolutions without a pool: y = act(value + residual), value after the
-                               * requant if any, residual laid out as y (graph/passes/qdq_chain.c) */
+    const float *residual;      /* F32 convolutions without a pool: y = act(value + residual), value after the
+                                 * requant if any, residual laid out as y (graph/passes/qdq_chain.c); F32_U8
+                                 * convolutions: the same planes, y = Q(act(pre's value + residual)) */
+    const uint8_t *residual_u8; /* F32_U8 convolutions without a pool: the residual as uint8 channels last
+                                 * (y's layout), worth (q - res_zp) * res_scale (DequantizeLinear) */
+    float res_scale;
+    int32_t res_zp;
+    const struct inf__qout *pre; /* F32_U8 with a residual: the F32 store (kind F32, its requant, no
+                                  * activation) of the value before the Add; act and rq_* apply after it */
 } inf__qout;
 
 /* The activation operand: 8-bit rows (dtype uint8/int8, row stride ld) or
@@ -207,6 +214,17 @@ void inf__qstore_f32_col_avx2(const inf__qout *o, const int32_t *c, int64_t ldc,
 /* INF_QOUT_F32_U8's store of a row: n columns from column j0 into y[0..n). */
 void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y);
 void inf__qstore_u8_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y);
+/* The fused MaxPool of a pooled row's int32 sums in place: window px (kernel pkh x pkw, stride psw, positions
+ * np apart, ow a row) into position px, for px < pw. */
+void inf__pool_max_i32_avx512(int32_t *c, int64_t np, int64_t n, int64_t ow, int64_t pkh, int64_t pkw, int64_t psw,
+                              int64_t pw);
+/* The same over rows rows of sums (ldc apart) into rows of bytes (ldy apart). */
+void inf__qstore_u8_rows_avx512(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0, int64_t n,
+                                uint8_t *y, int64_t ldy);
+/* INF_QOUT_F32_U8 with a uint8 residual r (o->pre, o->residual_u8's rows): Q(act(pre's value + DQ(r))),
+ * rows rows of sums ldc apart, residual and output rows ldy bytes apart. */
+void inf__qstore_u8_res_rows_avx512(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,
+                                    int64_t n, const uint8_t *r, const inf__epilogue *act, uint8_t *y, int64_t ldy);
 /* A whole C block of `rows` rows (positions) x n columns (channels j0..)
  * transposed into channel planes: y[j * ldy + p] (8 x 8 transposes). */
 void inf__qstore_f32_block_t_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,

@@ -311,8 +311,9 @@ static void conv_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
 /* The fused forms of the conv driver (graph/passes/qdq_chain.c) against the
  * plain reference driver's output, transformed here: a MaxPool on the F32
  * output (max over each window of the unpooled reference), the uint8
- * channels-last store (QuantizeLinear of the reference's float values), and
- * a channels-last uint8 input (the same sums as the planes). */
+ * channels-last store (QuantizeLinear of the reference's float values, also
+ * pooled and after a residual Add of uint8 channels-last or float values),
+ * and a channels-last uint8 input (the same sums as the planes). */
 static void *run_conv(inf__qgemm_isa isa, inf__pool *pool, const inf__qconv_geom *g, const int8_t *whwc,
                       const inf__qsrc *src, const inf__qout *out, size_t y_bytes) {
     int64_t kdim = g->cg * g->kh * g->kw;
@@ -413,7 +414,67 @@ static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
         ok = fused[i] == v;
     }
     check(ok, "fused residual Add vs the store's value + r, then the activation", case_no);
+
+    /* the residual Add with a uint8 channels-last output (out.pre: the value before the Add), the residual
+     * uint8 channels last (worth (q - zp) * s) or float planes: QuantizeLinear(act(value + r)) */
+    uint8_t *r8 = malloc((size_t)y_n);
+    for (int64_t i = 0; i < y_n; i++)
+        r8[i] = (uint8_t)rand_in(0, 255);
+    inf__qout pre = plain, ou = out;
+    ou.kind = INF_QOUT_F32_U8, ou.requant = false, ou.pre = &pre;
+    ou.rq_scale = 0.03f, ou.rq_zp = (int32_t)rand_in(0, 255), ou.rq_dtype = INF_DTYPE_U8;
+    for (int form = 0; form < 2; form++) {
+        inf__qout of = ou;
+        if (form)
+            of.residual = r;
+        else
+            of.residual_u8 = r8, of.res_scale = 0.05f, of.res_zp = (int32_t)rand_in(0, 255);
+        uint8_t *yr = run_conv(isa, pool, &g, whwc, &src, &of, (size_t)y_n);
+        ok = true;
+        for (int64_t n = 0; n < g.n && ok; n++)
+            for (int64_t j = 0; j < g.m && ok; j++)
+                for (int64_t p = 0; p < pos && ok; p++) {
+                    int64_t at = (n * g.m + j) * pos + p, last = (n * pos + p) * g.m + j;
+                    float rv = form ? r[at] : (float)((int32_t)r8[last] - of.res_zp) * of.res_scale, v = val[at] + rv;
+                    if (out.act && out.act->kind == INF_EPILOGUE_RELU)
+                        v = v > 0 ? v : 0;
+                    else if (out.act && out.act->kind == INF_EPILOGUE_LEAKY_RELU)
+                        v = v < 0 ? out.act->alpha * v : v;
+                    else if (out.act && out.act->kind == INF_EPILOGUE_CLIP)
+                        v = v < out.act->lo ? out.act->lo : v > out.act->hi ? out.act->hi : v;
+                    uint8_t q;
+                    inf__quantize_u8_ref(&v, 1, of.rq_scale, of.rq_zp, &q);
+                    ok = yr[last] == q;
+                }
+        check(ok,
+              form ? "uint8 store after a residual Add of float planes vs QuantizeLinear(act(value + r))"
+                   : "uint8 store after a residual Add of uint8 channels last vs QuantizeLinear(act(value + DQ(r)))",
+              case_no);
+        free(yr);
+    }
+    free(r8);
     free(r), free(val), free(fused);
+
+    /* MaxPool with the uint8 channels-last store: the max of QuantizeLinear of the unpooled float values */
+    uint8_t *pooled8 = run_conv(isa, pool, &gp, whwc, &src, &o8, (size_t)(g.n * g.m * ph * pw));
+    ok = true;
+    for (int64_t n = 0; n < g.n && ok; n++)
+        for (int64_t j = 0; j < g.m && ok; j++)
+            for (int64_t py = 0; py < ph && ok; py++)
+                for (int64_t px = 0; px < pw && ok; px++) {
+                    uint8_t m = 0;
+                    for (int64_t ky = 0; ky < gp.pkh; ky++)
+                        for (int64_t kx = 0; kx < gp.pkw; kx++) {
+                            uint8_t q;
+                            inf__quantize_u8_ref(
+                                &ref8[(n * g.m + j) * pos + (py * gp.psh + ky) * g.ow + px * gp.psw + kx], 1,
+                                o8.rq_scale, o8.rq_zp, &q);
+                            m = q > m ? q : m;
+                        }
+                    ok = pooled8[((n * ph + py) * pw + px) * g.m + j] == m;
+                }
+    check(ok, "pooled uint8 channels-last store vs the max of QuantizeLinear of the float store", case_no);
+    free(pooled8);
 
     /* uint8 channels-last input */
     inf__qsrc s8 = {.data = x8, .dtype = INF_DTYPE_U8, .zp = src.zp}, s8t = s8;

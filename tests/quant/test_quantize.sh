@@ -106,6 +106,18 @@ for mk in "mlp QGemm" "cnn QConv" "transformer QGemm" "dwconv QConv"; do
         bad "$1 qdq: the QDQ pattern was not fused: $opt"
     fi
 done
+# the CNN's residual joins, pooled stem and shortcut stay uint8 channels last (graph/passes/qdq_chain.c
+# link_shared: 7 links, main's single-reader links made 5), and those fused stores are the reference's
+# arithmetic: the reference loops' logits bit for bit (the comparison with ORT is above)
+links=$(INFERA_LOG=debug "$INFERA" run "$TMP/cnn.qdq.onnx" --input "$MODELS/cnn_input.npy" --output-dir "$TMP/cnn.qdq.links" 2>&1 |
+    sed -n 's/.*optimizer: \([0-9]*\) QConv+MaxPool.*/\1/p')
+mkdir -p "$TMP/cnn.qdq.gen"
+INFERA_CPU=generic "$INFERA" run "$TMP/cnn.qdq.onnx" --input "$MODELS/cnn_input.npy" --output-dir "$TMP/cnn.qdq.gen" >/dev/null 2>&1
+if [ "${links:-0}" -ge 7 ] && "$NPYCMP" "$TMP/cnn.qdq.links/logits.npy" "$TMP/cnn.qdq.gen/logits.npy" 0 0 >/dev/null 2>&1; then
+    ok "cnn qdq: $links uint8 links (residual joins, pooled stem, shortcuts); fast == reference loops bit for bit"
+else
+    bad "cnn qdq: ${links:-no} uint8 links (want >= 7), or the fast kernels differ from the reference loops"
+fi
 # a QGemm's output shape is known to the optimizer's shape folding (src/graph/shape_infer.c), so the
 # Shape -> Gather -> Unsqueeze -> Concat chains that size the attention heads fold away as in the FP32 graph
 # (tests/models/attention.onnx: BERT-export chains behind each projection) -- left in, they kept a

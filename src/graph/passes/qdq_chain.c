@@ -177,6 +177,126 @@ static inf_status fuse_residuals(inf__pass_ctx *pc, int *n_rewritten, inf_error 
     return INF_OK;
 }
 
+/* ---- shared uint8 links (after the residual fusion) ----
+ * A value v that several QConvs read keeps uint8 channels last when every
+ * reader can take those bytes:
+ *   - a reader of v as its x (input 0 only), QConv 2-D without a pool,
+ *     quantizing with one (s, z) -- the same by value for all of them;
+ *   - a fused residual QConv reading v as input 9 that itself writes
+ *     uint8 (so its Add runs per position, channels last), when v's
+ *     writer A re-quantizes its output (inputs 7, 8 = (s, z)): the bytes
+ *     are then worth (q - z) * s, exactly the float A stores today.
+ * The writer A is a QConv 2-D (a pooled one included: QuantizeLinear
+ * commutes with the max) whose output is not a graph output:
+ *   - a residual QConv (10 inputs, its float value quantized by x-readers
+ *     only): gets inputs 10, 11 = (s, z) and u8_out -- it stores
+ *     Q(act(value + residual)), the bytes each reader computed;
+ *   - a QConv re-quantizing its output with (s, z) = inputs 7, 8 (uint8):
+ *     gets u8_out (its store is then Q(value) = Q(DQ(Q(value)))); residual
+ *     readers get inputs 12, 13 = (s, z) to dequantize it.
+ * Readers of x get u8_in.  Outputs are bit-identical: every reader sees
+ * the bytes (or the float) it computed before. */
+
+/* s and z (z may be -1) as one float scale and one uint8 zero point (or none). */
+static bool q8_params(const inf__pass_ctx *pc, int s, int z, float *sv, int *zv) {
+    const inf_tensor *st = constant(pc, s), *zt = constant(pc, z);
+    if (!st || st->dtype != INF_DTYPE_F32 || inf_tensor_numel(st) != 1) return false;
+    if (z >= 0 && (!zt || zt->dtype != INF_DTYPE_U8 || inf_tensor_numel(zt) != 1)) return false;
+    *sv = *(const float *)st->data, *zv = z >= 0 ? *(const uint8_t *)zt->data : 0;
+    return true;
+}
+
+/* How node r reads v: 1 as its x only, 2 as its residual (input 9) only, 0 otherwise. */
+static int read_kind(const inf__pass_ctx *pc, int r, int v) {
+    const inf__node *n = &pc->g->nodes[r];
+    int at = -1, count = 0;
+    for (int k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] == v) at = k, count++;
+    if (count != 1 || !is_fused(pc, r, "QConv")) return 0;
+    return at == 0 ? 1 : at == 9 ? 2 : 0;
+}
+
+enum { MAX_READERS = 16 };
+
+/* The readers of v (all of them, v not a graph output), or -1. */
+static int readers_of(const inf__pass_ctx *pc, int v, int *readers) {
+    int n = 0, uses = 0;
+    for (int r = 0; r < pc->g->n_nodes; r++) {
+        if (pc->dead[r]) continue;
+        const inf__node *node = &pc->g->nodes[r];
+        bool reads = false;
+        for (int k = 0; k < node->n_inputs; k++)
+            if (node->inputs[k] == v) reads = true, uses++;
+        if (reads) {
+            if (n == MAX_READERS) return -1;
+            readers[n++] = r;
+        }
+    }
+    return n && uses == pc->g->values[v].n_consumers ? n : -1;
+}
+
+/* Node n with inputs [0, n_inputs) (absent ones -1) and, when flag, flag = 1 added. */
+static inf_status rewrite_inputs(inf__pass_ctx *pc, int n, int n_inputs, const int *inputs, const char *flag,
+                                 inf_error *err) {
+    const inf__node *node = &pc->g->nodes[n];
+    inf__attr attrs[MAX_ATTRS];
+    memcpy(attrs, node->attrs, (size_t)node->n_attrs * sizeof *attrs);
+    int n_attrs = node->n_attrs;
+    if (flag) attrs[n_attrs++] = (inf__attr){.name = flag, .type = INF_ATTR_INT, .i = 1};
+    inf__epilogue ep = node->epilogue;
+    inf_status st = inf__pass_rewrite(pc, n, "ai.infera", "QConv", 1, n_inputs, inputs, n_attrs, attrs, NULL, 0, err);
+    if (st == INF_OK) pc->g->nodes[n].epilogue = ep;
+    return st;
+}
+
+/* Writer a of v: link it when its readers allow (the rules above); residual: pass 1 (residual writers) or 2. */
+static inf_status link_shared(inf__pass_ctx *pc, int a, bool residual, int *n_rewritten, inf_error *err) {
+    const inf__node *na = &pc->g->nodes[a];
+    if (!is_fused(pc, a, "QConv") || inf__attr_int(na, "u8_out", 0) || na->n_attrs + 1 > MAX_ATTRS) return INF_OK;
+    const inf_tensor *w = na->n_inputs > 3 ? constant(pc, na->inputs[3]) : NULL;
+    if (!w || w->ndim != 4) return INF_OK;
+    bool has_res = na->n_inputs >= 10 && na->inputs[9] >= 0;
+    if (residual != has_res || (!residual && (na->n_inputs != 9 || na->inputs[7] < 0))) return INF_OK;
+    int v = na->outputs[0], readers[MAX_READERS], nr = v >= 0 ? readers_of(pc, v, readers) : -1;
+    if (nr < 1) return INF_OK;
+    float s = 0, rs;
+    int z = 0, rz, sv = -1, zv = -1;
+    if (!residual && !q8_params(pc, na->inputs[7], na->inputs[8], &s, &z)) return INF_OK;
+    if (!residual) sv = na->inputs[7], zv = na->inputs[8];
+    for (int i = 0; i < nr; i++) {
+        const inf__node *nb = &pc->g->nodes[readers[i]];
+        int kind = read_kind(pc, readers[i], v);
+        if (nb->n_attrs + 1 > MAX_ATTRS) return INF_OK;
+        if (kind == 1) {
+            if (!linkable(pc, readers[i], "u8_in", true) ||
+                !q8_params(pc, nb->inputs[1], nb->n_inputs > 2 ? nb->inputs[2] : -1, &rs, &rz))
+                return INF_OK;
+            if (sv < 0) s = rs, z = rz, sv = nb->inputs[1], zv = nb->n_inputs > 2 ? nb->inputs[2] : -1;
+            if (rs != s || rz != z) return INF_OK;
+        } else if (kind != 2 || residual || !inf__attr_int(nb, "u8_out", 0) || nb->n_inputs != 12) {
+            return INF_OK;
+        }
+    }
+    int ins[14];
+    for (int k = 0; k < 14; k++)
+        ins[k] = k < na->n_inputs ? na->inputs[k] : -1;
+    if (residual) ins[10] = sv, ins[11] = zv;
+    inf_status st = rewrite_inputs(pc, a, residual ? 12 : na->n_inputs, ins, "u8_out", err);
+    for (int i = 0; i < nr && st == INF_OK; i++) {
+        const inf__node *nb = &pc->g->nodes[readers[i]];
+        for (int k = 0; k < 14; k++)
+            ins[k] = k < nb->n_inputs ? nb->inputs[k] : -1;
+        if (read_kind(pc, readers[i], v) == 1) {
+            st = rewrite_inputs(pc, readers[i], nb->n_inputs, ins, "u8_in", err);
+        } else {
+            ins[12] = na->inputs[7], ins[13] = na->inputs[8];
+            st = rewrite_inputs(pc, readers[i], 14, ins, NULL, err);
+        }
+    }
+    if (st == INF_OK) (*n_rewritten)++;
+    return st;
+}
+
 inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
     *n_rewritten = 0;
     inf_status st = fuse_pools(pc, n_rewritten, err); /* first: a pooled QConv stores float, never uint8 */
@@ -204,5 +324,9 @@ inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
         if (st != INF_OK) return st;
         (*n_rewritten)++;
     }
-    return fuse_residuals(pc, n_rewritten, err); /* last: a residual QConv writes float, never a uint8 link */
+    st = fuse_residuals(pc, n_rewritten, err);
+    for (int pass = 0; pass < 2 && st == INF_OK; pass++) /* residual writers first: their residuals may follow */
+        for (int a = 0; a < pc->g->n_nodes && st == INF_OK; a++)
+            st = link_shared(pc, a, pass == 0, n_rewritten, err);
+    return st;
 }

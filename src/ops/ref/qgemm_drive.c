@@ -241,11 +241,12 @@ static bool conv_direct(const inf__qconv_geom *g, const inf__qgemm_b *b) {
  * kernel row's kw taps are kw * cq contiguous bytes of the channels-last
  * image, in W's K order (ky, kx, channel): one "tap" of kw * cq values, so
  * kh taps instead of kh * kw -- fewer, longer inner loops, the same
- * products (the stem: 3 taps of 3 quads, not 9 of one).  The AVX2 kernels
- * (the VNNI ones keep their per-tap walk, unchanged). */
+ * products (the stem: 3 taps of 3 quads, not 9 of one).  Every direct
+ * kernel (AVX2, its vpmaddubsw twin, AVX-VNNI, AVX-512 VNNI): they walk
+ * any cq of their unit. */
 static bool direct_rows(const inf__qconv_geom *g, const inf__qgemm_b *b, int64_t cs) {
-    return g->group == 1 && g->dw == 1 && g->kw > 1 && cs == (g->cgp ? g->cgp : g->cg) &&
-           (b->isa == INF_QGEMM_AVX2 || b->isa == INF_QGEMM_AVX2_UBS);
+    (void)b;
+    return g->group == 1 && g->dw == 1 && g->kw > 1 && cs == (g->cgp ? g->cgp : g->cg);
 }
 
 /* ---- the INT8 Winograd F(4x4, 3x3) / F(2x2, 3x3) (ops/ref/qwinograd.c) ----
@@ -342,6 +343,7 @@ typedef struct conv_task {
     const int32_t *init;       /* direct: -a_zp * colsum[j]; depthwise: -a_zp * wsum[ch] */
     const inf__qdw_w *dw;      /* a depthwise conv (ops/ref/qdepthwise.c): x has dw->cp channels per position */
     const float *residual;     /* this image's residual (out->residual), or NULL */
+    const uint8_t *residual_u8;   /* or its uint8 channels-last form (out->residual_u8) */
     const inf__epilogue *res_act; /* with a residual: the activation after the Add */
     const struct wino_dims *wd;   /* the INT8 Winograd: its units, and each unit's V, M and row pointers */
     int16_t *vbuf;
@@ -379,14 +381,25 @@ static void im2col_row(const conv_task *t, int64_t p, uint8_t *dst) {
     memset(dst + k, 0, (size_t)(t->b->kp - k));
 }
 
+/* rows[i] = the first input byte (tap 0) of output position p0 + i, for
+ * p0 + i < p1: one division per block, then the position steps along its
+ * output row (a division per position cost the stem more than its sums). */
+static void position_rows(const conv_task *t, int64_t p0, int64_t p1, int64_t at, const uint8_t **rows) {
+    const inf__qconv_geom *g = t->g;
+    int64_t oy = p0 / g->ow, ox = p0 % g->ow;
+    for (int64_t p = p0; p < p1; p++) {
+        rows[p - p0] = t->x + (oy * g->sh * t->iwp + ox * g->sw) * t->cs + at;
+        if (++ox == g->ow) ox = 0, oy++;
+    }
+}
+
 /* The int32 sums of positions [p0, p1) (at most ROWS_PER_BLOCK) into c, rows of b->np. */
 static void conv_sums(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
     const inf__qgemm_b *b = t->b;
     uint8_t *a = t->abuf + p0 * b->kp;
     if (t->dw) {
         const uint8_t *rows[ROWS_PER_BLOCK];
-        const inf__qconv_geom *g = t->g;
-        for (int64_t p = p0; p < p1; p++) rows[p - p0] = t->x + ((p / g->ow) * g->sh * t->iwp + (p % g->ow) * g->sw) * t->cs;
+        position_rows(t, p0, p1, 0, rows);
 #if defined(__x86_64__)
         if (b->isa == INF_QGEMM_VNNI512) {
             inf__qdw_raw_vnni512(t->dw, p1 - p0, rows, t->tapoff, t->init, c, b->np);
@@ -403,9 +416,7 @@ static void conv_sums(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
     if (t->direct) {
 #if defined(__x86_64__)
         const uint8_t *rows[ROWS_PER_BLOCK];
-        const inf__qconv_geom *g = t->g;
-        for (int64_t p = p0; p < p1; p++)
-            rows[p - p0] = t->x + ((p / g->ow) * g->sh * t->iwp + (p % g->ow) * g->sw) * t->cs + t->group * g->cg;
+        position_rows(t, p0, p1, t->group * t->g->cg, rows);
         if (b->isa == INF_QGEMM_AVX2) {
             const uint16_t *rows16[ROWS_PER_BLOCK];
             for (int64_t p = p0; p < p1; p++) rows16[p - p0] = t->x16 + (rows[p - p0] - t->x);
@@ -440,7 +451,7 @@ static bool store_monotonic(const inf__qout *o, int64_t ch0, int64_t n) {
     if (o->act && !(o->act->kind == INF_EPILOGUE_RELU || o->act->kind == INF_EPILOGUE_CLIP ||
                     (o->act->kind == INF_EPILOGUE_LEAKY_RELU && o->act->alpha >= 0)))
         return false;
-    if (o->requant && !(o->rq_scale > 0 && isfinite(o->rq_scale))) return false;
+    if ((o->requant || o->kind == INF_QOUT_F32_U8) && !(o->rq_scale > 0 && isfinite(o->rq_scale))) return false;
     for (int64_t j = ch0; j < ch0 + n; j++) {
         float m = out_mult(o, j);
         if (!(m > 0 && isfinite(m)) || (o->bias_f32 && !isfinite(o->bias_f32[j]))) return false;
@@ -460,6 +471,53 @@ static void max_i32(bool vec, int32_t *m, const int32_t *v, int64_t n) {
     for (int64_t j = 0; j < n; j++) m[j] = v[j] > m[j] ? v[j] : m[j];
 }
 
+/* The uint8 channels-last output (INF_QOUT_F32_U8) of one pooled row from
+ * the sums c of the conv rows under it, into y (pw positions of m bytes):
+ * QuantizeLinear is non-decreasing, so the max of the quantized values is
+ * the quantized max.  Monotonic store: the sums pooled, then pw rows
+ * stored; else every conv row stored (in place, as bytes) and pooled. */
+static void pool_row_u8(const conv_task *t, int32_t *c, bool monotonic, uint8_t *y) {
+    const inf__qconv_geom *g = t->g;
+    const inf__qgemm_b *b = t->b;
+    int64_t pw = (g->ow - g->pkw) / g->psw + 1, ch0 = t->group * g->mg, rows = monotonic ? pw : g->pkh * g->ow;
+#if defined(__x86_64__)
+    if (monotonic && b->isa == INF_QGEMM_VNNI512) { /* pool and store the row, 16 lanes at a time */
+        inf__pool_max_i32_avx512(c, b->np, b->n, g->ow, g->pkh, g->pkw, g->psw, pw);
+        inf__qstore_u8_rows_avx512(t->out, c, b->np, pw, ch0, b->n, y, g->m);
+        return;
+    }
+#endif
+    for (int64_t px = 0; px < pw && monotonic; px++) {
+        int32_t *m = c + px * b->np;
+        if (px) memcpy(m, c + px * g->psw * b->np, (size_t)b->n * sizeof *m);
+        for (int64_t ky = 0; ky < g->pkh; ky++)
+            for (int64_t kx = 0; kx < g->pkw; kx++)
+                if (ky || kx) max_i32(b->isa != INF_QGEMM_REF, m, c + (ky * g->ow + px * g->psw + kx) * b->np, b->n);
+    }
+    uint8_t *q = (uint8_t *)c; /* row r's bytes at q + r * np: each sum is read before a byte lands on it */
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *qr = monotonic ? y + r * g->m : q + r * b->np;
+#if defined(__x86_64__)
+        if (b->isa != INF_QGEMM_REF) {
+            qstore_u8_row(b->isa, t->out, c + r * b->np, ch0, b->n, qr);
+            continue;
+        }
+#endif
+        for (int64_t j = 0; j < b->n; j++)
+            qr[j] = store_u8(t->out, c[r * b->np + j], ch0 + j);
+    }
+    for (int64_t px = 0; px < pw && !monotonic; px++)
+        for (int64_t j = 0; j < b->n; j++) {
+            uint8_t v = 0;
+            for (int64_t ky = 0; ky < g->pkh; ky++)
+                for (int64_t kx = 0; kx < g->pkw; kx++) {
+                    uint8_t e = q[(ky * g->ow + px * g->psw + kx) * b->np + j];
+                    v = e > v ? e : v;
+                }
+            y[px * g->m + j] = v;
+        }
+}
+
 static void conv_pool_rows(void *arg, int64_t begin, int64_t end) {
     const conv_task *t = arg;
     const inf__qconv_geom *g = t->g;
@@ -471,6 +529,10 @@ static void conv_pool_rows(void *arg, int64_t begin, int64_t end) {
         int32_t *c = t->cbuf + first * b->np;
         for (int64_t p0 = first; p0 < last; p0 += ROWS_PER_BLOCK)
             conv_sums(t, p0, p0 + ROWS_PER_BLOCK < last ? p0 + ROWS_PER_BLOCK : last, c + (p0 - first) * b->np);
+        if (t->out->kind == INF_QOUT_F32_U8) {
+            pool_row_u8(t, c, monotonic, (uint8_t *)t->y + py * pw * g->m + ch0);
+            continue;
+        }
         int64_t stored = last - first;
         if (monotonic) { /* pool the sums (slot px <= every position window px reads), store pw rows */
             for (int64_t px = 0; px < pw; px++) {
@@ -540,11 +602,76 @@ static void add_residual(const conv_task *t, const inf__qgemm_b *b, int64_t ch0,
     }
 }
 
+/* f[j] = act(f[j] + r[j]), r uint8 worth (r - zp) * s (DequantizeLinear's value), n values. */
+static void add_u8_act(float *f, const uint8_t *r, float s, int32_t zp, const inf__epilogue *ep, int64_t n) {
+    if (!ep || ep->kind == INF_EPILOGUE_RELU) { /* the common ones in loops the compiler vectorizes */
+        bool relu = ep != NULL;
+        for (int64_t j = 0; j < n; j++) {
+            float v = f[j] + (float)((int32_t)r[j] - zp) * s;
+            f[j] = relu ? (v > 0 ? v : 0) : v;
+        }
+        return;
+    }
+    for (int64_t j = 0; j < n; j++)
+        f[j] = act(ep, f[j] + (float)((int32_t)r[j] - zp) * s);
+}
+
+/* INF_QOUT_F32_U8 with a fused residual Add (out->pre): per position, the
+ * value before the Add (pre's F32 store, in place over its sums), + the
+ * residual (uint8 channels last, or float planes), the activation, then
+ * QuantizeLinear into the uint8 channels-last output -- the unfused nodes'
+ * operations in their order, so the bytes the readers would quantize. */
+static void store_rows_residual_u8(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
+    const inf__qgemm_b *b = t->b;
+    const inf__qout *o = t->out;
+    int64_t pos = t->g->oh * t->g->ow, ch0 = t->group * t->g->mg;
+#if defined(__x86_64__)
+    if (b->isa == INF_QGEMM_VNNI512 && t->residual_u8) { /* the same steps in one pass over the block */
+        inf__qstore_u8_res_rows_avx512(o, c, b->np, p1 - p0, ch0, b->n, t->residual_u8 + p0 * t->g->m + ch0,
+                                       t->res_act, (uint8_t *)t->y + p0 * t->g->m + ch0, t->g->m);
+        return;
+    }
+#endif
+    for (int64_t p = p0; p < p1; p++) {
+        int32_t *cp = c + (p - p0) * b->np;
+        float *f = (float *)cp;
+        uint8_t *yp = (uint8_t *)t->y + p * t->g->m + ch0;
+#if defined(__x86_64__)
+        if (b->isa != INF_QGEMM_REF)
+            qstore_f32_row(b->isa, o->pre, cp, ch0, b->n, f);
+        else
+#endif
+            for (int64_t j = 0; j < b->n; j++)
+                store_one(o->pre, f, j, cp[j], ch0 + j);
+        if (t->residual_u8) {
+            add_u8_act(f, t->residual_u8 + p * t->g->m + ch0, o->res_scale, o->res_zp, t->res_act, b->n);
+        } else {
+            for (int64_t j = 0; j < b->n; j++)
+                f[j] = act(t->res_act, f[j] + t->residual[(ch0 + j) * pos + p]);
+        }
+        if (b->isa == INF_QGEMM_REF)
+            inf__quantize_u8_ref(f, b->n, o->rq_scale, o->rq_zp, yp);
+        else
+            inf__quantize_u8(f, b->n, o->rq_scale, o->rq_zp, yp);
+    }
+}
+
 /* The output of positions [p0, p1) (at most ROWS_PER_BLOCK) from their sums c (rows of b->np). */
-static void store_block(const conv_task *t, int64_t p0, int64_t p1, const int32_t *c) {
+static void store_block(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
     const inf__qgemm_b *b = t->b;
     int64_t pos = t->g->oh * t->g->ow, ch0 = t->group * t->g->mg;
+    if (t->out->kind == INF_QOUT_F32_U8 && t->out->pre) {
+        store_rows_residual_u8(t, p0, p1, c);
+        return;
+    }
     if (t->out->kind == INF_QOUT_F32_U8) { /* channels last: C's rows are the output's positions */
+#if defined(__x86_64__)
+        if (b->isa == INF_QGEMM_VNNI512) { /* the block at once: multipliers and biases loaded once */
+            inf__qstore_u8_rows_avx512(t->out, c, b->np, p1 - p0, ch0, b->n, (uint8_t *)t->y + p0 * t->g->m + ch0,
+                                       t->g->m);
+            return;
+        }
+#endif
         for (int64_t p = p0; p < p1; p++) {
             uint8_t *yp = (uint8_t *)t->y + p * t->g->m + ch0;
             const int32_t *cp = c + (p - p0) * b->np;
@@ -694,8 +821,9 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
     int32_t a_zp = a_zero_point(x);
     /* a residual Add: the store runs without the activation, applied after the Add */
     inf__qout plain = *out;
-    const inf__epilogue *res_act = out->residual ? out->act : NULL;
-    if (out->residual) plain.act = NULL, out = &plain;
+    bool has_res = out->residual || out->residual_u8;
+    const inf__epilogue *res_act = has_res ? out->act : NULL;
+    if (has_res) plain.act = NULL, out = &plain;
     int64_t tapoff[DIRECT_MAX_TAPS], ntaps = g->kh * g->kw, cq = g->cgp ? g->cgp : g->cg;
     if (in_place) {
         for (int64_t ky = 0; ky < g->kh; ky++)
@@ -741,6 +869,7 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
                            .init = init,
                            .dw = g->dwise,
                            .residual = out->residual ? out->residual + n * out_image : NULL,
+                           .residual_u8 = out->residual_u8 ? out->residual_u8 + n * out_image : NULL,
                            .res_act = res_act};
 #if defined(__x86_64__) && !defined(INF_EDGE)
             if (wino) { /* V, M and the row pointers per unit in the im2col area */

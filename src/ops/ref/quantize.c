@@ -670,7 +670,7 @@ static inf_status qconv_init(inf__node *node, inf__arena *arena, inf_error *err)
     int n_pk = 0, n_ps = 0;
     const int64_t *pk = inf__attr_ints(node, "pool_kernel", &n_pk), *ps = inf__attr_ints(node, "pool_strides", &n_ps);
     if (n_pk || n_ps) {
-        if (n_pk != 2 || n_ps != 2 || pk[0] < 1 || pk[1] < 1 || ps[0] < pk[0] || ps[1] < pk[1] || p->nhwc_out)
+        if (n_pk != 2 || n_ps != 2 || pk[0] < 1 || pk[1] < 1 || ps[0] < pk[0] || ps[1] < pk[1])
             return inf__node_error(node, err, INF_EMODEL, "pool_kernel/pool_strides: expected 2 values each, strides >= kernel");
         p->pool[0] = pk[0], p->pool[1] = pk[1], p->pool[2] = ps[0], p->pool[3] = ps[1];
     }
@@ -1124,16 +1124,24 @@ static inf_status qconv_fused_run(inf__kernel_ctx *ctx) {
     if (st != INF_OK) return st;
     if (!qconv_packed_fits(ctx, &g, &q) || ((p->nhwc_in || p->nhwc_out) && g.nd != 2))
         return inf__kernel_error(ctx, INF_EUNSUPPORTED, "only 1-D/2-D convolutions with the W given at load");
+    const inf_tensor *res = opt_input(ctx, 9);
+    int at8 = res ? 10 : 7; /* the uint8 output's (scale, zero point): after a residual, inputs 10, 11 */
+    if (p->pool[0] && (g.nd != 2 || g.out[0] < p->pool[0] || g.out[1] < p->pool[1]))
+        return inf__kernel_error(ctx, INF_ESHAPE, "fused MaxPool: the conv output is smaller than its kernel");
+    int64_t ph = p->pool[0] ? (g.out[0] - p->pool[0]) / p->pool[2] + 1 : 0;
+    int64_t pw = p->pool[0] ? (g.out[1] - p->pool[1]) / p->pool[3] + 1 : 0;
     if (p->nhwc_out) {
-        const inf_tensor *yz = opt_input(ctx, 8);
-        if (!opt_input(ctx, 7) || (yz && yz->dtype != INF_DTYPE_U8))
-            return inf__kernel_error(ctx, INF_EMODEL, "nhwc_out needs y_scale and a uint8 y_zero_point");
-        int64_t dims[4] = {g.n, g.out[0], g.out[1], g.m};
+        const inf_tensor *ys8 = opt_input(ctx, at8), *yz = opt_input(ctx, at8 + 1);
+        if (!ys8 || (yz && yz->dtype != INF_DTYPE_U8))
+            return inf__kernel_error(ctx, INF_EMODEL, "nhwc_out needs y_scale and a uint8 y_zero_point (inputs %d, %d)",
+                                     at8, at8 + 1);
+        if (at8 == 10 && (st = check_scale(ctx, "y_scale (input 10)", ys8)) == INF_OK)
+            st = check_param(ctx, "y_scale (input 10)", ys8, 1, "per tensor");
+        if (st != INF_OK) return st;
+        int64_t dims[4] = {g.n, p->pool[0] ? ph : g.out[0], p->pool[0] ? pw : g.out[1], g.m};
         st = inf__kernel_output(ctx, 0, INF_DTYPE_U8, 4, dims, &q.y);
     } else if (p->pool[0]) {
-        if (g.nd != 2 || g.out[0] < p->pool[0] || g.out[1] < p->pool[1])
-            return inf__kernel_error(ctx, INF_ESHAPE, "fused MaxPool: the conv output is smaller than its kernel");
-        int64_t dims[4] = {g.n, g.m, (g.out[0] - p->pool[0]) / p->pool[2] + 1, (g.out[1] - p->pool[1]) / p->pool[3] + 1};
+        int64_t dims[4] = {g.n, g.m, ph, pw};
         st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, 4, dims, &q.y);
     } else {
         st = qconv_output(ctx, &g, INF_DTYPE_F32, &q.y);
@@ -1141,14 +1149,31 @@ static inf_status qconv_fused_run(inf__kernel_ctx *ctx) {
     if (st != INF_OK) return st;
     float *mult = qconv_mults(ctx, &g, &q);
     if (!mult) return INF_ENOMEM;
-    inf__qout out = fused_out(ctx, mult);
+    inf__qout out = fused_out(ctx, mult), pre = out;
     if (p->nhwc_out) out.kind = INF_QOUT_F32_U8, out.requant = false;
-    const inf_tensor *res = opt_input(ctx, 9);
     bool broadcast = false;
-    if (res) {
-        if (res->dtype != INF_DTYPE_F32 || p->nhwc_out || p->pool[0])
-            return inf__kernel_error(ctx, INF_EMODEL, "residual (input 9): float32, and no uint8 or pooled output");
+    if (res && p->nhwc_out) { /* graph/passes/qdq_chain.c: Q(act(value + residual)) with inputs 10, 11 */
+        pre.act = NULL, out.pre = &pre;
+        out.rq_scale = scale_at(opt_input(ctx, 10), 0), out.rq_zp = zp_at(opt_input(ctx, 11), 0);
+        out.rq_dtype = INF_DTYPE_U8;
+    }
+    if (res && res->dtype == INF_DTYPE_U8) { /* uint8 channels last, worth (q - input 13) * input 12 */
+        const inf_tensor *rs = opt_input(ctx, 12), *rz = opt_input(ctx, 13);
+        if (!p->nhwc_out || p->pool[0] || !rs || (rz && rz->dtype != INF_DTYPE_U8) || res->ndim != 4 ||
+            res->dims[0] != g.n || res->dims[1] != g.out[0] || res->dims[2] != g.out[1] || res->dims[3] != g.m)
+            return inf__kernel_error(ctx, INF_EMODEL,
+                                     "uint8 residual (input 9): needs a uint8 output, its scale and "
+                                     "zero point (inputs 12, 13) and the output's channels-last shape");
+        if ((st = check_scale(ctx, "residual scale (input 12)", rs)) == INF_OK)
+            st = check_param(ctx, "residual scale (input 12)", rs, 1, "per tensor");
+        if (st != INF_OK) return st;
+        out.residual_u8 = res->data, out.res_scale = scale_at(rs, 0), out.res_zp = zp_at(rz, 0);
+    } else if (res) {
+        if (res->dtype != INF_DTYPE_F32 || p->pool[0])
+            return inf__kernel_error(ctx, INF_EMODEL, "residual (input 9): float32 or uint8, and no pooled output");
         broadcast = res->ndim != q.y->ndim || memcmp(res->dims, q.y->dims, (size_t)res->ndim * sizeof(int64_t));
+        if (broadcast && p->nhwc_out)
+            return inf__kernel_error(ctx, INF_EMODEL, "residual (input 9): no broadcast with a uint8 output");
         if (broadcast && (st = check_broadcast(ctx, res, q.y)) != INF_OK) return st;
         if (broadcast) out.act = NULL; /* the Add and the activation after the store */
         else out.residual = res->data;

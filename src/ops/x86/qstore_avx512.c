@@ -120,3 +120,75 @@ void inf__qstore_f32_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0
         _mm512_mask_storeu_ps(y + j, m, v);
     }
 }
+
+/* INF_QOUT_F32_U8 with a uint8 residual (o->pre, ops/ref/qgemm_drive.c
+ * store_rows_residual_u8's rows, fused; sums ldc apart, residual and
+ * output bytes ldy apart): pre's value (scale, bias, its Q -> DQ), +
+ * (r - res_zp) * res_scale, the activation act, then QuantizeLinear with
+ * o's rq_scale / rq_zp -- one pass, the same operations in the same order. */
+void inf__qstore_u8_res_rows_avx512(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,
+                                    int64_t n, const uint8_t *r, const inf__epilogue *act, uint8_t *y, int64_t ldy) {
+    const inf__qout *pre = o->pre;
+    const __m512 ps = _mm512_set1_ps(pre->rq_scale), pz = _mm512_set1_ps((float)pre->rq_zp);
+    const __m512 plo = _mm512_set1_ps(pre->rq_dtype == INF_DTYPE_U8 ? 0.0f : -128.0f);
+    const __m512 phi = _mm512_set1_ps(pre->rq_dtype == INF_DTYPE_U8 ? 255.0f : 127.0f);
+    const __m512 rs = _mm512_set1_ps(o->res_scale), s = _mm512_set1_ps(o->rq_scale);
+    const __m512 z = _mm512_set1_ps((float)o->rq_zp);
+    const __m512i rz = _mm512_set1_epi32(o->res_zp);
+    for (int64_t j = 0; j < n; j += 16) { /* a column chunk: its multipliers and biases loaded once */
+        __mmask16 m = lanes(n - j);
+        __m512 mult = pre->mult_per_col ? _mm512_maskz_loadu_ps(m, pre->mult + j0 + j) : _mm512_set1_ps(pre->mult[0]);
+        __m512 bias = pre->bias_f32 ? _mm512_maskz_loadu_ps(m, pre->bias_f32 + j0 + j) : _mm512_setzero_ps();
+        for (int64_t i = 0; i < rows; i++) {
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c + i * ldc + j)), mult);
+            if (pre->bias_f32) v = _mm512_add_ps(v, bias);
+            v = act16(pre->act, v); /* pre's own (none in the driver's use): scaled16's value */
+            if (pre->requant) v = _mm512_mul_ps(_mm512_sub_ps(qround16(v, ps, pz, plo, phi), pz), ps);
+            __m512i ri = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, r + i * ldy + j)), rz);
+            v = act16(act, _mm512_add_ps(v, _mm512_mul_ps(_mm512_cvtepi32_ps(ri), rs)));
+            __m128i q = _mm512_cvtepi32_epi8(quantize16(v, s, z));
+            if (m == 0xFFFF)
+                _mm_storeu_si128((__m128i *)(y + i * ldy + j), q);
+            else
+                _mm_mask_storeu_epi8(y + i * ldy + j, m, q);
+        }
+    }
+}
+
+/* inf__qstore_u8_row_avx512 over `rows` rows (sums ldc apart, bytes ldy
+ * apart), column chunk by column chunk: each chunk's multipliers and biases
+ * loaded once for all the rows.  The same operations per element. */
+void inf__qstore_u8_rows_avx512(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0, int64_t n,
+                                uint8_t *y, int64_t ldy) {
+    const __m512 s = _mm512_set1_ps(o->rq_scale);
+    const __m512 z = _mm512_set1_ps((float)o->rq_zp);
+    for (int64_t j = 0; j < n; j += 16) {
+        __mmask16 m = lanes(n - j);
+        __m512 mult = o->mult_per_col ? _mm512_maskz_loadu_ps(m, o->mult + j0 + j) : _mm512_set1_ps(o->mult[0]);
+        __m512 bias = o->bias_f32 ? _mm512_maskz_loadu_ps(m, o->bias_f32 + j0 + j) : _mm512_setzero_ps();
+        for (int64_t r = 0; r < rows; r++) {
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c + r * ldc + j)), mult);
+            if (o->bias_f32) v = _mm512_add_ps(v, bias);
+            __m128i q = _mm512_cvtepi32_epi8(quantize16(act16(o->act, v), s, z));
+            if (m == 0xFFFF) _mm_storeu_si128((__m128i *)(y + r * ldy + j), q);
+            else _mm_mask_storeu_epi8(y + r * ldy + j, m, q);
+        }
+    }
+}
+
+/* The fused MaxPool of int32 sums in place (ops/ref/qgemm_drive.c's
+ * monotonic path, one pooled row): window px of the conv rows under it (c,
+ * positions np apart, ow per row) into slot px, for px < pw. */
+void inf__pool_max_i32_avx512(int32_t *c, int64_t np, int64_t n, int64_t ow, int64_t pkh, int64_t pkw, int64_t psw,
+                              int64_t pw) {
+    for (int64_t px = 0; px < pw; px++)
+        for (int64_t j = 0; j < n; j += 16) {
+            __mmask16 m = lanes(n - j);
+            __m512i v = _mm512_maskz_loadu_epi32(m, c + px * psw * np + j);
+            for (int64_t ky = 0; ky < pkh; ky++)
+                for (int64_t kx = 0; kx < pkw; kx++)
+                    if (ky || kx)
+                        v = _mm512_max_epi32(v, _mm512_maskz_loadu_epi32(m, c + (ky * ow + px * psw + kx) * np + j));
+            _mm512_mask_storeu_epi32(c + px * np + j, m, v);
+        }
+}
