@@ -28,18 +28,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def parse_engine(spec):
-    name, rest = spec.split('=', 1)
-    env = {}
-    if ':' in rest:
-        sets, rest = rest.rsplit(':', 1)
-        for kv in sets.split(','):
-            k, v = kv.split('=', 1)
-            env[k] = v
-    cmd = ['node', os.path.join(HERE, 'ort_bench.js')] if rest == 'ort' else [rest, 'bench']
-    return name, cmd, env
+sys.path.insert(0, HERE)
+from cpu_time import parse_engine  # noqa: E402  (one ENGINE syntax for both tools)
 
 
 def timed(cmd, env):

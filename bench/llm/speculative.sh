@@ -26,18 +26,7 @@ MAX_TOKENS=${MAX_TOKENS:-384}
 ROUNDS=${ROUNDS:-2}
 THREADS=${THREADS:-1}
 KS=${KS:-"2 4"}
-M=tests/llm/models
-CACHE="${INFERA_CACHE:-$HOME/.cache/infera}"
-F32_DIR="$CACHE/models/$(sha256sum "$M/austen-target-q8_0.gguf" | cut -c1-16)"
-if [ ! -f "$F32_DIR/austen-target-f32.gguf" ]; then
-  mkdir -p "$F32_DIR" && cp "$M/austen-target-q8_0.gguf" "$F32_DIR/"
-  /usr/bin/python3 "$M/make_models.py" --f32-from-q8 --out "$F32_DIR" >/dev/null
-fi
-if [ ! -f "$F32_DIR/austen-draft-q4_0.gguf" ]; then # (PAIRS=q8_0:q4_0: the draft's matrices in Q4_0)
-  cp "$M/austen-draft-f32.gguf" "$F32_DIR/"
-  /usr/bin/python3 "$M/make_models.py" --draft-q4-from-f32 --out "$F32_DIR" >/dev/null
-fi
-mapfile -t PROMPTS < <(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); [print(v["prompt"]) for v in r["target"].values()]' "$M/ref/reference.json")
+. bench/llm/austen_pair.sh # M, F32_DIR (the F32 target, the Q4_0 draft), PROMPTS
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 run() { # MAX_TOKENS MODEL [ARGS...] -> "cpu_seconds completion_tokens proposed accepted"
