@@ -85,6 +85,30 @@ static inline __m512 act16(const inf__epilogue *ep, __m512 v) {
 
 static inline __mmask16 lanes(int64_t left) { return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1); }
 
+/* A column chunk's per-column multipliers and biases (from column at), loaded once for all its rows. */
+typedef struct chunk_scale {
+    __m512 mult, bias;
+} chunk_scale;
+
+static inline chunk_scale chunk_scale_load(const inf__qout *o, int64_t at, __mmask16 m) {
+    return (chunk_scale){o->mult_per_col ? _mm512_maskz_loadu_ps(m, o->mult + at) : _mm512_set1_ps(o->mult[0]),
+                         o->bias_f32 ? _mm512_maskz_loadu_ps(m, o->bias_f32 + at) : _mm512_setzero_ps()};
+}
+
+/* (float)acc * mult + bias of 16 sums with a loaded chunk_scale (before any activation) */
+static inline __m512 chunk_value16(const inf__qout *o, const chunk_scale *k, const int32_t *c, __mmask16 m) {
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c)), k->mult);
+    return o->bias_f32 ? _mm512_add_ps(v, k->bias) : v;
+}
+
+/* 16 bytes (m's lanes) to y: the plain store when every lane is written */
+static inline void store16_u8(uint8_t *y, __mmask16 m, __m128i q) {
+    if (m == 0xFFFF)
+        _mm_storeu_si128((__m128i *)y, q);
+    else
+        _mm_mask_storeu_epi8(y, m, q);
+}
+
 /* (float)acc * mult + bias, then the activation: the F32 value of 16 columns from j0 + j */
 static inline __m512 scaled16(const inf__qout *o, const int32_t *c, int64_t at, __mmask16 m) {
     __m512 mult = o->mult_per_col ? _mm512_maskz_loadu_ps(m, o->mult + at) : _mm512_set1_ps(o->mult[0]);
@@ -101,8 +125,7 @@ void inf__qstore_u8_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0,
         __m128i q = _mm512_cvtepi32_epi8(
             quantize16(scaled16(o, c + j, j0 + j, m), s, z)); /* register
                                                                * form: the memory form of vpmovdb is slow on Zen 4 */
-        if (m == 0xFFFF) _mm_storeu_si128((__m128i *)(y + j), q);
-        else _mm_mask_storeu_epi8(y + j, m, q);
+        store16_u8(y + j, m, q);
     }
 }
 
@@ -137,20 +160,14 @@ void inf__qstore_u8_res_rows_avx512(const inf__qout *o, const int32_t *c, int64_
     const __m512i rz = _mm512_set1_epi32(o->res_zp);
     for (int64_t j = 0; j < n; j += 16) { /* a column chunk: its multipliers and biases loaded once */
         __mmask16 m = lanes(n - j);
-        __m512 mult = pre->mult_per_col ? _mm512_maskz_loadu_ps(m, pre->mult + j0 + j) : _mm512_set1_ps(pre->mult[0]);
-        __m512 bias = pre->bias_f32 ? _mm512_maskz_loadu_ps(m, pre->bias_f32 + j0 + j) : _mm512_setzero_ps();
+        chunk_scale k = chunk_scale_load(pre, j0 + j, m);
         for (int64_t i = 0; i < rows; i++) {
-            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c + i * ldc + j)), mult);
-            if (pre->bias_f32) v = _mm512_add_ps(v, bias);
+            __m512 v = chunk_value16(pre, &k, c + i * ldc + j, m);
             v = act16(pre->act, v); /* pre's own (none in the driver's use): scaled16's value */
             if (pre->requant) v = _mm512_mul_ps(_mm512_sub_ps(qround16(v, ps, pz, plo, phi), pz), ps);
             __m512i ri = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, r + i * ldy + j)), rz);
             v = act16(act, _mm512_add_ps(v, _mm512_mul_ps(_mm512_cvtepi32_ps(ri), rs)));
-            __m128i q = _mm512_cvtepi32_epi8(quantize16(v, s, z));
-            if (m == 0xFFFF)
-                _mm_storeu_si128((__m128i *)(y + i * ldy + j), q);
-            else
-                _mm_mask_storeu_epi8(y + i * ldy + j, m, q);
+            store16_u8(y + i * ldy + j, m, _mm512_cvtepi32_epi8(quantize16(v, s, z)));
         }
     }
 }
@@ -164,14 +181,10 @@ void inf__qstore_u8_rows_avx512(const inf__qout *o, const int32_t *c, int64_t ld
     const __m512 z = _mm512_set1_ps((float)o->rq_zp);
     for (int64_t j = 0; j < n; j += 16) {
         __mmask16 m = lanes(n - j);
-        __m512 mult = o->mult_per_col ? _mm512_maskz_loadu_ps(m, o->mult + j0 + j) : _mm512_set1_ps(o->mult[0]);
-        __m512 bias = o->bias_f32 ? _mm512_maskz_loadu_ps(m, o->bias_f32 + j0 + j) : _mm512_setzero_ps();
+        chunk_scale k = chunk_scale_load(o, j0 + j, m);
         for (int64_t r = 0; r < rows; r++) {
-            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c + r * ldc + j)), mult);
-            if (o->bias_f32) v = _mm512_add_ps(v, bias);
-            __m128i q = _mm512_cvtepi32_epi8(quantize16(act16(o->act, v), s, z));
-            if (m == 0xFFFF) _mm_storeu_si128((__m128i *)(y + r * ldy + j), q);
-            else _mm_mask_storeu_epi8(y + r * ldy + j, m, q);
+            __m512 v = act16(o->act, chunk_value16(o, &k, c + r * ldc + j, m));
+            store16_u8(y + r * ldy + j, m, _mm512_cvtepi32_epi8(quantize16(v, s, z)));
         }
     }
 }
