@@ -71,6 +71,16 @@ Hi<|im_end|>" "<s>[INST] x [/INST]</s>" "<|begin_of_text|>Hi<|eot_id|>" "naïve 
 else
     skp "llama-tokenize (llama.cpp not built: bench/llm/build_llama_cpp.sh)"
 fi
+# greedy_as_llama FILE PROMPT N WHAT: our greedy text of N tokens == llama.cpp's (llama_greedy.sh) on FILE
+greedy_as_llama() {
+    local ours theirs
+    ours=$("$INFERA" generate "$1" --prompt "$2" --max-tokens "$3" 2>&1)
+    theirs=$("$HERE/llama_greedy.sh" "$BIN" "$1" "$3" "$2")
+    case "$theirs" in
+        "$2$ours"*) ok "$4: greedy text == llama.cpp's" ;;
+        *) bad "$4: ours '$2$ours', llama.cpp '$theirs'" ;;
+    esac
+}
 if [ -x "$BIN/llama-simple" ]; then
     for model in target draft; do
         file="$MODELS/austen-$model-f32.gguf"
@@ -94,12 +104,7 @@ if [ -x "$BIN/llama-simple" ]; then
         file="$MODELS/austen-$model-q8_0.gguf"
         for k in $(jq -r ".$model | keys[]" "$REF"); do
             prompt=$(jq -r ".$model[\"$k\"].prompt" "$REF")
-            ours=$("$INFERA" generate "$file" --prompt "$prompt" --max-tokens 16 2>&1)
-            out=$("$HERE/llama_greedy.sh" "$BIN" "$file" 16 "$prompt")
-            case "$out" in
-                "$prompt$ours"*) ok "llama.cpp $model Q8_0 prompt $k greedy == ours" ;;
-                *) bad "llama.cpp $model Q8_0 prompt $k: '$out', ours '$prompt$ours'" ;;
-            esac
+            greedy_as_llama "$file" "$prompt" 16 "llama.cpp $model Q8_0 prompt $k"
         done
     done
     # the RoPE keys: the F32 draft rewritten (gguf_io.py) with rope.freq_base 50000 and linear scaling by 4
@@ -117,12 +122,7 @@ G.write_gguf(sys.argv[2], kvs, tensors)
 PY
     then
         for p in "It is a truth universally acknowledged" "Mr. Darcy was"; do
-            ours=$("$INFERA" generate "$work/rope.gguf" --prompt "$p" --max-tokens 24 2>&1)
-            theirs=$("$HERE/llama_greedy.sh" "$BIN" "$work/rope.gguf" 24 "$p")
-            case "$theirs" in
-                "$p$ours"*) ok "RoPE freq_base + linear scaling: greedy text == llama.cpp's ('$p')" ;;
-                *) bad "RoPE scaling '$p': ours '$ours', llama.cpp '$theirs'" ;;
-            esac
+            greedy_as_llama "$work/rope.gguf" "$p" 24 "RoPE freq_base + linear scaling ('$p')"
         done
     else
         bad "gguf_io.py could not write the RoPE-scaled model"
