@@ -180,15 +180,10 @@ int main(int argc, char **argv) {
     o.n_logits = MAX_PASS;
     inf_llm_context *ct, *cd;
     if (inf_llm_context_new(mt, &o, &ct, &err) || inf_llm_context_new(md, &o, &cd, &err)) return die(&err);
+    int rc = 0;
     if (gen_ks) {
-        int rc = generate_rounds(ct, cd, seq, n_prompt, n_gen, gen_ks, rounds > 0 ? rounds : 1);
-        inf_llm_context_free(ct);
-        inf_llm_context_free(cd);
-        inf_tokenizer_free(tok);
-        inf_llm_model_free(mt);
-        inf_llm_model_free(md);
-        free(seq);
-        return rc;
+        rc = generate_rounds(ct, cd, seq, n_prompt, n_gen, gen_ks, rounds > 0 ? rounds : 1);
+        goto done;
     }
     const int V = inf_llm_model_get_info(mt)->n_vocab;
     const float *lt, *ld;
@@ -238,7 +233,7 @@ int main(int argc, char **argv) {
         printf("{\"alt\":{\"pass\":%d,\"draft_in_turn_ms\":%.5f,\"target_in_turn_ms\":%.5f,\"draft_in_row_ms\":%.5f,"
                "\"target_in_row_ms\":%.5f}}\n", loop_pass, td / loops * 1e3, tt / loops * 1e3, tds / loops * 1e3,
                tts / loops * 1e3);
-        return 0;
+        goto done;
     }
     if (loop) {
         inf_llm_context *c = !strcmp(loop, "draft1") ? cd : ct;
@@ -247,7 +242,7 @@ int main(int argc, char **argv) {
             inf_llm_context_rewind(c, mid, NULL);
             inf_llm_context_eval(c, seq + mid, np, np > 1, &lt, NULL);
         }
-        return 0;
+        goto done;
     }
     printf("{\"cost\":{\"position\":%d,\"target_step_ms\":%.5f,\"draft_step_ms\":%.5f,\"draft_pass2_ms\":%.5f,\"pass_"
            "ms\":[",
@@ -255,11 +250,12 @@ int main(int argc, char **argv) {
     for (int k = 1; k <= MAX_PASS; k++)
         printf("%s%.5f", k > 1 ? "," : "", pass_ms(ct, seq, mid, k, reps));
     printf("]}}\n");
+done: /* every mode ends here: one release of what main made */
     inf_llm_context_free(ct);
     inf_llm_context_free(cd);
     inf_tokenizer_free(tok);
     inf_llm_model_free(mt);
     inf_llm_model_free(md);
     free(seq);
-    return 0;
+    return rc;
 }
