@@ -1,7 +1,7 @@
 /*
  * qdq.c -- a QDQ-quantized MatMul / Gemm / Conv (the form `infera quantize`
  * and ONNX Runtime's quantizer write) becomes the internal QGemm / QConv
- * (ai.infera; ops/ref/quantize.c), which quantizes its input, multiplies in
+ * (ai.infera; ops/ref/quantize_fused.c), which quantizes its input, multiplies in
  * 8-bit integers on weights packed at load (ops/qgemm.h: AVX-512 VNNI /
  * AVX2) and scales, biases, activates and re-quantizes in its store --
  * instead of quantize -> dequantize -> FP32 product -> quantize per op.

@@ -24,7 +24,7 @@
  * as it is (inf__qsrc.nhwc), a uint8 channels-last output (INF_QOUT_F32_U8:
  * C's rows are the output's positions), a MaxPool over the conv rows of each
  * pooled row (conv_pool_rows), and a residual Add applied per block in cache.
- * The stores repeat the reference's arithmetic (ops/ref/quantize.c): float
+ * The stores repeat the reference's arithmetic (ops/ref/quantize_matmul.c, quantize_conv.c): float
  * multiplier computed as a_scale * b_scale / y_scale, (float)acc * mult,
  * round half to even, + zero point, saturate; so QLinear* outputs are
  * bit-identical to the reference kernels'.
@@ -352,7 +352,7 @@ typedef struct conv_task {
 } conv_task;
 
 /* Row p of the group's im2col matrix, K in (ky, kx, channel) order -- the
- * order W is packed in (ops/ref/quantize.c): cg contiguous bytes per tap. */
+ * order W is packed in (ops/ref/quantize_conv.c): cg contiguous bytes per tap. */
 /* n bytes, 8 at a time (short runs: a call to memcpy would cost more). */
 static inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t n) {
     int64_t i = 0;

@@ -5,7 +5,7 @@
  * from an im2col copy.
  *
  * DESIGN: the convolution's K runs over (tap, channel) -- the order W is
- * packed in (ops/ref/quantize.c, ops/qgemm.h panels of 16 columns, K in
+ * packed in (ops/ref/quantize_conv.c, ops/qgemm.h panels of 16 columns, K in
  * quads).  With the input uint8, channels last and zero-point padded
  * (ops/ref/qgemm_drive.c), the K values of output position p for tap t are
  * the cq contiguous bytes at rows[p] + tapoff[t]: no copy is needed when cq
