@@ -16,8 +16,9 @@
  *   grpc_methods.c its other methods (health, metadata, config, repository)
  *   json_num.c  fast, exact JSON number parsing for tensor data
  *   batcher.c   per model version: bounded queue + one scheduler thread
- *   models.c    served models, refcounted versions, atomic swap, repository,
- *               registry alias polling (--all-aliases), auth and per-caller audit
+ *   models.c    served models, refcounted versions, atomic swap, loading
+ *   models_repository.c  the repository API: load, unload, index, --all-aliases
+ *   models_access.c      auth, per-caller audit, registry alias polling
  *   notify.c    LISTEN for alias moves of a PostgreSQL registry
  *   metrics.c   Prometheus counters, gauges and histograms
  *   util.c      growable buffers, JSON string escaping, clocks, access log
@@ -336,7 +337,7 @@ const srv_map_output *inf__serve_batcher_map_output(const srv_batcher *b, int i)
 /* Runs every queued job, stops the scheduler and frees. */
 void inf__serve_batcher_free(srv_batcher *b);
 
-/* ---- models.c -------------------------------------------------------------- */
+/* ---- models.c, models_repository.c, models_access.c ------------------------- */
 
 typedef struct srv_models srv_models;
 typedef struct srv_server srv_server;
@@ -368,7 +369,7 @@ inf_status inf__serve_models_acquire(srv_models *ms, const char *name, const cha
 void inf__serve_version_release(srv_version *v);
 /* Repository API: (re)load name (ref NULL = its configured ref), unload;
  * who is the caller's authorize index (-1: none) for the audit record.
- * Refusals (models.c REPOSITORY API RULES): INF_EDENIED (file paths off),
+ * Refusals (models_repository.c REPOSITORY API RULES): INF_EDENIED (file paths off),
  * INF_ENOENT (not found or not allowed), INF_EBUSY (--max-models). */
 inf_status inf__serve_models_load(srv_models *ms, const char *name, const char *ref, int who, inf_error *err);
 inf_status inf__serve_models_unload(srv_models *ms, const char *name, int who, inf_error *err);
