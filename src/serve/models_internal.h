@@ -106,7 +106,7 @@ inf_status inf__serve_models_reload(srv_models *ms, srv_slot *slot, const char *
 /* A free slot taken for name and ref, or NULL when all are used. */
 srv_slot *inf__serve_models_new_slot(srv_models *ms, const char *name, const char *ref);
 
-/* 1 when s can name a served model (1-128 characters of the allowed set). */
+/* 1 when s can name a served model: 1-128 of [A-Za-z0-9_.-]. */
 int inf__serve_models_valid_name(const char *s);
 
 /* 1 (with the file's path) when ref names a GGUF model: a file, or a
