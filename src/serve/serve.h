@@ -8,7 +8,8 @@
  *   http.c      transport: libmicrohttpd daemon, per-connection context, body
  *               accumulation and limits, suspend/resume around the batcher
  *   routes.c    the route table (one line per route) and the handlers
- *   kserve_v2.c KServe V2 request decoding / response encoding (JSON + binary)
+ *   kserve_v2.c KServe V2 request decoding (JSON + binary), records bodies
+ *   kserve_v2_response.c  KServe V2 response encoding (JSON + binary)
  *   infer_bind.c  input binding and checks shared by the HTTP and gRPC codecs
  *   infer_call.c  the protocol-neutral inference path (routing and admission hooks)
  *   grpc_codec.c  KServe V2 gRPC messages <-> requests and outputs (protobuf-c)
@@ -27,10 +28,9 @@
  * They decode and validate requests, then post jobs to the batcher of the
  * model version they resolved (which they hold a reference on) and suspend
  * the connection -- unless the job is short and a session is idle, in which
- * case it runs inline on the HTTP thread (batcher.c, INLINE RUNS).  Each batcher's one scheduler thread forms batches, runs
- * the version's session and completes the jobs, which resumes connections.
- * A loader (repository API and the alias poller) builds and warms new
- * versions off to the side and swaps a pointer under the models lock.
+ * case it runs inline on the HTTP thread (batcher.c, INLINE RUNS).  Each batcher's one scheduler thread forms batches,
+ * runs the version's session and completes the jobs, which resumes connections. A loader (repository API and the alias
+ * poller) builds and warms new versions off to the side and swaps a pointer under the models lock.
  */
 #ifndef INF_SERVE_H
 #define INF_SERVE_H
@@ -104,7 +104,7 @@ size_t inf__serve_parse_u64(const char *s, const char *end, uint64_t *out);
 #define INF__SERVE_F32_MAX 32
 size_t inf__serve_format_f32(float v, char out[INF__SERVE_F32_MAX]);
 
-/* ---- kserve_v2.c ----------------------------------------------------------- */
+/* ---- kserve_v2.c, kserve_v2_response.c ------------------------------------- */
 
 /* KServe datatype <-> engine dtype. */
 const char *inf__serve_kserve_dtype(inf_dtype d); /* NULL when not expressible */
