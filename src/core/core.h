@@ -105,6 +105,18 @@ void inf__pool_range(inf__pool *pool, int64_t n, int64_t min_chunk, inf__range_f
  * seen its largest shapes a run allocates nothing.  The contents do not
  * survive the next call.  NULL when pool is NULL or memory runs out. */
 void *inf__pool_workspace(inf__pool *pool, size_t bytes);
+/* A 64-byte aligned buffer of at least `bytes` for slot `slot` of a job
+ * whose chunk `slot` each runs in a scratch of its own (the Winograd
+ * convolution's slots), asked for by the thread running that slot.  Kept
+ * across jobs like inf__pool_workspace, one per slot: since the caller
+ * claims chunks from the front and workers from the back, slot s runs on
+ * the same thread from layer to layer and run to run, so its scratch stays
+ * in that core's cache (session scratch comes from the buffer pool, last
+ * written by whichever core used it).  Allocated by that thread on first use
+ * (first touched there); the contents do not survive the job.  NULL when
+ * pool is NULL or has one thread, slot is out of [0, inf__pool_size), or
+ * memory runs out: the caller then uses its own scratch. */
+void *inf__pool_slot_workspace(inf__pool *pool, int slot, size_t bytes);
 /* How many times a worker moved itself off the caller's CPU (threadpool.c's
  * DESIGN note): for tests and diagnostics.  0 for a NULL pool. */
 unsigned inf__pool_moves(const inf__pool *pool);

@@ -89,6 +89,13 @@ typedef struct worker_arg {
     int index, n_threads;
 } worker_arg;
 
+/* A slot's persistent workspace (inf__pool_slot_workspace), on cache lines
+ * of its own: each is read and grown only by the thread running its slot. */
+typedef struct slot_ws {
+    _Alignas(64) void *data;
+    size_t size;
+} slot_ws;
+
 /* A worker's acknowledgement, on a cache line of its own. */
 typedef struct seen_slot {
     _Alignas(64) _Atomic uint32_t gen; /* the last generation the worker finished looking at */
@@ -107,6 +114,7 @@ struct inf__pool {
     pthread_t *threads;
     worker_arg *args; /* per worker, freed with the pool */
     seen_slot *seen;  /* per worker */
+    slot_ws *slots;   /* per thread: inf__pool_slot_workspace */
     pthread_mutex_t mu;
     pthread_cond_t wake;
     /* the caller's workspace (inf__pool_workspace) */
@@ -269,7 +277,9 @@ inf_status inf__pool_new(int n_threads, inf__pool **out) {
         p->threads = inf__calloc((size_t)n_threads - 1, sizeof *p->threads);
         p->seen = inf__aligned_alloc(((size_t)n_threads - 1) * sizeof *p->seen);
         p->args = inf__calloc((size_t)n_threads - 1, sizeof *p->args);
-        if (!p->threads || !p->seen || !p->args) {
+        p->slots = inf__aligned_alloc((size_t)n_threads * sizeof *p->slots);
+        if (p->slots) memset(p->slots, 0, (size_t)n_threads * sizeof *p->slots);
+        if (!p->threads || !p->seen || !p->args || !p->slots) {
             inf__pool_free(p);
             return INF_ENOMEM;
         }
@@ -301,6 +311,10 @@ void inf__pool_free(inf__pool *p) {
     inf__aligned_free(p->seen);
     inf__free(p->args);
     inf__aligned_free(p->ws);
+    if (p->slots)
+        for (int i = 0; i < p->n_threads; i++)
+            inf__aligned_free(p->slots[i].data);
+    inf__aligned_free(p->slots);
     inf__aligned_free(p);
 }
 
@@ -315,6 +329,19 @@ void *inf__pool_workspace(inf__pool *p, size_t bytes) {
         p->ws_size = want;
     }
     return p->ws;
+}
+
+void *inf__pool_slot_workspace(inf__pool *p, int slot, size_t bytes) {
+    if (!p || p->n_threads < 2 || !p->slots || slot < 0 || slot >= p->n_threads) return NULL;
+    slot_ws *w = &p->slots[slot];
+    if (bytes > w->size) {
+        void *data = inf__aligned_alloc(bytes); /* not touched here: the slot's thread touches it first */
+        if (!data) return NULL;
+        inf__aligned_free(w->data);
+        w->data = data;
+        w->size = bytes;
+    }
+    return w->data;
 }
 
 int inf__pool_size(const inf__pool *p) { return p ? p->n_threads : 1; }

@@ -47,6 +47,11 @@ void *inf__pool_workspace(inf__pool *p, size_t bytes) {
     return p->ws;
 }
 
+void *inf__pool_slot_workspace(inf__pool *p, int slot, size_t bytes) {
+    (void)p, (void)slot, (void)bytes;
+    return NULL; /* one thread: the caller's own scratch */
+}
+
 unsigned inf__pool_moves(const inf__pool *p) {
     (void)p;
     return 0;

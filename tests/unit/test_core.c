@@ -288,6 +288,51 @@ TEST(thread_pool_caller_claims_the_front) {
     inf__pool_free(pool);
 }
 
+/* Slot workspaces (inf__pool_slot_workspace): asked for by whichever thread
+ * runs the slot, one buffer per slot, 64-byte aligned, kept while large
+ * enough; NULL without a pool, with one thread or out of range. */
+typedef struct slot_ws_check {
+    inf__pool *pool;
+    size_t bytes;
+    void *got[3];
+} slot_ws_check;
+
+static void take_slot_ws(void *arg, int64_t begin, int64_t end) {
+    slot_ws_check *c = arg;
+    for (int64_t s = begin; s < end; s++) {
+        unsigned char *w = inf__pool_slot_workspace(c->pool, (int)s, c->bytes);
+        if (w) memset(w, (int)s + 1, c->bytes); /* each slot writes all of its own buffer */
+        c->got[s] = w;
+    }
+}
+
+TEST(thread_pool_slot_workspace) {
+    ASSERT_TRUE(inf__pool_slot_workspace(NULL, 0, 64) == NULL);
+    inf__pool *one, *pool;
+    ASSERT_OK(inf__pool_new(1, &one));
+    ASSERT_TRUE(inf__pool_slot_workspace(one, 0, 64) == NULL);
+    inf__pool_free(one);
+    ASSERT_OK(inf__pool_new(3, &pool));
+    ASSERT_TRUE(inf__pool_slot_workspace(pool, 3, 64) == NULL);
+    ASSERT_TRUE(inf__pool_slot_workspace(pool, -1, 64) == NULL);
+    slot_ws_check c = {pool, 100000, {NULL, NULL, NULL}};
+    void *kept[3] = {NULL, NULL, NULL};
+    for (int round = 0; round < 50; round++) {
+        c.bytes = round == 0 ? 100000 : round % 2 ? 150000 : 4096; /* grows in round 1, then kept */
+        inf__pool_range(pool, 3, 1, take_slot_ws, &c);
+        for (int s = 0; s < 3; s++) {
+            ASSERT_TRUE(c.got[s] != NULL);
+            ASSERT_EQ((uintptr_t)c.got[s] % 64, 0);
+            const unsigned char *w = c.got[s];
+            ASSERT_TRUE(w[0] == s + 1 && w[c.bytes - 1] == s + 1); /* no other slot wrote into it */
+            if (round == 1) kept[s] = c.got[s];
+            if (round > 1) ASSERT_TRUE(c.got[s] == kept[s]);
+        }
+    }
+    ASSERT_TRUE(c.got[0] != c.got[1] && c.got[1] != c.got[2] && c.got[0] != c.got[2]);
+    inf__pool_free(pool);
+}
+
 TEST(thread_pool_single_thread_runs_inline) {
     pool_check *c = calloc(1, sizeof *c);
     inf__pool_range(NULL, 10, 1, mark_range, c);

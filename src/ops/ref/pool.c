@@ -304,26 +304,57 @@ typedef struct pool2d_task {
     const inf__kernel_ctx *ctx;
     atomic_bool *stopped;
     int64_t planes_per_check;
+    int64_t channels; /* per image (pool2d_rows) */
 } pool2d_task;
+
+/* The fast kernel over n planes from x to y (AVX-512 or AVX2). */
+static void pool2d_kernel(const inf__pool2d *q, const float *x, float *y, int64_t n) {
+    if (inf__cpu_has_avx512())
+        inf__ops_pool2d_f32_avx512(q, x, y, n); /* ops/x86/pool_avx512.c */
+    else
+        inf__ops_pool2d_f32_avx2(q, x, y, n);
+}
 
 /* planes_per_check planes at a time (about 2^22 reads), the time budget
  * checked before each group (a plane's work is bounded: see
  * POOL2D_MAX_PLANE_WORK). */
 static void pool2d_planes(void *arg, int64_t begin, int64_t end) {
     const pool2d_task *t = arg;
-    bool avx512 = inf__cpu_has_avx512();
     for (int64_t pl = begin, n; pl < end; pl += n) {
         if (atomic_load_explicit(t->stopped, memory_order_relaxed) || inf__kernel_out_of_time(t->ctx)) {
             atomic_store_explicit(t->stopped, true, memory_order_relaxed);
             return;
         }
         n = end - pl < t->planes_per_check ? end - pl : t->planes_per_check;
-        const float *x = t->x + pl * t->q.ih * t->q.iw;
-        float *y = t->y + pl * t->q.oh * t->q.ow;
-        if (avx512)
-            inf__ops_pool2d_f32_avx512(&t->q, x, y, n); /* ops/x86/pool_avx512.c */
-        else
-            inf__ops_pool2d_f32_avx2(&t->q, x, y, n);
+        pool2d_kernel(&t->q, t->x + pl * t->q.ih * t->q.iw, t->y + pl * t->q.oh * t->q.ow, n);
+    }
+}
+
+/* Output rows [begin, end) of the images (row u = image u / oh, row u % oh),
+ * every channel: the split for a batch smaller than the threads, so each
+ * thread pools the band of rows the row-split convolution before it wrote
+ * and the one after it reads (by channel planes, half of the input and of
+ * the output crossed between the cores: MaxPool of the bench CNN at batch
+ * 1, 2 threads).  Only without top padding, where output row oy reads input
+ * rows from oy * sh: a band is then the same pool on a shorter input that
+ * starts at row oy0 * sh -- the same windows, the same bits. */
+static void pool2d_rows(void *arg, int64_t begin, int64_t end) {
+    const pool2d_task *t = arg;
+    const inf__pool2d *q = &t->q;
+    for (int64_t u = begin, n; u < end; u += n) {
+        if (atomic_load_explicit(t->stopped, memory_order_relaxed) || inf__kernel_out_of_time(t->ctx)) {
+            atomic_store_explicit(t->stopped, true, memory_order_relaxed);
+            return;
+        }
+        int64_t img = u / q->oh, oy0 = u % q->oh;
+        n = end - u < q->oh - oy0 ? end - u : q->oh - oy0;
+        inf__pool2d band = *q;
+        band.oh = n, band.ih = q->ih - oy0 * q->sh;
+        for (int64_t c = 0; c < t->channels; c++) {
+            int64_t plane = img * t->channels + c;
+            pool2d_kernel(&band, t->x + plane * q->ih * q->iw + oy0 * q->sh * q->iw,
+                          t->y + plane * q->oh * q->ow + oy0 * q->ow, 1);
+        }
     }
 }
 #endif
@@ -353,9 +384,16 @@ static bool pool2d_fast(inf__kernel_ctx *ctx, const pool_params *p, const pool_g
                      y->data,
                      ctx,
                      &stopped,
-                     ((int64_t)1 << 22) / (oh * plane_work + 1) + 1};
+                     ((int64_t)1 << 22) / (oh * plane_work + 1) + 1,
+                     x->dims[1]};
     int64_t work = g->out_total * rows_read * (g->k[l] < g->in[l] ? g->k[l] : g->in[l]) / 4 + 1; /* < 2^52 (above) */
-    inf__pool_range(ctx->pool, g->planes, work > 8192 ? 1 : 8192 / work + 1, pool2d_planes, &t);
+    int64_t images = x->dims[0], threads = inf__pool_size(ctx->pool);
+    if (l && t.q.pt == 0 && images < threads && oh >= 2 * threads) {
+        int64_t row_work = x->dims[1] * work / oh + 1; /* one output row of every channel */
+        inf__pool_range(ctx->pool, images * oh, row_work > 8192 ? 1 : 8192 / row_work + 1, pool2d_rows, &t);
+    } else {
+        inf__pool_range(ctx->pool, g->planes, work > 8192 ? 1 : 8192 / work + 1, pool2d_planes, &t);
+    }
     *st = atomic_load(&stopped) ? inf__kernel_check_time(ctx) : INF_OK;
     return true;
 #else

@@ -96,6 +96,7 @@ typedef struct wino_job {
     wino_geom G;
     const float *x, *up, *bias, *res;
     float *y, *scratch;
+    inf__pool *pool;  /* the slots' persistent scratch (inf__pool_slot_workspace) */
     int64_t u_floats; /* packed U floats per point */
 } wino_job;
 
