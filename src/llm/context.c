@@ -227,15 +227,18 @@ static void part_rows_tile(const matmul_job *j, const matmul_part *p, int64_t be
  * reads them as one stream.  Six streams side by side were no slower with the
  * weights in L3 but ~1.3-1.5x slower while other jobs contend for L3 and DRAM
  * (Austen F32 target, session 17: a 3-token check cost more than a 5-token
- * one); the sums are the same either way. */
+ * one); the sums are the same either way.  A type with a short-pass kernel
+ * (fblock_small: AVX-512 f32/f16, rows streamed two at a time for any nt)
+ * takes the whole pass in one call per block of rows. */
 static int small_pass_tokens(const inf__llm_qtype *q, int n) {
-    if (q->fblock_row_tokens > q->fblock_tokens && n > 2 && n <= q->fblock_tokens) return 2;
+    if (!q->fblock_small && q->fblock_row_tokens > q->fblock_tokens && n > 2 && n <= q->fblock_tokens) return 2;
     return q->fblock_row_tokens;
 }
 
 static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
     const inf__llm_weight *w = p->w;
     const int R = w->q->fblock_rows, T = j->n > SMALL_PASS ? w->q->fblock_tokens : small_pass_tokens(w->q, j->n);
+    inf__llm_fblock_fn fblock = j->n <= SMALL_PASS && w->q->fblock_small ? w->q->fblock_small : w->q->fblock;
     int passes = (j->n + w->q->fblock_pass - 1) / w->q->fblock_pass;
     int TB = (j->n + passes - 1) / passes;
     TB = (TB + T - 1) / T * T;
@@ -253,7 +256,7 @@ static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t 
                     for (size_t b = 0; b < step && pf < w_end; b += 64, pf += 64)
                         __builtin_prefetch(pf, 0, 2);
                 float o[INF__LLM_FBLOCK_MAX];
-                w->q->fblock(w->cols, wr, w->row_bytes, nr, j->qx + (size_t)t * j->qx_stride, j->qx_stride, nt, o);
+                fblock(w->cols, wr, w->row_bytes, nr, j->qx + (size_t)t * j->qx_stride, j->qx_stride, nt, o);
                 for (int u = 0; u < nt; u++)
                     for (int e = 0; e < nr; e++)
                         store(p, t + u, r + e, o[R * u + e]); /* out[t * R + r] */
