@@ -29,7 +29,7 @@ machine, or as a ratio of interleaved runs; the load average is printed.
 usage: ttft.py INFERA MODEL [--rounds 15] [--threads 1] [--words 8,200] [--methods warm,cold,process]
                [--probe build/bench/ttft_probe] [--raw /tmp/ttft-raw.jsonl]
 """
-import argparse, json, os, re, socket, statistics, subprocess, sys, time
+import argparse, json, os, re, socket, statistics, subprocess, sys, threading, time
 
 
 def http_ttft(port, prompt):
@@ -117,6 +117,8 @@ def main():
             break
     if port is None:
         sys.exit("the server did not start")
+    # keep draining the server's log: a full pipe would stop the server at its next log line
+    threading.Thread(target=lambda: [log.write(line) for line in srv.stderr], daemon=True).start()
     probe = Probe(probe_path, a.model, a.threads) if {"warm", "cold"} & set(methods) else None
     print("load at start %s; %d rounds; methods %s; raw figures in %s" % (
         " ".join(open("/proc/loadavg").read().split()[:3]), a.rounds, ",".join(methods), a.raw))
