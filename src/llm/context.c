@@ -214,28 +214,17 @@ static void part_rows_tile(const matmul_job *j, const matmul_part *p, int64_t be
  * first call on each row.  A pass of a few tokens (decoding, verification)
  * takes up to fblock_row_tokens tokens per call, a tile's rows per call (a
  * call per row cost ~6% of F32 decode and ~25% of a verification pass on the
- * L3-resident Austen F32 target, in calls and stores); the kernels read the
- * rows of 1-2 and 5-6 tokens one after the other (one stream from L3/DRAM),
- * 3-4 tokens through the AVX-512 tile, rows side by side (on Zen 5 no slower
- * than a row at a time, SmolLM2 F32 and the Austen target, session 16).
- * Every kernel sums in one order, so the results do not change. */
-/* Tokens per call of a short pass (<= SMALL_PASS).  Where the kernel reads
- * its rows side by side for 3..fblock_tokens tokens and one after the other
- * for more (AVX-512: 6 rows x 3-4 tokens), a pass of 3-4 tokens -- a
- * speculative check of 2-3 proposals, a batched step of 3-4 sequences -- goes
- * in calls of 2 tokens: the second call finds the rows in L1, and the first
- * reads them as one stream.  Six streams side by side were no slower with the
- * weights in L3 but ~1.3-1.5x slower while other jobs contend for L3 and DRAM
- * (Austen F32 target, session 17: a 3-token check cost more than a 5-token
- * one); the sums are the same either way. */
-static int small_pass_tokens(const inf__llm_qtype *q, int n) {
-    if (q->fblock_row_tokens > q->fblock_tokens && n > 2 && n <= q->fblock_tokens) return 2;
-    return q->fblock_row_tokens;
-}
-
+ * L3-resident Austen F32 target, in calls and stores), through the type's
+ * short-pass kernel where it has one (fblock_small; AVX-512: 1-2 tokens a row
+ * at a time, 3-6 tokens two rows at a time, each row one stream: the 6 x 4
+ * tile's six rows side by side measured 1.3-1.5x slower while other jobs
+ * contend for L3 and DRAM, and the 2-token calls session 17 split 3-4 tokens
+ * into read the weights twice; bench/llm/RESULTS.md, session 18).  Every
+ * kernel sums in one order, so the results do not change. */
 static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t begin, int64_t end) {
     const inf__llm_weight *w = p->w;
-    const int R = w->q->fblock_rows, T = j->n > SMALL_PASS ? w->q->fblock_tokens : small_pass_tokens(w->q, j->n);
+    const int R = w->q->fblock_rows, T = j->n > SMALL_PASS ? w->q->fblock_tokens : w->q->fblock_row_tokens;
+    inf__llm_fblock_fn fblock = j->n <= SMALL_PASS && w->q->fblock_small ? w->q->fblock_small : w->q->fblock;
     int passes = (j->n + w->q->fblock_pass - 1) / w->q->fblock_pass;
     int TB = (j->n + passes - 1) / passes;
     TB = (TB + T - 1) / T * T;
@@ -253,7 +242,7 @@ static void part_rows_fblock(const matmul_job *j, const matmul_part *p, int64_t 
                     for (size_t b = 0; b < step && pf < w_end; b += 64, pf += 64)
                         __builtin_prefetch(pf, 0, 2);
                 float o[INF__LLM_FBLOCK_MAX];
-                w->q->fblock(w->cols, wr, w->row_bytes, nr, j->qx + (size_t)t * j->qx_stride, j->qx_stride, nt, o);
+                fblock(w->cols, wr, w->row_bytes, nr, j->qx + (size_t)t * j->qx_stride, j->qx_stride, nt, o);
                 for (int u = 0; u < nt; u++)
                     for (int e = 0; e < nr; e++)
                         store(p, t + u, r + e, o[R * u + e]); /* out[t * R + r] */

@@ -360,15 +360,19 @@ static void fill_fast(void) {
     typedef struct float_tiles {
         inf__llm_fblock_fn f32, f16;
         uint8_t rows, tokens, pass, row_tokens;
+        inf__llm_fblock_fn small_f32, small_f16;
     } float_tiles;
-    static const float_tiles ftile_avx2 = {inf__llm_tile_f32_avx2, inf__llm_tile_f16_avx2, 4, 8,
-                                           32, 8}; /* f32_tile_avx2.c */
+    static const float_tiles ftile_avx2 = {
+        inf__llm_tile_f32_avx2, inf__llm_tile_f16_avx2, 4, 8, 32, 8, NULL, NULL}; /* f32_tile_avx2.c */
     /* f32_tile_avx512.c; passes of up to 128 tokens: 126 x 1536 f32 at 126-133 GFLOP/s vs 102-104 with 30 (Zen 5,
      * 1 MiB L2); 128 so that a 128-token prompt is one pass (120 left a pass of 8 that read the weights again) */
-    static const float_tiles ftile_zmm = {inf__llm_block_f32_zmm, inf__llm_block_f16_zmm, 6, 4, 128, 6};
+    static const float_tiles ftile_zmm = {inf__llm_block_f32_zmm, inf__llm_block_f16_zmm, 6, 4, 128, 6,
+                                          inf__llm_small_f32_zmm, inf__llm_small_f16_zmm};
     const float_tiles *ft = has_vnni ? &ftile_zmm : &ftile_avx2;
     qtypes[ROW_FAST][0].fblock = ft->f32;
     qtypes[ROW_FAST][1].fblock = ft->f16;
+    qtypes[ROW_FAST][0].fblock_small = ft->small_f32;
+    qtypes[ROW_FAST][1].fblock_small = ft->small_f16;
     for (int i = 0; i < 2; i++) {
         qtypes[ROW_FAST][i].fblock_rows = ft->rows;
         qtypes[ROW_FAST][i].fblock_tokens = ft->tokens;

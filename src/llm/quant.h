@@ -114,6 +114,7 @@ typedef struct inf__llm_qtype {
     uint8_t fblock_rows, fblock_tokens;
     uint8_t fblock_pass; /* tokens whose rows stream past a tile's weight rows before the next rows (L2-sized) */
     uint8_t fblock_row_tokens; /* passes of <= 8 tokens: up to this many per call (>= fblock_tokens) */
+    inf__llm_fblock_fn fblock_small; /* NULL: fblock; else a pass of <= 8 tokens' calls (nt <= fblock_row_tokens) */
 } inf__llm_qtype;
 
 /* The row kernels of a ggml type, fast ones chosen for this CPU (or the
@@ -213,6 +214,8 @@ float inf__llm_dot_f32_zmm(int64_t k, const void *w, const void *x);
 float inf__llm_dot_f16_zmm(int64_t k, const void *w, const void *x);
 void inf__llm_block_f32_zmm(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt, float *out);
 void inf__llm_block_f16_zmm(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt, float *out);
+void inf__llm_small_f32_zmm(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt, float *out);
+void inf__llm_small_f16_zmm(int64_t k, const void *w, size_t rb, int nr, const void *x, size_t xs, int nt, float *out);
 /* Bytes of a packed tile of k columns (0: the type is not packed). */
 size_t inf__llm_tile_bytes(const inf__llm_qtype *q, int64_t k);
 /* Which kernels inf__llm_qtype_get hands out: "vnni", "avx2" or "reference". */

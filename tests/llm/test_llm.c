@@ -403,7 +403,8 @@ static void test_kernels_k(void) {
 }
 
 #if defined(__x86_64__)
-/* f32/f16 tiles (AVX2: 4 rows x 8 tokens, f32_tile_avx2.c; AVX-512: 3 x 4):
+/* f32/f16 tiles (AVX2: 4 rows x 8 tokens, f32_tile_avx2.c; AVX-512: 6 x 4,
+ * and its short-pass kernel, rows streamed two at a time against 1-6 tokens):
  * every (row, token) of every tile shape bit for bit the one-row kernel of
  * the same ISA (so verifying K+1 tokens in one pass picks what decoding them
  * one by one picks), and that one near the double-precision reference. */
@@ -413,6 +414,7 @@ typedef struct float_isa {
     int rows, tokens, row_tokens; /* row_tokens: tokens of a call in a pass of a few tokens */
     inf__llm_dot_fn dot[2];       /* f32, f16 */
     inf__llm_fblock_fn block[2];
+    inf__llm_fblock_fn small[2]; /* a short pass's kernel (NULL: block) */
 } float_isa;
 
 static void check_float_tile(const float_isa *F, int ft, int k, uint64_t *s) {
@@ -428,21 +430,23 @@ static void check_float_tile(const float_isa *F, int ft, int k, uint64_t *s) {
         if (ft) ref->from_float(row, dst, k);
         else memcpy(dst, row, rb);
     }
-    for (int nr = 1; nr <= F->rows; nr++)
-        for (int nt = 1; nt <= F->row_tokens; nt++) {
-            float o[INF__LLM_FBLOCK_MAX];
-            F->block[ft](k, W, rb, nr, X, rb, nt, o);
-            int exact = 1;
-            float worst = 0;
-            for (int t = 0; t < nt; t++)
-                for (int r = 0; r < nr; r++) {
-                    float one = F->dot[ft](k, W + r * rb, X + t * rb);
-                    exact &= !memcmp(&one, &o[F->rows * t + r], 4);
-                    worst = fmaxf(worst, fabsf(one - ref->dot(k, W + r * rb, X + t * rb)));
-                }
-            CHECK(exact, "%s %s tile (%d x %d, k %d) differs from the row kernel", F->name, ref->name, nr, nt, k);
-            CHECK(worst < 1e-3f, "%s %s row kernel vs reference: %g (k %d)", F->name, ref->name, worst, k);
-        }
+    for (int kind = 0; kind < (F->small[ft] ? 2 : 1); kind++)
+        for (int nr = 1; nr <= F->rows; nr++)
+            for (int nt = 1; nt <= F->row_tokens; nt++) {
+                float o[INF__LLM_FBLOCK_MAX];
+                (kind ? F->small : F->block)[ft](k, W, rb, nr, X, rb, nt, o);
+                int exact = 1;
+                float worst = 0;
+                for (int t = 0; t < nt; t++)
+                    for (int r = 0; r < nr; r++) {
+                        float one = F->dot[ft](k, W + r * rb, X + t * rb);
+                        exact &= !memcmp(&one, &o[F->rows * t + r], 4);
+                        worst = fmaxf(worst, fabsf(one - ref->dot(k, W + r * rb, X + t * rb)));
+                    }
+                CHECK(exact, "%s %s %s (%d x %d, k %d) differs from the row kernel", F->name, ref->name,
+                      kind ? "short-pass kernel" : "tile", nr, nt, k);
+                CHECK(worst < 1e-3f, "%s %s row kernel vs reference: %g (k %d)", F->name, ref->name, worst, k);
+            }
 }
 
 #endif
@@ -456,14 +460,16 @@ static void test_kernels_float(void) {
          8,
          8,
          {inf__llm_dot_f32_avx2, inf__llm_dot_f16_avx2},
-         {inf__llm_tile_f32_avx2, inf__llm_tile_f16_avx2}},
+         {inf__llm_tile_f32_avx2, inf__llm_tile_f16_avx2},
+         {NULL, NULL}},
         {"zmm",
          true,
          6,
          4,
          6,
          {inf__llm_dot_f32_zmm, inf__llm_dot_f16_zmm},
-         {inf__llm_block_f32_zmm, inf__llm_block_f16_zmm}},
+         {inf__llm_block_f32_zmm, inf__llm_block_f16_zmm},
+         {inf__llm_small_f32_zmm, inf__llm_small_f16_zmm}},
     };
     /* whole 16s (even and odd counts, a short last segment, one chunk), an odd 8, tails, shorter than a chunk */
     static const int ks[] = {512, 256, 560, 200, 48, 16, 72, 40, 43, 8, 5};
@@ -485,7 +491,8 @@ static void test_kernels_float(void) {
         CHECK(f32->fblock && f32->fblock_rows * f32->fblock_tokens <= INF__LLM_FBLOCK_MAX &&
                   f32->fblock_rows * f32->fblock_row_tokens <= INF__LLM_FBLOCK_MAX &&
                   f32->fblock_row_tokens >= f32->fblock_tokens &&
-                  (f32->fblock == inf__llm_tile_f32_avx2) == (f32->dot == inf__llm_dot_f32_avx2),
+                  (f32->fblock == inf__llm_tile_f32_avx2) == (f32->dot == inf__llm_dot_f32_avx2) &&
+                  (f32->fblock_small == NULL) == (f32->fblock == inf__llm_tile_f32_avx2),
               "f32 kernels of the table: tile %d x %d", f32->fblock_rows, f32->fblock_tokens);
 #endif
 }
@@ -699,7 +706,7 @@ static void test_speculative(uint32_t type, const char *tn) {
         run_gen(ct, NULL, prompt, np, 0, 0, 40, 0, &alone, &sa);
         /* k fixed and the adaptive draft length (INFERA_LLM_DRAFT_ADAPTIVE: at most k) */
         for (int fixed = 0; fixed < 2; fixed++)
-            for (int k = 1; k <= 9; k += k < 5 ? 2 : 3) {
+            for (int k = 1; k <= 9; k += k < 6 ? 1 : 2) { /* passes of 2..7 tokens (each kernel shape) and 9 */
                 if (!fixed) setenv("INFERA_LLM_DRAFT_ADAPTIVE", "1", 1);
                 run_gen(ct, cd, prompt, np, 0, 0, 40, k, &spec, &ss);
                 unsetenv("INFERA_LLM_DRAFT_ADAPTIVE");
