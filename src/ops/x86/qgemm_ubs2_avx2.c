@@ -175,15 +175,16 @@ static void tile_mr(const inf__qgemm_b *b, const uint8_t *const *rows, const int
     TILE_CASES(0)
 }
 
-/* The m rows (from row pointers, quad q of K at rows[i] + qoff[q]) against every tile. */
+/* The m rows (from row pointers, quad q of K at rows[i] + qoff[q]) against every tile: tiles outer, rows
+ * inner, so a tile's B (kp x 16 bytes) stays in L1 while the rows pass. */
 static void routed(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *qoff,
                    const int32_t *init, int32_t *c, int64_t ldc) {
     int64_t panels = b->np / PANEL, stride = INF_QGEMM_ROUTE_HDR + b->kp / 8;
-    for (int64_t i = 0; i < m; i += MR) {
-        int mr = (int)(m - i < MR ? m - i : MR);
-        for (int64_t p = 0; p < panels; p += 2)
+    for (int64_t p = 0; p < panels; p += 2)
+        for (int64_t i = 0; i < m; i += MR) {
+            int mr = (int)(m - i < MR ? m - i : MR);
             tile_mr(b, rows + i, qoff, b->route + p / 2 * stride, init, mr, p + 1 < panels, p, c + i * ldc, ldc);
-    }
+        }
 }
 
 void inf__qconv_raw_avx2ubs(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
@@ -208,10 +209,11 @@ void inf__qgemm_raw_avx2ubs(const inf__qgemm_b *b, int64_t m, const uint8_t *a, 
     }
     int64_t qoff[MAXQ];
     for (int64_t q = 0; q < nq; q++) qoff[q] = 4 * q;
-    for (int64_t i = 0; i < m; i += MR) {
-        const uint8_t *rows[MR];
-        int mr = (int)(m - i < MR ? m - i : MR);
-        for (int r = 0; r < mr; r++) rows[r] = a + (i + r) * lda;
-        routed(b, mr, rows, qoff, init, c + i * ldc, ldc);
+    enum { RB = 48 }; /* rows per pass over B */
+    for (int64_t i0 = 0; i0 < m; i0 += RB) {
+        const uint8_t *rows[RB];
+        int64_t mr = m - i0 < RB ? m - i0 : RB;
+        for (int64_t r = 0; r < mr; r++) rows[r] = a + (i0 + r) * lda;
+        routed(b, mr, rows, qoff, init, c + i0 * ldc, ldc);
     }
 }
