@@ -84,8 +84,8 @@ typedef struct inf__qgemm_b {
                            * one panel) INF_QGEMM_ROUTE_HDR + kp / 8 values: the counts of its 8-K groups
                            * routed ubs2 / ubs2 (both panels), ubs2 / ubs, ubs / ubs2, ubs / ubs, then the
                            * group indices in that order (a lone panel: first and last class only); NULL:
-                           * every group by ubs (INFERA_QGEMM=avx2-ubs, or K too long for the kernel's
-                           * offset table).  A trailing quad (kp % 8 == 4) always by ubs. */
+                           * every group by ubs (INFERA_QGEMM=avx2-ubs, or kp past INF_QGEMM_ROUTE_MAX_KP:
+                           * the convolution's offset table).  A trailing quad (kp % 8 == 4) always by ubs. */
 } inf__qgemm_b;
 
 enum { INF_QGEMM_ROUTE_HDR = 4, INF_QGEMM_ROUTE_MAX_KP = 8192 };

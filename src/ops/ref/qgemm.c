@@ -82,11 +82,14 @@ static bool group_ubs2(const int8_t *panel, int64_t g) {
     const int8_t *q0 = panel + 2 * g * 32, *q1 = q0 + 32;
     for (int c = 0; c < 8; c++)
         for (int sl = 0; sl < 2; sl++) {
-            const int8_t v[4] = {q0[4 * c + 2 * sl], q0[4 * c + 2 * sl + 1], q1[4 * c + 2 * sl], q1[4 * c + 2 * sl + 1]};
+            const int8_t v[4] = {q0[4 * c + 2 * sl], q0[4 * c + 2 * sl + 1], q1[4 * c + 2 * sl],
+                                 q1[4 * c + 2 * sl + 1]};
             int pos = 0, neg = 0;
             for (int i = 0; i < 4; i++) {
-                if (v[i] > 0) pos += v[i];
-                else neg -= v[i];
+                if (v[i] > 0)
+                    pos += v[i];
+                else
+                    neg -= v[i];
             }
             if (pos > 128 || neg > 128) return false;
         }
@@ -109,15 +112,18 @@ static bool routes_off(void) {
     return off;
 }
 
-/* Sorts every tile's groups by class into route (route_values of them). */
+/* Sorts every tile's groups by class into route (route_values of them; kp <= INF_QGEMM_ROUTE_MAX_KP). */
 static void build_route(const inf__qgemm_b *b, int32_t *route) {
     int64_t ng = b->kp / 8, ntile = (b->np / 8 + 1) / 2;
+    uint8_t cls_of[INF_QGEMM_ROUTE_MAX_KP / 8];
     for (int64_t t = 0; t < ntile; t++) {
         int32_t *h = route + t * (INF_QGEMM_ROUTE_HDR + ng), *list = h + INF_QGEMM_ROUTE_HDR;
+        for (int64_t g = 0; g < ng; g++)
+            cls_of[g] = (uint8_t)group_class(b, t, g);
         for (int cls = 0; cls < 4; cls++) {
             h[cls] = 0;
             for (int64_t g = 0; g < ng; g++)
-                if (group_class(b, t, g) == cls) *list++ = (int32_t)g, h[cls]++;
+                if (cls_of[g] == cls) *list++ = (int32_t)g, h[cls]++;
         }
     }
 }

@@ -19,9 +19,9 @@
  *         (ops/ref/qgemm.c, group_ubs2).
  * The route lists each tile's groups by class -- ubs2 on both panels, on the
  * first only, on the second only, on neither -- so each class runs its own
- * branch-free loop reading the two quads' A offsets from a per-call table
- * (the GEMM: 4q; a convolution: tap offset + channel, K running over taps of
- * cq values as W is packed).  A trailing quad (kp % 8 == 4) takes ubs.
+ * branch-free loop, the two quads' A offsets 8g and 8g + 4 (the GEMM) or
+ * from a per-call table (a convolution: tap offset + channel, K running
+ * over taps of cq values as W is packed; a group may straddle two taps).  A trailing quad (kp % 8 == 4) takes ubs.
  * The sums are exact in every step, so the result equals the reference's
  * bit for bit (int32 sums wrap the same), whatever the route.
  * The micro-kernel keeps 6 rows x 16 columns in 12 ymm sums, B read from
@@ -75,7 +75,7 @@ static inline __m256i init_of(const int32_t *init, int64_t p) {
 
 #define LOOP3(count, S0, S1)                                                                                           \
     for (int32_t n_ = (count); n_ > 0; n_--) {                                                                         \
-        int64_t g = *gl++, o0 = qoff[2 * g], o1 = qoff[2 * g + 1];                                                     \
+        int64_t g = *gl++, o0 = qoff ? qoff[2 * g] : 8 * g, o1 = qoff ? qoff[2 * g + 1] : o0 + 4;                      \
         __m256i w00 = ld(w0p + g * 64), w01 = ld(w0p + g * 64 + 32), w10 = ld(w1p + g * 64),                           \
                 w11 = ld(w1p + g * 64 + 32);                                                                           \
         ROW3(0, S0, S1);                                                                                               \
@@ -85,9 +85,10 @@ static inline __m256i init_of(const int32_t *init, int64_t p) {
 
 #define ST(r, acc) _mm256_storeu_si256((__m256i *)(o + (r)*ldc), acc)
 
-/* The full tile: panels p, p + 1, three rows, the tile's route rt. */
-static void tile_3x16(const inf__qgemm_b *b, const uint8_t *const *rows, const int64_t *qoff, const int32_t *rt,
-                      const int32_t *init, int64_t p, int32_t *c, int64_t ldc) {
+/* The full tile: panels p, p + 1, three rows, the tile's route rt (qoff NULL: the GEMM's A, quad q at 4q). */
+static inline __attribute__((always_inline)) void tile_3x16(const inf__qgemm_b *b, const uint8_t *const *rows,
+                                                            const int64_t *qoff, const int32_t *rt, const int32_t *init,
+                                                            int64_t p, int32_t *c, int64_t ldc) {
     const int8_t *w0p = (const int8_t *)b->data + p * b->kp * PANEL, *w1p = w0p + b->kp * PANEL;
     const __m256i ones = _mm256_set1_epi16(1);
     const uint8_t *a0 = rows[0], *a1 = rows[1], *a2 = rows[2];
@@ -99,7 +100,7 @@ static void tile_3x16(const inf__qgemm_b *b, const uint8_t *const *rows, const i
     LOOP3(rt[2], step1, step2)
     LOOP3(rt[3], step1, step1)
     if (b->kp % 8) { /* the trailing quad */
-        int64_t q = b->kp / 4 - 1, o0 = qoff[q];
+        int64_t q = b->kp / 4 - 1, o0 = qoff ? qoff[q] : 4 * q;
         __m256i x0 = ld(w0p + q * 32), x1 = ld(w1p + q * 32);
 #define ROWQ(R)                                                                                                        \
     do {                                                                                                               \
@@ -120,7 +121,7 @@ static void tile_3x16(const inf__qgemm_b *b, const uint8_t *const *rows, const i
 /* The tails: mr < 3 rows, one or two panels. */
 #define LOOPN(count, S0, S1)                                                                                           \
     for (int32_t n_ = (count); n_ > 0; n_--) {                                                                         \
-        int64_t g = *gl++, o0 = qoff[2 * g], o1 = qoff[2 * g + 1];                                                     \
+        int64_t g = *gl++, o0 = qoff ? qoff[2 * g] : 8 * g, o1 = qoff ? qoff[2 * g + 1] : o0 + 4;                      \
         __m256i w00 = ld(w0p + g * 64), w01 = ld(w0p + g * 64 + 32);                                                   \
         __m256i w10 = two ? ld(w1p + g * 64) : w00, w11 = two ? ld(w1p + g * 64 + 32) : w01;                           \
         for (int r = 0; r < mr; r++) {                                                                                 \
@@ -138,7 +139,8 @@ static inline __attribute__((always_inline)) void tile(const inf__qgemm_b *b, co
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i acc[MR][2];
     __m256i i0 = init_of(init, p), i1 = two ? init_of(init, p + 1) : i0;
-    for (int r = 0; r < MR; r++) acc[r][0] = i0, acc[r][1] = i1;
+    for (int r = 0; r < MR; r++)
+        acc[r][0] = i0, acc[r][1] = i1;
     const int32_t *gl = rt + INF_QGEMM_ROUTE_HDR;
     LOOPN(rt[0], step2, step2)
     LOOPN(rt[1], step2, step1)
@@ -147,7 +149,7 @@ static inline __attribute__((always_inline)) void tile(const inf__qgemm_b *b, co
     if (b->kp % 8) {
         int64_t q = b->kp / 4 - 1;
         for (int r = 0; r < mr; r++) {
-            __m256i qa = bcast4(rows[r] + qoff[q]);
+            __m256i qa = bcast4(rows[r] + (qoff ? qoff[q] : 4 * q));
             acc[r][0] = step_q(acc[r][0], qa, ld(w0p + q * 32), ones);
             if (two) acc[r][1] = step_q(acc[r][1], qa, ld(w1p + q * 32), ones);
         }
@@ -160,13 +162,20 @@ static inline __attribute__((always_inline)) void tile(const inf__qgemm_b *b, co
 
 #define TILE_CASES(two)                                                                                                \
     switch (mr) {                                                                                                      \
-    case 2: tile(b, rows, qoff, rt, init, 2, two, p, c, ldc); return;                                                  \
-    case 1: tile(b, rows, qoff, rt, init, 1, two, p, c, ldc); return;                                                  \
-    default: tile(b, rows, qoff, rt, init, 3, two, p, c, ldc); return;                                                 \
+    case 2:                                                                                                            \
+        tile(b, rows, qoff, rt, init, 2, two, p, c, ldc);                                                              \
+        return;                                                                                                        \
+    case 1:                                                                                                            \
+        tile(b, rows, qoff, rt, init, 1, two, p, c, ldc);                                                              \
+        return;                                                                                                        \
+    default:                                                                                                           \
+        tile(b, rows, qoff, rt, init, 3, two, p, c, ldc);                                                              \
+        return;                                                                                                        \
     }
 
-static void tile_mr(const inf__qgemm_b *b, const uint8_t *const *rows, const int64_t *qoff, const int32_t *rt,
-                    const int32_t *init, int mr, int two, int64_t p, int32_t *c, int64_t ldc) {
+static inline __attribute__((always_inline)) void tile_mr(const inf__qgemm_b *b, const uint8_t *const *rows,
+                                                          const int64_t *qoff, const int32_t *rt, const int32_t *init,
+                                                          int mr, int two, int64_t p, int32_t *c, int64_t ldc) {
     if (two && mr == MR) {
         tile_3x16(b, rows, qoff, rt, init, p, c, ldc);
         return;
@@ -177,14 +186,26 @@ static void tile_mr(const inf__qgemm_b *b, const uint8_t *const *rows, const int
 
 /* The m rows (from row pointers, quad q of K at rows[i] + qoff[q]) against every tile: tiles outer, rows
  * inner, so a tile's B (kp x 16 bytes) stays in L1 while the rows pass. */
-static void routed(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *qoff,
-                   const int32_t *init, int32_t *c, int64_t ldc) {
+static inline __attribute__((always_inline)) void routed(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows,
+                                                         const int64_t *qoff, const int32_t *init, int32_t *c,
+                                                         int64_t ldc) {
     int64_t panels = b->np / PANEL, stride = INF_QGEMM_ROUTE_HDR + b->kp / 8;
     for (int64_t p = 0; p < panels; p += 2)
         for (int64_t i = 0; i < m; i += MR) {
             int mr = (int)(m - i < MR ? m - i : MR);
             tile_mr(b, rows + i, qoff, b->route + p / 2 * stride, init, mr, p + 1 < panels, p, c + i * ldc, ldc);
         }
+}
+
+/* The two instances: a convolution's quads through its offset table, the GEMM's at 4q (no table loads). */
+static void routed_conv(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *qoff,
+                        const int32_t *init, int32_t *c, int64_t ldc) {
+    routed(b, m, rows, qoff, init, c, ldc);
+}
+
+static void routed_gemm(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int32_t *init, int32_t *c,
+                        int64_t ldc) {
+    routed(b, m, rows, NULL, init, c, ldc);
 }
 
 void inf__qconv_raw_avx2ubs(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
@@ -196,24 +217,23 @@ void inf__qconv_raw_avx2ubs(const inf__qgemm_b *b, int64_t m, const uint8_t *con
     }
     int64_t qoff[MAXQ];
     for (int64_t t = 0, q = 0; t < ntaps; t++)
-        for (int64_t ch = 0; ch < cq; ch += 4) qoff[q++] = tapoff[t] + ch;
-    routed(b, m, rows, qoff, init, c, ldc);
+        for (int64_t ch = 0; ch < cq; ch += 4)
+            qoff[q++] = tapoff[t] + ch;
+    routed_conv(b, m, rows, qoff, init, c, ldc);
 }
 
 void inf__qgemm_raw_avx2ubs(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
                             int32_t *c, int64_t ldc) {
-    int64_t nq = b->kp / 4;
-    if (!b->route || nq > MAXQ) {
+    if (!b->route) {
         inf__qgemm_raw_avx2ubs1(b, m, a, lda, init, c, ldc);
         return;
     }
-    int64_t qoff[MAXQ];
-    for (int64_t q = 0; q < nq; q++) qoff[q] = 4 * q;
     enum { RB = 48 }; /* rows per pass over B */
     for (int64_t i0 = 0; i0 < m; i0 += RB) {
         const uint8_t *rows[RB];
         int64_t mr = m - i0 < RB ? m - i0 : RB;
-        for (int64_t r = 0; r < mr; r++) rows[r] = a + (i0 + r) * lda;
-        routed(b, mr, rows, qoff, init, c + i0 * ldc, ldc);
+        for (int64_t r = 0; r < mr; r++)
+            rows[r] = a + (i0 + r) * lda;
+        routed_gemm(b, mr, rows, init, c + i0 * ldc, ldc);
     }
 }
