@@ -12,8 +12,8 @@
  *         exact for pair-safe weights (|b0| + |b1| <= 128).
  *   ubs2: two quads' vpmaddubsw results are first added in int16 (vpaddw),
  *         then one vpmaddwd by ones + vpaddd: 3 multiplies per 64 products,
- *         ~1.3x ubs's rate on Zen 5's 256-bit path (bench/quant/RESULTS.md,
- *         madd_ceiling.c).  An int16 slot then sums four u8 x s8 products;
+ *         ~1.45x ubs's rate in register-only loops and ~1.2x as this kernel
+ *         on Zen 5's 256-bit path (bench/quant/RESULTS.md, session 18).  An int16 slot then sums four u8 x s8 products;
  *         it cannot leave int16 when its four weights' positive sum is <= 128
  *         and negative sum >= -128, which the packer checks per (panel, group)
  *         (ops/ref/qgemm.c, group_ubs2).
@@ -21,11 +21,12 @@
  * first only, on the second only, on neither -- so each class runs its own
  * branch-free loop, the two quads' A offsets 8g and 8g + 4 (the GEMM) or
  * from a per-call table (a convolution: tap offset + channel, K running
- * over taps of cq values as W is packed; a group may straddle two taps).  A trailing quad (kp % 8 == 4) takes ubs.
- * The sums are exact in every step, so the result equals the reference's
- * bit for bit (int32 sums wrap the same), whatever the route.
- * The micro-kernel keeps 6 rows x 16 columns in 12 ymm sums, B read from
- * memory operands.  Compiled for AVX2 only (never -mavxvnni).
+ * over taps of cq values as W is packed; a group may straddle two taps).
+ * A trailing quad (kp % 8 == 4) takes ubs.  The sums are exact in every
+ * step, so the result equals the reference's bit for bit (int32 sums wrap
+ * the same), whatever the route.  The micro-kernel keeps 3 rows x 16
+ * columns (below); tiles outer, rows inner, so a tile's B stays in L1.
+ * Compiled for AVX2 only (never -mavxvnni).
  */
 #include <immintrin.h>
 #include <string.h>
