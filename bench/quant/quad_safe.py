@@ -3,6 +3,7 @@
 results in int16 before widening (madd_ceiling.c's "ubs2" form), exactly.
 
     /usr/bin/python3 bench/quant/quad_safe.py MODEL_INT8.onnx ...
+    /usr/bin/python3 bench/quant/quad_safe.py --dump DIR MODEL_INT8.onnx ...   (the weights, for route_bench.c)
 
 vpmaddubsw sums the u8 x s8 products of a K pair into a saturating int16; adding two of them (K quads q and
 q + 1 of a column) sums 4 products per int16 slot: K = {8g, 8g+1, 8g+4, 8g+5} and {8g+2, 8g+3, 8g+6, 8g+7}
@@ -68,7 +69,19 @@ def census(w):
     return res
 
 
+def dump(out_dir, paths):
+    """Writes each weight as raw int8 [K, N] to OUT_DIR/TAG_I_K_N.bin (TAG the file's stem), for route_bench.c."""
+    import os
+    for path in paths:
+        tag = os.path.basename(path).split(".")[0].replace("_", "")
+        for i, (_, w) in enumerate(weights(path)):
+            w.astype(np.int8).tofile(os.path.join(out_dir, "%s_%d_%d_%d.bin" % (tag, i, w.shape[0], w.shape[1])))
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--dump":
+        dump(sys.argv[2], sys.argv[3:])
+        return
     for path in sys.argv[1:]:
         tot = {"signed": [0] * 8, "abs": [0] * 8}
         print(path)

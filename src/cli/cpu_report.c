@@ -49,9 +49,11 @@ static const char *int8_kernel_text(inf__qgemm_isa isa) {
         return "avx-vnni (vpdpbusd, 256-bit)";
     case INF_QGEMM_AVX2: {
         const char *q = getenv("INFERA_QGEMM");
-        return q && !strcmp(q, "avx2-maddwd")
-                   ? "avx2 (vpmaddwd only: INFERA_QGEMM=avx2-maddwd)"
-                   : "avx2 (vpmaddwd; vpmaddubsw for pair-safe weights, e.g. --reduce-range)";
+        if (q && !strcmp(q, "avx2-maddwd")) return "avx2 (vpmaddwd only: INFERA_QGEMM=avx2-maddwd)";
+        if (q && !strcmp(q, "avx2-ubs"))
+            return "avx2 (vpmaddwd; vpmaddubsw for pair-safe weights, no ubs2 routes: INFERA_QGEMM=avx2-ubs)";
+        return "avx2 (vpmaddwd; vpmaddubsw for pair-safe weights, e.g. --reduce-range, routed: two summed in int16 "
+               "where the weights allow)";
     }
     case INF_QGEMM_AVX2_UBS:
         return "avx2 (vpmaddubsw)";

@@ -34,6 +34,15 @@
  *                      |b0| + |b1| <= 128 (7-bit weights, --reduce-range),
  *                      where the int16 pair sums cannot saturate.
  *                      INFERA_QGEMM=avx2-maddwd keeps vpmaddwd for all B.
+ *                      Routed ("ubs2", x86/qgemm_ubs2_avx2.c): the packer also
+ *                      sorts each 16-column tile's 8-K groups (two quads) by
+ *                      whether each of its two panels may add its two
+ *                      vpmaddubsw results in int16 before the one vpmaddwd by
+ *                      ones (every int16 slot's four weights: positive sum
+ *                      <= 128, negative sum >= -128, so 255 x either fits
+ *                      int16), 3 multiplies per 64 products instead of 4;
+ *                      the other groups take the step above.
+ *                      INFERA_QGEMM=avx2-ubs packs no routes (ubs alone).
  *   INF_QGEMM_REF      plain C over the same math: the reference twin.
  * All five give bit-identical int32 results (tests/kernels/test_qgemm.c).
  *
@@ -71,7 +80,15 @@ typedef struct inf__qgemm_b {
     int32_t *colsum;     /* [np] sum_k B'[k][j] */
     int32_t *b_zp;       /* [np] zero point of column j after the u8 shift */
     bool any_b_zp;       /* some b_zp[j] != 0: the row sums of A are needed */
+    const int32_t *route; /* INF_QGEMM_AVX2_UBS: per 16-column tile (panels 2t, 2t + 1; the last may be
+                           * one panel) INF_QGEMM_ROUTE_HDR + kp / 8 values: the counts of its 8-K groups
+                           * routed ubs2 / ubs2 (both panels), ubs2 / ubs, ubs / ubs2, ubs / ubs, then the
+                           * group indices in that order (a lone panel: first and last class only); NULL:
+                           * every group by ubs (INFERA_QGEMM=avx2-ubs, or kp past INF_QGEMM_ROUTE_MAX_KP:
+                           * the convolution's offset table).  A trailing quad (kp % 8 == 4) always by ubs. */
 } inf__qgemm_b;
+
+enum { INF_QGEMM_ROUTE_HDR = 4, INF_QGEMM_ROUTE_MAX_KP = 8192 };
 
 /* The kernel to pack B (as inf__qgemm_pack_b reads it) for, given the
  * best one: INF_QGEMM_AVX2_UBS in place of INF_QGEMM_AVX2 when B is
@@ -112,7 +129,10 @@ void inf__qgemm_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *a, 
 void inf__qgemm_raw_avxvnni(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
                             int32_t *c, int64_t ldc); /* x86/qgemm_avxvnni.c */
 void inf__qgemm_raw_avx2ubs(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
-                            int32_t *c, int64_t ldc); /* x86/qgemm_maddubs_avx2.c */
+                            int32_t *c, int64_t ldc); /* x86/qgemm_ubs2_avx2.c: b->route's, else ubs's */
+/* ubs alone (x86/qgemm_maddubs_avx2.c), whatever b->route says. */
+void inf__qgemm_raw_avx2ubs1(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init,
+                             int32_t *c, int64_t ldc);
 
 /* The raw sums of a convolution block read in place (implicit GEMM,
  * x86/qconv_vnni_avx512.c; VNNI packing, no W zero point, K = taps * cq with
@@ -124,9 +144,12 @@ void inf__qconv_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *con
 /* The same with AVX-VNNI (x86/qgemm_avxvnni.c; its packing: panels of 8). */
 void inf__qconv_raw_avxvnni(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                             int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
-/* The same with vpmaddubsw for pair-safe B (x86/qgemm_maddubs_avx2.c; AVX-VNNI's packing). */
+/* The same with vpmaddubsw for pair-safe B (AVX-VNNI's packing): routed by b->route
+ * (x86/qgemm_ubs2_avx2.c), or ubs alone (..._avx2ubs1, x86/qgemm_maddubs_avx2.c). */
 void inf__qconv_raw_avx2ubs(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                             int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
+void inf__qconv_raw_avx2ubs1(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
+                             int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
 /* The same on AVX2 (x86/qgemm_avx2.c; AVX2 packing, no W zero point, cq
  * even): the image read as zero-extended uint16 values (inf__widen_u8_avx2),
  * rows and tapoff in uint16 elements. */

@@ -25,7 +25,11 @@
  *     reference ISA's bits, and its int32 sums against a direct depthwise
  *     convolution written here, with uint8/int8 weights and zero points.
  *   - inf__qgemm_pack_isa: vpmaddubsw exactly when every pair has
- *     |b0| + |b1| <= 128.
+ *     |b0| + |b1| <= 128;
+ *   - the routed ubs2 kernel (GEMM and implicit-GEMM convolution) on
+ *     adversarial weights -- int16 slots right at the +-128 bound, all
+ *     negative, mixed, one past it -- with A at 255, against a direct sum,
+ *     and its route against the class each group's weights allow.
  * An ISA the CPU lacks is reported as skipped ("skipped: avx512-vnni").
  * Prints one line per failure and "N passed, M failed".
  */
@@ -598,6 +602,145 @@ static void quantize_near_half_cases(void) {
 
 /* ---- which AVX2 kernel a B gets ---- */
 
+/* ---- the routed ubs2 kernel (x86/qgemm_ubs2_avx2.c) ----
+ * B drawn per (8-column panel, 8-K group) block: plain [-32, 32] (every
+ * slot passes), slots right at the bound (four weights with positive sum
+ * 128 and/or negative sum -128: 32 x 4, -32 x 4, 64 -64 64 -64, 127 1 0 0,
+ * -128 0 0 0), one slot one past it (129 or -129: the block must take ubs),
+ * or any pair-safe weights ([-64, 64]); A all 255 now and then (a slot past
+ * the bound would then saturate).  Slot s of column c in group g is
+ * K = {8g + 2s, 8g + 2s + 1, 8g + 4 + 2s, 8g + 5 + 2s}, as vpmaddubsw pairs
+ * bytes and vpaddw adds two quads. */
+static const int8_t at_bound[][4] = {{32, 32, 32, 32}, {-32, -32, -32, -32}, {64, -64, 64, -64}, {127, 1, 0, 0},
+                                     {-128, 0, 0, 0},  {0, 64, 64, 0},       {-64, -64, 0, 0},   {100, -28, 28, -100}};
+static const int8_t past_bound[][4] = {{33, 32, 32, 32}, {-33, -32, -32, -32}, {64, 64, 1, 0}, {0, -1, -64, -64}};
+
+static void fill_block(int8_t *b, int64_t k, int64_t n, int64_t g, int64_t p, int mode) {
+    int bad_c = (int)rand_in(0, 7), bad_s = (int)rand_in(0, 1);
+    for (int c = 0; c < 8 && p * 8 + c < n; c++)
+        for (int sl = 0; sl < 2; sl++) {
+            const int64_t ks[4] = {8 * g + 2 * sl, 8 * g + 2 * sl + 1, 8 * g + 4 + 2 * sl, 8 * g + 5 + 2 * sl};
+            int8_t v[4];
+            const int8_t *pat = mode == 1 || mode == 2 ? at_bound[rand_in(0, 7)] : NULL;
+            if (mode == 2 && c == bad_c && sl == bad_s) pat = past_bound[rand_in(0, 3)];
+            for (int i = 0; i < 4; i++)
+                v[i] = pat ? pat[i] : (int8_t)rand_in(mode ? -64 : -32, mode ? 64 : 32);
+            if (pat && rand_in(0, 1)) { /* the two pairs swapped: the same slot */
+                int8_t t0 = v[0], t1 = v[1];
+                v[0] = v[2], v[1] = v[3], v[2] = t0, v[3] = t1;
+            }
+            for (int i = 0; i < 4; i++)
+                if (ks[i] < k) b[ks[i] * n + p * 8 + c] = v[i];
+        }
+}
+
+/* The class a group of a tile must get, from B as given (not the packing). */
+static int expect_class(const int8_t *b, int64_t k, int64_t n, int64_t t, int64_t g) {
+    bool ok[2] = {true, true}, two = 2 * t + 1 < (n + 7) / 8;
+    for (int h = 0; h < 2; h++)
+        for (int64_t j = (2 * t + h) * 8; j < (2 * t + h + 1) * 8 && j < n; j++)
+            for (int sl = 0; sl < 2; sl++) {
+                int pos = 0, neg = 0;
+                const int64_t ks[4] = {8 * g + 2 * sl, 8 * g + 2 * sl + 1, 8 * g + 4 + 2 * sl, 8 * g + 5 + 2 * sl};
+                for (int i = 0; i < 4; i++) {
+                    int v = ks[i] < k ? b[ks[i] * n + j] : 0;
+                    if (v > 0)
+                        pos += v;
+                    else
+                        neg -= v;
+                }
+                if (pos > 128 || neg > 128) ok[h] = false;
+            }
+    if (!two) ok[1] = ok[0];
+    return ok[0] ? (ok[1] ? 0 : 1) : (ok[1] ? 2 : 3);
+}
+
+static void ubs2_case(int case_no) {
+    int64_t m = rand_in(1, 20), k = rand_in(1, 5) == 1 ? rand_in(1, 12) : rand_in(8, 400), n = rand_in(1, 60);
+    bool a255 = rand_in(0, 3) == 0;
+    int64_t kp = (k + 3) / 4 * 4, ng8 = (kp + 7) / 8, npan = (n + 7) / 8;
+    uint8_t *a = calloc((size_t)(m * kp), 1);
+    int8_t *b = calloc((size_t)(k * n), 1);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t p = 0; p < k; p++)
+            a[i * kp + p] = a255 ? 255 : (uint8_t)rand_in(0, 255);
+    for (int64_t g = 0; g < ng8; g++)
+        for (int64_t p = 0; p < npan; p++)
+            fill_block(b, k, n, g, p, (int)rand_in(0, 3));
+    inf__qgemm_b pb;
+    void *mem = inf__aligned_alloc(inf__qgemm_pack_b_bytes(INF_QGEMM_AVX2_UBS, k, n));
+    inf__qgemm_pack_b_into(mem, INF_QGEMM_AVX2_UBS, k, n, b, INF_DTYPE_I8, n, false, NULL, 1, &pb);
+    bool route_ok = pb.route != NULL;
+    for (int64_t t = 0; route_ok && t < (npan + 1) / 2; t++) { /* each group once, in its class's list */
+        const int32_t *rt = pb.route + t * (INF_QGEMM_ROUTE_HDR + kp / 8), *gl = rt + INF_QGEMM_ROUTE_HDR;
+        int64_t seen = 0;
+        for (int cls = 0; cls < 4; cls++)
+            for (int32_t i = 0; i < rt[cls]; i++, seen++)
+                route_ok = route_ok && expect_class(b, k, n, t, gl[seen]) == cls;
+        route_ok = route_ok && seen == kp / 8;
+    }
+    check(route_ok, "ubs2 route: each group in the class its weights allow", case_no);
+    int32_t *c = malloc((size_t)(m * pb.np) * sizeof *c);
+    int32_t a_zp = (int32_t)rand_in(0, 255);
+    inf__qgemm_rows(&pb, m, a, kp, a_zp, c, pb.np);
+    bool ok = true;
+    for (int64_t i = 0; i < m && ok; i++)
+        for (int64_t j = 0; j < n && ok; j++) {
+            int64_t acc = 0;
+            for (int64_t p = 0; p < k; p++)
+                acc += ((int64_t)a[i * kp + p] - a_zp) * b[p * n + j];
+            ok = c[i * pb.np + j] == (int32_t)(uint32_t)acc;
+        }
+    char what[96];
+    snprintf(what, sizeof what, "ubs2 gemm m=%lld k=%lld n=%lld a255=%d", (long long)m, (long long)k, (long long)n,
+             (int)a255);
+    check(ok, what, case_no);
+    free(a), free(b), free(c);
+    inf__aligned_free(mem);
+}
+
+/* The routed implicit-GEMM convolution: ntaps taps of cq channels (cq % 8 == 4 now and then, so 8-K groups
+ * straddle two taps), rows and tap offsets anywhere in an image, against a direct sum. */
+static void ubs2_conv_case(int case_no) {
+    int64_t m = rand_in(1, 14), ntaps = rand_in(1, 9), cq = 4 * rand_in(1, 16), n = rand_in(1, 40), k = ntaps * cq;
+    int64_t npan = (n + 7) / 8, img_len = 4096;
+    uint8_t *img = malloc((size_t)img_len);
+    int8_t *b = calloc((size_t)(k * n), 1);
+    for (int64_t i = 0; i < img_len; i++)
+        img[i] = rand_in(0, 2) ? 255 : (uint8_t)rand_in(0, 255);
+    for (int64_t g = 0; g < (k + 7) / 8; g++)
+        for (int64_t p = 0; p < npan; p++)
+            fill_block(b, k, n, g, p, (int)rand_in(0, 3));
+    const uint8_t *rows[16];
+    int64_t tapoff[9];
+    for (int64_t i = 0; i < m; i++)
+        rows[i] = img + rand_in(0, 1024);
+    for (int64_t t = 0; t < ntaps; t++)
+        tapoff[t] = rand_in(0, 2048);
+    inf__qgemm_b pb;
+    void *mem = inf__aligned_alloc(inf__qgemm_pack_b_bytes(INF_QGEMM_AVX2_UBS, k, n));
+    inf__qgemm_pack_b_into(mem, INF_QGEMM_AVX2_UBS, k, n, b, INF_DTYPE_I8, n, false, NULL, 1, &pb);
+    int32_t init[64], *c = malloc((size_t)(m * pb.np) * sizeof *c);
+    for (int64_t j = 0; j < pb.np; j++)
+        init[j] = (int32_t)rand_in(-100000, 100000);
+    inf__qconv_raw_avx2ubs(&pb, m, rows, tapoff, ntaps, cq, init, c, pb.np);
+    bool ok = pb.route != NULL;
+    for (int64_t i = 0; i < m && ok; i++)
+        for (int64_t j = 0; j < n && ok; j++) {
+            int64_t acc = init[j];
+            for (int64_t t = 0; t < ntaps; t++)
+                for (int64_t ch = 0; ch < cq; ch++)
+                    acc += (int64_t)rows[i][tapoff[t] + ch] * b[(t * cq + ch) * n + j];
+            ok = c[i * pb.np + j] == (int32_t)(uint32_t)acc;
+        }
+    char what[96];
+    snprintf(what, sizeof what, "ubs2 conv m=%lld taps=%lld cq=%lld n=%lld", (long long)m, (long long)ntaps,
+             (long long)cq, (long long)n);
+    check(ok, what, case_no);
+    free(img), free(b), free(c);
+    inf__aligned_free(mem);
+}
+
 static void pack_isa_cases(void) {
     int8_t b[4 * 3] = {0};
     /* k = 4, n = 3, row-major: column 1's pairs (rows 0-1, rows 2-3) */
@@ -635,6 +778,15 @@ int main(void) {
         for (int c = 0; c < 80; c++) conv_fused_case(isas[i], c % 2 ? pool : NULL, c);
         for (int c = 0; c < 120; c++) depthwise_case(isas[i], c % 2 ? pool : NULL, c);
         printf("%s: checked\n", inf__qgemm_isa_name(isas[i]));
+    }
+    if (isa_runs(INF_QGEMM_AVX2_UBS) && !(getenv("INFERA_QGEMM") && !strcmp(getenv("INFERA_QGEMM"), "avx2-ubs"))) {
+        for (int c = 0; c < 300; c++)
+            ubs2_case(c);
+        for (int c = 0; c < 200; c++)
+            ubs2_conv_case(c);
+        printf("avx2-maddubs routed (ubs2): checked\n");
+    } else {
+        printf("skipped: avx2-maddubs routed (ubs2)\n");
     }
     quantize_cases();
     quantize_near_half_cases();

@@ -24,9 +24,10 @@ static inf__qgemm_isa detect_isa(void) {
     if (!inf__cpu_has_avx2_fma()) return INF_QGEMM_REF;
     if (inf__cpu_has_avx512_vnni()) return INF_QGEMM_VNNI512; /* off under INFERA_CPU=avx2 */
     /* AVX-VNNI on the avx2 path; INFERA_QGEMM=avx2 keeps the AVX2-only CPUs' kernels (vpmaddwd, and
-     * vpmaddubsw for pair-safe weights: inf__qgemm_pack_isa), INFERA_QGEMM=avx2-maddwd vpmaddwd alone */
+     * vpmaddubsw for pair-safe weights, routed ubs2 / ubs: inf__qgemm_pack_isa), INFERA_QGEMM=avx2-maddwd
+     * vpmaddwd alone, INFERA_QGEMM=avx2-ubs no ubs2 route (comparisons) */
     const char *q = getenv("INFERA_QGEMM");
-    if (q && (!strcmp(q, "avx2") || !strcmp(q, "avx2-maddwd"))) return INF_QGEMM_AVX2;
+    if (q && (!strcmp(q, "avx2") || !strcmp(q, "avx2-maddwd") || !strcmp(q, "avx2-ubs"))) return INF_QGEMM_AVX2;
     return inf__cpu_path_allows(INF__CPU_AVX2, INF_CPU_AVXVNNI) ? INF_QGEMM_AVXVNNI : INF_QGEMM_AVX2;
 #else
     return INF_QGEMM_REF;
@@ -57,11 +58,74 @@ static pack_shape shape_of(inf__qgemm_isa isa) {
 
 static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
+/* The route's int32 values (qgemm.h, inf__qgemm_b.route): INF_QGEMM_AVX2_UBS only. */
+static int64_t route_values(inf__qgemm_isa isa, int64_t kp, int64_t np) {
+    if (isa != INF_QGEMM_AVX2_UBS) return 0;
+    return (np / 8 + 1) / 2 * (INF_QGEMM_ROUTE_HDR + kp / 8);
+}
+
 size_t inf__qgemm_pack_b_bytes(inf__qgemm_isa isa, int64_t k, int64_t n) {
     pack_shape s = shape_of(isa);
     int64_t kp = round_up(k > 0 ? k : 1, 4), np = round_up(n > 0 ? n : 1, s.panel);
     size_t data = (size_t)(kp * np * s.elem);
-    return round_up((int64_t)data, 64) + 2 * round_up(np * 4, 64);
+    return round_up((int64_t)data, 64) + 2 * round_up(np * 4, 64) + round_up(route_values(isa, kp, np) * 4, 64);
+}
+
+/* ---- the ubs2 route (x86/qgemm_ubs2_avx2.c) ---- */
+
+/* May 8-K group g of a quad-packed panel (8 columns x 4 values per quad)
+ * add its two vpmaddubsw results in int16: each int16 slot (column c, pair
+ * s of quads 2g and 2g + 1) sums four u8 x s8 products, which stay within
+ * [-32768, 32767] for every A in [0, 255] iff its positive weights sum to
+ * <= 128 and its negative ones to >= -128 (255 x 128 = 32640). */
+static bool group_ubs2(const int8_t *panel, int64_t g) {
+    const int8_t *q0 = panel + 2 * g * 32, *q1 = q0 + 32;
+    for (int c = 0; c < 8; c++)
+        for (int sl = 0; sl < 2; sl++) {
+            const int8_t v[4] = {q0[4 * c + 2 * sl], q0[4 * c + 2 * sl + 1], q1[4 * c + 2 * sl],
+                                 q1[4 * c + 2 * sl + 1]};
+            int pos = 0, neg = 0;
+            for (int i = 0; i < 4; i++) {
+                if (v[i] > 0)
+                    pos += v[i];
+                else
+                    neg -= v[i];
+            }
+            if (pos > 128 || neg > 128) return false;
+        }
+    return true;
+}
+
+/* Group g's class in tile t: 0 ubs2 / ubs2, 1 ubs2 / ubs, 2 ubs / ubs2, 3 ubs / ubs (a lone panel: 0 or 3). */
+static int group_class(const inf__qgemm_b *b, int64_t t, int64_t g) {
+    const int8_t *p0 = (const int8_t *)b->data + 2 * t * b->kp * 8;
+    bool two = 2 * t + 1 < b->np / 8, u0 = group_ubs2(p0, g), u1 = two ? group_ubs2(p0 + b->kp * 8, g) : u0;
+    return u0 ? (u1 ? 0 : 1) : (u1 ? 2 : 3);
+}
+
+static bool routes_off(void) {
+    static int off = -1;
+    if (off < 0) {
+        const char *q = getenv("INFERA_QGEMM");
+        off = q && !strcmp(q, "avx2-ubs");
+    }
+    return off;
+}
+
+/* Sorts every tile's groups by class into route (route_values of them; kp <= INF_QGEMM_ROUTE_MAX_KP). */
+static void build_route(const inf__qgemm_b *b, int32_t *route) {
+    int64_t ng = b->kp / 8, ntile = (b->np / 8 + 1) / 2;
+    uint8_t cls_of[INF_QGEMM_ROUTE_MAX_KP / 8];
+    for (int64_t t = 0; t < ntile; t++) {
+        int32_t *h = route + t * (INF_QGEMM_ROUTE_HDR + ng), *list = h + INF_QGEMM_ROUTE_HDR;
+        for (int64_t g = 0; g < ng; g++)
+            cls_of[g] = (uint8_t)group_class(b, t, g);
+        for (int cls = 0; cls < 4; cls++) {
+            h[cls] = 0;
+            for (int64_t g = 0; g < ng; g++)
+                if (cls_of[g] == cls) *list++ = (int32_t)g, h[cls]++;
+        }
+    }
 }
 
 /* B's value (kk, j) as the signed 8-bit operand. */
@@ -132,6 +196,11 @@ void inf__qgemm_pack_b_into(void *mem, inf__qgemm_isa isa, int64_t k, int64_t n,
         out->colsum[j] = (int32_t)sum;
         out->b_zp[j] = zp_value(b_zp, dtype, n_bzp, j);
         if (out->b_zp[j]) out->any_b_zp = true;
+    }
+    if (route_values(isa, kp, np) && kp <= INF_QGEMM_ROUTE_MAX_KP && !routes_off()) {
+        int32_t *route = (int32_t *)((char *)out->b_zp + round_up(np * 4, 64));
+        build_route(out, route);
+        out->route = route;
     }
 }
 

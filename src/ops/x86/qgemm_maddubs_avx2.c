@@ -12,7 +12,9 @@
  * weights -- `infera quantize --reduce-range` -- always; any file by
  * chance) no int16 sum saturates and the result is the reference's bit for
  * bit.  inf__qgemm_pack_b_into checks this and gives such B this kernel
- * (INF_QGEMM_AVX2_UBS) in place of the vpmaddwd one (x86/qgemm_avx2.c).
+ * (INF_QGEMM_AVX2_UBS) in place of the vpmaddwd one (x86/qgemm_avx2.c);
+ * x86/qgemm_ubs2_avx2.c runs it routed (ubs2 where the weights allow), this
+ * file's entries (..._avx2ubs1) run every group by this step.
  * Per 32 products: two multiplies and one vpaddd, against two and two for
  * vpmaddwd on 16-bit operands; A is read as bytes in place (no widening
  * pass) and a broadcast serves a quad, not a pair.
@@ -23,6 +25,6 @@
  */
 #define DP_SETUP const __m256i ones16 = _mm256_set1_epi16(1)
 #define DP(acc, a, w) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), ones16))
-#define QUAD_CONV_FN inf__qconv_raw_avx2ubs
-#define QUAD_GEMM_FN inf__qgemm_raw_avx2ubs
+#define QUAD_CONV_FN inf__qconv_raw_avx2ubs1
+#define QUAD_GEMM_FN inf__qgemm_raw_avx2ubs1
 #include "ops/x86/qgemm_quad_tile.h"
