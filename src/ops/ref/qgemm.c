@@ -103,13 +103,10 @@ static int group_class(const inf__qgemm_b *b, int64_t t, int64_t g) {
     return u0 ? (u1 ? 0 : 1) : (u1 ? 2 : 3);
 }
 
-static bool routes_off(void) {
-    static int off = -1;
-    if (off < 0) {
-        const char *q = getenv("INFERA_QGEMM");
-        off = q && !strcmp(q, "avx2-ubs");
-    }
-    return off;
+/* INFERA_QGEMM names this packing choice (comparisons; read at pack time, not per call). */
+static bool qgemm_env_is(const char *value) {
+    const char *q = getenv("INFERA_QGEMM");
+    return q && !strcmp(q, value);
 }
 
 /* Sorts every tile's groups by class into route (route_values of them; kp <= INF_QGEMM_ROUTE_MAX_KP). */
@@ -146,12 +143,7 @@ static inline int32_t zp_value(const void *zp, inf_dtype dtype, int64_t n_bzp, i
  * INFERA_QGEMM=avx2-maddwd (comparisons). */
 #if !defined(INF_EDGE)
 static bool pair_safe(const void *b, inf_dtype dtype, int64_t ldb, bool trans, int64_t k, int64_t n) {
-    static int off = -1;
-    if (off < 0) {
-        const char *q = getenv("INFERA_QGEMM");
-        off = q && !strcmp(q, "avx2-maddwd");
-    }
-    if (off) return false;
+    if (qgemm_env_is("avx2-maddwd")) return false;
     for (int64_t j = 0; j < n; j++)
         for (int64_t kk = 0; kk < k; kk += 2) {
             int32_t v0 = b_value(b, dtype, ldb, trans, kk, j),
@@ -197,7 +189,7 @@ void inf__qgemm_pack_b_into(void *mem, inf__qgemm_isa isa, int64_t k, int64_t n,
         out->b_zp[j] = zp_value(b_zp, dtype, n_bzp, j);
         if (out->b_zp[j]) out->any_b_zp = true;
     }
-    if (route_values(isa, kp, np) && kp <= INF_QGEMM_ROUTE_MAX_KP && !routes_off()) {
+    if (route_values(isa, kp, np) && kp <= INF_QGEMM_ROUTE_MAX_KP && !qgemm_env_is("avx2-ubs")) {
         int32_t *route = (int32_t *)((char *)out->b_zp + round_up(np * 4, 64));
         build_route(out, route);
         out->route = route;
