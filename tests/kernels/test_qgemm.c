@@ -354,6 +354,8 @@ static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     int32_t *bias_i32 = malloc((size_t)g.m * 4);
     inf__qout out = random_out(mult, bias, bias_i32, g.m, INF_QOUT_F32);
     out.mult_per_col = true;
+    if (rand_in(0, 3) == 0) /* a multiplier past 2^64: the uint8 stores' full QuantizeLinear for its chunk */
+        mult[rand_in(0, g.m - 1)] = 3e30f;
     inf__qsrc src = {.data = x, .dtype = INF_DTYPE_F32, .scale = 0.015f, .zp = (int32_t)rand_in(0, 255),
                      .q_dtype = INF_DTYPE_U8};
     char what[160];

@@ -109,6 +109,44 @@ static inline void store16_u8(uint8_t *y, __mmask16 m, __m128i q) {
         _mm_mask_storeu_epi8(y, m, q);
 }
 
+/* ---- the lean uint8 store ----
+ * Where no value can be NaN or infinite, QuantizeLinear's compares and
+ * blends are not needed: with d = v / s finite, clamping d to
+ * [-zp, 512] before a round-to-nearest-even conversion, then + zp and
+ * vpmovusdb's unsigned saturation to 255, gives clamp(nearbyint(d) + zp,
+ * 0, 255) exactly (-zp is an integer, so rounding the clamped quotient is
+ * clamping the rounded one; 512 + zp saturates as any larger value does).
+ * Likewise a Q -> DQ (pre's requant) is (clamp(nearbyint(d), lo - zp,
+ * hi - zp)) * s.  "No NaN or infinity" is checked, not assumed: every
+ * multiplier, bias, activation constant and residual scale below 2^64 in
+ * magnitude (|acc| < 2^31, so |v| < 2^96), the scales finite and > 0, the
+ * output zero point in [0, 255] -- else the full sequence above runs. */
+static const float LEAN_LIM = 18446744073709551616.0f; /* 2^64 */
+
+static inline bool lean_num(float v) { return v > -LEAN_LIM && v < LEAN_LIM; }
+static inline bool lean_scale(float s) { return s > 0 && s < LEAN_LIM; }
+
+static inline bool lean_act(const inf__epilogue *ep) {
+    return !ep || (lean_num(ep->alpha) && lean_num(ep->lo) && lean_num(ep->hi));
+}
+
+/* the uint8 output's QuantizeLinear (scale, zero point) */
+static inline bool lean_u8_out(const inf__qout *o) {
+    return lean_scale(o->rq_scale) && o->rq_zp >= 0 && o->rq_zp <= 255;
+}
+
+/* every lane of m within (-2^64, 2^64) (NaN is not) */
+static inline bool lean_lanes(__m512 v, __mmask16 m) {
+    __m512 a = _mm512_abs_ps(v);
+    return (_mm512_cmp_ps_mask(a, _mm512_set1_ps(LEAN_LIM), _CMP_LT_OQ) & m) == m;
+}
+
+/* QuantizeLinear of finite v into int32 lanes in [0, 767] (nz = -zp as float, iz = zp) */
+static inline __m512i lean_q16(__m512 v, __m512 s, __m512 nz, __m512i iz) {
+    __m512 d = _mm512_min_ps(_mm512_max_ps(_mm512_div_ps(v, s), nz), _mm512_set1_ps(512.0f));
+    return _mm512_add_epi32(_mm512_cvt_roundps_epi32(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), iz);
+}
+
 /* (float)acc * mult + bias, then the activation: the F32 value of 16 columns from j0 + j */
 static inline __m512 scaled16(const inf__qout *o, const int32_t *c, int64_t at, __mmask16 m) {
     __m512 mult = o->mult_per_col ? _mm512_maskz_loadu_ps(m, o->mult + at) : _mm512_set1_ps(o->mult[0]);
@@ -158,9 +196,26 @@ void inf__qstore_u8_res_rows_avx512(const inf__qout *o, const int32_t *c, int64_
     const __m512 rs = _mm512_set1_ps(o->res_scale), s = _mm512_set1_ps(o->rq_scale);
     const __m512 z = _mm512_set1_ps((float)o->rq_zp);
     const __m512i rz = _mm512_set1_epi32(o->res_zp);
+    const __m512 nz = _mm512_set1_ps(-(float)o->rq_zp), plo_z = _mm512_sub_ps(plo, pz), phi_z = _mm512_sub_ps(phi, pz);
+    const __m512i iz = _mm512_set1_epi32(o->rq_zp);
+    bool lean = lean_u8_out(o) && lean_act(act) && lean_act(pre->act) && lean_num(o->res_scale) &&
+                (!pre->requant || lean_scale(pre->rq_scale));
     for (int64_t j = 0; j < n; j += 16) { /* a column chunk: its multipliers and biases loaded once */
         __mmask16 m = lanes(n - j);
         chunk_scale k = chunk_scale_load(pre, j0 + j, m);
+        if (lean && lean_lanes(k.mult, m) && lean_lanes(k.bias, m)) {
+            for (int64_t i = 0; i < rows; i++) {
+                __m512 v = act16(pre->act, chunk_value16(pre, &k, c + i * ldc + j, m));
+                if (pre->requant) { /* Q -> DQ: (clamp(nearbyint(v / s), lo - zp, hi - zp)) * s */
+                    __m512 d = _mm512_min_ps(_mm512_max_ps(_mm512_div_ps(v, ps), plo_z), phi_z);
+                    v = _mm512_mul_ps(_mm512_roundscale_ps(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), ps);
+                }
+                __m512i ri = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, r + i * ldy + j)), rz);
+                v = act16(act, _mm512_add_ps(v, _mm512_mul_ps(_mm512_cvtepi32_ps(ri), rs)));
+                store16_u8(y + i * ldy + j, m, _mm512_cvtusepi32_epi8(lean_q16(v, s, nz, iz)));
+            }
+            continue;
+        }
         for (int64_t i = 0; i < rows; i++) {
             __m512 v = chunk_value16(pre, &k, c + i * ldc + j, m);
             v = act16(pre->act, v); /* pre's own (none in the driver's use): scaled16's value */
@@ -178,10 +233,19 @@ void inf__qstore_u8_res_rows_avx512(const inf__qout *o, const int32_t *c, int64_
 void inf__qstore_u8_rows_avx512(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0, int64_t n,
                                 uint8_t *y, int64_t ldy) {
     const __m512 s = _mm512_set1_ps(o->rq_scale);
-    const __m512 z = _mm512_set1_ps((float)o->rq_zp);
+    const __m512 z = _mm512_set1_ps((float)o->rq_zp), nz = _mm512_set1_ps(-(float)o->rq_zp);
+    const __m512i iz = _mm512_set1_epi32(o->rq_zp);
+    bool lean = lean_u8_out(o) && lean_act(o->act);
     for (int64_t j = 0; j < n; j += 16) {
         __mmask16 m = lanes(n - j);
         chunk_scale k = chunk_scale_load(o, j0 + j, m);
+        if (lean && lean_lanes(k.mult, m) && lean_lanes(k.bias, m)) {
+            for (int64_t r = 0; r < rows; r++) {
+                __m512 v = act16(o->act, chunk_value16(o, &k, c + r * ldc + j, m));
+                store16_u8(y + r * ldy + j, m, _mm512_cvtusepi32_epi8(lean_q16(v, s, nz, iz)));
+            }
+            continue;
+        }
         for (int64_t r = 0; r < rows; r++) {
             __m512 v = act16(o->act, chunk_value16(o, &k, c + r * ldc + j, m));
             store16_u8(y + r * ldy + j, m, _mm512_cvtepi32_epi8(quantize16(v, s, z)));
