@@ -140,6 +140,10 @@ void inf__quantize_u8_ref(const float *x, int64_t n, float scale, int32_t zp, ui
 void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q);
 void inf__quantize_u8_avx512(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q); /* x86/qstore_avx512.c */
 void inf__quantize_u8(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q); /* dispatches */
+/* n positions of c <= 4 float planes (x + k * plane) into 4-byte channels-last positions of q, channels
+ * c..3 = zp (x86/qstore_avx512.c: a stem's input) */
+void inf__quantize_planes4_u8_avx512(const float *x, int64_t plane, int64_t c, int64_t n, float scale, int32_t zp,
+                                     uint8_t *q);
 /* dst[c * ld + r] = src[r * ls + c] for r < rows, c < cols (bytes; 16 x 16
  * SSE2 blocks, x86-64): channel planes into channels-last rows. */
 void inf__transpose_u8_avx2(const uint8_t *src, int64_t ls, int64_t rows, int64_t cols, uint8_t *dst, int64_t ld);

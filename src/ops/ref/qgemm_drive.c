@@ -767,6 +767,16 @@ static void copy_rows_nhwc(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+#if defined(__x86_64__)
+/* Image rows [begin, end) of float planes with c <= 4 channels into 4-byte positions (AVX-512: the stem). */
+static void quantize_rows_c4(void *arg, int64_t begin, int64_t end) {
+    const quant_task *t = arg;
+    for (int64_t r = begin; r < end; r++)
+        inf__quantize_planes4_u8_avx512((const float *)t->src + r * t->iw, t->plane, t->c, t->iw, t->x->scale,
+                                        a_zero_point(t->x), t->dst + r * t->iwp * 4);
+}
+#endif
+
 static void quantize_rows(void *arg, int64_t begin, int64_t end) {
     const quant_task *t = arg;
     size_t esize = t->x->dtype == INF_DTYPE_F32 ? 4 : 1;
@@ -841,6 +851,10 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
         quant_task qt = {x, src, g->c, plane, xbuf + (in_place ? (g->pt * iwp + g->pl) * cs : 0), g->iw, iwp, cs,
                          bg[0].isa != INF_QGEMM_REF};
         if (x->nhwc) inf__pool_range(pool, g->ih, 16, copy_rows_nhwc, &qt);
+#if defined(__x86_64__)
+        else if (x->dtype == INF_DTYPE_F32 && cs == 4 && bg[0].isa == INF_QGEMM_VNNI512)
+            inf__pool_range(pool, g->ih, 16, quantize_rows_c4, &qt);
+#endif
         else inf__pool_range(pool, plane, 256, quantize_rows, &qt);
 #if defined(__x86_64__)
         if (wide) inf__widen_u8_avx2(xbuf, cs * ihp * iwp, x16);

@@ -52,6 +52,27 @@ void inf__quantize_u8_avx512(const float *x, int64_t n, float scale, int32_t zp,
     }
 }
 
+/* n positions of c <= 4 float planes (plane values apart) quantized into
+ * 4-byte channels-last positions (channels c..3 the zero point): the stem's
+ * input in one pass -- each channel as inf__quantize_u8_avx512 makes it,
+ * the four bytes of a position assembled in its 32-bit lane. */
+void inf__quantize_planes4_u8_avx512(const float *x, int64_t plane, int64_t c, int64_t n, float scale, int32_t zp,
+                                     uint8_t *q) {
+    const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps((float)zp);
+    __m512i pad = _mm512_setzero_si512();
+    for (int64_t k = c; k < 4; k++)
+        pad = _mm512_or_si512(pad, _mm512_set1_epi32(zp << (8 * k)));
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512i w = pad;
+        for (int64_t k = 0; k < c; k++) {
+            __m512i v = quantize16(_mm512_maskz_loadu_ps(m, x + k * plane + i), s, z);
+            w = _mm512_or_si512(w, _mm512_slli_epi32(v, (unsigned)(8 * k)));
+        }
+        _mm512_mask_storeu_epi32(q + 4 * i, m, w);
+    }
+}
+
 /* min and max of x, NaN ignored (vminps returns its second operand, the
  * running value, when either is NaN), the tail through a mask: the range of
  * DynamicQuantizeLinear (inf__minmax_f32_ref's result). */
