@@ -121,6 +121,10 @@ void inf__qgemm_raw_avx2ubs(const inf__qgemm_b *b, int64_t m, const uint8_t *a, 
  * first tap starts at rows[i]. */
 void inf__qconv_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                             int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
+/* The same pooled by a fused 2 x 2 MaxPool: row w of c = the lane-wise max of the sums of the 4 positions
+ * rows[4 w .. 4 w + 3], for w < nwin (x86/qconv_vnni_avx512.c). */
+void inf__qconv_pool4_vnni512(const inf__qgemm_b *b, int64_t nwin, const uint8_t *const *rows, const int64_t *tapoff,
+                              int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
 /* The same with AVX-VNNI (x86/qgemm_avxvnni.c; its packing: panels of 8). */
 void inf__qconv_raw_avxvnni(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                             int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);

@@ -518,15 +518,50 @@ static void pool_row_u8(const conv_task *t, int32_t *c, bool monotonic, uint8_t 
         }
 }
 
+#if defined(__x86_64__)
+enum { POOL4_WINDOWS = 24 };
+
+/* The uint8 pooled row py of a 4-position window (the stem's 2 x 2) on AVX-512 VNNI: each window's sums
+ * pooled in the kernel's registers (inf__qconv_pool4_vnni512) into the pw rows of c, then stored. */
+static void pool4_row_u8(const conv_task *t, int64_t py, int32_t *c, uint8_t *y) {
+    const inf__qconv_geom *g = t->g;
+    const inf__qgemm_b *b = t->b;
+    int64_t pw = (g->ow - g->pkw) / g->psw + 1;
+    const uint8_t *x = t->x + t->group * g->cg;
+    for (int64_t px0 = 0; px0 < pw; px0 += POOL4_WINDOWS) {
+        int64_t nw = pw - px0 < POOL4_WINDOWS ? pw - px0 : POOL4_WINDOWS;
+        const uint8_t *rows[4 * POOL4_WINDOWS];
+        for (int64_t w = 0, k = 0; w < nw; w++)
+            for (int64_t ky = 0; ky < g->pkh; ky++)
+                for (int64_t kx = 0; kx < g->pkw; kx++) {
+                    int64_t oy = py * g->psh + ky, ox = (px0 + w) * g->psw + kx;
+                    rows[k++] = x + (oy * g->sh * t->iwp + ox * g->sw) * t->cs;
+                }
+        inf__qconv_pool4_vnni512(b, nw, rows, t->tapoff, t->ntaps, t->cq, t->init, c + px0 * b->np, b->np);
+    }
+    inf__qstore_u8_rows_avx512(t->out, c, b->np, pw, t->group * g->mg, b->n, y, g->m);
+}
+#endif
+
 static void conv_pool_rows(void *arg, int64_t begin, int64_t end) {
     const conv_task *t = arg;
     const inf__qconv_geom *g = t->g;
     const inf__qgemm_b *b = t->b;
     int64_t ph = (g->oh - g->pkh) / g->psh + 1, pw = (g->ow - g->pkw) / g->psw + 1, ch0 = t->group * g->mg;
     bool monotonic = store_monotonic(t->out, ch0, b->n);
+#if defined(__x86_64__)
+    bool pool4 = monotonic && t->out->kind == INF_QOUT_F32_U8 && t->direct && b->isa == INF_QGEMM_VNNI512 &&
+                 g->pkh * g->pkw == 4;
+#endif
     for (int64_t py = begin; py < end; py++) {
         int64_t first = py * g->psh * g->ow, last = first + g->pkh * g->ow;
         int32_t *c = t->cbuf + first * b->np;
+#if defined(__x86_64__)
+        if (pool4) {
+            pool4_row_u8(t, py, c, (uint8_t *)t->y + py * pw * g->m + ch0);
+            continue;
+        }
+#endif
         for (int64_t p0 = first; p0 < last; p0 += ROWS_PER_BLOCK)
             conv_sums(t, p0, p0 + ROWS_PER_BLOCK < last ? p0 + ROWS_PER_BLOCK : last, c + (p0 - first) * b->np);
         if (t->out->kind == INF_QOUT_F32_U8) {
