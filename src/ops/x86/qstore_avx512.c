@@ -225,14 +225,18 @@ void inf__qstore_u8_res_rows_avx512(const inf__qout *o, const int32_t *c, int64_
         __mmask16 m = lanes(n - j);
         chunk_scale k = chunk_scale_load(pre, j0 + j, m);
         if (lean && lean_lanes(k.mult, m) && lean_lanes(k.bias, m)) {
+            /* what the loop reads through o, pre and act in locals: the byte stores could alias them */
+            const bool bias = pre->bias_f32 != NULL, requant = pre->requant;
+            const inf__epilogue a0 = pre->act ? *pre->act : (inf__epilogue){0}, a1 = act ? *act : (inf__epilogue){0};
             for (int64_t i = 0; i < rows; i++) {
-                __m512 v = act16(pre->act, chunk_value16(pre, &k, c + i * ldc + j, m));
-                if (pre->requant) { /* Q -> DQ: (clamp(nearbyint(v / s), lo - zp, hi - zp)) * s */
+                __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c + i * ldc + j)), k.mult);
+                v = act16(&a0, bias ? _mm512_add_ps(v, k.bias) : v);
+                if (requant) { /* Q -> DQ: (clamp(nearbyint(v / s), lo - zp, hi - zp)) * s */
                     __m512 d = _mm512_min_ps(_mm512_max_ps(_mm512_div_ps(v, ps), plo_z), phi_z);
                     v = _mm512_mul_ps(_mm512_roundscale_ps(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), ps);
                 }
                 __m512i ri = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, r + i * ldy + j)), rz);
-                v = act16(act, _mm512_add_ps(v, _mm512_mul_ps(_mm512_cvtepi32_ps(ri), rs)));
+                v = act16(&a1, _mm512_add_ps(v, _mm512_mul_ps(_mm512_cvtepi32_ps(ri), rs)));
                 store16_u8(y + i * ldy + j, m, _mm512_cvtusepi32_epi8(lean_q16(v, s, nz, iz)));
             }
             continue;
@@ -261,8 +265,11 @@ void inf__qstore_u8_rows_avx512(const inf__qout *o, const int32_t *c, int64_t ld
         __mmask16 m = lanes(n - j);
         chunk_scale k = chunk_scale_load(o, j0 + j, m);
         if (lean && lean_lanes(k.mult, m) && lean_lanes(k.bias, m)) {
+            const bool bias = o->bias_f32 != NULL; /* locals: the byte stores could alias o */
+            const inf__epilogue a = o->act ? *o->act : (inf__epilogue){0};
             for (int64_t r = 0; r < rows; r++) {
-                __m512 v = act16(o->act, chunk_value16(o, &k, c + r * ldc + j, m));
+                __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c + r * ldc + j)), k.mult);
+                v = act16(&a, bias ? _mm512_add_ps(v, k.bias) : v);
                 store16_u8(y + r * ldy + j, m, _mm512_cvtusepi32_epi8(lean_q16(v, s, nz, iz)));
             }
             continue;
