@@ -848,6 +848,22 @@ static void quantize_rows(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* One image into the buffer as uint8 channels last: copied, or quantized (planes4: quantize_rows_c4). */
+static void fill_image(inf__pool *pool, const inf__qconv_geom *g, quant_task *qt, bool planes4) {
+    if (qt->x->nhwc) {
+        inf__pool_range(pool, g->ih, 16, copy_rows_nhwc, qt);
+        return;
+    }
+#if defined(__x86_64__)
+    if (planes4) {
+        inf__pool_range(pool, g->ih, 16, quantize_rows_c4, qt);
+        return;
+    }
+#endif
+    (void)planes4;
+    inf__pool_range(pool, g->ih * g->iw, 256, quantize_rows, qt);
+}
+
 /* The zero point into the padding of the image buffer (ihp x iwp positions of cs bytes, the image at
  * (pt, pl)): only the border when the image's writer fills every byte of its positions (interior: whole). */
 static void pad_image(uint8_t *xbuf, const inf__qconv_geom *g, int64_t ihp, int64_t iwp, int64_t cs, int32_t zp,
@@ -894,6 +910,8 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
     const inf__epilogue *res_act = has_res ? out->act : NULL;
     if (has_res) plain.act = NULL, out = &plain;
     int64_t tapoff[DIRECT_MAX_TAPS], ntaps = g->kh * g->kw, cq = g->cgp ? g->cgp : g->cg;
+    /* a uint8 channels-last image that needs no padding (a 1 x 1 shortcut): no copy */
+    bool read_x = direct && !wide && x->nhwc && cs == g->c && ihp == g->ih && iwp == g->iw;
     /* float planes of a stem, c <= 4, quantized into whole 4-byte positions (quantize_rows_c4) */
     bool planes4 = false;
 #if defined(__x86_64__)
@@ -914,12 +932,7 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
         const void *src = (const char *)x->data + (size_t)(n * image) * in_esize;
         quant_task qt = {x, src, g->c, plane, xbuf + (in_place ? (g->pt * iwp + g->pl) * cs : 0), g->iw, iwp, cs,
                          bg[0].isa != INF_QGEMM_REF};
-        if (x->nhwc) inf__pool_range(pool, g->ih, 16, copy_rows_nhwc, &qt);
-#if defined(__x86_64__)
-        else if (planes4)
-            inf__pool_range(pool, g->ih, 16, quantize_rows_c4, &qt);
-#endif
-        else inf__pool_range(pool, plane, 256, quantize_rows, &qt);
+        if (!read_x) fill_image(pool, g, &qt, planes4); /* read_x: the kernel reads the image where it is */
 #if defined(__x86_64__)
         if (wide) inf__widen_u8_avx2(xbuf, cs * ihp * iwp, x16);
 #endif
@@ -931,7 +944,7 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
             conv_task t = {.g = g,
                            .b = &bg[grp],
                            .out = out,
-                           .x = xbuf,
+                           .x = read_x ? (const uint8_t *)src : xbuf,
                            .x16 = x16,
                            .a_zp = a_zp,
                            .group = grp,
