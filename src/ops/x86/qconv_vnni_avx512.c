@@ -114,6 +114,8 @@ void inf__qconv_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *con
     int64_t panels = b->np / PANEL;
     for (int64_t i = 0; i < m; i += MR) {
         int mr = (int)(m - i < MR ? m - i : MR);
+        if (mr < MR && m >= MR) /* a short last tile: the full tile ending at row m (rows before it again, same sums) */
+            i = m - MR, mr = MR;
         int64_t p = 0;
         for (; p + 2 <= panels; p += 2) tile_mr(b, rows + i, tapoff, ntaps, cq, init, mr, 1, p, c + i * ldc, ldc);
         if (p < panels) tile_mr(b, rows + i, tapoff, ntaps, cq, init, mr, 0, p, c + i * ldc, ldc);
