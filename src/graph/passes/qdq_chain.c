@@ -182,11 +182,10 @@ static inf_status fuse_residuals(inf__pass_ctx *pc, int *n_rewritten, inf_error 
  * reader can take those bytes:
  *   - a reader of v as its x (input 0 only), QConv 2-D without a pool,
  *     quantizing with one (s, z) -- the same by value for all of them;
- *   - a fused residual QConv reading v as input 9 (writing uint8, or
- *     float planes without a pool: its Add runs per position on the
- *     channels-last rows before they are transposed), when v's writer A
- *     re-quantizes its output (inputs 7, 8 = (s, z)): the bytes are then
- *     worth (q - z) * s, exactly the float A stores today.
+ *   - a fused residual QConv reading v as input 9 that itself writes
+ *     uint8 (so its Add runs per position, channels last), when v's
+ *     writer A re-quantizes its output (inputs 7, 8 = (s, z)): the bytes
+ *     are then worth (q - z) * s, exactly the float A stores today.
  * The writer A is a QConv 2-D (a pooled one included: QuantizeLinear
  * commutes with the max) whose output is not a graph output:
  *   - a residual QConv (10 inputs, its float value quantized by x-readers
@@ -274,9 +273,7 @@ static inf_status link_shared(inf__pass_ctx *pc, int a, bool residual, int *n_re
                 return INF_OK;
             if (sv < 0) s = rs, z = rz, sv = nb->inputs[1], zv = nb->n_inputs > 2 ? nb->inputs[2] : -1;
             if (rs != s || rz != z) return INF_OK;
-        } else if (kind != 2 || residual ||
-                   !(inf__attr_int(nb, "u8_out", 0) ? nb->n_inputs == 12
-                                                    : nb->n_inputs == 10 && !inf__node_attr(nb, "pool_kernel"))) {
+        } else if (kind != 2 || residual || !inf__attr_int(nb, "u8_out", 0) || nb->n_inputs != 12) {
             return INF_OK;
         }
     }

@@ -698,37 +698,6 @@ static void store_rows_residual_u8(const conv_task *t, int64_t p0, int64_t p1, i
     }
 }
 
-/* INF_QOUT_F32 with a uint8 channels-last residual (graph/passes/qdq_chain.c): per position, the value
- * (the store without the activation, in place over its sums), + the residual's DequantizeLinear value, the
- * activation -- the unfused Add's operations in their order -- then the rows transposed into the planes. */
-static void store_rows_residual_f32(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
-    const inf__qgemm_b *b = t->b;
-    const inf__qout *o = t->out;
-    int64_t pos = t->g->oh * t->g->ow, ch0 = t->group * t->g->mg;
-    float *f = (float *)c, *y = (float *)t->y + ch0 * pos + p0;
-    for (int64_t p = p0; p < p1; p++) {
-        int32_t *cp = c + (p - p0) * b->np;
-        float *fp = f + (p - p0) * b->np;
-#if defined(__x86_64__)
-        if (b->isa != INF_QGEMM_REF)
-            qstore_f32_row(b->isa, o, cp, ch0, b->n, fp);
-        else
-#endif
-            for (int64_t j = 0; j < b->n; j++)
-                store_one(o, fp, j, cp[j], ch0 + j);
-        add_u8_act(fp, t->residual_u8 + p * t->g->m + ch0, o->res_scale, o->res_zp, t->res_act, b->n);
-    }
-#if defined(__x86_64__)
-    if (b->isa != INF_QGEMM_REF) {
-        inf__transpose_f32_avx2(f, b->np, p1 - p0, b->n, y, pos);
-        return;
-    }
-#endif
-    for (int64_t j = 0; j < b->n; j++)
-        for (int64_t p = 0; p < p1 - p0; p++)
-            y[j * pos + p] = f[p * b->np + j];
-}
-
 /* The output of positions [p0, p1) (at most ROWS_PER_BLOCK) from their sums c (rows of b->np). */
 static void store_block(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) {
     const inf__qgemm_b *b = t->b;
@@ -757,10 +726,6 @@ static void store_block(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) 
             for (int64_t j = 0; j < b->n; j++)
                 yp[j] = store_u8(t->out, cp[j], ch0 + j);
         }
-        return;
-    }
-    if (t->residual_u8) { /* float planes after a uint8 channels-last residual */
-        store_rows_residual_f32(t, p0, p1, c);
         return;
     }
     if (vector_store(b, t->out)) {

@@ -264,10 +264,10 @@ static inf_status qconv_fused_run(inf__kernel_ctx *ctx) {
     }
     if (res && res->dtype == INF_DTYPE_U8) { /* uint8 channels last, worth (q - input 13) * input 12 */
         const inf_tensor *rs = opt_input(ctx, 12), *rz = opt_input(ctx, 13);
-        if (p->pool[0] || !rs || (rz && rz->dtype != INF_DTYPE_U8) || res->ndim != 4 || res->dims[0] != g.n ||
-            res->dims[1] != g.out[0] || res->dims[2] != g.out[1] || res->dims[3] != g.m)
+        if (!p->nhwc_out || p->pool[0] || !rs || (rz && rz->dtype != INF_DTYPE_U8) || res->ndim != 4 ||
+            res->dims[0] != g.n || res->dims[1] != g.out[0] || res->dims[2] != g.out[1] || res->dims[3] != g.m)
             return inf__kernel_error(ctx, INF_EMODEL,
-                                     "uint8 residual (input 9): needs an unpooled output, its scale and "
+                                     "uint8 residual (input 9): needs a uint8 output, its scale and "
                                      "zero point (inputs 12, 13) and the output's channels-last shape");
         if ((st = check_scale(ctx, "residual scale (input 12)", rs)) == INF_OK)
             st = check_param(ctx, "residual scale (input 12)", rs, 1, "per tensor");
