@@ -1,7 +1,8 @@
 /*
  * qstore_avx512.c -- the 16-lane (AVX-512) forms of the INT8 graph's
  * per-element passes: quantizing float activations to uint8
- * (QuantizeLinear), the range of DynamicQuantizeLinear, the uint8 store of a fused QConv / QGemm
+ * (QuantizeLinear; a stem's few channel planes straight into channels-last
+ * positions), the range of DynamicQuantizeLinear, the uint8 store of a fused QConv / QGemm
  * (INF_QOUT_F32_U8: scale, bias, activation, then QuantizeLinear) and its
  * float store (INF_QOUT_F32, with the optional Q -> DQ of the output).
  *
@@ -139,16 +140,20 @@ static inline void store16_u8(uint8_t *y, __mmask16 m, __m128i q) {
  * clamping the rounded one; 512 + zp saturates as any larger value does).
  * Likewise a Q -> DQ (pre's requant) is (clamp(nearbyint(d), lo - zp,
  * hi - zp)) * s.  "No NaN or infinity" is checked, not assumed: every
- * multiplier, bias, activation constant and residual scale below 2^64 in
- * magnitude (|acc| < 2^31, so |v| < 2^96), the scales finite and > 0, the
- * output zero point in [0, 255] -- else the full sequence above runs. */
+ * multiplier, bias and residual scale below 2^64 in magnitude (|acc| <
+ * 2^31, so |v| < 2^96), activation constants within [-256, 256] (a
+ * LeakyRelu's product stays finite, so alpha * v is never 0 * inf), the
+ * scales finite and > 0, the output zero point in [0, 255] -- else the
+ * full sequence above runs.  Only a division v / s may overflow to an
+ * infinity, which the clamps handle as the full sequence does. */
 static const float LEAN_LIM = 18446744073709551616.0f; /* 2^64 */
 
 static inline bool lean_num(float v) { return v > -LEAN_LIM && v < LEAN_LIM; }
 static inline bool lean_scale(float s) { return s > 0 && s < LEAN_LIM; }
 
+/* activation constants within [-256, 256]: two activations (pre's and the Add's) keep |v| < 2^113 */
 static inline bool lean_act(const inf__epilogue *ep) {
-    return !ep || (lean_num(ep->alpha) && lean_num(ep->lo) && lean_num(ep->hi));
+    return !ep || (fabsf(ep->alpha) <= 256.0f && fabsf(ep->lo) <= 256.0f && fabsf(ep->hi) <= 256.0f);
 }
 
 /* the uint8 output's QuantizeLinear (scale, zero point) */
