@@ -62,7 +62,7 @@ void inf__quantize_planes4_u8_avx512(const float *x, int64_t plane, int64_t c, i
     const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps((float)zp);
     __m512i pad = _mm512_setzero_si512();
     for (int64_t k = c; k < 4; k++)
-        pad = _mm512_or_si512(pad, _mm512_set1_epi32(zp << (8 * k)));
+        pad = _mm512_or_si512(pad, _mm512_set1_epi32((int32_t)((uint32_t)zp << (8 * k))));
     for (int64_t i = 0; i < n; i += 16) {
         __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
         __m512i w = pad;
