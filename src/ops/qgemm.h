@@ -141,6 +141,10 @@ void inf__qgemm_raw_avx2ubs1(const inf__qgemm_b *b, int64_t m, const uint8_t *a,
  * first tap starts at rows[i]. */
 void inf__qconv_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                             int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
+/* The same pooled by a fused 2 x 2 MaxPool: row w of c = the lane-wise max of the sums of the 4 positions
+ * rows[4 w .. 4 w + 3], for w < nwin (x86/qconv_vnni_avx512.c). */
+void inf__qconv_pool4_vnni512(const inf__qgemm_b *b, int64_t nwin, const uint8_t *const *rows, const int64_t *tapoff,
+                              int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
 /* The same with AVX-VNNI (x86/qgemm_avxvnni.c; its packing: panels of 8). */
 void inf__qconv_raw_avxvnni(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                             int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
@@ -163,6 +167,10 @@ void inf__quantize_u8_ref(const float *x, int64_t n, float scale, int32_t zp, ui
 void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q);
 void inf__quantize_u8_avx512(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q); /* x86/qstore_avx512.c */
 void inf__quantize_u8(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q); /* dispatches */
+/* n positions of c <= 4 float planes (x + k * plane) into 4-byte channels-last positions of q, channels
+ * c..3 = zp (x86/qstore_avx512.c: a stem's input) */
+void inf__quantize_planes4_u8_avx512(const float *x, int64_t plane, int64_t c, int64_t n, float scale, int32_t zp,
+                                     uint8_t *q);
 /* dst[c * ld + r] = src[r * ls + c] for r < rows, c < cols (bytes; 16 x 16
  * SSE2 blocks, x86-64): channel planes into channels-last rows. */
 void inf__transpose_u8_avx2(const uint8_t *src, int64_t ls, int64_t rows, int64_t cols, uint8_t *dst, int64_t ld);

@@ -358,6 +358,8 @@ static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     int32_t *bias_i32 = malloc((size_t)g.m * 4);
     inf__qout out = random_out(mult, bias, bias_i32, g.m, INF_QOUT_F32);
     out.mult_per_col = true;
+    if (rand_in(0, 3) == 0) /* a multiplier past 2^64: the uint8 stores' full QuantizeLinear for its chunk */
+        mult[rand_in(0, g.m - 1)] = 3e30f;
     inf__qsrc src = {.data = x, .dtype = INF_DTYPE_F32, .scale = 0.015f, .zp = (int32_t)rand_in(0, 255),
                      .q_dtype = INF_DTYPE_U8};
     char what[160];
@@ -490,6 +492,73 @@ static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
 
     free(x), free(x8), free(x8t), free(whwc), free(mult), free(bias), free(bias_i32);
     free(ref), free(pooled), free(ref8), free(yu8), free(planes), free(last);
+}
+
+/* A stem (ops/ref/quantize_conv.c): 1-3 float input channels, W packed with the channels padded to 4 by zero
+ * weights (inf__qconv_geom.cgp) so the VNNI kernels read the image in place, its input packed 4 bytes a
+ * position -- against the reference driver on the unpadded W, bit for bit: the uint8 channels-last store,
+ * pooled (the stem's fused MaxPool) or not, and the float store. */
+static void conv_stem_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
+    if (isa != INF_QGEMM_VNNI512 && isa != INF_QGEMM_AVXVNNI) return;
+    inf__qconv_geom g = {.n = rand_in(1, 2),
+                         .group = 1,
+                         .kh = rand_in(1, 3),
+                         .kw = rand_in(1, 3),
+                         .sh = rand_in(1, 2),
+                         .sw = rand_in(1, 2),
+                         .dh = 1,
+                         .dw = 1};
+    g.cg = g.c = rand_in(1, 3), g.mg = g.m = rand_in(1, 70);
+    g.ih = rand_in(g.kh + 1, 40), g.iw = rand_in(g.kw + 1, 40), g.pt = rand_in(0, g.kh - 1),
+    g.pl = rand_in(0, g.kw - 1);
+    g.oh = (g.ih + 2 * g.pt - g.kh) / g.sh + 1, g.ow = (g.iw + 2 * g.pl - g.kw) / g.sw + 1;
+    int64_t taps = g.kh * g.kw, kdim = g.cg * taps, pos = g.oh * g.ow, x_n = g.n * g.c * g.ih * g.iw;
+    float *x = malloc((size_t)x_n * 4);
+    int8_t *whwc = malloc((size_t)(g.m * kdim)), *w4 = calloc((size_t)(g.m * taps * 4), 1);
+    for (int64_t i = 0; i < x_n; i++)
+        x[i] = uniform() * 2;
+    for (int64_t i = 0; i < g.m * kdim; i++)
+        whwc[i] = (int8_t)rand_in(-127, 127);
+    for (int64_t o = 0; o < g.m; o++)
+        for (int64_t t = 0; t < taps; t++)
+            for (int64_t c = 0; c < g.cg; c++)
+                w4[(o * taps + t) * 4 + c] = whwc[(o * taps + t) * g.cg + c];
+    float *mult = malloc((size_t)g.m * 4), *bias = malloc((size_t)g.m * 4);
+    int32_t *bias_i32 = malloc((size_t)g.m * 4);
+    inf__qout out = random_out(mult, bias, bias_i32, g.m, INF_QOUT_F32), o8 = out;
+    out.mult_per_col = true, o8 = out;
+    o8.requant = false, o8.kind = INF_QOUT_F32_U8, o8.rq_scale = 0.02f, o8.rq_zp = (int32_t)rand_in(0, 255);
+    o8.rq_dtype = INF_DTYPE_U8;
+    inf__qsrc src = {
+        .data = x, .dtype = INF_DTYPE_F32, .scale = 0.015f, .zp = (int32_t)rand_in(0, 255), .q_dtype = INF_DTYPE_U8};
+    inf__qconv_geom g4 = g;
+    g4.cgp = 4;
+    for (int form = 0; form < 3; form++) { /* uint8 store, pooled uint8 store, float store */
+        inf__qconv_geom gr = g, gf = g4;
+        if (form == 1) {
+            gr.pkh = rand_in(1, g.oh < 2 ? 1 : 2), gr.pkw = rand_in(1, g.ow < 2 ? 1 : 2);
+            gr.psh = gr.pkh + rand_in(0, 1), gr.psw = gr.pkw + rand_in(0, 1);
+            gf.pkh = gr.pkh, gf.pkw = gr.pkw, gf.psh = gr.psh, gf.psw = gr.psw;
+        }
+        int64_t outs =
+            form == 1 ? g.n * g.m * ((g.oh - gr.pkh) / gr.psh + 1) * ((g.ow - gr.pkw) / gr.psw + 1) : g.n * g.m * pos;
+        const inf__qout *o = form == 2 ? &out : &o8;
+        size_t bytes = (size_t)outs * (form == 2 ? 4 : 1);
+        void *ref = run_conv(INF_QGEMM_REF, NULL, &gr, whwc, &src, o, bytes);
+        inf__qgemm_b pb;
+        void *mem = inf__aligned_alloc(inf__qgemm_pack_b_bytes(isa, taps * 4, g.m));
+        inf__qgemm_pack_b_into(mem, isa, taps * 4, g.m, w4, INF_DTYPE_I8, taps * 4, true, NULL, 1, &pb);
+        void *scratch = inf__aligned_alloc(inf__qconv_scratch_bytes(&gf, &pb));
+        void *y = calloc(bytes, 1);
+        inf__qconv_drive(pool, &gf, &pb, &src, o, y, scratch);
+        char what[160];
+        snprintf(what, sizeof what, "%s stem conv %lldx%lld c%lld m%lld k%lldx%lld s%lld,%lld form %d",
+                 inf__qgemm_isa_name(isa), (long long)g.ih, (long long)g.iw, (long long)g.c, (long long)g.m,
+                 (long long)g.kh, (long long)g.kw, (long long)g.sh, (long long)g.sw, form);
+        check(!memcmp(ref, y, bytes), what, case_no);
+        inf__aligned_free(scratch), inf__aligned_free(mem), free(ref), free(y);
+    }
+    free(x), free(whwc), free(w4), free(mult), free(bias), free(bias_i32);
 }
 
 /* ---- depthwise convolutions ---- */
@@ -776,6 +845,8 @@ int main(void) {
         for (int c = 0; c < 60 && isas[i] != INF_QGEMM_REF; c++) matmul_driver_case(isas[i], c % 2 ? pool : NULL, c);
         for (int c = 0; c < 120; c++) conv_driver_case(isas[i], c % 2 ? pool : NULL, c);
         for (int c = 0; c < 80; c++) conv_fused_case(isas[i], c % 2 ? pool : NULL, c);
+        for (int c = 0; c < 80; c++)
+            conv_stem_case(isas[i], c % 2 ? pool : NULL, c);
         for (int c = 0; c < 120; c++) depthwise_case(isas[i], c % 2 ? pool : NULL, c);
         printf("%s: checked\n", inf__qgemm_isa_name(isas[i]));
     }

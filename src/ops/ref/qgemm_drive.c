@@ -386,10 +386,14 @@ static void im2col_row(const conv_task *t, int64_t p, uint8_t *dst) {
  * output row (a division per position cost the stem more than its sums). */
 static void position_rows(const conv_task *t, int64_t p0, int64_t p1, int64_t at, const uint8_t **rows) {
     const inf__qconv_geom *g = t->g;
-    int64_t oy = p0 / g->ow, ox = p0 % g->ow;
+    int64_t oy = p0 / g->ow, ox = p0 % g->ow, step = g->sw * t->cs, down = g->sh * t->iwp * t->cs;
+    const uint8_t *row = t->x + oy * down + at, *x = row + ox * step; /* no multiply per position */
     for (int64_t p = p0; p < p1; p++) {
-        rows[p - p0] = t->x + (oy * g->sh * t->iwp + ox * g->sw) * t->cs + at;
-        if (++ox == g->ow) ox = 0, oy++;
+        rows[p - p0] = x;
+        if (++ox == g->ow)
+            ox = 0, row += down, x = row;
+        else
+            x += step;
     }
 }
 
@@ -518,15 +522,53 @@ static void pool_row_u8(const conv_task *t, int32_t *c, bool monotonic, uint8_t 
         }
 }
 
+#if defined(__x86_64__)
+enum { POOL4_WINDOWS = 24 };
+
+/* The uint8 pooled row py of a 4-position window (the stem's 2 x 2) on AVX-512 VNNI: each window's sums
+ * pooled in the kernel's registers (inf__qconv_pool4_vnni512) into the pw rows of c, then stored. */
+static void pool4_row_u8(const conv_task *t, int64_t py, int32_t *c, uint8_t *y) {
+    const inf__qconv_geom *g = t->g;
+    const inf__qgemm_b *b = t->b;
+    int64_t pw = (g->ow - g->pkw) / g->psw + 1;
+    int64_t off[4], step = g->psw * g->sw * t->cs; /* a window's positions from its first; windows step apart */
+    for (int64_t ky = 0, k = 0; ky < g->pkh; ky++)
+        for (int64_t kx = 0; kx < g->pkw; kx++)
+            off[k++] = (ky * g->sh * t->iwp + kx * g->sw) * t->cs;
+    const uint8_t *x = t->x + t->group * g->cg + py * g->psh * g->sh * t->iwp * t->cs;
+    for (int64_t px0 = 0; px0 < pw; px0 += POOL4_WINDOWS) {
+        int64_t nw = pw - px0 < POOL4_WINDOWS ? pw - px0 : POOL4_WINDOWS;
+        const uint8_t *rows[4 * POOL4_WINDOWS];
+        for (int64_t w = 0; w < nw; w++) {
+            const uint8_t *first = x + (px0 + w) * step;
+            rows[4 * w] = first + off[0], rows[4 * w + 1] = first + off[1];
+            rows[4 * w + 2] = first + off[2], rows[4 * w + 3] = first + off[3];
+        }
+        inf__qconv_pool4_vnni512(b, nw, rows, t->tapoff, t->ntaps, t->cq, t->init, c + px0 * b->np, b->np);
+    }
+    inf__qstore_u8_rows_avx512(t->out, c, b->np, pw, t->group * g->mg, b->n, y, g->m);
+}
+#endif
+
 static void conv_pool_rows(void *arg, int64_t begin, int64_t end) {
     const conv_task *t = arg;
     const inf__qconv_geom *g = t->g;
     const inf__qgemm_b *b = t->b;
     int64_t ph = (g->oh - g->pkh) / g->psh + 1, pw = (g->ow - g->pkw) / g->psw + 1, ch0 = t->group * g->mg;
     bool monotonic = store_monotonic(t->out, ch0, b->n);
+#if defined(__x86_64__)
+    bool pool4 = monotonic && t->out->kind == INF_QOUT_F32_U8 && t->direct && b->isa == INF_QGEMM_VNNI512 &&
+                 g->pkh * g->pkw == 4;
+#endif
     for (int64_t py = begin; py < end; py++) {
         int64_t first = py * g->psh * g->ow, last = first + g->pkh * g->ow;
         int32_t *c = t->cbuf + first * b->np;
+#if defined(__x86_64__)
+        if (pool4) {
+            pool4_row_u8(t, py, c, (uint8_t *)t->y + py * pw * g->m + ch0);
+            continue;
+        }
+#endif
         for (int64_t p0 = first; p0 < last; p0 += ROWS_PER_BLOCK)
             conv_sums(t, p0, p0 + ROWS_PER_BLOCK < last ? p0 + ROWS_PER_BLOCK : last, c + (p0 - first) * b->np);
         if (t->out->kind == INF_QOUT_F32_U8) {
@@ -767,6 +809,16 @@ static void copy_rows_nhwc(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+#if defined(__x86_64__)
+/* Image rows [begin, end) of float planes with c <= 4 channels into 4-byte positions (AVX-512: the stem). */
+static void quantize_rows_c4(void *arg, int64_t begin, int64_t end) {
+    const quant_task *t = arg;
+    for (int64_t r = begin; r < end; r++)
+        inf__quantize_planes4_u8_avx512((const float *)t->src + r * t->iw, t->plane, t->c, t->iw, t->x->scale,
+                                        a_zero_point(t->x), t->dst + r * t->iwp * 4);
+}
+#endif
+
 static void quantize_rows(void *arg, int64_t begin, int64_t end) {
     const quant_task *t = arg;
     size_t esize = t->x->dtype == INF_DTYPE_F32 ? 4 : 1;
@@ -793,6 +845,39 @@ static void quantize_rows(void *arg, int64_t begin, int64_t end) {
                 p += run;
             }
         }
+    }
+}
+
+/* One image into the buffer as uint8 channels last: copied, or quantized (planes4: quantize_rows_c4). */
+static void fill_image(inf__pool *pool, const inf__qconv_geom *g, quant_task *qt, bool planes4) {
+    if (qt->x->nhwc) {
+        inf__pool_range(pool, g->ih, 16, copy_rows_nhwc, qt);
+        return;
+    }
+#if defined(__x86_64__)
+    if (planes4) {
+        inf__pool_range(pool, g->ih, 16, quantize_rows_c4, qt);
+        return;
+    }
+#endif
+    (void)planes4;
+    inf__pool_range(pool, g->ih * g->iw, 256, quantize_rows, qt);
+}
+
+/* The zero point into the padding of the image buffer (ihp x iwp positions of cs bytes, the image at
+ * (pt, pl)): only the border when the image's writer fills every byte of its positions (interior: whole). */
+static void pad_image(uint8_t *xbuf, const inf__qconv_geom *g, int64_t ihp, int64_t iwp, int64_t cs, int32_t zp,
+                      bool border) {
+    if (!border) {
+        memset(xbuf, zp, (size_t)(cs * ihp * iwp));
+        return;
+    }
+    int64_t rowb = iwp * cs, right = iwp - g->pl - g->iw;
+    memset(xbuf, zp, (size_t)(g->pt * rowb));
+    memset(xbuf + (g->pt + g->ih) * rowb, zp, (size_t)((ihp - g->pt - g->ih) * rowb));
+    for (int64_t r = g->pt; r < g->pt + g->ih; r++) {
+        memset(xbuf + r * rowb, zp, (size_t)(g->pl * cs));
+        memset(xbuf + r * rowb + (g->pl + g->iw) * cs, zp, (size_t)(right * cs));
     }
 }
 
@@ -825,6 +910,13 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
     const inf__epilogue *res_act = has_res ? out->act : NULL;
     if (has_res) plain.act = NULL, out = &plain;
     int64_t tapoff[DIRECT_MAX_TAPS], ntaps = g->kh * g->kw, cq = g->cgp ? g->cgp : g->cg;
+    /* a uint8 channels-last image that needs no padding (a 1 x 1 shortcut): no copy */
+    bool read_x = direct && !wide && x->nhwc && cs == g->c && ihp == g->ih && iwp == g->iw;
+    /* float planes of a stem, c <= 4, quantized into whole 4-byte positions (quantize_rows_c4) */
+    bool planes4 = false;
+#if defined(__x86_64__)
+    planes4 = !x->nhwc && x->dtype == INF_DTYPE_F32 && cs == 4 && bg[0].isa == INF_QGEMM_VNNI512;
+#endif
     if (in_place) {
         for (int64_t ky = 0; ky < g->kh; ky++)
             for (int64_t kx = 0; kx < g->kw; kx++) tapoff[ky * g->kw + kx] = (ky * g->dh * iwp + kx * g->dw) * cs;
@@ -834,14 +926,13 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
             ntaps = g->kh, cq *= g->kw;
         }
         if (ihp * iwp != plane || cs != g->c) /* the padding reads the zero point (padded channels: zero weights) */
-            memset(xbuf, a_zp, (size_t)(cs * ihp * iwp));
+            pad_image(xbuf, g, ihp, iwp, cs, a_zp, cs == g->c || planes4);
     }
     for (int64_t n = 0; n < g->n; n++) {
         const void *src = (const char *)x->data + (size_t)(n * image) * in_esize;
         quant_task qt = {x, src, g->c, plane, xbuf + (in_place ? (g->pt * iwp + g->pl) * cs : 0), g->iw, iwp, cs,
                          bg[0].isa != INF_QGEMM_REF};
-        if (x->nhwc) inf__pool_range(pool, g->ih, 16, copy_rows_nhwc, &qt);
-        else inf__pool_range(pool, plane, 256, quantize_rows, &qt);
+        if (!read_x) fill_image(pool, g, &qt, planes4); /* read_x: the kernel reads the image where it is */
 #if defined(__x86_64__)
         if (wide) inf__widen_u8_avx2(xbuf, cs * ihp * iwp, x16);
 #endif
@@ -853,7 +944,7 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
             conv_task t = {.g = g,
                            .b = &bg[grp],
                            .out = out,
-                           .x = xbuf,
+                           .x = read_x ? (const uint8_t *)src : xbuf,
                            .x16 = x16,
                            .a_zp = a_zp,
                            .group = grp,

@@ -114,8 +114,72 @@ void inf__qconv_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *con
     int64_t panels = b->np / PANEL;
     for (int64_t i = 0; i < m; i += MR) {
         int mr = (int)(m - i < MR ? m - i : MR);
+        if (mr < MR && m >= MR) /* a short last tile: the full tile ending at row m (rows before it again, same sums) */
+            i = m - MR, mr = MR;
         int64_t p = 0;
         for (; p + 2 <= panels; p += 2) tile_mr(b, rows + i, tapoff, ntaps, cq, init, mr, 1, p, c + i * ldc, ldc);
         if (p < panels) tile_mr(b, rows + i, tapoff, ntaps, cq, init, mr, 0, p, c + i * ldc, ldc);
+    }
+}
+
+/* ---- a conv with a fused 2 x 2 MaxPool (the stem) ----
+ * The windows' sums pooled in registers: a tile of two windows (8
+ * positions, rows[4 w + k] window w's k-th) x 32 channels in 16 zmm sums,
+ * each window's four maxed into one row of c -- no int32 store of the
+ * unpooled positions, no pooling pass, and no row tails (the stem's
+ * pooled rows are whole tiles).  The caller stores the pooled rows. */
+static inline __m512i max4(__m512i a, __m512i b, __m512i c, __m512i d) {
+    return _mm512_max_epi32(_mm512_max_epi32(a, b), _mm512_max_epi32(c, d));
+}
+
+/* nw (1 or 2) windows x (two ? 32 : 16) channels from panel p */
+static inline __attribute__((always_inline)) void pool_tile(const inf__qgemm_b *b, const uint8_t *const *rows,
+                                                            const int64_t *tapoff, int64_t ntaps, int64_t cq,
+                                                            const int32_t *init, const int nw, const int two, int64_t p,
+                                                            int32_t *c, int64_t ldc) {
+    const int8_t *w0p = (const int8_t *)b->data + p * b->kp * PANEL, *w1p = w0p + b->kp * PANEL;
+    __m512i acc[8][2];
+    __m512i i0 = _mm512_loadu_si512(init + p * PANEL), i1 = two ? _mm512_loadu_si512(init + (p + 1) * PANEL) : i0;
+    for (int r = 0; r < 8; r++)
+        acc[r][0] = i0, acc[r][1] = i1;
+    int64_t nq = cq / 4;
+    for (int64_t t = 0; t < ntaps; t++) {
+        const int8_t *b0 = w0p + t * nq * 4 * PANEL, *b1 = w1p + t * nq * 4 * PANEL;
+        const uint8_t *a[8];
+        for (int r = 0; r < 4 * nw; r++)
+            a[r] = rows[r] + tapoff[t];
+        for (int64_t g = 0; g < nq; g++) {
+            __m512i w0 = _mm512_loadu_si512(b0 + g * 4 * PANEL);
+            __m512i w1 = two ? _mm512_loadu_si512(b1 + g * 4 * PANEL) : w0;
+            for (int r = 0; r < 4 * nw; r++) {
+                __m512i av = bcast4(a[r] + 4 * g);
+                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, w0);
+                if (two) acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, w1);
+            }
+        }
+    }
+    for (int w = 0; w < nw; w++) {
+        __m512i(*q)[2] = acc + 4 * w;
+        _mm512_storeu_si512(c + w * ldc + p * PANEL, max4(q[0][0], q[1][0], q[2][0], q[3][0]));
+        if (two) _mm512_storeu_si512(c + w * ldc + (p + 1) * PANEL, max4(q[0][1], q[1][1], q[2][1], q[3][1]));
+    }
+}
+
+void inf__qconv_pool4_vnni512(const inf__qgemm_b *b, int64_t nwin, const uint8_t *const *rows, const int64_t *tapoff,
+                              int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc) {
+    int64_t panels = b->np / PANEL;
+    for (int64_t w = 0; w < nwin; w += 2) {
+        const uint8_t *const *rw = rows + 4 * w;
+        int32_t *cw = c + w * ldc;
+        int64_t p = 0;
+        if (nwin - w >= 2) {
+            for (; p + 2 <= panels; p += 2)
+                pool_tile(b, rw, tapoff, ntaps, cq, init, 2, 1, p, cw, ldc);
+            if (p < panels) pool_tile(b, rw, tapoff, ntaps, cq, init, 2, 0, p, cw, ldc);
+        } else {
+            for (; p + 2 <= panels; p += 2)
+                pool_tile(b, rw, tapoff, ntaps, cq, init, 1, 1, p, cw, ldc);
+            if (p < panels) pool_tile(b, rw, tapoff, ntaps, cq, init, 1, 0, p, cw, ldc);
+        }
     }
 }

@@ -1,7 +1,8 @@
 /*
  * qstore_avx512.c -- the 16-lane (AVX-512) forms of the INT8 graph's
  * per-element passes: quantizing float activations to uint8
- * (QuantizeLinear), the range of DynamicQuantizeLinear, the uint8 store of a fused QConv / QGemm
+ * (QuantizeLinear; a stem's few channel planes straight into channels-last
+ * positions), the range of DynamicQuantizeLinear, the uint8 store of a fused QConv / QGemm
  * (INF_QOUT_F32_U8: scale, bias, activation, then QuantizeLinear) and its
  * float store (INF_QOUT_F32, with the optional Q -> DQ of the output).
  *
@@ -49,6 +50,27 @@ void inf__quantize_u8_avx512(const float *x, int64_t n, float scale, int32_t zp,
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         _mm_mask_storeu_epi8(q + i, m, _mm512_cvtepi32_epi8(quantize16(_mm512_maskz_loadu_ps(m, x + i), s, z)));
+    }
+}
+
+/* n positions of c <= 4 float planes (plane values apart) quantized into
+ * 4-byte channels-last positions (channels c..3 the zero point): the stem's
+ * input in one pass -- each channel as inf__quantize_u8_avx512 makes it,
+ * the four bytes of a position assembled in its 32-bit lane. */
+void inf__quantize_planes4_u8_avx512(const float *x, int64_t plane, int64_t c, int64_t n, float scale, int32_t zp,
+                                     uint8_t *q) {
+    const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps((float)zp);
+    __m512i pad = _mm512_setzero_si512();
+    for (int64_t k = c; k < 4; k++)
+        pad = _mm512_or_si512(pad, _mm512_set1_epi32((int32_t)((uint32_t)zp << (8 * k))));
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512i w = pad;
+        for (int64_t k = 0; k < c; k++) {
+            __m512i v = quantize16(_mm512_maskz_loadu_ps(m, x + k * plane + i), s, z);
+            w = _mm512_or_si512(w, _mm512_slli_epi32(v, (unsigned)(8 * k)));
+        }
+        _mm512_mask_storeu_epi32(q + 4 * i, m, w);
     }
 }
 
@@ -109,6 +131,48 @@ static inline void store16_u8(uint8_t *y, __mmask16 m, __m128i q) {
         _mm_mask_storeu_epi8(y, m, q);
 }
 
+/* ---- the lean uint8 store ----
+ * Where no value can be NaN or infinite, QuantizeLinear's compares and
+ * blends are not needed: with d = v / s finite, clamping d to
+ * [-zp, 512] before a round-to-nearest-even conversion, then + zp and
+ * vpmovusdb's unsigned saturation to 255, gives clamp(nearbyint(d) + zp,
+ * 0, 255) exactly (-zp is an integer, so rounding the clamped quotient is
+ * clamping the rounded one; 512 + zp saturates as any larger value does).
+ * Likewise a Q -> DQ (pre's requant) is (clamp(nearbyint(d), lo - zp,
+ * hi - zp)) * s.  "No NaN or infinity" is checked, not assumed: every
+ * multiplier, bias and residual scale below 2^64 in magnitude (|acc| <
+ * 2^31, so |v| < 2^96), activation constants within [-256, 256] (a
+ * LeakyRelu's product stays finite, so alpha * v is never 0 * inf), the
+ * scales finite and > 0, the output zero point in [0, 255] -- else the
+ * full sequence above runs.  Only a division v / s may overflow to an
+ * infinity, which the clamps handle as the full sequence does. */
+static const float LEAN_LIM = 18446744073709551616.0f; /* 2^64 */
+
+static inline bool lean_num(float v) { return v > -LEAN_LIM && v < LEAN_LIM; }
+static inline bool lean_scale(float s) { return s > 0 && s < LEAN_LIM; }
+
+/* activation constants within [-256, 256]: two activations (pre's and the Add's) keep |v| < 2^113 */
+static inline bool lean_act(const inf__epilogue *ep) {
+    return !ep || (fabsf(ep->alpha) <= 256.0f && fabsf(ep->lo) <= 256.0f && fabsf(ep->hi) <= 256.0f);
+}
+
+/* the uint8 output's QuantizeLinear (scale, zero point) */
+static inline bool lean_u8_out(const inf__qout *o) {
+    return lean_scale(o->rq_scale) && o->rq_zp >= 0 && o->rq_zp <= 255;
+}
+
+/* every lane of m within (-2^64, 2^64) (NaN is not) */
+static inline bool lean_lanes(__m512 v, __mmask16 m) {
+    __m512 a = _mm512_abs_ps(v);
+    return (_mm512_cmp_ps_mask(a, _mm512_set1_ps(LEAN_LIM), _CMP_LT_OQ) & m) == m;
+}
+
+/* QuantizeLinear of finite v into int32 lanes in [0, 767] (nz = -zp as float, iz = zp) */
+static inline __m512i lean_q16(__m512 v, __m512 s, __m512 nz, __m512i iz) {
+    __m512 d = _mm512_min_ps(_mm512_max_ps(_mm512_div_ps(v, s), nz), _mm512_set1_ps(512.0f));
+    return _mm512_add_epi32(_mm512_cvt_roundps_epi32(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), iz);
+}
+
 /* (float)acc * mult + bias, then the activation: the F32 value of 16 columns from j0 + j */
 static inline __m512 scaled16(const inf__qout *o, const int32_t *c, int64_t at, __mmask16 m) {
     __m512 mult = o->mult_per_col ? _mm512_maskz_loadu_ps(m, o->mult + at) : _mm512_set1_ps(o->mult[0]);
@@ -158,9 +222,30 @@ void inf__qstore_u8_res_rows_avx512(const inf__qout *o, const int32_t *c, int64_
     const __m512 rs = _mm512_set1_ps(o->res_scale), s = _mm512_set1_ps(o->rq_scale);
     const __m512 z = _mm512_set1_ps((float)o->rq_zp);
     const __m512i rz = _mm512_set1_epi32(o->res_zp);
+    const __m512 nz = _mm512_set1_ps(-(float)o->rq_zp), plo_z = _mm512_sub_ps(plo, pz), phi_z = _mm512_sub_ps(phi, pz);
+    const __m512i iz = _mm512_set1_epi32(o->rq_zp);
+    bool lean = lean_u8_out(o) && lean_act(act) && lean_act(pre->act) && lean_num(o->res_scale) &&
+                (!pre->requant || lean_scale(pre->rq_scale));
     for (int64_t j = 0; j < n; j += 16) { /* a column chunk: its multipliers and biases loaded once */
         __mmask16 m = lanes(n - j);
         chunk_scale k = chunk_scale_load(pre, j0 + j, m);
+        if (lean && lean_lanes(k.mult, m) && lean_lanes(k.bias, m)) {
+            /* what the loop reads through o, pre and act in locals: the byte stores could alias them */
+            const bool bias = pre->bias_f32 != NULL, requant = pre->requant;
+            const inf__epilogue a0 = pre->act ? *pre->act : (inf__epilogue){0}, a1 = act ? *act : (inf__epilogue){0};
+            for (int64_t i = 0; i < rows; i++) {
+                __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c + i * ldc + j)), k.mult);
+                v = act16(&a0, bias ? _mm512_add_ps(v, k.bias) : v);
+                if (requant) { /* Q -> DQ: (clamp(nearbyint(v / s), lo - zp, hi - zp)) * s */
+                    __m512 d = _mm512_min_ps(_mm512_max_ps(_mm512_div_ps(v, ps), plo_z), phi_z);
+                    v = _mm512_mul_ps(_mm512_roundscale_ps(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), ps);
+                }
+                __m512i ri = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, r + i * ldy + j)), rz);
+                v = act16(&a1, _mm512_add_ps(v, _mm512_mul_ps(_mm512_cvtepi32_ps(ri), rs)));
+                store16_u8(y + i * ldy + j, m, _mm512_cvtusepi32_epi8(lean_q16(v, s, nz, iz)));
+            }
+            continue;
+        }
         for (int64_t i = 0; i < rows; i++) {
             __m512 v = chunk_value16(pre, &k, c + i * ldc + j, m);
             v = act16(pre->act, v); /* pre's own (none in the driver's use): scaled16's value */
@@ -178,10 +263,22 @@ void inf__qstore_u8_res_rows_avx512(const inf__qout *o, const int32_t *c, int64_
 void inf__qstore_u8_rows_avx512(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0, int64_t n,
                                 uint8_t *y, int64_t ldy) {
     const __m512 s = _mm512_set1_ps(o->rq_scale);
-    const __m512 z = _mm512_set1_ps((float)o->rq_zp);
+    const __m512 z = _mm512_set1_ps((float)o->rq_zp), nz = _mm512_set1_ps(-(float)o->rq_zp);
+    const __m512i iz = _mm512_set1_epi32(o->rq_zp);
+    bool lean = lean_u8_out(o) && lean_act(o->act);
     for (int64_t j = 0; j < n; j += 16) {
         __mmask16 m = lanes(n - j);
         chunk_scale k = chunk_scale_load(o, j0 + j, m);
+        if (lean && lean_lanes(k.mult, m) && lean_lanes(k.bias, m)) {
+            const bool bias = o->bias_f32 != NULL; /* locals: the byte stores could alias o */
+            const inf__epilogue a = o->act ? *o->act : (inf__epilogue){0};
+            for (int64_t r = 0; r < rows; r++) {
+                __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c + r * ldc + j)), k.mult);
+                v = act16(&a, bias ? _mm512_add_ps(v, k.bias) : v);
+                store16_u8(y + r * ldy + j, m, _mm512_cvtusepi32_epi8(lean_q16(v, s, nz, iz)));
+            }
+            continue;
+        }
         for (int64_t r = 0; r < rows; r++) {
             __m512 v = act16(o->act, chunk_value16(o, &k, c + r * ldc + j, m));
             store16_u8(y + r * ldy + j, m, _mm512_cvtepi32_epi8(quantize16(v, s, z)));
