@@ -104,7 +104,7 @@ done
 if [ "$CPU_ROUNDS" -gt 0 ]; then # iterations LO:HI per model: HI - LO batches take about a CPU second or more
     /usr/bin/python3 "$HERE/cpu_time.py" --infera "$INFERA" --ort-bench "$ROOT/bench/ort_bench.js" \
         --rounds "$CPU_ROUNDS" --threads 1 --out "$OUT/cpu.jsonl" \
-        "mlp fp32:$MODELS/mlp.onnx:20:1500" "mlp int8:$OUT/mlp_int8.onnx:20:1500" \
+        "mlp fp32:$MODELS/mlp.onnx:20:12000" "mlp int8:$OUT/mlp_int8.onnx:20:12000" \
         "cnn fp32:$MODELS/cnn.onnx:2:20" "cnn int8:$OUT/cnn_int8.onnx:2:20" \
         "bert fp32:$MODELS/bert.onnx:1:3" "bert int8:$OUT/bert_int8.onnx:1:3"
 fi
