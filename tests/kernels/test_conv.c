@@ -24,6 +24,7 @@
 
 #include "infera/session.h"
 #include "onnx/onnx.h"
+#include "onnx_value.h"
 #include "ops/ops.h"
 #include "test_allocs.h"
 
@@ -36,38 +37,6 @@ typedef struct conv_case {
     bool bias, w_const;
 } conv_case;
 
-static Onnx__ValueInfoProto *vinfo(const char *name, int ndim, const int64_t *dims) {
-    Onnx__ValueInfoProto *vi = calloc(1, sizeof *vi);
-    Onnx__TypeProto *tp = calloc(1, sizeof *tp);
-    Onnx__TypeProto__Tensor *tt = calloc(1, sizeof *tt);
-    Onnx__TensorShapeProto *sh = calloc(1, sizeof *sh);
-    onnx__value_info_proto__init(vi), onnx__type_proto__init(tp), onnx__type_proto__tensor__init(tt);
-    onnx__tensor_shape_proto__init(sh);
-    sh->n_dim = (size_t)ndim;
-    sh->dim = calloc((size_t)ndim, sizeof *sh->dim);
-    for (int i = 0; i < ndim; i++) {
-        sh->dim[i] = calloc(1, sizeof **sh->dim);
-        onnx__tensor_shape_proto__dimension__init(sh->dim[i]);
-        if (i == 0 && !strcmp(name, "X")) {
-            sh->dim[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-            sh->dim[i]->dim_param = "batch";
-        } else {
-            sh->dim[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-            sh->dim[i]->dim_value = dims[i];
-        }
-    }
-    tt->has_elem_type = 1, tt->elem_type = 1, tt->shape = sh;
-    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE, tp->tensor_type = tt;
-    vi->name = (char *)name, vi->type = tp;
-    return vi;
-}
-
-static void vinfo_free(Onnx__ValueInfoProto *vi) {
-    Onnx__TensorShapeProto *sh = vi->type->tensor_type->shape;
-    for (size_t i = 0; i < sh->n_dim; i++) free(sh->dim[i]);
-    free(sh->dim), free(sh), free(vi->type->tensor_type), free(vi->type), free(vi);
-}
-
 static Onnx__AttributeProto *ints_attr(const char *name, int n, int64_t *v) {
     Onnx__AttributeProto *a = calloc(1, sizeof *a);
     onnx__attribute_proto__init(a);
@@ -78,8 +47,8 @@ static Onnx__AttributeProto *ints_attr(const char *name, int n, int64_t *v) {
 
 /* Packs a one-node Conv model; *size receives its length. */
 static uint8_t *conv_model(const conv_case *cc, const float *w, size_t *size) {
-    int64_t xd[4] = {cc->n, cc->c, cc->ih, cc->iw}, wd[4] = {cc->m, cc->c / cc->group, cc->kh, cc->kw};
-    int64_t bd[1] = {cc->m}, yd[4] = {cc->n, cc->m, 0, 0};
+    int64_t xd[4] = {-1, cc->c, cc->ih, cc->iw}, wd[4] = {cc->m, cc->c / cc->group, cc->kh, cc->kw};
+    int64_t bd[1] = {cc->m};
     int64_t kshape[2] = {cc->kh, cc->kw}, strides[2] = {cc->s[0], cc->s[1]}, dil[2] = {cc->d[0], cc->d[1]};
     int64_t pads[4] = {cc->pads[0], cc->pads[1], cc->pads[2], cc->pads[3]};
     Onnx__AttributeProto *attrs[5];
@@ -97,9 +66,12 @@ static uint8_t *conv_model(const conv_case *cc, const float *w, size_t *size) {
     node.op_type = "Conv", node.n_input = cc->bias ? 3 : 2, node.input = (char **)in_names;
     node.n_output = 1, node.output = (char **)out_names, node.n_attribute = 5, node.attribute = attrs;
     Onnx__NodeProto *np = &node;
-    Onnx__ValueInfoProto *ins[3] = {vinfo("X", 4, xd), vinfo("W", 4, wd), vinfo("B", 1, bd)};
-    Onnx__ValueInfoProto *out = vinfo("Y", 4, yd);
-    out->type->tensor_type->shape->n_dim = 0; /* rank and shape left to the engine */
+    const int f32 = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    test_value vals[4];
+    Onnx__ValueInfoProto *ins[3] = {test_value_info(&vals[0], "X", f32, 4, xd),
+                                    test_value_info(&vals[1], "W", f32, 4, wd),
+                                    test_value_info(&vals[2], "B", f32, 1, bd)};
+    Onnx__ValueInfoProto *out = test_value_info(&vals[3], "Y", f32, 0, NULL); /* shape left to the engine */
     Onnx__TensorProto init;
     onnx__tensor_proto__init(&init);
     int64_t wdims[4] = {wd[0], wd[1], wd[2], wd[3]};
@@ -123,10 +95,8 @@ static uint8_t *conv_model(const conv_case *cc, const float *w, size_t *size) {
     *size = onnx__model_proto__get_packed_size(&mp);
     uint8_t *bytes = malloc(*size);
     if (bytes) onnx__model_proto__pack(&mp, bytes);
-    for (int i = 0; i < 5; i++) free(attrs[i]);
-    for (int i = 0; i < 3; i++) vinfo_free(ins[i]);
-    out->type->tensor_type->shape->n_dim = 4;
-    vinfo_free(out);
+    for (int i = 0; i < 5; i++)
+        free(attrs[i]);
     return bytes;
 }
 

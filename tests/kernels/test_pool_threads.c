@@ -23,6 +23,7 @@
 #include "core/cpu.h"
 #include "infera/session.h"
 #include "onnx/onnx.h"
+#include "onnx_value.h"
 #include "ops/ops.h"
 
 static int n_passed, n_failed;
@@ -36,39 +37,6 @@ typedef struct pool_case {
     bool max;
 } pool_case;
 
-static Onnx__ValueInfoProto *vinfo(const char *name, int ndim, const int64_t *dims) {
-    Onnx__ValueInfoProto *vi = calloc(1, sizeof *vi);
-    Onnx__TypeProto *tp = calloc(1, sizeof *tp);
-    Onnx__TypeProto__Tensor *tt = calloc(1, sizeof *tt);
-    Onnx__TensorShapeProto *sh = calloc(1, sizeof *sh);
-    onnx__value_info_proto__init(vi), onnx__type_proto__init(tp), onnx__type_proto__tensor__init(tt);
-    onnx__tensor_shape_proto__init(sh);
-    sh->n_dim = (size_t)ndim;
-    sh->dim = calloc((size_t)ndim, sizeof *sh->dim);
-    for (int i = 0; i < ndim; i++) {
-        sh->dim[i] = calloc(1, sizeof **sh->dim);
-        onnx__tensor_shape_proto__dimension__init(sh->dim[i]);
-        if (i == 0) {
-            sh->dim[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-            sh->dim[i]->dim_param = "batch";
-        } else {
-            sh->dim[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-            sh->dim[i]->dim_value = dims[i];
-        }
-    }
-    tt->has_elem_type = 1, tt->elem_type = 1, tt->shape = sh;
-    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE, tp->tensor_type = tt;
-    vi->name = (char *)name, vi->type = tp;
-    return vi;
-}
-
-static void vinfo_free(Onnx__ValueInfoProto *vi) {
-    Onnx__TensorShapeProto *sh = vi->type->tensor_type->shape;
-    for (size_t i = 0; i < sh->n_dim; i++)
-        free(sh->dim[i]);
-    free(sh->dim), free(sh), free(vi->type->tensor_type), free(vi->type), free(vi);
-}
-
 static Onnx__AttributeProto *ints_attr(const char *name, int n, int64_t *v) {
     Onnx__AttributeProto *a = calloc(1, sizeof *a);
     onnx__attribute_proto__init(a);
@@ -79,7 +47,7 @@ static Onnx__AttributeProto *ints_attr(const char *name, int n, int64_t *v) {
 
 /* Packs a one-node MaxPool / AveragePool model; *size receives its length. */
 static uint8_t *pool_model(const pool_case *pc, size_t *size) {
-    int64_t xd[4] = {1, pc->c, pc->ih, pc->iw}, yd[4] = {1, pc->c, 0, 0};
+    int64_t xd[4] = {-1, pc->c, pc->ih, pc->iw};
     int64_t kshape[2] = {pc->kh, pc->kw}, strides[2] = {pc->sh, pc->sw};
     int64_t pads[4] = {pc->pads[0], pc->pads[1], pc->pads[2], pc->pads[3]};
     Onnx__AttributeProto *attrs[3] = {ints_attr("kernel_shape", 2, kshape), ints_attr("strides", 2, strides),
@@ -90,8 +58,10 @@ static uint8_t *pool_model(const pool_case *pc, size_t *size) {
     node.op_type = pc->max ? "MaxPool" : "AveragePool", node.n_input = 1, node.input = (char **)in_names;
     node.n_output = 1, node.output = (char **)out_names, node.n_attribute = 3, node.attribute = attrs;
     Onnx__NodeProto *np = &node;
-    Onnx__ValueInfoProto *in = vinfo("X", 4, xd), *out = vinfo("Y", 4, yd);
-    out->type->tensor_type->shape->n_dim = 0; /* rank and shape left to the engine */
+    test_value vx, vy;
+    Onnx__ValueInfoProto *in = test_value_info(&vx, "X", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, xd),
+                         *out = test_value_info(&vy, "Y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 0,
+                                                NULL); /* shape left to the engine */
     Onnx__GraphProto graph;
     onnx__graph_proto__init(&graph);
     graph.name = "pool", graph.n_node = 1, graph.node = &np;
@@ -108,9 +78,6 @@ static uint8_t *pool_model(const pool_case *pc, size_t *size) {
     if (bytes) onnx__model_proto__pack(&mp, bytes);
     for (int i = 0; i < 3; i++)
         free(attrs[i]);
-    vinfo_free(in);
-    out->type->tensor_type->shape->n_dim = 4;
-    vinfo_free(out);
     return bytes;
 }
 
