@@ -263,7 +263,7 @@ void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, u
 /* The F32 value of 8 columns at a time, quantized in registers with
  * QuantizeLinear's vector arithmetic (quantize8): the bytes the next conv's
  * input quantization would make of it, in one pass (no float tile). */
-void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
+static void qstore_u8_row_full(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
     const __m256 vs = _mm256_set1_ps(o->rq_scale), vz = _mm256_set1_ps((float)o->rq_zp);
     int64_t j = 0;
     for (; j + 8 <= n; j += 8) {
@@ -285,6 +285,86 @@ void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, i
         _mm_storeu_si128((__m128i *)yt, quantize8(v, vs, vz));
         memcpy(y + j, yt, (size_t)(n - j));
     }
+}
+
+/* ---- the lean uint8 store (x86/qstore_avx512.c's, 8 lanes) ----
+ * QuantizeLinear's NaN compare and blend are not needed where no quotient
+ * d = v / s is NaN: clamping d to [-zp, 512] before rounding half to even,
+ * then + zp and the unsigned saturation of vpackusdw + vpackuswb, gives
+ * clamp(nearbyint(d) + zp, 0, 255) exactly for any other d, infinities
+ * included (-zp is an integer, so rounding the clamped quotient is clamping
+ * the rounded one; 512 + zp saturates as any larger value does), with the
+ * output zero point in [0, 255].  A row store has no rows to amortize a
+ * check of the multipliers and biases over, so the quotients themselves are
+ * checked: one vcmpunordps of two chunks' d, or-ed up over the row; a row
+ * that met a NaN is stored again by the full sequence (qstore_u8_row_full,
+ * which overwrites every byte). */
+
+/* (float)acc * mult + bias, then the activation (scaled8's operations); the
+ * flags and the activation in locals, as the byte stores could alias o */
+typedef struct lean_row {
+    const float *mult, *bias;
+    bool per_col;
+    inf__epilogue act;
+    const inf__epilogue *ap;
+} lean_row;
+
+static inline __m256 lean_value8(const lean_row *L, const int32_t *c, int64_t at) {
+    __m256 mult = L->per_col ? _mm256_loadu_ps(L->mult + at) : _mm256_set1_ps(L->mult[0]);
+    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)c)), mult);
+    if (L->bias) v = _mm256_add_ps(v, _mm256_loadu_ps(L->bias + at));
+    return act8(L->ap, v);
+}
+
+/* QuantizeLinear of a non-NaN quotient d into int32 lanes in [0, 767] (nz = -zp as float, iz = zp) */
+static inline __m256i lean_q8(__m256 d, __m256 nz, __m256i iz) {
+    d = _mm256_min_ps(_mm256_max_ps(d, nz), _mm256_set1_ps(512.0f));
+    return _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_round_ps(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), iz);
+}
+
+/* 16 int32 lanes in [0, 767] (a: columns 0-7, b: 8-15) to 16 bytes, saturated to 255: vpackusdw interleaves
+ * the 128-bit lanes (a0-3 b0-3 | a4-7 b4-7), vpermq puts a's and b's halves together, vpackuswb narrows */
+static inline __m128i lean_narrow16(__m256i a, __m256i b) {
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
+    return _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+}
+
+/* the row by the lean sequence; false when a quotient was NaN (the bytes then wrong) */
+static bool qstore_u8_row_lean(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
+    lean_row L = {o->mult, o->bias_f32, o->mult_per_col, o->act ? *o->act : (inf__epilogue){0}, NULL};
+    L.ap = o->act ? &L.act : NULL;
+    const __m256 vs = _mm256_set1_ps(o->rq_scale), nz = _mm256_set1_ps(-(float)o->rq_zp);
+    const __m256i iz = _mm256_set1_epi32(o->rq_zp);
+    __m256 nan = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m256 d0 = _mm256_div_ps(lean_value8(&L, c + j, j0 + j), vs);
+        __m256 d1 = _mm256_div_ps(lean_value8(&L, c + j + 8, j0 + j + 8), vs);
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(d0, d1, _CMP_UNORD_Q));
+        _mm_storeu_si128((__m128i *)(y + j), lean_narrow16(lean_q8(d0, nz, iz), lean_q8(d1, nz, iz)));
+    }
+    if (j < n) { /* the last 1-15 columns through a 16-lane pass over a padded copy (padding: 0 * 0 + 0) */
+        int32_t ct[16] = {0};
+        float mt[16] = {0}, bt[16] = {0};
+        uint8_t yt[16];
+        for (int64_t k = 0; k < n - j; k++) {
+            ct[k] = c[j + k];
+            mt[k] = L.mult[L.per_col ? j0 + j + k : 0];
+            if (L.bias) bt[k] = L.bias[j0 + j + k];
+        }
+        lean_row T = L;
+        T.mult = mt, T.per_col = true, T.bias = bt;
+        __m256 d0 = _mm256_div_ps(lean_value8(&T, ct, 0), vs), d1 = _mm256_div_ps(lean_value8(&T, ct + 8, 8), vs);
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(d0, d1, _CMP_UNORD_Q));
+        _mm_storeu_si128((__m128i *)yt, lean_narrow16(lean_q8(d0, nz, iz), lean_q8(d1, nz, iz)));
+        memcpy(y + j, yt, (size_t)(n - j));
+    }
+    return _mm256_movemask_ps(nan) == 0;
+}
+
+void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
+    if (o->rq_zp >= 0 && o->rq_zp <= 255 && qstore_u8_row_lean(o, c, j0, n, y)) return;
+    qstore_u8_row_full(o, c, j0, n, y);
 }
 
 void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y) {
