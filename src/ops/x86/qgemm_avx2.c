@@ -21,6 +21,9 @@
  * inf__quantize_u8_avx2 is QuantizeLinear's arithmetic (divide, round half
  * to even, add the zero point, clamp, NaN -> zero point) 8 lanes at a time:
  * the same IEEE operations as the scalar reference, so the same bytes.
+ * The uint8 row store of a fused QGemm / QConv (inf__qstore_u8_row_avx2)
+ * runs a lean form of it where no quotient is NaN (below), 16 columns per
+ * store, the same bytes.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -300,20 +303,22 @@ static void qstore_u8_row_full(const inf__qout *o, const int32_t *c, int64_t j0,
  * that met a NaN is stored again by the full sequence (qstore_u8_row_full,
  * which overwrites every byte). */
 
-/* (float)acc * mult + bias, then the activation (scaled8's operations); the
- * flags and the activation in locals, as the byte stores could alias o */
-typedef struct lean_row {
-    const float *mult, *bias;
-    bool per_col;
-    inf__epilogue act;
-    const inf__epilogue *ap;
-} lean_row;
-
-static inline __m256 lean_value8(const lean_row *L, const int32_t *c, int64_t at) {
-    __m256 mult = L->per_col ? _mm256_loadu_ps(L->mult + at) : _mm256_set1_ps(L->mult[0]);
-    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)c)), mult);
-    if (L->bias) v = _mm256_add_ps(v, _mm256_loadu_ps(L->bias + at));
-    return act8(L->ap, v);
+/* The activation of kind k (a constant in each instantiation below) with act8's results, NaN included:
+ * Clip as vmaxps(lo, v), vminps(hi, v) -- lo > v ? lo : v and hi < v ? hi : v, a NaN v returned as act8's
+ * compares and blends return it. */
+static inline __attribute__((always_inline)) __m256 lean_act8(__m256 v, const int k, __m256 alpha, __m256 lo,
+                                                              __m256 hi) {
+    const __m256 zero = _mm256_setzero_ps();
+    switch (k) {
+    case INF_EPILOGUE_RELU:
+        return _mm256_max_ps(v, zero);
+    case INF_EPILOGUE_LEAKY_RELU:
+        return _mm256_blendv_ps(v, _mm256_mul_ps(alpha, v), _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
+    case INF_EPILOGUE_CLIP:
+        return _mm256_min_ps(hi, _mm256_max_ps(lo, v));
+    default:
+        return v;
+    }
 }
 
 /* QuantizeLinear of a non-NaN quotient d into int32 lanes in [0, 767] (nz = -zp as float, iz = zp) */
@@ -329,17 +334,26 @@ static inline __m128i lean_narrow16(__m256i a, __m256i b) {
     return _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
 }
 
-/* the row by the lean sequence; false when a quotient was NaN (the bytes then wrong) */
-static bool qstore_u8_row_lean(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
-    lean_row L = {o->mult, o->bias_f32, o->mult_per_col, o->act ? *o->act : (inf__epilogue){0}, NULL};
-    L.ap = o->act ? &L.act : NULL;
+/* The row by the lean sequence, its activation kind k, per-column multipliers pc and bias hb constants (one
+ * branch-free loop per combination); false when a quotient was NaN (the bytes then wrong). */
+static inline __attribute__((always_inline)) bool lean_row(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n,
+                                                           uint8_t *y, const int k, const bool pc, const bool hb) {
+    const float *mult = o->mult + (pc ? j0 : 0), *bias = hb ? o->bias_f32 + j0 : NULL;
+    const __m256 alpha = _mm256_set1_ps(o->act ? o->act->alpha : 0), lo = _mm256_set1_ps(o->act ? o->act->lo : 0);
+    const __m256 hi = _mm256_set1_ps(o->act ? o->act->hi : 0), m0 = _mm256_set1_ps(o->mult[0]);
     const __m256 vs = _mm256_set1_ps(o->rq_scale), nz = _mm256_set1_ps(-(float)o->rq_zp);
     const __m256i iz = _mm256_set1_epi32(o->rq_zp);
     __m256 nan = _mm256_setzero_ps();
     int64_t j = 0;
     for (; j + 16 <= n; j += 16) {
-        __m256 d0 = _mm256_div_ps(lean_value8(&L, c + j, j0 + j), vs);
-        __m256 d1 = _mm256_div_ps(lean_value8(&L, c + j + 8, j0 + j + 8), vs);
+        __m256 v0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(c + j))),
+                                  pc ? _mm256_loadu_ps(mult + j) : m0);
+        __m256 v1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(c + j + 8))),
+                                  pc ? _mm256_loadu_ps(mult + j + 8) : m0);
+        if (hb)
+            v0 = _mm256_add_ps(v0, _mm256_loadu_ps(bias + j)), v1 = _mm256_add_ps(v1, _mm256_loadu_ps(bias + j + 8));
+        __m256 d0 = _mm256_div_ps(lean_act8(v0, k, alpha, lo, hi), vs);
+        __m256 d1 = _mm256_div_ps(lean_act8(v1, k, alpha, lo, hi), vs);
         nan = _mm256_or_ps(nan, _mm256_cmp_ps(d0, d1, _CMP_UNORD_Q));
         _mm_storeu_si128((__m128i *)(y + j), lean_narrow16(lean_q8(d0, nz, iz), lean_q8(d1, nz, iz)));
     }
@@ -347,20 +361,42 @@ static bool qstore_u8_row_lean(const inf__qout *o, const int32_t *c, int64_t j0,
         int32_t ct[16] = {0};
         float mt[16] = {0}, bt[16] = {0};
         uint8_t yt[16];
-        for (int64_t k = 0; k < n - j; k++) {
-            ct[k] = c[j + k];
-            mt[k] = L.mult[L.per_col ? j0 + j + k : 0];
-            if (L.bias) bt[k] = L.bias[j0 + j + k];
+        for (int64_t t = 0; t < n - j; t++) {
+            ct[t] = c[j + t];
+            mt[t] = mult[pc ? j + t : 0];
+            if (hb) bt[t] = bias[j + t];
         }
-        lean_row T = L;
-        T.mult = mt, T.per_col = true, T.bias = bt;
-        __m256 d0 = _mm256_div_ps(lean_value8(&T, ct, 0), vs), d1 = _mm256_div_ps(lean_value8(&T, ct + 8, 8), vs);
+        __m256 v0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)ct)), _mm256_loadu_ps(mt));
+        __m256 v1 =
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(ct + 8))), _mm256_loadu_ps(mt + 8));
+        if (hb) v0 = _mm256_add_ps(v0, _mm256_loadu_ps(bt)), v1 = _mm256_add_ps(v1, _mm256_loadu_ps(bt + 8));
+        __m256 d0 = _mm256_div_ps(lean_act8(v0, k, alpha, lo, hi), vs);
+        __m256 d1 = _mm256_div_ps(lean_act8(v1, k, alpha, lo, hi), vs);
         nan = _mm256_or_ps(nan, _mm256_cmp_ps(d0, d1, _CMP_UNORD_Q));
         _mm_storeu_si128((__m128i *)yt, lean_narrow16(lean_q8(d0, nz, iz), lean_q8(d1, nz, iz)));
         memcpy(y + j, yt, (size_t)(n - j));
     }
     return _mm256_movemask_ps(nan) == 0;
 }
+
+#define LEAN_ROW(k)                                                                                                    \
+    (pc ? (hb ? lean_row(o, c, j0, n, y, k, true, true) : lean_row(o, c, j0, n, y, k, true, false))                    \
+        : (hb ? lean_row(o, c, j0, n, y, k, false, true) : lean_row(o, c, j0, n, y, k, false, false)))
+
+static bool qstore_u8_row_lean(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
+    const bool pc = o->mult_per_col, hb = o->bias_f32 != NULL;
+    switch (o->act ? (int)o->act->kind : (int)INF_EPILOGUE_NONE) {
+    case INF_EPILOGUE_RELU:
+        return LEAN_ROW(INF_EPILOGUE_RELU);
+    case INF_EPILOGUE_LEAKY_RELU:
+        return LEAN_ROW(INF_EPILOGUE_LEAKY_RELU);
+    case INF_EPILOGUE_CLIP:
+        return LEAN_ROW(INF_EPILOGUE_CLIP);
+    default:
+        return LEAN_ROW(INF_EPILOGUE_NONE);
+    }
+}
+#undef LEAN_ROW
 
 void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
     if (o->rq_zp >= 0 && o->rq_zp <= 255 && qstore_u8_row_lean(o, c, j0, n, y)) return;
