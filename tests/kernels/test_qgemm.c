@@ -669,6 +669,84 @@ static void quantize_near_half_cases(void) {
 #endif
 }
 
+/* ---- the uint8 row store (INF_QOUT_F32_U8) against a scalar twin ----
+ * inf__qstore_u8_row_avx2 (and the 16-lane form) on one row of sums
+ * against (float)acc * mult + bias and the activation computed here, then
+ * QuantizeLinear's bytes (inf__quantize_u8_ref).  Ordinary rows take the
+ * AVX2 store's lean sequence (no NaN compare); now and then a multiplier or
+ * bias past 2^64 or infinite (saturating quotients, still lean), a NaN
+ * multiplier or bias, an infinite multiplier times a zero sum, or a zero
+ * scale with a zero value (NaN quotients: the row falls back to the full
+ * sequence), or a zero point outside [0, 255] (the full sequence at once);
+ * the bytes after the row stay untouched. */
+static float twin_act(const inf__epilogue *ep, float v) {
+    if (!ep) return v;
+    switch (ep->kind) {
+    case INF_EPILOGUE_RELU:
+        return v > 0 ? v : 0;
+    case INF_EPILOGUE_LEAKY_RELU:
+        return v < 0 ? ep->alpha * v : v;
+    case INF_EPILOGUE_CLIP:
+        return v < ep->lo ? ep->lo : v > ep->hi ? ep->hi : v;
+    default:
+        return v;
+    }
+}
+
+static void qstore_u8_row_cases(void) {
+#if defined(__x86_64__)
+    if (!inf__cpu_has_avx2_fma()) return;
+    enum { N = 300 };
+    static int32_t c[N];
+    static float mult[N + 16], bias[N + 16], v[N];
+    static uint8_t want[N], got[N + 16];
+    static const float odd[] = {3e30f, -3e30f, INFINITY, -INFINITY, NAN, 1.9e19f};
+    for (int round = 0; round < 400; round++) {
+        int64_t n = rand_in(1, N - 20), j0 = rand_in(0, 16);
+        for (int64_t j = 0; j < n + j0; j++)
+            mult[j] = (float)rand_in(1, 1000) * 1e-5f, bias[j] = uniform() * 2.0f;
+        for (int64_t j = 0; j < n; j++)
+            c[j] = (int32_t)rand_in(-300000, 300000);
+        inf__qout o = {.kind = INF_QOUT_F32_U8,
+                       .mult = mult,
+                       .mult_per_col = rand_in(0, 1),
+                       .bias_f32 = rand_in(0, 2) ? bias : NULL,
+                       .act = rand_in(0, 4) ? &acts[rand_in(0, 3)] : NULL,
+                       .rq_scale = (float)rand_in(1, 1000) * 1e-4f,
+                       .rq_zp = (int32_t)rand_in(0, 255),
+                       .rq_dtype = INF_DTYPE_U8};
+        int odd_kind = round < 40 ? 0 : (int)rand_in(0, 7);
+        int64_t at = j0 + rand_in(0, n - 1);
+        if (odd_kind == 1) mult[o.mult_per_col ? at : 0] = odd[rand_in(0, 5)];
+        if (odd_kind == 2 && o.bias_f32) bias[at] = odd[rand_in(0, 5)];
+        if (odd_kind == 3) mult[o.mult_per_col ? at : 0] = INFINITY, c[at - j0] = 0; /* inf * 0: NaN */
+        if (odd_kind == 4) o.rq_scale = 0, c[at - j0] = 0, o.act = NULL;             /* 0 / 0: NaN */
+        if (odd_kind == 5) o.rq_zp = rand_in(0, 1) ? -(int32_t)rand_in(1, 40) : (int32_t)rand_in(256, 400);
+        if (odd_kind == 6) o.rq_scale = rand_in(0, 1) ? 1e-30f : 3e30f;
+        for (int64_t j = 0; j < n; j++) {
+            float x = (float)c[j] * mult[o.mult_per_col ? j0 + j : 0];
+            if (o.bias_f32) x += bias[j0 + j];
+            v[j] = twin_act(o.act, x);
+        }
+        inf__quantize_u8_ref(v, n, o.rq_scale, o.rq_zp, want);
+        char what[120];
+        snprintf(what, sizeof what, "qstore_u8_row avx2 vs ref n=%lld odd=%d", (long long)n, odd_kind);
+        memset(got, 0xA5, sizeof got);
+        inf__qstore_u8_row_avx2(&o, c, j0, n, got);
+        bool untouched = true;
+        for (int64_t j = n; j < n + 16; j++)
+            untouched = untouched && got[j] == 0xA5;
+        check(!memcmp(want, got, (size_t)n) && untouched, what, round);
+        if (isa_runs(INF_QGEMM_VNNI512)) {
+            memset(got, 0xA5, sizeof got);
+            inf__qstore_u8_row_avx512(&o, c, j0, n, got);
+            snprintf(what, sizeof what, "qstore_u8_row avx512 vs ref n=%lld odd=%d", (long long)n, odd_kind);
+            check(!memcmp(want, got, (size_t)n), what, round);
+        }
+    }
+#endif
+}
+
 /* ---- which AVX2 kernel a B gets ---- */
 
 /* ---- the routed ubs2 kernel (x86/qgemm_ubs2_avx2.c) ----
@@ -861,6 +939,7 @@ int main(void) {
     }
     quantize_cases();
     quantize_near_half_cases();
+    qstore_u8_row_cases();
     if (getenv("INFERA_QGEMM") && !strcmp(getenv("INFERA_QGEMM"), "avx2-maddwd"))
         printf("pack_isa: skipped (INFERA_QGEMM=avx2-maddwd)\n");
     else

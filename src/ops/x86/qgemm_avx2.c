@@ -21,6 +21,9 @@
  * inf__quantize_u8_avx2 is QuantizeLinear's arithmetic (divide, round half
  * to even, add the zero point, clamp, NaN -> zero point) 8 lanes at a time:
  * the same IEEE operations as the scalar reference, so the same bytes.
+ * The uint8 row store of a fused QGemm / QConv (inf__qstore_u8_row_avx2)
+ * runs a lean form of it where no quotient is NaN (below), 16 columns per
+ * store, the same bytes.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -263,7 +266,7 @@ void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, u
 /* The F32 value of 8 columns at a time, quantized in registers with
  * QuantizeLinear's vector arithmetic (quantize8): the bytes the next conv's
  * input quantization would make of it, in one pass (no float tile). */
-void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
+static void qstore_u8_row_full(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
     const __m256 vs = _mm256_set1_ps(o->rq_scale), vz = _mm256_set1_ps((float)o->rq_zp);
     int64_t j = 0;
     for (; j + 8 <= n; j += 8) {
@@ -285,6 +288,119 @@ void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, i
         _mm_storeu_si128((__m128i *)yt, quantize8(v, vs, vz));
         memcpy(y + j, yt, (size_t)(n - j));
     }
+}
+
+/* ---- the lean uint8 store (x86/qstore_avx512.c's, 8 lanes) ----
+ * QuantizeLinear's NaN compare and blend are not needed where no quotient
+ * d = v / s is NaN: clamping d to [-zp, 512] before rounding half to even,
+ * then + zp and the unsigned saturation of vpackusdw + vpackuswb, gives
+ * clamp(nearbyint(d) + zp, 0, 255) exactly for any other d, infinities
+ * included (-zp is an integer, so rounding the clamped quotient is clamping
+ * the rounded one; 512 + zp saturates as any larger value does), with the
+ * output zero point in [0, 255].  A row store has no rows to amortize a
+ * check of the multipliers and biases over, so the quotients themselves are
+ * checked: one vcmpunordps of two chunks' d, or-ed up over the row; a row
+ * that met a NaN is stored again by the full sequence (qstore_u8_row_full,
+ * which overwrites every byte). */
+
+/* The activation of kind k (a constant in each instantiation below) with act8's results, NaN included:
+ * Clip as vmaxps(lo, v), vminps(hi, v) -- lo > v ? lo : v and hi < v ? hi : v, a NaN v returned as act8's
+ * compares and blends return it. */
+static inline __attribute__((always_inline)) __m256 lean_act8(__m256 v, const int k, __m256 alpha, __m256 lo,
+                                                              __m256 hi) {
+    const __m256 zero = _mm256_setzero_ps();
+    switch (k) {
+    case INF_EPILOGUE_RELU:
+        return _mm256_max_ps(v, zero);
+    case INF_EPILOGUE_LEAKY_RELU:
+        return _mm256_blendv_ps(v, _mm256_mul_ps(alpha, v), _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
+    case INF_EPILOGUE_CLIP:
+        return _mm256_min_ps(hi, _mm256_max_ps(lo, v));
+    default:
+        return v;
+    }
+}
+
+/* QuantizeLinear of a non-NaN quotient d into int32 lanes in [0, 767] (nz = -zp as float, iz = zp) */
+static inline __m256i lean_q8(__m256 d, __m256 nz, __m256i iz) {
+    d = _mm256_min_ps(_mm256_max_ps(d, nz), _mm256_set1_ps(512.0f));
+    return _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_round_ps(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), iz);
+}
+
+/* 16 int32 lanes in [0, 767] (a: columns 0-7, b: 8-15) to 16 bytes, saturated to 255: vpackusdw interleaves
+ * the 128-bit lanes (a0-3 b0-3 | a4-7 b4-7), vpermq puts a's and b's halves together, vpackuswb narrows */
+static inline __m128i lean_narrow16(__m256i a, __m256i b) {
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
+    return _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+}
+
+/* The row by the lean sequence, its activation kind k, per-column multipliers pc and bias hb constants (one
+ * branch-free loop per combination); false when a quotient was NaN (the bytes then wrong). */
+static inline __attribute__((always_inline)) bool lean_row(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n,
+                                                           uint8_t *y, const int k, const bool pc, const bool hb) {
+    const float *mult = o->mult + (pc ? j0 : 0), *bias = hb ? o->bias_f32 + j0 : NULL;
+    const __m256 alpha = _mm256_set1_ps(o->act ? o->act->alpha : 0), lo = _mm256_set1_ps(o->act ? o->act->lo : 0);
+    const __m256 hi = _mm256_set1_ps(o->act ? o->act->hi : 0), m0 = _mm256_set1_ps(o->mult[0]);
+    const __m256 vs = _mm256_set1_ps(o->rq_scale), nz = _mm256_set1_ps(-(float)o->rq_zp);
+    const __m256i iz = _mm256_set1_epi32(o->rq_zp);
+    __m256 nan = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m256 v0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(c + j))),
+                                  pc ? _mm256_loadu_ps(mult + j) : m0);
+        __m256 v1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(c + j + 8))),
+                                  pc ? _mm256_loadu_ps(mult + j + 8) : m0);
+        if (hb)
+            v0 = _mm256_add_ps(v0, _mm256_loadu_ps(bias + j)), v1 = _mm256_add_ps(v1, _mm256_loadu_ps(bias + j + 8));
+        __m256 d0 = _mm256_div_ps(lean_act8(v0, k, alpha, lo, hi), vs);
+        __m256 d1 = _mm256_div_ps(lean_act8(v1, k, alpha, lo, hi), vs);
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(d0, d1, _CMP_UNORD_Q));
+        _mm_storeu_si128((__m128i *)(y + j), lean_narrow16(lean_q8(d0, nz, iz), lean_q8(d1, nz, iz)));
+    }
+    if (j < n) { /* the last 1-15 columns through a 16-lane pass over a padded copy (padding: 0 * 0 + 0) */
+        int32_t ct[16] = {0};
+        float mt[16] = {0}, bt[16] = {0};
+        uint8_t yt[16];
+        for (int64_t t = 0; t < n - j; t++) {
+            ct[t] = c[j + t];
+            mt[t] = mult[pc ? j + t : 0];
+            if (hb) bt[t] = bias[j + t];
+        }
+        __m256 v0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)ct)), _mm256_loadu_ps(mt));
+        __m256 v1 =
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(ct + 8))), _mm256_loadu_ps(mt + 8));
+        if (hb) v0 = _mm256_add_ps(v0, _mm256_loadu_ps(bt)), v1 = _mm256_add_ps(v1, _mm256_loadu_ps(bt + 8));
+        __m256 d0 = _mm256_div_ps(lean_act8(v0, k, alpha, lo, hi), vs);
+        __m256 d1 = _mm256_div_ps(lean_act8(v1, k, alpha, lo, hi), vs);
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(d0, d1, _CMP_UNORD_Q));
+        _mm_storeu_si128((__m128i *)yt, lean_narrow16(lean_q8(d0, nz, iz), lean_q8(d1, nz, iz)));
+        memcpy(y + j, yt, (size_t)(n - j));
+    }
+    return _mm256_movemask_ps(nan) == 0;
+}
+
+#define LEAN_ROW(k)                                                                                                    \
+    (pc ? (hb ? lean_row(o, c, j0, n, y, k, true, true) : lean_row(o, c, j0, n, y, k, true, false))                    \
+        : (hb ? lean_row(o, c, j0, n, y, k, false, true) : lean_row(o, c, j0, n, y, k, false, false)))
+
+static bool qstore_u8_row_lean(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
+    const bool pc = o->mult_per_col, hb = o->bias_f32 != NULL;
+    switch (o->act ? (int)o->act->kind : (int)INF_EPILOGUE_NONE) {
+    case INF_EPILOGUE_RELU:
+        return LEAN_ROW(INF_EPILOGUE_RELU);
+    case INF_EPILOGUE_LEAKY_RELU:
+        return LEAN_ROW(INF_EPILOGUE_LEAKY_RELU);
+    case INF_EPILOGUE_CLIP:
+        return LEAN_ROW(INF_EPILOGUE_CLIP);
+    default:
+        return LEAN_ROW(INF_EPILOGUE_NONE);
+    }
+}
+#undef LEAN_ROW
+
+void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
+    if (o->rq_zp >= 0 && o->rq_zp <= 255 && qstore_u8_row_lean(o, c, j0, n, y)) return;
+    qstore_u8_row_full(o, c, j0, n, y);
 }
 
 void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y) {
