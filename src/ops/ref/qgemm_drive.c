@@ -673,6 +673,10 @@ static void store_rows_residual_u8(const conv_task *t, int64_t p0, int64_t p1, i
                                        t->res_act, (uint8_t *)t->y + p0 * t->g->m + ch0, t->g->m);
         return;
     }
+    if (b->isa != INF_QGEMM_REF && t->residual_u8 && /* AVX2: one pass where no value can be NaN or infinite */
+        inf__qstore_u8_res_rows_avx2(o, c, b->np, p1 - p0, ch0, b->n, t->residual_u8 + p0 * t->g->m + ch0, t->res_act,
+                                     (uint8_t *)t->y + p0 * t->g->m + ch0, t->g->m))
+        return;
 #endif
     for (int64_t p = p0; p < p1; p++) {
         int32_t *cp = c + (p - p0) * b->np;
