@@ -145,6 +145,9 @@ void inf__qconv_raw_vnni512(const inf__qgemm_b *b, int64_t m, const uint8_t *con
  * rows[4 w .. 4 w + 3], for w < nwin (x86/qconv_vnni_avx512.c). */
 void inf__qconv_pool4_vnni512(const inf__qgemm_b *b, int64_t nwin, const uint8_t *const *rows, const int64_t *tapoff,
                               int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
+/* Its AVX2 `vpmaddwd` form (x86/qconv_pool_avx2.c): rows of the image widened to uint16 (inf__qconv_raw_avx2's A). */
+void inf__qconv_pool4_avx2(const inf__qgemm_b *b, int64_t nwin, const uint16_t *const *rows, const int64_t *tapoff,
+                           int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
 /* The same with AVX-VNNI (x86/qgemm_avxvnni.c; its packing: panels of 8). */
 void inf__qconv_raw_avxvnni(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                             int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);

@@ -544,7 +544,18 @@ static void pool4_row_u8(const conv_task *t, int64_t py, int32_t *c, uint8_t *y)
             rows[4 * w] = first + off[0], rows[4 * w + 1] = first + off[1];
             rows[4 * w + 2] = first + off[2], rows[4 * w + 3] = first + off[3];
         }
+        if (b->isa == INF_QGEMM_AVX2) { /* vpmaddwd on the image widened to uint16 (x86/qconv_pool_avx2.c) */
+            const uint16_t *rows16[4 * POOL4_WINDOWS];
+            for (int64_t i = 0; i < 4 * nw; i++) rows16[i] = t->x16 + (rows[i] - t->x);
+            inf__qconv_pool4_avx2(b, nw, rows16, t->tapoff, t->ntaps, t->cq, t->init, c + px0 * b->np, b->np);
+            continue;
+        }
         inf__qconv_pool4_vnni512(b, nw, rows, t->tapoff, t->ntaps, t->cq, t->init, c + px0 * b->np, b->np);
+    }
+    if (b->isa == INF_QGEMM_AVX2) {
+        for (int64_t px = 0; px < pw; px++)
+            qstore_u8_row(b->isa, t->out, c + px * b->np, t->group * g->mg, b->n, y + px * g->m);
+        return;
     }
     inf__qstore_u8_rows_avx512(t->out, c, b->np, pw, t->group * g->mg, b->n, y, g->m);
 }
@@ -557,8 +568,8 @@ static void conv_pool_rows(void *arg, int64_t begin, int64_t end) {
     int64_t ph = (g->oh - g->pkh) / g->psh + 1, pw = (g->ow - g->pkw) / g->psw + 1, ch0 = t->group * g->mg;
     bool monotonic = store_monotonic(t->out, ch0, b->n);
 #if defined(__x86_64__)
-    bool pool4 = monotonic && t->out->kind == INF_QOUT_F32_U8 && t->direct && b->isa == INF_QGEMM_VNNI512 &&
-                 g->pkh * g->pkw == 4;
+    bool pool4 = monotonic && t->out->kind == INF_QOUT_F32_U8 && t->direct &&
+                 (b->isa == INF_QGEMM_VNNI512 || b->isa == INF_QGEMM_AVX2) && g->pkh * g->pkw == 4;
 #endif
     for (int64_t py = begin; py < end; py++) {
         int64_t first = py * g->psh * g->ow, last = first + g->pkh * g->ow;
