@@ -747,6 +747,85 @@ static void qstore_u8_row_cases(void) {
 #endif
 }
 
+/* The AVX2 uint8 residual store (x86/qstore_res_avx2.c) against the sequence computed here: pre's value
+ * (float)acc * mult + bias, its Q -> DQ when pre->requant (uint8 or int8), + (r - res_zp) * res_scale, Relu or
+ * nothing, then QuantizeLinear (inf__quantize_u8_ref).  Blocks of 1-24 rows with row strides; cases it must
+ * decline (returns false, nothing written): n not a multiple of 8, an activation of pre's own or one other than
+ * Relu, multipliers / biases / the residual scale at 3e30 or NaN or infinite, an output zero point outside
+ * [0, 255]. */
+static void qstore_res_rows_cases(void) {
+#if defined(__x86_64__)
+    if (!inf__cpu_has_avx2_fma()) return;
+    enum { R = 24, N = 136, LD = N + 24 };
+    static int32_t c[R * LD];
+    static float mult[N + 16], bias[N + 16];
+    static uint8_t r8[R * LD], want[R * LD], got[R * LD];
+    static const float odd[] = {3e30f, -3e30f, INFINITY, -INFINITY, NAN};
+    const inf__epilogue relu = {.kind = INF_EPILOGUE_RELU};
+    for (int round = 0; round < 500; round++) {
+        int64_t rows = rand_in(1, R), n = rand_in(0, 3) ? 8 * rand_in(1, N / 8) : rand_in(1, N), j0 = rand_in(0, 16);
+        int64_t ldc = n + rand_in(0, 24), ldy = n + rand_in(0, 24);
+        for (int64_t j = 0; j < n + j0; j++)
+            mult[j] = (float)rand_in(1, 1000) * 1e-5f, bias[j] = uniform() * 2.0f;
+        for (int64_t i = 0; i < rows * LD; i++)
+            c[i] = (int32_t)(rand_in(0, 9) ? rand_in(-300000, 300000) : rand_in(-2000000000, 2000000000)),
+            r8[i] = (uint8_t)rand_in(0, 255);
+        inf__qout pre = {.kind = INF_QOUT_F32,
+                         .mult = mult,
+                         .mult_per_col = rand_in(0, 1),
+                         .bias_f32 = rand_in(0, 2) ? bias : NULL,
+                         .requant = rand_in(0, 3) != 0,
+                         .rq_scale = (float)rand_in(1, 1000) * 1e-3f,
+                         .rq_zp = (int32_t)rand_in(0, 255),
+                         .rq_dtype = rand_in(0, 1) ? INF_DTYPE_U8 : INF_DTYPE_I8};
+        if (pre.rq_dtype == INF_DTYPE_I8) pre.rq_zp -= 128;
+        inf__qout o = {.kind = INF_QOUT_F32_U8,
+                       .pre = &pre,
+                       .res_scale = (float)rand_in(1, 1000) * 1e-3f,
+                       .res_zp = (int32_t)rand_in(0, 255),
+                       .rq_scale = (float)rand_in(1, 1000) * 1e-3f,
+                       .rq_zp = (int32_t)rand_in(0, 255),
+                       .rq_dtype = INF_DTYPE_U8};
+        const inf__epilogue *act = rand_in(0, 3) ? &relu : NULL;
+        bool eligible = n % 8 == 0;
+        int odd_kind = round < 50 ? 0 : (int)rand_in(0, 6);
+        int64_t at = j0 + rand_in(0, n - 1);
+        if (odd_kind == 1) mult[pre.mult_per_col ? at : 0] = odd[rand_in(0, 4)], eligible = false;
+        if (odd_kind == 2 && pre.bias_f32) bias[at] = odd[rand_in(0, 4)], eligible = false;
+        if (odd_kind == 3) o.res_scale = odd[rand_in(0, 4)], eligible = false;
+        if (odd_kind == 4) o.rq_zp = rand_in(0, 1) ? -(int32_t)rand_in(1, 40) : (int32_t)rand_in(256, 400), eligible = false;
+        if (odd_kind == 5) act = &acts[rand_in(0, 3)], eligible = eligible && act->kind == INF_EPILOGUE_RELU;
+        if (odd_kind == 6) pre.act = &acts[rand_in(0, 3)], eligible = false;
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < n; j++) {
+                float x = (float)c[i * ldc + j] * mult[pre.mult_per_col ? j0 + j : 0];
+                if (pre.bias_f32) x += bias[j0 + j];
+                if (pre.requant) {
+                    float lo = pre.rq_dtype == INF_DTYPE_U8 ? 0.0f : -128.0f, hi = lo + 255.0f;
+                    float q = nearbyintf(x / pre.rq_scale) + (float)pre.rq_zp;
+                    q = q < lo ? lo : q > hi ? hi : q;
+                    x = (q - (float)pre.rq_zp) * pre.rq_scale;
+                }
+                float v = x + (float)((int32_t)r8[i * ldy + j] - o.res_zp) * o.res_scale;
+                if (act) v = v > 0 ? v : 0;
+                inf__quantize_u8_ref(&v, 1, o.rq_scale, o.rq_zp, &want[i * ldy + j]);
+            }
+        memset(got, 0xA5, sizeof got);
+        bool done = inf__qstore_u8_res_rows_avx2(&o, c, ldc, rows, j0, n, r8, act, got, ldy);
+        bool ok = done == eligible, untouched = true;
+        for (int64_t i = 0; i < rows && ok; i++) {
+            if (done) ok = !memcmp(want + i * ldy, got + i * ldy, (size_t)n);
+            for (int64_t j = done ? n : 0; j < ldy; j++)
+                untouched = untouched && got[i * ldy + j] == 0xA5;
+        }
+        char what[160];
+        snprintf(what, sizeof what, "qstore_u8_res_rows avx2 vs the sequence rows=%lld n=%lld requant=%d odd=%d done=%d",
+                 (long long)rows, (long long)n, (int)pre.requant, odd_kind, (int)done);
+        check(ok && untouched, what, round);
+    }
+#endif
+}
+
 /* ---- which AVX2 kernel a B gets ---- */
 
 /* ---- the routed ubs2 kernel (x86/qgemm_ubs2_avx2.c) ----
@@ -940,6 +1019,7 @@ int main(void) {
     quantize_cases();
     quantize_near_half_cases();
     qstore_u8_row_cases();
+    qstore_res_rows_cases();
     if (getenv("INFERA_QGEMM") && !strcmp(getenv("INFERA_QGEMM"), "avx2-maddwd"))
         printf("pack_isa: skipped (INFERA_QGEMM=avx2-maddwd)\n");
     else
