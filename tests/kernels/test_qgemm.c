@@ -793,7 +793,8 @@ static void qstore_res_rows_cases(void) {
         if (odd_kind == 1) mult[pre.mult_per_col ? at : 0] = odd[rand_in(0, 4)], eligible = false;
         if (odd_kind == 2 && pre.bias_f32) bias[at] = odd[rand_in(0, 4)], eligible = false;
         if (odd_kind == 3) o.res_scale = odd[rand_in(0, 4)], eligible = false;
-        if (odd_kind == 4) o.rq_zp = rand_in(0, 1) ? -(int32_t)rand_in(1, 40) : (int32_t)rand_in(256, 400), eligible = false;
+        if (odd_kind == 4)
+            o.rq_zp = rand_in(0, 1) ? -(int32_t)rand_in(1, 40) : (int32_t)rand_in(256, 400), eligible = false;
         if (odd_kind == 5) act = &acts[rand_in(0, 3)], eligible = eligible && act->kind == INF_EPILOGUE_RELU;
         if (odd_kind == 6) pre.act = &acts[rand_in(0, 3)], eligible = false;
         for (int64_t i = 0; i < rows; i++)
@@ -819,8 +820,9 @@ static void qstore_res_rows_cases(void) {
                 untouched = untouched && got[i * ldy + j] == 0xA5;
         }
         char what[160];
-        snprintf(what, sizeof what, "qstore_u8_res_rows avx2 vs the sequence rows=%lld n=%lld requant=%d odd=%d done=%d",
-                 (long long)rows, (long long)n, (int)pre.requant, odd_kind, (int)done);
+        snprintf(what, sizeof what,
+                 "qstore_u8_res_rows avx2 vs the sequence rows=%lld n=%lld requant=%d odd=%d done=%d", (long long)rows,
+                 (long long)n, (int)pre.requant, odd_kind, (int)done);
         check(ok && untouched, what, round);
     }
 #endif

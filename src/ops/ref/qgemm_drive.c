@@ -546,7 +546,8 @@ static void pool4_row_u8(const conv_task *t, int64_t py, int32_t *c, uint8_t *y)
         }
         if (b->isa == INF_QGEMM_AVX2) { /* vpmaddwd on the image widened to uint16 (x86/qconv_pool_avx2.c) */
             const uint16_t *rows16[4 * POOL4_WINDOWS];
-            for (int64_t i = 0; i < 4 * nw; i++) rows16[i] = t->x16 + (rows[i] - t->x);
+            for (int64_t i = 0; i < 4 * nw; i++)
+                rows16[i] = t->x16 + (rows[i] - t->x);
             inf__qconv_pool4_avx2(b, nw, rows16, t->tapoff, t->ntaps, t->cq, t->init, c + px0 * b->np, b->np);
             continue;
         }
