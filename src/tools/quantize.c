@@ -304,7 +304,8 @@ static inf_status calibrate(qctx *q, inf__quantize_report *r) {
         return nomem(q);
     }
     for (int i = 0; i < q->n_act; i++) names[i] = q->act[i].name;
-    inf_status st = inf__tools_calibrate(q->o, names, q->n_act, lo, hi, &r->calibration_rows, q->err);
+    inf_status st = inf__tools_calibrate(q->o, names, q->n_act, lo, hi, &r->calibration_rows, &r->calibration_nonfinite,
+                                         q->err);
     for (int i = 0; st == INF_OK && i < q->n_act; i++) act_params_from_range(lo[i], hi[i], &q->act[i].scale, &q->act[i].zp);
     r->n_calibrated_tensors = q->n_act;
     free(names), free(lo), free(hi);
