@@ -676,6 +676,16 @@ static inf_status check_opset(qctx *q) {
     return INF_OK;
 }
 
+/* The first quantization op of the model (a file already quantized), or NULL. */
+static const char *quantized_op(const qctx *q) {
+    static const char *const ops[] = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearMatMul",
+                                      "QLinearConv", "MatMulInteger", "ConvInteger", "QGemm"};
+    for (int i = 0, n = inf_model_edit_n_nodes(q->ed); i < n; i++)
+        for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
+            if (!strcmp(inf_model_edit_node_op(q->ed, i), ops[k])) return ops[k];
+    return NULL;
+}
+
 static void free_ctx(qctx *q) {
     for (int i = 0; i < q->n_cand; i++) {
         candidate *c = &q->cand[i];
@@ -696,6 +706,12 @@ inf_status inf__tools_quantize(const inf__quantize_options *o, inf__quantize_rep
     r->bytes_before = file_size(o->in_path);
     r->weight_bytes_before = inf_model_edit_weight_bytes(q.ed);
     if ((st = check_opset(&q)) != INF_OK || (st = collect(&q, r)) != INF_OK) goto done;
+    const char *qop = q.n_cand == 0 ? quantized_op(&q) : NULL;
+    if (q.n_cand == 0 && qop) {
+        st = inf_error_set(err, INF_EINVAL, "'%s' is already quantized (it has %s nodes): nothing to quantize; quantize "
+                           "its FP32 original instead", o->in_path, qop);
+        goto done;
+    }
     if (q.n_cand == 0) {
         st = r->n_candidates
                  ? inf_error_set(err, INF_EINVAL, "'%s': every quantizable node (%d) is excluded", o->in_path, r->n_candidates)
