@@ -154,6 +154,14 @@ nomem:
     return inf_error_set(err, INF_ENOMEM, "out of memory");
 }
 
+/* Metrics of NaN or infinite scores would be NaN, or (AUC's ranking) meaningless: an error naming the row. */
+static void non_finite_score(const inf__tool_output *sc, int row, inf_error *err) {
+    inf_error_set(err, INF_EINVAL,
+                  "the model's output '%s' is NaN or infinite on scored row %d: metrics need finite scores (a NaN or "
+                  "infinite feature the model does not handle as missing?)",
+                  sc->name, row + 1);
+}
+
 inf_status inf__task_data_build(const inf__tool_rows *r, int task_override, int need_labels, inf__task_data *t,
                                 inf_error *err) {
     memset(t, 0, sizeof *t);
@@ -193,11 +201,16 @@ inf_status inf__task_data_build(const inf__tool_rows *r, int task_override, int 
         }
         for (int i = 0; i < n; i++) {
             t->pred[i] = sc->v[i];
+            if (!isfinite(t->pred[i])) {
+                non_finite_score(sc, i, err);
+                inf__task_data_free(t);
+                return INF_EINVAL;
+            }
             if (!r->y) continue;
             char *end;
             t->y[i] = strtod(r->y[i], &end);
-            if (end == r->y[i] || *end) {
-                inf_error_set(err, INF_EINVAL, "label '%s' (scored row %d) is not a number (regression)", r->y[i], i + 1);
+            if (end == r->y[i] || *end || !isfinite(t->y[i])) {
+                inf_error_set(err, INF_EINVAL, "label '%s' (scored row %d) is not a finite number (regression)", r->y[i], i + 1);
                 inf__task_data_free(t);
                 return INF_EINVAL;
             }
@@ -211,6 +224,12 @@ inf_status inf__task_data_build(const inf__tool_rows *r, int task_override, int 
         inf__task_data_free(t);
         return inf_error_set(err, INF_ENOMEM, "out of memory");
     }
+    for (size_t i = 0; i < (size_t)n * (size_t)C; i++)
+        if (!isfinite(sc->v[i])) {
+            non_finite_score(sc, (int)(i / (size_t)C), err);
+            inf__task_data_free(t);
+            return INF_EINVAL;
+        }
     int probs = to_probabilities(sc, n, t->P);
     snprintf(t->scores_from, sizeof t->scores_from, "%s%s%s", sc->name,
              task == INF__TASK_BINARY ? (C == 1 ? "" : "[:,1]") : "",
