@@ -51,8 +51,10 @@ int cmd_prune(int argc, char **argv) {
     size_t cl = o.calibration ? strlen(o.calibration) : 0;
     if (cl > 4 && !strchr(o.calibration, ':') &&
         (!strcmp(o.calibration + cl - 4, ".npy") || !strcmp(o.calibration + cl - 3, ".pb")))
-        return cli_usage(CMD, "--calibration '%s': prune refits from records (csv:, jsonl:, sqlite:, postgresql:), not a "
-                              "tensor file", o.calibration);
+        return cli_usage(CMD,
+                         "--calibration '%s': prune refits from records (csv:, jsonl:, sqlite:, postgresql:), not a "
+                         "tensor file",
+                         o.calibration);
 
     /* the file to rewrite; with calibration data, also the pipeline that maps the records */
     inf__rt_model m;

@@ -122,12 +122,15 @@ static inf_status keep_row(collector *c, const inf_tensor *const *x, inf_tensor 
             const inf_tensor *mv = row_map_values(t, k);
             if (!mv || mv->dims[0] != out->width) {
                 free(label);
-                return inf_error_set(err, INF_EINVAL, "output '%s': row %d is not a map of %d float values (a ZipMap "
-                                     "output must give one per row, every one alike)", out->name, r->n + 1, out->width);
+                return inf_error_set(err, INF_EINVAL,
+                                     "output '%s': row %d is not a map of %d float values (a ZipMap "
+                                     "output must give one per row, every one alike)",
+                                     out->name, r->n + 1, out->width);
             }
             if (reserve(&c->out_v[o], (n + 1) * (size_t)out->width, sizeof(double))) goto nomem;
             out->v = c->out_v[o].p;
-            for (int j = 0; j < out->width; j++) out->v[n * (size_t)out->width + j] = ((const float *)mv->data)[j];
+            for (int j = 0; j < out->width; j++)
+                out->v[n * (size_t)out->width + j] = ((const float *)mv->data)[j];
             continue;
         }
         if (out->dtype == INF_DTYPE_STRING) {
@@ -171,19 +174,25 @@ static inf_status describe_outputs(inf__tool_rows *r, const inf_model *model, in
     for (int o = 0; o < n; o++) {
         inf__tool_output *out = &r->out[r->n_out];
         const inf_tensor *t = y[o];
-        const inf_tensor *mv = rows > 0 && t && t->kind == INF_KIND_SEQUENCE && t->n_items == rows ? row_map_values(t, 0) : NULL;
+        const inf_tensor *mv =
+            rows > 0 && t && t->kind == INF_KIND_SEQUENCE && t->n_items == rows ? row_map_values(t, 0) : NULL;
         if (mv && mv->dims[0] > 0) { /* ZipMap: one {class: probability} map per row, read as a float row */
             out->dtype = INF_DTYPE_F32;
             out->width = (int)mv->dims[0];
             out->from_map = 1;
             const inf_tensor *keys = t->items[0]->items[0];
-            if (!(out->keys = calloc((size_t)out->width, sizeof *out->keys))) return inf_error_set(err, INF_ENOMEM, "out of memory");
-            for (int j = 0; keys && keys->kind == INF_KIND_TENSOR && inf_tensor_numel(keys) == out->width && j < out->width; j++) {
+            if (!(out->keys = calloc((size_t)out->width, sizeof *out->keys)))
+                return inf_error_set(err, INF_ENOMEM, "out of memory");
+            for (int j = 0;
+                 keys && keys->kind == INF_KIND_TENSOR && inf_tensor_numel(keys) == out->width && j < out->width; j++) {
                 char buf[64];
                 const char *txt = buf;
-                if (keys->dtype == INF_DTYPE_STRING) txt = ((char *const *)keys->data)[j] ? ((char *const *)keys->data)[j] : "";
-                else if (keys->dtype == INF_DTYPE_I64) snprintf(buf, sizeof buf, "%lld", (long long)((const int64_t *)keys->data)[j]);
-                else break;
+                if (keys->dtype == INF_DTYPE_STRING)
+                    txt = ((char *const *)keys->data)[j] ? ((char *const *)keys->data)[j] : "";
+                else if (keys->dtype == INF_DTYPE_I64)
+                    snprintf(buf, sizeof buf, "%lld", (long long)((const int64_t *)keys->data)[j]);
+                else
+                    break;
                 if (!(out->keys[j] = strdup(txt))) return inf_error_set(err, INF_ENOMEM, "out of memory");
             }
         } else if (!t || t->kind != INF_KIND_TENSOR || t->ndim < 1 || t->dims[0] != rows) {
@@ -293,7 +302,8 @@ void inf__tool_rows_free(inf__tool_rows *r) {
         free(r->out[o].v);
         for (int i = 0; r->out[o].s && i < r->n; i++) free(r->out[o].s[i]);
         free(r->out[o].s);
-        for (int j = 0; r->out[o].keys && j < r->out[o].width; j++) free(r->out[o].keys[j]);
+        for (int j = 0; r->out[o].keys && j < r->out[o].width; j++)
+            free(r->out[o].keys[j]);
         free(r->out[o].keys);
     }
     free(r->out);

@@ -107,12 +107,15 @@ static inf_status map_labels(const inf__tool_rows *r, const inf__tool_output *sc
         for (int k = 0; k < C; k++) {
             long long v;
             if (!(names[k] = strdup(sc->keys[k]))) goto nomem;
-            if (!parse_int(names[k], &v)) numeric = 0, identity = 0;
-            else if (v != k) identity = 0;
+            if (!parse_int(names[k], &v))
+                numeric = 0, identity = 0;
+            else if (v != k)
+                identity = 0;
         }
         if (numeric && !identity) {
             if (!(t->class_labels = calloc((size_t)C, sizeof *t->class_labels))) goto nomem;
-            for (int k = 0; k < C; k++) t->class_labels[k] = strtoll(names[k], NULL, 10);
+            for (int k = 0; k < C; k++)
+                t->class_labels[k] = strtoll(names[k], NULL, 10);
         }
     } else if (lab) {
         char buf[256];
@@ -138,11 +141,13 @@ static inf_status map_labels(const inf__tool_rows *r, const inf__tool_output *sc
             if (names[k] && !strcmp(names[k], y)) cls = k;
         if (cls < 0 && identity && parse_int(y, &v) && v >= 0 && v < C) cls = (int)v;
         if (cls < 0)
-            st = inf_error_set(err, INF_EINVAL,
-                               identity ? "label '%s' (scored row %d) is not a class index 0..%d of the model's %d outputs"
-                                        : keyed ? "label '%s' (scored row %d) is not among the model's %d classes (its ZipMap keys)"
-                                        : "label '%s' (scored row %d) is not among the classes the model's label output gives on this data (%d classes)",
-                               y, i + 1, identity ? C - 1 : C, C);
+            st = inf_error_set(
+                err, INF_EINVAL,
+                identity ? "label '%s' (scored row %d) is not a class index 0..%d of the model's %d outputs"
+                : keyed  ? "label '%s' (scored row %d) is not among the model's %d classes (its ZipMap keys)"
+                         : "label '%s' (scored row %d) is not among the classes the model's label output gives on this "
+                          "data (%d classes)",
+                y, i + 1, identity ? C - 1 : C, C);
         else t->y_class[i] = cls;
     }
     for (int k = 0; k < C; k++) free(names[k]);
@@ -210,7 +215,8 @@ inf_status inf__task_data_build(const inf__tool_rows *r, int task_override, int 
             char *end;
             t->y[i] = strtod(r->y[i], &end);
             if (end == r->y[i] || *end || !isfinite(t->y[i])) {
-                inf_error_set(err, INF_EINVAL, "label '%s' (scored row %d) is not a finite number (regression)", r->y[i], i + 1);
+                inf_error_set(err, INF_EINVAL, "label '%s' (scored row %d) is not a finite number (regression)",
+                              r->y[i], i + 1);
                 inf__task_data_free(t);
                 return INF_EINVAL;
             }

@@ -213,7 +213,8 @@ static inf_status scaled_copy(qctx *q, const char *name, double f, const char *a
         inf_tensor_free(t);
         return inf_error_set(q->err, INF_EINVAL, "quantize: Gemm operand '%s' is not float32", name);
     }
-    for (int64_t j = 0; j < inf_tensor_numel(t); j++) ((float *)t->data)[j] = (float)(((float *)t->data)[j] * f);
+    for (int64_t j = 0; j < inf_tensor_numel(t); j++)
+        ((float *)t->data)[j] = (float)(((float *)t->data)[j] * f);
     st = inf_model_edit_set_initializer(q->ed, as, t, q->err);
     inf_tensor_free(t);
     return st;
@@ -223,7 +224,8 @@ static inf_status scaled_copy(qctx *q, const char *name, double f, const char *a
  * Gemm the rewrites expect: alpha folded into a copy of B, beta into a copy of C
  * (C dropped when beta is 0), only transB kept. */
 static inf_status fold_gemm_scales(qctx *q, int i, const inf_model_edit_node_view *v) {
-    double alpha = inf_model_edit_node_attr_float(q->ed, i, "alpha", 1), beta = inf_model_edit_node_attr_float(q->ed, i, "beta", 1);
+    double alpha = inf_model_edit_node_attr_float(q->ed, i, "alpha", 1),
+           beta = inf_model_edit_node_attr_float(q->ed, i, "beta", 1);
     bool has_c = v->n_inputs > 2 && *v->inputs[2];
     if (alpha == 1 && (beta == 1 || !has_c)) return INF_OK;
     char *wn = cat(v->outputs[0], "_B_alpha"), *cn = cat(v->outputs[0], "_C_beta");
@@ -236,8 +238,8 @@ static inf_status fold_gemm_scales(qctx *q, int i, const inf_model_edit_node_vie
     if (st == INF_OK && has_c && beta != 0 && beta != 1) st = scaled_copy(q, old_c, beta, cn);
     inf_model_edit_attr tb = {.name = "transB", .i = inf_model_edit_node_attr_int(q->ed, i, "transB", 0)};
     if (st == INF_OK)
-        st = inf_model_edit_retype_node(q->ed, i, "Gemm", has_c && beta != 0 ? 3 : 2, ins, 1, (const char *const *)&y, 0,
-                                        1, &tb, q->err);
+        st = inf_model_edit_retype_node(q->ed, i, "Gemm", has_c && beta != 0 ? 3 : 2, ins, 1, (const char *const *)&y,
+                                        0, 1, &tb, q->err);
     if (st == INF_OK) inf_model_edit_drop_unused_initializer(q->ed, old_w);
     if (st == INF_OK && old_c) inf_model_edit_drop_unused_initializer(q->ed, old_c);
     free(wn), free(cn), free(x), free(old_w), free(old_c), free(y);
@@ -304,8 +306,8 @@ static inf_status calibrate(qctx *q, inf__quantize_report *r) {
         return nomem(q);
     }
     for (int i = 0; i < q->n_act; i++) names[i] = q->act[i].name;
-    inf_status st = inf__tools_calibrate(q->o, names, q->n_act, lo, hi, &r->calibration_rows, &r->calibration_nonfinite,
-                                         q->err);
+    inf_status st =
+        inf__tools_calibrate(q->o, names, q->n_act, lo, hi, &r->calibration_rows, &r->calibration_nonfinite, q->err);
     for (int i = 0; st == INF_OK && i < q->n_act; i++) act_params_from_range(lo[i], hi[i], &q->act[i].scale, &q->act[i].zp);
     r->n_calibrated_tensors = q->n_act;
     free(names), free(lo), free(hi);
@@ -679,7 +681,7 @@ static inf_status check_opset(qctx *q) {
 /* The first quantization op of the model (a file already quantized), or NULL. */
 static const char *quantized_op(const qctx *q) {
     static const char *const ops[] = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearMatMul",
-                                      "QLinearConv", "MatMulInteger", "ConvInteger", "QGemm"};
+                                      "QLinearConv",    "MatMulInteger",    "ConvInteger",           "QGemm"};
     for (int i = 0, n = inf_model_edit_n_nodes(q->ed); i < n; i++)
         for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
             if (!strcmp(inf_model_edit_node_op(q->ed, i), ops[k])) return ops[k];
@@ -708,17 +710,21 @@ inf_status inf__tools_quantize(const inf__quantize_options *o, inf__quantize_rep
     if ((st = check_opset(&q)) != INF_OK || (st = collect(&q, r)) != INF_OK) goto done;
     const char *qop = q.n_cand == 0 ? quantized_op(&q) : NULL;
     if (q.n_cand == 0 && qop) {
-        st = inf_error_set(err, INF_EINVAL, "'%s' is already quantized (it has %s nodes): nothing to quantize; quantize "
-                           "its FP32 original instead", o->in_path, qop);
+        st = inf_error_set(err, INF_EINVAL,
+                           "'%s' is already quantized (it has %s nodes): nothing to quantize; quantize "
+                           "its FP32 original instead",
+                           o->in_path, qop);
         goto done;
     }
     if (q.n_cand == 0) {
         st = r->n_candidates
-                 ? inf_error_set(err, INF_EINVAL, "'%s': every quantizable node (%d) is excluded", o->in_path, r->n_candidates)
-                 : inf_error_set(err, INF_EINVAL,
-                                 "'%s' has no MatMul, Gemm or Conv node with constant float32 weights%s%s%s: nothing to quantize",
-                                 o->in_path, q.skipped[0] ? " (Gemm '" : "", q.skipped,
-                                 q.skipped[0] ? "' has transA=1, which stays FP32)" : "");
+                 ? inf_error_set(err, INF_EINVAL, "'%s': every quantizable node (%d) is excluded", o->in_path,
+                                 r->n_candidates)
+                 : inf_error_set(
+                       err, INF_EINVAL,
+                       "'%s' has no MatMul, Gemm or Conv node with constant float32 weights%s%s%s: nothing to quantize",
+                       o->in_path, q.skipped[0] ? " (Gemm '" : "", q.skipped,
+                       q.skipped[0] ? "' has transA=1, which stays FP32)" : "");
         goto done;
     }
     if (o->static_mode && (st = calibrate(&q, r)) != INF_OK) goto done;
