@@ -112,6 +112,11 @@ int cmd_distill(int argc, char **argv) {
     else
         printf("fidelity   agreement with the teacher %.4f, mean |p_student - p_teacher| %.5f on the holdout\n", rep.agreement,
                rep.mean_abs_diff);
+    if (rep.zipmap_output[0])
+        printf(
+            "note       the teacher's '%s' is a ZipMap (one {class: p} map per row); the student's is a float tensor "
+            "[N, classes] in the same class order (see docs/compression.md)\n",
+            rep.zipmap_output);
     if (rep.has_quality) {
         printf("quality    on the holdout, against '%s':\n", o.label);
         print_quality("teacher", &rep.teacher_q);

@@ -44,8 +44,17 @@ int cmd_prune(int argc, char **argv) {
     if (end == sparsity || *end || !(o.sparsity > 0 && o.sparsity < 1))
         return cli_usage(CMD, "--sparsity must be a fraction between 0 and 1 (got '%s')", sparsity);
     if (spec && !o.calibration) return cli_usage(CMD, "--spec maps calibration records: give --calibration SRC too");
-    if (o.calibration && !o.structured)
+    if (o.calibration && !o.structured) { /* not even opened: a model the default mapping cannot feed prunes too */
         fprintf(stderr, "infera prune: note: --calibration is used by --structured only (unstructured pruning is by magnitude)\n");
+        o.calibration = NULL, spec = NULL;
+    }
+    size_t cl = o.calibration ? strlen(o.calibration) : 0;
+    if (cl > 4 && !strchr(o.calibration, ':') &&
+        (!strcmp(o.calibration + cl - 4, ".npy") || !strcmp(o.calibration + cl - 3, ".pb")))
+        return cli_usage(CMD,
+                         "--calibration '%s': prune refits from records (csv:, jsonl:, sqlite:, postgresql:), not a "
+                         "tensor file",
+                         o.calibration);
 
     /* the file to rewrite; with calibration data, also the pipeline that maps the records */
     inf__rt_model m;

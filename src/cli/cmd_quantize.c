@@ -32,9 +32,18 @@ static void print_report(const inf__quantize_options *o, const inf__quantize_rep
            r->n_candidates, r->n_excluded);
     if (o->static_mode)
         printf("  calibration: %lld records, %d activation tensors\n", r->calibration_rows, r->n_calibrated_tensors);
+    if (o->static_mode && r->calibration_nonfinite)
+        fprintf(stderr,
+                "infera quantize: warning: %lld NaN or infinite activation values in the calibration data "
+                "were left out of the ranges\n",
+                r->calibration_nonfinite);
     printf("  weights: %.1f KiB -> %.1f KiB\n", r->weight_bytes_before / 1024.0, r->weight_bytes_after / 1024.0);
-    printf("  file size: %zu -> %zu bytes (%.2fx smaller)\n", r->bytes_before, r->bytes_after,
-           r->bytes_after ? (double)r->bytes_before / (double)r->bytes_after : 0.0);
+    bool larger = r->bytes_after > r->bytes_before; /* a tiny model: the Q/DQ nodes outweigh the weights saved */
+    printf("  file size: %zu -> %zu bytes (%.2fx %s)\n", r->bytes_before, r->bytes_after,
+           larger           ? (double)r->bytes_after / (double)r->bytes_before
+           : r->bytes_after ? (double)r->bytes_before / (double)r->bytes_after
+                            : 0.0,
+           larger ? "larger" : "smaller");
 }
 
 int cmd_quantize(int argc, char **argv) {

@@ -1,7 +1,8 @@
 /*
  * collect.c -- runs a model over every record of a source, through its
  * pipeline, and keeps what the tools need in memory: the label of each
- * scored record, each tensor output (as float64, or text), and optionally
+ * scored record, each tensor output (as float64, or text; a ZipMap's
+ * sequence of per-row maps as its float values in key order), and optionally
  * the model input (the features a student learns from).
  *
  * The label column is taken out of each batch before the pipeline sees it,
@@ -84,6 +85,16 @@ typedef struct collector {
     grow_buf x, y, out_v[64], out_s[64];
 } collector;
 
+/* The values of row k's map when t is a ZipMap output (a sequence of one
+ * map per row with float32 values), else NULL. */
+static const inf_tensor *row_map_values(const inf_tensor *t, int k) {
+    if (!t || t->kind != INF_KIND_SEQUENCE || k >= t->n_items || !t->items[k]) return NULL;
+    const inf_tensor *m = t->items[k];
+    if (m->kind != INF_KIND_MAP || m->n_items < 2 || !m->items[1]) return NULL;
+    const inf_tensor *v = m->items[1];
+    return v->kind == INF_KIND_TENSOR && v->dtype == INF_DTYPE_F32 && v->ndim == 1 ? v : NULL;
+}
+
 static inf_status keep_row(collector *c, const inf_tensor *const *x, inf_tensor *const *y, int k, int rows,
                            char *label, inf_error *err) {
     inf__tool_rows *r = c->r;
@@ -107,6 +118,21 @@ static inf_status keep_row(collector *c, const inf_tensor *const *x, inf_tensor 
         inf__tool_output *out = &r->out[o];
         const inf_tensor *t = y[o];
         if (!out->width) continue; /* not a per-row tensor */
+        if (out->from_map) {
+            const inf_tensor *mv = row_map_values(t, k);
+            if (!mv || mv->dims[0] != out->width) {
+                free(label);
+                return inf_error_set(err, INF_EINVAL,
+                                     "output '%s': row %d is not a map of %d float values (a ZipMap "
+                                     "output must give one per row, every one alike)",
+                                     out->name, r->n + 1, out->width);
+            }
+            if (reserve(&c->out_v[o], (n + 1) * (size_t)out->width, sizeof(double))) goto nomem;
+            out->v = c->out_v[o].p;
+            for (int j = 0; j < out->width; j++)
+                out->v[n * (size_t)out->width + j] = ((const float *)mv->data)[j];
+            continue;
+        }
         if (out->dtype == INF_DTYPE_STRING) {
             if (reserve(&c->out_s[o], n + 1, sizeof(char *))) goto nomem;
             out->s = c->out_s[o].p;
@@ -148,8 +174,29 @@ static inf_status describe_outputs(inf__tool_rows *r, const inf_model *model, in
     for (int o = 0; o < n; o++) {
         inf__tool_output *out = &r->out[r->n_out];
         const inf_tensor *t = y[o];
-        if (!t || t->kind != INF_KIND_TENSOR || t->ndim < 1 || t->dims[0] != rows) {
-            /* sequences (ZipMap), scalars: not a per-row output; keep a placeholder */
+        const inf_tensor *mv =
+            rows > 0 && t && t->kind == INF_KIND_SEQUENCE && t->n_items == rows ? row_map_values(t, 0) : NULL;
+        if (mv && mv->dims[0] > 0) { /* ZipMap: one {class: probability} map per row, read as a float row */
+            out->dtype = INF_DTYPE_F32;
+            out->width = (int)mv->dims[0];
+            out->from_map = 1;
+            const inf_tensor *keys = t->items[0]->items[0];
+            if (!(out->keys = calloc((size_t)out->width, sizeof *out->keys)))
+                return inf_error_set(err, INF_ENOMEM, "out of memory");
+            for (int j = 0;
+                 keys && keys->kind == INF_KIND_TENSOR && inf_tensor_numel(keys) == out->width && j < out->width; j++) {
+                char buf[64];
+                const char *txt = buf;
+                if (keys->dtype == INF_DTYPE_STRING)
+                    txt = ((char *const *)keys->data)[j] ? ((char *const *)keys->data)[j] : "";
+                else if (keys->dtype == INF_DTYPE_I64)
+                    snprintf(buf, sizeof buf, "%lld", (long long)((const int64_t *)keys->data)[j]);
+                else
+                    break;
+                if (!(out->keys[j] = strdup(txt))) return inf_error_set(err, INF_ENOMEM, "out of memory");
+            }
+        } else if (!t || t->kind != INF_KIND_TENSOR || t->ndim < 1 || t->dims[0] != rows) {
+            /* other sequences, scalars: not a per-row output; keep a placeholder */
             out->width = 0;
             out->dtype = INF_DTYPE_UNDEFINED;
         } else {
@@ -255,6 +302,9 @@ void inf__tool_rows_free(inf__tool_rows *r) {
         free(r->out[o].v);
         for (int i = 0; r->out[o].s && i < r->n; i++) free(r->out[o].s[i]);
         free(r->out[o].s);
+        for (int j = 0; r->out[o].keys && j < r->out[o].width; j++)
+            free(r->out[o].keys[j]);
+        free(r->out[o].keys);
     }
     free(r->out);
     memset(r, 0, sizeof *r);

@@ -298,6 +298,7 @@ inf_status inf__distill(const char *src_uri, const inf_pipeline *p, inf_session 
         goto done;
     }
     rep->task = d.task;
+    if (so->from_map) snprintf(rep->zipmap_output, sizeof rep->zipmap_output, "%s", so->name);
     rep->rows_holdout = (int)floor(o->holdout * d.n + 0.5);
     if (rep->rows_holdout < 1) rep->rows_holdout = 1;
     rep->rows_train = d.n - rep->rows_holdout;

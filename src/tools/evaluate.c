@@ -10,7 +10,9 @@
  * P(class 1)), 1 binary when every label is 0 or 1, else regression; the
  * caller may force it.  Labels: with a label output (int or string, one per
  * row), a label is the class whose index the model's own label output pairs
- * with that argmax on this data; else the label must be the class index.
+ * with that argmax on this data (with a ZipMap output: the map's keys); else
+ * the label must be the class index.  A ZipMap output (one {class: p} map
+ * per row) is read as its float row (collect.c).
  */
 #include <strings.h>
 #include <math.h>
@@ -94,12 +96,28 @@ static int argmax(const double *p, int C) {
 }
 
 /* Class index of each label text; err names the first label that is none. */
-static inf_status map_labels(const inf__tool_rows *r, const inf__tool_output *lab, inf__task_data *t, inf_error *err) {
+static inf_status map_labels(const inf__tool_rows *r, const inf__tool_output *sc, const inf__tool_output *lab,
+                             inf__task_data *t, inf_error *err) {
     int C = t->C, n = r->n;
     char **names = calloc((size_t)C, sizeof *names);
     if (!names) return inf_error_set(err, INF_ENOMEM, "out of memory");
-    int identity = 1;
-    if (lab) {
+    int identity = 1, keyed = sc->keys && sc->width == C && sc->keys[C - 1];
+    if (keyed) { /* a ZipMap names the class of each column: every class, predicted on this data or not */
+        int numeric = 1;
+        for (int k = 0; k < C; k++) {
+            long long v;
+            if (!(names[k] = strdup(sc->keys[k]))) goto nomem;
+            if (!parse_int(names[k], &v))
+                numeric = 0, identity = 0;
+            else if (v != k)
+                identity = 0;
+        }
+        if (numeric && !identity) {
+            if (!(t->class_labels = calloc((size_t)C, sizeof *t->class_labels))) goto nomem;
+            for (int k = 0; k < C; k++)
+                t->class_labels[k] = strtoll(names[k], NULL, 10);
+        }
+    } else if (lab) {
         char buf[256];
         for (int i = 0; i < n; i++) {
             int k = argmax(t->P + (size_t)i * C, C);
@@ -123,10 +141,13 @@ static inf_status map_labels(const inf__tool_rows *r, const inf__tool_output *la
             if (names[k] && !strcmp(names[k], y)) cls = k;
         if (cls < 0 && identity && parse_int(y, &v) && v >= 0 && v < C) cls = (int)v;
         if (cls < 0)
-            st = inf_error_set(err, INF_EINVAL,
-                               identity ? "label '%s' (scored row %d) is not a class index 0..%d of the model's %d outputs"
-                                        : "label '%s' (scored row %d) is not among the classes the model's label output gives on this data (%d classes)",
-                               y, i + 1, identity ? C - 1 : C, C);
+            st = inf_error_set(
+                err, INF_EINVAL,
+                identity ? "label '%s' (scored row %d) is not a class index 0..%d of the model's %d outputs"
+                : keyed  ? "label '%s' (scored row %d) is not among the model's %d classes (its ZipMap keys)"
+                         : "label '%s' (scored row %d) is not among the classes the model's label output gives on this "
+                          "data (%d classes)",
+                y, i + 1, identity ? C - 1 : C, C);
         else t->y_class[i] = cls;
     }
     for (int k = 0; k < C; k++) free(names[k]);
@@ -136,6 +157,14 @@ nomem:
     for (int k = 0; k < C; k++) free(names[k]);
     free(names);
     return inf_error_set(err, INF_ENOMEM, "out of memory");
+}
+
+/* Metrics of NaN or infinite scores would be NaN, or (AUC's ranking) meaningless: an error naming the row. */
+static void non_finite_score(const inf__tool_output *sc, int row, inf_error *err) {
+    inf_error_set(err, INF_EINVAL,
+                  "the model's output '%s' is NaN or infinite on scored row %d: metrics need finite scores (a NaN or "
+                  "infinite feature the model does not handle as missing?)",
+                  sc->name, row + 1);
 }
 
 inf_status inf__task_data_build(const inf__tool_rows *r, int task_override, int need_labels, inf__task_data *t,
@@ -177,11 +206,17 @@ inf_status inf__task_data_build(const inf__tool_rows *r, int task_override, int 
         }
         for (int i = 0; i < n; i++) {
             t->pred[i] = sc->v[i];
+            if (!isfinite(t->pred[i])) {
+                non_finite_score(sc, i, err);
+                inf__task_data_free(t);
+                return INF_EINVAL;
+            }
             if (!r->y) continue;
             char *end;
             t->y[i] = strtod(r->y[i], &end);
-            if (end == r->y[i] || *end) {
-                inf_error_set(err, INF_EINVAL, "label '%s' (scored row %d) is not a number (regression)", r->y[i], i + 1);
+            if (end == r->y[i] || *end || !isfinite(t->y[i])) {
+                inf_error_set(err, INF_EINVAL, "label '%s' (scored row %d) is not a finite number (regression)",
+                              r->y[i], i + 1);
                 inf__task_data_free(t);
                 return INF_EINVAL;
             }
@@ -195,11 +230,17 @@ inf_status inf__task_data_build(const inf__tool_rows *r, int task_override, int 
         inf__task_data_free(t);
         return inf_error_set(err, INF_ENOMEM, "out of memory");
     }
+    for (size_t i = 0; i < (size_t)n * (size_t)C; i++)
+        if (!isfinite(sc->v[i])) {
+            non_finite_score(sc, (int)(i / (size_t)C), err);
+            inf__task_data_free(t);
+            return INF_EINVAL;
+        }
     int probs = to_probabilities(sc, n, t->P);
     snprintf(t->scores_from, sizeof t->scores_from, "%s%s%s", sc->name,
              task == INF__TASK_BINARY ? (C == 1 ? "" : "[:,1]") : "",
              probs ? "" : (C == 1 ? " (logit: sigmoid applied)" : " (logits: softmax applied)"));
-    inf_status st = map_labels(r, lab, t, err);
+    inf_status st = map_labels(r, sc, lab, t, err);
     if (st) inf__task_data_free(t);
     return st;
 }

@@ -70,6 +70,7 @@ double inf__roc_auc(const int *y, const double *score, int n) {
     for (int i = 0; i < n;) {
         int j = i;
         while (j < n && r[j].s == r[i].s) j++;
+        if (j == i) j++;                /* a NaN equals nothing, not even itself (the callers refuse NaN scores) */
         double mid = (i + 1 + j) / 2.0; /* ranks i+1 .. j */
         for (int k = i; k < j; k++)
             if (y[r[k].i]) rank_sum += mid;

@@ -7,7 +7,8 @@
  * (include/infera/model_write.h, the one prune and distill use); node indices
  * move as nodes are inserted, so every step works on names or walks the
  * node list from the end.  The steps:
- *   1. candidates: ai.onnx Gemm (transA 0), MatMul and Conv whose weight
+ *   1. candidates: ai.onnx Gemm (transA 0; alpha and beta folded into copies of
+ *      B and C), MatMul and Conv whose weight
  *      (input 1) is a float32 initializer -- the attention projections and
  *      the FFN of an encoder, the layers of an MLP and a CNN; the score
  *      MatMuls of attention (activation x activation) stay FP32, as do the
@@ -67,6 +68,7 @@ typedef struct qctx {
     act_param *act;
     int n_act;
     int uniq;          /* counter for unique new node names */
+    char skipped[128]; /* the first Gemm kept in FP32 for its transA (named in the error message) */
 } qctx;
 
 /* ---- small helpers ---- */
@@ -191,14 +193,57 @@ static bool quantizable(qctx *q, int i, const inf_model_edit_node_view *v, int *
         if (!strcmp(v->op_type, types[k])) *kind = k;
     if (*kind < 0 || v->n_inputs < 2 || v->n_outputs < 1 || !inf_model_edit_is_constant(q->ed, v->inputs[1]))
         return false;
-    if (*kind == KIND_GEMM &&
-        (inf_model_edit_node_attr_int(q->ed, i, "transA", 0) || inf_model_edit_node_attr_float(q->ed, i, "alpha", 1) != 1 ||
-         inf_model_edit_node_attr_float(q->ed, i, "beta", 1) != 1 ||
-         (v->n_inputs > 2 && *v->inputs[2] && !inf_model_edit_is_constant(q->ed, v->inputs[2]))))
+    if (*kind == KIND_GEMM && inf_model_edit_node_attr_int(q->ed, i, "transA", 0)) {
+        if (!q->skipped[0]) snprintf(q->skipped, sizeof q->skipped, "%s", *v->name ? v->name : v->outputs[0]);
+        return false;
+    }
+    if (*kind == KIND_GEMM && v->n_inputs > 2 && *v->inputs[2] && !inf_model_edit_is_constant(q->ed, v->inputs[2]))
         return false;
     if (*kind == KIND_CONV && v->n_inputs > 2 && *v->inputs[2] && !inf_model_edit_is_constant(q->ed, v->inputs[2]))
         return false;
     return true;
+}
+
+/* A copy of constant `name` times f, stored as initializer `as`. */
+static inf_status scaled_copy(qctx *q, const char *name, double f, const char *as) {
+    inf_tensor *t;
+    inf_status st = inf_model_edit_get_initializer(q->ed, name, &t, q->err);
+    if (st != INF_OK) return st;
+    if (t->dtype != INF_DTYPE_F32) {
+        inf_tensor_free(t);
+        return inf_error_set(q->err, INF_EINVAL, "quantize: Gemm operand '%s' is not float32", name);
+    }
+    for (int64_t j = 0; j < inf_tensor_numel(t); j++)
+        ((float *)t->data)[j] = (float)(((float *)t->data)[j] * f);
+    st = inf_model_edit_set_initializer(q->ed, as, t, q->err);
+    inf_tensor_free(t);
+    return st;
+}
+
+/* Gemm node i with alpha != 1 or beta != 1 (constant B and C) becomes the plain
+ * Gemm the rewrites expect: alpha folded into a copy of B, beta into a copy of C
+ * (C dropped when beta is 0), only transB kept. */
+static inf_status fold_gemm_scales(qctx *q, int i, const inf_model_edit_node_view *v) {
+    double alpha = inf_model_edit_node_attr_float(q->ed, i, "alpha", 1),
+           beta = inf_model_edit_node_attr_float(q->ed, i, "beta", 1);
+    bool has_c = v->n_inputs > 2 && *v->inputs[2];
+    if (alpha == 1 && (beta == 1 || !has_c)) return INF_OK;
+    char *wn = cat(v->outputs[0], "_B_alpha"), *cn = cat(v->outputs[0], "_C_beta");
+    inf_status st = wn && cn ? INF_OK : nomem(q);
+    char *x = strdup(v->inputs[0]), *old_w = strdup(v->inputs[1]), *old_c = has_c ? strdup(v->inputs[2]) : NULL,
+         *y = strdup(v->outputs[0]);
+    if (st == INF_OK && (!x || !old_w || !y || (has_c && !old_c))) st = nomem(q);
+    const char *ins[3] = {x, alpha != 1 ? wn : old_w, has_c && beta != 1 ? cn : has_c ? old_c : ""};
+    if (st == INF_OK && alpha != 1) st = scaled_copy(q, old_w, alpha, wn);
+    if (st == INF_OK && has_c && beta != 0 && beta != 1) st = scaled_copy(q, old_c, beta, cn);
+    inf_model_edit_attr tb = {.name = "transB", .i = inf_model_edit_node_attr_int(q->ed, i, "transB", 0)};
+    if (st == INF_OK)
+        st = inf_model_edit_retype_node(q->ed, i, "Gemm", has_c && beta != 0 ? 3 : 2, ins, 1, (const char *const *)&y,
+                                        0, 1, &tb, q->err);
+    if (st == INF_OK) inf_model_edit_drop_unused_initializer(q->ed, old_w);
+    if (st == INF_OK && old_c) inf_model_edit_drop_unused_initializer(q->ed, old_c);
+    free(wn), free(cn), free(x), free(old_w), free(old_c), free(y);
+    return st;
 }
 
 static inf_status collect(qctx *q, inf__quantize_report *r) {
@@ -207,6 +252,11 @@ static inf_status collect(qctx *q, inf__quantize_report *r) {
         int kind;
         inf_model_edit_view_node(q->ed, i, &v);
         if (!quantizable(q, i, &v, &kind)) continue;
+        if (kind == KIND_GEMM && !excluded(q, v.name)) {
+            inf_status fst = fold_gemm_scales(q, i, &v);
+            if (fst != INF_OK) return fst;
+            inf_model_edit_view_node(q->ed, i, &v);
+        }
         r->n_candidates++;
         if (excluded(q, v.name)) {
             r->n_excluded++;
@@ -256,7 +306,8 @@ static inf_status calibrate(qctx *q, inf__quantize_report *r) {
         return nomem(q);
     }
     for (int i = 0; i < q->n_act; i++) names[i] = q->act[i].name;
-    inf_status st = inf__tools_calibrate(q->o, names, q->n_act, lo, hi, &r->calibration_rows, q->err);
+    inf_status st =
+        inf__tools_calibrate(q->o, names, q->n_act, lo, hi, &r->calibration_rows, &r->calibration_nonfinite, q->err);
     for (int i = 0; st == INF_OK && i < q->n_act; i++) act_params_from_range(lo[i], hi[i], &q->act[i].scale, &q->act[i].zp);
     r->n_calibrated_tensors = q->n_act;
     free(names), free(lo), free(hi);
@@ -519,6 +570,15 @@ static inf_status qoperator_static_node(qctx *q, const candidate *c) {
             inf_tensor_free(b);
         }
     }
+    /* The QLinear output is <y>_quantized, the name a later QuantizeLinear of y (the input of the
+     * next quantized node) would write: when it holds y's own parameters, that node reads it
+     * directly (no second writer); a Gemm's product before its bias is another tensor. */
+    bool y_reusable = st == INF_OK && !(c->kind == KIND_GEMM && c->b) && !strcmp(ya->name, c->y);
+    if (st == INF_OK && !y_reusable) {
+        free(yq), free(ys), free(yz);
+        yq = cat(c->y, "_matmul_quantized"), ys = cat(c->y, "_matmul_scale"), yz = cat(c->y, "_matmul_zero_point");
+        if (!yq || !ys || !yz) st = nomem(q);
+    }
     if (st == INF_OK) st = write_weight(q, c, &qw, false, true, true, &wq, &ws, &wz);
     if (st == INF_OK) st = add_scalar_f32(q, ys, y_scale);
     if (st == INF_OK) st = add_scalar_u8(q, yz, y_zp);
@@ -536,6 +596,7 @@ static inf_status qoperator_static_node(qctx *q, const candidate *c) {
         const char *ain[2] = {mm, c->b};
         st = insert(q, at + 2, "Add", c->y, 2, ain, 1, (const char *const *)&c->y, 0, NULL);
     }
+    if (st == INF_OK && y_reusable) ya->done = true; /* <y>_quantized exists: no QuantizeLinear of y */
     if (st == INF_OK) inf_model_edit_drop_unused_initializer(q->ed, c->w);
     if (st == INF_OK && c->b) inf_model_edit_drop_unused_initializer(q->ed, c->b);
     qweight_free(&qw);
@@ -617,6 +678,16 @@ static inf_status check_opset(qctx *q) {
     return INF_OK;
 }
 
+/* The first quantization op of the model (a file already quantized), or NULL. */
+static const char *quantized_op(const qctx *q) {
+    static const char *const ops[] = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearMatMul",
+                                      "QLinearConv",    "MatMulInteger",    "ConvInteger",           "QGemm"};
+    for (int i = 0, n = inf_model_edit_n_nodes(q->ed); i < n; i++)
+        for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
+            if (!strcmp(inf_model_edit_node_op(q->ed, i), ops[k])) return ops[k];
+    return NULL;
+}
+
 static void free_ctx(qctx *q) {
     for (int i = 0; i < q->n_cand; i++) {
         candidate *c = &q->cand[i];
@@ -637,12 +708,23 @@ inf_status inf__tools_quantize(const inf__quantize_options *o, inf__quantize_rep
     r->bytes_before = file_size(o->in_path);
     r->weight_bytes_before = inf_model_edit_weight_bytes(q.ed);
     if ((st = check_opset(&q)) != INF_OK || (st = collect(&q, r)) != INF_OK) goto done;
+    const char *qop = q.n_cand == 0 ? quantized_op(&q) : NULL;
+    if (q.n_cand == 0 && qop) {
+        st = inf_error_set(err, INF_EINVAL,
+                           "'%s' is already quantized (it has %s nodes): nothing to quantize; quantize "
+                           "its FP32 original instead",
+                           o->in_path, qop);
+        goto done;
+    }
     if (q.n_cand == 0) {
         st = r->n_candidates
-                 ? inf_error_set(err, INF_EINVAL, "'%s': every quantizable node (%d) is excluded", o->in_path, r->n_candidates)
-                 : inf_error_set(err, INF_EINVAL,
-                                 "'%s' has no MatMul, Gemm or Conv node with constant float32 weights: nothing to quantize",
-                                 o->in_path);
+                 ? inf_error_set(err, INF_EINVAL, "'%s': every quantizable node (%d) is excluded", o->in_path,
+                                 r->n_candidates)
+                 : inf_error_set(
+                       err, INF_EINVAL,
+                       "'%s' has no MatMul, Gemm or Conv node with constant float32 weights%s%s%s: nothing to quantize",
+                       o->in_path, q.skipped[0] ? " (Gemm '" : "", q.skipped,
+                       q.skipped[0] ? "' has transA=1, which stays FP32)" : "");
         goto done;
     }
     if (o->static_mode && (st = calibrate(&q, r)) != INF_OK) goto done;

@@ -53,6 +53,7 @@ typedef struct inf__quantize_report {
     int n_quantized, n_excluded, n_candidates;
     int n_calibrated_tensors;
     long long calibration_rows;
+    long long calibration_nonfinite;         /* NaN / infinite activation values left out of the ranges */
     size_t bytes_before, bytes_after;        /* file sizes */
     size_t weight_bytes_before, weight_bytes_after;
 } inf__quantize_report;
@@ -67,6 +68,6 @@ inf_status inf__tools_quantize(const inf__quantize_options *opts, inf__quantize_
  * calibration data (opts: in_path, calibration, spec, calibration_rows,
  * method); *rows receives the records used. */
 inf_status inf__tools_calibrate(const inf__quantize_options *opts, const char *const *names, int n, float *lo,
-                                float *hi, long long *rows, inf_error *err);
+                                float *hi, long long *rows, long long *nonfinite, inf_error *err);
 
 #endif /* INF_TOOLS_QUANTIZE_H */

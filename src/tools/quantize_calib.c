@@ -9,7 +9,9 @@
  * same code every runner uses, so calibration sees the features production
  * sees), or the rows of a tensor file (.npy / .pb: images, sequences --
  * inputs the default mapping cannot express), in batches of FEED_ROWS.
- *   minmax      one pass: the smallest and largest value seen.
+ *   minmax      one pass: the smallest and largest value seen (NaN and
+ *               infinities are left out and counted for the report; a tensor
+ *               with no finite value at all is an error).
  *   percentile  a second pass fills a HIST_BINS-bin histogram over the first
  *               pass's [min, max]; the range drops PERCENTILE_TAIL of the
  *               mass at each end.
@@ -36,6 +38,7 @@ enum { FEED_ROWS = 64, HIST_BINS = 2048, KL_LEVELS = 128 };
 
 typedef struct tensor_stats {
     double min, max;
+    long long nonfinite; /* NaN / infinite values seen (pass 0), left out of the range */
     double *hist; /* HIST_BINS */
 } tensor_stats;
 
@@ -89,7 +92,10 @@ static void observe(calib *c, int i, const inf_tensor *t) {
     if (c->pass == 0) {
         for (int64_t k = 0; k < n; k++) {
             double v = x[k];
-            if (v != v) continue;
+            if (!isfinite(v)) {
+                s->nonfinite++;
+                continue;
+            }
             if (v < s->min) s->min = v;
             if (v > s->max) s->max = v;
         }
@@ -101,7 +107,7 @@ static void observe(calib *c, int i, const inf_tensor *t) {
     if (!(width > 0)) return;
     for (int64_t k = 0; k < n; k++) {
         double v = abs_hist ? fabs(x[k]) : x[k];
-        if (v != v) continue;
+        if (!isfinite(v)) continue;
         long b = (long)((v - lo) / width);
         b = b < 0 ? 0 : b >= HIST_BINS ? HIST_BINS - 1 : b;
         s->hist[b] += 1;
@@ -279,7 +285,7 @@ static void entropy_range(const tensor_stats *s, double *scratch, float *lo, flo
 }
 
 inf_status inf__tools_calibrate(const inf__quantize_options *opts, const char *const *names, int n, float *lo,
-                                float *hi, long long *rows, inf_error *err) {
+                                float *hi, long long *rows, long long *nonfinite, inf_error *err) {
     calib c = {.opts = opts, .n = n, .names = names};
     double *scratch = NULL;
     inf_status st = INF_OK;
@@ -307,8 +313,17 @@ inf_status inf__tools_calibrate(const inf__quantize_options *opts, const char *c
         c.pass = 1;
         if ((st = feed(&c, err)) != INF_OK) goto done;
     }
+    *nonfinite = 0;
     for (int i = 0; i < n; i++) {
         const tensor_stats *s = &c.stats[i];
+        *nonfinite += s->nonfinite;
+        if (!(s->min <= s->max) && s->nonfinite) { /* a range from nothing would be a silent guess */
+            st = inf_error_set(err, INF_EINVAL,
+                               "calibration: tensor '%s' has no finite value in %lld records of '%s' (%lld NaN or "
+                               "infinite): fix or drop those records",
+                               names[i], c.rows, opts->calibration, s->nonfinite);
+            goto done;
+        }
         if (!(s->min <= s->max)) { /* never seen as float32 */
             lo[i] = hi[i] = 0;
             continue;

@@ -36,6 +36,8 @@ typedef struct inf__tool_output {
     char name[128];
     inf_dtype dtype;
     int width;
+    int from_map; /* a ZipMap output (a sequence of one map per row): width = the map's values, float */
+    char **keys;  /* from_map: the map's keys as text (the class of each column), width of them */
     double *v;  /* numeric: n * width */
     char **s;   /* string tensors: n texts */
 } inf__tool_output;
@@ -179,6 +181,7 @@ typedef struct inf__distill_report {
     int has_quality;
     inf__metrics teacher_q, student_q; /* on the holdout, against the labels */
     int64_t parameters;
+    char zipmap_output[128]; /* the teacher's scores were a ZipMap output: the student writes a float tensor */
 } inf__distill_report;
 inf_status inf__distill(const char *src_uri, const inf_pipeline *p, inf_session *teacher, const inf_model *teacher_model,
                         const inf__distill_options *o, const char *out_path, inf__distill_report *rep, inf_error *err);
