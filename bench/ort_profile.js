@@ -6,14 +6,16 @@
 // matching each event to its "model_run" event) and prints one JSON line:
 //
 //   {"engine","threads","batch","runs","run_us"  (mean model_run duration),
-//    "nodes":[{"node","op","inputs":[shapes],"output":shape,"calls","total_us"}]}
+//    "nodes":[{"node","op","inputs":[shapes],"output":shape,"calls","total_us","min_us"}]}
 //
 //   node bench/ort_profile.js MODEL.onnx [--threads N] [--batch B] [--iters N] [--warmup N]
 //
 // Session options and inputs are bench/ort_common.js's, as in ort_bench.js (CPU provider,
 // graph optimisation "all", sequential, random uniform inputs with symbolic
 // dimensions = batch).  Durations are ORT's "dur" of each "<node>_kernel_time"
-// event, in microseconds (the kernel's wall time on the calling thread).
+// event, in microseconds (the kernel's wall time on the calling thread);
+// min_us is a node's shortest call (at a high load, the figure to compare with
+// the minimum of `infera bench --profile`).
 // The trace file is written to the system temp directory and removed.
 'use strict';
 const fs = require('fs');
@@ -37,11 +39,12 @@ function summarise(trace, timed) {
     if (!n) {
       const args = e.args || {};
       n = { node: name, op: args.op_name || '?', inputs: (args.input_type_shape || []).map(shapeOf),
-            output: shapeOf((args.output_type_shape || [])[0]), calls: 0, total_us: 0 };
+            output: shapeOf((args.output_type_shape || [])[0]), calls: 0, total_us: 0, min_us: Infinity };
       byNode.set(name, n);
     }
     n.calls++;
     n.total_us += e.dur;
+    n.min_us = Math.min(n.min_us, e.dur);
   }
   const runUs = kept.reduce((s, r) => s + r.dur, 0) / Math.max(1, kept.length);
   return { runs: kept.length, run_us: runUs, nodes: [...byNode.values()].sort((x, y) => y.total_us - x.total_us) };
