@@ -747,11 +747,11 @@ static void qstore_u8_row_cases(void) {
 #endif
 }
 
-/* ---- the float row store with Q -> DQ (INF_QOUT_F32, requant) against a scalar twin ----
+/* ---- the float row store (INF_QOUT_F32) against a scalar twin ----
  * inf__qstore_f32_row_avx2 (its lean sequence: the quotient clamped before
  * rounding, no compare/blend chain) and the 16-lane form against
- * (float)acc * mult + bias, the activation, then QuantizeLinear and
- * DequantizeLinear as the ONNX nodes define them (twin_fq), compared bit
+ * (float)acc * mult + bias, the activation, then (4 rows in 5) QuantizeLinear
+ * and DequantizeLinear as the ONNX nodes define them (twin_fq), compared bit
  * for bit (so a -0 where the nodes give +0 fails): uint8 and int8, zero
  * points in and out of the type's range and past 65536 (the full
  * sequence), multipliers / biases +-3e30, +-inf, NaN, 1.9e19, inf * 0,
@@ -784,7 +784,7 @@ static void qstore_f32_row_cases(void) {
                        .mult_per_col = rand_in(0, 1),
                        .bias_f32 = rand_in(0, 2) ? bias : NULL,
                        .act = rand_in(0, 4) ? &acts[rand_in(0, 3)] : NULL,
-                       .requant = true,
+                       .requant = rand_in(0, 4) != 0,
                        .rq_scale = (float)rand_in(1, 1000) * 1e-4f,
                        .rq_zp = u8 ? (int32_t)rand_in(0, 255) : (int32_t)rand_in(-128, 127),
                        .rq_dtype = u8 ? INF_DTYPE_U8 : INF_DTYPE_I8};
@@ -801,12 +801,12 @@ static void qstore_f32_row_cases(void) {
         for (int64_t j = 0; j < n; j++) {
             float x = (float)c[j] * mult[o.mult_per_col ? j0 + j : 0];
             if (o.bias_f32) x += bias[j0 + j];
-            want[j] = twin_fq(twin_act(o.act, x), o.rq_scale, o.rq_zp, u8);
+            want[j] = o.requant ? twin_fq(twin_act(o.act, x), o.rq_scale, o.rq_zp, u8) : twin_act(o.act, x);
         }
         char what[120];
         bool in_place = round % 2;
-        snprintf(what, sizeof what, "qstore_f32_row avx2 vs twin n=%lld odd=%d%s", (long long)n, odd_kind,
-                 in_place ? " in place" : "");
+        snprintf(what, sizeof what, "qstore_f32_row avx2 vs twin n=%lld odd=%d%s%s", (long long)n, odd_kind,
+                 in_place ? " in place" : "", o.requant ? "" : " no Q -> DQ");
         memset(got, 0xA5, sizeof got);
         if (in_place) {
             memset(cc, 0xA5, sizeof cc);

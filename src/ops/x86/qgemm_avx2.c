@@ -446,11 +446,12 @@ static inline __m256 lean_fq8(__m256 v, __m256 vs, __m256 nlo, __m256 nhi) {
     return _mm256_mul_ps(_mm256_add_ps(r, _mm256_setzero_ps()), vs);
 }
 
-/* The row by the lean sequence, activation kind k, per-column multipliers pc and bias hb constants (one
- * branch-free loop per combination, as lean_row). */
+/* The row with activation kind k, per-column multipliers pc, bias hb and Q -> DQ rq constants (one branch-free
+ * loop per combination, as lean_row: GCC otherwise reloads the flags and the kind every 8 columns, since y may
+ * alias *o). */
 static inline __attribute__((always_inline)) void lean_f32_row(const inf__qout *o, const int32_t *c, int64_t j0,
                                                                int64_t n, float *y, const int k, const bool pc,
-                                                               const bool hb) {
+                                                               const bool hb, const bool rq) {
     const float *mult = o->mult + (pc ? j0 : 0), *bias = hb ? o->bias_f32 + j0 : NULL;
     const __m256 alpha = _mm256_set1_ps(o->act ? o->act->alpha : 0), lo = _mm256_set1_ps(o->act ? o->act->lo : 0);
     const __m256 hi = _mm256_set1_ps(o->act ? o->act->hi : 0), m0 = _mm256_set1_ps(o->mult[0]);
@@ -462,7 +463,8 @@ static inline __attribute__((always_inline)) void lean_f32_row(const inf__qout *
         __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(c + j))),
                                  pc ? _mm256_loadu_ps(mult + j) : m0);
         if (hb) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + j));
-        _mm256_storeu_ps(y + j, lean_fq8(lean_act8(v, k, alpha, lo, hi), vs, nlo, nhi));
+        v = lean_act8(v, k, alpha, lo, hi);
+        _mm256_storeu_ps(y + j, rq ? lean_fq8(v, vs, nlo, nhi) : v);
     }
     if (j < n) { /* the last 1-7 columns through an 8-lane pass over a padded copy */
         int32_t ct[8] = {0};
@@ -474,17 +476,20 @@ static inline __attribute__((always_inline)) void lean_f32_row(const inf__qout *
         }
         __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)ct)), _mm256_loadu_ps(mt));
         if (hb) v = _mm256_add_ps(v, _mm256_loadu_ps(bt));
-        _mm256_storeu_ps(yt, lean_fq8(lean_act8(v, k, alpha, lo, hi), vs, nlo, nhi));
+        v = lean_act8(v, k, alpha, lo, hi);
+        _mm256_storeu_ps(yt, rq ? lean_fq8(v, vs, nlo, nhi) : v);
         memcpy(y + j, yt, (size_t)(n - j) * sizeof *yt);
     }
 }
 
-#define LEAN_F32_ROW(k)                                                                                                \
-    (pc ? (hb ? lean_f32_row(o, c, j0, n, y, k, true, true) : lean_f32_row(o, c, j0, n, y, k, true, false))            \
-        : (hb ? lean_f32_row(o, c, j0, n, y, k, false, true) : lean_f32_row(o, c, j0, n, y, k, false, false)))
+#define LEAN_F32_ROW_RQ(k, rq)                                                                                         \
+    (pc ? (hb ? lean_f32_row(o, c, j0, n, y, k, true, true, rq) : lean_f32_row(o, c, j0, n, y, k, true, false, rq))    \
+        : (hb ? lean_f32_row(o, c, j0, n, y, k, false, true, rq) : lean_f32_row(o, c, j0, n, y, k, false, false, rq)))
+#define LEAN_F32_ROW(k) (rq ? LEAN_F32_ROW_RQ(k, true) : LEAN_F32_ROW_RQ(k, false))
 
+/* Every float row store but Q -> DQ with a zero point beyond +-65536 (finish8's sequence, below). */
 static void qstore_f32_row_lean(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y) {
-    const bool pc = o->mult_per_col, hb = o->bias_f32 != NULL;
+    const bool pc = o->mult_per_col, hb = o->bias_f32 != NULL, rq = o->requant;
     switch (o->act ? (int)o->act->kind : (int)INF_EPILOGUE_NONE) {
     case INF_EPILOGUE_RELU:
         LEAN_F32_ROW(INF_EPILOGUE_RELU);
@@ -501,9 +506,10 @@ static void qstore_f32_row_lean(const inf__qout *o, const int32_t *c, int64_t j0
     }
 }
 #undef LEAN_F32_ROW
+#undef LEAN_F32_ROW_RQ
 
 void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y) {
-    if (o->requant && o->rq_zp >= -65536 && o->rq_zp <= 65536) {
+    if (!o->requant || (o->rq_zp >= -65536 && o->rq_zp <= 65536)) {
         qstore_f32_row_lean(o, c, j0, n, y);
         return;
     }
