@@ -428,7 +428,7 @@ void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, i
     qstore_u8_row_full(o, c, j0, n, y);
 }
 
-/* ---- the lean float row store with requantization (Q -> DQ) ----
+/* ---- the lean float row store (every row; below, its Q -> DQ) ----
  * fake_quant8's compares and blends are not needed: with nlo = lo - zp and
  * nhi = hi - zp (exact: small integers), clamping the quotient d = v / s to
  * [nlo, nhi] before rounding half to even gives the clamped r - zp of
