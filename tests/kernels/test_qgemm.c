@@ -828,6 +828,130 @@ static void qstore_res_rows_cases(void) {
 #endif
 }
 
+/* ---- the float row store (INF_QOUT_F32) against a scalar twin ----
+ * inf__qstore_f32_row_avx2 (its lean sequence: the quotient clamped before
+ * rounding, no compare/blend chain) and the 16-lane form against
+ * (float)acc * mult + bias, the activation, then (4 rows in 5) QuantizeLinear
+ * and DequantizeLinear as the ONNX nodes define them (twin_fq), compared bit
+ * for bit (so a -0 where the nodes give +0 fails): uint8 and int8, zero
+ * points in and out of the type's range and past 65536 (the full
+ * sequence), multipliers / biases +-3e30, +-inf, NaN, 1.9e19, inf * 0,
+ * 0 / 0 and x / 0 quotients, scales 1e-30, 3e30 and 1e4 (most quotients in
+ * (-0.5, 0.5): rounded -0s); every other row stored in place (y over c, as
+ * the convolutions store), bytes after the row untouched. */
+static float twin_fq(float v, float s, int32_t zp, bool u8) {
+    float r = nearbyintf(v / s) + (float)zp, lo = u8 ? 0.0f : -128.0f, hi = u8 ? 255.0f : 127.0f;
+    r = r < lo ? lo : r > hi ? hi : r;
+    if (r != r) r = (float)zp;
+    return (float)((int64_t)r - zp) * s;
+}
+
+static void qstore_f32_row_cases(void) {
+#if defined(__x86_64__)
+    if (!inf__cpu_has_avx2_fma()) return;
+    enum { N = 300 };
+    static int32_t c[N], cc[N + 16];
+    static float mult[N + 16], bias[N + 16], want[N], got[N + 16];
+    static const float odd[] = {3e30f, -3e30f, INFINITY, -INFINITY, NAN, 1.9e19f};
+    for (int round = 0; round < 600; round++) {
+        int64_t n = rand_in(1, N - 20), j0 = rand_in(0, 16);
+        for (int64_t j = 0; j < n + j0; j++)
+            mult[j] = (float)rand_in(1, 1000) * 1e-5f, bias[j] = uniform() * 2.0f;
+        for (int64_t j = 0; j < n; j++)
+            c[j] = (int32_t)rand_in(-300000, 300000);
+        bool u8 = rand_in(0, 1);
+        inf__qout o = {.kind = INF_QOUT_F32,
+                       .mult = mult,
+                       .mult_per_col = rand_in(0, 1),
+                       .bias_f32 = rand_in(0, 2) ? bias : NULL,
+                       .act = rand_in(0, 4) ? &acts[rand_in(0, 3)] : NULL,
+                       .requant = rand_in(0, 4) != 0,
+                       .rq_scale = (float)rand_in(1, 1000) * 1e-4f,
+                       .rq_zp = u8 ? (int32_t)rand_in(0, 255) : (int32_t)rand_in(-128, 127),
+                       .rq_dtype = u8 ? INF_DTYPE_U8 : INF_DTYPE_I8};
+        int odd_kind = round < 40 ? 0 : (int)rand_in(0, 9);
+        int64_t at = j0 + rand_in(0, n - 1);
+        if (odd_kind == 1) mult[o.mult_per_col ? at : 0] = odd[rand_in(0, 5)];
+        if (odd_kind == 2 && o.bias_f32) bias[at] = odd[rand_in(0, 5)];
+        if (odd_kind == 3) mult[o.mult_per_col ? at : 0] = INFINITY, c[at - j0] = 0; /* inf * 0: NaN */
+        if (odd_kind == 4) o.rq_scale = 0, c[at - j0] = 0, o.act = NULL;             /* 0 / 0: NaN, x / 0: inf */
+        if (odd_kind == 5) o.rq_zp = rand_in(0, 1) ? -(int32_t)rand_in(1, 300) : (int32_t)rand_in(128, 400);
+        if (odd_kind == 6) o.rq_scale = rand_in(0, 1) ? 1e-30f : 3e30f;
+        if (odd_kind == 7) o.rq_scale = 1e4f;                                                 /* rounded -0s */
+        if (odd_kind == 8) o.rq_zp = rand_in(0, 1) ? 65537 + (int32_t)rand_in(0, 9) : -70000; /* full sequence */
+        for (int64_t j = 0; j < n; j++) {
+            float x = (float)c[j] * mult[o.mult_per_col ? j0 + j : 0];
+            if (o.bias_f32) x += bias[j0 + j];
+            want[j] = o.requant ? twin_fq(twin_act(o.act, x), o.rq_scale, o.rq_zp, u8) : twin_act(o.act, x);
+        }
+        char what[120];
+        bool in_place = round % 2;
+        snprintf(what, sizeof what, "qstore_f32_row avx2 vs twin n=%lld odd=%d%s%s", (long long)n, odd_kind,
+                 in_place ? " in place" : "", o.requant ? "" : " no Q -> DQ");
+        memset(got, 0xA5, sizeof got);
+        if (in_place) {
+            memset(cc, 0xA5, sizeof cc);
+            memcpy(cc, c, (size_t)n * sizeof *c);
+            inf__qstore_f32_row_avx2(&o, cc, j0, n, (float *)cc);
+            memcpy(got, cc, sizeof got);
+        } else {
+            inf__qstore_f32_row_avx2(&o, c, j0, n, got);
+        }
+        bool untouched = true;
+        for (int64_t j = n; j < n + 16; j++) {
+            uint32_t u;
+            memcpy(&u, &got[j], 4);
+            untouched = untouched && u == 0xA5A5A5A5u;
+        }
+        check(!memcmp(want, got, (size_t)n * sizeof *got) && untouched, what, round);
+        if (isa_runs(INF_QGEMM_VNNI512)) {
+            inf__qstore_f32_row_avx512(&o, c, j0, n, got);
+            snprintf(what, sizeof what, "qstore_f32_row avx512 vs twin n=%lld odd=%d", (long long)n, odd_kind);
+            check(!memcmp(want, got, (size_t)n * sizeof *got), what, round);
+        }
+    }
+#endif
+}
+
+/* ---- input quantization's lean sequence against the reference ----
+ * inf__quantize_u8_avx2 on rows with no NaN (the lean sequence whole: 16
+ * values a step, the last n % 16 by the reference), one NaN somewhere (the
+ * call falls back to the full sequence), infinities and values past 2^64
+ * (saturating quotients, still lean), zero points 0, 255 and outside
+ * [0, 255] (the full sequence), scales 1e-30 and 3e30. */
+static void quantize_lean_cases(void) {
+#if defined(__x86_64__)
+    if (!inf__cpu_has_avx2_fma()) return;
+    enum { N = 777 };
+    static float x[N];
+    static uint8_t q1[N], q2[N + 16];
+    static const float odd[] = {3e30f, -3e30f, INFINITY, -INFINITY, 1.9e19f, -1.9e19f};
+    for (int round = 0; round < 400; round++) {
+        float scale = (float)rand_in(1, 1000) / 997.0f;
+        int32_t zp = (int32_t)rand_in(0, 255);
+        int64_t n = rand_in(1, N);
+        for (int64_t i = 0; i < n; i++)
+            x[i] = uniform() * 300.0f * scale;
+        int kind = round < 40 ? 0 : (int)rand_in(0, 5);
+        if (kind == 1) x[rand_in(0, n - 1)] = NAN;
+        if (kind == 2)
+            for (int t = 0; t < 5; t++)
+                x[rand_in(0, n - 1)] = odd[rand_in(0, 5)];
+        if (kind == 3) zp = rand_in(0, 1) ? (rand_in(0, 1) ? 0 : 255) : (rand_in(0, 1) ? -7 : 300);
+        if (kind == 4) scale = rand_in(0, 1) ? 1e-30f : 3e30f;
+        inf__quantize_u8_ref(x, n, scale, zp, q1);
+        memset(q2, 0xA5, sizeof q2);
+        inf__quantize_u8_avx2(x, n, scale, zp, q2);
+        bool untouched = true;
+        for (int64_t i = n; i < n + 16; i++)
+            untouched = untouched && q2[i] == 0xA5;
+        char what[96];
+        snprintf(what, sizeof what, "quantize_u8 avx2 lean vs ref n=%lld kind=%d", (long long)n, kind);
+        check(!memcmp(q1, q2, (size_t)n) && untouched, what, round);
+    }
+#endif
+}
+
 /* ---- which AVX2 kernel a B gets ---- */
 
 /* ---- the routed ubs2 kernel (x86/qgemm_ubs2_avx2.c) ----
@@ -1022,6 +1146,8 @@ int main(void) {
     quantize_near_half_cases();
     qstore_u8_row_cases();
     qstore_res_rows_cases();
+    qstore_f32_row_cases();
+    quantize_lean_cases();
     if (getenv("INFERA_QGEMM") && !strcmp(getenv("INFERA_QGEMM"), "avx2-maddwd"))
         printf("pack_isa: skipped (INFERA_QGEMM=avx2-maddwd)\n");
     else

@@ -255,7 +255,7 @@ static inline __m128i quantize8(__m256 x, __m256 vs, __m256 vz) {
     return _mm_packus_epi16(w, w);
 }
 
-void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q) {
+static void quantize_u8_full(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q) {
     const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps((float)zp);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -334,6 +334,31 @@ static inline __m128i lean_narrow16(__m256i a, __m256i b) {
     return _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
 }
 
+/* ---- the lean input quantization: QuantizeLinear of arbitrary floats by the same lean sequence ----
+ * 16 values per step, the quotients' NaN check or-ed up over the call; a
+ * call that met a NaN (or a zero point outside [0, 255]) is quantized again
+ * by the full sequence, which overwrites every byte (x and q are distinct:
+ * floats in, bytes out).  The last n % 16 values take the reference. */
+static bool quantize_u8_lean(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q) {
+    const __m256 vs = _mm256_set1_ps(scale), nz = _mm256_set1_ps(-(float)zp);
+    const __m256i iz = _mm256_set1_epi32(zp);
+    __m256 nan = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 d0 = _mm256_div_ps(_mm256_loadu_ps(x + i), vs), d1 = _mm256_div_ps(_mm256_loadu_ps(x + i + 8), vs);
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(d0, d1, _CMP_UNORD_Q));
+        _mm_storeu_si128((__m128i *)(q + i), lean_narrow16(lean_q8(d0, nz, iz), lean_q8(d1, nz, iz)));
+    }
+    if (_mm256_movemask_ps(nan)) return false;
+    inf__quantize_u8_ref(x + i, n - i, scale, zp, q + i);
+    return true;
+}
+
+void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q) {
+    if (zp >= 0 && zp <= 255 && quantize_u8_lean(x, n, scale, zp, q)) return;
+    quantize_u8_full(x, n, scale, zp, q);
+}
+
 /* The row by the lean sequence, its activation kind k, per-column multipliers pc and bias hb constants (one
  * branch-free loop per combination); false when a quotient was NaN (the bytes then wrong). */
 static inline __attribute__((always_inline)) bool lean_row(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n,
@@ -403,7 +428,91 @@ void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, i
     qstore_u8_row_full(o, c, j0, n, y);
 }
 
+/* ---- the lean float row store (every row; below, its Q -> DQ) ----
+ * fake_quant8's compares and blends are not needed: with nlo = lo - zp and
+ * nhi = hi - zp (exact: small integers), clamping the quotient d = v / s to
+ * [nlo, nhi] before rounding half to even gives the clamped r - zp of
+ * fake_quant8 for any d that is not NaN (rounding is monotone and keeps the
+ * integer bounds; a quotient past the bounds saturates as r does, infinities
+ * included); + 0 turns a rounded -0 into fake_quant8's +0 ((r + zp) - zp).
+ * A NaN quotient is zeroed first (an and with its ordered compare): then
+ * 0 * s, fake_quant8's (zp - zp) * s.  No fallback pass: the store may run
+ * in place (y over c), so every lane is final when written. */
+static inline __m256 lean_fq8(__m256 v, __m256 vs, __m256 nlo, __m256 nhi) {
+    __m256 d = _mm256_div_ps(v, vs);
+    d = _mm256_and_ps(d, _mm256_cmp_ps(d, d, _CMP_ORD_Q));
+    d = _mm256_min_ps(_mm256_max_ps(d, nlo), nhi);
+    __m256 r = _mm256_round_ps(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm256_mul_ps(_mm256_add_ps(r, _mm256_setzero_ps()), vs);
+}
+
+/* The row with activation kind k, per-column multipliers pc, bias hb and Q -> DQ rq constants (one branch-free
+ * loop per combination, as lean_row: GCC otherwise reloads the flags and the kind every 8 columns, since y may
+ * alias *o). */
+static inline __attribute__((always_inline)) void lean_f32_row(const inf__qout *o, const int32_t *c, int64_t j0,
+                                                               int64_t n, float *y, const int k, const bool pc,
+                                                               const bool hb, const bool rq) {
+    const float *mult = o->mult + (pc ? j0 : 0), *bias = hb ? o->bias_f32 + j0 : NULL;
+    const __m256 alpha = _mm256_set1_ps(o->act ? o->act->alpha : 0), lo = _mm256_set1_ps(o->act ? o->act->lo : 0);
+    const __m256 hi = _mm256_set1_ps(o->act ? o->act->hi : 0), m0 = _mm256_set1_ps(o->mult[0]);
+    const bool u8 = o->rq_dtype == INF_DTYPE_U8;
+    const __m256 vs = _mm256_set1_ps(o->rq_scale), nlo = _mm256_set1_ps((float)((u8 ? 0 : -128) - o->rq_zp));
+    const __m256 nhi = _mm256_set1_ps((float)((u8 ? 255 : 127) - o->rq_zp));
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(c + j))),
+                                 pc ? _mm256_loadu_ps(mult + j) : m0);
+        if (hb) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + j));
+        v = lean_act8(v, k, alpha, lo, hi);
+        _mm256_storeu_ps(y + j, rq ? lean_fq8(v, vs, nlo, nhi) : v);
+    }
+    if (j < n) { /* the last 1-7 columns through an 8-lane pass over a padded copy */
+        int32_t ct[8] = {0};
+        float mt[8] = {0}, bt[8] = {0}, yt[8];
+        for (int64_t t = 0; t < n - j; t++) {
+            ct[t] = c[j + t];
+            mt[t] = mult[pc ? j + t : 0];
+            if (hb) bt[t] = bias[j + t];
+        }
+        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)ct)), _mm256_loadu_ps(mt));
+        if (hb) v = _mm256_add_ps(v, _mm256_loadu_ps(bt));
+        v = lean_act8(v, k, alpha, lo, hi);
+        _mm256_storeu_ps(yt, rq ? lean_fq8(v, vs, nlo, nhi) : v);
+        memcpy(y + j, yt, (size_t)(n - j) * sizeof *yt);
+    }
+}
+
+#define LEAN_F32_ROW_RQ(k, rq)                                                                                         \
+    (pc ? (hb ? lean_f32_row(o, c, j0, n, y, k, true, true, rq) : lean_f32_row(o, c, j0, n, y, k, true, false, rq))    \
+        : (hb ? lean_f32_row(o, c, j0, n, y, k, false, true, rq) : lean_f32_row(o, c, j0, n, y, k, false, false, rq)))
+#define LEAN_F32_ROW(k) (rq ? LEAN_F32_ROW_RQ(k, true) : LEAN_F32_ROW_RQ(k, false))
+
+/* Every float row store but Q -> DQ with a zero point beyond +-65536 (finish8's sequence, below). */
+static void qstore_f32_row_lean(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y) {
+    const bool pc = o->mult_per_col, hb = o->bias_f32 != NULL, rq = o->requant;
+    switch (o->act ? (int)o->act->kind : (int)INF_EPILOGUE_NONE) {
+    case INF_EPILOGUE_RELU:
+        LEAN_F32_ROW(INF_EPILOGUE_RELU);
+        return;
+    case INF_EPILOGUE_LEAKY_RELU:
+        LEAN_F32_ROW(INF_EPILOGUE_LEAKY_RELU);
+        return;
+    case INF_EPILOGUE_CLIP:
+        LEAN_F32_ROW(INF_EPILOGUE_CLIP);
+        return;
+    default:
+        LEAN_F32_ROW(INF_EPILOGUE_NONE);
+        return;
+    }
+}
+#undef LEAN_F32_ROW
+#undef LEAN_F32_ROW_RQ
+
 void inf__qstore_f32_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y) {
+    if (!o->requant || (o->rq_zp >= -65536 && o->rq_zp <= 65536)) {
+        qstore_f32_row_lean(o, c, j0, n, y);
+        return;
+    }
     int64_t j = 0;
     for (; j + 8 <= n; j += 8) {
         __m256 mult = o->mult_per_col ? _mm256_loadu_ps(o->mult + j0 + j) : _mm256_set1_ps(o->mult[0]);
