@@ -159,17 +159,10 @@ static inline __m512 gelu_big16(__m512 x) {
     return blend(big, x, _mm512_cmp_ps_mask(x, SET1(28.0f), _CMP_NLT_UQ)); /* x >= 28 or NaN: x */
 }
 
+/* GELU on every lane: the small half where |x / sqrt 2| < 1, else the tail. */
 static inline __m512 gelu16(__m512 x) {
-    __m512 u = _mm512_mul_ps(x, SET1(0.707106781186547524f)), t = abs_ps(u), h = _mm512_mul_ps(SET1(0.5f), x);
-    __m512 small = _mm512_fmadd_ps(h, erf_small16(u), h);
-    __m512 tc = _mm512_min_ps(_mm512_max_ps(t, SET1(1.0f)), SET1(20.0f));
-    __m512 xc = _mm512_min_ps(abs_ps(x), SET1(28.0f));
-    __m512 hi = _mm512_mul_ps(xc, xc), lo = _mm512_fmsub_ps(xc, xc, hi);
-    __m512 c = erfc_tail16(tc, _mm512_mul_ps(SET1(0.5f), hi), _mm512_mul_ps(SET1(0.5f), lo));
-    __m512 pos = _mm512_fnmadd_ps(h, c, x), neg = _mm512_mul_ps(h, c);
-    __m512 big = blend(neg, pos, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ));
-    __m512 y = blend(big, small, _mm512_cmp_ps_mask(t, SET1(1.0f), _CMP_LT_OQ));
-    return blend(y, x, _mm512_cmp_ps_mask(x, SET1(28.0f), _CMP_NLT_UQ)); /* x >= 28 or NaN: x */
+    __m512 t = abs_ps(_mm512_mul_ps(x, SET1(0.707106781186547524f)));
+    return blend(gelu_big16(x), gelu_small16(x), _mm512_cmp_ps_mask(t, SET1(1.0f), _CMP_LT_OQ));
 }
 
 /* Lanes [0, k) of a 16-lane block, k in 0..16. */
