@@ -10,9 +10,11 @@
 #include "cli/cli.h"
 #include "ops/ops.h"
 
-static const char *const k_domain_names[INF_DOMAIN_COUNT] = {
-    [INF_DOMAIN_ONNX] = "ai.onnx", [INF_DOMAIN_ML] = "ai.onnx.ml", [INF_DOMAIN_TRAINING] = "ai.onnx.preview.training",
-    [INF_DOMAIN_INFERA] = "ai.infera"};
+static const char *const k_domain_names[INF_DOMAIN_COUNT] = {[INF_DOMAIN_ONNX] = "ai.onnx",
+                                                             [INF_DOMAIN_ML] = "ai.onnx.ml",
+                                                             [INF_DOMAIN_TRAINING] = "ai.onnx.preview.training",
+                                                             [INF_DOMAIN_MS] = "com.microsoft",
+                                                             [INF_DOMAIN_INFERA] = "ai.infera"};
 
 int cmd_ops(int argc, char **argv) {
     bool markdown = false;
