@@ -455,7 +455,7 @@ static sym infer_ms(inf__shape_infer *si, const inf__node *node) {
     const char *op = node->op_type;
     sym x = get(si, input(node, 0));
     x.n_el = -1;
-    if (!strcmp(op, "QLinearLeakyRelu") || !strcmp(op, "QLinearSigmoid")) return x;
+    if (!strcmp(op, "QLinearLeakyRelu") || !strcmp(op, "QLinearSigmoid") || !strcmp(op, "QLinearSoftmax")) return x;
     if (!strcmp(op, "QLinearAdd") || !strcmp(op, "QLinearMul")) {
         sym b = get(si, input(node, 3));
         if (x.rank < 0 || b.rank < 0) return UNKNOWN;

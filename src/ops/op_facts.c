@@ -265,6 +265,7 @@ const inf__op_facts inf__op_facts_table[] = {
     FACTS(MS, "QLinearLeakyRelu", .shape = INF_SHAPE_SAME),
     FACTS(MS, "QLinearMul"),
     FACTS(MS, "QLinearSigmoid", .shape = INF_SHAPE_SAME),
+    FACTS(MS, "QLinearSoftmax", .shape = INF_SHAPE_SAME),
     FACTS(INFERA, "Attention", .batch = "BBBE", .batch_check = INF_BATCH_RANK4),
     FACTS(INFERA, "ConvAdd", .takes_activation = true, .batch = "BCCE"),
     FACTS(INFERA, "FusedMatMul", .batch = "BCCE", .batch_check = INF_BATCH_ROWS),

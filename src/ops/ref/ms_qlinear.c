@@ -2,7 +2,7 @@
  * ms_qlinear.c -- the com.microsoft (ONNX Runtime contrib, version 1)
  * quantized operators that ONNX Runtime's quantizer writes in QOperator
  * format: QLinearAdd, QLinearMul, QLinearGlobalAveragePool,
- * QLinearLeakyRelu, QLinearSigmoid, QLinearConcat and QGemm, for uint8 and
+ * QLinearLeakyRelu, QLinearSigmoid, QLinearSoftmax, QLinearConcat and QGemm, for uint8 and
  * int8 tensors, as ContribOperators.md defines them and ORT 1.20 computes
  * them:
  *   - scales are float scalars (one element), zero points scalars of the
@@ -18,6 +18,9 @@
  *   - QLinearLeakyRelu / QLinearSigmoid: a 256-entry table, each entry the
  *     float function of the dequantized value, quantized as rne(f / y_s)
  *     + y_zp (ORT's sigmoid is a polynomial: within one step of this one);
+ *   - QLinearSoftmax (attributes axis, opset: the replaced Softmax's, < 13
+ *     flattens from the axis on): rne(softmax((x - x_zp) x_s) / y_s) + y_zp
+ *     in float (ORT sums truncated integer exponentials: within one step);
  *   - QLinearConcat(Y_scale, Y_zp, X0, X0_scale, X0_zp, ...): each input
  *     requantized to the output's parameters (a table per input), axis
  *     required;
@@ -224,6 +227,67 @@ static inf_status lut_run(inf__kernel_ctx *ctx) {
 }
 
 const inf__op_impl op_ms_qlinear_lut = {NULL, lut_run};
+
+/* ---- QLinearSoftmax ---- */
+
+static inf_status softmax_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    (void)arena;
+    if (!inf__node_attr(node, "opset"))
+        return inf__node_error(node, err, INF_EMODEL, "attribute 'opset' (the Softmax opset it replaces) is required");
+    return INF_OK;
+}
+
+/* The float softmax of the dequantized values along the axis (opset < 13:
+ * the axis and every one after it, as one), quantized; ORT sums a table of
+ * truncated integer exponentials: within one step of this. */
+static inf_status softmax_run(inf__kernel_ctx *ctx) {
+    const inf_tensor *x = ctx->in[0];
+    inf_status st = check_q8(ctx, 0, "X");
+    if (st != INF_OK) return st;
+    inf_dtype t = x->dtype;
+    float xs, ys;
+    int xzp, yzp, axis;
+    if ((st = get_scale(ctx, 1, "X_scale", &xs)) != INF_OK ||
+        (st = get_zp(ctx, 2, "x_zero_point", t, &xzp)) != INF_OK ||
+        (st = get_scale(ctx, 3, "y_scale", &ys)) != INF_OK || (st = get_zp(ctx, 4, "y_zero_point", t, &yzp)) != INF_OK)
+        return st;
+    if (x->ndim < 1) return inf__kernel_error(ctx, INF_ESHAPE, "X is a scalar");
+    if ((st = inf__normalize_axis(ctx, inf__attr_int(ctx->node, "axis", -1), x->ndim, &axis)) != INF_OK) return st;
+    bool coerce = inf__attr_int(ctx->node, "opset", 13) < 13;
+    int64_t outer = 1, n = 1, inner = 1;
+    for (int k = 0; k < x->ndim; k++) {
+        if (k < axis)
+            outer *= x->dims[k];
+        else if (k == axis || coerce)
+            n *= x->dims[k];
+        else
+            inner *= x->dims[k];
+    }
+    inf_tensor *y;
+    if ((st = inf__kernel_output(ctx, 0, t, x->ndim, x->dims, &y)) != INF_OK) return st;
+    float e[256]; /* exp((q - max) xs) by q - max + 255 */
+    for (int d = 0; d < 256; d++)
+        e[d] = expf((float)(d - 255) * xs);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t in = 0; in < inner; in++) {
+            int64_t base = o * n * inner + in;
+            int mx = q_lo(t);
+            for (int64_t i = 0; i < n; i++) {
+                int v = q_get(t, x->data, base + i * inner);
+                if (v > mx) mx = v;
+            }
+            double sum = 0;
+            for (int64_t i = 0; i < n; i++)
+                sum += e[q_get(t, x->data, base + i * inner) - mx + 255];
+            for (int64_t i = 0; i < n; i++) {
+                float p = (float)(e[q_get(t, x->data, base + i * inner) - mx + 255] / sum);
+                q_set(t, y->data, base + i * inner, q_round(t, p / ys, yzp));
+            }
+        }
+    return INF_OK;
+}
+
+const inf__op_impl op_ms_qlinear_softmax = {softmax_init, softmax_run};
 
 /* ---- QLinearConcat ---- */
 
