@@ -260,6 +260,7 @@ const inf__op_facts inf__op_facts_table[] = {
     FACTS(TRAINING, "Momentum", .nondeterministic = true),
     FACTS(MS, "QGemm"),
     FACTS(MS, "QLinearAdd"),
+    FACTS(MS, "QLinearAveragePool"),
     FACTS(MS, "QLinearConcat"),
     FACTS(MS, "QLinearGlobalAveragePool"),
     FACTS(MS, "QLinearLeakyRelu", .shape = INF_SHAPE_SAME),

@@ -131,6 +131,14 @@ for dt in (np.uint8, np.int8):
         run_case("QLinearSoftmax_%s_axis%d_opset%d" % (t, ax, ops), "QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"],
                  {"x": q(dt, (3, 5, 12))}, {"xs": f32(0.03), "xz": zp(128), "ys": f32(1 / 256.0), "yz": zp(0)},
                  NP2ONNX[dt], {"axis": ax, "opset": ops}, exact=False)
+    for pname, attrs in (("k3s2p1", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+                         ("k3s2p1_incl_ceil", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 0, 1, 0],
+                                               "count_include_pad": 1, "ceil_mode": 1}),
+                         ("k2_same_upper", {"kernel_shape": [2, 3], "auto_pad": "SAME_UPPER"}),
+                         ("k3_cl", {"kernel_shape": [3, 3], "strides": [1, 2], "channels_last": 1})):
+        run_case("QLinearAveragePool_%s_%s" % (t, pname), "QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"],
+                 {"x": q(dt, (2, 3, 9, 8))}, {"xs": f32(0.05), "xz": zp(128), "ys": f32(0.02), "yz": zp(128)},
+                 NP2ONNX[dt], attrs, exact=False)
     x0, x1, x2 = q(dt, (2, 3, 4)), q(dt, (2, 5, 4)), q(dt, (2, 1, 4))
     run_case("QLinearConcat_%s" % t, "QLinearConcat",
              ["ys", "yz", "x0", "s0", "z0", "x1", "s1", "z1", "x2", "s2", "z2"], {"x0": x0, "x1": x1, "x2": x2},

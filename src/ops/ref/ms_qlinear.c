@@ -1,7 +1,7 @@
 /*
  * ms_qlinear.c -- the com.microsoft (ONNX Runtime contrib, version 1)
  * quantized operators that ONNX Runtime's quantizer writes in QOperator
- * format: QLinearAdd, QLinearMul, QLinearGlobalAveragePool,
+ * format: QLinearAdd, QLinearMul, QLinearAveragePool, QLinearGlobalAveragePool,
  * QLinearLeakyRelu, QLinearSigmoid, QLinearSoftmax, QLinearConcat and QGemm, for uint8 and
  * int8 tensors, as ContribOperators.md defines them and ORT 1.20 computes
  * them:
@@ -15,6 +15,10 @@
  *     (a_s * b_s / y_s)) + y_zp;
  *   - QLinearGlobalAveragePool: y = rne((sum(x) - n x_zp) * x_s / (y_s n))
  *     + y_zp over the spatial dims (channels_last: NHWC...);
+ *   - QLinearAveragePool (2-D, NCHW or channels_last; auto_pad, pads,
+ *     strides, ceil_mode, count_include_pad; dilations 1): the float mean of
+ *     the dequantized window, quantized (ORT sums in another order: within
+ *     one step);
  *   - QLinearLeakyRelu / QLinearSigmoid: a 256-entry table, each entry the
  *     float function of the dequantized value, quantized as rne(f / y_s)
  *     + y_zp (ORT's sigmoid is a polynomial: within one step of this one);
@@ -195,6 +199,116 @@ static inf_status gap_run(inf__kernel_ctx *ctx) {
 }
 
 const inf__op_impl op_ms_qlinear_global_avgpool = {gap_init, gap_run};
+
+/* ---- QLinearAveragePool (2-D) ---- */
+
+typedef struct avgpool_geom {
+    int64_t k[2], s[2], pb[2], pe[2], out[2];
+} avgpool_geom;
+
+static inf_status avgpool_init(inf__node *node, inf__arena *arena, inf_error *err) {
+    (void)arena;
+    int nk, ns, np, nd;
+    inf__attr_ints(node, "kernel_shape", &nk);
+    inf__attr_ints(node, "strides", &ns);
+    inf__attr_ints(node, "pads", &np);
+    const int64_t *d = inf__attr_ints(node, "dilations", &nd);
+    if (nk != 2) return inf__node_error(node, err, INF_EUNSUPPORTED, "kernel_shape has %d dims; 2-D pooling only", nk);
+    if ((ns && ns != 2) || (np && np != 4))
+        return inf__node_error(node, err, INF_EMODEL, "strides / pads do not match the 2-D kernel_shape");
+    for (int i = 0; i < nd; i++)
+        if (d[i] != 1) return inf__node_error(node, err, INF_EUNSUPPORTED, "dilations other than 1");
+    const char *ap = inf__attr_string(node, "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER"))
+        return inf__node_error(node, err, INF_EMODEL, "unknown auto_pad '%s'", ap);
+    int64_t cl = inf__attr_int(node, "channels_last", 0);
+    if (cl != 0 && cl != 1)
+        return inf__node_error(node, err, INF_EMODEL, "channels_last must be 0 or 1, got %lld", (long long)cl);
+    return inf__check_window_attrs(node, err, false);
+}
+
+/* The window geometry, as ONNX AveragePool defines it (auto_pad, ceil_mode). */
+static inf_status avgpool_geometry(inf__kernel_ctx *ctx, const int64_t *hw, avgpool_geom *g) {
+    const inf__node *node = ctx->node;
+    int nk, ns, np;
+    const int64_t *k = inf__attr_ints(node, "kernel_shape", &nk), *s = inf__attr_ints(node, "strides", &ns);
+    const int64_t *p = inf__attr_ints(node, "pads", &np);
+    const char *ap = inf__attr_string(node, "auto_pad", "NOTSET");
+    bool ceil_mode = inf__attr_int(node, "ceil_mode", 0) != 0;
+    for (int i = 0; i < 2; i++) {
+        g->k[i] = k[i];
+        g->s[i] = ns ? s[i] : 1;
+        g->pb[i] = np ? p[i] : 0;
+        g->pe[i] = np ? p[i + 2] : 0;
+        if (g->k[i] < 1 || g->s[i] < 1)
+            return inf__kernel_error(ctx, INF_EINVAL, "kernel_shape / strides must be >= 1");
+        if (!strcmp(ap, "VALID")) {
+            g->pb[i] = g->pe[i] = 0;
+        } else if (strncmp(ap, "SAME", 4) == 0) {
+            int64_t out = (hw[i] + g->s[i] - 1) / g->s[i], total = (out - 1) * g->s[i] + g->k[i] - hw[i];
+            if (total < 0) total = 0;
+            g->pb[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+            g->pe[i] = total - g->pb[i];
+        }
+        int64_t span = hw[i] + g->pb[i] + g->pe[i] - g->k[i];
+        if (span < 0) return inf__kernel_error(ctx, INF_ESHAPE, "the window is larger than the padded input");
+        g->out[i] = (ceil_mode ? (span + g->s[i] - 1) / g->s[i] : span / g->s[i]) + 1;
+        if (ceil_mode && (g->out[i] - 1) * g->s[i] >= hw[i] + g->pb[i]) g->out[i]--;
+    }
+    return INF_OK;
+}
+
+/* Each window's dequantized values summed in float, divided by the count
+ * (count_include_pad: the whole kernel, as ORT does also for a ceil_mode
+ * window that runs past the end padding; else the window's elements inside
+ * the input), quantized: ORT's arithmetic up to the float summation order. */
+static inf_status avgpool_run(inf__kernel_ctx *ctx) {
+    const inf_tensor *x = ctx->in[0];
+    inf_status st = check_q8(ctx, 0, "X");
+    if (st != INF_OK) return st;
+    inf_dtype t = x->dtype;
+    bool last = inf__attr_int(ctx->node, "channels_last", 0) != 0;
+    bool incl = inf__attr_int(ctx->node, "count_include_pad", 0) != 0;
+    if (x->ndim != 4) return inf__kernel_error(ctx, INF_ESHAPE, "X has rank %d; 2-D pooling takes rank 4", x->ndim);
+    float xs, ys;
+    int xzp, yzp;
+    if ((st = get_scale(ctx, 1, "x_scale", &xs)) != INF_OK ||
+        (st = get_zp(ctx, 2, "x_zero_point", t, &xzp)) != INF_OK ||
+        (st = get_scale(ctx, 3, "y_scale", &ys)) != INF_OK || (st = get_zp(ctx, 4, "y_zero_point", t, &yzp)) != INF_OK)
+        return st;
+    int64_t n = x->dims[0], c = x->dims[last ? 3 : 1], hw[2] = {x->dims[last ? 1 : 2], x->dims[last ? 2 : 3]};
+    avgpool_geom g;
+    if ((st = avgpool_geometry(ctx, hw, &g)) != INF_OK) return st;
+    int64_t dims[4] = {n, c, g.out[0], g.out[1]};
+    if (last) dims[1] = g.out[0], dims[2] = g.out[1], dims[3] = c;
+    inf_tensor *y;
+    if ((st = inf__kernel_output(ctx, 0, t, 4, dims, &y)) != INF_OK) return st;
+    float deq[256];
+    for (int q = q_lo(t); q <= q_hi(t); q++)
+        deq[(uint8_t)q] = (float)(q - xzp) * xs;
+    const uint8_t *src = x->data;
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t oh = 0; oh < g.out[0]; oh++)
+                for (int64_t ow = 0; ow < g.out[1]; ow++) {
+                    int64_t h0 = oh * g.s[0] - g.pb[0], w0 = ow * g.s[1] - g.pb[1];
+                    int64_t h1 = h0 + g.k[0], w1 = w0 + g.k[1];
+                    int64_t count = incl ? g.k[0] * g.k[1] : 0;
+                    float sum = 0;
+                    for (int64_t h = h0 < 0 ? 0 : h0; h < h1 && h < hw[0]; h++)
+                        for (int64_t w = w0 < 0 ? 0 : w0; w < w1 && w < hw[1]; w++) {
+                            sum += deq[src[last ? ((b * hw[0] + h) * hw[1] + w) * c + ch
+                                                : ((b * c + ch) * hw[0] + h) * hw[1] + w]];
+                            if (!incl) count++;
+                        }
+                    int64_t o = last ? ((b * g.out[0] + oh) * g.out[1] + ow) * c + ch
+                                     : ((b * c + ch) * g.out[0] + oh) * g.out[1] + ow;
+                    q_set(t, y->data, o, q_round(t, count ? sum / (float)count / ys : 0.0f, yzp));
+                }
+    return INF_OK;
+}
+
+const inf__op_impl op_ms_qlinear_avgpool = {avgpool_init, avgpool_run};
 
 /* ---- QLinearLeakyRelu, QLinearSigmoid: a table of the 256 values ---- */
 
