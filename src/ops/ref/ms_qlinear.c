@@ -483,7 +483,7 @@ static inf_status qgemm_init(inf__node *node, inf__arena *arena, inf_error *err)
     if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1))
         return inf__node_error(node, err, INF_EMODEL, "transA / transB must be 0 or 1, got %lld / %lld", (long long)ta,
                                (long long)tb);
-    if (node->n_inputs == 9 && node->inputs[8] >= 0 && (node->n_inputs < 8 || node->inputs[7] < 0))
+    if (node->n_inputs == 9 && node->inputs[8] >= 0 && node->inputs[7] < 0)
         return inf__node_error(node, err, INF_EMODEL, "y_zero_point without y_scale");
     return INF_OK;
 }
