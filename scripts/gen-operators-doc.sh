@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p docs
 build/infera ops --markdown > docs/operators.md
-echo "docs/operators.md: $(grep -c '^| ai' docs/operators.md) operators"
+echo "docs/operators.md: $(grep -c '^| \(ai\|com\)' docs/operators.md) operators"

@@ -10,9 +10,11 @@
 #include "cli/cli.h"
 #include "ops/ops.h"
 
-static const char *const k_domain_names[INF_DOMAIN_COUNT] = {
-    [INF_DOMAIN_ONNX] = "ai.onnx", [INF_DOMAIN_ML] = "ai.onnx.ml", [INF_DOMAIN_TRAINING] = "ai.onnx.preview.training",
-    [INF_DOMAIN_INFERA] = "ai.infera"};
+static const char *const k_domain_names[INF_DOMAIN_COUNT] = {[INF_DOMAIN_ONNX] = "ai.onnx",
+                                                             [INF_DOMAIN_ML] = "ai.onnx.ml",
+                                                             [INF_DOMAIN_TRAINING] = "ai.onnx.preview.training",
+                                                             [INF_DOMAIN_MS] = "com.microsoft",
+                                                             [INF_DOMAIN_INFERA] = "ai.infera"};
 
 int cmd_ops(int argc, char **argv) {
     bool markdown = false;
@@ -53,6 +55,10 @@ int cmd_ops(int argc, char **argv) {
                "  libinfera_edge.a) refuses the operator at load. Differences from ONNX Runtime's RE2, all rare: `\\C`\n"
                "  (one byte of UTF-8) is refused; under `(?i)`, `\\p{..}` classes are not case-folded; `\\p{C}` also\n"
                "  matches unassigned code points.\n"
+               "- com.microsoft: the ONNX Runtime contrib ops (version 1) that ORT's quantizer writes in QOperator\n"
+               "  files (src/ops/ref/ms_qlinear.c), uint8 and int8, as ORT 1.20 computes them: equal bytes on\n"
+               "  ORT's own quantized CNN / MLP / transformer files; QLinearSigmoid / QLinearSoftmax within one step\n"
+               "  (ORT approximates the exponential). Other contrib ops are refused at load, naming the node.\n"
                "- CastMap and DictVectorizer take map inputs (ONNX MapProto: values as one tensor, or one tensor per key).\n"
                "  The opset18plus suite checks float-valued maps only: ONNX Runtime's Python API builds no other map from\n"
                "  a dict, so CastMap's string -> number casts follow ORT's source (std::stof/stoll) without an oracle.\n");

@@ -447,12 +447,61 @@ static sym infer_qgemm(inf__shape_infer *si, const inf__node *node) {
     return r;
 }
 
+/* com.microsoft's quantized ops (ops/ref/ms_qlinear.c): the element-wise
+ * ones keep X's shape and type, QLinearAdd / QLinearMul broadcast A (input
+ * 0) with B (input 3), QLinearGlobalAveragePool keeps N and C, QGemm is
+ * [M, N] (float without y_scale, else y_zero_point's type, uint8 without it). */
+static sym infer_ms(inf__shape_infer *si, const inf__node *node) {
+    const char *op = node->op_type;
+    sym x = get(si, input(node, 0));
+    x.n_el = -1;
+    if (!strcmp(op, "QLinearLeakyRelu") || !strcmp(op, "QLinearSigmoid") || !strcmp(op, "QLinearSoftmax")) return x;
+    if (!strcmp(op, "QLinearAdd") || !strcmp(op, "QLinearMul")) {
+        sym b = get(si, input(node, 3));
+        if (x.rank < 0 || b.rank < 0) return UNKNOWN;
+        int rank = x.rank > b.rank ? x.rank : b.rank;
+        sym r = {.rank = rank, .dtype = x.dtype, .n_el = -1};
+        for (int i = 0; i < rank; i++) {
+            int ia = i - (rank - x.rank), ib = i - (rank - b.rank);
+            r.d[i] = broadcast_dim(si, ia >= 0 ? x.d[ia] : 1, ib >= 0 ? b.d[ib] : 1);
+        }
+        return r;
+    }
+    if (!strcmp(op, "QLinearGlobalAveragePool")) {
+        if (x.rank < 3) return UNKNOWN;
+        bool last = inf__attr_int(node, "channels_last", 0) != 0;
+        for (int k = 1; k < x.rank; k++)
+            if (last ? k < x.rank - 1 : k > 1) x.d[k] = 1;
+        return x;
+    }
+    if (!strcmp(op, "QGemm")) {
+        sym b = get(si, input(node, 3));
+        if (x.rank != 2 || b.rank != 2) return UNKNOWN;
+        sym r = {.rank = 2, .n_el = -1};
+        r.d[0] = x.d[inf__attr_int(node, "transA", 0) ? 1 : 0];
+        r.d[1] = b.d[inf__attr_int(node, "transB", 0) ? 0 : 1];
+        r.dtype = input(node, 7) < 0   ? INF_DTYPE_F32
+                  : input(node, 8) < 0 ? INF_DTYPE_U8
+                                       : get(si, input(node, 8)).dtype;
+        return r;
+    }
+    return UNKNOWN;
+}
+
 void inf__shape_infer_node(inf__shape_infer *si, const inf__node *node) {
     for (int k = 0; k < node->n_outputs; k++)
         if (node->outputs[k] >= 0) si->v[node->outputs[k]] = UNKNOWN;
     if (node->op && node->op->domain == INF_DOMAIN_INFERA && !strcmp(node->op_type, "QGemm") && node->n_outputs >= 1 &&
         node->outputs[0] >= 0 && node->inputs[0] >= 0) {
         si->v[node->outputs[0]] = infer_qgemm(si, node);
+        return;
+    }
+    if (node->op && node->op->domain == INF_DOMAIN_MS && node->n_outputs >= 1 && node->outputs[0] >= 0 &&
+        node->inputs[0] >= 0) {
+        sym r = infer_ms(si, node);
+        for (int i = 0; i < r.rank; i++)
+            if (r.d[i] == INT64_MIN || r.d[i] == -1) r.d[i] = fresh(si);
+        si->v[node->outputs[0]] = r;
         return;
     }
     if (!node->op || node->op->domain != INF_DOMAIN_ONNX || node->n_inputs < 1 || node->n_outputs < 1 ||

@@ -51,7 +51,7 @@ const inf__op_schema inf__op_schemas[] = {
 const int inf__op_schema_count = (int)(sizeof inf__op_schemas / sizeof inf__op_schemas[0]);
 
 /* The newest opset of each domain Infera knows (what ONNX Runtime 1.30 loads). */
-static const int k_domain_max_opset[INF_DOMAIN_COUNT] = {INF_OPSET_MAX_ONNX, INF_OPSET_MAX_ML, 1, 1};
+static const int k_domain_max_opset[INF_DOMAIN_COUNT] = {INF_OPSET_MAX_ONNX, INF_OPSET_MAX_ML, 1, 1, 1};
 
 int inf__domain_max_opset(inf__domain domain) { return k_domain_max_opset[domain]; }
 
@@ -79,6 +79,7 @@ int inf__domain_from_string(const char *domain) {
     if (!domain || !*domain || !strcmp(domain, "ai.onnx")) return INF_DOMAIN_ONNX;
     if (!strcmp(domain, "ai.onnx.ml")) return INF_DOMAIN_ML;
     if (!strcmp(domain, "ai.onnx.preview.training")) return INF_DOMAIN_TRAINING;
+    if (!strcmp(domain, "com.microsoft")) return INF_DOMAIN_MS;
     return -1;
 }
 
@@ -190,6 +191,7 @@ int inf_supported_op_schema_versions(int i, int *versions, int max_versions) {
     const inf__op *op = &inf__op_table[i];
     const inf__op_schema *schema = inf__op_schema_find(op->domain, op->name);
     int n = 0;
+    if (!schema && op->domain == INF_DOMAIN_MS && max_versions > 0) versions[n++] = 1; /* contrib ops: version 1 only */
     for (int k = 0; schema && k < INF_SCHEMA_MAX_VERSIONS && schema->since[k]; k++) {
         int v = schema->since[k];
         bool selected = v <= op->last_opset && (k + 1 == INF_SCHEMA_MAX_VERSIONS || !schema->since[k + 1] ||
@@ -201,7 +203,7 @@ int inf_supported_op_schema_versions(int i, int *versions, int max_versions) {
 
 void inf_supported_op(int i, const char **domain, const char **op_type, int *first_opset, int *last_opset) {
     static const char *const domains[INF_DOMAIN_COUNT] = {"ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training",
-                                                          "ai.infera"};
+                                                          "com.microsoft", "ai.infera"};
     const inf__op *op = &inf__op_table[i];
     *domain = domains[op->domain];
     *op_type = op->name;

@@ -60,12 +60,14 @@ typedef struct inf__op_impl {
 } inf__op_impl;
 
 typedef enum inf__domain {
-    INF_DOMAIN_ONNX = 0,      /* "" or "ai.onnx" */
-    INF_DOMAIN_ML = 1,        /* "ai.onnx.ml" */
-    INF_DOMAIN_TRAINING = 2,  /* "ai.onnx.preview.training" */
-    INF_DOMAIN_INFERA = 3,    /* "ai.infera": internal fused ops made by the optimizer's
-                                 pattern passes; no model can name them
-                                 (inf__domain_from_string does not map it) */
+    INF_DOMAIN_ONNX = 0,     /* "" or "ai.onnx" */
+    INF_DOMAIN_ML = 1,       /* "ai.onnx.ml" */
+    INF_DOMAIN_TRAINING = 2, /* "ai.onnx.preview.training" */
+    INF_DOMAIN_MS = 3,       /* "com.microsoft": ONNX Runtime's contrib ops (version 1)
+                                that its quantizer writes in QOperator files */
+    INF_DOMAIN_INFERA = 4,   /* "ai.infera": internal fused ops made by the optimizer's
+                                pattern passes; no model can name them
+                                (inf__domain_from_string does not map it) */
     INF_DOMAIN_COUNT
 } inf__domain;
 
