@@ -55,6 +55,15 @@ if ! "$TRITON_VENV/bin/python" -c 'import tritonclient.grpc' 2>/dev/null; then
     "$TRITON_VENV/bin/pip" install -q 'tritonclient[grpc]==2.73.0'; } >/dev/null 2>&1 ||
     echo "install-deps: tritonclient[grpc] not installed (its serve test will be skipped)" >&2
 fi
+# Python's onnxruntime + onnx (PyPI, pinned; Debian's numpy): the oracle of tests/quant/test_ms_qlinear.sh, which
+# runs ONNX Runtime's own quantizer (QOperator files with com.microsoft ops) and its contrib kernels; skipped
+# by that test when it cannot be installed.
+ORT_VENV=${INFERA_CACHE:-$HOME/.cache/infera}/venv-ort-oracle
+if ! "$ORT_VENV/bin/python" -c 'import onnx, onnxruntime, numpy' 2>/dev/null; then
+  { mkdir -p "$(dirname "$ORT_VENV")" && /usr/bin/python3 -m venv --system-site-packages "$ORT_VENV" &&
+    "$ORT_VENV/bin/pip" install -q 'onnxruntime==1.20.1' 'onnx==1.16.2'; } >/dev/null 2>&1 ||
+    echo "install-deps: onnxruntime (Python) not installed (the com.microsoft ops test will be skipped)" >&2
+fi
 # ONNX Runtime (onnxruntime-node, pinned in tests/models/ort/package.json): the test oracle that
 # runs pruned and distilled models (tests/tools); skipped by those tests when it cannot be installed.
 if command -v npm >/dev/null && [ ! -d "$(dirname "$0")/../tests/models/ort/node_modules/onnxruntime-node" ]; then

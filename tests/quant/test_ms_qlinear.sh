@@ -6,15 +6,15 @@
 #     own quantizer (quantize_static QOperator per tensor / per channel, quantize_dynamic), run in Infera and ORT
 #     (tests/quant/ms_qoperator_models.py).
 #   tests/quant/test_ms_qlinear.sh INFERA
-# The oracle is Python's onnxruntime with onnx and numpy: $INFERA_ORT_PYTHON, else the session-19 sweep venv
-# (/tmp/sweepvenv: pinned PyPI onnxruntime 1.20.1), else python3; skip (77) when none imports them.  The model part
+# The oracle is Python's onnxruntime with onnx and numpy: $INFERA_ORT_PYTHON, else the venv scripts/install-deps.sh
+# makes ($INFERA_CACHE or ~/.cache/infera, venv-ort-oracle: pinned PyPI onnxruntime 1.20.1, onnx 1.16.2), else python3; skip (77) when none imports them.  The model part
 # also needs Debian's python3-torch (for gen_sweep_models.py; skipped without it).
 set -u
 INFERA=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../check.sh"
 PY=
-for p in "${INFERA_ORT_PYTHON:-}" /tmp/sweepvenv/bin/python python3; do
+for p in "${INFERA_ORT_PYTHON:-}" "${INFERA_CACHE:-$HOME/.cache/infera}/venv-ort-oracle/bin/python" python3; do
     [ -n "$p" ] && "$p" -c "import onnx, onnxruntime, numpy" 2>/dev/null && { PY=$p; break; }
 done
 [ -n "$PY" ] || skip "no Python with onnx + onnxruntime (set INFERA_ORT_PYTHON)"
