@@ -95,6 +95,22 @@ static inf_status get_zp(inf__kernel_ctx *ctx, int i, const char *name, inf_dtyp
     return INF_OK;
 }
 
+/* The quantization of a one-input op, inputs 1-4: x's scale and zero point,
+ * then y's (spelled as the op's schema spells them, for the errors). */
+typedef struct unary_q {
+    float xs, ys;
+    int xzp, yzp;
+} unary_q;
+
+static inf_status get_unary_q(inf__kernel_ctx *ctx, inf_dtype t, const char *x_scale, const char *x_zp,
+                              const char *y_scale, const char *y_zp, unary_q *q) {
+    inf_status st;
+    if ((st = get_scale(ctx, 1, x_scale, &q->xs)) != INF_OK || (st = get_zp(ctx, 2, x_zp, t, &q->xzp)) != INF_OK ||
+        (st = get_scale(ctx, 3, y_scale, &q->ys)) != INF_OK || (st = get_zp(ctx, 4, y_zp, t, &q->yzp)) != INF_OK)
+        return st;
+    return INF_OK;
+}
+
 static inf_status check_q8(inf__kernel_ctx *ctx, int i, const char *name) {
     if (!is_q8(ctx->in[i]->dtype))
         return inf__kernel_error(ctx, INF_ETYPE, "%s (input %d): expected uint8 or int8, got %s", name, i,
@@ -172,12 +188,10 @@ static inf_status gap_run(inf__kernel_ctx *ctx) {
     bool last = inf__attr_int(ctx->node, "channels_last", 0) != 0;
     if (x->ndim < 3)
         return inf__kernel_error(ctx, INF_ESHAPE, "X has rank %d; expected N, C and at least one spatial dim", x->ndim);
-    float xs, ys;
-    int xzp, yzp;
-    if ((st = get_scale(ctx, 1, "x_scale", &xs)) != INF_OK ||
-        (st = get_zp(ctx, 2, "x_zero_point", t, &xzp)) != INF_OK ||
-        (st = get_scale(ctx, 3, "y_scale", &ys)) != INF_OK || (st = get_zp(ctx, 4, "y_zero_point", t, &yzp)) != INF_OK)
-        return st;
+    unary_q qp;
+    if ((st = get_unary_q(ctx, t, "x_scale", "x_zero_point", "y_scale", "y_zero_point", &qp)) != INF_OK) return st;
+    const float xs = qp.xs, ys = qp.ys;
+    const int xzp = qp.xzp, yzp = qp.yzp;
     int64_t dims[INF_MAX_DIMS], n = x->dims[0], c = x->dims[last ? x->ndim - 1 : 1], img = 1;
     for (int k = 0; k < x->ndim; k++) {
         bool spatial = last ? (k > 0 && k < x->ndim - 1) : k > 1;
@@ -270,12 +284,10 @@ static inf_status avgpool_run(inf__kernel_ctx *ctx) {
     bool last = inf__attr_int(ctx->node, "channels_last", 0) != 0;
     bool incl = inf__attr_int(ctx->node, "count_include_pad", 0) != 0;
     if (x->ndim != 4) return inf__kernel_error(ctx, INF_ESHAPE, "X has rank %d; 2-D pooling takes rank 4", x->ndim);
-    float xs, ys;
-    int xzp, yzp;
-    if ((st = get_scale(ctx, 1, "x_scale", &xs)) != INF_OK ||
-        (st = get_zp(ctx, 2, "x_zero_point", t, &xzp)) != INF_OK ||
-        (st = get_scale(ctx, 3, "y_scale", &ys)) != INF_OK || (st = get_zp(ctx, 4, "y_zero_point", t, &yzp)) != INF_OK)
-        return st;
+    unary_q qp;
+    if ((st = get_unary_q(ctx, t, "x_scale", "x_zero_point", "y_scale", "y_zero_point", &qp)) != INF_OK) return st;
+    const float xs = qp.xs, ys = qp.ys;
+    const int xzp = qp.xzp, yzp = qp.yzp;
     int64_t n = x->dims[0], c = x->dims[last ? 3 : 1], hw[2] = {x->dims[last ? 1 : 2], x->dims[last ? 2 : 3]};
     avgpool_geom g;
     if ((st = avgpool_geometry(ctx, hw, &g)) != INF_OK) return st;
@@ -319,12 +331,10 @@ static inf_status lut_run(inf__kernel_ctx *ctx) {
     inf_status st = check_q8(ctx, 0, "X");
     if (st != INF_OK) return st;
     inf_dtype t = x->dtype;
-    float xs, ys;
-    int xzp, yzp;
-    if ((st = get_scale(ctx, 1, "X_scale", &xs)) != INF_OK ||
-        (st = get_zp(ctx, 2, "X_zero_point", t, &xzp)) != INF_OK ||
-        (st = get_scale(ctx, 3, "Y_scale", &ys)) != INF_OK || (st = get_zp(ctx, 4, "Y_zero_point", t, &yzp)) != INF_OK)
-        return st;
+    unary_q qp;
+    if ((st = get_unary_q(ctx, t, "X_scale", "X_zero_point", "Y_scale", "Y_zero_point", &qp)) != INF_OK) return st;
+    const float xs = qp.xs, ys = qp.ys;
+    const int xzp = qp.xzp, yzp = qp.yzp;
     uint8_t lut[256]; /* indexed by the byte */
     for (int q = q_lo(t); q <= q_hi(t); q++) {
         float v = (float)(q - xzp) * xs;
@@ -359,12 +369,11 @@ static inf_status softmax_run(inf__kernel_ctx *ctx) {
     inf_status st = check_q8(ctx, 0, "X");
     if (st != INF_OK) return st;
     inf_dtype t = x->dtype;
-    float xs, ys;
-    int xzp, yzp, axis;
-    if ((st = get_scale(ctx, 1, "X_scale", &xs)) != INF_OK ||
-        (st = get_zp(ctx, 2, "x_zero_point", t, &xzp)) != INF_OK ||
-        (st = get_scale(ctx, 3, "y_scale", &ys)) != INF_OK || (st = get_zp(ctx, 4, "y_zero_point", t, &yzp)) != INF_OK)
-        return st;
+    int axis;
+    unary_q qp;
+    if ((st = get_unary_q(ctx, t, "X_scale", "x_zero_point", "y_scale", "y_zero_point", &qp)) != INF_OK) return st;
+    const float xs = qp.xs, ys = qp.ys;
+    const int yzp = qp.yzp; /* x's zero point shifts every value alike: softmax cancels it */
     if (x->ndim < 1) return inf__kernel_error(ctx, INF_ESHAPE, "X is a scalar");
     if ((st = inf__normalize_axis(ctx, inf__attr_int(ctx->node, "axis", -1), x->ndim, &axis)) != INF_OK) return st;
     bool coerce = inf__attr_int(ctx->node, "opset", 13) < 13;
