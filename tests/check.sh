@@ -17,6 +17,10 @@
 #                                   part of the test): each stdout line "ok NAME" or "PASS NAME"
 #                                   counts a pass, "FAIL NAME" a failure, other lines are printed
 #                                   as they come; a non-zero exit with no FAIL line is a failure
+#   wait_child PID [SECONDS]        waits (default 120 s) for background child PID and returns its
+#                                   exit status; a child still running then is a hang: its state and
+#                                   kernel stack are printed, it is killed (-9) and 124 returned
+#   stop_child PID [SIGNAL] [SECONDS]  sends SIGNAL (default TERM), then wait_child
 #   skip REASON                     prints "SKIP: REASON" and exits 77 (ctest: skipped)
 #   check_done                      prints "N passed, M failed" and exits: 1 when a check
 #                                   failed, else 77 when a part was skipped (SKIPPED_PARTS,
@@ -24,6 +28,30 @@
 # CHECK_PREFIX (optional) is put before every name, e.g. "[sqlite] ".
 PASS=0
 FAIL=0
+
+wait_child() {
+    local pid_=$1 secs_=${2:-120} i_
+    for ((i_ = 0; i_ < secs_ * 10; i_++)); do
+        [ -r "/proc/$pid_/status" ] && ! grep -qs '^State:[[:space:]]*Z' "/proc/$pid_/status" || break
+        sleep 0.1
+    done
+    if [ -r "/proc/$pid_/status" ] && ! grep -qs '^State:[[:space:]]*Z' "/proc/$pid_/status"; then
+        echo "HANG: pid $pid_ ($(tr '\0' ' ' <"/proc/$pid_/cmdline" | head -c 300)) still running after $secs_ s:"
+        grep -E '^(State|Threads)' "/proc/$pid_/status" | sed 's/^/    /'
+        for t_ in /proc/"$pid_"/task/*; do echo "    thread ${t_##*/}: $(cat "$t_/wchan" 2>/dev/null) $(head -3 "$t_/stack" 2>/dev/null | tr '\n' ' ')"; done
+        if command -v gdb >/dev/null; then
+            timeout 30 gdb -p "$pid_" -batch -ex "thread apply all bt 12" 2>/dev/null | grep -E '^(Thread|#)' | head -60 | sed 's/^/    /'
+        fi
+        kill -9 "$pid_" 2>/dev/null
+        wait "$pid_" 2>/dev/null
+        return 124
+    fi
+    wait "$pid_"
+}
+stop_child() {
+    kill -"${2:-TERM}" "$1" 2>/dev/null
+    wait_child "$1" "${3:-120}"
+}
 
 ok() { PASS=$((PASS + 1)); echo "PASS ${CHECK_PREFIX:-}$1"; }
 bad() { FAIL=$((FAIL + 1)); echo "FAIL ${CHECK_PREFIX:-}$1${2:+: $2}"; }

@@ -308,6 +308,11 @@ static void work_deinit(work *w) {
     free(w->sensitive);
 }
 
+/* Events the source holds that a stop must still score (see inf__stream_source_type.buffered). */
+static int64_t source_buffered(const inf__stream_config *cfg) {
+    return cfg->source_type->buffered ? cfg->source_type->buffered(cfg->source) : 0;
+}
+
 inf_status inf__stream_run(const inf__stream_config *cfg, inf__stream_stats *stats, inf_error *err) {
     memset(stats, 0, sizeof *stats);
     work w;
@@ -324,7 +329,7 @@ inf_status inf__stream_run(const inf__stream_config *cfg, inf__stream_stats *sta
     }
     int64_t t0 = inf__stream_now_ms(), last = t0, last_events = 0, n_reported = 0;
     int eof = 0;
-    while (!st && !eof && !inf__stream_stopping()) {
+    while (!st && !eof && (!inf__stream_stopping() || source_buffered(cfg))) {
         int max = cfg->max_batch;
         if (cfg->max_events > 0 && cfg->max_events - stats->events < max) max = (int)(cfg->max_events - stats->events);
         if (max <= 0) break;

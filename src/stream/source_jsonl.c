@@ -165,4 +165,13 @@ static inf_status jsonl_next(void *state, inf__stream_events *ev, int max, int *
     return INF_OK;
 }
 
-const inf__stream_source_type inf__stream_jsonl_source = {"jsonl", jsonl_open, jsonl_next, NULL, jsonl_close, NULL};
+/* Complete lines read from the descriptor but not yet returned (a stop scores them: a pipe's
+ * writer counts them as delivered). */
+static int64_t jsonl_buffered(void *state) {
+    const jsonl_stream *s = state;
+    if (s->start >= s->len) return 0;
+    return s->eof || memchr(s->buf + s->start, '\n', s->len - s->start) ? 1 : 0;
+}
+
+const inf__stream_source_type inf__stream_jsonl_source = {"jsonl",     jsonl_open, jsonl_next,    NULL,
+                                                          jsonl_close, NULL,       jsonl_buffered};

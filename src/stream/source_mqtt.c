@@ -18,7 +18,9 @@
  * ACKNOWLEDGEMENT.  libmosquitto sends the PUBACK of a QoS 1 message when it
  * receives it, before the application sees it; it has no manual ack.  So a
  * message received but not yet written when the process is killed (-9) is
- * lost; SIGTERM/SIGINT drain the queue first.  ack() has nothing to do.
+ * lost; SIGTERM/SIGINT score the queue first (buffered()), and a run that ends
+ * (--max-events, an error) with messages still queued says how many it dropped.  ack()
+ * has nothing to do.
  * The event id is CLIENT_ID:START_MS:N (MQTT messages carry no stable id):
  * give the records an id column (--id-column or the spec's id input) to make
  * the outputs idempotent by key.
@@ -53,6 +55,7 @@ typedef struct mqtt_stream {
     int qos, max_delay_ms;
     int connect_rc, subscribed, oom;
     msg *head, *tail;
+    int64_t n_queued; /* messages in head..tail */
     int64_t start_ms, seq, n_received, n_reconnects, down_since_ms;
 } mqtt_stream;
 
@@ -84,12 +87,18 @@ static void on_message(struct mosquitto *m, void *obj, const struct mosquitto_me
     else
         s->head = x;
     s->tail = x;
+    s->n_queued++;
     s->n_received++;
 }
 
 static void mqtt_close(void *state) {
     mqtt_stream *s = state;
     if (!s) return;
+    if (s->n_queued > 0)
+        fprintf(stderr,
+                "infera stream: %s: %lld message(s) received but not scored (the run ended at --max-events or "
+                "on an error); the broker will not deliver them again (QoS 1 is acknowledged on receipt)\n",
+                s->red, (long long)s->n_queued);
     if (s->m) {
         mosquitto_disconnect(s->m);
         mosquitto_destroy(s->m);
@@ -169,6 +178,7 @@ static inf_status drain(mqtt_stream *s, inf__stream_events *ev, int max) {
         if (st) return st;
         s->head = x->next;
         if (!s->head) s->tail = NULL;
+        s->n_queued--;
         free(x);
     }
     return INF_OK;
@@ -211,6 +221,8 @@ static inf_status mqtt_next(void *state, inf__stream_events *ev, int max, int *e
     return INF_OK;
 }
 
+static int64_t mqtt_buffered(void *state) { return ((const mqtt_stream *)state)->n_queued; }
+
 static void mqtt_describe(void *state, char *buf, size_t size) {
     mqtt_stream *s = state;
     snprintf(buf, size, "mqtt topic %s client %s: %lld messages received, %lld reconnects", s->topic, s->client_id,
@@ -231,7 +243,9 @@ static inf_status mqtt_next(void *state, inf__stream_events *ev, int max, int *e
 }
 static void mqtt_close(void *state) {}
 #define mqtt_describe NULL
+#define mqtt_buffered NULL
 
 #endif
 
-const inf__stream_source_type inf__stream_mqtt_source = {"mqtt", mqtt_open, mqtt_next, NULL, mqtt_close, mqtt_describe};
+const inf__stream_source_type inf__stream_mqtt_source = {"mqtt",     mqtt_open,     mqtt_next,    NULL,
+                                                         mqtt_close, mqtt_describe, mqtt_buffered};

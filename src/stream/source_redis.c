@@ -329,5 +329,6 @@ static void redis_describe(void *state, char *buf, size_t size) {
              (long long)s->n_deleted, (long long)s->n_acked, (long long)s->n_reconnects);
 }
 
-const inf__stream_source_type inf__stream_redis_source = {"redis",   redis_open,  redis_next,
-                                                          redis_ack, redis_close, redis_describe};
+/* buffered: NULL -- an entry read but not acknowledged stays in the group's PEL */
+const inf__stream_source_type inf__stream_redis_source = {"redis",     redis_open,     redis_next, redis_ack,
+                                                          redis_close, redis_describe, NULL};

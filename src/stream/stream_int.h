@@ -80,6 +80,10 @@ typedef struct inf__stream_source_type {
     void (*close)(void *state);
     /* one line for the summary (counters the source keeps), may be NULL */
     void (*describe)(void *state, char *buf, size_t size);
+    /* events already taken from the transport but not yet returned by next() (MQTT messages the
+     * broker counts as delivered, complete lines read from a pipe): the runner drains them before
+     * it stops on SIGTERM/SIGINT, so a stop loses nothing.  NULL = never any. */
+    int64_t (*buffered)(void *state);
 } inf__stream_source_type;
 
 extern const inf__stream_source_type inf__stream_redis_source, inf__stream_mqtt_source, inf__stream_jsonl_source;

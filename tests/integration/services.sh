@@ -45,16 +45,20 @@ start_postgres() {
     PG_DIR=$(mktemp -d /tmp/infera-pg.XXXXXX)
     chmod 755 "$PG_DIR"
     [ "$(id -u)" = 0 ] && chown postgres:postgres "$PG_DIR"
-    PG_PORT=$(free_port)
     if ! _pg_run "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres -A trust --no-sync >"$PG_DIR/initdb.log" 2>&1; then
         echo "services.sh: initdb failed: $(tail -n 3 "$PG_DIR/initdb.log")" >&2
         return 1
     fi
-    if ! _pg_run "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_DIR -c fsync=off" start >/dev/null 2>&1; then
-        echo "services.sh: PostgreSQL did not start: $(tail -n 3 "$PG_DIR/server.log" 2>/dev/null)" >&2
-        return 1
-    fi
+    local attempt
+    for attempt in 1 2 3; do # a fresh port each time: another process may have taken the one probed
+        PG_PORT=$(free_port)
+        _pg_run "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
+            -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_DIR -c fsync=off" start >/dev/null 2>&1 && break
+        if [ "$attempt" = 3 ]; then
+            echo "services.sh: PostgreSQL did not start: $(tail -n 3 "$PG_DIR/server.log" 2>/dev/null)" >&2
+            return 1
+        fi
+    done
     export PG_DIR PG_PORT
     export PG_URL="postgresql://postgres@127.0.0.1:$PG_PORT/postgres"
 }
@@ -97,15 +101,25 @@ start_redis() {
         return 1
     fi
     REDIS_DIR=$(mktemp -d /tmp/infera-redis.XXXXXX)
-    REDIS_PORT=$(free_port)
-    redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$REDIS_DIR" --save '' --appendonly no \
-        --daemonize yes --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log" >/dev/null 2>&1 || return 1
-    for _ in $(seq 50); do
-        redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
-        sleep 0.1
+    local attempt
+    for attempt in 1 2 3; do # a fresh port each time: another process may have taken the one probed
+        REDIS_PORT=$(free_port)
+        redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$REDIS_DIR" --save '' --appendonly no \
+            --daemonize yes --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log" >/dev/null 2>&1
+        for _ in $(seq 50); do
+            if [ "$(timeout 5 redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]; then
+                export REDIS_DIR REDIS_PORT
+                export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+                return 0
+            fi
+            sleep 0.1
+        done
+        [ -f "$REDIS_DIR/redis.pid" ] && kill "$(cat "$REDIS_DIR/redis.pid")" 2>/dev/null
     done
-    export REDIS_DIR REDIS_PORT
-    export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+    echo "services.sh: redis-server did not start: $(tail -n 3 "$REDIS_DIR/redis.log" 2>/dev/null)" >&2
+    rm -rf "$REDIS_DIR"
+    unset REDIS_DIR REDIS_PORT
+    return 1
 }
 
 stop_redis() {

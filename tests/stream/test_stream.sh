@@ -60,7 +60,12 @@ once() { # NAME FILE: each transaction of the input has exactly one prediction i
     if [ "$n" = "$N" ] && [ "$u" = "$N" ]; then ok "$1: every event has exactly one output"; else bad "$1: $n outputs for $u events (want $N)"; fi
 }
 SC_CMD=("$INFERA" stream --model fraud@1 --progress-ms 0) # background jobs run it directly: $! is infera
-S() { "${SC_CMD[@]}" "$@"; }
+S() { # a foreground run: one still going after 180 s is a hang (a FAIL that names it)
+    timeout -k 10 180 "${SC_CMD[@]}" "$@"
+    local rc=$?
+    [ $rc = 124 ] && bad "infera stream $* did not finish within 180 s"
+    return $rc
+}
 
 # ---- setup -------------------------------------------------------------------------------
 cp "$EX/card_features.db" card_features.db
@@ -152,8 +157,7 @@ for at in 1000 2500; do
 done
 start_consumer
 for _ in $(seq 1200); do [ "$(R XLEN killed)" -ge $N ] && [ "$(pending tx gk)" = 0 ] && break; sleep 0.1; done
-kill -TERM "$CPID"
-wait "$CPID"
+stop_child "$CPID"
 rc=$?
 check "after kill -9 at:$kills the restarted consumer drains and exits 0 on SIGTERM" '[ $rc = 0 ]' "$(tail -2 kill.err)"
 redis_preds killed >killed.txt
@@ -172,8 +176,7 @@ wait "$CPID" 2>/dev/null
 CPID=$!
 PIDS+=("$CPID")
 for _ in $(seq 1200); do [ "$(pending tx gs)" = 0 ] && [ "$(sqlite3 -cmd ".timeout 5000" killed.db "SELECT count(*) FROM t")" = $N ] && break; sleep 0.1; done
-kill -TERM "$CPID"
-wait "$CPID"
+stop_child "$CPID"
 "$INFERA" batch --no-score --input "sqlite:killed.db?table=t" --output jsonl:killeds.jsonl --progress none >/dev/null 2>&1
 canon <killeds.jsonl >killeds.txt
 same "kill -9 + restart -> sqlite table" killeds.txt
@@ -209,8 +212,7 @@ cid=$(R CLIENT LIST | awk '/cmd=xreadgroup/ { sub("id=", "", $1); print $1; exit
 R CLIENT KILL ID "$cid" >/dev/null
 tail -n +2501 raw.json | xadd_json txr
 for _ in $(seq 1200); do [ "$(R XLEN recon)" -ge $N ] && [ "$(pending txr g)" = 0 ] && break; sleep 0.05; done
-kill -TERM "$CPID"
-wait "$CPID"
+stop_child "$CPID"
 rc=$?
 check "redis connection killed mid-run: the consumer reconnects and goes on (exit 0 on SIGTERM)" \
     '[ -n "$cid" ] && [ $rc = 0 ] && grep -q "reconnected" recon.err && grep -q "1 reconnects" recon.err' "$(tail -n 4 recon.err)"
@@ -311,11 +313,10 @@ mkfifo in.fifo
 "${SC_CMD[@]}" --input jsonl:in.fifo --output jsonl:drain.jsonl --max-delay-ms 0 2>drain.err &
 CPID=$!
 PIDS+=("$CPID")
-exec 3>in.fifo
+exec 3<>in.fifo # read-write: never blocks, even if infera failed to open its end
 head -100 raw.json >&3
-for _ in $(seq 1200); do [ "$(wc -l <drain.jsonl 2>/dev/null || echo 0)" -ge 100 ] && break; sleep 0.05; done
-kill -TERM "$CPID"
-wait "$CPID"
+for _ in $(seq 1200); do [ "$( (wc -l <drain.jsonl) 2>/dev/null || echo 0)" -ge 100 ] && break; sleep 0.05; done
+stop_child "$CPID"
 rc=$?
 exec 3>&-
 check "SIGTERM with stdin still open: exit 0, the 100 events written" '[ $rc = 0 ] && [ "$(wc -l <drain.jsonl)" = 100 ] && grep -q "\"state\":\"stopped\"" drain.err' \
@@ -324,8 +325,7 @@ check "SIGTERM with stdin still open: exit 0, the 100 events written" '[ $rc = 0
 CPID=$!
 PIDS+=("$CPID")
 for _ in $(seq 3000); do [ "$(R XLEN drained)" -ge 2000 ] && break; sleep 0.02; done
-kill -INT "$CPID"
-wait "$CPID"
+stop_child "$CPID" INT
 rc=$?
 check "SIGINT mid-stream: exit 0, every event read was written and acknowledged" \
     '[ $rc = 0 ] && [ "$(pending tx gt)" = 0 ] && [ "$(R XLEN drained)" = "$(R XINFO GROUPS tx | awk "/^gt\$/ { f = 1 } f && /entries-read/ { getline; print; exit }")" ]' \
@@ -334,7 +334,7 @@ check "SIGINT mid-stream: exit 0, every event read was written and acknowledged"
 # ---- MQTT ---------------------------------------------------------------------------------------------------
 if start_mosquitto; then
     M_CMD=("$INFERA" stream --no-score --progress-ms 0)
-    M() { "${M_CMD[@]}" "$@"; }
+    M() { timeout -k 10 180 "${M_CMD[@]}" "$@" || bad "infera stream $* failed or did not finish within 180 s"; }
     ready() { for _ in $(seq 600); do grep -q ready "$1" && return 0; sleep 0.1; done; return 1; }
     "${M_CMD[@]}" --input "$MQTT_URL/scored?client_id=collector" --output jsonl:mqtt.jsonl --max-events $N 2>col.err &
     COL=$!
@@ -349,8 +349,7 @@ if start_mosquitto; then
     tail -n +4001 raw.json >rest.json
     M --input jsonl:first.json --output "$MQTT_URL/tx" 2>pub1.err
     for _ in $(seq 1200); do [ "$(wc -l <mqtt.jsonl 2>/dev/null || echo 0)" -ge 4000 ] && break; sleep 0.1; done
-    kill -TERM "$SC"
-    wait "$SC"
+    stop_child "$SC"
     rc=$?
     check "mqtt: scorer drains on SIGTERM (exit 0)" '[ $rc = 0 ]' "$(tail -2 sc1.err)"
     # published while the scorer is down: the broker keeps them for its persistent session
@@ -358,16 +357,46 @@ if start_mosquitto; then
     "${SC_CMD[@]}" --input "$MQTT_URL/tx?client_id=scorer" --output "$MQTT_URL/scored" 2>sc2.err &
     SC=$!
     PIDS+=("$SC")
-    for _ in $(seq 1200); do kill -0 "$COL" 2>/dev/null || break; sleep 0.1; done
-    wait "$COL"
+    wait_child "$COL" 120
     rc=$?
     check "mqtt: collector got $N messages and exited 0 (--max-events)" '[ $rc = 0 ] && [ "$(wc -l <mqtt.jsonl)" = $N ]' "$(tail -2 col.err)"
-    kill -TERM "$SC"
-    wait "$SC"
+    stop_child "$SC"
     check "mqtt: the restarted scorer received the 1000 messages published while it was down" \
         'grep -q "1000 messages received" sc2.err' "$(tail -1 sc2.err)"
     canon <mqtt.jsonl >mqtt.txt
     same "mqtt topic -> mqtt topic (restart in the middle)" mqtt.txt
+    # SIGTERM while messages wait in the consumer's queue (libmosquitto acknowledged them on
+    # receipt): they are scored before it exits, the unread rest comes to the restarted consumer.
+    # The consumer is stopped (SIGSTOP) mid-stream, signalled, then continued.
+    head -2000 raw.json >slow.json
+    lines() { (wc -l <"$1") 2>/dev/null || echo 0; }
+    "${SC_CMD[@]}" --input "$MQTT_URL/tx2?client_id=slow" --output jsonl:slow1.jsonl --max-batch 1 --max-delay-ms 0 \
+        2>slow1.err &
+    SC=$!
+    PIDS+=("$SC")
+    ready slow1.err
+    "${M_CMD[@]}" --input jsonl:slow.json --output "$MQTT_URL/tx2" 2>pub3.err &
+    PUB=$!
+    PIDS+=("$PUB")
+    for _ in $(seq 6000); do [ "$(lines slow1.jsonl)" -ge 50 ] && break; sleep 0.005; done
+    kill -STOP "$SC"
+    n_stop=$(lines slow1.jsonl)
+    kill -TERM "$SC"
+    kill -CONT "$SC"
+    wait_child "$SC"
+    rc1=$?
+    wait_child "$PUB"
+    "${SC_CMD[@]}" --input "$MQTT_URL/tx2?client_id=slow" --output jsonl:slow2.jsonl 2>slow2.err &
+    SC=$!
+    PIDS+=("$SC")
+    ready slow2.err
+    slow_ids() { cat slow1.jsonl slow2.jsonl 2>/dev/null | grep -o '"transaction_id":"[^"]*"' | sort -u | wc -l; }
+    for _ in $(seq 1200); do [ "$(slow_ids)" -ge 2000 ] && break; sleep 0.05; done
+    stop_child "$SC"
+    rc2=$?
+    check "mqtt: SIGTERM with messages queued in the consumer: none lost (2000 ids over the stop and restart)" \
+        '[ $rc1 = 0 ] && [ $rc2 = 0 ] && [ "$(slow_ids)" = 2000 ]' \
+        "rc $rc1/$rc2, $(slow_ids) ids, $n_stop written when stopped, $(lines slow1.jsonl) by the first run; $(tail -n 1 slow1.err)"
     stop_mosquitto
 else
     bad "mosquitto could not be started"
@@ -404,8 +433,7 @@ for _ in $(seq 50); do R ping >/dev/null 2>&1 && break; sleep 0.1; done
 for _ in $(seq 100); do [ "$(R XINFO GROUPS txrs 2>/dev/null | grep -c '^g$')" = 1 ] && break; sleep 0.1; done
 sed -n 1001,1500p raw.json | xadd_json txrs
 for _ in $(seq 1200); do [ "$(R XLEN restarted)" -ge 500 ] && [ "$(pending txrs g)" = 0 ] && break; sleep 0.05; done
-kill -TERM "$CPID"
-wait "$CPID"
+stop_child "$CPID"
 rc=$?
 check "redis restarted under the consumer: source and sink reconnect, the 500 new events are written, exit 0" \
     '[ "$n_before" = 1000 ] && [ $rc = 0 ] && [ "$(R XLEN restarted)" = 500 ] && [ "$(pending txrs g)" = 0 ]' \
