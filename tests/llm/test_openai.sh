@@ -44,8 +44,7 @@ for _ in $(seq 1 100); do
 done
 [ -n "$URL" ] || { cat "$LOG"; echo "server did not start"; exit 1; }
 BASE_URL="$URL" MODEL=smol MAX_TOKENS=$N EXPECT_JSON="$EXPECT" check_lines node "$NPM_DIR/openai_client.mjs"
-kill -TERM $PID
-wait $PID
+stop_child $PID
 # a registered GGUF served by alias (--model NAME=NAME@production) answers like the file
 HOME_DIR=$(mktemp -d)
 export INFERA_HOME=$HOME_DIR
@@ -67,8 +66,7 @@ got, want = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 ok = got["choices"][0]["text"] == want["text"]
 print(("ok  " if ok else "FAIL") + " serve --model chat=smol@production (registry) answers like the file")
 sys.exit(0 if ok else 1)' "$GOT" "$CLI"
-kill -TERM $PID
-wait $PID
+stop_child $PID
 if "$INFERA" registry audit | grep -q 'predict .*smol@1 .*"mode":"serve".*"rows":1'; then
   ok "the generation is audited in the registry (predict smol@1, 1 row)"
 else
@@ -91,8 +89,7 @@ done
 BODY="{\"model\":\"chat\",\"prompt\":\"Hi\",\"max_tokens\":2,\"temperature\":0}"
 code() { curl -s -o /dev/null -w '%{http_code}' "$@" "$URL/v1/completions" -d "$BODY"; }
 CODES="$(code) $(code -H "Authorization: Bearer $OTHER") $(code -H "Authorization: Bearer $PRED")"
-kill -TERM $PID
-wait $PID
+stop_child $PID
 check "auth: no token 401, another model's predictor 403, smol's predictor 200" '[ "$CODES" = "401 403 200" ]' \
   "got $CODES, want 401 403 200"
 trap - EXIT

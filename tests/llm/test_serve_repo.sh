@@ -164,8 +164,7 @@ fin() { metric request_success_total ",finished_reason=\"$1\""; }
   bad "disconnect: load $c, running $(metric num_requests_running), stop/length/abort $(fin stop)/$(fin length)/$(fin abort), tokens $made"
 [ "$(complete long "$P" 16)" = "$(cli "$ROOT/austen-target-q8_0.gguf" "$P" 16)" ] &&
   ok "the next request on that model is answered right" || bad "after the disconnect"
-kill -TERM $PID
-wait $PID || true
+stop_child $PID || true
 
 # the queue limit: one slot and a queue of one; of 6 requests sent at once (500 tokens each, >= 40 ms), the
 # first runs, one waits, the others get 429 in OpenAI's shape (code queue_full) with Retry-After
@@ -196,8 +195,7 @@ shaped=$(for i in 1 2 3 4 5 6; do if grep -q '^HTTP/1.1 429' "$WORK/h$i"; then
 [ "$n200" -ge 1 ] && [ "$n429" -ge 1 ] && [ $((n200 + n429)) = 6 ] && [ "$shaped" = "1 queue_full/rate_limit_error " ] &&
   ok "queue full: $n200 answered, $n429 refused with 429 queue_full and Retry-After" ||
   bad "queue limit: $n200 x 200, $n429 x 429, '$shaped'"
-kill -TERM $PID
-wait $PID || true
+stop_child $PID || true
 trap 'rm -rf "$WORK"' EXIT
 [ "$FAIL" = 0 ] || tail -20 "$LOG"
 check_done

@@ -63,8 +63,7 @@ gone() {
 }
 check_run "a removed alias is no longer served (404)" gone
 check_run "the server log names the moves" grep -q "moved from version 1 to 2" "$T/server.log"
-kill -TERM "$SERVER_PID"
-wait "$SERVER_PID"
+stop_child "$SERVER_PID"
 rc=$?
 SERVER_PID=
 check_run "server exits 0 on SIGTERM ($rc)" test "$rc" = 0

@@ -171,8 +171,7 @@ code=$(repo "$ADMIN" unload fraud2)
 check_run "an admin unloading it -> 200 ($code)" test "$code" = 200
 
 # ---- drain and audit
-kill -TERM "$SERVER_PID"
-wait "$SERVER_PID"
+stop_child "$SERVER_PID"
 rc=$?
 SERVER_PID=
 check_run "server exits 0 on SIGTERM ($rc)" test "$rc" = 0
@@ -221,7 +220,6 @@ wait_alias() { # wait_alias NAME@ALIAS WANT
 }
 check_run "a new alias is picked up (fraud@canary -> 3)" wait_alias fraud@canary 3
 check_run "a removed alias is dropped (fraud@staging -> 404)" wait_alias fraud@staging 404
-kill -TERM "$SERVER_PID"
-wait "$SERVER_PID"
+stop_child "$SERVER_PID"
 SERVER_PID=
 check_done
