@@ -355,6 +355,11 @@ void inf__ops_sgemm_unpack_b(bool trans_b, int64_t k, int64_t n, const float *pa
  * packs op(B) = B^T.  Gemm, MatMul and FusedMatMul for their input 1. */
 bool inf__ops_gemm_b_panels_only(const inf__node *node, int input, bool *trans_b);
 
+/* Attention (ops/ref/attention.c): kt[p * sk + t] = scale * k[t * ldk + p]
+ * for t < sk, p < d (K of one head scaled and transposed), with AVX2
+ * (ops/x86/attention_avx2.c; x86-64, only when inf__cpu_has_avx2_fma()).
+ * The same bits as that loop. */
+void inf__attention_kt_avx2(const float *k, int64_t ldk, int64_t sk, int64_t d, float scale, float *kt);
 /* float32 1-D/2-D Conv with AVX2/FMA (ops/x86/conv_avx2.c; x86-64, only
  * when inf__cpu_has_avx2_fma()): im2col fused into the GEMM's B packing,
  * W packed as 6-row panels (inf__conv2d_pack_w, at load for a constant W),

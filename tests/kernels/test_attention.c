@@ -15,6 +15,9 @@
  * Shapes: rank 3 and 4, odd sizes, batch and length 1, head sizes up to 70,
  * masks of several broadcast shapes (-30 for "masked": a fully masked row
  * then keeps float32 precision), K/V batch 1 broadcast against Q's.
+ * Also the AVX2 scaled K^T copy (ops/x86/attention_avx2.c) against the
+ * plain loop written here, bit for bit, over sizes across the 8x8 blocks'
+ * edges and row strides wider than D (when the CPU has AVX2/FMA).
  * Prints one line per failure and "N passed, M failed".
  */
 #include <math.h>
@@ -23,13 +26,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "infera/infera.h"
 #include "infera/model.h"
 #include "infera/session.h"
 #include "infera/tensor.h"
+#include "kernel_paths.h"
 #include "onnx.pb-c.h"
 #include "onnx_value.h"
-#include "kernel_paths.h"
+#include "ops/ops.h"
 
 static int n_passed, n_failed;
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
@@ -345,11 +350,52 @@ static void check_case(int trial) {
     free(ref), free(fused), free(fused2), free(fused3), free(plain), free(bytes);
 }
 
+/* inf__attention_kt_avx2 against kt[p * sk + t] = scale * k[t * ldk + p],
+ * bit for bit (both one float multiply an element). */
+static void check_kt_avx2(void) {
+#if defined(__x86_64__)
+    if (!inf__cpu_has_avx2_fma()) {
+        printf("attention: no AVX2/FMA: the AVX2 K^T copy not run\n");
+        return;
+    }
+    static const int64_t sks[] = {1, 7, 8, 9, 16, 23, 64, 128, 131};
+    static const int64_t ds[] = {1, 5, 8, 15, 16, 64, 70};
+    int cases = 0, bad = 0;
+    for (size_t a = 0; a < sizeof sks / sizeof *sks; a++)
+        for (size_t b = 0; b < sizeof ds / sizeof *ds; b++)
+            for (int wide = 0; wide < 2; wide++) {
+                int64_t sk = sks[a], d = ds[b], ldk = wide ? 4 * d + 3 : d;
+                float scale = wide ? 0.125f : 0.3f, *k = malloc((size_t)(sk * ldk) * sizeof(float));
+                float *want = malloc((size_t)(sk * d) * sizeof(float)), *got = malloc((size_t)(sk * d) * sizeof(float));
+                for (int64_t i = 0; i < sk * ldk; i++)
+                    k[i] = uniform(3.0f);
+                for (int64_t t = 0; t < sk; t++)
+                    for (int64_t p = 0; p < d; p++)
+                        want[p * sk + t] = scale * k[t * ldk + p];
+                memset(got, 0xff, (size_t)(sk * d) * sizeof(float));
+                inf__attention_kt_avx2(k, ldk, sk, d, scale, got);
+                cases++;
+                if (memcmp(want, got, (size_t)(sk * d) * sizeof(float))) {
+                    printf("FAIL K^T copy sk %lld d %lld ldk %lld: not the plain loop's bits\n", (long long)sk,
+                           (long long)d, (long long)ldk);
+                    bad++;
+                }
+                free(k), free(want), free(got);
+            }
+    if (bad)
+        n_failed++;
+    else
+        n_passed++;
+    printf("attention: AVX2 K^T copy, %d shapes bit for bit against the plain loop\n", cases);
+#endif
+}
+
 int main(int argc, char **argv) {
     int skip = kernel_paths_begin(argc, argv, "attention");
     if (skip) return skip;
     for (int trial = 0; trial < 48; trial++) check_case(trial);
     printf("attention: fused and unfused against a double reference, %d random shapes\n", n_passed + n_failed);
+    check_kt_avx2();
     printf("%d passed, %d failed\n", n_passed, n_failed);
     return n_failed ? 1 : 0;
 }

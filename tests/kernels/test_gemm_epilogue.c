@@ -13,8 +13,13 @@
  * 6 + 2 rows, run as 4 + 3 and 4 + 4 in place --, 71-73, 144 and 150:
  * one row block on one thread up to 144 rows; n around the 16-column panels;
  * k around the 256-deep blocks) and random ones, A plain and transposed,
- * alpha 1 and not, padded leading dimensions, on 1 and 2 threads.  C's
+ * alpha 1 and not, padded leading dimensions, on 1, 2 and 3 threads.  C's
  * padding columns must come back untouched.
+ * Runs of column units (A in place on several threads, each thread its own
+ * run, the others' units taken from the back when done): on 2 and 3
+ * threads bit for bit the 1-thread result, bias + residual + GELU, over
+ * batch-1 encoder shapes and ragged ones (units not a multiple of the
+ * threads, a partial last unit, as many units as threads).
  * In-place A: the product with plain A (read in place) equals, bit for bit,
  * the product with the same A stored transposed (packed per block), alpha 1.
  * Prints one line per failure and "N passed, M failed"; skips on a CPU
@@ -161,6 +166,38 @@ static void cases(inf__pool *pool) {
     }
 }
 
+/* The product + bias + res + GELU on `pool` equals the one on `one` (1 thread), bit for bit. */
+static void check_runs(inf__pool *one, inf__pool *pool, int64_t m, int64_t n, int64_t k) {
+    operands o;
+    bool ok = operands_make(&o, false, m, n, k);
+    if (ok) {
+        inf__gemm_epilogue ep = {o.bias, o.res, o.ldr, inf__vmath_best()->gelu, false};
+        for (int rep = 0; rep < 3 && ok; rep++) { /* who steals which unit changes from run to run */
+            inf__ops_sgemm_packed_ep_avx2(one, false, m, n, k, 1.0f, o.a, o.lda, o.bp, 0.0f, o.c_ref, o.ldc, &ep);
+            inf__ops_sgemm_packed_ep_avx2(pool, false, m, n, k, 1.0f, o.a, o.lda, o.bp, 0.0f, o.c_ep, o.ldc, &ep);
+            ok = memcmp(o.c_ep, o.c_ref, (size_t)(m * o.ldc) * sizeof(float)) == 0;
+        }
+    }
+    if (ok) {
+        n_passed++;
+    } else {
+        n_failed++;
+        fprintf(stderr, "  runs of units, %d threads: m=%lld n=%lld k=%lld differs from 1 thread\n",
+                inf__pool_size(pool), (long long)m, (long long)n, (long long)k);
+    }
+    operands_free(&o);
+}
+
+static void runs_cases(inf__pool *one, inf__pool *pool) {
+    static const int64_t SHAPES[][3] = {{128, 256, 256}, {128, 1024, 256}, {128, 256, 1024}, {128, 64, 256},
+                                        {128, 96, 256},  {128, 100, 64},   {144, 1000, 300}, {7, 160, 257},
+                                        {5, 48, 9},      {128, 33, 256},   {64, 520, 128}};
+    for (size_t i = 0; i < sizeof SHAPES / sizeof *SHAPES; i++)
+        check_runs(one, pool, SHAPES[i][0], SHAPES[i][1], SHAPES[i][2]);
+    for (int i = 0; i < 20; i++)
+        check_runs(one, pool, rand_in(5, 144), rand_in(1, 700), rand_in(1, 600));
+}
+
 int main(int argc, char **argv) {
     int skip = kernel_paths_begin(argc, argv, "sgemm epilogue");
     if (skip) return skip;
@@ -168,7 +205,12 @@ int main(int argc, char **argv) {
         printf("sgemm epilogue: CPU without AVX2/FMA, skipped\n0 passed, 0 failed\n");
         return 77 /* ctest SKIP_RETURN_CODE: nothing ran */;
     }
-    for (int threads = 1; threads <= 2; threads++) {
+    inf__pool *one = NULL;
+    if (inf__pool_new(1, &one) != INF_OK) {
+        fprintf(stderr, "cannot create a pool of 1 thread\n");
+        return 1;
+    }
+    for (int threads = 1; threads <= 3; threads++) {
         inf__pool *pool = NULL;
         if (inf__pool_new(threads, &pool) != INF_OK) {
             fprintf(stderr, "cannot create a pool of %d threads\n", threads);
@@ -176,10 +218,12 @@ int main(int argc, char **argv) {
         }
         int before = n_failed;
         cases(pool);
+        if (threads > 1) runs_cases(one, pool);
         printf("sgemm epilogue and in-place A, %d thread%s: %s\n", threads, threads > 1 ? "s" : "",
                n_failed == before ? "ok" : "FAILED");
         inf__pool_free(pool);
     }
+    inf__pool_free(one);
     printf("%d passed, %d failed\n", n_passed, n_failed);
     return n_failed ? 1 : 0;
 }

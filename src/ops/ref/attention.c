@@ -36,6 +36,8 @@
  * Y.  Batch invariance (DESIGN.md section 1): a unit's rows depend only on
  * its own (b, h) data -- sgemm's row bits never depend on m or the split --
  * so batch rows give the same bits at any batch size and thread count.
+ * The scaled K^T copy runs 8x8 blocks in ymm registers on AVX2 CPUs
+ * (ops/x86/attention_avx2.c, same bits).
  * Deviation from the unfused graph: the scale multiplies K (as it is
  * copied transposed) instead of the scores in a separate Div, which moves
  * float32 rounding only (none for a power-of-two scale, 1/sqrt(D) with D
@@ -73,10 +75,24 @@ typedef struct attention_job {
     int64_t n_parts;                         /* pool tasks, one a thread */
     unit_counter *next;                      /* per part: the next unit of its run */
     const inf__vmath *vm;
+    bool kt_avx2; /* the scaled K^T copy with AVX2 */
 } attention_job;
 
 /* Units [first_unit(j, t), first_unit(j, t + 1)) are part t's run. */
 static int64_t first_unit(const attention_job *j, int64_t t) { return t * (j->b * j->h) / j->n_parts; }
+
+/* kt[p * sk + t] = scale * k[t * ldk + p]: K_bh scaled, as [D, Sk]. */
+static void copy_kt(const attention_job *j, const float *k, float *kt) {
+#if defined(__x86_64__)
+    if (j->kt_avx2) {
+        inf__attention_kt_avx2(k, j->ldk, j->sk, j->d, j->scale, kt);
+        return;
+    }
+#endif
+    for (int64_t t = 0; t < j->sk; t++)
+        for (int64_t p = 0; p < j->d; p++)
+            kt[p * j->sk + t] = j->scale * k[t * j->ldk + p];
+}
 
 static void attention_unit(const attention_job *j, int64_t unit, float *kt, float *s) {
     int64_t b = unit / j->h, h = unit % j->h;
@@ -86,8 +102,7 @@ static void attention_unit(const attention_job *j, int64_t unit, float *kt, floa
     float *y = j->y + (b * j->sq * j->h + h) * j->dv;
     /* scale * K_bh^T: [D, Sk], read in place by sgemm; with the scale here,
      * alpha is 1 and sgemm reads Q in place too (no packing pass) */
-    for (int64_t t = 0; t < j->sk; t++)
-        for (int64_t p = 0; p < j->d; p++) kt[p * j->sk + t] = j->scale * k[t * j->ldk + p];
+    copy_kt(j, k, kt);
     for (int64_t i0 = 0; i0 < j->sq; i0 += j->rows) {
         int64_t m = j->sq - i0 < j->rows ? j->sq - i0 : j->rows;
         inf__ops_sgemm(NULL, false, false, m, j->sk, j->d, 1.0f, q + i0 * j->ldq, j->ldq, kt, j->sk, 0.0f, s, j->sk);
@@ -208,6 +223,9 @@ static inf_status attention_run(inf__kernel_ctx *ctx) {
     if (j.rows < 1) j.rows = 1;
     if (j.rows > j.sq) j.rows = j.sq;
     j.vm = inf__vmath_best();
+#if defined(__x86_64__)
+    j.kt_avx2 = inf__cpu_has_avx2_fma();
+#endif
     int64_t n_units = j.b * j.h;
     int threads = inf__pool_size(ctx->pool);
     if (threads > n_units) threads = (int)n_units;

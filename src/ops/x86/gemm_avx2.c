@@ -22,8 +22,9 @@
  *     through a zero-padded copy on the stack.
  *   - The tasks are tiles of C: MC rows x all the slab's columns, or
  *     narrower (>= 64) when there are too few row blocks for the threads
- *     (never on one thread); with A read in place (below), all rows x a
- *     column panel, about 4 a thread (col_split).  MC (72 on Zen 3 and Zen 4, fewer with less
+ *     (never on one thread); with A read in place (below), all rows x
+ *     one column unit (a pair of panels), in one run a thread from which
+ *     the others take units from the back when done (run_units).  MC (72 on Zen 3 and Zen 4, fewer with less
  *     than 512 KiB of L2) and the slab width come from the cache sizes
  *     (ops/blocking.c); KC is fixed, it decides the bits.
  *     A task walks k in KC = 256 steps; for each it packs its MC x KC block
@@ -91,6 +92,8 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "core/cpu.h"
@@ -573,42 +576,150 @@ static void panel_pair_tiles(const gemm_job *g, const float *ap, const float *b0
     }
 }
 
+/* Rows [i0, i0 + mc) x columns [jt, jt + nt) of the slab, all of k: A
+ * packed per k block into ap (or read in place, g->a_direct).  after: the
+ * slab column of the block the thread runs next (its first pair or panel
+ * is prefetched during this block's last one), or -1.  act: the
+ * epilogue's activation over the block's rows here (else the caller's). */
+static void col_block(const gemm_job *g, int64_t i0, int64_t mc, int64_t jt, int64_t nt, int64_t after, bool act,
+                      float *ap, float *btail) {
+    int first_mode = g->beta == 0.0f ? STORE_BETA0 : g->beta == 1.0f ? STORE_ADD : STORE_BETA;
+    for (int64_t p0 = 0; p0 < g->k; p0 += KC) {
+        int64_t kc = min64(KC, g->k - p0);
+        int mode = p0 == 0 ? first_mode : STORE_ADD;
+        bool last = p0 + kc >= g->k;
+        const float *after_panel = g->bp && after >= 0 ? g->bp + (after / NR) * g->k * NR + p0 * NR : NULL;
+        if (!g->a_direct) pack_a(g, i0, mc, p0, kc, ap);
+        for (int64_t jr = 0; jr < nt; jr += NR) {
+            int64_t cols = min64(NR, nt - jr), ldbk;
+            if (g->wide && nt - jr >= 2 * NR && (g->bp || !g->trans_b)) { /* two full panels, no copies */
+                const float *b0 = b_panel(g, jt, jr, p0, kc, NR, btail, &ldbk);
+                const float *b1 = b_panel(g, jt, jr + NR, p0, kc, NR, btail, &ldbk);
+                const float *next = g->bp && nt - jr >= 4 * NR ? b0 + 2 * g->k * NR
+                                    : nt - jr == 2 * NR        ? after_panel
+                                                               : NULL;
+                panel_pair_tiles(g, ap, b0, b1, ldbk, next, i0, mc, g->j0 + jt + jr, p0, kc, mode, last);
+                jr += NR;
+                continue;
+            }
+            const float *bpanel = b_panel(g, jt, jr, p0, kc, cols, btail, &ldbk);
+            const float *next = g->bp && jr + NR < nt ? bpanel + g->k * NR : after_panel;
+            panel_tiles(g, ap, bpanel, ldbk, next, i0, mc, g->j0 + jt + jr, cols, p0, kc, mode, last);
+        }
+        /* after the adds, on the block's whole rows (one call each); a Relu was done in the stores */
+        if (last && act && g->ep && g->ep->act && !g->ep->relu)
+            epilogue_rows(&(inf__gemm_epilogue){NULL, NULL, 0, g->ep->act, false}, g->c + i0 * g->ldc + g->j0 + jt,
+                          g->ldc, i0, mc, 0, nt);
+    }
+}
+
 /* Tasks [begin, end) of the slab: tile t covers rows (t / n_col_tasks) * mb
- * and columns j0 + (t % n_col_tasks) * NT.  A is packed per k block, or read
- * in place (g->a_direct). */
+ * and columns j0 + (t % n_col_tasks) * NT. */
 static void compute_task(void *arg, int64_t begin, int64_t end) {
     const gemm_job *g = arg;
     _Alignas(64) float ap[MC_MAX * KC + PACK_A_SLACK];
     _Alignas(64) float btail[KC * NR];
-    int first_mode = g->beta == 0.0f ? STORE_BETA0 : g->beta == 1.0f ? STORE_ADD : STORE_BETA;
     for (int64_t t = begin; t < end; t++) {
         int64_t i0 = (t / g->n_col_tasks) * g->mb, jt = (t % g->n_col_tasks) * g->nt;
-        int64_t mc = min64(g->mb, g->m - i0), nt = min64(g->nt, g->nc - jt);
-        for (int64_t p0 = 0; p0 < g->k; p0 += KC) {
-            int64_t kc = min64(KC, g->k - p0);
-            int mode = p0 == 0 ? first_mode : STORE_ADD;
-            bool last = p0 + kc >= g->k;
-            if (!g->a_direct) pack_a(g, i0, mc, p0, kc, ap);
-            for (int64_t jr = 0; jr < nt; jr += NR) {
-                int64_t cols = min64(NR, nt - jr), ldbk;
-                if (g->wide && nt - jr >= 2 * NR && (g->bp || !g->trans_b)) { /* two full panels, no copies */
-                    const float *b0 = b_panel(g, jt, jr, p0, kc, NR, btail, &ldbk);
-                    const float *b1 = b_panel(g, jt, jr + NR, p0, kc, NR, btail, &ldbk);
-                    const float *next = g->bp && nt - jr >= 4 * NR ? b0 + 2 * g->k * NR : NULL;
-                    panel_pair_tiles(g, ap, b0, b1, ldbk, next, i0, mc, g->j0 + jt + jr, p0, kc, mode, last);
-                    jr += NR;
-                    continue;
-                }
-                const float *bpanel = b_panel(g, jt, jr, p0, kc, cols, btail, &ldbk);
-                const float *next = g->bp && jr + NR < nt ? bpanel + g->k * NR : NULL;
-                panel_tiles(g, ap, bpanel, ldbk, next, i0, mc, g->j0 + jt + jr, cols, p0, kc, mode, last);
-            }
-            /* after the adds, on the task's whole rows (one call each); a Relu was done in the stores */
-            if (last && g->ep && g->ep->act && !g->ep->relu)
-                epilogue_rows(&(inf__gemm_epilogue){NULL, NULL, 0, g->ep->act, false}, g->c + i0 * g->ldc + g->j0 + jt,
-                              g->ldc, i0, mc, 0, nt);
+        col_block(g, i0, min64(g->mb, g->m - i0), jt, min64(g->nt, g->nc - jt), -1, true, ap, btail);
+    }
+}
+
+/* ---- runs of column units (A in place, several threads) ----
+ * The slab's columns are cut into units (one AVX-512 pair, 32 columns, or
+ * wider when a pair is too little work) and the units into one run a
+ * thread, in order.  A part takes its own run's units from the front and
+ * prefetches the next one's weights during the last pair of the current
+ * one, so each thread streams its half of the packed weights as one
+ * sequence (as one thread streams all of them); a part that is done takes
+ * the other runs' units from their back, one at a time, so the threads
+ * finish within one unit of each other.  (Pool chunks of about four a
+ * thread cut a batch-1 encoder's wide products into 4-pair tasks: the
+ * first pair of each came without a prefetch, and a thread that was ahead
+ * waited for a whole task at the end.)  The pool gives part 0 to the
+ * caller and the last to a worker, as before; an element's bits do not
+ * depend on which thread computes its unit. */
+enum { MAX_RUNS = 64, ACT_UNITS = 4 /* units per activation pass (128 columns x all rows, ~64 KiB) */ };
+
+/* A run's units [front, back) still to do, in one word: front low, back high. */
+typedef struct unit_run {
+    _Alignas(64) _Atomic uint64_t fb;
+} unit_run;
+
+typedef struct run_job {
+    const gemm_job *g;
+    int64_t unit, n_units; /* columns a unit, units in the slab */
+    int n_runs;
+    unit_run *runs;
+} run_job;
+
+/* Claims the front (own run) or back (another's) unit of r into *u. */
+static bool run_claim(unit_run *r, bool front, int64_t *u) {
+    uint64_t w = atomic_load_explicit(&r->fb, memory_order_relaxed);
+    for (;;) {
+        uint32_t f = (uint32_t)w, b = (uint32_t)(w >> 32);
+        if (f >= b) return false;
+        uint64_t nw = front ? w + 1 : w - ((uint64_t)1 << 32);
+        if (atomic_compare_exchange_weak(&r->fb, &w, nw)) {
+            *u = front ? f : (int64_t)b - 1;
+            return true;
         }
     }
+}
+
+/* The unit the same claim would take next, or -1 (a hint for the prefetch). */
+static int64_t run_peek(unit_run *r, bool front) {
+    uint64_t w = atomic_load_explicit(&r->fb, memory_order_relaxed);
+    uint32_t f = (uint32_t)w, b = (uint32_t)(w >> 32);
+    return f >= b ? -1 : front ? (int64_t)f : (int64_t)b - 1;
+}
+
+/* The activation over units [u0, u1) of all rows (element-wise: any grouping gives the same bits). */
+static void run_act(const run_job *rj, int64_t u0, int64_t u1) {
+    const gemm_job *g = rj->g;
+    if (u0 >= u1 || !g->ep || !g->ep->act || g->ep->relu) return;
+    int64_t jt = u0 * rj->unit, nt = min64(u1 * rj->unit, g->nc) - jt;
+    epilogue_rows(&(inf__gemm_epilogue){NULL, NULL, 0, g->ep->act, false}, g->c + g->j0 + jt, g->ldc, 0, g->m, 0, nt);
+}
+
+static void run_task(void *arg, int64_t begin, int64_t end) {
+    const run_job *rj = arg;
+    const gemm_job *g = rj->g;
+    _Alignas(64) float btail[KC * NR];
+    for (int64_t part = begin; part < end; part++)
+        for (int i = 0; i < rj->n_runs; i++) {
+            unit_run *r = &rj->runs[(part + i) % rj->n_runs];
+            bool own = i == 0;
+            int64_t u, u0 = 0, u1 = 0; /* units done and not yet activated: [u0, u1) */
+            while (run_claim(r, own, &u)) {
+                int64_t next = run_peek(r, own), jt = u * rj->unit;
+                col_block(g, 0, g->m, jt, min64(rj->unit, g->nc - jt), next < 0 ? -1 : next * rj->unit, false, NULL,
+                          btail);
+                if (u1 - u0 < ACT_UNITS && (u == u1 || u + 1 == u0) && u0 < u1) {
+                    u0 = u < u0 ? u : u0, u1 = u + 1 > u1 ? u + 1 : u1;
+                    continue;
+                }
+                run_act(rj, u0, u1);
+                u0 = u, u1 = u + 1;
+            }
+            run_act(rj, u0, u1);
+        }
+}
+
+/* The slab (all rows, A in place) on threads > 1 as runs of column units;
+ * false (nothing done) when there are fewer units than threads. */
+static bool run_units(inf__pool *pool, const gemm_job *g, int threads) {
+    int64_t unit = g->wide ? 2 * NR : NR;
+    int64_t min_cols = (SMALL_TASK / (g->m * g->k) + unit - 1) / unit * unit;
+    if (unit < min_cols) unit = min_cols;
+    int64_t n_units = (g->nc + unit - 1) / unit;
+    if (threads < 2 || threads > MAX_RUNS || n_units < threads || n_units > UINT32_MAX) return false;
+    unit_run runs[MAX_RUNS];
+    for (int t = 0; t < threads; t++)
+        atomic_init(&runs[t].fb, (uint64_t)(t * n_units / threads) | (uint64_t)((t + 1) * n_units / threads) << 32);
+    run_job rj = {g, unit, n_units, threads, runs};
+    inf__pool_range(pool, threads, 1, run_task, &rj);
+    return true;
 }
 
 /* ---- few rows: no packing ----
@@ -781,7 +892,8 @@ static void small_m_tb_task(void *arg, int64_t begin, int64_t end) {
 
 /* ---- entry ---- */
 
-/* A read in place (m <= DIRECT_A_MAX_M): every task takes all the rows
+/* A read in place (m <= DIRECT_A_MAX_M) where run_units declines (one
+ * thread, or fewer units than threads): every task takes all the rows
  * and a panel of columns, so each B micro-panel is fetched by one task
  * only and A (at most 144 rows, kept in L2) is read by all.  One thread:
  * one task.  More: about COL_TASKS_PER_THREAD panels a thread (claimed
@@ -832,6 +944,7 @@ static void compute_tasks(inf__pool *pool, gemm_job *g) {
      * pair's 32 KiB B block beside the A panels and the core runs zmm FMAs
      * at full width (Zen 5: 1.5-1.8x; Zen 4, 32 KiB L1d and split: 0.7-0.9x) */
     g->wide = inf__cpu_has_avx512() && (g->a_direct || (bl.gemm_wide_packed && inf__avx512_fma_full_width(NULL)));
+    if (g->a_direct && run_units(pool, g, threads)) return;
     if (!g->a_direct || !col_split(g, threads)) {
         g->mb = bl.gemm_mc < MC_MAX ? bl.gemm_mc : MC_MAX;
         int64_t row_blocks = (g->m + g->mb - 1) / g->mb;
