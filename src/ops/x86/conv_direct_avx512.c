@@ -55,10 +55,13 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 /* ---- the tile ---- */
 
 /* s[j][0:16*NB] = (first ? 0 : s[j]) + sum_k w_b[k][0:16] * x0[off[k] + d_j]
- * for the NB (1 or 2) blocks w0, w1; d_j = j * SW when SW > 0, else d[j]. */
-static inline __attribute__((always_inline)) void tile(int SW, int NB, const float *x0, const int64_t *d,
-                                                       const int64_t *off, int64_t kc, const float *restrict w0,
-                                                       const float *restrict w1, float *s, bool first) {
+ * for the NB (1 or 2) blocks w0, w1; d_j = j * SW when SW > 0, else d[j].
+ * LEFT (the first tile of a row read in place, left of the image): position
+ * 0 reads x0[oa[k]] zeroed by mask ma[k] instead. */
+static inline __attribute__((always_inline)) void tile(int SW, int NB, bool LEFT, const float *x0, const int64_t *d,
+                                                       const int64_t *off, const int64_t *oa, const __mmask16 *ma,
+                                                       int64_t kc, const float *restrict w0, const float *restrict w1,
+                                                       float *s, bool first) {
     __m512 acc[TW][2];
     for (int j = 0; j < TW; j++)
         acc[j][0] = acc[j][1] = _mm512_setzero_ps();
@@ -72,7 +75,8 @@ static inline __attribute__((always_inline)) void tile(int SW, int NB, const flo
         int64_t o = off[k];
         __m512 v0 = _mm512_loadu_ps(w0), v1 = NB == 2 ? _mm512_loadu_ps(w1) : v0;
         for (int j = 0; j < TW; j++) {
-            __m512 xv = _mm512_set1_ps(SW > 0 ? x0[o + j * SW] : xb[j][o]);
+            __m512 xv = LEFT && j == 0 ? _mm512_maskz_mov_ps(ma[k], _mm512_set1_ps(x0[oa[k]]))
+                                       : _mm512_set1_ps(SW > 0 ? x0[o + j * SW] : xb[j][o]);
             acc[j][0] = _mm512_fmadd_ps(v0, xv, acc[j][0]);
             if (NB == 2) acc[j][1] = _mm512_fmadd_ps(v1, xv, acc[j][1]);
         }
@@ -108,8 +112,10 @@ static void border_taps_build(const inf__conv2d *g, int64_t dy, int64_t dx, bord
     }
 }
 
-/* The border tile's sums for taps [k0, k0 + kc), as tile(). */
-static inline __attribute__((always_inline)) void tile_border(int SW, int NB, const float *p, const border_taps *B,
+/* The border tile's sums for taps [k0, k0 + kc), as tile(); TOP: some taps
+ * above the image (positions j >= 1 masked too; otherwise only position 0). */
+static inline __attribute__((always_inline)) void tile_border(int SW, int NB, bool TOP, const float *p,
+                                                              const border_taps *B,
                                                               int64_t k0, int64_t kc, const float *restrict w0,
                                                               const float *restrict w1, float *s, bool first) {
     __m512 acc[TW][2];
@@ -123,7 +129,8 @@ static inline __attribute__((always_inline)) void tile_border(int SW, int NB, co
         __mmask16 mb = B->mb[t];
         for (int j = 0; j < TW; j++) {
             __m512 xv = j == 0 ? _mm512_maskz_mov_ps(B->ma[t], _mm512_set1_ps(xc[B->oa[t]]))
-                               : _mm512_maskz_mov_ps(mb, _mm512_set1_ps(xr[j * SW]));
+                       : TOP ? _mm512_maskz_mov_ps(mb, _mm512_set1_ps(xr[j * SW]))
+                             : _mm512_set1_ps(xr[j * SW]);
             acc[j][0] = _mm512_fmadd_ps(v0, xv, acc[j][0]);
             if (NB == 2) acc[j][1] = _mm512_fmadd_ps(v1, xv, acc[j][1]);
         }
@@ -138,19 +145,20 @@ static inline __attribute__((always_inline)) void tile_border(int SW, int NB, co
 }
 
 typedef struct tile_args {
-    const int64_t *off;
+    const int64_t *off, *oa; /* oa, ma: position 0 of a LEFT tile */
+    const __mmask16 *ma;
     int64_t k0, kc;
     const float *w0, *w1;
     int nb;
     bool first;
 } tile_args;
 
-#define TILE_NB(SW, x0, d, A, s)                                                                                       \
+#define TILE_NB(SW, LEFT, x0, d, A, s)                                                                                 \
     do {                                                                                                               \
         if ((A)->nb == 2)                                                                                              \
-            tile(SW, 2, x0, d, (A)->off, (A)->kc, (A)->w0, (A)->w1, s, (A)->first);                                    \
+            tile(SW, 2, LEFT, x0, d, (A)->off, (A)->oa, (A)->ma, (A)->kc, (A)->w0, (A)->w1, s, (A)->first);            \
         else                                                                                                           \
-            tile(SW, 1, x0, d, (A)->off, (A)->kc, (A)->w0, (A)->w0, s, (A)->first);                                    \
+            tile(SW, 1, LEFT, x0, d, (A)->off, (A)->oa, (A)->ma, (A)->kc, (A)->w0, (A)->w0, s, (A)->first);            \
     } while (0)
 
 /* A border tile at x (the image of the group read in place) whose first
@@ -160,13 +168,14 @@ static void run_border_tile(const inf__conv2d *g, const float *xg, int64_t iy0, 
     int64_t dy = iy0 < 0 ? -iy0 : 0, dx = ix0 < 0 ? -ix0 : 0;
     if (B->dy != dy || B->dx != dx) border_taps_build(g, dy, dx, B);
     const float *p = xg + (iy0 + dy) * g->iw + ix0 + dx;
-    bool two = A->nb == 2;
+#define BORDER(SW, TOP)                                                                                                \
+    (A->nb == 2 ? tile_border(SW, 2, TOP, p, B, A->k0, A->kc, A->w0, A->w1, s, A->first)                             \
+                : tile_border(SW, 1, TOP, p, B, A->k0, A->kc, A->w0, A->w0, s, A->first))
     if (g->sw == 1)
-        two ? tile_border(1, 2, p, B, A->k0, A->kc, A->w0, A->w1, s, A->first)
-            : tile_border(1, 1, p, B, A->k0, A->kc, A->w0, A->w0, s, A->first);
+        dy ? BORDER(1, true) : BORDER(1, false);
     else
-        two ? tile_border(2, 2, p, B, A->k0, A->kc, A->w0, A->w1, s, A->first)
-            : tile_border(2, 1, p, B, A->k0, A->kc, A->w0, A->w0, s, A->first);
+        dy ? BORDER(2, true) : BORDER(2, false);
+#undef BORDER
 }
 
 /* A tile of the in-place mode (inf__conv2d_direct_avx512_in_place): whole,
@@ -174,15 +183,23 @@ static void run_border_tile(const inf__conv2d *g, const float *xg, int64_t iy0, 
 static void run_tile_in_place(const inf__conv2d *g, const float *xg, int64_t p, const tile_args *A, border_taps *B,
                               float *s) {
     int64_t oy = p / g->ow, ox = p % g->ow, iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl;
+    if (iy0 >= 0 && ix0 < 0 && iy0 * g->iw + ix0 >= 0) { /* left of the image only: x0 stays inside X */
+        const float *x0 = xg + iy0 * g->iw + ix0;
+        if (g->sw == 1)
+            TILE_NB(1, true, x0, NULL, A, s);
+        else
+            TILE_NB(2, true, x0, NULL, A, s);
+        return;
+    }
     if (iy0 < 0 || ix0 < 0) {
         run_border_tile(g, xg, iy0, ix0, A, B, s);
         return;
     }
     const float *x0 = xg + iy0 * g->iw + ix0;
     if (g->sw == 1)
-        TILE_NB(1, x0, NULL, A, s);
+        TILE_NB(1, false, x0, NULL, A, s);
     else
-        TILE_NB(2, x0, NULL, A, s);
+        TILE_NB(2, false, x0, NULL, A, s);
 }
 
 /* One tile at positions p .. p + 7 (past the last, the last again). */
@@ -192,9 +209,9 @@ static void run_tile(const inf__conv2d *g, int64_t pw, const float *xg, int64_t 
     const float *x0 = xg + oy * g->sh * pw + ox * g->sw;
     if (p + TW - 1 <= last && ox + TW <= g->ow && (g->sw == 1 || g->sw == 2)) {
         if (g->sw == 1)
-            TILE_NB(1, x0, NULL, A, s);
+            TILE_NB(1, false, x0, NULL, A, s);
         else
-            TILE_NB(2, x0, NULL, A, s);
+            TILE_NB(2, false, x0, NULL, A, s);
         return;
     }
     int64_t d[TW];
@@ -202,7 +219,7 @@ static void run_tile(const inf__conv2d *g, int64_t pw, const float *xg, int64_t 
         int64_t q = min64(p + j, last), qy = q / g->ow, qx = q % g->ow;
         d[j] = (qy - oy) * g->sh * pw + (qx - ox) * g->sw;
     }
-    TILE_NB(0, x0, d, A, s);
+    TILE_NB(0, false, x0, d, A, s);
 }
 
 /* ---- the store: [position][32] sums -> Y rows ---- */
@@ -251,13 +268,21 @@ typedef struct direct_job {
     int64_t w_floats;
 } direct_job;
 
-/* off[k] for k in [k0, k0 + kc): the tap's offset in a (padded) image of the group. */
-static void tap_offsets(const direct_job *J, int64_t k0, int64_t kc, int64_t *off) {
+/* off[k] for k in [k0, k0 + kc): the tap's offset in a (padded) image of the
+ * group; when oa: oa[k], ma[k] for position 0 of a LEFT tile (X in place,
+ * the tile's first position pl columns left of the image): taps left of it
+ * read column 0, zeroed. */
+static void tap_offsets(const direct_job *J, int64_t k0, int64_t kc, int64_t *off, int64_t *oa, __mmask16 *ma) {
     const inf__conv2d *g = J->g;
     int64_t khw = g->kh * g->kw, plane = J->xg.ph * J->xg.pw;
     int64_t c = k0 / khw, ky = k0 % khw / g->kw, kx = k0 % g->kw;
     for (int64_t k = 0; k < kc; k++) {
         off[k] = c * plane + ky * g->dh * J->xg.pw + kx * g->dw;
+        if (oa) {
+            bool in = kx * g->dw >= g->pl;
+            oa[k] = in ? off[k] : off[k] + g->pl - kx * g->dw;
+            ma[k] = in ? 0xFFFF : 0;
+        }
         if (++kx == g->kw) {
             kx = 0;
             if (++ky == g->kh) ky = 0, c++;
@@ -269,7 +294,9 @@ static void tap_offsets(const direct_job *J, int64_t k0, int64_t kc, int64_t *of
 static void direct_chunk(const direct_job *J, int64_t ng, int64_t tp, int64_t p0, int64_t cnt) {
     const inf__conv2d *g = J->g;
     _Alignas(64) float sums[CHUNK * CW];
-    int64_t off[KC];
+    int64_t off[KC], oa[KC];
+    __mmask16 ma[KC];
+    bool left = J->in_place && g->pl > 0;
     border_taps bt = {.dy = -1};
     int64_t n = ng / g->group, gi = ng % g->group, plane = J->xg.ph * J->xg.pw, cb = 2 * tp;
     const float *xg = J->x + (n * g->c + gi * g->cg) * plane;
@@ -278,7 +305,7 @@ static void direct_chunk(const direct_job *J, int64_t ng, int64_t tp, int64_t p0
     const float *w_end = J->wp + J->w_floats;
     for (int64_t k0 = 0; k0 < J->kdim; k0 += KC) {
         int64_t kc = min64(KC, J->kdim - k0), ntiles = (cnt + TW - 1) / TW;
-        tap_offsets(J, k0, kc, off);
+        tap_offsets(J, k0, kc, off, left ? oa : NULL, ma);
         /* the next KC block of both W blocks (past the last, the next
          * pair's first) is fetched while this one runs, a share per tile */
         const float *next[2] = {w + (k0 + KC) * CB, w + (J->kdim + k0 + KC) * CB};
@@ -288,7 +315,7 @@ static void direct_chunk(const direct_job *J, int64_t ng, int64_t tp, int64_t p0
             lines[h] = next[h] < w_end ? min64(KC, (w_end - next[h]) / CB) : 0;
             per_tile[h] = (lines[h] + ntiles - 1) / ntiles;
         }
-        tile_args A = {off, k0, kc, w + k0 * CB, w + (J->kdim + k0) * CB, nb, k0 == 0};
+        tile_args A = {off, oa, ma, k0, kc, w + k0 * CB, w + (J->kdim + k0) * CB, nb, k0 == 0};
         for (int64_t t = 0, i = 0; t < cnt; t += TW, i++) {
             for (int h = 0; h < 2; h++)
                 for (int64_t l = i * per_tile[h]; l < min64(lines[h], (i + 1) * per_tile[h]); l++)
