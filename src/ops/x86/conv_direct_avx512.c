@@ -42,7 +42,6 @@
 #include "ops/x86/transpose_avx2.h"
 
 enum {
-    MAX_TAPS = 64, /* kh * kw of a Conv whose borders are read in place */
     CB = 16,     /* channels per packed W block */
     CW = 32,     /* channels per tile: two blocks */
     TW = 8,      /* output positions per tile */
@@ -52,16 +51,51 @@ enum {
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* ---- border tiles read in place ---- */
+
+/* The taps of one kind of border tile read in place (dy rows above the
+ * image, dx columns left of it at the tile's first position) for k in
+ * [k0, k0 + kc), relative to p = the image at the tile's first in-image row
+ * and column: position 0 reads p[oa[k]] zeroed by mask ma[k], position
+ * j >= 1 p[ob[k] + j * SW] zeroed by mb[k].  A tap outside the image reads
+ * an in-image float that the mask zeroes, so every address is inside X;
+ * positions j >= 1 are never left of it (pl <= sw). */
+typedef struct border_kind {
+    int64_t dy, dx, k0;
+    int64_t oa[KC], ob[KC];
+    __mmask16 ma[KC], mb[KC];
+} border_kind;
+
+enum { KINDS = 4 }; /* kinds cached per task: top-left, top, left and one more */
+
+static void border_kind_build(const inf__conv2d *g, int64_t dy, int64_t dx, int64_t k0, int64_t kc, border_kind *B) {
+    int64_t khw = g->kh * g->kw, plane = g->ih * g->iw;
+    int64_t c = k0 / khw, ky = k0 % khw / g->kw, kx = k0 % g->kw;
+    B->dy = dy, B->dx = dx, B->k0 = k0;
+    for (int64_t k = 0; k < kc; k++) {
+        int64_t row = ky * g->dh - dy, col = kx * g->dw - dx, base = c * plane + (row >= 0 ? row : 0) * g->iw;
+        B->ob[k] = base + col;
+        B->oa[k] = base + (col >= 0 ? col : 0);
+        B->mb[k] = row >= 0 ? 0xFFFF : 0;
+        B->ma[k] = row >= 0 && col >= 0 ? 0xFFFF : 0;
+        if (++kx == g->kw) {
+            kx = 0;
+            if (++ky == g->kh) ky = 0, c++;
+        }
+    }
+}
+
 /* ---- the tile ---- */
 
 /* s[j][0:16*NB] = (first ? 0 : s[j]) + sum_k w_b[k][0:16] * x0[off[k] + d_j]
  * for the NB (1 or 2) blocks w0, w1; d_j = j * SW when SW > 0, else d[j].
- * LEFT (the first tile of a row read in place, left of the image): position
- * 0 reads x0[oa[k]] zeroed by mask ma[k] instead. */
-static inline __attribute__((always_inline)) void tile(int SW, int NB, bool LEFT, const float *x0, const int64_t *d,
-                                                       const int64_t *off, const int64_t *oa, const __mmask16 *ma,
-                                                       int64_t kc, const float *restrict w0, const float *restrict w1,
-                                                       float *s, bool first) {
+ * A border tile (MODE 1: left of the image only, MODE 2: above it too)
+ * reads as border_kind B says: position 0 x0[oa[k]] & ma[k], the others
+ * x0[ob[k] + j * SW], & mb[k] in MODE 2. */
+static inline __attribute__((always_inline)) void tile(int SW, int NB, int MODE, const float *x0, const int64_t *d,
+                                                       const int64_t *off, const border_kind *B, int64_t kc,
+                                                       const float *restrict w0, const float *restrict w1, float *s,
+                                                       bool first) {
     __m512 acc[TW][2];
     for (int j = 0; j < TW; j++)
         acc[j][0] = acc[j][1] = _mm512_setzero_ps();
@@ -70,71 +104,22 @@ static inline __attribute__((always_inline)) void tile(int SW, int NB, bool LEFT
         xb[j] = x0 + (SW > 0 ? j * SW : d[j]);
         if (SW == 0) __asm__("" : "+r"(xb[j])); /* keep each base in a register */
     }
+    if (MODE) off = B->ob;
 #pragma GCC unroll 2
     for (int64_t k = 0; k < kc; k++, w0 += CB, w1 += CB) {
         int64_t o = off[k];
         __m512 v0 = _mm512_loadu_ps(w0), v1 = NB == 2 ? _mm512_loadu_ps(w1) : v0;
         for (int j = 0; j < TW; j++) {
-            __m512 xv = LEFT && j == 0 ? _mm512_maskz_mov_ps(ma[k], _mm512_set1_ps(x0[oa[k]]))
-                                       : _mm512_set1_ps(SW > 0 ? x0[o + j * SW] : xb[j][o]);
+            __m512 xv;
+            if (MODE && j == 0)
+                xv = _mm512_maskz_mov_ps(B->ma[k], _mm512_set1_ps(x0[B->oa[k]]));
+            else if (MODE == 2)
+                xv = _mm512_maskz_mov_ps(B->mb[k], _mm512_set1_ps(x0[o + j * SW]));
+            else
+                xv = _mm512_set1_ps(SW > 0 ? x0[o + j * SW] : xb[j][o]);
             acc[j][0] = _mm512_fmadd_ps(v0, xv, acc[j][0]);
             if (NB == 2) acc[j][1] = _mm512_fmadd_ps(v1, xv, acc[j][1]);
         }
-    }
-    for (int j = 0; j < TW; j++)
-        for (int h = 0; h < NB; h++) {
-            __m512 v = acc[j][h];
-            if (!first) v = _mm512_add_ps(v, _mm512_load_ps(s + j * CW + CB * h));
-            _mm512_store_ps(s + j * CW + CB * h, v);
-        }
-}
-
-/* The taps of a border tile (one kind: dy rows above the image, dx columns
- * left of it at its first position), relative to p = the image at the
- * tile's first in-image row and column: position 0 reads p[c * plane +
- * oa[t]] masked by ma[t], position j >= 1 p[c * plane + ob[t] + j * SW]
- * masked by mb[t]; a tap outside the image reads an in-image float and
- * zeroes it (the mask), so every address is inside X. */
-typedef struct border_taps {
-    int64_t dy, dx, ntaps, plane;
-    int64_t oa[MAX_TAPS], ob[MAX_TAPS];
-    __mmask16 ma[MAX_TAPS], mb[MAX_TAPS];
-} border_taps;
-
-static void border_taps_build(const inf__conv2d *g, int64_t dy, int64_t dx, border_taps *B) {
-    B->dy = dy, B->dx = dx, B->ntaps = g->kh * g->kw, B->plane = g->ih * g->iw;
-    for (int64_t t = 0; t < B->ntaps; t++) {
-        int64_t row = t / g->kw * g->dh - dy, col = t % g->kw * g->dw - dx, r = row >= 0 ? row : 0;
-        B->ob[t] = r * g->iw + col;
-        B->oa[t] = r * g->iw + (col >= 0 ? col : 0);
-        B->mb[t] = row >= 0 ? 0xFFFF : 0;
-        B->ma[t] = row >= 0 && col >= 0 ? 0xFFFF : 0;
-    }
-}
-
-/* The border tile's sums for taps [k0, k0 + kc), as tile(); TOP: some taps
- * above the image (positions j >= 1 masked too; otherwise only position 0). */
-static inline __attribute__((always_inline)) void tile_border(int SW, int NB, bool TOP, const float *p,
-                                                              const border_taps *B,
-                                                              int64_t k0, int64_t kc, const float *restrict w0,
-                                                              const float *restrict w1, float *s, bool first) {
-    __m512 acc[TW][2];
-    for (int j = 0; j < TW; j++)
-        acc[j][0] = acc[j][1] = _mm512_setzero_ps();
-    int64_t t = k0 % B->ntaps;
-    const float *xc = p + k0 / B->ntaps * B->plane;
-    for (int64_t k = 0; k < kc; k++, w0 += CB, w1 += CB) {
-        __m512 v0 = _mm512_loadu_ps(w0), v1 = NB == 2 ? _mm512_loadu_ps(w1) : v0;
-        const float *xr = xc + B->ob[t];
-        __mmask16 mb = B->mb[t];
-        for (int j = 0; j < TW; j++) {
-            __m512 xv = j == 0 ? _mm512_maskz_mov_ps(B->ma[t], _mm512_set1_ps(xc[B->oa[t]]))
-                       : TOP ? _mm512_maskz_mov_ps(mb, _mm512_set1_ps(xr[j * SW]))
-                             : _mm512_set1_ps(xr[j * SW]);
-            acc[j][0] = _mm512_fmadd_ps(v0, xv, acc[j][0]);
-            if (NB == 2) acc[j][1] = _mm512_fmadd_ps(v1, xv, acc[j][1]);
-        }
-        if (++t == B->ntaps) t = 0, xc += B->plane;
     }
     for (int j = 0; j < TW; j++)
         for (int h = 0; h < NB; h++) {
@@ -145,61 +130,56 @@ static inline __attribute__((always_inline)) void tile_border(int SW, int NB, bo
 }
 
 typedef struct tile_args {
-    const int64_t *off, *oa; /* oa, ma: position 0 of a LEFT tile */
-    const __mmask16 *ma;
+    const int64_t *off;
+    border_kind *kinds; /* KINDS of them, in place only */
     int64_t k0, kc;
     const float *w0, *w1;
     int nb;
     bool first;
 } tile_args;
 
-#define TILE_NB(SW, LEFT, x0, d, A, s)                                                                                 \
+#define TILE_NB(SW, MODE, x0, d, B, A, s)                                                                              \
     do {                                                                                                               \
         if ((A)->nb == 2)                                                                                              \
-            tile(SW, 2, LEFT, x0, d, (A)->off, (A)->oa, (A)->ma, (A)->kc, (A)->w0, (A)->w1, s, (A)->first);            \
+            tile(SW, 2, MODE, x0, d, (A)->off, B, (A)->kc, (A)->w0, (A)->w1, s, (A)->first);                           \
         else                                                                                                           \
-            tile(SW, 1, LEFT, x0, d, (A)->off, (A)->oa, (A)->ma, (A)->kc, (A)->w0, (A)->w0, s, (A)->first);            \
+            tile(SW, 1, MODE, x0, d, (A)->off, B, (A)->kc, (A)->w0, (A)->w0, s, (A)->first);                           \
     } while (0)
 
-/* A border tile at x (the image of the group read in place) whose first
- * position reads from input row iy0 and column ix0 (either negative). */
-static void run_border_tile(const inf__conv2d *g, const float *xg, int64_t iy0, int64_t ix0, const tile_args *A,
-                            border_taps *B, float *s) {
-    int64_t dy = iy0 < 0 ? -iy0 : 0, dx = ix0 < 0 ? -ix0 : 0;
-    if (B->dy != dy || B->dx != dx) border_taps_build(g, dy, dx, B);
-    const float *p = xg + (iy0 + dy) * g->iw + ix0 + dx;
-#define BORDER(SW, TOP)                                                                                                \
-    (A->nb == 2 ? tile_border(SW, 2, TOP, p, B, A->k0, A->kc, A->w0, A->w1, s, A->first)                             \
-                : tile_border(SW, 1, TOP, p, B, A->k0, A->kc, A->w0, A->w0, s, A->first))
-    if (g->sw == 1)
-        dy ? BORDER(1, true) : BORDER(1, false);
-    else
-        dy ? BORDER(2, true) : BORDER(2, false);
-#undef BORDER
+/* The kind (dy, dx) of this KC block, from the task's cache or built now. */
+static const border_kind *border_kind_get(const inf__conv2d *g, int64_t dy, int64_t dx, const tile_args *A) {
+    border_kind *K = A->kinds;
+    for (int i = 0; i < KINDS; i++)
+        if (K[i].dy == dy && K[i].dx == dx && K[i].k0 == A->k0) return &K[i];
+    int i = 0; /* a kind of another block, else the first */
+    while (i < KINDS - 1 && K[i].k0 == A->k0) i++;
+    border_kind_build(g, dy, dx, A->k0, A->kc, &K[i]);
+    return &K[i];
 }
 
 /* A tile of the in-place mode (inf__conv2d_direct_avx512_in_place): whole,
  * in one output row, X unpadded (xg's rows iw floats apart). */
-static void run_tile_in_place(const inf__conv2d *g, const float *xg, int64_t p, const tile_args *A, border_taps *B,
-                              float *s) {
+static void run_tile_in_place(const inf__conv2d *g, const float *xg, int64_t p, const tile_args *A, float *s) {
     int64_t oy = p / g->ow, ox = p % g->ow, iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl;
-    if (iy0 >= 0 && ix0 < 0 && iy0 * g->iw + ix0 >= 0) { /* left of the image only: x0 stays inside X */
+    if (iy0 >= 0 && ix0 >= 0) {
         const float *x0 = xg + iy0 * g->iw + ix0;
         if (g->sw == 1)
-            TILE_NB(1, true, x0, NULL, A, s);
+            TILE_NB(1, 0, x0, NULL, NULL, A, s);
         else
-            TILE_NB(2, true, x0, NULL, A, s);
+            TILE_NB(2, 0, x0, NULL, NULL, A, s);
         return;
     }
-    if (iy0 < 0 || ix0 < 0) {
-        run_border_tile(g, xg, iy0, ix0, A, B, s);
-        return;
-    }
-    const float *x0 = xg + iy0 * g->iw + ix0;
-    if (g->sw == 1)
-        TILE_NB(1, false, x0, NULL, A, s);
+    int64_t dy = iy0 < 0 ? -iy0 : 0, dx = ix0 < 0 ? -ix0 : 0;
+    const border_kind *B = border_kind_get(g, dy, dx, A);
+    const float *x0 = xg + (iy0 + dy) * g->iw + ix0 + dx;
+    if (g->sw == 1 && dy)
+        TILE_NB(1, 2, x0, NULL, B, A, s);
+    else if (g->sw == 1)
+        TILE_NB(1, 1, x0, NULL, B, A, s);
+    else if (dy)
+        TILE_NB(2, 2, x0, NULL, B, A, s);
     else
-        TILE_NB(2, false, x0, NULL, A, s);
+        TILE_NB(2, 1, x0, NULL, B, A, s);
 }
 
 /* One tile at positions p .. p + 7 (past the last, the last again). */
@@ -209,9 +189,9 @@ static void run_tile(const inf__conv2d *g, int64_t pw, const float *xg, int64_t 
     const float *x0 = xg + oy * g->sh * pw + ox * g->sw;
     if (p + TW - 1 <= last && ox + TW <= g->ow && (g->sw == 1 || g->sw == 2)) {
         if (g->sw == 1)
-            TILE_NB(1, false, x0, NULL, A, s);
+            TILE_NB(1, 0, x0, NULL, NULL, A, s);
         else
-            TILE_NB(2, false, x0, NULL, A, s);
+            TILE_NB(2, 0, x0, NULL, NULL, A, s);
         return;
     }
     int64_t d[TW];
@@ -219,7 +199,7 @@ static void run_tile(const inf__conv2d *g, int64_t pw, const float *xg, int64_t 
         int64_t q = min64(p + j, last), qy = q / g->ow, qx = q % g->ow;
         d[j] = (qy - oy) * g->sh * pw + (qx - ox) * g->sw;
     }
-    TILE_NB(0, false, x0, d, A, s);
+    TILE_NB(0, 0, x0, d, NULL, A, s);
 }
 
 /* ---- the store: [position][32] sums -> Y rows ---- */
@@ -268,21 +248,13 @@ typedef struct direct_job {
     int64_t w_floats;
 } direct_job;
 
-/* off[k] for k in [k0, k0 + kc): the tap's offset in a (padded) image of the
- * group; when oa: oa[k], ma[k] for position 0 of a LEFT tile (X in place,
- * the tile's first position pl columns left of the image): taps left of it
- * read column 0, zeroed. */
-static void tap_offsets(const direct_job *J, int64_t k0, int64_t kc, int64_t *off, int64_t *oa, __mmask16 *ma) {
+/* off[k] for k in [k0, k0 + kc): the tap's offset in a (padded) image of the group. */
+static void tap_offsets(const direct_job *J, int64_t k0, int64_t kc, int64_t *off) {
     const inf__conv2d *g = J->g;
     int64_t khw = g->kh * g->kw, plane = J->xg.ph * J->xg.pw;
     int64_t c = k0 / khw, ky = k0 % khw / g->kw, kx = k0 % g->kw;
     for (int64_t k = 0; k < kc; k++) {
         off[k] = c * plane + ky * g->dh * J->xg.pw + kx * g->dw;
-        if (oa) {
-            bool in = kx * g->dw >= g->pl;
-            oa[k] = in ? off[k] : off[k] + g->pl - kx * g->dw;
-            ma[k] = in ? 0xFFFF : 0;
-        }
         if (++kx == g->kw) {
             kx = 0;
             if (++ky == g->kh) ky = 0, c++;
@@ -294,10 +266,10 @@ static void tap_offsets(const direct_job *J, int64_t k0, int64_t kc, int64_t *of
 static void direct_chunk(const direct_job *J, int64_t ng, int64_t tp, int64_t p0, int64_t cnt) {
     const inf__conv2d *g = J->g;
     _Alignas(64) float sums[CHUNK * CW];
-    int64_t off[KC], oa[KC];
-    __mmask16 ma[KC];
-    bool left = J->in_place && g->pl > 0;
-    border_taps bt = {.dy = -1};
+    int64_t off[KC];
+    border_kind kinds[KINDS];
+    for (int i = 0; i < KINDS; i++)
+        kinds[i].k0 = -1;
     int64_t n = ng / g->group, gi = ng % g->group, plane = J->xg.ph * J->xg.pw, cb = 2 * tp;
     const float *xg = J->x + (n * g->c + gi * g->cg) * plane;
     const float *w = J->wp + (gi * J->ncb + cb) * J->kdim * CB;
@@ -305,7 +277,7 @@ static void direct_chunk(const direct_job *J, int64_t ng, int64_t tp, int64_t p0
     const float *w_end = J->wp + J->w_floats;
     for (int64_t k0 = 0; k0 < J->kdim; k0 += KC) {
         int64_t kc = min64(KC, J->kdim - k0), ntiles = (cnt + TW - 1) / TW;
-        tap_offsets(J, k0, kc, off, left ? oa : NULL, ma);
+        tap_offsets(J, k0, kc, off);
         /* the next KC block of both W blocks (past the last, the next
          * pair's first) is fetched while this one runs, a share per tile */
         const float *next[2] = {w + (k0 + KC) * CB, w + (J->kdim + k0 + KC) * CB};
@@ -315,13 +287,13 @@ static void direct_chunk(const direct_job *J, int64_t ng, int64_t tp, int64_t p0
             lines[h] = next[h] < w_end ? min64(KC, (w_end - next[h]) / CB) : 0;
             per_tile[h] = (lines[h] + ntiles - 1) / ntiles;
         }
-        tile_args A = {off, oa, ma, k0, kc, w + k0 * CB, w + (J->kdim + k0) * CB, nb, k0 == 0};
+        tile_args A = {off, kinds, k0, kc, w + k0 * CB, w + (J->kdim + k0) * CB, nb, k0 == 0};
         for (int64_t t = 0, i = 0; t < cnt; t += TW, i++) {
             for (int h = 0; h < 2; h++)
                 for (int64_t l = i * per_tile[h]; l < min64(lines[h], (i + 1) * per_tile[h]); l++)
                     _mm_prefetch((const char *)(next[h] + l * CB), _MM_HINT_T0);
             if (J->in_place)
-                run_tile_in_place(g, xg, p0 + t, &A, &bt, sums + t * CW);
+                run_tile_in_place(g, xg, p0 + t, &A, sums + t * CW);
             else
                 run_tile(g, J->xg.pw, xg, p0 + t, p0 + cnt - 1, &A, sums + t * CW);
         }
@@ -372,7 +344,7 @@ static int64_t chunk_positions(const inf__conv2d *g, int64_t images, int64_t ntp
  * sw); taps above it (pt) are any. */
 bool inf__conv2d_direct_avx512_in_place(const inf__conv2d *g) {
     return inf__conv2d_input_geom(g).pad && (g->sw == 1 || g->sw == 2) && g->ow % TW == 0 && g->oh > 0 &&
-           g->pl <= g->sw && g->kh * g->kw <= MAX_TAPS && (g->ow - 1) * g->sw - g->pl + (g->kw - 1) * g->dw < g->iw &&
+           g->pl <= g->sw && (g->ow - 1) * g->sw - g->pl + (g->kw - 1) * g->dw < g->iw &&
            (g->oh - 1) * g->sh - g->pt + (g->kh - 1) * g->dh < g->ih;
 }
 
