@@ -344,7 +344,8 @@ static void wide_rule_cases(inf__pool *pool) {
  * first position outside the image in two columns, two rows above it); a
  * dilated 3x3 (rows 2 apart, the first above the image).  The rule must
  * hold for each (on the avx512 path) and not for a 3x3/1 padded on every
- * side. */
+ * side.  The first two run without a pool too (no workspace: the kernel
+ * builds its tap tables per task). */
 typedef struct in_place_shape {
     int64_t n, group, cg, mg, ih, iw, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
     int act;
@@ -373,6 +374,7 @@ static void in_place_cases(inf__pool *pool) {
             ok = false;
         }
         check_shape(pool, &g, s->bias, s->res, -20 - i);
+        if (i < 2) check_shape(NULL, &g, s->bias, s->res, -30 - i); /* no pool: the taps' tables per task */
     }
     inf__conv2d g = {.n = 1, .group = 1, .cg = 32, .mg = 32, .c = 32, .m = 32, .ih = 16, .iw = 16, .oh = 16,
                      .ow = 16, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .pt = 1, .pl = 1};
