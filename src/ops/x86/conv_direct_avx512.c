@@ -42,7 +42,8 @@
 #include "ops/x86/transpose_avx2.h"
 
 enum {
-    CB = 16,     /* channels per packed W block */
+    MAX_TAPS = 64, /* kh * kw of a Conv whose padded X is read in place */
+    CB = 16,       /* channels per packed W block */
     CW = 32,     /* channels per tile: two blocks */
     TW = 8,      /* output positions per tile */
     KC = 256,    /* depth of one block of K (as the AVX2 kernel) */
@@ -53,32 +54,10 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* ---- the tile ---- */
 
-/* Taps [k0, k0 + kc) of the border tiles read in place (X unpadded; a
- * tile's first position pl columns left of the image at ox = 0, its rows
- * pt above it at oy = 0), offsets relative to p = the image at the tile's
- * first in-image row and column:
- *   LEFT (oy > 0, ox = 0): position 0 reads p[oa_l[k]] zeroed by ma_l[k],
- *     the others p[off[k] - pl + j * SW];
- *   TOP (oy = 0, ox > 0): every position p[ob_t[k] + j * SW] zeroed by mb_t[k];
- *   CORNER (oy = ox = 0): position 0 p[oa_c[k]] & ma_c[k], the others
- *     p[ob_t[k] - pl + j * SW] & mb_t[k].
- * A tap outside the image reads an in-image float (row 0 or column 0) that
- * the mask zeroes, so every address is inside X; positions j >= 1 are never
- * left of it (pl <= sw) and no tap is right of or below it. */
-typedef struct edge_taps {
-    const int64_t *oa_l, *ob_t, *oa_c;
-    const __mmask16 *ma_l, *mb_t, *ma_c;
-} edge_taps;
-
-enum { INTERIOR, LEFT, TOP, CORNER };
-
 /* s[j][0:16*NB] = (first ? 0 : s[j]) + sum_k w_b[k][0:16] * x0[off[k] + d_j]
- * for the NB (1 or 2) blocks w0, w1; d_j = j * SW when SW > 0, else d[j];
- * a border tile (MODE LEFT, TOP, CORNER) reads as edge_taps E says, dx =
- * pl. */
-static inline __attribute__((always_inline)) void tile(int SW, int NB, int MODE, const float *x0, const int64_t *d,
-                                                       const int64_t *off, const edge_taps *E, int64_t dx,
-                                                       int64_t kc, const float *restrict w0,
+ * for the NB (1 or 2) blocks w0, w1; d_j = j * SW when SW > 0, else d[j]. */
+static inline __attribute__((always_inline)) void tile(int SW, int NB, const float *x0, const int64_t *d,
+                                                       const int64_t *off, int64_t kc, const float *restrict w0,
                                                        const float *restrict w1, float *s, bool first) {
     __m512 acc[TW][2];
     for (int j = 0; j < TW; j++)
@@ -88,22 +67,12 @@ static inline __attribute__((always_inline)) void tile(int SW, int NB, int MODE,
         xb[j] = x0 + (SW > 0 ? j * SW : d[j]);
         if (SW == 0) __asm__("" : "+r"(xb[j])); /* keep each base in a register */
     }
-    if (MODE == TOP || MODE == CORNER) off = E->ob_t;
-    if (MODE == TOP) dx = 0;
 #pragma GCC unroll 2
     for (int64_t k = 0; k < kc; k++, w0 += CB, w1 += CB) {
-        int64_t o = MODE == INTERIOR ? off[k] : off[k] - dx;
+        int64_t o = off[k];
         __m512 v0 = _mm512_loadu_ps(w0), v1 = NB == 2 ? _mm512_loadu_ps(w1) : v0;
         for (int j = 0; j < TW; j++) {
-            __m512 xv;
-            if (MODE == LEFT && j == 0)
-                xv = _mm512_maskz_mov_ps(E->ma_l[k], _mm512_set1_ps(x0[E->oa_l[k]]));
-            else if (MODE == CORNER && j == 0)
-                xv = _mm512_maskz_mov_ps(E->ma_c[k], _mm512_set1_ps(x0[E->oa_c[k]]));
-            else if (MODE == TOP || MODE == CORNER)
-                xv = _mm512_maskz_mov_ps(E->mb_t[k], _mm512_set1_ps(x0[o + j * SW]));
-            else
-                xv = _mm512_set1_ps(SW > 0 ? x0[o + j * SW] : xb[j][o]);
+            __m512 xv = _mm512_set1_ps(SW > 0 ? x0[o + j * SW] : xb[j][o]);
             acc[j][0] = _mm512_fmadd_ps(v0, xv, acc[j][0]);
             if (NB == 2) acc[j][1] = _mm512_fmadd_ps(v1, xv, acc[j][1]);
         }
@@ -116,29 +85,101 @@ static inline __attribute__((always_inline)) void tile(int SW, int NB, int MODE,
         }
 }
 
+/* ---- edge tiles of an X read in place ---- */
+
+/* The taps of one kind of edge tile (dy rows above the image, dx columns
+ * left of it at its first position: LEFT, TOP, CORNER), within a channel
+ * plane and relative to p = the image at the tile's first in-image row and
+ * column: position 0 reads p[oa[t]] zeroed by mask ma[t], position j >= 1
+ * p[ob[t] + j * SW], zeroed by mb[t] (TOP, CORNER).  A tap outside the
+ * image reads an in-image float (row or column 0) that the mask zeroes, so
+ * every address is inside X; positions j >= 1 are never left of it (pl <=
+ * sw) and no tap is right of or below it.  Per tap, not per k: a task
+ * builds its three kinds in a few dozen steps, in its own cache. */
+typedef struct edge_kind {
+    int64_t oa[MAX_TAPS], ob[MAX_TAPS];
+    __mmask16 ma[MAX_TAPS], mb[MAX_TAPS];
+} edge_kind;
+
+typedef struct edge_taps {
+    int64_t ntaps, plane;
+    edge_kind left, top, corner;
+} edge_taps;
+
+static void edge_kind_build(const inf__conv2d *g, int64_t dy, int64_t dx, edge_kind *E) {
+    for (int64_t t = 0; t < g->kh * g->kw; t++) {
+        int64_t row = t / g->kw * g->dh - dy, col = t % g->kw * g->dw - dx, r = row >= 0 ? row : 0;
+        E->ob[t] = r * g->iw + col;
+        E->oa[t] = r * g->iw + (col >= 0 ? col : 0);
+        E->mb[t] = row >= 0 ? 0xFFFF : 0;
+        E->ma[t] = row >= 0 && col >= 0 ? 0xFFFF : 0;
+    }
+}
+
+static void edge_taps_build(const inf__conv2d *g, edge_taps *T) {
+    T->ntaps = g->kh * g->kw, T->plane = g->ih * g->iw;
+    edge_kind_build(g, 0, g->pl, &T->left);
+    edge_kind_build(g, g->pt, 0, &T->top);
+    edge_kind_build(g, g->pt, g->pl, &T->corner);
+}
+
+/* tile() for an edge tile: taps [k0, k0 + kc) as E says; ROWS: some taps
+ * above the image (positions j >= 1 masked too). */
+static inline __attribute__((always_inline)) void tile_edge(int SW, int NB, bool ROWS, const float *p,
+                                                            const edge_kind *E, int64_t ntaps, int64_t plane,
+                                                            int64_t k0, int64_t kc, const float *restrict w0,
+                                                            const float *restrict w1, float *s, bool first) {
+    __m512 acc[TW][2];
+    for (int j = 0; j < TW; j++)
+        acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+    int64_t t = k0 % ntaps;
+    const float *xc = p + k0 / ntaps * plane;
+    for (int64_t k = 0; k < kc; k++, w0 += CB, w1 += CB) {
+        __m512 v0 = _mm512_loadu_ps(w0), v1 = NB == 2 ? _mm512_loadu_ps(w1) : v0;
+        const float *xr = xc + E->ob[t];
+        __mmask16 mb = E->mb[t];
+        for (int j = 0; j < TW; j++) {
+            __m512 xv = j == 0 ? _mm512_maskz_mov_ps(E->ma[t], _mm512_set1_ps(xc[E->oa[t]]))
+                        : ROWS ? _mm512_maskz_mov_ps(mb, _mm512_set1_ps(xr[j * SW]))
+                               : _mm512_set1_ps(xr[j * SW]);
+            acc[j][0] = _mm512_fmadd_ps(v0, xv, acc[j][0]);
+            if (NB == 2) acc[j][1] = _mm512_fmadd_ps(v1, xv, acc[j][1]);
+        }
+        if (++t == ntaps) t = 0, xc += plane;
+    }
+    for (int j = 0; j < TW; j++)
+        for (int h = 0; h < NB; h++) {
+            __m512 v = acc[j][h];
+            if (!first) v = _mm512_add_ps(v, _mm512_load_ps(s + j * CW + CB * h));
+            _mm512_store_ps(s + j * CW + CB * h, v);
+        }
+}
+
 typedef struct tile_args {
     const int64_t *off;
     const edge_taps *E; /* in place only */
-    int64_t kc;
+    int64_t k0, kc;
     const float *w0, *w1;
     int nb;
     bool first;
 } tile_args;
 
-#define TILE_NB(SW, MODE, x0, d, A, s)                                                                                 \
+#define TILE_NB(SW, x0, d, A, s)                                                                                       \
     do {                                                                                                               \
         if ((A)->nb == 2)                                                                                              \
-            tile(SW, 2, MODE, x0, d, (A)->off, (A)->E, g->pl, (A)->kc, (A)->w0, (A)->w1, s, (A)->first);               \
+            tile(SW, 2, x0, d, (A)->off, (A)->kc, (A)->w0, (A)->w1, s, (A)->first);                                    \
         else                                                                                                           \
-            tile(SW, 1, MODE, x0, d, (A)->off, (A)->E, g->pl, (A)->kc, (A)->w0, (A)->w0, s, (A)->first);               \
+            tile(SW, 1, x0, d, (A)->off, (A)->kc, (A)->w0, (A)->w0, s, (A)->first);                                    \
     } while (0)
 
-#define TILE_SW(MODE, x0, A, s)                                                                                        \
+#define EDGE_NB(SW, ROWS, p, K, A, s)                                                                                  \
     do {                                                                                                               \
-        if (g->sw == 1)                                                                                                \
-            TILE_NB(1, MODE, x0, NULL, A, s);                                                                          \
+        if ((A)->nb == 2)                                                                                              \
+            tile_edge(SW, 2, ROWS, p, K, (A)->E->ntaps, (A)->E->plane, (A)->k0, (A)->kc, (A)->w0, (A)->w1, s,          \
+                      (A)->first);                                                                                     \
         else                                                                                                           \
-            TILE_NB(2, MODE, x0, NULL, A, s);                                                                          \
+            tile_edge(SW, 1, ROWS, p, K, (A)->E->ntaps, (A)->E->plane, (A)->k0, (A)->kc, (A)->w0, (A)->w0, s,          \
+                      (A)->first);                                                                                     \
     } while (0)
 
 /* A tile of the in-place mode (inf__conv2d_direct_avx512_in_place): whole,
@@ -146,14 +187,24 @@ typedef struct tile_args {
 static void run_tile_in_place(const inf__conv2d *g, const float *xg, int64_t p, const tile_args *A, float *s) {
     int64_t oy = p / g->ow, ox = p % g->ow, iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl;
     const float *x0 = xg + (iy0 > 0 ? iy0 : 0) * g->iw + (ix0 > 0 ? ix0 : 0);
-    if (iy0 >= 0 && ix0 >= 0)
-        TILE_SW(INTERIOR, x0, A, s);
-    else if (iy0 >= 0)
-        TILE_SW(LEFT, x0, A, s);
-    else if (ix0 >= 0)
-        TILE_SW(TOP, x0, A, s);
-    else
-        TILE_SW(CORNER, x0, A, s);
+    bool top = iy0 < 0;
+    const edge_kind *K = ix0 >= 0 ? &A->E->top : top ? &A->E->corner : &A->E->left;
+    if (!top && ix0 >= 0) {
+        if (g->sw == 1)
+            TILE_NB(1, x0, NULL, A, s);
+        else
+            TILE_NB(2, x0, NULL, A, s);
+    } else if (g->sw == 1) {
+        if (top)
+            EDGE_NB(1, true, x0, K, A, s);
+        else
+            EDGE_NB(1, false, x0, K, A, s);
+    } else {
+        if (top)
+            EDGE_NB(2, true, x0, K, A, s);
+        else
+            EDGE_NB(2, false, x0, K, A, s);
+    }
 }
 
 /* One tile at positions p .. p + 7 (past the last, the last again). */
@@ -163,9 +214,9 @@ static void run_tile(const inf__conv2d *g, int64_t pw, const float *xg, int64_t 
     const float *x0 = xg + oy * g->sh * pw + ox * g->sw;
     if (p + TW - 1 <= last && ox + TW <= g->ow && (g->sw == 1 || g->sw == 2)) {
         if (g->sw == 1)
-            TILE_NB(1, INTERIOR, x0, NULL, A, s);
+            TILE_NB(1, x0, NULL, A, s);
         else
-            TILE_NB(2, INTERIOR, x0, NULL, A, s);
+            TILE_NB(2, x0, NULL, A, s);
         return;
     }
     int64_t d[TW];
@@ -173,7 +224,7 @@ static void run_tile(const inf__conv2d *g, int64_t pw, const float *xg, int64_t 
         int64_t q = min64(p + j, last), qy = q / g->ow, qx = q % g->ow;
         d[j] = (qy - oy) * g->sh * pw + (qx - ox) * g->sw;
     }
-    TILE_NB(0, INTERIOR, x0, d, A, s);
+    TILE_NB(0, x0, d, A, s);
 }
 
 /* ---- the store: [position][32] sums -> Y rows ---- */
@@ -218,36 +269,17 @@ typedef struct direct_job {
     const float *wp, *bias, *res;
     float *y;                                      /* the pass's first image */
     bool in_place;                                 /* X unpadded, borders masked */
-    const struct tap_tables *tabs;                 /* all taps' tables, or NULL: per task */
     int64_t kdim, npos, ncb, ntp, chunk, n_chunks; /* ncb: 16-channel blocks, ntp: 32-channel tiles per group */
     int64_t w_floats;
 } direct_job;
 
-/* The taps' tables (off[k]: the tap's offset in a (padded) image of the
- * group; in place, edge_taps' too), built for [k0, k0 + kc) into arrays of
- * at least kc, indexed from k0. */
-typedef struct tap_tables {
-    int64_t *off, *oa_l, *ob_t, *oa_c;
-    __mmask16 *ma_l, *mb_t, *ma_c;
-} tap_tables;
-
-static void tap_tables_build(const direct_job *J, int64_t k0, int64_t kc, const tap_tables *T) {
+/* off[k] for k in [k0, k0 + kc): the tap's offset in a (padded) image of the group. */
+static void tap_offsets(const direct_job *J, int64_t k0, int64_t kc, int64_t *off) {
     const inf__conv2d *g = J->g;
     int64_t khw = g->kh * g->kw, plane = J->xg.ph * J->xg.pw;
     int64_t c = k0 / khw, ky = k0 % khw / g->kw, kx = k0 % g->kw;
     for (int64_t k = 0; k < kc; k++) {
-        int64_t off = c * plane + ky * g->dh * J->xg.pw + kx * g->dw;
-        T->off[k] = off;
-        if (J->in_place) {
-            int64_t col = kx * g->dw - g->pl, row = ky * g->dh - g->pt, rbase = c * plane + (row >= 0 ? row : 0) * g->iw;
-            bool cin = col >= 0, rin = row >= 0;
-            T->oa_l[k] = off + (cin ? 0 : -col) - g->pl; /* relative to column 0 */
-            T->ma_l[k] = cin ? 0xFFFF : 0;
-            T->ob_t[k] = rbase + kx * g->dw;
-            T->mb_t[k] = rin ? 0xFFFF : 0;
-            T->oa_c[k] = rbase + (cin ? col : 0);
-            T->ma_c[k] = rin && cin ? 0xFFFF : 0;
-        }
+        off[k] = c * plane + ky * g->dh * J->xg.pw + kx * g->dw;
         if (++kx == g->kw) {
             kx = 0;
             if (++ky == g->kh) ky = 0, c++;
@@ -255,22 +287,13 @@ static void tap_tables_build(const direct_job *J, int64_t k0, int64_t kc, const 
     }
 }
 
-/* Bytes of tap_tables for n taps. */
-static size_t tap_tables_bytes(int64_t n) { return (size_t)n * (4 * sizeof(int64_t) + 3 * sizeof(__mmask16)); }
-
-/* T's arrays laid out in mem for n taps. */
-static tap_tables tap_tables_at(void *mem, int64_t n) {
-    int64_t *q = mem;
-    __mmask16 *m = (__mmask16 *)(q + 4 * n);
-    return (tap_tables){q, q + n, q + 2 * n, q + 3 * n, m, m + n, m + 2 * n};
-}
-
 /* One task: positions [p0, p0 + cnt) of channel pair tp of image-group ng. */
 static void direct_chunk(const direct_job *J, int64_t ng, int64_t tp, int64_t p0, int64_t cnt) {
     const inf__conv2d *g = J->g;
     _Alignas(64) float sums[CHUNK * CW];
-    _Alignas(64) unsigned char mem[KC * (4 * sizeof(int64_t) + 3 * sizeof(__mmask16))];
-    tap_tables own = tap_tables_at(mem, KC);
+    int64_t off[KC];
+    edge_taps edges;
+    if (J->in_place) edge_taps_build(g, &edges);
     int64_t n = ng / g->group, gi = ng % g->group, plane = J->xg.ph * J->xg.pw, cb = 2 * tp;
     const float *xg = J->x + (n * g->c + gi * g->cg) * plane;
     const float *w = J->wp + (gi * J->ncb + cb) * J->kdim * CB;
@@ -278,11 +301,7 @@ static void direct_chunk(const direct_job *J, int64_t ng, int64_t tp, int64_t p0
     const float *w_end = J->wp + J->w_floats;
     for (int64_t k0 = 0; k0 < J->kdim; k0 += KC) {
         int64_t kc = min64(KC, J->kdim - k0), ntiles = (cnt + TW - 1) / TW;
-        const tap_tables *T = J->tabs;
-        int64_t i0 = k0;
-        if (!T) /* no shared tables: this block's */
-            tap_tables_build(J, k0, kc, &own), T = &own, i0 = 0;
-        edge_taps edges = {T->oa_l + i0, T->ob_t + i0, T->oa_c + i0, T->ma_l + i0, T->mb_t + i0, T->ma_c + i0};
+        tap_offsets(J, k0, kc, off);
         /* the next KC block of both W blocks (past the last, the next
          * pair's first) is fetched while this one runs, a share per tile */
         const float *next[2] = {w + (k0 + KC) * CB, w + (J->kdim + k0 + KC) * CB};
@@ -292,7 +311,7 @@ static void direct_chunk(const direct_job *J, int64_t ng, int64_t tp, int64_t p0
             lines[h] = next[h] < w_end ? min64(KC, (w_end - next[h]) / CB) : 0;
             per_tile[h] = (lines[h] + ntiles - 1) / ntiles;
         }
-        tile_args A = {T->off + i0, &edges, kc, w + k0 * CB, w + (J->kdim + k0) * CB, nb, k0 == 0};
+        tile_args A = {off, &edges, k0, kc, w + k0 * CB, w + (J->kdim + k0) * CB, nb, k0 == 0};
         for (int64_t t = 0, i = 0; t < cnt; t += TW, i++) {
             for (int h = 0; h < 2; h++)
                 for (int64_t l = i * per_tile[h]; l < min64(lines[h], (i + 1) * per_tile[h]); l++)
@@ -349,7 +368,7 @@ static int64_t chunk_positions(const inf__conv2d *g, int64_t images, int64_t ntp
  * sw); taps above it (pt) are any. */
 bool inf__conv2d_direct_avx512_in_place(const inf__conv2d *g) {
     return inf__conv2d_input_geom(g).pad && (g->sw == 1 || g->sw == 2) && g->ow % TW == 0 && g->oh > 0 &&
-           g->pl <= g->sw && g->pt <= g->sh && (g->ow - 1) * g->sw - g->pl + (g->kw - 1) * g->dw < g->iw &&
+           g->pl <= g->sw && g->pt <= g->sh && g->kh * g->kw <= MAX_TAPS && (g->ow - 1) * g->sw - g->pl + (g->kw - 1) * g->dw < g->iw &&
            (g->oh - 1) * g->sh - g->pt + (g->kh - 1) * g->dh < g->ih;
 }
 
@@ -367,10 +386,6 @@ void inf__conv2d_direct_f32_avx512(inf__pool *pool, const inf__conv2d *g, const 
     J.ntp = (J.ncb + 1) / 2;
     J.in_place = inf__conv2d_direct_avx512_in_place(g);
     if (J.in_place) J.xg = (inf__conv2d_input){.ph = g->ih, .pw = g->iw, .per_pass = g->n, .pad = false};
-    /* the taps' tables once for the call (in the pool's workspace), not per task */
-    void *mem = inf__pool_workspace(pool, tap_tables_bytes(J.kdim));
-    tap_tables T;
-    if (mem) T = tap_tables_at(mem, J.kdim), tap_tables_build(&J, 0, J.kdim, &T), J.tabs = &T;
     int64_t per_pass = J.xg.per_pass;
     J.chunk = chunk_positions(g, per_pass, J.ntp, J.npos, inf__pool_size(pool));
     J.n_chunks = (J.npos + J.chunk - 1) / J.chunk;
