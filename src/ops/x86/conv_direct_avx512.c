@@ -14,13 +14,15 @@
  *     rule are shared; a pair of adjacent blocks makes one 32-channel
  *     tile (a group with an odd number of blocks ends on a 16-channel one).
  *   - X read in place, borders included, when every tile lies in one output
- *     row and only rows above the image or the left columns of a row's
- *     first position fall outside it (inf__conv2d_direct_avx512_in_place:
+ *     row and only rows above the image (first output row) or the left
+ *     columns of a row's first position fall outside it
+ *     (inf__conv2d_direct_avx512_in_place:
  *     the ResNet 3x3/2 pad-1 downsampling on an even input); such border
  *     tiles take each tap's offset and a zeroing mask from a small per-tap
- *     table (masked broadcasts: the padding's zero enters the FMA exactly
- *     as the padded copy's).  Other padded shapes read the padded copy of
- *     inf__conv2d_input_pass.
+ *     table each task builds (masked broadcasts: the padding's zero enters
+ *     the FMA exactly as the padded copy's).  No padded copy and no pad job
+ *     (one fork/join fewer at 2+ threads).  Other padded shapes read the
+ *     padded copy of inf__conv2d_input_pass.
  *   - A tile is 8 consecutive output positions x 32 channels: 16 zmm
  *     accumulators; per k, 2 W loads, 8 broadcasts and 16 FMAs (the AVX2
  *     tile: 2 loads, 6 broadcasts, 12 FMAs of half the width).
