@@ -364,12 +364,16 @@ static int64_t chunk_positions(const inf__conv2d *g, int64_t images, int64_t ntp
     return min64(CHUNK, (chunk + TW - 1) / TW * TW);
 }
 
-/* Padding needed, but read in place: stride 1 or 2 along the row, rows of
- * whole tiles (ow a multiple of 8; chunks are too), no tap right of or
- * below the image, and left of it only at a row's first position (pl <=
- * sw); taps above it (pt) are any. */
-bool inf__conv2d_direct_avx512_in_place(const inf__conv2d *g) {
-    return inf__conv2d_input_geom(g).pad && (g->sw == 1 || g->sw == 2) && g->ow % TW == 0 && g->oh > 0 &&
+/* Padding needed, but read in place: one thread, stride 1 or 2 along the
+ * row, rows of whole tiles (ow a multiple of 8; chunks are too), no tap
+ * right of or below the image, left of it only at a row's first position
+ * (pl <= sw), above it only in the first output row (pt <= sh).
+ * One thread only: at 2 threads (bench CNN, batch 1, in-process A/B against
+ * the padded copy) it measured 0.995 with the vCPUs sharing an L3 and 1.05
+ * without one (the 64 -> 128 layer reading X's rows in place, the other
+ * core's lines among them, slower than the pad job's copy). */
+bool inf__conv2d_direct_avx512_in_place(const inf__conv2d *g, int threads) {
+    return threads == 1 && inf__conv2d_input_geom(g).pad && (g->sw == 1 || g->sw == 2) && g->ow % TW == 0 && g->oh > 0 &&
            g->pl <= g->sw && g->pt <= g->sh && g->kh * g->kw <= MAX_TAPS && (g->ow - 1) * g->sw - g->pl + (g->kw - 1) * g->dw < g->iw &&
            (g->oh - 1) * g->sh - g->pt + (g->kh - 1) * g->dh < g->ih;
 }
@@ -386,7 +390,7 @@ void inf__conv2d_direct_f32_avx512(inf__pool *pool, const inf__conv2d *g, const 
                     .w_floats = inf__conv2d_direct_w_floats(g->m, g->group, g->cg * g->kh * g->kw)};
     if (J.kdim <= 0 || J.npos <= 0 || g->mg <= 0) return;
     J.ntp = (J.ncb + 1) / 2;
-    J.in_place = inf__conv2d_direct_avx512_in_place(g);
+    J.in_place = inf__conv2d_direct_avx512_in_place(g, inf__pool_size(pool));
     if (J.in_place) J.xg = (inf__conv2d_input){.ph = g->ih, .pw = g->iw, .per_pass = g->n, .pad = false};
     int64_t per_pass = J.xg.per_pass;
     J.chunk = chunk_positions(g, per_pass, J.ntp, J.npos, inf__pool_size(pool));
