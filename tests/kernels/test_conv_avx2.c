@@ -20,7 +20,8 @@
  * direct kernel; the bench CNN's stem and an odd-sized variant of it;
  * two strided 1-D front ends (kernel 80 stride 16; kernel 9 stride 5);
  * two strided stems (3x3/2 3 -> 32, 5x5/2 1 -> 16) and the variant rule's
- * choice for them.
+ * choice for them; padded shapes the AVX-512 direct kernel reads in place
+ * (border taps masked), the bench CNN's 3x3/2 layers among them.
  * Batch invariance:
  * each image run alone gives the same bits as inside the batch.
  * On the avx512 path the AVX-512 siblings of the direct and rows kernels
@@ -334,6 +335,61 @@ static void wide_rule_cases(inf__pool *pool) {
     }
 }
 
+/* Padded shapes the AVX-512 direct kernel reads in place, borders masked
+ * (inf__conv2d_direct_avx512_in_place): the bench CNN's two 3x3/2 pad-1
+ * layers (32 -> 64 on 32 x 32, ReLU; 64 -> 128 on 16 x 16, K = 576 over
+ * three 256-deep blocks, residual); batch 2 with 2 groups of 48 output
+ * channels (a 16-channel last tile); a stride-1 3x3 padded top and left
+ * only; a 5x5/2 with two rows and two columns of padding (taps of a tile's
+ * first position outside the image in two columns, two rows above it); a
+ * dilated 3x3 (rows 2 apart, the first above the image).  The rule must
+ * hold for each (on the avx512 path) and not for a 3x3/1 padded on every
+ * side, nor at 2 threads.  The first two run without a pool too.  (The
+ * pools of 2 and 3 threads run these shapes on the padded copy.) */
+typedef struct in_place_shape {
+    int64_t n, group, cg, mg, ih, iw, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+    int act;
+    bool bias, res;
+} in_place_shape;
+
+static void in_place_cases(inf__pool *pool) {
+    static const in_place_shape S[] = {
+        {1, 1, 32, 64, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, INF_EPILOGUE_RELU, true, false},
+        {1, 1, 64, 128, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, INF_EPILOGUE_RELU, true, true},
+        {2, 2, 20, 48, 17, 32, 3, 3, 2, 2, 1, 1, 1, 1, 0, 1, INF_EPILOGUE_NONE, false, true},
+        {1, 1, 24, 32, 10, 17, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, INF_EPILOGUE_CLIP, true, false},
+        {1, 1, 20, 32, 20, 33, 5, 5, 2, 2, 1, 1, 2, 2, 0, 1, INF_EPILOGUE_NONE, true, true},
+        {2, 1, 12, 64, 12, 34, 3, 3, 1, 2, 2, 2, 1, 2, 0, 0, INF_EPILOGUE_RELU, false, false},
+    };
+    bool wide = inf__cpu_has_avx512(), ok = true;
+    for (int i = 0; i < (int)(sizeof S / sizeof S[0]); i++) {
+        const in_place_shape *s = &S[i];
+        inf__conv2d g = {.n = s->n, .group = s->group, .cg = s->cg, .mg = s->mg, .c = s->group * s->cg,
+                         .m = s->group * s->mg, .ih = s->ih, .iw = s->iw, .kh = s->kh, .kw = s->kw, .sh = s->sh,
+                         .sw = s->sw, .dh = s->dh, .dw = s->dw, .pt = s->pt, .pl = s->pl, .act = s->act,
+                         .lo = -0.3f, .hi = 0.4f};
+        conv_test_out_size(&g, s->pb, s->pr);
+        if (wide && !inf__conv2d_direct_avx512_in_place(&g, 1)) {
+            printf("in-place case %d: the rule does not read it in place\n", i);
+            ok = false;
+        }
+        check_shape(pool, &g, s->bias, s->res, -20 - i);
+        if (i < 2) check_shape(NULL, &g, s->bias, s->res, -30 - i); /* no pool: the taps' tables per task */
+    }
+    inf__conv2d g = {.n = 1, .group = 1, .cg = 32, .mg = 32, .c = 32, .m = 32, .ih = 16, .iw = 16, .oh = 16,
+                     .ow = 16, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .pt = 1, .pl = 1};
+    if (wide && inf__conv2d_direct_avx512_in_place(&g, 1)) {
+        printf("in-place rule: takes a 3x3/1 padded on the right and below\n");
+        ok = false;
+    }
+    g.ih = g.iw = 32, g.sh = g.sw = 2, g.m = g.mg = 64, g.oh = g.ow = 16; /* the bench CNN's 3x3/2: at 1 thread only */
+    if (wide && (!inf__conv2d_direct_avx512_in_place(&g, 1) || inf__conv2d_direct_avx512_in_place(&g, 2))) {
+        printf("in-place rule: not 1 thread only\n");
+        ok = false;
+    }
+    if (!ok) n_failed++;
+}
+
 static void cases(inf__pool *pool) {
     for (int i = 0; i < 150; i++) one_case(pool, i);
     front_end_cases(pool);
@@ -341,6 +397,7 @@ static void cases(inf__pool *pool) {
     stem_cases(pool);
     strided_stem_cases(pool);
     wide_rule_cases(pool);
+    in_place_cases(pool);
 }
 
 int main(int argc, char **argv) {

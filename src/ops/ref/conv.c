@@ -748,8 +748,11 @@ static inf_status conv_avx2_run(inf__kernel_ctx *ctx, const inf__conv2d *c, cons
     }
     int tile = wino_tile(var);
     bool wide = inf__cpu_has_avx512(); /* the AVX-512 siblings: same packing, scratch and bits */
-    int64_t floats = tile ? inf__conv2d_winograd_scratch_floats(tile, c, inf__pool_size(ctx->pool))
-                          : inf__conv2d_direct_scratch_floats(c);
+    int threads = inf__pool_size(ctx->pool);
+    bool in_place = !tile && wide && var == INF_CONV2D_DIRECT && inf__conv2d_direct_avx512_in_place(c, threads);
+    int64_t floats = tile       ? inf__conv2d_winograd_scratch_floats(tile, c, threads)
+                     : in_place ? 0 /* the AVX-512 direct kernel reads X in place */
+                                : inf__conv2d_direct_scratch_floats(c);
     float *scratch = floats > 0 ? inf__kernel_scratch(ctx, (size_t)floats * sizeof(float)) : NULL;
     if (floats > 0 && !scratch) return INF_ENOMEM;
     if (tile && wide)

@@ -13,7 +13,16 @@
  *     so a load-time packing, a bundle's stored packing and the variant
  *     rule are shared; a pair of adjacent blocks makes one 32-channel
  *     tile (a group with an odd number of blocks ends on a 16-channel one).
- *   - The padded input of inf__conv2d_input_pass, read in place otherwise.
+ *   - X read in place, borders included, when every tile lies in one output
+ *     row and only rows above the image (first output row) or the left
+ *     columns of a row's first position fall outside it
+ *     (inf__conv2d_direct_avx512_in_place:
+ *     the ResNet 3x3/2 pad-1 downsampling on an even input); such border
+ *     tiles take each tap's offset and a zeroing mask from a small per-tap
+ *     table each task builds (masked broadcasts: the padding's zero enters
+ *     the FMA exactly as the padded copy's).  No padded copy and no pad job
+ *     (one fork/join fewer at 2+ threads).  Other padded shapes read the
+ *     padded copy of inf__conv2d_input_pass.
  *   - A tile is 8 consecutive output positions x 32 channels: 16 zmm
  *     accumulators; per k, 2 W loads, 8 broadcasts and 16 FMAs (the AVX2
  *     tile: 2 loads, 6 broadcasts, 12 FMAs of half the width).
@@ -35,7 +44,8 @@
 #include "ops/x86/transpose_avx2.h"
 
 enum {
-    CB = 16,     /* channels per packed W block */
+    MAX_TAPS = 64, /* kh * kw of a Conv whose padded X is read in place */
+    CB = 16,       /* channels per packed W block */
     CW = 32,     /* channels per tile: two blocks */
     TW = 8,      /* output positions per tile */
     KC = 256,    /* depth of one block of K (as the AVX2 kernel) */
@@ -77,9 +87,80 @@ static inline __attribute__((always_inline)) void tile(int SW, int NB, const flo
         }
 }
 
+/* ---- edge tiles of an X read in place ---- */
+
+/* The taps of one kind of edge tile (dy rows above the image, dx columns
+ * left of it at its first position: LEFT, TOP, CORNER), within a channel
+ * plane and relative to p = the image at the tile's first in-image row and
+ * column: position 0 reads p[oa[t]] zeroed by mask ma[t], position j >= 1
+ * p[ob[t] + j * SW], zeroed by mb[t] (TOP, CORNER).  A tap outside the
+ * image reads an in-image float (row or column 0) that the mask zeroes, so
+ * every address is inside X; positions j >= 1 are never left of it (pl <=
+ * sw) and no tap is right of or below it.  Per tap, not per k: a task
+ * builds its three kinds in a few dozen steps, in its own cache. */
+typedef struct edge_kind {
+    int64_t oa[MAX_TAPS], ob[MAX_TAPS];
+    __mmask16 ma[MAX_TAPS], mb[MAX_TAPS];
+} edge_kind;
+
+typedef struct edge_taps {
+    int64_t ntaps, plane;
+    edge_kind left, top, corner;
+} edge_taps;
+
+static void edge_kind_build(const inf__conv2d *g, int64_t dy, int64_t dx, edge_kind *E) {
+    for (int64_t t = 0; t < g->kh * g->kw; t++) {
+        int64_t row = t / g->kw * g->dh - dy, col = t % g->kw * g->dw - dx, r = row >= 0 ? row : 0;
+        E->ob[t] = r * g->iw + col;
+        E->oa[t] = r * g->iw + (col >= 0 ? col : 0);
+        E->mb[t] = row >= 0 ? 0xFFFF : 0;
+        E->ma[t] = row >= 0 && col >= 0 ? 0xFFFF : 0;
+    }
+}
+
+static void edge_taps_build(const inf__conv2d *g, edge_taps *T) {
+    T->ntaps = g->kh * g->kw, T->plane = g->ih * g->iw;
+    edge_kind_build(g, 0, g->pl, &T->left);
+    edge_kind_build(g, g->pt, 0, &T->top);
+    edge_kind_build(g, g->pt, g->pl, &T->corner);
+}
+
+/* tile() for an edge tile: taps [k0, k0 + kc) as E says; ROWS: some taps
+ * above the image (positions j >= 1 masked too). */
+static inline __attribute__((always_inline)) void tile_edge(int SW, int NB, bool ROWS, const float *p,
+                                                            const edge_kind *E, int64_t ntaps, int64_t plane,
+                                                            int64_t k0, int64_t kc, const float *restrict w0,
+                                                            const float *restrict w1, float *s, bool first) {
+    __m512 acc[TW][2];
+    for (int j = 0; j < TW; j++)
+        acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+    int64_t t = k0 % ntaps;
+    const float *xc = p + k0 / ntaps * plane;
+    for (int64_t k = 0; k < kc; k++, w0 += CB, w1 += CB) {
+        __m512 v0 = _mm512_loadu_ps(w0), v1 = NB == 2 ? _mm512_loadu_ps(w1) : v0;
+        const float *xr = xc + E->ob[t];
+        __mmask16 mb = E->mb[t];
+        for (int j = 0; j < TW; j++) {
+            __m512 xv = j == 0 ? _mm512_maskz_mov_ps(E->ma[t], _mm512_set1_ps(xc[E->oa[t]]))
+                        : ROWS ? _mm512_maskz_mov_ps(mb, _mm512_set1_ps(xr[j * SW]))
+                               : _mm512_set1_ps(xr[j * SW]);
+            acc[j][0] = _mm512_fmadd_ps(v0, xv, acc[j][0]);
+            if (NB == 2) acc[j][1] = _mm512_fmadd_ps(v1, xv, acc[j][1]);
+        }
+        if (++t == ntaps) t = 0, xc += plane;
+    }
+    for (int j = 0; j < TW; j++)
+        for (int h = 0; h < NB; h++) {
+            __m512 v = acc[j][h];
+            if (!first) v = _mm512_add_ps(v, _mm512_load_ps(s + j * CW + CB * h));
+            _mm512_store_ps(s + j * CW + CB * h, v);
+        }
+}
+
 typedef struct tile_args {
     const int64_t *off;
-    int64_t kc;
+    const edge_taps *E; /* in place only */
+    int64_t k0, kc;
     const float *w0, *w1;
     int nb;
     bool first;
@@ -92,6 +173,41 @@ typedef struct tile_args {
         else                                                                                                           \
             tile(SW, 1, x0, d, (A)->off, (A)->kc, (A)->w0, (A)->w0, s, (A)->first);                                    \
     } while (0)
+
+#define EDGE_NB(SW, ROWS, p, K, A, s)                                                                                  \
+    do {                                                                                                               \
+        if ((A)->nb == 2)                                                                                              \
+            tile_edge(SW, 2, ROWS, p, K, (A)->E->ntaps, (A)->E->plane, (A)->k0, (A)->kc, (A)->w0, (A)->w1, s,          \
+                      (A)->first);                                                                                     \
+        else                                                                                                           \
+            tile_edge(SW, 1, ROWS, p, K, (A)->E->ntaps, (A)->E->plane, (A)->k0, (A)->kc, (A)->w0, (A)->w0, s,          \
+                      (A)->first);                                                                                     \
+    } while (0)
+
+/* A tile of the in-place mode (inf__conv2d_direct_avx512_in_place): whole,
+ * in one output row, X unpadded (xg's rows iw floats apart). */
+static void run_tile_in_place(const inf__conv2d *g, const float *xg, int64_t p, const tile_args *A, float *s) {
+    int64_t oy = p / g->ow, ox = p % g->ow, iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl;
+    const float *x0 = xg + (iy0 > 0 ? iy0 : 0) * g->iw + (ix0 > 0 ? ix0 : 0);
+    bool top = iy0 < 0;
+    const edge_kind *K = ix0 >= 0 ? &A->E->top : top ? &A->E->corner : &A->E->left;
+    if (!top && ix0 >= 0) {
+        if (g->sw == 1)
+            TILE_NB(1, x0, NULL, A, s);
+        else
+            TILE_NB(2, x0, NULL, A, s);
+    } else if (g->sw == 1) {
+        if (top)
+            EDGE_NB(1, true, x0, K, A, s);
+        else
+            EDGE_NB(1, false, x0, K, A, s);
+    } else {
+        if (top)
+            EDGE_NB(2, true, x0, K, A, s);
+        else
+            EDGE_NB(2, false, x0, K, A, s);
+    }
+}
 
 /* One tile at positions p .. p + 7 (past the last, the last again). */
 static void run_tile(const inf__conv2d *g, int64_t pw, const float *xg, int64_t p, int64_t last, const tile_args *A,
@@ -154,6 +270,7 @@ typedef struct direct_job {
     const float *x; /* the pass's first image: padded buffer or X */
     const float *wp, *bias, *res;
     float *y;                                      /* the pass's first image */
+    bool in_place;                                 /* X unpadded, borders masked */
     int64_t kdim, npos, ncb, ntp, chunk, n_chunks; /* ncb: 16-channel blocks, ntp: 32-channel tiles per group */
     int64_t w_floats;
 } direct_job;
@@ -177,6 +294,8 @@ static void direct_chunk(const direct_job *J, int64_t ng, int64_t tp, int64_t p0
     const inf__conv2d *g = J->g;
     _Alignas(64) float sums[CHUNK * CW];
     int64_t off[KC];
+    edge_taps edges;
+    if (J->in_place) edge_taps_build(g, &edges);
     int64_t n = ng / g->group, gi = ng % g->group, plane = J->xg.ph * J->xg.pw, cb = 2 * tp;
     const float *xg = J->x + (n * g->c + gi * g->cg) * plane;
     const float *w = J->wp + (gi * J->ncb + cb) * J->kdim * CB;
@@ -194,12 +313,15 @@ static void direct_chunk(const direct_job *J, int64_t ng, int64_t tp, int64_t p0
             lines[h] = next[h] < w_end ? min64(KC, (w_end - next[h]) / CB) : 0;
             per_tile[h] = (lines[h] + ntiles - 1) / ntiles;
         }
-        tile_args A = {off, kc, w + k0 * CB, w + (J->kdim + k0) * CB, nb, k0 == 0};
+        tile_args A = {off, &edges, k0, kc, w + k0 * CB, w + (J->kdim + k0) * CB, nb, k0 == 0};
         for (int64_t t = 0, i = 0; t < cnt; t += TW, i++) {
             for (int h = 0; h < 2; h++)
                 for (int64_t l = i * per_tile[h]; l < min64(lines[h], (i + 1) * per_tile[h]); l++)
                     _mm_prefetch((const char *)(next[h] + l * CB), _MM_HINT_T0);
-            run_tile(g, J->xg.pw, xg, p0 + t, p0 + cnt - 1, &A, sums + t * CW);
+            if (J->in_place)
+                run_tile_in_place(g, xg, p0 + t, &A, sums + t * CW);
+            else
+                run_tile(g, J->xg.pw, xg, p0 + t, p0 + cnt - 1, &A, sums + t * CW);
         }
     }
     int64_t row0 = gi * g->mg + cb * CB, ybase = (n * g->m + row0) * J->npos;
@@ -242,6 +364,20 @@ static int64_t chunk_positions(const inf__conv2d *g, int64_t images, int64_t ntp
     return min64(CHUNK, (chunk + TW - 1) / TW * TW);
 }
 
+/* Padding needed, but read in place: one thread, stride 1 or 2 along the
+ * row, rows of whole tiles (ow a multiple of 8; chunks are too), no tap
+ * right of or below the image, left of it only at a row's first position
+ * (pl <= sw), above it only in the first output row (pt <= sh).
+ * One thread only: at 2 threads (bench CNN, batch 1, in-process A/B against
+ * the padded copy) it measured 0.995 with the vCPUs sharing an L3 and 1.05
+ * without one (the 64 -> 128 layer reading X's rows in place, the other
+ * core's lines among them, slower than the pad job's copy). */
+bool inf__conv2d_direct_avx512_in_place(const inf__conv2d *g, int threads) {
+    return threads == 1 && inf__conv2d_input_geom(g).pad && (g->sw == 1 || g->sw == 2) && g->ow % TW == 0 && g->oh > 0 &&
+           g->pl <= g->sw && g->pt <= g->sh && g->kh * g->kw <= MAX_TAPS && (g->ow - 1) * g->sw - g->pl + (g->kw - 1) * g->dw < g->iw &&
+           (g->oh - 1) * g->sh - g->pt + (g->kh - 1) * g->dh < g->ih;
+}
+
 void inf__conv2d_direct_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                    const float *bias, const float *res, float *scratch, float *y) {
     direct_job J = {.g = g,
@@ -254,13 +390,15 @@ void inf__conv2d_direct_f32_avx512(inf__pool *pool, const inf__conv2d *g, const 
                     .w_floats = inf__conv2d_direct_w_floats(g->m, g->group, g->cg * g->kh * g->kw)};
     if (J.kdim <= 0 || J.npos <= 0 || g->mg <= 0) return;
     J.ntp = (J.ncb + 1) / 2;
+    J.in_place = inf__conv2d_direct_avx512_in_place(g, inf__pool_size(pool));
+    if (J.in_place) J.xg = (inf__conv2d_input){.ph = g->ih, .pw = g->iw, .per_pass = g->n, .pad = false};
     int64_t per_pass = J.xg.per_pass;
     J.chunk = chunk_positions(g, per_pass, J.ntp, J.npos, inf__pool_size(pool));
     J.n_chunks = (J.npos + J.chunk - 1) / J.chunk;
     int64_t work = J.chunk * CW * J.kdim; /* multiply-adds per task */
     for (int64_t n0 = 0; n0 < g->n; n0 += per_pass) {
         int64_t imgs = min64(per_pass, g->n - n0);
-        J.x = inf__conv2d_input_pass(pool, g, &J.xg, x, n0, imgs, scratch);
+        J.x = J.in_place ? x + n0 * g->c * g->ih * g->iw : inf__conv2d_input_pass(pool, g, &J.xg, x, n0, imgs, scratch);
         J.y = y + n0 * g->m * J.npos;
         J.res = res ? res + n0 * g->m * J.npos : NULL;
         inf__pool_range(pool, imgs * g->group * J.ntp * J.n_chunks, work >= 65536 ? 1 : 65536 / (work + 1) + 1,
