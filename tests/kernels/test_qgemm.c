@@ -133,6 +133,20 @@ static void quantize_cases(void) {
         inf__quantize_u8_ref(x, n, scale, zp, q1);
         inf__quantize_u8_avx2(x, n, scale, zp, q2);
         check(!memcmp(q1, q2, (size_t)n), "quantize_u8 avx2 vs ref", round);
+        { /* a stem's c planes straight into 4-byte positions: each plane's bytes, the rest the zero point */
+            int64_t c = rand_in(1, 4), npos = n / c;
+            static uint8_t want[4 * N], got[4 * N];
+            for (int64_t k = 0; k < 4; k++) {
+                if (k < c) inf__quantize_u8_ref(x + k * npos, npos, scale, zp, q1);
+                for (int64_t i = 0; i < npos; i++)
+                    want[4 * i + k] = k < c ? q1[i] : (uint8_t)zp;
+            }
+            memset(got, 0xA5, sizeof got);
+            inf__quantize_planes4_u8_avx2(x, npos, c, npos, scale, zp, got);
+            check(!memcmp(want, got, (size_t)(4 * npos)) && got[4 * npos] == 0xA5, "quantize_planes4 avx2 vs ref",
+                  round);
+            inf__quantize_u8_ref(x, n, scale, zp, q1); /* restore q1 for the checks below */
+        }
         if (isa_runs(INF_QGEMM_VNNI512)) { /* the 16-lane form (x86/qstore_avx512.c) */
             memset(q2, 0, sizeof q2);
             inf__quantize_u8_avx512(x, n, scale, zp, q2);
@@ -499,7 +513,7 @@ static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
  * position -- against the reference driver on the unpadded W, bit for bit: the uint8 channels-last store,
  * pooled (the stem's fused MaxPool) or not, and the float store. */
 static void conv_stem_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
-    if (isa != INF_QGEMM_VNNI512 && isa != INF_QGEMM_AVXVNNI) return;
+    if (isa == INF_QGEMM_REF) return;
     inf__qconv_geom g = {.n = rand_in(1, 2),
                          .group = 1,
                          .kh = rand_in(1, 3),
@@ -518,7 +532,7 @@ static void conv_stem_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     for (int64_t i = 0; i < x_n; i++)
         x[i] = uniform() * 2;
     for (int64_t i = 0; i < g.m * kdim; i++)
-        whwc[i] = (int8_t)rand_in(-127, 127);
+        whwc[i] = (int8_t)rand_in(-w_lim(isa), w_lim(isa)); /* pair-safe weights: ubs2 where a slot allows */
     for (int64_t o = 0; o < g.m; o++)
         for (int64_t t = 0; t < taps; t++)
             for (int64_t c = 0; c < g.cg; c++)
@@ -535,8 +549,9 @@ static void conv_stem_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     g4.cgp = 4;
     for (int form = 0; form < 3; form++) { /* uint8 store, pooled uint8 store, float store */
         inf__qconv_geom gr = g, gf = g4;
-        if (form == 1) {
-            gr.pkh = rand_in(1, g.oh < 2 ? 1 : 2), gr.pkw = rand_in(1, g.ow < 2 ? 1 : 2);
+        if (form == 1) { /* half of them 2 x 2 (the kernels' pooled path where the store is monotonic) */
+            bool two = rand_in(0, 1) && g.oh >= 2 && g.ow >= 2;
+            gr.pkh = two ? 2 : rand_in(1, g.oh < 2 ? 1 : 2), gr.pkw = two ? 2 : rand_in(1, g.ow < 2 ? 1 : 2);
             gr.psh = gr.pkh + rand_in(0, 1), gr.psw = gr.pkw + rand_in(0, 1);
             gf.pkh = gr.pkh, gf.pkw = gr.pkw, gf.psh = gr.psh, gf.psw = gr.psw;
         }
