@@ -270,6 +270,12 @@ void inf__qstore_u8_res_rows_avx512(const inf__qout *o, const int32_t *c, int64_
  * no activation of its own, act is none or Relu and n is a multiple of 8. */
 bool inf__qstore_u8_res_rows_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,
                                   int64_t n, const uint8_t *r, const inf__epilogue *act, uint8_t *y, int64_t ldy);
+/* The plain uint8 block store on AVX2 (INF_QOUT_F32_U8 without pre; x86/qstore_res_avx2.c): rows rows of sums
+ * (ldc apart) into rows of bytes (ldy apart), the bytes of inf__qstore_u8_row_avx2; false (nothing stored) unless
+ * no value can be NaN (multipliers, biases and the activation's parameters within 2^64, the scale finite and > 0,
+ * the zero point in [0, 255]) and n is a multiple of 8. */
+bool inf__qstore_u8_rows_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0, int64_t n,
+                              uint8_t *y, int64_t ldy);
 /* A whole C block of `rows` rows (positions) x n columns (channels j0..)
  * transposed into channel planes: y[j * ldy + p] (8 x 8 transposes). */
 void inf__qstore_f32_block_t_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,

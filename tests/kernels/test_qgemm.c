@@ -762,6 +762,67 @@ static void qstore_u8_row_cases(void) {
 #endif
 }
 
+/* The AVX2 plain uint8 block store (x86/qstore_res_avx2.c, inf__qstore_u8_rows_avx2) against the sequence
+ * computed here per row: (float)acc * mult + bias, the activation, QuantizeLinear (inf__quantize_u8_ref).
+ * Blocks of 1-24 rows with strides; where it returns true the bytes must be those, where false nothing may be
+ * written; it must run on ordinary blocks (n a multiple of 8, finite parameters) and decline where a value could
+ * be NaN (inf * 0, 0 / 0) or the zero point is outside [0, 255]. */
+static void qstore_u8_rows_cases(void) {
+#if defined(__x86_64__)
+    if (!inf__cpu_has_avx2_fma()) return;
+    enum { N = 136, R = 24, LD = N + 24 };
+    static int32_t c[R * LD];
+    static float mult[N + 16], bias[N + 16], v[N];
+    static uint8_t want[R * LD], got[R * LD];
+    static const float odd[] = {3e30f, -3e30f, INFINITY, -INFINITY, NAN, 1.9e19f};
+    for (int round = 0; round < 500; round++) {
+        int64_t n = rand_in(0, 5) ? 8 * rand_in(1, N / 8) : rand_in(1, N), j0 = rand_in(0, 16);
+        int64_t rows = rand_in(1, R), ldc = n + rand_in(0, 24), ldy = n + rand_in(0, 24);
+        for (int64_t j = 0; j < n + j0; j++)
+            mult[j] = (float)rand_in(1, 1000) * 1e-5f, bias[j] = uniform() * 2.0f;
+        for (int64_t i = 0; i < rows * ldc; i++)
+            c[i] = (int32_t)rand_in(-2000000000, 2000000000) / (rand_in(0, 1) ? 1 : 5000);
+        inf__qout o = {.kind = INF_QOUT_F32_U8,
+                       .mult = mult,
+                       .mult_per_col = rand_in(0, 1),
+                       .bias_f32 = rand_in(0, 2) ? bias : NULL,
+                       .act = rand_in(0, 4) ? &acts[rand_in(0, 3)] : NULL,
+                       .rq_scale = (float)rand_in(1, 1000) * 1e-4f,
+                       .rq_zp = (int32_t)rand_in(0, 255),
+                       .rq_dtype = INF_DTYPE_U8};
+        int odd_kind = round < 100 ? 0 : (int)rand_in(0, 6);
+        int64_t at = j0 + rand_in(0, n - 1), row = rand_in(0, rows - 1);
+        if (odd_kind == 1) mult[o.mult_per_col ? at : 0] = odd[rand_in(0, 5)];
+        if (odd_kind == 2 && o.bias_f32) bias[at] = odd[rand_in(0, 5)];
+        if (odd_kind == 3) mult[o.mult_per_col ? at : 0] = INFINITY, c[row * ldc + at - j0] = 0; /* inf * 0 */
+        if (odd_kind == 4) o.rq_scale = 0, c[row * ldc + at - j0] = 0, o.act = NULL;             /* 0 / 0 */
+        if (odd_kind == 5) o.rq_zp = rand_in(0, 1) ? -(int32_t)rand_in(1, 40) : (int32_t)rand_in(256, 400);
+        if (odd_kind == 6) o.rq_scale = rand_in(0, 1) ? 1e-30f : 3e30f;
+        memset(want, 0xA5, sizeof want);
+        for (int64_t i = 0; i < rows; i++) {
+            for (int64_t j = 0; j < n; j++) {
+                float x = (float)c[i * ldc + j] * mult[o.mult_per_col ? j0 + j : 0];
+                if (o.bias_f32) x += bias[j0 + j];
+                v[j] = twin_act(o.act, x);
+            }
+            inf__quantize_u8_ref(v, n, o.rq_scale, o.rq_zp, want + i * ldy);
+        }
+        memset(got, 0xA5, sizeof got);
+        bool ran = inf__qstore_u8_rows_avx2(&o, c, ldc, rows, j0, n, got, ldy);
+        bool untouched = true, same = true;
+        for (int64_t i = 0; i < rows * ldy; i++) {
+            untouched = untouched && got[i] == 0xA5;
+            same = same && (i % ldy >= n || got[i] == want[i]) && (i % ldy < n || got[i] == 0xA5);
+        }
+        bool must_run = odd_kind == 0 && n % 8 == 0, must_decline = odd_kind == 3 || odd_kind == 4 || odd_kind == 5;
+        char what[140];
+        snprintf(what, sizeof what, "qstore_u8_rows avx2 vs ref n=%lld rows=%lld odd=%d ran=%d", (long long)n,
+                 (long long)rows, odd_kind, ran);
+        check(ran ? same && !must_decline : untouched && !must_run, what, round);
+    }
+#endif
+}
+
 /* The AVX2 uint8 residual store (x86/qstore_res_avx2.c) against the sequence computed here: pre's value
  * (float)acc * mult + bias, its Q -> DQ when pre->requant (uint8 or int8), + (r - res_zp) * res_scale, Relu or
  * nothing, then QuantizeLinear (inf__quantize_u8_ref).  Blocks of 1-24 rows with row strides; cases it must
@@ -1160,6 +1221,7 @@ int main(void) {
     quantize_cases();
     quantize_near_half_cases();
     qstore_u8_row_cases();
+    qstore_u8_rows_cases();
     qstore_res_rows_cases();
     qstore_f32_row_cases();
     quantize_lean_cases();

@@ -559,7 +559,8 @@ static void pool4_row_u8(const conv_task *t, int64_t py, int32_t *c, uint8_t *y)
 #endif
         inf__qconv_pool4_vnni512(b, nw, rows, t->tapoff, t->ntaps, t->cq, t->init, c + px0 * b->np, b->np);
     }
-    if (b->isa != INF_QGEMM_VNNI512) {
+    if (b->isa != INF_QGEMM_VNNI512) { /* the block store where it may run, else row by row */
+        if (inf__qstore_u8_rows_avx2(t->out, c, b->np, pw, t->group * g->mg, b->n, y, g->m)) return;
         for (int64_t px = 0; px < pw; px++)
             qstore_u8_row(b->isa, t->out, c + px * b->np, t->group * g->mg, b->n, y + px * g->m);
         return;
@@ -738,6 +739,10 @@ static void store_block(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) 
                                        t->g->m);
             return;
         }
+        if (b->isa != INF_QGEMM_REF && /* AVX2: the block at once where no value can be NaN */
+            inf__qstore_u8_rows_avx2(t->out, c, b->np, p1 - p0, ch0, b->n, (uint8_t *)t->y + p0 * t->g->m + ch0,
+                                     t->g->m))
+            return;
 #endif
         for (int64_t p = p0; p < p1; p++) {
             uint8_t *yp = (uint8_t *)t->y + p * t->g->m + ch0;
