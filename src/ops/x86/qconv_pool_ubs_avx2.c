@@ -27,6 +27,11 @@
 
 enum { PANEL = 8, MAXQ = INF_QGEMM_ROUTE_MAX_KP / 4 };
 
+/* A route entry resolved once per call: the group's two A quad offsets and its B offset in a panel. */
+typedef struct group_at {
+    int64_t o0, o1, w;
+} group_at;
+
 static inline __m256i bcast4(const uint8_t *p) {
     int32_t q;
     memcpy(&q, p, 4);
@@ -60,20 +65,22 @@ static inline __m256i max4(__m256i a, __m256i b, __m256i c, __m256i d) {
 
 /* The groups of one route class, S0 / S1 the steps of the two panels. */
 #define GROUPS(count, S0, S1)                                                                                          \
-    for (int32_t n_ = (count); n_ > 0; n_--) {                                                                         \
-        int64_t g = *gl++, o0 = qoff[2 * g], o1 = qoff[2 * g + 1];                                                     \
-        __m256i w00 = ld(w0p + g * 64), w01 = ld(w0p + g * 64 + 32);                                                   \
-        __m256i w10 = two ? ld(w1p + g * 64) : w00, w11 = two ? ld(w1p + g * 64 + 32) : w01;                           \
+    for (const group_at *e_ = ga, *end_ = ga + (count); e_ < end_; e_++) {                                             \
+        int64_t o0 = e_->o0, o1 = e_->o1;                                                                              \
+        __m256i w00 = ld(w0p + e_->w), w01 = ld(w0p + e_->w + 32);                                                     \
+        __m256i w10 = two ? ld(w1p + e_->w) : w00, w11 = two ? ld(w1p + e_->w + 32) : w01;                             \
         ROW(0, S0, S1);                                                                                                \
         ROW(1, S0, S1);                                                                                                \
         ROW(2, S0, S1);                                                                                                \
         ROW(3, S0, S1);                                                                                                \
-    }
+    }                                                                                                                  \
+    ga += (count);
 
-/* One window (rows r[0..3]) x panels p (and p + 1 when two), its route rt, into c's columns p * PANEL.. */
+/* One window (rows r[0..3]) x panels p (and p + 1 when two), its route rt with the groups resolved in rt's order
+ * (ga), into c's columns p * PANEL.. */
 static inline __attribute__((always_inline)) void pool_tile(const inf__qgemm_b *b, const uint8_t *const *r,
-                                                            const int64_t *qoff, const int32_t *rt, const int32_t *init,
-                                                            int64_t p, const int two, int32_t *c) {
+                                                            const int64_t *qoff, const int32_t *rt, const group_at *ga,
+                                                            const int32_t *init, int64_t p, const int two, int32_t *c) {
     static const int32_t zeros[2 * PANEL];
     const int32_t *start = init ? init + p * PANEL : zeros;
     const int8_t *w0p = (const int8_t *)b->data + p * b->kp * PANEL, *w1p = w0p + b->kp * PANEL;
@@ -82,7 +89,6 @@ static inline __attribute__((always_inline)) void pool_tile(const inf__qgemm_b *
     __m256i s00 = _mm256_loadu_si256((const __m256i *)start);
     __m256i s01 = two ? _mm256_loadu_si256((const __m256i *)(start + PANEL)) : s00;
     __m256i s10 = s00, s11 = s01, s20 = s00, s21 = s01, s30 = s00, s31 = s01;
-    const int32_t *gl = rt + INF_QGEMM_ROUTE_HDR;
     GROUPS(rt[0], step2, step2)
     GROUPS(rt[1], step2, step1)
     GROUPS(rt[2], step1, step2)
@@ -112,17 +118,20 @@ bool inf__qconv_pool4_avx2ubs_fits(const inf__qgemm_b *b, int64_t ntaps, int64_t
 
 void inf__qconv_pool4_avx2ubs(const inf__qgemm_b *b, int64_t nwin, const uint8_t *const *rows, const int64_t *tapoff,
                               int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc) {
-    int64_t qoff[MAXQ], panels = b->np / PANEL, stride = INF_QGEMM_ROUTE_HDR + b->kp / 8;
+    int64_t qoff[MAXQ], panels = b->np / PANEL, ng = b->kp / 8, stride = INF_QGEMM_ROUTE_HDR + ng;
+    group_at groups[MAXQ / 2];
     for (int64_t t = 0, q = 0; t < ntaps; t++)
         for (int64_t ch = 0; ch < cq; ch += 4)
             qoff[q++] = tapoff[t] + ch;
     for (int64_t p = 0; p < panels; p += 2) { /* panel pair outer: its B stays in L1 over the windows */
-        const int32_t *rt = b->route + p / 2 * stride;
+        const int32_t *rt = b->route + p / 2 * stride, *gl = rt + INF_QGEMM_ROUTE_HDR;
+        for (int64_t i = 0; i < ng; i++) /* the route lists every group once, in class order */
+            groups[i] = (group_at){qoff[2 * gl[i]], qoff[2 * gl[i] + 1], 64 * (int64_t)gl[i]};
         for (int64_t w = 0; w < nwin; w++) {
             if (p + 2 <= panels)
-                pool_tile(b, rows + 4 * w, qoff, rt, init, p, 1, c + w * ldc);
+                pool_tile(b, rows + 4 * w, qoff, rt, groups, init, p, 1, c + w * ldc);
             else
-                pool_tile(b, rows + 4 * w, qoff, rt, init, p, 0, c + w * ldc);
+                pool_tile(b, rows + 4 * w, qoff, rt, groups, init, p, 0, c + w * ldc);
         }
     }
 }
