@@ -14,7 +14,7 @@ if(INFERA_EDGE)
   # the bf16 precision option is not part of the edge runtime (ops/gemm_bf16.h refuses it there): size
   list(FILTER EDGE_SOURCES EXCLUDE REGEX "/gemm_bf16(_avx512)?\\.c$")
   # nor the AVX2 vpmaddubsw INT8 kernel for pair-safe weights (ops/qgemm.h; vpmaddwd serves them there): size
-  list(FILTER EDGE_SOURCES EXCLUDE REGEX "/qgemm_(maddubs|ubs2)_avx2\\.c$")
+  list(FILTER EDGE_SOURCES EXCLUDE REGEX "/(qgemm_(maddubs|ubs2)|qconv_pool_ubs)_avx2\\.c$")
   # nor the INT8 Winograd (ops/qgemm.h; the direct kernels serve its convolutions there): size
   list(FILTER EDGE_SOURCES EXCLUDE REGEX "/qwinograd(_avx2)?\\.c$")
   # Cold code -- loading, planning, session set-up, the op table: everything

@@ -148,6 +148,11 @@ void inf__qconv_pool4_vnni512(const inf__qgemm_b *b, int64_t nwin, const uint8_t
 /* Its AVX2 `vpmaddwd` form (x86/qconv_pool_avx2.c): rows of the image widened to uint16 (inf__qconv_raw_avx2's A). */
 void inf__qconv_pool4_avx2(const inf__qgemm_b *b, int64_t nwin, const uint16_t *const *rows, const int64_t *tapoff,
                            int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
+/* Its form for pair-safe weights (x86/qconv_pool_ubs_avx2.c): the routed vpmaddubsw kernel of
+ * inf__qconv_raw_avx2ubs, A the uint8 image in place; only where ..._fits (a route, ntaps * cq == kp). */
+bool inf__qconv_pool4_avx2ubs_fits(const inf__qgemm_b *b, int64_t ntaps, int64_t cq);
+void inf__qconv_pool4_avx2ubs(const inf__qgemm_b *b, int64_t nwin, const uint8_t *const *rows, const int64_t *tapoff,
+                              int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
 /* The same with AVX-VNNI (x86/qgemm_avxvnni.c; its packing: panels of 8). */
 void inf__qconv_raw_avxvnni(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                             int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
@@ -174,6 +179,8 @@ void inf__quantize_u8(const float *x, int64_t n, float scale, int32_t zp, uint8_
  * c..3 = zp (x86/qstore_avx512.c: a stem's input) */
 void inf__quantize_planes4_u8_avx512(const float *x, int64_t plane, int64_t c, int64_t n, float scale, int32_t zp,
                                      uint8_t *q);
+void inf__quantize_planes4_u8_avx2(const float *x, int64_t plane, int64_t c, int64_t n, float scale, int32_t zp,
+                                   uint8_t *q); /* the same on AVX2 (x86/qquant_planes_avx2.c) */
 /* dst[c * ld + r] = src[r * ls + c] for r < rows, c < cols (bytes; 16 x 16
  * SSE2 blocks, x86-64): channel planes into channels-last rows. */
 void inf__transpose_u8_avx2(const uint8_t *src, int64_t ls, int64_t rows, int64_t cols, uint8_t *dst, int64_t ld);
@@ -263,6 +270,12 @@ void inf__qstore_u8_res_rows_avx512(const inf__qout *o, const int32_t *c, int64_
  * no activation of its own, act is none or Relu and n is a multiple of 8. */
 bool inf__qstore_u8_res_rows_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,
                                   int64_t n, const uint8_t *r, const inf__epilogue *act, uint8_t *y, int64_t ldy);
+/* The plain uint8 block store on AVX2 (INF_QOUT_F32_U8 without pre; x86/qstore_res_avx2.c): rows rows of sums
+ * (ldc apart) into rows of bytes (ldy apart), the bytes of inf__qstore_u8_row_avx2; false (nothing stored) unless
+ * no value can be NaN (multipliers, biases and the activation's parameters within 2^64, the scale finite and > 0,
+ * the zero point in [0, 255]) and n is a multiple of 8. */
+bool inf__qstore_u8_rows_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0, int64_t n,
+                              uint8_t *y, int64_t ldy);
 /* A whole C block of `rows` rows (positions) x n columns (channels j0..)
  * transposed into channel planes: y[j * ldy + p] (8 x 8 transposes). */
 void inf__qstore_f32_block_t_avx2(const inf__qout *o, const int32_t *c, int64_t ldc, int64_t rows, int64_t j0,

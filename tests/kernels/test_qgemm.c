@@ -133,6 +133,20 @@ static void quantize_cases(void) {
         inf__quantize_u8_ref(x, n, scale, zp, q1);
         inf__quantize_u8_avx2(x, n, scale, zp, q2);
         check(!memcmp(q1, q2, (size_t)n), "quantize_u8 avx2 vs ref", round);
+        { /* a stem's c planes straight into 4-byte positions: each plane's bytes, the rest the zero point */
+            int64_t c = rand_in(1, 4), npos = n / c;
+            static uint8_t want[4 * N], got[4 * N];
+            for (int64_t k = 0; k < 4; k++) {
+                if (k < c) inf__quantize_u8_ref(x + k * npos, npos, scale, zp, q1);
+                for (int64_t i = 0; i < npos; i++)
+                    want[4 * i + k] = k < c ? q1[i] : (uint8_t)zp;
+            }
+            memset(got, 0xA5, sizeof got);
+            inf__quantize_planes4_u8_avx2(x, npos, c, npos, scale, zp, got);
+            check(!memcmp(want, got, (size_t)(4 * npos)) && got[4 * npos] == 0xA5, "quantize_planes4 avx2 vs ref",
+                  round);
+            inf__quantize_u8_ref(x, n, scale, zp, q1); /* restore q1 for the checks below */
+        }
         if (isa_runs(INF_QGEMM_VNNI512)) { /* the 16-lane form (x86/qstore_avx512.c) */
             memset(q2, 0, sizeof q2);
             inf__quantize_u8_avx512(x, n, scale, zp, q2);
@@ -499,7 +513,7 @@ static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
  * position -- against the reference driver on the unpadded W, bit for bit: the uint8 channels-last store,
  * pooled (the stem's fused MaxPool) or not, and the float store. */
 static void conv_stem_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
-    if (isa != INF_QGEMM_VNNI512 && isa != INF_QGEMM_AVXVNNI) return;
+    if (isa == INF_QGEMM_REF) return;
     inf__qconv_geom g = {.n = rand_in(1, 2),
                          .group = 1,
                          .kh = rand_in(1, 3),
@@ -518,7 +532,7 @@ static void conv_stem_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     for (int64_t i = 0; i < x_n; i++)
         x[i] = uniform() * 2;
     for (int64_t i = 0; i < g.m * kdim; i++)
-        whwc[i] = (int8_t)rand_in(-127, 127);
+        whwc[i] = (int8_t)rand_in(-w_lim(isa), w_lim(isa)); /* pair-safe weights: ubs2 where a slot allows */
     for (int64_t o = 0; o < g.m; o++)
         for (int64_t t = 0; t < taps; t++)
             for (int64_t c = 0; c < g.cg; c++)
@@ -535,8 +549,9 @@ static void conv_stem_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     g4.cgp = 4;
     for (int form = 0; form < 3; form++) { /* uint8 store, pooled uint8 store, float store */
         inf__qconv_geom gr = g, gf = g4;
-        if (form == 1) {
-            gr.pkh = rand_in(1, g.oh < 2 ? 1 : 2), gr.pkw = rand_in(1, g.ow < 2 ? 1 : 2);
+        if (form == 1) { /* half of them 2 x 2 (the kernels' pooled path where the store is monotonic) */
+            bool two = rand_in(0, 1) && g.oh >= 2 && g.ow >= 2;
+            gr.pkh = two ? 2 : rand_in(1, g.oh < 2 ? 1 : 2), gr.pkw = two ? 2 : rand_in(1, g.ow < 2 ? 1 : 2);
             gr.psh = gr.pkh + rand_in(0, 1), gr.psw = gr.pkw + rand_in(0, 1);
             gf.pkh = gr.pkh, gf.pkw = gr.pkw, gf.psh = gr.psh, gf.psw = gr.psw;
         }
@@ -743,6 +758,67 @@ static void qstore_u8_row_cases(void) {
             snprintf(what, sizeof what, "qstore_u8_row avx512 vs ref n=%lld odd=%d", (long long)n, odd_kind);
             check(!memcmp(want, got, (size_t)n), what, round);
         }
+    }
+#endif
+}
+
+/* The AVX2 plain uint8 block store (x86/qstore_res_avx2.c, inf__qstore_u8_rows_avx2) against the sequence
+ * computed here per row: (float)acc * mult + bias, the activation, QuantizeLinear (inf__quantize_u8_ref).
+ * Blocks of 1-24 rows with strides; where it returns true the bytes must be those, where false nothing may be
+ * written; it must run on ordinary blocks (n a multiple of 8, finite parameters) and decline where a value could
+ * be NaN (inf * 0, 0 / 0) or the zero point is outside [0, 255]. */
+static void qstore_u8_rows_cases(void) {
+#if defined(__x86_64__)
+    if (!inf__cpu_has_avx2_fma()) return;
+    enum { N = 136, R = 24, LD = N + 24 };
+    static int32_t c[R * LD];
+    static float mult[N + 16], bias[N + 16], v[N];
+    static uint8_t want[R * LD], got[R * LD];
+    static const float odd[] = {3e30f, -3e30f, INFINITY, -INFINITY, NAN, 1.9e19f};
+    for (int round = 0; round < 500; round++) {
+        int64_t n = rand_in(0, 5) ? 8 * rand_in(1, N / 8) : rand_in(1, N), j0 = rand_in(0, 16);
+        int64_t rows = rand_in(1, R), ldc = n + rand_in(0, 24), ldy = n + rand_in(0, 24);
+        for (int64_t j = 0; j < n + j0; j++)
+            mult[j] = (float)rand_in(1, 1000) * 1e-5f, bias[j] = uniform() * 2.0f;
+        for (int64_t i = 0; i < rows * ldc; i++)
+            c[i] = (int32_t)rand_in(-2000000000, 2000000000) / (rand_in(0, 1) ? 1 : 5000);
+        inf__qout o = {.kind = INF_QOUT_F32_U8,
+                       .mult = mult,
+                       .mult_per_col = rand_in(0, 1),
+                       .bias_f32 = rand_in(0, 2) ? bias : NULL,
+                       .act = rand_in(0, 4) ? &acts[rand_in(0, 3)] : NULL,
+                       .rq_scale = (float)rand_in(1, 1000) * 1e-4f,
+                       .rq_zp = (int32_t)rand_in(0, 255),
+                       .rq_dtype = INF_DTYPE_U8};
+        int odd_kind = round < 100 ? 0 : (int)rand_in(0, 6);
+        int64_t at = j0 + rand_in(0, n - 1), row = rand_in(0, rows - 1);
+        if (odd_kind == 1) mult[o.mult_per_col ? at : 0] = odd[rand_in(0, 5)];
+        if (odd_kind == 2 && o.bias_f32) bias[at] = odd[rand_in(0, 5)];
+        if (odd_kind == 3) mult[o.mult_per_col ? at : 0] = INFINITY, c[row * ldc + at - j0] = 0; /* inf * 0 */
+        if (odd_kind == 4) o.rq_scale = 0, c[row * ldc + at - j0] = 0, o.act = NULL;             /* 0 / 0 */
+        if (odd_kind == 5) o.rq_zp = rand_in(0, 1) ? -(int32_t)rand_in(1, 40) : (int32_t)rand_in(256, 400);
+        if (odd_kind == 6) o.rq_scale = rand_in(0, 1) ? 1e-30f : 3e30f;
+        memset(want, 0xA5, sizeof want);
+        for (int64_t i = 0; i < rows; i++) {
+            for (int64_t j = 0; j < n; j++) {
+                float x = (float)c[i * ldc + j] * mult[o.mult_per_col ? j0 + j : 0];
+                if (o.bias_f32) x += bias[j0 + j];
+                v[j] = twin_act(o.act, x);
+            }
+            inf__quantize_u8_ref(v, n, o.rq_scale, o.rq_zp, want + i * ldy);
+        }
+        memset(got, 0xA5, sizeof got);
+        bool ran = inf__qstore_u8_rows_avx2(&o, c, ldc, rows, j0, n, got, ldy);
+        bool untouched = true, same = true;
+        for (int64_t i = 0; i < rows * ldy; i++) {
+            untouched = untouched && got[i] == 0xA5;
+            same = same && (i % ldy >= n || got[i] == want[i]) && (i % ldy < n || got[i] == 0xA5);
+        }
+        bool must_run = odd_kind == 0 && n % 8 == 0, must_decline = odd_kind == 3 || odd_kind == 4 || odd_kind == 5;
+        char what[140];
+        snprintf(what, sizeof what, "qstore_u8_rows avx2 vs ref n=%lld rows=%lld odd=%d ran=%d", (long long)n,
+                 (long long)rows, odd_kind, ran);
+        check(ran ? same && !must_decline : untouched && !must_run, what, round);
     }
 #endif
 }
@@ -1145,6 +1221,7 @@ int main(void) {
     quantize_cases();
     quantize_near_half_cases();
     qstore_u8_row_cases();
+    qstore_u8_rows_cases();
     qstore_res_rows_cases();
     qstore_f32_row_cases();
     quantize_lean_cases();

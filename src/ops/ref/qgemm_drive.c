@@ -551,9 +551,16 @@ static void pool4_row_u8(const conv_task *t, int64_t py, int32_t *c, uint8_t *y)
             inf__qconv_pool4_avx2(b, nw, rows16, t->tapoff, t->ntaps, t->cq, t->init, c + px0 * b->np, b->np);
             continue;
         }
+#if !defined(INF_EDGE)
+        if (b->isa == INF_QGEMM_AVX2_UBS) { /* pair-safe weights, routed vpmaddubsw (x86/qconv_pool_ubs_avx2.c) */
+            inf__qconv_pool4_avx2ubs(b, nw, rows, t->tapoff, t->ntaps, t->cq, t->init, c + px0 * b->np, b->np);
+            continue;
+        }
+#endif
         inf__qconv_pool4_vnni512(b, nw, rows, t->tapoff, t->ntaps, t->cq, t->init, c + px0 * b->np, b->np);
     }
-    if (b->isa == INF_QGEMM_AVX2) {
+    if (b->isa != INF_QGEMM_VNNI512) { /* the block store where it may run, else row by row */
+        if (inf__qstore_u8_rows_avx2(t->out, c, b->np, pw, t->group * g->mg, b->n, y, g->m)) return;
         for (int64_t px = 0; px < pw; px++)
             qstore_u8_row(b->isa, t->out, c + px * b->np, t->group * g->mg, b->n, y + px * g->m);
         return;
@@ -569,8 +576,11 @@ static void conv_pool_rows(void *arg, int64_t begin, int64_t end) {
     int64_t ph = (g->oh - g->pkh) / g->psh + 1, pw = (g->ow - g->pkw) / g->psw + 1, ch0 = t->group * g->mg;
     bool monotonic = store_monotonic(t->out, ch0, b->n);
 #if defined(__x86_64__)
-    bool pool4 = monotonic && t->out->kind == INF_QOUT_F32_U8 && t->direct &&
-                 (b->isa == INF_QGEMM_VNNI512 || b->isa == INF_QGEMM_AVX2) && g->pkh * g->pkw == 4;
+    bool pool4_isa = b->isa == INF_QGEMM_VNNI512 || b->isa == INF_QGEMM_AVX2;
+#if !defined(INF_EDGE)
+    pool4_isa = pool4_isa || inf__qconv_pool4_avx2ubs_fits(b, t->ntaps, t->cq); /* pair-safe: needs the route */
+#endif
+    bool pool4 = monotonic && t->out->kind == INF_QOUT_F32_U8 && t->direct && pool4_isa && g->pkh * g->pkw == 4;
 #endif
     for (int64_t py = begin; py < end; py++) {
         int64_t first = py * g->psh * g->ow, last = first + g->pkh * g->ow;
@@ -729,6 +739,10 @@ static void store_block(const conv_task *t, int64_t p0, int64_t p1, int32_t *c) 
                                        t->g->m);
             return;
         }
+        if (b->isa != INF_QGEMM_REF && /* AVX2: the block at once where no value can be NaN */
+            inf__qstore_u8_rows_avx2(t->out, c, b->np, p1 - p0, ch0, b->n, (uint8_t *)t->y + p0 * t->g->m + ch0,
+                                     t->g->m))
+            return;
 #endif
         for (int64_t p = p0; p < p1; p++) {
             uint8_t *yp = (uint8_t *)t->y + p * t->g->m + ch0;
@@ -805,6 +819,7 @@ typedef struct quant_task {
     uint8_t *dst;         /* position (y, x) at dst[(y * iwp + x) * cs] */
     int64_t iw, iwp, cs;
     bool vector;          /* the SSE2 transposes (x86-64 with a fast GEMM) */
+    bool avx512;          /* planes4 by the AVX-512 form (the VNNI512 path), else AVX2 */
 } quant_task;
 
 /* Positions [begin, end) of the image as uint8, channels last: per chunk
@@ -826,12 +841,19 @@ static void copy_rows_nhwc(void *arg, int64_t begin, int64_t end) {
 }
 
 #if defined(__x86_64__)
-/* Image rows [begin, end) of float planes with c <= 4 channels into 4-byte positions (AVX-512: the stem). */
+/* Image rows [begin, end) of float planes with c <= 4 channels into 4-byte positions (the stem):
+ * AVX-512 on the VNNI path, AVX2 on the 256-bit ones. */
 static void quantize_rows_c4(void *arg, int64_t begin, int64_t end) {
     const quant_task *t = arg;
-    for (int64_t r = begin; r < end; r++)
-        inf__quantize_planes4_u8_avx512((const float *)t->src + r * t->iw, t->plane, t->c, t->iw, t->x->scale,
-                                        a_zero_point(t->x), t->dst + r * t->iwp * 4);
+    for (int64_t r = begin; r < end; r++) {
+        const float *x = (const float *)t->src + r * t->iw;
+        if (t->avx512)
+            inf__quantize_planes4_u8_avx512(x, t->plane, t->c, t->iw, t->x->scale, a_zero_point(t->x),
+                                            t->dst + r * t->iwp * 4);
+        else
+            inf__quantize_planes4_u8_avx2(x, t->plane, t->c, t->iw, t->x->scale, a_zero_point(t->x),
+                                          t->dst + r * t->iwp * 4);
+    }
 }
 #endif
 
@@ -931,7 +953,7 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
     /* float planes of a stem, c <= 4, quantized into whole 4-byte positions (quantize_rows_c4) */
     bool planes4 = false;
 #if defined(__x86_64__)
-    planes4 = !x->nhwc && x->dtype == INF_DTYPE_F32 && cs == 4 && bg[0].isa == INF_QGEMM_VNNI512;
+    planes4 = !x->nhwc && x->dtype == INF_DTYPE_F32 && cs == 4 && bg[0].isa != INF_QGEMM_REF;
 #endif
     if (in_place) {
         for (int64_t ky = 0; ky < g->kh; ky++)
@@ -946,8 +968,16 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
     }
     for (int64_t n = 0; n < g->n; n++) {
         const void *src = (const char *)x->data + (size_t)(n * image) * in_esize;
-        quant_task qt = {x, src, g->c, plane, xbuf + (in_place ? (g->pt * iwp + g->pl) * cs : 0), g->iw, iwp, cs,
-                         bg[0].isa != INF_QGEMM_REF};
+        quant_task qt = {.x = x,
+                         .src = src,
+                         .c = g->c,
+                         .plane = plane,
+                         .iw = g->iw,
+                         .iwp = iwp,
+                         .cs = cs,
+                         .dst = xbuf + (in_place ? (g->pt * iwp + g->pl) * cs : 0),
+                         .vector = bg[0].isa != INF_QGEMM_REF,
+                         .avx512 = bg[0].isa == INF_QGEMM_VNNI512};
         if (!read_x) fill_image(pool, g, &qt, planes4); /* read_x: the kernel reads the image where it is */
 #if defined(__x86_64__)
         if (wide) inf__widen_u8_avx2(xbuf, cs * ihp * iwp, x16);
