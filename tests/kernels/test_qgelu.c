@@ -12,7 +12,11 @@
  *     gelu(x) / scale is at k + 0.5, and its 16 float neighbours: where the
  *     cheap GELU must defer to the exact one), NaN, +-inf, +-3e30, denormals,
  *     zero points -7 / 300 and scales 1e-30 / 3e30 (the reference path);
- *     ragged lengths; bytes past n untouched.
+ *     ragged lengths; bytes past n untouched;
+ *   - the matrix-product driver's GELU-into-uint8 store (INF_QOUT_F32_U8 with a
+ *     row GELU: the INT8 FFN's first QGemm linked to the second) on the ISA
+ *     the CPU runs (INFERA_CPU / INFERA_QGEMM) against the reference ISA's
+ *     scalar store, and against the float store + GELU + QuantizeLinear here.
  * Skips (77) without AVX2 + FMA or off x86-64.
  */
 #include <math.h>
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "core/cpu.h"
 #include "ops/qgemm.h"
 #include "ops/vmath.h"
@@ -130,6 +135,54 @@ static void row_cases(void) {
         check(!memcmp(want, got_ref, (size_t)n), what, c);
     }
 }
+
+static void driver_cases(void) {
+    inf__qgemm_isa best = inf__qgemm_best_isa();
+    for (int c = 0; c < 60; c++) {
+        int64_t m = rand_in(1, 80), k = rand_in(1, 120), n = rand_in(1, 90);
+        float *a = malloc((size_t)(m * k) * 4), *mult = malloc((size_t)n * 4), *bias = malloc((size_t)n * 4);
+        float *ref = malloc((size_t)(m * n) * 4);
+        int8_t *w = malloc((size_t)(k * n));
+        uint8_t *y[2] = {malloc((size_t)(m * n)), malloc((size_t)(m * n))}, *want = malloc((size_t)(m * n));
+        for (int64_t i = 0; i < m * k; i++) a[i] = uniform() * 2;
+        for (int64_t i = 0; i < k * n; i++) w[i] = (int8_t)rand_in(-64, 64); /* pair-safe: every AVX2 kernel */
+        for (int64_t j = 0; j < n; j++) mult[j] = (float)rand_in(1, 1000) * 1e-4f, bias[j] = uniform();
+        inf__qsrc src = {.data = a, .dtype = INF_DTYPE_F32, .ld = k, .scale = 0.01f, .zp = (int32_t)rand_in(0, 255),
+                         .q_dtype = INF_DTYPE_U8};
+        inf__qout out = {.kind = INF_QOUT_F32_U8, .mult = mult, .mult_per_col = rand_in(0, 1),
+                         .bias_f32 = rand_in(0, 3) ? bias : NULL, .rq_scale = 0.01f + 0.05f * (uniform() + 1),
+                         .rq_zp = (int32_t)rand_in(0, 255), .row_act = inf__vmath_avx2.gelu};
+        inf__qgemm_isa isa = inf__qgemm_pack_isa(best, k, n, w, INF_DTYPE_I8, n, false);
+        for (int v = 0; v < 2; v++) {
+            inf__qgemm_isa which = v ? INF_QGEMM_REF : isa;
+            inf__qgemm_b pb;
+            void *mem = inf__aligned_alloc(inf__qgemm_pack_b_bytes(which, k, n));
+            inf__qgemm_pack_b_into(mem, which, k, n, w, INF_DTYPE_I8, n, false, NULL, 1, &pb);
+            void *scratch = inf__aligned_alloc(inf__qmatmul_scratch_bytes(&pb, m));
+            inf__qmatmul_drive(NULL, &pb, m, &src, &out, y[v], n, scratch);
+            inf__aligned_free(scratch);
+            inf__aligned_free(mem);
+        }
+        /* here: QuantizeLinear of x, the integer sums, (float)acc * mult + bias, then twin() */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                int64_t acc = 0;
+                for (int64_t p = 0; p < k; p++) {
+                    float r = nearbyintf(a[i * k + p] / src.scale) + (float)src.zp;
+                    acc += ((int64_t)(r < 0 ? 0 : r > 255 ? 255 : r) - src.zp) * w[p * n + j];
+                }
+                float v = (float)acc * mult[out.mult_per_col ? j : 0];
+                ref[i * n + j] = out.bias_f32 ? v + bias[j] : v;
+            }
+        twin(ref, m * n, out.rq_scale, out.rq_zp, want);
+        char what[96];
+        snprintf(what, sizeof what, "%s driver GELU -> uint8 m=%lld k=%lld n=%lld vs reference ISA",
+                 inf__qgemm_isa_name(isa), (long long)m, (long long)k, (long long)n);
+        check(!memcmp(y[0], y[1], (size_t)(m * n)), what, c);
+        check(!memcmp(y[1], want, (size_t)(m * n)), "driver GELU -> uint8, reference ISA vs here", c);
+        free(a), free(mult), free(bias), free(ref), free(w), free(y[0]), free(y[1]), free(want);
+    }
+}
 #endif
 
 int main(void) {
@@ -140,6 +193,7 @@ int main(void) {
     }
     bound_check();
     row_cases();
+    driver_cases();
     printf("%d passed, %d failed\n", n_passed, n_failed);
     return n_failed ? 1 : 0;
 #else
