@@ -35,8 +35,10 @@
 static int n_passed, n_failed;
 
 static void check(bool ok, const char *what, int case_no) {
-    if (ok) n_passed++;
-    else if (n_failed++ < 20) printf("FAIL %s (case %d)\n", what, case_no);
+    if (ok)
+        n_passed++;
+    else if (n_failed++ < 20)
+        printf("FAIL %s (case %d)\n", what, case_no);
 }
 
 #if defined(__x86_64__)
@@ -91,8 +93,10 @@ static float on_boundary(float lo, float hi, float scale, float target) {
     for (int it = 0; it < 60; it++) {
         float mid = 0.5f * (lo + hi);
         if (mid == lo || mid == hi) break;
-        if (exact_gelu(mid) / scale < target) lo = mid;
-        else hi = mid;
+        if (exact_gelu(mid) / scale < target)
+            lo = mid;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -107,17 +111,21 @@ static void row_cases(void) {
         float scale = kind == 0 ? 0.02f + 0.02f * (uniform() + 1.0f) : powf(10.0f, 2.5f * uniform() - 1.5f);
         int32_t zp = (int32_t)rand_in(0, 255);
         int64_t n = rand_in(1, N);
-        for (int64_t i = 0; i < n; i++) x[i] = 2.5f * uniform() + 1.5f * uniform() - 0.3f;
+        for (int64_t i = 0; i < n; i++)
+            x[i] = 2.5f * uniform() + 1.5f * uniform() - 0.3f;
         if (kind == 1) /* bin boundaries of the increasing part and their neighbours */
             for (int64_t i = 0; i + 17 <= n; i += 17) {
                 float gmax = exact_gelu(8.0f) / scale, gmin = exact_gelu(-0.75f) / scale;
                 float k = floorf(gmin + (gmax - gmin) * 0.5f * (uniform() + 1.0f)) + 0.5f;
                 float b = on_boundary(-0.75f, 8.0f, scale, k);
-                for (int t = 0; t < 8; t++) b = nextafterf(b, -INFINITY);
-                for (int t = 0; t < 17; t++) x[i + t] = b, b = nextafterf(b, INFINITY);
+                for (int t = 0; t < 8; t++)
+                    b = nextafterf(b, -INFINITY);
+                for (int t = 0; t < 17; t++)
+                    x[i + t] = b, b = nextafterf(b, INFINITY);
             }
         if (kind == 2)
-            for (int t = 0; t < 6; t++) x[rand_in(0, n - 1)] = odd[rand_in(0, 10)];
+            for (int t = 0; t < 6; t++)
+                x[rand_in(0, n - 1)] = odd[rand_in(0, 10)];
         if (kind == 3) zp = rand_in(0, 1) ? -7 : 300;
         if (kind == 4) scale = rand_in(0, 1) ? 1e-30f : 3e30f;
         twin(x, n, scale, zp, want);
@@ -126,7 +134,8 @@ static void row_cases(void) {
         inf__gelu_quantize_u8_avx2(x, n, scale, zp, got);
         inf__gelu_quantize_u8_ref(x, n, scale, zp, got_ref, inf__vmath_avx2.gelu);
         bool untouched = true;
-        for (int64_t i = n; i < n + 16; i++) untouched = untouched && got[i] == 0xA5 && got_ref[i] == 0xA5;
+        for (int64_t i = n; i < n + 16; i++)
+            untouched = untouched && got[i] == 0xA5 && got_ref[i] == 0xA5;
         char what[96];
         snprintf(what, sizeof what, "gelu_quantize_u8 avx2 n=%lld kind=%d scale=%g zp=%d", (long long)n, kind, scale,
                  zp);
@@ -144,14 +153,25 @@ static void driver_cases(void) {
         float *ref = malloc((size_t)(m * n) * 4);
         int8_t *w = malloc((size_t)(k * n));
         uint8_t *y[2] = {malloc((size_t)(m * n)), malloc((size_t)(m * n))}, *want = malloc((size_t)(m * n));
-        for (int64_t i = 0; i < m * k; i++) a[i] = uniform() * 2;
-        for (int64_t i = 0; i < k * n; i++) w[i] = (int8_t)rand_in(-64, 64); /* pair-safe: every AVX2 kernel */
-        for (int64_t j = 0; j < n; j++) mult[j] = (float)rand_in(1, 1000) * 1e-4f, bias[j] = uniform();
-        inf__qsrc src = {.data = a, .dtype = INF_DTYPE_F32, .ld = k, .scale = 0.01f, .zp = (int32_t)rand_in(0, 255),
+        for (int64_t i = 0; i < m * k; i++)
+            a[i] = uniform() * 2;
+        for (int64_t i = 0; i < k * n; i++)
+            w[i] = (int8_t)rand_in(-64, 64); /* pair-safe: every AVX2 kernel */
+        for (int64_t j = 0; j < n; j++)
+            mult[j] = (float)rand_in(1, 1000) * 1e-4f, bias[j] = uniform();
+        inf__qsrc src = {.data = a,
+                         .dtype = INF_DTYPE_F32,
+                         .ld = k,
+                         .scale = 0.01f,
+                         .zp = (int32_t)rand_in(0, 255),
                          .q_dtype = INF_DTYPE_U8};
-        inf__qout out = {.kind = INF_QOUT_F32_U8, .mult = mult, .mult_per_col = rand_in(0, 1),
-                         .bias_f32 = rand_in(0, 3) ? bias : NULL, .rq_scale = 0.01f + 0.05f * (uniform() + 1),
-                         .rq_zp = (int32_t)rand_in(0, 255), .row_act = inf__vmath_avx2.gelu};
+        inf__qout out = {.kind = INF_QOUT_F32_U8,
+                         .mult = mult,
+                         .mult_per_col = rand_in(0, 1),
+                         .bias_f32 = rand_in(0, 3) ? bias : NULL,
+                         .rq_scale = 0.01f + 0.05f * (uniform() + 1),
+                         .rq_zp = (int32_t)rand_in(0, 255),
+                         .row_act = inf__vmath_avx2.gelu};
         inf__qgemm_isa isa = inf__qgemm_pack_isa(best, k, n, w, INF_DTYPE_I8, n, false);
         for (int v = 0; v < 2; v++) {
             inf__qgemm_isa which = v ? INF_QGEMM_REF : isa;

@@ -139,7 +139,8 @@ static void store_gelu_u8_row(const inf__qgemm_b *b, const inf__qout *o, int32_t
         return;
     }
 #endif
-    for (int64_t j = 0; j < b->n; j++) store_one(&f, v, j, c[j], j);
+    for (int64_t j = 0; j < b->n; j++)
+        store_one(&f, v, j, c[j], j);
     inf__gelu_quantize_u8_ref(v, b->n, o->rq_scale, o->rq_zp, y, o->row_act);
 }
 

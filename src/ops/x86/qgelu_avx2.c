@@ -56,7 +56,8 @@ static inline __m256 gelu2_approx8(__m256 x) {
     __m256i i = _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_min_ps(t, SET1(5.999f)), SET1(1.0f / 0.75f)));
     __m256 r = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(i), SET1(0.75f), t);
     __m256 p = _mm256_permutevar8x32_ps(_mm256_loadu_ps(C[5]), i);
-    for (int k = 4; k >= 0; k--) p = _mm256_fmadd_ps(p, r, _mm256_permutevar8x32_ps(_mm256_loadu_ps(C[k]), i));
+    for (int k = 4; k >= 0; k--)
+        p = _mm256_fmadd_ps(p, r, _mm256_permutevar8x32_ps(_mm256_loadu_ps(C[k]), i));
     return _mm256_add_ps(x, _mm256_blendv_ps(p, t, _mm256_cmp_ps(t, SET1(6.0f), _CMP_GE_OQ)));
 }
 
