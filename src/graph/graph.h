@@ -91,6 +91,8 @@ typedef struct inf__node {
     int n_implicit;
     int *implicit;          /* values of this graph that the node's subgraphs read */
     void *params;           /* the op's parsed attributes (op->init), in the model arena */
+    const void *prev_params;  /* during init after inf__pass_rewrite: the params of the node of the same op it
+                               * replaces (init may reuse what they hold, e.g. packed weights), else NULL */
     struct inf__graph *graph; /* the graph the node belongs to */
     inf__epilogue epilogue; /* an activation fused into this node (optimize.c) */
 } inf__node;

@@ -175,6 +175,15 @@ void inf__quantize_u8_ref(const float *x, int64_t n, float scale, int32_t zp, ui
 void inf__quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q);
 void inf__quantize_u8_avx512(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q); /* x86/qstore_avx512.c */
 void inf__quantize_u8(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q); /* dispatches */
+/* GELU then QuantizeLinear into uint8: q = the bytes above of gelu(x), gelu one of the vmath
+ * tables' GELU (ops/vmath.h), computed 64 values at a time into a buffer (ref/qgemm.c). */
+void inf__gelu_quantize_u8_ref(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q,
+                               void (*gelu)(const float *x, float *y, int64_t n));
+/* The same with gelu = inf__vmath_avx2.gelu, bit for bit (x86/qgelu_avx2.c): a cheap GELU within
+ * INF_GELU_Q_ERR of that one's floats for every float x, the exact one where the byte is in doubt. */
+#define INF_GELU_Q_ERR 2.5e-6
+void inf__gelu_quantize_u8_avx2(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q);
+void inf__gelu_approx_avx2(const float *x, float *y, int64_t n); /* the cheap GELU, n % 8 == 0 (tests) */
 /* n positions of c <= 4 float planes (x + k * plane) into 4-byte channels-last positions of q, channels
  * c..3 = zp (x86/qstore_avx512.c: a stem's input) */
 void inf__quantize_planes4_u8_avx512(const float *x, int64_t plane, int64_t c, int64_t n, float scale, int32_t zp,

@@ -53,6 +53,14 @@ for g in gemm_o21_t00_a1.5_b0 gemm_o13_t01_a1_b1; do
     qcheck $g qop 3 --calibration "$D/$g.x.npy" --format qoperator
     qcheck $g dyn 3 --mode dynamic
 done
+# the GELU FFN (nn.TransformerEncoder, activation "gelu"): its first QGemm stores uint8 for the second
+# (graph/passes/qdq_chain.c: one link here -- the file quantizes 5 of the 8 products; none before session 20), on the AVX2 path of CPUs without
+# VNNI through the cheap GELU with the exact one where a byte is in doubt (x86/qgelu_avx2.c)
+INFERA_CPU=avx2 INFERA_QGEMM=avx2 qcheck encoder qdq-avx2 3 --calibration "$D/encoder.x.npy" --reduce-range
+links=$(INFERA_LOG=debug INFERA_CPU=avx2 INFERA_QGEMM=avx2 "$INFERA" run "$D/encoder.qdq-avx2.onnx" --input "x=$D/encoder.x.npy" 2>&1 |
+    sed -n 's/.*optimizer: \([0-9]*\) QConv+MaxPool.*/\1/p')
+[ "${links:-0}" -ge 1 ] && ok "encoder qdq: the GELU QGemm stores uint8 for the next ($links link)" ||
+    bad "encoder qdq: no uint8 link, want 1 (GELU QGemm -> QGemm)"
 grep -q "nodes quantized: 1 of 1" "$D/gemm_o21_t00_a1.5_b0.qdq/rep" && ok "Gemm alpha 1.5, beta 0: quantized" ||
     bad "Gemm alpha/beta: $(cat "$D/gemm_o21_t00_a1.5_b0.qdq/rep")"
 

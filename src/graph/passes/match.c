@@ -76,6 +76,11 @@ inf_status inf__pass_rewrite(inf__pass_ctx *pc, int target, const char *domain, 
     int *ins = inf__arena_alloc(arena, (size_t)n_inputs * sizeof *ins);
     inf__attr *at = n_attrs ? inf__arena_alloc(arena, (size_t)n_attrs * sizeof *at) : NULL;
     if (!ins || (n_attrs && !at)) return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
+    /* the params of the node this one replaces, when of the same op: the target's, or a removed node's
+     * (a QGemm whose Gelu becomes its activation) -- init may reuse what they hold (packed weights) */
+    const void *prev = node->op == op ? node->params : NULL;
+    for (int i = 0; i < n_removed && !prev; i++)
+        if (g->nodes[removed[i]].op == op) prev = g->nodes[removed[i]].params;
     for (int i = 0; i < n_removed; i++) {
         inf__node *r = &g->nodes[removed[i]];
         forget_reads(g, r);
@@ -98,5 +103,8 @@ inf_status inf__pass_rewrite(inf__pass_ctx *pc, int target, const char *domain, 
     node->domain = domain;
     node->opset = opset;
     node->params = NULL;
-    return op->impl->init ? op->impl->init(node, arena, err) : INF_OK;
+    node->prev_params = prev;
+    inf_status st = op->impl->init ? op->impl->init(node, arena, err) : INF_OK;
+    node->prev_params = NULL;
+    return st;
 }

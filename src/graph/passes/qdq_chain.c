@@ -10,7 +10,8 @@
  *
  * PATTERN (after activation fusion, so A's Relu/Clip is its epilogue):
  *     v = A(x, ...)        7 inputs (no output Q -> DQ of its own); a QConv 2-D
- *                          and without a fused pool, a QGemm without a GELU
+ *                          and without a fused pool, a QGemm (a GELU of A's
+ *                          rows is applied before the quantization)
  *     y = B(v, s, z, ...)  the same op; s a float32 constant, z absent or a uint8 constant
  *   v read by B only (not a graph output).
  * ->  A gets inputs 7, 8 = B's (s, z) and u8_out = 1: its store computes
@@ -53,10 +54,12 @@ static bool plain_2d(const inf__pass_ctx *pc, int n, const char *flag) {
     return is_fused(pc, n, "QConv") && w && w->ndim == 4 && !inf__attr_int(node, flag, 0);
 }
 
-/* A QGemm without the flag `flag` set and without a row activation (GELU). */
+/* A QGemm without the flag `flag` set; with a row activation (GELU) only as
+ * the writer: its store then quantizes the GELU's row (ops/ref/qgemm_drive.c). */
 static bool plain_gemm(const inf__pass_ctx *pc, int n, const char *flag) {
     const inf__node *node = &pc->g->nodes[n];
-    return is_fused(pc, n, "QGemm") && !inf__attr_int(node, flag, 0) && !inf__node_attr(node, "activation");
+    return is_fused(pc, n, "QGemm") && !inf__attr_int(node, flag, 0) &&
+           (!strcmp(flag, "u8_out") || !inf__node_attr(node, "activation"));
 }
 
 /* Can node n take part in a uint8 link, as the reader (flag "u8_in") or

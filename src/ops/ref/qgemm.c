@@ -270,6 +270,16 @@ void inf__quantize_u8_ref(const float *x, int64_t n, float scale, int32_t zp, ui
     }
 }
 
+void inf__gelu_quantize_u8_ref(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q,
+                               void (*gelu)(const float *x, float *y, int64_t n)) {
+    float g[64];
+    for (int64_t i = 0; i < n; i += 64) {
+        int64_t len = n - i < 64 ? n - i : 64;
+        gelu(x + i, g, len);
+        inf__quantize_u8_ref(g, len, scale, zp, q + i);
+    }
+}
+
 void inf__quantize_u8(const float *x, int64_t n, float scale, int32_t zp, uint8_t *q) {
 #if defined(__x86_64__)
     inf__qgemm_isa isa = inf__qgemm_best_isa();

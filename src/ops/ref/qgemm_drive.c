@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "ops/qgemm.h"
+#include "ops/vmath.h"
 
 enum { ROWS_PER_BLOCK = 24, CHUNK_ROWS = 384 };
 
@@ -116,6 +117,33 @@ static inline void store_one(const inf__qout *o, void *y, int64_t at, int32_t c,
     }
 }
 
+/* INF_QOUT_F32_U8 with a row GELU (a QGemm whose GELU output only the next
+ * QGemm reads, graph/passes/qdq_chain.c): F32's value written over the
+ * row's own sums (the float stores run in place), the GELU, then
+ * QuantizeLinear into y -- the bytes the reader made of the float row.  On
+ * the AVX2 vmath GELU one fused pass that skips the exact GELU where the
+ * byte is certain (x86/qgelu_avx2.c). */
+static void store_gelu_u8_row(const inf__qgemm_b *b, const inf__qout *o, int32_t *c, uint8_t *y) {
+    inf__qout f = *o;
+    f.kind = INF_QOUT_F32, f.requant = false, f.row_act = NULL;
+    float *v = (float *)c;
+#if defined(__x86_64__)
+    if (b->isa != INF_QGEMM_REF) {
+        qstore_f32_row(b->isa, &f, c, 0, b->n, v);
+        if (o->row_act == inf__vmath_avx2.gelu) {
+            inf__gelu_quantize_u8_avx2(v, b->n, o->rq_scale, o->rq_zp, y);
+        } else {
+            o->row_act(v, v, b->n);
+            inf__quantize_u8(v, b->n, o->rq_scale, o->rq_zp, y);
+        }
+        return;
+    }
+#endif
+    for (int64_t j = 0; j < b->n; j++)
+        store_one(&f, v, j, c[j], j);
+    inf__gelu_quantize_u8_ref(v, b->n, o->rq_scale, o->rq_zp, y, o->row_act);
+}
+
 /* The AVX2 float store when the GEMM has a fast kernel (the reference ISA
  * keeps the scalar store: the twin the tests compare against). */
 static bool vector_store(const inf__qgemm_b *b, const inf__qout *out) {
@@ -174,9 +202,13 @@ static void mm_blocks(void *arg, int64_t begin, int64_t end) {
             load_row(t->a, (const char *)t->a->data + (size_t)(i * t->a->ld) * esize, b->k, b->kp, a + (i - r0) * b->kp);
         inf__qgemm_rows(b, r1 - r0, a, b->kp, a_zero_point(t->a), c, b->np);
         for (int64_t i = r0; i < r1; i++) {
-            const int32_t *ci = c + (i - r0) * b->np;
+            int32_t *ci = c + (i - r0) * b->np;
             if (t->out->kind == INF_QOUT_F32_U8) { /* the next QGemm's uint8 rows */
                 uint8_t *qi = (uint8_t *)t->y + i * t->ldy;
+                if (t->out->row_act) {
+                    store_gelu_u8_row(b, t->out, ci, qi);
+                    continue;
+                }
 #if defined(__x86_64__)
                 if (b->isa != INF_QGEMM_REF) {
                     qstore_u8_row(b->isa, t->out, ci, 0, b->n, qi);

@@ -28,7 +28,7 @@ typedef struct qgemm_params {
     bool trans_b;
     bool u8_in, u8_out; /* graph/passes/qdq_chain.c: x / y uint8, quantized with x's / inputs 7, 8's parameters */
     inf__vmath_fn gelu; /* activation "Gelu" (passes/qdq.c): over each output row */
-    const void *w_src;
+    const void *w_src, *wz_src; /* W's and its zero point's data, packed into b */
     inf__qgemm_b b;
 } qgemm_params;
 
@@ -52,11 +52,18 @@ static inf_status qgemm_init(inf__node *node, inf__arena *arena, inf_error *err)
                                (long long)n);
     if (node->n_inputs > 5 && node->inputs[5] >= 0 && !wz)
         return inf__node_error(node, err, INF_EMODEL, "w_zero_point (input 5) must be constant");
+    const qgemm_params *prev = node->prev_params; /* the same QGemm before a rewrite (graph/passes/qdq_chain.c) */
+    p->w_src = w->data;
+    p->wz_src = wz ? wz->data : NULL;
+    if (prev && prev->w_src == p->w_src && prev->wz_src == p->wz_src && prev->trans_b == p->trans_b) {
+        p->b = prev->b; /* the same weights, packed at the first init */
+        node->params = p;
+        return INF_OK;
+    }
     inf__qgemm_isa isa = inf__qgemm_pack_isa(inf__qgemm_best_isa(), k, n, w->data, w->dtype, w->dims[1], p->trans_b);
     inf_status st = inf__qgemm_pack_b(arena, isa, k, n, w->data, w->dtype, w->dims[1], p->trans_b, wz ? wz->data : NULL,
                                       wz ? inf_tensor_numel(wz) : 1, &p->b);
     if (st != INF_OK) return st;
-    p->w_src = w->data;
     node->params = p;
     return INF_OK;
 }
