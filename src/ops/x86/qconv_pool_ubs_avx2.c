@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "ops/qgemm.h"
+#include "ops/x86/qubs_steps_avx2.h"
 
 enum { PANEL = 8, MAXQ = INF_QGEMM_ROUTE_MAX_KP / 4 };
 
@@ -31,25 +32,6 @@ enum { PANEL = 8, MAXQ = INF_QGEMM_ROUTE_MAX_KP / 4 };
 typedef struct group_at {
     int64_t o0, o1, w;
 } group_at;
-
-static inline __m256i bcast4(const uint8_t *p) {
-    int32_t q;
-    memcpy(&q, p, 4);
-    return _mm256_set1_epi32(q);
-}
-
-static inline __m256i ld(const int8_t *w) { return _mm256_loadu_si256((const __m256i *)w); }
-
-/* acc += quads a0, a1 against w0, w1: ubs2 (int16 sums added, then widened) and ubs (each widened). */
-static inline __m256i step2(__m256i acc, __m256i a0, __m256i a1, __m256i w0, __m256i w1, __m256i ones) {
-    __m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(a0, w0), _mm256_maddubs_epi16(a1, w1));
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(s, ones));
-}
-
-static inline __m256i step1(__m256i acc, __m256i a0, __m256i a1, __m256i w0, __m256i w1, __m256i ones) {
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a0, w0), ones));
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a1, w1), ones));
-}
 
 static inline __m256i max4(__m256i a, __m256i b, __m256i c, __m256i d) {
     return _mm256_max_epi32(_mm256_max_epi32(a, b), _mm256_max_epi32(c, d));

@@ -32,28 +32,9 @@
 #include <string.h>
 
 #include "ops/qgemm.h"
+#include "ops/x86/qubs_steps_avx2.h"
 
 enum { MR = 3, PANEL = 8, MAXQ = INF_QGEMM_ROUTE_MAX_KP / 4 };
-
-static inline __m256i bcast4(const uint8_t *p) {
-    int32_t q;
-    memcpy(&q, p, 4);
-    return _mm256_set1_epi32(q);
-}
-
-static inline __m256i ld(const int8_t *w) { return _mm256_loadu_si256((const __m256i *)w); }
-
-/* acc += the 8 products per lane of quads a0 and a1 with w[0..31], w[32..63]:
- * ubs2 (the int16 sums added before widening) and ubs (each widened). */
-static inline __m256i step2(__m256i acc, __m256i a0, __m256i a1, __m256i w0, __m256i w1, __m256i ones) {
-    __m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(a0, w0), _mm256_maddubs_epi16(a1, w1));
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(s, ones));
-}
-
-static inline __m256i step1(__m256i acc, __m256i a0, __m256i a1, __m256i w0, __m256i w1, __m256i ones) {
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a0, w0), ones));
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a1, w1), ones));
-}
 
 /* One quad by ubs. */
 static inline __m256i step_q(__m256i acc, __m256i a, __m256i w, __m256i ones) {
