@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "ops/qgemm.h"
+#include "ops/x86/quantize8_avx2.h"
 
 enum { MR = 6, PANEL = 8, KC = 1024, RC = 24 };
 
@@ -245,12 +246,7 @@ static inline __m256 finish8(const inf__qout *o, __m256i acc, __m256 mult, __m25
 /* QuantizeLinear's arithmetic on 8 lanes (inf__quantize_u8_avx2's steps,
  * in its order): the 8 bytes in the low half of the result. */
 static inline __m128i quantize8(__m256 x, __m256 vs, __m256 vz) {
-    const __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.0f);
-    __m256 r = _mm256_round_ps(_mm256_div_ps(x, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm256_add_ps(r, vz);
-    __m256 nan = _mm256_cmp_ps(r, r, _CMP_UNORD_Q);
-    r = _mm256_blendv_ps(_mm256_min_ps(_mm256_max_ps(r, lo), hi), vz, nan);
-    __m256i v = _mm256_cvtps_epi32(r);
+    __m256i v = quantize8_i32(x, vs, vz);
     __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     return _mm_packus_epi16(w, w);
 }

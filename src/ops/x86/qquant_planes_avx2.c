@@ -17,15 +17,7 @@
 #include <immintrin.h>
 
 #include "ops/qgemm.h"
-
-static inline __m256i quantize8_i32(__m256 x, __m256 vs, __m256 vz) {
-    const __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.0f);
-    __m256 r = _mm256_round_ps(_mm256_div_ps(x, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm256_add_ps(r, vz);
-    __m256 nan = _mm256_cmp_ps(r, r, _CMP_UNORD_Q);
-    r = _mm256_blendv_ps(_mm256_min_ps(_mm256_max_ps(r, lo), hi), vz, nan);
-    return _mm256_cvtps_epi32(r); /* an integer in [0, 255]: exact */
-}
+#include "ops/x86/quantize8_avx2.h"
 
 void inf__quantize_planes4_u8_avx2(const float *x, int64_t plane, int64_t c, int64_t n, float scale, int32_t zp,
                                    uint8_t *q) {
