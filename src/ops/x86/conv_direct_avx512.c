@@ -371,7 +371,9 @@ static int64_t chunk_positions(const inf__conv2d *g, int64_t images, int64_t ntp
  * One thread only: at 2 threads (bench CNN, batch 1, in-process A/B against
  * the padded copy) it measured 0.995 with the vCPUs sharing an L3 and 1.05
  * without one (the 64 -> 128 layer reading X's rows in place, the other
- * core's lines among them, slower than the pad job's copy). */
+ * core's lines among them, slower than the pad job's copy); rechecked in
+ * session 21 (bench/bench_ab, both orders): 0.98-1.01 with a shared L3,
+ * 1.02-1.03 without -- no gain to take, a loss without one. */
 bool inf__conv2d_direct_avx512_in_place(const inf__conv2d *g, int threads) {
     return threads == 1 && inf__conv2d_input_geom(g).pad && (g->sw == 1 || g->sw == 2) && g->ow % TW == 0 && g->oh > 0 &&
            g->pl <= g->sw && g->pt <= g->sh && g->kh * g->kw <= MAX_TAPS && (g->ow - 1) * g->sw - g->pl + (g->kw - 1) * g->dw < g->iw &&
