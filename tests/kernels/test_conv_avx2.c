@@ -344,8 +344,10 @@ static void wide_rule_cases(inf__pool *pool) {
  * first position outside the image in two columns, two rows above it); a
  * dilated 3x3 (rows 2 apart, the first above the image).  The rule must
  * hold for each (on the avx512 path) and not for a 3x3/1 padded on every
- * side, nor at 2 threads.  The first two run without a pool too.  (The
- * pools of 2 and 3 threads run these shapes on the padded copy.) */
+ * side; at 2+ threads only where a row holds more than one tile (ow >= 16:
+ * every shape but the second runs in place on the pools of 2 and 3 threads
+ * too; the 64 -> 128 layer, ow = 8, on the padded copy).
+ * The first two run without a pool too. */
 typedef struct in_place_shape {
     int64_t n, group, cg, mg, ih, iw, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
     int act;
@@ -382,9 +384,14 @@ static void in_place_cases(inf__pool *pool) {
         printf("in-place rule: takes a 3x3/1 padded on the right and below\n");
         ok = false;
     }
-    g.ih = g.iw = 32, g.sh = g.sw = 2, g.m = g.mg = 64, g.oh = g.ow = 16; /* the bench CNN's 3x3/2: at 1 thread only */
+    g.ih = g.iw = 32, g.sh = g.sw = 2, g.m = g.mg = 64, g.oh = g.ow = 16; /* the bench CNN's 32 -> 64 3x3/2 */
+    if (wide && (!inf__conv2d_direct_avx512_in_place(&g, 1) || !inf__conv2d_direct_avx512_in_place(&g, 2))) {
+        printf("in-place rule: the 32 -> 64 layer (ow 16) not in place at 1 and 2 threads\n");
+        ok = false;
+    }
+    g.c = g.cg = 64, g.m = g.mg = 128, g.ih = g.iw = 16, g.oh = g.ow = 8; /* its 64 -> 128 one: at 1 thread only */
     if (wide && (!inf__conv2d_direct_avx512_in_place(&g, 1) || inf__conv2d_direct_avx512_in_place(&g, 2))) {
-        printf("in-place rule: not 1 thread only\n");
+        printf("in-place rule: the 64 -> 128 layer (ow 8) not in place at 1 thread only\n");
         ok = false;
     }
     if (!ok) n_failed++;

@@ -368,15 +368,18 @@ static int64_t chunk_positions(const inf__conv2d *g, int64_t images, int64_t ntp
  * row, rows of whole tiles (ow a multiple of 8; chunks are too), no tap
  * right of or below the image, left of it only at a row's first position
  * (pl <= sw), above it only in the first output row (pt <= sh).
- * One thread only: at 2 threads (bench CNN, batch 1, in-process A/B against
- * the padded copy) it measured 0.995 with the vCPUs sharing an L3 and 1.05
- * without one (the 64 -> 128 layer reading X's rows in place, the other
- * core's lines among them, slower than the pad job's copy); rechecked in
- * session 21 (bench/bench_ab, both orders): 0.98-1.01 with a shared L3,
- * 1.02-1.03 without -- no gain to take, a loss without one. */
+ * At 2+ threads only when a row holds more than one tile (ow >= 16), so
+ * that most tiles are interior ones: bench CNN, batch 1, 2 threads,
+ * in-process A/B against the padded copy (bench/bench_ab, both orders,
+ * session 21): the 32 -> 64 layer (ow = 16) in place 0.97-0.98 of the
+ * whole model's p50 with the vCPUs sharing an L3 or not; the 64 -> 128
+ * layer too (ow = 8: every tile a row's first, masked) took that gain back
+ * (both: 0.98-1.01 with a shared L3, 1.02-1.03 without; session 20: the
+ * 64 -> 128 node 48.2 -> 54.0 us without one). */
 bool inf__conv2d_direct_avx512_in_place(const inf__conv2d *g, int threads) {
-    return threads == 1 && inf__conv2d_input_geom(g).pad && (g->sw == 1 || g->sw == 2) && g->ow % TW == 0 && g->oh > 0 &&
-           g->pl <= g->sw && g->pt <= g->sh && g->kh * g->kw <= MAX_TAPS && (g->ow - 1) * g->sw - g->pl + (g->kw - 1) * g->dw < g->iw &&
+    return (threads == 1 || g->ow >= 2 * TW) && inf__conv2d_input_geom(g).pad && (g->sw == 1 || g->sw == 2) &&
+           g->ow % TW == 0 && g->oh > 0 && g->pl <= g->sw && g->pt <= g->sh && g->kh * g->kw <= MAX_TAPS &&
+           (g->ow - 1) * g->sw - g->pl + (g->kw - 1) * g->dw < g->iw &&
            (g->oh - 1) * g->sh - g->pt + (g->kh - 1) * g->dh < g->ih;
 }
 
