@@ -402,8 +402,8 @@ void inf__conv2d_direct_f32_avx2(inf__pool *pool, const inf__conv2d *g, const fl
  * inf__cpu_has_avx512()): the same W packing, scratch, arguments and bits.
  * It reads a padded X in place, borders included, when
  * inf__conv2d_direct_avx512_in_place(g, threads) (threads =
- * inf__pool_size(pool): one thread, the 3x3/2 pad-1 downsampling of an even
- * input): then it uses no scratch (may be NULL). */
+ * inf__pool_size(pool): the 3x3/2 pad-1 downsampling of an even input, at
+ * 2+ threads only when ow >= 16): then it uses no scratch (may be NULL). */
 bool inf__conv2d_direct_avx512_in_place(const inf__conv2d *g, int threads);
 void inf__conv2d_direct_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                    const float *bias, const float *res, float *scratch, float *y);
