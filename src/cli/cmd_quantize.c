@@ -30,6 +30,9 @@ static void print_report(const inf__quantize_options *o, const inf__quantize_rep
            o->qoperator ? "qoperator" : "qdq");
     printf("  nodes quantized: %d of %d Gemm/MatMul/Conv with constant weights (%d excluded)\n", r->n_quantized,
            r->n_candidates, r->n_excluded);
+    if (r->n_act_candidates)
+        printf("  activation MatMuls quantized (attention scores): %d of %d (%d excluded)\n", r->n_act_quantized,
+               r->n_act_candidates, r->n_act_excluded);
     if (o->static_mode)
         printf("  calibration: %lld records, %d activation tensors\n", r->calibration_rows, r->n_calibrated_tensors);
     if (o->static_mode && r->calibration_nonfinite)
