@@ -89,6 +89,8 @@ int cmd_quantize(int argc, char **argv) {
             o.per_channel = true;
         } else if (!strcmp(argv[i], "--reduce-range")) {
             o.reduce_range = true;
+        } else if (!strcmp(argv[i], "--quantize-attention")) {
+            o.quantize_attention = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             rc = cli_usage(cmd, "unknown option '%s'", argv[i]);
             goto done;

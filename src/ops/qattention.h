@@ -11,7 +11,7 @@
  *     Y_bh = sp * sv * (P - zp) (q8(V_bh, sv, zv) - zv)                   exact int32 sums
  * Shapes, broadcasting and the mask as Attention's (ops/attention_geom.h).
  *
- * The integer products are inf__qgemm_rows (ops/qgemm.h) on K^T and V
+ * The integer products are inf__qgemm_raw (ops/qgemm.h) on K^T and V
  * quantized and packed per (batch, head) unit as uint8 B (shifted to int8
  * with the zero point, exactly): AVX-512 VNNI vpdpbusd, AVX-VNNI, or on
  * AVX2-only CPUs vpmaddwd on 16-bit operands -- exact for any bytes, where

@@ -10,10 +10,13 @@
  *   1. candidates: ai.onnx Gemm (transA 0; alpha and beta folded into copies of
  *      B and C), MatMul and Conv whose weight
  *      (input 1) is a float32 initializer -- the attention projections and
- *      the FFN of an encoder, the layers of an MLP and a CNN; in static mode
- *      also a MatMul of two activations (attention's Q x K^T and P x V, as
- *      ONNX Runtime's quantize_static does), both inputs quantized per tensor
- *      (dynamic mode leaves those FP32); not the nodes named by --exclude.
+ *      the FFN of an encoder, the layers of an MLP and a CNN; with
+ *      --quantize-attention (static mode) also a MatMul of two activations
+ *      (attention's Q x K^T and P x V, as ONNX Runtime's quantize_static
+ *      does), both inputs quantized per tensor -- off by default: on the
+ *      bench encoder P in 8 bits costs 1.7 points of top-1 agreement and the
+ *      INT8 attention is no faster than the FP32 one (bench/quant/RESULTS.md);
+ *      dynamic mode leaves them FP32; not the nodes named by --exclude.
  *   2. static mode: the activations to quantize -- each candidate's input
  *      (both of an activation MatMul),
  *      and a Conv's output (or the output of the Relu that is its only
@@ -252,8 +255,8 @@ static inf_status fold_gemm_scales(qctx *q, int i, const inf_model_edit_node_vie
 
 /* Is node i a MatMul of two activations (no constant input), quantized in static mode? */
 static bool act_matmul(const qctx *q, const inf_model_edit_node_view *v) {
-    return q->o->static_mode && (!*v->domain || !strcmp(v->domain, "ai.onnx")) && !strcmp(v->op_type, "MatMul") &&
-           v->n_inputs == 2 && v->n_outputs == 1 && *v->inputs[0] && *v->inputs[1] &&
+    return q->o->static_mode && q->o->quantize_attention && (!*v->domain || !strcmp(v->domain, "ai.onnx")) &&
+           !strcmp(v->op_type, "MatMul") && v->n_inputs == 2 && v->n_outputs == 1 && *v->inputs[0] && *v->inputs[1] &&
            !inf_model_edit_is_constant(q->ed, v->inputs[0]) && !inf_model_edit_is_constant(q->ed, v->inputs[1]);
 }
 
