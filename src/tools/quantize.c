@@ -781,6 +781,10 @@ inf_status inf__tools_quantize(const inf__quantize_options *o, inf__quantize_rep
     qctx q = {.o = o, .err = err};
     if (o->static_mode && !o->calibration)
         return inf_error_set(err, INF_EINVAL, "static quantization needs --calibration SRC (records or a .npy file)");
+    if (o->quantize_attention && !o->static_mode)
+        return inf_error_set(err, INF_EINVAL,
+                             "--quantize-attention needs static mode (--calibration SRC): dynamic mode leaves "
+                             "attention's activation MatMuls FP32");
     inf_status st = inf_model_edit_open(o->in_path, &q.ed, err);
     if (st != INF_OK) return st;
     r->bytes_before = file_size(o->in_path);

@@ -237,6 +237,8 @@ expect_quantize_error "empty calibration source" "empty" "$MODELS/mlp.onnx" -o "
 expect_quantize_error "missing calibration file" "$TMP/none.csv" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --calibration "csv:$TMP/none.csv"
 expect_quantize_error "tensor file of the wrong shape" "calibration" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --calibration "$MODELS/cnn_input.npy"
 expect_quantize_error "static without calibration" "needs --calibration" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --mode static
+expect_quantize_error "--quantize-attention in dynamic mode" "needs static mode" "$MODELS/transformer.onnx" -o "$TMP/x.onnx" \
+    --mode dynamic --quantize-attention
 expect_quantize_error "bad method" "bad value" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --method magic
 expect_quantize_error "everything excluded" "excluded" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --mode dynamic \
     --exclude /fc1/Gemm --exclude /fc2/Gemm --exclude /fc3/Gemm
