@@ -30,6 +30,9 @@ static void print_report(const inf__quantize_options *o, const inf__quantize_rep
            o->qoperator ? "qoperator" : "qdq");
     printf("  nodes quantized: %d of %d Gemm/MatMul/Conv with constant weights (%d excluded)\n", r->n_quantized,
            r->n_candidates, r->n_excluded);
+    if (r->n_act_candidates)
+        printf("  activation MatMuls quantized (attention scores): %d of %d (%d excluded)\n", r->n_act_quantized,
+               r->n_act_candidates, r->n_act_excluded);
     if (o->static_mode)
         printf("  calibration: %lld records, %d activation tensors\n", r->calibration_rows, r->n_calibrated_tensors);
     if (o->static_mode && r->calibration_nonfinite)
@@ -86,6 +89,8 @@ int cmd_quantize(int argc, char **argv) {
             o.per_channel = true;
         } else if (!strcmp(argv[i], "--reduce-range")) {
             o.reduce_range = true;
+        } else if (!strcmp(argv[i], "--quantize-attention")) {
+            o.quantize_attention = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             rc = cli_usage(cmd, "unknown option '%s'", argv[i]);
             goto done;

@@ -271,6 +271,7 @@ const inf__op_facts inf__op_facts_table[] = {
     FACTS(INFERA, "ConvAdd", .takes_activation = true, .batch = "BCCE"),
     FACTS(INFERA, "FusedMatMul", .batch = "BCCE", .batch_check = INF_BATCH_ROWS),
     FACTS(INFERA, "Gelu", .inplace_inputs = 0x1, .shape = INF_SHAPE_SAME, .batch = "BF"),
+    FACTS(INFERA, "QAttention", .batch = "BBBE", .batch_check = INF_BATCH_RANK4),
     FACTS(INFERA, "QConv", .takes_activation = true, .batch = "BCCCCCCCCEC"), /* input 9: the fused residual */
     FACTS(INFERA, "QGemm", .takes_activation = true, .batch = "BC", .batch_check = INF_BATCH_ROWS),
 };

@@ -116,6 +116,16 @@ void inf__qgemm_pack_b_into(void *mem, inf__qgemm_isa isa, int64_t k, int64_t n,
 void inf__qgemm_rows(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, int32_t a_zp, int32_t *c,
                      int64_t ldc);
 
+/* The raw sums of b's kernel (the ones below, by b->isa), for callers that
+ * apply the zero points themselves (ops/ref/qattention.c) and pack B in the
+ * layout inf__qgemm_layout gives: panels of `panel` columns, in a panel K in
+ * groups of kgroup, value (k, j) at element (j / panel) * kp * panel +
+ * (k / kgroup) * panel * kgroup + (j % panel) * kgroup + k % kgroup, of elem
+ * bytes (B - 128 as int8, or int16 for elem 2), zero in the padding. */
+void inf__qgemm_raw(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init, int32_t *c,
+                    int64_t ldc);
+void inf__qgemm_layout(inf__qgemm_isa isa, int *panel, int *kgroup, int *elem);
+
 /* The raw sums (no zero points) of each kernel, plus init[j] (a per-column
  * start value, e.g. the folded -a_zp * colsum[j]; NULL = 0), for
  * inf__qgemm_rows.  x86-64 only for the last two, and only on CPUs with

@@ -10,10 +10,15 @@
  *   1. candidates: ai.onnx Gemm (transA 0; alpha and beta folded into copies of
  *      B and C), MatMul and Conv whose weight
  *      (input 1) is a float32 initializer -- the attention projections and
- *      the FFN of an encoder, the layers of an MLP and a CNN; the score
- *      MatMuls of attention (activation x activation) stay FP32, as do the
- *      nodes named by --exclude.
- *   2. static mode: the activations to quantize -- each candidate's input,
+ *      the FFN of an encoder, the layers of an MLP and a CNN; with
+ *      --quantize-attention (static mode) also a MatMul of two activations
+ *      (attention's Q x K^T and P x V, as ONNX Runtime's quantize_static
+ *      does), both inputs quantized per tensor -- off by default: on the
+ *      bench encoder P in 8 bits costs 1.7 points of top-1 agreement and the
+ *      INT8 attention is no faster than the FP32 one (bench/quant/RESULTS.md);
+ *      dynamic mode leaves them FP32; not the nodes named by --exclude.
+ *   2. static mode: the activations to quantize -- each candidate's input
+ *      (both of an activation MatMul),
  *      and a Conv's output (or the output of the Relu that is its only
  *      reader) unless that is a graph output -- are calibrated
  *      (quantize_calib.c).  A MatMul's / Gemm's output is quantized only as
@@ -26,7 +31,8 @@
  *                  DequantizeLinear (per tensor or per output channel);
  *                  biases int32 (scale x_scale * w_scale) behind one.
  *      QOperator   static: QuantizeLinear -> QLinearMatMul / QLinearConv ->
- *                  DequantizeLinear (a Gemm's bias added after, in float);
+ *                  DequantizeLinear (a Gemm's bias added after, in float;
+ *                  an activation MatMul's second input quantized likewise);
  *                  dynamic (either format): DynamicQuantizeLinear ->
  *                  MatMulInteger / ConvInteger -> Cast -> Mul by
  *                  x_scale * w_scale (-> Add bias).
@@ -41,13 +47,14 @@
 #include "infera/model_write.h"
 #include "tools/quantize.h"
 
-enum { KIND_MATMUL, KIND_GEMM, KIND_CONV };
+/* KIND_ACT_MATMUL: a MatMul of two activations (attention's Q x K^T and P x V), static mode only */
+enum { KIND_MATMUL, KIND_GEMM, KIND_CONV, KIND_ACT_MATMUL };
 
 typedef struct candidate {
     char *name;        /* node name (unique key: indices move) */
     int kind;
     bool trans_b;
-    char *x, *w, *b;   /* input names (b NULL when absent) */
+    char *x, *w, *b;   /* input names (b NULL when absent; w an activation for KIND_ACT_MATMUL) */
     char *y;           /* output */
     char *y_act;       /* the tensor whose range is the output's: y, or its Relu's output */
 } candidate;
@@ -246,11 +253,49 @@ static inf_status fold_gemm_scales(qctx *q, int i, const inf_model_edit_node_vie
     return st;
 }
 
+/* Is node i a MatMul of two activations (no constant input), quantized in static mode? */
+static bool act_matmul(const qctx *q, const inf_model_edit_node_view *v) {
+    return q->o->static_mode && q->o->quantize_attention && (!*v->domain || !strcmp(v->domain, "ai.onnx")) &&
+           !strcmp(v->op_type, "MatMul") && v->n_inputs == 2 && v->n_outputs == 1 && *v->inputs[0] && *v->inputs[1] &&
+           !inf_model_edit_is_constant(q->ed, v->inputs[0]) && !inf_model_edit_is_constant(q->ed, v->inputs[1]);
+}
+
+static candidate *new_candidate(qctx *q, int kind, const inf_model_edit_node_view *v) {
+    candidate *c = realloc(q->cand, (size_t)(q->n_cand + 1) * sizeof *c);
+    if (!c)
+        return NULL;
+    q->cand = c;
+    c = &c[q->n_cand++];
+    memset(c, 0, sizeof *c);
+    c->kind = kind;
+    c->name = strdup(v->name), c->x = strdup(v->inputs[0]), c->w = strdup(v->inputs[1]), c->y = strdup(v->outputs[0]);
+    return c->name && c->x && c->w && c->y ? c : NULL;
+}
+
+static inf_status collect_act_matmul(qctx *q, const inf_model_edit_node_view *v, inf__quantize_report *r) {
+    r->n_act_candidates++;
+    if (excluded(q, v->name)) {
+        r->n_act_excluded++;
+        return INF_OK;
+    }
+    candidate *c = new_candidate(q, KIND_ACT_MATMUL, v);
+    if (!c || !(c->y_act = strdup(c->y)))
+        return nomem(q);
+    r->n_act_quantized++;
+    return INF_OK;
+}
+
 static inf_status collect(qctx *q, inf__quantize_report *r) {
     inf_model_edit_node_view v;
     for (int i = 0, n = inf_model_edit_n_nodes(q->ed); i < n; i++) {
         int kind;
         inf_model_edit_view_node(q->ed, i, &v);
+        if (act_matmul(q, &v)) {
+            inf_status ast = collect_act_matmul(q, &v, r);
+            if (ast != INF_OK)
+                return ast;
+            continue;
+        }
         if (!quantizable(q, i, &v, &kind)) continue;
         if (kind == KIND_GEMM && !excluded(q, v.name)) {
             inf_status fst = fold_gemm_scales(q, i, &v);
@@ -268,20 +313,16 @@ static inf_status collect(qctx *q, inf__quantize_report *r) {
         bool ok = w->dtype == INF_DTYPE_F32 && (kind == KIND_CONV ? w->ndim >= 3 : w->ndim == 2);
         inf_tensor_free(w);
         if (!ok) continue;
-        candidate *c = realloc(q->cand, (size_t)(q->n_cand + 1) * sizeof *c);
-        if (!c) return nomem(q);
-        q->cand = c;
-        c = &c[q->n_cand++];
-        memset(c, 0, sizeof *c);
-        c->kind = kind;
+        candidate *c = new_candidate(q, kind, &v);
+        if (!c)
+            return nomem(q);
         c->trans_b = kind == KIND_GEMM && inf_model_edit_node_attr_int(q->ed, i, "transB", 0);
-        c->name = strdup(v.name), c->x = strdup(v.inputs[0]), c->w = strdup(v.inputs[1]), c->y = strdup(v.outputs[0]);
         c->b = v.n_inputs > 2 && *v.inputs[2] ? strdup(v.inputs[2]) : NULL;
         int relu = sole_reader(q, c->y);
         inf_model_edit_node_view rv;
         if (relu >= 0) inf_model_edit_view_node(q->ed, relu, &rv);
         c->y_act = strdup(relu >= 0 && !strcmp(rv.op_type, "Relu") && !q->o->qoperator ? rv.outputs[0] : c->y);
-        if (!c->name || !c->x || !c->w || !c->y || !c->y_act || (v.n_inputs > 2 && *v.inputs[2] && !c->b))
+        if (!c->y_act || (v.n_inputs > 2 && *v.inputs[2] && !c->b))
             return nomem(q);
     }
     return INF_OK;
@@ -292,6 +333,8 @@ static inf_status collect(qctx *q, inf__quantize_report *r) {
 static inf_status calibrate(qctx *q, inf__quantize_report *r) {
     for (int i = 0; i < q->n_cand; i++) {
         inf_status st = want_act(q, q->cand[i].x);
+        if (st == INF_OK && q->cand[i].kind == KIND_ACT_MATMUL)
+            st = want_act(q, q->cand[i].w);
         /* outputs: QLinear* needs every range; in QDQ a Conv's output is quantized
          * (ONNX Runtime runs DQ -> Conv -> Q as QLinearConv), a MatMul's / Gemm's only
          * when it feeds another quantized node (its input, above) */
@@ -435,10 +478,12 @@ static inf_status write_bias_i32(qctx *q, const candidate *c, float x_scale, con
 
 /* ---- step 3a: QDQ ---- */
 
-/* Is node i a candidate reading t as its activation input? */
-static bool candidate_reads(const qctx *q, const inf_model_edit_node_view *v, const char *t) {
+/* Does node v, a candidate, read t as its activation input k (0, or 1 of an activation MatMul)? */
+static bool candidate_reads(const qctx *q, const inf_model_edit_node_view *v, int k, const char *t) {
     for (int c = 0; c < q->n_cand; c++)
-        if (v->n_outputs > 0 && !strcmp(q->cand[c].y, v->outputs[0])) return v->n_inputs > 0 && !strcmp(v->inputs[0], t);
+        if (v->n_outputs > 0 && !strcmp(q->cand[c].y, v->outputs[0]))
+            return (k == 0 || (k == 1 && q->cand[c].kind == KIND_ACT_MATMUL)) && v->n_inputs > k &&
+                   !strcmp(v->inputs[k], t);
     return false;
 }
 
@@ -467,7 +512,7 @@ static inf_status qdq_activation(qctx *q, act_param *a) {
     for (int i = at + 2, n = inf_model_edit_n_nodes(q->ed); st == INF_OK && i < n; i++) {
         inf_model_edit_view_node(q->ed, i, &v);
         for (int k = 0; k < v.n_inputs && st == INF_OK; k++)
-            if (!strcmp(v.inputs[k], a->name) && (conv_out || (k == 0 && candidate_reads(q, &v, a->name))))
+            if (!strcmp(v.inputs[k], a->name) && (conv_out || candidate_reads(q, &v, k, a->name)))
                 st = inf_model_edit_node_set_input(q->ed, i, k, dn, q->err);
     }
     a->done = true;
@@ -522,7 +567,9 @@ static inf_status qdq_node(qctx *q, const candidate *c) {
 
 static inf_status rewrite_qdq(qctx *q) {
     inf_status st = INF_OK;
-    for (int i = 0; i < q->n_cand && st == INF_OK; i++) st = qdq_node(q, &q->cand[i]);
+    for (int i = 0; i < q->n_cand && st == INF_OK; i++)
+        if (q->cand[i].kind != KIND_ACT_MATMUL)
+            st = qdq_node(q, &q->cand[i]);
     for (int i = 0; i < q->n_act && st == INF_OK; i++) st = qdq_activation(q, &q->act[i]);
     return st;
 }
@@ -601,6 +648,37 @@ static inf_status qoperator_static_node(qctx *q, const candidate *c) {
     if (st == INF_OK && c->b) inf_model_edit_drop_unused_initializer(q->ed, c->b);
     qweight_free(&qw);
     free(wq), free(ws), free(wz), free(bq), free(bs), free(yq), free(ys), free(yz), free(mm), free(xq), free(xs), free(xz);
+    return st;
+}
+
+/* An activation MatMul: both inputs quantized (once each) -> QLinearMatMul
+ * into <y>_quantized with y's own parameters -> DequantizeLinear to y. */
+static inf_status qoperator_act_matmul(qctx *q, const candidate *c) {
+    act_param *xa = find_act(q, c->x), *wa = find_act(q, c->w), *ya = find_act(q, c->y);
+    int at = find_node(q, c);
+    inf_status st = quantize_input(q, xa, &at);
+    if (st == INF_OK)
+        st = quantize_input(q, wa, &at);
+    char *names[9] = {cat(c->x, "_quantized"), cat(c->x, "_scale"),      cat(c->x, "_zero_point"),
+                      cat(c->w, "_quantized"), cat(c->w, "_scale"),      cat(c->w, "_zero_point"),
+                      cat(c->y, "_scale"),     cat(c->y, "_zero_point"), cat(c->y, "_quantized")};
+    for (int i = 0; i < 9 && st == INF_OK; i++)
+        if (!names[i])
+            st = nomem(q);
+    if (st == INF_OK && !ya->done)
+        st = add_scalar_f32(q, names[6], ya->scale);
+    if (st == INF_OK && !ya->done)
+        st = add_scalar_u8(q, names[7], ya->zp);
+    const char *const *ins = (const char *const *)names, *yq = names[8];
+    if (st == INF_OK)
+        st = inf_model_edit_retype_node(q->ed, at, "QLinearMatMul", 8, ins, 1, &yq, 0, 0, NULL, q->err);
+    const char *din[3] = {names[8], names[6], names[7]};
+    if (st == INF_OK)
+        st = insert(q, at + 1, "DequantizeLinear", c->y, 3, din, 1, (const char *const *)&c->y, 0, NULL);
+    if (st == INF_OK)
+        ya->done = true; /* <y>_quantized exists: no QuantizeLinear of y */
+    for (int i = 0; i < 9; i++)
+        free(names[i]);
     return st;
 }
 
@@ -703,20 +781,25 @@ inf_status inf__tools_quantize(const inf__quantize_options *o, inf__quantize_rep
     qctx q = {.o = o, .err = err};
     if (o->static_mode && !o->calibration)
         return inf_error_set(err, INF_EINVAL, "static quantization needs --calibration SRC (records or a .npy file)");
+    if (o->quantize_attention && !o->static_mode)
+        return inf_error_set(err, INF_EINVAL,
+                             "--quantize-attention needs static mode (--calibration SRC): dynamic mode leaves "
+                             "attention's activation MatMuls FP32");
     inf_status st = inf_model_edit_open(o->in_path, &q.ed, err);
     if (st != INF_OK) return st;
     r->bytes_before = file_size(o->in_path);
     r->weight_bytes_before = inf_model_edit_weight_bytes(q.ed);
     if ((st = check_opset(&q)) != INF_OK || (st = collect(&q, r)) != INF_OK) goto done;
-    const char *qop = q.n_cand == 0 ? quantized_op(&q) : NULL;
-    if (q.n_cand == 0 && qop) {
+    int n_weighted = q.n_cand - r->n_act_quantized; /* activation MatMuls alone are not worth a file */
+    const char *qop = n_weighted == 0 ? quantized_op(&q) : NULL;
+    if (n_weighted == 0 && qop) {
         st = inf_error_set(err, INF_EINVAL,
                            "'%s' is already quantized (it has %s nodes): nothing to quantize; quantize "
                            "its FP32 original instead",
                            o->in_path, qop);
         goto done;
     }
-    if (q.n_cand == 0) {
+    if (n_weighted == 0) {
         st = r->n_candidates
                  ? inf_error_set(err, INF_EINVAL, "'%s': every quantizable node (%d) is excluded", o->in_path,
                                  r->n_candidates)
@@ -731,11 +814,13 @@ inf_status inf__tools_quantize(const inf__quantize_options *o, inf__quantize_rep
     if (!o->static_mode) {
         for (int i = 0; i < q.n_cand && st == INF_OK; i++) st = dynamic_node(&q, &q.cand[i]);
     } else if (o->qoperator) {
-        for (int i = 0; i < q.n_cand && st == INF_OK; i++) st = qoperator_static_node(&q, &q.cand[i]);
+        for (int i = 0; i < q.n_cand && st == INF_OK; i++)
+            st = q.cand[i].kind == KIND_ACT_MATMUL ? qoperator_act_matmul(&q, &q.cand[i])
+                                                   : qoperator_static_node(&q, &q.cand[i]);
     } else {
         st = rewrite_qdq(&q);
     }
-    r->n_quantized = q.n_cand;
+    r->n_quantized = n_weighted;
     if (st == INF_OK) st = inf_model_edit_set_metadata(q.ed, "infera.quantization",
                                                        o->static_mode ? (o->qoperator ? "static qoperator" : "static qdq")
                                                                       : "dynamic",

@@ -4,7 +4,9 @@
  * DESIGN: three files.
  *   quantize.c        chooses the nodes (Gemm, MatMul, Conv; not --exclude'd,
  *                     not without a constant weight unless both inputs are
- *                     activations of a static MatMul), computes the weight
+ *                     activations of a static MatMul and --quantize-attention:
+ *                     attention's Q x K^T and P x V, both inputs then per-tensor
+ *                     uint8), computes the weight
  *                     and activation parameters and rewrites the model through
  *                     the ONNX editor (infera/model_write.h) in QDQ or QOperator form.
  *   quantize_calib.c  static mode: runs the FP32 model -- with the tensors to
@@ -44,13 +46,15 @@ typedef struct inf__quantize_options {
     bool per_channel;
     bool reduce_range;        /* weights in [-64, 64] (7 bits): exact in vpmaddubsw's int16 pair sums, the
                                * instruction ONNX Runtime's kernels use on CPUs without VNNI */
+    bool quantize_attention;  /* static: also MatMuls of two activations (attention's Q x K^T, P x V) */
     bool qoperator;           /* false: QDQ */
     const char *const *exclude; /* node names kept in FP32 */
     int n_exclude;
 } inf__quantize_options;
 
 typedef struct inf__quantize_report {
-    int n_quantized, n_excluded, n_candidates;
+    int n_quantized, n_excluded, n_candidates;             /* nodes with a constant weight */
+    int n_act_quantized, n_act_excluded, n_act_candidates; /* MatMuls of two activations (static mode) */
     int n_calibrated_tensors;
     long long calibration_rows;
     long long calibration_nonfinite;         /* NaN / infinite activation values left out of the ranges */

@@ -20,6 +20,21 @@
  *   prove anything about the shape subgraphs (Shape -> Gather -> Concat)
  *   that feed them.
  *
+ * INT8 FORM (what `infera quantize` and ONNX Runtime's quantize_static
+ * write when attention's two MatMuls are quantized): each operand of both
+ * MatMuls is DequantizeLinear(QuantizeLinear(x, s, z), s, z) -- per tensor,
+ * constant s (float32) and z (uint8 or absent), each link read once:
+ *     S = MatMul(QDQ(Qs), QDQ(Kt)),  ctx = MatMul(QDQ(Softmax(Sm)), QDQ(Vt))
+ * ->  Y  = QAttention(q, k, v [, mask]; scale = the scores' constants,
+ *          q_scale = Q's constants (they act before Q's quantization),
+ *          quant = the four (s, z)) (ops/qattention.h): both products in
+ *   integers, P quantized as the QuantizeLinear says.  All four operands are
+ *   quantized or none (a mix, e.g. one MatMul excluded, stays unfused and
+ *   runs as the generic ops).  The kernel's integer sums are exact and its
+ *   quantization of q, k, v and P is QuantizeLinear's arithmetic on the same
+ *   floats (transposes move no value), so it differs from the graph by float
+ *   rounding of the sums (within a quantization step of Y).
+ *
  * WHY IT IS SAFE: the fused kernel computes exactly the chain's
  * mathematics on the same tensors, reading q, k, v through strides instead
  * of transposed copies; the scale moves from a separate Div/Mul into the
@@ -37,12 +52,14 @@
 #include "graph/passes/passes.h"
 #include "ops/ops.h"
 
-enum { MAX_REMOVED = 9 };
+enum { MAX_REMOVED = 17 };
 
 typedef struct att_match {
     int q, k, v, mask;   /* value indices; mask -1 when absent */
-    float scale;
+    float scale, pre;    /* on the scores; on Q (before its quantization, INT8 form) */
     bool scaled;         /* at least one scale constant seen */
+    int n_quant;         /* operands seen as Q -> DQ (0 or 4 for a match) */
+    float quant[8];      /* (scale, zero point) of Q, K, P, V */
     int removed[MAX_REMOVED], n_removed;
 } att_match;
 
@@ -72,16 +89,48 @@ static bool scale_const(const inf__pass_ctx *pc, int v, int r, float *c) {
     return t && t->ndim <= r && inf__pass_scalar(pc, v, c);
 }
 
+/* x = DequantizeLinear(QuantizeLinear(src, s, z), s, z) (per tensor, the
+ * same constants, z uint8 or absent, each link read once): src, with (s, z)
+ * as operand `slot` of m->quant; else x itself (nothing recorded). */
+static int dequantized(const inf__pass_ctx *pc, int x, int slot, att_match *m) {
+    int di = inf__pass_producer(pc, x, "DequantizeLinear");
+    if (di < 0 || !inf__pass_uses(pc, x, 1))
+        return x;
+    const inf__node *dq = &pc->g->nodes[di];
+    int qi = inf__pass_producer(pc, dq->inputs[0], "QuantizeLinear");
+    if (qi < 0 || !inf__pass_uses(pc, dq->inputs[0], 1))
+        return x;
+    const inf__node *qn = &pc->g->nodes[qi];
+    float s, s2;
+    if (qn->n_inputs < 2 || dq->n_inputs != qn->n_inputs || !inf__pass_scalar(pc, qn->inputs[1], &s) ||
+        !inf__pass_scalar(pc, dq->inputs[1], &s2) || s != s2 || !(s > 0))
+        return x;
+    int32_t z = 0;
+    if (qn->n_inputs > 2) {
+        const inf_tensor *z1 = inf__pass_const_u8(pc, qn->inputs[2]), *z2 = inf__pass_const_u8(pc, dq->inputs[2]);
+        if (!z1 || !z2 || inf_tensor_numel(z1) != 1 || inf_tensor_numel(z2) != 1 ||
+            *(const uint8_t *)z1->data != *(const uint8_t *)z2->data)
+            return x;
+        z = *(const uint8_t *)z1->data;
+    }
+    if (inf__node_attr(qn, "saturate") || inf__node_attr(qn, "output_dtype") || inf__node_attr(dq, "block_size") ||
+        inf__node_attr(qn, "block_size"))
+        return x; /* opset 19+ float8 / blocked forms: not the uint8 arithmetic */
+    m->quant[2 * slot] = s, m->quant[2 * slot + 1] = (float)z, m->n_quant++;
+    m->removed[m->n_removed++] = di, m->removed[m->n_removed++] = qi;
+    return qn->inputs[0];
+}
+
 /* Strips an optional Div(x, c) / Mul(x, c) / Mul(c, x) off value x (read
- * once), folding c into m->scale; returns the unscaled value. */
-static int unscale(const inf__pass_ctx *pc, int x, int r, att_match *m) {
+ * once), folding c into *into; returns the unscaled value. */
+static int unscale(const inf__pass_ctx *pc, int x, int r, att_match *m, float *into) {
     if (!inf__pass_uses(pc, x, 1)) return x;
     float c;
     int di = inf__pass_producer(pc, x, "Div");
     if (di >= 0) {
         const inf__node *d = &pc->g->nodes[di];
         if (d->n_inputs != 2 || !scale_const(pc, d->inputs[1], r, &c) || c == 0.0f) return x;
-        m->scale /= c, m->scaled = true, m->removed[m->n_removed++] = di;
+        *into /= c, m->scaled = true, m->removed[m->n_removed++] = di;
         return d->inputs[0];
     }
     int mi = inf__pass_producer(pc, x, "Mul");
@@ -89,7 +138,7 @@ static int unscale(const inf__pass_ctx *pc, int x, int r, att_match *m) {
     const inf__node *mul = &pc->g->nodes[mi];
     for (int o = 0; o < 2; o++)
         if (scale_const(pc, mul->inputs[o], r, &c)) {
-            m->scale *= c, m->scaled = true, m->removed[m->n_removed++] = mi;
+            *into *= c, m->scaled = true, m->removed[m->n_removed++] = mi;
             return mul->inputs[1 - o];
         }
     return x;
@@ -100,21 +149,25 @@ static bool scores(const inf__pass_ctx *pc, int sm, int r, att_match *m) {
     int start = m->n_removed;
     int ai = inf__pass_producer(pc, sm, "Add");
     int n_try = ai >= 0 && inf__pass_uses(pc, sm, 1) && pc->g->nodes[ai].n_inputs == 2 ? 2 : 0;
+    int n_quant = m->n_quant;
     for (int o = 0; o <= n_try; o++) {
-        m->n_removed = start, m->scale = 1.0f, m->scaled = false, m->mask = -1;
+        m->n_removed = start, m->scale = 1.0f, m->pre = 1.0f, m->scaled = false, m->mask = -1, m->n_quant = n_quant;
         int s = sm;
         if (o < n_try) { /* the scores are operand o of the Add, the mask the other */
             s = pc->g->nodes[ai].inputs[o];
             m->mask = pc->g->nodes[ai].inputs[1 - o];
             m->removed[m->n_removed++] = ai;
         }
-        s = unscale(pc, s, r, m);
+        s = unscale(pc, s, r, m, &m->scale);
         int mm = inf__pass_producer(pc, s, "MatMul");
         if (mm < 0 || !inf__pass_uses(pc, s, 1)) continue;
         m->removed[m->n_removed++] = mm;
-        int qs = unscale(pc, pc->g->nodes[mm].inputs[0], r, m);
-        if (m->scaled && transposed(pc, qs, r, r == 4 ? SWAP4 : SWAP3, &m->q, m) &&
-            transposed(pc, pc->g->nodes[mm].inputs[1], r, r == 4 ? KT4 : KT3, &m->k, m))
+        int before = m->n_quant, qd = dequantized(pc, pc->g->nodes[mm].inputs[0], 0, m);
+        int qs = unscale(pc, qd, r, m, m->n_quant > before ? &m->pre : &m->scale); /* FP32: one product, as before */
+        int kt = dequantized(pc, pc->g->nodes[mm].inputs[1], 1, m);
+        if (m->scaled && (m->n_quant == 0 || m->n_quant == 4) &&
+            transposed(pc, qs, r, r == 4 ? SWAP4 : SWAP3, &m->q, m) &&
+            transposed(pc, kt, r, r == 4 ? KT4 : KT3, &m->k, m))
             return true;
     }
     return false;
@@ -127,19 +180,23 @@ static bool match(const inf__pass_ctx *pc, int yi, att_match *m) {
     if (perm_is(y, 4, SWAP4)) r = 4;
     else if (perm_is(y, 3, SWAP3)) r = 3;
     else return false;
-    m->n_removed = 0;
+    m->n_removed = 0, m->n_quant = 0;
     int ctx = y->inputs[0];
     int mi = inf__pass_producer(pc, ctx, "MatMul");
     if (mi < 0 || !inf__pass_uses(pc, ctx, 1) || pc->g->nodes[mi].n_inputs != 2) return false;
     m->removed[m->n_removed++] = mi;
-    int p = pc->g->nodes[mi].inputs[0];
+    int p = dequantized(pc, pc->g->nodes[mi].inputs[0], 2, m);
+    int vt = dequantized(pc, pc->g->nodes[mi].inputs[1], 3, m);
+    if (m->n_quant == 1)
+        return false; /* one operand of P V quantized, the other not */
     int si = inf__pass_producer(pc, p, "Softmax");
     if (si < 0 || !inf__pass_uses(pc, p, 1)) return false;
     const inf__node *sm = &pc->g->nodes[si];
     int64_t axis = inf__attr_int(sm, "axis", sm->opset >= 13 ? -1 : 1);
     if (axis != r - 1 && axis != -1) return false;
     m->removed[m->n_removed++] = si;
-    if (!transposed(pc, pc->g->nodes[mi].inputs[1], r, r == 4 ? SWAP4 : SWAP3, &m->v, m)) return false;
+    if (!transposed(pc, vt, r, r == 4 ? SWAP4 : SWAP3, &m->v, m))
+        return false;
     return scores(pc, sm->inputs[0], r, m);
 }
 
@@ -153,9 +210,18 @@ inf_status inf__pass_attention(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
         att_match m;
         if (!match(pc, n, &m)) continue;
         int inputs[4] = {m.q, m.k, m.v, m.mask};
-        inf__attr attr = {.name = "scale", .type = INF_ATTR_FLOAT, .f = m.scale};
-        inf_status st = inf__pass_rewrite(pc, n, "ai.infera", "Attention", 1, m.mask >= 0 ? 4 : 3, inputs, 1, &attr,
-                                          m.removed, m.n_removed, err);
+        bool quant = m.n_quant == 4;
+        float *qp = quant ? inf__arena_alloc(&pc->model->arena, sizeof m.quant) : NULL;
+        if (quant && !qp)
+            return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
+        if (qp)
+            memcpy(qp, m.quant, sizeof m.quant);
+        inf__attr attrs[3] = {{.name = "scale", .type = INF_ATTR_FLOAT, .f = m.scale},
+                              {.name = "q_scale", .type = INF_ATTR_FLOAT, .f = m.pre},
+                              {.name = "quant", .type = INF_ATTR_FLOATS, .n = 8, .floats = qp}};
+        inf_status st =
+            inf__pass_rewrite(pc, n, "ai.infera", quant ? "QAttention" : "Attention", 1, m.mask >= 0 ? 4 : 3, inputs,
+                              quant ? 3 : 1, attrs, m.removed, m.n_removed, err);
         if (st != INF_OK) return st;
         (*n_rewritten)++;
     }

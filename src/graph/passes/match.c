@@ -36,6 +36,16 @@ const inf_tensor *inf__pass_const_f32(const inf__pass_ctx *pc, int v) {
     return t->kind == INF_KIND_TENSOR && t->dtype == INF_DTYPE_F32 ? t : NULL;
 }
 
+const inf_tensor *inf__pass_const_u8(const inf__pass_ctx *pc, int v) {
+    if (v < 0)
+        return NULL;
+    const inf__value *val = &pc->g->values[v];
+    if (val->role != INF_VALUE_INITIALIZER || !val->constant)
+        return NULL;
+    const inf_tensor *t = val->constant;
+    return t->kind == INF_KIND_TENSOR && t->dtype == INF_DTYPE_U8 ? t : NULL;
+}
+
 bool inf__pass_scalar(const inf__pass_ctx *pc, int v, float *out) {
     const inf_tensor *t = inf__pass_const_f32(pc, v);
     if (!t || inf_tensor_numel(t) != 1) return false;

@@ -50,6 +50,8 @@ bool inf__pass_uses(const inf__pass_ctx *pc, int v, int n);
 const inf_tensor *inf__pass_const_i64(const inf__pass_ctx *pc, int v);
 /* The float32 constant tensor of value v, or NULL. */
 const inf_tensor *inf__pass_const_f32(const inf__pass_ctx *pc, int v);
+/* The uint8 constant tensor of value v, or NULL (zero points). */
+const inf_tensor *inf__pass_const_u8(const inf__pass_ctx *pc, int v);
 /* Is value v a one-element float32 constant?  Its value in *out. */
 bool inf__pass_scalar(const inf__pass_ctx *pc, int v, float *out);
 /* Is value v a one-element constant within tol of want? */

@@ -46,6 +46,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "ops/attention_geom.h"
 #include "ops/ops.h"
 #include "ops/vmath.h"
 
@@ -172,7 +173,7 @@ static inf_status check_inputs(inf__kernel_ctx *ctx) {
 
 /* Mask strides over the scores [B, H, Sq, Sk] (numpy broadcasting, rank <= Q's). */
 static inf_status mask_strides(inf__kernel_ctx *ctx, const inf_tensor *m, const int64_t *sdims, int srank,
-                               attention_job *j) {
+                               inf__attention_geom *j) {
     int64_t st[4] = {0, 0, 0, 0}, stride = 1;
     if (m->ndim > srank)
         return inf__kernel_error(ctx, INF_ESHAPE, "mask: rank %d exceeds the scores' rank %d", m->ndim, srank);
@@ -189,35 +190,71 @@ static inf_status mask_strides(inf__kernel_ctx *ctx, const inf_tensor *m, const 
     return INF_OK;
 }
 
-static inf_status attention_run(inf__kernel_ctx *ctx) {
-    const attention_params *p = ctx->node->params;
+inf_status inf__attention_geometry(inf__kernel_ctx *ctx, inf__attention_geom *g, inf_tensor **y_out) {
     inf_status st = check_inputs(ctx);
     if (st != INF_OK) return st;
     const inf_tensor *q = ctx->in[0], *k = ctx->in[1], *v = ctx->in[2], *mask = ctx->n_in > 3 ? ctx->in[3] : NULL;
-    attention_job j = {0};
+    memset(g, 0, sizeof *g);
     int64_t bk, hk;
-    if (!bcast(dim4(q, 0), dim4(k, 0), &bk) || !bcast(bk, dim4(v, 0), &j.b) || !bcast(dim4(q, 2), dim4(k, 2), &hk) ||
-        !bcast(hk, dim4(v, 2), &j.h))
+    if (!bcast(dim4(q, 0), dim4(k, 0), &bk) || !bcast(bk, dim4(v, 0), &g->b) || !bcast(dim4(q, 2), dim4(k, 2), &hk) ||
+        !bcast(hk, dim4(v, 2), &g->h))
         return shape_error(ctx, "batch/head dimensions do not broadcast");
-    j.sq = dim4(q, 1), j.sk = dim4(k, 1), j.d = dim4(q, 3), j.dv = dim4(v, 3);
-    if (dim4(k, 3) != j.d || dim4(v, 1) != j.sk)
+    g->sq = dim4(q, 1), g->sk = dim4(k, 1), g->d = dim4(q, 3), g->dv = dim4(v, 3);
+    if (dim4(k, 3) != g->d || dim4(v, 1) != g->sk)
         return shape_error(ctx, "head sizes or key lengths differ");
-    int64_t sdims[4] = {j.b, j.h, j.sq, j.sk};
-    if (mask && (st = mask_strides(ctx, mask, sdims, q->ndim, &j)) != INF_OK) return st;
-    int64_t ydims[4] = {j.b, j.sq, j.h, j.dv};
+    int64_t sdims[4] = {g->b, g->h, g->sq, g->sk};
+    if (mask && (st = mask_strides(ctx, mask, sdims, q->ndim, g)) != INF_OK)
+        return st;
+    int64_t ydims[4] = {g->b, g->sq, g->h, g->dv};
     inf_tensor *y;
     st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, q->ndim, q->ndim == 4 ? ydims : ydims + 1, &y);
+    if (st != INF_OK)
+        return st;
+    *y_out = y;
+    int64_t hq = dim4(q, 2), hv = dim4(v, 2);
+    g->ldq = hq * g->d, g->ldk = dim4(k, 2) * g->d, g->ldv = hv * g->dv, g->ldy = g->h * g->dv;
+    g->qb = dim4(q, 0) == 1 ? 0 : g->sq * g->ldq, g->qh = hq == 1 ? 0 : g->d;
+    g->kb = dim4(k, 0) == 1 ? 0 : g->sk * g->ldk, g->kh = dim4(k, 2) == 1 ? 0 : g->d;
+    g->vb = dim4(v, 0) == 1 ? 0 : g->sk * g->ldv, g->vh = hv == 1 ? 0 : g->dv;
+    g->q = q->data, g->k = k->data, g->v = v->data, g->y = y->data, g->mask = mask ? mask->data : NULL;
+    return INF_OK;
+}
+
+static inf_status attention_run(inf__kernel_ctx *ctx) {
+    const attention_params *p = ctx->node->params;
+    inf__attention_geom g;
+    inf_tensor *y;
+    inf_status st = inf__attention_geometry(ctx, &g, &y);
     if (st != INF_OK || inf_tensor_numel(y) == 0) return st;
-    if (j.sk == 0) { /* no keys: P V sums nothing (the unfused MatMul gives zeros) */
+    if (g.sk == 0) { /* no keys: P V sums nothing (the unfused MatMul gives zeros) */
         memset(y->data, 0, (size_t)inf_tensor_numel(y) * sizeof(float));
         return INF_OK;
     }
-    int64_t hq = dim4(q, 2), hv = dim4(v, 2);
-    j.ldq = hq * j.d, j.ldk = dim4(k, 2) * j.d, j.ldv = hv * j.dv, j.ldy = j.h * j.dv;
-    j.qb = dim4(q, 0) == 1 ? 0 : j.sq * j.ldq, j.qh = hq == 1 ? 0 : j.d;
-    j.kb = dim4(k, 0) == 1 ? 0 : j.sk * j.ldk, j.kh = dim4(k, 2) == 1 ? 0 : j.d;
-    j.vb = dim4(v, 0) == 1 ? 0 : j.sk * j.ldv, j.vh = hv == 1 ? 0 : j.dv;
-    j.q = q->data, j.k = k->data, j.v = v->data, j.y = y->data, j.mask = mask ? mask->data : NULL;
+    attention_job j = {.q = g.q,
+                       .k = g.k,
+                       .v = g.v,
+                       .mask = g.mask,
+                       .y = g.y,
+                       .b = g.b,
+                       .h = g.h,
+                       .sq = g.sq,
+                       .sk = g.sk,
+                       .d = g.d,
+                       .dv = g.dv,
+                       .qb = g.qb,
+                       .qh = g.qh,
+                       .kb = g.kb,
+                       .kh = g.kh,
+                       .vb = g.vb,
+                       .vh = g.vh,
+                       .ldq = g.ldq,
+                       .ldk = g.ldk,
+                       .ldv = g.ldv,
+                       .ldy = g.ldy,
+                       .mb = g.mb,
+                       .mh = g.mh,
+                       .mi = g.mi,
+                       .mj = g.mj};
     j.scale = p->scale;
     j.rows = SCORE_BLOCK_FLOATS / j.sk;
     if (j.rows < 1) j.rows = 1;

@@ -235,6 +235,16 @@ static raw_fn raw_kernel(inf__qgemm_isa isa) {
     return inf__qgemm_raw_ref;
 }
 
+void inf__qgemm_raw(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init, int32_t *c,
+                    int64_t ldc) {
+    raw_kernel(b->isa)(b, m, a, lda, init, c, ldc);
+}
+
+void inf__qgemm_layout(inf__qgemm_isa isa, int *panel, int *kgroup, int *elem) {
+    pack_shape s = shape_of(isa);
+    *panel = s.panel, *kgroup = s.kgroup, *elem = s.elem;
+}
+
 enum { FOLD_MAX_N = 4096 };
 
 void inf__qgemm_rows(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, int32_t a_zp, int32_t *c,
