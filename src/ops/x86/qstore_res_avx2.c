@@ -63,6 +63,23 @@ static inline void store16(uint8_t *y, __m256i q0, __m256i q1) {
 }
 
 /* The block, Add activation Relu (relu) or none: one branch-free loop per case. */
+/* A column chunk's multipliers and biases (bias NULL: zeros): columns j.. j + 7 in m0, b0 and, when wide, j + 8 ..
+ * j + 15 in m1, b1; one multiplier for all when not percol. */
+typedef struct col_chunk {
+    __m256 m0, m1, b0, b1;
+} col_chunk;
+
+static inline col_chunk chunk_at(const float *mult, bool percol, const float *bias, int64_t j, bool wide) {
+    col_chunk k = {.b0 = _mm256_setzero_ps(), .b1 = _mm256_setzero_ps()};
+    k.m0 = percol ? _mm256_loadu_ps(mult + j) : _mm256_set1_ps(mult[0]);
+    k.m1 = percol && wide ? _mm256_loadu_ps(mult + j + 8) : k.m0;
+    if (bias)
+        k.b0 = _mm256_loadu_ps(bias + j);
+    if (bias && wide)
+        k.b1 = _mm256_loadu_ps(bias + j + 8);
+    return k;
+}
+
 /* The residual store's constants (pre's requant, the residual's and the output's quantization). */
 typedef struct res_k {
     __m256 ps, plo_z, phi_z, rs, s, nz, lim, zero;
@@ -112,21 +129,18 @@ static inline __attribute__((always_inline)) void res_rows(const inf__qout *o, c
     };
     int64_t j = 0;
     for (; j + 16 <= n; j += 16) {
-        const __m256 m0 = percol ? _mm256_loadu_ps(mult + j) : _mm256_set1_ps(mult[0]);
-        const __m256 m1 = percol ? _mm256_loadu_ps(mult + j + 8) : m0;
-        const __m256 b0 = bias ? _mm256_loadu_ps(bv + j) : k.zero, b1 = bias ? _mm256_loadu_ps(bv + j + 8) : k.zero;
+        const col_chunk w = chunk_at(mult, percol, bv, j, true);
         for (int64_t i = 0; i < rows; i++) {
             const int32_t *ci = c + i * ldc + j;
             const uint8_t *ri = r + i * ldy + j;
-            store16(y + i * ldy + j, res8(&k, ci, m0, b0, ri, bias, requant, relu),
-                    res8(&k, ci + 8, m1, b1, ri + 8, bias, requant, relu));
+            store16(y + i * ldy + j, res8(&k, ci, w.m0, w.b0, ri, bias, requant, relu),
+                    res8(&k, ci + 8, w.m1, w.b1, ri + 8, bias, requant, relu));
         }
     }
     for (; j < n; j += 8) {
-        const __m256 m = percol ? _mm256_loadu_ps(mult + j) : _mm256_set1_ps(mult[0]);
-        const __m256 b = bias ? _mm256_loadu_ps(bv + j) : k.zero;
+        const col_chunk w = chunk_at(mult, percol, bv, j, false);
         for (int64_t i = 0; i < rows; i++)
-            store8(y + i * ldy + j, res8(&k, c + i * ldc + j, m, b, r + i * ldy + j, bias, requant, relu));
+            store8(y + i * ldy + j, res8(&k, c + i * ldc + j, w.m0, w.b0, r + i * ldy + j, bias, requant, relu));
     }
 }
 
@@ -198,19 +212,16 @@ static inline __attribute__((always_inline)) void plain_rows(const inf__qout *o,
     };
     int64_t j = 0;
     for (; j + 16 <= n; j += 16) {
-        const __m256 m0 = pc ? _mm256_loadu_ps(mult + j) : _mm256_set1_ps(mult[0]);
-        const __m256 m1 = pc ? _mm256_loadu_ps(mult + j + 8) : m0;
-        const __m256 b0 = hb ? _mm256_loadu_ps(bias + j) : k.zero, b1 = hb ? _mm256_loadu_ps(bias + j + 8) : k.zero;
+        const col_chunk w = chunk_at(mult, pc, bias, j, true);
         for (int64_t i = 0; i < rows; i++) {
             const int32_t *ci = c + i * ldc + j;
-            store16(y + i * ldy + j, plain8(&k, ci, m0, b0, ak, hb), plain8(&k, ci + 8, m1, b1, ak, hb));
+            store16(y + i * ldy + j, plain8(&k, ci, w.m0, w.b0, ak, hb), plain8(&k, ci + 8, w.m1, w.b1, ak, hb));
         }
     }
     for (; j < n; j += 8) {
-        const __m256 m = pc ? _mm256_loadu_ps(mult + j) : _mm256_set1_ps(mult[0]);
-        const __m256 b = hb ? _mm256_loadu_ps(bias + j) : k.zero;
+        const col_chunk w = chunk_at(mult, pc, bias, j, false);
         for (int64_t i = 0; i < rows; i++)
-            store8(y + i * ldy + j, plain8(&k, c + i * ldc + j, m, b, ak, hb));
+            store8(y + i * ldy + j, plain8(&k, c + i * ldc + j, w.m0, w.b0, ak, hb));
     }
 }
 
