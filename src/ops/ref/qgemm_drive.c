@@ -7,7 +7,8 @@
  * for a convolution), spread over the pool's threads.  A block is finished
  * while it is in cache: its A rows are copied (8-bit, shifted to uint8) or
  * quantized (float32, QuantizeLinear's arithmetic) into the block's own
- * slice of the scratch, K zero-padded; the GEMM writes the block's int32
+ * slice of the scratch, K zero-padded (a matrix product's uint8 rows that
+ * need no padding are read in place); the GEMM writes the block's int32
  * sums into the next slice; the store turns them into the output.  A
  * matrix product runs CHUNK_ROWS rows at a time so the scratch stays small
  * at any batch; a convolution runs one image (and group) at a time, its
