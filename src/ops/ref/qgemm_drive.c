@@ -7,7 +7,8 @@
  * for a convolution), spread over the pool's threads.  A block is finished
  * while it is in cache: its A rows are copied (8-bit, shifted to uint8) or
  * quantized (float32, QuantizeLinear's arithmetic) into the block's own
- * slice of the scratch, K zero-padded; the GEMM writes the block's int32
+ * slice of the scratch, K zero-padded (a matrix product's uint8 rows that
+ * need no padding are read in place); the GEMM writes the block's int32
  * sums into the next slice; the store turns them into the output.  A
  * matrix product runs CHUNK_ROWS rows at a time so the scratch stays small
  * at any batch; a convolution runs one image (and group) at a time, its
@@ -188,19 +189,41 @@ typedef struct mm_task {
     bool vector_store;
 } mm_task;
 
+/* Rows [r0, r1) of A as the kernel's uint8 rows (row stride *lda): uint8 rows without K padding are read in place
+ * (the same bytes a copy would hold); a float block whose rows are contiguous and unpadded is quantized in one call
+ * (QuantizeLinear is elementwise: the same bytes as row by row); other rows are loaded one by one into block blk's
+ * slice of the scratch. */
+static const uint8_t *block_rows(const mm_task *t, int64_t blk, int64_t r0, int64_t r1, int64_t *lda) {
+    const inf__qgemm_b *b = t->b;
+    const inf__qsrc *src = t->a;
+    size_t esize = src->dtype == INF_DTYPE_F32 ? 4 : 1;
+    const char *first = (const char *)src->data + (size_t)(r0 * src->ld) * esize;
+    if (src->dtype == INF_DTYPE_U8 && b->k == b->kp) {
+        *lda = src->ld;
+        return (const uint8_t *)first;
+    }
+    uint8_t *a = t->abuf + blk * ROWS_PER_BLOCK * b->kp;
+    *lda = b->kp;
+    if (src->dtype == INF_DTYPE_F32 && b->k == b->kp && src->ld == b->k) {
+        inf__quantize_u8((const float *)first, (r1 - r0) * b->k, src->scale, a_zero_point(src), a);
+        return a;
+    }
+    for (int64_t i = r0; i < r1; i++)
+        load_row(src, first + (size_t)((i - r0) * src->ld) * esize, b->k, b->kp, a + (i - r0) * b->kp);
+    return a;
+}
+
 static void mm_blocks(void *arg, int64_t begin, int64_t end) {
     const mm_task *t = arg;
     const inf__qgemm_b *b = t->b;
-    size_t esize = t->a->dtype == INF_DTYPE_F32 ? 4 : 1;
     for (int64_t blk = begin; blk < end; blk++) {
         int64_t r0 = t->row0 + blk * ROWS_PER_BLOCK, r1 = r0 + ROWS_PER_BLOCK;
         if (r1 > t->m) r1 = t->m;
         if (r0 >= r1) continue;
-        uint8_t *a = t->abuf + blk * ROWS_PER_BLOCK * b->kp;
         int32_t *c = t->cbuf + blk * ROWS_PER_BLOCK * b->np;
-        for (int64_t i = r0; i < r1; i++)
-            load_row(t->a, (const char *)t->a->data + (size_t)(i * t->a->ld) * esize, b->k, b->kp, a + (i - r0) * b->kp);
-        inf__qgemm_rows(b, r1 - r0, a, b->kp, a_zero_point(t->a), c, b->np);
+        int64_t lda = b->kp;
+        const uint8_t *a = block_rows(t, blk, r0, r1, &lda);
+        inf__qgemm_rows(b, r1 - r0, a, lda, a_zero_point(t->a), c, b->np);
         for (int64_t i = r0; i < r1; i++) {
             int32_t *ci = c + (i - r0) * b->np;
             if (t->out->kind == INF_QOUT_F32_U8) { /* the next QGemm's uint8 rows */
