@@ -7,6 +7,7 @@
 #   INFERA_REQUIRE_SERVICES=1   a service the tests start (Redis, PostgreSQL,
 #       mosquitto) or the en_US locale missing is a failure, not a skip
 #       (.ci/run sets it on CI, which installs them all)
+#   INFERA_LLAMA_PEER=0   don't build the llama.cpp peer (its comparisons skip)
 # After each ctest run the tests it skipped (exit 77, SKIP_RETURN_CODE) are
 # listed, so a test that could not run is never mistaken for a pass.
 set -euo pipefail
@@ -33,6 +34,16 @@ run_ctest() {
 
 echo "== release build"
 scripts/build.sh release
+
+# the llama.cpp peer the LLM tests compare with (greedy text, llama-tokenize ids, llama-quantize files): built
+# once into ~/.cache/infera (~5.5 min on 2 vCPUs from scratch, nothing on a re-run); without it those checks SKIP.
+#   INFERA_LLAMA_PEER=0 skips the build (the checks then list as skipped, never a pass)
+if [ "${INFERA_LLAMA_PEER:-1}" = 0 ]; then
+  echo "== SKIP the llama.cpp peer build (INFERA_LLAMA_PEER=0): its comparisons will skip"
+else
+  echo "== llama.cpp peer (bench/llm/build_llama_cpp.sh --tests)"
+  bench/llm/build_llama_cpp.sh --tests >/dev/null || { echo "== llama.cpp peer build FAILED"; status=1; }
+fi
 run_ctest build --output-on-failure -j2 || status=1
 
 # aarch64 (docs/edge-aarch64.md): cross-built, the `aarch64` subset under qemu-user.
