@@ -205,8 +205,7 @@ inf_status inf__pass_attention(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
     *n_rewritten = 0;
     for (int n = pc->g->n_nodes - 1; n >= 0; n--) {
         const inf__node *node = &pc->g->nodes[n];
-        if (pc->dead[n] || !node->op || node->op->domain != INF_DOMAIN_ONNX || strcmp(node->op_type, "Transpose") ||
-            node->n_inputs != 1 || node->epilogue.kind != INF_EPILOGUE_NONE)
+        if (!inf__pass_node_is(pc, n, "Transpose") || node->n_inputs != 1)
             continue;
         att_match m;
         if (!match(pc, n, &m)) continue;

@@ -120,8 +120,7 @@ inf_status inf__pass_conv_bn(inf__pass_ctx *pc, int *n_rewritten, inf_error *err
     *n_rewritten = 0;
     for (int n = 0; n < pc->g->n_nodes; n++) {
         const inf__node *bn = &pc->g->nodes[n];
-        if (pc->dead[n] || !bn->op || bn->op->domain != INF_DOMAIN_ONNX || strcmp(bn->op_type, "BatchNormalization") ||
-            bn->epilogue.kind != INF_EPILOGUE_NONE)
+        if (!inf__pass_node_is(pc, n, "BatchNormalization"))
             continue;
         int ci = foldable_conv(pc, bn);
         if (ci < 0) continue;

@@ -133,8 +133,7 @@ inf_status inf__pass_layernorm(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
     *n_rewritten = 0;
     for (int n = pc->g->n_nodes - 1; n >= 0; n--) { /* last nodes first: y before the g it reads */
         const inf__node *node = &pc->g->nodes[n];
-        if (pc->dead[n] || !node->op || node->op->domain != INF_DOMAIN_ONNX || node->n_outputs != 1 ||
-            node->epilogue.kind != INF_EPILOGUE_NONE || (strcmp(node->op_type, "Add") && strcmp(node->op_type, "Mul")))
+        if (!(inf__pass_node_is(pc, n, "Add") || inf__pass_node_is(pc, n, "Mul")) || node->n_outputs != 1)
             continue;
         bool done;
         inf_status st = try_match(pc, n, &done, err);

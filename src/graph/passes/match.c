@@ -8,14 +8,16 @@
 #include "graph/passes/passes.h"
 #include "ops/ops.h"
 
+bool inf__pass_node_is(const inf__pass_ctx *pc, int n, const char *op_type) {
+    const inf__node *node = &pc->g->nodes[n];
+    return !pc->dead[n] && node->op && node->op->domain == INF_DOMAIN_ONNX && !strcmp(node->op_type, op_type) &&
+           node->epilogue.kind == INF_EPILOGUE_NONE;
+}
+
 int inf__pass_producer(const inf__pass_ctx *pc, int v, const char *op_type) {
     if (v < 0) return -1;
     int p = pc->g->values[v].producer;
-    if (p < 0 || pc->dead[p]) return -1;
-    const inf__node *node = &pc->g->nodes[p];
-    if (!node->op || node->op->domain != INF_DOMAIN_ONNX || strcmp(node->op_type, op_type) != 0) return -1;
-    if (node->epilogue.kind != INF_EPILOGUE_NONE) return -1;
-    return p;
+    return p >= 0 && inf__pass_node_is(pc, p, op_type) ? p : -1;
 }
 
 bool inf__pass_uses(const inf__pass_ctx *pc, int v, int n) { return v >= 0 && pc->g->values[v].n_consumers == n; }

@@ -42,7 +42,9 @@ inf_status inf__pass_qdq_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *er
 inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  /* passes/qdq_chain.c */
 
 /* ---- matching (passes/match.c) ---- */
-/* The live ai.onnx node of type op_type producing value v, or -1. */
+/* Is node n live, of ai.onnx type op_type, without a fused epilogue? */
+bool inf__pass_node_is(const inf__pass_ctx *pc, int n, const char *op_type);
+/* The node producing value v if inf__pass_node_is(op_type), or -1. */
 int inf__pass_producer(const inf__pass_ctx *pc, int v, const char *op_type);
 /* Is value v read exactly n times (graph outputs count)? */
 bool inf__pass_uses(const inf__pass_ctx *pc, int v, int n);
