@@ -117,14 +117,24 @@ void inf__qgemm_rows(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t
                      int64_t ldc);
 
 /* The raw sums of b's kernel (the ones below, by b->isa), for callers that
- * apply the zero points themselves (ops/ref/qattention.c) and pack B in the
- * layout inf__qgemm_layout gives: panels of `panel` columns, in a panel K in
- * groups of kgroup, value (k, j) at element (j / panel) * kp * panel +
- * (k / kgroup) * panel * kgroup + (j % panel) * kgroup + k % kgroup, of elem
- * bytes (B - 128 as int8, or int16 for elem 2), zero in the padding. */
+ * apply the zero points themselves (ops/ref/qattention.c) and pack B with
+ * inf__qgemm_pack_column / _kgroup in the layout inf__qgemm_layout gives:
+ * panels of `panel` columns, in a panel K in groups of kgroup, value (k, j)
+ * at element (j / panel) * kp * panel + (k / kgroup) * panel * kgroup +
+ * (j % panel) * kgroup + k % kgroup, of elem bytes (B - 128 as int8, or
+ * int16 for elem 2), zero in the padding. */
 void inf__qgemm_raw(const inf__qgemm_b *b, int64_t m, const uint8_t *a, int64_t lda, const int32_t *init, int32_t *c,
                     int64_t ldc);
 void inf__qgemm_layout(inf__qgemm_isa isa, int *panel, int *kgroup, int *elem);
+/* The one writer of that layout (inf__qgemm_pack_b_into and QAttention's
+ * run-time K / V packer call it): uint8 bytes q (operand values + 128,
+ * stored as q - 128) into b's data (b->isa, kp, panel, kgroup and data
+ * set), whole K groups, k0 a multiple of kgroup.  _column: n groups of
+ * column j from K row k0 on, value (k0 + i, j) = q[i], i < n * kgroup.
+ * _kgroup: K group k0 of columns j .. j + n - 1, value (k0 + e, j + c) =
+ * q[e * ld + c]. */
+void inf__qgemm_pack_column(const inf__qgemm_b *b, int64_t k0, int64_t j, int64_t n, const uint8_t *q);
+void inf__qgemm_pack_kgroup(const inf__qgemm_b *b, int64_t k0, int64_t j, int64_t n, const uint8_t *q, int64_t ld);
 
 /* The raw sums (no zero points) of each kernel, plus init[j] (a per-column
  * start value, e.g. the folded -a_zp * colsum[j]; NULL = 0), for

@@ -144,6 +144,31 @@ static inf_status add_scalar_u8(qctx *q, const char *name, uint8_t v) {
     return add_tensor(q, name, INF_DTYPE_U8, 0, NULL, &v);
 }
 
+/* The names of a quantized tensor: <base>_quantized, <base>_scale and
+ * <base>_zero_point, base = <t><infix> ("": t's own; "_matmul": a Gemm's
+ * product before its bias; "_x": a dynamic node's input). */
+typedef struct qnames {
+    char *q, *s, *z;
+} qnames;
+
+static inf_status qnames_of(qctx *q, const char *t, const char *infix, qnames *n) {
+    char *base = cat(t, infix);
+    *n = base ? (qnames){cat(base, "_quantized"), cat(base, "_scale"), cat(base, "_zero_point")} : (qnames){0};
+    free(base);
+    return n->q && n->s && n->z ? INF_OK : nomem(q);
+}
+
+static void qnames_free(qnames *n) {
+    free(n->q), free(n->s), free(n->z);
+    *n = (qnames){0};
+}
+
+/* n's scale and zero point as scalar initializers. */
+static inf_status add_qparams(qctx *q, const qnames *n, float scale, uint8_t zp) {
+    inf_status st = add_scalar_f32(q, n->s, scale);
+    return st == INF_OK ? add_scalar_u8(q, n->z, zp) : st;
+}
+
 /* A new node before index `before`, named "<base>_<op>_<n>". */
 static inf_status insert(qctx *q, int before, const char *op, const char *base, int n_in, const char *const *in,
                          int n_out, const char *const *out, int n_attrs, const inf_model_edit_attr *attrs) {
@@ -432,17 +457,19 @@ static inf_status quantize_weight(qctx *q, const candidate *c, bool per_channel,
  * !with_zp: MatMulInteger's symmetric int8 weights need none; one value for
  * a uint8 ConvInteger weight, which ONNX Runtime takes per tensor only). */
 static inf_status write_weight(qctx *q, const candidate *c, const qweight *qw, bool as_u8, bool with_scale,
-                               bool with_zp, char **qn, char **sn, char **zn) {
-    *qn = cat(c->w, "_quantized"), *sn = cat(c->w, "_scale"), *zn = cat(c->w, "_zero_point");
-    if (!*qn || !*sn || !*zn) return nomem(q);
-    inf_status st = inf_model_edit_set_initializer(q->ed, *qn, qw->q, q->err);
+                               bool with_zp, qnames *wn) {
+    inf_status st = qnames_of(q, c->w, "", wn);
+    if (st != INF_OK)
+        return st;
+    st = inf_model_edit_set_initializer(q->ed, wn->q, qw->q, q->err);
     int64_t ns = qw->n_scale, n = as_u8 ? 1 : qw->n_scale;
-    if (st == INF_OK && with_scale) st = add_tensor(q, *sn, INF_DTYPE_F32, ns > 1, &ns, qw->scale);
+    if (st == INF_OK && with_scale)
+        st = add_tensor(q, wn->s, INF_DTYPE_F32, ns > 1, &ns, qw->scale);
     if (st != INF_OK || !with_zp) return st;
     uint8_t *zeros = calloc((size_t)n, 1);
     if (!zeros) return nomem(q);
     if (as_u8) zeros[0] = 128;
-    st = add_tensor(q, *zn, as_u8 ? INF_DTYPE_U8 : INF_DTYPE_I8, n > 1, &n, zeros);
+    st = add_tensor(q, wn->z, as_u8 ? INF_DTYPE_U8 : INF_DTYPE_I8, n > 1, &n, zeros);
     free(zeros);
     return st;
 }
@@ -493,19 +520,30 @@ static bool is_conv_output(const qctx *q, const char *t) {
     return false;
 }
 
+/* Activation a's scale and zero point (names n) and a QuantizeLinear of a
+ * into n->q right after a's producer, at node index *pos. */
+static inf_status insert_quantize(qctx *q, const act_param *a, const qnames *n, int *pos) {
+    inf_status st = add_qparams(q, n, a->scale, a->zp);
+    *pos = producer_of(q, a->name) + 1;
+    const char *qin[3] = {a->name, n->s, n->z};
+    return st == INF_OK ? insert(q, *pos, "QuantizeLinear", a->name, 3, qin, 1, (const char *const *)&n->q, 0, NULL)
+                        : st;
+}
+
 /* Q -> DQ on activation t right after its producer.  The quantized nodes
  * reading t read the dequantized copy; other readers (a residual Add, a
  * LayerNorm) keep the FP32 value, except after a Conv, whose Q -> DQ every
  * reader takes (so ONNX Runtime sees DQ -> Conv -> Q and runs QLinearConv). */
 static inf_status qdq_activation(qctx *q, act_param *a) {
-    char *sn = cat(a->name, "_scale"), *zn = cat(a->name, "_zero_point"), *qn = cat(a->name, "_quantized"),
-         *dn = cat(a->name, "_dequantized");
-    inf_status st = sn && zn && qn && dn ? INF_OK : nomem(q);
-    if (st == INF_OK) st = add_scalar_f32(q, sn, a->scale);
-    if (st == INF_OK) st = add_scalar_u8(q, zn, a->zp);
-    int at = producer_of(q, a->name) + 1;
-    const char *qin[3] = {a->name, sn, zn}, *din[3] = {qn, sn, zn};
-    if (st == INF_OK) st = insert(q, at, "QuantizeLinear", a->name, 3, qin, 1, (const char *const *)&qn, 0, NULL);
+    qnames n;
+    char *dn = cat(a->name, "_dequantized");
+    inf_status st = qnames_of(q, a->name, "", &n);
+    if (st == INF_OK && !dn)
+        st = nomem(q);
+    int at = 0;
+    if (st == INF_OK)
+        st = insert_quantize(q, a, &n, &at);
+    const char *din[3] = {n.q, n.s, n.z};
     if (st == INF_OK) st = insert(q, at + 1, "DequantizeLinear", a->name, 3, din, 1, (const char *const *)&dn, 0, NULL);
     inf_model_edit_node_view v;
     bool conv_out = is_conv_output(q, a->name);
@@ -516,7 +554,8 @@ static inf_status qdq_activation(qctx *q, act_param *a) {
                 st = inf_model_edit_node_set_input(q->ed, i, k, dn, q->err);
     }
     a->done = true;
-    free(sn), free(zn), free(qn), free(dn);
+    qnames_free(&n);
+    free(dn);
     return st;
 }
 
@@ -535,7 +574,8 @@ static bool bias_is_per_channel(qctx *q, const candidate *c) {
 
 static inf_status qdq_node(qctx *q, const candidate *c) {
     qweight qw;
-    char *qn = NULL, *sn = NULL, *zn = NULL, *wd = cat(c->w, "_dequantized"), *bq = NULL, *bs = NULL, *bd = NULL;
+    qnames wn = {0};
+    char *wd = cat(c->w, "_dequantized"), *bq = NULL, *bs = NULL, *bd = NULL;
     inf_status st = wd ? quantize_weight(q, c, q->o->per_channel, false, false, &qw) : nomem(q);
     if (st != INF_OK) {
         free(wd);
@@ -543,8 +583,8 @@ static inf_status qdq_node(qctx *q, const candidate *c) {
     }
     int at = find_node(q, c);
     inf_model_edit_attr axis = {.name = "axis", .i = qw.axis};
-    st = write_weight(q, c, &qw, false, true, true, &qn, &sn, &zn);
-    const char *din[3] = {qn, sn, zn};
+    st = write_weight(q, c, &qw, false, true, true, &wn);
+    const char *din[3] = {wn.q, wn.s, wn.z};
     if (st == INF_OK)
         st = insert(q, at++, "DequantizeLinear", c->w, 3, din, 1, (const char *const *)&wd, qw.n_scale > 1, &axis);
     if (st == INF_OK) st = inf_model_edit_node_set_input(q->ed, at, 1, wd, q->err);
@@ -561,7 +601,8 @@ static inf_status qdq_node(qctx *q, const candidate *c) {
     }
     if (st == INF_OK) inf_model_edit_drop_unused_initializer(q->ed, c->w);
     qweight_free(&qw);
-    free(qn), free(sn), free(zn), free(wd), free(bq), free(bs), free(bd);
+    qnames_free(&wn);
+    free(wd), free(bq), free(bs), free(bd);
     return st;
 }
 
@@ -579,19 +620,28 @@ static inf_status rewrite_qdq(qctx *q) {
 /* QuantizeLinear of activation a before node index at (once per activation;
  * the quantized name is <a>_quantized). */
 static inf_status quantize_input(qctx *q, act_param *a, int *at) {
-    char *sn = cat(a->name, "_scale"), *zn = cat(a->name, "_zero_point"), *qn = cat(a->name, "_quantized");
-    inf_status st = sn && zn && qn ? INF_OK : nomem(q);
+    qnames n;
+    inf_status st = qnames_of(q, a->name, "", &n);
+    int pos;
     if (st == INF_OK && !a->done) {
-        const char *qin[3] = {a->name, sn, zn};
-        st = add_scalar_f32(q, sn, a->scale);
-        if (st == INF_OK) st = add_scalar_u8(q, zn, a->zp);
-        if (st == INF_OK) st = insert(q, producer_of(q, a->name) + 1, "QuantizeLinear", a->name, 3, qin, 1,
-                                      (const char *const *)&qn, 0, NULL);
+        st = insert_quantize(q, a, &n, &pos);
         if (st == INF_OK) (*at)++;
         a->done = true;
     }
-    free(sn), free(zn), free(qn);
+    qnames_free(&n);
     return st;
+}
+
+/* Node `at` becomes QLinearConv (keeping the Conv's attributes) or
+ * QLinearMatMul reading x, w, y's parameters and bias (NULL: none) into
+ * y->q; a DequantizeLinear of y->q to dq_out follows it. */
+static inf_status qlinear_node(qctx *q, int at, bool conv, const char *base, const qnames *x, const qnames *w,
+                               const qnames *y, const char *bias, const char *dq_out) {
+    const char *ins[9] = {x->q, x->s, x->z, w->q, w->s, w->z, y->s, y->z, bias};
+    const char *din[3] = {y->q, y->s, y->z};
+    inf_status st = inf_model_edit_retype_node(q->ed, at, conv ? "QLinearConv" : "QLinearMatMul", bias ? 9 : 8, ins, 1,
+                                               (const char *const *)&y->q, conv, 0, NULL, q->err);
+    return st == INF_OK ? insert(q, at + 1, "DequantizeLinear", base, 3, din, 1, &dq_out, 0, NULL) : st;
 }
 
 static inf_status qoperator_static_node(qctx *q, const candidate *c) {
@@ -599,16 +649,21 @@ static inf_status qoperator_static_node(qctx *q, const candidate *c) {
     int at = find_node(q, c);
     inf_status st = quantize_input(q, xa, &at);
     if (st != INF_OK) return st;
-    bool conv = c->kind == KIND_CONV;
+    bool conv = c->kind == KIND_CONV, gemm_bias = c->kind == KIND_GEMM && c->b;
     qweight qw;
     if ((st = quantize_weight(q, c, q->o->per_channel, false, true, &qw)) != INF_OK) return st;
-    char *wq = NULL, *ws = NULL, *wz = NULL, *bq = NULL, *bs = NULL, *yq = cat(c->y, "_quantized");
-    char *ys = cat(c->y, "_scale"), *yz = cat(c->y, "_zero_point"), *mm = cat(c->y, "_matmul");
-    char *xq = cat(c->x, "_quantized"), *xs = cat(c->x, "_scale"), *xz = cat(c->x, "_zero_point");
-    if (!yq || !ys || !yz || !mm || !xq || !xs || !xz) st = nomem(q);
+    /* The QLinear output is <y>_quantized, the name a later QuantizeLinear of y (the input of the
+     * next quantized node) would write: when it holds y's own parameters, that node reads it
+     * directly (no second writer); a Gemm's product before its bias is another tensor. */
+    bool y_reusable = !gemm_bias && !strcmp(ya->name, c->y);
+    qnames x = {0}, w = {0}, y = {0};
+    char *bq = NULL, *bs = NULL, *mm = cat(c->y, "_matmul");
+    st = mm ? qnames_of(q, c->x, "", &x) : nomem(q);
+    if (st == INF_OK)
+        st = qnames_of(q, c->y, y_reusable ? "" : "_matmul", &y);
     float y_scale = ya->scale;
     uint8_t y_zp = ya->zp;
-    if (st == INF_OK && c->kind == KIND_GEMM && c->b) { /* the range of the product before the bias */
+    if (st == INF_OK && gemm_bias) { /* the range of the product before the bias */
         inf_tensor *b;
         if ((st = inf_model_edit_get_initializer(q->ed, c->b, &b, q->err)) == INF_OK) {
             float bmax = 0, lo = (0 - ya->zp) * ya->scale, hi = (255 - ya->zp) * ya->scale;
@@ -617,29 +672,15 @@ static inf_status qoperator_static_node(qctx *q, const candidate *c) {
             inf_tensor_free(b);
         }
     }
-    /* The QLinear output is <y>_quantized, the name a later QuantizeLinear of y (the input of the
-     * next quantized node) would write: when it holds y's own parameters, that node reads it
-     * directly (no second writer); a Gemm's product before its bias is another tensor. */
-    bool y_reusable = st == INF_OK && !(c->kind == KIND_GEMM && c->b) && !strcmp(ya->name, c->y);
-    if (st == INF_OK && !y_reusable) {
-        free(yq), free(ys), free(yz);
-        yq = cat(c->y, "_matmul_quantized"), ys = cat(c->y, "_matmul_scale"), yz = cat(c->y, "_matmul_zero_point");
-        if (!yq || !ys || !yz) st = nomem(q);
-    }
-    if (st == INF_OK) st = write_weight(q, c, &qw, false, true, true, &wq, &ws, &wz);
-    if (st == INF_OK) st = add_scalar_f32(q, ys, y_scale);
-    if (st == INF_OK) st = add_scalar_u8(q, yz, y_zp);
+    if (st == INF_OK)
+        st = write_weight(q, c, &qw, false, true, true, &w);
+    if (st == INF_OK)
+        st = add_qparams(q, &y, y_scale, y_zp);
     int64_t nb = 0;
     if (st == INF_OK && conv && c->b) st = write_bias_i32(q, c, xa->scale, &qw, &bq, &bs, &nb);
-    const char *ins[9] = {xq, xs, xz, wq, ws, wz, ys, yz, bq};
-    const char *outs[1] = {yq};
     if (st == INF_OK)
-        st = inf_model_edit_retype_node(q->ed, at, conv ? "QLinearConv" : "QLinearMatMul", conv && c->b ? 9 : 8, ins,
-                                        1, outs, conv, 0, NULL, q->err);
-    const char *din[3] = {yq, ys, yz};
-    const char *dq_out = c->kind == KIND_GEMM && c->b ? mm : c->y;
-    if (st == INF_OK) st = insert(q, at + 1, "DequantizeLinear", c->y, 3, din, 1, &dq_out, 0, NULL);
-    if (st == INF_OK && c->kind == KIND_GEMM && c->b) {
+        st = qlinear_node(q, at, conv, c->y, &x, &w, &y, bq, gemm_bias ? mm : c->y);
+    if (st == INF_OK && gemm_bias) {
         const char *ain[2] = {mm, c->b};
         st = insert(q, at + 2, "Add", c->y, 2, ain, 1, (const char *const *)&c->y, 0, NULL);
     }
@@ -647,7 +688,8 @@ static inf_status qoperator_static_node(qctx *q, const candidate *c) {
     if (st == INF_OK) inf_model_edit_drop_unused_initializer(q->ed, c->w);
     if (st == INF_OK && c->b) inf_model_edit_drop_unused_initializer(q->ed, c->b);
     qweight_free(&qw);
-    free(wq), free(ws), free(wz), free(bq), free(bs), free(yq), free(ys), free(yz), free(mm), free(xq), free(xs), free(xz);
+    qnames_free(&x), qnames_free(&w), qnames_free(&y);
+    free(bq), free(bs), free(mm);
     return st;
 }
 
@@ -659,26 +701,20 @@ static inf_status qoperator_act_matmul(qctx *q, const candidate *c) {
     inf_status st = quantize_input(q, xa, &at);
     if (st == INF_OK)
         st = quantize_input(q, wa, &at);
-    char *names[9] = {cat(c->x, "_quantized"), cat(c->x, "_scale"),      cat(c->x, "_zero_point"),
-                      cat(c->w, "_quantized"), cat(c->w, "_scale"),      cat(c->w, "_zero_point"),
-                      cat(c->y, "_scale"),     cat(c->y, "_zero_point"), cat(c->y, "_quantized")};
-    for (int i = 0; i < 9 && st == INF_OK; i++)
-        if (!names[i])
-            st = nomem(q);
-    if (st == INF_OK && !ya->done)
-        st = add_scalar_f32(q, names[6], ya->scale);
-    if (st == INF_OK && !ya->done)
-        st = add_scalar_u8(q, names[7], ya->zp);
-    const char *const *ins = (const char *const *)names, *yq = names[8];
+    qnames x = {0}, w = {0}, y = {0};
     if (st == INF_OK)
-        st = inf_model_edit_retype_node(q->ed, at, "QLinearMatMul", 8, ins, 1, &yq, 0, 0, NULL, q->err);
-    const char *din[3] = {names[8], names[6], names[7]};
+        st = qnames_of(q, c->x, "", &x);
     if (st == INF_OK)
-        st = insert(q, at + 1, "DequantizeLinear", c->y, 3, din, 1, (const char *const *)&c->y, 0, NULL);
+        st = qnames_of(q, c->w, "", &w);
+    if (st == INF_OK)
+        st = qnames_of(q, c->y, "", &y);
+    if (st == INF_OK && !ya->done)
+        st = add_qparams(q, &y, ya->scale, ya->zp);
+    if (st == INF_OK)
+        st = qlinear_node(q, at, false, c->y, &x, &w, &y, NULL, c->y);
     if (st == INF_OK)
         ya->done = true; /* <y>_quantized exists: no QuantizeLinear of y */
-    for (int i = 0; i < 9; i++)
-        free(names[i]);
+    qnames_free(&x), qnames_free(&w), qnames_free(&y);
     return st;
 }
 
@@ -690,17 +726,19 @@ static inf_status dynamic_node(qctx *q, const candidate *c) {
     inf_status st = quantize_weight(q, c, q->o->per_channel, conv, true, &qw);
     if (st != INF_OK) return st;
     int at = find_node(q, c);
-    char *wq = NULL, *ws = NULL, *wz = NULL;
-    char *xq = cat(c->y, "_x_quantized"), *xs = cat(c->y, "_x_scale"), *xz = cat(c->y, "_x_zero_point");
+    qnames xn = {0}, wn = {0};
     char *acc = cat(c->y, "_int32"), *accf = cat(c->y, "_int32_float"), *sc = cat(c->y, "_scale");
     char *mul = cat(c->y, "_unbiased"), *wsr = NULL, *br = NULL;
-    if (!xq || !xs || !xz || !acc || !accf || !sc || !mul) st = nomem(q);
-    if (st == INF_OK) st = write_weight(q, c, &qw, conv, !(conv && qw.n_scale > 1), conv, &wq, &ws, &wz);
+    st = qnames_of(q, c->y, "_x", &xn);
+    if (st == INF_OK && (!acc || !accf || !sc || !mul))
+        st = nomem(q);
+    if (st == INF_OK)
+        st = write_weight(q, c, &qw, conv, !(conv && qw.n_scale > 1), conv, &wn);
     int64_t m = qw.n_scale;
     if (st == INF_OK && conv && m > 1) { /* per-channel scale / bias broadcast over [N, M, spatial] */
         int64_t dims[4] = {1, m, 1, 1};
         int nd = (int)qw.q->ndim;
-        wsr = cat(ws, "_per_channel");
+        wsr = cat(wn.s, "_per_channel");
         st = wsr ? add_tensor(q, wsr, INF_DTYPE_F32, nd, dims, qw.scale) : nomem(q);
     }
     if (st == INF_OK && conv && c->b) {
@@ -713,10 +751,10 @@ static inf_status dynamic_node(qctx *q, const candidate *c) {
             inf_tensor_free(b);
         }
     }
-    const char *x = c->x, *dql_out[3] = {xq, xs, xz};
-    const char *wz_in = conv ? wz : "";
-    const char *op_in[4] = {xq, wq, xz, wz_in};
-    const char *cast_in[1] = {acc}, *smul_in[2] = {xs, wsr ? wsr : ws}, *mul_in[2] = {accf, sc};
+    const char *x = c->x, *dql_out[3] = {xn.q, xn.s, xn.z};
+    const char *wz_in = conv ? wn.z : "";
+    const char *op_in[4] = {xn.q, wn.q, xn.z, wz_in};
+    const char *cast_in[1] = {acc}, *smul_in[2] = {xn.s, wsr ? wsr : wn.s}, *mul_in[2] = {accf, sc};
     const char *add_in[2] = {mul, br ? br : c->b};
     inf_model_edit_attr to = {.name = "to", .i = INF_DTYPE_F32};
     /* the op keeps the node's name and place; helpers around it */
@@ -732,8 +770,8 @@ static inf_status dynamic_node(qctx *q, const candidate *c) {
     if (st == INF_OK) inf_model_edit_drop_unused_initializer(q->ed, c->w);
     if (st == INF_OK && c->b) inf_model_edit_drop_unused_initializer(q->ed, c->b);
     qweight_free(&qw);
-    free(wq), free(ws), free(wz), free(xq), free(xs), free(xz), free(acc), free(accf), free(sc), free(mul), free(wsr),
-        free(br);
+    qnames_free(&xn), qnames_free(&wn);
+    free(acc), free(accf), free(sc), free(mul), free(wsr), free(br);
     return st;
 }
 

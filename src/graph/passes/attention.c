@@ -85,7 +85,7 @@ static bool transposed(const inf__pass_ctx *pc, int x, int r, const int64_t *per
 
 /* A float32 scalar constant of rank <= r: its value in *c. */
 static bool scale_const(const inf__pass_ctx *pc, int v, int r, float *c) {
-    const inf_tensor *t = inf__pass_const_f32(pc, v);
+    const inf_tensor *t = inf__pass_const_of(pc, v, INF_DTYPE_F32);
     return t && t->ndim <= r && inf__pass_scalar(pc, v, c);
 }
 
@@ -107,7 +107,8 @@ static int dequantized(const inf__pass_ctx *pc, int x, int slot, att_match *m) {
         return x;
     int32_t z = 0;
     if (qn->n_inputs > 2) {
-        const inf_tensor *z1 = inf__pass_const_u8(pc, qn->inputs[2]), *z2 = inf__pass_const_u8(pc, dq->inputs[2]);
+        const inf_tensor *z1 = inf__pass_const_of(pc, qn->inputs[2], INF_DTYPE_U8),
+                         *z2 = inf__pass_const_of(pc, dq->inputs[2], INF_DTYPE_U8);
         if (!z1 || !z2 || inf_tensor_numel(z1) != 1 || inf_tensor_numel(z2) != 1 ||
             *(const uint8_t *)z1->data != *(const uint8_t *)z2->data)
             return x;
@@ -204,8 +205,7 @@ inf_status inf__pass_attention(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
     *n_rewritten = 0;
     for (int n = pc->g->n_nodes - 1; n >= 0; n--) {
         const inf__node *node = &pc->g->nodes[n];
-        if (pc->dead[n] || !node->op || node->op->domain != INF_DOMAIN_ONNX || strcmp(node->op_type, "Transpose") ||
-            node->n_inputs != 1 || node->epilogue.kind != INF_EPILOGUE_NONE)
+        if (!inf__pass_node_is(pc, n, "Transpose") || node->n_inputs != 1)
             continue;
         att_match m;
         if (!match(pc, n, &m)) continue;

@@ -42,8 +42,7 @@ inf_status inf__pass_conv_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *er
     *n_rewritten = 0;
     for (int n = 0; n < pc->g->n_nodes; n++) {
         const inf__node *add = &pc->g->nodes[n];
-        if (pc->dead[n] || !add->op || add->op->domain != INF_DOMAIN_ONNX || strcmp(add->op_type, "Add") ||
-            add->n_inputs != 2 || add->inputs[0] < 0 || add->inputs[1] < 0 || add->epilogue.kind != INF_EPILOGUE_NONE)
+        if (!inf__pass_node_is(pc, n, "Add") || add->n_inputs != 2 || add->inputs[0] < 0 || add->inputs[1] < 0)
             continue;
         int o = 0, ci = conv_operand(pc, add, 0);
         if (ci < 0) ci = conv_operand(pc, add, o = 1);

@@ -35,11 +35,22 @@
 #include "graph/passes/passes.h"
 #include "ops/ops.h"
 
+/* Is value v a constant float32 tensor of exactly m elements? */
+static bool const_vector(const inf__pass_ctx *pc, int v, int64_t m) {
+    const inf_tensor *t = inf__pass_const_of(pc, v, INF_DTYPE_F32);
+    return t && inf_tensor_numel(t) == m;
+}
+
+/* The data of value v, a float32 constant foldable_conv has checked. */
+static const float *const_data(const inf__pass_ctx *pc, int v) {
+    return inf__pass_const_of(pc, v, INF_DTYPE_F32)->data;
+}
+
 /* Is value v a constant float32 tensor of exactly m elements that only one
  * node reads and the caller cannot override? */
 static bool private_vector(const inf__pass_ctx *pc, int v, int64_t m) {
-    const inf_tensor *t = inf__pass_const_f32(pc, v);
-    if (!t || inf_tensor_numel(t) != m || !inf__pass_uses(pc, v, 1)) return false;
+    if (!const_vector(pc, v, m) || !inf__pass_uses(pc, v, 1))
+        return false;
     for (int i = 0; i < pc->g->n_inputs; i++)
         if (pc->g->inputs[i] == v) return false;
     return true;
@@ -60,16 +71,14 @@ static int foldable_conv(const inf__pass_ctx *pc, const inf__node *bn) {
     if (ci < 0 || !inf__pass_uses(pc, bn->inputs[0], 1)) return -1;
     const inf__node *conv = &pc->g->nodes[ci];
     if (conv->n_outputs != 1 || conv->n_inputs < 2 || conv->n_inputs > 3) return -1;
-    const inf_tensor *w = inf__pass_const_f32(pc, conv->inputs[1]);
+    const inf_tensor *w = inf__pass_const_of(pc, conv->inputs[1], INF_DTYPE_F32);
     if (!w || w->ndim < 3 || !private_vector(pc, conv->inputs[1], inf_tensor_numel(w))) return -1;
     int64_t m = w->dims[0];
-    if (conv->n_inputs == 3 && conv->inputs[2] >= 0 && !inf__pass_const_f32(pc, conv->inputs[2])) return -1;
-    if (conv->n_inputs == 3 && conv->inputs[2] >= 0 && inf_tensor_numel(inf__pass_const_f32(pc, conv->inputs[2])) != m)
+    if (conv->n_inputs == 3 && conv->inputs[2] >= 0 && !const_vector(pc, conv->inputs[2], m))
         return -1;
     if (!private_vector(pc, bn->inputs[2], m)) return -1; /* bn_b becomes the new bias */
     for (int i = 1; i < 5; i++)
-        if (i != 2 && (!inf__pass_const_f32(pc, bn->inputs[i]) ||
-                       inf_tensor_numel(inf__pass_const_f32(pc, bn->inputs[i])) != m))
+        if (i != 2 && !const_vector(pc, bn->inputs[i], m))
             return -1;
     return ci;
 }
@@ -82,10 +91,11 @@ static void replace_constant(inf__pass_ctx *pc, int v, inf_tensor *t) {
 
 /* Computes w' and bn_b' (see the header) into new tensors and installs them. */
 static inf_status fold_weights(inf__pass_ctx *pc, const inf__node *conv, const inf__node *bn) {
-    const inf_tensor *w = inf__pass_const_f32(pc, conv->inputs[1]);
-    const inf_tensor *b = conv->n_inputs == 3 && conv->inputs[2] >= 0 ? inf__pass_const_f32(pc, conv->inputs[2]) : NULL;
-    const float *scale = inf__pass_const_f32(pc, bn->inputs[1])->data, *shift = inf__pass_const_f32(pc, bn->inputs[2])->data;
-    const float *mean = inf__pass_const_f32(pc, bn->inputs[3])->data, *var = inf__pass_const_f32(pc, bn->inputs[4])->data;
+    const inf_tensor *w = inf__pass_const_of(pc, conv->inputs[1], INF_DTYPE_F32);
+    const inf_tensor *b =
+        conv->n_inputs == 3 && conv->inputs[2] >= 0 ? inf__pass_const_of(pc, conv->inputs[2], INF_DTYPE_F32) : NULL;
+    const float *scale = const_data(pc, bn->inputs[1]), *shift = const_data(pc, bn->inputs[2]);
+    const float *mean = const_data(pc, bn->inputs[3]), *var = const_data(pc, bn->inputs[4]);
     double eps = inf__attr_float(bn, "epsilon", 1e-5f);
     int64_t m = w->dims[0], per = inf_tensor_numel(w) / (m ? m : 1);
     inf_tensor *nw = NULL, *nb = NULL;
@@ -110,8 +120,7 @@ inf_status inf__pass_conv_bn(inf__pass_ctx *pc, int *n_rewritten, inf_error *err
     *n_rewritten = 0;
     for (int n = 0; n < pc->g->n_nodes; n++) {
         const inf__node *bn = &pc->g->nodes[n];
-        if (pc->dead[n] || !bn->op || bn->op->domain != INF_DOMAIN_ONNX || strcmp(bn->op_type, "BatchNormalization") ||
-            bn->epilogue.kind != INF_EPILOGUE_NONE)
+        if (!inf__pass_node_is(pc, n, "BatchNormalization"))
             continue;
         int ci = foldable_conv(pc, bn);
         if (ci < 0) continue;

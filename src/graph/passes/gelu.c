@@ -114,8 +114,7 @@ inf_status inf__pass_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
     *n_rewritten = 0;
     for (int n = pc->g->n_nodes - 1; n >= 0; n--) {
         const inf__node *node = &pc->g->nodes[n];
-        if (pc->dead[n] || !node->op || node->op->domain != INF_DOMAIN_ONNX || strcmp(node->op_type, "Mul") ||
-            node->n_inputs != 2 || node->epilogue.kind != INF_EPILOGUE_NONE)
+        if (!inf__pass_node_is(pc, n, "Mul") || node->n_inputs != 2)
             continue;
         int removed[5], x = match(pc, n, removed);
         removed[4] = n;

@@ -42,7 +42,7 @@ static int trailing_axes(const inf__pass_ctx *pc, const inf__node *node) {
     if (node->opset < 18 && node->n_inputs == 1) {
         axes = inf__attr_ints(node, "axes", &n);
     } else if (node->opset >= 18 && node->n_inputs == 2) {
-        const inf_tensor *t = inf__pass_const_i64(pc, node->inputs[1]);
+        const inf_tensor *t = inf__pass_const_of(pc, node->inputs[1], INF_DTYPE_I64);
         if (!t || t->ndim != 1 || t->dims[0] > 8) return 0;
         axes = t->data;
         n = (int)t->dims[0];
@@ -60,7 +60,7 @@ static int trailing_axes(const inf__pass_ctx *pc, const inf__node *node) {
 static bool split_const(const inf__pass_ctx *pc, const inf__node *node, int *cst, int *other) {
     if (node->n_inputs != 2) return false;
     for (int i = 0; i < 2; i++)
-        if (inf__pass_const_f32(pc, node->inputs[i])) {
+        if (inf__pass_const_of(pc, node->inputs[i], INF_DTYPE_F32)) {
             *cst = node->inputs[i];
             *other = node->inputs[1 - i];
             return true;
@@ -69,7 +69,7 @@ static bool split_const(const inf__pass_ctx *pc, const inf__node *node, int *cst
 }
 
 static bool param_fits(const inf__pass_ctx *pc, int v, int k) {
-    const inf_tensor *t = inf__pass_const_f32(pc, v);
+    const inf_tensor *t = inf__pass_const_of(pc, v, INF_DTYPE_F32);
     return t && t->ndim <= k;
 }
 
@@ -133,8 +133,7 @@ inf_status inf__pass_layernorm(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
     *n_rewritten = 0;
     for (int n = pc->g->n_nodes - 1; n >= 0; n--) { /* last nodes first: y before the g it reads */
         const inf__node *node = &pc->g->nodes[n];
-        if (pc->dead[n] || !node->op || node->op->domain != INF_DOMAIN_ONNX || node->n_outputs != 1 ||
-            node->epilogue.kind != INF_EPILOGUE_NONE || (strcmp(node->op_type, "Add") && strcmp(node->op_type, "Mul")))
+        if (!(inf__pass_node_is(pc, n, "Add") || inf__pass_node_is(pc, n, "Mul")) || node->n_outputs != 1)
             continue;
         bool done;
         inf_status st = try_match(pc, n, &done, err);

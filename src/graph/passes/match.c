@@ -8,46 +8,30 @@
 #include "graph/passes/passes.h"
 #include "ops/ops.h"
 
+bool inf__pass_node_is(const inf__pass_ctx *pc, int n, const char *op_type) {
+    const inf__node *node = &pc->g->nodes[n];
+    return !pc->dead[n] && node->op && node->op->domain == INF_DOMAIN_ONNX && !strcmp(node->op_type, op_type) &&
+           node->epilogue.kind == INF_EPILOGUE_NONE;
+}
+
 int inf__pass_producer(const inf__pass_ctx *pc, int v, const char *op_type) {
     if (v < 0) return -1;
     int p = pc->g->values[v].producer;
-    if (p < 0 || pc->dead[p]) return -1;
-    const inf__node *node = &pc->g->nodes[p];
-    if (!node->op || node->op->domain != INF_DOMAIN_ONNX || strcmp(node->op_type, op_type) != 0) return -1;
-    if (node->epilogue.kind != INF_EPILOGUE_NONE) return -1;
-    return p;
+    return p >= 0 && inf__pass_node_is(pc, p, op_type) ? p : -1;
 }
 
 bool inf__pass_uses(const inf__pass_ctx *pc, int v, int n) { return v >= 0 && pc->g->values[v].n_consumers == n; }
 
-const inf_tensor *inf__pass_const_i64(const inf__pass_ctx *pc, int v) {
+const inf_tensor *inf__pass_const_of(const inf__pass_ctx *pc, int v, inf_dtype dtype) {
     if (v < 0) return NULL;
     const inf__value *val = &pc->g->values[v];
     if (val->role != INF_VALUE_INITIALIZER || !val->constant) return NULL;
     const inf_tensor *t = val->constant;
-    return t->kind == INF_KIND_TENSOR && t->dtype == INF_DTYPE_I64 ? t : NULL;
-}
-
-const inf_tensor *inf__pass_const_f32(const inf__pass_ctx *pc, int v) {
-    if (v < 0) return NULL;
-    const inf__value *val = &pc->g->values[v];
-    if (val->role != INF_VALUE_INITIALIZER || !val->constant) return NULL;
-    const inf_tensor *t = val->constant;
-    return t->kind == INF_KIND_TENSOR && t->dtype == INF_DTYPE_F32 ? t : NULL;
-}
-
-const inf_tensor *inf__pass_const_u8(const inf__pass_ctx *pc, int v) {
-    if (v < 0)
-        return NULL;
-    const inf__value *val = &pc->g->values[v];
-    if (val->role != INF_VALUE_INITIALIZER || !val->constant)
-        return NULL;
-    const inf_tensor *t = val->constant;
-    return t->kind == INF_KIND_TENSOR && t->dtype == INF_DTYPE_U8 ? t : NULL;
+    return t->kind == INF_KIND_TENSOR && t->dtype == dtype ? t : NULL;
 }
 
 bool inf__pass_scalar(const inf__pass_ctx *pc, int v, float *out) {
-    const inf_tensor *t = inf__pass_const_f32(pc, v);
+    const inf_tensor *t = inf__pass_const_of(pc, v, INF_DTYPE_F32);
     if (!t || inf_tensor_numel(t) != 1) return false;
     *out = *(const float *)t->data;
     return true;

@@ -49,7 +49,7 @@ static bool is_graph_input(const inf__graph *g, int v) {
 
 /* A float32 constant of value v with the given rank that no caller can replace. */
 static const inf_tensor *fixed_const(const inf__pass_ctx *pc, int v, int ndim) {
-    const inf_tensor *t = inf__pass_const_f32(pc, v);
+    const inf_tensor *t = inf__pass_const_of(pc, v, INF_DTYPE_F32);
     return t && t->ndim == ndim && t->data && !is_graph_input(pc->g, v) ? t : NULL;
 }
 

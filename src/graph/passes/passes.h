@@ -42,16 +42,16 @@ inf_status inf__pass_qdq_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *er
 inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  /* passes/qdq_chain.c */
 
 /* ---- matching (passes/match.c) ---- */
-/* The live ai.onnx node of type op_type producing value v, or -1. */
+/* Is node n live, of ai.onnx type op_type, without a fused epilogue? */
+bool inf__pass_node_is(const inf__pass_ctx *pc, int n, const char *op_type);
+/* The node producing value v if inf__pass_node_is(op_type), or -1. */
 int inf__pass_producer(const inf__pass_ctx *pc, int v, const char *op_type);
 /* Is value v read exactly n times (graph outputs count)? */
 bool inf__pass_uses(const inf__pass_ctx *pc, int v, int n);
-/* The int64 constant tensor of value v, or NULL (opset 18+ Reduce* axes). */
-const inf_tensor *inf__pass_const_i64(const inf__pass_ctx *pc, int v);
-/* The float32 constant tensor of value v, or NULL. */
-const inf_tensor *inf__pass_const_f32(const inf__pass_ctx *pc, int v);
-/* The uint8 constant tensor of value v, or NULL (zero points). */
-const inf_tensor *inf__pass_const_u8(const inf__pass_ctx *pc, int v);
+/* The constant tensor of value v if it is an initializer of the given dtype,
+ * else NULL: float32 weights and scalars, uint8 zero points, int64 axes
+ * (opset 18+ Reduce*). */
+const inf_tensor *inf__pass_const_of(const inf__pass_ctx *pc, int v, inf_dtype dtype);
 /* Is value v a one-element float32 constant?  Its value in *out. */
 bool inf__pass_scalar(const inf__pass_ctx *pc, int v, float *out);
 /* Is value v a one-element constant within tol of want? */

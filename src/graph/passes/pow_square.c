@@ -41,9 +41,9 @@ inf_status inf__pass_pow_square(inf__pass_ctx *pc, int *n_rewritten, inf_error *
     for (int n = 0; n < pc->g->n_nodes; n++) {
         const inf__node *node = &pc->g->nodes[n];
         bool float_exp;
-        if (pc->dead[n] || !node->op || node->op->domain != INF_DOMAIN_ONNX || strcmp(node->op_type, "Pow") ||
-            node->opset < 7 || node->n_inputs != 2 || node->inputs[0] < 0 || node->epilogue.kind != INF_EPILOGUE_NONE ||
-            !exponent_is_two(pc, node->inputs[1], &float_exp) || !inf__pass_const_fits(pc, node->inputs[1], node->inputs[0]))
+        if (!inf__pass_node_is(pc, n, "Pow") || node->opset < 7 || node->n_inputs != 2 || node->inputs[0] < 0 ||
+            !exponent_is_two(pc, node->inputs[1], &float_exp) ||
+            !inf__pass_const_fits(pc, node->inputs[1], node->inputs[0]))
             continue;
         if (float_exp && !known_float(pc, node->inputs[0])) {
             /* the base's type is not declared: it is float when it comes from

@@ -82,8 +82,7 @@ static inf_status rewrite_with(inf__pass_ctx *pc, int n, const char *op, int n_i
  * no padding, dilation 1, floor mode, windows that do not overlap. */
 static bool plain_maxpool(const inf__pass_ctx *pc, int mp, int64_t *pool) {
     const inf__node *n = &pc->g->nodes[mp];
-    if (pc->dead[mp] || !n->op || n->op->domain != INF_DOMAIN_ONNX || strcmp(n->op_type, "MaxPool") ||
-        n->epilogue.kind != INF_EPILOGUE_NONE || n->n_inputs != 1 || (n->n_outputs > 1 && n->outputs[1] >= 0))
+    if (!inf__pass_node_is(pc, mp, "MaxPool") || n->n_inputs != 1 || (n->n_outputs > 1 && n->outputs[1] >= 0))
         return false;
     const char *ap = inf__attr_string(n, "auto_pad", "NOTSET");
     if ((strcmp(ap, "NOTSET") && strcmp(ap, "VALID")) || inf__attr_int(n, "ceil_mode", 0)) return false;

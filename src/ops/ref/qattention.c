@@ -6,12 +6,13 @@
  * equal runs, one a part (as the FP32 Attention's split, ops/ref/attention.c,
  * without its stealing).  A unit quantizes K_bh and V_bh (QuantizeLinear's
  * bytes) into the part's scratch and packs them as the B operands of
- * inf__qgemm_raw (K^T [D, Sk], V [Sk, Dv]), written straight into the
- * kernels' packed layout as they are quantized (the load-time packer,
- * inf__qgemm_pack_b_into, is too slow for a per-head operand, and
- * inf__qgemm_rows' zero-point pass is a second sweep over the sums): the
- * zero points are folded into a per-column start value of the sums and a
- * per-row term added as the sums become floats.  Then for blocks of query rows: quantizes the rows of Q (after q_scale),
+ * inf__qgemm_raw (K^T [D, Sk], V [Sk, Dv]), written into the kernels'
+ * packed layout (inf__qgemm_pack_column / _kgroup) as they are quantized (the
+ * load-time packer, inf__qgemm_pack_b_into, is too slow for a per-head
+ * operand, and inf__qgemm_rows' zero-point pass is a second sweep over the
+ * sums): the zero points are folded into a per-column start value of the
+ * sums and a per-row term added as the sums become floats.  Then for blocks
+ * of query rows: quantizes the rows of Q (after q_scale),
  * sums the scores in int32, scales them to float, adds the mask, runs the
  * vectorised softmax row, quantizes P as the file's QuantizeLinear says,
  * sums P V in int32 and stores Y = sp * sv * sum.  Q and P rows are zero
@@ -81,7 +82,7 @@ typedef struct qatt_task {
 } qatt_task;
 
 /* rows x cols floats (row stride ld) quantized as operand `which` and packed
- * straight into b's layout (ops/qgemm.h, inf__qgemm_layout) as B = X^T
+ * straight into b's layout (ops/qgemm.h, inf__qgemm_pack_column / _kgroup) as B = X^T
  * (trans: K^T, [cols, rows]) or B = X (V, [rows, cols]): values q - 128.
  * init[j] receives the sums' start value for A = the other operand, zero
  * point za: sum_k (a - za)(b - zb) = raw + (128 - zb) sum_k a + init[j] with
@@ -98,7 +99,7 @@ static void pack_quantized(const qatt_task *t, const float *x, int64_t ld, int64
         memset(mem, 0, (size_t)(kp * np * elem)); /* the loops below write every group of columns < n */
     uint32_t *colsum = (uint32_t *)init;
     memset(colsum, 0, (size_t)np * sizeof *colsum);
-    if (trans) { /* K^T: row r of K is column r of B, its kgroup-value groups panel * kgroup apart */
+    if (trans) { /* K^T: row r of K is column r of B */
         for (int64_t r = 0; r < rows; r++) {
             t->quant(x + r * ld, cols, j->qs[which], j->qz[which], tmp);
             memset(tmp + cols, 128, (size_t)(kp - cols)); /* 128: zero after the shift */
@@ -106,29 +107,7 @@ static void pack_quantized(const qatt_task *t, const float *x, int64_t ld, int64
             for (int64_t c = 0; c < cols; c++)
                 sum += tmp[c];
             colsum[r] = sum;
-            int64_t base = r / panel * kp * panel + r % panel * kgroup, step = (int64_t)panel * kgroup;
-            if (elem == 1 && kgroup == 4) {
-                for (int64_t g = 0; g < kp / 4; g++) {
-                    uint32_t w;
-                    memcpy(&w, tmp + 4 * g, 4);
-                    w ^= 0x80808080u;
-                    memcpy((int8_t *)mem + base + g * step, &w, 4);
-                }
-            } else if (elem == 2 && kgroup == 2) {
-                for (int64_t g = 0; g < kp / 2; g++) {
-                    uint32_t w = (uint16_t)(tmp[2 * g] - 128) | (uint32_t)(uint16_t)(tmp[2 * g + 1] - 128) << 16;
-                    memcpy((int16_t *)mem + base + g * step, &w, 4);
-                }
-            } else {
-                for (int64_t g = 0; g < kp / kgroup; g++)
-                    for (int e = 0; e < kgroup; e++) {
-                        int v = tmp[g * kgroup + e] - 128;
-                        if (elem == 2)
-                            ((int16_t *)mem)[base + g * step + e] = (int16_t)v;
-                        else
-                            ((int8_t *)mem)[base + g * step + e] = (int8_t)v;
-                    }
-            }
+            inf__qgemm_pack_column(b, 0, r, kp / kgroup, tmp);
         }
     } else { /* V: kgroup rows at a time fill one group of every panel */
         for (int64_t r0 = 0; r0 < kp; r0 += kgroup) {
@@ -142,32 +121,7 @@ static void pack_quantized(const qatt_task *t, const float *x, int64_t ld, int64
                     memset(row, 128, (size_t)cols);
                 }
             }
-            int64_t gbase = r0 / kgroup * panel * kgroup;
-            for (int64_t c0 = 0; c0 < cols; c0 += panel) {
-                int64_t w = cols - c0 < panel ? cols - c0 : panel, at = c0 / panel * kp * panel + gbase;
-                if (elem == 1 && kgroup == 4) {
-                    uint32_t *d = (uint32_t *)((int8_t *)mem + at);
-                    const uint8_t *a0 = tmp + c0, *a1 = a0 + cols, *a2 = a1 + cols, *a3 = a2 + cols;
-                    for (int64_t c = 0; c < w; c++)
-                        d[c] =
-                            ((uint32_t)a0[c] | (uint32_t)a1[c] << 8 | (uint32_t)a2[c] << 16 | (uint32_t)a3[c] << 24) ^
-                            0x80808080u;
-                } else if (elem == 2 && kgroup == 2) {
-                    uint32_t *d = (uint32_t *)((int16_t *)mem + at);
-                    const uint8_t *a0 = tmp + c0, *a1 = a0 + cols;
-                    for (int64_t c = 0; c < w; c++)
-                        d[c] = (uint16_t)(a0[c] - 128) | (uint32_t)(uint16_t)(a1[c] - 128) << 16;
-                } else {
-                    for (int64_t c = 0; c < w; c++)
-                        for (int e = 0; e < kgroup; e++) {
-                            int v = tmp[e * cols + c0 + c] - 128;
-                            if (elem == 2)
-                                ((int16_t *)mem)[at + c * kgroup + e] = (int16_t)v;
-                            else
-                                ((int8_t *)mem)[at + c * kgroup + e] = (int8_t)v;
-                        }
-                }
-            }
+            inf__qgemm_pack_kgroup(b, r0, 0, cols, tmp, cols);
         }
     }
     uint32_t kz = (uint32_t)k * (uint32_t)za * (uint32_t)j->qz[which];

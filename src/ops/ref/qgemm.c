@@ -164,6 +164,82 @@ inf__qgemm_isa inf__qgemm_pack_isa(inf__qgemm_isa isa, int64_t k, int64_t n, con
 #endif
 }
 
+/* The element of b's data holding value (kk, j) (the layout of qgemm.h, inf__qgemm_layout). */
+static int64_t packed_at(const inf__qgemm_b *b, int64_t kk, int64_t j) {
+    return j / b->panel * b->kp * b->panel + kk / b->kgroup * b->panel * b->kgroup + j % b->panel * b->kgroup +
+           kk % b->kgroup;
+}
+
+/* Down one column: n groups from element `at`, step elements apart, group g
+ * from the bytes q[g * kgroup ...]. */
+static void groups_down(void *mem, pack_shape s, int64_t at, int64_t step, int64_t n, const uint8_t *q) {
+    if (s.elem == 1 && s.kgroup == 4) {
+        for (int64_t g = 0; g < n; g++) {
+            uint32_t w;
+            memcpy(&w, q + 4 * g, 4);
+            w ^= 0x80808080u;
+            memcpy((int8_t *)mem + at + g * step, &w, 4);
+        }
+    } else if (s.elem == 2 && s.kgroup == 2) {
+        for (int64_t g = 0; g < n; g++) {
+            uint32_t w = (uint16_t)(q[2 * g] - 128) | (uint32_t)(uint16_t)(q[2 * g + 1] - 128) << 16;
+            memcpy((int16_t *)mem + at + g * step, &w, 4);
+        }
+    } else {
+        for (int64_t g = 0; g < n; g++)
+            for (int e = 0; e < s.kgroup; e++) {
+                int v = q[g * s.kgroup + e] - 128;
+                if (s.elem == 2)
+                    ((int16_t *)mem)[at + g * step + e] = (int16_t)v;
+                else
+                    ((int8_t *)mem)[at + g * step + e] = (int8_t)v;
+            }
+    }
+}
+
+/* Across one panel: the groups of w adjacent columns from element `at`,
+ * value e of column c from q[e * ld + c]. */
+static void groups_across(void *mem, pack_shape s, int64_t at, int64_t w, const uint8_t *q, int64_t ld) {
+    if (s.elem == 1 && s.kgroup == 4) {
+        uint32_t *d = (uint32_t *)((int8_t *)mem + at);
+        const uint8_t *a0 = q, *a1 = a0 + ld, *a2 = a1 + ld, *a3 = a2 + ld;
+        for (int64_t c = 0; c < w; c++)
+            d[c] =
+                ((uint32_t)a0[c] | (uint32_t)a1[c] << 8 | (uint32_t)a2[c] << 16 | (uint32_t)a3[c] << 24) ^ 0x80808080u;
+    } else if (s.elem == 2 && s.kgroup == 2) {
+        uint32_t *d = (uint32_t *)((int16_t *)mem + at);
+        const uint8_t *a0 = q, *a1 = a0 + ld;
+        for (int64_t c = 0; c < w; c++)
+            d[c] = (uint16_t)(a0[c] - 128) | (uint32_t)(uint16_t)(a1[c] - 128) << 16;
+    } else {
+        for (int64_t c = 0; c < w; c++)
+            for (int e = 0; e < s.kgroup; e++) {
+                int v = q[e * ld + c] - 128;
+                if (s.elem == 2)
+                    ((int16_t *)mem)[at + c * s.kgroup + e] = (int16_t)v;
+                else
+                    ((int8_t *)mem)[at + c * s.kgroup + e] = (int8_t)v;
+            }
+    }
+}
+
+void inf__qgemm_pack_column(const inf__qgemm_b *b, int64_t k0, int64_t j, int64_t n, const uint8_t *q) {
+    groups_down(b->data, shape_of(b->isa), packed_at(b, k0, j), (int64_t)b->panel * b->kgroup, n, q);
+}
+
+void inf__qgemm_pack_kgroup(const inf__qgemm_b *b, int64_t k0, int64_t j, int64_t n, const uint8_t *q, int64_t ld) {
+    pack_shape s = shape_of(b->isa);
+    int64_t first = j % b->panel, at = packed_at(b, k0, j - first); /* K group k0 of j's panel */
+    for (int64_t c = 0; c < n; at += b->kp * b->panel, first = 0) {
+        int64_t w = b->panel - first < n - c ? b->panel - first : n - c;
+        groups_across(b->data, s, at + first * b->kgroup, w, q + c, ld);
+        c += w;
+    }
+}
+
+/* Column j's values, shifted to uint8 (v + 128), are packed PACK_RUN at a time. */
+enum { PACK_RUN = 256 };
+
 void inf__qgemm_pack_b_into(void *mem, inf__qgemm_isa isa, int64_t k, int64_t n, const void *b, inf_dtype dtype,
                             int64_t ldb, bool trans, const void *b_zp, int64_t n_bzp, inf__qgemm_b *out) {
     size_t bytes = inf__qgemm_pack_b_bytes(isa, k, n);
@@ -175,15 +251,17 @@ void inf__qgemm_pack_b_into(void *mem, inf__qgemm_isa isa, int64_t k, int64_t n,
                           .data = mem};
     out->colsum = (int32_t *)((char *)mem + data_bytes);
     out->b_zp = out->colsum + round_up(np * 4, 64) / 4;
+    uint8_t run[PACK_RUN];
     for (int64_t j = 0; j < n; j++) {
         uint32_t sum = 0;
-        int64_t p = j / s.panel, c = j % s.panel;
-        for (int64_t kk = 0; kk < k; kk++) {
-            int32_t v = b_value(b, dtype, ldb, trans, kk, j);
-            int64_t at = p * kp * s.panel + (kk / s.kgroup) * s.panel * s.kgroup + c * s.kgroup + kk % s.kgroup;
-            if (s.elem == 2) ((int16_t *)mem)[at] = (int16_t)v;
-            else ((int8_t *)mem)[at] = (int8_t)v;
-            sum += (uint32_t)v;
+        for (int64_t k0 = 0; k0 < kp; k0 += PACK_RUN) {
+            int64_t len = kp - k0 < PACK_RUN ? kp - k0 : PACK_RUN; /* a multiple of 4, so of kgroup */
+            for (int64_t i = 0; i < len; i++) {
+                int32_t v = k0 + i < k ? b_value(b, dtype, ldb, trans, k0 + i, j) : 0;
+                run[i] = (uint8_t)(v + 128);
+                sum += (uint32_t)v;
+            }
+            inf__qgemm_pack_column(out, k0, j, len / s.kgroup, run);
         }
         out->colsum[j] = (int32_t)sum;
         out->b_zp[j] = zp_value(b_zp, dtype, n_bzp, j);
