@@ -8,7 +8,7 @@
  * sessions 18-21).
  *
  *   bench_ab LIB_A LIB_B MODEL [--threads N] [--batch N] [--rounds R]
- *            [--runs K] [--warmup W] [--profile] [--rtt PROGRAM]
+ *            [--runs K] [--warmup W] [--profile] [--rtt PROGRAM] [--flush MB]
  *
  * Every round runs K inferences of A then K of B (the order swapped every
  * round), after W warm-up runs of each at the start; it prints one line per
@@ -27,6 +27,14 @@
  * splits the rounds at 250 ns (on the 2-vCPU cloud VMs of sessions 13-21:
  * ~90 ns = the vCPUs share an L3, ~400 ns = they do not; the state flips
  * every few minutes and decides 2-thread figures more than most changes).
+ * --flush MB reads a buffer of MB MiB before every timed run (outside its
+ * time): with MB above the L3 (64 on a 32 MiB L3) every run starts cold --
+ * weights, activations and the arena come from DRAM, as after another
+ * tenant swept the L3 -- and the p50 and the per-node figures are the cold
+ * ones; the warm-up runs stay warm.  Reads only, so no write-backs land in
+ * the timed run.  The sweep's 4 KiB pages flush the TLB as well; a sweep in
+ * 2 MiB pages (TLB kept) gave the same cold figures on the bench CNN
+ * (session 22): the cold cost is DRAM traffic, not page walks.
  * Linux/glibc only (dlmopen); it links no Infera library itself, only the
  * header's types.  A build target on Linux (bench/CMakeLists.txt).
  */
@@ -178,9 +186,27 @@ static double median_where(const double *r, const double *t, int n, double lo, d
     return m;
 }
 
-/* p50 in us of k runs. */
-static double engine_p50(engine *e, int k, double *t) {
+/* The caches' sweep before a cold run: reads every line of the buffer (a
+ * sum the compiler must keep). */
+typedef struct sweep {
+    const unsigned char *buf;
+    size_t bytes;
+} sweep;
+
+static volatile unsigned sweep_sink;
+
+static void sweep_caches(const sweep *w) {
+    unsigned s = 0;
+    for (size_t i = 0; i < w->bytes; i += 64)
+        s += w->buf[i];
+    sweep_sink = s;
+}
+
+/* p50 in us of k runs, each after a sweep of the caches when w has a buffer. */
+static double engine_p50(engine *e, int k, double *t, const sweep *w) {
     for (int i = 0; i < k; i++) {
+        if (w->buf)
+            sweep_caches(w);
         double t0 = bench_now_us();
         engine_run(e);
         t[i] = bench_now_us() - t0;
@@ -218,10 +244,10 @@ static void print_profiles(engine *a, engine *b) {
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: bench_ab LIB_A LIB_B MODEL [--threads N] [--batch N] [--rounds R] [--runs K] "
-                        "[--warmup W] [--profile]\n");
+                        "[--warmup W] [--profile] [--rtt PROGRAM] [--flush MB]\n");
         return 2;
     }
-    int threads = 1, batch = 1, rounds = 20, runs = 300, warmup = 20, profile = 0;
+    int threads = 1, batch = 1, rounds = 20, runs = 300, warmup = 20, profile = 0, flush_mb = 0;
     const char *rtt_program = NULL;
     for (int i = 4; i < argc; i++) {
         const char *o = argv[i];
@@ -230,6 +256,7 @@ int main(int argc, char **argv) {
                    : !strcmp(o, "--rounds") ? &rounds
                    : !strcmp(o, "--runs")   ? &runs
                    : !strcmp(o, "--warmup") ? &warmup
+                   : !strcmp(o, "--flush")  ? &flush_mb
                                             : NULL;
         if (!strcmp(o, "--profile")) {
             profile = 1;
@@ -256,13 +283,24 @@ int main(int argc, char **argv) {
     double *rtt = malloc((size_t)rounds * sizeof(double));
     if (!t || !ratio || !rtt)
         return 2;
+    sweep w = {NULL, (size_t)flush_mb << 20};
+    unsigned char *flush_buf = NULL;
+    if (flush_mb > 0) {
+        flush_buf = malloc(w.bytes);
+        if (!flush_buf) {
+            fprintf(stderr, "bench_ab: no memory for --flush %d\n", flush_mb);
+            return 2;
+        }
+        memset(flush_buf, 1, w.bytes); /* pages backed, not the shared zero page */
+        w.buf = flush_buf;
+    }
     int b_lower = 0;
     for (int r = 0; r < rounds; r++) {
         double p[2];
         rtt[r] = rtt_program ? round_trip(rtt_program) : -1;
         for (int i = 0; i < 2; i++) {
             int v = (i + r) % 2;
-            p[v] = engine_p50(&e[v], runs, t);
+            p[v] = engine_p50(&e[v], runs, t, &w);
         }
         ratio[r] = p[1] / p[0];
         b_lower += p[1] < p[0];
@@ -289,6 +327,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < e[v].n_in; i++)
             free(e[v].data[i]);
     }
+    free(flush_buf);
     free(t);
     free(ratio);
     free(rtt);

@@ -3,7 +3,7 @@
 // onnxruntime-node (CPU execution provider) the way `infera bench --json`
 // runs it in Infera, and prints one JSON line with the same fields.
 //
-//   node bench/ort_bench.js MODEL.onnx [--threads N] [--batch B] [--iters N] [--warmup N]
+//   node bench/ort_bench.js MODEL.onnx [--threads N] [--batch B] [--iters N] [--warmup N] [--flush MB]
 //
 // Measured: load_ms = InferenceSession.create (read + optimise the graph);
 // first_run_ms = the first run; latency_us = warm runs (each awaited: the
@@ -12,9 +12,11 @@
 // node itself, ~40 MB; the baseline before loading ORT is reported too).
 // Inputs are random uniform [-1, 1) (integers: [0, 8)) with symbolic
 // dimensions set to the batch -- the same distribution as `infera bench`.
-// Options, inputs and the onnxruntime-node lookup are bench/ort_common.js's.
+// --flush MB: each timed run after a read of an MB MiB buffer (cold caches;
+// ort_common.js).  Options, inputs and the onnxruntime-node lookup are
+// bench/ort_common.js's.
 'use strict';
-const { loadOrt, parseArgs, sessionOptions, makeFeeds } = require('./ort_common');
+const { loadOrt, parseArgs, sessionOptions, makeFeeds, cacheSweeper } = require('./ort_common');
 
 const baseRssMb = process.resourceUsage().maxRSS / 1024;
 
@@ -33,9 +35,11 @@ async function main() {
   const firstMs = Number(process.hrtime.bigint() - t1) / 1e6;
   for (let i = 0; i < a.warmup; i++) await session.run(feeds);
 
+  const sweep = cacheSweeper(a.flush);
   const lat = new Float64Array(a.iters);
   let sum = 0;
   for (let i = 0; i < a.iters; i++) {
+    sweep();
     const s = process.hrtime.bigint();
     await session.run(feeds);
     lat[i] = Number(process.hrtime.bigint() - s) / 1e3;

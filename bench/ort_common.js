@@ -1,9 +1,10 @@
 // ort_common.js -- what the ONNX Runtime side of the benchmarks shares:
 // finding onnxruntime-node, the command line (MODEL [--threads N] [--batch B]
-// [--iters N] [--warmup N]), the session options every comparison uses (CPU
-// provider, graph optimisation "all", sequential, intra-op threads = N) and
-// the random inputs (uniform [-1, 1), integers [0, 8), symbolic dimensions =
-// the batch: the distribution `infera bench` uses).  Used by ort_bench.js,
+// [--iters N] [--warmup N] [--flush MB]), the caches' sweep before a cold
+// run, the session options every comparison uses (CPU provider, graph
+// optimisation "all", sequential, intra-op threads = N) and the random
+// inputs (uniform [-1, 1), integers [0, 8), symbolic dimensions = the batch:
+// the distribution `infera bench` uses).  Used by ort_bench.js,
 // ort_profile.js and extra/ort_run.js.
 'use strict';
 const path = require('path');
@@ -20,10 +21,10 @@ function loadOrt(tool) {
 }
 
 function parseArgs(tool, argv) {
-  const a = { model: null, threads: 1, batch: 1, iters: 100, warmup: 10 };
+  const a = { model: null, threads: 1, batch: 1, iters: 100, warmup: 10, flush: 0 };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
-    if (['--threads', '--batch', '--iters', '--warmup'].includes(k)) {
+    if (['--threads', '--batch', '--iters', '--warmup', '--flush'].includes(k)) {
       const v = parseInt(argv[++i], 10);
       if (!(v >= 0)) { console.error(`${tool}: ${k} needs a number`); process.exit(2); }
       a[k.slice(2)] = v;
@@ -32,10 +33,21 @@ function parseArgs(tool, argv) {
     } else a.model = k;
   }
   if (!a.model || a.iters < 1) {
-    console.error(`usage: ${tool} MODEL.onnx [--threads N] [--batch B] [--iters N>=1] [--warmup N]`);
+    console.error(`usage: ${tool} MODEL.onnx [--threads N] [--batch B] [--iters N>=1] [--warmup N] [--flush MB]`);
     process.exit(2);
   }
   return a;
+}
+
+// --flush MB: a function that reads every 64-byte line of an MB MiB buffer
+// (with MB above the L3, the next run starts with cold caches: the
+// `--flush` of bench/bench_ab.c), called before each timed run outside its
+// time; a no-op without --flush.
+let sweepSink = 0; // the sums, kept so that no compiler drops the reads
+function cacheSweeper(mb) {
+  if (!(mb > 0)) return () => {};
+  const buf = new Uint8Array(mb << 20).fill(1);
+  return () => { let s = 0; for (let i = 0; i < buf.length; i += 64) s += buf[i]; sweepSink += s; };
 }
 
 function sessionOptions(threads) {
@@ -82,4 +94,4 @@ function makeFeeds(tool, ort, session, batch) {
   return { feeds, rows };
 }
 
-module.exports = { loadOrt, parseArgs, sessionOptions, makeFeeds };
+module.exports = { loadOrt, parseArgs, sessionOptions, makeFeeds, cacheSweeper };

@@ -8,7 +8,7 @@
 //   {"engine","threads","batch","runs","run_us"  (mean model_run duration),
 //    "nodes":[{"node","op","inputs":[shapes],"output":shape,"calls","total_us","min_us"}]}
 //
-//   node bench/ort_profile.js MODEL.onnx [--threads N] [--batch B] [--iters N] [--warmup N]
+//   node bench/ort_profile.js MODEL.onnx [--threads N] [--batch B] [--iters N] [--warmup N] [--flush MB]
 //
 // Session options and inputs are bench/ort_common.js's, as in ort_bench.js (CPU provider,
 // graph optimisation "all", sequential, random uniform inputs with symbolic
@@ -16,12 +16,14 @@
 // event, in microseconds (the kernel's wall time on the calling thread);
 // min_us is a node's shortest call (at a high load, the figure to compare with
 // the minimum of `infera bench --profile`).
+// --flush MB: each timed run after a read of an MB MiB buffer (cold caches;
+// ort_common.js), outside the node events.
 // The trace file is written to the system temp directory and removed.
 'use strict';
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { loadOrt, parseArgs, sessionOptions, makeFeeds } = require('./ort_common');
+const { loadOrt, parseArgs, sessionOptions, makeFeeds, cacheSweeper } = require('./ort_common');
 
 // The shape in a type_shape entry ({"float": [1, 3, 96, 96]}), or null.
 const shapeOf = ts => (ts && typeof ts === 'object' ? Object.values(ts)[0] || null : null);
@@ -57,7 +59,11 @@ async function main() {
   const opts = { ...sessionOptions(a.threads), enableProfiling: true, profileFilePrefix: prefix };
   const session = await ort.InferenceSession.create(a.model, opts);
   const { feeds, rows } = makeFeeds('ort_profile', ort, session, a.batch);
-  for (let i = 0; i < 1 + a.warmup + a.iters; i++) await session.run(feeds);
+  const sweep = cacheSweeper(a.flush);
+  for (let i = 0; i < 1 + a.warmup + a.iters; i++) {
+    if (i > a.warmup) sweep();
+    await session.run(feeds);
+  }
   if (session.endProfiling) await session.endProfiling();
   await session.release(); // writes the trace file
   const dir = path.dirname(prefix);
