@@ -190,6 +190,20 @@ static inf__qout random_out(float *mult, float *bias, int32_t *bias_i32, int64_t
 
 static size_t out_size(inf__qout_kind kind) { return kind == INF_QOUT_Q8 ? 1 : 4; }
 
+/* y (m x n, esize bytes a value, calloc'd) = the matrix-product driver on isa: W [k][n] int8 packed here. */
+static void *run_matmul(inf__qgemm_isa isa, inf__pool *pool, const int8_t *w, int64_t m, int64_t k, int64_t n,
+                        const inf__qsrc *src, const inf__qout *out, size_t esize) {
+    inf__qgemm_b pb;
+    void *mem = inf__aligned_alloc(inf__qgemm_pack_b_bytes(isa, k, n));
+    inf__qgemm_pack_b_into(mem, isa, k, n, w, INF_DTYPE_I8, n, false, NULL, 1, &pb);
+    void *scratch = inf__aligned_alloc(inf__qmatmul_scratch_bytes(&pb, m));
+    void *y = calloc((size_t)(m * n), esize);
+    inf__qmatmul_drive(pool, &pb, m, src, out, y, n, scratch);
+    inf__aligned_free(scratch);
+    inf__aligned_free(mem);
+    return y;
+}
+
 static void matmul_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     int64_t m = rand_in(1, 100), k = rand_in(1, 200), n = rand_in(1, 60);
     inf_dtype adt = (inf_dtype)(rand_in(0, 2) == 0 ? INF_DTYPE_F32 : rand_in(0, 1) ? INF_DTYPE_U8 : INF_DTYPE_I8);
@@ -211,17 +225,8 @@ static void matmul_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no)
     int32_t *bias_i32 = malloc((size_t)n * 4);
     inf__qout out = random_out(mult, bias, bias_i32, n, kind);
     void *y[2];
-    for (int v = 0; v < 2; v++) {
-        inf__qgemm_isa which = v ? INF_QGEMM_REF : isa;
-        inf__qgemm_b pb;
-        void *mem = inf__aligned_alloc(inf__qgemm_pack_b_bytes(which, k, n));
-        inf__qgemm_pack_b_into(mem, which, k, n, w, INF_DTYPE_I8, n, false, NULL, 1, &pb);
-        void *scratch = inf__aligned_alloc(inf__qmatmul_scratch_bytes(&pb, m));
-        y[v] = calloc((size_t)(m * n), out_size(kind));
-        inf__qmatmul_drive(pool, &pb, m, &src, &out, y[v], n, scratch);
-        inf__aligned_free(scratch);
-        inf__aligned_free(mem);
-    }
+    for (int v = 0; v < 2; v++)
+        y[v] = run_matmul(v ? INF_QGEMM_REF : isa, pool, w, m, k, n, &src, &out, out_size(kind));
     char what[96];
     snprintf(what, sizeof what, "%s matmul driver m=%lld k=%lld n=%lld kind=%d", inf__qgemm_isa_name(isa), (long long)m,
              (long long)k, (long long)n, (int)kind);
@@ -1218,18 +1223,8 @@ static void matmul_residual_case(inf__qgemm_isa isa, inf__pool *pool, int case_n
                      .q_dtype = INF_DTYPE_U8};
     inf__qout out = random_out(mult, bias, bias_i32, n, INF_QOUT_F32), plain = out, with_r = out;
     plain.act = NULL, with_r.residual = r;
-    float *y[2];
-    for (int v = 0; v < 2; v++) {
-        inf__qgemm_isa which = v ? INF_QGEMM_REF : isa;
-        inf__qgemm_b pb;
-        void *mem = inf__aligned_alloc(inf__qgemm_pack_b_bytes(which, k, n));
-        inf__qgemm_pack_b_into(mem, which, k, n, w, INF_DTYPE_I8, n, false, NULL, 1, &pb);
-        void *scratch = inf__aligned_alloc(inf__qmatmul_scratch_bytes(&pb, m));
-        y[v] = calloc((size_t)(m * n), 4);
-        inf__qmatmul_drive(v ? NULL : pool, &pb, m, &src, v ? &plain : &with_r, y[v], n, scratch);
-        inf__aligned_free(scratch);
-        inf__aligned_free(mem);
-    }
+    float *y[2] = {run_matmul(isa, pool, w, m, k, n, &src, &with_r, 4),
+                   run_matmul(INF_QGEMM_REF, NULL, w, m, k, n, &src, &plain, 4)};
     bool ok = true;
     for (int64_t i = 0; i < m * n && ok; i++)
         ok = y[0][i] == twin_act(out.act, y[1][i] + r[i]);
