@@ -263,10 +263,11 @@ static void mm_blocks(void *arg, int64_t begin, int64_t end) {
             } else {
                 for (int64_t j = 0; j < b->n; j++) store_one(t->out, t->y, i * t->ldy + j, ci[j], j);
             }
-            if (t->out->row_act) t->out->row_act(yi, yi, b->n);
-            if (t->residual)
-                add_row(b, yi, t->residual + i * t->ldy, t->res_act);
+            if (t->out->row_act)
+                t->out->row_act(yi, yi, b->n);
         }
+        for (int64_t i = r0; i < r1 && t->residual; i++) /* a float output: the block's rows are in cache */
+            add_row(b, (float *)t->y + i * t->ldy, t->residual + i * t->ldy, t->res_act);
     }
 }
 
@@ -275,22 +276,23 @@ void inf__qmatmul_drive(inf__pool *pool, const inf__qgemm_b *b, int64_t m, const
     int64_t chunk = m < CHUNK_ROWS ? m : CHUNK_ROWS;
     uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)scratch, 64);
     int32_t *cbuf = (int32_t *)round_up((int64_t)(uintptr_t)(abuf + chunk * b->kp), 64);
-    inf__qout store = *out; /* a residual Add: the store runs without the activation, applied after the Add */
+    inf__qout plain; /* a residual Add: the store runs without the activation, applied after the Add */
+    const inf__qout *store = out;
     if (out->residual)
-        store.act = NULL;
+        plain = *out, plain.act = NULL, store = &plain;
     for (int64_t row0 = 0; row0 < m; row0 += chunk) {
-        mm_task t = {b,
-                     a,
-                     &store,
-                     row0,
-                     m,
-                     y,
-                     ldy,
-                     abuf,
-                     cbuf,
-                     vector_store(b, out),
-                     out->residual,
-                     out->residual ? out->act : NULL};
+        mm_task t = {.b = b,
+                     .a = a,
+                     .out = store,
+                     .row0 = row0,
+                     .m = m,
+                     .y = y,
+                     .ldy = ldy,
+                     .abuf = abuf,
+                     .cbuf = cbuf,
+                     .vector_store = vector_store(b, out),
+                     .residual = out->residual,
+                     .res_act = out->residual ? out->act : NULL};
         int64_t rows = m - row0 < chunk ? m - row0 : chunk;
         inf__pool_range(pool, (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, 1, mm_blocks, &t);
     }
