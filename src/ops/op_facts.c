@@ -273,7 +273,8 @@ const inf__op_facts inf__op_facts_table[] = {
     FACTS(INFERA, "Gelu", .inplace_inputs = 0x1, .shape = INF_SHAPE_SAME, .batch = "BF"),
     FACTS(INFERA, "QAttention", .batch = "BBBE", .batch_check = INF_BATCH_RANK4),
     FACTS(INFERA, "QConv", .takes_activation = true, .batch = "BCCCCCCCCEC"), /* input 9: the fused residual */
-    FACTS(INFERA, "QGemm", .takes_activation = true, .batch = "BC", .batch_check = INF_BATCH_ROWS),
+    FACTS(INFERA, "QGemm", .takes_activation = true, .batch = "BCCCCCCCCEC",
+          .batch_check = INF_BATCH_ROWS), /* input 9: the fused residual */
 };
 
 const int inf__op_facts_count = (int)(sizeof inf__op_facts_table / sizeof inf__op_facts_table[0]);

@@ -250,8 +250,9 @@ typedef struct inf__qout {
     int32_t rq_zp;
     inf_dtype rq_dtype;       /* uint8 or int8 */
     void (*row_act)(const float *x, float *y, int64_t n); /* F32, matrix products: over each finished row (GELU) */
-    const float *residual;      /* F32 convolutions without a pool: y = act(value + residual), value after the
-                                 * requant if any, residual laid out as y (graph/passes/qdq_chain.c); F32_U8
+    const float *residual;      /* F32 convolutions without a pool and F32 matrix products without a row_act:
+                                 * y = act(value + residual), value after the requant if any, residual laid
+                                 * out as y (graph/passes/qdq_chain.c); F32_U8
                                  * convolutions: the same planes, y = Q(act(pre's value + residual)) */
     const uint8_t *residual_u8; /* F32_U8 convolutions without a pool: the residual as uint8 channels last
                                  * (y's layout), worth (q - res_zp) * res_scale (DequantizeLinear) */

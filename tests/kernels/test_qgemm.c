@@ -190,6 +190,20 @@ static inf__qout random_out(float *mult, float *bias, int32_t *bias_i32, int64_t
 
 static size_t out_size(inf__qout_kind kind) { return kind == INF_QOUT_Q8 ? 1 : 4; }
 
+/* y (m x n, esize bytes a value, calloc'd) = the matrix-product driver on isa: W [k][n] int8 packed here. */
+static void *run_matmul(inf__qgemm_isa isa, inf__pool *pool, const int8_t *w, int64_t m, int64_t k, int64_t n,
+                        const inf__qsrc *src, const inf__qout *out, size_t esize) {
+    inf__qgemm_b pb;
+    void *mem = inf__aligned_alloc(inf__qgemm_pack_b_bytes(isa, k, n));
+    inf__qgemm_pack_b_into(mem, isa, k, n, w, INF_DTYPE_I8, n, false, NULL, 1, &pb);
+    void *scratch = inf__aligned_alloc(inf__qmatmul_scratch_bytes(&pb, m));
+    void *y = calloc((size_t)(m * n), esize);
+    inf__qmatmul_drive(pool, &pb, m, src, out, y, n, scratch);
+    inf__aligned_free(scratch);
+    inf__aligned_free(mem);
+    return y;
+}
+
 static void matmul_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     int64_t m = rand_in(1, 100), k = rand_in(1, 200), n = rand_in(1, 60);
     inf_dtype adt = (inf_dtype)(rand_in(0, 2) == 0 ? INF_DTYPE_F32 : rand_in(0, 1) ? INF_DTYPE_U8 : INF_DTYPE_I8);
@@ -211,17 +225,8 @@ static void matmul_driver_case(inf__qgemm_isa isa, inf__pool *pool, int case_no)
     int32_t *bias_i32 = malloc((size_t)n * 4);
     inf__qout out = random_out(mult, bias, bias_i32, n, kind);
     void *y[2];
-    for (int v = 0; v < 2; v++) {
-        inf__qgemm_isa which = v ? INF_QGEMM_REF : isa;
-        inf__qgemm_b pb;
-        void *mem = inf__aligned_alloc(inf__qgemm_pack_b_bytes(which, k, n));
-        inf__qgemm_pack_b_into(mem, which, k, n, w, INF_DTYPE_I8, n, false, NULL, 1, &pb);
-        void *scratch = inf__aligned_alloc(inf__qmatmul_scratch_bytes(&pb, m));
-        y[v] = calloc((size_t)(m * n), out_size(kind));
-        inf__qmatmul_drive(pool, &pb, m, &src, &out, y[v], n, scratch);
-        inf__aligned_free(scratch);
-        inf__aligned_free(mem);
-    }
+    for (int v = 0; v < 2; v++)
+        y[v] = run_matmul(v ? INF_QGEMM_REF : isa, pool, w, m, k, n, &src, &out, out_size(kind));
     char what[96];
     snprintf(what, sizeof what, "%s matmul driver m=%lld k=%lld n=%lld kind=%d", inf__qgemm_isa_name(isa), (long long)m,
              (long long)k, (long long)n, (int)kind);
@@ -1190,6 +1195,47 @@ static void pack_isa_cases(void) {
           "pack_isa: other kernels unchanged", 5);
 }
 
+/* The matrix-product driver's fused residual Add (QGemm input 9, graph/passes/qdq_chain.c): each row
+ * y = act(value + r), value the reference store's float without the activation (with its Q -> DQ when
+ * it has one), the Add and the activation computed here, on float or uint8 A, 1 or 2 threads. */
+static void matmul_residual_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
+    int64_t m = rand_in(1, 80), k = rand_in(1, 160), n = rand_in(1, 70);
+    bool f32 = rand_in(0, 1);
+    void *a = malloc((size_t)(m * k) * (f32 ? 4 : 1));
+    int8_t *w = malloc((size_t)(k * n));
+    float *mult = malloc((size_t)n * 4), *bias = malloc((size_t)n * 4), *r = malloc((size_t)(m * n) * 4);
+    int32_t *bias_i32 = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < m * k; i++) {
+        if (f32)
+            ((float *)a)[i] = uniform() * 3;
+        else
+            ((uint8_t *)a)[i] = (uint8_t)rand_in(0, 255);
+    }
+    for (int64_t i = 0; i < k * n; i++)
+        w[i] = (int8_t)rand_in(-w_lim(isa), w_lim(isa));
+    for (int64_t i = 0; i < m * n; i++)
+        r[i] = uniform() * 3;
+    inf__qsrc src = {.data = a,
+                     .dtype = f32 ? INF_DTYPE_F32 : INF_DTYPE_U8,
+                     .ld = k,
+                     .scale = 0.02f,
+                     .zp = (int32_t)rand_in(0, 255),
+                     .q_dtype = INF_DTYPE_U8};
+    inf__qout out = random_out(mult, bias, bias_i32, n, INF_QOUT_F32), plain = out, with_r = out;
+    plain.act = NULL, with_r.residual = r;
+    float *y[2] = {run_matmul(isa, pool, w, m, k, n, &src, &with_r, 4),
+                   run_matmul(INF_QGEMM_REF, NULL, w, m, k, n, &src, &plain, 4)};
+    bool ok = true;
+    for (int64_t i = 0; i < m * n && ok; i++)
+        ok = y[0][i] == twin_act(out.act, y[1][i] + r[i]);
+    char what[128];
+    snprintf(what, sizeof what, "%s matmul driver residual Add m=%lld k=%lld n=%lld act=%d requant=%d",
+             inf__qgemm_isa_name(isa), (long long)m, (long long)k, (long long)n, out.act ? (int)out.act->kind : -1,
+             (int)out.requant);
+    check(ok, what, case_no);
+    free(a), free(w), free(mult), free(bias), free(r), free(bias_i32), free(y[0]), free(y[1]);
+}
+
 int main(void) {
     static const inf__qgemm_isa isas[] = {INF_QGEMM_REF, INF_QGEMM_AVX2, INF_QGEMM_VNNI512, INF_QGEMM_AVXVNNI,
                                           INF_QGEMM_AVX2_UBS};
@@ -1202,6 +1248,8 @@ int main(void) {
         }
         for (int c = 0; c < 300; c++) gemm_case(isas[i], c);
         for (int c = 0; c < 60 && isas[i] != INF_QGEMM_REF; c++) matmul_driver_case(isas[i], c % 2 ? pool : NULL, c);
+        for (int c = 0; c < 60; c++)
+            matmul_residual_case(isas[i], c % 2 ? pool : NULL, c);
         for (int c = 0; c < 120; c++) conv_driver_case(isas[i], c % 2 ? pool : NULL, c);
         for (int c = 0; c < 80; c++) conv_fused_case(isas[i], c % 2 ? pool : NULL, c);
         for (int c = 0; c < 80; c++)

@@ -134,12 +134,13 @@ static inf_status fuse_pools(inf__pass_ctx *pc, int *n_rewritten, inf_error *err
     return INF_OK;
 }
 
-/* QConv A -> Add(A's output, r) [-> Relu/Clip/LeakyRelu, the Add's epilogue]
- * -> one QConv with r as input 9: the Add (and its activation) is applied to
- * each block of the conv's float output while it is in cache
- * (ops/ref/qgemm_drive.c), instead of a pass over two tensors in memory.
+/* QConv (QGemm) A -> Add(A's output, r) [-> Relu/Clip/LeakyRelu, the Add's
+ * epilogue] -> one QConv (QGemm) with r as input 9: the Add (and its
+ * activation) is applied to each block of the conv's float output (each row
+ * of the product's) while it is in cache (ops/ref/qgemm_drive.c), instead of
+ * a pass over two tensors in memory (an encoder's residual joins).
  * A: no activation of its own (its output Q -> DQ, if any, stays: the Add
- * reads the dequantized value), float output (no uint8 link, no pool); r:
+ * reads the dequantized value; no GELU), float output (no uint8 link, no pool); r:
  * not a constant; A's output read by the Add only.  Safe: the store computes
  * A's value as before, then value + r and the activation, the Add node's
  * operations in the same order; an r of another (broadcastable) shape is
@@ -155,12 +156,13 @@ static inf_status fuse_residuals(inf__pass_ctx *pc, int *n_rewritten, inf_error 
             continue;
         for (int side = 0; side < 2; side++) {
             int v = add->inputs[side], r = add->inputs[1 - side], a = v >= 0 ? pc->g->values[v].producer : -1;
-            if (a < 0 || r < 0 || v == r || !is_fused(pc, a, "QConv") || constant(pc, r) ||
+            bool gemm = a >= 0 && is_fused(pc, a, "QGemm");
+            if (a < 0 || r < 0 || v == r || !(gemm || is_fused(pc, a, "QConv")) || constant(pc, r) ||
                 !inf__pass_uses(pc, v, 1))
                 continue;
             const inf__node *na = &pc->g->nodes[a];
             if ((na->n_inputs != 7 && na->n_inputs != 9) || na->epilogue.kind != INF_EPILOGUE_NONE ||
-                inf__attr_int(na, "u8_out", 0) ||
+                inf__attr_int(na, "u8_out", 0) || inf__node_attr(na, "activation") ||
                 inf__node_attr(na, "pool_kernel") || na->n_attrs > MAX_ATTRS)
                 continue;
             int ins[10];
@@ -169,8 +171,8 @@ static inf_status fuse_residuals(inf__pass_ctx *pc, int *n_rewritten, inf_error 
             inf__attr attrs[MAX_ATTRS];
             memcpy(attrs, na->attrs, (size_t)na->n_attrs * sizeof *attrs);
             int removed[1] = {a};
-            inf_status st = inf__pass_rewrite(pc, d, "ai.infera", "QConv", 1, 10, ins, na->n_attrs, attrs, removed, 1,
-                                              err);
+            inf_status st = inf__pass_rewrite(pc, d, "ai.infera", gemm ? "QGemm" : "QConv", 1, 10, ins, na->n_attrs,
+                                              attrs, removed, 1, err);
             if (st != INF_OK) return st;
             (*n_rewritten)++;
             break;

@@ -187,6 +187,8 @@ typedef struct mm_task {
     uint8_t *abuf;
     int32_t *cbuf;
     bool vector_store;
+    const float *residual;        /* out->residual (rows as y's), or NULL */
+    const inf__epilogue *res_act; /* with a residual: the activation after the Add (the store runs without) */
 } mm_task;
 
 /* Rows [r0, r1) of A as the kernel's uint8 rows (row stride *lda): uint8 rows without K padding are read in place
@@ -211,6 +213,18 @@ static const uint8_t *block_rows(const mm_task *t, int64_t blk, int64_t r0, int6
     for (int64_t i = r0; i < r1; i++)
         load_row(src, first + (size_t)((i - r0) * src->ld) * esize, b->k, b->kp, a + (i - r0) * b->kp);
     return a;
+}
+
+/* The fused residual Add of a finished row: y = act(y + r), the Add node's value then its activation. */
+static void add_row(const inf__qgemm_b *b, float *y, const float *r, const inf__epilogue *res_act) {
+#if defined(__x86_64__)
+    if (b->isa != INF_QGEMM_REF) {
+        inf__add_act_f32_avx2(y, r, b->n, res_act);
+        return;
+    }
+#endif
+    for (int64_t j = 0; j < b->n; j++)
+        y[j] = act(res_act, y[j] + r[j]);
 }
 
 static void mm_blocks(void *arg, int64_t begin, int64_t end) {
@@ -249,8 +263,11 @@ static void mm_blocks(void *arg, int64_t begin, int64_t end) {
             } else {
                 for (int64_t j = 0; j < b->n; j++) store_one(t->out, t->y, i * t->ldy + j, ci[j], j);
             }
-            if (t->out->row_act) t->out->row_act(yi, yi, b->n);
+            if (t->out->row_act)
+                t->out->row_act(yi, yi, b->n);
         }
+        for (int64_t i = r0; i < r1 && t->residual; i++) /* a float output: the block's rows are in cache */
+            add_row(b, (float *)t->y + i * t->ldy, t->residual + i * t->ldy, t->res_act);
     }
 }
 
@@ -259,8 +276,23 @@ void inf__qmatmul_drive(inf__pool *pool, const inf__qgemm_b *b, int64_t m, const
     int64_t chunk = m < CHUNK_ROWS ? m : CHUNK_ROWS;
     uint8_t *abuf = (uint8_t *)round_up((int64_t)(uintptr_t)scratch, 64);
     int32_t *cbuf = (int32_t *)round_up((int64_t)(uintptr_t)(abuf + chunk * b->kp), 64);
+    inf__qout plain; /* a residual Add: the store runs without the activation, applied after the Add */
+    const inf__qout *store = out;
+    if (out->residual)
+        plain = *out, plain.act = NULL, store = &plain;
     for (int64_t row0 = 0; row0 < m; row0 += chunk) {
-        mm_task t = {b, a, out, row0, m, y, ldy, abuf, cbuf, vector_store(b, out)};
+        mm_task t = {.b = b,
+                     .a = a,
+                     .out = store,
+                     .row0 = row0,
+                     .m = m,
+                     .y = y,
+                     .ldy = ldy,
+                     .abuf = abuf,
+                     .cbuf = cbuf,
+                     .vector_store = vector_store(b, out),
+                     .residual = out->residual,
+                     .res_act = out->residual ? out->act : NULL};
         int64_t rows = m - row0 < chunk ? m - row0 : chunk;
         inf__pool_range(pool, (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, 1, mm_blocks, &t);
     }

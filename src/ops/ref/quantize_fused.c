@@ -105,6 +105,55 @@ static inf__qout fused_out(inf__kernel_ctx *ctx, const float *mult) {
     return out;
 }
 
+/* A residual r of another shape than y (rank <= y's, each dim 1 or y's,
+ * right-aligned): numpy broadcasting as Add does. */
+static inf_status check_broadcast(inf__kernel_ctx *ctx, const inf_tensor *r, const inf_tensor *y) {
+    char b1[96], b2[96];
+    bool ok = r->ndim <= y->ndim;
+    for (int d = 0; ok && d < r->ndim; d++) {
+        int64_t rd = r->dims[r->ndim - 1 - d], yd = y->dims[y->ndim - 1 - d];
+        ok = rd == yd || rd == 1;
+    }
+    return ok ? INF_OK
+              : inf__kernel_error(ctx, INF_ESHAPE, "residual %s does not broadcast to the output %s",
+                                  inf__shape_str(r->ndim, r->dims, b1, sizeof b1),
+                                  inf__shape_str(y->ndim, y->dims, b2, sizeof b2));
+}
+
+static inline float apply_act(const inf__epilogue *ep, float v) {
+    if (!ep)
+        return v;
+    switch (ep->kind) {
+    case INF_EPILOGUE_RELU:
+        return v > 0 ? v : 0;
+    case INF_EPILOGUE_LEAKY_RELU:
+        return v < 0 ? ep->alpha * v : v;
+    case INF_EPILOGUE_CLIP:
+        return v < ep->lo ? ep->lo : v > ep->hi ? ep->hi : v;
+    default:
+        return v;
+    }
+}
+
+/* y = act(y + r) with r broadcast (check_broadcast): the unfused Add, then the activation. */
+static void add_broadcast(const inf_tensor *r, inf_tensor *y, const inf__epilogue *ep) {
+    int64_t rstride[INF_MAX_DIMS] = {0}, idx[INF_MAX_DIMS] = {0}, n = inf_tensor_numel(y), s = 1;
+    for (int d = r->ndim - 1; d >= 0; d--) {
+        rstride[y->ndim - r->ndim + d] = r->dims[d] == 1 ? 0 : s;
+        s *= r->dims[d];
+    }
+    float *yv = y->data;
+    const float *rv = r->data;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t at = 0;
+        for (int d = 0; d < y->ndim; d++)
+            at += idx[d] * rstride[d];
+        yv[i] = apply_act(ep, yv[i] + rv[at]);
+        for (int d = y->ndim - 1; d >= 0 && ++idx[d] == y->dims[d]; d--)
+            idx[d] = 0;
+    }
+}
+
 static inf_status qgemm_run(inf__kernel_ctx *ctx) {
     const qgemm_params *p = ctx->node->params;
     const inf_tensor *x = ctx->in[0], *w = ctx->in[3];
@@ -142,7 +191,22 @@ static inf_status qgemm_run(inf__kernel_ctx *ctx) {
     inf__qout out = fused_out(ctx, mult);
     out.row_act = p->gelu;
     if (p->u8_out) out.kind = INF_QOUT_F32_U8, out.requant = false;
+    const inf_tensor *res = opt_input(ctx, 9); /* graph/passes/qdq_chain.c: the fused residual Add */
+    bool broadcast = false;
+    if (res) {
+        if (res->dtype != INF_DTYPE_F32 || p->u8_out || p->gelu)
+            return inf__kernel_error(ctx, INF_EMODEL, "residual (input 9): float32, with a float output and no GELU");
+        broadcast = res->ndim != y->ndim || memcmp(res->dims, y->dims, (size_t)res->ndim * sizeof(int64_t));
+        if (broadcast && (st = check_broadcast(ctx, res, y)) != INF_OK)
+            return st;
+        if (broadcast)
+            out.act = NULL; /* the Add and the activation after the store */
+        else
+            out.residual = res->data;
+    }
     inf__qmatmul_drive(ctx->pool, &p->b, rows, &a, &out, y->data, p->b.n, scratch);
+    if (broadcast)
+        add_broadcast(res, y, ctx->node->epilogue.kind != INF_EPILOGUE_NONE ? &ctx->node->epilogue : NULL);
     ctx->epilogue_done = true;
     return INF_OK;
 }
@@ -168,54 +232,6 @@ static inf_status nhwc_view(inf__kernel_ctx *ctx, const inf_tensor *x, inf_tenso
     *view = *x;
     view->dims[1] = x->dims[3], view->dims[2] = x->dims[1], view->dims[3] = x->dims[2];
     return INF_OK;
-}
-
-/* A residual r of another shape than y (rank <= y's, each dim 1 or y's,
- * right-aligned): numpy broadcasting as Add does. */
-static inf_status check_broadcast(inf__kernel_ctx *ctx, const inf_tensor *r, const inf_tensor *y) {
-    char b1[96], b2[96];
-    bool ok = r->ndim <= y->ndim;
-    for (int d = 0; ok && d < r->ndim; d++) {
-        int64_t rd = r->dims[r->ndim - 1 - d], yd = y->dims[y->ndim - 1 - d];
-        ok = rd == yd || rd == 1;
-    }
-    return ok ? INF_OK
-              : inf__kernel_error(ctx, INF_ESHAPE, "residual %s does not broadcast to the output %s",
-                                  inf__shape_str(r->ndim, r->dims, b1, sizeof b1),
-                                  inf__shape_str(y->ndim, y->dims, b2, sizeof b2));
-}
-
-static inline float apply_act(const inf__epilogue *ep, float v) {
-    if (!ep) return v;
-    switch (ep->kind) {
-    case INF_EPILOGUE_RELU:
-        return v > 0 ? v : 0;
-    case INF_EPILOGUE_LEAKY_RELU:
-        return v < 0 ? ep->alpha * v : v;
-    case INF_EPILOGUE_CLIP:
-        return v < ep->lo ? ep->lo : v > ep->hi ? ep->hi : v;
-    default:
-        return v;
-    }
-}
-
-/* y = act(y + r) with r broadcast (check_broadcast): the unfused Add, then the activation. */
-static void add_broadcast(const inf_tensor *r, inf_tensor *y, const inf__epilogue *ep) {
-    int64_t rstride[INF_MAX_DIMS] = {0}, idx[INF_MAX_DIMS] = {0}, n = inf_tensor_numel(y), s = 1;
-    for (int d = r->ndim - 1; d >= 0; d--) {
-        rstride[y->ndim - r->ndim + d] = r->dims[d] == 1 ? 0 : s;
-        s *= r->dims[d];
-    }
-    float *yv = y->data;
-    const float *rv = r->data;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t at = 0;
-        for (int d = 0; d < y->ndim; d++)
-            at += idx[d] * rstride[d];
-        yv[i] = apply_act(ep, yv[i] + rv[at]);
-        for (int d = y->ndim - 1; d >= 0 && ++idx[d] == y->dims[d]; d--)
-            idx[d] = 0;
-    }
 }
 
 static inf_status qconv_fused_run(inf__kernel_ctx *ctx) {
