@@ -154,6 +154,28 @@ static void add_broadcast(const inf_tensor *r, inf_tensor *y, const inf__epilogu
     }
 }
 
+/* A float32 residual r of y (the fused Add's other operand, input 9): of y's
+ * shape, the store adds it (out->residual); broadcast (only where
+ * may_broadcast), the store runs without the activation and
+ * residual_after adds r and applies it (*after = true). */
+static inf_status float_residual(inf__kernel_ctx *ctx, const inf_tensor *r, const inf_tensor *y, bool may_broadcast,
+                                 inf__qout *out, bool *after) {
+    *after = r->ndim != y->ndim || memcmp(r->dims, y->dims, (size_t)r->ndim * sizeof(int64_t));
+    if (!*after) {
+        out->residual = r->data;
+        return INF_OK;
+    }
+    if (!may_broadcast)
+        return inf__kernel_error(ctx, INF_EMODEL, "residual (input 9): no broadcast with a uint8 output");
+    out->act = NULL; /* the Add and the activation after the store */
+    return check_broadcast(ctx, r, y);
+}
+
+/* The broadcast residual's Add and the node's activation, after the store (float_residual). */
+static void residual_after(inf__kernel_ctx *ctx, const inf_tensor *r, inf_tensor *y) {
+    add_broadcast(r, y, ctx->node->epilogue.kind != INF_EPILOGUE_NONE ? &ctx->node->epilogue : NULL);
+}
+
 static inf_status qgemm_run(inf__kernel_ctx *ctx) {
     const qgemm_params *p = ctx->node->params;
     const inf_tensor *x = ctx->in[0], *w = ctx->in[3];
@@ -196,17 +218,12 @@ static inf_status qgemm_run(inf__kernel_ctx *ctx) {
     if (res) {
         if (res->dtype != INF_DTYPE_F32 || p->u8_out || p->gelu)
             return inf__kernel_error(ctx, INF_EMODEL, "residual (input 9): float32, with a float output and no GELU");
-        broadcast = res->ndim != y->ndim || memcmp(res->dims, y->dims, (size_t)res->ndim * sizeof(int64_t));
-        if (broadcast && (st = check_broadcast(ctx, res, y)) != INF_OK)
+        if ((st = float_residual(ctx, res, y, true, &out, &broadcast)) != INF_OK)
             return st;
-        if (broadcast)
-            out.act = NULL; /* the Add and the activation after the store */
-        else
-            out.residual = res->data;
     }
     inf__qmatmul_drive(ctx->pool, &p->b, rows, &a, &out, y->data, p->b.n, scratch);
     if (broadcast)
-        add_broadcast(res, y, ctx->node->epilogue.kind != INF_EPILOGUE_NONE ? &ctx->node->epilogue : NULL);
+        residual_after(ctx, res, y);
     ctx->epilogue_done = true;
     return INF_OK;
 }
@@ -299,18 +316,12 @@ static inf_status qconv_fused_run(inf__kernel_ctx *ctx) {
     } else if (res) {
         if (res->dtype != INF_DTYPE_F32 || p->pool[0])
             return inf__kernel_error(ctx, INF_EMODEL, "residual (input 9): float32 or uint8, and no pooled output");
-        broadcast = res->ndim != q.y->ndim || memcmp(res->dims, q.y->dims, (size_t)res->ndim * sizeof(int64_t));
-        if (broadcast && p->nhwc_out)
-            return inf__kernel_error(ctx, INF_EMODEL, "residual (input 9): no broadcast with a uint8 output");
-        if (broadcast && (st = check_broadcast(ctx, res, q.y)) != INF_OK) return st;
-        if (broadcast)
-            out.act = NULL; /* the Add and the activation after the store */
-        else
-            out.residual = res->data;
+        if ((st = float_residual(ctx, res, q.y, !p->nhwc_out, &out, &broadcast)) != INF_OK)
+            return st;
     }
     st = inf__qconv_op_run_packed(ctx, &g, &q, &out, q.y->data);
     if (st == INF_OK && broadcast)
-        add_broadcast(res, q.y, ctx->node->epilogue.kind != INF_EPILOGUE_NONE ? &ctx->node->epilogue : NULL);
+        residual_after(ctx, res, q.y);
     ctx->epilogue_done = st == INF_OK;
     return st;
 }
