@@ -467,6 +467,13 @@ void inf__conv2d_rows_f32_avx512(inf__pool *pool, const inf__conv2d *g, const fl
  * the other variants (Winograd rounds differently, within a few 1e-6 of
  * sum |w||x|), but independent of the batch and the thread count. */
 int inf__conv2d_winograd_tile(const inf__conv2d *g);
+/* The tile value of F(2x2,3x3) at stride 2 (the four even/odd phases of
+ * a 3x3/2 Conv, ops/x86/winograd_geom.h), which inf__conv2d_winograd_tile
+ * names for a 3x3 stride-2 Conv where it pays (ops/x86/conv_winograd_avx2.c). */
+enum { INF_WINOGRAD_S2 = 3 };
+/* Whether that kernel computes g (3x3/2, dilation 1, one group, pads it
+ * stages), whether or not the rule picks it (bench/bench_conv). */
+bool inf__conv2d_winograd_s2_fits(const inf__conv2d *g);
 /* The AVX2 kernel variant a float32 Conv of shape g runs on (1x1 stride-1
  * pointwise and depthwise convs are dispatched before it), a property of
  * W and the strides alone: Winograd, else direct, else rows, else panel
@@ -477,6 +484,7 @@ typedef enum inf__conv2d_variant {
     INF_CONV2D_ROWS,
     INF_CONV2D_WINO2,
     INF_CONV2D_WINO4,
+    INF_CONV2D_WINO2S2, /* INF_WINOGRAD_S2 */
 } inf__conv2d_variant;
 inf__conv2d_variant inf__conv2d_avx2_variant(const inf__conv2d *g);
 /* On path avx512 (inf__cpu_has_avx512), strided or 1x1 Convs with output

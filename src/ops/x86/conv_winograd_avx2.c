@@ -57,6 +57,21 @@
 #include "ops/x86/transpose_avx2.h"
 #include "ops/x86/winograd_geom.h"
 
+/* Whether INF_WINOGRAD_S2 computes g: 3x3, stride 2, dilation 1, one
+ * group, non-negative pads with every input column and row inside the
+ * staged tiles (2 ow + 1 and 2 oh + 1 of them; checked when the output
+ * size is known). */
+bool inf__conv2d_winograd_s2_fits(const inf__conv2d *g) {
+    if (g->group != 1 || g->kh != 3 || g->kw != 3 || g->sh != 2 || g->sw != 2 || g->dh != 1 || g->dw != 1)
+        return false;
+    return g->oh <= 0 ||
+           (g->pt >= 0 && g->pl >= 0 && 2 * g->oh + 1 >= g->ih + g->pt && 2 * g->ow + 1 >= g->iw + g->pl);
+}
+
+/* Whether it pays against the direct kernel: at least 16 input and output
+ * channels. */
+static bool winograd_s2_pays(const inf__conv2d *g) { return g->cg >= 16 && g->mg >= 16; }
+
 /* Which tile (2 or 4) a Conv takes, 0 when it is not one for Winograd:
  * 3x3, stride 1, dilation 1, one group, non-negative pads (checked when the
  * output size is known) and at least 16 input and output channels (fewer:
@@ -71,8 +86,9 @@
  * Alone, 256 x 256 channels on 7x7 / 14x14 ran F(4x4) at 0.4-0.7x the
  * direct kernel's speed, F(2x2) at 1.0-1.3x. */
 int inf__conv2d_winograd_tile(const inf__conv2d *g) {
-    if (g->group != 1 || g->kh != 3 || g->kw != 3 || g->sh != 1 || g->sw != 1 || g->dh != 1 || g->dw != 1)
-        return 0;
+    if (g->group != 1 || g->kh != 3 || g->kw != 3 || g->dh != 1 || g->dw != 1) return 0;
+    if (g->sh == 2 && g->sw == 2) return inf__conv2d_winograd_s2_fits(g) && winograd_s2_pays(g) ? INF_WINOGRAD_S2 : 0;
+    if (g->sh != 1 || g->sw != 1) return 0;
     if (g->oh > 0 && (g->pt < 0 || g->pl < 0 || g->oh + 2 < g->ih + g->pt || g->ow + 2 < g->iw + g->pl)) return 0;
     if (g->cg < 16 || g->mg < 16) return 0;
     return g->cg * g->mg <= 64 * 64 ? 4 : 2;
@@ -81,6 +97,7 @@ int inf__conv2d_winograd_tile(const inf__conv2d *g) {
 /* ---- weights: U = G g G^T, packed as the GEMM's B ---- */
 
 static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+static const double GS2[4][3] = {{1, 0, 0}, {1, 0, 1}, {0, 0, 1}, {0, 1, 0}}; /* stride 2: U's 4 points */
 static const double G4[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6},
                                 {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
                                 {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
@@ -104,7 +121,7 @@ static inline __attribute__((always_inline)) void transform_kernels4(const int A
 }
 
 int64_t inf__conv2d_winograd_w_floats(int tile, int64_t c, int64_t k) {
-    return (int64_t)(tile + 2) * (tile + 2) * inf__ops_sgemm_packed_floats(c, k);
+    return (int64_t)wino_u_points(tile) * inf__ops_sgemm_packed_floats(c, k);
 }
 
 /* U for output channel ko and input channels [ci, ci + n) (n <= 4) into
@@ -114,8 +131,9 @@ static void pack_kernels(int tile, const float *w, int64_t n, int64_t per, float
     memcpy(g, w, (size_t)(n * 9) * sizeof(float));
     __m256d u[MAX_NE];
     if (tile == 2) transform_kernels4(4, G2, g, u);
+    else if (tile == INF_WINOGRAD_S2) transform_kernels4(4, GS2, g, u);
     else transform_kernels4(6, G4, g, u);
-    for (int e = 0; e < (tile + 2) * (tile + 2); e++) {
+    for (int e = 0; e < wino_u_points(tile); e++) {
         float lanes[4];
         _mm_storeu_ps(lanes, _mm256_cvtpd_ps(u[e]));
         for (int64_t l = 0; l < n; l++) dst[e * per + l * GEMM_NR] = lanes[l];
@@ -126,7 +144,7 @@ static void pack_kernels(int tile, const float *w, int64_t n, int64_t per, float
  * panel's end: per point e, the [C x K] B operand of
  * inf__ops_sgemm_packed_avx2, per floats apart. */
 void inf__conv2d_winograd_pack_w(int tile, int64_t c, int64_t k, const float *w, float *dst) {
-    int ne = (tile + 2) * (tile + 2);
+    int ne = wino_u_points(tile);
     int64_t per = inf__ops_sgemm_packed_floats(c, k), kpad = round_up(k, GEMM_NR);
     for (int64_t ko = 0; ko < kpad; ko++) {
         float *d = dst + (ko / GEMM_NR) * c * GEMM_NR + ko % GEMM_NR;
@@ -174,7 +192,7 @@ static void stage_row(const wino_job *J, int64_t n, int64_t ty, float *xs) {
     int64_t cp = G->cp, plane = g->ih * g->iw, x0 = g->pl, x1 = g->pl + g->iw;
     for (int i = 0; i < G->a; i++) {
         float *d = xs + i * G->pw * cp;
-        int64_t iy = ty * G->m - g->pt + i;
+        int64_t iy = ty * G->m * G->s - g->pt + i;
         if (iy < 0 || iy >= g->ih) {
             zero_floats(d, G->pw * cp);
             continue;
@@ -226,7 +244,49 @@ static void input_tile(const wino_geom *G, const float *xs, int64_t tx, float *v
     else input_tile_a(6, G, xs, tx, v, t);
 }
 
+/* Stride 2 (winograd_geom.h): V's 25 rows of the tile at column tx, t of
+ * T, 8 channels at a time.  One dimension: d0 - d2, d2, d4 - d2, d1, d3. */
+static void input_tile_s2(const wino_geom *G, const float *xs, int64_t tx, float *v, int64_t t, int64_t T) {
+    for (int64_t c0 = 0; c0 < G->cp; c0 += 8) {
+        __m256 d[S2_A][S2_A], u[S2_A][S2_A];
+        const float *p = xs + tx * 4 * G->cp + c0;
+        for (int i = 0; i < S2_A; i++)
+            for (int j = 0; j < S2_A; j++) d[i][j] = _mm256_loadu_ps(p + (i * G->pw + j) * G->cp);
+        for (int i = 0; i < S2_A; i++) {
+            u[i][0] = _mm256_sub_ps(d[i][0], d[i][2]), u[i][1] = d[i][2], u[i][2] = _mm256_sub_ps(d[i][4], d[i][2]);
+            u[i][3] = d[i][1], u[i][4] = d[i][3];
+        }
+        for (int j = 0; j < S2_A; j++) {
+            d[0][j] = _mm256_sub_ps(u[0][j], u[2][j]), d[1][j] = u[2][j], d[2][j] = _mm256_sub_ps(u[4][j], u[2][j]);
+            d[3][j] = u[1][j], d[4][j] = u[3][j];
+        }
+        for (int i = 0; i < S2_A; i++)
+            for (int j = 0; j < S2_A; j++) _mm256_storeu_ps(v + (S2_ROW[i][j] * T + t) * G->ldv + c0, d[i][j]);
+    }
+}
+
 /* ---- output: A^T M A per tile, then back to Y's rows ---- */
+
+/* Stride 2: os[i][tx*2 + q][k] from M's 25 rows of tile t; one dimension:
+ * y0 = m0 + m1 + m3, y1 = m1 + m2 + m4. */
+static void output_tile_s2(const wino_geom *G, const float *mm, int64_t ldm, int64_t t, int64_t T, float *os,
+                           int64_t tx) {
+    for (int64_t k0 = 0; k0 < G->kp; k0 += 8) {
+        __m256 r[S2_A][2];
+        for (int i = 0; i < S2_A; i++) {
+            __m256 d[S2_A];
+            for (int j = 0; j < S2_A; j++) d[j] = _mm256_loadu_ps(mm + (S2_ROW[i][j] * T + t) * ldm + k0);
+            r[i][0] = _mm256_add_ps(_mm256_add_ps(d[0], d[1]), d[3]);
+            r[i][1] = _mm256_add_ps(_mm256_add_ps(d[1], d[2]), d[4]);
+        }
+        for (int q = 0; q < 2; q++) {
+            __m256 y0 = _mm256_add_ps(_mm256_add_ps(r[0][q], r[1][q]), r[3][q]);
+            __m256 y1 = _mm256_add_ps(_mm256_add_ps(r[1][q], r[2][q]), r[4][q]);
+            _mm256_storeu_ps(os + (tx * 2 + q) * G->kp + k0, y0);
+            _mm256_storeu_ps(os + (G->wo + tx * 2 + q) * G->kp + k0, y1);
+        }
+    }
+}
 
 /* One dimension of A^T m: a values s[0], s[ss], ... into a - 2 values
  * o[0], o[os], ... */
@@ -303,16 +363,23 @@ static void run_block(const wino_job *J, int64_t b, float *buf) {
     const wino_geom *G = &J->G;
     float *xs = buf, *v = xs + G->xs_floats, *mm = v + G->v_floats, *os = mm + G->m_floats;
     int64_t r0 = b * G->rpb, nr = min64(G->rpb, G->rows - r0), T = nr * G->tiles_x;
+    bool s2 = G->s == 2;
     for (int64_t r = 0; r < nr; r++) {
         stage_row(J, (r0 + r) / G->tiles_y, (r0 + r) % G->tiles_y, xs);
-        for (int64_t tx = 0; tx < G->tiles_x; tx++) input_tile(G, xs, tx, v, r * G->tiles_x + tx);
+        for (int64_t tx = 0; tx < G->tiles_x; tx++)
+            if (s2) input_tile_s2(G, xs, tx, v, r * G->tiles_x + tx, T);
+            else input_tile(G, xs, tx, v, r * G->tiles_x + tx);
     }
-    for (int e = 0; e < G->ne; e++)
-        inf__ops_sgemm_packed_avx2(NULL, false, T, g->m, g->c, 1.0f, v + e * G->tmax * G->ldv, G->ldv,
-                                   J->up + e * J->u_floats, 0.0f, mm + e * G->tmax * g->m, g->m);
+    if (s2) wino_s2_gemms(J, v, mm, T);
+    else
+        for (int e = 0; e < G->ne; e++)
+            inf__ops_sgemm_packed_avx2(NULL, false, T, g->m, g->c, 1.0f, v + e * G->tmax * G->ldv, G->ldv,
+                                       J->up + e * J->u_floats, 0.0f, mm + e * G->tmax * g->m, g->m);
     for (int64_t r = 0; r < nr; r++) {
         int64_t n = (r0 + r) / G->tiles_y, ty = (r0 + r) % G->tiles_y;
-        for (int64_t tx = 0; tx < G->tiles_x; tx++) output_tile(G, mm, g->m, r * G->tiles_x + tx, os, tx);
+        for (int64_t tx = 0; tx < G->tiles_x; tx++)
+            if (s2) output_tile_s2(G, mm, g->m, r * G->tiles_x + tx, T, os, tx);
+            else output_tile(G, mm, g->m, r * G->tiles_x + tx, os, tx);
         for (int64_t i = 0; i < G->m && ty * G->m + i < g->oh; i++) store_row(J, os + i * G->wo * G->kp, n, ty * G->m + i);
     }
 }

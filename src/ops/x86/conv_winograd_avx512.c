@@ -91,7 +91,7 @@ static void stage_row(const wino_job *J, int64_t n, int64_t ty, float *xs) {
     int64_t cp = G->cp, plane = g->ih * g->iw, x0 = g->pl, x1 = g->pl + g->iw;
     for (int i = 0; i < G->a; i++) {
         float *d = xs + i * G->pw * cp;
-        int64_t iy = ty * G->m - g->pt + i;
+        int64_t iy = ty * G->m * G->s - g->pt + i;
         if (iy < 0 || iy >= g->ih) {
             zero_floats(d, G->pw * cp);
             continue;
@@ -150,7 +150,54 @@ static void input_tile(const wino_geom *G, const float *xs, int64_t tx, float *v
         input_tile_a(6, G, xs, tx, v, t);
 }
 
+/* Stride 2 (winograd_geom.h): V's 25 rows of the tile at column tx, t of
+ * T, 16 channels at a time.  One dimension: d0 - d2, d2, d4 - d2, d1, d3. */
+static void input_tile_s2(const wino_geom *G, const float *xs, int64_t tx, float *v, int64_t t, int64_t T) {
+    for (int64_t c0 = 0; c0 < G->cp; c0 += 16) {
+        __mmask16 k = lanes16(G->cp - c0);
+        __m512 d[S2_A][S2_A], u[S2_A][S2_A];
+        const float *p = xs + tx * 4 * G->cp + c0;
+        for (int i = 0; i < S2_A; i++)
+            for (int j = 0; j < S2_A; j++)
+                d[i][j] = _mm512_maskz_loadu_ps(k, p + (i * G->pw + j) * G->cp);
+        for (int i = 0; i < S2_A; i++) {
+            u[i][0] = _mm512_sub_ps(d[i][0], d[i][2]), u[i][1] = d[i][2], u[i][2] = _mm512_sub_ps(d[i][4], d[i][2]);
+            u[i][3] = d[i][1], u[i][4] = d[i][3];
+        }
+        for (int j = 0; j < S2_A; j++) {
+            d[0][j] = _mm512_sub_ps(u[0][j], u[2][j]), d[1][j] = u[2][j], d[2][j] = _mm512_sub_ps(u[4][j], u[2][j]);
+            d[3][j] = u[1][j], d[4][j] = u[3][j];
+        }
+        for (int i = 0; i < S2_A; i++)
+            for (int j = 0; j < S2_A; j++)
+                _mm512_mask_storeu_ps(v + (S2_ROW[i][j] * T + t) * G->ldv + c0, k, d[i][j]);
+    }
+}
+
 /* ---- output: A^T M A per tile, then back to Y's rows ---- */
+
+/* Stride 2: os[i][tx*2 + q][k] from M's 25 rows of tile t; one dimension:
+ * y0 = m0 + m1 + m3, y1 = m1 + m2 + m4. */
+static void output_tile_s2(const wino_geom *G, const float *mm, int64_t ldm, int64_t t, int64_t T, float *os,
+                           int64_t tx) {
+    for (int64_t k0 = 0; k0 < G->kp; k0 += 16) {
+        __mmask16 k = lanes16(G->kp - k0);
+        __m512 r[S2_A][2];
+        for (int i = 0; i < S2_A; i++) {
+            __m512 d[S2_A];
+            for (int j = 0; j < S2_A; j++)
+                d[j] = _mm512_maskz_loadu_ps(k, mm + (S2_ROW[i][j] * T + t) * ldm + k0);
+            r[i][0] = _mm512_add_ps(_mm512_add_ps(d[0], d[1]), d[3]);
+            r[i][1] = _mm512_add_ps(_mm512_add_ps(d[1], d[2]), d[4]);
+        }
+        for (int q = 0; q < 2; q++) {
+            __m512 y0 = _mm512_add_ps(_mm512_add_ps(r[0][q], r[1][q]), r[3][q]);
+            __m512 y1 = _mm512_add_ps(_mm512_add_ps(r[1][q], r[2][q]), r[4][q]);
+            _mm512_mask_storeu_ps(os + (tx * 2 + q) * G->kp + k0, k, y0);
+            _mm512_mask_storeu_ps(os + (G->wo + tx * 2 + q) * G->kp + k0, k, y1);
+        }
+    }
+}
 
 /* One dimension of A^T m (conv_winograd_avx2.c's out_1d, 16 lanes). */
 static inline __attribute__((always_inline)) void out_1d(const int A, const __m512 *s, int ss, __m512 *o, int os) {
@@ -235,18 +282,28 @@ static void run_block(const wino_job *J, int64_t b, float *buf) {
     const wino_geom *G = &J->G;
     float *xs = buf, *v = xs + G->xs_floats, *mm = v + G->v_floats, *os = mm + G->m_floats;
     int64_t r0 = b * G->rpb, nr = min64(G->rpb, G->rows - r0), T = nr * G->tiles_x;
+    bool s2 = G->s == 2;
     for (int64_t r = 0; r < nr; r++) {
         stage_row(J, (r0 + r) / G->tiles_y, (r0 + r) % G->tiles_y, xs);
         for (int64_t tx = 0; tx < G->tiles_x; tx++)
-            input_tile(G, xs, tx, v, r * G->tiles_x + tx);
+            if (s2)
+                input_tile_s2(G, xs, tx, v, r * G->tiles_x + tx, T);
+            else
+                input_tile(G, xs, tx, v, r * G->tiles_x + tx);
     }
-    for (int e = 0; e < G->ne; e++)
-        inf__ops_sgemm_packed_avx2(NULL, false, T, g->m, g->c, 1.0f, v + e * G->tmax * G->ldv, G->ldv,
-                                   J->up + e * J->u_floats, 0.0f, mm + e * G->tmax * g->m, g->m);
+    if (s2)
+        wino_s2_gemms(J, v, mm, T);
+    else
+        for (int e = 0; e < G->ne; e++)
+            inf__ops_sgemm_packed_avx2(NULL, false, T, g->m, g->c, 1.0f, v + e * G->tmax * G->ldv, G->ldv,
+                                       J->up + e * J->u_floats, 0.0f, mm + e * G->tmax * g->m, g->m);
     for (int64_t r = 0; r < nr; r++) {
         int64_t n = (r0 + r) / G->tiles_y, ty = (r0 + r) % G->tiles_y;
         for (int64_t tx = 0; tx < G->tiles_x; tx++)
-            output_tile(G, mm, g->m, r * G->tiles_x + tx, os, tx);
+            if (s2)
+                output_tile_s2(G, mm, g->m, r * G->tiles_x + tx, T, os, tx);
+            else
+                output_tile(G, mm, g->m, r * G->tiles_x + tx, os, tx);
         for (int64_t i = 0; i < G->m && ty * G->m + i < g->oh; i++)
             store_row(J, os + i * G->wo * G->kp, n, ty * G->m + i);
     }

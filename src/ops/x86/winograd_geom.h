@@ -4,6 +4,15 @@
  * geometry, the scratch layout of a slot, and the job.  Both widths use
  * the same geometry (so inf__conv2d_winograd_scratch_floats sizes either)
  * and the same U packing (the GEMM's B panels).
+ *
+ * Tiles: 2 and 4 are F(2x2,3x3) and F(4x4,3x3) at stride 1;
+ * INF_WINOGRAD_S2 is F(2x2,3x3) at stride 2, the sum of the four stride-1
+ * convolutions over the input's even/odd row and column phases (2x2, 2x1,
+ * 1x2 and 1x1 sub-kernels), each dimension through F(2,2) for the taps
+ * 0 and 2 and F(2,1) for the tap 1: 5 points a dimension from a 5-wide
+ * input tile (step 4), 25 points a tile, of which 16 have distinct U
+ * (points 3 and 4 of a dimension both multiply by tap 1): the GEMMs of
+ * points that share U run as one GEMM over their stacked V rows (S2_ROW).
  */
 #ifndef INF_OPS_X86_WINOGRAD_GEOM_H
 #define INF_OPS_X86_WINOGRAD_GEOM_H
@@ -27,7 +36,7 @@ static inline int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * 
 /* ---- geometry ---- */
 
 typedef struct wino_geom {
-    int m, a, ne;                   /* output tile side, input tile side, points */
+    int m, a, ne, s, nu;            /* output tile side, input tile side, points, stride, points of U */
     int64_t cp, kp, ldv;            /* C and K rounded up to 8; V's row stride */
     int64_t tiles_x, tiles_y, rows; /* tiles per row and column; tile rows in all images */
     int64_t rpb, tmax;              /* tile rows and tiles per block */
@@ -46,22 +55,37 @@ typedef struct wino_geom {
  * (bench/bench_conv.c).  Up to 128 x 128 channels (the bench CNN) the L2
  * term is the larger one.  The GEMM's sum per element does not depend on
  * the block, so neither do the results. */
-static inline int64_t block_tiles(int ne, int64_t c, int64_t k, int64_t cp) {
-    double vm = (double)ne * (double)(cp + k) * 4, u = (double)ne * (double)c * (double)round_up(k, GEMM_NR) * 4;
+static inline int64_t block_tiles(int ne, int nu, int64_t c, int64_t k, int64_t cp) {
+    double vm = (double)ne * (double)(cp + k) * 4, u = (double)nu * (double)c * (double)round_up(k, GEMM_NR) * 4;
     inf__blocking bl;
     inf__blocking_get(&bl);
     int64_t l2 = (int64_t)((double)bl.winograd_block_bytes / vm), stream = (int64_t)(2 * sqrt(u / vm));
     return max64(1, max64(l2, stream));
 }
 
+/* ---- stride 2 (INF_WINOGRAD_S2): the points' rows in V and M ----
+ * A dimension's points: 0..2 are F(2,2)'s on the even taps (d0 - d2, d2,
+ * d4 - d2; U: g0, g0 + g2, g2), 3 and 4 the odd tap's (d1, d3; U: g1).
+ * U point u = ui * 4 + uj (ui, uj = min(point, 3)); its GEMM's rows are
+ * those of the points mapping to it, stacked: point (i, j) of tile t is
+ * row S2_ROW[i][j] * T + t of V and M (T: the block's tiles). */
+enum { S2_A = 5, S2_NU = 16 };
+static const int8_t S2_ROW[S2_A][S2_A] = {
+    {0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}, {10, 11, 12, 13, 14}, {15, 17, 19, 21, 22}, {16, 18, 20, 23, 24}};
+static const int8_t S2_U_ROW[S2_NU] = {0, 1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 15, 17, 19, 21}; /* first row */
+static const int8_t S2_U_POINTS[S2_NU] = {1, 1, 1, 2, 1, 1, 1, 2, 1, 1, 1, 2, 2, 2, 2, 4};      /* rows of T */
+
+static inline int wino_u_points(int tile) { return tile == INF_WINOGRAD_S2 ? S2_NU : (tile + 2) * (tile + 2); }
+
 static inline wino_geom wino_geometry(int tile, const inf__conv2d *g, int threads) {
     wino_geom G;
-    G.m = tile, G.a = tile + 2, G.ne = G.a * G.a;
+    bool s2 = tile == INF_WINOGRAD_S2;
+    G.m = s2 ? 2 : tile, G.s = s2 ? 2 : 1, G.a = s2 ? S2_A : tile + 2, G.ne = G.a * G.a, G.nu = wino_u_points(tile);
     G.cp = round_up(g->c, 8), G.kp = round_up(g->m, 8);
     G.ldv = G.cp * 4 % 4096 ? G.cp : G.cp + 8; /* rows 4 KiB apart would be packed by the GEMM */
-    G.tiles_x = (g->ow + tile - 1) / tile, G.tiles_y = (g->oh + tile - 1) / tile;
+    G.tiles_x = (g->ow + G.m - 1) / G.m, G.tiles_y = (g->oh + G.m - 1) / G.m;
     G.rows = g->n * G.tiles_y;
-    int64_t budget = min64(MAX_TILES, block_tiles(G.ne, g->c, g->m, G.cp));
+    int64_t budget = min64(MAX_TILES, block_tiles(G.ne, G.nu, g->c, g->m, G.cp));
     G.rpb = max64(1, budget / G.tiles_x);
     if (threads > 1) G.rpb = min64(G.rpb, (G.rows + threads - 1) / threads);
     G.rpb = max64(1, min64(G.rpb, G.rows));
@@ -73,7 +97,7 @@ static inline wino_geom wino_geometry(int tile, const inf__conv2d *g, int thread
     G.n_blocks = (G.rows + G.rpb - 1) / G.rpb;
     G.tmax = G.rpb * G.tiles_x;
     G.n_slots = max64(1, min64(threads, G.n_blocks));
-    G.wo = G.tiles_x * tile, G.pw = G.wo + 2;
+    G.wo = G.tiles_x * G.m, G.pw = G.wo * G.s + G.a - G.m * G.s; /* staged: every tile's a columns */
     G.xs_floats = round_up(G.a * G.pw * G.cp, 16);
     G.v_floats = round_up(G.ne * G.tmax * G.ldv, 16);
     G.m_floats = round_up(G.ne * G.tmax * g->m + 8, 16); /* + 8: the last 8-channel group reads past K */
@@ -99,5 +123,21 @@ typedef struct wino_job {
     inf__pool *pool;  /* the slots' persistent scratch (inf__pool_slot_workspace) */
     int64_t u_floats; /* packed U floats per point */
 } wino_job;
+
+/* The stride-2 block's GEMMs: per U point, M's rows of its points (T
+ * each, stacked) = V's rows x U; in one call while the stack has at most
+ * MAX_TILES rows (the GEMM reads V in place), else one call per point.
+ * A row's sums do not depend on the call it is in (the GEMM's batch
+ * invariance), so neither do the results. */
+static inline void wino_s2_gemms(const wino_job *J, const float *v, float *mm, int64_t T) {
+    const inf__conv2d *g = J->g;
+    int64_t ldv = J->G.ldv;
+    for (int u = 0; u < S2_NU; u++) {
+        int64_t rows = S2_U_POINTS[u] * T, step = rows <= MAX_TILES ? rows : T;
+        for (int64_t r = S2_U_ROW[u] * T; r < (S2_U_ROW[u] * T) + rows; r += step)
+            inf__ops_sgemm_packed_avx2(NULL, false, step, g->m, g->c, 1.0f, v + r * ldv, ldv, J->up + u * J->u_floats,
+                                       0.0f, mm + r * g->m, g->m);
+    }
+}
 
 #endif /* INF_OPS_X86_WINOGRAD_GEOM_H */
