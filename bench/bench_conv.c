@@ -140,7 +140,8 @@ static bool prepare_variant(conv_case *cc, int v, int threads) {
     int64_t kdim = g->cg * g->kh * g->kw, wf, sf;
     int tile = wino_tile_of(v);
     if ((v == V_WINO4_512 || v == V_WINO2_512 || v == V_WINOS2_512) && !inf__cpu_has_avx512()) return false;
-    if (tile == INF_WINOGRAD_S2 ? !inf__conv2d_winograd_s2_fits(g) : tile && !inf__conv2d_winograd_tile(g)) return false;
+    if (tile == INF_WINOGRAD_S2 ? !inf__conv2d_winograd_s2_fits(g) : tile && (g->sh != 1 || !inf__conv2d_winograd_tile(g)))
+        return false;
     if (v == V_POINTWISE) return inf__conv2d_pointwise_fits(g); /* W as given */
     if ((v == V_DIRECT512 || v == V_ROWS512) && !inf__cpu_has_avx512()) return false;
     int kind = v == V_DIRECT512 ? V_DIRECT : v == V_ROWS512 ? V_ROWS : v; /* the same packing and scratch */

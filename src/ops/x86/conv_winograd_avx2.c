@@ -97,7 +97,7 @@ int inf__conv2d_winograd_tile(const inf__conv2d *g) {
 /* ---- weights: U = G g G^T, packed as the GEMM's B ---- */
 
 static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-static const double GS2[4][3] = {{1, 0, 0}, {1, 0, 1}, {0, 0, 1}, {0, 1, 0}}; /* stride 2: U's 4 points */
+static const double GS2[4][3] = {{1, 0, 0}, {1, 0, 1}, {0, 0, 1}, {0, 1, 0}}; /* stride 2: g0, g0 + g2, g2, g1 */
 static const double G4[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6},
                                 {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
                                 {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
@@ -121,7 +121,8 @@ static inline __attribute__((always_inline)) void transform_kernels4(const int A
 }
 
 int64_t inf__conv2d_winograd_w_floats(int tile, int64_t c, int64_t k) {
-    return (int64_t)wino_u_points(tile) * inf__ops_sgemm_packed_floats(c, k);
+    if (tile == INF_WINOGRAD_S2) return s2_u_total(round_up(c, 8), k);
+    return (int64_t)(tile + 2) * (tile + 2) * inf__ops_sgemm_packed_floats(c, k);
 }
 
 /* U for output channel ko and input channels [ci, ci + n) (n <= 4) into
@@ -131,20 +132,48 @@ static void pack_kernels(int tile, const float *w, int64_t n, int64_t per, float
     memcpy(g, w, (size_t)(n * 9) * sizeof(float));
     __m256d u[MAX_NE];
     if (tile == 2) transform_kernels4(4, G2, g, u);
-    else if (tile == INF_WINOGRAD_S2) transform_kernels4(4, GS2, g, u);
     else transform_kernels4(6, G4, g, u);
-    for (int e = 0; e < wino_u_points(tile); e++) {
+    for (int e = 0; e < (tile + 2) * (tile + 2); e++) {
         float lanes[4];
         _mm_storeu_ps(lanes, _mm256_cvtpd_ps(u[e]));
         for (int64_t l = 0; l < n; l++) dst[e * per + l * GEMM_NR] = lanes[l];
     }
 }
 
+/* INF_WINOGRAD_S2's U (winograd_geom.h): per output point P a
+ * [blocks x cp] x K B operand, input point (i, j)'s block the 4 x 4
+ * transform GS2 g GS2^T at (S2_UROW[i], S2_UROW[j]); rows of channels
+ * past C and columns past K zero. */
+static void pack_w_s2(int64_t c, int64_t k, const float *w, float *dst) {
+    int64_t cp = round_up(c, 8), at[S2_P];
+    memset(dst, 0, (size_t)s2_u_total(cp, k) * sizeof(float));
+    for (int P = 0, n = 0; P < S2_P; n += (int)s2_u_floats(cp, k, P), P++) at[P] = n;
+    for (int64_t ko = 0; ko < k; ko++)
+        for (int64_t ci = 0; ci < c; ci += 4) {
+            float g[36] = {0}, lanes[4];
+            memcpy(g, w + (ko * c + ci) * 9, (size_t)(min64(4, c - ci) * 9) * sizeof(float));
+            __m256d u[16];
+            transform_kernels4(4, GS2, g, u);
+            for (int i = 0; i < S2_A; i++)
+                for (int j = 0; j < S2_A; j++) {
+                    int P = S2_OUT[i] * 3 + S2_OUT[j];
+                    int64_t rows = s2_blocks(P) * cp, row = (S2_SUB[i] * S2_MULT[S2_OUT[j]] + S2_SUB[j]) * cp + ci;
+                    float *d = dst + at[P] + (ko / GEMM_NR) * rows * GEMM_NR + row * GEMM_NR + ko % GEMM_NR;
+                    _mm_storeu_ps(lanes, _mm256_cvtpd_ps(u[S2_UROW[i] * 4 + S2_UROW[j]]));
+                    for (int64_t l = 0; l < min64(4, c - ci); l++) d[l * GEMM_NR] = lanes[l];
+                }
+        }
+}
+
 /* dst[e][k / 16][c][k % 16] = U[e] for output channel k < K, zero up to the
  * panel's end: per point e, the [C x K] B operand of
  * inf__ops_sgemm_packed_avx2, per floats apart. */
 void inf__conv2d_winograd_pack_w(int tile, int64_t c, int64_t k, const float *w, float *dst) {
-    int ne = wino_u_points(tile);
+    if (tile == INF_WINOGRAD_S2) {
+        pack_w_s2(c, k, w, dst);
+        return;
+    }
+    int ne = (tile + 2) * (tile + 2);
     int64_t per = inf__ops_sgemm_packed_floats(c, k), kpad = round_up(k, GEMM_NR);
     for (int64_t ko = 0; ko < kpad; ko++) {
         float *d = dst + (ko / GEMM_NR) * c * GEMM_NR + ko % GEMM_NR;
@@ -244,9 +273,11 @@ static void input_tile(const wino_geom *G, const float *xs, int64_t tx, float *v
     else input_tile_a(6, G, xs, tx, v, t);
 }
 
-/* Stride 2 (winograd_geom.h): V's 25 rows of the tile at column tx, t of
- * T, 8 channels at a time.  One dimension: d0 - d2, d2, d4 - d2, d1, d3. */
-static void input_tile_s2(const wino_geom *G, const float *xs, int64_t tx, float *v, int64_t t, int64_t T) {
+/* Stride 2 (winograd_geom.h): the tile at column tx, t of T, into V (pos,
+ * ld: s2_v_layout), 8 channels at a time.  One dimension: d0 - d2, d2,
+ * d4 - d2, d1, d3. */
+static void input_tile_s2(const wino_geom *G, const float *xs, int64_t tx, float *v, int64_t t, const int64_t *pos,
+                          const int64_t *ld) {
     for (int64_t c0 = 0; c0 < G->cp; c0 += 8) {
         __m256 d[S2_A][S2_A], u[S2_A][S2_A];
         const float *p = xs + tx * 4 * G->cp + c0;
@@ -260,30 +291,27 @@ static void input_tile_s2(const wino_geom *G, const float *xs, int64_t tx, float
             d[0][j] = _mm256_sub_ps(u[0][j], u[2][j]), d[1][j] = u[2][j], d[2][j] = _mm256_sub_ps(u[4][j], u[2][j]);
             d[3][j] = u[1][j], d[4][j] = u[3][j];
         }
-        for (int i = 0; i < S2_A; i++)
-            for (int j = 0; j < S2_A; j++) _mm256_storeu_ps(v + (S2_ROW[i][j] * T + t) * G->ldv + c0, d[i][j]);
+        for (int e = 0; e < S2_A * S2_A; e++) _mm256_storeu_ps(v + pos[e] + t * ld[e] + c0, d[e / S2_A][e % S2_A]);
     }
 }
 
 /* ---- output: A^T M A per tile, then back to Y's rows ---- */
 
-/* Stride 2: os[i][tx*2 + q][k] from M's 25 rows of tile t; one dimension:
- * y0 = m0 + m1 + m3, y1 = m1 + m2 + m4. */
+/* Stride 2: os[i][tx*2 + q][k] from M's 9 rows of tile t (P * T + t);
+ * one dimension: y0 = m0 + m1, y1 = m1 + m2. */
 static void output_tile_s2(const wino_geom *G, const float *mm, int64_t ldm, int64_t t, int64_t T, float *os,
                            int64_t tx) {
     for (int64_t k0 = 0; k0 < G->kp; k0 += 8) {
-        __m256 r[S2_A][2];
-        for (int i = 0; i < S2_A; i++) {
-            __m256 d[S2_A];
-            for (int j = 0; j < S2_A; j++) d[j] = _mm256_loadu_ps(mm + (S2_ROW[i][j] * T + t) * ldm + k0);
-            r[i][0] = _mm256_add_ps(_mm256_add_ps(d[0], d[1]), d[3]);
-            r[i][1] = _mm256_add_ps(_mm256_add_ps(d[1], d[2]), d[4]);
+        __m256 r[3][2];
+        for (int i = 0; i < 3; i++) {
+            __m256 d0 = _mm256_loadu_ps(mm + ((i * 3) * T + t) * ldm + k0);
+            __m256 d1 = _mm256_loadu_ps(mm + ((i * 3 + 1) * T + t) * ldm + k0);
+            __m256 d2 = _mm256_loadu_ps(mm + ((i * 3 + 2) * T + t) * ldm + k0);
+            r[i][0] = _mm256_add_ps(d0, d1), r[i][1] = _mm256_add_ps(d1, d2);
         }
         for (int q = 0; q < 2; q++) {
-            __m256 y0 = _mm256_add_ps(_mm256_add_ps(r[0][q], r[1][q]), r[3][q]);
-            __m256 y1 = _mm256_add_ps(_mm256_add_ps(r[1][q], r[2][q]), r[4][q]);
-            _mm256_storeu_ps(os + (tx * 2 + q) * G->kp + k0, y0);
-            _mm256_storeu_ps(os + (G->wo + tx * 2 + q) * G->kp + k0, y1);
+            _mm256_storeu_ps(os + (tx * 2 + q) * G->kp + k0, _mm256_add_ps(r[0][q], r[1][q]));
+            _mm256_storeu_ps(os + (G->wo + tx * 2 + q) * G->kp + k0, _mm256_add_ps(r[1][q], r[2][q]));
         }
     }
 }
@@ -364,10 +392,12 @@ static void run_block(const wino_job *J, int64_t b, float *buf) {
     float *xs = buf, *v = xs + G->xs_floats, *mm = v + G->v_floats, *os = mm + G->m_floats;
     int64_t r0 = b * G->rpb, nr = min64(G->rpb, G->rows - r0), T = nr * G->tiles_x;
     bool s2 = G->s == 2;
+    int64_t pos[S2_A * S2_A], ld[S2_A * S2_A];
+    if (s2) s2_v_layout(G->cp, T, pos, ld);
     for (int64_t r = 0; r < nr; r++) {
         stage_row(J, (r0 + r) / G->tiles_y, (r0 + r) % G->tiles_y, xs);
         for (int64_t tx = 0; tx < G->tiles_x; tx++)
-            if (s2) input_tile_s2(G, xs, tx, v, r * G->tiles_x + tx, T);
+            if (s2) input_tile_s2(G, xs, tx, v, r * G->tiles_x + tx, pos, ld);
             else input_tile(G, xs, tx, v, r * G->tiles_x + tx);
     }
     if (s2) wino_s2_gemms(J, v, mm, T);

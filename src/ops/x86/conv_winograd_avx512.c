@@ -150,9 +150,11 @@ static void input_tile(const wino_geom *G, const float *xs, int64_t tx, float *v
         input_tile_a(6, G, xs, tx, v, t);
 }
 
-/* Stride 2 (winograd_geom.h): V's 25 rows of the tile at column tx, t of
- * T, 16 channels at a time.  One dimension: d0 - d2, d2, d4 - d2, d1, d3. */
-static void input_tile_s2(const wino_geom *G, const float *xs, int64_t tx, float *v, int64_t t, int64_t T) {
+/* Stride 2 (winograd_geom.h): the tile at column tx, t of T, into V (pos,
+ * ld: s2_v_layout), 16 channels at a time.  One dimension: d0 - d2, d2,
+ * d4 - d2, d1, d3. */
+static void input_tile_s2(const wino_geom *G, const float *xs, int64_t tx, float *v, int64_t t, const int64_t *pos,
+                          const int64_t *ld) {
     for (int64_t c0 = 0; c0 < G->cp; c0 += 16) {
         __mmask16 k = lanes16(G->cp - c0);
         __m512 d[S2_A][S2_A], u[S2_A][S2_A];
@@ -168,33 +170,29 @@ static void input_tile_s2(const wino_geom *G, const float *xs, int64_t tx, float
             d[0][j] = _mm512_sub_ps(u[0][j], u[2][j]), d[1][j] = u[2][j], d[2][j] = _mm512_sub_ps(u[4][j], u[2][j]);
             d[3][j] = u[1][j], d[4][j] = u[3][j];
         }
-        for (int i = 0; i < S2_A; i++)
-            for (int j = 0; j < S2_A; j++)
-                _mm512_mask_storeu_ps(v + (S2_ROW[i][j] * T + t) * G->ldv + c0, k, d[i][j]);
+        for (int e = 0; e < S2_A * S2_A; e++)
+            _mm512_mask_storeu_ps(v + pos[e] + t * ld[e] + c0, k, d[e / S2_A][e % S2_A]);
     }
 }
 
 /* ---- output: A^T M A per tile, then back to Y's rows ---- */
 
-/* Stride 2: os[i][tx*2 + q][k] from M's 25 rows of tile t; one dimension:
- * y0 = m0 + m1 + m3, y1 = m1 + m2 + m4. */
+/* Stride 2: os[i][tx*2 + q][k] from M's 9 rows of tile t (P * T + t);
+ * one dimension: y0 = m0 + m1, y1 = m1 + m2. */
 static void output_tile_s2(const wino_geom *G, const float *mm, int64_t ldm, int64_t t, int64_t T, float *os,
                            int64_t tx) {
     for (int64_t k0 = 0; k0 < G->kp; k0 += 16) {
         __mmask16 k = lanes16(G->kp - k0);
-        __m512 r[S2_A][2];
-        for (int i = 0; i < S2_A; i++) {
-            __m512 d[S2_A];
-            for (int j = 0; j < S2_A; j++)
-                d[j] = _mm512_maskz_loadu_ps(k, mm + (S2_ROW[i][j] * T + t) * ldm + k0);
-            r[i][0] = _mm512_add_ps(_mm512_add_ps(d[0], d[1]), d[3]);
-            r[i][1] = _mm512_add_ps(_mm512_add_ps(d[1], d[2]), d[4]);
+        __m512 r[3][2];
+        for (int i = 0; i < 3; i++) {
+            __m512 d0 = _mm512_maskz_loadu_ps(k, mm + ((i * 3) * T + t) * ldm + k0);
+            __m512 d1 = _mm512_maskz_loadu_ps(k, mm + ((i * 3 + 1) * T + t) * ldm + k0);
+            __m512 d2 = _mm512_maskz_loadu_ps(k, mm + ((i * 3 + 2) * T + t) * ldm + k0);
+            r[i][0] = _mm512_add_ps(d0, d1), r[i][1] = _mm512_add_ps(d1, d2);
         }
         for (int q = 0; q < 2; q++) {
-            __m512 y0 = _mm512_add_ps(_mm512_add_ps(r[0][q], r[1][q]), r[3][q]);
-            __m512 y1 = _mm512_add_ps(_mm512_add_ps(r[1][q], r[2][q]), r[4][q]);
-            _mm512_mask_storeu_ps(os + (tx * 2 + q) * G->kp + k0, k, y0);
-            _mm512_mask_storeu_ps(os + (G->wo + tx * 2 + q) * G->kp + k0, k, y1);
+            _mm512_mask_storeu_ps(os + (tx * 2 + q) * G->kp + k0, k, _mm512_add_ps(r[0][q], r[1][q]));
+            _mm512_mask_storeu_ps(os + (G->wo + tx * 2 + q) * G->kp + k0, k, _mm512_add_ps(r[1][q], r[2][q]));
         }
     }
 }
@@ -283,11 +281,14 @@ static void run_block(const wino_job *J, int64_t b, float *buf) {
     float *xs = buf, *v = xs + G->xs_floats, *mm = v + G->v_floats, *os = mm + G->m_floats;
     int64_t r0 = b * G->rpb, nr = min64(G->rpb, G->rows - r0), T = nr * G->tiles_x;
     bool s2 = G->s == 2;
+    int64_t pos[S2_A * S2_A], ld[S2_A * S2_A];
+    if (s2)
+        s2_v_layout(G->cp, T, pos, ld);
     for (int64_t r = 0; r < nr; r++) {
         stage_row(J, (r0 + r) / G->tiles_y, (r0 + r) % G->tiles_y, xs);
         for (int64_t tx = 0; tx < G->tiles_x; tx++)
             if (s2)
-                input_tile_s2(G, xs, tx, v, r * G->tiles_x + tx, T);
+                input_tile_s2(G, xs, tx, v, r * G->tiles_x + tx, pos, ld);
             else
                 input_tile(G, xs, tx, v, r * G->tiles_x + tx);
     }
