@@ -155,6 +155,10 @@ static void input_tile(const wino_geom *G, const float *xs, int64_t tx, float *v
  * d4 - d2, d1, d3. */
 static void input_tile_s2(const wino_geom *G, const float *xs, int64_t tx, float *v, int64_t t, const int64_t *pos,
                           const int64_t *ld) {
+    float *dst[S2_A][S2_A];
+    for (int i = 0; i < S2_A; i++)
+        for (int j = 0; j < S2_A; j++)
+            dst[i][j] = v + pos[i * S2_A + j] + t * ld[i * S2_A + j];
     for (int64_t c0 = 0; c0 < G->cp; c0 += 16) {
         __mmask16 k = lanes16(G->cp - c0);
         __m512 d[S2_A][S2_A], u[S2_A][S2_A];
@@ -170,8 +174,11 @@ static void input_tile_s2(const wino_geom *G, const float *xs, int64_t tx, float
             d[0][j] = _mm512_sub_ps(u[0][j], u[2][j]), d[1][j] = u[2][j], d[2][j] = _mm512_sub_ps(u[4][j], u[2][j]);
             d[3][j] = u[1][j], d[4][j] = u[3][j];
         }
-        for (int e = 0; e < S2_A * S2_A; e++)
-            _mm512_mask_storeu_ps(v + pos[e] + t * ld[e] + c0, k, d[e / S2_A][e % S2_A]);
+#pragma GCC unroll 5
+        for (int i = 0; i < S2_A; i++)
+#pragma GCC unroll 5
+            for (int j = 0; j < S2_A; j++)
+                _mm512_mask_storeu_ps(dst[i][j] + c0, k, d[i][j]);
     }
 }
 
