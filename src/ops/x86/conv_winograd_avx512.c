@@ -69,8 +69,12 @@ static void stage_channels(const float *src, int64_t plane, int64_t nc, int64_t 
         int64_t cnt = min64(16, cols - x);
         __mmask16 kl = lanes16(cnt);
         __m512 r[16];
-        for (int q = 0; q < 16; q++)
-            r[q] = q >= nc ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(kl, src + q * plane + x);
+        if (nc >= 16) /* no test per row */
+            for (int q = 0; q < 16; q++)
+                r[q] = _mm512_maskz_loadu_ps(kl, src + q * plane + x);
+        else
+            for (int q = 0; q < 16; q++)
+                r[q] = q >= nc ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(kl, src + q * plane + x);
         transpose16(r);
         for (int q = 0; q < cnt; q++)
             _mm512_mask_storeu_ps(d + (x + q) * ldd, ks, r[q]);
