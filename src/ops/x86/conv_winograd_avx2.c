@@ -68,9 +68,17 @@ bool inf__conv2d_winograd_s2_fits(const inf__conv2d *g) {
            (g->pt >= 0 && g->pl >= 0 && 2 * g->oh + 1 >= g->ih + g->pt && 2 * g->ow + 1 >= g->iw + g->pl);
 }
 
-/* Whether it pays against the direct kernel: at least 16 input and output
- * channels. */
-static bool winograd_s2_pays(const inf__conv2d *g) { return g->cg >= 16 && g->mg >= 16; }
+/* Whether it pays against the direct kernel: at least 32 input and output
+ * channels (the transforms cost per channel, the multiplies saved per
+ * pair: 16 -> 32 on 32x32 ran 1.3x the AVX-512 direct kernel's time, 32 ->
+ * 64 0.88-0.96x) and U within L2 (inf__blocking's winograd_s2_u_bytes;
+ * streamed once per block).  bench/bench_conv, batch 1, 1 thread, Zen 5;
+ * bench/RESULTS.md "Session 23, stride-2 Winograd". */
+static bool winograd_s2_pays(const inf__conv2d *g) {
+    inf__blocking bl;
+    inf__blocking_get(&bl);
+    return g->cg >= 32 && g->mg >= 32 && inf__conv2d_winograd_w_floats(INF_WINOGRAD_S2, g->cg, g->mg) * 4 <= bl.winograd_s2_u_bytes;
+}
 
 /* Which tile (2 or 4) a Conv takes, 0 when it is not one for Winograd:
  * 3x3, stride 1, dilation 1, one group, non-negative pads (checked when the
