@@ -12,9 +12,10 @@
  * from 0).  Variants: panel
  * (conv_avx2.c), direct (conv_direct_avx2.c), rows (conv_rows_avx2.c, stride
  * 1 along the row, K <= 256), wino4 / wino2 (conv_winograd_avx2.c, 3x3
- * stride 1 only), pointwise (pointwise_avx2.c, 1x1 stride 1 unpadded
+ * stride 1 only), winos2 (its F(2x2,3x3) at stride 2, 3x3/2 only),
+ * pointwise (pointwise_avx2.c, 1x1 stride 1 unpadded
  * only, W as given), and on an AVX-512 CPU the AVX-512 siblings direct512,
- * rows512, wino4/512, wino2/512 (conv_*_avx512.c, same packing); "*" marks
+ * rows512, wino4/512, wino2/512, winos2/512 (conv_*_avx512.c, same packing); "*" marks
  * the one Conv picks (pointwise when it fits, else avx2_variant's, on
  * path avx512 its sibling).  Each round times
  * every variant of a shape once (the order rotating per round); the table
@@ -100,8 +101,9 @@ enum {
     V_WINOS2_512,
     N_VARIANTS
 };
-static const char *const VNAMES[N_VARIANTS] = {"panel",     "direct",    "rows",      "wino4",     "wino2",  "pointwise",
-                                               "direct512", "rows512",   "wino4/512", "wino2/512", "winos2", "winos2/512"};
+static const char *const VNAMES[N_VARIANTS] = {"panel",     "direct",    "rows",      "wino4",
+                                               "wino2",     "pointwise", "direct512", "rows512",
+                                               "wino4/512", "wino2/512", "winos2",    "winos2/512"};
 
 typedef struct variant_buf {
     float *wp, *scratch;
@@ -129,8 +131,10 @@ static void *alloc32(int64_t floats) { return aligned_alloc(32, (size_t)(floats 
 
 /* The Winograd tile of variant v, 0 for the others. */
 static int wino_tile_of(int v) {
-    if (v == V_WINO4 || v == V_WINO4_512) return 4;
-    if (v == V_WINO2 || v == V_WINO2_512) return 2;
+    if (v == V_WINO4 || v == V_WINO4_512)
+        return 4;
+    if (v == V_WINO2 || v == V_WINO2_512)
+        return 2;
     return v == V_WINOS2 || v == V_WINOS2_512 ? INF_WINOGRAD_S2 : 0;
 }
 
@@ -139,8 +143,10 @@ static bool prepare_variant(conv_case *cc, int v, int threads) {
     const inf__conv2d *g = &cc->g;
     int64_t kdim = g->cg * g->kh * g->kw, wf, sf;
     int tile = wino_tile_of(v);
-    if ((v == V_WINO4_512 || v == V_WINO2_512 || v == V_WINOS2_512) && !inf__cpu_has_avx512()) return false;
-    if (tile == INF_WINOGRAD_S2 ? !inf__conv2d_winograd_s2_fits(g) : tile && (g->sh != 1 || !inf__conv2d_winograd_tile(g)))
+    if ((v == V_WINO4_512 || v == V_WINO2_512 || v == V_WINOS2_512) && !inf__cpu_has_avx512())
+        return false;
+    if (tile == INF_WINOGRAD_S2 ? !inf__conv2d_winograd_s2_fits(g)
+                                : tile && (g->sh != 1 || !inf__conv2d_winograd_tile(g)))
         return false;
     if (v == V_POINTWISE) return inf__conv2d_pointwise_fits(g); /* W as given */
     if ((v == V_DIRECT512 || v == V_ROWS512) && !inf__cpu_has_avx512()) return false;
@@ -177,7 +183,8 @@ static void run_variant(const void *ctx, int v) {
     else if (v == V_POINTWISE) inf__conv2d_pointwise_f32_avx2(cc->pool, g, cc->x, cc->w, cc->b, NULL, cc->y);
     else if (v == V_WINO4_512 || v == V_WINO2_512 || v == V_WINOS2_512)
         inf__conv2d_winograd_f32_avx512(cc->pool, wino_tile_of(v), g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
-    else inf__conv2d_winograd_f32_avx2(cc->pool, wino_tile_of(v), g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
+    else
+        inf__conv2d_winograd_f32_avx2(cc->pool, wino_tile_of(v), g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
 }
 
 /* The variant Conv picks for g (ops/ref/conv.c: pointwise when it fits,

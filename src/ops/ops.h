@@ -456,9 +456,10 @@ void inf__conv2d_rows_f32_avx2(inf__pool *pool, const inf__conv2d *g, const floa
 void inf__conv2d_rows_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                  const float *bias, const float *res, float *scratch, float *y);
 /* The Winograd variant (ops/x86/conv_winograd_avx2.c) for 3x3, stride-1,
- * dilation-1, one-group Convs with enough channels:
- * inf__conv2d_winograd_tile(g) gives the output tile side (2: F(2x2,3x3),
- * 4: F(4x4,3x3)) or 0 when the Conv is not one for it (at load only the
+ * dilation-1, one-group Convs with enough channels, and 3x3/2 ones where it
+ * pays: inf__conv2d_winograd_tile(g) gives the output tile side (2:
+ * F(2x2,3x3), 4: F(4x4,3x3)), INF_WINOGRAD_S2 (F(2x2,3x3) at stride 2)
+ * or 0 when the Conv is not one for it (at load only the
  * kernel fields of g need be set; with oh > 0 the pads are checked too).
  * W [k, c, 3, 3] is transformed and packed (inf__conv2d_winograd_pack_w,
  * at load for a constant W) into inf__conv2d_winograd_w_floats floats,

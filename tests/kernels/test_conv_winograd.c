@@ -259,9 +259,23 @@ static void s2_case(inf__pool *pool, inf__pool *other, int idx) {
 static void s2_fixed_cases(inf__pool *pool, inf__pool *other) {
     for (int i = 0; i < 3; i++) {
         int64_t c = i < 2 ? 32 << i : 200, hw = 32 >> i;
-        inf__conv2d g = {.n = i < 2 ? 2 : 3, .c = c, .m = i < 2 ? 2 * c : c, .group = 1, .cg = c,
-                         .mg = i < 2 ? 2 * c : c, .ih = i < 2 ? hw : 9, .iw = i < 2 ? hw : 17, .kh = 3, .kw = 3,
-                         .sh = 2, .sw = 2, .dh = 1, .dw = 1, .pt = 1, .pl = 1, .act = INF_EPILOGUE_RELU};
+        inf__conv2d g = {.n = i < 2 ? 2 : 3,
+                         .c = c,
+                         .m = i < 2 ? 2 * c : c,
+                         .group = 1,
+                         .cg = c,
+                         .mg = i < 2 ? 2 * c : c,
+                         .ih = i < 2 ? hw : 9,
+                         .iw = i < 2 ? hw : 17,
+                         .kh = 3,
+                         .kw = 3,
+                         .sh = 2,
+                         .sw = 2,
+                         .dh = 1,
+                         .dw = 1,
+                         .pt = 1,
+                         .pl = 1,
+                         .act = INF_EPILOGUE_RELU};
         g.oh = (g.ih - 1) / 2 + 1, g.ow = (g.iw - 1) / 2 + 1;
         check_shape(pool, other, INF_WINOGRAD_S2, &g, true, i == 2, -20 - i);
     }

@@ -1,6 +1,7 @@
 /*
  * conv_winograd_avx512.c -- the Winograd convolution of conv_winograd_avx2.c
- * (F(2x2,3x3), F(4x4,3x3)) with its transforms 16 channels wide.
+ * (F(2x2,3x3), F(4x4,3x3), F(2x2,3x3) at stride 2) with its transforms 16
+ * channels wide.
  *
  * Called from Conv / ConvAdd (ops/ref/conv.c) instead of
  * inf__conv2d_winograd_f32_avx2 when inf__cpu_has_avx512() (path avx512;

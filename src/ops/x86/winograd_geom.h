@@ -83,7 +83,9 @@ static const int8_t S2_MULT[3] = {2, 1, 2};          /* input points per output 
 static const int8_t S2_UROW[S2_A] = {0, 1, 2, 3, 3}; /* its row of GS2 (conv_winograd_avx2.c) */
 
 /* Blocks of cp channels in output point P's inner dimension. */
-static inline int s2_blocks(int P) { return S2_MULT[P / 3] * S2_MULT[P % 3]; }
+static inline int s2_blocks(int P) {
+    return S2_MULT[P / 3] * S2_MULT[P % 3];
+}
 
 /* V's row stride for output point P (rows 4 KiB apart would be packed by the GEMM). */
 static inline int64_t s2_ld(int64_t cp, int P) {
@@ -94,7 +96,8 @@ static inline int64_t s2_ld(int64_t cp, int P) {
 /* Where input point (i, j) of tile t of T goes in V: v + pos[i*5+j] + t * ld[i*5+j]. */
 static inline void s2_v_layout(int64_t cp, int64_t T, int64_t pos[S2_A * S2_A], int64_t ld[S2_A * S2_A]) {
     int64_t base[S2_P], b = 0;
-    for (int P = 0; P < S2_P; P++) base[P] = b, b += T * s2_ld(cp, P);
+    for (int P = 0; P < S2_P; P++)
+        base[P] = b, b += T * s2_ld(cp, P);
     for (int i = 0; i < S2_A; i++)
         for (int j = 0; j < S2_A; j++) {
             int P = S2_OUT[i] * 3 + S2_OUT[j];
@@ -109,7 +112,8 @@ static inline int64_t s2_u_floats(int64_t cp, int64_t k, int P) {
 }
 static inline int64_t s2_u_total(int64_t cp, int64_t k) {
     int64_t n = 0;
-    for (int P = 0; P < S2_P; P++) n += s2_u_floats(cp, k, P);
+    for (int P = 0; P < S2_P; P++)
+        n += s2_u_floats(cp, k, P);
     return n;
 }
 
