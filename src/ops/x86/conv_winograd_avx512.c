@@ -155,59 +155,18 @@ static void input_tile(const wino_geom *G, const float *xs, int64_t tx, float *v
         input_tile_a(6, G, xs, tx, v, t);
 }
 
-/* Stride 2 (winograd_geom.h): the tile at column tx, t of T, into V (pos,
- * ld: s2_v_layout), 16 channels at a time.  One dimension: d0 - d2, d2,
- * d4 - d2, d1, d3. */
-static void input_tile_s2(const wino_geom *G, const float *xs, int64_t tx, float *v, int64_t t, const int64_t *pos,
-                          const int64_t *ld) {
-    float *dst[S2_A][S2_A];
-    for (int i = 0; i < S2_A; i++)
-        for (int j = 0; j < S2_A; j++)
-            dst[i][j] = v + pos[i * S2_A + j] + t * ld[i * S2_A + j];
-    for (int64_t c0 = 0; c0 < G->cp; c0 += 16) {
-        __mmask16 k = lanes16(G->cp - c0);
-        __m512 d[S2_A][S2_A], u[S2_A][S2_A];
-        const float *p = xs + tx * 4 * G->cp + c0;
-        for (int i = 0; i < S2_A; i++)
-            for (int j = 0; j < S2_A; j++)
-                d[i][j] = _mm512_maskz_loadu_ps(k, p + (i * G->pw + j) * G->cp);
-        for (int i = 0; i < S2_A; i++) {
-            u[i][0] = _mm512_sub_ps(d[i][0], d[i][2]), u[i][1] = d[i][2], u[i][2] = _mm512_sub_ps(d[i][4], d[i][2]);
-            u[i][3] = d[i][1], u[i][4] = d[i][3];
-        }
-        for (int j = 0; j < S2_A; j++) {
-            d[0][j] = _mm512_sub_ps(u[0][j], u[2][j]), d[1][j] = u[2][j], d[2][j] = _mm512_sub_ps(u[4][j], u[2][j]);
-            d[3][j] = u[1][j], d[4][j] = u[3][j];
-        }
-#pragma GCC unroll 5
-        for (int i = 0; i < S2_A; i++)
-#pragma GCC unroll 5
-            for (int j = 0; j < S2_A; j++)
-                _mm512_mask_storeu_ps(dst[i][j] + c0, k, d[i][j]);
-    }
-}
+/* The stride-2 transforms, 16 channels a zmm (a last group of 8 masked). */
+#define S2_VEC __m512
+#define S2_LANES 16
+#define S2_MASK_T __mmask16
+#define S2_LANES_OF(n) lanes16(n)
+#define S2_LOAD(k, p) _mm512_maskz_loadu_ps((k), (p))
+#define S2_STORE(p, k, v) _mm512_mask_storeu_ps((p), (k), (v))
+#define S2_ADD _mm512_add_ps
+#define S2_SUB _mm512_sub_ps
+#include "ops/x86/winograd_s2_tile.h"
 
 /* ---- output: A^T M A per tile, then back to Y's rows ---- */
-
-/* Stride 2: os[i][tx*2 + q][k] from M's 9 rows of tile t (P * T + t);
- * one dimension: y0 = m0 + m1, y1 = m1 + m2. */
-static void output_tile_s2(const wino_geom *G, const float *mm, int64_t ldm, int64_t t, int64_t T, float *os,
-                           int64_t tx) {
-    for (int64_t k0 = 0; k0 < G->kp; k0 += 16) {
-        __mmask16 k = lanes16(G->kp - k0);
-        __m512 r[3][2];
-        for (int i = 0; i < 3; i++) {
-            __m512 d0 = _mm512_maskz_loadu_ps(k, mm + ((i * 3) * T + t) * ldm + k0);
-            __m512 d1 = _mm512_maskz_loadu_ps(k, mm + ((i * 3 + 1) * T + t) * ldm + k0);
-            __m512 d2 = _mm512_maskz_loadu_ps(k, mm + ((i * 3 + 2) * T + t) * ldm + k0);
-            r[i][0] = _mm512_add_ps(d0, d1), r[i][1] = _mm512_add_ps(d1, d2);
-        }
-        for (int q = 0; q < 2; q++) {
-            _mm512_mask_storeu_ps(os + (tx * 2 + q) * G->kp + k0, k, _mm512_add_ps(r[0][q], r[1][q]));
-            _mm512_mask_storeu_ps(os + (G->wo + tx * 2 + q) * G->kp + k0, k, _mm512_add_ps(r[1][q], r[2][q]));
-        }
-    }
-}
 
 /* One dimension of A^T m (conv_winograd_avx2.c's out_1d, 16 lanes). */
 static inline __attribute__((always_inline)) void out_1d(const int A, const __m512 *s, int ss, __m512 *o, int os) {
