@@ -155,13 +155,14 @@ static void input_tile(const wino_geom *G, const float *xs, int64_t tx, float *v
         input_tile_a(6, G, xs, tx, v, t);
 }
 
-/* The stride-2 transforms, 16 channels a zmm (a last group of 8 masked). */
+/* The stride-2 transforms, 16 channels a zmm (a last group of 8 masked; full
+ * groups plain: masked stores are slow on AMD). */
 #define S2_VEC __m512
 #define S2_LANES 16
 #define S2_MASK_T __mmask16
 #define S2_LANES_OF(n) lanes16(n)
-#define S2_LOAD(k, p) _mm512_maskz_loadu_ps((k), (p))
-#define S2_STORE(p, k, v) _mm512_mask_storeu_ps((p), (k), (v))
+#define S2_LOAD(k, p) ((k) == 0xFFFF ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps((k), (p)))
+#define S2_STORE(p, k, v) ((k) == 0xFFFF ? _mm512_storeu_ps((p), (v)) : _mm512_mask_storeu_ps((p), (k), (v)))
 #define S2_ADD _mm512_add_ps
 #define S2_SUB _mm512_sub_ps
 #include "ops/x86/winograd_s2_tile.h"
