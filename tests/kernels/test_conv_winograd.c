@@ -1,6 +1,7 @@
 /*
  * test_conv_winograd.c -- the Winograd convolution (ops/x86/conv_winograd_avx2.c,
- * F(2x2,3x3) and F(4x4,3x3)) against a float64 convolution written here.
+ * F(2x2,3x3) and F(4x4,3x3), and F(2x2,3x3) at stride 2) against a float64
+ * convolution written here.
  *
  * Winograd is not bit-exact with a direct sum: each term passes through
  * the input transform B^T d B, the product with U = G g G^T (rounded once)
@@ -26,6 +27,10 @@
  * must be written (Y starts as NaN); each image run alone must give the
  * batch's bits; 2 and 3 threads must give 1 thread's bits (each thread
  * runs one band of tile rows: bands of unequal length at 3 threads).
+ * Stride 2 (INF_WINOGRAD_S2): 120 random 3x3/2 shapes of the same kinds
+ * (pads 0-2 on each side, odd sizes), the bench CNN's two 3x3/2 layers and
+ * 200 -> 200 channels on 9 x 17, batch 3, held to F(2x2)'s tolerance (its
+ * transforms only add: observed 4e-7).
  * On the avx512 path every case runs the AVX-512 kernel
  * (conv_winograd_avx512.c, what Conv picks there), held also to the AVX2
  * kernel's bits; ctest runs the test again with INFERA_CPU=avx2.
