@@ -28,8 +28,8 @@
  * batch's bits; 2 and 3 threads must give 1 thread's bits (each thread
  * runs one band of tile rows: bands of unequal length at 3 threads).
  * Stride 2 (INF_WINOGRAD_S2): 120 random 3x3/2 shapes of the same kinds
- * (pads 0-2 on each side, odd sizes), the bench CNN's two 3x3/2 layers and
- * 200 -> 200 channels on 9 x 17, batch 3, held to F(2x2)'s tolerance (its
+ * (pads 0-2 on each side, odd sizes), the bench CNN's two 3x3/2 layers,
+ * 200 -> 200 and 256 -> 48 channels, held to F(2x2)'s tolerance (its
  * transforms only add: observed 4e-7).
  * On the avx512 path every case runs the AVX-512 kernel
  * (conv_winograd_avx512.c, what Conv picks there), held also to the AVX2
@@ -259,9 +259,13 @@ static void s2_case(inf__pool *pool, inf__pool *other, int idx) {
 }
 
 /* The bench CNN's 3x3/2s (32 -> 64 @32x32, 64 -> 128 @16x16, pad 1, batch
- * 2, bias, ReLU), and 200 -> 200 on 9 x 17, batch 3 (stacked GEMMs above
- * MAX_TILES rows, blocks spanning images), all through INF_WINOGRAD_S2. */
+ * 2, bias, ReLU), 200 -> 200 on 9 x 17, batch 3 (blocks spanning images)
+ * and 256 -> 48 on 7 x 9, batch 2 (V's 4-block rows 1024 floats: s2_ld's
+ * slack), all through INF_WINOGRAD_S2. */
 static void s2_fixed_cases(inf__pool *pool, inf__pool *other) {
+    inf__conv2d deep = {.n = 2, .c = 256, .m = 48, .group = 1, .cg = 256, .mg = 48, .ih = 7, .iw = 9, .oh = 4, .ow = 5,
+                        .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 1, .dw = 1, .pt = 1, .pl = 1, .act = INF_EPILOGUE_NONE};
+    check_shape(pool, other, INF_WINOGRAD_S2, &deep, true, true, -30);
     for (int i = 0; i < 3; i++) {
         int64_t c = i < 2 ? 32 << i : 200, hw = 32 >> i;
         inf__conv2d g = {.n = i < 2 ? 2 : 3,
