@@ -263,8 +263,25 @@ static void s2_case(inf__pool *pool, inf__pool *other, int idx) {
  * and 256 -> 48 on 7 x 9, batch 2 (V's 4-block rows 1024 floats: s2_ld's
  * slack), all through INF_WINOGRAD_S2. */
 static void s2_fixed_cases(inf__pool *pool, inf__pool *other) {
-    inf__conv2d deep = {.n = 2, .c = 256, .m = 48, .group = 1, .cg = 256, .mg = 48, .ih = 7, .iw = 9, .oh = 4, .ow = 5,
-                        .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 1, .dw = 1, .pt = 1, .pl = 1, .act = INF_EPILOGUE_NONE};
+    inf__conv2d deep = {.n = 2,
+                        .c = 256,
+                        .m = 48,
+                        .group = 1,
+                        .cg = 256,
+                        .mg = 48,
+                        .ih = 7,
+                        .iw = 9,
+                        .oh = 4,
+                        .ow = 5,
+                        .kh = 3,
+                        .kw = 3,
+                        .sh = 2,
+                        .sw = 2,
+                        .dh = 1,
+                        .dw = 1,
+                        .pt = 1,
+                        .pl = 1,
+                        .act = INF_EPILOGUE_NONE};
     check_shape(pool, other, INF_WINOGRAD_S2, &deep, true, true, -30);
     for (int i = 0; i < 3; i++) {
         int64_t c = i < 2 ? 32 << i : 200, hw = 32 >> i;
