@@ -12,9 +12,10 @@
  * from 0).  Variants: panel
  * (conv_avx2.c), direct (conv_direct_avx2.c), rows (conv_rows_avx2.c, stride
  * 1 along the row, K <= 256), wino4 / wino2 (conv_winograd_avx2.c, 3x3
- * stride 1 only), pointwise (pointwise_avx2.c, 1x1 stride 1 unpadded
+ * stride 1 only), winos2 (its F(2x2,3x3) at stride 2, 3x3/2 only),
+ * pointwise (pointwise_avx2.c, 1x1 stride 1 unpadded
  * only, W as given), and on an AVX-512 CPU the AVX-512 siblings direct512,
- * rows512, wino4/512, wino2/512 (conv_*_avx512.c, same packing); "*" marks
+ * rows512, wino4/512, wino2/512, winos2/512 (conv_*_avx512.c, same packing); "*" marks
  * the one Conv picks (pointwise when it fits, else avx2_variant's, on
  * path avx512 its sibling).  Each round times
  * every variant of a shape once (the order rotating per round); the table
@@ -77,6 +78,11 @@ static const conv_shape SHAPES[] = {
     {"mobile pw 256->256 @12x12", 256, 256, 12, 12, 1, 1, 1, 0, 1},
     {"mobile pw 256->512 @6x6", 256, 512, 6, 6, 1, 1, 1, 0, 1},
     {"3x3 256->256 @2x2", 256, 256, 2, 2, 3, 3, 1, 1, 1},
+    /* ResNet-18/34's 3x3/2 downsampling layers (the stride-2 Winograd's rule) */
+    {"3x3/2 64->128 @56x56", 64, 128, 56, 56, 3, 3, 2, 1, 1},
+    {"3x3/2 128->256 @28x28", 128, 256, 28, 28, 3, 3, 2, 1, 1},
+    {"3x3/2 256->512 @14x14", 256, 512, 14, 14, 3, 3, 2, 1, 1},
+    {"3x3/2 16->32 @32x32", 16, 32, 32, 32, 3, 3, 2, 1, 1},
 };
 enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
 
@@ -91,10 +97,13 @@ enum {
     V_ROWS512,
     V_WINO4_512,
     V_WINO2_512,
+    V_WINOS2,
+    V_WINOS2_512,
     N_VARIANTS
 };
-static const char *const VNAMES[N_VARIANTS] = {"panel",     "direct",    "rows",    "wino4",     "wino2",
-                                               "pointwise", "direct512", "rows512", "wino4/512", "wino2/512"};
+static const char *const VNAMES[N_VARIANTS] = {"panel",     "direct",    "rows",      "wino4",
+                                               "wino2",     "pointwise", "direct512", "rows512",
+                                               "wino4/512", "wino2/512", "winos2",    "winos2/512"};
 
 typedef struct variant_buf {
     float *wp, *scratch;
@@ -120,13 +129,25 @@ static inf__conv2d geometry(const conv_shape *s, int64_t batch) {
 
 static void *alloc32(int64_t floats) { return aligned_alloc(32, (size_t)(floats + 8) / 8 * 32); }
 
+/* The Winograd tile of variant v, 0 for the others. */
+static int wino_tile_of(int v) {
+    if (v == V_WINO4 || v == V_WINO4_512)
+        return 4;
+    if (v == V_WINO2 || v == V_WINO2_512)
+        return 2;
+    return v == V_WINOS2 || v == V_WINOS2_512 ? INF_WINOGRAD_S2 : 0;
+}
+
 /* Packs W and sizes the scratch of variant v; false when v does not take g. */
 static bool prepare_variant(conv_case *cc, int v, int threads) {
     const inf__conv2d *g = &cc->g;
     int64_t kdim = g->cg * g->kh * g->kw, wf, sf;
-    int tile = v == V_WINO4 || v == V_WINO4_512 ? 4 : v == V_WINO2 || v == V_WINO2_512 ? 2 : 0;
-    if ((v == V_WINO4_512 || v == V_WINO2_512) && !inf__cpu_has_avx512()) return false;
-    if (tile && !inf__conv2d_winograd_tile(g)) return false;
+    int tile = wino_tile_of(v);
+    if ((v == V_WINO4_512 || v == V_WINO2_512 || v == V_WINOS2_512) && !inf__cpu_has_avx512())
+        return false;
+    if (tile == INF_WINOGRAD_S2 ? !inf__conv2d_winograd_s2_fits(g)
+                                : tile && (g->sh != 1 || !inf__conv2d_winograd_tile(g)))
+        return false;
     if (v == V_POINTWISE) return inf__conv2d_pointwise_fits(g); /* W as given */
     if ((v == V_DIRECT512 || v == V_ROWS512) && !inf__cpu_has_avx512()) return false;
     int kind = v == V_DIRECT512 ? V_DIRECT : v == V_ROWS512 ? V_ROWS : v; /* the same packing and scratch */
@@ -160,10 +181,10 @@ static void run_variant(const void *ctx, int v) {
     else if (v == V_ROWS512)
         inf__conv2d_rows_f32_avx512(cc->pool, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
     else if (v == V_POINTWISE) inf__conv2d_pointwise_f32_avx2(cc->pool, g, cc->x, cc->w, cc->b, NULL, cc->y);
-    else if (v == V_WINO4_512 || v == V_WINO2_512)
-        inf__conv2d_winograd_f32_avx512(cc->pool, v == V_WINO4_512 ? 4 : 2, g, cc->x, b->wp, cc->b, NULL, b->scratch,
-                                        cc->y);
-    else inf__conv2d_winograd_f32_avx2(cc->pool, v == V_WINO4 ? 4 : 2, g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
+    else if (v == V_WINO4_512 || v == V_WINO2_512 || v == V_WINOS2_512)
+        inf__conv2d_winograd_f32_avx512(cc->pool, wino_tile_of(v), g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
+    else
+        inf__conv2d_winograd_f32_avx2(cc->pool, wino_tile_of(v), g, cc->x, b->wp, cc->b, NULL, b->scratch, cc->y);
 }
 
 /* The variant Conv picks for g (ops/ref/conv.c: pointwise when it fits,
@@ -175,6 +196,8 @@ static int picked(const inf__conv2d *g) {
         return inf__cpu_has_avx512() ? V_WINO4_512 : V_WINO4;
     case INF_CONV2D_WINO2:
         return inf__cpu_has_avx512() ? V_WINO2_512 : V_WINO2;
+    case INF_CONV2D_WINO2S2:
+        return inf__cpu_has_avx512() ? V_WINOS2_512 : V_WINOS2;
     case INF_CONV2D_DIRECT:
         return inf__cpu_has_avx512() ? V_DIRECT512 : V_DIRECT;
     case INF_CONV2D_ROWS:

@@ -222,6 +222,7 @@ typedef struct inf__blocking {
     int64_t gemm_slab_floats;     /* most floats of op(B) packed per slab */
     int64_t subbatch_bytes;       /* activations of one sub-batch (graph/subbatch.c) */
     int64_t winograd_block_bytes; /* V + M of one Winograd block of tiles */
+    int64_t winograd_s2_u_bytes;  /* most U of a stride-2 Winograd layer (ops/x86/conv_winograd_avx2.c) */
     int64_t pointwise_w_floats;   /* floats of W per 1x1-convolution channel block */
     bool gemm_wide_packed;        /* L1d holds a 6x32 tile pair's KC x 32 B block (32 KiB) beside the A
                                      panel: the AVX-512 tile may run with A packed (L1d >= 48 KiB) */
@@ -455,9 +456,10 @@ void inf__conv2d_rows_f32_avx2(inf__pool *pool, const inf__conv2d *g, const floa
 void inf__conv2d_rows_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                  const float *bias, const float *res, float *scratch, float *y);
 /* The Winograd variant (ops/x86/conv_winograd_avx2.c) for 3x3, stride-1,
- * dilation-1, one-group Convs with enough channels:
- * inf__conv2d_winograd_tile(g) gives the output tile side (2: F(2x2,3x3),
- * 4: F(4x4,3x3)) or 0 when the Conv is not one for it (at load only the
+ * dilation-1, one-group Convs with enough channels, and 3x3/2 ones where it
+ * pays: inf__conv2d_winograd_tile(g) gives the output tile side (2:
+ * F(2x2,3x3), 4: F(4x4,3x3)), INF_WINOGRAD_S2 (F(2x2,3x3) at stride 2)
+ * or 0 when the Conv is not one for it (at load only the
  * kernel fields of g need be set; with oh > 0 the pads are checked too).
  * W [k, c, 3, 3] is transformed and packed (inf__conv2d_winograd_pack_w,
  * at load for a constant W) into inf__conv2d_winograd_w_floats floats,
@@ -467,6 +469,13 @@ void inf__conv2d_rows_f32_avx512(inf__pool *pool, const inf__conv2d *g, const fl
  * the other variants (Winograd rounds differently, within a few 1e-6 of
  * sum |w||x|), but independent of the batch and the thread count. */
 int inf__conv2d_winograd_tile(const inf__conv2d *g);
+/* The tile value of F(2x2,3x3) at stride 2 (the four even/odd phases of
+ * a 3x3/2 Conv, ops/x86/winograd_geom.h), which inf__conv2d_winograd_tile
+ * names for a 3x3 stride-2 Conv where it pays (ops/x86/conv_winograd_avx2.c). */
+enum { INF_WINOGRAD_S2 = 3 };
+/* Whether that kernel computes g (3x3/2, dilation 1, one group, pads it
+ * stages), whether or not the rule picks it (bench/bench_conv). */
+bool inf__conv2d_winograd_s2_fits(const inf__conv2d *g);
 /* The AVX2 kernel variant a float32 Conv of shape g runs on (1x1 stride-1
  * pointwise and depthwise convs are dispatched before it), a property of
  * W and the strides alone: Winograd, else direct, else rows, else panel
@@ -477,6 +486,7 @@ typedef enum inf__conv2d_variant {
     INF_CONV2D_ROWS,
     INF_CONV2D_WINO2,
     INF_CONV2D_WINO4,
+    INF_CONV2D_WINO2S2, /* INF_WINOGRAD_S2 */
 } inf__conv2d_variant;
 inf__conv2d_variant inf__conv2d_avx2_variant(const inf__conv2d *g);
 /* On path avx512 (inf__cpu_has_avx512), strided or 1x1 Convs with output

@@ -89,6 +89,9 @@ typedef struct conv_params {
  *                  dilation 1, one group, enough channels
  *                  (inf__conv2d_winograd_tile: ResNet's stride-1 3x3s;
  *                  ops/x86/conv_winograd_avx2.c, W transformed at load);
+ *   WINO2S2        F(2x2,3x3) at stride 2 through the input's even/odd
+ *                  phases, for 3x3/2s with >= 32 channels and U within L2
+ *                  (inf__conv2d_winograd_tile: ResNet's downsampling 3x3s);
  *   DIRECT         many output channels per group and a deep K or a row
  *                  stride above 2 (ResNet's strided 3x3s; strided 1-D
  *                  front ends), or a strided stem (strided_stem);
@@ -120,13 +123,16 @@ bool inf__conv2d_direct_wide(const inf__conv2d *c) {
 inf__conv2d_variant inf__conv2d_avx2_variant(const inf__conv2d *c) {
     int64_t kdim = c->cg * c->kh * c->kw;
     int tile = inf__conv2d_winograd_tile(c);
-    if (tile) return tile == 4 ? INF_CONV2D_WINO4 : INF_CONV2D_WINO2;
+    if (tile)
+        return tile == 4 ? INF_CONV2D_WINO4 : tile == INF_WINOGRAD_S2 ? INF_CONV2D_WINO2S2 : INF_CONV2D_WINO2;
     if (inf__conv2d_direct_fits(c->mg, kdim, c->sw) || strided_stem(c) || inf__conv2d_direct_wide(c))
         return INF_CONV2D_DIRECT;
     return inf__conv2d_rows_fits(c->mg, kdim, c->sw) ? INF_CONV2D_ROWS : INF_CONV2D_PANEL;
 }
 
-static int wino_tile(int var) { return var == INF_CONV2D_WINO4 ? 4 : var == INF_CONV2D_WINO2 ? 2 : 0; }
+static int wino_tile(int var) {
+    return var == INF_CONV2D_WINO4 ? 4 : var == INF_CONV2D_WINO2 ? 2 : var == INF_CONV2D_WINO2S2 ? INF_WINOGRAD_S2 : 0;
+}
 
 static int64_t variant_w_floats(int var, const inf__conv2d *c) {
     int64_t kdim = c->cg * c->kh * c->kw;

@@ -1,7 +1,8 @@
 /*
  * conv_winograd_avx2.c -- Winograd convolution, F(2x2, 3x3) and F(4x4, 3x3),
  * for float32 2-D Convs with a 3x3 kernel, stride 1, dilation 1 and one
- * group, with AVX2/FMA.
+ * group, and F(2x2, 3x3) at stride 2 (INF_WINOGRAD_S2: the input's four
+ * even/odd phases, winograd_geom.h), with AVX2/FMA.
  *
  * Called from Conv / ConvAdd (ops/ref/conv.c, the variant selector
  * avx2_variant) when inf__conv2d_winograd_tile(g) names a tile size: the
@@ -38,6 +39,15 @@
  *     runs the slot), else its part of the caller's scratch
  *     (inf__conv2d_winograd_scratch_floats); one thread runs everything
  *     inline.  The GEMMs run inside the slot with no pool.
+ *   - Stride 2 (INF_WINOGRAD_S2): the same blocks, staging and store with
+ *     5 x 5 input tiles 4 apart; per dimension the taps 0 and 2 through
+ *     F(2,2) (d0 - d2, d2, d4 - d2) and the tap 1 through F(2,1) (d1, d3),
+ *     whose products join F(2,2)'s outer points inside the GEMM: 9 GEMMs,
+ *     one per output point, of [tiles x (4, 2 or 1) C] x [.. x K] (V's
+ *     row holds the point's input points side by side, U the matching
+ *     kernels stacked; winograd_geom.h), then A^T M A of F(2,2).  25
+ *     multiply-adds per 4 outputs and channel pair instead of 36, U 25/9
+ *     of W; the transforms only add.
  *   - Bits: a Y element depends only on its own tile's input, U, the bias
  *     and the residual: the transforms are per tile, and the GEMM sums each
  *     M element over C in a fixed order whatever its row count or the row's
@@ -57,6 +67,29 @@
 #include "ops/x86/transpose_avx2.h"
 #include "ops/x86/winograd_geom.h"
 
+/* Whether INF_WINOGRAD_S2 computes g: 3x3, stride 2, dilation 1, one
+ * group, non-negative pads with every input column and row inside the
+ * staged tiles (2 ow + 1 and 2 oh + 1 of them; checked when the output
+ * size is known). */
+bool inf__conv2d_winograd_s2_fits(const inf__conv2d *g) {
+    if (g->group != 1 || g->kh != 3 || g->kw != 3 || g->sh != 2 || g->sw != 2 || g->dh != 1 || g->dw != 1)
+        return false;
+    return g->oh <= 0 || (g->pt >= 0 && g->pl >= 0 && 2 * g->oh + 1 >= g->ih + g->pt && 2 * g->ow + 1 >= g->iw + g->pl);
+}
+
+/* Whether it pays against the direct kernel: at least 32 input and output
+ * channels (the transforms cost per channel, the multiplies saved per
+ * pair: 16 -> 32 on 32x32 ran 1.3x the AVX-512 direct kernel's time, 32 ->
+ * 64 0.88-0.96x) and U within L2 (inf__blocking's winograd_s2_u_bytes;
+ * streamed once per block).  bench/bench_conv, batch 1, 1 thread, Zen 5;
+ * bench/RESULTS.md "Session 23, stride-2 Winograd". */
+static bool winograd_s2_pays(const inf__conv2d *g) {
+    inf__blocking bl;
+    inf__blocking_get(&bl);
+    return g->cg >= 32 && g->mg >= 32 &&
+           inf__conv2d_winograd_w_floats(INF_WINOGRAD_S2, g->cg, g->mg) * 4 <= bl.winograd_s2_u_bytes;
+}
+
 /* Which tile (2 or 4) a Conv takes, 0 when it is not one for Winograd:
  * 3x3, stride 1, dilation 1, one group, non-negative pads (checked when the
  * output size is known) and at least 16 input and output channels (fewer:
@@ -71,7 +104,11 @@
  * Alone, 256 x 256 channels on 7x7 / 14x14 ran F(4x4) at 0.4-0.7x the
  * direct kernel's speed, F(2x2) at 1.0-1.3x. */
 int inf__conv2d_winograd_tile(const inf__conv2d *g) {
-    if (g->group != 1 || g->kh != 3 || g->kw != 3 || g->sh != 1 || g->sw != 1 || g->dh != 1 || g->dw != 1)
+    if (g->group != 1 || g->kh != 3 || g->kw != 3 || g->dh != 1 || g->dw != 1)
+        return 0;
+    if (g->sh == 2 && g->sw == 2)
+        return inf__conv2d_winograd_s2_fits(g) && winograd_s2_pays(g) ? INF_WINOGRAD_S2 : 0;
+    if (g->sh != 1 || g->sw != 1)
         return 0;
     if (g->oh > 0 && (g->pt < 0 || g->pl < 0 || g->oh + 2 < g->ih + g->pt || g->ow + 2 < g->iw + g->pl)) return 0;
     if (g->cg < 16 || g->mg < 16) return 0;
@@ -81,6 +118,7 @@ int inf__conv2d_winograd_tile(const inf__conv2d *g) {
 /* ---- weights: U = G g G^T, packed as the GEMM's B ---- */
 
 static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+static const double GS2[4][3] = {{1, 0, 0}, {1, 0, 1}, {0, 0, 1}, {0, 1, 0}}; /* stride 2: g0, g0 + g2, g2, g1 */
 static const double G4[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6},
                                 {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
                                 {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
@@ -104,6 +142,8 @@ static inline __attribute__((always_inline)) void transform_kernels4(const int A
 }
 
 int64_t inf__conv2d_winograd_w_floats(int tile, int64_t c, int64_t k) {
+    if (tile == INF_WINOGRAD_S2)
+        return s2_u_total(round_up(c, 8), k);
     return (int64_t)(tile + 2) * (tile + 2) * inf__ops_sgemm_packed_floats(c, k);
 }
 
@@ -122,10 +162,41 @@ static void pack_kernels(int tile, const float *w, int64_t n, int64_t per, float
     }
 }
 
+/* INF_WINOGRAD_S2's U (winograd_geom.h): per output point P a
+ * [blocks x cp] x K B operand, input point (i, j)'s block the 4 x 4
+ * transform GS2 g GS2^T at (S2_UROW[i], S2_UROW[j]); rows of channels
+ * past C and columns past K zero. */
+static void pack_w_s2(int64_t c, int64_t k, const float *w, float *dst) {
+    int64_t cp = round_up(c, 8), at[S2_P];
+    memset(dst, 0, (size_t)s2_u_total(cp, k) * sizeof(float));
+    for (int P = 0, n = 0; P < S2_P; n += (int)s2_u_floats(cp, k, P), P++)
+        at[P] = n;
+    for (int64_t ko = 0; ko < k; ko++)
+        for (int64_t ci = 0; ci < c; ci += 4) {
+            float g[36] = {0}, lanes[4];
+            memcpy(g, w + (ko * c + ci) * 9, (size_t)(min64(4, c - ci) * 9) * sizeof(float));
+            __m256d u[16];
+            transform_kernels4(4, GS2, g, u);
+            for (int i = 0; i < S2_A; i++)
+                for (int j = 0; j < S2_A; j++) {
+                    int P = S2_OUT[i] * 3 + S2_OUT[j];
+                    int64_t rows = s2_blocks(P) * cp, row = (S2_SUB[i] * S2_MULT[S2_OUT[j]] + S2_SUB[j]) * cp + ci;
+                    float *d = dst + at[P] + (ko / GEMM_NR) * rows * GEMM_NR + row * GEMM_NR + ko % GEMM_NR;
+                    _mm_storeu_ps(lanes, _mm256_cvtpd_ps(u[S2_UROW[i] * 4 + S2_UROW[j]]));
+                    for (int64_t l = 0; l < min64(4, c - ci); l++)
+                        d[l * GEMM_NR] = lanes[l];
+                }
+        }
+}
+
 /* dst[e][k / 16][c][k % 16] = U[e] for output channel k < K, zero up to the
  * panel's end: per point e, the [C x K] B operand of
  * inf__ops_sgemm_packed_avx2, per floats apart. */
 void inf__conv2d_winograd_pack_w(int tile, int64_t c, int64_t k, const float *w, float *dst) {
+    if (tile == INF_WINOGRAD_S2) {
+        pack_w_s2(c, k, w, dst);
+        return;
+    }
     int ne = (tile + 2) * (tile + 2);
     int64_t per = inf__ops_sgemm_packed_floats(c, k), kpad = round_up(k, GEMM_NR);
     for (int64_t ko = 0; ko < kpad; ko++) {
@@ -174,7 +245,7 @@ static void stage_row(const wino_job *J, int64_t n, int64_t ty, float *xs) {
     int64_t cp = G->cp, plane = g->ih * g->iw, x0 = g->pl, x1 = g->pl + g->iw;
     for (int i = 0; i < G->a; i++) {
         float *d = xs + i * G->pw * cp;
-        int64_t iy = ty * G->m - g->pt + i;
+        int64_t iy = ty * G->m * G->s - g->pt + i;
         if (iy < 0 || iy >= g->ih) {
             zero_floats(d, G->pw * cp);
             continue;
@@ -225,6 +296,17 @@ static void input_tile(const wino_geom *G, const float *xs, int64_t tx, float *v
     if (G->a == 4) input_tile_a(4, G, xs, tx, v, t);
     else input_tile_a(6, G, xs, tx, v, t);
 }
+
+/* The stride-2 transforms, 8 channels a ymm (cp is a multiple of 8: no mask). */
+#define S2_VEC __m256
+#define S2_LANES 8
+#define S2_MASK_T int
+#define S2_LANES_OF(n) ((int)(n))
+#define S2_LOAD(k, p) ((void)(k), _mm256_loadu_ps(p))
+#define S2_STORE(p, k, v) ((void)(k), _mm256_storeu_ps((p), (v)))
+#define S2_ADD _mm256_add_ps
+#define S2_SUB _mm256_sub_ps
+#include "ops/x86/winograd_s2_tile.h"
 
 /* ---- output: A^T M A per tile, then back to Y's rows ---- */
 
@@ -303,16 +385,31 @@ static void run_block(const wino_job *J, int64_t b, float *buf) {
     const wino_geom *G = &J->G;
     float *xs = buf, *v = xs + G->xs_floats, *mm = v + G->v_floats, *os = mm + G->m_floats;
     int64_t r0 = b * G->rpb, nr = min64(G->rpb, G->rows - r0), T = nr * G->tiles_x;
+    bool s2 = G->s == 2;
+    int64_t pos[S2_A * S2_A], ld[S2_A * S2_A];
+    if (s2)
+        s2_v_layout(G->cp, T, pos, ld);
     for (int64_t r = 0; r < nr; r++) {
         stage_row(J, (r0 + r) / G->tiles_y, (r0 + r) % G->tiles_y, xs);
-        for (int64_t tx = 0; tx < G->tiles_x; tx++) input_tile(G, xs, tx, v, r * G->tiles_x + tx);
+        for (int64_t tx = 0; tx < G->tiles_x; tx++)
+            if (s2)
+                input_tile_s2(G, xs, tx, v, r * G->tiles_x + tx, pos, ld);
+            else
+                input_tile(G, xs, tx, v, r * G->tiles_x + tx);
     }
-    for (int e = 0; e < G->ne; e++)
-        inf__ops_sgemm_packed_avx2(NULL, false, T, g->m, g->c, 1.0f, v + e * G->tmax * G->ldv, G->ldv,
-                                   J->up + e * J->u_floats, 0.0f, mm + e * G->tmax * g->m, g->m);
+    if (s2)
+        wino_s2_gemms(J, v, mm, T);
+    else
+        for (int e = 0; e < G->ne; e++)
+            inf__ops_sgemm_packed_avx2(NULL, false, T, g->m, g->c, 1.0f, v + e * G->tmax * G->ldv, G->ldv,
+                                       J->up + e * J->u_floats, 0.0f, mm + e * G->tmax * g->m, g->m);
     for (int64_t r = 0; r < nr; r++) {
         int64_t n = (r0 + r) / G->tiles_y, ty = (r0 + r) % G->tiles_y;
-        for (int64_t tx = 0; tx < G->tiles_x; tx++) output_tile(G, mm, g->m, r * G->tiles_x + tx, os, tx);
+        for (int64_t tx = 0; tx < G->tiles_x; tx++)
+            if (s2)
+                output_tile_s2(G, mm, g->m, r * G->tiles_x + tx, T, os, tx);
+            else
+                output_tile(G, mm, g->m, r * G->tiles_x + tx, os, tx);
         for (int64_t i = 0; i < G->m && ty * G->m + i < g->oh; i++) store_row(J, os + i * G->wo * G->kp, n, ty * G->m + i);
     }
 }

@@ -1,6 +1,7 @@
 /*
  * conv_winograd_avx512.c -- the Winograd convolution of conv_winograd_avx2.c
- * (F(2x2,3x3), F(4x4,3x3)) with its transforms 16 channels wide.
+ * (F(2x2,3x3), F(4x4,3x3), F(2x2,3x3) at stride 2) with its transforms 16
+ * channels wide.
  *
  * Called from Conv / ConvAdd (ops/ref/conv.c) instead of
  * inf__conv2d_winograd_f32_avx2 when inf__cpu_has_avx512() (path avx512;
@@ -69,8 +70,12 @@ static void stage_channels(const float *src, int64_t plane, int64_t nc, int64_t 
         int64_t cnt = min64(16, cols - x);
         __mmask16 kl = lanes16(cnt);
         __m512 r[16];
-        for (int q = 0; q < 16; q++)
-            r[q] = q >= nc ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(kl, src + q * plane + x);
+        if (nc >= 16) /* no test per row */
+            for (int q = 0; q < 16; q++)
+                r[q] = _mm512_maskz_loadu_ps(kl, src + q * plane + x);
+        else
+            for (int q = 0; q < 16; q++)
+                r[q] = q >= nc ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(kl, src + q * plane + x);
         transpose16(r);
         for (int q = 0; q < cnt; q++)
             _mm512_mask_storeu_ps(d + (x + q) * ldd, ks, r[q]);
@@ -91,7 +96,7 @@ static void stage_row(const wino_job *J, int64_t n, int64_t ty, float *xs) {
     int64_t cp = G->cp, plane = g->ih * g->iw, x0 = g->pl, x1 = g->pl + g->iw;
     for (int i = 0; i < G->a; i++) {
         float *d = xs + i * G->pw * cp;
-        int64_t iy = ty * G->m - g->pt + i;
+        int64_t iy = ty * G->m * G->s - g->pt + i;
         if (iy < 0 || iy >= g->ih) {
             zero_floats(d, G->pw * cp);
             continue;
@@ -149,6 +154,18 @@ static void input_tile(const wino_geom *G, const float *xs, int64_t tx, float *v
     else
         input_tile_a(6, G, xs, tx, v, t);
 }
+
+/* The stride-2 transforms, 16 channels a zmm (a last group of 8 masked; full
+ * groups plain: masked stores are slow on AMD). */
+#define S2_VEC __m512
+#define S2_LANES 16
+#define S2_MASK_T __mmask16
+#define S2_LANES_OF(n) lanes16(n)
+#define S2_LOAD(k, p) ((k) == 0xFFFF ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps((k), (p)))
+#define S2_STORE(p, k, v) ((k) == 0xFFFF ? _mm512_storeu_ps((p), (v)) : _mm512_mask_storeu_ps((p), (k), (v)))
+#define S2_ADD _mm512_add_ps
+#define S2_SUB _mm512_sub_ps
+#include "ops/x86/winograd_s2_tile.h"
 
 /* ---- output: A^T M A per tile, then back to Y's rows ---- */
 
@@ -235,18 +252,31 @@ static void run_block(const wino_job *J, int64_t b, float *buf) {
     const wino_geom *G = &J->G;
     float *xs = buf, *v = xs + G->xs_floats, *mm = v + G->v_floats, *os = mm + G->m_floats;
     int64_t r0 = b * G->rpb, nr = min64(G->rpb, G->rows - r0), T = nr * G->tiles_x;
+    bool s2 = G->s == 2;
+    int64_t pos[S2_A * S2_A], ld[S2_A * S2_A];
+    if (s2)
+        s2_v_layout(G->cp, T, pos, ld);
     for (int64_t r = 0; r < nr; r++) {
         stage_row(J, (r0 + r) / G->tiles_y, (r0 + r) % G->tiles_y, xs);
         for (int64_t tx = 0; tx < G->tiles_x; tx++)
-            input_tile(G, xs, tx, v, r * G->tiles_x + tx);
+            if (s2)
+                input_tile_s2(G, xs, tx, v, r * G->tiles_x + tx, pos, ld);
+            else
+                input_tile(G, xs, tx, v, r * G->tiles_x + tx);
     }
-    for (int e = 0; e < G->ne; e++)
-        inf__ops_sgemm_packed_avx2(NULL, false, T, g->m, g->c, 1.0f, v + e * G->tmax * G->ldv, G->ldv,
-                                   J->up + e * J->u_floats, 0.0f, mm + e * G->tmax * g->m, g->m);
+    if (s2)
+        wino_s2_gemms(J, v, mm, T);
+    else
+        for (int e = 0; e < G->ne; e++)
+            inf__ops_sgemm_packed_avx2(NULL, false, T, g->m, g->c, 1.0f, v + e * G->tmax * G->ldv, G->ldv,
+                                       J->up + e * J->u_floats, 0.0f, mm + e * G->tmax * g->m, g->m);
     for (int64_t r = 0; r < nr; r++) {
         int64_t n = (r0 + r) / G->tiles_y, ty = (r0 + r) % G->tiles_y;
         for (int64_t tx = 0; tx < G->tiles_x; tx++)
-            output_tile(G, mm, g->m, r * G->tiles_x + tx, os, tx);
+            if (s2)
+                output_tile_s2(G, mm, g->m, r * G->tiles_x + tx, T, os, tx);
+            else
+                output_tile(G, mm, g->m, r * G->tiles_x + tx, os, tx);
         for (int64_t i = 0; i < G->m && ty * G->m + i < g->oh; i++)
             store_row(J, os + i * G->wo * G->kp, n, ty * G->m + i);
     }
