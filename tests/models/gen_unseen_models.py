@@ -15,7 +15,8 @@ The test runs `infera run` at 1 and 2 threads and compares every output with bot
 references (rtol 1e-4, atol 1e-5).
 
 Families (torch 1.13, opsets 11-17): bidirectional 2-layer LSTM with initial states,
-sequence-first GRU, grouped/strided/dilated ConvTranspose and Conv, pools with ceil_mode
+sequence-first GRU, grouped/strided/dilated ConvTranspose and Conv, a ResNet-style downsampling front (Conv ->
+MaxPool, 3x3/2 convs of 32-128 channels) on odd sizes, pools with ceil_mode
 and count_include_pad, BatchNorm1d/GroupNorm/InstanceNorm/LayerNorm over two axes
 (decomposed at opset 13, LayerNormalization at 17), nn.MultiheadAttention with
 key_padding_mask and attn_mask, a pre-norm GELU TransformerEncoderLayer, Embedding with
@@ -111,6 +112,22 @@ def convs():
     return Fn(lambda ms, x: (ms[3](ms[2](ms[1](torch.relu(ms[0](x))))), ms[4](x.flatten(2))), [a, b, c, d, e])
 
 
+def downsample():
+    """A ResNet-style front on odd sizes: Conv+Relu -> MaxPool 2 (fused into the conv's store), 3x3/2 convs of
+    32 -> 64 and 64 -> 128 channels (the stride-2 Winograd's shapes), a Conv -> MaxPool 3/2 without an activation,
+    and a conv whose output a MaxPool and an Add both read (not fused)."""
+    stem, c1, c2, c3 = nn.Conv2d(3, 32, 3, padding=1), nn.Conv2d(32, 64, 3, stride=2, padding=1), \
+        nn.Conv2d(64, 128, 3, stride=2, padding=1), nn.Conv2d(128, 32, 3, padding=1)
+
+    def f(ms, x):
+        h = F.max_pool2d(torch.relu(ms[0](x)), 2)
+        h = torch.relu(ms[1](h))
+        g = ms[2](h)
+        p = F.max_pool2d(ms[3](torch.relu(g)), 3, stride=2)
+        return p, F.max_pool2d(g, 2) + g.mean((2, 3), keepdim=True)
+    return Fn(f, [stem, c1, c2, c3])
+
+
 def pools():
     return Fn(lambda ms, x: (
         F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=True),
@@ -191,6 +208,7 @@ TORCH_MODELS = {
     "gru_seqfirst": (gru_seqfirst, [spec([7, None, 4], batch_axis=1)], 11),
     "convs": (convs, [spec([4, 4, 5])], 13),
     "pools": (pools, [spec([2, 9, 8])], 17),
+    "downsample": (downsample, [spec([3, 37, 35])], 13),
     "norms13": (norms, [spec([4, 5, 6])], 13),
     "norms17": (norms, [spec([4, 5, 6])], 17),
     "mha_masks": (mha_masks, [spec([5, 8]), spec([5], dtype="b")], 14),
