@@ -538,14 +538,22 @@ inf_status inf__ops_maxpool2d(inf__kernel_ctx *ctx, const int64_t pool[4], const
  * AVX2 variant (ops/x86/pool_avx2.c; x86-64, only when
  * inf__cpu_has_avx2_fma(); input rows at most INF_POOL2D_MAX_W wide) and
  * its reference twin (the generic window loop of ops/ref/pool.c).  x and y
- * are n_planes planes of ih x iw and oh x ow.  Max is bit-exact between
+ * are n_planes planes of ih x iw and oh x ow (xplane, yplane floats apart
+ * when those are set: a band of rows of each plane).  Max is bit-exact between
  * the two; the average within float rounding (the reference sums in double). */
 #define INF_POOL2D_MAX_W 4096
 typedef struct inf__pool2d {
     int64_t ih, iw, oh, ow, kh, kw, sh, sw;
     int64_t pt, pl, pb, pr; /* pads: top, left, bottom, right */
     bool max, count_include_pad;
+    int64_t xplane, yplane; /* floats from one plane to the next: 0 for ih * iw and oh * ow */
 } inf__pool2d;
+static inline int64_t inf__pool2d_xplane(const inf__pool2d *g) {
+    return g->xplane ? g->xplane : g->ih * g->iw;
+}
+static inline int64_t inf__pool2d_yplane(const inf__pool2d *g) {
+    return g->yplane ? g->yplane : g->oh * g->ow;
+}
 void inf__ops_pool2d_f32_avx2(const inf__pool2d *g, const float *x, float *y, int64_t n_planes);
 /* Its AVX-512 sibling (ops/x86/pool_avx512.c; only when inf__cpu_has_avx512()):
  * the 2x2 stride-2 window 16 outputs wide, the rest through the AVX2 kernel;

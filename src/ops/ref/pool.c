@@ -292,7 +292,8 @@ void inf__ops_pool2d_f32_ref(const inf__pool2d *q, const float *x, float *y, int
                 int64_t opos[2] = {oy, ox};
                 window w;
                 make_window(&g, &p, opos, &w);
-                y[pl * g.out_total + oy * q->ow + ox] = (float)window_f32(&g, &p, x + pl * g.in_total, &w, NULL);
+                y[pl * inf__pool2d_yplane(q) + oy * q->ow + ox] =
+                    (float)window_f32(&g, &p, x + pl * inf__pool2d_xplane(q), &w, NULL);
             }
 }
 
@@ -379,7 +380,7 @@ static bool pool2d_fast(inf__kernel_ctx *ctx, const pool_params *p, const pool_g
     if (oh > POOL2D_MAX_PLANE_WORK / plane_work) return false;
     atomic_bool stopped = false;
     pool2d_task t = {{ih, g->in[l], oh, g->out[l], kh, g->k[l], l ? g->s[0] : 1, g->s[l], l ? g->pb[0] : 0, g->pb[l],
-                      l ? g->pe[0] : 0, g->pe[l], p->kind == POOL_MAX, p->count_include_pad},
+                      l ? g->pe[0] : 0, g->pe[l], p->kind == POOL_MAX, p->count_include_pad, 0, 0},
                      x->data,
                      y->data,
                      ctx,

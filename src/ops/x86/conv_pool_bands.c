@@ -83,10 +83,11 @@ static void band_tasks(void *arg, int64_t begin, int64_t end) {
                          .kw = p->kw,
                          .sh = p->sh,
                          .sw = p->sw,
-                         .max = true};
-        int64_t n = ng / g->group, plane0 = n * g->m + ng % g->group * g->mg;
-        for (int64_t c = 0; c < g->mg; c++)
-            B->pool2d(&q, buf + c * cs, B->y + ((plane0 + c) * p->oh + py0) * p->ow, 1);
+                         .max = true,
+                         .xplane = cs,
+                         .yplane = p->oh * p->ow};
+        int64_t plane0 = ng / g->group * g->m + ng % g->group * g->mg; /* every channel of the group in one call */
+        B->pool2d(&q, buf, B->y + (plane0 * p->oh + py0) * p->ow, g->mg);
     }
 }
 
