@@ -682,6 +682,36 @@ TEST(conv_pool_pass_fuses_maxpool_bit_exactly) {
         ASSERT_TRUE(memcmp(other + k * CAP, fused + k * CAP + numel[k] / 2, (size_t)numel[k] / 2 * sizeof(float)) == 0);
 }
 
+/* A warm run of conv_pool.onnx allocates nothing: the pooled rows kernel's
+ * band buffer is on its stack, the other ConvMaxPools' conv output in the
+ * kernel's scratch. */
+TEST(conv_pool_warm_run_allocates_nothing) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/models/conv_pool.onnx", INFERA_SOURCE_DIR);
+    inf_model *m;
+    inf_session *s;
+    inf_error err;
+    ASSERT_OK(inf_model_load(path, NULL, &m, &err));
+    inf_session_options so = {.n_threads = 2};
+    ASSERT_OK(inf_session_new(m, &so, &s, &err));
+    static float data[3 * 33 * 70];
+    int64_t dims[4] = {1, 3, 33, 70};
+    inf_tensor x;
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
+    const inf_tensor *in[1] = {&x};
+    inf_tensor *const *out;
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(inf_session_run(s, in, &out, &err)); /* warm up */
+    inf_alloc_stats before, after;
+    inf_alloc_get_stats(&before);
+    for (int i = 0; i < 10; i++)
+        ASSERT_OK(inf_session_run(s, in, &out, &err));
+    inf_alloc_get_stats(&after);
+    ASSERT_EQ(after.n_allocs - before.n_allocs, 0);
+    inf_session_free(s);
+    inf_model_free(m);
+}
+
 /* A warm run of conv_add.onnx allocates nothing, its broadcast ConvAdd (y_c)
  * included: the Conv's output before the broadcast Add lives in the
  * kernel's scratch, counted against the session's memory limit (it was a
