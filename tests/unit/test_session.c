@@ -682,34 +682,39 @@ TEST(conv_pool_pass_fuses_maxpool_bit_exactly) {
         ASSERT_TRUE(memcmp(other + k * CAP, fused + k * CAP + numel[k] / 2, (size_t)numel[k] / 2 * sizeof(float)) == 0);
 }
 
+/* Runs model `path` on x three times, then `runs` times more: those allocate nothing. */
+static void warm_runs_allocate_nothing(const char *path, const inf_tensor *x, int threads, int runs) {
+    inf_model *m;
+    inf_session *s;
+    inf_error err;
+    ASSERT_OK(inf_model_load(path, NULL, &m, &err));
+    inf_session_options so = {.n_threads = threads};
+    ASSERT_OK(inf_session_new(m, &so, &s, &err));
+    const inf_tensor *in[1] = {x};
+    inf_tensor *const *out;
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(inf_session_run(s, in, &out, &err)); /* warm up */
+    inf_alloc_stats before, after;
+    inf_alloc_get_stats(&before);
+    for (int i = 0; i < runs; i++)
+        ASSERT_OK(inf_session_run(s, in, &out, &err));
+    inf_alloc_get_stats(&after);
+    ASSERT_EQ(after.n_allocs - before.n_allocs, 0);
+    inf_session_free(s);
+    inf_model_free(m);
+}
+
 /* A warm run of conv_pool.onnx allocates nothing: the pooled rows kernel's
  * band buffer is on its stack, the other ConvMaxPools' conv output in the
  * kernel's scratch. */
 TEST(conv_pool_warm_run_allocates_nothing) {
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/models/conv_pool.onnx", INFERA_SOURCE_DIR);
-    inf_model *m;
-    inf_session *s;
-    inf_error err;
-    ASSERT_OK(inf_model_load(path, NULL, &m, &err));
-    inf_session_options so = {.n_threads = 2};
-    ASSERT_OK(inf_session_new(m, &so, &s, &err));
     static float data[3 * 33 * 70];
     int64_t dims[4] = {1, 3, 33, 70};
     inf_tensor x;
     inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
-    const inf_tensor *in[1] = {&x};
-    inf_tensor *const *out;
-    for (int i = 0; i < 3; i++)
-        ASSERT_OK(inf_session_run(s, in, &out, &err)); /* warm up */
-    inf_alloc_stats before, after;
-    inf_alloc_get_stats(&before);
-    for (int i = 0; i < 10; i++)
-        ASSERT_OK(inf_session_run(s, in, &out, &err));
-    inf_alloc_get_stats(&after);
-    ASSERT_EQ(after.n_allocs - before.n_allocs, 0);
-    inf_session_free(s);
-    inf_model_free(m);
+    warm_runs_allocate_nothing(path, &x, 2, 10);
 }
 
 /* A warm run of conv_add.onnx allocates nothing, its broadcast ConvAdd (y_c)
@@ -720,25 +725,9 @@ TEST(conv_pool_warm_run_allocates_nothing) {
 TEST(conv_add_broadcast_warm_run_allocates_nothing) {
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/models/conv_add.onnx", INFERA_SOURCE_DIR);
-    inf_model *m;
-    inf_session *s;
-    inf_error err;
-    ASSERT_OK(inf_model_load(path, NULL, &m, &err));
-    ASSERT_OK(inf_session_new(m, NULL, &s, &err));
     static float data[336];
     int64_t dims[4] = {2, 4, 6, 7};
     inf_tensor x;
     inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
-    const inf_tensor *in[1] = {&x};
-    inf_tensor *const *out;
-    for (int i = 0; i < 3; i++)
-        ASSERT_OK(inf_session_run(s, in, &out, &err)); /* warm up */
-    inf_alloc_stats before, after;
-    inf_alloc_get_stats(&before);
-    for (int i = 0; i < 20; i++)
-        ASSERT_OK(inf_session_run(s, in, &out, &err));
-    inf_alloc_get_stats(&after);
-    ASSERT_EQ(after.n_allocs - before.n_allocs, 0);
-    inf_session_free(s);
-    inf_model_free(m);
+    warm_runs_allocate_nothing(path, &x, 1, 20);
 }

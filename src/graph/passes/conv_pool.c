@@ -58,14 +58,9 @@ inf_status inf__pass_conv_pool(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
         if (ci < 0)
             continue;
         const inf__node *conv = &pc->g->nodes[ci];
-        int64_t *ints = inf__arena_alloc(&pc->model->arena, 4 * sizeof *ints);
-        if (!ints)
-            return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
-        memcpy(ints, pool, sizeof pool);
         inf__attr attrs[MAX_ATTRS];
-        memcpy(attrs, conv->attrs, (size_t)conv->n_attrs * sizeof *attrs);
-        attrs[conv->n_attrs] = (inf__attr){.name = "pool_kernel", .type = INF_ATTR_INTS, .n = 2, .ints = ints};
-        attrs[conv->n_attrs + 1] = (inf__attr){.name = "pool_strides", .type = INF_ATTR_INTS, .n = 2, .ints = ints + 2};
+        if (!inf__pass_pool_attrs(pc, conv, pool, attrs))
+            return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
         inf__epilogue ep = conv->epilogue;
         inf__ops_conv_add_packing_follows(true);
         inf_status st = inf__pass_rewrite(pc, mp, "ai.infera", "ConvMaxPool", 1, conv->n_inputs, conv->inputs,

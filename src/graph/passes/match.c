@@ -79,6 +79,17 @@ bool inf__pass_plain_maxpool(const inf__pass_ctx *pc, int mp, bool overlap, int6
     return true;
 }
 
+bool inf__pass_pool_attrs(inf__pass_ctx *pc, const inf__node *node, const int64_t *pool, inf__attr *attrs) {
+    int64_t *ints = inf__arena_alloc(&pc->model->arena, 4 * sizeof *ints);
+    if (!ints)
+        return false;
+    memcpy(ints, pool, 4 * sizeof *ints);
+    memcpy(attrs, node->attrs, (size_t)node->n_attrs * sizeof *attrs);
+    attrs[node->n_attrs] = (inf__attr){.name = "pool_kernel", .type = INF_ATTR_INTS, .n = 2, .ints = ints};
+    attrs[node->n_attrs + 1] = (inf__attr){.name = "pool_strides", .type = INF_ATTR_INTS, .n = 2, .ints = ints + 2};
+    return true;
+}
+
 static void forget_reads(inf__graph *g, const inf__node *node) {
     for (int k = 0; k < node->n_inputs; k++)
         if (node->inputs[k] >= 0) g->values[node->inputs[k]].n_consumers--;

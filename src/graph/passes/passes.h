@@ -58,6 +58,10 @@ const inf_tensor *inf__pass_const_of(const inf__pass_ctx *pc, int v, inf_dtype d
  * is a plain one: live, one output (no Indices), no padding, dilation 1,
  * floor mode; windows that overlap (stride < kernel) only when overlap. */
 bool inf__pass_plain_maxpool(const inf__pass_ctx *pc, int mp, bool overlap, int64_t *pool);
+/* attrs = node's attributes, then pool_kernel = pool[0..1] and pool_strides
+ * = pool[2..3] (kept in the model's arena): node->n_attrs + 2 entries.
+ * False when out of memory. */
+bool inf__pass_pool_attrs(inf__pass_ctx *pc, const inf__node *node, const int64_t *pool, inf__attr *attrs);
 /* Is value v a one-element float32 constant?  Its value in *out. */
 bool inf__pass_scalar(const inf__pass_ctx *pc, int v, float *out);
 /* Is value v a one-element constant within tol of want? */

@@ -94,13 +94,9 @@ static inf_status fuse_pools(inf__pass_ctx *pc, int *n_rewritten, inf_error *err
             pc->g->nodes[a].n_attrs + 2 > MAX_ATTRS)
             continue;
         const inf__node *na = &pc->g->nodes[a];
-        int64_t *ints = inf__arena_alloc(&pc->model->arena, 4 * sizeof *ints);
-        if (!ints) return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
-        memcpy(ints, pool, sizeof pool);
         inf__attr attrs[MAX_ATTRS];
-        memcpy(attrs, na->attrs, (size_t)na->n_attrs * sizeof *attrs);
-        attrs[na->n_attrs] = (inf__attr){.name = "pool_kernel", .type = INF_ATTR_INTS, .n = 2, .ints = ints};
-        attrs[na->n_attrs + 1] = (inf__attr){.name = "pool_strides", .type = INF_ATTR_INTS, .n = 2, .ints = ints + 2};
+        if (!inf__pass_pool_attrs(pc, na, pool, attrs))
+            return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
         inf__epilogue ep = na->epilogue;
         int removed[1] = {a};
         inf_status st = inf__pass_rewrite(pc, mp, "ai.infera", "QConv", 1, na->n_inputs, na->inputs, na->n_attrs + 2,

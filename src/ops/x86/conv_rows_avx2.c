@@ -57,15 +57,8 @@ void inf__conv2d_rows_pack_w(int64_t m, int64_t group, int64_t kdim, const float
     inf__conv2d_pack_w_blocked(m, group, kdim, RB, w, dst);
 }
 
-typedef struct rows_job {
-    const inf__conv2d *g;
-    inf__conv2d_input xg;
-    const float *x;      /* the pass's first image: padded buffer or X */
-    const float *wp, *bias, *res;
-    float *y;            /* the pass's first image */
-    int64_t kdim, npos, nblk;
-    int64_t off[KMAX];   /* tap k's offset in a (padded) image of the group */
-} rows_job;
+#define ROWS_LANES 8 /* floats per vector */
+#include "ops/x86/conv_rows_drive.h"
 
 /* R channels x V vectors (the last with `tail` valid lanes) at x0 (the
  * tile's first position in the input), W block w ([K][RB]); then the
@@ -136,63 +129,9 @@ static void tile_any(int R, int V, const rows_job *J, const float *x0, const flo
 #undef TILE_V
 }
 
-/* Conv row oy of image-group ng, every channel of the group: channel c at
- * y + c * ys (res, when not NULL, at the same position of Y's layout). */
-static void conv_row(const rows_job *J, int64_t ng, int64_t oy, float *y, int64_t ys) {
-    const inf__conv2d *g = J->g;
-    int64_t n = ng / g->group, gi = ng % g->group;
-    const float *xrow = J->x + (n * g->c + gi * g->cg) * J->xg.ph * J->xg.pw + oy * g->sh * J->xg.pw;
-    int64_t row0 = gi * g->mg, rbase = (n * g->m + row0) * J->npos + oy * g->ow;
-    for (int64_t b = 0; b < J->nblk; b++) {
-        int R = (int)min64(RB, g->mg - b * RB);
-        const float *w = J->wp + (gi * J->nblk + b) * J->kdim * RB;
-        const float *bias = J->bias ? J->bias + row0 + b * RB : NULL;
-        const float *res = J->res ? J->res + rbase + b * RB * J->npos : NULL;
-        float *yb = y + b * RB * ys;
-        for (int64_t ox = 0; ox < g->ow; ox += 8 * VB) {
-            int64_t cnt = min64(8 * VB, g->ow - ox);
-            int V = (int)((cnt + 7) / 8), tail = (int)(cnt - 8 * (V - 1));
-            tile_any(R, V, J, xrow + ox, w, bias, res ? res + ox : NULL, yb + ox, ys, tail);
-        }
-    }
-}
-
-/* The row function of the pooled store (inf__conv2d_pooled_rows). */
-static void pooled_row(const void *job, int64_t ng, int64_t oy, float *dst, int64_t cstride) {
-    conv_row(job, ng, oy, dst, cstride);
-}
-
-/* Tasks: output rows (image-group, oy). */
-static void rows_tasks(void *arg, int64_t begin, int64_t end) {
-    const rows_job *J = arg;
-    const inf__conv2d *g = J->g;
-    for (int64_t t = begin; t < end; t++) {
-        int64_t ng = t / g->oh, oy = t % g->oh, n = ng / g->group, gi = ng % g->group;
-        conv_row(J, ng, oy, J->y + (n * g->m + gi * g->mg) * J->npos + oy * g->ow, J->npos);
-    }
-}
-
 void inf__conv2d_rows_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                const float *bias, const float *res, float *scratch, float *y) {
-    rows_job J = {.g = g, .xg = inf__conv2d_input_geom(g), .wp = wp, .bias = bias, .kdim = g->cg * g->kh * g->kw,
-                  .npos = g->oh * g->ow, .nblk = (g->mg + RB - 1) / RB};
-    if (J.kdim <= 0 || J.kdim > KMAX || J.npos <= 0 || g->mg <= 0 || g->sw != 1) return;
-    int64_t khw = g->kh * g->kw, plane = J.xg.ph * J.xg.pw;
-    for (int64_t k = 0; k < J.kdim; k++)
-        J.off[k] = k / khw * plane + k % khw / g->kw * g->dh * J.xg.pw + k % g->kw * g->dw;
-    int64_t work = g->ow * g->mg * J.kdim; /* multiply-adds per task (a row) */
-    bool pooled = g->pool != NULL;         /* res is NULL then; conv.c checked inf__conv2d_pooled_fits */
-    int64_t ystep = pooled ? g->m * g->pool->oh * g->pool->ow : g->m * J.npos;
-    for (int64_t n0 = 0; n0 < g->n; n0 += J.xg.per_pass) {
-        int64_t imgs = min64(J.xg.per_pass, g->n - n0);
-        J.x = inf__conv2d_input_pass(pool, g, &J.xg, x, n0, imgs, scratch);
-        J.y = y + n0 * ystep;
-        J.res = res ? res + n0 * g->m * J.npos : NULL;
-        if (pooled)
-            inf__conv2d_pooled_rows(pool, g, imgs, &J, pooled_row, inf__ops_pool2d_f32_avx2, J.y);
-        else
-            inf__pool_range(pool, imgs * g->group * g->oh, work >= 32768 ? 1 : 32768 / (work + 1) + 1, rows_tasks, &J);
-    }
+    rows_run(pool, g, x, wp, bias, res, scratch, y, inf__ops_pool2d_f32_avx2);
 }
 
 #endif /* x86-64 with AVX2 and FMA */
