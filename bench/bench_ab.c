@@ -236,6 +236,16 @@ static void print_profiles(engine *a, engine *b) {
             s[k] += v[k];
         printf("%-36.36s %9.1f %9.1f %9.1f %9.1f\n", pa[i].name ? pa[i].name : "?", v[0], v[1], v[2], v[3]);
     }
+    for (int j = 0; j < nb && j < MAX_NODES; j++) { /* B's nodes A does not have (a fusion A lacks) */
+        bool in_a = false;
+        for (int i = 0; i < na && i < MAX_NODES && !in_a; i++)
+            in_a = pa[i].name && pb[j].name && strcmp(pb[j].name, pa[i].name) == 0;
+        if (in_a)
+            continue;
+        double cb = pb[j].calls > 0 ? (double)pb[j].calls : 1, v[2] = {pb[j].min_ns * 1e-3, pb[j].total_ns * 1e-3 / cb};
+        s[1] += v[0], s[3] += v[1];
+        printf("%-36.36s %9.1f %9.1f %9.1f %9.1f (B only)\n", pb[j].name ? pb[j].name : "?", 0.0, v[0], 0.0, v[1]);
+    }
     printf("%-36s %9.1f %9.1f %9.1f %9.1f\n", "sum of nodes", s[0], s[1], s[2], s[3]);
     printf("%-36s %9s %9s %9.1f %9.1f\n", "whole run (mean)", "", "", ta.runs ? ta.run_ns * 1e-3 / ta.runs : 0,
            tb.runs ? tb.run_ns * 1e-3 / tb.runs : 0);

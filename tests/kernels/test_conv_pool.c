@@ -13,8 +13,9 @@
  * 3x3/2 pool (several bands a task, overlapping windows kept across bands),
  * odd sizes (floor drops the last row / column), a 3x3/1 pool, channels not
  * a multiple of the 4-channel block, two groups, batch 1 to 3, no bias, Clip,
- * no activation; pools of 1, 2 and 3 threads; inf__conv2d_pooled_fits's
- * answer for each and for a row too wide for the task's buffer.
+ * no activation, a NaN in X (every case without Relu, a third with: Relu
+ * makes it 0); pools of 1, 2 and 3 threads; inf__conv2d_pooled_fits's answer
+ * for each and for a row too wide for the task's buffer.
  * AVX2 kernel always; the AVX-512 one on the avx512 path (ctest runs the test
  * again with INFERA_CPU=avx2: kernels_test_conv_pool_avx2path).
  */
@@ -64,18 +65,20 @@ static void conv_ref(const inf__conv2d *g, const float *x, const float *w, const
         }
 }
 
-/* The max over each window of y (no NaN in these cases). */
+/* The max over each window of y: NaN when any element is (MaxPool's rule). */
 static void pool_ref(const inf__conv2d *g, const inf__conv2d_maxpool *p, const float *y, float *out) {
     for (int64_t pl = 0; pl < g->n * g->m; pl++)
         for (int64_t py = 0; py < p->oh; py++)
             for (int64_t px = 0; px < p->ow; px++) {
                 float m = -INFINITY;
+                bool nan = false;
                 for (int64_t i = 0; i < p->kh; i++)
                     for (int64_t j = 0; j < p->kw; j++) {
                         float v = y[(pl * g->oh + py * p->sh + i) * g->ow + px * p->sw + j];
+                        nan = nan || v != v;
                         m = v > m ? v : m;
                     }
-                out[(pl * p->oh + py) * p->ow + px] = m;
+                out[(pl * p->oh + py) * p->ow + px] = nan ? NAN : m;
             }
 }
 
@@ -140,6 +143,8 @@ static void run_case(inf__pool *pool, const pool_case *c) {
         w[i] = uniform();
     for (int64_t i = 0; i < g.m; i++)
         b[i] = 0.25f * uniform();
+    if (c->act != INF_EPILOGUE_RELU || next_u64() % 3 == 0) /* Relu makes it 0, Clip and none keep it */
+        x[rand_in(0, nx - 1)] = NAN;
     const float *bias = c->bias ? b : NULL;
     conv_ref(&g, x, w, bias, y);
     pool_ref(&g, &p, y, want);
