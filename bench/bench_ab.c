@@ -15,8 +15,9 @@
  * round (p50 of A and of B in us, B / A) and at the end the median of the
  * per-round ratios and how many rounds B was faster.  With --profile both
  * sessions count per node; at the end each node's minimum and mean call
- * over all runs are printed for A and B, and the whole run's mean (what
- * lies outside the nodes).  Inputs: every input of the model must be
+ * over all runs are printed for A and B (matched by node name; B's nodes
+ * that A lacks -- a fusion's -- after them, marked "B only"), and the whole
+ * run's mean (what lies outside the nodes).  Inputs: every input of the model must be
  * float; each is filled with a fixed pattern, dimension 0 = --batch, other
  * unknown dimensions 1.  Defaults: 1 thread, batch 1, 20 rounds of 300
  * runs, 20 warm-up.  The same build as A and B (an A/A control) gave
