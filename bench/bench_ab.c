@@ -15,8 +15,9 @@
  * round (p50 of A and of B in us, B / A) and at the end the median of the
  * per-round ratios and how many rounds B was faster.  With --profile both
  * sessions count per node; at the end each node's minimum and mean call
- * over all runs are printed for A and B, and the whole run's mean (what
- * lies outside the nodes).  Inputs: every input of the model must be
+ * over all runs are printed for A and B (matched by node name; B's nodes
+ * that A lacks -- a fusion's -- after them, marked "B only"), and the whole
+ * run's mean (what lies outside the nodes).  Inputs: every input of the model must be
  * float; each is filled with a fixed pattern, dimension 0 = --batch, other
  * unknown dimensions 1.  Defaults: 1 thread, batch 1, 20 rounds of 300
  * runs, 20 warm-up.  The same build as A and B (an A/A control) gave
@@ -235,6 +236,16 @@ static void print_profiles(engine *a, engine *b) {
         for (int k = 0; k < 4; k++)
             s[k] += v[k];
         printf("%-36.36s %9.1f %9.1f %9.1f %9.1f\n", pa[i].name ? pa[i].name : "?", v[0], v[1], v[2], v[3]);
+    }
+    for (int j = 0; j < nb && j < MAX_NODES; j++) { /* B's nodes A does not have (a fusion A lacks) */
+        bool in_a = false;
+        for (int i = 0; i < na && i < MAX_NODES && !in_a; i++)
+            in_a = pa[i].name && pb[j].name && strcmp(pb[j].name, pa[i].name) == 0;
+        if (in_a)
+            continue;
+        double cb = pb[j].calls > 0 ? (double)pb[j].calls : 1, v[2] = {pb[j].min_ns * 1e-3, pb[j].total_ns * 1e-3 / cb};
+        s[1] += v[0], s[3] += v[1];
+        printf("%-36.36s %9.1f %9.1f %9.1f %9.1f (B only)\n", pb[j].name ? pb[j].name : "?", 0.0, v[0], 0.0, v[1]);
     }
     printf("%-36s %9.1f %9.1f %9.1f %9.1f\n", "sum of nodes", s[0], s[1], s[2], s[3]);
     printf("%-36s %9s %9s %9.1f %9.1f\n", "whole run (mean)", "", "", ta.runs ? ta.run_ns * 1e-3 / ta.runs : 0,

@@ -41,7 +41,9 @@
  *      applied in place right after its kernel (graph/session.c), or by
  *      the kernel itself in its store (inf__kernel_ctx.epilogue_done): one
  *      node and one pass over memory less, bit-identical results (same
- *      comparisons).
+ *      comparisons).  After it: QConv chains kept uint8 (passes/qdq_chain.c)
+ *      and a float Conv (+ Relu/Clip) -> MaxPool -> the internal
+ *      ConvMaxPool (passes/conv_pool.c).
  *   4. dead-node elimination: nodes whose outputs nobody reads are dropped.
  * Then the node list is compacted and producers/consumers recounted.
  * A node that fails to fold is kept, so its error surfaces at run time with
@@ -300,9 +302,13 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
     if (st == INF_OK) fuse_activations(g, dead);
     if (st == INF_OK) { /* after activation fusion: a QConv's Relu is applied before its uint8 store */
         inf__pass_ctx pc = {model, g, dead};
-        int n_chain = 0;
+        int n_chain = 0, n_pool = 0;
         st = inf__pass_qdq_chain(&pc, &n_chain, err);
         if (n_chain) inf__log(INF_LOG_DEBUG, "optimizer: %d QConv+MaxPool, QConv+Add fused, QConv->QConv or QGemm->QGemm kept uint8", n_chain);
+        if (st == INF_OK)
+            st = inf__pass_conv_pool(&pc, &n_pool, err); /* the Conv's Relu is its epilogue by now */
+        if (n_pool)
+            inf__log(INF_LOG_DEBUG, "optimizer: %d Conv+MaxPool -> ConvMaxPool", n_pool);
     }
     for (int n = g->n_nodes - 1; n >= 0 && st == INF_OK; n--) /* reverse order removes whole dead chains */
         if (!dead[n] && is_unused(g, &g->nodes[n])) {

@@ -269,6 +269,7 @@ const inf__op_facts inf__op_facts_table[] = {
     FACTS(MS, "QLinearSoftmax", .shape = INF_SHAPE_SAME),
     FACTS(INFERA, "Attention", .batch = "BBBE", .batch_check = INF_BATCH_RANK4),
     FACTS(INFERA, "ConvAdd", .takes_activation = true, .batch = "BCCE"),
+    FACTS(INFERA, "ConvMaxPool", .batch = "BC"), /* its epilogue (Relu, Clip) comes with its Conv */
     FACTS(INFERA, "FusedMatMul", .batch = "BCCE", .batch_check = INF_BATCH_ROWS),
     FACTS(INFERA, "Gelu", .inplace_inputs = 0x1, .shape = INF_SHAPE_SAME, .batch = "BF"),
     FACTS(INFERA, "QAttention", .batch = "BBBE", .batch_check = INF_BATCH_RANK4),

@@ -371,11 +371,22 @@ void inf__attention_kt_avx2(const float *k, int64_t ldk, int64_t sk, int64_t d, 
  * are 32-bit: the caller keeps ih*iw, and iw + pads + the dilated kernel +
  * 16*sw, below INF_CONV2D_MAX_SPAN.  x: [n, c, ih, iw], y: [n, m, oh, ow]. */
 #define INF_CONV2D_MAX_SPAN ((int64_t)1 << 28)
+/* A MaxPool fused into a 2-D Conv's store (ConvMaxPool, made by
+ * graph/passes/conv_pool.c): kh x kw windows at strides sh, sw over the
+ * conv's oh x ow output (after bias and activation), no padding, no
+ * dilation, floor: oh x ow here are the pooled sizes. */
+typedef struct inf__conv2d_maxpool {
+    int64_t kh, kw, sh, sw, oh, ow;
+} inf__conv2d_maxpool;
 typedef struct inf__conv2d {
     int64_t n, c, m, group, cg, mg;
     int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
     int act; /* inf__epilogue_kind: NONE, RELU or CLIP */
     float lo, hi;
+    /* NULL, or the MaxPool the kernel applies before its store (only the
+     * rows variant takes one: inf__conv2d_pooled_fits); y is then the
+     * pooled [n, m, pool->oh, pool->ow] */
+    const inf__conv2d_maxpool *pool;
 } inf__conv2d;
 /* W [m, kdim] (m/group rows a group) in blocks of `width` output channels:
  * per group and block, kdim rows of width floats (missing channels zero).
@@ -455,6 +466,22 @@ void inf__conv2d_rows_f32_avx2(inf__pool *pool, const inf__conv2d *g, const floa
  * inf__cpu_has_avx512()): the same W packing, scratch, arguments and bits. */
 void inf__conv2d_rows_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                  const float *bias, const float *res, float *scratch, float *y);
+/* The pooled store of the rows variants (ops/x86/conv_pool_bands.c), for g->pool
+ * set: tasks are bands of pooled rows of one image and group; a task
+ * computes the conv rows its windows read (all the group's channels, bias
+ * and activation applied) into a buffer on its stack with row(job, ng, oy,
+ * dst, cstride) -- conv row oy of image-group ng, channel c at dst + c *
+ * cstride -- and pools them with pool2d into y: the same bits as the Conv
+ * then the MaxPool (max is exact).  Rows shared by two windows are computed
+ * once per task (kept from the band before).  res must be NULL.
+ * inf__conv2d_pooled_fits(g): one window's rows of every channel fit the
+ * buffer (else the caller pools a full conv output). */
+typedef void (*inf__conv2d_row_fn)(const void *job, int64_t ng, int64_t oy, float *dst, int64_t cstride);
+struct inf__pool2d;
+typedef void (*inf__pool2d_fn)(const struct inf__pool2d *g, const float *x, float *y, int64_t n_planes);
+bool inf__conv2d_pooled_fits(const inf__conv2d *g);
+void inf__conv2d_pooled_rows(inf__pool *pool, const inf__conv2d *g, int64_t imgs, const void *job,
+                             inf__conv2d_row_fn row, inf__pool2d_fn pool2d, float *y);
 /* The Winograd variant (ops/x86/conv_winograd_avx2.c) for 3x3, stride-1,
  * dilation-1, one-group Convs with enough channels, and 3x3/2 ones where it
  * pays: inf__conv2d_winograd_tile(g) gives the output tile side (2:
@@ -510,19 +537,33 @@ void inf__conv2d_winograd_f32_avx512(inf__pool *pool, int tile, const inf__conv2
  * ConvAdd read from a bundle packs its constant W at init, as a Conv does. */
 void inf__ops_conv_add_packing_follows(bool follows);
 void inf__ops_conv_add_take_packing(inf__node *conv_add, const inf__node *conv);
+/* ConvMaxPool (graph/passes/conv_pool.c) takes its Conv's packing the same way. */
+/* MaxPool of x [n, c, ih, iw] (float32/64/16) into y [n, c, oh, ow] with
+ * kh x kw windows at strides sh, sw (pool = {kh, kw, sh, sw}), no padding,
+ * floor: the MaxPool kernel's code (ops/ref/pool.c), for ConvMaxPool's
+ * general path. */
+inf_status inf__ops_maxpool2d(inf__kernel_ctx *ctx, const int64_t pool[4], const inf_tensor *x, inf_tensor *y);
 
 /* 2-D float32 MaxPool / AveragePool without dilation or indices: the
  * AVX2 variant (ops/x86/pool_avx2.c; x86-64, only when
  * inf__cpu_has_avx2_fma(); input rows at most INF_POOL2D_MAX_W wide) and
  * its reference twin (the generic window loop of ops/ref/pool.c).  x and y
- * are n_planes planes of ih x iw and oh x ow.  Max is bit-exact between
+ * are n_planes planes of ih x iw and oh x ow (xplane, yplane floats apart
+ * when those are set: a band of rows of each plane).  Max is bit-exact between
  * the two; the average within float rounding (the reference sums in double). */
 #define INF_POOL2D_MAX_W 4096
 typedef struct inf__pool2d {
     int64_t ih, iw, oh, ow, kh, kw, sh, sw;
     int64_t pt, pl, pb, pr; /* pads: top, left, bottom, right */
     bool max, count_include_pad;
+    int64_t xplane, yplane; /* floats from one plane to the next: 0 for ih * iw and oh * ow */
 } inf__pool2d;
+static inline int64_t inf__pool2d_xplane(const inf__pool2d *g) {
+    return g->xplane ? g->xplane : g->ih * g->iw;
+}
+static inline int64_t inf__pool2d_yplane(const inf__pool2d *g) {
+    return g->yplane ? g->yplane : g->oh * g->ow;
+}
 void inf__ops_pool2d_f32_avx2(const inf__pool2d *g, const float *x, float *y, int64_t n_planes);
 /* Its AVX-512 sibling (ops/x86/pool_avx512.c; only when inf__cpu_has_avx512()):
  * the 2x2 stride-2 window 16 outputs wide, the rest through the AVX2 kernel;

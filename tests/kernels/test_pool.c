@@ -51,7 +51,7 @@ static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe
 }
 
 static void check_one(void) {
-    inf__pool2d q;
+    inf__pool2d q = {0}; /* xplane, yplane 0: dense planes */
     int64_t planes = rand_in(1, 5);
     q.ih = rand_in(1, 70), q.iw = next_u64() % 3 ? rand_in(1, 40) : rand_in(1, 70);
     q.kh = rand_in(1, 5), q.kw = rand_in(1, 5);

@@ -113,8 +113,8 @@ static bool run_threads(const pool_case *pc, const uint8_t *bytes, size_t size, 
 }
 
 static void check_case(const pool_case *pc, int64_t n) {
-    inf__pool2d q = {pc->ih, pc->iw,      0,           0,           pc->kh,      pc->kw,  pc->sh,
-                     pc->sw, pc->pads[0], pc->pads[1], pc->pads[2], pc->pads[3], pc->max, false};
+    inf__pool2d q = {pc->ih,      pc->iw,      0,           0,           pc->kh,  pc->kw, pc->sh, pc->sw,
+                     pc->pads[0], pc->pads[1], pc->pads[2], pc->pads[3], pc->max, false,  0,      0};
     q.oh = out_dim(pc->ih, pc->kh, pc->sh, pc->pads[0], pc->pads[2]);
     q.ow = out_dim(pc->iw, pc->kw, pc->sw, pc->pads[1], pc->pads[3]);
     if (q.oh < 1 || q.ow < 1) return;

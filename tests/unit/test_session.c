@@ -644,6 +644,79 @@ TEST(conv_add_pass_fuses_residuals_bit_exactly) {
         ASSERT_TRUE(memcmp(one + k * CAP, fused + k * CAP, (size_t)numel[k] / 2 * sizeof(float)) == 0);
 }
 
+/* conv_pool.onnx (tests/models/gen_conv_pool_model.py): four Conv (+ Relu /
+ * Clip) -> MaxPool chains become ConvMaxPool -- two on the rows kernel, which
+ * pools in its store (2x2/2 and an overlapping 3x3/2 on a 33 x 70 input,
+ * odd rows dropped by floor; several bands a task), one on the direct and
+ * one on the pointwise kernel, which pool after the Conv; four stay (the
+ * Conv's output also a graph output, a padded pool, a LeakyRelu, ceil mode).
+ * 20 nodes become 12.  The fused results are bit-identical to the
+ * unoptimised graph (max is exact, the activation comes before it) on 1, 2
+ * and 3 threads, and image 1 run alone gives the bits it has in the batch.
+ * ctest runs it again on the AVX2 and the generic paths (unit_conv_pool_*). */
+TEST(conv_pool_pass_fuses_maxpool_bit_exactly) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/models/conv_pool.onnx", INFERA_SOURCE_DIR);
+    enum { N_OUT = 9, CAP = 35840, IMG = 3 * 33 * 70 };
+    static float data[2 * IMG], plain[N_OUT * CAP], fused[N_OUT * CAP], other[N_OUT * CAP];
+    static const int numel[N_OUT] = {35840, 6528, 8704, 21080, 16864, 4080, 4352, 4080, 4352};
+    test_fill_uniform(data, 2 * IMG, 0x9E3779B97F4A7C15ull, -2.0, 2.0);
+    int64_t dims[4] = {2, 3, 33, 70};
+    inf_tensor x;
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
+    test_run_plain_and_fused(path, &x, plain, fused, N_OUT, CAP, 20, 12);
+    for (int k = 0; k < N_OUT; k++)
+        for (int i = 0; i < numel[k]; i++)
+            if (memcmp(&fused[k * CAP + i], &plain[k * CAP + i], sizeof(float)))
+                TEST_FAIL_AT("output %d element %d: fused %.9g, plain %.9g", k, i, fused[k * CAP + i],
+                             plain[k * CAP + i]);
+    int n_fused = 0;
+    for (int threads = 2; threads <= 3; threads++) {
+        test_run_floats(path, true, threads, &x, other, N_OUT, CAP, &n_fused);
+        ASSERT_TRUE(memcmp(fused, other, sizeof fused) == 0);
+    }
+    dims[0] = 1; /* image 1 alone */
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data + IMG);
+    test_run_floats(path, true, 2, &x, other, N_OUT, CAP, &n_fused);
+    for (int k = 0; k < N_OUT; k++)
+        ASSERT_TRUE(memcmp(other + k * CAP, fused + k * CAP + numel[k] / 2, (size_t)numel[k] / 2 * sizeof(float)) == 0);
+}
+
+/* Runs model `path` on x three times, then `runs` times more: those allocate nothing. */
+static void warm_runs_allocate_nothing(const char *path, const inf_tensor *x, int threads, int runs) {
+    inf_model *m;
+    inf_session *s;
+    inf_error err;
+    ASSERT_OK(inf_model_load(path, NULL, &m, &err));
+    inf_session_options so = {.n_threads = threads};
+    ASSERT_OK(inf_session_new(m, &so, &s, &err));
+    const inf_tensor *in[1] = {x};
+    inf_tensor *const *out;
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(inf_session_run(s, in, &out, &err)); /* warm up */
+    inf_alloc_stats before, after;
+    inf_alloc_get_stats(&before);
+    for (int i = 0; i < runs; i++)
+        ASSERT_OK(inf_session_run(s, in, &out, &err));
+    inf_alloc_get_stats(&after);
+    ASSERT_EQ(after.n_allocs - before.n_allocs, 0);
+    inf_session_free(s);
+    inf_model_free(m);
+}
+
+/* A warm run of conv_pool.onnx allocates nothing: the pooled rows kernel's
+ * band buffer is on its stack, the other ConvMaxPools' conv output in the
+ * kernel's scratch. */
+TEST(conv_pool_warm_run_allocates_nothing) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/models/conv_pool.onnx", INFERA_SOURCE_DIR);
+    static float data[3 * 33 * 70];
+    int64_t dims[4] = {1, 3, 33, 70};
+    inf_tensor x;
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
+    warm_runs_allocate_nothing(path, &x, 2, 10);
+}
+
 /* A warm run of conv_add.onnx allocates nothing, its broadcast ConvAdd (y_c)
  * included: the Conv's output before the broadcast Add lives in the
  * kernel's scratch, counted against the session's memory limit (it was a
@@ -652,25 +725,9 @@ TEST(conv_add_pass_fuses_residuals_bit_exactly) {
 TEST(conv_add_broadcast_warm_run_allocates_nothing) {
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/models/conv_add.onnx", INFERA_SOURCE_DIR);
-    inf_model *m;
-    inf_session *s;
-    inf_error err;
-    ASSERT_OK(inf_model_load(path, NULL, &m, &err));
-    ASSERT_OK(inf_session_new(m, NULL, &s, &err));
     static float data[336];
     int64_t dims[4] = {2, 4, 6, 7};
     inf_tensor x;
     inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
-    const inf_tensor *in[1] = {&x};
-    inf_tensor *const *out;
-    for (int i = 0; i < 3; i++)
-        ASSERT_OK(inf_session_run(s, in, &out, &err)); /* warm up */
-    inf_alloc_stats before, after;
-    inf_alloc_get_stats(&before);
-    for (int i = 0; i < 20; i++)
-        ASSERT_OK(inf_session_run(s, in, &out, &err));
-    inf_alloc_get_stats(&after);
-    ASSERT_EQ(after.n_allocs - before.n_allocs, 0);
-    inf_session_free(s);
-    inf_model_free(m);
+    warm_runs_allocate_nothing(path, &x, 1, 20);
 }

@@ -53,6 +53,43 @@ bool inf__pass_const_fits(const inf__pass_ctx *pc, int c, int x) {
     return xv->has_info && xv->info.kind == INF_KIND_TENSOR && xv->info.ndim >= rank;
 }
 
+bool inf__pass_plain_maxpool(const inf__pass_ctx *pc, int mp, bool overlap, int64_t *pool) {
+    const inf__node *n = &pc->g->nodes[mp];
+    if (!inf__pass_node_is(pc, mp, "MaxPool") || n->n_inputs != 1 || (n->n_outputs > 1 && n->outputs[1] >= 0))
+        return false;
+    const char *ap = inf__attr_string(n, "auto_pad", "NOTSET");
+    if ((strcmp(ap, "NOTSET") && strcmp(ap, "VALID")) || inf__attr_int(n, "ceil_mode", 0))
+        return false;
+    int nk = 0, ns = 0, np = 0, nd = 0;
+    const int64_t *k = inf__attr_ints(n, "kernel_shape", &nk), *st = inf__attr_ints(n, "strides", &ns);
+    const int64_t *pads = inf__attr_ints(n, "pads", &np), *dil = inf__attr_ints(n, "dilations", &nd);
+    if (nk != 2 || (ns && ns != 2) || (np && np != 4) || (nd && nd != 2))
+        return false;
+    for (int i = 0; i < np; i++)
+        if (pads[i])
+            return false;
+    for (int i = 0; i < nd; i++)
+        if (dil[i] != 1)
+            return false;
+    for (int i = 0; i < 2; i++) {
+        pool[i] = k[i], pool[2 + i] = ns ? st[i] : 1;
+        if (pool[i] < 1 || pool[2 + i] < 1 || (!overlap && pool[2 + i] < pool[i]))
+            return false;
+    }
+    return true;
+}
+
+bool inf__pass_pool_attrs(inf__pass_ctx *pc, const inf__node *node, const int64_t *pool, inf__attr *attrs) {
+    int64_t *ints = inf__arena_alloc(&pc->model->arena, 4 * sizeof *ints);
+    if (!ints)
+        return false;
+    memcpy(ints, pool, 4 * sizeof *ints);
+    memcpy(attrs, node->attrs, (size_t)node->n_attrs * sizeof *attrs);
+    attrs[node->n_attrs] = (inf__attr){.name = "pool_kernel", .type = INF_ATTR_INTS, .n = 2, .ints = ints};
+    attrs[node->n_attrs + 1] = (inf__attr){.name = "pool_strides", .type = INF_ATTR_INTS, .n = 2, .ints = ints + 2};
+    return true;
+}
+
 static void forget_reads(inf__graph *g, const inf__node *node) {
     for (int k = 0; k < node->n_inputs; k++)
         if (node->inputs[k] >= 0) g->values[node->inputs[k]].n_consumers--;

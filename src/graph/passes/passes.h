@@ -38,6 +38,8 @@ inf_status inf__pass_layout(inf__pass_ctx *pc, int *n_rewritten, inf_error *err)
 inf_status inf__pass_qdq(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);        /* passes/qdq.c */
 /* QGemm -> Gelu -> QGemm with its GELU in the store; after the Gelu pass */
 inf_status inf__pass_qdq_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);   /* passes/qdq.c */
+/* float Conv (+ Relu/Clip) -> MaxPool -> ConvMaxPool; after activation fusion */
+inf_status inf__pass_conv_pool(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/conv_pool.c */
 /* QConv -> MaxPool fused; QConv -> QConv with the activation kept uint8 channels last; after activation fusion */
 inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  /* passes/qdq_chain.c */
 
@@ -52,6 +54,14 @@ bool inf__pass_uses(const inf__pass_ctx *pc, int v, int n);
  * else NULL: float32 weights and scalars, uint8 zero points, int64 axes
  * (opset 18+ Reduce*). */
 const inf_tensor *inf__pass_const_of(const inf__pass_ctx *pc, int v, inf_dtype dtype);
+/* MaxPool node mp's 2-D kernel and strides {kh, kw, sh, sw} in pool when it
+ * is a plain one: live, one output (no Indices), no padding, dilation 1,
+ * floor mode; windows that overlap (stride < kernel) only when overlap. */
+bool inf__pass_plain_maxpool(const inf__pass_ctx *pc, int mp, bool overlap, int64_t *pool);
+/* attrs = node's attributes, then pool_kernel = pool[0..1] and pool_strides
+ * = pool[2..3] (kept in the model's arena): node->n_attrs + 2 entries.
+ * False when out of memory. */
+bool inf__pass_pool_attrs(inf__pass_ctx *pc, const inf__node *node, const int64_t *pool, inf__attr *attrs);
 /* Is value v a one-element float32 constant?  Its value in *out. */
 bool inf__pass_scalar(const inf__pass_ctx *pc, int v, float *out);
 /* Is value v a one-element constant within tol of want? */

@@ -78,29 +78,6 @@ static inf_status rewrite_with(inf__pass_ctx *pc, int n, const char *op, int n_i
     return inf__pass_rewrite(pc, n, "ai.infera", op, 1, n_inputs, inputs, node->n_attrs + 1, attrs, NULL, 0, err);
 }
 
-/* MaxPool node mp's 2-D kernel and strides when it is a plain one: one output,
- * no padding, dilation 1, floor mode, windows that do not overlap. */
-static bool plain_maxpool(const inf__pass_ctx *pc, int mp, int64_t *pool) {
-    const inf__node *n = &pc->g->nodes[mp];
-    if (!inf__pass_node_is(pc, mp, "MaxPool") || n->n_inputs != 1 || (n->n_outputs > 1 && n->outputs[1] >= 0))
-        return false;
-    const char *ap = inf__attr_string(n, "auto_pad", "NOTSET");
-    if ((strcmp(ap, "NOTSET") && strcmp(ap, "VALID")) || inf__attr_int(n, "ceil_mode", 0)) return false;
-    int nk = 0, ns = 0, np = 0, nd = 0;
-    const int64_t *k = inf__attr_ints(n, "kernel_shape", &nk), *st = inf__attr_ints(n, "strides", &ns);
-    const int64_t *pads = inf__attr_ints(n, "pads", &np), *dil = inf__attr_ints(n, "dilations", &nd);
-    if (nk != 2 || (ns && ns != 2) || (np && np != 4) || (nd && nd != 2)) return false;
-    for (int i = 0; i < np; i++)
-        if (pads[i]) return false;
-    for (int i = 0; i < nd; i++)
-        if (dil[i] != 1) return false;
-    for (int i = 0; i < 2; i++) {
-        pool[i] = k[i], pool[2 + i] = ns ? st[i] : 1;
-        if (pool[i] < 1 || pool[2 + i] < pool[i]) return false;
-    }
-    return true;
-}
-
 /* QConv A -> MaxPool (its only reader) -> one QConv with pool_kernel and
  * pool_strides: the pooling is applied to the conv's float rows while they
  * are in cache (ops/ref/qgemm_drive.c), and the full-size output is never
@@ -109,20 +86,17 @@ static bool plain_maxpool(const inf__pass_ctx *pc, int mp, int64_t *pool) {
 static inf_status fuse_pools(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
     for (int mp = 0; mp < pc->g->n_nodes; mp++) {
         int64_t pool[4];
-        if (!plain_maxpool(pc, mp, pool)) continue;
+        if (!inf__pass_plain_maxpool(pc, mp, false, pool))
+            continue;
         int v = pc->g->nodes[mp].inputs[0], a = v >= 0 ? pc->g->values[v].producer : -1;
         if (a < 0 || !plain_2d(pc, a, "u8_out") || inf__attr_int(&pc->g->nodes[a], "u8_in", 0) ||
             inf__node_attr(&pc->g->nodes[a], "pool_kernel") || !inf__pass_uses(pc, v, 1) ||
             pc->g->nodes[a].n_attrs + 2 > MAX_ATTRS)
             continue;
         const inf__node *na = &pc->g->nodes[a];
-        int64_t *ints = inf__arena_alloc(&pc->model->arena, 4 * sizeof *ints);
-        if (!ints) return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
-        memcpy(ints, pool, sizeof pool);
         inf__attr attrs[MAX_ATTRS];
-        memcpy(attrs, na->attrs, (size_t)na->n_attrs * sizeof *attrs);
-        attrs[na->n_attrs] = (inf__attr){.name = "pool_kernel", .type = INF_ATTR_INTS, .n = 2, .ints = ints};
-        attrs[na->n_attrs + 1] = (inf__attr){.name = "pool_strides", .type = INF_ATTR_INTS, .n = 2, .ints = ints + 2};
+        if (!inf__pass_pool_attrs(pc, na, pool, attrs))
+            return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
         inf__epilogue ep = na->epilogue;
         int removed[1] = {a};
         inf_status st = inf__pass_rewrite(pc, mp, "ai.infera", "QConv", 1, na->n_inputs, na->inputs, na->n_attrs + 2,

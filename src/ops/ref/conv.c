@@ -78,6 +78,8 @@ typedef struct conv_params {
     const void *wsrc;
     int64_t wm, wkdim;
     int wvar;
+    /* ConvMaxPool: the fused MaxPool's kernel_shape and strides (2-D) */
+    int64_t pool[4];
 } conv_params;
 
 /* ---- attributes ---- */
@@ -222,8 +224,9 @@ void inf__ops_conv_add_packing_follows(bool follows) { tl_conv_add_packing_follo
  * packing, W would be packed per run into scratch). */
 static inf_status pack_const_w(const inf__node *node, inf__arena *arena, conv_params *p) {
 #if defined(__x86_64__)
-    bool conv = !strcmp(node->op_type, "Conv") ||
-                (!strcmp(node->op_type, "ConvAdd") && !tl_conv_add_packing_follows);
+    bool conv =
+        !strcmp(node->op_type, "Conv") ||
+        ((!strcmp(node->op_type, "ConvAdd") || !strcmp(node->op_type, "ConvMaxPool")) && !tl_conv_add_packing_follows);
     const inf_tensor *w = conv ? inf__node_constant_input(node, 1) : NULL;
     if (!inf__cpu_has_avx2_fma() || !w || w->dtype != INF_DTYPE_F32 || !w->data || (w->ndim != 3 && w->ndim != 4))
         return INF_OK;
@@ -277,6 +280,13 @@ static inf_status conv_init(inf__node *node, inf__arena *arena, inf_error *err) 
     if (p->n_pads % 2)
         return inf__node_error(node, err, INF_EMODEL, "pads has %d values, expected an even count",
                                p->n_pads);
+    if (!strcmp(node->op_type, "ConvMaxPool")) {
+        int nk = 0, ns = 0;
+        const int64_t *k = inf__attr_ints(node, "pool_kernel", &nk), *s = inf__attr_ints(node, "pool_strides", &ns);
+        if (nk != 2 || ns != 2 || k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1)
+            return inf__node_error(node, err, INF_EMODEL, "pool_kernel and pool_strides need 2 positive values each");
+        p->pool[0] = k[0], p->pool[1] = k[1], p->pool[2] = s[0], p->pool[3] = s[1];
+    }
     node->params = p;
     return pack_const_w(node, arena, p);
 }
@@ -298,6 +308,8 @@ typedef struct conv_geom {
      * its store and sets *res_added; otherwise conv_add_run adds it after */
     const float *res;
     bool *res_added;
+    /* ConvMaxPool whose pooling the rows kernel does in its store (conv_pool_run) */
+    const inf__conv2d_maxpool *pool;
 } conv_geom;
 
 /* Checks the spatial attribute lengths against rank nd. */
@@ -788,28 +800,63 @@ static inf_status depthwise_avx2_run(inf__kernel_ctx *ctx, const inf__conv2d *c,
  * it takes. */
 #define CONV_AVX2_MAX_PLANE_WORK ((int64_t)1 << 28) /* multiply-adds of one depthwise plane (below) */
 
-static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, const float *w,
-                      const float *b, float *y, inf_status *st) {
+/* g as the AVX2 kernels' inf__conv2d (no activation yet); false when they
+ * do not take it (rank above 2, offsets past 32 bits). */
+static bool conv2d_of(const conv_geom *g, inf__conv2d *c) {
     const patch_map *pm = &g->pm;
     if (!inf__cpu_has_avx2_fma() || pm->nd > 2) return false;
     int l = pm->nd - 1;
     int64_t span = pm->img[l] + pm->pb[l] + g->pe[l] + (pm->k[l] - 1) * pm->d[l] + 16 * pm->s[l];
     if (pm->img_total >= INF_CONV2D_MAX_SPAN || span >= INF_CONV2D_MAX_SPAN) return false; /* 32-bit offsets */
-    inf__conv2d c = {
-        .n = g->n, .c = g->c, .m = g->m, .group = g->group, .cg = g->cg, .mg = g->mg,
-        .ih = l ? pm->img[0] : 1, .iw = pm->img[l], .oh = l ? pm->pos[0] : 1, .ow = pm->pos[l],
-        .kh = l ? pm->k[0] : 1, .kw = pm->k[l], .sh = l ? pm->s[0] : 1, .sw = pm->s[l],
-        .dh = l ? pm->d[0] : 1, .dw = pm->d[l], .pt = l ? pm->pb[0] : 0, .pl = pm->pb[l],
+    *c = (inf__conv2d){
+        .n = g->n,
+        .c = g->c,
+        .m = g->m,
+        .group = g->group,
+        .cg = g->cg,
+        .mg = g->mg,
+        .ih = l ? pm->img[0] : 1,
+        .iw = pm->img[l],
+        .oh = l ? pm->pos[0] : 1,
+        .ow = pm->pos[l],
+        .kh = l ? pm->k[0] : 1,
+        .kw = pm->k[l],
+        .sh = l ? pm->s[0] : 1,
+        .sw = pm->s[l],
+        .dh = l ? pm->d[0] : 1,
+        .dw = pm->d[l],
+        .pt = l ? pm->pb[0] : 0,
+        .pl = pm->pb[l],
         .act = INF_EPILOGUE_NONE,
+        .pool = g->pool,
     };
+    return true;
+}
+
+static bool is_depthwise(const conv_geom *g) {
+    return g->pm.nd == 2 && g->group == g->c && g->group == g->m;
+}
+
+/* Does g (with g->pool) run the rows kernel, which pools in its store? */
+static bool pooled_in_kernel(const conv_geom *g) {
+    inf__conv2d c;
+    return g->pool && conv2d_of(g, &c) && g->pm.nd == 2 && !is_depthwise(g) &&
+           !(inf__conv2d_pointwise_fits(&c) && !inf__conv2d_direct_wide(&c)) &&
+           inf__conv2d_avx2_variant(&c) == INF_CONV2D_ROWS && inf__conv2d_pooled_fits(&c);
+}
+
+static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, const float *w, const float *b,
+                      float *y, inf_status *st) {
+    inf__conv2d c;
+    if (!conv2d_of(g, &c))
+        return false;
     /* The AVX2 kernels check no time budget inside: a depthwise plane of more
      * work than this (a window as large as a 2^20-row input ran until killed)
      * takes the reference path, which checks it per output row. */
     int64_t rows, taps, plane_work;
-    if (pm->nd == 2 && g->group == g->c && g->group == g->m &&
-        (__builtin_mul_overflow(c.oh, c.kh < c.ih ? c.kh : c.ih, &rows) ||
-         __builtin_mul_overflow(rows, c.kw < c.iw ? c.kw : c.iw, &taps) ||
-         __builtin_mul_overflow(taps, c.ow, &plane_work) || plane_work > CONV_AVX2_MAX_PLANE_WORK))
+    if (is_depthwise(g) && (__builtin_mul_overflow(c.oh, c.kh < c.ih ? c.kh : c.ih, &rows) ||
+                            __builtin_mul_overflow(rows, c.kw < c.iw ? c.kw : c.iw, &taps) ||
+                            __builtin_mul_overflow(taps, c.ow, &plane_work) || plane_work > CONV_AVX2_MAX_PLANE_WORK))
         return false;
     /* a fused ReLU/Clip goes into the store for float32 Y (the session then
      * skips its pass), unless a ConvAdd residual is still to be added */
@@ -820,7 +867,7 @@ static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, 
         c.act = ep->kind, c.lo = ep->lo, c.hi = ep->hi;
         ctx->epilogue_done = true;
     }
-    bool dw = pm->nd == 2 && g->group == g->c && g->group == g->m; /* depthwise: ops/x86/depthwise_avx2.c */
+    bool dw = is_depthwise(g); /* depthwise: ops/x86/depthwise_avx2.c */
     if (dw) *st = depthwise_avx2_run(ctx, &c, x, w, b, g->res, y);
     else if (inf__conv2d_pointwise_fits(&c) && !inf__conv2d_direct_wide(&c)) /* 1x1: ops/x86/pointwise_avx2.c */
         inf__conv2d_pointwise_f32_avx2(ctx->pool, &c, x, w, b, g->res, y), *st = INF_OK;
@@ -982,11 +1029,95 @@ const inf__op_impl op_conv_add = {conv_init, conv_add_run};
 void inf__ops_conv_add_take_packing(inf__node *conv_add, const inf__node *conv) {
     conv_params *p = conv_add->params;
     const conv_params *c = conv->params;
-    if (p && c && !strcmp(conv_add->op_type, "ConvAdd") && !strcmp(conv->op_type, "Conv") && p->group == c->group) {
+    bool fused = !strcmp(conv_add->op_type, "ConvAdd") || !strcmp(conv_add->op_type, "ConvMaxPool");
+    if (p && c && fused && !strcmp(conv->op_type, "Conv") && p->group == c->group) {
         p->wpack = c->wpack, p->wsrc = c->wsrc;
         p->wm = c->wm, p->wkdim = c->wkdim, p->wvar = c->wvar;
     }
 }
+
+/* ---- ConvMaxPool (ai.infera): Y = MaxPool(act(Conv(X, W, B))), fused by
+ * graph/passes/conv_pool.c ----
+ * The Conv's attributes plus pool_kernel and pool_strides (2-D, no padding,
+ * no dilation, floor).  A float32 Conv on the rows kernel pools in its store
+ * (ops/x86/conv_pool_bands.c: the conv output is never written whole);
+ * any other computes the Conv into scratch, applies the node's activation
+ * (Relu or Clip: the pass fuses no other) and runs the MaxPool kernel on it
+ * (inf__ops_maxpool2d).  Either way the bits of the two nodes: the
+ * activation before the max, as the unfused graph applies it. */
+
+/* t = act(t): Relu or Clip as the session's epilogue computes them. */
+static void apply_activation(const inf__epilogue *ep, inf_tensor *t) {
+    if (ep->kind != INF_EPILOGUE_RELU && ep->kind != INF_EPILOGUE_CLIP)
+        return;
+    bool relu = ep->kind == INF_EPILOGUE_RELU;
+    int64_t n = inf_tensor_numel(t);
+    if (t->dtype == INF_DTYPE_F32) {
+        float *y = t->data;
+        for (int64_t i = 0; i < n; i++)
+            y[i] = relu ? (y[i] > 0 ? y[i] : 0) : y[i] < ep->lo ? ep->lo : y[i] > ep->hi ? ep->hi : y[i];
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double v = inf__tensor_get_f64(t, i);
+        inf__tensor_set_f64(t, i, relu ? (v > 0 ? v : 0) : v < ep->lo ? ep->lo : v > ep->hi ? ep->hi : v);
+    }
+}
+
+static inf_status conv_pool_run(inf__kernel_ctx *ctx) {
+    const conv_params *p = ctx->node->params;
+    const inf_tensor *x = ctx->in[0], *w = ctx->in[1], *b = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    conv_geom g = {0};
+    inf_status st = conv_geometry(ctx, p, x, w, &g);
+    if (st != INF_OK)
+        return st;
+    if ((st = check_bias(ctx, b, x, g.m)) != INF_OK)
+        return st;
+    if (g.pm.nd != 2)
+        return inf__kernel_error(ctx, INF_ESHAPE, "the fused MaxPool needs a 2-D Conv");
+    int64_t dims[INF_MAX_DIMS] = {g.n, g.m, g.pm.pos[0], g.pm.pos[1]}, pdims[INF_MAX_DIMS] = {g.n, g.m};
+    for (int i = 0; i < 2; i++) {
+        if (dims[2 + i] < p->pool[i])
+            return inf__kernel_error(ctx, INF_ESHAPE,
+                                     "the Conv's output (%lld x %lld) is smaller than the MaxPool's "
+                                     "window (%lld x %lld)",
+                                     (long long)dims[2], (long long)dims[3], (long long)p->pool[0],
+                                     (long long)p->pool[1]);
+        pdims[2 + i] = (dims[2 + i] - p->pool[i]) / p->pool[2 + i] + 1;
+    }
+    inf_tensor *y;
+    if ((st = inf__kernel_output(ctx, 0, x->dtype, 4, pdims, &y)) != INF_OK)
+        return st;
+    if (inf_tensor_numel(y) == 0)
+        return INF_OK;
+    inf__conv2d_maxpool mp = {p->pool[0], p->pool[1], p->pool[2], p->pool[3], pdims[2], pdims[3]};
+#if defined(__x86_64__)
+    g.pool = x->dtype == INF_DTYPE_F32 ? &mp : NULL;
+    if (pooled_in_kernel(&g)) {
+        st = run_core(ctx, conv_core, &g, x, w, b, y); /* float32 Relu / Clip in the kernel's store */
+        ctx->epilogue_done = true;
+        return st;
+    }
+    g.pool = NULL;
+#endif
+    int64_t numel = inf__shape_numel(4, dims);
+    if (numel <= 0)
+        return inf__kernel_error(ctx, INF_ESHAPE, "the Conv output's shape is too large");
+    void *data = inf__kernel_scratch(ctx, (size_t)numel * inf_dtype_size(x->dtype));
+    if (!data)
+        return INF_ENOMEM; /* the error is set */
+    inf_tensor conv_out;
+    inf_tensor_init_view(&conv_out, x->dtype, 4, dims, data);
+    st = run_core(ctx, conv_core, &g, x, w, b, &conv_out);
+    if (st != INF_OK)
+        return st;
+    if (!ctx->epilogue_done)
+        apply_activation(&ctx->node->epilogue, &conv_out);
+    ctx->epilogue_done = true;
+    return inf__ops_maxpool2d(ctx, p->pool, &conv_out, y);
+}
+
+const inf__op_impl op_conv_pool = {conv_init, conv_pool_run};
 
 /* ---- ConvTranspose ---- */
 

@@ -292,7 +292,8 @@ void inf__ops_pool2d_f32_ref(const inf__pool2d *q, const float *x, float *y, int
                 int64_t opos[2] = {oy, ox};
                 window w;
                 make_window(&g, &p, opos, &w);
-                y[pl * g.out_total + oy * q->ow + ox] = (float)window_f32(&g, &p, x + pl * g.in_total, &w, NULL);
+                y[pl * inf__pool2d_yplane(q) + oy * q->ow + ox] =
+                    (float)window_f32(&g, &p, x + pl * inf__pool2d_xplane(q), &w, NULL);
             }
 }
 
@@ -379,7 +380,7 @@ static bool pool2d_fast(inf__kernel_ctx *ctx, const pool_params *p, const pool_g
     if (oh > POOL2D_MAX_PLANE_WORK / plane_work) return false;
     atomic_bool stopped = false;
     pool2d_task t = {{ih, g->in[l], oh, g->out[l], kh, g->k[l], l ? g->s[0] : 1, g->s[l], l ? g->pb[0] : 0, g->pb[l],
-                      l ? g->pe[0] : 0, g->pe[l], p->kind == POOL_MAX, p->count_include_pad},
+                      l ? g->pe[0] : 0, g->pe[l], p->kind == POOL_MAX, p->count_include_pad, 0, 0},
                      x->data,
                      y->data,
                      ctx,
@@ -407,6 +408,21 @@ static bool pool_dtype_ok(int kind, inf_dtype t) {
     return kind == POOL_MAX && (t == INF_DTYPE_I8 || t == INF_DTYPE_U8);
 }
 
+/* y (and ind, when not NULL) = the pool of x: the fast 2-D kernel or the window loop. */
+static inf_status pool_any(inf__kernel_ctx *ctx, const pool_params *p, const pool_geom *g, const inf_tensor *x,
+                           inf_tensor *y, inf_tensor *ind) {
+    inf_status st;
+    if (pool2d_fast(ctx, p, g, x, y, ind != NULL, &st))
+        return st;
+    atomic_bool stopped = false;
+    pool_task t = {g, p, x, y, ind, ctx, &stopped};
+    int64_t work; /* kernel sizes go to 2^31 each: the product saturates */
+    if (__builtin_mul_overflow(g->out_total, (int64_t)p->kernel[0] * (g->nd > 1 ? p->kernel[1] : 1), &work))
+        work = INT64_MAX;
+    inf__pool_range(ctx->pool, g->planes, work > 4096 ? 1 : 4096 / (work + 1) + 1, pool_planes, &t);
+    return atomic_load(&stopped) ? inf__kernel_check_time(ctx) : INF_OK;
+}
+
 static inf_status pool_run(inf__kernel_ctx *ctx) {
     const pool_params *p = ctx->node->params;
     const inf_tensor *x = ctx->in[0];
@@ -424,17 +440,20 @@ static inf_status pool_run(inf__kernel_ctx *ctx) {
                     ctx->node->outputs[1] >= 0;
     if (want_ind && (st = inf__kernel_output(ctx, 1, INF_DTYPE_I64, x->ndim, dims, &ind)) != INF_OK)
         return st;
-    if (pool2d_fast(ctx, p, &g, x, y, want_ind, &st)) return st;
-    atomic_bool stopped = false;
-    pool_task t = {&g, p, x, y, ind, ctx, &stopped};
-    int64_t work; /* kernel sizes go to 2^31 each: the product saturates */
-    if (__builtin_mul_overflow(g.out_total, (int64_t)p->kernel[0] * (g.nd > 1 ? p->kernel[1] : 1), &work))
-        work = INT64_MAX;
-    inf__pool_range(ctx->pool, g.planes, work > 4096 ? 1 : 4096 / (work + 1) + 1, pool_planes, &t);
-    return atomic_load(&stopped) ? inf__kernel_check_time(ctx) : INF_OK;
+    return pool_any(ctx, p, &g, x, y, ind);
 }
 
 const inf__op_impl op_pool = {pool_init, pool_run};
+
+inf_status inf__ops_maxpool2d(inf__kernel_ctx *ctx, const int64_t pool[4], const inf_tensor *x, inf_tensor *y) {
+    pool_params p = {
+        .kind = POOL_MAX, .auto_pad = AUTO_NOTSET, .n_kernel = 2, .n_strides = 2, .kernel = pool, .strides = pool + 2};
+    pool_geom g;
+    inf_status st = pool_geometry(ctx, &p, x, &g);
+    if (st != INF_OK)
+        return st;
+    return pool_any(ctx, &p, &g, x, y, NULL);
+}
 
 /* ---- GlobalAveragePool, GlobalMaxPool ---- */
 

@@ -32,15 +32,8 @@ enum {
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-typedef struct rows_job {
-    const inf__conv2d *g;
-    inf__conv2d_input xg;
-    const float *x; /* the pass's first image: padded buffer or X */
-    const float *wp, *bias, *res;
-    float *y; /* the pass's first image */
-    int64_t kdim, npos, nblk;
-    int64_t off[KMAX]; /* tap k's offset in a (padded) image of the group */
-} rows_job;
+#define ROWS_LANES 16 /* floats per vector */
+#include "ops/x86/conv_rows_drive.h"
 
 /* R channels x V vectors (the last with `tail` valid lanes) at x0 (the
  * tile's first position in the input), W block w ([K][RB]); then the
@@ -48,7 +41,7 @@ typedef struct rows_job {
  * accumulators stay in registers.) */
 static inline __attribute__((always_inline)) void tile(int R, int V, const rows_job *J, const float *x0,
                                                        const float *restrict w, const float *bias, const float *res,
-                                                       float *y, int tail) {
+                                                       float *y, int64_t ys, int tail) {
     __m512 acc[RB][VB]; /* the loops over r and v are unrolled, so these stay in registers */
 #pragma GCC unroll 4
     for (int r = 0; r < RB; r++)
@@ -88,27 +81,27 @@ static inline __attribute__((always_inline)) void tile(int R, int V, const rows_
             else if (g->act == INF_EPILOGUE_CLIP)
                 s = _mm512_min_ps(vhi, _mm512_max_ps(vlo, s)); /* NaN kept */
             if (part)
-                _mm512_mask_storeu_ps(y + r * npos + 16 * v, mask, s);
+                _mm512_mask_storeu_ps(y + r * ys + 16 * v, mask, s);
             else
-                _mm512_storeu_ps(y + r * npos + 16 * v, s);
+                _mm512_storeu_ps(y + r * ys + 16 * v, s);
         }
 }
 
 /* Dispatch on the tile's channels (1..4), vectors (1..4) and a full last vector. */
 static void tile_any(int R, int V, const rows_job *J, const float *x0, const float *w, const float *bias,
-                     const float *res, float *y, int tail) {
+                     const float *res, float *y, int64_t ys, int tail) {
 #define TILE_V(RR)                                                                                                     \
     do {                                                                                                               \
         if (V == 4 && tail == 16)                                                                                      \
-            tile(RR, 4, J, x0, w, bias, res, y, 16); /* the common case: no masks */                                   \
+            tile(RR, 4, J, x0, w, bias, res, y, ys, 16); /* the common case: no masks */                               \
         else if (V == 4)                                                                                               \
-            tile(RR, 4, J, x0, w, bias, res, y, tail);                                                                 \
+            tile(RR, 4, J, x0, w, bias, res, y, ys, tail);                                                             \
         else if (V == 3)                                                                                               \
-            tile(RR, 3, J, x0, w, bias, res, y, tail);                                                                 \
+            tile(RR, 3, J, x0, w, bias, res, y, ys, tail);                                                             \
         else if (V == 2)                                                                                               \
-            tile(RR, 2, J, x0, w, bias, res, y, tail);                                                                 \
+            tile(RR, 2, J, x0, w, bias, res, y, ys, tail);                                                             \
         else                                                                                                           \
-            tile(RR, 1, J, x0, w, bias, res, y, tail);                                                                 \
+            tile(RR, 1, J, x0, w, bias, res, y, ys, tail);                                                             \
     } while (0)
     if (R == 4)
         TILE_V(4);
@@ -121,50 +114,9 @@ static void tile_any(int R, int V, const rows_job *J, const float *x0, const flo
 #undef TILE_V
 }
 
-/* Tasks: output rows (image-group, oy). */
-static void rows_tasks(void *arg, int64_t begin, int64_t end) {
-    const rows_job *J = arg;
-    const inf__conv2d *g = J->g;
-    int64_t plane = J->xg.ph * J->xg.pw;
-    for (int64_t t = begin; t < end; t++) {
-        int64_t ng = t / g->oh, oy = t % g->oh, n = ng / g->group, gi = ng % g->group;
-        const float *xrow = J->x + (n * g->c + gi * g->cg) * plane + oy * g->sh * J->xg.pw;
-        int64_t row0 = gi * g->mg, ybase = (n * g->m + row0) * J->npos + oy * g->ow;
-        for (int64_t b = 0; b < J->nblk; b++) {
-            int R = (int)min64(RB, g->mg - b * RB);
-            const float *w = J->wp + (gi * J->nblk + b) * J->kdim * RB;
-            const float *bias = J->bias ? J->bias + row0 + b * RB : NULL;
-            int64_t yb = ybase + b * RB * J->npos;
-            for (int64_t ox = 0; ox < g->ow; ox += 16 * VB) {
-                int64_t cnt = min64(16 * VB, g->ow - ox);
-                int V = (int)((cnt + 15) / 16), tail = (int)(cnt - 16 * (V - 1));
-                tile_any(R, V, J, xrow + ox, w, bias, J->res ? J->res + yb + ox : NULL, J->y + yb + ox, tail);
-            }
-        }
-    }
-}
-
 void inf__conv2d_rows_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                  const float *bias, const float *res, float *scratch, float *y) {
-    rows_job J = {.g = g,
-                  .xg = inf__conv2d_input_geom(g),
-                  .wp = wp,
-                  .bias = bias,
-                  .kdim = g->cg * g->kh * g->kw,
-                  .npos = g->oh * g->ow,
-                  .nblk = (g->mg + RB - 1) / RB};
-    if (J.kdim <= 0 || J.kdim > KMAX || J.npos <= 0 || g->mg <= 0 || g->sw != 1) return;
-    int64_t khw = g->kh * g->kw, plane = J.xg.ph * J.xg.pw;
-    for (int64_t k = 0; k < J.kdim; k++)
-        J.off[k] = k / khw * plane + k % khw / g->kw * g->dh * J.xg.pw + k % g->kw * g->dw;
-    int64_t work = g->ow * g->mg * J.kdim; /* multiply-adds per task (a row) */
-    for (int64_t n0 = 0; n0 < g->n; n0 += J.xg.per_pass) {
-        int64_t imgs = min64(J.xg.per_pass, g->n - n0);
-        J.x = inf__conv2d_input_pass(pool, g, &J.xg, x, n0, imgs, scratch);
-        J.y = y + n0 * g->m * J.npos;
-        J.res = res ? res + n0 * g->m * J.npos : NULL;
-        inf__pool_range(pool, imgs * g->group * g->oh, work >= 32768 ? 1 : 32768 / (work + 1) + 1, rows_tasks, &J);
-    }
+    rows_run(pool, g, x, wp, bias, res, scratch, y, inf__ops_pool2d_f32_avx512);
 }
 
 #endif /* x86-64 with AVX-512 */

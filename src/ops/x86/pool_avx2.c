@@ -117,16 +117,18 @@ static inline float pool2x2_one(const float *r0, const float *r1, int64_t ox, bo
 }
 
 static void pool2x2_planes(const inf__pool2d *g, const float *x, float *y, int64_t n_planes) {
-    for (int64_t pl = 0; pl < n_planes; pl++, x += g->ih * g->iw)
-        for (int64_t oy = 0; oy < g->oh; oy++, y += g->ow) {
+    for (int64_t pl = 0; pl < n_planes; pl++, x += inf__pool2d_xplane(g), y += inf__pool2d_yplane(g))
+        for (int64_t oy = 0; oy < g->oh; oy++) {
             const float *r0 = x + 2 * oy * g->iw, *r1 = r0 + g->iw;
+            float *yr = y + oy * g->ow;
             int64_t ox = 0;
             for (; ox + 8 <= g->ow; ox += 8) /* reads columns up to 2 * ox + 15 < 2 * ow <= iw */
-                _mm256_storeu_ps(y + ox, pool2x2_vec(r0, r1, ox, g->max));
+                _mm256_storeu_ps(yr + ox, pool2x2_vec(r0, r1, ox, g->max));
             if (ox < g->ow && g->ow >= 8) /* the last 8 again (overlapping: the same values) */
-                _mm256_storeu_ps(y + g->ow - 8, pool2x2_vec(r0, r1, g->ow - 8, g->max));
+                _mm256_storeu_ps(yr + g->ow - 8, pool2x2_vec(r0, r1, g->ow - 8, g->max));
             else
-                for (; ox < g->ow; ox++) y[ox] = pool2x2_one(r0, r1, ox, g->max);
+                for (; ox < g->ow; ox++)
+                    yr[ox] = pool2x2_one(r0, r1, ox, g->max);
         }
 }
 
@@ -145,7 +147,7 @@ void inf__ops_pool2d_f32_avx2(const inf__pool2d *g, const float *x, float *y, in
     int64_t ox_lo = (g->pl + sw - 1) / sw, ox_hi = iw - kw + g->pl < 0 ? 0 : (iw - kw + g->pl) / sw + 1;
     if (ox_hi > ow) ox_hi = ow;
     if (ox_lo > ox_hi) ox_lo = ox_hi;
-    for (int64_t pl = 0; pl < n_planes; pl++, x += ih * iw, y += oh * ow) {
+    for (int64_t pl = 0; pl < n_planes; pl++, x += inf__pool2d_xplane(g), y += inf__pool2d_yplane(g)) {
         for (int64_t oy = 0; oy < oh; oy++) {
             float *yrow = y + oy * ow;
             int64_t y0 = oy * sh - g->pt, ylo = max64(0, y0), yhi = min64(ih, y0 + kh);

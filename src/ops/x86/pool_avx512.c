@@ -71,13 +71,13 @@ __attribute__((target("avx512dq"))) void inf__ops_pool2d_f32_avx512(const inf__p
         inf__ops_pool2d_f32_avx2(g, x, y, n_planes);
         return;
     }
-    for (int64_t pl = 0; pl < n_planes; pl++, x += g->ih * g->iw)
-        for (int64_t oy = 0; oy < g->oh; oy++, y += g->ow) {
+    for (int64_t pl = 0; pl < n_planes; pl++, x += inf__pool2d_xplane(g), y += inf__pool2d_yplane(g))
+        for (int64_t oy = 0; oy < g->oh; oy++) {
             const float *r0 = x + 2 * oy * g->iw, *r1 = r0 + g->iw;
             for (int64_t ox = 0; ox < g->ow; ox += 16) {
                 int64_t cnt = g->ow - ox < 16 ? g->ow - ox : 16;
                 __m512 v = g->max ? max2x2_vec(r0, r1, ox, cnt) : avg2x2_vec(r0, r1, ox, cnt);
-                _mm512_mask_storeu_ps(y + ox, lanes16(cnt), v);
+                _mm512_mask_storeu_ps(y + oy * g->ow + ox, lanes16(cnt), v);
             }
         }
 }
