@@ -87,28 +87,9 @@ static int bench_convs(inf__pool *pool) {
     for (size_t si = 0; si < sizeof CONVS / sizeof *CONVS; si++) {
         const conv_shape *s = &CONVS[si];
         int64_t o = (s->hw + 2 * s->pad - s->k) / s->s + 1, kdim = s->c * s->k * s->k;
-        inf__conv2d g = {1,
-                         s->c,
-                         s->m,
-                         1,
-                         s->c,
-                         s->m,
-                         s->hw,
-                         s->hw,
-                         o,
-                         o,
-                         s->k,
-                         s->k,
-                         s->s,
-                         s->s,
-                         1,
-                         1,
-                         s->pad,
-                         s->pad,
-                         INF_EPILOGUE_RELU,
-                         0,
-                         0,
-                         NULL};
+        inf__conv2d g = {.n = 1, .c = s->c, .m = s->m, .group = 1, .cg = s->c, .mg = s->m, .ih = s->hw,
+                         .iw = s->hw, .oh = o, .ow = o, .kh = s->k, .kw = s->k, .sh = s->s, .sw = s->s, .dh = 1,
+                         .dw = 1, .pt = s->pad, .pl = s->pad, .act = INF_EPILOGUE_RELU};
         size_t nx = (size_t)(s->c * s->hw * s->hw), nw = (size_t)(s->m * kdim), ny = (size_t)(s->m * o * o);
         size_t nwp = (size_t)inf__conv2d_packed_w_floats(s->m, 1, kdim);
         float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *wp = malloc(nwp * sizeof *wp);
