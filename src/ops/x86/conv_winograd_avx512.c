@@ -33,6 +33,21 @@ static inline __mmask16 lanes16(int64_t n) {
     return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
 }
 
+/* The lanes in k of p (the others zero), and a store of them: plain moves
+ * when k is full -- masked ones cost more on AMD (Zen 5: the 16-row input
+ * staging ran ~1.3x slower with masked full-width moves; bench/RESULTS.md
+ * "Session 23, Winograd input staging"). */
+static inline __m512 load_lanes(__mmask16 k, const float *p) {
+    return k == 0xFFFF ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(k, p);
+}
+
+static inline void store_lanes(float *p, __mmask16 k, __m512 v) {
+    if (k == 0xFFFF)
+        _mm512_storeu_ps(p, v);
+    else
+        _mm512_mask_storeu_ps(p, k, v);
+}
+
 /* r[q] becomes column q of the 16x16 block whose rows were r[0..15]. */
 static inline void transpose16(__m512 r[16]) {
     __m512 t[16];
@@ -72,13 +87,13 @@ static void stage_channels(const float *src, int64_t plane, int64_t nc, int64_t 
         __m512 r[16];
         if (nc >= 16) /* no test per row */
             for (int q = 0; q < 16; q++)
-                r[q] = _mm512_maskz_loadu_ps(kl, src + q * plane + x);
+                r[q] = load_lanes(kl, src + q * plane + x);
         else
             for (int q = 0; q < 16; q++)
-                r[q] = q >= nc ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(kl, src + q * plane + x);
+                r[q] = q >= nc ? _mm512_setzero_ps() : load_lanes(kl, src + q * plane + x);
         transpose16(r);
         for (int q = 0; q < cnt; q++)
-            _mm512_mask_storeu_ps(d + (x + q) * ldd, ks, r[q]);
+            store_lanes(d + (x + q) * ldd, ks, r[q]);
     }
 }
 
@@ -138,13 +153,13 @@ static inline __attribute__((always_inline)) void input_tile_a(const int A, cons
         const float *p = xs + tx * G->m * G->cp + c0;
         for (int i = 0; i < A; i++)
             for (int j = 0; j < A; j++)
-                d[i * A + j] = _mm512_maskz_loadu_ps(k, p + (i * G->pw + j) * G->cp);
+                d[i * A + j] = load_lanes(k, p + (i * G->pw + j) * G->cp);
         for (int j = 0; j < A; j++)
             in_1d(A, d + j, A, u + j, A);
         for (int i = 0; i < A; i++)
             in_1d(A, u + i * A, 1, d + i * A, 1);
         for (int e = 0; e < A * A; e++)
-            _mm512_mask_storeu_ps(v + (e * G->tmax + t) * G->ldv + c0, k, d[e]);
+            store_lanes(v + (e * G->tmax + t) * G->ldv + c0, k, d[e]);
     }
 }
 
@@ -161,8 +176,8 @@ static void input_tile(const wino_geom *G, const float *xs, int64_t tx, float *v
 #define S2_LANES 16
 #define S2_MASK_T __mmask16
 #define S2_LANES_OF(n) lanes16(n)
-#define S2_LOAD(k, p) ((k) == 0xFFFF ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps((k), (p)))
-#define S2_STORE(p, k, v) ((k) == 0xFFFF ? _mm512_storeu_ps((p), (v)) : _mm512_mask_storeu_ps((p), (k), (v)))
+#define S2_LOAD(k, p) load_lanes((k), (p))
+#define S2_STORE(p, k, v) store_lanes((p), (k), (v))
 #define S2_ADD _mm512_add_ps
 #define S2_SUB _mm512_sub_ps
 #include "ops/x86/winograd_s2_tile.h"
@@ -194,14 +209,14 @@ static inline __attribute__((always_inline)) void output_tile_a(const int A, con
         __mmask16 k = lanes16(G->kp - k0);
         __m512 d[MAX_NE], u[MAX_NE];
         for (int e = 0; e < A * A; e++)
-            d[e] = _mm512_maskz_loadu_ps(k, mm + (e * G->tmax + t) * ldm + k0);
+            d[e] = load_lanes(k, mm + (e * G->tmax + t) * ldm + k0);
         for (int j = 0; j < A; j++)
             out_1d(A, d + j, A, u + j, A);
         for (int i = 0; i < M; i++)
             out_1d(A, u + i * A, 1, d + i * A, 1);
         for (int i = 0; i < M; i++)
             for (int q = 0; q < M; q++)
-                _mm512_mask_storeu_ps(os + (i * G->wo + tx * M + q) * G->kp + k0, k, d[i * A + q]);
+                store_lanes(os + (i * G->wo + tx * M + q) * G->kp + k0, k, d[i * A + q]);
     }
 }
 
@@ -216,12 +231,13 @@ static void output_tile(const wino_geom *G, const float *mm, int64_t ldm, int64_
 static inline void store_out(const wino_job *J, __m512 v, int64_t k, int64_t off, __mmask16 km) {
     const inf__conv2d *g = J->g;
     if (J->bias) v = _mm512_add_ps(v, _mm512_set1_ps(J->bias[k]));
-    if (J->res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(km, J->res + off));
+    if (J->res)
+        v = _mm512_add_ps(v, load_lanes(km, J->res + off));
     if (g->act == INF_EPILOGUE_RELU)
         v = _mm512_max_ps(v, _mm512_setzero_ps()); /* NaN -> 0, as Relu */
     else if (g->act == INF_EPILOGUE_CLIP)
         v = _mm512_min_ps(_mm512_set1_ps(g->hi), _mm512_max_ps(_mm512_set1_ps(g->lo), v)); /* NaN kept */
-    _mm512_mask_storeu_ps(J->y + off, km, v);
+    store_lanes(J->y + off, km, v);
 }
 
 /* Output row oy of image n from its staged row orow ([x][kp]). */
@@ -235,7 +251,7 @@ static void store_row(const wino_job *J, const float *orow, int64_t n, int64_t o
             __mmask16 kk_lanes = lanes16(kp - k0);
             __m512 r[16];
             for (int q = 0; q < 16; q++)
-                r[q] = q < cnt ? _mm512_maskz_loadu_ps(kk_lanes, orow + (ox + q) * kp + k0) : _mm512_setzero_ps();
+                r[q] = q < cnt ? load_lanes(kk_lanes, orow + (ox + q) * kp + k0) : _mm512_setzero_ps();
             transpose16(r);
             for (int64_t kk = 0; kk < 16 && k0 + kk < g->m; kk++)
                 store_out(J, r[kk], k0 + kk, ((n * g->m + k0 + kk) * g->oh + oy) * g->ow + ox, km);

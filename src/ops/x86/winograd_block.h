@@ -13,6 +13,48 @@
 #ifndef INF_OPS_X86_WINOGRAD_BLOCK_H
 #define INF_OPS_X86_WINOGRAD_BLOCK_H
 
+/* Prefetch into L2 rows [lo, hi) (clamped to [0, h)) of w floats of the
+ * planes [base, base + planes * h * w).  The kernel reads X and writes Y
+ * (and reads the residual) a short row of each of C or K planes at a time,
+ * too little and too far apart for the hardware prefetchers: from L3
+ * (batch 64) the staging waited on every 16-row group's first load (perf,
+ * bench/RESULTS.md "Session 23, Winograd input staging").  Inlined: GCC
+ * takes a function that only prefetches for one without effects and drops
+ * its calls. */
+static inline __attribute__((always_inline)) void prefetch_rows(const float *base, int64_t planes, int64_t h, int64_t w,
+                                                                int64_t lo, int64_t hi) {
+    lo = max64(lo, 0), hi = min64(hi, h);
+    for (int64_t c = 0; c < planes; c++)
+        for (int64_t y = lo; y < hi; y++) {
+            const char *p = (const char *)(base + (c * h + y) * w), *end = p + w * (int64_t)sizeof(float);
+            for (p = (const char *)((uintptr_t)p & ~(uintptr_t)63); p < end; p += 64)
+                _mm_prefetch(p, _MM_HINT_T1);
+        }
+}
+
+/* The input rows tile row `row` (of G->rows) stages that tile row row - 1
+ * did not. */
+static inline __attribute__((always_inline)) void prefetch_input(const wino_job *J, int64_t row) {
+    const inf__conv2d *g = J->g;
+    const wino_geom *G = &J->G;
+    if (row >= G->rows)
+        return;
+    int64_t n = row / G->tiles_y, ty = row % G->tiles_y, step = G->m * G->s, y0 = ty * step - g->pt;
+    prefetch_rows(J->x + n * g->c * g->ih * g->iw, g->c, g->ih, g->iw, y0 + (ty > 0 ? G->a - step : 0), y0 + G->a);
+}
+
+/* The output rows of tile row `row`: Y's (written) and the residual's. */
+static inline __attribute__((always_inline)) void prefetch_output(const wino_job *J, int64_t row) {
+    const inf__conv2d *g = J->g;
+    const wino_geom *G = &J->G;
+    if (row >= G->rows)
+        return;
+    int64_t n = row / G->tiles_y, ty = row % G->tiles_y, at = n * g->m * g->oh * g->ow;
+    prefetch_rows(J->y + at, g->m, g->oh, g->ow, ty * G->m, ty * G->m + G->m);
+    if (J->res)
+        prefetch_rows(J->res + at, g->m, g->oh, g->ow, ty * G->m, ty * G->m + G->m);
+}
+
 /* Tile rows [b * rpb, ...) through input transform, GEMMs, output
  * transform; buf is the slot's scratch. */
 static void run_block(const wino_job *J, int64_t b, float *buf) {
@@ -26,12 +68,14 @@ static void run_block(const wino_job *J, int64_t b, float *buf) {
         s2_v_layout(G->cp, T, pos, ld);
     for (int64_t r = 0; r < nr; r++) {
         stage_row(J, (r0 + r) / G->tiles_y, (r0 + r) % G->tiles_y, xs);
+        prefetch_input(J, r0 + r + 1);
         for (int64_t tx = 0; tx < G->tiles_x; tx++)
             if (s2)
                 input_tile_s2(G, xs, tx, v, r * G->tiles_x + tx, pos, ld);
             else
                 input_tile(G, xs, tx, v, r * G->tiles_x + tx);
     }
+    prefetch_output(J, r0);
     if (s2)
         wino_s2_gemms(J, v, mm, T);
     else
@@ -40,6 +84,8 @@ static void run_block(const wino_job *J, int64_t b, float *buf) {
                                        J->up + e * J->u_floats, 0.0f, mm + e * G->tmax * g->m, g->m);
     for (int64_t r = 0; r < nr; r++) {
         int64_t n = (r0 + r) / G->tiles_y, ty = (r0 + r) % G->tiles_y;
+        if (r + 1 < nr)
+            prefetch_output(J, r0 + r + 1);
         for (int64_t tx = 0; tx < G->tiles_x; tx++)
             if (s2)
                 output_tile_s2(G, mm, g->m, r * G->tiles_x + tx, T, os, tx);
