@@ -393,7 +393,8 @@ void inf__conv2d_winograd_f32_avx2(inf__pool *pool, int tile, const inf__conv2d 
                   .y = y,
                   .scratch = scratch,
                   .pool = pool,
-                  .u_floats = inf__ops_sgemm_packed_floats(g->c, g->m)};
+                  .u_floats = inf__ops_sgemm_packed_floats(g->c, g->m),
+                  .prefetch = wino_prefetch_pays(g)};
     inf__pool_range(pool, J.G.n_slots, 1, slot_tasks, &J);
 }
 

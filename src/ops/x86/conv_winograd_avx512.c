@@ -34,9 +34,9 @@ static inline __mmask16 lanes16(int64_t n) {
 }
 
 /* The lanes in k of p (the others zero), and a store of them: plain moves
- * when k is full -- masked ones cost more on AMD (Zen 5: the 16-row input
- * staging ran ~1.3x slower with masked full-width moves; bench/RESULTS.md
- * "Session 23, Winograd input staging"). */
+ * when k is full (the stride-2 transforms' rule: masked stores cost more on
+ * AMD; in the 16-row staging within noise, bench/RESULTS.md "Session 23,
+ * Winograd input staging"). */
 static inline __m512 load_lanes(__mmask16 k, const float *p) {
     return k == 0xFFFF ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(k, p);
 }
@@ -275,7 +275,8 @@ void inf__conv2d_winograd_f32_avx512(inf__pool *pool, int tile, const inf__conv2
                   .y = y,
                   .scratch = scratch,
                   .pool = pool,
-                  .u_floats = inf__ops_sgemm_packed_floats(g->c, g->m)};
+                  .u_floats = inf__ops_sgemm_packed_floats(g->c, g->m),
+                  .prefetch = wino_prefetch_pays(g)};
     inf__pool_range(pool, J.G.n_slots, 1, slot_tasks, &J);
 }
 

@@ -32,12 +32,21 @@ static inline __attribute__((always_inline)) void prefetch_rows(const float *bas
         }
 }
 
+/* Whether the rows are worth prefetching: X or Y beyond L2 (from L3; in L2
+ * the prefetches only cost). */
+static inline bool wino_prefetch_pays(const inf__conv2d *g) {
+    inf__blocking bl;
+    inf__blocking_get(&bl);
+    int64_t x = g->n * g->c * g->ih * g->iw, y = g->n * g->m * g->oh * g->ow;
+    return max64(x, y) * (int64_t)sizeof(float) > bl.winograd_prefetch_bytes;
+}
+
 /* The input rows tile row `row` (of G->rows) stages that tile row row - 1
  * did not. */
 static inline __attribute__((always_inline)) void prefetch_input(const wino_job *J, int64_t row) {
     const inf__conv2d *g = J->g;
     const wino_geom *G = &J->G;
-    if (row >= G->rows)
+    if (!J->prefetch || row >= G->rows)
         return;
     int64_t n = row / G->tiles_y, ty = row % G->tiles_y, step = G->m * G->s, y0 = ty * step - g->pt;
     prefetch_rows(J->x + n * g->c * g->ih * g->iw, g->c, g->ih, g->iw, y0 + (ty > 0 ? G->a - step : 0), y0 + G->a);
@@ -47,7 +56,7 @@ static inline __attribute__((always_inline)) void prefetch_input(const wino_job 
 static inline __attribute__((always_inline)) void prefetch_output(const wino_job *J, int64_t row) {
     const inf__conv2d *g = J->g;
     const wino_geom *G = &J->G;
-    if (row >= G->rows)
+    if (!J->prefetch || row >= G->rows)
         return;
     int64_t n = row / G->tiles_y, ty = row % G->tiles_y, at = n * g->m * g->oh * g->ow;
     prefetch_rows(J->y + at, g->m, g->oh, g->ow, ty * G->m, ty * G->m + G->m);
