@@ -66,6 +66,10 @@ void inf__blocking_for(int64_t l1d, int64_t l2, int64_t l3, inf__blocking *out) 
      * tiles: on Zen 5 (1 MiB L2) 64 -> 128 channels (U 800 KiB) ran 0.85x
      * the direct kernel's time at batch 1, 128 -> 256 (3.2 MiB) 1.25x */
     out->winograd_s2_u_bytes = l2;
+    /* X or Y larger than L2 come from L3: the Winograd kernel prefetches
+     * their rows (bench_conv batch 64 on Zen 5: 0.64-1.04x the time; within
+     * L2, at batch 1, the prefetches cost 0-6 %) */
+    out->winograd_prefetch_bytes = l2;
     /* a 1x1 convolution's W block: a quarter of L2 (it is re-read per strip) */
     out->pointwise_w_floats = clamp64(l2 / 4, 8 << 10, POINTWISE_W_MAX) / (int64_t)sizeof(float);
 }

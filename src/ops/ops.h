@@ -224,6 +224,7 @@ typedef struct inf__blocking {
     int64_t winograd_block_bytes; /* V + M of one Winograd block of tiles */
     int64_t winograd_s2_u_bytes;  /* most U of a stride-2 Winograd layer (ops/x86/conv_winograd_avx2.c) */
     int64_t pointwise_w_floats;   /* floats of W per 1x1-convolution channel block */
+    int64_t winograd_prefetch_bytes; /* X or Y above this: the Winograd kernel prefetches their rows */
     bool gemm_wide_packed;        /* L1d holds a 6x32 tile pair's KC x 32 B block (32 KiB) beside the A
                                      panel: the AVX-512 tile may run with A packed (L1d >= 48 KiB) */
 } inf__blocking;

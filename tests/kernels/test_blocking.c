@@ -43,6 +43,7 @@ static void measured_machines(void) {
         expect("winograd_block_bytes", b.winograd_block_bytes, 256 * KIB);
         expect("pointwise_w_floats", b.pointwise_w_floats, 32 * KIB);
         expect("winograd_s2_u_bytes", b.winograd_s2_u_bytes, l2s[i]); /* U within L2 */
+        expect("winograd_prefetch_bytes", b.winograd_prefetch_bytes, l2s[i]);
     }
 }
 
@@ -55,6 +56,7 @@ static void small_caches(void) {
     expect("L2 256 KiB winograd_block_bytes", b.winograd_block_bytes, 128 * KIB);
     expect("L2 256 KiB pointwise_w_floats", b.pointwise_w_floats, 16 * KIB);
     expect("L2 256 KiB winograd_s2_u_bytes", b.winograd_s2_u_bytes, 256 * KIB);
+    expect("L2 256 KiB winograd_prefetch_bytes", b.winograd_prefetch_bytes, 256 * KIB);
     inf__blocking_for(16 * KIB, 32 * KIB, 0, &b); /* tiny L2, unknown L3: floors, 16 MiB slabs */
     expect("L2 32 KiB gemm_mc", b.gemm_mc, 24);
     expect("L3 unknown gemm_slab_floats", b.gemm_slab_floats, 4 * MIB);

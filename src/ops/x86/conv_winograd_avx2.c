@@ -376,57 +376,9 @@ static void store_row(const wino_job *J, const float *orow, int64_t n, int64_t o
     }
 }
 
-/* ---- blocks ---- */
+/* ---- blocks: run_block, slot_tasks ---- */
 
-/* Tile rows [b * rpb, ...) through input transform, GEMMs, output
- * transform; buf is the slot's scratch. */
-static void run_block(const wino_job *J, int64_t b, float *buf) {
-    const inf__conv2d *g = J->g;
-    const wino_geom *G = &J->G;
-    float *xs = buf, *v = xs + G->xs_floats, *mm = v + G->v_floats, *os = mm + G->m_floats;
-    int64_t r0 = b * G->rpb, nr = min64(G->rpb, G->rows - r0), T = nr * G->tiles_x;
-    bool s2 = G->s == 2;
-    int64_t pos[S2_A * S2_A], ld[S2_A * S2_A];
-    if (s2)
-        s2_v_layout(G->cp, T, pos, ld);
-    for (int64_t r = 0; r < nr; r++) {
-        stage_row(J, (r0 + r) / G->tiles_y, (r0 + r) % G->tiles_y, xs);
-        for (int64_t tx = 0; tx < G->tiles_x; tx++)
-            if (s2)
-                input_tile_s2(G, xs, tx, v, r * G->tiles_x + tx, pos, ld);
-            else
-                input_tile(G, xs, tx, v, r * G->tiles_x + tx);
-    }
-    if (s2)
-        wino_s2_gemms(J, v, mm, T);
-    else
-        for (int e = 0; e < G->ne; e++)
-            inf__ops_sgemm_packed_avx2(NULL, false, T, g->m, g->c, 1.0f, v + e * G->tmax * G->ldv, G->ldv,
-                                       J->up + e * J->u_floats, 0.0f, mm + e * G->tmax * g->m, g->m);
-    for (int64_t r = 0; r < nr; r++) {
-        int64_t n = (r0 + r) / G->tiles_y, ty = (r0 + r) % G->tiles_y;
-        for (int64_t tx = 0; tx < G->tiles_x; tx++)
-            if (s2)
-                output_tile_s2(G, mm, g->m, r * G->tiles_x + tx, T, os, tx);
-            else
-                output_tile(G, mm, g->m, r * G->tiles_x + tx, os, tx);
-        for (int64_t i = 0; i < G->m && ty * G->m + i < g->oh; i++) store_row(J, os + i * G->wo * G->kp, n, ty * G->m + i);
-    }
-}
-
-/* Slots [begin, end): slot s runs its band of blocks (wino_slot_block) in
- * its own scratch: the pool's persistent one for the slot (stays on the
- * slot's core: the bench CNN's 64- and 128-channel layers at batch 1, 2
- * threads, no shared L3, -10 to -30%), else its part of the session's. */
-static void slot_tasks(void *arg, int64_t begin, int64_t end) {
-    const wino_job *J = arg;
-    for (int64_t s = begin; s < end; s++) {
-        float *buf = inf__pool_slot_workspace(J->pool, (int)s, (size_t)J->G.slot_floats * sizeof(float));
-        if (!buf) buf = J->scratch + s * J->G.slot_floats;
-        for (int64_t b = wino_slot_block(&J->G, s); b < wino_slot_block(&J->G, s + 1); b++)
-            run_block(J, b, buf);
-    }
-}
+#include "ops/x86/winograd_block.h"
 
 void inf__conv2d_winograd_f32_avx2(inf__pool *pool, int tile, const inf__conv2d *g, const float *x,
                                    const float *up, const float *bias, const float *res, float *scratch,
@@ -441,7 +393,8 @@ void inf__conv2d_winograd_f32_avx2(inf__pool *pool, int tile, const inf__conv2d 
                   .y = y,
                   .scratch = scratch,
                   .pool = pool,
-                  .u_floats = inf__ops_sgemm_packed_floats(g->c, g->m)};
+                  .u_floats = inf__ops_sgemm_packed_floats(g->c, g->m),
+                  .prefetch = wino_prefetch_pays(g)};
     inf__pool_range(pool, J.G.n_slots, 1, slot_tasks, &J);
 }
 

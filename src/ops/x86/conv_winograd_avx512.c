@@ -33,6 +33,21 @@ static inline __mmask16 lanes16(int64_t n) {
     return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
 }
 
+/* The lanes in k of p (the others zero), and a store of them: plain moves
+ * when k is full (the stride-2 transforms' rule: masked stores cost more on
+ * AMD; in the 16-row staging within noise, bench/RESULTS.md "Session 23,
+ * Winograd input staging"). */
+static inline __m512 load_lanes(__mmask16 k, const float *p) {
+    return k == 0xFFFF ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(k, p);
+}
+
+static inline void store_lanes(float *p, __mmask16 k, __m512 v) {
+    if (k == 0xFFFF)
+        _mm512_storeu_ps(p, v);
+    else
+        _mm512_mask_storeu_ps(p, k, v);
+}
+
 /* r[q] becomes column q of the 16x16 block whose rows were r[0..15]. */
 static inline void transpose16(__m512 r[16]) {
     __m512 t[16];
@@ -72,13 +87,13 @@ static void stage_channels(const float *src, int64_t plane, int64_t nc, int64_t 
         __m512 r[16];
         if (nc >= 16) /* no test per row */
             for (int q = 0; q < 16; q++)
-                r[q] = _mm512_maskz_loadu_ps(kl, src + q * plane + x);
+                r[q] = load_lanes(kl, src + q * plane + x);
         else
             for (int q = 0; q < 16; q++)
-                r[q] = q >= nc ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(kl, src + q * plane + x);
+                r[q] = q >= nc ? _mm512_setzero_ps() : load_lanes(kl, src + q * plane + x);
         transpose16(r);
         for (int q = 0; q < cnt; q++)
-            _mm512_mask_storeu_ps(d + (x + q) * ldd, ks, r[q]);
+            store_lanes(d + (x + q) * ldd, ks, r[q]);
     }
 }
 
@@ -138,13 +153,13 @@ static inline __attribute__((always_inline)) void input_tile_a(const int A, cons
         const float *p = xs + tx * G->m * G->cp + c0;
         for (int i = 0; i < A; i++)
             for (int j = 0; j < A; j++)
-                d[i * A + j] = _mm512_maskz_loadu_ps(k, p + (i * G->pw + j) * G->cp);
+                d[i * A + j] = load_lanes(k, p + (i * G->pw + j) * G->cp);
         for (int j = 0; j < A; j++)
             in_1d(A, d + j, A, u + j, A);
         for (int i = 0; i < A; i++)
             in_1d(A, u + i * A, 1, d + i * A, 1);
         for (int e = 0; e < A * A; e++)
-            _mm512_mask_storeu_ps(v + (e * G->tmax + t) * G->ldv + c0, k, d[e]);
+            store_lanes(v + (e * G->tmax + t) * G->ldv + c0, k, d[e]);
     }
 }
 
@@ -161,8 +176,8 @@ static void input_tile(const wino_geom *G, const float *xs, int64_t tx, float *v
 #define S2_LANES 16
 #define S2_MASK_T __mmask16
 #define S2_LANES_OF(n) lanes16(n)
-#define S2_LOAD(k, p) ((k) == 0xFFFF ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps((k), (p)))
-#define S2_STORE(p, k, v) ((k) == 0xFFFF ? _mm512_storeu_ps((p), (v)) : _mm512_mask_storeu_ps((p), (k), (v)))
+#define S2_LOAD(k, p) load_lanes((k), (p))
+#define S2_STORE(p, k, v) store_lanes((p), (k), (v))
 #define S2_ADD _mm512_add_ps
 #define S2_SUB _mm512_sub_ps
 #include "ops/x86/winograd_s2_tile.h"
@@ -194,14 +209,14 @@ static inline __attribute__((always_inline)) void output_tile_a(const int A, con
         __mmask16 k = lanes16(G->kp - k0);
         __m512 d[MAX_NE], u[MAX_NE];
         for (int e = 0; e < A * A; e++)
-            d[e] = _mm512_maskz_loadu_ps(k, mm + (e * G->tmax + t) * ldm + k0);
+            d[e] = load_lanes(k, mm + (e * G->tmax + t) * ldm + k0);
         for (int j = 0; j < A; j++)
             out_1d(A, d + j, A, u + j, A);
         for (int i = 0; i < M; i++)
             out_1d(A, u + i * A, 1, d + i * A, 1);
         for (int i = 0; i < M; i++)
             for (int q = 0; q < M; q++)
-                _mm512_mask_storeu_ps(os + (i * G->wo + tx * M + q) * G->kp + k0, k, d[i * A + q]);
+                store_lanes(os + (i * G->wo + tx * M + q) * G->kp + k0, k, d[i * A + q]);
     }
 }
 
@@ -216,12 +231,13 @@ static void output_tile(const wino_geom *G, const float *mm, int64_t ldm, int64_
 static inline void store_out(const wino_job *J, __m512 v, int64_t k, int64_t off, __mmask16 km) {
     const inf__conv2d *g = J->g;
     if (J->bias) v = _mm512_add_ps(v, _mm512_set1_ps(J->bias[k]));
-    if (J->res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(km, J->res + off));
+    if (J->res)
+        v = _mm512_add_ps(v, load_lanes(km, J->res + off));
     if (g->act == INF_EPILOGUE_RELU)
         v = _mm512_max_ps(v, _mm512_setzero_ps()); /* NaN -> 0, as Relu */
     else if (g->act == INF_EPILOGUE_CLIP)
         v = _mm512_min_ps(_mm512_set1_ps(g->hi), _mm512_max_ps(_mm512_set1_ps(g->lo), v)); /* NaN kept */
-    _mm512_mask_storeu_ps(J->y + off, km, v);
+    store_lanes(J->y + off, km, v);
 }
 
 /* Output row oy of image n from its staged row orow ([x][kp]). */
@@ -235,7 +251,7 @@ static void store_row(const wino_job *J, const float *orow, int64_t n, int64_t o
             __mmask16 kk_lanes = lanes16(kp - k0);
             __m512 r[16];
             for (int q = 0; q < 16; q++)
-                r[q] = q < cnt ? _mm512_maskz_loadu_ps(kk_lanes, orow + (ox + q) * kp + k0) : _mm512_setzero_ps();
+                r[q] = q < cnt ? load_lanes(kk_lanes, orow + (ox + q) * kp + k0) : _mm512_setzero_ps();
             transpose16(r);
             for (int64_t kk = 0; kk < 16 && k0 + kk < g->m; kk++)
                 store_out(J, r[kk], k0 + kk, ((n * g->m + k0 + kk) * g->oh + oy) * g->ow + ox, km);
@@ -243,58 +259,9 @@ static void store_row(const wino_job *J, const float *orow, int64_t n, int64_t o
     }
 }
 
-/* ---- blocks ---- */
+/* ---- blocks: run_block, slot_tasks ---- */
 
-/* Tile rows [b * rpb, ...) through input transform, GEMMs, output
- * transform; buf is the slot's scratch (conv_winograd_avx2.c's run_block). */
-static void run_block(const wino_job *J, int64_t b, float *buf) {
-    const inf__conv2d *g = J->g;
-    const wino_geom *G = &J->G;
-    float *xs = buf, *v = xs + G->xs_floats, *mm = v + G->v_floats, *os = mm + G->m_floats;
-    int64_t r0 = b * G->rpb, nr = min64(G->rpb, G->rows - r0), T = nr * G->tiles_x;
-    bool s2 = G->s == 2;
-    int64_t pos[S2_A * S2_A], ld[S2_A * S2_A];
-    if (s2)
-        s2_v_layout(G->cp, T, pos, ld);
-    for (int64_t r = 0; r < nr; r++) {
-        stage_row(J, (r0 + r) / G->tiles_y, (r0 + r) % G->tiles_y, xs);
-        for (int64_t tx = 0; tx < G->tiles_x; tx++)
-            if (s2)
-                input_tile_s2(G, xs, tx, v, r * G->tiles_x + tx, pos, ld);
-            else
-                input_tile(G, xs, tx, v, r * G->tiles_x + tx);
-    }
-    if (s2)
-        wino_s2_gemms(J, v, mm, T);
-    else
-        for (int e = 0; e < G->ne; e++)
-            inf__ops_sgemm_packed_avx2(NULL, false, T, g->m, g->c, 1.0f, v + e * G->tmax * G->ldv, G->ldv,
-                                       J->up + e * J->u_floats, 0.0f, mm + e * G->tmax * g->m, g->m);
-    for (int64_t r = 0; r < nr; r++) {
-        int64_t n = (r0 + r) / G->tiles_y, ty = (r0 + r) % G->tiles_y;
-        for (int64_t tx = 0; tx < G->tiles_x; tx++)
-            if (s2)
-                output_tile_s2(G, mm, g->m, r * G->tiles_x + tx, T, os, tx);
-            else
-                output_tile(G, mm, g->m, r * G->tiles_x + tx, os, tx);
-        for (int64_t i = 0; i < G->m && ty * G->m + i < g->oh; i++)
-            store_row(J, os + i * G->wo * G->kp, n, ty * G->m + i);
-    }
-}
-
-/* Slots [begin, end): slot s runs its band of blocks (wino_slot_block) in
- * its own scratch: the pool's persistent one for the slot (stays on the
- * slot's core: the bench CNN's 64- and 128-channel layers at batch 1, 2
- * threads, no shared L3, -10 to -30%), else its part of the session's. */
-static void slot_tasks(void *arg, int64_t begin, int64_t end) {
-    const wino_job *J = arg;
-    for (int64_t s = begin; s < end; s++) {
-        float *buf = inf__pool_slot_workspace(J->pool, (int)s, (size_t)J->G.slot_floats * sizeof(float));
-        if (!buf) buf = J->scratch + s * J->G.slot_floats;
-        for (int64_t b = wino_slot_block(&J->G, s); b < wino_slot_block(&J->G, s + 1); b++)
-            run_block(J, b, buf);
-    }
-}
+#include "ops/x86/winograd_block.h"
 
 void inf__conv2d_winograd_f32_avx512(inf__pool *pool, int tile, const inf__conv2d *g, const float *x, const float *up,
                                      const float *bias, const float *res, float *scratch, float *y) {
@@ -308,7 +275,8 @@ void inf__conv2d_winograd_f32_avx512(inf__pool *pool, int tile, const inf__conv2
                   .y = y,
                   .scratch = scratch,
                   .pool = pool,
-                  .u_floats = inf__ops_sgemm_packed_floats(g->c, g->m)};
+                  .u_floats = inf__ops_sgemm_packed_floats(g->c, g->m),
+                  .prefetch = wino_prefetch_pays(g)};
     inf__pool_range(pool, J.G.n_slots, 1, slot_tasks, &J);
 }
 

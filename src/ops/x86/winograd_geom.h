@@ -162,6 +162,7 @@ typedef struct wino_job {
     float *y, *scratch;
     inf__pool *pool;  /* the slots' persistent scratch (inf__pool_slot_workspace) */
     int64_t u_floats; /* packed U floats per point */
+    bool prefetch;    /* X's and Y's rows ahead (winograd_block.h: X or Y beyond L2) */
 } wino_job;
 
 /* The stride-2 block's GEMMs: per output point P, M's T rows = V's rows
