@@ -425,37 +425,9 @@ typedef struct epilogue_task {
     inf_tensor *t;
 } epilogue_task;
 
-static void epilogue_f32(const inf__epilogue *ep, float *y, int64_t n) {
-    switch (ep->kind) {
-    case INF_EPILOGUE_RELU:
-        for (int64_t i = 0; i < n; i++) y[i] = y[i] > 0 ? y[i] : 0;
-        break;
-    case INF_EPILOGUE_LEAKY_RELU:
-        for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0 ? ep->alpha * y[i] : y[i];
-        break;
-    case INF_EPILOGUE_CLIP:
-        for (int64_t i = 0; i < n; i++) y[i] = y[i] < ep->lo ? ep->lo : y[i] > ep->hi ? ep->hi : y[i];
-        break;
-    default: break;
-    }
-}
-
-static double epilogue_scalar(const inf__epilogue *ep, double x) {
-    switch (ep->kind) {
-    case INF_EPILOGUE_RELU: return x > 0 ? x : 0; /* as the Relu kernel: NaN -> 0 */
-    case INF_EPILOGUE_LEAKY_RELU: return x < 0 ? ep->alpha * x : x;
-    case INF_EPILOGUE_CLIP: return x < ep->lo ? ep->lo : x > ep->hi ? ep->hi : x;
-    default: return x;
-    }
-}
-
 static void epilogue_range(void *arg, int64_t begin, int64_t end) {
     epilogue_task *t = arg;
-    if (t->t->dtype == INF_DTYPE_F32) {
-        epilogue_f32(t->ep, (float *)t->t->data + begin, end - begin);
-        return;
-    }
-    for (int64_t i = begin; i < end; i++) inf__tensor_set_f64(t->t, i, epilogue_scalar(t->ep, inf__tensor_get_f64(t->t, i)));
+    inf__epilogue_apply(t->ep, t->t, begin, end);
 }
 
 static void apply_epilogue(inf__exec *e, const inf__node *node) {

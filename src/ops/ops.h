@@ -544,6 +544,10 @@ void inf__ops_conv_add_take_packing(inf__node *conv_add, const inf__node *conv);
  * floor: the MaxPool kernel's code (ops/ref/pool.c), for ConvMaxPool's
  * general path. */
 inf_status inf__ops_maxpool2d(inf__kernel_ctx *ctx, const int64_t pool[4], const inf_tensor *x, inf_tensor *y);
+/* t[begin, end) = ep's activation (Relu, LeakyRelu or Clip; none: unchanged)
+ * of t's values, float t (ops/util.c): the session's epilogue pass and the
+ * fused nodes that apply it themselves. */
+void inf__epilogue_apply(const inf__epilogue *ep, inf_tensor *t, int64_t begin, int64_t end);
 
 /* 2-D float32 MaxPool / AveragePool without dilation or indices: the
  * AVX2 variant (ops/x86/pool_avx2.c; x86-64, only when

@@ -136,6 +136,49 @@ void inf__tensor_set_f64(inf_tensor *t, int64_t i, double v) {
     }
 }
 
+/* ---- fused activations (a node's epilogue) ---- */
+
+static void epilogue_f32(const inf__epilogue *ep, float *y, int64_t n) {
+    switch (ep->kind) {
+    case INF_EPILOGUE_RELU:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = y[i] > 0 ? y[i] : 0;
+        break;
+    case INF_EPILOGUE_LEAKY_RELU:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = y[i] < 0 ? ep->alpha * y[i] : y[i];
+        break;
+    case INF_EPILOGUE_CLIP:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = y[i] < ep->lo ? ep->lo : y[i] > ep->hi ? ep->hi : y[i];
+        break;
+    default:
+        break;
+    }
+}
+
+static double epilogue_scalar(const inf__epilogue *ep, double x) {
+    switch (ep->kind) {
+    case INF_EPILOGUE_RELU:
+        return x > 0 ? x : 0; /* as the Relu kernel: NaN -> 0 */
+    case INF_EPILOGUE_LEAKY_RELU:
+        return x < 0 ? ep->alpha * x : x;
+    case INF_EPILOGUE_CLIP:
+        return x < ep->lo ? ep->lo : x > ep->hi ? ep->hi : x;
+    default:
+        return x;
+    }
+}
+
+void inf__epilogue_apply(const inf__epilogue *ep, inf_tensor *t, int64_t begin, int64_t end) {
+    if (t->dtype == INF_DTYPE_F32) {
+        epilogue_f32(ep, (float *)t->data + begin, end - begin);
+        return;
+    }
+    for (int64_t i = begin; i < end; i++)
+        inf__tensor_set_f64(t, i, epilogue_scalar(ep, inf__tensor_get_f64(t, i)));
+}
+
 /* ---- axes and dtype classes ---- */
 
 inf_status inf__normalize_axis(inf__kernel_ctx *ctx, int64_t axis, int rank, int *out) {

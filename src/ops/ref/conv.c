@@ -1046,24 +1046,6 @@ void inf__ops_conv_add_take_packing(inf__node *conv_add, const inf__node *conv) 
  * (inf__ops_maxpool2d).  Either way the bits of the two nodes: the
  * activation before the max, as the unfused graph applies it. */
 
-/* t = act(t): Relu or Clip as the session's epilogue computes them. */
-static void apply_activation(const inf__epilogue *ep, inf_tensor *t) {
-    if (ep->kind != INF_EPILOGUE_RELU && ep->kind != INF_EPILOGUE_CLIP)
-        return;
-    bool relu = ep->kind == INF_EPILOGUE_RELU;
-    int64_t n = inf_tensor_numel(t);
-    if (t->dtype == INF_DTYPE_F32) {
-        float *y = t->data;
-        for (int64_t i = 0; i < n; i++)
-            y[i] = relu ? (y[i] > 0 ? y[i] : 0) : y[i] < ep->lo ? ep->lo : y[i] > ep->hi ? ep->hi : y[i];
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        double v = inf__tensor_get_f64(t, i);
-        inf__tensor_set_f64(t, i, relu ? (v > 0 ? v : 0) : v < ep->lo ? ep->lo : v > ep->hi ? ep->hi : v);
-    }
-}
-
 static inf_status conv_pool_run(inf__kernel_ctx *ctx) {
     const conv_params *p = ctx->node->params;
     const inf_tensor *x = ctx->in[0], *w = ctx->in[1], *b = ctx->n_in > 2 ? ctx->in[2] : NULL;
@@ -1112,7 +1094,7 @@ static inf_status conv_pool_run(inf__kernel_ctx *ctx) {
     if (st != INF_OK)
         return st;
     if (!ctx->epilogue_done)
-        apply_activation(&ctx->node->epilogue, &conv_out);
+        inf__epilogue_apply(&ctx->node->epilogue, &conv_out, 0, inf_tensor_numel(&conv_out));
     ctx->epilogue_done = true;
     return inf__ops_maxpool2d(ctx, p->pool, &conv_out, y);
 }
