@@ -15,7 +15,11 @@
  * a multiple of the 4-channel block, two groups, batch 1 to 3, no bias, Clip,
  * no activation, a NaN in X (every case without Relu, a third with: Relu
  * makes it 0); pools of 1, 2 and 3 threads; inf__conv2d_pooled_fits's answer
- * for each and for a row too wide for the task's buffer.
+ * for each and for a row too wide for the task's buffer.  The 2x2/2 cases
+ * (which the AVX-512 kernel pools in the tile's registers) add a pooled row
+ * of 16 + 16 + 7 outputs, one of 6 (the tile's right half empty), Clip and
+ * no activation (NaN and -0 through the exact max), and conv row strides 2
+ * and 3.
  * AVX2 kernel always; the AVX-512 one on the avx512 path (ctest runs the test
  * again with INFERA_CPU=avx2: kernels_test_conv_pool_avx2path).
  */
@@ -40,6 +44,7 @@ typedef struct pool_case {
     int64_t n, group, cg, mg, ih, iw, kh, kw, pad, pk, ps;
     int act;
     bool bias;
+    int64_t sh; /* the conv's row stride */
 } pool_case;
 
 /* The convolution as the rows kernel computes it (conv_rows_avx2.c, "Bits"). */
@@ -106,7 +111,7 @@ static void run_case(inf__pool *pool, const pool_case *c) {
                      .iw = c->iw,
                      .kh = c->kh,
                      .kw = c->kw,
-                     .sh = 1,
+                     .sh = c->sh,
                      .sw = 1,
                      .dh = 1,
                      .dw = 1,
@@ -115,7 +120,7 @@ static void run_case(inf__pool *pool, const pool_case *c) {
                      .act = c->act,
                      .lo = -0.25f,
                      .hi = 0.5f};
-    if (!conv_test_out_size(&g, c->pad, c->pad))
+    if (!conv_test_out_size(&g, c->pad, c->pad) || g.oh < c->pk || g.ow < c->pk)
         return;
     inf__conv2d_maxpool p = {c->pk, c->pk, c->ps, c->ps, (g.oh - c->pk) / c->ps + 1, (g.ow - c->pk) / c->ps + 1};
     int64_t kdim = g.cg * g.kh * g.kw, nx = g.n * g.c * g.ih * g.iw, ny = g.n * g.m * g.oh * g.ow;
@@ -214,24 +219,29 @@ static void fits_cases(void) {
 
 static void cases(inf__pool *pool) {
     static const pool_case fixed[] = {
-        {1, 1, 3, 32, 64, 64, 3, 3, 1, 2, 2, INF_EPILOGUE_RELU, true},  /* the bench CNN's stem + MaxPool(2) */
-        {2, 1, 3, 32, 64, 64, 3, 3, 1, 3, 2, INF_EPILOGUE_RELU, true},  /* ResNet's 3x3/2 pool: overlapping */
-        {1, 1, 3, 32, 63, 65, 3, 3, 1, 2, 2, INF_EPILOGUE_RELU, true},  /* odd: floor drops a row */
-        {3, 1, 3, 16, 29, 31, 3, 3, 1, 3, 2, INF_EPILOGUE_CLIP, false}, /* odd, Clip, no bias */
-        {2, 1, 4, 6, 17, 23, 3, 3, 0, 2, 2, INF_EPILOGUE_NONE, true},   /* 6 channels: a 2-channel block */
-        {1, 2, 3, 8, 20, 21, 3, 3, 1, 3, 1, INF_EPILOGUE_RELU, true},   /* two groups, stride-1 pool */
-        {1, 1, 1, 32, 96, 96, 5, 5, 2, 2, 2, INF_EPILOGUE_RELU, true},  /* 2 rows of 32 x 96: a band a task */
-        {2, 1, 2, 13, 9, 40, 3, 3, 1, 2, 3, INF_EPILOGUE_RELU, true},   /* windows with gaps (stride > kernel) */
+        {1, 1, 3, 32, 64, 64, 3, 3, 1, 2, 2, INF_EPILOGUE_RELU, true, 1},  /* the bench CNN's stem + MaxPool(2) */
+        {2, 1, 3, 32, 64, 64, 3, 3, 1, 3, 2, INF_EPILOGUE_RELU, true, 1},  /* ResNet's 3x3/2 pool: overlapping */
+        {1, 1, 3, 32, 63, 65, 3, 3, 1, 2, 2, INF_EPILOGUE_RELU, true, 1},  /* odd: floor drops a row */
+        {3, 1, 3, 16, 29, 31, 3, 3, 1, 3, 2, INF_EPILOGUE_CLIP, false, 1}, /* odd, Clip, no bias */
+        {2, 1, 4, 6, 17, 23, 3, 3, 0, 2, 2, INF_EPILOGUE_NONE, true, 1},   /* 6 channels: a 2-channel block */
+        {1, 2, 3, 8, 20, 21, 3, 3, 1, 3, 1, INF_EPILOGUE_RELU, true, 1},   /* two groups, stride-1 pool */
+        {1, 1, 1, 32, 96, 96, 5, 5, 2, 2, 2, INF_EPILOGUE_RELU, true, 1},  /* 2 rows of 32 x 96: a band a task */
+        {2, 1, 2, 13, 9, 40, 3, 3, 1, 2, 3, INF_EPILOGUE_RELU, true, 1},   /* windows with gaps (stride > kernel) */
+        /* 2x2/2 (the AVX-512 kernel pools in registers): */
+        {1, 1, 3, 7, 12, 78, 3, 3, 1, 2, 2, INF_EPILOGUE_CLIP, true, 1},  /* 39 pooled columns: 16 + 16 + 7, Clip */
+        {2, 1, 2, 5, 11, 13, 3, 3, 1, 2, 2, INF_EPILOGUE_NONE, false, 1}, /* 6 pooled columns (one half empty) */
+        {1, 1, 3, 9, 21, 34, 3, 3, 1, 2, 2, INF_EPILOGUE_RELU, true, 2},  /* conv row stride 2 */
+        {2, 2, 1, 5, 10, 20, 1, 2, 0, 2, 2, INF_EPILOGUE_CLIP, true, 3},  /* 1x2 taps, two groups, stride 3 */
     };
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         run_case(pool, &fixed[i]);
     for (int i = 0; i < 40; i++) { /* random shapes */
         pool_case c = {
-            rand_in(1, 3),     rand_in(1, 2),  rand_in(1, 4),
-            rand_in(4, 40),    rand_in(4, 40), rand_in(4, 70),
-            rand_in(1, 3),     rand_in(1, 5),  rand_in(0, 2),
-            rand_in(2, 3),     rand_in(1, 3),  (int)rand_in(0, 2) == 2 ? INF_EPILOGUE_CLIP : (int)rand_in(0, 1),
-            rand_in(0, 1) == 1};
+            rand_in(1, 3),      rand_in(1, 2),  rand_in(1, 4),
+            rand_in(4, 40),     rand_in(4, 40), rand_in(4, 70),
+            rand_in(1, 3),      rand_in(1, 5),  rand_in(0, 2),
+            rand_in(2, 3),      rand_in(1, 3),  (int)rand_in(0, 2) == 2 ? INF_EPILOGUE_CLIP : (int)rand_in(0, 1),
+            rand_in(0, 1) == 1, rand_in(1, 2)};
         if (c.pad >= c.kh || c.pad >= c.kw || c.ih + 2 * c.pad - c.kh + 1 < c.pk || c.iw + 2 * c.pad - c.kw + 1 < c.pk)
             continue;
         if (c.mg * (c.iw + 2 * c.pad - c.kw + 1) * c.pk > 8192)

@@ -2,7 +2,8 @@
  * conv_pool_bands.c -- a Conv's output pooled before it is stored
  * (ConvMaxPool: graph/passes/conv_pool.c): the driver the rows kernels
  * (conv_rows_avx2.c, conv_rows_avx512.c) hand their row computation to when
- * g->pool is set.
+ * g->pool is set (but for the AVX-512 kernel's 2x2/2 windows, which it
+ * pools in registers).
  *
  * DESIGN: a task is a band of pooled output rows of one image and group.
  * It computes the conv rows the band's windows read -- every channel of the

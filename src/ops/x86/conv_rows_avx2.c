@@ -131,7 +131,7 @@ static void tile_any(int R, int V, const rows_job *J, const float *x0, const flo
 
 void inf__conv2d_rows_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                const float *bias, const float *res, float *scratch, float *y) {
-    rows_run(pool, g, x, wp, bias, res, scratch, y, inf__ops_pool2d_f32_avx2);
+    rows_run(pool, g, x, wp, bias, res, scratch, y, inf__ops_pool2d_f32_avx2, NULL);
 }
 
 #endif /* x86-64 with AVX2 and FMA */

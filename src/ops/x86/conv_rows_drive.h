@@ -4,7 +4,7 @@
  * channel through the file's tile_any, the tasks over output rows, and the
  * driver -- the padded input pass by pass, then rows or, for a fused MaxPool
  * (g->pool), bands of pooled rows (inf__conv2d_pooled_rows,
- * conv_pool_bands.c).  Included by each file after RB, VB, KMAX, ROWS_LANES
+ * conv_pool_bands.c) or the file's own pooled-row tasks.  Included by each file after RB, VB, KMAX, ROWS_LANES
  * (floats per vector) and min64; the file defines tile_any (its tile).
  */
 #ifndef INF_OPS_X86_CONV_ROWS_DRIVE_H
@@ -61,9 +61,11 @@ static void rows_tasks(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* The whole convolution (inf__conv2d_rows_f32_avx2 / _avx512's contract); pool2d: the file's MaxPool kernel. */
+/* The whole convolution (inf__conv2d_rows_f32_avx2 / _avx512's contract); pool2d: the file's MaxPool kernel;
+ * pool_tasks: NULL, or the file's tasks over pooled rows (g->pool: the pooling in the tile's registers) that
+ * replace the bands of inf__conv2d_pooled_rows. */
 static void rows_run(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp, const float *bias,
-                     const float *res, float *scratch, float *y, inf__pool2d_fn pool2d) {
+                     const float *res, float *scratch, float *y, inf__pool2d_fn pool2d, inf__range_fn pool_tasks) {
     rows_job J = {.g = g,
                   .xg = inf__conv2d_input_geom(g),
                   .wp = wp,
@@ -84,7 +86,10 @@ static void rows_run(inf__pool *pool, const inf__conv2d *g, const float *x, cons
         J.x = inf__conv2d_input_pass(pool, g, &J.xg, x, n0, imgs, scratch);
         J.y = y + n0 * ystep;
         J.res = res ? res + n0 * g->m * J.npos : NULL;
-        if (pooled)
+        if (pooled && pool_tasks)
+            inf__pool_range(pool, imgs * g->group * g->pool->oh, work >= 16384 ? 1 : 16384 / (2 * work + 1) + 1,
+                            pool_tasks, &J);
+        else if (pooled)
             inf__conv2d_pooled_rows(pool, g, imgs, &J, pooled_row, pool2d, J.y);
         else
             inf__pool_range(pool, imgs * g->group * g->oh, work >= 32768 ? 1 : 32768 / (work + 1) + 1, rows_tasks, &J);

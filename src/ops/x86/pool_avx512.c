@@ -22,40 +22,26 @@
 #include <math.h>
 
 #include "ops/ops.h"
-
-static inline __mmask16 lanes16(int64_t n) {
-    return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
-}
-
-/* The maximum of a and b lane by lane, +0 over an equal -0 (vrangeps,
- * AVX512DQ: part of the avx512 path, core/cpu.c), NaN where either is NaN
- * -- vmax's value in two instructions and a blend instead of five. */
-__attribute__((target("avx512dq"))) static inline __m512 max2(__m512 a, __m512 b) {
-    __m512 m = _mm512_range_ps(a, b, 0x05); /* max; sign from the comparison: max(-0, +0) = +0 */
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q), m, _mm512_set1_ps(NAN));
-}
+#include "ops/x86/max_avx512.h"
 
 /* 2x2 max of outputs ox .. ox + 15 (the first cnt) of the row pair r0, r1:
  * the vertical pairs first, then the even and odd columns of the result. */
 __attribute__((target("avx512dq"))) static inline __m512 max2x2_vec(const float *r0, const float *r1, int64_t ox,
                                                                     int64_t cnt) {
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    __mmask16 k0 = lanes16(2 * cnt), k1 = lanes16(2 * cnt - 16);
-    __m512 v0 = max2(_mm512_maskz_loadu_ps(k0, r0 + 2 * ox), _mm512_maskz_loadu_ps(k0, r1 + 2 * ox));
-    __m512 v1 = max2(_mm512_maskz_loadu_ps(k1, r0 + 2 * ox + 16), _mm512_maskz_loadu_ps(k1, r1 + 2 * ox + 16));
-    return max2(_mm512_permutex2var_ps(v0, even, v1), _mm512_permutex2var_ps(v0, odd, v1));
+    __mmask16 k0 = inf__lanes16(2 * cnt), k1 = inf__lanes16(2 * cnt - 16);
+    __m512 v0 = inf__max2_avx512(_mm512_maskz_loadu_ps(k0, r0 + 2 * ox), _mm512_maskz_loadu_ps(k0, r1 + 2 * ox));
+    __m512 v1 =
+        inf__max2_avx512(_mm512_maskz_loadu_ps(k1, r0 + 2 * ox + 16), _mm512_maskz_loadu_ps(k1, r1 + 2 * ox + 16));
+    return inf__max2_avx512(inf__even_lanes_avx512(v0, v1), inf__odd_lanes_avx512(v0, v1));
 }
 
 /* 2x2 average of outputs ox .. ox + 15 (the first cnt) of the row pair r0, r1. */
 static inline __m512 avg2x2_vec(const float *r0, const float *r1, int64_t ox, int64_t cnt) {
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    __mmask16 k0 = lanes16(2 * cnt), k1 = lanes16(2 * cnt - 16);
+    __mmask16 k0 = inf__lanes16(2 * cnt), k1 = inf__lanes16(2 * cnt - 16);
     __m512 a0 = _mm512_maskz_loadu_ps(k0, r0 + 2 * ox), a1 = _mm512_maskz_loadu_ps(k1, r0 + 2 * ox + 16);
     __m512 b0 = _mm512_maskz_loadu_ps(k0, r1 + 2 * ox), b1 = _mm512_maskz_loadu_ps(k1, r1 + 2 * ox + 16);
-    __m512 ae = _mm512_permutex2var_ps(a0, even, a1), ao = _mm512_permutex2var_ps(a0, odd, a1);
-    __m512 be = _mm512_permutex2var_ps(b0, even, b1), bo = _mm512_permutex2var_ps(b0, odd, b1);
+    __m512 ae = inf__even_lanes_avx512(a0, a1), ao = inf__odd_lanes_avx512(a0, a1);
+    __m512 be = inf__even_lanes_avx512(b0, b1), bo = inf__odd_lanes_avx512(b0, b1);
     return _mm512_div_ps(_mm512_add_ps(_mm512_add_ps(ae, be), _mm512_add_ps(ao, bo)), _mm512_set1_ps(4.0f));
 }
 
@@ -77,7 +63,7 @@ __attribute__((target("avx512dq"))) void inf__ops_pool2d_f32_avx512(const inf__p
             for (int64_t ox = 0; ox < g->ow; ox += 16) {
                 int64_t cnt = g->ow - ox < 16 ? g->ow - ox : 16;
                 __m512 v = g->max ? max2x2_vec(r0, r1, ox, cnt) : avg2x2_vec(r0, r1, ox, cnt);
-                _mm512_mask_storeu_ps(y + oy * g->ow + ox, lanes16(cnt), v);
+                _mm512_mask_storeu_ps(y + oy * g->ow + ox, inf__lanes16(cnt), v);
             }
         }
 }
