@@ -26,9 +26,16 @@
  * bit tests assume it.  Its B micro-panel (256 x 16 floats = 16 KiB, 32 KiB
  * for the AVX-512 pair) fits any L1d of 32 KiB or more.
  *
- * Pure: computed from inf_cpu_get_info() on each call (a few integer
- * operations), so there is no process-wide state here.
+ * Computed once, from inf_cpu_get_info()'s cache sizes (fixed after the
+ * CPU's detection), at the first inf__blocking_get: the packed GEMM asks on
+ * every call (~700 a run of the bench CNN at batch 1, the Winograd layers'
+ * per-point products), and recomputing it with three trips through
+ * inf_cpu_get_info's pthread_once each time cost ~120 instructions a call
+ * (callgrind, ~80 k a run).  inf__blocking_for stays pure (the tests call
+ * it with made-up caches).
  */
+#include <pthread.h>
+
 #include "core/cpu.h"
 #include "ops/ops.h"
 
@@ -74,6 +81,14 @@ void inf__blocking_for(int64_t l1d, int64_t l2, int64_t l3, inf__blocking *out) 
     out->pointwise_w_floats = clamp64(l2 / 4, 8 << 10, POINTWISE_W_MAX) / (int64_t)sizeof(float);
 }
 
+static pthread_once_t g_blocking_once = PTHREAD_ONCE_INIT;
+static inf__blocking g_blocking; /* written once, under g_blocking_once; read-only after */
+
+static void blocking_once(void) {
+    inf__blocking_for(inf__cpu_l1d_bytes(), inf__cpu_l2_bytes(), inf_cpu_get_info()->l3_bytes, &g_blocking);
+}
+
 void inf__blocking_get(inf__blocking *out) {
-    inf__blocking_for(inf__cpu_l1d_bytes(), inf__cpu_l2_bytes(), inf_cpu_get_info()->l3_bytes, out);
+    pthread_once(&g_blocking_once, blocking_once);
+    *out = g_blocking;
 }
