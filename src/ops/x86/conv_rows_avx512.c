@@ -97,6 +97,19 @@ static inline __attribute__((always_inline)) void tile(int R, int V, const rows_
         }
 }
 
+/* M(4), M(3), M(2) or M(1) for R channels: a tile instantiated per channel count. */
+#define BY_CHANNELS(R, M)                                                                                              \
+    do {                                                                                                               \
+        if ((R) == 4)                                                                                                  \
+            M(4);                                                                                                      \
+        else if ((R) == 3)                                                                                             \
+            M(3);                                                                                                      \
+        else if ((R) == 2)                                                                                             \
+            M(2);                                                                                                      \
+        else                                                                                                           \
+            M(1);                                                                                                      \
+    } while (0)
+
 /* Dispatch on the tile's channels (1..4), vectors (1..4) and a full last vector. */
 static void tile_any(int R, int V, const rows_job *J, const float *x0, const float *w, const float *bias,
                      const float *res, float *y, int64_t ys, int tail) {
@@ -113,14 +126,7 @@ static void tile_any(int R, int V, const rows_job *J, const float *x0, const flo
         else                                                                                                           \
             tile(RR, 1, J, x0, w, bias, res, y, ys, tail);                                                             \
     } while (0)
-    if (R == 4)
-        TILE_V(4);
-    else if (R == 3)
-        TILE_V(3);
-    else if (R == 2)
-        TILE_V(2);
-    else
-        TILE_V(1);
+    BY_CHANNELS(R, TILE_V);
 #undef TILE_V
 }
 
@@ -206,14 +212,7 @@ __attribute__((target("avx512dq"))) static void pool_tile_any(int R, const rows_
         else                                                                                                           \
             pool_tile(RR, false, J, x0, rstep, w, bias, y, ys, cnt);                                                   \
     } while (0)
-    if (R == 4)
-        POOL_TILE(4);
-    else if (R == 3)
-        POOL_TILE(3);
-    else if (R == 2)
-        POOL_TILE(2);
-    else
-        POOL_TILE(1);
+    BY_CHANNELS(R, POOL_TILE);
 #undef POOL_TILE
 }
 
