@@ -1,11 +1,14 @@
 /*
  * attention_exp.h -- the softmax numerator of the fused Attention kernel
- * (ops/ref/attention.c): x[t] = exp(x[t] - max x) in place for t < n, and
- * 1 / sum of them returned; the caller scales the row of P V by it.  Three
- * implementations with the same bits: portable (ops/ref/attention_exp.c,
- * whose header gives the arithmetic), AVX2/FMA (ops/x86/attention_avx2.c;
- * only when inf__cpu_has_avx2_fma()) and AVX-512 (ops/x86/
- * attention_avx512.c; only when inf__cpu_has_avx512()).
+ * (ops/ref/attention.c), over m rows of n scores s[i * n + t]: each row
+ * becomes e = exp(s - its max) in place and inv[i] = 1 / the row's sum of
+ * e; the caller scales the row of P V by it.  All the rows' maxima are
+ * taken first (in inv), then the exps: no row's exps wait for its own max
+ * to be reduced.  Three implementations with the same bits: portable
+ * (ops/ref/attention_exp.c, whose header gives the arithmetic; the twin the
+ * tests compare with), AVX2/FMA (ops/x86/attention_avx2.c; only when
+ * inf__cpu_has_avx2_fma()) and AVX-512 (ops/x86/attention_avx512.c; only
+ * when inf__cpu_has_avx512()).
  */
 #ifndef INF_OPS_ATTENTION_EXP_H
 #define INF_OPS_ATTENTION_EXP_H
@@ -28,10 +31,9 @@
 #define INF__ATT_P4 1.6666665459e-1f
 #define INF__ATT_P5 5.0000001201e-1f
 
-/* max of x[0..n) (0 when it is -inf or n is 0): the value subtracted. */
-float inf__attention_row_max(const float *x, int64_t n);
-float inf__attention_exp_row(float *x, int64_t n);
-float inf__attention_exp_row_avx2(float *x, int64_t n);
-float inf__attention_exp_row_avx512(float *x, int64_t n);
+/* A row's max is -inf only when all its scores are: 0 is subtracted then. */
+void inf__attention_exp_rows(float *s, int64_t m, int64_t n, float *inv);
+void inf__attention_exp_rows_avx2(float *s, int64_t m, int64_t n, float *inv);
+void inf__attention_exp_rows_avx512(float *s, int64_t m, int64_t n, float *inv);
 
 #endif /* INF_OPS_ATTENTION_EXP_H */

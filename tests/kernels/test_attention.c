@@ -430,37 +430,41 @@ static bool exp_row_vs_double(const float *x, const float *e, float inv, int64_t
     return false;
 }
 
-typedef float (*exp_row_fn)(float *x, int64_t n);
+typedef void (*exp_rows_fn)(float *s, int64_t m, int64_t n, float *inv);
 
-/* The softmax numerator rows: portable vs double, the vector ones vs it. */
+/* The softmax numerator rows: portable vs double, the vector ones vs it;
+ * each case is a block of 3 rows of one kind (all masked: kind 3). */
 static void check_exp_rows(void) {
-    exp_row_fn fns[2] = {NULL, NULL};
+    exp_rows_fn fns[2] = {NULL, NULL};
     const char *names[2] = {"AVX2", "AVX-512"};
 #if defined(__x86_64__)
-    if (inf__cpu_has_avx2_fma()) fns[0] = inf__attention_exp_row_avx2;
-    if (inf__cpu_has_avx512()) fns[1] = inf__attention_exp_row_avx512;
+    if (inf__cpu_has_avx2_fma()) fns[0] = inf__attention_exp_rows_avx2;
+    if (inf__cpu_has_avx512()) fns[1] = inf__attention_exp_rows_avx512;
 #endif
-    static const int64_t ns[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 128, 131, 512};
+    static const int64_t ns[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 64, 100, 128, 131, 512};
+    enum { ROWS = 3 };
     int bad = 0, cases = 0;
-    float x[512], e[512], v[512];
+    float x[ROWS * 512], e[ROWS * 512], v[ROWS * 512], inv[ROWS], vinv[ROWS];
     for (size_t a = 0; a < sizeof ns / sizeof *ns; a++)
         for (int kind = 0; kind < 4; kind++) {
             int64_t n = ns[a];
-            exp_row_input(x, n, kind);
-            memcpy(e, x, (size_t)n * sizeof(float));
-            float inv = inf__attention_exp_row(e, n);
+            exp_row_input(x, ROWS * n, kind);
+            memcpy(e, x, (size_t)(ROWS * n) * sizeof(float));
+            inf__attention_exp_rows(e, ROWS, n, inv);
             cases++;
-            if (!exp_row_vs_double(x, e, inv, n)) {
-                printf("FAIL softmax numerator n %lld kind %d: portable row off exp in double\n", (long long)n, kind);
-                bad++;
-            }
+            for (int r = 0; r < ROWS; r++)
+                if (!exp_row_vs_double(x + r * n, e + r * n, inv[r], n)) {
+                    printf("FAIL softmax numerator n %lld kind %d row %d: portable row off exp in double\n",
+                           (long long)n, kind, r);
+                    bad++;
+                }
             for (int f = 0; f < 2; f++) {
                 if (!fns[f]) continue;
-                memcpy(v, x, (size_t)n * sizeof(float));
-                float vinv = fns[f](v, n);
-                if (memcmp(v, e, (size_t)n * sizeof(float)) || memcmp(&vinv, &inv, sizeof inv)) {
-                    printf("FAIL softmax numerator n %lld kind %d: %s row not the portable bits\n", (long long)n, kind,
-                           names[f]);
+                memcpy(v, x, (size_t)(ROWS * n) * sizeof(float));
+                fns[f](v, ROWS, n, vinv);
+                if (memcmp(v, e, (size_t)(ROWS * n) * sizeof(float)) || memcmp(vinv, inv, sizeof inv)) {
+                    printf("FAIL softmax numerator n %lld kind %d: %s rows not the portable bits\n", (long long)n,
+                           kind, names[f]);
                     bad++;
                 }
             }
@@ -469,9 +473,9 @@ static void check_exp_rows(void) {
         n_failed++;
     else
         n_passed++;
-    printf("attention: softmax numerator rows, %d cases (portable vs double%s%s)\n", cases,
-           fns[0] ? ", AVX2 bit for bit" : "; no AVX2/FMA: AVX2 row skipped",
-           fns[1] ? ", AVX-512 bit for bit" : "; no AVX-512 (or forced lower): AVX-512 row skipped");
+    printf("attention: softmax numerator rows, %d blocks (portable vs double%s%s)\n", cases,
+           fns[0] ? ", AVX2 bit for bit" : "; no AVX2/FMA: AVX2 rows skipped",
+           fns[1] ? ", AVX-512 bit for bit" : "; no AVX-512 (or forced lower): AVX-512 rows skipped");
 }
 
 int main(int argc, char **argv) {

@@ -33,9 +33,11 @@
  * S = Q (scale K^T) with
  * inf__ops_sgemm (no pool: it runs inside the task), adds the mask, turns
  * each row into its softmax numerator exp(s - max s) and keeps 1 / its sum
- * (ops/attention_exp.h: portable, AVX2 and AVX-512 rows, same bits),
- * multiplies S V straight into Y and scales each row of Y by its 1 / sum
- * (Dv multiplies a row, where normalising P took Sk and a pass over it).  Batch invariance (DESIGN.md section 1): a unit's rows depend only on
+ * (ops/attention_exp.h: AVX2 and AVX-512 rows, same bits), multiplies S V
+ * straight into Y and scales each row of Y by its 1 / sum (Dv multiplies a
+ * row, where normalising P took Sk and a pass over it).  Without AVX2 the
+ * vectorised softmax row (ops/vmath.h) normalises P instead: its portable
+ * and NEON tables are cheaper there than the scalar twin's fmaf.  Batch invariance (DESIGN.md section 1): a unit's rows depend only on
  * its own (b, h) data -- sgemm's row bits never depend on m or the split --
  * so batch rows give the same bits at any batch size and thread count.
  * The scaled K^T copy runs 8x8 blocks in ymm registers on AVX2 CPUs
@@ -52,6 +54,7 @@
 #include "ops/attention_exp.h"
 #include "ops/attention_geom.h"
 #include "ops/ops.h"
+#include "ops/vmath.h"
 
 typedef struct attention_params {
     float scale;
@@ -78,7 +81,10 @@ typedef struct attention_job {
     int64_t scratch_floats;                  /* per part, rounded to 16 */
     int64_t n_parts;                         /* pool tasks, one a thread */
     unit_counter *next;                      /* per part: the next unit of its run */
-    float (*exp_row)(float *x, int64_t n); /* the softmax numerator, returns 1 / its sum */
+    /* the softmax numerators of a block's rows and 1 / their sums (AVX2, AVX-512), or NULL: vm's
+     * softmax rows (P normalised, the products' portable twins) */
+    void (*exp_rows)(float *s, int64_t m, int64_t n, float *inv);
+    const inf__vmath *vm;
     bool kt_avx2; /* the scaled K^T copy with AVX2 */
 } attention_job;
 
@@ -110,17 +116,18 @@ static void attention_unit(const attention_job *j, int64_t unit, float *kt, floa
     for (int64_t i0 = 0; i0 < j->sq; i0 += j->rows) {
         int64_t m = j->sq - i0 < j->rows ? j->sq - i0 : j->rows;
         inf__ops_sgemm(NULL, false, false, m, j->sk, j->d, 1.0f, q + i0 * j->ldq, j->ldq, kt, j->sk, 0.0f, s, j->sk);
-        for (int64_t i = 0; i < m; i++) {
+        for (int64_t i = 0; j->mask && i < m; i++) {
             float *row = s + i * j->sk;
-            if (j->mask) {
-                const float *mr = j->mask + b * j->mb + h * j->mh + (i0 + i) * j->mi;
-                for (int64_t t = 0; t < j->sk; t++) row[t] += mr[t * j->mj];
-            }
-            inv[i] = j->exp_row(row, j->sk);
+            const float *mr = j->mask + b * j->mb + h * j->mh + (i0 + i) * j->mi;
+            for (int64_t t = 0; t < j->sk; t++) row[t] += mr[t * j->mj];
         }
+        if (j->exp_rows)
+            j->exp_rows(s, m, j->sk, inv);
+        else
+            for (int64_t i = 0; i < m; i++) j->vm->softmax_row(s + i * j->sk, s + i * j->sk, j->sk);
         float *yb = y + i0 * j->ldy;
         inf__ops_sgemm(NULL, false, false, m, j->dv, j->sk, 1.0f, s, j->sk, v, j->ldv, 0.0f, yb, j->ldy);
-        for (int64_t i = 0; i < m; i++)
+        for (int64_t i = 0; j->exp_rows && i < m; i++)
             for (int64_t c = 0; c < j->dv; c++) yb[i * j->ldy + c] *= inv[i];
     }
 }
@@ -265,13 +272,13 @@ static inf_status attention_run(inf__kernel_ctx *ctx) {
     j.rows = SCORE_BLOCK_FLOATS / j.sk;
     if (j.rows < 1) j.rows = 1;
     if (j.rows > j.sq) j.rows = j.sq;
-    j.exp_row = inf__attention_exp_row;
+    j.vm = inf__vmath_best();
 #if defined(__x86_64__)
     j.kt_avx2 = inf__cpu_has_avx2_fma();
     if (inf__cpu_has_avx512())
-        j.exp_row = inf__attention_exp_row_avx512;
+        j.exp_rows = inf__attention_exp_rows_avx512;
     else if (j.kt_avx2)
-        j.exp_row = inf__attention_exp_row_avx2;
+        j.exp_rows = inf__attention_exp_rows_avx2;
 #endif
     int64_t n_units = j.b * j.h;
     int threads = inf__pool_size(ctx->pool);

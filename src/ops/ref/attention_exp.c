@@ -5,9 +5,9 @@
  * attention_avx512.c), which give the same bits (tests/kernels/
  * test_attention.c), and the kernel's own on CPUs without AVX2/FMA.
  *
- * A row of scores x[0..n) becomes e[t] = exp(x[t] - max x) in place and the
- * function returns 1 / sum e; the caller multiplies each row of P V by it
- * (the division moved after the product: Sk products a row become Dv).
+ * A row of scores x[0..n) becomes e[t] = exp(x[t] - max x) in place and
+ * inv = 1 / sum e; the caller multiplies the row of P V by it (the
+ * division moved after the product: Sk products a row become Dv).
  * The exp is vmath's (ops/ref/vmath.c: Cody-Waite reduction by ln 2 in two
  * parts, degree-5 polynomial, < 2 ulp) specialised for arguments <= 0:
  *   - below LO = -87 the result is 0 (exp(-87) = 1.6e-38 is at float's
@@ -28,7 +28,7 @@
 
 #include "ops/attention_exp.h"
 
-float inf__attention_row_max(const float *x, int64_t n) {
+static float row_max(const float *x, int64_t n) {
     float mx = -INFINITY;
     for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
     return mx == -INFINITY ? 0.0f : mx;
@@ -56,11 +56,14 @@ static float exp_le0(float x) {
     return keep ? p * s : 0.0f;
 }
 
-float inf__attention_exp_row(float *x, int64_t n) {
-    float mx = inf__attention_row_max(x, n), lane[8] = {0};
-    for (int64_t i = 0; i < n; i++) {
-        x[i] = exp_le0(x[i] - mx);
-        lane[i % 8] += x[i];
+void inf__attention_exp_rows(float *s, int64_t m, int64_t n, float *inv) {
+    for (int64_t r = 0; r < m; r++) inv[r] = row_max(s + r * n, n);
+    for (int64_t r = 0; r < m; r++) {
+        float *x = s + r * n, mx = inv[r], lane[8] = {0};
+        for (int64_t i = 0; i < n; i++) {
+            x[i] = exp_le0(x[i] - mx);
+            lane[i % 8] += x[i];
+        }
+        inv[r] = 1.0f / (((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7])));
     }
-    return 1.0f / (((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7])));
 }

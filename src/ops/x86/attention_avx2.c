@@ -76,15 +76,24 @@ static inline float hmax8(__m256 v) {
     return _mm_cvtss_f32(m);
 }
 
-float inf__attention_exp_row_avx2(float *x, int64_t n) {
-    __m256 vm = SET1(-INFINITY);
+static float row_max(const float *x, int64_t n) {
+    __m256 v0 = SET1(-INFINITY), v1 = v0;
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(x + i));
-    if (i < n) vm = _mm256_max_ps(vm, load_tail(x + i, n - i));
-    float mx = hmax8(vm);
-    if (mx == -INFINITY) mx = 0;
+    for (; i + 16 <= n; i += 16) {
+        v0 = _mm256_max_ps(v0, _mm256_loadu_ps(x + i));
+        v1 = _mm256_max_ps(v1, _mm256_loadu_ps(x + i + 8));
+    }
+    for (; i + 8 <= n; i += 8) v0 = _mm256_max_ps(v0, _mm256_loadu_ps(x + i));
+    if (i < n) v1 = _mm256_max_ps(v1, load_tail(x + i, n - i));
+    float mx = hmax8(_mm256_max_ps(v0, v1));
+    return mx == -INFINITY ? 0.0f : mx;
+}
+
+/* e = exp(x - mx) in place, 1 / sum e returned */
+static float exp_row(float *x, int64_t n, float mx) {
     __m256 m = SET1(mx), s = _mm256_setzero_ps();
-    for (i = 0; i + 8 <= n; i += 8) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
         __m256 e = exp_le0(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
         _mm256_storeu_ps(x + i, e);
         s = _mm256_add_ps(s, e);
@@ -96,6 +105,11 @@ float inf__attention_exp_row_avx2(float *x, int64_t n) {
         s = _mm256_add_ps(s, e);
     }
     return inf__attention_inv_sum8(s);
+}
+
+void inf__attention_exp_rows_avx2(float *s, int64_t m, int64_t n, float *inv) {
+    for (int64_t r = 0; r < m; r++) inv[r] = row_max(s + r * n, n);
+    for (int64_t r = 0; r < m; r++) inv[r] = exp_row(s + r * n, n, inv[r]);
 }
 
 #endif

@@ -34,32 +34,49 @@ static inline __m512 exp_le0(__m512 x) {
     return _mm512_maskz_mul_ps(keep, p, _mm512_castsi512_ps(k));
 }
 
+/* lanes [0, k) of 16, k < 16 */
+static inline __mmask16 tail_mask(int64_t k) { return (__mmask16)((1u << k) - 1); }
+
 static inline __m256 add_halves(__m256 s, __m512 e) {
     s = _mm256_add_ps(s, _mm512_castps512_ps256(e));
     return _mm256_add_ps(s, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
 }
 
-float inf__attention_exp_row_avx512(float *x, int64_t n) {
-    __m512 vm = SET1(-INFINITY);
+static float row_max(const float *x, int64_t n) {
+    __m512 v0 = SET1(-INFINITY), v1 = v0;
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) vm = _mm512_max_ps(vm, _mm512_loadu_ps(x + i));
-    __mmask16 tail = (__mmask16)((1u << (n - i)) - 1);
-    if (i < n) vm = _mm512_max_ps(vm, _mm512_mask_loadu_ps(SET1(-INFINITY), tail, x + i));
-    float mx = _mm512_reduce_max_ps(vm);
-    if (mx == -INFINITY) mx = 0;
+    for (; i + 32 <= n; i += 32) {
+        v0 = _mm512_max_ps(v0, _mm512_loadu_ps(x + i));
+        v1 = _mm512_max_ps(v1, _mm512_loadu_ps(x + i + 16));
+    }
+    for (; i + 16 <= n; i += 16) v0 = _mm512_max_ps(v0, _mm512_loadu_ps(x + i));
+    if (i < n) v1 = _mm512_max_ps(v1, _mm512_mask_loadu_ps(SET1(-INFINITY), tail_mask(n - i), x + i));
+    float mx = _mm512_reduce_max_ps(_mm512_max_ps(v0, v1));
+    return mx == -INFINITY ? 0.0f : mx;
+}
+
+/* e = exp(x - mx) in place, 1 / sum e returned */
+static float exp_row(float *x, int64_t n, float mx) {
     __m512 m = SET1(mx);
     __m256 s = _mm256_setzero_ps();
-    for (i = 0; i + 16 <= n; i += 16) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
         __m512 e = exp_le0(_mm512_sub_ps(_mm512_loadu_ps(x + i), m));
         _mm512_storeu_ps(x + i, e);
         s = add_halves(s, e);
     }
     if (i < n) {
+        __mmask16 tail = tail_mask(n - i);
         __m512 e = exp_le0(_mm512_sub_ps(_mm512_mask_loadu_ps(SET1(-INFINITY), tail, x + i), m));
         _mm512_mask_storeu_ps(x + i, tail, e);
         s = add_halves(s, e);
     }
     return inf__attention_inv_sum8(s);
+}
+
+void inf__attention_exp_rows_avx512(float *s, int64_t m, int64_t n, float *inv) {
+    for (int64_t r = 0; r < m; r++) inv[r] = row_max(s + r * n, n);
+    for (int64_t r = 0; r < m; r++) inv[r] = exp_row(s + r * n, n, inv[r]);
 }
 
 #endif
