@@ -17,11 +17,11 @@
 #include <stdint.h>
 
 /* The constants all three use (those of ops/ref/vmath.c's exp). */
-#define INF__ATT_EXP_LO (-87.0f)           /* below: exp is 0 */
+#define INF__ATT_EXP_LO (-87.0f) /* below: exp is 0 */
 #define INF__ATT_LOG2E 1.44269504088896341f
 #define INF__ATT_LN2_HI 0.693359375f
 #define INF__ATT_LN2_LO (-2.12194440e-4f)
-#define INF__ATT_ROUND 12582912.0f         /* 1.5 * 2^23: x * log2e + this is round(x * log2e) in the low bits */
+#define INF__ATT_ROUND 12582912.0f            /* 1.5 * 2^23: x * log2e + this is round(x * log2e) in the low bits */
 #define INF__ATT_POW2_BIAS (127 - 0x4B400000) /* added to those bits: n + 127 */
 /* the polynomial, highest degree first */
 #define INF__ATT_P0 1.9875691500e-4f

@@ -405,7 +405,10 @@ static void exp_row_input(float *x, int64_t n, int kind) {
     float a = kind == 0 ? 2.0f : 12.0f;
     for (int64_t t = 0; t < n; t++) {
         uint64_t r = next_u64() % 8;
-        x[t] = kind == 3 ? -INFINITY : kind > 0 && r == 0 ? -INFINITY : kind > 0 && r == 1 ? -60.0f - 80.0f * fabsf(uniform(1.0f)) : uniform(a);
+        x[t] = kind == 3            ? -INFINITY
+               : kind > 0 && r == 0 ? -INFINITY
+               : kind > 0 && r == 1 ? -60.0f - 80.0f * fabsf(uniform(1.0f))
+                                    : uniform(a);
     }
 }
 
@@ -415,8 +418,10 @@ static void exp_row_input(float *x, int64_t n, int kind) {
 static bool exp_row_vs_double(const float *x, const float *e, float inv, int64_t n) {
     float mx = -INFINITY;
     double sum = 0;
-    for (int64_t t = 0; t < n; t++) mx = x[t] > mx ? x[t] : mx;
-    if (mx == -INFINITY) return isinf(inv); /* all masked: the sum is 0 */
+    for (int64_t t = 0; t < n; t++)
+        mx = x[t] > mx ? x[t] : mx;
+    if (mx == -INFINITY)
+        return isinf(inv); /* all masked: the sum is 0 */
     for (int64_t t = 0; t < n; t++) {
         double d = (double)(x[t] - mx), want = exp(d); /* the difference in float, as the unfused Softmax */
         sum += (double)e[t];
@@ -425,7 +430,8 @@ static bool exp_row_vs_double(const float *x, const float *e, float inv, int64_t
             return false;
         }
     }
-    if (fabs(inv * sum - 1.0) <= 1e-6) return true;
+    if (fabs(inv * sum - 1.0) <= 1e-6)
+        return true;
     printf("  1 / sum %.9g, in double %.9g\n", inv, 1.0 / sum);
     return false;
 }
@@ -438,8 +444,10 @@ static void check_exp_rows(void) {
     exp_rows_fn fns[2] = {NULL, NULL};
     const char *names[2] = {"AVX2", "AVX-512"};
 #if defined(__x86_64__)
-    if (inf__cpu_has_avx2_fma()) fns[0] = inf__attention_exp_rows_avx2;
-    if (inf__cpu_has_avx512()) fns[1] = inf__attention_exp_rows_avx512;
+    if (inf__cpu_has_avx2_fma())
+        fns[0] = inf__attention_exp_rows_avx2;
+    if (inf__cpu_has_avx512())
+        fns[1] = inf__attention_exp_rows_avx512;
 #endif
     static const int64_t ns[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 64, 100, 128, 131, 512};
     enum { ROWS = 3 };
@@ -459,12 +467,13 @@ static void check_exp_rows(void) {
                     bad++;
                 }
             for (int f = 0; f < 2; f++) {
-                if (!fns[f]) continue;
+                if (!fns[f])
+                    continue;
                 memcpy(v, x, (size_t)(ROWS * n) * sizeof(float));
                 fns[f](v, ROWS, n, vinv);
                 if (memcmp(v, e, (size_t)(ROWS * n) * sizeof(float)) || memcmp(vinv, inv, sizeof inv)) {
-                    printf("FAIL softmax numerator n %lld kind %d: %s rows not the portable bits\n", (long long)n,
-                           kind, names[f]);
+                    printf("FAIL softmax numerator n %lld kind %d: %s rows not the portable bits\n", (long long)n, kind,
+                           names[f]);
                     bad++;
                 }
             }

@@ -119,16 +119,19 @@ static void attention_unit(const attention_job *j, int64_t unit, float *kt, floa
         for (int64_t i = 0; j->mask && i < m; i++) {
             float *row = s + i * j->sk;
             const float *mr = j->mask + b * j->mb + h * j->mh + (i0 + i) * j->mi;
-            for (int64_t t = 0; t < j->sk; t++) row[t] += mr[t * j->mj];
+            for (int64_t t = 0; t < j->sk; t++)
+                row[t] += mr[t * j->mj];
         }
         if (j->exp_rows)
             j->exp_rows(s, m, j->sk, inv);
         else
-            for (int64_t i = 0; i < m; i++) j->vm->softmax_row(s + i * j->sk, s + i * j->sk, j->sk);
+            for (int64_t i = 0; i < m; i++)
+                j->vm->softmax_row(s + i * j->sk, s + i * j->sk, j->sk);
         float *yb = y + i0 * j->ldy;
         inf__ops_sgemm(NULL, false, false, m, j->dv, j->sk, 1.0f, s, j->sk, v, j->ldv, 0.0f, yb, j->ldy);
         for (int64_t i = 0; j->exp_rows && i < m; i++)
-            for (int64_t c = 0; c < j->dv; c++) yb[i * j->ldy + c] *= inv[i];
+            for (int64_t c = 0; c < j->dv; c++)
+                yb[i * j->ldy + c] *= inv[i];
     }
 }
 

@@ -30,7 +30,8 @@
 
 static float row_max(const float *x, int64_t n) {
     float mx = -INFINITY;
-    for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    for (int64_t i = 0; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
     return mx == -INFINITY ? 0.0f : mx;
 }
 
@@ -57,7 +58,8 @@ static float exp_le0(float x) {
 }
 
 void inf__attention_exp_rows(float *s, int64_t m, int64_t n, float *inv) {
-    for (int64_t r = 0; r < m; r++) inv[r] = row_max(s + r * n, n);
+    for (int64_t r = 0; r < m; r++)
+        inv[r] = row_max(s + r * n, n);
     for (int64_t r = 0; r < m; r++) {
         float *x = s + r * n, mx = inv[r], lane[8] = {0};
         for (int64_t i = 0; i < n; i++) {

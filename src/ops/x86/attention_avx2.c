@@ -83,8 +83,10 @@ static float row_max(const float *x, int64_t n) {
         v0 = _mm256_max_ps(v0, _mm256_loadu_ps(x + i));
         v1 = _mm256_max_ps(v1, _mm256_loadu_ps(x + i + 8));
     }
-    for (; i + 8 <= n; i += 8) v0 = _mm256_max_ps(v0, _mm256_loadu_ps(x + i));
-    if (i < n) v1 = _mm256_max_ps(v1, load_tail(x + i, n - i));
+    for (; i + 8 <= n; i += 8)
+        v0 = _mm256_max_ps(v0, _mm256_loadu_ps(x + i));
+    if (i < n)
+        v1 = _mm256_max_ps(v1, load_tail(x + i, n - i));
     float mx = hmax8(_mm256_max_ps(v0, v1));
     return mx == -INFINITY ? 0.0f : mx;
 }
@@ -108,8 +110,10 @@ static float exp_row(float *x, int64_t n, float mx) {
 }
 
 void inf__attention_exp_rows_avx2(float *s, int64_t m, int64_t n, float *inv) {
-    for (int64_t r = 0; r < m; r++) inv[r] = row_max(s + r * n, n);
-    for (int64_t r = 0; r < m; r++) inv[r] = exp_row(s + r * n, n, inv[r]);
+    for (int64_t r = 0; r < m; r++)
+        inv[r] = row_max(s + r * n, n);
+    for (int64_t r = 0; r < m; r++)
+        inv[r] = exp_row(s + r * n, n, inv[r]);
 }
 
 #endif

@@ -35,7 +35,9 @@ static inline __m512 exp_le0(__m512 x) {
 }
 
 /* lanes [0, k) of 16, k < 16 */
-static inline __mmask16 tail_mask(int64_t k) { return (__mmask16)((1u << k) - 1); }
+static inline __mmask16 tail_mask(int64_t k) {
+    return (__mmask16)((1u << k) - 1);
+}
 
 static inline __m256 add_halves(__m256 s, __m512 e) {
     s = _mm256_add_ps(s, _mm512_castps512_ps256(e));
@@ -49,8 +51,10 @@ static float row_max(const float *x, int64_t n) {
         v0 = _mm512_max_ps(v0, _mm512_loadu_ps(x + i));
         v1 = _mm512_max_ps(v1, _mm512_loadu_ps(x + i + 16));
     }
-    for (; i + 16 <= n; i += 16) v0 = _mm512_max_ps(v0, _mm512_loadu_ps(x + i));
-    if (i < n) v1 = _mm512_max_ps(v1, _mm512_mask_loadu_ps(SET1(-INFINITY), tail_mask(n - i), x + i));
+    for (; i + 16 <= n; i += 16)
+        v0 = _mm512_max_ps(v0, _mm512_loadu_ps(x + i));
+    if (i < n)
+        v1 = _mm512_max_ps(v1, _mm512_mask_loadu_ps(SET1(-INFINITY), tail_mask(n - i), x + i));
     float mx = _mm512_reduce_max_ps(_mm512_max_ps(v0, v1));
     return mx == -INFINITY ? 0.0f : mx;
 }
@@ -75,8 +79,10 @@ static float exp_row(float *x, int64_t n, float mx) {
 }
 
 void inf__attention_exp_rows_avx512(float *s, int64_t m, int64_t n, float *inv) {
-    for (int64_t r = 0; r < m; r++) inv[r] = row_max(s + r * n, n);
-    for (int64_t r = 0; r < m; r++) inv[r] = exp_row(s + r * n, n, inv[r]);
+    for (int64_t r = 0; r < m; r++)
+        inv[r] = row_max(s + r * n, n);
+    for (int64_t r = 0; r < m; r++)
+        inv[r] = exp_row(s + r * n, n, inv[r]);
 }
 
 #endif
