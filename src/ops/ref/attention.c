@@ -129,9 +129,11 @@ static void attention_unit(const attention_job *j, int64_t unit, float *kt, floa
                 j->vm->softmax_row(s + i * j->sk, s + i * j->sk, j->sk);
         float *yb = y + i0 * j->ldy;
         inf__ops_sgemm(NULL, false, false, m, j->dv, j->sk, 1.0f, s, j->sk, v, j->ldv, 0.0f, yb, j->ldy);
-        for (int64_t i = 0; j->exp_rows && i < m; i++)
+        for (int64_t i = 0; j->exp_rows && i < m; i++) {
+            float f = inv[i], *yr = yb + i * j->ldy; /* (f a local: the loop vectorises) */
             for (int64_t c = 0; c < j->dv; c++)
-                yb[i * j->ldy + c] *= inv[i];
+                yr[c] *= f;
+        }
     }
 }
 
