@@ -31,6 +31,18 @@
 #define INF__ATT_P4 1.6666665459e-1f
 #define INF__ATT_P5 5.0000001201e-1f
 
+/* The rows' maxima first (into inv), then each row's exps and 1 / sum:
+ * the driver of all three, with their row_max (-inf -> 0) and exp_row
+ * (e = exp(x - mx) in place, 1 / sum e returned). */
+static inline void inf__attention_exp_rows_by(float *s, int64_t m, int64_t n, float *inv,
+                                              float (*row_max)(const float *x, int64_t n),
+                                              float (*exp_row)(float *x, int64_t n, float mx)) {
+    for (int64_t r = 0; r < m; r++)
+        inv[r] = row_max(s + r * n, n);
+    for (int64_t r = 0; r < m; r++)
+        inv[r] = exp_row(s + r * n, n, inv[r]);
+}
+
 /* A row's max is -inf only when all its scores are: 0 is subtracted then. */
 void inf__attention_exp_rows(float *s, int64_t m, int64_t n, float *inv);
 void inf__attention_exp_rows_avx2(float *s, int64_t m, int64_t n, float *inv);

@@ -57,15 +57,16 @@ static float exp_le0(float x) {
     return keep ? p * s : 0.0f;
 }
 
-void inf__attention_exp_rows(float *s, int64_t m, int64_t n, float *inv) {
-    for (int64_t r = 0; r < m; r++)
-        inv[r] = row_max(s + r * n, n);
-    for (int64_t r = 0; r < m; r++) {
-        float *x = s + r * n, mx = inv[r], lane[8] = {0};
-        for (int64_t i = 0; i < n; i++) {
-            x[i] = exp_le0(x[i] - mx);
-            lane[i % 8] += x[i];
-        }
-        inv[r] = 1.0f / (((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7])));
+/* e = exp(x - mx) in place, 1 / sum e returned */
+static float exp_row(float *x, int64_t n, float mx) {
+    float lane[8] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = exp_le0(x[i] - mx);
+        lane[i % 8] += x[i];
     }
+    return 1.0f / (((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7])));
+}
+
+void inf__attention_exp_rows(float *s, int64_t m, int64_t n, float *inv) {
+    inf__attention_exp_rows_by(s, m, n, inv, row_max, exp_row);
 }

@@ -18,7 +18,7 @@
 
 #include "ops/attention_exp.h"
 #include "ops/ops.h"
-#include "ops/x86/attention_sum8.h"
+#include "ops/x86/attention_exp_x86.h"
 #include "ops/x86/transpose_avx2.h"
 
 #define SET1(c) _mm256_set1_ps(c)
@@ -54,17 +54,8 @@ static inline __m256 load_tail(const float *x, int64_t k) {
 
 static inline __m256 exp_le0(__m256 x) {
     __m256 keep = _mm256_cmp_ps(x, SET1(INF__ATT_EXP_LO), _CMP_NLT_UQ);
-    __m256 c = _mm256_max_ps(SET1(INF__ATT_EXP_LO), x); /* a NaN x stays */
-    __m256 t = _mm256_fmadd_ps(c, SET1(INF__ATT_LOG2E), SET1(INF__ATT_ROUND));
-    __m256 n = _mm256_sub_ps(t, SET1(INF__ATT_ROUND));
-    __m256 r = _mm256_fnmadd_ps(n, SET1(INF__ATT_LN2_HI), c);
-    r = _mm256_fnmadd_ps(n, SET1(INF__ATT_LN2_LO), r);
-    __m256 p = _mm256_fmadd_ps(SET1(INF__ATT_P0), r, SET1(INF__ATT_P1));
-    p = _mm256_fmadd_ps(p, r, SET1(INF__ATT_P2));
-    p = _mm256_fmadd_ps(p, r, SET1(INF__ATT_P3));
-    p = _mm256_fmadd_ps(p, r, SET1(INF__ATT_P4));
-    p = _mm256_fmadd_ps(p, r, SET1(INF__ATT_P5));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, SET1(1.0f)));
+    __m256 c = _mm256_max_ps(SET1(INF__ATT_EXP_LO), x), t, p; /* a NaN x stays */
+    INF__ATT_EXP_POLY(_mm256, __m256, c, t, p);
     __m256i k = _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(INF__ATT_POW2_BIAS)), 23);
     return _mm256_and_ps(keep, _mm256_mul_ps(p, _mm256_castsi256_ps(k)));
 }
@@ -110,10 +101,7 @@ static float exp_row(float *x, int64_t n, float mx) {
 }
 
 void inf__attention_exp_rows_avx2(float *s, int64_t m, int64_t n, float *inv) {
-    for (int64_t r = 0; r < m; r++)
-        inv[r] = row_max(s + r * n, n);
-    for (int64_t r = 0; r < m; r++)
-        inv[r] = exp_row(s + r * n, n, inv[r]);
+    inf__attention_exp_rows_by(s, m, n, inv, row_max, exp_row);
 }
 
 #endif

@@ -13,23 +13,14 @@
 #include <math.h>
 
 #include "ops/attention_exp.h"
-#include "ops/x86/attention_sum8.h"
+#include "ops/x86/attention_exp_x86.h"
 
 #define SET1(c) _mm512_set1_ps(c)
 
 static inline __m512 exp_le0(__m512 x) {
     __mmask16 keep = _mm512_cmp_ps_mask(x, SET1(INF__ATT_EXP_LO), _CMP_NLT_UQ);
-    __m512 c = _mm512_max_ps(SET1(INF__ATT_EXP_LO), x); /* a NaN x stays */
-    __m512 t = _mm512_fmadd_ps(c, SET1(INF__ATT_LOG2E), SET1(INF__ATT_ROUND));
-    __m512 n = _mm512_sub_ps(t, SET1(INF__ATT_ROUND));
-    __m512 r = _mm512_fnmadd_ps(n, SET1(INF__ATT_LN2_HI), c);
-    r = _mm512_fnmadd_ps(n, SET1(INF__ATT_LN2_LO), r);
-    __m512 p = _mm512_fmadd_ps(SET1(INF__ATT_P0), r, SET1(INF__ATT_P1));
-    p = _mm512_fmadd_ps(p, r, SET1(INF__ATT_P2));
-    p = _mm512_fmadd_ps(p, r, SET1(INF__ATT_P3));
-    p = _mm512_fmadd_ps(p, r, SET1(INF__ATT_P4));
-    p = _mm512_fmadd_ps(p, r, SET1(INF__ATT_P5));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, SET1(1.0f)));
+    __m512 c = _mm512_max_ps(SET1(INF__ATT_EXP_LO), x), t, p; /* a NaN x stays */
+    INF__ATT_EXP_POLY(_mm512, __m512, c, t, p);
     __m512i k = _mm512_slli_epi32(_mm512_add_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(INF__ATT_POW2_BIAS)), 23);
     return _mm512_maskz_mul_ps(keep, p, _mm512_castsi512_ps(k));
 }
@@ -79,10 +70,7 @@ static float exp_row(float *x, int64_t n, float mx) {
 }
 
 void inf__attention_exp_rows_avx512(float *s, int64_t m, int64_t n, float *inv) {
-    for (int64_t r = 0; r < m; r++)
-        inv[r] = row_max(s + r * n, n);
-    for (int64_t r = 0; r < m; r++)
-        inv[r] = exp_row(s + r * n, n, inv[r]);
+    inf__attention_exp_rows_by(s, m, n, inv, row_max, exp_row);
 }
 
 #endif
