@@ -1,9 +1,10 @@
 /*
  * attention_exp.c -- the softmax numerator of the fused Attention kernel
  * (ops/ref/attention.c), portable: the reference twin of
- * inf__attention_exp_row_avx2 / _avx512 (ops/x86/attention_avx2.c,
+ * inf__attention_exp_rows_avx2 / _avx512 (ops/x86/attention_avx2.c,
  * attention_avx512.c), which give the same bits (tests/kernels/
- * test_attention.c), and the kernel's own on CPUs without AVX2/FMA.
+ * test_attention.c).  CPUs without AVX2/FMA do not run it (its fmaf is a
+ * library call there): the kernel keeps vmath's softmax row on them.
  *
  * A row of scores x[0..n) becomes e[t] = exp(x[t] - max x) in place and
  * inv = 1 / sum e; the caller multiplies the row of P V by it (the
