@@ -17,9 +17,16 @@
  * then keeps float32 precision), K/V batch 1 broadcast against Q's.
  * Also the AVX2 scaled K^T copy (ops/x86/attention_avx2.c) against the
  * plain loop written here, bit for bit, over sizes across the 8x8 blocks'
- * edges and row strides wider than D (when the CPU has AVX2/FMA).
+ * edges and row strides wider than D (when the CPU has AVX2/FMA); and the
+ * softmax numerator rows (ops/attention_exp.h): the portable one against
+ * exp and sums in double (2 ulp a term, 1e-6 the sum), the AVX2 and
+ * AVX-512 ones against the portable one bit for bit (those the CPU runs;
+ * the others are named as skipped), over lengths across the 8- and 16-lane
+ * edges with -inf (masked) terms, terms below exp's cut-off and whole rows
+ * of -inf.
  * Prints one line per failure and "N passed, M failed".
  */
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -27,6 +34,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/cpu.h"
 #include "infera/infera.h"
 #include "infera/model.h"
 #include "infera/session.h"
@@ -34,6 +42,7 @@
 #include "kernel_paths.h"
 #include "onnx.pb-c.h"
 #include "onnx_value.h"
+#include "ops/attention_exp.h"
 #include "ops/ops.h"
 
 static int n_passed, n_failed;
@@ -390,12 +399,101 @@ static void check_kt_avx2(void) {
 #endif
 }
 
+/* A row of scores: uniform in [-a, a], some -inf, some 60..140 below the
+ * rest (terms under exp's cut-off), or (kind 3) all -inf. */
+static void exp_row_input(float *x, int64_t n, int kind) {
+    float a = kind == 0 ? 2.0f : 12.0f;
+    for (int64_t t = 0; t < n; t++) {
+        uint64_t r = next_u64() % 8;
+        x[t] = kind == 3            ? -INFINITY
+               : kind > 0 && r == 0 ? -INFINITY
+               : kind > 0 && r == 1 ? -60.0f - 80.0f * fabsf(uniform(1.0f))
+                                    : uniform(a);
+    }
+}
+
+/* The portable row against double exp: each term within 2 float ulp of
+ * exp(x - max) (0 where that is below exp(-87) -- the cut-off), 1 / sum
+ * within 1e-6. */
+static bool exp_row_vs_double(const float *x, const float *e, float inv, int64_t n) {
+    float mx = -INFINITY;
+    double sum = 0;
+    for (int64_t t = 0; t < n; t++)
+        mx = x[t] > mx ? x[t] : mx;
+    if (mx == -INFINITY)
+        return isinf(inv); /* all masked: the sum is 0 */
+    for (int64_t t = 0; t < n; t++) {
+        double d = (double)(x[t] - mx), want = exp(d); /* the difference in float, as the unfused Softmax */
+        sum += (double)e[t];
+        if (d < -87.0 ? e[t] != 0.0f : fabs(e[t] - want) > 2.0 * want * FLT_EPSILON) {
+            printf("  term %lld: x - max %.9g: %.9g, exp in double %.9g\n", (long long)t, d, e[t], want);
+            return false;
+        }
+    }
+    if (fabs(inv * sum - 1.0) <= 1e-6)
+        return true;
+    printf("  1 / sum %.9g, in double %.9g\n", inv, 1.0 / sum);
+    return false;
+}
+
+typedef void (*exp_rows_fn)(float *s, int64_t m, int64_t n, float *inv);
+
+/* The softmax numerator rows: portable vs double, the vector ones vs it;
+ * each case is a block of 3 rows of one kind (all masked: kind 3). */
+static void check_exp_rows(void) {
+    exp_rows_fn fns[2] = {NULL, NULL};
+    const char *names[2] = {"AVX2", "AVX-512"};
+#if defined(__x86_64__)
+    if (inf__cpu_has_avx2_fma())
+        fns[0] = inf__attention_exp_rows_avx2;
+    if (inf__cpu_has_avx512())
+        fns[1] = inf__attention_exp_rows_avx512;
+#endif
+    static const int64_t ns[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 64, 100, 128, 131, 512};
+    enum { ROWS = 3 };
+    int bad = 0, cases = 0;
+    float x[ROWS * 512], e[ROWS * 512], v[ROWS * 512], inv[ROWS], vinv[ROWS];
+    for (size_t a = 0; a < sizeof ns / sizeof *ns; a++)
+        for (int kind = 0; kind < 4; kind++) {
+            int64_t n = ns[a];
+            exp_row_input(x, ROWS * n, kind);
+            memcpy(e, x, (size_t)(ROWS * n) * sizeof(float));
+            inf__attention_exp_rows(e, ROWS, n, inv);
+            cases++;
+            for (int r = 0; r < ROWS; r++)
+                if (!exp_row_vs_double(x + r * n, e + r * n, inv[r], n)) {
+                    printf("FAIL softmax numerator n %lld kind %d row %d: portable row off exp in double\n",
+                           (long long)n, kind, r);
+                    bad++;
+                }
+            for (int f = 0; f < 2; f++) {
+                if (!fns[f])
+                    continue;
+                memcpy(v, x, (size_t)(ROWS * n) * sizeof(float));
+                fns[f](v, ROWS, n, vinv);
+                if (memcmp(v, e, (size_t)(ROWS * n) * sizeof(float)) || memcmp(vinv, inv, sizeof inv)) {
+                    printf("FAIL softmax numerator n %lld kind %d: %s rows not the portable bits\n", (long long)n, kind,
+                           names[f]);
+                    bad++;
+                }
+            }
+        }
+    if (bad)
+        n_failed++;
+    else
+        n_passed++;
+    printf("attention: softmax numerator rows, %d blocks (portable vs double%s%s)\n", cases,
+           fns[0] ? ", AVX2 bit for bit" : "; no AVX2/FMA: AVX2 rows skipped",
+           fns[1] ? ", AVX-512 bit for bit" : "; no AVX-512 (or forced lower): AVX-512 rows skipped");
+}
+
 int main(int argc, char **argv) {
     int skip = kernel_paths_begin(argc, argv, "attention");
     if (skip) return skip;
     for (int trial = 0; trial < 48; trial++) check_case(trial);
     printf("attention: fused and unfused against a double reference, %d random shapes\n", n_passed + n_failed);
     check_kt_avx2();
+    check_exp_rows();
     printf("%d passed, %d failed\n", n_passed, n_failed);
     return n_failed ? 1 : 0;
 }

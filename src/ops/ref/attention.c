@@ -31,9 +31,13 @@
  * K_bh transposed and scaled into the part's scratch ([D, Sk]), then for
  * blocks of query rows computes
  * S = Q (scale K^T) with
- * inf__ops_sgemm (no pool: it runs inside the task), adds the mask, runs
- * the vectorised softmax row (ops/vmath.h) and multiplies S V straight into
- * Y.  Batch invariance (DESIGN.md section 1): a unit's rows depend only on
+ * inf__ops_sgemm (no pool: it runs inside the task), adds the mask, turns
+ * each row into its softmax numerator exp(s - max s) and keeps 1 / its sum
+ * (ops/attention_exp.h: AVX2 and AVX-512 rows, same bits), multiplies S V
+ * straight into Y and scales each row of Y by its 1 / sum (Dv multiplies a
+ * row, where normalising P took Sk and a pass over it).  Without AVX2 the
+ * vectorised softmax row (ops/vmath.h) normalises P instead: its portable
+ * and NEON tables are cheaper there than the scalar twin's fmaf.  Batch invariance (DESIGN.md section 1): a unit's rows depend only on
  * its own (b, h) data -- sgemm's row bits never depend on m or the split --
  * so batch rows give the same bits at any batch size and thread count.
  * The scaled K^T copy runs 8x8 blocks in ymm registers on AVX2 CPUs
@@ -46,6 +50,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "core/cpu.h"
+#include "ops/attention_exp.h"
 #include "ops/attention_geom.h"
 #include "ops/ops.h"
 #include "ops/vmath.h"
@@ -71,10 +77,13 @@ typedef struct attention_job {
     int64_t mb, mh, mi, mj;                  /* mask strides over [B, H, Sq, Sk] (0: broadcast) */
     float scale;
     int64_t rows;                            /* query rows per block */
-    float *scratch;                          /* per part: kt [D*Sk] then scores [rows*Sk] */
+    float *scratch;                          /* per part: kt [D*Sk], scores [rows*Sk], 1/sums [rows] */
     int64_t scratch_floats;                  /* per part, rounded to 16 */
     int64_t n_parts;                         /* pool tasks, one a thread */
     unit_counter *next;                      /* per part: the next unit of its run */
+    /* the softmax numerators of a block's rows and 1 / their sums (AVX2, AVX-512), or NULL: vm's
+     * softmax rows (P normalised, the products' portable twins) */
+    void (*exp_rows)(float *s, int64_t m, int64_t n, float *inv);
     const inf__vmath *vm;
     bool kt_avx2; /* the scaled K^T copy with AVX2 */
 } attention_job;
@@ -95,7 +104,7 @@ static void copy_kt(const attention_job *j, const float *k, float *kt) {
             kt[p * j->sk + t] = j->scale * k[t * j->ldk + p];
 }
 
-static void attention_unit(const attention_job *j, int64_t unit, float *kt, float *s) {
+static void attention_unit(const attention_job *j, int64_t unit, float *kt, float *s, float *inv) {
     int64_t b = unit / j->h, h = unit % j->h;
     const float *q = j->q + b * j->qb + h * j->qh;
     const float *k = j->k + b * j->kb + h * j->kh;
@@ -107,16 +116,24 @@ static void attention_unit(const attention_job *j, int64_t unit, float *kt, floa
     for (int64_t i0 = 0; i0 < j->sq; i0 += j->rows) {
         int64_t m = j->sq - i0 < j->rows ? j->sq - i0 : j->rows;
         inf__ops_sgemm(NULL, false, false, m, j->sk, j->d, 1.0f, q + i0 * j->ldq, j->ldq, kt, j->sk, 0.0f, s, j->sk);
-        for (int64_t i = 0; i < m; i++) {
+        for (int64_t i = 0; j->mask && i < m; i++) {
             float *row = s + i * j->sk;
-            if (j->mask) {
-                const float *mr = j->mask + b * j->mb + h * j->mh + (i0 + i) * j->mi;
-                for (int64_t t = 0; t < j->sk; t++) row[t] += mr[t * j->mj];
-            }
-            j->vm->softmax_row(row, row, j->sk);
+            const float *mr = j->mask + b * j->mb + h * j->mh + (i0 + i) * j->mi;
+            for (int64_t t = 0; t < j->sk; t++)
+                row[t] += mr[t * j->mj];
         }
-        inf__ops_sgemm(NULL, false, false, m, j->dv, j->sk, 1.0f, s, j->sk, v, j->ldv, 0.0f, y + i0 * j->ldy,
-                       j->ldy);
+        if (j->exp_rows)
+            j->exp_rows(s, m, j->sk, inv);
+        else
+            for (int64_t i = 0; i < m; i++)
+                j->vm->softmax_row(s + i * j->sk, s + i * j->sk, j->sk);
+        float *yb = y + i0 * j->ldy;
+        inf__ops_sgemm(NULL, false, false, m, j->dv, j->sk, 1.0f, s, j->sk, v, j->ldv, 0.0f, yb, j->ldy);
+        for (int64_t i = 0; j->exp_rows && i < m; i++) {
+            float f = inv[i], *yr = yb + i * j->ldy; /* (f a local: the loop vectorises) */
+            for (int64_t c = 0; c < j->dv; c++)
+                yr[c] *= f;
+        }
     }
 }
 
@@ -126,10 +143,11 @@ static void attention_task(void *arg, int64_t begin, int64_t end) {
     attention_job *j = arg;
     for (int64_t part = begin; part < end; part++) {
         float *kt = j->scratch + part * j->scratch_floats, *s = kt + (j->d * j->sk + 15) / 16 * 16;
+        float *inv = s + (j->rows * j->sk + 15) / 16 * 16;
         for (int64_t i = 0; i < j->n_parts; i++) {
             int64_t t = (part + i) % j->n_parts, stop = first_unit(j, t + 1);
             for (int64_t u; (u = atomic_fetch_add(&j->next[t].next, 1)) < stop;)
-                attention_unit(j, u, kt, s);
+                attention_unit(j, u, kt, s, inv);
         }
     }
 }
@@ -262,12 +280,16 @@ static inf_status attention_run(inf__kernel_ctx *ctx) {
     j.vm = inf__vmath_best();
 #if defined(__x86_64__)
     j.kt_avx2 = inf__cpu_has_avx2_fma();
+    if (inf__cpu_has_avx512())
+        j.exp_rows = inf__attention_exp_rows_avx512;
+    else if (j.kt_avx2)
+        j.exp_rows = inf__attention_exp_rows_avx2;
 #endif
     int64_t n_units = j.b * j.h;
     int threads = inf__pool_size(ctx->pool);
     if (threads > n_units) threads = (int)n_units;
     j.n_parts = threads;
-    j.scratch_floats = (j.d * j.sk + 15) / 16 * 16 + (j.rows * j.sk + 15) / 16 * 16;
+    j.scratch_floats = (j.d * j.sk + 15) / 16 * 16 + (j.rows * j.sk + 15) / 16 * 16 + (j.rows + 15) / 16 * 16;
     /* the parts' counters, then their float scratch (both 64-byte aligned) */
     size_t counters = (size_t)threads * sizeof(unit_counter);
     size_t bytes = counters + (size_t)(threads * j.scratch_floats) * sizeof(float);
