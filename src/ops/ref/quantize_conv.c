@@ -57,6 +57,32 @@ static int qwino_tile(const qconv_params *p, const inf_tensor *w, inf__qgemm_isa
 }
 #endif
 
+#if defined(__x86_64__) && !defined(INF_EDGE)
+/* An RGB stem (3 x 3, 3 channels, one group, int8 W without zero point)
+ * padded to 4 channels for the AVX2 kernels whose W is pair-safe (the
+ * routed vpmaddubsw kernel): W packed densely as well, K = 27 in (ky, kx,
+ * channel) order, for the pooled stem's im2col rows (ops/qgemm.h
+ * inf__qconv_rgb_pairs_*): 7 quads per position instead of 9.  Kept only
+ * where the dense packing is pair-safe and routed too. */
+static inf_status qconv_pack_rgb(inf__arena *arena, qconv_params *p, const inf_tensor *w, inf__qgemm_isa base) {
+    int64_t m = w->dims[0], k = 27;
+    int8_t *dense = inf__calloc((size_t)(m * k), 1); /* W [m][c][ky][kx] -> [m][ky][kx][c] */
+    if (!dense)
+        return INF_ENOMEM;
+    for (int64_t o = 0; o < m; o++)
+        for (int64_t c = 0; c < 3; c++)
+            for (int64_t t = 0; t < 9; t++)
+                dense[(o * 9 + t) * 3 + c] = ((const int8_t *)w->data)[(o * 3 + c) * 9 + t];
+    inf_status st = INF_OK;
+    if (inf__qgemm_pack_isa(base, k, m, dense, INF_DTYPE_I8, k, true) == INF_QGEMM_AVX2_UBS) {
+        st = inf__qgemm_pack_b(arena, INF_QGEMM_AVX2_UBS, k, m, dense, INF_DTYPE_I8, k, true, NULL, 1, &p->rgb);
+        p->has_rgb = st == INF_OK && p->rgb.route;
+    }
+    inf__free(dense);
+    return st;
+}
+#endif
+
 /* Packs a constant W (input w_at; zero point input wzp_at: per tensor or
  * per output channel) per group as B = W_g^T, when isa allows. */
 static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p, inf__qgemm_isa isa, int w_at,
@@ -97,6 +123,8 @@ static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p
             for (int64_t t = 0; t < taps; t++)
                 hwc[(o * taps + t) * cgp + c] = ((const uint8_t *)w->data)[(o * cg + c) * taps + t];
     inf_status st = INF_OK;
+    inf__qgemm_isa base = isa; /* before the pair-safe choice: qconv_pack_rgb's */
+    (void)base;
     isa = inf__qgemm_pack_isa(isa, k, m, hwc, w->dtype, k, true); /* one kernel for every group */
     for (int64_t grp = 0; grp < p->group && st == INF_OK; grp++) {
         bool per_ch = wz && inf_tensor_numel(wz) > 1;
@@ -106,6 +134,9 @@ static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p
     }
     inf__free(hwc);
 #if defined(__x86_64__) && !defined(INF_EDGE)
+    if (st == INF_OK && isa == INF_QGEMM_AVX2_UBS && p->cgp == 4 && cg == 3 && p->group == 1 && w->ndim == 4 &&
+        w->dims[2] == 3 && w->dims[3] == 3)
+        st = qconv_pack_rgb(arena, p, w, base);
     int wtile = st == INF_OK ? qwino_tile(p, w, isa, wz_zero, cgp != cg) : 0;
     if (wtile) {
         st = inf__qwino_pack(arena, wtile, cg, m, w->data, &p->wino);
@@ -298,7 +329,8 @@ inf_status inf__qconv_op_run_packed(inf__kernel_ctx *ctx, const qconv_geom *g, c
                           .psh = p->pool[2],
                           .psw = p->pool[3],
                           .dwise = p->has_dw ? &p->dw : NULL,
-                          .wino = p->has_wino ? &p->wino : NULL};
+                          .wino = p->has_wino ? &p->wino : NULL,
+                          .rgb = p->has_rgb ? &p->rgb : NULL};
     void *scratch = inf__kernel_scratch(ctx, inf__qconv_scratch_bytes(&qg, &p->bg[0]));
     if (!scratch) return INF_ENOMEM;
     inf__qsrc x = {.data = q->x->data, .dtype = q->x->dtype, .zp = zp_at(q->xzp, 0), .nhwc = p->nhwc_in};
