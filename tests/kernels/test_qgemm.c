@@ -517,6 +517,17 @@ static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
  * weights (inf__qconv_geom.cgp) so the VNNI kernels read the image in place, its input packed 4 bytes a
  * position -- against the reference driver on the unpadded W, bit for bit: the uint8 channels-last store,
  * pooled (the stem's fused MaxPool) or not, and the float store. */
+/* A random order of the RGB stem's 28 row bytes (ops/qgemm.h inf__qconv_rgb): a shuffle of 0 .. 27. */
+static void random_rgb_order(uint8_t *order) {
+    for (int k = 0; k < 28; k++)
+        order[k] = (uint8_t)k;
+    for (int k = 27; k > 0; k--) {
+        int j = (int)rand_in(0, k);
+        uint8_t t = order[k];
+        order[k] = order[j], order[j] = t;
+    }
+}
+
 /* rgb: an RGB stem (3 channels, 3 x 3, stride 1 along x, 2 x 2 pooled), whose pooled form also runs with W packed
  * densely (inf__qconv_geom.rgb: the im2col rows of ops/ref/qconv_rgb.c) where the pair-safe kernel has a route. */
 static void conv_stem_case(inf__qgemm_isa isa, inf__pool *pool, int case_no, bool rgb) {
@@ -578,15 +589,22 @@ static void conv_stem_case(inf__qgemm_isa isa, inf__pool *pool, int case_no, boo
                  inf__qgemm_isa_name(isa), (long long)g.ih, (long long)g.iw, (long long)g.c, (long long)g.m,
                  (long long)g.kh, (long long)g.kw, (long long)g.sh, (long long)g.sw, form);
         check(!memcmp(ref, y, bytes), what, case_no);
-        inf__qgemm_b prgb; /* the RGB stem's dense W: K = 27 in whwc's order (tap, channel) */
+        inf__qconv_rgb rgbw; /* the RGB stem's dense W in a random row order (tap * 3 + channel; 27 the zero) */
         void *mem_rgb =
-            rgb && isa == INF_QGEMM_AVX2_UBS ? inf__aligned_alloc(inf__qgemm_pack_b_bytes(isa, kdim, g.m)) : NULL;
+            rgb && isa == INF_QGEMM_AVX2_UBS ? inf__aligned_alloc(inf__qgemm_pack_b_bytes(isa, 28, g.m)) : NULL;
         if (mem_rgb) {
-            inf__qgemm_pack_b_into(mem_rgb, isa, kdim, g.m, whwc, INF_DTYPE_I8, kdim, true, NULL, 1, &prgb);
-            gf.rgb = prgb.route ? &prgb : NULL;
+            random_rgb_order(rgbw.order);
+            int8_t *dense = malloc((size_t)(g.m * 28));
+            for (int64_t o = 0; o < g.m; o++)
+                for (int k = 0; k < 28; k++)
+                    dense[o * 28 + k] = rgbw.order[k] == 27 ? 0 : whwc[o * kdim + rgbw.order[k]];
+            inf__qgemm_pack_b_into(mem_rgb, isa, 28, g.m, dense, INF_DTYPE_I8, 28, true, NULL, 1, &rgbw.b);
+            inf__qconv_rgb_masks(&rgbw);
+            gf.rgb = rgbw.b.route ? &rgbw : NULL;
             memset(y, 0, bytes);
             inf__qconv_drive(pool, &gf, &pb, &src, o, y, scratch);
             check(!memcmp(ref, y, bytes), "rgb stem: dense W, im2col rows", case_no);
+            free(dense);
         }
         inf__aligned_free(mem_rgb);
         inf__aligned_free(scratch), inf__aligned_free(mem), free(ref), free(y);
@@ -594,8 +612,9 @@ static void conv_stem_case(inf__qgemm_isa isa, inf__pool *pool, int case_no, boo
     free(x), free(whwc), free(w4), free(mult), free(bias), free(bias_i32);
 }
 
-/* The RGB stem's im2col rows: the AVX2 form against the twin byte for byte, and the twin against the image (each
- * row's 27 values in (ky, kx, channel) order, then 0); nothing written past 56 npairs + 4 bytes. */
+/* The RGB stem's im2col rows (random row orders): the AVX2 form against the twin byte for byte, and the twin
+ * against the image (row byte k: the value order[k] = ky * 9 + kx * 3 + channel names, 0 for 27); nothing written
+ * past 56 npairs + 4 bytes. */
 static void rgb_pairs_cases(void) {
 #if defined(__x86_64__) && !defined(INF_EDGE)
     if (!isa_runs(INF_QGEMM_AVX2_UBS)) {
@@ -604,6 +623,13 @@ static void rgb_pairs_cases(void) {
     }
     for (int case_no = 0; case_no < 200; case_no++) {
         int64_t w = rand_in(4, 40), h = rand_in(3, 8), rowb = 4 * w + 4 * rand_in(0, 3), np = rand_in(1, 30);
+        inf__qconv_rgb r;
+        if (case_no % 4)
+            random_rgb_order(r.order);
+        else
+            for (int k = 0; k < 28; k++)
+                r.order[k] = (uint8_t)k;
+        inf__qconv_rgb_masks(&r);
         uint8_t *x = malloc((size_t)(h * rowb)), *d[2];
         for (int64_t i = 0; i < h * rowb; i++)
             x[i] = (uint8_t)rand_in(0, 255);
@@ -615,19 +641,20 @@ static void rgb_pairs_cases(void) {
             d[k] = malloc(bytes + 4 + 32);
             memset(d[k], 0xA5, bytes + 4 + 32);
         }
-        inf__qconv_rgb_pairs_ref(first, np, rowb, d[0]);
-        inf__qconv_rgb_pairs_avx2(first, np, rowb, d[1]);
+        inf__qconv_rgb_pairs_ref(&r, first, np, rowb, d[0]);
+        inf__qconv_rgb_pairs_avx2(&r, first, np, rowb, d[1]);
         check(!memcmp(d[0], d[1], bytes), "rgb im2col pairs avx2 vs twin", case_no);
         bool untouched = true, image = true;
         for (size_t i = bytes + 4; i < bytes + 36; i++)
             untouched = untouched && d[1][i] == 0xA5;
         for (int64_t i = 0; i < 2 * np; i++)
             for (int k = 0; k < INF_QCONV_RGB_ROW; k++) {
-                const uint8_t *p = first[i / 2] + 4 * (i % 2) + (k / 9) * rowb + (k % 9 / 3) * 4 + k % 3;
-                image = image && d[0][i * INF_QCONV_RGB_ROW + k] == (k < 27 ? *p : 0);
+                int v = r.order[k];
+                const uint8_t *p = first[i / 2] + 4 * (i % 2) + (v / 9) * rowb + (v % 9 / 3) * 4 + v % 3;
+                image = image && d[0][i * INF_QCONV_RGB_ROW + k] == (v < 27 ? *p : 0);
             }
         check(untouched, "rgb im2col pairs: nothing past 56 n + 4 bytes", case_no);
-        check(image, "rgb im2col pairs twin: the image's values in (ky, kx, channel) order", case_no);
+        check(image, "rgb im2col pairs twin: the image's values in the row order", case_no);
         free(x), free(first), free(d[0]), free(d[1]);
     }
     printf("rgb im2col pairs: checked\n");

@@ -432,7 +432,7 @@ typedef struct conv_task {
     const float *residual;     /* this image's residual (out->residual), or NULL */
     const uint8_t *residual_u8;   /* or its uint8 channels-last form (out->residual_u8) */
     const inf__epilogue *res_act; /* with a residual: the activation after the Add */
-    const inf__qgemm_b *rgb;      /* the RGB stem's dense W for the pooled path's im2col rows (rgb_path), or NULL */
+    const inf__qconv_rgb *rgb;    /* the RGB stem's dense W for the pooled path's im2col rows (rgb_path), or NULL */
     const struct wino_dims *wd;   /* the INT8 Winograd: its units, and each unit's V, M and row pointers */
     int16_t *vbuf;
     int32_t *mbuf;
@@ -619,8 +619,8 @@ enum { POOL4_WINDOWS = 24 };
  * row are one pair), 2 x 2 windows? */
 static bool rgb_path(const inf__qconv_geom *g, const inf__qgemm_b *b, int64_t cs, bool direct) {
     return g->rgb && direct && b->isa == INF_QGEMM_AVX2_UBS && cs == 4 && g->c == 3 && g->group == 1 && g->kh == 3 &&
-           g->kw == 3 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->pkh == 2 && g->pkw == 2 && g->rgb->np == b->np &&
-           inf__qconv_pool4_avx2ubs_fits(g->rgb, 1, INF_QCONV_RGB_ROW);
+           g->kw == 3 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->pkh == 2 && g->pkw == 2 &&
+           g->rgb->b.np == b->np && inf__qconv_pool4_avx2ubs_fits(&g->rgb->b, 1, INF_QCONV_RGB_ROW);
 }
 
 /* nw windows (rows as pool4_row_u8 lays them out) through the RGB im2col rows: 7 quads a position.  The start
@@ -631,10 +631,10 @@ static void rgb_windows(const conv_task *t, const uint8_t *const *rows, int64_t 
     static const int64_t tap0 = 0;
     for (int64_t i = 0; i < 2 * nw; i++) /* a window row's two positions: rows[2 i] and rows[2 i] + 4 */
         pairs[i] = rows[2 * i];
-    inf__qconv_rgb_pairs_avx2(pairs, 2 * nw, t->iwp * t->cs, im);
+    inf__qconv_rgb_pairs_avx2(t->rgb, pairs, 2 * nw, t->iwp * t->cs, im);
     for (int64_t i = 0; i < 4 * nw; i++)
         rows28[i] = im + i * INF_QCONV_RGB_ROW;
-    inf__qconv_pool4_avx2ubs(t->rgb, nw, rows28, &tap0, 1, INF_QCONV_RGB_ROW, t->init, c, t->b->np);
+    inf__qconv_pool4_avx2ubs(&t->rgb->b, nw, rows28, &tap0, 1, INF_QCONV_RGB_ROW, t->init, c, t->b->np);
 }
 #endif
 
