@@ -370,7 +370,8 @@ void inf__qdw_raw_vnni512(const inf__qdw_w *w, int64_t m, const uint8_t *const *
  * a = t + 2, a * a points): d = x - a_zp per input tile; V = B^T d B in
  * int16 (|V| <= 100 * 255 = 25500 for t = 4, 4 * 255 for t = 2);
  * U = Gi g Gi^T with an integer Gi (F(4x4): G = D Gi, D's fractions moved
- * to the output side; F(2x2): Gi = 2G), |U| <= 49 * 128 resp. 9 * 128,
+ * to the output side, and part of their scale, 24 D = Eu Ea, back onto U:
+ * U = Eu Gi g Gi^T Eu; F(2x2): Gi = 2G), |U| <= 144 * 128 resp. 9 * 128,
  * int16, transformed once at load; M = sum over channels of U .* V (a * a
  * int16 GEMMs, vpmaddwd: exact int32 pair sums, channel sums wrapping as
  * the direct kernel's); Y = A'^T M A' = s * the direct sum (mod 2^32), with

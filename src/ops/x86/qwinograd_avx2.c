@@ -185,19 +185,15 @@ static void in_tiles4(const uint8_t *x0, int64_t rowb, int64_t cs, int64_t c, in
         }
 }
 
-/* A'^T's rows applied to m[0..5] at stride sm, into y[0..3] at stride sy (int32, wrapping). */
+/* A'^T's rows applied to m[0..5] at stride sm, into y[0..3] at stride sy (int32, wrapping):
+ * A'^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 2] (ops/ref/qwinograd.c). */
 static inline void at4(const __m256i *m, int sm, __m256i *y, int sy) {
-    __m256i m0 = m[0], m5 = m[5 * sm];
     __m256i p = _mm256_add_epi32(m[sm], m[2 * sm]), q = _mm256_sub_epi32(m[sm], m[2 * sm]);
     __m256i r = _mm256_add_epi32(m[3 * sm], m[4 * sm]), s = _mm256_sub_epi32(m[3 * sm], m[4 * sm]);
-    __m256i m0x2 = _mm256_add_epi32(m0, m0), q4 = _mm256_slli_epi32(q, 2), s2 = _mm256_add_epi32(s, s);
-    __m256i m5x8 = _mm256_slli_epi32(m5, 3);
-    y[0] = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(m0x2, _mm256_slli_epi32(m0, 2)), _mm256_slli_epi32(p, 2)),
-                            r);
-    y[sy] = _mm256_add_epi32(q4, s2);
-    y[2 * sy] = _mm256_slli_epi32(_mm256_add_epi32(p, r), 2);
-    y[3 * sy] = _mm256_add_epi32(_mm256_add_epi32(q4, _mm256_slli_epi32(s2, 2)),
-                                 _mm256_add_epi32(m5x8, _mm256_add_epi32(m5x8, m5x8)));
+    y[0] = _mm256_add_epi32(_mm256_add_epi32(m[0], p), r);
+    y[sy] = _mm256_add_epi32(q, _mm256_add_epi32(s, s));
+    y[2 * sy] = _mm256_add_epi32(p, _mm256_slli_epi32(r, 2));
+    y[3 * sy] = _mm256_add_epi32(_mm256_add_epi32(q, _mm256_slli_epi32(s, 3)), _mm256_add_epi32(m[5 * sm], m[5 * sm]));
 }
 
 /* One tile's 8 columns: A'^T down each column of M (t, kept in L1), then A'
