@@ -11,6 +11,9 @@
  *           three multiplies -- exact only where the 4 weights of each int16 slot have positive sum
  *           <= 128 and negative sum >= -128 (bench/quant/quad_safe.py counts them in real files):
  *           the ceiling of that form, not a kernel Infera has
+ *   mwd     vpmaddwd + vpaddd (the int16 Winograd GEMM's step, x86/qgemm_avx2.c): 16 products, one multiply;
+ *           written as an asm loop (registers only: the C loops above may keep a sum in memory where 12 sums,
+ *           the operands and a temporary exceed the 16 ymm registers)
  * An empty asm before each step hides the operands' constancy, so each step
  * is computed (not hoisted).  Run on an idle-ish core; compare ratios.
  *
@@ -94,14 +97,32 @@ INT_RATE(hyb_rate, HYB, 32)
 INT_RATE(hyb2_rate, HYB2, 32)
 INT_RATE(ubs2_rate, UBS2, 64)
 
+/* vpmaddwd + vpaddd into 12 sums held in ymm0-ymm11 (operands ymm12, ymm13, product ymm14). */
+#define MWD_STEP(i) "vpmaddwd %%ymm12, %%ymm13, %%ymm14\n\tvpaddd %%ymm14, %%ymm" #i ", %%ymm" #i "\n\t"
+__attribute__((noinline)) static double mwd_rate(int s) {
+    (void)s;
+    long n = ITERS;
+    double t = now();
+    __asm__ volatile("vpxor %%xmm12, %%xmm12, %%xmm12\n\tvpcmpeqd %%ymm13, %%ymm13, %%ymm13\n\t"
+                     "1:\n\t" MWD_STEP(0) MWD_STEP(1) MWD_STEP(2) MWD_STEP(3) MWD_STEP(4) MWD_STEP(5) MWD_STEP(6)
+                         MWD_STEP(7) MWD_STEP(8) MWD_STEP(9) MWD_STEP(10) MWD_STEP(11) "dec %0\n\tjnz 1b\n\tvzeroupper"
+                     : "+r"(n)
+                     :
+                     : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+                       "xmm12", "xmm13", "xmm14", "cc");
+    t = now() - t;
+    return (double)ITERS * 12 * 16 / t / 1e9;
+}
+
 int main(int argc, char **argv) {
     (void)argv;
     for (int r = 0; r < 3; r++) {
         double f = fma_rate((float)argc), u = ubs_rate(argc), s = shift_rate(argc), h = hyb_rate(argc),
-               h2 = hyb2_rate(argc), u2 = ubs2_rate(argc);
-        printf("fma %.1f  ubs %.1f (%.2fx)  shift %.1f (%.2fx)  hyb3:1 %.1f (%.2fx)  hyb1:1 %.1f (%.2fx)  ubs2 %.1f (%.2fx) "
-               "products/ns\n",
-               f, u, u / f, s, s / f, h, h / f, h2, h2 / f, u2, u2 / f);
+               h2 = hyb2_rate(argc), u2 = ubs2_rate(argc), m = mwd_rate(argc);
+        printf("fma %.1f  ubs %.1f (%.2fx)  shift %.1f (%.2fx)  hyb3:1 %.1f (%.2fx)  hyb1:1 %.1f (%.2fx)  ubs2 %.1f "
+               "(%.2fx) "
+               "mwd %.1f (%.2fx) products/ns\n",
+               f, u, u / f, s, s / f, h, h / f, h2, h2 / f, u2, u2 / f, m, m / f);
     }
     return 0;
 }

@@ -173,6 +173,26 @@ void inf__qconv_pool4_avx2(const inf__qgemm_b *b, int64_t nwin, const uint16_t *
 bool inf__qconv_pool4_avx2ubs_fits(const inf__qgemm_b *b, int64_t ntaps, int64_t cq);
 void inf__qconv_pool4_avx2ubs(const inf__qgemm_b *b, int64_t nwin, const uint8_t *const *rows, const int64_t *tapoff,
                               int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
+/* The RGB stem on that kernel (3 x 3 kernel, 3 channels, stride and dilation 1 along x, the image in 4-byte
+ * channels-last positions, row stride rowb): W packed densely (K = 28: the 27 weights in the order order[] says,
+ * and one zero), and each position copied into a 28-byte row in that order, so the kernel multiplies 7 quads per
+ * position instead of the 9 of the padded channels.  order[k] is the dense index ky * 9 + kx * 3 + channel of row
+ * byte k, or 27 for the 0; the packer (ops/ref/quantize_conv.c) picks it to make more of the route's groups
+ * ubs2-safe.  masks: the AVX2 form's vpshufb masks (inf__qconv_rgb_masks). */
+enum { INF_QCONV_RGB_ROW = 28 };
+typedef struct inf__qconv_rgb {
+    inf__qgemm_b b;
+    uint8_t order[INF_QCONV_RGB_ROW];
+    int8_t masks[6][32]; /* kernel row r into the row's bytes 0-15 (masks[2 r]) and 16-27 (masks[2 r + 1]) */
+} inf__qconv_rgb;
+void inf__qconv_rgb_masks(inf__qconv_rgb *r);
+/* Pair i is the two positions first[i] and first[i] + 4, made rows at dst + 56 i; dst holds 56 npairs + 4 bytes
+ * (the AVX2 form stores 16 bytes at a time).  Reference twin (ops/ref/qconv_rgb.c) and AVX2 form
+ * (x86/qconv_pool_ubs_avx2.c): the same bytes. */
+void inf__qconv_rgb_pairs_ref(const inf__qconv_rgb *r, const uint8_t *const *first, int64_t npairs, int64_t rowb,
+                              uint8_t *dst);
+void inf__qconv_rgb_pairs_avx2(const inf__qconv_rgb *r, const uint8_t *const *first, int64_t npairs, int64_t rowb,
+                               uint8_t *dst);
 /* The same with AVX-VNNI (x86/qgemm_avxvnni.c; its packing: panels of 8). */
 void inf__qconv_raw_avxvnni(const inf__qgemm_b *b, int64_t m, const uint8_t *const *rows, const int64_t *tapoff,
                             int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc);
@@ -350,7 +370,8 @@ void inf__qdw_raw_vnni512(const inf__qdw_w *w, int64_t m, const uint8_t *const *
  * a = t + 2, a * a points): d = x - a_zp per input tile; V = B^T d B in
  * int16 (|V| <= 100 * 255 = 25500 for t = 4, 4 * 255 for t = 2);
  * U = Gi g Gi^T with an integer Gi (F(4x4): G = D Gi, D's fractions moved
- * to the output side; F(2x2): Gi = 2G), |U| <= 49 * 128 resp. 9 * 128,
+ * to the output side, and part of their scale, 24 D = Eu Ea, back onto U:
+ * U = Eu Gi g Gi^T Eu; F(2x2): Gi = 2G), |U| <= 144 * 128 resp. 9 * 128,
  * int16, transformed once at load; M = sum over channels of U .* V (a * a
  * int16 GEMMs, vpmaddwd: exact int32 pair sums, channel sums wrapping as
  * the direct kernel's); Y = A'^T M A' = s * the direct sum (mod 2^32), with
@@ -406,6 +427,9 @@ typedef struct inf__qconv_geom {
     const inf__qdw_w *dwise;    /* a depthwise conv (group == c == m) with W packed for it, or NULL */
     const inf__qwino_w *wino;   /* a 3x3 stride-1 conv with W transformed for an INT8 Winograd, or NULL:
                                  * the driver takes it on the AVX2 kernels (no fused MaxPool) */
+    const inf__qconv_rgb *rgb;  /* an RGB stem (3 channels, 3 x 3, cgp 4) on the AVX2 kernel for pair-safe
+                                 * weights: W also packed densely for the pooled path's im2col rows
+                                 * (inf__qconv_rgb_pairs_*), or NULL */
 } inf__qconv_geom;
 size_t inf__qconv_scratch_bytes(const inf__qconv_geom *g, const inf__qgemm_b *b);
 void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgemm_b *bg, const inf__qsrc *x,

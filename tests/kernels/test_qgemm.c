@@ -517,17 +517,30 @@ static void conv_fused_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
  * weights (inf__qconv_geom.cgp) so the VNNI kernels read the image in place, its input packed 4 bytes a
  * position -- against the reference driver on the unpadded W, bit for bit: the uint8 channels-last store,
  * pooled (the stem's fused MaxPool) or not, and the float store. */
-static void conv_stem_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
+/* A random order of the RGB stem's 28 row bytes (ops/qgemm.h inf__qconv_rgb): a shuffle of 0 .. 27. */
+static void random_rgb_order(uint8_t *order) {
+    for (int k = 0; k < 28; k++)
+        order[k] = (uint8_t)k;
+    for (int k = 27; k > 0; k--) {
+        int j = (int)rand_in(0, k);
+        uint8_t t = order[k];
+        order[k] = order[j], order[j] = t;
+    }
+}
+
+/* rgb: an RGB stem (3 channels, 3 x 3, stride 1 along x, 2 x 2 pooled), whose pooled form also runs with W packed
+ * densely (inf__qconv_geom.rgb: the im2col rows of ops/ref/qconv_rgb.c) where the pair-safe kernel has a route. */
+static void conv_stem_case(inf__qgemm_isa isa, inf__pool *pool, int case_no, bool rgb) {
     if (isa == INF_QGEMM_REF) return;
     inf__qconv_geom g = {.n = rand_in(1, 2),
                          .group = 1,
-                         .kh = rand_in(1, 3),
-                         .kw = rand_in(1, 3),
+                         .kh = rgb ? 3 : rand_in(1, 3),
+                         .kw = rgb ? 3 : rand_in(1, 3),
                          .sh = rand_in(1, 2),
-                         .sw = rand_in(1, 2),
+                         .sw = rgb ? 1 : rand_in(1, 2),
                          .dh = 1,
                          .dw = 1};
-    g.cg = g.c = rand_in(1, 3), g.mg = g.m = rand_in(1, 70);
+    g.cg = g.c = rgb ? 3 : rand_in(1, 3), g.mg = g.m = rand_in(1, 70);
     g.ih = rand_in(g.kh + 1, 40), g.iw = rand_in(g.kw + 1, 40), g.pt = rand_in(0, g.kh - 1),
     g.pl = rand_in(0, g.kw - 1);
     g.oh = (g.ih + 2 * g.pt - g.kh) / g.sh + 1, g.ow = (g.iw + 2 * g.pl - g.kw) / g.sw + 1;
@@ -555,7 +568,7 @@ static void conv_stem_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     for (int form = 0; form < 3; form++) { /* uint8 store, pooled uint8 store, float store */
         inf__qconv_geom gr = g, gf = g4;
         if (form == 1) { /* half of them 2 x 2 (the kernels' pooled path where the store is monotonic) */
-            bool two = rand_in(0, 1) && g.oh >= 2 && g.ow >= 2;
+            bool two = (rgb || rand_in(0, 1)) && g.oh >= 2 && g.ow >= 2;
             gr.pkh = two ? 2 : rand_in(1, g.oh < 2 ? 1 : 2), gr.pkw = two ? 2 : rand_in(1, g.ow < 2 ? 1 : 2);
             gr.psh = gr.pkh + rand_in(0, 1), gr.psw = gr.pkw + rand_in(0, 1);
             gf.pkh = gr.pkh, gf.pkw = gr.pkw, gf.psh = gr.psh, gf.psw = gr.psw;
@@ -576,9 +589,76 @@ static void conv_stem_case(inf__qgemm_isa isa, inf__pool *pool, int case_no) {
                  inf__qgemm_isa_name(isa), (long long)g.ih, (long long)g.iw, (long long)g.c, (long long)g.m,
                  (long long)g.kh, (long long)g.kw, (long long)g.sh, (long long)g.sw, form);
         check(!memcmp(ref, y, bytes), what, case_no);
+        inf__qconv_rgb rgbw; /* the RGB stem's dense W in a random row order (tap * 3 + channel; 27 the zero) */
+        void *mem_rgb =
+            rgb && isa == INF_QGEMM_AVX2_UBS ? inf__aligned_alloc(inf__qgemm_pack_b_bytes(isa, 28, g.m)) : NULL;
+        if (mem_rgb) {
+            random_rgb_order(rgbw.order);
+            int8_t *dense = malloc((size_t)(g.m * 28));
+            for (int64_t o = 0; o < g.m; o++)
+                for (int k = 0; k < 28; k++)
+                    dense[o * 28 + k] = rgbw.order[k] == 27 ? 0 : whwc[o * kdim + rgbw.order[k]];
+            inf__qgemm_pack_b_into(mem_rgb, isa, 28, g.m, dense, INF_DTYPE_I8, 28, true, NULL, 1, &rgbw.b);
+            inf__qconv_rgb_masks(&rgbw);
+            gf.rgb = rgbw.b.route ? &rgbw : NULL;
+            memset(y, 0, bytes);
+            inf__qconv_drive(pool, &gf, &pb, &src, o, y, scratch);
+            check(!memcmp(ref, y, bytes), "rgb stem: dense W, im2col rows", case_no);
+            free(dense);
+        }
+        inf__aligned_free(mem_rgb);
         inf__aligned_free(scratch), inf__aligned_free(mem), free(ref), free(y);
     }
     free(x), free(whwc), free(w4), free(mult), free(bias), free(bias_i32);
+}
+
+/* The RGB stem's im2col rows (random row orders): the AVX2 form against the twin byte for byte, and the twin
+ * against the image (row byte k: the value order[k] = ky * 9 + kx * 3 + channel names, 0 for 27); nothing written
+ * past 56 npairs + 4 bytes. */
+static void rgb_pairs_cases(void) {
+#if defined(__x86_64__) && !defined(INF_EDGE)
+    if (!isa_runs(INF_QGEMM_AVX2_UBS)) {
+        printf("skipped: rgb im2col pairs\n");
+        return;
+    }
+    for (int case_no = 0; case_no < 200; case_no++) {
+        int64_t w = rand_in(4, 40), h = rand_in(3, 8), rowb = 4 * w + 4 * rand_in(0, 3), np = rand_in(1, 30);
+        inf__qconv_rgb r;
+        if (case_no % 4)
+            random_rgb_order(r.order);
+        else
+            for (int k = 0; k < 28; k++)
+                r.order[k] = (uint8_t)k;
+        inf__qconv_rgb_masks(&r);
+        uint8_t *x = malloc((size_t)(h * rowb)), *d[2];
+        for (int64_t i = 0; i < h * rowb; i++)
+            x[i] = (uint8_t)rand_in(0, 255);
+        const uint8_t **first = malloc((size_t)np * sizeof *first);
+        for (int64_t i = 0; i < np; i++) /* a pair reads positions x .. x + 3 of rows y .. y + 2 */
+            first[i] = x + rand_in(0, h - 3) * rowb + 4 * rand_in(0, w - 4);
+        size_t bytes = (size_t)(np * 2 * INF_QCONV_RGB_ROW);
+        for (int k = 0; k < 2; k++) {
+            d[k] = malloc(bytes + 4 + 32);
+            memset(d[k], 0xA5, bytes + 4 + 32);
+        }
+        inf__qconv_rgb_pairs_ref(&r, first, np, rowb, d[0]);
+        inf__qconv_rgb_pairs_avx2(&r, first, np, rowb, d[1]);
+        check(!memcmp(d[0], d[1], bytes), "rgb im2col pairs avx2 vs twin", case_no);
+        bool untouched = true, image = true;
+        for (size_t i = bytes + 4; i < bytes + 36; i++)
+            untouched = untouched && d[1][i] == 0xA5;
+        for (int64_t i = 0; i < 2 * np; i++)
+            for (int k = 0; k < INF_QCONV_RGB_ROW; k++) {
+                int v = r.order[k];
+                const uint8_t *p = first[i / 2] + 4 * (i % 2) + (v / 9) * rowb + (v % 9 / 3) * 4 + v % 3;
+                image = image && d[0][i * INF_QCONV_RGB_ROW + k] == (v < 27 ? *p : 0);
+            }
+        check(untouched, "rgb im2col pairs: nothing past 56 n + 4 bytes", case_no);
+        check(image, "rgb im2col pairs twin: the image's values in the row order", case_no);
+        free(x), free(first), free(d[0]), free(d[1]);
+    }
+    printf("rgb im2col pairs: checked\n");
+#endif
 }
 
 /* ---- depthwise convolutions ---- */
@@ -1253,7 +1333,9 @@ int main(void) {
         for (int c = 0; c < 120; c++) conv_driver_case(isas[i], c % 2 ? pool : NULL, c);
         for (int c = 0; c < 80; c++) conv_fused_case(isas[i], c % 2 ? pool : NULL, c);
         for (int c = 0; c < 80; c++)
-            conv_stem_case(isas[i], c % 2 ? pool : NULL, c);
+            conv_stem_case(isas[i], c % 2 ? pool : NULL, c, false);
+        for (int c = 0; c < 40; c++)
+            conv_stem_case(isas[i], c % 2 ? pool : NULL, c, true);
         for (int c = 0; c < 120; c++) depthwise_case(isas[i], c % 2 ? pool : NULL, c);
         printf("%s: checked\n", inf__qgemm_isa_name(isas[i]));
     }
@@ -1266,6 +1348,7 @@ int main(void) {
     } else {
         printf("skipped: avx2-maddubs routed (ubs2)\n");
     }
+    rgb_pairs_cases();
     quantize_cases();
     quantize_near_half_cases();
     qstore_u8_row_cases();

@@ -432,6 +432,7 @@ typedef struct conv_task {
     const float *residual;     /* this image's residual (out->residual), or NULL */
     const uint8_t *residual_u8;   /* or its uint8 channels-last form (out->residual_u8) */
     const inf__epilogue *res_act; /* with a residual: the activation after the Add */
+    const inf__qconv_rgb *rgb;    /* the RGB stem's dense W for the pooled path's im2col rows (rgb_path), or NULL */
     const struct wino_dims *wd;   /* the INT8 Winograd: its units, and each unit's V, M and row pointers */
     int16_t *vbuf;
     int32_t *mbuf;
@@ -612,6 +613,31 @@ static void pool_row_u8(const conv_task *t, int32_t *c, bool monotonic, uint8_t 
 #if defined(__x86_64__)
 enum { POOL4_WINDOWS = 24 };
 
+#if !defined(INF_EDGE)
+/* Does the pooled stem take the RGB im2col rows (ops/ref/qconv_rgb.c): g->rgb packed, the pair-safe kernel, a
+ * 3 x 3 kernel over 3 channels in 4-byte positions, undilated, stride 1 along x (a window's two positions of a
+ * row are one pair), 2 x 2 windows? */
+static bool rgb_path(const inf__qconv_geom *g, const inf__qgemm_b *b, int64_t cs, bool direct) {
+    return g->rgb && direct && b->isa == INF_QGEMM_AVX2_UBS && cs == 4 && g->c == 3 && g->group == 1 && g->kh == 3 &&
+           g->kw == 3 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->pkh == 2 && g->pkw == 2 &&
+           g->rgb->b.np == b->np && inf__qconv_pool4_avx2ubs_fits(&g->rgb->b, 1, INF_QCONV_RGB_ROW);
+}
+
+/* nw windows (rows as pool4_row_u8 lays them out) through the RGB im2col rows: 7 quads a position.  The start
+ * values t->init (-zp x column sums) hold for the dense W too: the same weights, the padding's zeros gone. */
+static void rgb_windows(const conv_task *t, const uint8_t *const *rows, int64_t nw, int32_t *c) {
+    uint8_t im[4 * POOL4_WINDOWS * INF_QCONV_RGB_ROW + 4]; /* + the AVX2 form's 4 spare bytes */
+    const uint8_t *pairs[2 * POOL4_WINDOWS], *rows28[4 * POOL4_WINDOWS];
+    static const int64_t tap0 = 0;
+    for (int64_t i = 0; i < 2 * nw; i++) /* a window row's two positions: rows[2 i] and rows[2 i] + 4 */
+        pairs[i] = rows[2 * i];
+    inf__qconv_rgb_pairs_avx2(t->rgb, pairs, 2 * nw, t->iwp * t->cs, im);
+    for (int64_t i = 0; i < 4 * nw; i++)
+        rows28[i] = im + i * INF_QCONV_RGB_ROW;
+    inf__qconv_pool4_avx2ubs(&t->rgb->b, nw, rows28, &tap0, 1, INF_QCONV_RGB_ROW, t->init, c, t->b->np);
+}
+#endif
+
 /* The uint8 pooled row py of a 4-position window (the stem's 2 x 2) on AVX-512 VNNI: each window's sums
  * pooled in the kernel's registers (inf__qconv_pool4_vnni512) into the pw rows of c, then stored. */
 static void pool4_row_u8(const conv_task *t, int64_t py, int32_t *c, uint8_t *y) {
@@ -639,6 +665,10 @@ static void pool4_row_u8(const conv_task *t, int64_t py, int32_t *c, uint8_t *y)
             continue;
         }
 #if !defined(INF_EDGE)
+        if (b->isa == INF_QGEMM_AVX2_UBS && t->rgb) { /* the RGB stem: dense im2col rows */
+            rgb_windows(t, rows, nw, c + px0 * b->np);
+            continue;
+        }
         if (b->isa == INF_QGEMM_AVX2_UBS) { /* pair-safe weights, routed vpmaddubsw (x86/qconv_pool_ubs_avx2.c) */
             inf__qconv_pool4_avx2ubs(b, nw, rows, t->tapoff, t->ntaps, t->cq, t->init, c + px0 * b->np, b->np);
             continue;
@@ -1096,6 +1126,8 @@ void inf__qconv_drive(inf__pool *pool, const inf__qconv_geom *g, const inf__qgem
                            .residual_u8 = out->residual_u8 ? out->residual_u8 + n * out_image : NULL,
                            .res_act = res_act};
 #if defined(__x86_64__) && !defined(INF_EDGE)
+            if (rgb_path(g, t.b, cs, direct))
+                t.rgb = g->rgb;
             if (wino) { /* V, M and the row pointers per unit in the im2col area */
                 t.wd = &wd, t.vbuf = (int16_t *)abuf, t.mbuf = (int32_t *)(t.vbuf + wd.units * wd.vunit);
                 t.pbuf = (const uint16_t **)(t.mbuf + wd.units * wd.munit);

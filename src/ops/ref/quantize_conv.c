@@ -57,6 +57,85 @@ static int qwino_tile(const qconv_params *p, const inf_tensor *w, inf__qgemm_isa
 }
 #endif
 
+#if defined(__x86_64__) && !defined(INF_EDGE)
+/* An RGB stem (3 x 3, 3 channels, one group, int8 W without zero point)
+ * padded to 4 channels for the AVX2 kernels whose W is pair-safe (the
+ * routed vpmaddubsw kernel): W packed densely as well, K = 27 + one zero,
+ * for the pooled stem's im2col rows (ops/qgemm.h inf__qconv_rgb): 7 quads
+ * per position instead of 9.  The row order decides which 4 weights share
+ * an int16 slot, so how many (group, panel) blocks may take ubs2 (two
+ * vpmaddubsw added before the widening multiply: 3 multiplies per 64
+ * products instead of 4): a hill climb over swaps of two row bytes (a
+ * fixed sequence, so the same order at every load), scored by the route
+ * the packer builds, until every block qualifies.  On the bench CNN's stem
+ * (32 outputs): 6 of 12 blocks in the plain (ky, kx, channel) order, 12 of
+ * 12 after 193 swaps. */
+enum { RGB_K = INF_QCONV_RGB_ROW, RGB_SWAPS = 300 };
+
+/* W [m][c][3][3] in row order (order[k] = ky * 9 + kx * 3 + channel, 27: the zero) into dense [m][28]. */
+static void rgb_dense(const int8_t *w, int64_t m, const uint8_t *order, int8_t *dense) {
+    for (int64_t o = 0; o < m; o++)
+        for (int k = 0; k < RGB_K; k++) {
+            int v = order[k];
+            dense[o * RGB_K + k] = v == 27 ? 0 : w[(o * 3 + v % 3) * 9 + v / 3];
+        }
+}
+
+/* The ubs2 (group, panel) blocks of the route packed into b's memory for this order (-1: not pair-safe). */
+static int64_t rgb_score(const int8_t *w, int64_t m, const uint8_t *order, int8_t *dense, void *mem,
+                         inf__qgemm_isa base) {
+    rgb_dense(w, m, order, dense);
+    if (inf__qgemm_pack_isa(base, RGB_K, m, dense, INF_DTYPE_I8, RGB_K, true) != INF_QGEMM_AVX2_UBS)
+        return -1;
+    inf__qgemm_b b;
+    inf__qgemm_pack_b_into(mem, INF_QGEMM_AVX2_UBS, RGB_K, m, dense, INF_DTYPE_I8, RGB_K, true, NULL, 1, &b);
+    if (!b.route)
+        return -1;
+    int64_t score = 0, per_tile = INF_QGEMM_ROUTE_HDR + b.kp / 8;
+    for (int64_t t = 0; t < (b.np / 8 + 1) / 2; t++) { /* classes: 0 both panels ubs2, 1 and 2 one of them */
+        const int32_t *h = b.route + t * per_tile;
+        score += 2 * h[0] + h[1] + h[2];
+    }
+    return score;
+}
+
+static inf_status qconv_pack_rgb(inf__arena *arena, qconv_params *p, const inf_tensor *w, inf__qgemm_isa base) {
+    int64_t m = w->dims[0];
+    int8_t *dense = inf__calloc((size_t)(m * RGB_K), 1);
+    void *mem = inf__aligned_alloc(inf__qgemm_pack_b_bytes(INF_QGEMM_AVX2_UBS, RGB_K, m));
+    if (!dense || !mem) {
+        inf__free(dense), inf__aligned_free(mem);
+        return INF_ENOMEM;
+    }
+    uint8_t *order = p->rgb.order;
+    for (int k = 0; k < RGB_K; k++)
+        order[k] = (uint8_t)k;
+    int64_t best = rgb_score(w->data, m, order, dense, mem, base), all = (RGB_K / 8) * ((m + 7) / 8);
+    uint32_t seed = 12345;
+    for (int i = 0; i < RGB_SWAPS && best >= 0 && best < all; i++) {
+        seed = seed * 1103515245u + 12345u;
+        int a = (int)(seed >> 8) % RGB_K, c = (int)(seed >> 20) % RGB_K;
+        uint8_t t = order[a];
+        order[a] = order[c], order[c] = t;
+        int64_t score = rgb_score(w->data, m, order, dense, mem, base);
+        if (score >= best)
+            best = score;
+        else
+            order[c] = order[a], order[a] = t;
+    }
+    inf_status st = INF_OK;
+    if (best >= 0) {
+        rgb_dense(w->data, m, order, dense);
+        st = inf__qgemm_pack_b(arena, INF_QGEMM_AVX2_UBS, RGB_K, m, dense, INF_DTYPE_I8, RGB_K, true, NULL, 1,
+                               &p->rgb.b);
+        p->has_rgb = st == INF_OK && p->rgb.b.route;
+        inf__qconv_rgb_masks(&p->rgb);
+    }
+    inf__free(dense), inf__aligned_free(mem);
+    return st;
+}
+#endif
+
 /* Packs a constant W (input w_at; zero point input wzp_at: per tensor or
  * per output channel) per group as B = W_g^T, when isa allows. */
 static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p, inf__qgemm_isa isa, int w_at,
@@ -97,6 +176,8 @@ static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p
             for (int64_t t = 0; t < taps; t++)
                 hwc[(o * taps + t) * cgp + c] = ((const uint8_t *)w->data)[(o * cg + c) * taps + t];
     inf_status st = INF_OK;
+    inf__qgemm_isa base = isa; /* before the pair-safe choice: qconv_pack_rgb's */
+    (void)base;
     isa = inf__qgemm_pack_isa(isa, k, m, hwc, w->dtype, k, true); /* one kernel for every group */
     for (int64_t grp = 0; grp < p->group && st == INF_OK; grp++) {
         bool per_ch = wz && inf_tensor_numel(wz) > 1;
@@ -106,6 +187,9 @@ static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p
     }
     inf__free(hwc);
 #if defined(__x86_64__) && !defined(INF_EDGE)
+    if (st == INF_OK && isa == INF_QGEMM_AVX2_UBS && p->cgp == 4 && cg == 3 && p->group == 1 && w->ndim == 4 &&
+        w->dims[2] == 3 && w->dims[3] == 3)
+        st = qconv_pack_rgb(arena, p, w, base);
     int wtile = st == INF_OK ? qwino_tile(p, w, isa, wz_zero, cgp != cg) : 0;
     if (wtile) {
         st = inf__qwino_pack(arena, wtile, cg, m, w->data, &p->wino);
@@ -298,7 +382,8 @@ inf_status inf__qconv_op_run_packed(inf__kernel_ctx *ctx, const qconv_geom *g, c
                           .psh = p->pool[2],
                           .psw = p->pool[3],
                           .dwise = p->has_dw ? &p->dw : NULL,
-                          .wino = p->has_wino ? &p->wino : NULL};
+                          .wino = p->has_wino ? &p->wino : NULL,
+                          .rgb = p->has_rgb ? &p->rgb : NULL};
     void *scratch = inf__kernel_scratch(ctx, inf__qconv_scratch_bytes(&qg, &p->bg[0]));
     if (!scratch) return INF_ENOMEM;
     inf__qsrc x = {.data = q->x->data, .dtype = q->x->dtype, .zp = zp_at(q->xzp, 0), .nhwc = p->nhwc_in};

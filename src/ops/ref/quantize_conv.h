@@ -31,6 +31,8 @@ typedef struct qconv_params {
     bool has_dw;
     inf__qwino_w wino; /* a 3x3 stride-1 conv on the AVX2 kernels: W transformed for the INT8 Winograd too */
     bool has_wino;
+    inf__qconv_rgb rgb; /* an RGB stem on the AVX2 pair-safe kernel: W packed densely too (inf__qconv_geom.rgb) */
+    bool has_rgb;
 } qconv_params;
 
 typedef struct qconv_geom {

@@ -15,8 +15,13 @@
  *   F(4x4): G = D Gi with D = diag(1/4, 1/6, 1/6, 1/24, 1/24, 1) and
  *           Gi = [1 0 0; -1 -1 -1; -1 1 -1; 1 2 4; 1 -2 4; 0 0 1]; since D
  *           is diagonal, (D X D) .* V = D (X .* V) D, so D moves to the
- *           output side: with E = 24 D, A'^T = A^T E is integer and
- *           Y = A'^T [(Gi g Gi^T) .* V] A' = 576 * the outputs.
+ *           output side: with E = 24 D = diag(6, 4, 4, 1, 1, 24) = Eu Ea,
+ *           Eu = diag(6, 4, 4, 1, 1, 12) on U's side (U = Eu Gi g Gi^T Eu:
+ *           |U| <= 128 * 144 = 18432, int16, since e_r times row r's sum of
+ *           |Gi| is at most 12) and Ea = diag(1, 1, 1, 1, 1, 2) on A's,
+ *           A'^T = A^T Ea = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0;
+ *           0 1 -1 8 -8 2] -- the output transform's adds without the
+ *           scaling shifts -- and Y = A'^T [U .* V] A' = 576 * the outputs.
  * Every step is exact in int16 or in wrapping 32-bit arithmetic (qgemm.h);
  * 576 = 9 * 64: 9 is undone by multiplying by its inverse mod 2^32, and 64
  * (or F(2x2)'s 4) by a shift, exact when 64 * sum (4 * sum) fits int32 --
@@ -38,7 +43,8 @@ static const int32_t BT4[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0
 static const int32_t BT2[4][6] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
 static const int32_t GI4[6][3] = {{1, 0, 0}, {-1, -1, -1}, {-1, 1, -1}, {1, 2, 4}, {1, -2, 4}, {0, 0, 1}};
 static const int32_t GI2[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};
-static const int32_t AT4[4][6] = {{6, 4, 4, 1, 1, 0}, {0, 4, -4, 2, -2, 0}, {0, 4, 4, 4, 4, 0}, {0, 4, -4, 8, -8, 24}};
+static const int32_t AT4[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 2}};
+static const int32_t EU4[6] = {6, 4, 4, 1, 1, 12}; /* E's part on U's side (F(4x4)) */
 static const int32_t AT2[2][6] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
 enum { INV9 = 954437177 }; /* 9 * INV9 = 1 mod 2^32 */
 
@@ -77,7 +83,8 @@ static void filter_transform(int tile, const int8_t *g, int32_t *u) {
             t[r][s] = gi[r][0] * g[s] + gi[r][1] * g[3 + s] + gi[r][2] * g[6 + s];
     for (int r = 0; r < a; r++)
         for (int s = 0; s < a; s++)
-            u[r * a + s] = t[r][0] * gi[s][0] + t[r][1] * gi[s][1] + t[r][2] * gi[s][2];
+            u[r * a + s] =
+                (t[r][0] * gi[s][0] + t[r][1] * gi[s][1] + t[r][2] * gi[s][2]) * (tile == 4 ? EU4[r] * EU4[s] : 1);
 }
 
 static size_t point_bytes(int64_t c, int64_t m) {

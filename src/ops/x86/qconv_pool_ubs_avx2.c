@@ -117,3 +117,26 @@ void inf__qconv_pool4_avx2ubs(const inf__qgemm_b *b, int64_t nwin, const uint8_t
         }
     }
 }
+
+/* The RGB stem's im2col (ops/qgemm.h): a pair of positions at a time, one per 128-bit lane; each kernel row's
+ * 16 bytes broadcast to both lanes, the row's two halves or-ed from three vpshufb each (masks: ops/ref/qconv_rgb.c). */
+void inf__qconv_rgb_pairs_avx2(const inf__qconv_rgb *r, const uint8_t *const *first, int64_t npairs, int64_t rowb,
+                               uint8_t *dst) {
+    const __m256i m0l = ld(r->masks[0]), m0h = ld(r->masks[1]), m1l = ld(r->masks[2]), m1h = ld(r->masks[3]);
+    const __m256i m2l = ld(r->masks[4]), m2h = ld(r->masks[5]);
+    for (int64_t i = 0; i < npairs; i++) {
+        const uint8_t *x = first[i];
+        __m256i r0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)x));
+        __m256i r1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(x + rowb)));
+        __m256i r2 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(x + 2 * rowb)));
+        __m256i lo = _mm256_or_si256(_mm256_or_si256(_mm256_shuffle_epi8(r0, m0l), _mm256_shuffle_epi8(r1, m1l)),
+                                     _mm256_shuffle_epi8(r2, m2l));
+        __m256i hi = _mm256_or_si256(_mm256_or_si256(_mm256_shuffle_epi8(r0, m0h), _mm256_shuffle_epi8(r1, m1h)),
+                                     _mm256_shuffle_epi8(r2, m2h));
+        uint8_t *d = dst + i * 2 * INF_QCONV_RGB_ROW; /* in order: each store's 4 extra bytes are written again */
+        _mm_storeu_si128((__m128i *)d, _mm256_castsi256_si128(lo));
+        _mm_storeu_si128((__m128i *)(d + 16), _mm256_castsi256_si128(hi));
+        _mm_storeu_si128((__m128i *)(d + INF_QCONV_RGB_ROW), _mm256_extracti128_si256(lo, 1));
+        _mm_storeu_si128((__m128i *)(d + INF_QCONV_RGB_ROW + 16), _mm256_extracti128_si256(hi, 1));
+    }
+}

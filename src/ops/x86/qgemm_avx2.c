@@ -119,9 +119,10 @@ static inline __attribute__((always_inline)) void tile(const int16_t *w0p, const
 
 /* Sums of mr rows x one or two panels starting at packed pair k0 (start:
  * the per-column start values, lds 0; or the sums so far, lds = ldc). */
-static void tile_mr(const inf__qgemm_b *b, int64_t p, int64_t k0pair, const uint16_t *const *rows,
-                    const int64_t *tapoff, int64_t ntaps, int64_t npair, const int32_t *start, int64_t lds, int mr,
-                    int two, int32_t *c, int64_t ldc) {
+static inline __attribute__((always_inline)) void tile_mr(const inf__qgemm_b *b, int64_t p, int64_t k0pair,
+                                                          const uint16_t *const *rows, const int64_t *tapoff,
+                                                          int64_t ntaps, int64_t npair, const int32_t *start,
+                                                          int64_t lds, int mr, int two, int32_t *c, int64_t ldc) {
     const int16_t *w0p = (const int16_t *)b->data + p * b->kp * PANEL + k0pair * 2 * PANEL, *w1p = w0p + b->kp * PANEL;
     if (two && mr == MR) {
         tile_6x16(w0p, w1p, rows, tapoff, ntaps, npair, start, lds, c, ldc);

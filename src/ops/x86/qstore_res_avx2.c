@@ -43,10 +43,12 @@ static bool lean_all(const float *v, int64_t n) {
     return true;
 }
 
-/* QuantizeLinear's lean tail of 8 values v (quotient clamped to [-zp, 512], rounded, + zp): int32 in [0, 767]. */
-static inline __m256i quant8(__m256 v, __m256 s, __m256 nz, __m256 lim, __m256i iz) {
-    __m256 d = _mm256_min_ps(_mm256_max_ps(_mm256_div_ps(v, s), nz), lim);
-    return _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_round_ps(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), iz);
+/* QuantizeLinear's lean tail of 8 values v (no NaN): the quotient clamped to at most 512, rounded half to even by
+ * vcvtps2dq itself (the default MXCSR mode, nearbyint's), + zp: int32 at most 767.  No lower clamp: a quotient
+ * below -zp rounds to at most -zp, and one below -2^31 converts to INT_MIN, so + zp stays <= 0 and the saturating
+ * packs (store8, store16) make it the 0 that clamping to -zp would. */
+static inline __m256i quant8(__m256 v, __m256 s, __m256 lim, __m256i iz) {
+    return _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_min_ps(_mm256_div_ps(v, s), lim)), iz);
 }
 
 /* 8 such values saturated into y[0..8). */
@@ -82,7 +84,7 @@ static inline col_chunk chunk_at(const float *mult, bool percol, const float *bi
 
 /* The residual store's constants (pre's requant, the residual's and the output's quantization). */
 typedef struct res_k {
-    __m256 ps, plo_z, phi_z, rs, s, nz, lim, zero;
+    __m256 ps, plo_z, phi_z, rs, s, lim, zero;
     __m256i rz, iz;
 } res_k;
 
@@ -102,7 +104,7 @@ static inline __m256i res8(const res_k *k, const int32_t *c, __m256 m, __m256 b,
     v = _mm256_add_ps(v, _mm256_mul_ps(_mm256_cvtepi32_ps(ri), k->rs));
     if (relu)
         v = _mm256_max_ps(v, k->zero); /* NaN and -0 -> +0, as v > 0 ? v : 0 */
-    return quant8(v, k->s, k->nz, k->lim, k->iz);
+    return quant8(v, k->s, k->lim, k->iz);
 }
 
 /* The block, Add activation Relu (relu) or none, pre's Q -> DQ (requant) and bias or not: one branch-free loop
@@ -121,7 +123,6 @@ static inline __attribute__((always_inline)) void res_rows(const inf__qout *o, c
         .phi_z = _mm256_sub_ps(_mm256_set1_ps(pre->rq_dtype == INF_DTYPE_U8 ? 255.0f : 127.0f), pz),
         .rs = _mm256_set1_ps(o->res_scale),
         .s = _mm256_set1_ps(o->rq_scale),
-        .nz = _mm256_set1_ps(-(float)o->rq_zp),
         .lim = _mm256_set1_ps(512.0f),
         .zero = _mm256_setzero_ps(),
         .rz = _mm256_set1_epi32(o->res_zp),
@@ -168,7 +169,7 @@ bool inf__qstore_u8_res_rows_avx2(const inf__qout *o, const int32_t *c, int64_t 
 
 /* The plain store's constants. */
 typedef struct plain_k {
-    __m256 alpha, lo, hi, s, nz, lim, zero;
+    __m256 alpha, lo, hi, s, lim, zero;
     __m256i iz;
 } plain_k;
 
@@ -191,7 +192,7 @@ static inline __m256i plain8(const plain_k *k, const int32_t *c, __m256 m, __m25
     default:
         break;
     }
-    return quant8(v, k->s, k->nz, k->lim, k->iz);
+    return quant8(v, k->s, k->lim, k->iz);
 }
 
 /* The plain block, activation kind ak, per-column multipliers pc, bias hb (one branch-free loop per case), 16
@@ -205,7 +206,6 @@ static inline __attribute__((always_inline)) void plain_rows(const inf__qout *o,
         .lo = _mm256_set1_ps(o->act ? o->act->lo : 0),
         .hi = _mm256_set1_ps(o->act ? o->act->hi : 0),
         .s = _mm256_set1_ps(o->rq_scale),
-        .nz = _mm256_set1_ps(-(float)o->rq_zp),
         .lim = _mm256_set1_ps(512.0f),
         .zero = _mm256_setzero_ps(),
         .iz = _mm256_set1_epi32(o->rq_zp),

@@ -4,14 +4,18 @@
  * as vector lanes.
  *
  * Input: per tile and 16 channels, the tile's bytes zero-extended to int16
- * (vpmovzxbw), the zero point subtracted, then B^T d B with adds, subtracts
- * and shifts (the result fits int16: any wrap of a partial sum cancels, the
- * arithmetic being mod 2^16); a tail of fewer than 16 channels runs the
- * scalar steps.  Output: per tile and 8 columns, A'^T M A' with adds and
- * shifts in wrapping int32, the odd factor of the scale undone by a
- * multiply (vpmulld by 9's inverse mod 2^32, F(4x4)), then an arithmetic
- * shift (exact: the sums are the scale times the direct ones).  The
- * per-point GEMM between them is inf__qconv_raw_avx2 (x86/qgemm_avx2.c).
+ * (vpmovzxbw), the zero point subtracted (F(4x4): once, at the one point
+ * it reaches, in_16x4), then B^T d B with adds, subtracts and shifts (the
+ * result fits int16: any wrap of a partial sum cancels, the arithmetic being
+ * mod 2^16); a tail of fewer than 16 channels runs the scalar steps.
+ * Output: per tile and 8 columns, A'^T M A' with adds and shifts in wrapping
+ * int32, the odd factor of the scale undone by a multiply (vpmulld by 9's
+ * inverse mod 2^32, F(4x4)), then an arithmetic shift (exact: the sums are
+ * the scale times the direct ones).  F(4x4) runs both a column of the tile
+ * at a time, the half-transformed tile in a small array, so that the
+ * compiler keeps the working set in registers (the whole tile as values
+ * spilled every one of them).  The per-point GEMM between them is
+ * inf__qconv_raw_avx2 (x86/qgemm_avx2.c).
  */
 #include <immintrin.h>
 
@@ -120,18 +124,27 @@ static inline void bt4(const __m256i *d, int sd, __m256i *r, int sr) {
     r[5 * sr] = _mm256_add_epi16(_mm256_sub_epi16(_mm256_slli_epi16(_mm256_sub_epi16(d1, d3), 2), d3), d5);
 }
 
-/* 16 channels of one 6x6 tile. */
-static inline void in_16x4(const uint8_t *x, int64_t rowb, int64_t cs, __m256i vz, int16_t *vi, int64_t ldxi) {
-    __m256i d[36], t[36], v[36];
-    for (int i = 0; i < 6; i++)
+/* 16 channels of one 6x6 tile, a column at a time: B^T x down each column
+ * (t, kept in L1), then B along each row of t, stored as it is made.  The
+ * zero point is not subtracted from the 36 inputs: B^T's rows sum to
+ * (0, -6, 0, 0, 0, 0), so B^T (x - zp) B = B^T x B - 36 zp at (1, 1) only,
+ * the same value mod 2^16 (vz36 = 36 zp). */
+static inline void in_16x4(const uint8_t *x, int64_t rowb, int64_t cs, __m256i vz36, int16_t *vi, int64_t ldxi) {
+    __m256i t[36]; /* t[i * 6 + j] = (B^T x)[i][j] */
+    for (int j = 0; j < 6; j++) {
+        __m256i d[6];
+        for (int i = 0; i < 6; i++)
+            d[i] = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(x + i * rowb + j * cs)));
+        bt4(d, 1, t + j, 6);
+    }
+    for (int i = 0; i < 6; i++) {
+        __m256i v[6];
+        bt4(t + i * 6, 1, v, 1);
+        if (i == 1)
+            v[1] = _mm256_sub_epi16(v[1], vz36);
         for (int j = 0; j < 6; j++)
-            d[i * 6 + j] = ld16(x + i * rowb + j * cs, vz);
-    for (int j = 0; j < 6; j++)
-        bt4(d + j, 6, t + j, 6); /* columns: B^T d */
-    for (int i = 0; i < 6; i++)
-        bt4(t + i * 6, 1, v + i * 6, 1); /* rows: (B^T d) B */
-    for (int xi = 0; xi < 36; xi++)
-        st16(vi + xi * ldxi, v[xi]);
+            st16(vi + (i * 6 + j) * ldxi, v[j]);
+    }
 }
 
 /* one channel of a 6x6 tile (scalar, the twin's steps) */
@@ -159,55 +172,59 @@ static void in_channel4(const uint8_t *x, int64_t rowb, int64_t cs, bool live, i
 
 static void in_tiles4(const uint8_t *x0, int64_t rowb, int64_t cs, int64_t c, int64_t cp, int32_t zp, int64_t trows,
                       int64_t tw, int16_t *v, int64_t ldxi) {
-    __m256i vz = _mm256_set1_epi16((int16_t)zp);
+    __m256i vz36 = _mm256_set1_epi16((int16_t)(36 * zp));
     for (int64_t r = 0; r < trows; r++)
         for (int64_t tx = 0; tx < tw; tx++) {
             const uint8_t *x = x0 + 4 * r * rowb + 4 * tx * cs;
             int16_t *vi = v + (r * tw + tx) * cp;
             int64_t ch = 0;
             for (; ch + 16 <= c; ch += 16)
-                in_16x4(x + ch, rowb, cs, vz, vi + ch, ldxi);
+                in_16x4(x + ch, rowb, cs, vz36, vi + ch, ldxi);
             for (; ch < cp; ch++)
                 in_channel4(x + ch, rowb, cs, ch < c, zp, vi + ch, ldxi);
         }
 }
 
-/* A'^T's rows applied to m[0..5] at stride sm, into y[0..3] at stride sy (int32, wrapping). */
+/* A'^T's rows applied to m[0..5] at stride sm, into y[0..3] at stride sy (int32, wrapping):
+ * A'^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 2] (ops/ref/qwinograd.c). */
 static inline void at4(const __m256i *m, int sm, __m256i *y, int sy) {
-    __m256i m0 = m[0], m5 = m[5 * sm];
     __m256i p = _mm256_add_epi32(m[sm], m[2 * sm]), q = _mm256_sub_epi32(m[sm], m[2 * sm]);
     __m256i r = _mm256_add_epi32(m[3 * sm], m[4 * sm]), s = _mm256_sub_epi32(m[3 * sm], m[4 * sm]);
-    __m256i m0x2 = _mm256_add_epi32(m0, m0), q4 = _mm256_slli_epi32(q, 2), s2 = _mm256_add_epi32(s, s);
-    __m256i m5x8 = _mm256_slli_epi32(m5, 3);
-    y[0] = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(m0x2, _mm256_slli_epi32(m0, 2)), _mm256_slli_epi32(p, 2)),
-                            r);
-    y[sy] = _mm256_add_epi32(q4, s2);
-    y[2 * sy] = _mm256_slli_epi32(_mm256_add_epi32(p, r), 2);
-    y[3 * sy] = _mm256_add_epi32(_mm256_add_epi32(q4, _mm256_slli_epi32(s2, 2)),
-                                 _mm256_add_epi32(m5x8, _mm256_add_epi32(m5x8, m5x8)));
+    y[0] = _mm256_add_epi32(_mm256_add_epi32(m[0], p), r);
+    y[sy] = _mm256_add_epi32(q, _mm256_add_epi32(s, s));
+    y[2 * sy] = _mm256_add_epi32(p, _mm256_slli_epi32(r, 2));
+    y[3 * sy] = _mm256_add_epi32(_mm256_add_epi32(q, _mm256_slli_epi32(s, 3)), _mm256_add_epi32(m[5 * sm], m[5 * sm]));
+}
+
+/* One tile's 8 columns: A'^T down each column of M (t, kept in L1), then A'
+ * along each row of t, each output row stored as it is made. */
+static inline void out_tile4(const int32_t *m, int64_t ldxi, int64_t rows, int64_t cols, int32_t *y, int64_t ow,
+                             int64_t ldc) {
+    const __m256i inv9 = _mm256_set1_epi32(954437177); /* 9 * this = 1 mod 2^32 */
+    __m256i t[24];                                     /* t[i * 6 + k] = (A'^T M)[i][k] */
+    for (int k = 0; k < 6; k++) {
+        __m256i mk[6];
+        for (int i = 0; i < 6; i++)
+            mk[i] = ld32(m + (i * 6 + k) * ldxi);
+        at4(mk, 1, t + k, 6);
+    }
+    for (int64_t i = 0; i < rows; i++) {
+        __m256i o[4];
+        at4(t + i * 6, 1, o, 1);
+        for (int64_t k = 0; k < cols; k++)
+            _mm256_storeu_si256((__m256i *)(y + (i * ow + k) * ldc),
+                                _mm256_srai_epi32(_mm256_mullo_epi32(o[k], inv9), 6));
+    }
 }
 
 static void out_tiles4(const int32_t *mm, int64_t ldxi, int64_t ldm, int64_t trows, int64_t tw, int64_t orows,
                        int64_t ow, int64_t ncols, int32_t *c, int64_t ldc) {
-    const __m256i inv9 = _mm256_set1_epi32(954437177); /* 9 * this = 1 mod 2^32 */
     for (int64_t r = 0; r < trows; r++)
         for (int64_t tx = 0; tx < tw; tx++) {
             int64_t rows = orows - 4 * r < 4 ? orows - 4 * r : 4, cols = ow - 4 * tx < 4 ? ow - 4 * tx : 4;
             int32_t *y = c + (4 * r * ow + 4 * tx) * ldc;
-            for (int64_t j = 0; j < ncols; j += 8) {
-                const int32_t *m = mm + (r * tw + tx) * ldm + j;
-                __m256i mv[36], t[24], o[16];
-                for (int xi = 0; xi < 36; xi++)
-                    mv[xi] = ld32(m + xi * ldxi);
-                for (int k = 0; k < 6; k++)
-                    at4(mv + k, 6, t + k, 6); /* columns: A'^T M, t[i * 6 + k] */
-                for (int i = 0; i < 4; i++)
-                    at4(t + i * 6, 1, o + i * 4, 1); /* rows: (A'^T M) A' */
-                for (int i = 0; i < rows; i++)
-                    for (int k = 0; k < cols; k++)
-                        _mm256_storeu_si256((__m256i *)(y + (i * ow + k) * ldc + j),
-                                            _mm256_srai_epi32(_mm256_mullo_epi32(o[i * 4 + k], inv9), 6));
-            }
+            for (int64_t j = 0; j < ncols; j += 8)
+                out_tile4(mm + (r * tw + tx) * ldm + j, ldxi, rows, cols, y + j, ow, ldc);
         }
 }
 
