@@ -19,7 +19,9 @@
  * dtypes: float32 only (the pass fuses only chains whose scale is a float32
  * constant, which makes every tensor of the chain float32).
  *
- * DESIGN: one pool task per thread (a part), each with its own scratch.
+ * DESIGN: one pool task per thread (a part), each with its own scratch
+ * (on several threads the pool's slot workspace, which stays on the core
+ * that runs the part; attention_task).
  * The (batch, head) units are cut into equal runs, one a part, in order:
  * part t takes its own run's units first, then what the other parts have
  * not yet started (each run has an atomic counter), so a late thread's
