@@ -11,10 +11,12 @@
  * unoptimised, and checks both against the reference within
  * 1e-5 * max(1, |ref|), the fused run on 2 and 3 threads bit-identical to
  * 1 (the (batch, head) units cut into one run a thread: runs of unequal
- * length, fewer units than threads).
+ * length, fewer units than threads) and to a second run of the same session
+ * (the parts' scratch is the pool's, kept between runs).
  * Shapes: rank 3 and 4, odd sizes, batch and length 1, head sizes up to 70,
  * masks of several broadcast shapes (-30 for "masked": a fully masked row
- * then keeps float32 precision), K/V batch 1 broadcast against Q's.
+ * then keeps float32 precision), K/V batch 1 broadcast against Q's; and a
+ * batch-1 encoder's (4 heads of 64, 128 tokens: every thread runs units).
  * Also the AVX2 scaled K^T copy (ops/x86/attention_avx2.c) against the
  * plain loop written here, bit for bit, over sizes across the 8x8 blocks'
  * edges and row strides wider than D (when the CPU has AVX2/FMA); and the
@@ -237,7 +239,8 @@ static void reference(const att_case *c, float *const *in, double *y) {
     free(s);
 }
 
-/* Loads and runs the model; copies the output into out (n floats). */
+/* Loads and runs the model; copies the output into out (n floats).  On
+ * several threads runs it again and checks the bits repeat. */
 static bool run_model(const uint8_t *bytes, size_t size, bool optimize, int threads, const att_case *c,
                       float *const *in, float *out, int64_t n, int *n_nodes) {
     inf_model_options mo = {.no_optimize = !optimize};
@@ -269,6 +272,18 @@ static bool run_model(const uint8_t *bytes, size_t size, bool optimize, int thre
         goto done;
     }
     memcpy(out, o[0]->data, (size_t)n * sizeof(float));
+    /* on several threads each part's scratch is the pool's, kept from run
+     * to run (inf__pool_slot_workspace): a second run gives the same bits */
+    if (threads > 1) {
+        if (inf_session_run(s, inputs, &o, &err) != INF_OK) {
+            fprintf(stderr, "  second run failed: %s\n", err.message);
+            goto done;
+        }
+        if (memcmp(out, o[0]->data, (size_t)n * sizeof(float)) != 0) {
+            fprintf(stderr, "  second run on %d threads differs from the first\n", threads);
+            goto done;
+        }
+    }
     ok = true;
 done:
     inf_session_free(s);
@@ -305,9 +320,16 @@ static int64_t numel(const int64_t *dims, int nd) {
     return n;
 }
 
+/* Trial N_RANDOM: a batch-1 encoder's shape (4 heads of 64, 128 tokens),
+ * units large enough that every thread runs its own. */
+enum { N_RANDOM = 48 };
+
 static void check_case(int trial) {
     att_case c;
-    random_case(&c, trial);
+    if (trial < N_RANDOM)
+        random_case(&c, trial);
+    else
+        c = (att_case){.rank = 4, .b = 1, .kvb = 1, .sq = 128, .sk = 128, .h = 4, .d = 64, .dv = 64, .scale_div = 8.0f};
     int64_t dims[5][4];
     case_dims(&c, dims);
     float *in[4] = {NULL, NULL, NULL, NULL};
@@ -490,8 +512,10 @@ static void check_exp_rows(void) {
 int main(int argc, char **argv) {
     int skip = kernel_paths_begin(argc, argv, "attention");
     if (skip) return skip;
-    for (int trial = 0; trial < 48; trial++) check_case(trial);
-    printf("attention: fused and unfused against a double reference, %d random shapes\n", n_passed + n_failed);
+    for (int trial = 0; trial <= N_RANDOM; trial++)
+        check_case(trial);
+    printf("attention: fused and unfused against a double reference, %d random shapes and an encoder's\n",
+           n_passed + n_failed - 1);
     check_kt_avx2();
     check_exp_rows();
     printf("%d passed, %d failed\n", n_passed, n_failed);

@@ -19,7 +19,9 @@
  * dtypes: float32 only (the pass fuses only chains whose scale is a float32
  * constant, which makes every tensor of the chain float32).
  *
- * DESIGN: one pool task per thread (a part), each with its own scratch.
+ * DESIGN: one pool task per thread (a part), each with its own scratch
+ * (on several threads the pool's slot workspace, which stays on the core
+ * that runs the part; attention_task).
  * The (batch, head) units are cut into equal runs, one a part, in order:
  * part t takes its own run's units first, then what the other parts have
  * not yet started (each run has an atomic counter), so a late thread's
@@ -79,6 +81,7 @@ typedef struct attention_job {
     int64_t rows;                            /* query rows per block */
     float *scratch;                          /* per part: kt [D*Sk], scores [rows*Sk], 1/sums [rows] */
     int64_t scratch_floats;                  /* per part, rounded to 16 */
+    inf__pool *pool;                         /* the parts' persistent scratch (inf__pool_slot_workspace), or NULL */
     int64_t n_parts;                         /* pool tasks, one a thread */
     unit_counter *next;                      /* per part: the next unit of its run */
     /* the softmax numerators of a block's rows and 1 / their sums (AVX2, AVX-512), or NULL: vm's
@@ -138,11 +141,17 @@ static void attention_unit(const attention_job *j, int64_t unit, float *kt, floa
 }
 
 /* Parts [begin, end): each runs its own units, then the ones the other
- * parts have not started, in its own scratch. */
+ * parts have not started, in its own scratch: the pool's persistent one for
+ * the part (slot), which stays in the cache of the core that runs the part
+ * from layer to layer, else its share of the session's (from the buffer
+ * pool: last written by whichever core used it). */
 static void attention_task(void *arg, int64_t begin, int64_t end) {
     attention_job *j = arg;
     for (int64_t part = begin; part < end; part++) {
-        float *kt = j->scratch + part * j->scratch_floats, *s = kt + (j->d * j->sk + 15) / 16 * 16;
+        float *kt = inf__pool_slot_workspace(j->pool, (int)part, (size_t)j->scratch_floats * sizeof(float));
+        if (!kt)
+            kt = j->scratch + part * j->scratch_floats;
+        float *s = kt + (j->d * j->sk + 15) / 16 * 16;
         float *inv = s + (j->rows * j->sk + 15) / 16 * 16;
         for (int64_t i = 0; i < j->n_parts; i++) {
             int64_t t = (part + i) % j->n_parts, stop = first_unit(j, t + 1);
@@ -297,6 +306,7 @@ static inf_status attention_run(inf__kernel_ctx *ctx) {
     if (!mem) return INF_ENOMEM;
     j.next = (unit_counter *)mem;
     j.scratch = (float *)(mem + counters);
+    j.pool = threads > 1 ? ctx->pool : NULL;
     for (int t = 0; t < threads; t++)
         atomic_init(&j.next[t].next, first_unit(&j, t));
     inf__pool_range(threads > 1 ? ctx->pool : NULL, threads, 1, attention_task, &j);
