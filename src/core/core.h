@@ -108,8 +108,8 @@ void *inf__pool_workspace(inf__pool *pool, size_t bytes);
 /* A 64-byte aligned buffer of at least `bytes` for slot `slot` of a job
  * whose chunk `slot` each runs in a scratch of its own (the Winograd
  * convolution's slots, the fused attention's parts), asked for by the
- * thread running that slot.  Kept
- * across jobs like inf__pool_workspace, one per slot: since the caller
+ * thread running that slot.  Kept across jobs like inf__pool_workspace,
+ * one per slot: since the caller
  * claims chunks from the front and workers from the back, slot s runs on
  * the same thread from layer to layer and run to run, so its scratch stays
  * in that core's cache (session scratch comes from the buffer pool, last
