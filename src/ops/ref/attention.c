@@ -39,7 +39,8 @@
  * straight into Y and scales each row of Y by its 1 / sum (Dv multiplies a
  * row, where normalising P took Sk and a pass over it).  Without AVX2 the
  * vectorised softmax row (ops/vmath.h) normalises P instead: its portable
- * and NEON tables are cheaper there than the scalar twin's fmaf.  Batch invariance (DESIGN.md section 1): a unit's rows depend only on
+ * and NEON tables are cheaper there than the scalar twin's fmaf.
+ * Batch invariance (DESIGN.md section 1): a unit's rows depend only on
  * its own (b, h) data -- sgemm's row bits never depend on m or the split --
  * so batch rows give the same bits at any batch size and thread count.
  * The scaled K^T copy runs 8x8 blocks in ymm registers on AVX2 CPUs
@@ -309,7 +310,7 @@ static inf_status attention_run(inf__kernel_ctx *ctx) {
     j.pool = threads > 1 ? ctx->pool : NULL;
     for (int t = 0; t < threads; t++)
         atomic_init(&j.next[t].next, first_unit(&j, t));
-    inf__pool_range(threads > 1 ? ctx->pool : NULL, threads, 1, attention_task, &j);
+    inf__pool_range(j.pool, threads, 1, attention_task, &j);
     return INF_OK;
 }
 

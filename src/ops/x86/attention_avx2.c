@@ -45,10 +45,14 @@ void inf__attention_kt_avx2(const float *k, int64_t ldk, int64_t sk, int64_t d, 
             kt[p * sk + t0] = scale * k[t0 * ldk + p];
 }
 
+/* all ones in lanes [0, k) of 8, k < 8 */
+static inline __m256i tail_mask(int64_t k) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 /* lanes [0, k) of x, the rest -inf */
 static inline __m256 load_tail(const float *x, int64_t k) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)k), lane);
+    __m256i m = tail_mask(k);
     return _mm256_blendv_ps(SET1(-INFINITY), _mm256_maskload_ps(x, m), _mm256_castsi256_ps(m));
 }
 
@@ -93,8 +97,7 @@ static float exp_row(float *x, int64_t n, float mx) {
     }
     if (i < n) {
         __m256 e = exp_le0(_mm256_sub_ps(load_tail(x + i, n - i), m));
-        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        _mm256_maskstore_ps(x + i, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - i)), lane), e);
+        _mm256_maskstore_ps(x + i, tail_mask(n - i), e);
         s = _mm256_add_ps(s, e);
     }
     return inf__attention_inv_sum8(s);

@@ -24,8 +24,9 @@
  * and + zp and the clamp are then the same.  Vectors where some lane is that
  * close to a bin boundary (about 2 m of a bin, ~0.1 % of the encoder's
  * vectors), and NaN / +-inf (never "less than"), take the exact GELU and the
- * reference quantization (for the step's 16 values).  A zero point outside [0, 255] or a scale outside
- * [2^-100, 2^100] takes the reference for the whole call.
+ * reference quantization (for the step's 16 values).  A zero point outside
+ * [0, 255] or a scale outside [2^-100, 2^100] takes the reference for the
+ * whole call.
  */
 #if defined(__x86_64__)
 #include <immintrin.h>
