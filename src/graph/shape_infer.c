@@ -7,6 +7,7 @@
  * equal symbols are the same quantity (the same graph input axis carried
  * through), two different ones may still be equal.  Rules, per op:
  *   - element-wise unary ops, Softmax, LayerNormalization, ... : input 0;
+ *     QuantizeLinear: input 0's shape, its zero point's (or output) type;
  *   - broadcasting ops: right-aligned; a 1 takes the other side, equal
  *     dimensions stay, a known dimension other than 1 wins over a symbol (a
  *     run where they differ fails in the op itself), otherwise a new symbol;
@@ -409,6 +410,12 @@ static sym infer_output0(inf__shape_infer *si, const inf__node *node) {
         int64_t to = inf__attr_int(node, "to", 0);
         x.dtype = (inf_dtype)to;
         if (to != INF_DTYPE_I64) x.n_el = -1;
+        return x;
+    }
+    if (!strcmp(op, "QuantizeLinear")) { /* x's shape; the zero point's type, else output_dtype, else uint8 */
+        int64_t out = inf__attr_int(node, "output_dtype", 0);
+        x.dtype = input(node, 2) >= 0 ? get(si, input(node, 2)).dtype : out ? (inf_dtype)out : INF_DTYPE_U8;
+        x.n_el = -1;
         return x;
     }
     if (!strcmp(op, "MatMul")) return infer_matmul(si, x, get(si, input(node, 1)));

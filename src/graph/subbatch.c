@@ -125,6 +125,14 @@ static int check_concat(const proof *p, const inf__node *n, int rank) {
     return axis_not_0(n, 0, rank);
 }
 
+/* QuantizeLinear: one scale, or scales along (or blocked on) an axis other than 0. */
+static int check_quantize(const proof *p, const inf__node *n, int rank) {
+    const inf_tensor *scale = n->n_inputs > 1 ? constant_of(p, n->inputs[1]) : NULL;
+    if (scale && inf_tensor_numel(scale) == 1 && scale->ndim <= 1 && !inf__attr_int(n, "block_size", 0))
+        return rank;
+    return axis_not_0(n, 1, rank);
+}
+
 static int check_flatten(const proof *p, const inf__node *n, int rank) {
     (void)p;
     int64_t a = inf__attr_int(n, "axis", 1);
@@ -258,6 +266,7 @@ static const rank_fn checks[INF_BATCH_CHECK_COUNT] = {
     [INF_BATCH_MATMUL] = check_matmul,
     [INF_BATCH_NO_EXTRA_OUTPUTS] = check_no_extra_outputs,
     [INF_BATCH_PAD] = check_pad,
+    [INF_BATCH_QUANTIZE] = check_quantize,
     [INF_BATCH_RANK4] = check_rank4,
     [INF_BATCH_REDUCE] = check_reduce,
     [INF_BATCH_RESHAPE] = check_reshape,

@@ -159,7 +159,7 @@ const inf__op_facts inf__op_facts_table[] = {
     FACTS(ONNX, "Pow", .shape = INF_SHAPE_BROADCAST, .batch = "E"),
     FACTS(ONNX, "QLinearConv"),
     FACTS(ONNX, "QLinearMatMul"),
-    FACTS(ONNX, "QuantizeLinear"),
+    FACTS(ONNX, "QuantizeLinear", .batch = "BCC", .batch_check = INF_BATCH_QUANTIZE),
     FACTS(ONNX, "RMSNormalization"),
     FACTS(ONNX, "RNN"),
     FACTS(ONNX, "RandomNormal", .nondeterministic = true),

@@ -153,6 +153,27 @@ if "$INFERA" quantize "$MODELS/attention.onnx" -o "$TMP/att.qdq.onnx" --calibrat
     else
         fail "attention qdq: Shape chains left after QGemm: $opt"
     fi
+    # x feeds all 15 projections through one Q -> DQ pair: quantized once (graph/passes/qdq.c, shared input), its
+    # QuantizeLinear kept and read as uint8 by every QGemm; outputs within one step of ORT on the file, and the
+    # fast kernels (vector QuantizeLinear, QGemm) within the FP32 parts' rounding (rtol 1e-5) of the loops'
+    mkdir -p "$TMP/att/fp32" "$TMP/att/infera" "$TMP/att/ort" "$TMP/att/generic"
+    "$INFERA" run "$TMP/att.qdq.onnx" --input "$TMP/att_cal.npy" --output-dir "$TMP/att/infera" >/dev/null 2>&1
+    INFERA_CPU=generic "$INFERA" run "$TMP/att.qdq.onnx" --input "$TMP/att_cal.npy" --output-dir "$TMP/att/generic" \
+        >/dev/null 2>&1
+    if [ "$(echo "$opt" | awk '$1 == "QuantizeLinear" {print $2}')" = 1 ] && [ "$(echo "$opt" | awk '$1 == "QGemm" {print $2}')" = 15 ] &&
+        ort_run "$MODELS/attention.onnx" "$TMP/att/fp32" "$TMP/att_cal.npy" && ort_run "$TMP/att.qdq.onnx" "$TMP/att/ort" "$TMP/att_cal.npy"; then
+        for f in "$TMP/att/ort"/*.npy; do
+            o=$(basename "$f")
+            if line=$(node "$HERE/compare.js" "$TMP/att/infera/$o" "$f" "$TMP/att/fp32/$o" 1) &&
+                "$NPYCMP" "$TMP/att/infera/$o" "$TMP/att/generic/$o" 1e-5 1e-6 >/dev/null 2>&1; then
+                ok "attention qdq, x quantized once for 15 QGemms, $o: $line; fast ~ reference loops (rtol 1e-5)"
+            else
+                bad "attention qdq, x quantized once, $o: $line (or fast != reference loops)"
+            fi
+        done
+    else
+        bad "attention qdq: want 1 QuantizeLinear shared by 15 QGemms (and ORT runs): $opt"
+    fi
 else
     fail "attention qdq: quantize failed: $(cat "$TMP/att.txt")"
 fi

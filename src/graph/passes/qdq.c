@@ -30,6 +30,7 @@
  * Results therefore match the QDQ graph (and ONNX Runtime's QLinear kernels)
  * within a quantization step, not bit for bit.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/passes/passes.h"
@@ -42,6 +43,7 @@ typedef struct qdq_match {
     int removed[MAX_CHAIN], n_removed;
     int target;
     bool relu;
+    int q_node; /* the activation's QuantizeLinear */
 } qdq_match;
 
 static const inf_tensor *const_value(const inf__pass_ctx *pc, int v) {
@@ -106,6 +108,7 @@ static bool match_input(const inf__pass_ctx *pc, int xd, qdq_match *m) {
         return false;
     const inf__node *q = &pc->g->nodes[q1];
     m->ins[0] = q->inputs[0], m->ins[1] = q->inputs[1], m->ins[2] = input(q, 2);
+    m->q_node = q1;
     int xq = pc->g->nodes[d1].inputs[0];
     if (inf__pass_uses(pc, xd, 1)) {
         m->removed[m->n_removed++] = d1;
@@ -204,27 +207,75 @@ static bool match_node(const inf__pass_ctx *pc, int i, qdq_match *m, bool *conv,
     return true;
 }
 
+/* Does the QuantizeLinear node q write uint8 bytes that a QGemm can read as its x (u8_in: a uint8 zero point,
+ * or none and no other output type)? */
+static bool uint8_quantize(const inf__pass_ctx *pc, int q) {
+    const inf__node *n = &pc->g->nodes[q];
+    const inf_tensor *z = input(n, 2) >= 0 ? const_value(pc, input(n, 2)) : NULL;
+    if (input(n, 2) >= 0)
+        return z && z->dtype == INF_DTYPE_U8;
+    int64_t out = inf__attr_int(n, "output_dtype", 0);
+    return out == 0 || out == INF_DTYPE_U8;
+}
+
+/* SHARED INPUT: an activation whose one Q -> DQ pair feeds several matched MatMul / Gemm (the Q, K and V
+ * projections of an encoder's LayerNorm output) is quantized once: the QuantizeLinear node stays, and each
+ * QGemm reads its uint8 output as x (u8_in = 1, the Q's zero point) instead of quantizing the float itself.
+ * The bytes are the same (QuantizeLinear's arithmetic either way), so results are bit-identical.
+ * shared[q] = the number of MatMul / Gemm nodes matching through QuantizeLinear node q. */
+static inf_status count_shared(const inf__pass_ctx *pc, int **shared, inf_error *err) {
+    *shared = calloc((size_t)pc->g->n_nodes, sizeof **shared);
+    if (!*shared)
+        return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
+    for (int i = 0; i < pc->g->n_nodes; i++) {
+        qdq_match m;
+        bool conv, trans_b;
+        if (match_node(pc, i, &m, &conv, &trans_b) && !conv)
+            (*shared)[m.q_node]++;
+    }
+    return INF_OK;
+}
+
+/* m reads the Q's uint8 output xq in place of x: the Q node is kept (no longer removed). */
+static void read_shared(const inf__pass_ctx *pc, qdq_match *m) {
+    const inf__node *q = &pc->g->nodes[m->q_node];
+    m->ins[0] = q->outputs[0];
+    int k = 0;
+    for (int i = 0; i < m->n_removed; i++)
+        if (m->removed[i] != m->q_node)
+            m->removed[k++] = m->removed[i];
+    m->n_removed = k;
+}
+
 inf_status inf__pass_qdq(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
     *n_rewritten = 0;
+    int *shared;
+    inf_status st = count_shared(pc, &shared, err);
     /* from the last node back: a node takes the Q -> DQ pair of its input before
      * the node producing that input could take it as its output's re-quantization */
-    for (int i = pc->g->n_nodes - 1; i >= 0; i--) {
+    for (int i = pc->g->n_nodes - 1; i >= 0 && st == INF_OK; i--) {
         qdq_match m;
         bool conv, trans_b;
         if (!match_node(pc, i, &m, &conv, &trans_b)) continue;
         inf__node *n = &pc->g->nodes[i];
-        inf__attr tb = {.name = "trans_b", .type = INF_ATTR_INT, .i = trans_b};
+        bool u8_in = !conv && shared[m.q_node] >= 2 && uint8_quantize(pc, m.q_node);
+        if (u8_in)
+            read_shared(pc, &m);
+        inf__attr tb[2] = {{.name = "trans_b", .type = INF_ATTR_INT, .i = trans_b},
+                           {.name = "u8_in", .type = INF_ATTR_INT, .i = 1}};
         int n_ins = m.ins[7] >= 0 ? 9 : 7;
         /* the Conv's attributes (arena memory) outlive it: the rewrite copies the array */
-        inf__attr *attrs = conv ? n->attrs : &tb;
-        int n_attrs = conv ? n->n_attrs : 1;
-        inf_status st = inf__pass_rewrite(pc, m.target, "ai.infera", conv ? "QConv" : "QGemm", 1, n_ins, m.ins, n_attrs,
-                                          attrs, m.removed, m.n_removed, err);
-        if (st != INF_OK) return st;
+        inf__attr *attrs = conv ? n->attrs : tb;
+        int n_attrs = conv ? n->n_attrs : u8_in ? 2 : 1;
+        st = inf__pass_rewrite(pc, m.target, "ai.infera", conv ? "QConv" : "QGemm", 1, n_ins, m.ins, n_attrs, attrs,
+                               m.removed, m.n_removed, err);
+        if (st != INF_OK)
+            break;
         if (m.relu) pc->g->nodes[m.target].epilogue.kind = INF_EPILOGUE_RELU;
         (*n_rewritten)++;
     }
-    return INF_OK;
+    free(shared);
+    return st;
 }
 
 /* QGemm -> Gelu (the internal one, passes/gelu.c, run after this file's
@@ -244,12 +295,14 @@ inf_status inf__pass_qdq_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *er
         if (q < 0 || pc->dead[q] || !inf__pass_uses(pc, v, 1)) continue;
         const inf__node *qg = &pc->g->nodes[q];
         if (!qg->op || qg->op->domain != INF_DOMAIN_INFERA || strcmp(qg->op_type, "QGemm") || qg->n_inputs > 7 ||
-            qg->epilogue.kind != INF_EPILOGUE_NONE || qg->n_attrs != 1)
+            qg->epilogue.kind != INF_EPILOGUE_NONE || qg->n_attrs > 2 || inf__node_attr(qg, "activation"))
             continue;
-        inf__attr attrs[2] = {qg->attrs[0], gelu_attr};
+        inf__attr attrs[3]; /* trans_b [, u8_in], activation */
+        memcpy(attrs, qg->attrs, (size_t)qg->n_attrs * sizeof *attrs);
+        attrs[qg->n_attrs] = gelu_attr;
         int removed[1] = {q};
-        inf_status st = inf__pass_rewrite(pc, i, "ai.infera", "QGemm", 1, qg->n_inputs, qg->inputs, 2, attrs, removed, 1,
-                                          err);
+        inf_status st = inf__pass_rewrite(pc, i, "ai.infera", "QGemm", 1, qg->n_inputs, qg->inputs, qg->n_attrs + 1,
+                                          attrs, removed, 1, err);
         if (st != INF_OK) return st;
         (*n_rewritten)++;
     }

@@ -21,7 +21,8 @@
  * Rounding is half to even (nearbyint in the default rounding mode) and the
  * result saturates to the output type's range.  Accumulation is exact
  * (int64) and wraps to int32 for the int32 outputs.
- * Fast path: DynamicQuantizeLinear uses the vector min/max and
+ * Fast path: DynamicQuantizeLinear, and QuantizeLinear of float32 into
+ *   uint8 with one (finite, positive) scale, use the vector min/max and
  *   quantization of ops/qgemm.h (same bits as the loops here).
  * Deviations: DynamicQuantizeLinear computes the scale and zero point in
  *   double (as the ONNX reference does) before rounding the scale to float32.
@@ -30,6 +31,7 @@
  * QLinearConv), quantize_fused.c (the optimizer's fused QGemm / QConv);
  * quantize_common.h holds the parameter helpers they share.
  */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -167,6 +169,12 @@ static inf_status quantize_run(inf__kernel_ctx *ctx) {
     inf_dtype out_type = zp ? zp->dtype : p->output_dtype ? p->output_dtype : INF_DTYPE_U8;
     st = inf__kernel_output(ctx, 0, out_type, x->ndim, x->dims, &y);
     if (st != INF_OK) return st;
+    float s0 = ((const float *)scale->data)[0];
+    if (x->dtype == INF_DTYPE_F32 && out_type == INF_DTYPE_U8 && g.len == 1 && !g.block && s0 > 0 && s0 <= FLT_MAX) {
+        /* per tensor into uint8: the vector quantizer of ops/qgemm.h, the same bits as the loop below */
+        inf__quantize_u8(x->data, inf_tensor_numel(x), s0, zp ? ((const uint8_t *)zp->data)[0] : 0, y->data);
+        return INF_OK;
+    }
     for (int64_t i = 0, n = inf_tensor_numel(x); i < n; i++) {
         int64_t k = quant_param(&g, i);
         float v = x->dtype == INF_DTYPE_F32 ? ((const float *)x->data)[i]
