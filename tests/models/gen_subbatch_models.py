@@ -105,3 +105,14 @@ save("sep_pad", [
 ], [i64("pads_r", [0, 0, 1, 2, 0, 0, 2, 1]), i64("pads_c", [0, 1, 0, 0, 0, 2, 0, 0]),
     numpy_helper.from_array(np.float32(0.5), "cval")], ["batch", 3, 5, 6], ["y"])
 save("mix_pad_batch", [N("Pad", ["x", "pads"], ["y"])], [i64("pads", [1, 0, 0, 0])], ["batch", 8], ["y"])
+
+# QuantizeLinear (graph/passes/qdq.c keeps one for the products it feeds): one scale, or scales along axis 1
+u8 = numpy_helper.from_array(np.uint8(128), "z")
+save("sep_quantize", [
+    N("QuantizeLinear", ["x", "s", "z"], ["q"]), N("Cast", ["q"], ["y"], to=TensorProto.FLOAT),
+    N("QuantizeLinear", ["x", "s3"], ["q3"], axis=1), N("Cast", ["q3"], ["y3"], to=TensorProto.FLOAT),
+], [numpy_helper.from_array(np.float32(0.01), "s"), u8,
+    numpy_helper.from_array(np.array([0.01, 0.02, 0.005], np.float32), "s3")], ["batch", 3, 8], ["y", "y3"])
+save("mix_quantize_axis0", [
+    N("QuantizeLinear", ["x", "s3"], ["q"], axis=0), N("Cast", ["q"], ["y"], to=TensorProto.FLOAT),
+], [numpy_helper.from_array(np.array([0.01, 0.02, 0.005], np.float32), "s3")], [3, 8], ["y"])

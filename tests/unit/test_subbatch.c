@@ -19,12 +19,14 @@
 static const char *const separable[] = {
     "cnn", "mlp", "conv_add", "subbatch/sep_elementwise", "subbatch/sep_reduce_norm",
     "subbatch/sep_batched_matmul", "subbatch/sep_conv_pool", "subbatch/sep_reshape_batch_shape", "subbatch/sep_pad",
+    "subbatch/sep_quantize",
 };
 static const char *const mixing[] = {
     "subbatch/mix_reshape_dim0", "subbatch/mix_softmax_axis0", "subbatch/mix_transpose",
     "subbatch/mix_gemm_trans_a", "subbatch/mix_add_rowwise", "subbatch/mix_reduce_all",
     "subbatch/mix_flatten_axis2", "subbatch/mix_shape", "subbatch/mix_maxpool_indices",
     "subbatch/mix_batch_size_value", "subbatch/mix_reshape_batch_not_first", "subbatch/mix_pad_batch",
+    "subbatch/mix_quantize_axis0",
 };
 #define N_SEPARABLE (int)(sizeof separable / sizeof separable[0])
 #define N_MIXING (int)(sizeof mixing / sizeof mixing[0])
