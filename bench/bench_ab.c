@@ -12,8 +12,9 @@
  *
  * Every round runs K inferences of A then K of B (the order swapped every
  * round), after W warm-up runs of each at the start; it prints one line per
- * round (p50 of A and of B in us, B / A) and at the end the median of the
- * per-round ratios and how many rounds B was faster.  With --profile both
+ * round (p50 of A and of B in us, B / A, then the same for the p90) and at
+ * the end the median of the per-round ratios (p50 and p90) and how many
+ * rounds B was faster.  With --profile both
  * sessions count per node; at the end each node's minimum and mean call
  * over all runs are printed for A and B (matched by node name; B's nodes
  * that A lacks -- a fusion's -- after them, marked "B only"), and the whole
@@ -203,8 +204,9 @@ static void sweep_caches(const sweep *w) {
     sweep_sink = s;
 }
 
-/* p50 in us of k runs, each after a sweep of the caches when w has a buffer. */
-static double engine_p50(engine *e, int k, double *t, const sweep *w) {
+/* p50 and p90 (q[0], q[1]) in us of k runs, each after a sweep of the
+ * caches when w has a buffer. */
+static void engine_quantiles(engine *e, int k, double *t, const sweep *w, double q[2]) {
     for (int i = 0; i < k; i++) {
         if (w->buf)
             sweep_caches(w);
@@ -213,7 +215,7 @@ static double engine_p50(engine *e, int k, double *t, const sweep *w) {
         t[i] = bench_now_us() - t0;
     }
     qsort(t, (size_t)k, sizeof(double), bench_cmp_double);
-    return t[k / 2];
+    q[0] = t[k / 2], q[1] = t[k * 9 / 10];
 }
 
 /* Per node: the least and the mean time of a call, for A and B; then the
@@ -291,8 +293,8 @@ int main(int argc, char **argv) {
             e[v].profile_reset(e[v].session);
     }
     double *t = malloc((size_t)runs * sizeof(double)), *ratio = malloc((size_t)rounds * sizeof(double));
-    double *rtt = malloc((size_t)rounds * sizeof(double));
-    if (!t || !ratio || !rtt)
+    double *rtt = malloc((size_t)rounds * sizeof(double)), *ratio90 = malloc((size_t)rounds * sizeof(double));
+    if (!t || !ratio || !rtt || !ratio90)
         return 2;
     sweep w = {NULL, (size_t)flush_mb << 20};
     unsigned char *flush_buf = NULL;
@@ -307,15 +309,16 @@ int main(int argc, char **argv) {
     }
     int b_lower = 0;
     for (int r = 0; r < rounds; r++) {
-        double p[2];
+        double p[2][2];
         rtt[r] = rtt_program ? round_trip(rtt_program) : -1;
         for (int i = 0; i < 2; i++) {
             int v = (i + r) % 2;
-            p[v] = engine_p50(&e[v], runs, t, &w);
+            engine_quantiles(&e[v], runs, t, &w, p[v]);
         }
-        ratio[r] = p[1] / p[0];
-        b_lower += p[1] < p[0];
-        printf("round %2d  A %8.1f us  B %8.1f us  B/A %.3f", r, p[0], p[1], ratio[r]);
+        ratio[r] = p[1][0] / p[0][0], ratio90[r] = p[1][1] / p[0][1];
+        b_lower += p[1][0] < p[0][0];
+        printf("round %2d  A %8.1f us  B %8.1f us  B/A %.3f  p90 A %8.1f B %8.1f B/A %.3f", r, p[0][0], p[1][0],
+               ratio[r], p[0][1], p[1][1], ratio90[r]);
         if (rtt_program)
             printf("  rtt %.0f ns", rtt[r]);
         printf("\n");
@@ -328,8 +331,10 @@ int main(int argc, char **argv) {
                ms, nn, mn);
     }
     qsort(ratio, (size_t)rounds, sizeof(double), bench_cmp_double);
-    printf("median B/A %.3f (range %.3f-%.3f), B lower in %d of %d rounds\n", ratio[rounds / 2], ratio[0],
-           ratio[rounds - 1], b_lower, rounds);
+    qsort(ratio90, (size_t)rounds, sizeof(double), bench_cmp_double);
+    printf("median B/A %.3f (range %.3f-%.3f), B lower in %d of %d rounds; p90: median B/A %.3f (range %.3f-%.3f)\n",
+           ratio[rounds / 2], ratio[0], ratio[rounds - 1], b_lower, rounds, ratio90[rounds / 2], ratio90[0],
+           ratio90[rounds - 1]);
     if (profile)
         print_profiles(&e[0], &e[1]);
     for (int v = 0; v < 2; v++) {
@@ -341,6 +346,7 @@ int main(int argc, char **argv) {
     free(flush_buf);
     free(t);
     free(ratio);
+    free(ratio90);
     free(rtt);
     return 0;
 }
