@@ -169,8 +169,9 @@ static inf_status quantize_run(inf__kernel_ctx *ctx) {
     inf_dtype out_type = zp ? zp->dtype : p->output_dtype ? p->output_dtype : INF_DTYPE_U8;
     st = inf__kernel_output(ctx, 0, out_type, x->ndim, x->dims, &y);
     if (st != INF_OK) return st;
-    float s0 = ((const float *)scale->data)[0];
-    if (x->dtype == INF_DTYPE_F32 && out_type == INF_DTYPE_U8 && g.len == 1 && !g.block && s0 > 0 && s0 <= FLT_MAX) {
+    /* one parameter (g.len 1, not blocked): the scale has exactly one value to read, even when x is empty */
+    float s0 = g.len == 1 && !g.block ? ((const float *)scale->data)[0] : 0.0f;
+    if (x->dtype == INF_DTYPE_F32 && out_type == INF_DTYPE_U8 && s0 > 0 && s0 <= FLT_MAX) {
         /* per tensor into uint8: the vector quantizer of ops/qgemm.h, the same bits as the loop below */
         inf__quantize_u8(x->data, inf_tensor_numel(x), s0, zp ? ((const uint8_t *)zp->data)[0] : 0, y->data);
         return INF_OK;
