@@ -261,11 +261,11 @@ inf_status inf__pass_qdq(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
         bool u8_in = !conv && shared[m.q_node] >= 2 && uint8_quantize(pc, m.q_node);
         if (u8_in)
             read_shared(pc, &m);
-        inf__attr tb[2] = {{.name = "trans_b", .type = INF_ATTR_INT, .i = trans_b},
-                           {.name = "u8_in", .type = INF_ATTR_INT, .i = 1}};
+        inf__attr qgemm_attrs[2] = {{.name = "trans_b", .type = INF_ATTR_INT, .i = trans_b},
+                                    {.name = "u8_in", .type = INF_ATTR_INT, .i = 1}};
         int n_ins = m.ins[7] >= 0 ? 9 : 7;
         /* the Conv's attributes (arena memory) outlive it: the rewrite copies the array */
-        inf__attr *attrs = conv ? n->attrs : tb;
+        inf__attr *attrs = conv ? n->attrs : qgemm_attrs; /* trans_b [, u8_in] */
         int n_attrs = conv ? n->n_attrs : u8_in ? 2 : 1;
         st = inf__pass_rewrite(pc, m.target, "ai.infera", conv ? "QConv" : "QGemm", 1, n_ins, m.ins, n_attrs, attrs,
                                m.removed, m.n_removed, err);
