@@ -28,37 +28,20 @@
 #include <time.h>
 
 #if defined(__linux__)
-#include <pthread.h>
-#include <sched.h>
+#include "bench_pin.h"
 
 static _Alignas(64) _Atomic int flag;
 static int iters = 20000;
 
-static bool pin(int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-}
-
 static void *echo(void *arg) {
-    if (!pin(*(int *)arg)) return NULL;
+    if (!bench_pin(*(int *)arg))
+        return NULL;
     for (int i = 0; i < iters; i++) {
         while (atomic_load_explicit(&flag, memory_order_acquire) != 1) {
         }
         atomic_store_explicit(&flag, 0, memory_order_release);
     }
     return NULL;
-}
-
-/* The first two CPUs in the affinity mask, or false. */
-static bool first_two(int cpus[2]) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return false;
-    int n = 0;
-    for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
-        if (CPU_ISSET(c, &set)) cpus[n++] = c;
-    return n == 2;
 }
 
 int main(int argc, char **argv) {
@@ -69,7 +52,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_core_rtt: bad option %s\n", argv[i]);
         return 2;
     }
-    if ((cpus[0] < 0 && !first_two(cpus)) || !pin(cpus[0])) {
+    if ((cpus[0] < 0 && !bench_first_two_cpus(cpus)) || !bench_pin(cpus[0])) {
         printf("-1\n"); /* fewer than two CPUs, or not allowed to pin */
         return 0;
     }
