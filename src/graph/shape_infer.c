@@ -413,8 +413,9 @@ static sym infer_output0(inf__shape_infer *si, const inf__node *node) {
         return x;
     }
     if (!strcmp(op, "QuantizeLinear")) { /* x's shape; the zero point's type, else output_dtype, else uint8 */
-        int64_t out = inf__attr_int(node, "output_dtype", 0);
-        x.dtype = input(node, 2) >= 0 ? get(si, input(node, 2)).dtype : out ? (inf_dtype)out : INF_DTYPE_U8;
+        bool has_zp = input(node, 2) >= 0;
+        x.dtype = inf__quantize_linear_out_type(has_zp, has_zp ? get(si, input(node, 2)).dtype : INF_DTYPE_UNDEFINED,
+                                                inf__attr_int(node, "output_dtype", 0));
         x.n_el = -1;
         return x;
     }

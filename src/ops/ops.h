@@ -607,5 +607,12 @@ inf_status inf__check_window_attrs(const inf__node *node, inf_error *err, bool n
 bool inf__dtype_is_float(inf_dtype t);
 bool inf__dtype_is_int(inf_dtype t);  /* signed or unsigned integer */
 bool inf__dtype_is_signed(inf_dtype t);
+/* QuantizeLinear's output type: its zero point's type when it has one, else
+ * its output_dtype attribute (opset 21; 0 when absent), else uint8.  The one
+ * rule the kernel, the shape rule and the QDQ pass read. */
+static inline inf_dtype inf__quantize_linear_out_type(bool has_zero_point, inf_dtype zero_point_type,
+                                                      int64_t output_dtype) {
+    return has_zero_point ? zero_point_type : output_dtype ? (inf_dtype)output_dtype : INF_DTYPE_U8;
+}
 
 #endif /* INF_OPS_H */

@@ -212,10 +212,10 @@ static bool match_node(const inf__pass_ctx *pc, int i, qdq_match *m, bool *conv,
 static bool uint8_quantize(const inf__pass_ctx *pc, int q) {
     const inf__node *n = &pc->g->nodes[q];
     const inf_tensor *z = input(n, 2) >= 0 ? const_value(pc, input(n, 2)) : NULL;
-    if (input(n, 2) >= 0)
-        return z && z->dtype == INF_DTYPE_U8;
-    int64_t out = inf__attr_int(n, "output_dtype", 0);
-    return out == 0 || out == INF_DTYPE_U8;
+    if (input(n, 2) >= 0 && !z)
+        return false; /* a zero point computed at run time */
+    return inf__quantize_linear_out_type(z != NULL, z ? z->dtype : INF_DTYPE_UNDEFINED,
+                                         inf__attr_int(n, "output_dtype", 0)) == INF_DTYPE_U8;
 }
 
 /* SHARED INPUT: an activation whose one Q -> DQ pair feeds several matched MatMul / Gemm (the Q, K and V

@@ -166,7 +166,8 @@ static inf_status quantize_run(inf__kernel_ctx *ctx) {
     if (zp && p->output_dtype && zp->dtype != p->output_dtype)
         return inf__kernel_error(ctx, INF_ETYPE, "input y_zero_point is %s, attribute output_dtype says %s",
                                  inf_dtype_name(zp->dtype), inf_dtype_name(p->output_dtype));
-    inf_dtype out_type = zp ? zp->dtype : p->output_dtype ? p->output_dtype : INF_DTYPE_U8;
+    inf_dtype out_type =
+        inf__quantize_linear_out_type(zp != NULL, zp ? zp->dtype : INF_DTYPE_UNDEFINED, p->output_dtype);
     st = inf__kernel_output(ctx, 0, out_type, x->ndim, x->dims, &y);
     if (st != INF_OK) return st;
     /* one parameter (g.len 1, not blocked): the scale has exactly one value to read, even when x is empty */
