@@ -95,6 +95,8 @@ def make_mlp(path, extra_int_output=False, only_int_output=False):
 
 def infera_quantize(args):
     p = subprocess.run([INFERA, "quantize"] + args, capture_output=True, text=True)
+    if "Sanitizer" in p.stderr:  # an ASan/UBSan build: a report is a failure even where an error was expected
+        fail("no sanitizer report: quantize " + " ".join(args), p.stderr[-2000:])
     return p.returncode, p.stdout, p.stderr
 
 

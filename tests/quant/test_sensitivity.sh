@@ -3,17 +3,12 @@
 # numpy (tests/quant/sensitivity_check.py: an MLP with one deliberately sensitive layer; each node-alone file run
 # in ORT, SQNR / max abs error / top-1 computed in numpy; --min-sqnr's file checked with onnx; bad input).
 #   tests/quant/test_sensitivity.sh INFERA
-# The oracle is Python's onnxruntime with onnx and numpy: $INFERA_ORT_PYTHON, else the venv scripts/install-deps.sh
-# makes ($INFERA_CACHE or ~/.cache/infera, venv-ort-oracle), else python3; skip (77) when none imports them.
+# The oracle is Python's onnxruntime with onnx and numpy (tests/quant/ort_python.sh finds it; skip (77) without).
 set -u
 INFERA=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../check.sh"
-PY=
-for p in "${INFERA_ORT_PYTHON:-}" "${INFERA_CACHE:-$HOME/.cache/infera}/venv-ort-oracle/bin/python" python3; do
-    [ -n "$p" ] && "$p" -c "import onnx, onnxruntime, numpy" 2>/dev/null && { PY=$p; break; }
-done
-[ -n "$PY" ] || skip "no Python with onnx + onnxruntime (set INFERA_ORT_PYTHON)"
+. "$HERE/ort_python.sh"
 # as test_quantize.sh: ORT's vpmaddubsw kernels (x86 without VNNI) saturate with 8-bit weights, 7-bit ones are exact
 RR=
 if grep -q '^flags.* avx2' /proc/cpuinfo 2>/dev/null && ! grep -qE '^flags.* (avx512_vnni|avx_vnni)' /proc/cpuinfo; then
