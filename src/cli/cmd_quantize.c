@@ -56,22 +56,28 @@ static void print_report(const inf__quantize_options *o, const inf__quantize_rep
 /* ---- the sensitivity table ---- */
 
 typedef struct sens_request {
-    bool on;              /* --sensitivity (or implied by the others) */
+    bool on; /* --sensitivity (or implied by the others) */
     bool min_sqnr_set;
     double min_sqnr;
-    const char *json;     /* --sensitivity-json FILE */
+    const char *json; /* --sensitivity-json FILE */
 } sens_request;
 
-static const char *shown_name(const inf__quant_node *n) { return *n->name ? n->name : n->output; }
+static const char *shown_name(const inf__quant_node *n) {
+    return *n->name ? n->name : n->output;
+}
 
 static void fmt_sqnr(char *buf, size_t size, double db) {
-    if (isfinite(db)) snprintf(buf, size, "%.1f", db);
-    else snprintf(buf, size, "%s", isnan(db) ? "nan" : db > 0 ? "inf" : "-inf");
+    if (isfinite(db))
+        snprintf(buf, size, "%.1f", db);
+    else
+        snprintf(buf, size, "%s", isnan(db) ? "nan" : db > 0 ? "inf" : "-inf");
 }
 
 static void fmt_top1(char *buf, size_t size, double top1) {
-    if (top1 < 0) snprintf(buf, size, "-");
-    else snprintf(buf, size, "%.2f%%", 100 * top1);
+    if (top1 < 0)
+        snprintf(buf, size, "-");
+    else
+        snprintf(buf, size, "%.2f%%", 100 * top1);
 }
 
 static void print_fidelity_row(int width, const char *name, const char *op, const inf__quant_fidelity *f,
@@ -86,7 +92,8 @@ static void print_sensitivity(const sens_request *q, const inf__quant_sensitivit
     int width = 24;
     for (int i = 0; i < s->n_rows; i++) {
         int len = (int)strlen(shown_name(&s->rows[i].node));
-        if (len > width) width = len;
+        if (len > width)
+            width = len;
     }
     printf("  sensitivity: each node quantized alone vs FP32 on %lld records, worst SQNR first\n", s->records);
     for (int i = 0; i < s->n_skipped_outputs; i++)
@@ -101,13 +108,16 @@ static void print_sensitivity(const sens_request *q, const inf__quant_sensitivit
     if (q->min_sqnr_set) {
         printf("  --min-sqnr %g: %d node%s excluded by --min-sqnr (kept FP32 in the output)\n", q->min_sqnr,
                s->n_min_sqnr_excluded, s->n_min_sqnr_excluded == 1 ? "" : "s");
-        if (s->n_min_sqnr_excluded) print_fidelity_row(width, "(output model)", "", &s->out, "");
+        if (s->n_min_sqnr_excluded)
+            print_fidelity_row(width, "(output model)", "", &s->out, "");
     }
 }
 
 static void json_number(FILE *f, double v) {
-    if (isfinite(v)) fprintf(f, "%.17g", v);
-    else fputs("null", f);
+    if (isfinite(v))
+        fprintf(f, "%.17g", v);
+    else
+        fputs("null", f);
 }
 
 static void json_fidelity(FILE *f, const inf__quant_fidelity *fid) {
@@ -124,7 +134,8 @@ static void json_fidelity(FILE *f, const inf__quant_fidelity *fid) {
 static bool write_sensitivity_json(const inf__quantize_options *o, const sens_request *q,
                                    const inf__quant_sensitivity *s) {
     FILE *f = fopen(q->json, "w");
-    if (!f) return false;
+    if (!f)
+        return false;
     fputs("{\"model\": ", f);
     cli_json_fstring(f, o->in_path);
     fputs(", \"output\": ", f);
@@ -133,7 +144,8 @@ static bool write_sensitivity_json(const inf__quantize_options *o, const sens_re
     json_number(f, q->min_sqnr_set ? q->min_sqnr : NAN);
     fputs(", \"skipped_outputs\": [", f);
     for (int i = 0; i < s->n_skipped_outputs; i++) {
-        if (i) fputs(", ", f);
+        if (i)
+            fputs(", ", f);
         cli_json_fstring(f, s->skipped_outputs[i]);
     }
     fputs("],\n \"nodes\": [", f);
@@ -205,7 +217,8 @@ int cmd_quantize(int argc, char **argv) {
         } else if ((v = cli_flag_value(argc, argv, &i, "--exclude", &missing))) {
             exclude[o.n_exclude++] = v;
         } else if ((v = cli_flag_value(argc, argv, &i, "--min-sqnr", &missing))) {
-            if (!parse_db(cmd, v, &sens.min_sqnr)) goto done;
+            if (!parse_db(cmd, v, &sens.min_sqnr))
+                goto done;
             sens.min_sqnr_set = sens.on = true;
         } else if ((v = cli_flag_value(argc, argv, &i, "--sensitivity-json", &missing))) {
             sens.json = v;
@@ -263,7 +276,8 @@ int cmd_quantize(int argc, char **argv) {
         goto done;
     }
     print_report(&o, &r);
-    if (sens.on) print_sensitivity(&sens, &s);
+    if (sens.on)
+        print_sensitivity(&sens, &s);
     rc = 0;
     if (sens.json && !write_sensitivity_json(&o, &sens, &s))
         rc = cli_fail(cmd, "cannot write --sensitivity-json '%s': %s", sens.json, strerror(errno));

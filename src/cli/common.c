@@ -299,11 +299,16 @@ double cli_now_seconds(void) {
 void cli_json_fstring(FILE *f, const char *s) {
     fputc('"', f);
     for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
-        else fputc(*s, f);
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
     }
     fputc('"', f);
 }
 
-void cli_json_string(const char *s) { cli_json_fstring(stdout, s); }
+void cli_json_string(const char *s) {
+    cli_json_fstring(stdout, s);
+}

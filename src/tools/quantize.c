@@ -214,12 +214,16 @@ static inf_status want_act(qctx *q, const char *name) {
 /* Is node v kept FP32: named by --exclude, or left out by the selection (by its first output)? */
 static bool excluded(const qctx *q, const inf_model_edit_node_view *v) {
     for (int i = 0; i < q->o->n_exclude; i++)
-        if (!strcmp(q->o->exclude[i], v->name)) return true;
+        if (!strcmp(q->o->exclude[i], v->name))
+            return true;
     const inf__quant_select *s = q->sel;
-    if (!s || v->n_outputs < 1) return false;
-    if (s->only && strcmp(s->only, v->outputs[0])) return true;
+    if (!s || v->n_outputs < 1)
+        return false;
+    if (s->only && strcmp(s->only, v->outputs[0]))
+        return true;
     for (int i = 0; i < s->n_skip; i++)
-        if (!strcmp(s->skip[i], v->outputs[0])) return true;
+        if (!strcmp(s->skip[i], v->outputs[0]))
+            return true;
     return false;
 }
 
@@ -363,7 +367,8 @@ static inf_status collect(qctx *q, inf__quantize_report *r) {
 /* ---- step 2: calibration ---- */
 
 void inf__quant_ranges_free(inf__quant_ranges *r) {
-    for (int i = 0; i < r->n; i++) free(r->names[i]);
+    for (int i = 0; i < r->n; i++)
+        free(r->names[i]);
     free(r->names), free(r->lo), free(r->hi);
     *r = (inf__quant_ranges){0};
 }
@@ -372,8 +377,10 @@ void inf__quant_ranges_free(inf__quant_ranges *r) {
 static bool ranges_lookup(const inf__quant_ranges *known, const char *const *names, int n, float *lo, float *hi) {
     for (int i = 0; i < n; i++) {
         int k = 0;
-        while (k < known->n && strcmp(known->names[k], names[i])) k++;
-        if (k == known->n) return false;
+        while (k < known->n && strcmp(known->names[k], names[i]))
+            k++;
+        if (k == known->n)
+            return false;
         lo[i] = known->lo[k], hi[i] = known->hi[k];
     }
     return true;
@@ -427,7 +434,8 @@ static inf_status calibrate(qctx *q, inf__quantize_report *r) {
     } else {
         st = inf__tools_calibrate(q->o, names, q->n_act, lo, hi, &r->calibration_rows, &r->calibration_nonfinite,
                                   q->err);
-        if (st == INF_OK && known) st = ranges_store(q, known, names, q->n_act, lo, hi, r);
+        if (st == INF_OK && known)
+            st = ranges_store(q, known, names, q->n_act, lo, hi, r);
     }
     for (int i = 0; st == INF_OK && i < q->n_act; i++) act_params_from_range(lo[i], hi[i], &q->act[i].scale, &q->act[i].zp);
     r->n_calibrated_tensors = q->n_act;
@@ -868,16 +876,18 @@ static void free_ctx(qctx *q) {
 }
 
 void inf__quant_nodes_free(inf__quant_node *nodes, int n) {
-    for (int i = 0; i < n; i++) free(nodes[i].name), free(nodes[i].op_type), free(nodes[i].output);
+    for (int i = 0; i < n; i++)
+        free(nodes[i].name), free(nodes[i].op_type), free(nodes[i].output);
     free(nodes);
 }
 
 /* The candidates about to be quantized, for the caller. */
 static inf_status list_nodes(qctx *q, inf__quant_node **out, int *n_out) {
-    static const char *const ops[] = {[KIND_MATMUL] = "MatMul", [KIND_GEMM] = "Gemm", [KIND_CONV] = "Conv",
-                                      [KIND_ACT_MATMUL] = "MatMul"};
+    static const char *const ops[] = {
+        [KIND_MATMUL] = "MatMul", [KIND_GEMM] = "Gemm", [KIND_CONV] = "Conv", [KIND_ACT_MATMUL] = "MatMul"};
     inf__quant_node *nodes = calloc((size_t)q->n_cand + 1, sizeof *nodes);
-    if (!nodes) return nomem(q);
+    if (!nodes)
+        return nomem(q);
     for (int i = 0; i < q->n_cand; i++) {
         const candidate *c = &q->cand[i];
         nodes[i] = (inf__quant_node){strdup(c->name), strdup(ops[c->kind]), strdup(c->y)};
@@ -894,7 +904,8 @@ static inf_status list_nodes(qctx *q, inf__quant_node **out, int *n_out) {
 static inf_status quantize_open(qctx *q, inf__quantize_report *r) {
     const inf__quantize_options *o = q->o;
     inf_status st;
-    if ((st = check_opset(q)) != INF_OK || (st = collect(q, r)) != INF_OK) return st;
+    if ((st = check_opset(q)) != INF_OK || (st = collect(q, r)) != INF_OK)
+        return st;
     int n_weighted = q->n_cand - r->n_act_quantized; /* activation MatMuls alone are not worth a file */
     const char *qop = n_weighted == 0 ? quantized_op(q) : NULL;
     if (n_weighted == 0 && qop)
@@ -904,17 +915,18 @@ static inf_status quantize_open(qctx *q, inf__quantize_report *r) {
                              o->in_path, qop);
     bool act_alone = q->sel && q->sel->only && q->n_cand > 0; /* the sensitivity analysis' attention MatMul */
     if (n_weighted == 0 && !act_alone)
-        return r->n_candidates
-                   ? inf_error_set(q->err, INF_EINVAL, "'%s': every quantizable node (%d) is excluded", o->in_path,
-                                   r->n_candidates)
-                   : inf_error_set(
-                         q->err, INF_EINVAL,
-                         "'%s' has no MatMul, Gemm or Conv node with constant float32 weights%s%s%s: nothing to quantize",
-                         o->in_path, q->skipped[0] ? " (Gemm '" : "", q->skipped,
-                         q->skipped[0] ? "' has transA=1, which stays FP32)" : "");
-    if (o->static_mode && (st = calibrate(q, r)) != INF_OK) return st;
+        return r->n_candidates ? inf_error_set(q->err, INF_EINVAL, "'%s': every quantizable node (%d) is excluded",
+                                               o->in_path, r->n_candidates)
+                               : inf_error_set(q->err, INF_EINVAL,
+                                               "'%s' has no MatMul, Gemm or Conv node with constant float32 "
+                                               "weights%s%s%s: nothing to quantize",
+                                               o->in_path, q->skipped[0] ? " (Gemm '" : "", q->skipped,
+                                               q->skipped[0] ? "' has transA=1, which stays FP32)" : "");
+    if (o->static_mode && (st = calibrate(q, r)) != INF_OK)
+        return st;
     if (!o->static_mode) {
-        for (int i = 0; i < q->n_cand && st == INF_OK; i++) st = dynamic_node(q, &q->cand[i]);
+        for (int i = 0; i < q->n_cand && st == INF_OK; i++)
+            st = dynamic_node(q, &q->cand[i]);
     } else if (o->qoperator) {
         for (int i = 0; i < q->n_cand && st == INF_OK; i++)
             st = q->cand[i].kind == KIND_ACT_MATMUL ? qoperator_act_matmul(q, &q->cand[i])
@@ -924,9 +936,9 @@ static inf_status quantize_open(qctx *q, inf__quantize_report *r) {
     }
     r->n_quantized = n_weighted;
     if (st == INF_OK)
-        st = inf_model_edit_set_metadata(q->ed, "infera.quantization",
-                                         o->static_mode ? (o->qoperator ? "static qoperator" : "static qdq") : "dynamic",
-                                         q->err);
+        st = inf_model_edit_set_metadata(
+            q->ed, "infera.quantization",
+            o->static_mode ? (o->qoperator ? "static qoperator" : "static qdq") : "dynamic", q->err);
     return st;
 }
 
@@ -935,7 +947,8 @@ inf_status inf__tools_quantize_edit(const inf__quantize_options *o, const inf__q
                                     int *n_nodes, inf_error *err) {
     memset(r, 0, sizeof *r);
     *out = NULL;
-    if (nodes) *nodes = NULL, *n_nodes = 0;
+    if (nodes)
+        *nodes = NULL, *n_nodes = 0;
     qctx q = {.o = o, .sel = sel, .err = err};
     if (o->static_mode && !o->calibration)
         return inf_error_set(err, INF_EINVAL, "static quantization needs --calibration SRC (records or a .npy file)");
@@ -948,7 +961,8 @@ inf_status inf__tools_quantize_edit(const inf__quantize_options *o, const inf__q
     r->bytes_before = file_size(o->in_path);
     r->weight_bytes_before = inf_model_edit_weight_bytes(q.ed);
     st = quantize_open(&q, r);
-    if (st == INF_OK && nodes) st = list_nodes(&q, nodes, n_nodes);
+    if (st == INF_OK && nodes)
+        st = list_nodes(&q, nodes, n_nodes);
     if (st == INF_OK) {
         r->weight_bytes_after = inf_model_edit_weight_bytes(q.ed);
         *out = q.ed;
@@ -958,17 +972,19 @@ inf_status inf__tools_quantize_edit(const inf__quantize_options *o, const inf__q
     return st;
 }
 
-inf_status inf__tools_quantize_save(const inf__quantize_options *o, const inf_model_edit *ed,
-                                    inf__quantize_report *r, inf_error *err) {
+inf_status inf__tools_quantize_save(const inf__quantize_options *o, const inf_model_edit *ed, inf__quantize_report *r,
+                                    inf_error *err) {
     inf_status st = inf_model_edit_save(ed, o->out_path, err);
-    if (st == INF_OK) r->bytes_after = file_size(o->out_path);
+    if (st == INF_OK)
+        r->bytes_after = file_size(o->out_path);
     return st;
 }
 
 inf_status inf__tools_quantize(const inf__quantize_options *o, inf__quantize_report *r, inf_error *err) {
     inf_model_edit *ed;
     inf_status st = inf__tools_quantize_edit(o, NULL, r, &ed, NULL, NULL, err);
-    if (st == INF_OK) st = inf__tools_quantize_save(o, ed, r, err);
+    if (st == INF_OK)
+        st = inf__tools_quantize_save(o, ed, r, err);
     inf_model_edit_free(ed);
     return st;
 }

@@ -89,10 +89,10 @@ void inf__quant_ranges_free(inf__quant_ranges *r);
 
 /* Which candidates one run quantizes, besides --exclude's choice. */
 typedef struct inf__quant_select {
-    const char *only;            /* non-NULL: only the candidate writing this tensor (its first output) */
-    const char *const *skip;     /* candidates (by the tensor they write) kept FP32 too */
+    const char *only;        /* non-NULL: only the candidate writing this tensor (its first output) */
+    const char *const *skip; /* candidates (by the tensor they write) kept FP32 too */
     int n_skip;
-    inf__quant_ranges *ranges;   /* non-NULL: used when they cover every tensor to calibrate; else those
+    inf__quant_ranges *ranges; /* non-NULL: used when they cover every tensor to calibrate; else those
                                   * measured are stored there */
 } inf__quant_select;
 
@@ -114,9 +114,9 @@ inf_status inf__tools_quantize_save(const inf__quantize_options *opts, const inf
 
 /* ---- the sensitivity analysis (quantize_sensitivity.c) ---- */
 typedef struct inf__quant_fidelity {
-    double sqnr_db;      /* 10 log10(sum ref^2 / sum (q - ref)^2) over every float output; +inf when equal */
+    double sqnr_db; /* 10 log10(sum ref^2 / sum (q - ref)^2) over every float output; +inf when equal */
     double max_abs_err;
-    double top1;         /* argmax agreement over the last dim of the outputs whose last dim is > 1; < 0: none */
+    double top1; /* argmax agreement over the last dim of the outputs whose last dim is > 1; < 0: none */
     long long top1_rows;
 } inf__quant_fidelity;
 
@@ -129,11 +129,11 @@ typedef struct inf__quant_sensitivity_row {
 typedef struct inf__quant_sensitivity {
     inf__quant_sensitivity_row *rows; /* worst SQNR first */
     int n_rows;
-    inf__quant_fidelity all;          /* every candidate quantized */
-    inf__quant_fidelity out;          /* OUT as written (all, unless --min-sqnr excluded nodes) */
+    inf__quant_fidelity all; /* every candidate quantized */
+    inf__quant_fidelity out; /* OUT as written (all, unless --min-sqnr excluded nodes) */
     int n_min_sqnr_excluded;
-    long long records;                /* records compared on */
-    char **skipped_outputs;           /* outputs left out of the comparison (not float32) */
+    long long records;      /* records compared on */
+    char **skipped_outputs; /* outputs left out of the comparison (not float32) */
     int n_skipped_outputs;
 } inf__quant_sensitivity;
 void inf__quant_sensitivity_free(inf__quant_sensitivity *s);
@@ -142,8 +142,7 @@ void inf__quant_sensitivity_free(inf__quant_sensitivity *s);
  * use_min_sqnr the nodes whose alone-quantized SQNR is below min_sqnr_db are
  * kept FP32 in OUT.  Needs opts->calibration (any mode). */
 inf_status inf__tools_quantize_sensitivity(const inf__quantize_options *opts, bool use_min_sqnr, double min_sqnr_db,
-                                           inf__quantize_report *report, inf__quant_sensitivity *sens,
-                                           inf_error *err);
+                                           inf__quantize_report *report, inf__quant_sensitivity *sens, inf_error *err);
 
 /* ---- calibration data (quantize_feed.c) ---- */
 enum { INF__QUANT_FEED_ROWS = 64 }; /* the most rows of one batch */

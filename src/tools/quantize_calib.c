@@ -115,7 +115,8 @@ static inf_status run_batch(void *ctx, const inf_tensor *const *inputs, int rows
     (void)rows;
     inf_status st = inf_session_run(c->session, inputs, &outs, err);
     if (st != INF_OK) return st;
-    for (int i = 0; i < c->n; i++) observe(c, i, outs[c->out_index[i]]);
+    for (int i = 0; i < c->n; i++)
+        observe(c, i, outs[c->out_index[i]]);
     return INF_OK;
 }
 
