@@ -101,6 +101,8 @@ int cli_info_gguf(const char *path, const char *shown_ref, bool json);
 
 /* Prints s (NULL: empty) to stdout as a JSON string, quotes and escapes included. */
 void cli_json_string(const char *s);
+/* The same to f. */
+void cli_json_fstring(FILE *f, const char *s);
 
 /* Prints a value's leading elements ("[0.1, 0.2, ...]"). */
 void cli_print_values(FILE *f, const inf_tensor *t, int max_values);

@@ -296,12 +296,19 @@ double cli_now_seconds(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void cli_json_string(const char *s) {
-    putchar('"');
+void cli_json_fstring(FILE *f, const char *s) {
+    fputc('"', f);
     for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\') printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
-        else putchar(*s);
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
     }
-    putchar('"');
+    fputc('"', f);
+}
+
+void cli_json_string(const char *s) {
+    cli_json_fstring(stdout, s);
 }

@@ -330,7 +330,8 @@ const cli_command cli_commands[] = {
      "usage: infera quantize IN -o OUT [--mode dynamic|static] [--calibration SRC [--spec FILE]\n"
      "                       [--calibration-rows N]] [--method minmax|percentile|entropy] [--per-channel]\n"
      "                       [--format qdq|qoperator] [--exclude NODE]... [--reduce-range]\n"
-     "                       [--quantize-attention]\n"
+     "                       [--quantize-attention] [--sensitivity] [--min-sqnr DB]\n"
+     "                       [--sensitivity-json FILE]\n"
      "\n"
      "Quantizes the Gemm, MatMul and Conv nodes with constant weights of the ONNX\n"
      "model IN to 8 bits and writes a standard ONNX INT8 model OUT that ONNX Runtime\n"
@@ -350,8 +351,15 @@ const cli_command cli_commands[] = {
      "P x V, as ONNX Runtime's quantize_static does -- which Infera runs as one\n"
      "INT8 attention op; off by default: on the bench encoder it costs 1.7 points\n"
      "of top-1 agreement (P in 8 bits) and gains no speed.  Prints a\n"
-     "report: nodes quantized and excluded, size before and after.  See\n"
-     "docs/compression.md.\n"},
+     "report: nodes quantized and excluded, size before and after.\n"
+     "--sensitivity adds which layers lose accuracy: each node quantized alone\n"
+     "(the same ranges and options) is run beside the FP32 model over the\n"
+     "calibration records (--calibration is needed, in dynamic mode too), and a\n"
+     "table lists, worst first, its SQNR in dB (10 log10 of signal over error\n"
+     "energy on the float outputs), max abs error and top-1 agreement (argmax of\n"
+     "the last dim), then the same for every node quantized.  --min-sqnr DB\n"
+     "(implies it) keeps each node below DB in FP32 in OUT, with --exclude's.\n"
+     "--sensitivity-json FILE writes the table as JSON.  See docs/compression.md.\n"},
     {"compile", cmd_compile, "compile a model into a bundle (edge: mmap-able, no protobuf, checked)",
      "usage: infera compile REF -o OUT [--target x86_64|x86_64-avx2|aarch64] [--max-batch N] [--c-source]\n"
      "Loads and optimises REF (an .onnx file, a registry NAME[@VERSION|@ALIAS] or a bundle)\n"

@@ -68,6 +68,7 @@ typedef struct act_param {
 
 typedef struct qctx {
     const inf__quantize_options *o;
+    const inf__quant_select *sel; /* NULL: --exclude alone chooses */
     inf_model_edit *ed;
     inf_error *err;
     candidate *cand;
@@ -210,9 +211,19 @@ static inf_status want_act(qctx *q, const char *name) {
 
 /* ---- step 1: candidates ---- */
 
-static bool excluded(const qctx *q, const char *name) {
+/* Is node v kept FP32: named by --exclude, or left out by the selection (by its first output)? */
+static bool excluded(const qctx *q, const inf_model_edit_node_view *v) {
     for (int i = 0; i < q->o->n_exclude; i++)
-        if (!strcmp(q->o->exclude[i], name)) return true;
+        if (!strcmp(q->o->exclude[i], v->name))
+            return true;
+    const inf__quant_select *s = q->sel;
+    if (!s || v->n_outputs < 1)
+        return false;
+    if (s->only && strcmp(s->only, v->outputs[0]))
+        return true;
+    for (int i = 0; i < s->n_skip; i++)
+        if (!strcmp(s->skip[i], v->outputs[0]))
+            return true;
     return false;
 }
 
@@ -299,7 +310,7 @@ static candidate *new_candidate(qctx *q, int kind, const inf_model_edit_node_vie
 
 static inf_status collect_act_matmul(qctx *q, const inf_model_edit_node_view *v, inf__quantize_report *r) {
     r->n_act_candidates++;
-    if (excluded(q, v->name)) {
+    if (excluded(q, v)) {
         r->n_act_excluded++;
         return INF_OK;
     }
@@ -322,13 +333,13 @@ static inf_status collect(qctx *q, inf__quantize_report *r) {
             continue;
         }
         if (!quantizable(q, i, &v, &kind)) continue;
-        if (kind == KIND_GEMM && !excluded(q, v.name)) {
+        if (kind == KIND_GEMM && !excluded(q, &v)) {
             inf_status fst = fold_gemm_scales(q, i, &v);
             if (fst != INF_OK) return fst;
             inf_model_edit_view_node(q->ed, i, &v);
         }
         r->n_candidates++;
-        if (excluded(q, v.name)) {
+        if (excluded(q, &v)) {
             r->n_excluded++;
             continue;
         }
@@ -355,6 +366,48 @@ static inf_status collect(qctx *q, inf__quantize_report *r) {
 
 /* ---- step 2: calibration ---- */
 
+void inf__quant_ranges_free(inf__quant_ranges *r) {
+    for (int i = 0; i < r->n; i++)
+        free(r->names[i]);
+    free(r->names), free(r->lo), free(r->hi);
+    *r = (inf__quant_ranges){0};
+}
+
+/* The ranges of names[0, n) from known: false unless it has every one. */
+static bool ranges_lookup(const inf__quant_ranges *known, const char *const *names, int n, float *lo, float *hi) {
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        while (k < known->n && strcmp(known->names[k], names[i]))
+            k++;
+        if (k == known->n)
+            return false;
+        lo[i] = known->lo[k], hi[i] = known->hi[k];
+    }
+    return true;
+}
+
+/* known becomes the ranges just measured. */
+static inf_status ranges_store(qctx *q, inf__quant_ranges *known, const char *const *names, int n, const float *lo,
+                               const float *hi, const inf__quantize_report *r) {
+    inf__quant_ranges_free(known);
+    known->names = calloc((size_t)n + 1, sizeof *known->names);
+    known->lo = malloc(((size_t)n + 1) * sizeof *known->lo), known->hi = malloc(((size_t)n + 1) * sizeof *known->hi);
+    if (!known->names || !known->lo || !known->hi) {
+        inf__quant_ranges_free(known);
+        return nomem(q);
+    }
+    for (; known->n < n; known->n++) {
+        int i = known->n;
+        if (!(known->names[i] = strdup(names[i]))) {
+            inf__quant_ranges_free(known);
+            return nomem(q);
+        }
+        known->lo[i] = lo[i], known->hi[i] = hi[i];
+    }
+    known->rows = r->calibration_rows, known->nonfinite = r->calibration_nonfinite;
+    return INF_OK;
+}
+
 static inf_status calibrate(qctx *q, inf__quantize_report *r) {
     for (int i = 0; i < q->n_cand; i++) {
         inf_status st = want_act(q, q->cand[i].x);
@@ -374,8 +427,16 @@ static inf_status calibrate(qctx *q, inf__quantize_report *r) {
         return nomem(q);
     }
     for (int i = 0; i < q->n_act; i++) names[i] = q->act[i].name;
-    inf_status st =
-        inf__tools_calibrate(q->o, names, q->n_act, lo, hi, &r->calibration_rows, &r->calibration_nonfinite, q->err);
+    inf__quant_ranges *known = q->sel ? q->sel->ranges : NULL;
+    inf_status st = INF_OK;
+    if (known && ranges_lookup(known, names, q->n_act, lo, hi)) {
+        r->calibration_rows = known->rows, r->calibration_nonfinite = known->nonfinite;
+    } else {
+        st = inf__tools_calibrate(q->o, names, q->n_act, lo, hi, &r->calibration_rows, &r->calibration_nonfinite,
+                                  q->err);
+        if (st == INF_OK && known)
+            st = ranges_store(q, known, names, q->n_act, lo, hi, r);
+    }
     for (int i = 0; st == INF_OK && i < q->n_act; i++) act_params_from_range(lo[i], hi[i], &q->act[i].scale, &q->act[i].zp);
     r->n_calibrated_tensors = q->n_act;
     free(names), free(lo), free(hi);
@@ -814,9 +875,81 @@ static void free_ctx(qctx *q) {
     inf_model_edit_free(q->ed);
 }
 
-inf_status inf__tools_quantize(const inf__quantize_options *o, inf__quantize_report *r, inf_error *err) {
+void inf__quant_nodes_free(inf__quant_node *nodes, int n) {
+    for (int i = 0; i < n; i++)
+        free(nodes[i].name), free(nodes[i].op_type), free(nodes[i].output);
+    free(nodes);
+}
+
+/* The candidates about to be quantized, for the caller. */
+static inf_status list_nodes(qctx *q, inf__quant_node **out, int *n_out) {
+    static const char *const ops[] = {
+        [KIND_MATMUL] = "MatMul", [KIND_GEMM] = "Gemm", [KIND_CONV] = "Conv", [KIND_ACT_MATMUL] = "MatMul"};
+    inf__quant_node *nodes = calloc((size_t)q->n_cand + 1, sizeof *nodes);
+    if (!nodes)
+        return nomem(q);
+    for (int i = 0; i < q->n_cand; i++) {
+        const candidate *c = &q->cand[i];
+        nodes[i] = (inf__quant_node){strdup(c->name), strdup(ops[c->kind]), strdup(c->y)};
+        if (!nodes[i].name || !nodes[i].op_type || !nodes[i].output) {
+            inf__quant_nodes_free(nodes, i + 1);
+            return nomem(q);
+        }
+    }
+    *out = nodes, *n_out = q->n_cand;
+    return INF_OK;
+}
+
+/* Steps 1-3 on an open model. */
+static inf_status quantize_open(qctx *q, inf__quantize_report *r) {
+    const inf__quantize_options *o = q->o;
+    inf_status st;
+    if ((st = check_opset(q)) != INF_OK || (st = collect(q, r)) != INF_OK)
+        return st;
+    int n_weighted = q->n_cand - r->n_act_quantized; /* activation MatMuls alone are not worth a file */
+    const char *qop = n_weighted == 0 ? quantized_op(q) : NULL;
+    if (n_weighted == 0 && qop)
+        return inf_error_set(q->err, INF_EINVAL,
+                             "'%s' is already quantized (it has %s nodes): nothing to quantize; quantize "
+                             "its FP32 original instead",
+                             o->in_path, qop);
+    bool act_alone = q->sel && q->sel->only && q->n_cand > 0; /* the sensitivity analysis' attention MatMul */
+    if (n_weighted == 0 && !act_alone)
+        return r->n_candidates ? inf_error_set(q->err, INF_EINVAL, "'%s': every quantizable node (%d) is excluded",
+                                               o->in_path, r->n_candidates)
+                               : inf_error_set(q->err, INF_EINVAL,
+                                               "'%s' has no MatMul, Gemm or Conv node with constant float32 "
+                                               "weights%s%s%s: nothing to quantize",
+                                               o->in_path, q->skipped[0] ? " (Gemm '" : "", q->skipped,
+                                               q->skipped[0] ? "' has transA=1, which stays FP32)" : "");
+    if (o->static_mode && (st = calibrate(q, r)) != INF_OK)
+        return st;
+    if (!o->static_mode) {
+        for (int i = 0; i < q->n_cand && st == INF_OK; i++)
+            st = dynamic_node(q, &q->cand[i]);
+    } else if (o->qoperator) {
+        for (int i = 0; i < q->n_cand && st == INF_OK; i++)
+            st = q->cand[i].kind == KIND_ACT_MATMUL ? qoperator_act_matmul(q, &q->cand[i])
+                                                    : qoperator_static_node(q, &q->cand[i]);
+    } else {
+        st = rewrite_qdq(q);
+    }
+    r->n_quantized = n_weighted;
+    if (st == INF_OK)
+        st = inf_model_edit_set_metadata(
+            q->ed, "infera.quantization",
+            o->static_mode ? (o->qoperator ? "static qoperator" : "static qdq") : "dynamic", q->err);
+    return st;
+}
+
+inf_status inf__tools_quantize_edit(const inf__quantize_options *o, const inf__quant_select *sel,
+                                    inf__quantize_report *r, inf_model_edit **out, inf__quant_node **nodes,
+                                    int *n_nodes, inf_error *err) {
     memset(r, 0, sizeof *r);
-    qctx q = {.o = o, .err = err};
+    *out = NULL;
+    if (nodes)
+        *nodes = NULL, *n_nodes = 0;
+    qctx q = {.o = o, .sel = sel, .err = err};
     if (o->static_mode && !o->calibration)
         return inf_error_set(err, INF_EINVAL, "static quantization needs --calibration SRC (records or a .npy file)");
     if (o->quantize_attention && !o->static_mode)
@@ -827,48 +960,31 @@ inf_status inf__tools_quantize(const inf__quantize_options *o, inf__quantize_rep
     if (st != INF_OK) return st;
     r->bytes_before = file_size(o->in_path);
     r->weight_bytes_before = inf_model_edit_weight_bytes(q.ed);
-    if ((st = check_opset(&q)) != INF_OK || (st = collect(&q, r)) != INF_OK) goto done;
-    int n_weighted = q.n_cand - r->n_act_quantized; /* activation MatMuls alone are not worth a file */
-    const char *qop = n_weighted == 0 ? quantized_op(&q) : NULL;
-    if (n_weighted == 0 && qop) {
-        st = inf_error_set(err, INF_EINVAL,
-                           "'%s' is already quantized (it has %s nodes): nothing to quantize; quantize "
-                           "its FP32 original instead",
-                           o->in_path, qop);
-        goto done;
-    }
-    if (n_weighted == 0) {
-        st = r->n_candidates
-                 ? inf_error_set(err, INF_EINVAL, "'%s': every quantizable node (%d) is excluded", o->in_path,
-                                 r->n_candidates)
-                 : inf_error_set(
-                       err, INF_EINVAL,
-                       "'%s' has no MatMul, Gemm or Conv node with constant float32 weights%s%s%s: nothing to quantize",
-                       o->in_path, q.skipped[0] ? " (Gemm '" : "", q.skipped,
-                       q.skipped[0] ? "' has transA=1, which stays FP32)" : "");
-        goto done;
-    }
-    if (o->static_mode && (st = calibrate(&q, r)) != INF_OK) goto done;
-    if (!o->static_mode) {
-        for (int i = 0; i < q.n_cand && st == INF_OK; i++) st = dynamic_node(&q, &q.cand[i]);
-    } else if (o->qoperator) {
-        for (int i = 0; i < q.n_cand && st == INF_OK; i++)
-            st = q.cand[i].kind == KIND_ACT_MATMUL ? qoperator_act_matmul(&q, &q.cand[i])
-                                                   : qoperator_static_node(&q, &q.cand[i]);
-    } else {
-        st = rewrite_qdq(&q);
-    }
-    r->n_quantized = n_weighted;
-    if (st == INF_OK) st = inf_model_edit_set_metadata(q.ed, "infera.quantization",
-                                                       o->static_mode ? (o->qoperator ? "static qoperator" : "static qdq")
-                                                                      : "dynamic",
-                                                       err);
+    st = quantize_open(&q, r);
+    if (st == INF_OK && nodes)
+        st = list_nodes(&q, nodes, n_nodes);
     if (st == INF_OK) {
         r->weight_bytes_after = inf_model_edit_weight_bytes(q.ed);
-        st = inf_model_edit_save(q.ed, o->out_path, err);
-        if (st == INF_OK) r->bytes_after = file_size(o->out_path);
+        *out = q.ed;
+        q.ed = NULL;
     }
-done:
     free_ctx(&q);
+    return st;
+}
+
+inf_status inf__tools_quantize_save(const inf__quantize_options *o, const inf_model_edit *ed, inf__quantize_report *r,
+                                    inf_error *err) {
+    inf_status st = inf_model_edit_save(ed, o->out_path, err);
+    if (st == INF_OK)
+        r->bytes_after = file_size(o->out_path);
+    return st;
+}
+
+inf_status inf__tools_quantize(const inf__quantize_options *o, inf__quantize_report *r, inf_error *err) {
+    inf_model_edit *ed;
+    inf_status st = inf__tools_quantize_edit(o, NULL, r, &ed, NULL, NULL, err);
+    if (st == INF_OK)
+        st = inf__tools_quantize_save(o, ed, r, err);
+    inf_model_edit_free(ed);
     return st;
 }

@@ -3,12 +3,9 @@
  * real data.
  *
  * DESIGN: the tensors to calibrate are made graph outputs of a copy of the
- * model (infera/model_write.h), which is loaded and run like any model.  Its inputs
- * come from a "feeder": records of any batch source (csv:, jsonl:, sqlite:,
- * postgresql:...) mapped by the pipeline spec or the default mapping (the
- * same code every runner uses, so calibration sees the features production
- * sees), or the rows of a tensor file (.npy / .pb: images, sequences --
- * inputs the default mapping cannot express), in batches of FEED_ROWS.
+ * model (infera/model_write.h), which is loaded and run like any model on the
+ * calibration data (quantize_feed.c: records through the pipeline, or a
+ * tensor file).
  *   minmax      one pass: the smallest and largest value seen (NaN and
  *               infinities are left out and counted for the report; a tensor
  *               with no finite value at all is an error).
@@ -26,14 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infera/io.h"
 #include "infera/model.h"
-#include "infera/pipeline.h"
 #include "infera/session.h"
 #include "infera/model_write.h"
 #include "tools/quantize.h"
 
-enum { FEED_ROWS = 64, HIST_BINS = 2048, KL_LEVELS = 128 };
+enum { HIST_BINS = 2048, KL_LEVELS = 128 };
 #define PERCENTILE_TAIL 0.00001 /* 99.999th percentile at each end, as ONNX Runtime's default */
 
 typedef struct tensor_stats {
@@ -78,7 +73,7 @@ static inf_status load_augmented(calib *c, inf_error *err) {
     inf_session_options so;
     inf_session_options_init(&so);
     so.n_threads = 2;
-    so.max_batch = FEED_ROWS;
+    so.max_batch = INF__QUANT_FEED_ROWS;
     return inf_session_new(c->model, &so, &c->session, err);
 }
 
@@ -114,127 +109,19 @@ static void observe(calib *c, int i, const inf_tensor *t) {
     }
 }
 
-static inf_status run_batch(calib *c, const inf_tensor *const *inputs, int rows, inf_error *err) {
+static inf_status run_batch(void *ctx, const inf_tensor *const *inputs, int rows, inf_error *err) {
+    calib *c = ctx;
     inf_tensor *const *outs;
+    (void)rows;
     inf_status st = inf_session_run(c->session, inputs, &outs, err);
     if (st != INF_OK) return st;
-    for (int i = 0; i < c->n; i++) observe(c, i, outs[c->out_index[i]]);
-    c->rows += rows;
+    for (int i = 0; i < c->n; i++)
+        observe(c, i, outs[c->out_index[i]]);
     return INF_OK;
 }
 
-/* ---- feeders ---- */
-
-static bool is_tensor_file(const char *src) {
-    size_t n = strlen(src);
-    return (n > 4 && !strcmp(src + n - 4, ".npy")) || (n > 3 && !strcmp(src + n - 3, ".pb"));
-}
-
-static long long row_limit(const calib *c) {
-    return c->opts->calibration_rows > 0 ? c->opts->calibration_rows : -1;
-}
-
-/* The rows of a tensor file, FEED_ROWS at a time, as the model's one input. */
-static inf_status feed_tensor_file(calib *c, inf_error *err) {
-    const char *src = c->opts->calibration;
-    if (inf_model_n_inputs(c->model) != 1)
-        return inf_error_set(err, INF_EINVAL, "calibration '%s': a tensor file feeds a model with one input, "
-                                              "this one has %d (use a record source and a spec)",
-                             src, inf_model_n_inputs(c->model));
-    inf_tensor *t;
-    size_t n = strlen(src);
-    inf_status st = !strcmp(src + n - 4, ".npy") ? inf_tensor_load_npy(src, &t, err) : inf_tensor_load_pb(src, 0, &t, err);
-    if (st != INF_OK) return st;
-    const inf_value_info *info = inf_model_input(c->plain, 0);
-    if (t->kind != INF_KIND_TENSOR || t->ndim < 1 || (info->ndim >= 0 && info->ndim != t->ndim) ||
-        (info->dtype != INF_DTYPE_UNDEFINED && info->dtype != t->dtype)) {
-        inf_tensor_free(t);
-        return inf_error_set(err, INF_ESHAPE, "calibration '%s': expected a %s tensor of rank %d for input '%s'", src,
-                             inf_dtype_name(info->dtype), info->ndim, info->name ? info->name : "");
-    }
-    int64_t total = t->dims[0], row_bytes = total ? (int64_t)inf_tensor_nbytes(t) / total : 0;
-    if (row_limit(c) >= 0 && total > row_limit(c)) total = row_limit(c);
-    if (total == 0) {
-        inf_tensor_free(t);
-        return inf_error_set(err, INF_EINVAL, "calibration '%s' is empty: no rows to calibrate on", src);
-    }
-    for (int64_t r = 0; r < total && st == INF_OK; r += FEED_ROWS) {
-        int64_t dims[INF_MAX_DIMS];
-        memcpy(dims, t->dims, sizeof dims);
-        dims[0] = total - r < FEED_ROWS ? total - r : FEED_ROWS;
-        inf_tensor view;
-        inf_tensor_init_view(&view, t->dtype, t->ndim, dims, (char *)t->data + r * row_bytes);
-        const inf_tensor *in[1] = {&view};
-        st = run_batch(c, in, (int)dims[0], err);
-    }
-    inf_tensor_free(t);
-    return st;
-}
-
-/* Records of a batch source through the pipeline (spec or default mapping). */
-static inf_status feed_records(calib *c, inf_error *err) {
-    const char *src = c->opts->calibration;
-    inf_pipeline_options po;
-    inf_pipeline_options_init(&po);
-    inf_pipeline *p = NULL;
-    inf_pipeline_exec *e = NULL;
-    inf_source *s = NULL;
-    inf_record_batch *batch = NULL;
-    inf_status st = c->opts->spec ? inf_pipeline_load(c->opts->spec, c->plain, &po, &p, err)
-                                  : inf_pipeline_default(c->plain, &po, &p, err);
-    if (st != INF_OK) goto done;
-    if ((st = inf_pipeline_exec_new(p, &e, err)) != INF_OK) goto done;
-    inf_source_options so = {.max_rows = FEED_ROWS, .id_column = NULL};
-    if ((st = inf_source_open(src, &so, &s, err)) != INF_OK) goto done;
-    if ((st = inf_record_batch_new(&batch)) != INF_OK) {
-        inf_error_set(err, st, "calibration: out of memory");
-        goto done;
-    }
-    long long limit = row_limit(c);
-    for (int eof = 0; !eof && (limit < 0 || c->rows < limit);) {
-        if ((st = inf_source_next(s, batch, &eof, err)) != INF_OK) goto done;
-        int rows = inf_record_batch_n_rows(batch);
-        if (rows == 0) continue;
-        const inf_tensor *const *x;
-        if ((st = inf_pipeline_prepare(e, batch, &x, err)) != INF_OK) goto done;
-        if (inf_pipeline_n_rejected(e) > 0 && inf_pipeline_n_accepted(e) == 0) {
-            const char *field, *msg;
-            inf_pipeline_rejected(e, 0, &field, &msg);
-            st = inf_error_set(err, INF_EINVAL, "calibration '%s': every record of a batch was rejected "
-                                                "(field '%s': %s)", src, field ? field : "", msg ? msg : "");
-            goto done;
-        }
-        int use = inf_pipeline_n_accepted(e);
-        if (limit >= 0 && c->rows + use > limit) use = (int)(limit - c->rows);
-        if (use <= 0) continue;
-        inf_tensor views[8];
-        const inf_tensor *vx[8];
-        if (use < inf_pipeline_n_accepted(e)) { /* the first `use` rows of each input */
-            int n_in = inf_model_n_inputs(c->plain);
-            if (n_in > 8) use = inf_pipeline_n_accepted(e);
-            for (int i = 0; i < n_in && n_in <= 8; i++) {
-                int64_t dims[INF_MAX_DIMS];
-                memcpy(dims, x[i]->dims, sizeof dims);
-                dims[0] = use;
-                inf_tensor_init_view(&views[i], x[i]->dtype, x[i]->ndim, dims, x[i]->data);
-                vx[i] = &views[i];
-            }
-            if (n_in <= 8) x = vx;
-        }
-        if ((st = run_batch(c, x, use, err)) != INF_OK) goto done;
-    }
-    if (c->rows == 0) st = inf_error_set(err, INF_EINVAL, "calibration source '%s' is empty: no records to calibrate on", src);
-done:
-    inf_record_batch_free(batch);
-    inf_source_close(s);
-    inf_pipeline_exec_free(e);
-    inf_pipeline_free(p);
-    return st;
-}
-
 static inf_status feed(calib *c, inf_error *err) {
-    c->rows = 0;
-    return is_tensor_file(c->opts->calibration) ? feed_tensor_file(c, err) : feed_records(c, err);
+    return inf__tools_quant_feed(c->opts, c->plain, run_batch, c, &c->rows, err);
 }
 
 /* ---- ranges from histograms ---- */

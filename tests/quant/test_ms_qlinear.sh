@@ -13,11 +13,7 @@ set -u
 INFERA=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../check.sh"
-PY=
-for p in "${INFERA_ORT_PYTHON:-}" "${INFERA_CACHE:-$HOME/.cache/infera}/venv-ort-oracle/bin/python" python3; do
-    [ -n "$p" ] && "$p" -c "import onnx, onnxruntime, numpy" 2>/dev/null && { PY=$p; break; }
-done
-[ -n "$PY" ] || skip "no Python with onnx + onnxruntime (set INFERA_ORT_PYTHON)"
+. "$HERE/ort_python.sh"
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
 check_lines "$PY" "$HERE/ms_qlinear_check.py" "$INFERA" "$D/ops"
