@@ -167,6 +167,13 @@ check "registered spec stores the absolute store path" \
 check "--max-error-rate stops a mostly bad job" '[ $rc -ne 0 ] && grep -q "above --max-error-rate 0.5" err.txt' "$(cat err.txt)"
 "${B[@]}" --model "$MODEL" --pipeline "$SPEC" --input csv:mostly_bad.csv --output csv:mb.csv --max-error-rate 0.9 >/dev/null 2>err.txt; rc=$?
 check "--max-error-rate above the rate lets it finish" '[ $rc -eq 0 ]' "$(cat err.txt)"
+# DESIGN.md §4: a failed command's stderr is one line naming what failed; the summary of a failed
+# job goes where a finished job's goes (stdout, unless stdout is a sink)
+"${B[@]}" --model "$MODEL" --pipeline "$SPEC" --input csv:mostly_bad.csv --output csv:mb.csv --errors csv:mb_err.csv \
+    --max-error-rate 0.5 >sum.txt 2>err.txt; rc=$?
+check "failed job: one stderr line, the summary on stdout" \
+    '[ $rc -ne 0 ] && [ "$(wc -l <err.txt)" -eq 1 ] && grep -q "above --max-error-rate" err.txt && grep -q "failed (resume with --resume)" sum.txt' \
+    "$(cat err.txt sum.txt)"
 
 # ---- inputs from the wild (tests/batch/gen_models.py: Y = a + 10 b + 100 c) -------------------------
 SUM3=$SRC/tests/batch/data/sum3.onnx
