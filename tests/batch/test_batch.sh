@@ -200,6 +200,16 @@ printf 'id,a,b,c\n007,1,2,3\n12,04,5,6\n' >zeros.csv
 "${B[@]}" --model "$SUM3" --input csv:zeros.csv --output csv:zeros_out.csv --id-column id >/dev/null 2>err.txt; rc=$?
 check "csv: ids with leading zeros keep them; '04' is still the number 4" '[ $rc -eq 0 ] && [ "$(ycol zeros_out.csv)" = "007:321 12:654 " ]' \
     "rc=$rc $(cat err.txt zeros_out.csv)"
+# without a spec, more numeric fields than the model takes: the first 3 are scored and the job says so, once
+# (docs/pipeline-spec.md: "the count of ignored fields is reported")
+{ echo id,a,b,c,extra; for i in $(seq 40); do echo "$i,1,2,3,9"; done; } >extra.csv
+"${B[@]}" --model "$SUM3" --input csv:extra.csv --output csv:extra_out.csv --id-column id --threads 2 --chunk-rows 8 >/dev/null 2>err.txt; rc=$?
+check "csv: a numeric field past the model's width is reported once, and the first 3 are scored" \
+    '[ $rc -eq 0 ] && [ "$(grep -c "scoring .a., .b., .c.; 1 more ignored" err.txt)" -eq 1 ] && [ "$(wc -l <err.txt)" -eq 1 ] &&
+     [ "$(awk -F, "NR>1 && \$2 != 321" extra_out.csv | wc -l)" -eq 0 ] && [ "$(wc -l <extra_out.csv)" -eq 41 ]' \
+    "rc=$rc $(cat err.txt)"
+"${B[@]}" --model "$SUM3" --input csv:zeros.csv --output csv:zeros_out.csv --id-column id >/dev/null 2>err.txt
+check "csv: exactly the model's width: nothing reported" '[ ! -s err.txt ]' "$(cat err.txt)"
 # a value the engine cannot take (an id outside the 5-row table of tests/stream/data/embed.onnx) fails the run of
 # its whole chunk: the chunk is scored again record by record and only those records are rejected, with the
 # engine's error; a model that takes none of a chunk's records still fails the job
