@@ -482,12 +482,15 @@ static int sub_labels(const mon_opts *o, inf__rt_model *m) {
 static int labels_join(const mon_opts *o, inf__rt_model *m, inf__mon_join *jn_out, inf__metrics *q_out, cJSON **out) {
     char **skip = inf__quality_skip_new(m->pipeline);
     if (!skip) return cli_fail(CMD, "out of memory");
+    char preferred[256];
+    bool has_preferred = inf__quality_default_prediction(m->model, m->pipeline, preferred, sizeof preferred);
     inf__mon_join_options jo = {.log_uri = o->log,
                                 .labels_uri = o->labels,
                                 .id_column = o->id_column,
                                 .label_column = o->label_column,
                                 .prediction_column = o->prediction_column,
                                 .skip = (const char *const *)skip,
+                                .preferred = has_preferred ? preferred : NULL,
                                 .model = m->name,
                                 .version = m->version};
     inf__mon_join jn;
