@@ -11,6 +11,7 @@
  * edited model and packing it writes the edited graph.  No IR is involved:
  * what is not touched is written back byte for byte as it was read.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -144,8 +145,9 @@ inf_status inf_model_edit_save(const inf_model_edit *m, const char *path, inf_er
     if (st) return st;
     FILE *f = fopen(path, "wb");
     if (!f) {
+        int e = errno;
         inf__free(data);
-        return inf_error_set(err, INF_EIO, "cannot write %s", path);
+        return inf_error_set(err, INF_EIO, "cannot write %s: %s", path, strerror(e));
     }
     size_t wrote = fwrite(data, 1, size, f);
     int closed = fclose(f);

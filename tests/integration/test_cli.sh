@@ -36,6 +36,7 @@ make_npy "$work/x131.npy" '<f4' '(1, 3, 1)' 12
 make_npy "$work/x1111.npy" '<f4' '(1, 1, 1, 1)' 4
 make_npy "$work/x1114.npy" '<f4' '(1, 1, 1, 4)' 16
 printf 'not a numpy file at all' >"$work/garbage.npy"
+{ echo "id,$(seq -s, -f 'f%g' 32)"; for r in 1 2 3; do echo "r$r,$(seq -s, 32)"; done; } >"$work/cal.csv"
 
 expect_error "truncated model" "truncated.onnx.*(not a valid ONNX model|protobuf)" "$infera" run "$work/truncated.onnx"
 expect_error "random bytes as model" "random.onnx" "$infera" info "$work/random.onnx"
@@ -64,6 +65,13 @@ expect_error "unknown option" "unknown option '--bogus'" "$infera" run "$mlp" --
 expect_error "bad thread count" "--threads expects a whole number" "$infera" run "$mlp" --threads zero
 expect_error "bad output format" "--output-format must be npy or pb" "$infera" run "$mlp" --output-format csv
 expect_error "bad conformance suite" "--suite must be" "$infera" conformance --suite nosuch
+# an output that cannot be written: the error says why (DESIGN.md §4: "naming what failed and why")
+expect_error "compile to a missing folder" "cannot write '$work/no/dir/m.infb': No such file or directory" \
+    "$infera" compile "$mlp" -o "$work/no/dir/m.infb"
+expect_error "quantize to a missing folder" "cannot write $work/no/dir/q.onnx: No such file or directory" \
+    "$infera" quantize "$mlp" -o "$work/no/dir/q.onnx"
+expect_error "monitor baseline to a missing folder" "cannot write $work/no/dir/b.json: No such file or directory" \
+    "$infera" monitor baseline "$mlp" --data "csv:$work/cal.csv" -o "$work/no/dir/b.json"
 
 # EyeLike's k = 2^63 - 1 puts the diagonal outside the matrix: all zeros (row + k overflowed)
 if "$infera" run "$models/eyelike_huge_k.onnx" --input "x=$work/x23.npy" >"$work/out" 2>&1 &&
