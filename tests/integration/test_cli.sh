@@ -70,6 +70,10 @@ expect_error "compile to a missing folder" "cannot write '$work/no/dir/m.infb': 
     "$infera" compile "$mlp" -o "$work/no/dir/m.infb"
 expect_error "quantize to a missing folder" "cannot write $work/no/dir/q.onnx: No such file or directory" \
     "$infera" quantize "$mlp" -o "$work/no/dir/q.onnx"
+expect_error "prune to a missing folder: the path once" "^infera prune: cannot write $work/no/dir/p.onnx: No such file or directory$" \
+    "$infera" prune "$mlp" -o "$work/no/dir/p.onnx" --sparsity 0.5
+expect_error "prune without --sparsity names it" "missing --sparsity S" "$infera" prune "$mlp" -o "$work/p.onnx"
+expect_error "distill without --data names it" "missing --data SRC" "$infera" distill --teacher "$mlp" --student mlp:4 -o "$work/d.onnx"
 expect_error "monitor baseline to a missing folder" "cannot write $work/no/dir/b.json: No such file or directory" \
     "$infera" monitor baseline "$mlp" --data "csv:$work/cal.csv" -o "$work/no/dir/b.json"
 
