@@ -189,6 +189,13 @@ printf 'id,a,b,c\n1,1,2,3\n2,"4"x,5,6\n3,7,8,9\n' >badq.csv
 check "csv: a malformed quoted cell rejects its record only (no phantom record from its tail)" \
     '[ $rc -eq 0 ] && grep -q "read 3  scored 2  written 2  rejected 1" sum.txt && [ "$(ycol badq_out.csv)" = "1:321 3:987 " ] && grep -q "line 3: malformed quoted cell in column 2" badq_err.jsonl' \
     "$(cat sum.txt err.txt badq_err.jsonl)"
+# a quote never closed swallows the rest of the file (RFC 4180: newlines may be quoted): the records before it
+# are scored, and the error says that every line after it was read as that cell
+printf 'id,a,b,c\n1,1,2,3\n2,"4,5,6\n3,7,8,9\n4,1,1,1\n' >openq.csv
+"${B[@]}" --model "$SUM3" --input csv:openq.csv --output csv:openq_out.csv --id-column id --errors jsonl:openq_err.jsonl >sum.txt 2>err.txt; rc=$?
+check "csv: an unclosed quote: the records before it scored, the error names the lines it took" \
+    '[ $rc -eq 0 ] && [ "$(ycol openq_out.csv)" = "1:321 " ] && grep -q "line 3: malformed quoted cell in column 2: its quote is not closed before the end of the file (every line from 3 on is inside it)" openq_err.jsonl' \
+    "$(cat sum.txt err.txt openq_err.jsonl)"
 # without a spec, one text cell in a numeric column rejects its row; the column stays a feature
 printf 'id,a,b,c\n1,1,2,3\n4,abc,1,1\n3,7,8,9\n' >badcell.csv
 "${B[@]}" --model "$SUM3" --input csv:badcell.csv --output csv:badcell_out.csv --id-column id --errors jsonl:badcell_err.jsonl >sum.txt 2>err.txt; rc=$?
