@@ -39,6 +39,11 @@ static int grow(void ***arr, size_t n) {
 inf_status inf_model_edit_open_buffer(const void *data, size_t size, const char *what, inf_model_edit **out,
                                       inf_error *err) {
     *out = NULL;
+    /* protobuf-c recurses: the nesting check (and a precise message for a file
+     * that is no ONNX model) before it sees the bytes, as the loader does */
+    inf_status st = inf__onnx_wire_check_model(data, size, what, err);
+    if (st)
+        return st;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(&inf__protobuf_allocator, size, data);
     if (!mp || !mp->graph) {
         if (mp) onnx__model_proto__free_unpacked(mp, &inf__protobuf_allocator);
