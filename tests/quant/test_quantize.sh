@@ -277,7 +277,7 @@ expect_quantize_error "bad mode" "^infera quantize: --mode must be dynamic or st
     "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --mode fast
 expect_quantize_error "everything excluded" "excluded" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --mode dynamic \
     --exclude /fc1/Gemm --exclude /fc2/Gemm --exclude /fc3/Gemm
-expect_quantize_error "not a model" "not an ONNX model" "$TMP/cal.csv" -o "$TMP/x.onnx" --mode dynamic
+expect_quantize_error "not a model" "cal.csv: not a valid ONNX model (protobuf decoding failed" "$TMP/cal.csv" -o "$TMP/x.onnx" --mode dynamic
 expect_quantize_error "no output" "-o OUT" "$MODELS/mlp.onnx"
 
 check_done
