@@ -463,8 +463,9 @@ static int report_job(batch_run *b, inf_status st, int64_t done_before, const in
     sc.rate = wall > 0 ? (double)sc.run_rows / wall : 0;
     sc.json = b->progress_mode == INF__PROGRESS_JSON;
     sc.failed = st != INF_OK;
+    /* stdout unless it is a sink: a failed job's stderr is then its one error line */
     int stdout_busy = b->tout.kind == INF__TARGET_STDIO || (o->errors && b->terr.kind == INF__TARGET_STDIO);
-    inf__batch_print_summary(stdout_busy || st ? stderr : stdout, &sc);
+    inf__batch_print_summary(stdout_busy ? stderr : stdout, &sc);
     return st ? cli_fail(CMD, "job %s: %s", b->job.id, e->message) : 0;
 }
 

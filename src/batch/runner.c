@@ -56,6 +56,7 @@ typedef struct runner {
     int reader_done;
     int64_t n_seq; /* chunks produced (final when reader_done) */
     int stop;
+    int ignored_noted; /* the default mapping's ignored fields were reported (once per job) */
     inf_error err;
     const char **sensitive; /* NULL-terminated skip list for error records */
 } runner;
@@ -339,6 +340,20 @@ static inf_status score_chunk(runner *r, chunk *c, inf__rt_scorer *scorer, inf_e
     return INF_OK;
 }
 
+/* Says once per job which fields the default mapping scores when the
+ * records have more numeric fields than the model takes. */
+static void note_ignored_fields(runner *r, const inf_pipeline_exec *ex) {
+    char note[1024];
+    if (!ex || !inf__rt_ignored_fields_note(ex, note, sizeof note))
+        return;
+    pthread_mutex_lock(&r->mu);
+    int first = !r->ignored_noted;
+    r->ignored_noted = 1;
+    pthread_mutex_unlock(&r->mu);
+    if (first)
+        fprintf(stderr, "infera batch: %s\n", note);
+}
+
 static void *worker_main(void *arg) {
     runner *r = arg;
     const inf__runner_config *cfg = r->cfg;
@@ -376,6 +391,7 @@ static void *worker_main(void *arg) {
             fatal_msg(r, e.status, msg);
             break;
         }
+        note_ignored_fields(r, ex);
         pthread_mutex_lock(&r->mu);
         r->slots[c->seq % r->n_chunks] = c;
         pthread_cond_broadcast(&r->cv);

@@ -8,6 +8,7 @@
  * array and one accessor, for programs that link libinfera_edge.a.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,9 +246,10 @@ int cmd_compile(int argc, char **argv) {
         goto done;
     }
     bool ok = o.c_source ? write_c_source(o.out, img, size, &sf, inf_target_name(o.target), model) : write_file(o.out, img, size);
+    int write_errno = errno;
     inf_bundle_buffer_free(img);
     if (!ok) {
-        rc = cli_fail(cmd, "cannot write '%s'", o.out);
+        rc = cli_fail(cmd, "cannot write '%s': %s", o.out, strerror(write_errno));
         goto done;
     }
     inf_model_summary s;

@@ -225,6 +225,23 @@ static bool run_test(const char *test_dir, char *why, size_t why_size) {
 
 static int test_filter(const struct dirent *e) { return strncmp(e->d_name, "test_", 5) == 0; }
 
+/* rel (a path in the source tree) from the working directory when it is
+ * there, else from the source tree this binary was built from; NULL when
+ * neither has it. */
+static const char *source_tree_path(const char *rel, char *buf, size_t size) {
+    if (access(rel, R_OK) == 0)
+        return rel;
+#ifdef INFERA_SOURCE_DIR
+    snprintf(buf, size, "%s/%s", INFERA_SOURCE_DIR, rel);
+    if (access(buf, R_OK) == 0)
+        return buf;
+#else
+    (void)buf;
+    (void)size;
+#endif
+    return NULL;
+}
+
 typedef struct tally {
     int passed, failed, xfail, xpass, unexpected;
 } tally;
@@ -281,8 +298,15 @@ static void run_suite(const char *data_dir, const char *suite, regex_t *filter, 
 
 int cmd_conformance(int argc, char **argv) {
     const char *suite = "node", *filter_text = NULL, *data_dir = "/usr/share/libonnx-testdata/data";
-    const char *own_dir = "tests/conformance/data";
+    /* defaults: the source tree's suite and list of known failures (the
+     * working directory's, else the one the binary was built from) */
+    char own_buf[4096], expected_buf[4096];
+    const char *own_dir = source_tree_path("tests/conformance/data", own_buf, sizeof own_buf);
+    if (!own_dir)
+        own_dir = "tests/conformance/data";
     const char *expected_path = getenv("INFERA_EXPECTED_FAILURES");
+    if (!expected_path || !*expected_path)
+        expected_path = source_tree_path("tests/conformance/expected_failures.txt", expected_buf, sizeof expected_buf);
     bool quiet = false;
     for (int i = 1; i < argc; i++) {
         bool missing = false;

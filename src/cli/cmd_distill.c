@@ -84,7 +84,11 @@ int cmd_distill(int argc, char **argv) {
         else return cli_usage(CMD, "unknown argument '%s' (see 'infera help distill')", argv[i]);
     }
     if (!teacher || !data || !student || !out)
-        return cli_usage(CMD, "usage: infera distill --teacher REF --data SRC --student mlp:H1,H2 -o OUT");
+        return cli_usage(CMD, "missing %s (usage: infera distill --teacher REF --data SRC --student mlp:H1,H2 -o OUT)",
+                         !teacher   ? "--teacher REF"
+                         : !data    ? "--data SRC"
+                         : !student ? "--student mlp:H1,H2"
+                                    : "-o OUT");
     if ((rc = parse_student(student, &o))) return rc;
 
     inf__rt_model m;

@@ -172,6 +172,8 @@ static int evaluate_one(const eval_opts *o, const char *ref, int precision, eval
         inf__evaluate(o->data, m.pipeline, session, o->label, o->task, &out->q, &e) ||
         measure_cost(m.model, o->threads, precision, &out->cost, &e))
         rc = cli_fail(CMD, "%s: %s", ref, e.message);
+    else if (out->q.ignored_note[0])
+        fprintf(stderr, "infera evaluate: %s: %s\n", ref, out->q.ignored_note);
     out->cost.peak_rss_mb = cli_peak_rss_mb();
     inf_session_free(session);
     inf__rt_model_close(&m);

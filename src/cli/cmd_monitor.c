@@ -22,6 +22,7 @@
  * (monitor/quality_store.h) when no --labels are given.
  */
 #include <math.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +113,7 @@ static int print_json_to(cJSON *j, const char *path) {
     FILE *f = path ? fopen(path, "w") : stdout;
     if (!f) {
         free(s);
-        return cli_fail(CMD, "cannot write %s", path);
+        return cli_fail(CMD, "cannot write %s: %s", path, strerror(errno));
     }
     fprintf(f, "%s\n", s);
     int bad = path ? fclose(f) != 0 : fflush(f) != 0;
@@ -482,12 +483,15 @@ static int sub_labels(const mon_opts *o, inf__rt_model *m) {
 static int labels_join(const mon_opts *o, inf__rt_model *m, inf__mon_join *jn_out, inf__metrics *q_out, cJSON **out) {
     char **skip = inf__quality_skip_new(m->pipeline);
     if (!skip) return cli_fail(CMD, "out of memory");
+    char preferred[256];
+    bool has_preferred = inf__quality_default_prediction(m->model, m->pipeline, preferred, sizeof preferred);
     inf__mon_join_options jo = {.log_uri = o->log,
                                 .labels_uri = o->labels,
                                 .id_column = o->id_column,
                                 .label_column = o->label_column,
                                 .prediction_column = o->prediction_column,
                                 .skip = (const char *const *)skip,
+                                .preferred = has_preferred ? preferred : NULL,
                                 .model = m->name,
                                 .version = m->version};
     inf__mon_join jn;
@@ -584,7 +588,8 @@ static int sub_report(const mon_opts *o, inf__rt_model *m) {
     if (!rc) {
         FILE *f = fopen(o->html, "w");
         inf_error e;
-        if (!f) rc = cli_fail(CMD, "cannot write %s", o->html);
+        if (!f)
+            rc = cli_fail(CMD, "cannot write %s: %s", o->html, strerror(errno));
         else if (inf__mon_report_html(f, r, &e) != INF_OK) {
             fclose(f);
             rc = cli_fail(CMD, "%s: %s", o->html, e.message);

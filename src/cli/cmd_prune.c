@@ -38,7 +38,12 @@ int cmd_prune(int argc, char **argv) {
         else if (!in) in = argv[i];
         else return cli_usage(CMD, "unexpected argument '%s'", argv[i]);
     }
-    if (!in || !out || !sparsity) return cli_usage(CMD, "usage: infera prune IN -o OUT --sparsity S [--structured] [--calibration SRC]");
+    if (!in || !out || !sparsity)
+        return cli_usage(CMD,
+                         "missing %s (usage: infera prune IN -o OUT --sparsity S [--structured] [--calibration SRC])",
+                         !in    ? "IN, the model to prune"
+                         : !out ? "-o OUT"
+                                : "--sparsity S");
     char *end;
     o.sparsity = strtod(sparsity, &end);
     if (end == sparsity || *end || !(o.sparsity > 0 && o.sparsity < 1))
@@ -82,7 +87,9 @@ int cmd_prune(int argc, char **argv) {
     }
     inf__prune_report rep;
     int rc = 0;
-    if (inf__prune(path, out, &o, &rep, &e)) rc = cli_fail(CMD, "%s: %s", in, e.message);
+    if (inf__prune(path, out, &o, &rep, &e)) /* the message names the file when it is about one */
+        rc = strstr(e.message, in) || strstr(e.message, out) ? cli_fail(CMD, "%s", e.message)
+                                                             : cli_fail(CMD, "%s: %s", in, e.message);
     inf__rt_model_close(&m);
     inf_registry_resolved_clear(&rv);
     if (rc) return rc;

@@ -18,12 +18,22 @@ typedef struct name_value {
     int value;
 } name_value;
 
-static bool pick(const char *text, const name_value *table, int n, int *out) {
-    for (int i = 0; i < n; i++)
+/* text's value in table; else a usage error naming the flag and its choices. */
+static bool pick(const char *cmd, const char *flag, const char *text, const name_value *table, int n, int *out) {
+    char choices[128] = "";
+    for (int i = 0; i < n; i++) {
         if (!strcmp(text, table[i].name)) {
             *out = table[i].value;
             return true;
         }
+        size_t used = strlen(choices);
+        snprintf(choices + used, sizeof choices - used, "%s%s",
+                 i == 0       ? ""
+                 : i == n - 1 ? " or "
+                              : ", ",
+                 table[i].name);
+    }
+    cli_usage(cmd, "%s must be %s, got '%s'", flag, choices, text);
     return false;
 }
 
@@ -182,7 +192,7 @@ static bool parse_db(const char *cmd, const char *text, double *out) {
 }
 
 int cmd_quantize(int argc, char **argv) {
-    static const name_value modes[] = {{"static", 1}, {"dynamic", 0}};
+    static const name_value modes[] = {{"dynamic", 0}, {"static", 1}};
     static const name_value formats[] = {{"qdq", 0}, {"qoperator", 1}};
     static const name_value methods[] = {
         {"minmax", INF_QUANT_MINMAX}, {"percentile", INF_QUANT_PERCENTILE}, {"entropy", INF_QUANT_ENTROPY}};
@@ -201,12 +211,15 @@ int cmd_quantize(int argc, char **argv) {
             (v = cli_flag_value(argc, argv, &i, "--output", &missing))) {
             o.out_path = v;
         } else if ((v = cli_flag_value(argc, argv, &i, "--mode", &missing))) {
-            if (!pick(v, modes, 2, &mode)) { rc = cli_usage(cmd, "bad value '%s' (see infera help quantize)", v); goto done; }
+            if (!pick(cmd, "--mode", v, modes, 2, &mode))
+                goto done;
         } else if ((v = cli_flag_value(argc, argv, &i, "--format", &missing))) {
-            if (!pick(v, formats, 2, &v_int)) { rc = cli_usage(cmd, "bad value '%s' (see infera help quantize)", v); goto done; }
+            if (!pick(cmd, "--format", v, formats, 2, &v_int))
+                goto done;
             o.qoperator = v_int;
         } else if ((v = cli_flag_value(argc, argv, &i, "--method", &missing))) {
-            if (!pick(v, methods, 3, &v_int)) { rc = cli_usage(cmd, "bad value '%s' (see infera help quantize)", v); goto done; }
+            if (!pick(cmd, "--method", v, methods, 3, &v_int))
+                goto done;
             o.method = (inf__quant_method)v_int;
         } else if ((v = cli_flag_value(argc, argv, &i, "--calibration", &missing))) {
             o.calibration = v;

@@ -63,8 +63,10 @@ const cli_command cli_commands[] = {
      "test (PASS, FAIL with the reason, XFAIL for a listed known failure, XPASS for a\n"
      "listed test that now passes) and closes with 'N passed, M failed'.  Exit status\n"
      "is non-zero when a test fails that is not listed in the expected-failures\n"
-     "file, or a listed test passes.  The file (default: $INFERA_EXPECTED_FAILURES)\n"
-     "has one 'suite/test_name  reason' per line.\n"},
+     "file, or a listed test passes.  The file (default: $INFERA_EXPECTED_FAILURES, else\n"
+     "tests/conformance/expected_failures.txt of the source tree) has one\n"
+     "'suite/test_name  reason' per line.  The source tree is the working directory\n"
+     "when it has these files, else the tree this binary was built from.\n"},
     {"ops", cmd_ops, "list the operators this build implements",
      "usage: infera ops [--markdown]\n"
      "\n"

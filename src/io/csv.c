@@ -193,6 +193,12 @@ static inf_status csv_source_next(void *state, inf_record_batch *b, int *eof, in
                 memset(b->vals + (size_t)row * b->cap_fields, 0, (size_t)b->cap_fields * sizeof *b->vals);
                 if (rc == -3) return inf_error_set(err, INF_ENOMEM, "csv:%s: out of memory", s->path);
                 if (skip_record(s, rc) == -3) return inf_error_set(err, INF_ENOMEM, "csv:%s: out of memory", s->path);
+                if (feof(s->f)) /* a quote never closed: the rest of the file was read as its cell */
+                    return inf_error_set(
+                        err, INF_EFORMAT,
+                        "csv:%s: line %ld: malformed quoted cell in column %d: its quote is not closed "
+                        "before the end of the file (every line from %ld on is inside it)",
+                        s->path, line, col + 1, line);
                 return inf_error_set(err, INF_EFORMAT, "csv:%s: line %ld: malformed quoted cell in column %d", s->path,
                                     line, col + 1);
             }

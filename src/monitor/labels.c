@@ -78,6 +78,9 @@ static int pick_prediction(const inf__mon_join_options *o, const inf_record_batc
         if (f < 0) inf_error_set(err, INF_EINVAL, "monitor labels: the log has no field '%s'", o->prediction_column);
         return f;
     }
+    int preferred = o->preferred ? inf_record_batch_find_field(log, o->preferred) : -1;
+    if (preferred >= 0)
+        return preferred;
     for (int f = 0, nf = inf_record_batch_n_fields(log); f < nf; f++) {
         if (skipped(o, inf_record_batch_field_name(log, f))) continue;
         for (int r = 0, nr = inf_record_batch_n_rows(log); r < nr; r++) {

@@ -31,7 +31,9 @@ typedef struct inf__mon_join {
 
 typedef struct inf__mon_join_options {
     const char *log_uri, *labels_uri, *id_column, *label_column;
-    const char *prediction_column; /* NULL: the first float field of the log that is not meta nor in skip */
+    const char *prediction_column; /* NULL: `preferred` when the log has it, else the first float
+                                    * field of the log that is not meta nor in skip */
+    const char *preferred;         /* may be NULL: the model's own score column (default pipeline) */
     const char *const *skip;       /* NULL-terminated names never taken as the prediction (features) */
     const char *model, *version;   /* log rows stamped otherwise are ignored (NULL: any) */
 } inf__mon_join_options;

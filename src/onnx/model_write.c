@@ -11,6 +11,7 @@
  * edited model and packing it writes the edited graph.  No IR is involved:
  * what is not touched is written back byte for byte as it was read.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +39,11 @@ static int grow(void ***arr, size_t n) {
 inf_status inf_model_edit_open_buffer(const void *data, size_t size, const char *what, inf_model_edit **out,
                                       inf_error *err) {
     *out = NULL;
+    /* protobuf-c recurses: the nesting check (and a precise message for a file
+     * that is no ONNX model) before it sees the bytes, as the loader does */
+    inf_status st = inf__onnx_wire_check_model(data, size, what, err);
+    if (st)
+        return st;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(&inf__protobuf_allocator, size, data);
     if (!mp || !mp->graph) {
         if (mp) onnx__model_proto__free_unpacked(mp, &inf__protobuf_allocator);
@@ -144,8 +150,9 @@ inf_status inf_model_edit_save(const inf_model_edit *m, const char *path, inf_er
     if (st) return st;
     FILE *f = fopen(path, "wb");
     if (!f) {
+        int e = errno;
         inf__free(data);
-        return inf_error_set(err, INF_EIO, "cannot write %s", path);
+        return inf_error_set(err, INF_EIO, "cannot write %s: %s", path, strerror(e));
     }
     size_t wrote = fwrite(data, 1, size, f);
     int closed = fclose(f);

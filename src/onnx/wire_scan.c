@@ -190,7 +190,23 @@ static inf_status check(const void *data, size_t size, msg_kind root, const char
     return scan(&s, root);
 }
 
+/* Files users mistake for ONNX models, known by their first bytes (a protobuf
+ * ModelProto cannot start so: 'G' and 'I' are tags of wire types 7 and 1 of
+ * fields 8 and 9, which ModelProto does not use with those types). */
+static const struct {
+    const char *magic;
+    size_t len;
+    const char *kind;
+} k_not_onnx[] = {
+    {"GGUF", 4, "a GGUF file (a language model: infera generate, tokenize, serve)"},
+    {"INFBNDL\x1a", 8, "a compiled bundle (infera compile's output: give its source .onnx)"},
+};
+
 inf_status inf__onnx_wire_check_model(const void *data, size_t size, const char *what, inf_error *err) {
+    for (size_t i = 0; i < sizeof k_not_onnx / sizeof k_not_onnx[0]; i++)
+        if (size >= k_not_onnx[i].len && !memcmp(data, k_not_onnx[i].magic, k_not_onnx[i].len))
+            return inf_error_set(err, INF_EFORMAT, "%s: not an ONNX model but %s", what ? what : "<memory>",
+                                 k_not_onnx[i].kind);
     return check(data, size, K_MODEL, what, err);
 }
 

@@ -4,6 +4,7 @@
  * for a batch whose every record fails.  No I/O and no output format here:
  * adapters get prediction rows and rejections through inf__rt_results.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,4 +164,21 @@ inf_status inf__rt_score_complete(inf__rt_scorer *s, const inf_record_batch *in,
                                   const inf__rt_results *r, inf_error *e) {
     if (st == INF_OK) st = deliver(s, in, -1, y, r, e);
     return settle(s, in, st, r, e);
+}
+
+bool inf__rt_ignored_fields_note(const inf_pipeline_exec *ex, char *buf, size_t size) {
+    enum { NAMES_SHOWN = 8 };
+    int ignored = inf_pipeline_n_ignored_fields(ex), used = inf_pipeline_exec_n_feature_columns(ex);
+    if (ignored <= 0 || size == 0)
+        return false;
+    int k = snprintf(
+        buf, size,
+        "default mapping (no pipeline spec): the records have %d numeric fields and the model input takes %d: scoring ",
+        used + ignored, used);
+    for (int i = 0; i < used && i < NAMES_SHOWN && k >= 0 && (size_t)k < size; i++)
+        k += snprintf(buf + k, size - (size_t)k, "%s'%s'", i ? ", " : "", inf_pipeline_exec_feature_column(ex, i));
+    if (k >= 0 && (size_t)k < size)
+        snprintf(buf + k, size - (size_t)k, "%s; %d more ignored (a pipeline spec chooses the fields)",
+                 used > NAMES_SHOWN ? ", ..." : "", ignored);
+    return true;
 }

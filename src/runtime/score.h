@@ -42,6 +42,9 @@
 #ifndef INF_RUNTIME_SCORE_H
 #define INF_RUNTIME_SCORE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "infera/io.h"
 #include "infera/pipeline.h"
 #include "infera/session.h"
@@ -118,6 +121,12 @@ inf_status inf__rt_score_prepare(inf__rt_scorer *s, const inf_record_batch *in, 
                                  int *n_accepted, inf_error *e);
 inf_status inf__rt_score_complete(inf__rt_scorer *s, const inf_record_batch *in, inf_status st, inf_tensor *const *y,
                                   const inf__rt_results *r, inf_error *e);
+
+/* The default mapping (no spec) takes the first K numeric fields of records
+ * that have more (DESIGN.md §4, docs/pipeline-spec.md): when ex's last batch
+ * had such fields, writes a one-line note naming the fields scored and the
+ * count ignored into buf (for the runner to report once) and returns true. */
+bool inf__rt_ignored_fields_note(const inf_pipeline_exec *ex, char *buf, size_t size);
 
 /* Appends rows [from, to) of src to dst, field by field name (dst gains the
  * fields it lacks).  INF_ENOMEM. */

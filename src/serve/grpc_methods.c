@@ -41,8 +41,7 @@ void inf__serve_grpc_server_ready(gcall *c, const uint8_t *msg, size_t n) {
     if (inf__serve_grpc_authorize(c, NULL, 0)) return;
     srv_server *srv = c->g->srv;
     Inference__ServerReadyResponse r = INFERENCE__SERVER_READY_RESPONSE__INIT;
-    r.ready = !atomic_load(&srv->draining) && inf__serve_models_all_ready(srv->models) &&
-              inf__serve_models_n_loaded(srv->models) > 0;
+    r.ready = inf__serve_ready(srv);
     inf__serve_grpc_reply(c, &r.base);
 }
 
@@ -56,6 +55,8 @@ void inf__serve_grpc_model_ready(gcall *c, const uint8_t *msg, size_t n) {
         Inference__ModelReadyResponse r = INFERENCE__MODEL_READY_RESPONSE__INIT;
         r.ready = inf__serve_models_acquire(c->g->srv->models, q->name, q->version, &v, &e) == INF_OK;
         if (r.ready) inf__serve_version_release(v);
+        else
+            r.ready = inf__serve_llm_ready(c->g->srv, q->name, q->version); /* a GGUF model */
         inf__serve_grpc_reply(c, &r.base);
     }
     protobuf_c_message_free_unpacked(&q->base, NULL);

@@ -612,6 +612,22 @@ int inf__serve_llm_count(srv_server *srv) {
     return n;
 }
 
+int inf__serve_llm_ready(srv_server *srv, const char *name, const char *version) {
+    srv_llm *l = inf__serve_llm_acquire(srv, name);
+    if (!l)
+        return 0;
+    char v[32];
+    snprintf(v, sizeof v, "%lld", (long long)l->registry_version);
+    int ready = !version || !*version || (l->registry_version > 0 && !strcmp(version, v));
+    inf__serve_llm_release(l);
+    return ready;
+}
+
+int inf__serve_ready(srv_server *srv) {
+    return !atomic_load(&srv->draining) && inf__serve_models_all_ready(srv->models) &&
+           inf__serve_models_n_loaded(srv->models) + inf__serve_llm_count(srv) > 0;
+}
+
 void inf__serve_llm_index_json(srv_server *srv, srv_buf *out, int *first) {
     pthread_mutex_lock(&srv->llm_lock);
     for (srv_llm *l = srv->llms; l; l = l->next) {

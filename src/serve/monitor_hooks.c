@@ -75,6 +75,7 @@ typedef struct mon_entry {
     int n_tplans;
     _Atomic uint64_t tensor_unmonitored; /* /infer rows not monitored: a layout beyond MAX_TENSOR_PLANS, OOM */
     char **skip;             /* the pipeline's feature columns (NULL-terminated; never the judged prediction) */
+    char preferred[256];     /* the default pipeline's score column ("": none; tools/quality.h) */
     cJSON *quality;          /* the newest quality window (under mu; NULL: none yet) */
     char quality_error[256]; /* the last join error reported (rule thread only): reported once */
     struct mon_entry *next;
@@ -289,7 +290,11 @@ static mon_entry *entry_new(srv_monitor *m, const srv_version *v) {
     snprintf(e->registry_name, sizeof e->registry_name, "%s", v->registry_name);
     e->registry_version = v->registry_version;
     e->rules = calloc((size_t)(m->rules.n ? m->rules.n : 1), sizeof *e->rules);
-    if (m->rules.labels.has) e->skip = inf__quality_skip_new(v->pipeline);
+    if (m->rules.labels.has) {
+        e->skip = inf__quality_skip_new(v->pipeline);
+        if (!inf__quality_default_prediction(v->model, v->pipeline, e->preferred, sizeof e->preferred))
+            e->preferred[0] = 0;
+    }
     const char *path = baseline_of(m, v->name);
     inf__mon_profile *base = NULL;
     inf_error err;
@@ -485,8 +490,8 @@ static void check_quality(srv_monitor *m, mon_entry *e) {
     const char *model = e->registry_name[0] ? e->registry_name : e->name;
     inf__mon_join jn;
     inf_error err;
-    if (inf__quality_join(lab, m->srv->opt.log_predictions, model, e->version, (const char *const *)e->skip, &jn,
-                          &err)) {
+    if (inf__quality_join(lab, m->srv->opt.log_predictions, model, e->version, (const char *const *)e->skip,
+                          e->preferred[0] ? e->preferred : NULL, &jn, &err)) {
         if (strcmp(e->quality_error, err.message)) /* once per distinct error: labels may not have arrived yet */
             fprintf(stderr, "infera serve: quality of '%s' version %s: %s\n", e->name, e->version, err.message);
         snprintf(e->quality_error, sizeof e->quality_error, "%s", err.message);

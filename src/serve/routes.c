@@ -174,8 +174,7 @@ static int h_live(srv_request *rq) {
 }
 
 static int h_ready(srv_request *rq) {
-    int ready = !atomic_load(&rq->srv->draining) && inf__serve_models_all_ready(rq->srv->models) &&
-                inf__serve_models_n_loaded(rq->srv->models) > 0;
+    int ready = inf__serve_ready(rq->srv);
     json_body(rq, ready ? 200 : 400, ready ? "{\"ready\":true}" : "{\"ready\":false}");
     return 0;
 }
@@ -273,6 +272,9 @@ static int h_model_ready(srv_request *rq) {
     srv_version *v;
     inf_error e = {0};
     inf_status st = inf__serve_models_acquire(rq->srv->models, rq->params[0], rq->params[1], &v, &e);
+    int llm = st != INF_OK && inf__serve_llm_ready(rq->srv, rq->params[0], rq->params[1]); /* a GGUF model */
+    if (llm)
+        st = INF_OK, v = NULL;
     rq->status = st == INF_OK ? 200 : 400;
     inf__serve_buf_puts(&rq->resp, "{\"name\":");
     inf__serve_buf_json_str(&rq->resp, rq->params[0], strlen(rq->params[0]));
@@ -280,7 +282,7 @@ static int h_model_ready(srv_request *rq) {
     if (st != INF_OK) {
         inf__serve_buf_json_str(&rq->resp, e.message, strlen(e.message));
         inf__serve_buf_puts(&rq->resp, "}");
-    } else {
+    } else if (v) {
         inf__serve_version_release(v);
     }
     return 0;

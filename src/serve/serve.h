@@ -538,6 +538,12 @@ void inf__serve_llm_set_ref(srv_llm *l, const char *ref);
  * for its queued and running generations to finish and stops it. */
 inf_status inf__serve_llm_remove(srv_server *srv, const char *name, inf_error *err);
 int inf__serve_llm_count(srv_server *srv);
+/* Is a generative model served as name (of registry version `version` when
+ * that is given: NULL or "" for any)?  The KServe ready endpoints' answer for it. */
+int inf__serve_llm_ready(srv_server *srv, const char *name, const char *version);
+/* The server is ready (GET /v2/health/ready, gRPC ServerReady): not draining,
+ * every configured ONNX model loaded, and at least one model (ONNX or GGUF) served. */
+int inf__serve_ready(srv_server *srv);
 /* Appends the generative models to a repository index array ({name, version, state READY, reason, kind gguf}). */
 void inf__serve_llm_index_json(srv_server *srv, srv_buf *out, int *first);
 const char *inf__serve_llm_name(const srv_llm *l);

@@ -40,6 +40,7 @@ struct inf__stream_alerts {
     char version_text[64]; /* the version as logged (the join's filter) */
     const char *log_uri;   /* --log-predictions (borrowed; may be NULL) */
     char **skip;           /* the pipeline's feature columns, NULL-terminated */
+    char preferred[256];   /* the default pipeline's score column ("": none; tools/quality.h) */
     int64_t last_quality_ms;
     char quality_error[256];
 };
@@ -75,6 +76,8 @@ inf_status inf__stream_alerts_open(const char *path, inf__rt_model *m, const cha
         inf__stream_alerts_free(a);
         return inf_error_set(err, INF_ENOMEM, "--monitor: out of memory");
     }
+    if (!inf__quality_default_prediction(m->model, m->pipeline, a->preferred, sizeof a->preferred))
+        a->preferred[0] = 0;
     snprintf(a->version_text, sizeof a->version_text, "%s", m->version);
     a->log_uri = log_uri;
     a->last_quality_ms = inf__stream_now_ms();
@@ -154,8 +157,8 @@ void inf__stream_alerts_quality(inf__stream_alerts *a, int final) {
     a->last_quality_ms = now;
     inf__mon_join jn;
     inf_error err;
-    if (inf__quality_join(&a->rules.labels, a->log_uri, a->model, a->version_text, (const char *const *)a->skip, &jn,
-                          &err)) {
+    if (inf__quality_join(&a->rules.labels, a->log_uri, a->model, a->version_text, (const char *const *)a->skip,
+                          a->preferred[0] ? a->preferred : NULL, &jn, &err)) {
         if (strcmp(a->quality_error, err.message)) /* once per distinct error: labels may not have arrived yet */
             fprintf(stderr, "infera stream: quality: %s\n", err.message);
         snprintf(a->quality_error, sizeof a->quality_error, "%s", err.message);

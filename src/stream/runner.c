@@ -91,6 +91,7 @@ typedef struct work {
     const inf__stream_events *ev; /* the micro-batch being scored */
     const char **sensitive; /* NULL-terminated: fields left out of dead letters */
     int n_scored, n_rejected;
+    bool ignored_noted; /* the default mapping's ignored fields were reported */
 } work;
 
 static const inf_value *event_id(const inf__stream_events *ev, int row) {
@@ -223,6 +224,11 @@ static inf_status score(work *w, const inf__stream_events *ev, inf_error *e) {
         inf__rt_results results = {w, on_scored, on_rejected, on_restart};
         w->ev = ev;
         if ((st = inf__rt_score_batch(&w->scorer, ev->records, &results, e))) return st;
+        char note[1024];
+        if (!w->ignored_noted && inf__rt_ignored_fields_note(w->exec, note, sizeof note)) {
+            fprintf(stderr, "infera stream: %s\n", note);
+            w->ignored_noted = true;
+        }
     }
     if ((st = add_malformed(w, ev))) return outputs_failed(st, e);
     return INF_OK;

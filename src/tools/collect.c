@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/score.h"
 #include "tools/tools.h"
 
 typedef struct grow_buf {
@@ -261,6 +262,8 @@ inf_status inf__tool_collect(const char *src_uri, const inf_pipeline *p, inf_ses
         const inf_tensor *const *x;
         if ((st = inf_pipeline_prepare(ex, feat, &x, err))) goto done;
         r->n_rejected += inf_pipeline_n_rejected(ex);
+        if (!r->ignored_note[0])
+            inf__rt_ignored_fields_note(ex, r->ignored_note, sizeof r->ignored_note);
         int na = inf_pipeline_n_accepted(ex);
         if (!na) continue;
         inf_tensor *const *y;

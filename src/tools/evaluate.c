@@ -263,6 +263,7 @@ inf_status inf__evaluate(const char *src_uri, const inf_pipeline *p, inf_session
     out->rejected = r.n_rejected;
     out->unlabelled = r.n_unlabelled;
     snprintf(out->scores_from, sizeof out->scores_from, "%s", t.scores_from);
+    snprintf(out->ignored_note, sizeof out->ignored_note, "%s", r.ignored_note);
     if (t.task == INF__TASK_REGRESSION) inf__metrics_regression(t.y, t.pred, t.n, &out->m);
     else if (t.task == INF__TASK_MULTICLASS) {
         if (inf__metrics_multiclass(t.y_class, t.P, t.n, t.C, &out->m)) st = inf_error_set(err, INF_ENOMEM, "out of memory");

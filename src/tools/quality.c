@@ -2,6 +2,8 @@
  * quality.c -- quality of joined labels per window (quality.h).
  */
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -113,14 +115,43 @@ void inf__quality_skip_free(char **skip) {
     free(skip);
 }
 
+bool inf__quality_default_prediction(const inf_model *m, const inf_pipeline *p, char *buf, size_t size) {
+    if (!m || !p || !inf_pipeline_is_default(p))
+        return false;
+    const inf_value_info *pick = NULL;
+    for (int i = 0; i < inf_model_n_outputs(m); i++) {
+        const inf_value_info *o = inf_model_output(m, i);
+        if (o->kind != INF_KIND_TENSOR || (o->dtype != INF_DTYPE_F32 && o->dtype != INF_DTYPE_F64))
+            continue;
+        if (strcasestr(o->name, "prob")) {
+            pick = o;
+            break;
+        }
+        if (!pick)
+            pick = o;
+    }
+    if (!pick || pick->ndim < 1 || pick->ndim > 2)
+        return false;
+    int64_t width = pick->ndim == 2 ? pick->dims[1] : 1;
+    if (width == 1)
+        snprintf(buf, size, "%s", pick->name);
+    else if (width == 2)
+        snprintf(buf, size, "%s_1", pick->name);
+    else
+        return false;
+    return true;
+}
+
 inf_status inf__quality_join(const inf__mon_labels_src *lab, const char *log_uri, const char *model,
-                             const char *version, const char *const *skip, inf__mon_join *jn, inf_error *err) {
+                             const char *version, const char *const *skip, const char *preferred, inf__mon_join *jn,
+                             inf_error *err) {
     inf__mon_join_options jo = {.log_uri = lab->log[0] ? lab->log : log_uri,
                                 .labels_uri = lab->source,
                                 .id_column = lab->id_column,
                                 .label_column = lab->label_column,
                                 .prediction_column = lab->prediction_column[0] ? lab->prediction_column : NULL,
                                 .skip = skip,
+                                .preferred = preferred,
                                 .model = model,
                                 .version = version};
     if (!jo.log_uri)

@@ -15,6 +15,7 @@
 #ifndef INF_TOOLS_QUALITY_H
 #define INF_TOOLS_QUALITY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -35,11 +36,21 @@ cJSON *inf__quality_windows_json(const inf__mon_join *jn, int64_t window_us);
  * skip).  NULL when out of memory; free with inf__quality_skip_free. */
 char **inf__quality_skip_new(const inf_pipeline *p);
 void inf__quality_skip_free(char **skip);
+/* The default pipeline (no spec) logs model inputs and outputs by their
+ * names alone, so the prediction is found from the model as `infera
+ * evaluate` finds its scores: the float tensor output named like "prob*",
+ * else the first float output; of [N, 2] its column 1, P(class 1)
+ * ("<name>_1"), of [N] or [N, 1] the output itself.  Writes that log column
+ * into buf and returns true; false for a spec (its outputs are named there)
+ * or when no output qualifies (several classes: --prediction-column). */
+bool inf__quality_default_prediction(const inf_model *m, const inf_pipeline *p, char *buf, size_t size);
 /* Joins the labels of lab (rules.h LABELS) to log_uri (lab->log wins when
  * set) for model/version; skip: the model's feature columns (never the
- * prediction; may be NULL).  inf__mon_join_labels's errors. */
+ * prediction; may be NULL); preferred: inf__quality_default_prediction's
+ * column (may be NULL).  inf__mon_join_labels's errors. */
 inf_status inf__quality_join(const inf__mon_labels_src *lab, const char *log_uri, const char *model,
-                             const char *version, const char *const *skip, inf__mon_join *jn, inf_error *err);
+                             const char *version, const char *const *skip, const char *preferred, inf__mon_join *jn,
+                             inf_error *err);
 /* One online evaluation of quality rule r (rules.h) over jn: the newest
  * window of r's length with pairs is stepped (inf__mon_rule_step, dated from
  * the window's start to its end, so "for" counts consecutive windows as

@@ -46,6 +46,7 @@ typedef struct inf__tool_rows {
     int n;                  /* rows scored (accepted by the pipeline, with a label when one is asked for) */
     int n_read;             /* records read from the source */
     int n_rejected;         /* rejected by the pipeline */
+    char ignored_note[600]; /* the default mapping's note on numeric fields it ignored (runtime/score.h), "" if none */
     int n_unlabelled;       /* label null/empty: left out */
     int x_cols;             /* want_x: width of model input 0 */
     double *x;              /* want_x: model input 0 as float64 [n, x_cols] */
@@ -105,6 +106,7 @@ typedef struct inf__eval_result {
     int rows, rejected, unlabelled;
     inf__metrics m;
     char scores_from[200]; /* which output was scored and how ("probabilities[:,1]") */
+    char ignored_note[600]; /* inf__tool_rows' ignored_note */
 } inf__eval_result;
 
 /* Quality of the session's model on the labelled rows of src_uri (through

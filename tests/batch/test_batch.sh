@@ -167,6 +167,13 @@ check "registered spec stores the absolute store path" \
 check "--max-error-rate stops a mostly bad job" '[ $rc -ne 0 ] && grep -q "above --max-error-rate 0.5" err.txt' "$(cat err.txt)"
 "${B[@]}" --model "$MODEL" --pipeline "$SPEC" --input csv:mostly_bad.csv --output csv:mb.csv --max-error-rate 0.9 >/dev/null 2>err.txt; rc=$?
 check "--max-error-rate above the rate lets it finish" '[ $rc -eq 0 ]' "$(cat err.txt)"
+# DESIGN.md §4: a failed command's stderr is one line naming what failed; the summary of a failed
+# job goes where a finished job's goes (stdout, unless stdout is a sink)
+"${B[@]}" --model "$MODEL" --pipeline "$SPEC" --input csv:mostly_bad.csv --output csv:mb.csv --errors csv:mb_err.csv \
+    --max-error-rate 0.5 >sum.txt 2>err.txt; rc=$?
+check "failed job: one stderr line, the summary on stdout" \
+    '[ $rc -ne 0 ] && [ "$(wc -l <err.txt)" -eq 1 ] && grep -q "above --max-error-rate" err.txt && grep -q "failed (resume with --resume)" sum.txt' \
+    "$(cat err.txt sum.txt)"
 
 # ---- inputs from the wild (tests/batch/gen_models.py: Y = a + 10 b + 100 c) -------------------------
 SUM3=$SRC/tests/batch/data/sum3.onnx
@@ -182,6 +189,13 @@ printf 'id,a,b,c\n1,1,2,3\n2,"4"x,5,6\n3,7,8,9\n' >badq.csv
 check "csv: a malformed quoted cell rejects its record only (no phantom record from its tail)" \
     '[ $rc -eq 0 ] && grep -q "read 3  scored 2  written 2  rejected 1" sum.txt && [ "$(ycol badq_out.csv)" = "1:321 3:987 " ] && grep -q "line 3: malformed quoted cell in column 2" badq_err.jsonl' \
     "$(cat sum.txt err.txt badq_err.jsonl)"
+# a quote never closed swallows the rest of the file (RFC 4180: newlines may be quoted): the records before it
+# are scored, and the error says that every line after it was read as that cell
+printf 'id,a,b,c\n1,1,2,3\n2,"4,5,6\n3,7,8,9\n4,1,1,1\n' >openq.csv
+"${B[@]}" --model "$SUM3" --input csv:openq.csv --output csv:openq_out.csv --id-column id --errors jsonl:openq_err.jsonl >sum.txt 2>err.txt; rc=$?
+check "csv: an unclosed quote: the records before it scored, the error names the lines it took" \
+    '[ $rc -eq 0 ] && [ "$(ycol openq_out.csv)" = "1:321 " ] && grep -q "line 3: malformed quoted cell in column 2: its quote is not closed before the end of the file (every line from 3 on is inside it)" openq_err.jsonl' \
+    "$(cat sum.txt err.txt openq_err.jsonl)"
 # without a spec, one text cell in a numeric column rejects its row; the column stays a feature
 printf 'id,a,b,c\n1,1,2,3\n4,abc,1,1\n3,7,8,9\n' >badcell.csv
 "${B[@]}" --model "$SUM3" --input csv:badcell.csv --output csv:badcell_out.csv --id-column id --errors jsonl:badcell_err.jsonl >sum.txt 2>err.txt; rc=$?
@@ -193,6 +207,16 @@ printf 'id,a,b,c\n007,1,2,3\n12,04,5,6\n' >zeros.csv
 "${B[@]}" --model "$SUM3" --input csv:zeros.csv --output csv:zeros_out.csv --id-column id >/dev/null 2>err.txt; rc=$?
 check "csv: ids with leading zeros keep them; '04' is still the number 4" '[ $rc -eq 0 ] && [ "$(ycol zeros_out.csv)" = "007:321 12:654 " ]' \
     "rc=$rc $(cat err.txt zeros_out.csv)"
+# without a spec, more numeric fields than the model takes: the first 3 are scored and the job says so, once
+# (docs/pipeline-spec.md: "the count of ignored fields is reported")
+{ echo id,a,b,c,extra; for i in $(seq 40); do echo "$i,1,2,3,9"; done; } >extra.csv
+"${B[@]}" --model "$SUM3" --input csv:extra.csv --output csv:extra_out.csv --id-column id --threads 2 --chunk-rows 8 >/dev/null 2>err.txt; rc=$?
+check "csv: a numeric field past the model's width is reported once, and the first 3 are scored" \
+    '[ $rc -eq 0 ] && [ "$(grep -c "scoring .a., .b., .c.; 1 more ignored" err.txt)" -eq 1 ] && [ "$(wc -l <err.txt)" -eq 1 ] &&
+     [ "$(awk -F, "NR>1 && \$2 != 321" extra_out.csv | wc -l)" -eq 0 ] && [ "$(wc -l <extra_out.csv)" -eq 41 ]' \
+    "rc=$rc $(cat err.txt)"
+"${B[@]}" --model "$SUM3" --input csv:zeros.csv --output csv:zeros_out.csv --id-column id >/dev/null 2>err.txt
+check "csv: exactly the model's width: nothing reported" '[ ! -s err.txt ]' "$(cat err.txt)"
 # a value the engine cannot take (an id outside the 5-row table of tests/stream/data/embed.onnx) fails the run of
 # its whole chunk: the chunk is scored again record by record and only those records are rejected, with the
 # engine's error; a model that takes none of a chunk's records still fails the job

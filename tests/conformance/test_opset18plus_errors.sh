@@ -41,4 +41,16 @@ check_fused() { # test-name fused-op
 check_fused fusion_layernorm_reduce_axes_input_opset18 LayerNormalization
 check_fused fusion_layernorm_reduce_axes_input_opset23 LayerNormalization
 check_fused fusion_matmul_add_gelu_opset20 FusedMatMul
+# `infera conformance` run from outside the source tree, without --opset-dir or --expected-failures:
+# the suite and the list of known failures are found in the tree the binary was built from
+cd "$OUT" || exit 1
+msg=$(env -u INFERA_EXPECTED_FAILURES "$INFERA" conformance --suite opset18plus --filter '^test_acos_opset22$' 2>&1)
+rc=$?
+check "conformance finds the opset18plus suite from another directory" '[ $rc -eq 0 ] && [[ "$msg" == *"1 passed, 0 failed"* ]]' "$msg"
+if [ -d /usr/share/libonnx-testdata/data/simple ]; then
+  msg=$(env -u INFERA_EXPECTED_FAILURES "$INFERA" conformance --suite simple --filter '^test_gradient_of_add$' 2>&1)
+  rc=$?
+  check "conformance reads the checked-in known failures by default" \
+      '[ $rc -eq 0 ] && [[ "$msg" == *"known failures: 1; unexpected failures: 0;"* ]]' "$msg"
+fi
 check_done

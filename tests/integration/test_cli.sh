@@ -36,6 +36,7 @@ make_npy "$work/x131.npy" '<f4' '(1, 3, 1)' 12
 make_npy "$work/x1111.npy" '<f4' '(1, 1, 1, 1)' 4
 make_npy "$work/x1114.npy" '<f4' '(1, 1, 1, 4)' 16
 printf 'not a numpy file at all' >"$work/garbage.npy"
+{ echo "id,$(seq -s, -f 'f%g' 32)"; for r in 1 2 3; do echo "r$r,$(seq -s, 32)"; done; } >"$work/cal.csv"
 
 expect_error "truncated model" "truncated.onnx.*(not a valid ONNX model|protobuf)" "$infera" run "$work/truncated.onnx"
 expect_error "random bytes as model" "random.onnx" "$infera" info "$work/random.onnx"
@@ -59,11 +60,45 @@ expect_error "wrong shape" "expected float32\[batch,32\], got float32\[4,31\]" "
 expect_error "npy shorter than its shape" "short.npy.*shorter" "$infera" run "$mlp" --input "input=$work/short.npy"
 expect_error "npy with a bad header" "garbage.npy.*not a .npy file" "$infera" run "$mlp" --input "input=$work/garbage.npy"
 expect_error "shape mismatch inside the graph" "node 'mismatched_gemm' \(Gemm\)" "$infera" run "$models/bad_shape_mismatch.onnx" --input "x=$work/x23.npy"
+# the model editor (quantize, prune, distill) checks the wire format before protobuf-c, as the loader does:
+# subgraphs nested 100 deep are refused (60000 deep crashed protobuf-c's recursion)
+python3 -c '
+import sys
+def varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7f, n >> 7
+        if not n: return out + bytes([b])
+        out += bytes([b | 0x80])
+ld = lambda f, p: varint(f << 3 | 2) + varint(len(p)) + p
+g = b""
+for _ in range(100): g = ld(1, ld(5, ld(6, g)))  # GraphProto.node -> NodeProto.attribute -> AttributeProto.g
+open(sys.argv[1], "wb").write(varint(8) + varint(8) + ld(7, g))' "$work/deep.onnx"
+expect_error "quantize: subgraphs nested too deep" "deep.onnx: subgraphs .* nested more than 64 levels deep" \
+    "$infera" quantize "$work/deep.onnx" -o "$work/dq.onnx"
+expect_error "prune: subgraphs nested too deep" "deep.onnx: subgraphs .* nested more than 64 levels deep" \
+    "$infera" prune "$work/deep.onnx" -o "$work/dp.onnx" --sparsity 0.5
+# files mistaken for ONNX models are named for what they are
+expect_error "a GGUF file as a model" "austen-draft-q8_0.gguf: not an ONNX model but a GGUF file" \
+    "$infera" run "$models/../llm/models/austen-draft-q8_0.gguf"
+"$infera" compile "$mlp" -o "$work/m.infb" >/dev/null
+expect_error "a bundle to quantize" "m.infb: not an ONNX model but a compiled bundle" "$infera" quantize "$work/m.infb" -o "$work/q.onnx"
 expect_error "unknown command" "unknown command 'frobnicate'" "$infera" frobnicate
 expect_error "unknown option" "unknown option '--bogus'" "$infera" run "$mlp" --bogus
 expect_error "bad thread count" "--threads expects a whole number" "$infera" run "$mlp" --threads zero
 expect_error "bad output format" "--output-format must be npy or pb" "$infera" run "$mlp" --output-format csv
 expect_error "bad conformance suite" "--suite must be" "$infera" conformance --suite nosuch
+# an output that cannot be written: the error says why (DESIGN.md §4: "naming what failed and why")
+expect_error "compile to a missing folder" "cannot write '$work/no/dir/m.infb': No such file or directory" \
+    "$infera" compile "$mlp" -o "$work/no/dir/m.infb"
+expect_error "quantize to a missing folder" "cannot write $work/no/dir/q.onnx: No such file or directory" \
+    "$infera" quantize "$mlp" -o "$work/no/dir/q.onnx"
+expect_error "prune to a missing folder: the path once" "^infera prune: cannot write $work/no/dir/p.onnx: No such file or directory$" \
+    "$infera" prune "$mlp" -o "$work/no/dir/p.onnx" --sparsity 0.5
+expect_error "prune without --sparsity names it" "missing --sparsity S" "$infera" prune "$mlp" -o "$work/p.onnx"
+expect_error "distill without --data names it" "missing --data SRC" "$infera" distill --teacher "$mlp" --student mlp:4 -o "$work/d.onnx"
+expect_error "monitor baseline to a missing folder" "cannot write $work/no/dir/b.json: No such file or directory" \
+    "$infera" monitor baseline "$mlp" --data "csv:$work/cal.csv" -o "$work/no/dir/b.json"
 
 # EyeLike's k = 2^63 - 1 puts the diagonal outside the matrix: all zeros (row + k overflowed)
 if "$infera" run "$models/eyelike_huge_k.onnx" --input "x=$work/x23.npy" >"$work/out" 2>&1 &&

@@ -52,6 +52,14 @@ P="Elizabeth looked at her sister and"
 
 [ "$(models)" = '["draft"]' ] && ok "/v1/models: the --model GGUF" || bad "/v1/models: $(models)"
 [ "$(index)" = '["draft"]' ] && ok "index lists the GGUF model" || bad "index: $(curl -s -X POST "$URL/v2/repository/index")"
+# KServe health with only a GGUF model served: the server and the model are ready (DESIGN.md §5)
+code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/v2/health/ready")
+[ "$code" = 200 ] && ok "GET /v2/health/ready with only a GGUF model: 200" || bad "/v2/health/ready: $code"
+code=$(curl -s -o "$WORK/ready.out" -w '%{http_code}' "$URL/v2/models/draft/ready")
+[ "$code" = 200 ] && [ "$(jq -c . "$WORK/ready.out")" = '{"name":"draft","ready":true}' ] &&
+  ok "GET /v2/models/draft/ready (GGUF): 200 ready" || bad "/v2/models/draft/ready: $code $(cat "$WORK/ready.out")"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/v2/models/nosuch/ready")
+[ "$code" = 400 ] && ok "GET /v2/models/nosuch/ready: 400" || bad "/v2/models/nosuch/ready: $code"
 
 # load by a file under --model-root
 c=$(load target '{"parameters":{"ref":"austen-target-q8_0.gguf"}}')
@@ -125,12 +133,16 @@ fin=$(jq -r '.choices[0].finish_reason' "$WORK/long.json" 2>/dev/null || echo no
 [ "$(models)" = '["draft"]' ] && ok "/v1/models after unload" || bad "/v1/models after unload: $(models)"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/completions" -d '{"model":"target","prompt":"x","max_tokens":1}')
 [ "$code" = 404 ] && ok "completion on the unloaded model: 404" || bad "after unload: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/v2/models/target/ready")
+[ "$code" = 400 ] && ok "GET /v2/models/target/ready after unload: 400" || bad "ready after unload: $code"
 c=$(unload target)
 [ "$c" = 404 ] && ok "second unload: 404" || bad "second unload: $c"
 
 # by a registry reference; then a reload of that name with another file swaps the model
 c=$(load reg '{"parameters":{"ref":"austen@1"}}')
 [ "$c" = 200 ] && ok "load reg (registry austen@1): 200" || bad "load reg: $c $(cat "$WORK/load.out")"
+codes="$(curl -s -o /dev/null -w '%{http_code}' "$URL/v2/models/reg/versions/1/ready") $(curl -s -o /dev/null -w '%{http_code}' "$URL/v2/models/reg/versions/2/ready")"
+[ "$codes" = "200 400" ] && ok "GET /v2/models/reg/versions/{1,2}/ready: 200 400" || bad "versioned ready: $codes"
 got=$(complete reg "$P" 16)
 [ "$got" = "$(cli "$ROOT/austen-target-q8_0.gguf" "$P" 16)" ] && ok "registry model answers like the file" || bad "reg: $got"
 c=$(load reg '{"parameters":{"ref":"austen-draft-q8_0.gguf"}}')

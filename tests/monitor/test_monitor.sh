@@ -185,6 +185,40 @@ for k, v in oracle.items():
 print("labels: %d joined, %d duplicate, 250 unlabelled, 20 unmatched; metrics equal scikit-learn" % (j["rows_joined"], n_dup))
 PY
 
+# Without a spec (the default mapping) the log holds the model's input columns and outputs by name: the
+# prediction judged is the model's P(class 1), probabilities_1, as `infera evaluate` scores it -- not the
+# first float column of the log (a feature)
+cp "$repo"/examples/fraud/transactions.csv tx.csv
+$py - <<'PY'
+import csv
+rows = list(csv.DictReader(open("tx.csv")))
+cols = [c for c in rows[0] if c != "is_fraud"]
+with open("tx_features.csv", "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore"); w.writeheader(); w.writerows(rows[:1000])
+with open("tx_labels.csv", "w", newline="") as f:
+    w = csv.writer(f); w.writerow(["id", "fraud"]); w.writerows((r["transaction_id"], r["is_fraud"]) for r in rows[:1000])
+PY
+"$infera" batch --model fraud_xgb.onnx --input csv:tx_features.csv --output jsonl:tx_out.jsonl --id-column transaction_id \
+    --log-predictions jsonl:tx_log.jsonl --progress none >/dev/null 2>&1
+"$infera" monitor labels fraud_xgb.onnx --log jsonl:tx_log.jsonl --labels csv:tx_labels.csv --id-column id \
+    --label-column fraud --json >tx_labels.json
+$py - <<'PY'
+import csv, json
+from sklearn import metrics as skm
+j = json.load(open("tx_labels.json"))
+assert j["prediction_column"] == "probabilities_1" and j["task"] == "binary", (j["prediction_column"], j["task"])
+p = {json.loads(l)["transaction_id"]: json.loads(l)["probabilities_1"] for l in open("tx_out.jsonl")}
+y = {r["id"]: int(r["fraud"]) for r in csv.DictReader(open("tx_labels.csv"))}
+ids = sorted(y)
+yy, pp = [y[i] for i in ids], [p[i] for i in ids]
+assert j["rows_joined"] == 1000, j["rows_joined"]
+for k, v in {"auc": skm.roc_auc_score(yy, pp), "logloss": skm.log_loss(yy, pp),
+             "accuracy": skm.accuracy_score(yy, [q > 0.5 for q in pp])}.items():
+    assert abs(j["metrics"][k] - v) <= 1e-9, (k, j["metrics"][k], v)
+print("labels without a spec: probabilities_1 judged, metrics equal scikit-learn")
+PY
+ok "monitor labels, default mapping: the model's P(class 1) is the prediction"
+
 # Sensitive fields never reach the log: card_id (a lookup key, here also a passthrough) and
 # distance_from_home_km (a model input) marked sensitive.
 $py - <<'PY'

@@ -269,10 +269,15 @@ expect_quantize_error "tensor file of the wrong shape" "calibration" "$MODELS/ml
 expect_quantize_error "static without calibration" "needs --calibration" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --mode static
 expect_quantize_error "--quantize-attention in dynamic mode" "needs static mode" "$MODELS/transformer.onnx" -o "$TMP/x.onnx" \
     --mode dynamic --quantize-attention
-expect_quantize_error "bad method" "bad value" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --method magic
+expect_quantize_error "bad method" "^infera quantize: --method must be minmax, percentile or entropy, got 'magic'$" \
+    "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --method magic
+expect_quantize_error "bad format" "^infera quantize: --format must be qdq or qoperator, got 'qlinear'$" \
+    "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --format qlinear
+expect_quantize_error "bad mode" "^infera quantize: --mode must be dynamic or static, got 'fast'$" \
+    "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --mode fast
 expect_quantize_error "everything excluded" "excluded" "$MODELS/mlp.onnx" -o "$TMP/x.onnx" --mode dynamic \
     --exclude /fc1/Gemm --exclude /fc2/Gemm --exclude /fc3/Gemm
-expect_quantize_error "not a model" "not an ONNX model" "$TMP/cal.csv" -o "$TMP/x.onnx" --mode dynamic
+expect_quantize_error "not a model" "cal.csv: not a valid ONNX model (protobuf decoding failed" "$TMP/cal.csv" -o "$TMP/x.onnx" --mode dynamic
 expect_quantize_error "no output" "-o OUT" "$MODELS/mlp.onnx"
 
 check_done

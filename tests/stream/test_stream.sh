@@ -265,6 +265,14 @@ rc=$?
 check "default pipeline, an event without numeric fields: a dead letter, exit 0" \
     '[ $rc = 0 ] && [ ! -s junk.jsonl ] && grep -q "0 numeric fields" junk_err.jsonl' "rc $rc; $(cat junk_err.jsonl; tail -n 2 junk.err)"
 
+# no spec, more numeric fields than the model takes: the first ones are scored and the stream says so once
+printf '%s\n' '{"id":"a","k":1,"x":5}' '{"id":"b","k":2,"x":6}' | "$INFERA" stream --model "$EMBED" --progress-ms 0 \
+    --id-column id --input jsonl:- --output jsonl:extra.jsonl 2>extra.err
+rc=$?
+check "default pipeline, a numeric field past the model's width: reported once, the events scored" \
+    '[ $rc = 0 ] && [ "$(wc -l <extra.jsonl)" = 2 ] && [ "$(grep -c "scoring .k.; 1 more ignored" extra.err)" = 1 ]' \
+    "rc $rc; $(cat extra.err)"
+
 # ---- bytes that are not UTF-8 text ------------------------------------------------------------------------------
 # JSON is UTF-8; a text sink (PostgreSQL) refuses other bytes, and would refuse them again on every redelivery.
 # An entry whose JSON, or a flat entry whose value, is not UTF-8 is a malformed event; its dead letter's payload

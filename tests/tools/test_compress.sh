@@ -48,6 +48,15 @@ for c in binary ties multiclass regression; do
     if $py "$oracle" metrics $task "$d/$c.json" "$d/$c.out" "$d/$c.y.npy" >"$d/cmp" 2>&1; then ok "evaluate $c = scikit-learn (1e-9)"
     else bad "evaluate $c vs scikit-learn: $(grep -v '^ok' "$d/cmp" | tr '\n' ' ')"; fi
 done
+# without a spec, a numeric field past the model's width is not a feature: the same metrics, and it is reported
+awk -F, 'BEGIN { OFS = "," } NR == 1 { print $0, "extra"; next } { print $0, 7 }' "$d/regression.csv" >"$d/regx.csv"
+if "$infera" evaluate "$d/regression.onnx" --data "csv:$d/regx.csv" --label y --id-column id --json >"$d/regx.json" 2>"$d/err" &&
+    $py -c 'import json, sys; a, b = (json.load(open(f))["metrics"] for f in sys.argv[1:]); sys.exit(a != b)' "$d/regx.json" "$d/regression.json" &&
+    [ "$(grep -c "1 more ignored" "$d/err")" = 1 ]; then
+    ok "evaluate: an extra numeric field is reported once and changes nothing"
+else
+    bad "evaluate with an extra numeric field: $(cat "$d/err")"
+fi
 # the same through a JSON lines source and a SQLite table
 $py - "$d" <<'EOF'
 import csv, json, sqlite3, sys
