@@ -27,7 +27,6 @@
 #include <string.h>
 #include <time.h>
 
-#if defined(__linux__)
 #include "bench_pin.h"
 
 static _Alignas(64) _Atomic int flag;
@@ -79,12 +78,3 @@ int main(int argc, char **argv) {
     printf("%.0f\n", best);
     return 0;
 }
-
-#else
-
-int main(void) {
-    printf("-1\n");
-    return 0;
-}
-
-#endif

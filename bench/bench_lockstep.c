@@ -27,7 +27,6 @@
 #include <string.h>
 #include <time.h>
 
-#if defined(__linux__)
 #include "bench_pin.h"
 
 enum { LANES = 64 };
@@ -165,12 +164,3 @@ int main(int argc, char **argv) {
     free(L.ns[0]), free(L.ns[1]);
     return 0;
 }
-
-#else
-
-int main(void) {
-    printf("-1\n");
-    return 0;
-}
-
-#endif

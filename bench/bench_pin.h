@@ -1,7 +1,8 @@
 /*
  * bench_pin.h -- pinning a thread to one CPU and finding the first two CPUs
  * the process may use: the two-thread probes' shared set-up
- * (bench_core_rtt.c, bench_lockstep.c).  Linux only.
+ * (bench_core_rtt.c, bench_lockstep.c).  Pinning needs Linux; elsewhere
+ * both answer false and the probes print "-1".
  */
 #ifndef INF_BENCH_PIN_H
 #define INF_BENCH_PIN_H
