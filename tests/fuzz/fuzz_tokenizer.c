@@ -7,9 +7,11 @@
  *
  * The first byte picks the vocabulary and whether special tokens are
  * recognised; the rest is the text (copied into an exact-size heap block).
- * Checked: every id is inside the vocabulary; a call with a short buffer
- * reports INF_ERANGE with the same count and the same first ids; every id
- * has a piece (written whole, or cut at the buffer with its full length).
+ * Checked: inf_tokenizer_encode_alloc (what serve, generate and SQL call)
+ * succeeds; every id is inside the vocabulary; inf_tokenizer_encode with a
+ * short buffer reports INF_ERANGE with the same count and the same first
+ * ids; every id has a piece (written whole, or cut at the buffer with its
+ * full length).
  * Vocabularies: the SentencePiece one of tests/llm/models/austen-draft-q8_0.gguf
  * (under INFERA_SOURCE_DIR, compiled in), and every file named in
  * INFERA_FUZZ_VOCABS (colon-separated; llama.cpp's models/ggml-vocab-*.gguf
@@ -71,15 +73,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!text)
         return 0;
     memcpy(text, data + 1, len);
-    size_t cap = len + 8, n = 0, n_short = 0; /* at most a token per byte, plus BOS/EOS */
-    int32_t *ids = malloc(cap * sizeof *ids), few[SHORT_CAP];
+    size_t n = 0, n_short = 0;
+    int32_t *ids = NULL, few[SHORT_CAP];
     inf_error err;
-    if (ids && inf_tokenizer_encode(t, text, len, special, ids, cap, &n, &err) == INF_OK) {
+    inf_status st = inf_tokenizer_encode_alloc(t, text, len, special, &ids, &n, &err);
+    if (st != INF_OK && st != INF_ENOMEM)
+        abort(); /* any bytes encode */
+    if (st == INF_OK) {
         int32_t n_vocab = inf_tokenizer_n_vocab(t);
         for (size_t i = 0; i < n; i++)
             if (ids[i] < 0 || ids[i] >= n_vocab)
                 abort();
-        inf_status st = inf_tokenizer_encode(t, text, len, special, few, SHORT_CAP, &n_short, &err);
+        st = inf_tokenizer_encode(t, text, len, special, few, SHORT_CAP, &n_short, &err);
         if (n_short != n || (st == INF_ERANGE) != (n > SHORT_CAP) ||
             memcmp(few, ids, (n < SHORT_CAP ? n : SHORT_CAP) * sizeof *ids))
             abort(); /* a short buffer changes nothing but how much is written */
