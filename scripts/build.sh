@@ -22,7 +22,7 @@ case "$kind" in
            cmake --build build-asan -j"$jobs" ;;
   fuzz)    CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DINFERA_SANITIZE=ON -DINFERA_FUZZ=ON >/dev/null
            cmake --build build-fuzz -j"$jobs" --target fuzz_model_load fuzz_tensor_pb fuzz_wire_scan fuzz_gguf fuzz_grpc_msg \
-             fuzz_bundle fuzz_http_request ;;
+             fuzz_bundle fuzz_http_request fuzz_npy fuzz_tokenizer fuzz_pipeline fuzz_record_source fuzz_monitor_rules ;;
   aarch64) scripts/aarch64-sysroot.sh build-aarch64
            cmake -S . -B build-aarch64 -DCMAKE_BUILD_TYPE=Release \
                  -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" >/dev/null

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs dependencies, builds the release and the
 # sanitizer (ASan + UBSan) configurations, runs the whole ctest suite on
-# both (unit, conformance, integration), then fuzzes the model and tensor
-# decoders for a short while.  Exit status 0 only if everything passed.
+# both (unit, conformance, integration), then fuzzes the decoders of
+# untrusted bytes (tests/fuzz/) for a short while.  Exit status 0 only if everything passed.
 #   FUZZ_SECONDS=N   seconds per fuzz target (default 60; 0 skips fuzzing)
 #   INFERA_REQUIRE_SERVICES=1   a service the tests start (Redis, PostgreSQL,
 #       mosquitto) or the en_US locale missing is a failure, not a skip
@@ -119,6 +119,21 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   (cd "$httpcorpus" && "$OLDPWD/build-fuzz/fuzz_http_request" -max_total_time="$(( fuzz_seconds < 30 ? fuzz_seconds : 30 ))" \
      -rss_limit_mb=4096 -timeout=20 -artifact_prefix="$OLDPWD/build-fuzz/http-" "$httpcorpus" 2>&1 | tail -3) || status=1
   rm -rf "$corpus" "$pbcorpus" "$wirecorpus" "$ggufcorpus" "$grpccorpus" "$bundlecorpus" "$httpcorpus"
+  # the decoders of files users pass and of every prompt: .npy tensors, pipeline specs with their records,
+  # CSV/JSONL sources, monitoring rules, the tokenizers on any bytes (with llama.cpp's vocabularies, BPE
+  # included, when installed: the tokenizer_vectors test installs them); seeds tests/fuzz/seeds/PREFIX_*,
+  # regressions tests/fuzz/regressions/PREFIX-*
+  vocabs=$(bench/llm/build_llama_cpp.sh --src-only 2>/dev/null | sed -n 's/^LLAMA_CPP_SRC=//p')
+  vocabs=$(ls "${vocabs:-/nonexistent}"/models/ggml-vocab-*.gguf 2>/dev/null | tr '\n' ':')
+  for t in npy:npy tokenizer:tok pipeline:pipeline record_source:records monitor_rules:rules; do
+    target=${t%%:*} prefix=${t#*:}
+    dcorpus=$(mktemp -d)
+    cp tests/fuzz/seeds/"$prefix"_* "$dcorpus"/
+    cp tests/fuzz/regressions/"$prefix"-* "$dcorpus"/ 2>/dev/null || true
+    (cd "$dcorpus" && INFERA_FUZZ_VOCABS="$vocabs" "$OLDPWD/build-fuzz/fuzz_$target" -max_total_time="$fuzz_seconds" \
+       -rss_limit_mb=4096 -timeout=20 -artifact_prefix="$OLDPWD/build-fuzz/$prefix-" "$dcorpus" 2>&1 | tail -3) || status=1
+    rm -rf "$dcorpus"
+  done
 fi
 
 if [ "$status" -eq 0 ]; then echo "ALL TESTS PASSED"; else echo "SOME TESTS FAILED"; fi

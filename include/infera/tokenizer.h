@@ -43,6 +43,11 @@ INF_API inf_status inf_tokenizer_load(const char *gguf_path, inf_tokenizer **out
  * ids the text needs, even when cap is too small: then INF_ERANGE and ids holds the first cap. */
 INF_API inf_status inf_tokenizer_encode(const inf_tokenizer *t, const char *text, size_t len, bool add_special,
                                         int32_t *ids, size_t cap, size_t *n_out, inf_error *err);
+/* As inf_tokenizer_encode, into an array it allocates (*ids, free() it) of the *n_out ids the
+ * text needs.  Usually len + 2 or fewer, but not always: a byte-level BPE vocabulary encodes each
+ * invalid UTF-8 byte as U+FFFD, which can take two or three tokens (falcon: 2).  INF_ENOMEM. */
+INF_API inf_status inf_tokenizer_encode_alloc(const inf_tokenizer *t, const char *text, size_t len, bool add_special,
+                                              int32_t **ids, size_t *n_out, inf_error *err);
 
 /* The text of one token as it appears in generated output (SPM `▁` as a space, byte tokens as
  * their byte, BPE pieces mapped back to bytes; control tokens give no text).  Writes at most cap

@@ -191,12 +191,8 @@ int cmd_generate(int argc, char **argv) {
                  inf_llm_model_get_info(t.model)->n_vocab);
         goto done;
     }
-    size_t len = strlen(o.prompt), n = 0, cap = len + 8;
-    if (!(prompt = malloc(cap * sizeof *prompt))) {
-        cli_fail(CMD, "out of memory");
-        goto done;
-    }
-    if (inf_tokenizer_encode(tok, o.prompt, len, true, prompt, cap, &n, &err) != INF_OK) {
+    size_t n = 0;
+    if (inf_tokenizer_encode_alloc(tok, o.prompt, strlen(o.prompt), true, &prompt, &n, &err) != INF_OK) {
         cli_fail(CMD, "%s: %s", o.ref, err.message);
         goto done;
     }

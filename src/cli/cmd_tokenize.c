@@ -39,21 +39,9 @@ int cmd_tokenize(int argc, char **argv) {
     static char path[4200]; /* NAME@ALIAS and other registry references name a registered GGUF file, as in generate */
     if (inf__llm_ref_resolve(ref, path, sizeof path, &err) != INF_OK) return cli_fail("tokenize", "%s", err.message);
     if (inf_tokenizer_load(path, &tok, &err) != INF_OK) return cli_fail("tokenize", "%s", err.message);
-    size_t len = strlen(text), n = 0, cap = len + 8; /* a byte never needs more than one token, + BOS/EOS */
-    int32_t *ids = malloc(cap * sizeof *ids);
-    if (!ids) {
-        inf_tokenizer_free(tok);
-        return cli_fail("tokenize", "out of memory for %zu tokens", cap);
-    }
-    inf_status st = inf_tokenizer_encode(tok, text, len, true, ids, cap, &n, &err);
-    if (st == INF_ERANGE && n > cap) { /* cannot happen for byte-level vocabularies; be safe anyway */
-        int32_t *bigger = realloc(ids, n * sizeof *ids);
-        if (bigger) {
-            ids = bigger;
-            cap = n;
-            st = inf_tokenizer_encode(tok, text, len, true, ids, cap, &n, &err);
-        }
-    }
+    size_t n = 0;
+    int32_t *ids = NULL;
+    inf_status st = inf_tokenizer_encode_alloc(tok, text, strlen(text), true, &ids, &n, &err);
     int rc = st == INF_OK ? print_tokens(ids, n, json) : cli_fail("tokenize", "%s: %s", ref, err.message);
     free(ids);
     inf_tokenizer_free(tok);

@@ -94,6 +94,23 @@ static inf_status parse_header(const char *path, const char *hdr, inf_dtype *dty
     return INF_OK;
 }
 
+/* The data the shape needs must be in the file: checked before the array is
+ * allocated, so that a small file cannot make us ask for gigabytes. */
+static inf_status check_data_size(const char *path, inf_dtype dtype, int ndim, const int64_t *dims, uint64_t in_file,
+                                  inf_error *err) {
+    uint64_t need = inf_dtype_size(dtype);
+    for (int d = 0; d < ndim; d++) {
+        if (dims[d] == 0)
+            return INF_OK; /* an empty array needs no data */
+        if (__builtin_mul_overflow(need, (uint64_t)dims[d], &need))
+            need = UINT64_MAX;
+    }
+    if (need > in_file)
+        return inf_error_set(err, INF_EFORMAT, "'%s': .npy shape needs %llu bytes of data but the file holds %llu",
+                             path, (unsigned long long)need, (unsigned long long)in_file);
+    return INF_OK;
+}
+
 inf_status inf_tensor_load_npy(const char *path, inf_tensor **out, inf_error *err) {
     *out = NULL;
     int fd;
@@ -126,8 +143,14 @@ inf_status inf_tensor_load_npy(const char *path, inf_tensor **out, inf_error *er
         st = inf_error_set(err, INF_EUNSUPPORTED, "'%s': .npy format version %d is not supported", path, pre[6]);
         goto done;
     }
+    uint64_t prefix = pre[6] == 1 ? 10 : 12; /* magic, version and header length */
     if (hlen > (1u << 20)) {
         st = inf_error_set(err, INF_EFORMAT, "'%s': .npy header length %u is implausible", path, hlen);
+        goto done;
+    }
+    if (hlen > file_size - prefix) { /* checked before the header is allocated */
+        st = inf_error_set(err, INF_EFORMAT, "'%s': .npy header length %u runs past the end of the file (%llu bytes)",
+                           path, hlen, (unsigned long long)file_size);
         goto done;
     }
     hdr = inf__malloc(hlen + 1);
@@ -144,6 +167,8 @@ inf_status inf_tensor_load_npy(const char *path, inf_tensor **out, inf_error *er
     int ndim = 0;
     int64_t dims[INF_MAX_DIMS];
     if ((st = parse_header(path, hdr, &dtype, &ndim, dims, err)) != INF_OK) goto done;
+    if ((st = check_data_size(path, dtype, ndim, dims, file_size - prefix - hlen, err)) != INF_OK)
+        goto done;
     if ((st = inf_tensor_new(dtype, ndim, dims, &t)) != INF_OK) {
         st = inf_error_set(err, st, "'%s': cannot allocate the array", path);
         goto done;

@@ -124,6 +124,11 @@ static inf_status csv_source_open(const char *uri, const char *rest, const inf_s
     s->max_rows = opts->max_rows > 0 ? opts->max_rows : 1024;
     s->line = 1;
     s->at_start = 1;
+    s->cell_cap = 256; /* never NULL: an empty cell is copied from it (memcpy of 0 bytes from NULL is undefined) */
+    if (!(s->cell = malloc(s->cell_cap))) {
+        free(s);
+        return inf_error_set(err, INF_ENOMEM, "%s: out of memory", uri);
+    }
     inf_status st = inf__io_open_input(uri, rest, &s->f, &s->owns, err);
     if (st) {
         csv_source_close(s);

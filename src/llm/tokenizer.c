@@ -514,6 +514,28 @@ inf_status inf_tokenizer_encode(const inf_tokenizer *t, const char *text, size_t
     return INF_OK;
 }
 
+inf_status inf_tokenizer_encode_alloc(const inf_tokenizer *t, const char *text, size_t len, bool add_special,
+                                      int32_t **ids, size_t *n_out, inf_error *err) {
+    *ids = NULL;
+    size_t cap = len + 8, n = 0; /* a guess that fits valid UTF-8; else the second pass has the count */
+    for (int pass = 0; pass < 2; pass++) {
+        int32_t *buf = malloc(cap * sizeof *buf);
+        if (!buf)
+            return inf_error_set(err, INF_ENOMEM, "tokenizer: out of memory for %zu tokens", cap);
+        inf_status st = inf_tokenizer_encode(t, text, len, add_special, buf, cap, &n, err);
+        if (st == INF_OK) {
+            *ids = buf;
+            *n_out = n;
+            return INF_OK;
+        }
+        free(buf);
+        if (st != INF_ERANGE)
+            return st;
+        cap = n;
+    }
+    return inf_error_set(err, INF_ERANGE, "tokenizer: the token count of the text changed between two passes");
+}
+
 /* ---- pieces ---- */
 static void put(char *buf, size_t cap, size_t *n, const char *s, size_t len) {
     if (*n < cap) memcpy(buf + *n, s, len <= cap - *n ? len : cap - *n);

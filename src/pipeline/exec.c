@@ -714,7 +714,7 @@ inf_status inf_pipeline_prepare(inf_pipeline_exec *e, const inf_record_batch *b,
     for (int l = 0; l < p->n_lookups; l++)
         if ((st = run_lookup(e, b, l, n, err))) return st;
     const int cap = e->cap;
-    for (int t = 0; t < p->n_xfs; t++) {
+    for (int t = 0; n > 0 && t < p->n_xfs; t++) { /* an empty batch has no column buffers (e->num may be NULL) */
         const pxf *x = &p->xfs[t];
         const pcol *out = &p->cols[x->col];
         if (x->fit) { /* not learned yet (fit-spec passes) */
@@ -747,7 +747,7 @@ inf_status inf_pipeline_prepare(inf_pipeline_exec *e, const inf_record_batch *b,
         e->feat_cap = need;
     }
     int fc = 0;
-    for (int m = 0; m < p->n_model_inputs; m++) {
+    for (int m = 0; e->n_accepted > 0 && m < p->n_model_inputs; m++) {
         const pmodel_input *t = &p->model_inputs[m];
         for (int c = 0; c < t->n_cols; c++) {
             const pcol *col = &p->cols[t->cols[c]];

@@ -410,16 +410,12 @@ static int parse_params(srv_request *rq, const cJSON *j, parsed *o) {
 /* Text -> token ids (BOS and special tokens as the file says); NULL and an error answered. */
 static int32_t *tokenize(srv_request *rq, srv_llm *l, const char *text, size_t len, int *n_out) {
     const inf_tokenizer *t = inf__serve_llm_tokenizer(l);
-    size_t cap = len + 8, n = 0;
-    int32_t *ids = malloc(cap * sizeof *ids);
+    size_t n = 0;
+    int32_t *ids = NULL;
     inf_error e = {0};
-    if (!ids) {
-        oai_error(rq, 503, NULL, NULL, "out of memory");
-        return NULL;
-    }
-    if (inf_tokenizer_encode(t, text, len, true, ids, cap, &n, &e) != INF_OK) {
-        free(ids);
-        oai_error(rq, 400, NULL, NULL, "cannot tokenize the prompt: %s", e.message);
+    inf_status st = inf_tokenizer_encode_alloc(t, text, len, true, &ids, &n, &e);
+    if (st != INF_OK) {
+        oai_error(rq, st == INF_ENOMEM ? 503 : 400, NULL, NULL, "cannot tokenize the prompt: %s", e.message);
         return NULL;
     }
     *n_out = (int)n;

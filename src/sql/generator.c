@@ -69,13 +69,10 @@ inf_status inf__generator_new(const char *ref, const char *home, const char *reg
 }
 
 static int32_t *tokenize(inf__generator *g, const char *text, size_t len, int *n, inf_error *err) {
-    size_t cap = len + 8, k = 0;
-    int32_t *ids = malloc(cap * sizeof *ids);
-    if (!ids) return inf_error_set(err, INF_ENOMEM, "out of memory tokenizing"), NULL;
-    if (inf_tokenizer_encode(g->tok, text, len, true, ids, cap, &k, err) != INF_OK) {
-        free(ids);
+    size_t k = 0;
+    int32_t *ids = NULL;
+    if (inf_tokenizer_encode_alloc(g->tok, text, len, true, &ids, &k, err) != INF_OK)
         return NULL;
-    }
     if (k == 0) {
         free(ids);
         inf_error_set(err, INF_EINVAL, "the text has no tokens");

@@ -140,6 +140,27 @@ static void test_csv(void) {
     inf_record_batch_free(c);
 }
 
+/* An empty header cell (pandas writes one for its index column) names a field "", also as the
+ * first cell of the file (fuzz_record_source, regressions/records-empty-header-cell.csv). */
+static void test_csv_empty_header_cell(void) {
+    write_file("e.csv", ",a\n1,2\n");
+    inf_source *src;
+    inf_error err;
+    inf_status st = inf_source_open(uri("csv", "e.csv", NULL), NULL, &src, &err);
+    check(st == INF_OK, "csv with an empty first header cell opens (%s)", st ? err.message : "ok");
+    if (st)
+        return;
+    inf_record_batch *b;
+    inf_record_batch_new(&b);
+    int eof = 0;
+    st = inf_source_next(src, b, &eof, &err);
+    check(st == INF_OK && inf_record_batch_n_rows(b) == 1 && !strcmp(inf_record_batch_field_name(b, 0), "") &&
+              inf_record_batch_get(b, 0, 0)->u.i == 1,
+          "the empty header cell names field \"\" holding 1");
+    inf_record_batch_free(b);
+    inf_source_close(src);
+}
+
 static void test_jsonl(void) {
     write_file("a.jsonl", "{\"a\": 1, \"b\": \"x\", \"c\": [1,2]}\n\n{\"a\": 2.5, \"d\": null, \"e\": true}\n{bad\n{\"a\": 3}\n");
     inf_source *src;
@@ -539,6 +560,7 @@ int main(void) {
     test_json_paths();
     test_timestamps();
     test_csv();
+    test_csv_empty_header_cell();
     test_jsonl();
     test_sqlite();
     test_sqlite_value_runs();

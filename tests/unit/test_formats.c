@@ -74,7 +74,18 @@ TEST(npy_rejects_bad_files_with_a_reason) {
     ASSERT_CONTAINS(err.message, "Fortran");
     write_npy(path, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", four, 4);
     ASSERT_STATUS(inf_tensor_load_npy(path, &t, &err), INF_EFORMAT);
-    ASSERT_CONTAINS(err.message, "shorter");
+    ASSERT_CONTAINS(err.message, "shape needs 16 bytes of data but the file holds 4");
+    /* refused before any allocation: a shape of 4 GB in a file of 100 bytes (fuzz_npy,
+     * regressions/npy-huge-shape.npy), one whose byte count overflows, a header longer than the file */
+    write_npy(path, "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000,), }", four, 4);
+    ASSERT_STATUS(inf_tensor_load_npy(path, &t, &err), INF_EFORMAT);
+    ASSERT_CONTAINS(err.message, "shape needs 4000000000 bytes of data but the file holds 4");
+    write_npy(path, "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", four, 4);
+    ASSERT_STATUS(inf_tensor_load_npy(path, &t, &err), INF_EFORMAT);
+    ASSERT_CONTAINS(err.message, "shape needs 18446744073709551615 bytes");
+    write_bytes(path, "\x93NUMPY\x02\x00\x00\x00\x10\x00{}", 14);
+    ASSERT_STATUS(inf_tensor_load_npy(path, &t, &err), INF_EFORMAT);
+    ASSERT_CONTAINS(err.message, ".npy header length 1048576 runs past the end of the file (14 bytes)");
     write_npy(path, "{'descr': '<f4', 'fortran_order': False}", four, 16);
     ASSERT_STATUS(inf_tensor_load_npy(path, &t, &err), INF_EFORMAT);
     ASSERT_CONTAINS(err.message, "shape");
