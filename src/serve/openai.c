@@ -299,12 +299,38 @@ typedef struct parsed {
     int max_tokens_given;
 } parsed;
 
+/* Whether JSON text s[0, n) holds a \u0000 escape (an odd run of backslashes
+ * before "u0000"; an even run is escaped backslashes, then plain text).
+ * cJSON decodes it into a NUL, which ends the C string it hands us: the
+ * rest of a prompt would be cut without a word. */
+static bool has_nul_escape(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '\\')
+            continue;
+        size_t run = 1;
+        while (i + run < n && s[i + run] == '\\')
+            run++;
+        if (run % 2 == 1 && n - (i + run) >= 5 && !memcmp(s + i + run, "u0000", 5))
+            return true;
+        i += run - 1;
+    }
+    return false;
+}
+
 static int body_of(srv_request *rq, cJSON **out) {
     *out = rq->body_len ? cJSON_ParseWithLength(rq->body, rq->body_len) : NULL;
     if (!*out || !cJSON_IsObject(*out)) {
         cJSON_Delete(*out);
         *out = NULL;
         oai_error(rq, 400, NULL, NULL, "the request body is not a JSON object%s", rq->body_len ? "" : " (it is empty)");
+        return -1;
+    }
+    if (has_nul_escape(rq->body, rq->body_len)) {
+        cJSON_Delete(*out);
+        *out = NULL;
+        oai_error(rq, 400, NULL, NULL,
+                  "the request body has a NUL character (\\u0000) in a string: not supported (the text would "
+                  "end there)");
         return -1;
     }
     return 0;

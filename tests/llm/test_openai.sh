@@ -66,9 +66,16 @@ got, want = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 ok = got["choices"][0]["text"] == want["text"]
 print(("ok  " if ok else "FAIL") + " serve --model chat=smol@production (registry) answers like the file")
 sys.exit(0 if ok else 1)' "$GOT" "$CLI"
+# a \u0000 in a prompt is refused (cJSON would end the text there), an escaped backslash before u0000 is text
+NUL_BODY='{"model":"chat","prompt":"Hi\u0000 there","max_tokens":1,"temperature":0}'
+NUL_ANSWER=$(curl -s -w ' %{http_code}' "$URL/v1/completions" -d "$NUL_BODY")
+TEXT_CODE=$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/completions" \
+  -d '{"model":"chat","prompt":"Hi\\u0000 there","max_tokens":1,"temperature":0}')
+check "a \\u0000 in the prompt: 400 naming it; \\\\u0000 (text) 200" \
+  'case "$NUL_ANSWER" in *NUL*" 400") [ "$TEXT_CODE" = 200 ] ;; *) false ;; esac' "got '$NUL_ANSWER' and $TEXT_CODE"
 stop_child $PID
-if "$INFERA" registry audit | grep -q 'predict .*smol@1 .*"mode":"serve".*"rows":1'; then
-  ok "the generation is audited in the registry (predict smol@1, 1 row)"
+if "$INFERA" registry audit | grep -q 'predict .*smol@1 .*"mode":"serve".*"rows":2'; then
+  ok "the generations are audited in the registry (predict smol@1, 2 rows: the refused request is not one)"
 else
   bad "no audit record of the generation"; "$INFERA" registry audit
 fi
