@@ -26,6 +26,7 @@
  */
 #include <string.h>
 
+#include "bundle/format.h"
 #include "onnx/onnx.h"
 
 typedef enum msg_kind {
@@ -199,7 +200,7 @@ static const struct {
     const char *kind;
 } k_not_onnx[] = {
     {"GGUF", 4, "a GGUF file (a language model: infera generate, tokenize, serve)"},
-    {"INFBNDL\x1a", 8, "a compiled bundle (infera compile's output: give its source .onnx)"},
+    {INF__BUNDLE_MAGIC, INF__BUNDLE_MAGIC_LEN, "a compiled bundle (infera compile's output: give its source .onnx)"},
 };
 
 inf_status inf__onnx_wire_check_model(const void *data, size_t size, const char *what, inf_error *err) {
