@@ -14,6 +14,10 @@
  *     temperature T (softmax(log p / T), sigmoid(logit p / T) for one
  *     column), loss T^2 * cross-entropy(student logits / T) -- Hinton et
  *     al.'s distillation loss, whose gradient is T * (q_student - q_teacher);
+ *     a teacher whose scores are logits (rows that are no probabilities:
+ *     evaluate's rule) teaches through their softmax, and the student writes
+ *     its own logits to that output (same softmax, same argmax; the logits
+ *     themselves may differ by a constant per row);
  *     regression: squared error on the standardised teacher output;
  *   - He-initialised ReLU layers, mini-batch Adam (beta 0.9/0.999);
  *   - after each epoch, the holdout loss against the teacher at T = 1; the
@@ -155,6 +159,17 @@ static void adam_step(net *n, adam *opt, double **gW, double **gb, double lr, do
     }
 }
 
+/* The softmax of a row of logits (the teacher's targets when its scores are logits). */
+static void probabilities_of_logits(const double *z, int C, double *p) {
+    double mx = -INFINITY, s = 0;
+    for (int c = 0; c < C; c++)
+        mx = fmax(mx, z[c]);
+    for (int c = 0; c < C; c++)
+        s += (p[c] = exp(z[c] - mx));
+    for (int c = 0; c < C; c++)
+        p[c] /= s;
+}
+
 /* Soft target of a probability row at temperature T. */
 static void soften(const double *p, int C, double T, double *q) {
     if (C == 1) {
@@ -271,12 +286,9 @@ inf_status inf__distill(const char *src_uri, const inf_pipeline *p, inf_session 
         st = inf_error_set(err, INF_EINTERNAL, "teacher scores not found");
         goto done;
     }
-    if (strstr(td.scores_from, "logit")) {
-        st = inf_error_set(err, INF_EUNSUPPORTED,
-                           "the teacher's output '%s' holds logits, not probabilities: a student written with the "
-                           "teacher's outputs would not reproduce them", so->name);
-        goto done;
-    }
+    /* logits (scores that are no probability rows: evaluate's rule): the targets are their softmax, and the
+     * student writes its own logits to that output -- the same softmax, the same argmax */
+    bool logits = strstr(td.scores_from, "logit") != NULL;
     for (int k = 0; k < inf_model_n_outputs(tm); k++) {
         const char *nm = inf_model_output(tm, k)->name;
         if (strcmp(nm, so->name) && strcmp(nm, td.label_output)) {
@@ -357,7 +369,11 @@ inf_status inf__distill(const char *src_uri, const inf_pipeline *p, inf_session 
         for (int i = 0; i < d.n; i++) d.target[i] = d.soft[i] = (so->v[i] - d.ymean) / d.ystd;
     } else {
         for (int i = 0; i < d.n; i++) {
-            for (int c = 0; c < d.C; c++) d.target[(size_t)i * d.C + c] = so->v[(size_t)i * d.C + c];
+            if (logits)
+                probabilities_of_logits(so->v + (size_t)i * d.C, d.C, d.target + (size_t)i * d.C);
+            else
+                for (int c = 0; c < d.C; c++)
+                    d.target[(size_t)i * d.C + c] = so->v[(size_t)i * d.C + c];
             soften(d.target + (size_t)i * d.C, d.C, o->temperature, d.soft + (size_t)i * d.C);
         }
     }
@@ -428,7 +444,7 @@ inf_status inf__distill(const char *src_uri, const inf_pipeline *p, inf_session 
     }
     mlp.mean = fmean;
     mlp.scale = fscale;
-    inf__mlp_outputs mo = {tm, d.task, so->name, td.label_output, td.label_dtype, td.class_labels};
+    inf__mlp_outputs mo = {tm, d.task, so->name, td.label_output, td.label_dtype, td.class_labels, logits};
     if ((st = inf__mlp_write_onnx(&mlp, &mo, out_path, err))) goto done;
 
     /* fidelity and quality on the holdout */

@@ -5,7 +5,7 @@
  *
  *   x -> Sub(mean) -> Mul(1/std) -> Where(IsNaN, 0, .)     standardise; missing = the mean
  *     -> Gemm -> Relu -> ... -> Gemm                        the MLP (float32)
- *     -> Softmax(axis 1) | Sigmoid | (identity)             probabilities / value
+ *     -> Softmax(axis 1) | Sigmoid | (identity)             probabilities / logits / value
  *     -> ArgMax(axis 1) [-> Gather(class labels)] [-> Cast] the label output, if the teacher has one
  *
  * Built through include/infera/model_write.h at opset 13.
@@ -114,7 +114,10 @@ inf_status inf__mlp_write_onnx(const inf__mlp *mlp, const inf__mlp_outputs *o, c
         int C = mlp->dims[mlp->n_layers];
         inf_model_edit_attr axis = {.name = "axis", .i = 1};
         const char *ih[1] = {b}, *oh[1] = {o->prob_output};
-        if (C == 1) NODE("Sigmoid", "distill_sigmoid", 1, ih, 1, oh, 0, NULL);
+        if (o->logits)
+            NODE("Identity", "distill_logits", 1, ih, 1, oh, 0, NULL);
+        else if (C == 1)
+            NODE("Sigmoid", "distill_sigmoid", 1, ih, 1, oh, 0, NULL);
         else NODE("Softmax", "distill_softmax", 1, ih, 1, oh, 1, &axis);
         if (o->label_output && *o->label_output) {
             const inf_value_info *lo = inf_model_output(t, inf_model_find_output(t, o->label_output));

@@ -21,6 +21,7 @@
 #ifndef INF_TOOLS_H
 #define INF_TOOLS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "infera/io.h"
@@ -204,6 +205,7 @@ typedef struct inf__mlp_outputs {
     const char *label_output; /* teacher label output ("" / NULL: none) */
     inf_dtype label_dtype;
     const int64_t *class_labels; /* label value per class (NULL: the index) */
+    bool logits;                 /* the teacher's scores are logits: the student writes its own (no Softmax) */
 } inf__mlp_outputs;
 inf_status inf__mlp_write_onnx(const inf__mlp *mlp, const inf__mlp_outputs *o, const char *path, inf_error *err);
 

@@ -46,6 +46,9 @@ def gemm_model(path, W, b, head):
     if head == "softmax":
         nodes.append(helper.make_node("Softmax", ["z"], ["probabilities"], axis=1))
         outs.append(helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["N", c]))
+    elif head == "logits":
+        nodes.append(helper.make_node("Identity", ["z"], ["logits"]))
+        outs.append(helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", c]))
     else:
         nodes.append(helper.make_node("Identity", ["z"], ["y"]))
         outs.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1]))
@@ -91,6 +94,7 @@ def make_data(d):
     W = rng.normal(size=(8, 3))
     b = rng.normal(size=3)
     gemm_model(os.path.join(d, "multiclass.onnx"), W, b, "softmax")
+    gemm_model(os.path.join(d, "multiclass_logits.onnx"), W, b, "logits")  # the same model without its Softmax
     X = rng.normal(size=(500, 8)).astype(np.float32)
     y = np.argmax(X @ W + b + rng.gumbel(size=(500, 3)) * 1.5, axis=1).astype(np.int64)
     write_case(d, "multiclass", X, y)

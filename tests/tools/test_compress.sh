@@ -249,6 +249,37 @@ else
     bad "distill: $(cat "$d/out")"
 fi
 
+# a teacher whose scores are logits (the multiclass model without its Softmax) teaches through their softmax, and
+# the student writes logits: ONNX Runtime runs teacher and students, numpy compares (the students of the logits and
+# of the softmax teacher, same seed, must give the same probabilities)
+dl() { "$infera" distill --data "csv:$d/multiclass.csv" --label y --student mlp:16 --seed 5 --quiet "$@"; }
+if dl --teacher "$d/multiclass_logits.onnx" -o "$d/sl.onnx" >"$d/out" 2>&1 &&
+   dl --teacher "$d/multiclass.onnx" -o "$d/sp.onnx" >>"$d/out" 2>&1; then
+    if [ $have_ort = 1 ]; then
+        if node "$src/tests/tools/ort_run.js" "$d/sl.onnx" "$d/multiclass.npy" "$d/sl.ort" 2>"$d/err" &&
+           node "$src/tests/tools/ort_run.js" "$d/sp.onnx" "$d/multiclass.npy" "$d/sp.ort" 2>>"$d/err" &&
+           node "$src/tests/tools/ort_run.js" "$d/multiclass_logits.onnx" "$d/multiclass.npy" "$d/tl.ort" 2>>"$d/err"; then
+            $py - "$d/tl.ort/logits.npy" "$d/sl.ort/logits.npy" "$d/sp.ort/probabilities.npy" <<'PYEOF' >"$d/cmp" 2>&1 &&
+import numpy as np, sys
+t, s, p = (np.load(f) for f in sys.argv[1:4])
+def softmax(z):
+    e = np.exp(z - z.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+agree = float((t.argmax(1) == s.argmax(1)).mean())
+tv = float(np.abs(softmax(t) - softmax(s)).sum(1).mean() / 2)
+same = float(np.abs(softmax(s) - p).max())
+logits = not np.allclose(s.sum(1), 1, atol=1e-3)
+print("output 'logits' %s, not probabilities: %s; top-1 agreement with the teacher %.3f, mean total variation "
+      "%.3f; softmax = the softmax teacher's student within %.1e" % (s.shape, logits, agree, tv, same))
+sys.exit(0 if s.shape == t.shape and logits and agree >= 0.9 and tv < 0.1 and same < 1e-5 else 1)
+PYEOF
+                ok "distill, a logits teacher: $(cat "$d/cmp")" || bad "distill, a logits teacher: $(cat "$d/cmp")"
+        else bad "ONNX Runtime cannot run the logits teacher's student: $(cat "$d/err")"; fi
+    fi
+else
+    bad "distill, a logits teacher: $(cat "$d/out")"
+fi
+
 # ---- bad input ----------------------------------------------------------------------------
 expect_error() { # WHAT PATTERN CMD...
     local what=$1 pat=$2
