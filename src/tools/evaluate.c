@@ -27,7 +27,8 @@ static const inf__tool_output *score_output(const inf__tool_rows *r) {
     for (int o = 0; o < r->n_out; o++) {
         const inf__tool_output *out = &r->out[o];
         if (!out->width || (out->dtype != INF_DTYPE_F32 && out->dtype != INF_DTYPE_F64)) continue;
-        if (strcasestr(out->name, "prob")) return out;
+        if (inf__tools_scores_name(out->name))
+            return out;
         if (!first) first = out;
     }
     return first;

@@ -123,7 +123,7 @@ bool inf__quality_default_prediction(const inf_model *m, const inf_pipeline *p, 
         const inf_value_info *o = inf_model_output(m, i);
         if (o->kind != INF_KIND_TENSOR || (o->dtype != INF_DTYPE_F32 && o->dtype != INF_DTYPE_F64))
             continue;
-        if (strcasestr(o->name, "prob")) {
+        if (inf__tools_scores_name(o->name)) {
             pick = o;
             break;
         }

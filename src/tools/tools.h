@@ -23,6 +23,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "infera/io.h"
 #include "infera/model_write.h"
@@ -110,6 +111,13 @@ typedef struct inf__eval_result {
     char ignored_note[600]; /* inf__tool_rows' ignored_note */
 } inf__eval_result;
 
+/* Whether an output of this name holds the scores, the probabilities a
+ * classifier's quality is judged on: a name with "prob" in it (any case);
+ * when no float output has one, the first float output does.  The one rule
+ * of evaluate, distill and the quality of logged predictions (quality.c). */
+static inline bool inf__tools_scores_name(const char *name) {
+    return strcasestr(name, "prob") != NULL;
+}
 /* Quality of the session's model on the labelled rows of src_uri (through
  * p).  task_override: -1 = detect (see docs/compression.md). */
 inf_status inf__evaluate(const char *src_uri, const inf_pipeline *p, inf_session *session, const char *label,
