@@ -159,17 +159,6 @@ static void adam_step(net *n, adam *opt, double **gW, double **gb, double lr, do
     }
 }
 
-/* The softmax of a row of logits (the teacher's targets when its scores are logits). */
-static void probabilities_of_logits(const double *z, int C, double *p) {
-    double mx = -INFINITY, s = 0;
-    for (int c = 0; c < C; c++)
-        mx = fmax(mx, z[c]);
-    for (int c = 0; c < C; c++)
-        s += (p[c] = exp(z[c] - mx));
-    for (int c = 0; c < C; c++)
-        p[c] /= s;
-}
-
 /* Soft target of a probability row at temperature T. */
 static void soften(const double *p, int C, double T, double *q) {
     if (C == 1) {
@@ -370,7 +359,8 @@ inf_status inf__distill(const char *src_uri, const inf_pipeline *p, inf_session 
     } else {
         for (int i = 0; i < d.n; i++) {
             if (logits)
-                probabilities_of_logits(so->v + (size_t)i * d.C, d.C, d.target + (size_t)i * d.C);
+                memcpy(d.target + (size_t)i * d.C, td.P + (size_t)i * d.C,
+                       (size_t)d.C * sizeof *td.P); /* their softmax */
             else
                 for (int c = 0; c < d.C; c++)
                     d.target[(size_t)i * d.C + c] = so->v[(size_t)i * d.C + c];
