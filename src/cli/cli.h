@@ -50,6 +50,9 @@ int cmd_compile(int argc, char **argv);  /* cmd_compile.c */
 /* Prints "infera <cmd>: message" to stderr and returns 1 (or 2 for usage). */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The usage error for an argument no rule took: "unknown option '--x'" for a flag, "unexpected argument 'x'" for
+ * a stray word (a second model, a value without its flag). */
+int cli_unexpected(const char *cmd, const char *arg);
 
 /* The options batch and stream share: --input and --output required, --model unless --no-score,
  * --log-predictions only with a model.  0, or 2 after the usage message. */

@@ -42,7 +42,7 @@ int cmd_features(int argc, char **argv) {
         else if ((v = cli_flag_value(argc, argv, &i, "--batch-size", &missing))) {
             if (!cli_parse_int(cmd, "--batch-size", v, 1, 1 << 20, &batch_rows)) return 2;
         } else if (missing) return cli_usage(cmd, "%s needs a value", argv[i]);
-        else return cli_usage(cmd, "unknown option '%s'", argv[i]);
+        else return cli_unexpected(cmd, argv[i]);
         if (missing) return cli_usage(cmd, "%s needs a value", argv[i]);
     }
     if (!spec || !input || !output) return cli_usage(cmd, "--spec, --input and --output are required");
@@ -150,7 +150,7 @@ int cmd_fit_spec(int argc, char **argv) {
         else if ((v = cli_flag_value(argc, argv, &i, "--as-of", &missing))) as_of = v;
         else if ((v = cli_flag_value(argc, argv, &i, "--history", &missing))) history = v;
         else if (missing) return cli_usage(cmd, "%s needs a value", argv[i]);
-        else return cli_usage(cmd, "unknown option '%s'", argv[i]);
+        else return cli_unexpected(cmd, argv[i]);
         if (missing) return cli_usage(cmd, "%s needs a value", argv[i]);
     }
     if (!spec || !input || !output) return cli_usage(cmd, "--spec, --input and --output are required");

@@ -85,7 +85,7 @@ static int parse_args(int argc, char **argv, mon_opts *o) {
         else if (!strcmp(argv[i], "--dry-run")) o->dry_run = 1;
         else if (!strcmp(argv[i], "--register")) o->register_baseline = 1;
         else if (argv[i][0] != '-' && !o->ref) o->ref = argv[i];
-        else return cli_usage(CMD, "unknown option '%s' (see 'infera help monitor')", argv[i]);
+        else return cli_unexpected(CMD, argv[i]);
     }
     if (!o->ref) return cli_usage(CMD, "%s needs a model reference REF", argv[1]);
     if (o->window && !(o->window_us = inf__mon_parse_duration_us(o->window)))

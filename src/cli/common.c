@@ -36,6 +36,11 @@ int cli_usage(const char *cmd, const char *fmt, ...) {
     return rc;
 }
 
+int cli_unexpected(const char *cmd, const char *arg) {
+    if (arg[0] == '-' && arg[1]) return cli_usage(cmd, "unknown option '%s' (see 'infera help %s')", arg, cmd);
+    return cli_usage(cmd, "unexpected argument '%s' (see 'infera help %s')", arg, cmd);
+}
+
 int cli_check_runner_io(const char *cmd, const char *input, const char *output, const char *model, int no_score,
                         const char *log_predictions) {
     if (!input || !output) return cli_usage(cmd, "--input SRC and --output DST are required");

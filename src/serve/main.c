@@ -345,7 +345,7 @@ static int serve_main(int argc, char **argv, int console_only) {
         }
         const opt_row *r = find_opt(key, klen);
         if (!r) {
-            rc = cli_usage("serve", "unknown option '%s' (see 'infera help serve')", a);
+            rc = cli_unexpected("serve", a);
             goto out;
         }
         const char *v;
@@ -517,7 +517,7 @@ int cmd_ui(int argc, char **argv) {
             args[n++] = "--auth-metrics";
             continue;
         }
-        return cli_usage("ui", "unknown option '%s' (see 'infera help ui')", argv[i]);
+        return cli_unexpected("ui", argv[i]);
     }
     /* main.c moves the global --home / --registry into INFERA_HOME / INFERA_REGISTRY */
     const char *env_home = getenv("INFERA_HOME"), *env_reg = getenv("INFERA_REGISTRY");

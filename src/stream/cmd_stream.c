@@ -124,7 +124,7 @@ static int parse_args(int argc, char **argv, stream_opts *o) {
         } else if (!strcmp(argv[i], "--no-score")) {
             o->no_score = 1;
         } else {
-            return cli_usage(CMD, "unknown option '%s' (see 'infera help stream')", argv[i]);
+            return cli_unexpected(CMD, argv[i]);
         }
     }
     int rc = cli_check_runner_io(CMD, o->input, o->output, o->model, o->no_score, o->log_predictions);

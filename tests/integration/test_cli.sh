@@ -85,6 +85,12 @@ expect_error "a GGUF file as a model" "austen-draft-q8_0.gguf: not an ONNX model
 expect_error "a bundle to quantize" "m.infb: not an ONNX model but a compiled bundle" "$infera" quantize "$work/m.infb" -o "$work/q.onnx"
 expect_error "unknown command" "unknown command 'frobnicate'" "$infera" frobnicate
 expect_error "unknown option" "unknown option '--bogus'" "$infera" run "$mlp" --bogus
+# a stray word is an unexpected argument, not an "unknown option", in every command (cli_unexpected)
+expect_error "batch: stray argument" "unexpected argument 'extra'" "$infera" batch extra --input a.csv --output b.csv
+expect_error "stream: stray argument" "unexpected argument 'extra'" "$infera" stream extra
+expect_error "features: stray argument" "unexpected argument 'extra'" "$infera" features --spec s.json extra
+expect_error "monitor: second model" "unexpected argument 'extra'" "$infera" monitor drift "$mlp" extra
+expect_error "serve: unknown option" "unknown option '--bogus'" "$infera" serve --bogus
 expect_error "bad thread count" "--threads expects a whole number" "$infera" run "$mlp" --threads zero
 expect_error "bad output format" "--output-format must be npy or pb" "$infera" run "$mlp" --output-format csv
 expect_error "bad conformance suite" "--suite must be" "$infera" conformance --suite nosuch
