@@ -99,11 +99,35 @@ static void tensor_meta(Inference__ModelMetadataResponse__TensorMetadata *t, con
     t->shape = dims;
 }
 
+/* A GGUF language model: platform "gguf", no tensors (it answers the OpenAI routes over HTTP). */
+static void llm_metadata(gcall *c, const char *name) {
+    srv_llm *l = inf__serve_llm_acquire(c->g->srv, name);
+    if (!l) {
+        inf__serve_grpc_finish(c, GRPC_STATUS_NOT_FOUND, "model unloaded", NULL, 0);
+        return;
+    }
+    char version[24];
+    int64_t rv = inf__serve_llm_registry_version(l);
+    snprintf(version, sizeof version, "%lld", (long long)(rv > 0 ? rv : 1));
+    char *versions[1] = {version};
+    Inference__ModelMetadataResponse r = INFERENCE__MODEL_METADATA_RESPONSE__INIT;
+    r.name = (char *)name;
+    r.n_versions = 1;
+    r.versions = versions;
+    r.platform = (char *)"gguf";
+    inf__serve_grpc_reply(c, &r.base);
+    inf__serve_llm_release(l);
+}
+
 void inf__serve_grpc_model_metadata(gcall *c, const uint8_t *msg, size_t n) {
     Inference__ModelMetadataRequest *q =
         (void *)inf__serve_grpc_unpack_msg(c, &inference__model_metadata_request__descriptor, msg, n);
     if (!q) return;
     if (inf__serve_grpc_authorize(c, q->name, 0)) goto out;
+    if (inf__serve_llm_ready(c->g->srv, q->name, q->version)) {
+        llm_metadata(c, q->name);
+        goto out;
+    }
     srv_version *v;
     inf_error e = {0};
     if (inf__serve_models_acquire(c->g->srv->models, q->name, q->version, &v, &e) != INF_OK) {

@@ -415,7 +415,7 @@ static void start_infer(gcall *c, const uint8_t *buf, size_t n) {
     }
     inf_status st = inf__serve_infer_call_acquire(ic, c->msg->model_name, c->msg->model_version, &e);
     if (st != INF_OK) {
-        infer_refuse(c, INF_ENOENT, e.message);
+        infer_refuse(c, st, e.message);
         return;
     }
     st = inf__serve_grpc_decode_infer(c->msg, ic->version->model, &ic->infer, &c->raw_out, &e);

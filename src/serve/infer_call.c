@@ -45,7 +45,13 @@ inf_status inf__serve_resolve_version(srv_server *srv, const char *name, const c
         sticky_key = principal;
     }
     if (inf__serve_traffic_pick(srv->traffic, name, sticky_key, slot, sizeof slot)) name = slot; /* traffic.c */
-    return inf__serve_models_acquire(srv->models, name, version, out, err);
+    inf_status st = inf__serve_models_acquire(srv->models, name, version, out, err);
+    if (st == INF_ENOENT && inf__serve_llm_ready(srv, name, NULL)) /* a GGUF model of that name */
+        return inf_error_set(err, INF_EINVAL,
+                             "model '%s' is a GGUF language model: it answers the OpenAI routes (/v1/completions, "
+                             "/v1/chat/completions), not KServe V2 tensor inference",
+                             name);
+    return st;
 }
 
 inf_status inf__serve_admit(srv_server *srv, srv_version *v, int caller, int64_t rows, int *retry_after_s,

@@ -617,8 +617,8 @@ int inf__serve_llm_ready(srv_server *srv, const char *name, const char *version)
     if (!l)
         return 0;
     char v[32];
-    snprintf(v, sizeof v, "%lld", (long long)l->registry_version);
-    int ready = !version || !*version || (l->registry_version > 0 && !strcmp(version, v));
+    snprintf(v, sizeof v, "%lld", (long long)(l->registry_version > 0 ? l->registry_version : 1)); /* a file: "1" */
+    int ready = !version || !*version || !strcmp(version, v);
     inf__serve_llm_release(l);
     return ready;
 }
@@ -734,6 +734,7 @@ srv_model_metrics *inf__serve_llm_audit_metrics(const srv_llm *l) { return l->au
 const char *inf__serve_llm_registry_name(const srv_llm *l) { return l->registry_name; }
 const char *inf__serve_llm_chat_template(const srv_llm *l) { return l->chat_template; }
 int inf__serve_llm_n_ctx(const srv_llm *l) { return l->n_ctx; }
+int64_t inf__serve_llm_registry_version(const srv_llm *l) { return l->registry_version; }
 const struct inf_tokenizer *inf__serve_llm_tokenizer(const srv_llm *l) { return l->tok; }
 
 int inf__serve_llm_list_json(srv_server *srv, const char *only, srv_buf *out) {

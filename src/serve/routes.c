@@ -232,7 +232,7 @@ static int acquire(srv_request *rq, srv_version **v) {
     inf_error e = {0};
     if (inf__serve_resolve_version(rq->srv, rq->params[0], rq->params[1], rq->caller, route_header(rq), v, &e) !=
         INF_OK) {
-        inf__serve_error(rq, 404, "%s", e.message);
+        inf__serve_error(rq, e.status == INF_EINVAL ? 400 : 404, "%s", e.message);
         return -1;
     }
     inf__serve_copy_str(rq->log_model, sizeof rq->log_model, (*v)->name);
@@ -240,8 +240,25 @@ static int acquire(srv_request *rq, srv_version **v) {
     return 0;
 }
 
+/* A GGUF language model's metadata: no tensors (it answers the OpenAI routes), its context length. */
+static int llm_meta(srv_request *rq) {
+    srv_llm *l = inf__serve_llm_acquire(rq->srv, rq->params[0]);
+    if (!l) return 0;
+    srv_buf *b = &rq->resp;
+    rq->status = 200;
+    inf__serve_buf_puts(b, "{\"name\":");
+    inf__serve_buf_json_str(b, rq->params[0], strlen(rq->params[0]));
+    int64_t version = inf__serve_llm_registry_version(l);
+    inf__serve_buf_printf(b, ",\"versions\":[\"%lld\"],\"platform\":\"gguf\",\"inputs\":[],\"outputs\":[],\"parameters\":{"
+                             "\"max_model_len\":%d,\"endpoints\":[\"/v1/completions\",\"/v1/chat/completions\"]}}",
+                          (long long)(version > 0 ? version : 1), inf__serve_llm_n_ctx(l));
+    inf__serve_llm_release(l);
+    return 1;
+}
+
 static int h_model_meta(srv_request *rq) {
     srv_version *v;
+    if (inf__serve_llm_ready(rq->srv, rq->params[0], rq->params[1]) && llm_meta(rq)) return 0;
     if (acquire(rq, &v)) return 0;
     srv_buf *b = &rq->resp;
     rq->status = 200;

@@ -549,6 +549,7 @@ void inf__serve_llm_index_json(srv_server *srv, srv_buf *out, int *first);
 const char *inf__serve_llm_name(const srv_llm *l);
 const char *inf__serve_llm_chat_template(const srv_llm *l); /* tokenizer.chat_template or "" */
 int inf__serve_llm_n_ctx(const srv_llm *l);
+int64_t inf__serve_llm_registry_version(const srv_llm *l); /* 0: loaded from a file */
 struct inf_tokenizer;
 const struct inf_tokenizer *inf__serve_llm_tokenizer(const srv_llm *l);
 /* The audit entry of a model from the registry (NULL for a file). */

@@ -73,6 +73,14 @@ TEXT_CODE=$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/completions" \
   -d '{"model":"chat","prompt":"Hi\\u0000 there","max_tokens":1,"temperature":0}')
 check "a \\u0000 in the prompt: 400 naming it; \\\\u0000 (text) 200" \
   'case "$NUL_ANSWER" in *NUL*" 400") [ "$TEXT_CODE" = 200 ] ;; *) false ;; esac' "got '$NUL_ANSWER' and $TEXT_CODE"
+# KServe V2 on a GGUF model: its metadata (platform gguf, no tensors, the context), /infer refused naming why
+META=$(curl -s -w ' %{http_code}' "$URL/v2/models/chat")
+INFER=$(curl -s -w ' %{http_code}' "$URL/v2/models/chat/infer" -d '{"inputs":[]}')
+check "KServe metadata of a GGUF model: 200, platform gguf, version 1, max_model_len 256" \
+  'case "$META" in *'"'"'"versions":["1"],"platform":"gguf","inputs":[],"outputs":[]'"'"'*'"'"'"max_model_len":256'"'"'*" 200") true ;; *) false ;; esac' \
+  "got '$META'"
+check "KServe /infer on a GGUF model: 400 naming the OpenAI routes" \
+  'case "$INFER" in *"GGUF language model"*"/v1/chat/completions"*" 400") true ;; *) false ;; esac' "got '$INFER'"
 stop_child $PID
 if "$INFERA" registry audit | grep -q 'predict .*smol@1 .*"mode":"serve".*"rows":2'; then
   ok "the generations are audited in the registry (predict smol@1, 2 rows: the refused request is not one)"
