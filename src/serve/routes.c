@@ -249,8 +249,9 @@ static int llm_meta(srv_request *rq) {
     inf__serve_buf_puts(b, "{\"name\":");
     inf__serve_buf_json_str(b, rq->params[0], strlen(rq->params[0]));
     int64_t version = inf__serve_llm_registry_version(l);
-    inf__serve_buf_printf(b, ",\"versions\":[\"%lld\"],\"platform\":\"gguf\",\"inputs\":[],\"outputs\":[],\"parameters\":{"
-                             "\"max_model_len\":%d,\"endpoints\":[\"/v1/completions\",\"/v1/chat/completions\"]}}",
+    inf__serve_buf_printf(b,
+                          ",\"versions\":[\"%lld\"],\"platform\":\"gguf\",\"inputs\":[],\"outputs\":[],\"parameters\":{"
+                          "\"max_model_len\":%d,\"endpoints\":[\"/v1/completions\",\"/v1/chat/completions\"]}}",
                           (long long)(version > 0 ? version : 1), inf__serve_llm_n_ctx(l));
     inf__serve_llm_release(l);
     return 1;
