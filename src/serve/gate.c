@@ -20,9 +20,9 @@
  * at once) is handed over at once, without entering the set.  A pending socket is watched
  * edge-triggered: on new bytes the gate peeks (MSG_PEEK: nothing is
  * consumed) at up to --conn-memory-bytes, and once the header block is
- * complete -- or the window is full: libmicrohttpd answers 431/414 --
- * checks its Content-Length lines (check_content_length).  A bad one is
- * answered here: 400 `{"error"}` naming the header and why, with
+ * complete checks its Content-Length lines (check_content_length).  A bad
+ * one is answered here: 400 `{"error"}` naming the header and why (and a
+ * window filled before the block ended: 431, or 414 for the request line), with
  * `Connection: close`; the socket is shut for writing and what the client
  * still sends is read and dropped for up to CLOSING_NS before it is closed
  * (closing with unread bytes would reset the connection under the answer).
@@ -137,14 +137,18 @@ static void hand_over(srv_gate *g, pending *p) {
 }
 
 void inf__serve_gate_send_refusal(srv_server *srv, int fd, const char *why) {
+    inf__serve_gate_send_error(srv, fd, 400, "Bad Request", why);
+}
+
+void inf__serve_gate_send_error(srv_server *srv, int fd, int status, const char *reason, const char *why) {
     srv_buf body = {0}, out = {0};
     inf__serve_buf_puts(&body, "{\"error\":");
     inf__serve_buf_json_str(&body, why, strlen(why));
     inf__serve_buf_puts(&body, "}");
     inf__serve_buf_printf(&out,
-                          "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                          "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
                           "Connection: close\r\n\r\n",
-                          body.n);
+                          status, reason, body.n);
     inf__serve_buf_put(&out, body.p ? body.p : "", body.n);
     if (!out.oom && out.p) (void)!send(fd, out.p, out.n, MSG_NOSIGNAL | MSG_DONTWAIT);
     inf__serve_buf_free(&body);
@@ -164,6 +168,19 @@ static void start_closing(srv_gate *g, pending *p) {
 /* Answers 400 {"error": why} and starts the lingering close. */
 static void refuse(srv_gate *g, pending *p, const char *why) {
     inf__serve_gate_send_refusal(g->srv, p->fd, why);
+    start_closing(g, p);
+}
+
+/* The window is full and the header block has not ended: libmicrohttpd would
+ * answer 414/431 with an HTML page of its own, so the gate answers in JSON. */
+static void refuse_too_large(srv_gate *g, pending *p, const char *head, size_t n) {
+    char why[INF_ERROR_MESSAGE_MAX];
+    int line_ended = memchr(head, '\n', n) != NULL;
+    snprintf(why, sizeof why,
+             "the request %s is longer than the %zu bytes a connection may use for it (--conn-memory-bytes)",
+             line_ended ? "header block" : "line", n);
+    if (line_ended) inf__serve_gate_send_error(g->srv, p->fd, 431, "Request Header Fields Too Large", why);
+    else inf__serve_gate_send_error(g->srv, p->fd, 414, "URI Too Long", why);
     start_closing(g, p);
 }
 
@@ -199,6 +216,7 @@ static void on_readable(srv_gate *g, pending *p, uint32_t events) {
     char why[INF_ERROR_MESSAGE_MAX];
     if (inf__serve_gate_check_framing(g->window, n, NULL, why, sizeof why))
         refuse(g, p, why);
+    else if (!complete) refuse_too_large(g, p, g->window, n);
     else
         hand_over(g, p);
 }
@@ -207,7 +225,7 @@ static void on_readable(srv_gate *g, pending *p, uint32_t events) {
  * go to libmicrohttpd at once, without a round through the epoll set. */
 static int sound_already(srv_gate *g, int fd) {
     ssize_t k = recv(fd, g->window, g->window_cap, MSG_PEEK | MSG_DONTWAIT);
-    if (k <= 0 || ((size_t)k < g->window_cap && !headers_complete(g->window, (size_t)k))) return 0;
+    if (k <= 0 || !headers_complete(g->window, (size_t)k)) return 0; /* the rest to come, or too large */
     char why[INF_ERROR_MESSAGE_MAX];
     return !inf__serve_gate_check_framing(g->window, (size_t)k, NULL, why, sizeof why);
 }

@@ -770,6 +770,8 @@ size_t inf__serve_chunks_follow(srv_chunks *c, const char *p, size_t n, size_t m
 /* Sends fd the 400 {"error": why} of a bad framing, Connection: close, and
  * shuts it for writing. */
 void inf__serve_gate_send_refusal(srv_server *srv, int fd, const char *why);
+/* The same answer with another status: "HTTP/1.1 <status> <reason>", {"error": why}, Connection: close. */
+void inf__serve_gate_send_error(srv_server *srv, int fd, int status, const char *reason, const char *why);
 /* Takes fd (a refused connection's, shut for writing) and closes it once
  * the client stops sending (at most 2 s), so the answer is not lost to a reset. */
 void inf__serve_gate_linger(srv_gate *g, int fd);
