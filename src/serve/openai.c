@@ -7,9 +7,10 @@
  *   POST /v1/embeddings         input -> mean-pooled, L2-normalised final hidden state
  *   GET  /v1/models             the generative models served
  *
- * A request is parsed and checked here (OpenAI's parameters; errors in
- * OpenAI's shape {"error":{"message","type","param","code"}}), its prompt
- * tokenized, then queued on the model's scheduler (llm_scheduler.c).
+ * A request is decoded and checked by openai_request.c (OpenAI's parameters),
+ * its caller authorized and its model found here (errors in OpenAI's shape
+ * {"error":{"message","type","param","code"}}), its prompt tokenized, then
+ * queued on the model's scheduler (llm_scheduler.c).
  *
  * NON-STREAMED: the connection is suspended; the scheduler's emit callback
  * collects the text and resumes it when the generation ends; then
@@ -25,9 +26,7 @@
  * client's socket is looked at by the emit callback at each token
  * (peer_gone): one that closed cancels its generation the same way.
  *
- * CHAT TEMPLATES are recognised, not interpreted (no Jinja): a template
- * holding "<|im_start|>" is ChatML, "<|start_header_id|>" llama-3, "[INST]"
- * llama-2; no template or another one: ChatML (docs/llm.md).
+ * CHAT TEMPLATES: openai_request.c.
  */
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
@@ -40,6 +39,7 @@
 #include <time.h>
 
 #include "infera/tokenizer.h"
+#include "serve/openai_request.h"
 #include "serve/serve.h"
 
 typedef struct oai_state {
@@ -115,61 +115,6 @@ static void oai_error(srv_request *rq, int status, const char *param, const char
     if (code) inf__serve_buf_json_str(&rq->resp, code, strlen(code));
     else inf__serve_buf_puts(&rq->resp, "null");
     inf__serve_buf_puts(&rq->resp, "}}");
-}
-
-/* ---- chat templates ------------------------------------------------------------ */
-
-typedef struct chat_format {
-    const char *marker;                     /* recognises the template */
-    const char *name;
-    const char *before_role, *after_role;   /* around the role */
-    const char *after_content;              /* ends a message */
-    const char *generation;                 /* opens the assistant's turn */
-} chat_format;
-
-static const chat_format formats[] = {
-    {"<|im_start|>", "chatml", "<|im_start|>", "\n", "<|im_end|>\n", "<|im_start|>assistant\n"},
-    {"<|start_header_id|>", "llama3", "<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>",
-     "<|start_header_id|>assistant<|end_header_id|>\n\n"},
-};
-
-/* llama-2: [INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST] assistant </s><s>[INST] ... */
-static void render_llama2(const cJSON *msgs, srv_buf *b) {
-    const char *sys = NULL;
-    const cJSON *m;
-    cJSON_ArrayForEach(m, msgs) {
-        const char *role = cJSON_GetObjectItemCaseSensitive(m, "role")->valuestring;
-        const char *content = cJSON_GetObjectItemCaseSensitive(m, "content")->valuestring;
-        if (!strcmp(role, "system")) {
-            sys = content;
-        } else if (!strcmp(role, "user")) {
-            inf__serve_buf_puts(b, "[INST] ");
-            if (sys) inf__serve_buf_printf(b, "<<SYS>>\n%s\n<</SYS>>\n\n", sys);
-            sys = NULL;
-            inf__serve_buf_printf(b, "%s [/INST]", content);
-        } else {
-            inf__serve_buf_printf(b, " %s </s><s>", content);
-        }
-    }
-}
-
-static void render_chat(const char *tpl, const cJSON *msgs, srv_buf *b) {
-    if (tpl && strstr(tpl, "[INST]") && !strstr(tpl, "<|im_start|>")) {
-        render_llama2(msgs, b);
-        return;
-    }
-    const chat_format *f = &formats[0]; /* the default */
-    for (size_t i = 0; tpl && i < sizeof formats / sizeof formats[0]; i++)
-        if (strstr(tpl, formats[i].marker)) f = &formats[i];
-    const cJSON *m;
-    cJSON_ArrayForEach(m, msgs) {
-        inf__serve_buf_puts(b, f->before_role);
-        inf__serve_buf_puts(b, cJSON_GetObjectItemCaseSensitive(m, "role")->valuestring);
-        inf__serve_buf_puts(b, f->after_role);
-        inf__serve_buf_puts(b, cJSON_GetObjectItemCaseSensitive(m, "content")->valuestring);
-        inf__serve_buf_puts(b, f->after_content);
-    }
-    inf__serve_buf_puts(b, f->generation);
 }
 
 /* ---- response pieces ------------------------------------------------------------ */
@@ -292,48 +237,9 @@ static void stream_free(void *cls) {
 
 /* ---- requests -------------------------------------------------------------------- */
 
-typedef struct parsed {
-    srv_llm *llm;
-    srv_llm_params p;
-    int stream, include_usage;
-    int max_tokens_given;
-} parsed;
-
-/* Whether JSON text s[0, n) holds a \u0000 escape (an odd run of backslashes
- * before "u0000"; an even run is escaped backslashes, then plain text).
- * cJSON decodes it into a NUL, which ends the C string it hands us: the
- * rest of a prompt would be cut without a word. */
-static bool has_nul_escape(const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] != '\\')
-            continue;
-        size_t run = 1;
-        while (i + run < n && s[i + run] == '\\')
-            run++;
-        if (run % 2 == 1 && n - (i + run) >= 5 && !memcmp(s + i + run, "u0000", 5))
-            return true;
-        i += run - 1;
-    }
-    return false;
-}
-
-static int body_of(srv_request *rq, cJSON **out) {
-    *out = rq->body_len ? cJSON_ParseWithLength(rq->body, rq->body_len) : NULL;
-    if (!*out || !cJSON_IsObject(*out)) {
-        cJSON_Delete(*out);
-        *out = NULL;
-        oai_error(rq, 400, NULL, NULL, "the request body is not a JSON object%s", rq->body_len ? "" : " (it is empty)");
-        return -1;
-    }
-    if (has_nul_escape(rq->body, rq->body_len)) {
-        cJSON_Delete(*out);
-        *out = NULL;
-        oai_error(rq, 400, NULL, NULL,
-                  "the request body has a NUL character (\\u0000) in a string: not supported (the text would "
-                  "end there)");
-        return -1;
-    }
-    return 0;
+/* The reply to a request the decoder refused (openai_request.c), in OpenAI's shape. */
+static void refuse(srv_request *rq, const oai_fail *f) {
+    oai_error(rq, f->status, f->param[0] ? f->param : NULL, f->code, "%s", f->message);
 }
 
 /* The predictor role on the registry model behind the served name (or the
@@ -357,79 +263,26 @@ static int authorize(srv_request *rq, const char *model) {
     return -1;
 }
 
-/* The model, then auth.  *out holds a reference (inf__serve_llm_release). */
-static int parse_model(srv_request *rq, const cJSON *j, srv_llm **out) {
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
-    if (!cJSON_IsString(m)) {
-        oai_error(rq, 400, "model", NULL, "'model' is required and must be a string");
+/* The body decoded, the caller authorized for its model, the model found, then the endpoint's parameters
+ * checked: 0 with *out holding a reference (inf__serve_llm_release), or -1 with the error answered. */
+static int decode(srv_request *rq, oai_kind kind, oai_request *o, srv_llm **out) {
+    oai_fail f = {0};
+    *out = NULL;
+    if (inf__oai_parse(rq->body, rq->body_len, o, &f)) {
+        refuse(rq, &f);
         return -1;
     }
-    inf__serve_copy_str(rq->log_model, sizeof rq->log_model, m->valuestring);
-    if (authorize(rq, m->valuestring)) return -1;
-    *out = inf__serve_llm_acquire(rq->srv, m->valuestring);
-    if (!*out) {
-        oai_error(rq, 404, "model", "model_not_found", "the model '%s' does not exist (not a generative model served here)",
-                  m->valuestring);
+    inf__serve_copy_str(rq->log_model, sizeof rq->log_model, o->model);
+    if (authorize(rq, o->model)) return -1;
+    if (!(*out = inf__serve_llm_acquire(rq->srv, o->model))) {
+        oai_error(rq, 404, "model", "model_not_found",
+                  "the model '%s' does not exist (not a generative model served here)", o->model);
         return -1;
     }
-    return 0;
-}
-
-static int number_in(srv_request *rq, const cJSON *j, const char *key, double lo, double hi, double *v) {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, key);
-    if (!x || cJSON_IsNull(x)) return 0;
-    if (!cJSON_IsNumber(x) || x->valuedouble < lo || x->valuedouble > hi) {
-        oai_error(rq, 400, key, NULL, "'%s' must be a number in [%g, %g]", key, lo, hi);
+    if (inf__oai_check(o, kind, &f)) {
+        refuse(rq, &f);
         return -1;
     }
-    *v = x->valuedouble;
-    return 0;
-}
-
-/* Sampling and limits shared by completions and chat. */
-static int parse_params(srv_request *rq, const cJSON *j, parsed *o) {
-    double temperature = 1, top_p = 1, top_k = 0, seed = 0, n = 1, max_tokens = -1;
-    if (number_in(rq, j, "temperature", 0, 2, &temperature) || number_in(rq, j, "top_p", 0, 1, &top_p) ||
-        number_in(rq, j, "top_k", -1, 1 << 30, &top_k) || number_in(rq, j, "seed", -9.2e18, 9.2e18, &seed) ||
-        number_in(rq, j, "n", 1, 1 << 30, &n) || number_in(rq, j, "max_tokens", 1, 1 << 30, &max_tokens))
-        return -1;
-    if (max_tokens < 0 && number_in(rq, j, "max_completion_tokens", 1, 1 << 30, &max_tokens)) return -1;
-    if (n != 1) {
-        oai_error(rq, 400, "n", NULL, "only n = 1 is supported (one choice per request); got %g", n);
-        return -1;
-    }
-    memset(&o->p, 0, sizeof o->p);
-    o->p.temperature = (float)temperature;
-    o->p.top_p = top_p <= 0 ? 1e-6f : (float)top_p;
-    o->p.top_k = top_k < 0 ? 0 : (int)top_k;
-    o->p.seed = (uint64_t)(int64_t)seed;
-    o->max_tokens_given = max_tokens > 0;
-    o->p.max_tokens = max_tokens > 0 ? (int)max_tokens : 0;
-    const cJSON *stop = cJSON_GetObjectItemCaseSensitive(j, "stop");
-    if (cJSON_IsString(stop)) {
-        if (stop->valuestring[0]) o->p.stop[o->p.n_stop++] = stop->valuestring;
-    } else if (cJSON_IsArray(stop)) {
-        const cJSON *s;
-        cJSON_ArrayForEach(s, stop) {
-            if (!cJSON_IsString(s) || o->p.n_stop == 4) {
-                oai_error(rq, 400, "stop", NULL, "'stop' must be a string or an array of at most 4 strings");
-                return -1;
-            }
-            if (s->valuestring[0]) o->p.stop[o->p.n_stop++] = s->valuestring;
-        }
-    } else if (stop && !cJSON_IsNull(stop)) {
-        oai_error(rq, 400, "stop", NULL, "'stop' must be a string or an array of at most 4 strings");
-        return -1;
-    }
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "stream");
-    if (st && !cJSON_IsBool(st) && !cJSON_IsNull(st)) {
-        oai_error(rq, 400, "stream", NULL, "'stream' must be a boolean");
-        return -1;
-    }
-    o->stream = cJSON_IsTrue(st);
-    const cJSON *so = cJSON_GetObjectItemCaseSensitive(j, "stream_options");
-    o->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
-    o->p.stream = o->stream;
     return 0;
 }
 
@@ -449,8 +302,8 @@ static int32_t *tokenize(srv_request *rq, srv_llm *l, const char *text, size_t l
 }
 
 /* Checks the limits and starts the generation. */
-static int start(srv_request *rq, parsed *o, int32_t *ids, int n_ids, int chat, const char *prompt_param) {
-    srv_llm *l = o->llm;
+static int start(srv_request *rq, oai_request *o, srv_llm *l, int32_t *ids, int n_ids, int chat,
+                 const char *prompt_param) {
     int n_ctx = inf__serve_llm_n_ctx(l);
     if (n_ids == 0) {
         free(ids);
@@ -522,110 +375,47 @@ static int start(srv_request *rq, parsed *o, int32_t *ids, int n_ids, int chat, 
 }
 
 int inf__serve_openai_completions(srv_request *rq) {
-    cJSON *j;
-    if (body_of(rq, &j)) return 0;
-    parsed o = {0};
+    oai_request o;
+    srv_llm *l;
     int rc = 0;
-    if (parse_model(rq, j, &o.llm) || parse_params(rq, j, &o)) goto done;
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "prompt");
-    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(cJSON_GetArrayItem(p, 0)))
-        p = cJSON_GetArrayItem(p, 0);
+    if (decode(rq, OAI_COMPLETIONS, &o, &l)) goto done;
     int32_t *ids = NULL;
     int n = 0;
-    if (cJSON_IsString(p)) {
-        if (!(ids = tokenize(rq, o.llm, p->valuestring, strlen(p->valuestring), &n))) goto done;
-    } else if (cJSON_IsArray(p) && cJSON_GetArraySize(p) > 0 && cJSON_IsNumber(cJSON_GetArrayItem(p, 0))) {
-        int len = cJSON_GetArraySize(p), k = 0;
-        int n_vocab = inf_tokenizer_n_vocab(inf__serve_llm_tokenizer(o.llm));
-        if (!(ids = malloc((size_t)len * sizeof *ids))) {
-            oai_error(rq, 503, NULL, NULL, "out of memory");
+    if (o.prompt) {
+        if (!(ids = tokenize(rq, l, o.prompt, strlen(o.prompt), &n))) goto done;
+    } else {
+        oai_fail f = {0};
+        if (inf__oai_prompt_ids(o.prompt_ids, inf_tokenizer_n_vocab(inf__serve_llm_tokenizer(l)), &ids, &n, &f)) {
+            refuse(rq, &f);
             goto done;
         }
-        const cJSON *x;
-        cJSON_ArrayForEach(x, p) {
-            if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= n_vocab ||
-                x->valuedouble != (double)(int32_t)x->valuedouble) {
-                free(ids);
-                oai_error(rq, 400, "prompt", NULL, "prompt[%d] is not a token id of the vocabulary (0..%d)", k,
-                          n_vocab - 1);
-                goto done;
-            }
-            ids[k++] = (int32_t)x->valuedouble;
-        }
-        n = k;
-    } else {
-        oai_error(rq, 400, "prompt", NULL,
-                  "'prompt' is required: a string, an array of one string, or an array of token ids (several "
-                  "prompts per request are not supported)");
-        goto done;
     }
-    rc = start(rq, &o, ids, n, 0, "prompt");
+    rc = start(rq, &o, l, ids, n, 0, "prompt");
 done:
-    inf__serve_llm_release(o.llm);
-    cJSON_Delete(j);
+    inf__serve_llm_release(l);
+    inf__oai_request_free(&o);
     return rc;
 }
 
-/* messages: [{role, content}] with string contents (or arrays of text parts, joined). */
-static int check_messages(srv_request *rq, cJSON *msgs) {
-    if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0) {
-        oai_error(rq, 400, "messages", NULL, "'messages' is required: a non-empty array of {role, content}");
-        return -1;
-    }
-    int i = 0;
-    cJSON *m;
-    cJSON_ArrayForEach(m, msgs) {
-        cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-        cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
-        if (cJSON_IsArray(content)) { /* [{"type":"text","text":...}] -> one string */
-            srv_buf b = {0};
-            const cJSON *part;
-            cJSON_ArrayForEach(part, content) {
-                const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
-                if (cJSON_IsString(t)) inf__serve_buf_puts(&b, t->valuestring);
-            }
-            cJSON *s = cJSON_CreateString(b.p ? b.p : "");
-            inf__serve_buf_free(&b);
-            if (!s || !cJSON_ReplaceItemInObjectCaseSensitive(m, "content", s)) {
-                cJSON_Delete(s);
-                oai_error(rq, 503, NULL, NULL, "out of memory");
-                return -1;
-            }
-            content = s;
-        }
-        if (!cJSON_IsString(role) || !cJSON_IsString(content)) {
-            char param[32];
-            snprintf(param, sizeof param, "messages[%d]", i);
-            oai_error(rq, 400, param, NULL, "messages[%d] needs a string 'role' and a string 'content'", i);
-            return -1;
-        }
-        i++;
-    }
-    return 0;
-}
-
 int inf__serve_openai_chat(srv_request *rq) {
-    cJSON *j;
-    if (body_of(rq, &j)) return 0;
-    parsed o = {0};
+    oai_request o;
+    srv_llm *l;
     int rc = 0;
-    if (parse_model(rq, j, &o.llm) || parse_params(rq, j, &o)) goto done;
-    cJSON *msgs = cJSON_GetObjectItemCaseSensitive(j, "messages");
-    if (check_messages(rq, msgs)) goto done;
+    if (decode(rq, OAI_CHAT, &o, &l)) goto done;
     srv_buf text = {0};
-    render_chat(inf__serve_llm_chat_template(o.llm), msgs, &text);
+    inf__oai_render_chat(inf__serve_llm_chat_template(l), o.messages, &text);
     if (text.oom) {
         inf__serve_buf_free(&text);
         oai_error(rq, 503, NULL, NULL, "out of memory");
         goto done;
     }
     int n = 0;
-    int32_t *ids = tokenize(rq, o.llm, text.p ? text.p : "", text.n, &n);
+    int32_t *ids = tokenize(rq, l, text.p ? text.p : "", text.n, &n);
     inf__serve_buf_free(&text);
-    if (ids) rc = start(rq, &o, ids, n, 1, "messages");
+    if (ids) rc = start(rq, &o, l, ids, n, 1, "messages");
 done:
-    inf__serve_llm_release(o.llm);
-    cJSON_Delete(j);
+    inf__serve_llm_release(l);
+    inf__oai_request_free(&o);
     return rc;
 }
 
@@ -693,26 +483,14 @@ int inf__serve_openai_model(srv_request *rq) {
 }
 
 int inf__serve_openai_embeddings(srv_request *rq) {
-    cJSON *j;
-    if (body_of(rq, &j)) return 0;
-    srv_llm *l = NULL;
-    if (parse_model(rq, j, &l)) goto done;
-    const cJSON *in = cJSON_GetObjectItemCaseSensitive(j, "input");
-    const cJSON *one = cJSON_IsString(in) ? in : NULL;
-    int n_inputs = cJSON_IsString(in) ? 1 : cJSON_IsArray(in) ? cJSON_GetArraySize(in) : 0;
-    if (!n_inputs) {
-        oai_error(rq, 400, "input", NULL, "'input' is required: a string or an array of strings");
-        goto done;
-    }
+    oai_request o;
+    srv_llm *l;
+    if (decode(rq, OAI_EMBEDDINGS, &o, &l)) goto done;
+    const cJSON *one = cJSON_IsString(o.input) ? o.input : NULL, *x = one ? one : o.input->child;
     srv_buf *b = &rq->resp;
     int total = 0;
     inf__serve_buf_puts(b, "{\"object\":\"list\",\"data\":[");
-    for (int i = 0; i < n_inputs; i++) {
-        const cJSON *x = one ? one : cJSON_GetArrayItem(in, i);
-        if (!cJSON_IsString(x)) {
-            oai_error(rq, 400, "input", NULL, "input[%d] must be a string", i);
-            goto done;
-        }
+    for (int i = 0; x; i++, x = one ? NULL : x->next) { /* the decoder checked that each is a string */
         int n = 0;
         int32_t *ids = tokenize(rq, l, x->valuestring, strlen(x->valuestring), &n);
         if (!ids) goto done;
@@ -747,6 +525,6 @@ int inf__serve_openai_embeddings(srv_request *rq) {
     rq->content_type = "application/json";
 done:
     inf__serve_llm_release(l);
-    cJSON_Delete(j);
+    inf__oai_request_free(&o);
     return 0;
 }

@@ -16,7 +16,11 @@
  *      the fraud model, and a request the identity models accept is encoded
  *      back as their response, whose JSON must parse (cJSON, with the non-finite
  *      numbers NaN/Infinity that the server spells as Python and Triton do);
- *   3  a /records body, each record's text handed to a callback.
+ *   3  a /records body, each record's text handed to a callback;
+ *   4  an OpenAI body (src/serve/openai_request.c): the next byte picks the
+ *      endpoint (completions, chat, embeddings); decoded and checked, a
+ *      token-id prompt taken against a 1000-token vocabulary (every id kept
+ *      must be in it), chat messages rendered through each chat template.
  * Must never crash, leak or read out of bounds; a refusal is fine.  The
  * models are found under INFERA_SOURCE_DIR (compiled in).
  */
@@ -25,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "serve/openai_request.h"
 #include "serve/serve.h"
 
 static inf_model *models[3];
@@ -129,12 +134,49 @@ static void fuzz_records(const char *p, size_t n) {
     free(body);
 }
 
+static void fuzz_openai(const char *p, size_t n) {
+    if (n < 1) return;
+    oai_kind kind = (oai_kind)((unsigned char)p[0] % 3);
+    char *body = malloc(n - 1 ? n - 1 : 1);
+    if (!body) return;
+    memcpy(body, p + 1, n - 1);
+    oai_request rq;
+    oai_fail f;
+    if (inf__oai_parse(body, n - 1, &rq, &f) == 0) {
+        if (!rq.model) abort();
+        if (inf__oai_check(&rq, kind, &f) == 0) {
+            if (kind == OAI_COMPLETIONS && !rq.prompt) {
+                int32_t *ids = NULL;
+                int n_ids = 0;
+                if (inf__oai_prompt_ids(rq.prompt_ids, 1000, &ids, &n_ids, &f) == 0)
+                    for (int i = 0; i < n_ids; i++)
+                        if (ids[i] < 0 || ids[i] >= 1000) abort();
+                free(ids);
+            } else if (kind == OAI_CHAT) {
+                static const char *const templates[] = {NULL, "<|im_start|>", "<|start_header_id|>", "[INST]"};
+                for (int t = 0; t < 4; t++) {
+                    srv_buf text = {0};
+                    inf__oai_render_chat(templates[t], rq.messages, &text);
+                    if (!text.oom && !text.p && t != 3) abort(); /* ChatML and llama-3 always write the turn */
+                    inf__serve_buf_free(&text);
+                }
+            } else if (kind == OAI_EMBEDDINGS && !rq.input) {
+                abort();
+            }
+        } else if (!f.message[0] || f.status < 400) {
+            abort(); /* a refusal names why */
+        }
+        inf__oai_request_free(&rq);
+    }
+    free(body);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!n_models) load_models();
     if (size < 1) return 0;
     const char *p = (const char *)data + 1;
     size_t n = size - 1;
-    switch (data[0] % 4) {
+    switch (data[0] % 5) {
     case 0:
         fuzz_framing(p, n);
         break;
@@ -144,9 +186,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 2:
         fuzz_infer(p, n);
         break;
-    default:
-        fuzz_records(p, n);
-        break;
+    case 3: fuzz_records(p, n); break;
+    default: fuzz_openai(p, n); break;
     }
     return 0;
 }
