@@ -44,7 +44,8 @@ s.close()
 log = tempfile.NamedTemporaryFile("w+", suffix=".log")
 proc = subprocess.Popen([INFERA, "serve", "--port", "0", "--grpc-port", str(gport),
                          "--model", "fraud=" + os.path.join(SRC, "examples/fraud/fraud_xgb.onnx"),
-                         "--model", "idb=" + os.path.join(SRC, "tests/serve/models/id_bytes.onnx")],
+                         "--model", "idb=" + os.path.join(SRC, "tests/serve/models/id_bytes.onnx"),
+                         "--model", "llm=" + os.path.join(SRC, "tests/llm/models/austen-draft-q8_0.gguf")],
                         stderr=log, stdout=subprocess.DEVNULL)
 try:
     for _ in range(200):
@@ -70,7 +71,18 @@ try:
     check("get_model_config: batched, input dims [12] FP32", cfg.get("max_batch_size") == 64 and
           cfg["input"][0]["data_type"] == "TYPE_FP32" and cfg["input"][0]["dims"] == ["12"], cfg)
     idx = c.get_model_repository_index(as_json=True)
-    check("get_model_repository_index", sorted(m["name"] for m in idx["models"]) == ["fraud", "idb"], idx)
+    check("get_model_repository_index", sorted(m["name"] for m in idx["models"]) == ["fraud", "idb", "llm"], idx)
+    # a GGUF language model: ready, described as platform gguf without tensors, /infer refused naming why
+    lmd = c.get_model_metadata("llm", as_json=True)
+    check("GGUF model: ready, metadata platform gguf, version 1, no tensors",
+          c.is_model_ready("llm") and lmd.get("platform") == "gguf" and lmd.get("versions") == ["1"] and
+          not lmd.get("inputs") and not lmd.get("outputs"), lmd)
+    try:
+        c.infer("llm", [tc.InferInput("x", [1], "FP32")])
+        check("ModelInfer on a GGUF model is refused", False)
+    except InferenceServerException as e:
+        check("ModelInfer on a GGUF model: INVALID_ARGUMENT naming the OpenAI routes",
+              "INVALID_ARGUMENT" in str(e.status()) and "GGUF language model" in e.message(), e)
 
     X = np.load(os.path.join(SRC, "examples/fraud/sample_features.npy")).astype(np.float32)
     P = np.load(os.path.join(SRC, "examples/fraud/sample_probabilities.npy")).astype(np.float32)
