@@ -127,6 +127,11 @@ INF_API int inf_model_edit_is_constant(const inf_model_edit *m, const char *valu
 /* Removes the initializer called value when nothing reads it any more (no
  * node input, graph output or graph input names it). */
 INF_API void inf_model_edit_drop_unused_initializer(inf_model_edit *m, const char *value);
+/* Main-graph Identity nodes of a constant (TorchScript exports write one for a weight shared by two layers, as
+ * ALBERT's are, and for initializers of equal contents): their readers in the main graph read the constant itself,
+ * and the Identity is removed unless it is a graph output or the graph has subgraphs (which may read it by
+ * name).  Returns the number of readers rewired; -1 when memory ran out (err set). */
+INF_API int inf_model_edit_bypass_constant_identities(inf_model_edit *m, inf_error *err);
 
 /* ---- Graph inputs and outputs ---- */
 INF_API int inf_model_edit_n_outputs(const inf_model_edit *m);

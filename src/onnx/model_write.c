@@ -466,6 +466,27 @@ void inf_model_edit_drop_unused_initializer(inf_model_edit *m, const char *value
     g->n_initializer--;
 }
 
+int inf_model_edit_bypass_constant_identities(inf_model_edit *m, inf_error *err) {
+    Onnx__GraphProto *g = G(m);
+    int has_subgraphs = 0, rewired = 0;
+    for (size_t n = 0; n < g->n_node; n++) has_subgraphs |= inf_model_edit_node_has_subgraph(m, (int)n);
+    for (size_t n = g->n_node; n-- > 0;) {
+        Onnx__NodeProto *id = g->node[n];
+        if (strcmp(id->op_type, "Identity") || (id->domain && id->domain[0]) || id->n_input != 1 || id->n_output != 1 ||
+            !inf_model_edit_is_constant(m, id->input[0]) || inf_model_edit_is_output(m, id->output[0]))
+            continue;
+        const char *from = id->output[0], *to = id->input[0];
+        for (size_t k = 0; k < g->n_node; k++)
+            for (size_t i = 0; i < g->node[k]->n_input; i++)
+                if (k != n && g->node[k]->input[i] && !strcmp(g->node[k]->input[i], from)) {
+                    if (inf_model_edit_node_set_input(m, (int)k, (int)i, to, err) != INF_OK) return -1;
+                    rewired++;
+                }
+        if (!has_subgraphs) inf_model_edit_remove_node(m, (int)n);
+    }
+    return rewired;
+}
+
 /* ---- Graph inputs and outputs ---- */
 
 int inf_model_edit_is_output(const inf_model_edit *m, const char *value) {

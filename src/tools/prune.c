@@ -662,6 +662,10 @@ inf_status inf__prune(const char *in_path, const char *out_path, const inf__prun
     inf_model_edit *m = NULL;
     inf_status st = inf_model_edit_open(in_path, &m, err);
     if (st) return st;
+    if (inf_model_edit_bypass_constant_identities(m, err) < 0) { /* a weight reached through Identity is one */
+        st = err ? err->status : INF_ENOMEM;
+        goto done;
+    }
     int n_weights = 0;
     for (int i = 0; i < inf_model_edit_n_nodes(m); i++) {
         inf_tensor *w;

@@ -535,6 +535,19 @@ static inf_status write_weight(qctx *q, const candidate *c, const qweight *qw, b
     return st;
 }
 
+/* The name of c's int32 bias (suffix "_quantized", "_scale", "_dequantized"): <b><suffix>, or <b>_<y><suffix>
+ * when another node's quantization took <b>_quantized already -- a bias two nodes read (tied layers, or
+ * initializers of equal contents that an exporter wrote once) is scaled by each node's own input scale. */
+static char *bias_name(qctx *q, const candidate *c, const char *suffix) {
+    char *taken_name = cat(c->b, "_quantized");
+    bool taken = taken_name && inf_model_edit_has_initializer(q->ed, taken_name);
+    free(taken_name);
+    if (!taken) return cat(c->b, suffix);
+    char *base = cat(c->b, "_"), *with_y = base ? cat(base, c->y) : NULL, *name = with_y ? cat(with_y, suffix) : NULL;
+    free(base), free(with_y);
+    return name;
+}
+
 /* The FP32 bias as int32 with scale x_scale * w_scale[j] (QDQ, QLinearConv). */
 static inf_status write_bias_i32(qctx *q, const candidate *c, float x_scale, const qweight *qw, char **bq,
                                  char **bs, int64_t *n_out) {
@@ -545,7 +558,7 @@ static inf_status write_bias_i32(qctx *q, const candidate *c, float x_scale, con
     *n_out = n;
     int32_t *v = malloc((size_t)n * sizeof *v + 1);
     float *s = malloc((size_t)n * sizeof *s + 1);
-    *bq = cat(c->b, "_quantized"), *bs = cat(c->b, "_scale");
+    *bq = bias_name(q, c, "_quantized"), *bs = bias_name(q, c, "_scale");
     if (!v || !s || !*bq || !*bs || b->dtype != INF_DTYPE_F32 || (qw->n_scale > 1 && qw->n_scale != n)) {
         st = b->dtype != INF_DTYPE_F32 || (qw->n_scale > 1 && qw->n_scale != n)
                  ? inf_error_set(q->err, INF_EMODEL, "node '%s': bias '%s' is not float32 [%d]", c->name, c->b, qw->n_scale)
@@ -644,15 +657,16 @@ static inf_status qdq_node(qctx *q, const candidate *c) {
     }
     int at = find_node(q, c);
     inf_model_edit_attr axis = {.name = "axis", .i = qw.axis};
-    st = write_weight(q, c, &qw, false, true, true, &wn);
+    bool shared = producer_of(q, wd) >= 0; /* a weight two nodes read (tied or shared layers): one int8 copy, one DQ */
+    st = shared ? INF_OK : write_weight(q, c, &qw, false, true, true, &wn);
     const char *din[3] = {wn.q, wn.s, wn.z};
-    if (st == INF_OK)
+    if (st == INF_OK && !shared)
         st = insert(q, at++, "DequantizeLinear", c->w, 3, din, 1, (const char *const *)&wd, qw.n_scale > 1, &axis);
     if (st == INF_OK) st = inf_model_edit_node_set_input(q->ed, at, 1, wd, q->err);
     act_param *xa = find_act(q, c->x);
     if (st == INF_OK && c->b && xa && bias_is_per_channel(q, c)) {
         int64_t n;
-        bd = cat(c->b, "_dequantized");
+        bd = bias_name(q, c, "_dequantized");
         st = bd ? write_bias_i32(q, c, xa->scale, &qw, &bq, &bs, &n) : nomem(q);
         inf_model_edit_attr bax = {.name = "axis", .i = 0};
         const char *bin[2] = {bq, bs};
@@ -958,6 +972,10 @@ inf_status inf__tools_quantize_edit(const inf__quantize_options *o, const inf__q
                              "attention's activation MatMuls FP32");
     inf_status st = inf_model_edit_open(o->in_path, &q.ed, err);
     if (st != INF_OK) return st;
+    if (inf_model_edit_bypass_constant_identities(q.ed, err) < 0) { /* a weight reached through Identity is one */
+        inf_model_edit_free(q.ed);
+        return err ? err->status : INF_ENOMEM;
+    }
     r->bytes_before = file_size(o->in_path);
     r->weight_bytes_before = inf_model_edit_weight_bytes(q.ed);
     st = quantize_open(&q, r);

@@ -158,6 +158,26 @@ def no_weights():  # a graph with nothing to quantize (only element-wise ops)
     save_inputs("noweights", {"x": rng.standard_normal((3, 4)).astype(np.float32)})
 
 
+def shared_weights():  # weights reached through Identity, as TorchScript exports of ALBERT (shared layers) write them
+    W = rng.standard_normal((8, 8)).astype(np.float32)
+    G = rng.standard_normal((8, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    c = rng.standard_normal(8).astype(np.float32)  # one bias for both layers: each node scales it by its own input
+    nodes = [helper.make_node("Identity", ["W"], ["W_again"]), helper.make_node("Identity", ["b"], ["b_again"]),
+             helper.make_node("Identity", ["c"], ["c_again"]),
+             helper.make_node("Gemm", ["x", "W", "c"], ["h1"]), helper.make_node("Relu", ["h1"], ["r1"]),
+             helper.make_node("Gemm", ["r1", "W_again", "c_again"], ["h2"]), helper.make_node("Relu", ["h2"], ["r2"]),
+             helper.make_node("Gemm", ["r2", "G", "b_again"], ["y"])]
+    g = helper.make_graph(nodes, "shared", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+                          [numpy_helper.from_array(W, "W"), numpy_helper.from_array(G, "G"),
+                           numpy_helper.from_array(b, "b"), numpy_helper.from_array(c, "c")])
+    mdl = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    mdl.ir_version = 8
+    onnx.save(mdl, os.path.join(OUT, "shared_weights.onnx"))
+    save_inputs("shared_weights", {"x": rng.standard_normal((5, 8)).astype(np.float32)})
+
+
 export("res_cnn", Res(), [(4, 3, 15, 15)])
 export("res_cnn_fixed", Res(), [(2, 3, 15, 15)], dynamic=False, opset=17)
 export("conv1d", Conv1d(), [(4, 4, 21)])
@@ -168,6 +188,7 @@ export("bmm", Bmm(), [(4, 3, 8)])
 gemm_variants()
 matmul_nd()
 no_weights()
+shared_weights()
 # Gemm -> Gemm with no activation between (the QOperator rewrite's output names meet the next input's)
 export("linchain", torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Linear(8, 8), torch.nn.Linear(8, 3)), [(5, 6)])
 

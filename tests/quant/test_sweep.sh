@@ -61,6 +61,21 @@ links=$(INFERA_LOG=debug INFERA_CPU=avx2 INFERA_QGEMM=avx2 "$INFERA" run "$D/enc
     sed -n 's/.*optimizer: \([0-9]*\) QConv+MaxPool.*/\1/p')
 [ "${links:-0}" -ge 1 ] && ok "encoder qdq: the GELU QGemm stores uint8 for the next ($links link)" ||
     bad "encoder qdq: no uint8 link, want 1 (GELU QGemm -> QGemm)"
+# weights reached through Identity (TorchScript exports of shared layers, ALBERT's; deduplicated initializers):
+# every product is quantized, the shared weight once (before: the Identity's reader and the Gemm stayed FP32;
+# then, QDQ wrote the shared weight's DequantizeLinear twice and one int32 bias for two input scales)
+qcheck shared_weights qdq 3 --calibration "$D/shared_weights.x.npy"
+qcheck shared_weights qop 3 --calibration "$D/shared_weights.x.npy" --format qoperator
+qcheck shared_weights dyn 3 --mode dynamic
+grep -q "nodes quantized: 3 of 3" "$D/shared_weights.dyn/rep" && ok "shared weights: 3 of 3 products quantized" ||
+    bad "shared weights: $(cat "$D/shared_weights.dyn/rep")"
+n_w=$($PY -c 'import onnx, sys; print(sum(i.name.startswith("W") and i.data_type == 3 for i in onnx.load(sys.argv[1]).graph.initializer))' \
+    "$D/shared_weights.dyn.onnx")
+[ "$n_w" = 1 ] && ok "shared weights: the shared weight is stored once as int8" || bad "shared weights: $n_w int8 copies of W"
+if "$INFERA" prune "$D/shared_weights.onnx" -o "$D/sw_pruned.onnx" --sparsity 0.5 >"$D/sw_prune" 2>&1 &&
+    "$INFERA" run "$D/sw_pruned.onnx" --input "x=$D/shared_weights.x.npy" >/dev/null 2>&1; then
+    ok "shared weights: prune --sparsity 0.5 runs ($(grep -m1 -i "param\|weight" "$D/sw_prune" | cut -c1-80))"
+else bad "shared weights: prune: $(cat "$D/sw_prune")"; fi
 grep -q "nodes quantized: 1 of 1" "$D/gemm_o21_t00_a1.5_b0.qdq/rep" && ok "Gemm alpha 1.5, beta 0: quantized" ||
     bad "Gemm alpha/beta: $(cat "$D/gemm_o21_t00_a1.5_b0.qdq/rep")"
 
