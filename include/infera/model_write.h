@@ -27,10 +27,13 @@ extern "C" {
 typedef struct inf_model_edit inf_model_edit;
 
 /* Opens an .onnx file for editing.  INF_EIO/INF_ENOENT for the file,
- * INF_EFORMAT when it is not a ModelProto with a graph, INF_EUNSUPPORTED
- * for external data (not rewritten). */
+ * INF_EFORMAT when it is not a ModelProto with a graph.  Initializers stored
+ * as external data (a file beside the model, as torch.onnx's dynamo exporter
+ * writes) are read in, with the loader's checks (inside the model's folder,
+ * lengths), so the model is saved as one self-contained file. */
 INF_API inf_status inf_model_edit_open(const char *path, inf_model_edit **out, inf_error *err);
-/* The same from memory (what names it in errors). */
+/* The same from memory (what names it in errors); external data is refused
+ * (INF_EUNSUPPORTED: no folder to read it from). */
 INF_API inf_status inf_model_edit_open_buffer(const void *data, size_t size, const char *what, inf_model_edit **out,
                                               inf_error *err);
 /* A deep copy. */

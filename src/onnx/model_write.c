@@ -36,8 +36,34 @@ static int grow(void ***arr, size_t n) {
     return 0;
 }
 
-inf_status inf_model_edit_open_buffer(const void *data, size_t size, const char *what, inf_model_edit **out,
-                                      inf_error *err) {
+/* Reads every main-graph initializer stored as external data (base_dir: the model's folder; NULL refuses) into
+ * the model, so that what is written back is one self-contained file. */
+static inf_status inline_external_data(Onnx__ModelProto *mp, const char *base_dir, const char *what, inf_error *err) {
+    for (size_t i = 0; i < mp->graph->n_initializer; i++) {
+        Onnx__TensorProto *tp = mp->graph->initializer[i];
+        if (!tp->n_external_data) continue;
+        if (!base_dir)
+            return inf_error_set(err, INF_EUNSUPPORTED,
+                                 "%s: initializer '%s' is stored as external data, which a model read from memory "
+                                 "cannot reach",
+                                 what, tp->name ? tp->name : "");
+        char where[512];
+        snprintf(where, sizeof where, "%s: initializer '%s'", what, tp->name ? tp->name : "");
+        inf_tensor *t;
+        inf_status st = inf__onnx_tensor_from_proto(tp, base_dir, where, &t, err);
+        if (st != INF_OK) return st;
+        Onnx__TensorProto *inline_tp;
+        st = inf__onnx_tensor_to_proto(t, tp->name ? tp->name : "", &inline_tp);
+        inf_tensor_free(t);
+        if (st != INF_OK) return nomem(err, "reading external data");
+        onnx__tensor_proto__free_unpacked(tp, &inf__protobuf_allocator);
+        mp->graph->initializer[i] = inline_tp;
+    }
+    return INF_OK;
+}
+
+static inf_status open_buffer(const void *data, size_t size, const char *what, const char *base_dir,
+                              inf_model_edit **out, inf_error *err) {
     *out = NULL;
     /* protobuf-c recurses: the nesting check (and a precise message for a file
      * that is no ONNX model) before it sees the bytes, as the loader does */
@@ -49,12 +75,11 @@ inf_status inf_model_edit_open_buffer(const void *data, size_t size, const char 
         if (mp) onnx__model_proto__free_unpacked(mp, &inf__protobuf_allocator);
         return inf_error_set(err, INF_EFORMAT, "%s: not an ONNX model with a graph", what);
     }
-    for (size_t i = 0; i < mp->graph->n_initializer; i++)
-        if (mp->graph->initializer[i]->n_external_data) {
-            onnx__model_proto__free_unpacked(mp, &inf__protobuf_allocator);
-            return inf_error_set(err, INF_EUNSUPPORTED, "%s: initializers stored as external data cannot be rewritten",
-                              what);
-        }
+    st = inline_external_data(mp, base_dir, what, err);
+    if (st != INF_OK) {
+        onnx__model_proto__free_unpacked(mp, &inf__protobuf_allocator);
+        return st;
+    }
     inf_model_edit *m = inf__calloc(1, sizeof *m);
     if (!m) {
         onnx__model_proto__free_unpacked(mp, &inf__protobuf_allocator);
@@ -65,13 +90,27 @@ inf_status inf_model_edit_open_buffer(const void *data, size_t size, const char 
     return INF_OK;
 }
 
+inf_status inf_model_edit_open_buffer(const void *data, size_t size, const char *what, inf_model_edit **out,
+                                      inf_error *err) {
+    return open_buffer(data, size, what, NULL, out, err);
+}
+
 inf_status inf_model_edit_open(const char *path, inf_model_edit **out, inf_error *err) {
     *out = NULL;
     uint8_t *data;
     size_t size;
     inf_status st = inf__read_file(path, &data, &size, err);
     if (st) return st;
-    st = inf_model_edit_open_buffer(data, size, path, out, err);
+    char *dir = inf__strdup(path);
+    if (!dir) {
+        inf__free(data);
+        return nomem(err, "opening a model");
+    }
+    char *slash = strrchr(dir, '/');
+    if (slash) slash[slash == dir] = 0; /* "/m.onnx" -> "/" */
+    else strcpy(dir, ".");
+    st = open_buffer(data, size, path, dir, out, err);
+    inf__free(dir);
     inf__free(data);
     return st;
 }

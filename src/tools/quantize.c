@@ -857,6 +857,30 @@ static size_t file_size(const char *path) {
     return stat(path, &sb) == 0 ? (size_t)sb.st_size : 0;
 }
 
+/* The model's bytes on disk: its file and the external-data files it names (the size before quantization). */
+static size_t model_bytes(const char *path) {
+    size_t total = file_size(path);
+    FILE *f = fopen(path, "rb");
+    char *data = total ? malloc(total) : NULL;
+    bool read_all = f && data && fread(data, 1, total, f) == total;
+    if (f) fclose(f);
+    char **files = NULL;
+    int n = 0;
+    inf_error ignored;
+    if (read_all && inf_model_external_files(data, total, &files, &n, &ignored) == INF_OK) {
+        const char *slash = strrchr(path, '/');
+        int dir_len = slash ? (int)(slash - path) : 1;
+        for (int i = 0; i < n; i++) {
+            char p[4096];
+            snprintf(p, sizeof p, "%.*s/%s", dir_len, slash ? path : ".", files[i]);
+            total += file_size(p);
+        }
+        inf_model_external_files_free(files, n);
+    }
+    free(data);
+    return total;
+}
+
 static inf_status check_opset(qctx *q) {
     int64_t v = inf_model_edit_opset(q->ed, "");
     int64_t need = q->o->per_channel ? 13 : q->o->static_mode ? 10 : 11;
@@ -976,7 +1000,7 @@ inf_status inf__tools_quantize_edit(const inf__quantize_options *o, const inf__q
         inf_model_edit_free(q.ed);
         return err ? err->status : INF_ENOMEM;
     }
-    r->bytes_before = file_size(o->in_path);
+    r->bytes_before = model_bytes(o->in_path);
     r->weight_bytes_before = inf_model_edit_weight_bytes(q.ed);
     st = quantize_open(&q, r);
     if (st == INF_OK && nodes)

@@ -176,6 +176,10 @@ def shared_weights():  # weights reached through Identity, as TorchScript export
     mdl.ir_version = 8
     onnx.save(mdl, os.path.join(OUT, "shared_weights.onnx"))
     save_inputs("shared_weights", {"x": rng.standard_normal((5, 8)).astype(np.float32)})
+    # the same weights as external data beside the model (torch.onnx's dynamo exporter writes them so)
+    onnx.save(mdl, os.path.join(OUT, "external_data.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="external_data.onnx.data", size_threshold=0)
+    save_inputs("external_data", {"x": np.load(os.path.join(OUT, "shared_weights.x.npy"))})
 
 
 export("res_cnn", Res(), [(4, 3, 15, 15)])

@@ -76,6 +76,23 @@ if "$INFERA" prune "$D/shared_weights.onnx" -o "$D/sw_pruned.onnx" --sparsity 0.
     "$INFERA" run "$D/sw_pruned.onnx" --input "x=$D/shared_weights.x.npy" >/dev/null 2>&1; then
     ok "shared weights: prune --sparsity 0.5 runs ($(grep -m1 -i "param\|weight" "$D/sw_prune" | cut -c1-80))"
 else bad "shared weights: prune: $(cat "$D/sw_prune")"; fi
+# weights stored as external data (a file beside the model, as the dynamo exporter writes): read in, and the
+# quantized or pruned model is one self-contained file (before: "external data cannot be rewritten")
+qcheck external_data dyn 3 --mode dynamic
+if "$INFERA" prune "$D/external_data.onnx" -o "$D/ext_pruned.onnx" --sparsity 0.5 >"$D/ext_prune" 2>&1 &&
+    mkdir -p "$D/alone" && cp "$D/ext_pruned.onnx" "$D/external_data.dyn.onnx" "$D/alone/" &&
+    "$INFERA" run "$D/alone/ext_pruned.onnx" --input "x=$D/external_data.x.npy" >/dev/null 2>&1 &&
+    "$INFERA" run "$D/alone/external_data.dyn.onnx" --input "x=$D/external_data.x.npy" >/dev/null 2>&1; then
+    ok "external data: the pruned and quantized files run without the data file"
+else bad "external data: $(cat "$D/ext_prune")"; fi
+sed 's|external_data\.onnx\.data|../../../../etc//passwd|' "$D/external_data.onnx" >"$D/escape.onnx" # same length
+expect_error_early() { # what pattern command... (before expect_error is defined)
+    if "${@:3}" >"$D/out" 2>&1; then bad "$1: accepted"
+    elif grep -q -- "$2" "$D/out"; then ok "$1: $(head -1 "$D/out" | cut -c1-140)"
+    else bad "$1: unclear error: $(cat "$D/out")"; fi
+}
+expect_error_early "external data outside the model's folder" "escape.onnx: initializer 'W'" \
+    "$INFERA" quantize "$D/escape.onnx" -o "$D/x.onnx" --mode dynamic
 grep -q "nodes quantized: 1 of 1" "$D/gemm_o21_t00_a1.5_b0.qdq/rep" && ok "Gemm alpha 1.5, beta 0: quantized" ||
     bad "Gemm alpha/beta: $(cat "$D/gemm_o21_t00_a1.5_b0.qdq/rep")"
 
