@@ -20,6 +20,7 @@ typedef struct arch_info {
 
 static const arch_info archs[] = {
     {"llama", INF__ROPE_NORM},
+    {"qwen2", INF__ROPE_NEOX}, /* Qwen2 / Qwen2.5: llama with q/k/v biases (read when present) and NeoX pairs */
 };
 
 static const arch_info *find_arch(const char *s, size_t n) {
@@ -242,8 +243,8 @@ inf_status inf__llm_model_from_gguf(inf__gguf *g, bool force_ref, inf_llm_model 
     if (st) goto fail;
     const arch_info *a = find_arch(s, n);
     if (!a) {
-        st = inf_error_set(err, INF_EUNSUPPORTED, "%s: architecture '%.*s' is not supported (supported: llama)",
-                        m->info.path, (int)(n > 64 ? 64 : n), s);
+        st = inf_error_set(err, INF_EUNSUPPORTED, "%s: architecture '%.*s' is not supported (supported: llama, qwen2)",
+                           m->info.path, (int)(n > 64 ? 64 : n), s);
         goto fail;
     }
     snprintf(m->arch, sizeof m->arch, "%s", a->name);

@@ -127,6 +127,32 @@ PY
     else
         bad "gguf_io.py could not write the RoPE-scaled model"
     fi
+    # the qwen2 architecture (Qwen2 / Qwen2.5): the F32 draft rewritten as qwen2 -- keys qwen2.*, NeoX RoPE pairs
+    # (llama.cpp's choice for qwen2), q/k/v biases (random, seeded, large enough to change the text) -- greedy text == llama.cpp's on it
+    if $PY - "$MODELS" "$work/qwen2.gguf" <<'PY'
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import gguf_io as G
+kvs, tensors = G.read_gguf(sys.argv[1] + "/austen-draft-f32.gguf")
+kvs = [("general.architecture", "qwen2") if k == "general.architecture" else
+       (k.replace("llama.", "qwen2.", 1) if k.startswith("llama.") else k, v) for k, v in kvs]
+rng = np.random.default_rng(7)
+extra = []
+for name, arr, gtype in tensors:
+    if name.endswith(("attn_q.weight", "attn_k.weight", "attn_v.weight")):
+        extra.append((name.replace(".weight", ".bias"), rng.normal(0, 2.0, arr.shape[0]).astype(np.float32), G.GGML_F32))
+G.write_gguf(sys.argv[2], kvs, tensors + extra)
+PY
+    then
+        arch=$("$INFERA" info "$work/qwen2.gguf" --json | jq -r .architecture)
+        [ "$arch" = qwen2 ] && ok "qwen2 file: architecture qwen2" || bad "qwen2 file: architecture '$arch'"
+        for p in "It is a truth universally acknowledged" "Mr. Darcy was"; do
+            greedy_as_llama "$work/qwen2.gguf" "$p" 24 "qwen2 architecture, q/k/v biases ('$p')"
+        done
+    else
+        bad "gguf_io.py could not write the qwen2 model"
+    fi
 else
     skp "llama.cpp greedy text (llama.cpp not built)"
 fi
