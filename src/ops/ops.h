@@ -576,6 +576,10 @@ void inf__ops_pool2d_f32_avx2(const inf__pool2d *g, const float *x, float *y, in
  * the same bits as the AVX2 kernel. */
 void inf__ops_pool2d_f32_avx512(const inf__pool2d *g, const float *x, float *y, int64_t n_planes);
 void inf__ops_pool2d_f32_ref(const inf__pool2d *g, const float *x, float *y, int64_t n_planes);
+/* The sum of x[0..n) in double, as GlobalAveragePool's (ops/ref/pool.c's
+ * sum_f32_as_f64, same order and bits), 16 floats a step (ops/x86/pool_avx2.c;
+ * only when inf__cpu_has_avx2_fma()). */
+double inf__sum_f32_as_f64_avx2(const float *x, int64_t n);
 
 /* ---- helpers shared by kernels (ops/util.c) ---- */
 
