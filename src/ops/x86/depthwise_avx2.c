@@ -70,6 +70,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "core/cpu.h"
 #include "ops/ops.h"
 #include "ops/x86/transpose_avx2.h"
 
@@ -277,6 +278,7 @@ typedef struct cb_geom {
 } cb_geom;
 
 static inline int64_t up8(int64_t v) { return (v + 7) & ~(int64_t)7; }
+static inline int64_t up16(int64_t v) { return (v + 15) & ~(int64_t)15; }
 static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -472,7 +474,7 @@ static bool pr_wide(const inf__conv2d *g) { return g->kh > 3 || g->kw > 3; }
 static bool pr_geometry(const inf__conv2d *g, int threads, pr_geom *G) {
     cb_geom C;
     if (g->sw != 1 || (pr_wide(g) && cb_geometry(g, threads, &C))) return false;
-    G->pw = up8(max64(up8(g->ow) + (g->kw - 1) * g->dw, g->pl + up8(g->iw)));
+    G->pw = up8(max64(up16(g->ow) + (g->kw - 1) * g->dw, g->pl + up8(g->iw))); /* 16: the AVX-512 3x3 */
     G->ph = max64(g->pt + g->ih, (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1);
     if (G->ph > CB_SLOT_MAX / G->pw) return false;
     G->slot = G->ph * G->pw;
@@ -616,8 +618,13 @@ static void pr_plane_any(const dw_plane *p, const pr_geom *G, const float *buf) 
         }
 }
 
-static void pr_plane(const dw_plane *p, const pr_geom *G, const float *buf) {
+static void pr_plane(const dw_plane *p, const pr_geom *G, const float *buf, bool zmm) {
     const inf__conv2d *g = p->g;
+    if (zmm && g->kh == 3 && g->kw == 3 && g->dh == 1 && g->dw == 1 && g->sh == 1) { /* 16 columns a vector */
+        inf__conv2d_dw3_plane_avx512(buf, G->pw, g->oh, g->ow, p->w, p->has_bias ? p->bias : 0.0f, p->res, p->y, g->act,
+                                     g->lo, g->hi);
+        return;
+    }
     if (g->kh == 3 && g->kw == 3 && g->dh == 1 && g->dw == 1 && g->sh == 1) pr_plane3(p, G, buf);
     else pr_plane_any(p, G, buf);
 }
@@ -636,6 +643,7 @@ static void pr_slots(void *arg, int64_t begin, int64_t end) {
     const inf__conv2d *g = pt->t->g;
     const pr_geom *G = &pt->G;
     int64_t planes = g->n * g->c, in = g->ih * g->iw;
+    bool zmm = inf__cpu_has_avx512();
     for (int64_t s = begin; s < end; s++) {
         float *buf[2] = {pt->scratch + s * 2 * G->slot, pt->scratch + (s * 2 + 1) * G->slot};
         for (int64_t i = 0; i < 2 * G->slot; i += 8) _mm256_store_ps(buf[0] + i, _mm256_setzero_ps());
@@ -644,7 +652,7 @@ static void pr_slots(void *arg, int64_t begin, int64_t end) {
         for (int64_t pl = pl0; pl < pl1; pl++) {
             if (pl + 1 < pl1) pr_fill(g, G, pt->t->x + (pl + 1) * in, buf[(pl - pl0 + 1) % 2]);
             dw_plane p = plane_of(pt->t, pl);
-            pr_plane(&p, G, buf[(pl - pl0) % 2]);
+            pr_plane(&p, G, buf[(pl - pl0) % 2], zmm);
         }
     }
 }
