@@ -12,8 +12,9 @@
  * loads), then each output column reduces kw neighbours of tmp (horizontal
  * pass): 8 outputs per ymm -- contiguous loads for stride 1, the even lanes
  * of two loads for stride 2, a gather for larger strides (MaxPool1d(4) of
- * audio nets) -- and one at a time for the windows that overlap the left or
- * right padding.
+ * audio nets), a row's last interior outputs as its last 8 again -- and one
+ * at a time for the windows that overlap the left or right padding (and
+ * rows of fewer than 8 interior outputs).
  *
  * The common 2x2, stride-2, unpadded window whose windows all lie inside
  * the input (pool2x2_planes) skips the tmp row: per 8 outputs, two 16-float
@@ -184,8 +185,10 @@ void inf__ops_pool2d_f32_avx2(const inf__pool2d *g, const float *x, float *y, in
             int64_t ox = 0;
             for (; ox < ow; ox++) {
                 if (ox >= ox_lo && ox < ox_hi) {
-                    /* interior, 8 at a time */
-                    for (; ox + 8 <= ox_hi; ox += 8) {
+                    /* interior, 8 at a time; the last 8 interior outputs again for a
+                     * remainder (same operations, same bits), not one at a time */
+                    for (; ox < ox_hi && ox_hi - ox_lo >= 8; ox += 8) {
+                        if (ox + 8 > ox_hi) ox = ox_hi - 8;
                         const float *t = tmp + ox * sw - g->pl;
                         __m256 acc = load_strided(t, sw, gather_idx);
                         if (g->max) {
