@@ -23,7 +23,10 @@
  *     it feeds, the 9 weights in registers, no transposes; bias, residual
  *     and ReLU/Clip in the store, tested once per block of rows.  Details
  *     and measurements at the path's code below.
- *   - channel-blocked (row stride 2 or more, given scratch):
+ *     On AVX-512 a 3x3 plane runs depthwise_avx512.c's sibling (16
+ *     columns a zmm, same bits).
+ *   - channel-blocked (row stride 2 or more, or a kernel wider or taller
+ *     than 3 (pr_wide), given scratch):
  *     blocks of 8 channels of one image, the input transposed to
  *     [row][column][8 channels] with its zero padding, 8 output positions
  *     x 8 channels summed per step (one weight vector and 8 aligned loads
