@@ -27,18 +27,29 @@
 
 typedef struct dw_shape {
     const char *what;
-    int64_t c, ih, iw, s;
+    int64_t c, ih, iw, s, k; /* k: the kernel's size (pad k / 2); 0 means 3 */
 } dw_shape;
 
 static const dw_shape SHAPES[] = {
-    {"mobile dw 32 @48x48 s1", 32, 48, 48, 1},   {"mobile dw 64 @48x48 s2", 64, 48, 48, 2},
-    {"mobile dw 128 @24x24 s1", 128, 24, 24, 1}, {"mobile dw 128 @24x24 s2", 128, 24, 24, 2},
-    {"mobile dw 256 @12x12 s1", 256, 12, 12, 1}, {"mobile dw 256 @12x12 s2", 256, 12, 12, 2},
-    {"mbv1 dw 32 @112x112 s1", 32, 112, 112, 1}, {"mbv1 dw 512 @14x14 s1", 512, 14, 14, 1},
-    {"mbv1 dw 1024 @7x7 s1", 1024, 7, 7, 1},
+    {"mobile dw 32 @48x48 s1", 32, 48, 48, 1, 3},
+    {"mobile dw 64 @48x48 s2", 64, 48, 48, 2, 3},
+    {"mobile dw 128 @24x24 s1", 128, 24, 24, 1, 3},
+    {"mobile dw 128 @24x24 s2", 128, 24, 24, 2, 3},
+    {"mobile dw 256 @12x12 s1", 256, 12, 12, 1, 3},
+    {"mobile dw 256 @12x12 s2", 256, 12, 12, 2, 3},
+    {"mbv1 dw 32 @112x112 s1", 32, 112, 112, 1, 3},
+    {"mbv1 dw 512 @14x14 s1", 512, 14, 14, 1, 3},
+    {"mbv1 dw 1024 @7x7 s1", 1024, 7, 7, 1, 3},
     /* L2-resident (X and Y under 200 KB): the kernel without the misses */
-    {"hot dw 8 @48x48 s1", 8, 48, 48, 1},        {"hot dw 32 @24x24 s2", 32, 24, 24, 2},
-    {"hot dw 64 @12x12 s1", 64, 12, 12, 1},
+    {"hot dw 8 @48x48 s1", 8, 48, 48, 1, 3},
+    {"hot dw 32 @24x24 s2", 32, 24, 24, 2, 3},
+    {"hot dw 64 @12x12 s1", 64, 12, 12, 1, 3},
+    /* EfficientNet-B0's 5x5s at stride 1 (bench/extra effnetb0, 224x224) */
+    {"effb0 dw5 240 @28x28 s1", 240, 28, 28, 1, 5},
+    {"effb0 dw5 672 @14x14 s1", 672, 14, 14, 1, 5},
+    {"effb0 dw5 1152 @7x7 s1", 1152, 7, 7, 1, 5},
+    {"effb0 dw5 240 @28x28 s2", 240, 28, 28, 2, 5},
+    {"effb0 dw3 144 @56x56 s1", 144, 56, 56, 1, 3},
 };
 enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
 
@@ -53,19 +64,36 @@ static float rnd(uint32_t *r) { return (float)((*r = *r * 1664525u + 1013904223u
 
 static bool case_new(dw_case *dc, const dw_shape *s, int64_t batch, int threads, bool general) {
     memset(dc, 0, sizeof *dc);
-    inf__conv2d g = {.n = batch, .c = s->c, .m = s->c, .group = s->c, .cg = 1, .mg = 1, .ih = s->ih, .iw = s->iw,
-                     .kh = 3, .kw = 3, .sh = s->s, .sw = s->s, .dh = 1, .dw = 1, .pt = 1, .pl = 1,
-                     .act = INF_EPILOGUE_CLIP, .lo = 0.0f, .hi = 6.0f};
+    int64_t k = s->k ? s->k : 3, kk = k * k;
+    inf__conv2d g = {.n = batch,
+                     .c = s->c,
+                     .m = s->c,
+                     .group = s->c,
+                     .cg = 1,
+                     .mg = 1,
+                     .ih = s->ih,
+                     .iw = s->iw,
+                     .kh = k,
+                     .kw = k,
+                     .sh = s->s,
+                     .sw = s->s,
+                     .dh = 1,
+                     .dw = 1,
+                     .pt = k / 2,
+                     .pl = k / 2,
+                     .act = INF_EPILOGUE_CLIP,
+                     .lo = 0.0f,
+                     .hi = 6.0f};
     g.oh = (g.ih - 1) / g.sh + 1, g.ow = (g.iw - 1) / g.sw + 1;
     dc->g = g;
     int64_t nx = g.n * g.c * g.ih * g.iw, ny = g.n * g.c * g.oh * g.ow;
     int64_t sf = general ? 0 : inf__conv2d_depthwise_scratch_floats(&g, threads);
-    dc->x = alloc32(nx), dc->w = alloc32(g.c * 9), dc->b = alloc32(g.c), dc->y = alloc32(ny);
+    dc->x = alloc32(nx), dc->w = alloc32(g.c * kk), dc->b = alloc32(g.c), dc->y = alloc32(ny);
     dc->scratch = sf > 0 ? alloc32(sf) : NULL;
     if (!dc->x || !dc->w || !dc->b || !dc->y || (sf > 0 && !dc->scratch)) return false;
     uint32_t r = 12345;
     for (int64_t i = 0; i < nx; i++) dc->x[i] = rnd(&r);
-    for (int64_t i = 0; i < g.c * 9; i++) dc->w[i] = rnd(&r);
+    for (int64_t i = 0; i < g.c * kk; i++) dc->w[i] = rnd(&r);
     for (int64_t i = 0; i < g.c; i++) dc->b[i] = 0.1f;
     return true;
 }
@@ -84,7 +112,7 @@ static void bench_shape(const dw_shape *s, int64_t batch, inf__pool *pool, int t
         case_free(&dc);
         return;
     }
-    double macs = 9.0 * dc.g.n * dc.g.c * dc.g.oh * dc.g.ow, t[64];
+    double macs = (double)dc.g.kh * dc.g.kw * dc.g.n * dc.g.c * dc.g.oh * dc.g.ow, t[64];
     int inner = macs < 4e6 ? (int)(4e6 / macs) + 1 : 1;
     if (rounds > 64) rounds = 64;
     run_case(&dc, pool); /* warm */

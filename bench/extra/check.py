@@ -18,7 +18,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHAPES = {"mlp_odd": [2, 37], "cnn_gray": [2, 1, 56, 56], "mobile": [2, 3, 96, 96], "enc17": [2, 64, 384],
-          "conv1d_text": [2, 40, 256], "conv1d_m5": [2, 1, 8000]}
+          "conv1d_text": [2, 40, 256], "conv1d_m5": [2, 1, 8000], "resnet18": [2, 3, 224, 224],
+          "resnet50": [2, 3, 224, 224], "mobilenetv2": [2, 3, 224, 224], "effnetb0": [2, 3, 224, 224]}
 
 
 def check(infera, models, name, tmp):

@@ -14,10 +14,11 @@ opset) in the order the seed is consumed, and calls main(), which:
     if given, runs on each model at that point too (before the skip);
   - skips a model whose DIR/<name>.onnx exists, unless --force;
   - exports the rest in eval mode: input "x", output "y", dynamic batch axis
-    "N" on both, the model's opset; under torch.no_grad() when no_grad;
+    "N" on both, the model's opset; under torch.no_grad() when no_grad; with
+    the exporter dynamo picks (None: torch's default);
   - prints "<prog>: wrote PATH" on stderr for each file written.
 
-Used by gen_extra_models.py and gen_conv1d_models.py (this folder is on
+Used by gen_extra_models.py, gen_conv1d_models.py and gen_vision_models.py (this folder is on
 sys.path when they run as scripts).
 """
 import argparse
@@ -38,15 +39,17 @@ def parse_args(doc):
     return ap.parse_args()
 
 
-def export_one(module, example, path, opset, no_grad):
-    """module (eval mode) to the ONNX file path, batch axis "N" dynamic."""
+def export_one(module, example, path, opset, no_grad, dynamo=None):
+    """module (eval mode) to the ONNX file path, batch axis "N" dynamic.  dynamo None: the torch version's
+    default exporter (torch 1.13 has only TorchScript); False / True: pick it (torch >= 2.5)."""
     module.eval()
+    kw = {} if dynamo is None else {"dynamo": dynamo}
     with torch.no_grad() if no_grad else contextlib.nullcontext():
         torch.onnx.export(module, example, path, input_names=["x"], output_names=["y"], opset_version=opset,
-                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}}, **kw)
 
 
-def main(prog, doc, build, prepare=None, no_grad=False):
+def main(prog, doc, build, prepare=None, no_grad=False, dynamo=None):
     """The generator's whole run (see the file's top); the exit status."""
     a = parse_args(doc)
     os.makedirs(a.out, exist_ok=True)
@@ -57,6 +60,6 @@ def main(prog, doc, build, prepare=None, no_grad=False):
         path = os.path.join(a.out, name + ".onnx")
         if os.path.exists(path) and not a.force:
             continue
-        export_one(module, example, path, opset, no_grad)
+        export_one(module, example, path, opset, no_grad, dynamo)
         print("%s: wrote %s" % (prog, path), file=sys.stderr)
     return 0

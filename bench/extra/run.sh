@@ -2,24 +2,44 @@
 # run.sh -- Infera vs ONNX Runtime on the "other models" of bench/extra/ (models
 # the fast paths were not tuned on), so that generalisation stays measured.
 #
-#   bench/extra/run.sh [--infera PATH] [--rounds N] [--models "mobile cnn_gray enc17 mlp_odd"]
+#   bench/extra/run.sh [--infera PATH] [--rounds N]
+#                      [--models "mobile cnn_gray enc17 mlp_odd resnet18 resnet50 mobilenetv2 effnetb0"]
 #                      [--threads "1 2"] [--out DIR]
 #
-# Missing models are generated with gen_extra_models.py.  Outputs are first
-# checked once against ONNX Runtime (check.py, batch 2).  Then for N rounds
-# (default 3) every model x threads x batch (1 for all; 64 for mobile,
-# cnn_gray and mlp_odd) runs `infera bench --json` and bench/ort_bench.js one
-# after the other, alternating which goes first.  Raw JSON lines go to
-# DIR/raw.jsonl (default bench/extra/results/<date>); summarize.py prints
-# the medians and the Infera/ORT ratio table (also DIR/table.md).
-# About 3-4 minutes on 2 cores.
+# Missing models are generated with gen_extra_models.py; the torchvision ones
+# (resnet18 resnet50 mobilenetv2 effnetb0, 224x224) with gen_vision_models.py
+# run by $TORCH_PYTHON (default python3; it needs torch and torchvision), and
+# left out with a message when that fails.  Outputs are first checked once
+# against ONNX Runtime (check.py, batch 2).  Then for N rounds (default 3)
+# every model x threads x batch (1 for all; 64 for mobile, cnn_gray and
+# mlp_odd, 8 for the 224x224 ones) runs `infera bench --json` and
+# bench/ort_bench.js one after the other, alternating which goes first.  Raw
+# JSON lines go to DIR/raw.jsonl (default bench/extra/results/<date>);
+# summarize.py prints the medians and the Infera/ORT ratio table (also
+# DIR/table.md).  About 6-8 minutes on 2 cores.
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$(dirname "$HERE")")
 . "$ROOT/bench/lib.sh"
-MODELS="mobile cnn_gray enc17 mlp_odd"
+MODELS="mobile cnn_gray enc17 mlp_odd resnet18 resnet50 mobilenetv2 effnetb0"
+VISION="resnet18 resnet50 mobilenetv2 effnetb0"
 bench_start "infera rounds models threads out" "$@"
+
+# The torchvision models: generated when missing, else left out of MODELS.
+keep=
+for m in $MODELS; do
+    case " $VISION " in
+    *" $m "*)
+        [ -f "$HERE/models/$m.onnx" ] || "${TORCH_PYTHON:-python3}" "$HERE/gen_vision_models.py" >&2 || true
+        if [ ! -f "$HERE/models/$m.onnx" ]; then
+            echo "run.sh: leaving out $m (gen_vision_models.py needs torch + torchvision: set TORCH_PYTHON)" >&2
+            continue
+        fi ;;
+    esac
+    keep="$keep $m"
+done
+MODELS=${keep# }
 
 bench_gen_models gen_extra_models.py
 bench_gen_models gen_conv1d_models.py  # conv1d_text, conv1d_m5 (not in the default list)
@@ -40,6 +60,10 @@ configs() {
     mlp_odd) echo "1 2000 200" "64 1000 100" ;;
     conv1d_text) echo "1 300 30" "64 10 1" ;;
     conv1d_m5) echo "1 1000 100" "64 50 5" ;;
+    resnet18) echo "1 40 4" "8 8 1" ;;
+    resnet50) echo "1 20 2" "8 4 1" ;;
+    mobilenetv2) echo "1 60 6" "8 12 1" ;;
+    effnetb0) echo "1 40 4" "8 8 1" ;;
     *) echo "run.sh: no configuration for model $1" >&2; exit 2 ;;
     esac
 }

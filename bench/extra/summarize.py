@@ -5,8 +5,8 @@
 
 Prints Markdown: the machine and output check (when given), then one row per
 model x threads: batch-1 p50 latency (Infera / ORT, below 1 is better) and
-batch-64 throughput (Infera / ORT, above 1 is better), with the medians over
-rounds behind them.
+the throughput at the model's largest batch (64; 8 for the 224x224 models)
+(Infera / ORT, above 1 is better), with the medians over rounds behind them.
 """
 import collections
 import json
@@ -38,11 +38,13 @@ def main():
         unit = "us" if key == "p50" else "rows/s"
         return "%.2f (%.0f / %.0f %s)" % (i / o if o else float("nan"), i, o, unit)
 
-    print("| model | threads | b1 p50: Infera/ORT (I / O) | b64 throughput: Infera/ORT (I / O) |")
+    print("| model | threads | b1 p50: Infera/ORT (I / O) | batch B throughput: Infera/ORT (I / O) |")
     print("|---|---|---|---|")
     for m in dict.fromkeys(k[1] for k in runs):
+        big = max([k[3] for k in runs if k[1] == m and k[3] > 1], default=0)  # 64, or 8 for the 224x224 models
         for t in sorted({k[2] for k in runs if k[1] == m}):
-            print("| %s | %d | %s | %s |" % (m, t, cell(m, t, 1, "p50"), cell(m, t, 64, "throughput_rows_per_s")))
+            tp = "B=%d: %s" % (big, cell(m, t, big, "throughput_rows_per_s")) if big else "-"
+            print("| %s | %d | %s | %s |" % (m, t, cell(m, t, 1, "p50"), tp))
     print("\nMedians over rounds; latency ratio below 1 and throughput ratio above 1 favour Infera.")
     return 0
 

@@ -338,7 +338,7 @@ static inf_status get_node(loader *L, inf__graph *g, int index, inf__node *node)
     node->epilogue.alpha = get_f32(r);
     node->epilogue.lo = get_f32(r);
     node->epilogue.hi = get_f32(r);
-    if (r->bad || node->epilogue.kind > INF_EPILOGUE_CLIP) return stream_error(L, "a node's activation");
+    if (r->bad || node->epilogue.kind > INF_EPILOGUE_SILU) return stream_error(L, "a node's activation");
     int n_attrs = get_count(r, 18);
     if ((st = get_list_alloc(L, n_attrs, sizeof(inf__attr), (void **)&node->attrs))) return st;
     for (node->n_attrs = 0; node->n_attrs < n_attrs;) {

@@ -63,12 +63,14 @@ typedef struct inf__attr {
 
 /* An element-wise activation applied to a node's output 0 right after its
  * kernel, in place, while the data is still in cache (fused by optimize.c
- * from a following Relu/LeakyRelu/Clip node). */
+ * from a following Relu/LeakyRelu/Clip node; SiLU by passes/silu.c from a
+ * Conv's Sigmoid + Mul). */
 typedef enum inf__epilogue_kind {
     INF_EPILOGUE_NONE = 0,
     INF_EPILOGUE_RELU,
     INF_EPILOGUE_LEAKY_RELU, /* alpha */
     INF_EPILOGUE_CLIP,       /* [lo, hi] */
+    INF_EPILOGUE_SILU,       /* x * Sigmoid(x), float32 only (the Sigmoid kernel's, then a multiply) */
 } inf__epilogue_kind;
 
 typedef struct inf__epilogue {

@@ -66,8 +66,10 @@ void inf_model_op_type(const inf_model *m, int i, const char **domain, const cha
 }
 
 void inf_model_optimized_node(const inf_model *m, int i, const char **op_type, const char **activation) {
-    static const char *const names[] = {[INF_EPILOGUE_RELU] = "Relu", [INF_EPILOGUE_LEAKY_RELU] = "LeakyRelu",
-                                        [INF_EPILOGUE_CLIP] = "Clip"};
+    static const char *const names[] = {[INF_EPILOGUE_RELU] = "Relu",
+                                        [INF_EPILOGUE_LEAKY_RELU] = "LeakyRelu",
+                                        [INF_EPILOGUE_CLIP] = "Clip",
+                                        [INF_EPILOGUE_SILU] = "Silu"};
     const inf__node *n = i >= 0 && i < m->graph->n_nodes ? &m->graph->nodes[i] : NULL;
     *op_type = n ? n->op_type : NULL;
     *activation = n && n->epilogue.kind != INF_EPILOGUE_NONE ? names[n->epilogue.kind] : NULL;

@@ -31,7 +31,8 @@
  *      (constant, inference mode) -> one Conv with folded weights; Conv ->
  *      Add (a residual) -> the internal ConvAdd (ai.infera); MatMul by
  *      constant weights -> its bias Add (-> a residual Add) (-> Gelu) -> the
- *      internal FusedMatMul (ai.infera); Transpose -> Transpose and
+ *      internal FusedMatMul (ai.infera); a Conv's Sigmoid + Mul (SiLU) ->
+ *      the Conv's SiLU epilogue; Transpose -> Transpose and
  *      Reshape-like -> Reshape chains -> one node (or an Identity, which
  *      shares its input).  Each rewrites the chain's last node in place and
  *      marks the rest dead.
@@ -288,6 +289,9 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         if (st == INF_OK) st = inf__pass_attention(&pc, &n_att, err);
         if (st == INF_OK) st = inf__pass_conv_bn(&pc, &n_bn, err); /* before ConvAdd: Conv -> BN -> Add */
         if (st == INF_OK) st = inf__pass_conv_add(&pc, &n_ca, err);
+        int n_silu = 0;
+        if (st == INF_OK) st = inf__pass_silu(&pc, &n_silu, err); /* after ConvAdd: its Conv may be one */
+        if (n_silu) inf__log(INF_LOG_DEBUG, "optimizer: %d Conv+Sigmoid+Mul -> Conv with SiLU", n_silu);
         if (st == INF_OK) st = inf__pass_matmul_add(&pc, &n_mm, err); /* after Gelu: it fuses the Gelu */
         int n_qgelu = 0;
         if (st == INF_OK) st = inf__pass_qdq_gelu(&pc, &n_qgelu, err); /* after Gelu, likewise */

@@ -841,6 +841,7 @@ static const char *epilogue_name(inf__epilogue_kind kind) {
     case INF_EPILOGUE_RELU: return "Relu";
     case INF_EPILOGUE_LEAKY_RELU: return "LeakyRelu";
     case INF_EPILOGUE_CLIP: return "Clip";
+    case INF_EPILOGUE_SILU: return "Silu";
     default: return NULL;
     }
 }

@@ -432,6 +432,13 @@ void inf__conv2d_direct_f32_avx512(inf__pool *pool, const inf__conv2d *g, const 
 int64_t inf__conv2d_depthwise_scratch_floats(const inf__conv2d *g, int threads);
 void inf__conv2d_depthwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
                                     const float *bias, const float *res, float *scratch, float *y);
+/* Its padded-plane 3x3 (stride 1, dilation 1) on AVX-512 (ops/x86/depthwise_avx512.c;
+ * only when inf__cpu_has_avx512()): one plane from buf (its zero-padded copy, pw
+ * floats a row, pw >= ow rounded up to 16 plus 2) to y (oh x ow), + bias, + res
+ * (NULL or oh x ow), act (INF_EPILOGUE_NONE, _RELU or _CLIP with [lo, hi]); the
+ * AVX2 kernel's bits. */
+void inf__conv2d_dw3_plane_avx512(const float *buf, int64_t pw, int64_t oh, int64_t ow, const float *w, float bias,
+                                  const float *res, float *y, int act, float lo, float hi);
 /* The pointwise variant (ops/x86/pointwise_avx2.c) for 1x1, stride-1,
  * unpadded, one-group Convs (inf__conv2d_pointwise_fits(g)): its own
  * 4-channel x 24-position micro-kernel on w as given ([m, c]) and L1 copies
@@ -576,6 +583,10 @@ void inf__ops_pool2d_f32_avx2(const inf__pool2d *g, const float *x, float *y, in
  * the same bits as the AVX2 kernel. */
 void inf__ops_pool2d_f32_avx512(const inf__pool2d *g, const float *x, float *y, int64_t n_planes);
 void inf__ops_pool2d_f32_ref(const inf__pool2d *g, const float *x, float *y, int64_t n_planes);
+/* The sum of x[0..n) in double, as GlobalAveragePool's (ops/ref/pool.c's
+ * sum_f32_as_f64, same order and bits), 16 floats a step (ops/x86/pool_avx2.c;
+ * only when inf__cpu_has_avx2_fma()). */
+double inf__sum_f32_as_f64_avx2(const float *x, int64_t n);
 
 /* ---- helpers shared by kernels (ops/util.c) ---- */
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "ops/vmath.h"
 
 /* ---- shapes ---- */
 
@@ -138,6 +139,20 @@ void inf__tensor_set_f64(inf_tensor *t, int64_t i, double v) {
 
 /* ---- fused activations (a node's epilogue) ---- */
 
+/* y = y * Sigmoid(y), the bits of the Sigmoid node (the vectorised sigmoid,
+ * whose every element is the same instructions wherever it sits: vmath.h)
+ * then the Mul node (one float multiply), 256 floats at a time through a
+ * stack buffer. */
+static void silu_f32(float *y, int64_t n) {
+    const inf__vmath *vm = inf__vmath_best();
+    float s[256];
+    for (int64_t i = 0; i < n; i += 256) {
+        int64_t m = n - i < 256 ? n - i : 256;
+        vm->sigmoid(y + i, s, m);
+        for (int64_t k = 0; k < m; k++) y[i + k] *= s[k];
+    }
+}
+
 static void epilogue_f32(const inf__epilogue *ep, float *y, int64_t n) {
     switch (ep->kind) {
     case INF_EPILOGUE_RELU:
@@ -152,6 +167,7 @@ static void epilogue_f32(const inf__epilogue *ep, float *y, int64_t n) {
         for (int64_t i = 0; i < n; i++)
             y[i] = y[i] < ep->lo ? ep->lo : y[i] > ep->hi ? ep->hi : y[i];
         break;
+    case INF_EPILOGUE_SILU: silu_f32(y, n); break;
     default:
         break;
     }
@@ -165,6 +181,8 @@ static double epilogue_scalar(const inf__epilogue *ep, double x) {
         return x < 0 ? ep->alpha * x : x;
     case INF_EPILOGUE_CLIP:
         return x < ep->lo ? ep->lo : x > ep->hi ? ep->hi : x;
+    case INF_EPILOGUE_SILU: /* passes/silu.c fuses float32 only; this keeps the values for any other */
+        return x / (1.0 + exp(-x));
     default:
         return x;
     }

@@ -15,7 +15,8 @@
  * pads 0..k, with and without bias and residual, no activation / ReLU /
  * Clip; rows of 1500 columns at strides 1 and 2; MobileNet's 3x3s on
  * planes 5..24 wide and 1..11 high (every leftover row count of the
- * multi-row kernel); pools of 1, 2 and 3
+ * multi-row kernel); EfficientNet's 5x5 and 7x7 at stride 1 (channel
+ * blocks), planes 5..24 wide and 1..13 high; pools of 1, 2 and 3
  * threads (conv_test_main.h).  Every output must be written (Y is filled
  * with NaN first).  Prints one line per failure and "N passed, M failed";
  * skips on a CPU without AVX2/FMA.
@@ -203,10 +204,48 @@ static void mobile_cases(inf__pool *pool) {
             }
 }
 
+/* EfficientNet's 5x5 (pad 2) and ConvNeXt's 7x7 (pad 3) at stride 1, which
+ * take the channel-blocked path (the 5x5 with its taps unrolled) since
+ * session 28: plane widths of one block (5, 7, 8) and more (12, 14, 24),
+ * heights 1..13, 9 channels (a full block and one of 1), batch 2, bias; no
+ * activation, ReLU or Clip in turn, every third one with a residual. */
+static void efficientnet_cases(inf__pool *pool) {
+    static const int64_t widths[] = {5, 7, 8, 12, 14, 24};
+    int idx = -100;
+    for (int64_t k = 5; k <= 7; k += 2)
+        for (int wi = 0; wi < 6; wi++)
+            for (int64_t ih = 1; ih <= 13; ih++) {
+                int acts[] = {INF_EPILOGUE_NONE, INF_EPILOGUE_RELU, INF_EPILOGUE_CLIP};
+                inf__conv2d g = {.n = 2,
+                                 .c = 9,
+                                 .m = 9,
+                                 .group = 9,
+                                 .cg = 1,
+                                 .mg = 1,
+                                 .ih = ih,
+                                 .iw = widths[wi],
+                                 .kh = k,
+                                 .kw = k,
+                                 .sh = 1,
+                                 .sw = 1,
+                                 .dh = 1,
+                                 .dw = 1,
+                                 .pt = k / 2,
+                                 .pl = k / 2,
+                                 .act = acts[-idx % 3],
+                                 .lo = -0.3f,
+                                 .hi = 0.4f};
+                g.oh = g.ih, g.ow = g.iw;
+                check_shape(pool, &g, true, idx % 3 == 0, idx);
+                idx--;
+            }
+}
+
 static void cases(inf__pool *pool) {
     for (int i = 0; i < 300; i++) one_case(pool, i);
     wide_rows_case(pool);
     mobile_cases(pool);
+    efficientnet_cases(pool);
 }
 
 int main(void) {

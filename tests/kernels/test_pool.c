@@ -12,7 +12,9 @@
  * repeated values.  Max must be bit-identical; the average within
  * 1e-6 * (sum of |x| / count) + 1e-30 (the reference sums in double).
  * On the avx512 path every case runs the AVX-512 sibling
- * (ops/x86/pool_avx512.c) too, held to the AVX2 kernel's bits.
+ * (ops/x86/pool_avx512.c) too, held to the AVX2 kernel's bits.  And
+ * GlobalAveragePool's double sum (inf__sum_f32_as_f64_avx2) against its
+ * documented order, bit for bit (check_sum).
  * Prints "N passed, M failed"; skips on a CPU without AVX2/FMA.
  */
 #include <math.h>
@@ -106,12 +108,49 @@ static void check_one(void) {
     free(x), free(yr), free(ya);
 }
 
+/* GlobalAveragePool's sum (inf__sum_f32_as_f64_avx2) against the order
+ * ops/ref/pool.c documents, written out here (16 chains, j adding x[j],
+ * x[j + 16], ..., then (a[j] + a[4 + j]) + (a[8 + j] + a[12 + j]) and the
+ * four of those pairwise) -- bit for bit -- and against a long double sum
+ * (within 1e-14 of the sum of |x|), on values of wide-ranging exponents
+ * (sums that round, so that another order gives other bits); lengths 0..70 (every tail) and up to
+ * 12544 (112 x 112, EfficientNet-B0's largest squeeze). */
+static void check_sum(int64_t n) {
+    float *x = malloc((size_t)(n + 1) * sizeof *x);
+    if (!x) {
+        n_failed++;
+        return;
+    }
+    long double exact = 0, mag = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float v = value();
+        /* no NaN: the order is what is checked; exponents over 2^-20..2^19, so
+         * that the double sums round and a different order gives other bits */
+        x[i] = ldexpf(v != v ? 0.5f : v, (int)(next_u64() % 40) - 20);
+        exact += x[i], mag += fabsl((long double)x[i]);
+    }
+    double a[16] = {0}, v[4];
+    for (int64_t i = 0; i < n; i++) a[i % 16] += x[i];
+    for (int j = 0; j < 4; j++) v[j] = (a[j] + a[4 + j]) + (a[8 + j] + a[12 + j]);
+    double want = (v[0] + v[1]) + (v[2] + v[3]), got = inf__sum_f32_as_f64_avx2(x, n);
+    if (memcmp(&got, &want, sizeof got) || fabsl(got - exact) > 1e-14L * mag) {
+        n_failed++;
+        fprintf(stderr, "FAIL sum n=%lld: %.17g, the documented order %.17g, exact %.17Lg\n", (long long)n, got, want,
+                exact);
+    } else {
+        n_passed++;
+    }
+    free(x);
+}
+
 int main(void) {
     if (!inf__cpu_has_avx2_fma()) {
         printf("pool2d avx2: CPU without AVX2/FMA, skipped\n0 passed, 0 failed\n");
         return 77 /* ctest SKIP_RETURN_CODE: nothing ran */;
     }
     for (int i = 0; i < 3000; i++) check_one();
+    for (int64_t n = 0; n <= 70; n++) check_sum(n);
+    for (int i = 0; i < 30; i++) check_sum((int64_t)(next_u64() % 12545));
     printf("pool2d avx2 vs ref: %s\n", n_failed ? "FAILED" : "ok");
     printf("%d passed, %d failed (%d also on the AVX-512 kernel, held to the AVX2 kernel's bits)\n", n_passed, n_failed,
            n_wide);

@@ -646,6 +646,47 @@ TEST(conv_add_pass_fuses_residuals_bit_exactly) {
         ASSERT_TRUE(memcmp(one + k * CAP, fused + k * CAP, (size_t)numel[k] / 2 * sizeof(float)) == 0);
 }
 
+/* silu.onnx (tests/models/gen_silu_model.py): three Conv -> Sigmoid + Mul
+ * (SiLU) chains -- a Conv, a depthwise Conv with the Mul's operands swapped,
+ * a ConvAdd -- take the Conv's SiLU epilogue; three stay (the Conv's output
+ * also a graph output, the Sigmoid's output a graph output, a Sigmoid gate
+ * multiplying another value).  20 nodes become 13.  The fused results are
+ * bit-identical to the unoptimised graph (the Sigmoid kernel's sigmoid, then
+ * one float multiply), on 1, 2 and 3 threads, and image 1 run alone gives
+ * the bits it has in the batch.  The fused y_a is also checked against
+ * x / (1 + exp(-x)) in double of a_raw, the same Conv left unfused. */
+TEST(silu_pass_fuses_conv_sigmoid_mul_bit_exactly) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/models/silu.onnx", INFERA_SOURCE_DIR);
+    enum { N_OUT = 9, CAP = 336, IMG = 168 };
+    static float data[336], plain[N_OUT * CAP], fused[N_OUT * CAP], other[N_OUT * CAP];
+    test_fill_uniform(data, 336, 0xD1B54A32D192ED03ull, -3.0, 3.0);
+    int64_t dims[4] = {2, 4, 6, 7};
+    inf_tensor x;
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
+    test_run_plain_and_fused(path, &x, plain, fused, N_OUT, CAP, 20, 13);
+    for (int k = 0; k < N_OUT; k++)
+        for (int i = 0; i < CAP; i++)
+            if (memcmp(&fused[k * CAP + i], &plain[k * CAP + i], sizeof(float)))
+                TEST_FAIL_AT("output %d element %d: fused %.9g, plain %.9g", k, i, fused[k * CAP + i],
+                             plain[k * CAP + i]);
+    for (int i = 0; i < CAP; i++) { /* y_a (output 0) against SiLU of a_raw (output 8) in double */
+        double v = fused[8 * CAP + i], want = v / (1.0 + exp(-v));
+        if (!(fabs(fused[i] - want) <= 1e-6 * fabs(want) + 1e-7))
+            TEST_FAIL_AT("y_a element %d: %.9g, SiLU of a_raw %.9g", i, fused[i], want);
+    }
+    int n_fused = 0;
+    for (int threads = 2; threads <= 3; threads++) {
+        test_run_floats(path, true, threads, &x, other, N_OUT, CAP, &n_fused);
+        ASSERT_TRUE(memcmp(fused, other, sizeof fused) == 0);
+    }
+    dims[0] = 1; /* image 1 alone */
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data + IMG);
+    test_run_floats(path, true, 2, &x, other, N_OUT, CAP, &n_fused);
+    for (int k = 0; k < N_OUT; k++)
+        ASSERT_TRUE(memcmp(other + k * CAP, fused + k * CAP + IMG, IMG * sizeof(float)) == 0);
+}
+
 /* conv_pool.onnx (tests/models/gen_conv_pool_model.py): four Conv (+ Relu /
  * Clip) -> MaxPool chains become ConvMaxPool -- two on the rows kernel, which
  * pools in its store (2x2/2 and an overlapping 3x3/2 on a 33 x 70 input,

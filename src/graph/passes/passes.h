@@ -32,6 +32,8 @@ inf_status inf__pass_pow_square(inf__pass_ctx *pc, int *n_rewritten, inf_error *
 inf_status inf__pass_attention(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  /* passes/attention.c */
 inf_status inf__pass_conv_bn(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);    /* passes/conv_bn.c */
 inf_status inf__pass_conv_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);   /* passes/conv_add.c */
+/* Conv -> Sigmoid + Mul (SiLU) -> the Conv's SILU epilogue; after ConvAdd */
+inf_status inf__pass_silu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);       /* passes/silu.c */
 inf_status inf__pass_matmul_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/matmul_add.c */
 inf_status inf__pass_layout(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);     /* passes/layout.c */
 /* QDQ MatMul/Gemm/Conv -> QGemm/QConv; runs before constant folding (optimize.c) */

@@ -23,7 +23,10 @@
  *     it feeds, the 9 weights in registers, no transposes; bias, residual
  *     and ReLU/Clip in the store, tested once per block of rows.  Details
  *     and measurements at the path's code below.
- *   - channel-blocked (row stride 2 or more, given scratch):
+ *     On AVX-512 a 3x3 plane runs depthwise_avx512.c's sibling (16
+ *     columns a zmm, same bits).
+ *   - channel-blocked (row stride 2 or more, or a kernel wider or taller
+ *     than 3 (pr_wide), given scratch):
  *     blocks of 8 channels of one image, the input transposed to
  *     [row][column][8 channels] with its zero padding, 8 output positions
  *     x 8 channels summed per step (one weight vector and 8 aligned loads
@@ -70,6 +73,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "core/cpu.h"
 #include "ops/ops.h"
 #include "ops/x86/transpose_avx2.h"
 
@@ -277,6 +281,7 @@ typedef struct cb_geom {
 } cb_geom;
 
 static inline int64_t up8(int64_t v) { return (v + 7) & ~(int64_t)7; }
+static inline int64_t up16(int64_t v) { return (v + 15) & ~(int64_t)15; }
 static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -381,14 +386,18 @@ static inline __attribute__((always_inline)) void cb_octet(const cb_block *B, in
     cb_store(B, acc, oy * g->ow + ox, min64(g->ow - ox, 8));
 }
 
-/* The block's output, with the taps unrolled for 3x3 at strides 1 and 2. */
+/* The block's output, with the taps unrolled for 3x3 and 5x5 at strides 1
+ * and 2. */
 static void cb_compute(const cb_block *B) {
     const inf__conv2d *g = B->g;
-    bool k3 = g->kh == 3 && g->kw == 3 && g->dh == 1 && g->dw == 1 && g->sh == g->sw;
+    bool unit = g->dh == 1 && g->dw == 1 && g->sh == g->sw;
+    bool k3 = unit && g->kh == 3 && g->kw == 3, k5 = unit && g->kh == 5 && g->kw == 5;
     for (int64_t oy = 0; oy < g->oh; oy++)
         for (int64_t ox = 0; ox < g->ow; ox += 8) {
             if (k3 && g->sw == 1) cb_octet(B, oy, ox, 3, 3, 1, 1, 1, 1);
             else if (k3 && g->sw == 2) cb_octet(B, oy, ox, 3, 3, 2, 1, 1, 2);
+            else if (k5 && g->sw == 1) cb_octet(B, oy, ox, 5, 5, 1, 1, 1, 1);
+            else if (k5 && g->sw == 2) cb_octet(B, oy, ox, 5, 5, 2, 1, 1, 2);
             else cb_octet(B, oy, ox, g->kh, g->kw, g->sw, g->dh, g->dw, g->sh);
         }
 }
@@ -448,12 +457,27 @@ typedef struct pr_geom {
     int64_t n_slots; /* slots the planes are split over */
 } pr_geom;
 
+/* A kernel wider or taller than 3 (EfficientNet's 5x5, ConvNeXt's 7x7):
+ * at stride 1 too it takes the channel-blocked path when cb_geometry
+ * takes it (up to CB_TAPS_MAX taps, a plane within CB_SLOT_MAX).  Here it would be pr_plane_any, one output row
+ * at a time, a chain of kh * kw dependent adds per sum and a load per tap;
+ * the channel blocks keep 8 sums in flight and load each tap's 8 weights
+ * once for 8 positions.  bench_depthwise, EfficientNet-B0's 5x5 stride-1
+ * layers, 1 thread: 240 @28x28 154 us against 214, 672 @14x14 120 against
+ * 163, 1152 @7x7 68 against 89 (session 28; before the 5x5 unrolling of
+ * cb_compute).  A multi-row K x K version of pr_block3 (one or two column
+ * blocks, the 25 weights read from memory) ran 206 and 223 us on the
+ * first: 3x3 keeps this path, whose 9 weights stay in registers. */
+static bool pr_wide(const inf__conv2d *g) { return g->kh > 3 || g->kw > 3; }
+
 /* The padded-plane geometry of g; false when g is not one for it (a row
- * stride above 1, or a plane over the scratch cap).  Columns cover the
+ * stride above 1, a kernel for the channel blocks (pr_wide), or a plane
+ * over the scratch cap).  Columns cover the
  * taps of ow rounded up to 8 and the copy's 8-float stores. */
 static bool pr_geometry(const inf__conv2d *g, int threads, pr_geom *G) {
-    if (g->sw != 1) return false;
-    G->pw = up8(max64(up8(g->ow) + (g->kw - 1) * g->dw, g->pl + up8(g->iw)));
+    cb_geom C;
+    if (g->sw != 1 || (pr_wide(g) && cb_geometry(g, threads, &C))) return false;
+    G->pw = up8(max64(up16(g->ow) + (g->kw - 1) * g->dw, g->pl + up8(g->iw))); /* 16: the AVX-512 3x3 */
     G->ph = max64(g->pt + g->ih, (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1);
     if (G->ph > CB_SLOT_MAX / G->pw) return false;
     G->slot = G->ph * G->pw;
@@ -597,8 +621,13 @@ static void pr_plane_any(const dw_plane *p, const pr_geom *G, const float *buf) 
         }
 }
 
-static void pr_plane(const dw_plane *p, const pr_geom *G, const float *buf) {
+static void pr_plane(const dw_plane *p, const pr_geom *G, const float *buf, bool zmm) {
     const inf__conv2d *g = p->g;
+    if (zmm && g->kh == 3 && g->kw == 3 && g->dh == 1 && g->dw == 1 && g->sh == 1) { /* 16 columns a vector */
+        inf__conv2d_dw3_plane_avx512(buf, G->pw, g->oh, g->ow, p->w, p->has_bias ? p->bias : 0.0f, p->res, p->y, g->act,
+                                     g->lo, g->hi);
+        return;
+    }
     if (g->kh == 3 && g->kw == 3 && g->dh == 1 && g->dw == 1 && g->sh == 1) pr_plane3(p, G, buf);
     else pr_plane_any(p, G, buf);
 }
@@ -617,6 +646,7 @@ static void pr_slots(void *arg, int64_t begin, int64_t end) {
     const inf__conv2d *g = pt->t->g;
     const pr_geom *G = &pt->G;
     int64_t planes = g->n * g->c, in = g->ih * g->iw;
+    bool zmm = inf__cpu_has_avx512();
     for (int64_t s = begin; s < end; s++) {
         float *buf[2] = {pt->scratch + s * 2 * G->slot, pt->scratch + (s * 2 + 1) * G->slot};
         for (int64_t i = 0; i < 2 * G->slot; i += 8) _mm256_store_ps(buf[0] + i, _mm256_setzero_ps());
@@ -625,7 +655,7 @@ static void pr_slots(void *arg, int64_t begin, int64_t end) {
         for (int64_t pl = pl0; pl < pl1; pl++) {
             if (pl + 1 < pl1) pr_fill(g, G, pt->t->x + (pl + 1) * in, buf[(pl - pl0 + 1) % 2]);
             dw_plane p = plane_of(pt->t, pl);
-            pr_plane(&p, G, buf[(pl - pl0) % 2]);
+            pr_plane(&p, G, buf[(pl - pl0) % 2], zmm);
         }
     }
 }

@@ -12,8 +12,9 @@
  * loads), then each output column reduces kw neighbours of tmp (horizontal
  * pass): 8 outputs per ymm -- contiguous loads for stride 1, the even lanes
  * of two loads for stride 2, a gather for larger strides (MaxPool1d(4) of
- * audio nets) -- and one at a time for the windows that overlap the left or
- * right padding.
+ * audio nets), a row's last interior outputs as its last 8 again -- and one
+ * at a time for the windows that overlap the left or right padding (and
+ * rows of fewer than 8 interior outputs).
  *
  * The common 2x2, stride-2, unpadded window whose windows all lie inside
  * the input (pool2x2_planes) skips the tmp row: per 8 outputs, two 16-float
@@ -184,8 +185,10 @@ void inf__ops_pool2d_f32_avx2(const inf__pool2d *g, const float *x, float *y, in
             int64_t ox = 0;
             for (; ox < ow; ox++) {
                 if (ox >= ox_lo && ox < ox_hi) {
-                    /* interior, 8 at a time */
-                    for (; ox + 8 <= ox_hi; ox += 8) {
+                    /* interior, 8 at a time; the last 8 interior outputs again for a
+                     * remainder (same operations, same bits), not one at a time */
+                    for (; ox < ox_hi && ox_hi - ox_lo >= 8; ox += 8) {
+                        if (ox + 8 > ox_hi) ox = ox_hi - 8;
                         const float *t = tmp + ox * sw - g->pl;
                         __m256 acc = load_strided(t, sw, gather_idx);
                         if (g->max) {
@@ -220,6 +223,25 @@ void inf__ops_pool2d_f32_avx2(const inf__pool2d *g, const float *x, float *y, in
             }
         }
     }
+}
+
+/* GlobalAveragePool's sum (ops/ref/pool.c, sum_f32_as_f64: the order it
+ * documents): four chains of 4 doubles, lane j of chain c adding
+ * x[16 i + 4 c + j]; the tail's missing floats are +0 (a masked load). */
+double inf__sum_f32_as_f64_avx2(const float *x, int64_t n) {
+    __m256d a[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int c = 0; c < 4; c++) a[c] = _mm256_add_pd(a[c], _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4 * c)));
+    for (int c = 0; i + 4 * c < n; c++) {
+        int64_t left = n - i - 4 * c;
+        __m128i mask = _mm_cmpgt_epi32(_mm_set1_epi32((int)(left < 4 ? left : 4)), _mm_setr_epi32(0, 1, 2, 3));
+        a[c] = _mm256_add_pd(a[c], _mm256_cvtps_pd(_mm_maskload_ps(x + i + 4 * c, mask)));
+    }
+    __m256d v = _mm256_add_pd(_mm256_add_pd(a[0], a[1]), _mm256_add_pd(a[2], a[3]));
+    double l[4];
+    _mm256_storeu_pd(l, v);
+    return (l[0] + l[1]) + (l[2] + l[3]);
 }
 
 #endif /* x86-64 with AVX2 and FMA */
