@@ -528,6 +528,7 @@ typedef struct tok_job {
     tok_step step;
     const float *norm_w; /* TOK_NORM */
     float *kc;           /* TOK_ROPE: the pass's first cache row */
+    const inf__llm_layer *layer; /* TOK_ROPE: its q_norm / k_norm, when it has them */
 } tok_job;
 
 static void tok_rows(void *arg, int64_t begin, int64_t end) {
@@ -542,16 +543,25 @@ static void tok_rows(void *arg, int64_t begin, int64_t end) {
             rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)t * E, j->norm_w, E, m->rms_eps);
         } else if (j->step == TOK_ROPE) {
             const float *cs = c->rope + (size_t)t * m->rope_dim;
-            for (int h = 0; h < I->n_head; h++) rope_apply(m, c->q + t * Qd + (size_t)h * hd, cs);
-            for (int h = 0; h < I->n_head_kv; h++) rope_apply(m, j->kc + t * KVd + (size_t)h * hd, cs);
+            for (int h = 0; h < I->n_head; h++) {
+                float *q = c->q + t * Qd + (size_t)h * hd;
+                if (j->layer->q_norm) rmsnorm(q, q, j->layer->q_norm, hd, m->rms_eps);
+                rope_apply(m, q, cs);
+            }
+            for (int h = 0; h < I->n_head_kv; h++) {
+                float *k = j->kc + t * KVd + (size_t)h * hd;
+                if (j->layer->k_norm) rmsnorm(k, k, j->layer->k_norm, hd, m->rms_eps);
+                rope_apply(m, k, cs);
+            }
         } else {
             inf__llm_swiglu_get(m->force_ref)(c->hb + t * F, c->hb2 + t * F, F);
         }
     }
 }
 
-static void per_token(inf_llm_context *c, tok_step step, const float *norm_w, float *kc, int n) {
-    tok_job j = {c, step, norm_w, kc};
+static void per_token(inf_llm_context *c, tok_step step, const float *norm_w, float *kc, const inf__llm_layer *layer,
+                      int n) {
+    tok_job j = {c, step, norm_w, kc, layer};
     if (n <= SMALL_PASS || !c->pool) {
         tok_rows(&j, 0, n);
         return;
@@ -575,21 +585,21 @@ static void forward_seqs(inf_llm_context *c, inf_llm_context *const *seqs, const
         const inf__llm_layer *y = &m->layers[l];
         float *kc = c->k_cache + ((size_t)l * c->n_ctx + c->n_past) * KVd;
         float *vc = c->v_cache + ((size_t)l * c->n_ctx + c->n_past) * KVd;
-        per_token(c, TOK_NORM, y->attn_norm, NULL, n);
+        per_token(c, TOK_NORM, y->attn_norm, NULL, y, n);
         const matmul_part qkv[3] = {
             {&y->wq, c->q, Qd, false, y->bq}, {&y->wk, kc, KVd, false, y->bk}, {&y->wv, vc, KVd, false, y->bv}};
         matmul_group(c, qkv, 3, c->xb, E, n);
-        per_token(c, TOK_ROPE, NULL, kc, n);
+        per_token(c, TOK_ROPE, NULL, kc, y, n);
         if (seqs) scatter_kv(c, seqs, l, n);
         attn_job aj = {c, seqs, l, n};
         int64_t tasks =
             n <= SMALL_PASS && !seqs && inf__llm_attn_multi_get(m->force_ref) ? I->n_head_kv : (int64_t)n * I->n_head;
         inf__pool_range(c->pool, tasks, min_chunk(c, tasks, n), attention, &aj);
         matmul(c, &y->wo, c->att, Qd, n, c->x, E, true, y->bo);
-        per_token(c, TOK_NORM, y->ffn_norm, NULL, n);
+        per_token(c, TOK_NORM, y->ffn_norm, NULL, y, n);
         const matmul_part gate_up[2] = {{&y->w_gate, c->hb, F, false, NULL}, {&y->w_up, c->hb2, F, false, NULL}};
         matmul_group(c, gate_up, 2, c->xb, E, n);
-        per_token(c, TOK_SWIGLU, NULL, NULL, n);
+        per_token(c, TOK_SWIGLU, NULL, NULL, y, n);
         matmul(c, &y->w_down, c->hb, F, n, c->x, E, true, NULL);
     }
     int rows = n - first;

@@ -27,6 +27,7 @@ typedef struct inf__llm_layer {
     const float *attn_norm, *ffn_norm;
     inf__llm_weight wq, wk, wv, wo, w_gate, w_up, w_down;
     const float *bq, *bk, *bv, *bo; /* optional biases (NULL) */
+    const float *q_norm, *k_norm; /* optional RMSNorm weights of each query / key head before RoPE (qwen3), head_dim */
 } inf__llm_layer;
 
 enum inf__llm_rope_type { INF__ROPE_NORM = 0, INF__ROPE_NEOX = 2 };

@@ -21,6 +21,7 @@ typedef struct arch_info {
 static const arch_info archs[] = {
     {"llama", INF__ROPE_NORM},
     {"qwen2", INF__ROPE_NEOX}, /* Qwen2 / Qwen2.5: llama with q/k/v biases (read when present) and NeoX pairs */
+    {"qwen3", INF__ROPE_NEOX}, /* Qwen3: RMSNorm of each q/k head before RoPE (attn_q_norm / attn_k_norm) */
 };
 
 static const arch_info *find_arch(const char *s, size_t n) {
@@ -122,10 +123,16 @@ static inf_status load_hparams(loader *L) {
         return inf_error_set(L->err, INF_EMODEL,
                           "%s: hyper-parameters out of range: embedding %u, layers %u, heads %u/%u (kv), ffn %u",
                           I->path, embd, nl, nh, nkv, ff);
-    if ((st = key_u32(L, "attention.key_length", false, embd / nh, &hd))) return st;
-    if (hd != embd / nh)
-        return inf_error_set(L->err, INF_EUNSUPPORTED, "%s: head size %u differs from embedding/heads (%u)", I->path, hd,
-                          embd / nh);
+    /* the head size may differ from embedding / heads (Qwen3-0.6B: 1024 / 16 heads of 128): q is heads x head size */
+    uint32_t vd;
+    if ((st = key_u32(L, "attention.key_length", false, embd / nh, &hd)) ||
+        (st = key_u32(L, "attention.value_length", false, hd, &vd)))
+        return st;
+    if (hd == 0 || hd > 1024 || (uint64_t)hd * nh > (1u << 20))
+        return inf_error_set(L->err, INF_EMODEL, "%s: head size %u out of range", I->path, hd);
+    if (vd != hd)
+        return inf_error_set(L->err, INF_EUNSUPPORTED, "%s: value head size %u differs from the key head size %u",
+                             I->path, vd, hd);
     if ((st = key_u32(L, "rope.dimension_count", false, hd, &rdim))) return st;
     if (rdim == 0 || rdim > hd || rdim % 2)
         return inf_error_set(L->err, INF_EMODEL, "%s: rope.dimension_count %u (head size %u)", I->path, rdim, hd);
@@ -195,9 +202,12 @@ static inf_status load_tensors(loader *L) {
             (st = mat(L, NAME("ffn_gate.weight"), true, E, I->n_ff, &y->w_gate)) ||
             (st = mat(L, NAME("ffn_up.weight"), true, E, I->n_ff, &y->w_up)) ||
             (st = mat(L, NAME("ffn_down.weight"), true, I->n_ff, E, &y->w_down)) ||
-            (st = vec(L, NAME("attn_q.bias"), false, Q, &y->bq)) || (st = vec(L, NAME("attn_k.bias"), false, KV, &y->bk)) ||
+            (st = vec(L, NAME("attn_q.bias"), false, Q, &y->bq)) ||
+            (st = vec(L, NAME("attn_k.bias"), false, KV, &y->bk)) ||
             (st = vec(L, NAME("attn_v.bias"), false, KV, &y->bv)) ||
-            (st = vec(L, NAME("attn_output.bias"), false, E, &y->bo)))
+            (st = vec(L, NAME("attn_output.bias"), false, E, &y->bo)) ||
+            (st = vec(L, NAME("attn_q_norm.weight"), false, Hd, &y->q_norm)) ||
+            (st = vec(L, NAME("attn_k_norm.weight"), false, Hd, &y->k_norm)))
             return st;
 #undef NAME
     }
@@ -243,8 +253,9 @@ inf_status inf__llm_model_from_gguf(inf__gguf *g, bool force_ref, inf_llm_model 
     if (st) goto fail;
     const arch_info *a = find_arch(s, n);
     if (!a) {
-        st = inf_error_set(err, INF_EUNSUPPORTED, "%s: architecture '%.*s' is not supported (supported: llama, qwen2)",
-                           m->info.path, (int)(n > 64 ? 64 : n), s);
+        st = inf_error_set(err, INF_EUNSUPPORTED,
+                           "%s: architecture '%.*s' is not supported (supported: llama, qwen2, qwen3)", m->info.path,
+                           (int)(n > 64 ? 64 : n), s);
         goto fail;
     }
     snprintf(m->arch, sizeof m->arch, "%s", a->name);

@@ -153,6 +153,45 @@ PY
     else
         bad "gguf_io.py could not write the qwen2 model"
     fi
+    # the qwen3 architecture: the F32 draft rewritten as qwen3 -- RMSNorm of each query / key head before RoPE
+    # (attn_q_norm / attn_k_norm, random seeded weights) -- at its own head size (32) and at head size 48 with new
+    # random attention projections (heads x head size != embedding: Qwen3-0.6B's 16 x 128 over 1024); greedy text
+    # == llama.cpp's on both
+    for hd in 32 48; do
+        if $PY - "$MODELS" "$work/qwen3-$hd.gguf" $hd <<'PY'
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import gguf_io as G
+kvs, tensors = G.read_gguf(sys.argv[1] + "/austen-draft-f32.gguf")
+hd = int(sys.argv[3])
+kvs = [("general.architecture", "qwen3") if k == "general.architecture" else
+       (k.replace("llama.", "qwen3.", 1) if k.startswith("llama.") else k, v) for k, v in kvs]
+E = dict(kvs)["qwen3.embedding_length"]; nh = dict(kvs)["qwen3.attention.head_count"]; nkv = dict(kvs)["qwen3.attention.head_count_kv"]
+rng = np.random.default_rng(11)
+out = []
+for name, arr, gtype in tensors:
+    if hd != E // nh:  # new attention projections for another head size (ggml: [rows = out, cols = in])
+        if name.endswith("attn_q.weight"): arr = rng.normal(0, E ** -0.5, (nh * hd, E)).astype(np.float32)
+        if name.endswith(("attn_k.weight", "attn_v.weight")): arr = rng.normal(0, E ** -0.5, (nkv * hd, E)).astype(np.float32)
+        if name.endswith("attn_output.weight"): arr = rng.normal(0, (nh * hd) ** -0.5, (E, nh * hd)).astype(np.float32)
+    out.append((name, arr, gtype))
+    if name.endswith("attn_q.weight"):
+        out.append((name.replace("attn_q.weight", "attn_q_norm.weight"), rng.uniform(0.5, 2.0, hd).astype(np.float32), G.GGML_F32))
+        out.append((name.replace("attn_q.weight", "attn_k_norm.weight"), rng.uniform(0.5, 2.0, hd).astype(np.float32), G.GGML_F32))
+if hd != E // nh:
+    kvs = [(k, v) for k, v in kvs if k != "qwen3.rope.dimension_count"]
+    kvs += [("qwen3.attention.key_length", hd), ("qwen3.attention.value_length", hd), ("qwen3.rope.dimension_count", hd)]
+G.write_gguf(sys.argv[2], kvs, out)
+PY
+        then
+            for p in "It is a truth universally acknowledged" "Mr. Darcy was"; do
+                greedy_as_llama "$work/qwen3-$hd.gguf" "$p" 24 "qwen3 architecture, head size $hd, q/k norms ('$p')"
+            done
+        else
+            bad "gguf_io.py could not write the qwen3 model (head size $hd)"
+        fi
+    done
 else
     skp "llama.cpp greedy text (llama.cpp not built)"
 fi
