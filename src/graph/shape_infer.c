@@ -351,12 +351,15 @@ static sym infer_gather(inf__shape_infer *si, const inf__node *node, sym data, s
 }
 
 /* Slice with steps of 1 on the first axis of a tracked element list, or on
- * any axis of a shape (the sliced dimension known only for known bounds). */
+ * any axis of a shape (the sliced dimension known only for known bounds;
+ * ends computed at run time, as torch's position_ids[:, :seq], give the
+ * sliced axes new symbols). */
 static sym infer_slice(inf__shape_infer *si, const inf__node *node, sym x) {
     int64_t st[INF_MAX_DIMS], en[INF_MAX_DIMS], ax[INF_MAX_DIMS], sp[INF_MAX_DIMS];
     if (x.rank < 1 || node->opset < 10 || node->n_inputs < 3) return UNKNOWN;
     int n = known_ints(si, node->inputs[1], st);
-    if (n < 0 || known_ints(si, node->inputs[2], en) != n) return UNKNOWN;
+    bool ends_known = n >= 0 && known_ints(si, node->inputs[2], en) == n;
+    if (n < 0 || (!ends_known && get(si, node->inputs[2]).n_el != n)) return UNKNOWN;
     int na = node->n_inputs > 3 && node->inputs[3] >= 0 ? known_ints(si, node->inputs[3], ax) : n;
     int ns = node->n_inputs > 4 && node->inputs[4] >= 0 ? known_ints(si, node->inputs[4], sp) : n;
     if (na != n || ns != n) return UNKNOWN;
@@ -366,7 +369,7 @@ static sym infer_slice(inf__shape_infer *si, const inf__node *node, sym x) {
         int a = node->n_inputs > 3 && node->inputs[3] >= 0 ? norm_axis(ax[i], x.rank) : i;
         if (a < 0 || a >= x.rank || (node->n_inputs > 4 && node->inputs[4] >= 0 && sp[i] != 1)) return UNKNOWN;
         int64_t dim = x.d[a];
-        if (dim < 0) {
+        if (dim < 0 || !ends_known) {
             r.d[a] = fresh(si);
             continue;
         }
@@ -391,6 +394,32 @@ static sym infer_shape_op(const inf__node *node, sym x) {
     sym r = {.rank = 1, .dtype = INF_DTYPE_I64, .n_el = (int)(e > s ? e - s : 0)};
     r.d[0] = r.n_el;
     memcpy(r.el, x.d + s, (size_t)r.n_el * sizeof(int64_t));
+    return r;
+}
+
+/* Expand: x broadcast with the shape's elements (both ways, as Add would). */
+static sym infer_expand(inf__shape_infer *si, sym x, sym shape) {
+    if (x.rank < 0 || shape.n_el < 0 || shape.n_el > INF_MAX_DIMS) return UNKNOWN;
+    int rank = x.rank > shape.n_el ? x.rank : shape.n_el;
+    sym r = {.rank = rank, .dtype = x.dtype, .n_el = -1};
+    for (int i = 0; i < rank; i++) {
+        int ix = i - (rank - x.rank), is = i - (rank - shape.n_el);
+        int64_t a = ix >= 0 ? x.d[ix] : 1, b = is >= 0 ? shape.el[is] : 1;
+        if (b == -1) b = fresh(si); /* an element not known */
+        r.d[i] = broadcast_dim(si, a, b);
+    }
+    return r;
+}
+
+/* Range(0, n, 1) on int64 scalars: [n] (torch's arange(seq), n a symbol
+ * or a number); other starts and steps: rank 1, a new symbol. */
+static sym infer_range(inf__shape_infer *si, const inf__node *node, sym start) {
+    sym limit = get(si, input(node, 1)), delta = get(si, input(node, 2));
+    if (start.rank != 0 || limit.rank != 0 || delta.rank != 0) return UNKNOWN;
+    sym r = {.rank = 1, .dtype = start.dtype, .n_el = -1};
+    bool simple = start.n_el == 1 && start.el[0] == 0 && delta.n_el == 1 && delta.el[0] == 1 && limit.n_el == 1 &&
+                  limit.el[0] != -1 && start.dtype == INF_DTYPE_I64;
+    r.d[0] = simple && limit.el[0] >= 0 ? limit.el[0] : simple ? limit.el[0] : fresh(si);
     return r;
 }
 
@@ -428,6 +457,8 @@ static sym infer_output0(inf__shape_infer *si, const inf__node *node) {
     if (!strcmp(op, "Gather")) return infer_gather(si, node, x, get(si, input(node, 1)));
     if (!strcmp(op, "Slice")) return infer_slice(si, node, x);
     if (!strcmp(op, "Shape")) return infer_shape_op(node, x);
+    if (!strcmp(op, "Expand")) return infer_expand(si, x, get(si, input(node, 1)));
+    if (!strcmp(op, "Range")) return infer_range(si, node, x);
     if (!strncmp(op, "Reduce", 6)) return infer_reduce(si, node, x);
     if (!strcmp(op, "Flatten") && x.rank >= 0) {
         int64_t a = inf__attr_int(node, "axis", 1);
@@ -531,4 +562,10 @@ inf_status inf__shape_infer_constant(const inf__shape_infer *si, int v, inf_tens
     inf_status st = inf_tensor_new(INF_DTYPE_I64, s.rank, &n, out);
     if (st == INF_OK) memcpy((*out)->data, s.el, (size_t)n * sizeof(int64_t));
     return st;
+}
+
+int inf__shape_infer_dims(const inf__shape_infer *si, int v, int64_t *dims) {
+    sym s = get(si, v);
+    if (s.rank > 0) memcpy(dims, s.d, (size_t)s.rank * sizeof(int64_t));
+    return s.rank;
 }

@@ -8,13 +8,17 @@
  *     Kt = Transpose(k, KT)              KT   = [0, 2, 3, 1] (r = 4) or [1, 2, 0] (r = 3)
  *     Vt = Transpose(v, SWAP)
  *     Qs = Qt | Div(Qt, c) | Mul(Qt, c) | Mul(c, Qt)           (MultiheadAttention scales Q)
- *     S  = MatMul(Qs, Kt)
+ *     Ks = Kt | Div(Kt, c) | Mul(Kt, c) | Mul(c, Kt)           (torch's SDPA: sqrt(scale) on Q and K^T)
+ *     S  = MatMul(Qs, Ks)
  *     Ss = S | Div(S, c) | Mul(S, c) | Mul(c, S)              (BERT scales the scores)
  *     Sm = Ss | Add(Ss, mask) | Add(mask, Ss)
- *     P  = Softmax(Sm, axis = r - 1)
+ *     Sp = Softmax(Sm, axis = r - 1)
+ *     P  = Sp | Where(IsNaN(Sp), 0, Sp)                        (torch's SDPA, FP32 form only)
  *     Y  = Transpose(MatMul(P, Vt), SWAP)
  * ->  Y  = Attention(q, k, v [, mask]; scale = product of the c's (1/c for Div))
- *   with at least one scale constant.  The Reshapes that make q, k, v from
+ *   with at least one scale constant; nan_to_zero = 1 when P is the Where
+ *   (the kernel then gives zeros for a row whose softmax is NaN, as the
+ *   Where does: a fully masked row).  The Reshapes that make q, k, v from
  *   the [b, s, h*d] projections, and the one after Y, stay: they are free
  *   (they alias their input), and keeping them means the pass never has to
  *   prove anything about the shape subgraphs (Shape -> Gather -> Concat)
@@ -52,12 +56,13 @@
 #include "graph/passes/passes.h"
 #include "ops/ops.h"
 
-enum { MAX_REMOVED = 17 };
+enum { MAX_REMOVED = 24 };
 
 typedef struct att_match {
     int q, k, v, mask;   /* value indices; mask -1 when absent */
     float scale, pre;    /* on the scores; on Q (before its quantization, INT8 form) */
     bool scaled;         /* at least one scale constant seen */
+    bool nan_to_zero;    /* P = Where(IsNaN(Softmax), 0, Softmax) (torch's SDPA export) */
     int n_quant;         /* operands seen as Q -> DQ (0 or 4 for a match) */
     float quant[8];      /* (scale, zero point) of Q, K, P, V */
     int removed[MAX_REMOVED], n_removed;
@@ -145,6 +150,20 @@ static int unscale(const inf__pass_ctx *pc, int x, int r, att_match *m, float *i
     return x;
 }
 
+/* Where node wi is Where(IsNaN(x), c, x) with c a float32 zero of rank <=
+ * r and the IsNaN read once: x in *p. */
+static bool nan_where(const inf__pass_ctx *pc, int wi, int r, int *p, att_match *m) {
+    const inf__node *w = &pc->g->nodes[wi];
+    float c;
+    if (w->n_inputs != 3 || !scale_const(pc, w->inputs[1], r, &c) || c != 0.0f) return false;
+    int ni = inf__pass_producer(pc, w->inputs[0], "IsNaN");
+    if (ni < 0 || !inf__pass_uses(pc, w->inputs[0], 1) || pc->g->nodes[ni].inputs[0] != w->inputs[2]) return false;
+    *p = w->inputs[2];
+    m->nan_to_zero = true;
+    m->removed[m->n_removed++] = wi, m->removed[m->n_removed++] = ni;
+    return true;
+}
+
 /* Sm = [Add(] [scale(] MatMul(Qs, Kt) [)] [, mask)] down to q and k. */
 static bool scores(const inf__pass_ctx *pc, int sm, int r, att_match *m) {
     int start = m->n_removed;
@@ -166,6 +185,8 @@ static bool scores(const inf__pass_ctx *pc, int sm, int r, att_match *m) {
         int before = m->n_quant, qd = dequantized(pc, pc->g->nodes[mm].inputs[0], 0, m);
         int qs = unscale(pc, qd, r, m, m->n_quant > before ? &m->pre : &m->scale); /* FP32: one product, as before */
         int kt = dequantized(pc, pc->g->nodes[mm].inputs[1], 1, m);
+        if (m->n_quant == before)
+            kt = unscale(pc, kt, r, m, &m->scale); /* FP32: torch's SDPA scales Q and K^T by sqrt(scale) each */
         if (m->scaled && (m->n_quant == 0 || m->n_quant == 4) &&
             transposed(pc, qs, r, r == 4 ? SWAP4 : SWAP3, &m->q, m) &&
             transposed(pc, kt, r, r == 4 ? KT4 : KT3, &m->k, m))
@@ -190,8 +211,13 @@ static bool match(const inf__pass_ctx *pc, int yi, att_match *m) {
     int vt = dequantized(pc, pc->g->nodes[mi].inputs[1], 3, m);
     if (m->n_quant == 1)
         return false; /* one operand of P V quantized, the other not */
+    m->nan_to_zero = false;
+    int wi = inf__pass_producer(pc, p, "Where");
+    if (wi >= 0) { /* P = Where(IsNaN(Sp), 0, Sp): FP32 only (QAttention has no such rows) */
+        if (m->n_quant || !inf__pass_uses(pc, p, 1) || !nan_where(pc, wi, r, &p, m)) return false;
+    }
     int si = inf__pass_producer(pc, p, "Softmax");
-    if (si < 0 || !inf__pass_uses(pc, p, 1)) return false;
+    if (si < 0 || !inf__pass_uses(pc, p, m->nan_to_zero ? 2 : 1)) return false;
     const inf__node *sm = &pc->g->nodes[si];
     int64_t axis = inf__attr_int(sm, "axis", sm->opset >= 13 ? -1 : 1);
     if (axis != r - 1 && axis != -1) return false;
@@ -219,9 +245,11 @@ inf_status inf__pass_attention(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
         inf__attr attrs[3] = {{.name = "scale", .type = INF_ATTR_FLOAT, .f = m.scale},
                               {.name = "q_scale", .type = INF_ATTR_FLOAT, .f = m.pre},
                               {.name = "quant", .type = INF_ATTR_FLOATS, .n = 8, .floats = qp}};
+        if (m.nan_to_zero) /* FP32 only (match): Attention's scale, then this */
+            attrs[1] = (inf__attr){.name = "nan_to_zero", .type = INF_ATTR_INT, .i = 1};
         inf_status st =
             inf__pass_rewrite(pc, n, "ai.infera", quant ? "QAttention" : "Attention", 1, m.mask >= 0 ? 4 : 3, inputs,
-                              quant ? 3 : 1, attrs, m.removed, m.n_removed, err);
+                              quant ? 3 : (m.nan_to_zero ? 2 : 1), attrs, m.removed, m.n_removed, err);
         if (st != INF_OK) return st;
         (*n_rewritten)++;
     }

@@ -26,6 +26,8 @@ typedef struct inf__pass_ctx {
 
 /* ---- the passes: each returns INF_OK or INF_ENOMEM (a node's init failing
  * is reported as what it is); *n_rewritten counts the fused chains ---- */
+/* exporters' no-ops: inference Dropout, Reshapes that keep the shape, K^T as Reshape/Transpose/Reshape; first */
+inf_status inf__pass_export_noops(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/export_noops.c */
 inf_status inf__pass_layernorm(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  /* passes/layernorm.c */
 inf_status inf__pass_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);       /* passes/gelu.c */
 inf_status inf__pass_pow_square(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/pow_square.c */

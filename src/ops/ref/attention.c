@@ -8,6 +8,12 @@
  *   rank 4:  Q [B, Sq, H, D], K [B, Sk, H, D], V [B, Sk, H, Dv] -> Y [B, Sq, H, Dv]
  *   rank 3:  Q [Sq, H, D],    K [Sk, H, D],    V [Sk, H, Dv]    -> Y [Sq, H, Dv]
  *   for every (b, h):  Y[b, :, h, :] = softmax_rows(scale * Q_bh K_bh^T + M_bh) V_bh
+ *   nan_to_zero = 1 (torch's scaled_dot_product_attention as exported:
+ *   P = Where(IsNaN(softmax), 0, softmax)): a row whose softmax is NaN --
+ *   all its scores -inf (a fully masked row), or one NaN or +inf -- gives
+ *   zeros.  With the exp/sum kernels that is a row whose sum is not finite
+ *   (1 / sum is inf or NaN): every entry of such a row is NaN in the graph's
+ *   Softmax, and no entry of any other row is.
  *
  * i.e. the inputs are the projections before the head transposes and the
  * output is the context before the transpose back: the kernel reads and
@@ -50,6 +56,7 @@
  * float32 rounding only (none for a power-of-two scale, 1/sqrt(D) with D
  * = 64 or 16).
  */
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -61,6 +68,7 @@
 
 typedef struct attention_params {
     float scale;
+    bool nan_to_zero;
 } attention_params;
 
 /* Query rows per block: the scores block [rows, Sk] stays at most this many floats. */
@@ -79,6 +87,7 @@ typedef struct attention_job {
     int64_t ldq, ldk, ldv, ldy;              /* row strides (H*D, H*Dv of each input) */
     int64_t mb, mh, mi, mj;                  /* mask strides over [B, H, Sq, Sk] (0: broadcast) */
     float scale;
+    bool nan_to_zero;                        /* a row whose softmax is NaN gives zeros (attribute nan_to_zero) */
     int64_t rows;                            /* query rows per block */
     float *scratch;                          /* per part: kt [D*Sk], scores [rows*Sk], 1/sums [rows] */
     int64_t scratch_floats;                  /* per part, rounded to 16 */
@@ -131,10 +140,16 @@ static void attention_unit(const attention_job *j, int64_t unit, float *kt, floa
         else
             for (int64_t i = 0; i < m; i++)
                 j->vm->softmax_row(s + i * j->sk, s + i * j->sk, j->sk);
+        for (int64_t i = 0; j->nan_to_zero && !j->exp_rows && i < m * j->sk; i++)
+            if (isnan(s[i])) s[i] = 0.0f; /* Where(IsNaN(P), 0, P), element by element */
         float *yb = y + i0 * j->ldy;
         inf__ops_sgemm(NULL, false, false, m, j->dv, j->sk, 1.0f, s, j->sk, v, j->ldv, 0.0f, yb, j->ldy);
         for (int64_t i = 0; j->exp_rows && i < m; i++) {
             float f = inv[i], *yr = yb + i * j->ldy; /* (f a local: the loop vectorises) */
+            if (j->nan_to_zero && !isfinite(f)) {    /* no finite sum: the row's softmax is all NaN, P' all 0 */
+                memset(yr, 0, (size_t)j->dv * sizeof(float));
+                continue;
+            }
             for (int64_t c = 0; c < j->dv; c++)
                 yr[c] *= f;
         }
@@ -284,6 +299,7 @@ static inf_status attention_run(inf__kernel_ctx *ctx) {
                        .mi = g.mi,
                        .mj = g.mj};
     j.scale = p->scale;
+    j.nan_to_zero = p->nan_to_zero;
     j.rows = SCORE_BLOCK_FLOATS / j.sk;
     if (j.rows < 1) j.rows = 1;
     if (j.rows > j.sq) j.rows = j.sq;
@@ -321,6 +337,7 @@ static inf_status attention_init(inf__node *node, inf__arena *arena, inf_error *
     if (!a || a->type != INF_ATTR_FLOAT)
         return inf__node_error(node, err, INF_EINVAL, "attribute scale: expected a float");
     p->scale = a->f;
+    p->nan_to_zero = inf__attr_int(node, "nan_to_zero", 0) != 0;
     node->params = p;
     return INF_OK;
 }
