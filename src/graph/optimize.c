@@ -309,6 +309,7 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         if (st == INF_OK) st = inf__pass_gelu(&pc, &n_gelu, err);
         if (st == INF_OK) st = inf__pass_pow_square(&pc, &n_pow, err);
         if (st == INF_OK) st = inf__pass_attention(&pc, &n_att, err);
+        if (n_att) sweep_unused(g, dead); /* a match whose chain Shape nodes also read left it to this */
         if (st == INF_OK) st = inf__pass_conv_bn(&pc, &n_bn, err); /* before ConvAdd: Conv -> BN -> Add */
         if (st == INF_OK) st = inf__pass_conv_add(&pc, &n_ca, err);
         if (st == INF_OK) st = inf__pass_matmul_add(&pc, &n_mm, err); /* after Gelu: it fuses the Gelu */

@@ -6,7 +6,9 @@
 # without it) and PyTorch's committed outputs (set a; on set b's masked row the dynamo export itself
 # departs from PyTorch), and the fusions `infera info --json` must show, so that a change in how the
 # optimizer matches these exports fails here: LayerNormalization kept, every Linear a FusedMatMul
-# (bias, residual and GELU fused), no Dropout, Erf or Gelu node left.
+# (bias, residual and GELU fused), torch's scaled_dot_product_attention (scale on Q and K^T, the
+# Where(IsNaN) after Softmax, the Reshape of P V rebuilt from Shape nodes, dynamo's K^T spelled
+# Reshape/Transpose/Reshape) one Attention per layer, no Dropout, Erf, Gelu, Softmax or IsNaN left.
 set -u
 . "$(dirname "$0")/../check.sh"
 infera=$1
@@ -51,7 +53,7 @@ for exporter in torchscript dynamo; do
         done
     done
     # the fusions: 2 layers -> 5 LayerNormalization (embeddings + 2 a layer), 12 FusedMatMul
-    # (Q, K, V, attention output + residual, FFN up + GELU, FFN down + residual, per layer)
+    # (Q, K, V, attention output + residual, FFN up + GELU, FFN down + residual, per layer), 2 Attention
     if "$infera" info "$model" --json >"$work/info.json"; then
         check_lines python3 - "$work/info.json" "$exporter" <<'EOF'
 import json, sys
@@ -61,8 +63,10 @@ def want(name, ok, detail):
     print(("ok " if ok else "FAIL ") + f"{tag}: {name}" + ("" if ok else f" ({detail}; ops_optimized {ops})"))
 want("LayerNormalization x5", ops.get("LayerNormalization") == 5, ops.get("LayerNormalization"))
 want("FusedMatMul x12 (bias, residual, GELU fused)", ops.get("FusedMatMul") == 12, ops.get("FusedMatMul"))
-want("no MatMul+Add left outside FusedMatMul: Add <= 5", ops.get("Add", 0) <= 5, ops.get("Add"))
-for gone in ("Dropout", "Erf", "Gelu", "Div"):
+want("Attention x2 (one a layer)", ops.get("Attention") == 2, ops.get("Attention"))
+want("no MatMul+Add left outside FusedMatMul: Add <= 4", ops.get("Add", 0) <= 4, ops.get("Add"))
+want("no Transpose left (Attention reads Q, K, V in place)", "Transpose" not in ops, ops.get("Transpose"))
+for gone in ("Dropout", "Erf", "Gelu", "Div", "Softmax", "IsNaN", "MatMul"):
     want(f"no {gone} left", gone not in ops, ops.get(gone))
 EOF
     else
