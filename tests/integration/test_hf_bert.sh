@@ -17,6 +17,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 fix=$root/tests/models/hf_bert
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+CHECK_DIR=$work
 have_ort=1
 if ! command -v node >/dev/null || [ ! -d "$root/tests/models/ort/node_modules/onnxruntime-node" ]; then
     have_ort=0
@@ -73,4 +74,40 @@ EOF
         bad "$exporter: infera info failed"
     fi
 done
+# torch's SDPA spellings one by one (tests/models/gen_sdpa_edges_model.py): y_a, y_b fused, y_c, y_d kept; a fully
+# masked row gives zeros; a pv_shape that is not P V's shape is an error naming both shapes (ONNX Runtime reshapes)
+edges=$fix/sdpa_edges.onnx
+sargs=(--input "q=$fix/sdpa_q.npy" --input "k=$fix/sdpa_k.npy" --input "v=$fix/sdpa_v.npy")
+if "$infera" info "$edges" --json >"$work/edges.json"; then
+    check_lines python3 - "$work/edges.json" <<'EOF2'
+import json, sys
+ops = json.load(open(sys.argv[1]))["ops_optimized"]
+ok = ops.get("Attention") == 2 and ops.get("IsNaN") == 2 and ops.get("Softmax") == 2
+print(("ok " if ok else "FAIL ") + f"sdpa_edges: y_a and y_b fused, y_c and y_d kept ({ops})")
+EOF2
+else
+    bad "sdpa_edges: infera info failed"
+fi
+if [ "$have_ort" = 1 ]; then
+    mkdir -p "$work/edges-ort"
+    node "$root/tests/quant/ort_run.js" "$edges" "$work/edges-ort" "q=$fix/sdpa_q.npy" "k=$fix/sdpa_k.npy" \
+        "v=$fix/sdpa_v.npy" "pv_shape=$fix/sdpa_pv_shape.npy" >/dev/null || bad "sdpa_edges: onnxruntime failed"
+fi
+for threads in 1 2; do
+    out=$work/edges-$threads
+    if ! "$infera" run "$edges" "${sargs[@]}" --input "pv_shape=$fix/sdpa_pv_shape.npy" --threads "$threads" \
+        --output-dir "$out"; then
+        bad "sdpa_edges threads=$threads: infera run failed"
+        continue
+    fi
+    for o in y_a y_b y_c y_d d_qt; do
+        [ "$have_ort" = 1 ] && check_run "sdpa_edges/$o threads=$threads vs onnxruntime" \
+            "$compare" "$out/$o.npy" "$work/edges-ort/$o.npy" 1e-4 1e-5
+    done
+    check "sdpa_edges threads=$threads: the fully masked row is 0 (Where(IsNaN(P), 0, P))" \
+        'python3 "$root/tests/models/hf_bert/masked_row_zero.py" "$out/y_a.npy"'
+done
+expect_error "sdpa_edges: P V reshaped to another shape of the same size" \
+    "reshapes attention's P V \\[2, 2, 5, 4\\] to \\[2, 5, 2, 4\\]" \
+    "$infera" run "$edges" "${sargs[@]}" --input "pv_shape=$fix/sdpa_pv_shape_bad.npy" --output-dir "$work/bad"
 check_done
