@@ -74,6 +74,37 @@ EOF
         bad "$exporter: infera info failed"
     fi
 done
+# INT8: static, per-channel, calibrated on set a through a spec (one CSV column per token position); both exports'
+# QDQ files fuse into QGemm (GELU in the FFN's store, also the dynamo exporter's opset-20 Gelu) and Attention,
+# and Infera's outputs stay within one output quantization step of ONNX Runtime's on the same file
+python3 "$fix/calib_csv.py" "$fix" a "$work/calib.csv" "$work/calib_spec.json"
+for exporter in torchscript dynamo; do
+    q=$work/$exporter.int8.onnx
+    if ! "$infera" quantize "$fix/hf_bert_tiny.$exporter.onnx" -o "$q" --calibration "csv:$work/calib.csv" \
+        --spec "$work/calib_spec.json" --per-channel >/dev/null; then
+        bad "$exporter: infera quantize failed"
+        continue
+    fi
+    "$infera" info "$q" --json >"$work/q.json"
+    check_lines python3 - "$work/q.json" "$exporter" <<'EOF2'
+import json, sys
+ops = json.load(open(sys.argv[1]))["ops_optimized"]
+ok = ops.get("QGemm") == 13 and ops.get("Attention") == 2 and not {"Gelu", "MatMul", "Softmax", "DequantizeLinear"} & set(ops)
+print(("ok " if ok else "FAIL ") + f"{sys.argv[2]} INT8: QGemm x13 (GELU fused), Attention x2, no DequantizeLinear ({ops})")
+EOF2
+    mapfile -t args < <(inputs a)
+    if "$infera" run "$q" "${args[@]}" --output-dir "$work/q-$exporter" && [ "$have_ort" = 1 ]; then
+        mkdir -p "$work/q-ort-$exporter"
+        node "$root/tests/quant/ort_run.js" "$q" "$work/q-ort-$exporter" "input_ids=$fix/input_ids_a.npy" \
+            "attention_mask=$fix/attention_mask_a.npy" "token_type_ids=$fix/token_type_ids_a.npy" >/dev/null &&
+            check_run "$exporter INT8: last_hidden_state within 1 step of onnxruntime on the same file" \
+                node "$root/tests/quant/compare.js" "$work/q-$exporter/last_hidden_state.npy" \
+                "$work/q-ort-$exporter/last_hidden_state.npy" "$fix/last_hidden_state_a.torch.npy" 1 ||
+            bad "$exporter INT8: onnxruntime failed on the quantized file"
+    elif [ "$have_ort" = 1 ]; then
+        bad "$exporter INT8: infera run failed"
+    fi
+done
 # torch's SDPA spellings one by one (tests/models/gen_sdpa_edges_model.py): y_a, y_b fused, y_c, y_d kept; a fully
 # masked row gives zeros; a pv_shape that is not P V's shape is an error naming both shapes (ONNX Runtime reshapes)
 edges=$fix/sdpa_edges.onnx
