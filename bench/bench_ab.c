@@ -19,7 +19,7 @@
  * over all runs are printed for A and B (matched by node name; B's nodes
  * that A lacks -- a fusion's -- after them, marked "B only"), and the whole
  * run's mean (what lies outside the nodes).  Inputs: every input of the model must be
- * float; each is filled with a fixed pattern, dimension 0 = --batch, other
+ * float or int64 (token ids, masks: 0..7); each is filled with a fixed pattern, dimension 0 = --batch, other
  * unknown dimensions 1.  Defaults: 1 thread, batch 1, 20 rounds of 300
  * runs, 20 warm-up.  The same build as A and B (an A/A control) gave
  * medians 0.986-1.021 on the bench CNN (session 21): a difference under
@@ -74,7 +74,7 @@ typedef struct engine {
     int n_in;
     inf_tensor views[MAX_IO];
     const inf_tensor *in[MAX_IO];
-    float *data[MAX_IO];
+    void *data[MAX_IO];
 } engine;
 
 static void *sym(void *lib, const char *name, const char *path) {
@@ -104,7 +104,8 @@ static void engine_open(engine *e, const char *path) {
     *(void **)&e->profile_reset = sym(e->lib, "inf_session_profile_reset", path);
 }
 
-/* Loads the model, makes the session and the inputs (float only). */
+/* Loads the model, makes the session and the inputs (float, or int64 token
+ * ids / masks: values 0..7, valid indices for any vocabulary). */
 static void engine_start(engine *e, const char *path, const char *model, int threads, int batch, int profile) {
     inf_error err = {0};
     if (e->model_load(model, NULL, &e->model, &err) != INF_OK) {
@@ -127,8 +128,8 @@ static void engine_start(engine *e, const char *path, const char *model, int thr
     }
     for (int i = 0; i < e->n_in; i++) {
         const inf_value_info *v = e->input(e->model, i);
-        if (v->dtype != INF_DTYPE_F32 || v->ndim < 1) {
-            fprintf(stderr, "bench_ab: input %d is not a float tensor\n", i);
+        if ((v->dtype != INF_DTYPE_F32 && v->dtype != INF_DTYPE_I64) || v->ndim < 1) {
+            fprintf(stderr, "bench_ab: input %d is not a float or int64 tensor\n", i);
             exit(2);
         }
         int64_t dims[INF_MAX_DIMS], n = 1;
@@ -136,15 +137,18 @@ static void engine_start(engine *e, const char *path, const char *model, int thr
             dims[d] = d == 0 ? batch : v->dims[d] > 0 ? v->dims[d] : 1;
             n *= dims[d];
         }
-        e->data[i] = malloc((size_t)n * sizeof(float));
+        bool i64 = v->dtype == INF_DTYPE_I64;
+        e->data[i] = malloc((size_t)n * (i64 ? sizeof(int64_t) : sizeof(float)));
         if (!e->data[i]) {
             fprintf(stderr, "bench_ab: out of memory\n");
             exit(2);
         }
         for (int64_t k = 0; k < n; k++)
-            e->data[i][k] = (float)((k * 37 % 101) - 50) / 50.0f;
-        e->views[i] =
-            (inf_tensor){.dtype = INF_DTYPE_F32, .kind = INF_KIND_TENSOR, .ndim = v->ndim, .data = e->data[i]};
+            if (i64)
+                ((int64_t *)e->data[i])[k] = k * 37 % 101 % 8;
+            else
+                ((float *)e->data[i])[k] = (float)((k * 37 % 101) - 50) / 50.0f;
+        e->views[i] = (inf_tensor){.dtype = v->dtype, .kind = INF_KIND_TENSOR, .ndim = v->ndim, .data = e->data[i]};
         memcpy(e->views[i].dims, dims, sizeof dims);
         e->in[i] = &e->views[i];
     }

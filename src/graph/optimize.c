@@ -23,7 +23,10 @@
  *      weights -> the internal QGemm/QConv, an INT8 product on weights
  *      packed at load.
  *   2. pattern passes (graph/passes/, one file each, with the exact pattern
- *      and why it is safe): the decomposed LayerNorm PyTorch exports below
+ *      and why it is safe): first what exporters write that computes
+ *      nothing (inference Dropout, Reshapes that keep the shape, K^T spelled
+ *      Reshape/Transpose/Reshape; passes/export_noops.c), then a dead-node
+ *      sweep (the Shape chains that fed those Reshapes); then the decomposed LayerNorm PyTorch exports below
  *      opset 17 -> LayerNormalization; exact-erf GELU -> the internal fused
  *      Gelu (ai.infera); Pow(x, 2) -> Mul(x, x); scaled-dot-product
  *      attention (Transpose/MatMul/Div/Softmax/MatMul/Transpose) -> the
@@ -228,6 +231,16 @@ static bool is_unused(const inf__graph *g, const inf__node *node) {
     return true;
 }
 
+/* Dead-node elimination: marks every node whose outputs nobody reads dead;
+ * reverse order removes whole dead chains. */
+static void sweep_unused(inf__graph *g, bool *dead) {
+    for (int n = g->n_nodes - 1; n >= 0; n--)
+        if (!dead[n] && is_unused(g, &g->nodes[n])) {
+            dead[n] = true;
+            forget_reads(g, &g->nodes[n]);
+        }
+}
+
 /* Drops dead nodes, keeping order, and renumbers the producers. */
 static void compact(inf__graph *g, const bool *dead) {
     int kept = 0;
@@ -280,6 +293,16 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
     inf__shape_infer_free(si);
     if (st == INF_OK) st = rebind_readers(model, g, dead, folded, err);
     inf__free(folded);
+    if (st == INF_OK) { /* exporters' no-ops first: the Shape chains they kept alive die before Attention looks */
+        inf__pass_ctx pc = {model, g, dead};
+        int n_noop = 0;
+        st = inf__pass_export_noops(&pc, &n_noop, err);
+        if (n_noop) {
+            inf__log(INF_LOG_DEBUG, "optimizer: %d Dropout/Reshape no-ops bypassed or K^T chains made Transposes",
+                     n_noop);
+            sweep_unused(g, dead);
+        }
+    }
     if (st == INF_OK) { /* LayerNorm before Pow: its chain holds a Pow(d, 2) */
         inf__pass_ctx pc = {model, g, dead};
         int n_ln = 0, n_gelu = 0, n_pow = 0, n_att = 0, n_bn = 0, n_ca = 0, n_mm = 0, n_lay = 0;
@@ -287,6 +310,7 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         if (st == INF_OK) st = inf__pass_gelu(&pc, &n_gelu, err);
         if (st == INF_OK) st = inf__pass_pow_square(&pc, &n_pow, err);
         if (st == INF_OK) st = inf__pass_attention(&pc, &n_att, err);
+        if (n_att) sweep_unused(g, dead); /* a match whose chain Shape nodes also read left it to this */
         if (st == INF_OK) st = inf__pass_conv_bn(&pc, &n_bn, err); /* before ConvAdd: Conv -> BN -> Add */
         if (st == INF_OK) st = inf__pass_conv_add(&pc, &n_ca, err);
         int n_silu = 0;
@@ -314,11 +338,7 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         if (n_pool)
             inf__log(INF_LOG_DEBUG, "optimizer: %d Conv+MaxPool -> ConvMaxPool", n_pool);
     }
-    for (int n = g->n_nodes - 1; n >= 0 && st == INF_OK; n--) /* reverse order removes whole dead chains */
-        if (!dead[n] && is_unused(g, &g->nodes[n])) {
-            dead[n] = true;
-            forget_reads(g, &g->nodes[n]);
-        }
+    if (st == INF_OK) sweep_unused(g, dead);
     inf__evaluator_free(ev);
     if (st == INF_OK) compact(g, dead);
     inf__free(dead);

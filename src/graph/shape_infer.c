@@ -112,6 +112,21 @@ static int known_ints(const inf__shape_infer *si, int v, int64_t *out) {
     return s.n_el;
 }
 
+/* The elements of an index-like input (Slice starts/ends/axes/steps,
+ * Gather indices, Unsqueeze/Squeeze/Reduce axes): a constant's as they are
+ * -- negative values count from the end there, they are not symbols --
+ * else the known elements inferred for it, or n = -1. */
+static int param_ints(const inf__shape_infer *si, int v, int64_t *out) {
+    const inf__value *val = v >= 0 ? &si->g->values[v] : NULL;
+    const inf_tensor *t = val && val->role == INF_VALUE_INITIALIZER ? val->constant : NULL;
+    if (!t) return known_ints(si, v, out);
+    int64_t n = inf_tensor_numel(t);
+    if (t->kind != INF_KIND_TENSOR || t->dtype != INF_DTYPE_I64 || t->ndim > 1 || n > INF_MAX_DIMS || !t->data)
+        return -1;
+    memcpy(out, t->data, (size_t)n * sizeof(int64_t));
+    return (int)n;
+}
+
 static int64_t broadcast_dim(inf__shape_infer *si, int64_t a, int64_t b) {
     if (a == 1) return b;
     if (b == 1 || a == b) return a;
@@ -225,9 +240,15 @@ static sym infer_reshape(inf__shape_infer *si, const inf__node *node, sym x, sym
     }
     if (minus >= 0) {
         r.d[minus] = 1;
-        int64_t in = 0, out = 0;
-        bool known = x.rank >= 0 && all_known(x.d, x.rank) && all_known(r.d, r.rank) && product(x.d, x.rank, &in) &&
-                     product(r.d, r.rank, &out) && out > 0;
+        int64_t in = 0, out = 0, xd[INF_MAX_DIMS], rd[INF_MAX_DIMS];
+        int nx = x.rank, nr = r.rank;
+        if (nx >= 0) memcpy(xd, x.d, (size_t)nx * sizeof(int64_t));
+        memcpy(rd, r.d, (size_t)nr * sizeof(int64_t));
+        for (int i = 0; i < nx; i++) /* a symbol on both sides cancels: [b, s, 64] -> [b, s, -1, 16] gives 4 */
+            for (int j = 0; xd[i] < 0 && j < nr; j++)
+                if (rd[j] == xd[i]) xd[i] = rd[j] = 1;
+        bool known = nx >= 0 && all_known(xd, nx) && all_known(rd, nr) && product(xd, nx, &in) &&
+                     product(rd, nr, &out) && out > 0 && in % out == 0;
         r.d[minus] = known ? in / out : fresh(si);
     }
     if (x.n_el >= 0 && r.rank <= 1) r.n_el = x.n_el, memcpy(r.el, x.el, sizeof r.el);
@@ -245,7 +266,7 @@ static int axes_of(const inf__shape_infer *si, const inf__node *node, int input_
         return n;
     }
     if (node->n_inputs < 2 || node->inputs[1] < 0) return 0;
-    return known_ints(si, node->inputs[1], axes);
+    return param_ints(si, node->inputs[1], axes);
 }
 
 static sym infer_unsqueeze(const inf__shape_infer *si, const inf__node *node, sym x) {
@@ -338,7 +359,7 @@ static sym infer_gather(inf__shape_infer *si, const inf__node *node, sym data, s
     for (int i = 0; i < idx.rank; i++) r.d[r.rank++] = idx.d[i];
     for (int i = axis + 1; i < data.rank; i++) r.d[r.rank++] = data.d[i];
     int64_t ix[INF_MAX_DIMS];
-    int n = known_ints(si, input(node, 1), ix);
+    int n = param_ints(si, input(node, 1), ix);
     if (data.rank == 1 && data.n_el >= 0 && n >= 0 && idx.rank <= 1) {
         for (int i = 0; i < n; i++) {
             int64_t j = ix[i] < 0 ? ix[i] + data.n_el : ix[i];
@@ -351,14 +372,17 @@ static sym infer_gather(inf__shape_infer *si, const inf__node *node, sym data, s
 }
 
 /* Slice with steps of 1 on the first axis of a tracked element list, or on
- * any axis of a shape (the sliced dimension known only for known bounds). */
+ * any axis of a shape (the sliced dimension known only for known bounds;
+ * ends computed at run time, as torch's position_ids[:, :seq], give the
+ * sliced axes new symbols). */
 static sym infer_slice(inf__shape_infer *si, const inf__node *node, sym x) {
     int64_t st[INF_MAX_DIMS], en[INF_MAX_DIMS], ax[INF_MAX_DIMS], sp[INF_MAX_DIMS];
     if (x.rank < 1 || node->opset < 10 || node->n_inputs < 3) return UNKNOWN;
-    int n = known_ints(si, node->inputs[1], st);
-    if (n < 0 || known_ints(si, node->inputs[2], en) != n) return UNKNOWN;
-    int na = node->n_inputs > 3 && node->inputs[3] >= 0 ? known_ints(si, node->inputs[3], ax) : n;
-    int ns = node->n_inputs > 4 && node->inputs[4] >= 0 ? known_ints(si, node->inputs[4], sp) : n;
+    int n = param_ints(si, node->inputs[1], st);
+    bool ends_known = n >= 0 && param_ints(si, node->inputs[2], en) == n;
+    if (n < 0 || (!ends_known && get(si, node->inputs[2]).n_el != n)) return UNKNOWN;
+    int na = node->n_inputs > 3 && node->inputs[3] >= 0 ? param_ints(si, node->inputs[3], ax) : n;
+    int ns = node->n_inputs > 4 && node->inputs[4] >= 0 ? param_ints(si, node->inputs[4], sp) : n;
     if (na != n || ns != n) return UNKNOWN;
     sym r = x;
     r.n_el = -1;
@@ -366,7 +390,7 @@ static sym infer_slice(inf__shape_infer *si, const inf__node *node, sym x) {
         int a = node->n_inputs > 3 && node->inputs[3] >= 0 ? norm_axis(ax[i], x.rank) : i;
         if (a < 0 || a >= x.rank || (node->n_inputs > 4 && node->inputs[4] >= 0 && sp[i] != 1)) return UNKNOWN;
         int64_t dim = x.d[a];
-        if (dim < 0) {
+        if (dim < 0 || !ends_known) {
             r.d[a] = fresh(si);
             continue;
         }
@@ -391,6 +415,32 @@ static sym infer_shape_op(const inf__node *node, sym x) {
     sym r = {.rank = 1, .dtype = INF_DTYPE_I64, .n_el = (int)(e > s ? e - s : 0)};
     r.d[0] = r.n_el;
     memcpy(r.el, x.d + s, (size_t)r.n_el * sizeof(int64_t));
+    return r;
+}
+
+/* Expand: x broadcast with the shape's elements (both ways, as Add would). */
+static sym infer_expand(inf__shape_infer *si, sym x, sym shape) {
+    if (x.rank < 0 || shape.n_el < 0 || shape.n_el > INF_MAX_DIMS) return UNKNOWN;
+    int rank = x.rank > shape.n_el ? x.rank : shape.n_el;
+    sym r = {.rank = rank, .dtype = x.dtype, .n_el = -1};
+    for (int i = 0; i < rank; i++) {
+        int ix = i - (rank - x.rank), is = i - (rank - shape.n_el);
+        int64_t a = ix >= 0 ? x.d[ix] : 1, b = is >= 0 ? shape.el[is] : 1;
+        if (b == -1) b = fresh(si); /* an element not known */
+        r.d[i] = broadcast_dim(si, a, b);
+    }
+    return r;
+}
+
+/* Range(0, n, 1) on int64 scalars: [n] (torch's arange(seq), n a symbol
+ * or a number); other starts and steps: rank 1, a new symbol. */
+static sym infer_range(inf__shape_infer *si, const inf__node *node, sym start) {
+    sym limit = get(si, input(node, 1)), delta = get(si, input(node, 2));
+    if (start.rank != 0 || limit.rank != 0 || delta.rank != 0) return UNKNOWN;
+    sym r = {.rank = 1, .dtype = start.dtype, .n_el = -1};
+    bool simple = start.n_el == 1 && start.el[0] == 0 && delta.n_el == 1 && delta.el[0] == 1 && limit.n_el == 1 &&
+                  limit.el[0] != -1 && start.dtype == INF_DTYPE_I64;
+    r.d[0] = simple && limit.el[0] >= 0 ? limit.el[0] : simple ? limit.el[0] : fresh(si);
     return r;
 }
 
@@ -428,6 +478,8 @@ static sym infer_output0(inf__shape_infer *si, const inf__node *node) {
     if (!strcmp(op, "Gather")) return infer_gather(si, node, x, get(si, input(node, 1)));
     if (!strcmp(op, "Slice")) return infer_slice(si, node, x);
     if (!strcmp(op, "Shape")) return infer_shape_op(node, x);
+    if (!strcmp(op, "Expand")) return infer_expand(si, x, get(si, input(node, 1)));
+    if (!strcmp(op, "Range")) return infer_range(si, node, x);
     if (!strncmp(op, "Reduce", 6)) return infer_reduce(si, node, x);
     if (!strcmp(op, "Flatten") && x.rank >= 0) {
         int64_t a = inf__attr_int(node, "axis", 1);
@@ -504,6 +556,13 @@ void inf__shape_infer_node(inf__shape_infer *si, const inf__node *node) {
         si->v[node->outputs[0]] = infer_qgemm(si, node);
         return;
     }
+    if (node->op && node->op->domain == INF_DOMAIN_INFERA && !strcmp(node->op_type, "Gelu") && node->n_outputs >= 1 &&
+        node->outputs[0] >= 0 && node->inputs[0] >= 0) { /* the GELU pass's (graph/passes/gelu.c): element-wise */
+        sym x = get(si, node->inputs[0]);
+        x.n_el = -1;
+        si->v[node->outputs[0]] = x;
+        return;
+    }
     if (node->op && node->op->domain == INF_DOMAIN_MS && node->n_outputs >= 1 && node->outputs[0] >= 0 &&
         node->inputs[0] >= 0) {
         sym r = infer_ms(si, node);
@@ -531,4 +590,10 @@ inf_status inf__shape_infer_constant(const inf__shape_infer *si, int v, inf_tens
     inf_status st = inf_tensor_new(INF_DTYPE_I64, s.rank, &n, out);
     if (st == INF_OK) memcpy((*out)->data, s.el, (size_t)n * sizeof(int64_t));
     return st;
+}
+
+int inf__shape_infer_dims(const inf__shape_infer *si, int v, int64_t *dims) {
+    sym s = get(si, v);
+    if (s.rank > 0) memcpy(dims, s.d, (size_t)s.rank * sizeof(int64_t));
+    return s.rank;
 }

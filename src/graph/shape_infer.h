@@ -33,4 +33,10 @@ void inf__shape_infer_node(inf__shape_infer *si, const inf__node *node);
  * Returns INF_ENOMEM only when the tensor cannot be made. */
 inf_status inf__shape_infer_constant(const inf__shape_infer *si, int v, inf_tensor **out);
 
+/* Value v's dimensions as far as they are known, into dims (INF_MAX_DIMS
+ * room): each a number (>= 0) or a symbol (< 0; the same symbol is the same
+ * run-time quantity, different ones may still be equal).  Returns the rank,
+ * or -1 when not known. */
+int inf__shape_infer_dims(const inf__shape_infer *si, int v, int64_t *dims);
+
 #endif /* INF_GRAPH_SHAPE_INFER_H */

@@ -8,13 +8,31 @@
  *     Kt = Transpose(k, KT)              KT   = [0, 2, 3, 1] (r = 4) or [1, 2, 0] (r = 3)
  *     Vt = Transpose(v, SWAP)
  *     Qs = Qt | Div(Qt, c) | Mul(Qt, c) | Mul(c, Qt)           (MultiheadAttention scales Q)
- *     S  = MatMul(Qs, Kt)
+ *     Ks = Kt | Div(Kt, c) | Mul(Kt, c) | Mul(c, Kt)           (torch's SDPA: sqrt(scale) on Q and K^T)
+ *     S  = MatMul(Qs, Ks)
  *     Ss = S | Div(S, c) | Mul(S, c) | Mul(c, S)              (BERT scales the scores)
  *     Sm = Ss | Add(Ss, mask) | Add(mask, Ss)
- *     P  = Softmax(Sm, axis = r - 1)
+ *     Sp = Softmax(Sm, axis = r - 1)
+ *     P  = Sp | Where(IsNaN(Sp), 0, Sp)                        (torch's SDPA, FP32 form only)
  *     Y  = Transpose(MatMul(P, Vt), SWAP)
+ *        | Transpose(Reshape(MatMul(P, Vt), s), SWAP4)          (torch's SDPA: P V "reshaped" to
+ *                                                               the shape it rebuilt from Shape nodes)
  * ->  Y  = Attention(q, k, v [, mask]; scale = product of the c's (1/c for Div))
- *   with at least one scale constant.  The Reshapes that make q, k, v from
+ *   with at least one scale constant; nan_to_zero = 1 when P is the Where
+ *   (the kernel then gives zeros for a row whose softmax is NaN, as the
+ *   Where does: a fully masked row).  With the Reshape: when its shape is
+ *   provably P V's own (shape_is_own: a Concat of P V's, Q's rows' and V's
+ *   columns' dimensions read through Shape -> Gather, constants static
+ *   shape inference knows to be those, one -1) it is dropped; otherwise s
+ *   becomes Attention's input 4 and the kernel checks at run time that it
+ *   is P V's shape (an error naming both if not: a Reshape that moves
+ *   elements cannot be fused).
+ *   Chain values that Shape nodes read besides the chain (torch's SDPA
+ *   export reads Q's, V's and P V's shapes to build s) are allowed: the
+ *   rewrite then removes nothing and leaves the chain to the dead-node sweep
+ *   that follows this pass (graph/optimize.c), which drops it once those
+ *   Shapes have died with s -- or keeps what is still read, correct either
+ *   way.  The Reshapes that make q, k, v from
  *   the [b, s, h*d] projections, and the one after Y, stay: they are free
  *   (they alias their input), and keeping them means the pass never has to
  *   prove anything about the shape subgraphs (Shape -> Gather -> Concat)
@@ -50,14 +68,20 @@
 #include <string.h>
 
 #include "graph/passes/passes.h"
+#include "graph/shape_infer.h"
 #include "ops/ops.h"
 
-enum { MAX_REMOVED = 17 };
+enum { MAX_REMOVED = 24 };
 
 typedef struct att_match {
     int q, k, v, mask;   /* value indices; mask -1 when absent */
     float scale, pre;    /* on the scores; on Q (before its quantization, INT8 form) */
     bool scaled;         /* at least one scale constant seen */
+    bool nan_to_zero;    /* P = Where(IsNaN(Softmax), 0, Softmax) (torch's SDPA export) */
+    int out_shape;       /* the shape input of a Reshape of P V before the last Transpose, or -1 */
+    bool allowzero;      /* that Reshape's allowzero */
+    bool keep_all;       /* a chain value is also read by Shape nodes: remove nothing, the sweep does */
+    int qt, vt, pv;      /* the values Transpose(q), Transpose(v) and P V */
     int n_quant;         /* operands seen as Q -> DQ (0 or 4 for a match) */
     float quant[8];      /* (scale, zero point) of Q, K, P, V */
     int removed[MAX_REMOVED], n_removed;
@@ -72,12 +96,30 @@ static bool perm_is(const inf__node *t, int r, const int64_t *want) {
     return true;
 }
 
+/* Is value v read n times in the chain and otherwise only by Shape nodes
+ * (torch's SDPA export reads Q, V and P V's shapes to rebuild P V's)?  Such
+ * readers keep the chain's nodes alive: m->keep_all, and the rewrite leaves
+ * them to the optimizer's dead-node sweep (which drops them once those
+ * Shapes die with the Reshape they fed). */
+static bool reads_ok(const inf__pass_ctx *pc, int v, int n, att_match *m) {
+    if (inf__pass_uses(pc, v, n)) return true;
+    if (v < 0 || pc->g->values[v].n_consumers < n) return false;
+    int shapes = 0;
+    for (int i = 0; i < pc->g->n_nodes; i++) {
+        const inf__node *node = &pc->g->nodes[i];
+        if (!pc->dead[i] && node->n_inputs >= 1 && node->inputs[0] == v && inf__pass_node_is(pc, i, "Shape")) shapes++;
+    }
+    if (pc->g->values[v].n_consumers != n + shapes) return false;
+    m->keep_all = true;
+    return true;
+}
+
 static const int64_t SWAP4[4] = {0, 2, 1, 3}, KT4[4] = {0, 2, 3, 1}, SWAP3[3] = {1, 0, 2}, KT3[3] = {1, 2, 0};
 
 /* x = Transpose(src, perm) with x read once: src in *src. */
 static bool transposed(const inf__pass_ctx *pc, int x, int r, const int64_t *perm, int *src, att_match *m) {
     int ti = inf__pass_producer(pc, x, "Transpose");
-    if (ti < 0 || !inf__pass_uses(pc, x, 1) || !perm_is(&pc->g->nodes[ti], r, perm)) return false;
+    if (ti < 0 || !reads_ok(pc, x, 1, m) || !perm_is(&pc->g->nodes[ti], r, perm)) return false;
     *src = pc->g->nodes[ti].inputs[0];
     m->removed[m->n_removed++] = ti;
     return true;
@@ -125,7 +167,7 @@ static int dequantized(const inf__pass_ctx *pc, int x, int slot, att_match *m) {
 /* Strips an optional Div(x, c) / Mul(x, c) / Mul(c, x) off value x (read
  * once), folding c into *into; returns the unscaled value. */
 static int unscale(const inf__pass_ctx *pc, int x, int r, att_match *m, float *into) {
-    if (!inf__pass_uses(pc, x, 1)) return x;
+    if (!reads_ok(pc, x, 1, m)) return x;
     float c;
     int di = inf__pass_producer(pc, x, "Div");
     if (di >= 0) {
@@ -145,11 +187,25 @@ static int unscale(const inf__pass_ctx *pc, int x, int r, att_match *m, float *i
     return x;
 }
 
+/* Where node wi is Where(IsNaN(x), c, x) with c a float32 zero of rank <=
+ * r and the IsNaN read once: x in *p. */
+static bool nan_where(const inf__pass_ctx *pc, int wi, int r, int *p, att_match *m) {
+    const inf__node *w = &pc->g->nodes[wi];
+    float c;
+    if (w->n_inputs != 3 || !scale_const(pc, w->inputs[1], r, &c) || c != 0.0f) return false;
+    int ni = inf__pass_producer(pc, w->inputs[0], "IsNaN");
+    if (ni < 0 || !reads_ok(pc, w->inputs[0], 1, m) || pc->g->nodes[ni].inputs[0] != w->inputs[2]) return false;
+    *p = w->inputs[2];
+    m->nan_to_zero = true;
+    m->removed[m->n_removed++] = wi, m->removed[m->n_removed++] = ni;
+    return true;
+}
+
 /* Sm = [Add(] [scale(] MatMul(Qs, Kt) [)] [, mask)] down to q and k. */
 static bool scores(const inf__pass_ctx *pc, int sm, int r, att_match *m) {
     int start = m->n_removed;
     int ai = inf__pass_producer(pc, sm, "Add");
-    int n_try = ai >= 0 && inf__pass_uses(pc, sm, 1) && pc->g->nodes[ai].n_inputs == 2 ? 2 : 0;
+    int n_try = ai >= 0 && reads_ok(pc, sm, 1, m) && pc->g->nodes[ai].n_inputs == 2 ? 2 : 0;
     int n_quant = m->n_quant;
     for (int o = 0; o <= n_try; o++) {
         m->n_removed = start, m->scale = 1.0f, m->pre = 1.0f, m->scaled = false, m->mask = -1, m->n_quant = n_quant;
@@ -161,11 +217,14 @@ static bool scores(const inf__pass_ctx *pc, int sm, int r, att_match *m) {
         }
         s = unscale(pc, s, r, m, &m->scale);
         int mm = inf__pass_producer(pc, s, "MatMul");
-        if (mm < 0 || !inf__pass_uses(pc, s, 1)) continue;
+        if (mm < 0 || !reads_ok(pc, s, 1, m)) continue;
         m->removed[m->n_removed++] = mm;
         int before = m->n_quant, qd = dequantized(pc, pc->g->nodes[mm].inputs[0], 0, m);
         int qs = unscale(pc, qd, r, m, m->n_quant > before ? &m->pre : &m->scale); /* FP32: one product, as before */
         int kt = dequantized(pc, pc->g->nodes[mm].inputs[1], 1, m);
+        if (m->n_quant == before)
+            kt = unscale(pc, kt, r, m, &m->scale); /* FP32: torch's SDPA scales Q and K^T by sqrt(scale) each */
+        m->qt = qs;
         if (m->scaled && (m->n_quant == 0 || m->n_quant == 4) &&
             transposed(pc, qs, r, r == 4 ? SWAP4 : SWAP3, &m->q, m) &&
             transposed(pc, kt, r, r == 4 ? KT4 : KT3, &m->k, m))
@@ -181,49 +240,144 @@ static bool match(const inf__pass_ctx *pc, int yi, att_match *m) {
     if (perm_is(y, 4, SWAP4)) r = 4;
     else if (perm_is(y, 3, SWAP3)) r = 3;
     else return false;
-    m->n_removed = 0, m->n_quant = 0;
+    m->n_removed = 0, m->n_quant = 0, m->out_shape = -1, m->allowzero = false, m->keep_all = false;
     int ctx = y->inputs[0];
+    int ri = r == 4 ? inf__pass_producer(pc, ctx, "Reshape") : -1;
+    if (ri >= 0) { /* Y = Transpose(Reshape(P V, s)): the kernel checks at run time that s is P V's shape */
+        const inf__node *rs = &pc->g->nodes[ri];
+        if (rs->n_inputs != 2 || rs->inputs[1] < 0 || !reads_ok(pc, ctx, 1, m)) return false;
+        m->out_shape = rs->inputs[1];
+        m->allowzero = inf__attr_int(rs, "allowzero", 0) != 0;
+        m->removed[m->n_removed++] = ri;
+        ctx = rs->inputs[0];
+    }
     int mi = inf__pass_producer(pc, ctx, "MatMul");
-    if (mi < 0 || !inf__pass_uses(pc, ctx, 1) || pc->g->nodes[mi].n_inputs != 2) return false;
+    if (mi < 0 || !reads_ok(pc, ctx, 1, m) || pc->g->nodes[mi].n_inputs != 2) return false;
+    m->pv = ctx;
     m->removed[m->n_removed++] = mi;
     int p = dequantized(pc, pc->g->nodes[mi].inputs[0], 2, m);
     int vt = dequantized(pc, pc->g->nodes[mi].inputs[1], 3, m);
     if (m->n_quant == 1)
         return false; /* one operand of P V quantized, the other not */
+    m->nan_to_zero = false;
+    int wi = inf__pass_producer(pc, p, "Where");
+    if (wi >= 0) { /* P = Where(IsNaN(Sp), 0, Sp): FP32 only (QAttention has no such rows) */
+        if (m->n_quant || !reads_ok(pc, p, 1, m) || !nan_where(pc, wi, r, &p, m)) return false;
+    }
+    if (m->n_quant && m->out_shape >= 0) return false; /* QAttention takes no output shape */
     int si = inf__pass_producer(pc, p, "Softmax");
-    if (si < 0 || !inf__pass_uses(pc, p, 1)) return false;
+    if (si < 0 || !reads_ok(pc, p, m->nan_to_zero ? 2 : 1, m)) return false;
     const inf__node *sm = &pc->g->nodes[si];
     int64_t axis = inf__attr_int(sm, "axis", sm->opset >= 13 ? -1 : 1);
     if (axis != r - 1 && axis != -1) return false;
     m->removed[m->n_removed++] = si;
+    m->vt = vt;
     if (!transposed(pc, vt, r, r == 4 ? SWAP4 : SWAP3, &m->v, m))
         return false;
     return scores(pc, sm->inputs[0], r, m);
 }
 
+/* One-element int64 value e is Gather(Shape(x), j) (j a constant scalar,
+ * axis 0), or that Unsqueeze'd to [1] (TorchScript's spelling): x in *x,
+ * j (counted from 0 of a rank-4 x) in *j. */
+static bool dim_source(const inf__pass_ctx *pc, int e, int *x, int64_t *j) {
+    int ui = inf__pass_producer(pc, e, "Unsqueeze");
+    if (ui >= 0) e = pc->g->nodes[ui].inputs[0];
+    int gi = inf__pass_producer(pc, e, "Gather");
+    if (gi < 0 || pc->g->nodes[gi].n_inputs != 2 || inf__attr_int(&pc->g->nodes[gi], "axis", 0) != 0) return false;
+    const inf_tensor *idx = inf__pass_const_of(pc, pc->g->nodes[gi].inputs[1], INF_DTYPE_I64);
+    int si = inf__pass_producer(pc, pc->g->nodes[gi].inputs[0], "Shape");
+    if (!idx || idx->ndim != 0 || si < 0 || inf__node_attr(&pc->g->nodes[si], "start") ||
+        inf__node_attr(&pc->g->nodes[si], "end"))
+        return false;
+    *j = *(const int64_t *)idx->data;
+    if (*j < 0) *j += 4;
+    *x = pc->g->nodes[si].inputs[0];
+    return true;
+}
+
+/* Is constant c, at position i of P V's shape, the dimension static shape
+ * inference knows there: i = 2 Q's rows, i = 3 V's columns (a number), i =
+ * 0 or 1 the same number (not 1) for Q and V (which P V's batch or heads
+ * then are, or the run fails in the unfused graph too)? */
+static bool const_dim_ok(const inf__shape_infer *si, const att_match *m, int i, int64_t c) {
+    int64_t dq[INF_MAX_DIMS], dv[INF_MAX_DIMS];
+    if (!si || inf__shape_infer_dims(si, m->qt, dq) != 4 || inf__shape_infer_dims(si, m->vt, dv) != 4 || c < 0)
+        return false;
+    if (i == 2) return dq[2] == c;
+    if (i == 3) return dv[3] == c;
+    return c != 1 && dq[i] == c && dv[i] == c;
+}
+
+/* Is the matched Reshape's shape provably P V's own: a Concat of four
+ * elements, each P V's dimension i, Q's rows (i = 2, P V's rows), V's head
+ * size (i = 3, P V's columns) -- read through Shape -> Gather, or a constant
+ * shape inference knows to be that (const_dim_ok) -- or one -1 (which then
+ * takes what remains: P V's dimension)?  Then the Reshape is the identity
+ * and the fused op needs no run-time check of it. */
+static bool shape_is_own(const inf__pass_ctx *pc, const inf__shape_infer *si, const att_match *m) {
+    int ci = inf__pass_producer(pc, m->out_shape, "Concat");
+    if (ci < 0 || pc->g->nodes[ci].n_inputs != 4 || inf__attr_int(&pc->g->nodes[ci], "axis", 0) != 0) return false;
+    int minus = 0;
+    for (int i = 0; i < 4; i++) {
+        int e = pc->g->nodes[ci].inputs[i], x;
+        int64_t j;
+        const inf_tensor *c = inf__pass_const_of(pc, e, INF_DTYPE_I64);
+        if (c) {
+            if (inf_tensor_numel(c) != 1 || c->ndim != 1) return false;
+            int64_t v = *(const int64_t *)c->data;
+            if (v == -1 ? minus++ != 0 : !const_dim_ok(si, m, i, v)) return false;
+        } else if (!dim_source(pc, e, &x, &j) ||
+                   !((x == m->pv && j == i) || (i == 2 && x == m->qt && j == 2) || (i == 3 && x == m->vt && j == 3))) {
+            return false;
+        }
+    }
+    return true;
+}
+
 inf_status inf__pass_attention(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
     *n_rewritten = 0;
+    inf__shape_infer *si = NULL; /* for the constants of a Reshape's shape (shape_is_own) */
     for (int n = pc->g->n_nodes - 1; n >= 0; n--) {
         const inf__node *node = &pc->g->nodes[n];
         if (!inf__pass_node_is(pc, n, "Transpose") || node->n_inputs != 1)
             continue;
         att_match m;
         if (!match(pc, n, &m)) continue;
-        int inputs[4] = {m.q, m.k, m.v, m.mask};
+        if (m.out_shape >= 0 && !si) { /* built once, before this match: upstream values are as they were */
+            if (!(si = inf__shape_infer_new(pc->g)))
+                return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
+            for (int i = 0; i < pc->g->n_nodes; i++)
+                if (!pc->dead[i]) inf__shape_infer_node(si, &pc->g->nodes[i]);
+        }
+        if (m.out_shape >= 0 && shape_is_own(pc, si, &m)) m.out_shape = -1;
+        int inputs[5] = {m.q, m.k, m.v, m.mask, m.out_shape};
         bool quant = m.n_quant == 4;
         float *qp = quant ? inf__arena_alloc(&pc->model->arena, sizeof m.quant) : NULL;
-        if (quant && !qp)
+        if (quant && !qp) {
+            inf__shape_infer_free(si);
             return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
+        }
         if (qp)
             memcpy(qp, m.quant, sizeof m.quant);
         inf__attr attrs[3] = {{.name = "scale", .type = INF_ATTR_FLOAT, .f = m.scale},
                               {.name = "q_scale", .type = INF_ATTR_FLOAT, .f = m.pre},
                               {.name = "quant", .type = INF_ATTR_FLOATS, .n = 8, .floats = qp}};
-        inf_status st =
-            inf__pass_rewrite(pc, n, "ai.infera", quant ? "QAttention" : "Attention", 1, m.mask >= 0 ? 4 : 3, inputs,
-                              quant ? 3 : 1, attrs, m.removed, m.n_removed, err);
-        if (st != INF_OK) return st;
+        int n_attrs = quant ? 3 : 1;
+        if (!quant) { /* FP32: Attention's scale, then what applies of these */
+            if (m.nan_to_zero) attrs[n_attrs++] = (inf__attr){.name = "nan_to_zero", .type = INF_ATTR_INT, .i = 1};
+            if (m.allowzero)
+                attrs[n_attrs++] = (inf__attr){.name = "out_shape_allowzero", .type = INF_ATTR_INT, .i = 1};
+        }
+        int n_inputs = m.out_shape >= 0 ? 5 : m.mask >= 0 ? 4 : 3;
+        inf_status st = inf__pass_rewrite(pc, n, "ai.infera", quant ? "QAttention" : "Attention", 1, n_inputs, inputs,
+                                          n_attrs, attrs, m.removed, m.keep_all ? 0 : m.n_removed, err);
+        if (st != INF_OK) {
+            inf__shape_infer_free(si);
+            return st;
+        }
         (*n_rewritten)++;
     }
+    inf__shape_infer_free(si);
     return INF_OK;
 }

@@ -139,3 +139,12 @@ inf_status inf__pass_rewrite(inf__pass_ctx *pc, int target, const char *domain, 
     node->prev_params = NULL;
     return st;
 }
+
+bool inf__pass_exact_gelu(const inf__pass_ctx *pc, int i) {
+    const inf__node *n = &pc->g->nodes[i];
+    bool exact =
+        n->op && (n->op->domain == INF_DOMAIN_INFERA ||
+                  (n->op->domain == INF_DOMAIN_ONNX && !strcmp(inf__attr_string(n, "approximate", "none"), "none")));
+    return !pc->dead[i] && exact && !strcmp(n->op_type, "Gelu") && n->n_inputs == 1 &&
+           n->epilogue.kind == INF_EPILOGUE_NONE;
+}

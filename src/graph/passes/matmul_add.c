@@ -94,15 +94,6 @@ static bool match_adds(const inf__pass_ctx *pc, int ai, mm_match *mt) {
     return match_bias(pc, ai, mt);
 }
 
-/* The optimizer's Gelu, or ONNX's own (opset 20+) in its exact form (approximate = "none"). */
-static bool is_gelu(const inf__pass_ctx *pc, int i) {
-    const inf__node *n = &pc->g->nodes[i];
-    bool exact = n->op && (n->op->domain == INF_DOMAIN_INFERA ||
-                           (n->op->domain == INF_DOMAIN_ONNX && !strcmp(inf__attr_string(n, "approximate", "none"), "none")));
-    return !pc->dead[i] && exact && !strcmp(n->op_type, "Gelu") && n->n_inputs == 1 &&
-           n->epilogue.kind == INF_EPILOGUE_NONE;
-}
-
 inf_status inf__pass_matmul_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
     static const inf__attr gelu_attr = {.name = "activation", .type = INF_ATTR_STRING, .s = "Gelu", .s_len = 4};
     *n_rewritten = 0;
@@ -110,7 +101,7 @@ inf_status inf__pass_matmul_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *
      * outer Add) before its inner Adds */
     for (int n = pc->g->n_nodes - 1; n >= 0; n--) {
         mm_match mt = {.n_removed = 0};
-        bool gelu = is_gelu(pc, n);
+        bool gelu = inf__pass_exact_gelu(pc, n);
         if (gelu) {
             int x = pc->g->nodes[n].inputs[0], xi = x >= 0 ? pc->g->values[x].producer : -1;
             if (xi < 0 || !inf__pass_uses(pc, x, 1) || !match_adds(pc, xi, &mt)) continue;

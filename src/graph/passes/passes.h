@@ -26,6 +26,8 @@ typedef struct inf__pass_ctx {
 
 /* ---- the passes: each returns INF_OK or INF_ENOMEM (a node's init failing
  * is reported as what it is); *n_rewritten counts the fused chains ---- */
+/* exporters' no-ops: inference Dropout, Reshapes that keep the shape, K^T as Reshape/Transpose/Reshape; first */
+inf_status inf__pass_export_noops(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/export_noops.c */
 inf_status inf__pass_layernorm(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  /* passes/layernorm.c */
 inf_status inf__pass_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);       /* passes/gelu.c */
 inf_status inf__pass_pow_square(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/pow_square.c */
@@ -64,6 +66,10 @@ bool inf__pass_plain_maxpool(const inf__pass_ctx *pc, int mp, bool overlap, int6
  * = pool[2..3] (kept in the model's arena): node->n_attrs + 2 entries.
  * False when out of memory. */
 bool inf__pass_pool_attrs(inf__pass_ctx *pc, const inf__node *node, const int64_t *pool, inf__attr *attrs);
+/* Is node i a live Gelu without epilogue, one input: the optimizer's
+ * (passes/gelu.c), or ONNX's own (opset 20+, what torch's dynamo exporter
+ * writes) in its exact form (approximate = "none")? */
+bool inf__pass_exact_gelu(const inf__pass_ctx *pc, int i);
 /* Is value v a one-element float32 constant?  Its value in *out. */
 bool inf__pass_scalar(const inf__pass_ctx *pc, int v, float *out);
 /* Is value v a one-element constant within tol of want? */

@@ -279,7 +279,7 @@ inf_status inf__pass_qdq(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
 }
 
 /* QGemm -> Gelu (the internal one, passes/gelu.c, run after this file's
- * first pass) -> QGemm with activation "Gelu", applied to each output row in
+ * first pass, or ONNX's exact opset-20 one) -> QGemm with activation "Gelu", applied to each output row in
  * its store while the row is in cache: the FFN of a transformer.  Only for a
  * QGemm without an epilogue or an output re-quantization (they come before
  * the GELU in the graph), whose output only the Gelu reads. */
@@ -288,8 +288,7 @@ inf_status inf__pass_qdq_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *er
     *n_rewritten = 0;
     for (int i = 0; i < pc->g->n_nodes; i++) {
         const inf__node *gl = &pc->g->nodes[i];
-        if (pc->dead[i] || !gl->op || gl->op->domain != INF_DOMAIN_INFERA || strcmp(gl->op_type, "Gelu") ||
-            gl->n_inputs != 1 || gl->epilogue.kind != INF_EPILOGUE_NONE)
+        if (!inf__pass_exact_gelu(pc, i)) /* ours, or ONNX's exact one (the dynamo exporter's) */
             continue;
         int v = gl->inputs[0], q = v >= 0 ? pc->g->values[v].producer : -1;
         if (q < 0 || pc->dead[q] || !inf__pass_uses(pc, v, 1)) continue;

@@ -8,6 +8,15 @@
  *   rank 4:  Q [B, Sq, H, D], K [B, Sk, H, D], V [B, Sk, H, Dv] -> Y [B, Sq, H, Dv]
  *   rank 3:  Q [Sq, H, D],    K [Sk, H, D],    V [Sk, H, Dv]    -> Y [Sq, H, Dv]
  *   for every (b, h):  Y[b, :, h, :] = softmax_rows(scale * Q_bh K_bh^T + M_bh) V_bh
+ *   Optional input 4 (torch's SDPA export reshapes P V to the shape it
+ *   rebuilt from Shape nodes before the last Transpose): int64 [4], checked
+ *   at run time to be P V's shape [B, H, Sq, Dv] (an error otherwise).
+ *   nan_to_zero = 1 (torch's scaled_dot_product_attention as exported:
+ *   P = Where(IsNaN(softmax), 0, softmax)): a row whose softmax is NaN --
+ *   all its scores -inf (a fully masked row), or one NaN or +inf -- gives
+ *   zeros.  With the exp/sum kernels that is a row whose sum is not finite
+ *   (1 / sum is inf or NaN): every entry of such a row is NaN in the graph's
+ *   Softmax, and no entry of any other row is.
  *
  * i.e. the inputs are the projections before the head transposes and the
  * output is the context before the transpose back: the kernel reads and
@@ -50,6 +59,7 @@
  * float32 rounding only (none for a power-of-two scale, 1/sqrt(D) with D
  * = 64 or 16).
  */
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -61,6 +71,8 @@
 
 typedef struct attention_params {
     float scale;
+    bool nan_to_zero;
+    bool out_shape_allowzero;
 } attention_params;
 
 /* Query rows per block: the scores block [rows, Sk] stays at most this many floats. */
@@ -79,6 +91,7 @@ typedef struct attention_job {
     int64_t ldq, ldk, ldv, ldy;              /* row strides (H*D, H*Dv of each input) */
     int64_t mb, mh, mi, mj;                  /* mask strides over [B, H, Sq, Sk] (0: broadcast) */
     float scale;
+    bool nan_to_zero;                        /* a row whose softmax is NaN gives zeros (attribute nan_to_zero) */
     int64_t rows;                            /* query rows per block */
     float *scratch;                          /* per part: kt [D*Sk], scores [rows*Sk], 1/sums [rows] */
     int64_t scratch_floats;                  /* per part, rounded to 16 */
@@ -131,10 +144,16 @@ static void attention_unit(const attention_job *j, int64_t unit, float *kt, floa
         else
             for (int64_t i = 0; i < m; i++)
                 j->vm->softmax_row(s + i * j->sk, s + i * j->sk, j->sk);
+        for (int64_t i = 0; j->nan_to_zero && !j->exp_rows && i < m * j->sk; i++)
+            if (isnan(s[i])) s[i] = 0.0f; /* Where(IsNaN(P), 0, P), element by element */
         float *yb = y + i0 * j->ldy;
         inf__ops_sgemm(NULL, false, false, m, j->dv, j->sk, 1.0f, s, j->sk, v, j->ldv, 0.0f, yb, j->ldy);
         for (int64_t i = 0; j->exp_rows && i < m; i++) {
             float f = inv[i], *yr = yb + i * j->ldy; /* (f a local: the loop vectorises) */
+            if (j->nan_to_zero && !isfinite(f)) {    /* no finite sum: the row's softmax is all NaN, P' all 0 */
+                memset(yr, 0, (size_t)j->dv * sizeof(float));
+                continue;
+            }
             for (int64_t c = 0; c < j->dv; c++)
                 yr[c] *= f;
         }
@@ -186,7 +205,7 @@ static inf_status shape_error(inf__kernel_ctx *ctx, const char *why) {
 static inf_status check_inputs(inf__kernel_ctx *ctx) {
     static const char *const names[3] = {"Q", "K", "V"};
     int rank = ctx->in[0]->ndim;
-    for (int i = 0; i < ctx->n_in; i++) {
+    for (int i = 0; i < ctx->n_in && i < 4; i++) { /* input 4, the output shape: check_out_shape */
         const inf_tensor *t = ctx->in[i];
         if (!t) continue;
         if (t->dtype != INF_DTYPE_F32)
@@ -248,11 +267,42 @@ inf_status inf__attention_geometry(inf__kernel_ctx *ctx, inf__attention_geom *g,
     return INF_OK;
 }
 
+/* Input 4, when present: the shape a Reshape of P V ([B, H, Sq, Dv]) asked
+ * for in the unfused graph, resolved as Reshape does (0 copies the
+ * dimension unless allowzero, one -1 takes the rest); it must be P V's own
+ * shape -- the fusion replaced that Reshape by nothing. */
+static inf_status check_out_shape(inf__kernel_ctx *ctx, const inf__attention_geom *g, bool allowzero) {
+    const inf_tensor *t = ctx->in[4];
+    int64_t want[4] = {g->b, g->h, g->sq, g->dv}, got[4], known = 1;
+    if (t->dtype != INF_DTYPE_I64 || t->ndim != 1 || t->dims[0] != 4 || ctx->in[0]->ndim != 4)
+        return inf__kernel_error(ctx, INF_ESHAPE, "output shape (input 4): expected int64[4] for rank-4 Q");
+    int minus = -1;
+    for (int i = 0; i < 4; i++) {
+        got[i] = ((const int64_t *)t->data)[i];
+        if (got[i] == 0 && !allowzero) got[i] = want[i];
+        if (got[i] == -1 && minus < 0) minus = i;
+        else if (got[i] < 0)
+            return inf__kernel_error(ctx, INF_ESHAPE, "output shape: element %d is %lld", i, (long long)got[i]);
+        else known *= got[i];
+    }
+    if (minus >= 0) got[minus] = known ? want[0] * want[1] * want[2] * want[3] / known : 0;
+    for (int i = 0; i < 4; i++)
+        if (got[i] != want[i])
+            return inf__kernel_error(
+                ctx, INF_ESHAPE,
+                "the graph reshapes attention's P V [%lld, %lld, %lld, %lld] to [%lld, %lld, %lld, "
+                "%lld] before its last Transpose; the fused Attention keeps P V's shape only",
+                (long long)want[0], (long long)want[1], (long long)want[2], (long long)want[3], (long long)got[0],
+                (long long)got[1], (long long)got[2], (long long)got[3]);
+    return INF_OK;
+}
+
 static inf_status attention_run(inf__kernel_ctx *ctx) {
     const attention_params *p = ctx->node->params;
     inf__attention_geom g;
     inf_tensor *y;
     inf_status st = inf__attention_geometry(ctx, &g, &y);
+    if (st == INF_OK && ctx->n_in > 4 && ctx->in[4]) st = check_out_shape(ctx, &g, p->out_shape_allowzero);
     if (st != INF_OK || inf_tensor_numel(y) == 0) return st;
     if (g.sk == 0) { /* no keys: P V sums nothing (the unfused MatMul gives zeros) */
         memset(y->data, 0, (size_t)inf_tensor_numel(y) * sizeof(float));
@@ -284,6 +334,7 @@ static inf_status attention_run(inf__kernel_ctx *ctx) {
                        .mi = g.mi,
                        .mj = g.mj};
     j.scale = p->scale;
+    j.nan_to_zero = p->nan_to_zero;
     j.rows = SCORE_BLOCK_FLOATS / j.sk;
     if (j.rows < 1) j.rows = 1;
     if (j.rows > j.sq) j.rows = j.sq;
@@ -321,6 +372,8 @@ static inf_status attention_init(inf__node *node, inf__arena *arena, inf_error *
     if (!a || a->type != INF_ATTR_FLOAT)
         return inf__node_error(node, err, INF_EINVAL, "attribute scale: expected a float");
     p->scale = a->f;
+    p->nan_to_zero = inf__attr_int(node, "nan_to_zero", 0) != 0;
+    p->out_shape_allowzero = inf__attr_int(node, "out_shape_allowzero", 0) != 0;
     node->params = p;
     return INF_OK;
 }

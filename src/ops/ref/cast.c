@@ -123,6 +123,12 @@ static void cast_numeric(const inf_tensor *x, inf_tensor *y, int64_t n) {
         const float *a = x->data;
         double *b = y->data;
         for (int64_t i = 0; i < n; i++) b[i] = a[i];
+    } else if (x->dtype == INF_DTYPE_I32 && y->dtype == INF_DTYPE_F32) {
+        /* MatMulInteger's sums in a dynamically quantized model, on every run: a loop that vectorises
+         * (the same rounding as through int64: every int32 is exact there) */
+        const int32_t *a = x->data;
+        float *b = y->data;
+        for (int64_t i = 0; i < n; i++) b[i] = (float)a[i];
     } else if (x->dtype == INF_DTYPE_F64 && y->dtype == INF_DTYPE_F32) {
         const double *a = x->data;
         float *b = y->data;

@@ -159,7 +159,13 @@ typedef struct mop_job {
 static void mop_range(void *arg, int64_t begin, int64_t end) {
     const mop_job *job = arg;
     const mop_params *p = job->p;
-    if (job->y->dtype == INF_DTYPE_BOOL) { /* IsNaN, IsInf */
+    if (job->y->dtype == INF_DTYPE_BOOL && job->x->dtype == INF_DTYPE_F32 && p->op == M_ISNAN) {
+        /* torch's SDPA export runs IsNaN over every attention probability: a loop that vectorises
+         * (x != x is true exactly for NaN) instead of a double and a switch per element */
+        const float *x = job->x->data;
+        uint8_t *y = job->y->data;
+        for (int64_t i = begin; i < end; i++) y[i] = x[i] != x[i];
+    } else if (job->y->dtype == INF_DTYPE_BOOL) { /* IsNaN, IsInf */
         uint8_t *y = job->y->data;
         for (int64_t i = begin; i < end; i++) y[i] = mop_f64(p, inf__tensor_get_f64(job->x, i)) != 0;
     } else if (job->x->dtype == INF_DTYPE_F32) {
