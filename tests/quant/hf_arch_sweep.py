@@ -10,6 +10,7 @@ Made with torch==2.15.0 transformers==5.23.0 onnx==1.23.2 onnxruntime==1.31.1 (s
 dynamo T5 encoder, where ONNX Runtime is the one away from PyTorch; it found the quantizer skipping weights reached
 through Identity -- ALBERT's shared layers, GPT-2's zero biases -- and refusing external data).
 """
+import json
 import os
 import subprocess
 import sys
@@ -112,6 +113,11 @@ for name, (make, names) in ARCHS.items():
             print("skip %s %s: the exporter failed: %s" % (name, exporter, str(e).splitlines()[0][:120]))
             continue
         check("%s %s fp32" % (name, exporter), path, feeds, ref, 1e-4)
+        info = subprocess.run([INFERA, "info", path, "--json"], capture_output=True, text=True)
+        if info.returncode == 0:  # which of the optimizer's transformer fusions fired (docs/optimizer.md)
+            ops = json.loads(info.stdout).get("ops_optimized", {})
+            print("     %s %s fused: %s" % (name, exporter, ", ".join("%s %d" % (k, ops[k]) for k in (
+                "Attention", "FusedMatMul", "LayerNormalization", "MatMul", "Softmax") if k in ops)))
         q = path[:-5] + ".int8.onnx"
         r = subprocess.run([INFERA, "quantize", path, "-o", q, "--mode", "dynamic"], capture_output=True, text=True)
         if r.returncode:
