@@ -81,6 +81,10 @@ greedy_as_llama() {
         *) bad "$4: ours '$2$ours', llama.cpp '$theirs'" ;;
     esac
 }
+# greedy_as_llama on the two prompts the rewritten files are checked with
+greedy_two_prompts() { # FILE WHAT
+    for p in "It is a truth universally acknowledged" "Mr. Darcy was"; do greedy_as_llama "$1" "$p" 24 "$2 ('$p')"; done
+}
 if [ -x "$BIN/llama-simple" ]; then
     for model in target draft; do
         file="$MODELS/austen-$model-f32.gguf"
@@ -121,9 +125,7 @@ kvs += [("llama.rope.freq_base", 50000.0), ("llama.rope.scaling.type", "linear")
 G.write_gguf(sys.argv[2], kvs, tensors)
 PY
     then
-        for p in "It is a truth universally acknowledged" "Mr. Darcy was"; do
-            greedy_as_llama "$work/rope.gguf" "$p" 24 "RoPE freq_base + linear scaling ('$p')"
-        done
+        greedy_two_prompts "$work/rope.gguf" "RoPE freq_base + linear scaling"
     else
         bad "gguf_io.py could not write the RoPE-scaled model"
     fi
@@ -147,9 +149,7 @@ PY
     then
         arch=$("$INFERA" info "$work/qwen2.gguf" --json | jq -r .architecture)
         [ "$arch" = qwen2 ] && ok "qwen2 file: architecture qwen2" || bad "qwen2 file: architecture '$arch'"
-        for p in "It is a truth universally acknowledged" "Mr. Darcy was"; do
-            greedy_as_llama "$work/qwen2.gguf" "$p" 24 "qwen2 architecture, q/k/v biases ('$p')"
-        done
+        greedy_two_prompts "$work/qwen2.gguf" "qwen2 architecture, q/k/v biases"
     else
         bad "gguf_io.py could not write the qwen2 model"
     fi
@@ -185,9 +185,7 @@ if hd != E // nh:
 G.write_gguf(sys.argv[2], kvs, out)
 PY
         then
-            for p in "It is a truth universally acknowledged" "Mr. Darcy was"; do
-                greedy_as_llama "$work/qwen3-$hd.gguf" "$p" 24 "qwen3 architecture, head size $hd, q/k norms ('$p')"
-            done
+            greedy_two_prompts "$work/qwen3-$hd.gguf" "qwen3 architecture, head size $hd, q/k norms"
         else
             bad "gguf_io.py could not write the qwen3 model (head size $hd)"
         fi
