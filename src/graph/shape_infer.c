@@ -469,6 +469,11 @@ static sym infer_output0(inf__shape_infer *si, const inf__node *node) {
         x.n_el = -1;
         return x;
     }
+    if (!strcmp(op, "DynamicQuantizeLinear")) { /* y: x's shape, uint8 (the scale and zero point stay unknown) */
+        x.dtype = INF_DTYPE_U8;
+        x.n_el = -1;
+        return x;
+    }
     if (!strcmp(op, "MatMul")) return infer_matmul(si, x, get(si, input(node, 1)));
     if (!strcmp(op, "Transpose")) return infer_transpose(node, x);
     if (!strcmp(op, "Reshape")) return infer_reshape(si, node, x, get(si, input(node, 1)));
