@@ -117,6 +117,41 @@ for mk in "mlp QGemm" "cnn QConv" "transformer QGemm" "dwconv QConv"; do
         bad "$1 qdq: the QDQ pattern was not fused: $opt"
     fi
 done
+# a dynamic file's MatMuls run as QGemm (graph/passes/qdynamic.c: DynamicQuantizeLinear -> MatMulInteger -> Cast ->
+# Mul [-> Add] [-> Relu] -> QGemm reading the DynamicQuantizeLinear's bytes; bit for bit the chain, whose ORT
+# comparison is above): no MatMulInteger left in `infera info --json`'s optimised ops
+dyn_fused() { # tag file
+    local ops
+    ops=$("$INFERA" info --json "$2" | sed 's/.*"ops_optimized":{\([^}]*\)}.*/\1/')
+    if echo "$ops" | grep -q '"QGemm' && ! echo "$ops" | grep -q '"MatMulInteger'; then
+        ok "$1: dynamic MatMuls fused into QGemm ($ops)"
+    else
+        bad "$1: the dynamic MatMul chain was not fused: $ops"
+    fi
+}
+dyn_fused "mlp dynamic" "$TMP/mlp.dynamic.onnx"
+dyn_fused "transformer dynamic" "$TMP/transformer.dynamic.onnx"
+# ONNX Runtime's own quantize_dynamic files (tests/quant/gen_ort_dynamic_models.py: the MLP per tensor, the
+# encoder per channel, 7-bit weights): its spelling fuses too, and Infera matches ORT on them (one step, two for the
+# encoder as above)
+for m in mlp transformer; do
+    f=$MODELS/${m}_ort_dynamic.onnx out=$TMP/$m.ortdyn
+    dyn_fused "$m ORT quantize_dynamic" "$f"
+    mkdir -p "$out/infera" "$out/ort"
+    steps=1
+    [ $m = transformer ] && steps=2
+    "$INFERA" run "$f" --input "$MODELS/${m}_input.npy" --output-dir "$out/infera" >/dev/null 2>"$out/err" ||
+        { bad "$m ORT quantize_dynamic: infera run: $(cat "$out/err")"; continue; }
+    ort_run "$f" "$out/ort" "$MODELS/${m}_input.npy" || { bad "$m ORT quantize_dynamic: ONNX Runtime run"; continue; }
+    for g in "$out/ort"/*.npy; do
+        o=$(basename "$g" .npy)
+        if line=$(node "$HERE/compare.js" "$out/infera/$o.npy" "$g" "$TMP/fp32/$m/$o.npy" "$steps"); then
+            ok "$m ORT quantize_dynamic $o: $line"
+        else
+            bad "$m ORT quantize_dynamic $o: $line"
+        fi
+    done
+done
 # the encoder's residual Adds after a float QGemm (its feed-forward output) run in the QGemm's store
 # (graph/passes/qdq_chain.c fuse_residuals, QGemm input 9): 3 Adds left of 6 (4 before
 # graph/passes/export_noops.c bypassed Reshapes that keep their input's shape, one of which stood between
