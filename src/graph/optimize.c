@@ -283,7 +283,9 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
     if (n_qdq) inf__log(INF_LOG_DEBUG, "optimizer: %d QDQ MatMul/Gemm/Conv -> QGemm/QConv", n_qdq);
     int n_dyn = 0;
     if (st == INF_OK) st = inf__pass_qdynamic(&qpc, &n_dyn, err);
-    if (n_dyn) inf__log(INF_LOG_DEBUG, "optimizer: %d dynamic MatMulInteger chains -> QGemm", n_dyn);
+    if (n_dyn)
+        inf__log(INF_LOG_DEBUG,
+                 "optimizer: %d dynamic MatMulInteger chains -> QGemm, DynamicQuantizeLinear copies shared", n_dyn);
     for (int n = 0; n < g->n_nodes && st == INF_OK; n++) {
         if (dead[n]) continue;
         if (!is_foldable(g, &g->nodes[n])) {

@@ -12,8 +12,9 @@ turns into QGemm, and a near miss it must keep, for tests/unit/test_qdynamic.c.
         ORT's per-channel spelling, operands swapped, weight zero points  -> QGemm
   y_c = Add(Mul(Cast(MatMulInteger(DynamicQuantizeLinear(y_a), Wc uint8 [24,8], ., wzc 128)), Mul(.)), bc)
         uint8 weights, a second DynamicQuantizeLinear                    -> QGemm
-  f_d = Cast(MatMulInteger(xq, Wd int8 [16,8], xz)) is a graph output; y_d = Mul(f_d, Mul(xs, wsd)) -> kept
-  21 nodes become 9.
+  f_d = Cast(MatMulInteger(dq, Wd int8 [16,8], dz)) is a graph output; y_d = Mul(f_d, Mul(ds, wsd)) -> kept,
+        dq, ds, dz = a second DynamicQuantizeLinear(x)                  -> merged into the first
+  22 nodes become 9.
 
 Run with Debian's python3-onnx:  /usr/bin/python3 tests/models/gen_qdynamic_model.py
 """
@@ -58,10 +59,12 @@ node("Cast", ["acc_c"], "f_c", to=TensorProto.FLOAT)
 node("Mul", [cs, g.scalar("wsc", 0.0071)], "s_c")
 node("Mul", ["f_c", "s_c"], "m_c")
 node("Add", ["m_c", g.const("bc", [8])], "y_c")
-# d: the Cast's output is a graph output -> kept
-node("MatMulInteger", [xq, ints("Wd", [16, 8], -127, 127, np.int8), xz], "acc_d")
+# d: its own DynamicQuantizeLinear of x (Infera's quantizer writes one per MatMul), merged into the first;
+# the Cast's output is a graph output -> the chain is kept
+dq, _, dz = dql("x", "d")
+node("MatMulInteger", [dq, ints("Wd", [16, 8], -127, 127, np.int8), dz], "acc_d")
 node("Cast", ["acc_d"], "f_d", to=TensorProto.FLOAT)
-node("Mul", [xs, g.scalar("wsd", 0.0093)], "s_d")
+node("Mul", ["d_s", g.scalar("wsd", 0.0093)], "s_d")
 node("Mul", ["f_d", "s_d"], "y_d")
 
 outs = [("y_a", 24), ("y_b", 8), ("y_c", 8), ("y_d", 8), ("f_d", 8)]

@@ -4,7 +4,8 @@
  * tests/models/gen_qdynamic_model.py): DynamicQuantizeLinear ->
  * MatMulInteger -> Cast -> Mul [-> Add] [-> Relu] chains in Infera's and ONNX
  * Runtime's spellings (per tensor and per channel, int8 and uint8 weights,
- * weight zero points, a shared DynamicQuantizeLinear) become QGemm; a chain
+ * weight zero points, a shared DynamicQuantizeLinear) become QGemm; a second
+ * DynamicQuantizeLinear of the same x is merged into the first; a chain
  * whose Cast output is a graph output is kept.  The reference twin is the
  * unoptimised graph, run node by node: the fused results must be its bits
  * exactly (the same integer sums, int32 -> float conversion, scale product,
@@ -29,7 +30,7 @@ TEST(qdynamic_pass_fuses_both_spellings_bit_for_bit) {
     int64_t dims[3] = {2, 3, 16};
     inf_tensor x;
     inf_tensor_init_view(&x, INF_DTYPE_F32, 3, dims, data);
-    test_run_plain_and_fused(path, &x, plain, fused, N_OUT, CAP, 21, 9);
+    test_run_plain_and_fused(path, &x, plain, fused, N_OUT, CAP, 22, 9);
     for (int k = 0; k < N_OUT; k++)
         for (int i = 0; i < CAP; i++) {
             float a = fused[k * CAP + i], b = plain[k * CAP + i];

@@ -40,8 +40,8 @@ inf_status inf__pass_matmul_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *
 inf_status inf__pass_layout(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);     /* passes/layout.c */
 /* QDQ MatMul/Gemm/Conv -> QGemm/QConv; runs before constant folding (optimize.c) */
 inf_status inf__pass_qdq(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);        /* passes/qdq.c */
-/* DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul [-> Add] [-> Relu] -> QGemm reading the DQL's bytes;
- * with inf__pass_qdq */
+/* DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul [-> Add] [-> Relu] -> QGemm reading the DQL's bytes, and
+ * DQLs of the same value merged (both counted); with inf__pass_qdq */
 inf_status inf__pass_qdynamic(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/qdynamic.c */
 /* QGemm -> Gelu -> QGemm with its GELU in the store; after the Gelu pass */
 inf_status inf__pass_qdq_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);   /* passes/qdq.c */

@@ -18,8 +18,9 @@
  *     y = Add(y, bias)                         bias a float32 constant [N]
  *     y = Relu(y)                              -> the QGemm's epilogue
  * ->  y = QGemm(xq, xs, xz, Wq, ws, wz, bias)  u8_in = 1, trans_b = 0
- *   The DynamicQuantizeLinear stays (one per activation: an encoder's Q, K
- *   and V projections share it, as ORT's files do); the scale Mul goes when
+ *   The DynamicQuantizeLinear stays, one per activation (an encoder's Q, K
+ *   and V projections share it, as ORT's files do; share_quantizations
+ *   merges the copies Infera's quantizer writes); the scale Mul goes when
  *   the chain's Mul was its only reader.  Later passes treat the QGemm as any
  *   other: a GELU (passes/qdq.c) and a residual Add (passes/qdq_chain.c) go
  *   into its store.
@@ -144,10 +145,55 @@ static bool match_chain(const inf__pass_ctx *pc, int i, dyn_match *m) {
     return true;
 }
 
+/* SHARED QUANTIZATION: DynamicQuantizeLinear nodes of the same x (Infera's quantizer writes one per MatMul: an
+ * encoder's Q, K and V projections quantize their input three times; ORT's writes one) give the same bytes, scale
+ * and zero point: the later one's readers read the first one's outputs, and it goes when nothing else reads it (a
+ * graph output or a subgraph's read keeps it).  Nodes are in topological order, so its readers follow it. */
+static int share_quantizations(inf__pass_ctx *pc) {
+    inf__graph *g = pc->g;
+    int n_shared = 0;
+    for (int j = 0; j < g->n_nodes; j++) {
+        const inf__node *dj = &g->nodes[j];
+        if (!inf__pass_node_is(pc, j, "DynamicQuantizeLinear") || dj->n_inputs != 1 || dj->n_outputs != 3) continue;
+        int i = 0;
+        for (; i < j; i++)
+            if (inf__pass_node_is(pc, i, "DynamicQuantizeLinear") && g->nodes[i].n_inputs == 1 &&
+                g->nodes[i].n_outputs == 3 && g->nodes[i].inputs[0] == dj->inputs[0])
+                break;
+        if (i == j) continue;
+        bool any = false;
+        for (int k = 0; k < 3; k++) {
+            int from = dj->outputs[k], to = g->nodes[i].outputs[k];
+            if (from < 0 || to < 0) continue;
+            for (int n = j + 1; n < g->n_nodes; n++) {
+                inf__node *node = &g->nodes[n];
+                for (int a = 0; !pc->dead[n] && a < node->n_inputs; a++)
+                    if (node->inputs[a] == from) {
+                        node->inputs[a] = to;
+                        g->values[from].n_consumers--;
+                        g->values[to].n_consumers++;
+                        any = true;
+                    }
+            }
+        }
+        bool unread = true;
+        for (int k = 0; k < 3; k++)
+            if (dj->outputs[k] >= 0 && g->values[dj->outputs[k]].n_consumers > 0) unread = false;
+        if (unread) {
+            if (dj->inputs[0] >= 0) g->values[dj->inputs[0]].n_consumers--;
+            for (int k = 0; k < 3; k++)
+                if (dj->outputs[k] >= 0) g->values[dj->outputs[k]].producer = -1;
+            pc->dead[j] = true;
+        }
+        n_shared += any;
+    }
+    return n_shared;
+}
+
 inf_status inf__pass_qdynamic(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
     static const inf__attr attrs[2] = {{.name = "trans_b", .type = INF_ATTR_INT, .i = 0},
                                        {.name = "u8_in", .type = INF_ATTR_INT, .i = 1}};
-    *n_rewritten = 0;
+    *n_rewritten = share_quantizations(pc);
     for (int i = 0; i < pc->g->n_nodes; i++) {
         dyn_match m;
         if (!match_chain(pc, i, &m)) continue;
