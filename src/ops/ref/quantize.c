@@ -23,7 +23,8 @@
  * (int64) and wraps to int32 for the int32 outputs.
  * Fast path: DynamicQuantizeLinear, and QuantizeLinear of float32 into
  *   uint8 with one (finite, positive) scale, use the vector min/max and
- *   quantization of ops/qgemm.h (same bits as the loops here).
+ *   quantization of ops/qgemm.h (same bits as the loops here); DequantizeLinear
+ *   of 8-bit x with one scale and zero point a loop without per-element lookups.
  * Deviations: DynamicQuantizeLinear computes the scale and zero point in
  *   double (as the ONNX reference does) before rounding the scale to float32.
  * The integer products live beside this file: quantize_matmul.c
@@ -188,6 +189,19 @@ static inf_status quantize_run(inf__kernel_ctx *ctx) {
 
 const inf__op_impl op_quantize_linear = {axis_init, quantize_run};
 
+/* One scale and zero point over 8-bit x (ORT's quantized embedding Gathers, a DequantizeLinear not fused
+ * into a QGemm): the loop below without the per-element parameter lookup and type switch, which the compiler
+ * vectorizes.  The same values: q - z is exact in int32 and converts to float exactly (|q - z| <= 255). */
+static void dequantize_q8_per_tensor(const inf_tensor *x, float s, int32_t z, int64_t n, float *out) {
+    if (x->dtype == INF_DTYPE_U8) {
+        const uint8_t *q = x->data;
+        for (int64_t i = 0; i < n; i++) out[i] = (float)((int32_t)q[i] - z) * s;
+    } else {
+        const int8_t *q = x->data;
+        for (int64_t i = 0; i < n; i++) out[i] = (float)((int32_t)q[i] - z) * s;
+    }
+}
+
 static inf_status dequantize_run(inf__kernel_ctx *ctx) {
     const inf_tensor *x = ctx->in[0], *scale = opt_input(ctx, 1), *zp = opt_input(ctx, 2);
     if (!is_q16(x->dtype) && x->dtype != INF_DTYPE_I32)
@@ -201,7 +215,12 @@ static inf_status dequantize_run(inf__kernel_ctx *ctx) {
     inf_tensor *y;
     if ((st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, x->ndim, x->dims, &y)) != INF_OK) return st;
     float *out = y->data;
-    for (int64_t i = 0, n = inf_tensor_numel(x); i < n; i++) {
+    int64_t n = inf_tensor_numel(x);
+    if (is_q8(x->dtype) && inf_tensor_numel(scale) == 1 && (!zp || inf_tensor_numel(zp) == 1)) {
+        dequantize_q8_per_tensor(x, scale_at(scale, 0), zp_at(zp, 0), n, out);
+        return INF_OK;
+    }
+    for (int64_t i = 0; i < n; i++) {
         int64_t k = quant_param(&g, i);
         out[i] = (float)((int64_t)q_at(x, i) - zp_at(zp, k)) * scale_at(scale, k);
     }
