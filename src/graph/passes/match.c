@@ -30,6 +30,15 @@ const inf_tensor *inf__pass_const_of(const inf__pass_ctx *pc, int v, inf_dtype d
     return t->kind == INF_KIND_TENSOR && t->dtype == dtype ? t : NULL;
 }
 
+const inf_tensor *inf__pass_const_tensor(const inf__pass_ctx *pc, int v) {
+    if (v < 0) return NULL;
+    const inf__value *val = &pc->g->values[v];
+    if (val->role != INF_VALUE_INITIALIZER || !val->constant || val->constant->kind != INF_KIND_TENSOR) return NULL;
+    for (int i = 0; i < pc->g->n_inputs; i++)
+        if (pc->g->inputs[i] == v) return NULL;
+    return val->constant;
+}
+
 bool inf__pass_scalar(const inf__pass_ctx *pc, int v, float *out) {
     const inf_tensor *t = inf__pass_const_of(pc, v, INF_DTYPE_F32);
     if (!t || inf_tensor_numel(t) != 1) return false;

@@ -61,6 +61,9 @@ bool inf__pass_uses(const inf__pass_ctx *pc, int v, int n);
  * else NULL: float32 weights and scalars, uint8 zero points, int64 axes
  * (opset 18+ Reduce*). */
 const inf_tensor *inf__pass_const_of(const inf__pass_ctx *pc, int v, inf_dtype dtype);
+/* The constant tensor of value v, any dtype, when it is an initializer no graph input of that name replaces (the
+ * quantized forms' weights, scales and zero points), else NULL. */
+const inf_tensor *inf__pass_const_tensor(const inf__pass_ctx *pc, int v);
 /* MaxPool node mp's 2-D kernel and strides {kh, kw, sh, sw} in pool when it
  * is a plain one: live, one output (no Indices), no padding, dilation 1,
  * floor mode; windows that overlap (stride < kernel) only when overlap. */

@@ -46,15 +46,6 @@ typedef struct qdq_match {
     int q_node; /* the activation's QuantizeLinear */
 } qdq_match;
 
-static const inf_tensor *const_value(const inf__pass_ctx *pc, int v) {
-    if (v < 0) return NULL;
-    const inf__value *val = &pc->g->values[v];
-    if (val->role != INF_VALUE_INITIALIZER || !val->constant || val->constant->kind != INF_KIND_TENSOR) return NULL;
-    for (int i = 0; i < pc->g->n_inputs; i++) /* a caller could replace it */
-        if (pc->g->inputs[i] == v) return NULL;
-    return val->constant;
-}
-
 static bool is_q8(const inf_tensor *t) { return t && (t->dtype == INF_DTYPE_U8 || t->dtype == INF_DTYPE_I8); }
 
 static int64_t zp_value(const inf_tensor *t) {
@@ -66,8 +57,8 @@ static int input(const inf__node *n, int k) { return k < n->n_inputs ? n->inputs
 
 /* (scale, zero point) inputs 1, 2 of a Q or DQ node: per tensor and constant. */
 static bool per_tensor_params(const inf__pass_ctx *pc, const inf__node *n, const inf_tensor **s, const inf_tensor **z) {
-    *s = const_value(pc, input(n, 1));
-    *z = input(n, 2) >= 0 ? const_value(pc, input(n, 2)) : NULL;
+    *s = inf__pass_const_tensor(pc, input(n, 1));
+    *z = input(n, 2) >= 0 ? inf__pass_const_tensor(pc, input(n, 2)) : NULL;
     if (!*s || (*s)->dtype != INF_DTYPE_F32 || inf_tensor_numel(*s) != 1) return false;
     return input(n, 2) < 0 || (is_q8(*z) && inf_tensor_numel(*z) == 1);
 }
@@ -122,8 +113,8 @@ static bool match_weight(const inf__pass_ctx *pc, int wd, int rank, int channel_
     int d2 = inf__pass_producer(pc, wd, "DequantizeLinear");
     if (d2 < 0) return false;
     const inf__node *d = &pc->g->nodes[d2];
-    const inf_tensor *w = const_value(pc, input(d, 0)), *ws = const_value(pc, input(d, 1));
-    const inf_tensor *wz = input(d, 2) >= 0 ? const_value(pc, input(d, 2)) : NULL;
+    const inf_tensor *w = inf__pass_const_tensor(pc, input(d, 0)), *ws = inf__pass_const_tensor(pc, input(d, 1));
+    const inf_tensor *wz = input(d, 2) >= 0 ? inf__pass_const_tensor(pc, input(d, 2)) : NULL;
     if (!is_q8(w) || w->ndim != rank || !ws || ws->dtype != INF_DTYPE_F32 || (input(d, 2) >= 0 && !is_q8(wz)))
         return false;
     int64_t ch = w->dims[channel_axis], axis = inf__attr_int(d, "axis", 1);
@@ -141,10 +132,10 @@ static bool match_weight(const inf__pass_ctx *pc, int wd, int rank, int channel_
 /* A bias of exactly n float32 values: a constant, or the DequantizeLinear of one
  * (an int32 bias; folded to a constant later). */
 static bool bias_fits(const inf__pass_ctx *pc, int b, int64_t n) {
-    const inf_tensor *t = const_value(pc, b);
+    const inf_tensor *t = inf__pass_const_tensor(pc, b);
     if (t) return t->dtype == INF_DTYPE_F32 && t->ndim == 1 && t->dims[0] == n;
     int d = inf__pass_producer(pc, b, "DequantizeLinear");
-    t = d >= 0 ? const_value(pc, input(&pc->g->nodes[d], 0)) : NULL;
+    t = d >= 0 ? inf__pass_const_tensor(pc, input(&pc->g->nodes[d], 0)) : NULL;
     return t && t->ndim == 1 && t->dims[0] == n;
 }
 
@@ -156,7 +147,7 @@ static void match_tail(const inf__pass_ctx *pc, int node, bool gemm, int64_t n, 
         pc->g->nodes[r].opset >= 7 && pc->g->nodes[r].n_inputs == 2) {
         const inf__node *add = &pc->g->nodes[r];
         int other = add->inputs[0] == v ? add->inputs[1] : add->inputs[0];
-        const inf_tensor *b = const_value(pc, other);
+        const inf_tensor *b = inf__pass_const_tensor(pc, other);
         if (b && b->dtype == INF_DTYPE_F32 && b->ndim == 1 && b->dims[0] == n && other != v) {
             m->removed[m->n_removed++] = m->target;
             m->ins[6] = other, m->target = r, v = add->outputs[0];
@@ -194,7 +185,7 @@ static bool match_node(const inf__pass_ctx *pc, int i, qdq_match *m, bool *conv,
     int64_t ch = 0;
     const inf_tensor *wq = NULL;
     int d2 = inf__pass_producer(pc, n->inputs[1], "DequantizeLinear");
-    if (d2 >= 0) wq = const_value(pc, input(&pc->g->nodes[d2], 0));
+    if (d2 >= 0) wq = inf__pass_const_tensor(pc, input(&pc->g->nodes[d2], 0));
     int rank = *conv ? (wq ? wq->ndim : 0) : 2;
     if (*conv && rank != 3 && rank != 4) return false;
     int axis = *conv || *trans_b ? 0 : 1;
@@ -211,7 +202,7 @@ static bool match_node(const inf__pass_ctx *pc, int i, qdq_match *m, bool *conv,
  * or none and no other output type)? */
 static bool uint8_quantize(const inf__pass_ctx *pc, int q) {
     const inf__node *n = &pc->g->nodes[q];
-    const inf_tensor *z = input(n, 2) >= 0 ? const_value(pc, input(n, 2)) : NULL;
+    const inf_tensor *z = input(n, 2) >= 0 ? inf__pass_const_tensor(pc, input(n, 2)) : NULL;
     if (input(n, 2) >= 0 && !z)
         return false; /* a zero point computed at run time */
     return inf__quantize_linear_out_type(z != NULL, z ? z->dtype : INF_DTYPE_UNDEFINED,

@@ -38,19 +38,10 @@ static bool is_fused(const inf__pass_ctx *pc, int n, const char *op_type) {
            node->n_outputs == 1;
 }
 
-static const inf_tensor *constant(const inf__pass_ctx *pc, int v) {
-    if (v < 0) return NULL;
-    const inf__value *val = &pc->g->values[v];
-    if (val->role != INF_VALUE_INITIALIZER || !val->constant || val->constant->kind != INF_KIND_TENSOR) return NULL;
-    for (int i = 0; i < pc->g->n_inputs; i++)
-        if (pc->g->inputs[i] == v) return NULL;
-    return val->constant;
-}
-
 /* A 2-D QConv (4-D constant W, input 3) without the flag `flag` set. */
 static bool plain_2d(const inf__pass_ctx *pc, int n, const char *flag) {
     const inf__node *node = &pc->g->nodes[n];
-    const inf_tensor *w = node->n_inputs > 3 ? constant(pc, node->inputs[3]) : NULL;
+    const inf_tensor *w = node->n_inputs > 3 ? inf__pass_const_tensor(pc, node->inputs[3]) : NULL;
     return is_fused(pc, n, "QConv") && w && w->ndim == 4 && !inf__attr_int(node, flag, 0);
 }
 
@@ -131,7 +122,7 @@ static inf_status fuse_residuals(inf__pass_ctx *pc, int *n_rewritten, inf_error 
         for (int side = 0; side < 2; side++) {
             int v = add->inputs[side], r = add->inputs[1 - side], a = v >= 0 ? pc->g->values[v].producer : -1;
             bool gemm = a >= 0 && is_fused(pc, a, "QGemm");
-            if (a < 0 || r < 0 || v == r || !(gemm || is_fused(pc, a, "QConv")) || constant(pc, r) ||
+            if (a < 0 || r < 0 || v == r || !(gemm || is_fused(pc, a, "QConv")) || inf__pass_const_tensor(pc, r) ||
                 !inf__pass_uses(pc, v, 1))
                 continue;
             const inf__node *na = &pc->g->nodes[a];
@@ -177,7 +168,7 @@ static inf_status fuse_residuals(inf__pass_ctx *pc, int *n_rewritten, inf_error 
 
 /* s and z (z may be -1) as one float scale and one uint8 zero point (or none). */
 static bool q8_params(const inf__pass_ctx *pc, int s, int z, float *sv, int *zv) {
-    const inf_tensor *st = constant(pc, s), *zt = constant(pc, z);
+    const inf_tensor *st = inf__pass_const_tensor(pc, s), *zt = inf__pass_const_tensor(pc, z);
     if (!st || st->dtype != INF_DTYPE_F32 || inf_tensor_numel(st) != 1) return false;
     if (z >= 0 && (!zt || zt->dtype != INF_DTYPE_U8 || inf_tensor_numel(zt) != 1)) return false;
     *sv = *(const float *)st->data, *zv = z >= 0 ? *(const uint8_t *)zt->data : 0;
@@ -231,7 +222,7 @@ static inf_status rewrite_inputs(inf__pass_ctx *pc, int n, int n_inputs, const i
 static inf_status link_shared(inf__pass_ctx *pc, int a, bool residual, int *n_rewritten, inf_error *err) {
     const inf__node *na = &pc->g->nodes[a];
     if (!is_fused(pc, a, "QConv") || inf__attr_int(na, "u8_out", 0) || na->n_attrs + 1 > MAX_ATTRS) return INF_OK;
-    const inf_tensor *w = na->n_inputs > 3 ? constant(pc, na->inputs[3]) : NULL;
+    const inf_tensor *w = na->n_inputs > 3 ? inf__pass_const_tensor(pc, na->inputs[3]) : NULL;
     if (!w || w->ndim != 4) return INF_OK;
     bool has_res = na->n_inputs >= 10 && na->inputs[9] >= 0;
     if (residual != has_res || (!residual && (na->n_inputs != 9 || na->inputs[7] < 0))) return INF_OK;
@@ -287,9 +278,9 @@ inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
         if (a < 0 || !linkable(pc, a, "u8_out", conv) || pc->g->nodes[a].n_inputs != 7 || !inf__pass_uses(pc, v, 1) ||
             pc->g->nodes[a].n_attrs + 1 > MAX_ATTRS || nb->n_attrs + 1 > MAX_ATTRS)
             continue;
-        const inf_tensor *s = constant(pc, nb->inputs[1]);
+        const inf_tensor *s = inf__pass_const_tensor(pc, nb->inputs[1]);
         int zv = nb->n_inputs > 2 ? nb->inputs[2] : -1;
-        const inf_tensor *z = constant(pc, zv);
+        const inf_tensor *z = inf__pass_const_tensor(pc, zv);
         if (!s || s->dtype != INF_DTYPE_F32 || inf_tensor_numel(s) != 1 ||
             (zv >= 0 && (!z || z->dtype != INF_DTYPE_U8 || inf_tensor_numel(z) != 1)))
             continue;

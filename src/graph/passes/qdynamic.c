@@ -49,16 +49,6 @@ typedef struct dyn_match {
     bool relu;
 } dyn_match;
 
-/* The constant tensor of v (an initializer no graph input replaces), or NULL. */
-static const inf_tensor *const_value(const inf__pass_ctx *pc, int v) {
-    if (v < 0) return NULL;
-    const inf__value *val = &pc->g->values[v];
-    if (val->role != INF_VALUE_INITIALIZER || !val->constant || val->constant->kind != INF_KIND_TENSOR) return NULL;
-    for (int i = 0; i < pc->g->n_inputs; i++)
-        if (pc->g->inputs[i] == v) return NULL;
-    return val->constant;
-}
-
 static int input(const inf__node *n, int k) { return k < n->n_inputs ? n->inputs[k] : -1; }
 
 static bool is_q8(const inf_tensor *t) { return t && (t->dtype == INF_DTYPE_U8 || t->dtype == INF_DTYPE_I8); }
@@ -91,12 +81,12 @@ static bool per_column(const inf_tensor *t, int64_t n, bool scalar_ok) {
 
 /* The weight operand: Wq [K, N] constant 8-bit, wz absent or constant of W's type, 1 or N values. */
 static bool match_weight(const inf__pass_ctx *pc, const inf__node *mm, int64_t *n) {
-    const inf_tensor *w = const_value(pc, mm->inputs[1]);
+    const inf_tensor *w = inf__pass_const_tensor(pc, mm->inputs[1]);
     if (!is_q8(w) || w->ndim != 2 || !w->data) return false;
     *n = w->dims[1];
     int wzv = input(mm, 3);
     if (wzv < 0) return true;
-    const inf_tensor *wz = const_value(pc, wzv);
+    const inf_tensor *wz = inf__pass_const_tensor(pc, wzv);
     return wz && wz->dtype == w->dtype && wz->ndim <= 1 && (inf_tensor_numel(wz) == 1 || inf_tensor_numel(wz) == *n);
 }
 
@@ -104,7 +94,8 @@ static bool match_weight(const inf__pass_ctx *pc, const inf__node *mm, int64_t *
  */
 static bool match_scale(const inf__pass_ctx *pc, int s, int xs, int64_t n, dyn_match *m) {
     int sm = inf__pass_producer(pc, s, "Mul"), ws;
-    if (sm < 0 || !binary_reads(pc, sm, "Mul", xs, &ws) || !per_column(const_value(pc, ws), n, true)) return false;
+    if (sm < 0 || !binary_reads(pc, sm, "Mul", xs, &ws) || !per_column(inf__pass_const_tensor(pc, ws), n, true))
+        return false;
     m->ins[4] = ws;
     if (inf__pass_uses(pc, s, 1)) m->removed[m->n_removed++] = sm;
     return true;
@@ -133,7 +124,7 @@ static bool match_chain(const inf__pass_ctx *pc, int i, dyn_match *m) {
     m->removed[m->n_removed++] = i, m->removed[m->n_removed++] = c;
     m->target = y;
     int v = pc->g->nodes[y].outputs[0], r = sole_reader(pc, v), b;
-    if (r >= 0 && binary_reads(pc, r, "Add", v, &b) && per_column(const_value(pc, b), n, false)) {
+    if (r >= 0 && binary_reads(pc, r, "Add", v, &b) && per_column(inf__pass_const_tensor(pc, b), n, false)) {
         m->removed[m->n_removed++] = m->target;
         m->ins[6] = b, m->target = r, v = pc->g->nodes[r].outputs[0];
         r = sole_reader(pc, v);
