@@ -45,22 +45,9 @@ static bool same_dims(const int64_t *a, const int64_t *b, int rank) {
 /* Live nodes' explicit reads of value y now read x; node yi (y's producer)
  * is marked dead when nothing reads y any more. */
 static void bypass(inf__pass_ctx *pc, int yi, int y, int x) {
-    inf__graph *g = pc->g;
-    for (int n = yi + 1; n < g->n_nodes; n++) {
-        inf__node *node = &g->nodes[n];
-        for (int k = 0; !pc->dead[n] && k < node->n_inputs; k++)
-            if (node->inputs[k] == y) {
-                node->inputs[k] = x;
-                g->values[y].n_consumers--;
-                g->values[x].n_consumers++;
-            }
-    }
-    if (g->values[y].n_consumers > 0) return; /* a graph output, or read by a subgraph */
-    const inf__node *node = &g->nodes[yi];
-    for (int k = 0; k < node->n_inputs; k++)
-        if (node->inputs[k] >= 0) g->values[node->inputs[k]].n_consumers--;
-    g->values[y].producer = -1;
-    pc->dead[yi] = true;
+    inf__pass_redirect_reads(pc, yi, y, x);
+    if (pc->g->values[y].n_consumers > 0) return; /* a graph output, or read by a subgraph */
+    inf__pass_remove_node(pc, yi);
 }
 
 static bool is_dropout_alias(const inf__pass_ctx *pc, int n) {

@@ -104,6 +104,30 @@ static void forget_reads(inf__graph *g, const inf__node *node) {
         if (node->inputs[k] >= 0) g->values[node->inputs[k]].n_consumers--;
 }
 
+int inf__pass_redirect_reads(inf__pass_ctx *pc, int after, int from, int to) {
+    inf__graph *g = pc->g;
+    int moved = 0;
+    for (int n = after + 1; n < g->n_nodes; n++) {
+        inf__node *node = &g->nodes[n];
+        for (int k = 0; !pc->dead[n] && k < node->n_inputs; k++)
+            if (node->inputs[k] == from) {
+                node->inputs[k] = to;
+                g->values[from].n_consumers--;
+                g->values[to].n_consumers++;
+                moved++;
+            }
+    }
+    return moved;
+}
+
+void inf__pass_remove_node(inf__pass_ctx *pc, int n) {
+    inf__node *r = &pc->g->nodes[n];
+    forget_reads(pc->g, r);
+    for (int k = 0; k < r->n_outputs; k++)
+        if (r->outputs[k] >= 0) pc->g->values[r->outputs[k]].producer = -1;
+    pc->dead[n] = true;
+}
+
 inf_status inf__pass_rewrite(inf__pass_ctx *pc, int target, const char *domain, const char *op_type, int opset,
                              int n_inputs, const int *inputs, int n_attrs, const inf__attr *attrs,
                              const int *removed, int n_removed, inf_error *err) {
@@ -121,13 +145,7 @@ inf_status inf__pass_rewrite(inf__pass_ctx *pc, int target, const char *domain, 
     const void *prev = node->op == op ? node->params : NULL;
     for (int i = 0; i < n_removed && !prev; i++)
         if (g->nodes[removed[i]].op == op) prev = g->nodes[removed[i]].params;
-    for (int i = 0; i < n_removed; i++) {
-        inf__node *r = &g->nodes[removed[i]];
-        forget_reads(g, r);
-        for (int k = 0; k < r->n_outputs; k++)
-            if (r->outputs[k] >= 0) g->values[r->outputs[k]].producer = -1;
-        pc->dead[removed[i]] = true;
-    }
+    for (int i = 0; i < n_removed; i++) inf__pass_remove_node(pc, removed[i]);
     forget_reads(g, node);
     inf__node_free_tensors(node); /* its old attributes' tensors, if any */
     memcpy(ins, inputs, (size_t)n_inputs * sizeof *ins);

@@ -87,6 +87,12 @@ bool inf__pass_scalar_is(const inf__pass_ctx *pc, int v, float want, float tol);
 bool inf__pass_const_fits(const inf__pass_ctx *pc, int c, int x);
 
 /* ---- rewriting (passes/match.c) ----
+ * Live nodes after index `after` that read value `from` read `to` instead (consumer counts moved); returns how
+ * many reads moved.  Graph outputs and subgraphs' reads by name stay on `from`. */
+int inf__pass_redirect_reads(inf__pass_ctx *pc, int after, int from, int to);
+/* Node n is dead: its reads are forgotten and its outputs lose their producer. */
+void inf__pass_remove_node(inf__pass_ctx *pc, int n);
+/*
  * Turns node `target` into op (domain ai.onnx or ai.infera by op->domain,
  * version opset) with the given inputs and attributes (copied into the
  * model arena), runs the op's init, and marks the nodes in removed[] dead.

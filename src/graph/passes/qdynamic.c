@@ -155,27 +155,12 @@ static int share_quantizations(inf__pass_ctx *pc) {
         bool any = false;
         for (int k = 0; k < 3; k++) {
             int from = dj->outputs[k], to = g->nodes[i].outputs[k];
-            if (from < 0 || to < 0) continue;
-            for (int n = j + 1; n < g->n_nodes; n++) {
-                inf__node *node = &g->nodes[n];
-                for (int a = 0; !pc->dead[n] && a < node->n_inputs; a++)
-                    if (node->inputs[a] == from) {
-                        node->inputs[a] = to;
-                        g->values[from].n_consumers--;
-                        g->values[to].n_consumers++;
-                        any = true;
-                    }
-            }
+            if (from >= 0 && to >= 0 && inf__pass_redirect_reads(pc, j, from, to) > 0) any = true;
         }
         bool unread = true;
         for (int k = 0; k < 3; k++)
             if (dj->outputs[k] >= 0 && g->values[dj->outputs[k]].n_consumers > 0) unread = false;
-        if (unread) {
-            if (dj->inputs[0] >= 0) g->values[dj->inputs[0]].n_consumers--;
-            for (int k = 0; k < 3; k++)
-                if (dj->outputs[k] >= 0) g->values[dj->outputs[k]].producer = -1;
-            pc->dead[j] = true;
-        }
+        if (unread) inf__pass_remove_node(pc, j);
         n_shared += any;
     }
     return n_shared;
