@@ -11,7 +11,7 @@
  *   the cache);  RoPE on q and k;  causal attention of every (token, head)
  *   over the cached positions (attn.c: online softmax in blocks of 64 keys,
  *   grouped query heads share a kv head);  x += att Wo;  xb = rmsnorm(x) * ffn_norm;
- *   x += (silu(xb Wgate) * (xb Wup)) Wdown;
+ *   x += (act(xb Wgate) * (xb Wup)) Wdown   (act: silu, or gelu for gemma's GeGLU);
  * then logits = rmsnorm(x) * output_norm Woutput for the rows asked for.
  * Matrix products convert the activation rows once to the weight's
  * activation type (quant.h: q8_0 for q4_0/q8_0, as llama.cpp does) and split
@@ -65,6 +65,10 @@ inf_status inf_llm_context_new(const inf_llm_model *m, const inf_llm_context_opt
     c->n_logits = o->n_logits ? o->n_logits : 16;
     if (c->n_logits > c->n_batch) c->n_logits = c->n_batch;
     c->n_threads = o->n_threads ? o->n_threads : 1;
+    /* RoPE divisors: llama 3's, else LongRoPE's short or long factors by the context's size (as llama.cpp picks) */
+    c->rope_freqs = m->rope_freqs                 ? m->rope_freqs
+                    : c->n_ctx > m->rope_orig_ctx ? m->rope_factors_long
+                                                  : m->rope_factors_short;
     size_t B = (size_t)c->n_batch, E = (size_t)I->n_embd, Qd = (size_t)I->n_head * I->n_head_dim,
            KVd = (size_t)I->n_head_kv * I->n_head_dim, F = (size_t)I->n_ff;
     size_t widest = E > F ? E : F;
@@ -400,17 +404,18 @@ static inline int tok_pos(const inf_llm_context *c, inf_llm_context *const *seqs
     return seqs ? seqs[t]->n_past : c->n_past + t;
 }
 
-/* cos/sin of every (token, rotation) pair, as ggml computes theta. */
+/* cos/sin of every (token, rotation) pair, as ggml computes theta (times LongRoPE's attn_factor, 1 elsewhere). */
 static void rope_table(inf_llm_context *c, inf_llm_context *const *seqs, int n) {
     const inf_llm_model *m = c->m;
     int half = m->rope_dim / 2;
     float theta_scale = powf(m->rope_base, -2.0f / (float)m->rope_dim);
+    float mscale = m->rope_attn_factor;
     for (int t = 0; t < n; t++) {
         float theta = (float)tok_pos(c, seqs, t), *cs = c->rope + (size_t)t * m->rope_dim;
         for (int i = 0; i < half; i++) {
-            float th = theta / (m->rope_freqs ? m->rope_freqs[i] : 1.0f) * m->rope_freq_scale;
-            cs[2 * i] = cosf(th);
-            cs[2 * i + 1] = sinf(th);
+            float th = theta / (c->rope_freqs ? c->rope_freqs[i] : 1.0f) * m->rope_freq_scale;
+            cs[2 * i] = cosf(th) * mscale;
+            cs[2 * i + 1] = sinf(th) * mscale;
             theta *= theta_scale;
         }
     }
@@ -554,7 +559,7 @@ static void tok_rows(void *arg, int64_t begin, int64_t end) {
                 rope_apply(m, k, cs);
             }
         } else {
-            inf__llm_swiglu_get(m->force_ref)(c->hb + t * F, c->hb2 + t * F, F);
+            inf__llm_gate_get(m->gate, m->force_ref)(c->hb + t * F, c->hb2 + t * F, F);
         }
     }
 }
@@ -580,6 +585,10 @@ static void forward_seqs(inf_llm_context *c, inf_llm_context *const *seqs, const
     for (int t = 0; t < n; t++)
         m->tok_embd.q->to_float((const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
                                 c->x + (size_t)t * E, E);
+    if (m->embed_scale) { /* gemma: x * sqrt(n_embd), in float as ggml_scale */
+        float s = sqrtf((float)E);
+        for (size_t i = 0; i < (size_t)n * E; i++) c->x[i] *= s;
+    }
     rope_table(c, seqs, n);
     for (int l = 0; l < I->n_layer; l++) {
         const inf__llm_layer *y = &m->layers[l];

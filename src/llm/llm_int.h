@@ -9,6 +9,7 @@
 #include "infera/llm.h"
 #include "llm/gguf.h"
 #include "llm/quant.h"
+#include "llm/swiglu.h"
 
 /* A matrix of `rows` rows of `cols` elements (ggml ne[1], ne[0]). */
 typedef struct inf__llm_weight {
@@ -39,6 +40,13 @@ struct inf_llm_model {
     float rms_eps, rope_base, rope_freq_scale;
     int rope_dim, rope_type;
     const float *rope_freqs; /* optional per-dimension divisors (llama 3), rope_dim/2 */
+    /* LongRoPE (phi3): divisors for contexts up to rope_orig_ctx positions and beyond, rope_dim/2 (or NULL), and
+     * the factor cos/sin are scaled by (rope.scaling.attn_factor, 1 when absent) */
+    const float *rope_factors_short, *rope_factors_long;
+    int rope_orig_ctx;
+    float rope_attn_factor;
+    inf__llm_gate_kind gate; /* the feed-forward gate: SwiGLU or GeGLU */
+    bool embed_scale;        /* token embeddings times sqrt(n_embd) (gemma) */
     inf__llm_weight tok_embd, output;
     const float *output_norm;
     inf__llm_layer *layers;
@@ -56,6 +64,7 @@ struct inf_llm_context {
     int n_ctx, n_batch, n_logits, n_past, n_threads;
     float *k_cache, *v_cache; /* [n_layer][n_ctx][kv_dim] */
     float *x, *xb, *q, *att, *hb, *hb2, *logits, *rope; /* scratch */
+    const float *rope_freqs; /* the model's RoPE divisors for this context's size (or NULL) */
     void *qx;      /* activations converted for a matrix product */
     size_t qx_cap; /* bytes per token row of qx */
 };

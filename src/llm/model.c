@@ -3,10 +3,13 @@
  * from the `<arch>.*` keys, tensors by their llama.cpp names, every shape and
  * type checked at load so that the decoder can trust them.
  *
- * Architectures are rows of a table (name, RoPE type as llama.cpp picks it);
- * a new llama-like architecture is one line.  Norm vectors must be f32 (as
- * every converter writes them); matrices may be any type of quant.h.  The
- * output head is `output.weight`, or the token embedding when absent (tied).
+ * Architectures are rows of a table (name, RoPE type as llama.cpp picks it,
+ * the feed-forward gate, the embedding scale); a new llama-like architecture
+ * is one line.  Norm vectors must be f32 (as every converter writes them);
+ * matrices may be any type of quant.h.  The output head is `output.weight`,
+ * or the token embedding when absent (tied).  Fused projections (phi3's
+ * `attn_qkv` rows q | k | v, its `ffn_up` rows gate | up) are read as views
+ * of their rows, so the decoder sees the same separate matrices.
  */
 #include <stdio.h>
 #include <string.h>
@@ -16,13 +19,25 @@
 typedef struct arch_info {
     const char *name;
     int rope_type;
+    inf__llm_gate_kind gate;
+    bool embed_scale; /* the token embeddings times sqrt(embedding length) */
 } arch_info;
 
 static const arch_info archs[] = {
-    {"llama", INF__ROPE_NORM},
-    {"qwen2", INF__ROPE_NEOX}, /* Qwen2 / Qwen2.5: llama with q/k/v biases (read when present) and NeoX pairs */
-    {"qwen3", INF__ROPE_NEOX}, /* Qwen3: RMSNorm of each q/k head before RoPE (attn_q_norm / attn_k_norm) */
+    {"llama", INF__ROPE_NORM, INF__LLM_GATE_SILU, false},
+    {"qwen2", INF__ROPE_NEOX, INF__LLM_GATE_SILU, false},     /* Qwen2 / Qwen2.5: q/k/v biases (read when present) */
+    {"qwen3", INF__ROPE_NEOX, INF__LLM_GATE_SILU, false},     /* Qwen3: RMSNorm of each q/k head before RoPE */
+    {"phi3", INF__ROPE_NEOX, INF__LLM_GATE_SILU, false},      /* Phi-3 / 3.5: fused qkv and gate|up, LongRoPE factors */
+    {"gemma", INF__ROPE_NEOX, INF__LLM_GATE_GELU_TANH, true}, /* Gemma (1): GeGLU, scaled embeddings, tied head */
 };
+
+/* "llama, qwen2, ..." into buf, for messages */
+static const char *arch_list(char *buf, size_t n) {
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", i ? ", " : "", archs[i].name);
+    return buf;
+}
 
 static const arch_info *find_arch(const char *s, size_t n) {
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
@@ -147,18 +162,25 @@ static inf_status load_hparams(loader *L) {
         const char *s;
         size_t n;
         if ((st = inf__gguf_get_str(m->g, key, &s, &n, L->err))) return st;
-        bool none = n == 4 && !memcmp(s, "none", 4), linear = n == 6 && !memcmp(s, "linear", 6);
-        if (!none && !linear)
-            return inf_error_set(L->err, INF_EUNSUPPORTED, "%s: %s = '%.*s' (supported: none, linear)", I->path, key,
-                              (int)(n > 64 ? 64 : n), s);
+        bool none = n == 4 && !memcmp(s, "none", 4), linear = n == 6 && !memcmp(s, "linear", 6),
+             longrope = n == 8 && !memcmp(s, "longrope", 8); /* its factors are tensors (rope_factors_*) */
+        if (!none && !linear && !longrope)
+            return inf_error_set(L->err, INF_EUNSUPPORTED, "%s: %s = '%.*s' (supported: none, linear, longrope)",
+                                 I->path, key, (int)(n > 64 ? 64 : n), s);
         if (linear && (st = key_f32(L, "rope.scaling.factor", 1.0f, &factor))) return st;
     } else if ((st = key_f32(L, "rope.scale_linear", 0.0f, &factor))) {
         return st;
     }
     m->rope_freq_scale = factor > 0 ? 1.0f / factor : 1.0f;
-    if (!(m->rope_base > 0) || !(m->rms_eps >= 0))
-        return inf_error_set(L->err, INF_EMODEL, "%s: rope.freq_base %g / rms epsilon %g out of range", I->path,
-                          m->rope_base, m->rms_eps);
+    uint32_t orig_ctx;
+    if ((st = key_u32(L, "rope.scaling.original_context_length", false, ctx, &orig_ctx)) ||
+        (st = key_f32(L, "rope.scaling.attn_factor", 1.0f, &m->rope_attn_factor)))
+        return st;
+    m->rope_orig_ctx = (int)(orig_ctx > (1u << 24) ? (1u << 24) : orig_ctx);
+    if (!(m->rope_base > 0) || !(m->rms_eps >= 0) || !(m->rope_attn_factor > 0) || m->rope_attn_factor > 100)
+        return inf_error_set(L->err, INF_EMODEL,
+                             "%s: rope.freq_base %g / rms epsilon %g / rope attn_factor %g out of range", I->path,
+                             m->rope_base, m->rms_eps, m->rope_attn_factor);
     m->rope_dim = (int)rdim;
     I->n_ctx_train = (int)(ctx > (1u << 24) ? (1u << 24) : ctx);
     I->n_embd = (int)embd, I->n_layer = (int)nl, I->n_head = (int)nh, I->n_head_kv = (int)nkv, I->n_ff = (int)ff;
@@ -172,13 +194,67 @@ static int32_t token_id(const inf__gguf *g, const char *key, int n_vocab) {
     return (int32_t)v;
 }
 
+/* Rows [r0, r0 + n) of w, as a matrix of its own (the same bytes). */
+static inf__llm_weight rows_of(const inf__llm_weight *w, int64_t r0, int64_t n) {
+    inf__llm_weight v = *w;
+    v.data = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
+    v.rows = n;
+    return v;
+}
+
+/* the name of layer l's tensor s, in the caller's buffer n */
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", l, s), n)
+
+/* Layer l's q, k, v projections (and biases): three matrices, or one `attn_qkv` of their rows in that order. */
+static inf_status load_attention(loader *L, int l, inf__llm_layer *y) {
+    const inf_llm_model_info *I = &L->m->info;
+    int64_t E = I->n_embd, Q = (int64_t)I->n_head * I->n_head_dim, KV = (int64_t)I->n_head_kv * I->n_head_dim;
+    inf_status st;
+    char n[96];
+    if (inf__gguf_find_tensor(L->m->g, NAME("attn_qkv.weight"))) {
+        inf__llm_weight qkv;
+        const float *b;
+        if ((st = mat(L, n, true, E, Q + 2 * KV, &qkv)) || (st = vec(L, NAME("attn_qkv.bias"), false, Q + 2 * KV, &b)))
+            return st;
+        y->wq = rows_of(&qkv, 0, Q), y->wk = rows_of(&qkv, Q, KV), y->wv = rows_of(&qkv, Q + KV, KV);
+        if (b) y->bq = b, y->bk = b + Q, y->bv = b + Q + KV;
+        return INF_OK;
+    }
+    if ((st = mat(L, NAME("attn_q.weight"), true, E, Q, &y->wq)) ||
+        (st = mat(L, NAME("attn_k.weight"), true, E, KV, &y->wk)) ||
+        (st = mat(L, NAME("attn_v.weight"), true, E, KV, &y->wv)) ||
+        (st = vec(L, NAME("attn_q.bias"), false, Q, &y->bq)) || (st = vec(L, NAME("attn_k.bias"), false, KV, &y->bk)) ||
+        (st = vec(L, NAME("attn_v.bias"), false, KV, &y->bv)))
+        return st;
+    return INF_OK;
+}
+
+/* Layer l's gate and up projections: two matrices, or (no `ffn_gate`) one `ffn_up` of 2 x n_ff rows, gate first. */
+static inf_status load_feed_forward(loader *L, int l, inf__llm_layer *y) {
+    const inf_llm_model_info *I = &L->m->info;
+    int64_t E = I->n_embd, F = I->n_ff;
+    inf_status st = INF_OK;
+    char n[96];
+    const inf__gguf_tensor *up = inf__gguf_find_tensor(L->m->g, NAME("ffn_up.weight"));
+    if (!inf__gguf_find_tensor(L->m->g, NAME("ffn_gate.weight")) && up && up->ne[1] == 2 * F) {
+        inf__llm_weight both;
+        if ((st = mat(L, NAME("ffn_up.weight"), true, E, 2 * F, &both))) return st;
+        y->w_gate = rows_of(&both, 0, F), y->w_up = rows_of(&both, F, F);
+        return INF_OK;
+    }
+    if ((st = mat(L, NAME("ffn_gate.weight"), true, E, F, &y->w_gate)) ||
+        (st = mat(L, NAME("ffn_up.weight"), true, E, F, &y->w_up)))
+        return st;
+    return INF_OK;
+}
+
 static inf_status load_tensors(loader *L) {
     inf_llm_model *m = L->m;
     inf_llm_model_info *I = &m->info;
     inf_status st = INF_OK;
     const inf__gguf_tensor *emb = tensor(L, "token_embd.weight", true, &st);
     if (!emb) return st;
-    int64_t E = I->n_embd, Hd = I->n_head_dim, Q = (int64_t)I->n_head * Hd, KV = (int64_t)I->n_head_kv * Hd;
+    int64_t E = I->n_embd, Hd = I->n_head_dim, Q = (int64_t)I->n_head * Hd;
     if (emb->ne[1] < 1 || emb->ne[1] > (1 << 24))
         return inf_error_set(L->err, INF_EMODEL, "%s: token_embd.weight has %lld rows", I->path, (long long)emb->ne[1]);
     I->n_vocab = (int)emb->ne[1];
@@ -186,25 +262,19 @@ static inf_status load_tensors(loader *L) {
     if ((st = vec(L, "output_norm.weight", true, E, &m->output_norm))) return st;
     if ((st = mat(L, "output.weight", false, E, I->n_vocab, &m->output))) return st;
     if (!m->output.data) m->output = m->tok_embd; /* tied */
-    if ((st = vec(L, "rope_freqs.weight", false, m->rope_dim / 2, &m->rope_freqs))) return st;
+    if ((st = vec(L, "rope_freqs.weight", false, m->rope_dim / 2, &m->rope_freqs)) ||
+        (st = vec(L, "rope_factors_short.weight", false, m->rope_dim / 2, &m->rope_factors_short)) ||
+        (st = vec(L, "rope_factors_long.weight", false, m->rope_dim / 2, &m->rope_factors_long)))
+        return st;
     m->layers = inf__calloc((size_t)I->n_layer, sizeof *m->layers);
     if (!m->layers) return inf_error_set(L->err, INF_ENOMEM, "%s: no memory for %d layers", I->path, I->n_layer);
     for (int l = 0; l < I->n_layer; l++) {
         inf__llm_layer *y = &m->layers[l];
         char n[96];
-#define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", l, s), n)
         if ((st = vec(L, NAME("attn_norm.weight"), true, E, &y->attn_norm)) ||
-            (st = vec(L, NAME("ffn_norm.weight"), true, E, &y->ffn_norm)) ||
-            (st = mat(L, NAME("attn_q.weight"), true, E, Q, &y->wq)) ||
-            (st = mat(L, NAME("attn_k.weight"), true, E, KV, &y->wk)) ||
-            (st = mat(L, NAME("attn_v.weight"), true, E, KV, &y->wv)) ||
-            (st = mat(L, NAME("attn_output.weight"), true, Q, E, &y->wo)) ||
-            (st = mat(L, NAME("ffn_gate.weight"), true, E, I->n_ff, &y->w_gate)) ||
-            (st = mat(L, NAME("ffn_up.weight"), true, E, I->n_ff, &y->w_up)) ||
+            (st = vec(L, NAME("ffn_norm.weight"), true, E, &y->ffn_norm)) || (st = load_attention(L, l, y)) ||
+            (st = mat(L, NAME("attn_output.weight"), true, Q, E, &y->wo)) || (st = load_feed_forward(L, l, y)) ||
             (st = mat(L, NAME("ffn_down.weight"), true, I->n_ff, E, &y->w_down)) ||
-            (st = vec(L, NAME("attn_q.bias"), false, Q, &y->bq)) ||
-            (st = vec(L, NAME("attn_k.bias"), false, KV, &y->bk)) ||
-            (st = vec(L, NAME("attn_v.bias"), false, KV, &y->bv)) ||
             (st = vec(L, NAME("attn_output.bias"), false, E, &y->bo)) ||
             (st = vec(L, NAME("attn_q_norm.weight"), false, Hd, &y->q_norm)) ||
             (st = vec(L, NAME("attn_k_norm.weight"), false, Hd, &y->k_norm)))
@@ -253,13 +323,15 @@ inf_status inf__llm_model_from_gguf(inf__gguf *g, bool force_ref, inf_llm_model 
     if (st) goto fail;
     const arch_info *a = find_arch(s, n);
     if (!a) {
-        st = inf_error_set(err, INF_EUNSUPPORTED,
-                           "%s: architecture '%.*s' is not supported (supported: llama, qwen2, qwen3)", m->info.path,
-                           (int)(n > 64 ? 64 : n), s);
+        char list[128];
+        st = inf_error_set(err, INF_EUNSUPPORTED, "%s: architecture '%.*s' is not supported (supported: %s)",
+                           m->info.path, (int)(n > 64 ? 64 : n), s, arch_list(list, sizeof list));
         goto fail;
     }
     snprintf(m->arch, sizeof m->arch, "%s", a->name);
     m->rope_type = a->rope_type;
+    m->gate = a->gate;
+    m->embed_scale = a->embed_scale;
     m->info.architecture = m->arch;
     if (inf__gguf_find_key(g, "general.name") >= 0 && inf__gguf_get_str(g, "general.name", &s, &n, NULL) == INF_OK)
         snprintf(m->name, sizeof m->name, "%.*s", (int)(n > 127 ? 127 : n), s);

@@ -956,7 +956,26 @@ static void test_attention(void) {
     for (int i = 0; i < NG; i++) /* (g << -87: the reference's 0 against e^88 in the denominator, ~1e-36) */
         worst = fmaxf(worst, fabsf(g2[i] - g[i]) / (fabsf(g[i]) + 1e-20f));
     CHECK(worst <= 1e-6f, "swiglu differs from the reference by %g relative", worst);
-    printf("attention, swiglu: the fast kernels against the references checked\n");
+    /* GeGLU (gemma): the AVX2 twin's x / (1 + e^-2z) against the reference's tanhf form and a double oracle.
+     * Where GELU is tiny (x < -3) the float reference loses digits to 1 + tanh ~ 0, so each is held to the
+     * double value within 2e-6 of |x u| (the rounding of the inputs' product) */
+    for (int i = 0; i < NG; i++) g[i] = g2[i] = (i - NG / 2) * 0.02f, u[i] = tm_rand(&s) + 1.5f;
+    static float x0[NG];
+    memcpy(x0, g, sizeof g);
+    inf__llm_geglu_ref(g, u, NG);
+    inf__llm_gate_get(INF__LLM_GATE_GELU_TANH, false)(g2, u, NG);
+    double worst_ref = 0, worst_fast = 0;
+    for (int i = 0; i < NG; i++) {
+        double x = x0[i], want = 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) * u[i];
+        double tol = 2e-6 * fabs(x * u[i]) + 1e-30;
+        worst_ref = fmax(worst_ref, fabs(g[i] - want) / tol), worst_fast = fmax(worst_fast, fabs(g2[i] - want) / tol);
+    }
+    CHECK(worst_ref <= 1 && worst_fast <= 1, "geglu: reference %g, fast %g of the tolerance from the double oracle",
+          worst_ref, worst_fast);
+    CHECK(inf__llm_gate_get(INF__LLM_GATE_SILU, true) == inf__llm_swiglu_ref &&
+              inf__llm_gate_get(INF__LLM_GATE_GELU_TANH, true) == inf__llm_geglu_ref,
+          "the forced-reference gates are not the references");
+    printf("attention, swiglu, geglu: the fast kernels against the references checked\n");
 }
 
 /* ---- the weight region (weight_region.c) ---- */

@@ -190,6 +190,64 @@ PY
             bad "gguf_io.py could not write the qwen3 model (head size $hd)"
         fi
     done
+    # the phi3 architecture (Phi-3 / Phi-3.5): the F32 draft rewritten as phi3 -- q, k, v in one attn_qkv matrix and
+    # gate | up in one ffn_up of 2 x n_ff rows, NeoX RoPE pairs, LongRoPE (random seeded short and long factors,
+    # rope.scaling.attn_factor 1.7, large enough to change the text): with original_context_length 512 both engines take the short factors, with 16
+    # the long ones (their contexts are longer) -- greedy text == llama.cpp's on both
+    for orig in 512 16; do
+        if $PY - "$MODELS" "$work/phi3-$orig.gguf" $orig <<'PY'
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import gguf_io as G
+kvs, tensors = G.read_gguf(sys.argv[1] + "/austen-draft-f32.gguf")
+kvs = [("general.architecture", "phi3") if k == "general.architecture" else
+       (k.replace("llama.", "phi3.", 1) if k.startswith("llama.") else k, v) for k, v in kvs]
+rd = dict(kvs)["phi3.rope.dimension_count"]
+kvs += [("phi3.rope.scaling.attn_factor", 1.7), ("phi3.rope.scaling.original_context_length", int(sys.argv[3]))]
+rng = np.random.default_rng(5)
+byname = {name: (arr, gtype) for name, arr, gtype in tensors}
+out = []
+for name, arr, gtype in tensors:
+    if name.endswith(("attn_k.weight", "attn_v.weight", "ffn_up.weight")):
+        continue  # joined below
+    if name.endswith("attn_q.weight"):
+        p = name[: -len("attn_q.weight")]
+        qkv = np.concatenate([arr, byname[p + "attn_k.weight"][0], byname[p + "attn_v.weight"][0]], axis=0)
+        out.append((p + "attn_qkv.weight", qkv, gtype))
+        continue
+    if name.endswith("ffn_gate.weight"):
+        p = name[: -len("ffn_gate.weight")]
+        out.append((p + "ffn_up.weight", np.concatenate([arr, byname[p + "ffn_up.weight"][0]], axis=0), gtype))
+        continue
+    out.append((name, arr, gtype))
+out.append(("rope_factors_short.weight", rng.uniform(1.0, 3.0, rd // 2).astype(np.float32), G.GGML_F32))
+out.append(("rope_factors_long.weight", rng.uniform(2.0, 8.0, rd // 2).astype(np.float32), G.GGML_F32))
+G.write_gguf(sys.argv[2], kvs, out)
+PY
+        then
+            greedy_two_prompts "$work/phi3-$orig.gguf" "phi3 architecture, fused qkv and gate|up, LongRoPE (original context $orig)"
+        else
+            bad "gguf_io.py could not write the phi3 model"
+        fi
+    done
+    # the gemma architecture (Gemma 1): the F32 draft rewritten as gemma -- GeGLU feed-forward (GELU, tanh form),
+    # embeddings times sqrt(n_embd), NeoX RoPE pairs, the head tied to the embedding (output.weight dropped) --
+    # greedy text == llama.cpp's
+    if $PY - "$MODELS" "$work/gemma.gguf" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import gguf_io as G
+kvs, tensors = G.read_gguf(sys.argv[1] + "/austen-draft-f32.gguf")
+kvs = [("general.architecture", "gemma") if k == "general.architecture" else
+       (k.replace("llama.", "gemma.", 1) if k.startswith("llama.") else k, v) for k, v in kvs]
+G.write_gguf(sys.argv[2], kvs, [t for t in tensors if t[0] != "output.weight"])
+PY
+    then
+        greedy_two_prompts "$work/gemma.gguf" "gemma architecture, GeGLU, scaled embeddings, tied head"
+    else
+        bad "gguf_io.py could not write the gemma model"
+    fi
 else
     skp "llama.cpp greedy text (llama.cpp not built)"
 fi
