@@ -90,6 +90,7 @@ inf_status inf_llm_context_new(const inf_llm_model *m, const inf_llm_context_opt
     c->hb2 = scratch(B * F, &ok);
     c->logits = scratch((size_t)c->n_logits * (size_t)I->n_vocab, &ok);
     c->rope = scratch(B * (size_t)m->rope_dim, &ok);
+    if (m->swa_window > 0) c->rope_swa = scratch(B * (size_t)m->rope_dim, &ok);
     c->qx = scratch(B * widest, &ok);
     if (!ok || (c->n_threads > 1 && inf__pool_new(c->n_threads, &c->pool) != INF_OK)) {
         inf_llm_context_free(c);
@@ -103,7 +104,7 @@ inf_status inf_llm_context_new(const inf_llm_model *m, const inf_llm_context_opt
 void inf_llm_context_free(inf_llm_context *c) {
     if (!c) return;
     inf__pool_free(c->pool);
-    float *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->q, c->att, c->hb, c->hb2, c->logits, c->rope};
+    float *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->q, c->att, c->hb, c->hb2, c->logits, c->rope, c->rope_swa};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) inf__aligned_free(bufs[i]);
     inf__aligned_free(c->qx);
     inf__free(c);
@@ -404,21 +405,30 @@ static inline int tok_pos(const inf_llm_context *c, inf_llm_context *const *seqs
     return seqs ? seqs[t]->n_past : c->n_past + t;
 }
 
-/* cos/sin of every (token, rotation) pair, as ggml computes theta (times LongRoPE's attn_factor, 1 elsewhere). */
-static void rope_table(inf_llm_context *c, inf_llm_context *const *seqs, int n) {
+/* cos/sin of every (token, rotation) pair into tab, for RoPE base `base` and position scale `freq_scale`, as ggml
+ * computes theta (times LongRoPE's attn_factor, 1 elsewhere). */
+static void rope_table_of(inf_llm_context *c, inf_llm_context *const *seqs, int n, float base, float freq_scale,
+                          float *tab) {
     const inf_llm_model *m = c->m;
     int half = m->rope_dim / 2;
-    float theta_scale = powf(m->rope_base, -2.0f / (float)m->rope_dim);
+    float theta_scale = powf(base, -2.0f / (float)m->rope_dim);
     float mscale = m->rope_attn_factor;
     for (int t = 0; t < n; t++) {
-        float theta = (float)tok_pos(c, seqs, t), *cs = c->rope + (size_t)t * m->rope_dim;
+        float theta = (float)tok_pos(c, seqs, t), *cs = tab + (size_t)t * m->rope_dim;
         for (int i = 0; i < half; i++) {
-            float th = theta / (c->rope_freqs ? c->rope_freqs[i] : 1.0f) * m->rope_freq_scale;
+            float th = theta / (c->rope_freqs ? c->rope_freqs[i] : 1.0f) * freq_scale;
             cs[2 * i] = cosf(th) * mscale;
             cs[2 * i + 1] = sinf(th) * mscale;
             theta *= theta_scale;
         }
     }
+}
+
+/* The pass's RoPE tables: the model's, and the sliding-window layers' (their own base and scale) when it has them. */
+static void rope_table(inf_llm_context *c, inf_llm_context *const *seqs, int n) {
+    const inf_llm_model *m = c->m;
+    rope_table_of(c, seqs, n, m->rope_base, m->rope_freq_scale, c->rope);
+    if (c->rope_swa) rope_table_of(c, seqs, n, m->rope_base_swa, m->rope_freq_scale_swa, c->rope_swa);
 }
 
 static void rope_apply(const inf_llm_model *m, float *v, const float *cs) {
@@ -436,6 +446,13 @@ typedef struct attn_job {
     inf_llm_context *const *seqs; /* the tokens' sequences (tok_seq) */
     int layer, n;
 } attn_job;
+
+/* Whether a pass's attention at `layer` takes the grouped path: a few tokens of one sequence whose keys all start
+ * at position 0 (a sliding-window layer past its window starts each token's keys elsewhere). */
+static bool grouped_pass(const inf_llm_context *c, int layer, int n, inf_llm_context *const *seqs) {
+    const inf_llm_model *m = c->m;
+    return n <= SMALL_PASS && !seqs && !(m->layers[layer].swa && c->n_past + n > m->swa_window);
+}
 
 /* A short pass of one sequence with a multi-query kernel: task g = kv head
  * g, all the pass's (token, query head) pairs of its group in one call
@@ -460,7 +477,7 @@ static void attention_grouped(const attn_job *j, inf__llm_attn_multi_fn attend, 
                 o[np] = c->att + (size_t)t * Qd + (size_t)h * hd;
                 nk[np] = c->n_past + t + 1;
             }
-            attend(hd, np, q, nk, kc, vc, KVd, 1.0f / sqrtf((float)hd), o);
+            attend(hd, np, q, nk, kc, vc, KVd, c->m->attn_scale, o);
         }
     }
 }
@@ -468,7 +485,7 @@ static void attention_grouped(const attn_job *j, inf__llm_attn_multi_fn attend, 
 static void attention(void *arg, int64_t begin, int64_t end) {
     const attn_job *j = arg;
     inf__llm_attn_multi_fn multi = inf__llm_attn_multi_get(j->c->m->force_ref);
-    if (multi && j->n <= SMALL_PASS && !j->seqs) {
+    if (multi && grouped_pass(j->c, j->layer, j->n, j->seqs)) {
         attention_grouped(j, multi, begin, end);
         return;
     }
@@ -476,11 +493,13 @@ static void attention(void *arg, int64_t begin, int64_t end) {
     const inf_llm_model_info *I = &c->m->info;
     int hd = I->n_head_dim, group = I->n_head / I->n_head_kv;
     size_t Qd = (size_t)I->n_head * hd, KVd = (size_t)I->n_head_kv * hd;
-    float scale = 1.0f / sqrtf((float)hd);
+    float scale = c->m->attn_scale;
+    bool grouped_order = j->n <= SMALL_PASS && !j->seqs;
+    int window = c->m->layers[j->layer].swa ? c->m->swa_window : 0;
     inf__llm_attn_fn attend = inf__llm_attn_get(c->m->force_ref); /* attn.c / attn_avx2.c */
     for (int64_t task = begin; task < end; task++) {
         int t, h;
-        if (j->n <= SMALL_PASS && !j->seqs) {
+        if (grouped_order) {
             /* a few tokens of one sequence (decoding, verification): the pairs
              * of one kv head together, so its keys and values (a few KiB per
              * 100 positions) are read from L1 by every token and query head
@@ -501,10 +520,12 @@ static void attention(void *arg, int64_t begin, int64_t end) {
         }
         int pos = tok_pos(c, j->seqs, t);
         const inf_llm_context *sq = tok_seq(c, j->seqs, t);
-        size_t koff = (size_t)(h / group) * hd;
+        /* a sliding-window layer: the keys at positions pos - window + 1 .. pos (llama.cpp's is_masked_swa) */
+        int first = window && pos + 1 > window ? pos + 1 - window : 0;
+        size_t koff = (size_t)first * KVd + (size_t)(h / group) * hd;
         const float *kc = sq->k_cache + (size_t)j->layer * sq->n_ctx * KVd + koff,
                     *vc = sq->v_cache + (size_t)j->layer * sq->n_ctx * KVd + koff;
-        attend(hd, c->q + (size_t)t * Qd + (size_t)h * hd, kc, vc, KVd, pos + 1, scale,
+        attend(hd, c->q + (size_t)t * Qd + (size_t)h * hd, kc, vc, KVd, pos + 1 - first, scale,
                c->att + (size_t)t * Qd + (size_t)h * hd);
     }
 }
@@ -527,11 +548,11 @@ static void scatter_kv(inf_llm_context *c, inf_llm_context *const *seqs, int lay
  * tokens for a long pass (each token's values are computed alone, so the
  * split changes no result; serial, they were ~4% of a 128-token prompt at
  * 2 threads). */
-typedef enum { TOK_NORM, TOK_ROPE, TOK_SWIGLU } tok_step;
+typedef enum { TOK_NORM, TOK_ROPE, TOK_SWIGLU, TOK_POST_NORM } tok_step;
 typedef struct tok_job {
     inf_llm_context *c;
     tok_step step;
-    const float *norm_w; /* TOK_NORM */
+    const float *norm_w; /* TOK_NORM, TOK_POST_NORM */
     float *kc;           /* TOK_ROPE: the pass's first cache row */
     const inf__llm_layer *layer; /* TOK_ROPE: its q_norm / k_norm, when it has them */
 } tok_job;
@@ -546,8 +567,12 @@ static void tok_rows(void *arg, int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; t++) {
         if (j->step == TOK_NORM) {
             rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)t * E, j->norm_w, E, m->rms_eps);
+        } else if (j->step == TOK_POST_NORM) { /* x += rmsnorm(xb) * w: a sublayer's output normed, then added */
+            float *xb = c->xb + (size_t)t * E, *x = c->x + (size_t)t * E;
+            rmsnorm(xb, xb, j->norm_w, E, m->rms_eps);
+            for (int e = 0; e < E; e++) x[e] += xb[e];
         } else if (j->step == TOK_ROPE) {
-            const float *cs = c->rope + (size_t)t * m->rope_dim;
+            const float *cs = (j->layer->swa ? c->rope_swa : c->rope) + (size_t)t * m->rope_dim;
             for (int h = 0; h < I->n_head; h++) {
                 float *q = c->q + t * Qd + (size_t)h * hd;
                 if (j->layer->q_norm) rmsnorm(q, q, j->layer->q_norm, hd, m->rms_eps);
@@ -572,6 +597,19 @@ static void per_token(inf_llm_context *c, tok_step step, const float *norm_w, fl
         return;
     }
     inf__pool_range(c->pool, n, 1, tok_rows, &j);
+}
+
+/* A sublayer's output projection into the residual stream: x += a W (+ bias), or with a post-norm (gemma3)
+ * x += rmsnorm(a W (+ bias)) * post_norm, through xb (free again once the projection's input is made). */
+static void sublayer_out(inf_llm_context *c, const inf__llm_weight *w, const float *a, size_t lda, const float *bias,
+                         const float *post_norm, int n) {
+    size_t E = (size_t)c->m->info.n_embd;
+    if (!post_norm) {
+        matmul(c, w, a, lda, n, c->x, E, true, bias);
+        return;
+    }
+    matmul(c, w, a, lda, n, c->xb, E, false, bias);
+    per_token(c, TOK_POST_NORM, post_norm, NULL, NULL, n);
 }
 
 /* One pass over n <= n_batch tokens at n_past (or, with seqs, one token of
@@ -601,15 +639,15 @@ static void forward_seqs(inf_llm_context *c, inf_llm_context *const *seqs, const
         per_token(c, TOK_ROPE, NULL, kc, y, n);
         if (seqs) scatter_kv(c, seqs, l, n);
         attn_job aj = {c, seqs, l, n};
-        int64_t tasks =
-            n <= SMALL_PASS && !seqs && inf__llm_attn_multi_get(m->force_ref) ? I->n_head_kv : (int64_t)n * I->n_head;
+        int64_t tasks = grouped_pass(c, l, n, seqs) && inf__llm_attn_multi_get(m->force_ref) ? I->n_head_kv
+                                                                                             : (int64_t)n * I->n_head;
         inf__pool_range(c->pool, tasks, min_chunk(c, tasks, n), attention, &aj);
-        matmul(c, &y->wo, c->att, Qd, n, c->x, E, true, y->bo);
+        sublayer_out(c, &y->wo, c->att, Qd, y->bo, y->post_attn_norm, n);
         per_token(c, TOK_NORM, y->ffn_norm, NULL, y, n);
         const matmul_part gate_up[2] = {{&y->w_gate, c->hb, F, false, NULL}, {&y->w_up, c->hb2, F, false, NULL}};
         matmul_group(c, gate_up, 2, c->xb, E, n);
         per_token(c, TOK_SWIGLU, NULL, NULL, y, n);
-        matmul(c, &y->w_down, c->hb, F, n, c->x, E, true, NULL);
+        sublayer_out(c, &y->w_down, c->hb, F, NULL, y->post_ffn_norm, n);
     }
     int rows = n - first;
     if (rows <= 0) return;

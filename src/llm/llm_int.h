@@ -29,6 +29,9 @@ typedef struct inf__llm_layer {
     inf__llm_weight wq, wk, wv, wo, w_gate, w_up, w_down;
     const float *bq, *bk, *bv, *bo; /* optional biases (NULL) */
     const float *q_norm, *k_norm; /* optional RMSNorm weights of each query / key head before RoPE (qwen3), head_dim */
+    /* optional RMSNorm weights of the attention and feed-forward outputs before their residual adds (gemma3), n_embd */
+    const float *post_attn_norm, *post_ffn_norm;
+    bool swa; /* a sliding-window layer (gemma3): attends to the model's swa_window last positions, its own RoPE */
 } inf__llm_layer;
 
 enum inf__llm_rope_type { INF__ROPE_NORM = 0, INF__ROPE_NEOX = 2 };
@@ -45,6 +48,11 @@ struct inf_llm_model {
     const float *rope_factors_short, *rope_factors_long;
     int rope_orig_ctx;
     float rope_attn_factor;
+    /* sliding-window layers (gemma3): window in positions (0: none), their RoPE base and scale */
+    int swa_window;
+    uint32_t swa_every; /* which layers: all but every swa_every-th (0: none) */
+    float rope_base_swa, rope_freq_scale_swa;
+    float attn_scale;        /* of q . k: 1 / sqrt(head size), or gemma3 27B's 1 / sqrt(n_embd / n_head) */
     inf__llm_gate_kind gate; /* the feed-forward gate: SwiGLU or GeGLU */
     bool embed_scale;        /* token embeddings times sqrt(n_embd) (gemma) */
     inf__llm_weight tok_embd, output;
@@ -65,6 +73,7 @@ struct inf_llm_context {
     float *k_cache, *v_cache; /* [n_layer][n_ctx][kv_dim] */
     float *x, *xb, *q, *att, *hb, *hb2, *logits, *rope; /* scratch */
     const float *rope_freqs; /* the model's RoPE divisors for this context's size (or NULL) */
+    float *rope_swa;         /* cos/sin of the sliding-window layers' RoPE (scratch), or NULL without them */
     void *qx;      /* activations converted for a matrix product */
     size_t qx_cap; /* bytes per token row of qx */
 };

@@ -11,6 +11,7 @@
  * `attn_qkv` rows q | k | v, its `ffn_up` rows gate | up) are read as views
  * of their rows, so the decoder sees the same separate matrices.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,15 +21,18 @@ typedef struct arch_info {
     const char *name;
     int rope_type;
     inf__llm_gate_kind gate;
-    bool embed_scale; /* the token embeddings times sqrt(embedding length) */
+    bool embed_scale;   /* the token embeddings times sqrt(embedding length) */
+    uint32_t swa_every; /* sliding-window layers: all but every swa_every-th (0: none; gemma3: 6, 5 local : 1 global) */
 } arch_info;
 
 static const arch_info archs[] = {
-    {"llama", INF__ROPE_NORM, INF__LLM_GATE_SILU, false},
-    {"qwen2", INF__ROPE_NEOX, INF__LLM_GATE_SILU, false},     /* Qwen2 / Qwen2.5: q/k/v biases (read when present) */
-    {"qwen3", INF__ROPE_NEOX, INF__LLM_GATE_SILU, false},     /* Qwen3: RMSNorm of each q/k head before RoPE */
-    {"phi3", INF__ROPE_NEOX, INF__LLM_GATE_SILU, false},      /* Phi-3 / 3.5: fused qkv and gate|up, LongRoPE factors */
-    {"gemma", INF__ROPE_NEOX, INF__LLM_GATE_GELU_TANH, true}, /* Gemma (1): GeGLU, scaled embeddings, tied head */
+    {"llama", INF__ROPE_NORM, INF__LLM_GATE_SILU, false, 0},
+    {"qwen2", INF__ROPE_NEOX, INF__LLM_GATE_SILU, false, 0},     /* Qwen2 / Qwen2.5: q/k/v biases (read when present) */
+    {"qwen3", INF__ROPE_NEOX, INF__LLM_GATE_SILU, false, 0},     /* Qwen3: RMSNorm of each q/k head before RoPE */
+    {"phi3", INF__ROPE_NEOX, INF__LLM_GATE_SILU, false, 0},      /* Phi-3 / 3.5: fused qkv and gate|up, LongRoPE */
+    {"gemma", INF__ROPE_NEOX, INF__LLM_GATE_GELU_TANH, true, 0}, /* Gemma (1): GeGLU, scaled embeddings, tied head */
+    /* Gemma 3 (text): gemma's, with q/k head norms, post-attention / post-feed-forward norms, sliding-window layers */
+    {"gemma3", INF__ROPE_NEOX, INF__LLM_GATE_GELU_TANH, true, 6},
 };
 
 /* "llama, qwen2, ..." into buf, for messages */
@@ -123,6 +127,26 @@ static inf_status mat(loader *L, const char *name, bool required, int64_t cols, 
     return INF_OK;
 }
 
+/* Sliding-window attention (architectures with swa_every): the window (`attention.sliding_window`; none when
+ * absent or 0), which layers use it (`attention.sliding_window_pattern` = P: all but every P-th, as llama.cpp's
+ * set_swa_pattern), and their RoPE base (`rope.freq_base_swa`, llama.cpp's default 10000) and scale (1). */
+static inf_status load_swa(loader *L) {
+    inf_llm_model *m = L->m;
+    uint32_t window, every = m->swa_every;
+    inf_status st;
+    m->rope_base_swa = 10000.0f, m->rope_freq_scale_swa = 1.0f;
+    if (!every) return INF_OK;
+    if ((st = key_u32(L, "attention.sliding_window", false, 0, &window)) ||
+        (st = key_u32(L, "attention.sliding_window_pattern", false, every, &every)) ||
+        (st = key_f32(L, "rope.freq_base_swa", 10000.0f, &m->rope_base_swa)))
+        return st;
+    if (!(m->rope_base_swa > 0))
+        return inf_error_set(L->err, INF_EMODEL, "%s: rope.freq_base_swa %g", m->info.path, m->rope_base_swa);
+    m->swa_window = (int)(window > (1u << 24) ? (1u << 24) : window);
+    m->swa_every = window ? every : 0;
+    return INF_OK;
+}
+
 static inf_status load_hparams(loader *L) {
     inf_llm_model *m = L->m;
     inf_llm_model_info *I = &m->info;
@@ -182,6 +206,17 @@ static inf_status load_hparams(loader *L) {
                              "%s: rope.freq_base %g / rms epsilon %g / rope attn_factor %g out of range", I->path,
                              m->rope_base, m->rms_eps, m->rope_attn_factor);
     m->rope_dim = (int)rdim;
+    float final_cap, attn_cap;
+    if ((st = load_swa(L)) || (st = key_f32(L, "final_logit_softcapping", 0.0f, &final_cap)) ||
+        (st = key_f32(L, "attn_logit_softcapping", 0.0f, &attn_cap)))
+        return st;
+    if (final_cap != 0 || attn_cap != 0)
+        return inf_error_set(L->err, INF_EUNSUPPORTED,
+                             "%s: logit soft-capping (%s.*_logit_softcapping) is not supported", I->path, m->arch);
+    /* q . k / sqrt(head size); gemma3 27B (62 layers) divides by sqrt(n_embd / n_head), as llama.cpp does after
+     * gemma_pytorch's query_pre_attn_scalar */
+    m->attn_scale = 1.0f / sqrtf((float)hd);
+    if (!strcmp(m->arch, "gemma3") && nl == 62) m->attn_scale = 1.0f / sqrtf((float)(embd / nh));
     I->n_ctx_train = (int)(ctx > (1u << 24) ? (1u << 24) : ctx);
     I->n_embd = (int)embd, I->n_layer = (int)nl, I->n_head = (int)nh, I->n_head_kv = (int)nkv, I->n_ff = (int)ff;
     I->n_head_dim = (int)hd;
@@ -277,8 +312,12 @@ static inf_status load_tensors(loader *L) {
             (st = mat(L, NAME("ffn_down.weight"), true, I->n_ff, E, &y->w_down)) ||
             (st = vec(L, NAME("attn_output.bias"), false, E, &y->bo)) ||
             (st = vec(L, NAME("attn_q_norm.weight"), false, Hd, &y->q_norm)) ||
-            (st = vec(L, NAME("attn_k_norm.weight"), false, Hd, &y->k_norm)))
+            (st = vec(L, NAME("attn_k_norm.weight"), false, Hd, &y->k_norm)) ||
+            (st = vec(L, NAME("post_attention_norm.weight"), false, E, &y->post_attn_norm)) ||
+            (st = vec(L, NAME("post_ffw_norm.weight"), false, E, &y->post_ffn_norm)))
             return st;
+        /* llama.cpp's set_swa_pattern(P): layer l slides unless l % P == P - 1 (P = 0: every layer) */
+        y->swa = m->swa_window > 0 && (m->swa_every == 0 || (uint32_t)l % m->swa_every < m->swa_every - 1);
 #undef NAME
     }
     /* sizes, and the type most bytes are in */
@@ -332,6 +371,7 @@ inf_status inf__llm_model_from_gguf(inf__gguf *g, bool force_ref, inf_llm_model 
     m->rope_type = a->rope_type;
     m->gate = a->gate;
     m->embed_scale = a->embed_scale;
+    m->swa_every = a->swa_every;
     m->info.architecture = m->arch;
     if (inf__gguf_find_key(g, "general.name") >= 0 && inf__gguf_get_str(g, "general.name", &s, &n, NULL) == INF_OK)
         snprintf(m->name, sizeof m->name, "%.*s", (int)(n > 127 ? 127 : n), s);

@@ -248,8 +248,71 @@ PY
     else
         bad "gguf_io.py could not write the gemma model"
     fi
+    # the gemma3 architecture (Gemma 3, text): gemma's, plus RMSNorm of each q/k head, post-attention and
+    # post-feed-forward norms (random seeded weights), and sliding-window layers: window 6 positions on layers 0
+    # and 2 (sliding_window_pattern 2) with their own RoPE base (10000) while layers 1 and 3 attend to everything
+    # with rope.freq_base 1e6 and linear scaling by 2 -- greedy text == llama.cpp's (the window and both RoPEs are
+    # in play: a prompt of 8+ tokens and 24 more)
+    if $PY - "$MODELS" "$work/gemma3.gguf" <<'PY'
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import gguf_io as G
+kvs, tensors = G.read_gguf(sys.argv[1] + "/austen-draft-f32.gguf")
+kvs = [("general.architecture", "gemma3") if k == "general.architecture" else
+       (k.replace("llama.", "gemma3.", 1) if k.startswith("llama.") else k, v) for k, v in kvs]
+kvs = [(k, v) for k, v in kvs if k != "gemma3.rope.freq_base"]
+kvs += [("gemma3.attention.sliding_window", 6), ("gemma3.attention.sliding_window_pattern", 2),
+        ("gemma3.rope.freq_base", 1e6), ("gemma3.rope.freq_base_swa", 10000.0),
+        ("gemma3.rope.scaling.type", "linear"), ("gemma3.rope.scaling.factor", 2.0)]
+E = dict(kvs)["gemma3.embedding_length"]; hd = E // dict(kvs)["gemma3.attention.head_count"]
+rng = np.random.default_rng(13)
+out = []
+for name, arr, gtype in tensors:
+    if name == "output.weight":
+        continue
+    out.append((name, arr, gtype))
+    if name.endswith("attn_q.weight"):
+        p = name[: -len("attn_q.weight")]
+        out.append((p + "attn_q_norm.weight", rng.uniform(0.5, 2.0, hd).astype(np.float32), G.GGML_F32))
+        out.append((p + "attn_k_norm.weight", rng.uniform(0.5, 2.0, hd).astype(np.float32), G.GGML_F32))
+        out.append((p + "post_attention_norm.weight", rng.uniform(0.5, 2.0, E).astype(np.float32), G.GGML_F32))
+        out.append((p + "post_ffw_norm.weight", rng.uniform(0.5, 2.0, E).astype(np.float32), G.GGML_F32))
+G.write_gguf(sys.argv[2], kvs, out)
+PY
+    then
+        greedy_two_prompts "$work/gemma3.gguf" "gemma3 architecture, q/k norms, post-norms, sliding-window layers"
+    else
+        bad "gguf_io.py could not write the gemma3 model"
+    fi
 else
     skp "llama.cpp greedy text (llama.cpp not built)"
+fi
+# 4. what is refused, with a message naming it: logit soft-capping (Gemma 2's), an architecture not in the table
+if $PY -c "import numpy" 2>/dev/null; then
+    refused=$(mktemp -d)
+    for arch_key in "gemma3 final_logit_softcapping" "gemma3 attn_logit_softcapping" "gemma2 -"; do
+        set -- $arch_key
+        $PY - "$MODELS" "$refused/$1-$2.gguf" "$1" "$2" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import gguf_io as G
+kvs, tensors = G.read_gguf(sys.argv[1] + "/austen-draft-f32.gguf")
+a = sys.argv[3]
+kvs = [("general.architecture", a) if k == "general.architecture" else
+       (k.replace("llama.", a + ".", 1) if k.startswith("llama.") else k, v) for k, v in kvs]
+if sys.argv[4] != "-":
+    kvs.append((a + "." + sys.argv[4], 30.0))
+G.write_gguf(sys.argv[2], kvs, tensors)
+PY
+        msg=$("$INFERA" generate "$refused/$1-$2.gguf" --prompt "Hi" --max-tokens 2 2>&1); rc=$?
+        case "$2:$msg" in
+            -:*"architecture 'gemma2' is not supported (supported: llama, qwen2, qwen3, phi3, gemma, gemma3)"*) ok "$1 refused, naming the supported architectures" ;;
+            *_logit_softcapping:*"soft-capping"*) [ $rc -ne 0 ] && ok "$1 with $2 refused" || bad "$1 with $2: exit 0" ;;
+            *) bad "$1 $2: exit $rc, '$msg'" ;;
+        esac
+    done
+    rm -rf "$refused"
 fi
 [ "$FAIL" -gt 0 ] || [ "$PASS" -gt 0 ] || skip "no check could run"
 check_done
