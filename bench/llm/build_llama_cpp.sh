@@ -2,8 +2,8 @@
 # Builds the llama.cpp peer (CPU only) from the git bundle shipped in npm node-llama-cpp@3.21.1.
 # Everything lives outside the repo in a cache folder (default ~/.cache/infera); a re-run with a finished build
 # only prints the tool paths. Prints "NAME=PATH" lines for llama-tokenize, llama-quantize, llama-simple,
-# llama-completion, llama-bench, llama-speculative-simple, LLAMA_GREEDY (bench/llm/llama_greedy.c built against the
-# peer's libllama: its greedy text on one thread, for the tests) and LLAMA_CPP_SRC=<source dir> (its
+# llama-completion, llama-bench, llama-speculative-simple, LLAMA_GREEDY and LLAMA_LOGITS (bench/llm/llama_greedy.c
+# and llama_logits.c built against the peer's libllama: its greedy text and its logits on one thread, for the tests) and LLAMA_CPP_SRC=<source dir> (its
 # models/ggml-vocab-* are the tokenizer test vectors).
 # (llama-completion is the prompt CLI of this llama.cpp version; llama-cli is not built there).
 # Usage: bench/llm/build_llama_cpp.sh [--src-only|--tests|--server]   (--src-only: clone the source only, no build;
@@ -51,17 +51,23 @@ for t in $TOOLS; do
     name=$(echo "$t" | tr 'a-z-' 'A-Z_')
     echo "$name=$BUILD/bin/$t"
 done
-# the one-thread greedy driver of the tests (tests/llm/llama_greedy.sh), rebuilt when its source is newer
-GREEDY_SRC="$(cd "$(dirname "$0")" && pwd)/llama_greedy.c"
+# the one-thread drivers of the tests (tests/llm/llama_greedy.sh: greedy text; test_gemma3.sh: logits), each rebuilt
+# when its source is newer
+build_driver() { # SOURCE BINARY
+    if [ ! -x "$2" ] || [ "$1" -nt "$2" ]; then
+        ${CC:-cc} -x c -O2 -std=c11 -Wall -Wextra -I"$SRC/include" -I"$SRC/ggml/include" "$1" -x none \
+            "$BUILD/src/libllama.a" "$BUILD/ggml/src/libggml.a" "$BUILD/ggml/src/libggml-cpu.a" \
+            "$BUILD/ggml/src/libggml-base.a" -lstdc++ -lpthread -lm -o "$2.tmp" >>"$BUILD.build.log" 2>&1 &&
+            mv "$2.tmp" "$2" ||
+            { echo "build_llama_cpp: building $2 failed, see $BUILD.build.log" >&2; exit 1; }
+    fi
+}
+HERE="$(cd "$(dirname "$0")" && pwd)"
 GREEDY="$BUILD/bin/llama-greedy-1t"
-if [ ! -x "$GREEDY" ] || [ "$GREEDY_SRC" -nt "$GREEDY" ]; then
-    ${CC:-cc} -x c -O2 -std=c11 -Wall -Wextra -I"$SRC/include" -I"$SRC/ggml/include" "$GREEDY_SRC" -x none \
-        "$BUILD/src/libllama.a" "$BUILD/ggml/src/libggml.a" "$BUILD/ggml/src/libggml-cpu.a" \
-        "$BUILD/ggml/src/libggml-base.a" -lstdc++ -lpthread -lm -o "$GREEDY.tmp" >>"$BUILD.build.log" 2>&1 &&
-        mv "$GREEDY.tmp" "$GREEDY" ||
-        { echo "build_llama_cpp: building $GREEDY failed, see $BUILD.build.log" >&2; exit 1; }
-fi
+build_driver "$HERE/llama_greedy.c" "$GREEDY"
+build_driver "$HERE/llama_logits.c" "$BUILD/bin/llama-logits-1t"
 echo "LLAMA_GREEDY=$GREEDY"
+echo "LLAMA_LOGITS=$BUILD/bin/llama-logits-1t"
 # --server: also llama-server (the continuous-batching peer of bench/llm/serve_batch.sh; a long build)
 if [ "${1:-}" = "--server" ]; then
     if [ ! -x "$BUILD/bin/llama-server" ]; then
