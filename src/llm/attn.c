@@ -2,7 +2,8 @@
  * attn.c -- the reference attention kernel of one (token, head) pair (attn.h)
  * and the choice of the fast twin.  Blocks of 64 keys: their scores, the
  * block maximum, the running sums rescaled when the maximum grows (online
- * softmax), exp with libm's expf.
+ * softmax), exp with libm's expf.  Its soft-capped variant (Gemma 2) has no
+ * fast twin yet: models with soft-capped scores run it for every pair.
  */
 #include "llm/attn.h"
 
@@ -14,8 +15,9 @@
 
 #define KEY_BLOCK 64
 
-void inf__llm_attn_ref(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys, float scale,
-                       float *o) {
+/* cap > 0: each score soft-capped, cap tanh(s / cap) (Gemma 2) */
+static void attn_ref(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys, float scale,
+                     float cap, float *o) {
     float acc[INF__LLM_MAX_HEAD_DIM] = {0}, s[KEY_BLOCK], mx = -INFINITY, l = 0;
     for (int j0 = 0; j0 < n_keys; j0 += KEY_BLOCK) {
         int nb = n_keys - j0 < KEY_BLOCK ? n_keys - j0 : KEY_BLOCK;
@@ -25,6 +27,7 @@ void inf__llm_attn_ref(int hd, const float *q, const float *k, const float *v, s
             double d = 0;
             for (int e = 0; e < hd; e++) d += (double)q[e] * kj[e];
             s[u] = (float)d * scale;
+            if (cap > 0) s[u] = tanhf(s[u] * (1.0f / cap)) * cap;
             if (s[u] > bmax) bmax = s[u];
         }
         float mnew = bmax > mx ? bmax : mx, corr = expf(mx - mnew);
@@ -41,6 +44,16 @@ void inf__llm_attn_ref(int hd, const float *q, const float *k, const float *v, s
         }
     }
     for (int e = 0; e < hd; e++) o[e] = acc[e] / l;
+}
+
+void inf__llm_attn_ref(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys, float scale,
+                       float *o) {
+    attn_ref(hd, q, k, v, stride, n_keys, scale, 0, o);
+}
+
+void inf__llm_attn_capped_ref(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys,
+                              float scale, float cap, float *o) {
+    attn_ref(hd, q, k, v, stride, n_keys, scale, cap, o);
 }
 
 /* 0: not decided yet, 1: reference, 2: AVX2, 3: AVX-512 (the environment

@@ -23,6 +23,9 @@ typedef void (*inf__llm_attn_fn)(int hd, const float *q, const float *k, const f
 inf__llm_attn_fn inf__llm_attn_get(bool force_ref);
 void inf__llm_attn_ref(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys, float scale,
                        float *o);
+/* The reference kernel with soft-capped scores, cap tanh(scale q . k / cap) (Gemma 2's attn_logit_softcapping). */
+void inf__llm_attn_capped_ref(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys,
+                              float scale, float cap, float *o);
 /* AVX2/FMA (attn_avx2.c): head sizes that are multiples of 8, else the reference. */
 /* AVX-512 (attn_avx512.c): head sizes that are multiples of 16, else the AVX2 kernel. */
 void inf__llm_attn_avx512(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys,

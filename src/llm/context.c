@@ -448,10 +448,11 @@ typedef struct attn_job {
 } attn_job;
 
 /* Whether a pass's attention at `layer` takes the grouped path: a few tokens of one sequence whose keys all start
- * at position 0 (a sliding-window layer past its window starts each token's keys elsewhere). */
+ * at position 0 (a sliding-window layer past its window starts each token's keys elsewhere), scores not capped. */
 static bool grouped_pass(const inf_llm_context *c, int layer, int n, inf_llm_context *const *seqs) {
     const inf_llm_model *m = c->m;
-    return n <= SMALL_PASS && !seqs && !(m->layers[layer].swa && c->n_past + n > m->swa_window);
+    return n <= SMALL_PASS && !seqs && !(m->layers[layer].swa && c->n_past + n > m->swa_window) &&
+           !(m->attn_softcap > 0);
 }
 
 /* A short pass of one sequence with a multi-query kernel: task g = kv head
@@ -525,8 +526,11 @@ static void attention(void *arg, int64_t begin, int64_t end) {
         size_t koff = (size_t)first * KVd + (size_t)(h / group) * hd;
         const float *kc = sq->k_cache + (size_t)j->layer * sq->n_ctx * KVd + koff,
                     *vc = sq->v_cache + (size_t)j->layer * sq->n_ctx * KVd + koff;
-        attend(hd, c->q + (size_t)t * Qd + (size_t)h * hd, kc, vc, KVd, pos + 1 - first, scale,
-               c->att + (size_t)t * Qd + (size_t)h * hd);
+        const float *q = c->q + (size_t)t * Qd + (size_t)h * hd;
+        float *o = c->att + (size_t)t * Qd + (size_t)h * hd;
+        if (c->m->attn_softcap > 0)
+            inf__llm_attn_capped_ref(hd, q, kc, vc, KVd, pos + 1 - first, scale, c->m->attn_softcap, o);
+        else attend(hd, q, kc, vc, KVd, pos + 1 - first, scale, o);
     }
 }
 
@@ -654,6 +658,10 @@ static void forward_seqs(inf_llm_context *c, inf_llm_context *const *seqs, const
     for (int t = 0; t < rows; t++)
         rmsnorm(c->xb + (size_t)t * E, c->x + (size_t)(first + t) * E, m->output_norm, E, m->rms_eps);
     matmul(c, &m->output, c->xb, E, rows, c->logits, I->n_vocab, false, NULL);
+    if (m->final_softcap > 0) { /* as ggml: scale by 1/c, tanh, scale by c */
+        float cap = m->final_softcap;
+        for (size_t i = 0; i < (size_t)rows * I->n_vocab; i++) c->logits[i] = tanhf(c->logits[i] * (1.0f / cap)) * cap;
+    }
 }
 
 static void forward(inf_llm_context *c, const int32_t *tokens, int n, int first) {

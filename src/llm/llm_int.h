@@ -52,7 +52,9 @@ struct inf_llm_model {
     int swa_window;
     uint32_t swa_every; /* which layers: all but every swa_every-th (0: none) */
     float rope_base_swa, rope_freq_scale_swa;
-    float attn_scale;        /* of q . k: 1 / sqrt(head size), or gemma3 27B's 1 / sqrt(n_embd / n_head) */
+    float attn_scale;        /* of q . k: 1 / sqrt(head size), or gemma2/3 27B's 1 / sqrt(n_embd / n_head) */
+    float attn_softcap;      /* attention scores c tanh(s / c) when c > 0 (gemma2) */
+    float final_softcap;     /* logits c tanh(x / c) when c > 0 (gemma2, optional in gemma3) */
     inf__llm_gate_kind gate; /* the feed-forward gate: SwiGLU or GeGLU */
     bool embed_scale;        /* token embeddings times sqrt(n_embd) (gemma) */
     inf__llm_weight tok_embd, output;

@@ -21,19 +21,47 @@ typedef struct arch_info {
     const char *name;
     int rope_type;
     inf__llm_gate_kind gate;
-    bool embed_scale;   /* the token embeddings times sqrt(embedding length) */
-    uint32_t swa_every; /* sliding-window layers: all but every swa_every-th (0: none; gemma3: 6, 5 local : 1 global) */
+    bool embed_scale; /* the token embeddings times sqrt(embedding length) */
+    /* sliding-window layers: all but every swa_every-th (0: none), the window when the file does not say (0: none),
+     * and whether their RoPE base defaults to the model's (else 10000), as llama.cpp reads each architecture */
+    uint32_t swa_every, swa_window;
+    bool swa_base_is_global;
+    /* logit soft-capping, c tanh(x / c), when the file does not say (0: none): attention scores, final logits */
+    float attn_softcap, final_softcap;
+    /* the layer count of the one size whose q . k is divided by sqrt(n_embd / n_head), not sqrt(head size) (0: none;
+     * llama.cpp's rule after gemma_pytorch's query_pre_attn_scalar) */
+    uint32_t embd_scaled_layers;
 } arch_info;
 
+#define GELU INF__LLM_GATE_GELU_TANH
 static const arch_info archs[] = {
-    {"llama", INF__ROPE_NORM, INF__LLM_GATE_SILU, false, 0},
-    {"qwen2", INF__ROPE_NEOX, INF__LLM_GATE_SILU, false, 0},     /* Qwen2 / Qwen2.5: q/k/v biases (read when present) */
-    {"qwen3", INF__ROPE_NEOX, INF__LLM_GATE_SILU, false, 0},     /* Qwen3: RMSNorm of each q/k head before RoPE */
-    {"phi3", INF__ROPE_NEOX, INF__LLM_GATE_SILU, false, 0},      /* Phi-3 / 3.5: fused qkv and gate|up, LongRoPE */
-    {"gemma", INF__ROPE_NEOX, INF__LLM_GATE_GELU_TANH, true, 0}, /* Gemma (1): GeGLU, scaled embeddings, tied head */
-    /* Gemma 3 (text): gemma's, with q/k head norms, post-attention / post-feed-forward norms, sliding-window layers */
-    {"gemma3", INF__ROPE_NEOX, INF__LLM_GATE_GELU_TANH, true, 6},
+    {.name = "llama", .rope_type = INF__ROPE_NORM},
+    {.name = "qwen2", .rope_type = INF__ROPE_NEOX}, /* Qwen2 / Qwen2.5: q/k/v biases (read when present) */
+    {.name = "qwen3", .rope_type = INF__ROPE_NEOX}, /* Qwen3: RMSNorm of each q/k head before RoPE */
+    {.name = "phi3", .rope_type = INF__ROPE_NEOX},  /* Phi-3 / 3.5: fused qkv and gate|up, LongRoPE */
+    /* Gemma (1): GeGLU, scaled embeddings, tied head */
+    {.name = "gemma", .rope_type = INF__ROPE_NEOX, .gate = GELU, .embed_scale = true},
+    /* Gemma 2: gemma's, with post-attention / post-feed-forward norms, every other layer sliding (4096), soft-capped
+     * attention scores (50) and logits (30) */
+    {.name = "gemma2",
+     .rope_type = INF__ROPE_NEOX,
+     .gate = GELU,
+     .embed_scale = true,
+     .swa_every = 2,
+     .swa_window = 4096,
+     .swa_base_is_global = true,
+     .attn_softcap = 50,
+     .final_softcap = 30,
+     .embd_scaled_layers = 46},
+    /* Gemma 3 (text): gemma's, with q/k head norms, post-norms, 5 sliding-window layers in 6 (window from the file) */
+    {.name = "gemma3",
+     .rope_type = INF__ROPE_NEOX,
+     .gate = GELU,
+     .embed_scale = true,
+     .swa_every = 6,
+     .embd_scaled_layers = 62},
 };
+#undef GELU
 
 /* "llama, qwen2, ..." into buf, for messages */
 static const char *arch_list(char *buf, size_t n) {
@@ -127,18 +155,19 @@ static inf_status mat(loader *L, const char *name, bool required, int64_t cols, 
     return INF_OK;
 }
 
-/* Sliding-window attention (architectures with swa_every): the window (`attention.sliding_window`; none when
- * absent or 0), which layers use it (`attention.sliding_window_pattern` = P: all but every P-th, as llama.cpp's
- * set_swa_pattern), and their RoPE base (`rope.freq_base_swa`, llama.cpp's default 10000) and scale (1). */
-static inf_status load_swa(loader *L) {
+/* Sliding-window attention (architectures with swa_every): the window (`attention.sliding_window`, else the
+ * architecture's; 0: none), which layers use it (`attention.sliding_window_pattern` = P: all but every P-th, as
+ * llama.cpp's set_swa_pattern), and their RoPE base (`rope.freq_base_swa`, else the model's or 10000 by
+ * architecture) and scale (1). */
+static inf_status load_swa(loader *L, const arch_info *a) {
     inf_llm_model *m = L->m;
-    uint32_t window, every = m->swa_every;
+    uint32_t window, every = a->swa_every;
     inf_status st;
     m->rope_base_swa = 10000.0f, m->rope_freq_scale_swa = 1.0f;
     if (!every) return INF_OK;
-    if ((st = key_u32(L, "attention.sliding_window", false, 0, &window)) ||
+    if ((st = key_u32(L, "attention.sliding_window", false, a->swa_window, &window)) ||
         (st = key_u32(L, "attention.sliding_window_pattern", false, every, &every)) ||
-        (st = key_f32(L, "rope.freq_base_swa", 10000.0f, &m->rope_base_swa)))
+        (st = key_f32(L, "rope.freq_base_swa", a->swa_base_is_global ? m->rope_base : 10000.0f, &m->rope_base_swa)))
         return st;
     if (!(m->rope_base_swa > 0))
         return inf_error_set(L->err, INF_EMODEL, "%s: rope.freq_base_swa %g", m->info.path, m->rope_base_swa);
@@ -147,7 +176,20 @@ static inf_status load_swa(loader *L) {
     return INF_OK;
 }
 
-static inf_status load_hparams(loader *L) {
+/* Logit soft-capping (`attn_logit_softcapping`, `final_logit_softcapping`, else the architecture's). */
+static inf_status load_softcaps(loader *L, const arch_info *a) {
+    inf_llm_model *m = L->m;
+    inf_status st;
+    if ((st = key_f32(L, "attn_logit_softcapping", a->attn_softcap, &m->attn_softcap)) ||
+        (st = key_f32(L, "final_logit_softcapping", a->final_softcap, &m->final_softcap)))
+        return st;
+    if (!(m->attn_softcap >= 0 && m->attn_softcap < 1e6f) || !(m->final_softcap >= 0 && m->final_softcap < 1e6f))
+        return inf_error_set(L->err, INF_EMODEL, "%s: logit soft-capping %g / %g out of range", m->info.path,
+                             m->attn_softcap, m->final_softcap);
+    return INF_OK;
+}
+
+static inf_status load_hparams(loader *L, const arch_info *a) {
     inf_llm_model *m = L->m;
     inf_llm_model_info *I = &m->info;
     uint32_t ctx, embd, nl, nh, nkv, ff, rdim, hd;
@@ -206,17 +248,10 @@ static inf_status load_hparams(loader *L) {
                              "%s: rope.freq_base %g / rms epsilon %g / rope attn_factor %g out of range", I->path,
                              m->rope_base, m->rms_eps, m->rope_attn_factor);
     m->rope_dim = (int)rdim;
-    float final_cap, attn_cap;
-    if ((st = load_swa(L)) || (st = key_f32(L, "final_logit_softcapping", 0.0f, &final_cap)) ||
-        (st = key_f32(L, "attn_logit_softcapping", 0.0f, &attn_cap)))
-        return st;
-    if (final_cap != 0 || attn_cap != 0)
-        return inf_error_set(L->err, INF_EUNSUPPORTED,
-                             "%s: logit soft-capping (%s.*_logit_softcapping) is not supported", I->path, m->arch);
-    /* q . k / sqrt(head size); gemma3 27B (62 layers) divides by sqrt(n_embd / n_head), as llama.cpp does after
-     * gemma_pytorch's query_pre_attn_scalar */
+    if ((st = load_swa(L, a)) || (st = load_softcaps(L, a))) return st;
+    /* q . k / sqrt(head size), or / sqrt(n_embd / n_head) for the one size that does (arch_info) */
     m->attn_scale = 1.0f / sqrtf((float)hd);
-    if (!strcmp(m->arch, "gemma3") && nl == 62) m->attn_scale = 1.0f / sqrtf((float)(embd / nh));
+    if (a->embd_scaled_layers && nl == a->embd_scaled_layers) m->attn_scale = 1.0f / sqrtf((float)(embd / nh));
     I->n_ctx_train = (int)(ctx > (1u << 24) ? (1u << 24) : ctx);
     I->n_embd = (int)embd, I->n_layer = (int)nl, I->n_head = (int)nh, I->n_head_kv = (int)nkv, I->n_ff = (int)ff;
     I->n_head_dim = (int)hd;
@@ -371,12 +406,11 @@ inf_status inf__llm_model_from_gguf(inf__gguf *g, bool force_ref, inf_llm_model 
     m->rope_type = a->rope_type;
     m->gate = a->gate;
     m->embed_scale = a->embed_scale;
-    m->swa_every = a->swa_every;
     m->info.architecture = m->arch;
     if (inf__gguf_find_key(g, "general.name") >= 0 && inf__gguf_get_str(g, "general.name", &s, &n, NULL) == INF_OK)
         snprintf(m->name, sizeof m->name, "%.*s", (int)(n > 127 ? 127 : n), s);
     m->info.name = m->name;
-    if ((st = load_hparams(&L)) || (st = load_tensors(&L)) || (st = inf__llm_place_weights(m, err))) goto fail;
+    if ((st = load_hparams(&L, a)) || (st = load_tensors(&L)) || (st = inf__llm_place_weights(m, err))) goto fail;
     *out = m;
     return INF_OK;
 fail:
