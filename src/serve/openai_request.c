@@ -3,11 +3,13 @@
  * the model, the sampling parameters, the prompt, the chat messages and their rendering through a chat template,
  * the embeddings' input.  Nothing here knows the server, the model or the connection.
  *
- * CHAT TEMPLATES are recognised, not interpreted (no Jinja): a template holding "<|im_start|>" is ChatML,
- * "<|start_header_id|>" llama-3, "[INST]" llama-2; no template or another one: ChatML (docs/llm.md).
+ * CHAT TEMPLATES are recognised, not interpreted (no Jinja), as llama.cpp recognises them: a template holding
+ * "<|im_start|>" is ChatML, "<|start_header_id|>" llama-3, "[INST]" llama-2, "<start_of_turn>" Gemma, "<|assistant|>"
+ * with "<|end|>" Phi-3; no template or another one: ChatML (docs/llm.md).
  */
 #include "serve/openai_request.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -229,18 +231,57 @@ int inf__oai_check(oai_request *rq, oai_kind kind, oai_fail *f) {
 /* ---- chat templates ------------------------------------------------------------ */
 
 typedef struct chat_format {
-    const char *marker; /* recognises the template */
+    const char *marker, *marker2; /* recognise the template (marker2: also needed, or NULL) */
     const char *name;
     const char *before_role, *after_role; /* around the role */
     const char *after_content;            /* ends a message */
     const char *generation;               /* opens the assistant's turn */
+    bool trim;                            /* the content without its leading and trailing whitespace */
 } chat_format;
 
+/* As llama.cpp's llm_chat_apply_template writes them (its tests/test-chat-template.cpp vectors: test_chat_templates.c)
+ */
 static const chat_format formats[] = {
-    {"<|im_start|>", "chatml", "<|im_start|>", "\n", "<|im_end|>\n", "<|im_start|>assistant\n"},
-    {"<|start_header_id|>", "llama3", "<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>",
-     "<|start_header_id|>assistant<|end_header_id|>\n\n"},
+    {"<|im_start|>", NULL, "chatml", "<|im_start|>", "\n", "<|im_end|>\n", "<|im_start|>assistant\n", false},
+    {"<|start_header_id|>", "<|end_header_id|>", "llama3", "<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>",
+     "<|start_header_id|>assistant<|end_header_id|>\n\n", true},
+    {"<|assistant|>", "<|end|>", "phi3", "<|", "|>\n", "<|end|>\n", "<|assistant|>\n", false},
 };
+
+/* a string without its leading and trailing whitespace (as llama.cpp's trim: " \t\n\r\v\f"), into b */
+static void put_trimmed(srv_buf *b, const char *s) {
+    const char *ws = " \t\n\r\v\f";
+    while (*s && strchr(ws, *s)) s++;
+    size_t n = strlen(s);
+    while (n && strchr(ws, s[n - 1])) n--;
+    inf__serve_buf_printf(b, "%.*s", (int)(n > INT_MAX ? INT_MAX : n), s);
+}
+
+/* Gemma: <start_of_turn>user\ncontent<end_of_turn>\n ... <start_of_turn>model\n; "assistant" is "model", system
+ * messages are joined and put before the next user turn's content (Gemma has no system role), contents trimmed */
+static void render_gemma(const cJSON *msgs, srv_buf *b) {
+    srv_buf sys = {0};
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs) {
+        const char *role = cJSON_GetObjectItemCaseSensitive(m, "role")->valuestring;
+        const char *content = cJSON_GetObjectItemCaseSensitive(m, "content")->valuestring;
+        if (!strcmp(role, "system")) {
+            put_trimmed(&sys, content);
+            continue;
+        }
+        bool model = !strcmp(role, "assistant");
+        inf__serve_buf_printf(b, "<start_of_turn>%s\n", model ? "model" : role);
+        if (sys.n && !model) {
+            inf__serve_buf_printf(b, "%.*s\n\n", (int)sys.n, sys.p);
+            sys.n = 0;
+        }
+        put_trimmed(b, content);
+        inf__serve_buf_puts(b, "<end_of_turn>\n");
+    }
+    inf__serve_buf_puts(b, "<start_of_turn>model\n");
+    if (sys.oom) b->oom = 1;
+    inf__serve_buf_free(&sys);
+}
 
 /* llama-2: [INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST] assistant </s><s>[INST] ... */
 static void render_llama2(const cJSON *msgs, srv_buf *b) {
@@ -267,15 +308,21 @@ void inf__oai_render_chat(const char *tpl, const cJSON *msgs, srv_buf *b) {
         render_llama2(msgs, b);
         return;
     }
+    if (tpl && strstr(tpl, "<start_of_turn>")) {
+        render_gemma(msgs, b);
+        return;
+    }
     const chat_format *f = &formats[0]; /* the default */
     for (size_t i = 0; tpl && i < sizeof formats / sizeof formats[0]; i++)
-        if (strstr(tpl, formats[i].marker)) f = &formats[i];
+        if (strstr(tpl, formats[i].marker) && (!formats[i].marker2 || strstr(tpl, formats[i].marker2))) f = &formats[i];
     const cJSON *m;
     cJSON_ArrayForEach(m, msgs) {
+        const char *content = cJSON_GetObjectItemCaseSensitive(m, "content")->valuestring;
         inf__serve_buf_puts(b, f->before_role);
         inf__serve_buf_puts(b, cJSON_GetObjectItemCaseSensitive(m, "role")->valuestring);
         inf__serve_buf_puts(b, f->after_role);
-        inf__serve_buf_puts(b, cJSON_GetObjectItemCaseSensitive(m, "content")->valuestring);
+        if (f->trim) put_trimmed(b, content);
+        else inf__serve_buf_puts(b, content);
         inf__serve_buf_puts(b, f->after_content);
     }
     inf__serve_buf_puts(b, f->generation);

@@ -153,11 +153,12 @@ static void fuzz_openai(const char *p, size_t n) {
                         if (ids[i] < 0 || ids[i] >= 1000) abort();
                 free(ids);
             } else if (kind == OAI_CHAT) {
-                static const char *const templates[] = {NULL, "<|im_start|>", "<|start_header_id|>", "[INST]"};
-                for (int t = 0; t < 4; t++) {
+                static const char *const templates[] = {NULL,     "<|im_start|>",    "<|start_header_id|>",
+                                                        "[INST]", "<start_of_turn>", "<|assistant|><|end|>"};
+                for (int t = 0; t < 6; t++) {
                     srv_buf text = {0};
                     inf__oai_render_chat(templates[t], rq.messages, &text);
-                    if (!text.oom && !text.p && t != 3) abort(); /* ChatML and llama-3 always write the turn */
+                    if (!text.oom && !text.p && t != 3) abort(); /* all but llama-2 always write the turn */
                     inf__serve_buf_free(&text);
                 }
             } else if (kind == OAI_EMBEDDINGS && !rq.input) {
