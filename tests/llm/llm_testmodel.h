@@ -1,7 +1,8 @@
 /*
  * llm_testmodel.h -- random llama-architecture GGUF models for tests, built
  * in memory (gguf_writer.h): a vocabulary of V, E-wide embeddings, 4 heads
- * (2 kv heads), matrices in a chosen ggml type.  Weights are quantized here
+ * (2 kv heads), matrices in a chosen ggml type; optionally another
+ * architecture's name and the tensors and keys it adds (tm_params).  Weights are quantized here
  * with plain textbook rules (not the engine's code) so that the quantized
  * files are like those a converter writes.
  */
@@ -17,6 +18,15 @@ typedef struct tm_params {
     uint32_t type; /* ggml type of the matrices */
     uint64_t seed;
     int tied;
+    /* other architectures (NULL: llama) and what their files add: */
+    const char *arch;
+    int fused;      /* phi3's attn_qkv (q | k | v rows) and ffn_up (gate | up rows), same rows as apart */
+    int head_norms; /* attn_q_norm / attn_k_norm (qwen3, gemma3) */
+    int post_norms; /* post_attention_norm / post_ffw_norm (gemma2, gemma3) */
+    int swa_window; /* <arch>.attention.sliding_window when > 0, with ...sliding_window_pattern = swa_pattern */
+    int swa_pattern;
+    float attn_softcap; /* <arch>.attn_logit_softcapping / final_logit_softcapping when > 0 */
+    float final_softcap;
 } tm_params;
 
 static inline float tm_rand(uint64_t *s) { /* uniform in [-1, 1) */
@@ -98,21 +108,47 @@ static inline void tm_vector(gw *w, const char *name, int64_t n, float base, flo
     free(x);
 }
 
+/* rows x cols matrices generated one after another into one tensor: the same bytes as tm_matrix gives each */
+static inline void tm_matrices(gw *w, const char *name, uint32_t type, int64_t cols, int n, const int64_t *rows,
+                               const float *scale, uint64_t *s) {
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) total += rows[i];
+    float *x = malloc(cols * total * 4);
+    uint8_t *q = malloc(cols * total * 4 + 64);
+    int64_t at = 0;
+    for (int i = 0; i < n; i++)
+        for (int64_t j = 0; j < cols * rows[i]; j++) x[at++] = tm_rand(s) * scale[i];
+    size_t bytes = tm_quantize(type, x, cols * total, q);
+    int64_t ne[2] = {cols, total};
+    gw_tensor(w, name, type, 2, ne, q, bytes);
+    free(x), free(q);
+}
+
 static inline void tm_build(const tm_params *p, uint8_t **out, size_t *size) {
     gw w;
     gw_init(&w);
     uint64_t s = p->seed * 7919 + 1;
     int hd = p->embd / p->heads;
-    gw_key_str(&w, "general.architecture", "llama");
+    const char *a = p->arch ? p->arch : "llama";
+    char k[96];
+#define AK(x) (snprintf(k, sizeof k, "%s.%s", a, x), k)
+    gw_key_str(&w, "general.architecture", a);
     gw_key_str(&w, "general.name", "random test model");
-    gw_key_u32(&w, "llama.context_length", (uint32_t)p->ctx);
-    gw_key_u32(&w, "llama.embedding_length", (uint32_t)p->embd);
-    gw_key_u32(&w, "llama.block_count", (uint32_t)p->layers);
-    gw_key_u32(&w, "llama.feed_forward_length", (uint32_t)p->ff);
-    gw_key_u32(&w, "llama.attention.head_count", (uint32_t)p->heads);
-    gw_key_u32(&w, "llama.attention.head_count_kv", (uint32_t)p->heads_kv);
-    gw_key_f32(&w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    gw_key_f32(&w, "llama.rope.freq_base", 10000.0f);
+    gw_key_u32(&w, AK("context_length"), (uint32_t)p->ctx);
+    gw_key_u32(&w, AK("embedding_length"), (uint32_t)p->embd);
+    gw_key_u32(&w, AK("block_count"), (uint32_t)p->layers);
+    gw_key_u32(&w, AK("feed_forward_length"), (uint32_t)p->ff);
+    gw_key_u32(&w, AK("attention.head_count"), (uint32_t)p->heads);
+    gw_key_u32(&w, AK("attention.head_count_kv"), (uint32_t)p->heads_kv);
+    gw_key_f32(&w, AK("attention.layer_norm_rms_epsilon"), 1e-5f);
+    gw_key_f32(&w, AK("rope.freq_base"), 10000.0f);
+    if (p->swa_window > 0) {
+        gw_key_u32(&w, AK("attention.sliding_window"), (uint32_t)p->swa_window);
+        gw_key_u32(&w, AK("attention.sliding_window_pattern"), (uint32_t)p->swa_pattern);
+    }
+    if (p->attn_softcap > 0) gw_key_f32(&w, AK("attn_logit_softcapping"), p->attn_softcap);
+    if (p->final_softcap > 0) gw_key_f32(&w, AK("final_logit_softcapping"), p->final_softcap);
+#undef AK
     gw_key_u32(&w, "tokenizer.ggml.bos_token_id", 1);
     gw_key_u32(&w, "tokenizer.ggml.eos_token_id", 2);
     tm_matrix(&w, "token_embd.weight", p->type == 1 ? 1 : 8, p->embd, p->vocab, 1.0f, &s);
@@ -123,14 +159,34 @@ static inline void tm_build(const tm_params *p, uint8_t **out, size_t *size) {
 #define TN(x) (snprintf(n, sizeof n, "blk.%d.%s", l, x), n)
         float sc = 1.0f / sqrtf((float)p->embd) * 2;
         tm_vector(&w, TN("attn_norm.weight"), p->embd, 1.0f, 0.2f, &s);
-        tm_matrix(&w, TN("attn_q.weight"), p->type, p->embd, p->embd, sc * 2, &s);
-        tm_matrix(&w, TN("attn_k.weight"), p->type, p->embd, hd * p->heads_kv, sc * 2, &s);
-        tm_matrix(&w, TN("attn_v.weight"), p->type, p->embd, hd * p->heads_kv, sc, &s);
+        if (p->fused) {
+            int64_t rows[3] = {p->embd, hd * p->heads_kv, hd * p->heads_kv};
+            float scales[3] = {sc * 2, sc * 2, sc};
+            tm_matrices(&w, TN("attn_qkv.weight"), p->type, p->embd, 3, rows, scales, &s);
+        } else {
+            tm_matrix(&w, TN("attn_q.weight"), p->type, p->embd, p->embd, sc * 2, &s);
+            tm_matrix(&w, TN("attn_k.weight"), p->type, p->embd, hd * p->heads_kv, sc * 2, &s);
+            tm_matrix(&w, TN("attn_v.weight"), p->type, p->embd, hd * p->heads_kv, sc, &s);
+        }
         tm_matrix(&w, TN("attn_output.weight"), p->type, p->embd, p->embd, sc, &s);
         tm_vector(&w, TN("ffn_norm.weight"), p->embd, 1.0f, 0.2f, &s);
-        tm_matrix(&w, TN("ffn_gate.weight"), p->type, p->embd, p->ff, sc, &s);
-        tm_matrix(&w, TN("ffn_up.weight"), p->type, p->embd, p->ff, sc, &s);
+        if (p->fused) {
+            int64_t rows[2] = {p->ff, p->ff};
+            float scales[2] = {sc, sc};
+            tm_matrices(&w, TN("ffn_up.weight"), p->type, p->embd, 2, rows, scales, &s);
+        } else {
+            tm_matrix(&w, TN("ffn_gate.weight"), p->type, p->embd, p->ff, sc, &s);
+            tm_matrix(&w, TN("ffn_up.weight"), p->type, p->embd, p->ff, sc, &s);
+        }
         tm_matrix(&w, TN("ffn_down.weight"), p->type, p->ff, p->embd, 1.0f / sqrtf((float)p->ff) * 2, &s);
+        if (p->head_norms) {
+            tm_vector(&w, TN("attn_q_norm.weight"), hd, 1.0f, 0.5f, &s);
+            tm_vector(&w, TN("attn_k_norm.weight"), hd, 1.0f, 0.5f, &s);
+        }
+        if (p->post_norms) {
+            tm_vector(&w, TN("post_attention_norm.weight"), p->embd, 1.0f, 0.5f, &s);
+            tm_vector(&w, TN("post_ffw_norm.weight"), p->embd, 1.0f, 0.5f, &s);
+        }
 #undef TN
     }
     gw_finish(&w, 3, out, size);

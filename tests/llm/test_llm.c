@@ -39,7 +39,15 @@ static const uint32_t types[] = {0, 1, 8, 2, 3};
 static const char *type_names[] = {"f32", "f16", "q8_0", "q4_0", "q4_1"};
 
 static tm_params params(uint32_t type, uint64_t seed) {
-    tm_params p = {93, 64, 2, 4, 2, 128, 128, type, seed, 0}; /* 93: output rows not a multiple of 8 */
+    tm_params p = {.vocab = 93,
+                   .embd = 64,
+                   .layers = 2,
+                   .heads = 4,
+                   .heads_kv = 2,
+                   .ff = 128,
+                   .ctx = 128,
+                   .type = type,
+                   .seed = seed}; /* 93: output rows not a multiple of 8 */
     return p;
 }
 
@@ -579,6 +587,128 @@ static void test_forward(uint32_t type, const char *tn) {
     free(b1), free(b2);
 }
 
+/* ---- other architectures ---- */
+
+/* All N logits rows of tokens[0..N) in one pass of a fresh context (n_threads threads, passes of n_batch). */
+static float *all_logits(inf_llm_model *m, int N, int threads, int n_batch) {
+    inf_llm_context_options o;
+    inf_llm_context_options_init(&o);
+    o.n_logits = o.n_batch = n_batch;
+    o.n_threads = threads;
+    inf_llm_context *c;
+    inf_error err;
+    const float *l;
+    int V = inf_llm_model_get_info(m)->n_vocab;
+    float *out = malloc(sizeof(float) * (size_t)N * V);
+    if (!out || inf_llm_context_new(m, &o, &c, &err)) return free(out), NULL;
+    for (int done = 0; done < N; done += n_batch) {
+        int k = N - done < n_batch ? N - done : n_batch;
+        if (inf_llm_context_eval(c, tokens + done, k, true, &l, &err)) {
+            fprintf(stderr, "all_logits: %s\n", err.message);
+            inf_llm_context_free(c);
+            return free(out), NULL;
+        }
+        memcpy(out + (size_t)done * V, l, sizeof(float) * (size_t)k * V);
+    }
+    inf_llm_context_free(c);
+    return out;
+}
+
+/* Decoded one token at a time (decoding, the grouped attention path) == the rows of one pass, bit for bit, and
+ * 2 threads in passes of 8 == 1 thread. */
+static void check_passes_agree(inf_llm_model *m, int N, const char *what) {
+    int V = inf_llm_model_get_info(m)->n_vocab;
+    float *whole = all_logits(m, N, 1, 32), *split = all_logits(m, N, 2, 8), *ones = all_logits(m, N, 1, 1);
+    CHECK(whole && split && ones, "%s: evaluated", what);
+    if (whole && split && ones) {
+        CHECK(max_abs(whole, (size_t)N * V) > 0.1f, "%s: logits not all ~0", what);
+        CHECK(!memcmp(whole, ones, sizeof(float) * (size_t)N * V), "%s: decoded one by one == one pass: max diff %g",
+              what, max_abs_diff(whole, ones, (size_t)N * V));
+        CHECK(!memcmp(whole, split, sizeof(float) * (size_t)N * V),
+              "%s: 2 threads in passes of 8 == 1 thread: max diff %g", what, max_abs_diff(whole, split, (size_t)N * V));
+    }
+    free(whole), free(split), free(ones);
+}
+
+static void test_architectures(void) {
+    uint8_t *b1, *b2;
+    int N = 24;
+    /* phi3's fused attn_qkv / ffn_up are read as views of their rows: the same logits, bit for bit, as qwen2 (the
+     * same NeoX RoPE, no biases) with the rows in separate matrices */
+    for (int t = 0; t < 3; t++) {
+        tm_params p = params(types[t == 2 ? 3 : t], 31);
+        p.arch = "qwen2";
+        inf_llm_model *sep = load(&p, false, &b1);
+        p.arch = "phi3", p.fused = 1;
+        inf_llm_model *fused = load(&p, false, &b2);
+        CHECK(sep && fused, "phi3 / qwen2 %s: load", type_names[t == 2 ? 3 : t]);
+        if (sep && fused) {
+            float *a = all_logits(sep, N, 1, 32), *b = all_logits(fused, N, 1, 32);
+            int V = p.vocab;
+            CHECK(a && b && !memcmp(a, b, sizeof(float) * (size_t)N * V),
+                  "phi3 fused qkv and gate|up == qwen2 separate (%s): max diff %g", type_names[t == 2 ? 3 : t],
+                  a && b ? max_abs_diff(a, b, (size_t)N * V) : -1.0f);
+            free(a), free(b);
+        }
+        inf_llm_model_free(sep), inf_llm_model_free(fused);
+        free(b1), free(b2);
+    }
+    /* gemma3 (q/k head norms, post-norms, layers 0 and 2 sliding over 5 positions) and gemma2 (soft-capped scores
+     * and logits, every other layer sliding): decoding, threads and pass splits agree; logits within the final cap */
+    tm_params g3 = params(8, 37);
+    g3.layers = 4, g3.arch = "gemma3", g3.head_norms = 1, g3.post_norms = 1, g3.swa_window = 5, g3.swa_pattern = 2;
+    tm_params g2 = params(0, 41);
+    g2.layers = 3, g2.arch = "gemma2", g2.post_norms = 1, g2.swa_window = 6, g2.swa_pattern = 2;
+    g2.attn_softcap = 2.0f, g2.final_softcap = 3.0f;
+    const tm_params *gs[2] = {&g3, &g2};
+    for (int i = 0; i < 2; i++) {
+        inf_llm_model *m = load(gs[i], false, &b1);
+        CHECK(m != NULL, "%s: load", gs[i]->arch);
+        if (m) {
+            check_passes_agree(m, N, gs[i]->arch);
+            float *l = all_logits(m, N, 1, 32);
+            if (l && gs[i]->final_softcap > 0)
+                CHECK(max_abs(l, (size_t)N * gs[i]->vocab) < gs[i]->final_softcap, "%s: logits within the final cap",
+                      gs[i]->arch);
+            free(l);
+        }
+        inf_llm_model_free(m);
+        free(b1);
+    }
+    /* the window: a one-layer gemma3 whose only layer slides over W positions sees, at position p, only tokens
+     * p - W + 1 .. p, so its logits there equal the last row of a fresh pass over just those W tokens (RoPE is
+     * relative: equal up to rounding) */
+    tm_params w1 = params(0, 43);
+    int W = 4;
+    w1.layers = 1, w1.arch = "gemma3", w1.swa_window = W, w1.swa_pattern = 0; /* pattern 0: every layer slides */
+    inf_llm_model *m = load(&w1, false, &b1);
+    CHECK(m != NULL, "gemma3 window: load");
+    if (m) {
+        int V = w1.vocab;
+        float *full = all_logits(m, N, 1, 32), worst = 0, mag = 0;
+        inf_llm_context *c;
+        inf_error err;
+        inf_llm_context_options o;
+        inf_llm_context_options_init(&o);
+        CHECK(full && inf_llm_context_new(m, &o, &c, &err) == INF_OK, "gemma3 window: context");
+        for (int p = W; p < N && full; p++) {
+            const float *l;
+            inf_llm_context_rewind(c, 0, NULL);
+            CHECK(inf_llm_context_eval(c, tokens + p - W + 1, W, false, &l, &err) == INF_OK, "%s", err.message);
+            worst = fmaxf(worst, max_abs_diff(l, full + (size_t)p * V, V));
+            mag = fmaxf(mag, max_abs(l, V));
+        }
+        CHECK(mag > 0.1f && worst <= 1e-4f * mag,
+              "gemma3 window of %d: position p == the last %d tokens alone: max "
+              "diff %g (logits up to %g)",
+              W, W, worst, mag);
+        free(full);
+        inf_llm_context_free(c);
+    }
+    inf_llm_model_free(m);
+    free(b1);
+}
+
 /* ---- batched decoding of several sequences (continuous batching) ---- */
 
 /* NS sequences with prompts of different lengths decode in batched steps
@@ -1092,6 +1222,7 @@ int main(void) {
     }
     test_draft_policy();
     test_speculative_distribution();
+    test_architectures();
     test_malformed();
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         test_weight_region(types[i], type_names[i], 0);
