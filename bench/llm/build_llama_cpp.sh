@@ -53,8 +53,8 @@ for t in $TOOLS; do
 done
 # the one-thread drivers of the tests (tests/llm/llama_greedy.sh: greedy text; test_gemma3.sh: logits), each rebuilt
 # when its source is newer
-build_driver() { # SOURCE BINARY
-    if [ ! -x "$2" ] || [ "$1" -nt "$2" ]; then
+build_driver() { # SOURCE BINARY (also rebuilt when their shared llama_driver.h is newer)
+    if [ ! -x "$2" ] || [ "$1" -nt "$2" ] || [ "$(dirname "$1")/llama_driver.h" -nt "$2" ]; then
         ${CC:-cc} -x c -O2 -std=c11 -Wall -Wextra -I"$SRC/include" -I"$SRC/ggml/include" "$1" -x none \
             "$BUILD/src/libllama.a" "$BUILD/ggml/src/libggml.a" "$BUILD/ggml/src/libggml-cpu.a" \
             "$BUILD/ggml/src/libggml-base.a" -lstdc++ -lpthread -lm -o "$2.tmp" >>"$BUILD.build.log" 2>&1 &&

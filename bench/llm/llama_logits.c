@@ -18,18 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ggml-backend.h"
-#include "llama.h"
-
-static void quiet(enum ggml_log_level level, const char *text, void *user) {
-    (void)user;
-    if (level >= GGML_LOG_LEVEL_ERROR) fputs(text, stderr);
-}
-
-static bool no_progress(float progress, void *user) {
-    (void)progress, (void)user;
-    return true;
-}
+#include "llama_driver.h"
 
 int main(int argc, char **argv) {
     if (argc != 4) {
@@ -37,12 +26,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *path = argv[1], *prompt = argv[2], *out = argv[3];
-    llama_log_set(quiet, NULL);
-    ggml_backend_load_all();
-    struct llama_model_params mp = llama_model_default_params();
-    mp.progress_callback = no_progress;
-    struct llama_model *model = llama_model_load_from_file(path, mp);
-    if (!model) return fprintf(stderr, "llama_logits: cannot load %s\n", path), 1;
+    struct llama_model *model = driver_load("llama_logits", path);
+    if (!model) return 1;
     const struct llama_vocab *vocab = llama_model_get_vocab(model);
     int n = -llama_tokenize(vocab, prompt, (int32_t)strlen(prompt), NULL, 0, true, true);
     llama_token *tokens = malloc(sizeof *tokens * (size_t)(n > 0 ? n : 1));

@@ -138,8 +138,7 @@ import numpy as np
 sys.path.insert(0, sys.argv[1])
 import gguf_io as G
 kvs, tensors = G.read_gguf(sys.argv[1] + "/austen-draft-f32.gguf")
-kvs = [("general.architecture", "qwen2") if k == "general.architecture" else
-       (k.replace("llama.", "qwen2.", 1) if k.startswith("llama.") else k, v) for k, v in kvs]
+kvs = G.as_arch(kvs, "qwen2")
 rng = np.random.default_rng(7)
 extra = []
 for name, arr, gtype in tensors:
@@ -166,8 +165,7 @@ sys.path.insert(0, sys.argv[1])
 import gguf_io as G
 kvs, tensors = G.read_gguf(sys.argv[1] + "/austen-draft-f32.gguf")
 hd = int(sys.argv[3])
-kvs = [("general.architecture", "qwen3") if k == "general.architecture" else
-       (k.replace("llama.", "qwen3.", 1) if k.startswith("llama.") else k, v) for k, v in kvs]
+kvs = G.as_arch(kvs, "qwen3")
 E = dict(kvs)["qwen3.embedding_length"]; nh = dict(kvs)["qwen3.attention.head_count"]; nkv = dict(kvs)["qwen3.attention.head_count_kv"]
 rng = np.random.default_rng(11)
 out = []
@@ -202,8 +200,7 @@ import numpy as np
 sys.path.insert(0, sys.argv[1])
 import gguf_io as G
 kvs, tensors = G.read_gguf(sys.argv[1] + "/austen-draft-f32.gguf")
-kvs = [("general.architecture", "phi3") if k == "general.architecture" else
-       (k.replace("llama.", "phi3.", 1) if k.startswith("llama.") else k, v) for k, v in kvs]
+kvs = G.as_arch(kvs, "phi3")
 rd = dict(kvs)["phi3.rope.dimension_count"]
 kvs += [("phi3.rope.scaling.attn_factor", 1.7), ("phi3.rope.scaling.original_context_length", int(sys.argv[3]))]
 rng = np.random.default_rng(5)
@@ -240,8 +237,7 @@ import sys
 sys.path.insert(0, sys.argv[1])
 import gguf_io as G
 kvs, tensors = G.read_gguf(sys.argv[1] + "/austen-draft-f32.gguf")
-kvs = [("general.architecture", "gemma") if k == "general.architecture" else
-       (k.replace("llama.", "gemma.", 1) if k.startswith("llama.") else k, v) for k, v in kvs]
+kvs = G.as_arch(kvs, "gemma")
 G.write_gguf(sys.argv[2], kvs, [t for t in tensors if t[0] != "output.weight"])
 PY
     then
@@ -260,8 +256,7 @@ import numpy as np
 sys.path.insert(0, sys.argv[1])
 import gguf_io as G
 kvs, tensors = G.read_gguf(sys.argv[1] + "/austen-draft-f32.gguf")
-kvs = [("general.architecture", "gemma3") if k == "general.architecture" else
-       (k.replace("llama.", "gemma3.", 1) if k.startswith("llama.") else k, v) for k, v in kvs]
+kvs = G.as_arch(kvs, "gemma3")
 kvs = [(k, v) for k, v in kvs if k != "gemma3.rope.freq_base"]
 kvs += [("gemma3.attention.sliding_window", 6), ("gemma3.attention.sliding_window_pattern", 2),
         ("gemma3.rope.freq_base", 1e6), ("gemma3.rope.freq_base_swa", 10000.0),
@@ -297,8 +292,7 @@ import numpy as np
 sys.path.insert(0, sys.argv[1])
 import gguf_io as G
 kvs, tensors = G.read_gguf(sys.argv[1] + "/austen-draft-f32.gguf")
-kvs = [("general.architecture", "gemma2") if k == "general.architecture" else
-       (k.replace("llama.", "gemma2.", 1) if k.startswith("llama.") else k, v) for k, v in kvs]
+kvs = G.as_arch(kvs, "gemma2")
 kvs += [("gemma2.attention.sliding_window", 6), ("gemma2.attn_logit_softcapping", 1.5),
         ("gemma2.final_logit_softcapping", 4.0)]
 E = dict(kvs)["gemma2.embedding_length"]
@@ -345,8 +339,7 @@ import sys
 sys.path.insert(0, sys.argv[1])
 import gguf_io as G
 kvs, tensors = G.read_gguf(sys.argv[1] + "/austen-draft-f32.gguf")
-kvs = [("general.architecture", "falcon") if k == "general.architecture" else
-       (k.replace("llama.", "falcon.", 1) if k.startswith("llama.") else k, v) for k, v in kvs]
+kvs = G.as_arch(kvs, "falcon")
 G.write_gguf(sys.argv[2], kvs, tensors)
 PY
     msg=$("$INFERA" generate "$refused/falcon.gguf" --prompt "Hi" --max-tokens 2 2>&1)

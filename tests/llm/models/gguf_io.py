@@ -117,6 +117,13 @@ def write_gguf(path, kvs, tensors):
             f.write(b)
 
 
+def as_arch(kvs, arch):
+    """the key/value pairs of a llama file renamed for another architecture: general.architecture = arch and
+    every llama.* key as arch.* (the tests rewrite the committed models into qwen2, phi3, gemma... files)"""
+    return [("general.architecture", arch) if k == "general.architecture" else
+            (arch + k[len("llama"):] if k.startswith("llama.") else k, v) for k, v in kvs]
+
+
 def read_gguf(path):
     """Returns (kvs as an ordered list of (key, value)), tensors as a list of (name, f32 array, type)."""
     buf = open(path, "rb").read()
