@@ -2,8 +2,7 @@
  * attn.c -- the reference attention kernel of one (token, head) pair (attn.h)
  * and the choice of the fast twin.  Blocks of 64 keys: their scores, the
  * block maximum, the running sums rescaled when the maximum grows (online
- * softmax), exp with libm's expf.  Its soft-capped variant (Gemma 2) has no
- * fast twin yet: models with soft-capped scores run it for every pair.
+ * softmax), exp with libm's expf; soft-capped scores with libm's tanhf.
  */
 #include "llm/attn.h"
 
@@ -15,9 +14,8 @@
 
 #define KEY_BLOCK 64
 
-/* cap > 0: each score soft-capped, cap tanh(s / cap) (Gemma 2) */
-static void attn_ref(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys, float scale,
-                     float cap, float *o) {
+void inf__llm_attn_ref(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys, float scale,
+                       float cap, float *o) {
     float acc[INF__LLM_MAX_HEAD_DIM] = {0}, s[KEY_BLOCK], mx = -INFINITY, l = 0;
     for (int j0 = 0; j0 < n_keys; j0 += KEY_BLOCK) {
         int nb = n_keys - j0 < KEY_BLOCK ? n_keys - j0 : KEY_BLOCK;
@@ -44,16 +42,6 @@ static void attn_ref(int hd, const float *q, const float *k, const float *v, siz
         }
     }
     for (int e = 0; e < hd; e++) o[e] = acc[e] / l;
-}
-
-void inf__llm_attn_ref(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys, float scale,
-                       float *o) {
-    attn_ref(hd, q, k, v, stride, n_keys, scale, 0, o);
-}
-
-void inf__llm_attn_capped_ref(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys,
-                              float scale, float cap, float *o) {
-    attn_ref(hd, q, k, v, stride, n_keys, scale, cap, o);
 }
 
 /* 0: not decided yet, 1: reference, 2: AVX2, 3: AVX-512 (the environment

@@ -5,6 +5,7 @@
  *    the head, then one transposing tree (45 shuffles and adds) turns the 16
  *    registers into one whose lane u is key u's score,
  *  - exp of 16 scores at a time (the polynomial of vmath_avx2.h in 16 lanes),
+ *    and their soft cap (Gemma 2) through the same exp,
  *  - the weighted sum of the values with each key's weight permuted out of
  *    the register of 16 (not read back from memory: see accum_values), in
  *    2 or 4 accumulators per 16 elements of the head (keys u mod 2 or 4).
@@ -64,8 +65,16 @@ static inline __m512 hsum16x16(const __m512 a[16]) {
                          _mm512_shuffle_f32x4(e0, e1, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-/* scale * q . k_j of keys u0 .. u0+15 (those below nb; the others -inf) */
-static inline __m512 scores16(int hd, const float *q, const float *k, size_t stride, int u0, int nb, float scale) {
+/* cap tanh(x / cap) in 16 lanes: tanh(y) = 1 - 2 / (1 + e^2y) with exp16 (its clamps give +-1 far out) */
+static inline __m512 softcap16(__m512 x, float cap) {
+    __m512 e = exp16(_mm512_mul_ps(x, _mm512_set1_ps(2.0f / cap))), one = _mm512_set1_ps(1.0f);
+    __m512 t = _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(one, e)));
+    return _mm512_mul_ps(t, _mm512_set1_ps(cap));
+}
+
+/* scale * q . k_j (soft-capped when cap > 0) of keys u0 .. u0+15 (those below nb; the others -inf) */
+static inline __m512 scores16(int hd, const float *q, const float *k, size_t stride, int u0, int nb, float scale,
+                              float cap) {
     __m512 a[16];
     int n = nb - u0 < 16 ? nb - u0 : 16;
 #pragma GCC unroll 16
@@ -77,6 +86,7 @@ static inline __m512 scores16(int hd, const float *q, const float *k, size_t str
         a[u] = s;
     }
     __m512 s = _mm512_mul_ps(hsum16x16(a), _mm512_set1_ps(scale));
+    if (cap > 0) s = softcap16(s, cap);
     return _mm512_mask_blend_ps((__mmask16)((1u << n) - 1), _mm512_set1_ps(-INFINITY), s);
 }
 
@@ -154,7 +164,7 @@ typedef struct attn_state {
  * there: each step of the one-query kernel, taken query after query, so
  * that independent chains sit side by side in the instruction stream. */
 static void attn_block(int hd, int nq, const float *const *q, const int *n_keys, const float *k, const float *v,
-                       size_t stride, float scale, int j0, attn_state *st) {
+                       size_t stride, float scale, float cap, int j0, attn_state *st) {
     const float *kb = k + (size_t)j0 * stride, *vb = v + (size_t)j0 * stride;
     int nb[INF__LLM_ATTN_MULTI], top = 0;
     __m512 m[INF__LLM_ATTN_MULTI], lsum[INF__LLM_ATTN_MULTI];
@@ -168,7 +178,7 @@ static void attn_block(int hd, int nq, const float *const *q, const int *n_keys,
     for (int u = 0; u < top; u += 16)
         for (int i = 0; i < nq; i++) {
             if (u >= nb[i]) continue;
-            __m512 sc = scores16(hd, q[i], kb, stride, u, nb[i], scale);
+            __m512 sc = scores16(hd, q[i], kb, stride, u, nb[i], scale, cap);
             _mm512_store_ps(st->s[i] + u, sc);
             m[i] = _mm512_max_ps(m[i], sc);
         }
@@ -198,10 +208,9 @@ static void attn_block(int hd, int nq, const float *const *q, const int *n_keys,
 }
 
 void inf__llm_attn_multi_avx512(int hd, int nq, const float *const *q, const int *n_keys, const float *k,
-                                const float *v, size_t stride, float scale, float *const *o) {
+                                const float *v, size_t stride, float scale, float cap, float *const *o) {
     if (hd % 16 || hd > INF__LLM_MAX_HEAD_DIM) {
-        for (int i = 0; i < nq; i++)
-            inf__llm_attn_avx2(hd, q[i], k, v, stride, n_keys[i], scale, o[i]);
+        for (int i = 0; i < nq; i++) inf__llm_attn_avx2(hd, q[i], k, v, stride, n_keys[i], scale, cap, o[i]);
         return;
     }
     for (int i0 = 0; i0 < nq; i0 += INF__LLM_ATTN_MULTI) {
@@ -215,7 +224,7 @@ void inf__llm_attn_multi_avx512(int hd, int nq, const float *const *q, const int
             most = n_keys[i0 + i] > most ? n_keys[i0 + i] : most;
         }
         for (int j0 = 0; j0 < most; j0 += KEY_BLOCK)
-            attn_block(hd, n, q + i0, n_keys + i0, k, v, stride, scale, j0, &st);
+            attn_block(hd, n, q + i0, n_keys + i0, k, v, stride, scale, cap, j0, &st);
         for (int i = 0; i < n; i++) {
             __m512 il = _mm512_set1_ps(1.0f / st.l[i]);
             for (int e = 0; e < hd; e += 16)
@@ -225,6 +234,6 @@ void inf__llm_attn_multi_avx512(int hd, int nq, const float *const *q, const int
 }
 
 void inf__llm_attn_avx512(int hd, const float *q, const float *k, const float *v, size_t stride, int n_keys,
-                          float scale, float *o) {
-    inf__llm_attn_multi_avx512(hd, 1, &q, &n_keys, k, v, stride, scale, &o);
+                          float scale, float cap, float *o) {
+    inf__llm_attn_multi_avx512(hd, 1, &q, &n_keys, k, v, stride, scale, cap, &o);
 }

@@ -448,11 +448,10 @@ typedef struct attn_job {
 } attn_job;
 
 /* Whether a pass's attention at `layer` takes the grouped path: a few tokens of one sequence whose keys all start
- * at position 0 (a sliding-window layer past its window starts each token's keys elsewhere), scores not capped. */
+ * at position 0 (a sliding-window layer past its window starts each token's keys elsewhere). */
 static bool grouped_pass(const inf_llm_context *c, int layer, int n, inf_llm_context *const *seqs) {
     const inf_llm_model *m = c->m;
-    return n <= SMALL_PASS && !seqs && !(m->layers[layer].swa && c->n_past + n > m->swa_window) &&
-           !(m->attn_softcap > 0);
+    return n <= SMALL_PASS && !seqs && !(m->layers[layer].swa && c->n_past + n > m->swa_window);
 }
 
 /* A short pass of one sequence with a multi-query kernel: task g = kv head
@@ -478,7 +477,7 @@ static void attention_grouped(const attn_job *j, inf__llm_attn_multi_fn attend, 
                 o[np] = c->att + (size_t)t * Qd + (size_t)h * hd;
                 nk[np] = c->n_past + t + 1;
             }
-            attend(hd, np, q, nk, kc, vc, KVd, c->m->attn_scale, o);
+            attend(hd, np, q, nk, kc, vc, KVd, c->m->attn_scale, c->m->attn_softcap, o);
         }
     }
 }
@@ -528,9 +527,7 @@ static void attention(void *arg, int64_t begin, int64_t end) {
                     *vc = sq->v_cache + (size_t)j->layer * sq->n_ctx * KVd + koff;
         const float *q = c->q + (size_t)t * Qd + (size_t)h * hd;
         float *o = c->att + (size_t)t * Qd + (size_t)h * hd;
-        if (c->m->attn_softcap > 0)
-            inf__llm_attn_capped_ref(hd, q, kc, vc, KVd, pos + 1 - first, scale, c->m->attn_softcap, o);
-        else attend(hd, q, kc, vc, KVd, pos + 1 - first, scale, o);
+        attend(hd, q, kc, vc, KVd, pos + 1 - first, scale, c->m->attn_softcap, o);
     }
 }
 
