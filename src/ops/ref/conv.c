@@ -1072,8 +1072,8 @@ static inf_status conv_pool_run(inf__kernel_ctx *ctx) {
         return st;
     if (inf_tensor_numel(y) == 0)
         return INF_OK;
-    inf__conv2d_maxpool mp = {p->pool[0], p->pool[1], p->pool[2], p->pool[3], pdims[2], pdims[3]};
 #if defined(__x86_64__)
+    inf__conv2d_maxpool mp = {p->pool[0], p->pool[1], p->pool[2], p->pool[3], pdims[2], pdims[3]};
     g.pool = x->dtype == INF_DTYPE_F32 ? &mp : NULL;
     if (pooled_in_kernel(&g)) {
         st = run_core(ctx, conv_core, &g, x, w, b, y); /* float32 Relu / Clip in the kernel's store */
