@@ -7,7 +7,7 @@
  * comparison of two versions that means something (bench/RESULTS.md,
  * sessions 18-21).
  *
- *   bench_ab LIB_A LIB_B MODEL [--threads N] [--batch N] [--rounds R]
+ *   bench_ab LIB_A LIB_B MODEL [--threads N] [--batch N] [--seq N] [--rounds R]
  *            [--runs K] [--warmup W] [--profile] [--rtt PROGRAM] [--flush MB]
  *
  * Every round runs K inferences of A then K of B (the order swapped every
@@ -20,8 +20,8 @@
  * that A lacks -- a fusion's -- after them, marked "B only"), and the whole
  * run's mean (what lies outside the nodes).  Inputs: every input of the model must be
  * float or int64 (token ids, masks: 0..7); each is filled with a fixed pattern, dimension 0 = --batch, other
- * unknown dimensions 1.  Defaults: 1 thread, batch 1, 20 rounds of 300
- * runs, 20 warm-up.  The same build as A and B (an A/A control) gave
+ * unknown dimensions --seq (default 1; a transformer's sequence length).  Defaults: 1 thread, batch 1, 20
+ * rounds of 300 runs, 20 warm-up.  The same build as A and B (an A/A control) gave
  * medians 0.986-1.021 on the bench CNN (session 21): a difference under
  * ~2 % needs more rounds and both orders (A/B and B/A).
  * --rtt PROGRAM (bench/bench_core_rtt) runs it before every round and
@@ -106,7 +106,7 @@ static void engine_open(engine *e, const char *path) {
 
 /* Loads the model, makes the session and the inputs (float, or int64 token
  * ids / masks: values 0..7, valid indices for any vocabulary). */
-static void engine_start(engine *e, const char *path, const char *model, int threads, int batch, int profile) {
+static void engine_start(engine *e, const char *path, const char *model, int threads, int batch, int seq, int profile) {
     inf_error err = {0};
     if (e->model_load(model, NULL, &e->model, &err) != INF_OK) {
         fprintf(stderr, "bench_ab: %s: %s\n", path, err.message);
@@ -134,7 +134,7 @@ static void engine_start(engine *e, const char *path, const char *model, int thr
         }
         int64_t dims[INF_MAX_DIMS], n = 1;
         for (int d = 0; d < v->ndim; d++) {
-            dims[d] = d == 0 ? batch : v->dims[d] > 0 ? v->dims[d] : 1;
+            dims[d] = d == 0 ? batch : v->dims[d] > 0 ? v->dims[d] : seq;
             n *= dims[d];
         }
         bool i64 = v->dtype == INF_DTYPE_I64;
@@ -260,16 +260,17 @@ static void print_profiles(engine *a, engine *b) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: bench_ab LIB_A LIB_B MODEL [--threads N] [--batch N] [--rounds R] [--runs K] "
-                        "[--warmup W] [--profile] [--rtt PROGRAM] [--flush MB]\n");
+        fprintf(stderr, "usage: bench_ab LIB_A LIB_B MODEL [--threads N] [--batch N] [--seq N] [--rounds R] "
+                        "[--runs K] [--warmup W] [--profile] [--rtt PROGRAM] [--flush MB]\n");
         return 2;
     }
-    int threads = 1, batch = 1, rounds = 20, runs = 300, warmup = 20, profile = 0, flush_mb = 0;
+    int threads = 1, batch = 1, seq = 1, rounds = 20, runs = 300, warmup = 20, profile = 0, flush_mb = 0;
     const char *rtt_program = NULL;
     for (int i = 4; i < argc; i++) {
         const char *o = argv[i];
         int *dst = !strcmp(o, "--threads")  ? &threads
                    : !strcmp(o, "--batch")  ? &batch
+                   : !strcmp(o, "--seq")    ? &seq
                    : !strcmp(o, "--rounds") ? &rounds
                    : !strcmp(o, "--runs")   ? &runs
                    : !strcmp(o, "--warmup") ? &warmup
@@ -290,7 +291,7 @@ int main(int argc, char **argv) {
     const char *lib[2] = {argv[1], argv[2]};
     for (int v = 0; v < 2; v++) {
         engine_open(&e[v], lib[v]);
-        engine_start(&e[v], lib[v], argv[3], threads, batch, profile);
+        engine_start(&e[v], lib[v], argv[3], threads, batch, seq, profile);
         for (int i = 0; i < warmup; i++)
             engine_run(&e[v]);
         if (profile)

@@ -312,6 +312,9 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         inf__pass_ctx pc = {model, g, dead};
         int n_ln = 0, n_gelu = 0, n_pow = 0, n_att = 0, n_bn = 0, n_ca = 0, n_mm = 0, n_lay = 0;
         st = inf__pass_layernorm(&pc, &n_ln, err);
+        int n_rms = 0;
+        if (st == INF_OK) st = inf__pass_rmsnorm(&pc, &n_rms, err); /* before Pow: its chain may hold Pow(x, 2) */
+        if (n_rms) inf__log(INF_LOG_DEBUG, "optimizer: %d RMSNorm -> RMSNormalization", n_rms);
         if (st == INF_OK) st = inf__pass_gelu(&pc, &n_gelu, err);
         if (st == INF_OK) st = inf__pass_pow_square(&pc, &n_pow, err);
         if (st == INF_OK) st = inf__pass_attention(&pc, &n_att, err);

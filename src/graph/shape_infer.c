@@ -12,7 +12,8 @@
  *     dimensions stay, a known dimension other than 1 wins over a symbol (a
  *     run where they differ fails in the op itself), otherwise a new symbol;
  *   - MatMul, Gemm, Transpose, Flatten, Reshape, Unsqueeze, Squeeze,
- *     Concat, Gather, Slice (steps of 1), Reduce* with constant axes, Shape;
+ *     Concat, Gather, GatherElements, Slice (steps of 1), Reduce* with
+ *     constant axes, Shape;
  *   - int64 elements (rank <= 1, at most INF_MAX_DIMS of them) through
  *     Shape, Gather, Unsqueeze, Squeeze, Concat, Slice, Cast to int64 and
  *     Add/Sub/Mul/Div of known numbers.
@@ -454,6 +455,7 @@ static sym infer_output0(inf__shape_infer *si, const inf__node *node) {
         if (node->n_inputs == 2 && strchr("ASMD", op[0]) && strlen(op) == 3)
             arith_elements(node, x, get(si, input(node, 1)), &r);
         if (!strcmp(op, "Where")) r.dtype = get(si, input(node, 1)).dtype;
+        if (!strcmp(op, "Equal") || !strncmp(op, "Greater", 7) || !strncmp(op, "Less", 4)) r.dtype = INF_DTYPE_BOOL;
         return r;
     }
     if (!strcmp(op, "Cast")) {
@@ -481,6 +483,11 @@ static sym infer_output0(inf__shape_infer *si, const inf__node *node) {
     if (!strcmp(op, "Squeeze")) return infer_squeeze(si, node, x);
     if (!strcmp(op, "Concat")) return infer_concat(si, node);
     if (!strcmp(op, "Gather")) return infer_gather(si, node, x, get(si, input(node, 1)));
+    if (!strcmp(op, "GatherElements")) { /* the indices' shape, the data's type */
+        sym r = get(si, input(node, 1));
+        r.dtype = x.dtype, r.n_el = -1;
+        return r;
+    }
     if (!strcmp(op, "Slice")) return infer_slice(si, node, x);
     if (!strcmp(op, "Shape")) return infer_shape_op(node, x);
     if (!strcmp(op, "Expand")) return infer_expand(si, x, get(si, input(node, 1)));
@@ -553,6 +560,40 @@ static sym infer_ms(inf__shape_infer *si, const inf__node *node) {
     return UNKNOWN;
 }
 
+/* Split's outputs (all of them): sizes from input 1 (opset 13+) or the
+ * `split` attribute when constant, else n equal parts of the axis --
+ * ceil(d / n) each and the rest last (opset 18's num_outputs): a known
+ * dimension gives known parts, a symbol a new symbol per part (whether d
+ * divides is not known). */
+static void infer_split(inf__shape_infer *si, const inf__node *node) {
+    sym x = get(si, node->inputs[0]);
+    int n = node->n_outputs, axis = x.rank >= 0 ? norm_axis(inf__attr_int(node, "axis", 0), x.rank) : -1;
+    if (axis < 0 || n > INF_MAX_DIMS) return;
+    int64_t sizes[INF_MAX_DIMS];
+    int n_sizes = -1;
+    sym sp = get(si, input(node, 1));
+    const int64_t *attr = node->opset < 13 ? inf__attr_ints(node, "split", &n_sizes) : NULL;
+    if (input(node, 1) >= 0) {
+        if (sp.n_el != n) return;
+        memcpy(sizes, sp.el, (size_t)n * sizeof(int64_t)), n_sizes = n;
+    } else if (attr) {
+        if (n_sizes != n) return;
+        memcpy(sizes, attr, (size_t)n * sizeof(int64_t));
+    } else {
+        n_sizes = -1;
+    }
+    int64_t d = x.d[axis];
+    for (int k = 0; k < n; k++) {
+        if (node->outputs[k] < 0) continue;
+        sym r = x;
+        r.n_el = -1;
+        if (n_sizes == n) r.d[axis] = sizes[k] >= 0 ? sizes[k] : fresh(si);
+        else if (d >= 0) r.d[axis] = k < n - 1 ? (d + n - 1) / n : d - (int64_t)(n - 1) * ((d + n - 1) / n);
+        else r.d[axis] = fresh(si);
+        si->v[node->outputs[k]] = r;
+    }
+}
+
 void inf__shape_infer_node(inf__shape_infer *si, const inf__node *node) {
     for (int k = 0; k < node->n_outputs; k++)
         if (node->outputs[k] >= 0) si->v[node->outputs[k]] = UNKNOWN;
@@ -579,6 +620,10 @@ void inf__shape_infer_node(inf__shape_infer *si, const inf__node *node) {
     if (!node->op || node->op->domain != INF_DOMAIN_ONNX || node->n_inputs < 1 || node->n_outputs < 1 ||
         node->outputs[0] < 0 || node->inputs[0] < 0 || node->epilogue.kind != INF_EPILOGUE_NONE)
         return;
+    if (!strcmp(node->op_type, "Split")) {
+        infer_split(si, node);
+        return;
+    }
     sym r = infer_output0(si, node);
     for (int i = 0; i < r.rank; i++)
         if (r.d[i] == INT64_MIN || r.d[i] == -1) r.d[i] = fresh(si);
@@ -601,4 +646,8 @@ int inf__shape_infer_dims(const inf__shape_infer *si, int v, int64_t *dims) {
     sym s = get(si, v);
     if (s.rank > 0) memcpy(dims, s.d, (size_t)s.rank * sizeof(int64_t));
     return s.rank;
+}
+
+inf_dtype inf__shape_infer_dtype(const inf__shape_infer *si, int v) {
+    return v < 0 ? INF_DTYPE_UNDEFINED : get(si, v).dtype;
 }

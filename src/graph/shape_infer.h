@@ -39,4 +39,7 @@ inf_status inf__shape_infer_constant(const inf__shape_infer *si, int v, inf_tens
  * or -1 when not known. */
 int inf__shape_infer_dims(const inf__shape_infer *si, int v, int64_t *dims);
 
+/* Value v's element type when known, else INF_DTYPE_UNDEFINED. */
+inf_dtype inf__shape_infer_dtype(const inf__shape_infer *si, int v);
+
 #endif /* INF_GRAPH_SHAPE_INFER_H */

@@ -1,6 +1,7 @@
 /*
  * vmath.h -- vectorised float32 math for kernels: exp, tanh, erf, sigmoid,
- * GELU, and the per-row loops of Softmax and LayerNormalization.
+ * GELU, and the per-row loops of Softmax, LayerNormalization and
+ * RMSNormalization.
  *
  * DESIGN: one table of function pointers per implementation, the same
  * algorithms in both (src/ops/ref/vmath.c describes them and their error
@@ -45,12 +46,27 @@ typedef struct inf__vmath {
      * *mean and *inv receive the statistics. */
     void (*layernorm_row)(const float *x, float *y, int64_t n, const float *scale, const float *bias,
                           double eps, double *mean, double *inv);
+    /* y = x * inv * scale over n floats, inv = 1 / sqrt(mean(x^2) + eps),
+     * the squares summed in double (RMSNormalization's row; the float32
+     * products in that order, inv rounded to float32 once, as in
+     * layernorm_row).  y may equal x.  NULL in the edge runtime (INF_EDGE:
+     * its size budget, docs/edge.md; RMSNormalization takes the kernel's
+     * generic row there). */
+    void (*rmsnorm_row)(const float *x, float *y, int64_t n, const float *scale, double eps);
 } inf__vmath;
+
+#ifdef INF_EDGE
+#define INF__VMATH_RMSNORM(f) NULL
+#else
+#define INF__VMATH_RMSNORM(f) f
+#endif
 
 extern const inf__vmath inf__vmath_portable;
 #if defined(__x86_64__)
 extern const inf__vmath inf__vmath_avx2;   /* call only when inf__cpu_has_avx2_fma() */
 extern const inf__vmath inf__vmath_avx512; /* call only when inf__cpu_has_avx512() */
+/* the AVX2 table's rmsnorm_row, which the AVX-512 table shares */
+void inf__rmsnorm_row_avx2(const float *x, float *y, int64_t n, const float *scale, double eps);
 #elif defined(__aarch64__)
 extern const inf__vmath inf__vmath_neon; /* ops/arm/math_neon.c; call only when inf__cpu_has_neon() */
 #endif

@@ -149,7 +149,7 @@ static void test_table(const inf__vmath *vm, const float *x, size_t n, float *y)
 static void test_rows(const inf__vmath *vm) {
     static float x[1100], y[1100], sc[1100], bi[1100];
     uint64_t s = 88172645463325252ull;
-    double worst_sm = 0, worst_ln = 0;
+    double worst_sm = 0, worst_ln = 0, worst_rms = 0;
     for (int n = 1; n <= 1030; n += (n < 40 ? 1 : 37)) {
         for (int i = 0; i < n; i++) {
             s ^= s << 13, s ^= s >> 7, s ^= s << 17;
@@ -176,6 +176,14 @@ static void test_rows(const inf__vmath *vm) {
             double r = (x[i] - m) * inv * sc[i] + (n % 2 ? bi[i] : 0), e = fabs(y[i] - r) / (1 + fabs(r));
             if (e > worst_ln) worst_ln = e;
         }
+        vm->rmsnorm_row(x, y, n, sc, 1e-6);
+        double q = 0;
+        for (int i = 0; i < n; i++) q += (double)x[i] * x[i];
+        double rinv = 1 / sqrt(q / n + 1e-6);
+        for (int i = 0; i < n; i++) {
+            double r = x[i] * rinv * sc[i], e = fabs(y[i] - r) / (1 + fabs(r));
+            if (e > worst_rms) worst_rms = e;
+        }
     }
     printf("%s %s softmax rows: max relative error %.3g (bound 2e-6)\n", worst_sm <= 2e-6 ? "ok  " : "FAIL", vm->name,
            worst_sm);
@@ -183,6 +191,9 @@ static void test_rows(const inf__vmath *vm) {
     printf("%s %s layernorm rows: max error %.3g (bound 2e-6 (1 + |y|))\n", worst_ln <= 2e-6 ? "ok  " : "FAIL", vm->name,
            worst_ln);
     worst_ln <= 2e-6 ? n_passed++ : n_failed++;
+    printf("%s %s rmsnorm rows: max error %.3g (bound 2e-6 (1 + |y|))\n", worst_rms <= 2e-6 ? "ok  " : "FAIL", vm->name,
+           worst_rms);
+    worst_rms <= 2e-6 ? n_passed++ : n_failed++;
     float ninf[5] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY}, out[5];
     vm->softmax_row(ninf, out, 5); /* as the reference kernel: 0 / 0 */
     bool nan_ok = isnan(out[0]) && isnan(out[4]);
@@ -216,7 +227,7 @@ static void same_as_avx2(const inf__vmath *w, const inf__vmath *v, const float *
     static float sc[300], bi[300], yw[300], yv[300];
     for (int i = 0; i < 300; i++)
         sc[i] = 0.5f + (float)(i % 7) * 0.25f, bi[i] = (float)(i % 5) - 2.0f;
-    bool sm = true, ln = true;
+    bool sm = true, ln = true, rms = true;
     for (int len = 1; len <= 300; len++) {
         const float *row = x + 1000 + (size_t)len * 4099 % (n - 1300); /* finite and non-finite inputs */
         w->softmax_row(row, yw, len), v->softmax_row(row, yv, len);
@@ -228,11 +239,16 @@ static void same_as_avx2(const inf__vmath *w, const inf__vmath *v, const float *
         for (int i = 0; i < len; i++)
             if (memcmp(&yw[i], &yv[i], sizeof(float)) && !(isnan(yw[i]) && isnan(yv[i]))) ln = false;
         if (memcmp(&mw, &mv, sizeof mw) && !(isnan(mw) && isnan(mv))) ln = false;
+        w->rmsnorm_row(row, yw, len, sc, 1e-6), v->rmsnorm_row(row, yv, len, sc, 1e-6);
+        for (int i = 0; i < len; i++)
+            if (memcmp(&yw[i], &yv[i], sizeof(float)) && !(isnan(yw[i]) && isnan(yv[i]))) rms = false;
     }
     printf("%s %s softmax rows: bit for bit %s\n", sm ? "ok  " : "FAIL", w->name, v->name);
     printf("%s %s layernorm rows: bit for bit %s\n", ln ? "ok  " : "FAIL", w->name, v->name);
+    printf("%s %s rmsnorm rows: bit for bit %s\n", rms ? "ok  " : "FAIL", w->name, v->name);
     sm ? n_passed++ : n_failed++;
     ln ? n_passed++ : n_failed++;
+    rms ? n_passed++ : n_failed++;
     free(z);
 }
 

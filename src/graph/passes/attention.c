@@ -17,8 +17,9 @@
  *     Y  = Transpose(MatMul(P, Vt), SWAP)
  *        | Transpose(Reshape(MatMul(P, Vt), s), SWAP4)          (torch's SDPA: P V "reshaped" to
  *                                                               the shape it rebuilt from Shape nodes)
- * ->  Y  = Attention(q, k, v [, mask]; scale = product of the c's (1/c for Div))
- *   with at least one scale constant; nan_to_zero = 1 when P is the Where
+ * ->  Y  = Attention(q, k, v [, mask]; scale = product of the c's (1/c for Div),
+ *   1 when there are none: T5 does not scale its scores, and the dynamo
+ *   exporter drops SDPA's Mul by sqrt(1)); nan_to_zero = 1 when P is the Where
  *   (the kernel then gives zeros for a row whose softmax is NaN, as the
  *   Where does: a fully masked row).  With the Reshape: when its shape is
  *   provably P V's own (shape_is_own: a Concat of P V's, Q's rows' and V's
@@ -76,7 +77,7 @@ enum { MAX_REMOVED = 24 };
 typedef struct att_match {
     int q, k, v, mask;   /* value indices; mask -1 when absent */
     float scale, pre;    /* on the scores; on Q (before its quantization, INT8 form) */
-    bool scaled;         /* at least one scale constant seen */
+    bool scaled;         /* at least one scale constant seen (the INT8 form requires one) */
     bool nan_to_zero;    /* P = Where(IsNaN(Softmax), 0, Softmax) (torch's SDPA export) */
     int out_shape;       /* the shape input of a Reshape of P V before the last Transpose, or -1 */
     bool allowzero;      /* that Reshape's allowzero */
@@ -225,7 +226,7 @@ static bool scores(const inf__pass_ctx *pc, int sm, int r, att_match *m) {
         if (m->n_quant == before)
             kt = unscale(pc, kt, r, m, &m->scale); /* FP32: torch's SDPA scales Q and K^T by sqrt(scale) each */
         m->qt = qs;
-        if (m->scaled && (m->n_quant == 0 || m->n_quant == 4) &&
+        if ((m->n_quant == 0 || (m->n_quant == 4 && m->scaled)) &&
             transposed(pc, qs, r, r == 4 ? SWAP4 : SWAP3, &m->q, m) &&
             transposed(pc, kt, r, r == 4 ? KT4 : KT3, &m->k, m))
             return true;

@@ -10,6 +10,9 @@
  *   y = Reshape(x, s) with y's dims equal to x's       -> readers of y read x
  *       (torch's scaled_dot_product_attention, TorchScript exporter: a
  *        Reshape of P V to [b, h, s, d] built from Shape/Gather/Concat)
+ *   y = Cast(x, to) with x known to be of type `to`    -> readers of y read x
+ *       (the TorchScript exporter's hidden_states.to(torch.float32) in
+ *        Llama's and T5's RMSNorm)
  *   y = Reshape(Transpose(Reshape(t, s1), [0, 2, 1]), s2)
  *       t [a, b, c, d], Reshape(t, s1) [*, c, d], y [a, b, d, c]
  *                                                      -> y = Transpose(t, [0, 1, 3, 2])
@@ -19,10 +22,12 @@
  * WHY IT IS SAFE: Dropout at inference is the identity (ops/ref/identity.c:
  * training_mode does not change what Infera computes).  A Reshape that
  * keeps every dimension keeps every element where it was (row-major), so
- * y and x are the same tensor.  In the third, Reshape(t, s1) keeps t's last
- * two dimensions, so it only merges a and b (its first dimension is a*b,
- * the element count being kept); the Transpose swaps the last two of each
- * [c, d] matrix; the last Reshape splits a*b into a, b again (its dims are
+ * y and x are the same tensor.  A Cast to the type its input already has
+ * copies every element unchanged (the input's type is its declared or
+ * constant type carried by shape inference's rules).  In the last,
+ * Reshape(t, s1) keeps t's last two dimensions, so it only merges a and b
+ * (its first dimension is a*b, the element count being kept); the
+ * Transpose swaps the last two of each [c, d] matrix; the last Reshape splits a*b into a, b again (its dims are
  * exactly [a, b, d, c]): element (i, j, q, p) of y is t's (i, j, p, q).
  * A bypassed value that is a graph output, or is read inside a subgraph,
  * keeps its node (its readers still read it; only explicit inputs move).
@@ -62,6 +67,15 @@ static bool is_noop_reshape(const inf__pass_ctx *pc, const inf__shape_infer *si,
     int64_t dx[INF_MAX_DIMS], dy[INF_MAX_DIMS];
     int rx = inf__shape_infer_dims(si, r->inputs[0], dx), ry = inf__shape_infer_dims(si, r->outputs[0], dy);
     return rx >= 0 && rx == ry && same_dims(dx, dy, rx);
+}
+
+/* y = Cast(x, to) where x is known to be of type `to` already (the
+ * TorchScript exporter's hidden_states.to(torch.float32) in RMSNorm). */
+static bool is_noop_cast(const inf__pass_ctx *pc, const inf__shape_infer *si, int n) {
+    const inf__node *c = &pc->g->nodes[n];
+    if (!inf__pass_node_is(pc, n, "Cast") || c->n_inputs != 1 || c->inputs[0] < 0 || c->outputs[0] < 0) return false;
+    inf_dtype t = inf__shape_infer_dtype(si, c->inputs[0]);
+    return t != INF_DTYPE_UNDEFINED && (int64_t)t == inf__attr_int(c, "to", -1);
 }
 
 static const int64_t SWAP_LAST[4] = {0, 1, 3, 2};
@@ -117,7 +131,7 @@ inf_status inf__pass_export_noops(inf__pass_ctx *pc, int *n_rewritten, inf_error
     for (int n = 0; n < g->n_nodes && st == INF_OK; n++) {
         const inf__node *node = &g->nodes[n];
         int t, removed[2];
-        if (is_dropout_alias(pc, n) || is_noop_reshape(pc, si, n)) {
+        if (is_dropout_alias(pc, n) || is_noop_reshape(pc, si, n) || is_noop_cast(pc, si, n)) {
             bypass(pc, n, node->outputs[0], node->inputs[0]);
             (*n_rewritten)++;
         } else if (reshape_kt_chain(pc, si, n, &t, removed)) {

@@ -33,29 +33,6 @@
 #include "graph/passes/passes.h"
 #include "ops/ops.h"
 
-/* The k of axes = [-k .. -1] (any order) with keepdims = 1, or 0.  The
- * axes are an attribute below opset 18 and a constant input from 18 on. */
-static int trailing_axes(const inf__pass_ctx *pc, const inf__node *node) {
-    if (inf__attr_int(node, "keepdims", 1) != 1) return 0;
-    int n = 0;
-    const int64_t *axes = NULL;
-    if (node->opset < 18 && node->n_inputs == 1) {
-        axes = inf__attr_ints(node, "axes", &n);
-    } else if (node->opset >= 18 && node->n_inputs == 2) {
-        const inf_tensor *t = inf__pass_const_of(pc, node->inputs[1], INF_DTYPE_I64);
-        if (!t || t->ndim != 1 || t->dims[0] > 8) return 0;
-        axes = t->data;
-        n = (int)t->dims[0];
-    }
-    if (!axes || n < 1 || n > 8) return 0;
-    unsigned seen = 0;
-    for (int i = 0; i < n; i++) {
-        if (axes[i] >= 0 || axes[i] < -n) return 0;
-        seen |= 1u << (-axes[i] - 1);
-    }
-    return seen == (1u << n) - 1 ? n : 0;
-}
-
 /* One of node's two inputs is a constant accepted by ok(); the other's index in *other. */
 static bool split_const(const inf__pass_ctx *pc, const inf__node *node, int *cst, int *other) {
     if (node->n_inputs != 2) return false;
@@ -97,7 +74,7 @@ static inf_status try_match(inf__pass_ctx *pc, int yi, bool *done, inf_error *er
         !inf__pass_scalar(pc, eps_v, &eps) || !(eps >= 0))
         return INF_OK;
     int vi = inf__pass_producer(pc, vv, "ReduceMean");
-    if (vi < 0 || !inf__pass_uses(pc, vv, 1) || !(k = trailing_axes(pc, &g->nodes[vi]))) return INF_OK;
+    if (vi < 0 || !inf__pass_uses(pc, vv, 1) || !(k = inf__pass_trailing_axes(pc, &g->nodes[vi]))) return INF_OK;
     qv = g->nodes[vi].inputs[0];
     int qi = inf__pass_producer(pc, qv, "Pow"), d_reads = 2;
     if (qi >= 0) {
@@ -113,7 +90,8 @@ static inf_status try_match(inf__pass_ctx *pc, int yi, bool *done, inf_error *er
     if (di < 0 || !inf__pass_uses(pc, dv, d_reads)) return INF_OK;
     x = g->nodes[di].inputs[0], mv = g->nodes[di].inputs[1];
     int mi = inf__pass_producer(pc, mv, "ReduceMean");
-    if (mi < 0 || !inf__pass_uses(pc, mv, 1) || g->nodes[mi].inputs[0] != x || trailing_axes(pc, &g->nodes[mi]) != k)
+    if (mi < 0 || !inf__pass_uses(pc, mv, 1) || g->nodes[mi].inputs[0] != x ||
+        inf__pass_trailing_axes(pc, &g->nodes[mi]) != k)
         return INF_OK;
     if (!param_fits(pc, gamma, k) || (beta >= 0 && !param_fits(pc, beta, k))) return INF_OK;
     if (!inf__pass_const_fits(pc, eps_v, x) || (d_reads == 2 && !inf__pass_const_fits(pc, g->nodes[qi].inputs[1], x)))

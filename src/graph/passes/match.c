@@ -62,6 +62,27 @@ bool inf__pass_const_fits(const inf__pass_ctx *pc, int c, int x) {
     return xv->has_info && xv->info.kind == INF_KIND_TENSOR && xv->info.ndim >= rank;
 }
 
+int inf__pass_trailing_axes(const inf__pass_ctx *pc, const inf__node *node) {
+    if (inf__attr_int(node, "keepdims", 1) != 1) return 0;
+    int n = 0;
+    const int64_t *axes = NULL;
+    if (node->opset < 18 && node->n_inputs == 1) {
+        axes = inf__attr_ints(node, "axes", &n);
+    } else if (node->opset >= 18 && node->n_inputs == 2) {
+        const inf_tensor *t = inf__pass_const_of(pc, node->inputs[1], INF_DTYPE_I64);
+        if (!t || t->ndim != 1 || t->dims[0] > 8) return 0;
+        axes = t->data;
+        n = (int)t->dims[0];
+    }
+    if (!axes || n < 1 || n > 8) return 0;
+    unsigned seen = 0;
+    for (int i = 0; i < n; i++) {
+        if (axes[i] >= 0 || axes[i] < -n) return 0;
+        seen |= 1u << (-axes[i] - 1);
+    }
+    return seen == (1u << n) - 1 ? n : 0;
+}
+
 bool inf__pass_plain_maxpool(const inf__pass_ctx *pc, int mp, bool overlap, int64_t *pool) {
     const inf__node *n = &pc->g->nodes[mp];
     if (!inf__pass_node_is(pc, mp, "MaxPool") || n->n_inputs != 1 || (n->n_outputs > 1 && n->outputs[1] >= 0))

@@ -29,6 +29,7 @@ typedef struct inf__pass_ctx {
 /* exporters' no-ops: inference Dropout, Reshapes that keep the shape, K^T as Reshape/Transpose/Reshape; first */
 inf_status inf__pass_export_noops(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/export_noops.c */
 inf_status inf__pass_layernorm(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  /* passes/layernorm.c */
+inf_status inf__pass_rmsnorm(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);    /* passes/rmsnorm.c */
 inf_status inf__pass_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);       /* passes/gelu.c */
 inf_status inf__pass_pow_square(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/pow_square.c */
 inf_status inf__pass_attention(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  /* passes/attention.c */
@@ -85,6 +86,10 @@ bool inf__pass_scalar_is(const inf__pass_ctx *pc, int v, float want, float tol);
  * c's)?  A one-element operand of higher rank gives a node's output a larger
  * rank, which a fused kernel computing "the same shape as x" would lose. */
 bool inf__pass_const_fits(const inf__pass_ctx *pc, int c, int x);
+/* The k of a ReduceMean's axes = [-k .. -1] (any order) with keepdims = 1,
+ * or 0.  The axes are an attribute below opset 18 and a constant input
+ * from 18 on (LayerNorm's and RMSNorm's statistics). */
+int inf__pass_trailing_axes(const inf__pass_ctx *pc, const inf__node *node);
 
 /* ---- rewriting (passes/match.c) ----
  * Live nodes after index `after` that read value `from` read `to` instead (consumer counts moved); returns how

@@ -224,6 +224,26 @@ static void layernorm_row(const float *x, float *y, int64_t n, const float *scal
     *inv_out = inv;
 }
 
-const inf__vmath inf__vmath_neon = {"neon", vexp, vtanh, verf, vsigmoid, vgelu, softmax_row, layernorm_row};
+#ifndef INF_EDGE
+static void rmsnorm_row(const float *x, float *y, int64_t n, const float *scale, double eps) {
+    float64x2_t s0 = vdupq_n_f64(0), s1 = vdupq_n_f64(0);
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        v4 v = vld1q_f32(x + j);
+        float64x2_t d0 = vcvt_f64_f32(vget_low_f32(v)), d1 = vcvt_high_f64_f32(v);
+        s0 = vaddq_f64(s0, vmulq_f64(d0, d0));
+        s1 = vaddq_f64(s1, vmulq_f64(d1, d1));
+    }
+    double ss = hsum_pd(s0, s1);
+    for (int64_t k = j; k < n; k++) ss += (double)x[k] * x[k];
+    float fi = (float)(1.0 / sqrt((n ? ss / (double)n : 0) + eps));
+    v4 vi = SET1(fi);
+    for (j = 0; j + 4 <= n; j += 4) vst1q_f32(y + j, vmulq_f32(vmulq_f32(vld1q_f32(x + j), vi), vld1q_f32(scale + j)));
+    for (; j < n; j++) y[j] = x[j] * fi * scale[j];
+}
+#endif
+
+const inf__vmath inf__vmath_neon = {
+    "neon", vexp, vtanh, verf, vsigmoid, vgelu, softmax_row, layernorm_row, INF__VMATH_RMSNORM(rmsnorm_row)};
 
 #endif /* __aarch64__ */

@@ -14,7 +14,11 @@
  *       per group; 21+: one per channel (stash_type accepted, statistics are
  *       always in double).
  * dtypes: float32, float64, float16, bfloat16; statistics accumulated in
- *   double, each output rounded once to X's type.
+ *   double, each output rounded once to X's type -- except float32 X with
+ *   a float32 scale of X.shape[axis:]'s size (RMSNormalization as the
+ *   optimizer fuses it, graph/passes/rmsnorm.c): ops/vmath.h's
+ *   vectorised row, 1 / sqrt rounded to float32 and two float32 products
+ *   (within 2 ulp of the double form; not in the edge runtime, for size).
  * Deviations: none known.
  *
  * Each normalised row (RMS: one index of X.shape[:axis]; Group: one
@@ -25,6 +29,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "ops/vmath.h"
 
 static bool norm_float(inf_dtype t) {
     return t == INF_DTYPE_F32 || t == INF_DTYPE_F64 || t == INF_DTYPE_F16 || t == INF_DTYPE_BF16;
@@ -77,6 +82,14 @@ typedef struct rms_job {
 
 static void rms_rows(void *arg, int64_t begin, int64_t end) {
     const rms_job *j = arg;
+    const inf__vmath *vm = inf__vmath_best();
+    if (vm->rmsnorm_row && j->x->dtype == INF_DTYPE_F32 && j->scale->dtype == INF_DTYPE_F32 &&
+        inf_tensor_numel(j->scale) == j->inner) { /* float32, one scale per element: the vectorised row */
+        for (int64_t r = begin; r < end; r++)
+            vm->rmsnorm_row((const float *)j->x->data + r * j->inner, (float *)j->y->data + r * j->inner, j->inner,
+                            j->scale->data, j->epsilon);
+        return;
+    }
     for (int64_t r = begin; r < end; r++) {
         int64_t base = r * j->inner;
         double ss = 0;

@@ -190,7 +190,17 @@ static void layernorm_row(const float *x, float *y, int64_t n, const float *scal
     *inv_out = inv;
 }
 
-const inf__vmath inf__vmath_portable = {"portable", vexp, vtanh, verf, vsigmoid, vgelu, softmax_row, layernorm_row};
+#ifndef INF_EDGE
+static void rmsnorm_row(const float *x, float *y, int64_t n, const float *scale, double eps) {
+    double ss = 0;
+    for (int64_t j = 0; j < n; j++) ss += (double)x[j] * x[j];
+    float fi = (float)(1.0 / sqrt((n ? ss / (double)n : 0) + eps));
+    for (int64_t j = 0; j < n; j++) y[j] = x[j] * fi * scale[j];
+}
+#endif
+
+const inf__vmath inf__vmath_portable = {
+    "portable", vexp, vtanh, verf, vsigmoid, vgelu, softmax_row, layernorm_row, INF__VMATH_RMSNORM(rmsnorm_row)};
 
 const inf__vmath *inf__vmath_best(void) {
 #if defined(__x86_64__)

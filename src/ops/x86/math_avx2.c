@@ -231,6 +231,27 @@ static void layernorm_row(const float *x, float *y, int64_t n, const float *scal
     *inv_out = inv;
 }
 
-const inf__vmath inf__vmath_avx2 = {"avx2", vexp, vtanh, verf, vsigmoid, vgelu, softmax_row, layernorm_row};
+#ifndef INF_EDGE
+void inf__rmsnorm_row_avx2(const float *x, float *y, int64_t n, const float *scale, double eps) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 v = _mm256_loadu_ps(x + j);
+        __m256d d0 = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), d1 = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+        s0 = _mm256_add_pd(s0, _mm256_mul_pd(d0, d0));
+        s1 = _mm256_add_pd(s1, _mm256_mul_pd(d1, d1));
+    }
+    double ss = hsum_pd(s0, s1);
+    for (int64_t k = j; k < n; k++) ss += (double)x[k] * x[k];
+    float fi = (float)(1.0 / sqrt((n ? ss / (double)n : 0) + eps));
+    __m256 vi = SET1(fi);
+    for (j = 0; j + 8 <= n; j += 8)
+        _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j), vi), _mm256_loadu_ps(scale + j)));
+    for (; j < n; j++) y[j] = x[j] * fi * scale[j];
+}
+#endif
+
+const inf__vmath inf__vmath_avx2 = {
+    "avx2", vexp, vtanh, verf, vsigmoid, vgelu, softmax_row, layernorm_row, INF__VMATH_RMSNORM(inf__rmsnorm_row_avx2)};
 
 #endif /* __x86_64__ */

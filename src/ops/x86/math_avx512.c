@@ -326,6 +326,10 @@ static void layernorm_row(const float *x, float *y, int64_t n, const float *scal
     *inv_out = inv;
 }
 
-const inf__vmath inf__vmath_avx512 = {"avx512", vexp, vtanh, verf, vsigmoid, vgelu, softmax_row, layernorm_row};
+/* RMSNorm's row is AVX2's: one pass over memory-bound rows, where 16 lanes
+ * would gain little over 8 (and the same bits for free) */
+const inf__vmath inf__vmath_avx512 = {"avx512",    vexp,          vtanh,
+                                      verf,        vsigmoid,      vgelu,
+                                      softmax_row, layernorm_row, INF__VMATH_RMSNORM(inf__rmsnorm_row_avx2)};
 
 #endif /* x86-64 with AVX-512 */
