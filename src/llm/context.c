@@ -448,10 +448,18 @@ typedef struct attn_job {
 } attn_job;
 
 /* Whether a pass's attention at `layer` takes the grouped path: a few tokens of one sequence whose keys all start
- * at position 0 (a sliding-window layer past its window starts each token's keys elsewhere). */
+ * at one position -- 0, or for a single token (decoding) on a sliding-window layer past its window, that token's
+ * window start (window_first); a few tokens there start at as many positions, and go one pair at a time. */
 static bool grouped_pass(const inf_llm_context *c, int layer, int n, inf_llm_context *const *seqs) {
     const inf_llm_model *m = c->m;
-    return n <= SMALL_PASS && !seqs && !(m->layers[layer].swa && c->n_past + n > m->swa_window);
+    return n <= SMALL_PASS && !seqs && (n == 1 || !(m->layers[layer].swa && c->n_past + n > m->swa_window));
+}
+
+/* The first key position a query at pos attends to on a layer: pos - window + 1 on a sliding-window layer
+ * (llama.cpp's is_masked_swa), else 0. */
+static int window_first(const inf_llm_model *m, int layer, int pos) {
+    int window = m->layers[layer].swa ? m->swa_window : 0;
+    return window && pos + 1 > window ? pos + 1 - window : 0;
 }
 
 /* A short pass of one sequence with a multi-query kernel: task g = kv head
@@ -465,9 +473,11 @@ static void attention_grouped(const attn_job *j, inf__llm_attn_multi_fn attend, 
     const float *q[SMALL_PASS * INF__LLM_ATTN_MULTI];
     float *o[SMALL_PASS * INF__LLM_ATTN_MULTI];
     int nk[SMALL_PASS * INF__LLM_ATTN_MULTI];
+    int first = window_first(c->m, j->layer, c->n_past + j->n - 1); /* 0 unless one token (grouped_pass) */
     for (int64_t g = begin; g < end; g++) {
-        const float *kc = c->k_cache + (size_t)j->layer * c->n_ctx * KVd + (size_t)g * hd,
-                    *vc = c->v_cache + (size_t)j->layer * c->n_ctx * KVd + (size_t)g * hd;
+        size_t off = (size_t)first * KVd + (size_t)g * hd;
+        const float *kc = c->k_cache + (size_t)j->layer * c->n_ctx * KVd + off,
+                    *vc = c->v_cache + (size_t)j->layer * c->n_ctx * KVd + off;
         /* up to SMALL_PASS * MULTI queries per call, in chunks of at most that */
         for (int p0 = 0; p0 < j->n * group; p0 += SMALL_PASS * INF__LLM_ATTN_MULTI) {
             int np = 0;
@@ -475,7 +485,7 @@ static void attention_grouped(const attn_job *j, inf__llm_attn_multi_fn attend, 
                 int t = r / group, h = (int)g * group + r % group;
                 q[np] = c->q + (size_t)t * Qd + (size_t)h * hd;
                 o[np] = c->att + (size_t)t * Qd + (size_t)h * hd;
-                nk[np] = c->n_past + t + 1;
+                nk[np] = c->n_past + t + 1 - first;
             }
             attend(hd, np, q, nk, kc, vc, KVd, c->m->attn_scale, c->m->attn_softcap, o);
         }
@@ -495,7 +505,6 @@ static void attention(void *arg, int64_t begin, int64_t end) {
     size_t Qd = (size_t)I->n_head * hd, KVd = (size_t)I->n_head_kv * hd;
     float scale = c->m->attn_scale;
     bool grouped_order = j->n <= SMALL_PASS && !j->seqs;
-    int window = c->m->layers[j->layer].swa ? c->m->swa_window : 0;
     inf__llm_attn_fn attend = inf__llm_attn_get(c->m->force_ref); /* attn.c / attn_avx2.c */
     for (int64_t task = begin; task < end; task++) {
         int t, h;
@@ -520,8 +529,7 @@ static void attention(void *arg, int64_t begin, int64_t end) {
         }
         int pos = tok_pos(c, j->seqs, t);
         const inf_llm_context *sq = tok_seq(c, j->seqs, t);
-        /* a sliding-window layer: the keys at positions pos - window + 1 .. pos (llama.cpp's is_masked_swa) */
-        int first = window && pos + 1 > window ? pos + 1 - window : 0;
+        int first = window_first(c->m, j->layer, pos);
         size_t koff = (size_t)first * KVd + (size_t)(h / group) * hd;
         const float *kc = sq->k_cache + (size_t)j->layer * sq->n_ctx * KVd + koff,
                     *vc = sq->v_cache + (size_t)j->layer * sq->n_ctx * KVd + koff;
