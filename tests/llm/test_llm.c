@@ -630,6 +630,8 @@ static void check_passes_agree(inf_llm_model *m, int N, const char *what) {
     free(whole), free(split), free(ones);
 }
 
+static void test_batch_of(const tm_params *pp, const char *tn); /* below, with the batching tests */
+
 static void test_architectures(void) {
     uint8_t *b1, *b2;
     int N = 24;
@@ -675,6 +677,10 @@ static void test_architectures(void) {
         inf_llm_model_free(m);
         free(b1);
     }
+    /* continuous batching on sliding-window layers (a batched step's tokens at their own window starts) and
+     * soft-capped scores: every batched row == the same token decoded alone */
+    test_batch_of(&g3, "gemma3 batched");
+    test_batch_of(&g2, "gemma2 batched");
     /* the window: a one-layer gemma3 whose only layer slides over W positions sees, at position p, only tokens
      * p - W + 1 .. p, so its logits there equal the last row of a fresh pass over just those W tokens (RoPE is
      * relative: equal up to rounding) */
@@ -718,8 +724,9 @@ static void test_architectures(void) {
  * checked against whole-prefix recomputation above and PyTorch/llama.cpp in
  * llm_reference). */
 #define NS 5
-static void test_batch(uint32_t type, const char *tn) {
-    tm_params p = params(type, 11);
+static void test_batch_of(const tm_params *pp, const char *tn) {
+    tm_params p = *pp;
+    uint32_t type = p.type;
     uint8_t *buf;
     inf_llm_model *m = load(&p, false, &buf);
     CHECK(m != NULL, "%s: load", tn);
@@ -784,6 +791,11 @@ static void test_batch(uint32_t type, const char *tn) {
     inf_llm_context_free(batch);
     inf_llm_model_free(m);
     free(buf);
+}
+
+static void test_batch(uint32_t type, const char *tn) {
+    tm_params p = params(type, 11);
+    test_batch_of(&p, tn);
 }
 
 /* ---- generation and speculative decoding ---- */
