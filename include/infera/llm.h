@@ -50,6 +50,8 @@ typedef struct inf_llm_model_info {
     uint64_t weight_bytes;    /* bytes of all tensors */
     uint64_t bytes_per_token; /* bytes of weights one decode step reads */
     int32_t bos_id, eos_id, eot_id; /* -1 when the file has none */
+    int swa_window, swa_layers;     /* sliding-window attention: positions, and how many layers (0, 0: none) */
+    float attn_softcap, final_softcap; /* logit soft-capping of attention scores and of the logits (0: none) */
 } inf_llm_model_info;
 
 /* Maps and validates a GGUF file: architecture, hyper-parameters, every

@@ -38,10 +38,13 @@ static void print_json(const char *shown, const inf_llm_model_info *I, const inf
     cli_json_string(I->weight_type);
     printf(",\"n_embd\":%d,\"n_layer\":%d,\"n_head\":%d,\"n_head_kv\":%d,\"head_dim\":%d,\"n_ff\":%d,"
            "\"n_params\":%lld,\"weight_bytes\":%llu,\"bytes_per_token\":%llu,\"bos_id\":%d,\"eos_id\":%d,"
-           "\"eot_id\":%d,\"chat_template\":%s,\"file_bytes\":%llu,\"eog_ids\":",
+           "\"eot_id\":%d,\"chat_template\":%s,\"file_bytes\":%llu",
            I->n_embd, I->n_layer, I->n_head, I->n_head_kv, I->n_head_dim, I->n_ff, (long long)I->n_params,
-           (unsigned long long)I->weight_bytes, (unsigned long long)I->bytes_per_token, I->bos_id, I->eos_id,
-           I->eot_id, chat_template ? "true" : "false", size);
+           (unsigned long long)I->weight_bytes, (unsigned long long)I->bytes_per_token, I->bos_id, I->eos_id, I->eot_id,
+           chat_template ? "true" : "false", size);
+    printf(",\"sliding_window\":%d,\"sliding_window_layers\":%d,\"attn_logit_softcapping\":%g,"
+           "\"final_logit_softcapping\":%g,\"eog_ids\":",
+           I->swa_window, I->swa_layers, I->attn_softcap, I->final_softcap);
     print_eog(tok, true);
     printf("}\n");
 }
@@ -60,6 +63,11 @@ static void print_text(const char *shown, const inf_llm_model_info *I, const inf
     printf("\n");
     printf("layers:        %d; embedding %d; heads %d (KV heads %d, head dim %d); feed-forward %d\n", I->n_layer,
            I->n_embd, I->n_head, I->n_head_kv, I->n_head_dim, I->n_ff);
+    if (I->swa_layers)
+        printf("attention:     sliding window of %d positions on %d of %d layers\n", I->swa_window, I->swa_layers,
+               I->n_layer);
+    if (I->attn_softcap > 0 || I->final_softcap > 0)
+        printf("soft-capping:  attention scores %g, logits %g (0: none)\n", I->attn_softcap, I->final_softcap);
     printf("weights:       %s (most matrices); %lld parameters, %.2f MiB of tensors\n",
            I->weight_type ? I->weight_type : "?", (long long)I->n_params, (double)I->weight_bytes / (1024.0 * 1024.0));
     printf("decode reads:  %.2f MiB of weights per token\n", (double)I->bytes_per_token / (1024.0 * 1024.0));

@@ -249,6 +249,7 @@ static inf_status load_hparams(loader *L, const arch_info *a) {
                              m->rope_base, m->rms_eps, m->rope_attn_factor);
     m->rope_dim = (int)rdim;
     if ((st = load_swa(L, a)) || (st = load_softcaps(L, a))) return st;
+    I->swa_window = m->swa_window, I->attn_softcap = m->attn_softcap, I->final_softcap = m->final_softcap;
     /* q . k / sqrt(head size), or / sqrt(n_embd / n_head) for the one size that does (arch_info) */
     m->attn_scale = 1.0f / sqrtf((float)hd);
     if (a->embd_scaled_layers && nl == a->embd_scaled_layers) m->attn_scale = 1.0f / sqrtf((float)(embd / nh));
@@ -353,6 +354,7 @@ static inf_status load_tensors(loader *L) {
             return st;
         /* llama.cpp's set_swa_pattern(P): layer l slides unless l % P == P - 1 (P = 0: every layer) */
         y->swa = m->swa_window > 0 && (m->swa_every == 0 || (uint32_t)l % m->swa_every < m->swa_every - 1);
+        I->swa_layers += y->swa;
 #undef NAME
     }
     /* sizes, and the type most bytes are in */

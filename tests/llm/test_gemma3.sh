@@ -21,10 +21,11 @@ M=$("$here/gemma3.sh") ||
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-check "info: gemma3, 18 layers, 4 heads / 1 KV head of 256, vocabulary 262144" "\"$INFERA\" info \"$M\" --json | $PY -c \"
+check "info: gemma3, 18 layers, 4 heads / 1 KV head of 256, vocabulary 262144, window 512 on 15 layers (llama.cpp: pattern 6)" "\"$INFERA\" info \"$M\" --json | $PY -c \"
 import json, sys; d = json.load(sys.stdin)
 assert (d['architecture'], d['n_layer'], d['n_head'], d['n_head_kv'], d['head_dim'], d['vocab_size'], d['n_embd']) == \
-    ('gemma3', 18, 4, 1, 256, 262144, 640), d\""
+    ('gemma3', 18, 4, 1, 256, 262144, 640), d
+assert (d['sliding_window'], d['sliding_window_layers'], d['final_logit_softcapping']) == (512, 15, 0), d\""
 check "generate: 8 tokens" "\"$INFERA\" generate \"$M\" --prompt 'The capital of France is' --max-tokens 8 --json \
     | $PY -c \"import json, sys; d = json.load(sys.stdin); assert d['completion_tokens'] == 8 and d['text'].strip(), d\""
 
