@@ -11,18 +11,22 @@ whole or in part, for tests/unit/test_qdynamic.c.
   y_b = Add(Mul(s_b, Cast(ConvInteger(xq, Wb int8 [6,4,3,3], xz, 0))), Reshape(bb [6], [1,6,1,1]))
         ORT's spelling: s_b = Mul(xs, wsb) first, operands swapped, the bias a Reshape (a constant once folded),
         stride 2                                                                 -> QConv
-  y_c = MaxPool2(Mul(Cast(ConvInteger(cq, Wc int8 [4,8,1,1], cz, wzc int8 [4])), Mul(cs, wsc [4,1,1])))
-        cq, cs, cz = DynamicQuantizeLinear(y_a); per-channel weight zero points, no bias -> QConv with the pool
+  y_c = MaxPool2(Mul(Cast(ConvInteger(cq, Wc int8 [4,8,1,1], cz, wzc int8 3)), Mul(cs, wsc [4,1,1])))
+        cq, cs, cz = DynamicQuantizeLinear(y_a); a weight zero point (per tensor: ONNX Runtime's ConvInteger,
+        the oracle of tests/quant/test_quantize.sh, takes no other), no bias -> QConv with the pool
   y_e = Relu(Add(Add(Mul(Cast(ConvInteger(eq, We int8 [8,8,3,3], ez)), Mul(es, wse)), be [1,8,1,1]), y_a))
         eq, es, ez = a second DynamicQuantizeLinear(y_a) (merged into c's); a residual join -> QConv + residual
   y_f = Add(Mul(Cast(ConvInteger(xq, Wf int8 [8,4,3,3], xz)), Mul(xs, wsf)), bf [8])
         bias [8] broadcasts along the last axis (W = 8), not the channels: the Add is kept, the rest -> QConv
   y_g = Mul(Cast(ConvInteger(xq, Wg int8 [8,4,3,3], xz)), Mul(xs, wsg [8]))
         a scale [8] (also along W): kept whole
-  52 nodes (10 Reshape/constant-free) become 13 once optimised.
+  36 nodes become 12 once optimised.
+  qdynamic_conv_input.npy: an x for tests/quant/test_quantize.sh (ONNX Runtime as the oracle of the fused graph).
 
 Run with Debian's python3-onnx:  /usr/bin/python3 tests/models/gen_qdynamic_conv_model.py
 """
+import os
+
 import numpy as np
 from onnx import TensorProto, helper
 
@@ -64,9 +68,9 @@ f = conv_int("b", xq, ints("Wb", [6, 4, 3, 3], -127, 127, np.int8), xz, g.scalar
 node("Mul", ["s_b", f], "m_b")
 node("Reshape", [g.const("bb", [6]), g.scalar("bb_shape", [1, 6, 1, 1], np.int64)], "bb_r")
 node("Add", ["m_b", "bb_r"], "y_b")
-# c: a 1x1 conv after a second DynamicQuantizeLinear, per-channel weight zero points, no bias, then MaxPool
+# c: a 1x1 conv after a second DynamicQuantizeLinear, a weight zero point, no bias, then MaxPool
 cq, cs, cz = dql("y_a", "c")
-f = conv_int("c", cq, ints("Wc", [4, 8, 1, 1], -127, 127, np.int8), cz, ints("wzc", [4], -3, 3, np.int8))
+f = conv_int("c", cq, ints("Wc", [4, 8, 1, 1], -127, 127, np.int8), cz, g.scalar("wzc", 3, np.int8))
 node("Mul", [cs, g.const("wsc", [4, 1, 1], 0.005, 0.02)], "s_c")
 node("Mul", [f, "s_c"], "m_c")
 node("MaxPool", ["m_c"], "y_c", kernel_shape=[2, 2], strides=[2, 2])
@@ -89,3 +93,6 @@ outs = [("y_a", [2, 8, 8, 8]), ("y_b", [2, 6, 4, 4]), ("y_c", [2, 4, 4, 4]), ("y
         ("y_f", [2, 8, 8, 8]), ("y_g", [2, 8, 8, 8])]
 g.save("qdynamic_conv", [float_input("x", [2, 4, 8, 8])], [float_input(n, d) for n, d in outs],
        "gen_qdynamic_conv_model.py")
+x = np.random.default_rng(291).uniform(-2.0, 3.0, (2, 4, 8, 8)).astype(np.float32)
+x[0, 0, 0, 5] = 0.0
+np.save(os.path.join(os.path.dirname(os.path.abspath(__file__)), "qdynamic_conv_input.npy"), x)

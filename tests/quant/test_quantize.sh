@@ -158,6 +158,23 @@ for m in mlp transformer cnn dwconv; do
         fi
     done
 done
+# the dynamic conv chains of tests/models/qdynamic_conv.onnx (gen_qdynamic_conv_model.py: both spellings, uint8 W
+# with zero point 128 -- packed as its int8 shift, ops/ref/quantize_conv.c -- int8 W with and without one, a pool and
+# a residual after) fused into QConv against ONNX Runtime running the chains node by node: equal to 1e-6
+mkdir -p "$TMP/qdc/infera" "$TMP/qdc/ort"
+if "$INFERA" run "$MODELS/qdynamic_conv.onnx" --input "$MODELS/qdynamic_conv_input.npy" --output-dir "$TMP/qdc/infera" \
+    >/dev/null 2>"$TMP/qdc/err" && ort_run "$MODELS/qdynamic_conv.onnx" "$TMP/qdc/ort" "$MODELS/qdynamic_conv_input.npy"; then
+    for f in "$TMP/qdc/ort"/*.npy; do
+        o=$(basename "$f")
+        if "$NPYCMP" "$TMP/qdc/infera/$o" "$f" 1e-6 1e-6 >/dev/null 2>&1; then
+            ok "qdynamic_conv $o: fused dynamic conv == ONNX Runtime (1e-6)"
+        else
+            bad "qdynamic_conv $o: fused dynamic conv differs from ONNX Runtime: $("$NPYCMP" "$TMP/qdc/infera/$o" "$f" 1e-6 1e-6 2>&1 | tail -1)"
+        fi
+    done
+else
+    bad "qdynamic_conv: run failed: $(cat "$TMP/qdc/err")"
+fi
 # the encoder's residual Adds after a float QGemm (its feed-forward output) run in the QGemm's store
 # (graph/passes/qdq_chain.c fuse_residuals, QGemm input 9): 3 Adds left of 6 (4 before
 # graph/passes/export_noops.c bypassed Reshapes that keep their input's shape, one of which stood between

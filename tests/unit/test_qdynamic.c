@@ -14,7 +14,8 @@
  * (gen_qdynamic_conv_model.py): both spellings -> QConv (a bias Reshape
  * folded first, per-channel scales [1, m, 1, 1], weight zero points, a
  * MaxPool and a residual Add then fused into the QConv's store), and the
- * near misses whose bias or scale broadcasts along another axis.  (ONNX Runtime checks
+ * near misses whose bias or scale broadcasts along another axis.  (ONNX
+ * Runtime checks that file's outputs: tests/quant/test_quantize.sh.)  (ONNX Runtime checks
  * the dynamic files end to end: tests/quant/test_quantize.sh.)
  */
 #include <stdio.h>
