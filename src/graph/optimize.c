@@ -298,6 +298,10 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
     inf__shape_infer_free(si);
     if (st == INF_OK) st = rebind_readers(model, g, dead, folded, err);
     inf__free(folded);
+    if (st == INF_OK) { /* after folding: ORT's conv bias is Reshape(constant) until then */
+        st = inf__pass_qdynamic_conv(&qpc, &n_dyn, err);
+        if (n_dyn) inf__log(INF_LOG_DEBUG, "optimizer: %d dynamic ConvInteger chains -> QConv", n_dyn);
+    }
     if (st == INF_OK) { /* exporters' no-ops first: the Shape chains they kept alive die before Attention looks */
         inf__pass_ctx pc = {model, g, dead};
         int n_noop = 0;

@@ -117,26 +117,32 @@ for mk in "mlp QGemm" "cnn QConv" "transformer QGemm" "dwconv QConv"; do
         bad "$1 qdq: the QDQ pattern was not fused: $opt"
     fi
 done
-# a dynamic file's MatMuls run as QGemm (graph/passes/qdynamic.c: DynamicQuantizeLinear -> MatMulInteger -> Cast ->
-# Mul [-> Add] [-> Relu] -> QGemm reading the DynamicQuantizeLinear's bytes; bit for bit the chain, whose ORT
-# comparison is above): no MatMulInteger left in `infera info --json`'s optimised ops
-dyn_fused() { # tag file
-    local ops
+# a dynamic file's MatMuls run as QGemm, its convolutions as QConv (graph/passes/qdynamic.c: DynamicQuantizeLinear
+# -> MatMulInteger / ConvInteger -> Cast -> Mul [-> Add] [-> Relu] -> QGemm / QConv reading the
+# DynamicQuantizeLinear's bytes; bit for bit the chain, whose ORT comparison is above): no MatMulInteger /
+# ConvInteger left in `infera info --json`'s optimised ops
+dyn_fused() { # tag file [fused-op integer-op]
+    local ops fused=${3:-QGemm} int=${4:-MatMulInteger}
     ops=$("$INFERA" info --json "$2" | sed 's/.*"ops_optimized":{\([^}]*\)}.*/\1/')
-    if echo "$ops" | grep -q '"QGemm' && ! echo "$ops" | grep -q '"MatMulInteger'; then
-        ok "$1: dynamic MatMuls fused into QGemm ($ops)"
+    if echo "$ops" | grep -q "\"$fused" && ! echo "$ops" | grep -q "\"$int"; then
+        ok "$1: dynamic ${int%Integer}s fused into $fused ($ops)"
     else
-        bad "$1: the dynamic MatMul chain was not fused: $ops"
+        bad "$1: the dynamic ${int%Integer} chain was not fused: $ops"
     fi
 }
 dyn_fused "mlp dynamic" "$TMP/mlp.dynamic.onnx"
 dyn_fused "transformer dynamic" "$TMP/transformer.dynamic.onnx"
-# ONNX Runtime's own quantize_dynamic files (tests/quant/gen_ort_dynamic_models.py: the MLP per tensor, the
-# encoder per channel, 7-bit weights): its spelling fuses too, and Infera matches ORT on them (one step, two for the
-# encoder as above)
-for m in mlp transformer; do
+dyn_fused "cnn dynamic" "$TMP/cnn.dynamic.onnx" QConv ConvInteger
+dyn_fused "dwconv dynamic" "$TMP/dwconv.dynamic.onnx" QConv ConvInteger
+# ONNX Runtime's own quantize_dynamic files (tests/quant/gen_ort_dynamic_models.py: the MLP, CNN and dwconv per
+# tensor, the encoder per channel, 7-bit weights): its spelling fuses too (the conv bias a Reshape, folded first),
+# and Infera matches ORT on them (one step, two for the encoder as above)
+for m in mlp transformer cnn dwconv; do
     f=$MODELS/${m}_ort_dynamic.onnx out=$TMP/$m.ortdyn
-    dyn_fused "$m ORT quantize_dynamic" "$f"
+    case $m in
+    cnn | dwconv) dyn_fused "$m ORT quantize_dynamic" "$f" QConv ConvInteger ;;
+    *) dyn_fused "$m ORT quantize_dynamic" "$f" ;;
+    esac
     mkdir -p "$out/infera" "$out/ort"
     steps=1
     [ $m = transformer ] && steps=2
@@ -152,6 +158,23 @@ for m in mlp transformer; do
         fi
     done
 done
+# the dynamic conv chains of tests/models/qdynamic_conv.onnx (gen_qdynamic_conv_model.py: both spellings, uint8 W
+# with zero point 128 -- packed as its int8 shift, ops/ref/quantize_conv.c -- int8 W with and without one, a pool and
+# a residual after) fused into QConv against ONNX Runtime running the chains node by node: equal to 1e-6
+mkdir -p "$TMP/qdc/infera" "$TMP/qdc/ort"
+if "$INFERA" run "$MODELS/qdynamic_conv.onnx" --input "$MODELS/qdynamic_conv_input.npy" --output-dir "$TMP/qdc/infera" \
+    >/dev/null 2>"$TMP/qdc/err" && ort_run "$MODELS/qdynamic_conv.onnx" "$TMP/qdc/ort" "$MODELS/qdynamic_conv_input.npy"; then
+    for f in "$TMP/qdc/ort"/*.npy; do
+        o=$(basename "$f")
+        if "$NPYCMP" "$TMP/qdc/infera/$o" "$f" 1e-6 1e-6 >/dev/null 2>&1; then
+            ok "qdynamic_conv $o: fused dynamic conv == ONNX Runtime (1e-6)"
+        else
+            bad "qdynamic_conv $o: fused dynamic conv differs from ONNX Runtime: $("$NPYCMP" "$TMP/qdc/infera/$o" "$f" 1e-6 1e-6 2>&1 | tail -1)"
+        fi
+    done
+else
+    bad "qdynamic_conv: run failed: $(cat "$TMP/qdc/err")"
+fi
 # the encoder's residual Adds after a float QGemm (its feed-forward output) run in the QGemm's store
 # (graph/passes/qdq_chain.c fuse_residuals, QGemm input 9): 3 Adds left of 6 (4 before
 # graph/passes/export_noops.c bypassed Reshapes that keep their input's shape, one of which stood between

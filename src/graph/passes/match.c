@@ -159,8 +159,10 @@ inf_status inf__pass_rewrite(inf__pass_ctx *pc, int target, const char *domain, 
     const inf__op *op = dom < 0 ? NULL : inf__op_find((inf__domain)dom, op_type);
     if (INF_NEVER(!op || !op->impl)) return inf_error_set(err, INF_EINTERNAL, "optimizer: no kernel for %s", op_type);
     int *ins = inf__arena_alloc(arena, (size_t)n_inputs * sizeof *ins);
-    inf__attr *at = n_attrs ? inf__arena_alloc(arena, (size_t)n_attrs * sizeof *at) : NULL;
-    if (!ins || (n_attrs && !at)) return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
+    /* never NULL, also without attributes (a dynamic QConv of an attribute-less ConvInteger): later passes copy a
+     * node's attributes with memcpy, which must not be given NULL even for 0 bytes */
+    inf__attr *at = inf__arena_alloc(arena, (size_t)(n_attrs ? n_attrs : 1) * sizeof *at);
+    if (!ins || !at) return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
     /* the params of the node this one replaces, when of the same op: the target's, or a removed node's
      * (a QGemm whose Gelu becomes its activation) -- init may reuse what they hold (packed weights) */
     const void *prev = node->op == op ? node->params : NULL;

@@ -44,6 +44,9 @@ inf_status inf__pass_qdq(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  
 /* DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul [-> Add] [-> Relu] -> QGemm reading the DQL's bytes, and
  * DQLs of the same value merged (both counted); with inf__pass_qdq */
 inf_status inf__pass_qdynamic(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/qdynamic.c */
+/* DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul [-> Add] [-> Relu] -> QConv reading the DQL's bytes; after
+ * constant folding (ORT's bias is a Reshape of a constant) */
+inf_status inf__pass_qdynamic_conv(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/qdynamic.c */
 /* QGemm -> Gelu -> QGemm with its GELU in the store; after the Gelu pass */
 inf_status inf__pass_qdq_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);   /* passes/qdq.c */
 /* float Conv (+ Relu/Clip) -> MaxPool -> ConvMaxPool; after activation fusion */

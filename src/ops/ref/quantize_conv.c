@@ -136,12 +136,10 @@ static inf_status qconv_pack_rgb(inf__arena *arena, qconv_params *p, const inf_t
 }
 #endif
 
-/* Packs a constant W (input w_at; zero point input wzp_at: per tensor or
- * per output channel) per group as B = W_g^T, when isa allows. */
-static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p, inf__qgemm_isa isa, int w_at,
-                             int wzp_at) {
-    const inf_tensor *w = inf__node_constant_input(node, w_at), *wz = inf__node_constant_input(node, wzp_at);
-    bool has_wz = wzp_at < node->n_inputs && node->inputs[wzp_at] >= 0;
+/* Packs W (zero point wz, present when has_wz: per tensor or per output
+ * channel) per group as B = W_g^T, when isa allows. */
+static inf_status qconv_pack_w(inf__arena *arena, qconv_params *p, inf__qgemm_isa isa, const inf_tensor *w,
+                               const inf_tensor *wz, bool has_wz) {
     if (!w || w->kind != INF_KIND_TENSOR || !is_q8(w->dtype) || w->ndim < 3 || w->ndim > 4 || !w->data ||
         w->dims[0] % p->group)
         return INF_OK;
@@ -207,6 +205,47 @@ static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p
     p->w_ndim = w->ndim;
     memcpy(p->w_dims, w->dims, sizeof p->w_dims);
     return INF_OK;
+}
+
+/* A uint8 W with a uint8 zero point (per tensor or per output channel) whose every w - wz fits int8 -- Infera's
+ * dynamic files' W, zero point 128 -- as int8 without a zero point into *out (inf__free it): the same integer
+ * sums, (x - xz) * (w - wz), and W then takes the kernels that need no zero point (the direct convolution,
+ * Winograd) instead of im2col rows with their per-position sums.  *out NULL when W does not qualify. */
+static inf_status shifted_weights(const inf_tensor *w, const inf_tensor *wz, int8_t **out) {
+    *out = NULL;
+    int64_t n = inf_tensor_numel(w), m = w->ndim > 0 ? w->dims[0] : 0, nz = wz ? inf_tensor_numel(wz) : 0;
+    if (w->dtype != INF_DTYPE_U8 || !wz || wz->dtype != INF_DTYPE_U8 || m < 1 || !(nz == 1 || nz == m)) return INF_OK;
+    const uint8_t *v = w->data, *z = wz->data;
+    int64_t per = n / m;
+    for (int64_t i = 0; i < n; i++) {
+        int d = v[i] - z[nz == 1 ? 0 : i / per];
+        if (d < -128 || d > 127) return INF_OK;
+    }
+    int8_t *s = inf__malloc((size_t)n);
+    if (!s) return INF_ENOMEM;
+    for (int64_t i = 0; i < n; i++) s[i] = (int8_t)(v[i] - z[nz == 1 ? 0 : i / per]);
+    *out = s;
+    return INF_OK;
+}
+
+/* Packs a constant W (input w_at; zero point input wzp_at) per group, when isa allows; a uint8 W with a zero
+ * point as its int8 shift when that is exact (shifted_weights). */
+static inf_status qconv_pack(inf__node *node, inf__arena *arena, qconv_params *p, inf__qgemm_isa isa, int w_at,
+                             int wzp_at) {
+    const inf_tensor *w = inf__node_constant_input(node, w_at), *wz = inf__node_constant_input(node, wzp_at);
+    bool has_wz = wzp_at < node->n_inputs && node->inputs[wzp_at] >= 0;
+    int8_t *shifted = NULL;
+    if (w && w->kind == INF_KIND_TENSOR && w->data && has_wz && wz && wz->kind == INF_KIND_TENSOR && wz->data) {
+        inf_status st = shifted_weights(w, wz, &shifted);
+        if (st != INF_OK) return st;
+    }
+    if (!shifted) return qconv_pack_w(arena, p, isa, w, wz, has_wz);
+    inf_tensor ws = *w;
+    ws.dtype = INF_DTYPE_I8, ws.data = shifted;
+    inf_status st = qconv_pack_w(arena, p, isa, &ws, NULL, false);
+    inf__free(shifted);
+    if (p->packed) p->w_src = w->data; /* the W a run is given, checked against (inf__qconv_op_packed_fits) */
+    return st;
 }
 
 inf_status inf__qconv_op_init(inf__node *node, inf__arena *arena, inf_error *err) {

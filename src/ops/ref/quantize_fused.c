@@ -13,7 +13,9 @@
  * W packed at load; then the node's fused activation.  W must be constant.
  *
  * QConv shares ConvInteger's geometry, packing and packed run
- * (quantize_conv.h).
+ * (quantize_conv.h).  Its x may also be 8-bit [n, c, h, w], already
+ * quantized with (x_scale, x_zp): a DynamicQuantizeLinear's output
+ * (graph/passes/qdynamic.c), as ConvInteger reads it.
  */
 #include <math.h>
 #include <string.h>
@@ -68,13 +70,25 @@ static inf_status qgemm_init(inf__node *node, inf__arena *arena, inf_error *err)
     return INF_OK;
 }
 
-/* x_scale, x_zp (per tensor), w_scale (scalar or [n]), bias (float32 [n]) */
+/* A scale of 1 value, or of n values along one axis ([n], or a dynamic conv's [1, n, 1, 1]: graph/passes/qdynamic.c
+ * checked that it broadcasts along the output channels). */
+static inf_status check_channels(inf__kernel_ctx *ctx, const char *name, const inf_tensor *t, int64_t n) {
+    char buf[96];
+    int64_t numel = inf_tensor_numel(t);
+    int long_dims = 0;
+    for (int d = 0; d < t->ndim; d++) long_dims += t->dims[d] != 1;
+    if (numel == 1 || (numel == n && long_dims == 1)) return INF_OK;
+    return inf__kernel_error(ctx, INF_ESHAPE, "input %s: expected one value or %lld along one axis, got %s", name,
+                             (long long)n, inf__shape_str(t->ndim, t->dims, buf, sizeof buf));
+}
+
+/* x_scale, x_zp (per tensor), w_scale (scalar or n values), bias (float32, n values) */
 static inf_status fused_params_check(inf__kernel_ctx *ctx, int64_t n) {
     const inf_tensor *xs = ctx->in[1], *xz = opt_input(ctx, 2), *ws = ctx->in[4], *bias = opt_input(ctx, 6);
     inf_status st = check_scale(ctx, "x_scale", xs);
     if (st == INF_OK) st = check_scale(ctx, "w_scale", ws);
     if (st == INF_OK) st = check_param(ctx, "x_scale", xs, 1, "per tensor");
-    if (st == INF_OK) st = check_param(ctx, "w_scale", ws, n, "per output channel");
+    if (st == INF_OK) st = check_channels(ctx, "w_scale", ws, n);
     if (st == INF_OK && xz && (!is_q8(xz->dtype) || inf_tensor_numel(xz) != 1))
         return inf__kernel_error(ctx, INF_ETYPE, "x_zero_point: expected one uint8 or int8 value");
     if (st == INF_OK && bias && (bias->dtype != INF_DTYPE_F32 || inf_tensor_numel(bias) != n))
@@ -260,8 +274,11 @@ static inf_status qconv_fused_run(inf__kernel_ctx *ctx) {
     if (p->nhwc_in) {
         if ((st = nhwc_view(ctx, q.x, &xview)) != INF_OK) return st;
         q.x = &xview;
+    } else if (is_q8(q.x->dtype)) { /* graph/passes/qdynamic.c: DynamicQuantizeLinear's bytes, [n, c, h, w] */
+        if ((st = check_zero_point(ctx, "x_zero_point", q.xzp, q.x->dtype)) != INF_OK) return st;
     } else if (q.x->dtype != INF_DTYPE_F32) {
-        return inf__kernel_error(ctx, INF_ETYPE, "x: expected float32, got %s", inf_dtype_name(q.x->dtype));
+        return inf__kernel_error(ctx, INF_ETYPE, "x: expected float32, uint8 or int8, got %s",
+                                 inf_dtype_name(q.x->dtype));
     }
     qconv_geom g;
     st = inf__qconv_op_geometry(ctx, p, q.x, q.w, &g);

@@ -165,6 +165,40 @@ static inline __attribute__((always_inline)) void pool_tile(const inf__qgemm_b *
     }
 }
 
+/* The full pooled tile, two windows x 32 channels (the stem's), its 16 sums named so they stay in registers as
+ * tile_6x32's do, and one loop over the K quads (tap t, quad g of cq / 4; the stem's cq is 4, one quad a tap).
+ * pool_tile made gcc 12 copy every sum to another register, some through the stack, on every quad (32 moves
+ * beside 16 vpdpbusd): the max4 after the loop pairs the sums in a way its register allocator answered with
+ * copies in the loop; an empty asm holding the 16 sums in registers at the loop's exit (POOL_PIN) leaves the loop
+ * with no move. */
+#define POOL_DECL(r) __m512i c##r##0 = _mm512_setzero_si512(), c##r##1 = _mm512_setzero_si512();
+#define POOL_STEP(r)                                                                                                   \
+    av = bcast4(rows[r] + o), c##r##0 = _mm512_dpbusd_epi32(c##r##0, av, w0),                                          \
+    c##r##1 = _mm512_dpbusd_epi32(c##r##1, av, w1);
+#define POOL_PIN(r)  __asm__("" : "+v"(c##r##0), "+v"(c##r##1));
+#define POOL_ROWS(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
+static __attribute__((noinline)) void pool_tile_2x32(const inf__qgemm_b *b, const uint8_t *const *rows,
+                                                     const int64_t *tapoff, int64_t ntaps, int64_t cq,
+                                                     const int32_t *init, int64_t p, int32_t *c, int64_t ldc) {
+    const int8_t *w0p = (const int8_t *)b->data + p * b->kp * PANEL, *w1p = w0p + b->kp * PANEL;
+    POOL_ROWS(POOL_DECL)
+    int64_t nq = cq / 4, t = 0, g = 0;
+    for (int64_t k = 0; k < ntaps * nq; k++) { /* K quad k = t * nq + g: packed B's row of quads k */
+        int64_t o = tapoff[t] + 4 * g;
+        __m512i w0 = _mm512_loadu_si512(w0p + k * 4 * PANEL), w1 = _mm512_loadu_si512(w1p + k * 4 * PANEL), av;
+        POOL_ROWS(POOL_STEP)
+        if (++g == nq) g = 0, t++;
+    }
+    POOL_ROWS(POOL_PIN)
+    /* + init after the max: the same int32 values (the sums are exact), one add per window instead of four */
+    __m512i i0 = _mm512_loadu_si512(init + p * PANEL), i1 = _mm512_loadu_si512(init + (p + 1) * PANEL);
+    int32_t *o0 = c + p * PANEL, *o1 = o0 + ldc;
+    _mm512_storeu_si512(o0, _mm512_add_epi32(max4(c00, c10, c20, c30), i0));
+    _mm512_storeu_si512(o0 + PANEL, _mm512_add_epi32(max4(c01, c11, c21, c31), i1));
+    _mm512_storeu_si512(o1, _mm512_add_epi32(max4(c40, c50, c60, c70), i0));
+    _mm512_storeu_si512(o1 + PANEL, _mm512_add_epi32(max4(c41, c51, c61, c71), i1));
+}
+
 void inf__qconv_pool4_vnni512(const inf__qgemm_b *b, int64_t nwin, const uint8_t *const *rows, const int64_t *tapoff,
                               int64_t ntaps, int64_t cq, const int32_t *init, int32_t *c, int64_t ldc) {
     int64_t panels = b->np / PANEL;
@@ -173,8 +207,7 @@ void inf__qconv_pool4_vnni512(const inf__qgemm_b *b, int64_t nwin, const uint8_t
         int32_t *cw = c + w * ldc;
         int64_t p = 0;
         if (nwin - w >= 2) {
-            for (; p + 2 <= panels; p += 2)
-                pool_tile(b, rw, tapoff, ntaps, cq, init, 2, 1, p, cw, ldc);
+            for (; p + 2 <= panels; p += 2) pool_tile_2x32(b, rw, tapoff, ntaps, cq, init, p, cw, ldc);
             if (p < panels) pool_tile(b, rw, tapoff, ntaps, cq, init, 2, 0, p, cw, ldc);
         } else {
             for (; p + 2 <= panels; p += 2)
