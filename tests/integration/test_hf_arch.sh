@@ -6,6 +6,7 @@
 # fusions `infera info --json` must show (session 29): one Attention a layer for RoBERTa, GPT-2 and T5 from both
 # exporters (dynamo without dynamic_shapes hid K^T's shape behind CumSum, GatherElements and Split; T5's dynamo
 # export has no scale at all),
+# GPT-2's tanh-form GELU as one Gelu (approximate = "tanh") a layer from every exporter (session 29, h20/gelutanh),
 # RMSNormalization for every Llama and T5 RMSNorm (5 each), the TorchScript exporter's float32 -> float32 Casts
 # gone; Llama's causal grouped-query attention stays unfused (docs/optimizer.md).  Then RMSNorm's spellings one by
 # one (tests/models/gen_rmsnorm_model.py): three fused, five near misses kept, all against ONNX Runtime.
@@ -66,6 +67,10 @@ if arch in ("llama", "t5enc"):  # 2 a layer + the final norm
         want(f"no {gone} left", gone not in ops, ops.get(gone))
 if arch == "roberta":
     want("FusedMatMul x12", ops.get("FusedMatMul") == 12, ops.get("FusedMatMul"))
+if arch == "gpt2":  # GPT-2's tanh GELU (Pow, Mul, Add, Mul, Tanh, Add, Mul, Mul): one Gelu a layer
+    want("Gelu x2 (tanh form)", ops.get("Gelu") == 2, ops.get("Gelu"))
+    for gone in ("Pow", "Tanh"):
+        want(f"no {gone} left", gone not in ops, ops.get(gone))
 if arch in ("roberta", "gpt2"):
     want("LayerNormalization x5", ops.get("LayerNormalization") == 5, ops.get("LayerNormalization"))
 EOF
