@@ -80,8 +80,11 @@ const inf__vmath *inf__vmath_best(void);
  * sigmoid (ops/ref/vmath.c: the algorithm and its error bound).  y may
  * equal x.  Element-wise and position-independent like the table's
  * functions.  inf__vmath_gelu_tanh_best is it with inf__vmath_best(), an
- * inf__vmath_fn for the Gelu kernel and FusedMatMul's epilogue. */
+ * inf__vmath_fn for the Gelu kernel and FusedMatMul's epilogue.  The edge
+ * runtime (INF_EDGE, its size budget) has only _best, computing in double. */
+#ifndef INF_EDGE
 void inf__vmath_gelu_tanh(const inf__vmath *vm, const float *x, float *y, int64_t n);
+#endif
 void inf__vmath_gelu_tanh_best(const float *x, float *y, int64_t n);
 
 #endif /* INF_OPS_VMATH_H */

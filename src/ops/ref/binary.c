@@ -449,6 +449,7 @@ static void binary_string_span(void *arg, const int64_t *off, const int64_t *str
     }
 }
 
+#ifndef INF_EDGE /* the edge runtime's size budget (docs/edge.md): pow() there, the same bits */
 /* float32 Pow with a one-element exponent 2, 3 or 4 (GPT-2's x^3, variances'
  * x^2): the power by multiplications in double -- x*x is exact there, so
  * the double result is rounded once (x^3 = (x*x)*x, x^4 = (x*x)*(x*x)) --
@@ -492,6 +493,7 @@ static int pow_small_int(binop op, const inf_tensor *a, const inf_tensor *b) {
     double e = inf__tensor_get_f64(b, 0);
     return e == 2.0 || e == 3.0 || e == 4.0 ? (int)e : 0;
 }
+#endif
 
 static bool dtype_is_numeric(inf_dtype t) { return inf__dtype_is_float(t) || inf__dtype_is_int(t); }
 
@@ -594,11 +596,14 @@ static inf_status binary_run(inf__kernel_ctx *ctx) {
     span_iter_init(&it, y_ndim, y_dims, 2, nds, dims);
     binary_job job = {p->op, binary_domain(p->op, a, b), a, b, y, false};
 
+#ifndef INF_EDGE
     int pow_e = pow_small_int(p->op, a, b);
     if (pow_e && inf_tensor_numel(y) == inf_tensor_numel(a)) { /* y is a's elements in a's order */
         pow_int_job pj = {(const float *)a->data, (float *)y->data, pow_e};
         inf__pool_range(ctx->pool, inf_tensor_numel(y), 32768, pow_int_range, &pj);
-    } else if (a->dtype == INF_DTYPE_STRING) {
+    } else
+#endif
+        if (a->dtype == INF_DTYPE_STRING) {
         span_iter_run(&it, NULL, binary_string_span, &job);
     } else if (a->dtype == INF_DTYPE_F32 && p->op <= BIN_DIV) {
         span_iter_run(&it, ctx->pool, binary_f32_span, &job);

@@ -216,6 +216,16 @@ const inf__vmath inf__vmath_portable = {
 #define GELU_TANH_C     0.044715f
 #define GELU_TANH_BLOCK 256
 
+#ifdef INF_EDGE
+/* the edge runtime's size budget (docs/edge.md): element by element in
+ * double, no vector table (the Gelu kernel's path for the other float types) */
+void inf__vmath_gelu_tanh_best(const float *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        double v = x[i];
+        y[i] = (float)(0.5 * v * (1 + tanh(0.79788456080286535588 * (v + 0.044715 * v * v * v))));
+    }
+}
+#else
 void inf__vmath_gelu_tanh(const inf__vmath *vm, const float *x, float *y, int64_t n) {
     float u[GELU_TANH_BLOCK];
     for (int64_t i = 0; i < n; i += GELU_TANH_BLOCK) {
@@ -232,6 +242,7 @@ void inf__vmath_gelu_tanh(const inf__vmath *vm, const float *x, float *y, int64_
 void inf__vmath_gelu_tanh_best(const float *x, float *y, int64_t n) {
     inf__vmath_gelu_tanh(inf__vmath_best(), x, y, n);
 }
+#endif
 
 const inf__vmath *inf__vmath_best(void) {
 #if defined(__x86_64__)
