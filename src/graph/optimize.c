@@ -27,8 +27,8 @@
  *      nothing (inference Dropout, Reshapes that keep the shape, K^T spelled
  *      Reshape/Transpose/Reshape; passes/export_noops.c), then a dead-node
  *      sweep (the Shape chains that fed those Reshapes); then the decomposed LayerNorm PyTorch exports below
- *      opset 17 -> LayerNormalization; exact-erf GELU -> the internal fused
- *      Gelu (ai.infera); Pow(x, 2) -> Mul(x, x); scaled-dot-product
+ *      opset 17 -> LayerNormalization; exact-erf and tanh-form GELU -> the internal fused
+ *      Gelu (ai.infera, approximate = "tanh" for the latter); Pow(x, 2) -> Mul(x, x); scaled-dot-product
  *      attention (Transpose/MatMul/Div/Softmax/MatMul/Transpose) -> the
  *      internal fused Attention (ai.infera); Conv -> BatchNormalization
  *      (constant, inference mode) -> one Conv with folded weights; Conv ->

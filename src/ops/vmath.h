@@ -74,4 +74,17 @@ extern const inf__vmath inf__vmath_neon; /* ops/arm/math_neon.c; call only when 
 /* The best implementation for this CPU (chosen once, cached). */
 const inf__vmath *inf__vmath_best(void);
 
+/* GPT-2's tanh-form GELU, y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+ * computed as x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)) -- the same
+ * function with no 1 + tanh cancellation -- in blocks of 256 through vm's
+ * sigmoid (ops/ref/vmath.c: the algorithm and its error bound).  y may
+ * equal x.  Element-wise and position-independent like the table's
+ * functions.  inf__vmath_gelu_tanh_best is it with inf__vmath_best(), an
+ * inf__vmath_fn for the Gelu kernel and FusedMatMul's epilogue.  The edge
+ * runtime (INF_EDGE, its size budget) has only _best, computing in double. */
+#ifndef INF_EDGE
+void inf__vmath_gelu_tanh(const inf__vmath *vm, const float *x, float *y, int64_t n);
+#endif
+void inf__vmath_gelu_tanh_best(const float *x, float *y, int64_t n);
+
 #endif /* INF_OPS_VMATH_H */

@@ -6,9 +6,11 @@
 # fusions `infera info --json` must show (session 29): one Attention a layer for RoBERTa, GPT-2 and T5 from both
 # exporters (dynamo without dynamic_shapes hid K^T's shape behind CumSum, GatherElements and Split; T5's dynamo
 # export has no scale at all),
+# GPT-2's tanh-form GELU as one Gelu (approximate = "tanh") a layer from every exporter (session 29, h20/gelutanh),
 # RMSNormalization for every Llama and T5 RMSNorm (5 each), the TorchScript exporter's float32 -> float32 Casts
 # gone; Llama's causal grouped-query attention stays unfused (docs/optimizer.md).  Then RMSNorm's spellings one by
-# one (tests/models/gen_rmsnorm_model.py): three fused, five near misses kept, all against ONNX Runtime.
+# one (tests/models/gen_rmsnorm_model.py): three fused, five near misses kept, and GPT-2's tanh GELU's likewise
+# (tests/models/gen_gelu_tanh_model.py: two Gelu, one FusedMatMul epilogue, three kept), all against ONNX Runtime.
 set -u
 . "$(dirname "$0")/../check.sh"
 infera=$1
@@ -66,6 +68,10 @@ if arch in ("llama", "t5enc"):  # 2 a layer + the final norm
         want(f"no {gone} left", gone not in ops, ops.get(gone))
 if arch == "roberta":
     want("FusedMatMul x12", ops.get("FusedMatMul") == 12, ops.get("FusedMatMul"))
+if arch == "gpt2":  # GPT-2's tanh GELU (Pow, Mul, Add, Mul, Tanh, Add, Mul, Mul): one Gelu a layer
+    want("Gelu x2 (tanh form)", ops.get("Gelu") == 2, ops.get("Gelu"))
+    for gone in ("Pow", "Tanh"):
+        want(f"no {gone} left", gone not in ops, ops.get(gone))
 if arch in ("roberta", "gpt2"):
     want("LayerNormalization x5", ops.get("LayerNormalization") == 5, ops.get("LayerNormalization"))
 EOF
@@ -100,6 +106,34 @@ for threads in 1 2; do
     for o in y_a y_b y_c y_d y_e y_f y_g y_h f_ms; do
         [ "$have_ort" = 1 ] && check_run "rmsnorm_edges/$o threads=$threads vs onnxruntime" \
             "$compare" "$out/$o.npy" "$work/edges-ort/$o.npy" 1e-4 1e-5
+    done
+done
+# GPT-2's tanh GELU spellings (tests/models/gen_gelu_tanh_model.py): y_a, y_b -> Gelu, y_c -> FusedMatMul, 3 kept
+edges=$fix/gelu_tanh_edges.onnx
+if "$infera" info "$edges" --json >"$work/gt.json"; then
+    check_lines python3 - "$work/gt.json" <<'EOF'
+import json, sys
+ops = json.load(open(sys.argv[1]))["ops_optimized"]
+ok = ops.get("Gelu") == 2 and ops.get("FusedMatMul") == 1 and ops.get("Tanh") == 3 and ops.get("Pow") == 2
+print(("ok " if ok else "FAIL ") + f"gelu_tanh_edges: y_a, y_b Gelu, y_c FusedMatMul, y_d..y_f kept ({ops})")
+EOF
+else
+    bad "gelu_tanh_edges: infera info failed"
+fi
+if [ "$have_ort" = 1 ]; then
+    mkdir -p "$work/gt-ort"
+    node "$root/tests/quant/ort_run.js" "$edges" "$work/gt-ort" "x=$fix/gelu_tanh_x.npy" >/dev/null ||
+        bad "gelu_tanh_edges: onnxruntime failed"
+fi
+for threads in 1 2; do
+    out=$work/gt-$threads
+    if ! "$infera" run "$edges" --input "x=$fix/gelu_tanh_x.npy" --threads "$threads" --output-dir "$out"; then
+        bad "gelu_tanh_edges threads=$threads: infera run failed"
+        continue
+    fi
+    for o in y_a y_b y_c y_d y_e y_f f_t; do
+        [ "$have_ort" = 1 ] && check_run "gelu_tanh_edges/$o threads=$threads vs onnxruntime" \
+            "$compare" "$out/$o.npy" "$work/gt-ort/$o.npy" 1e-4 1e-5
     done
 done
 check_done

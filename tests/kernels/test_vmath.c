@@ -290,6 +290,49 @@ static void gelu_split_lanes(const inf__vmath *w, const inf__vmath *v) {
     same ? n_passed++ : n_failed++;
 }
 
+/* inf__vmath_gelu_tanh (composed on vm's sigmoid) against its twin in double,
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (as x / (1 + exp(-u)): 1 + tanh
+ * cancels in double too): error <= 8 ulp where
+ * |u| <= 1 (u = 2 sqrt(2/pi) (x + 0.044715 x^3)), else <= 8 |u| ulp (the
+ * float u's rounding magnified by the sigmoid), and one element's result
+ * the same at every array position.  The decomposed graph's float path is
+ * measured the same way and printed. */
+/* (as x / (1 + exp(-u)): the same function, and 1 + tanh cancels even in double) */
+static double ref_gelu_tanh(double x) {
+    double u = 1.59576912160573071 * (x + 0.044715 * x * x * x);
+    return isinf(x) ? (x > 0 ? x : NAN) : x / (1 + exp(-u));
+}
+
+static void test_gelu_tanh(const inf__vmath *vm, const float *x, size_t n, float *y) {
+    inf__vmath_gelu_tanh(vm, x, y, (int64_t)n);
+    double worst = 0, worst_graph = 0;
+    float at = 0;
+    for (size_t i = 0; i < n; i++) {
+        double xd = x[i], r = ref_gelu_tanh(xd), u = fabs(1.59576912160573071 * (xd + 0.044715 * xd * xd * xd));
+        double scale = isfinite(u) && u > 1 ? u : 1, e = ulp_error(y[i], r) / scale;
+        if (isnan(e) || e > worst) worst = isnan(e) ? INFINITY : e, at = x[i];
+        float xf = x[i], g = 0.5f * xf * (1.0f + tanhf(0.797884583f * (xf + 0.044715f * (xf * xf * xf))));
+        double eg = ulp_error(g, r) / scale;
+        if (eg > worst_graph) worst_graph = eg;
+    }
+    check(worst <= 8, "", vm->name, "gelu_tanh (ulp / max(1, |u|))", worst, 8);
+    if (worst > 8) printf("     worst at x = %.9g\n", at);
+    printf("     (float graph path: max %.3g)\n", worst_graph);
+    /* position independence: 1000 values at offsets 0..300 of a padded array */
+    float in[1301], out[1301], base[1000];
+    inf__vmath_gelu_tanh(vm, x + n - 1000, base, 1000);
+    bool same = true;
+    for (int off = 0; off <= 300 && same; off += 7) {
+        memcpy(in + off, x + n - 1000, 1000 * sizeof *in);
+        inf__vmath_gelu_tanh(vm, in + off, out + off, 1000);
+        same = !memcmp(out + off, base, sizeof base);
+        inf__vmath_gelu_tanh(vm, in + off, in + off, 1000); /* in place */
+        same = same && !memcmp(in + off, base, sizeof base);
+    }
+    printf("%s %s gelu_tanh: same bits at every array offset and in place\n", same ? "ok  " : "FAIL", vm->name);
+    same ? n_passed++ : n_failed++;
+}
+
 int main(void) {
     size_t n;
     float *x = make_inputs(&n), *y = x ? malloc(n * sizeof *y) : NULL;
@@ -313,6 +356,7 @@ int main(void) {
     for (int t = 0; t < 3; t++)
         if (tables[t]) {
             test_table(tables[t], x, n, y);
+            test_gelu_tanh(tables[t], x, n, y);
             test_rows(tables[t]);
         }
     if (tables[1] && tables[2]) same_as_avx2(tables[2], tables[1], x, n, y), gelu_split_lanes(tables[2], tables[1]);

@@ -190,11 +190,13 @@ inf_status inf__pass_rewrite(inf__pass_ctx *pc, int target, const char *domain, 
     return st;
 }
 
-bool inf__pass_exact_gelu(const inf__pass_ctx *pc, int i) {
+int inf__pass_gelu_form(const inf__pass_ctx *pc, int i) {
     const inf__node *n = &pc->g->nodes[i];
-    bool exact =
-        n->op && (n->op->domain == INF_DOMAIN_INFERA ||
-                  (n->op->domain == INF_DOMAIN_ONNX && !strcmp(inf__attr_string(n, "approximate", "none"), "none")));
-    return !pc->dead[i] && exact && !strcmp(n->op_type, "Gelu") && n->n_inputs == 1 &&
-           n->epilogue.kind == INF_EPILOGUE_NONE;
+    if (pc->dead[i] || !n->op || (n->op->domain != INF_DOMAIN_INFERA && n->op->domain != INF_DOMAIN_ONNX) ||
+        strcmp(n->op_type, "Gelu") != 0 || n->n_inputs != 1 || n->epilogue.kind != INF_EPILOGUE_NONE)
+        return 0;
+    const char *a = inf__attr_string(n, "approximate", "none");
+    return !strcmp(a, "none") ? 1 : !strcmp(a, "tanh") ? 2 : 0;
 }
+
+bool inf__pass_exact_gelu(const inf__pass_ctx *pc, int i) { return inf__pass_gelu_form(pc, i) == 1; }

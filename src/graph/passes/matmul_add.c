@@ -12,8 +12,9 @@
  *   then optionally
  *     y2 = Add(y1, z)         y1 read only by this Add; z any other value
  *   then optionally
- *     y3 = Gelu(y2 or y1)     the internal Gelu (passes/gelu.c); its input read only by it
- * ->  y  = FusedMatMul(a, W, bias [, z]; activation = "Gelu" when there was one)
+ *     y3 = Gelu(y2 or y1)     the internal Gelu (passes/gelu.c) or ONNX's, exact or tanh
+ *                             form; its input read only by it
+ * ->  y  = FusedMatMul(a, W, bias [, z]; activation = "Gelu" / "GeluTanh" when there was one)
  *   W and bias must not be graph inputs (a caller could replace them), every
  *   Add is opset >= 7 (numpy broadcasting) and no node carries an epilogue.
  *
@@ -95,13 +96,16 @@ static bool match_adds(const inf__pass_ctx *pc, int ai, mm_match *mt) {
 }
 
 inf_status inf__pass_matmul_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {
-    static const inf__attr gelu_attr = {.name = "activation", .type = INF_ATTR_STRING, .s = "Gelu", .s_len = 4};
+    static const inf__attr gelu_attrs[2] = {
+        {.name = "activation", .type = INF_ATTR_STRING, .s = "Gelu", .s_len = 4},
+        {.name = "activation", .type = INF_ATTR_STRING, .s = "GeluTanh", .s_len = 8}};
     *n_rewritten = 0;
     /* from the last node back: a chain is met at its end (the Gelu or the
      * outer Add) before its inner Adds */
     for (int n = pc->g->n_nodes - 1; n >= 0; n--) {
         mm_match mt = {.n_removed = 0};
-        bool gelu = inf__pass_exact_gelu(pc, n);
+        int form = inf__pass_gelu_form(pc, n);
+        bool gelu = form != 0;
         if (gelu) {
             int x = pc->g->nodes[n].inputs[0], xi = x >= 0 ? pc->g->values[x].producer : -1;
             if (xi < 0 || !inf__pass_uses(pc, x, 1) || !match_adds(pc, xi, &mt)) continue;
@@ -110,7 +114,7 @@ inf_status inf__pass_matmul_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *
             continue;
         }
         inf_status st = inf__pass_rewrite(pc, n, "ai.infera", "FusedMatMul", 1, mt.n_ins, mt.ins, gelu ? 1 : 0,
-                                          gelu ? &gelu_attr : NULL, mt.removed, mt.n_removed, err);
+                                          gelu ? &gelu_attrs[form - 1] : NULL, mt.removed, mt.n_removed, err);
         if (st != INF_OK) return st;
         inf__ops_fused_matmul_take_packing(&pc->g->nodes[n], &pc->g->nodes[mt.removed[0]]);
         (*n_rewritten)++;

@@ -80,6 +80,8 @@ bool inf__pass_pool_attrs(inf__pass_ctx *pc, const inf__node *node, const int64_
  * (passes/gelu.c), or ONNX's own (opset 20+, what torch's dynamo exporter
  * writes) in its exact form (approximate = "none")? */
 bool inf__pass_exact_gelu(const inf__pass_ctx *pc, int i);
+/* The same test by form: 1 exact (erf), 2 approximate = "tanh", 0 not such a Gelu. */
+int inf__pass_gelu_form(const inf__pass_ctx *pc, int i);
 /* Is value v a one-element float32 constant?  Its value in *out. */
 bool inf__pass_scalar(const inf__pass_ctx *pc, int v, float *out);
 /* Is value v a one-element constant within tol of want? */

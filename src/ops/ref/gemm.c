@@ -771,7 +771,8 @@ const inf__op_impl op_matmul = {matmul_init, matmul_run};
  *   W    float32 [K, N], a constant (packed at load)
  *   bias float32 [N], a constant
  *   Z    optional, any float32 tensor broadcastable with Y; the residual
- *   attribute activation: "Gelu" (the internal exact-erf Gelu) or absent.
+ *   attribute activation: "Gelu" (the internal exact-erf Gelu), "GeluTanh"
+ *             (its approximate = "tanh" form) or absent.
  * Same bits as the separate nodes: the MatMul's sums, then + bias[j], then
  * + Z, then the activation (ops/vmath.h's, as the Gelu kernel).  With the
  * AVX2 kernel and W packed, the adds and the activation run in the GEMM's
@@ -789,6 +790,7 @@ static inf_status fused_mm_init(inf__node *node, inf__arena *arena, inf_error *e
     if (!p) return inf__node_error(node, err, INF_ENOMEM, "out of memory");
     const char *act = inf__attr_string(node, "activation", "");
     if (!strcmp(act, "Gelu")) p->act = inf__vmath_best()->gelu;
+    else if (!strcmp(act, "GeluTanh")) p->act = inf__vmath_gelu_tanh_best;
     else if (*act) return inf__node_error(node, err, INF_EINVAL, "attribute activation: unknown '%s'", act);
     node->params = p; /* W's packing: the MatMul's (inf__ops_fused_matmul_take_packing) */
     /* a bundle's load has no MatMul to take it from: the bundle supplies the

@@ -116,7 +116,7 @@ struct inf__bf16_node {
     int64_t k, n;
     float alpha, beta; /* Gemm */
     bool broadcast;    /* Gemm: C may broadcast (opset >= 7 or attribute broadcast) */
-    inf__vmath_fn act; /* FusedMatMul: activation "Gelu", else NULL */
+    inf__vmath_fn act; /* FusedMatMul: activation "Gelu" or "GeluTanh", else NULL */
 };
 
 struct inf__bf16_plan {
@@ -141,7 +141,7 @@ static inf_status plan_node(const inf__node *node, inf__bf16_node **out) {
     if (!w || w->dtype != INF_DTYPE_F32 || w->ndim != 2 || !w->data) return INF_OK;
     if (kind == BF16_GEMM && inf__attr_int(node, "transA", 0)) return INF_OK;
     const char *act = kind == BF16_FUSED ? inf__attr_string(node, "activation", "") : "";
-    if (*act && strcmp(act, "Gelu")) return INF_OK;
+    if (*act && strcmp(act, "Gelu") && strcmp(act, "GeluTanh")) return INF_OK;
     bool trans_b = kind == BF16_GEMM && inf__attr_int(node, "transB", 0);
     inf__bf16_node *bn = inf__calloc(1, sizeof *bn);
     if (!bn) return INF_ENOMEM;
@@ -152,7 +152,7 @@ static inf_status plan_node(const inf__node *node, inf__bf16_node **out) {
     bn->alpha = kind == BF16_GEMM ? inf__attr_float(node, "alpha", 1.0f) : 1.0f;
     bn->beta = kind == BF16_GEMM ? inf__attr_float(node, "beta", 1.0f) : 1.0f;
     bn->broadcast = node->opset >= 7 || inf__attr_int(node, "broadcast", 0) != 0;
-    bn->act = *act ? inf__vmath_best()->gelu : NULL;
+    bn->act = !*act ? NULL : !strcmp(act, "Gelu") ? inf__vmath_best()->gelu : inf__vmath_gelu_tanh_best;
     bn->panels = inf__aligned_alloc((size_t)inf__bf16_packed_elems(bn->k, bn->n) * sizeof(uint16_t));
     if (!bn->panels) {
         inf__free(bn);

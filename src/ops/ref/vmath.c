@@ -32,6 +32,16 @@
  *            gelu(-inf) = NaN, as -inf * 0.5 * (1 + erf(-inf)) is.
  *            Error <= 20 ulp, the worst just above x = -sqrt 2 where
  *            1 + erf(u) cancels to 0.16 (a few ulp elsewhere).
+ *   gelu_tanh(x)  (not a table entry: composed on a table's sigmoid)
+ *            0.5 x (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2/pi), as
+ *            x sigmoid(u), u = 2k (x + 0.044715 x^3) in float (the cube as
+ *            x * x * x, three roundings): no 1 + tanh cancellation, so
+ *            the negative tail keeps its relative precision (the graph's
+ *            1 + tanh(...) loses it).  u's few-ulp rounding is magnified
+ *            |u| (1 - sigmoid(u)) times by sigmoid: error <= 8 ulp for
+ *            |u| <= 1, else <= 8 |u| ulp (tests/kernels/test_vmath.c);
+ *            x beyond +-2^42 makes x^3 overflow: u = +-inf, y = x or -0
+ *            (x * 0 for x = -inf: NaN, as the graph).
  *   Softmax row: max, then exp(x - max) stored and summed in double (the
  *            AVX2 twin keeps four double lanes per half, added in a fixed
  *            order), then times 1 / sum.
@@ -201,6 +211,38 @@ static void rmsnorm_row(const float *x, float *y, int64_t n, const float *scale,
 
 const inf__vmath inf__vmath_portable = {
     "portable", vexp, vtanh, verf, vsigmoid, vgelu, softmax_row, layernorm_row, INF__VMATH_RMSNORM(rmsnorm_row)};
+
+#define GELU_TANH_2K    1.59576912161f /* 2 sqrt(2 / pi) */
+#define GELU_TANH_C     0.044715f
+#define GELU_TANH_BLOCK 256
+
+#ifdef INF_EDGE
+/* the edge runtime's size budget (docs/edge.md): element by element in
+ * double, no vector table (the Gelu kernel's path for the other float types) */
+void inf__vmath_gelu_tanh_best(const float *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        double v = x[i];
+        y[i] = (float)(0.5 * v * (1 + tanh(0.79788456080286535588 * (v + 0.044715 * v * v * v))));
+    }
+}
+#else
+void inf__vmath_gelu_tanh(const inf__vmath *vm, const float *x, float *y, int64_t n) {
+    float u[GELU_TANH_BLOCK];
+    for (int64_t i = 0; i < n; i += GELU_TANH_BLOCK) {
+        int64_t m = n - i < GELU_TANH_BLOCK ? n - i : GELU_TANH_BLOCK;
+        for (int64_t j = 0; j < m; j++) {
+            float v = x[i + j];
+            u[j] = GELU_TANH_2K * (v + GELU_TANH_C * (v * v * v));
+        }
+        vm->sigmoid(u, u, m);
+        for (int64_t j = 0; j < m; j++) y[i + j] = x[i + j] * u[j];
+    }
+}
+
+void inf__vmath_gelu_tanh_best(const float *x, float *y, int64_t n) {
+    inf__vmath_gelu_tanh(inf__vmath_best(), x, y, n);
+}
+#endif
 
 const inf__vmath *inf__vmath_best(void) {
 #if defined(__x86_64__)
