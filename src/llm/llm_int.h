@@ -31,7 +31,7 @@ typedef struct inf__llm_layer {
     const float *q_norm, *k_norm; /* optional RMSNorm weights of each query / key head before RoPE (qwen3), head_dim */
     /* optional RMSNorm weights of the attention and feed-forward outputs before their residual adds (gemma3), n_embd */
     const float *post_attn_norm, *post_ffn_norm;
-    bool swa; /* a sliding-window layer (gemma3): attends to the model's swa_window last positions, its own RoPE */
+    bool swa; /* a sliding-window layer (gemma2, gemma3): attends to the model's swa_window last positions, its own RoPE */
 } inf__llm_layer;
 
 enum inf__llm_rope_type { INF__ROPE_NORM = 0, INF__ROPE_NEOX = 2 };

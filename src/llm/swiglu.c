@@ -22,17 +22,12 @@ void inf__llm_geglu_ref(float *g, const float *u, size_t n) {
 }
 
 inf__llm_swiglu_fn inf__llm_gate_get(inf__llm_gate_kind kind, bool force_ref) {
-    bool avx2 = false;
+    bool gelu = kind == INF__LLM_GATE_GELU_TANH;
 #if defined(__x86_64__)
-    avx2 = !force_ref && inf__cpu_has_avx2_fma();
-#else
+    if (!force_ref && inf__cpu_has_avx2_fma()) return gelu ? inf__llm_geglu_avx2 : inf__llm_swiglu_avx2;
+#endif
     (void)force_ref;
-#endif
-#if defined(__x86_64__)
-    if (avx2) return kind == INF__LLM_GATE_GELU_TANH ? inf__llm_geglu_avx2 : inf__llm_swiglu_avx2;
-#endif
-    (void)avx2;
-    return kind == INF__LLM_GATE_GELU_TANH ? inf__llm_geglu_ref : inf__llm_swiglu_ref;
+    return gelu ? inf__llm_geglu_ref : inf__llm_swiglu_ref;
 }
 
 inf__llm_swiglu_fn inf__llm_swiglu_get(bool force_ref) { return inf__llm_gate_get(INF__LLM_GATE_SILU, force_ref); }
