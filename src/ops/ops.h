@@ -383,7 +383,7 @@ typedef struct inf__conv2d_maxpool {
 typedef struct inf__conv2d {
     int64_t n, c, m, group, cg, mg;
     int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
-    int act; /* inf__epilogue_kind: NONE, RELU or CLIP */
+    int act; /* inf__epilogue_kind: NONE, RELU or CLIP (SILU: the pointwise kernels only) */
     float lo, hi;
     /* NULL, or the MaxPool the kernel applies before its store (only the
      * rows variant takes one: inf__conv2d_pooled_fits); y is then the
@@ -448,6 +448,11 @@ void inf__conv2d_dw3_plane_avx512(const float *buf, int64_t pw, int64_t oh, int6
 bool inf__conv2d_pointwise_fits(const inf__conv2d *g);
 void inf__conv2d_pointwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
                                     const float *bias, const float *res, float *y);
+/* Its AVX-512 sibling (ops/x86/pointwise_avx512.c; only when
+ * inf__cpu_has_avx512()): the same arguments and bits, 16 positions a
+ * vector.  Both take g->act NONE, RELU, CLIP or SILU. */
+void inf__conv2d_pointwise_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
+                                      const float *bias, const float *res, float *y);
 /* The input as the direct and the rows kernels read it
  * (ops/x86/conv_direct_avx2.c): planes of ph x pw floats, X itself (pad
  * false) or zero-padded copies made per_pass images at a time into the

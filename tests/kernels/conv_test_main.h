@@ -9,6 +9,7 @@
 #ifndef INF_TESTS_CONV_TEST_MAIN_H
 #define INF_TESTS_CONV_TEST_MAIN_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -28,6 +29,7 @@
 static inline float conv_test_act(const inf__conv2d *g, float v) {
     if (g->act == INF_EPILOGUE_RELU) return v > 0 ? v : 0;
     if (g->act == INF_EPILOGUE_CLIP) return v < g->lo ? g->lo : v > g->hi ? g->hi : v;
+    if (g->act == INF_EPILOGUE_SILU) return (float)(v / (1.0 + exp(-(double)v)));
     return v;
 }
 

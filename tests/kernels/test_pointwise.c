@@ -1,6 +1,7 @@
 /*
- * test_pointwise.c -- the AVX2 1x1 convolution (inf__conv2d_pointwise_f32_avx2,
- * ops/x86/pointwise_avx2.c) against
+ * test_pointwise.c -- the 1x1 convolutions (inf__conv2d_pointwise_f32_avx2,
+ * ops/x86/pointwise_avx2.c, and on an AVX-512 CPU its sibling
+ * inf__conv2d_pointwise_f32_avx512, pointwise_avx512.c) against
  *   - the panel variant it replaces for these shapes (inf__conv2d_f32_avx2,
  *     ops/x86/conv_avx2.c: im2col fused into its own packing, documented as
  *     the im2col + GEMM path's bits) -- bit for bit, so the dispatch change
@@ -10,7 +11,9 @@
  * Random shapes: batch 1..3, input channels 1..300 (past the GEMM's
  * 256-deep blocks), output channels 1..70 and sometimes up to 300, planes
  * 1..20 x 1..40 (widths not multiples of 8, planes smaller than a vector),
- * with and without bias and residual, no activation / ReLU / Clip; pools of
+ * with and without bias and residual, no activation / ReLU / Clip / SiLU (the
+ * panel variant's output through the vector table's sigmoid and a multiply:
+ * the epilogue pass's bits, ops/util.c); pools of
  * 1, 2 and 3 threads (conv_test_main.h).  Then bench/extra mobile's six
  * pointwise shapes (P = 2304 .. 36: X read in place and through the strip
  * copy, the one-vector tail tiles, blocks of W) at batch 1 and 2, and a
@@ -28,7 +31,9 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/cpu.h"
 #include "ops/ops.h"
+#include "ops/vmath.h"
 #include "conv_test_main.h"
 #include "test_allocs.h"
 
@@ -76,10 +81,32 @@ static int compare(const inf__conv2d *g, const bufs *B, int idx) {
     return bad;
 }
 
+typedef void (*pw_variant)(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w, const float *bias,
+                           const float *res, float *y);
+
+/* The variants this CPU runs: AVX2, and AVX-512 where it has it. */
+static int variants(pw_variant v[2]) {
+    v[0] = inf__conv2d_pointwise_f32_avx2;
+    if (!inf__cpu_has_avx512()) return 1;
+    v[1] = inf__conv2d_pointwise_f32_avx512;
+    return 2;
+}
+
+/* y = y * sigmoid(y) as the session's epilogue pass computes a fused SiLU. */
+static void silu_pass(float *y, size_t n) {
+    const inf__vmath *vm = inf__vmath_best();
+    float s[64];
+    for (size_t i = 0; i < n; i += 64) {
+        size_t m = n - i < 64 ? n - i : 64;
+        vm->sigmoid(y + i, s, (int64_t)m);
+        for (size_t k = 0; k < m; k++) y[i + k] *= s[k];
+    }
+}
+
 /* Batch invariance: each image of the batch run alone (n = 1) gives Y's
  * rows of that image bit for bit. */
-static int check_images_alone(inf__pool *pool, const inf__conv2d *g, const bufs *B, const float *b, const float *res,
-                              int idx) {
+static int check_images_alone(inf__pool *pool, pw_variant run, const inf__conv2d *g, const bufs *B, const float *b,
+                              const float *res, int idx) {
     int64_t np = g->oh * g->ow, ny1 = g->m * np;
     inf__conv2d one = *g;
     one.n = 1;
@@ -87,7 +114,7 @@ static int check_images_alone(inf__pool *pool, const inf__conv2d *g, const bufs 
     if (!y1) return printf("case %d: out of memory\n", idx), 1;
     int bad = 0;
     for (int64_t i = 0; i < g->n && !bad; i++) {
-        inf__conv2d_pointwise_f32_avx2(pool, &one, B->x + i * g->c * np, B->w, b, res ? res + i * ny1 : NULL, y1);
+        run(pool, &one, B->x + i * g->c * np, B->w, b, res ? res + i * ny1 : NULL, y1);
         if (memcmp(y1, B->y + i * ny1, (size_t)ny1 * sizeof(float))) {
             printf("case %d: image %lld alone differs from its rows in the batch of %lld\n", idx, (long long)i,
                    (long long)g->n);
@@ -117,14 +144,25 @@ static void check_shape(inf__pool *pool, const inf__conv2d *g, bool bias, bool h
     for (size_t i = 0; i < nx; i++) B.x[i] = uniform();
     for (size_t i = 0; i < nw; i++) B.w[i] = uniform();
     for (int64_t i = 0; i < g->m; i++) B.b[i] = uniform();
-    for (size_t i = 0; i < ny; i++) B.res[i] = uniform(), B.y[i] = B.yr[i] = NAN;
+    for (size_t i = 0; i < ny; i++) B.res[i] = uniform(), B.yr[i] = NAN;
     const float *b = bias ? B.b : NULL, *r = has_res ? B.res : NULL;
     inf__conv2d_pack_w(g->m, 1, g->c, B.w, B.wp);
-    inf__conv2d_f32_avx2(pool, g, B.x, B.wp, b, r, B.yr);
+    inf__conv2d panel = *g; /* the panel variant has no SiLU: the epilogue pass after it */
+    if (g->act == INF_EPILOGUE_SILU) panel.act = INF_EPILOGUE_NONE;
+    inf__conv2d_f32_avx2(pool, &panel, B.x, B.wp, b, r, B.yr);
+    if (g->act == INF_EPILOGUE_SILU) silu_pass(B.yr, ny);
     pw_double(g, &B, b, r);
-    inf__conv2d_pointwise_f32_avx2(pool, g, B.x, B.w, b, r, B.y);
-    if (compare(g, &B, idx) || (g->n > 1 && check_images_alone(pool, g, &B, b, r, idx))) n_failed++;
-    else n_passed++;
+    pw_variant run[2];
+    for (int v = 0, nv = variants(run); v < nv; v++) {
+        for (size_t i = 0; i < ny; i++) B.y[i] = NAN;
+        run[v](pool, g, B.x, B.w, b, r, B.y);
+        if (compare(g, &B, idx) || (g->n > 1 && check_images_alone(pool, run[v], g, &B, b, r, idx))) {
+            printf("case %d: the %s variant\n", idx, v ? "AVX-512" : "AVX2");
+            n_failed++;
+        } else {
+            n_passed++;
+        }
+    }
 done:
     test_allocs_free(&A);
 }
@@ -137,7 +175,8 @@ static void one_case(inf__pool *pool, int idx) {
     g.group = 1, g.cg = g.c, g.mg = g.m;
     g.kh = g.kw = g.sh = g.sw = g.dh = g.dw = 1;
     g.ih = g.oh = rand_in(1, 20), g.iw = g.ow = rand_in(1, 40);
-    g.act = (int)(next_u64() % 3) == 0 ? INF_EPILOGUE_NONE : next_u64() % 2 ? INF_EPILOGUE_RELU : INF_EPILOGUE_CLIP;
+    static const int ACTS[4] = {INF_EPILOGUE_NONE, INF_EPILOGUE_RELU, INF_EPILOGUE_CLIP, INF_EPILOGUE_SILU};
+    g.act = ACTS[next_u64() % 4];
     g.lo = -0.3f, g.hi = 0.4f;
     if (!inf__conv2d_pointwise_fits(&g)) {
         printf("case %d: a 1x1 unpadded stride-1 conv is not taken\n", idx);
@@ -183,16 +222,16 @@ static const int64_t MOBILE[6][4] = {{32, 64, 48, 48},   {64, 128, 24, 24},  {12
 
 /* Every store of a one-block pass (K <= 256), which has straight-line code
  * per combination (pointwise_avx2.c store_one_block): bias or not x
- * residual or not x none / ReLU / Clip(-0.5, 0.5), on 36 = 24 + 12
+ * residual or not x none / ReLU / Clip(-0.5, 0.5) / SiLU, on 36 = 24 + 12
  * positions (a full strip, then a masked 2-vector one), 20 (3 vectors,
  * the last masked), 8 (1 vector) and 5 (1 vector, masked), 24 output channels (full tiles of every
  * width), batch 1. */
 static void store_kinds(inf__pool *pool) {
-    static const int ACTS[3] = {INF_EPILOGUE_NONE, INF_EPILOGUE_RELU, INF_EPILOGUE_CLIP};
+    static const int ACTS[4] = {INF_EPILOGUE_NONE, INF_EPILOGUE_RELU, INF_EPILOGUE_CLIP, INF_EPILOGUE_SILU};
     static const int64_t PLANES[4][2] = {{6, 6}, {4, 5}, {2, 4}, {1, 5}};
     int idx = 3000;
     for (int p = 0; p < 4; p++)
-        for (int a = 0; a < 3; a++)
+        for (int a = 0; a < 4; a++)
             for (int kind = 0; kind < 4; kind++, idx++) {
                 inf__conv2d g = {.n = 1, .c = 37, .m = 24, .group = 1, .cg = 37, .mg = 24, .ih = PLANES[p][0],
                                  .iw = PLANES[p][1], .oh = PLANES[p][0], .ow = PLANES[p][1], .kh = 1, .kw = 1,

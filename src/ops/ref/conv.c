@@ -862,16 +862,21 @@ static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, 
      * skips its pass), unless a ConvAdd residual is still to be added */
     const inf__epilogue *ep = &ctx->node->epilogue;
     bool res_pending = ctx->node->n_inputs > 3 && !g->res;
+    bool dw = is_depthwise(g); /* depthwise: ops/x86/depthwise_avx2.c */
+    bool pointwise = !dw && inf__conv2d_pointwise_fits(&c) && !inf__conv2d_direct_wide(&c);
+    /* ... and a fused SiLU into the pointwise kernels' store */
     if (ctx->in[0]->dtype == INF_DTYPE_F32 && !res_pending &&
-        (ep->kind == INF_EPILOGUE_RELU || ep->kind == INF_EPILOGUE_CLIP)) {
+        (ep->kind == INF_EPILOGUE_RELU || ep->kind == INF_EPILOGUE_CLIP ||
+         (ep->kind == INF_EPILOGUE_SILU && pointwise))) {
         c.act = ep->kind, c.lo = ep->lo, c.hi = ep->hi;
         ctx->epilogue_done = true;
     }
-    bool dw = is_depthwise(g); /* depthwise: ops/x86/depthwise_avx2.c */
     if (dw) *st = depthwise_avx2_run(ctx, &c, x, w, b, g->res, y);
-    else if (inf__conv2d_pointwise_fits(&c) && !inf__conv2d_direct_wide(&c)) /* 1x1: ops/x86/pointwise_avx2.c */
-        inf__conv2d_pointwise_f32_avx2(ctx->pool, &c, x, w, b, g->res, y), *st = INF_OK;
-    else *st = conv_avx2_run(ctx, &c, x, w, b, g->res, y);
+    else if (pointwise) { /* 1x1: ops/x86/pointwise_avx2.c, pointwise_avx512.c */
+        if (inf__cpu_has_avx512()) inf__conv2d_pointwise_f32_avx512(ctx->pool, &c, x, w, b, g->res, y);
+        else inf__conv2d_pointwise_f32_avx2(ctx->pool, &c, x, w, b, g->res, y);
+        *st = INF_OK;
+    } else *st = conv_avx2_run(ctx, &c, x, w, b, g->res, y);
     if (g->res && *st == INF_OK) *g->res_added = true;
     return true;
 }

@@ -29,8 +29,9 @@
  *     0-8% slower on mobile's shapes, never faster).  Zero-padded, so the
  *     ragged strip's loads are plain.
  *   - c is walked in KC = 256-deep blocks (the GEMM's); on the last block
- *     the store adds the bias and the residual and applies ReLU / Clip to
- *     the accumulators (no second pass over Y).
+ *     the store adds the bias and the residual and applies ReLU / Clip /
+ *     SiLU to the accumulators (no second pass over Y; SiLU as y *
+ *     sigmoid(y) through math_avx2.h's sigmoid: the epilogue pass's bits).
  *   - Work is cut into units: (image, channel block of inf__blocking.pointwise_w_floats floats of W
  *     -- 128 KiB, stays in L2 while the strips go by --, group of
  *     positions), one inf__pool_range over all the images (the GEMM path
@@ -95,6 +96,8 @@
 #include <immintrin.h>
 
 #include "ops/ops.h"
+#include "ops/x86/math_avx2.h"
+#include "ops/x86/pointwise_plan.h"
 #include "ops/x86/transpose_avx2.h"
 
 enum {
@@ -122,7 +125,7 @@ typedef struct tile_out {
     const float *bias, *res;
     int64_t ld;
     bool first, last, masked;
-    int one_block_kind; /* first && last: bias | res << 1 | masked << 2 | act << 3 (act 0 none, 1 ReLU, 2 Clip);
+    int one_block_kind; /* first && last: bias | res << 1 | masked << 2 | act << 3 (act 0 none, 1 ReLU, 2 Clip, 3 SiLU);
                            else -1 */
     __m256i mask;
     int act;
@@ -138,6 +141,7 @@ static inline __attribute__((always_inline)) void store_vec(const tile_out *o, _
         if (res) v = _mm256_add_ps(v, part ? _mm256_maskload_ps(res, o->mask) : _mm256_loadu_ps(res));
         if (o->act == INF_EPILOGUE_RELU) v = _mm256_max_ps(v, _mm256_setzero_ps()); /* NaN -> 0, as Relu */
         else if (o->act == INF_EPILOGUE_CLIP) v = _mm256_min_ps(o->hi, _mm256_max_ps(o->lo, v)); /* NaN kept */
+        else if (o->act == INF_EPILOGUE_SILU) v = _mm256_mul_ps(v, sigmoid8(v)); /* the epilogue pass's bits */
     }
     if (part) _mm256_maskstore_ps(y, o->mask, v);
     else _mm256_storeu_ps(y, v);
@@ -145,7 +149,8 @@ static inline __attribute__((always_inline)) void store_vec(const tile_out *o, _
 
 /* The store of a whole tile on a one-block (k0 == 0, last) pass, with
  * what varies made compile-time constants: BIAS, RES, MASKED (the last
- * vector's columns limited by o->mask) and ACT (0 none, 1 ReLU, 2 Clip).
+ * vector's columns limited by o->mask) and ACT (0 none, 1 ReLU, 2 Clip,
+ * 3 SiLU: y * sigmoid(y) with math_avx2.h's sigmoid, the vector table's).
  * The same operations in the same order as store_vec, so the same bits;
  * store_vec's tests a vector (and the spills they caused) cost ~15 of the
  * ~20 instructions a vector. */
@@ -167,6 +172,7 @@ static inline __attribute__((always_inline)) void store_one_block(const int R, c
                                                : _mm256_loadu_ps(res + 8 * v));
             if (ACT == 1) a = _mm256_max_ps(a, _mm256_setzero_ps());
             else if (ACT == 2) a = _mm256_min_ps(o->hi, _mm256_max_ps(o->lo, a));
+            else if (ACT == 3) a = _mm256_mul_ps(a, sigmoid8(a));
             if (part) _mm256_maskstore_ps(y + 8 * v, o->mask, a);
             else _mm256_storeu_ps(y + 8 * v, a);
         }
@@ -186,6 +192,8 @@ static inline __attribute__((always_inline)) void store_one_block_any(const int 
         K(0, 0, 1, 1); K(1, 0, 1, 1); K(0, 1, 1, 1); K(1, 1, 1, 1);
         K(0, 0, 0, 2); K(1, 0, 0, 2); K(0, 1, 0, 2); K(1, 1, 0, 2);
         K(0, 0, 1, 2); K(1, 0, 1, 2); K(0, 1, 1, 2); K(1, 1, 1, 2);
+        K(0, 0, 0, 3); K(1, 0, 0, 3); K(0, 1, 0, 3); K(1, 1, 0, 3);
+        K(0, 0, 1, 3); K(1, 0, 1, 3); K(0, 1, 1, 3); K(1, 1, 1, 3);
     default: return;
     }
 #undef K
@@ -257,13 +265,6 @@ static inline int64_t tile_rows(int64_t left, int nv) {
     return left < 2 * most ? (left + 1) / 2 : most;
 }
 
-typedef struct pw_job {
-    const inf__conv2d *g;
-    const float *x, *w, *bias, *res;
-    float *y;
-    int64_t npos, mb, pg, n_mb, n_pg; /* rows a block, positions a group; blocks, groups an image */
-} pw_job;
-
 /* Copies kc rows (ld apart) of cols <= 8 nv positions into buf[kc][8 nv],
  * zero-padded: the strip, contiguous and in L1 for all the tiles that read
  * it (read in place, X's rows can fall in a few L1 sets: 32 rows of
@@ -287,7 +288,7 @@ NOT_MEMCPY static void copy_strip(const float *x, int64_t ld, int64_t kc, int64_
 
 /* The tiles of rows [m0, m1) x positions [j, j + cols) of image n, input
  * channels [k0, k0 + kc). */
-static void strip_tiles(const pw_job *J, int64_t n, int64_t m0, int64_t m1, int64_t j, int64_t cols, int64_t k0,
+static void strip_tiles(const inf__pw_job *J, int64_t n, int64_t m0, int64_t m1, int64_t j, int64_t cols, int64_t k0,
                         int64_t kc, float *buf) {
     const inf__conv2d *g = J->g;
     int64_t npos = J->npos;
@@ -296,7 +297,7 @@ static void strip_tiles(const pw_job *J, int64_t n, int64_t m0, int64_t m1, int6
     tile_out o = {.ld = npos, .first = k0 == 0, .last = k0 + kc >= g->c, .masked = cols < 8 * nv,
                   .mask = inf__avx2_lanes(cols - 8 * (nv - 1)), .act = g->act, .lo = _mm256_set1_ps(g->lo),
                   .hi = _mm256_set1_ps(g->hi)};
-    int act_kind = g->act == INF_EPILOGUE_RELU ? 1 : g->act == INF_EPILOGUE_CLIP ? 2 : 0;
+    int act_kind = g->act == INF_EPILOGUE_RELU ? 1 : g->act == INF_EPILOGUE_CLIP ? 2 : g->act == INF_EPILOGUE_SILU ? 3 : 0;
     for (int64_t m = m0; m < m1;) {
         int64_t rows = tile_rows(m1 - m, nv), at = (n * g->m + m) * npos + j;
         o.y = J->y + at;
@@ -309,56 +310,26 @@ static void strip_tiles(const pw_job *J, int64_t n, int64_t m0, int64_t m1, int6
     }
 }
 
-/* Units [begin, end): unit u is image u / (n_mb n_pg), channel block
- * (u / n_pg) % n_mb, position group u % n_pg. */
+/* Units [begin, end) of the plan (ops/x86/pointwise_plan.h). */
 static void pw_units(void *arg, int64_t begin, int64_t end) {
-    const pw_job *J = arg;
+    const inf__pw_job *J = arg;
     const inf__conv2d *g = J->g;
     _Alignas(32) float buf[KC * SW];
     for (int64_t u = begin; u < end; u++) {
-        int64_t n = u / (J->n_mb * J->n_pg), mbk = (u / J->n_pg) % J->n_mb, pgk = u % J->n_pg;
-        int64_t m0 = mbk * J->mb, m1 = min64(g->m, m0 + J->mb);
-        int64_t q0 = pgk * J->pg, q1 = min64(J->npos, q0 + J->pg);
+        int64_t n, m0, m1, q0, q1;
+        inf__pw_unit(J, u, &n, &m0, &m1, &q0, &q1);
         for (int64_t j = q0; j < q1; j += SW)
             for (int64_t k0 = 0; k0 < g->c; k0 += KC)
                 strip_tiles(J, n, m0, m1, j, min64(SW, q1 - j), k0, min64(KC, g->c - k0), buf);
     }
 }
 
-/* Splits the work into units: channel blocks of inf__blocking's
- * pointwise_w_floats floats of W (128 KiB from 512 KiB of L2 up: stays in L2; at
- * least 24 rows), then, with more than one thread and fewer than 8 units a
- * thread, position groups (whole strips), then narrower channel blocks
- * (multiples of 6 rows, at least 12). */
-static void plan_units(pw_job *J, int64_t threads) {
-    const inf__conv2d *g = J->g;
-    int64_t strips = (J->npos + SW - 1) / SW, want = 8 * threads, have;
-    inf__blocking bl;
-    inf__blocking_get(&bl);
-    J->mb = bl.pointwise_w_floats / g->c / 12 * 12;
-    if (J->mb < 24) J->mb = 24;
-    if (J->mb > g->m) J->mb = g->m;
-    J->n_mb = (g->m + J->mb - 1) / J->mb;
-    J->pg = J->npos, J->n_pg = 1;
-    have = g->n * J->n_mb;
-    if (threads < 2 || have >= want) return;
-    int64_t groups = min64(strips, (want + have - 1) / have);
-    J->pg = (strips + groups - 1) / groups * SW;
-    J->n_pg = (J->npos + J->pg - 1) / J->pg;
-    have *= J->n_pg;
-    if (have >= want) return;
-    int64_t blocks = (want + g->n * J->n_pg - 1) / (g->n * J->n_pg), mb = (g->m + blocks - 1) / blocks;
-    mb = (mb + 11) / 12 * 12;
-    if (mb < 12) mb = 12;
-    if (mb < J->mb) J->mb = mb, J->n_mb = (g->m + mb - 1) / mb;
-}
-
 void inf__conv2d_pointwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
                                     const float *bias, const float *res, float *y) {
     int64_t npos = g->oh * g->ow;
     if (npos < 1 || g->m < 1 || g->n < 1 || g->c < 1) return;
-    pw_job J = {.g = g, .x = x, .w = w, .bias = bias, .res = res, .y = y, .npos = npos};
-    plan_units(&J, inf__pool_size(pool));
+    inf__pw_job J = {.g = g, .x = x, .w = w, .bias = bias, .res = res, .y = y, .npos = npos};
+    inf__pw_plan(&J, inf__pool_size(pool), SW);
     inf__pool_range(pool, g->n * J.n_mb * J.n_pg, 1, pw_units, &J);
 }
 
