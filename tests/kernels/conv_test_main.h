@@ -15,6 +15,7 @@
 
 #include "core/core.h"
 #include "ops/ops.h"
+#include "ops/vmath.h"
 
 /* main for a build without the AVX2 kernels: nothing to test. */
 #define CONV_TEST_NOT_X86_MAIN                           \
@@ -29,7 +30,11 @@
 static inline float conv_test_act(const inf__conv2d *g, float v) {
     if (g->act == INF_EPILOGUE_RELU) return v > 0 ? v : 0;
     if (g->act == INF_EPILOGUE_CLIP) return v < g->lo ? g->lo : v > g->hi ? g->hi : v;
-    if (g->act == INF_EPILOGUE_SILU) return (float)(v / (1.0 + exp(-(double)v)));
+    if (g->act == INF_EPILOGUE_SILU) { /* as the epilogue pass: the vector table's sigmoid, then a multiply */
+        float s;
+        inf__vmath_best()->sigmoid(&v, &s, 1);
+        return v * s;
+    }
     return v;
 }
 

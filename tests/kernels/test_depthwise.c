@@ -13,7 +13,7 @@
  * with and without interior blocks), kernels 1..5 x 1..5 with 3x3 and 5x5
  * drawn often, strides 1..3 (1 and 2 often), dilations 1..2, asymmetric
  * pads 0..k, with and without bias and residual, no activation / ReLU /
- * Clip; rows of 1500 columns at strides 1 and 2; MobileNet's 3x3s on
+ * Clip / SiLU; rows of 1500 columns at strides 1 and 2; MobileNet's 3x3s on
  * planes 5..24 wide and 1..11 high (every leftover row count of the
  * multi-row kernel); EfficientNet's 5x5 and 7x7 at stride 1 (channel
  * blocks), planes 5..24 wide and 1..13 high; pools of 1, 2 and 3
@@ -168,7 +168,8 @@ static void one_case(inf__pool *pool, int idx) {
         one_case(pool, idx);
         return;
     }
-    g.act = (int)(next_u64() % 3) == 0 ? INF_EPILOGUE_NONE : next_u64() % 2 ? INF_EPILOGUE_RELU : INF_EPILOGUE_CLIP;
+    static const int ACTS[4] = {INF_EPILOGUE_NONE, INF_EPILOGUE_RELU, INF_EPILOGUE_CLIP, INF_EPILOGUE_SILU};
+    g.act = ACTS[next_u64() % 4];
     g.lo = -0.3f, g.hi = 0.4f;
     bool bias = next_u64() % 3 != 0, has_res = next_u64() % 3 == 0;
     check_shape(pool, &g, bias, has_res, idx);
@@ -208,14 +209,14 @@ static void mobile_cases(inf__pool *pool) {
  * take the channel-blocked path (the 5x5 with its taps unrolled) since
  * session 28: plane widths of one block (5, 7, 8) and more (12, 14, 24),
  * heights 1..13, 9 channels (a full block and one of 1), batch 2, bias; no
- * activation, ReLU or Clip in turn, every third one with a residual. */
+ * activation, ReLU, Clip or SiLU in turn, every third one with a residual. */
 static void efficientnet_cases(inf__pool *pool) {
     static const int64_t widths[] = {5, 7, 8, 12, 14, 24};
     int idx = -100;
     for (int64_t k = 5; k <= 7; k += 2)
         for (int wi = 0; wi < 6; wi++)
             for (int64_t ih = 1; ih <= 13; ih++) {
-                int acts[] = {INF_EPILOGUE_NONE, INF_EPILOGUE_RELU, INF_EPILOGUE_CLIP};
+                int acts[] = {INF_EPILOGUE_NONE, INF_EPILOGUE_RELU, INF_EPILOGUE_CLIP, INF_EPILOGUE_SILU};
                 inf__conv2d g = {.n = 2,
                                  .c = 9,
                                  .m = 9,
@@ -232,7 +233,7 @@ static void efficientnet_cases(inf__pool *pool) {
                                  .dw = 1,
                                  .pt = k / 2,
                                  .pl = k / 2,
-                                 .act = acts[-idx % 3],
+                                 .act = acts[-idx % 4],
                                  .lo = -0.3f,
                                  .hi = 0.4f};
                 g.oh = g.ih, g.ow = g.iw;

@@ -864,10 +864,12 @@ static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, 
     bool res_pending = ctx->node->n_inputs > 3 && !g->res;
     bool dw = is_depthwise(g); /* depthwise: ops/x86/depthwise_avx2.c */
     bool pointwise = !dw && inf__conv2d_pointwise_fits(&c) && !inf__conv2d_direct_wide(&c);
-    /* ... and a fused SiLU into the pointwise kernels' store */
+    /* ... and a fused SiLU into the stores that have it: the depthwise,
+     * pointwise and direct kernels (EfficientNet's convolutions) */
+    bool silu_in_store = dw || pointwise || inf__conv2d_avx2_variant(&c) == INF_CONV2D_DIRECT;
     if (ctx->in[0]->dtype == INF_DTYPE_F32 && !res_pending &&
         (ep->kind == INF_EPILOGUE_RELU || ep->kind == INF_EPILOGUE_CLIP ||
-         (ep->kind == INF_EPILOGUE_SILU && pointwise))) {
+         (ep->kind == INF_EPILOGUE_SILU && silu_in_store))) {
         c.act = ep->kind, c.lo = ep->lo, c.hi = ep->hi;
         ctx->epilogue_done = true;
     }

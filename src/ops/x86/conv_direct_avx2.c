@@ -44,6 +44,7 @@
 #include <immintrin.h>
 
 #include "ops/ops.h"
+#include "ops/x86/math_avx2.h"
 #include "ops/x86/transpose_avx2.h"
 
 enum {
@@ -225,6 +226,7 @@ static void store8(const store_ctx *S, const float *s, int64_t p, int64_t cnt, i
             v = _mm256_add_ps(v, cnt == 8 ? _mm256_loadu_ps(S->res + row) : _mm256_maskload_ps(S->res + row, mask));
         if (g->act == INF_EPILOGUE_RELU) v = _mm256_max_ps(v, zero); /* NaN -> 0, as Relu */
         else if (g->act == INF_EPILOGUE_CLIP) v = _mm256_min_ps(vhi, _mm256_max_ps(vlo, v)); /* NaN kept */
+        else if (g->act == INF_EPILOGUE_SILU) v = _mm256_mul_ps(v, sigmoid8(v)); /* the epilogue pass's bits */
         if (cnt == 8) _mm256_storeu_ps(S->y + row, v);
         else _mm256_maskstore_ps(S->y + row, mask, v);
     }

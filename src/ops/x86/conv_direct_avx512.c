@@ -41,6 +41,7 @@
 #include <immintrin.h>
 
 #include "ops/ops.h"
+#include "ops/x86/math_avx2.h"
 #include "ops/x86/transpose_avx2.h"
 
 enum {
@@ -258,6 +259,8 @@ static void store8(const store_ctx *S, const float *s, int64_t p, int64_t cnt, i
             v = _mm256_max_ps(v, zero); /* NaN -> 0, as Relu */
         else if (g->act == INF_EPILOGUE_CLIP)
             v = _mm256_min_ps(vhi, _mm256_max_ps(vlo, v)); /* NaN kept */
+        else if (g->act == INF_EPILOGUE_SILU)
+            v = _mm256_mul_ps(v, sigmoid8(v)); /* math_avx2.h: the 16-lane sigmoid's bits */
         _mm256_mask_storeu_ps(S->y + row, k, v);
     }
 }

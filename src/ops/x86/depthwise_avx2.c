@@ -75,6 +75,7 @@
 
 #include "core/cpu.h"
 #include "ops/ops.h"
+#include "ops/x86/math_avx2.h"
 #include "ops/x86/transpose_avx2.h"
 
 #define DW_ROWS 4
@@ -146,6 +147,7 @@ static inline void res_act_store(const inf__conv2d *g, __m256 v, const float *re
     if (g->act == INF_EPILOGUE_RELU) v = _mm256_max_ps(v, _mm256_setzero_ps()); /* NaN -> 0, as Relu */
     else if (g->act == INF_EPILOGUE_CLIP)
         v = _mm256_min_ps(_mm256_set1_ps(g->hi), _mm256_max_ps(_mm256_set1_ps(g->lo), v)); /* NaN kept */
+    else if (g->act == INF_EPILOGUE_SILU) v = _mm256_mul_ps(v, sigmoid8(v)); /* the epilogue pass's bits */
     if (n_act == 8) _mm256_storeu_ps(y, v);
     else store_first(y, v, n_act);
 }
@@ -356,6 +358,8 @@ static inline void cb_store(const cb_block *B, __m256 *v, int64_t off, int64_t n
     else if (g->act == INF_EPILOGUE_CLIP)
         for (int q = 0; q < nc; q++) /* NaN kept */
             v[q] = _mm256_min_ps(_mm256_set1_ps(g->hi), _mm256_max_ps(_mm256_set1_ps(g->lo), v[q]));
+    else if (g->act == INF_EPILOGUE_SILU)
+        for (int q = 0; q < nc; q++) v[q] = _mm256_mul_ps(v[q], sigmoid8(v[q]));
     if (n == 8)
         for (int q = 0; q < nc; q++) _mm256_storeu_ps(B->pl[q].y + off, v[q]);
     else
@@ -508,6 +512,7 @@ static inline __attribute__((always_inline)) void pr_store(const pr_out *o, __m2
                                     : _mm256_maskload_ps(o->res + off, inf__avx2_lanes(n)));
     if (o->act == INF_EPILOGUE_RELU) v = _mm256_max_ps(v, _mm256_setzero_ps()); /* NaN -> 0, as Relu */
     else if (o->act == INF_EPILOGUE_CLIP) v = _mm256_min_ps(o->hi, _mm256_max_ps(o->lo, v)); /* NaN kept */
+    else if (o->act == INF_EPILOGUE_SILU) v = _mm256_mul_ps(v, sigmoid8(v));
     if (n == 8) _mm256_storeu_ps(o->y + off, v);
     else store_first(o->y + off, v, n);
 }
@@ -525,6 +530,8 @@ static inline __attribute__((always_inline)) void pr_store_rows(const pr_out *o,
         for (int j = 0; j < R; j++) acc[j] = _mm256_max_ps(acc[j], _mm256_setzero_ps()); /* NaN -> 0, as Relu */
     else if (o->act == INF_EPILOGUE_CLIP)
         for (int j = 0; j < R; j++) acc[j] = _mm256_min_ps(o->hi, _mm256_max_ps(o->lo, acc[j])); /* NaN kept */
+    else if (o->act == INF_EPILOGUE_SILU)
+        for (int j = 0; j < R; j++) acc[j] = _mm256_mul_ps(acc[j], sigmoid8(acc[j]));
     if (n == 8)
         for (int j = 0; j < R; j++) _mm256_storeu_ps(o->y + off + j * ow, acc[j]);
     else

@@ -23,6 +23,7 @@
 #include <immintrin.h>
 
 #include "ops/ops.h"
+#include "ops/x86/math_avx512.h"
 
 #define DW5_ROWS   5 /* output rows a pass when a row is over one vector */
 #define DW5_NARROW 6 /* when a row is one vector */
@@ -46,6 +47,8 @@ static inline __attribute__((always_inline)) void store_rows(const dw5_out *o, _
         for (int j = 0; j < R; j++) acc[j] = _mm512_max_ps(acc[j], _mm512_setzero_ps()); /* NaN -> 0, as Relu */
     else if (o->act == INF_EPILOGUE_CLIP)
         for (int j = 0; j < R; j++) acc[j] = _mm512_min_ps(o->hi, _mm512_max_ps(o->lo, acc[j])); /* NaN kept */
+    else if (o->act == INF_EPILOGUE_SILU)
+        for (int j = 0; j < R; j++) acc[j] = _mm512_mul_ps(acc[j], sigmoid16(acc[j]));
     for (int j = 0; j < R; j++) _mm512_mask_storeu_ps(o->y + off + j * o->ow, m, acc[j]);
 }
 
