@@ -439,6 +439,24 @@ void inf__conv2d_depthwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const
  * AVX2 kernel's bits. */
 void inf__conv2d_dw3_plane_avx512(const float *buf, int64_t pw, int64_t oh, int64_t ow, const float *w, float bias,
                                   const float *res, float *y, int act, float lo, float hi);
+/* Its channel-blocked path on AVX-512 (the strided and the 5x5 / wider
+ * depthwise Convs): one block of up to 16 channels of one image, the input
+ * transposed into buf as [ph][pw][16] (buf zeroed by the caller, so the
+ * padding reads +0), the taps' weight lanes in wv ([taps][16], the bias
+ * lanes at wv - 16), 8 positions x 16 channels a step, transposed back to
+ * the planes' NCHW rows with + res and the activation: the AVX2 path's
+ * bits (depthwise_avx2.c cb_*), twice the channels a vector. */
+typedef struct inf__dw_block16 {
+    const inf__conv2d *g;
+    int64_t pw;    /* padded input columns of buf */
+    int nc;        /* channels of the block, 1..16 */
+    bool has_bias;
+    const float *x[16], *w[16], *res[16]; /* a plane each: ih x iw, kh x kw, oh x ow (res all NULL or none) */
+    float *y[16];
+    float bias[16];
+    float *buf, *wv; /* 64-byte aligned */
+} inf__dw_block16;
+void inf__conv2d_dw_block16_avx512(const inf__dw_block16 *B);
 /* The pointwise variant (ops/x86/pointwise_avx2.c) for 1x1, stride-1,
  * unpadded, one-group Convs (inf__conv2d_pointwise_fits(g)): its own
  * 4-channel x 24-position micro-kernel on w as given ([m, c]) and L1 copies

@@ -275,8 +275,9 @@ static void dw_planes(void *arg, int64_t begin, int64_t end) {
 #define CB_SLOT_MAX ((int64_t)1 << 21)  /* floats a slot may take; larger planes take the general path */
 
 typedef struct cb_geom {
+    int cb;            /* channels a block holds: CB, or 16 on AVX-512 (inf__conv2d_dw_block16_avx512) */
     int64_t ph, pw;    /* padded input rows and columns a block buffers */
-    int64_t slot;      /* floats a slot takes: ph * pw * CB, then the taps' weight vectors */
+    int64_t slot;      /* floats a slot takes: ph * pw * cb, then the bias and the taps' weight vectors */
     int64_t n_cblk;    /* channel blocks per image */
     int64_t n_blocks;  /* n * n_cblk */
     int64_t n_slots;   /* slots the blocks are split over (threads, fewer for small work) */
@@ -293,12 +294,13 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static bool cb_geometry(const inf__conv2d *g, int threads, cb_geom *G) {
     int64_t taps = g->kh * g->kw;
     if (taps > CB_TAPS_MAX) return false;
+    G->cb = inf__cpu_has_avx512() ? 16 : CB;
     G->pw = max64(g->pl + up8(g->iw), (up8(g->ow) - 1) * g->sw + (g->kw - 1) * g->dw + 1);
     G->ph = max64(g->pt + g->ih, (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1);
     if (G->ph > CB_SLOT_MAX / G->pw) return false;
-    G->slot = (G->ph * G->pw + 1 + taps) * CB;
+    G->slot = (G->ph * G->pw + 1 + taps) * G->cb;
     if (G->slot > CB_SLOT_MAX) return false;
-    G->n_cblk = (g->c + CB - 1) / CB;
+    G->n_cblk = (g->c + G->cb - 1) / G->cb;
     G->n_blocks = g->n * G->n_cblk;
     int64_t work = g->n * g->c * g->oh * g->ow * taps;
     G->n_slots = min64(min64(threads, G->n_blocks), work / 16384 + 1);
@@ -409,8 +411,23 @@ static void cb_compute(const cb_block *B) {
 typedef struct cb_task {
     const dw_task *t;
     cb_geom G;
-    float *scratch; /* 32-byte aligned, n_slots * slot floats */
+    float *scratch; /* 64-byte aligned, n_slots * slot floats */
 } cb_task;
+
+/* Block b of slot buffer buf on AVX-512: its 16 planes handed to
+ * depthwise_avx512.c. */
+static void cb_block16(const cb_task *ct, int64_t b, float *buf) {
+    const inf__conv2d *g = ct->t->g;
+    const cb_geom *G = &ct->G;
+    int64_t c0 = b % G->n_cblk * 16, pl0 = b / G->n_cblk * g->c + c0;
+    inf__dw_block16 B = {.g = g, .pw = G->pw, .nc = (int)min64(16, g->c - c0), .has_bias = ct->t->b != NULL,
+                         .buf = buf, .wv = buf + (G->ph * G->pw + 1) * 16};
+    for (int q = 0; q < B.nc; q++) {
+        dw_plane p = plane_of(ct->t, pl0 + q);
+        B.x[q] = p.x, B.w[q] = p.w, B.res[q] = p.res, B.y[q] = p.y, B.bias[q] = p.bias;
+    }
+    inf__conv2d_dw_block16_avx512(&B);
+}
 
 /* Slot s: blocks [s * NB / n_slots, (s + 1) * NB / n_slots) (what a block
  * gives does not depend on its slot). */
@@ -421,8 +438,12 @@ static void cb_slots(void *arg, int64_t begin, int64_t end) {
     for (int64_t s = begin; s < end; s++) {
         cb_block B = {.g = g, .G = G, .has_bias = ct->t->b != NULL, .buf = ct->scratch + s * G->slot};
         B.wv = B.buf + (G->ph * G->pw + 1) * CB;
-        for (int64_t i = 0; i < G->ph * G->pw * CB; i += 8) _mm256_store_ps(B.buf + i, _mm256_setzero_ps());
+        for (int64_t i = 0; i < G->ph * G->pw * G->cb; i += 8) _mm256_store_ps(B.buf + i, _mm256_setzero_ps());
         for (int64_t b = s * G->n_blocks / G->n_slots; b < (s + 1) * G->n_blocks / G->n_slots; b++) {
+            if (G->cb == 16) {
+                cb_block16(ct, b, B.buf);
+                continue;
+            }
             int64_t c0 = b % G->n_cblk * CB, pl0 = b / G->n_cblk * g->c + c0;
             B.nc = (int)min64(CB, g->c - c0);
             for (int q = 0; q < B.nc; q++) B.pl[q] = plane_of(ct->t, pl0 + q);
@@ -671,7 +692,7 @@ int64_t inf__conv2d_depthwise_scratch_floats(const inf__conv2d *g, int threads) 
     pr_geom P;
     cb_geom G;
     if (pr_geometry(g, threads, &P)) return P.n_slots * 2 * P.slot + 8;
-    return cb_geometry(g, threads, &G) ? G.n_slots * G.slot + 8 : 0;
+    return cb_geometry(g, threads, &G) ? G.n_slots * G.slot + 16 : 0;
 }
 
 void inf__conv2d_depthwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
@@ -685,7 +706,7 @@ void inf__conv2d_depthwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const
         return;
     }
     if (scratch && cb_geometry(g, inf__pool_size(pool), &ct.G)) {
-        ct.scratch = (float *)(((uintptr_t)scratch + 31) & ~(uintptr_t)31);
+        ct.scratch = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
         inf__pool_range(pool, ct.G.n_slots, 1, cb_slots, &ct);
         return;
     }

@@ -24,6 +24,7 @@
 
 #include "ops/ops.h"
 #include "ops/x86/math_avx512.h"
+#include "ops/x86/transpose_avx2.h"
 
 #define DW5_ROWS   5 /* output rows a pass when a row is over one vector */
 #define DW5_NARROW 6 /* when a row is one vector */
@@ -107,6 +108,110 @@ void inf__conv2d_dw3_plane_avx512(const float *buf, int64_t pw, int64_t oh, int6
                  .ow = ow};
     if (ow > 16) plane3_r(&o, buf, pw, oh, wv, DW5_ROWS);
     else plane3_r(&o, buf, pw, oh, wv, DW5_NARROW);
+}
+
+/* ---- the channel-blocked path, 16 channels a block (depthwise_avx2.c's cb_*) ---- */
+
+enum { CB16 = 16 };
+
+/* The 8 floats of an input row (iw floats) from column j >= 0, +0 past it. */
+static inline __m256 row_load8(const float *xrow, int64_t j, int64_t iw) {
+    if (j + 8 <= iw) return _mm256_loadu_ps(xrow + j);
+    return _mm256_maskload_ps(xrow + j, inf__avx2_lanes(iw - j));
+}
+
+/* The block's input rows transposed into buf ([ph][pw][16], channels in the
+ * lanes: two 8x8 transposes per 8 columns, channels 0-7 then 8-15) and its
+ * weights into wv (lanes past nc zero). */
+static void cb16_fill(const inf__dw_block16 *B) {
+    const inf__conv2d *g = B->g;
+    int64_t taps = g->kh * g->kw;
+    for (int64_t t = -1; t < taps; t++) { /* t = -1: the bias */
+        float lanes[CB16] = {0};
+        for (int q = 0; q < B->nc; q++) lanes[q] = t < 0 ? B->bias[q] : B->w[q][t];
+        _mm512_store_ps(B->wv + t * CB16, _mm512_loadu_ps(lanes));
+    }
+    for (int64_t iy = 0; iy < g->ih; iy++) {
+        float *dst = B->buf + ((iy + g->pt) * B->pw + g->pl) * CB16;
+        for (int64_t ix = 0; ix < g->iw; ix += 8)
+            for (int half = 0; half < 2; half++) {
+                __m256 r[8];
+                for (int q = 0; q < 8; q++) {
+                    int c = 8 * half + q;
+                    r[q] = c < B->nc ? row_load8(B->x[c] + iy * g->iw, ix, g->iw) : _mm256_setzero_ps();
+                }
+                inf__avx2_transpose8(r);
+                for (int q = 0; q < 8; q++) _mm256_store_ps(dst + (ix + q) * CB16 + 8 * half, r[q]);
+            }
+    }
+}
+
+/* Channels [c0, c0 + 8) of the block (v[q]: channel c0 + q, n <= 8
+ * positions from y offset off, bias added) + res, then the activation,
+ * stored to the n first positions: depthwise_avx2.c's cb_store. */
+static inline void cb16_store(const inf__dw_block16 *B, __m256 *v, int c0, int64_t off, int64_t n) {
+    const inf__conv2d *g = B->g;
+    int nc = B->nc - c0 < 8 ? B->nc - c0 : 8;
+    __mmask8 k = (__mmask8)((1u << n) - 1u);
+    if (B->res[0])
+        for (int q = 0; q < nc; q++) v[q] = _mm256_add_ps(v[q], _mm256_maskz_loadu_ps(k, B->res[c0 + q] + off));
+    if (g->act == INF_EPILOGUE_RELU)
+        for (int q = 0; q < nc; q++) v[q] = _mm256_max_ps(v[q], _mm256_setzero_ps()); /* NaN -> 0, as Relu */
+    else if (g->act == INF_EPILOGUE_CLIP)
+        for (int q = 0; q < nc; q++) /* NaN kept */
+            v[q] = _mm256_min_ps(_mm256_set1_ps(g->hi), _mm256_max_ps(_mm256_set1_ps(g->lo), v[q]));
+    else if (g->act == INF_EPILOGUE_SILU)
+        for (int q = 0; q < nc; q++) /* the 16-lane sigmoid on 8: the 8-lane one's bits per lane */
+            v[q] = _mm256_mul_ps(v[q], _mm512_castps512_ps256(sigmoid16(_mm512_castps256_ps512(v[q]))));
+    for (int q = 0; q < nc; q++) _mm256_mask_storeu_ps(B->y[c0 + q] + off, k, v[q]);
+}
+
+/* Output row oy, positions ox..ox+7 (those below ow stored), all of the
+ * block's channels; KH..SH constants where inlined for the common shapes. */
+static inline __attribute__((always_inline)) void cb16_octet(const inf__dw_block16 *B, int64_t oy, int64_t ox,
+                                                             int64_t KH, int64_t KW, int64_t SW, int64_t DH,
+                                                             int64_t DW, int64_t SH) {
+    const inf__conv2d *g = B->g;
+    __m512 acc[8];
+    for (int j = 0; j < 8; j++) acc[j] = _mm512_setzero_ps();
+    for (int64_t ky = 0; ky < KH; ky++) {
+        const float *row = B->buf + ((oy * SH + ky * DH) * B->pw + ox * SW) * CB16;
+        for (int64_t kx = 0; kx < KW; kx++) {
+            __m512 wt = _mm512_load_ps(B->wv + (ky * KW + kx) * CB16);
+            const float *tp = row + kx * DW * CB16;
+            for (int j = 0; j < 8; j++)
+                acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(wt, _mm512_load_ps(tp + j * SW * CB16)));
+        }
+    }
+    if (B->has_bias)
+        for (int j = 0; j < 8; j++) acc[j] = _mm512_add_ps(acc[j], _mm512_load_ps(B->wv - CB16)); /* bias lanes */
+    int64_t off = oy * g->ow + ox, n = g->ow - ox < 8 ? g->ow - ox : 8;
+    __m256 lo[8], hi[8];
+    for (int j = 0; j < 8; j++) {
+        lo[j] = _mm512_castps512_ps256(acc[j]);
+        hi[j] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[j]), 1));
+    }
+    inf__avx2_transpose8(lo);
+    cb16_store(B, lo, 0, off, n);
+    if (B->nc > 8) {
+        inf__avx2_transpose8(hi);
+        cb16_store(B, hi, 8, off, n);
+    }
+}
+
+void inf__conv2d_dw_block16_avx512(const inf__dw_block16 *B) {
+    const inf__conv2d *g = B->g;
+    cb16_fill(B);
+    bool unit = g->dh == 1 && g->dw == 1 && g->sh == g->sw;
+    bool k3 = unit && g->kh == 3 && g->kw == 3, k5 = unit && g->kh == 5 && g->kw == 5;
+    for (int64_t oy = 0; oy < g->oh; oy++)
+        for (int64_t ox = 0; ox < g->ow; ox += 8) {
+            if (k3 && g->sw == 1) cb16_octet(B, oy, ox, 3, 3, 1, 1, 1, 1);
+            else if (k3 && g->sw == 2) cb16_octet(B, oy, ox, 3, 3, 2, 1, 1, 2);
+            else if (k5 && g->sw == 1) cb16_octet(B, oy, ox, 5, 5, 1, 1, 1, 1);
+            else if (k5 && g->sw == 2) cb16_octet(B, oy, ox, 5, 5, 2, 1, 1, 2);
+            else cb16_octet(B, oy, ox, g->kh, g->kw, g->sw, g->dh, g->dw, g->sh);
+        }
 }
 
 #endif /* __x86_64__ */
