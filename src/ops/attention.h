@@ -6,7 +6,9 @@
  *
  *   for every (b, query head h), with k = h / group:
  *     Y_bh = softmax_rows(Q_bh (scale K_bk)^T + M_bh [+ causal]) V_bk
- *   causal: query i sees keys t <= i + Sk - Sq only (-inf on the others).
+ *   causal: query i sees keys t <= i + Sk - Sq only (-inf on the others),
+ *   or t <= i + causal_offset with causal_at (ONNX's Attention: the past's
+ *   length P, which is Sk - Sq only when there are as many new keys as queries).
  *   nan_to_zero: a row whose softmax is NaN (no finite sum) gives zeros;
  *   masked_to_zero: a row whose every score is -inf gives zeros.
  */
@@ -18,6 +20,8 @@
 typedef struct inf__attention_opts {
     float scale;
     bool nan_to_zero, masked_to_zero, causal;
+    bool causal_at; /* causal_offset given (else Sk - Sq) */
+    int64_t causal_offset;
 } inf__attention_opts;
 
 /* Bytes of scratch (64-byte aligned) the job needs on the pool's threads (pool NULL: one). */

@@ -5,7 +5,8 @@
  * instead of [B, S, H, D] (the layout bits of ai.infera Attention's
  * attribute bhsd), fewer key/value heads than query heads (query head h
  * reads key/value head h / (H / H_kv): grouped-query and multi-query
- * attention), and the causal flag (query i sees keys t <= i + Sk - Sq)
+ * attention), and the causal flag (query i sees keys t <= i + Sk - Sq, or
+ * i + a given offset as ONNX's Attention asks)
  * combined with an additive mask (none, [Sq, Sk], or a [B, 1, 1, Sk]
  * padding mask with -inf), with masked_to_zero (a row that sees no key,
  * Sq > Sk under the causal flag or all padding, gives zeros).
@@ -37,6 +38,8 @@ static float uniform(float a) { return (float)((double)(next_u64() >> 11) / 9007
 typedef struct tcase {
     int b, h, hkv, sq, sk, d, dv, bhsd, mask; /* mask 0 none, 1 [Sq, Sk], 2 [B, 1, 1, Sk] padding */
     bool causal;
+    bool causal_at; /* offset `off` given (ONNX's Attention: the past's length), else Sk - Sq */
+    int off;
 } tcase;
 
 /* Element offset of (b, s, h, e) in a [B, S, H, E] or (bhsd) [B, H, S, E] tensor. */
@@ -70,7 +73,7 @@ static void reference(const tcase *c, const float *q, const float *k, const floa
                         acc += (double)q[at(c->bhsd & INF_ATT_BHSD_Q, c->sq, c->h, c->d, b, i, h, e)] *
                                k[at(c->bhsd & INF_ATT_BHSD_K, c->sk, c->hkv, c->d, b, t, h / group, e)];
                     s[t] = acc / sqrt((double)c->d) + mask_at(c, m, b, i, t);
-                    if (c->causal && t > i + c->sk - c->sq) s[t] = -INFINITY;
+                    if (c->causal && t > i + (c->causal_at ? c->off : c->sk - c->sq)) s[t] = -INFINITY;
                     if (s[t] > mx) mx = s[t];
                 }
                 for (int64_t t = 0; t < c->sk; t++) sum += s[t] = mx == -INFINITY ? 0 : exp(s[t] - mx);
@@ -96,7 +99,11 @@ static void run(const tcase *c, const float *q, const float *k, const float *v, 
     g.q = q + b0 * g.qb, g.k = k + b0 * g.kb, g.v = v + b0 * g.vb, g.y = y;
     if (c->mask == 1) g.mask = m, g.mi = c->sk, g.mj = 1;
     if (c->mask == 2) g.mask = m + b0 * c->sk, g.mb = c->sk, g.mj = 1;
-    inf__attention_opts o = {.scale = 1.0f / sqrtf((float)c->d), .masked_to_zero = true, .causal = c->causal};
+    inf__attention_opts o = {.scale = 1.0f / sqrtf((float)c->d),
+                             .masked_to_zero = true,
+                             .causal = c->causal,
+                             .causal_at = c->causal_at,
+                             .causal_offset = c->off};
     inf__pool *pool = NULL;
     if (threads > 1 && inf__pool_new(threads, &pool) != INF_OK) abort();
     void *scratch = inf__aligned_alloc(inf__attention_scratch_bytes(&g, &o, pool) + 64);
@@ -128,6 +135,7 @@ static void random_case(tcase *c, int trial) {
     c->dv = trial % 4 == 1 ? 64 : rand_int(1, 33);
     c->bhsd = (int)(next_u64() % 16);
     c->mask = trial % 3;
+    if (trial % 8 == 5) c->causal = c->causal_at = true, c->off = rand_int(-2, c->sk);
 }
 
 static void check_case(const tcase *c) {
@@ -150,8 +158,8 @@ static void check_case(const tcase *c) {
     run(c, q, k, v, m, 0, c->b, 2, y2);
     run(c, q, k, v, m, 0, c->b, 3, y3);
     char what[200];
-    snprintf(what, sizeof what, "b %d h %d kv %d sq %d sk %d d %d dv %d bhsd %d mask %d causal %d", c->b, c->h, c->hkv,
-             c->sq, c->sk, c->d, c->dv, c->bhsd, c->mask, c->causal);
+    snprintf(what, sizeof what, "b %d h %d kv %d sq %d sk %d d %d dv %d bhsd %d mask %d causal %d (at %d: %d)", c->b,
+             c->h, c->hkv, c->sq, c->sk, c->d, c->dv, c->bhsd, c->mask, c->causal, c->causal_at, c->off);
     bool ok = true;
     for (int64_t e = 0; ok && e < ny; e++) {
         double tol = 1e-5 * (fabs(ref[e]) > 1 ? fabs(ref[e]) : 1);

@@ -95,7 +95,8 @@ typedef struct attention_job {
     float scale;
     bool nan_to_zero;                        /* a row whose softmax is NaN gives zeros (attribute nan_to_zero) */
     bool masked_to_zero;                     /* a row whose every score is -inf gives zeros (ONNX's Attention) */
-    bool causal;                             /* query i sees keys t <= i + Sk - Sq only */
+    bool causal;                             /* query i sees keys t <= i + off only */
+    int64_t off;                             /* (Sk - Sq, or inf__attention_opts' causal_offset) */
     int64_t rows;                            /* query rows per block */
     float *scratch;                          /* per part: kt [D*Sk], scores [rows*Sk], 1/sums [rows] */
     int64_t scratch_floats;                  /* per part, rounded to 16 */
@@ -126,11 +127,11 @@ static void copy_kt(const attention_job *j, const float *k, float *kt) {
 }
 
 /* Keys a block of query rows [i0, i0 + m) needs: all, or (causal) up to
- * the last row's i + Sk - Sq (at least 1: a row that sees no key is then
+ * the last row's i + off (at least 1: a row that sees no key is then
  * all -inf, as a fully masked row). */
 static int64_t block_keys(const attention_job *j, int64_t i0, int64_t m) {
     if (!j->causal) return j->sk;
-    int64_t n = i0 + m + (j->sk - j->sq);
+    int64_t n = i0 + m + j->off;
     return n < 1 ? 1 : n > j->sk ? j->sk : n;
 }
 
@@ -142,7 +143,7 @@ static void add_bias(const attention_job *j, int64_t b, int64_t h, int64_t i0, i
             const float *mr = j->mask + b * j->mb + h * j->mh + (i0 + i) * j->mi;
             for (int64_t t = 0; t < n; t++) row[t] += mr[t * j->mj];
         }
-        int64_t first = j->causal ? i0 + i + (j->sk - j->sq) + 1 : n; /* the first key the row must not see */
+        int64_t first = j->causal ? i0 + i + j->off + 1 : n; /* the first key the row must not see */
         for (int64_t t = first < 0 ? 0 : first; t < n; t++) row[t] = -INFINITY;
     }
 }
@@ -395,6 +396,7 @@ static void make_job(const inf__attention_geom *g, const inf__attention_opts *o,
     j->nan_to_zero = o->nan_to_zero;
     j->masked_to_zero = o->masked_to_zero;
     j->causal = o->causal;
+    j->off = o->causal_at ? o->causal_offset : j->sk - j->sq;
     j->rows = j->sk > 0 ? SCORE_BLOCK_FLOATS / j->sk : 1;
     if (j->rows < 1) j->rows = 1;
     if (j->rows > j->sq) j->rows = j->sq;
