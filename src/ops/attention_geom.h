@@ -26,11 +26,14 @@ typedef struct inf__attention_geom {
 } inf__attention_geom;
 
 /* Which tensors are [B, H, S, D] (bits of bhsd) and how many key/value
- * heads K and V have (kv_heads 0: as many as Q, or 1 broadcast). */
+ * heads K and V have: kv_heads 0: as many as Q, or 1 broadcast (numpy
+ * rules); kv_heads h: K and V have h heads or 1 (broadcast to h), Q has
+ * q_heads or 1 (broadcast; q_heads 0: Q's own), a multiple of h, and query
+ * head j reads key/value head j / (q_heads / h). */
 enum { INF_ATT_BHSD_Q = 1, INF_ATT_BHSD_K = 2, INF_ATT_BHSD_V = 4, INF_ATT_BHSD_Y = 8 };
 typedef struct inf__attention_layout {
     int bhsd;
-    int64_t kv_heads;
+    int64_t kv_heads, q_heads;
 } inf__attention_layout;
 
 /* Checks the float32 inputs of ctx, fills g and makes the output (*y);

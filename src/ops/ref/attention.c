@@ -280,10 +280,11 @@ static inf_status mask_strides(inf__kernel_ctx *ctx, const inf_tensor *m, const 
     return INF_OK;
 }
 
-/* The heads: H (Q's) and the group of query heads a key/value head
- * serves; kv_heads 0: K's and V's heads broadcast with Q's (numpy rules). */
+/* The heads: H and the group of query heads a key/value head serves;
+ * kv_heads 0: Q's, K's and V's heads broadcast (numpy rules); else
+ * inf__attention_layout's rule (a single head of any of them broadcast). */
 static bool heads(const inf_tensor *q, const inf_tensor *k, const inf_tensor *v, int bhsd, int64_t kv_heads,
-                  inf__attention_geom *g) {
+                  int64_t q_heads, inf__attention_geom *g) {
     int64_t hq = dim4(q, 2, bhsd & INF_ATT_BHSD_Q), hk = dim4(k, 2, bhsd & INF_ATT_BHSD_K),
             hv = dim4(v, 2, bhsd & INF_ATT_BHSD_V), h;
     g->group = 1;
@@ -291,8 +292,10 @@ static bool heads(const inf_tensor *q, const inf_tensor *k, const inf_tensor *v,
         if (!bcast(hq, hk, &h) || !bcast(h, hv, &g->h)) return false;
         return true;
     }
-    if (hk != kv_heads || hv != kv_heads || hq % kv_heads) return false;
-    g->h = hq, g->group = hq / kv_heads;
+    int64_t hout = q_heads ? q_heads : hq;
+    if ((hk != kv_heads && hk != 1) || (hv != kv_heads && hv != 1) || (hq != hout && hq != 1) || hout % kv_heads)
+        return false;
+    g->h = hout, g->group = hout / kv_heads;
     return true;
 }
 
@@ -307,8 +310,8 @@ inf_status inf__attention_geometry(inf__kernel_ctx *ctx, const inf__attention_la
     int64_t bk;
     if (!bcast(dim4(q, 0, lq), dim4(k, 0, lk), &bk) || !bcast(bk, dim4(v, 0, lv), &g->b))
         return shape_error(ctx, "batch dimensions do not broadcast");
-    if (!heads(q, k, v, lay, layout ? layout->kv_heads : 0, g))
-        return shape_error(ctx, layout && layout->kv_heads ? "K and V must have kv_heads heads, a divisor of Q's"
+    if (!heads(q, k, v, lay, layout ? layout->kv_heads : 0, layout ? layout->q_heads : 0, g))
+        return shape_error(ctx, layout && layout->kv_heads ? "K and V must have kv_heads heads (or 1), Q q_heads (or 1)"
                                                            : "head dimensions do not broadcast");
     g->sq = dim4(q, 1, lq), g->sk = dim4(k, 1, lk), g->d = dim4(q, 3, lq), g->dv = dim4(v, 3, lv);
     if (dim4(k, 3, lk) != g->d || dim4(v, 1, lv) != g->sk) return shape_error(ctx, "head sizes or key lengths differ");
@@ -468,11 +471,15 @@ static inf_status attention_init(inf__node *node, inf__arena *arena, inf_error *
     p->opts.nan_to_zero = inf__attr_int(node, "nan_to_zero", 0) != 0;
     p->opts.causal = inf__attr_int(node, "causal", 0) != 0;
     p->out_shape_allowzero = inf__attr_int(node, "out_shape_allowzero", 0) != 0;
-    int64_t bhsd = inf__attr_int(node, "bhsd", 0), kv_heads = inf__attr_int(node, "kv_heads", 0);
-    if (bhsd < 0 || bhsd > 15 || kv_heads < 0)
-        return inf__node_error(node, err, INF_EINVAL, "attributes bhsd %lld (0-15), kv_heads %lld (>= 0)",
-                               (long long)bhsd, (long long)kv_heads);
-    p->layout.bhsd = (int)bhsd, p->layout.kv_heads = kv_heads;
+    int64_t bhsd = inf__attr_int(node, "bhsd", 0), kv_heads = inf__attr_int(node, "kv_heads", 0),
+            q_heads = inf__attr_int(node, "q_heads", 0);
+    if (bhsd < 0 || bhsd > 15 || kv_heads < 0 || q_heads < 0 || (q_heads && !kv_heads) ||
+        (kv_heads && q_heads % kv_heads))
+        return inf__node_error(node, err, INF_EINVAL,
+                               "attributes bhsd %lld (0-15), kv_heads %lld, q_heads %lld (>= 0, q_heads a multiple of "
+                               "kv_heads and only with it)",
+                               (long long)bhsd, (long long)kv_heads, (long long)q_heads);
+    p->layout.bhsd = (int)bhsd, p->layout.kv_heads = kv_heads, p->layout.q_heads = q_heads;
     node->params = p;
     return INF_OK;
 }
