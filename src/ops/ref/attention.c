@@ -473,11 +473,11 @@ static inf_status attention_init(inf__node *node, inf__arena *arena, inf_error *
     p->out_shape_allowzero = inf__attr_int(node, "out_shape_allowzero", 0) != 0;
     int64_t bhsd = inf__attr_int(node, "bhsd", 0), kv_heads = inf__attr_int(node, "kv_heads", 0),
             q_heads = inf__attr_int(node, "q_heads", 0);
-    if (bhsd < 0 || bhsd > 15 || kv_heads < 0 || q_heads < 0 || (q_heads && !kv_heads) ||
-        (kv_heads && q_heads % kv_heads))
+    if (bhsd < 0 || bhsd > 15 || kv_heads < 0 || q_heads < 0 || kv_heads > 65536 || q_heads > 65536 ||
+        (q_heads && !kv_heads) || (kv_heads && q_heads % kv_heads))
         return inf__node_error(node, err, INF_EINVAL,
-                               "attributes bhsd %lld (0-15), kv_heads %lld, q_heads %lld (>= 0, q_heads a multiple of "
-                               "kv_heads and only with it)",
+                               "attributes bhsd %lld (0-15), kv_heads %lld, q_heads %lld (0-65536, q_heads a multiple "
+                               "of kv_heads and only with it)",
                                (long long)bhsd, (long long)kv_heads, (long long)q_heads);
     p->layout.bhsd = (int)bhsd, p->layout.kv_heads = kv_heads, p->layout.q_heads = q_heads;
     node->params = p;
