@@ -445,6 +445,31 @@ static sym infer_range(inf__shape_infer *si, const inf__node *node, sym start) {
     return r;
 }
 
+/* Where(Equal(x, c), a, x) with c a constant of negative int64s and every
+ * element of x a dimension (a number >= 0 or a symbol): no element of x
+ * equals c's, so the result is x, element for element (TorchScript's
+ * expand(-1) idiom: the -1s of an Expand's shape replaced by 1s). */
+static void where_elements(const inf__shape_infer *si, const inf__node *node, sym *r) {
+    if (node->n_inputs != 3 || node->inputs[0] < 0 || node->inputs[2] < 0) return;
+    sym x = get(si, node->inputs[2]);
+    if (x.rank != 1 || x.n_el < 0 || r->rank != 1 || r->d[0] != x.n_el) return;
+    for (int i = 0; i < x.n_el; i++)
+        if (x.el[i] == -1) return; /* not known */
+    int p = si->g->values[node->inputs[0]].producer;
+    if (p < 0 || strcmp(si->g->nodes[p].op_type, "Equal") || si->g->nodes[p].n_inputs != 2) return;
+    const inf__node *eq = &si->g->nodes[p];
+    int other = eq->inputs[0] == node->inputs[2]   ? eq->inputs[1]
+                : eq->inputs[1] == node->inputs[2] ? eq->inputs[0]
+                                                   : -1;
+    const inf__value *ov = other >= 0 ? &si->g->values[other] : NULL;
+    const inf_tensor *c = ov && ov->role == INF_VALUE_INITIALIZER ? ov->constant : NULL;
+    if (!c || c->kind != INF_KIND_TENSOR || c->dtype != INF_DTYPE_I64 || !c->data) return;
+    for (int64_t i = 0; i < inf_tensor_numel(c); i++)
+        if (((const int64_t *)c->data)[i] >= 0) return;
+    r->n_el = x.n_el;
+    memcpy(r->el, x.el, (size_t)x.n_el * sizeof(int64_t));
+}
+
 static sym infer_output0(inf__shape_infer *si, const inf__node *node) {
     sym x = get(si, node->inputs[0]);
     const char *op = node->op_type;
@@ -454,7 +479,10 @@ static sym infer_output0(inf__shape_infer *si, const inf__node *node) {
         sym r = broadcast(si, node);
         if (node->n_inputs == 2 && strchr("ASMD", op[0]) && strlen(op) == 3)
             arith_elements(node, x, get(si, input(node, 1)), &r);
-        if (!strcmp(op, "Where")) r.dtype = get(si, input(node, 1)).dtype;
+        if (!strcmp(op, "Where")) {
+            r.dtype = get(si, input(node, 1)).dtype;
+            if (r.dtype == INF_DTYPE_I64) where_elements(si, node, &r);
+        }
         if (!strcmp(op, "Equal") || !strncmp(op, "Greater", 7) || !strncmp(op, "Less", 4)) r.dtype = INF_DTYPE_BOOL;
         return r;
     }

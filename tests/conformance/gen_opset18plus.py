@@ -612,6 +612,29 @@ def ml_maps():
     dv("int64_float_negative_keys", MapInput({-4: 2.5, 4: -1.0}, i64, np.float32), int64_vocabulary=[4, -4, 0])
 
 
+def attention_fused_23():
+    """ONNX Attention where it runs on Infera's fused float32 kernel (and near misses that must not): a Llama
+    layer's grouped-query causal attention with a padding mask, fewer queries than keys, 3-D multi-query with a
+    bool mask, a past with present outputs, present outputs without a past.  tests/conformance/test_attention_paths.sh asserts the kernel each case takes.
+    (Generated with onnxruntime 1.31.1, PyPI, /work/wt/venvs/torch: `--only attention_fused`.)"""
+    B, Hq, Hkv, S, D = 2, 4, 2, 24, 16
+    pad = np.zeros((B, 1, S, S), np.float32)  # ORT wants the mask's query axis; batch row 1 has 5 padded keys
+    pad[1, :, :, S - 5:] = -np.inf
+    single("attention_fused_llama_gqa_causal_opset23", "Attention", 23,
+           [("q", rand(B, Hq, S, D)), ("k", rand(B, Hkv, S, D)), ("v", rand(B, Hkv, S, D)), ("m", pad)], is_causal=1)
+    single("attention_fused_causal_short_q_opset23", "Attention", 23,
+           [("q", rand(B, Hq, 3, D)), ("k", rand(B, Hkv, 7, D)), ("v", rand(B, Hkv, 7, 5))], is_causal=1)
+    single("attention_fused_3d_mqa_bool_opset23", "Attention", 23,
+           [("q", rand(B, 6, 4 * 8)), ("k", rand(B, 19, 8)), ("v", rand(B, 19, 12)), ("m", rng.random((B, 1, 6, 19)) > 0.4)],
+           q_num_heads=4, kv_num_heads=1)
+    single("attention_fused_past_present_3d_opset23", "Attention", 23,
+           [("q", rand(B, 4, Hq * 8)), ("k", rand(B, 4, Hkv * 8)), ("v", rand(B, 4, Hkv * 8)), ("", None),
+            ("pk", rand(B, Hkv, 5, 8)), ("pv", rand(B, Hkv, 5, 8))], n_out=3, is_causal=1, q_num_heads=Hq,
+           kv_num_heads=Hkv, scale=0.25)
+    single("attention_fused_present_no_past_opset23", "Attention", 23,
+           [("q", rand(B, Hq, 5, D)), ("k", rand(B, Hkv, 9, D)), ("v", rand(B, Hkv, 9, 7))], n_out=3)
+
+
 def optional_18():
     """OptionalHasElement's input became optional at opset 18: without it, the answer is false."""
     single("optionalhaselement_no_input_opset18", "OptionalHasElement", 18, [])
@@ -622,7 +645,7 @@ def optional_18():
 GROUPS = [unchanged_operators, reduce_18, split_18, pad_18_19, scatter_18, pools, casts, misc_types, gridsample_20,
           quantize_21, rnn_22, new_operators, fusion_patterns, resize_18_19, lppool_18, dft_20, attention_23, rotary_23,
           more_new_operators, ml_opset5, deform_conv_19_22, regex_20, ml_maps,
-          optional_18]
+          optional_18, attention_fused_23]
 
 
 # ---------------------------------------------------------------- error cases
@@ -730,13 +753,22 @@ def write_errors():
 
 
 def main():
-    write_errors()
+    # --only PREFIX: (re)write only the cases whose name starts with PREFIX (every group still draws its inputs,
+    # so they are what a full run writes), keeping the others' files and the error cases as they are
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
+    if not only:
+        write_errors()
     for g in GROUPS:
         g()
-    shutil.rmtree(OUT, ignore_errors=True)
-    os.makedirs(OUT)
-    failed = 0
+    if not only:
+        shutil.rmtree(OUT, ignore_errors=True)
+        os.makedirs(OUT)
+    failed = written = 0
     for name, nodes, inputs, outputs, opset, ml_opset, inits in cases:
+        if only and not name.startswith(only):
+            continue
+        written += 1
+        shutil.rmtree(os.path.join(OUT, "test_" + name), ignore_errors=True)
         model = make_model(nodes, inputs, outputs, opset, ml_opset, inits)
         try:
             results = run_ort(model, inputs)
@@ -753,7 +785,7 @@ def main():
             if "deprecated" not in str(e):
                 raise
         write_case(name, model, inputs, list(zip(outputs, results)))
-    print("%d cases written to %s, %d refused by ORT" % (len(cases) - failed, OUT, failed))
+    print("%d cases written to %s, %d refused by ORT" % (written - failed, OUT, failed))
     return 1 if failed else 0
 
 

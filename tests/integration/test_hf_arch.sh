@@ -56,12 +56,11 @@ ops = json.load(open(sys.argv[1]))["ops_optimized"]
 arch, tag = sys.argv[2], sys.argv[2] + "." + sys.argv[3]
 def want(name, ok, detail):
     print(("ok " if ok else "FAIL ") + f"{tag}: {name}" + ("" if ok else f" ({detail}; ops_optimized {ops})"))
-if arch == "llama":  # causal + grouped-query attention with rotary embeddings: not the Attention op's (yet)
-    want("Attention x0 (causal GQA kept, Softmax x2)", "Attention" not in ops and ops.get("Softmax") == 2, ops.get("Softmax"))
-else:
-    want("Attention x2 (one a layer)", ops.get("Attention") == 2, ops.get("Attention"))
-    for gone in ("Softmax", "IsNaN"):
-        want(f"no {gone} left", gone not in ops, ops.get(gone))
+want("Attention x2 (one a layer)", ops.get("Attention") == 2, ops.get("Attention"))
+for gone in ("Softmax", "IsNaN"):
+    want(f"no {gone} left", gone not in ops, ops.get(gone))
+if arch == "llama":  # grouped-query attention: repeat_kv's Expands are the kernel's kv_heads (the mask's remain)
+    want("Expand: repeat_kv's gone", ops.get("Expand") == {"torchscript": 1, "dynamo": 2}[sys.argv[3]], ops.get("Expand"))
 if arch in ("llama", "t5enc"):  # 2 a layer + the final norm
     want("RMSNormalization x5", ops.get("RMSNormalization") == 5, ops.get("RMSNormalization"))
     for gone in ("Pow", "ReduceMean", "Sqrt", "Reciprocal"):
@@ -78,6 +77,37 @@ EOF
         else
             bad "$tag: infera info failed"
         fi
+    done
+done
+# Grouped-query attention's spellings (tests/models/gen_gqa_edges_model.py): y_a fused (kv_heads), y_b..y_d kept
+edges=$fix/gqa_edges.onnx
+gargs=()
+for x in q k v v4 k1; do gargs+=(--input "$x=$fix/gqa_$x.npy"); done
+if "$infera" info "$edges" --json >"$work/gqa.json"; then
+    check_lines python3 - "$work/gqa.json" <<'EOF'
+import json, sys
+ops = json.load(open(sys.argv[1]))["ops_optimized"]
+ok = ops.get("Attention") == 1 and ops.get("Softmax") == 3 and ops.get("Expand") == 5
+print(("ok " if ok else "FAIL ") + f"gqa_edges: y_a fused, y_b (heads interleaved), y_c (V not repeated), "
+      f"y_d (batch broadcast) kept ({ops})")
+EOF
+else
+    bad "gqa_edges: infera info failed"
+fi
+if [ "$have_ort" = 1 ]; then
+    mkdir -p "$work/gqa-ort"
+    node "$root/tests/quant/ort_run.js" "$edges" "$work/gqa-ort" $(for x in q k v v4 k1; do echo "$x=$fix/gqa_$x.npy"; done) \
+        >/dev/null || bad "gqa_edges: onnxruntime failed"
+fi
+for threads in 1 2; do
+    out=$work/gqa-$threads
+    if ! "$infera" run "$edges" "${gargs[@]}" --threads "$threads" --output-dir "$out"; then
+        bad "gqa_edges threads=$threads: infera run failed"
+        continue
+    fi
+    for o in y_a y_b y_c y_d; do
+        [ "$have_ort" = 1 ] && check_run "gqa_edges/$o threads=$threads vs onnxruntime" \
+            "$compare" "$out/$o.npy" "$work/gqa-ort/$o.npy" 1e-4 1e-5
     done
 done
 # RMSNorm's spellings (tests/models/gen_rmsnorm_model.py): y_a..y_c fused, y_d..y_h kept

@@ -10,7 +10,8 @@ tests/integration/test_hf_bert.sh.
         Q, V and P V also read by those Shape nodes)           -> Attention, the Reshape dropped
   y_b = P V reshaped to the graph input pv_shape               -> Attention, pv_shape checked at run time
   y_c = like y_a with Where(IsNaN(P), 1, P)                    -> kept (not the NaN-safe softmax)
-  y_d = like y_a with Transpose(q) also a graph output (qt_d)  -> kept
+  y_d = like y_a with Transpose(q) also a graph output (qt_d)  -> Attention reading that Transpose's output as
+        [b, h, s, d] (session 30; kept before: the Transpose could not be absorbed)
 Writes the inputs beside it: sdpa_q.npy, sdpa_k.npy, sdpa_v.npy (batch 2), sdpa_pv_shape.npy ([2, 2, 5, 4],
 P V's shape) and sdpa_pv_shape_bad.npy ([2, 5, 2, 4]: same size, another shape -- ONNX Runtime reshapes, the
 fused Attention reports an error).

@@ -39,6 +39,22 @@
  *   prove anything about the shape subgraphs (Shape -> Gather -> Concat)
  *   that feed them.
  *
+ * DECODER FORM (FP32, r = 4: transformers' Llama / Qwen2 / Mistral
+ * attention, both exporters): Q and K come from rotary embeddings applied
+ * after the head transposes, and K, V are repeated for the query heads
+ * (repeat_kv):
+ *     Qs = scale(Qr)                     Qr any rank-4 value [b, h, s, d] (static shapes)
+ *     Ks = scale(Transpose(Kr, [0, 1, 3, 2]))
+ *     Kr = kr | repeat_kv(kr),  Vt = Transpose(v, SWAP) | repeat_kv(Transpose(v, SWAP))
+ *     repeat_kv(x) = Reshape(Expand(Unsqueeze(x, [2]), e), r)   (proved: see repeat_kv)
+ * ->  Attention(Qr, kr, v [, mask]; bhsd = Q and K read as [b, h, s, d],
+ *   kv_heads = kr's heads, q_heads = the heads they were repeated to).
+ *   Rotary stays before the op; a Q that is Transpose(q, SWAP) but also read
+ *   elsewhere is read in place the same way.  The causal mask stays the
+ *   additive mask the graph computes (Where(mask, 0, -inf), the padding
+ *   folded in): exact, though the kernel then scores keys the causal flag
+ *   would skip (proving the Where's mask is the causal one is not done).
+ *
  * INT8 FORM (what `infera quantize` and ONNX Runtime's quantize_static
  * write when attention's two MatMuls are quantized): each operand of both
  * MatMuls is DequantizeLinear(QuantizeLinear(x, s, z), s, z) -- per tensor,
@@ -70,9 +86,10 @@
 
 #include "graph/passes/passes.h"
 #include "graph/shape_infer.h"
+#include "ops/attention_geom.h"
 #include "ops/ops.h"
 
-enum { MAX_REMOVED = 24 };
+enum { MAX_REMOVED = 32 };
 
 typedef struct att_match {
     int q, k, v, mask;   /* value indices; mask -1 when absent */
@@ -83,6 +100,11 @@ typedef struct att_match {
     bool allowzero;      /* that Reshape's allowzero */
     bool keep_all;       /* a chain value is also read by Shape nodes: remove nothing, the sweep does */
     int qt, vt, pv;      /* the values Transpose(q), Transpose(v) and P V */
+    int bhsd;            /* Attention's bhsd: Q, K read as [B, H, S, D] (decoder form) */
+    int64_t kv_heads;    /* K's heads when repeat_kv repeats them (0: none) */
+    int64_t v_kv_heads;  /* V's likewise */
+    int64_t heads;       /* the query heads repeat_kv made (kv_heads * its repeat) */
+    const inf__shape_infer *si; /* static shapes (the decoder form's proofs), or NULL */
     int n_quant;         /* operands seen as Q -> DQ (0 or 4 for a match) */
     float quant[8];      /* (scale, zero point) of Q, K, P, V */
     int removed[MAX_REMOVED], n_removed;
@@ -116,6 +138,55 @@ static bool reads_ok(const inf__pass_ctx *pc, int v, int n, att_match *m) {
 }
 
 static const int64_t SWAP4[4] = {0, 2, 1, 3}, KT4[4] = {0, 2, 3, 1}, SWAP3[3] = {1, 0, 2}, KT3[3] = {1, 2, 0};
+static const int64_t LAST2[4] = {0, 1, 3, 2};
+
+/* Unsqueeze node ui inserts axis 2 of a rank-5 result only (axes [2] or [-3], input or attribute). */
+static bool unsqueeze_axis2(const inf__pass_ctx *pc, int ui) {
+    const inf__node *u = &pc->g->nodes[ui];
+    int64_t axis;
+    if (u->n_inputs >= 2) {
+        const inf_tensor *a = inf__pass_const_of(pc, u->inputs[1], INF_DTYPE_I64);
+        if (!a || inf_tensor_numel(a) != 1 || a->ndim > 1) return false;
+        axis = *(const int64_t *)a->data;
+    } else {
+        int n;
+        const int64_t *axes = inf__attr_ints(u, "axes", &n);
+        if (!axes || n != 1) return false;
+        axis = axes[0];
+    }
+    return axis == 2 || axis == -3;
+}
+
+/* x = Reshape(Expand(Unsqueeze(src, axes = [2]), e), r) -- transformers'
+ * repeat_kv -- each link read once, proved by static shape inference to
+ * repeat each of src's heads n times in place: the Expand's output
+ * [b, h, n, s, d] with b, s, d src's own dimensions 0, 2, 3 (the same
+ * numbers or symbols: nothing broadcast there), h and n numbers, src's
+ * heads h or a symbol (then 1 or h at run time, or the Expand fails: the
+ * kernel broadcasts a single key/value head as the Expand does), and the
+ * Reshape's output [b, h * n, s, d] (a view merging h and n).  Query head j
+ * then reads src's head j / n: the kernel's kv_heads = h.  src in *src, h
+ * in *kv, h * n in *heads. */
+static bool repeat_kv(const inf__pass_ctx *pc, int x, int *src, int64_t *kv, int64_t *heads, att_match *m) {
+    int ri = inf__pass_producer(pc, x, "Reshape");
+    if (ri < 0 || !m->si || !reads_ok(pc, x, 1, m) || pc->g->nodes[ri].n_inputs != 2) return false;
+    int e = pc->g->nodes[ri].inputs[0], ei = inf__pass_producer(pc, e, "Expand");
+    if (ei < 0 || !reads_ok(pc, e, 1, m)) return false;
+    int u = pc->g->nodes[ei].inputs[0], ui = inf__pass_producer(pc, u, "Unsqueeze");
+    if (ui < 0 || !reads_ok(pc, u, 1, m) || !unsqueeze_axis2(pc, ui)) return false;
+    int s = pc->g->nodes[ui].inputs[0];
+    int64_t ds[INF_MAX_DIMS], de[INF_MAX_DIMS], dr[INF_MAX_DIMS];
+    if (inf__shape_infer_dims(m->si, s, ds) != 4 || inf__shape_infer_dims(m->si, e, de) != 5 ||
+        inf__shape_infer_dims(m->si, x, dr) != 4)
+        return false;
+    int64_t h = de[1], n = de[2];
+    if (h < 1 || n < 1 || (ds[1] >= 0 && ds[1] != h) || de[0] != ds[0] || de[3] != ds[2] || de[4] != ds[3] ||
+        dr[0] != ds[0] || dr[1] != h * n || dr[2] != ds[2] || dr[3] != ds[3])
+        return false;
+    m->removed[m->n_removed++] = ri, m->removed[m->n_removed++] = ei, m->removed[m->n_removed++] = ui;
+    *src = s, *kv = h, *heads = h * n;
+    return true;
+}
 
 /* x = Transpose(src, perm) with x read once: src in *src. */
 static bool transposed(const inf__pass_ctx *pc, int x, int r, const int64_t *perm, int *src, att_match *m) {
@@ -202,6 +273,42 @@ static bool nan_where(const inf__pass_ctx *pc, int wi, int r, int *p, att_match 
     return true;
 }
 
+/* Q: Transpose(q, SWAP); or (FP32, rank 4: a decoder's Q after rotary
+ * embeddings) any value static shape inference knows to be rank 4, read as
+ * [B, H, S, D] in place. */
+static bool q_source(const inf__pass_ctx *pc, int qs, int r, att_match *m) {
+    if (transposed(pc, qs, r, r == 4 ? SWAP4 : SWAP3, &m->q, m)) return true;
+    int64_t d[INF_MAX_DIMS];
+    if (r != 4 || m->n_quant || !m->si || inf__shape_infer_dims(m->si, qs, d) != 4) return false;
+    m->q = qs, m->bhsd |= INF_ATT_BHSD_Q;
+    return true;
+}
+
+/* K^T: Transpose(k, KT); or (FP32, rank 4) Transpose(x, [0, 1, 3, 2]) of a
+ * [B, H, S, D] x -- a decoder's K after rotary embeddings, or repeat_kv of
+ * it (its heads then K's kv_heads) -- read in place. */
+static bool k_source(const inf__pass_ctx *pc, int kt, int r, att_match *m) {
+    if (transposed(pc, kt, r, r == 4 ? KT4 : KT3, &m->k, m)) return true;
+    int x, src;
+    if (r != 4 || m->n_quant || !transposed(pc, kt, 4, LAST2, &x, m)) return false;
+    m->k = repeat_kv(pc, x, &src, &m->kv_heads, &m->heads, m) ? src : x;
+    m->bhsd |= INF_ATT_BHSD_K;
+    return true;
+}
+
+/* K's and V's repeat_kv agree (both repeat to the same heads, or neither),
+ * and Q has the heads they were repeated to, or a symbol (then that many or
+ * 1 at run time, or the MatMul fails: the kernel, told the heads, broadcasts
+ * a single query head as the MatMul does). */
+static bool heads_agree(const att_match *m) {
+    if (m->kv_heads != m->v_kv_heads) return false;
+    if (!m->kv_heads) return true;
+    int64_t d[INF_MAX_DIMS];
+    if (!m->si || inf__shape_infer_dims(m->si, m->q, d) != 4) return false;
+    int64_t hq = m->bhsd & INF_ATT_BHSD_Q ? d[1] : d[2]; /* q [B, H, S, D] or [B, S, H, D] */
+    return hq < 0 || hq == m->heads;
+}
+
 /* Sm = [Add(] [scale(] MatMul(Qs, Kt) [)] [, mask)] down to q and k. */
 static bool scores(const inf__pass_ctx *pc, int sm, int r, att_match *m) {
     int start = m->n_removed;
@@ -226,9 +333,9 @@ static bool scores(const inf__pass_ctx *pc, int sm, int r, att_match *m) {
         if (m->n_quant == before)
             kt = unscale(pc, kt, r, m, &m->scale); /* FP32: torch's SDPA scales Q and K^T by sqrt(scale) each */
         m->qt = qs;
-        if ((m->n_quant == 0 || (m->n_quant == 4 && m->scaled)) &&
-            transposed(pc, qs, r, r == 4 ? SWAP4 : SWAP3, &m->q, m) &&
-            transposed(pc, kt, r, r == 4 ? KT4 : KT3, &m->k, m))
+        m->bhsd = 0, m->kv_heads = 0;
+        if ((m->n_quant == 0 || (m->n_quant == 4 && m->scaled)) && q_source(pc, qs, r, m) && k_source(pc, kt, r, m) &&
+            heads_agree(m))
             return true;
     }
     return false;
@@ -273,9 +380,16 @@ static bool match(const inf__pass_ctx *pc, int yi, att_match *m) {
     if (axis != r - 1 && axis != -1) return false;
     m->removed[m->n_removed++] = si;
     m->vt = vt;
-    if (!transposed(pc, vt, r, r == 4 ? SWAP4 : SWAP3, &m->v, m))
-        return false;
-    return scores(pc, sm->inputs[0], r, m);
+    m->v_kv_heads = 0;
+    int64_t v_heads = 0;
+    if (!transposed(pc, vt, r, r == 4 ? SWAP4 : SWAP3, &m->v, m)) {
+        int src; /* a decoder's V: repeat_kv(Transpose(v, SWAP)) */
+        if (r != 4 || m->n_quant || !repeat_kv(pc, vt, &src, &m->v_kv_heads, &v_heads, m) ||
+            !transposed(pc, src, 4, SWAP4, &m->v, m))
+            return false;
+    }
+    if (!scores(pc, sm->inputs[0], r, m)) return false;
+    return !m->v_kv_heads || v_heads == m->heads;
 }
 
 /* One-element int64 value e is Gather(Shape(x), j) (j a constant scalar,
@@ -343,14 +457,14 @@ inf_status inf__pass_attention(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
         const inf__node *node = &pc->g->nodes[n];
         if (!inf__pass_node_is(pc, n, "Transpose") || node->n_inputs != 1)
             continue;
-        att_match m;
-        if (!match(pc, n, &m)) continue;
-        if (m.out_shape >= 0 && !si) { /* built once, before this match: upstream values are as they were */
+        if (!si) { /* built once, before the first match: upstream values are as they were */
             if (!(si = inf__shape_infer_new(pc->g)))
                 return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
             for (int i = 0; i < pc->g->n_nodes; i++)
                 if (!pc->dead[i]) inf__shape_infer_node(si, &pc->g->nodes[i]);
         }
+        att_match m = {.si = si};
+        if (!match(pc, n, &m)) continue;
         if (m.out_shape >= 0 && shape_is_own(pc, si, &m)) m.out_shape = -1;
         int inputs[5] = {m.q, m.k, m.v, m.mask, m.out_shape};
         bool quant = m.n_quant == 4;
@@ -361,7 +475,7 @@ inf_status inf__pass_attention(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
         }
         if (qp)
             memcpy(qp, m.quant, sizeof m.quant);
-        inf__attr attrs[3] = {{.name = "scale", .type = INF_ATTR_FLOAT, .f = m.scale},
+        inf__attr attrs[6] = {{.name = "scale", .type = INF_ATTR_FLOAT, .f = m.scale},
                               {.name = "q_scale", .type = INF_ATTR_FLOAT, .f = m.pre},
                               {.name = "quant", .type = INF_ATTR_FLOATS, .n = 8, .floats = qp}};
         int n_attrs = quant ? 3 : 1;
@@ -369,6 +483,11 @@ inf_status inf__pass_attention(inf__pass_ctx *pc, int *n_rewritten, inf_error *e
             if (m.nan_to_zero) attrs[n_attrs++] = (inf__attr){.name = "nan_to_zero", .type = INF_ATTR_INT, .i = 1};
             if (m.allowzero)
                 attrs[n_attrs++] = (inf__attr){.name = "out_shape_allowzero", .type = INF_ATTR_INT, .i = 1};
+            if (m.bhsd) attrs[n_attrs++] = (inf__attr){.name = "bhsd", .type = INF_ATTR_INT, .i = m.bhsd};
+            if (m.kv_heads) {
+                attrs[n_attrs++] = (inf__attr){.name = "kv_heads", .type = INF_ATTR_INT, .i = m.kv_heads};
+                attrs[n_attrs++] = (inf__attr){.name = "q_heads", .type = INF_ATTR_INT, .i = m.heads};
+            }
         }
         int n_inputs = m.out_shape >= 0 ? 5 : m.mask >= 0 ? 4 : 3;
         inf_status st = inf__pass_rewrite(pc, n, "ai.infera", quant ? "QAttention" : "Attention", 1, n_inputs, inputs,

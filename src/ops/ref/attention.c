@@ -65,13 +65,13 @@
 
 #include "core/cpu.h"
 #include "ops/attention_exp.h"
-#include "ops/attention_geom.h"
+#include "ops/attention.h"
 #include "ops/ops.h"
 #include "ops/vmath.h"
 
 typedef struct attention_params {
-    float scale;
-    bool nan_to_zero;
+    inf__attention_opts opts;
+    inf__attention_layout layout;
     bool out_shape_allowzero;
 } attention_params;
 
@@ -90,8 +90,13 @@ typedef struct attention_job {
     int64_t qb, qh, kb, kh, vb, vh;          /* element strides of batch and head (0: broadcast) */
     int64_t ldq, ldk, ldv, ldy;              /* row strides (H*D, H*Dv of each input) */
     int64_t mb, mh, mi, mj;                  /* mask strides over [B, H, Sq, Sk] (0: broadcast) */
+    int64_t yb, yh;                          /* Y's batch and head strides */
+    int64_t group;                           /* query heads a key/value head */
     float scale;
     bool nan_to_zero;                        /* a row whose softmax is NaN gives zeros (attribute nan_to_zero) */
+    bool masked_to_zero;                     /* a row whose every score is -inf gives zeros (ONNX's Attention) */
+    bool causal;                             /* query i sees keys t <= i + off only */
+    int64_t off;                             /* (Sk - Sq, or inf__attention_opts' causal_offset) */
     int64_t rows;                            /* query rows per block */
     float *scratch;                          /* per part: kt [D*Sk], scores [rows*Sk], 1/sums [rows] */
     int64_t scratch_floats;                  /* per part, rounded to 16 */
@@ -121,36 +126,63 @@ static void copy_kt(const attention_job *j, const float *k, float *kt) {
             kt[p * j->sk + t] = j->scale * k[t * j->ldk + p];
 }
 
+/* Keys a block of query rows [i0, i0 + m) needs: all, or (causal) up to
+ * the last row's i + off (at least 1: a row that sees no key is then
+ * all -inf, as a fully masked row). */
+static int64_t block_keys(const attention_job *j, int64_t i0, int64_t m) {
+    if (!j->causal) return j->sk;
+    int64_t n = i0 + m + j->off;
+    return n < 1 ? 1 : n > j->sk ? j->sk : n;
+}
+
+/* Adds the mask and the causal -inf to the block's scores [m, n]. */
+static void add_bias(const attention_job *j, int64_t b, int64_t h, int64_t i0, int64_t m, int64_t n, float *s) {
+    for (int64_t i = 0; i < m; i++) {
+        float *row = s + i * n;
+        if (j->mask) {
+            const float *mr = j->mask + b * j->mb + h * j->mh + (i0 + i) * j->mi;
+            for (int64_t t = 0; t < n; t++) row[t] += mr[t * j->mj];
+        }
+        int64_t first = j->causal ? i0 + i + j->off + 1 : n; /* the first key the row must not see */
+        for (int64_t t = first < 0 ? 0 : first; t < n; t++) row[t] = -INFINITY;
+    }
+}
+
+/* Whether the block's row of scores is -inf throughout. */
+static bool all_masked(const float *row, int64_t n) {
+    for (int64_t t = 0; t < n; t++)
+        if (!(row[t] == -INFINITY)) return false;
+    return true;
+}
+
 static void attention_unit(const attention_job *j, int64_t unit, float *kt, float *s, float *inv) {
-    int64_t b = unit / j->h, h = unit % j->h;
+    int64_t b = unit / j->h, h = unit % j->h, hk = h / j->group;
     const float *q = j->q + b * j->qb + h * j->qh;
-    const float *k = j->k + b * j->kb + h * j->kh;
-    const float *v = j->v + b * j->vb + h * j->vh;
-    float *y = j->y + (b * j->sq * j->h + h) * j->dv;
+    const float *k = j->k + b * j->kb + hk * j->kh;
+    const float *v = j->v + b * j->vb + hk * j->vh;
+    float *y = j->y + b * j->yb + h * j->yh;
     /* scale * K_bh^T: [D, Sk], read in place by sgemm; with the scale here,
      * alpha is 1 and sgemm reads Q in place too (no packing pass) */
     copy_kt(j, k, kt);
     for (int64_t i0 = 0; i0 < j->sq; i0 += j->rows) {
-        int64_t m = j->sq - i0 < j->rows ? j->sq - i0 : j->rows;
-        inf__ops_sgemm(NULL, false, false, m, j->sk, j->d, 1.0f, q + i0 * j->ldq, j->ldq, kt, j->sk, 0.0f, s, j->sk);
-        for (int64_t i = 0; j->mask && i < m; i++) {
-            float *row = s + i * j->sk;
-            const float *mr = j->mask + b * j->mb + h * j->mh + (i0 + i) * j->mi;
-            for (int64_t t = 0; t < j->sk; t++)
-                row[t] += mr[t * j->mj];
+        int64_t m = j->sq - i0 < j->rows ? j->sq - i0 : j->rows, n = block_keys(j, i0, m);
+        inf__ops_sgemm(NULL, false, false, m, n, j->d, 1.0f, q + i0 * j->ldq, j->ldq, kt, j->sk, 0.0f, s, n);
+        if (j->mask || j->causal) add_bias(j, b, h, i0, m, n, s);
+        for (int64_t i = 0; !j->exp_rows && i < m; i++) {
+            float *row = s + i * n;
+            if (j->masked_to_zero && all_masked(row, n)) memset(row, 0, (size_t)n * sizeof(float));
+            else j->vm->softmax_row(row, row, n);
         }
-        if (j->exp_rows)
-            j->exp_rows(s, m, j->sk, inv);
-        else
-            for (int64_t i = 0; i < m; i++)
-                j->vm->softmax_row(s + i * j->sk, s + i * j->sk, j->sk);
-        for (int64_t i = 0; j->nan_to_zero && !j->exp_rows && i < m * j->sk; i++)
+        if (j->exp_rows) j->exp_rows(s, m, n, inv);
+        for (int64_t i = 0; j->nan_to_zero && !j->exp_rows && i < m * n; i++)
             if (isnan(s[i])) s[i] = 0.0f; /* Where(IsNaN(P), 0, P), element by element */
         float *yb = y + i0 * j->ldy;
-        inf__ops_sgemm(NULL, false, false, m, j->dv, j->sk, 1.0f, s, j->sk, v, j->ldv, 0.0f, yb, j->ldy);
+        inf__ops_sgemm(NULL, false, false, m, j->dv, n, 1.0f, s, n, v, j->ldv, 0.0f, yb, j->ldy);
         for (int64_t i = 0; j->exp_rows && i < m; i++) {
             float f = inv[i], *yr = yb + i * j->ldy; /* (f a local: the loop vectorises) */
-            if (j->nan_to_zero && !isfinite(f)) {    /* no finite sum: the row's softmax is all NaN, P' all 0 */
+            /* no finite sum: the row's softmax is all NaN, P' all 0; a sum
+             * of 0 (1 / sum = +inf): every score -inf */
+            if ((j->nan_to_zero && !isfinite(f)) || (j->masked_to_zero && f == INFINITY)) {
                 memset(yr, 0, (size_t)j->dv * sizeof(float));
                 continue;
             }
@@ -181,11 +213,22 @@ static void attention_task(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* The size of dimension `axis` of an input of the given rank read as
- * [B, S, H, D] (rank 3: B = 1). */
-static int64_t dim4(const inf_tensor *t, int axis) {
-    if (t->ndim == 3) return axis == 0 ? 1 : t->dims[axis - 1];
-    return t->dims[axis];
+/* The size of dimension `axis` (0 B, 1 S, 2 H, 3 D) of an input of the
+ * given rank read as [B, S, H, D], or as [B, H, S, D] when bhsd (rank 3:
+ * B = 1 and dropped). */
+static int64_t dim4(const inf_tensor *t, int axis, bool bhsd) {
+    static const int swap[4] = {0, 2, 1, 3};
+    int a = bhsd ? swap[axis] : axis;
+    if (t->ndim == 3) return a == 0 ? 1 : t->dims[a - 1];
+    return t->dims[a];
+}
+
+/* Strides of batch, head and row of a [B, S, H, D] (or bhsd [B, H, S, D])
+ * tensor of nb batches, s rows, nh heads of d; 0 for a broadcast batch or head. */
+static void strides(bool bhsd, int64_t nb, int64_t s, int64_t nh, int64_t d, int64_t *sb, int64_t *sh, int64_t *ld) {
+    *ld = bhsd ? d : nh * d;
+    *sb = nb == 1 ? 0 : s * nh * d;
+    *sh = nh == 1 ? 0 : bhsd ? s * d : d;
 }
 
 /* Broadcast of one of B or H: a and b are 1 or equal; the result in *out. */
@@ -237,32 +280,55 @@ static inf_status mask_strides(inf__kernel_ctx *ctx, const inf_tensor *m, const 
     return INF_OK;
 }
 
-inf_status inf__attention_geometry(inf__kernel_ctx *ctx, inf__attention_geom *g, inf_tensor **y_out) {
+/* The heads: H and the group of query heads a key/value head serves;
+ * kv_heads 0: Q's, K's and V's heads broadcast (numpy rules); else
+ * inf__attention_layout's rule (a single head of any of them broadcast). */
+static bool heads(const inf_tensor *q, const inf_tensor *k, const inf_tensor *v, int bhsd, int64_t kv_heads,
+                  int64_t q_heads, inf__attention_geom *g) {
+    int64_t hq = dim4(q, 2, bhsd & INF_ATT_BHSD_Q), hk = dim4(k, 2, bhsd & INF_ATT_BHSD_K),
+            hv = dim4(v, 2, bhsd & INF_ATT_BHSD_V), h;
+    g->group = 1;
+    if (!kv_heads) {
+        if (!bcast(hq, hk, &h) || !bcast(h, hv, &g->h)) return false;
+        return true;
+    }
+    int64_t hout = q_heads ? q_heads : hq;
+    if ((hk != kv_heads && hk != 1) || (hv != kv_heads && hv != 1) || (hq != hout && hq != 1) || hout % kv_heads)
+        return false;
+    g->h = hout, g->group = hout / kv_heads;
+    return true;
+}
+
+inf_status inf__attention_geometry(inf__kernel_ctx *ctx, const inf__attention_layout *layout, inf__attention_geom *g,
+                                   inf_tensor **y_out) {
     inf_status st = check_inputs(ctx);
     if (st != INF_OK) return st;
     const inf_tensor *q = ctx->in[0], *k = ctx->in[1], *v = ctx->in[2], *mask = ctx->n_in > 3 ? ctx->in[3] : NULL;
+    int lay = layout ? layout->bhsd : 0;
+    bool lq = lay & INF_ATT_BHSD_Q, lk = lay & INF_ATT_BHSD_K, lv = lay & INF_ATT_BHSD_V, ly = lay & INF_ATT_BHSD_Y;
     memset(g, 0, sizeof *g);
-    int64_t bk, hk;
-    if (!bcast(dim4(q, 0), dim4(k, 0), &bk) || !bcast(bk, dim4(v, 0), &g->b) || !bcast(dim4(q, 2), dim4(k, 2), &hk) ||
-        !bcast(hk, dim4(v, 2), &g->h))
-        return shape_error(ctx, "batch/head dimensions do not broadcast");
-    g->sq = dim4(q, 1), g->sk = dim4(k, 1), g->d = dim4(q, 3), g->dv = dim4(v, 3);
-    if (dim4(k, 3) != g->d || dim4(v, 1) != g->sk)
-        return shape_error(ctx, "head sizes or key lengths differ");
+    int64_t bk;
+    if (!bcast(dim4(q, 0, lq), dim4(k, 0, lk), &bk) || !bcast(bk, dim4(v, 0, lv), &g->b))
+        return shape_error(ctx, "batch dimensions do not broadcast");
+    if (!heads(q, k, v, lay, layout ? layout->kv_heads : 0, layout ? layout->q_heads : 0, g))
+        return shape_error(ctx, layout && layout->kv_heads ? "K and V must have kv_heads heads (or 1), Q q_heads (or 1)"
+                                                           : "head dimensions do not broadcast");
+    g->sq = dim4(q, 1, lq), g->sk = dim4(k, 1, lk), g->d = dim4(q, 3, lq), g->dv = dim4(v, 3, lv);
+    if (dim4(k, 3, lk) != g->d || dim4(v, 1, lv) != g->sk) return shape_error(ctx, "head sizes or key lengths differ");
     int64_t sdims[4] = {g->b, g->h, g->sq, g->sk};
     if (mask && (st = mask_strides(ctx, mask, sdims, q->ndim, g)) != INF_OK)
         return st;
     int64_t ydims[4] = {g->b, g->sq, g->h, g->dv};
+    if (ly) ydims[1] = g->h, ydims[2] = g->sq;
     inf_tensor *y;
     st = inf__kernel_output(ctx, 0, INF_DTYPE_F32, q->ndim, q->ndim == 4 ? ydims : ydims + 1, &y);
     if (st != INF_OK)
         return st;
     *y_out = y;
-    int64_t hq = dim4(q, 2), hv = dim4(v, 2);
-    g->ldq = hq * g->d, g->ldk = dim4(k, 2) * g->d, g->ldv = hv * g->dv, g->ldy = g->h * g->dv;
-    g->qb = dim4(q, 0) == 1 ? 0 : g->sq * g->ldq, g->qh = hq == 1 ? 0 : g->d;
-    g->kb = dim4(k, 0) == 1 ? 0 : g->sk * g->ldk, g->kh = dim4(k, 2) == 1 ? 0 : g->d;
-    g->vb = dim4(v, 0) == 1 ? 0 : g->sk * g->ldv, g->vh = hv == 1 ? 0 : g->dv;
+    strides(lq, dim4(q, 0, lq), g->sq, dim4(q, 2, lq), g->d, &g->qb, &g->qh, &g->ldq);
+    strides(lk, dim4(k, 0, lk), g->sk, dim4(k, 2, lk), g->d, &g->kb, &g->kh, &g->ldk);
+    strides(lv, dim4(v, 0, lv), g->sk, dim4(v, 2, lv), g->dv, &g->vb, &g->vh, &g->ldv);
+    strides(ly, g->b, g->sq, g->h, g->dv, &g->yb, &g->yh, &g->ldy);
     g->q = q->data, g->k = k->data, g->v = v->data, g->y = y->data, g->mask = mask ? mask->data : NULL;
     return INF_OK;
 }
@@ -297,71 +363,101 @@ static inf_status check_out_shape(inf__kernel_ctx *ctx, const inf__attention_geo
     return INF_OK;
 }
 
+/* The job of g and o, without its scratch; *threads parts (at most the
+ * pool's threads, at most one a unit). */
+static void make_job(const inf__attention_geom *g, const inf__attention_opts *o, inf__pool *pool, attention_job *j,
+                     int *threads) {
+    *j = (attention_job){.q = g->q,
+                         .k = g->k,
+                         .v = g->v,
+                         .mask = g->mask,
+                         .y = g->y,
+                         .b = g->b,
+                         .h = g->h,
+                         .sq = g->sq,
+                         .sk = g->sk,
+                         .d = g->d,
+                         .dv = g->dv,
+                         .qb = g->qb,
+                         .qh = g->qh,
+                         .kb = g->kb,
+                         .kh = g->kh,
+                         .vb = g->vb,
+                         .vh = g->vh,
+                         .ldq = g->ldq,
+                         .ldk = g->ldk,
+                         .ldv = g->ldv,
+                         .ldy = g->ldy,
+                         .mb = g->mb,
+                         .mh = g->mh,
+                         .mi = g->mi,
+                         .mj = g->mj,
+                         .yb = g->yb,
+                         .yh = g->yh,
+                         .group = g->group > 0 ? g->group : 1};
+    j->scale = o->scale;
+    j->nan_to_zero = o->nan_to_zero;
+    j->masked_to_zero = o->masked_to_zero;
+    j->causal = o->causal;
+    j->off = o->causal_at ? o->causal_offset : j->sk - j->sq;
+    j->rows = j->sk > 0 ? SCORE_BLOCK_FLOATS / j->sk : 1;
+    if (j->rows < 1) j->rows = 1;
+    if (j->rows > j->sq) j->rows = j->sq;
+    j->vm = inf__vmath_best();
+#if defined(__x86_64__)
+    j->kt_avx2 = inf__cpu_has_avx2_fma();
+    if (inf__cpu_has_avx512()) j->exp_rows = inf__attention_exp_rows_avx512;
+    else if (j->kt_avx2) j->exp_rows = inf__attention_exp_rows_avx2;
+#endif
+    int64_t n_units = j->b * j->h;
+    int t = inf__pool_size(pool);
+    if (t > n_units) t = (int)n_units;
+    if (t < 1) t = 1;
+    *threads = t;
+    j->n_parts = t;
+    j->scratch_floats = (j->d * j->sk + 15) / 16 * 16 + (j->rows * j->sk + 15) / 16 * 16 + (j->rows + 15) / 16 * 16;
+}
+
+size_t inf__attention_scratch_bytes(const inf__attention_geom *g, const inf__attention_opts *o, inf__pool *pool) {
+    attention_job j;
+    int threads;
+    make_job(g, o, pool, &j, &threads);
+    /* the parts' counters, then their float scratch (both 64-byte aligned) */
+    return (size_t)threads * sizeof(unit_counter) + (size_t)(threads * j.scratch_floats) * sizeof(float);
+}
+
+void inf__attention_compute(const inf__attention_geom *g, const inf__attention_opts *o, inf__pool *pool,
+                            void *scratch) {
+    size_t n_y = (size_t)(g->b * g->h * g->sq * g->dv);
+    if (n_y == 0) return;
+    if (g->sk == 0) { /* no keys: P V sums nothing (the unfused MatMul gives zeros) */
+        for (int64_t b = 0; b < g->b; b++)
+            for (int64_t h = 0; h < g->h; h++)
+                for (int64_t i = 0; i < g->sq; i++)
+                    memset(g->y + b * g->yb + h * g->yh + i * g->ldy, 0, (size_t)g->dv * sizeof(float));
+        return;
+    }
+    attention_job j;
+    int threads;
+    make_job(g, o, pool, &j, &threads);
+    j.next = scratch;
+    j.scratch = (float *)((char *)scratch + (size_t)threads * sizeof(unit_counter));
+    j.pool = threads > 1 ? pool : NULL;
+    for (int t = 0; t < threads; t++)
+        atomic_init(&j.next[t].next, first_unit(&j, t));
+    inf__pool_range(j.pool, threads, 1, attention_task, &j);
+}
+
 static inf_status attention_run(inf__kernel_ctx *ctx) {
     const attention_params *p = ctx->node->params;
     inf__attention_geom g;
     inf_tensor *y;
-    inf_status st = inf__attention_geometry(ctx, &g, &y);
+    inf_status st = inf__attention_geometry(ctx, &p->layout, &g, &y);
     if (st == INF_OK && ctx->n_in > 4 && ctx->in[4]) st = check_out_shape(ctx, &g, p->out_shape_allowzero);
     if (st != INF_OK || inf_tensor_numel(y) == 0) return st;
-    if (g.sk == 0) { /* no keys: P V sums nothing (the unfused MatMul gives zeros) */
-        memset(y->data, 0, (size_t)inf_tensor_numel(y) * sizeof(float));
-        return INF_OK;
-    }
-    attention_job j = {.q = g.q,
-                       .k = g.k,
-                       .v = g.v,
-                       .mask = g.mask,
-                       .y = g.y,
-                       .b = g.b,
-                       .h = g.h,
-                       .sq = g.sq,
-                       .sk = g.sk,
-                       .d = g.d,
-                       .dv = g.dv,
-                       .qb = g.qb,
-                       .qh = g.qh,
-                       .kb = g.kb,
-                       .kh = g.kh,
-                       .vb = g.vb,
-                       .vh = g.vh,
-                       .ldq = g.ldq,
-                       .ldk = g.ldk,
-                       .ldv = g.ldv,
-                       .ldy = g.ldy,
-                       .mb = g.mb,
-                       .mh = g.mh,
-                       .mi = g.mi,
-                       .mj = g.mj};
-    j.scale = p->scale;
-    j.nan_to_zero = p->nan_to_zero;
-    j.rows = SCORE_BLOCK_FLOATS / j.sk;
-    if (j.rows < 1) j.rows = 1;
-    if (j.rows > j.sq) j.rows = j.sq;
-    j.vm = inf__vmath_best();
-#if defined(__x86_64__)
-    j.kt_avx2 = inf__cpu_has_avx2_fma();
-    if (inf__cpu_has_avx512())
-        j.exp_rows = inf__attention_exp_rows_avx512;
-    else if (j.kt_avx2)
-        j.exp_rows = inf__attention_exp_rows_avx2;
-#endif
-    int64_t n_units = j.b * j.h;
-    int threads = inf__pool_size(ctx->pool);
-    if (threads > n_units) threads = (int)n_units;
-    j.n_parts = threads;
-    j.scratch_floats = (j.d * j.sk + 15) / 16 * 16 + (j.rows * j.sk + 15) / 16 * 16 + (j.rows + 15) / 16 * 16;
-    /* the parts' counters, then their float scratch (both 64-byte aligned) */
-    size_t counters = (size_t)threads * sizeof(unit_counter);
-    size_t bytes = counters + (size_t)(threads * j.scratch_floats) * sizeof(float);
-    char *mem = inf__kernel_scratch(ctx, bytes);
+    void *mem = inf__kernel_scratch(ctx, inf__attention_scratch_bytes(&g, &p->opts, ctx->pool));
     if (!mem) return INF_ENOMEM;
-    j.next = (unit_counter *)mem;
-    j.scratch = (float *)(mem + counters);
-    j.pool = threads > 1 ? ctx->pool : NULL;
-    for (int t = 0; t < threads; t++)
-        atomic_init(&j.next[t].next, first_unit(&j, t));
-    inf__pool_range(j.pool, threads, 1, attention_task, &j);
+    inf__attention_compute(&g, &p->opts, ctx->pool, mem);
     return INF_OK;
 }
 
@@ -371,9 +467,19 @@ static inf_status attention_init(inf__node *node, inf__arena *arena, inf_error *
     const inf__attr *a = inf__node_attr(node, "scale");
     if (!a || a->type != INF_ATTR_FLOAT)
         return inf__node_error(node, err, INF_EINVAL, "attribute scale: expected a float");
-    p->scale = a->f;
-    p->nan_to_zero = inf__attr_int(node, "nan_to_zero", 0) != 0;
+    p->opts.scale = a->f;
+    p->opts.nan_to_zero = inf__attr_int(node, "nan_to_zero", 0) != 0;
+    p->opts.causal = inf__attr_int(node, "causal", 0) != 0;
     p->out_shape_allowzero = inf__attr_int(node, "out_shape_allowzero", 0) != 0;
+    int64_t bhsd = inf__attr_int(node, "bhsd", 0), kv_heads = inf__attr_int(node, "kv_heads", 0),
+            q_heads = inf__attr_int(node, "q_heads", 0);
+    if (bhsd < 0 || bhsd > 15 || kv_heads < 0 || q_heads < 0 || kv_heads > 65536 || q_heads > 65536 ||
+        (q_heads && !kv_heads) || (kv_heads && q_heads % kv_heads))
+        return inf__node_error(node, err, INF_EINVAL,
+                               "attributes bhsd %lld (0-15), kv_heads %lld, q_heads %lld (0-65536, q_heads a multiple "
+                               "of kv_heads and only with it)",
+                               (long long)bhsd, (long long)kv_heads, (long long)q_heads);
+    p->layout.bhsd = (int)bhsd, p->layout.kv_heads = kv_heads, p->layout.q_heads = q_heads;
     node->params = p;
     return INF_OK;
 }

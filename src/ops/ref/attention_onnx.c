@@ -25,7 +25,22 @@
  *   softmax_precision is accepted (the softmax is always in double).
  * Deviations: none known.
  *
- * DESIGN: K and V (with the past) are copied once into double scratch
+ * Two kernels.  The fast one (float32 only) is the fused attention kernel of
+ * the optimizer's internal Attention (ops/attention.h: float32 sums, the
+ * scale on K, AVX2/AVX-512 exp rows, (batch, query head) units on the pool),
+ * taken when the node asks for nothing it lacks: no softcap, no sliding
+ * window, no qk_matmul_output, no nonpad_kv_seqlen (decided at load), and at
+ * run time float32 inputs and a mask (bool: turned into 0 / -inf; or float)
+ * whose last axis covers every key.  It reads Q, K, V and writes Y in place
+ * ([B, H, S, D], or 3-D [B, S, H*D]: query head h reads key/value head
+ * h / (Hq / Hkv)); a past is concatenated with K/V into present_key/value
+ * (or scratch) and read from there; is_causal is its causal flag at offset P
+ * (query i sees keys j <= i + P, as here); a row whose every key is masked gives zeros, as here.
+ * INFERA_LOG=debug names the kernel each node takes (and why not the fast
+ * one); tests/conformance/test_attention_paths.sh asserts it.
+ * The reference kernel (below) takes the rest, in double.
+ *
+ * DESIGN (reference): K and V (with the past) are copied once into double scratch
  * [B, Hkv, T, D]; each (b, query head) is a pool task unit that computes its
  * score rows in its own scratch row and writes its own slice of Y, so the
  * result never depends on the thread split.
@@ -33,6 +48,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/core.h"
+#include "ops/attention.h"
 #include "ops/ops.h"
 
 typedef struct att_params {
@@ -42,7 +59,19 @@ typedef struct att_params {
     double scale;              /* 0: 1/sqrt(D) */
     double softcap;
     bool causal;
+    const char *not_fast; /* why the node never takes the fused float32 kernel, or NULL */
 } att_params;
+
+static bool has_input(const inf__node *node, int i) { return i < node->n_inputs && node->inputs[i] >= 0; }
+
+/* Why the node's attributes or wiring keep it off the fused kernel, or NULL. */
+static const char *fast_refusal(const inf__node *node, const att_params *p) {
+    if (p->softcap != 0) return "softcap";
+    if (p->left >= 0 || p->right >= 0) return "a sliding window";
+    if (node->n_outputs > 3 && node->outputs[3] >= 0) return "qk_matmul_output";
+    if (has_input(node, 6)) return "nonpad_kv_seqlen";
+    return NULL;
+}
 
 static inf_status att_init(inf__node *node, inf__arena *arena, inf_error *err) {
     att_params *p = inf__op_params(arena, att_params);
@@ -62,6 +91,7 @@ static inf_status att_init(inf__node *node, inf__arena *arena, inf_error *err) {
         return inf__node_error(node, err, INF_EMODEL, "left/right_window_size must be -1 or >= 0");
     if (p->q_heads < 0 || p->kv_heads < 0)
         return inf__node_error(node, err, INF_EMODEL, "q_num_heads and kv_num_heads must be positive");
+    p->not_fast = fast_refusal(node, p);
     node->params = p;
     return INF_OK;
 }
@@ -253,6 +283,79 @@ static inf_status att_mask(inf__kernel_ctx *ctx, const att_shape *s, const inf_t
     return INF_OK;
 }
 
+/* ---- the fast path: the fused float32 kernel (ops/attention.h) ---- */
+
+/* Why these inputs keep the node off the fused kernel, or NULL. */
+static const char *fast_input_refusal(const inf__kernel_ctx *ctx, const att_job *j) {
+    if (ctx->in[0]->dtype != INF_DTYPE_F32) return "not float32";
+    if (j->mask && j->mask_t != j->sh->t) return "a mask shorter than the keys";
+    return NULL;
+}
+
+/* K or V ([B, Hkv, L, hd], 3-D [B, L, Hkv*hd]) after the past ([B, Hkv, P, hd]) as float [B, Hkv, T, hd] in dst. */
+static void concat_kv(const att_shape *s, const inf_tensor *past, const inf_tensor *x, int64_t hd, float *dst) {
+    const float *pd = past ? past->data : NULL, *xd = x->data;
+    for (int64_t b = 0; b < s->b; b++)
+        for (int64_t h = 0; h < s->hkv; h++) {
+            float *o = dst + (b * s->hkv + h) * s->t * hd;
+            if (s->p) memcpy(o, pd + (b * s->hkv + h) * s->p * hd, (size_t)(s->p * hd) * sizeof(float));
+            for (int64_t t = 0; t < s->l; t++)
+                memcpy(o + (s->p + t) * hd,
+                       xd + (s->rank3 ? (b * s->l + t) * s->hkv * hd + h * hd : ((b * s->hkv + h) * s->l + t) * hd),
+                       (size_t)hd * sizeof(float));
+        }
+}
+
+/* Strides of a [B, H, S, E] tensor (bhsd) or a 3-D [B, S, H*E] one. */
+static void fast_strides(bool bhsd, int64_t S, int64_t H, int64_t E, int64_t *sb, int64_t *sh, int64_t *ld) {
+    *sb = S * H * E, *sh = bhsd ? S * E : E, *ld = bhsd ? E : H * E;
+}
+
+/* Y (and the present outputs) on the fused kernel; j has the mask's strides. */
+static inf_status att_run_fast(inf__kernel_ctx *ctx, const att_params *p, const att_shape *s, const att_job *j,
+                               inf_tensor *const present[2]) {
+    const inf_tensor *kv[2] = {ctx->in[1], ctx->in[2]};
+    const float *kvd[2] = {ctx->in[1]->data, ctx->in[2]->data};
+    int64_t hd[2] = {s->d, s->dv};
+    bool kv_bhsd = !s->rank3;
+    for (int i = 0; i < 2; i++) {
+        if (!s->p && !present[i]) continue; /* read in place */
+        float *dst = present[i] ? present[i]->data : NULL;
+        if (!dst && !(dst = inf__kernel_scratch(ctx, (size_t)(s->b * s->hkv * s->t * hd[i]) * sizeof(float) + 1)))
+            return INF_ENOMEM;
+        concat_kv(s, att_opt(ctx, 4 + i), kv[i], hd[i], dst);
+        if (s->p) kvd[i] = dst; /* no past: K/V themselves are as good, present is only a copy */
+    }
+    if (s->p) kv_bhsd = true;
+    inf__attention_geom g = {.b = s->b, .h = s->hq, .sq = s->s, .sk = s->t, .d = s->d, .dv = s->dv};
+    g.group = s->hq / s->hkv;
+    fast_strides(!s->rank3, s->s, s->hq, s->d, &g.qb, &g.qh, &g.ldq);
+    fast_strides(kv_bhsd, s->t, s->hkv, s->d, &g.kb, &g.kh, &g.ldk);
+    fast_strides(kv_bhsd, s->t, s->hkv, s->dv, &g.vb, &g.vh, &g.ldv);
+    fast_strides(!s->rank3, s->s, s->hq, s->dv, &g.yb, &g.yh, &g.ldy);
+    g.q = ctx->in[0]->data, g.k = kvd[0], g.v = kvd[1], g.y = j->y->data;
+    if (j->mask) {
+        g.mb = j->mask_strides[0], g.mh = j->mask_strides[1], g.mi = j->mask_strides[2], g.mj = j->mask_strides[3];
+        if (j->mask->dtype == INF_DTYPE_F32) g.mask = j->mask->data;
+        else { /* bool: false -> -inf, true -> 0 */ int64_t n = inf_tensor_numel(j->mask);
+            float *m = inf__kernel_scratch(ctx, (size_t)n * sizeof(float) + 1);
+            if (!m) return INF_ENOMEM;
+            const uint8_t *b = j->mask->data;
+            for (int64_t e = 0; e < n; e++) m[e] = b[e] ? 0.0f : -INFINITY;
+            g.mask = m;
+        }
+    }
+    inf__attention_opts o = {.scale = (float)j->scale,
+                             .masked_to_zero = true,
+                             .causal = p->causal,
+                             .causal_at = true,
+                             .causal_offset = s->p};
+    void *scratch = inf__kernel_scratch(ctx, inf__attention_scratch_bytes(&g, &o, ctx->pool));
+    if (!scratch) return INF_ENOMEM;
+    inf__attention_compute(&g, &o, ctx->pool, scratch);
+    return INF_OK;
+}
+
 static inf_status att_run(inf__kernel_ctx *ctx) {
     const att_params *p = ctx->node->params;
     att_shape s;
@@ -276,6 +379,12 @@ static inf_status att_run(inf__kernel_ctx *ctx) {
     if (ctx->n_out > 3 && ctx->node->outputs[3] >= 0 &&
         (st = inf__kernel_output(ctx, 3, q->dtype, 4, qkdims, &j.qk)) != INF_OK)
         return st;
+    const char *why = p->not_fast ? p->not_fast : fast_input_refusal(ctx, &j);
+    if (!why) {
+        inf__log(INF_LOG_DEBUG, "node '%s' (Attention): the fused float32 kernel", ctx->node->name);
+        return att_run_fast(ctx, p, &s, &j, present);
+    }
+    inf__log(INF_LOG_DEBUG, "node '%s' (Attention): the reference kernel (%s)", ctx->node->name, why);
     int64_t units = s.b * s.hq;
     if (units == 0 || s.s == 0) return INF_OK;
     size_t kn = (size_t)(s.b * s.hkv * s.t), bytes = sizeof(double) * (kn * (size_t)(s.d + s.dv) + (size_t)(units * 2 * s.t));

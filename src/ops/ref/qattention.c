@@ -246,7 +246,7 @@ static inf_status qattention_run(inf__kernel_ctx *ctx) {
         .scale = prm->scale, .q_scale = prm->q_scale, .isa = inf__qgemm_best_isa(), .vm = inf__vmath_best()};
     memcpy(j.qs, prm->qs, sizeof j.qs), memcpy(j.qz, prm->qz, sizeof j.qz);
     inf_tensor *y;
-    inf_status st = inf__attention_geometry(ctx, &j.g, &y);
+    inf_status st = inf__attention_geometry(ctx, NULL, &j.g, &y);
     if (st != INF_OK || inf_tensor_numel(y) == 0)
         return st;
     if (j.g.sk == 0) { /* no keys: P V sums nothing */
