@@ -2,7 +2,9 @@
  * gemm_avx512.c -- the AVX-512 micro-kernel of the float32 GEMM: a tile of
  * up to 6 rows x 32 columns (two adjacent 16-column B panels, one zmm
  * each), 12 zmm accumulators, 2 B loads and one broadcast per row per k
- * step -- half the instructions of two AVX2 6x16 tiles.
+ * step -- half the instructions of two AVX2 6x16 tiles.  With A read in
+ * place a block of exactly 8 rows runs as one 8-row tile (16 accumulators;
+ * gemm_avx2.c's pair_rows).
  *
  * DESIGN: the driver (blocking, packing, threads, epilogues) is the one of
  * gemm_avx2.c, so the packed layouts ([k][16] B panels, [k][6] A panels,
@@ -31,7 +33,10 @@
 
 #include "ops/x86/gemm_avx512.h"
 
-enum { MR = 6 };
+enum {
+    MR = 6,          /* rows of a packed A panel */
+    MR_IN_PLACE = 8, /* most rows of a tile whose A is read in place (16 accumulators) */
+};
 
 /* c[0:16] = v {+ c | fma(beta, c, v)}, then the epilogue (bias, res: this
  * row's 16 columns, or NULL) */
@@ -51,12 +56,12 @@ static inline __attribute__((always_inline)) void tile(const int R, int64_t kc, 
                                                        int64_t r_step, const float *restrict b0,
                                                        const float *restrict b1, int64_t ldbk, float *c, int64_t ldc,
                                                        int mode, float beta, const inf__gemm_tile_ep *ep) {
-    __m512 acc[MR][2];
+    __m512 acc[MR_IN_PLACE][2];
     for (int r = 0; r < R; r++) acc[r][0] = _mm512_setzero_ps(), acc[r][1] = _mm512_setzero_ps();
 #pragma GCC unroll 4
     for (int64_t p = 0; p < kc; p++, a += a_step, b0 += ldbk, b1 += ldbk) {
         __m512 v0 = _mm512_loadu_ps(b0), v1 = _mm512_loadu_ps(b1);
-#pragma GCC unroll 6
+#pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             __m512 av = _mm512_set1_ps(a[r * r_step]);
             acc[r][0] = _mm512_fmadd_ps(av, v0, acc[r][0]);
@@ -88,6 +93,9 @@ static inline __attribute__((always_inline)) void tile(const int R, int64_t kc, 
 void inf__gemm_tile_x32_avx512(int rows, int64_t kc, const float *a, int64_t lda, const float *b0, const float *b1,
                                int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const inf__gemm_tile_ep *ep) {
     switch (rows) {
+    case 8: /* A in place only (inf__gemm_pair_rows) */
+        tile(8, kc, a, 1, lda, b0, b1, ldbk, c, ldc, mode, beta, ep);
+        break;
         TILE_CASE(6)
         TILE_CASE(5)
         TILE_CASE(4)
