@@ -82,6 +82,14 @@ static inline __attribute__((always_inline)) void tile(const int R, int64_t kc, 
     }
 }
 
+/* The 8-row tile, out of line: inlined beside the others it changed the
+ * code GCC made for them (more stack traffic in the switch). */
+static __attribute__((noinline)) void tile_8rows(int64_t kc, const float *a, int64_t lda, const float *b0,
+                                                 const float *b1, int64_t ldbk, float *c, int64_t ldc, int mode,
+                                                 float beta, const inf__gemm_tile_ep *ep) {
+    tile(8, kc, a, 1, lda, b0, b1, ldbk, c, ldc, mode, beta, ep);
+}
+
 #define TILE_CASE(R)                                                                                                   \
     case R:                                                                                                            \
         if (lda > 0)                                                                                                   \
@@ -93,8 +101,8 @@ static inline __attribute__((always_inline)) void tile(const int R, int64_t kc, 
 void inf__gemm_tile_x32_avx512(int rows, int64_t kc, const float *a, int64_t lda, const float *b0, const float *b1,
                                int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const inf__gemm_tile_ep *ep) {
     switch (rows) {
-    case 8: /* A in place only (inf__gemm_pair_rows) */
-        tile(8, kc, a, 1, lda, b0, b1, ldbk, c, ldc, mode, beta, ep);
+    case 8: /* A in place only (gemm_avx2.c's pair_rows) */
+        tile_8rows(kc, a, lda, b0, b1, ldbk, c, ldc, mode, beta, ep);
         break;
         TILE_CASE(6)
         TILE_CASE(5)
