@@ -132,7 +132,10 @@ static void check_tile(int rows, bool in_place, int mode) {
             *w = mode == INF__GEMM_STORE_BETA0 ? acc : mode == INF__GEMM_STORE_ADD ? acc + *w : fmaf(beta, *w, acc);
         }
     /* panels: columns 0..15 and 20..35 of b (not adjacent, to test both pointers) */
-    inf__gemm_tile_x32_avx512(rows, K, in_place ? a : apk, in_place ? K : 0, b, b + 20, LDB, c, LDC, mode, beta, NULL);
+    if (rows == 8) inf__gemm_tile_x32_8rows_avx512(K, a, K, b, b + 20, LDB, c, LDC, mode, beta, NULL);
+    else
+        inf__gemm_tile_x32_avx512(rows, K, in_place ? a : apk, in_place ? K : 0, b, b + 20, LDB, c, LDC, mode, beta,
+                                  NULL);
     char what[96];
     snprintf(what, sizeof what, "tile rows=%d %s mode=%d", rows, in_place ? "in-place A" : "packed A", mode);
     bool ok = same_bits(c, want, R, LDC, LDC, what); /* rows past `rows` and columns 32.. untouched too */

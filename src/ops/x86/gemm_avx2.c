@@ -583,8 +583,12 @@ static void panel_pair_tiles(const gemm_job *g, const float *ap, const float *b0
         float *c = cblk + ir * g->ldc;
         tile_adds ta = tile_adds_at(ep, i0 + ir, j);
         inf__gemm_tile_ep te = {ta.bias, ta.res, ta.ldr, ta.relu};
-        inf__gemm_tile_x32_avx512((int)rows, kc, a, g->a_direct ? g->lda : 0, b0, b1, ldbk, c, g->ldc, mode, g->beta,
-                                  ta.bias || ta.res || ta.relu ? &te : NULL);
+        if (rows == 8) /* A in place (pair_rows) */
+            inf__gemm_tile_x32_8rows_avx512(kc, a, g->lda, b0, b1, ldbk, c, g->ldc, mode, g->beta,
+                                            ta.bias || ta.res || ta.relu ? &te : NULL);
+        else
+            inf__gemm_tile_x32_avx512((int)rows, kc, a, g->a_direct ? g->lda : 0, b0, b1, ldbk, c, g->ldc, mode,
+                                      g->beta, ta.bias || ta.res || ta.relu ? &te : NULL);
         ir += rows;
     }
 }

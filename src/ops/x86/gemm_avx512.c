@@ -56,12 +56,12 @@ static inline __attribute__((always_inline)) void tile(const int R, int64_t kc, 
                                                        int64_t r_step, const float *restrict b0,
                                                        const float *restrict b1, int64_t ldbk, float *c, int64_t ldc,
                                                        int mode, float beta, const inf__gemm_tile_ep *ep) {
-    __m512 acc[MR_IN_PLACE][2];
+    __m512 acc[MR][2];
     for (int r = 0; r < R; r++) acc[r][0] = _mm512_setzero_ps(), acc[r][1] = _mm512_setzero_ps();
 #pragma GCC unroll 4
     for (int64_t p = 0; p < kc; p++, a += a_step, b0 += ldbk, b1 += ldbk) {
         __m512 v0 = _mm512_loadu_ps(b0), v1 = _mm512_loadu_ps(b1);
-#pragma GCC unroll 8
+#pragma GCC unroll 6
         for (int r = 0; r < R; r++) {
             __m512 av = _mm512_set1_ps(a[r * r_step]);
             acc[r][0] = _mm512_fmadd_ps(av, v0, acc[r][0]);
@@ -82,12 +82,34 @@ static inline __attribute__((always_inline)) void tile(const int R, int64_t kc, 
     }
 }
 
-/* The 8-row tile, out of line: inlined beside the others it changed the
- * code GCC made for them (more stack traffic in the switch). */
-static __attribute__((noinline)) void tile_8rows(int64_t kc, const float *a, int64_t lda, const float *b0,
-                                                 const float *b1, int64_t ldbk, float *c, int64_t ldc, int mode,
-                                                 float beta, const inf__gemm_tile_ep *ep) {
-    tile(8, kc, a, 1, lda, b0, b1, ldbk, c, ldc, mode, beta, ep);
+/* The 8-row tile (A in place) is a function of its own: as a case of
+ * inf__gemm_tile_x32_avx512's switch it changed the code GCC made for the
+ * other cases (the CNN's 32-channel Winograd layers +3 us by node minimum
+ * at 2 threads), so it is written out here: tile()'s loop and stores with
+ * 8 rows of A in place. */
+void inf__gemm_tile_x32_8rows_avx512(int64_t kc, const float *a, int64_t lda, const float *b0, const float *b1,
+                                     int64_t ldbk, float *c, int64_t ldc, int mode, float beta,
+                                     const inf__gemm_tile_ep *ep) {
+    enum { R = MR_IN_PLACE };
+    __m512 acc[R][2];
+    for (int r = 0; r < R; r++) acc[r][0] = _mm512_setzero_ps(), acc[r][1] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int64_t p = 0; p < kc; p++, a++, b0 += ldbk, b1 += ldbk) {
+        __m512 v0 = _mm512_loadu_ps(b0), v1 = _mm512_loadu_ps(b1);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            __m512 av = _mm512_set1_ps(a[r * lda]);
+            acc[r][0] = _mm512_fmadd_ps(av, v0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(av, v1, acc[r][1]);
+        }
+    }
+    __m512 vb = _mm512_set1_ps(beta);
+    const float *bias = ep ? ep->bias : NULL, *res = ep ? ep->res : NULL;
+    bool relu = ep && ep->relu;
+    for (int r = 0; r < R; r++, c += ldc, res = res ? res + ep->ldr : NULL) {
+        store_row(acc[r][0], c, mode, vb, bias, res, relu);
+        store_row(acc[r][1], c + 16, mode, vb, bias ? bias + 16 : NULL, res ? res + 16 : NULL, relu);
+    }
 }
 
 #define TILE_CASE(R)                                                                                                   \
@@ -101,9 +123,6 @@ static __attribute__((noinline)) void tile_8rows(int64_t kc, const float *a, int
 void inf__gemm_tile_x32_avx512(int rows, int64_t kc, const float *a, int64_t lda, const float *b0, const float *b1,
                                int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const inf__gemm_tile_ep *ep) {
     switch (rows) {
-    case 8: /* A in place only (gemm_avx2.c's pair_rows) */
-        tile_8rows(kc, a, lda, b0, b1, ldbk, c, ldc, mode, beta, ep);
-        break;
         TILE_CASE(6)
         TILE_CASE(5)
         TILE_CASE(4)

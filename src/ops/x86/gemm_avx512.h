@@ -26,12 +26,17 @@ typedef struct inf__gemm_tile_ep {
  * acc[r][j] = sum over p in order of fma(A(r,p), B(p,j), acc) from 0, with
  * columns 0..15 from panel b0 and 16..31 from panel b1 (both kc rows, ldbk
  * apart).  A: lda > 0, rows[r * lda + p] in place; lda == 0, a packed
- * 6-row panel a[p * 6 + r].  rows in 1..6, or 8 with A in place (16
- * accumulators: the GEMM driver's 8-row blocks, gemm_avx2.c).  Every element gets the bits of
+ * 6-row panel a[p * 6 + r].  rows in 1..6.  Every element gets the bits of
  * the AVX2 6x16 kernel (same fma chain), so the two widths are
  * interchangeable under batch invariance. */
 void inf__gemm_tile_x32_avx512(int rows, int64_t kc, const float *a, int64_t lda, const float *b0, const float *b1,
                                int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const inf__gemm_tile_ep *ep);
+
+/* The same for 8 rows of A in place (rows lda apart; 16 accumulators): the
+ * GEMM driver's blocks of exactly 8 rows (gemm_avx2.c's pair_rows). */
+void inf__gemm_tile_x32_8rows_avx512(int64_t kc, const float *a, int64_t lda, const float *b0, const float *b1,
+                                     int64_t ldbk, float *c, int64_t ldc, int mode, float beta,
+                                     const inf__gemm_tile_ep *ep);
 
 /* An edge tile of one 16-column panel: rows in 1..6, the first `cols`
  * (1..16) columns of C stored with masks instead of a buffer and scalar
