@@ -511,8 +511,13 @@ static inline int64_t tile_rows(int64_t mc, int64_t ir, bool direct) {
  * 8 tiles (the bench CNN's 8x8 and 16x16 layers at batch 1) ran its
  * GEMMs ~12 % slower per row than a 16-row one; the bits do not depend on
  * the tile. */
+#ifdef INF_EDGE
+enum { PAIR_ROWS_8 = 0 }; /* the edge runtime leaves the 8-row tile out: size (issue 22's guard) */
+#else
+enum { PAIR_ROWS_8 = 1 };
+#endif
 static inline int64_t pair_rows(int64_t mc, int64_t ir, bool direct) {
-    if (direct && mc - ir == 8) return 8;
+    if (PAIR_ROWS_8 && direct && mc - ir == 8) return 8;
     return tile_rows(mc, ir, direct);
 }
 
@@ -583,7 +588,7 @@ static void panel_pair_tiles(const gemm_job *g, const float *ap, const float *b0
         float *c = cblk + ir * g->ldc;
         tile_adds ta = tile_adds_at(ep, i0 + ir, j);
         inf__gemm_tile_ep te = {ta.bias, ta.res, ta.ldr, ta.relu};
-        if (rows == 8) /* A in place (pair_rows) */
+        if (PAIR_ROWS_8 && rows == 8) /* A in place (pair_rows) */
             inf__gemm_tile_x32_8rows_avx512(kc, a, g->lda, b0, b1, ldbk, c, g->ldc, mode, g->beta,
                                             ta.bias || ta.res || ta.relu ? &te : NULL);
         else

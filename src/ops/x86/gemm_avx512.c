@@ -93,7 +93,7 @@ void inf__gemm_tile_x32_8rows_avx512(int64_t kc, const float *a, int64_t lda, co
     enum { R = MR_IN_PLACE };
     __m512 acc[R][2];
     for (int r = 0; r < R; r++) acc[r][0] = _mm512_setzero_ps(), acc[r][1] = _mm512_setzero_ps();
-#pragma GCC unroll 4
+#pragma GCC unroll 1 /* 16 FMAs a step are work enough: unrolled 4 times, same node times, twice the code */
     for (int64_t p = 0; p < kc; p++, a++, b0 += ldbk, b1 += ldbk) {
         __m512 v0 = _mm512_loadu_ps(b0), v1 = _mm512_loadu_ps(b1);
 #pragma GCC unroll 8
@@ -106,6 +106,7 @@ void inf__gemm_tile_x32_8rows_avx512(int64_t kc, const float *a, int64_t lda, co
     __m512 vb = _mm512_set1_ps(beta);
     const float *bias = ep ? ep->bias : NULL, *res = ep ? ep->res : NULL;
     bool relu = ep && ep->relu;
+#pragma GCC unroll 1
     for (int r = 0; r < R; r++, c += ldc, res = res ? res + ep->ldr : NULL) {
         store_row(acc[r][0], c, mode, vb, bias, res, relu);
         store_row(acc[r][1], c + 16, mode, vb, bias ? bias + 16 : NULL, res ? res + 16 : NULL, relu);
