@@ -40,8 +40,9 @@
  *     r < 6 rows runs an r-row kernel instead of a zero-padded 6-row one;
  *     a ragged end of 6 + 1 or 6 + 2 rows runs as 4 + 3 or 4 + 4 (a 2-row
  *     tile has 4 FMA chains, too few to hide the FMA latency), and on the
- *     avx512 path a block of exactly 8 rows as one 8x32 tile (pair_rows).  On one
- *     thread all its rows are one task, so each B panel is fetched once.
+ *     avx512 path a block of exactly 8 rows as one 8x32 tile (pair_rows;
+ *     not in the edge runtime).  On one thread all its rows are one task,
+ *     so each B panel is fetched once.
  *     Rows a multiple of 4 KiB apart would all fall in the same L1 sets, so
  *     those are still packed -- except on the avx512 path with a 48 KiB
  *     (12-way) L1d, where the 6 rows fit in a set's ways.
