@@ -13,7 +13,8 @@
  * plain/transposed A and B, alpha 1 (A read in place) and not, beta
  * {0, 1, 0.7}, 1 and 2 threads, B packed per call and ahead of time, A's
  * rows 4 KiB apart (read in place on the avx512 path with 48 KiB L1d); then
- * the tile function directly for rows 1..6, packed and in-place A.
+ * the tile function directly for rows 1..6, packed and in-place A, and 8
+ * rows in place.
  * ctest runs it on the widest path and again with INFERA_CPU=avx2
  * (kernels_test_gemm_bits_avx2path).  Exit 77 without AVX2/FMA.
  */
@@ -112,15 +113,16 @@ static void check(inf__pool *pool, bool ta, bool tb, int64_t m, int64_t n, int64
 }
 
 #if defined(__x86_64__)
-/* The 6x32 tile alone: rows 1..6, packed ([k][6]) and in-place A. */
+/* The 6x32 tile alone: rows 1..6, packed ([k][6]) and in-place A; and
+ * 8 rows, in-place A only (the driver's 8-row blocks). */
 static void check_tile(int rows, bool in_place, int mode) {
-    enum { K = 37, LDB = 40, LDC = 35 };
-    float a[6 * K], apk[K * 6], b[K * LDB], c[6 * LDC], want[6 * LDC];
-    for (int i = 0; i < 6 * K; i++) a[i] = rnd();
+    enum { K = 37, LDB = 40, LDC = 35, R = 8 };
+    float a[R * K], apk[K * 6], b[K * LDB], c[R * LDC], want[R * LDC];
+    for (int i = 0; i < R * K; i++) a[i] = rnd();
     for (int p = 0; p < K; p++)
         for (int r = 0; r < 6; r++) apk[p * 6 + r] = r < rows ? a[r * K + p] : NAN; /* rows past `rows`: never used */
     for (int i = 0; i < K * LDB; i++) b[i] = rnd();
-    for (int i = 0; i < 6 * LDC; i++) c[i] = want[i] = rnd();
+    for (int i = 0; i < R * LDC; i++) c[i] = want[i] = rnd();
     const float beta = 0.7f;
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < 32; j++) {
@@ -130,10 +132,13 @@ static void check_tile(int rows, bool in_place, int mode) {
             *w = mode == INF__GEMM_STORE_BETA0 ? acc : mode == INF__GEMM_STORE_ADD ? acc + *w : fmaf(beta, *w, acc);
         }
     /* panels: columns 0..15 and 20..35 of b (not adjacent, to test both pointers) */
-    inf__gemm_tile_x32_avx512(rows, K, in_place ? a : apk, in_place ? K : 0, b, b + 20, LDB, c, LDC, mode, beta, NULL);
+    if (rows == 8) inf__gemm_tile_x32_8rows_avx512(K, a, K, b, b + 20, LDB, c, LDC, mode, beta, NULL);
+    else
+        inf__gemm_tile_x32_avx512(rows, K, in_place ? a : apk, in_place ? K : 0, b, b + 20, LDB, c, LDC, mode, beta,
+                                  NULL);
     char what[96];
     snprintf(what, sizeof what, "tile rows=%d %s mode=%d", rows, in_place ? "in-place A" : "packed A", mode);
-    bool ok = same_bits(c, want, 6, LDC, LDC, what); /* rows past `rows` and columns 32.. untouched too */
+    bool ok = same_bits(c, want, R, LDC, LDC, what); /* rows past `rows` and columns 32.. untouched too */
     if (ok) n_passed++;
     else n_failed++;
 }
@@ -146,7 +151,7 @@ int main(int argc, char **argv) {
         printf("sgemm bits: CPU without AVX2/FMA, nothing to test, skipped\n");
         return 77;
     }
-    static const int64_t M[] = {1, 5, 6, 7, 8, 13, 14, 40, 150};
+    static const int64_t M[] = {1, 5, 6, 7, 8, 13, 14, 16, 40, 150}; /* 8: one 8-row tile with A in place */
     static const int64_t N[] = {16, 31, 32, 33, 48, 64, 100};
     static const int64_t K[] = {1, 7, 256, 300};
     static const float ALPHA[] = {1.0f, 0.5f}, BETA[] = {0.0f, 1.0f, 0.7f};
@@ -179,7 +184,8 @@ int main(int argc, char **argv) {
         int before = n_failed;
         for (int rows = 1; rows <= 6; rows++)
             for (int mode = 0; mode < 3; mode++) check_tile(rows, rows % 2, mode), check_tile(rows, !(rows % 2), mode);
-        printf("sgemm avx512 6x32 tile vs fmaf: %s\n", n_failed == before ? "ok" : "FAILED");
+        for (int mode = 0; mode < 3; mode++) check_tile(8, true, mode);
+        printf("sgemm avx512 6x32 and 8x32 tiles vs fmaf: %s\n", n_failed == before ? "ok" : "FAILED");
     } else {
         printf("sgemm avx512 6x32 tile: skipped (path %s)\n", inf_cpu_get_info()->path);
     }

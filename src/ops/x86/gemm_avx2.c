@@ -39,8 +39,10 @@
  *     be a anyway, so the bits are the packed path's), and an edge tile of
  *     r < 6 rows runs an r-row kernel instead of a zero-padded 6-row one;
  *     a ragged end of 6 + 1 or 6 + 2 rows runs as 4 + 3 or 4 + 4 (a 2-row
- *     tile has 4 FMA chains, too few to hide the FMA latency).  On one
- *     thread all its rows are one task, so each B panel is fetched once.
+ *     tile has 4 FMA chains, too few to hide the FMA latency), and on the
+ *     avx512 path a block of exactly 8 rows as one 8x32 tile (pair_rows;
+ *     not in the edge runtime).  On one thread all its rows are one task,
+ *     so each B panel is fetched once.
  *     Rows a multiple of 4 KiB apart would all fall in the same L1 sets, so
  *     those are still packed -- except on the avx512 path with a 48 KiB
  *     (12-way) L1d, where the 6 rows fit in a set's ways.
@@ -504,6 +506,22 @@ static inline int64_t tile_rows(int64_t mc, int64_t ir, bool direct) {
     return min64(MR, left);
 }
 
+/* Rows of the AVX-512 pair tile (gemm_avx512.c) at row ir: with A in place
+ * a block of exactly 8 rows runs as one 8-row tile (16 accumulators, each
+ * B load used 8 times) instead of 4 + 4 -- a 2-thread Winograd block of
+ * 8 tiles (the bench CNN's 8x8 and 16x16 layers at batch 1) ran its
+ * GEMMs ~12 % slower per row than a 16-row one; the bits do not depend on
+ * the tile. */
+#ifdef INF_EDGE
+enum { PAIR_ROWS_8 = 0 }; /* the edge runtime leaves the 8-row tile out: size (issue 22's guard) */
+#else
+enum { PAIR_ROWS_8 = 1 };
+#endif
+static inline int64_t pair_rows(int64_t mc, int64_t ir, bool direct) {
+    if (PAIR_ROWS_8 && direct && mc - ir == 8) return 8;
+    return tile_rows(mc, ir, direct);
+}
+
 /* Loads the lines of [p, p + bytes) into the cache ahead of their use. */
 static inline void prefetch_lines(const float *p, int64_t bytes) {
     for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T0);
@@ -561,17 +579,22 @@ static void panel_pair_tiles(const gemm_job *g, const float *ap, const float *b0
                              bool last) {
     float *cblk = g->c + i0 * g->ldc + j;
     const inf__gemm_epilogue *ep = last ? g->ep : NULL;
-    int64_t panel_bytes = kc * NR * 4, n_tiles = (mc + MR - 1) / MR;
+    int64_t panel_bytes = kc * NR * 4, n_tiles = 0;
+    for (int64_t ir = 0; ir < mc; ir += pair_rows(mc, ir, g->a_direct)) n_tiles++;
     int64_t slice = (2 * panel_bytes / n_tiles + 63) / 64 * 64;
     for (int64_t ir = 0, tile = 0; ir < mc; tile++) {
         if (next && tile * slice < 2 * panel_bytes) prefetch_pair_slice(g, next, panel_bytes, tile * slice, slice);
-        int64_t rows = tile_rows(mc, ir, g->a_direct);
+        int64_t rows = pair_rows(mc, ir, g->a_direct);
         const float *a = g->a_direct ? g->a + (i0 + ir) * g->lda + p0 : ap + ir * kc;
         float *c = cblk + ir * g->ldc;
         tile_adds ta = tile_adds_at(ep, i0 + ir, j);
         inf__gemm_tile_ep te = {ta.bias, ta.res, ta.ldr, ta.relu};
-        inf__gemm_tile_x32_avx512((int)rows, kc, a, g->a_direct ? g->lda : 0, b0, b1, ldbk, c, g->ldc, mode, g->beta,
-                                  ta.bias || ta.res || ta.relu ? &te : NULL);
+        if (PAIR_ROWS_8 && rows == 8) /* A in place (pair_rows) */
+            inf__gemm_tile_x32_8rows_avx512(kc, a, g->lda, b0, b1, ldbk, c, g->ldc, mode, g->beta,
+                                            ta.bias || ta.res || ta.relu ? &te : NULL);
+        else
+            inf__gemm_tile_x32_avx512((int)rows, kc, a, g->a_direct ? g->lda : 0, b0, b1, ldbk, c, g->ldc, mode,
+                                      g->beta, ta.bias || ta.res || ta.relu ? &te : NULL);
         ir += rows;
     }
 }

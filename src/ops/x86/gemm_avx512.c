@@ -2,7 +2,9 @@
  * gemm_avx512.c -- the AVX-512 micro-kernel of the float32 GEMM: a tile of
  * up to 6 rows x 32 columns (two adjacent 16-column B panels, one zmm
  * each), 12 zmm accumulators, 2 B loads and one broadcast per row per k
- * step -- half the instructions of two AVX2 6x16 tiles.
+ * step -- half the instructions of two AVX2 6x16 tiles.  With A read in
+ * place a block of exactly 8 rows runs as one 8-row tile (16 accumulators;
+ * gemm_avx2.c's pair_rows).
  *
  * DESIGN: the driver (blocking, packing, threads, epilogues) is the one of
  * gemm_avx2.c, so the packed layouts ([k][16] B panels, [k][6] A panels,
@@ -31,7 +33,10 @@
 
 #include "ops/x86/gemm_avx512.h"
 
-enum { MR = 6 };
+enum {
+    MR = 6,          /* rows of a packed A panel */
+    MR_IN_PLACE = 8, /* most rows of a tile whose A is read in place (16 accumulators) */
+};
 
 /* c[0:16] = v {+ c | fma(beta, c, v)}, then the epilogue (bias, res: this
  * row's 16 columns, or NULL) */
@@ -74,6 +79,37 @@ static inline __attribute__((always_inline)) void tile(const int R, int64_t kc, 
     for (int r = 0; r < R; r++, c += ldc, res = res ? res + ep->ldr : NULL) {
         store_row(acc[r][0], c, mode, vb, bias, res, ep->relu);
         store_row(acc[r][1], c + 16, mode, vb, bias ? bias + 16 : NULL, res ? res + 16 : NULL, ep->relu);
+    }
+}
+
+/* The 8-row tile (A in place) is a function of its own: as a case of
+ * inf__gemm_tile_x32_avx512's switch it changed the code GCC made for the
+ * other cases (the CNN's 32-channel Winograd layers +3 us by node minimum
+ * at 2 threads), so it is written out here: tile()'s loop and stores with
+ * 8 rows of A in place. */
+void inf__gemm_tile_x32_8rows_avx512(int64_t kc, const float *a, int64_t lda, const float *b0, const float *b1,
+                                     int64_t ldbk, float *c, int64_t ldc, int mode, float beta,
+                                     const inf__gemm_tile_ep *ep) {
+    enum { R = MR_IN_PLACE };
+    __m512 acc[R][2];
+    for (int r = 0; r < R; r++) acc[r][0] = _mm512_setzero_ps(), acc[r][1] = _mm512_setzero_ps();
+#pragma GCC unroll 1 /* 16 FMAs a step are work enough: unrolled 4 times, same node times, twice the code */
+    for (int64_t p = 0; p < kc; p++, a++, b0 += ldbk, b1 += ldbk) {
+        __m512 v0 = _mm512_loadu_ps(b0), v1 = _mm512_loadu_ps(b1);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            __m512 av = _mm512_set1_ps(a[r * lda]);
+            acc[r][0] = _mm512_fmadd_ps(av, v0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(av, v1, acc[r][1]);
+        }
+    }
+    __m512 vb = _mm512_set1_ps(beta);
+    const float *bias = ep ? ep->bias : NULL, *res = ep ? ep->res : NULL;
+    bool relu = ep && ep->relu;
+#pragma GCC unroll 1
+    for (int r = 0; r < R; r++, c += ldc, res = res ? res + ep->ldr : NULL) {
+        store_row(acc[r][0], c, mode, vb, bias, res, relu);
+        store_row(acc[r][1], c + 16, mode, vb, bias ? bias + 16 : NULL, res ? res + 16 : NULL, relu);
     }
 }
 

@@ -32,6 +32,12 @@ typedef struct inf__gemm_tile_ep {
 void inf__gemm_tile_x32_avx512(int rows, int64_t kc, const float *a, int64_t lda, const float *b0, const float *b1,
                                int64_t ldbk, float *c, int64_t ldc, int mode, float beta, const inf__gemm_tile_ep *ep);
 
+/* The same for 8 rows of A in place (rows lda apart; 16 accumulators): the
+ * GEMM driver's blocks of exactly 8 rows (gemm_avx2.c's pair_rows). */
+void inf__gemm_tile_x32_8rows_avx512(int64_t kc, const float *a, int64_t lda, const float *b0, const float *b1,
+                                     int64_t ldbk, float *c, int64_t ldc, int mode, float beta,
+                                     const inf__gemm_tile_ep *ep);
+
 /* An edge tile of one 16-column panel: rows in 1..6, the first `cols`
  * (1..16) columns of C stored with masks instead of a buffer and scalar
  * loops: C = acc {+ C | fma(beta, C, .)}, then ep (may be NULL) -- the
