@@ -11,6 +11,7 @@ if(INFERA_EDGE)
   file(GLOB_RECURSE EDGE_SOURCES CONFIGURE_DEPENDS
     src/core/*.c src/graph/*.c src/ops/*.c src/bundle/*.c)
   list(FILTER EDGE_SOURCES EXCLUDE REGEX "TEMPLATE\\.c$")
+  infera_keep_own_arch(EDGE_SOURCES) # an aarch64 build left the x86 kernels in (immintrin.h missing)
   # the bf16 precision option is not part of the edge runtime (ops/gemm_bf16.h refuses it there): size
   list(FILTER EDGE_SOURCES EXCLUDE REGEX "/gemm_bf16(_avx512)?\\.c$")
   # nor the AVX2 vpmaddubsw INT8 kernel for pair-safe weights (ops/qgemm.h; vpmaddwd serves them there): size

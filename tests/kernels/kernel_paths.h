@@ -15,7 +15,7 @@
 #include "infera/cpu.h"
 
 /* 0: go on; 77: skip (printed). */
-static int kernel_paths_begin(int argc, char **argv, const char *what) {
+static inline int kernel_paths_begin(int argc, char **argv, const char *what) {
     const inf_cpu_info *ci = inf_cpu_get_info();
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--skip-unless-best") && strcmp(ci->best_path, argv[i + 1])) {

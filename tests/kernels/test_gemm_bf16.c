@@ -27,7 +27,7 @@
 #include "ops/gemm_bf16.h"
 #include "ops/vmath.h"
 
-static int n_passed, n_failed;
+static int n_passed __attribute__((unused)), n_failed __attribute__((unused)); /* unused where no x86 kernels */
 #define KERNEL_TEST_SEED 0x2545F4914F6CDD1Dull
 #include "test_rng.h"
 

@@ -26,7 +26,7 @@
 #include "core/cpu.h"
 #include "ops/ops.h"
 
-static int n_passed, n_failed, n_wide;
+static int n_passed, n_failed, n_wide __attribute__((unused)); /* n_wide: x86 only */
 #define KERNEL_TEST_SEED 0x853C49E6748FEA9Bull
 #include "test_rng.h"
 

@@ -38,7 +38,7 @@ static void check(bool ok, const char *what, int case_no) {
 
 /* ---- transforms ---- */
 
-static void input_case(int tile, int case_no) {
+static __attribute__((unused)) void input_case(int tile, int case_no) {
     int64_t c = rand_in(0, 3) ? rand_in(1, 40) : 16 * rand_in(1, 3), cp = (c + 3) / 4 * 4, cs = c + rand_in(0, 5);
     int64_t trows = rand_in(1, 3), tw = rand_in(1, 5), w = tile * tw + 2 + rand_in(0, 3), h = tile * trows + 2;
     int pts = (tile + 2) * (tile + 2), lim = tile == 4 ? 25500 : 1020;
@@ -66,7 +66,7 @@ static void input_case(int tile, int case_no) {
     free(x), free(v[0]), free(v[1]);
 }
 
-static void output_case(int tile, int case_no) {
+static __attribute__((unused)) void output_case(int tile, int case_no) {
     int64_t trows = rand_in(1, 3), tw = rand_in(1, 5), ncols = 8 * rand_in(1, 5), ldm = ncols + 8 * rand_in(0, 1);
     int64_t ldxi = trows * tw * ldm, ow = tile * tw - rand_in(0, tile - 1), orows = tile * trows - rand_in(0, tile - 1);
     int64_t ldc = ncols, pts = (tile + 2) * (tile + 2);
@@ -86,7 +86,7 @@ static void output_case(int tile, int case_no) {
 
 /* ---- the per-point GEMM ---- */
 
-static void gemm_case(int tile, int case_no) {
+static __attribute__((unused)) void gemm_case(int tile, int case_no) {
     int64_t c = rand_in(1, 70), m = rand_in(1, 40), n = rand_in(1, 30);
     bool extreme = rand_in(0, 4) == 0;
     int8_t *w = malloc((size_t)(m * c * 9));
@@ -138,7 +138,7 @@ static void *run_conv(inf__qgemm_isa isa, int wino, inf__pool *pool, inf__qconv_
     return y;
 }
 
-static void driver_case(int tile, inf__qgemm_isa isa, inf__pool *pool, int case_no) {
+static __attribute__((unused)) void driver_case(int tile, inf__qgemm_isa isa, inf__pool *pool, int case_no) {
     inf__qconv_geom g = {.n = rand_in(1, 2), .group = 1, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1};
     g.c = g.cg = rand_in(0, 2) ? 8 * rand_in(1, 5) : rand_in(1, 40), g.m = g.mg = rand_in(1, 40);
     g.ih = rand_in(3, 13), g.iw = rand_in(3, 15), g.pt = rand_in(0, 1), g.pl = g.pt;
@@ -236,7 +236,7 @@ static void driver_case(int tile, inf__qgemm_isa isa, inf__pool *pool, int case_
 /* ---- exactness ---- */
 
 /* s * 255 * sum|w| < 2^31 (s = 64 for 4x4 tiles, 4 for 2x2): the largest sum|w| passes, one more does not */
-static void exact_case(int tile) {
+static __attribute__((unused)) void exact_case(int tile) {
     int64_t s = tile == 4 ? 64 : 4, most = (((int64_t)1 << 31) - 1) / (s * 255), c = most / (9 * 127) + 2, m = 2;
     int8_t *w = calloc((size_t)(m * c * 9), 1);
     int64_t left = most;

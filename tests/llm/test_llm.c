@@ -255,7 +255,7 @@ static void test_kernels(void) {
 }
 
 /* q5_0, q5_1, q4_K, q6_K rows of random bytes with finite random scales. */
-static void random_rows(uint32_t type, int rows, int64_t k, uint8_t *dst, uint64_t *s) {
+static __attribute__((unused)) void random_rows(uint32_t type, int rows, int64_t k, uint8_t *dst, uint64_t *s) {
     const inf__llm_qtype *q = inf__llm_qtype_get(type, true);
     size_t rb = inf__llm_row_bytes(q, k);
     for (size_t i = 0; i < rb * (size_t)rows; i++) dst[i] = (uint8_t)(tm_rand(s) * 1e6);
@@ -272,6 +272,7 @@ static void random_rows(uint32_t type, int rows, int64_t k, uint8_t *dst, uint64
  * their one-row twins and near the reference; q4_K/q6_K fast == reference bit
  * for bit (same integers, same fmaf sequence); q8_K activations as ggml's. */
 static void test_kernels_k(void) {
+#if defined(__x86_64__) /* the SIMD twins are built on x86 only (CMakeLists.txt) */
     uint64_t s = 99;
     enum { K = 512 };
     static uint8_t W[8 * K * 2], X[INF__LLM_GEMM_TOKENS * K * 2];
@@ -408,6 +409,9 @@ static void test_kernels_k(void) {
         }
     }
     printf("kernels: q5_0, q5_1, q4_K, q6_K twins checked\n");
+#else
+    printf("kernels: the q5/K SIMD twins are x86-64 kernels, skipped here\n");
+#endif
 }
 
 #if defined(__x86_64__)
