@@ -198,10 +198,15 @@ def bench(a):
                         print("FAIL %s.%s %s quantize: %s" % (arch, exp, mode, rep), flush=True)
                         continue
                 files.append(("%s.%s %s" % (arch, exp, mode), dst))
-    sessions = {tag: ort_session(p) for tag, p in files}
-    for s in sessions.values():
-        for _ in range(5):
-            s.run(None, feeds)
+    sessions = {}
+    for tag, p in files:
+        try:
+            s = ort_session(p)
+            for _ in range(5):
+                s.run(None, feeds)
+            sessions[tag] = s
+        except Exception as e:  # noqa: BLE001 -- ONNX Runtime fails on some of its own files (T5 ort-qdq)
+            print("note: %s: onnxruntime cannot run it: %s" % (tag, str(e).splitlines()[0][:150]), flush=True)
     res = {(tag, e): [] for tag, _ in files for e in ("infera", "ort")}
     for r in range(a.rounds):
         print("round %d load %s" % (r + 1, " ".join("%.2f" % x for x in os.getloadavg())), flush=True)
@@ -209,8 +214,11 @@ def bench(a):
             args = [a.infera, "bench", path, "--threads", "1", "--iters", str(a.runs), "--warmup", "5", "--json"]
             for k, v in inputs.items():
                 args += ["--input", "%s=%s" % (k, v)]
-            out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
-            res[(tag, "infera")].append(json.loads(out)["latency_us"]["p50"] / 1e3)
+            out = subprocess.run(args, capture_output=True, text=True)
+            if out.returncode == 0:
+                res[(tag, "infera")].append(json.loads(out.stdout)["latency_us"]["p50"] / 1e3)
+            if tag not in sessions:
+                continue
             s, lat = sessions[tag], []
             for _ in range(a.runs):
                 t0 = time.perf_counter()
@@ -219,7 +227,7 @@ def bench(a):
             res[(tag, "ort")].append(statistics.median(lat))
     print("%-32s %12s %12s   (ms, median of %d rounds' p50; min in parentheses)" % ("file", "infera", "ort", a.rounds))
     for tag, _ in files:
-        i, o = res[(tag, "infera")], res[(tag, "ort")]
+        i, o = res[(tag, "infera")] or [float("nan")], res[(tag, "ort")] or [float("nan")]
         print("%-32s %6.2f (%5.2f) %6.2f (%5.2f)" % (tag, statistics.median(i), min(i), statistics.median(o), min(o)))
     with open(os.path.join(a.out, "bench.json"), "w") as f:
         json.dump({"%s|%s" % k: v for k, v in res.items()}, f)
