@@ -11,6 +11,8 @@
 # gone; Llama's causal grouped-query attention stays unfused (docs/optimizer.md).  Then RMSNorm's spellings one by
 # one (tests/models/gen_rmsnorm_model.py): three fused, five near misses kept, and GPT-2's tanh GELU's likewise
 # (tests/models/gen_gelu_tanh_model.py: two Gelu, one FusedMatMul epilogue, three kept), all against ONNX Runtime.
+# INT8 (session 30): ONNX Runtime's dynamic Llama / fixed-shape RoBERTa files, Infera's static QOperator Llama and
+# static calibration of the fixed-batch RoBERTa keep their fusions and match ONNX Runtime (see the end).
 set -u
 . "$(dirname "$0")/../check.sh"
 infera=$1
