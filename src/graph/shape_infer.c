@@ -504,7 +504,23 @@ static sym infer_output0(inf__shape_infer *si, const inf__node *node) {
         x.n_el = -1;
         return x;
     }
+    if (!strcmp(op, "DequantizeLinear")) { /* x's shape (per axis or blocked too); the scale's type, else float32 */
+        inf_dtype t = get(si, input(node, 1)).dtype;
+        x.dtype = t != INF_DTYPE_UNDEFINED ? t : INF_DTYPE_F32;
+        x.n_el = -1;
+        return x;
+    }
     if (!strcmp(op, "MatMul")) return infer_matmul(si, x, get(si, input(node, 1)));
+    if (!strcmp(op, "MatMulInteger")) { /* MatMul's shape, int32 */
+        sym r = infer_matmul(si, x, get(si, input(node, 1)));
+        if (r.rank >= 0) r.dtype = INF_DTYPE_I32;
+        return r;
+    }
+    if (!strcmp(op, "QLinearMatMul")) { /* a (input 0) x b (input 3); y_zero_point's (input 7) type */
+        sym r = infer_matmul(si, x, get(si, input(node, 3)));
+        if (r.rank >= 0) r.dtype = get(si, input(node, 7)).dtype;
+        return r;
+    }
     if (!strcmp(op, "Transpose")) return infer_transpose(node, x);
     if (!strcmp(op, "Reshape")) return infer_reshape(si, node, x, get(si, input(node, 1)));
     if (!strcmp(op, "Unsqueeze")) return infer_unsqueeze(si, node, x);

@@ -305,6 +305,9 @@ void inf__qstore_f32_col_avx2(const inf__qout *o, const int32_t *c, int64_t ldc,
 /* INF_QOUT_F32_U8's store of a row: n columns from column j0 into y[0..n). */
 void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y);
 void inf__qstore_u8_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y);
+/* INF_QOUT_Q8's store of a row without bias_i32 (QLinearMatMul): n columns from column j0 into y's n bytes. */
+void inf__qstore_q8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, void *y);
+void inf__qstore_q8_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, void *y);
 /* The fused MaxPool of a pooled row's int32 sums in place: window px (kernel pkh x pkw, stride psw, positions
  * np apart, ow a row) into position px, for px < pw. */
 void inf__pool_max_i32_avx512(int32_t *c, int64_t np, int64_t n, int64_t ow, int64_t pkh, int64_t pkw, int64_t psw,

@@ -8,6 +8,10 @@
  * runner uses, so the quantizer sees the features production sees), or the
  * rows of a tensor file (.npy / .pb: images, sequences -- inputs the default
  * mapping cannot express), in batches of at most INF__QUANT_FEED_ROWS rows.
+ * A model exported with a fixed batch (torch.onnx's dynamo exporter without
+ * dynamic shapes: input_ids int64[2, 12]) takes batches of exactly that many
+ * rows; a shorter last batch is left out (the report counts the records that
+ * were used), and a source without one full batch is an error naming the input.
  * Each call reads the source from the start, so every pass sees the same
  * batches in the same order.
  */
@@ -26,7 +30,26 @@ typedef struct feeder {
     inf__quant_batch_fn fn;
     void *ctx;
     long long rows;
+    int batch;          /* rows per batch: INF__QUANT_FEED_ROWS, or the model's fixed batch */
+    int fixed_input;    /* the input whose fixed batch that is, or -1 */
+    long long left_out; /* rows of short batches a fixed batch could not take */
 } feeder;
+
+/* The first dimension every input fixes to the same number of rows below
+ * INF__QUANT_FEED_ROWS (a model exported without a dynamic batch), else
+ * INF__QUANT_FEED_ROWS; *which: that input, or -1. */
+static int batch_rows(const inf_model *model, int *which) {
+    int rows = 0;
+    *which = -1;
+    for (int i = 0; i < inf_model_n_inputs(model); i++) {
+        const inf_value_info *info = inf_model_input(model, i);
+        if (info->ndim < 1 || info->dims[0] <= 0 || info->dims[0] >= INF__QUANT_FEED_ROWS) return INF__QUANT_FEED_ROWS;
+        if (rows && info->dims[0] != rows) return INF__QUANT_FEED_ROWS;
+        rows = (int)info->dims[0];
+        if (*which < 0) *which = i;
+    }
+    return rows ? rows : INF__QUANT_FEED_ROWS;
+}
 
 static bool is_tensor_file(const char *src) {
     size_t n = strlen(src);
@@ -38,6 +61,10 @@ static long long row_limit(const feeder *f) {
 }
 
 static inf_status run_batch(feeder *f, const inf_tensor *const *inputs, int rows, inf_error *err) {
+    if (f->fixed_input >= 0 && rows != f->batch) { /* a short last batch: the model takes f->batch rows only */
+        f->left_out += rows;
+        return INF_OK;
+    }
     inf_status st = f->fn(f->ctx, inputs, rows, err);
     if (st == INF_OK)
         f->rows += rows;
@@ -72,10 +99,10 @@ static inf_status feed_tensor_file(feeder *f, inf_error *err) {
         inf_tensor_free(t);
         return inf_error_set(err, INF_EINVAL, "calibration '%s' is empty: no rows to calibrate on", src);
     }
-    for (int64_t r = 0; r < total && st == INF_OK; r += INF__QUANT_FEED_ROWS) {
+    for (int64_t r = 0; r < total && st == INF_OK; r += f->batch) {
         int64_t dims[INF_MAX_DIMS];
         memcpy(dims, t->dims, sizeof dims);
-        dims[0] = total - r < INF__QUANT_FEED_ROWS ? total - r : INF__QUANT_FEED_ROWS;
+        dims[0] = total - r < f->batch ? total - r : f->batch;
         inf_tensor view;
         inf_tensor_init_view(&view, t->dtype, t->ndim, dims, (char *)t->data + r * row_bytes);
         const inf_tensor *in[1] = {&view};
@@ -100,7 +127,7 @@ static inf_status feed_records(feeder *f, inf_error *err) {
         goto done;
     if ((st = inf_pipeline_exec_new(p, &e, err)) != INF_OK)
         goto done;
-    inf_source_options so = {.max_rows = INF__QUANT_FEED_ROWS, .id_column = NULL};
+    inf_source_options so = {.max_rows = f->batch, .id_column = NULL};
     if ((st = inf_source_open(src, &so, &s, err)) != INF_OK)
         goto done;
     if ((st = inf_record_batch_new(&batch)) != INF_OK) {
@@ -150,7 +177,7 @@ static inf_status feed_records(feeder *f, inf_error *err) {
         if ((st = run_batch(f, x, use, err)) != INF_OK)
             goto done;
     }
-    if (f->rows == 0)
+    if (f->rows == 0 && f->left_out == 0)
         st = inf_error_set(err, INF_EINVAL, "calibration source '%s' is empty: no records to calibrate on", src);
 done:
     inf_record_batch_free(batch);
@@ -163,7 +190,15 @@ done:
 inf_status inf__tools_quant_feed(const inf__quantize_options *opts, const inf_model *model, inf__quant_batch_fn fn,
                                  void *ctx, long long *rows, inf_error *err) {
     feeder f = {.opts = opts, .model = model, .fn = fn, .ctx = ctx};
+    f.batch = batch_rows(model, &f.fixed_input);
     inf_status st = is_tensor_file(opts->calibration) ? feed_tensor_file(&f, err) : feed_records(&f, err);
+    if (st == INF_OK && f.rows == 0 && f.left_out > 0) {
+        const inf_value_info *info = inf_model_input(model, f.fixed_input);
+        st = inf_error_set(err, INF_EINVAL,
+                           "calibration '%s': input '%s' has a fixed batch of %d rows (the model was exported "
+                           "without a dynamic batch) and the source gave %lld usable rows, not one full batch",
+                           opts->calibration, info->name ? info->name : "", f.batch, f.left_out);
+    }
     if (rows)
         *rows = f.rows;
     return st;

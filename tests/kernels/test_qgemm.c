@@ -847,6 +847,60 @@ static void qstore_u8_row_cases(void) {
 #endif
 }
 
+/* ---- the int8 / uint8 requantizing row store (INF_QOUT_Q8, QLinearMatMul) against a scalar twin ----
+ * inf__qstore_q8_row_avx2 / _avx512 on one row of sums against QLinearMatMul's arithmetic written here:
+ * round half to even of (float)acc * mult, + y_zero_point, saturated to the type; a NaN product (an infinite
+ * multiplier times a zero sum) gives the zero point.  Both output types, zero points at the type's edges,
+ * multipliers that saturate, lengths that leave tails; the bytes after the row stay untouched. */
+static uint8_t twin_q8(float v, int32_t zp, bool u8) {
+    float r = nearbyintf(v) + (float)zp, lo = u8 ? 0.0f : -128.0f, hi = u8 ? 255.0f : 127.0f;
+    if (r != r) r = (float)zp;
+    r = r < lo ? lo : r > hi ? hi : r;
+    return u8 ? (uint8_t)r : (uint8_t)(int8_t)r;
+}
+
+static void qstore_q8_row_cases(void) {
+#if defined(__x86_64__)
+    if (!inf__cpu_has_avx2_fma()) return;
+    enum { N = 300 };
+    static int32_t c[N];
+    static float mult[N + 16];
+    static uint8_t want[N], got[N + 16];
+    for (int round = 0; round < 400; round++) {
+        int64_t n = rand_in(1, N - 20), j0 = rand_in(0, 16);
+        bool u8 = rand_in(0, 1);
+        for (int64_t j = 0; j < n + j0; j++) mult[j] = (float)rand_in(1, 1000) * 1e-5f;
+        for (int64_t j = 0; j < n; j++) c[j] = (int32_t)rand_in(-300000, 300000);
+        if (round % 5 == 0) c[rand_in(0, n - 1)] = rand_in(0, 1) ? INT32_MAX : INT32_MIN;
+        inf__qout o = {.kind = INF_QOUT_Q8,
+                       .mult = mult,
+                       .mult_per_col = rand_in(0, 1),
+                       .y_dtype = u8 ? INF_DTYPE_U8 : INF_DTYPE_I8,
+                       .y_zp = u8 ? (int32_t)rand_in(0, 255) : (int32_t)rand_in(-128, 127)};
+        if (round % 7 == 0) o.y_zp = u8 ? (rand_in(0, 1) ? 0 : 255) : (rand_in(0, 1) ? -128 : 127);
+        int64_t at = rand_in(0, n - 1);
+        if (round % 9 == 0) mult[o.mult_per_col ? j0 + at : 0] = INFINITY, c[at] = 0; /* inf * 0: NaN */
+        if (round % 11 == 0) mult[o.mult_per_col ? j0 + at : 0] = 3e30f;
+        for (int64_t j = 0; j < n; j++) want[j] = twin_q8((float)c[j] * mult[o.mult_per_col ? j0 + j : 0], o.y_zp, u8);
+        char what[120];
+        memset(got, 0xA5, sizeof got);
+        inf__qstore_q8_row_avx2(&o, c, j0, n, got);
+        bool untouched = true;
+        for (int64_t j = n; j < n + 16; j++) untouched = untouched && got[j] == 0xA5;
+        snprintf(what, sizeof what, "qstore_q8_row avx2 vs twin n=%lld %s", (long long)n, u8 ? "u8" : "i8");
+        check(!memcmp(want, got, (size_t)n) && untouched, what, round);
+        if (isa_runs(INF_QGEMM_VNNI512)) {
+            memset(got, 0xA5, sizeof got);
+            inf__qstore_q8_row_avx512(&o, c, j0, n, got);
+            untouched = true;
+            for (int64_t j = n; j < n + 16; j++) untouched = untouched && got[j] == 0xA5;
+            snprintf(what, sizeof what, "qstore_q8_row avx512 vs twin n=%lld %s", (long long)n, u8 ? "u8" : "i8");
+            check(!memcmp(want, got, (size_t)n) && untouched, what, round);
+        }
+    }
+#endif
+}
+
 /* The AVX2 plain uint8 block store (x86/qstore_res_avx2.c, inf__qstore_u8_rows_avx2) against the sequence
  * computed here per row: (float)acc * mult + bias, the activation, QuantizeLinear (inf__quantize_u8_ref).
  * Blocks of 1-24 rows with strides; where it returns true the bytes must be those, where false nothing may be
@@ -1352,6 +1406,7 @@ int main(void) {
     quantize_cases();
     quantize_near_half_cases();
     qstore_u8_row_cases();
+    qstore_q8_row_cases();
     qstore_u8_rows_cases();
     qstore_res_rows_cases();
     qstore_f32_row_cases();

@@ -255,6 +255,14 @@ static void mm_blocks(void *arg, int64_t begin, int64_t end) {
                 for (int64_t j = 0; j < b->n; j++) qi[j] = store_u8(t->out, ci[j], j);
                 continue;
             }
+#if defined(__x86_64__)
+            if (t->out->kind == INF_QOUT_Q8 && !t->out->bias_i32 && b->isa != INF_QGEMM_REF) { /* QLinearMatMul */
+                void *qi = (char *)t->y + i * t->ldy;
+                if (b->isa == INF_QGEMM_VNNI512) inf__qstore_q8_row_avx512(t->out, ci, 0, b->n, qi);
+                else inf__qstore_q8_row_avx2(t->out, ci, 0, b->n, qi);
+                continue;
+            }
+#endif
             float *yi = (float *)t->y + i * t->ldy;
             if (t->vector_store) {
 #if defined(__x86_64__)

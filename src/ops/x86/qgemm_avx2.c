@@ -420,6 +420,38 @@ static bool qstore_u8_row_lean(const inf__qout *o, const int32_t *c, int64_t j0,
 }
 #undef LEAN_ROW
 
+/* INF_QOUT_Q8's row store without an int32 bias (QLinearMatMul's int8 /
+ * uint8 output): the scalar store_q8 of (float)c * mult (ops/ref/
+ * qgemm_drive.c) on 8 lanes -- nearbyint, + zero point, clamp by compares,
+ * NaN -> zero point, then the low byte of each lane (values in the type's
+ * range: the saturating packs keep them); the last n % 8 columns scalar. */
+void inf__qstore_q8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, void *y) {
+    const bool u8 = o->y_dtype == INF_DTYPE_U8;
+    const __m256 z = _mm256_set1_ps((float)o->y_zp);
+    const __m256 lo = _mm256_set1_ps(u8 ? 0.0f : -128.0f), hi = _mm256_set1_ps(u8 ? 255.0f : 127.0f);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 mult = o->mult_per_col ? _mm256_loadu_ps(o->mult + j0 + j) : _mm256_set1_ps(o->mult[0]);
+        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(c + j))), mult);
+        __m256 r = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
+        __m256 nan = _mm256_cmp_ps(r, r, _CMP_UNORD_Q);
+        r = _mm256_blendv_ps(r, lo, _mm256_cmp_ps(r, lo, _CMP_LT_OQ));
+        r = _mm256_blendv_ps(r, hi, _mm256_cmp_ps(r, hi, _CMP_GT_OQ));
+        __m256i q = _mm256_cvtps_epi32(_mm256_blendv_ps(r, z, nan));
+        __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        w = u8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w);
+        _mm_storel_epi64((__m128i *)((uint8_t *)y + j), w);
+    }
+    for (; j < n; j++) { /* store_q8's steps */
+        float r = nearbyintf((float)c[j] * o->mult[o->mult_per_col ? j0 + j : 0]) + (float)o->y_zp;
+        float l = u8 ? 0.0f : -128.0f, h = u8 ? 255.0f : 127.0f;
+        r = r < l ? l : r > h ? h : r;
+        if (r != r) r = (float)o->y_zp;
+        if (u8) ((uint8_t *)y)[j] = (uint8_t)r;
+        else ((int8_t *)y)[j] = (int8_t)r;
+    }
+}
+
 void inf__qstore_u8_row_avx2(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, uint8_t *y) {
     if (o->rq_zp >= 0 && o->rq_zp <= 255 && qstore_u8_row_lean(o, c, j0, n, y)) return;
     qstore_u8_row_full(o, c, j0, n, y);

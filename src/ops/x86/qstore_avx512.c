@@ -193,6 +193,23 @@ void inf__qstore_u8_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0,
     }
 }
 
+/* INF_QOUT_Q8's row store without an int32 bias (QLinearMatMul's int8 / uint8
+ * output; inf__qstore_q8_row_avx2's 16-lane form): store_q8 of (float)c *
+ * mult -- nearbyint, + zero point, clamp by compares, NaN -> zero point
+ * (qround16 with a scale of 1: v / 1 is v), then the low byte of each lane. */
+void inf__qstore_q8_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, void *y) {
+    const __m512 one = _mm512_set1_ps(1.0f), z = _mm512_set1_ps((float)o->y_zp);
+    const __m512 lo = _mm512_set1_ps(o->y_dtype == INF_DTYPE_U8 ? 0.0f : -128.0f);
+    const __m512 hi = _mm512_set1_ps(o->y_dtype == INF_DTYPE_U8 ? 255.0f : 127.0f);
+    for (int64_t j = 0; j < n; j += 16) {
+        __mmask16 m = lanes(n - j);
+        __m512 mult = o->mult_per_col ? _mm512_maskz_loadu_ps(m, o->mult + j0 + j) : _mm512_set1_ps(o->mult[0]);
+        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, c + j)), mult);
+        __m128i q = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(qround16(v, one, z, lo, hi)));
+        store16_u8((uint8_t *)y + j, m, q);
+    }
+}
+
 /* INF_QOUT_F32's row store (inf__qstore_f32_row_avx2's 16-lane form):
  * the value, then with o->requant DequantizeLinear(QuantizeLinear(v)). */
 void inf__qstore_f32_row_avx512(const inf__qout *o, const int32_t *c, int64_t j0, int64_t n, float *y) {
