@@ -8,8 +8,8 @@
 # export has no scale at all),
 # GPT-2's tanh-form GELU as one Gelu (approximate = "tanh") a layer from every exporter (session 29, h20/gelutanh),
 # RMSNormalization for every Llama and T5 RMSNorm (5 each), the TorchScript exporter's float32 -> float32 Casts
-# gone; Llama's causal grouped-query attention stays unfused (docs/optimizer.md).  Then RMSNorm's spellings one by
-# one (tests/models/gen_rmsnorm_model.py): three fused, five near misses kept, and GPT-2's tanh GELU's likewise
+# gone; Llama's grouped-query attention as one Attention a layer (session 30: kv_heads, [b, h, s, d] Q and K).
+# Then RMSNorm's spellings one by one (tests/models/gen_rmsnorm_model.py): three fused, five near misses kept, and GPT-2's tanh GELU's likewise
 # (tests/models/gen_gelu_tanh_model.py: two Gelu, one FusedMatMul epilogue, three kept), all against ONNX Runtime.
 # INT8 (session 30): ONNX Runtime's dynamic Llama / fixed-shape RoBERTa files, Infera's static QOperator Llama and
 # static calibration of the fixed-batch RoBERTa keep their fusions and match ONNX Runtime (see the end).
@@ -29,28 +29,37 @@ if ! command -v node >/dev/null || [ ! -d "$root/tests/models/ort/node_modules/o
     SKIPPED_PARTS=$((${SKIPPED_PARTS:-0} + 1))
 fi
 args=(--input "input_ids=$fix/input_ids_a.npy" --input "attention_mask=$fix/attention_mask_a.npy")
+# ONNX Runtime's output for MODEL (when installed), then `infera run` at 1 and 2 threads against it and, when given,
+# against PyTorch's committed output TORCH_REF.
+check_runs() {
+    local tag=$1 model=$2 torch_ref=${3:-} threads out
+    if [ "$have_ort" = 1 ]; then
+        mkdir -p "$work/ort-$tag"
+        node "$root/tests/quant/ort_run.js" "$model" "$work/ort-$tag" "input_ids=$fix/input_ids_a.npy" \
+            "attention_mask=$fix/attention_mask_a.npy" >/dev/null || bad "$tag: onnxruntime failed"
+    fi
+    for threads in 1 2; do
+        out=$work/$tag-$threads
+        if ! "$infera" run "$model" "${args[@]}" --threads "$threads" --output-dir "$out"; then
+            bad "$tag threads=$threads: infera run failed"
+            continue
+        fi
+        if [ "$have_ort" = 1 ]; then
+            check_run "$tag threads=$threads vs onnxruntime" \
+                "$compare" "$out/last_hidden_state.npy" "$work/ort-$tag/last_hidden_state.npy" 1e-4 1e-5
+        fi
+        if [ -n "$torch_ref" ]; then
+            check_run "$tag threads=$threads vs pytorch" "$compare" "$out/last_hidden_state.npy" "$torch_ref" 1e-4 1e-5
+        fi
+    done
+}
 for arch in roberta gpt2 llama t5enc; do
     exporters=(torchscript dynamo)
     case $arch in roberta | gpt2) exporters+=(dynamo_static) ;; esac
     for exporter in "${exporters[@]}"; do
         model=$fix/$arch.$exporter.onnx
         tag=$arch.$exporter
-        if [ "$have_ort" = 1 ]; then
-            mkdir -p "$work/ort-$tag"
-            node "$root/tests/quant/ort_run.js" "$model" "$work/ort-$tag" "input_ids=$fix/input_ids_a.npy" \
-                "attention_mask=$fix/attention_mask_a.npy" >/dev/null || bad "$tag: onnxruntime failed"
-        fi
-        for threads in 1 2; do
-            out=$work/$tag-$threads
-            if ! "$infera" run "$model" "${args[@]}" --threads "$threads" --output-dir "$out"; then
-                bad "$tag threads=$threads: infera run failed"
-                continue
-            fi
-            [ "$have_ort" = 1 ] && check_run "$tag threads=$threads vs onnxruntime" \
-                "$compare" "$out/last_hidden_state.npy" "$work/ort-$tag/last_hidden_state.npy" 1e-4 1e-5
-            check_run "$tag threads=$threads vs pytorch" \
-                "$compare" "$out/last_hidden_state.npy" "$fix/${arch}_a.torch.npy" 1e-4 1e-5
-        done
+        check_runs "$tag" "$model" "$fix/${arch}_a.torch.npy"
         if "$infera" info "$model" --json >"$work/info.json"; then
             check_lines python3 - "$work/info.json" "$arch" "$exporter" <<'EOF'
 import json, sys
@@ -231,19 +240,6 @@ EOF
     else
         bad "$tag: infera info failed"
     fi
-    if [ "$have_ort" = 1 ]; then
-        mkdir -p "$work/ort-$tag"
-        node "$root/tests/quant/ort_run.js" "$model" "$work/ort-$tag" "input_ids=$fix/input_ids_a.npy" \
-            "attention_mask=$fix/attention_mask_a.npy" >/dev/null || bad "$tag: onnxruntime failed"
-    fi
-    for threads in 1 2; do
-        out=$work/$tag-$threads
-        if ! "$infera" run "$model" "${args[@]}" --threads "$threads" --output-dir "$out"; then
-            bad "$tag threads=$threads: infera run failed"
-            continue
-        fi
-        [ "$have_ort" = 1 ] && check_run "$tag threads=$threads vs onnxruntime" \
-            "$compare" "$out/last_hidden_state.npy" "$work/ort-$tag/last_hidden_state.npy" 1e-4 1e-5
-    done
+    check_runs "$tag" "$model"
 done
 check_done
