@@ -47,7 +47,6 @@ enum {
     MAX_ROWS = 12,   /* rows of a tile: 24 accumulators + 2 loads + a broadcast <= 32 zmm */
 };
 
-static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline __mmask16 lanes(int64_t k) {
     return k >= 16 ? (__mmask16)0xFFFF : k <= 0 ? (__mmask16)0 : (__mmask16)((1u << k) - 1u);
 }
@@ -166,16 +165,8 @@ static void strip_tiles(const inf__pw_job *J, int64_t n, int64_t m0, int64_t m1,
 
 /* Units [begin, end) of the plan (ops/x86/pointwise_plan.h). */
 static void pw_units(void *arg, int64_t begin, int64_t end) {
-    const inf__pw_job *J = arg;
-    const inf__conv2d *g = J->g;
     _Alignas(64) float buf[KC * SW];
-    for (int64_t u = begin; u < end; u++) {
-        int64_t n, m0, m1, q0, q1;
-        inf__pw_unit(J, u, &n, &m0, &m1, &q0, &q1);
-        for (int64_t j = q0; j < q1; j += SW)
-            for (int64_t k0 = 0; k0 < g->c; k0 += KC)
-                strip_tiles(J, n, m0, m1, j, min64(SW, q1 - j), k0, min64(KC, g->c - k0), buf);
-    }
+    inf__pw_walk(arg, begin, end, SW, KC, strip_tiles, buf);
 }
 
 void inf__conv2d_pointwise_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,

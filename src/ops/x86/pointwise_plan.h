@@ -44,13 +44,26 @@ static inline void inf__pw_plan(inf__pw_job *J, int64_t threads, int64_t strip) 
     if (mb < J->mb) J->mb = mb, J->n_mb = (g->m + mb - 1) / mb;
 }
 
-/* Unit u's image, channel rows [m0, m1) and positions [q0, q1). */
-static inline void inf__pw_unit(const inf__pw_job *J, int64_t u, int64_t *n, int64_t *m0, int64_t *m1, int64_t *q0,
-                                int64_t *q1) {
-    int64_t mbk = (u / J->n_pg) % J->n_mb, pgk = u % J->n_pg;
-    *n = u / (J->n_mb * J->n_pg);
-    *m0 = mbk * J->mb, *m1 = J->g->m < *m0 + J->mb ? J->g->m : *m0 + J->mb;
-    *q0 = pgk * J->pg, *q1 = J->npos < *q0 + J->pg ? J->npos : *q0 + J->pg;
+/* A kernel's work on one strip: rows [m0, m1) x positions [j, j + cols) of
+ * image n, input channels [k0, k0 + kc), with buf its strip buffer. */
+typedef void (*inf__pw_strip_fn)(const inf__pw_job *J, int64_t n, int64_t m0, int64_t m1, int64_t j, int64_t cols,
+                                 int64_t k0, int64_t kc, float *buf);
+
+/* Units [begin, end) of the plan: each unit's image, channel rows and
+ * positions, strip after strip of `strip` positions, each in blocks of kc_max
+ * input channels (inlined into each kernel with its own strip function). */
+static inline __attribute__((always_inline)) void inf__pw_walk(const inf__pw_job *J, int64_t begin, int64_t end,
+                                                               int64_t strip, int64_t kc_max, inf__pw_strip_fn run,
+                                                               float *buf) {
+    const inf__conv2d *g = J->g;
+    for (int64_t u = begin; u < end; u++) {
+        int64_t mbk = (u / J->n_pg) % J->n_mb, pgk = u % J->n_pg, n = u / (J->n_mb * J->n_pg);
+        int64_t m0 = mbk * J->mb, m1 = g->m < m0 + J->mb ? g->m : m0 + J->mb;
+        int64_t q0 = pgk * J->pg, q1 = J->npos < q0 + J->pg ? J->npos : q0 + J->pg;
+        for (int64_t j = q0; j < q1; j += strip)
+            for (int64_t k0 = 0; k0 < g->c; k0 += kc_max)
+                run(J, n, m0, m1, j, q1 - j < strip ? q1 - j : strip, k0, g->c - k0 < kc_max ? g->c - k0 : kc_max, buf);
+    }
 }
 
 #endif
