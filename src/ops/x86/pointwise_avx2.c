@@ -317,11 +317,7 @@ static void pw_units(void *arg, int64_t begin, int64_t end) {
 
 void inf__conv2d_pointwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
                                     const float *bias, const float *res, float *y) {
-    int64_t npos = g->oh * g->ow;
-    if (npos < 1 || g->m < 1 || g->n < 1 || g->c < 1) return;
-    inf__pw_job J = {.g = g, .x = x, .w = w, .bias = bias, .res = res, .y = y, .npos = npos};
-    inf__pw_plan(&J, inf__pool_size(pool), SW);
-    inf__pool_range(pool, g->n * J.n_mb * J.n_pg, 1, pw_units, &J);
+    inf__pw_run(pool, g, x, w, bias, res, y, SW, pw_units);
 }
 
 #endif /* x86-64 with AVX2 and FMA */

@@ -66,4 +66,17 @@ static inline __attribute__((always_inline)) void inf__pw_walk(const inf__pw_job
     }
 }
 
+/* The whole convolution: the plan for strips of `strip` positions, then its
+ * units on the pool through the kernel's units function (which walks them
+ * with inf__pw_walk). */
+static inline void inf__pw_run(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
+                               const float *bias, const float *res, float *y, int64_t strip,
+                               void (*units)(void *job, int64_t begin, int64_t end)) {
+    int64_t npos = g->oh * g->ow;
+    if (npos < 1 || g->m < 1 || g->n < 1 || g->c < 1) return;
+    inf__pw_job J = {.g = g, .x = x, .w = w, .bias = bias, .res = res, .y = y, .npos = npos};
+    inf__pw_plan(&J, inf__pool_size(pool), strip);
+    inf__pool_range(pool, g->n * J.n_mb * J.n_pg, 1, units, &J);
+}
+
 #endif
