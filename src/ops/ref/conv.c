@@ -845,6 +845,14 @@ static bool pooled_in_kernel(const conv_geom *g) {
            inf__conv2d_avx2_variant(&c) == INF_CONV2D_ROWS && inf__conv2d_pooled_fits(&c);
 }
 
+/* Does the kernel conv_avx2 runs apply ep in its store?  ReLU and Clip:
+ * every one; SiLU: the depthwise, pointwise and direct kernels
+ * (EfficientNet's convolutions; the others leave it to the session's pass). */
+static bool act_in_store(const inf__epilogue *ep, const inf__conv2d *c, bool dw, bool pointwise) {
+    if (ep->kind == INF_EPILOGUE_RELU || ep->kind == INF_EPILOGUE_CLIP) return true;
+    return ep->kind == INF_EPILOGUE_SILU && (dw || pointwise || inf__conv2d_avx2_variant(c) == INF_CONV2D_DIRECT);
+}
+
 static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, const float *w, const float *b,
                       float *y, inf_status *st) {
     inf__conv2d c;
@@ -858,18 +866,13 @@ static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, 
                             __builtin_mul_overflow(rows, c.kw < c.iw ? c.kw : c.iw, &taps) ||
                             __builtin_mul_overflow(taps, c.ow, &plane_work) || plane_work > CONV_AVX2_MAX_PLANE_WORK))
         return false;
-    /* a fused ReLU/Clip goes into the store for float32 Y (the session then
+    /* a fused activation goes into the store for float32 Y (the session then
      * skips its pass), unless a ConvAdd residual is still to be added */
     const inf__epilogue *ep = &ctx->node->epilogue;
     bool res_pending = ctx->node->n_inputs > 3 && !g->res;
     bool dw = is_depthwise(g); /* depthwise: ops/x86/depthwise_avx2.c */
     bool pointwise = !dw && inf__conv2d_pointwise_fits(&c) && !inf__conv2d_direct_wide(&c);
-    /* ... and a fused SiLU into the stores that have it: the depthwise,
-     * pointwise and direct kernels (EfficientNet's convolutions) */
-    bool silu_in_store = dw || pointwise || inf__conv2d_avx2_variant(&c) == INF_CONV2D_DIRECT;
-    if (ctx->in[0]->dtype == INF_DTYPE_F32 && !res_pending &&
-        (ep->kind == INF_EPILOGUE_RELU || ep->kind == INF_EPILOGUE_CLIP ||
-         (ep->kind == INF_EPILOGUE_SILU && silu_in_store))) {
+    if (ctx->in[0]->dtype == INF_DTYPE_F32 && !res_pending && act_in_store(ep, &c, dw, pointwise)) {
         c.act = ep->kind, c.lo = ep->lo, c.hi = ep->hi;
         ctx->epilogue_done = true;
     }

@@ -317,12 +317,6 @@ typedef struct cb_block {
     float *buf, *wv; /* [ph][pw][8] input; [taps][8] weights, the bias lanes at wv - 8 */
 } cb_block;
 
-/* The 8 floats of an input row (iw floats) from column j >= 0, +0 past it. */
-static inline __m256 row_load(const float *xrow, int64_t j, int64_t iw) {
-    if (j + 8 <= iw) return _mm256_loadu_ps(xrow + j);
-    return _mm256_maskload_ps(xrow + j, inf__avx2_lanes(iw - j));
-}
-
 /* The block's input rows transposed into buf (the padding stays as zeroed)
  * and its weights into wv (lanes past nc zero). */
 static void cb_fill(const cb_block *B) {
@@ -338,7 +332,7 @@ static void cb_fill(const cb_block *B) {
         for (int64_t ix = 0; ix < g->iw; ix += 8) {
             __m256 r[CB];
             for (int q = 0; q < CB; q++)
-                r[q] = q < B->nc ? row_load(B->pl[q].x + iy * g->iw, ix, g->iw) : _mm256_setzero_ps();
+                r[q] = q < B->nc ? inf__avx2_row_load(B->pl[q].x + iy * g->iw, ix, g->iw) : _mm256_setzero_ps();
             inf__avx2_transpose8(r);
             for (int q = 0; q < CB; q++) _mm256_store_ps(dst + (ix + q) * CB, r[q]);
         }

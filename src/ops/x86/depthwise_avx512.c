@@ -114,12 +114,6 @@ void inf__conv2d_dw3_plane_avx512(const float *buf, int64_t pw, int64_t oh, int6
 
 enum { CB16 = 16 };
 
-/* The 8 floats of an input row (iw floats) from column j >= 0, +0 past it. */
-static inline __m256 row_load8(const float *xrow, int64_t j, int64_t iw) {
-    if (j + 8 <= iw) return _mm256_loadu_ps(xrow + j);
-    return _mm256_maskload_ps(xrow + j, inf__avx2_lanes(iw - j));
-}
-
 /* The block's input rows transposed into buf ([ph][pw][16], channels in the
  * lanes: two 8x8 transposes per 8 columns, channels 0-7 then 8-15) and its
  * weights into wv (lanes past nc zero). */
@@ -138,7 +132,7 @@ static void cb16_fill(const inf__dw_block16 *B) {
                 __m256 r[8];
                 for (int q = 0; q < 8; q++) {
                     int c = 8 * half + q;
-                    r[q] = c < B->nc ? row_load8(B->x[c] + iy * g->iw, ix, g->iw) : _mm256_setzero_ps();
+                    r[q] = c < B->nc ? inf__avx2_row_load(B->x[c] + iy * g->iw, ix, g->iw) : _mm256_setzero_ps();
                 }
                 inf__avx2_transpose8(r);
                 for (int q = 0; q < 8; q++) _mm256_store_ps(dst + (ix + q) * CB16 + 8 * half, r[q]);

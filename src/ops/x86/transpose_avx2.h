@@ -35,4 +35,10 @@ static inline __m256i inf__avx2_lanes(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+/* The 8 floats of a row of n floats from column j >= 0, +0 past its end. */
+static inline __m256 inf__avx2_row_load(const float *row, int64_t j, int64_t n) {
+    if (j + 8 <= n) return _mm256_loadu_ps(row + j);
+    return _mm256_maskload_ps(row + j, inf__avx2_lanes(n - j));
+}
+
 #endif
