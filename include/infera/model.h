@@ -20,6 +20,8 @@ typedef struct inf_model inf_model;
 
 typedef struct inf_model_options {
     int no_optimize; /* skip the load-time graph rewrites (constant folding, dead nodes) */
+    int qdq_exact;   /* QDQ files: keep every activation Q -> DQ pair whose removal is not bit-exact (the file's own
+                        rounding; docs/optimizer.md "QDQ files"); also set by the environment INFERA_QDQ=exact */
 } inf_model_options;
 
 /* The declared type of a graph input or output. */

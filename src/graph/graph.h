@@ -148,6 +148,7 @@ struct inf_model {
     struct { const char *domain, *op_type; int count; } *op_types;
     inf_value_info *input_infos;   /* per graph->inputs */
     inf_value_info *output_infos;  /* per graph->outputs */
+    bool qdq_exact;                /* inf_model_options.qdq_exact or INFERA_QDQ=exact (graph/optimize.c) */
     void *bundle;                  /* facts of a model loaded from a bundle (bundle/bundle_int.h), or NULL */
     void (*on_free)(struct inf_model *m); /* called by inf_model_free before the arena goes, or NULL */
 };

@@ -277,9 +277,13 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         inf__shape_infer_free(si);
         return inf_error_set(err, INF_ENOMEM, "out of memory optimising the graph");
     }
-    int n_qdq = 0; /* before folding, which would turn the weights' DequantizeLinear into FP32 */
+    int n_qdq = 0, n_exact = 0, n_bounded = 0; /* before folding, which would turn the weights' DQ into FP32 */
     inf__pass_ctx qpc = {model, g, dead};
-    st = inf__pass_qdq(&qpc, &n_qdq, err);
+    st = inf__pass_qdq_activations(&qpc, model->qdq_exact, true, &n_exact, &n_bounded, err);
+    if (n_exact + n_bounded)
+        inf__log(INF_LOG_DEBUG, "optimizer: %d activation Q->DQ pairs dropped exactly, %d more (bounded)%s", n_exact,
+                 n_bounded, model->qdq_exact ? " (INFERA_QDQ=exact: the exact ones only)" : "");
+    if (st == INF_OK) st = inf__pass_qdq(&qpc, &n_qdq, err);
     if (n_qdq) inf__log(INF_LOG_DEBUG, "optimizer: %d QDQ MatMul/Gemm/Conv -> QGemm/QConv", n_qdq);
     int n_dyn = 0;
     if (st == INF_OK) st = inf__pass_qdynamic(&qpc, &n_dyn, err);
@@ -322,6 +326,13 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
         if (st == INF_OK) st = inf__pass_gelu(&pc, &n_gelu, err);
         if (st == INF_OK) st = inf__pass_pow_square(&pc, &n_pow, err);
         if (st == INF_OK) st = inf__pass_attention(&pc, &n_att, err);
+        if (st == INF_OK && n_bounded) { /* ORT's form: an attention the INT8 form did not take goes FP32 */
+            int n_ex = 0, n_b = 0, n_att2 = 0;
+            st = inf__pass_qdq_activations(&pc, false, false, &n_ex, &n_b, err);
+            if (st == INF_OK && n_ex + n_b) st = inf__pass_attention(&pc, &n_att2, err);
+            if (n_ex + n_b) inf__log(INF_LOG_DEBUG, "optimizer: %d attention Q->DQ pairs dropped", n_ex + n_b);
+            n_att += n_att2;
+        }
         if (n_att) sweep_unused(g, dead); /* a match whose chain Shape nodes also read left it to this */
         if (st == INF_OK) st = inf__pass_conv_bn(&pc, &n_bn, err); /* before ConvAdd: Conv -> BN -> Add */
         if (st == INF_OK) st = inf__pass_conv_add(&pc, &n_ca, err);

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -597,6 +598,8 @@ inf_status inf_model_load_buffer(const void *data, size_t size, const char *base
         goto done;
     }
     if ((st = count_op_types(&d)) != INF_OK) goto done; /* `info` describes the model as written */
+    const char *qdq_env = getenv("INFERA_QDQ");
+    m->qdq_exact = (opts && opts->qdq_exact) || (qdq_env && !strcmp(qdq_env, "exact"));
     if (!(opts && opts->no_optimize) && (st = inf__graph_optimize(m, m->graph, err)) != INF_OK) goto done;
     st = collect_io_infos(&d);
 done:

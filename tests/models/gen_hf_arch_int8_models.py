@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""gen_hf_arch_int8_models.py -- ONNX Runtime's own dynamic INT8 files of two tests/models/hf_arch exports, for
-tests/integration/test_hf_arch.sh (session 30, h21/qdecoder): onnxruntime.quantization.quantize_dynamic with its
-defaults on
+"""gen_hf_arch_int8_models.py -- ONNX Runtime's own INT8 files of tests/models/hf_arch exports, for
+tests/integration/test_hf_arch.sh (session 30, h21/qdecoder) and tests/integration/test_ort_qdq.sh (session 31,
+h22/qdqfuse).
+
+Dynamic (session 30): onnxruntime.quantization.quantize_dynamic with its defaults on
 
   llama.torchscript.onnx     -> llama.torchscript.ort_dynamic.onnx
   roberta.dynamo_static.onnx -> roberta.dynamo_static.ort_dynamic.onnx
@@ -11,18 +13,50 @@ shape inference did not know DequantizeLinear: every shape after the embeddings 
 RMSNorm and grouped-query attention fusions and RoBERTa's fixed-shape dynamo export its attention (the FP32 file
 and Infera's own dynamic file kept them).
 
-  /work/wt/venvs/torch/bin/python tests/models/gen_hf_arch_int8_models.py tests/models/hf_arch
+Static QDQ (session 31, --static): onnxruntime.quantization.quantize_static, QDQ format, uint8 activations, int8
+weights (what tests/quant/hf_arch_int8_survey.py's ort-qdq mode writes), calibrated on 32 rows of 12 random tokens
+(numpy seed 3; every other row's tail masked), fed 8 rows at a time (2 for the fixed-batch export), on
 
-Made with PyPI onnxruntime 1.31.1, onnx 1.23.2 (the torch venv of tests/models/README.md).
+  llama.torchscript.onnx     -> llama.torchscript.ort_qdq.onnx      (ORT's own INT8 error 1.74: the mask clamped)
+  roberta.dynamo_static.onnx -> roberta.dynamo_static.ort_qdq.onnx
+  gpt2.dynamo.onnx           -> gpt2.dynamo.ort_qdq.onnx
+
+Q -> DQ pairs around nearly every op (60-120 a file): the form graph/passes/qdq_activations.c reduces.
+
+  /work/wt/venvs/torch/bin/python tests/models/gen_hf_arch_int8_models.py tests/models/hf_arch [--static]
+
+Made with PyPI onnxruntime 1.31.1, onnx 1.23.2, numpy (the torch venv of tests/models/README.md).
 """
 import os
 import sys
 
-from onnxruntime.quantization import quantize_dynamic
+import numpy as np
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
+                                      quantize_static)
+
+
+class Reader(CalibrationDataReader):
+    def __init__(self, rows):
+        rng = np.random.default_rng(3)
+        ids = rng.integers(3, 95, (32, 12)).astype(np.int64)
+        mask = np.ones((32, 12), np.int64)
+        for r in range(1, 32, 2):
+            mask[r, rng.integers(6, 12):] = 0
+        self.batches = [{"input_ids": ids[r:r + rows], "attention_mask": mask[r:r + rows]} for r in range(0, 32, rows)]
+
+    def get_next(self):
+        return self.batches.pop(0) if self.batches else None
 
 
 def main():
     d = sys.argv[1]
+    if "--static" in sys.argv[2:]:
+        for name, rows in (("llama.torchscript", 8), ("roberta.dynamo_static", 2), ("gpt2.dynamo", 8)):
+            src, dst = os.path.join(d, name + ".onnx"), os.path.join(d, name + ".ort_qdq.onnx")
+            quantize_static(src, dst, Reader(rows), quant_format=QuantFormat.QDQ,
+                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+            print("%s: %d bytes" % (dst, os.path.getsize(dst)))
+        return
     for name in ("llama.torchscript", "roberta.dynamo_static"):
         src, dst = os.path.join(d, name + ".onnx"), os.path.join(d, name + ".ort_dynamic.onnx")
         quantize_dynamic(src, dst)

@@ -14,7 +14,8 @@
  *                                           or along W's output-channel axis
  *     y  = MatMul(xd, wd) | Gemm(xd, wd[, b]) (transA 0, alpha = beta = 1, b [N]) | Conv(xd, wd[, b]) (1-D/2-D)
  *   then, each optional, in this order, every link the only reader of the one before:
- *     y = Add(y, bias)     (MatMul / Gemm without b; bias a float32 constant [N])
+ *     y = Add(y, bias)     (MatMul / Gemm without b; bias a float32 constant [N], or the DequantizeLinear of a
+ *                          constant [N]: ONNX Runtime's quantize_static writes one, folded later)
  *     y = Relu(y)          -> the fused node's activation
  *     y = DequantizeLinear(QuantizeLinear(y, ys, yz), ys, yz)  (per tensor) -> re-quantized in the store
  * ->  y = QGemm | QConv(x, s, z, Wq, ws, wz, bias[, ys, yz])  (QGemm: trans_b; QConv: the Conv's attributes)
@@ -147,8 +148,7 @@ static void match_tail(const inf__pass_ctx *pc, int node, bool gemm, int64_t n, 
         pc->g->nodes[r].opset >= 7 && pc->g->nodes[r].n_inputs == 2) {
         const inf__node *add = &pc->g->nodes[r];
         int other = add->inputs[0] == v ? add->inputs[1] : add->inputs[0];
-        const inf_tensor *b = inf__pass_const_tensor(pc, other);
-        if (b && b->dtype == INF_DTYPE_F32 && b->ndim == 1 && b->dims[0] == n && other != v) {
+        if (other != v && bias_fits(pc, other, n)) { /* ORT's QDQ bias: DQ(quantized bias), folded later */
             m->removed[m->n_removed++] = m->target;
             m->ins[6] = other, m->target = r, v = add->outputs[0];
         }
