@@ -57,6 +57,7 @@
  *   none, as in FP32.  The products keep their input quantization (QGemm),
  *   so the INT8 speed stays.
  */
+#include <math.h>
 #include <string.h>
 
 #include "graph/passes/passes.h"
@@ -174,6 +175,152 @@ static bool conv_output(const inf__pass_ctx *pc, int x) {
     return p >= 0 && inf__pass_node_is(pc, p, "Conv") && qdq_weight(pc, &pc->g->nodes[p]);
 }
 
+/* ---- a pair that may stand for a removed Relu / Clip ----
+ * ONNX Runtime's quantizer removes a Relu or Clip after a quantized tensor when activations are asymmetric (its
+ * default): the pair after the producer then clamps at 0 in its place (zero point = the type's lowest byte, so the
+ * grid starts at 0).  Such a pair is dropped only when x is provably >= 0 anyway (nonneg), else kept whole. */
+
+/* Does the pair's grid start at 0 (zero point = the lowest byte)? */
+static bool clamps_at_zero(const qpair *p) {
+    return (p->type == INF_DTYPE_U8 && p->z == 0) || (p->type == INF_DTYPE_I8 && p->z == -128);
+}
+
+/* The float32 constant behind value v before folding: an initializer, a Constant node's value, or either
+ * through a Q -> DQ pair (the value before the pair's rounding, which moves it by at most half a step); or NULL. */
+static const inf_tensor *const_f32(const inf__pass_ctx *pc, int v, int depth) {
+    const inf_tensor *t = inf__pass_const_of(pc, v, INF_DTYPE_F32);
+    int p = v >= 0 ? pc->g->values[v].producer : -1;
+    if (t || p < 0 || depth > 2) return t;
+    const inf__node *n = &pc->g->nodes[p];
+    if (inf__pass_node_is(pc, p, "Constant")) {
+        const inf__attr *a = inf__node_attr(n, "value");
+        return a && a->type == INF_ATTR_TENSOR && a->t && a->t->kind == INF_KIND_TENSOR && a->t->dtype == INF_DTYPE_F32
+                   ? a->t
+                   : NULL;
+    }
+    int q = inf__pass_node_is(pc, p, "DequantizeLinear") ? inf__pass_producer(pc, input(n, 0), "QuantizeLinear") : -1;
+    return q >= 0 ? const_f32(pc, input(&pc->g->nodes[q], 0), depth + 1) : NULL;
+}
+
+/* Element i of an 8-bit tensor. */
+static int q8_at(const inf_tensor *t, int64_t i) {
+    return t->dtype == INF_DTYPE_U8 ? ((const uint8_t *)t->data)[i] : ((const int8_t *)t->data)[i];
+}
+
+/* v = DequantizeLinear(constant 8-bit tensor, s, z) per tensor (ONNX Runtime's quantized constants): the
+ * tensor in *t, s and z. */
+static bool dq_const(const inf__pass_ctx *pc, int v, const inf_tensor **t, float *s, int *z) {
+    int d = inf__pass_producer(pc, v, "DequantizeLinear");
+    inf_dtype zt;
+    if (d < 0 || !params(pc, &pc->g->nodes[d], s, z, &zt)) return false;
+    *t = inf__pass_const_tensor(pc, input(&pc->g->nodes[d], 0));
+    return is_q8(*t) && *s > 0;
+}
+
+/* The one-element float32 constant behind v (const_f32, or a dequantized 8-bit constant) in *e. */
+static bool const_scalar(const inf__pass_ctx *pc, int v, float *e) {
+    const inf_tensor *t = const_f32(pc, v, 0);
+    float s;
+    int z;
+    if (!t && dq_const(pc, v, &t, &s, &z) && inf_tensor_numel(t) == 1) {
+        *e = (float)(q8_at(t, 0) - z) * s;
+        return true;
+    }
+    if (!t || inf_tensor_numel(t) != 1) return false;
+    *e = *(const float *)t->data;
+    return true;
+}
+
+/* v itself, or x when v is the output of a Q -> DQ pair on x. */
+static int through_pair(const inf__pass_ctx *pc, int v) {
+    int d = inf__pass_producer(pc, v, "DequantizeLinear");
+    int q = d >= 0 ? inf__pass_producer(pc, input(&pc->g->nodes[d], 0), "QuantizeLinear") : -1;
+    return q >= 0 ? input(&pc->g->nodes[q], 0) : v;
+}
+
+/* Is v a float32 constant (const_f32) with every element >= 0 (no NaN)? */
+static bool nonneg_const(const inf__pass_ctx *pc, int v) {
+    const inf_tensor *t = const_f32(pc, v, 0);
+    float s;
+    int z;
+    if (!t && dq_const(pc, v, &t, &s, &z)) {
+        for (int64_t i = 0, n = inf_tensor_numel(t); i < n; i++)
+            if (q8_at(t, i) < z) return false;
+        return true;
+    }
+    if (!t) { /* an int64 / int32 constant (Range's start and step for the rotary positions) */
+        int p = v >= 0 ? pc->g->values[v].producer : -1;
+        const inf__attr *a =
+            p >= 0 && inf__pass_node_is(pc, p, "Constant") ? inf__node_attr(&pc->g->nodes[p], "value") : NULL;
+        t = a && a->type == INF_ATTR_TENSOR ? a->t : inf__pass_const_tensor(pc, v);
+        if (!t || t->kind != INF_KIND_TENSOR || (t->dtype != INF_DTYPE_I64 && t->dtype != INF_DTYPE_I32)) return false;
+        for (int64_t i = 0, n = inf_tensor_numel(t); i < n; i++)
+            if (t->dtype == INF_DTYPE_I64 ? ((const int64_t *)t->data)[i] < 0 : ((const int32_t *)t->data)[i] < 0)
+                return false;
+        return true;
+    }
+    const float *f = t->data;
+    for (int64_t i = 0, n = inf_tensor_numel(t); i < n; i++)
+        if (!(f[i] >= 0)) return false;
+    return true;
+}
+
+static bool any_of(const inf__pass_ctx *pc, int n, const char *const *ops, int count) {
+    for (int i = 0; i < count; i++)
+        if (inf__pass_node_is(pc, n, ops[i])) return true;
+    return false;
+}
+
+/* Is value v >= 0 wherever it is defined, by its producers (depth-limited): the transformer's statistics (x^2,
+ * their mean, + eps, sqrt, 1 / .), softmax, sigmoid, 1 + tanh / erf, pairs on a grid starting at 0, and what only
+ * moves, pools or combines such values. */
+static bool nonneg(const inf__pass_ctx *pc, int v, int depth) {
+    static const char *const always[] = {"Softmax", "Relu", "Sigmoid", "Exp", "Abs", "Sqrt", "Softplus"};
+    static const char *const first[] = {
+        "Transpose",  "Reshape",   "Squeeze",   "Unsqueeze",  "Flatten",     "Identity",
+        "Slice",      "Gather",    "Expand",    "MaxPool",    "AveragePool", "GlobalAveragePool",
+        "ReduceMean", "ReduceSum", "ReduceMax", "Reciprocal", "Cast",        "Pow"};
+    static const char *const both[] = {"Add", "Mul", "Div", "Concat", "Min"};
+    if (v < 0 || depth > 12) return false;
+    if (nonneg_const(pc, v)) return true;
+    int p = pc->g->values[v].producer;
+    if (p < 0 || pc->dead[p]) return false;
+    const inf__node *n = &pc->g->nodes[p];
+    float e;
+    if (any_of(pc, p, always, (int)(sizeof always / sizeof *always))) return true;
+    if (inf__pass_node_is(pc, p, "Pow") && n->n_inputs == 2 && const_scalar(pc, n->inputs[1], &e) && e == 2)
+        return true;
+    if (inf__pass_node_is(pc, p, "Mul") && n->n_inputs == 2 && n->inputs[0] == n->inputs[1]) return true;
+    if (inf__pass_node_is(pc, p, "Add") && n->n_inputs == 2) /* 1 + tanh(.) or 1 + erf(.) (the GELUs) */
+        for (int k = 0; k < 2; k++) {
+            int tv = through_pair(pc, n->inputs[k]), t = tv >= 0 ? pc->g->values[tv].producer : -1;
+            if (t >= 0 && (inf__pass_node_is(pc, t, "Tanh") || inf__pass_node_is(pc, t, "Erf")) &&
+                const_scalar(pc, n->inputs[1 - k], &e) && e >= 1)
+                return true;
+        }
+    if (inf__pass_node_is(pc, p, "DequantizeLinear")) {
+        qpair q;
+        float s;
+        int z;
+        inf_dtype zt;
+        const inf__node *qn = &pc->g->nodes[p];
+        int qp = inf__pass_producer(pc, input(qn, 0), "QuantizeLinear");
+        if (qp < 0 || !params(pc, qn, &s, &z, &zt)) return false;
+        q.type = q_type(pc, &pc->g->nodes[qp]), q.z = z;
+        return clamps_at_zero(&q);
+    }
+    if (inf__pass_node_is(pc, p, "Range") && n->n_inputs == 3) /* start >= 0, step >= 0 */
+        return nonneg(pc, n->inputs[0], depth + 1) && nonneg(pc, n->inputs[2], depth + 1);
+    if (any_of(pc, p, first, (int)(sizeof first / sizeof *first)))
+        return n->n_inputs >= 1 && nonneg(pc, n->inputs[0], depth + 1);
+    if (any_of(pc, p, both, (int)(sizeof both / sizeof *both)) || inf__pass_node_is(pc, p, "Where")) {
+        for (int k = inf__pass_node_is(pc, p, "Where") ? 1 : 0; k < n->n_inputs; k++)
+            if (!nonneg(pc, n->inputs[k], depth + 1)) return false;
+        return n->n_inputs >= 1;
+    }
+    return false;
+}
+
 /* Readers of p's output other than the kept ones read x; the pair goes when nothing reads it. */
 static int drop(inf__pass_ctx *pc, const inf__shape_infer *si, const qpair *p, bool keep_act) {
     inf__graph *g = pc->g;
@@ -208,7 +355,11 @@ inf_status inf__pass_qdq_activations(inf__pass_ctx *pc, bool exact_only, bool ke
         qpair p;
         if (!pair_at(pc, si, d, &p)) continue;
         bool ex = exact(pc, si, &p);
-        if (!ex && (exact_only || conv_output(pc, p.x))) continue;
+        /* a scale of infinity (ONNX Runtime's calibration of a tensor holding -inf: the attention mask) makes the
+         * pair NaN for every finite value: no clamp to keep */
+        bool degenerate = !(p.s > 0 && p.s < INFINITY);
+        if (!ex && (exact_only || conv_output(pc, p.x) || (clamps_at_zero(&p) && !degenerate && !nonneg(pc, p.x, 0))))
+            continue;
         if (drop(pc, si, &p, keep_act)) (*(ex ? n_exact : n_bounded))++;
     }
     inf__shape_infer_free(si);
