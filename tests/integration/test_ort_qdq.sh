@@ -84,4 +84,32 @@ print(("ok " if ok else "FAIL ") + "%s: |infera - fp32| %.4f <= |onnxruntime int
 PY
     done
 done
+# The same quantizer's file of the residual CNN (tests/models/cnn.ort_qdq.onnx): ORT removed the Relu after each
+# residual Add and lets the Add's pair (a grid starting at 0) clamp in its place -- a pair the pass must keep (a
+# first version dropped it: 8x ORT's error).  Only the exact pairs go; the output equals ONNX Runtime's.
+cnn=$root/tests/models/cnn.ort_qdq.onnx
+if "$infera" info "$cnn" --json >"$work/cnn.json"; then
+    check_lines python3 - "$work/cnn.json" <<'PY'
+import json, sys
+ops = json.load(open(sys.argv[1]))["ops_optimized"]
+ok = ops.get("QConv") == 6 and ops.get("QGemm") == 1 and ops.get("DequantizeLinear", 0) <= 1
+print(("ok " if ok else "FAIL ") + "cnn ort_qdq: QConv x6, QGemm, at most the output's DequantizeLinear (%s)" % ops)
+PY
+else
+    bad "cnn ort_qdq: infera info failed"
+fi
+if [ "$have_ort" = 1 ]; then
+    mkdir -p "$work/cnn-ort"
+    ORT_OPT=disabled node "$root/tests/quant/ort_run.js" "$cnn" "$work/cnn-ort" "input=$root/tests/models/cnn_input.npy" \
+        >/dev/null || bad "cnn ort_qdq: onnxruntime failed"
+    for threads in 1 2; do
+        if "$infera" run "$cnn" --input "input=$root/tests/models/cnn_input.npy" --threads "$threads" \
+            --output-dir "$work/cnn-$threads"; then
+            check_run "cnn ort_qdq threads=$threads vs onnxruntime (the Relus' clamps kept)" \
+                "$compare" "$work/cnn-$threads/logits.npy" "$work/cnn-ort/logits.npy" 1e-5 0
+        else
+            bad "cnn ort_qdq threads=$threads: infera run failed"
+        fi
+    done
+fi
 check_done

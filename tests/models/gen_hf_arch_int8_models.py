@@ -21,7 +21,10 @@ weights (what tests/quant/hf_arch_int8_survey.py's ort-qdq mode writes), calibra
   roberta.dynamo_static.onnx -> roberta.dynamo_static.ort_qdq.onnx
   gpt2.dynamo.onnx           -> gpt2.dynamo.ort_qdq.onnx
 
-Q -> DQ pairs around nearly every op (60-120 a file): the form graph/passes/qdq_activations.c reduces.
+Q -> DQ pairs around nearly every op (60-120 a file): the form graph/passes/qdq_activations.c reduces.  With
+them, the same quantizer's file of the small residual CNN tests/models/cnn.onnx (calibrated on 8 seeded normal
+batches of its input shape) -> tests/models/cnn.ort_qdq.onnx: ORT removes each Relu after a residual Add and lets the
+Add's pair (a grid starting at 0) clamp in its place, which the pass must keep.
 
   /work/wt/venvs/torch/bin/python tests/models/gen_hf_arch_int8_models.py tests/models/hf_arch [--static]
 
@@ -56,6 +59,21 @@ def main():
             quantize_static(src, dst, Reader(rows), quant_format=QuantFormat.QDQ,
                             activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
             print("%s: %d bytes" % (dst, os.path.getsize(dst)))
+        import onnx
+        src, dst = os.path.join(d, "..", "cnn.onnx"), os.path.join(d, "..", "cnn.ort_qdq.onnx")
+        inp = onnx.load(src).graph.input[0]
+        shape = [x.dim_value or 4 for x in inp.type.tensor_type.shape.dim]
+        rng = np.random.default_rng(0)
+
+        class Cnn(CalibrationDataReader):
+            batches = [{inp.name: rng.standard_normal(shape).astype(np.float32)} for _ in range(8)]
+
+            def get_next(self):
+                return self.batches.pop() if self.batches else None
+
+        quantize_static(src, dst, Cnn(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8)
+        print("%s: %d bytes" % (dst, os.path.getsize(dst)))
         return
     for name in ("llama.torchscript", "roberta.dynamo_static"):
         src, dst = os.path.join(d, name + ".onnx"), os.path.join(d, name + ".ort_dynamic.onnx")
