@@ -18,7 +18,10 @@
  *      Gather of a fixed dimension, arithmetic on those -- becomes that
  *      constant too, so exporters' shape chains shrink to their truly
  *      dynamic parts (the batch size).
- *   0. QDQ fusion (passes/qdq.c), before folding: a QuantizeLinear ->
+ *   0. QDQ files, before folding: activation Q -> DQ pairs no integer
+ *      kernel reads are dropped (passes/qdq_activations.c: ONNX Runtime's
+ *      quantize_static writes one after nearly every op; exact ones only
+ *      with INFERA_QDQ=exact), then QDQ fusion (passes/qdq.c): a QuantizeLinear ->
  *      DequantizeLinear -> MatMul/Gemm/Conv on DequantizeLinear'd 8-bit
  *      weights -> the internal QGemm/QConv, an INT8 product on weights
  *      packed at load.

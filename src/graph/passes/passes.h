@@ -41,7 +41,8 @@ inf_status inf__pass_matmul_add(inf__pass_ctx *pc, int *n_rewritten, inf_error *
 inf_status inf__pass_layout(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);     /* passes/layout.c */
 /* Activation Q -> DQ pairs no integer kernel reads are dropped (exact ones after data-movement ops only when
  * exact_only); keep_act keeps the operands of a MatMul of two pairs (attention, for QAttention).  Before
- * inf__pass_qdq, and again without keep_act after the attention pass (optimize.c) */
+ * inf__pass_qdq, and again without keep_act after the attention pass when the first run dropped bounded pairs
+ * (optimize.c) */
 inf_status inf__pass_qdq_activations(inf__pass_ctx *pc, bool exact_only, bool keep_act, int *n_exact, int *n_bounded,
                                      inf_error *err); /* passes/qdq_activations.c */
 /* QDQ MatMul/Gemm/Conv -> QGemm/QConv; runs before constant folding (optimize.c) */

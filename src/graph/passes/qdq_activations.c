@@ -45,7 +45,7 @@
  *   (|k - z| <= 255: the quotient ((k - z) * s) / s is within a few ulp of
  *   an integer), so DQ(Q(x)) = x bit for bit -- ONNX Runtime's "QDQ
  *   propagation" (it drops those pairs the same way).
- *   BOUNDED (the default for every other pair): a pair rounds x to the grid
+ *   BOUNDED (the default for every other pair, but the two kept below): a pair rounds x to the grid
  *   of s (at most s / 2 per element) and clamps it to the 8-bit range; x
  *   itself is the FP32 graph's value computed from the file's quantized
  *   inputs, so dropping it removes one rounding the FP32 model never had --
@@ -56,6 +56,14 @@
  *   calibrated [-20, 10] gives masked keys weight; without the pair they get
  *   none, as in FP32.  The products keep their input quantization (QGemm),
  *   so the INT8 speed stays.
+ *   KEPT although not read by a product: a pair whose clamp may be an op the
+ *   quantizer removed -- ONNX Runtime drops a Relu / Clip after a quantized
+ *   tensor (asymmetric activations, its default) and lets the pair's grid,
+ *   starting at 0, clamp in its place -- unless x is provably >= 0 (nonneg:
+ *   x^2, softmax, sigmoid, 1 + tanh, ...: then the clamp is the identity);
+ *   and a quantized Conv's output pair (above).  A pair with an infinite
+ *   scale (ORT's calibration of a tensor holding -inf, the attention mask)
+ *   is NaN for every finite value: it is dropped, clamp or not.
  */
 #include <math.h>
 #include <string.h>
