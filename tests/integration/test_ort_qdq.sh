@@ -84,10 +84,10 @@ print(("ok " if ok else "FAIL ") + "%s: |infera - fp32| %.4f <= |onnxruntime int
 PY
     done
 done
-# The same quantizer's file of the residual CNN (tests/models/cnn.ort_qdq.onnx): ORT removed the Relu after each
+# The same quantizer's file of the residual CNN (tests/models/ort_qdq/cnn.ort_qdq.onnx): ORT removed the Relu after each
 # residual Add and lets the Add's pair (a grid starting at 0) clamp in its place -- a pair the pass must keep (a
 # first version dropped it: 8x ORT's error).  Only the exact pairs go; the output equals ONNX Runtime's.
-cnn=$root/tests/models/cnn.ort_qdq.onnx
+cnn=$root/tests/models/ort_qdq/cnn.ort_qdq.onnx
 if "$infera" info "$cnn" --json >"$work/cnn.json"; then
     check_lines python3 - "$work/cnn.json" <<'PY'
 import json, sys
