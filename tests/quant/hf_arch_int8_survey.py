@@ -12,7 +12,8 @@ calibrated through a spec: one record per sequence, columns i0.. / m0.., docs/co
 (the same, `--format qoperator`), st-pc (static QDQ `--per-channel`), ort-dyn (onnxruntime.quantization
 .quantize_dynamic, default options), ort-qdq (quantize_static, QDQ, the same records), ort-qop (quantize_static,
 QOperator).  Per file: the quantize report (or its error), ONNX Runtime and Infera on the INT8 file (max |infera -
-ort|, and max |ort int8 - ort fp32|, the quantization error it is measured against), and the ops left after Infera's
+ort|, and max |ort int8 - ort fp32|, the quantization error it is measured against; ort-qdq files, whose activation
+pairs Infera drops since session 31, pass when |infera int8 - fp32| is at most that), and the ops left after Infera's
 optimizer (`infera info --json` ops_optimized).
 
 --bench DIR: the hidden-256, 4-layer, 128-token models of `tests/models/gen_hf_arch_models.py --bench DIR`; each
@@ -167,11 +168,16 @@ def survey(a):
                     print("FAIL %-19s %-7s infera: %s" % (tag, mode, e), flush=True)
                     continue
                 ops = ops_of(a.infera, dst)
-                if o8 is not None:
+                if o8 is None:
+                    print("     %-19s %-7s |infera8-fp32| %.3g (no ONNX Runtime output to compare with)" %
+                          (tag, mode, float(np.abs(y8 - o32).max())), flush=True)
+                else:
                     d = float(np.abs(y8 - o8).max())
                     qe = float(np.abs(o8 - o32).max())
                     dt = float(np.abs(y8 - o32).max())
-                    verdict = "ok  " if d <= max(1e-4, 0.1 * qe) else "DIFF"
+                    # ORT's static QDQ files: Infera drops the activation pairs no integer kernel reads (session 31,
+                    # docs/optimizer.md "QDQ files"), so it is judged by its error against FP32, at most ORT's own
+                    verdict = "ok  " if d <= max(1e-4, 0.1 * qe) or (mode == "ort-qdq" and dt <= qe) else "DIFF"
                     print("%s %-19s %-7s |infera-ort| %.3g  (|ort8-fp32| %.3g, |infera8-fp32| %.3g)" %
                           (verdict, tag, mode, d, qe, dt), flush=True)
                 print("     %-19s %-7s %s" % (tag, mode, rep), flush=True)

@@ -180,7 +180,10 @@ static bool conv_output(const inf__pass_ctx *pc, int x) {
     if (p >= 0 &&
         (inf__pass_node_is(pc, p, "Relu") || inf__pass_node_is(pc, p, "Clip") || inf__pass_node_is(pc, p, "LeakyRelu")))
         p = pc->g->nodes[p].n_inputs ? pc->g->values[pc->g->nodes[p].inputs[0]].producer : -1;
-    return p >= 0 && inf__pass_node_is(pc, p, "Conv") && qdq_weight(pc, &pc->g->nodes[p]);
+    if (p < 0 || pc->dead[p]) return false;
+    const inf__node *n = &pc->g->nodes[p]; /* the second run: the Conv is a QConv by then */
+    if (n->op && n->op->domain == INF_DOMAIN_INFERA && !strcmp(n->op_type, "QConv")) return true;
+    return inf__pass_node_is(pc, p, "Conv") && qdq_weight(pc, n);
 }
 
 /* ---- a pair that may stand for a removed Relu / Clip ----
