@@ -116,14 +116,14 @@ static bool pair_at(const inf__pass_ctx *pc, const inf__shape_infer *si, int d, 
     int z2;
     inf_dtype t1, t2;
     if (qn->n_inputs < 1 || inf__attr_int(qn, "block_size", 0) || !params(pc, qn, &p->s, &p->z, &t1) ||
-        !params(pc, dn, &s2, &z2, &t2) || s2 != p->s || z2 != p->z || t1 != t2)
-        return false;
+        !params(pc, dn, &s2, &z2, &t2) || s2 != p->s || z2 != p->z || t1 != t2 || !(p->s > 0))
+        return false; /* a scale <= 0 or NaN stays for the kernel to report */
     int x = qn->inputs[0];
     const inf__value *xv = x >= 0 ? &pc->g->values[x] : NULL;
     if (!xv || xv->role == INF_VALUE_INITIALIZER) return false;
     if (xv->producer >= 0 && inf__pass_node_is(pc, xv->producer, "Constant")) return false;
     /* the readers must see the type they saw: float32 (scale and x share it from opset 19; below, x may also be
-     * int32, whose type static inference knows from its producer when it is not a graph input's) */
+     * int32, which static inference knows from the graph input's declaration or the producer) */
     inf_dtype xt = inf__shape_infer_dtype(si, x);
     if (xt != INF_DTYPE_F32 && xt != INF_DTYPE_UNDEFINED) return false;
     p->q = q, p->d = d, p->x = x, p->type = q_type(pc, qn);
@@ -368,7 +368,7 @@ inf_status inf__pass_qdq_activations(inf__pass_ctx *pc, bool exact_only, bool ke
         bool ex = exact(pc, si, &p);
         /* a scale of infinity (ONNX Runtime's calibration of a tensor holding -inf: the attention mask) makes the
          * pair NaN for every finite value: no clamp to keep */
-        bool degenerate = !(p.s > 0 && p.s < INFINITY);
+        bool degenerate = isinf(p.s);
         if (!ex && (exact_only || conv_output(pc, p.x) || (clamps_at_zero(&p) && !degenerate && !nonneg(pc, p.x, 0))))
             continue;
         if (drop(pc, si, &p, keep_act)) (*(ex ? n_exact : n_bounded))++;
