@@ -380,6 +380,10 @@ void inf__attention_kt_avx2(const float *k, int64_t ldk, int64_t sk, int64_t d, 
 typedef struct inf__conv2d_maxpool {
     int64_t kh, kw, sh, sw, oh, ow;
 } inf__conv2d_maxpool;
+/* Most output channels of a ConvMaxPool whose AVX-512 rows kernel stores the
+ * pooled Y channels-last (conv_rows_avx512.c: a [channel][16] stack buffer) */
+#define INF_CONV2D_POOL_LAST_MAX_M 256
+
 /* Channels-last operands of a Conv (inf__conv2d.nhwc; the node attribute
  * channels_last, set by graph/passes/channels_last.c): a tensor whose bit
  * is set holds [n][h][w][c] in memory while its shape stays [n, c, h, w]. */
@@ -402,8 +406,9 @@ typedef struct inf__conv2d {
      * pooled [n, m, pool->oh, pool->ow] */
     const inf__conv2d_maxpool *pool;
     /* INF_NHWC_* bits: the Winograd variants read X and the residual and
-     * write Y channels-last when set (a channels-last residual only with a
-     * channels-last Y); the other kernels take none (conv.c transposes) */
+     * write Y channels-last when set; the AVX-512 rows kernel writes a
+     * pooled Y (2x2/2 in registers, one group) channels-last; the other
+     * kernels take none (conv.c transposes around them) */
     int nhwc;
 } inf__conv2d;
 /* W [m, kdim] (m/group rows a group) in blocks of `width` output channels:

@@ -41,14 +41,16 @@
 
 enum { MAX_ATTRS = 24 };
 
-/* Is node n a live float32 Conv or ConvAdd this pass may give layouts? */
+/* Is node n a live Conv, ConvAdd or ConvMaxPool this pass may give layouts? */
 static bool layout_conv(const inf__pass_ctx *pc, int n) {
     const inf__node *node = &pc->g->nodes[n];
     if (pc->dead[n] || !node->op || node->n_outputs != 1 || node->n_inputs < 2 || node->n_attrs + 1 > MAX_ATTRS)
         return false;
     bool conv = node->op->domain == INF_DOMAIN_ONNX && !strcmp(node->op_type, "Conv");
-    bool conv_add = node->op->domain == INF_DOMAIN_INFERA && !strcmp(node->op_type, "ConvAdd") && node->n_inputs == 4;
-    return (conv || conv_add) && inf__attr_int(node, "channels_last", 0) == 0;
+    bool infera = node->op->domain == INF_DOMAIN_INFERA;
+    bool conv_add = infera && !strcmp(node->op_type, "ConvAdd") && node->n_inputs == 4;
+    bool conv_pool = infera && !strcmp(node->op_type, "ConvMaxPool");
+    return (conv || conv_add || conv_pool) && inf__attr_int(node, "channels_last", 0) == 0;
 }
 
 /* The INF_NHWC_* bits node n would get from the values marked in last[]. */

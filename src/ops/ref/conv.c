@@ -306,9 +306,10 @@ static inf_status conv_init(inf__node *node, inf__arena *arena, inf_error *err) 
         return inf__node_error(node, err, INF_EMODEL, "pads has %d values, expected an even count",
                                p->n_pads);
     int64_t nhwc = inf__attr_int(node, "channels_last", 0);
-    bool takes_layouts = !strcmp(node->op_type, "Conv") || !strcmp(node->op_type, "ConvAdd");
-    if (nhwc < 0 || nhwc > (INF_NHWC_X | INF_NHWC_Y | INF_NHWC_RES) || (nhwc && !takes_layouts) ||
-        ((nhwc & INF_NHWC_RES) && strcmp(node->op_type, "ConvAdd")))
+    bool conv = !strcmp(node->op_type, "Conv"), conv_add = !strcmp(node->op_type, "ConvAdd");
+    bool conv_pool = !strcmp(node->op_type, "ConvMaxPool");
+    if (nhwc < 0 || nhwc > (INF_NHWC_X | INF_NHWC_Y | INF_NHWC_RES) || (nhwc && !conv && !conv_add && !conv_pool) ||
+        ((nhwc & INF_NHWC_RES) && !conv_add) || (conv_pool && (nhwc & ~(int64_t)INF_NHWC_Y)))
         return inf__node_error(node, err, INF_EMODEL, "channels_last = %lld: not a set of operands this node has",
                                (long long)nhwc);
     p->nhwc = (int)nhwc;
@@ -891,6 +892,16 @@ static bool act_in_store(const inf__epilogue *ep, const inf__conv2d *c, bool dw,
     return ep->kind == INF_EPILOGUE_SILU && (dw || pointwise || inf__conv2d_avx2_variant(c) == INF_CONV2D_DIRECT);
 }
 
+/* A ConvMaxPool whose pooled Y the AVX-512 rows kernel stores channels-last
+ * (conv_rows_avx512.c pool_tasks_last): 2x2/2 windows pooled in registers,
+ * one group, up to INF_CONV2D_POOL_LAST_MAX_M channels; W's variant (the
+ * rows kernel) and the attributes only -- the sizes are conv_pool_run's. */
+static bool pool_channels_last_fits(const inf__conv2d *c) {
+    const inf__conv2d_maxpool *p = c->pool;
+    return p && inf__cpu_has_avx512() && c->group == 1 && c->mg <= INF_CONV2D_POOL_LAST_MAX_M && p->kh == 2 &&
+           p->kw == 2 && p->sh == 2 && p->sw == 2 && inf__conv2d_avx2_variant(c) == INF_CONV2D_ROWS;
+}
+
 /* The operands 1x1 rows take: X and Y channels-last, and the residual if any. */
 static bool rows_1x1_layouts(int nhwc, bool residual) {
     return (nhwc & INF_NHWC_X) && (nhwc & INF_NHWC_Y) && (!residual || (nhwc & INF_NHWC_RES));
@@ -900,7 +911,7 @@ static bool rows_1x1_layouts(int nhwc, bool residual) {
  * GEMM of its positions (every sw-th of the input row: lda = sw * C) by
  * W^T (conv_1x1_rows). */
 static bool rows_1x1_fits(const conv_geom *g, const inf__conv2d *c, int nhwc) {
-    return c->group == 1 && c->kh == 1 && c->kw == 1 && c->pt == 0 && c->pl == 0 && g->pe[0] == 0 && g->pe[1] == 0 &&
+    return !c->pool && c->group == 1 && c->kh == 1 && c->kw == 1 && c->pt == 0 && c->pl == 0 && g->pe[0] == 0 && g->pe[1] == 0 &&
            rows_1x1_layouts(nhwc, g->res != NULL);
 }
 
@@ -908,6 +919,7 @@ static bool rows_1x1_fits(const conv_geom *g, const inf__conv2d *c, int nhwc) {
  * are?  The Winograd variants, any of them, and 1x1 rows (rows_1x1_fits);
  * conv_core transposes around the others. */
 static bool channels_last_native(const conv_geom *g, const inf__conv2d *c, int nhwc) {
+    if (c->pool) return nhwc == INF_NHWC_Y && pool_channels_last_fits(c) && inf__conv2d_pooled_fits(c);
     return rows_1x1_fits(g, c, nhwc) || (c->group == 1 && wino_tile(inf__conv2d_avx2_variant(c)) != 0);
 }
 
@@ -968,6 +980,11 @@ bool inf__ops_conv_channels_last_native(const inf__node *node, int nhwc) {
         w->dims[0] % p->group || (p->auto_pad != AUTO_NOTSET && p->auto_pad != AUTO_VALID))
         return false;
     inf__conv2d c = conv_shape_of_w(p, w);
+    if (!strcmp(node->op_type, "ConvMaxPool")) {
+        inf__conv2d_maxpool mp = {p->pool[0], p->pool[1], p->pool[2], p->pool[3], 1, 1};
+        c.pool = &mp;
+        return nhwc == INF_NHWC_Y && pool_channels_last_fits(&c);
+    }
     bool zero_pads = true;
     for (int i = 0; i < p->n_pads; i++) zero_pads = zero_pads && p->pads[i] == 0;
     if (c.group == 1 && c.kh == 1 && c.kw == 1 && zero_pads) /* rows_1x1_fits */
@@ -1086,7 +1103,11 @@ static inf_status conv_core(inf__kernel_ctx *ctx, const conv_geom *g, bool f64, 
     inf_status fst;
     if (!f64 && conv_avx2(ctx, g, x, w, b, y, &fst)) return fst;
 #endif
-    if (g->nhwc) return conv_core_transposed(ctx, g, x, w, b, y); /* float32: conv_geometry's check */
+    if (g->nhwc) { /* float32: conv_geometry's check */
+        if (INF_NEVER(g->pool != NULL)) /* conv_pool_run sets a layout only where the kernel pools it */
+            return inf__kernel_error(ctx, INF_EINTERNAL, "channels-last ConvMaxPool on a kernel that cannot store it");
+        return conv_core_transposed(ctx, g, x, w, b, y);
+    }
     if (!f64 && depthwise) {
         atomic_bool stopped = false;
         dw_task t = {g, x, w, b, y, ctx, &stopped};
@@ -1276,10 +1297,14 @@ static inf_status conv_pool_run(inf__kernel_ctx *ctx) {
         return st;
     if (inf_tensor_numel(y) == 0)
         return INF_OK;
+    int last = g.nhwc; /* INF_NHWC_Y or 0 (conv_init) */
+    g.nhwc = 0;
 #if defined(__x86_64__)
     inf__conv2d_maxpool mp = {p->pool[0], p->pool[1], p->pool[2], p->pool[3], pdims[2], pdims[3]};
     g.pool = x->dtype == INF_DTYPE_F32 ? &mp : NULL;
-    if (pooled_in_kernel(&g)) {
+    inf__conv2d c;
+    if (pooled_in_kernel(&g) && (!last || (conv2d_of(&g, &c) && pool_channels_last_fits(&c)))) {
+        g.nhwc = last; /* the AVX-512 rows kernel stores Y channels-last itself */
         st = run_core(ctx, conv_core, &g, x, w, b, y); /* float32 Relu / Clip in the kernel's store */
         ctx->epilogue_done = true;
         return st;
@@ -1300,7 +1325,14 @@ static inf_status conv_pool_run(inf__kernel_ctx *ctx) {
     if (!ctx->epilogue_done)
         inf__epilogue_apply(&ctx->node->epilogue, &conv_out, 0, inf_tensor_numel(&conv_out));
     ctx->epilogue_done = true;
-    return inf__ops_maxpool2d(ctx, p->pool, &conv_out, y);
+    if (!last) return inf__ops_maxpool2d(ctx, p->pool, &conv_out, y);
+    inf_tensor pooled; /* channels-first into scratch, then moved channels-last */
+    float *pdata = inf__kernel_scratch(ctx, (size_t)inf_tensor_numel(y) * sizeof(float));
+    if (!pdata) return INF_ENOMEM;
+    inf_tensor_init_view(&pooled, x->dtype, 4, pdims, pdata);
+    if ((st = inf__ops_maxpool2d(ctx, p->pool, &conv_out, &pooled)) != INF_OK) return st;
+    to_channels_last(pdata, y->data, pdims[0], pdims[1], pdims[2] * pdims[3]);
+    return INF_OK;
 }
 
 const inf__op_impl op_conv_pool = {conv_init, conv_pool_run};

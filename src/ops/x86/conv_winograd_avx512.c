@@ -26,6 +26,7 @@
 #include <immintrin.h>
 
 #include "ops/ops.h"
+#include "ops/x86/transpose_avx512.h"
 #include "ops/x86/winograd_geom.h"
 
 /* The first n lanes (n clamped to 0..16). */
@@ -48,32 +49,6 @@ static inline void store_lanes(float *p, __mmask16 k, __m512 v) {
         _mm512_mask_storeu_ps(p, k, v);
 }
 
-/* r[q] becomes column q of the 16x16 block whose rows were r[0..15]. */
-static inline void transpose16(__m512 r[16]) {
-    __m512 t[16];
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; i++) { /* r[4i + j], 128-bit lane L: column 4L + j of rows 4i .. 4i + 3 */
-        r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int j = 0; j < 4; j++) {
-        __m512 ab_lo = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44), ab_hi = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xEE);
-        __m512 cd_lo = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44);
-        __m512 cd_hi = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xEE);
-        t[j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, 0x88);
-        t[4 + j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, 0xDD);
-        t[8 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, 0x88);
-        t[12 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, 0xDD);
-    }
-    for (int i = 0; i < 16; i++)
-        r[i] = t[i];
-}
-
 /* ---- input: stage a tile row channel-last, transform its tiles ---- */
 
 /* d[x * ldd + q] = src[q * plane + x] for x < cols, q < nst (<= 16; channels
@@ -91,7 +66,7 @@ static void stage_channels(const float *src, int64_t plane, int64_t nc, int64_t 
         else
             for (int q = 0; q < 16; q++)
                 r[q] = q >= nc ? _mm512_setzero_ps() : load_lanes(kl, src + q * plane + x);
-        transpose16(r);
+        inf__avx512_transpose16(r);
         for (int q = 0; q < cnt; q++)
             store_lanes(d + (x + q) * ldd, ks, r[q]);
     }
@@ -277,7 +252,7 @@ static void store_row_channels_last(const wino_job *J, const float *orow, int64_
                 for (int q = 0; q < 16; q++)
                     r[q] = k0 + q < m ? load_lanes(lanes16(cnt), J->res + ((n * m + k0 + q) * g->oh + oy) * g->ow + ox0)
                                       : _mm512_setzero_ps();
-                transpose16(r);
+                inf__avx512_transpose16(r);
             }
             for (int64_t q = 0; q < cnt; q++) {
                 int64_t at = (ox0 + q) * m + k0;
@@ -307,12 +282,12 @@ static void store_row(const wino_job *J, const float *orow, int64_t n, int64_t o
             __m512 r[16], rr[16];
             for (int q = 0; q < 16; q++)
                 r[q] = q < cnt ? load_lanes(kk_lanes, orow + (ox + q) * kp + k0) : _mm512_setzero_ps();
-            transpose16(r);
+            inf__avx512_transpose16(r);
             if (res_last) { /* the residual's 16 positions x 16 channels, to channel rows */
                 for (int q = 0; q < 16; q++)
                     rr[q] = q < cnt ? load_lanes(lanes16(g->m - k0), J->res + ((n * g->oh + oy) * g->ow + ox + q) * g->m + k0)
                                     : _mm512_setzero_ps();
-                transpose16(rr);
+                inf__avx512_transpose16(rr);
             }
             for (int64_t kk = 0; kk < 16 && k0 + kk < g->m; kk++)
                 store_out(J, r[kk], k0 + kk, ((n * g->m + k0 + kk) * g->oh + oy) * g->ow + ox, km,
