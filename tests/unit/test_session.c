@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/cpu.h"
 #include "infera/session.h"
 #include "onnx/onnx.h"
 #include "ops/ops.h"
@@ -726,26 +727,28 @@ TEST(conv_pool_pass_fuses_maxpool_bit_exactly) {
 }
 
 /* channels_last.onnx (tests/models/gen_channels_last_model.py): a ResNet-style
- * graph whose insides the channels-last pass holds [n][h][w][c] -- Winograd
- * Convs (stride 1 and 2), two ConvAdds (a channels-last residual), a 1x1/2
- * shortcut as GEMM rows -- and values it must leave channels-first (graph
- * input and outputs, a 1x1 whose output a Sigmoid reads, so its input too).
- * The optimised graph gives the unoptimised one's bits on 1, 2 and 3 threads
- * (the Winograd kernels' channels-last stores do the same operations per
- * element; the 1x1 GEMM rows sum K = 32 in the direct kernel's order), image 1
- * alone gives its bits in the batch, and each Conv carries the channels_last
- * bits the pass documents. */
+ * graph whose insides the channels-last pass holds [n][h][w][c] -- a
+ * ConvMaxPool stem (AVX-512: pooled in registers, stored channels-last),
+ * Winograd Convs (stride 1 and 2), two ConvAdds (a channels-last residual), a
+ * 1x1/2 shortcut as GEMM rows -- and values it must leave channels-first
+ * (graph input and outputs, a 1x1 whose output a Sigmoid reads, so its input
+ * too).  The optimised graph gives the unoptimised one's bits on 1, 2 and 3
+ * threads (the kernels' channels-last stores do the same operations per
+ * element; the 1x1 GEMM rows sum K = 32 in the direct kernel's order), image
+ * 1 alone gives its bits in the batch, and each Conv carries the
+ * channels_last bits the pass documents.  ctest runs it again on the AVX2
+ * and generic paths (unit_channels_last_avx2, unit_channels_last_generic). */
 TEST(channels_last_pass_keeps_results_bit_exactly) {
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/models/channels_last.onnx", INFERA_SOURCE_DIR);
-    enum { N_OUT = 3, CAP = 2 * 24 * 12 * 13, IMG = 16 * 12 * 13 };
+    enum { N_OUT = 3, CAP = 2 * 24 * 12 * 13, IMG = 3 * 24 * 26 };
     static float data[2 * IMG], plain[N_OUT * CAP], fused[N_OUT * CAP], other[N_OUT * CAP];
     static const int numel[N_OUT] = {2 * 40 * 6 * 7, 2 * 24 * 12 * 13, 2 * 40}; /* y_f, y_h, y_g */
     test_fill_uniform(data, 2 * IMG, 0xA0761D6478BD642Full, -2.0, 2.0);
-    int64_t dims[4] = {2, 16, 12, 13};
+    int64_t dims[4] = {2, 3, 24, 26};
     inf_tensor x;
     inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
-    test_run_plain_and_fused(path, &x, plain, fused, N_OUT, CAP, 18, 10);
+    test_run_plain_and_fused(path, &x, plain, fused, N_OUT, CAP, 21, 11);
     for (int k = 0; k < N_OUT; k++)
         for (int i = 0; i < numel[k]; i++)
             if (memcmp(&fused[k * CAP + i], &plain[k * CAP + i], sizeof(float)))
@@ -761,12 +764,15 @@ TEST(channels_last_pass_keeps_results_bit_exactly) {
     test_run_floats(path, true, 2, &x, other, N_OUT, CAP, &n_fused);
     for (int k = 0; k < N_OUT; k++)
         ASSERT_TRUE(memcmp(other + k * CAP, fused + k * CAP + numel[k] / 2, (size_t)numel[k] / 2 * sizeof(float)) == 0);
-    /* the layouts: by the node's output name, with AVX2 (the Winograd and 1x1 kernels taking them) */
+    /* the layouts, by the node's output name: with AVX2 the Winograd and 1x1 kernels take them, with AVX-512
+     * also the stem's pooled store */
     if (!inf__cpu_has_avx2_fma()) return;
-    static const struct {
+    bool wide = inf__cpu_has_avx512();
+    const struct {
         const char *out;
         int bits;
-    } want[] = {{"a", 2}, {"b", 7}, {"c", 3}, {"d", 3}, {"e", 7}, {"y_f", 1}, {"k", 0}, {"h", 0}};
+    } want[] = {{"s", wide ? 2 : 0}, {"a", wide ? 3 : 2}, {"b", 7}, {"c", 3}, {"d", 3},
+                {"e", 7},            {"y_f", 1},           {"k", wide ? 1 : 0}, {"h", 0}};
     inf_model *m;
     inf_error err;
     ASSERT_OK(inf_model_load(path, NULL, &m, &err));
