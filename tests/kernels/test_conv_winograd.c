@@ -196,8 +196,7 @@ static int check_layouts(inf__pool *pool, int tile, const inf__conv2d *g, const 
     if (bits & INF_NHWC_Y) to_first(yt, B->y1, g->n, g->m, g->oh * g->ow);
     else memcpy(B->y1, yt, ny * sizeof(float));
     int bad = memcmp(B->y1, B->y, ny * sizeof(float)) != 0;
-    if (bad)
-        printf("case %d F(%dx%d): channels-last operands %d differ from channels-first\n", idx, tile, tile, bits);
+    if (bad) printf("case %d F(%dx%d): channels-last operands %d differ from channels-first\n", idx, tile, tile, bits);
     test_allocs_free(&A);
     return bad;
 }
@@ -228,7 +227,8 @@ static void check_shape(inf__pool *pool, inf__pool *other, int tile, const inf__
     int bad = check_values(g, tile, &B, b, res, idx);
     if (!bad) bad = check_bits(pool, other, tile, g, &B, b, res, idx);
     if (!bad && wide) bad = check_widths(pool, tile, g, &B, b, res, idx), n_wide++;
-    for (int bits = idx < 0 ? 1 : 1 + (int)(next_u64() % 7); !bad && bits <= 7; bits += idx < 0 ? 1 : 8) /* fixed: all */
+    for (int bits = idx < 0 ? 1 : 1 + (int)(next_u64() % 7); !bad && bits <= 7;
+         bits += idx < 0 ? 1 : 8) /* fixed: all */
         bad = check_layouts(other, tile, g, &B, b, res, bits, idx), n_layouts++;
     if (bad) n_failed++;
     else n_passed++;

@@ -771,8 +771,8 @@ TEST(channels_last_pass_keeps_results_bit_exactly) {
     const struct {
         const char *out;
         int bits;
-    } want[] = {{"s", wide ? 2 : 0}, {"a", wide ? 3 : 2}, {"b", 7}, {"c", 3}, {"d", 3},
-                {"e", 7},            {"y_f", 1},           {"k", wide ? 1 : 0}, {"h", 0}};
+    } want[] = {{"s", wide ? 2 : 0}, {"a", wide ? 3 : 2}, {"b", 7}, {"c", 3}, {"d", 3}, {"e", 7},
+                {"y_f", 1},          {"k", wide ? 1 : 0}, {"h", 0}};
     inf_model *m;
     inf_error err;
     ASSERT_OK(inf_model_load(path, NULL, &m, &err));
@@ -785,7 +785,8 @@ TEST(channels_last_pass_keeps_results_bit_exactly) {
         for (int i = 0; i < (int)(sizeof want / sizeof want[0]); i++)
             if (!strcmp(out, want[i].out)) {
                 found++;
-                if (bits != want[i].bits) TEST_FAIL_AT("%s: channels_last %lld, want %d", out, (long long)bits, want[i].bits);
+                if (bits != want[i].bits)
+                    TEST_FAIL_AT("%s: channels_last %lld, want %d", out, (long long)bits, want[i].bits);
             }
     }
     ASSERT_EQ(found, (int)(sizeof want / sizeof want[0]));

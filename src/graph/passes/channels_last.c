@@ -94,8 +94,8 @@ static inf_status set_bits(inf__pass_ctx *pc, int n, int bits, inf_error *err) {
     memcpy(attrs, node->attrs, (size_t)node->n_attrs * sizeof *attrs);
     attrs[node->n_attrs] = (inf__attr){.name = "channels_last", .type = INF_ATTR_INT, .i = bits};
     const char *domain = node->op->domain == INF_DOMAIN_INFERA ? "ai.infera" : "ai.onnx";
-    return inf__pass_rewrite(pc, n, domain, node->op_type, node->opset, node->n_inputs, node->inputs,
-                             node->n_attrs + 1, attrs, NULL, 0, err);
+    return inf__pass_rewrite(pc, n, domain, node->op_type, node->opset, node->n_inputs, node->inputs, node->n_attrs + 1,
+                             attrs, NULL, 0, err);
 }
 
 inf_status inf__pass_channels_last(inf__pass_ctx *pc, int *n_rewritten, inf_error *err) {

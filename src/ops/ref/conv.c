@@ -911,8 +911,8 @@ static bool rows_1x1_layouts(int nhwc, bool residual) {
  * GEMM of its positions (every sw-th of the input row: lda = sw * C) by
  * W^T (conv_1x1_rows). */
 static bool rows_1x1_fits(const conv_geom *g, const inf__conv2d *c, int nhwc) {
-    return !c->pool && c->group == 1 && c->kh == 1 && c->kw == 1 && c->pt == 0 && c->pl == 0 && g->pe[0] == 0 && g->pe[1] == 0 &&
-           rows_1x1_layouts(nhwc, g->res != NULL);
+    return !c->pool && c->group == 1 && c->kh == 1 && c->kw == 1 && c->pt == 0 && c->pl == 0 && g->pe[0] == 0 &&
+           g->pe[1] == 0 && rows_1x1_layouts(nhwc, g->res != NULL);
 }
 
 /* Does a kernel take c's channels-last operands (INF_NHWC_* bits) as they

@@ -264,8 +264,7 @@ __attribute__((target("avx512dq"))) static void pool_tasks_last(void *arg, int64
                     r[q] = c0 + q < m ? _mm512_load_ps(buf + (c0 + q) * 16) : _mm512_setzero_ps();
                 inf__avx512_transpose16(r);
                 __mmask16 km = inf__lanes16(m - c0);
-                for (int q = 0; q < cnt; q++)
-                    _mm512_mask_storeu_ps(yrow + (px + q) * m + c0, km, r[q]);
+                for (int q = 0; q < cnt; q++) _mm512_mask_storeu_ps(yrow + (px + q) * m + c0, km, r[q]);
             }
         }
     }
@@ -274,7 +273,7 @@ __attribute__((target("avx512dq"))) static void pool_tasks_last(void *arg, int64
 void inf__conv2d_rows_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                  const float *bias, const float *res, float *scratch, float *y) {
     rows_run(pool, g, x, wp, bias, res, scratch, y, inf__ops_pool2d_f32_avx512,
-             !pools_in_registers(g)       ? NULL
+             !pools_in_registers(g) ? NULL
              : g->nhwc & INF_NHWC_Y ? pool_tasks_last
                                     : pool_tasks);
 }

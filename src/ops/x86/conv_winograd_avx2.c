@@ -367,7 +367,8 @@ static void output_tile(const wino_geom *G, const float *mm, int64_t ldm, int64_
 /* The store's ReLU / Clip. */
 static inline __m256 activate(const inf__conv2d *g, __m256 v) {
     if (g->act == INF_EPILOGUE_RELU) return _mm256_max_ps(v, _mm256_setzero_ps()); /* NaN -> 0, as Relu */
-    if (g->act == INF_EPILOGUE_CLIP) return _mm256_min_ps(_mm256_set1_ps(g->hi), _mm256_max_ps(_mm256_set1_ps(g->lo), v));
+    if (g->act == INF_EPILOGUE_CLIP)
+        return _mm256_min_ps(_mm256_set1_ps(g->hi), _mm256_max_ps(_mm256_set1_ps(g->lo), v));
     return v;
 }
 
@@ -415,7 +416,8 @@ static void store_row_channels_last(const wino_job *J, const float *orow, int64_
                 int64_t at = (ox0 + q) * m + k0;
                 __m256 v = _mm256_loadu_ps(orow + (ox0 + q) * kp + k0);
                 if (J->bias) v = _mm256_add_ps(v, b);
-                if (J->res) v = _mm256_add_ps(v, res_last ? load_first(J->res + (n * g->oh + oy) * g->ow * m + at, nk) : r[q]);
+                if (J->res)
+                    v = _mm256_add_ps(v, res_last ? load_first(J->res + (n * g->oh + oy) * g->ow * m + at, nk) : r[q]);
                 v = activate(g, v);
                 if (nk == 8) _mm256_storeu_ps(yrow + at, v);
                 else _mm256_maskstore_ps(yrow + at, inf__avx2_lanes(nk), v);

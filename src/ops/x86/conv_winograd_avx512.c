@@ -217,8 +217,7 @@ static void output_tile(const wino_geom *G, const float *mm, int64_t ldm, int64_
 
 /* The store's ReLU / Clip. */
 static inline __m512 activate(const inf__conv2d *g, __m512 v) {
-    if (g->act == INF_EPILOGUE_RELU)
-        return _mm512_max_ps(v, _mm512_setzero_ps()); /* NaN -> 0, as Relu */
+    if (g->act == INF_EPILOGUE_RELU) return _mm512_max_ps(v, _mm512_setzero_ps()); /* NaN -> 0, as Relu */
     if (g->act == INF_EPILOGUE_CLIP)
         return _mm512_min_ps(_mm512_set1_ps(g->hi), _mm512_max_ps(_mm512_set1_ps(g->lo), v)); /* NaN kept */
     return v;
@@ -228,8 +227,7 @@ static inline __m512 activate(const inf__conv2d *g, __m512 v) {
  * residual's lanes from rv when it is channels-last (transposed). */
 static inline void store_out(const wino_job *J, __m512 v, int64_t k, int64_t off, __mmask16 km, const __m512 *rv) {
     if (J->bias) v = _mm512_add_ps(v, _mm512_set1_ps(J->bias[k]));
-    if (J->res)
-        v = _mm512_add_ps(v, rv ? *rv : load_lanes(km, J->res + off));
+    if (J->res) v = _mm512_add_ps(v, rv ? *rv : load_lanes(km, J->res + off));
     store_lanes(J->y + off, km, activate(J->g, v));
 }
 
@@ -258,7 +256,8 @@ static void store_row_channels_last(const wino_job *J, const float *orow, int64_
                 int64_t at = (ox0 + q) * m + k0;
                 __m512 v = load_lanes(kk, orow + (ox0 + q) * kp + k0);
                 if (J->bias) v = _mm512_add_ps(v, b);
-                if (J->res) v = _mm512_add_ps(v, res_last ? load_lanes(kk, J->res + (n * g->oh + oy) * g->ow * m + at) : r[q]);
+                if (J->res)
+                    v = _mm512_add_ps(v, res_last ? load_lanes(kk, J->res + (n * g->oh + oy) * g->ow * m + at) : r[q]);
                 store_lanes(yrow + at, kk, activate(g, v));
             }
         }
@@ -285,7 +284,8 @@ static void store_row(const wino_job *J, const float *orow, int64_t n, int64_t o
             inf__avx512_transpose16(r);
             if (res_last) { /* the residual's 16 positions x 16 channels, to channel rows */
                 for (int q = 0; q < 16; q++)
-                    rr[q] = q < cnt ? load_lanes(lanes16(g->m - k0), J->res + ((n * g->oh + oy) * g->ow + ox + q) * g->m + k0)
+                    rr[q] = q < cnt ? load_lanes(lanes16(g->m - k0),
+                                                 J->res + ((n * g->oh + oy) * g->ow + ox + q) * g->m + k0)
                                     : _mm512_setzero_ps();
                 inf__avx512_transpose16(rr);
             }
