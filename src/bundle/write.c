@@ -313,8 +313,13 @@ static void put_node(writer *w, const inf__node *n) {
     put_f32(b, n->epilogue.alpha);
     put_f32(b, n->epilogue.lo);
     put_f32(b, n->epilogue.hi);
-    put_u32(b, (uint32_t)n->n_attrs);
-    for (int a = 0; a < n->n_attrs; a++) put_attr(w, &n->attrs[a]);
+    /* channels-last operands (graph/passes/channels_last.c) are an x86 kernel's choice: a bundle for another
+     * architecture leaves every one out, which keeps the graph channels-first throughout */
+    int n_attrs = 0;
+    for (int a = 0; a < n->n_attrs; a++) n_attrs += w->x86 || strcmp(n->attrs[a].name, "channels_last") != 0;
+    put_u32(b, (uint32_t)n_attrs);
+    for (int a = 0; a < n->n_attrs; a++)
+        if (w->x86 || strcmp(n->attrs[a].name, "channels_last") != 0) put_attr(w, &n->attrs[a]);
 }
 
 /* Marks what the graph (or one of its subgraphs, as an outer value) reads. */

@@ -363,6 +363,9 @@ inf_status inf__graph_optimize(struct inf_model *model, inf__graph *g, inf_error
             st = inf__pass_conv_pool(&pc, &n_pool, err); /* the Conv's Relu is its epilogue by now */
         if (n_pool)
             inf__log(INF_LOG_DEBUG, "optimizer: %d Conv+MaxPool -> ConvMaxPool", n_pool);
+        int n_last = 0;
+        if (st == INF_OK) st = inf__pass_channels_last(&pc, &n_last, err); /* last: after every Conv fusion */
+        if (n_last) inf__log(INF_LOG_DEBUG, "optimizer: %d Convs with channels-last operands", n_last);
     }
     if (st == INF_OK) sweep_unused(g, dead);
     inf__evaluator_free(ev);

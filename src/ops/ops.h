@@ -380,6 +380,22 @@ void inf__attention_kt_avx2(const float *k, int64_t ldk, int64_t sk, int64_t d, 
 typedef struct inf__conv2d_maxpool {
     int64_t kh, kw, sh, sw, oh, ow;
 } inf__conv2d_maxpool;
+/* Most output channels of a ConvMaxPool whose AVX-512 rows kernel stores the
+ * pooled Y channels-last (conv_rows_avx512.c: a [channel][16] stack buffer) */
+#define INF_CONV2D_POOL_LAST_MAX_M 256
+
+/* Channels-last operands of a Conv (inf__conv2d.nhwc; the node attribute
+ * channels_last, set by graph/passes/channels_last.c): a tensor whose bit
+ * is set holds [n][h][w][c] in memory while its shape stays [n, c, h, w]. */
+enum { INF_NHWC_X = 1, INF_NHWC_Y = 2, INF_NHWC_RES = 4 };
+
+/* Would the initialised Conv / ConvAdd node run with channels-last operands
+ * (INF_NHWC_* bits nhwc) without transposes on this CPU?  From W and the
+ * attributes (the variant its W was packed for at load); a run whose shapes
+ * the kernel does not take after all transposes (conv.c), so this decides
+ * speed, never results.  graph/passes/channels_last.c asks (ops/ref/conv.c). */
+bool inf__ops_conv_channels_last_native(const struct inf__node *node, int nhwc);
+
 typedef struct inf__conv2d {
     int64_t n, c, m, group, cg, mg;
     int64_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
@@ -389,6 +405,11 @@ typedef struct inf__conv2d {
      * rows variant takes one: inf__conv2d_pooled_fits); y is then the
      * pooled [n, m, pool->oh, pool->ow] */
     const inf__conv2d_maxpool *pool;
+    /* INF_NHWC_* bits: the Winograd variants read X and the residual and
+     * write Y channels-last when set; the AVX-512 rows kernel writes a
+     * pooled Y (2x2/2 in registers, one group) channels-last; the other
+     * kernels take none (conv.c transposes around them) */
+    int nhwc;
 } inf__conv2d;
 /* W [m, kdim] (m/group rows a group) in blocks of `width` output channels:
  * per group and block, kdim rows of width floats (missing channels zero).

@@ -90,6 +90,31 @@ for b in mlp anomaly; do
     ok "$b: the $other bundle from the panels-only bundle == the one from the ONNX model ($ndiff bytes of source size)"
   else bad "$b: the $other bundle from the bundle differs ($ndiff bytes)"; fi
 done
+# channels-last Convs (graph/passes/channels_last.c) are an x86 CPU's choice: the bundle keeps them and runs on every
+# x86 path -- a kernel that does not take a layout computes between transposes -- with the ONNX model's bytes on each
+# path; a bundle for aarch64 leaves them out (its graph stays channels-first throughout)
+if [ "$(uname -m)" = x86_64 ] && grep -q avx2 /proc/cpuinfo; then
+  cl=$root/tests/models/channels_last.onnx
+  "$infera" compile "$cl" -o "$tmp/cl.bundle" --max-batch 2 >/dev/null
+  "$infera" compile "$cl" -o "$tmp/cl_a64.bundle" --target aarch64 >/dev/null
+  # the attribute's name, standalone (the graph is named channels_last too: one more)
+  count='import re, sys; print(len(re.findall(rb"(?<![_/])channels_last(?![_.])", open(sys.argv[1], "rb").read())))'
+  n86=$(/usr/bin/python3 -c "$count" "$tmp/cl.bundle") na64=$(/usr/bin/python3 -c "$count" "$tmp/cl_a64.bundle")
+  if [ "$n86" -gt 2 ] && [ "$na64" = 1 ]; then
+    ok "channels-last Convs kept in the x86-64 bundle ($((n86 - 1))), left out of the aarch64 one"
+  else bad "channels_last attributes: x86-64 bundle $n86 names, aarch64 $na64 (the graph's name: 1)"; fi
+  /usr/bin/python3 -c 'import numpy as np, sys; np.save(sys.argv[1], np.random.RandomState(6).uniform(-2, 2, (2, 3, 24, 26)).astype(np.float32))' "$tmp/cl_in.npy"
+  for cpu in "" avx2 generic; do
+    env=(); [ -n "$cpu" ] && env=(INFERA_CPU=$cpu)
+    rm -rf "$tmp/cl_o" "$tmp/cl_b"
+    env "${env[@]}" "$infera" run "$cl" --input "x=$tmp/cl_in.npy" --output-dir "$tmp/cl_o" >/dev/null
+    env "${env[@]}" "$infera" run "$tmp/cl.bundle" --input "x=$tmp/cl_in.npy" --output-dir "$tmp/cl_b" >/dev/null
+    same=1
+    for o in "$tmp/cl_o"/*.npy; do cmp -s "$o" "$tmp/cl_b/$(basename "$o")" || same=0; done
+    if [ "$same" = 1 ]; then ok "channels-last bundle == ONNX model (bytes) on ${cpu:-this CPU}"
+    else bad "channels-last bundle differs from the ONNX model on ${cpu:-this CPU}"; fi
+  done
+fi
 # batch: the same rows, predictions and lineage stamp (model_version = the source's SHA-256) from the bundle
 /usr/bin/python3 - "$tmp/in.csv" <<'PY'
 import random, sys

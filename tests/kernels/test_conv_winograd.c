@@ -34,6 +34,10 @@
  * On the avx512 path every case runs the AVX-512 kernel
  * (conv_winograd_avx512.c, what Conv picks there), held also to the AVX2
  * kernel's bits; ctest runs the test again with INFERA_CPU=avx2.
+ * Channels-last operands (inf__conv2d.nhwc, graph/passes/channels_last.c):
+ * every case runs once more with a random set of X, Y and the residual
+ * channels-last (the fixed cases with all seven sets), on the other pool,
+ * and must give the channels-first bits.
  * Prints one line per failure and "N passed, M failed".  Skips (0 passed,
  * 0 failed) on a CPU without AVX2/FMA.
  */
@@ -50,7 +54,7 @@
 
 #if defined(__x86_64__)
 
-static int n_passed, n_failed, n_wide;
+static int n_passed, n_failed, n_wide, n_layouts;
 static double worst[5]; /* largest |y - ref| / bound seen, per tile size (3: INF_WINOGRAD_S2) */
 #define KERNEL_TEST_SEED 0x2545F4914F6CDD1Dull
 #include "test_rng.h"
@@ -159,6 +163,44 @@ static int check_bits(inf__pool *pool, inf__pool *other, int tile, const inf__co
     return 0;
 }
 
+/* dst[i][p][c] = src[i][c][p] (n images, c planes of p floats), and back. */
+static void to_last(const float *src, float *dst, int64_t n, int64_t c, int64_t p) {
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < c; k++)
+            for (int64_t j = 0; j < p; j++) dst[(i * p + j) * c + k] = src[(i * c + k) * p + j];
+}
+
+static void to_first(const float *src, float *dst, int64_t n, int64_t c, int64_t p) {
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < c; k++)
+            for (int64_t j = 0; j < p; j++) dst[(i * c + k) * p + j] = src[(i * p + j) * c + k];
+}
+
+/* Channels-last operands (g.nhwc = bits: X, Y and the residual each either
+ * way) give the channels-first run's B->y bit for bit, Y fully written. */
+static int check_layouts(inf__pool *pool, int tile, const inf__conv2d *g, const bufs *B, const float *b,
+                         const float *res, int bits, int idx) {
+    size_t nx = (size_t)(g->n * g->c * g->ih * g->iw), ny = (size_t)(g->n * g->m * g->oh * g->ow);
+    test_allocs A = {0};
+    float *xt = alloc64(&A, nx), *rt = alloc64(&A, ny), *yt = alloc64(&A, ny);
+    if (test_allocs_failed(&A, idx)) {
+        test_allocs_free(&A);
+        return 1;
+    }
+    inf__conv2d gl = *g;
+    gl.nhwc = bits;
+    to_last(B->x, xt, g->n, g->c, g->ih * g->iw);
+    if (res) to_last(res, rt, g->n, g->m, g->oh * g->ow);
+    for (size_t i = 0; i < ny; i++) yt[i] = NAN;
+    run(pool, tile, &gl, B, bits & INF_NHWC_X ? xt : B->x, b, res && (bits & INF_NHWC_RES) ? rt : res, yt);
+    if (bits & INF_NHWC_Y) to_first(yt, B->y1, g->n, g->m, g->oh * g->ow);
+    else memcpy(B->y1, yt, ny * sizeof(float));
+    int bad = memcmp(B->y1, B->y, ny * sizeof(float)) != 0;
+    if (bad) printf("case %d F(%dx%d): channels-last operands %d differ from channels-first\n", idx, tile, tile, bits);
+    test_allocs_free(&A);
+    return bad;
+}
+
 /* g (oh, ow set) with random data through one tile size. */
 static void check_shape(inf__pool *pool, inf__pool *other, int tile, const inf__conv2d *g, bool bias, bool has_res,
                         int idx) {
@@ -185,6 +227,9 @@ static void check_shape(inf__pool *pool, inf__pool *other, int tile, const inf__
     int bad = check_values(g, tile, &B, b, res, idx);
     if (!bad) bad = check_bits(pool, other, tile, g, &B, b, res, idx);
     if (!bad && wide) bad = check_widths(pool, tile, g, &B, b, res, idx), n_wide++;
+    for (int bits = idx < 0 ? 1 : 1 + (int)(next_u64() % 7); !bad && bits <= 7;
+         bits += idx < 0 ? 1 : 8) /* fixed: all */
+        bad = check_layouts(other, tile, g, &B, b, res, bits, idx), n_layouts++;
     if (bad) n_failed++;
     else n_passed++;
     test_allocs_free(&A);
@@ -308,8 +353,9 @@ int main(int argc, char **argv) {
     inf__pool_free(pools[0]), inf__pool_free(pools[1]), inf__pool_free(pools[2]);
     printf("largest error / sum|w||x|: F(2x2) %.3g, F(4x4) %.3g, F(2x2) stride 2 %.3g\n", worst[2], worst[4],
            worst[INF_WINOGRAD_S2]);
-    printf("%d passed, %d failed (%d on the AVX-512 kernel, held to the AVX2 kernel's bits)\n", n_passed, n_failed,
-           n_wide);
+    printf("%d passed, %d failed (%d on the AVX-512 kernel, held to the AVX2 kernel's bits; %d channels-last "
+           "runs held to the channels-first bits)\n",
+           n_passed, n_failed, n_wide, n_layouts);
     return n_failed ? 1 : 0;
 }
 

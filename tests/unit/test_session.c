@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/cpu.h"
 #include "infera/session.h"
 #include "onnx/onnx.h"
 #include "ops/ops.h"
@@ -687,6 +688,33 @@ TEST(silu_pass_fuses_conv_sigmoid_mul_bit_exactly) {
         ASSERT_TRUE(memcmp(other + k * CAP, fused + k * CAP + IMG, IMG * sizeof(float)) == 0);
 }
 
+/* The optimiser tests' check on a batch of two images (x: 4-D dims at data, img floats an image): the optimised
+ * graph's n_out outputs (numel[k] floats, cap apart) equal the unoptimised graph's bit for bit (want_plain and
+ * want_fused nodes), on 2 and 3 threads too, and image 1 run alone gives its half of each. */
+static void check_fused_batch_of_two(const char *path, int64_t *dims, const float *data, int img, int n_out, int cap,
+                                     const int *numel, int want_plain, int want_fused, float *plain, float *fused,
+                                     float *other) {
+    size_t bytes = (size_t)n_out * (size_t)cap * sizeof(float);
+    inf_tensor x;
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, (void *)data);
+    test_run_plain_and_fused(path, &x, plain, fused, n_out, cap, want_plain, want_fused);
+    for (int k = 0; k < n_out; k++)
+        for (int i = 0; i < numel[k]; i++)
+            if (memcmp(&fused[k * cap + i], &plain[k * cap + i], sizeof(float)))
+                TEST_FAIL_AT("output %d element %d: fused %.9g, plain %.9g", k, i, fused[k * cap + i],
+                             plain[k * cap + i]);
+    int n_fused = 0;
+    for (int threads = 2; threads <= 3; threads++) {
+        test_run_floats(path, true, threads, &x, other, n_out, cap, &n_fused);
+        ASSERT_TRUE(memcmp(fused, other, bytes) == 0);
+    }
+    dims[0] = 1; /* image 1 alone */
+    inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, (void *)(data + img));
+    test_run_floats(path, true, 2, &x, other, n_out, cap, &n_fused);
+    for (int k = 0; k < n_out; k++)
+        ASSERT_TRUE(memcmp(other + k * cap, fused + k * cap + numel[k] / 2, (size_t)numel[k] / 2 * sizeof(float)) == 0);
+}
+
 /* conv_pool.onnx (tests/models/gen_conv_pool_model.py): four Conv (+ Relu /
  * Clip) -> MaxPool chains become ConvMaxPool -- two on the rows kernel, which
  * pools in its store (2x2/2 and an overlapping 3x3/2 on a 33 x 70 input,
@@ -705,24 +733,57 @@ TEST(conv_pool_pass_fuses_maxpool_bit_exactly) {
     static const int numel[N_OUT] = {35840, 6528, 8704, 21080, 16864, 4080, 4352, 4080, 4352};
     test_fill_uniform(data, 2 * IMG, 0x9E3779B97F4A7C15ull, -2.0, 2.0);
     int64_t dims[4] = {2, 3, 33, 70};
-    inf_tensor x;
-    inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data);
-    test_run_plain_and_fused(path, &x, plain, fused, N_OUT, CAP, 20, 12);
-    for (int k = 0; k < N_OUT; k++)
-        for (int i = 0; i < numel[k]; i++)
-            if (memcmp(&fused[k * CAP + i], &plain[k * CAP + i], sizeof(float)))
-                TEST_FAIL_AT("output %d element %d: fused %.9g, plain %.9g", k, i, fused[k * CAP + i],
-                             plain[k * CAP + i]);
-    int n_fused = 0;
-    for (int threads = 2; threads <= 3; threads++) {
-        test_run_floats(path, true, threads, &x, other, N_OUT, CAP, &n_fused);
-        ASSERT_TRUE(memcmp(fused, other, sizeof fused) == 0);
+    check_fused_batch_of_two(path, dims, data, IMG, N_OUT, CAP, numel, 20, 12, plain, fused, other);
+}
+
+/* channels_last.onnx (tests/models/gen_channels_last_model.py): a ResNet-style
+ * graph whose insides the channels-last pass holds [n][h][w][c] -- a
+ * ConvMaxPool stem (AVX-512: pooled in registers, stored channels-last),
+ * Winograd Convs (stride 1 and 2), two ConvAdds (a channels-last residual), a
+ * 1x1/2 shortcut as GEMM rows -- and values it must leave channels-first
+ * (graph input and outputs, a 1x1 whose output a Sigmoid reads, so its input
+ * too).  The optimised graph gives the unoptimised one's bits on 1, 2 and 3
+ * threads (the kernels' channels-last stores do the same operations per
+ * element; the 1x1 GEMM rows sum K = 32 in the direct kernel's order), image
+ * 1 alone gives its bits in the batch, and each Conv carries the
+ * channels_last bits the pass documents.  ctest runs it again on the AVX2
+ * and generic paths (unit_channels_last_avx2, unit_channels_last_generic). */
+TEST(channels_last_pass_keeps_results_bit_exactly) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/models/channels_last.onnx", INFERA_SOURCE_DIR);
+    enum { N_OUT = 3, CAP = 2 * 24 * 12 * 13, IMG = 3 * 24 * 26 };
+    static float data[2 * IMG], plain[N_OUT * CAP], fused[N_OUT * CAP], other[N_OUT * CAP];
+    static const int numel[N_OUT] = {2 * 40 * 6 * 7, 2 * 24 * 12 * 13, 2 * 40}; /* y_f, y_h, y_g */
+    test_fill_uniform(data, 2 * IMG, 0xA0761D6478BD642Full, -2.0, 2.0);
+    int64_t dims[4] = {2, 3, 24, 26};
+    check_fused_batch_of_two(path, dims, data, IMG, N_OUT, CAP, numel, 21, 11, plain, fused, other);
+    /* the layouts, by the node's output name: with AVX2 the Winograd and 1x1 kernels take them, with AVX-512
+     * also the stem's pooled store */
+    if (!inf__cpu_has_avx2_fma()) return;
+    bool wide = inf__cpu_has_avx512();
+    const struct {
+        const char *out;
+        int bits;
+    } want[] = {{"s", wide ? 2 : 0}, {"a", wide ? 3 : 2}, {"b", 7}, {"c", 3}, {"d", 3}, {"e", 7},
+                {"y_f", 1},          {"k", wide ? 1 : 0}, {"h", 0}};
+    inf_model *m;
+    inf_error err;
+    ASSERT_OK(inf_model_load(path, NULL, &m, &err));
+    const inf__graph *g = m->graph;
+    int found = 0;
+    for (int n = 0; n < g->n_nodes; n++) {
+        const inf__node *node = &g->nodes[n];
+        const char *out = g->values[node->outputs[0]].name;
+        int64_t bits = inf__attr_int(node, "channels_last", 0);
+        for (int i = 0; i < (int)(sizeof want / sizeof want[0]); i++)
+            if (!strcmp(out, want[i].out)) {
+                found++;
+                if (bits != want[i].bits)
+                    TEST_FAIL_AT("%s: channels_last %lld, want %d", out, (long long)bits, want[i].bits);
+            }
     }
-    dims[0] = 1; /* image 1 alone */
-    inf_tensor_init_view(&x, INF_DTYPE_F32, 4, dims, data + IMG);
-    test_run_floats(path, true, 2, &x, other, N_OUT, CAP, &n_fused);
-    for (int k = 0; k < N_OUT; k++)
-        ASSERT_TRUE(memcmp(other + k * CAP, fused + k * CAP + numel[k] / 2, (size_t)numel[k] / 2 * sizeof(float)) == 0);
+    ASSERT_EQ(found, (int)(sizeof want / sizeof want[0]));
+    inf_model_free(m);
 }
 
 /* Runs model `path` on x three times, then `runs` times more: those allocate nothing. */

@@ -57,6 +57,8 @@ inf_status inf__pass_qdynamic_conv(inf__pass_ctx *pc, int *n_rewritten, inf_erro
 inf_status inf__pass_qdq_gelu(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);   /* passes/qdq.c */
 /* float Conv (+ Relu/Clip) -> MaxPool -> ConvMaxPool; after activation fusion */
 inf_status inf__pass_conv_pool(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/conv_pool.c */
+/* activations between Winograd / 1x1 Convs held channels-last (attribute channels_last); last of all */
+inf_status inf__pass_channels_last(inf__pass_ctx *pc, int *n_rewritten, inf_error *err); /* passes/channels_last.c */
 /* QConv -> MaxPool fused; QConv -> QConv with the activation kept uint8 channels last; after activation fusion */
 inf_status inf__pass_qdq_chain(inf__pass_ctx *pc, int *n_rewritten, inf_error *err);  /* passes/qdq_chain.c */
 

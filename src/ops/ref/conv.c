@@ -80,6 +80,12 @@ typedef struct conv_params {
     int wvar;
     /* ConvMaxPool: the fused MaxPool's kernel_shape and strides (2-D) */
     int64_t pool[4];
+    /* attribute channels_last (Conv, ConvAdd; graph/passes/channels_last.c):
+     * INF_NHWC_* bits, the operands held [n][h][w][c] */
+    int nhwc;
+    /* a channels-last 1x1 Conv's constant W as the GEMM's packed B (W^T,
+     * [C][M]; inf__ops_sgemm_prepack), or NULL */
+    const float *w_rows;
 } conv_params;
 
 /* ---- attributes ---- */
@@ -256,6 +262,25 @@ static inf_status pack_const_w(const inf__node *node, inf__arena *arena, conv_pa
     return INF_OK;
 }
 
+/* A node rewritten into the same op (graph/passes/channels_last.c adds an
+ * attribute) keeps the W its params packed, if it is still the node's W. */
+static bool reuse_packing(const inf__node *node, conv_params *p) {
+    const conv_params *prev = node->prev_params;
+    const inf_tensor *w = inf__node_constant_input(node, 1);
+    if (!prev || !prev->wpack || !w || prev->wsrc != (const void *)w->data) return false;
+    p->wpack = prev->wpack, p->wsrc = prev->wsrc, p->wm = prev->wm, p->wkdim = prev->wkdim, p->wvar = prev->wvar;
+    return true;
+}
+
+/* A channels-last 1x1 Conv's constant W packed as the GEMM's B (conv_1x1_rows). */
+static inf_status pack_w_rows(const inf__node *node, inf__arena *arena, conv_params *p) {
+    const inf_tensor *w = inf__node_constant_input(node, 1);
+    if (!w || w->dtype != INF_DTYPE_F32 || !w->data || w->ndim != 4 || w->dims[2] != 1 || w->dims[3] != 1 ||
+        p->group != 1 || w->dims[0] < 1 || w->dims[1] < 1)
+        return INF_OK;
+    return inf__ops_sgemm_prepack(arena, true, w->dims[1], w->dims[0], w->data, w->dims[1], &p->w_rows);
+}
+
 static inf_status conv_init(inf__node *node, inf__arena *arena, inf_error *err) {
     conv_params *p = inf__op_params(arena, conv_params);
     if (!p) return INF_ENOMEM;
@@ -280,6 +305,14 @@ static inf_status conv_init(inf__node *node, inf__arena *arena, inf_error *err) 
     if (p->n_pads % 2)
         return inf__node_error(node, err, INF_EMODEL, "pads has %d values, expected an even count",
                                p->n_pads);
+    int64_t nhwc = inf__attr_int(node, "channels_last", 0);
+    bool conv = !strcmp(node->op_type, "Conv"), conv_add = !strcmp(node->op_type, "ConvAdd");
+    bool conv_pool = !strcmp(node->op_type, "ConvMaxPool");
+    if (nhwc < 0 || nhwc > (INF_NHWC_X | INF_NHWC_Y | INF_NHWC_RES) || (nhwc && !conv && !conv_add && !conv_pool) ||
+        ((nhwc & INF_NHWC_RES) && !conv_add) || (conv_pool && (nhwc & ~(int64_t)INF_NHWC_Y)))
+        return inf__node_error(node, err, INF_EMODEL, "channels_last = %lld: not a set of operands this node has",
+                               (long long)nhwc);
+    p->nhwc = (int)nhwc;
     if (!strcmp(node->op_type, "ConvMaxPool")) {
         int nk = 0, ns = 0;
         const int64_t *k = inf__attr_ints(node, "pool_kernel", &nk), *s = inf__attr_ints(node, "pool_strides", &ns);
@@ -288,7 +321,8 @@ static inf_status conv_init(inf__node *node, inf__arena *arena, inf_error *err) 
         p->pool[0] = k[0], p->pool[1] = k[1], p->pool[2] = s[0], p->pool[3] = s[1];
     }
     node->params = p;
-    return pack_const_w(node, arena, p);
+    inf_status pst = reuse_packing(node, p) ? INF_OK : pack_const_w(node, arena, p);
+    return pst == INF_OK && p->nhwc ? pack_w_rows(node, arena, p) : pst;
 }
 
 /* ---- geometry ---- */
@@ -310,6 +344,7 @@ typedef struct conv_geom {
     bool *res_added;
     /* ConvMaxPool whose pooling the rows kernel does in its store (conv_pool_run) */
     const inf__conv2d_maxpool *pool;
+    int nhwc; /* INF_NHWC_* bits of X, Y and res (2-D only) */
 } conv_geom;
 
 /* Checks the spatial attribute lengths against rank nd. */
@@ -400,6 +435,10 @@ static inf_status conv_geometry(inf__kernel_ctx *ctx, const conv_params *p, cons
                                  inf__shape_str(w->ndim, w->dims, b2, sizeof b2),
                                  (long long)g->group, (long long)(w->dims[1] * g->group));
     g->cg = g->c / g->group, g->mg = g->m / g->group;
+    g->nhwc = p->nhwc;
+    if (g->nhwc && (nd != 2 || x->dtype != INF_DTYPE_F32))
+        return inf__kernel_error(ctx, INF_ESHAPE, "channels_last operands need a 2-D float32 Conv, X is %s %s",
+                                 inf_dtype_name(x->dtype), inf__shape_str(x->ndim, x->dims, b1, sizeof b1));
     patch_map *pm = &g->pm;
     fill_common(p, w, nd, pm);
     pm->img_total = pm->pos_total = 1;
@@ -853,11 +892,119 @@ static bool act_in_store(const inf__epilogue *ep, const inf__conv2d *c, bool dw,
     return ep->kind == INF_EPILOGUE_SILU && (dw || pointwise || inf__conv2d_avx2_variant(c) == INF_CONV2D_DIRECT);
 }
 
+/* A ConvMaxPool whose pooled Y the AVX-512 rows kernel stores channels-last
+ * (conv_rows_avx512.c pool_tasks_last): 2x2/2 windows pooled in registers,
+ * one group, up to INF_CONV2D_POOL_LAST_MAX_M channels; W's variant (the
+ * rows kernel) and the attributes only -- the sizes are conv_pool_run's. */
+static bool pool_channels_last_fits(const inf__conv2d *c) {
+    const inf__conv2d_maxpool *p = c->pool;
+    return p && inf__cpu_has_avx512() && c->group == 1 && c->mg <= INF_CONV2D_POOL_LAST_MAX_M && p->kh == 2 &&
+           p->kw == 2 && p->sh == 2 && p->sw == 2 && inf__conv2d_avx2_variant(c) == INF_CONV2D_ROWS;
+}
+
+/* The operands 1x1 rows take: X and Y channels-last, and the residual if any. */
+static bool rows_1x1_layouts(int nhwc, bool residual) {
+    return (nhwc & INF_NHWC_X) && (nhwc & INF_NHWC_Y) && (!residual || (nhwc & INF_NHWC_RES));
+}
+
+/* A 1x1 Conv without padding, X and Y channels-last: per output row a
+ * GEMM of its positions (every sw-th of the input row: lda = sw * C) by
+ * W^T (conv_1x1_rows). */
+static bool rows_1x1_fits(const conv_geom *g, const inf__conv2d *c, int nhwc) {
+    return !c->pool && c->group == 1 && c->kh == 1 && c->kw == 1 && c->pt == 0 && c->pl == 0 && g->pe[0] == 0 &&
+           g->pe[1] == 0 && rows_1x1_layouts(nhwc, g->res != NULL);
+}
+
+/* Does a kernel take c's channels-last operands (INF_NHWC_* bits) as they
+ * are?  The Winograd variants, any of them, and 1x1 rows (rows_1x1_fits);
+ * conv_core transposes around the others. */
+static bool channels_last_native(const conv_geom *g, const inf__conv2d *c, int nhwc) {
+    if (c->pool) return nhwc == INF_NHWC_Y && pool_channels_last_fits(c) && inf__conv2d_pooled_fits(c);
+    return rows_1x1_fits(g, c, nhwc) || (c->group == 1 && wino_tile(inf__conv2d_avx2_variant(c)) != 0);
+}
+
+static void relu_row(const float *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] > 0 ? x[i] : 0; /* NaN -> 0, as Relu */
+}
+
+typedef struct rows_1x1_job {
+    const inf__conv2d *c;
+    const float *x, *wp, *res;
+    float *y;
+    inf__gemm_epilogue ep;
+} rows_1x1_job;
+
+/* Output rows [begin, end) of all images: one GEMM each, bias, residual and
+ * Relu in its store.  A row's sums do not depend on the rows beside it, so
+ * neither on the batch nor on the threads. */
+static void rows_1x1_task(void *arg, int64_t begin, int64_t end) {
+    const rows_1x1_job *J = arg;
+    const inf__conv2d *c = J->c;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t n = r / c->oh, oy = r % c->oh, out = r * c->ow * c->m;
+        inf__gemm_epilogue ep = J->ep;
+        if (J->res) ep.res = J->res + out;
+        inf__ops_sgemm_packed_ep_avx2(NULL, false, c->ow, c->m, c->c, 1.0f,
+                                      J->x + (n * c->ih + oy * c->sh) * c->iw * c->c, c->sw * c->c, J->wp, 0.0f,
+                                      J->y + out, c->m, &ep);
+    }
+}
+
+/* conv_avx2's channels-last 1x1 path: W packed at load (p->w_rows) or now
+ * into scratch; the node's Relu in the store, another activation left to
+ * the session's pass. */
+static inf_status conv_1x1_rows(inf__kernel_ctx *ctx, const inf__conv2d *c, const float *x, const float *w,
+                                const float *b, const float *res, float *y) {
+    const conv_params *p = ctx->node->params;
+    const float *wp = p->w_rows;
+    const inf_tensor *wc = inf__node_constant_input(ctx->node, 1);
+    if (!wp || !wc || w != wc->data) { /* W given at run time */
+        float *tmp = inf__kernel_scratch(ctx, (size_t)inf__ops_sgemm_packed_floats(c->c, c->m) * sizeof(float) + 32);
+        if (!tmp) return INF_ENOMEM;
+        tmp = (float *)(((uintptr_t)tmp + 31) & ~(uintptr_t)31);
+        inf__ops_sgemm_pack_b(true, c->c, c->m, w, c->c, tmp);
+        wp = tmp;
+    }
+    bool relu = ctx->node->epilogue.kind == INF_EPILOGUE_RELU;
+    rows_1x1_job J = {c, x, wp, res, y, {b, NULL, c->m, relu ? relu_row : NULL, relu}};
+    inf__pool_range(ctx->pool, c->n * c->oh, 1, rows_1x1_task, &J);
+    ctx->epilogue_done = relu;
+    return INF_OK;
+}
+
+bool inf__ops_conv_channels_last_native(const inf__node *node, int nhwc) {
+    const conv_params *p = node->params;
+    const inf_tensor *w = inf__node_constant_input(node, 1);
+    if (!p || !w || w->dtype != INF_DTYPE_F32 || w->ndim != 4 || !inf__cpu_has_avx2_fma() || p->group < 1 ||
+        w->dims[0] % p->group || (p->auto_pad != AUTO_NOTSET && p->auto_pad != AUTO_VALID))
+        return false;
+    inf__conv2d c = conv_shape_of_w(p, w);
+    if (!strcmp(node->op_type, "ConvMaxPool")) {
+        inf__conv2d_maxpool mp = {p->pool[0], p->pool[1], p->pool[2], p->pool[3], 1, 1};
+        c.pool = &mp;
+        return nhwc == INF_NHWC_Y && pool_channels_last_fits(&c);
+    }
+    bool zero_pads = true;
+    for (int i = 0; i < p->n_pads; i++) zero_pads = zero_pads && p->pads[i] == 0;
+    if (c.group == 1 && c.kh == 1 && c.kw == 1 && zero_pads) /* rows_1x1_fits */
+        return rows_1x1_layouts(nhwc, !strcmp(node->op_type, "ConvAdd"));
+    return c.group == 1 && wino_tile(inf__conv2d_avx2_variant(&c)) != 0;
+}
+
 static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, const float *w, const float *b,
                       float *y, inf_status *st) {
     inf__conv2d c;
     if (!conv2d_of(g, &c))
         return false;
+    if (g->nhwc && !channels_last_native(g, &c, g->nhwc))
+        return false;
+    c.nhwc = g->nhwc;
+    if (g->nhwc && rows_1x1_fits(g, &c, g->nhwc)) {
+        *st = conv_1x1_rows(ctx, &c, x, w, b, g->res, y);
+        if (g->res && *st == INF_OK) *g->res_added = true;
+        return true;
+    }
     /* The AVX2 kernels check no time budget inside: a depthwise plane of more
      * work than this (a window as large as a 2^20-row input ran until killed)
      * takes the reference path, which checks it per output row. */
@@ -885,7 +1032,68 @@ static bool conv_avx2(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, 
     if (g->res && *st == INF_OK) *g->res_added = true;
     return true;
 }
+#else
+bool inf__ops_conv_channels_last_native(const inf__node *node, int nhwc) {
+    (void)node, (void)nhwc;
+    return false;
+}
 #endif
+
+/* ---- channels-last operands (attribute channels_last) ---- */
+
+/* dst[i][p][c] = src[i][c][p] for n images of c planes of p floats, and back. */
+static void to_channels_last(const float *src, float *dst, int64_t n, int64_t c, int64_t p) {
+    for (int64_t i = 0; i < n; i++, src += c * p, dst += c * p)
+        for (int64_t k = 0; k < c; k++)
+            for (int64_t j = 0; j < p; j++) dst[j * c + k] = src[k * p + j];
+}
+
+static void to_channels_first(const float *src, float *dst, int64_t n, int64_t c, int64_t p) {
+    for (int64_t i = 0; i < n; i++, src += c * p, dst += c * p)
+        for (int64_t k = 0; k < c; k++)
+            for (int64_t j = 0; j < p; j++) dst[k * p + j] = src[j * c + k];
+}
+
+static inf_status conv_core(inf__kernel_ctx *ctx, const conv_geom *g, bool f64, const void *x, const void *w,
+                            const void *b, void *y);
+
+/* A float32 2-D Conv whose kernel does not take its channels-last operands
+ * (another variant, or a bundle made on a CPU whose kernel did): computed
+ * channels-first between transposes in scratch, the residual added before Y
+ * is turned channels-last (the node's activation comes after, as ever).
+ * The transposes move values, so the bits are the channels-first Conv's. */
+static inf_status conv_core_transposed(inf__kernel_ctx *ctx, const conv_geom *g, const float *x, const float *w,
+                                       const float *b, float *y) {
+    int64_t xn = g->n * g->c * g->pm.img_total, yn = g->n * g->m * g->pm.pos_total;
+    conv_geom cf = *g;
+    cf.nhwc = 0;
+    const float *xc = x;
+    float *yc = y;
+    if (g->nhwc & INF_NHWC_X) {
+        float *t = inf__kernel_scratch(ctx, (size_t)xn * sizeof(float));
+        if (!t) return INF_ENOMEM;
+        to_channels_first(x, t, g->n, g->c, g->pm.img_total);
+        xc = t;
+    }
+    if (g->res && (g->nhwc & INF_NHWC_RES)) {
+        float *t = inf__kernel_scratch(ctx, (size_t)yn * sizeof(float));
+        if (!t) return INF_ENOMEM;
+        to_channels_first(g->res, t, g->n, g->m, g->pm.pos_total);
+        cf.res = t;
+    }
+    if (g->nhwc & INF_NHWC_Y) {
+        yc = inf__kernel_scratch(ctx, (size_t)yn * sizeof(float));
+        if (!yc) return INF_ENOMEM;
+    }
+    inf_status st = conv_core(ctx, &cf, false, xc, w, b, yc);
+    if (st != INF_OK) return st;
+    if (cf.res && !*cf.res_added) { /* in Y's layout before conv_add_run could add it in another */
+        for (int64_t i = 0; i < yn; i++) yc[i] = yc[i] + cf.res[i];
+        *cf.res_added = true;
+    }
+    if (yc != y) to_channels_last(yc, y, g->n, g->m, g->pm.pos_total);
+    return INF_OK;
+}
 
 static inf_status conv_core(inf__kernel_ctx *ctx, const conv_geom *g, bool f64, const void *x,
                             const void *w, const void *b, void *y) {
@@ -895,6 +1103,11 @@ static inf_status conv_core(inf__kernel_ctx *ctx, const conv_geom *g, bool f64, 
     inf_status fst;
     if (!f64 && conv_avx2(ctx, g, x, w, b, y, &fst)) return fst;
 #endif
+    if (g->nhwc) { /* float32: conv_geometry's check */
+        if (INF_NEVER(g->pool != NULL)) /* conv_pool_run sets a layout only where the kernel pools it */
+            return inf__kernel_error(ctx, INF_EINTERNAL, "channels-last ConvMaxPool on a kernel that cannot store it");
+        return conv_core_transposed(ctx, g, x, w, b, y);
+    }
     if (!f64 && depthwise) {
         atomic_bool stopped = false;
         dw_task t = {g, x, w, b, y, ctx, &stopped};
@@ -1023,6 +1236,8 @@ static inf_status conv_add_run(inf__kernel_ctx *ctx) {
     for (int i = 0; i < g.pm.nd; i++) dims[2 + i] = g.pm.pos[i];
     bool same = z->ndim == x->ndim;
     for (int i = 0; same && i < x->ndim; i++) same = z->dims[i] == dims[i];
+    if (!same && g.nhwc)
+        return inf__kernel_error(ctx, INF_ESHAPE, "residual Add: channels_last operands need input 3 of Y's shape");
     if (!same) return conv_add_broadcast(ctx, &g, x, w, b, z, x->ndim, dims);
     inf_tensor *y;
     if ((st = inf__kernel_output(ctx, 0, x->dtype, x->ndim, dims, &y)) != INF_OK) return st;
@@ -1082,10 +1297,14 @@ static inf_status conv_pool_run(inf__kernel_ctx *ctx) {
         return st;
     if (inf_tensor_numel(y) == 0)
         return INF_OK;
+    int last = g.nhwc; /* INF_NHWC_Y or 0 (conv_init) */
+    g.nhwc = 0;
 #if defined(__x86_64__)
     inf__conv2d_maxpool mp = {p->pool[0], p->pool[1], p->pool[2], p->pool[3], pdims[2], pdims[3]};
     g.pool = x->dtype == INF_DTYPE_F32 ? &mp : NULL;
-    if (pooled_in_kernel(&g)) {
+    inf__conv2d c;
+    if (pooled_in_kernel(&g) && (!last || (conv2d_of(&g, &c) && pool_channels_last_fits(&c)))) {
+        g.nhwc = last; /* the AVX-512 rows kernel stores Y channels-last itself */
         st = run_core(ctx, conv_core, &g, x, w, b, y); /* float32 Relu / Clip in the kernel's store */
         ctx->epilogue_done = true;
         return st;
@@ -1106,7 +1325,14 @@ static inf_status conv_pool_run(inf__kernel_ctx *ctx) {
     if (!ctx->epilogue_done)
         inf__epilogue_apply(&ctx->node->epilogue, &conv_out, 0, inf_tensor_numel(&conv_out));
     ctx->epilogue_done = true;
-    return inf__ops_maxpool2d(ctx, p->pool, &conv_out, y);
+    if (!last) return inf__ops_maxpool2d(ctx, p->pool, &conv_out, y);
+    inf_tensor pooled; /* channels-first into scratch, then moved channels-last */
+    float *pdata = inf__kernel_scratch(ctx, (size_t)inf_tensor_numel(y) * sizeof(float));
+    if (!pdata) return INF_ENOMEM;
+    inf_tensor_init_view(&pooled, x->dtype, 4, pdims, pdata);
+    if ((st = inf__ops_maxpool2d(ctx, p->pool, &conv_out, &pooled)) != INF_OK) return st;
+    to_channels_last(pdata, y->data, pdims[0], pdims[1], pdims[2] * pdims[3]);
+    return INF_OK;
 }
 
 const inf__op_impl op_conv_pool = {conv_init, conv_pool_run};

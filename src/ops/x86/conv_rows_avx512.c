@@ -33,6 +33,7 @@
 
 #include "ops/ops.h"
 #include "ops/x86/max_avx512.h"
+#include "ops/x86/transpose_avx512.h"
 
 enum {
     RB = 4,     /* output channels per tile (and per packed block) */
@@ -238,10 +239,43 @@ static void pool_tasks(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* pool_tasks for a channels-last Y (g->nhwc, one group; conv.c takes it only
+ * then): per 16 pooled outputs, every channel block's tile into a
+ * [channel][16] buffer on the stack, then 16x16 transposes into Y's
+ * [position][channel] rows -- the same values, moved. */
+__attribute__((target("avx512dq"))) static void pool_tasks_last(void *arg, int64_t begin, int64_t end) {
+    const rows_job *J = arg;
+    const inf__conv2d *g = J->g;
+    const inf__conv2d_maxpool *p = g->pool;
+    int64_t plane = J->xg.ph * J->xg.pw, rstep = g->sh * J->xg.pw, m = g->m;
+    _Alignas(64) float buf[INF_CONV2D_POOL_LAST_MAX_M * 16];
+    for (int64_t t = begin; t < end; t++) {
+        int64_t n = t / p->oh, py = t % p->oh;
+        const float *xrow = J->x + n * g->c * plane + 2 * py * rstep;
+        float *yrow = J->y + (n * p->oh + py) * p->ow * m;
+        for (int64_t px = 0; px < p->ow; px += 16) {
+            int cnt = (int)min64(16, p->ow - px);
+            for (int64_t b = 0; b < J->nblk; b++)
+                pool_tile_any((int)min64(RB, m - b * RB), J, xrow + 2 * px, rstep, J->wp + b * J->kdim * RB,
+                              J->bias ? J->bias + b * RB : NULL, buf + b * RB * 16, 16, cnt);
+            for (int64_t c0 = 0; c0 < m; c0 += 16) {
+                __m512 r[16];
+                for (int q = 0; q < 16; q++)
+                    r[q] = c0 + q < m ? _mm512_load_ps(buf + (c0 + q) * 16) : _mm512_setzero_ps();
+                inf__avx512_transpose16(r);
+                __mmask16 km = inf__lanes16(m - c0);
+                for (int q = 0; q < cnt; q++) _mm512_mask_storeu_ps(yrow + (px + q) * m + c0, km, r[q]);
+            }
+        }
+    }
+}
+
 void inf__conv2d_rows_f32_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *wp,
                                  const float *bias, const float *res, float *scratch, float *y) {
     rows_run(pool, g, x, wp, bias, res, scratch, y, inf__ops_pool2d_f32_avx512,
-             pools_in_registers(g) ? pool_tasks : NULL);
+             !pools_in_registers(g) ? NULL
+             : g->nhwc & INF_NHWC_Y ? pool_tasks_last
+                                    : pool_tasks);
 }
 
 #endif /* x86-64 with AVX-512 */

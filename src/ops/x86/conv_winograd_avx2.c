@@ -238,6 +238,19 @@ static void zero_floats(float *d, int64_t n) {
     for (int64_t i = 0; i < n; i += 8) _mm256_storeu_ps(d + i, _mm256_setzero_ps()); /* n: a multiple of 8 */
 }
 
+/* d[x * cp + q] = row[x * c + q] for x < cols, q < c, zero for c <= q < cp:
+ * a channels-last X row (INF_NHWC_X) is already the staged layout, only
+ * its channel stride may differ. */
+static void stage_channels_last(const float *row, int64_t c, int64_t cp, int64_t cols, float *d) {
+    for (int64_t x = 0; x < cols; x++)
+        for (int64_t c0 = 0; c0 < cp; c0 += 8) {
+            __m256 v = c - c0 >= 8 ? _mm256_loadu_ps(row + x * c + c0)
+                       : c > c0    ? _mm256_maskload_ps(row + x * c + c0, inf__avx2_lanes(c - c0))
+                                   : _mm256_setzero_ps();
+            _mm256_storeu_ps(d + x * cp + c0, v);
+        }
+}
+
 /* xs[i][x][c] = X[n][c][ty*m - pt + i][x - pl], zero outside X. */
 static void stage_row(const wino_job *J, int64_t n, int64_t ty, float *xs) {
     const inf__conv2d *g = J->g;
@@ -252,6 +265,10 @@ static void stage_row(const wino_job *J, int64_t n, int64_t ty, float *xs) {
         }
         zero_floats(d, x0 * cp);
         zero_floats(d + x1 * cp, (G->pw - x1) * cp);
+        if (g->nhwc & INF_NHWC_X) {
+            stage_channels_last(J->x + (n * g->ih + iy) * g->iw * g->c, g->c, cp, g->iw, d + x0 * cp);
+            continue;
+        }
         const float *src = J->x + n * g->c * plane + iy * g->iw;
         for (int64_t c0 = 0; c0 < cp; c0 += 8)
             stage_channels(src + c0 * plane, plane, g->c - c0, g->iw, d + x0 * cp + c0, cp);
@@ -347,31 +364,93 @@ static void output_tile(const wino_geom *G, const float *mm, int64_t ldm, int64_
     else output_tile_a(6, G, mm, ldm, t, os, tx);
 }
 
-/* Y[off .. off + cnt) = act(v + bias[k] + res[off ...]). */
-static inline void store_out(const wino_job *J, __m256 v, int64_t k, int64_t off, int64_t cnt, __m256i mask) {
-    const inf__conv2d *g = J->g;
+/* The store's ReLU / Clip. */
+static inline __m256 activate(const inf__conv2d *g, __m256 v) {
+    if (g->act == INF_EPILOGUE_RELU) return _mm256_max_ps(v, _mm256_setzero_ps()); /* NaN -> 0, as Relu */
+    if (g->act == INF_EPILOGUE_CLIP)
+        return _mm256_min_ps(_mm256_set1_ps(g->hi), _mm256_max_ps(_mm256_set1_ps(g->lo), v));
+    return v;
+}
+
+/* Y[off .. off + cnt) = act(v + bias[k] + res[off ...]); the residual's
+ * lanes from rv when it is channels-last (transposed). */
+static inline void store_out(const wino_job *J, __m256 v, int64_t k, int64_t off, int64_t cnt, __m256i mask,
+                             const __m256 *rv) {
     if (J->bias) v = _mm256_add_ps(v, _mm256_broadcast_ss(J->bias + k));
-    if (J->res) v = _mm256_add_ps(v, cnt == 8 ? _mm256_loadu_ps(J->res + off) : _mm256_maskload_ps(J->res + off, mask));
-    if (g->act == INF_EPILOGUE_RELU) v = _mm256_max_ps(v, _mm256_setzero_ps()); /* NaN -> 0, as Relu */
-    else if (g->act == INF_EPILOGUE_CLIP)
-        v = _mm256_min_ps(_mm256_set1_ps(g->hi), _mm256_max_ps(_mm256_set1_ps(g->lo), v));
+    if (J->res)
+        v = _mm256_add_ps(v, rv         ? *rv
+                             : cnt == 8 ? _mm256_loadu_ps(J->res + off)
+                                        : _mm256_maskload_ps(J->res + off, mask));
+    v = activate(J->g, v);
     if (cnt == 8) _mm256_storeu_ps(J->y + off, v);
     else _mm256_maskstore_ps(J->y + off, mask, v);
+}
+
+/* 8 lanes of p, the first n (< 8: masked) or all. */
+static inline __m256 load_first(const float *p, int64_t n) {
+    return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, inf__avx2_lanes(n));
+}
+
+/* Output row oy of image n into a channels-last Y (INF_NHWC_Y): orow's
+ * [x][kp] is Y's row but for the channel stride.  The same operations per
+ * element as store_out (+ bias, + residual, activation), so the same bits;
+ * a channels-first residual is read 8 positions x 8 channels at a time and
+ * transposed. */
+static void store_row_channels_last(const wino_job *J, const float *orow, int64_t n, int64_t oy) {
+    const inf__conv2d *g = J->g;
+    int64_t kp = J->G.kp, m = g->m;
+    float *yrow = J->y + (n * g->oh + oy) * g->ow * m;
+    bool res_last = J->res && (g->nhwc & INF_NHWC_RES);
+    for (int64_t ox0 = 0; ox0 < g->ow; ox0 += 8) {
+        int64_t cnt = min64(8, g->ow - ox0);
+        for (int64_t k0 = 0; k0 < m; k0 += 8) {
+            int64_t nk = min64(8, m - k0);
+            __m256 b = J->bias ? load_first(J->bias + k0, nk) : _mm256_setzero_ps(), r[8];
+            if (J->res && !res_last) {
+                for (int q = 0; q < 8; q++)
+                    r[q] = q < nk ? load_first(J->res + ((n * m + k0 + q) * g->oh + oy) * g->ow + ox0, cnt)
+                                  : _mm256_setzero_ps();
+                inf__avx2_transpose8(r);
+            }
+            for (int64_t q = 0; q < cnt; q++) {
+                int64_t at = (ox0 + q) * m + k0;
+                __m256 v = _mm256_loadu_ps(orow + (ox0 + q) * kp + k0);
+                if (J->bias) v = _mm256_add_ps(v, b);
+                if (J->res)
+                    v = _mm256_add_ps(v, res_last ? load_first(J->res + (n * g->oh + oy) * g->ow * m + at, nk) : r[q]);
+                v = activate(g, v);
+                if (nk == 8) _mm256_storeu_ps(yrow + at, v);
+                else _mm256_maskstore_ps(yrow + at, inf__avx2_lanes(nk), v);
+            }
+        }
+    }
 }
 
 /* Output row oy of image n from its staged row orow ([x][kp]). */
 static void store_row(const wino_job *J, const float *orow, int64_t n, int64_t oy) {
     const inf__conv2d *g = J->g;
     int64_t kp = J->G.kp;
+    if (g->nhwc & INF_NHWC_Y) {
+        store_row_channels_last(J, orow, n, oy);
+        return;
+    }
+    bool res_last = J->res && (g->nhwc & INF_NHWC_RES);
     for (int64_t ox = 0; ox < g->ow; ox += 8) {
         int64_t cnt = min64(8, g->ow - ox);
         __m256i mask = inf__avx2_lanes(cnt);
         for (int64_t k0 = 0; k0 < g->m; k0 += 8) {
-            __m256 r[8];
+            __m256 r[8], rr[8];
             for (int q = 0; q < 8; q++) r[q] = q < cnt ? _mm256_loadu_ps(orow + (ox + q) * kp + k0) : _mm256_setzero_ps();
             inf__avx2_transpose8(r);
+            if (res_last) { /* the residual's 8 positions x 8 channels, to channel rows */
+                for (int q = 0; q < 8; q++)
+                    rr[q] = q < cnt ? load_first(J->res + ((n * g->oh + oy) * g->ow + ox + q) * g->m + k0, g->m - k0)
+                                    : _mm256_setzero_ps();
+                inf__avx2_transpose8(rr);
+            }
             for (int64_t kk = 0; kk < 8 && k0 + kk < g->m; kk++)
-                store_out(J, r[kk], k0 + kk, ((n * g->m + k0 + kk) * g->oh + oy) * g->ow + ox, cnt, mask);
+                store_out(J, r[kk], k0 + kk, ((n * g->m + k0 + kk) * g->oh + oy) * g->ow + ox, cnt, mask,
+                          res_last ? &rr[kk] : NULL);
         }
     }
 }

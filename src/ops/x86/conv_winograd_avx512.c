@@ -26,6 +26,7 @@
 #include <immintrin.h>
 
 #include "ops/ops.h"
+#include "ops/x86/transpose_avx512.h"
 #include "ops/x86/winograd_geom.h"
 
 /* The first n lanes (n clamped to 0..16). */
@@ -48,32 +49,6 @@ static inline void store_lanes(float *p, __mmask16 k, __m512 v) {
         _mm512_mask_storeu_ps(p, k, v);
 }
 
-/* r[q] becomes column q of the 16x16 block whose rows were r[0..15]. */
-static inline void transpose16(__m512 r[16]) {
-    __m512 t[16];
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; i++) { /* r[4i + j], 128-bit lane L: column 4L + j of rows 4i .. 4i + 3 */
-        r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int j = 0; j < 4; j++) {
-        __m512 ab_lo = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44), ab_hi = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xEE);
-        __m512 cd_lo = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44);
-        __m512 cd_hi = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xEE);
-        t[j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, 0x88);
-        t[4 + j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, 0xDD);
-        t[8 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, 0x88);
-        t[12 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, 0xDD);
-    }
-    for (int i = 0; i < 16; i++)
-        r[i] = t[i];
-}
-
 /* ---- input: stage a tile row channel-last, transform its tiles ---- */
 
 /* d[x * ldd + q] = src[q * plane + x] for x < cols, q < nst (<= 16; channels
@@ -91,7 +66,7 @@ static void stage_channels(const float *src, int64_t plane, int64_t nc, int64_t 
         else
             for (int q = 0; q < 16; q++)
                 r[q] = q >= nc ? _mm512_setzero_ps() : load_lanes(kl, src + q * plane + x);
-        transpose16(r);
+        inf__avx512_transpose16(r);
         for (int q = 0; q < cnt; q++)
             store_lanes(d + (x + q) * ldd, ks, r[q]);
     }
@@ -102,6 +77,15 @@ static void zero_floats(float *d, int64_t n) {
     for (; i + 16 <= n; i += 16)
         _mm512_storeu_ps(d + i, _mm512_setzero_ps());
     if (i < n) _mm512_mask_storeu_ps(d + i, lanes16(n - i), _mm512_setzero_ps());
+}
+
+/* d[x * cp + q] = row[x * c + q] for x < cols, q < c, zero for c <= q < cp:
+ * a channels-last X row (INF_NHWC_X) is already the staged layout, only
+ * its channel stride may differ. */
+static void stage_channels_last(const float *row, int64_t c, int64_t cp, int64_t cols, float *d) {
+    for (int64_t x = 0; x < cols; x++)
+        for (int64_t c0 = 0; c0 < cp; c0 += 16)
+            store_lanes(d + x * cp + c0, lanes16(cp - c0), load_lanes(lanes16(c - c0), row + x * c + c0));
 }
 
 /* xs[i][x][c] = X[n][c][ty*m - pt + i][x - pl], zero outside X. */
@@ -118,6 +102,10 @@ static void stage_row(const wino_job *J, int64_t n, int64_t ty, float *xs) {
         }
         zero_floats(d, x0 * cp);
         zero_floats(d + x1 * cp, (G->pw - x1) * cp);
+        if (g->nhwc & INF_NHWC_X) {
+            stage_channels_last(J->x + (n * g->ih + iy) * g->iw * g->c, g->c, cp, g->iw, d + x0 * cp);
+            continue;
+        }
         const float *src = J->x + n * g->c * plane + iy * g->iw;
         for (int64_t c0 = 0; c0 < cp; c0 += 16)
             stage_channels(src + c0 * plane, plane, g->c - c0, min64(16, cp - c0), g->iw, d + x0 * cp + c0, cp);
@@ -227,34 +215,83 @@ static void output_tile(const wino_geom *G, const float *mm, int64_t ldm, int64_
         output_tile_a(6, G, mm, ldm, t, os, tx);
 }
 
-/* Y[off .. off + cnt) = act(v + bias[k] + res[off ...]) (lanes in km). */
-static inline void store_out(const wino_job *J, __m512 v, int64_t k, int64_t off, __mmask16 km) {
-    const inf__conv2d *g = J->g;
+/* The store's ReLU / Clip. */
+static inline __m512 activate(const inf__conv2d *g, __m512 v) {
+    if (g->act == INF_EPILOGUE_RELU) return _mm512_max_ps(v, _mm512_setzero_ps()); /* NaN -> 0, as Relu */
+    if (g->act == INF_EPILOGUE_CLIP)
+        return _mm512_min_ps(_mm512_set1_ps(g->hi), _mm512_max_ps(_mm512_set1_ps(g->lo), v)); /* NaN kept */
+    return v;
+}
+
+/* Y[off .. off + cnt) = act(v + bias[k] + res[off ...]) (lanes in km); the
+ * residual's lanes from rv when it is channels-last (transposed). */
+static inline void store_out(const wino_job *J, __m512 v, int64_t k, int64_t off, __mmask16 km, const __m512 *rv) {
     if (J->bias) v = _mm512_add_ps(v, _mm512_set1_ps(J->bias[k]));
-    if (J->res)
-        v = _mm512_add_ps(v, load_lanes(km, J->res + off));
-    if (g->act == INF_EPILOGUE_RELU)
-        v = _mm512_max_ps(v, _mm512_setzero_ps()); /* NaN -> 0, as Relu */
-    else if (g->act == INF_EPILOGUE_CLIP)
-        v = _mm512_min_ps(_mm512_set1_ps(g->hi), _mm512_max_ps(_mm512_set1_ps(g->lo), v)); /* NaN kept */
-    store_lanes(J->y + off, km, v);
+    if (J->res) v = _mm512_add_ps(v, rv ? *rv : load_lanes(km, J->res + off));
+    store_lanes(J->y + off, km, activate(J->g, v));
+}
+
+/* Output row oy of image n into a channels-last Y (INF_NHWC_Y): orow's
+ * [x][kp] is Y's row but for the channel stride.  The same operations per
+ * element as store_out (+ bias, + residual, activation), so the same bits;
+ * a channels-first residual is read 16 positions x 16 channels at a time
+ * and transposed. */
+static void store_row_channels_last(const wino_job *J, const float *orow, int64_t n, int64_t oy) {
+    const inf__conv2d *g = J->g;
+    int64_t kp = J->G.kp, m = g->m;
+    float *yrow = J->y + (n * g->oh + oy) * g->ow * m;
+    bool res_last = J->res && (g->nhwc & INF_NHWC_RES);
+    for (int64_t ox0 = 0; ox0 < g->ow; ox0 += 16) {
+        int64_t cnt = min64(16, g->ow - ox0);
+        for (int64_t k0 = 0; k0 < m; k0 += 16) {
+            __mmask16 kk = lanes16(m - k0);
+            __m512 b = J->bias ? load_lanes(kk, J->bias + k0) : _mm512_setzero_ps(), r[16];
+            if (J->res && !res_last) {
+                for (int q = 0; q < 16; q++)
+                    r[q] = k0 + q < m ? load_lanes(lanes16(cnt), J->res + ((n * m + k0 + q) * g->oh + oy) * g->ow + ox0)
+                                      : _mm512_setzero_ps();
+                inf__avx512_transpose16(r);
+            }
+            for (int64_t q = 0; q < cnt; q++) {
+                int64_t at = (ox0 + q) * m + k0;
+                __m512 v = load_lanes(kk, orow + (ox0 + q) * kp + k0);
+                if (J->bias) v = _mm512_add_ps(v, b);
+                if (J->res)
+                    v = _mm512_add_ps(v, res_last ? load_lanes(kk, J->res + (n * g->oh + oy) * g->ow * m + at) : r[q]);
+                store_lanes(yrow + at, kk, activate(g, v));
+            }
+        }
+    }
 }
 
 /* Output row oy of image n from its staged row orow ([x][kp]). */
 static void store_row(const wino_job *J, const float *orow, int64_t n, int64_t oy) {
     const inf__conv2d *g = J->g;
     int64_t kp = J->G.kp;
+    if (g->nhwc & INF_NHWC_Y) {
+        store_row_channels_last(J, orow, n, oy);
+        return;
+    }
+    bool res_last = J->res && (g->nhwc & INF_NHWC_RES);
     for (int64_t ox = 0; ox < g->ow; ox += 16) {
         int64_t cnt = min64(16, g->ow - ox);
         __mmask16 km = lanes16(cnt);
         for (int64_t k0 = 0; k0 < g->m; k0 += 16) {
             __mmask16 kk_lanes = lanes16(kp - k0);
-            __m512 r[16];
+            __m512 r[16], rr[16];
             for (int q = 0; q < 16; q++)
                 r[q] = q < cnt ? load_lanes(kk_lanes, orow + (ox + q) * kp + k0) : _mm512_setzero_ps();
-            transpose16(r);
+            inf__avx512_transpose16(r);
+            if (res_last) { /* the residual's 16 positions x 16 channels, to channel rows */
+                for (int q = 0; q < 16; q++)
+                    rr[q] = q < cnt ? load_lanes(lanes16(g->m - k0),
+                                                 J->res + ((n * g->oh + oy) * g->ow + ox + q) * g->m + k0)
+                                    : _mm512_setzero_ps();
+                inf__avx512_transpose16(rr);
+            }
             for (int64_t kk = 0; kk < 16 && k0 + kk < g->m; kk++)
-                store_out(J, r[kk], k0 + kk, ((n * g->m + k0 + kk) * g->oh + oy) * g->ow + ox, km);
+                store_out(J, r[kk], k0 + kk, ((n * g->m + k0 + kk) * g->oh + oy) * g->ow + ox, km,
+                          res_last ? &rr[kk] : NULL);
         }
     }
 }

@@ -32,6 +32,17 @@ static inline __attribute__((always_inline)) void prefetch_rows(const float *bas
         }
 }
 
+/* Rows [lo, hi) of one image's planes x h x w floats at base, channels
+ * first (prefetch_rows) or channels last (one span of rows x w x planes). */
+static inline __attribute__((always_inline)) void prefetch_band(const float *base, bool channels_last, int64_t planes,
+                                                                int64_t h, int64_t w, int64_t lo, int64_t hi) {
+    if (!channels_last) {
+        prefetch_rows(base, planes, h, w, lo, hi);
+        return;
+    }
+    prefetch_rows(base, 1, h, w * planes, lo, hi);
+}
+
 /* Whether the rows are worth prefetching: X or Y beyond L2 (from L3; in L2
  * the prefetches only cost). */
 static inline bool wino_prefetch_pays(const inf__conv2d *g) {
@@ -49,7 +60,8 @@ static inline __attribute__((always_inline)) void prefetch_input(const wino_job 
     if (!J->prefetch || row >= G->rows)
         return;
     int64_t n = row / G->tiles_y, ty = row % G->tiles_y, step = G->m * G->s, y0 = ty * step - g->pt;
-    prefetch_rows(J->x + n * g->c * g->ih * g->iw, g->c, g->ih, g->iw, y0 + (ty > 0 ? G->a - step : 0), y0 + G->a);
+    prefetch_band(J->x + n * g->c * g->ih * g->iw, g->nhwc & INF_NHWC_X, g->c, g->ih, g->iw,
+                  y0 + (ty > 0 ? G->a - step : 0), y0 + G->a);
 }
 
 /* The output rows of tile row `row`: Y's (written) and the residual's. */
@@ -59,9 +71,9 @@ static inline __attribute__((always_inline)) void prefetch_output(const wino_job
     if (!J->prefetch || row >= G->rows)
         return;
     int64_t n = row / G->tiles_y, ty = row % G->tiles_y, at = n * g->m * g->oh * g->ow;
-    prefetch_rows(J->y + at, g->m, g->oh, g->ow, ty * G->m, ty * G->m + G->m);
+    prefetch_band(J->y + at, g->nhwc & INF_NHWC_Y, g->m, g->oh, g->ow, ty * G->m, ty * G->m + G->m);
     if (J->res)
-        prefetch_rows(J->res + at, g->m, g->oh, g->ow, ty * G->m, ty * G->m + G->m);
+        prefetch_band(J->res + at, g->nhwc & INF_NHWC_RES, g->m, g->oh, g->ow, ty * G->m, ty * G->m + G->m);
 }
 
 /* Tile rows [b * rpb, ...) through input transform, GEMMs, output
