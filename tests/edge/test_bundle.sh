@@ -13,7 +13,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 models=()
-for m in "$root"/tests/models/*.onnx "$root"/tests/models/{memplan,unseen,subbatch}/*.onnx \
+for m in "$root"/tests/models/*.onnx "$root"/tests/models/{memplan,unseen,subbatch,ort_qdq}/*.onnx \
          "$root"/tests/ml/data/*.onnx "$root"/tests/pipeline/data/*.onnx; do
   case "$(basename "$m")" in bad_*) continue ;; esac
   models+=("$m")
