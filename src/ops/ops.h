@@ -424,7 +424,8 @@ void inf__conv2d_direct_f32_avx512(inf__pool *pool, const inf__conv2d *g, const 
 /* The depthwise variant (ops/x86/depthwise_avx2.c) for 2-D group == c == m:
  * w is the Conv's W as given ([m, 1, kh, kw]), no packing; any stride,
  * dilation and padding.  Same bits as ops/ref/conv.c's depthwise_planes then
- * + res and the activation (for finite weights), same limits as above.
+ * + res and the activation (for finite weights: 0, then fma(w, x, sum) per
+ * in-range tap in (ky, kx) order, + bias), same limits as above.
  * scratch: inf__conv2d_depthwise_scratch_floats(g, threads) floats, threads
  * = inf__pool_size(pool) (zero-padded copies of the input: two padded
  * planes per thread at row stride 1, channel blocks otherwise; NULL when
