@@ -458,6 +458,13 @@ typedef struct inf__dw_block16 {
     float *buf, *wv; /* 64-byte aligned */
 } inf__dw_block16;
 void inf__conv2d_dw_block16_avx512(const inf__dw_block16 *B);
+/* Its stride-2 path on AVX-512 (ops/x86/depthwise_s2_avx512.c; only when
+ * inf__cpu_has_avx512() and inf__conv2d_dw_s2_fits(g): stride 2 both ways,
+ * dilation 1, kernels up to 3x3, ow >= 8): the whole Conv, X read in place
+ * (no scratch); the same bits. */
+bool inf__conv2d_dw_s2_fits(const inf__conv2d *g);
+void inf__conv2d_dw_s2_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w, const float *bias,
+                              const float *res, float *y);
 /* The pointwise variant (ops/x86/pointwise_avx2.c) for 1x1, stride-1,
  * unpadded, one-group Convs (inf__conv2d_pointwise_fits(g)): its own
  * 4-channel x 24-position micro-kernel on w as given ([m, c]) and L1 copies
