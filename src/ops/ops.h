@@ -463,6 +463,13 @@ void inf__conv2d_dw_block16_avx512(const inf__dw_block16 *B);
  * dilation 1, kernels up to 3x3, ow >= 8): the whole Conv, X read in place
  * (no scratch); the same bits. */
 bool inf__conv2d_dw_s2_fits(const inf__conv2d *g);
+/* Its small-plane path on AVX-512 (ops/x86/depthwise_flat_avx512.c; only
+ * when inf__cpu_has_avx512() and inf__conv2d_dw_flat_fits(g): stride 1,
+ * ow == iw, oh * ow <= 64, kh * kw <= 9): each plane summed as one flat
+ * row, X read in place (no scratch); the same bits. */
+bool inf__conv2d_dw_flat_fits(const inf__conv2d *g);
+void inf__conv2d_dw_flat_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
+                                const float *bias, const float *res, float *y);
 void inf__conv2d_dw_s2_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w, const float *bias,
                               const float *res, float *y);
 /* The pointwise variant (ops/x86/pointwise_avx2.c) for 1x1, stride-1,

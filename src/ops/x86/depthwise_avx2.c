@@ -678,13 +678,14 @@ static void pr_slots(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* Does g take depthwise_s2_avx512.c (X in place, no scratch)? */
+/* Does g take depthwise_s2_avx512.c or depthwise_flat_avx512.c (X in place, no scratch)? */
 static bool s2_path(const inf__conv2d *g) { return inf__cpu_has_avx512() && inf__conv2d_dw_s2_fits(g); }
+static bool flat_path(const inf__conv2d *g) { return inf__cpu_has_avx512() && inf__conv2d_dw_flat_fits(g); }
 
 int64_t inf__conv2d_depthwise_scratch_floats(const inf__conv2d *g, int threads) {
     pr_geom P;
     cb_geom G;
-    if (s2_path(g)) return 0;
+    if (s2_path(g) || flat_path(g)) return 0;
     if (pr_geometry(g, threads, &P)) return P.n_slots * 2 * P.slot + 8;
     return cb_geometry(g, threads, &G) ? G.n_slots * G.slot + 16 : 0;
 }
@@ -696,6 +697,10 @@ void inf__conv2d_depthwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const
     cb_task ct = {.t = &t};
     if (s2_path(g)) {
         inf__conv2d_dw_s2_avx512(pool, g, x, w, bias, res, y);
+        return;
+    }
+    if (flat_path(g)) {
+        inf__conv2d_dw_flat_avx512(pool, g, x, w, bias, res, y);
         return;
     }
     if (scratch && pr_geometry(g, inf__pool_size(pool), &pt.G)) {
