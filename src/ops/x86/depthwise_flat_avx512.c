@@ -74,21 +74,12 @@ typedef struct flat_task {
     float *y;
 } flat_task;
 
-/* One plane, NV vectors (a constant where inlined), TAPS taps. */
-static inline __attribute__((always_inline)) void flat_plane(const flat_task *t, int64_t pl, int NV, int TAPS) {
+/* The store of plane pl's sums acc: + bias, + res, the activation. */
+static inline __attribute__((always_inline)) void flat_store(const flat_task *t, int64_t pl, __m512 *acc, int NV) {
     const inf__conv2d *g = t->g;
-    const flat_geom *F = t->F;
     int64_t c = pl % g->c, np = g->oh * g->ow;
-    const float *x = t->x + pl * g->ih * g->iw, *w = t->w + c * TAPS, *res = t->res ? t->res + pl * np : NULL;
+    const float *res = t->res ? t->res + pl * np : NULL;
     float *y = t->y + pl * np;
-    __m512 acc[DWF_VECS];
-    for (int v = 0; v < NV; v++) acc[v] = _mm512_setzero_ps();
-    for (int k = 0; k < TAPS; k++) {
-        __m512 wk = _mm512_set1_ps(w[k]);
-        const float *xk = x + F->off[k];
-        for (int v = 0; v < NV; v++)
-            acc[v] = _mm512_fmadd_ps(wk, _mm512_maskz_loadu_ps(F->m[v][k], xk + v * 16), acc[v]);
-    }
     __m512 bias = _mm512_set1_ps(t->b ? t->b[c] : 0.0f); /* +0: a sum is never -0 */
     __m512 lo = _mm512_set1_ps(g->lo), hi = _mm512_set1_ps(g->hi);
     for (int v = 0; v < NV; v++) {
@@ -102,14 +93,35 @@ static inline __attribute__((always_inline)) void flat_plane(const flat_task *t,
     }
 }
 
-/* Planes [begin, end): a 7x7 3x3 (4 vectors, 9 taps) with constants. */
+/* Planes pl..pl+P-1 (P = 1 or 2: two planes keep twice the chains in
+ * flight), NV vectors, TAPS taps (constants where inlined). */
+static inline __attribute__((always_inline)) void flat_plane(const flat_task *t, int64_t pl, int P, int NV, int TAPS) {
+    const inf__conv2d *g = t->g;
+    const flat_geom *F = t->F;
+    const float *x[2], *w[2];
+    __m512 acc[2][DWF_VECS];
+    for (int q = 0; q < P; q++) {
+        x[q] = t->x + (pl + q) * g->ih * g->iw, w[q] = t->w + (pl + q) % g->c * TAPS;
+        for (int v = 0; v < NV; v++) acc[q][v] = _mm512_setzero_ps();
+    }
+    for (int k = 0; k < TAPS; k++)
+        for (int q = 0; q < P; q++) {
+            __m512 wk = _mm512_set1_ps(w[q][k]);
+            const float *xk = x[q] + F->off[k];
+            for (int v = 0; v < NV; v++)
+                acc[q][v] = _mm512_fmadd_ps(wk, _mm512_maskz_loadu_ps(F->m[v][k], xk + v * 16), acc[q][v]);
+        }
+    for (int q = 0; q < P; q++) flat_store(t, pl + q, acc[q], NV);
+}
+
+/* Planes [begin, end): a 7x7 3x3 (4 vectors, 9 taps) two at a time, with
+ * constants. */
 static void flat_planes(void *arg, int64_t begin, int64_t end) {
     const flat_task *t = arg;
     bool k77 = t->F->nvec == 4 && t->g->kh * t->g->kw == 9;
-    for (int64_t pl = begin; pl < end; pl++) {
-        if (k77) flat_plane(t, pl, 4, 9);
-        else flat_plane(t, pl, t->F->nvec, (int)(t->g->kh * t->g->kw));
-    }
+    int64_t pl = begin;
+    for (; k77 && pl + 2 <= end; pl += 2) flat_plane(t, pl, 2, 4, 9);
+    for (; pl < end; pl++) flat_plane(t, pl, 1, t->F->nvec, (int)(t->g->kh * t->g->kw));
 }
 
 void inf__conv2d_dw_flat_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
