@@ -8,8 +8,9 @@
  * inf__cpu_has_avx512() and inf__conv2d_dw_s2_fits(g), one pool task per
  * range of (image, channel) planes.  Per plane, 16 output columns a zmm and
  * DWS2_ROWS output rows a pass: each input row the pass reads is loaded
- * once per tap column kx -- 32 floats from column 2 * ox0 - pl + kx, their
- * even lanes kept (one vpermt2ps) -- and feeds every output row it is a
+ * once per pair of tap columns kx, kx + 1 -- 32 floats from column
+ * 2 * ox0 - pl + kx, their even lanes tap kx and their odd lanes tap
+ * kx + 1 (a vpermt2ps each) -- and feeds every output row it is a
  * tap row of (row 2 * oy - pt + ky: a row feeds one or two of them at
  * stride 2).  The loads are masked to the row's columns [0, iw): a tap in
  * the left or right padding loads 0; input rows outside the image are
@@ -80,9 +81,10 @@ static inline __attribute__((always_inline)) void s2_block(const s2_plane *p, in
                                                            int KH, int KW) {
     const inf__conv2d *g = p->g;
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     __mmask16 m0[DWS2_KMAX], m1[DWS2_KMAX];
     int64_t c0 = 2 * ox - g->pl;
-    for (int kx = 0; kx < KW; kx++) m0[kx] = in_row(c0 + kx, g->iw), m1[kx] = in_row(c0 + kx + 16, g->iw);
+    for (int kx = 0; kx < KW; kx += 2) m0[kx] = in_row(c0 + kx, g->iw), m1[kx] = in_row(c0 + kx + 16, g->iw);
     __m512 acc[DWS2_ROWS];
     for (int j = 0; j < R; j++) acc[j] = _mm512_setzero_ps();
     int64_t iy0 = 2 * oy - g->pt;
@@ -92,9 +94,11 @@ static inline __attribute__((always_inline)) void s2_block(const s2_plane *p, in
         if (iy < 0 || iy >= g->ih) continue;
         const float *row = p->x + iy * g->iw + c0;
         __m512 t[DWS2_KMAX];
-        for (int kx = 0; kx < KW; kx++)
-            t[kx] = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m0[kx], row + kx), even,
-                                           _mm512_maskz_loadu_ps(m1[kx], row + kx + 16));
+        for (int kx = 0; kx < KW; kx += 2) { /* taps kx and kx + 1: the even and odd lanes of one window */
+            __m512 a = _mm512_maskz_loadu_ps(m0[kx], row + kx), b = _mm512_maskz_loadu_ps(m1[kx], row + kx + 16);
+            t[kx] = _mm512_permutex2var_ps(a, even, b);
+            if (kx + 1 < KW) t[kx + 1] = _mm512_permutex2var_ps(a, odd, b);
+        }
 #pragma GCC unroll 8
         for (int j = 0; j < R; j++) {
             int ky = r - 2 * j;
