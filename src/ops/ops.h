@@ -460,7 +460,7 @@ typedef struct inf__dw_block16 {
 void inf__conv2d_dw_block16_avx512(const inf__dw_block16 *B);
 /* Its stride-2 path on AVX-512 (ops/x86/depthwise_s2_avx512.c; only when
  * inf__cpu_has_avx512() and inf__conv2d_dw_s2_fits(g): stride 2 both ways,
- * dilation 1, kernels up to 3x3, ow >= 8): the whole Conv, X read in place
+ * dilation 1, kernels up to 5x5, ow >= 8): the whole Conv, X read in place
  * (no scratch); the same bits. */
 bool inf__conv2d_dw_s2_fits(const inf__conv2d *g);
 /* Its small-plane path on AVX-512 (ops/x86/depthwise_flat_avx512.c; only

@@ -1,8 +1,8 @@
 /*
  * depthwise_s2_avx512.c -- the AVX-512 depthwise convolution at stride 2
- * (both axes), dilation 1, kernels up to 3x3, read in place in NCHW: no
+ * (both axes), dilation 1, kernels up to 5x5, read in place in NCHW: no
  * copy of the input, no transposes (MobileNetV2's and EfficientNet-B0's
- * downsampling 3x3 layers).
+ * downsampling 3x3 and 5x5 layers).
  *
  * Called by depthwise_avx2.c (inf__conv2d_depthwise_f32_avx2) when
  * inf__cpu_has_avx512() and inf__conv2d_dw_s2_fits(g), one pool task per
@@ -30,11 +30,12 @@
 #include "ops/x86/math_avx512.h"
 
 #define DWS2_ROWS 4 /* output rows a pass: 2 * 4 + kh - 2 input rows, each loaded once */
-/* kh and kw the path takes: a 5x5 took 1.25-1.35x the channel blocks' time
- * (bench_depthwise, EfficientNet-B0's 144 @56x56 and 240 @28x28 at stride
- * 2): 5 permutes per input row for 16 outputs, against the channel blocks'
- * permute-free taps. */
-#define DWS2_KMAX 3
+/* kh and kw the path takes.  A 5x5 (EfficientNet-B0's 144 @56x56 and 240
+ * @28x28 at stride 2, bench_depthwise) is level with the channel blocks at
+ * 1 thread (1.25-1.35x their time with a window load per tap, before the
+ * even/odd pairs) and 0.75-0.85x at 2 (planes split finer than blocks of
+ * 16 channels). */
+#define DWS2_KMAX 5
 
 bool inf__conv2d_dw_s2_fits(const inf__conv2d *g) {
     return g->sh == 2 && g->sw == 2 && g->dh == 1 && g->dw == 1 && g->kh <= DWS2_KMAX && g->kw <= DWS2_KMAX &&
@@ -130,6 +131,7 @@ static inline __attribute__((always_inline)) void s2_plane_k(const s2_plane *p, 
 static void s2_plane_run(const s2_plane *p) {
     const inf__conv2d *g = p->g;
     if (g->kh == 3 && g->kw == 3) s2_plane_k(p, 3, 3);
+    else if (g->kh == 5 && g->kw == 5) s2_plane_k(p, 5, 5);
     else s2_plane_k(p, (int)g->kh, (int)g->kw);
 }
 
