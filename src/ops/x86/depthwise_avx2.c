@@ -62,11 +62,18 @@
  *   multiply then an add per tap, the reference's bits then), 18 FP
  *   instructions per 8 outputs whatever the layout; an FMA version of the
  *   3x3 kernel ran 0.74-0.94x the time.  Since session 31 every path and
- *   the reference use FMA (bench/RESULTS.md "Session 31 (h22/dwfma)").  ONNX Runtime's six NCHWc depthwise nodes took
- * 293 us a run by its profiler (batch 1, 1 thread, loaded host), these six layers 260-300 us in bench_depthwise before
- * this path: the gap to ORT on this model is in the pointwise layers and the stem, not here. Results do not depend on
- * N, the sub-batch split or the thread count (a plane's or a block's sums do not depend on where it runs). Invariants:
- * the caller (conv_avx2) keeps iw and ih*iw below INF_CONV2D_MAX_SPAN, so in-row indices fit 32-bit gathers.
+ *   the reference use FMA (bench/RESULTS.md "Session 31 (h22/dwfma)").
+ *   ONNX Runtime's six NCHWc depthwise nodes took 293 us a run by its
+ *   profiler (batch 1, 1 thread, loaded host), these six layers 260-300 us
+ *   in bench_depthwise before this path: the gap to ORT on this model is
+ *   in the pointwise layers and the stem, not here.
+ * On AVX-512, two more paths read X in place (no scratch): stride 2 with
+ * kernels up to 5x5 (depthwise_s2_avx512.c) and 3x3 "same" planes of up to
+ * 64 outputs (depthwise_flat_avx512.c); same bits.
+ * Results do not depend on N, the sub-batch split or the thread count (a
+ * plane's or a block's sums do not depend on where it runs).
+ * Invariants: the caller (conv_avx2) keeps iw and ih*iw below
+ * INF_CONV2D_MAX_SPAN, so in-row indices fit 32-bit gathers.
  */
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -451,14 +458,15 @@ static void cb_slots(void *arg, int64_t begin, int64_t end) {
  * rows together: each padded row's three loads feed every output row it is
  * a tap row of (4.5 loads per 8 outputs instead of 9 at 4 rows; the 9
  * weights stay in registers); other kernels take one row at a time.  Sums
- * are 0, then fma(w, x, sum) in (ky, kx) order, then + bias, + res, the activation, stored
- * straight to Y's rows (the last block of a row with plain 4/2/1-float
- * stores): no transposes.  A padding tap adds w * 0 = +-0: the general
+ * are 0, then fma(w, x, sum) in (ky, kx) order, then + bias, + res, the
+ * activation, stored straight to Y's rows (the last block of a row with
+ * plain 4/2/1-float stores): no transposes.  A padding tap adds w * 0 = +-0: the general
  * path's bits.  Each slot has two buffers: plane i + 1 is copied while
  * plane i is computed from the other, so the copy's stores have reached L1
  * before they are read (loads that straddle stores still in flight wait
  * for them: that made small planes 1.5-5x slower).
- * Stride 2 along the row keeps the channel-blocked path: copying it as two
+ * Stride 2 along the row keeps the channel-blocked path (on AVX-512,
+ * depthwise_s2_avx512.c's in-place kernel where it fits): copying it as two
  * deinterleaved (even, odd column) planes and computing it so was tried and
  * ran 1.06-1.37x its time (bench_depthwise, mobile's three strided layers). */
 
