@@ -50,6 +50,14 @@ static const dw_shape SHAPES[] = {
     {"effb0 dw5 1152 @7x7 s1", 1152, 7, 7, 1, 5},
     {"effb0 dw5 240 @28x28 s2", 240, 28, 28, 2, 5},
     {"effb0 dw3 144 @56x56 s1", 144, 56, 56, 1, 3},
+    /* torchvision MobileNetV2's strided 3x3s and its 7x7 one, EfficientNet-B0's strided 5x5 (224x224) */
+    {"mnv2 dw 96 @112x112 s2", 96, 112, 112, 2, 3},
+    {"mnv2 dw 144 @56x56 s2", 144, 56, 56, 2, 3},
+    {"mnv2 dw 192 @28x28 s2", 192, 28, 28, 2, 3},
+    {"mnv2 dw 576 @14x14 s2", 576, 14, 14, 2, 3},
+    {"mnv2 dw 960 @7x7 s1", 960, 7, 7, 1, 3},
+    {"effb0 dw5 144 @56x56 s2", 144, 56, 56, 2, 5},
+    {"effb0 dw5 672 @14x14 s2", 672, 14, 14, 2, 5},
 };
 enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
 

@@ -445,7 +445,8 @@ void inf__conv2d_direct_f32_avx512(inf__pool *pool, const inf__conv2d *g, const 
 /* The depthwise variant (ops/x86/depthwise_avx2.c) for 2-D group == c == m:
  * w is the Conv's W as given ([m, 1, kh, kw]), no packing; any stride,
  * dilation and padding.  Same bits as ops/ref/conv.c's depthwise_planes then
- * + res and the activation (for finite weights), same limits as above.
+ * + res and the activation (for finite weights: 0, then fma(w, x, sum) per
+ * in-range tap in (ky, kx) order, + bias), same limits as above.
  * scratch: inf__conv2d_depthwise_scratch_floats(g, threads) floats, threads
  * = inf__pool_size(pool) (zero-padded copies of the input: two padded
  * planes per thread at row stride 1, channel blocks otherwise; NULL when
@@ -478,6 +479,20 @@ typedef struct inf__dw_block16 {
     float *buf, *wv; /* 64-byte aligned */
 } inf__dw_block16;
 void inf__conv2d_dw_block16_avx512(const inf__dw_block16 *B);
+/* Its stride-2 path on AVX-512 (ops/x86/depthwise_s2_avx512.c; only when
+ * inf__cpu_has_avx512() and inf__conv2d_dw_s2_fits(g): stride 2 both ways,
+ * dilation 1, kernels up to 5x5, ow >= 8): the whole Conv, X read in place
+ * (no scratch); the same bits. */
+bool inf__conv2d_dw_s2_fits(const inf__conv2d *g);
+/* Its small-plane path on AVX-512 (ops/x86/depthwise_flat_avx512.c; only
+ * when inf__cpu_has_avx512() and inf__conv2d_dw_flat_fits(g): stride 1,
+ * ow == iw, oh * ow <= 64, kh * kw <= 9): each plane summed as one flat
+ * row, X read in place (no scratch); the same bits. */
+bool inf__conv2d_dw_flat_fits(const inf__conv2d *g);
+void inf__conv2d_dw_flat_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w,
+                                const float *bias, const float *res, float *y);
+void inf__conv2d_dw_s2_avx512(inf__pool *pool, const inf__conv2d *g, const float *x, const float *w, const float *bias,
+                              const float *res, float *y);
 /* The pointwise variant (ops/x86/pointwise_avx2.c) for 1x1, stride-1,
  * unpadded, one-group Convs (inf__conv2d_pointwise_fits(g)): its own
  * 4-channel x 24-position micro-kernel on w as given ([m, c]) and L1 copies

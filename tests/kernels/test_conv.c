@@ -14,7 +14,10 @@
  * input, W packed at run time).  A second run of the batch allocates
  * nothing (the kernels' scratch comes from the session's pool).
  * Tolerance per element: 1e-5 * sum |w x| + 1e-6.  Also checks that each
- * image alone gives the same bits as inside the batch (batch invariance).
+ * image alone gives the same bits as inside the batch (batch invariance),
+ * and a depthwise Conv's bits against fmaf in (ky, kx) order, the contract
+ * of all its paths (ctest runs this again with INFERA_CPU=avx2 and
+ * =generic: ops/ref/conv.c's depthwise_planes).
  * Prints "N passed, M failed".
  */
 #include <math.h>
@@ -118,6 +121,35 @@ static bool run_images(inf_session *s, const conv_case *cc, const float *x, cons
     return inf_session_run(s, inputs, outs, err) == INF_OK;
 }
 
+/* A depthwise Conv's bits, on every kernel path (docs/convolutions.md): per
+ * output 0, then fmaf(w, x, sum) over the in-range taps in (ky, kx) order,
+ * then + bias.  False (printed) at the first output that differs. */
+static bool depthwise_bits_ok(const conv_case *cc, const float *x, const float *w, const float *b, const float *y,
+                              int64_t oh, int64_t ow) {
+    for (int64_t n = 0; n < cc->n; n++)
+        for (int64_t m = 0; m < cc->m; m++)
+            for (int64_t oy = 0; oy < oh; oy++)
+                for (int64_t ox = 0; ox < ow; ox++) {
+                    float sum = 0.0f;
+                    for (int64_t ky = 0; ky < cc->kh; ky++)
+                        for (int64_t kx = 0; kx < cc->kw; kx++) {
+                            int64_t iy = oy * cc->s[0] - cc->pads[0] + ky * cc->d[0];
+                            int64_t ix = ox * cc->s[1] - cc->pads[1] + kx * cc->d[1];
+                            if (iy >= 0 && iy < cc->ih && ix >= 0 && ix < cc->iw)
+                                sum = fmaf(w[(m * cc->kh + ky) * cc->kw + kx],
+                                           x[((n * cc->c + m) * cc->ih + iy) * cc->iw + ix], sum);
+                        }
+                    if (cc->bias) sum += b[m];
+                    float got = y[((n * cc->m + m) * oh + oy) * ow + ox];
+                    if (memcmp(&got, &sum, sizeof sum)) {
+                        fprintf(stderr, "  depthwise y[%lld,%lld,%lld,%lld] = %.9g, fmaf in (ky, kx) order %.9g\n",
+                                (long long)n, (long long)m, (long long)oy, (long long)ox, got, sum);
+                        return false;
+                    }
+                }
+    return true;
+}
+
 static void check_case(const conv_case *cc, int threads) {
     int64_t oh = out_dim(cc->ih, cc->kh, cc->s[0], cc->d[0], cc->pads[0], cc->pads[2]);
     int64_t ow = out_dim(cc->iw, cc->kw, cc->s[1], cc->d[1], cc->pads[1], cc->pads[3]);
@@ -158,6 +190,7 @@ static void check_case(const conv_case *cc, int threads) {
             continue;
         }
         memcpy(yfull, y, ny * sizeof *y);
+        if (cc->group == cc->c && cc->m == cc->c && !depthwise_bits_ok(cc, x, w, b, y, oh, ow)) ok = false;
         for (int64_t n = 0; n < cc->n && ok; n++)
             for (int64_t m = 0; m < cc->m && ok; m++)
                 for (int64_t oy = 0; oy < oh && ok; oy++)

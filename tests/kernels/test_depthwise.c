@@ -2,7 +2,7 @@
  * test_depthwise.c -- the AVX2 depthwise convolution
  * (inf__conv2d_depthwise_f32_avx2, ops/x86/depthwise_avx2.c) against the
  * scalar kernel it replaces: the loop of ops/ref/conv.c's depthwise_planes
- * (written out here, per plane: 0, + w*x over the in-range taps in (ky, kx)
+ * (written out here, per plane: 0, fmaf(w, x, sum) over the in-range taps in (ky, kx)
  * order, + bias) followed by the unfused residual add and the activation --
  * bit for bit -- and against a double-precision convolution (tolerance
  * 1e-5 * sum |w x| + 1e-6), so a mistake shared with the transcription
@@ -53,7 +53,7 @@ static void dw_reference(const inf__conv2d *g, const float *x, const float *w, c
                 for (int64_t kx = 0; kx < g->kw; kx++)
                     for (int64_t ox = 0; ox < g->ow; ox++) {
                         int64_t ix = ox * g->sw - g->pl + kx * g->dw;
-                        if (ix >= 0 && ix < g->iw) yrow[ox] += wp[ky * g->kw + kx] * xp[iy * g->iw + ix];
+                        if (ix >= 0 && ix < g->iw) yrow[ox] = fmaf(wp[ky * g->kw + kx], xp[iy * g->iw + ix], yrow[ox]);
                     }
             }
             if (b)

@@ -57,6 +57,7 @@
  * ConvTranspose: col = W_g^T * X_g, img[c][...] += col[c, k][pos]  (col2im).
  * Positions outside the image read zero / are dropped.
  */
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -723,7 +724,9 @@ static inf_status run_core(inf__kernel_ctx *ctx, conv_core_fn core, const conv_g
 /* ---- depthwise 2-D (group == C, one filter per channel), float32 ----
  * Direct: each output row accumulates kh x kw shifted input rows times a
  * weight (the valid column range of each tap found once), so no im2col and
- * no one-row GEMM per channel.  Taps are summed in (ky, kx) order; the
+ * no one-row GEMM per channel.  Taps are summed in (ky, kx) order, each
+ * with one rounding (fmaf: the bits of every depthwise kernel, which use
+ * FMA; on x86 without -mfma a libm call, only on this generic path); the
  * inner loop over output columns is contiguous for stride 1 and vectorises.
  * One task per (image, channel) plane: results do not depend on N. */
 
@@ -771,9 +774,9 @@ static void depthwise_planes(void *arg, int64_t begin, int64_t end) {
                     if (hi > ow) hi = ow;
                     float wv = w[ky * kw + kx];
                     if (sw == 1)
-                        for (int64_t ox = lo; ox < hi; ox++) yrow[ox] += wv * xrow[ox + off];
+                        for (int64_t ox = lo; ox < hi; ox++) yrow[ox] = fmaf(wv, xrow[ox + off], yrow[ox]);
                     else
-                        for (int64_t ox = lo; ox < hi; ox++) yrow[ox] += wv * xrow[ox * sw + off];
+                        for (int64_t ox = lo; ox < hi; ox++) yrow[ox] = fmaf(wv, xrow[ox * sw + off], yrow[ox]);
                 }
             }
             if (t->b)

@@ -7,11 +7,12 @@
  * through conv.c's float32 copies.  Any kernel size, stride, dilation and
  * padding.  Same bits as depthwise_planes followed by the separate ConvAdd
  * residual add and the session's activation pass, for finite weights: each
- * output is 0 + w*x summed over the in-range taps in (ky, kx) order (a
- * multiply then an add, never an FMA: the file is compiled as ISO C11, so
- * no contraction), then + bias, + res, then ReLU / Clip.  A tap that falls
- * in the padding adds +0 (its product is masked), which leaves any sum
- * unchanged, since a sum that starts at +0 is never -0.
+ * output is 0, then sum = fma(w, x, sum) over the in-range taps in (ky, kx)
+ * order (one rounding a tap; the reference uses fmaf, since session 31:
+ * before, a multiply then an add), then + bias, + res, then ReLU / Clip.
+ * A tap that falls in the padding adds w * 0 = +-0 (its x loads as 0),
+ * which leaves any sum unchanged, since a sum that starts at +0 is never
+ * -0.
  *
  * Three paths, with the same bits:
  *   - padded-plane (stride 1 along the row, given scratch of
@@ -57,14 +58,18 @@
  *   1.05-1.17x the channel-block time, so strided layers keep it.  Whole
  *   mobile model (callgrind, batch 1): the depthwise layers take 2.10M
  *   instructions a run against 2.33M.
- *   What bounds both: each output is a chain of 9 dependent adds (a
- *   multiply then an add per tap: no FMA, to keep the reference's bits),
- *   18 FP instructions per 8 outputs whatever the layout; an FMA version
- *   of the 3x3 kernel ran 0.74-0.94x the time of this one (different bits;
- *   not used).  ONNX Runtime's six NCHWc depthwise nodes took 293 us a
- *   run by its profiler (batch 1, 1 thread, loaded host), these six layers
- *   260-300 us in bench_depthwise before this path: the gap to ORT on this
- *   model is in the pointwise layers and the stem, not here.
+ *   What bounded both then: each output a chain of 9 dependent adds (a
+ *   multiply then an add per tap, the reference's bits then), 18 FP
+ *   instructions per 8 outputs whatever the layout; an FMA version of the
+ *   3x3 kernel ran 0.74-0.94x the time.  Since session 31 every path and
+ *   the reference use FMA (bench/RESULTS.md "Session 31 (h22/dwfma)").
+ *   ONNX Runtime's six NCHWc depthwise nodes took 293 us a run by its
+ *   profiler (batch 1, 1 thread, loaded host), these six layers 260-300 us
+ *   in bench_depthwise before this path: the gap to ORT on this model is
+ *   in the pointwise layers and the stem, not here.
+ * On AVX-512, two more paths read X in place (no scratch): stride 2 with
+ * kernels up to 5x5 (depthwise_s2_avx512.c) and 3x3 "same" planes of up to
+ * 64 outputs (depthwise_flat_avx512.c); same bits.
  * Results do not depend on N, the sub-batch split or the thread count (a
  * plane's or a block's sums do not depend on where it runs).
  * Invariants: the caller (conv_avx2) keeps iw and ih*iw below
@@ -187,9 +192,8 @@ static inline __attribute__((always_inline)) void dw_block(const dw_plane *p, in
             }
             for (int r = 0; r < R; r++) {
                 if (!rows[r]) continue;
-                __m256 prod = _mm256_mul_ps(wv, tap_load(rows[r], ox0, off, mode, masked, idx, valid, m1, m2));
-                if (masked) prod = _mm256_and_ps(prod, _mm256_castsi256_ps(valid));
-                acc[r] = _mm256_add_ps(acc[r], prod);
+                /* masked: the lanes in the padding load 0, so they add w * 0 = +-0 */
+                acc[r] = _mm256_fmadd_ps(wv, tap_load(rows[r], ox0, off, mode, masked, idx, valid, m1, m2), acc[r]);
             }
         }
     }
@@ -376,8 +380,7 @@ static inline __attribute__((always_inline)) void cb_octet(const cb_block *B, in
         for (int64_t kx = 0; kx < KW; kx++) {
             __m256 wt = _mm256_load_ps(B->wv + (ky * KW + kx) * CB);
             const float *tp = row + kx * DW * CB;
-            for (int j = 0; j < CB; j++)
-                acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(wt, _mm256_load_ps(tp + j * SW * CB)));
+            for (int j = 0; j < CB; j++) acc[j] = _mm256_fmadd_ps(wt, _mm256_load_ps(tp + j * SW * CB), acc[j]);
         }
     }
     if (B->has_bias)
@@ -455,14 +458,15 @@ static void cb_slots(void *arg, int64_t begin, int64_t end) {
  * rows together: each padded row's three loads feed every output row it is
  * a tap row of (4.5 loads per 8 outputs instead of 9 at 4 rows; the 9
  * weights stay in registers); other kernels take one row at a time.  Sums
- * are 0 + w*x in (ky, kx) order, then + bias, + res, the activation, stored
- * straight to Y's rows (the last block of a row with plain 4/2/1-float
- * stores): no transposes.  A padding tap adds w * 0 = +-0: the general
+ * are 0, then fma(w, x, sum) in (ky, kx) order, then + bias, + res, the
+ * activation, stored straight to Y's rows (the last block of a row with
+ * plain 4/2/1-float stores): no transposes.  A padding tap adds w * 0 = +-0: the general
  * path's bits.  Each slot has two buffers: plane i + 1 is copied while
  * plane i is computed from the other, so the copy's stores have reached L1
  * before they are read (loads that straddle stores still in flight wait
  * for them: that made small planes 1.5-5x slower).
- * Stride 2 along the row keeps the channel-blocked path: copying it as two
+ * Stride 2 along the row keeps the channel-blocked path (on AVX-512,
+ * depthwise_s2_avx512.c's in-place kernel where it fits): copying it as two
  * deinterleaved (even, odd column) planes and computing it so was tried and
  * ran 1.06-1.37x its time (bench_depthwise, mobile's three strided layers). */
 
@@ -584,9 +588,9 @@ static inline __attribute__((always_inline)) void pr_block3(const pr_out *o, int
         for (int j = 0; j < R; j++) {
             int ky = r - j;
             if (ky < 0 || ky > 2) continue;
-            acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(wv[3 * ky], v0));
-            acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(wv[3 * ky + 1], v1));
-            acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(wv[3 * ky + 2], v2));
+            acc[j] = _mm256_fmadd_ps(wv[3 * ky], v0, acc[j]);
+            acc[j] = _mm256_fmadd_ps(wv[3 * ky + 1], v1, acc[j]);
+            acc[j] = _mm256_fmadd_ps(wv[3 * ky + 2], v2, acc[j]);
         }
     }
     pr_store_rows(o, acc, R, oy * ow + ox, ow, n);
@@ -636,8 +640,8 @@ static void pr_plane_any(const dw_plane *p, const pr_geom *G, const float *buf) 
             for (int64_t ky = 0; ky < g->kh; ky++) {
                 const float *row = buf + (oy * g->sh + ky * g->dh) * G->pw + ox;
                 for (int64_t kx = 0; kx < g->kw; kx++)
-                    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(p->w[ky * g->kw + kx]),
-                                                           _mm256_loadu_ps(row + kx * g->dw)));
+                    acc =
+                        _mm256_fmadd_ps(_mm256_set1_ps(p->w[ky * g->kw + kx]), _mm256_loadu_ps(row + kx * g->dw), acc);
             }
             pr_store(&o, acc, oy * g->ow + ox, min64(g->ow - ox, 8));
         }
@@ -682,9 +686,14 @@ static void pr_slots(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* Does g take depthwise_s2_avx512.c or depthwise_flat_avx512.c (X in place, no scratch)? */
+static bool s2_path(const inf__conv2d *g) { return inf__cpu_has_avx512() && inf__conv2d_dw_s2_fits(g); }
+static bool flat_path(const inf__conv2d *g) { return inf__cpu_has_avx512() && inf__conv2d_dw_flat_fits(g); }
+
 int64_t inf__conv2d_depthwise_scratch_floats(const inf__conv2d *g, int threads) {
     pr_geom P;
     cb_geom G;
+    if (s2_path(g) || flat_path(g)) return 0;
     if (pr_geometry(g, threads, &P)) return P.n_slots * 2 * P.slot + 8;
     return cb_geometry(g, threads, &G) ? G.n_slots * G.slot + 16 : 0;
 }
@@ -694,6 +703,14 @@ void inf__conv2d_depthwise_f32_avx2(inf__pool *pool, const inf__conv2d *g, const
     dw_task t = {g, x, w, bias, res, y};
     pr_task pt = {.t = &t};
     cb_task ct = {.t = &t};
+    if (s2_path(g)) {
+        inf__conv2d_dw_s2_avx512(pool, g, x, w, bias, res, y);
+        return;
+    }
+    if (flat_path(g)) {
+        inf__conv2d_dw_flat_avx512(pool, g, x, w, bias, res, y);
+        return;
+    }
     if (scratch && pr_geometry(g, inf__pool_size(pool), &pt.G)) {
         pt.scratch = (float *)(((uintptr_t)scratch + 31) & ~(uintptr_t)31);
         inf__pool_range(pool, pt.G.n_slots, 1, pr_slots, &pt);

@@ -12,9 +12,8 @@
  * registers; then + bias, + res, ReLU/Clip, stored (a row's last vector
  * masked).  Lanes past ow read the padding or the next row; they are never
  * stored.
- * Bits: each output is the AVX2 kernel's -- 0, then w * x added in (ky, kx)
- * order (a multiply then an add, no FMA: the file is ISO C11, no
- * contraction), then + bias (+0 without one: a sum is never -0), + res,
+ * Bits: each output is the AVX2 kernel's -- 0, then sum = fma(w, x, sum)
+ * in (ky, kx) order, then + bias (+0 without one: a sum is never -0), + res,
  * ReLU (max with 0: NaN -> 0) or Clip (NaN kept) -- the same operations per
  * lane (tests/kernels/test_depthwise.c holds both paths to the reference's
  * bits).  Measurements: bench/RESULTS.md, "Session 28 (h19/vision)".
@@ -67,9 +66,9 @@ static inline __attribute__((always_inline)) void block3(const dw5_out *o, const
         for (int j = 0; j < R; j++) {
             int ky = r - j;
             if (ky < 0 || ky > 2) continue;
-            acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(wv[3 * ky], v0));
-            acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(wv[3 * ky + 1], v1));
-            acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(wv[3 * ky + 2], v2));
+            acc[j] = _mm512_fmadd_ps(wv[3 * ky], v0, acc[j]);
+            acc[j] = _mm512_fmadd_ps(wv[3 * ky + 1], v1, acc[j]);
+            acc[j] = _mm512_fmadd_ps(wv[3 * ky + 2], v2, acc[j]);
         }
     }
     store_rows(o, acc, R, oy * o->ow + ox, n);
@@ -173,8 +172,7 @@ static inline __attribute__((always_inline)) void cb16_octet(const inf__dw_block
         for (int64_t kx = 0; kx < KW; kx++) {
             __m512 wt = _mm512_load_ps(B->wv + (ky * KW + kx) * CB16);
             const float *tp = row + kx * DW * CB16;
-            for (int j = 0; j < 8; j++)
-                acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(wt, _mm512_load_ps(tp + j * SW * CB16)));
+            for (int j = 0; j < 8; j++) acc[j] = _mm512_fmadd_ps(wt, _mm512_load_ps(tp + j * SW * CB16), acc[j]);
         }
     }
     if (B->has_bias)
