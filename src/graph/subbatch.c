@@ -125,7 +125,7 @@ static int check_concat(const proof *p, const inf__node *n, int rank) {
     return axis_not_0(n, 0, rank);
 }
 
-/* QuantizeLinear: one scale, or scales along (or blocked on) an axis other than 0. */
+/* QuantizeLinear, DequantizeLinear: one scale, or scales along (or blocked on) an axis other than 0. */
 static int check_quantize(const proof *p, const inf__node *n, int rank) {
     const inf_tensor *scale = n->n_inputs > 1 ? constant_of(p, n->inputs[1]) : NULL;
     if (scale && inf_tensor_numel(scale) == 1 && scale->ndim <= 1 && !inf__attr_int(n, "block_size", 0))

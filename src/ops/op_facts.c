@@ -82,7 +82,7 @@ const inf__op_facts inf__op_facts_table[] = {
     FACTS(ONNX, "DFT"),
     FACTS(ONNX, "DeformConv"),
     FACTS(ONNX, "DepthToSpace"),
-    FACTS(ONNX, "DequantizeLinear"),
+    FACTS(ONNX, "DequantizeLinear", .batch = "BCC", .batch_check = INF_BATCH_QUANTIZE),
     FACTS(ONNX, "Det"),
     FACTS(ONNX, "Div", .inplace_inputs = 0x3, .shape = INF_SHAPE_BROADCAST, .batch = "E"),
     FACTS(ONNX, "Dropout", .shape = INF_SHAPE_SAME, .batch = "BF"),

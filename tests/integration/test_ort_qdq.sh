@@ -112,4 +112,14 @@ if [ "$have_ort" = 1 ]; then
         fi
     done
 fi
+# the output's own Q -> DQ pair does not turn sub-batches off (a per-tensor DequantizeLinear keeps rows apart,
+# graph/subbatch.c), and row 1 of a batch of 3 is row 1 alone, bit for bit
+/usr/bin/python3 -c 'import numpy as np, sys; np.save(sys.argv[1], np.random.RandomState(3).uniform(-1, 1, (3, 3, 32, 32)).astype(np.float32)); np.save(sys.argv[2], np.load(sys.argv[1])[1:2])' \
+    "$work/b3.npy" "$work/b1.npy"
+log=$(INFERA_LOG=debug "$infera" run "$cnn" --input "input=$work/b3.npy" --output-dir "$work/b3" 2>&1 >/dev/null)
+"$infera" run "$cnn" --input "input=$work/b1.npy" --output-dir "$work/b1" >/dev/null
+if grep -q "sub-batches off" <<<"$log"; then bad "cnn ort_qdq: $(grep "sub-batches off" <<<"$log")"
+elif /usr/bin/python3 -c 'import numpy as np, sys; sys.exit(0 if np.load(sys.argv[1])[1:2].tobytes() == np.load(sys.argv[2]).tobytes() else 1)' \
+    "$work/b3/logits.npy" "$work/b1/logits.npy"; then ok "cnn ort_qdq: sub-batches on, row 1 of 3 == row 1 alone (bytes)"
+else bad "cnn ort_qdq: row 1 of a batch of 3 differs from row 1 alone"; fi
 check_done
