@@ -216,9 +216,18 @@ bool inf__ops_sgemm_neon(inf__pool *pool, bool trans_a, bool trans_b, int64_t m,
     int64_t first_packed = trans_b && m > 2 * TILE_ROWS ? 0 : n / NR;
     bool copy_a = trans_a || alpha != 1.0f;
     size_t b_floats = (size_t)((strips - first_packed) * k * NR), a_floats = copy_a ? (size_t)(m * k) : 0;
+    /* the packed operands in the pool's workspace (kept across calls: a warm
+     * run allocates nothing); a heap block only without a pool (a caller
+     * inside another job's task) */
     float *buf = NULL;
+    bool owned = false;
     if (a_floats + b_floats > 0) {
-        buf = inf__malloc((a_floats + b_floats) * sizeof(float));
+        size_t bytes = (a_floats + b_floats) * sizeof(float);
+        buf = inf__pool_workspace(pool, bytes);
+        if (!buf) {
+            buf = inf__malloc(bytes);
+            owned = true;
+        }
         if (!buf) return false;
     }
     float *bp = buf, *ap = buf + b_floats;
@@ -232,7 +241,7 @@ bool inf__ops_sgemm_neon(inf__pool *pool, bool trans_a, bool trans_b, int64_t m,
     int64_t tiles = ((m + TILE_ROWS - 1) / TILE_ROWS) * ((n + TILE_COLS - 1) / TILE_COLS);
     int64_t min_tiles = (int64_t)TILE_ROWS * TILE_COLS * k >= 32768 ? 1 : 32768 / (TILE_ROWS * TILE_COLS * k) + 1;
     inf__pool_range(pool, tiles, min_tiles, sgemm_tiles, &g);
-    inf__free(buf);
+    if (owned) inf__free(buf);
     return true;
 }
 
