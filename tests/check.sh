@@ -21,6 +21,9 @@
 #                                   exit status; a child still running then is a hang: its state and
 #                                   kernel stack are printed, it is killed (-9) and 124 returned
 #   stop_child PID [SIGNAL] [SECONDS]  sends SIGNAL (default TERM), then wait_child
+#   have_ort ROOT WITHOUT           sets have_ort=1 when node and tests/models/ort's onnxruntime-node
+#                                   are installed under ROOT, else have_ort=0, a note that the test
+#                                   runs WITHOUT ONNX Runtime ("PyTorch only", ...) and one skipped part
 #   skip REASON                     prints "SKIP: REASON" and exits 77 (ctest: skipped)
 #   check_done                      prints "N passed, M failed" and exits: 1 when a check
 #                                   failed, else 77 when a part was skipped (SKIPPED_PARTS,
@@ -118,6 +121,14 @@ check_lines() {
     return 0
 }
 
+have_ort() {
+    have_ort=1
+    if ! command -v node >/dev/null || [ ! -d "$1/tests/models/ort/node_modules/onnxruntime-node" ]; then
+        have_ort=0
+        echo "note: onnxruntime-node not installed (cd tests/models/ort && npm ci --ignore-scripts): $2"
+        SKIPPED_PARTS=$((${SKIPPED_PARTS:-0} + 1))
+    fi
+}
 skip() {
     echo "SKIP: $*"
     exit 77

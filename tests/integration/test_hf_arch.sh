@@ -22,12 +22,7 @@ fix=$root/tests/models/hf_arch
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 CHECK_DIR=$work
-have_ort=1
-if ! command -v node >/dev/null || [ ! -d "$root/tests/models/ort/node_modules/onnxruntime-node" ]; then
-    have_ort=0
-    echo "note: onnxruntime-node not installed (cd tests/models/ort && npm ci --ignore-scripts): PyTorch only"
-    SKIPPED_PARTS=$((${SKIPPED_PARTS:-0} + 1))
-fi
+have_ort "$root" "PyTorch only"
 args=(--input "input_ids=$fix/input_ids_a.npy" --input "attention_mask=$fix/attention_mask_a.npy")
 # ONNX Runtime's output for MODEL (when installed), then `infera run` at 1 and 2 threads against it and, when given,
 # against PyTorch's committed output TORCH_REF.

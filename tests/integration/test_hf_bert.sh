@@ -18,12 +18,7 @@ fix=$root/tests/models/hf_bert
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 CHECK_DIR=$work
-have_ort=1
-if ! command -v node >/dev/null || [ ! -d "$root/tests/models/ort/node_modules/onnxruntime-node" ]; then
-    have_ort=0
-    echo "note: onnxruntime-node not installed (cd tests/models/ort && npm ci --ignore-scripts): PyTorch only"
-    SKIPPED_PARTS=$((${SKIPPED_PARTS:-0} + 1))
-fi
+have_ort "$root" "PyTorch only"
 inputs() { # the --input arguments of set $1
     for n in input_ids attention_mask token_type_ids; do printf -- '--input\n%s=%s\n' "$n" "$fix/${n}_$1.npy"; done
 }

@@ -20,12 +20,7 @@ fix=$root/tests/models/hf_arch
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 CHECK_DIR=$work
-have_ort=1
-if ! command -v node >/dev/null || [ ! -d "$root/tests/models/ort/node_modules/onnxruntime-node" ]; then
-    have_ort=0
-    echo "note: onnxruntime-node not installed (cd tests/models/ort && npm ci --ignore-scripts): fusions only"
-    SKIPPED_PARTS=$((${SKIPPED_PARTS:-0} + 1))
-fi
+have_ort "$root" "fusions only"
 args=(--input "input_ids=$fix/input_ids_a.npy" --input "attention_mask=$fix/attention_mask_a.npy")
 for tag in llama.torchscript roberta.dynamo_static gpt2.dynamo; do
     arch=${tag%%.*}
