@@ -51,7 +51,7 @@ run_ctest build --output-on-failure -j2 || status=1
 #   INFERA_AARCH64=0 skips it (printed as SKIP, never a pass)
 if [ "${INFERA_AARCH64:-1}" = 0 ]; then
   echo "== SKIP aarch64 build and tests (INFERA_AARCH64=0): NOT tested"
-elif AARCH64_TARGETS="infera infera_edge npy_compare kernels_test_vmath kernels_test_neon_gemm test_crc32c" scripts/build.sh aarch64; then
+elif AARCH64_TARGETS="infera infera_edge npy_compare kernels_test_vmath kernels_test_neon_gemm kernels_test_conv test_crc32c" scripts/build.sh aarch64; then
   echo "== aarch64 tests (qemu-user)"
   run_ctest build-aarch64 -L aarch64 --output-on-failure -j2 || status=1
 else
