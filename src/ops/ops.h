@@ -289,6 +289,9 @@ typedef struct inf__gemm_epilogue {
 void inf__ops_sgemm_packed_ep_avx2(inf__pool *pool, bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
                                    const float *a, int64_t lda, const float *bp, float beta, float *c, int64_t ldc,
                                    const inf__gemm_epilogue *ep);
+/* Relu over a row segment, as the session's fused Relu (NaN -> 0): the act of
+ * an epilogue with relu set (ops/ref/gemm.c; x86-64). */
+void inf__ops_relu_row(const float *x, float *y, int64_t n);
 /* FusedMatMul (made by graph/passes/matmul_add.c from a MatMul node) uses
  * the MatMul's W packed at its load, rather than packing W a second time. */
 void inf__ops_fused_matmul_take_packing(inf__node *fused, const inf__node *matmul);
@@ -598,6 +601,12 @@ void inf__conv2d_winograd_f32_avx2(inf__pool *pool, int tile, const inf__conv2d 
  * inf__cpu_has_avx512()): the same U packing, scratch, arguments and bits. */
 void inf__conv2d_winograd_f32_avx512(inf__pool *pool, int tile, const inf__conv2d *g, const float *x, const float *up,
                                      const float *bias, const float *res, float *scratch, float *y);
+/* A 1x1, unpadded Conv on channels-last X and Y (and residual) as one GEMM per
+ * output row (ops/x86/conv_1x1_rows.c; graph/passes/channels_last.c): wp is W^T
+ * packed by inf__ops_sgemm_pack_b(true, c, m, W, c, wp); bias, res and (relu) a
+ * Relu in the GEMM's store.  x86-64 with AVX2/FMA. */
+void inf__conv2d_1x1_rows_f32(inf__pool *pool, const inf__conv2d *c, const float *x, const float *wp,
+                              const float *bias, const float *res, bool relu, float *y);
 /* ConvAdd (made by graph/passes/conv_add.c from a Conv node) uses the Conv's
  * W packed at its load, rather than packing W a second time (ops/ref/conv.c):
  * the pass brackets its rewrite with conv_add_packing_follows(true/false), so

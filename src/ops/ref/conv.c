@@ -910,9 +910,8 @@ static bool rows_1x1_layouts(int nhwc, bool residual) {
     return (nhwc & INF_NHWC_X) && (nhwc & INF_NHWC_Y) && (!residual || (nhwc & INF_NHWC_RES));
 }
 
-/* A 1x1 Conv without padding, X and Y channels-last: per output row a
- * GEMM of its positions (every sw-th of the input row: lda = sw * C) by
- * W^T (conv_1x1_rows). */
+/* A 1x1 Conv without padding, X and Y channels-last: one GEMM per output
+ * row (conv_1x1_rows, ops/x86/conv_1x1_rows.c). */
 static bool rows_1x1_fits(const conv_geom *g, const inf__conv2d *c, int nhwc) {
     return !c->pool && c->group == 1 && c->kh == 1 && c->kw == 1 && c->pt == 0 && c->pl == 0 && g->pe[0] == 0 &&
            g->pe[1] == 0 && rows_1x1_layouts(nhwc, g->res != NULL);
@@ -926,37 +925,9 @@ static bool channels_last_native(const conv_geom *g, const inf__conv2d *c, int n
     return rows_1x1_fits(g, c, nhwc) || (c->group == 1 && wino_tile(inf__conv2d_avx2_variant(c)) != 0);
 }
 
-static void relu_row(const float *x, float *y, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        y[i] = x[i] > 0 ? x[i] : 0; /* NaN -> 0, as Relu */
-}
-
-typedef struct rows_1x1_job {
-    const inf__conv2d *c;
-    const float *x, *wp, *res;
-    float *y;
-    inf__gemm_epilogue ep;
-} rows_1x1_job;
-
-/* Output rows [begin, end) of all images: one GEMM each, bias, residual and
- * Relu in its store.  A row's sums do not depend on the rows beside it, so
- * neither on the batch nor on the threads. */
-static void rows_1x1_task(void *arg, int64_t begin, int64_t end) {
-    const rows_1x1_job *J = arg;
-    const inf__conv2d *c = J->c;
-    for (int64_t r = begin; r < end; r++) {
-        int64_t n = r / c->oh, oy = r % c->oh, out = r * c->ow * c->m;
-        inf__gemm_epilogue ep = J->ep;
-        if (J->res) ep.res = J->res + out;
-        inf__ops_sgemm_packed_ep_avx2(NULL, false, c->ow, c->m, c->c, 1.0f,
-                                      J->x + (n * c->ih + oy * c->sh) * c->iw * c->c, c->sw * c->c, J->wp, 0.0f,
-                                      J->y + out, c->m, &ep);
-    }
-}
-
-/* conv_avx2's channels-last 1x1 path: W packed at load (p->w_rows) or now
- * into scratch; the node's Relu in the store, another activation left to
- * the session's pass. */
+/* conv_avx2's channels-last 1x1 path (ops/x86/conv_1x1_rows.c): W packed
+ * at load (p->w_rows) or now into scratch; the node's Relu in the store,
+ * another activation left to the session's pass. */
 static inf_status conv_1x1_rows(inf__kernel_ctx *ctx, const inf__conv2d *c, const float *x, const float *w,
                                 const float *b, const float *res, float *y) {
     const conv_params *p = ctx->node->params;
@@ -970,8 +941,7 @@ static inf_status conv_1x1_rows(inf__kernel_ctx *ctx, const inf__conv2d *c, cons
         wp = tmp;
     }
     bool relu = ctx->node->epilogue.kind == INF_EPILOGUE_RELU;
-    rows_1x1_job J = {c, x, wp, res, y, {b, NULL, c->m, relu ? relu_row : NULL, relu}};
-    inf__pool_range(ctx->pool, c->n * c->oh, 1, rows_1x1_task, &J);
+    inf__conv2d_1x1_rows_f32(ctx->pool, c, x, wp, b, res, relu, y);
     ctx->epilogue_done = relu;
     return INF_OK;
 }

@@ -491,8 +491,7 @@ static inf_status gemm_bias_strides(inf__kernel_ctx *ctx, const gemm_params *p,
 }
 
 #if defined(__x86_64__)
-/* Relu over a row segment, as the session's fused Relu (NaN -> 0). */
-static void relu_row(const float *x, float *y, int64_t n) {
+void inf__ops_relu_row(const float *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++)
         y[i] = x[i] > 0 ? x[i] : 0;
 }
@@ -517,7 +516,7 @@ static bool gemm_bias_epilogue(inf__kernel_ctx *ctx, const gemm_params *p, const
     const packed_b *pb = &p->bp;
     if (!pb->panels || b->data != pb->src || b->dtype != INF_DTYPE_F32 || pb->k != k || pb->n != n) return false;
     bool relu = fused->kind == INF_EPILOGUE_RELU;
-    inf__gemm_epilogue ep = {bias, NULL, 0, relu ? relu_row : NULL, relu};
+    inf__gemm_epilogue ep = {bias, NULL, 0, relu ? inf__ops_relu_row : NULL, relu};
     inf__ops_sgemm_packed_ep_avx2(ctx->pool, p->trans_a, m, n, k, 1.0f, a, lda, pb->panels, 0.0f, y, n, &ep);
     ctx->epilogue_done = true;
     return true;
